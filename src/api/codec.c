@@ -1,0 +1,276 @@
+#include "api/codec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "core/directive.h"
+
+#define MAX_ARGS 4096
+#define MAX_ENV 4096
+#define MAX_STRING 65536
+
+static int fail(struct gw_codec_error *err, const char *field, const char *fmt, ...) {
+        va_list ap;
+        snprintf(err->field, sizeof err->field, "%s", field);
+        va_start(ap, fmt);
+        (void) vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+static int get_string(const json_t *o, const char *key, const char **ret, struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, key);
+        *ret = NULL;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return fail(err, key, "%s: must be a string", key);
+        if (json_string_length(v) > MAX_STRING || strlen(json_string_value(v)) != json_string_length(v))
+                return fail(err, key, "%s: too long or contains a NUL byte", key);
+        *ret = json_string_value(v);
+        return 0;
+}
+
+static int get_strv(const json_t *o, const char *key, size_t max, bool need_eq, char ***ret,
+                    struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, key);
+        *ret = NULL;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_array(v))
+                return fail(err, key, "%s: must be an array of strings", key);
+        size_t n = json_array_size(v);
+        if (n > max)
+                return fail(err, key, "%s: more than %zu entries", key, max);
+        char **r = gw_xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++) {
+                const json_t *e = json_array_get(v, i);
+                const char *s = json_string_value(e);
+                if (!json_is_string(e) || strlen(s) != json_string_length(e) || json_string_length(e) > MAX_STRING ||
+                    (need_eq && (!strchr(s, '=') || s[0] == '='))) {
+                        gw_strv_free(r);
+                        return fail(err, key, need_eq ? "%s[%zu]: must be a string KEY=VALUE"
+                                                      : "%s[%zu]: must be a string without NUL bytes",
+                                    key, i);
+                }
+                r[i] = gw_xstrdup(s);
+        }
+        *ret = r;
+        return 0;
+}
+
+/* A duration given as seconds (number) or text ("30m"). */
+static int get_duration(const json_t *o, const char *key, gw_usec_t *ret, struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, key);
+        if (!v || json_is_null(v))
+                return 1;
+        if (json_is_integer(v)) {
+                json_int_t s = json_integer_value(v);
+                if (s <= 0 || s > (json_int_t) 365 * 24 * 3600 * 10)
+                        return fail(err, key, "%s: %lld is not a positive number of seconds", key, (long long) s);
+                *ret = (gw_usec_t) s * GW_USEC_PER_SEC;
+                return 0;
+        }
+        if (json_is_string(v)) {
+                if (gw_parse_duration(json_string_value(v), ret) < 0)
+                        return fail(err, key, "%s: '%.64s' is not a duration (examples: 90m, 2h, 1d, 01:30:00)", key,
+                                    json_string_value(v));
+                return 0;
+        }
+        return fail(err, key, "%s: must be a number of seconds or a duration string", key);
+}
+
+static int get_size(const json_t *o, const char *key, uint64_t *ret, struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, key);
+        if (!v || json_is_null(v))
+                return 0;
+        if (json_is_integer(v)) {
+                if (json_integer_value(v) < 0)
+                        return fail(err, key, "%s: must not be negative", key);
+                *ret = (uint64_t) json_integer_value(v);
+                return 0;
+        }
+        if (json_is_string(v)) {
+                if (gw_parse_size(json_string_value(v), ret) < 0)
+                        return fail(err, key, "%s: '%.64s' is not a size (examples: 512M, 16G, 80GiB)", key,
+                                    json_string_value(v));
+                return 0;
+        }
+        return fail(err, key, "%s: must be a number of bytes or a size string", key);
+}
+
+static int get_int(const json_t *o, const char *key, long long min, long long max, long long *ret,
+                   struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, key);
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_integer(v))
+                return fail(err, key, "%s: must be an integer", key);
+        long long x = json_integer_value(v);
+        if (x < min || x > max)
+                return fail(err, key, "%s: %lld is out of range [%lld, %lld]", key, x, min, max);
+        *ret = x;
+        return 0;
+}
+
+static int parse_after(const char *s, struct gw_job *j, struct gw_codec_error *err) {
+        char *end;
+        errno = 0;
+        long long id = strtoll(s, &end, 10);
+        if (errno || id <= 0 || end == s)
+                return fail(err, "after", "after: '%.64s' is not JOB[:ok|:any]", s);
+        enum gw_dep_kind k = GW_DEP_KIND_OK;
+        if (*end == ':') {
+                k = gw_dep_kind_from_name(end + 1);
+                if (k != GW_DEP_KIND_OK && k != GW_DEP_KIND_ANY)
+                        return fail(err, "after", "after: '%.64s' is not JOB[:ok|:any]", s);
+        } else if (*end)
+                return fail(err, "after", "after: '%.64s' is not JOB[:ok|:any]", s);
+        j->after_job = id;
+        j->after_kind = k;
+        return 0;
+}
+
+static int decode_strings(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const char *s;
+        if (get_string(o, "name", &s, err) < 0)
+                return -EINVAL;
+        if (s && (strlen(s) > 128 || strpbrk(s, "\n\r\t")))
+                return fail(err, "name", "name: at most 128 characters, no tabs or newlines");
+        j->name = s ? gw_xstrdup(s) : NULL;
+        if (get_string(o, "cwd", &s, err) < 0)
+                return -EINVAL;
+        if (s && s[0] != '/')
+                return fail(err, "cwd", "cwd: '%.64s' is not an absolute path", s);
+        j->cwd = s ? gw_xstrdup(s) : NULL;
+        if (get_string(o, "output", &s, err) < 0)
+                return -EINVAL;
+        if (s && s[0] != '/')
+                return fail(err, "output", "output: '%.64s' is not an absolute path", s);
+        j->output = s ? gw_xstrdup(s) : NULL;
+        const json_t *after = json_object_get(o, "after");
+        if (json_is_integer(after)) {
+                if (json_integer_value(after) <= 0)
+                        return fail(err, "after", "after: must be a job id");
+                j->after_job = json_integer_value(after);
+                j->after_kind = GW_DEP_KIND_OK;
+        } else if (after && !json_is_null(after)) {
+                if (get_string(o, "after", &s, err) < 0)
+                        return -EINVAL;
+                if (parse_after(s, j, err) < 0)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
+                      struct gw_codec_error *err) {
+        if (!json_is_object(o))
+                return fail(err, "", "the request body must be a JSON object");
+        if (get_strv(o, "command", MAX_ARGS, false, &j->argv, err) < 0)
+                return -EINVAL;
+        if (!j->argv || !j->argv[0] || !j->argv[0][0])
+                return fail(err, "command", "command: must be a non-empty array of strings");
+        long long ngpus = 1, prio = 0;
+        if (get_int(o, "ngpus", 1, 64, &ngpus, err) < 0) {
+                const json_t *v = json_object_get(o, "ngpus");
+                if (json_is_integer(v) && json_integer_value(v) < 1)
+                        return fail(err, "ngpus", "ngpus: a job needs at least 1 GPU");
+                return -EINVAL;
+        }
+        j->ngpus = (int) ngpus;
+        if (get_int(o, "priority", -1000, 1000, &prio, err) < 0)
+                return -EINVAL;
+        j->priority = (int) prio;
+        if (get_size(o, "gpu_mem", &j->gpu_mem, err) < 0)
+                return -EINVAL;
+        int r = get_duration(o, "time_limit", &j->time_limit, err);
+        if (r < 0)
+                return -EINVAL;
+        if (r > 0)
+                j->time_limit = default_limit;
+        if (decode_strings(o, j, err) < 0)
+                return -EINVAL;
+        if (get_strv(o, "env", MAX_ENV, true, &j->env, err) < 0 ||
+            get_strv(o, "env_extra", MAX_ENV, true, &j->env_extra, err) < 0)
+                return -EINVAL;
+        const json_t *hold = json_object_get(o, "hold");
+        if (hold && !json_is_boolean(hold) && !json_is_null(hold))
+                return fail(err, "hold", "hold: must be true or false");
+        *ret_hold = json_is_true(hold);
+        return 0;
+}
+
+static json_t *time_or_null(gw_usec_t t) {
+        return t > 0 ? json_real((double) t / 1e6) : json_null();
+}
+
+json_t *gw_codec_job(const struct gw_job *j) {
+        json_t *o = json_object(), *gpus = json_array(), *cmd = json_array();
+        for (int i = 0; i < 64; i++)
+                if (j->gpu_mask & (UINT64_C(1) << i))
+                        json_array_append_new(gpus, json_integer(i));
+        for (size_t i = 0; j->argv && j->argv[i]; i++)
+                json_array_append_new(cmd, json_string(j->argv[i]));
+        const char *reason = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD
+                                     ? gw_job_reason_name(j->wait_reason)
+                                     : (j->end_reason ? j->end_reason : "");
+        json_object_set_new(o, "id", json_integer(j->id));
+        json_object_set_new(o, "name", json_string(j->name ? j->name : ""));
+        json_object_set_new(o, "user", json_string(j->user ? j->user : ""));
+        json_object_set_new(o, "uid", json_integer(j->uid));
+        json_object_set_new(o, "state", json_string(gw_job_state_name(j->state)));
+        json_object_set_new(o, "reason", json_string(reason ? reason : ""));
+        json_object_set_new(o, "ngpus", json_integer(j->ngpus));
+        json_object_set_new(o, "gpus", gpus);
+        json_object_set_new(o, "gpu_mem", json_integer((json_int_t) j->gpu_mem));
+        json_object_set_new(o, "priority", json_integer(j->priority));
+        json_object_set_new(o, "time_limit", json_integer(j->time_limit / GW_USEC_PER_SEC));
+        json_object_set_new(o, "submit_time", time_or_null(j->submit_time));
+        json_object_set_new(o, "start_time", time_or_null(j->start_time));
+        json_object_set_new(o, "end_time", time_or_null(j->end_time));
+        json_object_set_new(o, "exit_code", j->has_exit && !j->signal ? json_integer(j->exit_code) : json_null());
+        json_object_set_new(o, "signal", j->signal ? json_integer(j->signal) : json_null());
+        json_object_set_new(o, "command", cmd);
+        json_object_set_new(o, "cwd", json_string(j->cwd ? j->cwd : ""));
+        json_object_set_new(o, "log_path", j->log_path ? json_string(j->log_path) : json_null());
+        if (j->after_job > 0)
+                json_object_set_new(o, "after", json_pack("{s:I,s:s}", "job", (json_int_t) j->after_job, "kind",
+                                                          gw_dep_kind_name(j->after_kind)));
+        else
+                json_object_set_new(o, "after", json_null());
+        json_object_set_new(o, "attempt", json_integer(j->attempt));
+        json_object_set_new(o, "pid", j->pid > 0 ? json_integer(j->pid) : json_null());
+        return o;
+}
+
+json_t *gw_codec_events(const struct gw_job_event *ev, size_t n) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, json_pack("{s:o,s:s,s:s,s:s}", "time", time_or_null(ev[i].time), "state",
+                                                   gw_job_state_name(ev[i].state) ?: "?", "kind",
+                                                   ev[i].kind ? ev[i].kind : "", "message",
+                                                   ev[i].message ? ev[i].message : ""));
+        return a;
+}
+
+char *gw_codec_dump(json_t *o, size_t *ret_len) {
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!s)
+                s = gw_xstrdup("{\"error\": \"cannot encode the reply\", \"field\": null}");
+        *ret_len = strlen(s);
+        return s;
+}
+
+char *gw_codec_error_body(const char *field, const char *message, size_t *ret_len) {
+        json_t *o = json_pack("{s:s,s:o}", "error", message, "field",
+                              field && field[0] ? json_string(field) : json_null());
+        return gw_codec_dump(o, ret_len);
+}

@@ -1,0 +1,27 @@
+/* Request decoding and response encoding: pure functions between JSON and plain structs. */
+#pragma once
+#include <jansson.h>
+#include <stddef.h>
+
+#include "core/jobrec.h"
+
+struct gw_codec_error {
+        char field[64];
+        char message[256];
+};
+
+/* Fills the user-given parts of j (command, ngpus, gpu_mem, time_limit, name, cwd, priority,
+ * after, output, env, env_extra, hold) from a submission object.  Checks types and what
+ * needs no daemon state; defaults: ngpus 1, time_limit = default_limit.  Returns 0, or
+ * -EINVAL with err naming the field.  *ret_hold tells whether to queue it held. */
+int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
+                      struct gw_codec_error *err);
+
+/* The job as the API shows it (docs/API.md).  New reference. */
+json_t *gw_codec_job(const struct gw_job *j);
+json_t *gw_codec_events(const struct gw_job_event *ev, size_t n);
+
+/* {"error": message, "field": field or null}, serialized; malloc'ed. */
+char *gw_codec_error_body(const char *field, const char *message, size_t *ret_len);
+/* Serializes and steals o; malloc'ed. */
+char *gw_codec_dump(json_t *o, size_t *ret_len);

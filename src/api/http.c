@@ -1,0 +1,288 @@
+#include "api/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+struct gw_http_server {
+        struct MHD_Daemon *mhd;
+        bool unix_door;
+        gw_http_handler handler;
+        gw_http_gone gone;
+        void *userdata;
+        int listen_fd;
+};
+
+struct gw_http_conn {
+        struct gw_http_server *srv;
+        struct MHD_Connection *mhd_conn;
+        char *body;
+        size_t len, cap;
+        bool too_large;
+        bool suspended;
+        bool resumed;
+        bool has_cred;
+        struct ucred cred;
+};
+
+static void conn_read_cred(struct gw_http_conn *c) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->mhd_conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci)
+                return;
+        socklen_t l = sizeof c->cred;
+        if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &l) == 0)
+                c->has_cred = true;
+}
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct gw_http_reply *rep) {
+        struct MHD_Response *r =
+                MHD_create_response_from_buffer(rep->body_len, rep->body ? rep->body : (char *) "", rep->body
+                                                                                  ? MHD_RESPMEM_MUST_FREE
+                                                                                  : MHD_RESPMEM_PERSISTENT);
+        if (!r) {
+                free(rep->body);
+                return MHD_NO;
+        }
+        rep->body = NULL;
+        (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                       rep->content_type ? rep->content_type : "application/json");
+        (void) MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        for (size_t i = 0; i < ELEMENTSOF(rep->headers); i++)
+                if (rep->headers[i][0][0])
+                        (void) MHD_add_response_header(r, rep->headers[i][0], rep->headers[i][1]);
+        enum MHD_Result ret = MHD_queue_response(conn, (unsigned) rep->status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, int status, const char *msg) {
+        struct gw_http_reply rep = { .status = status };
+        char buf[256];
+        int n = snprintf(buf, sizeof buf, "{\"error\": \"%s\", \"field\": null}", msg);
+        rep.body = gw_xstrdup(buf);
+        rep.body_len = (size_t) n;
+        return queue_reply(conn, &rep);
+}
+
+static enum MHD_Result dispatch(struct gw_http_conn *c, const char *url, const char *method) {
+        struct gw_http_request req = {
+                .method = method,
+                .path = url,
+                .body = c->body ? c->body : "",
+                .body_len = c->len,
+                .unix_door = c->srv->unix_door,
+                .has_cred = c->has_cred,
+                .uid = c->cred.uid,
+                .gid = c->cred.gid,
+                .pid = c->cred.pid,
+                .resumed = c->resumed,
+                .conn = c,
+        };
+        struct gw_http_reply rep = { .status = 500 };
+        c->srv->handler(c->srv->userdata, &req, &rep);
+        if (rep.suspend) {
+                free(rep.body);
+                c->suspended = true;
+                MHD_suspend_connection(c->mhd_conn);
+                return MHD_YES;
+        }
+        return queue_reply(c->mhd_conn, &rep);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                 const char *version, const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls) {
+        struct gw_http_server *srv = cls;
+        struct gw_http_conn *c = *con_cls;
+        if (!c) {
+                c = gw_xcalloc(1, sizeof *c);
+                c->srv = srv;
+                c->mhd_conn = conn;
+                *con_cls = c;
+                if (srv->unix_door)
+                        conn_read_cred(c);
+                const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl && strtoull(cl, NULL, 10) > GW_HTTP_MAX_BODY)
+                        return reply_error(conn, 413, "request body larger than 1 MiB");
+                return MHD_YES;
+        }
+        if (*upload_data_size > 0) {
+                if (!c->too_large && c->len + *upload_data_size <= GW_HTTP_MAX_BODY) {
+                        if (c->len + *upload_data_size + 1 > c->cap) {
+                                c->cap = (c->len + *upload_data_size + 1) * 2;
+                                if (c->cap > GW_HTTP_MAX_BODY + 1)
+                                        c->cap = GW_HTTP_MAX_BODY + 1;
+                                c->body = gw_xrealloc(c->body, c->cap);
+                        }
+                        memcpy(c->body + c->len, upload_data, *upload_data_size);
+                        c->len += *upload_data_size;
+                        c->body[c->len] = '\0';
+                } else
+                        c->too_large = true;
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        if (c->too_large)
+                return reply_error(conn, 413, "request body larger than 1 MiB");
+        return dispatch(c, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        struct gw_http_server *srv = cls;
+        struct gw_http_conn *c = *con_cls;
+        if (!c)
+                return;
+        if (c->suspended && srv->gone)
+                srv->gone(srv->userdata, c);
+        free(c->body);
+        free(c);
+        *con_cls = NULL;
+}
+
+int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_http_gone gone, void *userdata,
+                  struct gw_http_server **ret) {
+        struct gw_http_server *srv = gw_xcalloc(1, sizeof *srv);
+        srv->unix_door = unix_door;
+        srv->handler = handler;
+        srv->gone = gone;
+        srv->userdata = userdata;
+        srv->listen_fd = listen_fd;
+        srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, srv,
+                                    MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                                    srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT,
+                                    (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                    (unsigned) (unix_door ? 0 : 512), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                    (size_t) 64 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
+                                    MHD_OPTION_END);
+        if (!srv->mhd) {
+                free(srv);
+                return -EIO;
+        }
+        *ret = srv;
+        return 0;
+}
+
+struct gw_http_server *gw_http_stop(struct gw_http_server *srv) {
+        if (!srv)
+                return NULL;
+        MHD_stop_daemon(srv->mhd);
+        (void) close(srv->listen_fd);
+        free(srv);
+        return NULL;
+}
+
+int gw_http_fd(struct gw_http_server *srv) {
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+        return di ? di->epoll_fd : -1;
+}
+
+int gw_http_timeout_ms(struct gw_http_server *srv) {
+        MHD_UNSIGNED_LONG_LONG t;
+        if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
+                return -1;
+        return t > 60000 ? 60000 : (int) t;
+}
+
+void gw_http_run(struct gw_http_server *srv) { (void) MHD_run(srv->mhd); }
+
+const char *gw_http_query(const struct gw_http_request *req, const char *key) {
+        return MHD_lookup_connection_value(req->conn->mhd_conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *gw_http_header(const struct gw_http_request *req, const char *key) {
+        return MHD_lookup_connection_value(req->conn->mhd_conn, MHD_HEADER_KIND, key);
+}
+
+void gw_http_conn_resume(struct gw_http_conn *conn) {
+        if (!conn->suspended)
+                return;
+        conn->suspended = false;
+        conn->resumed = true;
+        MHD_resume_connection(conn->mhd_conn);
+}
+
+void gw_http_reply_text(struct gw_http_reply *rep, int status, const char *content_type, char *body, size_t len) {
+        free(rep->body);
+        rep->status = status;
+        rep->content_type = content_type;
+        rep->body = body;
+        rep->body_len = len;
+}
+
+void gw_http_reply_header(struct gw_http_reply *rep, const char *name, const char *value) {
+        for (size_t i = 0; i < ELEMENTSOF(rep->headers); i++)
+                if (!rep->headers[i][0][0]) {
+                        snprintf(rep->headers[i][0], sizeof rep->headers[i][0], "%s", name);
+                        snprintf(rep->headers[i][1], sizeof rep->headers[i][1], "%s", value);
+                        return;
+                }
+}
+
+int gw_http_listen_unix(const char *path, char *err, size_t errlen) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof sa.sun_path) {
+                snprintf(err, errlen, "socket path too long: %s", path);
+                return -ENAMETOOLONG;
+        }
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        /* A stale socket from a crashed daemon is replaced; a live one is refused. */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0) {
+                snprintf(err, errlen, "another gpuwardd is already listening on %s", path);
+                return -EADDRINUSE;
+        }
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || chmod(path, 0666) < 0 || listen(fd, 1024) < 0) {
+                int e = errno;
+                snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(e));
+                return -e;
+        }
+        return TAKE_FD(fd);
+}
+
+int gw_http_listen_tcp(const char *hostport, int *ret_port, char *err, size_t errlen) {
+        char host[256];
+        const char *colon = strrchr(hostport, ':');
+        if (!colon || colon == hostport || (size_t) (colon - hostport) >= sizeof host) {
+                snprintf(err, errlen, "listen: '%s' is not HOST:PORT", hostport);
+                return -EINVAL;
+        }
+        memcpy(host, hostport, (size_t) (colon - hostport));
+        host[colon - hostport] = '\0';
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST },
+                        *ai = NULL;
+        if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || !ai) {
+                snprintf(err, errlen, "listen: '%s' is not a numeric address and port", hostport);
+                return -EINVAL;
+        }
+        _cleanup_close_ int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int one = 1, r = 0;
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+            bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+                r = -errno;
+                snprintf(err, errlen, "cannot listen on %s: %s", hostport, strerror(errno));
+        }
+        freeaddrinfo(ai);
+        if (r < 0)
+                return r;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockname(fd, (struct sockaddr *) &ss, &sl) < 0)
+                return -errno;
+        *ret_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+                                                   : ((struct sockaddr_in *) &ss)->sin_port);
+        return TAKE_FD(fd);
+}

@@ -1,0 +1,68 @@
+/* HTTP server glue over libmicrohttpd: one server per door (Unix socket, TCP), driven from
+ * the daemon's own epoll loop (no MHD threads), caller identity from SO_PEERCRED. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GW_HTTP_MAX_BODY (1u << 20)
+
+struct gw_http_server;
+struct gw_http_conn; /* one request in flight */
+
+struct gw_http_request {
+        const char *method;
+        const char *path;          /* without the query string */
+        const char *body;          /* NUL-terminated, body_len bytes */
+        size_t body_len;
+        bool unix_door;            /* came over the Unix socket */
+        bool has_cred;             /* uid/gid/pid from SO_PEERCRED */
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        bool resumed;              /* called again after gw_http_conn_resume */
+        struct gw_http_conn *conn;
+};
+
+struct gw_http_reply {
+        int status;
+        char *body;                /* malloc'ed, taken over by the server */
+        size_t body_len;
+        const char *content_type;  /* static; default application/json */
+        char headers[4][2][64];    /* extra headers, name/value; empty name = unused */
+        bool suspend;              /* handler wants to answer later: see gw_http_conn_resume */
+};
+
+/* Called once per complete request.  Fill rep (or set rep->suspend and keep req->conn). */
+typedef void (*gw_http_handler)(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep);
+/* Called when a suspended connection goes away without being resumed, so the owner drops it. */
+typedef void (*gw_http_gone)(void *userdata, struct gw_http_conn *conn);
+
+/* Starts a server on an already listening socket fd (taken over). */
+int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_http_gone gone, void *userdata,
+                  struct gw_http_server **ret);
+struct gw_http_server *gw_http_stop(struct gw_http_server *srv);
+
+/* The fd to watch for readability in the caller's epoll, and how long it may wait (ms, -1). */
+int gw_http_fd(struct gw_http_server *srv);
+int gw_http_timeout_ms(struct gw_http_server *srv);
+/* Runs whatever is ready; never blocks. */
+void gw_http_run(struct gw_http_server *srv);
+
+/* Query argument of the request, NULL if absent. */
+const char *gw_http_query(const struct gw_http_request *req, const char *key);
+/* A request header, NULL if absent. */
+const char *gw_http_header(const struct gw_http_request *req, const char *key);
+
+/* Re-invokes the handler for a suspended request (req->resumed = true). */
+void gw_http_conn_resume(struct gw_http_conn *conn);
+
+/* Helpers to fill a reply. */
+void gw_http_reply_text(struct gw_http_reply *rep, int status, const char *content_type, char *body, size_t len);
+void gw_http_reply_header(struct gw_http_reply *rep, const char *name, const char *value);
+
+/* Sockets. */
+int gw_http_listen_unix(const char *path, char *err, size_t errlen);
+/* host:port; port 0 picks a free one; *ret_port gets the bound port. */
+int gw_http_listen_tcp(const char *hostport, int *ret_port, char *err, size_t errlen);

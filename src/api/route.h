@@ -1,0 +1,25 @@
+/* One route table: every API call is a row; rights and limits come from its flags. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+        GW_ROUTE_MUTATES = 1u << 0,    /* changes state: needs an identified caller, not a guest */
+        GW_ROUTE_ADMIN = 1u << 1,      /* admins only */
+};
+
+struct gw_route_ctx {
+        int64_t id;                    /* the {id} of the path, 0 if none */
+        const struct gw_route *route;
+};
+
+struct gw_route {
+        const char *method;
+        const char *pattern;           /* "/api/v1/jobs/{id}/log": {id} matches a positive integer */
+        unsigned flags;
+};
+
+/* Finds the row for method and path.  0 with *ret set; -ENOENT when no pattern matches
+ * (404); -EBADRQC when the path matches but not the method (405). */
+int gw_route_match(const struct gw_route *table, size_t n, const char *method, const char *path,
+                   const struct gw_route **ret, int64_t *ret_id);

@@ -1,0 +1,24 @@
+/* Parsers for what users type: durations, sizes.  Pure, no allocation, fuzzed. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/time.h"
+
+/* "90m", "2h", "1d", "45s", "1h30m", "HH:MM:SS", "MM:SS", "D-HH:MM:SS", bare number = minutes
+ * (as sbatch).  Rejects negatives, zero, unknown units, overflow.  Returns 0 and writes
+ * *ret_usec, or -EINVAL. */
+int gw_parse_duration(const char *s, gw_usec_t *ret_usec);
+
+/* "512", "512M", "16G", "16GiB", "1.5G", "80GB", "1T"; bare number = MiB.  Binary units
+ * (G = GiB).  Returns 0 and writes *ret_bytes, or -EINVAL / -ERANGE. */
+int gw_parse_size(const char *s, uint64_t *ret_bytes);
+
+/* Decimal integer in [min, max], whole string.  0 or -EINVAL / -ERANGE. */
+int gw_parse_int(const char *s, long long min, long long max, long long *ret);
+
+/* "1h30m", "45s", "2d3h", "-" for negative or unknown.  Writes at most n bytes. */
+char *gw_format_duration(gw_usec_t d, char *buf, size_t n);
+
+/* "16.0 GiB", "512 MiB". */
+char *gw_format_size(uint64_t bytes, char *buf, size_t n);

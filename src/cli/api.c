@@ -1,0 +1,178 @@
+/* Calls to gpuwardd's HTTP API with the CLI's error reporting (see api.h). */
+#include "cli/api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "cli/client.h"
+#include "cli/format.h"
+
+static void report_connect_error(const char *socket_path, int err, gw_usec_t timeout) {
+        char d[32];
+        switch (err) {
+        case -ENOENT:
+        case -ECONNREFUSED:
+        case -ENOTDIR:
+        case -ENOTSOCK:
+                cli_error("cannot reach gpuwardd at %s: is it running?", socket_path);
+                break;
+        case -ETIMEDOUT:
+                cli_error("cannot reach gpuwardd at %s: it did not accept the connection within %s",
+                          socket_path, gw_format_duration(timeout, d, sizeof(d)));
+                break;
+        case -ENAMETOOLONG:
+                cli_error("cannot reach gpuwardd at %s: the socket path is too long (at most 107 bytes)",
+                          socket_path);
+                break;
+        default:
+                cli_error("cannot reach gpuwardd at %s: %s", socket_path, strerror(-err));
+        }
+}
+
+static void report_exchange_error(const char *socket_path, int err, gw_usec_t timeout) {
+        char d[32];
+        switch (err) {
+        case -ETIMEDOUT:
+                cli_error("gpuwardd at %s did not answer within %s", socket_path,
+                          gw_format_duration(timeout, d, sizeof(d)));
+                break;
+        case -EBADMSG:
+                cli_error("gpuwardd at %s sent a malformed HTTP reply", socket_path);
+                break;
+        case -EFBIG:
+                cli_error("the reply from gpuwardd at %s is larger than %u MiB", socket_path,
+                          CLI_HTTP_MAX_BODY_BYTES / (1024u * 1024u));
+                break;
+        case -EPIPE:
+        case -ECONNRESET:
+                cli_error("gpuwardd at %s closed the connection without answering", socket_path);
+                break;
+        default:
+                cli_error("talking to gpuwardd at %s: %s", socket_path, strerror(-err));
+        }
+}
+
+static const char *alias_of(const struct cli_field_alias *aliases, const char *field) {
+        for (; aliases && aliases->api; aliases++)
+                if (strcmp(aliases->api, field) == 0)
+                        return aliases->cli;
+        return field;
+}
+
+/* The API's {"error": ..., "field": ...} as one line: "SUBJECT: FIELD: error". */
+static void report_api_error(const struct cli_call *call, const struct cli_http_response *r) {
+        json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
+        const char *msg = cli_jstr(j, "error");
+        const char *field = cli_jstr(j, "field");
+        _cleanup_free_ char *smsg = cli_sanitize(msg ? msg : r->reason);
+        _cleanup_free_ char *sfield = field ? cli_sanitize(alias_of(call->aliases, field)) : NULL;
+        /* "job 17: job 17 already ended" says it twice. */
+        const char *subject = call->subject && !(msg && strcasestr(msg, call->subject)) ? call->subject : NULL;
+        const char *retry = r->status == 429 ? cli_http_header(r, "Retry-After") : NULL;
+        _cleanup_free_ char *sretry = retry ? cli_sanitize(retry) : NULL;
+
+        if (!msg && (!smsg || !*smsg))
+                cli_error("%s%sgpuwardd answered HTTP %d", subject ? subject : "", subject ? ": " : "",
+                          r->status);
+        else
+                cli_error("%s%s%s%s%s%s%s%s", subject ? subject : "", subject ? ": " : "",
+                          sfield ? sfield : "", sfield ? ": " : "", smsg ? smsg : "",
+                          msg ? "" : " (HTTP error)", sretry ? "; retry after " : "",
+                          sretry ? sretry : "");
+        json_decref(j);
+}
+
+int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
+                 struct cli_http_response *ret) {
+        gw_usec_t timeout = call->timeout > 0 ? call->timeout : CLI_API_TIMEOUT;
+        _cleanup_free_ char *body = NULL;
+        if (call->body) {
+                body = json_dumps(call->body, JSON_COMPACT | JSON_ENCODE_ANY);
+                if (!body) {
+                        cli_error("out of memory encoding the request");
+                        return CLI_EXIT_FAIL;
+                }
+        }
+        struct cli_http_request req = {
+                .method = call->method,
+                .target = call->target,
+                .content_type = body ? "application/json" : NULL,
+                .body = body,
+                .body_len = body ? strlen(body) : 0,
+        };
+
+        gw_usec_t deadline = gw_clock_mono() + timeout;
+        _cleanup_close_ int fd = cli_unix_connect(ctx->socket_path, timeout);
+        if (fd < 0) {
+                report_connect_error(ctx->socket_path, fd, timeout);
+                return CLI_EXIT_FAIL;
+        }
+        struct cli_http_response r = { 0 };
+        int k = cli_http_exchange(fd, &req, deadline, &r);
+        if (k < 0) {
+                report_exchange_error(ctx->socket_path, k, timeout);
+                return CLI_EXIT_FAIL;
+        }
+        if (r.status < 200 || r.status >= 300) {
+                report_api_error(call, &r);
+                cli_http_response_done(&r);
+                return CLI_EXIT_FAIL;
+        }
+        *ret = r;
+        return CLI_EXIT_OK;
+}
+
+int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json) {
+        struct cli_http_response r;
+        int k = cli_api_call(ctx, call, &r);
+        if (k != CLI_EXIT_OK)
+                return k;
+        json_error_t err;
+        json_t *j = json_loadb(r.body, r.body_len, 0, &err);
+        cli_http_response_done(&r);
+        if (!json_is_object(j)) {
+                cli_error("gpuwardd sent a reply that is not a JSON object (%s)",
+                          j ? "wrong type" : err.text);
+                json_decref(j);
+                return CLI_EXIT_FAIL;
+        }
+        *ret_json = j;
+        return CLI_EXIT_OK;
+}
+
+char *cli_url_escape(const char *s) {
+        static const char hex[] = "0123456789ABCDEF";
+        size_t n = strlen(s);
+        char *out = malloc(n * 3 + 1);
+        if (!out)
+                return NULL;
+        char *o = out;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("-._~,", *p)) {
+                        *o++ = (char) *p;
+                } else {
+                        *o++ = '%';
+                        *o++ = hex[*p >> 4];
+                        *o++ = hex[*p & 15];
+                }
+        }
+        *o = '\0';
+        return out;
+}
+
+int cli_query_add(char **target, const char *key, const char *value) {
+        _cleanup_free_ char *v = cli_url_escape(value);
+        if (!v)
+                return -ENOMEM;
+        char *out = NULL;
+        if (asprintf(&out, "%s%c%s=%s", *target, strchr(*target, '?') ? '&' : '?', key, v) < 0)
+                return -ENOMEM;
+        free(*target);
+        *target = out;
+        return 0;
+}

@@ -1,0 +1,44 @@
+/* Calls to gpuwardd's HTTP API (docs/API.md) with the CLI's error reporting. */
+#pragma once
+#include <jansson.h>
+
+#include "base/time.h"
+#include "cli/cli.h"
+#include "cli/http.h"
+
+/* How long a plain call may take: generous for a loaded daemon, short enough that a
+ * wedged one does not hang a terminal. */
+#define CLI_API_TIMEOUT (30 * GW_USEC_PER_SEC)
+
+/* Maps an API field name onto what the user typed, so "ngpus" reads "--gpus". */
+struct cli_field_alias {
+        const char *api;
+        const char *cli;
+};
+
+struct cli_call {
+        const char *method;
+        const char *target;                     /* path and query, escaped */
+        const json_t *body;                     /* NULL: no body */
+        gw_usec_t timeout;                      /* 0: CLI_API_TIMEOUT */
+        const char *subject;                    /* "job 17": prefixes error messages */
+        const struct cli_field_alias *aliases;  /* NULL-terminated by .api; may be NULL */
+};
+
+/* Performs call.  On a 2xx answer returns CLI_EXIT_OK and fills *ret (release with
+ * cli_http_response_done).  Otherwise tells the user why on stderr ("cannot reach
+ * gpuwardd at SOCKET: is it running?", or the API's error text naming the field) and
+ * returns CLI_EXIT_FAIL; *ret is untouched. */
+int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
+                 struct cli_http_response *ret);
+
+/* cli_api_call, then decodes the body, which must be a JSON object.  *ret_json is a new
+ * reference the caller drops with json_decref. */
+int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json);
+
+/* Appends "?key=value" (or "&key=value") to the malloc'ed *target, escaping value.
+ * 0 or -ENOMEM (then *target is unchanged). */
+int cli_query_add(char **target, const char *key, const char *value);
+
+/* s percent-encoded for a query string.  malloc'ed; NULL when out of memory. */
+char *cli_url_escape(const char *s);

@@ -1,0 +1,182 @@
+/* HTTP over the daemon's Unix socket (see client.h). */
+#include "cli/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/time.h"
+#include "cli/cli.h"
+
+/* Raw bytes we accept: the body cap plus headers plus room for chunk framing. */
+#define RAW_MAX ((size_t) CLI_HTTP_MAX_BODY_BYTES + CLI_HTTP_MAX_HEADER_BYTES + 1024u * 1024u)
+#define READ_STEP (64u * 1024u)
+
+int cli_unix_connect(const char *path, gw_usec_t timeout) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = strlen(path);
+        if (n == 0)
+                return -EINVAL;
+        if (n >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, n + 1);
+
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        /* A blocking AF_UNIX connect waits while the listen backlog is full; the send
+         * timeout bounds that wait (the kernel applies it to connect). */
+        struct timeval tv = {
+                .tv_sec = (time_t) (timeout / GW_USEC_PER_SEC),
+                .tv_usec = (suseconds_t) (timeout % GW_USEC_PER_SEC),
+        };
+        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        while (connect(fd, (const struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                if (errno == EINTR)
+                        continue;
+                if (errno == EISCONN)
+                        break;
+                return errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+        }
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* Waits until fd is ready for events or the deadline passes. */
+static int wait_fd(int fd, short events, gw_usec_t deadline) {
+        for (;;) {
+                gw_usec_t now = gw_clock_mono();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                gw_usec_t ms = (deadline - now + 999) / 1000;
+                struct pollfd p = { .fd = fd, .events = events };
+                int k = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int) ms);
+                if (k > 0)
+                        return 0; /* errors and hang-ups surface in the next send/recv */
+                if (k < 0 && errno != EINTR)
+                        return -errno;
+        }
+}
+
+static int send_all(int fd, const char *p, size_t n, gw_usec_t deadline) {
+        while (n > 0) {
+                /* MSG_NOSIGNAL: a daemon that hangs up must not kill us with SIGPIPE. */
+                ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN && errno != EWOULDBLOCK)
+                                return -errno;
+                        int r = wait_fd(fd, POLLOUT, deadline);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static int send_request(int fd, const struct cli_http_request *req, gw_usec_t deadline) {
+        _cleanup_free_ char *head = NULL;
+        int n;
+        if (req->body)
+                n = asprintf(&head,
+                             "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: gpuward/%s\r\n"
+                             "Accept: application/json\r\nConnection: close\r\n"
+                             "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                             req->method, req->target, GW_VERSION,
+                             req->content_type ? req->content_type : "application/json",
+                             req->body_len);
+        else
+                n = asprintf(&head,
+                             "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: gpuward/%s\r\n"
+                             "Accept: application/json\r\nConnection: close\r\n\r\n",
+                             req->method, req->target, GW_VERSION);
+        if (n < 0) {
+                head = NULL;
+                return -ENOMEM;
+        }
+        int r = send_all(fd, head, (size_t) n, deadline);
+        if (r >= 0 && req->body && req->body_len > 0)
+                r = send_all(fd, req->body, req->body_len, deadline);
+        return r;
+}
+
+static int grow(char **buf, size_t *cap, size_t len) {
+        if (*cap - len >= READ_STEP / 4)
+                return 0;
+        if (*cap >= RAW_MAX)
+                return -EFBIG;
+        size_t ncap = *cap ? *cap * 2 : READ_STEP;
+        if (ncap > RAW_MAX)
+                ncap = RAW_MAX;
+        char *p = realloc(*buf, ncap);
+        if (!p)
+                return -ENOMEM;
+        *buf = p;
+        *cap = ncap;
+        return 0;
+}
+
+static int read_reply(int fd, gw_usec_t deadline, struct cli_http_response *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                int r = grow(&buf, &cap, len);
+                if (r < 0)
+                        return r;
+                bool eof = false;
+                ssize_t k = recv(fd, buf + len, cap - len, 0);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                                r = wait_fd(fd, POLLIN, deadline);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (errno != ECONNRESET || len == 0)
+                                return -errno;
+                        eof = true; /* what arrived before the reset may be a whole reply */
+                } else if (k == 0) {
+                        eof = true;
+                } else {
+                        len += (size_t) k;
+                }
+                r = cli_http_parse(buf, len, eof, ret);
+                if (r > 0)
+                        return 0;
+                if (r < 0)
+                        return r;
+                if (eof) /* unreachable: parse answers every eof */
+                        return -EBADMSG;
+        }
+}
+
+int cli_http_exchange(int fd, const struct cli_http_request *req, gw_usec_t deadline,
+                      struct cli_http_response *ret) {
+        int r = send_request(fd, req, deadline);
+        /* A daemon that refuses a request (413) may answer and close before reading it
+         * all; its answer is still the best error message we can show. */
+        if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+                return r;
+        int k = read_reply(fd, deadline, ret);
+        if (k < 0 && r < 0)
+                return r;
+        return k;
+}

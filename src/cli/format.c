@@ -1,0 +1,221 @@
+/* Human output of the CLI (see format.h). */
+#include "cli/format.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/parse.h"
+#include "base/time.h"
+
+#define COL_GAP 2
+
+struct cli_table {
+        size_t ncols;
+        char **headers;
+        size_t *max_width; /* 0: unlimited */
+        char **cells;      /* rows * ncols */
+        size_t rows, cap_rows;
+};
+
+struct cli_table *cli_table_new(const char *const *headers, size_t ncols) {
+        struct cli_table *t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        t->ncols = ncols;
+        t->headers = calloc(ncols, sizeof(char *));
+        t->max_width = calloc(ncols, sizeof(size_t));
+        if (!t->headers || !t->max_width)
+                return cli_table_free(t);
+        for (size_t i = 0; i < ncols; i++) {
+                t->headers[i] = strdup(headers[i]);
+                if (!t->headers[i])
+                        return cli_table_free(t);
+        }
+        return t;
+}
+
+void cli_table_set_max_width(struct cli_table *t, size_t col, size_t width) {
+        if (t && col < t->ncols)
+                t->max_width[col] = width;
+}
+
+/* s cut to at most width display columns, the last being an ellipsis.  Takes s; returns
+ * it or a new string, NULL when out of memory. */
+static char *truncated(char *s, size_t width) {
+        if (!s || width == 0 || cli_display_width(s) <= width)
+                return s;
+        size_t cols = 0;
+        const char *p = s;
+        for (; *p; p++) {
+                if (((unsigned char) *p & 0xC0) == 0x80)
+                        continue;
+                if (cols == width - 1)
+                        break;
+                cols++;
+        }
+        char *out = NULL;
+        if (asprintf(&out, "%.*s\xe2\x80\xa6", (int) (p - s), s) < 0)
+                out = NULL;
+        free(s);
+        return out;
+}
+
+int cli_table_add(struct cli_table *t, const char *const *cells) {
+        if (t->rows == t->cap_rows) {
+                size_t ncap = t->cap_rows ? t->cap_rows * 2 : 16;
+                char **p = realloc(t->cells, ncap * t->ncols * sizeof(char *));
+                if (!p)
+                        return -ENOMEM;
+                t->cells = p;
+                t->cap_rows = ncap;
+        }
+        char **row = t->cells + t->rows * t->ncols;
+        for (size_t i = 0; i < t->ncols; i++) {
+                row[i] = truncated(cli_sanitize(cells[i] ? cells[i] : "-"), t->max_width[i]);
+                if (!row[i]) {
+                        while (i-- > 0)
+                                free(row[i]);
+                        return -ENOMEM;
+                }
+        }
+        t->rows++;
+        return 0;
+}
+
+size_t cli_table_rows(const struct cli_table *t) {
+        return t->rows;
+}
+
+static void print_row(char *const *row, const size_t *widths, size_t ncols, FILE *f) {
+        for (size_t i = 0; i < ncols; i++) {
+                fputs(row[i], f);
+                if (i + 1 == ncols)
+                        break;
+                size_t w = cli_display_width(row[i]);
+                for (size_t k = w; k < widths[i] + COL_GAP; k++)
+                        fputc(' ', f);
+        }
+        fputc('\n', f);
+}
+
+void cli_table_print(const struct cli_table *t, FILE *f) {
+        size_t *widths = calloc(t->ncols ? t->ncols : 1, sizeof(size_t));
+        if (!widths)
+                return;
+        for (size_t i = 0; i < t->ncols; i++)
+                widths[i] = cli_display_width(t->headers[i]);
+        for (size_t r = 0; r < t->rows; r++)
+                for (size_t i = 0; i < t->ncols; i++) {
+                        size_t w = cli_display_width(t->cells[r * t->ncols + i]);
+                        if (w > widths[i])
+                                widths[i] = w;
+                }
+        print_row(t->headers, widths, t->ncols, f);
+        for (size_t r = 0; r < t->rows; r++)
+                print_row(t->cells + r * t->ncols, widths, t->ncols, f);
+        free(widths);
+}
+
+struct cli_table *cli_table_free(struct cli_table *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; t->headers && i < t->ncols; i++)
+                free(t->headers[i]);
+        for (size_t i = 0; i < t->rows * t->ncols; i++)
+                free(t->cells[i]);
+        free(t->headers);
+        free(t->max_width);
+        free(t->cells);
+        free(t);
+        return NULL;
+}
+
+char *cli_sanitize(const char *s) {
+        char *out = strdup(s ? s : "");
+        if (!out)
+                return NULL;
+        for (char *p = out; *p; p++)
+                if ((unsigned char) *p < 0x20 || (unsigned char) *p == 0x7f)
+                        *p = '?';
+        return out;
+}
+
+size_t cli_display_width(const char *s) {
+        size_t n = 0;
+        for (; *s; s++)
+                if (((unsigned char) *s & 0xC0) != 0x80)
+                        n++;
+        return n;
+}
+
+char *cli_format_time(double unix_s, time_t now, char *buf, size_t n) {
+        if (!isfinite(unix_s) || unix_s <= 0 || unix_s > 1e15) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        time_t t = (time_t) unix_s;
+        struct tm tm, tm_now;
+        if (!localtime_r(&t, &tm) || !localtime_r(&now, &tm_now)) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        size_t k;
+        /* Literal formats only: the compiler checks them. */
+        if (tm.tm_year != tm_now.tm_year)
+                k = strftime(buf, n, "%Y-%m-%d %H:%M", &tm);
+        else if (tm.tm_yday == tm_now.tm_yday)
+                k = strftime(buf, n, "%H:%M:%S", &tm);
+        else
+                k = strftime(buf, n, "%m-%d %H:%M:%S", &tm);
+        if (k == 0)
+                snprintf(buf, n, "-");
+        return buf;
+}
+
+char *cli_format_secs(double secs, char *buf, size_t n) {
+        if (!isfinite(secs) || secs < 0 || secs > 1e12) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        return gw_format_duration((gw_usec_t) llround(secs) * GW_USEC_PER_SEC, buf, n);
+}
+
+char *cli_format_bytes(double bytes, char *buf, size_t n) {
+        if (!isfinite(bytes) || bytes < 0 || bytes > 1.8e19) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        return gw_format_size((uint64_t) bytes, buf, n);
+}
+
+const char *cli_jstr(const json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key));
+}
+
+bool cli_jint(const json_t *o, const char *key, long long *ret) {
+        const json_t *v = json_object_get(o, key);
+        if (json_is_integer(v)) {
+                *ret = (long long) json_integer_value(v);
+                return true;
+        }
+        if (json_is_real(v) && fabs(json_real_value(v)) < 9e18) {
+                *ret = (long long) json_real_value(v);
+                return true;
+        }
+        return false;
+}
+
+double cli_jnum(const json_t *o, const char *key) {
+        const json_t *v = json_object_get(o, key);
+        return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int cli_print_json(const json_t *j) {
+        if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY) < 0)
+                return -EIO;
+        fputc('\n', stdout);
+        return 0;
+}

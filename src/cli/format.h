@@ -1,0 +1,44 @@
+/* Human output of the CLI: aligned tables, local times, short durations, safe strings. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <time.h>
+
+struct cli_table;
+
+/* A table with ncols columns titled headers (copied). */
+struct cli_table *cli_table_new(const char *const *headers, size_t ncols);
+/* Cells longer than width display columns are cut with an ellipsis. 0: no limit. */
+void cli_table_set_max_width(struct cli_table *t, size_t col, size_t width);
+/* Appends a row of ncols cells; copies them, NULL reads "-", control characters are
+ * neutralised.  0 or -ENOMEM. */
+int cli_table_add(struct cli_table *t, const char *const *cells);
+size_t cli_table_rows(const struct cli_table *t);
+/* Prints header and rows, columns padded to their widest cell, two spaces apart. */
+void cli_table_print(const struct cli_table *t, FILE *f);
+struct cli_table *cli_table_free(struct cli_table *t);
+
+/* A copy of s safe to print on a terminal: control bytes (escape sequences!) become '?'.
+ * malloc'ed; NULL only when out of memory. */
+char *cli_sanitize(const char *s);
+/* Columns s takes on a UTF-8 terminal (code points; wide glyphs count as one). */
+size_t cli_display_width(const char *s);
+
+/* An instant from the API (Unix seconds) as local time: "%H:%M:%S" when it is today,
+ * "%m-%d %H:%M:%S" otherwise ("%Y-%m-%d %H:%M" in another year); "-" when absent.
+ * Writes at most n bytes into buf and returns buf. */
+char *cli_format_time(double unix_s, time_t now, char *buf, size_t n);
+/* A number of seconds as a short duration ("1h30m", "45s"); "-" when absent or negative. */
+char *cli_format_secs(double secs, char *buf, size_t n);
+/* Bytes as "16.0 GiB"; "-" when absent. */
+char *cli_format_bytes(double bytes, char *buf, size_t n);
+
+/* Typed reads of API objects; absent, null and wrong types read as missing. */
+const char *cli_jstr(const json_t *o, const char *key);
+bool cli_jint(const json_t *o, const char *key, long long *ret);
+double cli_jnum(const json_t *o, const char *key); /* NAN when missing */
+
+/* Prints a JSON value as the API gave it, indented, with a final newline.  0 or -EIO. */
+int cli_print_json(const json_t *j);

@@ -1,0 +1,156 @@
+/* How the CLI shows pieces of a job object (see jobview.h). */
+#include "cli/jobview.h"
+
+#include <math.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "cli/format.h"
+#include "core/job.h"
+
+char *cli_job_gpu_list(const json_t *job) {
+        const json_t *gpus = json_object_get(job, "gpus");
+        if (!json_is_array(gpus) || json_array_size(gpus) == 0)
+                return strdup("-");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        size_t i;
+        const json_t *g;
+        json_array_foreach(gpus, i, g) {
+                if (json_is_integer(g))
+                        fprintf(f, "%s%lld", i ? "," : "", (long long) json_integer_value(g));
+                else
+                        fprintf(f, "%s?", i ? "," : "");
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+char *cli_job_elapsed(const json_t *job, time_t now, char *buf, size_t n) {
+        double start = cli_jnum(job, "start_time");
+        double end = cli_jnum(job, "end_time");
+        if (!isfinite(start) || start <= 0)
+                return cli_format_secs(NAN, buf, n);
+        if (!isfinite(end) || end <= 0)
+                end = (double) now;
+        return cli_format_secs(end >= start ? end - start : 0, buf, n);
+}
+
+char *cli_job_exit(const json_t *job, char *buf, size_t n) {
+        long long v;
+        if (cli_jint(job, "signal", &v) && v > 0)
+                snprintf(buf, n, "sig %lld", v);
+        else if (cli_jint(job, "exit_code", &v))
+                snprintf(buf, n, "%lld", v);
+        else
+                snprintf(buf, n, "-");
+        return buf;
+}
+
+static bool shell_safe(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-", *s))
+                        return false;
+        return true;
+}
+
+static void put_quoted(FILE *f, const char *s) {
+        if (shell_safe(s)) {
+                fputs(s, f);
+                return;
+        }
+        fputc('\'', f);
+        for (; *s; s++) {
+                if (*s == '\'')
+                        fputs("'\\''", f);
+                else
+                        fputc(*s, f);
+        }
+        fputc('\'', f);
+}
+
+char *cli_job_command_line(const json_t *job) {
+        const json_t *cmd = json_object_get(job, "command");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        size_t i;
+        const json_t *w;
+        json_array_foreach(cmd, i, w) {
+                if (i)
+                        fputc(' ', f);
+                put_quoted(f, json_is_string(w) ? json_string_value(w) : "?");
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+const char *cli_job_user(const json_t *job, char *buf, size_t n) {
+        const char *u = cli_jstr(job, "user");
+        long long uid;
+        if (u && *u)
+                return u;
+        if (cli_jint(job, "uid", &uid)) {
+                snprintf(buf, n, "uid %lld", uid);
+                return buf;
+        }
+        return "-";
+}
+
+char *cli_self_user_name(void) {
+        struct passwd *pw = getpwuid(getuid());
+        if (pw && pw->pw_name)
+                return strdup(pw->pw_name);
+        char *out = NULL;
+        if (asprintf(&out, "%u", (unsigned) getuid()) < 0)
+                return NULL;
+        return out;
+}
+
+char *cli_normalize_states(const char *list, char **ret_bad) {
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        if (!f)
+                return NULL;
+        const char *p = list;
+        bool first = true;
+        for (;;) {
+                size_t n = strcspn(p, ",");
+                _cleanup_free_ char *word = strndup(p, n);
+                enum gw_job_state s = word ? gw_job_state_from_name(word) : _GW_JOB_STATE_INVALID;
+                if (!word || s < 0 || !gw_job_state_name(s)) {
+                        *ret_bad = TAKE_PTR(word);
+                        (void) fclose(f);
+                        free(out);
+                        return NULL;
+                }
+                fprintf(f, "%s%s", first ? "" : ",", gw_job_state_name(s));
+                first = false;
+                if (!p[n])
+                        break;
+                p += n + 1;
+        }
+        if (fclose(f) != 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}

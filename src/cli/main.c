@@ -1,0 +1,187 @@
+/* gpuward: the command users type.  Global options, the socket, dispatch to a verb. */
+#include <errno.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "cli/cli.h"
+#include "cli/verbs.h"
+
+const struct cli_verb cli_verbs[] = {
+        { "submit", cli_verb_submit, "queue a command or a script (reads #GPUWARD lines)" },
+        { "queue", cli_verb_queue, "list pending, held and running jobs" },
+        { "show", cli_verb_show, "everything about one job, with its events" },
+        { "cancel", cli_verb_cancel, "cancel jobs; returns when their processes are gone" },
+        { "hold", cli_verb_hold, "keep pending jobs from starting" },
+        { "release", cli_verb_release, "let held jobs start again" },
+        { "logs", cli_verb_logs, "print a job's output; -f follows it" },
+        { "history", cli_verb_history, "finished jobs, newest first" },
+        { "gpus", cli_verb_gpus, "the GPUs: memory, utilisation, health, job" },
+        { NULL, NULL, NULL },
+};
+
+static void print_main_help(FILE *f) {
+        fputs("Usage: gpuward [--socket PATH] [--json] VERB [OPTIONS] [ARGS]\n"
+              "\n"
+              "Queue GPU jobs on a shared server run by gpuwardd: you say how many GPUs a job\n"
+              "needs, gpuward starts it when they are free with CUDA_VISIBLE_DEVICES set.\n"
+              "\n"
+              "Verbs:\n",
+              f);
+        for (const struct cli_verb *v = cli_verbs; v->name; v++)
+                fprintf(f, "  %-9s %s\n", v->name, v->summary);
+        fputs("\n"
+              "Global options:\n"
+              "  --socket PATH  the daemon's socket (default: $GPUWARD_SOCKET, else the first\n"
+              "                 that exists of /run/gpuward/gpuward.sock,\n"
+              "                 $XDG_RUNTIME_DIR/gpuward.sock and\n"
+              "                 ${XDG_STATE_HOME:-~/.local/state}/gpuward/gpuward.sock)\n"
+              "  --json         print the API's JSON instead of tables\n"
+              "  -h, --help     this help; 'gpuward VERB --help' explains a verb\n"
+              "  --version      print the version\n"
+              "\n"
+              "Examples:\n"
+              "  gpuward submit --gpus 2 --time 30m --name smoke -- python3 train.py epochs=3\n"
+              "  gpuward submit train.sh          # options from its '#GPUWARD --gpus 2' lines\n"
+              "  gpuward queue --me\n"
+              "  gpuward logs -f 17\n"
+              "  gpuward cancel 17\n"
+              "  gpuward history --limit 20\n"
+              "\n"
+              "Exit status: 0 success, 1 failure, 2 usage error.\n",
+              f);
+}
+
+static bool path_exists(const char *p) {
+        return p && access(p, F_OK) == 0;
+}
+
+static char *state_home_socket(void) {
+        char *out = NULL;
+        const char *state = getenv("XDG_STATE_HOME");
+        if (state && state[0] == '/') {
+                if (asprintf(&out, "%s/gpuward/gpuward.sock", state) < 0)
+                        return NULL;
+                return out;
+        }
+        const char *home = getenv("HOME");
+        if (!home || home[0] != '/') {
+                struct passwd *pw = getpwuid(getuid());
+                home = pw && pw->pw_dir ? pw->pw_dir : "/";
+        }
+        if (asprintf(&out, "%s/.local/state/gpuward/gpuward.sock", home) < 0)
+                return NULL;
+        return out;
+}
+
+/* --socket, else $GPUWARD_SOCKET, else the first candidate that exists, else the first
+ * candidate (so the error names where we looked).  Returns a malloc'ed path. */
+static char *resolve_socket(const char *opt) {
+        if (opt && *opt)
+                return strdup(opt);
+        const char *env = getenv("GPUWARD_SOCKET");
+        if (env && *env)
+                return strdup(env);
+
+        char *cands[3] = { strdup("/run/gpuward/gpuward.sock"), NULL, state_home_socket() };
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+        if (rt && rt[0] == '/' && asprintf(&cands[1], "%s/gpuward.sock", rt) < 0)
+                cands[1] = NULL;
+        char *pick = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(cands) && !pick; i++)
+                if (path_exists(cands[i]))
+                        pick = TAKE_PTR(cands[i]);
+        for (size_t i = 0; i < ELEMENTSOF(cands) && !pick; i++)
+                if (cands[i])
+                        pick = TAKE_PTR(cands[i]);
+        for (size_t i = 0; i < ELEMENTSOF(cands); i++)
+                free(cands[i]);
+        return pick;
+}
+
+static const struct cli_verb *find_verb(const char *name) {
+        for (const struct cli_verb *v = cli_verbs; v->name; v++)
+                if (strcmp(v->name, name) == 0)
+                        return v;
+        return NULL;
+}
+
+/* `gpuward help [VERB]`: the same text as --help. */
+static int run_help(struct cli_ctx *ctx, int argc, char **argv) {
+        if (argc < 2) {
+                print_main_help(stdout);
+                return CLI_EXIT_OK;
+        }
+        const struct cli_verb *v = find_verb(argv[1]);
+        if (!v)
+                return cli_usage(NULL, "unknown verb '%s'", argv[1]);
+        char *hargv[] = { argv[1], (char *) "--help", NULL };
+        return v->run(ctx, 2, hargv);
+}
+
+enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_VERSION };
+
+int main(int argc, char **argv) {
+        /* A reader that goes away (`gpuward logs 1 | head`) must give EPIPE, not a signal. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, OPT_SOCKET },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, OPT_VERSION },
+                { 0 },
+        };
+        struct cli_ctx ctx = { 0 };
+        const char *socket_opt = NULL;
+        int c;
+        opterr = 0;
+        /* "+": stop at the verb; its options are its own. */
+        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_SOCKET:
+                        socket_opt = optarg;
+                        break;
+                case OPT_JSON:
+                        ctx.json = true;
+                        break;
+                case 'h':
+                        print_main_help(stdout);
+                        return CLI_EXIT_OK;
+                case OPT_VERSION:
+                        printf("gpuward %s\n", GW_VERSION);
+                        return CLI_EXIT_OK;
+                default:
+                        return cli_bad_option(NULL, argv, optind, c, optopt);
+                }
+        }
+        if (optind >= argc) {
+                print_main_help(stderr);
+                return CLI_EXIT_USAGE;
+        }
+
+        _cleanup_free_ char *socket_path = resolve_socket(socket_opt);
+        if (!socket_path) {
+                cli_error("out of memory");
+                return CLI_EXIT_FAIL;
+        }
+        ctx.socket_path = socket_path;
+
+        const char *name = argv[optind];
+        if (strcmp(name, "help") == 0)
+                return run_help(&ctx, argc - optind, argv + optind);
+        const struct cli_verb *v = find_verb(name);
+        if (!v)
+                return cli_usage(NULL, "unknown verb '%s'", name);
+        int r = v->run(&ctx, argc - optind, argv + optind);
+        if (fflush(stdout) != 0 && errno != EPIPE && r == CLI_EXIT_OK) {
+                cli_error("writing output: %s", strerror(errno));
+                return CLI_EXIT_FAIL;
+        }
+        return r;
+}

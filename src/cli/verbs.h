@@ -1,0 +1,23 @@
+/* The verbs of the gpuward command.  Each takes its own argv (argv[0] is the verb),
+ * parses its options with getopt_long, and returns the process exit code. */
+#pragma once
+#include "cli/cli.h"
+
+struct cli_verb {
+        const char *name;
+        int (*run)(struct cli_ctx *ctx, int argc, char **argv);
+        const char *summary; /* one line for `gpuward --help` */
+};
+
+int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_queue(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_history(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_show(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_cancel(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_hold(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_release(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv);
+
+/* The verb table, terminated by a NULL name. */
+extern const struct cli_verb cli_verbs[];

@@ -1,0 +1,289 @@
+/* gpuward queue and gpuward history: job lists as tables. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "cli/api.h"
+#include "cli/format.h"
+#include "cli/jobview.h"
+#include "cli/verbs.h"
+
+#define NAME_MAX_COLS 24
+#define FINAL_STATES "COMPLETED,FAILED,CANCELLED,TIMEOUT,RECLAIMED"
+#define ALL_STATES "PENDING,HELD,RUNNING," FINAL_STATES
+
+static const char queue_help[] =
+        "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--json]\n"
+        "\n"
+        "List the jobs that are waiting or running, in queue order: running jobs first,\n"
+        "then waiting ones in the order they will start.  The last column shows the GPUs a\n"
+        "running job holds, or why a waiting job waits:\n"
+        "  (Resources)   not enough free GPUs        (Dependency)  waits for --after\n"
+        "  (Held)        held; 'gpuward release'     (Priority)    others go first\n"
+        "\n"
+        "Options:\n"
+        "  --user USER     only USER's jobs\n"
+        "  --me            only my jobs\n"
+        "  --state STATES  only jobs in these states, comma-separated\n"
+        "                  (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
+        "                  RECLAIMED)\n"
+        "  --all           jobs in every state, finished ones included\n"
+        "  --json          print the API's JSON\n"
+        "  -h, --help      this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward queue\n"
+        "  gpuward queue --me --state PENDING\n"
+        "  gpuward --json queue | jq '.jobs[].id'\n";
+
+static const char history_help[] =
+        "Usage: gpuward history [--user USER | --me] [--limit N] [--json]\n"
+        "\n"
+        "List finished jobs (COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED), newest first.\n"
+        "EXIT is the exit status, or 'sig N' when a signal ended the job.\n"
+        "\n"
+        "Options:\n"
+        "  --user USER   only USER's jobs\n"
+        "  --me          only my jobs\n"
+        "  --limit N     at most N jobs (default 100, at most 10000)\n"
+        "  --json        print the API's JSON\n"
+        "  -h, --help    this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward history\n"
+        "  gpuward history --me --limit 10\n";
+
+enum { OPT_USER = 0x100, OPT_ME, OPT_STATE, OPT_ALL, OPT_LIMIT, OPT_JSON };
+
+struct list_opts {
+        const char *user;
+        bool me, all, json, help;
+        const char *state;
+        long long limit;
+};
+
+static const struct option list_options[] = {
+        { "user", required_argument, NULL, OPT_USER },
+        { "me", no_argument, NULL, OPT_ME },
+        { "state", required_argument, NULL, OPT_STATE },
+        { "all", no_argument, NULL, OPT_ALL },
+        { "limit", required_argument, NULL, OPT_LIMIT },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+};
+
+/* Shared by queue and history; is_queue says which of the list-specific options apply. */
+static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queue, struct list_opts *o) {
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:h", list_options, NULL)) != -1) {
+                switch (c) {
+                case OPT_USER:
+                        if (!*optarg)
+                                return cli_usage(verb, "--user: the user name is empty");
+                        o->user = optarg;
+                        break;
+                case OPT_ME:
+                        o->me = true;
+                        break;
+                case OPT_STATE:
+                case OPT_ALL:
+                        if (!is_queue)
+                                return cli_bad_option(verb, argv, optind, '?', 0);
+                        if (c == OPT_ALL)
+                                o->all = true;
+                        else
+                                o->state = optarg;
+                        break;
+                case OPT_LIMIT:
+                        if (is_queue)
+                                return cli_bad_option(verb, argv, optind, '?', 0);
+                        if (gw_parse_int(optarg, 1, 10000, &o->limit) < 0)
+                                return cli_usage(verb, "--limit: '%s' is not a number from 1 to 10000", optarg);
+                        break;
+                case OPT_JSON:
+                        o->json = true;
+                        break;
+                case 'h':
+                        o->help = true;
+                        break;
+                default:
+                        return cli_bad_option(verb, argv, optind, c, optopt);
+                }
+        }
+        if (optind < argc)
+                return cli_usage(verb, "unexpected argument '%s'", argv[optind]);
+        if (o->me && o->user)
+                return cli_usage(verb, "--user and --me exclude each other");
+        if (o->all && o->state)
+                return cli_usage(verb, "--state and --all exclude each other");
+        return 0;
+}
+
+/* The API target for a list; user filters by name. */
+static int list_target(const struct list_opts *o, const char *verb, const char *states, char **ret) {
+        _cleanup_free_ char *target = strdup("/api/v1/jobs");
+        _cleanup_free_ char *me = o->me ? cli_self_user_name() : NULL;
+        const char *user = o->me ? me : o->user;
+        char limit[32];
+        snprintf(limit, sizeof(limit), "%lld", o->limit);
+        if (!target || (o->me && !me) || (states && cli_query_add(&target, "state", states) < 0) ||
+            (user && cli_query_add(&target, "user", user) < 0) ||
+            (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0)) {
+                cli_error("%s: out of memory", verb);
+                return CLI_EXIT_FAIL;
+        }
+        *ret = TAKE_PTR(target);
+        return 0;
+}
+
+static int fetch_jobs(struct cli_ctx *ctx, const char *target, json_t **ret_reply, json_t **ret_jobs) {
+        struct cli_call call = { .method = "GET", .target = target };
+        json_t *reply = NULL;
+        int r = cli_api_json(ctx, &call, &reply);
+        if (r)
+                return r;
+        json_t *jobs = json_object_get(reply, "jobs");
+        if (!json_is_array(jobs)) {
+                cli_error("gpuwardd's job list has no \"jobs\" array");
+                json_decref(reply);
+                return CLI_EXIT_FAIL;
+        }
+        *ret_reply = reply;
+        *ret_jobs = jobs;
+        return 0;
+}
+
+/* The queue's last column: where a running job runs, or why a waiting one waits. */
+static char *where_or_why(const json_t *job) {
+        const char *state = cli_jstr(job, "state");
+        const char *reason = cli_jstr(job, "reason");
+        if (state && strcmp(state, "RUNNING") == 0)
+                return cli_job_gpu_list(job);
+        char *out = NULL;
+        if (asprintf(&out, "(%s)", reason && *reason ? reason : "-") < 0)
+                return NULL;
+        return out;
+}
+
+static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
+        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32];
+        long long v;
+        snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
+        if (cli_jint(job, "ngpus", &v))
+                snprintf(ngpus, sizeof(ngpus), "%lld", v);
+        else
+                snprintf(ngpus, sizeof(ngpus), "%zu", json_array_size(json_object_get(job, "gpus")));
+        _cleanup_free_ char *last = where_or_why(job);
+        const char *cells[] = {
+                id,
+                cli_jstr(job, "name"),
+                cli_job_user(job, ubuf, sizeof(ubuf)),
+                cli_jstr(job, "state"),
+                ngpus,
+                cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
+                cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
+                last,
+        };
+        return cli_table_add(t, cells);
+}
+
+static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
+        char id[32], ex[32], start[32], end[32], elapsed[32], ubuf[32];
+        long long v;
+        snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
+        const char *cells[] = {
+                id,
+                cli_jstr(job, "name"),
+                cli_job_user(job, ubuf, sizeof(ubuf)),
+                cli_jstr(job, "state"),
+                cli_job_exit(job, ex, sizeof(ex)),
+                cli_format_time(cli_jnum(job, "start_time"), now, start, sizeof(start)),
+                cli_format_time(cli_jnum(job, "end_time"), now, end, sizeof(end)),
+                cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
+        };
+        return cli_table_add(t, cells);
+}
+
+static int print_jobs(const json_t *jobs, bool is_queue) {
+        static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "GPUS", "TIME", "LIMIT",
+                                                  "GPU_LIST(REASON)" };
+        static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
+                                                    "ELAPSED" };
+        struct cli_table *t = cli_table_new(is_queue ? queue_cols : history_cols, 8);
+        if (!t)
+                return CLI_EXIT_FAIL;
+        cli_table_set_max_width(t, 1, NAME_MAX_COLS);
+        time_t now = time(NULL);
+        size_t i;
+        const json_t *job;
+        int r = 0;
+        json_array_foreach(jobs, i, job) {
+                r = is_queue ? add_queue_row(t, job, now) : add_history_row(t, job, now);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                cli_table_print(t, stdout);
+        cli_table_free(t);
+        return r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opts *o, const char *states,
+                    bool is_queue) {
+        _cleanup_free_ char *target = NULL;
+        int r = list_target(o, verb, states, &target);
+        if (r)
+                return r;
+        json_t *reply = NULL, *jobs = NULL;
+        r = fetch_jobs(ctx, target, &reply, &jobs);
+        if (r)
+                return r;
+        if (ctx->json || o->json)
+                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        else
+                r = print_jobs(jobs, is_queue);
+        json_decref(reply);
+        return r;
+}
+
+int cli_verb_queue(struct cli_ctx *ctx, int argc, char **argv) {
+        struct list_opts o = { 0 };
+        int r = parse_list_opts("queue", argc, argv, true, &o);
+        if (r)
+                return r;
+        if (o.help) {
+                fputs(queue_help, stdout);
+                return CLI_EXIT_OK;
+        }
+        _cleanup_free_ char *states = NULL, *bad = NULL;
+        if (o.state) {
+                states = cli_normalize_states(o.state, &bad);
+                if (!states)
+                        return bad ? cli_usage("queue",
+                                               "--state: '%s' is not a job state (PENDING, HELD, RUNNING, "
+                                               "COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED)",
+                                               bad)
+                                   : CLI_EXIT_FAIL;
+        }
+        return run_list(ctx, "queue", &o, o.all ? ALL_STATES : states, true);
+}
+
+int cli_verb_history(struct cli_ctx *ctx, int argc, char **argv) {
+        struct list_opts o = { 0 };
+        int r = parse_list_opts("history", argc, argv, false, &o);
+        if (r)
+                return r;
+        if (o.help) {
+                fputs(history_help, stdout);
+                return CLI_EXIT_OK;
+        }
+        return run_list(ctx, "history", &o, FINAL_STATES, false);
+}

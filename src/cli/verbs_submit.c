@@ -1,0 +1,557 @@
+/* gpuward submit: options, #GPUWARD directives, local checks, POST /api/v1/jobs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "cli/api.h"
+#include "cli/format.h"
+#include "cli/verbs.h"
+#include "core/directive.h"
+
+extern char **environ;
+
+/* Directives live at the top of a script; no need to read a whole dataset by mistake. */
+#define SCRIPT_HEAD_MAX (1024 * 1024)
+
+static const char submit_help[] =
+        "Usage: gpuward submit [OPTIONS] -- COMMAND [ARGS...]\n"
+        "       gpuward submit [OPTIONS] SCRIPT [ARGS...]\n"
+        "\n"
+        "Queue a job.  It starts when enough GPUs are free, in the directory and with the\n"
+        "environment of this shell, with CUDA_VISIBLE_DEVICES set to the GPUs it was given.\n"
+        "A SCRIPT may carry options in '#GPUWARD' lines at its top, as sbatch reads '#SBATCH';\n"
+        "options on the command line win over them.\n"
+        "\n"
+        "Options:\n"
+        "  --gpus N          GPUs the job needs (default 1)\n"
+        "  --gpu-mem SIZE    free memory each GPU must have: 512M, 16G, 80GB (bare number: MiB)\n"
+        "  --time DURATION   time limit: 90m, 2h, 1d, 1h30m, 01:30:00 (bare number: minutes);\n"
+        "                    at the limit the job gets SIGTERM, then SIGKILL\n"
+        "  --name NAME       a name shown by 'gpuward queue'\n"
+        "  --cwd DIR         run in DIR (default: the current directory)\n"
+        "  --priority N      higher starts first among waiting jobs\n"
+        "  --after JOB[:ok|:any]  start after JOB completed (ok, the default) or ended (any)\n"
+        "  --output FILE     write the job's output to FILE (relative to --cwd)\n"
+        "  --env K=V         set a variable in the job's environment (repeatable)\n"
+        "  --clean-env       start from a minimal environment instead of this shell's\n"
+        "  --hold            queue the job held; 'gpuward release JOB' lets it start\n"
+        "  --json            print {\"id\": N}\n"
+        "  -q, --quiet       print only the job id\n"
+        "  -h, --help        this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward submit --gpus 2 --time 30m --name smoke -- python3 train.py epochs=3\n"
+        "  gpuward submit --gpu-mem 40G --after 17 -- yolo train model=yolov8n.pt\n"
+        "  JOB=$(gpuward submit -q -- python3 eval.py) && gpuward logs -f \"$JOB\"\n"
+        "  gpuward submit train.sh --lr 0.01     # train.sh starts with:\n"
+        "      #!/bin/sh\n"
+        "      #GPUWARD --gpus 2 --time 4h\n"
+        "      #GPUWARD --name yolo-l --env WANDB_MODE=offline\n";
+
+struct submit_opts {
+        long long ngpus;
+        bool gpu_mem_set, time_set, priority_set;
+        uint64_t gpu_mem;
+        gw_usec_t time_limit;
+        long long priority;
+        const char *name, *cwd, *after, *output; /* borrowed from an argv that outlives us */
+        const char **env_extra;                  /* malloc'ed array, borrowed strings */
+        size_t n_env_extra;
+        bool clean_env, hold, json, quiet, help;
+};
+
+enum {
+        OPT_GPUS = 0x100,
+        OPT_GPU_MEM,
+        OPT_TIME,
+        OPT_NAME,
+        OPT_CWD,
+        OPT_PRIORITY,
+        OPT_AFTER,
+        OPT_OUTPUT,
+        OPT_ENV,
+        OPT_CLEAN_ENV,
+        OPT_HOLD,
+        OPT_JSON,
+};
+
+static const struct option submit_options[] = {
+        { "gpus", required_argument, NULL, OPT_GPUS },
+        { "gpu-mem", required_argument, NULL, OPT_GPU_MEM },
+        { "time", required_argument, NULL, OPT_TIME },
+        { "name", required_argument, NULL, OPT_NAME },
+        { "cwd", required_argument, NULL, OPT_CWD },
+        { "priority", required_argument, NULL, OPT_PRIORITY },
+        { "after", required_argument, NULL, OPT_AFTER },
+        { "output", required_argument, NULL, OPT_OUTPUT },
+        { "env", required_argument, NULL, OPT_ENV },
+        { "clean-env", no_argument, NULL, OPT_CLEAN_ENV },
+        { "hold", no_argument, NULL, OPT_HOLD },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+};
+
+/* What the daemon calls a field, and the option the user typed for it. */
+static const struct cli_field_alias submit_aliases[] = {
+        { "ngpus", "--gpus" },       { "gpu_mem", "--gpu-mem" },   { "time_limit", "--time" },
+        { "name", "--name" },        { "cwd", "--cwd" },           { "priority", "--priority" },
+        { "after", "--after" },      { "output", "--output" },     { "env_extra", "--env" },
+        { "hold", "--hold" },        { NULL, NULL },
+};
+
+static void submit_opts_done(struct submit_opts *o) {
+        free(o->env_extra);
+        o->env_extra = NULL;
+        o->n_env_extra = 0;
+}
+
+/* Errors name where the value came from: "--time" or "train.sh: #GPUWARD --time". */
+static int bad_value(const char *where, const char *opt, const char *fmt_tail, const char *arg) {
+        cli_error("%s%s: '%s' %s", where ? where : "", opt, arg, fmt_tail);
+        fprintf(stderr, "Try 'gpuward submit --help'.\n");
+        return CLI_EXIT_USAGE;
+}
+
+static bool after_ok(const char *arg) {
+        const char *colon = strchr(arg, ':');
+        _cleanup_free_ char *id = colon ? strndup(arg, (size_t) (colon - arg)) : strdup(arg);
+        long long v;
+        if (!id || gw_parse_int(id, 1, LLONG_MAX, &v) < 0)
+                return false;
+        return !colon || strcasecmp(colon + 1, "ok") == 0 || strcasecmp(colon + 1, "any") == 0;
+}
+
+static int push_env(struct submit_opts *o, const char *kv) {
+        const char **p = realloc(o->env_extra, (o->n_env_extra + 1) * sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        o->env_extra = p;
+        p[o->n_env_extra++] = kv;
+        return 0;
+}
+
+static int apply_value_option(struct submit_opts *o, int c, const char *arg, const char *where) {
+        long long v;
+        switch (c) {
+        case OPT_GPUS:
+                if (gw_parse_int(arg, LLONG_MIN, LLONG_MAX, &v) < 0)
+                        return bad_value(where, "--gpus", "is not a number of GPUs", arg);
+                if (v < 1 || v > INT_MAX)
+                        return bad_value(where, "--gpus", "is out of range: a job needs 1 GPU or more", arg);
+                o->ngpus = v;
+                return 0;
+        case OPT_GPU_MEM:
+                if (gw_parse_size(arg, &o->gpu_mem) < 0)
+                        return bad_value(where, "--gpu-mem", "is not a size (examples: 512M, 16G, 80GB)", arg);
+                o->gpu_mem_set = true;
+                return 0;
+        case OPT_TIME:
+                if (arg[0] == '-')
+                        return bad_value(where, "--time", "is not a positive duration", arg);
+                if (gw_parse_duration(arg, &o->time_limit) < 0)
+                        return bad_value(where, "--time",
+                                         "is not a duration (examples: 90m, 2h, 1d, 01:30:00)", arg);
+                o->time_set = true;
+                return 0;
+        case OPT_PRIORITY:
+                if (gw_parse_int(arg, INT_MIN, INT_MAX, &o->priority) < 0)
+                        return bad_value(where, "--priority", "is not a whole number", arg);
+                o->priority_set = true;
+                return 0;
+        case OPT_AFTER:
+                if (!after_ok(arg))
+                        return bad_value(where, "--after", "is not JOB, JOB:ok or JOB:any (e.g. 17:ok)", arg);
+                o->after = arg;
+                return 0;
+        case OPT_ENV:
+                if (arg[0] == '=' || !strchr(arg, '='))
+                        return bad_value(where, "--env", "is not NAME=VALUE", arg);
+                return push_env(o, arg) < 0 ? CLI_EXIT_FAIL : 0;
+        }
+        return -ENOENT;
+}
+
+static int apply_option(struct submit_opts *o, int c, const char *arg, const char *where) {
+        int r = apply_value_option(o, c, arg, where);
+        if (r != -ENOENT)
+                return r;
+        switch (c) {
+        case OPT_NAME:
+        case OPT_CWD:
+        case OPT_OUTPUT:
+                if (!*arg) {
+                        cli_error("%s%s: the value is empty", where ? where : "",
+                                  c == OPT_NAME ? "--name" : c == OPT_CWD ? "--cwd" : "--output");
+                        return CLI_EXIT_USAGE;
+                }
+                *(c == OPT_NAME ? &o->name : c == OPT_CWD ? &o->cwd : &o->output) = arg;
+                return 0;
+        case OPT_CLEAN_ENV:
+                o->clean_env = true;
+                return 0;
+        case OPT_HOLD:
+                o->hold = true;
+                return 0;
+        case OPT_JSON:
+                o->json = true;
+                return 0;
+        case 'q':
+                o->quiet = true;
+                return 0;
+        case 'h':
+                o->help = true;
+                return 0;
+        }
+        return CLI_EXIT_USAGE;
+}
+
+/* Parses options from argv[1..] into o, stopping at the first word that is not one.
+ * *ret_pos: index of that word; *ret_dashdash: whether "--" ended the options. */
+static int parse_args(int argc, char **argv, const char *where, struct submit_opts *o,
+                      int *ret_pos, bool *ret_dashdash) {
+        const char *last_arg = NULL;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:qh", submit_options, NULL)) != -1) {
+                if (c == '?' || c == ':') {
+                        if (!where)
+                                return cli_bad_option("submit", argv, optind, c, optopt);
+                        cli_error("%s%s '%s'", where, c == ':' ? "missing value for" : "unknown option",
+                                  argv[optind - 1]);
+                        return CLI_EXIT_USAGE;
+                }
+                int r = apply_option(o, c, optarg, where);
+                if (r != 0)
+                        return r;
+                last_arg = optarg;
+        }
+        /* "--" consumed as the value of an option ("--name --") is not the separator. */
+        *ret_dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 && argv[optind - 1] != last_arg;
+        *ret_pos = optind;
+        return 0;
+}
+
+static int read_head(const char *path, char **ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        _cleanup_free_ char *buf = malloc(SCRIPT_HEAD_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t len = 0;
+        while (len < SCRIPT_HEAD_MAX) {
+                ssize_t k = read(fd, buf + len, SCRIPT_HEAD_MAX - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* Applies the script's #GPUWARD lines to o.  *ret_words keeps the words alive (o borrows
+ * them); the caller frees it with gw_strv_free. */
+static int apply_directives(const char *script, struct submit_opts *o, char ***ret_words) {
+        _cleanup_free_ char *text = NULL;
+        int r = read_head(script, &text);
+        if (r < 0) {
+                cli_error("%s: %s", script, strerror(-r));
+                return CLI_EXIT_FAIL;
+        }
+        char **words = NULL;
+        int nwords = 0, line = 0;
+        r = gw_directives_parse(text, &words, &nwords, &line);
+        *ret_words = words;
+        if (r == -EINVAL) {
+                cli_error("%s:%d: #GPUWARD line has an unterminated quote", script, line);
+                return CLI_EXIT_USAGE;
+        }
+        if (r < 0) {
+                cli_error("%s: cannot read #GPUWARD lines: %s", script,
+                          r == -E2BIG ? "too many words" : strerror(-r));
+                return r == -E2BIG ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+        }
+        if (nwords <= 0)
+                return 0;
+        /* getopt skips argv[0]; the words borrowed here stay owned by *ret_words. */
+        _cleanup_free_ char **gargv = calloc((size_t) nwords + 2, sizeof(char *));
+        if (!gargv)
+                return CLI_EXIT_FAIL;
+        gargv[0] = (char *) "#GPUWARD";
+        memcpy(gargv + 1, words, (size_t) nwords * sizeof(char *));
+        _cleanup_free_ char *where = NULL;
+        if (asprintf(&where, "%s: #GPUWARD ", script) < 0)
+                return CLI_EXIT_FAIL;
+        int pos;
+        bool dashdash;
+        r = parse_args(nwords + 1, gargv, where, o, &pos, &dashdash);
+        if (r != 0)
+                return r;
+        if (pos <= nwords) {
+                cli_error("%sunexpected '%s' (only options belong on #GPUWARD lines)", where, gargv[pos]);
+                return CLI_EXIT_USAGE;
+        }
+        if (o->help) {
+                cli_error("%s--help does not belong on #GPUWARD lines", where);
+                return CLI_EXIT_USAGE;
+        }
+        return 0;
+}
+
+/* Appends strings to a JSON array.  Environment entries that are not UTF-8 cannot travel
+ * in JSON: skip_bad drops them with a warning instead of failing. */
+static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_bad) {
+        for (size_t i = 0; i < n; i++) {
+                json_t *s = json_string(v[i]);
+                if (!s && skip_bad) {
+                        _cleanup_free_ char *name = strndup(v[i], strcspn(v[i], "="));
+                        _cleanup_free_ char *safe = cli_sanitize(name);
+                        cli_warn("not passing environment variable %s: its value is not UTF-8",
+                                 safe ? safe : "?");
+                        continue;
+                }
+                if (!s) {
+                        _cleanup_free_ char *safe = cli_sanitize(v[i]);
+                        cli_error("'%s' is not valid UTF-8", safe ? safe : "?");
+                        return CLI_EXIT_USAGE;
+                }
+                if (json_array_append_new(arr, s) < 0)
+                        return CLI_EXIT_FAIL;
+        }
+        return 0;
+}
+
+static int set_string_array(json_t *body, const char *key, const char *const *v, size_t n, bool skip_bad) {
+        json_t *arr = json_array();
+        if (!arr || json_object_set_new(body, key, arr) < 0)
+                return CLI_EXIT_FAIL;
+        return add_strings(arr, v, n, skip_bad);
+}
+
+static int set_opt_string(json_t *body, const char *key, const char *v) {
+        if (!v)
+                return 0;
+        json_t *s = json_string(v);
+        if (!s) {
+                _cleanup_free_ char *safe = cli_sanitize(v);
+                cli_error("%s: '%s' is not valid UTF-8", key, safe ? safe : "?");
+                return CLI_EXIT_USAGE;
+        }
+        return json_object_set_new(body, key, s) < 0 ? CLI_EXIT_FAIL : 0;
+}
+
+static size_t strv_len(char *const *v) {
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+/* The request body; sizes and durations go in their normalised numeric form so that the
+ * daemon never has to guess what the CLI meant. */
+static int build_body(const struct submit_opts *o, const char *const *cmd, size_t ncmd,
+                      const char *cwd, const char *output, json_t **ret) {
+        json_t *body = json_object();
+        if (!body)
+                return CLI_EXIT_FAIL;
+        int r = set_string_array(body, "command", cmd, ncmd, false);
+        if (!r)
+                r = json_object_set_new(body, "ngpus", json_integer(o->ngpus)) < 0;
+        if (!r && o->gpu_mem_set)
+                r = json_object_set_new(body, "gpu_mem", json_integer((json_int_t) o->gpu_mem)) < 0;
+        if (!r && o->time_set) {
+                gw_usec_t secs = (o->time_limit + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC;
+                r = json_object_set_new(body, "time_limit", json_integer(secs)) < 0;
+        }
+        if (!r && o->priority_set)
+                r = json_object_set_new(body, "priority", json_integer(o->priority)) < 0;
+        if (!r)
+                r = set_opt_string(body, "name", o->name);
+        if (!r)
+                r = set_opt_string(body, "cwd", cwd);
+        if (!r)
+                r = set_opt_string(body, "after", o->after);
+        if (!r)
+                r = set_opt_string(body, "output", output);
+        if (!r && !o->clean_env)
+                r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true);
+        if (!r && o->n_env_extra)
+                r = set_string_array(body, "env_extra", o->env_extra, o->n_env_extra, false);
+        if (!r && o->hold)
+                r = json_object_set_new(body, "hold", json_true()) < 0;
+        if (r) {
+                json_decref(body);
+                return r == 1 ? CLI_EXIT_FAIL : r;
+        }
+        *ret = body;
+        return 0;
+}
+
+/* The job's directory: --cwd made absolute, or ours.  Checked here so that a typo is a
+ * usage error naming the option; the daemon checks again as the authority. */
+static int resolve_cwd(const char *opt, char **ret) {
+        _cleanup_free_ char *dir = opt ? cli_absolute_path(opt, NULL) : cli_current_dir();
+        if (!dir) {
+                cli_error("cannot determine the current directory: %s", strerror(errno));
+                return CLI_EXIT_FAIL;
+        }
+        struct stat st;
+        const char *why = NULL;
+        if (stat(dir, &st) < 0)
+                why = strerror(errno);
+        else if (!S_ISDIR(st.st_mode))
+                why = "not a directory";
+        else if (access(dir, X_OK) < 0)
+                why = "you cannot enter it";
+        if (why) {
+                _cleanup_free_ char *safe = cli_sanitize(dir);
+                cli_error("--cwd: '%s': %s", safe ? safe : "?", why);
+                return CLI_EXIT_USAGE;
+        }
+        *ret = TAKE_PTR(dir);
+        return 0;
+}
+
+/* [script, args...] when it is executable, else ["/bin/sh", script, args...]. */
+static int script_command(const char *script, char **args, size_t nargs, const char ***ret, size_t *ret_n,
+                          char **ret_abs) {
+        char *abs = cli_absolute_path(script, NULL);
+        const char **cmd = calloc(nargs + 3, sizeof(char *));
+        if (!abs || !cmd) {
+                free(abs);
+                free(cmd);
+                return CLI_EXIT_FAIL;
+        }
+        size_t n = 0;
+        if (access(abs, X_OK) < 0)
+                cmd[n++] = "/bin/sh";
+        cmd[n++] = abs;
+        for (size_t i = 0; i < nargs; i++)
+                cmd[n++] = args[i];
+        *ret = cmd;
+        *ret_n = n;
+        *ret_abs = abs;
+        return 0;
+}
+
+/* Tells the script mode apart from the command mode, catching typos in script paths. */
+static int classify_target(const char *word, bool dashdash, bool *ret_script) {
+        struct stat st;
+        *ret_script = false;
+        if (!*word)
+                return cli_usage("submit", "the command is empty");
+        if (dashdash)
+                return 0;
+        if (stat(word, &st) == 0) {
+                if (S_ISDIR(st.st_mode))
+                        return cli_usage("submit", "'%s' is a directory, not a script", word);
+                *ret_script = S_ISREG(st.st_mode);
+                return 0;
+        }
+        /* A bare word is a command looked up in PATH; a path that is not there is a typo. */
+        if (strchr(word, '/'))
+                return cli_usage("submit", "'%s': no such script", word);
+        return 0;
+}
+
+static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *o, json_t *reply) {
+        long long id;
+        if (!cli_jint(reply, "id", &id)) {
+                cli_error("gpuwardd accepted the job but sent no id");
+                return CLI_EXIT_FAIL;
+        }
+        if (ctx->json || o->json)
+                printf("{\"id\": %lld}\n", id);
+        else if (o->quiet)
+                printf("%lld\n", id);
+        else
+                printf("Submitted job %lld\n", id);
+        return CLI_EXIT_OK;
+}
+
+static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char *const *cmd, size_t ncmd) {
+        _cleanup_free_ char *cwd = NULL, *output = NULL;
+        int r = resolve_cwd(o->cwd, &cwd);
+        if (r)
+                return r;
+        if (o->output && !(output = cli_absolute_path(o->output, cwd)))
+                return CLI_EXIT_FAIL;
+        json_t *body = NULL;
+        r = build_body(o, cmd, ncmd, cwd, output, &body);
+        if (r)
+                return r;
+        struct cli_call call = {
+                .method = "POST", .target = "/api/v1/jobs", .body = body, .aliases = submit_aliases,
+        };
+        json_t *reply = NULL;
+        r = cli_api_json(ctx, &call, &reply);
+        json_decref(body);
+        if (r == CLI_EXIT_OK)
+                r = print_submitted(ctx, o, reply);
+        json_decref(reply);
+        return r;
+}
+
+int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
+        struct submit_opts first = { .ngpus = 1 }, o = { .ngpus = 1 };
+        char **words = NULL;
+        int pos, r;
+        bool dashdash, script = false;
+
+        /* First pass: find the script, report command-line errors, honour --help. */
+        r = parse_args(argc, argv, NULL, &first, &pos, &dashdash);
+        if (r || first.help) {
+                if (!r)
+                        fputs(submit_help, stdout);
+                goto out;
+        }
+        if (pos >= argc) {
+                r = cli_usage("submit", "no command given: gpuward submit [OPTIONS] -- COMMAND [ARGS...]");
+                goto out;
+        }
+        r = classify_target(argv[pos], dashdash, &script);
+        if (r)
+                goto out;
+        /* Directives first, then the command line again, so that its flags win. */
+        if (script && (r = apply_directives(argv[pos], &o, &words)))
+                goto out;
+        r = parse_args(argc, argv, NULL, &o, &pos, &dashdash);
+        if (r)
+                goto out;
+
+        if (script) {
+                const char **cmd = NULL;
+                char *abs = NULL;
+                size_t n;
+                r = script_command(argv[pos], argv + pos + 1, (size_t) (argc - pos - 1), &cmd, &n, &abs);
+                if (!r)
+                        r = post_job(ctx, &o, cmd, n);
+                free(cmd);
+                free(abs);
+        } else {
+                r = post_job(ctx, &o, (const char *const *) argv + pos, (size_t) (argc - pos));
+        }
+out:
+        if (words)
+                gw_strv_free(words);
+        submit_opts_done(&first);
+        submit_opts_done(&o);
+        return r;
+}

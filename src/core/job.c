@@ -1,0 +1,105 @@
+#include "core/job.h"
+
+#include <stddef.h>
+#include <strings.h>
+
+#define ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const state_names[_GW_JOB_STATE_MAX] = {
+        [GW_JOB_PENDING] = "PENDING",     [GW_JOB_HELD] = "HELD",
+        [GW_JOB_RUNNING] = "RUNNING",     [GW_JOB_COMPLETED] = "COMPLETED",
+        [GW_JOB_FAILED] = "FAILED",       [GW_JOB_CANCELLED] = "CANCELLED",
+        [GW_JOB_TIMEOUT] = "TIMEOUT",     [GW_JOB_RECLAIMED] = "RECLAIMED",
+};
+
+static const char *const reason_names[_GW_REASON_MAX] = {
+        [GW_REASON_NONE] = "",
+        [GW_REASON_RESOURCES] = "Resources",
+        [GW_REASON_DEPENDENCY] = "Dependency",
+        [GW_REASON_HELD] = "Held",
+        [GW_REASON_PRIORITY] = "Priority",
+};
+
+static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {
+        [GW_DEP_KIND_NONE] = "none",
+        [GW_DEP_KIND_OK] = "ok",
+        [GW_DEP_KIND_ANY] = "any",
+};
+
+static int index_of(const char *const *names, size_t n, const char *name) {
+        if (!name)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (strcasecmp(names[i], name) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *gw_job_state_name(enum gw_job_state s) {
+        return s >= 0 && s < _GW_JOB_STATE_MAX ? state_names[s] : NULL;
+}
+
+enum gw_job_state gw_job_state_from_name(const char *name) {
+        return (enum gw_job_state) index_of(state_names, ELEMS(state_names), name);
+}
+
+const char *gw_job_reason_name(enum gw_job_reason r) {
+        return r >= 0 && r < _GW_REASON_MAX ? reason_names[r] : NULL;
+}
+
+const char *gw_dep_kind_name(enum gw_dep_kind k) {
+        return k >= 0 && k < _GW_DEP_KIND_MAX ? dep_kind_names[k] : NULL;
+}
+
+enum gw_dep_kind gw_dep_kind_from_name(const char *name) {
+        return (enum gw_dep_kind) index_of(dep_kind_names, ELEMS(dep_kind_names), name);
+}
+
+bool gw_job_state_is_final(enum gw_job_state s) {
+        switch (s) {
+        case GW_JOB_COMPLETED:
+        case GW_JOB_FAILED:
+        case GW_JOB_CANCELLED:
+        case GW_JOB_TIMEOUT:
+        case GW_JOB_RECLAIMED:
+                return true;
+        default:
+                return false;
+        }
+}
+
+#define BIT(s) (1u << (s))
+
+/* Allowed targets per source state.  PENDING → FAILED is for a dependency that can never
+ * be met; RUNNING → PENDING requeues a job for a retry. */
+static const unsigned allowed_to[_GW_JOB_STATE_MAX] = {
+        [GW_JOB_PENDING] = BIT(GW_JOB_HELD) | BIT(GW_JOB_RUNNING) | BIT(GW_JOB_CANCELLED) |
+                           BIT(GW_JOB_FAILED),
+        [GW_JOB_HELD] = BIT(GW_JOB_PENDING) | BIT(GW_JOB_CANCELLED),
+        [GW_JOB_RUNNING] = BIT(GW_JOB_COMPLETED) | BIT(GW_JOB_FAILED) | BIT(GW_JOB_CANCELLED) |
+                           BIT(GW_JOB_TIMEOUT) | BIT(GW_JOB_RECLAIMED) | BIT(GW_JOB_PENDING),
+};
+
+bool gw_job_transition_ok(enum gw_job_state from, enum gw_job_state to) {
+        if (from < 0 || from >= _GW_JOB_STATE_MAX || to < 0 || to >= _GW_JOB_STATE_MAX)
+                return false;
+        return (allowed_to[from] & BIT(to)) != 0;
+}
+
+enum gw_dep_status gw_dep_status_of(enum gw_dep_kind k, enum gw_job_state other) {
+        bool final = gw_job_state_is_final(other);
+
+        switch (k) {
+        case GW_DEP_KIND_NONE:
+                return GW_DEP_SATISFIED;
+        case GW_DEP_KIND_OK:
+                if (other == GW_JOB_COMPLETED)
+                        return GW_DEP_SATISFIED;
+                return final ? GW_DEP_NEVER : GW_DEP_WAITING;
+        case GW_DEP_KIND_ANY:
+                return final ? GW_DEP_SATISFIED : GW_DEP_WAITING;
+        default:
+                /* An unknown kind must not start the job, nor end it. */
+                return GW_DEP_WAITING;
+        }
+}

@@ -1,0 +1,94 @@
+#include "core/jobrec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "core/directive.h"
+
+struct gw_job *gw_job_free(struct gw_job *j) {
+        if (!j)
+                return NULL;
+        free(j->name);
+        free(j->user);
+        free(j->end_reason);
+        gw_strv_free(j->argv);
+        gw_strv_free(j->env);
+        gw_strv_free(j->env_extra);
+        free(j->cwd);
+        free(j->output);
+        free(j->log_path);
+        free(j->cgroup);
+        free(j);
+        return NULL;
+}
+
+void gw_job_events_free(struct gw_job_event *ev, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(ev[i].kind);
+                free(ev[i].message);
+        }
+        free(ev);
+}
+
+size_t gw_strv_length(char *const *v) {
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+char **gw_strv_copy(char *const *v) {
+        if (!v)
+                return NULL;
+        size_t n = gw_strv_length(v);
+        char **r = gw_xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+                r[i] = gw_xstrdup(v[i]);
+        return r;
+}
+
+char *gw_strv_pack(char *const *v, size_t *ret_len) {
+        size_t len = 0, n = gw_strv_length(v);
+        for (size_t i = 0; i < n; i++)
+                len += strlen(v[i]) + 1;
+        char *buf = gw_xmalloc(len), *p = buf;
+        for (size_t i = 0; i < n; i++) {
+                size_t l = strlen(v[i]) + 1;
+                memcpy(p, v[i], l);
+                p += l;
+        }
+        *ret_len = len;
+        return buf;
+}
+
+char **gw_strv_unpack(const void *blob, size_t len) {
+        if (!blob)
+                return NULL;
+        const char *b = blob;
+        size_t n = 0;
+        for (size_t i = 0; i < len; i++)
+                n += b[i] == '\0';
+        char **r = gw_xcalloc(n + 1, sizeof(char *));
+        size_t k = 0, start = 0;
+        for (size_t i = 0; i < len && k < n; i++)
+                if (b[i] == '\0') {
+                        r[k++] = gw_xstrdup(b + start);
+                        start = i + 1;
+                }
+        return r;
+}
+
+char *gw_gpu_mask_format(uint64_t mask, char *buf, size_t n) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < 64 && used < n; i++)
+                if (mask & (UINT64_C(1) << i)) {
+                        int w = snprintf(buf + used, n - used, "%s%d", used ? "," : "", i);
+                        if (w < 0)
+                                break;
+                        used += (size_t) w;
+                }
+        return buf;
+}

@@ -1,0 +1,67 @@
+/* A job record: the plain data the store, the API codecs and the daemon share. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/time.h"
+#include "core/directive.h"
+#include "core/job.h"
+
+struct gw_job {
+        int64_t id;
+        char *name;
+        uint32_t uid, gid;
+        char *user;
+
+        enum gw_job_state state;
+        enum gw_job_reason wait_reason;    /* why PENDING/HELD */
+        char *end_reason;                  /* why it ended ("exit 0", "time limit", "lost") */
+
+        int priority;
+        int ngpus;
+        uint64_t gpu_mem;                  /* bytes per GPU, 0 = any */
+        gw_usec_t time_limit;
+        int64_t after_job;                 /* 0 = none */
+        enum gw_dep_kind after_kind;
+
+        char **argv;                       /* NULL-terminated */
+        char **env;                        /* submitter's environment; NULL = minimal */
+        char **env_extra;                  /* --env K=V, wins over env */
+        char *cwd;
+        char *output;                      /* user-chosen log file, or NULL */
+        char *log_path;                    /* where stdout+stderr go */
+
+        uint64_t gpu_mask;
+        gw_usec_t submit_time, start_time, end_time;   /* wall clock, 0 = not yet */
+        bool has_exit;
+        int exit_code;                     /* valid when has_exit and signal == 0 */
+        int signal;                        /* terminating signal, 0 = none */
+        int attempt;
+
+        pid_t pid, shim_pid;
+        uint64_t pid_start, shim_start;    /* /proc start times, to tell reused pids apart */
+        char *cgroup;                      /* per-job cgroup dir, or NULL */
+};
+
+struct gw_job_event {
+        gw_usec_t time;
+        enum gw_job_state state;
+        char *kind;
+        char *message;
+};
+
+struct gw_job *gw_job_free(struct gw_job *j);
+static inline void gw_job_freep(struct gw_job **j) { gw_job_free(*j); }
+void gw_job_events_free(struct gw_job_event *ev, size_t n);
+
+/* NULL-terminated string vectors. */
+size_t gw_strv_length(char *const *v);
+char **gw_strv_copy(char *const *v);
+/* Encodes v as its strings each followed by NUL (a SQLite blob); *ret_len is its size. */
+char *gw_strv_pack(char *const *v, size_t *ret_len);
+/* Decodes what gw_strv_pack made; NULL for a NULL blob. */
+char **gw_strv_unpack(const void *blob, size_t len);
+
+/* "0,1,3" for a GPU mask. */
+char *gw_gpu_mask_format(uint64_t mask, char *buf, size_t n);

@@ -1,0 +1,72 @@
+/* The scheduler: plain structs in, decisions out, the clock passed in.  No I/O.
+ *
+ * Policy: pending jobs in queue order (priority descending, then submission order); the
+ * first job that cannot start becomes the head and gets a reservation at the earliest time
+ * enough GPUs free up (from running jobs' time limits).  Later jobs may start now
+ * (backfill) only when that cannot delay the head: they end before the head's reserved
+ * start, or they use only GPUs the head's reservation does not need. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/time.h"
+#include "core/job.h"
+
+#define GW_SCHED_MAX_GPUS 64
+
+struct gw_sched_gpu {
+        int index;            /* 0..63, the bit in a gpu mask */
+        bool usable;          /* healthy and not drained */
+        uint64_t mem_total;   /* bytes, 0 = unknown */
+        uint64_t mem_free;    /* bytes now, as NVML reports; used for --gpu-mem */
+        int64_t job_id;       /* job holding it, 0 if none */
+};
+
+struct gw_sched_job {
+        int64_t id;
+        int priority;         /* higher first */
+        int ngpus;            /* >= 1 */
+        uint64_t gpu_mem;     /* minimum free bytes per GPU, 0 = any */
+        gw_usec_t time_limit; /* > 0 */
+        bool held;
+        enum gw_dep_status dep;
+};
+
+struct gw_sched_running {
+        int64_t id;
+        uint64_t gpu_mask;
+        gw_usec_t end;        /* start + time limit, same clock as now */
+};
+
+struct gw_sched_input {
+        const struct gw_sched_gpu *gpus;
+        size_t n_gpus;
+        const struct gw_sched_job *pending;   /* in queue order */
+        size_t n_pending;
+        const struct gw_sched_running *running;
+        size_t n_running;
+};
+
+struct gw_sched_start {
+        int64_t job_id;
+        uint64_t gpu_mask;
+};
+
+struct gw_sched_plan {
+        struct gw_sched_start *starts;     /* caller-allocated, capacity n_pending */
+        size_t n_starts;
+        enum gw_job_reason *reasons;       /* caller-allocated, one per pending job, same order */
+        gw_usec_t head_start;              /* reserved start of the head job, or GW_USEC_INFINITY */
+        int64_t head_job_id;               /* 0 if every pending job could start */
+};
+
+/* Plans which pending jobs start now and on which GPUs; writes a wait reason for every
+ * pending job (NONE for those that start).  Held jobs get HELD, unmet dependencies
+ * DEPENDENCY, jobs that fit but yield to the head PRIORITY, the rest RESOURCES.
+ * Jobs with dep == GW_DEP_NEVER are reported DEPENDENCY and never started (the daemon
+ * ends them).  Returns 0, or -EINVAL for malformed input (a gpu index >= 64, ngpus < 1). */
+int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sched_plan *out);
+
+/* Lowest-index set of n GPUs from mask; 0 if fewer than n bits are set. */
+uint64_t gw_sched_pick(uint64_t mask, int n);

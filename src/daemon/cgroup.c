@@ -1,0 +1,112 @@
+#include "daemon/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+const char *gw_cgroup_mode_name(enum gw_cgroup_mode m) {
+        return m == GW_CGROUP_V2 ? "v2" : m == GW_CGROUP_V1 ? "v1" : "none";
+}
+
+static bool exists(const char *dir, const char *file) {
+        char p[640];
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        return access(p, F_OK) == 0;
+}
+
+static int write_file(const char *dir, const char *file, const char *text) {
+        char p[640];
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, text, strlen(text));
+        return n == (ssize_t) strlen(text) ? 0 : -errno;
+}
+
+static bool try_base(const char *root, const char *probe, struct gw_cgroups *ret) {
+        if (!exists(root, probe))
+                return false;
+        snprintf(ret->base, sizeof ret->base, "%s/gpuward", root);
+        if (mkdir(ret->base, 0755) < 0 && errno != EEXIST)
+                return false;
+        return access(ret->base, W_OK) == 0;
+}
+
+void gw_cgroup_detect(const char *want, struct gw_cgroups *ret, char *note, size_t notelen) {
+        memset(ret, 0, sizeof *ret);
+        note[0] = '\0';
+        if (!strcmp(want, "none")) {
+                snprintf(note, notelen, "cgroups off by config");
+                return;
+        }
+        if (strcmp(want, "v1")) {
+                const char *roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+                for (size_t i = 0; i < ELEMENTSOF(roots); i++)
+                        if (try_base(roots[i], "cgroup.controllers", ret) && exists(ret->base, "cgroup.kill")) {
+                                ret->mode = GW_CGROUP_V2;
+                                return;
+                        }
+        }
+        if (strcmp(want, "v2") && try_base("/sys/fs/cgroup/freezer", "freezer.state", ret)) {
+                ret->mode = GW_CGROUP_V1;
+                return;
+        }
+        memset(ret, 0, sizeof *ret);
+        snprintf(note, notelen, "no writable cgroup v2 (with cgroup.kill) or v1 freezer hierarchy%s; "
+                 "jobs are tracked by process group and subreaper tree",
+                 geteuid() ? " (not root)" : "");
+}
+
+int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, char **ret_dir) {
+        if (cg->mode == GW_CGROUP_NONE)
+                return -EOPNOTSUPP;
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/job-%lld.%d", cg->base, (long long) job_id, attempt);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        *ret_dir = gw_xstrdup(dir);
+        return 0;
+}
+
+/* Pids listed in the cgroup, at most cap. */
+static size_t read_procs(const char *dir, pid_t *buf, size_t cap) {
+        char p[640];
+        snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+        _cleanup_fclose_ FILE *f = fopen(p, "re");
+        size_t n = 0;
+        long v;
+        while (f && n < cap && fscanf(f, "%ld", &v) == 1)
+                buf[n++] = (pid_t) v;
+        return n;
+}
+
+int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig) {
+        if (mode == GW_CGROUP_V2 && sig == SIGKILL)
+                return write_file(dir, "cgroup.kill", "1");
+        bool frozen = mode == GW_CGROUP_V1 && write_file(dir, "freezer.state", "FROZEN") == 0;
+        pid_t pids[4096];
+        size_t n = read_procs(dir, pids, ELEMENTSOF(pids));
+        for (size_t i = 0; i < n; i++)
+                (void) kill(pids[i], sig);
+        if (frozen)
+                (void) write_file(dir, "freezer.state", "THAWED");
+        return (int) n;
+}
+
+int gw_cgroup_populated(const char *dir) {
+        pid_t pid;
+        return read_procs(dir, &pid, 1) > 0;
+}
+
+int gw_cgroup_remove(const char *dir) {
+        return rmdir(dir) < 0 ? -errno : 0;
+}

@@ -1,0 +1,25 @@
+/* A cgroup per job where the host allows: v2 (with cgroup.kill), else the v1 freezer
+ * hierarchy, else none (the process tree under the job's subreaper is used instead). */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+enum gw_cgroup_mode { GW_CGROUP_NONE, GW_CGROUP_V1, GW_CGROUP_V2 };
+
+struct gw_cgroups {
+        enum gw_cgroup_mode mode;
+        char base[512];      /* the gpuward directory jobs are created under */
+};
+
+/* Detects what the host allows given the config's wish (auto, v2, v1, none).  Never fails:
+ * falls back to NONE and writes why into note. */
+void gw_cgroup_detect(const char *want, struct gw_cgroups *ret, char *note, size_t notelen);
+const char *gw_cgroup_mode_name(enum gw_cgroup_mode m);
+
+/* Creates the job's cgroup; malloc'ed directory path in *ret_dir. */
+int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, char **ret_dir);
+/* Signals every process in the cgroup (freezing it first under v1 so none can fork away). */
+int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig);
+/* Whether the cgroup still holds processes. */
+int gw_cgroup_populated(const char *dir);
+int gw_cgroup_remove(const char *dir);

@@ -1,0 +1,268 @@
+#include "daemon/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+
+#define DEFAULT_CONFIG "/etc/gpuward/gpuward.conf"
+
+static const char usage[] =
+        "Usage: gpuwardd [OPTIONS]\n"
+        "\n"
+        "The gpuward daemon: queues jobs, gives them whole GPUs, runs them, keeps state in SQLite.\n"
+        "Runs in the foreground and logs to stderr.  Config keys use the same names as the flags.\n"
+        "\n"
+        "  --config FILE        INI file (default " DEFAULT_CONFIG " if it exists)\n"
+        "  --state-dir DIR      database, logs, run files (default /var/lib/gpuward as root,\n"
+        "                       else $XDG_STATE_HOME/gpuward)\n"
+        "  --socket PATH        Unix socket for the CLI (default /run/gpuward/gpuward.sock as root,\n"
+        "                       else $XDG_RUNTIME_DIR/gpuward.sock, else STATE_DIR/gpuward.sock)\n"
+        "  --listen HOST:PORT   TCP door for the web page and scripts (default 127.0.0.1:8470;\n"
+        "                       port 0 picks a free one, written to STATE_DIR/listen.addr;\n"
+        "                       'none' disables TCP)\n"
+        "  --simulate-gpus N    run on N simulated GPUs (the project's fake NVML)\n"
+        "  --nvml-lib PATH      NVML library to load (default libnvidia-ml.so.1; env GPUWARD_NVML_LIB)\n"
+        "  --grace-seconds N    SIGTERM to SIGKILL delay on cancel and time limit (default 30)\n"
+        "  --default-time-limit DURATION   for jobs submitted without --time (default 1d)\n"
+        "  --max-time-limit DURATION       longest --time accepted (default 7d)\n"
+        "  --allow-root-jobs    let uid 0 submit jobs (refused by default)\n"
+        "  --admins LIST        comma-separated admin user names (root always is one)\n"
+        "  --cgroup MODE        auto | v2 | v1 | none (default auto)\n"
+        "  --debug              verbose log\n"
+        "  --help, --version\n";
+
+enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
+       OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
+       OPT_SAMPLE };
+
+static const struct option options[] = {
+        { "config", required_argument, NULL, OPT_CONFIG },
+        { "state-dir", required_argument, NULL, OPT_STATE_DIR },
+        { "socket", required_argument, NULL, OPT_SOCKET },
+        { "listen", required_argument, NULL, OPT_LISTEN },
+        { "simulate-gpus", required_argument, NULL, OPT_SIMULATE },
+        { "nvml-lib", required_argument, NULL, OPT_NVML },
+        { "grace-seconds", required_argument, NULL, OPT_GRACE },
+        { "default-time-limit", required_argument, NULL, OPT_DEFAULT_LIMIT },
+        { "max-time-limit", required_argument, NULL, OPT_MAX_LIMIT },
+        { "sample-interval", required_argument, NULL, OPT_SAMPLE },
+        { "allow-root-jobs", no_argument, NULL, OPT_ALLOW_ROOT },
+        { "admins", required_argument, NULL, OPT_ADMINS },
+        { "cgroup", required_argument, NULL, OPT_CGROUP },
+        { "debug", no_argument, NULL, OPT_DEBUG },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, OPT_VERSION },
+        {},
+};
+
+static void set_str(char **dst, const char *v) {
+        free(*dst);
+        *dst = gw_xstrdup(v);
+}
+
+static bool parse_bool(const char *v, bool *ret) {
+        if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+                *ret = true;
+        else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
+                *ret = false;
+        else
+                return false;
+        return true;
+}
+
+/* Applies one setting, from a flag or the file; name uses dashes.  0 or -EINVAL. */
+static int apply(struct gw_config *c, int opt, const char *name, const char *v) {
+        long long n;
+        gw_usec_t d;
+        switch (opt) {
+        case OPT_CONFIG: set_str(&c->config_file, v); return 0;
+        case OPT_STATE_DIR: set_str(&c->state_dir, v); return 0;
+        case OPT_SOCKET: set_str(&c->socket, v); return 0;
+        case OPT_LISTEN: set_str(&c->listen, strcmp(v, "none") ? v : ""); return 0;
+        case OPT_NVML: set_str(&c->nvml_lib, v); return 0;
+        case OPT_ADMINS: set_str(&c->admins, v); return 0;
+        case OPT_CGROUP:
+                if (strcmp(v, "auto") && strcmp(v, "v2") && strcmp(v, "v1") && strcmp(v, "none"))
+                        break;
+                set_str(&c->cgroup, v);
+                return 0;
+        case OPT_SIMULATE:
+                if (gw_parse_int(v, 0, 64, &n) < 0)
+                        break;
+                c->simulate_gpus = (int) n;
+                return 0;
+        case OPT_GRACE:
+                if (gw_parse_int(v, 0, 3600, &n) < 0)
+                        break;
+                c->grace = n * GW_USEC_PER_SEC;
+                return 0;
+        case OPT_SAMPLE:
+                /* A bare number is seconds here, unlike job time limits. */
+                if (gw_parse_int(v, 1, 3600, &n) == 0)
+                        d = n * GW_USEC_PER_SEC;
+                else if (gw_parse_duration(v, &d) < 0)
+                        break;
+                c->sample_interval = d;
+                return 0;
+        case OPT_DEFAULT_LIMIT:
+        case OPT_MAX_LIMIT:
+                if (gw_parse_duration(v, &d) < 0)
+                        break;
+                *(opt == OPT_DEFAULT_LIMIT ? &c->default_time_limit : &c->max_time_limit) = d;
+                return 0;
+        case OPT_ALLOW_ROOT:
+                if (!parse_bool(v, &c->allow_root_jobs))
+                        break;
+                return 0;
+        case OPT_DEBUG:
+                if (!parse_bool(v, &c->debug))
+                        break;
+                return 0;
+        default:
+                fprintf(stderr, "gpuwardd: error: unknown setting '%s'\n", name);
+                return -EINVAL;
+        }
+        fprintf(stderr, "gpuwardd: error: %s: invalid value '%s'\n", name, v);
+        return -EINVAL;
+}
+
+static int opt_by_name(const char *name) {
+        char key[64];
+        snprintf(key, sizeof key, "%s", name);
+        for (char *p = key; *p; p++)
+                if (*p == '_')
+                        *p = '-';
+        if (!strcmp(key, "strip-env"))
+                return -2;
+        for (const struct option *o = options; o->name; o++)
+                if (!strcmp(o->name, key))
+                        return o->val;
+        return -1;
+}
+
+static int config_ini_line(void *user, const char *section, const char *name, const char *value) {
+        struct gw_config *c = user;
+        int opt = opt_by_name(name);
+        if (opt == -2) {
+                set_str(&c->strip_env, value);
+                return 1;
+        }
+        if (opt == OPT_CONFIG || opt == 'h' || opt == OPT_VERSION || opt < 0) {
+                fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [%s]\n", c->config_file, name, section);
+                return 0;
+        }
+        return apply(c, opt, name, value) == 0;
+}
+
+static void set_defaults(struct gw_config *c) {
+        *c = (struct gw_config) {
+                .listen = gw_xstrdup("127.0.0.1:8470"),
+                .grace = 30 * GW_USEC_PER_SEC,
+                .default_time_limit = 24 * 3600 * GW_USEC_PER_SEC,
+                .max_time_limit = 7 * 24 * 3600 * GW_USEC_PER_SEC,
+                .sample_interval = 2 * GW_USEC_PER_SEC,
+                .strip_env = gw_xstrdup("LD_PRELOAD,LD_AUDIT"),
+                .cgroup = gw_xstrdup("auto"),
+                .admins = gw_xstrdup(""),
+        };
+}
+
+static void fill_paths(struct gw_config *c) {
+        const char *home = getenv("HOME");
+        char buf[4096];
+        if (!c->state_dir) {
+                const char *xdg = getenv("XDG_STATE_HOME");
+                if (geteuid() == 0)
+                        snprintf(buf, sizeof buf, "/var/lib/gpuward");
+                else if (xdg && xdg[0])
+                        snprintf(buf, sizeof buf, "%s/gpuward", xdg);
+                else
+                        snprintf(buf, sizeof buf, "%s/.local/state/gpuward", home ? home : "/tmp");
+                c->state_dir = gw_xstrdup(buf);
+        }
+        if (!c->socket) {
+                const char *rt = getenv("XDG_RUNTIME_DIR");
+                if (geteuid() == 0)
+                        snprintf(buf, sizeof buf, "/run/gpuward/gpuward.sock");
+                else if (rt && rt[0])
+                        snprintf(buf, sizeof buf, "%s/gpuward.sock", rt);
+                else
+                        snprintf(buf, sizeof buf, "%s/gpuward.sock", c->state_dir);
+                c->socket = gw_xstrdup(buf);
+        }
+        const char *lib = getenv("GPUWARD_NVML_LIB");
+        if (!c->nvml_lib && lib && lib[0])
+                c->nvml_lib = gw_xstrdup(lib);
+}
+
+int gw_config_load(struct gw_config *c, int argc, char **argv) {
+        set_defaults(c);
+        /* First pass: only --config, so the file is read before the flags that override it. */
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--config") && i + 1 < argc)
+                        set_str(&c->config_file, argv[i + 1]);
+                else if (!strncmp(argv[i], "--config=", 9))
+                        set_str(&c->config_file, argv[i] + 9);
+        }
+        bool explicit_file = c->config_file != NULL;
+        if (!c->config_file && access(DEFAULT_CONFIG, F_OK) == 0)
+                c->config_file = gw_xstrdup(DEFAULT_CONFIG);
+        if (c->config_file) {
+                int r = ini_parse(c->config_file, config_ini_line, c);
+                if (r < 0 && (explicit_file || r != -1)) {
+                        fprintf(stderr, "gpuwardd: error: cannot read config %s\n", c->config_file);
+                        return -EINVAL;
+                }
+                if (r > 0) {
+                        fprintf(stderr, "gpuwardd: error: %s line %d: invalid setting\n", c->config_file, r);
+                        return -EINVAL;
+                }
+        }
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+                if (opt == 'h') {
+                        fputs(usage, stdout);
+                        return 1;
+                }
+                if (opt == OPT_VERSION) {
+                        puts("gpuwardd 0.1.0");
+                        return 1;
+                }
+                if (opt == '?') {
+                        fputs("Try 'gpuwardd --help'.\n", stderr);
+                        return -EINVAL;
+                }
+                const char *name = "";
+                for (const struct option *o = options; o->name; o++)
+                        if (o->val == opt)
+                                name = o->name;
+                if (apply(c, opt, name, optarg ? optarg : "1") < 0)
+                        return -EINVAL;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "gpuwardd: error: unexpected argument '%s'\nTry 'gpuwardd --help'.\n", argv[optind]);
+                return -EINVAL;
+        }
+        fill_paths(c);
+        return 0;
+}
+
+void gw_config_done(struct gw_config *c) {
+        free(c->config_file);
+        free(c->state_dir);
+        free(c->socket);
+        free(c->listen);
+        free(c->nvml_lib);
+        free(c->admins);
+        free(c->admin_group);
+        free(c->strip_env);
+        free(c->cgroup);
+}

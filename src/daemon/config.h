@@ -1,0 +1,29 @@
+/* gpuwardd's settings: embedded defaults, then the INI file, then flags. */
+#pragma once
+#include <stdbool.h>
+
+#include "base/time.h"
+
+struct gw_config {
+        char *config_file;
+        char *state_dir;
+        char *socket;
+        char *listen;               /* HOST:PORT, "" = no TCP door */
+        int simulate_gpus;          /* > 0: load the fake NVML with that many GPUs */
+        char *nvml_lib;
+        gw_usec_t grace;            /* SIGTERM → SIGKILL */
+        gw_usec_t default_time_limit;
+        gw_usec_t max_time_limit;
+        gw_usec_t sample_interval;
+        bool allow_root_jobs;
+        char *admins;               /* comma list of user names; root is always admin */
+        char *admin_group;
+        char *strip_env;            /* comma list of variables never passed to jobs */
+        char *cgroup;               /* auto | v2 | v1 | none */
+        bool debug;
+};
+
+/* Parses argv (and the config file it names or the default one).  Returns 0, 1 when it
+ * printed --help or --version (exit 0), or -EINVAL after printing a usage error. */
+int gw_config_load(struct gw_config *c, int argc, char **argv);
+void gw_config_done(struct gw_config *c);

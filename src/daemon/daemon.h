@@ -1,0 +1,133 @@
+/* The daemon's state and the shell around the pure core: jobs in memory, GPUs, the loop. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "api/http.h"
+#include "core/jobrec.h"
+#include "core/sched.h"
+#include "daemon/cgroup.h"
+#include "daemon/config.h"
+#include "gpu/gpu.h"
+#include "store/store.h"
+
+/* What an epoll event points at. */
+enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD };
+struct gw_source {
+        enum gw_source_kind kind;
+        void *ptr;
+};
+
+/* An active job (PENDING, HELD, RUNNING) as the daemon holds it. */
+struct gw_djob {
+        struct gw_job *job;
+        gw_usec_t limit_at;          /* monotonic: time limit reached */
+        gw_usec_t kill_at;           /* monotonic: SIGKILL due, 0 = none */
+        bool terminating;
+        enum gw_job_state end_state; /* CANCELLED or TIMEOUT once terminating */
+        char *end_reason;
+        bool dep_final;              /* dependency resolved for good (cached) */
+        enum gw_dep_status dep;
+        int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
+        struct gw_source pidfd_src;
+        struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
+        size_t n_waiters;
+};
+
+struct gw_dgpu {
+        struct gw_gpu_static info;
+        struct gw_gpu_sample sample;
+        bool sampled;
+        bool drained;
+        char drain_reason[256];
+        int64_t job_id;
+};
+
+struct gw_jobmap {
+        struct gw_djob **slots;      /* open addressing on id; NULL = empty, TOMBSTONE = deleted */
+        size_t cap, n, used;
+};
+
+struct gw_daemon {
+        struct gw_config *cfg;
+        struct gw_store *store;
+        struct gw_gpu_lib *gpu;
+        bool simulated;
+        char sim_dir[4096];
+        unsigned n_gpus;
+        struct gw_dgpu gpus[GW_SCHED_MAX_GPUS];
+        uint64_t max_gpu_mem;
+        struct gw_cgroups cg;
+
+        struct gw_jobmap map;
+        struct gw_djob **queue;      /* PENDING and HELD, in queue order */
+        size_t n_queue, cap_queue;
+        struct gw_djob **running;
+        size_t n_running, cap_running;
+        bool sched_dirty;
+
+        int epfd, sigfd;
+        struct gw_source sig_src, http_src[2];
+        struct gw_http_server *http[2]; /* unix, tcp */
+        int tcp_port;
+        gw_usec_t now;               /* monotonic, read once per loop iteration */
+        gw_usec_t next_sample;
+        bool quit;
+        char log_dir[4096], run_dir[4096];
+};
+
+/* jobmap.c / queue.c */
+struct gw_djob *gw_jobmap_get(const struct gw_jobmap *m, int64_t id);
+void gw_jobmap_put(struct gw_jobmap *m, struct gw_djob *dj);
+void gw_jobmap_del(struct gw_jobmap *m, int64_t id);
+void gw_jobmap_free(struct gw_jobmap *m);
+void gw_queue_insert(struct gw_daemon *d, struct gw_djob *dj);
+void gw_queue_remove(struct gw_daemon *d, struct gw_djob *dj);
+void gw_running_add(struct gw_daemon *d, struct gw_djob *dj);
+void gw_running_remove(struct gw_daemon *d, struct gw_djob *dj);
+/* Runs the scheduler over the queue and starts what it says. */
+void gw_schedule(struct gw_daemon *d);
+
+/* jobs.c */
+struct gw_submit_error {
+        int status;                  /* HTTP status */
+        char field[64];
+        char message[256];
+};
+/* Validates j against the host and queues it (takes j).  0 with *ret_id, or -errno with err. */
+int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id);
+/* The three steps of a submission, for batches: check (no side effect), write to the store,
+ * put in the queue (takes j). */
+int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err);
+int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
+void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
+int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask);
+/* Ends a job that is not running (PENDING/HELD) or finalizes a running one. */
+void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                const char *kind);
+/* SIGTERM now, SIGKILL after the grace period; the job ends as state when it exits. */
+void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason);
+int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
+/* A shim exited (reaped, or its pidfd fired): read its status and end the job. */
+void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
+void gw_jobs_reap(struct gw_daemon *d);
+/* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
+gw_usec_t gw_jobs_tick(struct gw_daemon *d);
+/* Loads active jobs from the store at start; re-adopts running ones whose shim lives. */
+int gw_jobs_recover(struct gw_daemon *d);
+char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
+void gw_job_exit_path(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n);
+struct gw_djob *gw_djob_free(struct gw_djob *dj);
+
+/* gpus.c */
+int gw_gpus_open(struct gw_daemon *d);
+void gw_gpus_sample(struct gw_daemon *d);
+void gw_gpus_close(struct gw_daemon *d);
+
+/* handlers.c */
+void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep);
+void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn);
+/* Answers the cancel requests waiting on dj. */
+void gw_api_resume_waiters(struct gw_djob *dj);

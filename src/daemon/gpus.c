@@ -1,0 +1,139 @@
+/* GPUs: NVML (or the fake one for --simulate-gpus), their static facts, drain state and
+ * periodic samples. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/daemon.h"
+
+/* Where the fake NVML library is: next to an installed daemon, or in the build tree. */
+static const char *find_fake_nvml(char *buf, size_t n) {
+        char exe[PATH_MAX];
+        ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (l > 0) {
+                exe[l] = '\0';
+                char *slash = strrchr(exe, '/');
+                if (slash) {
+                        *slash = '\0';
+                        const char *rel[] = { "tests/fakes/libnvidia-ml.so.1", "../lib/gpuward/libnvidia-ml.so.1" };
+                        for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
+                                snprintf(buf, n, "%s/%s", exe, rel[i]);
+                                if (access(buf, R_OK) == 0)
+                                        return buf;
+                        }
+                }
+        }
+        const char *fixed[] = { GW_FAKE_NVML_BUILD_PATH, GW_FAKE_NVML_INSTALL_PATH };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                if (access(fixed[i], R_OK) == 0) {
+                        snprintf(buf, n, "%s", fixed[i]);
+                        return buf;
+                }
+        return NULL;
+}
+
+/* Creates STATE/sim-nvml with the GPU count, keeping anything else a test wrote there. */
+static int prepare_simulation(struct gw_daemon *d) {
+        snprintf(d->sim_dir, sizeof d->sim_dir, "%s/sim-nvml", d->cfg->state_dir);
+        char path[4300];
+        (void) mkdir(d->sim_dir, 0755);
+        snprintf(path, sizeof path, "%s/procs", d->sim_dir);
+        (void) mkdir(path, 01777); /* jobs run as their users and report here */
+        (void) chmod(path, 01777);
+        snprintf(path, sizeof path, "%s/config", d->sim_dir);
+        char text[8192] = "";
+        size_t len = 0;
+        FILE *f = fopen(path, "re");
+        if (f) {
+                char line[512];
+                while (fgets(line, sizeof line, f))
+                        if (strncmp(line, "count=", 6) && len + strlen(line) < sizeof text)
+                                len += (size_t) snprintf(text + len, sizeof text - len, "%s", line);
+                fclose(f);
+        }
+        f = fopen(path, "we");
+        if (!f)
+                return -errno;
+        fprintf(f, "count=%d\n%s", d->cfg->simulate_gpus, text);
+        fclose(f);
+        return setenv("GPUWARD_FAKE_NVML_DIR", d->sim_dir, 1) < 0 ? -errno : 0;
+}
+
+int gw_gpus_open(struct gw_daemon *d) {
+        char err[512] = "", buf[PATH_MAX];
+        const char *lib = d->cfg->nvml_lib;
+        if (d->cfg->simulate_gpus > 0) {
+                d->simulated = true;
+                if (prepare_simulation(d) < 0) {
+                        log_err("cannot prepare the simulated GPUs under %s", d->sim_dir);
+                        return -EIO;
+                }
+                if (!lib)
+                        lib = find_fake_nvml(buf, sizeof buf);
+                if (!lib) {
+                        log_err("--simulate-gpus: the fake NVML library (libnvidia-ml.so.1 from tests/fakes) was not found; "
+                                "build the project or pass --nvml-lib");
+                        return -ENOENT;
+                }
+        }
+        int r = gw_gpu_open(lib, &d->gpu, err, sizeof err);
+        if (r < 0) {
+                log_warn("%s; running with no GPUs (use --simulate-gpus N to try gpuward without a GPU)", err);
+                d->n_gpus = 0;
+                return 0;
+        }
+        unsigned n = gw_gpu_count(d->gpu);
+        if (n > GW_SCHED_MAX_GPUS) {
+                log_warn("%u GPUs found; gpuward manages the first %d", n, GW_SCHED_MAX_GPUS);
+                n = GW_SCHED_MAX_GPUS;
+        }
+        d->n_gpus = n;
+        for (unsigned i = 0; i < n; i++) {
+                struct gw_dgpu *g = &d->gpus[i];
+                if (gw_gpu_static_info(d->gpu, i, &g->info) < 0) {
+                        snprintf(g->info.name, sizeof g->info.name, "unknown");
+                        g->info.index = i;
+                }
+                struct gw_store_gpu sg;
+                if (gw_store_gpu_get(d->store, i, &sg) == 0 && sg.drained && !strcmp(sg.uuid, g->info.uuid)) {
+                        g->drained = true;
+                        snprintf(g->drain_reason, sizeof g->drain_reason, "%s", sg.drain_reason);
+                }
+                memset(&sg, 0, sizeof sg);
+                sg.index = i;
+                snprintf(sg.uuid, sizeof sg.uuid, "%s", g->info.uuid);
+                snprintf(sg.name, sizeof sg.name, "%s", g->info.name);
+                sg.mem_total = g->info.mem_total;
+                sg.drained = g->drained;
+                snprintf(sg.drain_reason, sizeof sg.drain_reason, "%s", g->drain_reason);
+                (void) gw_store_gpu_upsert(d->store, &sg);
+                if (g->info.mem_total > d->max_gpu_mem)
+                        d->max_gpu_mem = g->info.mem_total;
+        }
+        log_info("%u GPU%s%s (driver %s)", n, n == 1 ? "" : "s", d->simulated ? ", simulated" : "",
+                 gw_gpu_driver_version(d->gpu));
+        gw_gpus_sample(d);
+        return 0;
+}
+
+void gw_gpus_sample(struct gw_daemon *d) {
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                struct gw_dgpu *g = &d->gpus[i];
+                enum gw_gpu_health before = g->sampled ? g->sample.health : GW_GPU_OK;
+                if (gw_gpu_sample(d->gpu, i, &g->sample) < 0)
+                        continue;
+                if (g->sample.health != before)
+                        log_warn("GPU %u: health %s", i, g->sample.health == GW_GPU_OK ? "ok" : "lost");
+                g->sampled = true;
+        }
+}
+
+void gw_gpus_close(struct gw_daemon *d) {
+        d->gpu = gw_gpu_close(d->gpu);
+}

@@ -1,0 +1,492 @@
+/* The API's route table and handlers.  Rights come from the route flags and the caller's
+ * kernel-verified identity, in one place (api_handle), for both doors. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/codec.h"
+#include "api/route.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "daemon/daemon.h"
+
+#define LOG_CHUNK_MAX (1u << 20)
+
+struct caller {
+        bool known;     /* identified by SO_PEERCRED */
+        bool admin;
+        uid_t uid;
+        gid_t gid;
+        char user[64];
+};
+
+static struct gw_daemon *the_daemon(void *userdata) { return userdata; }
+
+static void reply_json(struct gw_http_reply *rep, int status, json_t *o) {
+        size_t len;
+        char *body = gw_codec_dump(o, &len);
+        gw_http_reply_text(rep, status, "application/json", body, len);
+}
+
+static void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        (void) vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        size_t len;
+        char *body = gw_codec_error_body(field, msg, &len);
+        gw_http_reply_text(rep, status, "application/json", body, len);
+}
+
+static bool name_in_list(const char *list, const char *name) {
+        size_t n = strlen(name);
+        for (const char *p = list; p && *p;) {
+                size_t l = strcspn(p, ", ");
+                if (l == n && !strncmp(p, name, n))
+                        return true;
+                p += l;
+                p += strspn(p, ", ");
+        }
+        return false;
+}
+
+static void identify(const struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
+        memset(c, 0, sizeof *c);
+        if (!req->unix_door || !req->has_cred)
+                return;
+        c->known = true;
+        c->uid = req->uid;
+        c->gid = req->gid;
+        struct passwd pw, *pwp = NULL;
+        char buf[16384];
+        if (getpwuid_r(req->uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp)
+                snprintf(c->user, sizeof c->user, "%s", pw.pw_name);
+        else
+                snprintf(c->user, sizeof c->user, "%u", (unsigned) req->uid);
+        c->admin = req->uid == 0 || req->uid == geteuid() || name_in_list(d->cfg->admins, c->user);
+}
+
+/* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
+static const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
+        *tmp = NULL;
+        struct gw_djob *dj = gw_jobmap_get(&d->map, id);
+        if (dj)
+                return dj->job;
+        if (gw_store_job_get(d->store, id, tmp) < 0)
+                return NULL;
+        if (!(*tmp)->log_path)
+                (*tmp)->log_path = gw_job_log_path(d, *tmp);
+        return *tmp;
+}
+
+static bool may_touch(const struct caller *c, const struct gw_job *j) {
+        return c->admin || (c->known && c->uid == j->uid);
+}
+
+static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
+        json_t *o = gw_codec_job(j);
+        struct gw_job_event *ev = NULL;
+        size_t n = 0;
+        if (gw_store_job_events(d->store, j->id, &ev, &n) == 0) {
+                json_object_set_new(o, "events", gw_codec_events(ev, n));
+                gw_job_events_free(ev, n);
+        }
+        return o;
+}
+
+static json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep) {
+        json_error_t e;
+        json_t *o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &e);
+        if (!o)
+                reply_error(rep, 400, NULL, "malformed JSON at line %d column %d: %s", e.line, e.column, e.text);
+        else if (!json_is_object(o)) {
+                reply_error(rep, 400, NULL, "the request body must be a JSON object");
+                json_decref(o);
+                o = NULL;
+        }
+        return o;
+}
+
+/* Decodes one submission into a new job owned by the caller; NULL after replying 400. */
+static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, const json_t *spec, bool *ret_hold,
+                                 struct gw_http_reply *rep, long index) {
+        struct gw_job *j = gw_xcalloc(1, sizeof *j);
+        struct gw_codec_error err = { "", "" };
+        int hold = 0;
+        if (gw_codec_job_spec(spec, d->cfg->default_time_limit, j, &hold, &err) < 0) {
+                if (index >= 0)
+                        reply_error(rep, 400, err.field, "job %ld: %s", index, err.message);
+                else
+                        reply_error(rep, 400, err.field, "%s", err.message);
+                return gw_job_free(j);
+        }
+        j->uid = c->uid;
+        j->gid = c->gid;
+        j->user = gw_xstrdup(c->user);
+        *ret_hold = hold;
+        return j;
+}
+
+static void on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        bool hold;
+        struct gw_job *j = decode_job(d, c, o, &hold, rep, -1);
+        json_decref(o);
+        if (!j)
+                return;
+        struct gw_submit_error err;
+        int64_t id;
+        if (gw_job_submit(d, j, hold, &err, &id) < 0) {
+                reply_error(rep, err.status, err.field, "%s", err.message);
+                return;
+        }
+        reply_json(rep, 201, json_pack("{s:I}", "id", (json_int_t) id));
+}
+
+static void on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                            struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        json_t *arr = json_object_get(o, "jobs");
+        size_t n = json_array_size(arr);
+        if (!json_is_array(arr) || n == 0 || n > 10000) {
+                json_decref(o);
+                reply_error(rep, 400, "jobs", "jobs: must be an array of 1 to 10000 job objects");
+                return;
+        }
+        struct gw_job **jobs = gw_xcalloc(n, sizeof *jobs);
+        struct gw_submit_error err;
+        size_t k = 0;
+        bool ok = true;
+        for (; k < n && ok; k++) {
+                bool hold;
+                jobs[k] = decode_job(d, c, json_array_get(arr, k), &hold, rep, (long) k);
+                ok = jobs[k] && gw_job_validate(d, jobs[k], hold, &err) == 0;
+                if (jobs[k] && !ok)
+                        reply_error(rep, err.status, err.field, "job %zu: %s", k, err.message);
+        }
+        json_decref(o);
+        if (ok && gw_store_begin(d->store) == 0) {
+                for (size_t i = 0; i < n && ok; i++)
+                        ok = gw_job_record(d, jobs[i], &err) == 0;
+                ok = ok && gw_store_commit(d->store) == 0;
+                if (!ok) {
+                        (void) gw_store_rollback(d->store);
+                        reply_error(rep, 503, NULL, "cannot record the jobs: %s", gw_store_errmsg(d->store));
+                }
+        } else if (ok) {
+                ok = false;
+                reply_error(rep, 503, NULL, "cannot record the jobs: %s", gw_store_errmsg(d->store));
+        }
+        json_t *ids = json_array();
+        for (size_t i = 0; i < n; i++) {
+                if (ok) {
+                        json_array_append_new(ids, json_integer(jobs[i]->id));
+                        gw_job_enqueue(d, jobs[i]);
+                } else
+                        gw_job_free(jobs[i]);
+        }
+        free(jobs);
+        if (ok)
+                reply_json(rep, 201, json_pack("{s:o}", "ids", ids));
+        else
+                json_decref(ids);
+}
+
+/* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
+static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep) {
+        unsigned mask = 0;
+        char word[32];
+        while (s && *s) {
+                size_t l = strcspn(s, ",");
+                snprintf(word, sizeof word, "%.*s", (int) (l < sizeof word ? l : sizeof word - 1), s);
+                enum gw_job_state st = gw_job_state_from_name(word);
+                if (st < 0) {
+                        reply_error(rep, 400, "state", "state: unknown job state '%s'", word);
+                        return -EINVAL;
+                }
+                mask |= 1u << st;
+                s += l + (s[l] == ',');
+        }
+        *ret = mask;
+        return 0;
+}
+
+static int list_cb(struct gw_job *j, void *userdata) {
+        json_array_append_new(userdata, gw_codec_job(j));
+        gw_job_free(j);
+        return 0;
+}
+
+static void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        const unsigned active = (1u << GW_JOB_PENDING) | (1u << GW_JOB_HELD) | (1u << GW_JOB_RUNNING);
+        unsigned mask = active;
+        const char *q = gw_http_query(req, "state");
+        if (q && parse_states(q, &mask, rep) < 0)
+                return;
+        struct gw_store_filter f = { .state_mask = mask & ~active };
+        const char *user = gw_http_query(req, "user");
+        if (user) {
+                struct passwd pw, *pwp = NULL;
+                char buf[16384];
+                long long uid;
+                if (getpwnam_r(user, &pw, buf, sizeof buf, &pwp) == 0 && pwp)
+                        f.uid = pw.pw_uid;
+                else if (gw_parse_int(user, 0, UINT32_MAX, &uid) == 0)
+                        f.uid = (uint32_t) uid;
+                else {
+                        reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
+                        return;
+                }
+                f.by_uid = true;
+        }
+        long long limit = 100, before = 0;
+        const char *ql = gw_http_query(req, "limit"), *qb = gw_http_query(req, "before");
+        if ((ql && gw_parse_int(ql, 1, 10000, &limit) < 0) || (qb && gw_parse_int(qb, 1, INT64_MAX, &before) < 0)) {
+                reply_error(rep, 400, ql && gw_parse_int(ql, 1, 10000, &limit) < 0 ? "limit" : "before",
+                            "limit must be 1-10000 and before a job id");
+                return;
+        }
+        json_t *arr = json_array();
+        for (int pass = 0; pass < 2 && (mask & active); pass++) {
+                /* Running first, then the queue in order. */
+                struct gw_djob **v = pass ? d->queue : d->running;
+                size_t n = pass ? d->n_queue : d->n_running;
+                for (size_t i = 0; i < n; i++) {
+                        const struct gw_job *j = v[i]->job;
+                        if ((mask & (1u << j->state)) && (!f.by_uid || j->uid == f.uid))
+                                json_array_append_new(arr, gw_codec_job(j));
+                }
+        }
+        if (f.state_mask) {
+                f.limit = (unsigned) limit;
+                f.before_id = before;
+                if (gw_store_jobs_list(d->store, &f, list_cb, arr) < 0) {
+                        json_decref(arr);
+                        reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
+                        return;
+                }
+        }
+        reply_json(rep, 200, json_pack("{s:o}", "jobs", arr));
+}
+
+static void on_get(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        if (!j)
+                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
+        reply_json(rep, 200, job_with_events(d, j));
+}
+
+static void on_cancel(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        if (!j)
+                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
+        if (!may_touch(c, j))
+                return reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may cancel it",
+                                   (long long) j->id, j->user);
+        const char *wait = gw_http_query(req, "wait");
+        bool want_wait = wait && strcmp(wait, "0");
+        if (req->resumed || gw_job_state_is_final(j->state)) {
+                if (req->resumed)
+                        return reply_json(rep, 200, job_with_events(d, j));
+                return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) j->id,
+                                   gw_job_state_name(j->state));
+        }
+        struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        char why[128];
+        snprintf(why, sizeof why, "cancelled by %s", c->user);
+        if (j->state != GW_JOB_RUNNING) {
+                gw_job_end(d, dj, GW_JOB_CANCELLED, why, "cancel");
+                _cleanup_(gw_job_freep) struct gw_job *now = NULL;
+                const struct gw_job *fin = job_lookup(d, ctx->id, &now);
+                return reply_json(rep, want_wait ? 200 : 202, fin ? job_with_events(d, fin) : json_object());
+        }
+        gw_job_terminate(d, dj, GW_JOB_CANCELLED, why);
+        if (!want_wait)
+                return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", "RUNNING"));
+        dj->waiters = gw_xrealloc(dj->waiters, (dj->n_waiters + 1) * sizeof *dj->waiters);
+        dj->waiters[dj->n_waiters++] = req->conn;
+        rep->suspend = true;
+}
+
+static void on_hold(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        bool hold = strstr(req->path, "/hold") != NULL;
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        if (!j)
+                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
+        if (!may_touch(c, j))
+                return reply_error(rep, 403, "id", "job %lld belongs to %s", (long long) j->id, j->user);
+        struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        if (!dj || gw_job_hold(d, dj, hold, c->user) == -EBUSY)
+                return reply_error(rep, 409, "id", "job %lld is %s: only %s jobs can be %s", (long long) j->id,
+                                   gw_job_state_name(j->state), hold ? "PENDING" : "HELD", hold ? "held" : "released");
+        reply_json(rep, 200, gw_codec_job(dj->job));
+}
+
+/* A user-chosen output file is served only if the job's user owns it: the daemon reads as
+ * root, and must not become a way to read files the user could not. */
+static bool log_readable(const struct gw_job *j, int fd) {
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return false;
+        return !j->output || st.st_uid == j->uid;
+}
+
+static void on_log(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        if (!j)
+                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
+        if (!may_touch(c, j))
+                return reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may read its log",
+                                   (long long) j->id, j->user);
+        long long offset = 0, limit = LOG_CHUNK_MAX;
+        const char *qo = gw_http_query(req, "offset"), *ql = gw_http_query(req, "limit");
+        if (qo && gw_parse_int(qo, 0, INT64_MAX, &offset) < 0)
+                return reply_error(rep, 400, "offset", "offset: must be a byte offset >= 0");
+        if (ql && gw_parse_int(ql, 1, LOG_CHUNK_MAX, &limit) < 0)
+                return reply_error(rep, 400, "limit", "limit: must be 1-%u", LOG_CHUNK_MAX);
+        char *buf = gw_xmalloc((size_t) limit);
+        ssize_t n = 0;
+        _cleanup_close_ int fd = open(j->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd >= 0 && !log_readable(j, fd)) {
+                free(buf);
+                return reply_error(rep, 403, "id", "the job's output file is not owned by its user; not served");
+        }
+        if (fd >= 0)
+                n = pread(fd, buf, (size_t) limit, offset);
+        if (n < 0)
+                n = 0;
+        char off[32];
+        snprintf(off, sizeof off, "%lld", offset + (long long) n);
+        gw_http_reply_text(rep, 200, "text/plain; charset=utf-8", buf, (size_t) n);
+        gw_http_reply_header(rep, "X-Log-Offset", off);
+        gw_http_reply_header(rep, "X-Job-State", gw_job_state_name(j->state));
+}
+
+static void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *arr = json_array();
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                const struct gw_dgpu *g = &d->gpus[i];
+                const struct gw_gpu_sample *s = &g->sample;
+                bool lost = g->sampled && s->health != GW_GPU_OK;
+                json_t *o = json_pack("{s:i,s:s,s:s,s:I}", "index", (int) i, "name", g->info.name, "uuid", g->info.uuid,
+                                      "mem_total", (json_int_t) g->info.mem_total);
+                json_object_set_new(o, "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used)
+                                                                             : json_null());
+                json_object_set_new(o, "util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null());
+                json_object_set_new(o, "temp", s->valid & GW_GPU_HAS_TEMP ? json_integer(s->temp_c) : json_null());
+                json_object_set_new(o, "power_w", s->valid & GW_GPU_HAS_POWER ? json_real(s->power_mw / 1000.0)
+                                                                               : json_null());
+                json_object_set_new(o, "health", json_string(lost ? "lost" : g->drained ? "drained" : "ok"));
+                json_object_set_new(o, "drain_reason", g->drained ? json_string(g->drain_reason) : json_null());
+                json_object_set_new(o, "job", g->job_id ? json_integer(g->job_id) : json_null());
+                json_array_append_new(arr, o);
+        }
+        reply_json(rep, 200, json_pack("{s:o,s:b,s:s}", "gpus", arr, "simulated", d->simulated, "driver",
+                                       d->gpu ? gw_gpu_driver_version(d->gpu) : ""));
+}
+
+static void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c) {
+        reply_json(rep, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c) {
+        reply_json(rep, 200, json_pack("{s:s,s:o,s:s}", "user", c->known ? c->user : "", "uid",
+                                       c->known ? json_integer(c->uid) : json_null(), "role",
+                                       c->admin ? "admin" : c->known ? "user" : "guest"));
+}
+
+typedef void (*handler_fn)(void *, const struct gw_http_request *, const struct gw_route_ctx *,
+                           struct gw_http_reply *, const struct caller *);
+
+/* The route table; each row's handler sits beside it. */
+static const struct {
+        struct gw_route route;
+        handler_fn fn;
+} routes[] = {
+        { { "GET", "/healthz", 0 }, on_health },
+        { { "GET", "/api/v1/whoami", 0 }, on_whoami },
+        { { "POST", "/api/v1/jobs", GW_ROUTE_MUTATES }, on_submit },
+        { { "POST", "/api/v1/jobs/batch", GW_ROUTE_MUTATES }, on_submit_batch },
+        { { "GET", "/api/v1/jobs", 0 }, on_list },
+        { { "GET", "/api/v1/jobs/{id}", 0 }, on_get },
+        { { "DELETE", "/api/v1/jobs/{id}", GW_ROUTE_MUTATES }, on_cancel },
+        { { "POST", "/api/v1/jobs/{id}/hold", GW_ROUTE_MUTATES }, on_hold },
+        { { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES }, on_hold },
+        { { "GET", "/api/v1/jobs/{id}/log", 0 }, on_log },
+        { { "GET", "/api/v1/gpus", 0 }, on_gpus },
+};
+
+void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
+        struct gw_daemon *d = the_daemon(userdata);
+        struct gw_route table[ELEMENTSOF(routes)];
+        for (size_t i = 0; i < ELEMENTSOF(routes); i++)
+                table[i] = routes[i].route;
+        const struct gw_route *r;
+        int64_t id;
+        int m = gw_route_match(table, ELEMENTSOF(routes), req->method, req->path, &r, &id);
+        if (m == -ENOENT)
+                return reply_error(rep, 404, NULL, "no such API path: %.200s", req->path);
+        if (m < 0)
+                return reply_error(rep, 405, NULL, "%s is not allowed on %.200s", req->method, req->path);
+        struct caller c;
+        identify(d, req, &c);
+        if ((r->flags & GW_ROUTE_MUTATES) && !c.known)
+                return reply_error(rep, 401, NULL,
+                                   "this call changes state and needs an identified caller: use the Unix socket");
+        if ((r->flags & GW_ROUTE_ADMIN) && !c.admin)
+                return reply_error(rep, 403, NULL, "only admins may do this");
+        struct gw_route_ctx ctx = { .id = id, .route = r };
+        routes[r - table].fn(d, req, &ctx, rep, &c);
+}
+
+void gw_api_resume_waiters(struct gw_djob *dj) {
+        for (size_t i = 0; i < dj->n_waiters; i++)
+                gw_http_conn_resume(dj->waiters[i]);
+        dj->n_waiters = 0;
+}
+
+void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
+        struct gw_daemon *d = the_daemon(userdata);
+        for (size_t i = 0; i < d->n_running; i++) {
+                struct gw_djob *dj = d->running[i];
+                for (size_t k = 0; k < dj->n_waiters; k++)
+                        if (dj->waiters[k] == conn) {
+                                dj->waiters[k] = dj->waiters[--dj->n_waiters];
+                                return;
+                        }
+        }
+}

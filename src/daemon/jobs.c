@@ -1,0 +1,481 @@
+/* Job lifecycle in the daemon: submit, start, terminate, end, recover after a restart.
+ * Every state change is written to the store with its reason before it is acted on. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "daemon/daemon.h"
+#include "daemon/launcher.h"
+#include "daemon/proc.h"
+
+struct gw_djob *gw_djob_free(struct gw_djob *dj) {
+        if (!dj)
+                return NULL;
+        if (dj->pidfd >= 0)
+                (void) close(dj->pidfd);
+        gw_job_free(dj->job);
+        free(dj->end_reason);
+        free(dj->waiters);
+        free(dj);
+        return NULL;
+}
+
+static struct gw_djob *djob_new(struct gw_job *j) {
+        struct gw_djob *dj = gw_xcalloc(1, sizeof *dj);
+        dj->job = j;
+        dj->pidfd = -1;
+        return dj;
+}
+
+char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
+        if (j->output)
+                return gw_xstrdup(j->output);
+        char buf[4200];
+        snprintf(buf, sizeof buf, "%s/%lld.log", d->log_dir, (long long) j->id);
+        return gw_xstrdup(buf);
+}
+
+void gw_job_exit_path(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n) {
+        snprintf(buf, n, "%s/%lld.%d.exit", d->run_dir, (long long) j->id, j->attempt);
+}
+
+static int submit_fail(struct gw_submit_error *err, int status, const char *field, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int submit_fail(struct gw_submit_error *err, int status, const char *field, const char *fmt, ...) {
+        va_list ap;
+        err->status = status;
+        snprintf(err->field, sizeof err->field, "%s", field);
+        va_start(ap, fmt);
+        (void) vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+/* Whether uid (with gid and its groups) may enter dir: the job will chdir there as uid. */
+static bool may_enter(const char *dir, uid_t uid, gid_t gid) {
+        struct stat st;
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                return false;
+        if (uid == 0)
+                return true;
+        if (st.st_uid == uid)
+                return st.st_mode & S_IXUSR;
+        bool in_group = st.st_gid == gid;
+        struct passwd pw, *pwp = NULL;
+        char buf[16384];
+        if (!in_group && getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp) {
+                gid_t groups[256];
+                int n = 256;
+                if (getgrouplist(pw.pw_name, gid, groups, &n) >= 0)
+                        for (int i = 0; i < n; i++)
+                                in_group |= groups[i] == st.st_gid;
+        }
+        return in_group ? (st.st_mode & S_IXGRP) : (st.st_mode & S_IXOTH);
+}
+
+static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
+        if (j->uid == 0 && !d->cfg->allow_root_jobs)
+                return submit_fail(err, 403, "", "jobs may not run as root (set allow-root-jobs in the config)");
+        if ((unsigned) j->ngpus > d->n_gpus)
+                return submit_fail(err, 400, "ngpus", "ngpus: asked for %d GPUs, only %u GPU%s on this host", j->ngpus,
+                                   d->n_gpus, d->n_gpus == 1 ? "" : "s");
+        if (j->gpu_mem > d->max_gpu_mem) {
+                char a[32], b[32];
+                return submit_fail(err, 400, "gpu_mem", "gpu_mem: %s per GPU asked, the largest GPU here has %s",
+                                   gw_format_size(j->gpu_mem, a, sizeof a), gw_format_size(d->max_gpu_mem, b, sizeof b));
+        }
+        if (j->time_limit > d->cfg->max_time_limit) {
+                char a[32], b[32];
+                return submit_fail(err, 400, "time_limit", "time_limit: %s is longer than the maximum %s",
+                                   gw_format_duration(j->time_limit, a, sizeof a),
+                                   gw_format_duration(d->cfg->max_time_limit, b, sizeof b));
+        }
+        if (!j->cwd)
+                return submit_fail(err, 400, "cwd", "cwd: required (the directory the job runs in)");
+        if (!may_enter(j->cwd, j->uid, j->gid))
+                return submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
+        if (j->after_job > 0 && !gw_jobmap_get(&d->map, j->after_job)) {
+                enum gw_job_state st;
+                if (gw_store_job_state(d->store, j->after_job, &st) < 0)
+                        return submit_fail(err, 400, "after", "after: no job %lld", (long long) j->after_job);
+        }
+        return 0;
+}
+
+int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err) {
+        int r = validate(d, j, err);
+        if (r < 0)
+                return r;
+        j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
+        j->wait_reason = hold ? GW_REASON_HELD : GW_REASON_RESOURCES;
+        j->submit_time = gw_now_wall();
+        j->attempt = 1;
+        if (!j->name || !j->name[0]) {
+                free(j->name);
+                const char *slash = strrchr(j->argv[0], '/');
+                j->name = gw_xstrdup(slash ? slash + 1 : j->argv[0]);
+        }
+        return 0;
+}
+
+int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "submitted by %s%s", j->user, j->state == GW_JOB_HELD ? ", held" : "");
+        int r = gw_store_job_insert(d->store, j, msg);
+        if (r < 0)
+                return submit_fail(err, 503, "", "cannot record the job: %s", gw_store_errmsg(d->store));
+        return 0;
+}
+
+void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j) {
+        j->log_path = gw_job_log_path(d, j);
+        struct gw_djob *dj = djob_new(j);
+        gw_jobmap_put(&d->map, dj);
+        gw_queue_insert(d, dj);
+}
+
+int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id) {
+        int r = gw_job_validate(d, j, hold, err);
+        if (r >= 0)
+                r = gw_job_record(d, j, err);
+        if (r < 0) {
+                gw_job_free(j);
+                return r;
+        }
+        *ret_id = j->id;
+        gw_job_enqueue(d, j);
+        return 0;
+}
+
+/* The environment the job runs with: the submitter's, minus what the config strips and
+ * gpuward's own names, plus --env, plus gpuward's variables (which always win). */
+static char **job_environment(const struct gw_daemon *d, const struct gw_job *j) {
+        static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
+        size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
+        char **env = gw_xcalloc(n_env + n_extra + 16, sizeof(char *));
+        size_t n = 0;
+        char *const *src[2] = { j->env, j->env_extra };
+        for (int s = 0; s < 2; s++)
+                for (size_t i = 0; src[s] && src[s][i]; i++) {
+                        const char *e = src[s][i];
+                        size_t klen = strcspn(e, "=");
+                        bool drop = false;
+                        for (size_t k = 0; k < ELEMENTSOF(ours); k++)
+                                drop |= !strncmp(e, ours[k], strlen(ours[k]));
+                        for (const char *p = d->cfg->strip_env; p && *p && !drop;) {
+                                size_t l = strcspn(p, ",");
+                                drop = l == klen && !strncmp(p, e, l);
+                                p += l + (p[l] == ',');
+                        }
+                        /* --env overrides a variable of the same name from the shell. */
+                        for (size_t k = 0; k < n && !drop; k++)
+                                if (!strncmp(env[k], e, klen + 1)) {
+                                        free(env[k]);
+                                        env[k] = gw_xstrdup(e);
+                                        drop = true;
+                                }
+                        if (!drop)
+                                env[n++] = gw_xstrdup(e);
+                }
+        if (!j->env) {
+                struct passwd pw, *pwp = NULL;
+                char buf[16384], line[4200];
+                env[n++] = gw_xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
+                if (getpwuid_r(j->uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp) {
+                        snprintf(line, sizeof line, "HOME=%s", pw.pw_dir);
+                        env[n++] = gw_xstrdup(line);
+                        snprintf(line, sizeof line, "SHELL=%s", pw.pw_shell);
+                        env[n++] = gw_xstrdup(line);
+                }
+                snprintf(line, sizeof line, "USER=%s", j->user);
+                env[n++] = gw_xstrdup(line);
+        }
+        char gpus[256], line[4300];
+        gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus);
+        snprintf(line, sizeof line, "CUDA_VISIBLE_DEVICES=%s", gpus);
+        env[n++] = gw_xstrdup(line);
+        env[n++] = gw_xstrdup("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+        snprintf(line, sizeof line, "GPUWARD_JOB_ID=%lld", (long long) j->id);
+        env[n++] = gw_xstrdup(line);
+        snprintf(line, sizeof line, "GPUWARD_GPUS=%s", gpus);
+        env[n++] = gw_xstrdup(line);
+        snprintf(line, sizeof line, "GPUWARD_ATTEMPT=%d", j->attempt);
+        env[n++] = gw_xstrdup(line);
+        snprintf(line, sizeof line, "GPUWARD_JOB_NAME=%s", j->name);
+        env[n++] = gw_xstrdup(line);
+        if (d->simulated) {
+                snprintf(line, sizeof line, "GPUWARD_FAKE_NVML_DIR=%s", d->sim_dir);
+                env[n++] = gw_xstrdup(line);
+        }
+        env[n] = NULL;
+        return env;
+}
+
+static void gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                if (mask & (UINT64_C(1) << i))
+                        d->gpus[i].job_id = id;
+}
+
+int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
+        struct gw_job *j = dj->job;
+        j->gpu_mask = mask;
+        char exit_path[4200], err[256] = "";
+        gw_job_exit_path(d, j, exit_path, sizeof exit_path);
+        free(j->cgroup);
+        j->cgroup = NULL;
+        if (d->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&d->cg, j->id, j->attempt, &j->cgroup) < 0)
+                log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
+        _cleanup_(gw_strv_freep) char **env = job_environment(d, j);
+        struct gw_launch l = {
+                .argv = j->argv,
+                .envp = env,
+                .cwd = j->cwd,
+                .drop_privileges = geteuid() == 0 && j->uid != 0,
+                .uid = j->uid,
+                .gid = j->gid,
+                .log_path = j->log_path,
+                .log_is_private = !j->output,
+                .cgroup_dir = j->cgroup,
+                .exit_path = exit_path,
+        };
+        pid_t shim, pid;
+        int r = gw_launch_start(&l, &shim, &pid, err, sizeof err);
+        if (r < 0 && shim <= 0) {
+                log_err("job %lld: cannot launch: %s", (long long) j->id, err);
+                gw_queue_remove(d, dj);
+                gw_running_add(d, dj);
+                j->state = GW_JOB_RUNNING;
+                gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
+                return r;
+        }
+        j->state = GW_JOB_RUNNING;
+        j->wait_reason = GW_REASON_NONE;
+        j->start_time = gw_now_wall();
+        j->shim_pid = shim;
+        j->pid = pid;
+        (void) gw_proc_start_time(shim, &j->shim_start);
+        (void) gw_proc_start_time(pid, &j->pid_start);
+        dj->limit_at = d->now + j->time_limit;
+        gw_queue_remove(d, dj);
+        gw_running_add(d, dj);
+        gpus_assign(d, mask, j->id);
+        char gpus[256], msg[512];
+        gw_gpu_mask_format(mask, gpus, sizeof gpus);
+        snprintf(msg, sizeof msg, "started on GPU %s, pid %d, attempt %d%s%s", gpus, (int) pid, j->attempt,
+                 j->cgroup ? ", cgroup " : "", j->cgroup ? j->cgroup : "");
+        if (gw_store_job_update(d->store, j, "start", msg) < 0)
+                log_err("job %lld: cannot record its start: %s", (long long) j->id, gw_store_errmsg(d->store));
+        log_info("job %lld: %s", (long long) j->id, msg);
+        return 0;
+}
+
+static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        if (dj->pidfd >= 0) {
+                (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->pidfd, NULL);
+                (void) close(dj->pidfd);
+                dj->pidfd = -1;
+        }
+        gw_api_resume_waiters(dj);
+        gw_jobmap_del(&d->map, dj->job->id);
+        gw_djob_free(dj);
+}
+
+void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                const char *kind) {
+        struct gw_job *j = dj->job;
+        bool was_running = j->state == GW_JOB_RUNNING;
+        j->state = state;
+        j->wait_reason = GW_REASON_NONE;
+        free(j->end_reason);
+        j->end_reason = gw_xstrdup(reason);
+        j->end_time = gw_now_wall();
+        if (gw_store_job_update(d->store, j, kind, reason) < 0)
+                log_err("job %lld: cannot record its end: %s", (long long) j->id, gw_store_errmsg(d->store));
+        log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
+        if (was_running) {
+                gpus_assign(d, j->gpu_mask, 0);
+                gw_running_remove(d, dj);
+                if (j->cgroup && gw_cgroup_remove(j->cgroup) < 0)
+                        log_debug("job %lld: cgroup %s not removed yet", (long long) j->id, j->cgroup);
+                char exit_path[4200];
+                gw_job_exit_path(d, j, exit_path, sizeof exit_path);
+                (void) unlink(exit_path);
+        } else
+                gw_queue_remove(d, dj);
+        d->sched_dirty = true;
+        job_forget(d, dj);
+}
+
+static void job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
+        const struct gw_job *j = dj->job;
+        if (j->cgroup)
+                (void) gw_cgroup_signal(d->cg.mode, j->cgroup, sig);
+        if (j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
+                (void) kill(-j->pid, sig);
+        if (j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start))
+                (void) gw_proc_signal_descendants(j->shim_pid, sig);
+}
+
+void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason) {
+        if (dj->terminating)
+                return;
+        dj->terminating = true;
+        dj->end_state = state;
+        dj->end_reason = gw_xstrdup(reason);
+        dj->kill_at = d->now + d->cfg->grace;
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s: SIGTERM to every process of the job, SIGKILL in %llds", reason,
+                 (long long) (d->cfg->grace / GW_USEC_PER_SEC));
+        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "terminate", msg);
+        log_info("job %lld: %s", (long long) dj->job->id, msg);
+        job_signal(d, dj, d->cfg->grace > 0 ? SIGTERM : SIGKILL);
+}
+
+int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who) {
+        struct gw_job *j = dj->job;
+        if (j->state != (hold ? GW_JOB_PENDING : GW_JOB_HELD))
+                return -EBUSY;
+        j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
+        j->wait_reason = hold ? GW_REASON_HELD : GW_REASON_RESOURCES;
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s by %s", hold ? "held" : "released", who);
+        int r = gw_store_job_update(d->store, j, hold ? "hold" : "release", msg);
+        d->sched_dirty = true;
+        return r;
+}
+
+static void describe_status(int status, char *buf, size_t n) {
+        if (WIFSIGNALED(status))
+                snprintf(buf, n, "killed by signal %d (%s)%s", WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?",
+                         WCOREDUMP(status) ? ", core dumped" : "");
+        else
+                snprintf(buf, n, "exit %d", WEXITSTATUS(status));
+}
+
+void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        char exit_path[4200], what[128], reason[768];
+        gw_job_exit_path(d, j, exit_path, sizeof exit_path);
+        int status;
+        if (gw_launch_read_exit(exit_path, &status) < 0) {
+                gw_job_end(d, dj, GW_JOB_FAILED, "lost: its supervisor ended without reporting how the job exited",
+                           "lost");
+                return;
+        }
+        j->has_exit = true;
+        j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
+        describe_status(status, what, sizeof what);
+        if (dj->terminating) {
+                snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, what);
+                gw_job_end(d, dj, dj->end_state, reason, "end");
+        } else
+                gw_job_end(d, dj, j->exit_code == 0 && !j->signal ? GW_JOB_COMPLETED : GW_JOB_FAILED, what, "end");
+}
+
+void gw_jobs_reap(struct gw_daemon *d) {
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                for (size_t i = 0; i < d->n_running; i++)
+                        if (d->running[i]->job->shim_pid == pid) {
+                                gw_job_exited(d, d->running[i]);
+                                break;
+                        }
+        }
+}
+
+gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
+        gw_usec_t next = GW_USEC_INFINITY;
+        for (size_t i = 0; i < d->n_running; i++) {
+                struct gw_djob *dj = d->running[i];
+                if (!dj->terminating && d->now >= dj->limit_at) {
+                        char a[32], why[96];
+                        snprintf(why, sizeof why, "time limit %s reached",
+                                 gw_format_duration(dj->job->time_limit, a, sizeof a));
+                        gw_job_terminate(d, dj, GW_JOB_TIMEOUT, why);
+                }
+                if (dj->terminating && dj->kill_at && d->now >= dj->kill_at) {
+                        log_info("job %lld: grace period over, SIGKILL", (long long) dj->job->id);
+                        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "kill",
+                                                  "grace period over: SIGKILL to every process of the job");
+                        job_signal(d, dj, SIGKILL);
+                        dj->kill_at = 0;
+                }
+                gw_usec_t t = dj->terminating ? (dj->kill_at ? dj->kill_at : GW_USEC_INFINITY) : dj->limit_at;
+                if (t < next)
+                        next = t;
+        }
+        return next;
+}
+
+static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        int fd = pidfd_open(j->shim_pid, 0);
+        if (fd < 0)
+                return -errno;
+        dj->pidfd = fd;
+        dj->pidfd_src = (struct gw_source) { GW_SRC_PIDFD, dj };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->pidfd_src };
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                return -errno;
+        gw_jobmap_put(&d->map, dj);
+        gw_running_add(d, dj);
+        gpus_assign(d, j->gpu_mask, j->id);
+        /* The time limit counts from the recorded start, not from the restart. */
+        gw_usec_t elapsed = gw_now_wall() - j->start_time;
+        dj->limit_at = d->now + (j->time_limit - (elapsed > 0 ? elapsed : 0));
+        return 0;
+}
+
+static int recover_one(struct gw_job *j, void *userdata) {
+        struct gw_daemon *d = userdata;
+        struct gw_djob *dj = djob_new(j);
+        if (!j->log_path)
+                j->log_path = gw_job_log_path(d, j);
+        if (j->state != GW_JOB_RUNNING) {
+                gw_jobmap_put(&d->map, dj);
+                gw_queue_insert(d, dj);
+                return 0;
+        }
+        char exit_path[4200];
+        gw_job_exit_path(d, j, exit_path, sizeof exit_path);
+        if (gw_proc_is(j->shim_pid, j->shim_start) && adopt(d, dj) == 0) {
+                log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
+                         (int) j->shim_pid, (int) j->pid);
+                (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
+                return 0;
+        }
+        /* Gone while we were down: its shim may have left the status behind. */
+        gw_jobmap_put(&d->map, dj);
+        gw_running_add(d, dj);
+        if (access(exit_path, F_OK) == 0) {
+                gw_job_exited(d, dj);
+                return 0;
+        }
+        if (gw_proc_is(j->pid, j->pid_start)) {
+                /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
+                (void) kill(-j->pid, SIGKILL);
+        }
+        gw_job_end(d, dj, GW_JOB_FAILED, "lost: the job's processes were gone when the daemon restarted", "lost");
+        return 0;
+}
+
+int gw_jobs_recover(struct gw_daemon *d) {
+        return gw_store_jobs_active(d->store, recover_one, d);
+}

@@ -1,0 +1,264 @@
+/* gpuwardd: one thread, one epoll loop: signals (signalfd), the two HTTP doors, pidfds of
+ * re-adopted jobs, and the deadlines of running jobs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/daemon.h"
+
+static int mkdir_p(const char *path, mode_t mode) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", path);
+        for (char *p = buf + 1; *p; p++)
+                if (*p == '/') {
+                        *p = '\0';
+                        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = '/';
+                }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* Tells systemd we are ready (Type=notify), without linking libsystemd. */
+static void notify_ready(void) {
+        const char *path = getenv("NOTIFY_SOCKET");
+        if (!path || (path[0] != '/' && path[0] != '@'))
+                return;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t l = strlen(path);
+        if (l >= sizeof sa.sun_path)
+                return;
+        memcpy(sa.sun_path, path, l);
+        if (sa.sun_path[0] == '@')
+                sa.sun_path[0] = '\0';
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0)
+                (void) sendto(fd, "READY=1", 7, MSG_NOSIGNAL, (struct sockaddr *) &sa,
+                              (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l));
+}
+
+static int setup_dirs(struct gw_daemon *d) {
+        const char *sd = d->cfg->state_dir;
+        snprintf(d->log_dir, sizeof d->log_dir, "%s/logs", sd);
+        snprintf(d->run_dir, sizeof d->run_dir, "%s/run", sd);
+        char sock_dir[4096];
+        snprintf(sock_dir, sizeof sock_dir, "%s", d->cfg->socket);
+        char *slash = strrchr(sock_dir, '/');
+        if (slash && slash != sock_dir)
+                *slash = '\0';
+        const char *dirs[] = { sd, d->log_dir, d->run_dir, sock_dir };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                int r = mkdir_p(dirs[i], 0755);
+                if (r < 0) {
+                        log_err("cannot create %s: %s", dirs[i], strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static int epoll_add(struct gw_daemon *d, int fd, struct gw_source *src) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
+        return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static int setup_signals(struct gw_daemon *d) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+                return -errno;
+        (void) signal(SIGPIPE, SIG_IGN);
+        d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (d->sigfd < 0)
+                return -errno;
+        d->sig_src = (struct gw_source) { GW_SRC_SIGNAL, NULL };
+        return epoll_add(d, d->sigfd, &d->sig_src);
+}
+
+static int start_door(struct gw_daemon *d, int idx, int fd, bool unix_door) {
+        int r = gw_http_start(fd, unix_door, gw_api_handle, gw_api_conn_gone, d, &d->http[idx]);
+        if (r < 0) {
+                log_err("cannot start the HTTP server");
+                (void) close(fd);
+                return r;
+        }
+        d->http_src[idx] = (struct gw_source) { GW_SRC_HTTP, d->http[idx] };
+        return epoll_add(d, gw_http_fd(d->http[idx]), &d->http_src[idx]);
+}
+
+static int setup_http(struct gw_daemon *d) {
+        char err[512];
+        int fd = gw_http_listen_unix(d->cfg->socket, err, sizeof err);
+        if (fd < 0) {
+                log_err("%s", err);
+                return fd;
+        }
+        int r = start_door(d, 0, fd, true);
+        if (r < 0 || !d->cfg->listen[0])
+                return r;
+        fd = gw_http_listen_tcp(d->cfg->listen, &d->tcp_port, err, sizeof err);
+        if (fd < 0) {
+                log_err("%s", err);
+                return fd;
+        }
+        r = start_door(d, 1, fd, false);
+        if (r < 0)
+                return r;
+        char path[4200], tmp[4300], addr[300];
+        snprintf(addr, sizeof addr, "%.*s:%d\n", (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen),
+                 d->cfg->listen, d->tcp_port);
+        snprintf(path, sizeof path, "%s/listen.addr", d->cfg->state_dir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "we");
+        if (f) {
+                fputs(addr, f);
+                fclose(f);
+                (void) rename(tmp, path);
+        }
+        return 0;
+}
+
+static void on_signal(struct gw_daemon *d) {
+        struct signalfd_siginfo si;
+        while (read(d->sigfd, &si, sizeof si) == sizeof si) {
+                if (si.ssi_signo == SIGCHLD)
+                        gw_jobs_reap(d);
+                else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                        log_info("signal %s: stopping; running jobs keep running and are re-adopted at the next start",
+                                 sigabbrev_np((int) si.ssi_signo));
+                        d->quit = true;
+                } else if (si.ssi_signo == SIGHUP)
+                        log_info("SIGHUP: nothing to reload yet");
+        }
+}
+
+static int loop_timeout(struct gw_daemon *d, gw_usec_t deadline) {
+        gw_usec_t wait = d->next_sample - d->now;
+        if (deadline != GW_USEC_INFINITY && deadline - d->now < wait)
+                wait = deadline - d->now;
+        int ms = wait <= 0 ? 0 : (int) ((wait + 999) / 1000);
+        for (int i = 0; i < 2; i++)
+                if (d->http[i]) {
+                        int t = gw_http_timeout_ms(d->http[i]);
+                        if (t >= 0 && t < ms)
+                                ms = t;
+                }
+        return ms;
+}
+
+static void run_loop(struct gw_daemon *d) {
+        struct epoll_event evs[64];
+        while (!d->quit) {
+                d->now = gw_now_mono();
+                gw_usec_t deadline = gw_jobs_tick(d);
+                if (d->sched_dirty)
+                        gw_schedule(d);
+                if (d->now >= d->next_sample) {
+                        gw_gpus_sample(d);
+                        d->next_sample = d->now + d->cfg->sample_interval;
+                        d->sched_dirty |= d->n_queue > 0;
+                }
+                if (d->sched_dirty)
+                        continue;
+                int n = epoll_wait(d->epfd, evs, (int) ELEMENTSOF(evs), loop_timeout(d, deadline));
+                if (n < 0 && errno != EINTR) {
+                        log_err("epoll_wait: %s", strerror(errno));
+                        break;
+                }
+                d->now = gw_now_mono();
+                for (int i = 0; i < n; i++) {
+                        struct gw_source *src = evs[i].data.ptr;
+                        if (src->kind == GW_SRC_SIGNAL)
+                                on_signal(d);
+                        else if (src->kind == GW_SRC_PIDFD)
+                                gw_job_exited(d, src->ptr);
+                }
+                /* Answers queued by handlers and resumed connections need a run even
+                 * when their own fd did not fire. */
+                for (int i = 0; i < 2; i++)
+                        if (d->http[i])
+                                gw_http_run(d->http[i]);
+        }
+}
+
+static void shutdown_daemon(struct gw_daemon *d) {
+        for (int i = 0; i < 2; i++)
+                d->http[i] = gw_http_stop(d->http[i]);
+        (void) unlink(d->cfg->socket);
+        for (size_t i = 0; i < d->map.cap; i++) {
+                struct gw_djob *dj = d->map.slots[i];
+                if (dj && (uintptr_t) dj != 1)
+                        gw_djob_free(dj);
+        }
+        gw_jobmap_free(&d->map);
+        free(d->queue);
+        free(d->running);
+        gw_gpus_close(d);
+        d->store = gw_store_close(d->store);
+        if (d->sigfd >= 0)
+                (void) close(d->sigfd);
+        if (d->epfd >= 0)
+                (void) close(d->epfd);
+}
+
+int main(int argc, char **argv) {
+        struct gw_config cfg;
+        int r = gw_config_load(&cfg, argc, argv);
+        if (r != 0) {
+                gw_config_done(&cfg);
+                return r > 0 ? 0 : 2;
+        }
+        gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
+        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1 };
+        char err[512], note[256];
+        int rc = 1;
+        if (setup_dirs(&d) < 0)
+                goto out;
+        if (gw_store_open(cfg.state_dir, &d.store, err, sizeof err) < 0) {
+                log_err("state: %s", err);
+                goto out;
+        }
+        d.epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
+                goto out;
+        gw_cgroup_detect(cfg.cgroup, &d.cg, note, sizeof note);
+        log_info("cgroups: %s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
+                 d.cg.mode ? d.cg.base : "", note[0] ? note : "");
+        d.now = gw_now_mono();
+        if (gw_jobs_recover(&d) < 0) {
+                log_err("cannot load jobs from the state database: %s", gw_store_errmsg(d.store));
+                goto out;
+        }
+        if (setup_http(&d) < 0)
+                goto out;
+        log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
+                 cfg.listen[0] ? ", http://" : "", cfg.listen[0] ? cfg.listen : "", d.n_gpus, d.n_gpus == 1 ? "" : "s",
+                 d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);
+        if (d.tcp_port && cfg.listen[0])
+                log_info("TCP door bound to port %d", d.tcp_port);
+        notify_ready();
+        d.sched_dirty = true;
+        run_loop(&d);
+        rc = 0;
+out:
+        shutdown_daemon(&d);
+        gw_config_done(&cfg);
+        return rc;
+}

@@ -1,0 +1,101 @@
+#include "daemon/proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+#define MAX_TREE 65536
+
+int gw_proc_start_time(pid_t pid, uint64_t *ret) {
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return -EIO;
+        buf[n] = '\0';
+        /* The command name may hold spaces and parentheses: fields start after the last ')'. */
+        char *p = strrchr(buf, ')');
+        if (!p)
+                return -EIO;
+        p++;
+        /* After ')' come field 3 (state) ... field 22 (starttime): skip 19 fields. */
+        for (int field = 3; field < 22; field++) {
+                p = strchr(p + 1, ' ');
+                if (!p)
+                        return -EIO;
+        }
+        char *end;
+        unsigned long long v = strtoull(p + 1, &end, 10);
+        if (end == p + 1)
+                return -EIO;
+        *ret = v;
+        return 0;
+}
+
+bool gw_proc_is(pid_t pid, uint64_t start) {
+        uint64_t s;
+        return pid > 0 && gw_proc_start_time(pid, &s) == 0 && s == start;
+}
+
+/* Appends the children of pid (all its threads') to list. */
+static void children_of(pid_t pid, pid_t *list, size_t *n, size_t cap) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char cpath[320], buf[8192];
+                snprintf(cpath, sizeof cpath, "/proc/%d/task/%s/children", (int) pid, de->d_name);
+                _cleanup_close_ int fd = open(cpath, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t r = read(fd, buf, sizeof buf - 1);
+                if (r <= 0)
+                        continue;
+                buf[r] = '\0';
+                for (char *p = buf; *p && *n < cap;) {
+                        char *end;
+                        long c = strtol(p, &end, 10);
+                        if (end == p)
+                                break;
+                        if (c > 0)
+                                list[(*n)++] = (pid_t) c;
+                        p = end;
+                }
+        }
+        closedir(d);
+}
+
+int gw_proc_signal_descendants(pid_t root, int sig) {
+        _cleanup_free_ pid_t *list = gw_xmalloc(MAX_TREE * sizeof(pid_t));
+        size_t n = 0, done = 0;
+        children_of(root, list, &n, MAX_TREE);
+        /* Breadth first: signal each process before looking at its children. */
+        while (done < n) {
+                pid_t p = list[done++];
+                (void) kill(p, sig);
+                children_of(p, list, &n, MAX_TREE);
+        }
+        return (int) n;
+}
+
+bool gw_proc_has_children(pid_t root) {
+        pid_t list[4];
+        size_t n = 0;
+        children_of(root, list, &n, ELEMENTSOF(list));
+        return n > 0;
+}

@@ -1,0 +1,16 @@
+/* Processes through /proc: identity by pid *and* start time, trees under a subreaper. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
+int gw_proc_start_time(pid_t pid, uint64_t *ret);
+/* Whether pid is alive and is the same process that had start time start. */
+bool gw_proc_is(pid_t pid, uint64_t start);
+/* Sends sig to every descendant of root (not root itself), depth first from the top so a
+ * parent cannot respawn a child it no longer runs.  Returns how many were signalled. */
+int gw_proc_signal_descendants(pid_t root, int sig);
+/* Whether root has any child. */
+bool gw_proc_has_children(pid_t root);

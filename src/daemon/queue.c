@@ -1,0 +1,214 @@
+/* Active jobs in memory: an id map, the queue in order, the running set, and the
+ * scheduling pass that feeds them to the pure scheduler. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/daemon.h"
+
+#define TOMBSTONE ((struct gw_djob *) (uintptr_t) 1)
+
+static size_t slot_of(int64_t id, size_t cap) {
+        uint64_t h = (uint64_t) id * UINT64_C(0x9E3779B97F4A7C15);
+        return (size_t) (h >> 16) & (cap - 1);
+}
+
+struct gw_djob *gw_jobmap_get(const struct gw_jobmap *m, int64_t id) {
+        if (!m->cap)
+                return NULL;
+        for (size_t i = slot_of(id, m->cap), k = 0; k < m->cap; i = (i + 1) & (m->cap - 1), k++) {
+                struct gw_djob *dj = m->slots[i];
+                if (!dj)
+                        return NULL;
+                if (dj != TOMBSTONE && dj->job->id == id)
+                        return dj;
+        }
+        return NULL;
+}
+
+static void map_grow(struct gw_jobmap *m) {
+        struct gw_jobmap old = *m;
+        m->cap = old.cap ? old.cap * 2 : 64;
+        while (m->n * 2 >= m->cap)
+                m->cap *= 2;
+        m->slots = gw_xcalloc(m->cap, sizeof *m->slots);
+        m->n = m->used = 0;
+        for (size_t i = 0; i < old.cap; i++)
+                if (old.slots[i] && old.slots[i] != TOMBSTONE)
+                        gw_jobmap_put(m, old.slots[i]);
+        free(old.slots);
+}
+
+void gw_jobmap_put(struct gw_jobmap *m, struct gw_djob *dj) {
+        if ((m->used + 1) * 2 > m->cap)
+                map_grow(m);
+        size_t i = slot_of(dj->job->id, m->cap);
+        while (m->slots[i] && m->slots[i] != TOMBSTONE)
+                i = (i + 1) & (m->cap - 1);
+        if (!m->slots[i])
+                m->used++;
+        m->slots[i] = dj;
+        m->n++;
+}
+
+void gw_jobmap_del(struct gw_jobmap *m, int64_t id) {
+        if (!m->cap)
+                return;
+        for (size_t i = slot_of(id, m->cap), k = 0; k < m->cap; i = (i + 1) & (m->cap - 1), k++) {
+                struct gw_djob *dj = m->slots[i];
+                if (!dj)
+                        return;
+                if (dj != TOMBSTONE && dj->job->id == id) {
+                        m->slots[i] = TOMBSTONE;
+                        m->n--;
+                        return;
+                }
+        }
+}
+
+void gw_jobmap_free(struct gw_jobmap *m) {
+        free(m->slots);
+        memset(m, 0, sizeof *m);
+}
+
+/* Queue order: priority descending, then submission (id) ascending. */
+static bool before(const struct gw_job *a, const struct gw_job *b) {
+        return a->priority != b->priority ? a->priority > b->priority : a->id < b->id;
+}
+
+void gw_queue_insert(struct gw_daemon *d, struct gw_djob *dj) {
+        if (d->n_queue == d->cap_queue) {
+                d->cap_queue = d->cap_queue ? d->cap_queue * 2 : 256;
+                d->queue = gw_xrealloc(d->queue, d->cap_queue * sizeof *d->queue);
+        }
+        /* New jobs almost always go last: search from the end. */
+        size_t lo = 0, hi = d->n_queue;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (before(d->queue[mid]->job, dj->job))
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        memmove(d->queue + lo + 1, d->queue + lo, (d->n_queue - lo) * sizeof *d->queue);
+        d->queue[lo] = dj;
+        d->n_queue++;
+        d->sched_dirty = true;
+}
+
+static void array_remove(struct gw_djob **a, size_t *n, struct gw_djob *dj) {
+        for (size_t i = *n; i-- > 0;)
+                if (a[i] == dj) {
+                        memmove(a + i, a + i + 1, (*n - i - 1) * sizeof *a);
+                        (*n)--;
+                        return;
+                }
+}
+
+void gw_queue_remove(struct gw_daemon *d, struct gw_djob *dj) {
+        array_remove(d->queue, &d->n_queue, dj);
+        d->sched_dirty = true;
+}
+
+void gw_running_add(struct gw_daemon *d, struct gw_djob *dj) {
+        if (d->n_running == d->cap_running) {
+                d->cap_running = d->cap_running ? d->cap_running * 2 : 16;
+                d->running = gw_xrealloc(d->running, d->cap_running * sizeof *d->running);
+        }
+        d->running[d->n_running++] = dj;
+}
+
+void gw_running_remove(struct gw_daemon *d, struct gw_djob *dj) {
+        array_remove(d->running, &d->n_running, dj);
+        d->sched_dirty = true;
+}
+
+/* Whether dj's dependency allows it to start; caches final answers. */
+static enum gw_dep_status dep_status(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        if (j->after_job <= 0 || dj->dep_final)
+                return j->after_job <= 0 ? GW_DEP_SATISFIED : dj->dep;
+        struct gw_djob *other = gw_jobmap_get(&d->map, j->after_job);
+        if (other)
+                return GW_DEP_WAITING;
+        enum gw_job_state st;
+        if (gw_store_job_state(d->store, j->after_job, &st) < 0)
+                st = GW_JOB_CANCELLED; /* vanished: treat as never completing */
+        dj->dep = gw_dep_status_of(j->after_kind, st);
+        dj->dep_final = dj->dep != GW_DEP_WAITING;
+        return dj->dep;
+}
+
+static void fill_gpus(const struct gw_daemon *d, struct gw_sched_gpu *g) {
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                const struct gw_dgpu *dg = &d->gpus[i];
+                uint64_t total = dg->info.mem_total;
+                uint64_t used = dg->sampled && (dg->sample.valid & GW_GPU_HAS_MEM) ? dg->sample.mem_used : 0;
+                g[i] = (struct gw_sched_gpu) {
+                        .index = (int) i,
+                        .usable = !dg->drained && (!dg->sampled || dg->sample.health == GW_GPU_OK),
+                        .mem_total = total,
+                        .mem_free = total > used ? total - used : 0,
+                        .job_id = dg->job_id,
+                };
+        }
+}
+
+void gw_schedule(struct gw_daemon *d) {
+        d->sched_dirty = false;
+        if (d->n_queue == 0)
+                return;
+        struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
+        fill_gpus(d, gpus);
+        size_t n = d->n_queue;
+        _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);
+        _cleanup_free_ struct gw_sched_start *starts = gw_xmalloc(n * sizeof *starts);
+        _cleanup_free_ enum gw_job_reason *reasons = gw_xmalloc(n * sizeof *reasons);
+        _cleanup_free_ struct gw_sched_running *running = gw_xmalloc((d->n_running + 1) * sizeof *running);
+        for (size_t i = 0; i < n; i++) {
+                struct gw_djob *dj = d->queue[i];
+                pending[i] = (struct gw_sched_job) {
+                        .id = dj->job->id,
+                        .priority = dj->job->priority,
+                        .ngpus = dj->job->ngpus,
+                        .gpu_mem = dj->job->gpu_mem,
+                        .time_limit = dj->job->time_limit,
+                        .held = dj->job->state == GW_JOB_HELD,
+                        .dep = dep_status(d, dj),
+                };
+        }
+        for (size_t i = 0; i < d->n_running; i++)
+                running[i] = (struct gw_sched_running) {
+                        .id = d->running[i]->job->id,
+                        .gpu_mask = d->running[i]->job->gpu_mask,
+                        .end = d->running[i]->limit_at,
+                };
+        struct gw_sched_input in = { gpus, d->n_gpus, pending, n, running, d->n_running };
+        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons };
+        if (gw_sched_plan(&in, d->now, &plan) < 0) {
+                log_err("scheduler refused its input; nothing started");
+                return;
+        }
+        /* Copy what we need first: starting and ending jobs reshapes the queue. */
+        _cleanup_free_ struct gw_djob **never = gw_xmalloc(n * sizeof *never);
+        size_t n_never = 0;
+        for (size_t i = 0; i < n; i++) {
+                d->queue[i]->job->wait_reason = reasons[i];
+                if (pending[i].dep == GW_DEP_NEVER)
+                        never[n_never++] = d->queue[i];
+        }
+        for (size_t i = 0; i < plan.n_starts; i++) {
+                struct gw_djob *dj = gw_jobmap_get(&d->map, starts[i].job_id);
+                if (dj)
+                        (void) gw_job_start(d, dj, starts[i].gpu_mask);
+        }
+        for (size_t i = 0; i < n_never; i++) {
+                char why[128];
+                snprintf(why, sizeof why, "dependency never satisfied: job %lld did not %s",
+                         (long long) never[i]->job->after_job,
+                         never[i]->job->after_kind == GW_DEP_KIND_OK ? "complete" : "end");
+                gw_job_end(d, never[i], GW_JOB_CANCELLED, why, "dependency");
+        }
+}

@@ -1,0 +1,33 @@
+/* What nvml.c and nvml_procs.c share: the loaded library and its devices. */
+#pragma once
+#include <stdbool.h>
+
+#include "gpu/gpu.h"
+#include "gpu/nvml_types.h"
+
+struct gw_gpu_dev {
+        nvmlDevice_t handle;            /* NULL when nvmlDeviceGetHandleByIndex refused it */
+        enum gw_gpu_health open_health; /* why handle is NULL */
+        struct gw_gpu_static st;        /* read once at open */
+        unsigned long long last_seen;   /* newest per-process utilisation sample taken, µs */
+};
+
+/* Only the thread that samples writes the learned fallbacks below; gw_gpu_wait_event
+ * reads nothing but the handles and the event set, which are fixed at open. */
+struct gw_gpu_lib {
+        void *dl;
+        struct gw_nvml_fns fn;
+        char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+        unsigned count;
+        struct gw_gpu_dev *devs;
+        nvmlEventSet_t events;          /* NULL: no device could register */
+
+        bool memory_v1_only;            /* _v2 refused our struct version */
+        bool temperature_v1_only;       /* nvmlDeviceGetTemperatureV missing or refused */
+        bool detail_missing;            /* nvmlDeviceGetRunningProcessDetailList unusable */
+        bool v3_missing, v2_missing;    /* ..._v3 / ..._v2 returned FUNCTION_NOT_FOUND */
+        unsigned v3_stride_guess;       /* nvitop's heuristic, 0 until first needed */
+};
+
+/* An errno value for an NVML failure (EIO for a lost GPU). */
+int gw_nvml_errno(nvmlReturn_t r);

@@ -1,0 +1,515 @@
+#include "store/store.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+
+enum stmt_id {
+        ST_JOB_INSERT,
+        ST_JOB_UPDATE,
+        ST_EVENT_INSERT,
+        ST_JOB_GET,
+        ST_JOB_STATE,
+        ST_JOB_EVENTS,
+        ST_JOBS_ACTIVE,
+        ST_GPU_UPSERT,
+        ST_GPU_GET,
+        ST_BEGIN,
+        ST_COMMIT,
+        ST_ROLLBACK,
+        _ST_MAX,
+};
+
+#define JOB_COLUMNS \
+        "id, name, uid, gid, user, state, wait_reason, end_reason, priority, ngpus, gpu_mem, " \
+        "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
+        "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
+        "pid, shim_pid, pid_start, shim_start, cgroup"
+
+static const char *const stmt_sql[_ST_MAX] = {
+        [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
+                          "gpu_mem, time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, "
+                          "log_path, submit_time, attempt) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                          "?17, ?18, ?19, ?20)",
+        [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, wait_reason = ?3, end_reason = ?4, gpu_mask = ?5, "
+                          "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
+                          "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
+                          "cgroup = ?16, log_path = ?17, priority = ?18 WHERE id = ?1",
+        [ST_EVENT_INSERT] = "INSERT INTO job_events (job_id, time, state, kind, message) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5)",
+        [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
+        [ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+        [ST_JOB_EVENTS] = "SELECT time, state, kind, message FROM job_events WHERE job_id = ?1 ORDER BY id",
+        [ST_JOBS_ACTIVE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state IN (0, 1, 2) ORDER BY id",
+        [ST_GPU_UPSERT] = "INSERT INTO gpus (idx, uuid, name, mem_total, drained, drain_reason) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(idx) DO UPDATE SET "
+                          "uuid = excluded.uuid, name = excluded.name, mem_total = excluded.mem_total, "
+                          "drained = excluded.drained, drain_reason = excluded.drain_reason",
+        [ST_GPU_GET] = "SELECT idx, uuid, name, mem_total, drained, drain_reason FROM gpus WHERE idx = ?1",
+        [ST_BEGIN] = "BEGIN IMMEDIATE",
+        [ST_COMMIT] = "COMMIT",
+        [ST_ROLLBACK] = "ROLLBACK",
+};
+
+/* Numbered migrations: entry k takes the schema from user_version k to k+1.  Never edit a
+ * released entry; append a new one. */
+static const char *const migrations[] = {
+        "CREATE TABLE jobs ("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, uid INTEGER NOT NULL,"
+        "  gid INTEGER NOT NULL, user TEXT NOT NULL, state INTEGER NOT NULL, wait_reason INTEGER NOT NULL DEFAULT 0,"
+        "  end_reason TEXT, priority INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL,"
+        "  gpu_mem INTEGER NOT NULL DEFAULT 0, time_limit INTEGER NOT NULL, after_job INTEGER NOT NULL DEFAULT 0,"
+        "  after_kind INTEGER NOT NULL DEFAULT 0, argv BLOB NOT NULL, env BLOB, env_extra BLOB,"
+        "  cwd TEXT NOT NULL, output TEXT, log_path TEXT, gpu_mask INTEGER NOT NULL DEFAULT 0,"
+        "  submit_time INTEGER NOT NULL, start_time INTEGER NOT NULL DEFAULT 0, end_time INTEGER NOT NULL DEFAULT 0,"
+        "  has_exit INTEGER NOT NULL DEFAULT 0, exit_code INTEGER NOT NULL DEFAULT 0, signal INTEGER NOT NULL DEFAULT 0,"
+        "  attempt INTEGER NOT NULL DEFAULT 1, pid INTEGER NOT NULL DEFAULT 0, shim_pid INTEGER NOT NULL DEFAULT 0,"
+        "  pid_start INTEGER NOT NULL DEFAULT 0, shim_start INTEGER NOT NULL DEFAULT 0, cgroup TEXT);"
+        "CREATE INDEX jobs_state ON jobs(state);"
+        "CREATE INDEX jobs_uid ON jobs(uid, id);"
+        "CREATE TABLE job_events ("
+        "  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, time INTEGER NOT NULL, state INTEGER NOT NULL,"
+        "  kind TEXT NOT NULL, message TEXT NOT NULL);"
+        "CREATE INDEX job_events_job ON job_events(job_id, id);"
+        "CREATE TABLE gpus ("
+        "  idx INTEGER PRIMARY KEY, uuid TEXT NOT NULL, name TEXT NOT NULL, mem_total INTEGER NOT NULL,"
+        "  drained INTEGER NOT NULL DEFAULT 0, drain_reason TEXT);",
+};
+
+struct gw_store {
+        sqlite3 *db;
+        sqlite3_stmt *stmt[_ST_MAX];
+        int depth; /* open gw_store_begin calls */
+};
+
+static int sql_err(struct gw_store *s) {
+        int rc = sqlite3_errcode(s->db);
+        switch (rc) {
+        case SQLITE_FULL: return -ENOSPC;
+        case SQLITE_READONLY: return -EROFS;
+        case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
+        case SQLITE_NOMEM: return -ENOMEM;
+        case SQLITE_CONSTRAINT: return -EEXIST;
+        default: return -EIO;
+        }
+}
+
+const char *gw_store_errmsg(struct gw_store *s) { return sqlite3_errmsg(s->db); }
+
+static sqlite3_stmt *stmt_get(struct gw_store *s, enum stmt_id id) {
+        sqlite3_stmt *st = s->stmt[id];
+        (void) sqlite3_reset(st);
+        (void) sqlite3_clear_bindings(st);
+        return st;
+}
+
+static int exec_simple(struct gw_store *s, enum stmt_id id) {
+        sqlite3_stmt *st = stmt_get(s, id);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_begin(struct gw_store *s) {
+        if (s->depth++ > 0)
+                return 0;
+        int r = exec_simple(s, ST_BEGIN);
+        if (r < 0)
+                s->depth = 0;
+        return r;
+}
+
+int gw_store_commit(struct gw_store *s) {
+        if (s->depth == 0 || --s->depth > 0)
+                return 0;
+        int r = exec_simple(s, ST_COMMIT);
+        if (r < 0)
+                (void) exec_simple(s, ST_ROLLBACK);
+        return r;
+}
+
+int gw_store_rollback(struct gw_store *s) {
+        if (s->depth == 0)
+                return 0;
+        s->depth = 0;
+        return exec_simple(s, ST_ROLLBACK);
+}
+
+static int migrate(struct gw_store *s, char *err, size_t errlen) {
+        sqlite3_stmt *st;
+        int version = 0;
+        if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+                goto fail;
+        if (sqlite3_step(st) == SQLITE_ROW)
+                version = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+
+        int latest = (int) ELEMENTSOF(migrations);
+        if (version > latest) {
+                snprintf(err, errlen, "database schema version %d is newer than this gpuwardd (%d)", version, latest);
+                return -EPROTO;
+        }
+        for (int v = version; v < latest; v++) {
+                char pragma[64];
+                snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
+                if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(s->db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
+                        snprintf(err, errlen, "migration %d failed: %s", v + 1, sqlite3_errmsg(s->db));
+                        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+                        return -EIO;
+                }
+                if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+                        goto fail;
+        }
+        return 0;
+fail:
+        snprintf(err, errlen, "reading the schema version failed: %s", sqlite3_errmsg(s->db));
+        return -EIO;
+}
+
+int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errlen) {
+        char path[4096];
+        if ((size_t) snprintf(path, sizeof path, "%s/gpuward.db", dir) >= sizeof path) {
+                snprintf(err, errlen, "state dir path too long");
+                return -ENAMETOOLONG;
+        }
+        struct gw_store *s = gw_xcalloc(1, sizeof *s);
+        int r = -EIO;
+        if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK) {
+                snprintf(err, errlen, "cannot open %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+                goto fail;
+        }
+        (void) sqlite3_busy_timeout(s->db, 5000);
+        if (sqlite3_exec(s->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                         NULL, NULL, NULL) != SQLITE_OK) {
+                snprintf(err, errlen, "cannot set up %s: %s", path, sqlite3_errmsg(s->db));
+                goto fail;
+        }
+        r = migrate(s, err, errlen);
+        if (r < 0)
+                goto fail;
+        for (int i = 0; i < _ST_MAX; i++)
+                if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL) !=
+                    SQLITE_OK) {
+                        snprintf(err, errlen, "preparing statement %d: %s", i, sqlite3_errmsg(s->db));
+                        r = -EIO;
+                        goto fail;
+                }
+        *ret = s;
+        return 0;
+fail:
+        gw_store_close(s);
+        return r;
+}
+
+struct gw_store *gw_store_close(struct gw_store *s) {
+        if (!s)
+                return NULL;
+        for (int i = 0; i < _ST_MAX; i++)
+                sqlite3_finalize(s->stmt[i]);
+        sqlite3_close(s->db);
+        free(s);
+        return NULL;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v) {
+        if (v)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+static void bind_strv(sqlite3_stmt *st, int i, char *const *v) {
+        if (!v) {
+                sqlite3_bind_null(st, i);
+                return;
+        }
+        size_t len;
+        char *blob = gw_strv_pack(v, &len);
+        sqlite3_bind_blob(st, i, blob, (int) len, free);
+}
+
+static int event_insert(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
+                        const char *message) {
+        sqlite3_stmt *st = stmt_get(s, ST_EVENT_INSERT);
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, gw_now_wall());
+        sqlite3_bind_int(st, 3, state);
+        bind_text(st, 4, kind);
+        bind_text(st, 5, message ? message : "");
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *message) {
+        int r = gw_store_begin(s);
+        if (r < 0)
+                return r;
+        sqlite3_stmt *st = stmt_get(s, ST_JOB_INSERT);
+        bind_text(st, 1, j->name);
+        sqlite3_bind_int64(st, 2, j->uid);
+        sqlite3_bind_int64(st, 3, j->gid);
+        bind_text(st, 4, j->user);
+        sqlite3_bind_int(st, 5, j->state);
+        sqlite3_bind_int(st, 6, j->wait_reason);
+        sqlite3_bind_int(st, 7, j->priority);
+        sqlite3_bind_int(st, 8, j->ngpus);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64) j->gpu_mem);
+        sqlite3_bind_int64(st, 10, j->time_limit);
+        sqlite3_bind_int64(st, 11, j->after_job);
+        sqlite3_bind_int(st, 12, j->after_kind);
+        bind_strv(st, 13, j->argv);
+        bind_strv(st, 14, j->env);
+        bind_strv(st, 15, j->env_extra);
+        bind_text(st, 16, j->cwd);
+        bind_text(st, 17, j->output);
+        bind_text(st, 18, j->log_path);
+        sqlite3_bind_int64(st, 19, j->submit_time);
+        sqlite3_bind_int(st, 20, j->attempt);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+                r = sql_err(s);
+                goto fail;
+        }
+        j->id = sqlite3_last_insert_rowid(s->db);
+        r = event_insert(s, j->id, j->state, "submit", message);
+        if (r < 0)
+                goto fail;
+        return gw_store_commit(s);
+fail:
+        (void) gw_store_rollback(s);
+        return r;
+}
+
+int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *kind, const char *message) {
+        int r = gw_store_begin(s);
+        if (r < 0)
+                return r;
+        sqlite3_stmt *st = stmt_get(s, ST_JOB_UPDATE);
+        sqlite3_bind_int64(st, 1, j->id);
+        sqlite3_bind_int(st, 2, j->state);
+        sqlite3_bind_int(st, 3, j->wait_reason);
+        bind_text(st, 4, j->end_reason);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64) j->gpu_mask);
+        sqlite3_bind_int64(st, 6, j->start_time);
+        sqlite3_bind_int64(st, 7, j->end_time);
+        sqlite3_bind_int(st, 8, j->has_exit);
+        sqlite3_bind_int(st, 9, j->exit_code);
+        sqlite3_bind_int(st, 10, j->signal);
+        sqlite3_bind_int(st, 11, j->attempt);
+        sqlite3_bind_int64(st, 12, j->pid);
+        sqlite3_bind_int64(st, 13, j->shim_pid);
+        sqlite3_bind_int64(st, 14, (sqlite3_int64) j->pid_start);
+        sqlite3_bind_int64(st, 15, (sqlite3_int64) j->shim_start);
+        bind_text(st, 16, j->cgroup);
+        bind_text(st, 17, j->log_path);
+        sqlite3_bind_int(st, 18, j->priority);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+                r = sql_err(s);
+                goto fail;
+        }
+        if (kind) {
+                r = event_insert(s, j->id, j->state, kind, message);
+                if (r < 0)
+                        goto fail;
+        }
+        return gw_store_commit(s);
+fail:
+        (void) gw_store_rollback(s);
+        return r;
+}
+
+int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
+                       const char *message) {
+        return event_insert(s, id, state, kind, message);
+}
+
+static char *col_text(sqlite3_stmt *st, int i) {
+        const unsigned char *t = sqlite3_column_text(st, i);
+        return t ? gw_xstrdup((const char *) t) : NULL;
+}
+
+static char **col_strv(sqlite3_stmt *st, int i) {
+        if (sqlite3_column_type(st, i) == SQLITE_NULL)
+                return NULL;
+        const void *b = sqlite3_column_blob(st, i);
+        int len = sqlite3_column_bytes(st, i);
+        return gw_strv_unpack(b ? b : "", (size_t) len);
+}
+
+static struct gw_job *job_from_row(sqlite3_stmt *st) {
+        struct gw_job *j = gw_xcalloc(1, sizeof *j);
+        int c = 0;
+        j->id = sqlite3_column_int64(st, c++);
+        j->name = col_text(st, c++);
+        j->uid = (uint32_t) sqlite3_column_int64(st, c++);
+        j->gid = (uint32_t) sqlite3_column_int64(st, c++);
+        j->user = col_text(st, c++);
+        j->state = sqlite3_column_int(st, c++);
+        j->wait_reason = sqlite3_column_int(st, c++);
+        j->end_reason = col_text(st, c++);
+        j->priority = sqlite3_column_int(st, c++);
+        j->ngpus = sqlite3_column_int(st, c++);
+        j->gpu_mem = (uint64_t) sqlite3_column_int64(st, c++);
+        j->time_limit = sqlite3_column_int64(st, c++);
+        j->after_job = sqlite3_column_int64(st, c++);
+        j->after_kind = sqlite3_column_int(st, c++);
+        j->argv = col_strv(st, c++);
+        j->env = col_strv(st, c++);
+        j->env_extra = col_strv(st, c++);
+        j->cwd = col_text(st, c++);
+        j->output = col_text(st, c++);
+        j->log_path = col_text(st, c++);
+        j->gpu_mask = (uint64_t) sqlite3_column_int64(st, c++);
+        j->submit_time = sqlite3_column_int64(st, c++);
+        j->start_time = sqlite3_column_int64(st, c++);
+        j->end_time = sqlite3_column_int64(st, c++);
+        j->has_exit = sqlite3_column_int(st, c++);
+        j->exit_code = sqlite3_column_int(st, c++);
+        j->signal = sqlite3_column_int(st, c++);
+        j->attempt = sqlite3_column_int(st, c++);
+        j->pid = (pid_t) sqlite3_column_int64(st, c++);
+        j->shim_pid = (pid_t) sqlite3_column_int64(st, c++);
+        j->pid_start = (uint64_t) sqlite3_column_int64(st, c++);
+        j->shim_start = (uint64_t) sqlite3_column_int64(st, c++);
+        j->cgroup = col_text(st, c++);
+        if (!j->argv)
+                j->argv = gw_xcalloc(1, sizeof(char *));
+        if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
+                j->state = GW_JOB_FAILED;
+        return j;
+}
+
+int gw_store_job_get(struct gw_store *s, int64_t id, struct gw_job **ret) {
+        sqlite3_stmt *st = stmt_get(s, ST_JOB_GET);
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st);
+        int r = 0;
+        if (rc == SQLITE_ROW)
+                *ret = job_from_row(st);
+        else
+                r = rc == SQLITE_DONE ? -ENOENT : sql_err(s);
+        (void) sqlite3_reset(st);
+        return r;
+}
+
+int gw_store_job_state(struct gw_store *s, int64_t id, enum gw_job_state *ret) {
+        sqlite3_stmt *st = stmt_get(s, ST_JOB_STATE);
+        sqlite3_bind_int64(st, 1, id);
+        int rc = sqlite3_step(st), r = 0;
+        if (rc == SQLITE_ROW)
+                *ret = sqlite3_column_int(st, 0);
+        else
+                r = rc == SQLITE_DONE ? -ENOENT : sql_err(s);
+        (void) sqlite3_reset(st);
+        return r;
+}
+
+int gw_store_job_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n) {
+        sqlite3_stmt *st = stmt_get(s, ST_JOB_EVENTS);
+        sqlite3_bind_int64(st, 1, id);
+        struct gw_job_event *ev = NULL;
+        size_t n = 0, cap = 0;
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 8;
+                        ev = gw_xrealloc(ev, cap * sizeof *ev);
+                }
+                ev[n].time = sqlite3_column_int64(st, 0);
+                ev[n].state = sqlite3_column_int(st, 1);
+                ev[n].kind = col_text(st, 2);
+                ev[n].message = col_text(st, 3);
+                n++;
+        }
+        (void) sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+                gw_job_events_free(ev, n);
+                return sql_err(s);
+        }
+        *ret = ev;
+        *ret_n = n;
+        return 0;
+}
+
+static int each_row(struct gw_store *s, sqlite3_stmt *st, gw_store_job_cb cb, void *userdata) {
+        int rc, r = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = cb(job_from_row(st), userdata);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+                r = sql_err(s);
+        (void) sqlite3_reset(st);
+        return r < 0 ? r : 0;
+}
+
+int gw_store_jobs_active(struct gw_store *s, gw_store_job_cb cb, void *userdata) {
+        return each_row(s, stmt_get(s, ST_JOBS_ACTIVE), cb, userdata);
+}
+
+int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_store_job_cb cb, void *userdata) {
+        char sql[1024], states[128] = "";
+        size_t used = 0;
+        for (int i = 0; i < _GW_JOB_STATE_MAX; i++)
+                if (f->state_mask & (1u << i))
+                        used += (size_t) snprintf(states + used, sizeof states - used, "%s%d", used ? "," : "", i);
+        snprintf(sql, sizeof sql, "SELECT " JOB_COLUMNS " FROM jobs WHERE 1 %s%s%s %s %s ORDER BY id DESC LIMIT ?3",
+                 used ? "AND state IN (" : "", states, used ? ")" : "", f->by_uid ? "AND uid = ?1" : "",
+                 f->before_id > 0 ? "AND id < ?2" : "");
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        if (f->by_uid)
+                sqlite3_bind_int64(st, 1, f->uid);
+        if (f->before_id > 0)
+                sqlite3_bind_int64(st, 2, f->before_id);
+        sqlite3_bind_int64(st, 3, f->limit ? f->limit : 100);
+        int r = each_row(s, st, cb, userdata);
+        sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_gpu_upsert(struct gw_store *s, const struct gw_store_gpu *g) {
+        sqlite3_stmt *st = stmt_get(s, ST_GPU_UPSERT);
+        sqlite3_bind_int(st, 1, (int) g->index);
+        bind_text(st, 2, g->uuid);
+        bind_text(st, 3, g->name);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64) g->mem_total);
+        sqlite3_bind_int(st, 5, g->drained);
+        bind_text(st, 6, g->drain_reason[0] ? g->drain_reason : NULL);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_gpu_get(struct gw_store *s, unsigned index, struct gw_store_gpu *ret) {
+        sqlite3_stmt *st = stmt_get(s, ST_GPU_GET);
+        sqlite3_bind_int(st, 1, (int) index);
+        int rc = sqlite3_step(st), r = 0;
+        if (rc == SQLITE_ROW) {
+                memset(ret, 0, sizeof *ret);
+                ret->index = (unsigned) sqlite3_column_int(st, 0);
+                snprintf(ret->uuid, sizeof ret->uuid, "%s", (const char *) sqlite3_column_text(st, 1));
+                snprintf(ret->name, sizeof ret->name, "%s", (const char *) sqlite3_column_text(st, 2));
+                ret->mem_total = (uint64_t) sqlite3_column_int64(st, 3);
+                ret->drained = sqlite3_column_int(st, 4);
+                const unsigned char *dr = sqlite3_column_text(st, 5);
+                snprintf(ret->drain_reason, sizeof ret->drain_reason, "%s", dr ? (const char *) dr : "");
+        } else
+                r = rc == SQLITE_DONE ? -ENOENT : sql_err(s);
+        (void) sqlite3_reset(st);
+        return r;
+}

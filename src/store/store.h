@@ -1,0 +1,62 @@
+/* State in SQLite: jobs, their events, GPUs.  WAL, synchronous=NORMAL: a committed row
+ * survives kill -9 of the daemon (not a power cut between checkpoints). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/jobrec.h"
+
+struct gw_store;
+
+/* Opens (creating) DIR/gpuward.db and applies the numbered migrations. */
+int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errlen);
+struct gw_store *gw_store_close(struct gw_store *s);
+const char *gw_store_errmsg(struct gw_store *s);
+
+int gw_store_begin(struct gw_store *s);
+int gw_store_commit(struct gw_store *s);
+int gw_store_rollback(struct gw_store *s);
+
+/* Inserts j (j->id ignored) with its "submit" event; writes the new id to j->id. */
+int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *message);
+/* Writes j's mutable columns (state, reasons, gpus, times, exit, pids, attempt, log path,
+ * cgroup) and appends an event (kind, message) in one transaction (unless one is open). */
+int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *kind,
+                        const char *message);
+/* Appends an event without changing the job. */
+int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
+                       const char *message);
+
+/* The job with that id (-ENOENT if none).  Caller frees with gw_job_free. */
+int gw_store_job_get(struct gw_store *s, int64_t id, struct gw_job **ret);
+/* Its state only, cheap (-ENOENT if none). */
+int gw_store_job_state(struct gw_store *s, int64_t id, enum gw_job_state *ret);
+int gw_store_job_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n);
+
+typedef int (*gw_store_job_cb)(struct gw_job *j, void *userdata); /* takes ownership of j */
+
+/* Every job in PENDING, HELD or RUNNING, by id. */
+int gw_store_jobs_active(struct gw_store *s, gw_store_job_cb cb, void *userdata);
+
+struct gw_store_filter {
+        unsigned state_mask;      /* 1 << state; 0 = any */
+        bool by_uid;
+        uint32_t uid;
+        int64_t before_id;        /* 0 = no bound */
+        unsigned limit;
+};
+/* Jobs matching f, newest first. */
+int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_store_job_cb cb,
+                       void *userdata);
+
+struct gw_store_gpu {
+        unsigned index;
+        char uuid[96];
+        char name[96];
+        uint64_t mem_total;
+        bool drained;
+        char drain_reason[256];
+};
+int gw_store_gpu_upsert(struct gw_store *s, const struct gw_store_gpu *g);
+int gw_store_gpu_get(struct gw_store *s, unsigned index, struct gw_store_gpu *ret);

@@ -1,0 +1,803 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sched.h"
+
+#define MIN (60 * GW_USEC_PER_SEC)
+#define GIB (UINT64_C(1) << 30)
+#define NOW ((gw_usec_t) 1000000 * MIN)
+#define INF GW_USEC_INFINITY
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+#define M(i) (UINT64_C(1) << (i))
+#define MAX_JOBS 8
+#define MAX_RUN 4
+
+/* One scenario in minutes relative to NOW.  GPUs are 0..n_gpus-1 with 80 GiB each, all
+ * free unless a running job holds them or mem_free_gib says otherwise. */
+struct sched_case {
+        const char *name;
+        int n_gpus;
+        uint64_t drained;
+        int mem_free_gib[8]; /* 0 = all 80 GiB free */
+        struct {
+                int64_t id;
+                uint64_t mask;
+                int end_min;
+        } run[MAX_RUN];
+        struct {
+                int64_t id;
+                int ngpus;
+                int limit_min;
+                int mem_gib;
+                bool held;
+                enum gw_dep_status dep;
+        } job[MAX_JOBS];
+        /* expected */
+        uint64_t start_mask[MAX_JOBS]; /* per job, 0 = not started */
+        enum gw_job_reason reason[MAX_JOBS];
+        int64_t head;
+        int head_start_min; /* -1 = INFINITY */
+};
+
+struct built {
+        struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
+        struct gw_sched_job jobs[MAX_JOBS];
+        struct gw_sched_running run[MAX_RUN];
+        struct gw_sched_input in;
+};
+
+static void build(const struct sched_case *c, struct built *b) {
+        memset(b, 0, sizeof(*b));
+        for (int i = 0; i < c->n_gpus; i++) {
+                b->gpus[i] = (struct gw_sched_gpu){
+                        .index = i,
+                        .usable = !(c->drained & M(i)),
+                        .mem_total = 80 * GIB,
+                        .mem_free = (uint64_t) (c->mem_free_gib[i] ? c->mem_free_gib[i] : 80) * GIB,
+                };
+        }
+        size_t nr = 0;
+        for (; nr < MAX_RUN && c->run[nr].id; nr++) {
+                b->run[nr] = (struct gw_sched_running){
+                        .id = c->run[nr].id,
+                        .gpu_mask = c->run[nr].mask,
+                        .end = NOW + c->run[nr].end_min * MIN,
+                };
+                for (int i = 0; i < c->n_gpus; i++)
+                        if (c->run[nr].mask & M(i)) {
+                                b->gpus[i].job_id = c->run[nr].id;
+                                b->gpus[i].mem_free = 2 * GIB;
+                        }
+        }
+        size_t nj = 0;
+        for (; nj < MAX_JOBS && c->job[nj].id; nj++)
+                b->jobs[nj] = (struct gw_sched_job){
+                        .id = c->job[nj].id,
+                        .ngpus = c->job[nj].ngpus,
+                        .gpu_mem = (uint64_t) c->job[nj].mem_gib * GIB,
+                        .time_limit = c->job[nj].limit_min * MIN,
+                        .held = c->job[nj].held,
+                        .dep = c->job[nj].dep,
+                };
+        b->in = (struct gw_sched_input){
+                .gpus = b->gpus, .n_gpus = (size_t) c->n_gpus,
+                .pending = b->jobs, .n_pending = nj,
+                .running = b->run, .n_running = nr,
+        };
+}
+
+static void run_case(const struct sched_case *c) {
+        struct built b;
+        struct gw_sched_start starts[MAX_JOBS];
+        enum gw_job_reason reasons[MAX_JOBS];
+        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+        build(c, &b);
+        if (gw_sched_plan(&b.in, NOW, &plan) != 0)
+                fail_msg("%s: plan failed", c->name);
+
+        size_t s = 0;
+        for (size_t i = 0; i < b.in.n_pending; i++) {
+                if (reasons[i] != c->reason[i])
+                        fail_msg("%s: job %lld reason %s, want %s", c->name, (long long) b.jobs[i].id,
+                                 gw_job_reason_name(reasons[i]), gw_job_reason_name(c->reason[i]));
+                if (!c->start_mask[i])
+                        continue;
+                if (s >= plan.n_starts || starts[s].job_id != b.jobs[i].id ||
+                    starts[s].gpu_mask != c->start_mask[i])
+                        fail_msg("%s: start %zu of job %lld wrong (mask %#llx)", c->name, s,
+                                 (long long) b.jobs[i].id,
+                                 s < plan.n_starts ? (unsigned long long) starts[s].gpu_mask : 0ULL);
+                s++;
+        }
+        if (s != plan.n_starts)
+                fail_msg("%s: %zu starts, want %zu", c->name, plan.n_starts, s);
+        if (plan.head_job_id != c->head)
+                fail_msg("%s: head %lld, want %lld", c->name, (long long) plan.head_job_id,
+                         (long long) c->head);
+        gw_usec_t want_start = c->head_start_min < 0 ? INF : NOW + c->head_start_min * MIN;
+        if (plan.head_start != want_start)
+                fail_msg("%s: head_start %lld min, want %d", c->name,
+                         plan.head_start == INF ? -1LL : (long long) ((plan.head_start - NOW) / MIN),
+                         c->head_start_min);
+}
+
+#define R_NONE GW_REASON_NONE
+#define R_RES GW_REASON_RESOURCES
+#define R_DEP GW_REASON_DEPENDENCY
+#define R_HELD GW_REASON_HELD
+#define R_PRIO GW_REASON_PRIORITY
+
+static const struct sched_case cases[] = {
+        {
+                .name = "everything fits, lowest GPUs first, no head",
+                .n_gpus = 4,
+                .job = {{1, 1, 60}, {2, 2, 60}},
+                .start_mask = {M(0), M(1) | M(2)},
+                .head = 0, .head_start_min = -1,
+        },
+        {
+                /* The queue arrives sorted (priority, then submission); the plan keeps it. */
+                .name = "priority order: the first in the queue gets the GPUs",
+                .n_gpus = 2,
+                .job = {{7, 2, 60}, {3, 1, 60}},
+                .start_mask = {M(0) | M(1), 0},
+                .reason = {R_NONE, R_RES},
+                .head = 3, .head_start_min = 60,
+        },
+        {
+                .name = "FIFO within a priority: queue order, not id order",
+                .n_gpus = 1,
+                .job = {{9, 1, 30}, {4, 1, 30}},
+                .start_mask = {M(0), 0},
+                .reason = {R_NONE, R_RES},
+                .head = 4, .head_start_min = 30,
+        },
+        {
+                .name = "head's start counts jobs started earlier in the same plan",
+                .n_gpus = 4,
+                .job = {{1, 2, 60}, {2, 2, 30}, {3, 1, 600}},
+                .start_mask = {M(0) | M(1), M(2) | M(3), 0},
+                .reason = {R_NONE, R_NONE, R_RES},
+                .head = 3, .head_start_min = 30,
+        },
+        {
+                .name = "short job backfills: ends before the head's reserved start",
+                .n_gpus = 4,
+                .run = {{100, M(0) | M(1) | M(2), 60}},
+                .job = {{1, 4, 60}, {2, 1, 30}},
+                .start_mask = {0, M(3)},
+                .reason = {R_RES, R_NONE},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "ending exactly at the head's start is allowed",
+                .n_gpus = 4,
+                .run = {{100, M(0) | M(1) | M(2), 60}},
+                .job = {{1, 4, 60}, {2, 1, 60}},
+                .start_mask = {0, M(3)},
+                .reason = {R_RES, R_NONE},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "long job that would delay the head is not started",
+                .n_gpus = 4,
+                .run = {{100, M(0) | M(1) | M(2), 60}},
+                .job = {{1, 4, 60}, {2, 1, 61}, {3, 2, 10}},
+                .start_mask = {0, 0, 0},
+                .reason = {R_RES, R_PRIO, R_RES},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "long job on GPUs outside the head's reservation starts",
+                .n_gpus = 4,
+                .run = {{100, M(0) | M(1), 60}, {101, M(2), 120}},
+                .job = {{1, 2, 60}, {2, 1, 600}},
+                .start_mask = {0, M(3)},
+                .reason = {R_RES, R_NONE},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "reservation takes the lowest ready GPUs, a free one included",
+                .n_gpus = 4,
+                .run = {{100, M(1) | M(2), 60}, {101, M(3), 120}},
+                .job = {{1, 2, 60}, {2, 1, 600}, {3, 1, 30}},
+                .start_mask = {0, 0, M(0)},
+                .reason = {R_RES, R_PRIO, R_NONE},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "head waits for the later of two jobs",
+                .n_gpus = 4,
+                .run = {{100, M(0) | M(1), 30}, {101, M(2) | M(3), 90}},
+                .job = {{1, 3, 60}, {2, 1, 60}},
+                .start_mask = {0, 0},
+                .reason = {R_RES, R_RES},
+                .head = 1, .head_start_min = 90,
+        },
+        {
+                .name = "gpu_mem: skips a GPU with too little free memory, uses it when enough",
+                .n_gpus = 3,
+                .mem_free_gib = {10, 70, 70},
+                .job = {{1, 1, 60, 40}, {2, 1, 60, 5}, {3, 1, 60, 40}},
+                .start_mask = {M(1), M(0), M(2)},
+                .head = 0, .head_start_min = -1,
+        },
+        {
+                .name = "gpu_mem: head reserves only GPUs big enough once free",
+                .n_gpus = 3,
+                .mem_free_gib = {10},
+                .run = {{100, M(1), 30}, {101, M(2), 90}},
+                .job = {{1, 1, 60, 40}, {2, 1, 600, 5}},
+                .start_mask = {0, M(0)},
+                .reason = {R_RES, R_NONE},
+                .head = 1, .head_start_min = 30,
+        },
+        {
+                .name = "gpu_mem above every GPU's total never fits and is not the head",
+                .n_gpus = 2,
+                .run = {{100, M(0) | M(1), 30}},
+                .job = {{1, 1, 60, 90}, {2, 1, 60}},
+                .start_mask = {0, 0},
+                .reason = {R_RES, R_RES},
+                .head = 2, .head_start_min = 30,
+        },
+        {
+                .name = "drained GPUs are never used",
+                .n_gpus = 4,
+                .drained = M(0) | M(2),
+                .job = {{1, 1, 60}, {2, 1, 60}, {3, 1, 5}},
+                .start_mask = {M(1), M(3), 0},
+                .reason = {R_NONE, R_NONE, R_RES},
+                .head = 3, .head_start_min = 60,
+        },
+        {
+                .name = "more GPUs than usable: Resources, and the next job gets the reservation",
+                .n_gpus = 4,
+                .drained = M(3),
+                .run = {{100, M(0), 60}},
+                .job = {{1, 4, 60}, {2, 3, 60}, {3, 1, 600}, {4, 1, 30}},
+                .start_mask = {0, 0, 0, M(1)},
+                .reason = {R_RES, R_RES, R_PRIO, R_NONE},
+                .head = 2, .head_start_min = 60,
+        },
+        {
+                .name = "held and dependency reasons; such jobs neither start nor block",
+                .n_gpus = 2,
+                .job = {{1, 1, 60, 0, true}, {2, 1, 60, 0, false, GW_DEP_WAITING},
+                        {3, 1, 60, 0, false, GW_DEP_NEVER}, {4, 1, 60, 0, true, GW_DEP_WAITING},
+                        {5, 2, 60}},
+                .start_mask = {0, 0, 0, 0, M(0) | M(1)},
+                .reason = {R_HELD, R_DEP, R_DEP, R_HELD, R_NONE},
+                .head = 0, .head_start_min = -1,
+        },
+        {
+                .name = "no free GPU: reasons only",
+                .n_gpus = 2,
+                .run = {{100, M(0) | M(1), 45}},
+                .job = {{1, 1, 60}, {2, 1, 10}, {3, 1, 10, 0, true}},
+                .start_mask = {0, 0, 0},
+                .reason = {R_RES, R_RES, R_HELD},
+                .head = 1, .head_start_min = 45,
+        },
+        {
+                .name = "overdue running job: head starts now, not in the past",
+                .n_gpus = 2,
+                .run = {{100, M(0), -5}},
+                .job = {{1, 2, 60}, {2, 1, 1}},
+                .start_mask = {0, 0},
+                .reason = {R_RES, R_PRIO},
+                .head = 1, .head_start_min = 0,
+        },
+};
+
+static void table(void **state) {
+        for (size_t i = 0; i < N_ELEMS(cases); i++)
+                run_case(&cases[i]);
+}
+
+/* A GPU NVML shows busy with no running record: its end is unknown, so the head gets no
+ * reservation and blocks nothing. */
+static void unknown_end_blocks_nothing(void **state) {
+        struct gw_sched_gpu gpus[2] = {
+                {.index = 0, .usable = true, .mem_total = GIB, .mem_free = GIB, .job_id = 55},
+                {.index = 1, .usable = true, .mem_total = GIB, .mem_free = GIB},
+        };
+        struct gw_sched_job jobs[2] = {
+                {.id = 1, .ngpus = 2, .time_limit = MIN, .dep = GW_DEP_SATISFIED},
+                {.id = 2, .ngpus = 1, .time_limit = 1000 * MIN, .dep = GW_DEP_SATISFIED},
+        };
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 2, .pending = jobs, .n_pending = 2};
+        struct gw_sched_start starts[2];
+        enum gw_job_reason reasons[2];
+        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.head_job_id, 1);
+        assert_true(plan.head_start == INF);
+        assert_int_equal(plan.n_starts, 1);
+        assert_int_equal(starts[0].job_id, 2);
+        assert_int_equal(starts[0].gpu_mask, M(1));
+
+        /* A running job's mask keeps a GPU busy even when NVML has not caught up. */
+        gpus[0].job_id = 0;
+        struct gw_sched_running run = {.id = 55, .gpu_mask = M(0), .end = NOW + 10 * MIN};
+        in.running = &run;
+        in.n_running = 1;
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_true(plan.head_start == NOW + 10 * MIN);
+        assert_int_equal(plan.n_starts, 0);
+        assert_int_equal(reasons[1], GW_REASON_PRIORITY);
+}
+
+static void sparse_indices(void **state) {
+        struct gw_sched_gpu gpus[3] = {
+                {.index = 63, .usable = true},
+                {.index = 5, .usable = true},
+                {.index = 40, .usable = true},
+        };
+        struct gw_sched_job job = {.id = 1, .ngpus = 2, .time_limit = MIN, .dep = GW_DEP_SATISFIED};
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 3, .pending = &job, .n_pending = 1};
+        struct gw_sched_start start;
+        enum gw_job_reason reason;
+        struct gw_sched_plan plan = {.starts = &start, .reasons = &reason};
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 1);
+        assert_int_equal(start.gpu_mask, M(5) | M(40));
+}
+
+static void invalid_input(void **state) {
+        struct gw_sched_gpu gpus[2] = {{.index = 0, .usable = true}, {.index = 1, .usable = true}};
+        struct gw_sched_job job = {.id = 1, .ngpus = 1, .time_limit = MIN, .dep = GW_DEP_SATISFIED};
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 2, .pending = &job, .n_pending = 1};
+        struct gw_sched_start start;
+        enum gw_job_reason reason = GW_REASON_HELD;
+        struct gw_sched_plan plan = {.starts = &start, .reasons = &reason, .n_starts = 77};
+
+        gpus[1].index = 64;
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), -EINVAL);
+        gpus[1].index = -1;
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), -EINVAL);
+        gpus[1].index = 0; /* twice the same GPU */
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), -EINVAL);
+        gpus[1].index = 1;
+
+        static const int bad_ngpus[] = {0, -1, 65};
+        for (size_t i = 0; i < N_ELEMS(bad_ngpus); i++) {
+                job.ngpus = bad_ngpus[i];
+                assert_int_equal(gw_sched_plan(&in, NOW, &plan), -EINVAL);
+        }
+        job.ngpus = 1;
+        job.time_limit = 0;
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), -EINVAL);
+        job.time_limit = MIN;
+
+        in.n_gpus = 65;
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), -EINVAL);
+        in.n_gpus = 2;
+        assert_int_equal(gw_sched_plan(NULL, NOW, &plan), -EINVAL);
+        assert_int_equal(gw_sched_plan(&in, NOW, NULL), -EINVAL);
+
+        /* Nothing was written on any error. */
+        assert_int_equal(plan.n_starts, 77);
+        assert_int_equal(reason, GW_REASON_HELD);
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 1);
+}
+
+static void empty_input(void **state) {
+        struct gw_sched_input in = {0};
+        struct gw_sched_plan plan = {.n_starts = 5, .head_job_id = 9};
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 0);
+        assert_int_equal(plan.head_job_id, 0);
+        assert_true(plan.head_start == INF);
+}
+
+static void huge_limit_saturates(void **state) {
+        struct gw_sched_gpu gpus[2] = {{.index = 0, .usable = true}, {.index = 1, .usable = true}};
+        struct gw_sched_job jobs[2] = {
+                {.id = 1, .ngpus = 1, .time_limit = INF - 1, .dep = GW_DEP_SATISFIED},
+                {.id = 2, .ngpus = 2, .time_limit = MIN, .dep = GW_DEP_SATISFIED},
+        };
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 2, .pending = jobs, .n_pending = 2};
+        struct gw_sched_start starts[2];
+        enum gw_job_reason reasons[2];
+        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 1);
+        assert_int_equal(plan.head_job_id, 2);
+        assert_true(plan.head_start == INF);
+}
+
+static void pick(void **state) {
+        assert_int_equal(gw_sched_pick(0, 1), 0);
+        assert_int_equal(gw_sched_pick(0xF0, 2), 0x30);
+        assert_int_equal(gw_sched_pick(0xF0, 4), 0xF0);
+        assert_int_equal(gw_sched_pick(0xF0, 5), 0);
+        assert_int_equal(gw_sched_pick(0xF0, 0), 0);
+        assert_int_equal(gw_sched_pick(0xF0, -1), 0);
+        assert_true(gw_sched_pick(UINT64_MAX, 64) == UINT64_MAX);
+        assert_true(gw_sched_pick(UINT64_MAX, 65) == 0);
+        assert_true(gw_sched_pick(M(63) | M(0), 2) == (M(63) | M(0)));
+        assert_true(gw_sched_pick(M(63) | M(7), 1) == M(7));
+}
+
+/* Many jobs and no free GPU: the fast path must not change the answer. */
+static void long_queue_no_free_gpu(void **state) {
+        enum { N = 20000 };
+        struct gw_sched_gpu gpus[8];
+        struct gw_sched_running run = {.id = 100, .gpu_mask = 0xFF, .end = NOW + 30 * MIN};
+        struct gw_sched_job *jobs = calloc(N, sizeof(*jobs));
+        struct gw_sched_start *starts = calloc(N, sizeof(*starts));
+        enum gw_job_reason *reasons = calloc(N, sizeof(*reasons));
+
+        assert_true(jobs && starts && reasons);
+        for (int i = 0; i < 8; i++)
+                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true, .job_id = 100};
+        for (int i = 0; i < N; i++)
+                jobs[i] = (struct gw_sched_job){.id = i + 1, .ngpus = 1 + i % 8, .time_limit = MIN,
+                                                .held = i % 7 == 3, .dep = GW_DEP_SATISFIED};
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 8, .pending = jobs, .n_pending = N,
+                                    .running = &run, .n_running = 1};
+        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 0);
+        assert_int_equal(plan.head_job_id, 1);
+        for (int i = 0; i < N; i++)
+                assert_int_equal(reasons[i], i % 7 == 3 ? GW_REASON_HELD : GW_REASON_RESOURCES);
+        free(jobs);
+        free(starts);
+        free(reasons);
+}
+
+/* ---- Randomized properties ------------------------------------------------------------ */
+
+#define R_JOBS 12
+#define R_RUN 8
+
+struct rng {
+        uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r) {
+        r->s ^= r->s << 13;
+        r->s ^= r->s >> 7;
+        r->s ^= r->s << 17;
+        return r->s;
+}
+
+static int rng_int(struct rng *r, int lo, int hi) {
+        return lo + (int) (rng_next(r) % (uint64_t) (hi - lo + 1));
+}
+
+static bool chance(struct rng *r, int percent) { return rng_int(r, 0, 99) < percent; }
+
+struct rscen {
+        struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
+        struct gw_sched_job jobs[R_JOBS];
+        struct gw_sched_running run[R_RUN];
+        struct gw_sched_input in;
+        gw_usec_t now;
+};
+
+static void random_gpus(struct rng *r, struct rscen *s) {
+        static const int mem_gib[] = {0, 16, 40, 80, 80};
+        int span = chance(r, 80) ? 16 : GW_SCHED_MAX_GPUS;
+        int n = rng_int(r, 1, chance(r, 80) ? 8 : 16);
+        uint64_t used = 0;
+
+        for (int i = 0; i < n; i++) {
+                int idx;
+                do
+                        idx = rng_int(r, 0, span - 1);
+                while (used & M(idx));
+                used |= M(idx);
+                uint64_t total = (uint64_t) mem_gib[rng_int(r, 0, 4)] * GIB;
+                s->gpus[i] = (struct gw_sched_gpu){
+                        .index = idx,
+                        .usable = chance(r, 85),
+                        .mem_total = total,
+                        /* Sometimes another user's process holds memory on an idle GPU. */
+                        .mem_free = chance(r, 15) ? total / (uint64_t) rng_int(r, 2, 8) : total,
+                };
+        }
+        s->in.n_gpus = (size_t) n;
+}
+
+static void random_running(struct rng *r, struct rscen *s) {
+        int n_run = rng_int(r, 0, R_RUN);
+
+        for (int k = 0; k < n_run; k++)
+                s->run[k] = (struct gw_sched_running){
+                        .id = 1000 + k,
+                        .end = s->now + rng_int(r, -10, 300) * MIN,
+                };
+        for (size_t i = 0; i < s->in.n_gpus; i++) {
+                struct gw_sched_gpu *g = &s->gpus[i];
+                if (n_run > 0 && chance(r, 50)) {
+                        int k = rng_int(r, 0, n_run - 1);
+                        s->run[k].gpu_mask |= M(g->index);
+                        /* NVML lags a start now and then: the mask alone must keep it busy. */
+                        g->job_id = chance(r, 95) ? s->run[k].id : 0;
+                        g->mem_free = g->mem_total / 8;
+                        /* Malformed but possible: two records claim one GPU. */
+                        if (chance(r, 3))
+                                s->run[rng_int(r, 0, n_run - 1)].gpu_mask |= M(g->index);
+                } else if (chance(r, 4)) {
+                        g->job_id = 999; /* a job we have no end for */
+                }
+        }
+        s->in.n_running = (size_t) n_run;
+}
+
+static void random_jobs(struct rng *r, struct rscen *s) {
+        static const int mem_gib[] = {0, 0, 0, 8, 20, 40, 90};
+        int n = rng_int(r, 0, R_JOBS);
+
+        for (int i = 0; i < n; i++) {
+                int dep = rng_int(r, 0, 9);
+                int max_gpus = chance(r, 80) ? 4 : (int) s->in.n_gpus + 2;
+                s->jobs[i] = (struct gw_sched_job){
+                        .id = i + 1,
+                        .priority = 0,
+                        .ngpus = rng_int(r, 1, max_gpus),
+                        .gpu_mem = (uint64_t) mem_gib[rng_int(r, 0, 6)] * GIB,
+                        .time_limit = rng_int(r, 1, 400) * MIN,
+                        .held = chance(r, 10),
+                        .dep = dep == 0 ? GW_DEP_WAITING : dep == 1 ? GW_DEP_NEVER : GW_DEP_SATISFIED,
+                };
+        }
+        s->in.n_pending = (size_t) n;
+}
+
+static void random_scenario(struct rng *r, struct rscen *s) {
+        memset(s, 0, sizeof(*s));
+        s->now = NOW + rng_int(r, 0, 1000) * MIN;
+        random_gpus(r, s);
+        random_running(r, s);
+        random_jobs(r, s);
+        s->in.gpus = s->gpus;
+        s->in.running = s->run;
+        s->in.pending = s->jobs;
+}
+
+/* The test's own view of the GPUs before planning, written independently of sched.c. */
+struct facts {
+        uint64_t present, usable, busy, unknown_end;
+        gw_usec_t run_end[GW_SCHED_MAX_GPUS]; /* latest end of the running jobs on it */
+        const struct gw_sched_gpu *gpu[GW_SCHED_MAX_GPUS];
+};
+
+static void facts_of(const struct rscen *s, struct facts *f) {
+        uint64_t in_run = 0, claimed = 0;
+
+        memset(f, 0, sizeof(*f));
+        for (size_t i = 0; i < s->in.n_gpus; i++) {
+                const struct gw_sched_gpu *g = &s->gpus[i];
+                f->present |= M(g->index);
+                f->usable |= g->usable ? M(g->index) : 0;
+                claimed |= g->job_id ? M(g->index) : 0;
+                f->gpu[g->index] = g;
+                f->run_end[g->index] = INT64_MIN;
+        }
+        for (size_t k = 0; k < s->in.n_running; k++)
+                for (int i = 0; i < GW_SCHED_MAX_GPUS; i++)
+                        if ((s->run[k].gpu_mask & f->present & M(i))) {
+                                in_run |= M(i);
+                                if (s->run[k].end > f->run_end[i])
+                                        f->run_end[i] = s->run[k].end;
+                        }
+        f->busy = claimed | in_run;
+        f->unknown_end = claimed & ~in_run;
+}
+
+static bool mem_ok(uint64_t have, uint64_t need) { return need == 0 || have >= need; }
+
+static uint64_t fits_now_mask(const struct facts *f, uint64_t avail, const struct gw_sched_job *j) {
+        uint64_t ok = 0;
+        for (int i = 0; i < GW_SCHED_MAX_GPUS; i++)
+                if ((avail & M(i)) && mem_ok(f->gpu[i]->mem_free, j->gpu_mem))
+                        ok |= M(i);
+        return ok;
+}
+
+static bool ever_fits(const struct facts *f, const struct gw_sched_job *j) {
+        int n = 0;
+        for (int i = 0; i < GW_SCHED_MAX_GPUS; i++)
+                if ((f->usable & M(i)) &&
+                    (mem_ok(f->gpu[i]->mem_total, j->gpu_mem) || mem_ok(f->gpu[i]->mem_free, j->gpu_mem)))
+                        n++;
+        return n >= j->ngpus;
+}
+
+/* How many GPUs job j could have at time t, if the first n_starts starts of the plan
+ * run to their limits. */
+static int count_free_at(const struct rscen *s, const struct facts *f, const struct gw_sched_job *j,
+                         gw_usec_t t, const struct gw_sched_start *starts, size_t n_starts) {
+        int n = 0;
+        for (int i = 0; i < GW_SCHED_MAX_GPUS; i++) {
+                if (!(f->usable & M(i)) || (f->unknown_end & M(i)))
+                        continue;
+                if (f->busy & M(i)) {
+                        if (f->run_end[i] > t || !mem_ok(f->gpu[i]->mem_total, j->gpu_mem))
+                                continue;
+                } else if (!mem_ok(f->gpu[i]->mem_free, j->gpu_mem)) {
+                        continue;
+                }
+                bool taken = false;
+                for (size_t k = 0; k < n_starts; k++)
+                        if ((starts[k].gpu_mask & M(i)) &&
+                            s->now + s->jobs[starts[k].job_id - 1].time_limit > t)
+                                taken = true;
+                n += !taken;
+        }
+        return n;
+}
+
+/* The earliest of now, the running ends and the given starts' ends at which j fits. */
+static gw_usec_t earliest_start(const struct rscen *s, const struct facts *f, const struct gw_sched_job *j,
+                                const struct gw_sched_start *starts, size_t n_starts) {
+        gw_usec_t best = INF;
+        gw_usec_t cand[1 + R_RUN + R_JOBS];
+        size_t n = 0;
+
+        cand[n++] = s->now;
+        for (size_t k = 0; k < s->in.n_running; k++)
+                cand[n++] = s->run[k].end < s->now ? s->now : s->run[k].end;
+        for (size_t k = 0; k < n_starts; k++)
+                cand[n++] = s->now + s->jobs[starts[k].job_id - 1].time_limit;
+        for (size_t k = 0; k < n; k++)
+                if (cand[k] < best && count_free_at(s, f, j, cand[k], starts, n_starts) >= j->ngpus)
+                        best = cand[k];
+        return best;
+}
+
+struct rstats {
+        int starts, backfills, heads, finite_heads, priority;
+};
+
+/* Every start is legal: usable, idle, enough memory, exactly ngpus, no GPU twice, in
+ * queue order.  Returns how many starts precede the head in the queue. */
+static size_t check_starts(const struct rscen *s, const struct facts *f, const struct gw_sched_plan *p,
+                           const enum gw_job_reason *reasons, int64_t head_id) {
+        uint64_t given = 0;
+        int64_t last_id = 0;
+        size_t before_head = 0;
+
+        for (size_t k = 0; k < p->n_starts; k++) {
+                const struct gw_sched_start *st = &p->starts[k];
+                assert_true(st->job_id > last_id && st->job_id <= (int64_t) s->in.n_pending);
+                last_id = st->job_id;
+                const struct gw_sched_job *j = &s->jobs[st->job_id - 1];
+                assert_int_equal(reasons[st->job_id - 1], GW_REASON_NONE);
+                assert_int_equal(__builtin_popcountll(st->gpu_mask), j->ngpus);
+                assert_true((st->gpu_mask & given) == 0);
+                assert_true((st->gpu_mask & f->busy) == 0);
+                assert_true((st->gpu_mask & ~f->usable) == 0);
+                assert_true(fits_now_mask(f, st->gpu_mask, j) == st->gpu_mask);
+                given |= st->gpu_mask;
+                if (head_id == 0 || st->job_id < head_id)
+                        before_head++;
+        }
+        return before_head;
+}
+
+/* Walks the queue as the policy says and checks each job's reason against it. */
+static void check_reasons(const struct rscen *s, const struct facts *f, const struct gw_sched_plan *p,
+                          const enum gw_job_reason *reasons, struct rstats *st) {
+        uint64_t avail = f->usable & ~f->busy, start_of[R_JOBS] = {0};
+        int64_t head = 0;
+
+        for (size_t k = 0; k < p->n_starts; k++)
+                start_of[p->starts[k].job_id - 1] = p->starts[k].gpu_mask;
+        for (size_t i = 0; i < s->in.n_pending; i++) {
+                const struct gw_sched_job *j = &s->jobs[i];
+                assert_true((reasons[i] == GW_REASON_NONE) == (start_of[i] != 0));
+                if (j->held) {
+                        assert_int_equal(reasons[i], GW_REASON_HELD);
+                        continue;
+                }
+                if (j->dep != GW_DEP_SATISFIED) {
+                        assert_int_equal(reasons[i], GW_REASON_DEPENDENCY);
+                        continue;
+                }
+                bool fits = gw_sched_pick(fits_now_mask(f, avail, j), j->ngpus) != 0;
+                if (start_of[i]) {
+                        avail &= ~start_of[i];
+                        st->backfills += head != 0;
+                        continue;
+                }
+                if (head == 0 && ever_fits(f, j)) {
+                        /* The head is the first job that could run some day but not now. */
+                        assert_false(fits);
+                        head = j->id;
+                }
+                if (reasons[i] == GW_REASON_PRIORITY) {
+                        /* Yielding is only right for a job that fits now but would run past
+                         * the head's start: one that ends before it must have started. */
+                        assert_true(head != 0 && head != j->id && fits);
+                        assert_true(s->now + j->time_limit > p->head_start);
+                        st->priority++;
+                } else {
+                        assert_int_equal(reasons[i], GW_REASON_RESOURCES);
+                        assert_false(fits && head != j->id && ever_fits(f, j));
+                }
+        }
+        assert_int_equal(p->head_job_id, head);
+}
+
+static void check_random_plan(const struct rscen *s, const struct gw_sched_plan *p,
+                              const enum gw_job_reason *reasons, struct rstats *st) {
+        struct facts f;
+
+        facts_of(s, &f);
+        size_t before_head = check_starts(s, &f, p, reasons, p->head_job_id);
+        check_reasons(s, &f, p, reasons, st);
+        st->starts += (int) p->n_starts;
+        if (p->head_job_id == 0) {
+                assert_true(p->head_start == INF);
+                return;
+        }
+        st->heads++;
+        const struct gw_sched_job *h = &s->jobs[p->head_job_id - 1];
+
+        /* The reserved start is the earliest the head fits after the jobs ahead of it. */
+        gw_usec_t want = earliest_start(s, &f, h, p->starts, before_head);
+        if (p->head_start != want)
+                fail_msg("head %lld: head_start %lld, oracle %lld", (long long) h->id,
+                         (long long) p->head_start, (long long) want);
+        if (p->head_start == INF)
+                return;
+        st->finite_heads++;
+        /* Backfill never shrinks it: with every start of the plan, the head still fits then. */
+        assert_true(count_free_at(s, &f, h, p->head_start, p->starts, p->n_starts) >= h->ngpus);
+}
+
+static void random_properties(void **state) {
+        struct rng r = {.s = 0x9E3779B97F4A7C15ULL};
+        struct rstats st = {0};
+
+        for (int iter = 0; iter < 2000; iter++) {
+                struct rscen s;
+                struct gw_sched_start starts[R_JOBS];
+                enum gw_job_reason reasons[R_JOBS];
+                struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+                random_scenario(&r, &s);
+                assert_int_equal(gw_sched_plan(&s.in, s.now, &plan), 0);
+                check_random_plan(&s, &plan, reasons, &st);
+        }
+        /* The generator must exercise the interesting paths, or the checks above prove little. */
+        print_message("starts %d, backfills %d, heads %d (finite %d), priority waits %d\n", st.starts,
+                      st.backfills, st.heads, st.finite_heads, st.priority);
+        assert_true(st.backfills > 100);
+        assert_true(st.finite_heads > 300);
+        assert_true(st.priority > 100);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(table),
+                cmocka_unit_test(unknown_end_blocks_nothing),
+                cmocka_unit_test(sparse_indices),
+                cmocka_unit_test(invalid_input),
+                cmocka_unit_test(empty_input),
+                cmocka_unit_test(huge_limit_saturates),
+                cmocka_unit_test(pick),
+                cmocka_unit_test(long_queue_no_free_gpu),
+                cmocka_unit_test(random_properties),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
