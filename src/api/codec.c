@@ -178,7 +178,7 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
         if (!j->argv || !j->argv[0] || !j->argv[0][0])
                 return fail(err, "command", "command: must be a non-empty array of strings");
         long long ngpus = 1, prio = 0;
-        if (get_int(o, "ngpus", 1, 64, &ngpus, err) < 0) {
+        if (get_int(o, "ngpus", 1, 1 << 20, &ngpus, err) < 0) {
                 const json_t *v = json_object_get(o, "ngpus");
                 if (json_is_integer(v) && json_integer_value(v) < 1)
                         return fail(err, "ngpus", "ngpus: a job needs at least 1 GPU");

@@ -56,11 +56,21 @@ static void report_exchange_error(const char *socket_path, int err, gw_usec_t ti
         }
 }
 
+/* The name to show for an API field: the option the user typed when the verb knows
+ * one, nothing for "id" (the job id the user typed is in the message anyway). */
 static const char *alias_of(const struct cli_field_alias *aliases, const char *field) {
         for (; aliases && aliases->api; aliases++)
                 if (strcmp(aliases->api, field) == 0)
                         return aliases->cli;
-        return field;
+        return strcmp(field, "id") == 0 ? NULL : field;
+}
+
+/* The daemon may already start its message with "field: "; say the field once. */
+static const char *strip_field(const char *msg, const char *field) {
+        size_t n = field ? strlen(field) : 0;
+        if (msg && n > 0 && strncmp(msg, field, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+                return msg + n + 2;
+        return msg;
 }
 
 /* The API's {"error": ..., "field": ...} as one line: "SUBJECT: FIELD: error". */
@@ -68,21 +78,25 @@ static void report_api_error(const struct cli_call *call, const struct cli_http_
         json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
         const char *msg = cli_jstr(j, "error");
         const char *field = cli_jstr(j, "field");
-        _cleanup_free_ char *smsg = cli_sanitize(msg ? msg : r->reason);
-        _cleanup_free_ char *sfield = field ? cli_sanitize(alias_of(call->aliases, field)) : NULL;
-        /* "job 17: job 17 already ended" says it twice. */
+        const char *shown = field ? alias_of(call->aliases, field) : NULL;
+        _cleanup_free_ char *smsg = cli_sanitize(msg ? strip_field(msg, field) : r->reason);
+        _cleanup_free_ char *sfield = shown ? cli_sanitize(shown) : NULL;
+        /* "job 17: job 17 already ended" would say it twice. */
         const char *subject = call->subject && !(msg && strcasestr(msg, call->subject)) ? call->subject : NULL;
         const char *retry = r->status == 429 ? cli_http_header(r, "Retry-After") : NULL;
         _cleanup_free_ char *sretry = retry ? cli_sanitize(retry) : NULL;
+        _cleanup_free_ char *head = NULL, *tail = NULL;
 
-        if (!msg && (!smsg || !*smsg))
-                cli_error("%s%sgpuwardd answered HTTP %d", subject ? subject : "", subject ? ": " : "",
-                          r->status);
+        if (asprintf(&head, "%s%s%s%s", subject ? subject : "", subject ? ": " : "", sfield ? sfield : "",
+                     sfield ? ": " : "") < 0)
+                head = NULL;
+        if (sretry && asprintf(&tail, " (retry after %s%s)", sretry, strspn(sretry, "0123456789") == strlen(sretry) ? " s" : "") < 0)
+                tail = NULL;
+        if (msg)
+                cli_error("%s%s%s", head ? head : "", smsg ? smsg : "", tail ? tail : "");
         else
-                cli_error("%s%s%s%s%s%s%s%s", subject ? subject : "", subject ? ": " : "",
-                          sfield ? sfield : "", sfield ? ": " : "", smsg ? smsg : "",
-                          msg ? "" : " (HTTP error)", sretry ? "; retry after " : "",
-                          sretry ? sretry : "");
+                cli_error("%sgpuwardd answered HTTP %d %s%s", head ? head : "", r->status, smsg ? smsg : "",
+                          tail ? tail : "");
         json_decref(j);
 }
 

@@ -22,14 +22,42 @@
 #define RAW_MAX ((size_t) CLI_HTTP_MAX_BODY_BYTES + CLI_HTTP_MAX_HEADER_BYTES + 1024u * 1024u)
 #define READ_STEP (64u * 1024u)
 
-int cli_unix_connect(const char *path, gw_usec_t timeout) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+/* Fills sa with path.  Paths past sun_path's 108 bytes (deep temporary directories) are
+ * reached through the directory's descriptor: /proc/self/fd/N/NAME.  *ret_dirfd is that
+ * descriptor (or -1), to be closed after connect. */
+static int socket_address(const char *path, struct sockaddr_un *sa, int *ret_dirfd) {
         size_t n = strlen(path);
+        *ret_dirfd = -1;
         if (n == 0)
                 return -EINVAL;
-        if (n >= sizeof(sa.sun_path))
+        if (n < sizeof(sa->sun_path)) {
+                memcpy(sa->sun_path, path, n + 1);
+                return 0;
+        }
+        const char *slash = strrchr(path, '/');
+        if (!slash || !slash[1])
                 return -ENAMETOOLONG;
-        memcpy(sa.sun_path, path, n + 1);
+        _cleanup_free_ char *dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        if (!dir)
+                return -ENOMEM;
+        int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        int k = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dfd, slash + 1);
+        if (k < 0 || (size_t) k >= sizeof(sa->sun_path)) {
+                (void) close(dfd);
+                return -ENAMETOOLONG;
+        }
+        *ret_dirfd = dfd;
+        return 0;
+}
+
+int cli_unix_connect(const char *path, gw_usec_t timeout) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int dirfd = -1;
+        int r = socket_address(path, &sa, &dirfd);
+        if (r < 0)
+                return r;
 
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
@@ -154,6 +182,8 @@ static int read_reply(int fd, gw_usec_t deadline, struct cli_http_response *ret)
                                 return -errno;
                         eof = true; /* what arrived before the reset may be a whole reply */
                 } else if (k == 0) {
+                        if (len == 0)
+                                return -ECONNRESET; /* hung up without a word */
                         eof = true;
                 } else {
                         len += (size_t) k;

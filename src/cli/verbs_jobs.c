@@ -96,7 +96,7 @@ static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queu
                 case OPT_STATE:
                 case OPT_ALL:
                         if (!is_queue)
-                                return cli_bad_option(verb, argv, optind, '?', 0);
+                                return cli_usage(verb, "unknown option '--%s'", c == OPT_ALL ? "all" : "state");
                         if (c == OPT_ALL)
                                 o->all = true;
                         else
@@ -104,7 +104,7 @@ static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queu
                         break;
                 case OPT_LIMIT:
                         if (is_queue)
-                                return cli_bad_option(verb, argv, optind, '?', 0);
+                                return cli_usage(verb, "unknown option '--limit'");
                         if (gw_parse_int(optarg, 1, 10000, &o->limit) < 0)
                                 return cli_usage(verb, "--limit: '%s' is not a number from 1 to 10000", optarg);
                         break;

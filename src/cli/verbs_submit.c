@@ -317,7 +317,7 @@ static int apply_directives(const char *script, struct submit_opts *o, char ***r
 
 /* Appends strings to a JSON array.  Environment entries that are not UTF-8 cannot travel
  * in JSON: skip_bad drops them with a warning instead of failing. */
-static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_bad) {
+static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_bad, const char *what) {
         for (size_t i = 0; i < n; i++) {
                 json_t *s = json_string(v[i]);
                 if (!s && skip_bad) {
@@ -328,8 +328,8 @@ static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_ba
                         continue;
                 }
                 if (!s) {
-                        _cleanup_free_ char *safe = cli_sanitize(v[i]);
-                        cli_error("'%s' is not valid UTF-8", safe ? safe : "?");
+                        /* Not echoed: the raw bytes would garble the terminal. */
+                        cli_error("%s: word %zu is not valid UTF-8, which JSON cannot carry", what, i + 1);
                         return CLI_EXIT_USAGE;
                 }
                 if (json_array_append_new(arr, s) < 0)
@@ -338,11 +338,12 @@ static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_ba
         return 0;
 }
 
-static int set_string_array(json_t *body, const char *key, const char *const *v, size_t n, bool skip_bad) {
+static int set_string_array(json_t *body, const char *key, const char *const *v, size_t n, bool skip_bad,
+                            const char *what) {
         json_t *arr = json_array();
         if (!arr || json_object_set_new(body, key, arr) < 0)
                 return CLI_EXIT_FAIL;
-        return add_strings(arr, v, n, skip_bad);
+        return add_strings(arr, v, n, skip_bad, what);
 }
 
 static int set_opt_string(json_t *body, const char *key, const char *v) {
@@ -350,8 +351,7 @@ static int set_opt_string(json_t *body, const char *key, const char *v) {
                 return 0;
         json_t *s = json_string(v);
         if (!s) {
-                _cleanup_free_ char *safe = cli_sanitize(v);
-                cli_error("%s: '%s' is not valid UTF-8", key, safe ? safe : "?");
+                cli_error("--%s: the value is not valid UTF-8, which JSON cannot carry", key);
                 return CLI_EXIT_USAGE;
         }
         return json_object_set_new(body, key, s) < 0 ? CLI_EXIT_FAIL : 0;
@@ -371,7 +371,7 @@ static int build_body(const struct submit_opts *o, const char *const *cmd, size_
         json_t *body = json_object();
         if (!body)
                 return CLI_EXIT_FAIL;
-        int r = set_string_array(body, "command", cmd, ncmd, false);
+        int r = set_string_array(body, "command", cmd, ncmd, false, "the command");
         if (!r)
                 r = json_object_set_new(body, "ngpus", json_integer(o->ngpus)) < 0;
         if (!r && o->gpu_mem_set)
@@ -391,9 +391,9 @@ static int build_body(const struct submit_opts *o, const char *const *cmd, size_
         if (!r)
                 r = set_opt_string(body, "output", output);
         if (!r && !o->clean_env)
-                r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true);
+                r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true, "environment");
         if (!r && o->n_env_extra)
-                r = set_string_array(body, "env_extra", o->env_extra, o->n_env_extra, false);
+                r = set_string_array(body, "env_extra", o->env_extra, o->n_env_extra, false, "--env");
         if (!r && o->hold)
                 r = json_object_set_new(body, "hold", json_true()) < 0;
         if (r) {

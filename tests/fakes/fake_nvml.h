@@ -122,7 +122,8 @@ HIDDEN extern char fake_state_dir[PATH_MAX];  /* "" without GPUWARD_FAKE_NVML_DI
 HIDDEN extern struct fake_cfg fake_config;
 HIDDEN extern struct nvmlDevice_st fake_devices[FAKE_MAX_GPUS];
 
-/* All of these expect fake_lock held. */
+/* The functions below expect fake_lock held. */
+
 /* Starts over from GPUWARD_FAKE_NVML_DIR, as the first nvmlInit does. */
 HIDDEN void fake_cfg_reset(void);
 /* Re-reads DIR/config when it changed since the last parse. */

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -544,13 +545,13 @@ static void test_events(void **state) {
 
 struct sampler {
         struct gw_gpu_lib *lib;
-        volatile int stop;
+        atomic_int stop;
         int samples, bad;
 };
 
 static void *sampler_main(void *arg) {
         struct sampler *s = arg;
-        while (!s->stop) {
+        while (!atomic_load(&s->stop)) {
                 struct gw_gpu_sample smp;
                 struct gw_gpu_proc p[4];
                 size_t n;
@@ -580,7 +581,7 @@ static void test_event_while_sampling(void **state) {
         assert_int_equal(pthread_create(&ts, NULL, sampler_main, &smp), 0);
         assert_int_equal(pthread_create(&tw, NULL, writer_main, NULL), 0);
         int r = gw_gpu_wait_event(lib, 5000, &ev);
-        smp.stop = 1;
+        atomic_store(&smp.stop, 1);
         assert_int_equal(pthread_join(tw, NULL), 0);
         assert_int_equal(pthread_join(ts, NULL), 0);
         assert_int_equal(r, 0);

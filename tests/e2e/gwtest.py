@@ -1,0 +1,212 @@
+"""Harness for end-to-end tests: a real gpuwardd on a temporary state dir, Unix socket and
+free TCP port, with the fake NVML; driven only through the CLI and the HTTP API.
+
+Every daemon and job a test starts is stopped by the test (by PID, never by name), and every
+wait is bounded."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BUILD = os.environ.get("GW_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
+BUILD = os.path.abspath(BUILD)
+GPUWARDD = os.path.join(BUILD, "gpuwardd")
+GPUWARD = os.path.join(BUILD, "gpuward")
+TRAINER = os.path.join(BUILD, "tests", "fakes", "gw-fake-trainer")
+FAKE_NVML = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
+IS_ROOT = os.geteuid() == 0
+
+
+def wait_until(pred, timeout=20.0, interval=0.02, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.path)
+        self.sock = s
+
+
+class Daemon:
+    """One gpuwardd under test."""
+
+    def __init__(self, gpus=4, grace=1, extra=(), config=None):
+        self.dir = tempfile.mkdtemp(prefix="gw-e2e-")
+        os.chmod(self.dir, 0o755)
+        self.state = os.path.join(self.dir, "state")
+        self.socket = os.path.join(self.dir, "gw.sock")
+        self.work = os.path.join(self.dir, "work")
+        os.makedirs(self.work)
+        os.chmod(self.work, 0o777)
+        self.gpus = gpus
+        self.grace = grace
+        self.extra = list(extra)
+        self.config = config
+        self.proc = None
+        self.port = None
+        self.log = open(os.path.join(self.dir, "gpuwardd.log"), "ab")
+
+    def args(self):
+        a = [GPUWARDD, "--state-dir", self.state, "--socket", self.socket, "--listen", "127.0.0.1:0",
+             "--simulate-gpus", str(self.gpus), "--nvml-lib", FAKE_NVML, "--grace-seconds", str(self.grace),
+             "--sample-interval", "1"]
+        if IS_ROOT:
+            a.append("--allow-root-jobs")
+        if self.config:
+            path = os.path.join(self.dir, "gpuward.conf")
+            with open(path, "w") as f:
+                f.write(self.config)
+            a += ["--config", path]
+        return a + self.extra
+
+    def start(self):
+        addr = os.path.join(self.state, "listen.addr")
+        if os.path.exists(addr):
+            os.unlink(addr)
+        self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: os.path.exists(addr) or self.proc.poll() is not None, what="gpuwardd to start")
+        if self.proc.poll() is not None:
+            raise AssertionError(f"gpuwardd exited with {self.proc.returncode}:\n{self.daemon_log()}")
+        with open(addr) as f:
+            self.port = int(f.read().strip().rsplit(":", 1)[1])
+        return self
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+
+    def kill9(self):
+        self.stop(signal.SIGKILL)
+
+    def daemon_log(self):
+        with open(os.path.join(self.dir, "gpuwardd.log"), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def cleanup(self):
+        """Cancels every active job, stops the daemon, removes the temp dir."""
+        try:
+            if self.proc and self.proc.poll() is None:
+                for j in self.api("GET", "/api/v1/jobs")[1].get("jobs", []):
+                    self.api("DELETE", f"/api/v1/jobs/{j['id']}?wait=1", timeout=self.grace + 20)
+        except Exception as e:  # the test already failed in a way that broke the daemon
+            print(f"cleanup: {e}", file=sys.stderr)
+        self.stop()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- the two ways in ---
+    def cli(self, *args, check=True, user=None, timeout=60, input=None, cwd=None):
+        cmd = [GPUWARD, "--socket", self.socket, *[str(a) for a in args]]
+        if user is not None:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
+                           cwd=cwd or self.work)
+        if check and p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+        return p
+
+    def cli_json(self, *args, **kw):
+        return json.loads(self.cli(*args, "--json", **kw).stdout)
+
+    def api(self, method, path, body=None, timeout=30, raw=False, headers=None):
+        c = UnixHTTPConnection(self.socket, timeout=timeout)
+        try:
+            data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
+            c.request(method, path, body=data, headers=headers or {"Content-Type": "application/json"})
+            r = c.getresponse()
+            payload = r.read()
+            if raw:
+                return r.status, payload, dict(r.getheaders())
+            try:
+                return r.status, json.loads(payload) if payload else {}
+            except ValueError:
+                return r.status, {"raw": payload}
+        finally:
+            c.close()
+
+    def tcp(self, method, path, body=None, timeout=30):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def submit(self, *args, **kw):
+        out = self.cli("submit", "--json", *args, **kw).stdout
+        return json.loads(out)["id"]
+
+    def job(self, jid):
+        st, j = self.api("GET", f"/api/v1/jobs/{jid}")
+        assert st == 200, (st, j)
+        return j
+
+    def wait_state(self, jid, states, timeout=30):
+        if isinstance(states, str):
+            states = {states}
+        return wait_until(lambda: (lambda j: j if j["state"] in states else None)(self.job(jid)),
+                          timeout=timeout, what=f"job {jid} to reach {states}")
+
+    def log_text(self, jid):
+        st, body, _ = self.api("GET", f"/api/v1/jobs/{jid}/log", raw=True)
+        return body.decode(errors="replace")
+
+
+class DaemonTest(unittest.TestCase):
+    gpus = 4
+    grace = 1
+    extra = ()
+    config = None
+
+    def setUp(self):
+        self.d = Daemon(gpus=self.gpus, grace=self.grace, extra=self.extra, config=self.config).start()
+
+    def tearDown(self):
+        failed = any(e for _, e in (getattr(self._outcome, "errors", None) or [])) if hasattr(self, "_outcome") else False
+        if failed:
+            print(self.d.daemon_log()[-4000:], file=sys.stderr)
+        self.d.cleanup()
+
+
+def main():
+    unittest.main(verbosity=2)

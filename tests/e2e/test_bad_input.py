@@ -1,0 +1,171 @@
+"""Bad input gets a clear one-line error naming the field, and changes nothing."""
+import json
+import os
+import pwd
+import socket
+import subprocess
+import unittest
+
+from gwtest import GPUWARD, IS_ROOT, DaemonTest, main
+
+
+class BadInputTest(DaemonTest):
+    def jobs_count(self):
+        st, r = self.d.api("GET", "/api/v1/jobs?state=PENDING,HELD,RUNNING,COMPLETED,FAILED,CANCELLED&limit=10000")
+        return len(r["jobs"])
+
+    def assert_cli_refused(self, args, needle, code=None):
+        before = self.jobs_count()
+        p = self.d.cli(*args, check=False)
+        self.assertNotEqual(p.returncode, 0, f"{args} was accepted: {p.stdout}")
+        if code is not None:
+            self.assertEqual(p.returncode, code, p.stderr)
+        self.assertIn("gpuward: error:", p.stderr)
+        self.assertIn(needle, p.stderr)
+        lines = [l for l in p.stderr.strip().splitlines() if not l.startswith("Try 'gpuward")]
+        self.assertEqual(len(lines), 1, f"one line: {p.stderr!r}")
+        self.assertEqual(self.jobs_count(), before, "nothing changed")
+
+    def test_submit_refusals(self):
+        self.assert_cli_refused(["submit", "--gpus", "0", "--", "true"], "--gpus", 2)
+        self.assert_cli_refused(["submit", "--gpus", "99", "--", "true"], "only 4 GPUs on this host", 1)
+        self.assert_cli_refused(["submit", "--time", "-5m", "--", "true"], "--time", 2)
+        self.assert_cli_refused(["submit", "--time", "3fortnights", "--", "true"], "3fortnights", 2)
+        self.assert_cli_refused(["submit", "--gpu-mem", "9Q", "--", "true"], "9Q", 2)
+        self.assert_cli_refused(["submit", "--gpu-mem", "900G", "--", "true"], "the largest GPU here has 80.0 GiB", 1)
+        self.assert_cli_refused(["submit", "--"], "command", 2)
+        self.assert_cli_refused(["submit", "--cwd", "/nonexistent/dir", "--", "true"], "cwd", None)
+        self.assert_cli_refused(["submit", "--after", "999", "--", "true"], "no job 999", 1)
+        self.assert_cli_refused(["submit", "--after", "x:y", "--", "true"], "after", None)
+
+    def test_unknown_jobs(self):
+        for verb in ("show", "cancel", "hold", "release", "logs"):
+            self.assert_cli_refused([verb, "4242"], "no job 4242", 1)
+
+    def test_api_errors(self):
+        cases = [
+            ("POST", "/api/v1/jobs", "{not json", 400, None),
+            ("POST", "/api/v1/jobs", "[1,2]", 400, None),
+            ("POST", "/api/v1/jobs", json.dumps({"command": "true"}), 400, "command"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": []}), 400, "command"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "ngpus": "2", "cwd": "/"}), 400, "ngpus"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "ngpus": 0, "cwd": "/"}), 400, "ngpus"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "time_limit": -5, "cwd": "/"}), 400, "time_limit"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "relative"}), 400, "cwd"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "/", "env": ["NOEQUALS"]}), 400, "env"),
+            ("POST", "/api/v1/jobs/batch", json.dumps({"jobs": [{"command": ["true"], "cwd": "/"}, {"command": []}]}),
+             400, "command"),
+            ("GET", "/api/v1/jobs?state=BOGUS", None, 400, "state"),
+            ("GET", "/api/v1/jobs?user=no-such-user-gw", None, 400, "user"),
+            ("GET", "/api/v1/nothing", None, 404, None),
+            ("GET", "/api/v1/jobs/0", None, 404, None),
+            ("GET", "/api/v1/jobs/abc", None, 404, None),
+            ("GET", "/api/v1/jobs/../../etc/passwd", None, 404, None),
+            ("PUT", "/api/v1/jobs", "{}", 405, None),
+            ("GET", "/api/v1/jobs/77", None, 404, "id"),
+        ]
+        before = self.jobs_count()
+        for method, path, body, status, field in cases:
+            st, r = self.d.api(method, path, body)
+            self.assertEqual(st, status, (method, path, body, r))
+            self.assertIn("error", r, (method, path))
+            self.assertTrue(r["error"])
+            if field:
+                self.assertEqual(r["field"], field, (method, path, r))
+        self.assertEqual(self.jobs_count(), before)
+
+    def raw_post(self, body, chunked=False):
+        """Sends a request by hand: the daemon may answer 413 and close before the body is sent."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(20)
+        s.connect(self.d.socket)
+        head = "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head += "Transfer-Encoding: chunked\r\n\r\n" if chunked else f"Content-Length: {len(body)}\r\n\r\n"
+        try:
+            s.sendall(head.encode())
+            if chunked:
+                for i in range(0, len(body), 65536):
+                    part = body[i:i + 65536]
+                    s.sendall(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                s.sendall(b"0\r\n\r\n")
+            else:
+                s.sendall(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if b"\r\n\r\n" in data and b"}" in data:
+                    break
+        except (ConnectionResetError, socket.timeout):
+            pass
+        s.close()
+        return int(data.split(b" ", 2)[1]) if data else None
+
+    def test_oversized_body(self):
+        self.assertEqual(self.raw_post(b"x" * (2 << 20)), 413)
+        big = json.dumps({"command": ["true"], "cwd": "/", "name": "n", "env": ["A=" + "y" * (1100 << 10)]})
+        self.assertEqual(self.raw_post(big.encode(), chunked=True), 413)
+        st, r = self.d.api("GET", "/healthz")
+        self.assertEqual(st, 200, "the daemon still serves")
+        self.assertEqual(self.jobs_count(), 0)
+
+    def test_tcp_is_read_only_without_identity(self):
+        st, body = self.d.tcp("GET", "/healthz")
+        self.assertEqual(st, 200)
+        st, body = self.d.tcp("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "/"}))
+        self.assertEqual(st, 401)
+        self.assertEqual(self.jobs_count(), 0)
+
+    def test_daemon_not_running(self):
+        sock = os.path.join(self.d.dir, "nobody-here.sock")
+        p = subprocess.run([GPUWARD, "--socket", sock, "queue"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"cannot reach gpuwardd at {sock}: is it running?", p.stderr)
+
+    @unittest.skipUnless(IS_ROOT, "needs root to act as two users")
+    def test_other_users_jobs(self):
+        nobody = pwd.getpwnam("nobody").pw_uid
+        jid = self.d.submit("--", "sleep", "30")
+        self.d.wait_state(jid, "RUNNING")
+        p = self.d.cli("cancel", jid, user=nobody, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("only they or an admin may cancel it", p.stderr)
+        p = self.d.cli("logs", jid, user=nobody, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+        # A job submitted by nobody runs as nobody, never as root.
+        out = os.path.join(self.d.work, "who")
+        nj = self.d.submit("--", "sh", "-c", f"id -u > {out}", user=nobody)
+        j = self.d.wait_state(nj, "COMPLETED")
+        self.assertEqual((j["user"], j["uid"]), ("nobody", nobody))
+        with open(out) as f:
+            self.assertEqual(int(f.read()), nobody)
+        # The owner may cancel their own job.
+        sj = self.d.submit("--", "sleep", "30", user=nobody)
+        self.d.wait_state(sj, "RUNNING")
+        self.d.cli("cancel", sj, user=nobody)
+        self.assertEqual(self.d.job(sj)["state"], "CANCELLED")
+
+
+class RootRefusedTest(DaemonTest):
+    """Without allow-root-jobs, uid 0 may not submit."""
+
+    @unittest.skipUnless(IS_ROOT, "needs root")
+    def test_root_job_refused(self):
+        self.d.stop()
+        self.d.extra = []
+        args = self.d.args
+        self.d.args = lambda: [a for a in args() if a != "--allow-root-jobs"]
+        self.d.start()
+        p = self.d.cli("submit", "--", "true", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("may not run as root", p.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Cancel, time limits, logs, scripts with #GPUWARD directives."""
+import os
+import re
+import subprocess
+
+from gwtest import GPUWARD, TRAINER, DaemonTest, main, pid_alive, wait_until
+
+
+class LifecycleTest(DaemonTest):
+    grace = 1
+
+    def child_pids(self, jid, n):
+        pat = re.compile(r"child pid=(\d+)")
+        return [int(p) for p in wait_until(lambda: (lambda m: m if len(m) >= n else None)(pat.findall(self.d.log_text(jid))),
+                                           what=f"job {jid} to fork {n} children")]
+
+    def test_cancel_kills_children_in_their_own_sessions(self):
+        jid = self.d.submit("--gpus", 2, "--", TRAINER, "--fork-children", 3, "--sleep-forever", "--ignore-sigterm")
+        self.d.wait_state(jid, "RUNNING")
+        kids = self.child_pids(jid, 3)
+        main_pid = self.d.job(jid)["pid"]
+        for k in kids:
+            self.assertNotEqual(os.getsid(k), os.getsid(main_pid), "children live in sessions of their own")
+        p = self.d.cli("cancel", jid)
+        self.assertIn(f"Cancelled job {jid}", p.stdout)
+        # cancel returns only when every process is gone.
+        for pid in kids + [main_pid]:
+            self.assertFalse(pid_alive(pid), f"pid {pid} survived cancel")
+        j = self.d.job(jid)
+        self.assertEqual(j["state"], "CANCELLED")
+        self.assertIn("cancelled by", j["reason"])
+        kinds = [e["kind"] for e in j["events"]]
+        self.assertEqual(kinds[:3], ["submit", "start", "terminate"])
+        self.assertIn("kill", kinds, "SIGKILL after the grace period for processes ignoring SIGTERM")
+        gpus = self.d.cli_json("gpus")["gpus"]
+        self.assertTrue(all(g["job"] is None for g in gpus))
+
+    def test_time_limit_sigterm_then_sigkill(self):
+        jid = self.d.submit("--time", "2s", "--", "sh", "-c",
+                            "trap 'echo got TERM' TERM; while true; do sleep 0.1; done")
+        j = self.d.wait_state(jid, "TIMEOUT", timeout=20)
+        self.assertEqual(j["signal"], 9)
+        self.assertIn("time limit 2s reached", j["reason"])
+        self.assertIn("got TERM", self.d.log_text(jid))
+        kinds = [e["kind"] for e in j["events"]]
+        self.assertIn("terminate", kinds)
+        self.assertIn("kill", kinds)
+        elapsed = j["end_time"] - j["start_time"]
+        self.assertGreaterEqual(elapsed, 2.0 + self.grace - 0.2)
+
+    def test_time_limit_job_that_obeys_sigterm(self):
+        jid = self.d.submit("--time", "1s", "--", "sleep", "30")
+        j = self.d.wait_state(jid, "TIMEOUT", timeout=20)
+        self.assertEqual(j["signal"], 15)
+        self.assertNotIn("kill", [e["kind"] for e in j["events"]])
+
+    def test_logs_follow_until_the_end(self):
+        jid = self.d.submit("--name", "yolo", "--", TRAINER, "epochs=3", "--epoch-seconds", "0.2")
+        p = self.d.cli("logs", "-f", jid, timeout=60)
+        self.assertIn("Results saved to", p.stdout)
+        self.assertGreaterEqual(p.stdout.count("Class     Images  Instances"), 3)
+        self.assertEqual(self.d.job(jid)["state"], "COMPLETED")
+        run = os.path.join(self.d.work, "runs", "detect", "train")
+        with open(os.path.join(run, "results.csv")) as f:
+            rows = f.read().splitlines()
+        self.assertTrue(rows[0].replace(" ", "").startswith("epoch,train/box_loss"))
+        self.assertEqual([int(float(r.split(",")[0])) for r in rows[1:]], [1, 2, 3])
+        self.assertTrue(os.path.exists(os.path.join(run, "weights", "last.pt")))
+
+    def test_script_with_directives(self):
+        script = os.path.join(self.d.work, "train.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#GPUWARD --gpus 3 --time 4h\n#GPUWARD --name from-script\n"
+                    "echo \"gpus=$CUDA_VISIBLE_DEVICES args=$*\"\n")
+        os.chmod(script, 0o755)
+        jid = self.d.submit(script, "x", "y")
+        j = self.d.wait_state(jid, "COMPLETED")
+        self.assertEqual(j["name"], "from-script")
+        self.assertEqual(j["ngpus"], 3)
+        self.assertEqual(j["time_limit"], 4 * 3600)
+        self.assertIn("args=x y", self.d.log_text(jid))
+        # Flags on the command line win over directives.
+        jid = self.d.submit("--gpus", 1, "--name", "flag-wins", script)
+        j = self.d.wait_state(jid, "COMPLETED")
+        self.assertEqual((j["ngpus"], j["name"], j["time_limit"]), (1, "flag-wins", 4 * 3600))
+
+    def test_environment_of_the_submitting_shell(self):
+        env = dict(os.environ, MY_SETTING="from-shell", LD_PRELOAD="")
+        out = os.path.join(self.d.work, "env.out")
+        p = subprocess.run([GPUWARD, "--socket", self.d.socket, "submit", "--json", "--env", "EXTRA=1",
+                            "--env", "CUDA_VISIBLE_DEVICES=7", "--output", out, "--", "env"],
+                           capture_output=True, text=True, env=env, cwd=self.d.work, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        jid = int(re.search(r"\d+", p.stdout).group(0))
+        j = self.d.wait_state(jid, "COMPLETED")
+        self.assertEqual(j["log_path"], out)
+        with open(out) as f:
+            lines = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
+        self.assertEqual(lines["MY_SETTING"], "from-shell")
+        self.assertEqual(lines["EXTRA"], "1")
+        self.assertEqual(lines["CUDA_VISIBLE_DEVICES"], ",".join(map(str, j["gpus"])), "gpuward's variables win")
+        self.assertEqual(lines["CUDA_DEVICE_ORDER"], "PCI_BUS_ID")
+        self.assertEqual(lines["GPUWARD_JOB_ID"], str(jid))
+        self.assertEqual(lines["GPUWARD_ATTEMPT"], "1")
+        self.assertNotIn("LD_PRELOAD", lines, "stripped by the config")
+
+    def test_failed_job_and_missing_program(self):
+        a = self.d.submit("--", "sh", "-c", "echo boom >&2; exit 7")
+        b = self.d.submit("--", "no-such-program-gw")
+        ja, jb = self.d.wait_state(a, "FAILED"), self.d.wait_state(b, "FAILED")
+        self.assertEqual((ja["exit_code"], ja["reason"]), (7, "exit 7"))
+        self.assertIn("boom", self.d.log_text(a))
+        self.assertEqual(jb["exit_code"], 127)
+        self.assertIn("cannot execute 'no-such-program-gw'", self.d.log_text(b))
+        hist = self.d.cli("history").stdout
+        self.assertRegex(hist, rf"(?m)^{a}\s+sh\s+\S+\s+FAILED\s+7")
+
+
+if __name__ == "__main__":
+    main()

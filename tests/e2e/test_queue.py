@@ -1,0 +1,109 @@
+"""Queueing and GPU allocation through the CLI and the API."""
+import os
+import random
+import re
+
+from gwtest import TRAINER, DaemonTest, main, wait_until
+
+
+class QueueTest(DaemonTest):
+    def visible_devices(self, jid):
+        m = re.search(r"CUDA_VISIBLE_DEVICES=(\S+)", self.d.log_text(jid))
+        return m.group(1) if m else None
+
+    def test_two_run_third_waits_then_starts(self):
+        gate = os.path.join(self.d.work, "gate")
+        # The first two hold their GPUs until the gate file appears; the third must wait.
+        hold = f"echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; while [ ! -e {gate} ]; do sleep 0.05; done"
+        a = self.d.submit("--gpus", 2, "--name", "a", "--", "sh", "-c", hold)
+        b = self.d.submit("--gpus", 2, "--name", "b", "--", "sh", "-c", hold + "; sleep 30")
+        c = self.d.submit("--gpus", 2, "--name", "c", "--", TRAINER, "epochs=2", "--epoch-seconds", "0.05")
+        self.d.wait_state(a, "RUNNING")
+        self.d.wait_state(b, "RUNNING")
+        jc = self.d.job(c)
+        self.assertEqual(jc["state"], "PENDING")
+        self.assertEqual(jc["reason"], "Resources")
+        queue = self.d.cli("queue").stdout
+        self.assertRegex(queue, rf"(?m)^{c}\s+c\s+.*PENDING.*Resources")
+        ga, gb = self.d.job(a)["gpus"], self.d.job(b)["gpus"]
+        self.assertEqual(len(ga), 2)
+        self.assertFalse(set(ga) & set(gb))
+        wait_until(lambda: self.visible_devices(a) and self.visible_devices(b), what="jobs to print their GPUs")
+        self.assertEqual(self.visible_devices(a), ",".join(map(str, ga)))
+        self.assertEqual(self.visible_devices(b), ",".join(map(str, gb)))
+        open(gate, "w").close()
+        ja = self.d.wait_state(a, "COMPLETED")
+        jc = self.d.wait_state(c, {"RUNNING", "COMPLETED"})
+        self.assertEqual(sorted(jc["gpus"]), sorted(ja["gpus"]), "c takes the GPUs a freed")
+        jc = self.d.wait_state(c, "COMPLETED")
+        self.assertEqual(jc["exit_code"], 0)
+        self.assertEqual(self.visible_devices(c), ",".join(map(str, jc["gpus"])))
+        # The gpus view shows who holds what.
+        gpus = self.d.cli_json("gpus")["gpus"]
+        self.assertEqual(len(gpus), 4)
+        for g in gpus:
+            self.assertEqual(g["job"], b if g["index"] in gb else None)
+
+    def test_no_gpu_ever_shared(self):
+        rng = random.Random(1234)
+        ids = []
+        marks = os.path.join(self.d.work, "marks")
+        os.makedirs(marks)
+        script = ("t0=$(date +%s.%N); sleep $1; t1=$(date +%s.%N); "
+                  f"echo \"$CUDA_VISIBLE_DEVICES $t0 $t1\" > {marks}/$GPUWARD_JOB_ID")
+        jobs = [{"command": ["sh", "-c", script, "sh", f"0.0{rng.randint(0, 5)}"], "ngpus": rng.choice([1, 1, 1, 2, 3, 4]),
+                 "cwd": self.d.work, "time_limit": 60, "priority": rng.choice([0, 0, 0, 5])} for _ in range(200)]
+        # Half through one batch call, half one by one through the API.
+        st, r = self.d.api("POST", "/api/v1/jobs/batch", {"jobs": jobs[:100]})
+        self.assertEqual(st, 201, r)
+        ids += r["ids"]
+        for spec in jobs[100:]:
+            st, r = self.d.api("POST", "/api/v1/jobs", spec)
+            self.assertEqual(st, 201, r)
+            ids.append(r["id"])
+        wait_until(lambda: len(os.listdir(marks)) == 200, timeout=180, interval=0.2, what="200 jobs to finish")
+        spans = {g: [] for g in range(4)}
+        for jid in ids:
+            j = self.d.wait_state(jid, "COMPLETED")
+            with open(os.path.join(marks, str(jid))) as f:
+                dev, t0, t1 = f.read().split()
+            self.assertEqual(dev, ",".join(map(str, j["gpus"])))
+            self.assertEqual(len(j["gpus"]), j["ngpus"])
+            for g in j["gpus"]:
+                spans[g].append((float(t0), float(t1), jid))
+        for g, s in spans.items():
+            s.sort()
+            for (a0, a1, ja), (b0, b1, jb) in zip(s, s[1:]):
+                self.assertLessEqual(a1, b0, f"GPU {g} shared by jobs {ja} and {jb}")
+
+    def test_priority_and_hold(self):
+        gate = os.path.join(self.d.work, "gate")
+        blocker = self.d.submit("--gpus", 4, "--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done")
+        self.d.wait_state(blocker, "RUNNING")
+        low = self.d.submit("--gpus", 4, "--name", "low", "--", "true")
+        high = self.d.submit("--gpus", 4, "--priority", 10, "--name", "high", "--", "true")
+        held = self.d.submit("--gpus", 1, "--hold", "--", "true")
+        self.assertEqual(self.d.job(held)["state"], "HELD")
+        self.assertEqual(self.d.job(held)["reason"], "Held")
+        queue = [j["id"] for j in self.d.cli_json("queue")["jobs"]]
+        self.assertLess(queue.index(high), queue.index(low))
+        open(gate, "w").close()
+        jh, jl = self.d.wait_state(high, "COMPLETED"), self.d.wait_state(low, "COMPLETED")
+        self.assertLessEqual(jh["start_time"], jl["start_time"])
+        self.assertEqual(self.d.job(held)["state"], "HELD")
+        self.d.cli("release", held)
+        self.d.wait_state(held, "COMPLETED")
+
+    def test_dependencies(self):
+        first = self.d.submit("--", "sh", "-c", "sleep 0.3; exit 3")
+        ok_dep = self.d.submit("--after", f"{first}:ok", "--", "true")
+        any_dep = self.d.submit("--after", f"{first}:any", "--", "true")
+        self.assertEqual(self.d.job(ok_dep)["reason"], "Dependency")
+        self.d.wait_state(first, "FAILED")
+        self.d.wait_state(any_dep, "COMPLETED")
+        j = self.d.wait_state(ok_dep, "CANCELLED")
+        self.assertIn("dependency never satisfied", j["reason"])
+
+
+if __name__ == "__main__":
+    main()

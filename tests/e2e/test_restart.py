@@ -1,0 +1,106 @@
+"""Daemon restarts: jobs are re-adopted, history stays, nothing acknowledged is lost."""
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+from gwtest import GPUWARD, TRAINER, DaemonTest, main, pid_alive, wait_until
+
+
+class RestartTest(DaemonTest):
+    def test_running_job_is_readopted(self):
+        gate = os.path.join(self.d.work, "gate")
+        jid = self.d.submit("--gpus", 2, "--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 4")
+        j = self.d.wait_state(jid, "RUNNING")
+        waiting = self.d.submit("--gpus", 3, "--", "true")
+        self.d.stop()  # SIGTERM: jobs keep running
+        self.assertTrue(pid_alive(j["pid"]), "SIGTERM to the daemon leaves jobs running")
+        self.d.start()
+        j2 = self.d.job(jid)
+        self.assertEqual((j2["state"], j2["pid"], j2["gpus"]), ("RUNNING", j["pid"], j["gpus"]))
+        self.assertIn("adopt", [e["kind"] for e in j2["events"]])
+        self.assertEqual(self.d.job(waiting)["state"], "PENDING", "its GPUs are still taken")
+        open(gate, "w").close()
+        j3 = self.d.wait_state(jid, "FAILED")
+        self.assertEqual(j3["exit_code"], 4, "the exit status survives the restart")
+        self.d.wait_state(waiting, "COMPLETED")
+
+    def test_job_that_ended_while_the_daemon_was_down(self):
+        jid = self.d.submit("--", "sh", "-c", "sleep 0.5; exit 0")
+        self.d.wait_state(jid, "RUNNING")
+        self.d.kill9()
+        time.sleep(1.0)
+        self.d.start()
+        j = self.d.wait_state(jid, "COMPLETED")
+        self.assertEqual(j["exit_code"], 0)
+
+    def test_lost_job(self):
+        jid = self.d.submit("--", TRAINER, "--sleep-forever")
+        j = self.d.wait_state(jid, "RUNNING")
+        self.d.kill9()
+        # The machine "rebooted": the job and its supervisor are gone.
+        with open(f"/proc/{j['pid']}/stat") as f:
+            shim = int(f.read().rsplit(")", 1)[1].split()[1])
+        for pid in (shim, j["pid"]):
+            os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(j["pid"]), what="job to die")
+        self.d.start()
+        j = self.d.wait_state(jid, "FAILED")
+        self.assertTrue(j["reason"].startswith("lost"), j["reason"])
+        self.assertTrue(all(g["job"] is None for g in self.d.cli_json("gpus")["gpus"]))
+
+    def test_history_survives_restart(self):
+        ids = [self.d.submit("--name", f"h{i}", "--", "true") for i in range(3)]
+        for i in ids:
+            self.d.wait_state(i, "COMPLETED")
+        self.d.stop()
+        self.d.start()
+        hist = self.d.cli_json("history")["jobs"]
+        self.assertEqual([j["id"] for j in hist][:3], ids[::-1])
+        self.assertEqual(self.d.submit("--", "true"), ids[-1] + 1)
+
+    def test_kill9_during_submissions_loses_nothing_acknowledged(self):
+        acked, stop = [], threading.Event()
+
+        def submitter():
+            for i in range(100):
+                if stop.is_set():
+                    return
+                p = subprocess.run([GPUWARD, "--socket", self.d.socket, "submit", "-q", "--gpus", "1", "--name",
+                                    f"k{i}", "--", "sleep", "0.01"], capture_output=True, text=True, timeout=30,
+                                   cwd=self.d.work)
+                if p.returncode == 0:
+                    acked.append(int(p.stdout.strip()))
+
+        rng = random.Random(7)
+        for round_ in range(3):
+            t = threading.Thread(target=submitter)
+            t.start()
+            time.sleep(rng.uniform(0.05, 0.4))
+            self.d.kill9()
+            stop.set()
+            t.join(timeout=60)
+            stop.clear()
+            self.d.start()
+            for jid in acked:
+                st, j = self.d.api("GET", f"/api/v1/jobs/{jid}")
+                self.assertEqual(st, 200, f"round {round_}: job {jid} was acknowledged but is gone")
+        self.assertGreater(len(acked), 0)
+        for jid in acked:
+            self.d.wait_state(jid, "COMPLETED", timeout=60)
+        # No GPU is ever given twice across restarts.
+        st, r = self.d.api("GET", "/api/v1/jobs?state=COMPLETED,FAILED,CANCELLED&limit=10000")
+        spans = {}
+        for j in r["jobs"]:
+            for g in j["gpus"]:
+                spans.setdefault(g, []).append((j["start_time"], j["end_time"], j["id"]))
+        for g, s in spans.items():
+            s.sort()
+            for (a0, a1, ja), (b0, b1, jb) in zip(s, s[1:]):
+                self.assertLessEqual(a1, b0 + 0.002, f"GPU {g}: jobs {ja} and {jb} overlap")
+
+
+if __name__ == "__main__":
+    main()
