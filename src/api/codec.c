@@ -211,44 +211,117 @@ static json_t *time_or_null(gw_usec_t t) {
         return t > 0 ? json_real((double) t / 1e6) : json_null();
 }
 
-json_t *gw_codec_job(const struct gw_job *j) {
-        json_t *o = json_object(), *gpus = json_array(), *cmd = json_array();
+static json_t *enc_gpus(const struct gw_job *j) {
+        json_t *a = json_array();
         for (int i = 0; i < 64; i++)
                 if (j->gpu_mask & (UINT64_C(1) << i))
-                        json_array_append_new(gpus, json_integer(i));
+                        json_array_append_new(a, json_integer(i));
+        return a;
+}
+
+static json_t *enc_command(const struct gw_job *j) {
+        json_t *a = json_array();
         for (size_t i = 0; j->argv && j->argv[i]; i++)
-                json_array_append_new(cmd, json_string(j->argv[i]));
-        const char *reason = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD
-                                     ? gw_job_reason_name(j->wait_reason)
-                                     : (j->end_reason ? j->end_reason : "");
-        json_object_set_new(o, "id", json_integer(j->id));
-        json_object_set_new(o, "name", json_string(j->name ? j->name : ""));
-        json_object_set_new(o, "user", json_string(j->user ? j->user : ""));
-        json_object_set_new(o, "uid", json_integer(j->uid));
-        json_object_set_new(o, "state", json_string(gw_job_state_name(j->state)));
-        json_object_set_new(o, "reason", json_string(reason ? reason : ""));
-        json_object_set_new(o, "ngpus", json_integer(j->ngpus));
-        json_object_set_new(o, "gpus", gpus);
-        json_object_set_new(o, "gpu_mem", json_integer((json_int_t) j->gpu_mem));
-        json_object_set_new(o, "priority", json_integer(j->priority));
-        json_object_set_new(o, "time_limit", json_integer(j->time_limit / GW_USEC_PER_SEC));
-        json_object_set_new(o, "submit_time", time_or_null(j->submit_time));
-        json_object_set_new(o, "start_time", time_or_null(j->start_time));
-        json_object_set_new(o, "end_time", time_or_null(j->end_time));
-        json_object_set_new(o, "exit_code", j->has_exit && !j->signal ? json_integer(j->exit_code) : json_null());
-        json_object_set_new(o, "signal", j->signal ? json_integer(j->signal) : json_null());
-        json_object_set_new(o, "command", cmd);
-        json_object_set_new(o, "cwd", json_string(j->cwd ? j->cwd : ""));
-        json_object_set_new(o, "log_path", j->log_path ? json_string(j->log_path) : json_null());
-        if (j->after_job > 0)
-                json_object_set_new(o, "after", json_pack("{s:I,s:s}", "job", (json_int_t) j->after_job, "kind",
-                                                          gw_dep_kind_name(j->after_kind)));
-        else
-                json_object_set_new(o, "after", json_null());
-        json_object_set_new(o, "attempt", json_integer(j->attempt));
-        json_object_set_new(o, "pid", j->pid > 0 ? json_integer(j->pid) : json_null());
+                json_array_append_new(a, json_string(j->argv[i]));
+        return a;
+}
+
+static json_t *enc_reason(const struct gw_job *j) {
+        const char *r = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD ? gw_job_reason_name(j->wait_reason)
+                                                                             : j->end_reason;
+        return json_string(r ? r : "");
+}
+
+static json_t *enc_after(const struct gw_job *j) {
+        if (j->after_job <= 0)
+                return json_null();
+        return json_pack("{s:I,s:s}", "job", (json_int_t) j->after_job, "kind", gw_dep_kind_name(j->after_kind));
+}
+
+static json_t *enc_str(const char *s) { return json_string(s ? s : ""); }
+
+/* One encoder per field of the job object, in the order the API documents them. */
+#define FIELD(name, expr) \
+        static json_t *enc_f_##name(const struct gw_job *j) { return (expr); }
+FIELD(id, json_integer(j->id))
+FIELD(name, enc_str(j->name))
+FIELD(user, enc_str(j->user))
+FIELD(uid, json_integer(j->uid))
+FIELD(state, json_string(gw_job_state_name(j->state)))
+FIELD(reason, enc_reason(j))
+FIELD(ngpus, json_integer(j->ngpus))
+FIELD(gpus, enc_gpus(j))
+FIELD(gpu_mem, json_integer((json_int_t) j->gpu_mem))
+FIELD(priority, json_integer(j->priority))
+FIELD(time_limit, json_integer(j->time_limit / GW_USEC_PER_SEC))
+FIELD(submit_time, time_or_null(j->submit_time))
+FIELD(start_time, time_or_null(j->start_time))
+FIELD(end_time, time_or_null(j->end_time))
+FIELD(exit_code, j->has_exit && !j->signal ? json_integer(j->exit_code) : json_null())
+FIELD(signal, j->signal ? json_integer(j->signal) : json_null())
+FIELD(command, enc_command(j))
+FIELD(cwd, enc_str(j->cwd))
+FIELD(log_path, j->log_path ? json_string(j->log_path) : json_null())
+FIELD(after, enc_after(j))
+FIELD(attempt, json_integer(j->attempt))
+FIELD(pid, j->pid > 0 ? json_integer(j->pid) : json_null())
+#undef FIELD
+
+static const struct {
+        const char *name;
+        json_t *(*encode)(const struct gw_job *j);
+} job_fields[] = {
+        { "id", enc_f_id },
+        { "name", enc_f_name },
+        { "user", enc_f_user },
+        { "uid", enc_f_uid },
+        { "state", enc_f_state },
+        { "reason", enc_f_reason },
+        { "ngpus", enc_f_ngpus },
+        { "gpus", enc_f_gpus },
+        { "gpu_mem", enc_f_gpu_mem },
+        { "priority", enc_f_priority },
+        { "time_limit", enc_f_time_limit },
+        { "submit_time", enc_f_submit_time },
+        { "start_time", enc_f_start_time },
+        { "end_time", enc_f_end_time },
+        { "exit_code", enc_f_exit_code },
+        { "signal", enc_f_signal },
+        { "command", enc_f_command },
+        { "cwd", enc_f_cwd },
+        { "log_path", enc_f_log_path },
+        { "after", enc_f_after },
+        { "attempt", enc_f_attempt },
+        { "pid", enc_f_pid },
+};
+
+
+int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err) {
+        uint64_t mask = 0;
+        while (list && *list) {
+                size_t l = strcspn(list, ",");
+                size_t i = 0;
+                while (i < ELEMENTSOF(job_fields) &&
+                       (strlen(job_fields[i].name) != l || strncmp(job_fields[i].name, list, l)))
+                        i++;
+                if (i == ELEMENTSOF(job_fields))
+                        return fail(err, "fields", "fields: unknown job field '%.*s'", (int) (l < 64 ? l : 64), list);
+                mask |= UINT64_C(1) << i;
+                list += l + (list[l] == ',');
+        }
+        *ret_mask = mask ? mask : GW_CODEC_ALL_FIELDS;
+        return 0;
+}
+
+json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask) {
+        json_t *o = json_object();
+        for (size_t i = 0; i < ELEMENTSOF(job_fields); i++)
+                if (mask & (UINT64_C(1) << i))
+                        json_object_set_new(o, job_fields[i].name, job_fields[i].encode(j));
         return o;
 }
+
+json_t *gw_codec_job(const struct gw_job *j) { return gw_codec_job_masked(j, GW_CODEC_ALL_FIELDS); }
 
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n) {
         json_t *a = json_array();

@@ -17,8 +17,14 @@ struct gw_codec_error {
 int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
                       struct gw_codec_error *err);
 
+#define GW_CODEC_ALL_FIELDS UINT64_MAX
+
 /* The job as the API shows it (docs/API.md).  New reference. */
 json_t *gw_codec_job(const struct gw_job *j);
+/* Only the fields in mask (from gw_codec_job_fields), for long lists. */
+json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask);
+/* "id,state,gpus" → mask; empty or NULL = all.  -EINVAL naming an unknown field. */
+int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err);
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n);
 
 /* {"error": message, "field": field or null}, serialized; malloc'ed. */

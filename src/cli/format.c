@@ -2,6 +2,7 @@
 #include "cli/format.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -95,8 +96,8 @@ static void print_row(char *const *row, const size_t *widths, size_t ncols, FILE
                 if (i + 1 == ncols)
                         break;
                 size_t w = cli_display_width(row[i]);
-                for (size_t k = w; k < widths[i] + COL_GAP; k++)
-                        fputc(' ', f);
+                size_t pad = widths[i] + COL_GAP - w;
+                fprintf(f, "%*s", (int) (pad < INT_MAX ? pad : INT_MAX), "");
         }
         fputc('\n', f);
 }

@@ -32,17 +32,30 @@ static int write_file(const char *dir, const char *file, const char *text) {
         return n == (ssize_t) strlen(text) ? 0 : -errno;
 }
 
-static bool try_base(const char *root, const char *probe, struct gw_cgroups *ret) {
+/* Each daemon gets its own directory, named after its state dir, so that two daemons on
+ * one host (tests, a second instance) never share a job's cgroup. */
+static bool try_base(const char *root, const char *probe, const char *instance, struct gw_cgroups *ret) {
         if (!exists(root, probe))
                 return false;
         snprintf(ret->base, sizeof ret->base, "%s/gpuward", root);
         if (mkdir(ret->base, 0755) < 0 && errno != EEXIST)
                 return false;
+        size_t l = strlen(ret->base);
+        snprintf(ret->base + l, sizeof ret->base - l, "/%s", instance);
+        if (mkdir(ret->base, 0755) < 0 && errno != EEXIST)
+                return false;
         return access(ret->base, W_OK) == 0;
 }
 
-void gw_cgroup_detect(const char *want, struct gw_cgroups *ret, char *note, size_t notelen) {
+void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups *ret, char *note, size_t notelen) {
         memset(ret, 0, sizeof *ret);
+        char instance[64];
+        struct stat st;
+        if (stat(state_dir, &st) == 0)
+                snprintf(instance, sizeof instance, "state-%llx-%llx", (unsigned long long) st.st_dev,
+                         (unsigned long long) st.st_ino);
+        else
+                snprintf(instance, sizeof instance, "state-unknown");
         note[0] = '\0';
         if (!strcmp(want, "none")) {
                 snprintf(note, notelen, "cgroups off by config");
@@ -51,12 +64,12 @@ void gw_cgroup_detect(const char *want, struct gw_cgroups *ret, char *note, size
         if (strcmp(want, "v1")) {
                 const char *roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
                 for (size_t i = 0; i < ELEMENTSOF(roots); i++)
-                        if (try_base(roots[i], "cgroup.controllers", ret) && exists(ret->base, "cgroup.kill")) {
+                        if (try_base(roots[i], "cgroup.controllers", instance, ret) && exists(ret->base, "cgroup.kill")) {
                                 ret->mode = GW_CGROUP_V2;
                                 return;
                         }
         }
-        if (strcmp(want, "v2") && try_base("/sys/fs/cgroup/freezer", "freezer.state", ret)) {
+        if (strcmp(want, "v2") && try_base("/sys/fs/cgroup/freezer", "freezer.state", instance, ret)) {
                 ret->mode = GW_CGROUP_V1;
                 return;
         }
@@ -109,4 +122,9 @@ int gw_cgroup_populated(const char *dir) {
 
 int gw_cgroup_remove(const char *dir) {
         return rmdir(dir) < 0 ? -errno : 0;
+}
+
+void gw_cgroup_release(struct gw_cgroups *cg) {
+        if (cg->mode != GW_CGROUP_NONE)
+                (void) rmdir(cg->base); /* only succeeds when no job cgroup is left */
 }

@@ -13,7 +13,7 @@ struct gw_cgroups {
 
 /* Detects what the host allows given the config's wish (auto, v2, v1, none).  Never fails:
  * falls back to NONE and writes why into note. */
-void gw_cgroup_detect(const char *want, struct gw_cgroups *ret, char *note, size_t notelen);
+void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups *ret, char *note, size_t notelen);
 const char *gw_cgroup_mode_name(enum gw_cgroup_mode m);
 
 /* Creates the job's cgroup; malloc'ed directory path in *ret_dir. */
@@ -23,3 +23,5 @@ int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig);
 /* Whether the cgroup still holds processes. */
 int gw_cgroup_populated(const char *dir);
 int gw_cgroup_remove(const char *dir);
+/* Removes this daemon's directory if no job cgroup is left in it. */
+void gw_cgroup_release(struct gw_cgroups *cg);

@@ -67,6 +67,7 @@ struct gw_daemon {
         struct gw_djob **running;
         size_t n_running, cap_running;
         bool sched_dirty;
+        bool deps_changed;           /* a job ended: dependency verdicts may change */
 
         int epfd, sigfd;
         struct gw_source sig_src, http_src[2];

@@ -227,8 +227,14 @@ static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep)
         return 0;
 }
 
+struct list_ctx {
+        json_t *arr;
+        uint64_t fields;
+};
+
 static int list_cb(struct gw_job *j, void *userdata) {
-        json_array_append_new(userdata, gw_codec_job(j));
+        struct list_ctx *lc = userdata;
+        json_array_append_new(lc->arr, gw_codec_job_masked(j, lc->fields));
         gw_job_free(j);
         return 0;
 }
@@ -264,7 +270,13 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                             "limit must be 1-10000 and before a job id");
                 return;
         }
-        json_t *arr = json_array();
+        struct gw_codec_error ferr;
+        struct list_ctx lc = { .arr = NULL };
+        if (gw_codec_job_fields(gw_http_query(req, "fields"), &lc.fields, &ferr) < 0) {
+                reply_error(rep, 400, ferr.field, "%s", ferr.message);
+                return;
+        }
+        json_t *arr = lc.arr = json_array();
         for (int pass = 0; pass < 2 && (mask & active); pass++) {
                 /* Running first, then the queue in order. */
                 struct gw_djob **v = pass ? d->queue : d->running;
@@ -272,13 +284,13 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 for (size_t i = 0; i < n; i++) {
                         const struct gw_job *j = v[i]->job;
                         if ((mask & (1u << j->state)) && (!f.by_uid || j->uid == f.uid))
-                                json_array_append_new(arr, gw_codec_job(j));
+                                json_array_append_new(arr, gw_codec_job_masked(j, lc.fields));
                 }
         }
         if (f.state_mask) {
                 f.limit = (unsigned) limit;
                 f.before_id = before;
-                if (gw_store_jobs_list(d->store, &f, list_cb, arr) < 0) {
+                if (gw_store_jobs_list(d->store, &f, list_cb, &lc) < 0) {
                         json_decref(arr);
                         reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
                         return;

@@ -121,7 +121,7 @@ int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_
         if (r < 0)
                 return r;
         j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
-        j->wait_reason = hold ? GW_REASON_HELD : GW_REASON_RESOURCES;
+        j->wait_reason = hold ? GW_REASON_HELD : j->after_job > 0 ? GW_REASON_DEPENDENCY : GW_REASON_RESOURCES;
         j->submit_time = gw_now_wall();
         j->attempt = 1;
         if (!j->name || !j->name[0]) {
@@ -318,6 +318,7 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         } else
                 gw_queue_remove(d, dj);
         d->sched_dirty = true;
+        d->deps_changed = true;
         job_forget(d, dj);
 }
 

@@ -211,6 +211,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         free(d->queue);
         free(d->running);
         gw_gpus_close(d);
+        gw_cgroup_release(&d->cg);
         d->store = gw_store_close(d->store);
         if (d->sigfd >= 0)
                 (void) close(d->sigfd);
@@ -238,7 +239,7 @@ int main(int argc, char **argv) {
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;
-        gw_cgroup_detect(cfg.cgroup, &d.cg, note, sizeof note);
+        gw_cgroup_detect(cfg.cgroup, cfg.state_dir, &d.cg, note, sizeof note);
         log_info("cgroups: %s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
                  d.cg.mode ? d.cg.base : "", note[0] ? note : "");
         d.now = gw_now_mono();

@@ -156,12 +156,24 @@ static void fill_gpus(const struct gw_daemon *d, struct gw_sched_gpu *g) {
         }
 }
 
+/* Whether any usable GPU is unallocated: without one nothing can start, and a pass would
+ * only recompute the same wait reasons (new jobs arrive with theirs already set). */
+static bool any_gpu_free(const struct gw_sched_gpu *g, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                if (g[i].usable && g[i].job_id == 0)
+                        return true;
+        return false;
+}
+
 void gw_schedule(struct gw_daemon *d) {
         d->sched_dirty = false;
         if (d->n_queue == 0)
                 return;
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
         fill_gpus(d, gpus);
+        if (!any_gpu_free(gpus, d->n_gpus) && !d->deps_changed)
+                return;
+        d->deps_changed = false;
         size_t n = d->n_queue;
         _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);
         _cleanup_free_ struct gw_sched_start *starts = gw_xmalloc(n * sizeof *starts);

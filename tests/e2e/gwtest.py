@@ -202,7 +202,8 @@ class DaemonTest(unittest.TestCase):
         self.d = Daemon(gpus=self.gpus, grace=self.grace, extra=self.extra, config=self.config).start()
 
     def tearDown(self):
-        failed = any(e for _, e in (getattr(self._outcome, "errors", None) or [])) if hasattr(self, "_outcome") else False
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        failed = result is not None and any(t is self for t, _ in result.errors + result.failures)
         if failed:
             print(self.d.daemon_log()[-4000:], file=sys.stderr)
         self.d.cleanup()

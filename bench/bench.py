@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""gpuward benchmarks: submission rate, dispatch gap and drain rate, queue listing, memory.
+
+Not tests: the numbers depend on the machine.  `make bench` in a build dir (or
+`python3 bench/bench.py --build build`) runs them on a fresh daemon with 4 simulated GPUs and
+prints a Markdown table; --write FILE replaces the generated section of docs/PERFORMANCE.md."""
+import argparse
+import concurrent.futures
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def job(cmd, cwd, **kw):
+    return dict({"command": cmd, "cwd": cwd, "ngpus": 1, "time_limit": 3600}, **kw)
+
+
+def bench_submit(gw, results, n_api, n_cli):
+    d = gw.Daemon(gpus=4).start()
+    try:
+        # A 4-GPU job holds every GPU so submissions queue up and measure the submit path alone.
+        st, r = d.api("POST", "/api/v1/jobs", job(["sleep", "3600"], d.work, ngpus=4))
+        blocker = r["id"]
+        d.wait_state(blocker, "RUNNING")
+        conn = gw.UnixHTTPConnection(d.socket)
+        body = json.dumps(job(["true"], d.work))
+        t0 = time.perf_counter()
+        for _ in range(n_api):
+            conn.request("POST", "/api/v1/jobs", body=body, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            resp.read()
+            assert resp.status == 201, resp.status
+        dt = time.perf_counter() - t0
+        conn.close()
+        results["api_submit_per_s"] = n_api / dt
+
+        def one(_):
+            p = subprocess.run([gw.GPUWARD, "--socket", d.socket, "submit", "-q", "--", "true"], cwd=d.work,
+                               capture_output=True, text=True)
+            assert p.returncode == 0, p.stderr
+
+        t0 = time.perf_counter()
+        for i in range(n_cli // 4):
+            one(i)
+        results["cli_submit_seq_per_s"] = (n_cli // 4) / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
+            list(ex.map(one, range(n_cli)))
+        results["cli_submit_par4_per_s"] = n_cli / (time.perf_counter() - t0)
+
+        pending = len(d.api("GET", "/api/v1/jobs?state=PENDING")[1]["jobs"])
+        results["queue_pending"] = pending
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            p = subprocess.run([gw.GPUWARD, "--socket", d.socket, "queue"], capture_output=True, text=True)
+            times.append(time.perf_counter() - t0)
+            assert p.returncode == 0 and len(p.stdout.splitlines()) > pending
+        results["queue_ms_p50"] = statistics.median(times) * 1000
+        results["rss_kib_queue"] = rss_kib(d.proc.pid)
+    finally:
+        # Cancelling the blocker first would start 10,000 jobs: stop the daemon, then the blocker.
+        st, r = d.api("GET", "/api/v1/jobs?state=RUNNING")
+        d.stop()
+        for j in r.get("jobs", []):
+            try:
+                os.killpg(j["pid"], 9)
+            except ProcessLookupError:
+                pass
+        d.log.close()
+        import shutil
+        shutil.rmtree(d.dir, ignore_errors=True)
+
+
+def bench_dispatch(gw, build, results, n):
+    d = gw.Daemon(gpus=4).start()
+    try:
+        stamps = os.path.join(d.work, "stamps")
+        stamp = os.path.join(build, "bench", "gw-bench-stamp")
+        jobs = [job([stamp, stamps], d.work) for _ in range(n)]
+        t0 = time.time()
+        st, r = d.api("POST", "/api/v1/jobs/batch", {"jobs": jobs})
+        assert st == 201, r
+        last = r["ids"][-1]
+        gw.wait_until(lambda: d.job(last)["state"] == "COMPLETED" and
+                      len(d.api("GET", "/api/v1/jobs")[1]["jobs"]) == 0, timeout=600, interval=0.05,
+                      what="the queue to drain")
+        with open(stamps) as f:
+            rows = [line.split() for line in f]
+        assert len(rows) == n, len(rows)
+        by_gpu = {}
+        for g, s, e in rows:
+            by_gpu.setdefault(g, []).append((float(s), float(e)))
+        gaps = []
+        for spans in by_gpu.values():
+            spans.sort()
+            gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+        first = min(float(s) for _, s, _ in rows)
+        end = max(float(e) for _, _, e in rows)
+        results["dispatch_jobs"] = n
+        results["dispatch_gap_ms_p50"] = pct(gaps, 50) * 1000
+        results["dispatch_gap_ms_p99"] = pct(gaps, 99) * 1000
+        results["drain_per_s"] = n / (end - first)
+        results["submit_to_first_exec_ms"] = (first - t0) * 1000
+    finally:
+        d.cleanup()
+
+
+def bench_history_rss(gw, build, results, n):
+    d = gw.Daemon(gpus=4).start()
+    try:
+        stamp = os.path.join(build, "bench", "gw-bench-stamp")
+        out = os.path.join(d.work, "s")
+        batch = 10000
+        for k in range(0, n, batch):
+            st, r = d.api("POST", "/api/v1/jobs/batch", {"jobs": [job([stamp, out], d.work)] * min(batch, n - k)},
+                          timeout=120)
+            assert st == 201, r
+            last = r["ids"][-1]
+            gw.wait_until(lambda: d.job(last)["state"] == "COMPLETED", timeout=900, interval=0.2,
+                          what="a batch to drain")
+        gw.wait_until(lambda: len(d.api("GET", "/api/v1/jobs")[1]["jobs"]) == 0, timeout=60)
+        results["history_jobs"] = n
+        results["rss_kib_history"] = rss_kib(d.proc.pid)
+        t0 = time.perf_counter()
+        p = subprocess.run([gw.GPUWARD, "--socket", d.socket, "history", "--limit", "100"], capture_output=True)
+        results["history_ms"] = (time.perf_counter() - t0) * 1000
+        assert p.returncode == 0
+    finally:
+        d.cleanup()
+
+
+def table(r):
+    rows = [
+        ("Submissions, one API client (keep-alive, Unix socket)", f"{r['api_submit_per_s']:.0f}/s", "≥ 5,000/s"),
+        ("Submissions, separate `gpuward submit` processes, one at a time",
+         f"{r['cli_submit_seq_per_s']:.0f}/s", ""),
+        ("Submissions, separate `gpuward submit` processes, 4 at a time",
+         f"{r['cli_submit_par4_per_s']:.0f}/s", "≥ 1,000/s"),
+        (f"Dispatch gap, job exit → next exec on that GPU, p50 ({r['dispatch_jobs']} jobs of `true`, 4 GPUs)",
+         f"{r['dispatch_gap_ms_p50']:.2f} ms", "≤ 2 ms"),
+        ("Dispatch gap, p99", f"{r['dispatch_gap_ms_p99']:.2f} ms", "≤ 20 ms"),
+        ("Drain rate", f"{r['drain_per_s']:.0f} jobs/s", "≥ 1,000/s"),
+        (f"`gpuward queue` with {r['queue_pending']} pending jobs (median of 10)", f"{r['queue_ms_p50']:.0f} ms",
+         "≤ 100 ms"),
+        (f"Daemon RSS with {r['queue_pending']} pending jobs", f"{r['rss_kib_queue'] / 1024:.1f} MiB", ""),
+    ]
+    if "rss_kib_history" in r:
+        rows.append((f"Daemon RSS with {r['history_jobs']} jobs in history", f"{r['rss_kib_history'] / 1024:.1f} MiB",
+                     "≤ 32 MiB"))
+        rows.append(("`gpuward history` (newest 100) at that size", f"{r['history_ms']:.0f} ms", ""))
+    out = ["| measure | result | target |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--write", help="update this Markdown file's generated section")
+    ap.add_argument("--api-jobs", type=int, default=10000)
+    ap.add_argument("--cli-jobs", type=int, default=1000)
+    ap.add_argument("--dispatch-jobs", type=int, default=2000)
+    ap.add_argument("--history-jobs", type=int, default=100000, help="0 skips the RSS-with-history run")
+    a = ap.parse_args()
+    os.environ["GW_BUILD_DIR"] = os.path.abspath(a.build)
+    import gwtest as gw
+    results = {}
+    bench_submit(gw, results, a.api_jobs, a.cli_jobs)
+    bench_dispatch(gw, os.path.abspath(a.build), results, a.dispatch_jobs)
+    if a.history_jobs:
+        bench_history_rss(gw, os.path.abspath(a.build), results, a.history_jobs)
+    cmd = "python3 bench/bench.py --build build" + ("" if a.history_jobs == 100000 else f" --history-jobs {a.history_jobs}")
+    text = (f"<!-- bench:begin -->\nMeasured {time.strftime('%Y-%m-%d')} on {platform.node() and 'this machine'}: "
+            f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}, RelWithDebInfo build, "
+            f"4 simulated GPUs.  Command: `{cmd}` (or `make bench` in the build dir).\n\n{table(results)}\n"
+            f"<!-- bench:end -->")
+    print(text)
+    print(json.dumps(results, indent=1), file=sys.stderr)
+    if a.write:
+        try:
+            with open(a.write) as f:
+                doc = f.read()
+        except FileNotFoundError:
+            doc = "# Performance\n\n<!-- bench:begin -->\n<!-- bench:end -->\n"
+        b, e = doc.find("<!-- bench:begin -->"), doc.find("<!-- bench:end -->")
+        doc = doc[:b] + text + doc[e + len("<!-- bench:end -->"):] if b >= 0 and e >= 0 else doc + "\n" + text + "\n"
+        with open(a.write, "w") as f:
+            f.write(doc)
+
+
+if __name__ == "__main__":
+    main()
