@@ -10,11 +10,13 @@
 #include "core/sched.h"
 #include "daemon/cgroup.h"
 #include "daemon/config.h"
+#include "daemon/launcher.h"
+#include "daemon/proc.h"
 #include "gpu/gpu.h"
 #include "store/store.h"
 
 /* What an epoll event points at. */
-enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD };
+enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT };
 struct gw_source {
         enum gw_source_kind kind;
         void *ptr;
@@ -32,6 +34,10 @@ struct gw_djob {
         enum gw_dep_status dep;
         int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
         struct gw_source pidfd_src;
+        int report_fd;               /* the shim reports the job's pid here, then closes it */
+        struct gw_source report_src;
+        bool dead;                   /* ended; freed by gw_jobs_bury */
+        struct gw_djob *next_dead;
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
         size_t n_waiters;
 };
@@ -67,6 +73,10 @@ struct gw_daemon {
         struct gw_djob **running;
         size_t n_running, cap_running;
         bool sched_dirty;
+        bool recovering;             /* loading jobs from the store at start */
+        struct gw_shim_ref *shims;   /* live shims found at start */
+        size_t n_shims;
+        struct gw_djob *dead;        /* ended jobs awaiting gw_jobs_bury */
         bool deps_changed;           /* a job ended: dependency verdicts may change */
 
         int epfd, sigfd;
@@ -76,7 +86,8 @@ struct gw_daemon {
         gw_usec_t now;               /* monotonic, read once per loop iteration */
         gw_usec_t next_sample;
         bool quit;
-        char log_dir[4096], run_dir[4096];
+        char log_dir[4096], run_dir[4096], exits_path[4200];
+        struct gw_exits *exits;
 };
 
 /* jobmap.c / queue.c */
@@ -114,12 +125,17 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
 /* A shim exited (reaped, or its pidfd fired): read its status and end the job. */
 void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
 void gw_jobs_reap(struct gw_daemon *d);
+/* Frees the jobs that ended during this loop iteration. */
+void gw_jobs_bury(struct gw_daemon *d);
+/* The shim's report fd is readable: learn the job's pid. */
+void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj);
 /* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
 /* Loads active jobs from the store at start; re-adopts running ones whose shim lives. */
 int gw_jobs_recover(struct gw_daemon *d);
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
-void gw_job_exit_path(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n);
+/* Empties the exits journal when no job runs. */
+void gw_jobs_trim_exits(struct gw_daemon *d);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
 
 /* gpus.c */

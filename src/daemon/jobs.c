@@ -27,6 +27,8 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
                 return NULL;
         if (dj->pidfd >= 0)
                 (void) close(dj->pidfd);
+        if (dj->report_fd >= 0)
+                (void) close(dj->report_fd);
         gw_job_free(dj->job);
         free(dj->end_reason);
         free(dj->waiters);
@@ -38,6 +40,7 @@ static struct gw_djob *djob_new(struct gw_job *j) {
         struct gw_djob *dj = gw_xcalloc(1, sizeof *dj);
         dj->job = j;
         dj->pidfd = -1;
+        dj->report_fd = -1;
         return dj;
 }
 
@@ -47,10 +50,6 @@ char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
         char buf[4200];
         snprintf(buf, sizeof buf, "%s/%lld.log", d->log_dir, (long long) j->id);
         return gw_xstrdup(buf);
-}
-
-void gw_job_exit_path(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n) {
-        snprintf(buf, n, "%s/%lld.%d.exit", d->run_dir, (long long) j->id, j->attempt);
 }
 
 static int submit_fail(struct gw_submit_error *err, int status, const char *field, const char *fmt, ...)
@@ -231,15 +230,44 @@ static void gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
                         d->gpus[i].job_id = id;
 }
 
-int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
+/* Records the start before spawning: a daemon killed in between then finds the shim by its
+ * command line at restart (gw_proc_find_shims) instead of starting the job a second time. */
+static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         struct gw_job *j = dj->job;
         j->gpu_mask = mask;
-        char exit_path[4200], err[256] = "";
-        gw_job_exit_path(d, j, exit_path, sizeof exit_path);
+        j->state = GW_JOB_RUNNING;
+        j->wait_reason = GW_REASON_NONE;
+        j->start_time = gw_now_wall();
+        j->shim_pid = j->pid = 0;
+        j->shim_start = j->pid_start = 0;
         free(j->cgroup);
         j->cgroup = NULL;
         if (d->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&d->cg, j->id, j->attempt, &j->cgroup) < 0)
                 log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
+        char gpus[256], msg[512];
+        gw_gpu_mask_format(mask, gpus, sizeof gpus);
+        snprintf(msg, sizeof msg, "started on GPU %s, attempt %d%s%s", gpus, j->attempt, j->cgroup ? ", cgroup " : "",
+                 j->cgroup ? j->cgroup : "");
+        int r = gw_store_job_update(d->store, j, "start", msg);
+        if (r < 0) {
+                log_err("job %lld: cannot record its start, not starting it: %s", (long long) j->id,
+                        gw_store_errmsg(d->store));
+                j->state = GW_JOB_PENDING;
+                j->gpu_mask = 0;
+                return r;
+        }
+        dj->limit_at = d->now + j->time_limit;
+        gw_queue_remove(d, dj);
+        gw_running_add(d, dj);
+        gpus_assign(d, mask, j->id);
+        return 0;
+}
+
+int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
+        struct gw_job *j = dj->job;
+        int r = record_start(d, dj, mask);
+        if (r < 0)
+                return r;
         _cleanup_(gw_strv_freep) char **env = job_environment(d, j);
         struct gw_launch l = {
                 .argv = j->argv,
@@ -251,40 +279,53 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
                 .log_path = j->log_path,
                 .log_is_private = !j->output,
                 .cgroup_dir = j->cgroup,
-                .exit_path = exit_path,
+                .exits_path = d->exits_path,
+                .job_id = j->id,
+                .attempt = j->attempt,
         };
-        pid_t shim, pid;
-        int r = gw_launch_start(&l, &shim, &pid, err, sizeof err);
-        if (r < 0 && shim <= 0) {
+        char err[256] = "";
+        int report_fd;
+        r = gw_launch_start(&l, &j->shim_pid, &report_fd, err, sizeof err);
+        if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
-                gw_queue_remove(d, dj);
-                gw_running_add(d, dj);
-                j->state = GW_JOB_RUNNING;
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
                 return r;
         }
-        j->state = GW_JOB_RUNNING;
-        j->wait_reason = GW_REASON_NONE;
-        j->start_time = gw_now_wall();
-        j->shim_pid = shim;
-        j->pid = pid;
-        (void) gw_proc_start_time(shim, &j->shim_start);
-        (void) gw_proc_start_time(pid, &j->pid_start);
-        dj->limit_at = d->now + j->time_limit;
-        gw_queue_remove(d, dj);
-        gw_running_add(d, dj);
-        gpus_assign(d, mask, j->id);
-        char gpus[256], msg[512];
-        gw_gpu_mask_format(mask, gpus, sizeof gpus);
-        snprintf(msg, sizeof msg, "started on GPU %s, pid %d, attempt %d%s%s", gpus, (int) pid, j->attempt,
-                 j->cgroup ? ", cgroup " : "", j->cgroup ? j->cgroup : "");
-        if (gw_store_job_update(d->store, j, "start", msg) < 0)
-                log_err("job %lld: cannot record its start: %s", (long long) j->id, gw_store_errmsg(d->store));
-        log_info("job %lld: %s", (long long) j->id, msg);
+        (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
+        dj->report_fd = report_fd;
+        dj->report_src = (struct gw_source) { GW_SRC_REPORT, dj };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->report_src };
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, report_fd, &ev) < 0)
+                log_warn("job %lld: cannot watch for its pid: %s", (long long) j->id, strerror(errno));
+        char gpus[256];
+        log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
+                 gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
         return 0;
 }
 
+static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
+        if (dj->report_fd < 0)
+                return;
+        (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->report_fd, NULL);
+        (void) close(dj->report_fd);
+        dj->report_fd = -1;
+}
+
+void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
+        pid_t pid;
+        int r = gw_launch_read_report(dj->report_fd, &pid);
+        if (r == -EAGAIN)
+                return;
+        if (r == 0) {
+                dj->job->pid = pid;
+                (void) gw_proc_start_time(pid, &dj->job->pid_start);
+                log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
+        }
+        report_close(d, dj);
+}
+
 static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        report_close(d, dj);
         if (dj->pidfd >= 0) {
                 (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->pidfd, NULL);
                 (void) close(dj->pidfd);
@@ -292,7 +333,18 @@ static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
         }
         gw_api_resume_waiters(dj);
         gw_jobmap_del(&d->map, dj->job->id);
-        gw_djob_free(dj);
+        /* Freed at the end of the loop iteration: later events of this batch may point at it. */
+        dj->dead = true;
+        dj->next_dead = d->dead;
+        d->dead = dj;
+}
+
+void gw_jobs_bury(struct gw_daemon *d) {
+        while (d->dead) {
+                struct gw_djob *dj = d->dead;
+                d->dead = dj->next_dead;
+                gw_djob_free(dj);
+        }
 }
 
 void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
@@ -310,11 +362,9 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         if (was_running) {
                 gpus_assign(d, j->gpu_mask, 0);
                 gw_running_remove(d, dj);
+                gw_jobs_trim_exits(d);
                 if (j->cgroup && gw_cgroup_remove(j->cgroup) < 0)
                         log_debug("job %lld: cgroup %s not removed yet", (long long) j->id, j->cgroup);
-                char exit_path[4200];
-                gw_job_exit_path(d, j, exit_path, sizeof exit_path);
-                (void) unlink(exit_path);
         } else
                 gw_queue_remove(d, dj);
         d->sched_dirty = true;
@@ -370,10 +420,9 @@ static void describe_status(int status, char *buf, size_t n) {
 
 void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        char exit_path[4200], what[128], reason[768];
-        gw_job_exit_path(d, j, exit_path, sizeof exit_path);
+        char what[128], reason[768];
         int status;
-        if (gw_launch_read_exit(exit_path, &status) < 0) {
+        if (gw_exits_take(d->exits, j->id, j->attempt, &status) < 0) {
                 gw_job_end(d, dj, GW_JOB_FAILED, "lost: its supervisor ended without reporting how the job exited",
                            "lost");
                 return;
@@ -432,6 +481,12 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 return -errno;
         dj->pidfd = fd;
         dj->pidfd_src = (struct gw_source) { GW_SRC_PIDFD, dj };
+        /* The job's pid is recorded lazily; its shim knows it as its child. */
+        if (!gw_proc_is(j->pid, j->pid_start)) {
+                j->pid = gw_proc_first_child(j->shim_pid);
+                if (j->pid > 0)
+                        (void) gw_proc_start_time(j->pid, &j->pid_start);
+        }
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->pidfd_src };
         if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
                 return -errno;
@@ -441,6 +496,17 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         /* The time limit counts from the recorded start, not from the restart. */
         gw_usec_t elapsed = gw_now_wall() - j->start_time;
         dj->limit_at = d->now + (j->time_limit - (elapsed > 0 ? elapsed : 0));
+        return 0;
+}
+
+/* The live shim of a job attempt, found by its command line: "gpuward-shim --job ID
+ * --attempt N"; the recorded pid is checked first (with its start time). */
+static pid_t find_shim(struct gw_daemon *d, const struct gw_job *j) {
+        if (gw_proc_is(j->shim_pid, j->shim_start))
+                return j->shim_pid;
+        for (size_t i = 0; i < d->n_shims; i++)
+                if (d->shims[i].job_id == j->id && d->shims[i].attempt == j->attempt)
+                        return d->shims[i].pid;
         return 0;
 }
 
@@ -454,9 +520,12 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 gw_queue_insert(d, dj);
                 return 0;
         }
-        char exit_path[4200];
-        gw_job_exit_path(d, j, exit_path, sizeof exit_path);
-        if (gw_proc_is(j->shim_pid, j->shim_start) && adopt(d, dj) == 0) {
+        pid_t shim = find_shim(d, j);
+        if (shim > 0 && shim != j->shim_pid) {
+                j->shim_pid = shim;
+                (void) gw_proc_start_time(shim, &j->shim_start);
+        }
+        if (shim > 0 && adopt(d, dj) == 0) {
                 log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
                          (int) j->shim_pid, (int) j->pid);
                 (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
@@ -465,7 +534,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
         /* Gone while we were down: its shim may have left the status behind. */
         gw_jobmap_put(&d->map, dj);
         gw_running_add(d, dj);
-        if (access(exit_path, F_OK) == 0) {
+        if (gw_exits_has(d->exits, j->id, j->attempt)) {
                 gw_job_exited(d, dj);
                 return 0;
         }
@@ -478,5 +547,20 @@ static int recover_one(struct gw_job *j, void *userdata) {
 }
 
 int gw_jobs_recover(struct gw_daemon *d) {
-        return gw_store_jobs_active(d->store, recover_one, d);
+        d->recovering = true;
+        gw_proc_find_shims(d->exits_path, &d->shims, &d->n_shims);
+        int r = gw_store_jobs_active(d->store, recover_one, d);
+        free(d->shims);
+        d->shims = NULL;
+        d->n_shims = 0;
+        d->recovering = false;
+        gw_jobs_trim_exits(d);
+        return r;
+}
+
+void gw_jobs_trim_exits(struct gw_daemon *d) {
+        /* No job running means no shim can be appending: the journal may start afresh.  Not
+         * while recovering: jobs not yet loaded may have their lines in it. */
+        if (d->n_running == 0 && !d->recovering)
+                gw_exits_reset(d->exits);
 }

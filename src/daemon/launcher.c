@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,286 +16,220 @@
 
 #include "base/cleanup.h"
 
-#define MAX_GROUPS 1024
+/* Where gpuward-shim is: beside the daemon binary (build tree, bin/), or ../lib/gpuward. */
+static int shim_path(char *buf, size_t n) {
+        char exe[4096];
+        ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (l <= 0)
+                return -errno;
+        exe[l] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+                return -ENOENT;
+        *slash = '\0';
+        const char *rel[] = { "gpuward-shim", "../lib/gpuward/gpuward-shim", "../libexec/gpuward-shim" };
+        for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
+                snprintf(buf, n, "%s/%s", exe, rel[i]);
+                if (access(buf, X_OK) == 0)
+                        return 0;
+        }
+        return -ENOENT;
+}
 
-/* Everything the children need, computed before fork. */
-struct prepared {
-        gid_t groups[MAX_GROUPS];
-        int ngroups;
-        char cgroup_procs[640];
-        char exit_tmp[4096];
-        const char *path_env; /* PATH from the job's environment */
+/* "G1,G2,..." of the user's supplementary groups, looked up here so the shim needs no NSS. */
+static void user_groups(uid_t uid, gid_t gid, char *buf, size_t n) {
+        struct passwd pw, *pwp = NULL;
+        char pwbuf[16384];
+        gid_t groups[1024];
+        int ng = (int) ELEMENTSOF(groups);
+        if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) != 0 || !pwp ||
+            getgrouplist(pw.pw_name, gid, groups, &ng) < 0) {
+                groups[0] = gid;
+                ng = 1;
+        }
+        size_t used = 0;
+        for (int i = 0; i < ng && used + 12 < n; i++)
+                used += (size_t) snprintf(buf + used, n - used, "%s%u", i ? "," : "", (unsigned) groups[i]);
+}
+
+int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_fd, char *err, size_t errlen) {
+        char shim[4200], job[32], attempt[32], user[64], groups[8192] = "";
+        if (shim_path(shim, sizeof shim) < 0) {
+                snprintf(err, errlen, "gpuward-shim not found beside gpuwardd");
+                return -ENOENT;
+        }
+        snprintf(job, sizeof job, "%lld", (long long) l->job_id);
+        snprintf(attempt, sizeof attempt, "%d", l->attempt);
+        snprintf(user, sizeof user, "%u:%u", (unsigned) l->uid, (unsigned) l->gid);
+        size_t n_args = 0;
+        while (l->argv[n_args])
+                n_args++;
+        _cleanup_free_ char **argv = gw_xcalloc(n_args + 20, sizeof(char *));
+        size_t k = 0;
+        argv[k++] = shim;
+        const char *opts[][2] = { { "--job", job }, { "--attempt", attempt }, { "--exits", l->exits_path },
+                                  { "--log", l->log_path }, { "--cwd", l->cwd } };
+        for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
+                argv[k++] = (char *) opts[i][0];
+                argv[k++] = (char *) opts[i][1];
+        }
+        if (l->log_is_private)
+                argv[k++] = (char *) "--log-private";
+        if (l->drop_privileges) {
+                argv[k++] = (char *) "--user";
+                argv[k++] = user;
+                user_groups(l->uid, l->gid, groups, sizeof groups);
+                argv[k++] = (char *) "--groups";
+                argv[k++] = groups;
+        }
+        if (l->cgroup_dir) {
+                argv[k++] = (char *) "--cgroup";
+                argv[k++] = (char *) l->cgroup_dir;
+        }
+        argv[k++] = (char *) "--";
+        for (size_t i = 0; i < n_args; i++)
+                argv[k++] = l->argv[i];
+        argv[k] = NULL;
+
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
+                snprintf(err, errlen, "pipe: %s", strerror(errno));
+                return -errno;
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&attr);
+        (void) posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDWR, 0);
+        (void) posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_RDWR, 0);
+        (void) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_RDWR, 0);
+        (void) posix_spawn_file_actions_adddup2(&fa, pfd[1], 3);
+        /* The job gets an empty signal mask and default dispositions, and its own session. */
+        sigset_t none, defaults;
+        sigemptyset(&none);
+        sigemptyset(&defaults);
+        sigaddset(&defaults, SIGPIPE);
+        (void) posix_spawnattr_setsigmask(&attr, &none);
+        (void) posix_spawnattr_setsigdefault(&attr, &defaults);
+        (void) posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+        pid_t pid;
+        int r = posix_spawn(&pid, shim, &fa, &attr, argv, l->envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        (void) close(pfd[1]);
+        if (r != 0) {
+                (void) close(pfd[0]);
+                snprintf(err, errlen, "cannot start %s: %s", shim, strerror(r));
+                return -r;
+        }
+        *ret_shim = pid;
+        *ret_report_fd = pfd[0];
+        return 0;
+}
+
+int gw_launch_read_report(int fd, pid_t *ret_job) {
+        char buf[32];
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n < 0)
+                return errno == EAGAIN ? -EAGAIN : -errno;
+        if (n == 0)
+                return -EPIPE;
+        buf[n] = '\0';
+        long v = strtol(buf, NULL, 10);
+        if (v <= 0)
+                return -EIO;
+        *ret_job = (pid_t) v;
+        return 0;
+}
+
+struct exit_entry {
+        int64_t job_id;
+        int attempt;
+        int status;
 };
 
-static void write_all(int fd, const char *s, size_t n) {
-        while (n > 0) {
-                ssize_t w = write(fd, s, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return;
-                s += w;
-                n -= (size_t) w;
-        }
+struct gw_exits {
+        int fd;
+        off_t offset;
+        char partial[128];          /* an unfinished last line */
+        size_t partial_len;
+        struct exit_entry *v;
+        size_t n, cap;
+};
+
+int gw_exits_open(const char *path, struct gw_exits **ret) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        struct gw_exits *e = gw_xcalloc(1, sizeof *e);
+        e->fd = fd;
+        gw_exits_read(e);
+        *ret = e;
+        return 0;
 }
 
-static void write_str(int fd, const char *s) { write_all(fd, s, strlen(s)); }
-
-/* Async-signal-safe decimal formatting. */
-static char *fmt_int(long v, char *end) {
-        bool neg = v < 0;
-        unsigned long u = neg ? (unsigned long) -v : (unsigned long) v;
-        *--end = '\0';
-        do
-                *--end = (char) ('0' + u % 10);
-        while ((u /= 10));
-        if (neg)
-                *--end = '-';
-        return end;
+struct gw_exits *gw_exits_close(struct gw_exits *e) {
+        if (!e)
+                return NULL;
+        (void) close(e->fd);
+        free(e->v);
+        free(e);
+        return NULL;
 }
 
-static _Noreturn void child_fail(const char *what, const char *arg, int err, int code) {
-        write_str(STDERR_FILENO, "gpuward: ");
-        write_str(STDERR_FILENO, what);
-        if (arg) {
-                write_str(STDERR_FILENO, " '");
-                write_str(STDERR_FILENO, arg);
-                write_str(STDERR_FILENO, "'");
-        }
-        write_str(STDERR_FILENO, ": ");
-        write_str(STDERR_FILENO, strerror(err)); /* glibc's is safe enough after fork: static table */
-        write_str(STDERR_FILENO, "\n");
-        _exit(code);
-}
-
-/* execve with a PATH search over the job's own PATH, not the daemon's. */
-static void exec_search(const struct gw_launch *l, const struct prepared *p) {
-        const char *file = l->argv[0];
-        if (strchr(file, '/')) {
-                execve(file, l->argv, l->envp);
+static void exits_line(struct gw_exits *e, const char *line) {
+        long long id;
+        int attempt, status;
+        if (sscanf(line, "%lld %d %d", &id, &attempt, &status) != 3)
                 return;
+        if (e->n == e->cap) {
+                e->cap = e->cap ? e->cap * 2 : 16;
+                e->v = gw_xrealloc(e->v, e->cap * sizeof *e->v);
         }
-        const char *path = p->path_env ? p->path_env : "/usr/local/bin:/usr/bin:/bin";
-        int saved = ENOENT;
-        for (const char *s = path;; s++) {
-                const char *e = strchr(s, ':');
-                size_t dl = e ? (size_t) (e - s) : strlen(s), fl = strlen(file);
-                char buf[4096];
-                if (dl + fl + 2 <= sizeof buf) {
-                        memcpy(buf, dl ? s : ".", dl ? dl : 1);
-                        size_t o = dl ? dl : 1;
-                        buf[o] = '/';
-                        memcpy(buf + o + 1, file, fl + 1);
-                        execve(buf, l->argv, l->envp);
-                        if (errno != ENOENT && errno != ENOTDIR)
-                                saved = errno;
-                }
-                if (!e)
-                        break;
-                s = e;
-        }
-        errno = saved;
+        e->v[e->n++] = (struct exit_entry) { id, attempt, status };
 }
 
-static _Noreturn void run_job(const struct gw_launch *l, const struct prepared *p, int log_fd, int null_fd) {
-        (void) setsid();
-        if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0)
-                _exit(126);
-        if (p->cgroup_procs[0]) {
-                int fd = open(p->cgroup_procs, O_WRONLY | O_CLOEXEC);
-                if (fd < 0 || write(fd, "0", 1) != 1)
-                        child_fail("cannot join cgroup", p->cgroup_procs, errno, 126);
-                (void) close(fd);
-        }
-        if (l->drop_privileges) {
-                if (setgroups((size_t) p->ngroups, p->groups) < 0)
-                        child_fail("setgroups", NULL, errno, 126);
-                if (setgid(l->gid) < 0)
-                        child_fail("setgid", NULL, errno, 126);
-                if (setuid(l->uid) < 0)
-                        child_fail("setuid", NULL, errno, 126);
-        }
-        if (!l->log_is_private) {
-                int fd = open(l->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
-                if (fd < 0)
-                        child_fail("cannot open output file", l->log_path, errno, 126);
-                if (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
-                        _exit(126);
-        }
-        if (chdir(l->cwd) < 0)
-                child_fail("cannot enter working directory", l->cwd, errno, 126);
-        (void) close_range(3, ~0U, 0);
-        exec_search(l, p);
-        child_fail("cannot execute", l->argv[0], errno, errno == ENOENT ? 127 : 126);
-}
-
-/* Kills what the job left behind: with the shim a subreaper, every orphan is its child. */
-static void reap_leftovers(pid_t self) {
-        char num[24], file[96], buf[4096];
-        const char *n = fmt_int(self, num + sizeof num);
-        const char *parts[] = { "/proc/", n, "/task/", n, "/children" };
-        size_t o = 0;
-        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
-                size_t len = strlen(parts[i]);
-                memcpy(file + o, parts[i], len);
-                o += len;
-        }
-        file[o] = '\0';
-        for (int round = 0; round < 1000; round++) {
-                int fd = open(file, O_RDONLY | O_CLOEXEC);
-                ssize_t got = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-                if (fd >= 0)
-                        (void) close(fd);
-                if (got <= 0)
-                        return;
-                buf[got] = '\0';
-                for (char *s = buf; *s;) {
-                        long v = 0;
-                        if (*s < '0' || *s > '9') {
-                                s++;
+void gw_exits_read(struct gw_exits *e) {
+        char buf[8192];
+        ssize_t n;
+        while ((n = pread(e->fd, buf, sizeof buf, e->offset)) > 0) {
+                e->offset += n;
+                for (ssize_t i = 0; i < n; i++) {
+                        if (buf[i] != '\n') {
+                                if (e->partial_len < sizeof e->partial - 1)
+                                        e->partial[e->partial_len++] = buf[i];
                                 continue;
                         }
-                        while (*s >= '0' && *s <= '9')
-                                v = v * 10 + (*s++ - '0');
-                        if (v > 0)
-                                (void) kill((pid_t) v, SIGKILL);
-                }
-                struct timespec ts = { 0, 1000 * 1000 };
-                (void) nanosleep(&ts, NULL);
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                        ;
-        }
-}
-
-static _Noreturn void run_shim(const struct gw_launch *l, const struct prepared *p, int report_fd) {
-        (void) setsid();
-        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
-        int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        int log_fd = -1;
-        if (l->log_is_private) {
-                log_fd = open(l->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
-                if (log_fd >= 0 && l->drop_privileges)
-                        (void) fchown(log_fd, l->uid, l->gid);
-        }
-        if (log_fd < 0)
-                log_fd = null_fd;
-        pid_t job = fork();
-        if (job == 0)
-                run_job(l, p, log_fd, null_fd);
-        write_all(report_fd, (const char *) &job, sizeof job);
-        /* From here on the shim holds nothing of the daemon's: no sockets, no database. */
-        (void) dup2(null_fd, STDIN_FILENO);
-        (void) dup2(null_fd, STDOUT_FILENO);
-        (void) dup2(null_fd, STDERR_FILENO);
-        (void) close_range(3, ~0U, 0);
-        if (job < 0)
-                _exit(1);
-        int status = 0, st;
-        pid_t w;
-        while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR) {
-                if (w == job) {
-                        status = st;
-                        reap_leftovers(getpid());
+                        e->partial[e->partial_len] = '\0';
+                        exits_line(e, e->partial);
+                        e->partial_len = 0;
                 }
         }
-        int fd = open(p->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-                char num[32];
-                write_str(fd, fmt_int(status, num + sizeof num));
-                write_str(fd, "\n");
-                (void) close(fd);
-                (void) rename(p->exit_tmp, l->exit_path);
-        }
-        _exit(0);
 }
 
-static int prepare(const struct gw_launch *l, struct prepared *p, char *err, size_t errlen) {
-        memset(p, 0, sizeof *p);
-        if (l->drop_privileges) {
-                struct passwd pw, *pwp = NULL;
-                char buf[16384];
-                p->ngroups = MAX_GROUPS;
-                if (getpwuid_r(l->uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp ||
-                    getgrouplist(pw.pw_name, l->gid, p->groups, &p->ngroups) < 0) {
-                        p->groups[0] = l->gid;
-                        p->ngroups = 1;
+int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, int *ret_status) {
+        gw_exits_read(e);
+        for (size_t i = e->n; i-- > 0;)
+                if (e->v[i].job_id == job_id && e->v[i].attempt == attempt) {
+                        *ret_status = e->v[i].status;
+                        e->v[i] = e->v[--e->n];
+                        return 0;
                 }
-        }
-        if (l->cgroup_dir)
-                snprintf(p->cgroup_procs, sizeof p->cgroup_procs, "%s/cgroup.procs", l->cgroup_dir);
-        if ((size_t) snprintf(p->exit_tmp, sizeof p->exit_tmp, "%s.tmp", l->exit_path) >= sizeof p->exit_tmp) {
-                snprintf(err, errlen, "exit file path too long");
-                return -ENAMETOOLONG;
-        }
-        for (char *const *e = l->envp; *e; e++)
-                if (!strncmp(*e, "PATH=", 5))
-                        p->path_env = *e + 5;
-        return 0;
+        return -ENOENT;
 }
 
-int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, pid_t *ret_job, char *err, size_t errlen) {
-        struct prepared *p = gw_xmalloc(sizeof *p);
-        int r = prepare(l, p, err, errlen);
-        if (r < 0) {
-                free(p);
-                return r;
-        }
-        (void) unlink(l->exit_path);
-        int pfd[2];
-        if (pipe2(pfd, O_CLOEXEC) < 0) {
-                r = -errno;
-                snprintf(err, errlen, "pipe: %s", strerror(errno));
-                free(p);
-                return r;
-        }
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid_t shim = fork();
-        if (shim == 0) {
-                /* The job gets default dispositions and an empty mask, not the daemon's. */
-                for (int s = 1; s < NSIG; s++)
-                        if (s != SIGKILL && s != SIGSTOP)
-                                (void) signal(s, SIG_DFL);
-                sigset_t none;
-                sigemptyset(&none);
-                pthread_sigmask(SIG_SETMASK, &none, NULL);
-                (void) close(pfd[0]);
-                run_shim(l, p, pfd[1]);
-        }
-        int e = errno;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        (void) close(pfd[1]);
-        free(p);
-        if (shim < 0) {
-                (void) close(pfd[0]);
-                snprintf(err, errlen, "fork: %s", strerror(e));
-                return -e;
-        }
-        pid_t job = -1;
-        ssize_t n;
-        do
-                n = read(pfd[0], &job, sizeof job);
-        while (n < 0 && errno == EINTR);
-        (void) close(pfd[0]);
-        if (n != sizeof job || job <= 0) {
-                snprintf(err, errlen, "the job could not be forked");
-                *ret_shim = shim;
-                *ret_job = 0;
-                return -ECHILD;
-        }
-        *ret_shim = shim;
-        *ret_job = job;
-        return 0;
+bool gw_exits_has(struct gw_exits *e, int64_t job_id, int attempt) {
+        gw_exits_read(e);
+        for (size_t i = 0; i < e->n; i++)
+                if (e->v[i].job_id == job_id && e->v[i].attempt == attempt)
+                        return true;
+        return false;
 }
 
-int gw_launch_read_exit(const char *exit_path, int *ret_status) {
-        _cleanup_fclose_ FILE *f = fopen(exit_path, "re");
-        if (!f)
-                return -errno;
-        int st;
-        if (fscanf(f, "%d", &st) != 1)
-                return -EIO;
-        *ret_status = st;
-        return 0;
+void gw_exits_reset(struct gw_exits *e) {
+        if (ftruncate(e->fd, 0) == 0) {
+                e->offset = 0;
+                e->partial_len = 0;
+                e->n = 0;
+        }
 }

@@ -1,7 +1,8 @@
-/* Starting a job: the daemon forks a small supervisor (the "shim") in its own session; the
+/* Starting a job: the daemon spawns gpuward-shim (src/shim/main.c) in its own session; the
  * shim is a child subreaper, forks the job into a new session as the submitting user, waits
- * for it, kills what it left behind, and writes the exit status to a file.  The shim
- * outlives a daemon restart, so a re-adopted job still reports how it ended. */
+ * for it, kills what it left behind, and appends the job's wait status to the daemon's exits
+ * journal (one line per job, O_APPEND: no file is created per job).  The shim outlives a
+ * daemon restart, so a re-adopted job still reports how it ended. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,12 +19,25 @@ struct gw_launch {
         const char *log_path;      /* stdout+stderr */
         bool log_is_private;       /* created by the shim (as root) and chowned to uid */
         const char *cgroup_dir;    /* join this cgroup before exec, or NULL */
-        const char *exit_path;     /* where the shim writes the wait status */
+        const char *exits_path;    /* the exits journal the shim appends "ID ATTEMPT STATUS" to */
+        int64_t job_id;
+        int attempt;
 };
 
-/* Forks the shim; returns 0 with the shim's and the job's pids.  All memory the children
- * need is prepared before fork: they run only async-signal-safe code. */
-int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, pid_t *ret_job, char *err, size_t errlen);
+/* Spawns gpuward-shim for the job; returns 0 with the shim's pid and a non-blocking fd on
+ * which the shim reports the job's pid (read it with gw_launch_read_report when readable). */
+int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_fd, char *err, size_t errlen);
+/* 0 with the job's pid; -EAGAIN not yet; -EPIPE the shim closed without reporting. */
+int gw_launch_read_report(int fd, pid_t *ret_job);
 
-/* Reads the wait status the shim wrote (-ENOENT if it wrote none). */
-int gw_launch_read_exit(const char *exit_path, int *ret_status);
+/* The exits journal, read incrementally by the daemon. */
+struct gw_exits;
+int gw_exits_open(const char *path, struct gw_exits **ret);
+struct gw_exits *gw_exits_close(struct gw_exits *e);
+/* Reads lines appended since the last call. */
+void gw_exits_read(struct gw_exits *e);
+/* Takes the recorded wait status of a job attempt: 0, or -ENOENT if none was written. */
+int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, int *ret_status);
+bool gw_exits_has(struct gw_exits *e, int64_t job_id, int attempt);
+/* Empties the journal; only when no shim can be writing (no job running). */
+void gw_exits_reset(struct gw_exits *e);

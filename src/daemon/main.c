@@ -67,7 +67,11 @@ static int setup_dirs(struct gw_daemon *d) {
                         return r;
                 }
         }
-        return 0;
+        snprintf(d->exits_path, sizeof d->exits_path, "%s/exits", d->run_dir);
+        int r = gw_exits_open(d->exits_path, &d->exits);
+        if (r < 0)
+                log_err("cannot open %s: %s", d->exits_path, strerror(-r));
+        return r;
 }
 
 static int epoll_add(struct gw_daemon *d, int fd, struct gw_source *src) {
@@ -187,15 +191,19 @@ static void run_loop(struct gw_daemon *d) {
                         struct gw_source *src = evs[i].data.ptr;
                         if (src->kind == GW_SRC_SIGNAL)
                                 on_signal(d);
-                        else if (src->kind == GW_SRC_PIDFD)
+                        else if (src->kind == GW_SRC_PIDFD && !((struct gw_djob *) src->ptr)->dead)
                                 gw_job_exited(d, src->ptr);
+                        else if (src->kind == GW_SRC_REPORT && !((struct gw_djob *) src->ptr)->dead)
+                                gw_job_reported(d, src->ptr);
                 }
                 /* Answers queued by handlers and resumed connections need a run even
                  * when their own fd did not fire. */
                 for (int i = 0; i < 2; i++)
                         if (d->http[i])
                                 gw_http_run(d->http[i]);
+                gw_jobs_bury(d);
         }
+        gw_jobs_bury(d);
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
@@ -213,6 +221,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_gpus_close(d);
         gw_cgroup_release(&d->cg);
         d->store = gw_store_close(d->store);
+        d->exits = gw_exits_close(d->exits);
         if (d->sigfd >= 0)
                 (void) close(d->sigfd);
         if (d->epfd >= 0)

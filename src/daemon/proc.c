@@ -1,6 +1,7 @@
 #include "daemon/proc.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -98,4 +99,61 @@ bool gw_proc_has_children(pid_t root) {
         size_t n = 0;
         children_of(root, list, &n, ELEMENTSOF(list));
         return n > 0;
+}
+
+pid_t gw_proc_first_child(pid_t pid) {
+        pid_t list[1];
+        size_t n = 0;
+        children_of(pid, list, &n, 1);
+        return n ? list[0] : 0;
+}
+
+/* Whether cmdline (NUL-separated, len bytes) is one of this daemon's shims; fills ref. */
+static bool parse_shim_cmdline(const char *buf, size_t len, const char *exits, struct gw_shim_ref *ref) {
+        const char *argv[7];
+        size_t n = 0;
+        for (size_t off = 0; off < len && n < ELEMENTSOF(argv); off += strlen(buf + off) + 1)
+                argv[n++] = buf + off;
+        if (n < 7)
+                return false;
+        const char *base = strrchr(argv[0], '/');
+        base = base ? base + 1 : argv[0];
+        if (strcmp(base, "gpuward-shim") || strcmp(argv[1], "--job") || strcmp(argv[3], "--attempt") ||
+            strcmp(argv[5], "--exits") || strcmp(argv[6], exits))
+                return false;
+        ref->job_id = strtoll(argv[2], NULL, 10);
+        ref->attempt = (int) strtol(argv[4], NULL, 10);
+        return ref->job_id > 0;
+}
+
+void gw_proc_find_shims(const char *exits, struct gw_shim_ref **ret, size_t *ret_n) {
+        struct gw_shim_ref *v = NULL;
+        size_t n = 0, cap = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0)
+                        continue;
+                char path[64], buf[4096];
+                snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+                if (r <= 0)
+                        continue;
+                buf[r] = '\0';
+                struct gw_shim_ref ref = { .pid = (pid_t) pid };
+                if (!parse_shim_cmdline(buf, (size_t) r, exits, &ref))
+                        continue;
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        v = gw_xrealloc(v, cap * sizeof *v);
+                }
+                v[n++] = ref;
+        }
+        if (d)
+                closedir(d);
+        *ret = v;
+        *ret_n = n;
 }

@@ -12,5 +12,16 @@ bool gw_proc_is(pid_t pid, uint64_t start);
 /* Sends sig to every descendant of root (not root itself), depth first from the top so a
  * parent cannot respawn a child it no longer runs.  Returns how many were signalled. */
 int gw_proc_signal_descendants(pid_t root, int sig);
+struct gw_shim_ref {
+        pid_t pid;
+        int64_t job_id;
+        int attempt;
+};
+/* Every running gpuward-shim of the daemon whose exits journal is exits, from
+ * /proc/PID/cmdline ("gpuward-shim --job ID --attempt N --exits PATH ...").  Caller frees *ret. */
+void gw_proc_find_shims(const char *exits, struct gw_shim_ref **ret, size_t *ret_n);
+
+/* One child of pid (the job, for a shim), 0 if none. */
+pid_t gw_proc_first_child(pid_t pid);
 /* Whether root has any child. */
 bool gw_proc_has_children(pid_t root);

@@ -187,6 +187,10 @@ class Daemon:
         return wait_until(lambda: (lambda j: j if j["state"] in states else None)(self.job(jid)),
                           timeout=timeout, what=f"job {jid} to reach {states}")
 
+    def wait_pid(self, jid, timeout=20):
+        """The job's pid, once its supervisor has reported it."""
+        return wait_until(lambda: self.job(jid)["pid"], timeout=timeout, what=f"job {jid}'s pid")
+
     def log_text(self, jid):
         st, body, _ = self.api("GET", f"/api/v1/jobs/{jid}/log", raw=True)
         return body.decode(errors="replace")
@@ -205,7 +209,7 @@ class DaemonTest(unittest.TestCase):
         result = getattr(getattr(self, "_outcome", None), "result", None)
         failed = result is not None and any(t is self for t, _ in result.errors + result.failures)
         if failed:
-            print(self.d.daemon_log()[-4000:], file=sys.stderr)
+            print(self.d.daemon_log()[-20000:], file=sys.stderr)
         self.d.cleanup()
 
 

@@ -18,7 +18,7 @@ class LifecycleTest(DaemonTest):
         jid = self.d.submit("--gpus", 2, "--", TRAINER, "--fork-children", 3, "--sleep-forever", "--ignore-sigterm")
         self.d.wait_state(jid, "RUNNING")
         kids = self.child_pids(jid, 3)
-        main_pid = self.d.job(jid)["pid"]
+        main_pid = self.d.wait_pid(jid)
         for k in kids:
             self.assertNotEqual(os.getsid(k), os.getsid(main_pid), "children live in sessions of their own")
         p = self.d.cli("cancel", jid)

@@ -13,7 +13,9 @@ class RestartTest(DaemonTest):
     def test_running_job_is_readopted(self):
         gate = os.path.join(self.d.work, "gate")
         jid = self.d.submit("--gpus", 2, "--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 4")
-        j = self.d.wait_state(jid, "RUNNING")
+        self.d.wait_state(jid, "RUNNING")
+        self.d.wait_pid(jid)
+        j = self.d.job(jid)
         waiting = self.d.submit("--gpus", 3, "--", "true")
         self.d.stop()  # SIGTERM: jobs keep running
         self.assertTrue(pid_alive(j["pid"]), "SIGTERM to the daemon leaves jobs running")
@@ -38,7 +40,9 @@ class RestartTest(DaemonTest):
 
     def test_lost_job(self):
         jid = self.d.submit("--", TRAINER, "--sleep-forever")
-        j = self.d.wait_state(jid, "RUNNING")
+        self.d.wait_state(jid, "RUNNING")
+        self.d.wait_pid(jid)
+        j = self.d.job(jid)
         self.d.kill9()
         # The machine "rebooted": the job and its supervisor are gone.
         with open(f"/proc/{j['pid']}/stat") as f:

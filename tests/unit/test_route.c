@@ -1,0 +1,218 @@
+/* src/api/route: the route table lookup. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <errno.h>
+
+#include "api/route.h"
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The daemon's table, as docs/API.md describes it. */
+enum {
+        R_HEALTH,
+        R_WHOAMI,
+        R_SUBMIT,
+        R_BATCH,
+        R_LIST,
+        R_GET,
+        R_CANCEL,
+        R_HOLD,
+        R_RELEASE,
+        R_LOG,
+        R_GPUS,
+};
+static const struct gw_route table[] = {
+        [R_HEALTH] = {"GET", "/healthz", 0},
+        [R_WHOAMI] = {"GET", "/api/v1/whoami", 0},
+        [R_SUBMIT] = {"POST", "/api/v1/jobs", GW_ROUTE_MUTATES},
+        [R_BATCH] = {"POST", "/api/v1/jobs/batch", GW_ROUTE_MUTATES},
+        [R_LIST] = {"GET", "/api/v1/jobs", 0},
+        [R_GET] = {"GET", "/api/v1/jobs/{id}", 0},
+        [R_CANCEL] = {"DELETE", "/api/v1/jobs/{id}", GW_ROUTE_MUTATES},
+        [R_HOLD] = {"POST", "/api/v1/jobs/{id}/hold", GW_ROUTE_MUTATES},
+        [R_RELEASE] = {"POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES},
+        [R_LOG] = {"GET", "/api/v1/jobs/{id}/log", 0},
+        [R_GPUS] = {"GET", "/api/v1/gpus", GW_ROUTE_ADMIN},
+};
+
+static void matches(void **state) {
+        static const struct {
+                const char *method, *path;
+                int row;
+                int64_t id;
+        } cases[] = {
+                {"GET", "/healthz", R_HEALTH, 0},
+                {"GET", "/healthz/", R_HEALTH, 0},
+                {"GET", "/api/v1/whoami", R_WHOAMI, 0},
+                {"POST", "/api/v1/jobs", R_SUBMIT, 0},
+                {"POST", "/api/v1/jobs/", R_SUBMIT, 0},
+                {"GET", "/api/v1/jobs", R_LIST, 0},
+                {"GET", "/api/v1/jobs/", R_LIST, 0},
+                {"POST", "/api/v1/jobs/batch", R_BATCH, 0},
+                {"POST", "/api/v1/jobs/batch/", R_BATCH, 0},
+                {"GET", "/api/v1/jobs/1", R_GET, 1},
+                {"GET", "/api/v1/jobs/17", R_GET, 17},
+                {"GET", "/api/v1/jobs/17/", R_GET, 17},
+                {"GET", "/api/v1/jobs/10", R_GET, 10},
+                {"GET", "/api/v1/jobs/100000000000000000", R_GET, INT64_C(100000000000000000)},
+                {"GET", "/api/v1/jobs/999999999999999999", R_GET, INT64_C(999999999999999999)},
+                {"DELETE", "/api/v1/jobs/42", R_CANCEL, 42},
+                {"DELETE", "/api/v1/jobs/42/", R_CANCEL, 42},
+                {"POST", "/api/v1/jobs/9/hold", R_HOLD, 9},
+                {"POST", "/api/v1/jobs/9/release", R_RELEASE, 9},
+                {"POST", "/api/v1/jobs/9/release/", R_RELEASE, 9},
+                {"GET", "/api/v1/jobs/123/log", R_LOG, 123},
+                {"GET", "/api/v1/jobs/123/log/", R_LOG, 123},
+                {"GET", "/api/v1/gpus", R_GPUS, 0},
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                const struct gw_route *r = NULL;
+                int64_t id = -1;
+                int k = gw_route_match(table, N_ELEMS(table), cases[i].method, cases[i].path, &r, &id);
+                if (k != 0)
+                        fail_msg("%s %s: %d", cases[i].method, cases[i].path, k);
+                if (r != &table[cases[i].row])
+                        fail_msg("%s %s: matched row %td, want %d", cases[i].method, cases[i].path, r - table,
+                                 cases[i].row);
+                if (id != cases[i].id)
+                        fail_msg("%s %s: id %lld, want %lld", cases[i].method, cases[i].path, (long long) id,
+                                 (long long) cases[i].id);
+        }
+        /* The flags come with the row. */
+        const struct gw_route *r = NULL;
+        int64_t id;
+        assert_int_equal(gw_route_match(table, N_ELEMS(table), "POST", "/api/v1/jobs/3/hold", &r, &id), 0);
+        assert_true(r->flags & GW_ROUTE_MUTATES);
+        assert_int_equal(gw_route_match(table, N_ELEMS(table), "GET", "/api/v1/gpus", &r, &id), 0);
+        assert_int_equal(r->flags, GW_ROUTE_ADMIN);
+}
+
+static void not_found(void **state) {
+        static const struct {
+                const char *method, *path;
+        } cases[] = {
+                {"GET", ""},
+                {"GET", "/"},
+                {"GET", "/api"},
+                {"GET", "/api/v1"},
+                {"GET", "/api/v1/"},
+                {"GET", "/api/v2/jobs"},
+                {"GET", "/API/v1/jobs"},
+                {"GET", "/healthzz"},
+                {"GET", "/healthz//"},
+                {"GET", "//healthz"},
+                {"GET", "/healthz?x=1/"},
+                {"GET", "/api/v1/jobs/0"},
+                {"GET", "/api/v1/jobs/00"},
+                {"GET", "/api/v1/jobs/01"},
+                {"GET", "/api/v1/jobs/007"},
+                {"GET", "/api/v1/jobs/abc"},
+                {"GET", "/api/v1/jobs/1abc"},
+                {"GET", "/api/v1/jobs/-1"},
+                {"GET", "/api/v1/jobs/+1"},
+                {"GET", "/api/v1/jobs/ 1"},
+                {"GET", "/api/v1/jobs/1 "},
+                {"GET", "/api/v1/jobs/1.0"},
+                {"GET", "/api/v1/jobs/0x10"},
+                {"GET", "/api/v1/jobs/1234567890123456789"},  /* 19 digits */
+                {"GET", "/api/v1/jobs/9999999999999999999"},  /* 19 digits, past INT64_MAX too */
+                {"GET", "/api/v1/jobs/9223372036854775807"},  /* INT64_MAX: 19 digits */
+                {"GET", "/api/v1/jobs/99999999999999999999999999999999"},
+                {"GET", "/api/v1/jobs/1/../2"},
+                {"GET", "/api/v1/jobs/1/.."},
+                {"GET", "/api/v1/jobs/../jobs/1"},
+                {"GET", "/api/v1/jobs//1"},
+                {"GET", "/api/v1/jobs/1//"},
+                {"GET", "/api/v1/jobs/1/log/extra"},
+                {"GET", "/api/v1/jobs/1/logs"},
+                {"GET", "/api/v1/jobs/1/lo"},
+                {"GET", "/api/v1/jobs/{id}"},
+                {"POST", "/api/v1/jobs/batch/1"},
+                {"POST", "/api/v1/jobs/batchx"},
+                {"DELETE", "/api/v1/jobs/0"},
+                {"POST", "/api/v1/jobs/0/hold"},
+                {"POST", "/api/v1/jobs/01/hold"},
+                {"POST", "/api/v1/jobs//hold"},
+                {"POST", "/api/v1/jobs/hold"},
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                const struct gw_route *r = (const struct gw_route *) 0x1;
+                int64_t id = -7;
+                int k = gw_route_match(table, N_ELEMS(table), cases[i].method, cases[i].path, &r, &id);
+                if (k != -ENOENT)
+                        fail_msg("%s %s: %d, want -ENOENT", cases[i].method, cases[i].path, k);
+                /* Outputs are written only on success. */
+                assert_ptr_equal(r, (const struct gw_route *) 0x1);
+                assert_int_equal(id, -7);
+        }
+        const struct gw_route *r = NULL;
+        int64_t id = 0;
+        assert_int_equal(gw_route_match(table, 0, "GET", "/healthz", &r, &id), -ENOENT);
+}
+
+static void wrong_method(void **state) {
+        static const struct {
+                const char *method, *path;
+        } cases[] = {
+                {"POST", "/healthz"},
+                {"get", "/healthz"},            /* methods are case-sensitive */
+                {"", "/healthz"},
+                {"PUT", "/api/v1/jobs"},
+                {"DELETE", "/api/v1/jobs"},
+                {"DELETE", "/api/v1/jobs/"},
+                {"GET", "/api/v1/jobs/batch"},
+                {"POST", "/api/v1/jobs/1"},
+                {"PATCH", "/api/v1/jobs/17/"},
+                {"GET", "/api/v1/jobs/1/hold"},
+                {"DELETE", "/api/v1/jobs/1/release"},
+                {"POST", "/api/v1/jobs/1/log"},
+                {"POST", "/api/v1/gpus"},
+                {"HEAD", "/api/v1/whoami"},
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                const struct gw_route *r = (const struct gw_route *) 0x1;
+                int64_t id = -7;
+                int k = gw_route_match(table, N_ELEMS(table), cases[i].method, cases[i].path, &r, &id);
+                if (k != -EBADRQC)
+                        fail_msg("'%s' %s: %d, want -EBADRQC", cases[i].method, cases[i].path, k);
+                assert_ptr_equal(r, (const struct gw_route *) 0x1);
+                assert_int_equal(id, -7);
+        }
+}
+
+/* The first row whose path and method match wins, whatever other rows share the path. */
+static void same_path_many_methods(void **state) {
+        static const struct gw_route t[] = {
+                {"GET", "/x/{id}", 0},
+                {"PUT", "/x/{id}", 1},
+                {"DELETE", "/x/{id}", 2},
+                {"GET", "/x/{id}", 3}, /* shadowed */
+        };
+        static const char *const methods[] = {"GET", "PUT", "DELETE"};
+        for (size_t i = 0; i < N_ELEMS(methods); i++) {
+                const struct gw_route *r = NULL;
+                int64_t id = 0;
+                assert_int_equal(gw_route_match(t, N_ELEMS(t), methods[i], "/x/5", &r, &id), 0);
+                assert_ptr_equal(r, &t[i]);
+                assert_int_equal(id, 5);
+        }
+        const struct gw_route *r = NULL;
+        int64_t id = 0;
+        assert_int_equal(gw_route_match(t, N_ELEMS(t), "POST", "/x/5", &r, &id), -EBADRQC);
+        assert_int_equal(gw_route_match(t, N_ELEMS(t), "GET", "/x/0", &r, &id), -ENOENT);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(matches),
+                cmocka_unit_test(not_found),
+                cmocka_unit_test(wrong_method),
+                cmocka_unit_test(same_path_many_methods),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
