@@ -121,6 +121,8 @@ static int get_int(const json_t *o, const char *key, long long min, long long ma
 
 static int parse_after(const char *s, struct gw_job *j, struct gw_codec_error *err) {
         char *end;
+        if (*s < '1' || *s > '9')
+                return fail(err, "after", "after: '%.64s' is not JOB[:ok|:any]", s);
         errno = 0;
         long long id = strtoll(s, &end, 10);
         if (errno || id <= 0 || end == s)

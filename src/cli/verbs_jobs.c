@@ -128,7 +128,8 @@ static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queu
 }
 
 /* The API target for a list; user filters by name. */
-static int list_target(const struct list_opts *o, const char *verb, const char *states, char **ret) {
+static int list_target(const struct list_opts *o, const char *verb, const char *states, bool is_queue, bool json,
+                       char **ret) {
         _cleanup_free_ char *target = strdup("/api/v1/jobs");
         _cleanup_free_ char *me = o->me ? cli_self_user_name() : NULL;
         const char *user = o->me ? me : o->user;
@@ -138,8 +139,9 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (user && cli_query_add(&target, "user", user) < 0) ||
             (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0) ||
             /* Tables need a few fields: asking only for those keeps long queues fast. */
-            (!o->json && cli_query_add(&target, "fields", "id,name,user,state,reason,ngpus,gpus,start_time,end_time,"
-                                                          "time_limit,exit_code,signal") < 0)) {
+            (!json && cli_query_add(&target, "fields",
+                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit"
+                                                : "id,name,user,state,exit_code,signal,start_time,end_time") < 0)) {
                 cli_error("%s: out of memory", verb);
                 return CLI_EXIT_FAIL;
         }
@@ -242,7 +244,7 @@ static int print_jobs(const json_t *jobs, bool is_queue) {
 static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opts *o, const char *states,
                     bool is_queue) {
         _cleanup_free_ char *target = NULL;
-        int r = list_target(o, verb, states, &target);
+        int r = list_target(o, verb, states, is_queue, ctx->json || o->json, &target);
         if (r)
                 return r;
         json_t *reply = NULL, *jobs = NULL;
