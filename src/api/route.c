@@ -4,10 +4,22 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* Matches path against pattern; {id} takes 1-18 digits, no leading zero. */
+/* Matches path against pattern; {id} takes 1-18 digits, no leading zero; {index} also 0. */
 static bool path_match(const char *pattern, const char *path, int64_t *ret_id) {
         int64_t id = 0;
         while (*pattern) {
+                if (strncmp(pattern, "{index}", 7) == 0) {
+                        int digits = 0;
+                        if (*path < '0' || *path > '9' || (path[0] == '0' && path[1] >= '0' && path[1] <= '9'))
+                                return false;
+                        while (*path >= '0' && *path <= '9') {
+                                if (++digits > 4)
+                                        return false;
+                                id = id * 10 + (*path++ - '0');
+                        }
+                        pattern += 7;
+                        continue;
+                }
                 if (strncmp(pattern, "{id}", 4) == 0) {
                         int digits = 0;
                         if (*path < '1' || *path > '9')

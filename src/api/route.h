@@ -15,7 +15,8 @@ struct gw_route_ctx {
 
 struct gw_route {
         const char *method;
-        const char *pattern;           /* "/api/v1/jobs/{id}/log": {id} matches a positive integer */
+        const char *pattern;           /* "/api/v1/jobs/{id}/log": {id} matches a positive integer,
+                                        * {index} a small one from 0 (a GPU) */
         unsigned flags;
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/time.h"
 
@@ -24,6 +25,10 @@ struct cli_ctx {
 /* "gpuward: error: ..." on stderr.  The CLI is the edge, so this is where failures are told. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sends what cli_error and cli_warn print to f instead (NULL: back to stderr), so that
+ * `top` can show an error inside its screen rather than scribble over it.  Borrows f;
+ * returns the previous stream. */
+FILE *cli_set_error_stream(FILE *f);
 
 /* A usage error: the message, then a hint to the verb's help.  Returns CLI_EXIT_USAGE so
  * callers can `return cli_usage(...)`. */

@@ -18,6 +18,7 @@ struct cli_table {
         char **headers;
         size_t *max_width; /* 0: unlimited */
         char **cells;      /* rows * ncols */
+        bool *is_line;     /* per row: a free-form line in cells[row * ncols], the rest NULL */
         size_t rows, cap_rows;
 };
 
@@ -64,15 +65,25 @@ static char *truncated(char *s, size_t width) {
         return out;
 }
 
+static int grow(struct cli_table *t) {
+        if (t->rows < t->cap_rows)
+                return 0;
+        size_t ncap = t->cap_rows ? t->cap_rows * 2 : 16;
+        char **p = realloc(t->cells, ncap * t->ncols * sizeof(char *));
+        if (!p)
+                return -ENOMEM;
+        t->cells = p;
+        bool *l = realloc(t->is_line, ncap * sizeof(bool));
+        if (!l)
+                return -ENOMEM;
+        t->is_line = l;
+        t->cap_rows = ncap;
+        return 0;
+}
+
 int cli_table_add(struct cli_table *t, const char *const *cells) {
-        if (t->rows == t->cap_rows) {
-                size_t ncap = t->cap_rows ? t->cap_rows * 2 : 16;
-                char **p = realloc(t->cells, ncap * t->ncols * sizeof(char *));
-                if (!p)
-                        return -ENOMEM;
-                t->cells = p;
-                t->cap_rows = ncap;
-        }
+        if (grow(t) < 0)
+                return -ENOMEM;
         char **row = t->cells + t->rows * t->ncols;
         for (size_t i = 0; i < t->ncols; i++) {
                 row[i] = truncated(cli_sanitize(cells[i] ? cells[i] : "-"), t->max_width[i]);
@@ -82,7 +93,20 @@ int cli_table_add(struct cli_table *t, const char *const *cells) {
                         return -ENOMEM;
                 }
         }
-        t->rows++;
+        t->is_line[t->rows++] = false;
+        return 0;
+}
+
+int cli_table_add_line(struct cli_table *t, const char *line) {
+        if (grow(t) < 0)
+                return -ENOMEM;
+        char **row = t->cells + t->rows * t->ncols;
+        row[0] = cli_sanitize(line);
+        if (!row[0])
+                return -ENOMEM;
+        for (size_t i = 1; i < t->ncols; i++)
+                row[i] = NULL;
+        t->is_line[t->rows++] = true;
         return 0;
 }
 
@@ -109,14 +133,18 @@ void cli_table_print(const struct cli_table *t, FILE *f) {
         for (size_t i = 0; i < t->ncols; i++)
                 widths[i] = cli_display_width(t->headers[i]);
         for (size_t r = 0; r < t->rows; r++)
-                for (size_t i = 0; i < t->ncols; i++) {
+                for (size_t i = 0; i < t->ncols && !t->is_line[r]; i++) {
                         size_t w = cli_display_width(t->cells[r * t->ncols + i]);
                         if (w > widths[i])
                                 widths[i] = w;
                 }
         print_row(t->headers, widths, t->ncols, f);
-        for (size_t r = 0; r < t->rows; r++)
-                print_row(t->cells + r * t->ncols, widths, t->ncols, f);
+        for (size_t r = 0; r < t->rows; r++) {
+                if (t->is_line[r])
+                        fprintf(f, "%s\n", t->cells[r * t->ncols]);
+                else
+                        print_row(t->cells + r * t->ncols, widths, t->ncols, f);
+        }
         free(widths);
 }
 
@@ -130,6 +158,7 @@ struct cli_table *cli_table_free(struct cli_table *t) {
         free(t->headers);
         free(t->max_width);
         free(t->cells);
+        free(t->is_line);
         free(t);
         return NULL;
 }
@@ -150,6 +179,20 @@ size_t cli_display_width(const char *s) {
                 if (((unsigned char) *s & 0xC0) != 0x80)
                         n++;
         return n;
+}
+
+size_t cli_fit_bytes(const char *s, size_t len, size_t cols) {
+        size_t i = 0, used = 0;
+        while (i < len) {
+                size_t next = i + 1;
+                while (next < len && ((unsigned char) s[next] & 0xC0) == 0x80)
+                        next++;
+                if (used == cols)
+                        break;
+                used++;
+                i = next;
+        }
+        return i;
 }
 
 char *cli_format_time(double unix_s, time_t now, char *buf, size_t n) {

@@ -15,6 +15,11 @@ void cli_table_set_max_width(struct cli_table *t, size_t col, size_t width);
 /* Appends a row of ncols cells; copies them, NULL reads "-", control characters are
  * neutralised.  0 or -ENOMEM. */
 int cli_table_add(struct cli_table *t, const char *const *cells);
+/* Appends a line printed as is between the rows (copied, control characters neutralised):
+ * not split into columns and not counted in their widths, so that a note under a row
+ * (`gpus` lists rogue processes under their GPU) leaves the columns alone.  0 or -ENOMEM. */
+int cli_table_add_line(struct cli_table *t, const char *line);
+/* Rows and lines added so far. */
 size_t cli_table_rows(const struct cli_table *t);
 /* Prints header and rows, columns padded to their widest cell, two spaces apart. */
 void cli_table_print(const struct cli_table *t, FILE *f);
@@ -25,6 +30,9 @@ struct cli_table *cli_table_free(struct cli_table *t);
 char *cli_sanitize(const char *s);
 /* Columns s takes on a UTF-8 terminal (code points; wide glyphs count as one). */
 size_t cli_display_width(const char *s);
+/* How many of the first len bytes of s fit in cols display columns (counted as
+ * cli_display_width does), never splitting a UTF-8 sequence. */
+size_t cli_fit_bytes(const char *s, size_t len, size_t cols);
 
 /* An instant from the API (Unix seconds) as local time: "%H:%M:%S" when it is today,
  * "%m-%d %H:%M:%S" otherwise ("%Y-%m-%d %H:%M" in another year); "-" when absent.

@@ -12,12 +12,21 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 
+static FILE *error_stream; /* NULL: stderr */
+
+FILE *cli_set_error_stream(FILE *f) {
+        FILE *old = error_stream;
+        error_stream = f;
+        return old;
+}
+
 static void vreport(const char *what, const char *fmt, va_list ap) {
+        FILE *out = error_stream ? error_stream : stderr;
         /* stdout may be a pipe into `less`; flush it first so messages keep their order. */
         (void) fflush(stdout);
-        fprintf(stderr, "gpuward: %s: ", what);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        fprintf(out, "gpuward: %s: ", what);
+        vfprintf(out, fmt, ap);
+        fputc('\n', out);
 }
 
 void cli_error(const char *fmt, ...) {

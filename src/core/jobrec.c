@@ -20,6 +20,7 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->output);
         free(j->log_path);
         free(j->cgroup);
+        free(j->telemetry);
         free(j);
         return NULL;
 }

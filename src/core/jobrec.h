@@ -42,6 +42,7 @@ struct gw_job {
         pid_t pid, shim_pid;
         uint64_t pid_start, shim_start;    /* /proc start times, to tell reused pids apart */
         char *cgroup;                      /* per-job cgroup dir, or NULL */
+        char *telemetry;                   /* JSON summary written when the job ends, or NULL */
 };
 
 struct gw_job_event {

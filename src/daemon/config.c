@@ -35,12 +35,15 @@ static const char usage[] =
         "  --allow-root-jobs    let uid 0 submit jobs (refused by default)\n"
         "  --admins LIST        comma-separated admin user names (root always is one)\n"
         "  --cgroup MODE        auto | v2 | v1 | none (default auto)\n"
+        "  --sample-interval S  seconds between GPU samples (default 2)\n"
+        "  --rogue-policy P     report | kill: what to do with processes of no job on a GPU that a\n"
+        "                       job holds (default report)\n"
         "  --debug              verbose log\n"
         "  --help, --version\n";
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
-       OPT_SAMPLE };
+       OPT_SAMPLE, OPT_ROGUE };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -56,6 +59,7 @@ static const struct option options[] = {
         { "allow-root-jobs", no_argument, NULL, OPT_ALLOW_ROOT },
         { "admins", required_argument, NULL, OPT_ADMINS },
         { "cgroup", required_argument, NULL, OPT_CGROUP },
+        { "rogue-policy", required_argument, NULL, OPT_ROGUE },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -92,6 +96,11 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (strcmp(v, "auto") && strcmp(v, "v2") && strcmp(v, "v1") && strcmp(v, "none"))
                         break;
                 set_str(&c->cgroup, v);
+                return 0;
+        case OPT_ROGUE:
+                if (strcmp(v, "report") && strcmp(v, "kill"))
+                        break;
+                set_str(&c->rogue_policy, v);
                 return 0;
         case OPT_SIMULATE:
                 if (gw_parse_int(v, 0, 64, &n) < 0)
@@ -170,6 +179,7 @@ static void set_defaults(struct gw_config *c) {
                 .sample_interval = 2 * GW_USEC_PER_SEC,
                 .strip_env = gw_xstrdup("LD_PRELOAD,LD_AUDIT"),
                 .cgroup = gw_xstrdup("auto"),
+                .rogue_policy = gw_xstrdup("report"),
                 .admins = gw_xstrdup(""),
         };
 }
@@ -265,4 +275,5 @@ void gw_config_done(struct gw_config *c) {
         free(c->admin_group);
         free(c->strip_env);
         free(c->cgroup);
+        free(c->rogue_policy);
 }

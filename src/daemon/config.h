@@ -20,6 +20,7 @@ struct gw_config {
         char *admin_group;
         char *strip_env;            /* comma list of variables never passed to jobs */
         char *cgroup;               /* auto | v2 | v1 | none */
+        char *rogue_policy;         /* report | kill */
         bool debug;
 };
 

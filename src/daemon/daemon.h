@@ -5,18 +5,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "api/http.h"
 #include "core/jobrec.h"
 #include "core/sched.h"
+#include "core/telemetry.h"
 #include "daemon/cgroup.h"
 #include "daemon/config.h"
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
+#include "daemon/sampler.h"
 #include "gpu/gpu.h"
 #include "store/store.h"
 
 /* What an epoll event points at. */
-enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT };
+enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT, GW_SRC_SAMPLER };
 struct gw_source {
         enum gw_source_kind kind;
         void *ptr;
@@ -38,17 +42,43 @@ struct gw_djob {
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
         struct gw_djob *next_dead;
+        struct gw_jobtel *tel;       /* one per GPU of the job, from the first sample on */
+        size_t n_tel;
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
         size_t n_waiters;
+};
+
+/* A process seen on a GPU, with the job it belongs to (0: rogue). */
+struct gw_dproc {
+        unsigned pid;
+        uint64_t mem;                /* UINT64_MAX if NVML does not say */
+        int sm_util;                 /* -1 without per-process samples */
+        int64_t job_id;
+        uint32_t uid;
+        char user[32];
+        char cmd[160];
 };
 
 struct gw_dgpu {
         struct gw_gpu_static info;
         struct gw_gpu_sample sample;
         bool sampled;
+        gw_usec_t sampled_at;        /* wall clock */
         bool drained;
         char drain_reason[256];
         int64_t job_id;
+        struct gw_dproc *procs;
+        size_t n_procs;
+        unsigned rogue;              /* processes of no job */
+        struct gw_ring ring;         /* the last hour at full rate */
+};
+
+/* A running job's telemetry on one of its GPUs. */
+struct gw_jobtel {
+        unsigned gpu;
+        struct gw_usage usage;
+        struct gw_ring ring;
+        struct gw_agg agg;           /* the minute being aggregated for the store */
 };
 
 struct gw_jobmap {
@@ -66,6 +96,17 @@ struct gw_daemon {
         struct gw_dgpu gpus[GW_SCHED_MAX_GPUS];
         uint64_t max_gpu_mem;
         struct gw_cgroups cg;
+        struct gw_sampler *sampler;
+        int sampler_fd;
+        struct gw_source sampler_src;
+        bool ready;                  /* database open and GPUs enumerated */
+        unsigned rogue_total;
+        uint64_t xid_events;
+        uint64_t state_counts[_GW_JOB_STATE_MAX]; /* jobs per state, for /metrics */
+        uint64_t wait_counts[10];    /* queue-wait histogram of started jobs (cumulative) */
+        uint64_t wait_n;
+        double wait_sum;
+        gw_usec_t started_at;        /* wall clock */
 
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */
@@ -84,7 +125,6 @@ struct gw_daemon {
         struct gw_http_server *http[2]; /* unix, tcp */
         int tcp_port;
         gw_usec_t now;               /* monotonic, read once per loop iteration */
-        gw_usec_t next_sample;
         bool quit;
         char log_dir[4096], run_dir[4096], exits_path[4200];
         struct gw_exits *exits;
@@ -140,8 +180,21 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj);
 
 /* gpus.c */
 int gw_gpus_open(struct gw_daemon *d);
-void gw_gpus_sample(struct gw_daemon *d);
 void gw_gpus_close(struct gw_daemon *d);
+
+/* observe.c: snapshots and events from the sampler */
+extern const double gw_wait_bounds[10];
+int gw_observe_start(struct gw_daemon *d);
+void gw_observe_stop(struct gw_daemon *d);
+/* The sampler's fd fired: apply the newest snapshot and the GPU events. */
+void gw_observe_ready(struct gw_daemon *d);
+int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason);
+/* The telemetry summary of a job: live for running jobs, stored for finished ones; NULL if none. */
+json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j);
+/* Called when a running job ends: persists its last minute and its summary (into j->telemetry). */
+void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj);
+void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j);
+void gw_jobtel_free(struct gw_djob *dj);
 
 /* handlers.c */
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep);

@@ -118,20 +118,7 @@ int gw_gpus_open(struct gw_daemon *d) {
         }
         log_info("%u GPU%s%s (driver %s)", n, n == 1 ? "" : "s", d->simulated ? ", simulated" : "",
                  gw_gpu_driver_version(d->gpu));
-        gw_gpus_sample(d);
         return 0;
-}
-
-void gw_gpus_sample(struct gw_daemon *d) {
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                struct gw_dgpu *g = &d->gpus[i];
-                enum gw_gpu_health before = g->sampled ? g->sample.health : GW_GPU_OK;
-                if (gw_gpu_sample(d->gpu, i, &g->sample) < 0)
-                        continue;
-                if (g->sample.health != before)
-                        log_warn("GPU %u: health %s", i, g->sample.health == GW_GPU_OK ? "ok" : "lost");
-                g->sampled = true;
-        }
 }
 
 void gw_gpus_close(struct gw_daemon *d) {

@@ -15,28 +15,19 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
+#include "daemon/handlers.h"
 
 #define LOG_CHUNK_MAX (1u << 20)
 
-struct caller {
-        bool known;     /* identified by SO_PEERCRED */
-        bool admin;
-        uid_t uid;
-        gid_t gid;
-        char user[64];
-};
+struct gw_daemon *the_daemon(void *userdata) { return userdata; }
 
-static struct gw_daemon *the_daemon(void *userdata) { return userdata; }
-
-static void reply_json(struct gw_http_reply *rep, int status, json_t *o) {
+void reply_json(struct gw_http_reply *rep, int status, json_t *o) {
         size_t len;
         char *body = gw_codec_dump(o, &len);
         gw_http_reply_text(rep, status, "application/json", body, len);
 }
 
-static void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-static void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...) {
+void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...) {
         char msg[512];
         va_list ap;
         va_start(ap, fmt);
@@ -76,7 +67,7 @@ static void identify(const struct gw_daemon *d, const struct gw_http_request *re
 }
 
 /* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
-static const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
+const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
         *tmp = NULL;
         struct gw_djob *dj = gw_jobmap_get(&d->map, id);
         if (dj)
@@ -88,12 +79,14 @@ static const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct g
         return *tmp;
 }
 
-static bool may_touch(const struct caller *c, const struct gw_job *j) {
+bool may_touch(const struct caller *c, const struct gw_job *j) {
         return c->admin || (c->known && c->uid == j->uid);
 }
 
 static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
         json_t *o = gw_codec_job(j);
+        json_t *tel = gw_observe_job_json(d, j);
+        json_object_set_new(o, "telemetry", tel ? tel : json_null());
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_events(d->store, j->id, &ev, &n) == 0) {
@@ -103,7 +96,7 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
         return o;
 }
 
-static json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep) {
+json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep) {
         json_error_t e;
         json_t *o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &e);
         if (!o)
@@ -404,31 +397,6 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
         gw_http_reply_header(rep, "X-Job-State", gw_job_state_name(j->state));
 }
 
-static void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        json_t *arr = json_array();
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                const struct gw_dgpu *g = &d->gpus[i];
-                const struct gw_gpu_sample *s = &g->sample;
-                bool lost = g->sampled && s->health != GW_GPU_OK;
-                json_t *o = json_pack("{s:i,s:s,s:s,s:I}", "index", (int) i, "name", g->info.name, "uuid", g->info.uuid,
-                                      "mem_total", (json_int_t) g->info.mem_total);
-                json_object_set_new(o, "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used)
-                                                                             : json_null());
-                json_object_set_new(o, "util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null());
-                json_object_set_new(o, "temp", s->valid & GW_GPU_HAS_TEMP ? json_integer(s->temp_c) : json_null());
-                json_object_set_new(o, "power_w", s->valid & GW_GPU_HAS_POWER ? json_real(s->power_mw / 1000.0)
-                                                                               : json_null());
-                json_object_set_new(o, "health", json_string(lost ? "lost" : g->drained ? "drained" : "ok"));
-                json_object_set_new(o, "drain_reason", g->drained ? json_string(g->drain_reason) : json_null());
-                json_object_set_new(o, "job", g->job_id ? json_integer(g->job_id) : json_null());
-                json_array_append_new(arr, o);
-        }
-        reply_json(rep, 200, json_pack("{s:o,s:b,s:s}", "gpus", arr, "simulated", d->simulated, "driver",
-                                       d->gpu ? gw_gpu_driver_version(d->gpu) : ""));
-}
-
 static void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
         reply_json(rep, 200, json_pack("{s:s}", "status", "ok"));
@@ -440,9 +408,6 @@ static void on_whoami(void *ud, const struct gw_http_request *req, const struct 
                                        c->known ? json_integer(c->uid) : json_null(), "role",
                                        c->admin ? "admin" : c->known ? "user" : "guest"));
 }
-
-typedef void (*handler_fn)(void *, const struct gw_http_request *, const struct gw_route_ctx *,
-                           struct gw_http_reply *, const struct caller *);
 
 /* The route table; each row's handler sits beside it. */
 static const struct {
@@ -460,6 +425,11 @@ static const struct {
         { { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES }, on_hold },
         { { "GET", "/api/v1/jobs/{id}/log", 0 }, on_log },
         { { "GET", "/api/v1/gpus", 0 }, on_gpus },
+        { { "POST", "/api/v1/gpus/{index}/drain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
+        { { "POST", "/api/v1/gpus/{index}/undrain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
+        { { "GET", "/api/v1/jobs/{id}/series", 0 }, on_series },
+        { { "GET", "/metrics", 0 }, on_metrics },
+        { { "GET", "/readyz", 0 }, on_ready },
 };
 
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {

@@ -29,6 +29,7 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
                 (void) close(dj->pidfd);
         if (dj->report_fd >= 0)
                 (void) close(dj->report_fd);
+        gw_jobtel_free(dj);
         gw_job_free(dj->job);
         free(dj->end_reason);
         free(dj->waiters);
@@ -260,6 +261,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
         gpus_assign(d, mask, j->id);
+        gw_observe_job_started(d, j);
         return 0;
 }
 
@@ -356,6 +358,9 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         free(j->end_reason);
         j->end_reason = gw_xstrdup(reason);
         j->end_time = gw_now_wall();
+        if (was_running)
+                gw_observe_job_end(d, dj);
+        d->state_counts[state]++;
         if (gw_store_job_update(d->store, j, kind, reason) < 0)
                 log_err("job %lld: cannot record its end: %s", (long long) j->id, gw_store_errmsg(d->store));
         log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);

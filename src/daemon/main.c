@@ -154,7 +154,7 @@ static void on_signal(struct gw_daemon *d) {
 }
 
 static int loop_timeout(struct gw_daemon *d, gw_usec_t deadline) {
-        gw_usec_t wait = d->next_sample - d->now;
+        gw_usec_t wait = 60 * GW_USEC_PER_SEC;
         if (deadline != GW_USEC_INFINITY && deadline - d->now < wait)
                 wait = deadline - d->now;
         int ms = wait <= 0 ? 0 : (int) ((wait + 999) / 1000);
@@ -174,11 +174,6 @@ static void run_loop(struct gw_daemon *d) {
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
-                if (d->now >= d->next_sample) {
-                        gw_gpus_sample(d);
-                        d->next_sample = d->now + d->cfg->sample_interval;
-                        d->sched_dirty |= d->n_queue > 0;
-                }
                 if (d->sched_dirty)
                         continue;
                 int n = epoll_wait(d->epfd, evs, (int) ELEMENTSOF(evs), loop_timeout(d, deadline));
@@ -195,6 +190,8 @@ static void run_loop(struct gw_daemon *d) {
                                 gw_job_exited(d, src->ptr);
                         else if (src->kind == GW_SRC_REPORT && !((struct gw_djob *) src->ptr)->dead)
                                 gw_job_reported(d, src->ptr);
+                        else if (src->kind == GW_SRC_SAMPLER)
+                                gw_observe_ready(d);
                 }
                 /* Answers queued by handlers and resumed connections need a run even
                  * when their own fd did not fire. */
@@ -218,6 +215,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_jobmap_free(&d->map);
         free(d->queue);
         free(d->running);
+        gw_observe_stop(d);
         gw_gpus_close(d);
         gw_cgroup_release(&d->cg);
         d->store = gw_store_close(d->store);
@@ -256,7 +254,7 @@ int main(int argc, char **argv) {
                 log_err("cannot load jobs from the state database: %s", gw_store_errmsg(d.store));
                 goto out;
         }
-        if (setup_http(&d) < 0)
+        if (gw_observe_start(&d) < 0 || setup_http(&d) < 0)
                 goto out;
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  cfg.listen[0] ? ", http://" : "", cfg.listen[0] ? cfg.listen : "", d.n_gpus, d.n_gpus == 1 ? "" : "s",

@@ -18,6 +18,9 @@ enum stmt_id {
         ST_JOBS_ACTIVE,
         ST_GPU_UPSERT,
         ST_GPU_GET,
+        ST_SERIES_ADD,
+        ST_SERIES_GET,
+        ST_GPU_EVENT,
         ST_BEGIN,
         ST_COMMIT,
         ST_ROLLBACK,
@@ -28,7 +31,7 @@ enum stmt_id {
         "id, name, uid, gid, user, state, wait_reason, end_reason, priority, ngpus, gpu_mem, " \
         "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
         "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
-        "pid, shim_pid, pid_start, shim_start, cgroup"
+        "pid, shim_pid, pid_start, shim_start, cgroup, telemetry"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
@@ -39,7 +42,7 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, wait_reason = ?3, end_reason = ?4, gpu_mask = ?5, "
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
-                          "cgroup = ?16, log_path = ?17, priority = ?18 WHERE id = ?1",
+                          "cgroup = ?16, log_path = ?17, priority = ?18, telemetry = ?19 WHERE id = ?1",
         [ST_EVENT_INSERT] = "INSERT INTO job_events (job_id, time, state, kind, message) "
                             "VALUES (?1, ?2, ?3, ?4, ?5)",
         [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
@@ -51,6 +54,11 @@ static const char *const stmt_sql[_ST_MAX] = {
                           "uuid = excluded.uuid, name = excluded.name, mem_total = excluded.mem_total, "
                           "drained = excluded.drained, drain_reason = excluded.drain_reason",
         [ST_GPU_GET] = "SELECT idx, uuid, name, mem_total, drained, drain_reason FROM gpus WHERE idx = ?1",
+        [ST_SERIES_ADD] = "INSERT OR REPLACE INTO job_series (job_id, gpu, t, util_min, util_mean, util_max, mem_min, "
+                          "mem_mean, mem_max) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        [ST_SERIES_GET] = "SELECT gpu, t, util_min, util_mean, util_max, mem_min, mem_mean, mem_max FROM job_series "
+                          "WHERE job_id = ?1 AND t >= ?2 ORDER BY gpu, t",
+        [ST_GPU_EVENT] = "INSERT INTO gpu_events (time, gpu, kind, xid, job_id, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [ST_BEGIN] = "BEGIN IMMEDIATE",
         [ST_COMMIT] = "COMMIT",
         [ST_ROLLBACK] = "ROLLBACK",
@@ -79,6 +87,17 @@ static const char *const migrations[] = {
         "CREATE TABLE gpus ("
         "  idx INTEGER PRIMARY KEY, uuid TEXT NOT NULL, name TEXT NOT NULL, mem_total INTEGER NOT NULL,"
         "  drained INTEGER NOT NULL DEFAULT 0, drain_reason TEXT);",
+
+        /* 2: telemetry */
+        "ALTER TABLE jobs ADD COLUMN telemetry TEXT;"
+        "CREATE TABLE job_series ("
+        "  job_id INTEGER NOT NULL, gpu INTEGER NOT NULL, t INTEGER NOT NULL,"
+        "  util_min INTEGER NOT NULL, util_mean REAL NOT NULL, util_max INTEGER NOT NULL,"
+        "  mem_min INTEGER NOT NULL, mem_mean INTEGER NOT NULL, mem_max INTEGER NOT NULL,"
+        "  PRIMARY KEY (job_id, gpu, t)) WITHOUT ROWID;"
+        "CREATE TABLE gpu_events ("
+        "  id INTEGER PRIMARY KEY, time INTEGER NOT NULL, gpu INTEGER NOT NULL, kind TEXT NOT NULL,"
+        "  xid INTEGER, job_id INTEGER, message TEXT NOT NULL);",
 };
 
 struct gw_store {
@@ -313,6 +332,7 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
         bind_text(st, 16, j->cgroup);
         bind_text(st, 17, j->log_path);
         sqlite3_bind_int(st, 18, j->priority);
+        bind_text(st, 19, j->telemetry);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -384,6 +404,7 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->pid_start = (uint64_t) sqlite3_column_int64(st, c++);
         j->shim_start = (uint64_t) sqlite3_column_int64(st, c++);
         j->cgroup = col_text(st, c++);
+        j->telemetry = col_text(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
@@ -512,4 +533,75 @@ int gw_store_gpu_get(struct gw_store *s, unsigned index, struct gw_store_gpu *re
                 r = rc == SQLITE_DONE ? -ENOENT : sql_err(s);
         (void) sqlite3_reset(st);
         return r;
+}
+
+int gw_store_series_add(struct gw_store *s, int64_t job_id, unsigned gpu, const struct gw_store_series_row *row) {
+        sqlite3_stmt *st = stmt_get(s, ST_SERIES_ADD);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, (int) gpu);
+        sqlite3_bind_int64(st, 3, row->t);
+        sqlite3_bind_int(st, 4, (int) row->util_min);
+        sqlite3_bind_double(st, 5, row->util_mean);
+        sqlite3_bind_int(st, 6, (int) row->util_max);
+        sqlite3_bind_int64(st, 7, (sqlite3_int64) row->mem_min);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64) row->mem_mean);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64) row->mem_max);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_series_get(struct gw_store *s, int64_t job_id, gw_usec_t since, gw_store_series_cb cb, void *userdata) {
+        sqlite3_stmt *st = stmt_get(s, ST_SERIES_GET);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int64(st, 2, since);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct gw_store_series_row row = {
+                        .t = sqlite3_column_int64(st, 1),
+                        .util_min = (unsigned) sqlite3_column_int(st, 2),
+                        .util_mean = sqlite3_column_double(st, 3),
+                        .util_max = (unsigned) sqlite3_column_int(st, 4),
+                        .mem_min = (uint64_t) sqlite3_column_int64(st, 5),
+                        .mem_mean = (uint64_t) sqlite3_column_int64(st, 6),
+                        .mem_max = (uint64_t) sqlite3_column_int64(st, 7),
+                };
+                cb((unsigned) sqlite3_column_int(st, 0), &row, userdata);
+        }
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long long xid, int64_t job_id,
+                       const char *message) {
+        sqlite3_stmt *st = stmt_get(s, ST_GPU_EVENT);
+        sqlite3_bind_int64(st, 1, gw_now_wall());
+        sqlite3_bind_int(st, 2, (int) gpu);
+        bind_text(st, 3, kind);
+        if (xid >= 0)
+                sqlite3_bind_int64(st, 4, xid);
+        else
+                sqlite3_bind_null(st, 4);
+        if (job_id > 0)
+                sqlite3_bind_int64(st, 5, job_id);
+        else
+                sqlite3_bind_null(st, 5);
+        bind_text(st, 6, message);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_state_counts(struct gw_store *s, uint64_t counts[_GW_JOB_STATE_MAX]) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, "SELECT state, count(*) FROM jobs GROUP BY state", -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        memset(counts, 0, sizeof(uint64_t) * _GW_JOB_STATE_MAX);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                int state = sqlite3_column_int(st, 0);
+                if (state >= 0 && state < _GW_JOB_STATE_MAX)
+                        counts[state] = (uint64_t) sqlite3_column_int64(st, 1);
+        }
+        sqlite3_finalize(st);
+        return 0;
 }

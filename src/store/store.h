@@ -60,3 +60,21 @@ struct gw_store_gpu {
 };
 int gw_store_gpu_upsert(struct gw_store *s, const struct gw_store_gpu *g);
 int gw_store_gpu_get(struct gw_store *s, unsigned index, struct gw_store_gpu *ret);
+
+/* Per-minute telemetry of a job's GPU, persisted for the job's whole life. */
+struct gw_store_series_row {
+        gw_usec_t t;                 /* start of the minute, wall clock */
+        unsigned util_min, util_max;
+        double util_mean;
+        uint64_t mem_min, mem_mean, mem_max;
+};
+int gw_store_series_add(struct gw_store *s, int64_t job_id, unsigned gpu, const struct gw_store_series_row *row);
+typedef void (*gw_store_series_cb)(unsigned gpu, const struct gw_store_series_row *row, void *userdata);
+/* Rows with t >= since, by GPU then time. */
+int gw_store_series_get(struct gw_store *s, int64_t job_id, gw_usec_t since, gw_store_series_cb cb, void *userdata);
+
+/* An Xid, ECC, health or drain event of a GPU (job_id 0 = none, xid -1 = none). */
+int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long long xid, int64_t job_id,
+                       const char *message);
+/* Number of jobs in each state. */
+int gw_store_state_counts(struct gw_store *s, uint64_t counts[_GW_JOB_STATE_MAX]);

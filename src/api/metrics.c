@@ -1,0 +1,326 @@
+#include "api/metrics.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "core/job.h"
+
+_Static_assert(_GW_JOB_STATE_MAX == ELEMENTSOF(((struct gw_metrics_snapshot *) 0)->jobs_by_state),
+               "jobs_by_state must have one slot per job state");
+
+struct out {
+        char *p;
+        size_t len, cap;
+};
+
+static void out_reserve(struct out *o, size_t more) {
+        size_t want = o->len + more + 1;
+
+        if (want <= o->cap)
+                return;
+        while (o->cap < want)
+                o->cap = o->cap ? o->cap * 2 : 4096;
+        o->p = gw_xrealloc(o->p, o->cap);
+}
+
+static void out_mem(struct out *o, const char *s, size_t n) {
+        out_reserve(o, n);
+        memcpy(o->p + o->len, s, n);
+        o->len += n;
+        o->p[o->len] = '\0';
+}
+
+static void out_str(struct out *o, const char *s) {
+        out_mem(o, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void out_printf(struct out *o, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                abort(); /* only for an invalid format, a programming error */
+        out_reserve(o, (size_t) n);
+        va_start(ap, fmt);
+        (void) vsnprintf(o->p + o->len, (size_t) n + 1, fmt, ap);
+        va_end(ap);
+        o->len += (size_t) n;
+}
+
+/* Label values may hold anything a user typed (job names, user names); the exposition
+ * format only needs these three escaped. */
+static void out_label_value(struct out *o, const char *v) {
+        for (const char *c = v ? v : ""; *c; c++) {
+                switch (*c) {
+                case '\\':
+                        out_str(o, "\\\\");
+                        break;
+                case '"':
+                        out_str(o, "\\\"");
+                        break;
+                case '\n':
+                        out_str(o, "\\n");
+                        break;
+                default:
+                        out_mem(o, c, 1);
+                }
+        }
+}
+
+/* Shortest text that reads back as the same double, so 0.1 is "0.1" rather than
+ * "0.10000000000000001", and the spellings Prometheus expects for the non-finite values. */
+static void fmt_double(char buf[static 32], double v) {
+        if (isnan(v)) {
+                memcpy(buf, "NaN", 4);
+                return;
+        }
+        if (isinf(v)) {
+                memcpy(buf, v > 0 ? "+Inf" : "-Inf", 5);
+                return;
+        }
+        (void) snprintf(buf, 32, "%.15g", v);
+        if (strtod(buf, NULL) != v)
+                (void) snprintf(buf, 32, "%.17g", v);
+}
+
+static void out_double(struct out *o, double v) {
+        char buf[32];
+
+        fmt_double(buf, v);
+        out_str(o, buf);
+}
+
+static void family(struct out *o, const char *name, const char *type, const char *help) {
+        out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label lists are written as name/value pairs terminated by NULL, so every series goes
+ * through one escaping path. */
+static void series_labels(struct out *o, const char *name, va_list ap) {
+        const char *k;
+        bool first = true;
+
+        out_str(o, name);
+        while ((k = va_arg(ap, const char *))) {
+                const char *v = va_arg(ap, const char *);
+                out_str(o, first ? "{" : ",");
+                out_str(o, k);
+                out_str(o, "=\"");
+                out_label_value(o, v);
+                out_str(o, "\"");
+                first = false;
+        }
+        if (!first)
+                out_str(o, "}");
+        out_str(o, " ");
+}
+
+__attribute__((sentinel)) static void sample_u64(struct out *o, uint64_t v, const char *name, ...) {
+        va_list ap;
+
+        va_start(ap, name);
+        series_labels(o, name, ap);
+        va_end(ap);
+        out_printf(o, "%" PRIu64 "\n", v);
+}
+
+__attribute__((sentinel)) static void sample_double(struct out *o, double v, const char *name, ...) {
+        va_list ap;
+
+        va_start(ap, name);
+        series_labels(o, name, ap);
+        va_end(ap);
+        out_double(o, v);
+        out_str(o, "\n");
+}
+
+/* ---- per GPU ---- */
+
+enum gpu_metric { GPU_UTIL, GPU_MEM_USED, GPU_MEM_TOTAL, GPU_TEMP, GPU_POWER };
+
+static const struct {
+        const char *name, *help;
+} gpu_families[] = {
+        [GPU_UTIL] = {"gpuward_gpu_utilization_ratio", "GPU utilization, 0 to 1."},
+        [GPU_MEM_USED] = {"gpuward_gpu_memory_used_bytes", "GPU memory in use."},
+        [GPU_MEM_TOTAL] = {"gpuward_gpu_memory_total_bytes", "GPU memory installed."},
+        [GPU_TEMP] = {"gpuward_gpu_temperature_celsius", "GPU temperature."},
+        [GPU_POWER] = {"gpuward_gpu_power_watts", "GPU power draw."},
+};
+
+static bool gpu_has(const struct gw_metrics_gpu *g, enum gpu_metric m) {
+        switch (m) {
+        case GPU_UTIL:
+                return g->has_util;
+        case GPU_MEM_USED:
+        case GPU_MEM_TOTAL:
+                return g->has_mem;
+        case GPU_TEMP:
+                return g->has_temp;
+        case GPU_POWER:
+                return g->has_power;
+        }
+        return false;
+}
+
+static void gpu_sample(struct out *o, const struct gw_metrics_gpu *g, enum gpu_metric m) {
+        const char *name = gpu_families[m].name;
+        char idx[24];
+
+        (void) snprintf(idx, sizeof(idx), "%u", g->index);
+        switch (m) {
+        case GPU_UTIL:
+                sample_double(o, g->util_ratio, name, "gpu", idx, "uuid", g->uuid, NULL);
+                break;
+        case GPU_MEM_USED:
+                sample_u64(o, g->mem_used, name, "gpu", idx, "uuid", g->uuid, NULL);
+                break;
+        case GPU_MEM_TOTAL:
+                sample_u64(o, g->mem_total, name, "gpu", idx, "uuid", g->uuid, NULL);
+                break;
+        case GPU_TEMP:
+                sample_double(o, g->temp_c, name, "gpu", idx, "uuid", g->uuid, NULL);
+                break;
+        case GPU_POWER:
+                sample_double(o, g->power_w, name, "gpu", idx, "uuid", g->uuid, NULL);
+                break;
+        }
+}
+
+static void render_gpus(struct out *o, const struct gw_metrics_snapshot *s) {
+        for (size_t m = 0; m < ELEMENTSOF(gpu_families); m++) {
+                bool any = false;
+                /* A family nobody can report is left out whole: HELP/TYPE with no samples
+                 * would only advertise a metric that never has a value. */
+                for (size_t i = 0; i < s->n_gpus && !any; i++)
+                        any = gpu_has(&s->gpus[i], (enum gpu_metric) m);
+                if (!any)
+                        continue;
+                family(o, gpu_families[m].name, "gauge", gpu_families[m].help);
+                for (size_t i = 0; i < s->n_gpus; i++)
+                        if (gpu_has(&s->gpus[i], (enum gpu_metric) m))
+                                gpu_sample(o, &s->gpus[i], (enum gpu_metric) m);
+        }
+        if (!s->n_gpus)
+                return;
+
+        family(o, "gpuward_gpu_allocated", "gauge", "1 when a job holds the GPU.");
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                const struct gw_metrics_gpu *g = &s->gpus[i];
+                char idx[24], job[24] = "";
+                (void) snprintf(idx, sizeof(idx), "%u", g->index);
+                if (g->job_id)
+                        (void) snprintf(job, sizeof(job), "%" PRId64, g->job_id);
+                sample_u64(o, g->job_id ? 1 : 0, "gpuward_gpu_allocated", "gpu", idx, "uuid", g->uuid,
+                           "job", job, "user", g->job_id ? g->user : "", NULL);
+        }
+
+        family(o, "gpuward_gpu_healthy", "gauge", "1 when the GPU is healthy and schedulable.");
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                const struct gw_metrics_gpu *g = &s->gpus[i];
+                char idx[24];
+                bool ok = g->health && strcmp(g->health, "ok") == 0;
+                (void) snprintf(idx, sizeof(idx), "%u", g->index);
+                sample_u64(o, ok ? 1 : 0, "gpuward_gpu_healthy", "gpu", idx, "uuid", g->uuid, "health",
+                           g->health, NULL);
+        }
+}
+
+/* ---- per job GPU ---- */
+
+static void render_jobs(struct out *o, const struct gw_metrics_snapshot *s) {
+        static const char *const names[] = {"gpuward_job_gpu_utilization_ratio",
+                                            "gpuward_job_gpu_memory_used_bytes"};
+        static const char *const helps[] = {"Utilization of a GPU by a running job, 0 to 1.",
+                                            "GPU memory used by a running job."};
+
+        if (!s->n_jobs)
+                return;
+        for (size_t m = 0; m < ELEMENTSOF(names); m++) {
+                family(o, names[m], "gauge", helps[m]);
+                for (size_t i = 0; i < s->n_jobs; i++) {
+                        const struct gw_metrics_job *j = &s->jobs[i];
+                        char id[24], gpu[24];
+                        (void) snprintf(id, sizeof(id), "%" PRId64, j->id);
+                        (void) snprintf(gpu, sizeof(gpu), "%u", j->gpu);
+                        if (m == 0)
+                                sample_double(o, j->util_ratio, names[m], "job", id, "user", j->user,
+                                              "name", j->name, "gpu", gpu, NULL);
+                        else
+                                sample_u64(o, j->mem_used, names[m], "job", id, "user", j->user, "name",
+                                           j->name, "gpu", gpu, NULL);
+                }
+        }
+}
+
+/* ---- queue ---- */
+
+static void render_queue(struct out *o, const struct gw_metrics_snapshot *s) {
+        family(o, "gpuward_jobs", "gauge", "Jobs known to the daemon, by state.");
+        for (int st = 0; st < _GW_JOB_STATE_MAX; st++)
+                sample_u64(o, s->jobs_by_state[st], "gpuward_jobs", "state",
+                           gw_job_state_name((enum gw_job_state) st), NULL);
+
+        family(o, "gpuward_queue_wait_seconds", "histogram", "Time started jobs waited in the queue.");
+        for (size_t b = 0; s->wait_bounds && b < GW_METRICS_WAIT_BUCKETS; b++) {
+                char le[32];
+                /* A +Inf bound here would duplicate the series written below. */
+                if (!isfinite(s->wait_bounds[b]))
+                        continue;
+                fmt_double(le, s->wait_bounds[b]);
+                sample_u64(o, s->wait_counts[b], "gpuward_queue_wait_seconds_bucket", "le", le, NULL);
+        }
+        sample_u64(o, s->wait_count, "gpuward_queue_wait_seconds_bucket", "le", "+Inf", NULL);
+        sample_double(o, s->wait_sum, "gpuward_queue_wait_seconds_sum", NULL);
+        sample_u64(o, s->wait_count, "gpuward_queue_wait_seconds_count", NULL);
+
+        family(o, "gpuward_rogue_processes", "gauge", "Processes on GPUs that belong to no job.");
+        sample_u64(o, s->rogue_processes, "gpuward_rogue_processes", NULL);
+}
+
+static void counter(struct out *o, const char *name, const char *help, uint64_t v) {
+        family(o, name, "counter", help);
+        sample_u64(o, v, name, NULL);
+}
+
+static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
+        counter(o, "gpuward_reclaims_total", "Jobs whose GPUs were reclaimed.", s->reclaims);
+        counter(o, "gpuward_retries_total", "Jobs retried after a failure.", s->retries);
+        counter(o, "gpuward_leaks_total", "GPU memory leaks detected after jobs ended.", s->leaks);
+        counter(o, "gpuward_xid_events_total", "Xid error events reported by the driver.", s->xid_events);
+
+        family(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+        sample_double(o, s->cpu_seconds, "process_cpu_seconds_total", NULL);
+        family(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+        sample_u64(o, s->resident_bytes, "process_resident_memory_bytes", NULL);
+        family(o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+        sample_u64(o, s->virtual_bytes, "process_virtual_memory_bytes", NULL);
+        family(o, "process_open_fds", "gauge", "Number of open file descriptors.");
+        sample_u64(o, s->open_fds, "process_open_fds", NULL);
+        family(o, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+        sample_u64(o, s->max_fds, "process_max_fds", NULL);
+        family(o, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+        sample_double(o, s->start_time, "process_start_time_seconds", NULL);
+}
+
+char *gw_metrics_render(const struct gw_metrics_snapshot *s, size_t *ret_len) {
+        struct out o = {0};
+
+        out_reserve(&o, 0);
+        o.p[0] = '\0';
+        render_gpus(&o, s);
+        render_jobs(&o, s);
+        render_queue(&o, s);
+        render_daemon(&o, s);
+        if (ret_len)
+                *ret_len = o.len;
+        return o.p;
+}

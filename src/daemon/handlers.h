@@ -1,0 +1,42 @@
+/* What the API handlers share; the route table is in handlers.c. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "api/http.h"
+#include "api/route.h"
+#include "daemon/daemon.h"
+
+/* Who is calling: from SO_PEERCRED on the Unix socket; unknown (a guest) over TCP. */
+struct caller {
+        bool known;
+        bool admin;
+        uid_t uid;
+        gid_t gid;
+        char user[64];
+};
+
+typedef void (*handler_fn)(void *, const struct gw_http_request *, const struct gw_route_ctx *,
+                           struct gw_http_reply *, const struct caller *);
+
+struct gw_daemon *the_daemon(void *userdata);
+void reply_json(struct gw_http_reply *rep, int status, json_t *o);       /* steals o */
+void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep); /* NULL after a 400 */
+/* A job by id: the live one if active, else the stored record, which *tmp then owns. */
+const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
+bool may_touch(const struct caller *c, const struct gw_job *j);
+
+/* handlers_gpu.c */
+void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+             const struct caller *c);
+void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct caller *c);
+void on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct caller *c);
+void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                struct gw_http_reply *rep, const struct caller *c);
+void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct caller *c);

@@ -1,0 +1,240 @@
+/* API handlers for GPUs, telemetry series, /metrics and /readyz. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "api/metrics.h"
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "daemon/handlers.h"
+
+static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
+
+static json_t *proc_json(const struct gw_dproc *p) {
+        json_t *o = json_pack("{s:i,s:s,s:s}", "pid", (int) p->pid, "user", p->user, "command", p->cmd);
+        json_object_set_new(o, "mem_used", p->mem != UINT64_MAX ? json_integer((json_int_t) p->mem) : json_null());
+        json_object_set_new(o, "sm_util", p->sm_util >= 0 ? json_integer(p->sm_util) : json_null());
+        json_object_set_new(o, "job", p->job_id ? json_integer(p->job_id) : json_null());
+        return o;
+}
+
+static const char *gpu_health(const struct gw_dgpu *g) {
+        if (g->sampled && g->sample.health != GW_GPU_OK)
+                return "lost";
+        return g->drained ? "drained" : "ok";
+}
+
+static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g) {
+        const struct gw_gpu_sample *s = &g->sample;
+        json_t *o = json_pack("{s:i,s:s,s:s,s:I}", "index", (int) g->info.index, "name", g->info.name, "uuid",
+                              g->info.uuid, "mem_total", (json_int_t) g->info.mem_total);
+        json_object_set_new(o, "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used) : json_null());
+        json_object_set_new(o, "util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null());
+        json_object_set_new(o, "mem_util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_mem) : json_null());
+        json_object_set_new(o, "temp", s->valid & GW_GPU_HAS_TEMP ? json_integer(s->temp_c) : json_null());
+        json_object_set_new(o, "power_w", s->valid & GW_GPU_HAS_POWER ? json_real(s->power_mw / 1000.0) : json_null());
+        json_object_set_new(o, "health", json_string(gpu_health(g)));
+        json_object_set_new(o, "drain_reason", g->drained ? json_string(g->drain_reason) : json_null());
+        json_object_set_new(o, "job", g->job_id ? json_integer(g->job_id) : json_null());
+        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
+        json_object_set_new(o, "job_info", dj ? json_pack("{s:I,s:s,s:s,s:o,s:n}", "id", (json_int_t) dj->job->id, "user",
+                                                          dj->job->user, "name", dj->job->name, "start_time",
+                                                          time_or_null(dj->job->start_time), "eta")
+                                              : json_null());
+        json_t *procs = json_array();
+        for (size_t k = 0; k < g->n_procs; k++)
+                json_array_append_new(procs, proc_json(&g->procs[k]));
+        json_object_set_new(o, "processes", procs);
+        json_object_set_new(o, "sampled_at", time_or_null(g->sampled ? g->sampled_at : 0));
+        return o;
+}
+
+void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+             const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *arr = json_array();
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                json_array_append_new(arr, gpu_json(d, &d->gpus[i]));
+        reply_json(rep, 200, json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->rogue_total,
+                                       "simulated", d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : ""));
+}
+
+void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        bool drain = strstr(req->path, "/undrain") == NULL;
+        if (ctx->id < 0 || (uint64_t) ctx->id >= d->n_gpus)
+                return reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->n_gpus);
+        char reason[256] = "";
+        if (drain) {
+                json_t *o = parse_body(req, rep);
+                if (!o)
+                        return;
+                const char *r = json_string_value(json_object_get(o, "reason"));
+                size_t len = r ? strlen(r) : 0;
+                if (!r || len == 0 || len > 200 || strpbrk(r, "\n\r")) {
+                        json_decref(o);
+                        return reply_error(rep, 400, "reason", "reason: required, 1-200 characters on one line");
+                }
+                snprintf(reason, sizeof reason, "%s (by %s)", r, c->user);
+                json_decref(o);
+        }
+        if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason) < 0)
+                return reply_error(rep, 503, NULL, "cannot record the drain: %s", gw_store_errmsg(d->store));
+        reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id]));
+}
+
+struct series_ctx {
+        bool mem;
+        json_t *gpus;
+};
+
+static void series_add(json_t *gpus, unsigned gpu, double t, json_t *v) {
+        char key[16];
+        snprintf(key, sizeof key, "%u", gpu);
+        json_t *arr = json_object_get(gpus, key);
+        if (!arr) {
+                arr = json_array();
+                json_object_set_new(gpus, key, arr);
+        }
+        json_array_append_new(arr, json_pack("[f,o]", t, v));
+}
+
+static void series_row(unsigned gpu, const struct gw_store_series_row *row, void *userdata) {
+        struct series_ctx *sc = userdata;
+        series_add(sc->gpus, gpu, (double) row->t / 1e6,
+                   sc->mem ? json_integer((json_int_t) row->mem_mean) : json_real(row->util_mean));
+}
+
+void on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        const char *metric = gw_http_query(req, "metric"), *qs = gw_http_query(req, "since");
+        if (!metric)
+                metric = "util";
+        if (strcmp(metric, "util") && strcmp(metric, "mem"))
+                return reply_error(rep, 400, "metric", "metric: must be util or mem");
+        double since_s = 0;
+        if (qs) {
+                char *end;
+                since_s = strtod(qs, &end);
+                if (end == qs || *end || since_s < 0)
+                        return reply_error(rep, 400, "since", "since: must be Unix seconds");
+        }
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        if (!j)
+                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
+        struct series_ctx sc = { .mem = !strcmp(metric, "mem"), .gpus = json_object() };
+        gw_usec_t since = (gw_usec_t) (since_s * 1e6);
+        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        int resolution = 60;
+        if (dj && dj->n_tel) {
+                /* Full rate from the in-memory rings while the job runs. */
+                resolution = (int) (d->cfg->sample_interval / GW_USEC_PER_SEC);
+                for (size_t i = 0; i < dj->n_tel; i++) {
+                        const struct gw_ring *r = &dj->tel[i].ring;
+                        struct gw_point *pts = gw_xmalloc((r->n ? r->n : 1) * sizeof *pts);
+                        size_t n = gw_ring_since(r, since, pts, r->n);
+                        for (size_t k = 0; k < n; k++)
+                                series_add(sc.gpus, dj->tel[i].gpu, (double) pts[k].t / 1e6,
+                                           sc.mem ? json_integer((json_int_t) pts[k].mem) : json_integer(pts[k].util));
+                        free(pts);
+                }
+        } else if (gw_store_series_get(d->store, j->id, since, series_row, &sc) < 0) {
+                json_decref(sc.gpus);
+                return reply_error(rep, 503, NULL, "cannot read the series: %s", gw_store_errmsg(d->store));
+        }
+        reply_json(rep, 200, json_pack("{s:s,s:i,s:o}", "metric", metric, "resolution", resolution < 1 ? 1 : resolution,
+                                       "gpus", sc.gpus));
+}
+
+/* The daemon's own process_* figures, from /proc/self. */
+static void process_stats(struct gw_metrics_snapshot *m) {
+        char buf[1024];
+        FILE *f = fopen("/proc/self/stat", "re");
+        if (f) {
+                size_t n = fread(buf, 1, sizeof buf - 1, f);
+                buf[n] = '\0';
+                fclose(f);
+                char *p = strrchr(buf, ')');
+                unsigned long long ut = 0, st = 0, vsize = 0, rss = 0;
+                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+                                       "%*u %llu %llu", &ut, &st, &vsize, &rss) == 4) {
+                        long hz = sysconf(_SC_CLK_TCK);
+                        m->cpu_seconds = (double) (ut + st) / (double) (hz > 0 ? hz : 100);
+                        m->virtual_bytes = vsize;
+                        m->resident_bytes = rss * (uint64_t) sysconf(_SC_PAGESIZE);
+                }
+        }
+        DIR *dir = opendir("/proc/self/fd");
+        for (struct dirent *de; dir && (de = readdir(dir));)
+                m->open_fds += de->d_name[0] != '.';
+        if (dir)
+                closedir(dir);
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+                m->max_fds = rl.rlim_cur;
+}
+
+void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        struct gw_metrics_gpu gpus[GW_SCHED_MAX_GPUS];
+        size_t n_series = 0;
+        for (size_t i = 0; i < d->n_running; i++)
+                n_series += d->running[i]->n_tel;
+        _cleanup_free_ struct gw_metrics_job *jobs = gw_xcalloc(n_series + 1, sizeof *jobs);
+        struct gw_metrics_snapshot m = { .gpus = gpus, .n_gpus = d->n_gpus, .jobs = jobs, .wait_bounds = gw_wait_bounds };
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                const struct gw_dgpu *g = &d->gpus[i];
+                const struct gw_gpu_sample *s = &g->sample;
+                struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
+                gpus[i] = (struct gw_metrics_gpu) {
+                        .index = i, .uuid = g->info.uuid, .name = g->info.name,
+                        .has_util = !!(s->valid & GW_GPU_HAS_UTIL), .has_mem = !!(s->valid & GW_GPU_HAS_MEM),
+                        .has_temp = !!(s->valid & GW_GPU_HAS_TEMP), .has_power = !!(s->valid & GW_GPU_HAS_POWER),
+                        .util_ratio = s->util_gpu / 100.0, .mem_used = s->mem_used, .mem_total = g->info.mem_total,
+                        .temp_c = s->temp_c, .power_w = s->power_mw / 1000.0, .job_id = g->job_id,
+                        .user = dj ? dj->job->user : "",
+                        .health = g->sampled && s->health != GW_GPU_OK ? "lost" : g->drained ? "drained" : "ok",
+                };
+        }
+        for (size_t i = 0; i < d->n_running; i++) {
+                const struct gw_djob *dj = d->running[i];
+                for (size_t k = 0; k < dj->n_tel; k++) {
+                        const struct gw_point *pt = gw_ring_last(&dj->tel[k].ring);
+                        jobs[m.n_jobs++] = (struct gw_metrics_job) {
+                                .id = dj->job->id, .user = dj->job->user, .name = dj->job->name, .gpu = dj->tel[k].gpu,
+                                .util_ratio = pt ? pt->util / 100.0 : 0, .mem_used = pt ? pt->mem : 0,
+                        };
+                }
+        }
+        for (int s = 0; s < _GW_JOB_STATE_MAX && s < 8; s++)
+                m.jobs_by_state[s] = gw_job_state_is_final(s) ? d->state_counts[s] : 0;
+        for (size_t i = 0; i < d->n_running; i++)
+                m.jobs_by_state[GW_JOB_RUNNING]++;
+        for (size_t i = 0; i < d->n_queue; i++)
+                m.jobs_by_state[d->queue[i]->job->state]++;
+        memcpy(m.wait_counts, d->wait_counts, sizeof m.wait_counts);
+        m.wait_count = d->wait_n;
+        m.wait_sum = d->wait_sum;
+        m.rogue_processes = d->rogue_total;
+        m.xid_events = d->xid_events;
+        m.start_time = (double) d->started_at / 1e6;
+        process_stats(&m);
+        size_t len;
+        char *text = gw_metrics_render(&m, &len);
+        gw_http_reply_text(rep, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        if (!d->ready)
+                return reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");
+        reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->n_gpus));
+}

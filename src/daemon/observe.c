@@ -1,0 +1,461 @@
+/* Applying what the sampler saw: GPU state, the job each GPU process belongs to, rogue
+ * processes, per-job series and usage, Xid events and draining. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/daemon.h"
+
+#define RING_SECONDS 3600
+#define MAX_ANCESTORS 64
+
+const double gw_wait_bounds[10] = { 0.01, 0.1, 1, 10, 60, 300, 900, 3600, 14400, 86400 };
+
+static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s);
+
+static size_t ring_points(const struct gw_daemon *d) {
+        gw_usec_t iv = d->cfg->sample_interval > 0 ? d->cfg->sample_interval : GW_USEC_PER_SEC;
+        size_t n = (size_t) (RING_SECONDS * GW_USEC_PER_SEC / iv);
+        return n < 16 ? 16 : n;
+}
+
+int gw_observe_start(struct gw_daemon *d) {
+        d->started_at = gw_now_wall();
+        (void) gw_store_state_counts(d->store, d->state_counts);
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                gw_ring_init(&d->gpus[i].ring, ring_points(d));
+        if (!d->gpu || d->n_gpus == 0) {
+                d->ready = true;
+                return 0;
+        }
+        /* One sample now, so that the first scheduling pass knows the free memory. */
+        struct gw_snapshot *first = gw_snapshot_take(d->gpu, d->n_gpus);
+        int r = gw_sampler_start(d->gpu, d->n_gpus, d->cfg->sample_interval, &d->sampler, &d->sampler_fd);
+        if (r < 0) {
+                gw_snapshot_free(first);
+                log_err("cannot start the GPU sampler: %s", strerror(-r));
+                return r;
+        }
+        d->sampler_src = (struct gw_source) { GW_SRC_SAMPLER, NULL };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->sampler_src };
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sampler_fd, &ev) < 0)
+                return -errno;
+        d->ready = true;
+        apply_snapshot(d, first);
+        gw_snapshot_free(first);
+        return 0;
+}
+
+void gw_observe_stop(struct gw_daemon *d) {
+        d->sampler = gw_sampler_stop(d->sampler);
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                gw_ring_free(&d->gpus[i].ring);
+                free(d->gpus[i].procs);
+        }
+}
+
+/* --- attribution ------------------------------------------------------------------- */
+
+static ssize_t read_small(const char *path, char *buf, size_t n) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t r = read(fd, buf, n - 1);
+        if (r < 0)
+                return -errno;
+        buf[r] = '\0';
+        return r;
+}
+
+static size_t ancestors_of(unsigned pid, unsigned *out, size_t max) {
+        size_t n = 0;
+        for (unsigned p = pid; n < max;) {
+                char path[64], buf[512];
+                snprintf(path, sizeof path, "/proc/%u/stat", p);
+                if (read_small(path, buf, sizeof buf) <= 0)
+                        break;
+                char *rp = strrchr(buf, ')');
+                unsigned ppid = 0;
+                if (!rp || sscanf(rp + 1, " %*c %u", &ppid) != 1 || ppid <= 1)
+                        break;
+                out[n++] = ppid;
+                p = ppid;
+        }
+        return n;
+}
+
+static void user_name(uint32_t uid, char *buf, size_t n) {
+        static struct { uint32_t uid; char name[32]; bool used; } cache[64];
+        size_t slot = uid % ELEMENTSOF(cache);
+        if (cache[slot].used && cache[slot].uid == uid) {
+                snprintf(buf, n, "%s", cache[slot].name);
+                return;
+        }
+        struct passwd pw, *pwp = NULL;
+        char pwbuf[4096];
+        if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp)
+                snprintf(buf, n, "%s", pw.pw_name);
+        else
+                snprintf(buf, n, "%u", uid);
+        cache[slot].uid = uid;
+        cache[slot].used = true;
+        snprintf(cache[slot].name, sizeof cache[slot].name, "%s", buf);
+}
+
+/* Who runs pid and what: from /proc, or "?" when it is already gone. */
+static void describe_proc(struct gw_dproc *p) {
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%u/status", p->pid);
+        unsigned long uid = 0;
+        if (read_small(path, buf, sizeof buf) > 0) {
+                char *u = strstr(buf, "\nUid:");
+                if (u)
+                        uid = strtoul(u + 5, NULL, 10);
+        }
+        p->uid = (uint32_t) uid;
+        user_name(p->uid, p->user, sizeof p->user);
+        snprintf(path, sizeof path, "/proc/%u/cmdline", p->pid);
+        ssize_t n = read_small(path, buf, sizeof buf);
+        for (ssize_t i = 0; i + 1 < n; i++)
+                if (buf[i] == '\0' || (unsigned char) buf[i] < 0x20)
+                        buf[i] = ' ';
+        snprintf(p->cmd, sizeof p->cmd, "%s", n > 0 ? buf : "?");
+}
+
+/* The previous sample's view of pid, to skip /proc reads for processes already known. */
+static const struct gw_dproc *known_proc(const struct gw_daemon *d, unsigned pid) {
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                for (size_t k = 0; k < d->gpus[i].n_procs; k++)
+                        if (d->gpus[i].procs[k].pid == pid)
+                                return &d->gpus[i].procs[k];
+        return NULL;
+}
+
+static int64_t attribute(const struct gw_daemon *d, unsigned pid, const struct gw_job_anchor *anchors, size_t n) {
+        char path[64], cg[4096];
+        unsigned anc[MAX_ANCESTORS];
+        snprintf(path, sizeof path, "/proc/%u/cgroup", pid);
+        struct gw_proc_facts f = {
+                .pid = pid,
+                .cgroup = read_small(path, cg, sizeof cg) > 0 ? cg : NULL,
+                .ancestors = anc,
+                .n_ancestors = ancestors_of(pid, anc, MAX_ANCESTORS),
+        };
+        return gw_attribute(&f, anchors, n);
+}
+
+static struct gw_job_anchor *job_anchors(const struct gw_daemon *d) {
+        struct gw_job_anchor *a = gw_xcalloc(d->n_running + 1, sizeof *a);
+        for (size_t i = 0; i < d->n_running; i++) {
+                const struct gw_job *j = d->running[i]->job;
+                const char *slash = j->cgroup ? strrchr(j->cgroup, '/') : NULL;
+                a[i] = (struct gw_job_anchor) { j->id, (unsigned) j->shim_pid, slash ? slash + 1 : NULL };
+        }
+        return a;
+}
+
+/* --- applying a snapshot ------------------------------------------------------------ */
+
+static void job_event(struct gw_daemon *d, int64_t job_id, const char *kind, const char *msg) {
+        struct gw_djob *dj = gw_jobmap_get(&d->map, job_id);
+        if (dj)
+                (void) gw_store_job_event(d->store, job_id, dj->job->state, kind, msg);
+}
+
+/* rogue_policy = kill: a process of no job on a GPU that a job holds is stopped, never
+ * one of ours, and the job's record says who and what. */
+static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
+        if (!g->job_id || strcmp(d->cfg->rogue_policy, "kill") || p->pid == (unsigned) getpid())
+                return;
+        char msg[512];
+        int r = kill((pid_t) p->pid, SIGKILL);
+        snprintf(msg, sizeof msg, "rogue process %u (user %s: %.120s) on GPU %u %s", p->pid, p->user, p->cmd,
+                 g->info.index, r == 0 ? "killed (rogue_policy=kill)" : "could not be killed");
+        log_warn("job %lld: %s", (long long) g->job_id, msg);
+        job_event(d, g->job_id, "rogue", msg);
+        (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+}
+
+static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_snapshot *s,
+                        const struct gw_job_anchor *anchors, size_t n_anchors) {
+        struct gw_dproc *v = s->n_procs ? gw_xcalloc(s->n_procs, sizeof *v) : NULL;
+        unsigned rogue = 0;
+        for (size_t k = 0; k < s->n_procs; k++) {
+                struct gw_dproc *p = &v[k];
+                const struct gw_dproc *old = known_proc(d, s->procs[k].pid);
+                if (old)
+                        *p = *old;
+                else {
+                        p->pid = s->procs[k].pid;
+                        describe_proc(p);
+                        p->job_id = attribute(d, p->pid, anchors, n_anchors);
+                }
+                p->mem = s->procs[k].mem_used;
+                p->sm_util = s->procs[k].sm_util;
+                if (!p->job_id) {
+                        rogue++;
+                        if (!old || !old->job_id)
+                                rogue_kill(d, g, p);
+                }
+        }
+        free(g->procs);
+        g->procs = v;
+        g->n_procs = s->n_procs;
+        g->rogue = rogue;
+}
+
+static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_sample *now) {
+        if (g->sampled && g->sample.health == now->health)
+                return;
+        if (!g->sampled && now->health == GW_GPU_OK)
+                return;
+        char msg[128];
+        snprintf(msg, sizeof msg, "GPU %u health: %s", g->info.index,
+                 now->health == GW_GPU_OK ? "ok" : now->health == GW_GPU_LOST ? "lost (fell off the bus?)" : "unavailable");
+        log_warn("%s", msg);
+        (void) gw_store_gpu_event(d->store, g->info.index, "health", -1, g->job_id, msg);
+        if (g->job_id)
+                job_event(d, g->job_id, "gpu", msg);
+}
+
+static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu) {
+        if (!dj->tel) {
+                size_t n = (size_t) __builtin_popcountll(dj->job->gpu_mask);
+                dj->tel = gw_xcalloc(n ? n : 1, sizeof *dj->tel);
+                for (unsigned i = 0; i < 64; i++)
+                        if (dj->job->gpu_mask & (UINT64_C(1) << i)) {
+                                dj->tel[dj->n_tel].gpu = i;
+                                gw_ring_init(&dj->tel[dj->n_tel].ring, ring_points(d));
+                                dj->n_tel++;
+                        }
+        }
+        for (size_t i = 0; i < dj->n_tel; i++)
+                if (dj->tel[i].gpu == gpu)
+                        return &dj->tel[i];
+        return NULL;
+}
+
+void gw_jobtel_free(struct gw_djob *dj) {
+        for (size_t i = 0; i < dj->n_tel; i++)
+                gw_ring_free(&dj->tel[i].ring);
+        free(dj->tel);
+        dj->tel = NULL;
+        dj->n_tel = 0;
+}
+
+static void persist_minute(struct gw_daemon *d, int64_t job_id, unsigned gpu, const struct gw_agg *a) {
+        if (!a->n)
+                return;
+        struct gw_store_series_row row = {
+                .t = a->bucket,
+                .util_min = a->util_min,
+                .util_max = a->util_max,
+                .util_mean = gw_agg_util_mean(a),
+                .mem_min = a->mem_min,
+                .mem_max = a->mem_max,
+                .mem_mean = gw_agg_mem_mean(a),
+        };
+        if (gw_store_series_add(d->store, job_id, gpu, &row) < 0)
+                log_warn("job %lld: cannot store its GPU series: %s", (long long) job_id, gw_store_errmsg(d->store));
+}
+
+/* A job's share of a GPU: its processes' per-process utilisation and memory when NVML gives
+ * them, else the whole device's (the GPU is the job's alone). */
+static void job_point(const struct gw_dgpu *g, int64_t job_id, gw_usec_t t, struct gw_point *pt) {
+        unsigned util = 0;
+        uint64_t mem = 0;
+        bool per_proc_util = false, per_proc_mem = false;
+        for (size_t k = 0; k < g->n_procs; k++) {
+                const struct gw_dproc *p = &g->procs[k];
+                if (p->job_id != job_id)
+                        continue;
+                if (p->sm_util >= 0) {
+                        util += (unsigned) p->sm_util;
+                        per_proc_util = true;
+                }
+                if (p->mem != UINT64_MAX) {
+                        mem += p->mem;
+                        per_proc_mem = true;
+                }
+        }
+        if (!per_proc_util)
+                util = g->sample.valid & GW_GPU_HAS_UTIL ? g->sample.util_gpu : 0;
+        if (!per_proc_mem)
+                mem = g->sample.valid & GW_GPU_HAS_MEM ? g->sample.mem_used : 0;
+        *pt = (struct gw_point) { .t = t, .util = (uint8_t) (util > 100 ? 100 : util), .mem = mem,
+                                  .mem_util = (uint8_t) (g->sample.util_mem > 100 ? 100 : g->sample.util_mem) };
+}
+
+static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
+        for (size_t i = 0; i < d->n_running; i++) {
+                struct gw_djob *dj = d->running[i];
+                for (unsigned gi = 0; gi < d->n_gpus; gi++) {
+                        if (!(dj->job->gpu_mask & (UINT64_C(1) << gi)))
+                                continue;
+                        struct gw_jobtel *jt = jobtel_for(d, dj, gi);
+                        if (!jt)
+                                continue;
+                        struct gw_point pt;
+                        struct gw_agg done;
+                        job_point(&d->gpus[gi], dj->job->id, t, &pt);
+                        gw_ring_push(&jt->ring, &pt);
+                        gw_usage_add(&jt->usage, pt.util, pt.mem);
+                        if (gw_agg_add(&jt->agg, 60 * GW_USEC_PER_SEC, &pt, &done))
+                                persist_minute(d, dj->job->id, gi, &done);
+                }
+        }
+}
+
+static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
+        _cleanup_free_ struct gw_job_anchor *anchors = job_anchors(d);
+        d->rogue_total = 0;
+        for (unsigned i = 0; i < d->n_gpus && i < s->n_gpus; i++) {
+                struct gw_dgpu *g = &d->gpus[i];
+                apply_health(d, g, &s->gpu[i].sample);
+                g->sample = s->gpu[i].sample;
+                g->sampled = true;
+                g->sampled_at = s->taken;
+                if (s->gpu[i].procs_error >= 0)
+                        apply_procs(d, g, &s->gpu[i], anchors, d->n_running);
+                d->rogue_total += g->rogue;
+                struct gw_point pt = { .t = s->taken,
+                                       .util = (uint8_t) (g->sample.util_gpu > 100 ? 100 : g->sample.util_gpu),
+                                       .mem_util = (uint8_t) (g->sample.util_mem > 100 ? 100 : g->sample.util_mem),
+                                       .mem = g->sample.mem_used };
+                gw_ring_push(&g->ring, &pt);
+        }
+        apply_jobs(d, s->taken);
+        /* Free memory changed: a job waiting for --gpu-mem may fit now. */
+        d->sched_dirty |= d->n_queue > 0;
+}
+
+/* --- events and draining ------------------------------------------------------------- */
+
+int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason) {
+        if (idx >= d->n_gpus)
+                return -ENOENT;
+        struct gw_dgpu *g = &d->gpus[idx];
+        g->drained = drain;
+        snprintf(g->drain_reason, sizeof g->drain_reason, "%s", drain ? reason : "");
+        struct gw_store_gpu sg = { .index = idx, .mem_total = g->info.mem_total, .drained = drain };
+        snprintf(sg.uuid, sizeof sg.uuid, "%s", g->info.uuid);
+        snprintf(sg.name, sizeof sg.name, "%s", g->info.name);
+        snprintf(sg.drain_reason, sizeof sg.drain_reason, "%s", g->drain_reason);
+        int r = gw_store_gpu_upsert(d->store, &sg);
+        char msg[400];
+        snprintf(msg, sizeof msg, "GPU %u %s%s%s", idx, drain ? "drained: " : "undrained", drain ? reason : "",
+                 drain && g->job_id ? " (its job keeps running)" : "");
+        (void) gw_store_gpu_event(d->store, idx, drain ? "drain" : "undrain", -1, g->job_id, msg);
+        if (g->job_id)
+                job_event(d, g->job_id, "gpu", msg);
+        log_info("%s", msg);
+        d->sched_dirty = true;
+        return r;
+}
+
+/* What an Xid means for the GPU (../shared/docs/nvml.md §7): drain it, or not. */
+static bool xid_drains(unsigned long long xid) {
+        static const unsigned long long drain[] = { 48, 64, 74, 79, 95 };
+        for (size_t i = 0; i < ELEMENTSOF(drain); i++)
+                if (xid == drain[i])
+                        return true;
+        return false;
+}
+
+static void apply_event(struct gw_daemon *d, const struct gw_gpu_event *ev) {
+        if (ev->index >= d->n_gpus)
+                return;
+        struct gw_dgpu *g = &d->gpus[ev->index];
+        bool dbe = ev->type & 0x2, xid = ev->type & 0x8;
+        char when[16], msg[256];
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
+        if (xid)
+                snprintf(msg, sizeof msg, "Xid %llu on GPU %u at %s", ev->xid, ev->index, when);
+        else
+                snprintf(msg, sizeof msg, "%s ECC error on GPU %u at %s", dbe ? "double-bit" : "single-bit", ev->index,
+                         when);
+        d->xid_events += xid;
+        log_warn("%s%s", msg, g->job_id ? "" : " (no job on it)");
+        (void) gw_store_gpu_event(d->store, ev->index, xid ? "xid" : "ecc", xid ? (long long) ev->xid : -1, g->job_id,
+                                  msg);
+        if (g->job_id)
+                job_event(d, g->job_id, "xid", msg);
+        if ((xid && xid_drains(ev->xid)) || dbe)
+                (void) gw_gpu_drain(d, ev->index, true, msg);
+}
+
+void gw_observe_ready(struct gw_daemon *d) {
+        gw_sampler_ack(d->sampler);
+        struct gw_snapshot *s = gw_sampler_take(d->sampler);
+        if (s) {
+                apply_snapshot(d, s);
+                gw_snapshot_free(s);
+        }
+        struct gw_gpu_event evs[64];
+        size_t n;
+        while ((n = gw_sampler_events(d->sampler, evs, ELEMENTSOF(evs))) > 0)
+                for (size_t i = 0; i < n; i++)
+                        apply_event(d, &evs[i]);
+}
+
+/* --- per-job summaries ------------------------------------------------------------- */
+
+static json_t *jobtel_json(const struct gw_djob *dj, gw_usec_t now) {
+        json_t *gpus = json_array();
+        uint64_t samples = 0;
+        for (size_t i = 0; i < dj->n_tel; i++) {
+                const struct gw_jobtel *t = &dj->tel[i];
+                samples += t->usage.n;
+                json_array_append_new(gpus, json_pack("{s:i,s:f,s:i,s:I}", "index", (int) t->gpu, "util_mean",
+                                                      gw_usage_mean(&t->usage), "util_p95",
+                                                      (int) gw_usage_percentile(&t->usage, 95), "mem_peak",
+                                                      (json_int_t) t->usage.mem_peak));
+        }
+        const struct gw_job *j = dj->job;
+        gw_usec_t end = j->end_time ? j->end_time : now;
+        double hours = j->start_time ? (double) (end - j->start_time) / 3.6e9 * j->ngpus : 0;
+        return json_pack("{s:o,s:f,s:I}", "gpus", gpus, "gpu_hours", hours < 0 ? 0 : hours, "samples",
+                         (json_int_t) samples);
+}
+
+json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j) {
+        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        if (dj && dj->n_tel)
+                return jobtel_json(dj, gw_now_wall());
+        if (j->telemetry)
+                return json_loads(j->telemetry, 0, NULL);
+        return NULL;
+}
+
+void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj) {
+        if (!dj->n_tel)
+                return;
+        for (size_t i = 0; i < dj->n_tel; i++)
+                persist_minute(d, dj->job->id, dj->tel[i].gpu, &dj->tel[i].agg);
+        json_t *o = jobtel_json(dj, dj->job->end_time);
+        free(dj->job->telemetry);
+        dj->job->telemetry = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+}
+
+void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j) {
+        double wait = (double) (j->start_time - j->submit_time) / 1e6;
+        if (wait < 0)
+                wait = 0;
+        for (size_t i = 0; i < ELEMENTSOF(gw_wait_bounds); i++)
+                if (wait <= gw_wait_bounds[i])
+                        d->wait_counts[i]++;
+        d->wait_n++;
+        d->wait_sum += wait;
+}

@@ -1,0 +1,205 @@
+#include "daemon/sampler.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+
+#define MAX_PROCS_PER_GPU 4096
+#define MAX_PENDING_EVENTS 256
+#define EVENT_WAIT_MS 500
+
+struct gw_sampler {
+        struct gw_gpu_lib *lib;
+        unsigned n_gpus;
+        gw_usec_t interval;
+        int efd;
+        pthread_t sample_thread, event_thread;
+        bool event_thread_started;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        bool stop;
+        struct gw_snapshot *ready;           /* newest snapshot not yet taken */
+        struct gw_gpu_event events[MAX_PENDING_EVENTS];
+        size_t n_events;
+        unsigned long dropped_events;
+};
+
+struct gw_snapshot *gw_snapshot_free(struct gw_snapshot *s) {
+        if (!s)
+                return NULL;
+        for (unsigned i = 0; i < s->n_gpus; i++)
+                free(s->gpu[i].procs);
+        free(s);
+        return NULL;
+}
+
+struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus) {
+        struct gw_snapshot *s = gw_xcalloc(1, sizeof *s + n_gpus * sizeof s->gpu[0]);
+        s->n_gpus = n_gpus;
+        s->taken = gw_clock_wall();
+        struct gw_gpu_proc *buf = gw_xmalloc(MAX_PROCS_PER_GPU * sizeof *buf);
+        for (unsigned i = 0; i < n_gpus; i++) {
+                struct gw_gpu_snapshot *g = &s->gpu[i];
+                if (gw_gpu_sample(lib, i, &g->sample) < 0)
+                        g->sample.health = GW_GPU_UNAVAILABLE;
+                size_t n = 0;
+                g->procs_error = gw_gpu_processes(lib, i, buf, MAX_PROCS_PER_GPU, &n);
+                if (g->procs_error >= 0 && n > 0) {
+                        g->procs = gw_xmalloc(n * sizeof *g->procs);
+                        memcpy(g->procs, buf, n * sizeof *buf);
+                        g->n_procs = n;
+                }
+        }
+        free(buf);
+        return s;
+}
+
+static void notify(struct gw_sampler *s) {
+        uint64_t one = 1;
+        (void) !write(s->efd, &one, sizeof one);
+}
+
+static struct timespec deadline_in(gw_usec_t usec) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + (usec % GW_USEC_PER_SEC) * 1000;
+        ts.tv_sec += (time_t) (usec / GW_USEC_PER_SEC + ns / 1000000000);
+        ts.tv_nsec = (long) (ns % 1000000000);
+        return ts;
+}
+
+static void *sample_main(void *arg) {
+        struct gw_sampler *s = arg;
+        pthread_mutex_lock(&s->lock);
+        while (!s->stop) {
+                pthread_mutex_unlock(&s->lock);
+                struct gw_snapshot *snap = gw_snapshot_take(s->lib, s->n_gpus); /* no lock held */
+                pthread_mutex_lock(&s->lock);
+                gw_snapshot_free(s->ready); /* the loop was too slow to take it: keep the newest */
+                s->ready = snap;
+                notify(s);
+                struct timespec until = deadline_in(s->interval);
+                while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
+                        ;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+static void *event_main(void *arg) {
+        struct gw_sampler *s = arg;
+        for (;;) {
+                pthread_mutex_lock(&s->lock);
+                bool stop = s->stop;
+                pthread_mutex_unlock(&s->lock);
+                if (stop)
+                        break;
+                struct gw_gpu_event ev;
+                int r = gw_gpu_wait_event(s->lib, EVENT_WAIT_MS, &ev);
+                if (r == -ETIMEDOUT)
+                        continue;
+                if (r == -ENOTSUP) {
+                        log_info("NVML events are not supported here: no Xid monitoring");
+                        break;
+                }
+                if (r < 0) {
+                        /* A lost GPU can make every wait fail at once: do not spin. */
+                        struct timespec ts = { 0, 200 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                        continue;
+                }
+                pthread_mutex_lock(&s->lock);
+                if (s->n_events < MAX_PENDING_EVENTS)
+                        s->events[s->n_events++] = ev;
+                else
+                        s->dropped_events++;
+                notify(s);
+                pthread_mutex_unlock(&s->lock);
+        }
+        return NULL;
+}
+
+int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval, struct gw_sampler **ret,
+                     int *ret_fd) {
+        struct gw_sampler *s = gw_xcalloc(1, sizeof *s);
+        s->lib = lib;
+        s->n_gpus = n_gpus;
+        s->interval = interval;
+        s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (s->efd < 0) {
+                free(s);
+                return -errno;
+        }
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&s->lock, NULL);
+        /* The threads must not take the signals the loop reads through its signalfd. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        int r = pthread_create(&s->sample_thread, NULL, sample_main, s);
+        if (r == 0)
+                s->event_thread_started = pthread_create(&s->event_thread, NULL, event_main, s) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r != 0) {
+                (void) close(s->efd);
+                free(s);
+                return -r;
+        }
+        *ret = s;
+        *ret_fd = s->efd;
+        return 0;
+}
+
+struct gw_sampler *gw_sampler_stop(struct gw_sampler *s) {
+        if (!s)
+                return NULL;
+        pthread_mutex_lock(&s->lock);
+        s->stop = true;
+        pthread_cond_broadcast(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->sample_thread, NULL);
+        if (s->event_thread_started)
+                pthread_join(s->event_thread, NULL);
+        gw_snapshot_free(s->ready);
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        (void) close(s->efd);
+        free(s);
+        return NULL;
+}
+
+struct gw_snapshot *gw_sampler_take(struct gw_sampler *s) {
+        pthread_mutex_lock(&s->lock);
+        struct gw_snapshot *snap = TAKE_PTR(s->ready);
+        pthread_mutex_unlock(&s->lock);
+        return snap;
+}
+
+size_t gw_sampler_events(struct gw_sampler *s, struct gw_gpu_event *out, size_t max) {
+        pthread_mutex_lock(&s->lock);
+        size_t n = s->n_events < max ? s->n_events : max;
+        memcpy(out, s->events, n * sizeof *out);
+        memmove(s->events, s->events + n, (s->n_events - n) * sizeof *out);
+        s->n_events -= n;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+void gw_sampler_ack(struct gw_sampler *s) {
+        uint64_t v;
+        (void) !read(s->efd, &v, sizeof v);
+}

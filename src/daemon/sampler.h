@@ -1,0 +1,39 @@
+/* NVML off the event loop: a sampler thread takes a snapshot of every GPU each interval and
+ * an event thread waits for Xid/ECC events; both hand their results to the loop through a
+ * mutex-protected slot and an eventfd.  No lock is held across an NVML call. */
+#pragma once
+#include <stddef.h>
+
+#include "base/time.h"
+#include "gpu/gpu.h"
+
+struct gw_gpu_snapshot {
+        struct gw_gpu_sample sample;
+        struct gw_gpu_proc *procs;
+        size_t n_procs;
+        int procs_error;             /* < 0 when the process list could not be read */
+};
+
+struct gw_snapshot {
+        gw_usec_t taken;             /* wall clock */
+        unsigned n_gpus;
+        struct gw_gpu_snapshot gpu[];
+};
+
+struct gw_snapshot *gw_snapshot_free(struct gw_snapshot *s);
+/* Samples every GPU now, in the calling thread. */
+struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus);
+
+struct gw_sampler;
+
+/* Starts both threads.  *ret_fd becomes readable (eventfd) when a snapshot or events wait. */
+int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval, struct gw_sampler **ret,
+                     int *ret_fd);
+/* Stops and joins the threads; accepts NULL; returns NULL. */
+struct gw_sampler *gw_sampler_stop(struct gw_sampler *s);
+/* Takes the newest snapshot (NULL if none since the last call); caller frees it. */
+struct gw_snapshot *gw_sampler_take(struct gw_sampler *s);
+/* Takes the events received since the last call (at most max); returns how many. */
+size_t gw_sampler_events(struct gw_sampler *s, struct gw_gpu_event *out, size_t max);
+/* Clears the eventfd. */
+void gw_sampler_ack(struct gw_sampler *s);
