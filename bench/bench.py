@@ -126,7 +126,7 @@ def bench_history_rss(gw, build, results, n):
     try:
         stamp = os.path.join(build, "bench", "gw-bench-stamp")
         out = os.path.join(d.work, "s")
-        batch = 10000
+        batch = 4000  # a batch body must stay under the 1 MiB request limit
         for k in range(0, n, batch):
             st, r = d.api("POST", "/api/v1/jobs/batch", {"jobs": [job([stamp, out], d.work)] * min(batch, n - k)},
                           timeout=120)

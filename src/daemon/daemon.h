@@ -100,6 +100,7 @@ struct gw_daemon {
         int sampler_fd;
         struct gw_source sampler_src;
         bool ready;                  /* database open and GPUs enumerated */
+        bool big_reply;              /* a large reply was built: give its memory back afterwards */
         unsigned rogue_total;
         uint64_t xid_events;
         uint64_t state_counts[_GW_JOB_STATE_MAX]; /* jobs per state, for /metrics */

@@ -220,14 +220,29 @@ static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep)
         return 0;
 }
 
+/* Long lists are written job by job into one buffer: building the whole JSON tree first
+ * would take several times the memory of the reply. */
 struct list_ctx {
-        json_t *arr;
+        FILE *out;
         uint64_t fields;
+        size_t n;
 };
 
+static void list_put(struct list_ctx *lc, const struct gw_job *j) {
+        json_t *o = gw_codec_job_masked(j, lc->fields);
+        char buf[4096];
+        size_t len = json_dumpb(o, buf, sizeof buf, JSON_COMPACT);
+        if (lc->n++)
+                fputc(',', lc->out);
+        if (len <= sizeof buf)
+                fwrite(buf, 1, len, lc->out);
+        else
+                (void) json_dumpf(o, lc->out, JSON_COMPACT);
+        json_decref(o);
+}
+
 static int list_cb(struct gw_job *j, void *userdata) {
-        struct list_ctx *lc = userdata;
-        json_array_append_new(lc->arr, gw_codec_job_masked(j, lc->fields));
+        list_put(userdata, j);
         gw_job_free(j);
         return 0;
 }
@@ -264,12 +279,17 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 return;
         }
         struct gw_codec_error ferr;
-        struct list_ctx lc = { .arr = NULL };
+        struct list_ctx lc = { NULL };
         if (gw_codec_job_fields(gw_http_query(req, "fields"), &lc.fields, &ferr) < 0) {
                 reply_error(rep, 400, ferr.field, "%s", ferr.message);
                 return;
         }
-        json_t *arr = lc.arr = json_array();
+        char *body = NULL;
+        size_t body_len = 0;
+        lc.out = open_memstream(&body, &body_len);
+        if (!lc.out)
+                return reply_error(rep, 500, NULL, "out of memory");
+        fputs("{\"jobs\":[", lc.out);
         for (int pass = 0; pass < 2 && (mask & active); pass++) {
                 /* Running first, then the queue in order. */
                 struct gw_djob **v = pass ? d->queue : d->running;
@@ -277,19 +297,23 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 for (size_t i = 0; i < n; i++) {
                         const struct gw_job *j = v[i]->job;
                         if ((mask & (1u << j->state)) && (!f.by_uid || j->uid == f.uid))
-                                json_array_append_new(arr, gw_codec_job_masked(j, lc.fields));
+                                list_put(&lc, j);
                 }
         }
         if (f.state_mask) {
                 f.limit = (unsigned) limit;
                 f.before_id = before;
                 if (gw_store_jobs_list(d->store, &f, list_cb, &lc) < 0) {
-                        json_decref(arr);
+                        fclose(lc.out);
+                        free(body);
                         reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
                         return;
                 }
         }
-        reply_json(rep, 200, json_pack("{s:o}", "jobs", arr));
+        fputs("]}", lc.out);
+        fclose(lc.out);
+        d->big_reply |= body_len > (1u << 20);
+        gw_http_reply_text(rep, 200, "application/json", body, body_len);
 }
 
 static void on_get(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

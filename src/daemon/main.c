@@ -2,6 +2,7 @@
  * re-adopted jobs, and the deadlines of running jobs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,12 @@ static void run_loop(struct gw_daemon *d) {
                         if (d->http[i])
                                 gw_http_run(d->http[i]);
                 gw_jobs_bury(d);
+                if (d->big_reply) {
+                        /* glibc keeps freed heap for reuse; a daemon that answered one large
+                         * listing should not hold that peak forever. */
+                        d->big_reply = false;
+                        (void) malloc_trim(0);
+                }
         }
         gw_jobs_bury(d);
 }
