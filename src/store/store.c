@@ -100,6 +100,8 @@ static const char *const migrations[] = {
         "  xid INTEGER, job_id INTEGER, message TEXT NOT NULL);",
 };
 
+int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }
+
 struct gw_store {
         sqlite3 *db;
         sqlite3_stmt *stmt[_ST_MAX];

@@ -12,6 +12,8 @@ struct gw_store;
 /* Opens (creating) DIR/gpuward.db and applies the numbered migrations. */
 int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errlen);
 struct gw_store *gw_store_close(struct gw_store *s);
+/* The schema version this build migrates to (the number of migrations). */
+int gw_store_schema_version(void);
 const char *gw_store_errmsg(struct gw_store *s);
 
 int gw_store_begin(struct gw_store *s);
