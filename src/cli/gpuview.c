@@ -47,11 +47,6 @@ static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
         char idx[32], util[32], mem[80], temp[32], power[32], job[32], run[32];
         long long v;
         snprintf(idx, sizeof(idx), "%lld", cli_jint(g, "index", &v) ? v : -1);
-        const char *health = cli_jstr(g, "health");
-        const char *why = cli_jstr(g, "drain_reason");
-        _cleanup_free_ char *hbuf = NULL;
-        if (health && why && *why && asprintf(&hbuf, "%s (%s)", health, why) < 0)
-                hbuf = NULL;
         /* job_info carries the rest; a daemon without it still names the job. */
         const json_t *info = json_object_get(g, "job_info");
         if (!cli_jint(info, "id", &v) && !cli_jint(g, "job", &v))
@@ -71,7 +66,7 @@ static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
                 format_memory(g, mem, sizeof(mem)),
                 format_unit(cli_jnum(g, "temp"), "C", temp, sizeof(temp)),
                 format_unit(cli_jnum(g, "power_w"), "W", power, sizeof(power)),
-                hbuf ? hbuf : health,
+                cli_jstr(g, "health"),
                 job,
                 cli_jstr(info, "user"),
                 cli_jstr(info, "name"),
@@ -114,6 +109,15 @@ static int add_rogue_line(struct cli_table *t, const json_t *proc) {
 
 static int add_gpu(struct cli_table *t, const json_t *g, time_t now, long long *n_rogue) {
         int r = add_gpu_row(t, g, now);
+        /* Under the row rather than in HEALTH: a reason is a sentence ("Xid 79 at
+         * 14:02:11", an admin's note) and would widen every row past the terminal. */
+        const char *why = cli_jstr(g, "drain_reason");
+        if (r >= 0 && why && *why) {
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "  drained: %s", why) < 0)
+                        return -ENOMEM;
+                r = cli_table_add_line(t, line);
+        }
         size_t i;
         const json_t *p;
         json_array_foreach(json_object_get(g, "processes"), i, p) {

@@ -7,8 +7,8 @@
 
 /* Writes the GPU table of reply to f: per GPU one row (index, name, utilisation, memory
  * used/total, temperature, power, health, the job on it with its user, name and running
- * time, ETA), each followed by an indented line per rogue process on it (a process that
- * belongs to no job), then a footer counting rogue processes when there are any.  Values
+ * time, ETA), each followed by indented lines: why it was drained, and one per rogue
+ * process on it (a process that belongs to no job); then a footer counting rogue processes when there are any.  Values
  * the daemon sends as null print "-".  now: for running times.  Borrows everything.
  * Returns 0, -EBADMSG when reply holds no "gpus" array, -ENOMEM. */
 int cli_gpus_print(const json_t *reply, time_t now, FILE *f);

@@ -22,7 +22,9 @@ const struct cli_verb cli_verbs[] = {
         { "release", cli_verb_release, "let held jobs start again" },
         { "logs", cli_verb_logs, "print a job's output; -f follows it" },
         { "history", cli_verb_history, "finished jobs, newest first" },
-        { "gpus", cli_verb_gpus, "the GPUs: memory, utilisation, health, job" },
+        { "gpus", cli_verb_gpus, "the GPUs: utilisation, memory, health, job, rogue processes" },
+        { "top", cli_verb_top, "GPUs and queue, refreshed in place; q quits" },
+        { "admin", cli_verb_admin, "for administrators: drain and undrain GPUs" },
         { NULL, NULL, NULL },
 };
 
@@ -53,6 +55,7 @@ static void print_main_help(FILE *f) {
               "  gpuward logs -f 17\n"
               "  gpuward cancel 17\n"
               "  gpuward history --limit 20\n"
+              "  gpuward top\n"
               "\n"
               "Exit status: 0 success, 1 failure, 2 usage error.\n",
               f);

@@ -18,6 +18,8 @@ int cli_verb_hold(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_release(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_top(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv);
 
 /* The verb table, terminated by a NULL name. */
 extern const struct cli_verb cli_verbs[];

@@ -16,8 +16,9 @@ static const char show_help[] =
         "Usage: gpuward show [--json] JOB\n"
         "\n"
         "Everything gpuwardd knows about one job: state and why, GPUs, limits, times, exit\n"
-        "status, command, directory, log file, and the list of events (every state change\n"
-        "with its reason).\n"
+        "status, command, directory, log file, GPU telemetry once sampled (mean and 95th\n"
+        "percentile utilisation and peak memory per GPU, GPU-hours so far), and the list\n"
+        "of events (every state change with its reason).\n"
         "\n"
         "Options:\n"
         "  --json       print the API's JSON\n"
@@ -25,7 +26,8 @@ static const char show_help[] =
         "\n"
         "Examples:\n"
         "  gpuward show 17\n"
-        "  gpuward show --json 17 | jq .state\n";
+        "  gpuward show --json 17 | jq .state\n"
+        "  gpuward show --json 17 | jq .telemetry.gpu_hours\n";
 
 enum { OPT_JSON = 0x100 };
 
@@ -119,6 +121,43 @@ static void show_events(const json_t *job, time_t now) {
         cli_table_free(t);
 }
 
+/* Utilisation as a whole percent, rounded down: "mean 71%" for 71.5 never claims more
+ * than the GPU did. */
+static char *format_util(double v, char *buf, size_t n) {
+        if (isfinite(v) && v >= 0)
+                snprintf(buf, n, "%.0f%%", floor(v));
+        else
+                snprintf(buf, n, "-");
+        return buf;
+}
+
+/* "Telemetry:" with a line per GPU and the GPU-hours; nothing before the first sample. */
+static void show_telemetry(const json_t *job) {
+        const json_t *tel = json_object_get(job, "telemetry");
+        if (!json_is_object(tel))
+                return;
+        printf("\nTelemetry:\n");
+        size_t i;
+        const json_t *g;
+        json_array_foreach(json_object_get(tel, "gpus"), i, g) {
+                char idx[32], mean[32], p95[32], peak[32];
+                long long v;
+                if (cli_jint(g, "index", &v))
+                        snprintf(idx, sizeof(idx), "%lld", v);
+                else
+                        snprintf(idx, sizeof(idx), "?");
+                printf("  GPU %s: util mean %s p95 %s, peak memory %s\n", idx,
+                       format_util(cli_jnum(g, "util_mean"), mean, sizeof(mean)),
+                       format_util(cli_jnum(g, "util_p95"), p95, sizeof(p95)),
+                       cli_format_bytes(cli_jnum(g, "mem_peak"), peak, sizeof(peak)));
+        }
+        double hours = cli_jnum(tel, "gpu_hours");
+        if (isfinite(hours) && hours >= 0)
+                printf("  GPU-hours: %.2f\n", hours);
+        else
+                printf("  GPU-hours: -\n");
+}
+
 static void show_job(const json_t *job) {
         time_t now = time(NULL);
         char buf[48], ubuf[32];
@@ -142,6 +181,7 @@ static void show_job(const json_t *job) {
         field("Command:", cmd);
         field("Directory:", cli_jstr(job, "cwd"));
         field("Log:", cli_jstr(job, "log_path"));
+        show_telemetry(job);
         show_events(job, now);
 }
 

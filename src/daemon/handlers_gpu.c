@@ -74,7 +74,9 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
                 if (!o)
                         return;
                 const char *r = json_string_value(json_object_get(o, "reason"));
-                size_t len = r ? strlen(r) : 0;
+                size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
+                for (const char *p = r; p && *p; p++)
+                        len += ((unsigned char) *p & 0xC0) != 0x80;
                 if (!r || len == 0 || len > 200 || strpbrk(r, "\n\r")) {
                         json_decref(o);
                         return reply_error(rep, 400, "reason", "reason: required, 1-200 characters on one line");

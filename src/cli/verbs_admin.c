@@ -1,0 +1,186 @@
+/* gpuward admin: what only gpuwardd's administrators may do, one subcommand each. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "cli/api.h"
+#include "cli/format.h"
+#include "cli/verbs.h"
+
+/* As docs/API.md; the daemon checks it too, this only saves a round trip. */
+#define DRAIN_REASON_MAX 200
+
+static const char admin_help[] =
+        "Usage: gpuward admin COMMAND [OPTIONS] ARGS\n"
+        "\n"
+        "Commands for gpuwardd's administrators (root, the users in its 'admins' setting\n"
+        "and the members of its admin group); gpuwardd refuses them to anyone else.\n"
+        "\n"
+        "Commands:\n"
+        "  drain GPU --reason TEXT   place no new job on GPU; the job on it keeps running\n"
+        "  undrain GPU               let jobs be placed on GPU again\n"
+        "\n"
+        "Options:\n"
+        "  -h, --help   this help; 'gpuward admin COMMAND --help' explains a command\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
+        "  gpuward admin undrain 1\n"
+        "  gpuward gpus                # HEALTH 'drained', the reason on the line below\n";
+
+static const char drain_help[] =
+        "Usage: gpuward admin drain [--json] GPU --reason TEXT\n"
+        "\n"
+        "Stop placing new jobs on a GPU (its index, as 'gpuward gpus' lists it).  The job\n"
+        "running on it keeps running; 'gpuward gpus' shows the GPU as drained, with TEXT,\n"
+        "until 'gpuward admin undrain GPU'.  gpuwardd also drains a GPU by itself after a\n"
+        "hardware error (an Xid such as 79, 'fell off the bus').\n"
+        "\n"
+        "Options:\n"
+        "  --reason TEXT  why, for the others who see it (required, 1-200 characters)\n"
+        "  --json         print the API's JSON (the GPU)\n"
+        "  -h, --help     this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
+        "  gpuward admin drain 3 --reason 'reserved for the demo until 18:00'\n";
+
+static const char undrain_help[] =
+        "Usage: gpuward admin undrain [--json] GPU\n"
+        "\n"
+        "Let gpuwardd place jobs on a drained GPU again.\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON (the GPU)\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Example:\n"
+        "  gpuward admin undrain 1\n";
+
+enum { OPT_REASON = 0x100, OPT_JSON };
+
+struct drain_opts {
+        const char *verb; /* "admin drain" */
+        bool drain, json, help;
+        const char *reason;
+        long long gpu;
+};
+
+static int parse_drain(const struct cli_ctx *ctx, int argc, char **argv, struct drain_opts *o) {
+        static const struct option drain_opts[] = {
+                { "reason", required_argument, NULL, OPT_REASON },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        /* undrain has no --reason: "unknown option" then names it rather than its value. */
+        const struct option *opts = o->drain ? drain_opts : drain_opts + 1;
+        int c;
+        o->json = ctx->json;
+        optind = 0;
+        opterr = 0;
+        /* Permuting: "drain 1 --reason X" reads naturally, and an index never starts with '-'. */
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                if (c == 'h')
+                        o->help = true;
+                else if (c == OPT_JSON)
+                        o->json = true;
+                else if (c == OPT_REASON)
+                        o->reason = optarg;
+                else
+                        return cli_bad_option(o->verb, argv, optind, c, optopt);
+        }
+        if (o->help)
+                return 0;
+        if (optind >= argc)
+                return cli_usage(o->verb, "which GPU? gpuward %s GPU%s", o->verb, o->drain ? " --reason TEXT" : "");
+        if (optind + 1 < argc)
+                return cli_usage(o->verb, "one GPU at a time (got '%s' too)", argv[optind + 1]);
+        if (gw_parse_int(argv[optind], 0, INT_MAX, &o->gpu) < 0)
+                return cli_usage(o->verb, "'%s' is not a GPU index (0, 1, ... as 'gpuward gpus' lists them)",
+                                 argv[optind]);
+        if (o->drain && !o->reason)
+                return cli_usage(o->verb, "--reason is required: say why, for the others who see the GPU drained");
+        if (o->drain && !o->reason[strspn(o->reason, " \t")])
+                return cli_usage(o->verb, "--reason: the reason is empty");
+        if (o->drain && cli_display_width(o->reason) > DRAIN_REASON_MAX)
+                return cli_usage(o->verb, "--reason: at most %d characters", DRAIN_REASON_MAX);
+        return 0;
+}
+
+static int run_drain(struct cli_ctx *ctx, struct drain_opts *o, int argc, char **argv) {
+        int r = parse_drain(ctx, argc, argv, o);
+        if (r)
+                return r;
+        if (o->help) {
+                fputs(o->drain ? drain_help : undrain_help, stdout);
+                return CLI_EXIT_OK;
+        }
+        char target[64], subject[48];
+        snprintf(target, sizeof(target), "/api/v1/gpus/%lld/%s", o->gpu, o->drain ? "drain" : "undrain");
+        snprintf(subject, sizeof(subject), "GPU %lld", o->gpu);
+        json_t *body = o->drain ? json_pack("{s:s}", "reason", o->reason) : NULL;
+        if (o->drain && !body) {
+                /* jansson refuses strings that are not UTF-8. */
+                return cli_usage(o->verb, "--reason: not valid UTF-8 text");
+        }
+        /* The daemon names its fields; the user typed a GPU and --reason. */
+        static const struct cli_field_alias aliases[] = {
+                { "index", NULL },
+                { "reason", "--reason" },
+                { NULL, NULL },
+        };
+        struct cli_call call = {
+                .method = "POST", .target = target, .body = body, .subject = subject, .aliases = aliases,
+        };
+        json_t *reply = NULL;
+        r = cli_api_json(ctx, &call, &reply);
+        json_decref(body);
+        if (r)
+                return r;
+        if (o->json) {
+                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        } else if (o->drain) {
+                /* The daemon's wording of the reason is the one others will see. */
+                const char *why = cli_jstr(reply, "drain_reason");
+                _cleanup_free_ char *safe = cli_sanitize(why && *why ? why : o->reason);
+                printf("GPU %lld drained: %s\n", o->gpu, safe ? safe : o->reason);
+        } else {
+                printf("GPU %lld undrained: jobs may be placed on it again\n", o->gpu);
+        }
+        json_decref(reply);
+        return r;
+}
+
+int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct option opts[] = {
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        int c;
+        optind = 0;
+        opterr = 0;
+        /* "+": stop at the command; its options are its own. */
+        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+                if (c != 'h')
+                        return cli_bad_option("admin", argv, optind, c, optopt);
+                fputs(admin_help, stdout);
+                return CLI_EXIT_OK;
+        }
+        if (optind >= argc) {
+                fputs(admin_help, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        const char *cmd = argv[optind];
+        struct drain_opts o = { 0 };
+        if (strcmp(cmd, "drain") == 0)
+                o = (struct drain_opts) { .verb = "admin drain", .drain = true };
+        else if (strcmp(cmd, "undrain") == 0)
+                o = (struct drain_opts) { .verb = "admin undrain", .drain = false };
+        else
+                return cli_usage("admin", "unknown admin command '%s' (drain, undrain)", cmd);
+        return run_drain(ctx, &o, argc - optind, argv + optind);
+}

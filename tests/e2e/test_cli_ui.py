@@ -1,0 +1,74 @@
+"""The terminal views: `gpuward top` in a real pseudo-terminal (tmux), `gpus`, `show`, admin drain."""
+import os
+import pwd
+import shutil
+import subprocess
+import time
+import unittest
+
+from gwtest import GPUWARD, IS_ROOT, TRAINER, DaemonTest, main, wait_until
+
+
+@unittest.skipUnless(shutil.which("tmux"), "tmux not installed")
+class TopTest(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        self.session = f"gwtop-{os.getpid()}"
+        self.tmux = ["tmux", "-L", self.session]  # a tmux server of our own, stopped in tearDown
+
+    def tearDown(self):
+        subprocess.run(self.tmux + ["kill-server"], capture_output=True)
+        super().tearDown()
+
+    def capture(self):
+        return subprocess.run(self.tmux + ["capture-pane", "-p", "-t", f"={self.session}:"], capture_output=True,
+                              text=True).stdout
+
+    def test_top_renders_and_quits_on_q(self):
+        jid = self.d.submit("--gpus", 2, "--name", "toptest", "--", TRAINER, "--sleep-forever", "--util", "50")
+        self.d.wait_state(jid, "RUNNING")
+        cmd = f"{GPUWARD} --socket {self.d.socket} top --interval 0.5"
+        subprocess.run(self.tmux + ["new-session", "-d", "-s", self.session, "-x", "120", "-y", "30", cmd], check=True)
+        screen = wait_until(lambda: (lambda s: s if "toptest" in s else None)(self.capture()), what="top's screen")
+        self.assertIn("gpuward top", screen)
+        self.assertNotIn("\x1b", screen, "no stray escape codes on the screen")
+        for line in screen.splitlines():
+            self.assertLessEqual(len(line), 120)
+        subprocess.run(self.tmux + ["send-keys", "-t", f"={self.session}:", "q"], check=True)
+        wait_until(lambda: subprocess.run(self.tmux + ["has-session", "-t", f"={self.session}"],
+                                          capture_output=True).returncode != 0, what="top to quit on q")
+
+    def test_top_without_a_terminal_prints_once(self):
+        p = subprocess.run([GPUWARD, "--socket", self.d.socket, "top"], capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("\x1b", p.stdout)
+        self.assertIn("NVIDIA A100", p.stdout)
+
+
+class ViewsTest(DaemonTest):
+    def test_gpus_show_and_admin_drain(self):
+        jid = self.d.submit("--gpus", 1, "--", TRAINER, "--sleep-forever", "--util", "40", "--mem-mib", "1024")
+        self.d.wait_state(jid, "RUNNING")
+        wait_until(lambda: (self.d.job(jid)["telemetry"] or {}).get("samples", 0) >= 2, what="samples")
+        out = self.d.cli("gpus").stdout
+        self.assertRegex(out, r"(?m)^INDEX\s+NAME")
+        self.assertIn(str(jid), out)
+        show = self.d.cli("show", jid).stdout
+        self.assertIn("Telemetry:", show)
+        self.assertRegex(show, r"GPU \d: util mean \d+% p95 \d+%, peak memory 1\.0 GiB")
+        p = self.d.cli("admin", "drain", "3", "--reason", "fan noise")
+        self.assertIn("GPU 3 drained: fan noise", p.stdout)
+        self.assertEqual(self.d.cli_json("gpus")["gpus"][3]["health"], "drained")
+        self.assertEqual(self.d.cli("admin", "drain", "3", check=False).returncode, 2, "--reason is required")
+        self.d.cli("admin", "undrain", "3")
+        self.assertEqual(self.d.cli_json("gpus")["gpus"][3]["health"], "ok")
+        if IS_ROOT:
+            nobody = pwd.getpwnam("nobody").pw_uid
+            p = self.d.cli("admin", "drain", "2", "--reason", "mine now", user=nobody, check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("only admins", p.stderr)
+            self.assertEqual(self.d.cli_json("gpus")["gpus"][2]["health"], "ok")
+
+
+if __name__ == "__main__":
+    main()
