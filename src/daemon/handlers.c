@@ -83,6 +83,21 @@ bool may_touch(const struct caller *c, const struct gw_job *j) {
         return c->admin || (c->known && c->uid == j->uid);
 }
 
+const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,
+                                  struct gw_http_reply *rep, struct gw_job **tmp) {
+        const struct gw_job *j = job_lookup(d, id, tmp);
+        if (!j) {
+                reply_error(rep, 404, "id", "no job %lld", (long long) id);
+                return NULL;
+        }
+        if (action && !may_touch(c, j)) {
+                reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may %s", (long long) j->id,
+                            j->user, action);
+                return NULL;
+        }
+        return j;
+}
+
 static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
         json_t *o = gw_codec_job(j);
         json_t *tel = gw_observe_job_json(d, j);
@@ -320,22 +335,18 @@ static void on_get(void *ud, const struct gw_http_request *req, const struct gw_
                    struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
-        if (!j)
-                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
-        reply_json(rep, 200, job_with_events(d, j));
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        if (j)
+                reply_json(rep, 200, job_with_events(d, j));
 }
 
 static void on_cancel(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, "cancel it", rep, &tmp);
         if (!j)
-                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
-        if (!may_touch(c, j))
-                return reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may cancel it",
-                                   (long long) j->id, j->user);
+                return;
         const char *wait = gw_http_query(req, "wait");
         bool want_wait = wait && strcmp(wait, "0");
         if (req->resumed || gw_job_state_is_final(j->state)) {
@@ -366,11 +377,9 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
         struct gw_daemon *d = the_daemon(ud);
         bool hold = strstr(req->path, "/hold") != NULL;
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, hold ? "hold it" : "release it", rep, &tmp);
         if (!j)
-                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
-        if (!may_touch(c, j))
-                return reply_error(rep, 403, "id", "job %lld belongs to %s", (long long) j->id, j->user);
+                return;
         struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
         if (!dj || gw_job_hold(d, dj, hold, c->user) == -EBUSY)
                 return reply_error(rep, 409, "id", "job %lld is %s: only %s jobs can be %s", (long long) j->id,
@@ -391,12 +400,9 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
                    struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, "read its log", rep, &tmp);
         if (!j)
-                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
-        if (!may_touch(c, j))
-                return reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may read its log",
-                                   (long long) j->id, j->user);
+                return;
         long long offset = 0, limit = LOG_CHUNK_MAX;
         const char *qo = gw_http_query(req, "offset"), *ql = gw_http_query(req, "limit");
         if (qo && gw_parse_int(qo, 0, INT64_MAX, &offset) < 0)

@@ -28,6 +28,10 @@ json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep)
 /* A job by id: the live one if active, else the stored record, which *tmp then owns. */
 const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
 bool may_touch(const struct caller *c, const struct gw_job *j);
+/* The job, or NULL after replying 404 (no such job) or 403 (action given and the caller is
+ * neither its owner nor an admin; action completes "only they or an admin may ..."). */
+const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,
+                                  struct gw_http_reply *rep, struct gw_job **tmp);
 
 /* handlers_gpu.c */
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,

@@ -127,9 +127,9 @@ void on_series(void *ud, const struct gw_http_request *req, const struct gw_rout
                         return reply_error(rep, 400, "since", "since: must be Unix seconds");
         }
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_lookup(d, ctx->id, &tmp);
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (!j)
-                return reply_error(rep, 404, "id", "no job %lld", (long long) ctx->id);
+                return;
         struct series_ctx sc = { .mem = !strcmp(metric, "mem"), .gpus = json_object() };
         gw_usec_t since = (gw_usec_t) (since_s * 1e6);
         struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
