@@ -177,7 +177,12 @@ def main():
     ap.add_argument("--cli-jobs", type=int, default=1000)
     ap.add_argument("--dispatch-jobs", type=int, default=2000)
     ap.add_argument("--history-jobs", type=int, default=100000, help="0 skips the RSS-with-history run")
+    ap.add_argument("--state-root", help="make the daemons' temporary state dirs here (e.g. /dev/shm for tmpfs); "
+                    "the results go to their own block of the --write file")
     a = ap.parse_args()
+    if a.state_root:
+        import tempfile
+        tempfile.tempdir = a.state_root
     os.environ["GW_BUILD_DIR"] = os.path.abspath(a.build)
     import gwtest as gw
     results = {}
@@ -186,10 +191,17 @@ def main():
     if a.history_jobs:
         bench_history_rss(gw, os.path.abspath(a.build), results, a.history_jobs)
     cmd = "python3 bench/bench.py --build build" + ("" if a.history_jobs == 100000 else f" --history-jobs {a.history_jobs}")
-    text = (f"<!-- bench:begin -->\nMeasured {time.strftime('%Y-%m-%d')} on {platform.node() and 'this machine'}: "
+    tag = "bench"
+    where = "state dirs under the default temporary directory (ext4 here)"
+    if a.state_root:
+        cmd += f" --state-root {a.state_root}"
+        tag = "bench-" + "".join(ch for ch in a.state_root if ch.isalnum())
+        where = f"state dirs under {a.state_root}"
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    text = (f"{begin}\nMeasured {time.strftime('%Y-%m-%d')} on this machine: "
             f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}, RelWithDebInfo build, "
-            f"4 simulated GPUs.  Command: `{cmd}` (or `make bench` in the build dir).\n\n{table(results)}\n"
-            f"<!-- bench:end -->")
+            f"4 simulated GPUs, {where}.  Command: `{cmd}`"
+            f"{'' if a.state_root else ' (or `make bench` in the build dir)'}.\n\n{table(results)}\n{end}")
     print(text)
     print(json.dumps(results, indent=1), file=sys.stderr)
     if a.write:
@@ -197,9 +209,9 @@ def main():
             with open(a.write) as f:
                 doc = f.read()
         except FileNotFoundError:
-            doc = "# Performance\n\n<!-- bench:begin -->\n<!-- bench:end -->\n"
-        b, e = doc.find("<!-- bench:begin -->"), doc.find("<!-- bench:end -->")
-        doc = doc[:b] + text + doc[e + len("<!-- bench:end -->"):] if b >= 0 and e >= 0 else doc + "\n" + text + "\n"
+            doc = "# Performance\n"
+        b, e = doc.find(begin), doc.find(end)
+        doc = doc[:b] + text + doc[e + len(end):] if b >= 0 and e >= 0 else doc + "\n" + text + "\n"
         with open(a.write, "w") as f:
             f.write(doc)
 
