@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,58 @@ static int decode_strings(const json_t *o, struct gw_job *j, struct gw_codec_err
         return 0;
 }
 
+/* A word of [a-z0-9_,-]: class lists and profile names, checked for meaning by the daemon. */
+static bool plain_word(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == ',' || *s == '-'))
+                        return false;
+        return true;
+}
+
+static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        long long retries = -1;
+        if (get_int(o, "retries", 0, 100, &retries, err) < 0)
+                return -EINVAL;
+        j->retries = (int) retries; /* -1: the daemon's default */
+        const json_t *yolo = json_object_get(o, "yolo");
+        if (yolo && !json_is_boolean(yolo) && !json_is_null(yolo))
+                return fail(err, "yolo", "yolo: must be true or false");
+        j->yolo = json_is_true(yolo);
+        static const struct {
+                const char *key;
+                size_t off;
+                bool word, url;
+        } strs[] = {
+                { "retry_on", offsetof(struct gw_job, retry_on), true, false },
+                { "idle_policy", offsetof(struct gw_job, idle_policy), true, false },
+                { "checkpoint", offsetof(struct gw_job, checkpoint), false, false },
+                { "resume_cmd", offsetof(struct gw_job, resume_cmd), false, false },
+                { "progress", offsetof(struct gw_job, progress_file), false, false },
+                { "health_url", offsetof(struct gw_job, health_url), false, true },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
+                const char *v;
+                if (get_string(o, strs[i].key, &v, err) < 0)
+                        return -EINVAL;
+                if (!v)
+                        continue;
+                if (!*v || strlen(v) > 4096)
+                        return fail(err, strs[i].key, "%s: must be 1-4096 characters", strs[i].key);
+                if (strs[i].word && !plain_word(v))
+                        return fail(err, strs[i].key, "%s: '%.64s' is not a name or comma list", strs[i].key, v);
+                /* Health probes stay on this host: the daemon must not become a way to reach
+                 * other machines. */
+                if (strs[i].url && strncmp(v, "http://127.0.0.1:", 17) && strncmp(v, "http://localhost:", 17) &&
+                    strncmp(v, "http://[::1]:", 13))
+                        return fail(err, strs[i].key, "%s: only http://127.0.0.1:PORT/..., http://localhost:PORT/... "
+                                    "or http://[::1]:PORT/... may be probed", strs[i].key);
+                *(char **) ((char *) j + strs[i].off) = gw_xstrdup(v);
+        }
+        return 0;
+}
+
 int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
                       struct gw_codec_error *err) {
         if (!json_is_object(o))
@@ -201,6 +254,8 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
                 return -EINVAL;
         if (get_strv(o, "env", MAX_ENV, true, &j->env, err) < 0 ||
             get_strv(o, "env_extra", MAX_ENV, true, &j->env_extra, err) < 0)
+                return -EINVAL;
+        if (decode_recovery(o, j, err) < 0)
                 return -EINVAL;
         const json_t *hold = json_object_get(o, "hold");
         if (hold && !json_is_boolean(hold) && !json_is_null(hold))
@@ -267,6 +322,12 @@ FIELD(log_path, j->log_path ? json_string(j->log_path) : json_null())
 FIELD(after, enc_after(j))
 FIELD(attempt, json_integer(j->attempt))
 FIELD(pid, j->pid > 0 ? json_integer(j->pid) : json_null())
+FIELD(retries, json_integer(j->retries))
+FIELD(retry_on, j->retry_on ? json_string(j->retry_on) : json_null())
+FIELD(yolo, json_boolean(j->yolo))
+FIELD(not_before, time_or_null(j->not_before))
+FIELD(resume_from, j->resume_from ? json_string(j->resume_from) : json_null())
+FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 #undef FIELD
 
 static const struct {
@@ -295,6 +356,12 @@ static const struct {
         { "after", enc_f_after },
         { "attempt", enc_f_attempt },
         { "pid", enc_f_pid },
+        { "retries", enc_f_retries },
+        { "retry_on", enc_f_retry_on },
+        { "yolo", enc_f_yolo },
+        { "not_before", enc_f_not_before },
+        { "resume_from", enc_f_resume_from },
+        { "idle_policy", enc_f_idle_policy },
 };
 
 

@@ -18,6 +18,7 @@ static const char *const reason_names[_GW_REASON_MAX] = {
         [GW_REASON_DEPENDENCY] = "Dependency",
         [GW_REASON_HELD] = "Held",
         [GW_REASON_PRIORITY] = "Priority",
+        [GW_REASON_BACKOFF] = "Backoff",
 };
 
 static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {

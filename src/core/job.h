@@ -23,6 +23,7 @@ enum gw_job_reason {
         GW_REASON_DEPENDENCY,
         GW_REASON_HELD,
         GW_REASON_PRIORITY,
+        GW_REASON_BACKOFF,   /* waiting out the delay before a retry */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };

@@ -21,6 +21,13 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->log_path);
         free(j->cgroup);
         free(j->telemetry);
+        free(j->retry_on);
+        free(j->checkpoint);
+        free(j->resume_cmd);
+        free(j->resume_from);
+        free(j->idle_policy);
+        free(j->progress_file);
+        free(j->health_url);
         free(j);
         return NULL;
 }
@@ -31,6 +38,16 @@ void gw_job_events_free(struct gw_job_event *ev, size_t n) {
                 free(ev[i].message);
         }
         free(ev);
+}
+
+void gw_job_attempts_free(struct gw_job_attempt *a, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(a[i].class_name);
+                free(a[i].evidence);
+                free(a[i].resumed_from);
+                free(a[i].log_path);
+        }
+        free(a);
 }
 
 size_t gw_strv_length(char *const *v) {

@@ -43,7 +43,35 @@ struct gw_job {
         uint64_t pid_start, shim_start;    /* /proc start times, to tell reused pids apart */
         char *cgroup;                      /* per-job cgroup dir, or NULL */
         char *telemetry;                   /* JSON summary written when the job ends, or NULL */
+
+        /* Recovery (submit --retries, --retry-on, --yolo, --checkpoint, --resume-cmd). */
+        int retries;                       /* retries allowed after the first attempt */
+        char *retry_on;                    /* comma list of failure classes, NULL = default */
+        bool yolo;                         /* an Ultralytics run: resume with resume=True */
+        char *checkpoint;                  /* glob of checkpoints for other jobs, or NULL */
+        char *resume_cmd;                  /* command (sh -c) that replaces the command on retries */
+        gw_usec_t not_before;              /* wall clock: waiting out a backoff until then */
+        char *resume_from;                 /* the checkpoint this attempt resumes from, or NULL */
+
+        /* Idle reclamation (submit --idle-policy, --progress, --health-url). */
+        char *idle_policy;                 /* profile name, NULL = default */
+        char *progress_file;
+        char *health_url;
 };
+
+struct gw_job_attempt {
+        int attempt;
+        uint64_t gpu_mask;
+        gw_usec_t start_time, end_time;
+        bool has_exit;
+        int exit_code, signal;
+        char *class_name;                  /* failure class, "ok", ... */
+        char *evidence;
+        char *resumed_from;
+        int epoch;                         /* epoch reached, -1 unknown */
+        char *log_path;
+};
+void gw_job_attempts_free(struct gw_job_attempt *a, size_t n);
 
 struct gw_job_event {
         gw_usec_t time;

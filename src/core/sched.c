@@ -181,6 +181,8 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                                    gw_usec_t now, uint64_t *ret_mask) {
         if (j->held)
                 return GW_REASON_HELD;
+        if (j->backoff)
+                return GW_REASON_BACKOFF;
         if (j->dep != GW_DEP_SATISFIED)
                 return GW_REASON_DEPENDENCY;
         if (h->set && v->avail == 0)

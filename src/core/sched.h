@@ -30,6 +30,7 @@ struct gw_sched_job {
         uint64_t gpu_mem;     /* minimum free bytes per GPU, 0 = any */
         gw_usec_t time_limit; /* > 0 */
         bool held;
+        bool backoff;         /* waiting out a retry delay: like held, but reported as Backoff */
         enum gw_dep_status dep;
 };
 

@@ -38,12 +38,16 @@ static const char usage[] =
         "  --sample-interval S  seconds between GPU samples (default 2)\n"
         "  --rogue-policy P     report | kill: what to do with processes of no job on a GPU that a\n"
         "                       job holds (default report)\n"
+        "  --default-retries N  retries for jobs submitted without --retries (default 3)\n"
+        "  --default-retry-on LIST  failure classes retried by default\n"
+        "                       (default gpu_fault,cuda_error,nccl_error,lost)\n"
+        "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
         "  --debug              verbose log\n"
         "  --help, --version\n";
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
-       OPT_SAMPLE, OPT_ROGUE };
+       OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -60,6 +64,9 @@ static const struct option options[] = {
         { "admins", required_argument, NULL, OPT_ADMINS },
         { "cgroup", required_argument, NULL, OPT_CGROUP },
         { "rogue-policy", required_argument, NULL, OPT_ROGUE },
+        { "default-retries", required_argument, NULL, OPT_RETRIES },
+        { "default-retry-on", required_argument, NULL, OPT_RETRY_ON },
+        { "retry-backoff", required_argument, NULL, OPT_BACKOFF },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -102,6 +109,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 set_str(&c->rogue_policy, v);
                 return 0;
+        case OPT_RETRIES:
+                if (gw_parse_int(v, 0, 100, &n) < 0)
+                        break;
+                c->default_retries = (int) n;
+                return 0;
+        case OPT_RETRY_ON:
+                set_str(&c->default_retry_on, v);
+                return 0;
         case OPT_SIMULATE:
                 if (gw_parse_int(v, 0, 64, &n) < 0)
                         break;
@@ -112,13 +127,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 c->grace = n * GW_USEC_PER_SEC;
                 return 0;
+        case OPT_BACKOFF:
         case OPT_SAMPLE:
                 /* A bare number is seconds here, unlike job time limits. */
                 if (gw_parse_int(v, 1, 3600, &n) == 0)
                         d = n * GW_USEC_PER_SEC;
                 else if (gw_parse_duration(v, &d) < 0)
                         break;
-                c->sample_interval = d;
+                *(opt == OPT_SAMPLE ? &c->sample_interval : &c->retry_backoff) = d;
                 return 0;
         case OPT_DEFAULT_LIMIT:
         case OPT_MAX_LIMIT:
@@ -180,6 +196,9 @@ static void set_defaults(struct gw_config *c) {
                 .strip_env = gw_xstrdup("LD_PRELOAD,LD_AUDIT"),
                 .cgroup = gw_xstrdup("auto"),
                 .rogue_policy = gw_xstrdup("report"),
+                .default_retries = 3,
+                .retry_backoff = 10 * GW_USEC_PER_SEC,
+                .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
         };
 }
@@ -276,4 +295,5 @@ void gw_config_done(struct gw_config *c) {
         free(c->strip_env);
         free(c->cgroup);
         free(c->rogue_policy);
+        free(c->default_retry_on);
 }

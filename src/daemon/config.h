@@ -21,6 +21,9 @@ struct gw_config {
         char *strip_env;            /* comma list of variables never passed to jobs */
         char *cgroup;               /* auto | v2 | v1 | none */
         char *rogue_policy;         /* report | kill */
+        int default_retries;        /* for jobs submitted without --retries */
+        char *default_retry_on;     /* failure classes retried by default */
+        gw_usec_t retry_backoff;    /* delay before the first retry; doubles, capped at 10 min */
         bool debug;
 };
 

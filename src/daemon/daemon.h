@@ -10,6 +10,8 @@
 #include "api/http.h"
 #include "core/jobrec.h"
 #include "core/sched.h"
+#include "core/failure.h"
+#include "core/retry.h"
 #include "core/telemetry.h"
 #include "daemon/cgroup.h"
 #include "daemon/config.h"
@@ -42,6 +44,9 @@ struct gw_djob {
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
         struct gw_djob *next_dead;
+        struct gw_gpu_event *events; /* Xid/ECC/lost on its GPUs during this attempt */
+        size_t n_events, cap_events;
+        struct gw_attempt_mark last_mark; /* how the previous attempt ended, for crash loops */
         struct gw_jobtel *tel;       /* one per GPU of the job, from the first sample on */
         size_t n_tel;
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
@@ -120,6 +125,7 @@ struct gw_daemon {
         size_t n_shims;
         struct gw_djob *dead;        /* ended jobs awaiting gw_jobs_bury */
         bool deps_changed;           /* a job ended: dependency verdicts may change */
+        size_t n_backoff;            /* queued jobs waiting out a retry delay */
 
         int epfd, sigfd;
         struct gw_source sig_src, http_src[2];
@@ -182,6 +188,13 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj);
 /* gpus.c */
 int gw_gpus_open(struct gw_daemon *d);
 void gw_gpus_close(struct gw_daemon *d);
+
+/* recovery.c */
+/* An attempt ended (status: wait status; lost: no status known): classify, record, retry or end. */
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status);
+char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt);
+/* Frees a running job's GPUs and cgroup (for its end or its retry). */
+void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj);
 
 /* observe.c: snapshots and events from the sampler */
 extern const double gw_wait_bounds[10];

@@ -98,8 +98,34 @@ const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct 
         return j;
 }
 
+static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j) {
+        json_t *arr = json_array();
+        struct gw_job_attempt *a = NULL;
+        size_t n = 0;
+        if (gw_store_attempts(d->store, j->id, &a, &n) < 0)
+                return arr;
+        for (size_t i = 0; i < n; i++) {
+                json_t *gpus = json_array();
+                for (int g = 0; g < 64; g++)
+                        if (a[i].gpu_mask & (UINT64_C(1) << g))
+                                json_array_append_new(gpus, json_integer(g));
+                json_t *o = json_pack("{s:i,s:o,s:f,s:f,s:s,s:s,s:s?,s:i,s:s?}", "attempt", a[i].attempt, "gpus", gpus,
+                                      "start_time", (double) a[i].start_time / 1e6, "end_time",
+                                      (double) a[i].end_time / 1e6, "class", a[i].class_name ? a[i].class_name : "",
+                                      "evidence", a[i].evidence ? a[i].evidence : "", "resumed_from",
+                                      a[i].resumed_from, "epoch", a[i].epoch, "log_path", a[i].log_path);
+                json_object_set_new(o, "exit_code", a[i].has_exit && !a[i].signal ? json_integer(a[i].exit_code)
+                                                                                   : json_null());
+                json_object_set_new(o, "signal", a[i].signal ? json_integer(a[i].signal) : json_null());
+                json_array_append_new(arr, o);
+        }
+        gw_job_attempts_free(a, n);
+        return arr;
+}
+
 static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
         json_t *o = gw_codec_job(j);
+        json_object_set_new(o, "attempts", attempts_json(d, j));
         json_t *tel = gw_observe_job_json(d, j);
         json_object_set_new(o, "telemetry", tel ? tel : json_null());
         struct gw_job_event *ev = NULL;
@@ -403,15 +429,20 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
         const struct gw_job *j = job_or_reply(d, ctx->id, c, "read its log", rep, &tmp);
         if (!j)
                 return;
-        long long offset = 0, limit = LOG_CHUNK_MAX;
+        long long offset = 0, limit = LOG_CHUNK_MAX, attempt = j->attempt;
         const char *qo = gw_http_query(req, "offset"), *ql = gw_http_query(req, "limit");
+        const char *qa = gw_http_query(req, "attempt");
+        if (qa && gw_parse_int(qa, 1, j->attempt, &attempt) < 0)
+                return reply_error(rep, 400, "attempt", "attempt: job %lld has attempts 1 to %d", (long long) j->id,
+                                   j->attempt);
+        _cleanup_free_ char *path = gw_attempt_log_path(d, j, (int) attempt);
         if (qo && gw_parse_int(qo, 0, INT64_MAX, &offset) < 0)
                 return reply_error(rep, 400, "offset", "offset: must be a byte offset >= 0");
         if (ql && gw_parse_int(ql, 1, LOG_CHUNK_MAX, &limit) < 0)
                 return reply_error(rep, 400, "limit", "limit: must be 1-%u", LOG_CHUNK_MAX);
         char *buf = gw_xmalloc((size_t) limit);
         ssize_t n = 0;
-        _cleanup_close_ int fd = open(j->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd >= 0 && !log_readable(j, fd)) {
                 free(buf);
                 return reply_error(rep, 403, "id", "the job's output file is not owned by its user; not served");
@@ -425,6 +456,9 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
         gw_http_reply_text(rep, 200, "text/plain; charset=utf-8", buf, (size_t) n);
         gw_http_reply_header(rep, "X-Log-Offset", off);
         gw_http_reply_header(rep, "X-Job-State", gw_job_state_name(j->state));
+        char att[16];
+        snprintf(att, sizeof att, "%d", j->attempt);
+        gw_http_reply_header(rep, "X-Job-Attempt", att);
 }
 
 static void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -21,6 +21,7 @@
 #include "daemon/daemon.h"
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
+#include "daemon/resume.h"
 
 struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         if (!dj)
@@ -30,6 +31,7 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         if (dj->report_fd >= 0)
                 (void) close(dj->report_fd);
         gw_jobtel_free(dj);
+        free(dj->events);
         gw_job_free(dj->job);
         free(dj->end_reason);
         free(dj->waiters);
@@ -46,11 +48,7 @@ static struct gw_djob *djob_new(struct gw_job *j) {
 }
 
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
-        if (j->output)
-                return gw_xstrdup(j->output);
-        char buf[4200];
-        snprintf(buf, sizeof buf, "%s/%lld.log", d->log_dir, (long long) j->id);
-        return gw_xstrdup(buf);
+        return gw_attempt_log_path(d, j, j->attempt);
 }
 
 static int submit_fail(struct gw_submit_error *err, int status, const char *field, const char *fmt, ...)
@@ -108,6 +106,12 @@ static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_erro
                 return submit_fail(err, 400, "cwd", "cwd: required (the directory the job runs in)");
         if (!may_enter(j->cwd, j->uid, j->gid))
                 return submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
+        uint32_t classes;
+        char why[160];
+        if (j->retry_on && gw_retry_parse_classes(j->retry_on, &classes, why, sizeof why) < 0)
+                return submit_fail(err, 400, "retry_on", "retry_on: %s", why);
+        if (j->retries < 0)
+                j->retries = d->cfg->default_retries;
         if (j->after_job > 0 && !gw_jobmap_get(&d->map, j->after_job)) {
                 enum gw_job_state st;
                 if (gw_store_job_state(d->store, j->after_job, &st) < 0)
@@ -221,6 +225,10 @@ static char **job_environment(const struct gw_daemon *d, const struct gw_job *j)
                 snprintf(line, sizeof line, "GPUWARD_FAKE_NVML_DIR=%s", d->sim_dir);
                 env[n++] = gw_xstrdup(line);
         }
+        if (j->resume_from) {
+                snprintf(line, sizeof line, "GPUWARD_RESUME_FROM=%s", j->resume_from);
+                env[n++] = gw_xstrdup(line);
+        }
         env[n] = NULL;
         return env;
 }
@@ -271,8 +279,9 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         if (r < 0)
                 return r;
         _cleanup_(gw_strv_freep) char **env = job_environment(d, j);
+        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
         struct gw_launch l = {
-                .argv = j->argv,
+                .argv = argv,
                 .envp = env,
                 .cwd = j->cwd,
                 .drop_privileges = geteuid() == 0 && j->uid != 0,
@@ -349,6 +358,15 @@ void gw_jobs_bury(struct gw_daemon *d) {
         }
 }
 
+void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        gpus_assign(d, j->gpu_mask, 0);
+        gw_running_remove(d, dj);
+        gw_jobs_trim_exits(d);
+        if (j->cgroup && gw_cgroup_remove(j->cgroup) < 0)
+                log_debug("job %lld: cgroup %s not removed yet", (long long) j->id, j->cgroup);
+}
+
 void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                 const char *kind) {
         struct gw_job *j = dj->job;
@@ -364,13 +382,9 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         if (gw_store_job_update(d->store, j, kind, reason) < 0)
                 log_err("job %lld: cannot record its end: %s", (long long) j->id, gw_store_errmsg(d->store));
         log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
-        if (was_running) {
-                gpus_assign(d, j->gpu_mask, 0);
-                gw_running_remove(d, dj);
-                gw_jobs_trim_exits(d);
-                if (j->cgroup && gw_cgroup_remove(j->cgroup) < 0)
-                        log_debug("job %lld: cgroup %s not removed yet", (long long) j->id, j->cgroup);
-        } else
+        if (was_running)
+                gw_job_release_gpus(d, dj);
+        else
                 gw_queue_remove(d, dj);
         d->sched_dirty = true;
         d->deps_changed = true;
@@ -415,32 +429,18 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
         return r;
 }
 
-static void describe_status(int status, char *buf, size_t n) {
-        if (WIFSIGNALED(status))
-                snprintf(buf, n, "killed by signal %d (%s)%s", WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?",
-                         WCOREDUMP(status) ? ", core dumped" : "");
-        else
-                snprintf(buf, n, "exit %d", WEXITSTATUS(status));
-}
 
 void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        char what[128], reason[768];
         int status;
         if (gw_exits_take(d->exits, j->id, j->attempt, &status) < 0) {
-                gw_job_end(d, dj, GW_JOB_FAILED, "lost: its supervisor ended without reporting how the job exited",
-                           "lost");
+                gw_recovery_attempt_ended(d, dj, true, 0);
                 return;
         }
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        describe_status(status, what, sizeof what);
-        if (dj->terminating) {
-                snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, what);
-                gw_job_end(d, dj, dj->end_state, reason, "end");
-        } else
-                gw_job_end(d, dj, j->exit_code == 0 && !j->signal ? GW_JOB_COMPLETED : GW_JOB_FAILED, what, "end");
+        gw_recovery_attempt_ended(d, dj, false, status);
 }
 
 void gw_jobs_reap(struct gw_daemon *d) {
@@ -455,8 +455,34 @@ void gw_jobs_reap(struct gw_daemon *d) {
         }
 }
 
+/* Retries waiting out their backoff: due ones become eligible; returns the next due time. */
+static gw_usec_t backoff_tick(struct gw_daemon *d) {
+        if (!d->n_backoff)
+                return GW_USEC_INFINITY;
+        gw_usec_t wall = gw_now_wall(), next = GW_USEC_INFINITY;
+        size_t waiting = 0;
+        for (size_t i = 0; i < d->n_queue; i++) {
+                struct gw_job *j = d->queue[i]->job;
+                if (!j->not_before)
+                        continue;
+                if (j->not_before <= wall) {
+                        j->not_before = 0;
+                        if (j->wait_reason == GW_REASON_BACKOFF)
+                                j->wait_reason = GW_REASON_RESOURCES;
+                        d->sched_dirty = true;
+                        continue;
+                }
+                waiting++;
+                gw_usec_t due = d->now + (j->not_before - wall);
+                if (due < next)
+                        next = due;
+        }
+        d->n_backoff = waiting;
+        return next;
+}
+
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
-        gw_usec_t next = GW_USEC_INFINITY;
+        gw_usec_t next = backoff_tick(d);
         for (size_t i = 0; i < d->n_running; i++) {
                 struct gw_djob *dj = d->running[i];
                 if (!dj->terminating && d->now >= dj->limit_at) {
@@ -547,7 +573,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
                 (void) kill(-j->pid, SIGKILL);
         }
-        gw_job_end(d, dj, GW_JOB_FAILED, "lost: the job's processes were gone when the daemon restarted", "lost");
+        gw_recovery_attempt_ended(d, dj, true, 0);
         return 0;
 }
 

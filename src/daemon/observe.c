@@ -165,6 +165,19 @@ static struct gw_job_anchor *job_anchors(const struct gw_daemon *d) {
 
 /* --- applying a snapshot ------------------------------------------------------------ */
 
+/* Remembers a GPU fault on a running job's GPU for the classifier at the attempt's end. */
+static void job_gpu_fault(struct gw_daemon *d, int64_t job_id, enum gw_gpu_event_kind kind, unsigned gpu,
+                          unsigned xid) {
+        struct gw_djob *dj = job_id ? gw_jobmap_get(&d->map, job_id) : NULL;
+        if (!dj || dj->n_events >= 256)
+                return;
+        if (dj->n_events == dj->cap_events) {
+                dj->cap_events = dj->cap_events ? dj->cap_events * 2 : 4;
+                dj->events = gw_xrealloc(dj->events, dj->cap_events * sizeof *dj->events);
+        }
+        dj->events[dj->n_events++] = (struct gw_gpu_event) { .kind = kind, .gpu = (int) gpu, .xid = xid };
+}
+
 static void job_event(struct gw_daemon *d, int64_t job_id, const char *kind, const char *msg) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, job_id);
         if (dj)
@@ -225,6 +238,8 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
         (void) gw_store_gpu_event(d->store, g->info.index, "health", -1, g->job_id, msg);
         if (g->job_id)
                 job_event(d, g->job_id, "gpu", msg);
+        if (now->health == GW_GPU_LOST)
+                job_gpu_fault(d, g->job_id, GW_GPU_EVENT_LOST, g->info.index, 0);
 }
 
 static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu) {
@@ -371,7 +386,7 @@ static bool xid_drains(unsigned long long xid) {
         return false;
 }
 
-static void apply_event(struct gw_daemon *d, const struct gw_gpu_event *ev) {
+static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
         if (ev->index >= d->n_gpus)
                 return;
         struct gw_dgpu *g = &d->gpus[ev->index];
@@ -391,6 +406,8 @@ static void apply_event(struct gw_daemon *d, const struct gw_gpu_event *ev) {
                                   msg);
         if (g->job_id)
                 job_event(d, g->job_id, "xid", msg);
+        if (xid || dbe)
+                job_gpu_fault(d, g->job_id, xid ? GW_GPU_EVENT_XID : GW_GPU_EVENT_ECC_DBE, ev->index, (unsigned) ev->xid);
         if ((xid && xid_drains(ev->xid)) || dbe)
                 (void) gw_gpu_drain(d, ev->index, true, msg);
 }
@@ -402,7 +419,7 @@ void gw_observe_ready(struct gw_daemon *d) {
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
         }
-        struct gw_gpu_event evs[64];
+        struct gw_nvml_event evs[64];
         size_t n;
         while ((n = gw_sampler_events(d->sampler, evs, ELEMENTSOF(evs))) > 0)
                 for (size_t i = 0; i < n; i++)

@@ -188,6 +188,7 @@ void gw_schedule(struct gw_daemon *d) {
                         .gpu_mem = dj->job->gpu_mem,
                         .time_limit = dj->job->time_limit,
                         .held = dj->job->state == GW_JOB_HELD,
+                        .backoff = dj->job->not_before > 0,
                         .dep = dep_status(d, dj),
                 };
         }

@@ -29,7 +29,7 @@ struct gw_sampler {
         pthread_cond_t wake;
         bool stop;
         struct gw_snapshot *ready;           /* newest snapshot not yet taken */
-        struct gw_gpu_event events[MAX_PENDING_EVENTS];
+        struct gw_nvml_event events[MAX_PENDING_EVENTS];
         size_t n_events;
         unsigned long dropped_events;
 };
@@ -104,7 +104,7 @@ static void *event_main(void *arg) {
                 pthread_mutex_unlock(&s->lock);
                 if (stop)
                         break;
-                struct gw_gpu_event ev;
+                struct gw_nvml_event ev;
                 int r = gw_gpu_wait_event(s->lib, EVENT_WAIT_MS, &ev);
                 if (r == -ETIMEDOUT)
                         continue;
@@ -189,7 +189,7 @@ struct gw_snapshot *gw_sampler_take(struct gw_sampler *s) {
         return snap;
 }
 
-size_t gw_sampler_events(struct gw_sampler *s, struct gw_gpu_event *out, size_t max) {
+size_t gw_sampler_events(struct gw_sampler *s, struct gw_nvml_event *out, size_t max) {
         pthread_mutex_lock(&s->lock);
         size_t n = s->n_events < max ? s->n_events : max;
         memcpy(out, s->events, n * sizeof *out);

@@ -34,6 +34,6 @@ struct gw_sampler *gw_sampler_stop(struct gw_sampler *s);
 /* Takes the newest snapshot (NULL if none since the last call); caller frees it. */
 struct gw_snapshot *gw_sampler_take(struct gw_sampler *s);
 /* Takes the events received since the last call (at most max); returns how many. */
-size_t gw_sampler_events(struct gw_sampler *s, struct gw_gpu_event *out, size_t max);
+size_t gw_sampler_events(struct gw_sampler *s, struct gw_nvml_event *out, size_t max);
 /* Clears the eventfd. */
 void gw_sampler_ack(struct gw_sampler *s);

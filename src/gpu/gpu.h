@@ -47,7 +47,7 @@ struct gw_gpu_proc {
         int sm_util;                  /* percent, -1 if no per-process sample */
 };
 
-struct gw_gpu_event {
+struct gw_nvml_event {
         unsigned index;               /* GPU the event is on */
         unsigned long long type;      /* NVML event type bits, 0x8 = Xid critical */
         unsigned long long xid;       /* eventData */
@@ -81,4 +81,4 @@ int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *b
 /* Waits up to timeout_ms for an Xid / ECC event on any GPU.  0 with *ret filled,
  * -ETIMEDOUT when none came, -ENOTSUP when events are not supported, -EIO otherwise.
  * Safe to call from one thread while another samples (NVML is thread safe). */
-int gw_gpu_wait_event(struct gw_gpu_lib *lib, unsigned timeout_ms, struct gw_gpu_event *ret);
+int gw_gpu_wait_event(struct gw_gpu_lib *lib, unsigned timeout_ms, struct gw_nvml_event *ret);

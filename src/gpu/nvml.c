@@ -365,7 +365,7 @@ int gw_gpu_sample(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_sample *re
         return 0;
 }
 
-int gw_gpu_wait_event(struct gw_gpu_lib *lib, unsigned timeout_ms, struct gw_gpu_event *ret) {
+int gw_gpu_wait_event(struct gw_gpu_lib *lib, unsigned timeout_ms, struct gw_nvml_event *ret) {
         if (!lib || !ret)
                 return -EINVAL;
         if (!lib->events)
@@ -383,7 +383,7 @@ int gw_gpu_wait_event(struct gw_gpu_lib *lib, unsigned timeout_ms, struct gw_gpu
                         return -EIO;
                 for (unsigned i = 0; i < lib->count; i++)
                         if (lib->devs[i].handle && lib->devs[i].handle == d.device) {
-                                *ret = (struct gw_gpu_event) { .index = i, .type = d.eventType, .xid = d.eventData };
+                                *ret = (struct gw_nvml_event) { .index = i, .type = d.eventType, .xid = d.eventData };
                                 return 0;
                         }
                 /* An event for a handle we do not hold cannot be attributed: wait on. */

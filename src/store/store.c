@@ -21,6 +21,8 @@ enum stmt_id {
         ST_SERIES_ADD,
         ST_SERIES_GET,
         ST_GPU_EVENT,
+        ST_ATTEMPT_ADD,
+        ST_ATTEMPTS_GET,
         ST_BEGIN,
         ST_COMMIT,
         ST_ROLLBACK,
@@ -31,18 +33,21 @@ enum stmt_id {
         "id, name, uid, gid, user, state, wait_reason, end_reason, priority, ngpus, gpu_mem, " \
         "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
         "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
-        "pid, shim_pid, pid_start, shim_start, cgroup, telemetry"
+        "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, " \
+        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
                           "gpu_mem, time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, "
-                          "log_path, submit_time, attempt) "
+                          "log_path, submit_time, attempt, retries, retry_on, yolo, checkpoint, resume_cmd, "
+                          "idle_policy, progress_file, health_url) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                          "?17, ?18, ?19, ?20)",
+                          "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
         [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, wait_reason = ?3, end_reason = ?4, gpu_mask = ?5, "
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
-                          "cgroup = ?16, log_path = ?17, priority = ?18, telemetry = ?19 WHERE id = ?1",
+                          "cgroup = ?16, log_path = ?17, priority = ?18, telemetry = ?19, not_before = ?20, "
+                          "resume_from = ?21, idle_policy = ?22 WHERE id = ?1",
         [ST_EVENT_INSERT] = "INSERT INTO job_events (job_id, time, state, kind, message) "
                             "VALUES (?1, ?2, ?3, ?4, ?5)",
         [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
@@ -59,6 +64,11 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_SERIES_GET] = "SELECT gpu, t, util_min, util_mean, util_max, mem_min, mem_mean, mem_max FROM job_series "
                           "WHERE job_id = ?1 AND t >= ?2 ORDER BY gpu, t",
         [ST_GPU_EVENT] = "INSERT INTO gpu_events (time, gpu, kind, xid, job_id, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        [ST_ATTEMPT_ADD] = "INSERT OR REPLACE INTO job_attempts (job_id, attempt, gpu_mask, start_time, end_time, "
+                           "has_exit, exit_code, signal, class, evidence, resumed_from, epoch, log_path) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        [ST_ATTEMPTS_GET] = "SELECT attempt, gpu_mask, start_time, end_time, has_exit, exit_code, signal, class, "
+                            "evidence, resumed_from, epoch, log_path FROM job_attempts WHERE job_id = ?1 ORDER BY attempt",
         [ST_BEGIN] = "BEGIN IMMEDIATE",
         [ST_COMMIT] = "COMMIT",
         [ST_ROLLBACK] = "ROLLBACK",
@@ -98,6 +108,24 @@ static const char *const migrations[] = {
         "CREATE TABLE gpu_events ("
         "  id INTEGER PRIMARY KEY, time INTEGER NOT NULL, gpu INTEGER NOT NULL, kind TEXT NOT NULL,"
         "  xid INTEGER, job_id INTEGER, message TEXT NOT NULL);",
+
+        /* 3: recovery and reclamation options, attempts */
+        "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN retry_on TEXT;"
+        "ALTER TABLE jobs ADD COLUMN yolo INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN checkpoint TEXT;"
+        "ALTER TABLE jobs ADD COLUMN resume_cmd TEXT;"
+        "ALTER TABLE jobs ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN resume_from TEXT;"
+        "ALTER TABLE jobs ADD COLUMN idle_policy TEXT;"
+        "ALTER TABLE jobs ADD COLUMN progress_file TEXT;"
+        "ALTER TABLE jobs ADD COLUMN health_url TEXT;"
+        "CREATE TABLE job_attempts ("
+        "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, gpu_mask INTEGER NOT NULL,"
+        "  start_time INTEGER NOT NULL, end_time INTEGER NOT NULL, has_exit INTEGER NOT NULL,"
+        "  exit_code INTEGER NOT NULL, signal INTEGER NOT NULL, class TEXT NOT NULL, evidence TEXT NOT NULL,"
+        "  resumed_from TEXT, epoch INTEGER NOT NULL DEFAULT -1, log_path TEXT,"
+        "  PRIMARY KEY (job_id, attempt)) WITHOUT ROWID;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }
@@ -295,6 +323,14 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         bind_text(st, 18, j->log_path);
         sqlite3_bind_int64(st, 19, j->submit_time);
         sqlite3_bind_int(st, 20, j->attempt);
+        sqlite3_bind_int(st, 21, j->retries);
+        bind_text(st, 22, j->retry_on);
+        sqlite3_bind_int(st, 23, j->yolo);
+        bind_text(st, 24, j->checkpoint);
+        bind_text(st, 25, j->resume_cmd);
+        bind_text(st, 26, j->idle_policy);
+        bind_text(st, 27, j->progress_file);
+        bind_text(st, 28, j->health_url);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -335,6 +371,9 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
         bind_text(st, 17, j->log_path);
         sqlite3_bind_int(st, 18, j->priority);
         bind_text(st, 19, j->telemetry);
+        sqlite3_bind_int64(st, 20, j->not_before);
+        bind_text(st, 21, j->resume_from);
+        bind_text(st, 22, j->idle_policy);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -407,6 +446,16 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->shim_start = (uint64_t) sqlite3_column_int64(st, c++);
         j->cgroup = col_text(st, c++);
         j->telemetry = col_text(st, c++);
+        j->retries = sqlite3_column_int(st, c++);
+        j->retry_on = col_text(st, c++);
+        j->yolo = sqlite3_column_int(st, c++);
+        j->checkpoint = col_text(st, c++);
+        j->resume_cmd = col_text(st, c++);
+        j->not_before = sqlite3_column_int64(st, c++);
+        j->resume_from = col_text(st, c++);
+        j->idle_policy = col_text(st, c++);
+        j->progress_file = col_text(st, c++);
+        j->health_url = col_text(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
@@ -605,5 +654,61 @@ int gw_store_state_counts(struct gw_store *s, uint64_t counts[_GW_JOB_STATE_MAX]
                         counts[state] = (uint64_t) sqlite3_column_int64(st, 1);
         }
         sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job_attempt *a) {
+        sqlite3_stmt *st = stmt_get(s, ST_ATTEMPT_ADD);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, a->attempt);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) a->gpu_mask);
+        sqlite3_bind_int64(st, 4, a->start_time);
+        sqlite3_bind_int64(st, 5, a->end_time);
+        sqlite3_bind_int(st, 6, a->has_exit);
+        sqlite3_bind_int(st, 7, a->exit_code);
+        sqlite3_bind_int(st, 8, a->signal);
+        bind_text(st, 9, a->class_name ? a->class_name : "");
+        bind_text(st, 10, a->evidence ? a->evidence : "");
+        bind_text(st, 11, a->resumed_from);
+        sqlite3_bind_int(st, 12, a->epoch);
+        bind_text(st, 13, a->log_path);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt **ret, size_t *ret_n) {
+        sqlite3_stmt *st = stmt_get(s, ST_ATTEMPTS_GET);
+        sqlite3_bind_int64(st, 1, job_id);
+        struct gw_job_attempt *v = NULL;
+        size_t n = 0, cap = 0;
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 4;
+                        v = gw_xrealloc(v, cap * sizeof *v);
+                }
+                v[n++] = (struct gw_job_attempt) {
+                        .attempt = sqlite3_column_int(st, 0),
+                        .gpu_mask = (uint64_t) sqlite3_column_int64(st, 1),
+                        .start_time = sqlite3_column_int64(st, 2),
+                        .end_time = sqlite3_column_int64(st, 3),
+                        .has_exit = sqlite3_column_int(st, 4),
+                        .exit_code = sqlite3_column_int(st, 5),
+                        .signal = sqlite3_column_int(st, 6),
+                        .class_name = col_text(st, 7),
+                        .evidence = col_text(st, 8),
+                        .resumed_from = col_text(st, 9),
+                        .epoch = sqlite3_column_int(st, 10),
+                        .log_path = col_text(st, 11),
+                };
+        }
+        (void) sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+                gw_job_attempts_free(v, n);
+                return sql_err(s);
+        }
+        *ret = v;
+        *ret_n = n;
         return 0;
 }

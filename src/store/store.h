@@ -80,3 +80,8 @@ int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long 
                        const char *message);
 /* Number of jobs in each state. */
 int gw_store_state_counts(struct gw_store *s, uint64_t counts[_GW_JOB_STATE_MAX]);
+
+/* One finished attempt of a job (its id never changes across attempts). */
+int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job_attempt *a);
+/* All recorded attempts, oldest first; caller frees with gw_job_attempts_free. */
+int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt **ret, size_t *ret_n);

@@ -82,7 +82,7 @@ class Daemon:
     def args(self):
         a = [GPUWARDD, "--state-dir", self.state, "--socket", self.socket, "--listen", "127.0.0.1:0",
              "--simulate-gpus", str(self.gpus), "--nvml-lib", FAKE_NVML, "--grace-seconds", str(self.grace),
-             "--sample-interval", "1"]
+             "--sample-interval", "1", "--retry-backoff", "1"]
         if IS_ROOT:
             a.append("--allow-root-jobs")
         if self.config:

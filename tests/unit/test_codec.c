@@ -308,7 +308,9 @@ static const struct {
         {"start_time", JSON_REAL, true},     {"end_time", JSON_REAL, true},      {"exit_code", JSON_INTEGER, true},
         {"signal", JSON_INTEGER, true},      {"command", JSON_ARRAY, false},     {"cwd", JSON_STRING, false},
         {"log_path", JSON_STRING, true},     {"after", JSON_OBJECT, true},       {"attempt", JSON_INTEGER, false},
-        {"pid", JSON_INTEGER, true},
+        {"pid", JSON_INTEGER, true},         {"retries", JSON_INTEGER, false},   {"retry_on", JSON_STRING, true},
+        {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
+        {"idle_policy", JSON_STRING, true},
 };
 
 static void check_shape(const json_t *o) {

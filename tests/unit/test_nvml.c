@@ -507,7 +507,7 @@ static void test_lost_gpu(void **state) {
 /* ---- events -------------------------------------------------------------------------- */
 
 static void test_events(void **state) {
-        struct gw_gpu_event ev;
+        struct gw_nvml_event ev;
         append_event("gpu=3 xid=13\n");  /* before open: history, not news */
         struct gw_gpu_lib *lib = open_fake();
         assert_int_equal(gw_gpu_wait_event(lib, 0, &ev), -ETIMEDOUT);
@@ -576,7 +576,7 @@ static void test_event_while_sampling(void **state) {
         struct gw_gpu_lib *lib = open_fake();
         struct sampler smp = { .lib = lib };
         pthread_t ts, tw;
-        struct gw_gpu_event ev;
+        struct gw_nvml_event ev;
 
         assert_int_equal(pthread_create(&ts, NULL, sampler_main, &smp), 0);
         assert_int_equal(pthread_create(&tw, NULL, writer_main, NULL), 0);

@@ -1,0 +1,50 @@
+/* Is a checkpoint file complete?  Pure: the caller reads the file's last bytes, this checks
+ * them.  No I/O, no allocation.
+ *
+ * torch.save() writes a ZIP archive (PyTorch's miniz writer, always in ZIP64 form) front
+ * to back over the old file (Ultralytics overwrites weights/last.pt in place), and the
+ * end-of-central-directory record is the last thing written.  A file torn by a kill
+ * mid-write is therefore a prefix with no end record, or (after a crash that lost page
+ * cache) one whose end records point outside the file.  The check:
+ *   1. find the End Of Central Directory record (PK\5\6), scanning back over the at most
+ *      65,535-byte comment; its comment must end exactly at the end of the file;
+ *   2. with a ZIP64 locator (PK\6\7) right before it, read the ZIP64 end record (PK\6\6)
+ *      it points to, which must end at the locator; the 32-bit fields of the EOCD must agree
+ *      with it unless they are saturated (0xFFFF / 0xFFFFFFFF);
+ *   3. the central directory (offset + size) must lie in the file and end exactly where the
+ *      (ZIP64) end record starts;
+ *   4. if the whole central directory is in the tail, walk its entries (PK\1\2): each
+ *      entry's local header plus name and data must lie before the central directory, the
+ *      local header signature (PK\3\4) must be there when it is in the tail, and the entries
+ *      must fill the central directory exactly. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/time.h"
+
+/* Read at least min(file size, GW_CKPT_TAIL_LEN) bytes from the end of the file: the EOCD
+ * (22) with the longest comment (65,535), the ZIP64 locator (20) and ZIP64 end record (56). */
+#define GW_CKPT_TAIL_LEN (22 + 65535 + 20 + 56)
+
+/* tail: the last tail_len bytes of a file of file_size bytes (tail_len <= file_size).
+ * Returns
+ *    0         complete: end records consistent and every central directory entry checked;
+ *    1         end records consistent, but the central directory is not all inside the tail,
+ *              so its entries were not walked (gw_ckpt_tail_wanted() says how much to read),
+ *              or a ZIP64 end record lies outside the tail ("zip64: not checked");
+ *   -EBADMSG   not a complete archive;
+ *   -EINVAL    tail_len > file_size, or tail NULL with tail_len > 0.
+ * why (may be NULL) receives a one-line reason in every case, e.g. "complete: 412 entries",
+ * "truncated: no end-of-central-directory record",
+ * "central directory points past the end of the file". */
+int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char *why, size_t n);
+
+/* How many bytes from the end of the file gw_ckpt_check() needs to walk every central
+ * directory entry (at least the bytes given).  0 and *ret_len, or gw_ckpt_check()'s
+ * negative error. */
+int gw_ckpt_tail_wanted(const uint8_t *tail, size_t tail_len, uint64_t file_size, uint64_t *ret_len);
+
+/* A checkpoint's identity for the crash-loop rule (core/retry.h): "<mtime usec>:<size>".
+ * Returns buf. */
+char *gw_ckpt_id(char *buf, size_t n, gw_usec_t mtime, uint64_t size);

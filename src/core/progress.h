@@ -1,0 +1,159 @@
+/* Parsers of training progress: Ultralytics results.csv, args.yaml and command lines (the
+ * planned number of epochs), a declared generic progress file, and the training "phase" read
+ * from the tail of a job's log.  Pure: the caller reads the files and passes their bytes; no
+ * I/O, no clock, no globals except constant tables.  Every parser accepts text that is not
+ * NUL-terminated (a buffer and its length) and text that is being written while it was read.
+ *
+ * Used by the reclaim decision (core/reclaim.h) and by ETA estimates; facts about Ultralytics
+ * are in product.md §7. */
+#pragma once
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- results.csv ---- */
+
+#define GW_RESULTS_MAX_COLS 64        /* further columns are ignored (pose/seg have ~22) */
+#define GW_RESULTS_NAME_MAX 48        /* longer column names are truncated */
+#define GW_RESULTS_MAX_ROWS 100000    /* distinct epochs; beyond that the file is not a log */
+
+enum gw_results_col_kind {
+        GW_RESULTS_COL_OTHER,         /* lr/pg0, metrics/precision(B), time, ... */
+        GW_RESULTS_COL_EPOCH,
+        GW_RESULTS_COL_LOSS,          /* name starts with "train/" or "val/" */
+        GW_RESULTS_COL_MAP50,         /* metrics/mAP50(B), metrics/mAP_0.5 (YOLOv5) */
+        GW_RESULTS_COL_MAP50_95,      /* metrics/mAP50-95(B), metrics/mAP_0.5:0.95 */
+        _GW_RESULTS_COL_KIND_MAX,
+        _GW_RESULTS_COL_KIND_INVALID = -EINVAL,
+};
+
+struct gw_results_col {
+        char name[GW_RESULTS_NAME_MAX]; /* padding stripped: "train/box_loss" */
+        enum gw_results_col_kind kind;
+};
+
+/* A parsed results.csv.  Rows are distinct epochs in ascending order: a row whose epoch is not
+ * greater than the previous row's means training was resumed from an earlier checkpoint (the
+ * CSV then holds that epoch twice, product.md §7), so it replaces the rows from that epoch on:
+ * the last written row of an epoch wins.  Owns epochs[] and values[]: gw_results_free(). */
+struct gw_results {
+        struct gw_results_col cols[GW_RESULTS_MAX_COLS];
+        size_t n_cols;
+        size_t epoch_col;
+        int map50_col;                /* index into cols, -1 when absent */
+        int map50_95_col;             /* the first mAP column of each kind wins (box before mask) */
+        size_t loss_cols[GW_RESULTS_MAX_COLS]; /* indexes of the LOSS columns, header order */
+        size_t n_loss_cols;
+
+        size_t n_rows;                /* distinct epochs */
+        long last_epoch;              /* as written (1-based for YOLOv8, 0-based for YOLOv5); -1 */
+        bool zero_based;              /* the first row is epoch 0: epochs done = last_epoch + 1 */
+        size_t n_lines;               /* complete data lines read, duplicates included: grows with
+                                       * every append, so it is the "file changed" signal */
+        size_t n_skipped;             /* lines without a numeric epoch (repeated header, junk) */
+        long *epochs;                 /* n_rows */
+        double *values;               /* n_rows * n_cols, row-major; NAN for an empty field */
+};
+
+/* Parses results.csv text.  The header is the first non-empty complete line; columns are found
+ * by name after stripping the padding (any YOLO version's set of columns).  A last line without
+ * '\n' is ignored: it is being written.  Returns 0 and fills *ret (caller frees it with
+ * gw_results_free), -ENODATA when no complete header line is there yet, -EBADMSG when the
+ * header has no "epoch" column, -E2BIG beyond GW_RESULTS_MAX_ROWS, -EINVAL for NULL arguments.
+ * Aborts on allocation failure (the daemon's policy).  Does not keep pointers into text. */
+int gw_results_parse(const char *text, size_t len, struct gw_results *ret);
+void gw_results_free(struct gw_results *r); /* accepts NULL; leaves *r empty */
+
+/* Value of column col in row; NAN out of range or empty. */
+double gw_results_value(const struct gw_results *r, size_t row, size_t col);
+/* Copies row's loss values (LOSS columns, header order) to out, at most max; returns how many
+ * it copied (0 when row is out of range). */
+size_t gw_results_losses(const struct gw_results *r, size_t row, double *out, size_t max);
+double gw_results_map50(const struct gw_results *r, size_t row);    /* NAN when absent */
+double gw_results_map50_95(const struct gw_results *r, size_t row); /* NAN when absent */
+
+/* ---- planned number of epochs ---- */
+
+/* Integer value of a top-level "key: value" line of a simple YAML file such as Ultralytics'
+ * args.yaml (a value may be quoted and followed by a "# comment").  The last line with the
+ * key wins.  0 and *ret, -ENOENT when the key is absent, -EINVAL when its value is not an
+ * integer ("null"), -ERANGE. */
+int gw_yaml_int(const char *text, size_t len, const char *key, long *ret);
+int gw_args_yaml_epochs(const char *text, size_t len, long *ret); /* key "epochs" */
+
+/* "epochs=N" (Ultralytics CLI), "--epochs=N" or "--epochs N" (YOLOv5 train.py) in argv[1..];
+ * the last one wins, as both CLIs let a later argument override.  0, -ENOENT or -EINVAL. */
+int gw_argv_epochs(const char *const *argv, size_t argc, long *ret);
+
+/* ---- a declared progress file (submit --progress FILE) ---- */
+
+struct gw_progress {
+        long epoch;                   /* -1 unknown */
+        long total;                   /* -1 unknown */
+};
+
+/* Either lines "epoch=N total=M" (fields separated by blanks or commas, total optional; the
+ * last complete line with an epoch wins) or a CSV with an "epoch" column (its last epoch; total
+ * unknown).  A last line without '\n' is ignored.  0, -ENODATA when neither is found. */
+int gw_progress_parse(const char *text, size_t len, struct gw_progress *ret);
+
+/* ---- the phase from the tail of a log ---- */
+
+enum gw_phase {
+        GW_PHASE_UNKNOWN,             /* no line in the window says */
+        GW_PHASE_TRAINING,
+        GW_PHASE_VALIDATING,
+        GW_PHASE_SAVING,
+        _GW_PHASE_MAX,
+        _GW_PHASE_INVALID = -EINVAL,
+};
+const char *gw_phase_name(enum gw_phase p); /* "validating"; NULL if out of range */
+
+enum gw_match {
+        GW_MATCH_SUBSTR,              /* text anywhere in the line (case-sensitive) */
+        GW_MATCH_PREFIX,              /* the trimmed line starts with text */
+        GW_MATCH_EPOCH_FRACTION,      /* the trimmed line starts with "N/M " (Ultralytics' epoch
+                                       * bar); text unused.  Not expressible as a substring. */
+        _GW_MATCH_MAX,
+        _GW_MATCH_INVALID = -EINVAL,
+};
+
+struct gw_phase_pattern {
+        enum gw_phase phase;
+        enum gw_match match;
+        const char *text;
+        /* Counts only when an older line in the window, with no TRAINING line between, matched
+         * a VALIDATING pattern: Ultralytics' "all  128  929 ..." summary is validation only
+         * under its "Class  Images  Instances" header; a class could be named "all". */
+        bool needs_header;
+};
+
+struct gw_phase_rules {
+        const struct gw_phase_pattern *patterns; /* tried in order; the first match decides */
+        size_t n_patterns;
+        unsigned last_lines;          /* K: how many non-empty lines to look at; 0 = 8 */
+};
+
+/* Ultralytics' validation ("Class     Images  Instances", "all " under it, "Validating ",
+ * "val: "), saving ("Saving", "Optimizer stripped from") and training ("GPU_mem" header, the
+ * "N/M" epoch bar) lines.  A daemon adding configured substrings copies these first. */
+extern const struct gw_phase_pattern gw_phase_patterns_default[];
+extern const size_t gw_phase_patterns_default_n;
+
+#define GW_PHASE_LINE_MAX 160
+
+struct gw_phase_result {
+        enum gw_phase phase;
+        /* The matching line (escapes stripped, trimmed, truncated), or the newest non-empty line
+         * when nothing matched: the evidence a user sees. */
+        char line[GW_PHASE_LINE_MAX];
+};
+
+/* The phase from the last bytes of a log.  Lines are split on both '\r' and '\n' (tqdm redraws
+ * a bar with '\r' even into a file) and ANSI escapes (CSI and OSC) are stripped; the newest
+ * line comes first, so the last redraw of a bar decides.  Scanning the last K non-empty lines
+ * newest first, the first line matching a pattern gives the phase; a TRAINING line stops the
+ * scan, so an old validation summary is not taken for the current phase.  The last line needs
+ * no '\n' (it is the bar being redrawn).  rules NULL = the defaults.  0 or -EINVAL. */
+int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules *rules,
+                      struct gw_phase_result *ret);

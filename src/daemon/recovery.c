@@ -1,0 +1,221 @@
+/* What a finished attempt means: classify how it ended, record the attempt, then end the job
+ * or queue it again (same id, same queue position) to resume from its newest checkpoint. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "core/ckpt.h"
+#include "core/failure.h"
+#include "core/progress.h"
+#include "core/retry.h"
+#include "daemon/daemon.h"
+#include "daemon/resume.h"
+
+#define TAIL_BYTES (64 * 1024)
+
+/* The last bytes of a file, or NULL.  O_NOFOLLOW and a regular file only: the daemon reads
+ * as root what the job's user controls. */
+static char *read_tail(const char *path, size_t max, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return NULL;
+        size_t len = (size_t) st.st_size < max ? (size_t) st.st_size : max;
+        char *buf = gw_xmalloc(len + 1);
+        ssize_t n = pread(fd, buf, len, st.st_size - (off_t) len);
+        if (n < 0)
+                n = 0;
+        buf[n] = '\0';
+        *ret_len = (size_t) n;
+        return buf;
+}
+
+char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt) {
+        if (j->output)
+                return gw_xstrdup(j->output);
+        char buf[4300];
+        if (attempt <= 1)
+                snprintf(buf, sizeof buf, "%s/%lld.log", d->log_dir, (long long) j->id);
+        else
+                snprintf(buf, sizeof buf, "%s/%lld.%d.log", d->log_dir, (long long) j->id, attempt);
+        return gw_xstrdup(buf);
+}
+
+/* Epochs finished so far, from the run's results.csv (Ultralytics) or the declared
+ * progress file; -1 when unknown. */
+static long epoch_reached(const struct gw_job *j, const char *ckpt) {
+        char path[4400];
+        if (j->yolo && ckpt) {
+                _cleanup_free_ char *run = gw_resume_run_dir(ckpt);
+                snprintf(path, sizeof path, "%s/results.csv", run);
+                size_t len;
+                _cleanup_free_ char *text = read_tail(path, 8 << 20, &len);
+                struct gw_results r;
+                if (!text || gw_results_parse(text, len, &r) < 0)
+                        return -1;
+                long e = r.n_rows ? (r.zero_based ? r.last_epoch + 1 : r.last_epoch) : 0;
+                gw_results_free(&r);
+                return e;
+        }
+        if (j->progress_file) {
+                if (j->progress_file[0] == '/')
+                        snprintf(path, sizeof path, "%s", j->progress_file);
+                else
+                        snprintf(path, sizeof path, "%s/%s", j->cwd, j->progress_file);
+                size_t len;
+                _cleanup_free_ char *text = read_tail(path, 1 << 20, &len);
+                struct gw_progress p;
+                if (text && gw_progress_parse(text, len, &p) == 0)
+                        return p.epoch;
+        }
+        return -1;
+}
+
+static void ckpt_identity(const char *path, char *buf, size_t n) {
+        struct stat st;
+        if (!path || lstat(path, &st) < 0) {
+                buf[0] = '\0';
+                return;
+        }
+        gw_ckpt_id(buf, n, (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000,
+                   (uint64_t) st.st_size);
+}
+
+static enum gw_attempt_end attempt_end(const struct gw_djob *dj, int status) {
+        if (dj->terminating)
+                return dj->end_state == GW_JOB_CANCELLED ? GW_END_CANCELLED
+                       : dj->end_state == GW_JOB_TIMEOUT ? GW_END_TIMEOUT
+                                                         : GW_END_RECLAIMED;
+        return WIFSIGNALED(status) ? GW_END_SIGNALED : GW_END_EXITED;
+}
+
+static void retry_policy(const struct gw_daemon *d, const struct gw_job *j, struct gw_retry_policy *p) {
+        gw_retry_policy_default(p);
+        p->backoff_base = d->cfg->retry_backoff;
+        p->max_retries = (unsigned) (j->retries >= 0 ? j->retries : d->cfg->default_retries);
+        char why[128];
+        if (gw_retry_parse_classes(j->retry_on ? j->retry_on : d->cfg->default_retry_on, &p->retry_on, why,
+                                   sizeof why) < 0)
+                (void) gw_retry_parse_classes(GW_RETRY_DEFAULT_CLASSES, &p->retry_on, why, sizeof why);
+}
+
+/* Whether processes of no job held memory on the job's GPUs: an OOM then is not its fault. */
+static bool memory_taken_by_others(const struct gw_daemon *d, const struct gw_job *j) {
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                if ((j->gpu_mask & (UINT64_C(1) << i)) && d->gpus[i].rogue)
+                        return true;
+        return false;
+}
+
+static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_retry_decision *dec,
+                    const struct gw_failure_verdict *v, char *ckpt, const char *ckpt_why) {
+        struct gw_job *j = dj->job;
+        char msg[1024], wait[32];
+        gw_format_duration(dec->backoff, wait, sizeof wait);
+        if (ckpt)
+                snprintf(msg, sizeof msg, "%s: %s; retry %u/%d in %s, resuming from %s", gw_failure_class_name(v->cls),
+                         v->evidence, dec->retry_no, j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
+        else
+                snprintf(msg, sizeof msg, "%s: %s; retry %u/%d in %s from scratch (%s)", gw_failure_class_name(v->cls),
+                         v->evidence, dec->retry_no, j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
+                         ckpt_why[0] ? ckpt_why : "no checkpoint");
+        gw_job_release_gpus(d, dj);
+        free(j->resume_from);
+        j->resume_from = ckpt;
+        j->attempt++;
+        j->state = GW_JOB_PENDING;
+        j->wait_reason = GW_REASON_BACKOFF;
+        j->not_before = dec->not_before;
+        j->gpu_mask = 0;
+        j->pid = j->shim_pid = 0;
+        j->pid_start = j->shim_start = 0;
+        j->has_exit = false;
+        j->exit_code = j->signal = 0;
+        free(j->log_path);
+        j->log_path = gw_attempt_log_path(d, j, j->attempt);
+        dj->terminating = false;
+        dj->kill_at = 0;
+        free(dj->end_reason);
+        dj->end_reason = NULL;
+        dj->n_events = 0;
+        gw_jobtel_free(dj);
+        if (gw_store_job_update(d->store, j, "retry", msg) < 0)
+                log_err("job %lld: cannot record the retry: %s", (long long) j->id, gw_store_errmsg(d->store));
+        log_info("job %lld: %s", (long long) j->id, msg);
+        d->n_backoff++;
+        gw_queue_insert(d, dj);
+}
+
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status) {
+        struct gw_job *j = dj->job;
+        size_t tail_len = 0;
+        _cleanup_free_ char *tail = read_tail(j->log_path, TAIL_BYTES, &tail_len);
+        struct gw_failure_input in = {
+                .end = attempt_end(dj, status),
+                .status = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+                .lost = lost,
+                .tail = tail,
+                .tail_len = tail_len,
+                .events = dj->events,
+                .n_events = dj->n_events,
+        };
+        struct gw_failure_verdict v;
+        if (gw_failure_classify(&in, &v) < 0) {
+                v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;
+                snprintf(v.evidence, sizeof v.evidence, "%s", lost ? "lost" : "unclassified");
+        }
+        char ckpt_why[512] = "";
+        char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
+        struct gw_attempt_mark last = { .valid = true, .epoch = epoch_reached(j, ckpt) };
+        ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
+
+        _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);
+        struct gw_job_attempt a = {
+                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = gw_now_wall(),
+                .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                .class_name = (char *) gw_failure_class_name(v.cls), .evidence = v.evidence,
+                .resumed_from = j->resume_from, .epoch = (int) last.epoch, .log_path = attempt_log,
+        };
+        if (gw_store_attempt_add(d->store, j->id, &a) < 0)
+                log_err("job %lld: cannot record attempt %d: %s", (long long) j->id, j->attempt, gw_store_errmsg(d->store));
+
+        /* Ultralytics refuses to resume a run that had finished: the work is done. */
+        if (j->attempt > 1 && j->yolo && tail && strstr(tail, "is finished, nothing to resume")) {
+                free(ckpt);
+                gw_job_end(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end");
+                return;
+        }
+        struct gw_retry_policy p;
+        retry_policy(d, j, &p);
+        struct gw_retry_state s = { .attempts = (unsigned) j->attempt, .prev = dj->last_mark, .last = last,
+                                    .oom_explained = memory_taken_by_others(d, j) };
+        struct gw_retry_decision dec;
+        if (gw_retry_decide(&p, &s, &v, gw_now_wall(), &dec) == 0 && dec.retry) {
+                dj->last_mark = last;
+                requeue(d, dj, &dec, &v, ckpt, ckpt_why);
+                return;
+        }
+        free(ckpt);
+        enum gw_job_state state = v.cls == GW_FAILURE_OK ? GW_JOB_COMPLETED
+                                  : dj->terminating  ? dj->end_state
+                                                     : GW_JOB_FAILED;
+        char reason[1024];
+        if (dj->terminating)
+                snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, v.evidence);
+        else if (v.cls == GW_FAILURE_OK)
+                snprintf(reason, sizeof reason, "%s", v.evidence);
+        else
+                snprintf(reason, sizeof reason, "%s: %s%s%s", gw_failure_class_name(v.cls), v.evidence,
+                         dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
+                         dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");
+        gw_job_end(d, dj, state, reason, lost ? "lost" : "end");
+}

@@ -1,0 +1,179 @@
+#include "daemon/resume.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "core/ckpt.h"
+
+#define CKPT_TAIL (128 * 1024)
+#define CKPT_MAX_READ (64u << 20)
+
+/* Whether the file at path is a complete checkpoint (a .pt file is a zip archive: a kill
+ * mid-write leaves it without its central directory).  O_NOFOLLOW: the daemon reads as root. */
+static bool ckpt_complete(const char *path, char *why, size_t n) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                snprintf(why, n, "%s: not a readable regular file", path);
+                return false;
+        }
+        size_t len = (size_t) (st.st_size < CKPT_TAIL ? st.st_size : CKPT_TAIL);
+        char reason[200];
+        /* Two rounds at most: the end records say how much of the file the central directory
+         * needs; a huge one is taken as complete once its end records are consistent. */
+        for (int round = 0; round < 2; round++) {
+                _cleanup_free_ uint8_t *buf = gw_xmalloc(len ? len : 1);
+                if (pread(fd, buf, len, st.st_size - (off_t) len) != (ssize_t) len) {
+                        snprintf(why, n, "%s: cannot read it", path);
+                        return false;
+                }
+                int r = gw_ckpt_check(buf, len, (uint64_t) st.st_size, reason, sizeof reason);
+                if (r < 0) {
+                        snprintf(why, n, "%s: %s", path, reason);
+                        return false;
+                }
+                uint64_t want;
+                if (r == 0 || gw_ckpt_tail_wanted(buf, len, (uint64_t) st.st_size, &want) < 0 || want > CKPT_MAX_READ)
+                        return true;
+                len = (size_t) want;
+        }
+        return true;
+}
+
+static const char *arg_value(char *const *argv, const char *key) {
+        size_t kl = strlen(key);
+        const char *v = NULL;
+        for (size_t i = 0; argv && argv[i]; i++)
+                if (!strncmp(argv[i], key, kl) && argv[i][kl] == '=')
+                        v = argv[i] + kl + 1;
+        return v;
+}
+
+static void join(char *buf, size_t n, const char *a, const char *b) {
+        if (b[0] == '/')
+                snprintf(buf, n, "%s", b);
+        else
+                snprintf(buf, n, "%s/%s", a, b);
+}
+
+/* The newest RUN/weights/last.pt under the project directory, written since `since`. */
+static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
+        const char *project = arg_value(j->argv, "project");
+        char dir[4096], best[4096] = "";
+        join(dir, sizeof dir, j->cwd, project ? project : "runs/detect");
+        DIR *d = opendir(dir);
+        if (!d) {
+                snprintf(why, n, "no run directory: %s does not exist", dir);
+                return NULL;
+        }
+        struct timespec newest = { 0, 0 };
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char path[4400];
+                struct stat st;
+                snprintf(path, sizeof path, "%s/%s/weights/last.pt", dir, de->d_name);
+                if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                gw_usec_t mt = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
+                if (mt + GW_USEC_PER_SEC < since)
+                        continue; /* an older run's, not this job's */
+                if (st.st_mtim.tv_sec > newest.tv_sec ||
+                    (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec)) {
+                        newest = st.st_mtim;
+                        snprintf(best, sizeof best, "%s", path);
+                }
+        }
+        closedir(d);
+        if (!best[0]) {
+                snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
+                return NULL;
+        }
+        if (ckpt_complete(best, why, n))
+                return gw_xstrdup(best);
+        /* last.pt is overwritten in place: a kill mid-write tears it.  best.pt is older but whole. */
+        char alt[4400], why2[512];
+        snprintf(alt, sizeof alt, "%.*s/best.pt", (int) (strrchr(best, '/') - best), best);
+        if (ckpt_complete(alt, why2, sizeof why2)) {
+                size_t used = strlen(why);
+                snprintf(why + used, n - used, "; using %s instead", alt);
+                return gw_xstrdup(alt);
+        }
+        return NULL;
+}
+
+static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
+        char pattern[4096];
+        join(pattern, sizeof pattern, j->cwd, j->checkpoint);
+        glob_t g;
+        if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0) {
+                snprintf(why, n, "nothing matches %s", pattern);
+                return NULL;
+        }
+        const char *best = NULL;
+        time_t best_t = 0;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+                struct stat st;
+                if (lstat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) && (!best || st.st_mtime >= best_t)) {
+                        best = g.gl_pathv[i];
+                        best_t = st.st_mtime;
+                }
+        }
+        char *r = best ? gw_xstrdup(best) : NULL;
+        if (!r)
+                snprintf(why, n, "no regular file matches %s", pattern);
+        globfree(&g);
+        return r;
+}
+
+char *gw_resume_find(const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
+        why[0] = '\0';
+        if (j->yolo)
+                return newest_last_pt(j, since, why, n);
+        if (j->checkpoint)
+                return newest_glob(j, why, n);
+        snprintf(why, n, "no --checkpoint given");
+        return NULL;
+}
+
+char *gw_resume_run_dir(const char *ckpt) {
+        char *r = gw_xstrdup(ckpt);
+        char *w = strstr(r, "/weights/");
+        if (w)
+                *w = '\0';
+        return r;
+}
+
+char **gw_resume_argv(const struct gw_job *j) {
+        if (j->attempt > 1 && j->resume_cmd) {
+                char *v[] = { (char *) "/bin/sh", (char *) "-c", j->resume_cmd, NULL };
+                return gw_strv_copy(v);
+        }
+        if (!(j->attempt > 1 && j->yolo && j->resume_from))
+                return gw_strv_copy(j->argv);
+        /* Ultralytics takes everything else from the checkpoint: keep the program and its
+         * arguments, replace any resume/model setting. */
+        size_t n = gw_strv_length(j->argv), k = 0;
+        char **v = gw_xcalloc(n + 3, sizeof(char *));
+        for (size_t i = 0; i < n; i++) {
+                const char *a = j->argv[i];
+                if (i > 0 && (!strcmp(a, "resume") || !strncmp(a, "resume=", 7) || !strncmp(a, "model=", 6)))
+                        continue;
+                v[k++] = gw_xstrdup(a);
+        }
+        v[k++] = gw_xstrdup("resume");
+        char model[4200];
+        snprintf(model, sizeof model, "model=%s", j->resume_from);
+        v[k++] = gw_xstrdup(model);
+        return v;
+}
