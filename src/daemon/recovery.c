@@ -53,6 +53,9 @@ char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int
  * progress file; -1 when unknown. */
 static long epoch_reached(const struct gw_job *j, const char *ckpt) {
         char path[4400];
+        /* Ultralytics writes last.pt after every epoch: no checkpoint yet means none finished. */
+        if (j->yolo && !ckpt)
+                return 0;
         if (j->yolo && ckpt) {
                 _cleanup_free_ char *run = gw_resume_run_dir(ckpt);
                 snprintf(path, sizeof path, "%s/results.csv", run);

@@ -1,0 +1,101 @@
+"""Automatic recovery: classify failures, retry with backoff, resume from the last checkpoint."""
+import os
+
+from gwtest import TRAINER, DaemonTest, main, wait_until
+
+
+class RecoveryTest(DaemonTest):
+    def submit_api(self, argv, **kw):
+        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 300}
+        spec.update(kw)
+        st, r = self.d.api("POST", "/api/v1/jobs", spec)
+        self.assertEqual(st, 201, r)
+        return r["id"]
+
+    def results_epochs(self, run):
+        with open(os.path.join(self.d.work, "runs", "detect", run, "results.csv")) as f:
+            return [int(float(line.split(",")[0])) for line in f.read().splitlines()[1:]]
+
+    def test_cuda_error_resumes_from_last_checkpoint(self):
+        fault = os.path.join(self.d.work, "fault-once")
+        jid = self.submit_api([TRAINER, "epochs=6", "name=exp", "--epoch-seconds", "0.2", "--crash-at-epoch", "3",
+                               "--fault-once", fault], yolo=True)
+        j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+        self.assertEqual(j["attempt"], 2)
+        a1, a2 = j["attempts"]
+        self.assertEqual(a1["class"], "cuda_error")
+        self.assertIn("illegal memory access", a1["evidence"])
+        self.assertEqual(a1["epoch"], 2)
+        self.assertTrue(a2["resumed_from"].endswith("runs/detect/exp/weights/last.pt"))
+        self.assertEqual(self.results_epochs("exp"), [1, 2, 3, 4, 5, 6], "each epoch once, none redone from 0")
+        self.assertIn("Resuming training", self.d.log_text(jid))
+        st, body, hdr = self.d.api("GET", f"/api/v1/jobs/{jid}/log?attempt=1", raw=True)
+        self.assertIn(b"CUDA error", body)
+        retry = [e for e in j["events"] if e["kind"] == "retry"]
+        self.assertEqual(len(retry), 1)
+        self.assertIn("cuda_error", retry[0]["message"])
+        self.assertIn("resuming from", retry[0]["message"])
+
+    def test_xid_drains_the_gpu_and_the_retry_avoids_it(self):
+        fault = os.path.join(self.d.work, "xid-once")
+        jid = self.submit_api([TRAINER, "epochs=4", "name=xid", "--epoch-seconds", "0.3", "--xid-at-epoch", "2",
+                               "--xid", "79", "--fault-once", fault], yolo=True)
+        first = self.d.wait_state(jid, "RUNNING")["gpus"][0]
+        j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+        self.assertEqual(self.d.api("GET", "/api/v1/gpus")[1]["gpus"][first]["health"], "drained")
+        self.assertNotEqual(j["gpus"], [first], "attempt 2 runs on another GPU")
+        self.assertIn(j["attempts"][0]["class"], ("gpu_fault", "cuda_error"))
+        self.assertEqual(self.results_epochs("xid"), [1, 2, 3, 4])
+
+    def test_user_error_is_not_retried(self):
+        jid = self.submit_api(["python3", "-c", "print('epoch 1'); 1/0"])
+        j = self.d.wait_state(jid, "FAILED", timeout=30)
+        self.assertEqual(j["attempt"], 1)
+        self.assertEqual(j["attempts"][0]["class"], "user_error")
+        self.assertIn("ZeroDivisionError", j["reason"])
+        self.assertNotIn("retry", [e["kind"] for e in j["events"]])
+
+    def test_retries_exhausted(self):
+        jid = self.submit_api(["sh", "-c", "echo 'RuntimeError: CUDA error: unspecified launch failure' >&2; exit 1"],
+                              retries=2)
+        j = self.d.wait_state(jid, "FAILED", timeout=60)
+        self.assertEqual(j["attempt"], 3)
+        self.assertEqual([a["class"] for a in j["attempts"]], ["cuda_error"] * 3)
+        self.assertIn("retries exhausted (2/2)", j["reason"])
+        self.assertTrue(j["reason"].startswith("cuda_error"), j["reason"])
+        # Backoff doubles: 1 s then 2 s in this daemon (--retry-backoff 1).
+        t = [a["start_time"] for a in j["attempts"]]
+        ends = [a["end_time"] for a in j["attempts"]]
+        self.assertGreaterEqual(t[1] - ends[0], 0.9)
+        self.assertGreaterEqual(t[2] - ends[1], 1.9)
+
+    def test_crash_loop_stops(self):
+        # Crashes in its first epoch every time: no new checkpoint, same epoch → stop early.
+        jid = self.submit_api([TRAINER, "epochs=5", "name=loop", "--epoch-seconds", "0.1", "--crash-at-epoch", "1"],
+                              yolo=True, retries=5)
+        j = self.d.wait_state(jid, "FAILED", timeout=60)
+        self.assertLess(j["attempt"], 6)
+        self.assertIn("crash loop", j["reason"])
+
+    def test_generic_job_gets_resume_from(self):
+        ckpt_dir = os.path.join(self.d.work, "ckpt")
+        os.makedirs(ckpt_dir)
+        script = ("if [ -n \"$GPUWARD_RESUME_FROM\" ]; then echo resumed from $GPUWARD_RESUME_FROM; exit 0; fi; "
+                  f"echo state > {ckpt_dir}/step-100.bin; "
+                  "echo 'RuntimeError: NCCL error: unhandled system error (ncclSystemError)' >&2; exit 1")
+        jid = self.submit_api(["sh", "-c", script], checkpoint="ckpt/*.bin")
+        j = self.d.wait_state(jid, "COMPLETED", timeout=30)
+        self.assertEqual(j["attempts"][0]["class"], "nccl_error")
+        self.assertIn(f"resumed from {ckpt_dir}/step-100.bin", self.d.log_text(jid))
+
+    def test_bad_retry_options_are_refused(self):
+        for body, field in (({"retry_on": "gpu_fault,bogus"}, "retry_on"), ({"retries": 101}, "retries"),
+                            ({"retries": "3"}, "retries"), ({"health_url": "http://example.com/x"}, "health_url")):
+            spec = {"command": ["true"], "cwd": self.d.work}
+            spec.update(body)
+            st, r = self.d.api("POST", "/api/v1/jobs", spec)
+            self.assertEqual((st, r["field"]), (400, field), (body, r))
+
+
+if __name__ == "__main__":
+    main()
