@@ -19,6 +19,8 @@ static const char *const reason_names[_GW_REASON_MAX] = {
         [GW_REASON_HELD] = "Held",
         [GW_REASON_PRIORITY] = "Priority",
         [GW_REASON_BACKOFF] = "Backoff",
+        [GW_REASON_RESERVATION] = "Reservation",
+        [GW_REASON_QUOTA] = "Quota",
 };
 
 static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {

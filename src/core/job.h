@@ -24,6 +24,8 @@ enum gw_job_reason {
         GW_REASON_HELD,
         GW_REASON_PRIORITY,
         GW_REASON_BACKOFF,   /* waiting out the delay before a retry */
+        GW_REASON_RESERVATION, /* its booking has not started */
+        GW_REASON_QUOTA,     /* its user is at a wait-type quota limit */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };

@@ -183,6 +183,8 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                 return GW_REASON_HELD;
         if (j->backoff)
                 return GW_REASON_BACKOFF;
+        if (j->blocked != GW_REASON_NONE)
+                return j->blocked;
         if (j->dep != GW_DEP_SATISFIED)
                 return GW_REASON_DEPENDENCY;
         if (h->set && v->avail == 0)
@@ -191,6 +193,16 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                 return GW_REASON_RESOURCES;
 
         uint64_t ok = mem_at_least(v->mem_free, v->avail, j->gpu_mem);
+        if (j->allowed) {
+                ok &= j->allowed;
+                if (h->set && end_of(now, j->time_limit) > h->start)
+                        ok &= ~h->reserved;
+                uint64_t pick = gw_sched_pick(ok, j->ngpus);
+                if (!pick)
+                        return GW_REASON_RESOURCES;
+                *ret_mask = pick;
+                return GW_REASON_NONE;
+        }
         uint64_t fit = gw_sched_pick(ok, j->ngpus);
         if (!h->set) {
                 if (!fit) {

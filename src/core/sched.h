@@ -31,6 +31,10 @@ struct gw_sched_job {
         gw_usec_t time_limit; /* > 0 */
         bool held;
         bool backoff;         /* waiting out a retry delay: like held, but reported as Backoff */
+        enum gw_job_reason blocked; /* not NONE: the shell says it waits (Reservation, Quota) */
+        uint64_t allowed;     /* not 0: the only GPUs it may use (its booking's; or those free
+                               * long enough before the next booking).  Such a job never
+                               * becomes the head: it cannot hold back others. */
         enum gw_dep_status dep;
 };
 

@@ -354,6 +354,33 @@ static void sparse_indices(void **state) {
         assert_int_equal(start.gpu_mask, M(5) | M(40));
 }
 
+/* Bookings restrict jobs to some GPUs (allowed) or hold them back (blocked); such jobs never
+ * become the head, so they cannot stall the rest of the queue. */
+static void allowed_and_blocked(void **state) {
+        struct gw_sched_gpu gpus[4];
+        for (int i = 0; i < 4; i++)
+                gpus[i] = (struct gw_sched_gpu) {.index = i, .usable = true};
+        struct gw_sched_job jobs[4] = {
+                {.id = 1, .ngpus = 2, .time_limit = MIN, .dep = GW_DEP_SATISFIED, .allowed = M(2) | M(3)},
+                {.id = 2, .ngpus = 2, .time_limit = MIN, .dep = GW_DEP_SATISFIED, .allowed = M(2) | M(3)},
+                {.id = 3, .ngpus = 1, .time_limit = MIN, .dep = GW_DEP_SATISFIED, .blocked = GW_REASON_QUOTA},
+                {.id = 4, .ngpus = 2, .time_limit = MIN, .dep = GW_DEP_SATISFIED},
+        };
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 4, .pending = jobs, .n_pending = 4};
+        struct gw_sched_start starts[4];
+        enum gw_job_reason reasons[4];
+        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 2);
+        assert_int_equal(starts[0].job_id, 1);
+        assert_int_equal(starts[0].gpu_mask, M(2) | M(3));
+        assert_int_equal(reasons[1], GW_REASON_RESOURCES); /* its GPUs are taken; it blocks nobody */
+        assert_int_equal(reasons[2], GW_REASON_QUOTA);
+        assert_int_equal(starts[1].job_id, 4);
+        assert_int_equal(starts[1].gpu_mask, M(0) | M(1));
+}
+
 static void invalid_input(void **state) {
         struct gw_sched_gpu gpus[2] = {{.index = 0, .usable = true}, {.index = 1, .usable = true}};
         struct gw_sched_job job = {.id = 1, .ngpus = 1, .time_limit = MIN, .dep = GW_DEP_SATISFIED};
@@ -796,6 +823,7 @@ int main(void) {
                 cmocka_unit_test(empty_input),
                 cmocka_unit_test(huge_limit_saturates),
                 cmocka_unit_test(pick),
+                cmocka_unit_test(allowed_and_blocked),
                 cmocka_unit_test(long_queue_no_free_gpu),
                 cmocka_unit_test(random_properties),
         };
