@@ -187,6 +187,10 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
         if (get_int(o, "retries", 0, 100, &retries, err) < 0)
                 return -EINVAL;
         j->retries = (int) retries; /* -1: the daemon's default */
+        long long booking = 0;
+        if (get_int(o, "reservation", 1, INT64_MAX, &booking, err) < 0)
+                return -EINVAL;
+        j->booking_id = booking;
         const json_t *yolo = json_object_get(o, "yolo");
         if (yolo && !json_is_boolean(yolo) && !json_is_null(yolo))
                 return fail(err, "yolo", "yolo: must be true or false");
@@ -328,6 +332,7 @@ FIELD(yolo, json_boolean(j->yolo))
 FIELD(not_before, time_or_null(j->not_before))
 FIELD(resume_from, j->resume_from ? json_string(j->resume_from) : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
+FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
 #undef FIELD
 
 static const struct {
@@ -362,6 +367,7 @@ static const struct {
         { "not_before", enc_f_not_before },
         { "resume_from", enc_f_resume_from },
         { "idle_policy", enc_f_idle_policy },
+        { "reservation", enc_f_reservation },
 };
 
 

@@ -131,7 +131,7 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
                 report_exchange_error(ctx->socket_path, k, timeout);
                 return CLI_EXIT_FAIL;
         }
-        if (r.status < 200 || r.status >= 300) {
+        if ((r.status < 200 || r.status >= 300) && !(call->accept_status && r.status == call->accept_status)) {
                 report_api_error(call, &r);
                 cli_http_response_done(&r);
                 return CLI_EXIT_FAIL;
@@ -140,13 +140,15 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
         return CLI_EXIT_OK;
 }
 
-int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json) {
+int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json,
+                        int *ret_status) {
         struct cli_http_response r;
         int k = cli_api_call(ctx, call, &r);
         if (k != CLI_EXIT_OK)
                 return k;
         json_error_t err;
         json_t *j = json_loadb(r.body, r.body_len, 0, &err);
+        int status = r.status;
         cli_http_response_done(&r);
         if (!json_is_object(j)) {
                 cli_error("gpuwardd sent a reply that is not a JSON object (%s)",
@@ -155,7 +157,13 @@ int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t 
                 return CLI_EXIT_FAIL;
         }
         *ret_json = j;
+        if (ret_status)
+                *ret_status = status;
         return CLI_EXIT_OK;
+}
+
+int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json) {
+        return cli_api_json_status(ctx, call, ret_json, NULL);
 }
 
 char *cli_url_escape(const char *s) {

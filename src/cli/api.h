@@ -23,10 +23,13 @@ struct cli_call {
         gw_usec_t timeout;                      /* 0: CLI_API_TIMEOUT */
         const char *subject;                    /* "job 17": prefixes error messages */
         const struct cli_field_alias *aliases;  /* NULL-terminated by .api; may be NULL */
+        int accept_status;                      /* a non-2xx status the caller answers itself
+                                                 * (reserve's 409 names the nearest window);
+                                                 * 0: none */
 };
 
-/* Performs call.  On a 2xx answer returns CLI_EXIT_OK and fills *ret (release with
- * cli_http_response_done).  Otherwise tells the user why on stderr ("cannot reach
+/* Performs call.  On a 2xx answer (or call->accept_status) returns CLI_EXIT_OK and fills
+ * *ret (release with cli_http_response_done; ret->status tells which).  Otherwise tells the user why on stderr ("cannot reach
  * gpuwardd at SOCKET: is it running?", or the API's error text naming the field) and
  * returns CLI_EXIT_FAIL; *ret is untouched. */
 int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
@@ -35,6 +38,10 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
 /* cli_api_call, then decodes the body, which must be a JSON object.  *ret_json is a new
  * reference the caller drops with json_decref. */
 int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json);
+
+/* cli_api_json that also says which status came back (call->accept_status or a 2xx). */
+int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json,
+                        int *ret_status);
 
 /* Appends "?key=value" (or "&key=value") to the malloc'ed *target, escaping value.
  * 0 or -ENOMEM (then *target is unchanged). */

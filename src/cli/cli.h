@@ -40,6 +40,10 @@ int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int o
 /* A job id as typed by a user: a positive decimal.  Prints a usage error on failure. */
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id);
 
+/* Whether s can name an idle policy of gpuwardd's config ("default", "hpo", "finetune"):
+ * lower-case letters, digits, '_' and '-'.  The daemon says whether it exists. */
+bool cli_is_policy_name(const char *s);
+
 /* An absolute version of path, relative ones taken against base (NULL: the process's
  * cwd).  Does not touch the disk beyond reading the cwd.  Returns a malloc'ed string the
  * caller frees, or NULL with errno set. */

@@ -36,7 +36,16 @@ char *cli_job_gpu_list(const json_t *job) {
         return buf;
 }
 
+bool cli_job_waiting(const json_t *job) {
+        const char *state = cli_jstr(job, "state");
+        enum gw_job_state s = gw_job_state_from_name(state ? state : "");
+        return s == GW_JOB_PENDING || s == GW_JOB_HELD;
+}
+
 char *cli_job_elapsed(const json_t *job, time_t now, char *buf, size_t n) {
+        /* A job waiting for a retry still carries the times of its last attempt. */
+        if (cli_job_waiting(job))
+                return cli_format_secs(NAN, buf, n);
         double start = cli_jnum(job, "start_time");
         double end = cli_jnum(job, "end_time");
         if (!isfinite(start) || start <= 0)

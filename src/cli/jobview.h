@@ -8,7 +8,11 @@
 /* "0,1,3" from the job's "gpus" list, or "-" when it holds none.  malloc'ed. */
 char *cli_job_gpu_list(const json_t *job);
 
-/* Time the job has run: end (or now while running) minus start; "-" if it never ran. */
+/* Whether the job is PENDING or HELD: not running now, perhaps waiting for a retry. */
+bool cli_job_waiting(const json_t *job);
+
+/* Time the current attempt has run: end (or now while running) minus start; "-" if it
+ * never ran or waits to run again. */
 char *cli_job_elapsed(const json_t *job, time_t now, char *buf, size_t n);
 
 /* "0", "1", "sig 9" or "-" from exit_code and signal. */

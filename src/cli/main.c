@@ -24,7 +24,13 @@ const struct cli_verb cli_verbs[] = {
         { "history", cli_verb_history, "finished jobs, newest first" },
         { "gpus", cli_verb_gpus, "the GPUs: utilisation, memory, health, job, rogue processes" },
         { "top", cli_verb_top, "GPUs and queue, refreshed in place; q quits" },
-        { "admin", cli_verb_admin, "for administrators: drain and undrain GPUs" },
+        { "reserve", cli_verb_reserve, "book GPUs for a window of time ahead" },
+        { "reservations", cli_verb_reservations, "the open bookings: awaiting approval, approved, active" },
+        { "unreserve", cli_verb_unreserve, "release bookings" },
+        { "schedule", cli_verb_schedule, "the coming hours per GPU as a chart: jobs and bookings" },
+        { "quota", cli_verb_quota, "my limits (GPUs, time, GPU-hours, bookings) and my usage" },
+        { "token", cli_verb_token, "create, list, revoke tokens for the API over TCP" },
+        { "admin", cli_verb_admin, "for administrators: drain GPUs, job policies, bookings, quotas" },
         { NULL, NULL, NULL },
 };
 
@@ -37,7 +43,7 @@ static void print_main_help(FILE *f) {
               "Verbs:\n",
               f);
         for (const struct cli_verb *v = cli_verbs; v->name; v++)
-                fprintf(f, "  %-9s %s\n", v->name, v->summary);
+                fprintf(f, "  %-12s %s\n", v->name, v->summary);
         fputs("\n"
               "Global options:\n"
               "  --socket PATH  the daemon's socket (default: $GPUWARD_SOCKET, else the first\n"
@@ -56,6 +62,8 @@ static void print_main_help(FILE *f) {
               "  gpuward cancel 17\n"
               "  gpuward history --limit 20\n"
               "  gpuward top\n"
+              "  gpuward reserve --gpus 2 --start 'tomorrow 09:00' --duration 4h\n"
+              "  gpuward schedule\n"
               "\n"
               "Exit status: 0 success, 1 failure, 2 usage error.\n",
               f);

@@ -77,6 +77,11 @@ int cli_parse_job_id(const char *verb, const char *s, long long *ret_id) {
         return 0;
 }
 
+bool cli_is_policy_name(const char *s) {
+        size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+        return n > 0 && !s[n];
+}
+
 char *cli_current_dir(void) {
         return get_current_dir_name();
 }

@@ -20,6 +20,15 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_top(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_reserve(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_token(struct cli_ctx *ctx, int argc, char **argv);
+
+/* `gpuward admin quota ...` (argv[0] is "quota"), beside the user-side `quota` verb. */
+int cli_admin_quota(struct cli_ctx *ctx, int argc, char **argv);
 
 /* The verb table, terminated by a NULL name. */
 extern const struct cli_verb cli_verbs[];

@@ -7,6 +7,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "cli/api.h"
+#include "cli/bookview.h"
 #include "cli/format.h"
 #include "cli/verbs.h"
 
@@ -22,6 +23,10 @@ static const char admin_help[] =
         "Commands:\n"
         "  drain GPU --reason TEXT   place no new job on GPU; the job on it keeps running\n"
         "  undrain GPU               let jobs be placed on GPU again\n"
+        "  set-policy JOB NAME       change the idle policy (reclamation profile) of a job\n"
+        "  approve ID...             approve bookings that await it (PENDING_APPROVAL)\n"
+        "  deny ID...                refuse bookings; their GPUs are free for others\n"
+        "  quota set WHO KEY=VALUE   set limits of WHO: a user, @GROUP or default\n"
         "\n"
         "Options:\n"
         "  -h, --help   this help; 'gpuward admin COMMAND --help' explains a command\n"
@@ -29,7 +34,41 @@ static const char admin_help[] =
         "Examples:\n"
         "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
         "  gpuward admin undrain 1\n"
-        "  gpuward gpus                # HEALTH 'drained', the reason on the line below\n";
+        "  gpuward gpus                # HEALTH 'drained', the reason on the line below\n"
+        "  gpuward admin set-policy 17 finetune\n"
+        "  gpuward reservations        # PENDING_APPROVAL, the reason on the line below\n"
+        "  gpuward admin approve 12\n"
+        "  gpuward admin quota set @students max_gpus=2 max_booking_hours=4\n";
+
+static const char approve_help[] =
+        "Usage: gpuward admin approve [--json] ID...\n"
+        "\n"
+        "Approve bookings that wait for an admin: those longer or larger than their\n"
+        "owner's max_booking_hours / max_booking_gpus ('gpuward reservations' lists them\n"
+        "as PENDING_APPROVAL, with the reason below).  Once approved, jobs submitted into\n"
+        "them start at their start.\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON (the booking)\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward reservations\n"
+        "  gpuward admin approve 12\n";
+
+static const char deny_help[] =
+        "Usage: gpuward admin deny [--json] ID...\n"
+        "\n"
+        "Refuse bookings (state DENIED): their GPUs are free for others again and jobs\n"
+        "waiting to run in them will not start.  To take back an approved booking, deny\n"
+        "it or release it with 'gpuward unreserve ID'.\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON (the booking)\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Example:\n"
+        "  gpuward admin deny 12\n";
 
 static const char drain_help[] =
         "Usage: gpuward admin drain [--json] GPU --reason TEXT\n"
@@ -59,6 +98,21 @@ static const char undrain_help[] =
         "\n"
         "Example:\n"
         "  gpuward admin undrain 1\n";
+
+static const char set_policy_help[] =
+        "Usage: gpuward admin set-policy [--json] JOB NAME\n"
+        "\n"
+        "Put a job, pending or running, under another idle policy: one of the profiles of\n"
+        "gpuwardd's config that say how long a job may hold GPUs without progress before\n"
+        "it is reclaimed (default, hpo, finetune that is never reclaimed, ...).\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON (the job)\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward admin set-policy 17 finetune   # a long fine-tune that validates for hours\n"
+        "  gpuward show 17                        # Idle policy: finetune\n";
 
 enum { OPT_REASON = 0x100, OPT_JSON };
 
@@ -155,6 +209,64 @@ static int run_drain(struct cli_ctx *ctx, struct drain_opts *o, int argc, char *
         return r;
 }
 
+static int run_set_policy(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char *verb = "admin set-policy";
+        bool json = ctx->json;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(set_policy_help, stdout);
+                        return CLI_EXIT_OK;
+                }
+                if (c != OPT_JSON)
+                        return cli_bad_option(verb, argv, optind, c, optopt);
+                json = true;
+        }
+        if (argc - optind < 2)
+                return cli_usage(verb, "which job and which policy? gpuward %s JOB NAME", verb);
+        if (argc - optind > 2)
+                return cli_usage(verb, "one job and one policy (got '%s' too)", argv[optind + 2]);
+        long long id;
+        if (cli_parse_job_id(verb, argv[optind], &id) < 0)
+                return CLI_EXIT_USAGE;
+        const char *name = argv[optind + 1];
+        if (!cli_is_policy_name(name))
+                return cli_usage(verb, "'%s' is not a policy name (such as default, hpo, finetune)", name);
+
+        char target[64], subject[48];
+        snprintf(target, sizeof(target), "/api/v1/jobs/%lld/policy", id);
+        snprintf(subject, sizeof(subject), "job %lld", id);
+        json_t *body = json_pack("{s:s}", "idle_policy", name);
+        if (!body)
+                return CLI_EXIT_FAIL;
+        /* The user typed the name bare: the daemon's "idle_policy: ..." needs no prefix. */
+        static const struct cli_field_alias aliases[] = { { "idle_policy", NULL }, { NULL, NULL } };
+        struct cli_call call = {
+                .method = "POST", .target = target, .body = body, .subject = subject, .aliases = aliases,
+        };
+        json_t *reply = NULL;
+        int r = cli_api_json(ctx, &call, &reply);
+        json_decref(body);
+        if (r)
+                return r;
+        if (json) {
+                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        } else {
+                const char *now = cli_jstr(reply, "idle_policy");
+                _cleanup_free_ char *safe = cli_sanitize(now && *now ? now : name);
+                printf("Job %lld now under idle policy %s\n", id, safe ? safe : name);
+        }
+        json_decref(reply);
+        return r;
+}
+
 int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct option opts[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -175,12 +287,22 @@ int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv) {
                 return CLI_EXIT_USAGE;
         }
         const char *cmd = argv[optind];
+        if (strcmp(cmd, "set-policy") == 0)
+                return run_set_policy(ctx, argc - optind, argv + optind);
+        if (strcmp(cmd, "approve") == 0)
+                return cli_booking_change_run(ctx, CLI_BOOKING_APPROVE, "admin approve", approve_help, argc - optind,
+                                              argv + optind);
+        if (strcmp(cmd, "deny") == 0)
+                return cli_booking_change_run(ctx, CLI_BOOKING_DENY, "admin deny", deny_help, argc - optind,
+                                              argv + optind);
+        if (strcmp(cmd, "quota") == 0)
+                return cli_admin_quota(ctx, argc - optind, argv + optind);
         struct drain_opts o = { 0 };
         if (strcmp(cmd, "drain") == 0)
                 o = (struct drain_opts) { .verb = "admin drain", .drain = true };
         else if (strcmp(cmd, "undrain") == 0)
                 o = (struct drain_opts) { .verb = "admin undrain", .drain = false };
         else
-                return cli_usage("admin", "unknown admin command '%s' (drain, undrain)", cmd);
+                return cli_usage("admin", "unknown admin command '%s' (drain, undrain, set-policy, approve, deny, quota)", cmd);
         return run_drain(ctx, &o, argc - optind, argv + optind);
 }

@@ -19,35 +19,45 @@
 #define JSON_LOG_MAX ((size_t) 64 * 1024 * 1024)
 
 static const char logs_help[] =
-        "Usage: gpuward logs [-f] [--json] JOB\n"
+        "Usage: gpuward logs [-f] [--attempt K] [--json] JOB\n"
         "\n"
         "Print what the job wrote to stdout and stderr, byte for byte.  With -f, keep\n"
-        "printing new output as it comes and return when the job has ended.\n"
+        "printing new output as it comes and return when the job has ended.  A job that\n"
+        "was retried has a log per attempt: the current one is printed, and -f goes on\n"
+        "into the next attempt after a '==> attempt N <==' line.\n"
         "\n"
         "Options:\n"
         "  -f, --follow   follow the log until the job ends (Ctrl-C stops watching only)\n"
-        "  --json         print {\"id\", \"state\", \"offset\", \"log\"} (not with -f)\n"
+        "  --attempt K    the log of attempt K (1 is the first run; 'gpuward show JOB'\n"
+        "                 lists them); with -f, stop when that attempt ends\n"
+        "  --json         print {\"id\", \"attempt\", \"state\", \"offset\", \"log\"} (not with -f)\n"
         "  -h, --help     this help\n"
         "\n"
         "Examples:\n"
         "  gpuward logs 17\n"
         "  gpuward logs -f 17\n"
+        "  gpuward logs --attempt 1 17 | tail -50    # how the first attempt failed\n"
         "  gpuward logs 17 | grep -i 'cuda error'\n";
 
-enum { OPT_JSON = 0x100 };
+enum { OPT_JSON = 0x100, OPT_ATTEMPT };
 
 struct log_state {
         long long id;
         long long offset;
-        char *job_state; /* from X-Job-State; malloc'ed */
+        long long attempt; /* the attempt read: --attempt, else the one the first reply names */
+        long long current; /* the job's current attempt, from X-Job-Attempt; 0: not said */
+        char *job_state;   /* from X-Job-State; malloc'ed */
 };
 
 /* One GET of the log from st->offset.  *ret is the response (body = the bytes). */
 static int fetch_chunk(struct cli_ctx *ctx, struct log_state *st, struct cli_http_response *ret) {
-        char target[128];
-        snprintf(target, sizeof(target), "/api/v1/jobs/%lld/log?offset=%lld&limit=%d", st->id, st->offset,
-                 LOG_CHUNK);
-        struct cli_call call = { .method = "GET", .target = target };
+        char target[160];
+        int k = snprintf(target, sizeof(target), "/api/v1/jobs/%lld/log?offset=%lld&limit=%d", st->id, st->offset,
+                         LOG_CHUNK);
+        if (st->attempt > 0 && k > 0 && (size_t) k < sizeof(target))
+                snprintf(target + k, sizeof(target) - (size_t) k, "&attempt=%lld", st->attempt);
+        static const struct cli_field_alias aliases[] = { { "attempt", "--attempt" }, { NULL, NULL } };
+        struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
         int r = cli_api_call(ctx, &call, ret);
         if (r)
                 return r;
@@ -60,6 +70,12 @@ static int fetch_chunk(struct cli_ctx *ctx, struct log_state *st, struct cli_htt
         h = cli_http_header(ret, "X-Job-State");
         free(st->job_state);
         st->job_state = h ? strdup(h) : NULL;
+        h = cli_http_header(ret, "X-Job-Attempt");
+        if (!h || gw_parse_int(h, 1, INT_MAX, &st->current) < 0)
+                st->current = 0;
+        /* Later chunks come from the same attempt, even if a retry starts meanwhile. */
+        if (st->attempt == 0)
+                st->attempt = st->current;
         return 0;
 }
 
@@ -68,6 +84,34 @@ static bool job_ended(const struct log_state *st) {
                 return true; /* a daemon that does not say cannot be followed forever */
         enum gw_job_state s = gw_job_state_from_name(st->job_state);
         return s >= 0 && gw_job_state_is_final(s);
+}
+
+/* The log file of attempt k of job, as GET /api/v1/jobs/ID tells: NULL when unknown. */
+static const char *attempt_log(const json_t *job, long long k) {
+        long long v;
+        if (cli_jint(job, "attempt", &v) && v == k)
+                return cli_jstr(job, "log_path");
+        size_t i;
+        const json_t *a;
+        json_array_foreach(json_object_get(job, "attempts"), i, a)
+                if (cli_jint(a, "attempt", &v) && v == k)
+                        return cli_jstr(a, "log_path");
+        return NULL;
+}
+
+/* Where attempt st->attempt + 1 starts: 0, unless it writes on in the same file (an
+ * --output FILE is appended to by every attempt). */
+static long long next_attempt_offset(struct cli_ctx *ctx, const struct log_state *st) {
+        char target[64];
+        snprintf(target, sizeof(target), "/api/v1/jobs/%lld", st->id);
+        struct cli_call call = { .method = "GET", .target = target };
+        json_t *job = NULL;
+        if (cli_api_json(ctx, &call, &job) != CLI_EXIT_OK)
+                return 0;
+        const char *was = attempt_log(job, st->attempt), *next = attempt_log(job, st->attempt + 1);
+        long long offset = was && next && strcmp(was, next) == 0 ? st->offset : 0;
+        json_decref(job);
+        return offset;
 }
 
 /* Raw bytes to stdout.  A reader that went away (`| head`) ends us quietly. */
@@ -84,7 +128,26 @@ static int emit(const char *buf, size_t n, bool *ret_closed) {
         return CLI_EXIT_OK;
 }
 
-static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow) {
+/* An empty log while the job waits to be retried: the output worth reading is the
+ * attempt before, and saying so beats printing nothing.  On stderr: stdout is the log. */
+static void note_waiting_retry(const struct log_state *st, bool printed) {
+        enum gw_job_state s = st->job_state ? gw_job_state_from_name(st->job_state) : _GW_JOB_STATE_INVALID;
+        if (printed || st->current < 2 || st->attempt != st->current || (s != GW_JOB_PENDING && s != GW_JOB_HELD))
+                return;
+        fprintf(stderr, "gpuward: job %lld waits to start attempt %lld; 'gpuward logs --attempt %lld %lld' prints "
+                "the one before\n", st->id, st->current, st->current - 1, st->id);
+}
+
+/* "==> attempt N <==" on a line of its own, as tail(1) heads each file. */
+static int emit_separator(long long attempt, bool mid_line, bool *ret_closed) {
+        char line[64];
+        int k = snprintf(line, sizeof(line), "%s==> attempt %lld <==\n", mid_line ? "\n" : "", attempt);
+        return emit(line, (size_t) k, ret_closed);
+}
+
+/* across: on to the next attempt when the one read is over (-f without --attempt). */
+static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow, bool across) {
+        bool mid_line = false, any = false;
         (void) fflush(stdout);
         for (;;) {
                 struct cli_http_response resp;
@@ -94,15 +157,35 @@ static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow) {
                 bool closed = false;
                 size_t n = resp.body_len;
                 r = emit(resp.body, n, &closed);
+                if (n > 0)
+                        mid_line = resp.body[n - 1] != '\n';
+                any = any || n > 0;
                 cli_http_response_done(&resp);
                 if (r || closed)
                         return r;
                 if (n >= LOG_CHUNK)
                         continue; /* more is there already */
-                if (!follow || (n == 0 && job_ended(st)))
+                if (!follow) {
+                        note_waiting_retry(st, any);
                         return CLI_EXIT_OK;
-                if (n == 0)
-                        cli_sleep_usec(FOLLOW_POLL);
+                }
+                if (n > 0)
+                        continue;
+                /* All of this attempt is read; one after it means it is over. */
+                if (st->attempt > 0 && st->current > st->attempt) {
+                        if (!across)
+                                return CLI_EXIT_OK;
+                        st->offset = next_attempt_offset(ctx, st);
+                        st->attempt++;
+                        r = emit_separator(st->attempt, mid_line, &closed);
+                        if (r || closed)
+                                return r;
+                        mid_line = false;
+                        continue;
+                }
+                if (job_ended(st))
+                        return CLI_EXIT_OK;
+                cli_sleep_usec(FOLLOW_POLL);
         }
 }
 
@@ -151,8 +234,9 @@ static int json_log(struct cli_ctx *ctx, struct log_state *st) {
         if (fclose(f) != 0 && !r)
                 r = CLI_EXIT_FAIL;
         if (!r) {
-                json_t *o = json_pack("{s:I, s:s?, s:I, s:s%}", "id", (json_int_t) st->id, "state",
-                                      st->job_state, "offset", (json_int_t) st->offset, "log", text ? text : "",
+                json_t *o = json_pack("{s:I, s:o?, s:s?, s:I, s:s%}", "id", (json_int_t) st->id, "attempt",
+                                      st->attempt > 0 ? json_integer(st->attempt) : NULL, "state", st->job_state,
+                                      "offset", (json_int_t) st->offset, "log", text ? text : "",
                                       text ? len : (size_t) 0);
                 r = o && cli_print_json(o) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
                 json_decref(o);
@@ -165,10 +249,12 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct option opts[] = {
                 { "follow", no_argument, NULL, 'f' },
                 { "json", no_argument, NULL, OPT_JSON },
+                { "attempt", required_argument, NULL, OPT_ATTEMPT },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
         bool follow = false, json = ctx->json;
+        struct log_state st = { 0 };
         int c;
         optind = 0;
         opterr = 0;
@@ -177,23 +263,28 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
                         fputs(logs_help, stdout);
                         return CLI_EXIT_OK;
                 }
-                if (c == 'f')
+                if (c == 'f') {
                         follow = true;
-                else if (c == OPT_JSON)
+                } else if (c == OPT_JSON) {
                         json = true;
-                else
+                } else if (c == OPT_ATTEMPT) {
+                        if (gw_parse_int(optarg, 1, INT_MAX, &st.attempt) < 0)
+                                return cli_usage("logs", "--attempt: '%s' is not an attempt number (1, 2, ...)",
+                                                 optarg);
+                } else {
                         return cli_bad_option("logs", argv, optind, c, optopt);
+                }
         }
         if (optind >= argc)
-                return cli_usage("logs", "which job? gpuward logs [-f] JOB");
+                return cli_usage("logs", "which job? gpuward logs [-f] [--attempt K] JOB");
         if (optind + 1 < argc)
                 return cli_usage("logs", "one job at a time (got '%s' too)", argv[optind + 1]);
         if (follow && json)
                 return cli_usage("logs", "--json and -f exclude each other");
-        struct log_state st = { 0 };
         if (cli_parse_job_id("logs", argv[optind], &st.id) < 0)
                 return CLI_EXIT_USAGE;
-        int r = json ? json_log(ctx, &st) : stream_log(ctx, &st, follow);
+        bool across = st.attempt == 0;
+        int r = json ? json_log(ctx, &st) : stream_log(ctx, &st, follow, across);
         free(st.job_state);
         return r;
 }

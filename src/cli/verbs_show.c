@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/cleanup.h"
@@ -11,14 +12,17 @@
 #include "cli/format.h"
 #include "cli/jobview.h"
 #include "cli/verbs.h"
+#include "core/job.h"
 
 static const char show_help[] =
         "Usage: gpuward show [--json] JOB\n"
         "\n"
         "Everything gpuwardd knows about one job: state and why, GPUs, limits, times, exit\n"
         "status, command, directory, log file, GPU telemetry once sampled (mean and 95th\n"
-        "percentile utilisation and peak memory per GPU, GPU-hours so far), and the list\n"
-        "of events (every state change with its reason).\n"
+        "percentile utilisation and peak memory per GPU, GPU-hours so far), the attempts\n"
+        "of a job that was retried (GPUs, times, failure class and the log line that\n"
+        "shows it, the checkpoint each resumed from), and the list of events (every\n"
+        "state change with its reason).\n"
         "\n"
         "Options:\n"
         "  --json       print the API's JSON\n"
@@ -27,7 +31,8 @@ static const char show_help[] =
         "Examples:\n"
         "  gpuward show 17\n"
         "  gpuward show --json 17 | jq .state\n"
-        "  gpuward show --json 17 | jq .telemetry.gpu_hours\n";
+        "  gpuward show --json 17 | jq .telemetry.gpu_hours\n"
+        "  gpuward show --json 17 | jq '.attempts[] | {attempt, class, evidence}'\n";
 
 enum { OPT_JSON = 0x100 };
 
@@ -93,6 +98,166 @@ static void show_after(const json_t *job) {
         }
         if (line)
                 field("After:", line);
+}
+
+/* "Retries:", "Resume:" and "Idle policy:": what the job asked for when it fails or idles. */
+static void show_policies(const json_t *job) {
+        long long n;
+        if (cli_jint(job, "retries", &n) && n >= 0) {
+                const char *on = cli_jstr(job, "retry_on");
+                _cleanup_free_ char *line = NULL;
+                if (n == 0)
+                        line = strdup("0");
+                else if (asprintf(&line, "%lld (on %s)", n, on && *on ? on : "the default classes") < 0)
+                        line = NULL;
+                field("Retries:", line);
+        }
+        if (json_is_true(json_object_get(job, "yolo")))
+                field("Resume:", "an Ultralytics run: retries resume from its weights/last.pt");
+        const char *policy = cli_jstr(job, "idle_policy");
+        if (policy && *policy)
+                field("Idle policy:", policy);
+}
+
+/* What a finished attempt came to, from its failure class. */
+static const char *attempt_outcome(const char *cls) {
+        static const struct {
+                const char *cls, *state;
+        } map[] = {
+                { "ok", "COMPLETED" },
+                { "cancelled", "CANCELLED" },
+                { "timeout", "TIMEOUT" },
+                { "reclaimed", "RECLAIMED" },
+        };
+        for (size_t i = 0; cls && i < ELEMENTSOF(map); i++)
+                if (strcmp(cls, map[i].cls) == 0)
+                        return map[i].state;
+        return "FAILED";
+}
+
+/* Attempt lines are composed in a memstream, then printed neutralised: evidence is text
+ * from a log. */
+struct line {
+        FILE *f;
+        char *buf;
+        size_t len;
+};
+
+static bool line_begin(struct line *l) {
+        *l = (struct line) { 0 };
+        l->f = open_memstream(&l->buf, &l->len);
+        return l->f != NULL;
+}
+
+static void line_end(struct line *l) {
+        if (fclose(l->f) == 0) {
+                _cleanup_free_ char *safe = cli_sanitize(l->buf);
+                if (safe)
+                        printf("%s\n", safe);
+        }
+        free(l->buf);
+}
+
+/* "GPUs 2,3  13:00:01-16:41:07" */
+static void put_run(FILE *f, const json_t *o, double start, double end, time_t now) {
+        char a[48], b[48];
+        _cleanup_free_ char *gpus = cli_job_gpu_list(o);
+        fprintf(f, "GPUs %s  %s-%s", gpus ? gpus : "-", cli_format_time(start, now, a, sizeof(a)),
+                isfinite(end) && end > 0 ? cli_format_time(end, now, b, sizeof(b)) : "");
+}
+
+/* Under an attempt line: the checkpoint it started from and the epoch that checkpoint
+ * holds (what the attempt before reached). */
+static void put_resumed(long long k, const char *verb, const char *path, long long epoch) {
+        struct line l;
+        if (!path || !*path || !line_begin(&l))
+                return;
+        char num[32];
+        int indent = 2 + (int) strlen("attempt ") + snprintf(num, sizeof(num), "%lld", k) + 2;
+        fprintf(l.f, "%*s%s %s", indent, "", verb, path);
+        if (epoch >= 0)
+                fprintf(l.f, " (epoch %lld)", epoch);
+        line_end(&l);
+}
+
+/* A finished attempt; outcome is how it ended. */
+static void put_finished(const json_t *a, long long k, const char *outcome, long long prev_epoch, time_t now) {
+        const char *cls = cli_jstr(a, "class");
+        const char *evidence = cli_jstr(a, "evidence");
+        struct line l;
+        if (!line_begin(&l))
+                return;
+        fprintf(l.f, "  attempt %lld  ", k);
+        put_run(l.f, a, cli_jnum(a, "start_time"), cli_jnum(a, "end_time"), now);
+        fprintf(l.f, "  %s", outcome);
+        if (cls && *cls && strcmp(cls, "ok") && strcasecmp(cls, outcome))
+                fprintf(l.f, " %s", cls);
+        /* The log line that shows why it failed; a success needs none. */
+        if (evidence && *evidence && !(cls && strcmp(cls, "ok") == 0))
+                fprintf(l.f, "  \"%s\"", evidence);
+        line_end(&l);
+        put_resumed(k, "resumed from", cli_jstr(a, "resumed_from"), prev_epoch);
+}
+
+/* The attempt being made now, when it is not among the finished ones. */
+static void put_current(const json_t *job, long long k, double prev_end, long long prev_epoch, time_t now) {
+        const char *state = cli_jstr(job, "state");
+        const char *reason = cli_jstr(job, "reason");
+        enum gw_job_state st = gw_job_state_from_name(state ? state : "");
+        bool waiting = cli_job_waiting(job);
+        struct line l;
+        if (!line_begin(&l))
+                return;
+        fprintf(l.f, "  attempt %lld  ", k);
+        if (waiting) {
+                char until[48];
+                double nb = cli_jnum(job, "not_before");
+                fprintf(l.f, "waiting (%s", reason && *reason ? reason : "-");
+                if (reason && strcmp(reason, "Backoff") == 0 && isfinite(nb) && nb > 0)
+                        fprintf(l.f, " until %s", cli_format_time(nb, now, until, sizeof(until)));
+                fputc(')', l.f);
+        } else {
+                /* Until it starts, the job's times are still those of the attempt before. */
+                double start = cli_jnum(job, "start_time");
+                if (isfinite(start) && start > 0 && !(isfinite(prev_end) && start < prev_end)) {
+                        bool final = st >= 0 && gw_job_state_is_final(st);
+                        put_run(l.f, job, start, final ? cli_jnum(job, "end_time") : NAN, now);
+                        fputs("  ", l.f);
+                }
+                fputs(state ? state : "-", l.f);
+        }
+        line_end(&l);
+        put_resumed(k, waiting ? "will resume from" : "resumed from", cli_jstr(job, "resume_from"), prev_epoch);
+}
+
+/* "Attempts:", one line per finished attempt and one for the current attempt, once a job
+ * has more than one or has finished one. */
+static void show_attempts(const json_t *job, time_t now) {
+        const json_t *list = json_object_get(job, "attempts");
+        long long cur = 0;
+        (void) cli_jint(job, "attempt", &cur);
+        if (json_array_size(list) == 0 && cur <= 1)
+                return;
+        const char *state = cli_jstr(job, "state");
+        enum gw_job_state st = gw_job_state_from_name(state ? state : "");
+        bool final = st >= 0 && gw_job_state_is_final(st);
+        long long last = 0, prev_epoch = -1;
+        double prev_end = NAN;
+        printf("\nAttempts:\n");
+        size_t i;
+        const json_t *a;
+        json_array_foreach(list, i, a) {
+                long long k = 0, epoch = -1;
+                (void) cli_jint(a, "attempt", &k);
+                /* The job's own state tells best how its last attempt ended. */
+                put_finished(a, k, final && k == cur && state ? state : attempt_outcome(cli_jstr(a, "class")),
+                             prev_epoch, now);
+                prev_epoch = cli_jint(a, "epoch", &epoch) ? epoch : -1;
+                prev_end = cli_jnum(a, "end_time");
+                last = k > last ? k : last;
+        }
+        if (cur > last)
+                put_current(job, cur, prev_end, prev_epoch, now);
 }
 
 static void show_events(const json_t *job, time_t now) {
@@ -171,16 +336,25 @@ static void show_job(const json_t *job) {
         field_int("Priority:", job, "priority");
         field("Time limit:", cli_format_secs(cli_jnum(job, "time_limit"), buf, sizeof(buf)));
         field_time("Submitted:", job, "submit_time", now);
-        field_time("Started:", job, "start_time", now);
-        field_time("Ended:", job, "end_time", now);
+        /* Waiting to be retried, the job still carries its last attempt's times: the
+         * attempts list shows them. */
+        if (cli_job_waiting(job)) {
+                field("Started:", NULL);
+                field("Ended:", NULL);
+        } else {
+                field_time("Started:", job, "start_time", now);
+                field_time("Ended:", job, "end_time", now);
+        }
         field("Elapsed:", cli_job_elapsed(job, now, buf, sizeof(buf)));
         field("Exit:", cli_job_exit(job, buf, sizeof(buf)));
         show_after(job);
         field_int("Attempt:", job, "attempt");
+        show_policies(job);
         field_int("PID:", job, "pid");
         field("Command:", cmd);
         field("Directory:", cli_jstr(job, "cwd"));
         field("Log:", cli_jstr(job, "log_path"));
+        show_attempts(job, now);
         show_telemetry(job);
         show_events(job, now);
 }

@@ -16,6 +16,7 @@
 #include "cli/format.h"
 #include "cli/verbs.h"
 #include "core/directive.h"
+#include "core/retry.h"
 
 extern char **environ;
 
@@ -45,71 +46,160 @@ static const char submit_help[] =
         "  --env K=V         set a variable in the job's environment (repeatable)\n"
         "  --clean-env       start from a minimal environment instead of this shell's\n"
         "  --hold            queue the job held; 'gpuward release JOB' lets it start\n"
+        "  --reservation ID  run inside your booking ID ('gpuward reserve'): the job waits\n"
+        "                    for its start, runs on its GPUs and gets SIGTERM at its end\n"
         "  --json            print {\"id\": N}\n"
         "  -q, --quiet       print only the job id\n"
         "  -h, --help        this help\n"
         "\n"
+        "When an attempt fails ('gpuward show JOB' lists the attempts, 'gpuward logs\n"
+        "--attempt K JOB' prints one):\n"
+        "  --retries N       retry up to N times, 0-100 (default: gpuwardd's, usually 3)\n"
+        "  --retry-on LIST   failure classes worth a retry, comma-separated, or 'none'\n"
+        "                    (default gpu_fault,cuda_error,nccl_error,lost; also oom,\n"
+        "                    host_oom, reclaimed; user_error and timeout never are)\n"
+        "  --yolo            an Ultralytics run ('yolo train ...' or a script calling\n"
+        "                    model.train()): a retry resumes from the run's weights/last.pt\n"
+        "  --checkpoint GLOB the job's checkpoint files (relative to --cwd); a retry gets\n"
+        "                    the newest in $GPUWARD_RESUME_FROM\n"
+        "  --resume-cmd CMD  the shell command retries run instead of the job's command\n"
+        "\n"
+        "When the job holds GPUs but makes no progress (gpuwardd warns, then stops it):\n"
+        "  --idle-policy NAME  the reclamation profile from gpuwardd's config: default,\n"
+        "                    hpo (quicker), finetune (never reclaimed), where allowed\n"
+        "  --progress FILE   a file the job updates as it progresses ('epoch=N total=M'\n"
+        "                    lines or a CSV with an epoch column), relative to --cwd\n"
+        "  --health-url URL  an HTTP endpoint of the job on this host, probed while it\n"
+        "                    runs: http://127.0.0.1:PORT/..., http://localhost:PORT/...\n"
+        "                    or http://[::1]:PORT/...; failing probes count as no progress\n"
+        "\n"
         "Examples:\n"
         "  gpuward submit --gpus 2 --time 30m --name smoke -- python3 train.py epochs=3\n"
+        "  gpuward submit --reservation 12 --gpus 2 -- yolo train model=yolov8l.pt\n"
         "  gpuward submit --gpu-mem 40G --after 17 -- yolo train model=yolov8n.pt\n"
+        "  gpuward submit --retries 5 --yolo -- python3 train_yolo.py epochs=100\n"
+        "  gpuward submit --checkpoint 'ckpt/*.pt' --idle-policy hpo \\\n"
+        "      --resume-cmd 'python3 train.py --resume \"$GPUWARD_RESUME_FROM\"' \\\n"
+        "      -- python3 train.py\n"
         "  JOB=$(gpuward submit -q -- python3 eval.py) && gpuward logs -f \"$JOB\"\n"
         "  gpuward submit train.sh --lr 0.01     # train.sh starts with:\n"
         "      #!/bin/sh\n"
         "      #GPUWARD --gpus 2 --time 4h\n"
-        "      #GPUWARD --name yolo-l --env WANDB_MODE=offline\n";
+        "      #GPUWARD --name yolo-l --env WANDB_MODE=offline\n"
+        "      #GPUWARD --yolo --retries 5 --idle-policy hpo\n";
+
+/* Options whose value is text sent as it is (after a cheap check here), one slot each. */
+enum text_slot {
+        T_NAME,
+        T_CWD,
+        T_AFTER,
+        T_OUTPUT,
+        T_RETRY_ON,
+        T_CHECKPOINT,
+        T_RESUME_CMD,
+        T_IDLE_POLICY,
+        T_PROGRESS,
+        T_HEALTH_URL,
+        _T_MAX,
+};
 
 struct submit_opts {
         long long ngpus;
-        bool gpu_mem_set, time_set, priority_set;
+        bool gpu_mem_set, time_set, priority_set, retries_set;
         uint64_t gpu_mem;
         gw_usec_t time_limit;
-        long long priority;
-        const char *name, *cwd, *after, *output; /* borrowed from an argv that outlives us */
+        long long priority, retries;
+        long long reservation;                   /* a booking id; 0: none */
+        const char *text[_T_MAX];                /* borrowed from an argv that outlives us */
         const char **env_extra;                  /* malloc'ed array, borrowed strings */
         size_t n_env_extra;
-        bool clean_env, hold, json, quiet, help;
+        bool clean_env, hold, yolo, json, quiet, help;
 };
 
 enum {
         OPT_GPUS = 0x100,
         OPT_GPU_MEM,
         OPT_TIME,
-        OPT_NAME,
-        OPT_CWD,
         OPT_PRIORITY,
-        OPT_AFTER,
-        OPT_OUTPUT,
         OPT_ENV,
         OPT_CLEAN_ENV,
         OPT_HOLD,
         OPT_JSON,
+        OPT_RETRIES,
+        OPT_YOLO,
+        OPT_RESERVATION,
+        OPT_TEXT = 0x200, /* + enum text_slot */
+};
+
+static int check_after(const char *arg, char *why, size_t n);
+static int check_retry_on(const char *arg, char *why, size_t n);
+static int check_policy(const char *arg, char *why, size_t n);
+static int check_health_url(const char *arg, char *why, size_t n);
+
+static const struct text_option {
+        const char *opt; /* as the user types it */
+        const char *key; /* the API's field */
+        /* NULL: any non-empty text will do.  Else 0, or -EINVAL with the reason in why. */
+        int (*check)(const char *arg, char *why, size_t n);
+} text_options[_T_MAX] = {
+        [T_NAME] = { "--name", "name", NULL },
+        [T_CWD] = { "--cwd", "cwd", NULL },
+        [T_AFTER] = { "--after", "after", check_after },
+        [T_OUTPUT] = { "--output", "output", NULL },
+        [T_RETRY_ON] = { "--retry-on", "retry_on", check_retry_on },
+        [T_CHECKPOINT] = { "--checkpoint", "checkpoint", NULL },
+        [T_RESUME_CMD] = { "--resume-cmd", "resume_cmd", NULL },
+        [T_IDLE_POLICY] = { "--idle-policy", "idle_policy", check_policy },
+        [T_PROGRESS] = { "--progress", "progress", NULL },
+        [T_HEALTH_URL] = { "--health-url", "health_url", check_health_url },
 };
 
 static const struct option submit_options[] = {
         { "gpus", required_argument, NULL, OPT_GPUS },
         { "gpu-mem", required_argument, NULL, OPT_GPU_MEM },
         { "time", required_argument, NULL, OPT_TIME },
-        { "name", required_argument, NULL, OPT_NAME },
-        { "cwd", required_argument, NULL, OPT_CWD },
+        { "name", required_argument, NULL, OPT_TEXT + T_NAME },
+        { "cwd", required_argument, NULL, OPT_TEXT + T_CWD },
         { "priority", required_argument, NULL, OPT_PRIORITY },
-        { "after", required_argument, NULL, OPT_AFTER },
-        { "output", required_argument, NULL, OPT_OUTPUT },
+        { "after", required_argument, NULL, OPT_TEXT + T_AFTER },
+        { "output", required_argument, NULL, OPT_TEXT + T_OUTPUT },
         { "env", required_argument, NULL, OPT_ENV },
         { "clean-env", no_argument, NULL, OPT_CLEAN_ENV },
         { "hold", no_argument, NULL, OPT_HOLD },
+        { "reservation", required_argument, NULL, OPT_RESERVATION },
+        { "retries", required_argument, NULL, OPT_RETRIES },
+        { "retry-on", required_argument, NULL, OPT_TEXT + T_RETRY_ON },
+        { "yolo", no_argument, NULL, OPT_YOLO },
+        { "checkpoint", required_argument, NULL, OPT_TEXT + T_CHECKPOINT },
+        { "resume-cmd", required_argument, NULL, OPT_TEXT + T_RESUME_CMD },
+        { "idle-policy", required_argument, NULL, OPT_TEXT + T_IDLE_POLICY },
+        { "progress", required_argument, NULL, OPT_TEXT + T_PROGRESS },
+        { "health-url", required_argument, NULL, OPT_TEXT + T_HEALTH_URL },
         { "json", no_argument, NULL, OPT_JSON },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
 };
 
-/* What the daemon calls a field, and the option the user typed for it. */
-static const struct cli_field_alias submit_aliases[] = {
-        { "ngpus", "--gpus" },       { "gpu_mem", "--gpu-mem" },   { "time_limit", "--time" },
-        { "name", "--name" },        { "cwd", "--cwd" },           { "priority", "--priority" },
-        { "after", "--after" },      { "output", "--output" },     { "env_extra", "--env" },
-        { "hold", "--hold" },        { NULL, NULL },
+/* What the daemon calls a field, and the option the user typed for it; the text options
+ * add theirs (see submit_aliases). */
+static const struct cli_field_alias other_aliases[] = {
+        { "ngpus", "--gpus" },       { "gpu_mem", "--gpu-mem" }, { "time_limit", "--time" },
+        { "priority", "--priority" }, { "env_extra", "--env" },   { "hold", "--hold" },
+        { "retries", "--retries" },   { "yolo", "--yolo" },       { "reservation", "--reservation" },
 };
+
+/* other_aliases and the text options' fields, NULL-terminated. */
+static const struct cli_field_alias *submit_aliases(void) {
+        static struct cli_field_alias all[ELEMENTSOF(other_aliases) + _T_MAX + 1];
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(other_aliases); i++)
+                all[n++] = other_aliases[i];
+        for (size_t i = 0; i < _T_MAX; i++)
+                all[n++] = (struct cli_field_alias) { text_options[i].key, text_options[i].opt };
+        all[n] = (struct cli_field_alias) { NULL, NULL };
+        return all;
+}
 
 static void submit_opts_done(struct submit_opts *o) {
         free(o->env_extra);
@@ -124,13 +214,48 @@ static int bad_value(const char *where, const char *opt, const char *fmt_tail, c
         return CLI_EXIT_USAGE;
 }
 
-static bool after_ok(const char *arg) {
+static int check_after(const char *arg, char *why, size_t n) {
         const char *colon = strchr(arg, ':');
         _cleanup_free_ char *id = colon ? strndup(arg, (size_t) (colon - arg)) : strdup(arg);
         long long v;
-        if (!id || gw_parse_int(id, 1, LLONG_MAX, &v) < 0)
-                return false;
-        return !colon || strcasecmp(colon + 1, "ok") == 0 || strcasecmp(colon + 1, "any") == 0;
+        if (id && gw_parse_int(id, 1, LLONG_MAX, &v) == 0 &&
+            (!colon || strcasecmp(colon + 1, "ok") == 0 || strcasecmp(colon + 1, "any") == 0))
+                return 0;
+        snprintf(why, n, "'%s' is not JOB, JOB:ok or JOB:any (e.g. 17:ok)", arg);
+        return -EINVAL;
+}
+
+/* The daemon's own parser: the same names, the same messages, without a round trip. */
+static int check_retry_on(const char *arg, char *why, size_t n) {
+        uint32_t mask;
+        return gw_retry_parse_classes(arg, &mask, why, n);
+}
+
+static int check_policy(const char *arg, char *why, size_t n) {
+        if (cli_is_policy_name(arg))
+                return 0;
+        snprintf(why, n, "'%s' is not a policy name (such as default, hpo, finetune)", arg);
+        return -EINVAL;
+}
+
+/* As the daemon insists: probes stay on this host, on a numbered port. */
+static int check_health_url(const char *arg, char *why, size_t n) {
+        static const char *const hosts[] = { "http://127.0.0.1:", "http://localhost:", "http://[::1]:" };
+        for (size_t i = 0; i < ELEMENTSOF(hosts); i++) {
+                size_t k = strlen(hosts[i]);
+                if (strncmp(arg, hosts[i], k) != 0)
+                        continue;
+                size_t digits = strspn(arg + k, "0123456789");
+                _cleanup_free_ char *port = strndup(arg + k, digits);
+                long long v;
+                if (port && gw_parse_int(port, 1, 65535, &v) == 0 && strchr("/?", arg[k + digits]))
+                        return 0;
+                snprintf(why, n, "'%s' has no port number (1-65535) after the host", arg);
+                return -EINVAL;
+        }
+        snprintf(why, n, "'%s': only http://127.0.0.1:PORT/..., http://localhost:PORT/... or "
+                 "http://[::1]:PORT/... may be probed", arg);
+        return -EINVAL;
 }
 
 static int push_env(struct submit_opts *o, const char *kv) {
@@ -140,6 +265,22 @@ static int push_env(struct submit_opts *o, const char *kv) {
         o->env_extra = p;
         p[o->n_env_extra++] = kv;
         return 0;
+}
+
+/* A text option: empty values and failed checks are usage errors naming the option. */
+static int apply_text_option(struct submit_opts *o, enum text_slot slot, const char *arg, const char *where) {
+        const struct text_option *t = &text_options[slot];
+        char why[512];
+        if (!*arg) {
+                snprintf(why, sizeof(why), "the value is empty");
+        } else if (!t->check || t->check(arg, why, sizeof(why)) == 0) {
+                o->text[slot] = arg;
+                return 0;
+        }
+        _cleanup_free_ char *safe = cli_sanitize(why);
+        cli_error("%s%s: %s", where ? where : "", t->opt, safe ? safe : why);
+        fprintf(stderr, "Try 'gpuward submit --help'.\n");
+        return CLI_EXIT_USAGE;
 }
 
 static int apply_value_option(struct submit_opts *o, int c, const char *arg, const char *where) {
@@ -170,16 +311,30 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                         return bad_value(where, "--priority", "is not a whole number", arg);
                 o->priority_set = true;
                 return 0;
-        case OPT_AFTER:
-                if (!after_ok(arg))
-                        return bad_value(where, "--after", "is not JOB, JOB:ok or JOB:any (e.g. 17:ok)", arg);
-                o->after = arg;
+        case OPT_RETRIES:
+                if (gw_parse_int(arg, LLONG_MIN, LLONG_MAX, &v) < 0)
+                        return bad_value(where, "--retries", "is not a number of retries", arg);
+                if (v < 0 || v > GW_RETRY_MAX_RETRIES) {
+                        char tail[64];
+                        snprintf(tail, sizeof(tail), "is out of range: 0 to %d retries", GW_RETRY_MAX_RETRIES);
+                        return bad_value(where, "--retries", tail, arg);
+                }
+                o->retries = v;
+                o->retries_set = true;
+                return 0;
+        case OPT_RESERVATION:
+                if (gw_parse_int(arg, 1, LLONG_MAX, &o->reservation) < 0)
+                        return bad_value(where, "--reservation",
+                                         "is not a booking id (a positive number, as 'gpuward reservations' lists them)",
+                                         arg);
                 return 0;
         case OPT_ENV:
                 if (arg[0] == '=' || !strchr(arg, '='))
                         return bad_value(where, "--env", "is not NAME=VALUE", arg);
                 return push_env(o, arg) < 0 ? CLI_EXIT_FAIL : 0;
         }
+        if (c >= OPT_TEXT && c < OPT_TEXT + _T_MAX)
+                return apply_text_option(o, (enum text_slot) (c - OPT_TEXT), arg, where);
         return -ENOENT;
 }
 
@@ -188,21 +343,14 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
         if (r != -ENOENT)
                 return r;
         switch (c) {
-        case OPT_NAME:
-        case OPT_CWD:
-        case OPT_OUTPUT:
-                if (!*arg) {
-                        cli_error("%s%s: the value is empty", where ? where : "",
-                                  c == OPT_NAME ? "--name" : c == OPT_CWD ? "--cwd" : "--output");
-                        return CLI_EXIT_USAGE;
-                }
-                *(c == OPT_NAME ? &o->name : c == OPT_CWD ? &o->cwd : &o->output) = arg;
-                return 0;
         case OPT_CLEAN_ENV:
                 o->clean_env = true;
                 return 0;
         case OPT_HOLD:
                 o->hold = true;
+                return 0;
+        case OPT_YOLO:
+                o->yolo = true;
                 return 0;
         case OPT_JSON:
                 o->json = true;
@@ -347,15 +495,15 @@ static int set_string_array(json_t *body, const char *key, const char *const *v,
         return add_strings(arr, v, n, skip_bad, what);
 }
 
-static int set_opt_string(json_t *body, const char *key, const char *v) {
+static int set_opt_string(json_t *body, const struct text_option *t, const char *v) {
         if (!v)
                 return 0;
         json_t *s = json_string(v);
         if (!s) {
-                cli_error("--%s: the value is not valid UTF-8, which JSON cannot carry", key);
+                cli_error("%s: the value is not valid UTF-8, which JSON cannot carry", t->opt);
                 return CLI_EXIT_USAGE;
         }
-        return json_object_set_new(body, key, s) < 0 ? CLI_EXIT_FAIL : 0;
+        return json_object_set_new(body, t->key, s) < 0 ? CLI_EXIT_FAIL : 0;
 }
 
 static size_t strv_len(char *const *v) {
@@ -383,14 +531,23 @@ static int build_body(const struct submit_opts *o, const char *const *cmd, size_
         }
         if (!r && o->priority_set)
                 r = json_object_set_new(body, "priority", json_integer(o->priority)) < 0;
-        if (!r)
-                r = set_opt_string(body, "name", o->name);
-        if (!r)
-                r = set_opt_string(body, "cwd", cwd);
-        if (!r)
-                r = set_opt_string(body, "after", o->after);
-        if (!r)
-                r = set_opt_string(body, "output", output);
+        if (!r && o->retries_set)
+                r = json_object_set_new(body, "retries", json_integer(o->retries)) < 0;
+        if (!r && o->yolo)
+                r = json_object_set_new(body, "yolo", json_true()) < 0;
+        if (!r && o->reservation)
+                r = json_object_set_new(body, "reservation", json_integer(o->reservation)) < 0;
+        /* The daemon wants class names as it writes them: "GPU_FAULT, lost" goes canonical. */
+        const char *text[_T_MAX];
+        char classes[256];
+        uint32_t mask;
+        memcpy(text, o->text, sizeof(text));
+        text[T_CWD] = cwd;
+        text[T_OUTPUT] = output;
+        if (text[T_RETRY_ON] && gw_retry_parse_classes(text[T_RETRY_ON], &mask, classes, sizeof(classes)) == 0)
+                text[T_RETRY_ON] = gw_retry_format_classes(mask, classes, sizeof(classes));
+        for (size_t i = 0; !r && i < _T_MAX; i++)
+                r = set_opt_string(body, &text_options[i], text[i]);
         if (!r && !o->clean_env)
                 r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true, "environment");
         if (!r && o->n_env_extra)
@@ -489,17 +646,17 @@ static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *
 
 static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char *const *cmd, size_t ncmd) {
         _cleanup_free_ char *cwd = NULL, *output = NULL;
-        int r = resolve_cwd(o->cwd, &cwd);
+        int r = resolve_cwd(o->text[T_CWD], &cwd);
         if (r)
                 return r;
-        if (o->output && !(output = cli_absolute_path(o->output, cwd)))
+        if (o->text[T_OUTPUT] && !(output = cli_absolute_path(o->text[T_OUTPUT], cwd)))
                 return CLI_EXIT_FAIL;
         json_t *body = NULL;
         r = build_body(o, cmd, ncmd, cwd, output, &body);
         if (r)
                 return r;
         struct cli_call call = {
-                .method = "POST", .target = "/api/v1/jobs", .body = body, .aliases = submit_aliases,
+                .method = "POST", .target = "/api/v1/jobs", .body = body, .aliases = submit_aliases(),
         };
         json_t *reply = NULL;
         r = cli_api_json(ctx, &call, &reply);

@@ -57,6 +57,8 @@ struct gw_job {
         char *idle_policy;                 /* profile name, NULL = default */
         char *progress_file;
         char *health_url;
+
+        int64_t booking_id;                /* submit --reservation: runs inside that booking */
 };
 
 struct gw_job_attempt {

@@ -43,7 +43,13 @@ static const char usage[] =
         "                       (default gpu_fault,cuda_error,nccl_error,lost)\n"
         "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
         "  --debug              verbose log\n"
-        "  --help, --version\n";
+        "  --help, --version\n"
+        "\n"
+        "Idle-GPU reclamation profiles (default, hpo, finetune, or new ones) are [policy.NAME]\n"
+        "sections of the config file: util_threshold, idle_timeout, warn, grace, protect_max\n"
+        "(seconds or durations), enabled, allowed (users, @groups, @admins, *).  [reclaim]\n"
+        "validating_patterns and saving_patterns ('|'-separated substrings) add log lines that\n"
+        "protect a job to the built-in Ultralytics ones.\n";
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
@@ -172,8 +178,121 @@ static int opt_by_name(const char *name) {
         return -1;
 }
 
+/* --- idle-reclamation profiles: [policy.NAME] and [reclaim] --------------------------- */
+
+/* A profile's name is a word a user types after --idle-policy (the codec allows [a-z0-9_-]). */
+static bool policy_name_ok(const char *s) {
+        size_t n = strlen(s);
+        if (n == 0 || n >= GW_RECLAIM_NAME_MAX)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+                        return false;
+        return true;
+}
+
+/* The profile named name; a new one starts as a copy of "default", so a section only needs
+ * to say what differs. */
+static struct gw_policy_conf *policy_get(struct gw_config *c, const char *name) {
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (!strcmp(c->policies[i].p.name, name))
+                        return &c->policies[i];
+        struct gw_policy_conf base = { .p = gw_reclaim_profiles[0] };
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (!strcmp(c->policies[i].p.name, "default"))
+                        base.p = c->policies[i].p;
+        snprintf(base.p.name, sizeof base.p.name, "%s", name);
+        c->policies = gw_xrealloc(c->policies, (c->n_policies + 1) * sizeof *c->policies);
+        c->policies[c->n_policies] = base;
+        return &c->policies[c->n_policies++];
+}
+
+/* Seconds: a bare number is seconds here (a test wants "3"), else a duration ("5m"). */
+static int parse_seconds(const char *v, bool zero_ok, gw_usec_t *ret) {
+        long long n;
+        gw_usec_t d;
+        if (gw_parse_int(v, zero_ok ? 0 : 1, 30LL * 24 * 3600, &n) == 0)
+                d = n * GW_USEC_PER_SEC;
+        else if (gw_parse_duration(v, &d) < 0)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
+static int policy_line(struct gw_config *c, const char *pname, const char *name, const char *v) {
+        char key[64];
+        snprintf(key, sizeof key, "%s", name);
+        for (char *p = key; *p; p++)
+                if (*p == '-')
+                        *p = '_';
+        if (!policy_name_ok(pname)) {
+                fprintf(stderr, "gpuwardd: error: %s: [policy.%s]: a profile name is 1-%d of a-z 0-9 _ -\n",
+                        c->config_file, pname, GW_RECLAIM_NAME_MAX - 1);
+                return -EINVAL;
+        }
+        struct gw_policy_conf *pc = policy_get(c, pname);
+        long long n;
+        int r = 0;
+        if (!strcmp(key, "util_threshold")) {
+                char num[32];
+                snprintf(num, sizeof num, "%.*s", (int) strcspn(v, "%"), v);
+                r = gw_parse_int(num, 0, 100, &n);
+                if (r == 0)
+                        pc->p.util_threshold = (unsigned) n;
+        } else if (!strcmp(key, "idle_timeout"))
+                r = parse_seconds(v, false, &pc->p.idle_timeout);
+        else if (!strcmp(key, "warn") || !strcmp(key, "warn_seconds"))
+                r = parse_seconds(v, true, &pc->p.warn);
+        else if (!strcmp(key, "grace") || !strcmp(key, "grace_seconds"))
+                r = parse_seconds(v, true, &pc->p.grace);
+        else if (!strcmp(key, "protect_max"))
+                r = parse_seconds(v, true, &pc->p.protect_max);
+        else if (!strcmp(key, "enabled") || !strcmp(key, "reclaim"))
+                r = parse_bool(v, &pc->p.enabled) ? 0 : -EINVAL;
+        else if (!strcmp(key, "allowed"))
+                set_str(&pc->allowed, v);
+        else {
+                fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [policy.%s] (util_threshold, "
+                        "idle_timeout, warn, grace, protect_max, enabled, allowed)\n", c->config_file, name, pname);
+                return -EINVAL;
+        }
+        if (r < 0)
+                fprintf(stderr, "gpuwardd: error: %s: [policy.%s] %s: invalid value '%s'\n", c->config_file, pname,
+                        name, v);
+        return r;
+}
+
+static int reclaim_line(struct gw_config *c, const char *name, const char *v) {
+        if (!strcmp(name, "validating_patterns") || !strcmp(name, "validating-patterns"))
+                set_str(&c->validating_patterns, v);
+        else if (!strcmp(name, "saving_patterns") || !strcmp(name, "saving-patterns"))
+                set_str(&c->saving_patterns, v);
+        else {
+                fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [reclaim] (validating_patterns, "
+                        "saving_patterns)\n", c->config_file, name);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Every profile must make sense as a whole (an enabled one needs an idle timeout...). */
+static int policies_check(const struct gw_config *c) {
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (gw_reclaim_policy_check(&c->policies[i].p) < 0) {
+                        fprintf(stderr, "gpuwardd: error: %s: [policy.%s] is not usable (threshold 0-100, "
+                                "durations >= 0, an idle_timeout when enabled)\n",
+                                c->config_file ? c->config_file : "config", c->policies[i].p.name);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
 static int config_ini_line(void *user, const char *section, const char *name, const char *value) {
         struct gw_config *c = user;
+        if (!strncmp(section, "policy.", 7))
+                return policy_line(c, section + 7, name, value) == 0;
+        if (!strcmp(section, "reclaim"))
+                return reclaim_line(c, name, value) == 0;
         int opt = opt_by_name(name);
         if (opt == -2) {
                 set_str(&c->strip_env, value);
@@ -201,6 +320,10 @@ static void set_defaults(struct gw_config *c) {
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
         };
+        c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
+        for (size_t i = 0; i < gw_reclaim_profiles_n; i++)
+                c->policies[i].p = gw_reclaim_profiles[i];
+        c->n_policies = gw_reclaim_profiles_n;
 }
 
 static void fill_paths(struct gw_config *c) {
@@ -254,6 +377,8 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                         return -EINVAL;
                 }
         }
+        if (policies_check(c) < 0)
+                return -EINVAL;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -296,4 +421,9 @@ void gw_config_done(struct gw_config *c) {
         free(c->cgroup);
         free(c->rogue_policy);
         free(c->default_retry_on);
+        for (size_t i = 0; i < c->n_policies; i++)
+                free(c->policies[i].allowed);
+        free(c->policies);
+        free(c->validating_patterns);
+        free(c->saving_patterns);
 }

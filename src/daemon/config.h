@@ -3,6 +3,15 @@
 #include <stdbool.h>
 
 #include "base/time.h"
+#include "core/reclaim.h"
+
+/* An idle-reclamation profile ([policy.NAME] in the INI file) and who may choose it. */
+struct gw_policy_conf {
+        struct gw_reclaim_policy p;
+        /* Comma list of user names, @group, @admins, or *; NULL = everyone while the profile
+         * reclaims, admins only when it is off (opting out of reclamation is an admin's call). */
+        char *allowed;
+};
 
 struct gw_config {
         char *config_file;
@@ -25,6 +34,13 @@ struct gw_config {
         char *default_retry_on;     /* failure classes retried by default */
         gw_usec_t retry_backoff;    /* delay before the first retry; doubles, capped at 10 min */
         bool debug;
+        /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
+         * applied, and extra log-tail substrings ([reclaim] validating_patterns,
+         * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */
+        struct gw_policy_conf *policies;
+        size_t n_policies;
+        char *validating_patterns;
+        char *saving_patterns;
 };
 
 /* Parses argv (and the config file it names or the default one).  Returns 0, 1 when it

@@ -43,6 +43,9 @@ struct gw_djob {
         int report_fd;               /* the shim reports the job's pid here, then closes it */
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
+        bool booking_warned;         /* told its booking ends soon */
+        bool booking_closed;         /* pending in a booking that is over: to be ended */
+        bool limit_by_booking;       /* its booking ends before its time limit */
         struct gw_djob *next_dead;
         struct gw_gpu_event *events; /* Xid/ECC/lost on its GPUs during this attempt */
         size_t n_events, cap_events;
@@ -51,6 +54,7 @@ struct gw_djob {
         size_t n_tel;
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
         size_t n_waiters;
+        struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -108,11 +112,13 @@ struct gw_daemon {
         bool big_reply;              /* a large reply was built: give its memory back afterwards */
         unsigned rogue_total;
         uint64_t xid_events;
+        uint64_t reclaims;           /* jobs SIGTERMed as idle, for gpuward_reclaims_total */
         uint64_t state_counts[_GW_JOB_STATE_MAX]; /* jobs per state, for /metrics */
         uint64_t wait_counts[10];    /* queue-wait histogram of started jobs (cumulative) */
         uint64_t wait_n;
         double wait_sum;
         gw_usec_t started_at;        /* wall clock */
+        struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
 
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */
@@ -166,6 +172,10 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one. */
 void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                 const char *kind);
+/* Appends "gpuward: MSG" to the job's log (gpuward's own log files only), for the user. */
+void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg);
+/* Sends sig to every process of a running job (cgroup, process group, subreaper tree). */
+void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig);
 /* SIGTERM now, SIGKILL after the grace period; the job ends as state when it exits. */
 void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason);
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
@@ -210,8 +220,43 @@ void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj);
 void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j);
 void gw_jobtel_free(struct gw_djob *dj);
 
+/* sharing.c: bookings, quotas, rate limits, tokens */
+struct gw_sharing;
+int gw_sharing_open(struct gw_daemon *d);
+void gw_sharing_close(struct gw_daemon *d);
+/* Each loop iteration: booking starts, ends, warnings, no-shows; returns the next deadline
+ * (monotonic) or GW_USEC_INFINITY. */
+gw_usec_t gw_sharing_tick(struct gw_daemon *d);
+/* Fills allowed/blocked of each pending job for the scheduler (bookings, quotas). */
+void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
+/* At submit: quota hard limits and the booking's ownership; 0 or -EINVAL with err. */
+int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
+/* A job of a booking starts: the end of the booking caps its time limit (monotonic). */
+gw_usec_t gw_sharing_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at);
+/* A job ended: its booking was used until now. */
+void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j);
+
 /* handlers.c */
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep);
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn);
 /* Answers the cancel requests waiting on dj. */
 void gw_api_resume_waiters(struct gw_djob *dj);
+
+/* ---- idle-GPU reclamation (issue 4): reclaim_watch.c, reclaim_gather.c, reclaim_probe.c ---- */
+struct gw_rwatch;
+struct caller;
+struct gw_route_ctx;
+/* After every GPU sample: gathers each running job's signals, runs gw_reclaim_decide and
+ * carries out what it says (warn, SIGTERM, SIGKILL).  Reads the wall clock itself. */
+void gw_reclaim_watch(struct gw_daemon *d);
+/* Frees a job's watch state (closes a health probe in flight); accepts NULL, returns NULL. */
+struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w);
+/* The profile a job runs under: its own, else "default"; a profile the config no longer has
+ * falls back to "default" too.  Never NULL. */
+const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, const struct gw_job *j);
+/* At submit: 0, or -EINVAL (unknown profile) / -EPERM (the user may not choose it) with err
+ * filled for field idle_policy. */
+int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err);
+/* POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): changes an active job's profile. */
+void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c);

@@ -50,8 +50,25 @@ static bool name_in_list(const char *list, const char *name) {
         return false;
 }
 
-static void identify(const struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
+static void identify(struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
         memset(c, 0, sizeof *c);
+        const char *auth = req->unix_door ? NULL : gw_http_header(req, "Authorization");
+        if (auth) {
+                char user[64];
+                uint32_t uid;
+                if (gw_api_token_identity(d, auth, &uid, user, sizeof user) < 0) {
+                        c->bad_token = true;
+                        return;
+                }
+                struct passwd pw, *pwp = NULL;
+                char buf[16384];
+                c->known = true;
+                c->uid = uid;
+                c->gid = getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp ? pw.pw_gid : (gid_t) uid;
+                snprintf(c->user, sizeof c->user, "%s", user);
+                c->admin = uid == 0 || name_in_list(d->cfg->admins, c->user);
+                return;
+        }
         if (!req->unix_door || !req->has_cred)
                 return;
         c->known = true;
@@ -173,6 +190,8 @@ static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, co
 static void on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
+        if (gw_api_rate_limited(d, c, rep))
+                return;
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;
@@ -487,6 +506,7 @@ static const struct {
         { { "DELETE", "/api/v1/jobs/{id}", GW_ROUTE_MUTATES }, on_cancel },
         { { "POST", "/api/v1/jobs/{id}/hold", GW_ROUTE_MUTATES }, on_hold },
         { { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES }, on_hold },
+        { { "POST", "/api/v1/jobs/{id}/policy", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_job_policy },
         { { "GET", "/api/v1/jobs/{id}/log", 0 }, on_log },
         { { "GET", "/api/v1/gpus", 0 }, on_gpus },
         { { "POST", "/api/v1/gpus/{index}/drain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
@@ -494,6 +514,17 @@ static const struct {
         { { "GET", "/api/v1/jobs/{id}/series", 0 }, on_series },
         { { "GET", "/metrics", 0 }, on_metrics },
         { { "GET", "/readyz", 0 }, on_ready },
+        { { "POST", "/api/v1/bookings", GW_ROUTE_MUTATES }, on_booking_create },
+        { { "GET", "/api/v1/bookings", 0 }, on_booking_list },
+        { { "DELETE", "/api/v1/bookings/{id}", GW_ROUTE_MUTATES }, on_booking_change },
+        { { "POST", "/api/v1/bookings/{id}/approve", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_booking_change },
+        { { "POST", "/api/v1/bookings/{id}/deny", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_booking_change },
+        { { "GET", "/api/v1/schedule", 0 }, on_schedule },
+        { { "GET", "/api/v1/quota", 0 }, on_quota },
+        { { "POST", "/api/v1/quota", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_quota_set },
+        { { "POST", "/api/v1/tokens", GW_ROUTE_MUTATES }, on_token_create },
+        { { "GET", "/api/v1/tokens", GW_ROUTE_MUTATES }, on_token_list },
+        { { "DELETE", "/api/v1/tokens/{id}", GW_ROUTE_MUTATES }, on_token_revoke },
 };
 
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
@@ -510,6 +541,8 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
                 return reply_error(rep, 405, NULL, "%s is not allowed on %.200s", req->method, req->path);
         struct caller c;
         identify(d, req, &c);
+        if (c.bad_token)
+                return reply_error(rep, 401, NULL, "the bearer token is malformed, unknown or revoked");
         if ((r->flags & GW_ROUTE_MUTATES) && !c.known)
                 return reply_error(rep, 401, NULL,
                                    "this call changes state and needs an identified caller: use the Unix socket");

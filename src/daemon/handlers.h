@@ -10,6 +10,7 @@
 
 /* Who is calling: from SO_PEERCRED on the Unix socket; unknown (a guest) over TCP. */
 struct caller {
+        bool bad_token;  /* a bearer token was given and is not valid */
         bool known;
         bool admin;
         uid_t uid;
@@ -44,3 +45,27 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                 struct gw_http_reply *rep, const struct caller *c);
 void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c);
+
+/* handlers_share.c */
+void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct caller *c);
+void on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c);
+void on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct caller *c);
+void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                 struct gw_http_reply *rep, const struct caller *c);
+void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct caller *c);
+void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct caller *c);
+void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c);
+void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c);
+void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c);
+/* 0 with the token's owner; -EINVAL malformed, -EPERM unknown or revoked. */
+int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n);
+/* Replies 429 with Retry-After and returns true when the caller is over its rate. */
+bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep);

@@ -226,6 +226,7 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         m.wait_sum = d->wait_sum;
         m.rogue_processes = d->rogue_total;
         m.xid_events = d->xid_events;
+        m.reclaims = d->reclaims;
         m.start_time = (double) d->started_at / 1e6;
         process_stats(&m);
         size_t len;

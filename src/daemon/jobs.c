@@ -31,6 +31,7 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         if (dj->report_fd >= 0)
                 (void) close(dj->report_fd);
         gw_jobtel_free(dj);
+        gw_rwatch_free(dj->rwatch);
         free(dj->events);
         gw_job_free(dj->job);
         free(dj->end_reason);
@@ -112,11 +113,20 @@ static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_erro
                 return submit_fail(err, 400, "retry_on", "retry_on: %s", why);
         if (j->retries < 0)
                 j->retries = d->cfg->default_retries;
+        /* `yolo ... train ...` is an Ultralytics run even without --yolo. */
+        const char *prog = strrchr(j->argv[0], '/');
+        if (!strcmp(prog ? prog + 1 : j->argv[0], "yolo"))
+                for (size_t i = 1; j->argv[i]; i++)
+                        j->yolo |= !strcmp(j->argv[i], "train");
+        if (gw_sharing_check_submit(d, j, err) < 0)
+                return -EINVAL;
         if (j->after_job > 0 && !gw_jobmap_get(&d->map, j->after_job)) {
                 enum gw_job_state st;
                 if (gw_store_job_state(d->store, j->after_job, &st) < 0)
                         return submit_fail(err, 400, "after", "after: no job %lld", (long long) j->after_job);
         }
+        if (gw_reclaim_check_submit(d, j, err) < 0)
+                return -EINVAL;
         return 0;
 }
 
@@ -265,7 +275,9 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
                 j->gpu_mask = 0;
                 return r;
         }
-        dj->limit_at = d->now + j->time_limit;
+        dj->limit_at = gw_sharing_limit(d, j, d->now + j->time_limit);
+        dj->limit_by_booking = dj->limit_at < d->now + j->time_limit;
+        dj->booking_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
         gpus_assign(d, mask, j->id);
@@ -382,16 +394,29 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         if (gw_store_job_update(d->store, j, kind, reason) < 0)
                 log_err("job %lld: cannot record its end: %s", (long long) j->id, gw_store_errmsg(d->store));
         log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
-        if (was_running)
+        if (was_running) {
                 gw_job_release_gpus(d, dj);
-        else
+                gw_sharing_job_ended(d, j);
+        } else
                 gw_queue_remove(d, dj);
         d->sched_dirty = true;
         d->deps_changed = true;
         job_forget(d, dj);
 }
 
-static void job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
+void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
+        /* Only gpuward's own log files: a user-chosen output file is not ours to write. */
+        if (dj->job->output)
+                return;
+        _cleanup_close_ int fd = open(dj->job->log_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return;
+        char line[600];
+        int n = snprintf(line, sizeof line, "gpuward: %s\n", msg);
+        (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
+}
+
+void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
         const struct gw_job *j = dj->job;
         if (j->cgroup)
                 (void) gw_cgroup_signal(d->cg.mode, j->cgroup, sig);
@@ -413,7 +438,7 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
                  (long long) (d->cfg->grace / GW_USEC_PER_SEC));
         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "terminate", msg);
         log_info("job %lld: %s", (long long) dj->job->id, msg);
-        job_signal(d, dj, d->cfg->grace > 0 ? SIGTERM : SIGKILL);
+        gw_job_signal(d, dj, d->cfg->grace > 0 ? SIGTERM : SIGKILL);
 }
 
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who) {
@@ -482,20 +507,25 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 }
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
-        gw_usec_t next = backoff_tick(d);
+        gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d);
+        if (cal < next)
+                next = cal;
         for (size_t i = 0; i < d->n_running; i++) {
                 struct gw_djob *dj = d->running[i];
                 if (!dj->terminating && d->now >= dj->limit_at) {
                         char a[32], why[96];
-                        snprintf(why, sizeof why, "time limit %s reached",
-                                 gw_format_duration(dj->job->time_limit, a, sizeof a));
+                        if (dj->limit_by_booking)
+                                snprintf(why, sizeof why, "its booking ended");
+                        else
+                                snprintf(why, sizeof why, "time limit %s reached",
+                                         gw_format_duration(dj->job->time_limit, a, sizeof a));
                         gw_job_terminate(d, dj, GW_JOB_TIMEOUT, why);
                 }
                 if (dj->terminating && dj->kill_at && d->now >= dj->kill_at) {
                         log_info("job %lld: grace period over, SIGKILL", (long long) dj->job->id);
                         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "kill",
                                                   "grace period over: SIGKILL to every process of the job");
-                        job_signal(d, dj, SIGKILL);
+                        gw_job_signal(d, dj, SIGKILL);
                         dj->kill_at = 0;
                 }
                 gw_usec_t t = dj->terminating ? (dj->kill_at ? dj->kill_at : GW_USEC_INFINITY) : dj->limit_at;

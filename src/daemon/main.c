@@ -225,6 +225,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_observe_stop(d);
         gw_gpus_close(d);
         gw_cgroup_release(&d->cg);
+        gw_sharing_close(d);
         d->store = gw_store_close(d->store);
         d->exits = gw_exits_close(d->exits);
         if (d->sigfd >= 0)
@@ -257,6 +258,10 @@ int main(int argc, char **argv) {
         log_info("cgroups: %s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
                  d.cg.mode ? d.cg.base : "", note[0] ? note : "");
         d.now = gw_now_mono();
+        if (gw_sharing_open(&d) < 0) {
+                log_err("cannot load bookings and quotas: %s", gw_store_errmsg(d.store));
+                goto out;
+        }
         if (gw_jobs_recover(&d) < 0) {
                 log_err("cannot load jobs from the state database: %s", gw_store_errmsg(d.store));
                 goto out;

@@ -351,6 +351,7 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         apply_jobs(d, s->taken);
         /* Free memory changed: a job waiting for --gpu-mem may fit now. */
         d->sched_dirty |= d->n_queue > 0;
+        gw_reclaim_watch(d);
 }
 
 /* --- events and draining ------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/sharing.h"
 
 #define TOMBSTONE ((struct gw_djob *) (uintptr_t) 1)
 
@@ -171,7 +172,7 @@ void gw_schedule(struct gw_daemon *d) {
                 return;
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
         fill_gpus(d, gpus);
-        if (!any_gpu_free(gpus, d->n_gpus) && !d->deps_changed)
+        if (!any_gpu_free(gpus, d->n_gpus) && !d->deps_changed && !d->sharing->n_bookings)
                 return;
         d->deps_changed = false;
         size_t n = d->n_queue;
@@ -192,6 +193,7 @@ void gw_schedule(struct gw_daemon *d) {
                         .dep = dep_status(d, dj),
                 };
         }
+        gw_sharing_sched(d, pending, n);
         for (size_t i = 0; i < d->n_running; i++)
                 running[i] = (struct gw_sched_running) {
                         .id = d->running[i]->job->id,
@@ -209,7 +211,7 @@ void gw_schedule(struct gw_daemon *d) {
         size_t n_never = 0;
         for (size_t i = 0; i < n; i++) {
                 d->queue[i]->job->wait_reason = reasons[i];
-                if (pending[i].dep == GW_DEP_NEVER)
+                if (pending[i].dep == GW_DEP_NEVER || d->queue[i]->booking_closed)
                         never[n_never++] = d->queue[i];
         }
         for (size_t i = 0; i < plan.n_starts; i++) {
@@ -219,6 +221,12 @@ void gw_schedule(struct gw_daemon *d) {
         }
         for (size_t i = 0; i < n_never; i++) {
                 char why[128];
+                if (never[i]->booking_closed) {
+                        snprintf(why, sizeof why, "its booking %lld ended or was released before it could start",
+                                 (long long) never[i]->job->booking_id);
+                        gw_job_end(d, never[i], GW_JOB_CANCELLED, why, "booking");
+                        continue;
+                }
                 snprintf(why, sizeof why, "dependency never satisfied: job %lld did not %s",
                          (long long) never[i]->job->after_job,
                          never[i]->job->after_kind == GW_DEP_KIND_OK ? "complete" : "end");

@@ -138,6 +138,7 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         j->wait_reason = GW_REASON_BACKOFF;
         j->not_before = dec->not_before;
         j->gpu_mask = 0;
+        j->start_time = j->end_time = 0; /* the next attempt's, once it starts */
         j->pid = j->shim_pid = 0;
         j->pid_start = j->shim_start = 0;
         j->has_exit = false;

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,15 +35,15 @@ enum stmt_id {
         "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
         "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
         "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, " \
-        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url"
+        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
                           "gpu_mem, time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, "
                           "log_path, submit_time, attempt, retries, retry_on, yolo, checkpoint, resume_cmd, "
-                          "idle_policy, progress_file, health_url) "
+                          "idle_policy, progress_file, health_url, booking_id) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                          "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+                          "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
         [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, wait_reason = ?3, end_reason = ?4, gpu_mask = ?5, "
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
@@ -126,6 +127,21 @@ static const char *const migrations[] = {
         "  exit_code INTEGER NOT NULL, signal INTEGER NOT NULL, class TEXT NOT NULL, evidence TEXT NOT NULL,"
         "  resumed_from TEXT, epoch INTEGER NOT NULL DEFAULT -1, log_path TEXT,"
         "  PRIMARY KEY (job_id, attempt)) WITHOUT ROWID;",
+
+        /* 4: bookings, quotas, API tokens */
+        "ALTER TABLE jobs ADD COLUMN booking_id INTEGER NOT NULL DEFAULT 0;"
+        "CREATE TABLE bookings ("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL,"
+        "  ngpus INTEGER NOT NULL, start_time INTEGER NOT NULL, end_time INTEGER NOT NULL,"
+        "  gpu_mask INTEGER NOT NULL, state INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
+        "  created INTEGER NOT NULL, note TEXT NOT NULL DEFAULT '');"
+        "CREATE INDEX bookings_state ON bookings(state);"
+        "CREATE TABLE quotas (subject TEXT NOT NULL, key TEXT NOT NULL, value INTEGER NOT NULL,"
+        "  PRIMARY KEY (subject, key)) WITHOUT ROWID;"
+        "CREATE TABLE tokens ("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL,"
+        "  hash TEXT NOT NULL UNIQUE, created INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
+        "  revoked INTEGER NOT NULL DEFAULT 0);",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }
@@ -331,6 +347,7 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         bind_text(st, 26, j->idle_policy);
         bind_text(st, 27, j->progress_file);
         bind_text(st, 28, j->health_url);
+        sqlite3_bind_int64(st, 29, j->booking_id);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -456,6 +473,7 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->idle_policy = col_text(st, c++);
         j->progress_file = col_text(st, c++);
         j->health_url = col_text(st, c++);
+        j->booking_id = sqlite3_column_int64(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
@@ -711,4 +729,176 @@ int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt 
         *ret = v;
         *ret_n = n;
         return 0;
+}
+
+/* --- bookings, quotas, tokens: rarely written, so plain prepared-per-call statements ------ */
+
+static int exec_bound(struct gw_store *s, const char *sql, const char *fmt, ...) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        va_list ap;
+        va_start(ap, fmt);
+        for (int i = 1; fmt[i - 1]; i++) {
+                if (fmt[i - 1] == 'i')
+                        sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+                else
+                        bind_text(st, i, va_arg(ap, const char *));
+        }
+        va_end(ap);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? 0 : sql_err(s);
+}
+
+int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
+        int r;
+        if (b->id == 0) {
+                r = exec_bound(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, state, "
+                                  "last_used, created, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                               "issiiiiiiis", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start, b->end,
+                               (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(), b->note);
+                if (r == 0)
+                        b->id = sqlite3_last_insert_rowid(s->db);
+                return r;
+        }
+        return exec_bound(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, state = ?6, "
+                             "last_used = ?7, note = ?8 WHERE id = ?1",
+                          "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
+                          (int64_t) b->state, b->last_used, b->note);
+}
+
+int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        const char *sql = only_open ? "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
+                                      "note FROM bookings WHERE state IN (0, 1, 2) ORDER BY start_time, id"
+                                    : "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
+                                      "note FROM bookings ORDER BY id DESC LIMIT 1000";
+        if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                struct gw_store_booking b = {
+                        .id = sqlite3_column_int64(st, 0),
+                        .uid = (uint32_t) sqlite3_column_int64(st, 1),
+                        .ngpus = sqlite3_column_int(st, 4),
+                        .start = sqlite3_column_int64(st, 5),
+                        .end = sqlite3_column_int64(st, 6),
+                        .gpu_mask = (uint64_t) sqlite3_column_int64(st, 7),
+                        .state = sqlite3_column_int(st, 8),
+                        .last_used = sqlite3_column_int64(st, 9),
+                };
+                snprintf(b.user, sizeof b.user, "%s", (const char *) sqlite3_column_text(st, 2));
+                snprintf(b.name, sizeof b.name, "%s", (const char *) sqlite3_column_text(st, 3));
+                snprintf(b.note, sizeof b.note, "%s", (const char *) sqlite3_column_text(st, 10));
+                cb(&b, userdata);
+        }
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value) {
+        if (value == -1)
+                return exec_bound(s, "DELETE FROM quotas WHERE subject = ?1 AND key = ?2", "ss", subject, key);
+        return exec_bound(s, "INSERT OR REPLACE INTO quotas (subject, key, value) VALUES (?1, ?2, ?3)", "ssi", subject, key,
+                          value);
+}
+
+int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, "SELECT subject, key, value FROM quotas ORDER BY subject, key", -1, &st, NULL) !=
+            SQLITE_OK)
+                return sql_err(s);
+        while (sqlite3_step(st) == SQLITE_ROW)
+                cb((const char *) sqlite3_column_text(st, 0), (const char *) sqlite3_column_text(st, 1),
+                   sqlite3_column_int64(st, 2), userdata);
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret) {
+        sqlite3_stmt *st;
+        /* GPU-time of each job inside [since, now]: running jobs count up to now. */
+        if (sqlite3_prepare_v2(s->db,
+                               "SELECT COALESCE(SUM(ngpus * (MIN(CASE WHEN end_time > 0 THEN end_time ELSE ?3 END, ?3) - "
+                               "MAX(start_time, ?2))), 0) FROM jobs WHERE uid = ?1 AND start_time > 0 AND "
+                               "(end_time = 0 OR end_time > ?2) AND start_time < ?3",
+                               -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        sqlite3_bind_int64(st, 1, uid);
+        sqlite3_bind_int64(st, 2, since);
+        sqlite3_bind_int64(st, 3, now);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return rc == SQLITE_ROW ? 0 : sql_err(s);
+}
+
+int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
+                       int64_t *ret_id) {
+        int r = exec_bound(s, "INSERT INTO tokens (uid, user, name, hash, created) VALUES (?1, ?2, ?3, ?4, ?5)", "isssi",
+                           (int64_t) uid, user, name, hash, gw_now_wall());
+        if (r == 0)
+                *ret_id = sqlite3_last_insert_rowid(s->db);
+        return r;
+}
+
+int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, "SELECT id, uid, user, name, hash, created, last_used FROM tokens "
+                                      "WHERE hash = ?1 AND revoked = 0", -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        bind_text(st, 1, hash);
+        int r = -ENOENT;
+        if (sqlite3_step(st) == SQLITE_ROW) {
+                memset(ret, 0, sizeof *ret);
+                ret->id = sqlite3_column_int64(st, 0);
+                ret->uid = (uint32_t) sqlite3_column_int64(st, 1);
+                snprintf(ret->user, sizeof ret->user, "%s", (const char *) sqlite3_column_text(st, 2));
+                snprintf(ret->name, sizeof ret->name, "%s", (const char *) sqlite3_column_text(st, 3));
+                snprintf(ret->hash, sizeof ret->hash, "%s", (const char *) sqlite3_column_text(st, 4));
+                ret->created = sqlite3_column_int64(st, 5);
+                ret->last_used = sqlite3_column_int64(st, 6);
+                r = 0;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, by_uid ? "SELECT id, uid, user, name, created, last_used FROM tokens WHERE revoked = 0 "
+                                               "AND uid = ?1 ORDER BY id"
+                                             : "SELECT id, uid, user, name, created, last_used FROM tokens WHERE revoked = 0 "
+                                               "ORDER BY id",
+                               -1, &st, NULL) != SQLITE_OK)
+                return sql_err(s);
+        if (by_uid)
+                sqlite3_bind_int64(st, 1, uid);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                struct gw_store_token t = {
+                        .id = sqlite3_column_int64(st, 0),
+                        .uid = (uint32_t) sqlite3_column_int64(st, 1),
+                        .created = sqlite3_column_int64(st, 4),
+                        .last_used = sqlite3_column_int64(st, 5),
+                };
+                snprintf(t.user, sizeof t.user, "%s", (const char *) sqlite3_column_text(st, 2));
+                snprintf(t.name, sizeof t.name, "%s", (const char *) sqlite3_column_text(st, 3));
+                cb(&t, userdata);
+        }
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_token_revoke(struct gw_store *s, int64_t id, bool by_uid, uint32_t uid) {
+        int r = by_uid ? exec_bound(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND uid = ?2 AND revoked = 0", "ii", id,
+                                    (int64_t) uid)
+                       : exec_bound(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND revoked = 0", "i", id);
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) ? 0 : -ENOENT;
+}
+
+int gw_store_token_used(struct gw_store *s, int64_t id) {
+        return exec_bound(s, "UPDATE tokens SET last_used = ?2 WHERE id = ?1", "ii", id, gw_now_wall());
 }

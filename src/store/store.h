@@ -85,3 +85,45 @@ int gw_store_state_counts(struct gw_store *s, uint64_t counts[_GW_JOB_STATE_MAX]
 int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job_attempt *a);
 /* All recorded attempts, oldest first; caller frees with gw_job_attempts_free. */
 int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt **ret, size_t *ret_n);
+
+/* Bookings (state as enum gw_booking_state of core/calendar.h). */
+struct gw_store_booking {
+        int64_t id;                  /* 0: not stored yet (save inserts and sets it) */
+        uint32_t uid;
+        char user[64];
+        char name[128];
+        int ngpus;
+        gw_usec_t start, end;
+        uint64_t gpu_mask;
+        int state;
+        gw_usec_t last_used;
+        char note[256];              /* why it was refused, released, ... */
+};
+int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b);
+typedef void (*gw_store_booking_cb)(const struct gw_store_booking *b, void *userdata);
+/* only_open: PENDING_APPROVAL, APPROVED, ACTIVE by start; else the latest 1000. */
+int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb, void *userdata);
+
+/* Quota settings: subject "default", "user:NAME" or "group:NAME"; value -1 deletes. */
+int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value);
+typedef void (*gw_store_quota_cb)(const char *subject, const char *key, int64_t value, void *userdata);
+int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata);
+/* GPU-time (GPUs x microseconds) of uid's jobs inside [since, now]. */
+int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret);
+
+/* API tokens, stored as their SHA-256. */
+struct gw_store_token {
+        int64_t id;
+        uint32_t uid;
+        char user[64];
+        char name[128];
+        char hash[65];
+        gw_usec_t created, last_used;
+};
+int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
+                       int64_t *ret_id);
+int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret); /* -ENOENT */
+typedef void (*gw_store_token_cb)(const struct gw_store_token *t, void *userdata);
+int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata);
+int gw_store_token_revoke(struct gw_store *s, int64_t id, bool by_uid, uint32_t uid); /* -ENOENT */
+int gw_store_token_used(struct gw_store *s, int64_t id);

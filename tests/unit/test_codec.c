@@ -310,7 +310,7 @@ static const struct {
         {"log_path", JSON_STRING, true},     {"after", JSON_OBJECT, true},       {"attempt", JSON_INTEGER, false},
         {"pid", JSON_INTEGER, true},         {"retries", JSON_INTEGER, false},   {"retry_on", JSON_STRING, true},
         {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
-        {"idle_policy", JSON_STRING, true},
+        {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
 };
 
 static void check_shape(const json_t *o) {

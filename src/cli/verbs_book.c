@@ -1,0 +1,439 @@
+/* gpuward reserve, reservations, unreserve, schedule: GPUs booked ahead of time. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "base/when.h"
+#include "cli/api.h"
+#include "cli/bookview.h"
+#include "cli/format.h"
+#include "cli/jobview.h"
+#include "cli/verbs.h"
+
+#define NAME_MAX_COLS 24
+/* As gpuwardd stores it (a NUL ends its 128 bytes); longer would be cut silently. */
+#define BOOKING_NAME_MAX 127
+/* As GET /api/v1/schedule accepts: two weeks. */
+#define SCHEDULE_HOURS_MAX (24 * 14)
+
+static const char reserve_help[] =
+        "Usage: gpuward reserve --gpus N --start WHEN --duration DURATION\n"
+        "                       [--name NAME] [--json]\n"
+        "\n"
+        "Book GPUs for a window of time, so that they are yours then.  gpuwardd picks the\n"
+        "GPUs (and may pick others before the start if one is drained).  A booking within\n"
+        "your quota is approved at once; a longer or larger one waits for an admin\n"
+        "('gpuward reservations' shows its state, 'gpuward quota' your limits).  When the\n"
+        "GPUs are not free for the whole window, nothing is booked and gpuward names the\n"
+        "nearest window that fits.\n"
+        "\n"
+        "Run jobs in it with 'gpuward submit --reservation ID': they wait until it\n"
+        "starts, run on its GPUs, are warned before it ends and get SIGTERM at its end.\n"
+        "A booking with no job running some minutes after its start (15 by default) is\n"
+        "released.\n"
+        "\n"
+        "Options:\n"
+        "  --gpus N             GPUs to book (required)\n"
+        "  --start WHEN         when it starts (required): now+2h, +90m, 14:00 (the\n"
+        "                       next one), 'tomorrow 09:00', 'today 18:30',\n"
+        "                       '2026-11-22 09:00', 2026-11-22T09:00:00Z, or Unix\n"
+        "                       seconds; local times are read in gpuwardd's time zone\n"
+        "  --duration DURATION  how long (required): 4h, 90m, 1d, 1h30m, 04:00:00 (bare\n"
+        "                       number: minutes)\n"
+        "  --name NAME          a name shown by 'gpuward reservations'\n"
+        "  --json               print the API's JSON: the booking, or the refusal with\n"
+        "                       the nearest window in \"nearest\"\n"
+        "  -h, --help           this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward reserve --gpus 2 --start 'tomorrow 09:00' --duration 4h --name yolo-ft\n"
+        "  gpuward reserve --gpus 1 --start now+2h --duration 90m\n"
+        "  ID=$(gpuward reserve --json --gpus 2 --start 14:00 --duration 2h | jq .id)\n"
+        "  gpuward submit --reservation \"$ID\" --gpus 2 -- yolo train model=yolov8l.pt\n"
+        "  gpuward unreserve \"$ID\"     # give the GPUs back\n";
+
+static const char reservations_help[] =
+        "Usage: gpuward reservations [--json]\n"
+        "\n"
+        "List the open bookings of everyone: awaiting an admin's approval\n"
+        "(PENDING_APPROVAL), APPROVED, or ACTIVE (started).  GPUS is the count, then the\n"
+        "GPUs gpuwardd picked; a line under a booking gives its note (why it awaits\n"
+        "approval, who approved it).  'gpuward schedule' draws them with the jobs.\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward reservations\n"
+        "  gpuward reservations --json | jq '.bookings[] | select(.user == \"alice\")'\n";
+
+static const char unreserve_help[] =
+        "Usage: gpuward unreserve [--json] ID...\n"
+        "\n"
+        "Release bookings: their GPUs are free for others again, and jobs waiting to run\n"
+        "in them will not start.  You may release your own bookings; admins any.\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON (the released booking)\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward unreserve 12\n"
+        "  gpuward unreserve 12 13\n";
+
+static const char schedule_help[] =
+        "Usage: gpuward schedule [--hours H] [--json]\n"
+        "\n"
+        "Draw the coming hours as a text chart, one row per GPU: running jobs until their\n"
+        "predicted end, the predicted starts of waiting jobs, bookings (approved or\n"
+        "awaiting approval) and drained GPUs.  One column is an hour (ten minutes for 12\n"
+        "hours or less); the legend under the chart says what each mark means.  Use it to\n"
+        "pick a --start for 'gpuward reserve'.\n"
+        "\n"
+        "Options:\n"
+        "  --hours H    how far ahead, 1-336 (default 72)\n"
+        "  --json       print the API's JSON: the segments behind the chart, and it\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward schedule\n"
+        "  gpuward schedule --hours 12\n"
+        "  gpuward schedule --json | jq '.segments[] | select(.kind == \"booking\")'\n";
+
+enum { OPT_GPUS = 0x100, OPT_START, OPT_DURATION, OPT_NAME, OPT_HOURS, OPT_JSON };
+
+struct reserve_opts {
+        long long ngpus;
+        const char *start;
+        gw_usec_t duration;
+        const char *name;
+        bool json, help;
+};
+
+static int parse_reserve(int argc, char **argv, struct reserve_opts *o) {
+        static const struct option opts[] = {
+                { "gpus", required_argument, NULL, OPT_GPUS },
+                { "start", required_argument, NULL, OPT_START },
+                { "duration", required_argument, NULL, OPT_DURATION },
+                { "name", required_argument, NULL, OPT_NAME },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char *verb = "reserve";
+        gw_usec_t when;
+        long long secs;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_GPUS:
+                        if (gw_parse_int(optarg, 1, INT_MAX, &o->ngpus) < 0)
+                                return cli_usage(verb, "--gpus: '%s' is not a number of GPUs (1 or more)", optarg);
+                        break;
+                case OPT_START:
+                        /* Sent as typed (a plain number: Unix seconds): gpuwardd reads it
+                         * against its clock.  Checked here with the same parser so that a
+                         * typo is a usage error. */
+                        if (!*optarg || (gw_parse_int(optarg, 0, LLONG_MAX, &secs) < 0 &&
+                                         gw_parse_when(optarg, gw_now_wall(), &when) < 0))
+                                return cli_usage(verb, "--start: '%s' is not a time (examples: now+2h, 14:00, "
+                                                       "'tomorrow 09:00', 2026-11-22T09:00:00Z)", optarg);
+                        o->start = optarg;
+                        break;
+                case OPT_DURATION:
+                        if (optarg[0] == '-' || gw_parse_duration(optarg, &o->duration) < 0)
+                                return cli_usage(verb, "--duration: '%s' is not a duration (examples: 4h, 90m, "
+                                                       "1d, 1h30m, 04:00:00)", optarg);
+                        break;
+                case OPT_NAME:
+                        if (!*optarg)
+                                return cli_usage(verb, "--name: the name is empty");
+                        if (strlen(optarg) > BOOKING_NAME_MAX)
+                                return cli_usage(verb, "--name: at most %d bytes", BOOKING_NAME_MAX);
+                        o->name = optarg;
+                        break;
+                case OPT_JSON:
+                        o->json = true;
+                        break;
+                case 'h':
+                        o->help = true;
+                        break;
+                default:
+                        return cli_bad_option(verb, argv, optind, c, optopt);
+                }
+        }
+        if (o->help)
+                return 0;
+        if (optind < argc)
+                return cli_usage(verb, "unexpected argument '%s'", argv[optind]);
+        if (!o->ngpus || !o->start || !o->duration)
+                return cli_usage(verb, "%s is required: gpuward reserve --gpus N --start WHEN --duration DURATION",
+                                 !o->ngpus ? "--gpus" : !o->start ? "--start" : "--duration");
+        return 0;
+}
+
+/* {"ngpus", "start", "duration", "name"}: a plain number for start is Unix seconds. */
+static int reserve_body(const struct reserve_opts *o, json_t **ret) {
+        long long secs;
+        json_t *start = gw_parse_int(o->start, 0, LLONG_MAX, &secs) == 0 ? json_integer(secs) : json_string(o->start);
+        gw_usec_t dur = (o->duration + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC;
+        json_t *body = json_pack("{s:I,s:o,s:I}", "ngpus", (json_int_t) o->ngpus, "start", start, "duration",
+                                 (json_int_t) dur);
+        if (!body)
+                return cli_usage("reserve", "--start: not valid UTF-8 text");
+        if (o->name) {
+                json_t *name = json_string(o->name);
+                if (!name) {
+                        json_decref(body);
+                        return cli_usage("reserve", "--name: not valid UTF-8 text");
+                }
+                (void) json_object_set_new(body, "name", name);
+        }
+        *ret = body;
+        return 0;
+}
+
+static void print_booked(const json_t *b) {
+        char span[112];
+        long long id = 0, n = 0;
+        (void) cli_jint(b, "id", &id);
+        (void) cli_jint(b, "ngpus", &n);
+        const char *state = cli_jstr(b, "state");
+        const char *note = cli_jstr(b, "note");
+        _cleanup_free_ char *gpus = cli_job_gpu_list(b);
+        _cleanup_free_ char *snote = note && *note ? cli_sanitize(note) : NULL;
+        cli_booking_span(b, time(NULL), span, sizeof(span));
+        if (state && strcmp(state, "PENDING_APPROVAL") == 0) {
+                /* gpuwardd's note may say it too: "needs an admin's approval: max_...". */
+                static const char said[] = "needs an admin's approval: ";
+                if (snote && strncmp(snote, said, strlen(said)) == 0 && snote[strlen(said)])
+                        memmove(snote, snote + strlen(said), strlen(snote + strlen(said)) + 1);
+                if (snote)
+                        printf("booking %lld awaits an admin's approval: %s\n", id, snote);
+                else
+                        printf("booking %lld awaits an admin's approval: %lld GPU%s, %s\n", id, n, n == 1 ? "" : "s",
+                               span);
+                return;
+        }
+        _cleanup_free_ char *sstate = cli_sanitize(state && strcmp(state, "APPROVED") ? state : "approved");
+        printf("booking %lld %s: %lld GPU%s (%s), %s\n", id, sstate ? sstate : "?", n, n == 1 ? "" : "s",
+               gpus ? gpus : "-", span);
+}
+
+int cli_verb_reserve(struct cli_ctx *ctx, int argc, char **argv) {
+        struct reserve_opts o = { .json = ctx->json };
+        int r = parse_reserve(argc, argv, &o);
+        if (r || o.help) {
+                if (!r)
+                        fputs(reserve_help, stdout);
+                return r;
+        }
+        json_t *body = NULL;
+        r = reserve_body(&o, &body);
+        if (r)
+                return r;
+        static const struct cli_field_alias aliases[] = {
+                { "ngpus", "--gpus" }, { "start", "--start" }, { "duration", "--duration" },
+                { "name", "--name" },  { NULL, NULL },
+        };
+        /* 409: it does not fit; the reply names the nearest window that does. */
+        struct cli_call call = {
+                .method = "POST", .target = "/api/v1/bookings", .body = body, .aliases = aliases,
+                .accept_status = 409,
+        };
+        json_t *reply = NULL;
+        int status = 0;
+        r = cli_api_json_status(ctx, &call, &reply, &status);
+        json_decref(body);
+        if (r)
+                return r;
+        if (o.json)
+                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        if (status == 409) {
+                const char *why = cli_jstr(reply, "error");
+                _cleanup_free_ char *safe = cli_sanitize(why ? why : "the GPUs are not free then");
+                /* Also with --json: stderr says why, stdout carries "nearest" for scripts. */
+                cli_error("refused: %s", safe ? safe : "?");
+                r = CLI_EXIT_FAIL;
+        } else if (!o.json) {
+                print_booked(reply);
+        }
+        json_decref(reply);
+        return r;
+}
+
+/* `VERB [--json]` with no arguments: the shared shape of the read-only verbs here. */
+static int parse_json_only(const char *verb, const char *help, const struct cli_ctx *ctx, int argc, char **argv,
+                           bool *ret_json, bool *ret_help) {
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        int c;
+        *ret_json = ctx->json;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(help, stdout);
+                        *ret_help = true;
+                        return 0;
+                }
+                if (c != OPT_JSON)
+                        return cli_bad_option(verb, argv, optind, c, optopt);
+                *ret_json = true;
+        }
+        if (optind < argc)
+                return cli_usage(verb, "unexpected argument '%s'", argv[optind]);
+        return 0;
+}
+
+static int add_booking_row(struct cli_table *t, const json_t *b, time_t now) {
+        char id[32], gpus[96], start[48], end[48], ubuf[32];
+        long long v = 0;
+        snprintf(id, sizeof(id), "%lld", cli_jint(b, "id", &v) ? v : 0);
+        _cleanup_free_ char *list = cli_job_gpu_list(b);
+        if (!cli_jint(b, "ngpus", &v))
+                v = (long long) json_array_size(json_object_get(b, "gpus"));
+        if (list && strcmp(list, "-"))
+                snprintf(gpus, sizeof(gpus), "%lld (%s)", v, list);
+        else
+                snprintf(gpus, sizeof(gpus), "%lld", v);
+        const char *cells[] = {
+                id,
+                cli_job_user(b, ubuf, sizeof(ubuf)),
+                cli_jstr(b, "name") && *cli_jstr(b, "name") ? cli_jstr(b, "name") : NULL,
+                gpus,
+                cli_format_when(cli_jnum(b, "start"), now, start, sizeof(start)),
+                cli_format_when(cli_jnum(b, "end"), now, end, sizeof(end)),
+                cli_jstr(b, "state"),
+        };
+        if (cli_table_add(t, cells) < 0)
+                return -ENOMEM;
+        const char *note = cli_jstr(b, "note");
+        if (!note || !*note)
+                return 0;
+        _cleanup_free_ char *line = NULL;
+        if (asprintf(&line, "    %s", note) < 0)
+                return -ENOMEM;
+        return cli_table_add_line(t, line);
+}
+
+static int print_bookings(const json_t *bookings) {
+        static const char *const cols[] = { "ID", "USER", "NAME", "GPUS", "START", "END", "STATE" };
+        struct cli_table *t = cli_table_new(cols, ELEMENTSOF(cols));
+        if (!t)
+                return CLI_EXIT_FAIL;
+        cli_table_set_max_width(t, 2, NAME_MAX_COLS);
+        time_t now = time(NULL);
+        size_t i;
+        const json_t *b;
+        int r = 0;
+        json_array_foreach(bookings, i, b) {
+                if ((r = add_booking_row(t, b, now)) < 0)
+                        break;
+        }
+        if (r >= 0)
+                cli_table_print(t, stdout);
+        cli_table_free(t);
+        if (r < 0)
+                cli_error("out of memory");
+        return r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv) {
+        bool json, help = false;
+        int r = parse_json_only("reservations", reservations_help, ctx, argc, argv, &json, &help);
+        if (r || help)
+                return r;
+        struct cli_call call = { .method = "GET", .target = "/api/v1/bookings" };
+        json_t *reply = NULL;
+        r = cli_api_json(ctx, &call, &reply);
+        if (r)
+                return r;
+        const json_t *bookings = json_object_get(reply, "bookings");
+        if (json) {
+                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        } else if (!json_is_array(bookings)) {
+                cli_error("gpuwardd's reply has no \"bookings\" array");
+                r = CLI_EXIT_FAIL;
+        } else {
+                r = print_bookings(bookings);
+        }
+        json_decref(reply);
+        return r;
+}
+
+int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv) {
+        return cli_booking_change_run(ctx, CLI_BOOKING_RELEASE, "unreserve", unreserve_help, argc, argv);
+}
+
+/* The chart as gpuwardd drew it, with control bytes (escape sequences) made harmless. */
+static int print_chart(const char *text) {
+        for (const char *p = text; *p; p++)
+                putchar(((unsigned char) *p < 0x20 && *p != '\n') || *p == 0x7f ? '?' : *p);
+        if (*text && text[strlen(text) - 1] != '\n')
+                putchar('\n');
+        return CLI_EXIT_OK;
+}
+
+int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct option opts[] = {
+                { "hours", required_argument, NULL, OPT_HOURS },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        bool json = ctx->json;
+        long long hours = 0;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(schedule_help, stdout);
+                        return CLI_EXIT_OK;
+                }
+                if (c == OPT_JSON)
+                        json = true;
+                else if (c != OPT_HOURS)
+                        return cli_bad_option("schedule", argv, optind, c, optopt);
+                else if (gw_parse_int(optarg, 1, SCHEDULE_HOURS_MAX, &hours) < 0)
+                        return cli_usage("schedule", "--hours: '%s' is not a number of hours from 1 to %d", optarg,
+                                         SCHEDULE_HOURS_MAX);
+        }
+        if (optind < argc)
+                return cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
+        char target[64];
+        if (hours)
+                snprintf(target, sizeof(target), "/api/v1/schedule?hours=%lld", hours);
+        else
+                snprintf(target, sizeof(target), "/api/v1/schedule");
+        static const struct cli_field_alias aliases[] = { { "hours", "--hours" }, { NULL, NULL } };
+        struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
+        json_t *reply = NULL;
+        int r = cli_api_json(ctx, &call, &reply);
+        if (r)
+                return r;
+        const char *text = cli_jstr(reply, "text");
+        if (json) {
+                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        } else if (!text) {
+                cli_error("gpuwardd's schedule has no \"text\" chart");
+                r = CLI_EXIT_FAIL;
+        } else {
+                r = print_chart(text);
+        }
+        json_decref(reply);
+        return r;
+}

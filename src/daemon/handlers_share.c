@@ -1,0 +1,376 @@
+/* API handlers for bookings, the schedule, quotas and tokens. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pwd.h>
+#include <sys/random.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "base/when.h"
+#include "core/token.h"
+#include "daemon/handlers.h"
+#include "daemon/sharing.h"
+
+static json_t *booking_json(const struct gw_store_booking *b) {
+        json_t *gpus = json_array();
+        for (int i = 0; i < 64; i++)
+                if (b->gpu_mask & (UINT64_C(1) << i))
+                        json_array_append_new(gpus, json_integer(i));
+        return json_pack("{s:I,s:s,s:I,s:s,s:i,s:o,s:f,s:f,s:s,s:s}", "id", (json_int_t) b->id, "user", b->user, "uid",
+                         (json_int_t) b->uid, "name", b->name, "ngpus", b->ngpus, "gpus", gpus, "start",
+                         (double) b->start / 1e6, "end", (double) b->end / 1e6, "state",
+                         gw_booking_state_name((enum gw_booking_state) b->state), "note", b->note);
+}
+
+/* A time given as Unix seconds or as text ("tomorrow 09:00", ISO 8601). */
+static int get_when(const json_t *o, const char *key, gw_usec_t *ret, struct gw_http_reply *rep) {
+        const json_t *v = json_object_get(o, key);
+        if (json_is_number(v)) {
+                *ret = (gw_usec_t) (json_number_value(v) * 1e6);
+                return 0;
+        }
+        if (json_is_string(v) && gw_parse_when(json_string_value(v), gw_now_wall(), ret) == 0)
+                return 0;
+        reply_error(rep, 400, key, "%s: give Unix seconds or a time like \"tomorrow 09:00\", \"now+2h\", "
+                                   "\"2026-11-22T09:00:00Z\"", key);
+        return -EINVAL;
+}
+
+static int get_span(const json_t *o, const char *key, gw_usec_t *ret, struct gw_http_reply *rep) {
+        const json_t *v = json_object_get(o, key);
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+                *ret = json_integer_value(v) * GW_USEC_PER_SEC;
+                return 0;
+        }
+        if (json_is_string(v) && gw_parse_duration(json_string_value(v), ret) == 0)
+                return 0;
+        reply_error(rep, 400, key, "%s: give seconds or a duration like 4h, 90m", key);
+        return -EINVAL;
+}
+
+static bool rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep) {
+        if (c->admin)
+                return false;
+        int64_t wait = gw_sharing_rate(d, c->uid);
+        if (wait <= 0)
+                return false;
+        char after[32];
+        snprintf(after, sizeof after, "%lld", (long long) wait);
+        reply_error(rep, 429, NULL, "too many submissions and bookings from %s (at most %d a minute, %d at once)",
+                    c->user, GW_RATELIMIT_DEFAULT_RATE, GW_RATELIMIT_DEFAULT_BURST);
+        gw_http_reply_header(rep, "Retry-After", after);
+        return true;
+}
+
+bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep) {
+        return rate_limited(d, c, rep);
+}
+
+/* Places the request, checks the user's booking quota, and stores the booking. */
+static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec_t start, gw_usec_t len,
+                 const char *name, struct gw_http_reply *rep) {
+        struct gw_calendar_request req = { .ngpus = ngpus, .start = start, .duration = len };
+        char msg[GW_CALENDAR_MSG_SIZE];
+        gw_usec_t now = gw_now_wall();
+        if (ngpus > (int) d->n_gpus)
+                return reply_error(rep, 400, "ngpus", "ngpus: only %u GPUs on this host", d->n_gpus);
+        if (gw_calendar_check_request(&req, now, msg, sizeof msg) < 0)
+                return reply_error(rep, 400, strstr(msg, "GPU") ? "ngpus" : "start", "%s", msg);
+        struct calendar_view v;
+        gw_calendar_view(d, &v);
+        struct gw_quota lim;
+        gw_sharing_limits(d, c->uid, c->user, &lim, NULL);
+        int64_t mine = gw_calendar_user_booked_gpus(v.bookings, v.in.n_bookings, c->uid, start, start + len, 0);
+        char qmsg[GW_QUOTA_MSG_SIZE] = "";
+        int q = gw_quota_check_booking(&lim, mine, ngpus, start, start + len, now, qmsg, sizeof qmsg);
+        struct gw_calendar_placement p;
+        int r = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &req, gw_sharing_format_time, NULL, &p);
+        gw_calendar_view_free(&v);
+        if (q == GW_QUOTA_BOOKING_REFUSE)
+                return reply_error(rep, 403, "start", "%s", qmsg);
+        if (r < 0)
+                return reply_error(rep, 400, NULL, "cannot place the booking");
+        if (p.verdict != GW_PLACE_FITS) {
+                json_t *o = json_pack("{s:s,s:s}", "error", p.message, "field", "start");
+                if (p.verdict == GW_PLACE_LATER)
+                        json_object_set_new(o, "nearest", json_pack("{s:f,s:f}", "start", (double) p.start / 1e6, "end",
+                                                                    (double) p.end / 1e6));
+                return reply_json(rep, 409, o);
+        }
+        struct gw_store_booking b = { .uid = c->uid, .ngpus = ngpus, .start = start, .end = start + len,
+                                      .gpu_mask = p.gpu_mask,
+                                      .state = q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? GW_BOOKING_PENDING_APPROVAL
+                                                                                    : GW_BOOKING_APPROVED };
+        snprintf(b.user, sizeof b.user, "%s", c->user);
+        snprintf(b.name, sizeof b.name, "%s", name ? name : "");
+        snprintf(b.note, sizeof b.note, "%s", q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? qmsg : "");
+        if (gw_store_booking_save(d->store, &b) < 0)
+                return reply_error(rep, 503, NULL, "cannot record the booking: %s", gw_store_errmsg(d->store));
+        struct gw_sharing *s = d->sharing;
+        if (s->n_bookings == s->cap_bookings) {
+                s->cap_bookings = s->cap_bookings ? s->cap_bookings * 2 : 16;
+                s->bookings = gw_xrealloc(s->bookings, s->cap_bookings * sizeof *s->bookings);
+        }
+        s->bookings[s->n_bookings++] = b;
+        d->sched_dirty = true;
+        log_info("booking %lld by %s: %d GPUs %s", (long long) b.id, b.user, ngpus, gw_booking_state_name(b.state));
+        reply_json(rep, 201, booking_json(&b));
+}
+
+void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        if (rate_limited(d, c, rep))
+                return;
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        gw_usec_t start, len;
+        const json_t *ng = json_object_get(o, "ngpus");
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (!json_is_integer(ng) || json_integer_value(ng) < 1 || json_integer_value(ng) > 64)
+                reply_error(rep, 400, "ngpus", "ngpus: a booking needs 1 to 64 GPUs");
+        else if (get_when(o, "start", &start, rep) == 0 && get_span(o, "duration", &len, rep) == 0)
+                book(d, c, (int) json_integer_value(ng), start, len, name, rep);
+        json_decref(o);
+}
+
+void on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *arr = json_array();
+        for (size_t i = 0; i < d->sharing->n_bookings; i++)
+                json_array_append_new(arr, booking_json(&d->sharing->bookings[i]));
+        reply_json(rep, 200, json_pack("{s:o}", "bookings", arr));
+}
+
+void on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        struct gw_store_booking *b = gw_sharing_booking(d, ctx->id);
+        if (!b)
+                return reply_error(rep, 404, "id", "no open booking %lld", (long long) ctx->id);
+        bool approve = strstr(req->path, "/approve") != NULL, deny = strstr(req->path, "/deny") != NULL;
+        if ((approve || deny) && !c->admin)
+                return reply_error(rep, 403, NULL, "only admins may approve or deny bookings");
+        if (!approve && !deny && !c->admin && b->uid != c->uid)
+                return reply_error(rep, 403, "id", "booking %lld belongs to %s; only they or an admin may release it",
+                                   (long long) b->id, b->user);
+        if (approve && b->state != GW_BOOKING_PENDING_APPROVAL)
+                return reply_error(rep, 409, "id", "booking %lld is %s, not awaiting approval", (long long) b->id,
+                                   gw_booking_state_name((enum gw_booking_state) b->state));
+        enum gw_booking_state to = approve ? GW_BOOKING_APPROVED : deny ? GW_BOOKING_DENIED : GW_BOOKING_RELEASED;
+        char note[160];
+        snprintf(note, sizeof note, "%s by %s", approve ? "approved" : deny ? "denied" : "released", c->user);
+        b->state = to;
+        snprintf(b->note, sizeof b->note, "%s", note);
+        if (gw_store_booking_save(d->store, b) < 0)
+                return reply_error(rep, 503, NULL, "cannot record it: %s", gw_store_errmsg(d->store));
+        json_t *o = booking_json(b);
+        /* Its queued jobs will find their booking gone and end (the calendar closes the gate). */
+        if (gw_booking_state_is_final(to)) {
+                *b = d->sharing->bookings[--d->sharing->n_bookings];
+        }
+        d->sched_dirty = true;
+        reply_json(rep, 200, o);
+}
+
+void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                 struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        long long hours = 72;
+        const char *qh = gw_http_query(req, "hours");
+        if (qh && gw_parse_int(qh, 1, 24 * 14, &hours) < 0)
+                return reply_error(rep, 400, "hours", "hours: 1 to 336");
+        struct calendar_view v;
+        gw_calendar_view(d, &v);
+        gw_usec_t now = gw_now_wall(), horizon = hours * 3600 * GW_USEC_PER_SEC;
+        size_t cap = gw_schedule_layout_max(&v.in), n = 0;
+        struct gw_schedule_segment *segs = gw_xcalloc(cap + 1, sizeof *segs);
+        int r = gw_schedule_layout(&v.in, now, horizon, segs, cap, &n);
+        gw_calendar_view_free(&v);
+        if (r < 0) {
+                free(segs);
+                return reply_error(rep, 500, NULL, "cannot lay out the schedule");
+        }
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, json_pack("{s:i,s:f,s:f,s:s,s:I,s:I,s:s}", "gpu", segs[i].gpu, "start",
+                                                     (double) segs[i].start / 1e6, "end", (double) segs[i].end / 1e6,
+                                                     "kind", gw_segment_kind_name(segs[i].kind), "id",
+                                                     (json_int_t) segs[i].id, "booking", (json_int_t) segs[i].booking_id,
+                                                     "label", segs[i].label));
+        /* The text chart: one column per hour (per 10 minutes for short views), from the hour. */
+        gw_usec_t hour = 3600 * GW_USEC_PER_SEC, col = hours <= 12 ? hour / 6 : hour;
+        gw_usec_t from = now - now % col;
+        size_t size = 256 * 1024;
+        char *text = gw_xmalloc(size);
+        uint64_t rows = d->n_gpus >= 64 ? UINT64_MAX : (UINT64_C(1) << d->n_gpus) - 1;
+        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_sharing_format_time, NULL, text, size) < 0 &&
+            !text[0])
+                snprintf(text, size, "(no chart)");
+        free(segs);
+        json_t *o = json_pack("{s:f,s:f,s:o,s:s}", "from", (double) now / 1e6, "to", (double) (now + horizon) / 1e6,
+                              "segments", arr, "text", text);
+        free(text);
+        reply_json(rep, 200, o);
+}
+
+void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        const char *user = gw_http_query(req, "user");
+        uint32_t uid = c->uid;
+        char name[64];
+        snprintf(name, sizeof name, "%s", c->user);
+        if (user && strcmp(user, c->user)) {
+                struct passwd pw, *pwp = NULL;
+                char buf[16384];
+                if (getpwnam_r(user, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+                        return reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
+                uid = pw.pw_uid;
+                snprintf(name, sizeof name, "%s", user);
+        } else if (!c->known)
+                return reply_error(rep, 401, NULL, "who are you? Use the Unix socket or a token, or give ?user=");
+        struct gw_quota lim;
+        enum gw_quota_source src[_GW_QUOTA_KEY_MAX];
+        gw_sharing_limits(d, uid, name, &lim, src);
+        struct gw_quota_usage u;
+        gw_sharing_usage(d, uid, &u);
+        static const char *const sources[] = { "unlimited", "user", "group", "default" };
+        json_t *limits = json_object();
+        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++) {
+                char val[64];
+                gw_quota_format_value(k, lim.v[k], val, sizeof val);
+                json_object_set_new(limits, gw_quota_key_name(k), json_pack("{s:s,s:s}", "value", val, "from",
+                                                                            sources[src[k]]));
+        }
+        reply_json(rep, 200, json_pack("{s:s,s:o,s:{s:I,s:I,s:f}}", "user", name, "limits", limits, "usage",
+                                       "gpus_running", (json_int_t) u.gpus_running, "pending_jobs",
+                                       (json_int_t) u.pending_jobs, "gpu_hours_7d", (double) u.gpu_time_7d / 3.6e9));
+}
+
+void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        const char *subject = json_string_value(json_object_get(o, "subject"));
+        const json_t *settings = json_object_get(o, "settings");
+        char subj[96], msg[GW_QUOTA_MSG_SIZE];
+        if (!subject || !*subject || strlen(subject) > 64)
+                reply_error(rep, 400, "subject", "subject: USER, @GROUP or default");
+        else if (!json_is_array(settings) || json_array_size(settings) == 0)
+                reply_error(rep, 400, "settings", "settings: a list of KEY=VALUE");
+        else {
+                if (!strcmp(subject, "default"))
+                        snprintf(subj, sizeof subj, "default");
+                else
+                        snprintf(subj, sizeof subj, "%s:%s", subject[0] == '@' ? "group" : "user",
+                                 subject + (subject[0] == '@'));
+                size_t i;
+                json_t *s;
+                struct gw_quota scratch;
+                gw_quota_init(&scratch);
+                /* All or nothing: check every setting before storing any. */
+                json_array_foreach(settings, i, s) {
+                        if (!json_is_string(s) || gw_quota_parse_setting(&scratch, json_string_value(s), msg, sizeof msg) < 0) {
+                                reply_error(rep, 400, "settings", "%s", json_is_string(s) ? msg : "settings: strings only");
+                                json_decref(o);
+                                return;
+                        }
+                }
+                json_array_foreach(settings, i, s) {
+                        if (!json_is_string(s) || gw_sharing_quota_apply(d, subj, json_string_value(s), msg, sizeof msg) < 0) {
+                                reply_error(rep, 400, "settings", "%s", json_is_string(s) ? msg : "settings: strings only");
+                                json_decref(o);
+                                return;
+                        }
+                }
+                log_info("quota of %s set by %s", subj, c->user);
+                reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
+        }
+        json_decref(o);
+}
+
+/* --- tokens ----------------------------------------------------------------------------- */
+
+void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        if (!req->unix_door)
+                return reply_error(rep, 403, NULL, "tokens are made on the Unix socket only (gpuward token create)");
+        json_t *o = req->body_len ? parse_body(req, rep) : json_object();
+        if (!o)
+                return;
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (name && (strlen(name) > 64 || strpbrk(name, "\n\r\t"))) {
+                json_decref(o);
+                return reply_error(rep, 400, "name", "name: at most 64 characters on one line");
+        }
+        uint8_t rnd[GW_TOKEN_RANDOM_BYTES];
+        char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
+                json_decref(o);
+                return reply_error(rep, 503, NULL, "no randomness available");
+        }
+        gw_token_format(rnd, token);
+        (void) gw_token_hash(token, hash);
+        int64_t id;
+        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, &id) < 0) {
+                json_decref(o);
+                return reply_error(rep, 503, NULL, "cannot record the token: %s", gw_store_errmsg(d->store));
+        }
+        log_info("token %lld made for %s", (long long) id, c->user);
+        reply_json(rep, 201, json_pack("{s:I,s:s,s:s,s:s}", "id", (json_int_t) id, "user", c->user, "name",
+                                       name ? name : "", "token", token));
+        json_decref(o);
+}
+
+static void token_row(const struct gw_store_token *t, void *userdata) {
+        json_array_append_new(userdata, json_pack("{s:I,s:s,s:s,s:f,s:o}", "id", (json_int_t) t->id, "user", t->user,
+                                                  "name", t->name, "created", (double) t->created / 1e6, "last_used",
+                                                  t->last_used ? json_real((double) t->last_used / 1e6) : json_null()));
+}
+
+void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *arr = json_array();
+        (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, arr);
+        reply_json(rep, 200, json_pack("{s:o}", "tokens", arr));
+}
+
+void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        int r = gw_store_token_revoke(d->store, ctx->id, !c->admin, c->uid);
+        if (r == -ENOENT)
+                return reply_error(rep, 404, "id", "no token %lld of yours", (long long) ctx->id);
+        if (r < 0)
+                return reply_error(rep, 503, NULL, "cannot revoke it: %s", gw_store_errmsg(d->store));
+        reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
+}
+
+/* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
+int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n) {
+        const char *tok;
+        size_t len;
+        char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
+        if (gw_token_from_bearer(header, &tok, &len) < 0 || len >= sizeof token)
+                return -EINVAL;
+        memcpy(token, tok, len);
+        token[len] = '\0';
+        struct gw_store_token t;
+        if (gw_token_hash(token, hash) < 0 || gw_store_token_find(d->store, hash, &t) < 0 ||
+            !gw_token_matches(token, t.hash))
+                return -EPERM;
+        (void) gw_store_token_used(d->store, t.id);
+        *ret_uid = t.uid;
+        snprintf(user, n, "%s", t.user);
+        return 0;
+}

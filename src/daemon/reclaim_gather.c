@@ -1,0 +1,400 @@
+/* The file signals of idle reclamation: the job's log (size, mtime, the phase from its tail),
+ * Ultralytics' results.csv (rows, last losses), a declared progress file and checkpoint
+ * mtimes.  Called only for a job whose GPUs look idle (reclaim_watch.c), so a busy job costs
+ * no file I/O; every "changed" instant is the file's mtime, so skipping samples loses nothing.
+ *
+ * The daemon runs as root and reads what the job's user controls: no symlink as the last
+ * component, regular files only, size caps, and files in the user's domain must belong to the
+ * job's user (another user's run directory is not this job's progress). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/reclaim_watch.h"
+#include "daemon/resume.h"
+
+#define TAIL_BYTES (16 * 1024)
+#define RESULTS_MAX (16u << 20)   /* a results.csv beyond this is not re-parsed */
+#define SCAN_MAX 512              /* directory entries looked at per directory */
+#define GLOB_MAX 1000
+#define EXTRA_PATTERNS 16
+
+static gw_usec_t mtime_us(const struct stat *st) {
+        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
+}
+
+/* Whether a file the job's user controls may count: theirs, when the daemon is root. */
+static bool owned(const struct gw_job *j, const struct stat *st) {
+        return geteuid() != 0 || j->uid == 0 || st->st_uid == j->uid;
+}
+
+static bool user_file(const struct gw_job *j, const char *path, struct stat *st) {
+        return lstat(path, st) == 0 && S_ISREG(st->st_mode) && owned(j, st);
+}
+
+static void join(char *buf, size_t n, const char *dir, const char *p) {
+        if (p[0] == '/' || !dir)
+                snprintf(buf, n, "%s", p);
+        else
+                snprintf(buf, n, "%s/%s", dir, p);
+}
+
+/* Reads up to max bytes from offset max bytes before the end of an open regular file. */
+static char *read_end(int fd, const struct stat *st, size_t max, size_t *ret_len) {
+        size_t len = (size_t) st->st_size < max ? (size_t) st->st_size : max;
+        char *buf = gw_xmalloc(len + 1);
+        ssize_t n = pread(fd, buf, len, st->st_size - (off_t) len);
+        buf[n > 0 ? n : 0] = '\0';
+        *ret_len = n > 0 ? (size_t) n : 0;
+        return buf;
+}
+
+/* ---- the log and its phase ---- */
+
+/* The built-in patterns plus the config's '|'-separated substrings (issue 4: patterns are
+ * configurable; the defaults cover Ultralytics). */
+struct rules_buf {
+        struct gw_phase_pattern pats[32 + 2 * EXTRA_PATTERNS];
+        char text[2 * 1024];
+        struct gw_phase_rules rules;
+};
+
+static void add_patterns(struct rules_buf *b, size_t *n, size_t *used, const char *list, enum gw_phase ph) {
+        for (const char *p = list; p && *p;) {
+                size_t l = strcspn(p, "|");
+                if (l && *n < ELEMENTSOF(b->pats) && *used + l + 1 <= sizeof b->text) {
+                        memcpy(b->text + *used, p, l);
+                        b->text[*used + l] = '\0';
+                        b->pats[(*n)++] = (struct gw_phase_pattern) { ph, GW_MATCH_SUBSTR, b->text + *used, false };
+                        *used += l + 1;
+                }
+                p += l + (p[l] == '|');
+        }
+}
+
+static const struct gw_phase_rules *phase_rules(const struct gw_config *c, struct rules_buf *b) {
+        if (!c->validating_patterns && !c->saving_patterns)
+                return NULL; /* the defaults */
+        size_t n = 0, used = 0;
+        for (size_t i = 0; i < gw_phase_patterns_default_n && n < 32; i++)
+                b->pats[n++] = gw_phase_patterns_default[i];
+        add_patterns(b, &n, &used, c->validating_patterns, GW_PHASE_VALIDATING);
+        add_patterns(b, &n, &used, c->saving_patterns, GW_PHASE_SAVING);
+        b->rules = (struct gw_phase_rules) { .patterns = b->pats, .n_patterns = n };
+        return &b->rules;
+}
+
+/* Drops gpuward's own lines ("gpuward: WARNING ...") from a tail in place: they quote the job
+ * and must not become its phase (a quoted "val: " would protect the job it warns). */
+static size_t drop_own_lines(char *buf, size_t len) {
+        size_t out = 0;
+        for (size_t i = 0; i < len;) {
+                const char *nl = memchr(buf + i, '\n', len - i);
+                size_t l = nl ? (size_t) (nl - (buf + i)) + 1 : len - i;
+                if (!(l >= 9 && !memcmp(buf + i, "gpuward: ", 9))) {
+                        memmove(buf + out, buf + i, l);
+                        out += l;
+                }
+                i += l;
+        }
+        return out;
+}
+
+static void gather_log(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {
+        if (!j->log_path)
+                return;
+        _cleanup_close_ int fd = open(j->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        /* The daemon's own log files need no owner check; a user-chosen --output does. */
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (j->output && !owned(j, &st)))
+                return;
+        if (w->log_seen && (uint64_t) st.st_size == w->log_size)
+                return;
+        w->log_seen = true;
+        w->log_size = (uint64_t) st.st_size;
+        w->log_changed = mtime_us(&st);
+        size_t len;
+        _cleanup_free_ char *tail = read_end(fd, &st, TAIL_BYTES, &len);
+        len = drop_own_lines(tail, len);
+        struct rules_buf rb;
+        struct gw_phase_result pr;
+        if (gw_phase_from_log(tail, len, phase_rules(d->cfg, &rb), &pr) < 0)
+                pr = (struct gw_phase_result) { .phase = GW_PHASE_UNKNOWN };
+        w->phase = pr.phase;
+        snprintf(w->phase_line, sizeof w->phase_line, "%s", pr.line);
+}
+
+int gw_rwatch_log_append(const struct gw_job *j, struct gw_rwatch *w, const char *line) {
+        if (!j->log_path)
+                return -ENOENT;
+        _cleanup_close_ int fd = open(j->log_path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || (j->output && !owned(j, &st)))
+                return -EPERM;
+        uint64_t before = (uint64_t) st.st_size;
+        /* A tqdm bar ends without '\n': start on a line of our own, or the user would not see
+         * it and the tail reader could not tell it from the bar. */
+        char last = '\n', buf[1024];
+        if (before > 0 && pread(fd, &last, 1, st.st_size - 1) != 1)
+                last = '\n';
+        int n = snprintf(buf, sizeof buf, "%s%s", last == '\n' ? "" : "\n", line);
+        if (n < 0 || (size_t) n >= sizeof buf)
+                return -E2BIG;
+        if (write(fd, buf, (size_t) n) != n)
+                return -EIO;
+        /* Only when the job wrote nothing since the last look: otherwise its bytes would be
+         * hidden too, and the next sample should see them as progress. */
+        if (w->log_seen && before == w->log_size && fstat(fd, &st) == 0)
+                w->log_size = (uint64_t) st.st_size;
+        return 0;
+}
+
+/* ---- results.csv ---- */
+
+/* The value of key in the command: "key=V" (Ultralytics) or "--key V" / "--key=V" (YOLOv5's
+ * train.py); the last one wins, as in both CLIs. */
+static const char *arg_of(char *const *argv, const char *key) {
+        size_t kl = strlen(key);
+        const char *v = NULL;
+        for (size_t i = 1; argv && argv[i]; i++) {
+                const char *a = argv[i];
+                bool dashes = !strncmp(a, "--", 2);
+                if (dashes)
+                        a += 2;
+                if (strncmp(a, key, kl))
+                        continue;
+                if (a[kl] == '=')
+                        v = a + kl + 1;
+                else if (dashes && !a[kl] && argv[i + 1])
+                        v = argv[i + 1];
+        }
+        return v;
+}
+
+static bool has_word(char *const *argv, const char *word) {
+        for (size_t i = 1; argv && argv[i]; i++)
+                if (!strcmp(argv[i], word))
+                        return true;
+        return false;
+}
+
+/* Ultralytics names a new run NAME, NAME2, NAME3 ... (increment_path). */
+static bool name_matches(const char *entry, const char *name) {
+        size_t l = strlen(name);
+        return !strncmp(entry, name, l) && strspn(entry + l, "0123456789") == strlen(entry + l);
+}
+
+struct pick {
+        char path[4400];
+        gw_usec_t mtime;
+        gw_usec_t since;                 /* only files written during this attempt */
+};
+
+static void consider(const struct gw_job *j, const char *path, struct pick *pk) {
+        struct stat st;
+        if (!user_file(j, path, &st))
+                return;
+        gw_usec_t t = mtime_us(&st);
+        if (t + GW_USEC_PER_SEC < pk->since || t <= pk->mtime)
+                return;
+        pk->mtime = t;
+        snprintf(pk->path, sizeof pk->path, "%s", path);
+}
+
+/* DIR/E/results.csv for each entry E (matching name when given). */
+static void scan_runs(const struct gw_job *j, const char *dir, const char *name, struct pick *pk) {
+        DIR *dd = opendir(dir);
+        struct dirent *de;
+        for (size_t k = 0; dd && k < SCAN_MAX && (de = readdir(dd)); k++) {
+                char path[4400];
+                if (de->d_name[0] == '.' || (name && !name_matches(de->d_name, name)))
+                        continue;
+                snprintf(path, sizeof path, "%s/%s/results.csv", dir, de->d_name);
+                consider(j, path, pk);
+        }
+        if (dd)
+                closedir(dd);
+}
+
+/* The run's results.csv: the resumed checkpoint's run directory, else PROJECT/NAME* from the
+ * command, else the newest runs/ * / * /results.csv under the cwd; NULL until one was written
+ * during this attempt (an older run's file says nothing about this job).  Malloc'ed. */
+static char *find_results(const struct gw_job *j) {
+        struct pick pk = { .since = j->start_time };
+        const char *ck = j->resume_from;
+        if (!ck && has_word(j->argv, "resume"))
+                ck = arg_of(j->argv, "model");
+        char dir[4096], path[4400];
+        if (ck) {
+                _cleanup_free_ char *run = gw_resume_run_dir(ck);
+                join(dir, sizeof dir, j->cwd, run);
+                snprintf(path, sizeof path, "%s/results.csv", dir);
+                consider(j, path, &pk);
+        }
+        const char *project = arg_of(j->argv, "project"), *name = arg_of(j->argv, "name");
+        if (project) {
+                join(dir, sizeof dir, j->cwd, project);
+                scan_runs(j, dir, name, &pk);
+        } else if (!pk.path[0] && j->cwd) {
+                /* runs/TASK/NAME (Ultralytics: detect, segment...; YOLOv5: train/exp). */
+                join(dir, sizeof dir, j->cwd, "runs");
+                DIR *dd = opendir(dir);
+                struct dirent *de;
+                for (size_t k = 0; dd && k < SCAN_MAX && (de = readdir(dd)); k++) {
+                        char task[4400];
+                        if (de->d_name[0] == '.')
+                                continue;
+                        snprintf(task, sizeof task, "%s/%s", dir, de->d_name);
+                        scan_runs(j, task, name, &pk);
+                }
+                if (dd)
+                        closedir(dd);
+        }
+        return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
+}
+
+static uint64_t hash_row(const struct gw_results *r, size_t row) {
+        uint64_t h = 1469598103934665603ULL;
+        for (size_t c = 0; c < r->n_cols; c++) {
+                double v = gw_results_value(r, row, c);
+                unsigned char b[sizeof v];
+                memcpy(b, &v, sizeof v);
+                for (size_t i = 0; i < sizeof b; i++)
+                        h = (h ^ b[i]) * 1099511628211ULL;
+        }
+        return h;
+}
+
+static void gather_results(const struct gw_job *j, struct gw_rwatch *w) {
+        if (!w->results_path)
+                w->results_path = find_results(j);
+        if (!w->results_path)
+                return;
+        _cleanup_close_ int fd = open(w->results_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !owned(j, &st))
+                return;
+        gw_usec_t mt = mtime_us(&st);
+        if (w->results_seen && st.st_size == w->results_size && mt == w->results_mtime)
+                return;
+        bool first = !w->results_seen;
+        w->results_seen = true;
+        w->results_size = st.st_size;
+        w->results_mtime = mt;
+        if ((uint64_t) st.st_size > RESULTS_MAX) {
+                w->results_changed = mt; /* too big to re-read each epoch: its growth still counts */
+                return;
+        }
+        size_t len;
+        _cleanup_free_ char *text = read_end(fd, &st, RESULTS_MAX, &len);
+        struct gw_results r;
+        int rc = gw_results_parse(text, len, &r);
+        if (rc < 0) {
+                /* No complete header yet (-ENODATA), or not a results file. */
+                if (first || w->results_rows < 0)
+                        w->results_rows = 0;
+                w->results_changed = mt;
+                return;
+        }
+        double losses[GW_RWATCH_LOSSES];
+        size_t nl = r.n_rows ? gw_results_losses(&r, r.n_rows - 1, losses, GW_RWATCH_LOSSES) : 0;
+        uint64_t last = r.n_rows ? hash_row(&r, r.n_rows - 1) : 0;
+        if (first || r.n_lines != w->results_lines || last != w->results_last)
+                w->results_changed = mt;
+        if (nl && (first || nl != w->n_losses || memcmp(losses, w->losses, nl * sizeof *losses)))
+                w->loss_changed = mt;
+        memcpy(w->losses, losses, nl * sizeof *losses);
+        w->n_losses = nl;
+        w->results_rows = (long) r.n_rows;
+        w->results_lines = r.n_lines;
+        w->results_last = last;
+        gw_results_free(&r);
+}
+
+/* ---- the progress file and checkpoints ---- */
+
+static void gather_progress(const struct gw_job *j, struct gw_rwatch *w) {
+        char path[4400];
+        struct stat st;
+        if (!j->progress_file)
+                return;
+        join(path, sizeof path, j->cwd, j->progress_file);
+        if (!user_file(j, path, &st))
+                return;
+        gw_usec_t mt = mtime_us(&st);
+        if (w->progress_seen && st.st_size == w->progress_size && mt == w->progress_mtime)
+                return;
+        w->progress_seen = true;
+        w->progress_size = st.st_size;
+        w->progress_mtime = mt;
+        w->progress_changed = mt;
+}
+
+static void newer(gw_usec_t *best, const struct stat *st) {
+        if (mtime_us(st) > *best)
+                *best = mtime_us(st);
+}
+
+/* Ultralytics logs nothing when it saves a checkpoint (product.md §7): a save is seen from the
+ * newest RUN/weights/ *.pt, or the newest --checkpoint match for other jobs. */
+static void gather_ckpt(const struct gw_job *j, struct gw_rwatch *w) {
+        gw_usec_t best = 0;
+        if (w->results_path) {
+                char dir[4400];
+                snprintf(dir, sizeof dir, "%s", w->results_path);
+                char *slash = strrchr(dir, '/');
+                if (slash)
+                        snprintf(slash, sizeof dir - (size_t) (slash - dir), "/weights");
+                DIR *dd = opendir(dir);
+                struct dirent *de;
+                for (size_t k = 0; dd && k < SCAN_MAX && (de = readdir(dd)); k++) {
+                        size_t l = strlen(de->d_name);
+                        char path[4700];
+                        struct stat st;
+                        if (l < 4 || strcmp(de->d_name + l - 3, ".pt"))
+                                continue;
+                        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+                        if (user_file(j, path, &st))
+                                newer(&best, &st);
+                }
+                if (dd)
+                        closedir(dd);
+        }
+        if (j->checkpoint && j->cwd) {
+                char pattern[4400];
+                glob_t g;
+                join(pattern, sizeof pattern, j->cwd, j->checkpoint);
+                if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+                        for (size_t i = 0; i < g.gl_pathc && i < GLOB_MAX; i++) {
+                                struct stat st;
+                                if (user_file(j, g.gl_pathv[i], &st))
+                                        newer(&best, &st);
+                        }
+                        globfree(&g);
+                }
+        }
+        w->ckpt_mtime = best;
+}
+
+void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {
+        gather_log(d, j, w);
+        gather_results(j, w);
+        gather_progress(j, w);
+        gather_ckpt(j, w);
+}
+
+void gw_rwatch_files_free(struct gw_rwatch *w) {
+        free(w->results_path);
+        w->results_path = NULL;
+}

@@ -1,0 +1,163 @@
+/* Idle-reclamation profiles in the daemon: which one a job runs under, who may choose which at
+ * submit, and the admin endpoint that changes a running job's profile. */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/codec.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/handlers.h"
+#include "daemon/reclaim_watch.h"
+
+const struct gw_policy_conf *gw_reclaim_policy_conf(const struct gw_daemon *d, const char *name) {
+        for (size_t i = 0; name && i < d->cfg->n_policies; i++)
+                if (!strcmp(d->cfg->policies[i].p.name, name))
+                        return &d->cfg->policies[i];
+        return NULL;
+}
+
+const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, const struct gw_job *j) {
+        const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, j->idle_policy ? j->idle_policy : "default");
+        if (!pc)
+                pc = gw_reclaim_policy_conf(d, "default");
+        return pc ? &pc->p : &gw_reclaim_profiles[0];
+}
+
+/* The API's rule (handlers.c identify): root, the daemon's own user, or a name in admins. */
+static bool is_admin(const struct gw_daemon *d, uid_t uid, const char *user) {
+        if (uid == 0 || uid == geteuid())
+                return true;
+        size_t n = strlen(user);
+        for (const char *p = d->cfg->admins; p && *p;) {
+                size_t l = strcspn(p, ", ");
+                if (l == n && !strncmp(p, user, n))
+                        return true;
+                p += l;
+                p += strspn(p, ", ");
+        }
+        return false;
+}
+
+static bool in_group(const char *group, const char *user, gid_t gid) {
+        struct group gr, *grp = NULL;
+        char buf[16384];
+        if (getgrnam_r(group, &gr, buf, sizeof buf, &grp) != 0 || !grp)
+                return false;
+        gid_t want = grp->gr_gid, groups[256];
+        int n = (int) ELEMENTSOF(groups);
+        if (gid == want)
+                return true;
+        if (getgrouplist(user, gid, groups, &n) < 0)
+                return false;
+        for (int i = 0; i < n; i++)
+                if (groups[i] == want)
+                        return true;
+        return false;
+}
+
+/* Whether j's user may choose pc.  Admins always may: they can set any profile afterwards
+ * anyway (POST .../policy).  "default" is what a job gets without asking, so naming it is
+ * always allowed.  Without an allowed list, a profile that reclaims is open to everyone and
+ * one that does not is for admins only (opting out is their call). */
+static bool may_use(const struct gw_daemon *d, const struct gw_policy_conf *pc, const struct gw_job *j) {
+        const char *user = j->user ? j->user : "";
+        bool admin = is_admin(d, j->uid, user);
+        if (admin || !strcmp(pc->p.name, "default") || (!pc->allowed && pc->p.enabled))
+                return true;
+        for (const char *p = pc->allowed; p && *p;) {
+                p += strspn(p, ", ");
+                size_t l = strcspn(p, ", ");
+                char item[256];
+                snprintf(item, sizeof item, "%.*s", (int) (l < sizeof item ? l : sizeof item - 1), p);
+                p += l;
+                if (!item[0])
+                        continue;
+                if (!strcmp(item, "*") || !strcmp(item, user))
+                        return true;
+                if (item[0] == '@' && strcmp(item, "@admins") && in_group(item + 1, user, j->gid))
+                        return true;
+        }
+        return false;
+}
+
+static void known_profiles(const struct gw_daemon *d, char *buf, size_t n) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < d->cfg->n_policies && used < n; i++) {
+                int r = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", d->cfg->policies[i].p.name);
+                if (r > 0)
+                        used += (size_t) r;
+        }
+}
+
+int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err) {
+        if (!j->idle_policy)
+                return 0;
+        const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, j->idle_policy);
+        if (!pc) {
+                char names[256];
+                known_profiles(d, names, sizeof names);
+                err->status = 400;
+                snprintf(err->field, sizeof err->field, "idle_policy");
+                snprintf(err->message, sizeof err->message, "idle_policy: no profile '%.64s' (profiles here: %s)",
+                         j->idle_policy, names);
+                return -EINVAL;
+        }
+        if (may_use(d, pc, j))
+                return 0;
+        err->status = 403;
+        snprintf(err->field, sizeof err->field, "idle_policy");
+        snprintf(err->message, sizeof err->message,
+                 "idle_policy: user %.64s may not use profile '%s'%s (allowed: %.80s); ask an admin", j->user,
+                 pc->p.name, pc->p.enabled ? "" : ", which turns reclamation off",
+                 pc->allowed ? pc->allowed : "admins only");
+        return -EPERM;
+}
+
+void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        const json_t *v = json_object_get(o, "idle_policy");
+        char name[GW_RECLAIM_NAME_MAX + 1];
+        snprintf(name, sizeof name, "%s", json_is_string(v) ? json_string_value(v) : "");
+        bool ok = json_is_string(v) && strlen(json_string_value(v)) < sizeof name;
+        json_decref(o);
+        if (!ok)
+                return reply_error(rep, 400, "idle_policy", "idle_policy: a profile name is required");
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *found = job_or_reply(d, ctx->id, c, "change its idle policy", rep, &tmp);
+        if (!found)
+                return;
+        struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        if (!dj)
+                return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) found->id,
+                                   gw_job_state_name(found->state));
+        const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, name);
+        if (!pc) {
+                char names[256];
+                known_profiles(d, names, sizeof names);
+                return reply_error(rep, 400, "idle_policy", "idle_policy: no profile '%s' (profiles here: %s)", name,
+                                   names);
+        }
+        struct gw_job *j = dj->job;
+        char msg[256];
+        snprintf(msg, sizeof msg, "idle policy %s -> %s (set by %s)%s", j->idle_policy ? j->idle_policy : "default",
+                 pc->p.name, c->user, pc->p.enabled ? "" : ": reclamation off");
+        _cleanup_free_ char *old = j->idle_policy;
+        j->idle_policy = gw_xstrdup(pc->p.name);
+        if (gw_store_job_update(d->store, j, "policy", msg) < 0) {
+                free(j->idle_policy);
+                j->idle_policy = TAKE_PTR(old);
+                return reply_error(rep, 503, NULL, "cannot record the change: %s", gw_store_errmsg(d->store));
+        }
+        log_info("job %lld: %s", (long long) j->id, msg);
+        reply_json(rep, 200, gw_codec_job(j));
+}

@@ -1,0 +1,252 @@
+/* Idle-GPU reclamation in the daemon (issue 4, product.md §1.2): after every GPU sample, for
+ * each running job, gather what gw_reclaim_decide needs, decide, and carry it out:
+ *   WARN      -> a "warn" job event with the evidence, and a line in the job's own log;
+ *   TERMINATE -> gw_job_terminate(RECLAIMED, evidence): SIGTERM to the whole job, SIGKILL
+ *                after the profile's grace (jobs.c's timer); the job then ends through
+ *                recovery.c as RECLAIMED and its GPUs go to the next job at once;
+ *   KILL      -> jobs.c's SIGKILL path, asked again (at most every KILL_REARM);
+ *   a warning withdrawn -> an "unwarn" event and a line in the log.
+ * The decision is pure (core/reclaim.h); what survives between samples is struct gw_rwatch.
+ * The wall clock is read here once per sample: reclaim instants are compared with file mtimes. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "daemon/reclaim_watch.h"
+
+#define KILL_REARM (5 * GW_USEC_PER_SEC)
+
+struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w) {
+        if (!w)
+                return NULL;
+        gw_probe_close(&w->probe);
+        gw_rwatch_files_free(w);
+        free(w);
+        return NULL;
+}
+
+/* A fresh watch for the job's current attempt: a retry starts with a new log and a new clock. */
+static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
+        const struct gw_job *j = dj->job;
+        struct gw_rwatch *w = dj->rwatch;
+        if (w && w->attempt == j->attempt && w->start_time == j->start_time)
+                return w;
+        gw_rwatch_free(w);
+        w = gw_xcalloc(1, sizeof *w);
+        w->attempt = j->attempt;
+        w->start_time = j->start_time;
+        w->results_rows = -1;
+        gw_probe_init(&w->probe);
+        /* A job found running at a restart gets a fresh window: what its GPUs did while the
+         * daemon was down is unknown, and files alone never reclaim a job. */
+        if (j->start_time < d->started_at)
+                w->state.last_active = now;
+        dj->rwatch = w;
+        return w;
+}
+
+/* The job's GPUs in this sample: its own utilisation (its processes' per-process figures
+ * where NVML has them, else the device's), and whether a process that is not the job's
+ * (another job's, a rogue one) holds memory or computes there: that counts as busy (issue 4
+ * part 5: never reclaim a job because someone else uses its GPU). */
+static size_t job_gpus(const struct gw_daemon *d, const struct gw_job *j, struct gw_reclaim_gpu *out) {
+        size_t n = 0;
+        for (unsigned gi = 0; gi < d->n_gpus && gi < 64; gi++) {
+                if (!(j->gpu_mask & (UINT64_C(1) << gi)))
+                        continue;
+                const struct gw_dgpu *g = &d->gpus[gi];
+                struct gw_reclaim_gpu *r = &out[n++];
+                *r = (struct gw_reclaim_gpu) { .index = (int) gi };
+                unsigned util = 0;
+                bool per_proc = false;
+                for (size_t k = 0; k < g->n_procs; k++) {
+                        const struct gw_dproc *p = &g->procs[k];
+                        if (p->job_id != j->id) {
+                                r->other_busy |= (p->mem != UINT64_MAX && p->mem > 0) || p->sm_util > 0;
+                                continue;
+                        }
+                        if (p->sm_util >= 0) {
+                                util += (unsigned) p->sm_util;
+                                per_proc = true;
+                        }
+                }
+                if (per_proc) {
+                        r->util_valid = true;
+                        r->util = util > 100 ? 100 : util;
+                } else if (g->sampled && g->sample.health == GW_GPU_OK && (g->sample.valid & GW_GPU_HAS_UTIL)) {
+                        r->util_valid = true;
+                        r->util = g->sample.util_gpu > 100 ? 100 : g->sample.util_gpu;
+                }
+        }
+        return n;
+}
+
+/* Mirrors core/reclaim.c's rule; used only to skip file I/O for jobs that are busy anyway. */
+static bool any_busy(const struct gw_reclaim_gpu *g, size_t n, unsigned threshold) {
+        for (size_t i = 0; i < n; i++)
+                if (!g[i].util_valid || g[i].other_busy || g[i].util >= threshold)
+                        return true;
+        return false;
+}
+
+static long utc_offset(gw_usec_t now) {
+        time_t t = (time_t) (now / GW_USEC_PER_SEC);
+        struct tm tm;
+        return localtime_r(&t, &tm) ? tm.tm_gmtoff : 0;
+}
+
+static const char *clock_at(gw_usec_t t, char *buf, size_t n) {
+        time_t s = (time_t) (t / GW_USEC_PER_SEC);
+        struct tm tm;
+        if (!localtime_r(&s, &tm) || !strftime(buf, n, "%H:%M:%S", &tm))
+                snprintf(buf, n, "?");
+        return buf;
+}
+
+/* "0%/3%" */
+static void util_list(const struct gw_reclaim_gpu *g, size_t n, char *buf, size_t len) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && used < len; i++) {
+                int r = g[i].util_valid ? snprintf(buf + used, len - used, "%s%u%%", i ? "/" : "", g[i].util)
+                                        : snprintf(buf + used, len - used, "%s?", i ? "/" : "");
+                if (r > 0)
+                        used += (size_t) r;
+        }
+}
+
+/* The line for the job's log.  It quotes no log line (gw_rwatch_gather also skips lines
+ * starting with "gpuward: "): a quoted "val: " must never read as the job validating. */
+static void warn_line(const struct gw_job *j, const struct gw_reclaim_policy *p, const struct gw_reclaim_gpu *g,
+                      size_t n, const struct gw_reclaim_decision *dec, gw_usec_t now, char *buf, size_t len) {
+        char gpus[256], utils[256], idle[32], since[16], at[16];
+        gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus);
+        util_list(g, n, utils, sizeof utils);
+        snprintf(buf, len,
+                 "gpuward: WARNING: job %lld has been idle for %s (GPU %s util %s, threshold %u%%; no progress "
+                 "since %s; profile %s); it will be stopped at %s unless it makes progress (gpuward show %lld)\n",
+                 (long long) j->id, gw_format_duration(dec->idle_for, idle, sizeof idle), gpus, utils,
+                 p->util_threshold, clock_at(dec->idle_since, since, sizeof since), p->name,
+                 clock_at(now + p->warn, at, sizeof at), (long long) j->id);
+}
+
+static void act_warn(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_reclaim_policy *p,
+                     const struct gw_reclaim_gpu *g, size_t n, const struct gw_reclaim_decision *dec, gw_usec_t now) {
+        const struct gw_job *j = dj->job;
+        char line[768];
+        (void) gw_store_job_event(d->store, j->id, j->state, "warn", dec->evidence);
+        log_info("job %lld: %s", (long long) j->id, dec->evidence);
+        warn_line(j, p, g, n, dec, now, line, sizeof line);
+        int r = gw_rwatch_log_append(j, w, line);
+        if (r < 0)
+                log_debug("job %lld: cannot append the warning to its log: %s", (long long) j->id, strerror(-r));
+        /* The owner notification (mail, webhook) belongs to the web issue: it reads "warn" events. */
+}
+
+static void act_withdraw(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w,
+                         const struct gw_reclaim_decision *dec) {
+        const struct gw_job *j = dj->job;
+        char msg[GW_RECLAIM_EVIDENCE_MAX + 32];
+        snprintf(msg, sizeof msg, "warning withdrawn: %s", dec->evidence);
+        (void) gw_store_job_event(d->store, j->id, j->state, "unwarn", msg);
+        log_info("job %lld: %s", (long long) j->id, msg);
+        (void) gw_rwatch_log_append(j, w, "gpuward: warning withdrawn: the job is active again\n");
+}
+
+static void act_terminate(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w,
+                          const struct gw_reclaim_policy *p, const struct gw_reclaim_decision *dec, gw_usec_t now) {
+        const struct gw_job *j = dj->job;
+        char reason[GW_RECLAIM_EVIDENCE_MAX + 64], at[16], line[160];
+        snprintf(reason, sizeof reason, "%s; SIGTERM %s", dec->evidence, clock_at(now, at, sizeof at));
+        snprintf(line, sizeof line, "gpuward: idle GPUs reclaimed: SIGTERM to the job at %s (gpuward show %lld)\n", at,
+                 (long long) j->id);
+        (void) gw_rwatch_log_append(j, w, line);
+        d->reclaims++;
+        gw_job_terminate(d, dj, GW_JOB_RECLAIMED, reason);
+        /* The profile's grace, not --grace-seconds: a profile may give a job longer to save. */
+        dj->kill_at = d->now + p->grace;
+}
+
+/* SIGKILL through jobs.c's timer: due now.  Once it fired (kill_at 0), asked again only every
+ * KILL_REARM, for processes that appeared after it. */
+static void act_kill(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, gw_usec_t now) {
+        if (!dj->terminating || (dj->kill_at == 0 && now < w->kill_rearm_at) || (dj->kill_at && dj->kill_at <= d->now))
+                return;
+        dj->kill_at = d->now;
+        w->kill_rearm_at = now + KILL_REARM;
+}
+
+static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
+        struct gw_job *j = dj->job;
+        if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
+                return;
+        struct gw_rwatch *w = rwatch_for(d, dj, now);
+        if (dj->terminating && !w->state.term_at)
+                return; /* cancelled or out of time: not ours to end */
+        const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
+        struct gw_reclaim_gpu gpus[64];
+        size_t n = job_gpus(d, j, gpus);
+        /* Files are looked at only when the answer could be "idle": a busy, young, exempt or
+         * already stopping job is kept whatever they say, and mtimes lose nothing meanwhile. */
+        bool look = p->enabled && !w->state.term_at && now - j->start_time >= p->idle_timeout &&
+                    !any_busy(gpus, n, p->util_threshold);
+        if (look)
+                gw_rwatch_gather(d, j, w);
+        gw_probe_step(&w->probe, j->health_url, look, now);
+        struct gw_job_obs o = {
+                .started_at = j->start_time,
+                .gpus = gpus,
+                .n_gpus = n,
+                .log_size = w->log_size,
+                .log_changed = w->log_changed,
+                .results_rows = w->results_rows,
+                .results_changed = w->results_changed,
+                .progress_changed = w->progress_changed,
+                .loss = w->n_losses ? w->losses[0] : NAN,
+                .loss_changed = w->loss_changed,
+                .ckpt_mtime = w->ckpt_mtime,
+                .phase = w->phase,
+                .phase_line = w->phase_line[0] ? w->phase_line : NULL,
+                .probe = w->probe.result,
+                .probe_detail = w->probe.detail[0] ? w->probe.detail : NULL,
+                .utc_offset = utc_offset(now),
+                .state = w->state,
+        };
+        struct gw_reclaim_decision dec;
+        int r = gw_reclaim_decide(&o, p, now, &dec);
+        if (r < 0) {
+                log_debug("job %lld: no reclaim decision: %s", (long long) j->id, strerror(-r));
+                return;
+        }
+        switch (dec.action) {
+        case GW_RECLAIM_WARN:
+                act_warn(d, dj, w, p, gpus, n, &dec, now);
+                break;
+        case GW_RECLAIM_TERMINATE:
+                act_terminate(d, dj, w, p, &dec, now);
+                break;
+        case GW_RECLAIM_KILL:
+                act_kill(d, dj, w, now);
+                break;
+        default:
+                log_debug("job %lld: %s", (long long) j->id, dec.evidence);
+                if (dec.warning_cleared)
+                        act_withdraw(d, dj, w, &dec);
+                break;
+        }
+        w->state = dec.next;
+}
+
+void gw_reclaim_watch(struct gw_daemon *d) {
+        gw_usec_t now = gw_now_wall();
+        /* Terminating does not remove a job from running[] (it ends when it exits), so the
+         * array is stable during the walk. */
+        for (size_t i = 0; i < d->n_running; i++)
+                watch_job(d, d->running[i], now);
+}

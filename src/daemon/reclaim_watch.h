@@ -1,0 +1,86 @@
+/* Internals of idle-GPU reclamation (issue 4), shared by reclaim_watch.c (per sample: decide
+ * and act), reclaim_gather.c (the file signals), reclaim_probe.c (the health probe) and
+ * reclaim_policy.c (profiles, who may use them, the admin endpoint).  The daemon-wide entry
+ * points are in daemon.h's "idle-GPU reclamation" section. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/progress.h"
+#include "core/reclaim.h"
+#include "daemon/daemon.h"
+
+#define GW_RWATCH_LOSSES 8
+
+/* One HTTP GET on loopback, driven by the samples (never by waiting): each step is a zero
+ * timeout poll/send/recv, so the event loop is never blocked.  The price is latency: a reply
+ * is read at the next sample, and the decision sees the last finished probe.  That is fine
+ * because the probe is evidence only (core/reclaim.h): it never changes the action. */
+struct gw_probe {
+        int fd;                          /* -1: none in flight */
+        bool sent;                       /* the request went out */
+        gw_usec_t started;               /* wall clock */
+        gw_usec_t next_at;               /* no new probe before (wall clock) */
+        char buf[64];                    /* the start of the reply: its status line */
+        size_t len;
+        enum gw_probe_result result;     /* of the last finished probe; NONE before the first */
+        char detail[64];                 /* "HTTP 503", "timeout", "connection refused" */
+};
+
+/* What one running job's watch remembers between samples.  Reset when a new attempt starts. */
+struct gw_rwatch {
+        int attempt;                     /* the attempt this state belongs to */
+        gw_usec_t start_time;            /* its start (wall clock) */
+        struct gw_reclaim_state state;   /* gw_reclaim_decide's, stored as decision.next */
+        gw_usec_t kill_rearm_at;         /* no second SIGKILL request before (wall clock) */
+
+        /* The job's log.  log_size counts gpuward's own appended lines too, so that they are
+         * not taken for the job's progress (core/reclaim.h: log_changed). */
+        bool log_seen;
+        uint64_t log_size;
+        gw_usec_t log_changed;
+        enum gw_phase phase;
+        char phase_line[GW_PHASE_LINE_MAX];
+
+        /* Ultralytics' results.csv, once found (the path is then kept). */
+        char *results_path;
+        bool results_seen;
+        int64_t results_size;
+        gw_usec_t results_mtime;
+        long results_rows;               /* -1: none found yet */
+        size_t results_lines;
+        uint64_t results_last;           /* a hash of the last row's values */
+        gw_usec_t results_changed;
+        double losses[GW_RWATCH_LOSSES];
+        size_t n_losses;
+        gw_usec_t loss_changed;
+
+        /* The declared --progress file. */
+        bool progress_seen;
+        int64_t progress_size;
+        gw_usec_t progress_mtime, progress_changed;
+
+        gw_usec_t ckpt_mtime;            /* newest RUN/weights/ *.pt or --checkpoint match */
+        struct gw_probe probe;
+};
+
+/* reclaim_gather.c */
+/* Refreshes w's file signals for j: stats the log, results.csv, the progress file and the
+ * checkpoints, and reads a file only when its size or mtime changed. */
+void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w);
+/* Appends line (ending in '\n') to j's log.  Its bytes are recorded in w->log_size, so the
+ * next sample does not take gpuward's own words for the job's progress.  0 or -errno. */
+int gw_rwatch_log_append(const struct gw_job *j, struct gw_rwatch *w, const char *line);
+void gw_rwatch_files_free(struct gw_rwatch *w);
+
+/* reclaim_probe.c */
+void gw_probe_init(struct gw_probe *p);
+/* Advances a probe in flight; starts one when want (the job is otherwise idle) and none ran
+ * in the last few seconds.  url NULL: no probe, result NONE. */
+void gw_probe_step(struct gw_probe *p, const char *url, bool want, gw_usec_t now);
+void gw_probe_close(struct gw_probe *p);
+
+/* reclaim_policy.c */
+/* The configured profile named name, or NULL. */
+const struct gw_policy_conf *gw_reclaim_policy_conf(const struct gw_daemon *d, const char *name);

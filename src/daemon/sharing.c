@@ -1,0 +1,420 @@
+/* Bookings, quotas and rate limits in the daemon: state, persistence, the scheduler's view. */
+#include "daemon/sharing.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+
+#define RATE_USERS 1024
+
+void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata) {
+        time_t s = (time_t) (t / GW_USEC_PER_SEC), r = (time_t) (ref / GW_USEC_PER_SEC);
+        struct tm tm, rm;
+        localtime_r(&s, &tm);
+        localtime_r(&r, &rm);
+        bool same_day = ref && tm.tm_yday == rm.tm_yday && tm.tm_year == rm.tm_year;
+        strftime(buf, n, same_day ? "%H:%M" : "%a %H:%M", &tm);
+}
+
+static void booking_keep(const struct gw_store_booking *b, void *userdata) {
+        struct gw_sharing *s = userdata;
+        if (s->n_bookings == s->cap_bookings) {
+                s->cap_bookings = s->cap_bookings ? s->cap_bookings * 2 : 16;
+                s->bookings = gw_xrealloc(s->bookings, s->cap_bookings * sizeof *s->bookings);
+        }
+        s->bookings[s->n_bookings++] = *b;
+}
+
+static struct gw_quota_subject *subject(struct gw_sharing *s, const char *name, bool create) {
+        for (size_t i = 0; i < s->n_subjects; i++)
+                if (!strcmp(s->subjects[i].name, name))
+                        return &s->subjects[i];
+        if (!create || s->n_subjects == GW_SHARING_MAX_SUBJECTS)
+                return NULL;
+        struct gw_quota_subject *q = &s->subjects[s->n_subjects++];
+        snprintf(q->name, sizeof q->name, "%s", name);
+        gw_quota_init(&q->q);
+        return q;
+}
+
+static void quota_keep(const char *subj, const char *key, int64_t value, void *userdata) {
+        struct gw_quota_subject *q = subject(userdata, subj, true);
+        enum gw_quota_key k = gw_quota_key_from_name(key);
+        if (q && k >= 0)
+                q->q.v[k] = value;
+}
+
+int gw_sharing_quota_apply(struct gw_daemon *d, const char *subj, const char *setting, char *msg, size_t n) {
+        struct gw_quota_subject *q = subject(d->sharing, subj, true);
+        if (!q) {
+                snprintf(msg, n, "too many quota subjects");
+                return -E2BIG;
+        }
+        struct gw_quota tmp = q->q;
+        int r = gw_quota_parse_setting(&tmp, setting, msg, n);
+        if (r < 0)
+                return r;
+        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++)
+                if (tmp.v[k] != q->q.v[k] && gw_store_quota_set(d->store, subj, gw_quota_key_name(k), tmp.v[k]) < 0) {
+                        snprintf(msg, n, "cannot store the quota: %s", gw_store_errmsg(d->store));
+                        return -EIO;
+                }
+        q->q = tmp;
+        d->sched_dirty = true;
+        return 0;
+}
+
+int gw_sharing_open(struct gw_daemon *d) {
+        struct gw_sharing *s = gw_xcalloc(1, sizeof *s);
+        d->sharing = s;
+        s->no_show = GW_CALENDAR_NO_SHOW_DEFAULT;
+        s->warn_before_end = GW_CALENDAR_WARN_DEFAULT;
+        s->limits = gw_xcalloc(1, sizeof *s->limits);
+        struct gw_ratelimit_entry *storage = gw_xcalloc(RATE_USERS, sizeof *storage);
+        (void) gw_ratelimit_init(s->limits, storage, RATE_USERS, GW_RATELIMIT_DEFAULT_RATE, GW_RATELIMIT_DEFAULT_BURST);
+        int r = gw_store_bookings(d->store, true, booking_keep, s);
+        if (r >= 0)
+                r = gw_store_quotas(d->store, quota_keep, s);
+        return r;
+}
+
+void gw_sharing_close(struct gw_daemon *d) {
+        struct gw_sharing *s = d->sharing;
+        if (!s)
+                return;
+        free(s->bookings);
+        free(s->limits->entries);
+        free(s->limits);
+        free(s);
+        d->sharing = NULL;
+}
+
+struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id) {
+        for (size_t i = 0; i < d->sharing->n_bookings; i++)
+                if (d->sharing->bookings[i].id == id)
+                        return &d->sharing->bookings[i];
+        return NULL;
+}
+
+void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
+        memset(v, 0, sizeof *v);
+        struct gw_sharing *s = d->sharing;
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                v->gpus[i] = (struct gw_sched_gpu) {
+                        .index = (int) i,
+                        .usable = !d->gpus[i].drained && (!d->gpus[i].sampled || d->gpus[i].sample.health == GW_GPU_OK),
+                        .job_id = d->gpus[i].job_id,
+                };
+        v->bookings = gw_xcalloc(s->n_bookings + 1, sizeof *v->bookings);
+        for (size_t i = 0; i < s->n_bookings; i++) {
+                const struct gw_store_booking *b = &s->bookings[i];
+                v->bookings[i] = (struct gw_booking) { b->id, b->uid, b->ngpus, b->start, b->end, b->gpu_mask,
+                                                       (enum gw_booking_state) b->state, b->last_used, b->name };
+        }
+        gw_usec_t wall = gw_now_wall();
+        v->running = gw_xcalloc(d->n_running + 1, sizeof *v->running);
+        for (size_t i = 0; i < d->n_running; i++) {
+                const struct gw_djob *dj = d->running[i];
+                v->running[i] = (struct gw_cal_job) { dj->job->id, dj->job->booking_id, dj->job->gpu_mask,
+                                                      dj->job->start_time, wall + (dj->limit_at - d->now),
+                                                      dj->booking_warned, dj->job->name };
+        }
+        v->pending = gw_xcalloc(d->n_queue + 1, sizeof *v->pending);
+        for (size_t i = 0; i < d->n_queue; i++) {
+                const struct gw_job *j = d->queue[i]->job;
+                v->pending[i] = (struct gw_cal_pending) { j->id, j->ngpus, j->time_limit, j->booking_id,
+                                                          j->state == GW_JOB_HELD, j->not_before, j->name };
+        }
+        v->in = (struct gw_calendar_input) { v->gpus, d->n_gpus, v->bookings, s->n_bookings, v->running, d->n_running,
+                                             v->pending, d->n_queue };
+}
+
+void gw_calendar_view_free(struct calendar_view *v) {
+        free(v->bookings);
+        free(v->running);
+        free(v->pending);
+}
+
+static void booking_state(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state st, const char *note) {
+        b->state = st;
+        if (note)
+                snprintf(b->note, sizeof b->note, "%s", note);
+        if (gw_store_booking_save(d->store, b) < 0)
+                log_err("booking %lld: cannot record %s: %s", (long long) b->id, gw_booking_state_name(st),
+                        gw_store_errmsg(d->store));
+        log_info("booking %lld (%s, %d GPUs): %s%s%s", (long long) b->id, b->user, b->ngpus, gw_booking_state_name(st),
+                 note ? ": " : "", note ? note : "");
+}
+
+/* Drops bookings that are over from the in-memory list (they stay in the store). */
+static void bookings_compact(struct gw_sharing *s) {
+        size_t k = 0;
+        for (size_t i = 0; i < s->n_bookings; i++)
+                if (!gw_booking_state_is_final((enum gw_booking_state) s->bookings[i].state))
+                        s->bookings[k++] = s->bookings[i];
+        s->n_bookings = k;
+}
+
+static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
+        struct gw_store_booking *b = gw_sharing_booking(d, a->booking_id);
+        struct gw_djob *dj = a->job_id ? gw_jobmap_get(&d->map, a->job_id) : NULL;
+        char msg[256];
+        switch (a->kind) {
+        case GW_CAL_ACTIVATE:
+        case GW_CAL_END:
+        case GW_CAL_EXPIRE:
+                if (b)
+                        booking_state(d, b, a->new_state,
+                                      a->kind == GW_CAL_EXPIRE ? "its end came before an admin approved it" : NULL);
+                break;
+        case GW_CAL_NO_SHOW:
+                if (b) {
+                        snprintf(msg, sizeof msg, "released: no job ran in it for %lld minutes",
+                                 (long long) (d->sharing->no_show / (60 * GW_USEC_PER_SEC)));
+                        booking_state(d, b, GW_BOOKING_RELEASED, msg);
+                }
+                break;
+        case GW_CAL_REASSIGN:
+                if (b) {
+                        b->gpu_mask = a->gpu_mask;
+                        booking_state(d, b, (enum gw_booking_state) b->state, "GPUs re-chosen: one was drained");
+                }
+                break;
+        case GW_CAL_CONFLICT:
+                if (b)
+                        log_warn("booking %lld: a GPU it needs is unusable and none can replace it", (long long) b->id);
+                break;
+        case GW_CAL_WARN_JOB:
+                if (dj && !dj->booking_warned && dj->job->state == GW_JOB_RUNNING && b) {
+                        /* No signal: most programs die of an unexpected SIGUSR1.  The job's own
+                         * log and its events say it; SIGTERM comes at the end, as for a time limit. */
+                        char when[32];
+                        gw_sharing_format_time(b->end, gw_now_wall(), when, sizeof when, NULL);
+                        snprintf(msg, sizeof msg, "booking %lld ends at %s: the job will get SIGTERM then",
+                                 (long long) b->id, when);
+                        dj->booking_warned = true;
+                        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "warn", msg);
+                        gw_job_log_note(d, dj, msg);
+                }
+                break;
+        case GW_CAL_STOP_JOB:
+                if (dj && dj->job->state == GW_JOB_RUNNING)
+                        gw_job_terminate(d, dj, GW_JOB_TIMEOUT, "its booking ended");
+                break;
+        }
+}
+
+gw_usec_t gw_sharing_tick(struct gw_daemon *d) {
+        struct gw_sharing *s = d->sharing;
+        if (!s || (!s->n_bookings && d->n_queue == 0))
+                return GW_USEC_INFINITY;
+        if (d->now < s->next_tick)
+                return s->next_tick;
+        /* Once a second is enough: booking times are minutes apart, and tests use seconds. */
+        s->next_tick = d->now + GW_USEC_PER_SEC;
+        if (!s->n_bookings)
+                return s->next_tick;
+        struct calendar_view v;
+        gw_calendar_view(d, &v);
+        size_t cap = gw_calendar_tick_max(&v.in), n = 0;
+        struct gw_cal_action *acts = gw_xcalloc(cap + 1, sizeof *acts);
+        struct gw_calendar_params p = { s->no_show, s->warn_before_end };
+        if (gw_calendar_tick(&v.in, gw_now_wall(), &p, acts, cap, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        apply_action(d, &acts[i]);
+        free(acts);
+        gw_calendar_view_free(&v);
+        if (n) {
+                bookings_compact(s);
+                d->sched_dirty = true;
+        }
+        return s->next_tick;
+}
+
+/* --- quotas ------------------------------------------------------------------------- */
+
+void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, struct gw_quota *ret,
+                       enum gw_quota_source src[_GW_QUOTA_KEY_MAX]) {
+        struct gw_sharing *s = d->sharing;
+        char name[96];
+        snprintf(name, sizeof name, "user:%s", user);
+        const struct gw_quota_subject *u = subject(s, name, false), *def = subject(s, "default", false);
+        const struct gw_quota *groups[64];
+        size_t ng = 0;
+        struct passwd pw, *pwp = NULL;
+        char buf[16384];
+        gid_t gids[64];
+        int n = 64;
+        if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp && getgrouplist(pw.pw_name, pw.pw_gid, gids, &n) >= 0)
+                for (int i = 0; i < n && ng < ELEMENTSOF(groups); i++) {
+                        struct group gr, *grp = NULL;
+                        char gbuf[16384];
+                        if (getgrgid_r(gids[i], &gr, gbuf, sizeof gbuf, &grp) != 0 || !grp)
+                                continue;
+                        snprintf(name, sizeof name, "group:%s", gr.gr_name);
+                        const struct gw_quota_subject *g = subject(s, name, false);
+                        if (g)
+                                groups[ng++] = &g->q;
+                }
+        gw_quota_resolve(u ? &u->q : NULL, groups, ng, def ? &def->q : NULL, ret, src);
+}
+
+void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u) {
+        memset(u, 0, sizeof *u);
+        for (size_t i = 0; i < d->n_running; i++)
+                if (d->running[i]->job->uid == uid)
+                        u->gpus_running += d->running[i]->job->ngpus;
+        for (size_t i = 0; i < d->n_queue; i++)
+                if (d->queue[i]->job->uid == uid)
+                        u->pending_jobs++;
+        gw_usec_t now = gw_now_wall();
+        (void) gw_store_gpu_time_since(d->store, uid, now - GW_QUOTA_WINDOW_7D, now, &u->gpu_time_7d);
+}
+
+static bool quota_unlimited(const struct gw_quota *q) {
+        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++)
+                if (q->v[k] != GW_QUOTA_UNLIMITED)
+                        return false;
+        return true;
+}
+
+int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
+        if (j->booking_id > 0) {
+                struct gw_store_booking *b = gw_sharing_booking(d, j->booking_id);
+                if (!b) {
+                        err->status = 400;
+                        snprintf(err->field, sizeof err->field, "reservation");
+                        snprintf(err->message, sizeof err->message, "reservation: booking %lld does not exist or has ended",
+                                 (long long) j->booking_id);
+                        return -EINVAL;
+                }
+                if (b->uid != j->uid) {
+                        err->status = 403;
+                        snprintf(err->field, sizeof err->field, "reservation");
+                        snprintf(err->message, sizeof err->message, "reservation: booking %lld belongs to %s",
+                                 (long long) b->id, b->user);
+                        return -EPERM;
+                }
+                if (j->ngpus > b->ngpus) {
+                        err->status = 400;
+                        snprintf(err->field, sizeof err->field, "ngpus");
+                        snprintf(err->message, sizeof err->message, "ngpus: booking %lld has %d GPUs", (long long) b->id,
+                                 b->ngpus);
+                        return -EINVAL;
+                }
+        }
+        struct gw_quota lim;
+        gw_sharing_limits(d, j->uid, j->user, &lim, NULL);
+        if (quota_unlimited(&lim))
+                return 0;
+        struct gw_quota_usage u;
+        gw_sharing_usage(d, j->uid, &u);
+        char msg[GW_QUOTA_MSG_SIZE];
+        if (gw_quota_check_submit(&lim, &u, j->ngpus, j->time_limit, msg, sizeof msg) == GW_QUOTA_REFUSE) {
+                err->status = 403;
+                snprintf(err->field, sizeof err->field, "quota");
+                snprintf(err->message, sizeof err->message, "%s", msg);
+                return -EPERM;
+        }
+        return 0;
+}
+
+/* --- the scheduler's view --------------------------------------------------------------- */
+
+/* Limits and usage of the users met in one scheduling pass: looked up once per user. */
+struct user_quota {
+        uint32_t uid;
+        bool limited;
+        struct gw_quota lim;
+        struct gw_quota_usage use;
+};
+
+static const struct user_quota *user_quota(struct gw_daemon *d, struct user_quota *cache, size_t *n, uint32_t uid,
+                                           const char *user) {
+        for (size_t i = 0; i < *n; i++)
+                if (cache[i].uid == uid)
+                        return cache[i].limited ? &cache[i] : NULL;
+        struct user_quota tmp = { .uid = uid }, *q = *n < 64 ? &cache[(*n)++] : &tmp;
+        *q = tmp;
+        gw_sharing_limits(d, uid, user, &q->lim, NULL);
+        q->limited = !quota_unlimited(&q->lim);
+        if (q->limited)
+                gw_sharing_usage(d, uid, &q->use);
+        return q->limited && q != &tmp ? q : NULL;
+}
+
+void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
+        struct gw_sharing *s = d->sharing;
+        bool any_booking = s->n_bookings > 0, any_quota = s->n_subjects > 0, any_booked_job = false;
+        for (size_t i = 0; i < n && !any_booked_job; i++)
+                any_booked_job = d->queue[i]->job->booking_id > 0;
+        if (!any_booking && !any_quota && !any_booked_job)
+                return;
+        struct calendar_view v;
+        struct gw_calendar_gpus g;
+        gw_usec_t wall = gw_now_wall();
+        if (any_booking) {
+                gw_calendar_view(d, &v);
+                (void) gw_calendar_gpus_at(&v.in, wall, &g);
+        }
+        uint64_t all = d->n_gpus >= 64 ? UINT64_MAX : (UINT64_C(1) << d->n_gpus) - 1;
+        struct user_quota cache[64];
+        size_t n_cache = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct gw_job *j = d->queue[i]->job;
+                if (j->booking_id > 0 && !any_booking) {
+                        d->queue[i]->booking_closed = true;
+                        pending[i].blocked = GW_REASON_RESERVATION;
+                } else if (any_booking && j->booking_id > 0) {
+                        struct gw_calendar_gate gate;
+                        int r = gw_calendar_gate(&v.in, j->booking_id, wall, &gate);
+                        if (r < 0 || gate.gate == GW_GATE_CLOSED)
+                                d->queue[i]->booking_closed = true; /* ended after the pass (gw_schedule) */
+                        if (r < 0 || gate.gate == GW_GATE_CLOSED || gate.gate == GW_GATE_WAIT)
+                                pending[i].blocked = GW_REASON_RESERVATION;
+                        else if (gate.gate == GW_GATE_OPEN)
+                                pending[i].allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
+                } else if (any_booking) {
+                        uint64_t free_for = gw_calendar_free_for(&g, all, wall, j->time_limit);
+                        if (free_for != all)
+                                pending[i].allowed = free_for ? free_for : UINT64_C(1) << 63; /* none: never fits */
+                }
+                if (any_quota && !pending[i].blocked) {
+                        const struct user_quota *uq = user_quota(d, cache, &n_cache, j->uid, j->user);
+                        char msg[GW_QUOTA_MSG_SIZE];
+                        if (uq && gw_quota_check_start(&uq->lim, &uq->use, j->ngpus, msg, sizeof msg) == GW_QUOTA_WAIT)
+                                pending[i].blocked = GW_REASON_QUOTA;
+                }
+        }
+        if (any_booking)
+                gw_calendar_view_free(&v);
+}
+
+gw_usec_t gw_sharing_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at) {
+        struct gw_store_booking *b = j->booking_id ? gw_sharing_booking(d, j->booking_id) : NULL;
+        if (!b)
+                return limit_at;
+        gw_usec_t end = d->now + (b->end - gw_now_wall());
+        return end < limit_at ? end : limit_at;
+}
+
+void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j) {
+        struct gw_store_booking *b = j->booking_id ? gw_sharing_booking(d, j->booking_id) : NULL;
+        if (b) {
+                b->last_used = gw_now_wall();
+                (void) gw_store_booking_save(d->store, b);
+        }
+}
+
+int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid) {
+        return gw_ratelimit_take(d->sharing->limits, uid, gw_now_wall());
+}

@@ -1,0 +1,51 @@
+/* Sharing the GPUs fairly: bookings (the calendar), quotas, rate limits and API tokens.
+ * The decisions are in core/calendar, core/quota, core/ratelimit and core/token; this is
+ * their state in the daemon and its persistence. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/calendar.h"
+#include "core/quota.h"
+#include "core/ratelimit.h"
+#include "daemon/daemon.h"
+
+#define GW_SHARING_MAX_SUBJECTS 256
+
+struct gw_quota_subject {
+        char name[80];               /* "default", "user:alice", "group:lab" */
+        struct gw_quota q;
+};
+
+struct gw_sharing {
+        struct gw_store_booking *bookings; /* open ones: PENDING_APPROVAL, APPROVED, ACTIVE */
+        size_t n_bookings, cap_bookings;
+        struct gw_quota_subject subjects[GW_SHARING_MAX_SUBJECTS];
+        size_t n_subjects;
+        struct gw_ratelimit *limits;       /* per uid: submissions and bookings */
+        gw_usec_t next_tick;               /* monotonic */
+        gw_usec_t no_show, warn_before_end;
+};
+
+/* The calendar's view of now: GPUs, bookings, running and pending jobs.  The arrays are
+ * allocated; free with calendar_input_free. */
+struct calendar_view {
+        struct gw_calendar_input in;
+        struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
+        struct gw_booking *bookings;
+        struct gw_cal_job *running;
+        struct gw_cal_pending *pending;
+};
+void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v);
+void gw_calendar_view_free(struct calendar_view *v);
+struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id);
+/* Local-time formatter for messages ("Sat 13:00"). */
+void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata);
+/* The resolved limits of a user. */
+void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, struct gw_quota *ret,
+                       enum gw_quota_source src[_GW_QUOTA_KEY_MAX]);
+void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u);
+/* The token bucket of uid: 0, or the seconds to wait. */
+int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid);
+int gw_sharing_quota_apply(struct gw_daemon *d, const char *subject, const char *setting, char *msg, size_t n);
