@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,43 @@
 #define MAX_ENV 4096
 #define MAX_STRING 65536
 
+/* Text for JSON: jansson refuses invalid UTF-8 (and the value would then vanish from the
+ * reply), so invalid bytes, such as a cut character or a log line in Latin-1, become '?'. */
+json_t *gw_json_text(const char *s) {
+        if (!s)
+                s = "";
+        json_t *v = json_string(s);
+        if (v)
+                return v;
+        size_t n = strlen(s);
+        char *copy = gw_xmalloc(n + 1);
+        for (size_t i = 0; i < n;) {
+                unsigned char c = (unsigned char) s[i];
+                size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+                bool ok = len > 0 && i + len <= n;
+                for (size_t k = 1; ok && k < len; k++)
+                        ok = ((unsigned char) s[i + k] & 0xC0) == 0x80;
+                if (ok && len > 1) {
+                        memcpy(copy + i, s + i, len);
+                        /* Overlong forms and surrogates are refused by jansson too: check the whole. */
+                        i += len;
+                        continue;
+                }
+                copy[i++] = ok ? (char) c : '?';
+        }
+        copy[n] = '\0';
+        v = json_string(copy);
+        if (!v) { /* what is left is not UTF-8 jansson accepts: keep ASCII only */
+                for (size_t i = 0; i < n; i++)
+                        if ((unsigned char) copy[i] >= 0x80)
+                                copy[i] = '?';
+                v = json_string(copy);
+        }
+        free(copy);
+        return v;
+}
+
+static int fail(struct gw_codec_error *err, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct gw_codec_error *err, const char *field, const char *fmt, ...) {
         va_list ap;
         snprintf(err->field, sizeof err->field, "%s", field);
@@ -283,14 +321,14 @@ static json_t *enc_gpus(const struct gw_job *j) {
 static json_t *enc_command(const struct gw_job *j) {
         json_t *a = json_array();
         for (size_t i = 0; j->argv && j->argv[i]; i++)
-                json_array_append_new(a, json_string(j->argv[i]));
+                json_array_append_new(a, gw_json_text(j->argv[i]));
         return a;
 }
 
 static json_t *enc_reason(const struct gw_job *j) {
         const char *r = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD ? gw_job_reason_name(j->wait_reason)
                                                                              : j->end_reason;
-        return json_string(r ? r : "");
+        return gw_json_text(r);
 }
 
 static json_t *enc_after(const struct gw_job *j) {
@@ -299,7 +337,7 @@ static json_t *enc_after(const struct gw_job *j) {
         return json_pack("{s:I,s:s}", "job", (json_int_t) j->after_job, "kind", gw_dep_kind_name(j->after_kind));
 }
 
-static json_t *enc_str(const char *s) { return json_string(s ? s : ""); }
+static json_t *enc_str(const char *s) { return gw_json_text(s); }
 
 /* One encoder per field of the job object, in the order the API documents them. */
 #define FIELD(name, expr) \
@@ -322,7 +360,7 @@ FIELD(exit_code, j->has_exit && !j->signal ? json_integer(j->exit_code) : json_n
 FIELD(signal, j->signal ? json_integer(j->signal) : json_null())
 FIELD(command, enc_command(j))
 FIELD(cwd, enc_str(j->cwd))
-FIELD(log_path, j->log_path ? json_string(j->log_path) : json_null())
+FIELD(log_path, j->log_path ? gw_json_text(j->log_path) : json_null())
 FIELD(after, enc_after(j))
 FIELD(attempt, json_integer(j->attempt))
 FIELD(pid, j->pid > 0 ? json_integer(j->pid) : json_null())
@@ -330,7 +368,7 @@ FIELD(retries, json_integer(j->retries))
 FIELD(retry_on, j->retry_on ? json_string(j->retry_on) : json_null())
 FIELD(yolo, json_boolean(j->yolo))
 FIELD(not_before, time_or_null(j->not_before))
-FIELD(resume_from, j->resume_from ? json_string(j->resume_from) : json_null())
+FIELD(resume_from, j->resume_from ? gw_json_text(j->resume_from) : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
 #undef FIELD
@@ -401,10 +439,9 @@ json_t *gw_codec_job(const struct gw_job *j) { return gw_codec_job_masked(j, GW_
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n) {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
-                json_array_append_new(a, json_pack("{s:o,s:s,s:s,s:s}", "time", time_or_null(ev[i].time), "state",
+                json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o}", "time", time_or_null(ev[i].time), "state",
                                                    gw_job_state_name(ev[i].state) ?: "?", "kind",
-                                                   ev[i].kind ? ev[i].kind : "", "message",
-                                                   ev[i].message ? ev[i].message : ""));
+                                                   gw_json_text(ev[i].kind), "message", gw_json_text(ev[i].message)));
         return a;
 }
 
@@ -418,7 +455,7 @@ char *gw_codec_dump(json_t *o, size_t *ret_len) {
 }
 
 char *gw_codec_error_body(const char *field, const char *message, size_t *ret_len) {
-        json_t *o = json_pack("{s:s,s:o}", "error", message, "field",
-                              field && field[0] ? json_string(field) : json_null());
+        json_t *o = json_pack("{s:o,s:o}", "error", gw_json_text(message), "field",
+                              field && field[0] ? gw_json_text(field) : json_null());
         return gw_codec_dump(o, ret_len);
 }

@@ -29,5 +29,7 @@ json_t *gw_codec_events(const struct gw_job_event *ev, size_t n);
 
 /* {"error": message, "field": field or null}, serialized; malloc'ed. */
 char *gw_codec_error_body(const char *field, const char *message, size_t *ret_len);
+/* A JSON string of s with invalid UTF-8 bytes replaced by '?' (NULL s: ""). */
+json_t *gw_json_text(const char *s);
 /* Serializes and steals o; malloc'ed. */
 char *gw_codec_dump(json_t *o, size_t *ret_len);

@@ -1,6 +1,7 @@
 #include "api/http.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -127,14 +128,37 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                         memcpy(c->body + c->len, upload_data, *upload_data_size);
                         c->len += *upload_data_size;
                         c->body[c->len] = '\0';
-                } else
+                } else {
+                        /* libmicrohttpd answers only once the upload is over: the rest of an
+                         * oversized chunked body is read and dropped (memory stays bounded). */
                         c->too_large = true;
+                }
                 *upload_data_size = 0;
                 return MHD_YES;
         }
         if (c->too_large)
                 return reply_error(conn, 413, "request body larger than 1 MiB");
         return dispatch(c, url, method);
+}
+
+/* Decodes %XX in place like libmicrohttpd does, except %00: a NUL would cut the path the
+ * route table sees short of the path that was sent. */
+static size_t unescape_no_nul(void *cls, struct MHD_Connection *c, char *s) {
+        char *w = s;
+        for (char *r = s; *r;) {
+                if (r[0] == '%' && isxdigit((unsigned char) r[1]) && isxdigit((unsigned char) r[2])) {
+                        char hex[3] = { r[1], r[2], '\0' };
+                        long v = strtol(hex, NULL, 16);
+                        if (v != 0) {
+                                *w++ = (char) v;
+                                r += 3;
+                                continue;
+                        }
+                }
+                *w++ = *r++;
+        }
+        *w = '\0';
+        return (size_t) (w - s);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -164,7 +188,7 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
                                     (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                     (unsigned) (unix_door ? 0 : 512), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                     (size_t) 64 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
-                                    MHD_OPTION_END);
+                                    MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_END);
         if (!srv->mhd) {
                 free(srv);
                 return -EIO;

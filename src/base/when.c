@@ -13,6 +13,9 @@
 /* "HH:MM" or "HH:MM:SS" exactly; 0 or -EINVAL. */
 static int parse_clock(const char *s, int *h, int *m, int *sec) {
         int n = 0;
+        /* Digits and colons only: sscanf would also take signs and blanks. */
+        if (!*s || strspn(s, "0123456789:") != strlen(s))
+                return -EINVAL;
         *sec = 0;
         if (sscanf(s, "%2d:%2d%n", h, m, &n) != 2)
                 return -EINVAL;
@@ -47,9 +50,8 @@ static int parse_relative(const char *s, gw_usec_t now, gw_usec_t *ret) {
         if (*s != '+')
                 return -EINVAL;
         gw_usec_t d;
-        if (gw_parse_duration(s + 1, &d) < 0)
+        if (gw_parse_duration(s + 1, &d) < 0 || __builtin_add_overflow(now, d, ret))
                 return -EINVAL;
-        *ret = now + d;
         return 0;
 }
 

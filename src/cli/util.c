@@ -20,6 +20,7 @@ FILE *cli_set_error_stream(FILE *f) {
         return old;
 }
 
+static void vreport(const char *what, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void vreport(const char *what, const char *fmt, va_list ap) {
         FILE *out = error_stream ? error_stream : stderr;
         /* stdout may be a pipe into `less`; flush it first so messages keep their order. */

@@ -242,7 +242,7 @@ void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn);
 /* Answers the cancel requests waiting on dj. */
 void gw_api_resume_waiters(struct gw_djob *dj);
 
-/* ---- idle-GPU reclamation (issue 4): reclaim_watch.c, reclaim_gather.c, reclaim_probe.c ---- */
+/* ---- idle-GPU reclamation (issue 4): reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
 struct gw_rwatch;
 struct caller;
 struct gw_route_ctx;
@@ -257,6 +257,8 @@ const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, 
 /* At submit: 0, or -EINVAL (unknown profile) / -EPERM (the user may not choose it) with err
  * filled for field idle_policy. */
 int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err);
-/* POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): changes an active job's profile. */
+/* reclaim_policy.c: POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): changes an
+ * active job's profile; event "policy". */
 void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c);
+/* ---- end of idle-GPU reclamation ---- */

@@ -126,11 +126,12 @@ static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j) {
                 for (int g = 0; g < 64; g++)
                         if (a[i].gpu_mask & (UINT64_C(1) << g))
                                 json_array_append_new(gpus, json_integer(g));
-                json_t *o = json_pack("{s:i,s:o,s:f,s:f,s:s,s:s,s:s?,s:i,s:s?}", "attempt", a[i].attempt, "gpus", gpus,
+                json_t *o = json_pack("{s:i,s:o,s:f,s:f,s:o,s:o,s:o,s:i,s:o}", "attempt", a[i].attempt, "gpus", gpus,
                                       "start_time", (double) a[i].start_time / 1e6, "end_time",
-                                      (double) a[i].end_time / 1e6, "class", a[i].class_name ? a[i].class_name : "",
-                                      "evidence", a[i].evidence ? a[i].evidence : "", "resumed_from",
-                                      a[i].resumed_from, "epoch", a[i].epoch, "log_path", a[i].log_path);
+                                      (double) a[i].end_time / 1e6, "class", gw_json_text(a[i].class_name),
+                                      "evidence", gw_json_text(a[i].evidence), "resumed_from",
+                                      a[i].resumed_from ? gw_json_text(a[i].resumed_from) : json_null(), "epoch",
+                                      a[i].epoch, "log_path", a[i].log_path ? gw_json_text(a[i].log_path) : json_null());
                 json_object_set_new(o, "exit_code", a[i].has_exit && !a[i].signal ? json_integer(a[i].exit_code)
                                                                                    : json_null());
                 json_object_set_new(o, "signal", a[i].signal ? json_integer(a[i].signal) : json_null());
@@ -339,7 +340,7 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 return;
         }
         struct gw_codec_error ferr;
-        struct list_ctx lc = { NULL };
+        struct list_ctx lc = { 0 };
         if (gw_codec_job_fields(gw_http_query(req, "fields"), &lc.fields, &ferr) < 0) {
                 reply_error(rep, 400, ferr.field, "%s", ferr.message);
                 return;

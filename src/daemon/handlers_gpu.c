@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "api/codec.h"
 #include "api/metrics.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
@@ -14,7 +15,8 @@
 static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
 
 static json_t *proc_json(const struct gw_dproc *p) {
-        json_t *o = json_pack("{s:i,s:s,s:s}", "pid", (int) p->pid, "user", p->user, "command", p->cmd);
+        json_t *o = json_pack("{s:i,s:o,s:o}", "pid", (int) p->pid, "user", gw_json_text(p->user), "command",
+                              gw_json_text(p->cmd));
         json_object_set_new(o, "mem_used", p->mem != UINT64_MAX ? json_integer((json_int_t) p->mem) : json_null());
         json_object_set_new(o, "sm_util", p->sm_util >= 0 ? json_integer(p->sm_util) : json_null());
         json_object_set_new(o, "job", p->job_id ? json_integer(p->job_id) : json_null());
@@ -29,19 +31,19 @@ static const char *gpu_health(const struct gw_dgpu *g) {
 
 static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g) {
         const struct gw_gpu_sample *s = &g->sample;
-        json_t *o = json_pack("{s:i,s:s,s:s,s:I}", "index", (int) g->info.index, "name", g->info.name, "uuid",
-                              g->info.uuid, "mem_total", (json_int_t) g->info.mem_total);
+        json_t *o = json_pack("{s:i,s:o,s:o,s:I}", "index", (int) g->info.index, "name", gw_json_text(g->info.name),
+                              "uuid", gw_json_text(g->info.uuid), "mem_total", (json_int_t) g->info.mem_total);
         json_object_set_new(o, "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used) : json_null());
         json_object_set_new(o, "util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null());
         json_object_set_new(o, "mem_util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_mem) : json_null());
         json_object_set_new(o, "temp", s->valid & GW_GPU_HAS_TEMP ? json_integer(s->temp_c) : json_null());
         json_object_set_new(o, "power_w", s->valid & GW_GPU_HAS_POWER ? json_real(s->power_mw / 1000.0) : json_null());
         json_object_set_new(o, "health", json_string(gpu_health(g)));
-        json_object_set_new(o, "drain_reason", g->drained ? json_string(g->drain_reason) : json_null());
+        json_object_set_new(o, "drain_reason", g->drained ? gw_json_text(g->drain_reason) : json_null());
         json_object_set_new(o, "job", g->job_id ? json_integer(g->job_id) : json_null());
         struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
-        json_object_set_new(o, "job_info", dj ? json_pack("{s:I,s:s,s:s,s:o,s:n}", "id", (json_int_t) dj->job->id, "user",
-                                                          dj->job->user, "name", dj->job->name, "start_time",
+        json_object_set_new(o, "job_info", dj ? json_pack("{s:I,s:o,s:o,s:o,s:n}", "id", (json_int_t) dj->job->id, "user",
+                                                          gw_json_text(dj->job->user), "name", gw_json_text(dj->job->name), "start_time",
                                                           time_or_null(dj->job->start_time), "eta")
                                               : json_null());
         json_t *procs = json_array();
