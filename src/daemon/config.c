@@ -42,6 +42,10 @@ static const char usage[] =
         "  --default-retry-on LIST  failure classes retried by default\n"
         "                       (default gpu_fault,cuda_error,nccl_error,lost)\n"
         "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
+        "  --no-show DURATION   release a started booking with no job this long (default 15m)\n"
+        "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
+        "  --rate-limit N, --rate-burst N  submissions and bookings per user a minute, and at\n"
+        "                       once (default 20 and 50; admins are not limited)\n"
         "  --debug              verbose log\n"
         "  --help, --version\n"
         "\n"
@@ -53,7 +57,8 @@ static const char usage[] =
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
-       OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF };
+       OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_RATE,
+       OPT_BURST };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -73,6 +78,10 @@ static const struct option options[] = {
         { "default-retries", required_argument, NULL, OPT_RETRIES },
         { "default-retry-on", required_argument, NULL, OPT_RETRY_ON },
         { "retry-backoff", required_argument, NULL, OPT_BACKOFF },
+        { "no-show", required_argument, NULL, OPT_NO_SHOW },
+        { "booking-warn", required_argument, NULL, OPT_BOOKING_WARN },
+        { "rate-limit", required_argument, NULL, OPT_RATE },
+        { "rate-burst", required_argument, NULL, OPT_BURST },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -133,6 +142,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 c->grace = n * GW_USEC_PER_SEC;
                 return 0;
+        case OPT_RATE:
+        case OPT_BURST:
+                if (gw_parse_int(v, 1, 1000000, &n) < 0)
+                        break;
+                *(opt == OPT_RATE ? &c->rate_per_min : &c->rate_burst) = (int) n;
+                return 0;
+        case OPT_NO_SHOW:
+        case OPT_BOOKING_WARN:
         case OPT_BACKOFF:
         case OPT_SAMPLE:
                 /* A bare number is seconds here, unlike job time limits. */
@@ -140,7 +157,10 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         d = n * GW_USEC_PER_SEC;
                 else if (gw_parse_duration(v, &d) < 0)
                         break;
-                *(opt == OPT_SAMPLE ? &c->sample_interval : &c->retry_backoff) = d;
+                *(opt == OPT_SAMPLE    ? &c->sample_interval
+                  : opt == OPT_BACKOFF ? &c->retry_backoff
+                  : opt == OPT_NO_SHOW ? &c->no_show
+                                       : &c->booking_warn) = d;
                 return 0;
         case OPT_DEFAULT_LIMIT:
         case OPT_MAX_LIMIT:
@@ -317,6 +337,10 @@ static void set_defaults(struct gw_config *c) {
                 .rogue_policy = gw_xstrdup("report"),
                 .default_retries = 3,
                 .retry_backoff = 10 * GW_USEC_PER_SEC,
+                .no_show = 15 * 60 * GW_USEC_PER_SEC,
+                .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
+                .rate_per_min = 20,
+                .rate_burst = 50,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
         };

@@ -33,6 +33,9 @@ struct gw_config {
         int default_retries;        /* for jobs submitted without --retries */
         char *default_retry_on;     /* failure classes retried by default */
         gw_usec_t retry_backoff;    /* delay before the first retry; doubles, capped at 10 min */
+        gw_usec_t no_show;          /* release a started booking unused this long */
+        gw_usec_t booking_warn;     /* tell a booking's jobs this long before its end */
+        int rate_per_min, rate_burst; /* submissions and bookings per user */
         bool debug;
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,

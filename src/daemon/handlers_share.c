@@ -60,7 +60,7 @@ static bool rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_
         char after[32];
         snprintf(after, sizeof after, "%lld", (long long) wait);
         reply_error(rep, 429, NULL, "too many submissions and bookings from %s (at most %d a minute, %d at once)",
-                    c->user, GW_RATELIMIT_DEFAULT_RATE, GW_RATELIMIT_DEFAULT_BURST);
+                    c->user, d->cfg->rate_per_min, d->cfg->rate_burst);
         gw_http_reply_header(rep, "Retry-After", after);
         return true;
 }

@@ -76,11 +76,11 @@ int gw_sharing_quota_apply(struct gw_daemon *d, const char *subj, const char *se
 int gw_sharing_open(struct gw_daemon *d) {
         struct gw_sharing *s = gw_xcalloc(1, sizeof *s);
         d->sharing = s;
-        s->no_show = GW_CALENDAR_NO_SHOW_DEFAULT;
-        s->warn_before_end = GW_CALENDAR_WARN_DEFAULT;
+        s->no_show = d->cfg->no_show;
+        s->warn_before_end = d->cfg->booking_warn;
         s->limits = gw_xcalloc(1, sizeof *s->limits);
         struct gw_ratelimit_entry *storage = gw_xcalloc(RATE_USERS, sizeof *storage);
-        (void) gw_ratelimit_init(s->limits, storage, RATE_USERS, GW_RATELIMIT_DEFAULT_RATE, GW_RATELIMIT_DEFAULT_BURST);
+        (void) gw_ratelimit_init(s->limits, storage, RATE_USERS, d->cfg->rate_per_min, d->cfg->rate_burst);
         int r = gw_store_bookings(d->store, true, booking_keep, s);
         if (r >= 0)
                 r = gw_store_quotas(d->store, quota_keep, s);
@@ -178,8 +178,9 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                 break;
         case GW_CAL_NO_SHOW:
                 if (b) {
-                        snprintf(msg, sizeof msg, "released: no job ran in it for %lld minutes",
-                                 (long long) (d->sharing->no_show / (60 * GW_USEC_PER_SEC)));
+                        char span[32];
+                        snprintf(msg, sizeof msg, "released: no job ran in it for %s",
+                                 gw_format_duration(d->sharing->no_show, span, sizeof span));
                         booking_state(d, b, GW_BOOKING_RELEASED, msg);
                 }
                 break;

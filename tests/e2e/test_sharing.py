@@ -71,6 +71,21 @@ class BookingTest(DaemonTest):
         self.assertIn("GPU 0", s["text"])
 
 
+class NoShowTest(DaemonTest):
+    extra = ("--no-show", "2s")
+
+    def test_unused_booking_is_released(self):
+        st, b = self.d.api("POST", "/api/v1/bookings", {"ngpus": 2, "start": time.time() + 1, "duration": 60})
+        self.assertEqual(st, 201, b)
+        wait_until(lambda: not self.d.api("GET", "/api/v1/bookings")[1]["bookings"], timeout=15,
+                   what="the booking to be released")
+        self.assertIn("RELEASED", self.d.daemon_log())
+        self.assertIn("no job ran in it for 2s", self.d.daemon_log())
+        # Its GPUs are free for everyone again.
+        jid = self.d.submit("--gpus", 4, "--time", "1h", "--", "true")
+        self.d.wait_state(jid, "COMPLETED")
+
+
 class QuotaTest(DaemonTest):
     def test_quota_wait_and_refuse(self):
         st, r = self.d.api("POST", "/api/v1/quota", {"subject": "default", "settings": ["max_gpus=2",
