@@ -145,6 +145,68 @@ def bench_history_rss(gw, build, results, n):
         d.cleanup()
 
 
+def bench_recovery(gw, results, n):
+    """Failure → retry: the daemon's own records of attempt 1's end and attempt 2's start."""
+    d = gw.Daemon(gpus=4, extra=("--retry-backoff", "1")).start()
+    try:
+        script = ('[ "$GPUWARD_ATTEMPT" = 1 ] && { echo "RuntimeError: CUDA error: unspecified launch failure" >&2; '
+                  'exit 1; }; exit 0')
+        st, r = d.api("POST", "/api/v1/jobs/batch", {"jobs": [job(["sh", "-c", script], d.work) for _ in range(n)]})
+        assert st == 201, r
+        for jid in r["ids"]:
+            d.wait_state(jid, "COMPLETED", timeout=300)
+        lat = []
+        for jid in r["ids"]:
+            a = d.job(jid)["attempts"]
+            lat.append(a[1]["start_time"] - a[0]["end_time"] - 1.0)
+        results["recovery_n"] = n
+        results["recovery_ms_p50"] = statistics.median(lat) * 1000
+        results["recovery_ms_max"] = max(lat) * 1000
+    finally:
+        d.cleanup()
+
+
+def bench_sampler(gw, results, seconds):
+    """8 fake GPUs x 64 processes each, sampled every second: the daemon's CPU, RSS, API latency."""
+    import subprocess as sp
+    d = gw.Daemon(gpus=8, extra=("--sample-interval", "1")).start()
+    procs = []
+    try:
+        def api_p99(k=300):
+            lat = []
+            for _ in range(k):
+                t0 = time.perf_counter()
+                d.api("GET", "/api/v1/jobs?limit=10")
+                lat.append(time.perf_counter() - t0)
+            return pct(lat, 99) * 1000
+        idle_p99 = api_p99()
+        procs_dir = os.path.join(d.state, "sim-nvml", "procs")
+        for i in range(8 * 64):
+            p = sp.Popen(["sleep", str(seconds + 120)])
+            procs.append(p)
+            with open(os.path.join(procs_dir, str(p.pid)), "w") as f:
+                f.write(f"{i % 8} 100 1\n")
+        time.sleep(5)
+        def cpu():
+            with open(f"/proc/{d.proc.pid}/stat") as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+        c0, r0, t0 = cpu(), rss_kib(d.proc.pid), time.time()
+        time.sleep(seconds)
+        c1, r1, t1 = cpu(), rss_kib(d.proc.pid), time.time()
+        results["sampler_seconds"] = seconds
+        results["sampler_cpu_pct"] = (c1 - c0) / (t1 - t0) * 100
+        results["sampler_rss_growth_kib"] = r1 - r0
+        results["sampler_api_p99_idle_ms"] = idle_p99
+        results["sampler_api_p99_busy_ms"] = api_p99()
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+        d.cleanup()
+
+
 def table(r):
     rows = [
         ("Submissions, one API client (keep-alive, Unix socket)", f"{r['api_submit_per_s']:.0f}/s", "≥ 5,000/s"),
@@ -160,6 +222,17 @@ def table(r):
          "≤ 100 ms"),
         (f"Daemon RSS with {r['queue_pending']} pending jobs", f"{r['rss_kib_queue'] / 1024:.1f} MiB", ""),
     ]
+    if "recovery_ms_p50" in r:
+        rows.append((f"Failure → retry started, minus the backoff, p50 ({r['recovery_n']} jobs failing once)",
+                     f"{r['recovery_ms_p50']:.1f} ms", "≤ 50 ms"))
+        rows.append(("Failure → retry started, minus the backoff, max", f"{r['recovery_ms_max']:.1f} ms", ""))
+    if "sampler_cpu_pct" in r:
+        rows.append((f"Sampler: daemon CPU, 8 GPUs x 64 processes at 1 sample/s ({r['sampler_seconds']} s)",
+                     f"{r['sampler_cpu_pct']:.2f}% of a core", "≤ 1%"))
+        rows.append(("Sampler: daemon RSS growth over that time", f"{r['sampler_rss_growth_kib'] / 1024:.2f} MiB",
+                     "≤ 4 MiB"))
+        rows.append(("API p99 (`GET /api/v1/jobs`): no processes / while sampling 512",
+                     f"{r['sampler_api_p99_idle_ms']:.2f} / {r['sampler_api_p99_busy_ms']:.2f} ms", "± 10%"))
     if "rss_kib_history" in r:
         rows.append((f"Daemon RSS with {r['history_jobs']} jobs in history", f"{r['rss_kib_history'] / 1024:.1f} MiB",
                      "≤ 32 MiB"))
@@ -177,6 +250,8 @@ def main():
     ap.add_argument("--cli-jobs", type=int, default=1000)
     ap.add_argument("--dispatch-jobs", type=int, default=2000)
     ap.add_argument("--history-jobs", type=int, default=100000, help="0 skips the RSS-with-history run")
+    ap.add_argument("--recovery-jobs", type=int, default=100, help="0 skips the failure-to-retry measure")
+    ap.add_argument("--sampler-seconds", type=int, default=120, help="0 skips the sampler cost measure")
     ap.add_argument("--state-root", help="make the daemons' temporary state dirs here (e.g. /dev/shm for tmpfs); "
                     "the results go to their own block of the --write file")
     a = ap.parse_args()
@@ -188,6 +263,10 @@ def main():
     results = {}
     bench_submit(gw, os.path.abspath(a.build), results, a.api_jobs, a.cli_jobs)
     bench_dispatch(gw, os.path.abspath(a.build), results, a.dispatch_jobs)
+    if a.recovery_jobs:
+        bench_recovery(gw, results, a.recovery_jobs)
+    if a.sampler_seconds:
+        bench_sampler(gw, results, a.sampler_seconds)
     if a.history_jobs:
         bench_history_rss(gw, os.path.abspath(a.build), results, a.history_jobs)
     cmd = "python3 bench/bench.py --build build" + ("" if a.history_jobs == 100000 else f" --history-jobs {a.history_jobs}")

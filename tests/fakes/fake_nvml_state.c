@@ -3,9 +3,12 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <time.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +195,7 @@ static int proc_cmp(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-struct fake_proc *fake_procs_scan(unsigned idx, size_t *ret_n) {
+static struct fake_proc *procs_scan_dir(unsigned idx, size_t *ret_n) {
         char path[PATH_MAX + 16];
         struct fake_proc *v = NULL;
         size_t n = 0, cap = 0;
@@ -247,6 +250,115 @@ struct fake_proc *fake_procs_scan(unsigned idx, size_t *ret_n) {
                 qsort(v, n, sizeof *v, proc_cmp);
         *ret_n = n;
         return v;
+}
+
+/* A real driver answers from memory; the fake reads files.  Every GPU asks for the same
+ * directory several times per sample, so keep one scan (all GPUs) for a few milliseconds,
+ * and rescan at once when the directory changes (a process file written or removed). */
+#define FAKE_MAX_GPUS_CACHED 16
+#define PROCS_TTL_NS (20L * 1000 * 1000)
+
+struct proc_cache {
+        pthread_mutex_t lock;
+        struct timespec scanned, dir_mtime;
+        struct fake_proc *all[FAKE_MAX_GPUS_CACHED];
+        size_t n[FAKE_MAX_GPUS_CACHED];
+        bool valid;
+};
+static struct proc_cache procs_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool cache_fresh(const struct timespec *now, const struct timespec *mtime) {
+        if (!procs_cache.valid || mtime->tv_sec != procs_cache.dir_mtime.tv_sec ||
+            mtime->tv_nsec != procs_cache.dir_mtime.tv_nsec)
+                return false;
+        long age = (now->tv_sec - procs_cache.scanned.tv_sec) * 1000000000L + (now->tv_nsec - procs_cache.scanned.tv_nsec);
+        return age >= 0 && age < PROCS_TTL_NS;
+}
+
+/* One pass over the directory for every GPU below FAKE_MAX_GPUS_CACHED. */
+static void procs_scan_all(struct fake_proc **all, size_t *counts) {
+        size_t caps[FAKE_MAX_GPUS_CACHED] = { 0 };
+        char path[PATH_MAX + 16];
+        fake_path_in_dir(path, sizeof path, "procs");
+        DIR *d = opendir(path);
+        if (!d)
+                return;
+        struct dirent *de;
+        size_t total = 0;
+        while ((de = readdir(d)) && total < FAKE_MAX_PROCS) {
+                char *end;
+                errno = 0;
+                long pid = strtol(de->d_name, &end, 10);
+                if (errno || end == de->d_name || *end || pid <= 0 || pid > INT_MAX)
+                        continue;
+                if (kill((pid_t) pid, 0) < 0 && errno != EPERM)
+                        continue;
+                char file[PATH_MAX + 300], line[256];
+                snprintf(file, sizeof file, "%s/%s", path, de->d_name);
+                FILE *f = fopen(file, "re");
+                bool seen[FAKE_MAX_GPUS_CACHED] = { false };
+                while (f && fgets(line, sizeof line, f)) {
+                        char *p = line, *e;
+                        unsigned long long gpu = strtoull(p, &e, 10), mem, sm;
+                        if (e == p || gpu >= FAKE_MAX_GPUS_CACHED || seen[gpu])
+                                continue;
+                        p = e;
+                        mem = strtoull(p, &e, 10);
+                        if (e == p)
+                                continue;
+                        sm = strtoull(e, NULL, 10);
+                        if (counts[gpu] == caps[gpu]) {
+                                caps[gpu] = caps[gpu] ? caps[gpu] * 2 : 16;
+                                struct fake_proc *nv = realloc(all[gpu], caps[gpu] * sizeof *nv);
+                                if (!nv)
+                                        break;
+                                all[gpu] = nv;
+                        }
+                        seen[gpu] = true;
+                        all[gpu][counts[gpu]++] = (struct fake_proc) { (unsigned) pid, mem, (unsigned) (sm > 100 ? 100 : sm) };
+                        total++;
+                }
+                if (f)
+                        fclose(f);
+        }
+        closedir(d);
+        for (unsigned i = 0; i < FAKE_MAX_GPUS_CACHED; i++)
+                if (counts[i])
+                        qsort(all[i], counts[i], sizeof *all[i], proc_cmp);
+}
+
+struct fake_proc *fake_procs_scan(unsigned idx, size_t *ret_n) {
+        *ret_n = 0;
+        if (idx >= FAKE_MAX_GPUS_CACHED)
+                return procs_scan_dir(idx, ret_n);
+        char path[PATH_MAX + 16];
+        struct stat st;
+        struct timespec now;
+        fake_path_in_dir(path, sizeof path, "procs");
+        if (!fake_state_dir[0] || stat(path, &st) < 0)
+                return NULL;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        pthread_mutex_lock(&procs_cache.lock);
+        if (!cache_fresh(&now, &st.st_mtim)) {
+                for (unsigned i = 0; i < FAKE_MAX_GPUS_CACHED; i++) {
+                        free(procs_cache.all[i]);
+                        procs_cache.all[i] = NULL;
+                        procs_cache.n[i] = 0;
+                }
+                procs_scan_all(procs_cache.all, procs_cache.n);
+                clock_gettime(CLOCK_MONOTONIC, &now); /* the scan itself may take a while */
+                procs_cache.scanned = now;
+                procs_cache.dir_mtime = st.st_mtim;
+                procs_cache.valid = true;
+        }
+        struct fake_proc *copy = NULL;
+        size_t n = procs_cache.n[idx];
+        if (n && (copy = malloc(n * sizeof *copy))) {
+                memcpy(copy, procs_cache.all[idx], n * sizeof *copy);
+                *ret_n = n;
+        }
+        pthread_mutex_unlock(&procs_cache.lock);
+        return copy;
 }
 
 /* Turns one line of DIR/events into an event; false for lines that are not for this set. */
