@@ -104,24 +104,10 @@ static int change_one(struct cli_ctx *ctx, enum cli_booking_change change, long 
 
 int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, const char *verb,
                            const char *help, int argc, char **argv) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, 0x100 },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        bool json = ctx->json;
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c != 0x100)
-                        return cli_bad_option(verb, argv, optind, c, optopt);
-                json = true;
-        }
+        bool json;
+        int early = cli_parse_json_only(ctx, verb, help, true, argc, argv, &json);
+        if (early >= 0)
+                return early;
         if (optind >= argc)
                 return cli_usage(verb, "which booking? gpuward %s ID... ('gpuward reservations' lists them)", verb);
         int n = argc - optind;

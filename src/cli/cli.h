@@ -36,6 +36,11 @@ int cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(prin
 
 /* getopt_long's '?' / ':' cases, worded like the rest of our errors. */
 int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int optopt_now);
+/* Options of a verb that takes only --json and --help: -1 to go on (*ret_json set, optind at
+ * the first argument), else the exit code (help printed, or a usage error).  permute lets
+ * options follow arguments ("show 17 --json"). */
+int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help, bool permute, int argc, char **argv,
+                        bool *ret_json);
 
 /* A job id as typed by a user: a positive decimal.  Prints a usage error on failure. */
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id);

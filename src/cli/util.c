@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,4 +138,28 @@ void cli_sleep_usec(gw_usec_t usec) {
         };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
+}
+
+int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help, bool permute, int argc, char **argv,
+                        bool *ret_json) {
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, 0x7f00 },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        bool json = ctx->json;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, permute ? ":h" : "+:h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                }
+                if (c != 0x7f00)
+                        return cli_bad_option(verb, argv, optind, c, optopt);
+                json = true;
+        }
+        *ret_json = json;
+        return -1;
 }

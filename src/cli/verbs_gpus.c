@@ -40,24 +40,10 @@ static int print_gpus(const json_t *reply) {
 }
 
 int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        bool json = ctx->json;
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(gpus_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c != OPT_JSON)
-                        return cli_bad_option("gpus", argv, optind, c, optopt);
-                json = true;
-        }
+        bool json;
+        int early = cli_parse_json_only(ctx, "gpus", gpus_help, true, argc, argv, &json);
+        if (early >= 0)
+                return early;
         if (optind < argc)
                 return cli_usage("gpus", "unexpected argument '%s'", argv[optind]);
         struct cli_call call = { .method = "GET", .target = "/api/v1/gpus" };

@@ -360,25 +360,10 @@ static void show_job(const json_t *job) {
 }
 
 int cli_verb_show(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        bool json = ctx->json;
-        int c;
-        optind = 0;
-        opterr = 0;
-        /* Permuting is fine here ("show 17 --json"): a job id never starts with '-'. */
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(show_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c != OPT_JSON)
-                        return cli_bad_option("show", argv, optind, c, optopt);
-                json = true;
-        }
+        bool json;
+        int early = cli_parse_json_only(ctx, "show", show_help, true, argc, argv, &json);
+        if (early >= 0)
+                return early;
         if (optind >= argc)
                 return cli_usage("show", "which job? gpuward show JOB");
         if (optind + 1 < argc)
