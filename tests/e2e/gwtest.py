@@ -80,7 +80,9 @@ class Daemon:
         self.log = open(os.path.join(self.dir, "gpuwardd.log"), "ab")
 
     def args(self):
-        a = [GPUWARDD, "--state-dir", self.state, "--socket", self.socket, "--listen", "127.0.0.1:0",
+        # GW_DAEMON_WRAPPER, e.g. "valgrind --leak-check=full", runs the daemon under a tool.
+        wrapper = os.environ.get("GW_DAEMON_WRAPPER", "").split()
+        a = wrapper + [GPUWARDD, "--state-dir", self.state, "--socket", self.socket, "--listen", "127.0.0.1:0",
              "--simulate-gpus", str(self.gpus), "--nvml-lib", FAKE_NVML, "--grace-seconds", str(self.grace),
              "--sample-interval", "1", "--retry-backoff", "1"]
         if IS_ROOT:
@@ -97,7 +99,9 @@ class Daemon:
         if os.path.exists(addr):
             os.unlink(addr)
         self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: os.path.exists(addr) or self.proc.poll() is not None, what="gpuwardd to start")
+        slow = 20 if os.environ.get("GW_DAEMON_WRAPPER") else 1
+        wait_until(lambda: os.path.exists(addr) or self.proc.poll() is not None, timeout=20 * slow,
+                   what="gpuwardd to start")
         if self.proc.poll() is not None:
             raise AssertionError(f"gpuwardd exited with {self.proc.returncode}:\n{self.daemon_log()}")
         with open(addr) as f:
