@@ -244,6 +244,7 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
                 { "resume_cmd", offsetof(struct gw_job, resume_cmd), false, false },
                 { "progress", offsetof(struct gw_job, progress_file), false, false },
                 { "health_url", offsetof(struct gw_job, health_url), false, true },
+                { "leak_policy", offsetof(struct gw_job, leak_policy), true, false },
         };
         for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
                 const char *v;
@@ -263,6 +264,8 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
                                     "or http://[::1]:PORT/... may be probed", strs[i].key);
                 *(char **) ((char *) j + strs[i].off) = gw_xstrdup(v);
         }
+        if (j->leak_policy && strcmp(j->leak_policy, "warn") && strcmp(j->leak_policy, "restart"))
+                return fail(err, "leak_policy", "leak_policy: must be warn or restart");
         return 0;
 }
 
@@ -371,6 +374,8 @@ FIELD(not_before, time_or_null(j->not_before))
 FIELD(resume_from, j->resume_from ? gw_json_text(j->resume_from) : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
+FIELD(leak_policy, json_string(j->leak_policy ? j->leak_policy : "warn"))
+FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
 #undef FIELD
 
 static const struct {
@@ -406,6 +411,8 @@ static const struct {
         { "resume_from", enc_f_resume_from },
         { "idle_policy", enc_f_idle_policy },
         { "reservation", enc_f_reservation },
+        { "leak_policy", enc_f_leak_policy },
+        { "eta", enc_f_eta },
 };
 
 

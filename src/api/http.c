@@ -22,7 +22,11 @@ struct gw_http_server {
         gw_http_gone gone;
         void *userdata;
         int listen_fd;
+        bool wake;                 /* a connection was resumed: run again without waiting */
+        struct gw_http_conn *conns; /* every connection with a request, for gw_http_stop */
 };
+
+struct stream;
 
 struct gw_http_conn {
         struct gw_http_server *srv;
@@ -34,7 +38,51 @@ struct gw_http_conn {
         bool resumed;
         bool has_cred;
         struct ucred cred;
+        struct stream *stream;     /* a streamed reply in progress */
+        struct gw_http_conn *prev, *next;
 };
+
+/* A streamed reply: lives as long as its MHD response; detached from the connection when
+ * the connection goes first. */
+struct stream {
+        struct gw_http_conn *c;
+        ssize_t (*read)(void *cls, char *buf, size_t max);
+        void (*done)(void *cls);
+        void *cls;
+        bool done_called;
+        bool aborted;
+};
+
+static void stream_finish(struct stream *s) {
+        if (s->c)
+                s->c->stream = NULL;
+        s->c = NULL;
+        if (!s->done_called) {
+                s->done_called = true;
+                s->done(s->cls);
+        }
+}
+
+static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+        struct stream *s = cls;
+        if (!s->c || s->aborted)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+        ssize_t n = s->read(s->cls, buf, max);
+        if (n < 0)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (n == 0) {
+                /* Nothing to send: wait, suspended, for gw_http_conn_resume (no busy loop). */
+                s->c->suspended = true;
+                MHD_suspend_connection(s->c->mhd_conn);
+        }
+        return n;
+}
+
+static void stream_free_cb(void *cls) {
+        struct stream *s = cls;
+        stream_finish(s);
+        free(s);
+}
 
 static void conn_read_cred(struct gw_http_conn *c) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->mhd_conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -45,14 +93,35 @@ static void conn_read_cred(struct gw_http_conn *c) {
                 c->has_cred = true;
 }
 
-static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct gw_http_reply *rep) {
-        struct MHD_Response *r =
-                MHD_create_response_from_buffer(rep->body_len, rep->body ? rep->body : (char *) "", rep->body
-                                                                                  ? MHD_RESPMEM_MUST_FREE
-                                                                                  : MHD_RESPMEM_PERSISTENT);
+static struct MHD_Response *stream_response(struct gw_http_conn *c, struct gw_http_reply *rep) {
+        struct stream *s = gw_xcalloc(1, sizeof *s);
+        *s = (struct stream) { .c = c, .read = rep->stream_read, .done = rep->stream_done, .cls = rep->stream_cls };
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_cb, s,
+                                                                   stream_free_cb);
         if (!r) {
+                stream_finish(s);
+                free(s);
+                return NULL;
+        }
+        c->stream = s;
+        return r;
+}
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct gw_http_reply *rep, struct gw_http_conn *c) {
+        struct MHD_Response *r;
+        if (rep->stream_read && c) {
                 free(rep->body);
-                return MHD_NO;
+                rep->body = NULL;
+                r = stream_response(c, rep);
+                if (!r)
+                        return MHD_NO;
+        } else {
+                r = MHD_create_response_from_buffer(rep->body_len, rep->body ? rep->body : (char *) "",
+                                                    rep->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+                if (!r) {
+                        free(rep->body);
+                        return MHD_NO;
+                }
         }
         rep->body = NULL;
         (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -72,7 +141,7 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, int status, cons
         int n = snprintf(buf, sizeof buf, "{\"error\": \"%s\", \"field\": null}", msg);
         rep.body = gw_xstrdup(buf);
         rep.body_len = (size_t) n;
-        return queue_reply(conn, &rep);
+        return queue_reply(conn, &rep, NULL);
 }
 
 static enum MHD_Result dispatch(struct gw_http_conn *c, const char *url, const char *method) {
@@ -97,7 +166,7 @@ static enum MHD_Result dispatch(struct gw_http_conn *c, const char *url, const c
                 MHD_suspend_connection(c->mhd_conn);
                 return MHD_YES;
         }
-        return queue_reply(c->mhd_conn, &rep);
+        return queue_reply(c->mhd_conn, &rep, c);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -110,6 +179,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 c->srv = srv;
                 c->mhd_conn = conn;
                 *con_cls = c;
+                c->next = srv->conns;
+                if (srv->conns)
+                        srv->conns->prev = c;
+                srv->conns = c;
                 if (srv->unix_door)
                         conn_read_cred(c);
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -167,8 +240,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         struct gw_http_conn *c = *con_cls;
         if (!c)
                 return;
-        if (c->suspended && srv->gone)
+        if (c->suspended && srv->gone && !c->stream)
                 srv->gone(srv->userdata, c);
+        if (c->stream)
+                stream_finish(c->stream);
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                srv->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
         free(c->body);
         free(c);
         *con_cls = NULL;
@@ -200,6 +281,15 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
 struct gw_http_server *gw_http_stop(struct gw_http_server *srv) {
         if (!srv)
                 return NULL;
+        /* libmicrohttpd aborts the process when stopped with a connection still suspended (a
+         * cancel ?wait=1 in flight, an idle event stream): resume them all, so that it closes
+         * them (the gone callback still runs for the waiting ones). */
+        for (struct gw_http_conn *c = srv->conns; c; c = c->next)
+                if (c->suspended) {
+                        if (c->stream)
+                                c->stream->aborted = true;
+                        MHD_resume_connection(c->mhd_conn);
+                }
         MHD_stop_daemon(srv->mhd);
         (void) close(srv->listen_fd);
         free(srv);
@@ -213,12 +303,17 @@ int gw_http_fd(struct gw_http_server *srv) {
 
 int gw_http_timeout_ms(struct gw_http_server *srv) {
         MHD_UNSIGNED_LONG_LONG t;
+        if (srv->wake)
+                return 0;
         if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
                 return -1;
         return t > 60000 ? 60000 : (int) t;
 }
 
-void gw_http_run(struct gw_http_server *srv) { (void) MHD_run(srv->mhd); }
+void gw_http_run(struct gw_http_server *srv) {
+        srv->wake = false;
+        (void) MHD_run(srv->mhd);
+}
 
 const char *gw_http_query(const struct gw_http_request *req, const char *key) {
         return MHD_lookup_connection_value(req->conn->mhd_conn, MHD_GET_ARGUMENT_KIND, key);
@@ -232,8 +327,33 @@ void gw_http_conn_resume(struct gw_http_conn *conn) {
         if (!conn->suspended)
                 return;
         conn->suspended = false;
-        conn->resumed = true;
+        conn->resumed = !conn->stream;
+        conn->srv->wake = true;
         MHD_resume_connection(conn->mhd_conn);
+}
+
+static int conn_fd(struct gw_http_conn *conn) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn->mhd_conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        return ci ? ci->connect_fd : -1;
+}
+
+void gw_http_conn_abort(struct gw_http_conn *conn) {
+        if (conn->stream)
+                conn->stream->aborted = true;
+        int fd = conn_fd(conn);
+        if (fd >= 0)
+                (void) shutdown(fd, SHUT_RDWR);
+        gw_http_conn_resume(conn);
+}
+
+void gw_http_conn_set_sndbuf(struct gw_http_conn *conn, int bytes) {
+        int fd = conn_fd(conn);
+        if (fd >= 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+}
+
+const char *gw_http_cookie(const struct gw_http_request *req, const char *name) {
+        return MHD_lookup_connection_value(req->conn->mhd_conn, MHD_COOKIE_KIND, name);
 }
 
 void gw_http_reply_text(struct gw_http_reply *rep, int status, const char *content_type, char *body, size_t len) {

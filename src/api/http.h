@@ -30,8 +30,17 @@ struct gw_http_reply {
         char *body;                /* malloc'ed, taken over by the server */
         size_t body_len;
         const char *content_type;  /* static; default application/json */
-        char headers[4][2][64];    /* extra headers, name/value; empty name = unused */
+        char headers[8][2][256];   /* extra headers, name/value; empty name = unused */
         bool suspend;              /* handler wants to answer later: see gw_http_conn_resume */
+        /* A streamed reply (server-sent events) instead of body: stream_read is called whenever
+         * the client can take more; it copies at most max bytes to buf and returns how many, 0
+         * when it has nothing now (the connection then waits, suspended, until
+         * gw_http_conn_resume), or -1 to end the reply and close the connection.  stream_done
+         * is called exactly once when the reply is over, however it ends; the request's conn
+         * is not to be used after it. */
+        ssize_t (*stream_read)(void *cls, char *buf, size_t max);
+        void (*stream_done)(void *cls);
+        void *stream_cls;
 };
 
 /* Called once per complete request.  Fill rep (or set rep->suspend and keep req->conn). */
@@ -55,8 +64,17 @@ const char *gw_http_query(const struct gw_http_request *req, const char *key);
 /* A request header, NULL if absent. */
 const char *gw_http_header(const struct gw_http_request *req, const char *key);
 
-/* Re-invokes the handler for a suspended request (req->resumed = true). */
+/* Re-invokes the handler for a suspended request (req->resumed = true), or, for a streamed
+ * reply, asks stream_read again. */
 void gw_http_conn_resume(struct gw_http_conn *conn);
+/* Ends a connection from outside (a stream reader too slow to keep): its socket is shut down
+ * and the server closes it at its next run. */
+void gw_http_conn_abort(struct gw_http_conn *conn);
+/* Caps the kernel send buffer of the connection's socket, so that a reader that stops reading
+ * holds little kernel memory and is noticed soon. */
+void gw_http_conn_set_sndbuf(struct gw_http_conn *conn, int bytes);
+/* A request cookie's value, NULL if absent. */
+const char *gw_http_cookie(const struct gw_http_request *req, const char *name);
 
 /* Helpers to fill a reply. */
 void gw_http_reply_text(struct gw_http_reply *rep, int status, const char *content_type, char *body, size_t len);

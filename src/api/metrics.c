@@ -261,6 +261,26 @@ static void render_jobs(struct out *o, const struct gw_metrics_snapshot *s) {
         }
 }
 
+/* Issue 7: one series per running job with an estimated end (jobs[] has one entry per GPU). */
+static void render_eta(struct out *o, const struct gw_metrics_snapshot *s) {
+        bool any = false;
+        for (size_t i = 0; i < s->n_jobs; i++) {
+                const struct gw_metrics_job *j = &s->jobs[i];
+                bool seen = false;
+                for (size_t k = 0; k < i && !seen; k++)
+                        seen = s->jobs[k].id == j->id;
+                if (!j->has_eta || seen)
+                        continue;
+                if (!any)
+                        family(o, "gpuward_job_eta_seconds", "gauge", "Seconds until a running job's estimated end.");
+                any = true;
+                char id[24];
+                (void) snprintf(id, sizeof(id), "%" PRId64, j->id);
+                sample_double(o, j->eta_seconds, "gpuward_job_eta_seconds", "job", id, "user", j->user, "name", j->name,
+                              NULL);
+        }
+}
+
 /* ---- queue ---- */
 
 static void render_queue(struct out *o, const struct gw_metrics_snapshot *s) {
@@ -318,6 +338,7 @@ char *gw_metrics_render(const struct gw_metrics_snapshot *s, size_t *ret_len) {
         o.p[0] = '\0';
         render_gpus(&o, s);
         render_jobs(&o, s);
+        render_eta(&o, s);
         render_queue(&o, s);
         render_daemon(&o, s);
         if (ret_len)

@@ -25,6 +25,8 @@ struct gw_metrics_job {
         unsigned gpu;               /* one series per job GPU */
         double util_ratio;
         uint64_t mem_used;
+        int has_eta;                /* an estimated end is known (issue 7) */
+        double eta_seconds;         /* until then */
 };
 
 #define GW_METRICS_WAIT_BUCKETS 10

@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "cli/format.h"
+#include "cli/trainview.h"
 
 #define GPU_NAME_MAX_COLS 24
 #define JOB_NAME_MAX_COLS 20
@@ -44,7 +45,7 @@ static char *format_memory(const json_t *g, char *buf, size_t n) {
 }
 
 static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
-        char idx[32], util[32], mem[80], temp[32], power[32], job[32], run[32];
+        char idx[32], util[32], mem[80], temp[32], power[32], job[32], run[32], eta[32];
         long long v;
         snprintf(idx, sizeof(idx), "%lld", cli_jint(g, "index", &v) ? v : -1);
         /* job_info carries the rest; a daemon without it still names the job. */
@@ -71,8 +72,7 @@ static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
                 cli_jstr(info, "user"),
                 cli_jstr(info, "name"),
                 run,
-                /* The ETA issue fills this in; until then the daemon sends null. */
-                NULL,
+                cli_format_eta(cli_jnum(info, "eta"), now, eta, sizeof(eta)), /* issue 7 */
         };
         return cli_table_add(t, cells);
 }

@@ -11,6 +11,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/jobview.h"
+#include "cli/trainview.h"
 #include "cli/verbs.h"
 
 #define NAME_MAX_COLS 24
@@ -140,7 +141,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0) ||
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
-                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit"
+                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit,eta"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time") < 0)) {
                 cli_error("%s: out of memory", verb);
                 return CLI_EXIT_FAIL;
@@ -179,7 +180,7 @@ static char *where_or_why(const json_t *job) {
 }
 
 static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
-        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32];
+        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32];
         long long v;
         snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
         if (cli_jint(job, "ngpus", &v))
@@ -195,6 +196,7 @@ static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
                 ngpus,
                 cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
                 cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
+                cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)), /* issue 7 */
                 last,
         };
         return cli_table_add(t, cells);
@@ -219,10 +221,11 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
 
 static int print_jobs(const json_t *jobs, bool is_queue) {
         static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "GPUS", "TIME", "LIMIT",
-                                                  "GPU_LIST(REASON)" };
+                                                  "ETA", "GPU_LIST(REASON)" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
                                                     "ELAPSED" };
-        struct cli_table *t = cli_table_new(is_queue ? queue_cols : history_cols, 8);
+        struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols))
+                                       : cli_table_new(history_cols, ELEMENTSOF(history_cols));
         if (!t)
                 return CLI_EXIT_FAIL;
         cli_table_set_max_width(t, 1, NAME_MAX_COLS);

@@ -11,6 +11,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/jobview.h"
+#include "cli/trainview.h"
 #include "cli/verbs.h"
 #include "core/job.h"
 
@@ -117,6 +118,9 @@ static void show_policies(const json_t *job) {
         const char *policy = cli_jstr(job, "idle_policy");
         if (policy && *policy)
                 field("Idle policy:", policy);
+        const char *leak = cli_jstr(job, "leak_policy");
+        if (leak && strcmp(leak, "warn"))
+                field("Leak policy:", leak);
 }
 
 /* What a finished attempt came to, from its failure class. */
@@ -355,6 +359,7 @@ static void show_job(const json_t *job) {
         field("Directory:", cli_jstr(job, "cwd"));
         field("Log:", cli_jstr(job, "log_path"));
         show_attempts(job, now);
+        cli_show_training(job, now); /* issue 7: epoch, ETA, leak, snapshots */
         show_telemetry(job);
         show_events(job, now);
 }

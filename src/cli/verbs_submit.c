@@ -73,6 +73,10 @@ static const char submit_help[] =
         "                    runs: http://127.0.0.1:PORT/..., http://localhost:PORT/...\n"
         "                    or http://[::1]:PORT/...; failing probes count as no progress\n"
         "\n"
+        "When its GPU memory leaks (the baseline after each epoch keeps rising):\n"
+        "  --leak-policy P   warn (default): an event and a line in the log; restart: also\n"
+        "                    stop it right after its next checkpoint and resume from it\n"
+        "\n"
         "Examples:\n"
         "  gpuward submit --gpus 2 --time 30m --name smoke -- python3 train.py epochs=3\n"
         "  gpuward submit --reservation 12 --gpus 2 -- yolo train model=yolov8l.pt\n"
@@ -100,6 +104,7 @@ enum text_slot {
         T_IDLE_POLICY,
         T_PROGRESS,
         T_HEALTH_URL,
+        T_LEAK_POLICY,
         _T_MAX,
 };
 
@@ -135,6 +140,7 @@ static int check_after(const char *arg, char *why, size_t n);
 static int check_retry_on(const char *arg, char *why, size_t n);
 static int check_policy(const char *arg, char *why, size_t n);
 static int check_health_url(const char *arg, char *why, size_t n);
+static int check_leak_policy(const char *arg, char *why, size_t n);
 
 static const struct text_option {
         const char *opt; /* as the user types it */
@@ -152,6 +158,7 @@ static const struct text_option {
         [T_IDLE_POLICY] = { "--idle-policy", "idle_policy", check_policy },
         [T_PROGRESS] = { "--progress", "progress", NULL },
         [T_HEALTH_URL] = { "--health-url", "health_url", check_health_url },
+        [T_LEAK_POLICY] = { "--leak-policy", "leak_policy", check_leak_policy },
 };
 
 static const struct option submit_options[] = {
@@ -175,6 +182,7 @@ static const struct option submit_options[] = {
         { "idle-policy", required_argument, NULL, OPT_TEXT + T_IDLE_POLICY },
         { "progress", required_argument, NULL, OPT_TEXT + T_PROGRESS },
         { "health-url", required_argument, NULL, OPT_TEXT + T_HEALTH_URL },
+        { "leak-policy", required_argument, NULL, OPT_TEXT + T_LEAK_POLICY },
         { "json", no_argument, NULL, OPT_JSON },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
@@ -235,6 +243,13 @@ static int check_policy(const char *arg, char *why, size_t n) {
         if (cli_is_policy_name(arg))
                 return 0;
         snprintf(why, n, "'%s' is not a policy name (such as default, hpo, finetune)", arg);
+        return -EINVAL;
+}
+
+static int check_leak_policy(const char *arg, char *why, size_t n) {
+        if (!strcmp(arg, "warn") || !strcmp(arg, "restart"))
+                return 0;
+        snprintf(why, n, "'%s' is not warn or restart", arg);
         return -EINVAL;
 }
 

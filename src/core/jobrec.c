@@ -26,6 +26,7 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->resume_cmd);
         free(j->resume_from);
         free(j->idle_policy);
+        free(j->leak_policy);
         free(j->progress_file);
         free(j->health_url);
         free(j);

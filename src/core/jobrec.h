@@ -59,6 +59,10 @@ struct gw_job {
         char *health_url;
 
         int64_t booking_id;                /* submit --reservation: runs inside that booking */
+
+        /* Training awareness (issue 7). */
+        char *leak_policy;                 /* "warn" or "restart"; NULL = warn */
+        gw_usec_t eta;                     /* not stored: the live estimated end (wall clock), 0 = none */
 };
 
 struct gw_job_attempt {

@@ -27,6 +27,8 @@ static const char usage[] =
         "  --listen HOST:PORT   TCP door for the web page and scripts (default 127.0.0.1:8470;\n"
         "                       port 0 picks a free one, written to STATE_DIR/listen.addr;\n"
         "                       'none' disables TCP)\n"
+        "  --web-dir DIR        serve the dashboard's files from DIR instead of the copy built\n"
+        "                       into gpuwardd (for working on web/)\n"
         "  --simulate-gpus N    run on N simulated GPUs (the project's fake NVML)\n"
         "  --nvml-lib PATH      NVML library to load (default libnvidia-ml.so.1; env GPUWARD_NVML_LIB)\n"
         "  --grace-seconds N    SIGTERM to SIGKILL delay on cancel and time limit (default 30)\n"
@@ -58,13 +60,14 @@ static const char usage[] =
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_RATE,
-       OPT_BURST };
+       OPT_BURST, OPT_WEB_DIR };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
         { "state-dir", required_argument, NULL, OPT_STATE_DIR },
         { "socket", required_argument, NULL, OPT_SOCKET },
         { "listen", required_argument, NULL, OPT_LISTEN },
+        { "web-dir", required_argument, NULL, OPT_WEB_DIR },
         { "simulate-gpus", required_argument, NULL, OPT_SIMULATE },
         { "nvml-lib", required_argument, NULL, OPT_NVML },
         { "grace-seconds", required_argument, NULL, OPT_GRACE },
@@ -113,6 +116,7 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_SOCKET: set_str(&c->socket, v); return 0;
         case OPT_LISTEN: set_str(&c->listen, strcmp(v, "none") ? v : ""); return 0;
         case OPT_NVML: set_str(&c->nvml_lib, v); return 0;
+        case OPT_WEB_DIR: set_str(&c->web_dir, v); return 0;
         case OPT_ADMINS: set_str(&c->admins, v); return 0;
         case OPT_CGROUP:
                 if (strcmp(v, "auto") && strcmp(v, "v2") && strcmp(v, "v1") && strcmp(v, "none"))
@@ -450,4 +454,5 @@ void gw_config_done(struct gw_config *c) {
         free(c->policies);
         free(c->validating_patterns);
         free(c->saving_patterns);
+        free(c->web_dir);
 }

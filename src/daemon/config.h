@@ -18,6 +18,7 @@ struct gw_config {
         char *state_dir;
         char *socket;
         char *listen;               /* HOST:PORT, "" = no TCP door */
+        char *web_dir;              /* dashboard files from here instead of the embedded copy */
         int simulate_gpus;          /* > 0: load the fake NVML with that many GPUs */
         char *nvml_lib;
         gw_usec_t grace;            /* SIGTERM → SIGKILL */

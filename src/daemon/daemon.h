@@ -21,6 +21,8 @@
 #include "gpu/gpu.h"
 #include "store/store.h"
 
+struct gw_events;
+
 /* What an epoll event points at. */
 enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT, GW_SRC_SAMPLER };
 struct gw_source {
@@ -55,6 +57,7 @@ struct gw_djob {
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
         size_t n_waiters;
         struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
+        struct gw_train *train;      /* training awareness (training.c, issue 7), NULL until sampled */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -119,6 +122,7 @@ struct gw_daemon {
         double wait_sum;
         gw_usec_t started_at;        /* wall clock */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
+        struct gw_events *events;    /* the dashboard's event stream (events.c) */
 
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */
@@ -262,3 +266,28 @@ int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct 
 void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c);
 /* ---- end of idle-GPU reclamation ---- */
+
+/* ---- training awareness (issue 7): training.c, training_snap.c, training_api.c (+ training_int.h) ---- */
+struct gw_train;
+/* After every GPU sample: epochs from results.csv, the ETA (into j->eta), the leak check and
+ * its policy, checkpoint snapshots.  Reads the wall clock itself. */
+void gw_training_watch(struct gw_daemon *d);
+struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
+/* For recovery.c: true (once) when this attempt was stopped by leak_policy restart, with the
+ * evidence in why; it is then retried like an oom that a leak explains. */
+bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n);
+/* Whether a leak was detected during the current attempt (an oom is then retried). */
+bool gw_training_leak_flagged(const struct gw_djob *dj);
+/* Seconds until the job's estimated end; NAN without an estimate. */
+double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
+/* The "training" object of GET /api/v1/jobs/{id}: epoch, ETA, leak, newest snapshots; JSON null
+ * when there is nothing to say.  New reference. */
+json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j);
+void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                struct gw_http_reply *rep, const struct caller *c);
+void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c);
+/* POST {"snapshot": N, "to": "/abs/path", "force": false} (the job's owner or an admin). */
+void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c);
+/* ---- end of training awareness ---- */

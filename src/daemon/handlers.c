@@ -16,6 +16,7 @@
 #include "base/parse.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
+#include "daemon/web.h"
 
 #define LOG_CHUNK_MAX (1u << 20)
 
@@ -53,11 +54,15 @@ static bool name_in_list(const char *list, const char *name) {
 static void identify(struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
         memset(c, 0, sizeof *c);
         const char *auth = req->unix_door ? NULL : gw_http_header(req, "Authorization");
+        char cookie_auth[128]; /* the web page's sign-in (web_session.c) */
+        bool from_cookie = !auth && gw_web_session_auth(req, cookie_auth, sizeof cookie_auth) == 0;
+        if (from_cookie)
+                auth = cookie_auth;
         if (auth) {
                 char user[64];
                 uint32_t uid;
                 if (gw_api_token_identity(d, auth, &uid, user, sizeof user) < 0) {
-                        c->bad_token = true;
+                        c->bad_token = !from_cookie; /* a stale cookie makes a guest, not an error */
                         return;
                 }
                 struct passwd pw, *pwp = NULL;
@@ -146,6 +151,7 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
         json_object_set_new(o, "attempts", attempts_json(d, j));
         json_t *tel = gw_observe_job_json(d, j);
         json_object_set_new(o, "telemetry", tel ? tel : json_null());
+        json_object_set_new(o, "training", gw_training_job_json(d, j)); /* issue 7: ETA, leak, snapshots */
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_events(d->store, j->id, &ev, &n) == 0) {
@@ -509,6 +515,10 @@ static const struct {
         { { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES }, on_hold },
         { { "POST", "/api/v1/jobs/{id}/policy", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_job_policy },
         { { "GET", "/api/v1/jobs/{id}/log", 0 }, on_log },
+        /* issue 7: training awareness (training_api.c) */
+        { { "GET", "/api/v1/jobs/{id}/eta", 0 }, on_job_eta },
+        { { "GET", "/api/v1/jobs/{id}/snapshots", 0 }, on_job_snapshots },
+        { { "POST", "/api/v1/jobs/{id}/restore", GW_ROUTE_MUTATES }, on_job_restore },
         { { "GET", "/api/v1/gpus", 0 }, on_gpus },
         { { "POST", "/api/v1/gpus/{index}/drain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
         { { "POST", "/api/v1/gpus/{index}/undrain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
@@ -526,6 +536,13 @@ static const struct {
         { { "POST", "/api/v1/tokens", GW_ROUTE_MUTATES }, on_token_create },
         { { "GET", "/api/v1/tokens", GW_ROUTE_MUTATES }, on_token_list },
         { { "DELETE", "/api/v1/tokens/{id}", GW_ROUTE_MUTATES }, on_token_revoke },
+        /* The web dashboard (web.h). */
+        { { "GET", "/api/v1/events", 0 }, on_events },
+        { { "GET", "/api/v1/session", 0 }, on_session },
+        { { "POST", "/api/v1/session", 0 }, on_session },
+        { { "DELETE", "/api/v1/session", 0 }, on_session },
+        { { "GET", "/api/v1/gpus/history", 0 }, on_gpu_history },
+        { { "GET", "/api/v1/jobs/{id}/results", 0 }, on_job_results },
 };
 
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {

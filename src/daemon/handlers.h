@@ -45,6 +45,8 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                 struct gw_http_reply *rep, const struct caller *c);
 void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c);
+/* The object GET /api/v1/gpus replies (new reference), for the event stream too. */
+json_t *gw_api_gpus_json(struct gw_daemon *d);
 
 /* handlers_share.c */
 void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -1,5 +1,6 @@
 /* API handlers for GPUs, telemetry series, /metrics and /readyz. */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,9 @@ static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g) {
         json_object_set_new(o, "drain_reason", g->drained ? gw_json_text(g->drain_reason) : json_null());
         json_object_set_new(o, "job", g->job_id ? json_integer(g->job_id) : json_null());
         struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
-        json_object_set_new(o, "job_info", dj ? json_pack("{s:I,s:o,s:o,s:o,s:n}", "id", (json_int_t) dj->job->id, "user",
+        json_object_set_new(o, "job_info", dj ? json_pack("{s:I,s:o,s:o,s:o,s:o}", "id", (json_int_t) dj->job->id, "user",
                                                           gw_json_text(dj->job->user), "name", gw_json_text(dj->job->name), "start_time",
-                                                          time_or_null(dj->job->start_time), "eta")
+                                                          time_or_null(dj->job->start_time), "eta", time_or_null(dj->job->eta))
                                               : json_null());
         json_t *procs = json_array();
         for (size_t k = 0; k < g->n_procs; k++)
@@ -215,6 +216,8 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                                 .id = dj->job->id, .user = dj->job->user, .name = dj->job->name, .gpu = dj->tel[k].gpu,
                                 .util_ratio = pt ? pt->util / 100.0 : 0, .mem_used = pt ? pt->mem : 0,
                         };
+                        jobs[m.n_jobs - 1].eta_seconds = gw_training_eta_seconds(dj, gw_now_wall()); /* issue 7 */
+                        jobs[m.n_jobs - 1].has_eta = isfinite(jobs[m.n_jobs - 1].eta_seconds);
                 }
         }
         for (int s = 0; s < _GW_JOB_STATE_MAX && s < 8; s++)
@@ -242,4 +245,12 @@ void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route
         if (!d->ready)
                 return reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");
         reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->n_gpus));
+}
+
+json_t *gw_api_gpus_json(struct gw_daemon *d) {
+        json_t *arr = json_array();
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                json_array_append_new(arr, gpu_json(d, &d->gpus[i]));
+        return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->rogue_total, "simulated",
+                         d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : "");
 }

@@ -32,6 +32,7 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
                 (void) close(dj->report_fd);
         gw_jobtel_free(dj);
         gw_rwatch_free(dj->rwatch);
+        gw_train_free(dj->train);
         free(dj->events);
         gw_job_free(dj->job);
         free(dj->end_reason);

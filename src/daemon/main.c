@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
         char buf[4096];
@@ -98,7 +99,7 @@ static int setup_signals(struct gw_daemon *d) {
 }
 
 static int start_door(struct gw_daemon *d, int idx, int fd, bool unix_door) {
-        int r = gw_http_start(fd, unix_door, gw_api_handle, gw_api_conn_gone, d, &d->http[idx]);
+        int r = gw_http_start(fd, unix_door, gw_web_handle, gw_api_conn_gone, d, &d->http[idx]);
         if (r < 0) {
                 log_err("cannot start the HTTP server");
                 (void) close(fd);
@@ -211,8 +212,10 @@ static void run_loop(struct gw_daemon *d) {
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
+        gw_events_close(d);
         for (int i = 0; i < 2; i++)
                 d->http[i] = gw_http_stop(d->http[i]);
+        gw_events_free(d);
         (void) unlink(d->cfg->socket);
         for (size_t i = 0; i < d->map.cap; i++) {
                 struct gw_djob *dj = d->map.slots[i];
@@ -251,6 +254,7 @@ int main(int argc, char **argv) {
                 log_err("state: %s", err);
                 goto out;
         }
+        (void) gw_events_open(&d);
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;

@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/web.h"
 
 #define RING_SECONDS 3600
 #define MAX_ANCESTORS 64
@@ -352,6 +353,7 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         /* Free memory changed: a job waiting for --gpu-mem may fit now. */
         d->sched_dirty |= d->n_queue > 0;
         gw_reclaim_watch(d);
+        gw_training_watch(d); /* issue 7: epochs, ETA, leaks, snapshots */
 }
 
 /* --- events and draining ------------------------------------------------------------- */
@@ -419,6 +421,7 @@ void gw_observe_ready(struct gw_daemon *d) {
         if (s) {
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
+                gw_events_gpus(d);
         }
         struct gw_nvml_event evs[64];
         size_t n;

@@ -398,3 +398,20 @@ void gw_rwatch_files_free(struct gw_rwatch *w) {
         free(w->results_path);
         w->results_path = NULL;
 }
+
+/* ---- for training awareness (issue 7, training.c): the same file rules, exposed ---- */
+
+char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(j); }
+
+bool gw_rwatch_user_file(const struct gw_job *j, const char *path, struct stat *st) { return user_file(j, path, st); }
+
+char *gw_rwatch_read_user_file(const struct gw_job *j, const char *path, size_t max, struct stat *ret_st,
+                               size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !owned(j, &st))
+                return NULL;
+        if (ret_st)
+                *ret_st = st;
+        return read_end(fd, &st, max, ret_len);
+}

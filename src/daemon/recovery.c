@@ -176,6 +176,10 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;
                 snprintf(v.evidence, sizeof v.evidence, "%s", lost ? "lost" : "unclassified");
         }
+        /* Issue 7: stopped by leak_policy restart after a checkpoint: an oom the leak explains. */
+        bool leak_restart = gw_training_take_restart(dj, v.evidence, sizeof v.evidence);
+        if (leak_restart)
+                v.cls = GW_FAILURE_OOM;
         char ckpt_why[512] = "";
         char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
         struct gw_attempt_mark last = { .valid = true, .epoch = epoch_reached(j, ckpt) };
@@ -201,7 +205,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         struct gw_retry_policy p;
         retry_policy(d, j, &p);
         struct gw_retry_state s = { .attempts = (unsigned) j->attempt, .prev = dj->last_mark, .last = last,
-                                    .oom_explained = memory_taken_by_others(d, j) };
+                                    .oom_explained = leak_restart || gw_training_leak_flagged(dj) ||
+                                                     memory_taken_by_others(d, j) };
         struct gw_retry_decision dec;
         if (gw_retry_decide(&p, &s, &v, gw_now_wall(), &dec) == 0 && dec.retry) {
                 dj->last_mark = last;

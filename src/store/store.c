@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "store/store_internal.h"
 
 enum stmt_id {
         ST_JOB_INSERT,
@@ -35,15 +36,15 @@ enum stmt_id {
         "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
         "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
         "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, " \
-        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id"
+        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
                           "gpu_mem, time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, "
                           "log_path, submit_time, attempt, retries, retry_on, yolo, checkpoint, resume_cmd, "
-                          "idle_policy, progress_file, health_url, booking_id) "
+                          "idle_policy, progress_file, health_url, booking_id, leak_policy) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                          "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+                          "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
         [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, wait_reason = ?3, end_reason = ?4, gpu_mask = ?5, "
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
@@ -142,6 +143,14 @@ static const char *const migrations[] = {
         "  id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL,"
         "  hash TEXT NOT NULL UNIQUE, created INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
         "  revoked INTEGER NOT NULL DEFAULT 0);",
+
+        /* 5: training awareness (issue 7): the leak policy, checkpoint snapshots */
+        "ALTER TABLE jobs ADD COLUMN leak_policy TEXT;"
+        "CREATE TABLE snapshots ("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        "  kind TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT -1, metric REAL, sha256 TEXT NOT NULL,"
+        "  size INTEGER NOT NULL, time INTEGER NOT NULL, src_mtime INTEGER NOT NULL, path TEXT NOT NULL,"
+        "  source TEXT NOT NULL, pruned INTEGER NOT NULL DEFAULT 0, UNIQUE (job_id, seq));",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }
@@ -150,7 +159,16 @@ struct gw_store {
         sqlite3 *db;
         sqlite3_stmt *stmt[_ST_MAX];
         int depth; /* open gw_store_begin calls */
+        struct gw_store_observer obs;
 };
+
+void gw_store_set_observer(struct gw_store *s, const struct gw_store_observer *o) { s->obs = *o; }
+
+static void tell_job(struct gw_store *s, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
+                     const char *message) {
+        if (s->obs.job)
+                s->obs.job(s->obs.userdata, id, j, state, kind, message);
+}
 
 static int sql_err(struct gw_store *s) {
         int rc = sqlite3_errcode(s->db);
@@ -165,6 +183,10 @@ static int sql_err(struct gw_store *s) {
 }
 
 const char *gw_store_errmsg(struct gw_store *s) { return sqlite3_errmsg(s->db); }
+
+/* For the store's other files (store_internal.h). */
+sqlite3 *gw_store_db(struct gw_store *s) { return s->db; }
+int gw_store_sql_err(struct gw_store *s) { return sql_err(s); }
 
 static sqlite3_stmt *stmt_get(struct gw_store *s, enum stmt_id id) {
         sqlite3_stmt *st = s->stmt[id];
@@ -348,6 +370,7 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         bind_text(st, 27, j->progress_file);
         bind_text(st, 28, j->health_url);
         sqlite3_bind_int64(st, 29, j->booking_id);
+        bind_text(st, 30, j->leak_policy);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -358,7 +381,10 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         r = event_insert(s, j->id, j->state, "submit", message);
         if (r < 0)
                 goto fail;
-        return gw_store_commit(s);
+        if ((r = gw_store_commit(s)) < 0)
+                return r;
+        tell_job(s, j->id, j, j->state, "submit", message);
+        return 0;
 fail:
         (void) gw_store_rollback(s);
         return r;
@@ -402,7 +428,10 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
                 if (r < 0)
                         goto fail;
         }
-        return gw_store_commit(s);
+        if ((r = gw_store_commit(s)) < 0)
+                return r;
+        tell_job(s, j->id, j, j->state, kind, message);
+        return 0;
 fail:
         (void) gw_store_rollback(s);
         return r;
@@ -410,7 +439,10 @@ fail:
 
 int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
                        const char *message) {
-        return event_insert(s, id, state, kind, message);
+        int r = event_insert(s, id, state, kind, message);
+        if (r == 0)
+                tell_job(s, id, NULL, state, kind, message);
+        return r;
 }
 
 static char *col_text(sqlite3_stmt *st, int i) {
@@ -474,6 +506,7 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->progress_file = col_text(st, c++);
         j->health_url = col_text(st, c++);
         j->booking_id = sqlite3_column_int64(st, c++);
+        j->leak_policy = col_text(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
@@ -760,12 +793,14 @@ int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
                                (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(), b->note);
                 if (r == 0)
                         b->id = sqlite3_last_insert_rowid(s->db);
-                return r;
-        }
-        return exec_bound(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, state = ?6, "
-                             "last_used = ?7, note = ?8 WHERE id = ?1",
-                          "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
-                          (int64_t) b->state, b->last_used, b->note);
+        } else
+                r = exec_bound(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
+                                  "state = ?6, last_used = ?7, note = ?8 WHERE id = ?1",
+                               "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
+                               (int64_t) b->state, b->last_used, b->note);
+        if (r == 0 && s->obs.booking)
+                s->obs.booking(s->obs.userdata, b);
+        return r;
 }
 
 int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb, void *userdata) {

@@ -8,6 +8,7 @@
 #include "core/jobrec.h"
 
 struct gw_store;
+struct gw_store_booking;
 
 /* Opens (creating) DIR/gpuward.db and applies the numbered migrations. */
 int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errlen);
@@ -29,6 +30,16 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
 /* Appends an event without changing the job. */
 int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
                        const char *message);
+
+/* Told after each job insert, job update, job event and booking save that succeeded (the
+ * daemon's event stream).  j is NULL for an event that does not change the job.  Copies o. */
+struct gw_store_observer {
+        void (*job)(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
+                    const char *message);
+        void (*booking)(void *userdata, const struct gw_store_booking *b);
+        void *userdata;
+};
+void gw_store_set_observer(struct gw_store *s, const struct gw_store_observer *o);
 
 /* The job with that id (-ENOENT if none).  Caller frees with gw_job_free. */
 int gw_store_job_get(struct gw_store *s, int64_t id, struct gw_job **ret);

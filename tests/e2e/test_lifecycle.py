@@ -20,7 +20,8 @@ class LifecycleTest(DaemonTest):
         kids = self.child_pids(jid, 3)
         main_pid = self.d.wait_pid(jid)
         for k in kids:
-            self.assertNotEqual(os.getsid(k), os.getsid(main_pid), "children live in sessions of their own")
+            # The trainer names a child right after fork, before the child's setsid().
+            wait_until(lambda: os.getsid(k) != os.getsid(main_pid), what="children in sessions of their own")
         p = self.d.cli("cancel", jid)
         self.assertIn(f"Cancelled job {jid}", p.stdout)
         # cancel returns only when every process is gone.

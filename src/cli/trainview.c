@@ -1,0 +1,106 @@
+/* How the CLI shows training awareness (see trainview.h). */
+#include "cli/trainview.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "cli/format.h"
+
+char *cli_format_eta(double eta, time_t now, char *buf, size_t n) {
+        if (!isfinite(eta) || eta <= 0)
+                return cli_format_secs(NAN, buf, n);
+        return cli_format_secs(eta > (double) now ? eta - (double) now : 0, buf, n);
+}
+
+char *cli_format_end(double eta, time_t now, char *buf, size_t n) {
+        if (!isfinite(eta) || eta <= 0) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        time_t t = (time_t) eta;
+        struct tm a, b;
+        char s[32];
+        if (!localtime_r(&t, &a) || !localtime_r(&now, &b))
+                snprintf(s, sizeof s, "?");
+        else
+                strftime(s, sizeof s, a.tm_yday == b.tm_yday && a.tm_year == b.tm_year ? "%H:%M" : "%m-%d %H:%M", &a);
+        snprintf(buf, n, "~%s", s);
+        return buf;
+}
+
+/* "epoch 37/100   ETA 2h14m ± 6m (ends ~16:52)   2m08s/epoch" */
+static void epoch_line(const json_t *tr, time_t now) {
+        long long done, total;
+        char eta[32], err[32], end[40], spe[32];
+        bool has_done = cli_jint(tr, "epoch", &done), has_total = cli_jint(tr, "epochs", &total);
+        double e = cli_jnum(tr, "eta"), er = cli_jnum(tr, "error_seconds"), s = cli_jnum(tr, "sec_per_epoch");
+        if (!has_done && !isfinite(s))
+                return;
+        printf("  epoch %lld/", has_done ? done : 0);
+        if (has_total)
+                printf("%lld", total);
+        else
+                printf("?");
+        if (isfinite(e)) {
+                printf("   ETA %s", cli_format_eta(e, now, eta, sizeof eta));
+                if (isfinite(er) && er >= 1)
+                        printf(" \xc2\xb1 %s", cli_format_secs(er, err, sizeof err));
+                printf(" (ends %s)", cli_format_end(e, now, end, sizeof end));
+        } else
+                printf("   ETA -");
+        if (isfinite(s))
+                printf("   %s/epoch", cli_format_secs(s, spe, sizeof spe));
+        printf("\n");
+}
+
+static void leak_line(const json_t *tr) {
+        const json_t *leak = json_object_get(tr, "leak");
+        if (!json_is_true(json_object_get(leak, "detected")))
+                return;
+        _cleanup_free_ char *ev = cli_sanitize(cli_jstr(leak, "evidence") ? cli_jstr(leak, "evidence") : "?");
+        const char *policy = cli_jstr(leak, "policy"), *restart = cli_jstr(leak, "restart");
+        printf("  LEAK  %s", ev ? ev : "?");
+        if (policy && !strcmp(policy, "restart"))
+                printf("  [leak_policy restart: %s]", restart && !strcmp(restart, "stopping") ? "stopping after its checkpoint"
+                                                                                             : "restart after the next checkpoint");
+        printf("\n");
+}
+
+/* "best.pt epoch 31 mAP50-95 0.412 (a1f3c2…)" */
+static void put_snap(const json_t *s, const char *name, bool first) {
+        long long epoch;
+        double m = cli_jnum(s, "metric");
+        const char *sha = cli_jstr(s, "sha256");
+        printf("%s%s", first ? "" : ", ", name);
+        if (cli_jint(s, "epoch", &epoch))
+                printf(" epoch %lld", epoch);
+        if (isfinite(m))
+                printf(" mAP50-95 %.3f", m);
+        if (sha && strlen(sha) >= 6)
+                printf(" (%.6s\xe2\x80\xa6)", sha);
+}
+
+static void snapshot_line(const json_t *tr) {
+        const json_t *snaps = json_object_get(tr, "snapshots");
+        const json_t *best = json_object_get(snaps, "best"), *last = json_object_get(snaps, "last");
+        if (!json_is_object(best) && !json_is_object(last))
+                return;
+        printf("  snapshots: ");
+        if (json_is_object(best))
+                put_snap(best, "best.pt", true);
+        if (json_is_object(last))
+                put_snap(last, "last.pt", !json_is_object(best));
+        printf("\n");
+}
+
+void cli_show_training(const json_t *job, time_t now) {
+        const json_t *tr = json_object_get(job, "training");
+        if (!json_is_object(tr))
+                return;
+        printf("\nTraining:\n");
+        epoch_line(tr, now);
+        leak_line(tr);
+        snapshot_line(tr);
+}

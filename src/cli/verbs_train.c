@@ -1,0 +1,335 @@
+/* gpuward eta, gpuward snapshots, gpuward restore: training awareness (issue 7). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "cli/api.h"
+#include "cli/format.h"
+#include "cli/trainview.h"
+#include "cli/verbs.h"
+
+static const char eta_help[] =
+        "Usage: gpuward eta [--json] JOB\n"
+        "\n"
+        "When a running training job will end, and what the estimate rests on: the epochs done\n"
+        "and planned (from the run's args.yaml, else epochs= in the command), the smoothed time\n"
+        "per epoch (validation included; the first epoch of a process, with its start-up, weighs\n"
+        "a quarter), the error bar once three epochs are timed, the recent epochs, and the leak\n"
+        "check.  Epochs are read from the run's results.csv (Ultralytics).\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Example:\n"
+        "  gpuward eta 41\n";
+
+static const char snapshots_help[] =
+        "Usage: gpuward snapshots [--all] [--json] JOB\n"
+        "\n"
+        "The copies gpuwardd kept of a training job's weights/best.pt and last.pt: each time one\n"
+        "changed and was complete, with the epoch it holds, that epoch's mAP50-95 and its sha256.\n"
+        "The newest 3 copies of last.pt and 10 of best.pt are kept.  N is what 'gpuward restore\n"
+        "--snapshot N' takes.\n"
+        "\n"
+        "Options:\n"
+        "  --all        list the copies the retention removed too\n"
+        "  --json       print the API's JSON\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Example:\n"
+        "  gpuward snapshots 41\n";
+
+static const char restore_help[] =
+        "Usage: gpuward restore JOB --snapshot N --to PATH [--force]\n"
+        "\n"
+        "Copy snapshot N of a job (see 'gpuward snapshots JOB') to PATH, written as the job's\n"
+        "user: a path that user may not write is refused.  The copy is checked against the\n"
+        "snapshot's sha256.  Only the job's owner or an admin may restore.\n"
+        "\n"
+        "Options:\n"
+        "  --snapshot N   which snapshot\n"
+        "  --to PATH      where to write it (relative to the current directory)\n"
+        "  --force        overwrite PATH if it exists\n"
+        "  --json         print the API's JSON\n"
+        "  -h, --help     this help\n"
+        "\n"
+        "Example:\n"
+        "  gpuward restore 41 --snapshot 3 --to ./weights/best-epoch31.pt\n";
+
+static int one_job(const char *verb, int argc, char **argv, long long *ret_id) {
+        if (optind >= argc)
+                return cli_usage(verb, "which job? gpuward %s JOB", verb);
+        if (optind + 1 < argc)
+                return cli_usage(verb, "one job at a time (got '%s' too)", argv[optind + 1]);
+        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : 0;
+}
+
+static int get_json(struct cli_ctx *ctx, const char *target, long long id, json_t **ret) {
+        char subject[48];
+        snprintf(subject, sizeof subject, "job %lld", id);
+        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
+        return cli_api_json(ctx, &call, ret);
+}
+
+/* ---- eta ---- */
+
+static void print_eta(const json_t *o, time_t now) {
+        long long id = 0, done, total;
+        char buf[64], buf2[64];
+        (void) cli_jint(o, "id", &id);
+        const char *why = cli_jstr(o, "why_none"), *from = cli_jstr(o, "epochs_from");
+        bool has_done = cli_jint(o, "epoch", &done), has_total = cli_jint(o, "epochs", &total);
+        printf("Job %lld (%s)", id, cli_jstr(o, "state") ? cli_jstr(o, "state") : "?");
+        if (has_done && has_total)
+                printf(": epoch %lld/%lld", done, total);
+        else if (has_done)
+                printf(": epoch %lld/?", done);
+        if (has_total && from)
+                printf(" (epochs from %s)", from);
+        printf("\n");
+        double eta = cli_jnum(o, "eta"), err = cli_jnum(o, "error_seconds"), spe = cli_jnum(o, "sec_per_epoch");
+        if (isfinite(eta)) {
+                printf("ETA:          %s", cli_format_eta(eta, now, buf, sizeof buf));
+                if (isfinite(err) && err >= 1)
+                        printf(" \xc2\xb1 %s", cli_format_secs(err, buf2, sizeof buf2));
+                printf(" (ends %s)\n", cli_format_end(eta, now, buf, sizeof buf));
+        } else
+                printf("ETA:          none: %s\n", why ? why : "unknown");
+        long long timed = 0;
+        (void) cli_jint(o, "timed_epochs", &timed);
+        if (isfinite(spe)) {
+                double sigma = cli_jnum(o, "sigma_seconds");
+                printf("Per epoch:    %s, smoothed over %lld timed epoch%s (recent ones weigh more, a process's "
+                       "first epoch a quarter)", cli_format_secs(spe, buf, sizeof buf), timed, timed == 1 ? "" : "s");
+                if (isfinite(sigma) && sigma >= 1)
+                        printf("; jitter \xc2\xb1%s", cli_format_secs(sigma, buf2, sizeof buf2));
+                printf("\n");
+        }
+        if (isfinite(eta) && !isfinite(err))
+                printf("Error bar:    after 3 timed epochs\n");
+        double since = cli_jnum(o, "since_last_epoch");
+        if (isfinite(since))
+                printf("Last epoch:   ended %s ago\n", cli_format_secs(since, buf, sizeof buf));
+        const char *csv = cli_jstr(o, "results_csv");
+        if (csv) {
+                _cleanup_free_ char *safe = cli_sanitize(csv);
+                printf("Results:      %s\n", safe ? safe : "?");
+        }
+        const json_t *leak = json_object_get(o, "leak");
+        const char *ev = cli_jstr(leak, "evidence");
+        if (ev) {
+                _cleanup_free_ char *safe = cli_sanitize(ev);
+                printf("%s %s\n", json_is_true(json_object_get(leak, "detected")) ? "LEAK:        " : "Leak check:  ",
+                       safe ? safe : "?");
+        }
+        const json_t *recent = json_object_get(o, "recent_epochs");
+        if (json_array_size(recent) == 0)
+                return;
+        static const char *const cols[] = { "EPOCH", "TIME", "ENDED", "NOTE" };
+        struct cli_table *t = cli_table_new(cols, 4);
+        size_t i;
+        const json_t *e;
+        json_array_foreach(recent, i, e) {
+                char ep[32], secs[32], end[48];
+                long long v = 0;
+                (void) cli_jint(e, "epoch", &v);
+                snprintf(ep, sizeof ep, "%lld", v);
+                bool startup = json_is_true(json_object_get(e, "startup")), exact = json_is_true(json_object_get(e, "exact"));
+                const char *cells[] = { ep, cli_format_secs(cli_jnum(e, "seconds"), secs, sizeof secs),
+                                        cli_format_time(cli_jnum(e, "end"), now, end, sizeof end),
+                                        startup ? "includes the start (weighs 1/4)" : exact ? "" : "averaged (rows seen together)" };
+                if (t && cli_table_add(t, cells) < 0)
+                        break;
+        }
+        if (t) {
+                printf("\nRecent epochs:\n");
+                cli_table_print(t, stdout);
+                cli_table_free(t);
+        }
+}
+
+int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
+        bool json;
+        int early = cli_parse_json_only(ctx, "eta", eta_help, true, argc, argv, &json);
+        if (early >= 0)
+                return early;
+        long long id;
+        int r = one_job("eta", argc, argv, &id);
+        if (r)
+                return r;
+        char target[64];
+        snprintf(target, sizeof target, "/api/v1/jobs/%lld/eta", id);
+        json_t *o = NULL;
+        if ((r = get_json(ctx, target, id, &o)))
+                return r;
+        if (json)
+                r = cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        else
+                print_eta(o, time(NULL));
+        json_decref(o);
+        return r;
+}
+
+/* ---- snapshots ---- */
+
+static int print_snapshots(const json_t *o, long long id, time_t now) {
+        const json_t *arr = json_object_get(o, "snapshots");
+        if (json_array_size(arr) == 0) {
+                printf("Job %lld has no snapshots (none of its weights/best.pt or last.pt was seen complete).\n", id);
+                return CLI_EXIT_OK;
+        }
+        static const char *const cols[] = { "N", "KIND", "EPOCH", "mAP50-95", "SIZE", "TAKEN", "SHA256", "NOTE" };
+        struct cli_table *t = cli_table_new(cols, 8);
+        if (!t)
+                return CLI_EXIT_FAIL;
+        size_t i;
+        const json_t *s;
+        json_array_foreach(arr, i, s) {
+                char n[32], epoch[32], metric[32], size[32], taken[48], sha[16];
+                long long v;
+                snprintf(n, sizeof n, "%lld", cli_jint(s, "seq", &v) ? v : 0);
+                if (cli_jint(s, "epoch", &v))
+                        snprintf(epoch, sizeof epoch, "%lld", v);
+                else
+                        snprintf(epoch, sizeof epoch, "-");
+                double m = cli_jnum(s, "metric");
+                if (isfinite(m))
+                        snprintf(metric, sizeof metric, "%.4f", m);
+                else
+                        snprintf(metric, sizeof metric, "-");
+                snprintf(sha, sizeof sha, "%.12s", cli_jstr(s, "sha256") ? cli_jstr(s, "sha256") : "-");
+                char kind[16];
+                snprintf(kind, sizeof kind, "%s.pt", cli_jstr(s, "kind") ? cli_jstr(s, "kind") : "?");
+                const char *cells[] = { n, kind, epoch, metric, cli_format_bytes(cli_jnum(s, "size"), size, sizeof size),
+                                        cli_format_time(cli_jnum(s, "time"), now, taken, sizeof taken), sha,
+                                        json_is_true(json_object_get(s, "pruned")) ? "pruned" : "" };
+                if (cli_table_add(t, cells) < 0)
+                        break;
+        }
+        cli_table_print(t, stdout);
+        cli_table_free(t);
+        return CLI_EXIT_OK;
+}
+
+enum { OPT_ALL = 0x100, OPT_JSON, OPT_SNAPSHOT, OPT_TO, OPT_FORCE };
+
+int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct option opts[] = {
+                { "all", no_argument, NULL, OPT_ALL },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        bool json = ctx->json, all = false;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(snapshots_help, stdout);
+                        return CLI_EXIT_OK;
+                }
+                if (c == OPT_ALL)
+                        all = true;
+                else if (c == OPT_JSON)
+                        json = true;
+                else
+                        return cli_bad_option("snapshots", argv, optind, c, optopt);
+        }
+        long long id;
+        int r = one_job("snapshots", argc, argv, &id);
+        if (r)
+                return r;
+        char target[80];
+        snprintf(target, sizeof target, "/api/v1/jobs/%lld/snapshots%s", id, all ? "?all=1" : "");
+        json_t *o = NULL;
+        if ((r = get_json(ctx, target, id, &o)))
+                return r;
+        r = json ? (cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK) : print_snapshots(o, id, time(NULL));
+        json_decref(o);
+        return r;
+}
+
+/* ---- restore ---- */
+
+int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct option opts[] = {
+                { "snapshot", required_argument, NULL, OPT_SNAPSHOT },
+                { "to", required_argument, NULL, OPT_TO },
+                { "force", no_argument, NULL, OPT_FORCE },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        bool json = ctx->json, force = false;
+        long long seq = 0;
+        const char *to = NULL;
+        int c;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'h':
+                        fputs(restore_help, stdout);
+                        return CLI_EXIT_OK;
+                case OPT_SNAPSHOT:
+                        if (gw_parse_int(optarg, 1, INT_MAX, &seq) < 0)
+                                return cli_usage("restore", "--snapshot: '%s' is not a snapshot number", optarg);
+                        break;
+                case OPT_TO:
+                        if (!*optarg)
+                                return cli_usage("restore", "--to: the path is empty");
+                        to = optarg;
+                        break;
+                case OPT_FORCE:
+                        force = true;
+                        break;
+                case OPT_JSON:
+                        json = true;
+                        break;
+                default:
+                        return cli_bad_option("restore", argv, optind, c, optopt);
+                }
+        }
+        long long id;
+        int r = one_job("restore", argc, argv, &id);
+        if (r)
+                return r;
+        if (!seq)
+                return cli_usage("restore", "which snapshot? --snapshot N (gpuward snapshots %lld)", id);
+        if (!to)
+                return cli_usage("restore", "where to? --to PATH");
+        _cleanup_free_ char *abs = cli_absolute_path(to, NULL);
+        if (!abs) {
+                cli_error("restore: cannot resolve %s: %s", to, strerror(errno));
+                return CLI_EXIT_FAIL;
+        }
+        char target[64], subject[48];
+        snprintf(target, sizeof target, "/api/v1/jobs/%lld/restore", id);
+        snprintf(subject, sizeof subject, "job %lld", id);
+        json_t *body = json_pack("{s:I,s:s,s:b}", "snapshot", (json_int_t) seq, "to", abs, "force", force);
+        static const struct cli_field_alias aliases[] = { { "snapshot", "--snapshot" }, { "to", "--to" }, { NULL, NULL } };
+        struct cli_call call = { .method = "POST", .target = target, .body = body, .subject = subject,
+                                 .aliases = aliases };
+        json_t *o = NULL;
+        r = body ? cli_api_json(ctx, &call, &o) : CLI_EXIT_FAIL;
+        json_decref(body);
+        if (r)
+                return r;
+        if (json)
+                r = cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        else {
+                _cleanup_free_ char *msg = cli_sanitize(cli_jstr(o, "message") ? cli_jstr(o, "message") : "restored");
+                printf("%s\n", msg ? msg : "restored");
+        }
+        json_decref(o);
+        return r;
+}

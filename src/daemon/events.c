@@ -1,0 +1,297 @@
+/* GET /api/v1/events: server-sent events for the dashboard: job changes ("job"), events that
+ * do not change a job ("job_event": warnings, SIGTERM sent...), GPU samples ("gpus") and
+ * bookings ("booking"), each with an id.
+ *
+ * Events are serialized once into one bounded ring that every client shares; a client is only
+ * a position in that ring, so it costs constant memory however far behind it is.  A client
+ * more than CLIENT_LAG bytes behind, or whose position left the ring, is dropped (its socket
+ * shut down); its EventSource reconnects with Last-Event-ID and gets what it missed from the
+ * ring, or a "reset" event (reload everything) when that is gone.  A client with nothing to
+ * read is suspended, and resumed when an event is published: no polling, no timers.
+ *
+ * Ids start at the wall clock in microseconds when the daemon starts and grow by one, so an
+ * id from an earlier run of the daemon is older than every id of this one. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/codec.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "core/calendar.h"
+#include "daemon/web.h"
+
+#define RING_EVENTS 4096
+#define RING_BYTES (2u << 20)
+#define CLIENT_LAG (1u << 20)
+#define CLIENTS_MAX 512
+#define CLIENT_SNDBUF (64 * 1024)
+
+struct ev_item {
+        uint64_t id;
+        uint64_t pos;        /* bytes published before this event */
+        char *text;          /* "id: N\nevent: T\ndata: JSON\n\n" */
+        size_t len;
+};
+
+struct ev_client {
+        struct gw_events *ev;
+        struct gw_http_conn *conn;
+        uint64_t next;       /* id of the next event to send */
+        size_t off;          /* bytes of that event already sent */
+        char pre[256];       /* sent first: the hello or the reset */
+        size_t pre_len, pre_off;
+        bool waiting;        /* suspended with nothing to send */
+        bool dropped;
+        struct ev_client *prev, *after;
+};
+
+struct gw_events {
+        struct gw_daemon *d;
+        struct ev_item *ring;
+        size_t start, n;     /* ring[start] is the oldest of n */
+        size_t bytes;        /* held by the ring */
+        uint64_t last_id;    /* newest id published (the base before the first) */
+        uint64_t end_pos;    /* bytes published so far */
+        struct ev_client *clients;
+        size_t n_clients;
+        uint64_t dropped;    /* slow clients dropped, for the log */
+};
+
+static struct ev_item *item_at(struct gw_events *ev, size_t k) { return &ev->ring[(ev->start + k) % RING_EVENTS]; }
+
+static uint64_t first_id(const struct gw_events *ev) { return ev->last_id - ev->n + 1; }
+
+/* How many bytes of published events c has not read. */
+static uint64_t client_lag(struct gw_events *ev, const struct ev_client *c) {
+        if (c->next > ev->last_id)
+                return 0;
+        if (c->next < first_id(ev))
+                return UINT64_MAX;
+        const struct ev_item *it = item_at(ev, (size_t) (c->next - first_id(ev)));
+        return ev->end_pos - (it->pos + c->off);
+}
+
+static void client_drop(struct ev_client *c) {
+        if (c->dropped)
+                return;
+        c->dropped = true;
+        c->ev->dropped++;
+        log_info("events: dropping a client %llu bytes behind (%llu dropped so far)",
+                 (unsigned long long) client_lag(c->ev, c), (unsigned long long) c->ev->dropped);
+        gw_http_conn_abort(c->conn);
+}
+
+static void publish(struct gw_events *ev, const char *type, json_t *data) {
+        char *json = json_dumps(data, JSON_COMPACT);
+        json_decref(data);
+        if (!json)
+                return;
+        uint64_t id = ev->last_id + 1;
+        size_t cap = strlen(json) + strlen(type) + 64;
+        char *text = gw_xmalloc(cap);
+        int len = snprintf(text, cap, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long) id, type, json);
+        free(json);
+        if (len < 0 || (size_t) len >= cap) {
+                free(text);
+                return;
+        }
+        /* Make room: the oldest events go first; the new one always fits. */
+        while (ev->n > 0 && (ev->n == RING_EVENTS || ev->bytes + (size_t) len > RING_BYTES)) {
+                struct ev_item *old = item_at(ev, 0);
+                ev->bytes -= old->len;
+                free(old->text);
+                ev->start = (ev->start + 1) % RING_EVENTS;
+                ev->n--;
+        }
+        *item_at(ev, ev->n) = (struct ev_item) { .id = id, .pos = ev->end_pos, .text = text, .len = (size_t) len };
+        ev->n++;
+        ev->bytes += (size_t) len;
+        ev->end_pos += (uint64_t) len;
+        ev->last_id = id;
+        for (struct ev_client *c = ev->clients; c; c = c->after) {
+                if (c->dropped)
+                        continue;
+                if (client_lag(ev, c) > CLIENT_LAG)
+                        client_drop(c);
+                else if (c->waiting) {
+                        c->waiting = false;
+                        gw_http_conn_resume(c->conn);
+                }
+        }
+}
+
+/* ---- what is published ---- */
+
+static json_t *booking_json(const struct gw_store_booking *b) {
+        json_t *gpus = json_array();
+        for (int i = 0; i < 64; i++)
+                if (b->gpu_mask & (UINT64_C(1) << i))
+                        json_array_append_new(gpus, json_integer(i));
+        const char *state = gw_booking_state_name((enum gw_booking_state) b->state);
+        return json_pack("{s:I,s:o,s:I,s:o,s:i,s:o,s:f,s:f,s:s,s:o}", "id", (json_int_t) b->id, "user",
+                         gw_json_text(b->user), "uid", (json_int_t) b->uid, "name", gw_json_text(b->name), "ngpus",
+                         b->ngpus, "gpus", gpus, "start", (double) b->start / 1e6, "end", (double) b->end / 1e6, "state",
+                         state ? state : "?", "note", gw_json_text(b->note));
+}
+
+static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
+                         const char *message) {
+        struct gw_events *ev = userdata;
+        const char *st = gw_job_state_name(state);
+        json_t *o = json_pack("{s:I,s:s,s:o,s:o,s:f}", "id", (json_int_t) id, "state", st ? st : "?", "kind",
+                              gw_json_text(kind), "message", gw_json_text(message), "time", (double) gw_now_wall() / 1e6);
+        if (j)
+                json_object_set_new(o, "job", gw_codec_job(j));
+        publish(ev, j ? "job" : "job_event", o);
+}
+
+static void on_store_booking(void *userdata, const struct gw_store_booking *b) {
+        publish(userdata, "booking", booking_json(b));
+}
+
+void gw_events_gpus(struct gw_daemon *d) {
+        struct gw_events *ev = d->events;
+        if (!ev || !ev->n_clients)
+                return;
+        publish(ev, "gpus", gw_api_gpus_json(d));
+}
+
+/* ---- the stream of one client ---- */
+
+static ssize_t client_read(void *cls, char *buf, size_t max) {
+        struct ev_client *c = cls;
+        struct gw_events *ev = c->ev;
+        if (c->dropped)
+                return -1;
+        size_t w = 0;
+        if (c->pre_off < c->pre_len) {
+                size_t k = c->pre_len - c->pre_off < max ? c->pre_len - c->pre_off : max;
+                memcpy(buf, c->pre + c->pre_off, k);
+                c->pre_off += k;
+                w += k;
+        }
+        while (w < max && c->next <= ev->last_id) {
+                if (c->next < first_id(ev))
+                        return -1; /* fell out of the ring: it reconnects and gets "reset" */
+                const struct ev_item *it = item_at(ev, (size_t) (c->next - first_id(ev)));
+                size_t k = it->len - c->off < max - w ? it->len - c->off : max - w;
+                memcpy(buf + w, it->text + c->off, k);
+                w += k;
+                c->off += k;
+                if (c->off == it->len) {
+                        c->next++;
+                        c->off = 0;
+                }
+        }
+        c->waiting = w == 0;
+        return (ssize_t) w;
+}
+
+static void client_done(void *cls) {
+        struct ev_client *c = cls;
+        struct gw_events *ev = c->ev;
+        if (c->prev)
+                c->prev->after = c->after;
+        else
+                ev->clients = c->after;
+        if (c->after)
+                c->after->prev = c->prev;
+        ev->n_clients--;
+        free(c);
+}
+
+/* Where a client starts: after the event it last saw when the ring still has what followed,
+ * else at the newest event with a "reset" first. */
+static void client_start(struct gw_events *ev, struct ev_client *c, const char *last) {
+        long long id = -1;
+        bool resumable = last && gw_parse_int(last, 0, INT64_MAX, &id) == 0 && (uint64_t) id >= first_id(ev) - 1 &&
+                         (uint64_t) id <= ev->last_id;
+        int n;
+        if (resumable) {
+                c->next = (uint64_t) id + 1;
+                n = snprintf(c->pre, sizeof c->pre, "retry: 2000\n\n");
+        } else {
+                c->next = ev->last_id + 1;
+                n = snprintf(c->pre, sizeof c->pre,
+                             "retry: 2000\nid: %llu\nevent: %s\ndata: {\"id\":%llu,\"sample_interval\":%g}\n\n",
+                             (unsigned long long) ev->last_id, last ? "reset" : "hello",
+                             (unsigned long long) ev->last_id, (double) ev->d->cfg->sample_interval / 1e6);
+        }
+        c->pre_len = n > 0 && (size_t) n < sizeof c->pre ? (size_t) n : 0;
+}
+
+void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct caller *caller) {
+        struct gw_daemon *d = the_daemon(ud);
+        struct gw_events *ev = d->events;
+        if (!ev)
+                return reply_error(rep, 503, NULL, "the event stream is not running");
+        if (ev->n_clients >= CLIENTS_MAX)
+                return reply_error(rep, 503, NULL, "too many event streams open (%d)", CLIENTS_MAX);
+        const char *last = gw_http_header(req, "Last-Event-ID");
+        if (!last)
+                last = gw_http_query(req, "last_event_id");
+        struct ev_client *c = gw_xcalloc(1, sizeof *c);
+        c->ev = ev;
+        c->conn = req->conn;
+        client_start(ev, c, last);
+        c->after = ev->clients;
+        if (ev->clients)
+                ev->clients->prev = c;
+        ev->clients = c;
+        ev->n_clients++;
+        gw_http_conn_set_sndbuf(req->conn, CLIENT_SNDBUF);
+        rep->status = 200;
+        rep->content_type = "text/event-stream; charset=utf-8";
+        rep->stream_read = client_read;
+        rep->stream_done = client_done;
+        rep->stream_cls = c;
+        gw_http_reply_header(rep, "Cache-Control", "no-store");
+        gw_http_reply_header(rep, "X-Accel-Buffering", "no");
+}
+
+int gw_events_open(struct gw_daemon *d) {
+        struct gw_events *ev = gw_xcalloc(1, sizeof *ev);
+        ev->d = d;
+        ev->ring = gw_xcalloc(RING_EVENTS, sizeof *ev->ring);
+        ev->last_id = (uint64_t) gw_now_wall();
+        d->events = ev;
+        struct gw_store_observer o = { .job = on_store_job, .booking = on_store_booking, .userdata = ev };
+        gw_store_set_observer(d->store, &o);
+        return 0;
+}
+
+void gw_events_close(struct gw_daemon *d) {
+        struct gw_events *ev = d->events;
+        if (!ev)
+                return;
+        struct gw_store_observer none = { 0 };
+        gw_store_set_observer(d->store, &none);
+        /* Streams still open end now; their done callbacks run while the servers stop, so the
+         * ring and the client list stay until then (freed in gw_events_free). */
+        for (struct ev_client *c = ev->clients; c; c = c->after)
+                if (!c->dropped) {
+                        c->dropped = true;
+                        gw_http_conn_abort(c->conn);
+                }
+}
+
+void gw_events_free(struct gw_daemon *d) {
+        struct gw_events *ev = d->events;
+        if (!ev)
+                return;
+        /* Clients the servers did not end (none after gw_http_stop) lose their owner here. */
+        while (ev->clients) {
+                struct ev_client *c = ev->clients;
+                ev->clients = c->after;
+                free(c);
+        }
+        for (size_t k = 0; k < ev->n; k++)
+                free(item_at(ev, k)->text);
+        free(ev->ring);
+        free(ev);
+        d->events = NULL;
+}

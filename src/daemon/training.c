@@ -1,0 +1,381 @@
+/* Training awareness in the daemon (issue 7, product.md §1.3 and §2): after every GPU
+ * sample, for each running job,
+ *   - epochs: the run's results.csv (found and read as idle reclamation does, with the same
+ *     ownership rules) gives the number of finished epochs; a new row ends an epoch at the
+ *     file's mtime; the planned number comes from args.yaml or the command's epochs=;
+ *   - ETA: core/eta.h over the epochs' durations; the estimated end is kept in j->eta for
+ *     the job JSON, `gpuward queue`, the GPU list and /metrics;
+ *   - leak: each finished epoch's low and peak memory per GPU, from the job's telemetry
+ *     rings, go to core/leak.h; a leak is told once per attempt (event "leak", a line in
+ *     the job's log); under leak_policy restart the job is stopped right after its next
+ *     checkpoint and recovery.c retries it from that checkpoint (gw_training_take_restart);
+ *   - snapshots of weights/last.pt and best.pt (training_snap.c).
+ * What survives between samples is struct gw_train (training_int.h), reset per attempt.
+ * The wall clock is read once per sample: epoch ends are file mtimes. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "core/progress.h"
+#include "daemon/reclaim_watch.h"
+#include "daemon/training_int.h"
+
+/* How often to look for a results.csv not found yet: every sample at first (the first epoch
+ * should be timed), then rarely (most jobs that have none by then never will). */
+#define FIND_EARLY (120 * GW_USEC_PER_SEC)
+#define FIND_LATER (10 * GW_USEC_PER_SEC)
+#define RESULTS_MAX (16u << 20)
+#define ARGS_MAX (64u << 10)
+
+struct gw_train *gw_train_free(struct gw_train *t) {
+        if (!t)
+                return NULL;
+        gw_train_copy_abort(t);
+        free(t->results_path);
+        free(t->run_dir);
+        free(t->gpus);
+        free(t);
+        return NULL;
+}
+
+static gw_usec_t mtime_us(const struct stat *st) {
+        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
+}
+
+/* A fresh state for the job's current attempt: a retry is a new process with a new clock. */
+static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        struct gw_train *t = dj->train;
+        if (t && t->attempt == j->attempt && t->start_time == j->start_time)
+                return t;
+        gw_train_free(t);
+        dj->job->eta = 0; /* the previous attempt's */
+        t = gw_xcalloc(1, sizeof *t);
+        t->attempt = j->attempt;
+        t->start_time = j->start_time;
+        t->done = t->total = -1;
+        t->row_epoch = t->prev_row_epoch = t->best_epoch = t->best_epoch_before = -1;
+        t->row_map = t->prev_row_map = t->best_map = t->best_map_before = NAN;
+        for (int k = 0; k < _TRAIN_FILES; k++)
+                t->files[k].done_size = -1;
+        size_t n = (size_t) __builtin_popcountll(j->gpu_mask);
+        t->gpus = gw_xcalloc(n ? n : 1, sizeof *t->gpus);
+        for (unsigned gi = 0; gi < d->n_gpus && gi < 64 && t->n_gpus < n; gi++)
+                if (j->gpu_mask & (UINT64_C(1) << gi))
+                        t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->gpus[gi].info.mem_total };
+        dj->train = t;
+        return t;
+}
+
+/* ---- results.csv ---------------------------------------------------------------------- */
+
+static bool has_word(char *const *argv, const char *word) {
+        for (size_t i = 1; argv && argv[i]; i++)
+                if (!strcmp(argv[i], word))
+                        return true;
+        return false;
+}
+
+static void planned_epochs(const struct gw_job *j, struct gw_train *t) {
+        long e;
+        if (t->run_dir) {
+                char path[4200];
+                size_t len;
+                snprintf(path, sizeof path, "%s/args.yaml", t->run_dir);
+                _cleanup_free_ char *text = gw_rwatch_read_user_file(j, path, ARGS_MAX, NULL, &len);
+                if (text && gw_args_yaml_epochs(text, len, &e) == 0 && e > 0) {
+                        t->total = e;
+                        t->total_from = "args.yaml";
+                        return;
+                }
+        }
+        size_t argc = gw_strv_length(j->argv);
+        if (argc && gw_argv_epochs((const char *const *) j->argv, argc, &e) == 0 && e > 0) {
+                t->total = e;
+                t->total_from = "command";
+        }
+}
+
+static double fitness(const struct gw_results *r, size_t row) {
+        double m50 = gw_results_map50(r, row), m = gw_results_map50_95(r, row);
+        if (isnan(m))
+                return NAN;
+        return isnan(m50) ? m : 0.1 * m50 + 0.9 * m; /* Ultralytics' default fitness */
+}
+
+/* The best row by fitness among the first n: its epoch and mAP50-95. */
+static void best_of(const struct gw_results *r, size_t n, long *ret_epoch, double *ret_map) {
+        double best = NAN;
+        *ret_epoch = -1;
+        *ret_map = NAN;
+        for (size_t i = 0; i < n; i++) {
+                double f = fitness(r, i);
+                if (!isnan(f) && (isnan(best) || f > best)) {
+                        best = f;
+                        *ret_epoch = r->epochs[i];
+                        *ret_map = gw_results_map50_95(r, i);
+                }
+        }
+}
+
+static void push_epoch(struct gw_train *t, const struct train_epoch *e) {
+        if (t->n_epochs == TRAIN_EPOCHS_KEEP) {
+                memmove(t->epochs, t->epochs + 1, (TRAIN_EPOCHS_KEEP - 1) * sizeof *t->epochs);
+                t->n_epochs--;
+        }
+        t->epochs[t->n_epochs++] = *e;
+}
+
+/* The epoch's low and peak on each of the job's GPUs, from its telemetry ring. */
+static void measure_epoch(const struct gw_djob *dj, struct gw_train *t, const struct train_epoch *e) {
+        for (size_t i = 0; i < t->n_gpus; i++) {
+                struct train_gpu *g = &t->gpus[i];
+                const struct gw_ring *ring = NULL;
+                for (size_t k = 0; k < dj->n_tel; k++)
+                        if (dj->tel[k].gpu == g->gpu)
+                                ring = &dj->tel[k].ring;
+                if (!ring || !ring->n)
+                        continue;
+                _cleanup_free_ struct gw_point *pts = gw_xmalloc(ring->n * sizeof *pts);
+                size_t n = gw_ring_since(ring, e->start, pts, ring->n);
+                double lo, hi;
+                if (gw_leak_epoch_stats(pts, n, e->start, e->end, &lo, &hi) < 0)
+                        continue;
+                if (g->n && g->epoch[g->n - 1] >= e->epoch)
+                        continue;
+                if (g->n == GW_LEAK_MAX_EPOCHS) {
+                        memmove(g->epoch, g->epoch + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->epoch);
+                        memmove(g->low, g->low + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->low);
+                        memmove(g->peak, g->peak + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->peak);
+                        g->n--;
+                }
+                g->epoch[g->n] = e->epoch;
+                g->low[g->n] = lo;
+                g->peak[g->n] = hi;
+                g->n++;
+        }
+}
+
+/* done epochs now, the newest row written at t_row: records the epochs that ended since the
+ * last look.  Returns how many of them can be measured for the leak detector. */
+static size_t new_epochs(const struct gw_djob *dj, struct gw_train *t, long done, gw_usec_t t_row) {
+        const struct gw_job *j = dj->job;
+        long prev = t->done;
+        if (done < prev) {                       /* the file was rewritten: start over */
+                t->n_epochs = 0;
+                prev = -1;
+        }
+        t->done = done;
+        if (done <= 0 || done == prev)
+                return 0;
+        long k;
+        gw_usec_t start;
+        if (prev < 0) {
+                /* First look: when resumed, the earlier rows are another process's; otherwise
+                 * the rows so far share the time since the start. */
+                bool resumed = j->resume_from || has_word(j->argv, "resume");
+                k = resumed ? 1 : done;
+                start = t->start_time;
+        } else {
+                k = done - prev;
+                start = t->n_epochs ? t->epochs[t->n_epochs - 1].end : t->start_time;
+        }
+        if (t_row <= start)
+                t_row = start + 1;
+        bool first = t->n_epochs == 0;
+        size_t measurable = 0;
+        for (long i = 0; i < k; i++) {
+                struct train_epoch e = {
+                        .epoch = done - k + 1 + i,
+                        .start = start + (t_row - start) * i / k,
+                        .end = start + (t_row - start) * (i + 1) / k,
+                        .startup = first && i == 0,
+                        .exact = k == 1,
+                };
+                push_epoch(t, &e);
+                if (e.exact && !e.startup) {
+                        measure_epoch(dj, t, &e);
+                        measurable++;
+                }
+        }
+        return measurable;
+}
+
+/* Re-reads results.csv when it changed.  Returns how many new epochs can be measured. */
+static size_t read_results(const struct gw_djob *dj, struct gw_train *t, gw_usec_t now) {
+        const struct gw_job *j = dj->job;
+        if (!t->results_path && now >= t->next_find) {
+                t->next_find = now - t->start_time < FIND_EARLY ? now : now + FIND_LATER;
+                t->results_path = gw_rwatch_find_results(j);
+                if (t->results_path) {
+                        t->run_dir = gw_xstrdup(t->results_path);
+                        char *slash = strrchr(t->run_dir, '/');
+                        if (slash)
+                                *slash = '\0';
+                }
+        }
+        if (!t->results_path)
+                return 0;
+        struct stat st;
+        if (!gw_rwatch_user_file(j, t->results_path, &st))
+                return 0;
+        if (t->results_seen && st.st_size == t->results_size && mtime_us(&st) == t->results_mtime)
+                return 0;
+        size_t len;
+        _cleanup_free_ char *text = gw_rwatch_read_user_file(j, t->results_path, RESULTS_MAX, &st, &len);
+        struct gw_results r;
+        if (!text || (uint64_t) st.st_size > RESULTS_MAX || gw_results_parse(text, len, &r) < 0)
+                return 0;
+        t->results_seen = true;
+        t->results_size = st.st_size;
+        t->results_mtime = mtime_us(&st);
+        if (t->total < 0)
+                planned_epochs(j, t);
+        long done = r.n_rows ? (r.zero_based ? r.last_epoch + 1 : r.last_epoch) : 0;
+        if (r.n_rows) {
+                t->row_epoch = r.epochs[r.n_rows - 1];
+                t->row_map = gw_results_map50_95(&r, r.n_rows - 1);
+                t->prev_row_epoch = r.n_rows > 1 ? r.epochs[r.n_rows - 2] : -1;
+                t->prev_row_map = r.n_rows > 1 ? gw_results_map50_95(&r, r.n_rows - 2) : NAN;
+                best_of(&r, r.n_rows, &t->best_epoch, &t->best_map);
+                best_of(&r, r.n_rows - 1, &t->best_epoch_before, &t->best_map_before);
+        }
+        gw_results_free(&r);
+        return new_epochs(dj, t, done, t->results_mtime);
+}
+
+/* ---- ETA and leak ----------------------------------------------------------------------- */
+
+static void update_eta(struct gw_job *j, struct gw_train *t, gw_usec_t now) {
+        struct gw_eta_epoch e[TRAIN_EPOCHS_KEEP];
+        for (size_t i = 0; i < t->n_epochs; i++)
+                e[i] = (struct gw_eta_epoch) { .duration = t->epochs[i].end - t->epochs[i].start,
+                                               .startup = t->epochs[i].startup };
+        struct gw_eta_input in = {
+                .epochs = e, .n_epochs = t->n_epochs, .done = t->done > 0 ? t->done : 0, .total = t->total,
+                .last_end = t->n_epochs ? t->epochs[t->n_epochs - 1].end : t->start_time, .now = now,
+        };
+        t->has_eta = gw_eta_estimate(&in, &t->eta) == 0;
+        j->eta = t->has_eta && t->eta.has_end ? t->eta.end : 0;
+}
+
+static const char *leak_policy(const struct gw_job *j) { return j->leak_policy ? j->leak_policy : "warn"; }
+
+/* Why leak_policy restart cannot be carried out for j, or NULL when it can: the retry must
+ * resume from the run's weights/last.pt, and be allowed. */
+static const char *no_restart(const struct gw_daemon *d, const struct gw_job *j) {
+        int max = j->retries >= 0 ? j->retries : d->cfg->default_retries;
+        if (!j->yolo)
+                return "it is not an Ultralytics run (--yolo): a restart would start from scratch, so it keeps running";
+        if (j->attempt > max)
+                return "no retry left, so it keeps running";
+        return NULL;
+}
+
+static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+        const struct gw_job *j = dj->job;
+        bool restart = !strcmp(leak_policy(j), "restart");
+        const char *cannot = restart ? no_restart(d, j) : NULL;
+        restart = restart && !cannot;
+        char msg[GW_LEAK_EVIDENCE_MAX + 200], line[GW_LEAK_EVIDENCE_MAX + 240];
+        snprintf(msg, sizeof msg, "%s; leak_policy %s: %s", t->leak.evidence, leak_policy(j),
+                 restart ? "it will be stopped after its next checkpoint and resumed from it"
+                 : cannot ? cannot
+                          : "it keeps running");
+        (void) gw_store_job_event(d->store, j->id, j->state, "leak", msg);
+        log_warn("job %lld: GPU memory leak: %s", (long long) j->id, msg);
+        snprintf(line, sizeof line, "gpuward: LEAK: %s (gpuward show %lld)\n", msg, (long long) j->id);
+        if (dj->rwatch)
+                (void) gw_rwatch_log_append(j, dj->rwatch, line);
+        snprintf(t->leak_evidence, sizeof t->leak_evidence, "%s", t->leak.evidence);
+        t->leak_reported = true;
+        t->restart_pending = restart;
+}
+
+static void check_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+        struct gw_leak_gpu g[GW_LEAK_MAX_GPUS];
+        size_t n = 0;
+        for (size_t i = 0; i < t->n_gpus && n < GW_LEAK_MAX_GPUS; i++)
+                g[n++] = (struct gw_leak_gpu) { .gpu = t->gpus[i].gpu, .mem_total = t->gpus[i].mem_total,
+                                                .epoch = t->gpus[i].epoch, .low = t->gpus[i].low,
+                                                .peak = t->gpus[i].peak, .n = t->gpus[i].n };
+        struct gw_leak_params p;
+        gw_leak_params_default(&p);
+        struct gw_leak_input in = { .gpus = g, .n_gpus = n, .sec_per_epoch = t->has_eta ? t->eta.sec_per_epoch : 0 };
+        if (gw_leak_detect(&p, &in, &t->leak) < 0)
+                return;
+        t->leak_flagged = t->leak.leak;
+        if (t->leak.leak && !t->leak_reported)
+                report_leak(d, dj, t);
+}
+
+/* leak_policy restart: stop right after a checkpoint, so the retry loses nothing and starts
+ * with the leaked memory given back. */
+static void maybe_restart(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+        if (!t->restart_pending || t->restart_sent || dj->terminating || !gw_train_ckpt_settled(t))
+                return;
+        char reason[GW_LEAK_EVIDENCE_MAX + 96];
+        snprintf(reason, sizeof reason, "memory leak (%s): stopped after its checkpoint to resume from it",
+                 t->leak_evidence);
+        if (dj->rwatch)
+                (void) gw_rwatch_log_append(dj->job, dj->rwatch,
+                                            "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
+        t->restart_sent = true;
+        gw_job_terminate(d, dj, GW_JOB_FAILED, reason);
+}
+
+static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
+        struct gw_job *j = dj->job;
+        if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
+                return;
+        struct gw_train *t = train_for(d, dj);
+        size_t measured = read_results(dj, t, now);
+        update_eta(j, t, now);
+        if (measured)
+                check_leak(d, dj, t);
+        gw_train_snap_step(d, dj, t, now);
+        maybe_restart(d, dj, t);
+}
+
+void gw_training_watch(struct gw_daemon *d) {
+        gw_usec_t now = gw_now_wall();
+        /* Terminating leaves a job in running[] until it exits: the array is stable here. */
+        for (size_t i = 0; i < d->n_running; i++)
+                watch_job(d, d->running[i], now);
+}
+
+bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
+        struct gw_train *t = dj->train;
+        if (!t || !t->restart_sent || t->attempt != dj->job->attempt)
+                return false;
+        t->restart_sent = false;
+        snprintf(why, n, "memory leak: %s; stopped after its checkpoint (leak_policy restart)", t->leak_evidence);
+        return true;
+}
+
+bool gw_training_leak_flagged(const struct gw_djob *dj) {
+        return dj->train && dj->train->attempt == dj->job->attempt && dj->train->leak_reported;
+}
+
+double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now) {
+        const struct gw_job *j = dj->job;
+        if (j->state != GW_JOB_RUNNING || !j->eta)
+                return NAN;
+        return j->eta > now ? (double) (j->eta - now) / 1e6 : 0;
+}
+
+json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
+        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
+        json_t *snaps = gw_train_snapshots_summary(d, j->id);
+        if (!t && !snaps)
+                return json_null();
+        json_t *o = t && j->state == GW_JOB_RUNNING ? gw_train_eta_json(t, gw_now_wall()) : json_object();
+        json_object_set_new(o, "leak", t ? gw_train_leak_json(j, t) : json_null());
+        json_object_set_new(o, "snapshots", snaps ? snaps : json_null());
+        return o;
+}

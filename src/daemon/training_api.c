@@ -1,0 +1,148 @@
+/* Training awareness over the API (issue 7): GET /api/v1/jobs/{id}/eta (the estimate and its
+ * basis), GET /api/v1/jobs/{id}/snapshots, POST /api/v1/jobs/{id}/restore, and the "training"
+ * object of GET /api/v1/jobs/{id}. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/codec.h"
+#include "base/cleanup.h"
+#include "daemon/handlers.h"
+#include "daemon/training_int.h"
+
+#define EPOCHS_SHOWN 20
+
+static json_t *num_or_null(bool ok, double v) { return ok && isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now) {
+        const struct gw_eta *e = &t->eta;
+        bool end = t->has_eta && e->has_end;
+        json_t *o = json_object();
+        json_object_set_new(o, "epoch", t->done >= 0 ? json_integer(t->done) : json_null());
+        json_object_set_new(o, "epochs", t->total > 0 ? json_integer(t->total) : json_null());
+        json_object_set_new(o, "epochs_from", t->total > 0 ? json_string(t->total_from) : json_null());
+        json_object_set_new(o, "sec_per_epoch", num_or_null(t->has_eta, e->sec_per_epoch));
+        json_object_set_new(o, "sigma_seconds", num_or_null(t->has_eta && e->sigma_s > 0, e->sigma_s));
+        json_object_set_new(o, "eta", end ? json_real((double) e->end / 1e6) : json_null());
+        json_object_set_new(o, "remaining_seconds", num_or_null(end, e->remaining_s));
+        json_object_set_new(o, "error_seconds", num_or_null(end && e->has_error, e->error_s));
+        json_object_set_new(o, "timed_epochs", json_integer((json_int_t) (t->has_eta ? e->n_timed : 0)));
+        gw_usec_t last = t->n_epochs ? t->epochs[t->n_epochs - 1].end : 0;
+        json_object_set_new(o, "since_last_epoch", num_or_null(last && now >= last, (double) (now - last) / 1e6));
+        json_object_set_new(o, "results_csv", t->results_path ? gw_json_text(t->results_path) : json_null());
+        return o;
+}
+
+json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t) {
+        const struct gw_leak_verdict *v = &t->leak;
+        const char *policy = j->leak_policy ? j->leak_policy : "warn";
+        if (!t->leak_reported)
+                return json_pack("{s:b,s:o,s:s}", "detected", false, "evidence",
+                                 v->n_gpus ? gw_json_text(v->evidence) : json_null(), "policy", policy);
+        json_t *o = json_pack("{s:b,s:o,s:s}", "detected", true, "evidence", gw_json_text(t->leak_evidence), "policy",
+                              policy);
+        /* The newest verdict's figures while it still says leak. */
+        json_object_set_new(o, "gpu", v->leak ? json_integer(v->gpu) : json_null());
+        json_object_set_new(o, "mib_per_epoch", num_or_null(v->leak, v->slope_mib));
+        json_object_set_new(o, "epochs", v->leak ? json_integer(v->epochs) : json_null());
+        json_object_set_new(o, "epochs_to_oom", num_or_null(v->leak, v->epochs_to_oom));
+        json_object_set_new(o, "seconds_to_oom", num_or_null(v->leak, v->seconds_to_oom));
+        json_object_set_new(o, "restart", json_string(t->restart_sent ? "stopping" : t->restart_pending ? "pending" : "none"));
+        return o;
+}
+
+static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_job *j) {
+        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        if (!dj || !dj->train || dj->train->attempt != j->attempt || j->state != GW_JOB_RUNNING)
+                return NULL;
+        return dj->train;
+}
+
+void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+                const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        if (!j)
+                return;
+        const struct gw_train *t = live_train(d, j);
+        gw_usec_t now = gw_now_wall();
+        json_t *o = t ? gw_train_eta_json(t, now) : json_object();
+        json_object_set_new(o, "id", json_integer(j->id));
+        json_object_set_new(o, "state", json_string(gw_job_state_name(j->state)));
+        const char *why = !t ? "the job is not running"
+                          : !t->results_path ? "no results.csv written by this attempt yet"
+                          : !t->has_eta ? "no epoch has finished yet"
+                          : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"
+                                         : NULL;
+        json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
+        if (t) {
+                json_t *arr = json_array();
+                size_t from = t->n_epochs > EPOCHS_SHOWN ? t->n_epochs - EPOCHS_SHOWN : 0;
+                for (size_t i = from; i < t->n_epochs; i++) {
+                        const struct train_epoch *e = &t->epochs[i];
+                        json_array_append_new(arr, json_pack("{s:I,s:f,s:f,s:b,s:b}", "epoch", (json_int_t) e->epoch,
+                                                             "seconds", (double) (e->end - e->start) / 1e6, "end",
+                                                             (double) e->end / 1e6, "startup", e->startup, "exact",
+                                                             e->exact));
+                }
+                json_object_set_new(o, "recent_epochs", arr);
+                json_object_set_new(o, "leak", gw_train_leak_json(j, t));
+        }
+        reply_json(rep, 200, o);
+}
+
+void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        if (!j)
+                return;
+        const char *all = gw_http_query(req, "all");
+        json_t *arr = gw_train_snapshots_json(d, j->id, all && strcmp(all, "0"));
+        if (!arr)
+                return reply_error(rep, 503, NULL, "cannot read the snapshots: %s", gw_store_errmsg(d->store));
+        reply_json(rep, 200, json_pack("{s:I,s:o}", "id", (json_int_t) j->id, "snapshots", arr));
+}
+
+void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
+        if (!j)
+                return;
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        const json_t *snap = json_object_get(o, "snapshot"), *to = json_object_get(o, "to"),
+                     *force = json_object_get(o, "force");
+        const char *path = json_string_value(to);
+        if (!json_is_integer(snap) || json_integer_value(snap) < 1 || json_integer_value(snap) > 1000000000) {
+                json_decref(o);
+                return reply_error(rep, 400, "snapshot", "snapshot: must be a snapshot number (gpuward snapshots %lld)",
+                                   (long long) j->id);
+        }
+        if (!path || path[0] != '/' || json_string_length(to) != strlen(path) || strlen(path) >= 4096) {
+                json_decref(o);
+                return reply_error(rep, 400, "to", "to: must be an absolute path");
+        }
+        if (force && !json_is_boolean(force) && !json_is_null(force)) {
+                json_decref(o);
+                return reply_error(rep, 400, "force", "force: must be true or false");
+        }
+        char why[4400];
+        int seq = (int) json_integer_value(snap);
+        int r = gw_train_restore(d, j, seq, path, json_is_true(force), why, sizeof why);
+        if (r == 0) {
+                (void) gw_store_job_event(d->store, j->id, j->state, "restore", why);
+                reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) j->id, "snapshot", seq, "to",
+                                               gw_json_text(path), "message", gw_json_text(why)));
+        } else {
+                int status = r == -ENOENT ? 404 : r == -EEXIST ? 409 : r == -EPERM ? 403 : r == -EIO ? 500 : 400;
+                reply_error(rep, status, r == -ENOENT ? "snapshot" : "to", "%s", why);
+        }
+        json_decref(o);
+}

@@ -1,0 +1,117 @@
+/* Internals of training awareness (issue 7), shared by training.c (per sample: epochs, ETA,
+ * leak, the restart policy), training_snap.c (checkpoint snapshots and restore) and
+ * training_api.c (the endpoints and the JSON).  The daemon-wide entry points are in
+ * daemon.h's "training awareness" section. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "base/sha256.h"
+#include "core/eta.h"
+#include "core/leak.h"
+#include "daemon/daemon.h"
+
+#define TRAIN_EPOCHS_KEEP 256            /* epoch records kept (the ETA needs the recent ones) */
+
+/* One finished epoch of the run as this attempt saw it. */
+struct train_epoch {
+        long epoch;                      /* epochs done when it ended (1-based count) */
+        gw_usec_t start, end;            /* wall clock: the previous row (or the start), its row */
+        bool startup;                    /* the first epoch of this process: includes its start */
+        bool exact;                      /* its own row was seen: start and end are its bounds */
+};
+
+/* One GPU's per-epoch memory (bytes) for the leak detector: the newest GW_LEAK_MAX_EPOCHS. */
+struct train_gpu {
+        unsigned gpu;
+        uint64_t mem_total;
+        long epoch[GW_LEAK_MAX_EPOCHS];
+        double low[GW_LEAK_MAX_EPOCHS], peak[GW_LEAK_MAX_EPOCHS];
+        size_t n;
+};
+
+enum { TRAIN_LAST, TRAIN_BEST, _TRAIN_FILES };
+
+/* weights/last.pt or best.pt: what it was at the last samples, and what was copied last. */
+struct train_file {
+        bool seen;
+        int64_t size;
+        gw_usec_t mtime;
+        unsigned stable;                 /* samples it stayed the same */
+        int64_t done_size;               /* the version snapshotted (or refused), -1 none */
+        gw_usec_t done_mtime;
+};
+
+/* A snapshot being copied a chunk per sample, so that a big checkpoint never stalls the loop. */
+struct train_copy {
+        int kind;                        /* TRAIN_LAST / TRAIN_BEST */
+        int src, dst;
+        char src_path[4200], tmp_path[4200];
+        int64_t size;
+        gw_usec_t mtime;
+        uint64_t copied;
+        struct gw_sha256 sha;
+        long epoch;
+        double metric;
+};
+
+struct gw_train {
+        int attempt;                     /* the attempt this state belongs to */
+        gw_usec_t start_time;
+
+        /* results.csv and what it said */
+        char *results_path, *run_dir;
+        gw_usec_t next_find;             /* no new search for results.csv before (wall clock) */
+        bool results_seen;
+        int64_t results_size;
+        gw_usec_t results_mtime;
+        long done;                       /* epochs finished (the run's count); -1 none seen */
+        long total;                      /* planned epochs; -1 unknown */
+        const char *total_from;          /* "args.yaml", "command" */
+        long row_epoch, prev_row_epoch;  /* the newest row's epoch as written, and the one before */
+        double row_map, prev_row_map;    /* their mAP50-95 */
+        long best_epoch, best_epoch_before; /* best fitness over all rows / all but the newest */
+        double best_map, best_map_before;
+
+        struct train_epoch epochs[TRAIN_EPOCHS_KEEP];
+        size_t n_epochs;
+        struct train_gpu *gpus;
+        size_t n_gpus;
+
+        bool has_eta;
+        struct gw_eta eta;
+
+        struct gw_leak_verdict leak;
+        bool leak_flagged;               /* the newest verdict says leak */
+        bool leak_reported;              /* its "leak" event was written (once per attempt) */
+        bool restart_pending;            /* policy restart: stop after the next checkpoint */
+        bool restart_sent;               /* stopped for a leak restart: recovery retries it */
+        char leak_evidence[GW_LEAK_EVIDENCE_MAX];
+
+        struct train_file files[_TRAIN_FILES];
+        struct train_copy *copy;
+};
+
+/* training_snap.c */
+/* Watches weights/last.pt and best.pt of the run; starts, advances and finishes copies. */
+void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, gw_usec_t now);
+void gw_train_copy_abort(struct gw_train *t);
+/* Whether last.pt (and best.pt when there is one) stayed the same for a sample and last.pt
+ * is newer than the newest results.csv row: the run just saved its checkpoint. */
+bool gw_train_ckpt_settled(const struct gw_train *t);
+/* The job's snapshots as JSON objects (pruned ones left out unless all). */
+json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
+/* The newest kept snapshot of each kind, for `gpuward show`: {"best": {...}|null, "last": ...}. */
+json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id);
+/* Copies snapshot seq of j to path as j's user (a forked helper that drops to the user's ids
+ * when the daemon is root).  0, or -errno with a message for the user in why. */
+int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
+                     size_t n);
+
+/* training_api.c */
+json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now);
+json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t);

@@ -1,0 +1,424 @@
+/* Checkpoint snapshots (issue 7 part 4): when a run's weights/last.pt or best.pt changes and
+ * is complete (the same size and mtime for two samples, and a whole ZIP archive as torch.save
+ * writes it), it is copied to STATE_DIR/snapshots/JOB/ with its sha256, the epoch it holds and
+ * that epoch's mAP50-95, and recorded in the store.  The copy advances COPY_CHUNK bytes per
+ * sample, so that a checkpoint of gigabytes never stalls the event loop.  Retention: the
+ * newest KEEP_LAST last.pt copies and the newest KEEP_BEST best.pt copies; the rows of pruned
+ * copies stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
+ * serialises once): the second copy is a hard link to the first.
+ *
+ * Restore copies a snapshot back as the job's user: a forked helper drops to the user's
+ * uid/gid before it opens the target, so the kernel decides what the user may write. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "core/ckpt.h"
+#include "daemon/reclaim_watch.h"
+#include "daemon/training_int.h"
+#include "store/snapshots.h"
+
+#define COPY_CHUNK (64u << 20)          /* bytes copied per sample */
+#define BUF_SIZE (1u << 20)
+#define SNAP_MAX ((int64_t) 64 << 30)   /* larger checkpoints are not copied */
+#define KEEP_LAST 3
+#define KEEP_BEST 10
+
+static const char *const file_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last.pt", [TRAIN_BEST] = "best.pt" };
+static const char *const kind_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last", [TRAIN_BEST] = "best" };
+
+static gw_usec_t mtime_us(const struct stat *st) {
+        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
+}
+
+void gw_train_copy_abort(struct gw_train *t) {
+        struct train_copy *c = t->copy;
+        if (!c)
+                return;
+        if (c->src >= 0)
+                (void) close(c->src);
+        if (c->dst >= 0)
+                (void) close(c->dst);
+        (void) unlink(c->tmp_path);
+        free(c);
+        t->copy = NULL;
+}
+
+bool gw_train_ckpt_settled(const struct gw_train *t) {
+        const struct train_file *last = &t->files[TRAIN_LAST], *best = &t->files[TRAIN_BEST];
+        return last->seen && last->stable >= 1 && t->results_seen && last->mtime >= t->results_mtime &&
+               (!best->seen || best->stable >= 1);
+}
+
+/* Whether the file's last bytes make a whole ZIP archive (core/ckpt.h). */
+static bool complete(int fd, const struct stat *st) {
+        size_t len = (uint64_t) st->st_size < GW_CKPT_TAIL_LEN ? (size_t) st->st_size : GW_CKPT_TAIL_LEN;
+        _cleanup_free_ uint8_t *buf = gw_xmalloc(len ? len : 1);
+        if (pread(fd, buf, len, st->st_size - (off_t) len) != (ssize_t) len)
+                return false;
+        return gw_ckpt_check(buf, len, (uint64_t) st->st_size, NULL, 0) >= 0;
+}
+
+static int snap_dir(const struct gw_daemon *d, int64_t job_id, char *buf, size_t n) {
+        snprintf(buf, n, "%s/snapshots", d->cfg->state_dir);
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        snprintf(buf, n, "%s/snapshots/%lld", d->cfg->state_dir, (long long) job_id);
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* The epoch a checkpoint written at mtime holds, and its metric: the newest row's when it was
+ * written after that row, else the one before (Ultralytics appends the row first). */
+static void epoch_of(const struct gw_train *t, int kind, gw_usec_t mtime, long *ret_epoch, double *ret_metric) {
+        bool after = mtime >= t->results_mtime;
+        if (kind == TRAIN_LAST) {
+                *ret_epoch = after ? t->row_epoch : t->prev_row_epoch;
+                *ret_metric = after ? t->row_map : t->prev_row_map;
+        } else {
+                *ret_epoch = after ? t->best_epoch : t->best_epoch_before;
+                *ret_metric = after ? t->best_map : t->best_map_before;
+        }
+}
+
+static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, int kind) {
+        const struct gw_job *j = dj->job;
+        struct train_file *f = &t->files[kind];
+        /* Whatever happens below, this version is dealt with; a new one gets a new try. */
+        f->done_size = f->size;
+        f->done_mtime = f->mtime;
+        struct train_copy *c = gw_xcalloc(1, sizeof *c);
+        c->kind = kind;
+        c->dst = -1;
+        snprintf(c->src_path, sizeof c->src_path, "%s/weights/%s", t->run_dir, file_names[kind]);
+        c->src = open(c->src_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        char dir[4200];
+        int r;
+        /* The opened file itself must be the user's (the daemon reads as root what they control). */
+        bool owned = c->src >= 0 && fstat(c->src, &st) == 0 && S_ISREG(st.st_mode) &&
+                     (geteuid() != 0 || j->uid == 0 || st.st_uid == j->uid);
+        if (!owned || st.st_size != f->size || mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX || !complete(c->src, &st)) {
+                log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id, c->src_path);
+                goto fail;
+        }
+        if ((r = snap_dir(d, j->id, dir, sizeof dir)) < 0) {
+                log_warn("job %lld: cannot create %s: %s", (long long) j->id, dir, strerror(-r));
+                goto fail;
+        }
+        snprintf(c->tmp_path, sizeof c->tmp_path, "%s/.copy-%s", dir, kind_names[kind]);
+        c->dst = open(c->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (c->dst < 0) {
+                log_warn("job %lld: cannot create %s: %m", (long long) j->id, c->tmp_path);
+                goto fail;
+        }
+        c->size = st.st_size;
+        c->mtime = mtime_us(&st);
+        gw_sha256_init(&c->sha);
+        epoch_of(t, kind, c->mtime, &c->epoch, &c->metric);
+        t->copy = c;
+        return;
+fail:
+        t->copy = c;
+        gw_train_copy_abort(t);
+}
+
+struct keep_ctx {
+        struct gw_store_snapshot *v;
+        size_t n;
+};
+
+static void collect(const struct gw_store_snapshot *s, void *userdata) {
+        struct keep_ctx *k = userdata;
+        if (s->pruned)
+                return;
+        k->v = gw_xrealloc(k->v, (k->n + 1) * sizeof *k->v);
+        k->v[k->n++] = *s;
+}
+
+/* Removes all but the newest KEEP_LAST last.pt and KEEP_BEST best.pt copies. */
+static void prune(struct gw_daemon *d, int64_t job_id) {
+        struct keep_ctx k = { 0 };
+        if (gw_store_snapshots(d->store, job_id, collect, &k) < 0)
+                return;
+        unsigned last = 0, best = 0;
+        for (size_t i = k.n; i-- > 0;) {
+                bool is_best = !strcmp(k.v[i].kind, "best");
+                unsigned *count = is_best ? &best : &last;
+                if (++*count <= (is_best ? KEEP_BEST : KEEP_LAST))
+                        continue;
+                (void) unlink(k.v[i].path);
+                (void) gw_store_snapshot_set_pruned(d->store, k.v[i].id);
+        }
+        free(k.v);
+}
+
+static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+        struct train_copy *c = t->copy;
+        const struct gw_job *j = dj->job;
+        struct stat st;
+        /* Rewritten while we copied: this copy mixes two versions. */
+        if (fstat(c->src, &st) < 0 || st.st_size != c->size || mtime_us(&st) != c->mtime) {
+                log_debug("job %lld: %s changed while copied; next version", (long long) j->id, c->src_path);
+                gw_train_copy_abort(t);
+                return;
+        }
+        uint8_t digest[GW_SHA256_DIGEST_SIZE];
+        struct gw_store_snapshot s = { .job_id = j->id, .epoch = c->epoch, .metric = c->metric, .size = (uint64_t) c->size,
+                                       .time = gw_now_wall(), .src_mtime = c->mtime };
+        gw_sha256_final(&c->sha, digest);
+        gw_hex_encode(digest, sizeof digest, s.sha256);
+        snprintf(s.kind, sizeof s.kind, "%s", kind_names[c->kind]);
+        snprintf(s.source, sizeof s.source, "%s", c->src_path);
+        char dir[4200], twin[4600];
+        (void) snap_dir(d, j->id, dir, sizeof dir);
+        snprintf(s.path, sizeof s.path, "%s/e%ld-%s-%.12s.pt", dir, c->epoch, s.kind, s.sha256);
+        snprintf(twin, sizeof twin, "%s/e%ld-%s-%.12s.pt", dir, c->epoch, kind_names[!c->kind], s.sha256);
+        (void) close(c->dst);
+        c->dst = -1;
+        (void) unlink(s.path);
+        /* The same bytes under the other name: link, do not keep them twice. */
+        if (link(twin, s.path) == 0 || rename(c->tmp_path, s.path) == 0) {
+                (void) unlink(c->tmp_path);
+                if (gw_store_snapshot_add(d->store, &s) < 0)
+                        log_warn("job %lld: cannot record snapshot %s: %s", (long long) j->id, s.path,
+                                 gw_store_errmsg(d->store));
+                else {
+                        log_debug("job %lld: snapshot %d: %s epoch %ld (%s)", (long long) j->id, s.seq, s.kind, s.epoch,
+                                  s.sha256);
+                        prune(d, j->id);
+                }
+        } else
+                log_warn("job %lld: cannot keep snapshot %s: %m", (long long) j->id, s.path);
+        gw_train_copy_abort(t);
+}
+
+static void advance_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+        struct train_copy *c = t->copy;
+        _cleanup_free_ char *buf = gw_xmalloc(BUF_SIZE);
+        for (uint64_t this_step = 0; this_step < COPY_CHUNK && c->copied < (uint64_t) c->size;) {
+                uint64_t left = (uint64_t) c->size - c->copied;
+                ssize_t n = pread(c->src, buf, left < BUF_SIZE ? (size_t) left : BUF_SIZE, (off_t) c->copied);
+                if (n <= 0 || write(c->dst, buf, (size_t) n) != n) {
+                        log_debug("job %lld: copying %s failed", (long long) dj->job->id, c->src_path);
+                        gw_train_copy_abort(t);
+                        return;
+                }
+                gw_sha256_update(&c->sha, buf, (size_t) n);
+                c->copied += (uint64_t) n;
+                this_step += (uint64_t) n;
+        }
+        if (c->copied == (uint64_t) c->size)
+                finish_copy(d, dj, t);
+}
+
+void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, gw_usec_t now) {
+        if (!t->run_dir)
+                return;
+        for (int k = 0; k < _TRAIN_FILES; k++) {
+                struct train_file *f = &t->files[k];
+                char path[4400];
+                struct stat st;
+                snprintf(path, sizeof path, "%s/weights/%s", t->run_dir, file_names[k]);
+                if (!gw_rwatch_user_file(dj->job, path, &st)) {
+                        f->seen = false;
+                        f->stable = 0;
+                        continue;
+                }
+                if (f->seen && st.st_size == f->size && mtime_us(&st) == f->mtime)
+                        f->stable++;
+                else
+                        *f = (struct train_file) { .seen = true, .size = st.st_size, .mtime = mtime_us(&st),
+                                                   .done_size = f->done_size, .done_mtime = f->done_mtime };
+        }
+        /* One step of the copy in flight, then of each file that is due (both change in the
+         * same epoch: one at a time, one could starve the other). */
+        for (int round = 0; round < 2 * _TRAIN_FILES; round++) {
+                if (t->copy) {
+                        advance_copy(d, dj, t);
+                        if (t->copy)
+                                return;
+                        continue;
+                }
+                int due = -1;
+                for (int k = 0; k < _TRAIN_FILES && due < 0; k++) {
+                        const struct train_file *f = &t->files[k];
+                        if (f->seen && f->stable >= 1 && (f->size != f->done_size || f->mtime != f->done_mtime))
+                                due = k;
+                }
+                if (due < 0)
+                        return;
+                start_copy(d, dj, t, due);
+        }
+}
+
+/* ---- JSON ----------------------------------------------------------------------------- */
+
+static json_t *snap_json(const struct gw_store_snapshot *s) {
+        json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:s,s:I,s:f,s:o,s:b}", "seq", s->seq, "kind", s->kind, "epoch",
+                              s->epoch >= 0 ? json_integer(s->epoch) : json_null(), "metric",
+                              isfinite(s->metric) ? json_real(s->metric) : json_null(), "sha256", s->sha256, "size",
+                              (json_int_t) s->size, "time", (double) s->time / 1e6, "source", json_string(s->source),
+                              "pruned", s->pruned);
+        return o ? o : json_object();
+}
+
+struct list_ctx {
+        json_t *arr;
+        bool all;
+        json_t *best, *last;
+};
+
+static void list_cb(const struct gw_store_snapshot *s, void *userdata) {
+        struct list_ctx *l = userdata;
+        if (s->pruned && !l->all)
+                return;
+        if (l->arr)
+                json_array_append_new(l->arr, snap_json(s));
+        else if (!s->pruned) {
+                json_t **slot = !strcmp(s->kind, "best") ? &l->best : &l->last;
+                json_decref(*slot);
+                *slot = snap_json(s);
+        }
+}
+
+json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all) {
+        struct list_ctx l = { .arr = json_array(), .all = all };
+        if (gw_store_snapshots(d->store, job_id, list_cb, &l) < 0) {
+                json_decref(l.arr);
+                return NULL;
+        }
+        return l.arr;
+}
+
+json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id) {
+        struct list_ctx l = { 0 };
+        if (gw_store_snapshots(d->store, job_id, list_cb, &l) < 0 || (!l.best && !l.last)) {
+                json_decref(l.best);
+                json_decref(l.last);
+                return NULL;
+        }
+        return json_pack("{s:o,s:o}", "best", l.best ? l.best : json_null(), "last", l.last ? l.last : json_null());
+}
+
+/* ---- restore ---------------------------------------------------------------------------- */
+
+/* In the forked helper: become the job's user, then write the copy.  Returns 0 or an errno;
+ * EBADMSG when the bytes written do not hash to sha. */
+static int helper_copy(const struct gw_job *j, int src, const char *path, bool force, const char *sha) {
+        if (geteuid() == 0 && j->uid != 0) {
+                gid_t gid = (gid_t) j->gid;
+                if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid((uid_t) j->uid) < 0)
+                        return errno;
+        }
+        umask(022);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (force ? O_TRUNC : O_EXCL), 0644);
+        if (fd < 0)
+                return errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                (void) close(fd);
+                return EINVAL;
+        }
+        static char buf[BUF_SIZE];
+        struct gw_sha256 c;
+        gw_sha256_init(&c);
+        ssize_t n;
+        int err = 0;
+        while ((n = read(src, buf, sizeof buf)) > 0) {
+                gw_sha256_update(&c, buf, (size_t) n);
+                if (write(fd, buf, (size_t) n) != n) {
+                        err = errno ? errno : EIO;
+                        break;
+                }
+        }
+        if (n < 0)
+                err = errno;
+        uint8_t digest[GW_SHA256_DIGEST_SIZE];
+        char hex[GW_SHA256_HEX_SIZE];
+        gw_sha256_final(&c, digest);
+        gw_hex_encode(digest, sizeof digest, hex);
+        if (!err && strcmp(hex, sha))
+                err = EBADMSG;
+        if (!err && fsync(fd) < 0)
+                err = errno;
+        if (close(fd) < 0 && !err)
+                err = errno;
+        if (err)
+                (void) unlink(path);
+        return err;
+}
+
+int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
+                     size_t n) {
+        struct gw_store_snapshot s;
+        int r = gw_store_snapshot_get(d->store, j->id, seq, &s);
+        if (r < 0 || s.pruned) {
+                snprintf(why, n, "job %lld has no snapshot %d%s (gpuward snapshots %lld)", (long long) j->id, seq,
+                         r == 0 ? " any more: the retention removed it" : "", (long long) j->id);
+                return -ENOENT;
+        }
+        _cleanup_close_ int src = open(s.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int pfd[2];
+        if (src < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
+                snprintf(why, n, "cannot open snapshot %d: %m", seq);
+                return -EIO;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                (void) close(pfd[0]);
+                (void) close(pfd[1]);
+                snprintf(why, n, "cannot fork the copying helper: %m");
+                return -EIO;
+        }
+        if (pid == 0) {
+                (void) close(pfd[0]);
+                int err = helper_copy(j, src, path, force, s.sha256);
+                (void) !write(pfd[1], &err, sizeof err);
+                _exit(err ? 1 : 0);
+        }
+        (void) close(pfd[1]);
+        int err = EIO, status;
+        if (read(pfd[0], &err, sizeof err) != (ssize_t) sizeof err)
+                err = EIO;
+        (void) close(pfd[0]);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        switch (err) {
+        case 0:
+                snprintf(why, n, "snapshot %d (%s, epoch %ld, sha256 %.12s) written to %s as %s", seq, s.kind, s.epoch,
+                         s.sha256, path, j->user);
+                return 0;
+        case EEXIST:
+                snprintf(why, n, "%s exists; --force overwrites it", path);
+                return -EEXIST;
+        case EACCES: case EPERM: case EROFS:
+                snprintf(why, n, "%s may not write %s", j->user, path);
+                return -EPERM;
+        case ENOENT: case ENOTDIR:
+                snprintf(why, n, "%s: no such directory", path);
+                return -ENOTDIR;
+        case ELOOP:
+                snprintf(why, n, "%s is a symbolic link: not followed", path);
+                return -EPERM;
+        case EISDIR: case EINVAL:
+                snprintf(why, n, "%s is not a regular file", path);
+                return -EINVAL;
+        case EBADMSG:
+                snprintf(why, n, "the copy of snapshot %d does not match its sha256 %.12s: not written", seq, s.sha256);
+                return -EIO;
+        default:
+                snprintf(why, n, "writing %s failed: %s", path, strerror(err));
+                return -EIO;
+        }
+}

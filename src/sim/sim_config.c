@@ -1,0 +1,64 @@
+/* The named configurations compared by --compare. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+#define SAMPLE_DEFAULT (30 * GW_SIM_SEC)
+
+int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+        char base[GW_SIM_NAME_MAX], profile[GW_RECLAIM_NAME_MAX] = "default";
+        const char *colon = strchr(name, ':');
+        struct gw_sim_config c = {.sample = SAMPLE_DEFAULT};
+        size_t blen = colon ? (size_t) (colon - name) : strlen(name);
+
+        if (blen == 0 || blen >= sizeof(base) || strlen(name) >= sizeof(c.name) ||
+            (colon && strlen(colon + 1) >= sizeof(profile))) {
+                snprintf(msg, msg_size, "configuration '%s': bad name", name);
+                return -EINVAL;
+        }
+        memcpy(base, name, blen);
+        base[blen] = '\0';
+        if (colon)
+                snprintf(profile, sizeof(profile), "%s", colon + 1);
+        /* A profile name alone is gpuward with everything on, using that profile. */
+        if (!colon && gw_reclaim_policy_find(NULL, 0, base)) {
+                snprintf(profile, sizeof(profile), "%s", base);
+                snprintf(base, sizeof(base), "all");
+        }
+        gw_retry_policy_default(&c.retry_policy);
+        if (strcmp(base, "baseline") == 0) {
+                c.reclaim = GW_SIM_RECLAIM_OFF;
+        } else if (strcmp(base, "reclaim") == 0) {
+                c.reclaim = GW_SIM_RECLAIM_GPUWARD;
+        } else if (strcmp(base, "retry") == 0) {
+                c.retry = true;
+        } else if (strcmp(base, "all") == 0) {
+                c.reclaim = GW_SIM_RECLAIM_GPUWARD;
+                c.retry = true;
+        } else if (strcmp(base, "princeton") == 0) {
+                c.reclaim = GW_SIM_RECLAIM_UTIL_ONLY;
+                c.policy = gw_sim_princeton_policy;
+        } else {
+                snprintf(msg, msg_size,
+                         "unknown configuration '%s' (known: baseline, reclaim[:PROFILE], retry, all[:PROFILE], "
+                         "princeton, or a profile: default, hpo, finetune)",
+                         name);
+                return -EINVAL;
+        }
+        if (c.reclaim == GW_SIM_RECLAIM_GPUWARD) {
+                const struct gw_reclaim_policy *p = gw_reclaim_policy_find(NULL, 0, profile);
+                if (!p) {
+                        snprintf(msg, msg_size, "configuration '%s': unknown reclaim profile '%s'", name, profile);
+                        return -EINVAL;
+                }
+                c.policy = *p;
+        } else if (colon) {
+                snprintf(msg, msg_size, "configuration '%s': only reclaim and all take a profile", name);
+                return -EINVAL;
+        }
+        snprintf(c.name, sizeof(c.name), "%s", name);
+        *ret = c;
+        return 0;
+}

@@ -1,0 +1,206 @@
+"""Training awareness (issue 7): ETA from results.csv, GPU memory-leak detection and its
+restart policy, checkpoint snapshots and restore, with the fake trainer and the fake NVML."""
+import hashlib
+import os
+import re
+import time
+
+from gwtest import IS_ROOT, TRAINER, DaemonTest, main, wait_until
+
+NOBODY = 65534
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class TrainingTest(DaemonTest):
+    def submit_api(self, argv, **kw):
+        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 600}
+        spec.update(kw)
+        st, r = self.d.api("POST", "/api/v1/jobs", spec)
+        self.assertEqual(st, 201, r)
+        return r["id"]
+
+    def events(self, jid, kind):
+        return [e for e in self.d.job(jid)["events"] if e["kind"] == kind]
+
+    def test_eta_appears_and_is_within_reason(self):
+        epochs, secs = 10, 1.5
+        jid = self.submit_api([TRAINER, f"epochs={epochs}", "name=eta", "--epoch-seconds", str(secs)])
+        j = wait_until(lambda: (lambda j: j if j.get("eta") else None)(self.d.job(jid)), timeout=30,
+                       what="an ETA")
+        tr = j["training"]
+        self.assertEqual(tr["epochs"], epochs)
+        self.assertEqual(tr["epochs_from"], "args.yaml")
+        self.assertGreaterEqual(tr["epoch"], 1)
+        # Wait for a few more epochs, then judge the estimate against the trainer's pace.
+        j = wait_until(lambda: (lambda j: j if (j.get("training") or {}).get("epoch", 0) >= 4 else None)(
+            self.d.job(jid)), timeout=30, what="epoch 4")
+        tr = j["training"]
+        left = j["eta"] - time.time()
+        expect = (epochs - tr["epoch"]) * secs
+        self.assertLess(abs(left - expect), 0.5 * expect + 3, (left, expect, tr))
+        self.assertGreater(tr["sec_per_epoch"], secs * 0.7)
+        self.assertLess(tr["sec_per_epoch"], secs * 2.5)
+        self.assertIsNotNone(tr["error_seconds"])  # 3 epochs timed by now
+        # The same in the CLI, the GPU list and /metrics.
+        out = self.d.cli("eta", jid).stdout
+        self.assertIn("ETA:", out)
+        self.assertIn("(epochs from args.yaml)", out)
+        self.assertIn("Recent epochs:", out)
+        q = self.d.cli("queue").stdout
+        self.assertIn("ETA", q.splitlines()[0])
+        row = [l for l in q.splitlines() if l.split()[0] == str(jid)][0]
+        self.assertRegex(row, r"\b\d+s\b")
+        gpus = self.d.api("GET", "/api/v1/gpus")[1]["gpus"]
+        infos = [g["job_info"] for g in gpus if g["job_info"] and g["job_info"]["id"] == jid]
+        self.assertTrue(infos and infos[0]["eta"], infos)
+        st, body = self.d.tcp("GET", "/metrics")
+        self.assertRegex(body.decode(), rf'gpuward_job_eta_seconds{{job="{jid}",[^}}]*}} [0-9.]+')
+        show = self.d.cli("show", jid).stdout
+        self.assertRegex(show, rf"epoch \d+/{epochs}\s+ETA \S+")
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        # Finished: no ETA any more.
+        self.assertIsNone(self.d.job(jid)["eta"])
+
+    def test_no_eta_before_the_first_epoch(self):
+        jid = self.submit_api([TRAINER, "epochs=5", "name=slow", "--epoch-seconds", "30"])
+        self.d.wait_state(jid, "RUNNING")
+        time.sleep(3)
+        j = self.d.job(jid)
+        self.assertIsNone(j["eta"])
+        st, e = self.d.api("GET", f"/api/v1/jobs/{jid}/eta")
+        self.assertEqual(st, 200)
+        self.assertIsNone(e["eta"])
+        self.assertTrue(e["why_none"], e)
+        self.assertIn("ETA:          none", self.d.cli("eta", jid).stdout)
+
+    def test_leaking_job_gets_a_leak_event(self):
+        # 2 GPUs, only the first leaks: flagged within leak_epochs + 1 = 4 epochs.
+        jid = self.submit_api([TRAINER, "epochs=12", "name=leak", "--epoch-seconds", "2", "--mem-mib", "3000",
+                               "--leak-mib-per-epoch", "400", "--leak-first-gpu-only"], ngpus=2)
+        j = self.d.wait_state(jid, "RUNNING")
+        g0, g1 = sorted(j["gpus"])
+        leak = wait_until(lambda: self.events(jid, "leak"), timeout=40, what="a leak event")
+        self.assertEqual(len(leak), 1)
+        msg = leak[0]["message"]
+        self.assertRegex(msg, rf"^GPU {g0}: baseline \+400 MiB/epoch for \d+ epochs \(GPU {g1} flat\); "
+                              r"OOM in ~\d+ epochs / ~\S+; leak_policy warn")
+        epoch = self.d.job(jid)["training"]["epoch"]
+        self.assertLessEqual(epoch, 5, "flagged within leak_epochs + 1 epochs (one of slack for sampling)")
+        tr = self.d.job(jid)["training"]
+        self.assertTrue(tr["leak"]["detected"])
+        self.assertEqual(tr["leak"]["gpu"], g0)
+        self.assertIn("LEAK  GPU", self.d.cli("show", jid).stdout)
+        self.assertIn("gpuward: LEAK:", self.d.log_text(jid))
+        # Told once, however long it keeps leaking.
+        time.sleep(4)
+        self.assertEqual(len(self.events(jid, "leak")), 1)
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING", "warn keeps the job running")
+
+    def test_flat_memory_is_not_a_leak(self):
+        jid = self.submit_api([TRAINER, "epochs=6", "name=flat", "--epoch-seconds", "1.5"])
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        self.assertEqual(self.events(jid, "leak"), [])
+
+    def test_leak_restart_resumes_from_the_checkpoint(self):
+        jid = self.submit_api([TRAINER, "epochs=7", "name=lr", "--epoch-seconds", "2", "--leak-mib-per-epoch", "500"],
+                              yolo=True, leak_policy="restart")
+        j = self.d.wait_state(jid, "COMPLETED", timeout=90)
+        self.assertEqual(j["leak_policy"], "restart")
+        self.assertGreaterEqual(j["attempt"], 2)
+        a1 = j["attempts"][0]
+        self.assertEqual(a1["class"], "oom")
+        self.assertIn("memory leak", a1["evidence"])
+        self.assertTrue(j["attempts"][1]["resumed_from"].endswith("runs/detect/lr/weights/last.pt"))
+        with open(os.path.join(self.d.work, "runs", "detect", "lr", "results.csv")) as f:
+            rows = [int(float(l.split(",")[0])) for l in f.read().splitlines()[1:]]
+        self.assertEqual(sorted(set(rows)), list(range(1, 8)))
+        self.assertEqual(len(rows), 7, "stopped after a checkpoint: no epoch is done twice")
+        kinds = [e["kind"] for e in j["events"]]
+        self.assertIn("leak", kinds)
+        self.assertIn("retry", kinds)
+
+    def test_restart_needs_a_resumable_run(self):
+        # Without --yolo a retry would start from scratch: the policy only warns then.
+        jid = self.submit_api([TRAINER, "epochs=12", "name=ny", "--epoch-seconds", "1.5", "--leak-mib-per-epoch", "400"],
+                              leak_policy="restart")
+        leak = wait_until(lambda: self.events(jid, "leak"), timeout=40, what="a leak event")
+        self.assertIn("not an Ultralytics run", leak[0]["message"])
+        time.sleep(4)
+        j = self.d.job(jid)
+        self.assertEqual(j["state"], "RUNNING")
+        self.assertEqual(j["attempt"], 1)
+
+    def test_bad_leak_policy_is_refused(self):
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "leak_policy": "explode"})
+        self.assertEqual(st, 400)
+        self.assertEqual(r["field"], "leak_policy")
+        p = self.d.cli("submit", "--leak-policy", "explode", "--", "true", check=False)
+        self.assertEqual(p.returncode, 2)
+
+    def run_as_nobody(self, *extra, epochs=6):
+        if not IS_ROOT:
+            self.skipTest("needs root to run a job as another user")
+        return self.d.submit("--name", "snap", "--", TRAINER, f"epochs={epochs}", "name=snap", "--epoch-seconds", "2.5",
+                             *extra, user=NOBODY)
+
+    def test_snapshots_listed_pruned_and_restored_as_the_user(self):
+        jid = self.run_as_nobody()
+        self.d.wait_state(jid, "COMPLETED", timeout=90)
+        snaps = self.d.cli_json("snapshots", jid)["snapshots"]
+        self.assertTrue(snaps, "snapshots were taken")
+        kinds = {s["kind"] for s in snaps}
+        self.assertEqual(kinds, {"best", "last"})
+        self.assertLessEqual(len([s for s in snaps if s["kind"] == "last"]), 3, "retention keeps 3 last.pt")
+        every = self.d.cli_json("snapshots", "--all", jid)["snapshots"]
+        self.assertTrue(any(s["pruned"] for s in every), "older last.pt copies were pruned")
+        last = [s for s in snaps if s["kind"] == "last"][-1]
+        self.assertGreaterEqual(last["epoch"], 4)
+        self.assertIsNotNone(last["metric"])
+        table = self.d.cli("snapshots", jid).stdout
+        self.assertIn("mAP50-95", table)
+        self.assertIn(last["sha256"][:12], table)
+
+        # Restore as the owner: written as the job's user, byte for byte.
+        out = os.path.join(self.d.work, "restored.pt")
+        p = self.d.cli("restore", jid, "--snapshot", last["seq"], "--to", "restored.pt", user=NOBODY)
+        self.assertIn("written to", p.stdout)
+        st = os.stat(out)
+        self.assertEqual(st.st_uid, NOBODY)
+        self.assertEqual(sha256(out), last["sha256"])
+        # Not over an existing file without --force; with it, yes.
+        p = self.d.cli("restore", jid, "--snapshot", last["seq"], "--to", out, user=NOBODY, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--force", p.stderr)
+        self.d.cli("restore", jid, "--snapshot", last["seq"], "--to", out, "--force", user=NOBODY)
+        # A directory the user may not write: refused, nothing written (the daemon is root).
+        forbidden = os.path.join(self.d.dir, "root-only.pt")
+        p = self.d.cli("restore", jid, "--snapshot", last["seq"], "--to", forbidden, user=NOBODY, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("may not write", p.stderr)
+        self.assertFalse(os.path.exists(forbidden))
+        # Even when an admin asks: it is written as the job's user.
+        st_, r = self.d.api("POST", f"/api/v1/jobs/{jid}/restore", {"snapshot": last["seq"], "to": forbidden})
+        self.assertEqual(st_, 403, r)
+        self.assertFalse(os.path.exists(forbidden))
+        # Another user may not restore someone else's snapshots.
+        p = self.d.cli("restore", jid, "--snapshot", last["seq"], "--to", "/tmp/x.pt", user=NOBODY - 1, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("only they or an admin", p.stderr)
+        # No such snapshot.
+        p = self.d.cli("restore", jid, "--snapshot", 999, "--to", "x.pt", user=NOBODY, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no snapshot 999", p.stderr)
+
+    def test_show_lists_snapshots(self):
+        jid = self.run_as_nobody(epochs=3)
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        show = self.d.cli("show", jid).stdout
+        self.assertRegex(show, r"snapshots: best\.pt epoch \d+ mAP50-95 0\.\d+ \([0-9a-f]{6}")
+
+
+if __name__ == "__main__":
+    main()

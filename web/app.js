@@ -1,0 +1,441 @@
+/* gpuward dashboard: state, the API, the live event stream, sign-in, the router and the GPU
+ * and queue views.  The job page, the calendar and usage are in views.js; charts in charts.js.
+ * Text from the API is only ever put in the page as text (textContent), never as HTML. */
+'use strict';
+(function () {
+  const GW = window.GW = window.GW || {};
+  const $ = id => document.getElementById(id);
+  GW.$ = $;
+
+  const ACTIVE = new Set(['PENDING', 'HELD', 'RUNNING']);
+  const HISTORY_S = 15 * 60;
+  const S = GW.state = {
+    me: { user: '', role: 'guest', signed_in: false, csrf: null },
+    gpus: null,            /* the latest GET /api/v1/gpus (or "gpus" event) */
+    hist: [],              /* per GPU: [[t, util, mem], ...] of the last 15 minutes */
+    jobs: new Map(),       /* active jobs by id */
+    finished: null,        /* finished jobs for the queue's "finished" filter, newest first */
+    loaded: false,
+    interval: 2,
+  };
+
+  /* ---- DOM and formatting helpers ---- */
+
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    for (const k in attrs || {}) {
+      const v = attrs[k];
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k === 'text') el.textContent = v;
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : v);
+    }
+    for (const kid of kids.flat()) if (kid !== null && kid !== undefined && kid !== false)
+      el.append(kid instanceof Node ? kid : String(kid));
+    return el;
+  }
+  GW.h = h;
+
+  const clockFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+  const dayFmt = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+  const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+  const tickFmt = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: 'numeric' });
+  GW.fmtClock = t => clockFmt.format(new Date(t * 1000));
+  GW.fmtTick = t => tickFmt.format(new Date(t * 1000));
+  GW.fmtDay = t => (t ? dayFmt.format(new Date(t * 1000)) : '—');
+  GW.fmtFull = t => (t ? fullFmt.format(new Date(t * 1000)) : '—');
+  GW.now = () => Date.now() / 1000;
+  GW.fmtDur = function (s) {
+    if (s === null || s === undefined || !isFinite(s)) return '—';
+    s = Math.max(0, Math.round(s));
+    const d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    if (d) return `${d}d ${hh}h`;
+    if (hh) return `${hh}h ${String(m).padStart(2, '0')}m`;
+    if (m) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+    return `${s}s`;
+  };
+  GW.fmtBytes = function (b) {
+    if (b === null || b === undefined) return '—';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i ? b.toFixed(b < 10 ? 1 : 0) : b) + ' ' + u[i];
+  };
+  /* ETA as the API gives it (issue 5 may send a number or an object), or null. */
+  GW.etaOf = function (eta) {
+    if (eta === null || eta === undefined) return null;
+    if (typeof eta === 'number') return eta;
+    return eta.end ?? eta.end_time ?? null;
+  };
+
+  let toastTimer = 0;
+  GW.toast = function (msg) {
+    const t = $('toast');
+    t.textContent = msg;
+    t.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { t.hidden = true; }, 6000);
+  };
+
+  /* ---- the API ---- */
+
+  GW.api = async function (method, path, body) {
+    const headers = {};
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (method !== 'GET' && S.me.csrf) headers['X-Gpuward-CSRF'] = S.me.csrf;
+    let r;
+    try {
+      r = await fetch(path, { method, headers, credentials: 'same-origin', cache: 'no-store',
+                              body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch (e) {
+      return { status: 0, data: { error: 'the daemon cannot be reached' }, headers: new Headers() };
+    }
+    const type = r.headers.get('Content-Type') || '';
+    const data = type.startsWith('application/json') ? await r.json().catch(() => ({})) : await r.text();
+    return { status: r.status, data, headers: r.headers };
+  };
+  GW.errText = res => (res.data && res.data.error) || `HTTP ${res.status}`;
+
+  GW.canTouch = j => S.me.signed_in && (S.me.role === 'admin' || S.me.user === j.user);
+
+  /* Cancel, hold, release: the API decides; the buttons are only offered to who may. */
+  GW.jobAction = async function (j, action) {
+    if (action === 'cancel' && !window.confirm(`Cancel job ${j.id} (${j.name})?`)) return;
+    const res = action === 'cancel' ? await GW.api('DELETE', `/api/v1/jobs/${j.id}`)
+                                    : await GW.api('POST', `/api/v1/jobs/${j.id}/${action}`);
+    if (res.status >= 300) GW.toast(`${action} job ${j.id}: ${GW.errText(res)}`);
+    else GW.toast(`job ${j.id}: ${action === 'cancel' ? 'cancelling' : action === 'hold' ? 'held' : 'released'}`);
+  };
+
+  GW.actionButtons = function (j) {
+    if (!GW.canTouch(j) || !ACTIVE.has(j.state)) return [];
+    const b = [];
+    if (j.state === 'PENDING') b.push(h('button', { type: 'button', 'data-key': `hold-${j.id}`, onclick: () => GW.jobAction(j, 'hold') }, 'Hold'));
+    if (j.state === 'HELD') b.push(h('button', { type: 'button', 'data-key': `release-${j.id}`, onclick: () => GW.jobAction(j, 'release') }, 'Release'));
+    b.push(h('button', { type: 'button', class: 'danger', 'data-key': `cancel-${j.id}`, 'aria-label': `Cancel job ${j.id}`,
+                         onclick: () => GW.jobAction(j, 'cancel') }, 'Cancel'));
+    return b;
+  };
+
+  /* Re-renders without losing the keyboard focus: the focused element's data-key is found
+   * again in the new content. */
+  GW.keepFocus = function (fn) {
+    const key = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : null;
+    fn();
+    if (key) { const el = document.querySelector(`[data-key="${CSS.escape(key)}"]`); if (el) el.focus(); }
+  };
+
+  /* ---- session ---- */
+
+  async function loadSession() {
+    const res = await GW.api('GET', '/api/v1/session');
+    if (res.status === 200) S.me = Object.assign({ csrf: null }, res.data);
+    renderWho();
+  }
+
+  function renderWho() {
+    $('whoami').textContent = S.me.signed_in ? `${S.me.user}${S.me.role === 'admin' ? ' (admin)' : ''}` : 'guest (read-only)';
+    $('signin-open').hidden = S.me.signed_in;
+    $('signout').hidden = !S.me.signed_in;
+  }
+
+  function setupSignin() {
+    const dlg = $('signin');
+    $('signin-open').addEventListener('click', () => { $('signin-error').textContent = ''; dlg.showModal(); $('signin-token').focus(); });
+    $('signin-cancel').addEventListener('click', () => dlg.close());
+    $('signin-form').addEventListener('submit', async ev => {
+      ev.preventDefault();
+      const token = $('signin-token').value.trim();
+      const res = await GW.api('POST', '/api/v1/session', { token });
+      if (res.status !== 200) { $('signin-error').textContent = GW.errText(res); return; }
+      $('signin-token').value = '';
+      dlg.close();
+      await loadSession();
+      GW.toast(`signed in as ${S.me.user}`);
+      GW.render();
+    });
+    $('signout').addEventListener('click', async () => {
+      await GW.api('DELETE', '/api/v1/session');
+      S.me = { user: '', role: 'guest', signed_in: false, csrf: null };
+      renderWho();
+      GW.render();
+      $('signin-open').focus();
+    });
+  }
+
+  /* ---- data ---- */
+
+  function pushHistory(g) {
+    const arr = S.hist[g.index] || (S.hist[g.index] = []);
+    const t = g.sampled_at;
+    if (t && (!arr.length || arr[arr.length - 1][0] < t)) arr.push([t, g.util ?? 0, g.mem_used ?? 0]);
+    const cut = GW.now() - HISTORY_S;
+    while (arr.length && arr[0][0] < cut) arr.shift();
+  }
+
+  /* GPUs need no ordering with the stream (every "gpus" event is a whole snapshot): they are
+   * fetched at once, for a fast first paint. */
+  async function loadGpus() {
+    const [g, hist] = await Promise.all([GW.api('GET', '/api/v1/gpus'), GW.api('GET', '/api/v1/gpus/history?minutes=15')]);
+    if (g.status === 200 && !S.gpus) S.gpus = g.data;
+    if (hist.status === 200) {
+      const live = S.hist;
+      S.hist = [];
+      for (const gh of hist.data.gpus) S.hist[gh.index] = gh.points.slice();
+      S.interval = hist.data.interval || 2;
+      live.forEach((arr, i) => { for (const p of arr || []) if (S.hist[i] && p[0] > (S.hist[i].at(-1) || [0])[0]) S.hist[i].push(p); });
+    }
+    if (S.gpus) for (const gg of S.gpus.gpus) pushHistory(gg);
+    $('driver').textContent = S.gpus ? `driver ${S.gpus.driver}${S.gpus.simulated ? ' (simulated GPUs)' : ''}` : '';
+    GW.render('gpus');
+  }
+
+  async function loadSnapshot() {
+    const jobs = await GW.api('GET', '/api/v1/jobs');
+    if (jobs.status === 200) { S.jobs = new Map(); for (const j of jobs.data.jobs) S.jobs.set(j.id, j); }
+    S.loaded = true;
+  }
+
+  /* ---- the live event stream ---- */
+
+  let es = null, buffering = true, buffered = [];
+
+  function setLive(state) {
+    const el = $('live');
+    if (el.dataset.state === state) return;
+    el.dataset.state = state;
+    el.textContent = state === 'live' ? 'live' : state === 'down' ? 'offline' : 'reconnecting';
+  }
+
+  function onEvent(type, data) {
+    if (type === 'gpus') {
+      S.gpus = data;
+      for (const g of data.gpus) pushHistory(g);
+    } else if (type === 'job') {
+      const j = data.job;
+      if (ACTIVE.has(j.state)) S.jobs.set(j.id, j);
+      else {
+        S.jobs.delete(j.id);
+        if (S.finished && !S.finished.some(f => f.id === j.id)) S.finished.unshift(j);
+      }
+    }
+    if (GW.onLiveEvent) GW.onLiveEvent(type, data);
+    GW.render(type);
+  }
+
+  /* A snapshot is taken after the stream said hello (or reset), and events that arrive
+   * while it loads are applied after it: nothing between the two is lost. */
+  async function resync() {
+    buffering = true;
+    buffered = [];
+    await loadSnapshot();
+    buffering = false;
+    for (const [t, d] of buffered) onEvent(t, d);
+    buffered = [];
+    if (GW.onResync) GW.onResync();
+    GW.render();
+  }
+
+  function connect() {
+    es = new EventSource('/api/v1/events');
+    es.onopen = () => setLive('live');
+    es.onerror = () => {
+      setLive(es.readyState === EventSource.CLOSED ? 'down' : 'connecting');
+      if (es.readyState === EventSource.CLOSED) setTimeout(connect, 5000);
+    };
+    for (const type of ['hello', 'reset']) es.addEventListener(type, e => {
+      const d = JSON.parse(e.data);
+      S.interval = d.sample_interval || S.interval;
+      setLive('live');
+      if (type === 'reset') { S.gpus = null; loadGpus(); }
+      resync();
+    });
+    for (const type of ['gpus', 'job', 'job_event', 'booking']) es.addEventListener(type, e => {
+      const d = JSON.parse(e.data);
+      if (buffering && type !== 'gpus') buffered.push([type, d]);
+      else onEvent(type, d);
+    });
+  }
+
+  /* ---- GPUs view ---- */
+
+  function gpuCard(g, jobsById) {
+    const now = GW.now(), t0 = now - HISTORY_S;
+    const hist = S.hist[g.index] || [];
+    const spark = what => GW.svg('svg', { class: 'spark', role: 'img', 'aria-label': `GPU ${g.index} ${what}, last 15 minutes` });
+    const su = spark('utilisation'), sm = spark('memory');
+    GW.sparkline(su, hist.map(p => [p[0], p[1]]), t0, now, 100, 'util');
+    GW.sparkline(sm, hist.map(p => [p[0], p[2]]), t0, now, g.mem_total, 'mem');
+    const health = g.health || 'ok';
+    const ji = g.job_info;
+    let jobLine;
+    if (ji) {
+      const full = jobsById.get(ji.id);
+      const eta = GW.etaOf(ji.eta ?? (full && full.eta));
+      jobLine = h('div', { class: 'job' },
+        h('a', { href: `#/job/${ji.id}`, 'data-key': `gpu-job-${g.index}` }, `job ${ji.id}`), ' ', ji.name || '',
+        h('br'), `${ji.user} · running ${GW.fmtDur(now - ji.start_time)}`,
+        eta ? ` · ETA ${GW.fmtDay(eta)}` : '');
+    } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');
+    const rogue = (g.processes || []).filter(p => p.job === null);
+    const pct = g.mem_total ? Math.round((100 * (g.mem_used || 0)) / g.mem_total) : 0;
+    return h('article', { class: `card ${health}`, 'aria-label': `GPU ${g.index}`, 'data-gpu': g.index },
+      h('div', { class: 'card-head' }, h('h2', {}, `GPU ${g.index}`),
+        h('span', { class: `badge ${health}`, title: g.drain_reason || '' }, health === 'ok' ? 'healthy' : health)),
+      h('div', { class: 'model', title: g.uuid }, g.name),
+      h('div', { class: 'metric' }, h('span', {}, 'Utilisation'), su, h('span', { class: 'v' }, g.util === null ? 'n/a' : `${g.util}%`)),
+      h('div', { class: 'metric' }, h('span', {}, 'Memory'), sm, h('span', { class: 'v' }, g.mem_used === null ? 'n/a' : `${GW.fmtBytes(g.mem_used)}`)),
+      h('div', { class: 'facts' }, h('span', {}, g.temp === null ? 'temp n/a' : `${g.temp} °C`),
+        h('span', {}, g.power_w === null ? '' : `${Math.round(g.power_w)} W`), h('span', {}, `${pct}% of ${GW.fmtBytes(g.mem_total)}`)),
+      g.drain_reason ? h('div', { class: 'error' }, `drained: ${g.drain_reason}`) : null,
+      jobLine,
+      rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job' },
+        rogue.map(p => h('li', {}, `rogue: pid ${p.pid} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command}`))) : null);
+  }
+
+  function renderGpus() {
+    const box = $('gpu-cards');
+    if (!S.gpus) { box.replaceChildren(h('p', { class: 'empty' }, 'Loading…')); return; }
+    const gpus = S.gpus.gpus;
+    $('gpus-sub').textContent = gpus.length ? `${gpus.length} GPU${gpus.length === 1 ? '' : 's'}` +
+      (S.gpus.rogue_processes ? ` · ${S.gpus.rogue_processes} rogue process${S.gpus.rogue_processes === 1 ? '' : 'es'}` : '') : '';
+    if (!gpus.length) {
+      box.replaceChildren(h('p', { class: 'empty' }, 'No GPUs: the daemon found no NVIDIA GPU on this host.'));
+      return;
+    }
+    GW.keepFocus(() => box.replaceChildren(...gpus.map(g => gpuCard(g, S.jobs))));
+  }
+
+  /* ---- Queue view ---- */
+
+  function queueFilter() {
+    const q = new URLSearchParams(location.hash.split('?')[1] || '');
+    return { user: q.get('user') || '', state: q.get('state') || '' };
+  }
+
+  function setQueueFilter(f) {
+    const q = new URLSearchParams();
+    if (f.user) q.set('user', f.user);
+    if (f.state) q.set('state', f.state);
+    const s = q.toString();
+    history.replaceState(null, '', '#/queue' + (s ? '?' + s : ''));
+    GW.render();
+  }
+
+  async function loadFinished() {
+    const res = await GW.api('GET', '/api/v1/jobs?state=COMPLETED,FAILED,CANCELLED,TIMEOUT,RECLAIMED&limit=200');
+    S.finished = res.status === 200 ? res.data.jobs : [];
+    GW.render();
+  }
+
+  function whyWhen(j) {
+    const eta = GW.etaOf(j.eta);
+    if (j.state === 'RUNNING') return eta ? `ends ~${GW.fmtDay(eta)}` : j.reason || '';
+    if (j.state === 'PENDING' || j.state === 'HELD') {
+      const start = j.predicted_start ?? (j.eta && j.eta.start);
+      return (j.reason || '') + (start ? ` · starts ~${GW.fmtDay(start)}` : '') +
+             (j.not_before ? ` · not before ${GW.fmtDay(j.not_before)}` : '');
+    }
+    return j.reason || '';
+  }
+
+  function jobRow(j, now) {
+    const run = j.start_time ? (j.end_time || now) - j.start_time : null;
+    return h('tr', { 'data-job': j.id },
+      h('td', {}, h('a', { href: `#/job/${j.id}`, 'data-key': `job-link-${j.id}` }, String(j.id))),
+      h('td', {}, j.name),
+      h('td', {}, j.user),
+      h('td', {}, h('span', { class: `state ${j.state}` }, j.state)),
+      h('td', { class: 'msg' }, whyWhen(j)),
+      h('td', {}, j.gpus && j.gpus.length ? j.gpus.join(',') : `${j.ngpus} wanted`),
+      h('td', { class: 'hide-narrow' }, GW.fmtDay(j.submit_time)),
+      h('td', { class: 'num' }, run === null ? '—' : GW.fmtDur(run)),
+      h('td', { class: 'actions' }, GW.actionButtons(j)));
+  }
+
+  function renderQueue() {
+    const f = queueFilter();
+    const fu = $('f-user'), fs = $('f-state');
+    if (document.activeElement !== fu) fu.value = f.user;
+    fs.value = f.state;
+    let list;
+    if (f.state === 'finished') {
+      if (!S.finished) { loadFinished(); list = []; }
+      else list = S.finished;
+    } else {
+      list = [...S.jobs.values()];
+      list.sort((a, b) => (b.state === 'RUNNING') - (a.state === 'RUNNING') || (b.priority - a.priority) || a.id - b.id);
+      if (f.state) list = list.filter(j => j.state === f.state);
+    }
+    const users = new Set([...S.jobs.values()].map(j => j.user));
+    $('f-users').replaceChildren(...[...users].sort().map(u => h('option', { value: u })));
+    if (f.user) list = list.filter(j => j.user === f.user);
+    const now = GW.now();
+    GW.keepFocus(() => $('queue-body').replaceChildren(...list.map(j => jobRow(j, now))));
+    $('queue-count').textContent = `${list.length} job${list.length === 1 ? '' : 's'}`;
+    const empty = $('queue-empty');
+    empty.hidden = list.length > 0 || !S.loaded;
+    $('queue-table').parentElement.hidden = !list.length && S.loaded;
+    empty.textContent = S.jobs.size === 0 && f.state !== 'finished'
+      ? 'No jobs waiting or running. Submit one with: gpuward submit --gpus 1 -- python3 train.py'
+      : 'No job matches these filters.';
+  }
+
+  function setupQueue() {
+    $('queue-filter').addEventListener('submit', e => e.preventDefault());
+    $('f-user').addEventListener('change', () => setQueueFilter({ user: $('f-user').value.trim(), state: $('f-state').value }));
+    $('f-state').addEventListener('change', () => {
+      if ($('f-state').value === 'finished') S.finished = null;
+      setQueueFilter({ user: $('f-user').value.trim(), state: $('f-state').value });
+    });
+  }
+
+  /* ---- router and rendering ---- */
+
+  const VIEWS = ['gpus', 'queue', 'job', 'calendar', 'usage'];
+  let current = null, frame = 0, pendingType = null;
+
+  function route() {
+    const path = (location.hash.replace(/^#\/?/, '').split('?')[0] || 'gpus').split('/');
+    const view = VIEWS.includes(path[0]) ? path[0] : 'gpus';
+    const changed = view !== current || (view === 'job' && GW.jobId !== Number(path[1]));
+    current = view;
+    for (const v of VIEWS) $('view-' + v).hidden = v !== view;
+    for (const a of document.querySelectorAll('[data-nav]'))
+      if (a.dataset.nav === view) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+    if (changed && GW.enterView) GW.enterView(view, path);
+    document.title = `gpuward · ${view === 'job' ? 'job ' + path[1] : view}`;
+    GW.render();
+    if (changed) $('main').focus({ preventScroll: true });
+  }
+  GW.view = () => current;
+
+  /* Renders the visible view at most once a frame, however many events arrive. */
+  GW.render = function (type) {
+    pendingType = pendingType && pendingType !== type ? 'all' : type || 'all';
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      const t = pendingType;
+      pendingType = null;
+      if (current === 'gpus') renderGpus();
+      else if (current === 'queue' && t !== 'gpus') renderQueue();
+      else if (GW.renderView) GW.renderView(current, t);
+    });
+  };
+
+  document.addEventListener('DOMContentLoaded', () => {
+    $('tz').textContent = `times in ${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
+    setupSignin();
+    setupQueue();
+    if (GW.setupViews) GW.setupViews();
+    window.addEventListener('hashchange', route);
+    route();
+    loadGpus();
+    loadSession().then(() => GW.render());
+    connect();
+    /* Runtimes tick even when nothing is published. */
+    setInterval(() => { if (current === 'queue' || current === 'gpus') GW.render('tick'); }, 10000);
+  });
+})();

@@ -1,0 +1,394 @@
+/* gpuward dashboard: the job page, the 72-hour calendar with its booking form, and usage. */
+'use strict';
+(function () {
+  const GW = window.GW = window.GW || {};
+  const $ = id => document.getElementById(id);
+  const h = (...a) => GW.h(...a);
+  const S = () => GW.state;
+  const FINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'RECLAIMED']);
+  const LOG_KEEP = 256 * 1024;
+
+  /* ---- job page ---- */
+
+  const J = { id: 0, job: null, logOffset: 0, logTimer: 0, logBusy: false, seriesAt: 0, reloadTimer: 0 };
+
+  function table(head, rows, empty) {
+    if (!rows.length) return h('p', { class: 'empty' }, empty);
+    return h('table', {}, h('thead', {}, h('tr', {}, head.map(c => h('th', { scope: 'col' }, c)))),
+             h('tbody', {}, rows.map(r => h('tr', {}, r.map(c => (c instanceof Node ? c : h('td', {}, c ?? '—')))))));
+  }
+
+  /* Training awareness (epochs, ETA, leaks, snapshots) when the daemon has it. */
+  function trainingFacts(t) {
+    if (!t) return [h('p', { class: 'sub' }, 'No training progress known for this job (no results.csv read).')];
+    const out = [];
+    const epochs = t.epoch !== undefined && t.epoch !== null ? `epoch ${t.epoch}${t.epochs ? ' of ' + t.epochs : ''}` : '';
+    const per = t.sec_per_epoch ? `, ${GW.fmtDur(t.sec_per_epoch)} per epoch` : '';
+    const eta = t.eta ? `; ETA ${GW.fmtFull(t.eta)}${t.error_seconds ? ' ± ' + GW.fmtDur(t.error_seconds) : ''}` : '';
+    out.push(h('p', {}, `${epochs}${per}${eta}` || 'Training progress not known yet.'));
+    if (t.leak && t.leak.detected) out.push(h('p', { class: 'error' }, `Memory leak: ${t.leak.evidence || ''}`));
+    const snaps = t.snapshots || {};
+    const snap = (k, s) => s ? `${k}: epoch ${s.epoch}${s.metric !== null && s.metric !== undefined ? ', mAP50-95 ' + s.metric.toFixed(3) : ''} (${GW.fmtDay(s.time)})` : null;
+    const sl = [snap('best', snaps.best), snap('last', snaps.last)].filter(Boolean);
+    if (sl.length) out.push(h('p', {}, 'Snapshots — ' + sl.join('; ')));
+    return out;
+  }
+
+  function renderJobHead(j) {
+    const fact = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
+    const eta = GW.etaOf(j.eta);
+    const run = j.start_time ? (j.end_time || GW.now()) - j.start_time : null;
+    $('h-job').textContent = `Job ${j.id}: ${j.name}`;
+    $('job-head').replaceChildren(h('dl', { class: 'job-head' },
+      fact('State', h('span', { class: `state ${j.state}` }, j.state)),
+      fact('Why', j.reason || '—'),
+      fact('User', j.user),
+      fact('GPUs', j.gpus && j.gpus.length ? j.gpus.join(', ') : `${j.ngpus} wanted`),
+      fact('Attempt', `${j.attempt} of ${1 + (j.retries || 0)}`),
+      fact('Submitted', GW.fmtFull(j.submit_time)),
+      fact('Started', GW.fmtFull(j.start_time)),
+      fact(j.end_time ? 'Ended' : 'Runtime', j.end_time ? GW.fmtFull(j.end_time) : GW.fmtDur(run)),
+      fact('ETA', eta ? GW.fmtFull(eta) : j.state === 'RUNNING' ? 'not known yet' : '—'),
+      fact('Time limit', GW.fmtDur(j.time_limit)),
+      j.telemetry ? fact('GPU-hours', j.telemetry.gpu_hours.toFixed(2)) : null,
+      j.exit_code !== null && j.exit_code !== undefined ? fact('Exit code', String(j.exit_code)) : null));
+    $('job-actions').replaceChildren(...GW.actionButtons(j));
+    $('job-training').replaceChildren(...trainingFacts(j.training));
+    $('job-command').textContent = (j.command || []).join(' ') + (j.cwd ? `\n\nin ${j.cwd}` : '');
+    $('job-attempts').replaceChildren(table(['Attempt', 'GPUs', 'Started', 'Ended', 'Class', 'Evidence', 'Exit'],
+      (j.attempts || []).map(a => [String(a.attempt), (a.gpus || []).join(','), GW.fmtDay(a.start_time), GW.fmtDay(a.end_time),
+        a.class, h('td', { class: 'msg' }, a.evidence || '—'), a.signal ? `signal ${a.signal}` : String(a.exit_code ?? '—')]),
+      j.attempt > 1 ? 'No finished attempt recorded.' : 'First attempt: no earlier attempt.'));
+    const ev = (j.events || []).slice().reverse();
+    $('job-events').replaceChildren(table(['Time', 'State', 'What', 'Evidence'],
+      ev.map(e => [GW.fmtFull(e.time), h('td', {}, h('span', { class: `state ${e.state}` }, e.state)), e.kind,
+                   h('td', { class: 'msg' }, e.message)]), 'No events.'));
+  }
+
+  async function loadSeries(j) {
+    J.seriesAt = GW.now();
+    const since = j.start_time ? Math.floor(j.start_time) - 1 : 0;
+    const [u, m, r] = await Promise.all([GW.api('GET', `/api/v1/jobs/${j.id}/series?metric=util&since=${since}`),
+      GW.api('GET', `/api/v1/jobs/${j.id}/series?metric=mem&since=${since}`), GW.api('GET', `/api/v1/jobs/${j.id}/results`)]);
+    if (J.id !== j.id) return;
+    J.haveResults = r.status === 200;
+    let vlines = [];
+    if (r.status === 200 && r.data.series.time && j.start_time) {
+      /* Ultralytics' "time" column: seconds since the run started, at each epoch's end. */
+      vlines = r.data.series.time.filter(v => v !== null).map(v => j.start_time + v);
+    }
+    const perGpu = (res, conv) => res.status === 200 ? Object.keys(res.data.gpus).map((g, i) => ({
+      name: `GPU ${g}`, color: GW.palette[i % GW.palette.length], points: res.data.gpus[g].map(([t, v]) => [t, conv(v)]) })) : [];
+    GW.lineChart($('job-util'), { x: 'time', yMin: 0, yMax: 100, yFmt: v => v + '%', vlines,
+      series: perGpu(u, v => v), empty: j.start_time ? 'No samples yet.' : 'The job has not started.' });
+    GW.lineChart($('job-mem'), { x: 'time', yMin: 0, yFmt: v => GW.fmtBytes(v * 1073741824).replace(' ', ''), vlines,
+      series: perGpu(m, v => v / 1073741824), empty: j.start_time ? 'No samples yet.' : 'The job has not started.' });
+    if (r.status !== 200) {
+      const why = r.status === 404 ? 'No training curves: ' + GW.errText(r) + '.' : GW.errText(r);
+      GW.lineChart($('job-loss'), { series: [], empty: why });
+      GW.lineChart($('job-map'), { series: [], empty: why });
+      return;
+    }
+    const ep = r.data.epochs, col = name => ep.map((e, i) => [e, r.data.series[name][i]]);
+    GW.lineChart($('job-loss'), { x: 'epoch', series: r.data.loss.map(n => ({ name: n, points: col(n) })),
+                                  empty: 'results.csv has no loss column yet.' });
+    GW.lineChart($('job-map'), { x: 'epoch', yMin: 0, series: [r.data.map50, r.data.map50_95].filter(Boolean)
+      .map(n => ({ name: n, points: col(n) })), empty: 'results.csv has no mAP column.' });
+  }
+
+  async function pollLog() {
+    if (J.logBusy || GW.view() !== 'job') return;
+    J.logBusy = true;
+    const id = J.id, pre = $('job-log');
+    try {
+      for (let round = 0; round < 64; round++) {
+        const res = await GW.api('GET', `/api/v1/jobs/${id}/log?offset=${J.logOffset}&limit=262144`);
+        if (J.id !== id) return;
+        if (res.status !== 200) {
+          pre.textContent = res.status === 403 || res.status === 401
+            ? 'Only the job\'s owner or an admin may read its log: sign in with their token.' : GW.errText(res);
+          $('job-log-state').textContent = '';
+          return;
+        }
+        const off = Number(res.headers.get('X-Log-Offset'));
+        const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+        if (res.data.length) {
+          let text = (J.logOffset === 0 ? '' : pre.textContent) + res.data;
+          if (text.length > LOG_KEEP) text = '…\n' + text.slice(text.length - LOG_KEEP);
+          pre.textContent = text;
+          if (atBottom) pre.scrollTop = pre.scrollHeight;
+        } else if (J.logOffset === 0) pre.textContent = '(empty so far)';
+        const st = res.headers.get('X-Job-State');
+        $('job-log-state').textContent = FINAL.has(st) ? `(${st.toLowerCase()}: complete)` : '(following)';
+        const more = off > J.logOffset && res.data.length >= 262144;
+        J.logOffset = off;
+        if (!more) return;
+      }
+    } finally {
+      J.logBusy = false;
+    }
+  }
+
+  async function loadJob(id, full) {
+    const res = await GW.api('GET', `/api/v1/jobs/${id}`);
+    if (J.id !== id) return;
+    if (res.status !== 200) {
+      $('h-job').textContent = `Job ${id}`;
+      $('job-head').replaceChildren(h('p', { class: 'empty' }, GW.errText(res)));
+      return;
+    }
+    const attemptChanged = J.job && J.job.attempt !== res.data.attempt;
+    J.job = res.data;
+    renderJobHead(J.job);
+    if (attemptChanged) { J.logOffset = 0; }
+    if (full || attemptChanged) loadSeries(J.job);
+    pollLog();
+  }
+
+  function enterJob(id) {
+    clearInterval(J.logTimer);
+    Object.assign(J, { id, job: null, logOffset: 0, logBusy: false, haveResults: false });
+    for (const b of ['job-head', 'job-attempts', 'job-events', 'job-actions', 'job-training', 'job-util', 'job-mem', 'job-loss', 'job-map'])
+      $(b).replaceChildren();
+    $('job-command').textContent = '';
+    $('job-log').textContent = '';
+    loadJob(id, true);
+    J.logTimer = setInterval(() => {
+      if (GW.view() !== 'job' || J.id !== id) { clearInterval(J.logTimer); return; }
+      if (J.job && !FINAL.has(J.job.state)) pollLog();
+    }, 2000);
+  }
+
+  function jobLiveEvent(type, d) {
+    if (GW.view() !== 'job' || !J.id) return;
+    if ((type === 'job' || type === 'job_event') && d.id === J.id) {
+      clearTimeout(J.reloadTimer);
+      J.reloadTimer = setTimeout(() => loadJob(J.id, FINAL.has(d.state)), 250);
+    } else if (type === 'gpus' && J.job && J.job.state === 'RUNNING' && GW.now() - J.seriesAt >= (J.haveResults ? 10 : 3))
+      loadSeries(J.job);
+  }
+
+  /* ---- calendar ---- */
+
+  const KINDS = [['running', 'running job'], ['predicted', 'predicted start'], ['booking', 'booking'],
+                 ['booking-pending', 'booking awaiting approval'], ['drained', 'drained GPU']];
+  const C = { sched: null, bookings: [], timer: 0 };
+
+  async function loadCalendar() {
+    const [s, b] = await Promise.all([GW.api('GET', '/api/v1/schedule?hours=72'), GW.api('GET', '/api/v1/bookings')]);
+    C.sched = s.status === 200 ? s.data : null;
+    C.bookings = b.status === 200 ? b.data.bookings : [];
+    renderCalendar();
+  }
+
+  function segWhat(g) { return g.kind.startsWith('booking') ? `booking ${g.id}` : g.kind === 'drained' ? 'drained' : `job ${g.id}`; }
+
+  function renderCalendar() {
+    const box = $('cal-chart');
+    const n = S().gpus ? S().gpus.gpus.length : 0;
+    if (!C.sched) { box.replaceChildren(h('p', { class: 'empty' }, 'Loading…')); return; }
+    if (!n) { box.replaceChildren(h('p', { class: 'empty' }, 'No GPUs on this host.')); return; }
+    const { from, to } = C.sched, segs = C.sched.segments;
+    const W = 1000, L = 56, R = 6, ROW = 26, T = 22, H = T + n * ROW + 4;
+    const X = t => L + ((Math.min(Math.max(t, from), to) - from) / (to - from)) * (W - L - R);
+    const el = GW.svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'xMinYMin meet' });
+    const tz = new Date().getTimezoneOffset() * -60;
+    for (let t = Math.ceil((from + tz) / 21600) * 21600 - tz; t < to; t += 21600) {
+      el.append(GW.svg('line', { x1: X(t), x2: X(t), y1: T - 4, y2: H, class: 'hour' }));
+      const lab = GW.svg('text', { x: X(t) + 2, y: 12 });
+      lab.textContent = GW.fmtTick(t);
+      el.append(lab);
+    }
+    for (let g = 0; g < n; g++) {
+      const lab = GW.svg('text', { x: 4, y: T + g * ROW + 16 });
+      lab.textContent = `GPU ${g}`;
+      el.append(lab);
+    }
+    for (const s of segs) {
+      const x0 = X(s.start), x1 = X(s.end), y = T + s.gpu * ROW + 2;
+      const grp = GW.svg('g', { class: `seg ${s.kind}` });
+      const title = GW.svg('title');
+      title.textContent = `GPU ${s.gpu}: ${segWhat(s)} ${s.kind} ${GW.fmtDay(s.start)} – ${GW.fmtDay(s.end)} ${s.label || ''}`;
+      grp.append(title, GW.svg('rect', { x: x0, y, width: Math.max(2, x1 - x0), height: ROW - 5, rx: 3 }));
+      if (x1 - x0 > 60) {
+        const t = GW.svg('text', { x: x0 + 4, y: y + 14 });
+        t.textContent = `${segWhat(s)} ${s.label || ''}`.slice(0, Math.floor((x1 - x0) / 6));
+        grp.append(t);
+      }
+      el.append(grp);
+    }
+    const nx = X(GW.now());
+    el.append(GW.svg('line', { x1: nx, x2: nx, y1: T - 4, y2: H, class: 'now' }));
+    box.replaceChildren(el);
+    $('cal-legend').replaceChildren(...KINDS.map(([k, label]) => h('span', { class: `seg ${k}` },
+      h('i'), label)));
+    const sorted = segs.slice().sort((a, b) => a.start - b.start || a.gpu - b.gpu);
+    $('cal-list').replaceChildren(table(['GPU', 'What', 'Kind', 'From', 'Until', 'Label'],
+      sorted.map(s => [String(s.gpu), s.kind.startsWith('booking') || s.kind === 'drained' ? segWhat(s)
+        : h('td', {}, h('a', { href: `#/job/${s.id}` }, segWhat(s))), s.kind, GW.fmtDay(s.start), GW.fmtDay(s.end), s.label || '']),
+      'Nothing is running, predicted or booked in the next 72 hours: every GPU is free.'));
+    $('cal-bookings').replaceChildren(table(['Booking', 'User', 'GPUs', 'From', 'Until', 'State', ''],
+      C.bookings.map(b => [String(b.id) + (b.name ? ` ${b.name}` : ''), b.user, (b.gpus || []).map(g => `GPU ${g}`).join(', '), GW.fmtDay(b.start),
+        GW.fmtDay(b.end), h('td', { title: b.note || '' }, b.state), h('td', { class: 'actions' },
+          S().me.signed_in && (S().me.role === 'admin' || S().me.user === b.user)
+            ? h('button', { type: 'button', 'data-key': `release-b-${b.id}`, onclick: () => releaseBooking(b) }, 'Release') : null)]),
+      'No open bookings.'));
+    const form = $('book-form');
+    const signed = S().me.signed_in;
+    $('b-submit').disabled = !signed;
+    $('b-ngpus').max = String(n);
+    if (!signed && !$('book-result').textContent) $('book-result').textContent = 'Sign in to book GPUs.';
+    form.dataset.ready = '1';
+  }
+
+  async function releaseBooking(b) {
+    if (!window.confirm(`Release booking ${b.id}?`)) return;
+    const res = await GW.api('DELETE', `/api/v1/bookings/${b.id}`);
+    GW.toast(res.status < 300 ? `booking ${b.id} released` : `booking ${b.id}: ${GW.errText(res)}`);
+    loadCalendar();
+  }
+
+  function localInput(t) {
+    const d = new Date(t * 1000);
+    const p = v => String(v).padStart(2, '0');
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+  }
+
+  async function book(ev) {
+    ev.preventDefault();
+    const out = $('book-result');
+    const start = new Date($('b-start').value).getTime() / 1000;
+    if (!isFinite(start)) { out.className = 'result bad'; out.textContent = 'Give a start time.'; return; }
+    const body = { ngpus: Number($('b-ngpus').value), start, duration: $('b-duration').value };
+    if ($('b-name').value.trim()) body.name = $('b-name').value.trim();
+    $('b-submit').disabled = true;
+    const res = await GW.api('POST', '/api/v1/bookings', body);
+    $('b-submit').disabled = !S().me.signed_in;
+    out.replaceChildren();
+    if (res.status === 201) {
+      const b = res.data;
+      out.className = 'result ok';
+      out.textContent = b.state === 'APPROVED'
+        ? `Booking ${b.id} approved: GPU ${b.gpus.join(', ')}, ${GW.fmtDay(b.start)} – ${GW.fmtDay(b.end)}.`
+        : `Booking ${b.id} waits for an admin's approval (${b.note || b.state}).`;
+    } else {
+      out.className = 'result bad';
+      out.append(GW.errText(res) + (res.status === 401 ? ' Sign in first.' : ''));
+      const near = res.data && res.data.nearest;
+      if (near) {
+        out.append(h('br'), `Nearest free window (your time): ${GW.fmtDay(near.start)} – ${GW.fmtDay(near.end)}. `,
+          h('button', { type: 'button', onclick: () => { $('b-start').value = localInput(near.start); $('b-start').focus(); } },
+            'Use this window'));
+      }
+    }
+    loadCalendar();
+  }
+
+  /* ---- usage ---- */
+
+  const U = { busy: false };
+
+  async function loadUsage() {
+    if (U.busy) return;
+    U.busy = true;
+    const box = $('usage-body');
+    box.replaceChildren(h('p', { class: 'empty' }, 'Adding up the last 7 days…'));
+    try {
+      const now = GW.now(), since = now - 7 * 86400, jobs = [];
+      let before = 0;
+      for (let page = 0; page < 5; page++) {
+        const res = await GW.api('GET', '/api/v1/jobs?state=COMPLETED,FAILED,CANCELLED,TIMEOUT,RECLAIMED&limit=2000' +
+          '&fields=id,name,user,state,ngpus,start_time,end_time' + (before ? `&before=${before}` : ''));
+        if (res.status !== 200) break;
+        jobs.push(...res.data.jobs);
+        if (res.data.jobs.length < 2000 || res.data.jobs.every(j => (j.end_time || 0) < since)) break;
+        before = res.data.jobs[res.data.jobs.length - 1].id;
+      }
+      for (const j of S().jobs.values()) if (j.state === 'RUNNING') jobs.push(j);
+      const users = new Map();
+      const inWindow = [];
+      for (const j of jobs) {
+        if (!j.start_time) continue;
+        const a = Math.max(j.start_time, since), b = Math.min(j.end_time || now, now);
+        if (b <= a) continue;
+        const gh = ((b - a) / 3600) * j.ngpus;
+        const u = users.get(j.user) || { user: j.user, gh: 0, jobs: 0, reclaimed: 0, reclaimedGh: 0, util: [0, 0] };
+        u.gh += gh; u.jobs++;
+        if (j.state === 'RECLAIMED') { u.reclaimed++; u.reclaimedGh += gh; }
+        users.set(j.user, u);
+        inWindow.push([j, gh]);
+      }
+      /* Mean utilisation needs each job's telemetry: the 40 most recent jobs, 4 at a time. */
+      inWindow.sort((x, y) => y[0].id - x[0].id);
+      const sample = inWindow.slice(0, 40);
+      for (let i = 0; i < sample.length; i += 4) {
+        await Promise.all(sample.slice(i, i + 4).map(async ([j, gh]) => {
+          const r = await GW.api('GET', `/api/v1/jobs/${j.id}`);
+          const tel = r.status === 200 && r.data.telemetry;
+          if (!tel || !tel.gpus || !tel.gpus.length) return;
+          const mean = tel.gpus.reduce((s, g) => s + g.util_mean, 0) / tel.gpus.length;
+          const u = users.get(j.user);
+          u.util[0] += mean * gh; u.util[1] += gh;
+        }));
+      }
+      renderUsage([...users.values()].sort((a, b) => b.gh - a.gh), sample.length);
+    } finally {
+      U.busy = false;
+    }
+  }
+
+  function renderUsage(list, sampled) {
+    const box = $('usage-body');
+    if (!list.length) {
+      box.replaceChildren(h('p', { class: 'empty' }, 'No GPU time used in the last 7 days.'));
+      return;
+    }
+    const max = Math.max(...list.map(u => u.gh));
+    const bars = h('div', { class: 'bars', role: 'list', 'aria-label': 'GPU-hours per user' });
+    for (const u of list) {
+      const bar = h('div', { class: 'bar' });
+      bar.style.width = `${Math.max(0.5, (100 * u.gh) / max)}%`;
+      bars.append(h('span', { role: 'listitem' }, u.user), bar, h('span', { class: 'num' }, `${u.gh.toFixed(1)} GPU-h`));
+    }
+    box.replaceChildren(bars, h('h2', {}, 'Per user'), h('div', { class: 'table-wrap' }, table(
+      ['User', 'GPU-hours', 'Jobs', 'Mean utilisation', 'Reclaimed jobs', 'GPU-hours of reclaimed jobs'],
+      list.map(u => [u.user, h('td', { class: 'num' }, u.gh.toFixed(2)), h('td', { class: 'num' }, String(u.jobs)),
+        h('td', { class: 'num' }, u.util[1] ? `${(u.util[0] / u.util[1]).toFixed(0)}%` : '—'),
+        h('td', { class: 'num' }, String(u.reclaimed)), h('td', { class: 'num' }, u.reclaimedGh.toFixed(2))]), '')),
+      h('p', { class: 'sub' }, `GPU-hours count each job's GPUs times its time inside the last 7 days. Mean utilisation is ` +
+        `weighted by GPU-hours over the ${sampled} most recent jobs.`));
+  }
+
+  /* ---- hooks for app.js ---- */
+
+  GW.setupViews = function () {
+    $('book-form').addEventListener('submit', book);
+    const next = Math.ceil(GW.now() / 3600) * 3600;
+    $('b-start').value = localInput(next);
+  };
+
+  GW.enterView = function (view, path) {
+    if (view === 'job') enterJob(Number(path[1]));
+    else { clearInterval(J.logTimer); J.id = 0; }
+    if (view === 'calendar') loadCalendar();
+    if (view === 'usage') loadUsage();
+  };
+
+  GW.renderView = function (view, type) {
+    if (view === 'job' && J.job && type !== 'gpus' && type !== 'job' && type !== 'job_event') renderJobHead(J.job);
+    if (view === 'calendar' && type !== 'gpus' && type !== 'tick') renderCalendar();
+  };
+
+  GW.onLiveEvent = function (type, d) {
+    jobLiveEvent(type, d);
+    if (GW.view() === 'calendar' && (type === 'booking' || type === 'job')) {
+      clearTimeout(C.timer);
+      C.timer = setTimeout(loadCalendar, 500);
+    }
+  };
+
+  GW.onResync = function () {
+    if (GW.view() === 'job' && J.id) loadJob(J.id, true);
+    if (GW.view() === 'calendar') loadCalendar();
+  };
+})();
