@@ -76,6 +76,9 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
         if (!fake_init_refs)
                 return unlock_ret(NVML_ERROR_UNINITIALIZED);
         fake_init_refs--;
+        /* The library may be unloaded next: nothing it allocated may outlive the last user. */
+        if (!fake_init_refs)
+                fake_procs_cache_clear();
         return unlock_ret(NVML_SUCCESS);
 }
 

@@ -131,6 +131,7 @@ HIDDEN void fake_cfg_refresh(void);
 HIDDEN void fake_path_in_dir(char *buf, size_t n, const char *name);
 /* The live processes on GPU idx, sorted by pid; a malloc'ed array, NULL when none. */
 HIDDEN struct fake_proc *fake_procs_scan(unsigned idx, size_t *ret_n);
+HIDDEN void fake_procs_cache_clear(void);
 /* Consumes complete lines of DIR/events after set->offset until one is an event for set. */
 HIDDEN bool fake_event_next(struct nvmlEventSet_st *set, nvmlEventData_t *data);
 

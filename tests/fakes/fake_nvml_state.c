@@ -327,6 +327,17 @@ static void procs_scan_all(struct fake_proc **all, size_t *counts) {
                         qsort(all[i], counts[i], sizeof *all[i], proc_cmp);
 }
 
+void fake_procs_cache_clear(void) {
+        pthread_mutex_lock(&procs_cache.lock);
+        for (unsigned i = 0; i < FAKE_MAX_GPUS_CACHED; i++) {
+                free(procs_cache.all[i]);
+                procs_cache.all[i] = NULL;
+                procs_cache.n[i] = 0;
+        }
+        procs_cache.valid = false;
+        pthread_mutex_unlock(&procs_cache.lock);
+}
+
 struct fake_proc *fake_procs_scan(unsigned idx, size_t *ret_n) {
         *ret_n = 0;
         if (idx >= FAKE_MAX_GPUS_CACHED)
