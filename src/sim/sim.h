@@ -188,8 +188,9 @@ struct gw_sim_result {
 void gw_sim_result_free(struct gw_sim_result *r); /* accepts NULL */
 
 /* Runs the workload under one configuration.  Reads w and cfg only; fills *ret (free it with
- * gw_sim_result_free).  Returns 0, -EINVAL (a job asks more GPUs than a node has, a bad
- * config), or an error from a core function (-EINVAL: the engine built input it refused). */
+ * gw_sim_result_free).  A job larger than a node never starts (the scheduler's verdict) and
+ * is counted as queued.  Returns 0, -EINVAL (a job of more than 64 GPUs or without a time
+ * limit, a bad config), or an error from a core function (the engine built input it refused). */
 int gw_sim_run(const struct gw_sim_workload *w, const struct gw_sim_config *cfg,
                struct gw_sim_result *ret);
 
