@@ -8,3 +8,5 @@
 sqlite3 *gw_store_db(struct gw_store *s);
 /* The last SQLite error as -errno (-ENOSPC, -EROFS, -EBUSY, -ENOMEM, -EEXIST, -EIO). */
 int gw_store_sql_err(struct gw_store *s);
+/* Tells the observer (the web event stream) that a booking was saved. */
+void gw_store_booking_saved(struct gw_store *s, const struct gw_store_booking *b);

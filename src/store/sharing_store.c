@@ -1,0 +1,188 @@
+/* Bookings, quotas and API tokens in the store: rarely written, so each call prepares its
+ * statement. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v) {
+        if (v)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+
+static int exec_bound(struct gw_store *s, const char *sql, const char *fmt, ...) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        va_list ap;
+        va_start(ap, fmt);
+        for (int i = 1; fmt[i - 1]; i++) {
+                if (fmt[i - 1] == 'i')
+                        sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+                else
+                        bind_text(st, i, va_arg(ap, const char *));
+        }
+        va_end(ap);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+}
+
+int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
+        int r;
+        if (b->id == 0) {
+                r = exec_bound(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, state, "
+                                  "last_used, created, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                               "issiiiiiiis", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start, b->end,
+                               (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(), b->note);
+                if (r == 0)
+                        b->id = sqlite3_last_insert_rowid(gw_store_db(s));
+        } else
+                r = exec_bound(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
+                                  "state = ?6, last_used = ?7, note = ?8 WHERE id = ?1",
+                               "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
+                               (int64_t) b->state, b->last_used, b->note);
+        if (r == 0)
+                gw_store_booking_saved(s, b);
+        return r;
+}
+
+int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        const char *sql = only_open ? "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
+                                      "note FROM bookings WHERE state IN (0, 1, 2) ORDER BY start_time, id"
+                                    : "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
+                                      "note FROM bookings ORDER BY id DESC LIMIT 1000";
+        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                struct gw_store_booking b = {
+                        .id = sqlite3_column_int64(st, 0),
+                        .uid = (uint32_t) sqlite3_column_int64(st, 1),
+                        .ngpus = sqlite3_column_int(st, 4),
+                        .start = sqlite3_column_int64(st, 5),
+                        .end = sqlite3_column_int64(st, 6),
+                        .gpu_mask = (uint64_t) sqlite3_column_int64(st, 7),
+                        .state = sqlite3_column_int(st, 8),
+                        .last_used = sqlite3_column_int64(st, 9),
+                };
+                snprintf(b.user, sizeof b.user, "%s", (const char *) sqlite3_column_text(st, 2));
+                snprintf(b.name, sizeof b.name, "%s", (const char *) sqlite3_column_text(st, 3));
+                snprintf(b.note, sizeof b.note, "%s", (const char *) sqlite3_column_text(st, 10));
+                cb(&b, userdata);
+        }
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value) {
+        if (value == -1)
+                return exec_bound(s, "DELETE FROM quotas WHERE subject = ?1 AND key = ?2", "ss", subject, key);
+        return exec_bound(s, "INSERT OR REPLACE INTO quotas (subject, key, value) VALUES (?1, ?2, ?3)", "ssi", subject, key,
+                          value);
+}
+
+int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT subject, key, value FROM quotas ORDER BY subject, key", -1, &st, NULL) !=
+            SQLITE_OK)
+                return gw_store_sql_err(s);
+        while (sqlite3_step(st) == SQLITE_ROW)
+                cb((const char *) sqlite3_column_text(st, 0), (const char *) sqlite3_column_text(st, 1),
+                   sqlite3_column_int64(st, 2), userdata);
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret) {
+        sqlite3_stmt *st;
+        /* GPU-time of each job inside [since, now]: running jobs count up to now. */
+        if (sqlite3_prepare_v2(gw_store_db(s),
+                               "SELECT COALESCE(SUM(ngpus * (MIN(CASE WHEN end_time > 0 THEN end_time ELSE ?3 END, ?3) - "
+                               "MAX(start_time, ?2))), 0) FROM jobs WHERE uid = ?1 AND start_time > 0 AND "
+                               "(end_time = 0 OR end_time > ?2) AND start_time < ?3",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, uid);
+        sqlite3_bind_int64(st, 2, since);
+        sqlite3_bind_int64(st, 3, now);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return rc == SQLITE_ROW ? 0 : gw_store_sql_err(s);
+}
+
+int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
+                       int64_t *ret_id) {
+        int r = exec_bound(s, "INSERT INTO tokens (uid, user, name, hash, created) VALUES (?1, ?2, ?3, ?4, ?5)", "isssi",
+                           (int64_t) uid, user, name, hash, gw_now_wall());
+        if (r == 0)
+                *ret_id = sqlite3_last_insert_rowid(gw_store_db(s));
+        return r;
+}
+
+int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT id, uid, user, name, hash, created, last_used FROM tokens "
+                                      "WHERE hash = ?1 AND revoked = 0", -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        bind_text(st, 1, hash);
+        int r = -ENOENT;
+        if (sqlite3_step(st) == SQLITE_ROW) {
+                memset(ret, 0, sizeof *ret);
+                ret->id = sqlite3_column_int64(st, 0);
+                ret->uid = (uint32_t) sqlite3_column_int64(st, 1);
+                snprintf(ret->user, sizeof ret->user, "%s", (const char *) sqlite3_column_text(st, 2));
+                snprintf(ret->name, sizeof ret->name, "%s", (const char *) sqlite3_column_text(st, 3));
+                snprintf(ret->hash, sizeof ret->hash, "%s", (const char *) sqlite3_column_text(st, 4));
+                ret->created = sqlite3_column_int64(st, 5);
+                ret->last_used = sqlite3_column_int64(st, 6);
+                r = 0;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s), by_uid ? "SELECT id, uid, user, name, created, last_used FROM tokens WHERE revoked = 0 "
+                                               "AND uid = ?1 ORDER BY id"
+                                             : "SELECT id, uid, user, name, created, last_used FROM tokens WHERE revoked = 0 "
+                                               "ORDER BY id",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        if (by_uid)
+                sqlite3_bind_int64(st, 1, uid);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                struct gw_store_token t = {
+                        .id = sqlite3_column_int64(st, 0),
+                        .uid = (uint32_t) sqlite3_column_int64(st, 1),
+                        .created = sqlite3_column_int64(st, 4),
+                        .last_used = sqlite3_column_int64(st, 5),
+                };
+                snprintf(t.user, sizeof t.user, "%s", (const char *) sqlite3_column_text(st, 2));
+                snprintf(t.name, sizeof t.name, "%s", (const char *) sqlite3_column_text(st, 3));
+                cb(&t, userdata);
+        }
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int gw_store_token_revoke(struct gw_store *s, int64_t id, bool by_uid, uint32_t uid) {
+        int r = by_uid ? exec_bound(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND uid = ?2 AND revoked = 0", "ii", id,
+                                    (int64_t) uid)
+                       : exec_bound(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND revoked = 0", "i", id);
+        if (r < 0)
+                return r;
+        return sqlite3_changes(gw_store_db(s)) ? 0 : -ENOENT;
+}
+
+int gw_store_token_used(struct gw_store *s, int64_t id) {
+        return exec_bound(s, "UPDATE tokens SET last_used = ?2 WHERE id = ?1", "ii", id, gw_now_wall());
+}
