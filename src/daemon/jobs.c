@@ -580,6 +580,8 @@ static int recover_one(struct gw_job *j, void *userdata) {
         if (j->state != GW_JOB_RUNNING) {
                 gw_jobmap_put(&d->map, dj);
                 gw_queue_insert(d, dj);
+                /* A retry waiting out its backoff when the daemon stopped still waits for it. */
+                d->n_backoff += j->not_before > 0;
                 return 0;
         }
         pid_t shim = find_shim(d, j);

@@ -108,5 +108,19 @@ class RestartTest(DaemonTest):
                 self.assertLessEqual(a1, b0 + 0.002, f"GPU {g}: jobs {ja} and {jb} overlap")
 
 
+class BackoffAcrossRestartTest(DaemonTest):
+    extra = ("--retry-backoff", "3")
+
+    def test_retry_waiting_out_its_backoff_survives_a_restart(self):
+        script = ('[ "$GPUWARD_ATTEMPT" = 1 ] && { echo "RuntimeError: CUDA error: unspecified launch failure" >&2; '
+                  'exit 1; }; exit 0')
+        jid = self.d.submit("--", "sh", "-c", script)
+        wait_until(lambda: self.d.job(jid)["reason"] == "Backoff", what="the retry's backoff")
+        self.d.stop()
+        self.d.start()
+        j = self.d.wait_state(jid, "COMPLETED", timeout=30)
+        self.assertEqual(j["attempt"], 2)
+
+
 if __name__ == "__main__":
     main()
