@@ -1,7 +1,10 @@
 #include "core/token.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "base/parse.h"
 
 static bool is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
@@ -85,3 +88,29 @@ int gw_token_from_bearer(const char *value, const char **ret_token, size_t *ret_
         *ret_len = (size_t) (end - p);
         return 0;
 }
+
+int gw_token_parse_lifetime(const char *s, gw_usec_t *ret, char *msg, size_t msg_size) {
+        gw_usec_t d;
+        const char *why = NULL;
+
+        if (!s || !*s)
+                why = "give a lifetime such as 30d, 12h, 90m, or never";
+        else if (!strcmp(s, "never")) {
+                *ret = 0;
+                return 0;
+        } else if (strspn(s, "0123456789") == strlen(s))
+                why = "give a unit: 30d, 12h, 90m (or never)";
+        else if (s[0] == '-' || gw_parse_duration(s, &d) < 0)
+                why = "not a lifetime (examples: 30d, 12h, 90m, 1h30m, never)";
+        else if (d > GW_TOKEN_LIFETIME_MAX)
+                why = "at most 3650d (ten years), or never";
+        if (why) {
+                if (msg && msg_size)
+                        (void) snprintf(msg, msg_size, "'%.40s': %s", s ? s : "", why);
+                return -EINVAL;
+        }
+        *ret = d;
+        return 0;
+}
+
+bool gw_token_expired(gw_usec_t expires, gw_usec_t now) { return expires > 0 && now >= expires; }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/sha256.h"
+#include "base/time.h"
 
 #define GW_TOKEN_PREFIX       "gw_"
 #define GW_TOKEN_PREFIX_LEN   3
@@ -44,3 +45,17 @@ bool gw_memeq_ct(const void *a, const void *b, size_t n);
  * spaces around allowed).  Returns 0 and points *ret_token into value (ret_len bytes), or
  * -ENOENT when the scheme is not Bearer, -EINVAL when the token is not well-formed. */
 int gw_token_from_bearer(const char *value, const char **ret_token, size_t *ret_len);
+
+/* The longest lifetime a token may be given (--expires): ten years.  Longer is a typo. */
+#define GW_TOKEN_LIFETIME_MAX ((gw_usec_t) 3650 * 24 * 3600 * GW_USEC_PER_SEC)
+#define GW_TOKEN_MSG_SIZE     128
+
+/* A token's lifetime as typed after --expires: a duration with its unit ("30d", "12h",
+ * "90m", "1h30m", "45s") or "never".  A bare number is refused (minutes elsewhere in
+ * gpuward, but days are what people mean for tokens), as are zero and anything longer than
+ * GW_TOKEN_LIFETIME_MAX.  Returns 0 with *ret (0 = never), or -EINVAL with one line in msg. */
+int gw_token_parse_lifetime(const char *s, gw_usec_t *ret, char *msg, size_t msg_size);
+
+/* Whether a token that expires at expires (wall clock; 0 = never) is unusable at now.  A
+ * token is usable up to, not at, its expiry. */
+bool gw_token_expired(gw_usec_t expires, gw_usec_t now);

@@ -35,7 +35,10 @@ static const char usage[] =
         "  --default-time-limit DURATION   for jobs submitted without --time (default 1d)\n"
         "  --max-time-limit DURATION       longest --time accepted (default 7d)\n"
         "  --allow-root-jobs    let uid 0 submit jobs (refused by default)\n"
-        "  --admins LIST        comma-separated admin user names (root always is one)\n"
+        "  --admins LIST        comma-separated admin user names and @groups (root always is one)\n"
+        "  --guests LIST        users and @groups who may only read (everyone else: a user)\n"
+        "  --tcp-anonymous MODE guest | refuse: a TCP caller without a token reads as a guest,\n"
+        "                       or gets 401 (default guest)\n"
         "  --cgroup MODE        auto | v2 | v1 | none (default auto)\n"
         "  --sample-interval S  seconds between GPU samples (default 2)\n"
         "  --rogue-policy P     report | kill: what to do with processes of no job on a GPU that a\n"
@@ -60,7 +63,7 @@ static const char usage[] =
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_RATE,
-       OPT_BURST, OPT_WEB_DIR };
+       OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -76,6 +79,8 @@ static const struct option options[] = {
         { "sample-interval", required_argument, NULL, OPT_SAMPLE },
         { "allow-root-jobs", no_argument, NULL, OPT_ALLOW_ROOT },
         { "admins", required_argument, NULL, OPT_ADMINS },
+        { "guests", required_argument, NULL, OPT_GUESTS },
+        { "tcp-anonymous", required_argument, NULL, OPT_TCP_ANON },
         { "cgroup", required_argument, NULL, OPT_CGROUP },
         { "rogue-policy", required_argument, NULL, OPT_ROGUE },
         { "default-retries", required_argument, NULL, OPT_RETRIES },
@@ -118,6 +123,12 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_NVML: set_str(&c->nvml_lib, v); return 0;
         case OPT_WEB_DIR: set_str(&c->web_dir, v); return 0;
         case OPT_ADMINS: set_str(&c->admins, v); return 0;
+        case OPT_GUESTS: set_str(&c->guests, v); return 0;
+        case OPT_TCP_ANON:
+                if (strcmp(v, "guest") && strcmp(v, "refuse"))
+                        break;
+                c->tcp_refuse_anonymous = !strcmp(v, "refuse");
+                return 0;
         case OPT_CGROUP:
                 if (strcmp(v, "auto") && strcmp(v, "v2") && strcmp(v, "v1") && strcmp(v, "none"))
                         break;
@@ -347,6 +358,7 @@ static void set_defaults(struct gw_config *c) {
                 .rate_burst = 50,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
+                .guests = gw_xstrdup(""),
         };
         c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
         for (size_t i = 0; i < gw_reclaim_profiles_n; i++)
@@ -444,6 +456,7 @@ void gw_config_done(struct gw_config *c) {
         free(c->listen);
         free(c->nvml_lib);
         free(c->admins);
+        free(c->guests);
         free(c->admin_group);
         free(c->strip_env);
         free(c->cgroup);

@@ -26,7 +26,9 @@ struct gw_config {
         gw_usec_t max_time_limit;
         gw_usec_t sample_interval;
         bool allow_root_jobs;
-        char *admins;               /* comma list of user names; root is always admin */
+        char *admins;               /* comma list of user names and @groups; root is always admin */
+        char *guests;               /* comma list of user names and @groups: read-only */
+        bool tcp_refuse_anonymous;  /* TCP callers without a token: 401 rather than guests */
         char *admin_group;
         char *strip_env;            /* comma list of variables never passed to jobs */
         char *cgroup;               /* auto | v2 | v1 | none */

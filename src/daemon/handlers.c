@@ -2,6 +2,7 @@
  * kernel-verified identity, in one place (api_handle), for both doors. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,16 +40,49 @@ void reply_error(struct gw_http_reply *rep, int status, const char *field, const
         gw_http_reply_text(rep, status, "application/json", body, len);
 }
 
-static bool name_in_list(const char *list, const char *name) {
-        size_t n = strlen(name);
-        for (const char *p = list; p && *p;) {
-                size_t l = strcspn(p, ", ");
-                if (l == n && !strncmp(p, name, n))
+/* Whether user (primary group gid) is a member of the group named name. */
+static bool user_in_group(const char *name, const char *user, gid_t gid) {
+        struct group gr, *grp = NULL;
+        char buf[16384];
+        if (getgrnam_r(name, &gr, buf, sizeof buf, &grp) != 0 || !grp)
+                return false;
+        if (grp->gr_gid == gid)
+                return true;
+        gid_t groups[256];
+        int n = (int) ELEMENTSOF(groups);
+        if (getgrouplist(user, gid, groups, &n) < 0)
+                return false; /* more than 256 groups: only the primary one counts */
+        for (int i = 0; i < n; i++)
+                if (groups[i] == grp->gr_gid)
                         return true;
+        return false;
+}
+
+/* Whether a role list of the config ("alice, @gpuadmin") names the user or a group of
+ * theirs. */
+static bool role_list_has(const char *list, const char *user, gid_t gid) {
+        for (const char *p = list; p && *p;) {
+                size_t l = strcspn(p, ", \t");
+                char item[64];
+                if (l > 0 && l < sizeof item) {
+                        memcpy(item, p, l);
+                        item[l] = '\0';
+                        if (item[0] == '@' ? user_in_group(item + 1, user, gid) : !strcmp(item, user))
+                                return true;
+                }
                 p += l;
-                p += strspn(p, ", ");
+                p += strspn(p, ", \t");
         }
         return false;
+}
+
+const char *caller_role(const struct caller *c) {
+        return c->admin ? "admin" : c->known && !c->guest ? "user" : "guest";
+}
+
+static void set_role(struct gw_daemon *d, struct caller *c, bool owner) {
+        c->admin = c->uid == 0 || owner || role_list_has(d->cfg->admins, c->user, c->gid);
+        c->guest = !c->admin && role_list_has(d->cfg->guests, c->user, c->gid);
 }
 
 static void identify(struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
@@ -61,7 +95,7 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
         if (auth) {
                 char user[64];
                 uint32_t uid;
-                if (gw_api_token_identity(d, auth, &uid, user, sizeof user) < 0) {
+                if (gw_api_token_check(d, auth, &uid, user, sizeof user, c->why, sizeof c->why) < 0) {
                         c->bad_token = !from_cookie; /* a stale cookie makes a guest, not an error */
                         return;
                 }
@@ -71,7 +105,7 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
                 c->uid = uid;
                 c->gid = getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp ? pw.pw_gid : (gid_t) uid;
                 snprintf(c->user, sizeof c->user, "%s", user);
-                c->admin = uid == 0 || name_in_list(d->cfg->admins, c->user);
+                set_role(d, c, false);
                 return;
         }
         if (!req->unix_door || !req->has_cred)
@@ -85,7 +119,8 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
                 snprintf(c->user, sizeof c->user, "%s", pw.pw_name);
         else
                 snprintf(c->user, sizeof c->user, "%u", (unsigned) req->uid);
-        c->admin = req->uid == 0 || req->uid == geteuid() || name_in_list(d->cfg->admins, c->user);
+        /* The daemon's own user runs it, so it may do what an admin may. */
+        set_role(d, c, req->uid == geteuid());
 }
 
 /* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
@@ -495,8 +530,7 @@ static void on_health(void *ud, const struct gw_http_request *req, const struct 
 static void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
         reply_json(rep, 200, json_pack("{s:s,s:o,s:s}", "user", c->known ? c->user : "", "uid",
-                                       c->known ? json_integer(c->uid) : json_null(), "role",
-                                       c->admin ? "admin" : c->known ? "user" : "guest"));
+                                       c->known ? json_integer(c->uid) : json_null(), "role", caller_role(c)));
 }
 
 /* The route table; each row's handler sits beside it. */
@@ -545,6 +579,17 @@ static const struct {
         { { "GET", "/api/v1/jobs/{id}/results", 0 }, on_job_results },
 };
 
+/* Calls that mutate but that a guest may make: they change only the caller's own tokens. */
+static bool guest_may(handler_fn fn) {
+        return fn == on_token_create || fn == on_token_list || fn == on_token_revoke;
+}
+
+/* What a TCP caller without a token may still reach when they are refused: probes, and
+ * the web page's sign-in (which takes a token in its body). */
+static bool open_to_anonymous(const char *path) {
+        return !strcmp(path, "/healthz") || !strcmp(path, "/readyz") || !strcmp(path, "/api/v1/session");
+}
+
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
         struct gw_daemon *d = the_daemon(userdata);
         struct gw_route table[ELEMENTSOF(routes)];
@@ -560,10 +605,16 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         struct caller c;
         identify(d, req, &c);
         if (c.bad_token)
-                return reply_error(rep, 401, NULL, "the bearer token is malformed, unknown or revoked");
+                return reply_error(rep, 401, NULL, "%s", c.why[0] ? c.why : "the bearer token is not valid");
+        if (!c.known && !req->unix_door && d->cfg->tcp_refuse_anonymous && !open_to_anonymous(req->path))
+                return reply_error(rep, 401, NULL, "this server answers TCP callers with a token only: "
+                                                   "'Authorization: Bearer gw_...' (gpuward token create)");
         if ((r->flags & GW_ROUTE_MUTATES) && !c.known)
                 return reply_error(rep, 401, NULL,
-                                   "this call changes state and needs an identified caller: use the Unix socket");
+                                   "this call changes state and needs an identified caller: use the Unix socket "
+                                   "or a token");
+        if ((r->flags & GW_ROUTE_MUTATES) && c.guest && !guest_may(routes[r - table].fn))
+                return reply_error(rep, 403, NULL, "%s has the role guest, which may only read", c.user);
         if ((r->flags & GW_ROUTE_ADMIN) && !c.admin)
                 return reply_error(rep, 403, NULL, "only admins may do this");
         struct gw_route_ctx ctx = { .id = id, .route = r };

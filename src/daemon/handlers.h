@@ -8,15 +8,22 @@
 #include "api/route.h"
 #include "daemon/daemon.h"
 
-/* Who is calling: from SO_PEERCRED on the Unix socket; unknown (a guest) over TCP. */
+/* Who is calling: from SO_PEERCRED on the Unix socket, from a bearer token over TCP; a
+ * caller with neither is unknown (an anonymous guest).  Roles come from the config: admin
+ * (root, --admins), guest (--guests: read-only), else user. */
 struct caller {
-        bool bad_token;  /* a bearer token was given and is not valid */
+        bool bad_token;  /* a bearer token was given and is not valid: why says how */
         bool known;
         bool admin;
+        bool guest;      /* known, and listed in --guests (never also admin) */
         uid_t uid;
         gid_t gid;
         char user[64];
+        char why[192];
 };
+
+/* "admin", "user" or "guest" (unknown callers are guests too). */
+const char *caller_role(const struct caller *c);
 
 typedef void (*handler_fn)(void *, const struct gw_http_request *, const struct gw_route_ctx *,
                            struct gw_http_reply *, const struct caller *);
@@ -67,7 +74,11 @@ void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_
                    struct gw_http_reply *rep, const struct caller *c);
 void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                      struct gw_http_reply *rep, const struct caller *c);
-/* 0 with the token's owner; -EINVAL malformed, -EPERM unknown or revoked. */
+/* 0 with the token's owner; -EINVAL malformed, -EPERM unknown or revoked, -EKEYEXPIRED
+ * expired. */
 int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n);
+/* The same, with the reason for a refusal as one line in why ("token 3 expired at ..."). */
+int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n, char *why,
+                       size_t why_size);
 /* Replies 429 with Retry-After and returns true when the caller is over its rate. */
 bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <pwd.h>
 #include <sys/random.h>
 
@@ -299,6 +300,30 @@ void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_r
 
 /* --- tokens ----------------------------------------------------------------------------- */
 
+static json_t *unix_or_null(gw_usec_t t) { return t ? json_real((double) t / 1e6) : json_null(); }
+
+/* "expires": a lifetime as gpuward token create --expires takes it ("30d", "never"), or
+ * whole seconds; absent or null: never. */
+static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply *rep) {
+        char msg[GW_TOKEN_MSG_SIZE];
+        if (!v || json_is_null(v)) {
+                *ret = 0;
+                return 0;
+        }
+        if (json_is_integer(v) && json_integer_value(v) > 0 &&
+            json_integer_value(v) <= GW_TOKEN_LIFETIME_MAX / GW_USEC_PER_SEC) {
+                *ret = json_integer_value(v) * GW_USEC_PER_SEC;
+                return 0;
+        }
+        if (json_is_string(v) && gw_token_parse_lifetime(json_string_value(v), ret, msg, sizeof msg) == 0)
+                return 0;
+        if (json_is_string(v))
+                reply_error(rep, 400, "expires", "expires: %s", msg);
+        else
+                reply_error(rep, 400, "expires", "expires: a lifetime such as \"30d\", or seconds from 1 to 10 years");
+        return -EINVAL;
+}
+
 void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                      struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -312,6 +337,12 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
                 json_decref(o);
                 return reply_error(rep, 400, "name", "name: at most 64 characters on one line");
         }
+        gw_usec_t now = gw_now_wall(), life = 0;
+        if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0) {
+                json_decref(o);
+                return;
+        }
+        gw_usec_t expires = life ? now + life : 0;
         uint8_t rnd[GW_TOKEN_RANDOM_BYTES];
         char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
         if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
@@ -321,20 +352,22 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         gw_token_format(rnd, token);
         (void) gw_token_hash(token, hash);
         int64_t id;
-        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, &id) < 0) {
+        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, &id) < 0) {
                 json_decref(o);
                 return reply_error(rep, 503, NULL, "cannot record the token: %s", gw_store_errmsg(d->store));
         }
         log_info("token %lld made for %s", (long long) id, c->user);
-        reply_json(rep, 201, json_pack("{s:I,s:s,s:s,s:s}", "id", (json_int_t) id, "user", c->user, "name",
-                                       name ? name : "", "token", token));
+        reply_json(rep, 201, json_pack("{s:I,s:s,s:s,s:s,s:o}", "id", (json_int_t) id, "user", c->user, "name",
+                                       name ? name : "", "token", token, "expires", unix_or_null(expires)));
         json_decref(o);
 }
 
 static void token_row(const struct gw_store_token *t, void *userdata) {
-        json_array_append_new(userdata, json_pack("{s:I,s:s,s:s,s:f,s:o}", "id", (json_int_t) t->id, "user", t->user,
-                                                  "name", t->name, "created", (double) t->created / 1e6, "last_used",
-                                                  t->last_used ? json_real((double) t->last_used / 1e6) : json_null()));
+        json_array_append_new(userdata, json_pack("{s:I,s:s,s:s,s:f,s:o,s:o,s:b}", "id", (json_int_t) t->id, "user",
+                                                  t->user, "name", t->name, "created", (double) t->created / 1e6,
+                                                  "last_used", unix_or_null(t->last_used), "expires",
+                                                  unix_or_null(t->expires), "expired",
+                                                  gw_token_expired(t->expires, gw_now_wall())));
 }
 
 void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -357,20 +390,45 @@ void on_token_revoke(void *ud, const struct gw_http_request *req, const struct g
 }
 
 /* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
-int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n) {
+int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n, char *why,
+                       size_t why_size) {
         const char *tok;
         size_t len;
         char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
-        if (gw_token_from_bearer(header, &tok, &len) < 0 || len >= sizeof token)
+        if (gw_token_from_bearer(header, &tok, &len) < 0 || len >= sizeof token) {
+                snprintf(why, why_size, "the Authorization header must be 'Bearer gw_' and 64 hex digits, as "
+                                        "'gpuward token create' makes");
                 return -EINVAL;
+        }
         memcpy(token, tok, len);
         token[len] = '\0';
         struct gw_store_token t;
         if (gw_token_hash(token, hash) < 0 || gw_store_token_find(d->store, hash, &t) < 0 ||
-            !gw_token_matches(token, t.hash))
+            !gw_token_matches(token, t.hash)) {
+                snprintf(why, why_size, "the bearer token is unknown here ('gpuward token list' shows yours)");
                 return -EPERM;
+        }
+        if (t.revoked) {
+                snprintf(why, why_size, "token %lld was revoked", (long long) t.id);
+                return -EPERM;
+        }
+        if (gw_token_expired(t.expires, gw_now_wall())) {
+                time_t at = (time_t) (t.expires / GW_USEC_PER_SEC);
+                struct tm tm;
+                char when[64] = "?";
+                if (localtime_r(&at, &tm))
+                        (void) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
+                snprintf(why, why_size, "token %lld%s%s%s expired at %s; make a new one with 'gpuward token create'",
+                         (long long) t.id, t.name[0] ? " (" : "", t.name, t.name[0] ? ")" : "", when);
+                return -EKEYEXPIRED;
+        }
         (void) gw_store_token_used(d->store, t.id);
         *ret_uid = t.uid;
         snprintf(user, n, "%s", t.user);
         return 0;
+}
+
+int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n) {
+        char why[192];
+        return gw_api_token_check(d, header, ret_uid, user, n, why, sizeof why);
 }

@@ -124,15 +124,18 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         v->running = gw_xcalloc(d->n_running + 1, sizeof *v->running);
         for (size_t i = 0; i < d->n_running; i++) {
                 const struct gw_djob *dj = d->running[i];
-                v->running[i] = (struct gw_cal_job) { dj->job->id, dj->job->booking_id, dj->job->gpu_mask,
-                                                      dj->job->start_time, wall + (dj->limit_at - d->now),
-                                                      dj->booking_warned, dj->job->name };
+                /* Named fields: the calendar's structs grow (ETAs, predictions) and unset ones are 0. */
+                v->running[i] = (struct gw_cal_job) { .id = dj->job->id, .booking_id = dj->job->booking_id,
+                                                      .gpu_mask = dj->job->gpu_mask, .start = dj->job->start_time,
+                                                      .end = wall + (dj->limit_at - d->now),
+                                                      .warned = dj->booking_warned, .label = dj->job->name };
         }
         v->pending = gw_xcalloc(d->n_queue + 1, sizeof *v->pending);
         for (size_t i = 0; i < d->n_queue; i++) {
                 const struct gw_job *j = d->queue[i]->job;
-                v->pending[i] = (struct gw_cal_pending) { j->id, j->ngpus, j->time_limit, j->booking_id,
-                                                          j->state == GW_JOB_HELD, j->not_before, j->name };
+                v->pending[i] = (struct gw_cal_pending) { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit,
+                                                          .booking_id = j->booking_id, .held = j->state == GW_JOB_HELD,
+                                                          .not_before = j->not_before, .label = j->name };
         }
         v->in = (struct gw_calendar_input) { v->gpus, d->n_gpus, v->bookings, s->n_bookings, v->running, d->n_running,
                                              v->pending, d->n_queue };

@@ -119,9 +119,9 @@ int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, g
 }
 
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
-                       int64_t *ret_id) {
-        int r = exec_bound(s, "INSERT INTO tokens (uid, user, name, hash, created) VALUES (?1, ?2, ?3, ?4, ?5)", "isssi",
-                           (int64_t) uid, user, name, hash, gw_now_wall());
+                       gw_usec_t expires, int64_t *ret_id) {
+        int r = exec_bound(s, "INSERT INTO tokens (uid, user, name, hash, created, expires) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           "isssii", (int64_t) uid, user, name, hash, gw_now_wall(), expires);
         if (r == 0)
                 *ret_id = sqlite3_last_insert_rowid(gw_store_db(s));
         return r;
@@ -129,8 +129,8 @@ int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const
 
 int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT id, uid, user, name, hash, created, last_used FROM tokens "
-                                      "WHERE hash = ?1 AND revoked = 0", -1, &st, NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT id, uid, user, name, hash, created, last_used, expires, revoked "
+                                      "FROM tokens WHERE hash = ?1", -1, &st, NULL) != SQLITE_OK)
                 return gw_store_sql_err(s);
         bind_text(st, 1, hash);
         int r = -ENOENT;
@@ -143,6 +143,8 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
                 snprintf(ret->hash, sizeof ret->hash, "%s", (const char *) sqlite3_column_text(st, 4));
                 ret->created = sqlite3_column_int64(st, 5);
                 ret->last_used = sqlite3_column_int64(st, 6);
+                ret->expires = sqlite3_column_int64(st, 7);
+                ret->revoked = sqlite3_column_int(st, 8) != 0;
                 r = 0;
         }
         sqlite3_finalize(st);
@@ -151,10 +153,10 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
 
 int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), by_uid ? "SELECT id, uid, user, name, created, last_used FROM tokens WHERE revoked = 0 "
-                                               "AND uid = ?1 ORDER BY id"
-                                             : "SELECT id, uid, user, name, created, last_used FROM tokens WHERE revoked = 0 "
-                                               "ORDER BY id",
+        if (sqlite3_prepare_v2(gw_store_db(s), by_uid ? "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
+                                               "WHERE revoked = 0 AND uid = ?1 ORDER BY id"
+                                             : "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
+                                               "WHERE revoked = 0 ORDER BY id",
                                -1, &st, NULL) != SQLITE_OK)
                 return gw_store_sql_err(s);
         if (by_uid)
@@ -165,6 +167,7 @@ int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_toke
                         .uid = (uint32_t) sqlite3_column_int64(st, 1),
                         .created = sqlite3_column_int64(st, 4),
                         .last_used = sqlite3_column_int64(st, 5),
+                        .expires = sqlite3_column_int64(st, 6),
                 };
                 snprintf(t.user, sizeof t.user, "%s", (const char *) sqlite3_column_text(st, 2));
                 snprintf(t.name, sizeof t.name, "%s", (const char *) sqlite3_column_text(st, 3));

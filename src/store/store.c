@@ -151,6 +151,9 @@ static const char *const migrations[] = {
         "  kind TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT -1, metric REAL, sha256 TEXT NOT NULL,"
         "  size INTEGER NOT NULL, time INTEGER NOT NULL, src_mtime INTEGER NOT NULL, path TEXT NOT NULL,"
         "  source TEXT NOT NULL, pruned INTEGER NOT NULL DEFAULT 0, UNIQUE (job_id, seq));",
+
+        /* 6: token expiry (gpuward token create --expires); 0 = never */
+        "ALTER TABLE tokens ADD COLUMN expires INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }

@@ -130,10 +130,13 @@ struct gw_store_token {
         char name[128];
         char hash[65];
         gw_usec_t created, last_used;
+        gw_usec_t expires;           /* wall clock; 0 = never */
+        bool revoked;                /* only gw_store_token_find returns revoked ones */
 };
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
-                       int64_t *ret_id);
-int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret); /* -ENOENT */
+                       gw_usec_t expires, int64_t *ret_id);
+/* The token with this hash, revoked or not, so that the caller can say which. -ENOENT */
+int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret);
 typedef void (*gw_store_token_cb)(const struct gw_store_token *t, void *userdata);
 int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata);
 int gw_store_token_revoke(struct gw_store *s, int64_t id, bool by_uid, uint32_t uid); /* -ENOENT */

@@ -150,12 +150,59 @@ static void bearer(void **state) {
         assert_int_equal(gw_token_from_bearer(hdr, &p, &n), -EINVAL);
 }
 
+/* --expires: units required, zero / negative / too long / garbage refused, "never" is 0. */
+static void lifetime(void **state) {
+        static const struct {
+                const char *in;
+                int r;
+                gw_usec_t usec;
+        } v[] = {
+                { "30d", 0, (gw_usec_t) 30 * 24 * 3600 * GW_USEC_PER_SEC },
+                { "12h", 0, (gw_usec_t) 12 * 3600 * GW_USEC_PER_SEC },
+                { "90m", 0, (gw_usec_t) 90 * 60 * GW_USEC_PER_SEC },
+                { "2s", 0, 2 * GW_USEC_PER_SEC },
+                { "1h30m", 0, (gw_usec_t) 5400 * GW_USEC_PER_SEC },
+                { "3650d", 0, GW_TOKEN_LIFETIME_MAX },
+                { "never", 0, 0 },
+                { "3651d", -EINVAL, 0 },
+                { "30", -EINVAL, 0 },
+                { "0d", -EINVAL, 0 },
+                { "-1d", -EINVAL, 0 },
+                { "", -EINVAL, 0 },
+                { "soon", -EINVAL, 0 },
+                { "30x", -EINVAL, 0 },
+                { "99999999999999999999d", -EINVAL, 0 },
+        };
+        (void) state;
+        for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+                gw_usec_t got = -1;
+                char msg[GW_TOKEN_MSG_SIZE] = "";
+                int r = gw_token_parse_lifetime(v[i].in, &got, msg, sizeof(msg));
+                assert_int_equal(r, v[i].r);
+                if (r == 0)
+                        assert_int_equal(got, v[i].usec);
+                else {
+                        assert_int_equal(got, -1); /* untouched on failure */
+                        assert_non_null(strstr(msg, v[i].in));
+                }
+        }
+        assert_int_equal(gw_token_parse_lifetime(NULL, &(gw_usec_t) { 0 }, NULL, 0), -EINVAL);
+}
+
+static void expiry(void **state) {
+        (void) state;
+        assert_false(gw_token_expired(0, INT64_MAX));          /* never */
+        assert_false(gw_token_expired(1000, 999));
+        assert_true(gw_token_expired(1000, 1000));              /* at its expiry: no longer */
+        assert_true(gw_token_expired(1000, 5000));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(sha256_vectors),   cmocka_unit_test(sha256_million_a),
                 cmocka_unit_test(sha256_streaming), cmocka_unit_test(token_format_and_hash),
                 cmocka_unit_test(token_malformed),  cmocka_unit_test(memeq_ct),
-                cmocka_unit_test(bearer),
+                cmocka_unit_test(bearer), cmocka_unit_test(lifetime), cmocka_unit_test(expiry),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
