@@ -75,6 +75,8 @@ struct gw_cal_job {
         gw_usec_t end;         /* predicted end: start + time limit (later the ETA) */
         bool warned;           /* the booking-end warning was already sent */
         const char *label;     /* borrowed, may be NULL */
+        gw_usec_t eta;         /* its estimated end, 0 = none: the schedule and the predicted
+                                * starts end it at min(eta, end); bookings still use end */
 };
 
 /* A pending job, for the schedule's predicted starts and for no-show. */
@@ -86,6 +88,9 @@ struct gw_cal_pending {
         bool held;             /* no prediction: held, waiting on a dependency, over quota */
         gw_usec_t not_before;  /* earliest start known (0 = none) */
         const char *label;     /* borrowed, may be NULL */
+        gw_usec_t runtime;     /* expected run time (core/predict.h), 0 = its time limit */
+        int64_t after_job;     /* waits for this job to end (0 = none), if it is in the input */
+        uint64_t gpu_mem;      /* minimum free bytes per GPU, 0 = any */
 };
 
 struct gw_calendar_input {
@@ -283,11 +288,10 @@ const char *gw_segment_kind_name(enum gw_segment_kind k); /* "running", "predict
 size_t gw_schedule_layout_max(const struct gw_calendar_input *in);
 
 /* Lays out [now, now + horizon) per GPU: drained GPUs, running jobs until their predicted
- * end, capacity-holding bookings, and predicted runs of pending jobs.  The prediction is
- * list scheduling in queue order with time limits: each job (held ones skipped) takes the
- * earliest instant at which enough GPUs are free of earlier jobs and of bookings for its
- * whole time limit (lowest indexes first); jobs in a booking start inside it, on its
- * GPUs, and end by its end.  Jobs predicted to start after the horizon get no segment.
+ * end (min(eta, end)), capacity-holding bookings, and predicted runs of pending jobs.  The
+ * prediction is gw_predict_starts() (core/predict.h): the scheduler replayed forward with
+ * expected run times; jobs in a booking start inside it, on its GPUs, and end by its end.
+ * Jobs predicted to start after the horizon get no segment.
  * Segments overlap only where a job runs inside its booking.  Sorted by GPU, then start.
  * Writes up to cap segments and their count to *ret_n; returns 0, -ENOBUFS, -ENOMEM or
  * -EINVAL (horizon <= 0, bad input).  Allocates scratch memory and frees it. */

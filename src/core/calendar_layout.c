@@ -1,6 +1,7 @@
 /* The schedule: a per-GPU layout of running jobs, bookings and predicted starts, and a
  * text chart of it.  Declared in calendar.h. */
 #include "core/calendar.h"
+#include "core/predict.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,250 +86,24 @@ static int cmp_seg(const void *a, const void *b) {
         return (x->id > y->id) - (x->id < y->id);
 }
 
-/* ---- The simulation ---- */
+/* ---- Predicted runs ---- */
 
-struct ivl {
-        gw_usec_t s, e;
-};
+static int predict(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon, struct segs *o) {
+        struct gw_prediction *pr = calloc(in->n_pending + 1, sizeof(*pr));
+        int r;
 
-/* Booked intervals per GPU, merged and sorted, in one pool (CSR layout): GPU g's are
- * pool[off[g] .. off[g] + len[g]). */
-struct sim {
-        struct ivl *pool;
-        size_t off[NGPU + 1], len[NGPU];
-        gw_usec_t free_at[NGPU]; /* when earlier jobs leave the GPU; INFINITY if unusable */
-        uint64_t usable;
-};
-
-static int cmp_ivl(const void *a, const void *b) {
-        const struct ivl *x = a, *y = b;
-        return (x->s > y->s) - (x->s < y->s);
-}
-
-static int sim_build(struct sim *sm, const struct gw_calendar_input *in, gw_usec_t now) {
-        size_t fill[NGPU] = {0};
-
-        memset(sm, 0, sizeof(*sm));
-        for (size_t k = 0; k < in->n_bookings; k++)
-                if (holds(&in->bookings[k]))
-                        for (uint64_t m = in->bookings[k].gpu_mask; m; m &= m - 1)
-                                sm->off[__builtin_ctzll(m) + 1]++;
-        for (int g = 0; g < NGPU; g++)
-                sm->off[g + 1] += sm->off[g];
-        if (sm->off[NGPU]) {
-                sm->pool = malloc(sm->off[NGPU] * sizeof(*sm->pool));
-                if (!sm->pool)
-                        return -ENOMEM;
-        }
-        for (size_t k = 0; k < in->n_bookings; k++) {
-                const struct gw_booking *b = &in->bookings[k];
-                if (!holds(b))
+        if (!pr)
+                return -ENOMEM;
+        r = gw_predict_starts(in, now, horizon, pr);
+        for (size_t i = 0; r >= 0 && i < in->n_pending; i++) {
+                if (pr[i].start == GW_USEC_INFINITY)
                         continue;
-                for (uint64_t m = b->gpu_mask; m; m &= m - 1) {
-                        int g = __builtin_ctzll(m);
-                        sm->pool[sm->off[g] + fill[g]++] = (struct ivl){b->start, b->end};
-                }
+                for (uint64_t m = pr[i].gpu_mask; m; m &= m - 1)
+                        emit(o, __builtin_ctzll(m), pr[i].start, pr[i].end, GW_SEG_PREDICTED, in->pending[i].id,
+                             in->pending[i].booking_id, in->pending[i].label);
         }
-        /* Sorted by start, then overlapping intervals merged, so ends increase too. */
-        for (int g = 0; g < NGPU; g++) {
-                struct ivl *v = sm->pool + sm->off[g];
-                size_t n = fill[g], w = 0;
-                if (n > 1)
-                        qsort(v, n, sizeof(*v), cmp_ivl);
-                for (size_t i = 0; i < n; i++) {
-                        if (w && v[i].s <= v[w - 1].e)
-                                v[w - 1].e = max_t(v[w - 1].e, v[i].e);
-                        else
-                                v[w++] = v[i];
-                }
-                sm->len[g] = w;
-        }
-
-        for (size_t i = 0; i < in->n_gpus; i++)
-                if (in->gpus[i].usable)
-                        sm->usable |= BIT(in->gpus[i].index);
-        for (int g = 0; g < NGPU; g++)
-                sm->free_at[g] = (sm->usable & BIT(g)) ? now : GW_USEC_INFINITY;
-        for (size_t i = 0; i < in->n_running; i++)
-                for (uint64_t m = in->running[i].gpu_mask & sm->usable; m; m &= m - 1) {
-                        int g = __builtin_ctzll(m);
-                        sm->free_at[g] = max_t(sm->free_at[g], in->running[i].end);
-                }
-        return 0;
-}
-
-/* The earliest instant >= t at which GPU g is free of earlier jobs and of bookings for
- * len: skip past every booked interval the window would touch. */
-static gw_usec_t earliest_on(const struct sim *sm, int g, gw_usec_t t, gw_usec_t len) {
-        const struct ivl *v = sm->pool ? sm->pool + sm->off[g] : NULL;
-        size_t lo = 0, hi = sm->len[g];
-
-        t = max_t(t, sm->free_at[g]);
-        if (t == GW_USEC_INFINITY)
-                return t;
-        while (lo < hi) { /* first interval ending after t */
-                size_t mid = lo + (hi - lo) / 2;
-                if (v[mid].e <= t)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        for (size_t i = lo; i < sm->len[g] && v[i].s < add_sat(t, len); i++)
-                t = max_t(t, v[i].e);
-        return t;
-}
-
-/* The k-th smallest of the n values in t (1-based), t left unchanged. */
-static gw_usec_t kth_smallest(const gw_usec_t *t, int n, int k) {
-        gw_usec_t s[NGPU];
-
-        if (k < 1 || k > n || n > NGPU)
-                return GW_USEC_INFINITY;
-        for (int i = 0; i < n; i++)
-                s[i] = t[i];
-        for (int i = 1; i < n; i++) {
-                gw_usec_t x = s[i];
-                int j = i;
-                for (; j > 0 && s[j - 1] > x; j--)
-                        s[j] = s[j - 1];
-                s[j] = x;
-        }
-        return s[k - 1];
-}
-
-/* Picks the lowest-index k GPUs whose e[] is <= t. */
-static uint64_t pick_ready(const gw_usec_t e[NGPU], uint64_t mask, gw_usec_t t, int k) {
-        uint64_t picked = 0;
-
-        for (uint64_t m = mask; m && k > 0; m &= m - 1) {
-                int g = __builtin_ctzll(m);
-                if (e[g] <= t) {
-                        picked |= BIT(g);
-                        k--;
-                }
-        }
-        return picked;
-}
-
-/* The earliest start before horizon_end for a job outside bookings; GW_USEC_INFINITY if
- * none.  Sliding t to the k-th smallest earliest-per-GPU can skip no feasible start: at
- * any instant before it fewer than k GPUs can take the job. */
-static gw_usec_t place_general(const struct sim *sm, const struct gw_cal_pending *j, gw_usec_t now,
-                               gw_usec_t horizon_end, uint64_t *ret_mask) {
-        gw_usec_t e[NGPU], vals[NGPU], t = max_t(now, j->not_before);
-        int n;
-
-        if (__builtin_popcountll(sm->usable) < j->ngpus)
-                return GW_USEC_INFINITY;
-        while (t < horizon_end) {
-                n = 0;
-                for (int g = 0; g < NGPU; g++) {
-                        e[g] = (sm->usable & BIT(g)) ? earliest_on(sm, g, t, j->time_limit) : GW_USEC_INFINITY;
-                        if (sm->usable & BIT(g))
-                                vals[n++] = e[g];
-                }
-                gw_usec_t kth = kth_smallest(vals, n, j->ngpus);
-                if (kth == t) {
-                        *ret_mask = pick_ready(e, sm->usable, t, j->ngpus);
-                        return t;
-                }
-                t = kth;
-        }
-        return GW_USEC_INFINITY;
-}
-
-/* Per booking, when its GPUs are next free inside it. */
-struct inside {
-        bool init;
-        gw_usec_t free_at[NGPU];
-};
-
-static gw_usec_t place_in_booking(const struct gw_calendar_input *in, const struct sim *sm,
-                                  const struct gw_booking *b, struct inside *st,
-                                  const struct gw_cal_pending *j, gw_usec_t now, uint64_t *ret_mask) {
-        uint64_t mask = b->gpu_mask & sm->usable;
-        gw_usec_t e[NGPU], vals[NGPU], t;
-        int n = 0;
-
-        if (!st->init) {
-                for (int g = 0; g < NGPU; g++)
-                        st->free_at[g] = max_t(b->start, now);
-                for (size_t i = 0; i < in->n_running; i++)
-                        for (uint64_t m = in->running[i].gpu_mask & mask; m; m &= m - 1) {
-                                int g = __builtin_ctzll(m);
-                                st->free_at[g] = max_t(st->free_at[g], in->running[i].end);
-                        }
-                st->init = true;
-        }
-        if (__builtin_popcountll(mask) < j->ngpus)
-                return GW_USEC_INFINITY;
-        for (uint64_t m = mask; m; m &= m - 1) {
-                int g = __builtin_ctzll(m);
-                e[g] = max_t(st->free_at[g], j->not_before);
-                vals[n++] = e[g];
-        }
-        t = kth_smallest(vals, n, j->ngpus);
-        if (t >= b->end)
-                return GW_USEC_INFINITY;
-        *ret_mask = pick_ready(e, mask, t, j->ngpus);
-        return t;
-}
-
-static const struct gw_booking *find_open_booking(const struct gw_calendar_input *in, int64_t id,
-                                                  gw_usec_t now, size_t *ret_idx) {
-        for (size_t i = 0; i < in->n_bookings; i++) {
-                const struct gw_booking *b = &in->bookings[i];
-                if (b->id != id)
-                        continue;
-                if (!holds(b) || b->state == GW_BOOKING_PENDING_APPROVAL || b->end <= now)
-                        return NULL;
-                *ret_idx = i;
-                return b;
-        }
-        return NULL;
-}
-
-static int predict(const struct gw_calendar_input *in, struct sim *sm, gw_usec_t now, gw_usec_t hend,
-                   struct segs *o) {
-        struct inside *inside = NULL;
-
-        if (in->n_bookings) {
-                inside = calloc(in->n_bookings, sizeof(*inside));
-                if (!inside)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < in->n_pending; i++) {
-                const struct gw_cal_pending *j = &in->pending[i];
-                const struct gw_booking *b = NULL;
-                uint64_t mask = 0;
-                gw_usec_t t, end;
-                size_t bi = 0;
-
-                if (j->held)
-                        continue;
-                if (j->booking_id) {
-                        b = find_open_booking(in, j->booking_id, now, &bi);
-                        if (!b)
-                                continue;
-                        t = place_in_booking(in, sm, b, &inside[bi], j, now, &mask);
-                } else
-                        t = place_general(sm, j, now, hend, &mask);
-                if (t == GW_USEC_INFINITY || t >= hend)
-                        continue;
-                end = add_sat(t, j->time_limit);
-                if (b)
-                        end = min_t(end, b->end);
-                for (uint64_t m = mask; m; m &= m - 1) {
-                        int g = __builtin_ctzll(m);
-                        if (b)
-                                inside[bi].free_at[g] = end;
-                        else
-                                sm->free_at[g] = end;
-                        emit(o, g, t, end, GW_SEG_PREDICTED, j->id, j->booking_id, j->label);
-                }
-        }
-        free(inside);
-        return 0;
+        free(pr);
+        return r;
 }
 
 int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
@@ -336,7 +111,6 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
         struct segs o = {.a = out, .n = 0, .cap = cap};
         uint64_t present = 0, usable = 0;
         gw_usec_t hend;
-        struct sim sm;
         int r;
 
         if (!in || horizon <= 0 || !ret_n || (cap && !out) || in->n_gpus > NGPU ||
@@ -361,7 +135,8 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
         for (size_t i = 0; i < in->n_running; i++) {
                 const struct gw_cal_job *j = &in->running[i];
                 gw_usec_t s = j->start > 0 && j->start < now ? j->start : now;
-                gw_usec_t e = j->end > now ? j->end : now + 1; /* overdue: still there */
+                gw_usec_t end = j->eta > 0 && j->eta < j->end ? j->eta : j->end;
+                gw_usec_t e = end > now ? end : now + 1; /* overdue: still there */
                 for (uint64_t m = j->gpu_mask & present; m; m &= m - 1)
                         emit(&o, __builtin_ctzll(m), s, e, GW_SEG_RUNNING, j->id, j->booking_id, j->label);
         }
@@ -375,10 +150,7 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
                         emit(&o, __builtin_ctzll(m), b->start, b->end, k, b->id, 0, b->label);
         }
 
-        r = sim_build(&sm, in, now);
-        if (r >= 0)
-                r = predict(in, &sm, now, hend, &o);
-        free(sm.pool);
+        r = predict(in, now, horizon, &o);
         if (r < 0)
                 return r;
         if (o.overflow)

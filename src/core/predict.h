@@ -1,0 +1,49 @@
+/* Predicted starts of pending jobs (issue 7): the real scheduler (core/sched.h) replayed
+ * forward on a virtual clock.  Pure: plain structs in, predictions out, now passed in.
+ *
+ * The replay starts from the GPUs, running jobs and queue at now and repeats what the
+ * daemon does: at each instant, the scheduler's pass (queue order, the head's reservation,
+ * backfill by time limits) over the jobs still waiting, with bookings applied the way the
+ * daemon applies them (a job in a booking waits for its start and may run only on its
+ * GPUs until its end; other jobs may take a GPU only if their time limit ends before the
+ * GPU's next booking).  Between two instants nothing can start, so the clock jumps to the
+ * next one: a job's predicted end, a booking's start or end, a retry's backoff ending.
+ *
+ *   - a running job ends at min(its ETA, its time limit) (gw_cal_job.eta, .end);
+ *   - a started job runs for its expected run time (gw_cal_pending.runtime: the median of
+ *     the user's similar past jobs, else 0 for its time limit), clipped to its limit and
+ *     to its booking's end; the scheduler still sees its time limit, as it does live;
+ *   - held jobs and jobs whose booking awaits approval or is gone get no prediction;
+ *     a job after another one (after_job) waits until that one's predicted end.
+ * Every instant is wall-clock time, like bookings. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/time.h"
+#include "core/calendar.h"
+
+struct gw_prediction {
+        int64_t id;
+        gw_usec_t start;          /* GW_USEC_INFINITY: none before the horizon, or never */
+        gw_usec_t end;            /* start + expected run time, clipped; INFINITY with start */
+        uint64_t gpu_mask;        /* the GPUs the replay gave it; 0 without a start */
+};
+
+/* Writes one prediction per pending job of in (same order) to out, which has room for
+ * in->n_pending.  Jobs predicted to start at or after now + horizon get none.  Returns 0,
+ * -EINVAL (horizon <= 0, malformed input, as gw_sched_plan and the calendar refuse it)
+ * or -ENOMEM.  Allocates scratch memory and frees it. */
+int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
+                      struct gw_prediction *out);
+
+/* Similar jobs (for the median run time): the same user, the same command words (the
+ * program's base name and the words that are not key=value or options, "python3 train.py"
+ * or "yolo detect train") and the same epochs=, imgsz= and batch= (also as --epochs N or
+ * --epochs=N).  Writes a key that is equal for similar jobs' argv into buf: 0, or -ENOBUFS
+ * (buf holds a truncated key: do not use it) / -EINVAL (no argv). */
+int gw_predict_job_key(const char *const *argv, char *buf, size_t size);
+
+/* The median of n run times (the mean of the two middle ones for even n); 0 when n is 0.
+ * Sorts v. */
+gw_usec_t gw_predict_median(gw_usec_t *v, size_t n);
