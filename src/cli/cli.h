@@ -1,8 +1,11 @@
 /* What every part of the gpuward command shares: the context, exit codes, error output. */
 #pragma once
+#include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "base/time.h"
 
@@ -16,6 +19,9 @@ enum {
         CLI_EXIT_FAIL = 1,
         CLI_EXIT_USAGE = 2,
 };
+
+struct cli_call;  /* cli/api.h */
+struct cli_table; /* cli/format.h */
 
 struct cli_ctx {
         const char *socket_path; /* resolved once in main; borrowed */
@@ -36,11 +42,77 @@ int cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(prin
 
 /* getopt_long's '?' / ':' cases, worded like the rest of our errors. */
 int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int optopt_now);
-/* Options of a verb that takes only --json and --help: -1 to go on (*ret_json set, optind at
- * the first argument), else the exit code (help printed, or a usage error).  permute lets
- * options follow arguments ("show 17 --json"). */
+/* A verb's options: --json and --help, and its own (extra) beside them. */
+#define CLI_OPTIONS_MAX 12
+struct cli_options {
+        const char *verb;            /* "token create": named in errors and the help hint */
+        const char *help;            /* printed on stdout for -h / --help */
+        const struct option *extra;  /* the verb's own long options, up to CLI_OPTIONS_MAX,
+                                      * { 0 }-terminated; val >= 0x100 or a short letter.
+                                      * May be NULL. */
+        const char *shortopts;       /* their short letters for getopt ("q"); may be NULL */
+        bool no_permute;             /* stop at the first argument: "max_gpus=-1" and a
+                                      * command's own options stay arguments */
+        bool no_arguments;           /* any argument is a usage error */
+        /* Called for each extra option with its value (or NULL): 0 to go on, else the exit
+         * code to return (cli_usage's).  NULL: there are no extra options. */
+        int (*on_option)(void *userdata, int opt, const char *arg);
+        void *userdata;
+};
+
+/* Parses argv (argv[0] is the verb) with getopt_long: -1 to go on (*ret_json set, from
+ * ctx->json or --json; optind at the first argument), else the exit code: help printed
+ * (0), or a usage error (2) worded like the rest. */
+int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc, char **argv, bool *ret_json);
+
+/* Options of a verb that takes only --json and --help: as cli_parse_options().  permute
+ * lets options follow arguments ("show 17 --json"). */
 int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help, bool permute, int argc, char **argv,
                         bool *ret_json);
+/* The same for a verb that takes no arguments either ("reservations", "token list"). */
+int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv,
+                           bool *ret_json);
+
+/* A verb made of commands ("token create", "admin drain"): NULL-name terminated. */
+struct cli_command {
+        const char *name;
+        int (*run)(struct cli_ctx *ctx, int argc, char **argv); /* argv[0] is the command */
+};
+/* `VERB [-h] COMMAND ...`: prints help for -h, help on stderr (exit 2) with no command,
+ * else runs the command named; an unknown one is a usage error listing the others. */
+int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds,
+                    int argc, char **argv);
+
+/* cli_print_json() as an exit code. */
+int cli_show_json(const json_t *reply);
+
+/* Makes call and shows its reply: the JSON as it came with json, else print(reply,
+ * userdata).  Does not take call->body.  Returns the exit code. */
+int cli_call_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json,
+                      int (*print)(const json_t *reply, void *userdata), void *userdata);
+
+/* Makes call (a GET) and shows its reply: the JSON as it came with json, else print() of
+ * the reply's array named array_key (an error when it is not one), or of the whole reply
+ * when array_key is NULL.  Returns the exit code. */
+int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json, const char *array_key,
+                       int (*print)(const json_t *what));
+
+/* A table of API objects, one row each (add_row may add lines under its row). */
+struct cli_rows {
+        const char *const *cols;
+        size_t ncols;
+        size_t narrow_col, max_width; /* cells of column narrow_col cut at max_width (0: none) */
+        int (*add_row)(struct cli_table *t, const json_t *item, time_t now); /* 0 or -ENOMEM */
+};
+/* Prints items (a JSON array) as that table on stdout.  Returns the exit code; "out of
+ * memory" is told. */
+int cli_print_rows(const struct cli_rows *spec, const json_t *items);
+
+/* Help text lines most verbs share. */
+#define CLI_HELP_JSON "  --json       print the API's JSON\n"
+#define CLI_HELP_HELP "  -h, --help   this help\n"
+/* The options paragraph of a verb that takes only --json and --help, blank lines around. */
+#define CLI_HELP_JSON_OPTIONS "\nOptions:\n" CLI_HELP_JSON CLI_HELP_HELP "\n"
 
 /* A job id as typed by a user: a positive decimal.  Prints a usage error on failure. */
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id);

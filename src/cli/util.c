@@ -12,6 +12,8 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "cli/api.h"
+#include "cli/format.h"
 
 static FILE *error_stream; /* NULL: stderr */
 
@@ -140,26 +142,133 @@ void cli_sleep_usec(gw_usec_t usec) {
                 ;
 }
 
+int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc, char **argv, bool *ret_json) {
+        enum { OPT_JSON = 0x7f00 };
+        struct option opts[CLI_OPTIONS_MAX + 3] = {
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+        };
+        size_t n = 2;
+        for (const struct option *e = o->extra; e && e->name && n < CLI_OPTIONS_MAX + 2; e++)
+                opts[n++] = *e;
+        char shortopts[32];
+        snprintf(shortopts, sizeof(shortopts), "%s:h%s", o->no_permute ? "+" : "", o->shortopts ? o->shortopts : "");
+        bool json = ctx->json;
+        int c, r;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(o->help, stdout);
+                        return CLI_EXIT_OK;
+                }
+                if (c == OPT_JSON)
+                        json = true;
+                else if (c == '?' || c == ':' || !o->on_option)
+                        return cli_bad_option(o->verb, argv, optind, c, optopt);
+                else if ((r = o->on_option(o->userdata, c, optarg)) != 0)
+                        return r;
+        }
+        if (o->no_arguments && optind < argc)
+                return cli_usage(o->verb, "unexpected argument '%s'", argv[optind]);
+        *ret_json = json;
+        return -1;
+}
+
 int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help, bool permute, int argc, char **argv,
                         bool *ret_json) {
+        const struct cli_options o = { .verb = verb, .help = help, .no_permute = !permute };
+        return cli_parse_options(ctx, &o, argc, argv, ret_json);
+}
+
+int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv,
+                           bool *ret_json) {
+        const struct cli_options o = { .verb = verb, .help = help, .no_arguments = true };
+        return cli_parse_options(ctx, &o, argc, argv, ret_json);
+}
+
+int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds,
+                    int argc, char **argv) {
         static const struct option opts[] = {
-                { "json", no_argument, NULL, 0x7f00 },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        bool json = ctx->json;
         int c;
         optind = 0;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, permute ? ":h" : "+:h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c != 0x7f00)
+        /* "+": stop at the command; its options are its own. */
+        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+                if (c != 'h')
                         return cli_bad_option(verb, argv, optind, c, optopt);
-                json = true;
+                fputs(help, stdout);
+                return CLI_EXIT_OK;
         }
-        *ret_json = json;
-        return -1;
+        if (optind >= argc) {
+                fputs(help, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        char known[256] = "";
+        for (const struct cli_command *cmd = cmds; cmd->name; cmd++) {
+                if (strcmp(argv[optind], cmd->name) == 0)
+                        return cmd->run(ctx, argc - optind, argv + optind);
+                size_t k = strlen(known);
+                snprintf(known + k, sizeof(known) - k, "%s%s", k ? ", " : "", cmd->name);
+        }
+        return cli_usage(verb, "unknown %s command '%s' (%s)", verb, argv[optind], known);
+}
+
+int cli_show_json(const json_t *reply) {
+        return cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+int cli_call_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json,
+                      int (*print)(const json_t *reply, void *userdata), void *userdata) {
+        json_t *reply = NULL;
+        int r = cli_api_json(ctx, call, &reply);
+        if (r)
+                return r;
+        r = json ? cli_show_json(reply) : print(reply, userdata);
+        json_decref(reply);
+        return r;
+}
+
+int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json, const char *array_key,
+                       int (*print)(const json_t *what)) {
+        json_t *reply = NULL;
+        int r = cli_api_json(ctx, call, &reply);
+        if (r)
+                return r;
+        const json_t *what = array_key ? json_object_get(reply, array_key) : reply;
+        if (json) {
+                r = cli_show_json(reply);
+        } else if (array_key && !json_is_array(what)) {
+                cli_error("gpuwardd's reply has no \"%s\" array", array_key);
+                r = CLI_EXIT_FAIL;
+        } else {
+                r = print(what);
+        }
+        json_decref(reply);
+        return r;
+}
+
+int cli_print_rows(const struct cli_rows *spec, const json_t *items) {
+        struct cli_table *t = cli_table_new(spec->cols, spec->ncols);
+        if (!t)
+                return CLI_EXIT_FAIL;
+        if (spec->max_width)
+                cli_table_set_max_width(t, spec->narrow_col, spec->max_width);
+        time_t now = time(NULL);
+        size_t i;
+        const json_t *item;
+        int r = 0;
+        json_array_foreach(items, i, item) {
+                if ((r = spec->add_row(t, item, now)) < 0)
+                        break;
+        }
+        if (r >= 0)
+                cli_table_print(t, stdout);
+        cli_table_free(t);
+        if (r < 0)
+                cli_error("out of memory");
+        return r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -114,41 +114,35 @@ static const char set_policy_help[] =
         "  gpuward admin set-policy 17 finetune   # a long fine-tune that validates for hours\n"
         "  gpuward show 17                        # Idle policy: finetune\n";
 
-enum { OPT_REASON = 0x100, OPT_JSON };
+enum { OPT_REASON = 0x100 };
 
 struct drain_opts {
         const char *verb; /* "admin drain" */
-        bool drain, json, help;
+        bool drain, json;
         const char *reason;
         long long gpu;
 };
 
-static int parse_drain(const struct cli_ctx *ctx, int argc, char **argv, struct drain_opts *o) {
-        static const struct option drain_opts[] = {
+static int on_reason(void *userdata, int opt, const char *arg) {
+        ((struct drain_opts *) userdata)->reason = arg;
+        return 0;
+}
+
+/* -1 to go on with *o filled, else the exit code. */
+static int parse_drain(struct cli_ctx *ctx, int argc, char **argv, struct drain_opts *o) {
+        static const struct option reason_opt[] = {
                 { "reason", required_argument, NULL, OPT_REASON },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        /* undrain has no --reason: "unknown option" then names it rather than its value. */
-        const struct option *opts = o->drain ? drain_opts : drain_opts + 1;
-        int c;
-        o->json = ctx->json;
-        optind = 0;
-        opterr = 0;
-        /* Permuting: "drain 1 --reason X" reads naturally, and an index never starts with '-'. */
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h')
-                        o->help = true;
-                else if (c == OPT_JSON)
-                        o->json = true;
-                else if (c == OPT_REASON)
-                        o->reason = optarg;
-                else
-                        return cli_bad_option(o->verb, argv, optind, c, optopt);
-        }
-        if (o->help)
-                return 0;
+        /* undrain has no --reason: "unknown option" then names it rather than its value.
+         * Permuting: "drain 1 --reason X" reads naturally, and an index never starts with '-'. */
+        const struct cli_options spec = {
+                .verb = o->verb, .help = o->drain ? drain_help : undrain_help, .extra = o->drain ? reason_opt : NULL,
+                .on_option = on_reason, .userdata = o,
+        };
+        int r = cli_parse_options(ctx, &spec, argc, argv, &o->json);
+        if (r >= 0)
+                return r;
         if (optind >= argc)
                 return cli_usage(o->verb, "which GPU? gpuward %s GPU%s", o->verb, o->drain ? " --reason TEXT" : "");
         if (optind + 1 < argc)
@@ -162,17 +156,26 @@ static int parse_drain(const struct cli_ctx *ctx, int argc, char **argv, struct 
                 return cli_usage(o->verb, "--reason: the reason is empty");
         if (o->drain && cli_display_width(o->reason) > DRAIN_REASON_MAX)
                 return cli_usage(o->verb, "--reason: at most %d characters", DRAIN_REASON_MAX);
-        return 0;
+        return -1;
+}
+
+static int print_drained(const json_t *reply, void *userdata) {
+        const struct drain_opts *o = userdata;
+        if (!o->drain) {
+                printf("GPU %lld undrained: jobs may be placed on it again\n", o->gpu);
+                return CLI_EXIT_OK;
+        }
+        /* The daemon's wording of the reason is the one others will see. */
+        const char *why = cli_jstr(reply, "drain_reason");
+        _cleanup_free_ char *safe = cli_sanitize(why && *why ? why : o->reason);
+        printf("GPU %lld drained: %s\n", o->gpu, safe ? safe : o->reason);
+        return CLI_EXIT_OK;
 }
 
 static int run_drain(struct cli_ctx *ctx, struct drain_opts *o, int argc, char **argv) {
         int r = parse_drain(ctx, argc, argv, o);
-        if (r)
+        if (r >= 0)
                 return r;
-        if (o->help) {
-                fputs(o->drain ? drain_help : undrain_help, stdout);
-                return CLI_EXIT_OK;
-        }
         char target[64], subject[48];
         snprintf(target, sizeof(target), "/api/v1/gpus/%lld/%s", o->gpu, o->drain ? "drain" : "undrain");
         snprintf(subject, sizeof(subject), "GPU %lld", o->gpu);
@@ -190,45 +193,30 @@ static int run_drain(struct cli_ctx *ctx, struct drain_opts *o, int argc, char *
         struct cli_call call = {
                 .method = "POST", .target = target, .body = body, .subject = subject, .aliases = aliases,
         };
-        json_t *reply = NULL;
-        r = cli_api_json(ctx, &call, &reply);
+        r = cli_call_and_show(ctx, &call, o->json, print_drained, o);
         json_decref(body);
-        if (r)
-                return r;
-        if (o->json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        } else if (o->drain) {
-                /* The daemon's wording of the reason is the one others will see. */
-                const char *why = cli_jstr(reply, "drain_reason");
-                _cleanup_free_ char *safe = cli_sanitize(why && *why ? why : o->reason);
-                printf("GPU %lld drained: %s\n", o->gpu, safe ? safe : o->reason);
-        } else {
-                printf("GPU %lld undrained: jobs may be placed on it again\n", o->gpu);
-        }
-        json_decref(reply);
         return r;
 }
 
+struct policy_change {
+        long long id;
+        const char *name; /* as typed */
+};
+
+static int print_policy_set(const json_t *reply, void *userdata) {
+        const struct policy_change *c = userdata;
+        const char *now = cli_jstr(reply, "idle_policy");
+        _cleanup_free_ char *safe = cli_sanitize(now && *now ? now : c->name);
+        printf("Job %lld now under idle policy %s\n", c->id, safe ? safe : c->name);
+        return CLI_EXIT_OK;
+}
+
 static int run_set_policy(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
         const char *verb = "admin set-policy";
-        bool json = ctx->json;
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(set_policy_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c != OPT_JSON)
-                        return cli_bad_option(verb, argv, optind, c, optopt);
-                json = true;
-        }
+        bool json;
+        int r = cli_parse_json_only(ctx, verb, set_policy_help, true, argc, argv, &json);
+        if (r >= 0)
+                return r;
         if (argc - optind < 2)
                 return cli_usage(verb, "which job and which policy? gpuward %s JOB NAME", verb);
         if (argc - optind > 2)
@@ -251,58 +239,39 @@ static int run_set_policy(struct cli_ctx *ctx, int argc, char **argv) {
         struct cli_call call = {
                 .method = "POST", .target = target, .body = body, .subject = subject, .aliases = aliases,
         };
-        json_t *reply = NULL;
-        int r = cli_api_json(ctx, &call, &reply);
+        struct policy_change change = { id, name };
+        r = cli_call_and_show(ctx, &call, json, print_policy_set, &change);
         json_decref(body);
-        if (r)
-                return r;
-        if (json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        } else {
-                const char *now = cli_jstr(reply, "idle_policy");
-                _cleanup_free_ char *safe = cli_sanitize(now && *now ? now : name);
-                printf("Job %lld now under idle policy %s\n", id, safe ? safe : name);
-        }
-        json_decref(reply);
         return r;
 }
 
+static int run_approve(struct cli_ctx *ctx, int argc, char **argv) {
+        return cli_booking_change_run(ctx, CLI_BOOKING_APPROVE, "admin approve", approve_help, argc, argv);
+}
+
+static int run_deny(struct cli_ctx *ctx, int argc, char **argv) {
+        return cli_booking_change_run(ctx, CLI_BOOKING_DENY, "admin deny", deny_help, argc, argv);
+}
+
+static int run_drain_gpu(struct cli_ctx *ctx, int argc, char **argv) {
+        struct drain_opts o = { .verb = "admin drain", .drain = true };
+        return run_drain(ctx, &o, argc, argv);
+}
+
+static int run_undrain_gpu(struct cli_ctx *ctx, int argc, char **argv) {
+        struct drain_opts o = { .verb = "admin undrain", .drain = false };
+        return run_drain(ctx, &o, argc, argv);
+}
+
 int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
+        static const struct cli_command cmds[] = {
+                { "drain", run_drain_gpu },
+                { "undrain", run_undrain_gpu },
+                { "set-policy", run_set_policy },
+                { "approve", run_approve },
+                { "deny", run_deny },
+                { "quota", cli_admin_quota },
+                { NULL, NULL },
         };
-        int c;
-        optind = 0;
-        opterr = 0;
-        /* "+": stop at the command; its options are its own. */
-        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-                if (c != 'h')
-                        return cli_bad_option("admin", argv, optind, c, optopt);
-                fputs(admin_help, stdout);
-                return CLI_EXIT_OK;
-        }
-        if (optind >= argc) {
-                fputs(admin_help, stderr);
-                return CLI_EXIT_USAGE;
-        }
-        const char *cmd = argv[optind];
-        if (strcmp(cmd, "set-policy") == 0)
-                return run_set_policy(ctx, argc - optind, argv + optind);
-        if (strcmp(cmd, "approve") == 0)
-                return cli_booking_change_run(ctx, CLI_BOOKING_APPROVE, "admin approve", approve_help, argc - optind,
-                                              argv + optind);
-        if (strcmp(cmd, "deny") == 0)
-                return cli_booking_change_run(ctx, CLI_BOOKING_DENY, "admin deny", deny_help, argc - optind,
-                                              argv + optind);
-        if (strcmp(cmd, "quota") == 0)
-                return cli_admin_quota(ctx, argc - optind, argv + optind);
-        struct drain_opts o = { 0 };
-        if (strcmp(cmd, "drain") == 0)
-                o = (struct drain_opts) { .verb = "admin drain", .drain = true };
-        else if (strcmp(cmd, "undrain") == 0)
-                o = (struct drain_opts) { .verb = "admin undrain", .drain = false };
-        else
-                return cli_usage("admin", "unknown admin command '%s' (drain, undrain, set-policy, approve, deny, quota)", cmd);
-        return run_drain(ctx, &o, argc - optind, argv + optind);
+        return cli_run_command(ctx, "admin", admin_help, cmds, argc, argv);
 }

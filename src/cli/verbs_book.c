@@ -65,11 +65,7 @@ static const char reservations_help[] =
         "(PENDING_APPROVAL), APPROVED, or ACTIVE (started).  GPUS is the count, then the\n"
         "GPUs gpuwardd picked; a line under a booking gives its note (why it awaits\n"
         "approval, who approved it).  'gpuward schedule' draws them with the jobs.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
-        "\n"
+        CLI_HELP_JSON_OPTIONS
         "Examples:\n"
         "  gpuward reservations\n"
         "  gpuward reservations --json | jq '.bookings[] | select(.user == \"alice\")'\n";
@@ -82,7 +78,7 @@ static const char unreserve_help[] =
         "\n"
         "Options:\n"
         "  --json       print the API's JSON (the released booking)\n"
-        "  -h, --help   this help\n"
+        CLI_HELP_HELP
         "\n"
         "Examples:\n"
         "  gpuward unreserve 12\n"
@@ -100,85 +96,74 @@ static const char schedule_help[] =
         "Options:\n"
         "  --hours H    how far ahead, 1-336 (default 72)\n"
         "  --json       print the API's JSON: the segments behind the chart, and it\n"
-        "  -h, --help   this help\n"
+        CLI_HELP_HELP
         "\n"
         "Examples:\n"
         "  gpuward schedule\n"
         "  gpuward schedule --hours 12\n"
         "  gpuward schedule --json | jq '.segments[] | select(.kind == \"booking\")'\n";
 
-enum { OPT_GPUS = 0x100, OPT_START, OPT_DURATION, OPT_NAME, OPT_HOURS, OPT_JSON };
+enum { OPT_GPUS = 0x100, OPT_START, OPT_DURATION, OPT_NAME, OPT_HOURS };
 
 struct reserve_opts {
         long long ngpus;
         const char *start;
         gw_usec_t duration;
         const char *name;
-        bool json, help;
 };
 
-static int parse_reserve(int argc, char **argv, struct reserve_opts *o) {
-        static const struct option opts[] = {
+static int on_reserve_option(void *userdata, int opt, const char *arg) {
+        static const char verb[] = "reserve";
+        struct reserve_opts *o = userdata;
+        gw_usec_t when;
+        long long secs;
+        switch (opt) {
+        case OPT_GPUS:
+                if (gw_parse_int(arg, 1, INT_MAX, &o->ngpus) < 0)
+                        return cli_usage(verb, "--gpus: '%s' is not a number of GPUs (1 or more)", arg);
+                return 0;
+        case OPT_START:
+                /* Sent as typed (a plain number: Unix seconds): gpuwardd reads it against its
+                 * clock.  Checked here with the same parser so that a typo is a usage error. */
+                if (!*arg || (gw_parse_int(arg, 0, LLONG_MAX, &secs) < 0 && gw_parse_when(arg, gw_now_wall(), &when) < 0))
+                        return cli_usage(verb, "--start: '%s' is not a time (examples: now+2h, 14:00, "
+                                               "'tomorrow 09:00', 2026-11-22T09:00:00Z)", arg);
+                o->start = arg;
+                return 0;
+        case OPT_DURATION:
+                if (arg[0] == '-' || gw_parse_duration(arg, &o->duration) < 0)
+                        return cli_usage(verb, "--duration: '%s' is not a duration (examples: 4h, 90m, "
+                                               "1d, 1h30m, 04:00:00)", arg);
+                return 0;
+        default: /* OPT_NAME */
+                if (!*arg)
+                        return cli_usage(verb, "--name: the name is empty");
+                if (strlen(arg) > BOOKING_NAME_MAX)
+                        return cli_usage(verb, "--name: at most %d bytes", BOOKING_NAME_MAX);
+                o->name = arg;
+                return 0;
+        }
+}
+
+static int parse_reserve(struct cli_ctx *ctx, int argc, char **argv, struct reserve_opts *o, bool *ret_json) {
+        static const struct option extra[] = {
                 { "gpus", required_argument, NULL, OPT_GPUS },
                 { "start", required_argument, NULL, OPT_START },
                 { "duration", required_argument, NULL, OPT_DURATION },
                 { "name", required_argument, NULL, OPT_NAME },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        const char *verb = "reserve";
-        gw_usec_t when;
-        long long secs;
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                switch (c) {
-                case OPT_GPUS:
-                        if (gw_parse_int(optarg, 1, INT_MAX, &o->ngpus) < 0)
-                                return cli_usage(verb, "--gpus: '%s' is not a number of GPUs (1 or more)", optarg);
-                        break;
-                case OPT_START:
-                        /* Sent as typed (a plain number: Unix seconds): gpuwardd reads it
-                         * against its clock.  Checked here with the same parser so that a
-                         * typo is a usage error. */
-                        if (!*optarg || (gw_parse_int(optarg, 0, LLONG_MAX, &secs) < 0 &&
-                                         gw_parse_when(optarg, gw_now_wall(), &when) < 0))
-                                return cli_usage(verb, "--start: '%s' is not a time (examples: now+2h, 14:00, "
-                                                       "'tomorrow 09:00', 2026-11-22T09:00:00Z)", optarg);
-                        o->start = optarg;
-                        break;
-                case OPT_DURATION:
-                        if (optarg[0] == '-' || gw_parse_duration(optarg, &o->duration) < 0)
-                                return cli_usage(verb, "--duration: '%s' is not a duration (examples: 4h, 90m, "
-                                                       "1d, 1h30m, 04:00:00)", optarg);
-                        break;
-                case OPT_NAME:
-                        if (!*optarg)
-                                return cli_usage(verb, "--name: the name is empty");
-                        if (strlen(optarg) > BOOKING_NAME_MAX)
-                                return cli_usage(verb, "--name: at most %d bytes", BOOKING_NAME_MAX);
-                        o->name = optarg;
-                        break;
-                case OPT_JSON:
-                        o->json = true;
-                        break;
-                case 'h':
-                        o->help = true;
-                        break;
-                default:
-                        return cli_bad_option(verb, argv, optind, c, optopt);
-                }
-        }
-        if (o->help)
-                return 0;
-        if (optind < argc)
-                return cli_usage(verb, "unexpected argument '%s'", argv[optind]);
+        const struct cli_options spec = {
+                .verb = "reserve", .help = reserve_help, .extra = extra, .no_arguments = true,
+                .on_option = on_reserve_option, .userdata = o,
+        };
+        int r = cli_parse_options(ctx, &spec, argc, argv, ret_json);
+        if (r >= 0)
+                return r;
         if (!o->ngpus || !o->start || !o->duration)
-                return cli_usage(verb, "%s is required: gpuward reserve --gpus N --start WHEN --duration DURATION",
+                return cli_usage("reserve", "%s is required: gpuward reserve --gpus N --start WHEN --duration DURATION",
                                  !o->ngpus ? "--gpus" : !o->start ? "--start" : "--duration");
-        return 0;
+        return -1;
 }
 
 /* {"ngpus", "start", "duration", "name"}: a plain number for start is Unix seconds. */
@@ -230,13 +215,11 @@ static void print_booked(const json_t *b) {
 }
 
 int cli_verb_reserve(struct cli_ctx *ctx, int argc, char **argv) {
-        struct reserve_opts o = { .json = ctx->json };
-        int r = parse_reserve(argc, argv, &o);
-        if (r || o.help) {
-                if (!r)
-                        fputs(reserve_help, stdout);
+        struct reserve_opts o = { 0 };
+        bool json;
+        int r = parse_reserve(ctx, argc, argv, &o, &json);
+        if (r >= 0)
                 return r;
-        }
         json_t *body = NULL;
         r = reserve_body(&o, &body);
         if (r)
@@ -256,46 +239,19 @@ int cli_verb_reserve(struct cli_ctx *ctx, int argc, char **argv) {
         json_decref(body);
         if (r)
                 return r;
-        if (o.json)
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        if (json)
+                r = cli_show_json(reply);
         if (status == 409) {
                 const char *why = cli_jstr(reply, "error");
                 _cleanup_free_ char *safe = cli_sanitize(why ? why : "the GPUs are not free then");
                 /* Also with --json: stderr says why, stdout carries "nearest" for scripts. */
                 cli_error("refused: %s", safe ? safe : "?");
                 r = CLI_EXIT_FAIL;
-        } else if (!o.json) {
+        } else if (!json) {
                 print_booked(reply);
         }
         json_decref(reply);
         return r;
-}
-
-/* `VERB [--json]` with no arguments: the shared shape of the read-only verbs here. */
-static int parse_json_only(const char *verb, const char *help, const struct cli_ctx *ctx, int argc, char **argv,
-                           bool *ret_json, bool *ret_help) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int c;
-        *ret_json = ctx->json;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(help, stdout);
-                        *ret_help = true;
-                        return 0;
-                }
-                if (c != OPT_JSON)
-                        return cli_bad_option(verb, argv, optind, c, optopt);
-                *ret_json = true;
-        }
-        if (optind < argc)
-                return cli_usage(verb, "unexpected argument '%s'", argv[optind]);
-        return 0;
 }
 
 static int add_booking_row(struct cli_table *t, const json_t *b, time_t now) {
@@ -331,47 +287,20 @@ static int add_booking_row(struct cli_table *t, const json_t *b, time_t now) {
 
 static int print_bookings(const json_t *bookings) {
         static const char *const cols[] = { "ID", "USER", "NAME", "GPUS", "START", "END", "STATE" };
-        struct cli_table *t = cli_table_new(cols, ELEMENTSOF(cols));
-        if (!t)
-                return CLI_EXIT_FAIL;
-        cli_table_set_max_width(t, 2, NAME_MAX_COLS);
-        time_t now = time(NULL);
-        size_t i;
-        const json_t *b;
-        int r = 0;
-        json_array_foreach(bookings, i, b) {
-                if ((r = add_booking_row(t, b, now)) < 0)
-                        break;
-        }
-        if (r >= 0)
-                cli_table_print(t, stdout);
-        cli_table_free(t);
-        if (r < 0)
-                cli_error("out of memory");
-        return r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        static const struct cli_rows rows = {
+                .cols = cols, .ncols = ELEMENTSOF(cols), .narrow_col = 2, .max_width = NAME_MAX_COLS,
+                .add_row = add_booking_row,
+        };
+        return cli_print_rows(&rows, bookings);
 }
 
 int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv) {
-        bool json, help = false;
-        int r = parse_json_only("reservations", reservations_help, ctx, argc, argv, &json, &help);
-        if (r || help)
+        bool json;
+        int r = cli_parse_no_arguments(ctx, "reservations", reservations_help, argc, argv, &json);
+        if (r >= 0)
                 return r;
         struct cli_call call = { .method = "GET", .target = "/api/v1/bookings" };
-        json_t *reply = NULL;
-        r = cli_api_json(ctx, &call, &reply);
-        if (r)
-                return r;
-        const json_t *bookings = json_object_get(reply, "bookings");
-        if (json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        } else if (!json_is_array(bookings)) {
-                cli_error("gpuwardd's reply has no \"bookings\" array");
-                r = CLI_EXIT_FAIL;
-        } else {
-                r = print_bookings(bookings);
-        }
-        json_decref(reply);
-        return r;
+        return cli_fetch_and_show(ctx, &call, json, "bookings", print_bookings);
 }
 
 int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv) {
@@ -379,7 +308,12 @@ int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv) {
 }
 
 /* The chart as gpuwardd drew it, with control bytes (escape sequences) made harmless. */
-static int print_chart(const char *text) {
+static int print_chart(const json_t *reply) {
+        const char *text = cli_jstr(reply, "text");
+        if (!text) {
+                cli_error("gpuwardd's schedule has no \"text\" chart");
+                return CLI_EXIT_FAIL;
+        }
         for (const char *p = text; *p; p++)
                 putchar(((unsigned char) *p < 0x20 && *p != '\n') || *p == 0x7f ? '?' : *p);
         if (*text && text[strlen(text) - 1] != '\n')
@@ -387,33 +321,27 @@ static int print_chart(const char *text) {
         return CLI_EXIT_OK;
 }
 
+static int on_hours(void *userdata, int opt, const char *arg) {
+        if (gw_parse_int(arg, 1, SCHEDULE_HOURS_MAX, userdata) < 0)
+                return cli_usage("schedule", "--hours: '%s' is not a number of hours from 1 to %d", arg,
+                                 SCHEDULE_HOURS_MAX);
+        return 0;
+}
+
 int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option extra[] = {
                 { "hours", required_argument, NULL, OPT_HOURS },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        bool json = ctx->json;
         long long hours = 0;
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(schedule_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c == OPT_JSON)
-                        json = true;
-                else if (c != OPT_HOURS)
-                        return cli_bad_option("schedule", argv, optind, c, optopt);
-                else if (gw_parse_int(optarg, 1, SCHEDULE_HOURS_MAX, &hours) < 0)
-                        return cli_usage("schedule", "--hours: '%s' is not a number of hours from 1 to %d", optarg,
-                                         SCHEDULE_HOURS_MAX);
-        }
-        if (optind < argc)
-                return cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
+        const struct cli_options spec = {
+                .verb = "schedule", .help = schedule_help, .extra = extra, .no_arguments = true,
+                .on_option = on_hours, .userdata = &hours,
+        };
+        bool json;
+        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (early >= 0)
+                return early;
         char target[64];
         if (hours)
                 snprintf(target, sizeof(target), "/api/v1/schedule?hours=%lld", hours);
@@ -421,19 +349,5 @@ int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv) {
                 snprintf(target, sizeof(target), "/api/v1/schedule");
         static const struct cli_field_alias aliases[] = { { "hours", "--hours" }, { NULL, NULL } };
         struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
-        json_t *reply = NULL;
-        int r = cli_api_json(ctx, &call, &reply);
-        if (r)
-                return r;
-        const char *text = cli_jstr(reply, "text");
-        if (json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        } else if (!text) {
-                cli_error("gpuwardd's schedule has no \"text\" chart");
-                r = CLI_EXIT_FAIL;
-        } else {
-                r = print_chart(text);
-        }
-        json_decref(reply);
-        return r;
+        return cli_fetch_and_show(ctx, &call, json, NULL, print_chart);
 }

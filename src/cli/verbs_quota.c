@@ -28,8 +28,8 @@ static const char quota_help[] =
         "\n"
         "Options:\n"
         "  --user NAME  someone else's limits and usage\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
+        CLI_HELP_JSON
+        CLI_HELP_HELP
         "\n"
         "Examples:\n"
         "  gpuward quota\n"
@@ -50,8 +50,8 @@ static const char quota_set_help[] =
         "default.\n"
         "\n"
         "Options:\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
+        CLI_HELP_JSON
+        CLI_HELP_HELP
         "\n"
         "Examples:\n"
         "  gpuward admin quota set alice max_gpus=4 max_time_limit=2d\n"
@@ -60,7 +60,7 @@ static const char quota_set_help[] =
         "  gpuward admin quota set alice max_gpus=unset\n"
         "  gpuward quota --user alice      # what alice gets now\n";
 
-enum { OPT_USER = 0x100, OPT_JSON };
+enum { OPT_USER = 0x100 };
 
 /* The limits in the order the docs list them, then any key this CLI does not know. */
 static int add_limit_rows(struct cli_table *t, const json_t *limits) {
@@ -113,34 +113,27 @@ static int print_quota(const json_t *reply) {
         return CLI_EXIT_OK;
 }
 
+static int on_user(void *userdata, int opt, const char *arg) {
+        if (!*arg)
+                return cli_usage("quota", "--user: the user name is empty");
+        *(const char **) userdata = arg;
+        return 0;
+}
+
 int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option extra[] = {
                 { "user", required_argument, NULL, OPT_USER },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        bool json = ctx->json;
         const char *user = NULL;
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(quota_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c == OPT_JSON)
-                        json = true;
-                else if (c != OPT_USER)
-                        return cli_bad_option("quota", argv, optind, c, optopt);
-                else if (!*optarg)
-                        return cli_usage("quota", "--user: the user name is empty");
-                else
-                        user = optarg;
-        }
-        if (optind < argc)
-                return cli_usage("quota", "unexpected argument '%s'", argv[optind]);
+        const struct cli_options spec = {
+                .verb = "quota", .help = quota_help, .extra = extra, .no_arguments = true,
+                .on_option = on_user, .userdata = &user,
+        };
+        bool json;
+        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (early >= 0)
+                return early;
         _cleanup_free_ char *target = strdup("/api/v1/quota");
         if (!target || (user && cli_query_add(&target, "user", user) < 0)) {
                 cli_error("out of memory");
@@ -148,13 +141,7 @@ int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv) {
         }
         static const struct cli_field_alias aliases[] = { { "user", "--user" }, { NULL, NULL } };
         struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
-        json_t *reply = NULL;
-        int r = cli_api_json(ctx, &call, &reply);
-        if (r)
-                return r;
-        r = json ? (cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK) : print_quota(reply);
-        json_decref(reply);
-        return r;
+        return cli_fetch_and_show(ctx, &call, json, NULL, print_quota);
 }
 
 /* USER, @GROUP or default: what gpuwardd takes as a subject (it checks the rest). */
@@ -163,27 +150,32 @@ static bool subject_ok(const char *s) {
         return *name && strlen(s) <= 64 && !strpbrk(s, " \t\r\n=:/") && strspn(name, "@") == 0;
 }
 
-static int run_quota_set(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        const char *verb = "admin quota set";
-        bool json = ctx->json;
-        int c;
-        optind = 0;
-        opterr = 0;
-        /* "+": a value such as max_gpus=-1 is an argument, not an option. */
-        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(quota_set_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c != OPT_JSON)
-                        return cli_bad_option(verb, argv, optind, c, optopt);
-                json = true;
+/* What the admin typed: the subject, then the settings. */
+struct typed_words {
+        char **v;
+        int n;
+};
+
+/* "Quota of alice set: max_gpus=2 max_time_limit=2d". */
+static int print_quota_set(const json_t *reply, void *userdata) {
+        const struct typed_words *said = userdata;
+        _cleanup_free_ char *ssubj = cli_sanitize(said->v[0]);
+        printf("Quota of %s set:", ssubj ? ssubj : "?");
+        for (int i = 1; i < said->n; i++) {
+                _cleanup_free_ char *s = cli_sanitize(said->v[i]);
+                printf(" %s", s ? s : "?");
         }
+        putchar('\n');
+        return CLI_EXIT_OK;
+}
+
+static int run_quota_set(struct cli_ctx *ctx, int argc, char **argv) {
+        const char *verb = "admin quota set";
+        bool json;
+        /* Not permuting: a value such as max_gpus=-1 is an argument, not an option. */
+        int r = cli_parse_json_only(ctx, verb, quota_set_help, false, argc, argv, &json);
+        if (r >= 0)
+                return r;
         if (argc - optind < 2)
                 return cli_usage(verb, "whose quota, and what? gpuward %s USER|@GROUP|default KEY=VALUE...", verb);
         const char *subject = argv[optind];
@@ -209,24 +201,8 @@ static int run_quota_set(struct cli_ctx *ctx, int argc, char **argv) {
         }
         static const struct cli_field_alias aliases[] = { { "subject", NULL }, { "settings", NULL }, { NULL, NULL } };
         struct cli_call call = { .method = "POST", .target = "/api/v1/quota", .body = body, .aliases = aliases };
-        json_t *reply = NULL;
-        int r = cli_api_json(ctx, &call, &reply);
-        if (r) {
-                json_decref(body);
-                return r;
-        }
-        if (json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        } else {
-                _cleanup_free_ char *ssubj = cli_sanitize(subject);
-                printf("Quota of %s set:", ssubj ? ssubj : "?");
-                for (int i = optind + 1; i < argc; i++) {
-                        _cleanup_free_ char *s = cli_sanitize(argv[i]);
-                        printf(" %s", s ? s : "?");
-                }
-                putchar('\n');
-        }
-        json_decref(reply);
+        struct typed_words said = { argv + optind, argc - optind };
+        r = cli_call_and_show(ctx, &call, json, print_quota_set, &said);
         json_decref(body);
         return r;
 }

@@ -1,6 +1,7 @@
 /* gpuward token create|list|revoke: bearer tokens that give scripts your identity over TCP. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +11,11 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "cli/api.h"
+#include "cli/bookview.h"
 #include "cli/format.h"
 #include "cli/jobview.h"
 #include "cli/verbs.h"
+#include "core/token.h"
 
 /* As gpuwardd checks it. */
 #define TOKEN_NAME_MAX 64
@@ -25,7 +28,8 @@ static const char token_help[] =
         "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
         "\n"
         "Commands:\n"
-        "  create [--name NAME]   make a token; it is printed once and never again\n"
+        "  create [--name NAME] [--expires DURATION]\n"
+        "                         make a token; it is printed once and never again\n"
         "  list                   your tokens (admins: everyone's), without their secret\n"
         "  revoke ID...           make tokens useless at once\n"
         "\n"
@@ -41,7 +45,7 @@ static const char token_help[] =
         "  gpuward token revoke 3\n";
 
 static const char create_help[] =
-        "Usage: gpuward token create [--name NAME] [-q] [--json]\n"
+        "Usage: gpuward token create [--name NAME] [--expires DURATION] [-q] [--json]\n"
         "\n"
         "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
         "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
@@ -50,25 +54,25 @@ static const char create_help[] =
         "\n"
         "Options:\n"
         "  --name NAME  what it is for, shown by 'gpuward token list' (at most 64 bytes)\n"
+        "  --expires DURATION\n"
+        "               how long it works: 30d, 12h, 90m, up to 3650d, or never\n"
+        "               (default never); then requests carrying it get 401\n"
         "  -q, --quiet  print only the token, for TOKEN=$(...)\n"
         "  --json       print the API's JSON (with the token)\n"
         "  -h, --help   this help\n"
         "\n"
         "Examples:\n"
-        "  gpuward token create --name ci\n"
+        "  gpuward token create --name ci --expires 90d\n"
         "  TOKEN=$(gpuward token create --name laptop -q)\n"
         "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n";
 
 static const char list_help[] =
         "Usage: gpuward token list [--json]\n"
         "\n"
-        "List your tokens (admins: everyone's): id, owner, name, when it was made and\n"
-        "last used.  The tokens themselves are not stored and cannot be shown again.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
-        "\n"
+        "List your tokens (admins: everyone's): id, owner, name, when it was made, last\n"
+        "used and expires ('expired' once it has).  The tokens themselves are not\n"
+        "stored and cannot be shown again.\n"
+        CLI_HELP_JSON_OPTIONS
         "Example:\n"
         "  gpuward token list\n";
 
@@ -77,63 +81,43 @@ static const char revoke_help[] =
         "\n"
         "Revoke tokens (their ids as 'gpuward token list' shows them): requests carrying\n"
         "them get 401 from then on.  You may revoke your own tokens; admins any.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
-        "\n"
+        CLI_HELP_JSON_OPTIONS
         "Example:\n"
         "  gpuward token revoke 3\n";
 
-enum { OPT_NAME = 0x100, OPT_JSON };
+enum { OPT_NAME = 0x100, OPT_EXPIRES };
 
-/* Options of the token commands; only create takes --name and -q. */
-struct token_opts {
-        const char *verb;
-        const char *help;
+/* What token create takes beside --json. */
+struct create_opts {
         const char *name;
-        bool json, quiet;
+        const char *expires; /* as typed, checked */
+        bool quiet;
 };
 
-static int parse_token_opts(const struct cli_ctx *ctx, struct token_opts *o, bool create, int argc, char **argv,
-                            bool *ret_help) {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                { "name", required_argument, NULL, OPT_NAME },
-                { "quiet", no_argument, NULL, 'q' },
-                { 0 },
-        };
-        int c;
-        o->json = ctx->json;
-        optind = 0;
-        opterr = 0;
-        /* Cutting the table short makes getopt call --name unknown where it does not apply. */
-        struct option only[3] = { opts[0], opts[1], { 0 } };
-        while ((c = getopt_long(argc, argv, create ? ":hq" : ":h", create ? opts : only, NULL)) != -1) {
-                switch (c) {
-                case 'h':
-                        fputs(o->help, stdout);
-                        *ret_help = true;
-                        return 0;
-                case OPT_JSON:
-                        o->json = true;
-                        break;
-                case 'q':
-                        o->quiet = true;
-                        break;
-                case OPT_NAME:
-                        if (!*optarg)
-                                return cli_usage(o->verb, "--name: the name is empty");
-                        if (strlen(optarg) > TOKEN_NAME_MAX || strpbrk(optarg, "\r\n\t"))
-                                return cli_usage(o->verb, "--name: at most %d bytes, on one line", TOKEN_NAME_MAX);
-                        o->name = optarg;
-                        break;
-                default:
-                        return cli_bad_option(o->verb, argv, optind, c, optopt);
+static int on_create_option(void *userdata, int opt, const char *arg) {
+        static const char verb[] = "token create";
+        struct create_opts *o = userdata;
+        char msg[GW_TOKEN_MSG_SIZE];
+        gw_usec_t life;
+        switch (opt) {
+        case 'q':
+                o->quiet = true;
+                return 0;
+        case OPT_NAME:
+                if (!*arg)
+                        return cli_usage(verb, "--name: the name is empty");
+                if (strlen(arg) > TOKEN_NAME_MAX || strpbrk(arg, "\r\n\t"))
+                        return cli_usage(verb, "--name: at most %d bytes, on one line", TOKEN_NAME_MAX);
+                o->name = arg;
+                return 0;
+        default: /* OPT_EXPIRES: the daemon's own parser, so a typo never reaches it */
+                if (gw_token_parse_lifetime(arg, &life, msg, sizeof(msg)) < 0) {
+                        _cleanup_free_ char *safe = cli_sanitize(msg);
+                        return cli_usage(verb, "--expires: %s", safe ? safe : "not a lifetime");
                 }
+                o->expires = arg;
+                return 0;
         }
-        return 0;
 }
 
 static void print_created(const json_t *reply, const char *token) {
@@ -145,23 +129,41 @@ static void print_created(const json_t *reply, const char *token) {
         printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
                "Use it over TCP as a bearer token, with TOKEN set to it:\n"
                "    curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
-               "(8470 is gpuwardd's default port; its --listen option may name another.)\n"
-               "Revoke it with 'gpuward token revoke %lld'.\n",
-               id);
+               "(8470 is gpuwardd's default port; its --listen option may name another.)\n");
+        double expires = cli_jnum(reply, "expires");
+        char when[48];
+        if (isfinite(expires))
+                printf("It expires %s.\n", cli_format_when(expires, time(NULL), when, sizeof(when)));
+        printf("Revoke it with 'gpuward token revoke %lld'.\n", id);
 }
 
 static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
-        struct token_opts o = { .verb = "token create", .help = create_help };
-        bool help = false;
-        int r = parse_token_opts(ctx, &o, true, argc, argv, &help);
-        if (r || help)
+        static const struct option extra[] = {
+                { "name", required_argument, NULL, OPT_NAME },
+                { "expires", required_argument, NULL, OPT_EXPIRES },
+                { "quiet", no_argument, NULL, 'q' },
+                { 0 },
+        };
+        const char *verb = "token create";
+        struct create_opts o = { 0 };
+        const struct cli_options spec = {
+                .verb = verb, .help = create_help, .extra = extra, .shortopts = "q",
+                .on_option = on_create_option, .userdata = &o,
+        };
+        bool json;
+        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (r >= 0)
                 return r;
         if (optind < argc)
-                return cli_usage(o.verb, "unexpected argument '%s' (name the token with --name)", argv[optind]);
+                return cli_usage(verb, "unexpected argument '%s' (name the token with --name)", argv[optind]);
         json_t *body = o.name ? json_pack("{s:s}", "name", o.name) : json_object();
         if (!body)
-                return cli_usage(o.verb, "--name: not valid UTF-8 text");
-        static const struct cli_field_alias aliases[] = { { "name", "--name" }, { NULL, NULL } };
+                return cli_usage(verb, "--name: not valid UTF-8 text");
+        if (o.expires)
+                (void) json_object_set_new(body, "expires", json_string(o.expires));
+        static const struct cli_field_alias aliases[] = {
+                { "name", "--name" }, { "expires", "--expires" }, { NULL, NULL },
+        };
         struct cli_call call = { .method = "POST", .target = "/api/v1/tokens", .body = body, .aliases = aliases };
         json_t *reply = NULL;
         r = cli_api_json(ctx, &call, &reply);
@@ -173,8 +175,8 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
         if (!token || strncmp(token, "gw_", 3) != 0 || strspn(token + 3, "0123456789abcdef") != strlen(token + 3)) {
                 cli_error("gpuwardd made a token but sent it in a form this gpuward does not know");
                 r = CLI_EXIT_FAIL;
-        } else if (o.json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        } else if (json) {
+                r = cli_show_json(reply);
         } else if (o.quiet) {
                 printf("%s\n", token);
         } else {
@@ -184,83 +186,68 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
         return r;
 }
 
+/* "never", when it will expire, or "expired Mon 09:00". */
+static const char *expires_cell(const json_t *tok, time_t now, char *buf, size_t n) {
+        double at = cli_jnum(tok, "expires");
+        char when[48];
+        if (!isfinite(at))
+                return "never";
+        cli_format_when(at, now, when, sizeof(when));
+        snprintf(buf, n, "%s%s", json_is_true(json_object_get(tok, "expired")) ? "expired " : "", when);
+        return buf;
+}
+
+static int add_token_row(struct cli_table *t, const json_t *tok, time_t now) {
+        char id[32], created[48], used[48], ubuf[32], expires[64];
+        long long v = 0;
+        const char *name = cli_jstr(tok, "name");
+        snprintf(id, sizeof(id), "%lld", cli_jint(tok, "id", &v) ? v : 0);
+        const char *cells[] = {
+                id,
+                cli_job_user(tok, ubuf, sizeof(ubuf)),
+                name && *name ? name : NULL,
+                cli_format_time(cli_jnum(tok, "created"), now, created, sizeof(created)),
+                json_is_number(json_object_get(tok, "last_used"))
+                        ? cli_format_time(cli_jnum(tok, "last_used"), now, used, sizeof(used))
+                        : "never",
+                expires_cell(tok, now, expires, sizeof(expires)),
+        };
+        return cli_table_add(t, cells);
+}
+
 static int print_tokens(const json_t *tokens) {
-        static const char *const cols[] = { "ID", "USER", "NAME", "CREATED", "LAST_USED" };
-        struct cli_table *t = cli_table_new(cols, ELEMENTSOF(cols));
-        if (!t)
-                return CLI_EXIT_FAIL;
-        cli_table_set_max_width(t, 2, 32);
-        time_t now = time(NULL);
-        size_t i;
-        const json_t *tok;
-        int r = 0;
-        json_array_foreach(tokens, i, tok) {
-                char id[32], created[48], used[48], ubuf[32];
-                long long v = 0;
-                const char *name = cli_jstr(tok, "name");
-                snprintf(id, sizeof(id), "%lld", cli_jint(tok, "id", &v) ? v : 0);
-                const char *cells[] = {
-                        id,
-                        cli_job_user(tok, ubuf, sizeof(ubuf)),
-                        name && *name ? name : NULL,
-                        cli_format_time(cli_jnum(tok, "created"), now, created, sizeof(created)),
-                        json_is_number(json_object_get(tok, "last_used"))
-                                ? cli_format_time(cli_jnum(tok, "last_used"), now, used, sizeof(used))
-                                : "never",
-                };
-                if ((r = cli_table_add(t, cells)) < 0)
-                        break;
-        }
-        if (r >= 0)
-                cli_table_print(t, stdout);
-        cli_table_free(t);
-        if (r < 0)
-                cli_error("out of memory");
-        return r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        static const char *const cols[] = { "ID", "USER", "NAME", "CREATED", "LAST_USED", "EXPIRES" };
+        static const struct cli_rows rows = {
+                .cols = cols, .ncols = ELEMENTSOF(cols), .narrow_col = 2, .max_width = 32, .add_row = add_token_row,
+        };
+        return cli_print_rows(&rows, tokens);
 }
 
 static int run_list(struct cli_ctx *ctx, int argc, char **argv) {
-        struct token_opts o = { .verb = "token list", .help = list_help };
-        bool help = false;
-        int r = parse_token_opts(ctx, &o, false, argc, argv, &help);
-        if (r || help)
+        bool json;
+        int r = cli_parse_no_arguments(ctx, "token list", list_help, argc, argv, &json);
+        if (r >= 0)
                 return r;
-        if (optind < argc)
-                return cli_usage(o.verb, "unexpected argument '%s'", argv[optind]);
         struct cli_call call = { .method = "GET", .target = "/api/v1/tokens" };
-        json_t *reply = NULL;
-        r = cli_api_json(ctx, &call, &reply);
-        if (r)
-                return r;
-        const json_t *tokens = json_object_get(reply, "tokens");
-        if (o.json) {
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        } else if (!json_is_array(tokens)) {
-                cli_error("gpuwardd's reply has no \"tokens\" array");
-                r = CLI_EXIT_FAIL;
-        } else {
-                r = print_tokens(tokens);
-        }
-        json_decref(reply);
-        return r;
+        return cli_fetch_and_show(ctx, &call, json, "tokens", print_tokens);
 }
 
 static int run_revoke(struct cli_ctx *ctx, int argc, char **argv) {
-        struct token_opts o = { .verb = "token revoke", .help = revoke_help };
-        bool help = false;
-        int r = parse_token_opts(ctx, &o, false, argc, argv, &help);
-        if (r || help)
+        const char *verb = "token revoke";
+        bool json;
+        int r = cli_parse_json_only(ctx, verb, revoke_help, true, argc, argv, &json);
+        if (r >= 0)
                 return r;
         if (optind >= argc)
-                return cli_usage(o.verb, "which token? gpuward token revoke ID... ('gpuward token list' shows them)");
+                return cli_usage(verb, "which token? gpuward token revoke ID... ('gpuward token list' shows them)");
         int n = argc - optind;
         _cleanup_free_ long long *ids = calloc((size_t) n, sizeof(long long));
         if (!ids)
                 return CLI_EXIT_FAIL;
         for (int i = 0; i < n; i++)
                 if (gw_parse_int(argv[optind + i], 1, INT64_MAX, &ids[i]) < 0)
-                        return cli_usage(o.verb, "'%s' is not a token id (a positive number, as 'gpuward token "
-                                                 "list' shows them)", argv[optind + i]);
+                        return cli_usage(verb, "'%s' is not a token id (a positive number, as 'gpuward token "
+                                               "list' shows them)", argv[optind + i]);
         json_t *out = json_array();
         int status = CLI_EXIT_OK;
         for (int i = 0; i < n; i++) {
@@ -273,46 +260,24 @@ static int run_revoke(struct cli_ctx *ctx, int argc, char **argv) {
                         status = CLI_EXIT_FAIL;
                         continue;
                 }
-                if (o.json)
+                if (json)
                         (void) json_array_append(out, reply);
                 else
                         printf("Revoked token %lld\n", ids[i]);
                 json_decref(reply);
         }
-        if (o.json && json_array_size(out) > 0 && cli_print_json(n == 1 ? json_array_get(out, 0) : out) < 0)
+        if (json && json_array_size(out) > 0 && cli_print_json(n == 1 ? json_array_get(out, 0) : out) < 0)
                 status = CLI_EXIT_FAIL;
         json_decref(out);
         return status;
 }
 
 int cli_verb_token(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct {
-                const char *name;
-                int (*run)(struct cli_ctx *ctx, int argc, char **argv);
-        } cmds[] = {
+        static const struct cli_command cmds[] = {
                 { "create", run_create },
                 { "list", run_list },
                 { "revoke", run_revoke },
+                { NULL, NULL },
         };
-        static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-                if (c != 'h')
-                        return cli_bad_option("token", argv, optind, c, optopt);
-                fputs(token_help, stdout);
-                return CLI_EXIT_OK;
-        }
-        if (optind >= argc) {
-                fputs(token_help, stderr);
-                return CLI_EXIT_USAGE;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
-                if (strcmp(argv[optind], cmds[i].name) == 0)
-                        return cmds[i].run(ctx, argc - optind, argv + optind);
-        return cli_usage("token", "unknown token command '%s' (create, list, revoke)", argv[optind]);
+        return cli_run_command(ctx, "token", token_help, cmds, argc, argv);
 }
