@@ -1,0 +1,202 @@
+"""Roles with real Unix users: four throwaway accounts (a user alice, a user bob, an admin and a
+guest reached through an @group) made with useradd for this run and removed in a finally block.
+Root only: elsewhere it prints why it is skipped and exits 0.
+
+Shows that alice's job runs as alice, that bob can neither cancel it nor release her booking
+nor submit into it while an admin can, that bob's token works over TCP and a wrong, revoked
+or expired one does not, and that a guest reads but never writes."""
+import http.client
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import unittest
+
+from gwtest import GPUWARD, IS_ROOT, Daemon, wait_until
+
+
+def skip_reason():
+    if not IS_ROOT:
+        return "needs root to create throwaway Unix users"
+    for tool in ("useradd", "userdel", "setpriv"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed"
+    return None
+
+
+class Users:
+    """Throwaway accounts, each with its own group of the same name, no home directory."""
+
+    def __init__(self):
+        self.suffix = secrets.token_hex(3)
+        self.made = []
+
+    def add(self, role):
+        name = f"gw{role}{self.suffix}"
+        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True, timeout=30)
+        self.made.append(name)
+        return pwd.getpwnam(name)
+
+    def remove_all(self):
+        for name in self.made:
+            subprocess.run(["userdel", name], capture_output=True, timeout=30)
+            subprocess.run(["groupdel", name], capture_output=True, timeout=30)  # gone with the user, usually
+
+
+class RolesWithRealUsers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.users = Users()
+        try:
+            cls.alice = cls.users.add("a")
+            cls.bob = cls.users.add("b")
+            cls.admin = cls.users.add("adm")
+            cls.guest = cls.users.add("g")
+            cls.d = Daemon(extra=("--admins", f"someone, {cls.admin.pw_name}", "--guests", f"@{cls.guest.pw_name}"))
+            cls.d.start()
+        except BaseException:
+            cls.users.remove_all()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.d.cleanup()
+        finally:
+            cls.users.remove_all()
+
+    # --- the two ways in, as a given user ---
+    def cli(self, user, *args):
+        cmd = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups",
+               GPUWARD, "--socket", self.d.socket, *[str(a) for a in args]]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=self.d.work)
+
+    def ok(self, user, *args):
+        p = self.cli(user, *args)
+        self.assertEqual(p.returncode, 0, f"{user.pw_name}: gpuward {' '.join(map(str, args))}\n{p.stderr}")
+        return p.stdout
+
+    def submit(self, user, *args):
+        return json.loads(self.ok(user, "submit", "--json", *args))["id"]
+
+    def tcp(self, method, path, token=None, body=None, auth=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=10)
+        try:
+            headers = {"Content-Type": "application/json"}
+            if token or auth:
+                headers["Authorization"] = auth or f"Bearer {token}"
+            c.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            r = c.getresponse()
+            data = r.read()
+            return r.status, json.loads(data) if data else {}
+        finally:
+            c.close()
+
+    # --- the tests ---
+    def test_jobs_run_as_their_user_and_only_owners_or_admins_cancel(self):
+        jid = self.submit(self.alice, "--", "sh", "-c", "id -u")
+        j = self.d.wait_state(jid, "COMPLETED")
+        self.assertEqual((j["user"], j["uid"]), (self.alice.pw_name, self.alice.pw_uid))
+        self.assertEqual(self.d.log_text(jid).strip(), str(self.alice.pw_uid), "the job ran as alice")
+
+        sj = self.submit(self.alice, "--", "sleep", "60")
+        self.d.wait_state(sj, "RUNNING")
+        p = self.cli(self.bob, "cancel", sj)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"belongs to {self.alice.pw_name}", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, "one clear line")
+        self.assertEqual(self.d.job(sj)["state"], "RUNNING", "nothing changed")
+        self.ok(self.admin, "cancel", sj)
+        self.assertIn(self.admin.pw_name, self.d.wait_state(sj, "CANCELLED")["reason"])
+
+    def test_bookings_belong_to_their_owner(self):
+        b = json.loads(self.ok(self.alice, "reserve", "--json", "--gpus", 1, "--start", "now+2h", "--duration", "1h"))
+        p = self.cli(self.bob, "unreserve", b["id"])
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"belongs to {self.alice.pw_name}", p.stderr)
+        p = self.cli(self.bob, "submit", "--reservation", b["id"], "--", "true")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"booking {b['id']} belongs to {self.alice.pw_name}", p.stderr)
+        self.assertEqual([x["id"] for x in self.d.api("GET", "/api/v1/bookings")[1]["bookings"]], [b["id"]])
+        self.ok(self.admin, "unreserve", b["id"])
+        self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [])
+
+    def test_tokens_over_tcp(self):
+        tok = self.ok(self.bob, "token", "create", "--name", "ci", "-q").strip()
+        st, r = self.tcp("POST", "/api/v1/jobs", tok, {"command": ["id", "-u"], "cwd": "/tmp"})
+        self.assertEqual(st, 201, r)
+        j = self.d.wait_state(r["id"], "COMPLETED")
+        self.assertEqual(j["user"], self.bob.pw_name)
+        self.assertEqual(self.d.log_text(r["id"]).strip(), str(self.bob.pw_uid))
+        self.assertEqual(self.tcp("GET", "/api/v1/whoami", tok)[1]["role"], "user")
+
+        wrong = "gw_" + secrets.token_hex(32)
+        st, r = self.tcp("POST", "/api/v1/jobs", wrong, {"command": ["true"], "cwd": "/tmp"})
+        self.assertEqual(st, 401)
+        self.assertIn("unknown", r["error"])
+        st, r = self.tcp("GET", "/api/v1/jobs", auth="Bearer not-a-token")
+        self.assertEqual(st, 401)
+        self.assertIn("64 hex digits", r["error"])
+
+        # Revoked: 401 from then on, and it says so.
+        tid = [t for t in json.loads(self.ok(self.bob, "token", "list", "--json"))["tokens"] if t["name"] == "ci"][0]
+        p = self.cli(self.alice, "token", "revoke", tid["id"])
+        self.assertEqual(p.returncode, 1, "alice cannot revoke bob's token")
+        self.ok(self.bob, "token", "revoke", tid["id"])
+        st, r = self.tcp("GET", "/api/v1/jobs", tok)
+        self.assertEqual(st, 401)
+        self.assertIn(f"token {tid['id']} was revoked", r["error"])
+
+    def test_expired_token_is_refused(self):
+        for bad in ("0d", "30", "soon", "-1d", "3651d"):
+            p = self.cli(self.bob, "token", "create", "--expires", bad)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+            self.assertIn("--expires", p.stderr)
+        before = len(json.loads(self.ok(self.bob, "token", "list", "--json"))["tokens"])
+        st, r = self.d.api("POST", "/api/v1/tokens", {"expires": "forever"})
+        self.assertEqual((st, r["field"]), (400, "expires"), r)
+        self.assertEqual(len(json.loads(self.ok(self.bob, "token", "list", "--json"))["tokens"]), before,
+                         "nothing made")
+
+        tok = self.ok(self.bob, "token", "create", "--name", "short", "--expires", "2s", "-q").strip()
+        listed = [t for t in json.loads(self.ok(self.bob, "token", "list", "--json"))["tokens"]
+                  if t["name"] == "short"][0]
+        self.assertIsInstance(listed["expires"], float)
+        # Bounded wait for the clock to pass its expiry; then every use is refused.
+        st, r = wait_until(lambda: (lambda sr: sr if sr[0] == 401 else None)(self.tcp("GET", "/api/v1/jobs", tok)),
+                           timeout=15, interval=0.25, what="the token to expire")
+        self.assertRegex(r["error"], rf"token {listed['id']} \(short\) expired at \d{{4}}-\d\d-\d\d ")
+        out = self.ok(self.bob, "token", "list")
+        self.assertRegex(out, r"short .*expired ")
+
+    def test_guest_reads_but_never_writes(self):
+        self.assertEqual(json.loads(self.ok(self.guest, "queue", "--json"))["jobs"], [])
+        self.ok(self.guest, "reservations")
+        self.ok(self.guest, "schedule")
+        for args in (("submit", "--", "true"), ("reserve", "--gpus", 1, "--start", "now+1h", "--duration", "1h")):
+            p = self.cli(self.guest, *args)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(f"{self.guest.pw_name} has the role guest, which may only read", p.stderr)
+        self.assertEqual(self.d.api("GET", "/api/v1/jobs")[1]["jobs"], [], "nothing changed")
+        # A guest's own token: reads over TCP, writes refused there too.
+        tok = self.ok(self.guest, "token", "create", "-q").strip()
+        st, r = self.tcp("GET", "/api/v1/whoami", tok)
+        self.assertEqual((st, r["role"], r["user"]), (200, "guest", self.guest.pw_name))
+        self.assertEqual(self.tcp("GET", "/api/v1/jobs", tok)[0], 200)
+        st, r = self.tcp("POST", "/api/v1/jobs", tok, {"command": ["true"], "cwd": "/tmp"})
+        self.assertEqual(st, 403, r)
+        self.assertIn("role guest", r["error"])
+        st, r = self.tcp("GET", "/api/v1/whoami")
+        self.assertEqual(r["role"], "guest", "no token: an anonymous guest")
+
+
+if __name__ == "__main__":
+    why = skip_reason()
+    if why:
+        print(f"test_users: SKIPPED: {why}")
+        sys.exit(0)
+    unittest.main(verbosity=2)
