@@ -376,6 +376,7 @@ FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
 FIELD(leak_policy, json_string(j->leak_policy ? j->leak_policy : "warn"))
 FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
+FIELD(predicted_start, j->state == GW_JOB_PENDING ? time_or_null(j->predicted_start) : json_null())
 #undef FIELD
 
 static const struct {
@@ -413,6 +414,7 @@ static const struct {
         { "reservation", enc_f_reservation },
         { "leak_policy", enc_f_leak_policy },
         { "eta", enc_f_eta },
+        { "predicted_start", enc_f_predicted_start },
 };
 
 

@@ -30,6 +30,49 @@ char *cli_format_end(double eta, time_t now, char *buf, size_t n) {
         return buf;
 }
 
+char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n) {
+        const char *state = cli_jstr(job, "state");
+        double t = cli_jnum(job, state && !strcmp(state, "RUNNING") ? "start_time" : "predicted_start");
+        if (!state || !isfinite(t) || t <= 0 || (strcmp(state, "RUNNING") && strcmp(state, "PENDING"))) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        cli_format_end(t, now, buf, n);
+        if (!strcmp(state, "RUNNING") && buf[0] == '~')
+                memmove(buf, buf + 1, strlen(buf)); /* a fact, not an estimate */
+        return buf;
+}
+
+/* "predicted start ~14:20 (in 1h12m), runs ~2h: the median of 3 similar past jobs (12, 15, 19)" */
+static void prediction_line(const json_t *pr, time_t now) {
+        char when[40], in[32], len[32];
+        double start = cli_jnum(pr, "predicted_start"), secs = cli_jnum(pr, "runtime_seconds");
+        const char *why = cli_jstr(pr, "why_none"), *from = cli_jstr(pr, "runtime_from");
+        const json_t *ids = json_object_get(pr, "similar_jobs");
+        if (isfinite(start))
+                printf("  predicted start %s (in %s)", cli_format_end(start, now, when, sizeof when),
+                       cli_format_eta(start, now, in, sizeof in));
+        else
+                printf("  predicted start: none (%s)", why ? why : "unknown");
+        printf(", runs ~%s: ", cli_format_secs(secs, len, sizeof len));
+        if (from && !strcmp(from, "history")) {
+                printf("the median of %zu similar past job%s (", json_array_size(ids), json_array_size(ids) == 1 ? "" : "s");
+                size_t i;
+                const json_t *id;
+                json_array_foreach(ids, i, id) {
+                        if (i == 8) {
+                                printf(", \xe2\x80\xa6");
+                                break;
+                        }
+                        printf("%s%lld", i ? ", " : "", (long long) json_integer_value(id));
+                }
+                printf(")\n");
+        } else if (json_array_size(ids))
+                printf("its time limit (the median of %zu similar past jobs is longer)\n", json_array_size(ids));
+        else
+                printf("its time limit (no similar past job: same command, epochs=, imgsz=, batch=)\n");
+}
+
 /* "epoch 37/100   ETA 2h14m ± 6m (ends ~16:52)   2m08s/epoch" */
 static void epoch_line(const json_t *tr, time_t now) {
         long long done, total;
@@ -95,11 +138,18 @@ static void snapshot_line(const json_t *tr) {
         printf("\n");
 }
 
+void cli_show_prediction(const json_t *pr, time_t now) { prediction_line(pr, now); }
+
 void cli_show_training(const json_t *job, time_t now) {
         const json_t *tr = json_object_get(job, "training");
         if (!json_is_object(tr))
                 return;
         printf("\nTraining:\n");
+        const json_t *pr = json_object_get(tr, "prediction");
+        if (json_is_object(pr)) {
+                prediction_line(pr, now);
+                return;
+        }
         epoch_line(tr, now);
         leak_line(tr);
         snapshot_line(tr);

@@ -141,7 +141,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0) ||
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
-                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit,eta"
+                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit,eta,predicted_start"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time") < 0)) {
                 cli_error("%s: out of memory", verb);
                 return CLI_EXIT_FAIL;
@@ -180,7 +180,7 @@ static char *where_or_why(const json_t *job) {
 }
 
 static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
-        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32];
+        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32], start[40];
         long long v;
         snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
         if (cli_jint(job, "ngpus", &v))
@@ -196,6 +196,7 @@ static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
                 ngpus,
                 cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
                 cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
+                cli_format_start_cell(job, now, start, sizeof(start)), /* issue 7: predicted for pending */
                 cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)), /* issue 7 */
                 last,
         };
@@ -221,7 +222,7 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
 
 static int print_jobs(const json_t *jobs, bool is_queue) {
         static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "GPUS", "TIME", "LIMIT",
-                                                  "ETA", "GPU_LIST(REASON)" };
+                                                  "START", "ETA", "GPU_LIST(REASON)" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
                                                     "ELAPSED" };
         struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols))

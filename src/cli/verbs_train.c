@@ -81,6 +81,36 @@ static int get_json(struct cli_ctx *ctx, const char *target, long long id, json_
 
 /* ---- eta ---- */
 
+/* A queued job: when it should start, and what that rests on. */
+static void print_prediction(const json_t *o, const json_t *pr, time_t now) {
+        long long id = 0;
+        char buf[48];
+        (void) cli_jint(o, "id", &id);
+        printf("Job %lld (%s): not started\n", id, cli_jstr(o, "state") ? cli_jstr(o, "state") : "?");
+        cli_show_prediction(pr, now);
+        printf("Basis:        the scheduler replayed forward: running jobs end at min(ETA, time limit), each queued\n"
+               "              job runs for the median of its user's similar completed jobs, else its time limit\n");
+        const json_t *ids = json_object_get(pr, "similar_jobs"), *runs = json_object_get(pr, "similar_runtimes");
+        if (json_array_size(ids) == 0)
+                return;
+        static const char *const cols[] = { "SIMILAR JOB", "RAN" };
+        struct cli_table *t = cli_table_new(cols, 2);
+        size_t i;
+        const json_t *v;
+        json_array_foreach(ids, i, v) {
+                char jid[32];
+                snprintf(jid, sizeof jid, "%lld", (long long) json_integer_value(v));
+                const char *cells[] = { jid, cli_format_secs(json_number_value(json_array_get(runs, i)), buf, sizeof buf) };
+                if (t && cli_table_add(t, cells) < 0)
+                        break;
+        }
+        if (t) {
+                printf("\n");
+                cli_table_print(t, stdout);
+                cli_table_free(t);
+        }
+}
+
 static void print_eta(const json_t *o, time_t now) {
         long long id = 0, done, total;
         char buf[64], buf2[64];
@@ -172,6 +202,8 @@ int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
                 return r;
         if (json)
                 r = cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        else if (json_is_object(json_object_get(o, "prediction")))
+                print_prediction(o, json_object_get(o, "prediction"), time(NULL));
         else
                 print_eta(o, time(NULL));
         json_decref(o);

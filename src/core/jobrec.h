@@ -63,6 +63,8 @@ struct gw_job {
         /* Training awareness (issue 7). */
         char *leak_policy;                 /* "warn" or "restart"; NULL = warn */
         gw_usec_t eta;                     /* not stored: the live estimated end (wall clock), 0 = none */
+        gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */
+        gw_usec_t predicted_end;           /* (core/predict.h, wall clock), 0 = none */
 };
 
 struct gw_job_attempt {

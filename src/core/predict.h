@@ -23,6 +23,8 @@
 #include "base/time.h"
 #include "core/calendar.h"
 
+#define GW_PREDICT_KEY_MAX 512 /* a key longer than this is no key: the job gets its limit */
+
 struct gw_prediction {
         int64_t id;
         gw_usec_t start;          /* GW_USEC_INFINITY: none before the horizon, or never */

@@ -145,6 +145,7 @@ struct gw_daemon {
         bool quit;
         char log_dir[4096], run_dir[4096], exits_path[4200];
         struct gw_exits *exits;
+        struct gw_launch_server *launcher;  /* NULL: jobs are started by spawning their shim */
 };
 
 /* jobmap.c / queue.c */
@@ -283,6 +284,14 @@ double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
 /* The "training" object of GET /api/v1/jobs/{id}: epoch, ETA, leak, newest snapshots; JSON null
  * when there is nothing to say.  New reference. */
 json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j);
+/* training_predict.c: predicted starts of queued jobs (core/predict.h).  fill_view adds ETAs,
+ * expected run times, dependencies and memory needs to a calendar view (sharing.c calls it);
+ * predict writes j->predicted_start/end of every queued job, at most every 2 s unless force;
+ * prediction_json is the basis, for GET /api/v1/jobs/{id}/eta and the job's "training". */
+struct calendar_view;
+void gw_training_fill_view(struct gw_daemon *d, struct calendar_view *v);
+void gw_training_predict(struct gw_daemon *d, bool force);
+json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j);
 void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                 struct gw_http_reply *rep, const struct caller *c);
 void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -346,6 +346,7 @@ void gw_training_watch(struct gw_daemon *d) {
         /* Terminating leaves a job in running[] until it exits: the array is stable here. */
         for (size_t i = 0; i < d->n_running; i++)
                 watch_job(d, d->running[i], now);
+        gw_training_predict(d, false); /* with the ETAs just updated */
 }
 
 bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
@@ -371,6 +372,8 @@ double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now) {
 json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
         const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
+        if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
+                return json_pack("{s:o}", "prediction", gw_training_prediction_json(d, j));
         json_t *snaps = gw_train_snapshots_summary(d, j->id);
         if (!t && !snaps)
                 return json_null();

@@ -71,7 +71,10 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
         json_t *o = t ? gw_train_eta_json(t, now) : json_object();
         json_object_set_new(o, "id", json_integer(j->id));
         json_object_set_new(o, "state", json_string(gw_job_state_name(j->state)));
-        const char *why = !t ? "the job is not running"
+        bool queued = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
+        json_object_set_new(o, "prediction", queued ? gw_training_prediction_json(d, j) : json_null());
+        const char *why = queued ? "the job has not started (see prediction)"
+                          : !t ? "the job is not running"
                           : !t->results_path ? "no results.csv written by this attempt yet"
                           : !t->has_eta ? "no epoch has finished yet"
                           : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"

@@ -112,6 +112,17 @@ json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id);
 int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
                      size_t n);
 
+/* training_predict.c: the run time a queued job is expected to take. */
+#define GW_TRAIN_RUNTIME_BASIS 20
+struct gw_train_runtime {
+        gw_usec_t median;                /* 0 without similar jobs */
+        size_t n;                        /* similar completed jobs, newest first */
+        int64_t ids[GW_TRAIN_RUNTIME_BASIS];
+        gw_usec_t runs[GW_TRAIN_RUNTIME_BASIS];
+};
+/* 0 with *ret (n may be 0), or -EINVAL when the command gives no key. */
+int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_train_runtime *ret);
+
 /* training_api.c */
 json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now);
 json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t);

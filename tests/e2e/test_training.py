@@ -202,5 +202,71 @@ class TrainingTest(DaemonTest):
         self.assertRegex(show, r"snapshots: best\.pt epoch \d+ mAP50-95 0\.\d+ \([0-9a-f]{6}")
 
 
+class PredictionTest(DaemonTest):
+    """Predicted starts of queued jobs (core/predict.c over the daemon's view): one GPU."""
+    gpus = 1
+
+    def submit_api(self, argv, limit, **kw):
+        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": limit}
+        spec.update(kw)
+        st, r = self.d.api("POST", "/api/v1/jobs", spec)
+        self.assertEqual(st, 201, r)
+        return r["id"]
+
+    def test_predicted_start_uses_eta_and_similar_jobs(self):
+        short = [TRAINER, "epochs=2", "--epoch-seconds", "0.5"]
+        past = [self.submit_api(short + [f"name=past{i}"], 600) for i in range(2)]
+        runs = []
+        for jid in past:
+            j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+            runs.append(j["end_time"] - j["start_time"])
+        # A runs for ~40 s against a 1 h limit: once it has an ETA, what waits behind it starts
+        # at that ETA, not at its limit.
+        a = self.submit_api([TRAINER, "epochs=40", "name=long", "--epoch-seconds", "1"], 3600)
+        b = self.submit_api(short + ["name=next"], 1800)                 # 2 similar past jobs
+        c = self.submit_api([TRAINER, "epochs=9", "name=other"], 1200)     # none: its limit
+        ja = wait_until(lambda: (lambda j: j if j.get("eta") else None)(self.d.job(a)), timeout=30, what="an ETA")
+        self.assertLess(ja["eta"], ja["start_time"] + 600)
+
+        def predicted(jid):
+            # Predictions are refreshed every 2 s: wait for one made with A's ETA.
+            j = self.d.job(jid)
+            return j if j.get("predicted_start") and j["predicted_start"] < ja["start_time"] + 600 else None
+        jb = wait_until(lambda: predicted(b), what="a prediction")
+        jc = self.d.job(c)
+        eta = self.d.job(a)["eta"]
+        self.assertLess(abs(jb["predicted_start"] - eta), 8, (jb["predicted_start"], eta))
+        median = sorted(runs)[0] + (sorted(runs)[1] - sorted(runs)[0]) / 2
+        gap = jc["predicted_start"] - jb["predicted_start"]
+        self.assertLess(abs(gap - median), 2.5, (gap, runs))
+        pr = jb["training"]["prediction"]
+        self.assertEqual(pr["runtime_from"], "history")
+        self.assertEqual(sorted(pr["similar_jobs"]), sorted(past))
+        self.assertEqual(jc["training"]["prediction"]["runtime_from"], "time_limit")
+        self.assertEqual(jc["training"]["prediction"]["runtime_seconds"], 1200)
+        # The job list carries it too (the queue's START column), only for pending jobs.
+        st, lst = self.d.api("GET", "/api/v1/jobs?fields=id,state,predicted_start")
+        rows = {j["id"]: j for j in lst["jobs"]}
+        self.assertIsNotNone(rows[b]["predicted_start"])
+        self.assertIsNone(rows[a]["predicted_start"])
+        q = self.d.cli("queue").stdout
+        self.assertIn("START", q.splitlines()[0])
+        row = [l for l in q.splitlines() if l.split()[0] == str(b)][0]
+        self.assertRegex(row, r"~\d\d:\d\d")
+        out = self.d.cli("eta", b).stdout
+        self.assertIn("the median of 2 similar past jobs", out)
+        for jid in past:
+            self.assertRegex(out, rf"(?m)^{jid}\s")
+        self.assertIn("its time limit (no similar past job", self.d.cli("eta", c).stdout)
+        self.assertIn("predicted start ~", self.d.cli("show", b).stdout)
+        # The schedule: A ends at its ETA, B and C are drawn where they are predicted.
+        st, sch = self.d.api("GET", "/api/v1/schedule?hours=2")
+        segs = {(s["kind"], s["id"]): s for s in sch["segments"]}
+        self.assertLess(abs(segs[("running", a)]["end"] - eta), 8)
+        self.assertLess(abs(segs[("predicted", b)]["start"] - jb["predicted_start"]), 8)
+        self.assertLess(abs(segs[("predicted", c)]["start"] - jc["predicted_start"]), 8)
+        self.d.api("DELETE", f"/api/v1/jobs/{a}")
+
+
 if __name__ == "__main__":
     main()
