@@ -71,6 +71,122 @@ class BookingTest(DaemonTest):
         self.assertIn("GPU 0", s["text"])
 
 
+class BookingQuotaTest(DaemonTest):
+    """Bad bookings that quotas catch: one line each, nothing booked that should not be."""
+
+    def test_too_long_too_far_and_overlapping_own(self):
+        st, r = self.d.api("POST", "/api/v1/quota", {"subject": "default", "settings": [
+            "max_booking_hours=2", "max_booking_gpus=2", "booking_horizon_hours=48"]})
+        self.assertEqual(st, 200, r)
+        now = time.time()
+        # Beyond the horizon: refused, nothing stored.
+        st, r = self.book(ngpus=1, start=now + 72 * 3600, duration=3600)
+        self.assertEqual((st, r["field"]), (403, "start"), r)
+        self.assertIn("booking_horizon_hours", r["error"])
+        self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [])
+        # Longer than allowed: waits for an admin, and says which limit.
+        st, b = self.book(ngpus=1, start=now + 3600, duration=3 * 3600)
+        self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
+        self.assertIn("max_booking_hours", b["note"])
+        # Overlapping one's own booking beyond max_booking_gpus: waits for an admin too.
+        st, b2 = self.book(ngpus=2, start=now + 2 * 3600, duration=3600)
+        self.assertEqual((st, b2["state"]), (201, "PENDING_APPROVAL"), b2)
+        self.assertIn("already booked at the same time", b2["note"])
+        p = self.d.cli("admin", "approve", b2["id"])
+        self.assertIn(f"Approved booking {b2['id']}", p.stdout)
+        p = self.d.cli("admin", "approve", b2["id"], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("not awaiting approval", p.stderr)
+
+    def book(self, **body):
+        return self.d.api("POST", "/api/v1/bookings", body)
+
+    def test_submit_into_an_ended_booking(self):
+        st, b = self.book(ngpus=1, start=time.time() + 1, duration=2)
+        self.assertEqual(st, 201, b)
+        wait_until(lambda: not self.d.api("GET", "/api/v1/bookings")[1]["bookings"], timeout=15,
+                   what="the booking to end")
+        p = self.d.cli("submit", "--reservation", b["id"], "--", "true", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"booking {b['id']} does not exist or has ended", p.stderr)
+        self.assertEqual(self.d.api("GET", "/api/v1/jobs")[1]["jobs"], [], "nothing queued")
+
+    def test_cli_bad_input(self):
+        for args, words in ((("reserve", "--gpus", "0", "--start", "now+1h", "--duration", "1h"), "--gpus"),
+                            (("reserve", "--gpus", "1", "--start", "the day after", "--duration", "1h"), "--start"),
+                            (("reserve", "--gpus", "1", "--start", "now+1h", "--duration", "0"), "--duration"),
+                            (("unreserve", "twelve"), "not a booking id"),
+                            (("admin", "quota", "set", "default", "max_gpu=1"), "unknown quota key"),
+                            (("token", "create", "--expires", "1y"), "--expires"),
+                            (("token", "create", "--expires", "30"), "give a unit"),
+                            (("token", "revoke", "x"), "not a token id")):
+            p = self.d.cli(*args, check=False)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(words, p.stderr.splitlines()[0], args)
+        self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [])
+        self.assertEqual(self.d.api("GET", "/api/v1/tokens")[1]["tokens"], [])
+
+
+class TokenTest(DaemonTest):
+    def token(self, **body):
+        st, r = self.d.api("POST", "/api/v1/tokens", body)
+        self.assertEqual(st, 201, r)
+        return r
+
+    def tcp(self, path, token=None, auth=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=10)
+        try:
+            h = {"Authorization": auth or f"Bearer {token}"} if (token or auth) else {}
+            c.request("GET", path, headers=h)
+            r = c.getresponse()
+            return r.status, json.loads(r.read() or b"{}")
+        finally:
+            c.close()
+
+    def test_bad_tokens(self):
+        for body in ({"expires": "0d"}, {"expires": "forever"}, {"expires": -5}, {"expires": "3651d"}):
+            st, r = self.d.api("POST", "/api/v1/tokens", body)
+            self.assertEqual((st, r["field"]), (400, "expires"), (body, r))
+        self.assertEqual(self.d.api("GET", "/api/v1/tokens")[1]["tokens"], [], "nothing made")
+        t = self.token(name="ci", expires="30d")
+        self.assertGreater(t["expires"], time.time() + 29 * 86400)
+        self.assertEqual(self.tcp("/api/v1/whoami", t["token"])[1]["role"], "admin")
+        st, r = self.tcp("/api/v1/jobs", auth="Bearer gw_123")
+        self.assertEqual(st, 401)
+        self.assertIn("64 hex digits", r["error"])
+        self.d.cli("token", "revoke", t["id"])
+        st, r = self.tcp("/api/v1/jobs", t["token"])
+        self.assertEqual(st, 401)
+        self.assertEqual(r["error"], f"token {t['id']} was revoked")
+        self.assertEqual(self.d.api("GET", "/api/v1/tokens")[1]["tokens"], [])
+
+    def test_expired_token(self):
+        t = self.token(name="brief", expires=1)
+        st, r = wait_until(lambda: (lambda sr: sr if sr[0] == 401 else None)(self.tcp("/api/v1/jobs", t["token"])),
+                           timeout=15, interval=0.25, what="the token to expire")
+        self.assertIn(f"token {t['id']} (brief) expired at ", r["error"])
+        listed = self.d.api("GET", "/api/v1/tokens")[1]["tokens"]
+        self.assertEqual([(x["id"], x["expired"]) for x in listed], [(t["id"], True)])
+        self.assertIn("expired ", self.d.cli("token", "list").stdout)
+
+
+class RefuseAnonymousTest(DaemonTest):
+    extra = ("--tcp-anonymous", "refuse")
+
+    def test_tcp_without_token_is_refused(self):
+        st, body = self.d.tcp("GET", "/api/v1/jobs")
+        self.assertEqual(st, 401)
+        self.assertIn("token only", json.loads(body)["error"])
+        self.assertEqual(self.d.tcp("GET", "/healthz")[0], 200)
+        st, t = self.d.api("POST", "/api/v1/tokens", {"name": "ok"})
+        c = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=10)
+        c.request("GET", "/api/v1/jobs", headers={"Authorization": f"Bearer {t['token']}"})
+        self.assertEqual(c.getresponse().status, 200)
+        c.close()
+        # The Unix socket is not affected.
+        self.assertEqual(self.d.api("GET", "/api/v1/jobs")[0], 200)
+
+
 class NoShowTest(DaemonTest):
     extra = ("--no-show", "2s")
 
