@@ -57,7 +57,13 @@ struct gw_sim_job {
         bool val_silent;           /* the phase writes nothing (no tqdm): no log growth */
         double zero_frac;          /* share of its training samples at 0% GPU (data loading,
                                     * host-side steps): the job is progressing all the same */
-        double leak_mb_h;          /* read and written, not modelled */
+        double leak_mb_h;          /* GPU memory leak, MiB per hour of work: each process's
+                                    * memory low grows by it from a fresh start (a retry gives
+                                    * it back) until its peak reaches the GPU's memory: oom */
+        gw_usec_t book_lead;       /* > 0: booked this long before submit (a window from submit
+                                    * for its time limit), under configurations with bookings;
+                                    * 0 or GW_SIM_NONE: submitted without a booking */
+        bool gpu_broken;           /* a gpu_fault crash leaves its GPU faulty until repaired */
         bool interactive;          /* a notebook/debug session (for the workload summary) */
         char profile[GW_SIM_PROFILE_MAX]; /* reclaim profile the job asks for; "" = config's */
 };
@@ -94,6 +100,7 @@ struct gw_sim_shape {
         double killed_failed_frac; /* jobs that will crash, be cancelled, stall or be forgotten */
         double interactive_frac;
         double hw_fail_frac, bug_fail_frac, stall_frac, cancel_frac;
+        double leak_frac, booked_frac;
 };
 void gw_sim_workload_shape(const struct gw_sim_workload *w, struct gw_sim_shape *ret);
 
@@ -134,6 +141,11 @@ struct gw_sim_config {
         size_t window;             /* pending jobs passed to one plan (queue depth); 0 = all */
         uint64_t seed;             /* for per-sample noise (which samples are at 0%) */
         gw_usec_t bucket;          /* time-series bucket for the plot; 0 = no series */
+        bool bookings;             /* honour book_lead: gw_calendar_place, _gpus_at, _gate, _tick */
+        bool leak_detect;          /* gw_leak_detect on leaking jobs' epochs (gpuward is there) */
+        int leak_policy;           /* enum gw_leak_policy for every job (core/leak_respond.h) */
+        bool drain;                /* a gpu_fault drains its GPU until repaired (recovery) */
+        gw_usec_t repair;          /* a faulty GPU is repaired this long after its fault */
         gw_usec_t (*clock_ns)(void); /* times each plan when set (benchmarks); results do not
                                     * depend on it */
 };
@@ -173,6 +185,12 @@ struct gw_sim_result {
         size_t wrongful;           /* reclaimed while progressing */
         size_t warnings, retries, crash_loops, misclassified;
         size_t queued_at_end, running_at_end;
+        size_t oom_crashes;        /* attempts that ended in an oom (leaks and jobs too big) */
+        size_t leaks_detected, leak_restarts; /* attempts flagged; stopped to resume */
+        double lost_leak_gpu_h;    /* work lost to leak ooms (part of lost_gpu_h) */
+        size_t gpu_faults, faults_on_broken; /* gpu_fault ends; of them on a broken GPU */
+        double drained_gpu_h;      /* GPU-time drained (not usable) */
+        size_t bookings, bookings_later, booking_no_shows, booking_missed, booked_started;
         double passed_zero_frac;   /* samples at 0% over all samples of completed jobs */
         unsigned held_util_p50;    /* percentile util of held GPU samples (gw_usage) */
         uint64_t events, sched_passes, sched_plans, reclaim_decisions;
@@ -232,13 +250,14 @@ enum gw_sim_end {
         GW_SIM_END_TIMEOUT,
         GW_SIM_END_CANCEL,
         GW_SIM_END_RECLAIM,
+        GW_SIM_END_LEAK_STOP,      /* leak_policy restart stopped it after its checkpoint */
         _GW_SIM_END_MAX,
 };
 
 /* Fills the classifier's input for an attempt that ended: exit status, a log tail and GPU
- * events that look like fail_class (for CRASH), or gpuward's own action.  The tail and the
+ * events that look like cls (for CRASH), or gpuward's own action.  The tail and the
  * event are static storage or *ev. */
-void gw_sim_failure_input(const struct gw_sim_job *j, enum gw_sim_end end, int gpu,
+void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gpu,
                           struct gw_gpu_event *ev, struct gw_failure_input *in);
 
 /* ---- output (sim_report.c) ---- */

@@ -3,14 +3,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/leak_respond.h"
 #include "sim/sim.h"
 
 #define SAMPLE_DEFAULT (30 * GW_SIM_SEC)
+#define REPAIR_DEFAULT (4 * GW_SIM_HOUR)
 
 int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
         char base[GW_SIM_NAME_MAX], profile[GW_RECLAIM_NAME_MAX] = "default";
         const char *colon = strchr(name, ':');
-        struct gw_sim_config c = {.sample = SAMPLE_DEFAULT};
+        struct gw_sim_config c = {.sample = SAMPLE_DEFAULT, .repair = REPAIR_DEFAULT};
         size_t blen = colon ? (size_t) (colon - name) : strlen(name);
 
         if (blen == 0 || blen >= sizeof(base) || strlen(name) >= sizeof(c.name) ||
@@ -33,16 +35,21 @@ int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, 
         } else if (strcmp(base, "reclaim") == 0) {
                 c.reclaim = GW_SIM_RECLAIM_GPUWARD;
         } else if (strcmp(base, "retry") == 0) {
-                c.retry = true;
+                /* Recovery: retries, drains on drain-worthy Xids, leak detection (warn: an oom
+                 * the leak explains is retried). */
+                c.retry = c.drain = c.leak_detect = true;
+        } else if (strcmp(base, "bookings") == 0) {
+                c.bookings = true;
         } else if (strcmp(base, "all") == 0) {
                 c.reclaim = GW_SIM_RECLAIM_GPUWARD;
-                c.retry = true;
+                c.retry = c.drain = c.leak_detect = c.bookings = true;
+                c.leak_policy = GW_LEAK_POLICY_RESTART;
         } else if (strcmp(base, "princeton") == 0) {
                 c.reclaim = GW_SIM_RECLAIM_UTIL_ONLY;
                 c.policy = gw_sim_princeton_policy;
         } else {
                 snprintf(msg, msg_size,
-                         "unknown configuration '%s' (known: baseline, reclaim[:PROFILE], retry, all[:PROFILE], "
+                         "unknown configuration '%s' (known: baseline, reclaim[:PROFILE], retry, bookings, all[:PROFILE], "
                          "princeton, or a profile: default, hpo, finetune)",
                          name);
                 return -EINVAL;

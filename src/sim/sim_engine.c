@@ -9,71 +9,11 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "core/quota.h"
-#include "core/sched.h"
-#include "sim/sim.h"
-#include "sim/sim_queue.h"
+#include "core/leak_respond.h"
+#include "sim/sim_engine.h"
 
-enum jst { J_FUTURE, J_PENDING, J_RUNNING, J_DONE };
-
-struct jrun {
-        uint8_t st;
-        bool backoff;
-        bool failed_once;
-        bool started;
-        uint8_t end_cause;        /* enum gw_sim_end of the scheduled end */
-        unsigned attempts;
-        int node;
-        uint64_t mask;            /* within the node */
-        size_t running_pos;       /* index in eng.running */
-        gw_usec_t first_start;
-        gw_usec_t end_at;
-        struct gw_sim_attempt a;
-        struct gw_reclaim_state rs;
-        const struct gw_reclaim_policy *policy;
-        bool prev_valid;
-        int64_t prev_epoch, prev_ckpt;
-        uint32_t n_samples, n_zero;
-};
-
-struct node {
-        int n_gpus, n_free, base;
-        int64_t gpu_job[GW_SIM_MAX_NODE_GPUS]; /* job index + 1, 0 = free */
-};
-
-struct eng {
-        const struct gw_sim_workload *w;
-        const struct gw_sim_config *cfg;
-        struct gw_sim_result *res;
-        struct jrun *jr;
-        struct node *nodes;
-        int n_nodes, n_free;
-        struct gw_sim_heap heap;
-        struct gw_sim_pq pq;
-        int *prio;
-        int64_t *running;         /* job indexes */
-        size_t n_running;
-        size_t n_done, n_submitted;
-        double *waits;
-        int64_t *user_gpus;
-        int n_users;
-        struct gw_quota limits;
-        struct gw_usage held_usage;
-        uint64_t zero_samples, passed_samples;
-        gw_usec_t now;            /* absolute */
-        gw_usec_t horizon_abs;    /* GW_USEC_INFINITY when none */
-        gw_usec_t last_event;
-        bool dirty;
-        /* scratch for a pass */
-        size_t wcap;
-        int64_t *win_job;
-        size_t *win_pos;
-        bool *win_taken;
-        struct gw_sched_job *sj;
-        size_t *sj_win;
-        struct gw_sched_start *starts;
-        enum gw_job_reason *reasons;
-};
+/* A job started on a broken GPU (a gpu_fault not drained) crashes this long in. */
+#define FAULT_AFTER (5 * GW_SIM_MIN)
 
 const struct gw_reclaim_policy gw_sim_princeton_policy = {
         "princeton", true, 1, 120 * GW_SIM_MIN, 0, 0, 0,
@@ -143,12 +83,24 @@ static gw_usec_t at_work(const struct gw_sim_attempt *a, gw_usec_t w) {
         return a->start + (w - a->work_start);
 }
 
+/* Whether a GPU of the attempt's mask is broken (a gpu_fault not repaired yet). */
+static bool on_broken_gpu(const struct eng *e, const struct jrun *r) {
+        const struct node *nd = &e->nodes[r->node];
+        for (uint64_t m = r->mask; m; m &= m - 1)
+                if (nd->broken_until[__builtin_ctzll(m)] > e->now)
+                        return true;
+        return false;
+}
+
 /* Decides how the attempt that starts now will end if nothing stops it first. */
-static void plan_fate(const struct gw_sim_job *j, struct jrun *r, gw_usec_t now) {
+static int plan_fate(struct eng *e, int64_t ji) {
+        const struct gw_sim_job *j = &e->w->jobs[ji];
+        struct jrun *r = &e->jr[ji];
         struct gw_sim_attempt *a = &r->a;
-        gw_usec_t w0 = a->work_start, stop = j->runtime, end = GW_USEC_INFINITY;
+        gw_usec_t now = e->now, w0 = a->work_start, stop = j->runtime, end = GW_USEC_INFINITY;
         enum gw_sim_end cause = GW_SIM_END_FINISH;
 
+        r->crash_class = (uint8_t) j->fail_class;
         if (j->fail_at != GW_SIM_NONE && j->fail_at >= w0 && (j->fail_repeat || !r->failed_once) &&
             j->fail_at < stop) {
                 stop = j->fail_at;
@@ -159,7 +111,22 @@ static void plan_fate(const struct gw_sim_job *j, struct jrun *r, gw_usec_t now)
                 a->stall_wall = at_work(a, j->stall_at);
         else if (stop != GW_USEC_INFINITY)
                 end = at_work(a, stop);
+        /* A leak's oom or restart stop, if it comes before the job stops progressing. */
+        gw_usec_t w_stop = a->stall_wall != GW_USEC_INFINITY ? j->stall_at : stop;
+        int k = gw_sim_leak_fate(e, ji, w_stop, &end, &cause);
+        if (k < 0)
+                return k;
+        if (a->stall_wall != GW_USEC_INFINITY && end <= a->stall_wall)
+                a->stall_wall = GW_USEC_INFINITY;
+        if (on_broken_gpu(e, r) && now + FAULT_AFTER < end && now + FAULT_AFTER < a->stall_wall) {
+                end = now + FAULT_AFTER;
+                cause = GW_SIM_END_CRASH;
+                r->crash_class = GW_FAILURE_GPU_FAULT;
+        }
         gw_usec_t limit = now + j->time_limit;
+        if (r->booking && e->bk[r->booking - 1].end < limit)
+                limit = e->bk[r->booking - 1].end; /* gw_sharing_limit: the booking's end */
+        r->limit_at = limit;
         if (limit < end) {
                 end = limit;
                 cause = GW_SIM_END_TIMEOUT;
@@ -175,6 +142,7 @@ static void plan_fate(const struct gw_sim_job *j, struct jrun *r, gw_usec_t now)
         }
         r->end_at = end;
         r->end_cause = (uint8_t) cause;
+        return 0;
 }
 
 static const struct gw_reclaim_policy *policy_for(const struct eng *e, const struct gw_sim_job *j) {
@@ -188,7 +156,7 @@ static const struct gw_reclaim_policy *policy_for(const struct eng *e, const str
         return &e->cfg->policy;
 }
 
-static void start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
+static int start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         struct jrun *r = &e->jr[ji];
         struct node *nd = &e->nodes[node];
@@ -203,13 +171,19 @@ static void start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
         r->a.first_gpu = nd->base + __builtin_ctzll(mask);
         r->rs = (struct gw_reclaim_state){0};
         r->policy = policy_for(e, j);
+        r->leak_flag_wall = GW_USEC_INFINITY;
+        r->leak_oom = false;
         if (!r->started) {
                 r->started = true;
                 r->first_start = e->now;
                 e->waits[ji] = (double) (e->now - (GW_SIM_EPOCH + j->submit)) / (double) GW_SIM_SEC;
                 e->res->started++;
         }
-        plan_fate(j, r, e->now);
+        int k = plan_fate(e, ji);
+        if (k < 0)
+                return k;
+        if (r->booking && e->now < e->bk[r->booking - 1].end)
+                e->res->booked_started += r->attempts == 1;
         for (uint64_t m = mask; m; m &= m - 1)
                 nd->gpu_job[__builtin_ctzll(m)] = ji + 1;
         nd->n_free -= j->ngpus;
@@ -218,6 +192,7 @@ static void start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
         r->running_pos = e->n_running;
         e->running[e->n_running++] = ji;
         gw_sim_heap_push(&e->heap, r->end_at, GW_SIM_EV_END, ji, r->attempts);
+        return 0;
 }
 
 static void release(struct eng *e, int64_t ji) {
@@ -246,10 +221,10 @@ static void mark(struct gw_attempt_mark *m, bool valid, int64_t epoch, int64_t c
 /* Asks the retry policy; on a retry the job goes back to the queue, resuming from its
  * checkpoint after the backoff.  Returns whether it was retried. */
 static int maybe_retry(struct eng *e, int64_t ji, const struct gw_failure_verdict *v, gw_usec_t w,
-                       gw_usec_t ck, bool *ret_retried) {
+                       gw_usec_t ck, bool oom_explained, bool *ret_retried) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         struct jrun *r = &e->jr[ji];
-        struct gw_retry_state s = {.attempts = r->attempts};
+        struct gw_retry_state s = {.attempts = r->attempts, .oom_explained = oom_explained};
         struct gw_retry_decision d;
         int64_t epoch = j->ckpt_interval > 0 ? w / j->ckpt_interval : -1;
         int64_t ck_n = j->ckpt_interval > 0 ? ck / j->ckpt_interval : 0;
@@ -279,42 +254,51 @@ static int maybe_retry(struct eng *e, int64_t ji, const struct gw_failure_verdic
         return 0;
 }
 
-static int end_attempt(struct eng *e, int64_t ji, enum gw_sim_end cause) {
+/* A gpu_fault: a broken GPU stays faulty until repaired; under drain (recovery) every GPU
+ * the classifier names in drain_mask is drained until then (an admin looks at it).  Returns
+ * the GPUs (of the node) to drain once the job has released them. */
+static uint64_t gpu_fault(struct eng *e, int64_t ji, enum gw_sim_end cause, const struct gw_failure_verdict *v) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
-        struct jrun *r = &e->jr[ji];
-        struct gw_gpu_event ev;
-        struct gw_failure_input in;
-        struct gw_failure_verdict v;
-        gw_usec_t w = gw_sim_work_at(j, &r->a, e->now);
-        gw_usec_t ck = gw_sim_ckpt_at(j, r->a.work_start, w);
-        double g = j->ngpus;
-        int k;
+        const struct jrun *r = &e->jr[ji];
+        struct node *nd = &e->nodes[r->node];
+        int gpu = __builtin_ctzll(r->mask);
 
-        account(e, j, r, e->now);
-        gw_sim_failure_input(j, cause, r->a.first_gpu, &ev, &in);
-        k = gw_failure_classify(&in, &v);
-        if (k < 0)
-                return k;
-        if (cause == GW_SIM_END_CRASH) {
-                r->failed_once = true;
-                e->res->lost_gpu_h += gpu_h(g, w - ck);
-                if (v.cls != j->fail_class)
-                        e->res->misclassified++;
+        e->res->gpu_faults++;
+        if (nd->broken_until[gpu] > e->now)
+                e->res->faults_on_broken++;
+        else if (cause == GW_SIM_END_CRASH && j->gpu_broken && r->crash_class == j->fail_class)
+                nd->broken_until[gpu] = e->now + e->cfg->repair;
+        return e->cfg->drain ? v->drain_mask & r->mask : 0;
+}
+
+static void drain(struct eng *e, int node, uint64_t mask) {
+        struct node *nd = &e->nodes[node];
+        gw_usec_t until = e->now + e->cfg->repair;
+
+        for (uint64_t m = mask; m; m &= m - 1) {
+                int i = __builtin_ctzll(m);
+                nd->gpu_job[i] = GW_SIM_DRAINED;
+                nd->n_free--;
+                e->n_free--;
+                e->res->drained_gpu_h += gpu_h(1, (until < e->horizon_abs ? until : e->horizon_abs) - e->now);
+                gw_sim_heap_push(&e->heap, until, GW_SIM_EV_REPAIR, (int64_t) node * 64 + i, 0);
         }
-        if (cause == GW_SIM_END_RECLAIM && gw_sim_progressing(&r->a, e->now)) {
-                e->res->wrongful++;
-                e->res->lost_reclaim_gpu_h += gpu_h(g, w - ck);
-        }
-        release(e, ji);
-        if (e->cfg->retry && v.cls != GW_FAILURE_OK) {
-                bool retried;
-                k = maybe_retry(e, ji, &v, w, ck, &retried);
-                if (k < 0 || retried)
-                        return k;
-        }
-        r->st = J_DONE;
-        e->n_done++;
-        switch (v.cls) {
+}
+
+static void undrain(struct eng *e, int64_t where) {
+        struct node *nd = &e->nodes[where / 64];
+        int i = (int) (where % 64);
+
+        if (nd->gpu_job[i] != GW_SIM_DRAINED)
+                return;
+        nd->gpu_job[i] = 0;
+        nd->n_free++;
+        e->n_free++;
+        e->dirty = true;
+}
+
+static void count_end(struct eng *e, const struct jrun *r, enum gw_failure_class cls) {
+        switch (cls) {
         case GW_FAILURE_OK:
                 e->res->completed++;
                 e->passed_samples += r->n_samples;
@@ -333,6 +317,61 @@ static int end_attempt(struct eng *e, int64_t ji, enum gw_sim_end cause) {
                 e->res->failed++;
                 break;
         }
+}
+
+int gw_sim_end_attempt(struct eng *e, int64_t ji, enum gw_sim_end cause) {
+        const struct gw_sim_job *j = &e->w->jobs[ji];
+        struct jrun *r = &e->jr[ji];
+        struct gw_gpu_event ev;
+        struct gw_failure_input in;
+        struct gw_failure_verdict v;
+        gw_usec_t w = gw_sim_work_at(j, &r->a, e->now);
+        gw_usec_t ck = gw_sim_ckpt_at(j, r->a.work_start, w);
+        double g = j->ngpus;
+        bool flagged = r->leak_flag_wall <= e->now;
+        int k;
+
+        account(e, j, r, e->now);
+        gw_sim_failure_input((enum gw_failure_class) r->crash_class, cause, __builtin_ctzll(r->mask), &ev, &in);
+        k = gw_failure_classify(&in, &v);
+        if (k < 0)
+                return k;
+        e->res->leaks_detected += flagged;
+        if (cause == GW_SIM_END_LEAK_STOP) {
+                v.cls = GW_FAILURE_OOM; /* as recovery.c does after gw_training_take_restart */
+                e->res->leak_restarts++;
+                e->res->lost_gpu_h += gpu_h(g, w - ck);
+                e->res->lost_leak_gpu_h += gpu_h(g, w - ck);
+        }
+        if (cause == GW_SIM_END_CRASH) {
+                r->failed_once = r->failed_once || r->crash_class == j->fail_class;
+                e->res->lost_gpu_h += gpu_h(g, w - ck);
+                if (v.cls != (enum gw_failure_class) r->crash_class)
+                        e->res->misclassified++;
+                if (v.cls == GW_FAILURE_OOM)
+                        e->res->oom_crashes++;
+                if (r->leak_oom)
+                        e->res->lost_leak_gpu_h += gpu_h(g, w - ck);
+        }
+        if (cause == GW_SIM_END_RECLAIM && gw_sim_progressing(&r->a, e->now)) {
+                e->res->wrongful++;
+                e->res->lost_reclaim_gpu_h += gpu_h(g, w - ck);
+        }
+        uint64_t to_drain = v.cls == GW_FAILURE_GPU_FAULT ? gpu_fault(e, ji, cause, &v) : 0;
+        int node = r->node;
+        release(e, ji);
+        drain(e, node, to_drain);
+        if (r->booking)
+                gw_sim_book_job_ended(e, ji);
+        if (e->cfg->retry && v.cls != GW_FAILURE_OK) {
+                bool retried, explained = e->cfg->leak_detect && (flagged || cause == GW_SIM_END_LEAK_STOP);
+                k = maybe_retry(e, ji, &v, w, ck, explained, &retried);
+                if (k < 0 || retried)
+                        return k;
+        }
+        r->st = J_DONE;
+        e->n_done++;
+        count_end(e, r, v.cls);
         return 0;
 }
 
@@ -349,6 +388,7 @@ static void scratch_grow(struct eng *e, size_t n) {
         e->sj_win = gw_xrealloc(e->sj_win, n * sizeof(*e->sj_win));
         e->starts = gw_xrealloc(e->starts, n * sizeof(*e->starts));
         e->reasons = gw_xrealloc(e->reasons, n * sizeof(*e->reasons));
+        e->closed = gw_xrealloc(e->closed, n * sizeof(*e->closed));
 }
 
 static void cost_add(struct eng *e, size_t n_pending, double ns) {
@@ -382,15 +422,16 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
         uint64_t seen = 0;
 
         for (int i = 0; i < nd->n_gpus; i++) {
-                int64_t holder = nd->gpu_job[i];
-                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true, .mem_total = UINT64_C(80) << 30,
+                int64_t holder = nd->gpu_job[i] > 0 ? nd->gpu_job[i] : 0;
+                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = nd->gpu_job[i] != GW_SIM_DRAINED,
+                                                .mem_total = UINT64_C(80) << 30,
                                                 .mem_free = holder ? 0 : UINT64_C(80) << 30, .job_id = holder};
                 if (holder && !(seen & (UINT64_C(1) << i))) {
                         const struct jrun *r = &e->jr[holder - 1];
                         seen |= r->mask;
                         run[n_run++] = (struct gw_sched_running){
                                 .id = holder, .gpu_mask = r->mask,
-                                .end = r->a.start + e->w->jobs[holder - 1].time_limit};
+                                .end = r->limit_at};
                 }
         }
         for (size_t i = 0; i < n_win; i++) {
@@ -402,6 +443,11 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                                                  .time_limit = j->time_limit, .backoff = e->jr[ji].backoff,
                                                  .blocked = quota_block(e, j)};
                 e->sj_win[n++] = i;
+        }
+        if (e->cfg->bookings) {
+                int k = gw_sim_book_gate(e, node, n);
+                if (k < 0)
+                        return k;
         }
         struct gw_sched_input in = {gpus, (size_t) nd->n_gpus, e->sj, n, run, n_run};
         struct gw_sched_plan plan = {.starts = e->starts, .reasons = e->reasons};
@@ -429,7 +475,9 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                                 gw_sim_pq_remove_at(&e->pq, e->win_pos[wi]);
                                 break;
                         }
-                start_job(e, ji, node, plan.starts[s].gpu_mask);
+                k = start_job(e, ji, node, plan.starts[s].gpu_mask);
+                if (k < 0)
+                        return k;
                 (*left)--;
         }
         return 0;
@@ -459,6 +507,7 @@ static int sched_pass(struct eng *e) {
                 if (k < 0)
                         return k;
         }
+        gw_sim_book_cancel_closed(e);
         gw_sim_pq_compact(&e->pq);
         if (e->cfg->clock_ns) {
                 double ns = (double) (e->cfg->clock_ns() - t0);
@@ -508,7 +557,7 @@ static int sample(struct eng *e) {
                 }
         }
         for (size_t i = 0; i < n_stop; i++) {
-                int k = end_attempt(e, stop[i], GW_SIM_END_RECLAIM);
+                int k = gw_sim_end_attempt(e, stop[i], GW_SIM_END_RECLAIM);
                 if (k < 0)
                         return k;
         }
@@ -519,7 +568,8 @@ static int sample(struct eng *e) {
 
 /* Returns 1 when a job's state changed, 0 when not (a sample, a stale event), or < 0. */
 static int handle(struct eng *e, const struct gw_sim_ev *ev) {
-        struct jrun *r = ev->job >= 0 ? &e->jr[ev->job] : NULL;
+        struct jrun *r = ev->job >= 0 && ev->kind != GW_SIM_EV_REPAIR && ev->kind != GW_SIM_EV_CAL ? &e->jr[ev->job]
+                                                                                                  : NULL;
 
         switch (ev->kind) {
         case GW_SIM_EV_SUBMIT:
@@ -528,6 +578,17 @@ static int handle(struct eng *e, const struct gw_sim_ev *ev) {
                 gw_sim_pq_insert(&e->pq, ev->job);
                 e->dirty = true;
                 return 1;
+        case GW_SIM_EV_REPAIR:
+                undrain(e, ev->job);
+                return 0;
+        case GW_SIM_EV_CAL: {
+                int k = gw_sim_cal_tick(e, (int) ev->job);
+                return k < 0 ? k : 0;
+        }
+        case GW_SIM_EV_BOOK: {
+                int k = gw_sim_book(e, ev->job);
+                return k < 0 ? k : 1;
+        }
         case GW_SIM_EV_BACKOFF:
                 if (r->st != J_PENDING || r->attempts != ev->attempt || !r->backoff)
                         return 0;
@@ -538,7 +599,7 @@ static int handle(struct eng *e, const struct gw_sim_ev *ev) {
                 /* An attempt reclaimed or ended earlier leaves its end event behind: stale. */
                 if (r->st != J_RUNNING || r->attempts != ev->attempt || r->end_at != ev->t)
                         return 0;
-                int k = end_attempt(e, ev->job, (enum gw_sim_end) r->end_cause);
+                int k = gw_sim_end_attempt(e, ev->job, (enum gw_sim_end) r->end_cause);
                 return k < 0 ? k : 1;
         }
         case GW_SIM_EV_SAMPLE: {
@@ -590,6 +651,7 @@ static int setup(struct eng *e) {
         int ng = c->node_gpus > 0 ? c->node_gpus : c->n_gpus;
 
         if (c->n_gpus < 1 || ng < 1 || ng > GW_SIM_MAX_NODE_GPUS || c->reclaim >= _GW_SIM_RECLAIM_MODE_MAX ||
+            c->leak_policy < 0 || c->leak_policy >= _GW_LEAK_POLICY_MAX || (c->drain && c->repair <= 0) ||
             (c->reclaim != GW_SIM_RECLAIM_OFF && gw_reclaim_policy_check(&c->policy) < 0))
                 return -EINVAL;
         e->n_nodes = (c->n_gpus + ng - 1) / ng;
@@ -621,10 +683,18 @@ static int setup(struct eng *e) {
                 gw_quota_resolve(NULL, NULL, 0, &deflt, &e->limits, NULL);
         }
         e->horizon_abs = c->horizon > 0 ? GW_SIM_EPOCH + c->horizon : GW_USEC_INFINITY;
-        for (size_t i = 0; i < e->w->n; i++)
-                if (GW_SIM_EPOCH + e->w->jobs[i].submit <= e->horizon_abs)
-                        gw_sim_heap_push(&e->heap, GW_SIM_EPOCH + e->w->jobs[i].submit, GW_SIM_EV_SUBMIT,
-                                         (int64_t) i, 0);
+        for (size_t i = 0; i < e->w->n; i++) {
+                const struct gw_sim_job *j = &e->w->jobs[i];
+                gw_usec_t at = GW_SIM_EPOCH + j->submit;
+                uint32_t kind = GW_SIM_EV_SUBMIT;
+                /* A booked job: its user books the window book_lead ahead (not before time 0). */
+                if (c->bookings && j->book_lead > 0) {
+                        at = j->submit > j->book_lead ? at - j->book_lead : GW_SIM_EPOCH;
+                        kind = GW_SIM_EV_BOOK;
+                }
+                if (at <= e->horizon_abs)
+                        gw_sim_heap_push(&e->heap, at, kind, (int64_t) i, 0);
+        }
         if (c->sample > 0)
                 gw_sim_heap_push(&e->heap, GW_SIM_EPOCH + c->sample, GW_SIM_EV_SAMPLE, -1, 0);
         e->res->bucket = c->bucket;
@@ -690,6 +760,7 @@ int gw_sim_run(const struct gw_sim_workload *w, const struct gw_sim_config *cfg,
         free(e.sj_win);
         free(e.starts);
         free(e.reasons);
+        gw_sim_book_free(&e);
         gw_sim_heap_free(&e.heap);
         gw_sim_pq_free(&e.pq);
         if (k < 0) {

@@ -25,9 +25,13 @@ static const char usage[] =
         "  --trace FILE        replay a CSV trace instead of generating one\n"
         "  --write-trace FILE  write the workload as a CSV trace and go on\n"
         "  --compare A,B,...   configurations side by side (default\n"
-        "                      baseline,reclaim,retry,all,princeton)\n"
-        "  --policy NAME       one configuration: baseline, reclaim[:PROFILE], retry,\n"
+        "                      baseline,reclaim,retry,bookings,all,princeton)\n"
+        "  --policy NAME       one configuration: baseline, reclaim[:PROFILE], retry, bookings,\n"
         "                      all[:PROFILE], princeton, or a profile (default, hpo, finetune)\n"
+        "  --repair DUR        a broken GPU is repaired (a drained one undrained) after this\n"
+        "                      (default 4h)\n"
+        "  --export-state DIR  write gpuwardd's job history in DIR (read-only) as a trace to\n"
+        "                      stdout, and stop\n"
         "  --sample DUR        observation interval (default 30s; 0 = none: no reclaim)\n"
         "  --window N          pending jobs per scheduler plan (queue depth; default all)\n"
         "  --quota-gpus N      per-user GPU quota (max_gpus)\n"
@@ -47,8 +51,9 @@ struct opts {
         uint64_t seed;
         const char *trace, *write_trace, *svg, *configs;
         bool json, scale, bench;
-        gw_usec_t sample;
+        gw_usec_t sample, repair;
         bool sample_set;
+        const char *export_state;
         size_t window;
         int64_t quota;
 };
@@ -81,7 +86,7 @@ static int real(const char *opt, const char *s, double lo, double hi, double *re
 
 static int parse(int argc, char **argv, struct opts *o) {
         enum { O_GPUS = 256, O_NODE, O_DAYS, O_JOBS, O_WORKLOAD, O_LOAD, O_SEED, O_TRACE, O_WTRACE, O_COMPARE,
-               O_POLICY, O_SAMPLE, O_WINDOW, O_QUOTA, O_JSON, O_SVG, O_SCALE, O_BENCH, O_HELP };
+               O_POLICY, O_SAMPLE, O_WINDOW, O_QUOTA, O_JSON, O_SVG, O_SCALE, O_BENCH, O_REPAIR, O_EXPORT, O_HELP };
         static const struct option lo[] = {
                 {"gpus", required_argument, NULL, O_GPUS}, {"node-gpus", required_argument, NULL, O_NODE},
                 {"days", required_argument, NULL, O_DAYS}, {"jobs", required_argument, NULL, O_JOBS},
@@ -92,12 +97,14 @@ static int parse(int argc, char **argv, struct opts *o) {
                 {"window", required_argument, NULL, O_WINDOW}, {"quota-gpus", required_argument, NULL, O_QUOTA},
                 {"json", no_argument, NULL, O_JSON}, {"svg", required_argument, NULL, O_SVG},
                 {"scale", no_argument, NULL, O_SCALE}, {"bench", no_argument, NULL, O_BENCH},
+                {"repair", required_argument, NULL, O_REPAIR}, {"export-state", required_argument, NULL, O_EXPORT},
                 {"help", no_argument, NULL, O_HELP}, {0},
         };
         long long v = 0;
         int c, k = 0;
 
-        *o = (struct opts){.gpus = 40, .days = 7, .load = 1.0, .seed = 1, .sample = 30 * GW_SIM_SEC};
+        *o = (struct opts){.gpus = 40, .days = 7, .load = 1.0, .seed = 1, .sample = 30 * GW_SIM_SEC,
+                           .repair = 4 * GW_SIM_HOUR};
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
                 const char *a = optarg;
                 switch (c) {
@@ -141,6 +148,13 @@ static int parse(int argc, char **argv, struct opts *o) {
                         }
                         o->sample_set = true;
                         break;
+                case O_REPAIR:
+                        if (gw_parse_duration(a, &o->repair) < 0 || o->repair <= 0) {
+                                fprintf(stderr, "gpuward-sim: --repair: '%s' is not a duration\n", a);
+                                return -EINVAL;
+                        }
+                        break;
+                case O_EXPORT: o->export_state = a; break;
                 case O_WINDOW:
                         k = num("--window", a, 1, 100000000, &v);
                         o->window = (size_t) v;
@@ -286,7 +300,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "gpuward-sim: more than 64 GPUs need --node-gpus\n");
                 return 2;
         }
-        if (configs(o.configs ? o.configs : "baseline,reclaim,retry,all,princeton", cfg, &n_cfg) < 0)
+        if (configs(o.configs ? o.configs : "baseline,reclaim,retry,bookings,all,princeton", cfg, &n_cfg) < 0)
                 return 2;
         if (load_workload(&o, node ? node : (o.gpus < 8 ? o.gpus : 8), &w) < 0)
                 goto out;
@@ -319,6 +333,7 @@ int main(int argc, char **argv) {
                 c->seed = o.seed;
                 c->quota_gpus = o.quota;
                 c->sample = o.sample;
+                c->repair = o.repair;
                 gw_usec_t span = horizon ? horizon : w.span + GW_SIM_DAY;
                 c->bucket = o.svg ? (span / 600 > 10 * GW_SIM_MIN ? span / 600 : 10 * GW_SIM_MIN) : 0;
                 if (o.scale)

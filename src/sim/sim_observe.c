@@ -131,7 +131,7 @@ static void set_tail(struct gw_failure_input *in, const char *t, size_t len) {
 }
 #define SET_TAIL(in, t) set_tail(in, t, sizeof(t) - 1)
 
-void gw_sim_failure_input(const struct gw_sim_job *j, enum gw_sim_end end, int gpu,
+void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gpu,
                           struct gw_gpu_event *ev, struct gw_failure_input *in) {
         memset(in, 0, sizeof(*in));
         in->end = GW_END_EXITED;
@@ -147,6 +147,7 @@ void gw_sim_failure_input(const struct gw_sim_job *j, enum gw_sim_end end, int g
                 in->end = GW_END_CANCELLED;
                 return;
         case GW_SIM_END_RECLAIM:
+        case GW_SIM_END_LEAK_STOP: /* gpuwardd stops it as a FAILED terminate: attempt_end() */
                 in->end = GW_END_RECLAIMED;
                 return;
         case GW_SIM_END_CRASH:
@@ -154,7 +155,7 @@ void gw_sim_failure_input(const struct gw_sim_job *j, enum gw_sim_end end, int g
                 break;
         }
         in->status = 1;
-        switch (j->fail_class) {
+        switch (cls) {
         case GW_FAILURE_GPU_FAULT:
                 SET_TAIL(in, tail_cuda_fault);
                 *ev = (struct gw_gpu_event){.kind = GW_GPU_EVENT_XID, .gpu = gpu, .xid = 79};

@@ -7,13 +7,17 @@
 
 #include "base/time.h"
 
-/* At one instant, events are handled in this order: ends free GPUs first, then the sample
- * (which may reclaim), then backoffs and submissions; one scheduler pass follows. */
+/* At one instant, events are handled in this order: ends free GPUs first, then repairs,
+ * the booking calendar's tick, the sample (which may reclaim), then backoffs, submissions
+ * and bookings made; one scheduler pass follows. */
 enum gw_sim_ev_kind {
         GW_SIM_EV_END,
+        GW_SIM_EV_REPAIR,   /* job = node * 64 + GPU */
+        GW_SIM_EV_CAL,      /* job = the node whose calendar ticks */
         GW_SIM_EV_SAMPLE,
         GW_SIM_EV_BACKOFF,
         GW_SIM_EV_SUBMIT,
+        GW_SIM_EV_BOOK,     /* the job's user books its window */
 };
 
 struct gw_sim_ev {

@@ -22,10 +22,11 @@ void gw_sim_print_shape(FILE *f, const struct gw_sim_shape *s) {
         fprintf(f,
                 "workload: %zu jobs; runtime p50 %.0f min, p90 %.2f h, p99 %.1f h; %.0f%% 1-GPU, multi-GPU jobs "
                 "hold %.0f%% of GPU-time; %.0f%% killed/failed/stalled/forgotten (crash %.0f%% hw + %.0f%% bug, "
-                "cancel %.0f%%, stall %.0f%%, forgotten interactive %.0f%%)\n",
+                "cancel %.0f%%, stall %.0f%%, forgotten interactive %.0f%%); leaking %.1f%%, booked %.0f%%\n",
                 s->n, s->runtime_p50_s / 60, s->runtime_p90_s / 3600, s->runtime_p99_s / 3600, 100 * s->one_gpu_frac,
                 100 * s->multi_gpu_time_frac, 100 * s->killed_failed_frac, 100 * s->hw_fail_frac,
-                100 * s->bug_fail_frac, 100 * s->cancel_frac, 100 * s->stall_frac, 100 * s->interactive_frac);
+                100 * s->bug_fail_frac, 100 * s->cancel_frac, 100 * s->stall_frac, 100 * s->interactive_frac,
+                100 * s->leak_frac, 100 * s->booked_frac);
 }
 
 void gw_sim_print_table(FILE *f, const struct gw_sim_result *r, size_t n) {
@@ -49,6 +50,14 @@ void gw_sim_print_table(FILE *f, const struct gw_sim_result *r, size_t n) {
                 fprintf(f, "%-16s %9zu %9zu %9zu %8zu %8zu %9zu %9zu %9.1f%%\n", x->name, x->submitted, x->cancelled,
                         x->timed_out, x->warnings, x->crash_loops, x->queued_at_end, x->running_at_end,
                         100 * x->passed_zero_frac);
+        }
+        fprintf(f, "\n%-16s %6s %8s %10s %7s %8s %9s %7s %7s %8s %7s\n", "config", "oom", "leak-det", "leak-rstrt",
+                "leak-h", "gpu-flt", "on-broken", "drain-h", "booked", "bk-later", "no-show");
+        for (size_t i = 0; i < n; i++) {
+                const struct gw_sim_result *x = &r[i];
+                fprintf(f, "%-16s %6zu %8zu %10zu %7.1f %8zu %9zu %7.1f %7zu %8zu %7zu\n", x->name, x->oom_crashes,
+                        x->leaks_detected, x->leak_restarts, x->lost_leak_gpu_h, x->gpu_faults, x->faults_on_broken,
+                        x->drained_gpu_h, x->bookings, x->bookings_later, x->booking_no_shows);
         }
 }
 
@@ -115,6 +124,13 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                         x->queued_at_end, x->running_at_end, x->passed_zero_frac, x->held_util_p50,
                         (unsigned long long) x->events, (unsigned long long) x->sched_passes,
                         (unsigned long long) x->sched_plans, (unsigned long long) x->reclaim_decisions);
+                fprintf(f,
+                        ",\"oom_crashes\":%zu,\"leaks_detected\":%zu,\"leak_restarts\":%zu,\"lost_leak_gpu_h\":%.3f,"
+                        "\"gpu_faults\":%zu,\"faults_on_broken\":%zu,\"drained_gpu_h\":%.3f,\"bookings\":%zu,"
+                        "\"bookings_later\":%zu,\"booking_no_shows\":%zu,\"booking_missed\":%zu,\"booked_started\":%zu",
+                        x->oom_crashes, x->leaks_detected, x->leak_restarts, x->lost_leak_gpu_h, x->gpu_faults,
+                        x->faults_on_broken, x->drained_gpu_h, x->bookings, x->bookings_later, x->booking_no_shows,
+                        x->booking_missed, x->booked_started);
                 json_costs(f, x);
                 fputc('}', f);
         }

@@ -12,19 +12,19 @@
 enum col {
         C_SUBMIT, C_USER, C_GPUS, C_RUNTIME, C_LIMIT, C_CKPT, C_STALL, C_CANCEL, C_FAIL, C_CLASS,
         C_REPEAT, C_VAL_AT, C_VAL_LEN, C_VAL_SILENT, C_ZERO, C_PRIO, C_PROFILE, C_INTERACTIVE,
-        C_LEAK, C_MAX,
+        C_LEAK, C_BOOK, C_BROKEN, C_MAX,
 };
 
 static const char *const col_names[C_MAX] = {
         "submit_s", "user", "gpus", "runtime_s", "time_limit_s", "ckpt_interval_s", "stall_at_s",
         "cancel_at_s", "fail_at_s", "fail_class", "fail_repeat", "val_at_s", "val_len_s", "val_silent",
-        "zero_frac", "priority", "profile", "interactive", "leak_mb_h",
+        "zero_frac", "priority", "profile", "interactive", "leak_mb_h", "book_lead_s", "gpu_broken",
 };
 
 const char gw_sim_trace_header[] =
         "submit_s,user,gpus,runtime_s,time_limit_s,ckpt_interval_s,stall_at_s,cancel_at_s,fail_at_s,"
         "fail_class,fail_repeat,val_at_s,val_len_s,val_silent,zero_frac,priority,profile,interactive,"
-        "leak_mb_h";
+        "leak_mb_h,book_lead_s,gpu_broken";
 
 #define MAX_FIELDS 64
 #define DEFAULT_LIMIT (24 * GW_SIM_HOUR) /* gpuwardd's --default-time-limit */
@@ -63,8 +63,10 @@ int gw_sim_trace_write(FILE *f, const struct gw_sim_workload *w) {
                 put_secs(f, j->val_len > 0 ? j->val_at : GW_SIM_NONE);
                 fputc(',', f);
                 put_secs(f, j->val_len);
-                fprintf(f, ",%d,%.4f,%d,%s,%d,%g\n", j->val_silent, j->zero_frac, j->priority, j->profile,
+                fprintf(f, ",%d,%.4f,%d,%s,%d,%g,", j->val_silent, j->zero_frac, j->priority, j->profile,
                         j->interactive, j->leak_mb_h);
+                put_secs(f, j->book_lead > 0 ? j->book_lead : GW_SIM_NONE);
+                fprintf(f, ",%d\n", j->gpu_broken);
         }
         return ferror(f) ? -EIO : 0;
 }
@@ -214,6 +216,19 @@ static int field(struct gw_sim_job *j, int c, const char *s, bool *class_set, bo
                 j->interactive = b;
                 return 0;
         case C_LEAK: return !*s ? 0 : get_double(s, 0, 1e9, &j->leak_mb_h);
+        case C_BOOK:
+                if (get_secs(s, false, &j->book_lead) < 0)
+                        return -EINVAL;
+                if (j->book_lead == GW_SIM_NONE)
+                        j->book_lead = 0;
+                return 0;
+        case C_BROKEN:
+                if (!*s)
+                        return 0;
+                if (get_int(s, 0, 1, &b) < 0)
+                        return -EINVAL;
+                j->gpu_broken = b;
+                return 0;
         default: return -EINVAL;
         }
 }

@@ -146,6 +146,27 @@ static void draw_job(struct gw_sim_rng *r, const struct gw_sim_gen *g, int n_use
                 j->val_len = 0;
 }
 
+/* Bookings, leaks and broken GPUs (this file's assumptions, docs/SIMULATOR.md), from a stream
+ * of their own per job so that the rest of the workload does not depend on them. */
+static void draw_extras(uint64_t seed, size_t i, struct gw_sim_job *j) {
+        struct gw_sim_rng r;
+
+        gw_sim_rng_seed(&r, gw_sim_hash(seed, i, UINT64_C(0xb00c1ea4), 0));
+        if (j->interactive || j->runtime == GW_USEC_INFINITY)
+                return;
+        /* 15% of jobs of an hour or more are booked 1-24 h ahead. */
+        if (j->runtime >= HOUR && gw_sim_rng_unit(&r) < 0.15)
+                j->book_lead = secs(round(gw_sim_rng_uniform(&r, 1, 24)) * 3600);
+        /* 10% of jobs of 2 h or more leak: out of memory at 30-90% of their runtime. */
+        if (j->runtime >= 2 * HOUR && gw_sim_rng_unit(&r) < 0.10) {
+                double at_h = gw_sim_rng_uniform(&r, 0.3, 0.9) * (double) j->runtime / (double) HOUR;
+                j->leak_mb_h = round(40960.0 / at_h);
+        }
+        /* One Xid-79 fault in ten is a GPU that stays broken until repaired. */
+        if (j->fail_class == GW_FAILURE_GPU_FAULT)
+                j->gpu_broken = gw_sim_rng_unit(&r) < 0.10;
+}
+
 /* GPU-time a job holds without queueing, retries or reclamation: what "load" counts. */
 static double hold_gpu_s(const struct gw_sim_job *j) {
         gw_usec_t end = j->runtime;
@@ -196,6 +217,7 @@ int gw_sim_generate_lab(const struct gw_sim_gen *g, struct gw_sim_workload *ret)
                 if (gw_sim_rng_unit(&r) * 1.6 >= daily(at))
                         continue;
                 draw_job(&r, g, n_users, &j);
+                draw_extras(g->seed, n, &j);
                 j.submit = at;
                 if (n == cap) {
                         cap *= 2;
@@ -210,7 +232,7 @@ int gw_sim_generate_lab(const struct gw_sim_gen *g, struct gw_sim_workload *ret)
 void gw_sim_workload_shape(const struct gw_sim_workload *w, struct gw_sim_shape *ret) {
         _cleanup_free_ double *rt = gw_xmalloc((w->n ? w->n : 1) * sizeof(double));
         double one = 0, gpu_time = 0, multi_time = 0;
-        size_t n_rt = 0, bad = 0, inter = 0, hw = 0, bug = 0, stall = 0, cancel = 0;
+        size_t n_rt = 0, bad = 0, inter = 0, hw = 0, bug = 0, stall = 0, cancel = 0, leak = 0, booked = 0;
 
         *ret = (struct gw_sim_shape){.n = w->n};
         for (size_t i = 0; i < w->n; i++) {
@@ -223,6 +245,8 @@ void gw_sim_workload_shape(const struct gw_sim_workload *w, struct gw_sim_shape 
                 if (j->ngpus > 1)
                         multi_time += hold;
                 inter += j->interactive;
+                leak += j->leak_mb_h > 0;
+                booked += j->book_lead > 0;
                 bool crash = j->fail_at != GW_SIM_NONE && j->fail_at < j->runtime;
                 bool is_bug = crash && j->fail_repeat;
                 hw += crash && !is_bug;
@@ -245,4 +269,6 @@ void gw_sim_workload_shape(const struct gw_sim_workload *w, struct gw_sim_shape 
         ret->bug_fail_frac = (double) bug / n;
         ret->stall_frac = (double) stall / n;
         ret->cancel_frac = (double) cancel / n;
+        ret->leak_frac = (double) leak / n;
+        ret->booked_frac = (double) booked / n;
 }

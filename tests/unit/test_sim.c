@@ -98,8 +98,11 @@ static void retry_resumes_from_checkpoint(void **state) {
         v[0].fail_at = 25 * MIN;
         v[0].fail_class = GW_FAILURE_GPU_FAULT;
 
-        struct gw_sim_result r = run(v, 1, "retry", 1);
+        /* Two GPUs: the fault drains the first one (recovery), the retry runs on the other. */
+        struct gw_sim_result r = run(v, 1, "retry", 2);
         assert_int_equal(r.retries, 1);
+        assert_int_equal(r.gpu_faults, 1);
+        assert_hours(r.drained_gpu_h, 4.0);
         assert_int_equal(r.completed, 1);
         assert_hours(r.lost_gpu_h, 5.0 / 60);
         /* 25 min, 10 s backoff, then the 40 min from the checkpoint. */
@@ -181,7 +184,7 @@ static void profile_per_job(void **state) {
 /* Over many generated workloads: gpuward's policies never reclaim a progressing job, every
  * injected failure is classified as its class, and the same seed gives the same table. */
 static void invariants_over_seeds(void **state) {
-        const char *names[] = {"reclaim", "all", "hpo"};
+        const char *names[] = {"reclaim", "all", "hpo", "bookings", "retry"};
 
         for (uint64_t seed = 1; seed <= 12; seed++) {
                 struct gw_sim_gen g;
@@ -193,7 +196,7 @@ static void invariants_over_seeds(void **state) {
                 g.seed = seed;
                 assert_int_equal(gw_sim_generate_lab(&g, &w), 0);
                 assert_true(w.n > 50);
-                for (size_t i = 0; i < 3; i++) {
+                for (size_t i = 0; i < 5; i++) {
                         struct gw_sim_config c = config(names[i], 8);
                         struct gw_sim_result a, b;
                         c.horizon = g.span;
@@ -303,6 +306,127 @@ static void config_names(void **state) {
         assert_non_null(strstr(msg, "unknown configuration 'fifo'"));
 }
 
+/* Bookings, 2 GPUs: A (1 GPU, 50 min, limit 1 h) and C (1 GPU, 3 h, limit 3 h) at 0; B (2 GPUs,
+ * 30 min, limit 1 h) at 1 h, booked at 0 for [1 h, 2 h).  With the booking C may not start at
+ * 0 (it would end after 1 h on GPU 1), B starts at 1 h on time, ends at 1 h 30, and the booking
+ * is released 15 min later (gw_calendar_tick), when C starts.  Without it C starts at 0 and B
+ * waits for C until 3 h. */
+static void booking_holds_gpus_and_others_backfill(void **state) {
+        struct gw_sim_job v[3] = {job(0, 1, 50 * MIN, HOUR), job(0, 1, 3 * HOUR, 3 * HOUR),
+                                  job(HOUR, 2, 30 * MIN, HOUR)};
+        v[2].book_lead = HOUR;
+
+        struct gw_sim_result r = run(v, 3, "bookings", 2);
+        assert_int_equal(r.bookings, 1);
+        assert_int_equal(r.bookings_later, 0);
+        assert_int_equal(r.booked_started, 1);
+        assert_int_equal(r.booking_no_shows, 0);
+        assert_int_equal(r.completed, 3);
+        assert_int_equal(r.measured, HOUR + 45 * MIN + 3 * HOUR);
+        assert_true(r.wait_p50_s == 0);
+        assert_true(r.wait_p90_s == 105 * 60); /* C */
+        assert_hours(r.held_gpu_h, (50.0 + 60 + 180) / 60);
+        assert_hours(r.busy_gpu_h, (50.0 + 60 + 180) / 60);
+        gw_sim_result_free(&r);
+
+        r = run(v, 3, "baseline", 2);
+        assert_int_equal(r.bookings, 0);
+        assert_int_equal(r.completed, 3);
+        assert_int_equal(r.measured, 3 * HOUR + 30 * MIN);
+        assert_true(r.wait_p90_s == 2 * 3600); /* B */
+        gw_sim_result_free(&r);
+}
+
+/* A booked job that never comes: the booking is released 15 min into its window (no-show),
+ * and a job outside it that waited for the GPUs starts then. */
+static void booking_no_show_releases(void **state) {
+        struct gw_sim_job v[2] = {job(HOUR, 1, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR)};
+        v[0].book_lead = HOUR;
+        v[0].cancel_at = 0; /* its user cancels it as it would start: never runs in the booking */
+        struct gw_sim_result r = run(v, 2, "bookings", 1);
+        assert_int_equal(r.bookings, 1);
+        /* The 2-hour job cannot end before the booking at 1 h: it waits, the booked job starts
+         * at 1 h and is cancelled at once, and 15 min later the booking is released. */
+        assert_int_equal(r.cancelled, 1);
+        assert_int_equal(r.completed, 1);
+        assert_true(r.wait_p90_s == (double) (HOUR + 15 * MIN - 30 * MIN) / SEC);
+        gw_sim_result_free(&r);
+}
+
+/* A leak of 8 GiB per hour of work: the process runs out of memory (30 GiB low + 10 GiB peak
+ * on 80 GiB) after 5 h.  Checkpoints every 40 min; gw_leak_detect flags it at the end of
+ * the process's 4th epoch (epochs 2-4 rising; the first is never used), 160 min in. */
+static void leak_oom_and_restart(void **state) {
+        struct gw_sim_job v[1] = {job(0, 1, 10 * HOUR, 24 * HOUR)};
+        v[0].ckpt_interval = 40 * MIN;
+        v[0].leak_mb_h = 8192;
+
+        /* Without gpuward: out of memory at 5 h, 20 min since the 280-min checkpoint lost. */
+        struct gw_sim_result r = run(v, 1, "baseline", 1);
+        assert_int_equal(r.oom_crashes, 1);
+        assert_int_equal(r.failed, 1);
+        assert_int_equal(r.leaks_detected, 0);
+        assert_int_equal(r.measured, 5 * HOUR);
+        assert_hours(r.lost_gpu_h, 20.0 / 60);
+        assert_hours(r.lost_leak_gpu_h, 20.0 / 60);
+        gw_sim_result_free(&r);
+
+        /* leak_policy warn with retries: the oom is explained by the leak and retried from the
+         * 280-min checkpoint (10 s backoff); the new process runs out again 5 h later at work
+         * 580 min (checkpoint 560), and the second retry (20 s) finishes the last 40 min. */
+        r = run(v, 1, "retry", 1);
+        assert_int_equal(r.oom_crashes, 2);
+        assert_int_equal(r.leaks_detected, 2);
+        assert_int_equal(r.retries, 2);
+        assert_int_equal(r.completed, 1);
+        assert_hours(r.lost_gpu_h, 40.0 / 60);
+        assert_int_equal(r.measured, 640 * MIN + 30 * SEC);
+        gw_sim_result_free(&r);
+
+        /* leak_policy restart: flagged at the 30-s sample at or after each detection, stopped
+         * one sample later (the checkpoint seen settled), resumed from it.  Attempt 1: flagged
+         * at 160 min, stopped at 160m30s (30 s lost), backoff 10 s; attempt 2 starts 160m40s at
+         * work 160, flagged at work 320 = 320m40s -> sample 321m, stopped 321m30s (50 s lost),
+         * backoff 20 s; attempt 3 starts 321m50s at work 320, flagged at work 480 = 481m50s ->
+         * 482m, stopped 482m30s (40 s lost), backoff 40 s; attempt 4 (no retry left after it,
+         * but it needs none) starts 483m10s at work 480 and finishes 120 min later. */
+        r = run(v, 1, "all", 1);
+        assert_int_equal(r.oom_crashes, 0);
+        assert_int_equal(r.leaks_detected, 3);
+        assert_int_equal(r.leak_restarts, 3);
+        assert_int_equal(r.retries, 3);
+        assert_int_equal(r.completed, 1);
+        assert_int_equal(r.wrongful, 0);
+        assert_hours(r.lost_gpu_h, 120.0 / 3600);
+        assert_int_equal(r.measured, 603 * MIN + 10 * SEC);
+        gw_sim_result_free(&r);
+}
+
+/* A broken GPU (a gpu_fault that stays until its 4-h repair): without draining, the next job
+ * placed on it crashes 5 min in; with recovery it is drained and the next job waits or runs
+ * elsewhere. */
+static void broken_gpu_drained(void **state) {
+        struct gw_sim_job v[2] = {job(0, 1, HOUR, 2 * HOUR), job(20 * MIN, 1, 30 * MIN, HOUR)};
+        v[0].fail_at = 10 * MIN;
+        v[0].fail_class = GW_FAILURE_GPU_FAULT;
+        v[0].gpu_broken = true;
+
+        struct gw_sim_result r = run(v, 2, "baseline", 1);
+        assert_int_equal(r.gpu_faults, 2);
+        assert_int_equal(r.faults_on_broken, 1);
+        assert_int_equal(r.failed, 2);
+        assert_int_equal(r.measured, 25 * MIN);
+        gw_sim_result_free(&r);
+
+        /* The retry of the first job waits 4 h for the GPU, the second job too (queue order). */
+        r = run(v, 2, "retry", 1);
+        assert_int_equal(r.gpu_faults, 1);
+        assert_int_equal(r.faults_on_broken, 0);
+        assert_int_equal(r.completed, 2);
+        assert_int_equal(r.measured, 10 * MIN + 4 * HOUR + HOUR + 30 * MIN);
+        gw_sim_result_free(&r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(baseline_holds_stalled_gpu),
@@ -316,6 +440,10 @@ int main(void) {
                 cmocka_unit_test(quota_holds_jobs),
                 cmocka_unit_test(observe_shows_phases),
                 cmocka_unit_test(config_names),
+                cmocka_unit_test(booking_holds_gpus_and_others_backfill),
+                cmocka_unit_test(booking_no_show_releases),
+                cmocka_unit_test(leak_oom_and_restart),
+                cmocka_unit_test(broken_gpu_drained),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
