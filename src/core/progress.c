@@ -394,7 +394,9 @@ int gw_progress_parse(const char *text, size_t len, struct gw_progress *ret) {
 
 const struct gw_phase_pattern gw_phase_patterns_default[] = {
         {GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "Class     Images  Instances", false},
-        {GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "all ", true},
+        /* Ultralytics' validator prints its results line once the pass is done (while it runs,
+         * the newest line is the header's tqdm bar): validation over, nothing to protect. */
+        {GW_PHASE_VALIDATED, GW_MATCH_PREFIX, "all ", true},
         {GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "Validating ", false},
         {GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "val: ", false},
         {GW_PHASE_SAVING, GW_MATCH_SUBSTR, "Saving", false},
@@ -456,6 +458,7 @@ const char *gw_phase_name(enum gw_phase p) {
                 [GW_PHASE_TRAINING] = "training",
                 [GW_PHASE_VALIDATING] = "validating",
                 [GW_PHASE_SAVING] = "saving",
+                [GW_PHASE_VALIDATED] = "validated",
         };
         if ((int) p < 0 || p >= _GW_PHASE_MAX)
                 return NULL;
@@ -594,6 +597,7 @@ int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules 
         struct gw_phase_result res = {.phase = GW_PHASE_UNKNOWN};
         char l[PHASE_SCAN_MAX], pending[GW_PHASE_LINE_MAX] = "";
         bool have_newest = false, have_pending = false;
+        enum gw_phase pending_phase = GW_PHASE_UNKNOWN;
         unsigned k, seen = 0;
         size_t end = len;
 
@@ -634,15 +638,16 @@ int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules 
                 if (m->needs_header) {
                         if (!have_pending) {
                                 set_line(pending, l);
+                                pending_phase = m->phase;
                                 have_pending = true;
                         }
                         continue;
                 }
-                /* A header-less VALIDATING/SAVING line; it confirms a pending summary when it
-                 * is a validation line, and the summary (the newer line) is the evidence. */
+                /* A header-less line; it confirms a pending summary when it is a validation
+                 * line, and then the summary (the newer line) decides and is the evidence. */
                 if (have_pending && m->phase != GW_PHASE_VALIDATING)
                         have_pending = false; /* e.g. "Saving" above "all": not its header */
-                res.phase = have_pending ? GW_PHASE_VALIDATING : m->phase;
+                res.phase = have_pending ? pending_phase : m->phase;
                 set_line(res.line, have_pending ? pending : l);
                 break;
         }

@@ -131,6 +131,7 @@ struct facts {
         const struct gw_reclaim_gpu *busy_gpu; /* the first busy one, for the reason */
         bool log_protected;             /* validating/saving line still within protect_max */
         bool log_protect_expired;       /* a protected line, but too old to protect */
+        bool val_overrun;               /* validating far longer than the job's earlier passes */
         bool ckpt_protected;
         bool active;                    /* gpu_busy || log_protected || ckpt_protected */
         gw_usec_t idle_since;           /* 0 when active */
@@ -148,6 +149,35 @@ static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) {
 static bool gpu_is_busy(const struct gw_reclaim_gpu *g, unsigned threshold) {
         /* No reading is not "0%": never reclaim on missing data. */
         return !g->util_valid || g->other_busy || g->util >= threshold;
+}
+
+/* How long the validation now shown has lasted; 0 when its start is unknown. */
+static gw_usec_t val_age(const struct gw_job_obs *o, gw_usec_t now) {
+        return o->val_since > 0 ? now - clamp(o->val_since, now) : 0;
+}
+
+static bool val_overrun(const struct gw_job_obs *o, const struct gw_reclaim_policy *p,
+                        gw_usec_t now) {
+        gw_usec_t age = val_age(o, now);
+
+        /* No earlier pass seen (the first validation, a daemon restart): nothing to compare
+         * with, only protect_max applies. */
+        if (o->val_longest <= 0 || age == 0)
+                return false;
+        return age > GW_RECLAIM_VAL_OVERRUN * o->val_longest && age > p->idle_timeout;
+}
+
+void gw_val_track_step(struct gw_val_track *t, enum gw_phase phase, gw_usec_t now) {
+        if (!t)
+                return;
+        if (phase == GW_PHASE_VALIDATING) {
+                if (t->since == 0)
+                        t->since = now;
+                return;
+        }
+        if (t->since > 0 && now - t->since > t->longest)
+                t->longest = now - t->since;
+        t->since = 0;
 }
 
 static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now,
@@ -168,10 +198,12 @@ static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p
                         break;
                 }
         if (phase_protects) {
-                if (p->protect_max == 0 || now - f->last_progress < p->protect_max)
-                        f->log_protected = true;
-                else
+                if (p->protect_max > 0 && now - f->last_progress >= p->protect_max)
                         f->log_protect_expired = true;
+                else if (o->phase == GW_PHASE_VALIDATING && val_overrun(o, p, now))
+                        f->val_overrun = true;
+                else
+                        f->log_protected = true;
         }
         f->ckpt_protected = o->ckpt_mtime > 0 && now - clamp(o->ckpt_mtime, now) < p->grace;
         f->active = f->gpu_busy || f->log_protected || f->ckpt_protected;
@@ -242,7 +274,8 @@ static void add_progress(struct text *t, const struct gw_job_obs *o, const struc
 /* "not validating, not saving", or the protecting evidence. */
 static void add_phase(struct text *t, const struct gw_job_obs *o, const struct facts *f) {
         const char *line = o->phase_line ? o->phase_line : "";
-        char c[9], d[24];
+        bool done = o->phase == GW_PHASE_VALIDATED;
+        char c[9], d[24], d2[24];
 
         if (f->log_protected)
                 add(t, "%s (\"%.*s\")", gw_phase_name(o->phase), utf8_prefix(line, 80), line);
@@ -250,6 +283,14 @@ static void add_phase(struct text *t, const struct gw_job_obs *o, const struct f
                 add(t, "%s line but no progress for %s, no longer protecting (\"%.*s\")",
                     gw_phase_name(o->phase), dur_str(f->now - f->last_progress, d),
                     utf8_prefix(line, 80), line);
+        else if (f->val_overrun)
+                add(t, "validating for %s, over %dx the longest earlier validation (%s), no "
+                       "longer protecting (\"%.*s\")",
+                    dur_str(val_age(o, f->now), d), GW_RECLAIM_VAL_OVERRUN,
+                    dur_str(o->val_longest, d2), utf8_prefix(line, 80), line);
+        else if (done)
+                add(t, "not validating (validation finished: \"%.*s\")", utf8_prefix(line, 80),
+                    line);
         else
                 add(t, "not validating");
         if (f->ckpt_protected)
@@ -257,7 +298,7 @@ static void add_phase(struct text *t, const struct gw_job_obs *o, const struct f
                     clock_str(o->ckpt_mtime, o->utc_offset, c));
         else if (!f->log_protected || o->phase != GW_PHASE_SAVING)
                 add(t, ", not saving");
-        if (!f->log_protected && !f->log_protect_expired && *line)
+        if (!f->log_protected && !f->log_protect_expired && !f->val_overrun && !done && *line)
                 add(t, ", last log line \"%.*s\"", utf8_prefix(line, 80), line);
 }
 
@@ -268,6 +309,22 @@ static void add_signals(struct text *t, const struct gw_job_obs *o,
         add_progress(t, o, f);
         add(t, ", ");
         add_phase(t, o, f);
+}
+
+/* "validating per the log (for 1m10s; the longest earlier validation took 40s)" */
+static void add_protected_reason(struct text *t, const struct gw_job_obs *o,
+                                 const struct facts *f) {
+        gw_usec_t age = val_age(o, f->now);
+        char d[24], d2[24];
+
+        add(t, "%s per the log", gw_phase_name(o->phase));
+        if (o->phase != GW_PHASE_VALIDATING || age == 0)
+                return;
+        if (o->val_longest > 0)
+                add(t, " (for %s; the longest earlier validation took %s)", dur_str(age, d),
+                    dur_str(o->val_longest, d2));
+        else
+                add(t, " (for %s; no earlier validation seen)", dur_str(age, d));
 }
 
 /* The reason an active job is kept, first signal first. */
@@ -283,7 +340,7 @@ static void add_active_reason(struct text *t, const struct gw_job_obs *o,
         else if (g)
                 add(t, "GPU %d used by another process (counted as busy)", g->index);
         else if (f->log_protected)
-                add(t, "%s per the log", gw_phase_name(o->phase));
+                add_protected_reason(t, o, f);
         else
                 add(t, "checkpoint written %s (within grace %llds)",
                     clock_str(o->ckpt_mtime, o->utc_offset, c),

@@ -7,7 +7,13 @@
  *  - every one of its GPUs is below util_threshold, counting a GPU that another job's or a
  *    rogue process keeps busy as busy, and an unknown utilisation as busy;
  *  - it is not in a protected phase: validating or saving per its log tail, or a checkpoint
- *    written within grace_seconds;
+ *    written within grace_seconds.  A validation stops protecting once its results line is
+ *    the last word (GW_PHASE_VALIDATED: the pass is over), once it has lasted more than
+ *    GW_RECLAIM_VAL_OVERRUN times the longest earlier validation of the same job and more
+ *    than idle_timeout (a pass hung halfway), and, like a saving line, once nothing has
+ *    progressed for protect_max.  From the sample where a protection ends, the idle window
+ *    runs as usual: a job hung mid-validation is warned max(3 x longest, idle_timeout) +
+ *    idle_timeout after that validation began;
  * and it has been idle for idle_timeout when, in addition, nothing progressed for that long:
  * no log growth, no results.csv change, no declared progress-file change, no loss change.
  * A busy or protected sample resets the window (state.last_active = now); a progress instant
@@ -116,6 +122,11 @@ struct gw_job_obs {
         gw_usec_t ckpt_mtime;            /* newest weights/ *.pt mtime; 0 = none */
 
         enum gw_phase phase;             /* gw_phase_from_log on the log's tail */
+        /* The job's validation timing, from a struct gw_val_track the caller keeps: when the
+         * validation the log shows now began (first seen) and the longest earlier validation
+         * of this attempt; 0 = unknown / none seen (then only protect_max bounds it). */
+        gw_usec_t val_since;
+        gw_usec_t val_longest;
         const char *phase_line;          /* its line (UTF-8, as gw_phase_from_log makes it:
                                           * quoted in the evidence); may be NULL */
 
@@ -166,6 +177,21 @@ struct gw_reclaim_decision {
          * validating, not saving" (product.md §1.2: show exactly why). */
         char evidence[GW_RECLAIM_EVIDENCE_MAX];
 };
+
+/* A validation lasting more than this many times the job's longest earlier one (and more than
+ * idle_timeout) no longer protects it: real passes of one job take about the same time. */
+#define GW_RECLAIM_VAL_OVERRUN 3
+
+/* The durations of a job's validation passes, as the phase from its log changes from sample
+ * to sample.  Zeroed at the start of an attempt; gw_val_track_step once per sample with the
+ * phase the log shows then; its fields go to gw_job_obs.val_since / val_longest.  A pass is
+ * timed from the first sample that shows it to the first that does not: durations are good to
+ * a sample interval, and a pass shorter than one may go unseen (then it counts for nothing). */
+struct gw_val_track {
+        gw_usec_t since;                 /* the current pass was first seen at; 0 = none now */
+        gw_usec_t longest;               /* the longest finished pass; 0 = none seen */
+};
+void gw_val_track_step(struct gw_val_track *t, enum gw_phase phase, gw_usec_t now);
 
 /* Decides for one job.  Reads only its arguments; writes *out only on success.  Returns 0, or
  * -EINVAL for NULL arguments, a policy gw_reclaim_policy_check refuses, gpus NULL with

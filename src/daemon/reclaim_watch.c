@@ -192,8 +192,14 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
         struct gw_reclaim_gpu gpus[64];
         size_t n = job_gpus(d, j, gpus);
-        /* Files are looked at only when the answer could be "idle": a busy, young, exempt or
-         * already stopping job is kept whatever they say, and mtimes lose nothing meanwhile. */
+        /* The log every sample (cheap unless it grew): how long this job's validation passes
+         * take is learnt while it works.  Other files only when the answer could be "idle": a
+         * busy, young, exempt or already stopping job is kept whatever they say, and mtimes
+         * lose nothing meanwhile. */
+        if (!w->state.term_at) {
+                gw_rwatch_gather_log(d, j, w);
+                gw_val_track_step(&w->val, w->phase, now);
+        }
         bool look = p->enabled && !w->state.term_at && now - j->start_time >= p->idle_timeout &&
                     !any_busy(gpus, n, p->util_threshold);
         if (look)
@@ -213,6 +219,8 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
                 .ckpt_mtime = w->ckpt_mtime,
                 .phase = w->phase,
                 .phase_line = w->phase_line[0] ? w->phase_line : NULL,
+                .val_since = w->val.since,
+                .val_longest = w->val.longest,
                 .probe = w->probe.result,
                 .probe_detail = w->probe.detail[0] ? w->probe.detail : NULL,
                 .utc_offset = utc_offset(now),

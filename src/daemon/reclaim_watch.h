@@ -43,6 +43,7 @@ struct gw_rwatch {
         gw_usec_t log_changed;
         enum gw_phase phase;
         char phase_line[GW_PHASE_LINE_MAX];
+        struct gw_val_track val;         /* this attempt's validation passes, timed */
 
         /* Ultralytics' results.csv, once found (the path is then kept). */
         char *results_path;
@@ -67,7 +68,11 @@ struct gw_rwatch {
 };
 
 /* reclaim_gather.c */
-/* Refreshes w's file signals for j: stats the log, results.csv, the progress file and the
+/* Refreshes w's log signals for j (size, mtime, the phase from its tail): one fstat, and the
+ * tail read only when the log grew.  Every sample, busy or not: validation passes are timed
+ * while the job works, so that one that overruns is recognised when it does not. */
+void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w);
+/* Refreshes w's other file signals for j: stats results.csv, the progress file and the
  * checkpoints, and reads a file only when its size or mtime changed. */
 void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w);
 /* Appends line (ending in '\n') to j's log.  Its bytes are recorded in w->log_size, so the

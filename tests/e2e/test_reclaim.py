@@ -5,6 +5,7 @@ import http.server
 import json
 import os
 import pwd
+import re
 import subprocess
 import threading
 import time
@@ -38,10 +39,10 @@ def kinds(job):
 
 
 class ReclaimTest(DaemonTest):
-    """Hung jobs.  protect_max 1 s: a job that hangs right after a validation line (the fake
-    trainer hangs after an epoch's "all ..." summary) is protected for that long first."""
+    """Hung jobs, under the built-in protect_max (1 h): a job hung right after a validation
+    pass (its "all ..." results line last in the log) is not protected by it."""
     gpus = 2
-    config = make_config(protect_max=1)
+    config = make_config()
 
     def metrics(self):
         st, body = self.d.tcp("GET", "/metrics")
@@ -80,13 +81,33 @@ class ReclaimTest(DaemonTest):
         j = self.d.wait_state(jid, "RECLAIMED", timeout=BOUND + 15)
         run = os.path.join(self.d.work, "runs", "detect", "train")
         hung_at = os.stat(os.path.join(run, "weights", "last.pt")).st_mtime  # its last write
-        # Protected for protect_max after the validation summary, then the usual window.
-        self.assertLessEqual(j["end_time"] - hung_at, BOUND + 1 + 0.5, j["reason"])
+        self.assertLessEqual(j["end_time"] - hung_at, BOUND + 0.5, j["reason"])
         reason = j["reason"]
         for needle in ("util 0% (threshold 5%)", "log unchanged since", "results.csv 2 rows since", "loss ",
-                       "no longer protecting", "not saving"):
+                       "not validating (validation finished: \"all ", "not saving"):
             self.assertIn(needle, reason)
         self.assertEqual(j["attempts"][-1]["class"], "reclaimed")
+
+    def test_hang_right_after_validation_is_reclaimed(self):
+        # Epoch 3's results line is the last thing the job writes (no results.csv row, no
+        # checkpoint after it), with the job past its idle timeout: the pass is over, and the
+        # line must not protect the job for protect_max.
+        jid = self.d.submit("--", TRAINER, "epochs=30", "--epoch-seconds", "1.5", "--hang-after-validation", "3")
+        log_path = self.d.wait_state(jid, "RUNNING")["log_path"]
+        results_line = re.compile(r"^ +all +128 +929 ", re.M)
+
+        def epoch3_validated():
+            with open(log_path, errors="replace") as f:
+                return len(results_line.findall(f.read())) >= 3
+        wait_until(epoch3_validated, timeout=30, interval=0.05, what="epoch 3's results line")
+        hung_at = time.time()
+        j = self.d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 10)
+        self.assertEqual(j["state"], "RECLAIMED", j["reason"])
+        self.assertLessEqual(j["end_time"] - hung_at, BOUND + 0.5, j["reason"])
+        reason = j["reason"]
+        for needle in ("RECLAIMED after", "util 0% (threshold 5%)", "results.csv 2 rows since",
+                       "not validating (validation finished: \"all        128        929", "not saving"):
+            self.assertIn(needle, reason)
 
     def test_trainer_ignoring_sigterm_is_killed(self):
         jid = self.d.submit("--", TRAINER, "--sleep-forever", "--ignore-sigterm")

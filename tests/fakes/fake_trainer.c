@@ -555,6 +555,8 @@ static int run_epoch(const struct ft_opts *o, struct gpus *g, struct run *r, lon
 	struct metrics m = metrics_at((double) E, r->c.epochs);
 	report(g, o->long_validation > 0 ? 2 : o->slow_io ? 1 : (o->util * 3 + 3) / 4);
 	validate(&m, val_s, o->long_validation, false);
+	if (E == o->hang_after_val && fault_fire(o))
+		hang(g); /* the results line is the last word, as when a save or callback hangs */
 	set_mem(g, o, k + 1); /* a leak shows in the baseline after validation */
 	report(g, o->save_delay > 0 || o->save_seconds > 0 ? 3 : train_util);
 
@@ -685,7 +687,7 @@ int main(int argc, char **argv)
 {
 	struct ft_opts o = {.epochs = 3, .batch = LONG_MIN, .imgsz = 0, .epoch_seconds = 0.2, .mem_mib = 2000,
 			 .util = -1, .hang_after = -1, .crash_at = -1, .oom_at = -1, .xid_at = -1, .xid = 79,
-			 .exit_code = 1, .fault_attempt = -1, .child_max_seconds = 900};
+			 .exit_code = 1, .fault_attempt = -1, .child_max_seconds = 900, .hang_after_val = -1};
 	(void) ft_copy_str(o.name, sizeof o.name, "train");
 	(void) ft_copy_str(o.project, sizeof o.project, "runs/detect");
 	(void) ft_copy_str(o.data, sizeof o.data, "coco128.yaml");

@@ -17,6 +17,7 @@ struct ft_opts {
 	double epoch_seconds, long_validation, child_max_seconds, save_delay, save_seconds;
 	long mem_mib, util; /* util < 0: not given */
 	long hang_after, crash_at, oom_at, xid_at, xid, exit_code, fault_attempt;
+	long hang_after_val; /* --hang-after-validation: 1-based epoch, -1 none */
 	long leak_mib, fork_children, child_mem_mib;
 	bool ignore_sigterm, slow_io, sleep_forever, leak_first_only, traceback_stderr, help;
 	char crash_msg[512], fault_once[PATH_MAX];

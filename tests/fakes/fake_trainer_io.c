@@ -483,6 +483,7 @@ static const struct flag FLAGS[] = {
 	FLAG("--mem-mib", K_LONG, mem_mib, 0, 1 << 24),
 	FLAG("--util", K_LONG, util, 0, 100),
 	FLAG("--hang-after-epoch", K_LONG, hang_after, 0, 1e6),
+	FLAG("--hang-after-validation", K_LONG, hang_after_val, 1, 1e6),
 	FLAG("--ignore-sigterm", K_BOOL, ignore_sigterm, 0, 0),
 	FLAG("--crash-at-epoch", K_LONG, crash_at, 1, 1e6),
 	FLAG("--crash-msg", K_STR, crash_msg, 0, 0),
@@ -518,6 +519,8 @@ void ft_help(void)
 	    "  --mem-mib M            simulated memory per GPU (2000)\n"
 	    "  --util U               SM utilisation while training (90; validation 3/4 of it)\n"
 	    "  --hang-after-epoch N   after epoch N (0: before the first): util 0, write nothing, sleep\n"
+	    "  --hang-after-validation N  right after epoch N's validation results line (\"all ...\"),\n"
+	    "                         before its results.csv row and checkpoints: util 0, write nothing, sleep\n"
 	    "  --ignore-sigterm       SIG_IGN for SIGTERM (otherwise: die of it, like yolo; procs file removed)\n"
 	    "  --crash-at-epoch N     during epoch N: traceback ending in --crash-msg TEXT, exit --exit-code C\n"
 	    "                         (\"RuntimeError: CUDA error: an illegal memory access was encountered\", 1)\n"

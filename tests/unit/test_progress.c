@@ -366,8 +366,25 @@ static const struct {
         /* The last redraw is a validation bar: validating, even after the epoch's bar. */
         {"validation is the last redraw", EPOCH1_BARS VAL_BARS, 0, GW_PHASE_VALIDATING,
          "Class     Images  Instances      Box(P"},
+        /* The results line ends the pass (product.md §7): validated, nothing to protect; a
+         * job hung right after it is hung, not validating. */
         {"summary under its header", EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE,
-         0, GW_PHASE_VALIDATING, "all        128        929"},
+         0, GW_PHASE_VALIDATED, "all        128        929"},
+        {"summary with an open line after it",
+         EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE "\n  \r", 0,
+         GW_PHASE_VALIDATED, "all        128        929"},
+        /* The next epoch's validation, with the previous summary further up: still running. */
+        {"validating again after a summary",
+         EPOCH1_BARS VAL_BARS "\n" ALL_LINE EPOCH1_BARS VAL_BARS, 0, GW_PHASE_VALIDATING,
+         "Class     Images  Instances      Box(P"},
+        /* The final validation prints classes after "all", then timings: still over. */
+        {"final validation done",
+         VAL_HDR ": 100%| 4/4 [00:01<00:00]\n" ALL_LINE
+         "                person        128        254      0.696      0.639      0.691      0.493\n"
+         "                   car        128         46      0.546      0.217      0.301      0.184\n"
+         "Speed: 0.1ms preprocess, 0.9ms inference, 0.0ms loss, 1.2ms postprocess per image\n"
+         "Results saved to " BLUE_BOLD "runs/detect/train" RESET "\n",
+         0, GW_PHASE_VALIDATED, "all        128        929"},
         /* A loader hung at the start of epoch 2: the summary is still in the window, but the
          * header and bar of the new epoch say training. */
         {"next epoch after the summary",
@@ -485,6 +502,7 @@ static void phase_custom_rules(void **state) {
         assert_int_equal(gw_phase_from_log(NULL, 1, NULL, &res), -EINVAL);
         assert_int_equal(gw_phase_from_log("x", 1, NULL, NULL), -EINVAL);
         assert_string_equal(gw_phase_name(GW_PHASE_SAVING), "saving");
+        assert_string_equal(gw_phase_name(GW_PHASE_VALIDATED), "validated");
         assert_null(gw_phase_name(_GW_PHASE_MAX));
         assert_null(gw_phase_name(_GW_PHASE_INVALID));
 }

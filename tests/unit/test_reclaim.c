@@ -483,6 +483,192 @@ static void evidence_stays_utf8(void **state) {
         assert_true(cut); /* some of them did fill the buffer */
 }
 
+/* ---- validation: over when its results line is last, or far beyond the job's own ---- */
+
+static const char all_line[] = "all        128        929      0.646      0.539      0.617      0.455";
+
+/* GPUs at 2% (below the threshold), started an hour ago under "default" (idle 5m, warn 1m,
+ * protect_max 1h), results.csv 9 rows; ages in seconds before now, NONE = absent.  The log
+ * stands still since val_since unless log_age says otherwise. */
+struct val_row {
+        const char *name;
+        enum gw_phase phase;
+        long log_age, ckpt_age, val_since_ago, val_longest, last_active_ago;
+        /* expected */
+        enum gw_reclaim_action action;
+        enum gw_reclaim_why why;
+        const char *ev1, *ev2;
+};
+
+static const struct val_row val_rows[] = {
+        /* The results line is the last word: the pass is over, the job is simply hung. */
+        {"results line last, hung 6m40s", GW_PHASE_VALIDATED, 400, NONE, NONE, 60, NONE,
+         GW_RECLAIM_WARN, GW_RECLAIM_WHY_NONE,
+         "not validating (validation finished: \"all        128        929", "no progress for 6m40s"},
+        {"results line last, 1m40s", GW_PHASE_VALIDATED, 100, NONE, NONE, NONE, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_RECENT, "kept: idle for 1m40s of 5m",
+         "validation finished"},
+        /* After the results line Ultralytics writes results.csv and the checkpoints. */
+        {"results line last, checkpoint 10s ago", GW_PHASE_VALIDATED, 400, 10, NONE, 60, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_PROTECTED, "kept: checkpoint written 14:49:50", NULL},
+        {"first validation of the job, 20m", GW_PHASE_VALIDATING, 1200, NONE, 1200, NONE, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_PROTECTED,
+         "kept: validating per the log (for 20m; no earlier validation seen)", NULL},
+        {"within 3x the longest", GW_PHASE_VALIDATING, 500, NONE, 500, 200, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_PROTECTED,
+         "(for 8m20s; the longest earlier validation took 3m20s)", "validating (\"Class"},
+        {"exactly 3x the longest", GW_PHASE_VALIDATING, 600, NONE, 600, 200, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_PROTECTED, "validating per the log", NULL},
+        /* Short passes: 3x is not much, so the idle timeout bounds it from below too. */
+        {"over 3x but within idle_timeout", GW_PHASE_VALIDATING, 250, NONE, 250, 60, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_PROTECTED, "validating per the log", NULL},
+        /* Overrun: the protection ends; the last protected sample was 5 s ago. */
+        {"overrun, window just started", GW_PHASE_VALIDATING, 700, NONE, 700, 200, 5,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_RECENT, "kept: idle for 5s of 5m",
+         "validating for 11m40s, over 3x the longest earlier validation (3m20s), no longer "
+         "protecting (\"Class"},
+        {"overrun, window run out", GW_PHASE_VALIDATING, 1000, NONE, 1000, 200, 305,
+         GW_RECLAIM_WARN, GW_RECLAIM_WHY_NONE, "WARNING idle for 5m5s", "no longer protecting"},
+        /* The log still moves (a tqdm bar redrawing): progress, whatever the duration. */
+        {"overrun but the bar moves", GW_PHASE_VALIDATING, 2, NONE, 1000, 200, 5,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_RECENT, "kept: idle for 2s of 5m", "over 3x"},
+        /* Start unknown (the daemon restarted mid-pass): only protect_max bounds it. */
+        {"start unknown", GW_PHASE_VALIDATING, 1200, NONE, NONE, 200, NONE, GW_RECLAIM_KEEP,
+         GW_RECLAIM_WHY_PROTECTED, "kept: validating per the log", NULL},
+        {"start in the future", GW_PHASE_VALIDATING, 1200, NONE, -60, 200, NONE,
+         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_PROTECTED, "kept: validating per the log", NULL},
+        /* protect_max still wins over a pass that is not (yet) an overrun. */
+        {"protect_max over a first validation", GW_PHASE_VALIDATING, 7200, NONE, 7200, NONE,
+         NONE, GW_RECLAIM_WARN, GW_RECLAIM_WHY_NONE, "validating line but no progress for 1h",
+         "no longer protecting"},
+        /* The timing is about validation: a saving line is protected as before. */
+        {"saving line, long", GW_PHASE_SAVING, 1000, NONE, 1000, 10, NONE, GW_RECLAIM_KEEP,
+         GW_RECLAIM_WHY_PROTECTED, "kept: saving per the log", NULL},
+};
+
+static void validation_table(void **state) {
+        const gw_usec_t now = AT(3600); /* 14:50:00 */
+
+        for (size_t i = 0; i < N_ELEMS(val_rows); i++) {
+                const struct val_row *r = &val_rows[i];
+                struct gw_reclaim_gpu g[2] = {{0, true, 2, false}, {1, true, 2, false}};
+                struct gw_job_obs o = {
+                        .started_at = T0,
+                        .gpus = g,
+                        .n_gpus = 2,
+                        .log_changed = ago(r->log_age, now),
+                        .results_rows = 9,
+                        /* the row before this pass, or older */
+                        .results_changed = ago(r->log_age > 1500 ? r->log_age : 1500, now),
+                        .loss = NAN,
+                        .ckpt_mtime = ago(r->ckpt_age, now),
+                        .phase = r->phase,
+                        .phase_line = r->phase == GW_PHASE_VALIDATED ? all_line
+                                      : r->phase == GW_PHASE_SAVING  ? "Saving model"
+                                                                     : val_line,
+                        .val_since = ago(r->val_since_ago, now),
+                        .val_longest = r->val_longest == NONE ? 0 : r->val_longest * SEC,
+                        .state = {.last_active = ago(r->last_active_ago, now)},
+                };
+                struct gw_reclaim_decision d;
+
+                assert_int_equal(gw_reclaim_decide(&o, profile("default"), now, &d), 0);
+                if (d.action != r->action || d.why != r->why)
+                        fail_msg("%s: %s/%d, want %s/%d: %s", r->name,
+                                 gw_reclaim_action_name(d.action), d.why,
+                                 gw_reclaim_action_name(r->action), r->why, d.evidence);
+                assert_contains(d.evidence, r->ev1);
+                assert_contains(d.evidence, r->ev2);
+        }
+}
+
+static void val_track(void **state) {
+        struct gw_val_track t = {0};
+
+        gw_val_track_step(&t, GW_PHASE_TRAINING, AT(10));
+        assert_int_equal(t.since, 0);
+        assert_int_equal(t.longest, 0);
+        gw_val_track_step(&t, GW_PHASE_VALIDATING, AT(20)); /* first seen */
+        gw_val_track_step(&t, GW_PHASE_VALIDATING, AT(25));
+        assert_int_equal(t.since, AT(20));
+        gw_val_track_step(&t, GW_PHASE_VALIDATED, AT(60)); /* results line: 40 s */
+        assert_int_equal(t.since, 0);
+        assert_int_equal(t.longest, 40 * SEC);
+        gw_val_track_step(&t, GW_PHASE_VALIDATING, AT(100));
+        gw_val_track_step(&t, GW_PHASE_TRAINING, AT(110)); /* shorter: longest stays */
+        assert_int_equal(t.longest, 40 * SEC);
+        gw_val_track_step(&t, GW_PHASE_VALIDATING, AT(200));
+        gw_val_track_step(&t, GW_PHASE_UNKNOWN, AT(270));
+        assert_int_equal(t.longest, 70 * SEC);
+        gw_val_track_step(&t, GW_PHASE_SAVING, AT(300));
+        assert_int_equal(t.since, 0);
+        gw_val_track_step(NULL, GW_PHASE_VALIDATING, AT(1)); /* no crash */
+}
+
+/* An epoch every 600 s: train at 90% until :540, validate at 60% until :600 (its bar, then
+ * the results line), the results.csv row at :600.  Hangs at hang_at (util 0, nothing more
+ * written), in the middle of a pass or right after one. */
+static void epochs_then_hang(long t, long hang_at, struct gw_job_obs *o,
+                             struct gw_reclaim_gpu *g) {
+        long s = t < hang_at ? t : hang_at, in = s % 600;
+
+        util(g, t >= hang_at ? 0 : in < 540 ? 90 : 60);
+        o->log_changed = AT(s);
+        o->results_rows = s / 600;
+        o->results_changed = s >= 600 ? AT(s / 600 * 600) : 0;
+        o->phase = in >= 540 ? GW_PHASE_VALIDATING
+                   : s >= 600 && in == 0 ? GW_PHASE_VALIDATED
+                                         : GW_PHASE_TRAINING;
+        o->phase_line = o->phase == GW_PHASE_VALIDATING ? val_line
+                        : o->phase == GW_PHASE_VALIDATED ? all_line
+                                                         : "5/50 ...";
+}
+
+static void validation_lives(void **state) {
+        static const struct {
+                const char *name;
+                long hang_at, warn, term, kill;
+        } cases[] = {
+                /* Right after epoch 5's results line (before its results.csv row): the last
+                 * busy sample is 2995; warned 300 s after the hang, not an hour later. */
+                {"hung after the results line", 3000, 3300, 3360, 3390},
+                /* Halfway through epoch 5's pass (began 2940, earlier ones 60 s): protected
+                 * until it has lasted > 300 s (3245), then the usual window from 3240. */
+                {"hung mid-validation", 2970, 3540, 3600, 3630},
+        };
+
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                struct gw_reclaim_state st = {0};
+                struct gw_val_track vt = {0};
+                struct gw_reclaim_decision d = {0};
+                long warn = NONE, term = NONE, kill = NONE;
+
+                for (long t = 0; t <= 8000 && kill == NONE; t += 5) {
+                        struct gw_reclaim_gpu g[2] = {{0, true, 0, false}, {1, true, 0, false}};
+                        struct gw_job_obs o = {.started_at = T0, .gpus = g, .n_gpus = 2,
+                                               .loss = NAN};
+
+                        epochs_then_hang(t, cases[i].hang_at, &o, g);
+                        gw_val_track_step(&vt, o.phase, AT(t));
+                        o.val_since = vt.since;
+                        o.val_longest = vt.longest;
+                        o.state = st;
+                        assert_int_equal(gw_reclaim_decide(&o, profile("default"), AT(t), &d), 0);
+                        if (d.action == GW_RECLAIM_WARN)
+                                warn = t;
+                        if (d.action == GW_RECLAIM_TERMINATE)
+                                term = t;
+                        if (d.action == GW_RECLAIM_KILL)
+                                kill = t;
+                        st = d.next;
+                }
+                if (warn != cases[i].warn || term != cases[i].term || kill != cases[i].kill)
+                        fail_msg("%s: warn %ld term %ld kill %ld, want %ld %ld %ld", cases[i].name,
+                                 warn, term, kill, cases[i].warn, cases[i].term, cases[i].kill);
+                assert_int_equal(vt.longest, 60 * SEC);
+        }
+}
+
 /* ---- policies and arguments ---- */
 
 static void profiles(void **state) {
@@ -566,6 +752,9 @@ int main(void) {
                 cmocka_unit_test(whole_lives),
                 cmocka_unit_test(hung_evidence),
                 cmocka_unit_test(evidence_stays_utf8),
+                cmocka_unit_test(validation_table),
+                cmocka_unit_test(val_track),
+                cmocka_unit_test(validation_lives),
                 cmocka_unit_test(profiles),
                 cmocka_unit_test(bad_arguments),
         };
