@@ -349,6 +349,33 @@ static bool covers_now(const struct gw_booking *b, gw_usec_t now) {
                now < b->end;
 }
 
+/* Sorts the distinct free_until of unowned GPUs into g->level and sets free_through[k] to
+ * the GPUs with free_until >= level[k]. */
+static void index_levels(struct gw_calendar_gpus *g) {
+        g->n_levels = 0;
+        for (int i = 0; i < GW_SCHED_MAX_GPUS; i++) {
+                gw_usec_t v = g->free_until[i];
+                int k = 0;
+                if (g->owned & BIT(i))
+                        continue;
+                while (k < g->n_levels && g->level[k] < v)
+                        k++;
+                if (k < g->n_levels && g->level[k] == v)
+                        continue;
+                memmove(&g->level[k + 1], &g->level[k], (size_t) (g->n_levels - k) * sizeof(g->level[0]));
+                g->level[k] = v;
+                g->n_levels++;
+        }
+        for (int k = 0; k < g->n_levels; k++)
+                g->free_through[k] = 0;
+        for (int i = 0; i < GW_SCHED_MAX_GPUS; i++) {
+                if (g->owned & BIT(i))
+                        continue;
+                for (int k = 0; k < g->n_levels && g->level[k] <= g->free_until[i]; k++)
+                        g->free_through[k] |= BIT(i);
+        }
+}
+
 int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now, struct gw_calendar_gpus *ret) {
         struct gw_calendar_gpus g;
 
@@ -380,6 +407,7 @@ int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now, struc
                         }
                 }
         }
+        index_levels(&g);
         *ret = g;
         return 0;
 }
@@ -387,16 +415,20 @@ int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now, struc
 uint64_t gw_calendar_free_for(const struct gw_calendar_gpus *g, uint64_t mask, gw_usec_t now,
                               gw_usec_t time_limit) {
         gw_usec_t end = add_sat(now, time_limit > 0 ? time_limit : GW_USEC_INFINITY);
-        uint64_t ok = 0;
+        int lo = 0, hi;
 
         if (!g)
                 return 0;
-        for (uint64_t m = mask & ~g->owned; m; m &= m - 1) {
-                int i = __builtin_ctzll(m);
-                if (end <= g->free_until[i])
-                        ok |= BIT(i);
+        /* The first level at or after end: its GPUs are those free through end. */
+        hi = g->n_levels;
+        while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (g->level[mid] < end)
+                        lo = mid + 1;
+                else
+                        hi = mid;
         }
-        return ok;
+        return lo < g->n_levels ? mask & ~g->owned & g->free_through[lo] : 0;
 }
 
 static const struct gw_booking *find_booking(const struct gw_calendar_input *in, int64_t id) {

@@ -172,9 +172,15 @@ struct gw_calendar_gpus {
         gw_usec_t free_until[GW_SCHED_MAX_GPUS];
         int64_t next_id[GW_SCHED_MAX_GPUS];  /* the booking starting at free_until, or 0 */
         uint64_t owned;                      /* mask of GPUs with an owner */
+        /* The distinct free_until of unowned GPUs, ascending, and for each the GPUs free at
+         * least that long: gw_calendar_free_for() answers with one binary search, as the
+         * schedule's prediction asks it for every pending job at every instant. */
+        int n_levels;
+        gw_usec_t level[GW_SCHED_MAX_GPUS];
+        uint64_t free_through[GW_SCHED_MAX_GPUS];
 };
 
-/* Fills *ret for every GPU index 0..63 from the bookings' masks.  A booking
+/* Fills *ret (levels included) for every GPU index 0..63 from the bookings' masks.  A booking
  * PENDING_APPROVAL counts as a future reservation until its start, then no longer: an
  * unapproved booking must not keep GPUs idle.  Returns 0 or -EINVAL. */
 int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now,

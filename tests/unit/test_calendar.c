@@ -229,6 +229,37 @@ static void bad_requests(void **state) {
         assert_int_equal(gw_calendar_place(&w.in, &ok, NULL, NULL, &p), -EINVAL);
 }
 
+/* free_for answers from the sorted levels exactly as the plain rule over free_until does,
+ * on random bookings across 64 GPUs. */
+static void free_for_matches_the_rule(void **state) {
+        struct world w;
+        struct gw_calendar_gpus g;
+        uint64_t seed = 88172645463325252ULL;
+
+        (void) state;
+        for (int round = 0; round < 200; round++) {
+                world_init(&w, 64, 0);
+                for (int k = 0; k < 16; k++) {
+                        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+                        gw_usec_t s = NOW + (gw_usec_t) (seed % 48) * HOUR - 2 * HOUR;
+                        add_booking(&w, k + 1, seed * 0x9e3779b97f4a7c15ULL, s, s + (gw_usec_t) (seed % 5 + 1) * HOUR,
+                                    (enum gw_booking_state) (seed % 3));
+                }
+                assert_int_equal(gw_calendar_gpus_at(&w.in, NOW, &g), 0);
+                for (int q = 0; q < 50; q++) {
+                        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+                        uint64_t mask = seed * 0xbf58476d1ce4e5b9ULL;
+                        gw_usec_t limit = q == 0 ? 0 : (gw_usec_t) (seed % (60 * 60)) * MIN / 60 + (q % 7) * HOUR;
+                        gw_usec_t end = limit > 0 ? NOW + limit : INF;
+                        uint64_t want = 0;
+                        for (int i = 0; i < 64; i++)
+                                if ((mask & M(i)) && !(g.owned & M(i)) && end <= g.free_until[i])
+                                        want |= M(i);
+                        assert_int_equal(gw_calendar_free_for(&g, mask, NOW, limit), want);
+                }
+        }
+}
+
 /* Backfill around bookings: a job may take a booked GPU only if it ends before the
  * booking starts; during the booking only its own jobs may. */
 static void scheduler_view(void **state) {
@@ -558,7 +589,7 @@ int main(void) {
                 cmocka_unit_test(no_show),         cmocka_unit_test(lifecycle),
                 cmocka_unit_test(drained_before_start), cmocka_unit_test(layout),
                 cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart),
-                cmocka_unit_test(names),
+                cmocka_unit_test(names), cmocka_unit_test(free_for_matches_the_rule),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
