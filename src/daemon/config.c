@@ -51,6 +51,11 @@ static const char usage[] =
         "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
         "  --rate-limit N, --rate-burst N  submissions and bookings per user a minute, and at\n"
         "                       once (default 20 and 50; admins are not limited)\n"
+        "  --leak-mib-per-epoch M  GPU memory-leak threshold: baseline growth per epoch (default 256)\n"
+        "  --leak-epochs N      epochs in a row over it before a leak is flagged (default 3)\n"
+        "  --snapshot-keep-last N  last.pt snapshots kept per job, besides every best.pt (default 3)\n"
+        "  --snapshot-cap SIZE  all snapshots together; the oldest last.pt copies go first\n"
+        "                       (default 50G; 0 = no cap)\n"
         "  --debug              verbose log\n"
         "  --help, --version\n"
         "\n"
@@ -63,7 +68,8 @@ static const char usage[] =
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_RATE,
-       OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON };
+       OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
+       OPT_SNAP_CAP };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -90,6 +96,10 @@ static const struct option options[] = {
         { "booking-warn", required_argument, NULL, OPT_BOOKING_WARN },
         { "rate-limit", required_argument, NULL, OPT_RATE },
         { "rate-burst", required_argument, NULL, OPT_BURST },
+        { "leak-mib-per-epoch", required_argument, NULL, OPT_LEAK_MIB },
+        { "leak-epochs", required_argument, NULL, OPT_LEAK_EPOCHS },
+        { "snapshot-keep-last", required_argument, NULL, OPT_SNAP_KEEP },
+        { "snapshot-cap", required_argument, NULL, OPT_SNAP_CAP },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -162,6 +172,29 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (gw_parse_int(v, 1, 1000000, &n) < 0)
                         break;
                 *(opt == OPT_RATE ? &c->rate_per_min : &c->rate_burst) = (int) n;
+                return 0;
+        case OPT_LEAK_MIB: /* training awareness (issue 7) */
+                if (gw_parse_int(v, 1, 1 << 20, &n) < 0)
+                        break;
+                c->leak_mib_per_epoch = (double) n;
+                return 0;
+        case OPT_LEAK_EPOCHS:
+                if (gw_parse_int(v, 2, 64, &n) < 0) /* the detector needs two, and looks at 64 */
+                        break;
+                c->leak_epochs = (unsigned) n;
+                return 0;
+        case OPT_SNAP_KEEP:
+                if (gw_parse_int(v, 1, 1000, &n) < 0)
+                        break;
+                c->snapshot_keep_last = (int) n;
+                return 0;
+        case OPT_SNAP_CAP:
+                if (strcmp(v, "0") == 0) {
+                        c->snapshot_cap = 0;
+                        return 0;
+                }
+                if (gw_parse_size(v, &c->snapshot_cap) < 0)
+                        break;
                 return 0;
         case OPT_NO_SHOW:
         case OPT_BOOKING_WARN:
@@ -356,6 +389,10 @@ static void set_defaults(struct gw_config *c) {
                 .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
                 .rate_per_min = 20,
                 .rate_burst = 50,
+                .leak_mib_per_epoch = 256,
+                .leak_epochs = 3,
+                .snapshot_keep_last = 3,
+                .snapshot_cap = (uint64_t) 50 << 30,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
                 .guests = gw_xstrdup(""),

@@ -39,6 +39,10 @@ struct gw_config {
         gw_usec_t no_show;          /* release a started booking unused this long */
         gw_usec_t booking_warn;     /* tell a booking's jobs this long before its end */
         int rate_per_min, rate_burst; /* submissions and bookings per user */
+        double leak_mib_per_epoch;  /* training awareness: leak threshold (core/leak.h) */
+        unsigned leak_epochs;       /* rising epochs in a row before a leak is flagged */
+        int snapshot_keep_last;     /* last.pt snapshots kept per job (every best.pt is kept) */
+        uint64_t snapshot_cap;      /* bytes of all snapshots; 0 = no cap */
         bool debug;
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,

@@ -305,6 +305,10 @@ static void check_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
                                                 .peak = t->gpus[i].peak, .n = t->gpus[i].n };
         struct gw_leak_params p;
         gw_leak_params_default(&p);
+        p.mib_per_epoch = d->cfg->leak_mib_per_epoch; /* config: leak_mib_per_epoch, leak_epochs */
+        p.epochs = d->cfg->leak_epochs;
+        if (p.window < p.epochs)
+                p.window = p.epochs;
         struct gw_leak_input in = { .gpus = g, .n_gpus = n, .sec_per_epoch = t->has_eta ? t->eta.sec_per_epoch : 0 };
         if (gw_leak_detect(&p, &in, &t->leak) < 0)
                 return;
@@ -347,6 +351,7 @@ void gw_training_watch(struct gw_daemon *d) {
         for (size_t i = 0; i < d->n_running; i++)
                 watch_job(d, d->running[i], now);
         gw_training_predict(d, false); /* with the ETAs just updated */
+        gw_train_snap_housekeeping(d, d->now);
 }
 
 bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {

@@ -100,6 +100,10 @@ struct gw_train {
 /* Watches weights/last.pt and best.pt of the run; starts, advances and finishes copies. */
 void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, gw_usec_t now);
 void gw_train_copy_abort(struct gw_train *t);
+/* The global size cap (snapshot_cap): the oldest last.pt copies of all jobs go first. */
+void gw_train_snap_enforce_cap(struct gw_daemon *d);
+/* Once a minute from the sample loop: the cap, also when no job copies anything. */
+void gw_train_snap_housekeeping(struct gw_daemon *d, gw_usec_t mono_now);
 /* Whether last.pt (and best.pt when there is one) stayed the same for a sample and last.pt
  * is newer than the newest results.csv row: the run just saved its checkpoint. */
 bool gw_train_ckpt_settled(const struct gw_train *t);

@@ -2,9 +2,11 @@
  * is complete (the same size and mtime for two samples, and a whole ZIP archive as torch.save
  * writes it), it is copied to STATE_DIR/snapshots/JOB/ with its sha256, the epoch it holds and
  * that epoch's mAP50-95, and recorded in the store.  The copy advances COPY_CHUNK bytes per
- * sample, so that a checkpoint of gigabytes never stalls the event loop.  Retention: the
- * newest KEEP_LAST last.pt copies and the newest KEEP_BEST best.pt copies; the rows of pruned
- * copies stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
+ * sample, so that a checkpoint of gigabytes never stalls the event loop.  Retention, after
+ * each copy and so also when the job has ended: per job the newest snapshot_keep_last
+ * last.pt copies (default 3) and every best.pt; over all jobs, snapshot_cap bytes (default
+ * 50G), the oldest last.pt copies removed first (best.pt copies are never evicted: they are
+ * what a user restores).  The rows of pruned copies stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
  * serialises once): the second copy is a hard link to the first.
  *
  * Restore copies a snapshot back as the job's user: a forked helper drops to the user's
@@ -30,8 +32,7 @@
 #define COPY_CHUNK (64u << 20)          /* bytes copied per sample */
 #define BUF_SIZE (1u << 20)
 #define SNAP_MAX ((int64_t) 64 << 30)   /* larger checkpoints are not copied */
-#define KEEP_LAST 3
-#define KEEP_BEST 10
+#define CAP_EVERY (60 * GW_USEC_PER_SEC) /* the cap is also checked this often (a changed config) */
 
 static const char *const file_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last.pt", [TRAIN_BEST] = "best.pt" };
 static const char *const kind_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last", [TRAIN_BEST] = "best" };
@@ -146,21 +147,63 @@ static void collect(const struct gw_store_snapshot *s, void *userdata) {
         k->v[k->n++] = *s;
 }
 
-/* Removes all but the newest KEEP_LAST last.pt and KEEP_BEST best.pt copies. */
+static void drop(struct gw_daemon *d, const struct gw_store_snapshot *s, const char *why) {
+        (void) unlink(s->path);
+        if (gw_store_snapshot_set_pruned(d->store, s->id) < 0)
+                log_warn("job %lld: cannot mark snapshot %d pruned: %s", (long long) s->job_id, s->seq,
+                         gw_store_errmsg(d->store));
+        else
+                log_debug("job %lld: snapshot %d (%s epoch %ld) removed: %s", (long long) s->job_id, s->seq, s->kind,
+                          s->epoch, why);
+}
+
+/* Removes all but the newest snapshot_keep_last last.pt copies of the job. */
 static void prune(struct gw_daemon *d, int64_t job_id) {
         struct keep_ctx k = { 0 };
         if (gw_store_snapshots(d->store, job_id, collect, &k) < 0)
                 return;
-        unsigned last = 0, best = 0;
-        for (size_t i = k.n; i-- > 0;) {
-                bool is_best = !strcmp(k.v[i].kind, "best");
-                unsigned *count = is_best ? &best : &last;
-                if (++*count <= (is_best ? KEEP_BEST : KEEP_LAST))
+        int last = 0;
+        for (size_t i = k.n; i-- > 0;)
+                if (strcmp(k.v[i].kind, "best") && ++last > d->cfg->snapshot_keep_last)
+                        drop(d, &k.v[i], "retention (snapshot_keep_last)");
+        free(k.v);
+}
+
+/* The bytes a copy holds on its own: best.pt and last.pt of one epoch share theirs (a hard
+ * link), so each name counts for its share. */
+static uint64_t share_of(const struct gw_store_snapshot *s) {
+        struct stat st;
+        if (stat(s->path, &st) < 0)
+                return 0;
+        return (uint64_t) st.st_size / (st.st_nlink ? st.st_nlink : 1);
+}
+
+/* Over snapshot_cap: the oldest last.pt copies go, over all jobs, until under it. */
+void gw_train_snap_enforce_cap(struct gw_daemon *d) {
+        if (!d->cfg->snapshot_cap)
+                return;
+        struct keep_ctx k = { 0 };
+        if (gw_store_snapshots_kept(d->store, collect, &k) < 0)
+                return;
+        uint64_t total = 0;
+        for (size_t i = 0; i < k.n; i++)
+                total += share_of(&k.v[i]);
+        for (size_t i = 0; i < k.n && total > d->cfg->snapshot_cap; i++) {
+                if (!strcmp(k.v[i].kind, "best"))
                         continue;
-                (void) unlink(k.v[i].path);
-                (void) gw_store_snapshot_set_pruned(d->store, k.v[i].id);
+                uint64_t freed = share_of(&k.v[i]);
+                drop(d, &k.v[i], "over snapshot_cap, oldest first");
+                total -= freed < total ? freed : total;
         }
         free(k.v);
+}
+
+void gw_train_snap_housekeeping(struct gw_daemon *d, gw_usec_t mono_now) {
+        static gw_usec_t next; /* one daemon per process */
+        if (mono_now < next)
+                return;
+        next = mono_now + CAP_EVERY;
+        gw_train_snap_enforce_cap(d);
 }
 
 static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
@@ -197,6 +240,7 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                         log_debug("job %lld: snapshot %d: %s epoch %ld (%s)", (long long) j->id, s.seq, s.kind, s.epoch,
                                   s.sha256);
                         prune(d, j->id);
+                        gw_train_snap_enforce_cap(d);
                 }
         } else
                 log_warn("job %lld: cannot keep snapshot %s: %m", (long long) j->id, s.path);

@@ -67,12 +67,13 @@ int gw_store_snapshot_add(struct gw_store *s, struct gw_store_snapshot *snap) {
         return r;
 }
 
-int gw_store_snapshots(struct gw_store *s, int64_t job_id, gw_store_snapshot_cb cb, void *userdata) {
+static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw_store_snapshot_cb cb,
+                         void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT " SNAP_COLUMNS " FROM snapshots WHERE job_id = ?1 ORDER BY seq",
-                               -1, &st, NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
                 return gw_store_sql_err(s);
-        sqlite3_bind_int64(st, 1, job_id);
+        if (job_id)
+                sqlite3_bind_int64(st, 1, job_id);
         int rc;
         struct gw_store_snapshot row;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -82,6 +83,16 @@ int gw_store_snapshots(struct gw_store *s, int64_t job_id, gw_store_snapshot_cb 
         int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
+}
+
+int gw_store_snapshots(struct gw_store *s, int64_t job_id, gw_store_snapshot_cb cb, void *userdata) {
+        return each_snapshot(s, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE job_id = ?1 ORDER BY seq", job_id, cb,
+                             userdata);
+}
+
+int gw_store_snapshots_kept(struct gw_store *s, gw_store_snapshot_cb cb, void *userdata) {
+        return each_snapshot(s, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE pruned = 0 ORDER BY time, id", 0, cb,
+                             userdata);
 }
 
 int gw_store_snapshot_get(struct gw_store *s, int64_t job_id, int seq, struct gw_store_snapshot *ret) {

@@ -28,6 +28,8 @@ int gw_store_snapshot_add(struct gw_store *s, struct gw_store_snapshot *snap);
 typedef void (*gw_store_snapshot_cb)(const struct gw_store_snapshot *snap, void *userdata);
 /* The job's snapshots by seq, pruned ones too. */
 int gw_store_snapshots(struct gw_store *s, int64_t job_id, gw_store_snapshot_cb cb, void *userdata);
+/* Every job's kept (not pruned) snapshots, oldest first: for the global size cap. */
+int gw_store_snapshots_kept(struct gw_store *s, gw_store_snapshot_cb cb, void *userdata);
 /* One snapshot; -ENOENT when there is none with that seq. */
 int gw_store_snapshot_get(struct gw_store *s, int64_t job_id, int seq, struct gw_store_snapshot *ret);
 int gw_store_snapshot_set_pruned(struct gw_store *s, int64_t id);

@@ -268,5 +268,66 @@ class PredictionTest(DaemonTest):
         self.d.api("DELETE", f"/api/v1/jobs/{a}")
 
 
+class TrainingConfigTest(DaemonTest):
+    """Leak thresholds and snapshot retention from the config file."""
+    gpus = 2
+    config = "leak_mib_per_epoch = 150\nleak_epochs = 2\nsnapshot_keep_last = 2\nsnapshot_cap = 0\n"
+
+    def submit_api(self, argv, **kw):
+        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 600}
+        spec.update(kw)
+        st, r = self.d.api("POST", "/api/v1/jobs", spec)
+        self.assertEqual(st, 201, r)
+        return r["id"]
+
+    def test_leak_threshold_from_the_config(self):
+        # 200 MiB/epoch is under the default 256 but over the configured 150, for 2 epochs.
+        jid = self.submit_api([TRAINER, "epochs=12", "name=cl", "--epoch-seconds", "1.5", "--mem-mib", "3000",
+                               "--leak-mib-per-epoch", "200"])
+        leak = wait_until(lambda: [e for e in self.d.job(jid)["events"] if e["kind"] == "leak"], timeout=40,
+                          what="a leak event")
+        self.assertRegex(leak[0]["message"], r"baseline \+200 MiB/epoch")
+        self.assertLessEqual(self.d.job(jid)["training"]["epoch"], 4, "flagged within leak_epochs + 2 epochs")
+        self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+
+    def kept_and_pruned(self, jid):
+        every = self.d.cli_json("snapshots", "--all", jid)["snapshots"]
+        return [s for s in every if not s["pruned"]], [s for s in every if s["pruned"]]
+
+    @staticmethod
+    def snap_file(snap_dir, jid, s):
+        epoch = s["epoch"] if s["epoch"] is not None else -1
+        return os.path.join(snap_dir, str(jid), f"e{epoch}-{s['kind']}-{s['sha256'][:12]}.pt")
+
+    def test_retention_after_the_end_and_the_size_cap(self):
+        jobs = [self.submit_api([TRAINER, "epochs=6", f"name=r{i}", "--epoch-seconds", "2.5"]) for i in range(2)]
+        for jid in jobs:
+            self.d.wait_state(jid, "COMPLETED", timeout=60)
+        snap_dir = os.path.join(self.d.state, "snapshots")
+        for jid in jobs:
+            kept, pruned = self.kept_and_pruned(jid)
+            self.assertLessEqual(len([s for s in kept if s["kind"] == "last"]), 2, kept)
+            self.assertTrue(any(s["kind"] == "last" for s in pruned), "older last.pt copies were pruned")
+            self.assertFalse(any(s["kind"] == "best" for s in pruned), "every best.pt is kept")
+            for s in kept:
+                self.assertTrue(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
+            for s in pruned:
+                self.assertFalse(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
+        # A cap of 1 KiB: the daemon evicts every last.pt copy, of both jobs, and no best.pt.
+        bests = {jid: [s["seq"] for s in self.kept_and_pruned(jid)[0] if s["kind"] == "best"] for jid in jobs}
+        self.d.stop()
+        self.d.config = self.config.replace("snapshot_cap = 0", "snapshot_cap = 1K")
+        self.d.start()
+
+        def evicted():
+            return all(all(s["kind"] == "best" for s in self.kept_and_pruned(jid)[0]) for jid in jobs) or None
+        wait_until(evicted, timeout=20, what="the cap's eviction")
+        for jid in jobs:
+            kept, _ = self.kept_and_pruned(jid)
+            self.assertEqual([s["seq"] for s in kept], bests[jid])
+            for s in kept:
+                self.assertTrue(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
+
+
 if __name__ == "__main__":
     main()
