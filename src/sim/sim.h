@@ -113,6 +113,12 @@ extern const char gw_sim_trace_header[];
 int gw_sim_trace_read(FILE *f, struct gw_sim_workload *ret, char *msg, size_t msg_size);
 int gw_sim_trace_write(FILE *f, const struct gw_sim_workload *w);
 
+/* Writes gpuwardd's job history (state_dir/gpuward.db, opened read-only) as a trace with the
+ * columns submit_s,user,gpus,priority,time_limit_s,runtime_s,fail_at_s,fail_class,
+ * fail_repeat,cancel_at_s,stall_at_s (sim_export.c says what each comes from).  Returns 0, or
+ * a negative errno with a one-line message in msg. */
+int gw_sim_export_state(const char *state_dir, FILE *out, char *msg, size_t msg_size);
+
 /* ---- configurations ---- */
 
 enum gw_sim_reclaim_mode {

@@ -283,6 +283,14 @@ int main(int argc, char **argv) {
 
         if (k != 0)
                 return k > 0 ? 0 : 2;
+        if (o.export_state) {
+                char msg[512];
+                if (gw_sim_export_state(o.export_state, stdout, msg, sizeof(msg)) < 0 || fflush(stdout) != 0) {
+                        fprintf(stderr, "gpuward-sim: --export-state: %s\n", msg);
+                        return 1;
+                }
+                return 0;
+        }
         if (o.bench)
                 return gw_sim_bench_plan(stdout, clock_ns, (size_t) 1 << 20, o.json) < 0 ? 1 : 0;
         if (o.scale) {
