@@ -17,8 +17,8 @@
 static const char admin_help[] =
         "Usage: gpuward admin COMMAND [OPTIONS] ARGS\n"
         "\n"
-        "Commands for gpuwardd's administrators (root, the users in its 'admins' setting\n"
-        "and the members of its admin group); gpuwardd refuses them to anyone else.\n"
+        "Commands for gpuwardd's administrators (root, and the users and @groups of its\n"
+        "'admins' setting); gpuwardd refuses them to anyone else.\n"
         "\n"
         "Commands:\n"
         "  drain GPU --reason TEXT   place no new job on GPU; the job on it keeps running\n"
