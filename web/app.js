@@ -219,6 +219,10 @@
         S.jobs.delete(j.id);
         if (S.finished && !S.finished.some(f => f.id === j.id)) S.finished.unshift(j);
       }
+    } else if (type === 'predictions') {
+      /* Predicted starts moved (a job ended early, an ETA changed): [[id, start|null], ...]. */
+      for (const [id, start] of data.jobs) { const j = S.jobs.get(id); if (j) j.predicted_start = start; }
+      type = 'job';
     }
     if (GW.onLiveEvent) GW.onLiveEvent(type, data);
     GW.render(type);
@@ -251,7 +255,7 @@
       if (type === 'reset') { S.gpus = null; loadGpus(); }
       resync();
     });
-    for (const type of ['gpus', 'job', 'job_event', 'booking']) es.addEventListener(type, e => {
+    for (const type of ['gpus', 'job', 'job_event', 'booking', 'predictions']) es.addEventListener(type, e => {
       const d = JSON.parse(e.data);
       if (buffering && type !== 'gpus') buffered.push([type, d]);
       else onEvent(type, d);

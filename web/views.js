@@ -21,6 +21,13 @@
   /* Training awareness (epochs, ETA, leaks, snapshots) when the daemon has it. */
   function trainingFacts(t) {
     if (!t) return [h('p', { class: 'sub' }, 'No training progress known for this job (no results.csv read).')];
+    if (t.prediction) {
+      const p = t.prediction, n = (p.similar_jobs || []).length;
+      const basis = p.runtime_from === 'history' ? `the median of ${n} similar past job${n === 1 ? '' : 's'}`
+        : 'its time limit' + (n ? ' (similar past jobs ran longer)' : ' (no similar past job)');
+      return [h('p', { class: 'predicted' }, (p.predicted_start ? `Predicted start ~${GW.fmtFull(p.predicted_start)}`
+        : `No predicted start: ${p.why_none || 'unknown'}`) + `; expected to run ${GW.fmtDur(p.runtime_seconds)}, ${basis}.`)];
+    }
     const out = [];
     const epochs = t.epoch !== undefined && t.epoch !== null ? `epoch ${t.epoch}${t.epochs ? ' of ' + t.epochs : ''}` : '';
     const per = t.sec_per_epoch ? `, ${GW.fmtDur(t.sec_per_epoch)} per epoch` : '';
@@ -46,7 +53,8 @@
       fact('GPUs', j.gpus && j.gpus.length ? j.gpus.join(', ') : `${j.ngpus} wanted`),
       fact('Attempt', `${j.attempt} of ${1 + (j.retries || 0)}`),
       fact('Submitted', GW.fmtFull(j.submit_time)),
-      fact('Started', GW.fmtFull(j.start_time)),
+      j.state === 'PENDING' ? fact('Predicted start', j.predicted_start ? '~' + GW.fmtFull(j.predicted_start) : 'not predicted')
+        : fact('Started', GW.fmtFull(j.start_time)),
       fact(j.end_time ? 'Ended' : 'Runtime', j.end_time ? GW.fmtFull(j.end_time) : GW.fmtDur(run)),
       fact('ETA', eta ? GW.fmtFull(eta) : j.state === 'RUNNING' ? 'not known yet' : '—'),
       fact('Time limit', GW.fmtDur(j.time_limit)),
@@ -73,7 +81,10 @@
     if (J.id !== j.id) return;
     J.haveResults = r.status === 200;
     let vlines = [];
-    if (r.status === 200 && r.data.series.time && j.start_time) {
+    if (r.status === 200 && Array.isArray(r.data.epoch_end_offsets) && r.data.epoch_end_offsets.length && j.start_time) {
+      /* When each results.csv row appeared, as the daemon saw it (running jobs). */
+      vlines = r.data.epoch_end_offsets.map(v => j.start_time + v);
+    } else if (r.status === 200 && r.data.series.time && j.start_time) {
       /* Ultralytics' "time" column: seconds since the run started, at each epoch's end. */
       vlines = r.data.series.time.filter(v => v !== null).map(v => j.start_time + v);
     }

@@ -292,6 +292,9 @@ struct calendar_view;
 void gw_training_fill_view(struct gw_daemon *d, struct calendar_view *v);
 void gw_training_predict(struct gw_daemon *d, bool force);
 json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j);
+/* When each results.csv row of the current attempt appeared, in seconds since its start
+ * (the job page's epoch lines); JSON null when not watched.  New reference. */
+json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j);
 void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                 struct gw_http_reply *rep, const struct caller *c);
 void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

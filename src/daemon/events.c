@@ -159,6 +159,20 @@ void gw_events_gpus(struct gw_daemon *d) {
         publish(ev, "gpus", gw_api_gpus_json(d));
 }
 
+void gw_events_predictions(struct gw_daemon *d) {
+        struct gw_events *ev = d->events;
+        if (!ev || !ev->n_clients)
+                return;
+        json_t *arr = json_array();
+        for (size_t i = 0; i < d->n_queue; i++) {
+                const struct gw_job *j = d->queue[i]->job;
+                json_array_append_new(arr, json_pack("[I,o]", (json_int_t) j->id,
+                                                     j->predicted_start ? json_real((double) j->predicted_start / 1e6)
+                                                                        : json_null()));
+        }
+        publish(ev, "predictions", json_pack("{s:o}", "jobs", arr));
+}
+
 /* ---- the stream of one client ---- */
 
 static ssize_t client_read(void *cls, char *buf, size_t max) {

@@ -30,6 +30,11 @@ json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now) {
         json_object_set_new(o, "timed_epochs", json_integer((json_int_t) (t->has_eta ? e->n_timed : 0)));
         gw_usec_t last = t->n_epochs ? t->epochs[t->n_epochs - 1].end : 0;
         json_object_set_new(o, "since_last_epoch", num_or_null(last && now >= last, (double) (now - last) / 1e6));
+        /* When each results.csv row appeared: the job page's epoch lines on the GPU curves. */
+        json_t *ends = json_array();
+        for (size_t i = 0; i < t->n_epochs; i++)
+                json_array_append_new(ends, json_real((double) t->epochs[i].end / 1e6));
+        json_object_set_new(o, "epoch_ends", ends);
         json_object_set_new(o, "results_csv", t->results_path ? gw_json_text(t->results_path) : json_null());
         return o;
 }
@@ -50,6 +55,18 @@ json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t) {
         json_object_set_new(o, "seconds_to_oom", num_or_null(v->leak, v->seconds_to_oom));
         json_object_set_new(o, "restart", json_string(t->restart_sent ? "stopping" : t->restart_pending ? "pending" : "none"));
         return o;
+}
+
+json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j) {
+        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
+        if (!t || j->start_time <= 0)
+                return json_null();
+        json_t *arr = json_array();
+        for (size_t i = 0; i < t->n_epochs; i++)
+                if (t->epochs[i].end >= j->start_time)
+                        json_array_append_new(arr, json_real((double) (t->epochs[i].end - j->start_time) / 1e6));
+        return arr;
 }
 
 static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_job *j) {

@@ -20,12 +20,14 @@
 #include "core/predict.h"
 #include "daemon/sharing.h"
 #include "daemon/training_int.h"
+#include "daemon/web.h"
 
 #define RUNTIME_TTL     (60 * GW_USEC_PER_SEC)
 #define HISTORY_SCAN    500
 #define CACHE_SLOTS     256
 #define PREDICT_EVERY   (2 * GW_USEC_PER_SEC)
 #define PREDICT_HORIZON ((gw_usec_t) 14 * 24 * 3600 * GW_USEC_PER_SEC)
+#define PUSH_MOVE       (60 * GW_USEC_PER_SEC) /* a start moved this much: tell the dashboards */
 
 struct runtime_entry {
         bool used;
@@ -117,13 +119,19 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         int r = gw_predict_starts(&v.in, gw_now_wall(), PREDICT_HORIZON, out);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));
+        bool moved = false;
         for (size_t i = 0; i < v.in.n_pending && i < d->n_queue; i++) {
                 struct gw_job *j = d->queue[i]->job;
                 bool ok = r == 0 && out[i].id == j->id && out[i].start != GW_USEC_INFINITY;
-                j->predicted_start = ok ? out[i].start : 0;
+                gw_usec_t start = ok ? out[i].start : 0;
+                gw_usec_t diff = start > j->predicted_start ? start - j->predicted_start : j->predicted_start - start;
+                moved = moved || (!start != !j->predicted_start) || diff >= PUSH_MOVE;
+                j->predicted_start = start;
                 j->predicted_end = ok ? out[i].end : 0;
         }
         gw_calendar_view_free(&v);
+        if (moved)
+                gw_events_predictions(d);
 }
 
 json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j) {

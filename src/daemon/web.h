@@ -33,6 +33,8 @@ void gw_events_close(struct gw_daemon *d);
 void gw_events_free(struct gw_daemon *d);
 /* After each GPU sample: a "gpus" event (only while someone listens). */
 void gw_events_gpus(struct gw_daemon *d);
+/* Predicted starts of the queued jobs moved (training_predict.c): [[id, start|null], ...]. */
+void gw_events_predictions(struct gw_daemon *d);
 /* GET /api/v1/events */
 void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
                const struct caller *c);

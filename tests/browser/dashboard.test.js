@@ -178,6 +178,22 @@ async function run(d, page) {
     await page.screenshot({ path: path.join(ARTIFACTS, 'queue-1280x800.png') });
   });
 
+  await step('a pending job shows its predicted start in the queue and on its page', async () => {
+    await page.click('nav a[data-nav="queue"]');
+    await page.waitForSelector('#view-queue:not([hidden])');
+    const out = d.cli('submit', '--json', '--gpus', '4', '--time', '5m', '--name', 'browser-wait', '--', 'sleep', '60');
+    const wid = JSON.parse(out).id;
+    const row = page.locator(`#queue-body tr[data-job="${wid}"]`);
+    await row.waitFor({ timeout: 15000 });
+    await waitUntil(async () => /starts ~\S/.test(await row.innerText()), 'a predicted start in the queue');
+    await page.click(`#queue-body tr[data-job="${wid}"] a[href="#/job/${wid}"]`);
+    await page.waitForSelector('#view-job:not([hidden])');
+    await waitUntil(async () => /Predicted start ~/.test(await page.locator('#job-training').innerText()),
+                    'the prediction and its basis on the job page');
+    assert.match(await page.locator('#job-head').innerText(), /Predicted start/);
+    d.cli('cancel', String(wid));
+  });
+
   await step('the GPU card shows the trainer\'s utilisation, live', async () => {
     await page.click('nav a[data-nav="gpus"]');
     const card = page.locator('#gpu-cards article[data-gpu="0"]');
@@ -198,6 +214,9 @@ async function run(d, page) {
     // results.csv gets its first row after an epoch: the page picks it up live.
     await page.locator('#job-loss svg path.series').first().waitFor({ state: 'attached', timeout: 20000 });
     await page.locator('#job-map svg path.series').first().waitFor({ state: 'attached', timeout: 5000 });
+    // Epoch boundaries on the GPU curves: where results.csv rows appeared (the daemon's times).
+    await page.locator('#job-util svg line.epoch').first().waitFor({ state: 'attached', timeout: 25000 });
+    assert.ok((await page.locator('#job-mem svg line.epoch').count()) >= 1, 'epoch lines on the memory curve');
     assert.ok((await page.locator('#job-events tbody tr').count()) >= 2, 'events listed');
     assert.match(await page.locator('#job-log').innerText(), /sign in/i, 'guests are told why there is no log');
     await page.screenshot({ path: path.join(ARTIFACTS, 'job-1280x800.png'), fullPage: true });
