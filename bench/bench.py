@@ -87,7 +87,7 @@ def bench_submit(gw, build, results, n_api, n_cli):
 
 
 def bench_dispatch(gw, build, results, n):
-    d = gw.Daemon(gpus=4).start()
+    d = gw.Daemon(gpus=4, extra=os.environ.get("GW_BENCH_DAEMON_ARGS", "").split()).start()
     try:
         stamps = os.path.join(d.work, "stamps")
         stamp = os.path.join(build, "bench", "gw-bench-stamp")
@@ -254,6 +254,8 @@ def main():
     ap.add_argument("--sampler-seconds", type=int, default=120, help="0 skips the sampler cost measure")
     ap.add_argument("--state-root", help="make the daemons' temporary state dirs here (e.g. /dev/shm for tmpfs); "
                     "the results go to their own block of the --write file")
+    ap.add_argument("--only", choices=["submit", "dispatch", "recovery", "sampler", "history"],
+                    help="run one measure and print its results (nothing is written)")
     a = ap.parse_args()
     if a.state_root:
         import tempfile
@@ -261,6 +263,16 @@ def main():
     os.environ["GW_BUILD_DIR"] = os.path.abspath(a.build)
     import gwtest as gw
     results = {}
+    if a.only:
+        build = os.path.abspath(a.build)
+        run = {"submit": lambda: bench_submit(gw, build, results, a.api_jobs, a.cli_jobs),
+               "dispatch": lambda: bench_dispatch(gw, build, results, a.dispatch_jobs),
+               "recovery": lambda: bench_recovery(gw, results, a.recovery_jobs),
+               "sampler": lambda: bench_sampler(gw, results, a.sampler_seconds),
+               "history": lambda: bench_history_rss(gw, build, results, a.history_jobs)}
+        run[a.only]()
+        print(json.dumps(results, indent=1))
+        return
     bench_submit(gw, os.path.abspath(a.build), results, a.api_jobs, a.cli_jobs)
     bench_dispatch(gw, os.path.abspath(a.build), results, a.dispatch_jobs)
     if a.recovery_jobs:

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
+#include "daemon/launch_server.h"
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
 #include "daemon/resume.h"
@@ -286,6 +287,20 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         return 0;
 }
 
+/* The shim is not our child (the launcher forked it, or an earlier daemon started it): its
+ * pidfd turns readable when it exits. */
+static int watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
+        dj->pidfd = fd;
+        dj->pidfd_src = (struct gw_source) { GW_SRC_PIDFD, dj };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->pidfd_src };
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+                int r = -errno;
+                log_warn("job %lld: cannot watch its supervisor: %s", (long long) dj->job->id, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         struct gw_job *j = dj->job;
         int r = record_start(d, dj, mask);
@@ -308,18 +323,25 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
                 .attempt = j->attempt,
         };
         char err[256] = "";
-        int report_fd;
-        r = gw_launch_start(&l, &j->shim_pid, &report_fd, err, sizeof err);
+        struct gw_launched run;
+        r = gw_launch_start(&l, d->launcher, &run, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
                 return r;
         }
+        j->shim_pid = run.shim;
         (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
-        dj->report_fd = report_fd;
+        if (run.job > 0) {
+                j->pid = run.job;
+                (void) gw_proc_start_time(j->pid, &j->pid_start);
+        }
+        if (run.pidfd >= 0)
+                watch_pidfd(d, dj, run.pidfd);
+        dj->report_fd = run.report_fd;
         dj->report_src = (struct gw_source) { GW_SRC_REPORT, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->report_src };
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, report_fd, &ev) < 0)
+        if (dj->report_fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, dj->report_fd, &ev) < 0)
                 log_warn("job %lld: cannot watch for its pid: %s", (long long) j->id, strerror(errno));
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
@@ -348,13 +370,18 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         report_close(d, dj);
 }
 
-static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
+/* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */
+static void attempt_detach(struct gw_daemon *d, struct gw_djob *dj) {
         report_close(d, dj);
         if (dj->pidfd >= 0) {
                 (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->pidfd, NULL);
                 (void) close(dj->pidfd);
                 dj->pidfd = -1;
         }
+}
+
+static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        attempt_detach(d, dj);
         gw_api_resume_waiters(dj);
         gw_jobmap_del(&d->map, dj->job->id);
         /* Freed at the end of the loop iteration: later events of this batch may point at it. */
@@ -459,6 +486,7 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
 void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         int status;
+        attempt_detach(d, dj);
         if (gw_exits_take(d->exits, j->id, j->attempt, &status) < 0) {
                 gw_recovery_attempt_ended(d, dj, true, 0);
                 return;
@@ -473,6 +501,7 @@ void gw_jobs_reap(struct gw_daemon *d) {
         int status;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                gw_launch_server_reaped(d->launcher, pid);
                 for (size_t i = 0; i < d->n_running; i++)
                         if (d->running[i]->job->shim_pid == pid) {
                                 gw_job_exited(d, d->running[i]);
@@ -541,17 +570,15 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         int fd = pidfd_open(j->shim_pid, 0);
         if (fd < 0)
                 return -errno;
-        dj->pidfd = fd;
-        dj->pidfd_src = (struct gw_source) { GW_SRC_PIDFD, dj };
         /* The job's pid is recorded lazily; its shim knows it as its child. */
         if (!gw_proc_is(j->pid, j->pid_start)) {
                 j->pid = gw_proc_first_child(j->shim_pid);
                 if (j->pid > 0)
                         (void) gw_proc_start_time(j->pid, &j->pid_start);
         }
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->pidfd_src };
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-                return -errno;
+        int r = watch_pidfd(d, dj, fd);
+        if (r < 0)
+                return r;
         gw_jobmap_put(&d->map, dj);
         gw_running_add(d, dj);
         gpus_assign(d, j->gpu_mask, j->id);

@@ -9,31 +9,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "daemon/launch_server.h"
+#include "daemon/proc.h"
 
-/* Where gpuward-shim is: beside the daemon binary (build tree, bin/), or ../lib/gpuward. */
-static int shim_path(char *buf, size_t n) {
+struct shim_args {
+        char job[32], attempt[32], user[64], groups[8192];
+};
+
+/* Where gpuward-shim is: beside the daemon binary (build tree, bin/), or ../lib/gpuward.
+ * Looked up once: the binary does not move while the daemon runs. */
+const char *gw_launch_shim_path(void) {
+        static char path[4200];
+        if (path[0])
+                return path;
         char exe[4096];
         ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
         if (l <= 0)
-                return -errno;
+                return NULL;
         exe[l] = '\0';
         char *slash = strrchr(exe, '/');
         if (!slash)
-                return -ENOENT;
+                return NULL;
         *slash = '\0';
         const char *rel[] = { "gpuward-shim", "../lib/gpuward/gpuward-shim", "../libexec/gpuward-shim" };
         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
-                snprintf(buf, n, "%s/%s", exe, rel[i]);
-                if (access(buf, X_OK) == 0)
-                        return 0;
+                snprintf(path, sizeof path, "%s/%s", exe, rel[i]);
+                if (access(path, X_OK) == 0)
+                        return path;
         }
-        return -ENOENT;
+        path[0] = '\0';
+        return NULL;
 }
 
 /* "G1,G2,..." of the user's supplementary groups, looked up here so the shim needs no NSS. */
@@ -52,22 +65,18 @@ static void user_groups(uid_t uid, gid_t gid, char *buf, size_t n) {
                 used += (size_t) snprintf(buf + used, n - used, "%s%u", i ? "," : "", (unsigned) groups[i]);
 }
 
-int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_fd, char *err, size_t errlen) {
-        char shim[4200], job[32], attempt[32], user[64], groups[8192] = "";
-        if (shim_path(shim, sizeof shim) < 0) {
-                snprintf(err, errlen, "gpuward-shim not found beside gpuwardd");
-                return -ENOENT;
-        }
-        snprintf(job, sizeof job, "%lld", (long long) l->job_id);
-        snprintf(attempt, sizeof attempt, "%d", l->attempt);
-        snprintf(user, sizeof user, "%u:%u", (unsigned) l->uid, (unsigned) l->gid);
+/* The supervisor's argv (shim.h); its strings live in *a. */
+static char **shim_argv(const struct gw_launch *l, const char *shim, struct shim_args *a) {
+        snprintf(a->job, sizeof a->job, "%lld", (long long) l->job_id);
+        snprintf(a->attempt, sizeof a->attempt, "%d", l->attempt);
+        snprintf(a->user, sizeof a->user, "%u:%u", (unsigned) l->uid, (unsigned) l->gid);
         size_t n_args = 0;
         while (l->argv[n_args])
                 n_args++;
-        _cleanup_free_ char **argv = gw_xcalloc(n_args + 20, sizeof(char *));
+        char **argv = gw_xcalloc(n_args + 20, sizeof(char *));
         size_t k = 0;
-        argv[k++] = shim;
-        const char *opts[][2] = { { "--job", job }, { "--attempt", attempt }, { "--exits", l->exits_path },
+        argv[k++] = (char *) shim;
+        const char *opts[][2] = { { "--job", a->job }, { "--attempt", a->attempt }, { "--exits", l->exits_path },
                                   { "--log", l->log_path }, { "--cwd", l->cwd } };
         for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
                 argv[k++] = (char *) opts[i][0];
@@ -77,10 +86,10 @@ int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_
                 argv[k++] = (char *) "--log-private";
         if (l->drop_privileges) {
                 argv[k++] = (char *) "--user";
-                argv[k++] = user;
-                user_groups(l->uid, l->gid, groups, sizeof groups);
+                argv[k++] = a->user;
+                user_groups(l->uid, l->gid, a->groups, sizeof a->groups);
                 argv[k++] = (char *) "--groups";
-                argv[k++] = groups;
+                argv[k++] = a->groups;
         }
         if (l->cgroup_dir) {
                 argv[k++] = (char *) "--cgroup";
@@ -90,12 +99,10 @@ int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_
         for (size_t i = 0; i < n_args; i++)
                 argv[k++] = l->argv[i];
         argv[k] = NULL;
+        return argv;
+}
 
-        int pfd[2];
-        if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
-                snprintf(err, errlen, "pipe: %s", strerror(errno));
-                return -errno;
-        }
+int gw_launch_spawn(const char *path, char *const *argv, char *const *envp, int fd3, pid_t *ret_pid) {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
@@ -103,7 +110,7 @@ int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_
         (void) posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDWR, 0);
         (void) posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_RDWR, 0);
         (void) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_RDWR, 0);
-        (void) posix_spawn_file_actions_adddup2(&fa, pfd[1], 3);
+        (void) posix_spawn_file_actions_adddup2(&fa, fd3, 3);
         /* The job gets an empty signal mask and default dispositions, and its own session. */
         sigset_t none, defaults;
         sigemptyset(&none);
@@ -112,19 +119,78 @@ int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_
         (void) posix_spawnattr_setsigmask(&attr, &none);
         (void) posix_spawnattr_setsigdefault(&attr, &defaults);
         (void) posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-        pid_t pid;
-        int r = posix_spawn(&pid, shim, &fa, &attr, argv, l->envp);
+        int r = posix_spawn(ret_pid, path, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
-        (void) close(pfd[1]);
-        if (r != 0) {
-                (void) close(pfd[0]);
-                snprintf(err, errlen, "cannot start %s: %s", shim, strerror(r));
-                return -r;
-        }
-        *ret_shim = pid;
-        *ret_report_fd = pfd[0];
+        return -r;
+}
+
+/* The launcher died between taking a request and answering it: whether it forked the
+ * supervisor first shows on the report pipe, whose write ends are all closed now but the
+ * supervisor's: its job's pid arrives, or EOF says there is none (-ESRCH). */
+static int launched_anyway(int report_fd, struct gw_launched *ret) {
+        struct pollfd p = { report_fd, POLLIN, 0 };
+        if (poll(&p, 1, 5000) <= 0)
+                return -ETIMEDOUT;
+        pid_t job;
+        int r = gw_launch_read_report(report_fd, &job);
+        if (r == -EPIPE)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        pid_t shim = gw_proc_parent(job);
+        int fd = shim > 0 ? (int) syscall(SYS_pidfd_open, shim, 0) : -1;
+        if (fd < 0)
+                return errno == ESRCH ? -ETIMEDOUT : -errno;
+        *ret = (struct gw_launched) { .shim = shim, .pidfd = fd, .report_fd = -1, .job = job };
         return 0;
+}
+
+static int report_pipe(int pfd[2], char *err, size_t errlen) {
+        if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) == 0)
+                return 0;
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -errno;
+}
+
+int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, struct gw_launched *ret, char *err,
+                    size_t errlen) {
+        const char *shim = gw_launch_shim_path();
+        if (!shim) {
+                snprintf(err, errlen, "gpuward-shim not found beside gpuwardd");
+                return -ENOENT;
+        }
+        struct shim_args a;
+        _cleanup_free_ char **argv = shim_argv(l, shim, &a);
+        int pfd[2];
+        int r = report_pipe(pfd, err, errlen);
+        if (r < 0)
+                return r;
+        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0] };
+        r = srv ? gw_launch_server_start(srv, argv, l->envp, pfd[1], &ret->shim, &ret->pidfd) : -ENOTCONN;
+        (void) close(pfd[1]);
+        if (r == 0)
+                return 0;
+        if (r == -EINPROGRESS) {
+                r = launched_anyway(pfd[0], ret);
+                if (r != -ESRCH) {
+                        (void) close(pfd[0]);
+                        if (r < 0)
+                                snprintf(err, errlen, "the job launcher died while starting it: %s", strerror(-r));
+                        return r;
+                }
+        }
+        (void) close(pfd[0]);
+        if ((r = report_pipe(pfd, err, errlen)) < 0)
+                return r;
+        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0] };
+        r = gw_launch_spawn(shim, argv, l->envp, pfd[1], &ret->shim);
+        (void) close(pfd[1]);
+        if (r < 0) {
+                (void) close(pfd[0]);
+                snprintf(err, errlen, "cannot start %s: %s", shim, strerror(-r));
+        }
+        return r;
 }
 
 int gw_launch_read_report(int fd, pid_t *ret_job) {

@@ -1,8 +1,9 @@
-/* Starting a job: the daemon spawns gpuward-shim (src/shim/main.c) in its own session; the
- * shim is a child subreaper, forks the job into a new session as the submitting user, waits
- * for it, kills what it left behind, and appends the job's wait status to the daemon's exits
- * journal (one line per job, O_APPEND: no file is created per job).  The shim outlives a
- * daemon restart, so a re-adopted job still reports how it ended. */
+/* Starting a job: the daemon starts a gpuward-shim supervisor (src/shim/shim.h) in its own
+ * session, forked by the resident launcher or spawned; the shim is a child subreaper, forks
+ * the job into a new session as the submitting user, waits for it, kills what it left
+ * behind, and appends the job's wait status to the daemon's exits journal (one line per
+ * job, O_APPEND: no file is created per job).  The shim outlives a daemon restart, so a
+ * re-adopted job still reports how it ended. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,9 +25,26 @@ struct gw_launch {
         int attempt;
 };
 
-/* Spawns gpuward-shim for the job; returns 0 with the shim's pid and a non-blocking fd on
- * which the shim reports the job's pid (read it with gw_launch_read_report when readable). */
-int gw_launch_start(const struct gw_launch *l, pid_t *ret_shim, int *ret_report_fd, char *err, size_t errlen);
+struct gw_launch_server;
+
+/* A started supervisor: its pid; a pidfd (readable when it exits) if the resident launcher
+ * forked it, else -1 (it is then the daemon's child, reaped on SIGCHLD); a non-blocking fd on
+ * which it reports the job's pid (read it with gw_launch_read_report when readable). */
+struct gw_launched {
+        pid_t shim;
+        int pidfd;
+        int report_fd;             /* -1 when job is already known */
+        pid_t job;                 /* 0: not known yet (it comes on report_fd) */
+};
+
+/* Starts the job's supervisor through the resident launcher srv (launch_server.h) when it
+ * is up, else by spawning gpuward-shim. */
+int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, struct gw_launched *ret, char *err,
+                    size_t errlen);
+/* posix_spawn of a gpuward-shim in its own session: stdio on /dev/null, fd3 as fd 3. */
+int gw_launch_spawn(const char *path, char *const *argv, char *const *envp, int fd3, pid_t *ret_pid);
+/* The gpuward-shim beside this gpuwardd, or NULL. */
+const char *gw_launch_shim_path(void);
 /* 0 with the job's pid; -EAGAIN not yet; -EPIPE the shim closed without reporting. */
 int gw_launch_read_report(int fd, pid_t *ret_job);
 

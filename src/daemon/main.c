@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/launch_server.h"
 #include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -231,6 +232,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_sharing_close(d);
         d->store = gw_store_close(d->store);
         d->exits = gw_exits_close(d->exits);
+        d->launcher = gw_launch_server_close(d->launcher);
         if (d->sigfd >= 0)
                 (void) close(d->sigfd);
         if (d->epfd >= 0)
@@ -272,6 +274,9 @@ int main(int argc, char **argv) {
         }
         if (gw_observe_start(&d) < 0 || setup_http(&d) < 0)
                 goto out;
+        d.launcher = gw_launch_server_open(d.exits_path, err, sizeof err);
+        if (!d.launcher)
+                log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  cfg.listen[0] ? ", http://" : "", cfg.listen[0] ? cfg.listen : "", d.n_gpus, d.n_gpus == 1 ? "" : "s",
                  d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);

@@ -14,7 +14,8 @@
 
 #define MAX_TREE 65536
 
-int gw_proc_start_time(pid_t pid, uint64_t *ret) {
+/* Field `field` (1-based, >= 3) of /proc/PID/stat as a number. */
+static int stat_field(pid_t pid, int field, unsigned long long *ret) {
         char path[64], buf[1024];
         snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -29,8 +30,7 @@ int gw_proc_start_time(pid_t pid, uint64_t *ret) {
         if (!p)
                 return -EIO;
         p++;
-        /* After ')' come field 3 (state) ... field 22 (starttime): skip 19 fields. */
-        for (int field = 3; field < 22; field++) {
+        for (int f = 3; f < field; f++) {
                 p = strchr(p + 1, ' ');
                 if (!p)
                         return -EIO;
@@ -41,6 +41,19 @@ int gw_proc_start_time(pid_t pid, uint64_t *ret) {
                 return -EIO;
         *ret = v;
         return 0;
+}
+
+int gw_proc_start_time(pid_t pid, uint64_t *ret) {
+        unsigned long long v;
+        int r = stat_field(pid, 22, &v);
+        if (r == 0)
+                *ret = v;
+        return r;
+}
+
+pid_t gw_proc_parent(pid_t pid) {
+        unsigned long long v;
+        return stat_field(pid, 4, &v) == 0 ? (pid_t) v : 0;
 }
 
 bool gw_proc_is(pid_t pid, uint64_t start) {

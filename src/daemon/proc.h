@@ -23,5 +23,7 @@ void gw_proc_find_shims(const char *exits, struct gw_shim_ref **ret, size_t *ret
 
 /* One child of pid (the job, for a shim), 0 if none. */
 pid_t gw_proc_first_child(pid_t pid);
+/* The parent of pid, or 0. */
+pid_t gw_proc_parent(pid_t pid);
 /* Whether root has any child. */
 bool gw_proc_has_children(pid_t root);

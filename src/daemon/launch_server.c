@@ -1,0 +1,207 @@
+#include "daemon/launch_server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/launcher.h"
+#include "shim/shim.h"
+
+/* After a failure, the launcher is tried again no sooner than this. */
+#define RETRY_SECONDS 10
+/* How long a request may wait to be taken by the launcher (it reads one at a time). */
+#define SEND_TIMEOUT_MS 10000
+
+extern char **environ;
+
+struct gw_launch_server {
+        char exits_path[4200];
+        int fd;                 /* -1: down */
+        pid_t pid;
+        time_t down_since;
+};
+
+static time_t mono_seconds(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec;
+}
+
+static int server_spawn(struct gw_launch_server *s, char *err, size_t errlen) {
+        const char *shim = gw_launch_shim_path();
+        if (!shim) {
+                snprintf(err, errlen, "gpuward-shim not found beside gpuwardd");
+                return -ENOENT;
+        }
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                snprintf(err, errlen, "socketpair: %s", strerror(errno));
+                return -errno;
+        }
+        /* No answer timeout: the launcher only forks, and if it dies the answer is EOF. */
+        struct timeval tv = { SEND_TIMEOUT_MS / 1000, (SEND_TIMEOUT_MS % 1000) * 1000 };
+        (void) setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        /* Room for a forked supervisor's "--job ID --attempt N" in place of "--server". */
+        char space[97];
+        memset(space, 'x', sizeof space - 1);
+        space[sizeof space - 1] = '\0';
+        char *argv[] = { (char *) shim, (char *) "--server", (char *) "--exits", s->exits_path,
+                         (char *) "--title-space", space, NULL };
+        int r = gw_launch_spawn(shim, argv, environ, sv[1], &s->pid);
+        (void) close(sv[1]);
+        if (r < 0) {
+                (void) close(sv[0]);
+                snprintf(err, errlen, "cannot start %s --server: %s", shim, strerror(-r));
+                return r;
+        }
+        s->fd = sv[0];
+        return 0;
+}
+
+struct gw_launch_server *gw_launch_server_open(const char *exits_path, char *err, size_t errlen) {
+        struct gw_launch_server *s = gw_xcalloc(1, sizeof *s);
+        snprintf(s->exits_path, sizeof s->exits_path, "%s", exits_path);
+        s->fd = -1;
+        if (server_spawn(s, err, errlen) < 0) {
+                free(s);
+                return NULL;
+        }
+        return s;
+}
+
+static void server_down(struct gw_launch_server *s, const char *why) {
+        if (s->fd < 0)
+                return;
+        log_warn("job launcher (pid %d) %s; starting jobs by spawning until it is back", (int) s->pid, why);
+        (void) close(s->fd);
+        s->fd = -1;
+        /* A stuck launcher must not linger: it is our child, reaped on SIGCHLD. */
+        if (s->pid > 0)
+                (void) kill(s->pid, SIGKILL);
+        s->pid = 0;
+        s->down_since = mono_seconds();
+}
+
+struct gw_launch_server *gw_launch_server_close(struct gw_launch_server *s) {
+        if (!s)
+                return NULL;
+        if (s->fd >= 0)
+                (void) close(s->fd);
+        free(s);
+        return NULL;
+}
+
+void gw_launch_server_reaped(struct gw_launch_server *s, pid_t pid) {
+        if (s && s->pid == pid) {
+                s->pid = 0;
+                server_down(s, "exited");
+        }
+}
+
+/* The request datagram (shim.h) in a fresh buffer; NULL when too large for one. */
+static char *request_encode(char *const *argv, char *const *envp, size_t *ret_len) {
+        uint32_t counts[2] = { 0, 0 };
+        size_t len = 12;
+        char *const *lists[2] = { argv, envp };
+        for (int k = 0; k < 2; k++)
+                for (size_t i = 0; lists[k] && lists[k][i]; i++, counts[k]++)
+                        len += strlen(lists[k][i]) + 1;
+        if (len > SHIM_REQUEST_MAX)
+                return NULL;
+        char *buf = gw_xmalloc(len), *p = buf + 12;
+        memcpy(buf, SHIM_MAGIC, 4);
+        memcpy(buf + 4, &counts[0], 4);
+        memcpy(buf + 8, &counts[1], 4);
+        for (int k = 0; k < 2; k++)
+                for (size_t i = 0; i < counts[k]; i++) {
+                        size_t l = strlen(lists[k][i]) + 1;
+                        memcpy(p, lists[k][i], l);
+                        p += l;
+                }
+        *ret_len = len;
+        return buf;
+}
+
+static int send_request(int fd, const char *buf, size_t len, int report_fd) {
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct iovec iov = { (void *) buf, len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
+                             .msg_controllen = sizeof ctl.space };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &report_fd, sizeof(int));
+        ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        return n == (ssize_t) len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd) {
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct iovec iov = { ret_pid, sizeof *ret_pid };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
+                             .msg_controllen = sizeof ctl.space };
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n != (ssize_t) sizeof *ret_pid)
+                return n < 0 ? -errno : -EPIPE;
+        *ret_pidfd = -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(ret_pidfd, CMSG_DATA(c), sizeof(int));
+        return 0;
+}
+
+int gw_launch_server_start(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
+                           pid_t *ret_pid, int *ret_pidfd) {
+        if (s->fd < 0) {
+                char err[256];
+                if (mono_seconds() - s->down_since < RETRY_SECONDS)
+                        return -ENOTCONN;
+                if (server_spawn(s, err, sizeof err) < 0) {
+                        s->down_since = mono_seconds();
+                        log_warn("job launcher: %s", err);
+                        return -ENOTCONN;
+                }
+                log_info("job launcher back (pid %d)", (int) s->pid);
+        }
+        size_t len;
+        _cleanup_free_ char *buf = request_encode(argv, envp, &len);
+        if (!buf)
+                return -E2BIG; /* an environment this large is spawned with it */
+        int32_t pid = 0;
+        int pidfd = -1;
+        int r = send_request(s->fd, buf, len, report_fd);
+        if (r < 0) {
+                /* Not taken: nothing was started. */
+                server_down(s, r == -EAGAIN ? "did not take a request in time" : "is gone");
+                return r;
+        }
+        r = receive_answer(s->fd, &pid, &pidfd);
+        if (r < 0) {
+                server_down(s, "died while starting a job");
+                return -EINPROGRESS; /* it may have forked the supervisor first */
+        }
+        if (pid <= 0 || pidfd < 0) {
+                if (pidfd >= 0)
+                        (void) close(pidfd);
+                return pid < 0 ? (int) pid : -EIO;
+        }
+        *ret_pid = (pid_t) pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}

@@ -1,0 +1,210 @@
+/* The supervision of one job attempt (see shim.h): become a child subreaper, fork the job
+ * into a new session as the submitting user, report its pid on fd 3, wait for it, kill what
+ * it left behind, append "ID ATTEMPT WAIT_STATUS" to the exits journal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/types.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+#define MAX_GROUPS 1024
+
+struct shim_opts {
+        long long job_id;
+        int attempt;
+        const char *exits, *log, *cwd, *cgroup;
+        bool log_private, drop;
+        uid_t uid;
+        gid_t gid;
+        gid_t groups[MAX_GROUPS];
+        int ngroups;
+        char **argv;
+};
+
+static int parse_groups(const char *v, struct shim_opts *o) {
+        for (const char *p = v; *p && o->ngroups < MAX_GROUPS;) {
+                char *end;
+                unsigned long g = strtoul(p, &end, 10);
+                if (end == p)
+                        return -EINVAL;
+                o->groups[o->ngroups++] = (gid_t) g;
+                p = *end == ',' ? end + 1 : end;
+        }
+        return 0;
+}
+
+static int parse(int argc, char **argv, struct shim_opts *o) {
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+                if (!strcmp(a, "--")) {
+                        o->argv = argv + i + 1;
+                        return o->argv[0] && o->exits && o->log && o->cwd ? 0 : -EINVAL;
+                }
+                if (!strcmp(a, "--log-private")) {
+                        o->log_private = true;
+                        continue;
+                }
+                if (!v)
+                        return -EINVAL;
+                i++;
+                if (!strcmp(a, "--job"))
+                        o->job_id = strtoll(v, NULL, 10);
+                else if (!strcmp(a, "--attempt"))
+                        o->attempt = (int) strtol(v, NULL, 10);
+                else if (!strcmp(a, "--exits"))
+                        o->exits = v;
+                else if (!strcmp(a, "--log"))
+                        o->log = v;
+                else if (!strcmp(a, "--cwd"))
+                        o->cwd = v;
+                else if (!strcmp(a, "--cgroup"))
+                        o->cgroup = v;
+                else if (!strcmp(a, "--user")) {
+                        unsigned long u, g;
+                        if (sscanf(v, "%lu:%lu", &u, &g) != 2)
+                                return -EINVAL;
+                        o->drop = true;
+                        o->uid = (uid_t) u;
+                        o->gid = (gid_t) g;
+                } else if (!strcmp(a, "--groups")) {
+                        if (parse_groups(v, o) < 0)
+                                return -EINVAL;
+                } else
+                        return -EINVAL;
+        }
+        return -EINVAL;
+}
+
+static _Noreturn void fail(const char *what, const char *arg, int err, int code) {
+        fprintf(stderr, "gpuward: %s%s%s%s: %s\n", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", strerror(err));
+        _exit(code);
+}
+
+static void drop_privileges(const struct shim_opts *o) {
+        gid_t only = o->gid;
+        if (setgroups(o->ngroups ? (size_t) o->ngroups : 1, o->ngroups ? o->groups : &only) < 0)
+                fail("setgroups", NULL, errno, 126);
+        if (setgid(o->gid) < 0)
+                fail("setgid", NULL, errno, 126);
+        if (setuid(o->uid) < 0)
+                fail("setuid", NULL, errno, 126);
+}
+
+static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd) {
+        (void) signal(SIGPIPE, SIG_DFL);
+        (void) setsid();
+        if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0)
+                _exit(126);
+        if (o->cgroup) {
+                char path[4200];
+                snprintf(path, sizeof path, "%s/cgroup.procs", o->cgroup);
+                int fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, "0", 1) != 1)
+                        fail("cannot join cgroup", o->cgroup, errno, 126);
+                (void) close(fd);
+        }
+        if (o->drop)
+                drop_privileges(o);
+        if (!o->log_private) {
+                /* A user-chosen output file is opened as the user, never as root. */
+                int fd = open(o->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd < 0)
+                        fail("cannot open output file", o->log, errno, 126);
+                if (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
+                        _exit(126);
+        }
+        if (chdir(o->cwd) < 0)
+                fail("cannot enter working directory", o->cwd, errno, 126);
+        (void) close_range(3, ~0U, 0);
+        execvp(o->argv[0], o->argv);
+        fail("cannot execute", o->argv[0], errno, errno == ENOENT ? 127 : 126);
+}
+
+/* Kills what the job left behind: with the shim a subreaper, every orphan is its child. */
+static void kill_leftovers(void) {
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int) getpid(), (int) getpid());
+        for (int round = 0; round < 1000; round++) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+                if (fd >= 0)
+                        (void) close(fd);
+                if (n <= 0)
+                        return;
+                buf[n] = '\0';
+                for (char *s = buf, *end; *s; s = end) {
+                        long pid = strtol(s, &end, 10);
+                        if (end == s)
+                                break;
+                        if (pid > 0)
+                                (void) kill((pid_t) pid, SIGKILL);
+                }
+                struct timespec ts = { 0, 1000 * 1000 };
+                (void) nanosleep(&ts, NULL);
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+        }
+}
+
+static void record_exit(const struct shim_opts *o, int status) {
+        char line[96];
+        int n = snprintf(line, sizeof line, "%lld %d %d\n", o->job_id, o->attempt, status);
+        /* One short write with O_APPEND: atomic among concurrent shims. */
+        int fd = open(o->exits, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, line, (size_t) n) != n)
+                fprintf(stderr, "gpuward-shim: cannot record the exit of job %lld: %s\n", o->job_id, strerror(errno));
+        if (fd >= 0)
+                (void) close(fd);
+}
+
+int shim_supervise(int argc, char **argv) {
+        struct shim_opts o = { .attempt = 1 };
+        if (parse(argc, argv, &o) < 0) {
+                fprintf(stderr, "gpuward-shim: started by gpuwardd only (bad arguments)\n");
+                return 2;
+        }
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        /* The daemon may die before reading our report: a write to its pipe must not kill us. */
+        (void) signal(SIGPIPE, SIG_IGN);
+        int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int log_fd = null_fd;
+        if (o.log_private) {
+                log_fd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
+                if (log_fd >= 0 && o.drop)
+                        (void) fchown(log_fd, o.uid, o.gid);
+                if (log_fd < 0)
+                        log_fd = null_fd;
+        }
+        pid_t job = fork();
+        if (job == 0)
+                run_job(&o, log_fd, null_fd);
+        char msg[32];
+        int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
+        /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
+        (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
+        (void) close_range(3, ~0U, 0);
+        if (job < 0) {
+                record_exit(&o, 127 << 8);
+                return 1;
+        }
+        int status = 0, st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR)
+                if (w == job) {
+                        status = st;
+                        kill_leftovers();
+                }
+        record_exit(&o, status);
+        return 0;
+}
