@@ -312,6 +312,7 @@ static const struct {
         {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
         {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
         {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* issue 7 */
+        {"predicted_start", JSON_REAL, true},
 };
 
 static void check_shape(const json_t *o) {
