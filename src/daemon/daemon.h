@@ -136,6 +136,9 @@ struct gw_daemon {
         struct gw_djob *dead;        /* ended jobs awaiting gw_jobs_bury */
         bool deps_changed;           /* a job ended: dependency verdicts may change */
         size_t n_backoff;            /* queued jobs waiting out a retry delay */
+        bool in_batch;               /* inside one loop iteration's store transaction */
+        char **cg_trash;             /* cgroups of ended jobs, removed after the next starts */
+        size_t n_cg_trash, cap_cg_trash;
 
         int epfd, sigfd;
         struct gw_source sig_src, http_src[2];
@@ -196,8 +199,15 @@ gw_usec_t gw_jobs_tick(struct gw_daemon *d);
 /* Loads active jobs from the store at start; re-adopts running ones whose shim lives. */
 int gw_jobs_recover(struct gw_daemon *d);
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
-/* Empties the exits journal when no job runs. */
+/* Empties the exits journal when no job runs (not inside a batch: its ends are not
+ * committed yet). */
 void gw_jobs_trim_exits(struct gw_daemon *d);
+/* Groups the store writes of the events of one loop iteration (job ends) into one
+ * transaction; nothing is spawned inside it.  gw_jobs_batch_end commits it. */
+void gw_jobs_batch_begin(struct gw_daemon *d);
+void gw_jobs_batch_end(struct gw_daemon *d);
+/* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
+void gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
 
 /* gpus.c */

@@ -403,8 +403,35 @@ void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         gpus_assign(d, j->gpu_mask, 0);
         gw_running_remove(d, dj);
         gw_jobs_trim_exits(d);
-        if (j->cgroup && gw_cgroup_remove(j->cgroup) < 0)
-                log_debug("job %lld: cgroup %s not removed yet", (long long) j->id, j->cgroup);
+        if (j->cgroup) {
+                if (d->n_cg_trash == d->cap_cg_trash) {
+                        d->cap_cg_trash = d->cap_cg_trash ? 2 * d->cap_cg_trash : 16;
+                        d->cg_trash = gw_xrealloc(d->cg_trash, d->cap_cg_trash * sizeof *d->cg_trash);
+                }
+                d->cg_trash[d->n_cg_trash++] = gw_xstrdup(j->cgroup);
+        }
+}
+
+void gw_jobs_sweep(struct gw_daemon *d) {
+        for (size_t i = 0; i < d->n_cg_trash; i++) {
+                if (gw_cgroup_remove(d->cg_trash[i]) < 0)
+                        log_debug("cgroup %s not removed yet", d->cg_trash[i]);
+                free(d->cg_trash[i]);
+        }
+        d->n_cg_trash = 0;
+}
+
+void gw_jobs_batch_begin(struct gw_daemon *d) {
+        d->in_batch = gw_store_begin(d->store) == 0;
+}
+
+void gw_jobs_batch_end(struct gw_daemon *d) {
+        if (!d->in_batch)
+                return;
+        if (gw_store_commit(d->store) < 0)
+                log_err("cannot record this round's job events: %s", gw_store_errmsg(d->store));
+        d->in_batch = false;
+        gw_jobs_trim_exits(d);
 }
 
 void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
@@ -652,6 +679,6 @@ int gw_jobs_recover(struct gw_daemon *d) {
 void gw_jobs_trim_exits(struct gw_daemon *d) {
         /* No job running means no shim can be appending: the journal may start afresh.  Not
          * while recovering: jobs not yet loaded may have their lines in it. */
-        if (d->n_running == 0 && !d->recovering)
+        if (d->n_running == 0 && !d->recovering && !d->in_batch)
                 gw_exits_reset(d->exits);
 }

@@ -177,6 +177,7 @@ static void run_loop(struct gw_daemon *d) {
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
+                gw_jobs_sweep(d);
                 if (d->sched_dirty)
                         continue;
                 int n = epoll_wait(d->epfd, evs, (int) ELEMENTSOF(evs), loop_timeout(d, deadline));
@@ -185,6 +186,7 @@ static void run_loop(struct gw_daemon *d) {
                         break;
                 }
                 d->now = gw_now_mono();
+                gw_jobs_batch_begin(d);
                 for (int i = 0; i < n; i++) {
                         struct gw_source *src = evs[i].data.ptr;
                         if (src->kind == GW_SRC_SIGNAL)
@@ -196,6 +198,7 @@ static void run_loop(struct gw_daemon *d) {
                         else if (src->kind == GW_SRC_SAMPLER)
                                 gw_observe_ready(d);
                 }
+                gw_jobs_batch_end(d);
                 /* Answers queued by handlers and resumed connections need a run even
                  * when their own fd did not fire. */
                 for (int i = 0; i < 2; i++)
@@ -210,6 +213,7 @@ static void run_loop(struct gw_daemon *d) {
                 }
         }
         gw_jobs_bury(d);
+        gw_jobs_sweep(d);
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
@@ -226,6 +230,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_jobmap_free(&d->map);
         free(d->queue);
         free(d->running);
+        free(d->cg_trash);
         gw_observe_stop(d);
         gw_gpus_close(d);
         gw_cgroup_release(&d->cg);

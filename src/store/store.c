@@ -28,6 +28,9 @@ enum stmt_id {
         ST_BEGIN,
         ST_COMMIT,
         ST_ROLLBACK,
+        ST_SAVEPOINT,
+        ST_RELEASE,
+        ST_ROLLBACK_TO,
         _ST_MAX,
 };
 
@@ -74,6 +77,9 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_BEGIN] = "BEGIN IMMEDIATE",
         [ST_COMMIT] = "COMMIT",
         [ST_ROLLBACK] = "ROLLBACK",
+        [ST_SAVEPOINT] = "SAVEPOINT gw_nested",
+        [ST_RELEASE] = "RELEASE gw_nested",
+        [ST_ROLLBACK_TO] = "ROLLBACK TO gw_nested",
 };
 
 /* Numbered migrations: entry k takes the schema from user_version k to k+1.  Never edit a
@@ -210,18 +216,21 @@ static int exec_simple(struct gw_store *s, enum stmt_id id) {
         return rc == SQLITE_DONE ? 0 : sql_err(s);
 }
 
+/* Transactions nest: the outermost is a real one, inner ones are savepoints, so a failed
+ * inner write undoes only itself and leaves what the outer transaction holds (the daemon
+ * groups one loop iteration's job ends into one commit). */
 int gw_store_begin(struct gw_store *s) {
-        if (s->depth++ > 0)
-                return 0;
-        int r = exec_simple(s, ST_BEGIN);
-        if (r < 0)
-                s->depth = 0;
+        int r = exec_simple(s, s->depth ? ST_SAVEPOINT : ST_BEGIN);
+        if (r == 0)
+                s->depth++;
         return r;
 }
 
 int gw_store_commit(struct gw_store *s) {
-        if (s->depth == 0 || --s->depth > 0)
+        if (s->depth == 0)
                 return 0;
+        if (--s->depth > 0)
+                return exec_simple(s, ST_RELEASE);
         int r = exec_simple(s, ST_COMMIT);
         if (r < 0)
                 (void) exec_simple(s, ST_ROLLBACK);
@@ -231,7 +240,11 @@ int gw_store_commit(struct gw_store *s) {
 int gw_store_rollback(struct gw_store *s) {
         if (s->depth == 0)
                 return 0;
-        s->depth = 0;
+        if (--s->depth > 0) {
+                int r = exec_simple(s, ST_ROLLBACK_TO);
+                (void) exec_simple(s, ST_RELEASE);
+                return r;
+        }
         return exec_simple(s, ST_ROLLBACK);
 }
 

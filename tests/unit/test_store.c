@@ -604,6 +604,27 @@ static void batch_commit_and_rollback(void **state) {
         assert_int_equal(gw_store_rollback(f->s), 0);
 }
 
+/* A failed write inside a batch undoes only itself: the daemon batches a loop iteration's
+ * job ends, and one bad write must not silently drop the others. */
+static void inner_rollback_keeps_the_batch(void **state) {
+        struct fixture *f = *state;
+        enum gw_job_state st;
+        assert_int_equal(gw_store_begin(f->s), 0);
+        int64_t kept = insert(f->s, 1000, GW_JOB_PENDING);
+        assert_int_equal(gw_store_begin(f->s), 0);
+        int64_t undone = insert(f->s, 1000, GW_JOB_PENDING);
+        assert_int_equal(gw_store_rollback(f->s), 0);
+        int64_t after = insert(f->s, 1001, GW_JOB_HELD);
+        assert_int_equal(committed_jobs(f->dir), 0);
+        assert_int_equal(gw_store_commit(f->s), 0);
+        assert_int_equal(committed_jobs(f->dir), 2);
+        assert_int_equal(gw_store_job_state(f->s, kept, &st), 0);
+        assert_int_equal(gw_store_job_state(f->s, after, &st), 0);
+        /* The undone id was free again (ids are rowids), so the next job took it. */
+        assert_int_equal(after, undone);
+        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM job_events"), 2);
+}
+
 static void gpu_round_trip(void **state) {
         struct fixture *f = *state;
         struct gw_store_gpu g = {.index = 0, .mem_total = UINT64_C(85899345920)}, got;
@@ -662,6 +683,7 @@ int main(void) {
                 T(jobs_list_default_limit),
                 T(reopen_keeps_data),
                 T(batch_commit_and_rollback),
+                T(inner_rollback_keeps_the_batch),
                 T(gpu_round_trip),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
