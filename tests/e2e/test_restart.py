@@ -108,6 +108,47 @@ class RestartTest(DaemonTest):
                 self.assertLessEqual(a1, b0 + 0.002, f"GPU {g}: jobs {ja} and {jb} overlap")
 
 
+def launcher_pid(daemon_pid):
+    """The daemon's resident job launcher (`gpuward-shim --server`), or None."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == daemon_pid and len(argv) > 1 and argv[1] == b"--server":
+            return int(name)
+    return None
+
+
+class LauncherTest(DaemonTest):
+    def test_jobs_outlive_the_launcher_and_starts_fall_back_to_spawning(self):
+        gate = os.path.join(self.d.work, "gate")
+        running = self.d.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3")
+        self.d.wait_state(running, "RUNNING")
+        self.d.wait_pid(running)
+        pid = wait_until(lambda: launcher_pid(self.d.proc.pid), what="the job launcher")
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: "job launcher" in self.d.daemon_log(), what="the daemon to notice the launcher is gone")
+        # A start without the launcher: spawned instead, and it runs to its end.
+        jid = self.d.submit("--", "sh", "-c", "echo spawned; exit 0")
+        self.assertEqual(self.d.wait_state(jid, "COMPLETED")["exit_code"], 0)
+        self.assertIn("spawned", self.d.log_text(jid))
+        # The job the launcher had started is still supervised: its end is seen, with its status.
+        open(gate, "w").close()
+        self.assertEqual(self.d.wait_state(running, "FAILED")["exit_code"], 3)
+        # Ten seconds after the failure, the next start brings the launcher back.
+        time.sleep(10.5)
+        jid = self.d.submit("--", "true")
+        self.d.wait_state(jid, "COMPLETED")
+        self.assertIn("job launcher back", self.d.daemon_log())
+        self.assertIsNotNone(launcher_pid(self.d.proc.pid))
+
+
 class BackoffAcrossRestartTest(DaemonTest):
     extra = ("--retry-backoff", "3")
 
