@@ -186,6 +186,9 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg);
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig);
 /* SIGTERM now, SIGKILL after the grace period; the job ends as state when it exits. */
 void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason);
+/* The same with its own grace (a reclaim profile's, which may give a job longer to save). */
+void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                             gw_usec_t grace);
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
 /* A shim exited (reaped, or its pidfd fired): read its status and end the job. */
 void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);

@@ -481,19 +481,24 @@ void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
                 (void) gw_proc_signal_descendants(j->shim_pid, sig);
 }
 
-void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason) {
+void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                             gw_usec_t grace) {
         if (dj->terminating)
                 return;
         dj->terminating = true;
         dj->end_state = state;
         dj->end_reason = gw_xstrdup(reason);
-        dj->kill_at = d->now + d->cfg->grace;
+        dj->kill_at = d->now + grace;
         char msg[512];
         snprintf(msg, sizeof msg, "%s: SIGTERM to every process of the job, SIGKILL in %llds", reason,
-                 (long long) (d->cfg->grace / GW_USEC_PER_SEC));
+                 (long long) (grace / GW_USEC_PER_SEC));
         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "terminate", msg);
         log_info("job %lld: %s", (long long) dj->job->id, msg);
-        gw_job_signal(d, dj, d->cfg->grace > 0 ? SIGTERM : SIGKILL);
+        gw_job_signal(d, dj, grace > 0 ? SIGTERM : SIGKILL);
+}
+
+void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason) {
+        gw_job_terminate_within(d, dj, state, reason, d->cfg->grace);
 }
 
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who) {

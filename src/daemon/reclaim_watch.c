@@ -168,9 +168,8 @@ static void act_terminate(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwa
                  (long long) j->id);
         (void) gw_rwatch_log_append(j, w, line);
         d->reclaims++;
-        gw_job_terminate(d, dj, GW_JOB_RECLAIMED, reason);
         /* The profile's grace, not --grace-seconds: a profile may give a job longer to save. */
-        dj->kill_at = d->now + p->grace;
+        gw_job_terminate_within(d, dj, GW_JOB_RECLAIMED, reason, p->grace);
 }
 
 /* SIGKILL through jobs.c's timer: due now.  Once it fired (kill_at 0), asked again only every

@@ -42,6 +42,7 @@ class ReclaimTest(DaemonTest):
     """Hung jobs, under the built-in protect_max (1 h): a job hung right after a validation
     pass (its "all ..." results line last in the log) is not protected by it."""
     gpus = 2
+    grace = 7  # --grace-seconds: a reclaim uses its profile's grace (GRACE) instead
     config = make_config()
 
     def metrics(self):
@@ -65,6 +66,8 @@ class ReclaimTest(DaemonTest):
             self.assertIn(needle, reason)
         k = kinds(j)
         self.assertLess(k.index("warn"), k.index("terminate"), k)
+        terminate = next(e for e in j["events"] if e["kind"] == "terminate")
+        self.assertIn(f"SIGKILL in {GRACE}s", terminate["message"], "the profile's grace, not --grace-seconds")
         w = self.d.wait_state(waiting, "RUNNING", timeout=5)
         self.assertEqual(sorted(w["gpus"]), [0, 1])
         self.assertLessEqual(w["start_time"] - j["end_time"], 1.5, "GPUs handed on at once")
