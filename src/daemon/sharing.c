@@ -339,7 +339,6 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, struct gw_sub
 struct user_quota {
         uint32_t uid;
         bool limited;
-        bool offered;        /* one job of this user may start in this pass */
         struct gw_quota lim;
         struct gw_quota_usage use;
 };
@@ -397,13 +396,13 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                 if (any_quota && !pending[i].blocked) {
                         struct user_quota *uq = (struct user_quota *) user_quota(d, cache, &n_cache, j->uid, j->user);
                         char msg[GW_QUOTA_MSG_SIZE];
-                        /* Usage is counted before the pass: a limited user gets at most one start
-                         * per pass, and the next pass (right after a start) counts it. */
-                        if (uq && (uq->offered ||
-                                   gw_quota_check_start(&uq->lim, &uq->use, j->ngpus, msg, sizeof msg) == GW_QUOTA_WAIT))
+                        /* Usage is counted before the pass; the GPUs of this user's jobs offered
+                         * earlier in the pass count as taken, so that the scheduler may start
+                         * all of them at once without passing max_gpus. */
+                        if (uq && gw_quota_check_start(&uq->lim, &uq->use, j->ngpus, msg, sizeof msg) == GW_QUOTA_WAIT)
                                 pending[i].blocked = GW_REASON_QUOTA;
                         else if (uq)
-                                uq->offered = true;
+                                uq->use.gpus_running += j->ngpus;
                 }
         }
         if (any_booking)
