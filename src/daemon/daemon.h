@@ -57,6 +57,7 @@ struct gw_djob {
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
         size_t n_waiters;
         struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
+        int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         struct gw_train *train;      /* training awareness (training.c, issue 7), NULL until sampled */
 };
 
@@ -209,6 +210,10 @@ void gw_jobs_trim_exits(struct gw_daemon *d);
  * transaction; nothing is spawned inside it.  gw_jobs_batch_end commits it. */
 void gw_jobs_batch_begin(struct gw_daemon *d);
 void gw_jobs_batch_end(struct gw_daemon *d);
+/* prelog.c: whether a log file of the next queued jobs is still to be made ahead, and
+ * making one (when the loop has nothing else to do). */
+bool gw_prelog_pending(struct gw_daemon *d);
+void gw_prelog_one(struct gw_daemon *d);
 /* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
 void gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);

@@ -180,10 +180,16 @@ static void run_loop(struct gw_daemon *d) {
                 gw_jobs_sweep(d);
                 if (d->sched_dirty)
                         continue;
-                int n = epoll_wait(d->epfd, evs, (int) ELEMENTSOF(evs), loop_timeout(d, deadline));
+                /* Idle work (log files made ahead) only when no event is waiting. */
+                bool idle_work = gw_prelog_pending(d);
+                int n = epoll_wait(d->epfd, evs, (int) ELEMENTSOF(evs), idle_work ? 0 : loop_timeout(d, deadline));
                 if (n < 0 && errno != EINTR) {
                         log_err("epoll_wait: %s", strerror(errno));
                         break;
+                }
+                if (n == 0 && idle_work) {
+                        gw_prelog_one(d);
+                        continue;
                 }
                 d->now = gw_now_mono();
                 gw_jobs_batch_begin(d);
