@@ -9,6 +9,16 @@
 
 #define BIT(i) (UINT64_C(1) << (i))
 #define NGPU   GW_SCHED_MAX_GPUS
+#define NONE   SIZE_MAX
+
+/* Why the replay is cheap enough to run every few seconds with thousands of pending jobs
+ * (docs/PERFORMANCE.md): each instant walks the jobs not yet decided once, in queue order,
+ * and hands the scheduler only those that could start now (enough free GPUs of the ones
+ * they may use) and the first one that would become the head; the others could neither
+ * start nor change the head's reservation, so the plan's starts are the same.  The
+ * bookings' view is rebuilt only when a booking starts or ends, the bookings filter is
+ * asked once per distinct time limit per instant, and the next instant comes from sorted
+ * event lists.  Job ids are assumed unique, as the daemon's are. */
 
 static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
         gw_usec_t r;
@@ -17,23 +27,92 @@ static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
 
 static gw_usec_t min_t(gw_usec_t a, gw_usec_t b) { return a < b ? a : b; }
 
+/* Bits set in m.  __builtin_popcountll is a libgcc call without -mpopcnt, and the replay
+ * counts GPUs for every waiting job at every instant. */
+static int count_gpus(uint64_t m) {
+        m = m - ((m >> 1) & UINT64_C(0x5555555555555555));
+        m = (m & UINT64_C(0x3333333333333333)) + ((m >> 2) & UINT64_C(0x3333333333333333));
+        m = (m + (m >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+        return (int) ((m * UINT64_C(0x0101010101010101)) >> 56);
+}
+
+struct keyed {
+        int64_t key;
+        size_t i;
+};
+
+static int cmp_keyed(const void *a, const void *b) {
+        const struct keyed *x = a, *y = b;
+        if (x->key != y->key)
+                return x->key < y->key ? -1 : 1;
+        return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The first entry of sorted v[0..n) with this key, or NONE. */
+static size_t find_keyed(const struct keyed *v, size_t n, int64_t key) {
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (v[mid].key < key)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < n && v[lo].key == key ? v[lo].i : NONE;
+}
+
 /* A job on the virtual clock: one of in->running, or a pending job the replay started. */
 struct simjob {
         int64_t id;
         uint64_t mask;
         gw_usec_t limit_end;   /* what the scheduler believes (the time limit) */
         gw_usec_t end;         /* when the replay ends it */
+        size_t pending;        /* its index in in->pending, or NONE */
+        size_t running;        /* its index in in->running, or NONE */
+};
+
+/* A pending job's replay state. */
+struct pend {
+        size_t next;           /* the next job not yet done, in queue order; NONE: last */
+        size_t cls;            /* its time limit's index in replay.cls */
+        size_t dep_pending;    /* after_job's index in in->pending (the first), or NONE */
+        size_t dep_running;    /* after_job's index in in->running, or NONE */
+        const struct gw_booking *booking; /* booking_id > 0: the first with that id, or NULL */
+        gw_usec_t gate_until;  /* its booking's end once open */
+        bool done;             /* started, or never will */
+        bool running;          /* started and not yet ended */
+};
+
+/* The bookings filter for one distinct time limit, asked once per instant. */
+struct limit_class {
+        gw_usec_t limit;
+        size_t step;           /* the instant (step + 1) allowed and count are for; 0 none */
+        uint64_t allowed;      /* as gw_sched_job.allowed: 0 any GPU */
+        int count;             /* GPUs of allowed idle at that instant */
 };
 
 struct replay {
         const struct gw_calendar_input *in;
         struct gw_calendar_input cal;  /* bookings and GPUs only, for the gates */
+        uint64_t all, usable;
         struct simjob *run;
         size_t n_run;
+        bool *run_alive;               /* per in->running: not yet ended */
         int64_t occupant[NGPU];        /* job on the GPU, 0 none, -1 held by something unknown */
         uint64_t touched;              /* GPUs a job left: all their memory is back */
-        bool *done;                    /* per pending job: started, or never will */
-        gw_usec_t *gate_until;         /* per pending job: its booking's end once open */
+        struct pend *p;
+        size_t first;                  /* the first pending job not yet done */
+        struct limit_class *cls;
+        struct gw_calendar_gpus g;     /* the bookings' view, valid while t < g_until */
+        gw_usec_t g_until;
+        struct keyed *bounds;          /* bookings' starts and ends, ascending */
+        size_t n_bounds, bound_at;     /* bound_at: the first after the last instant */
+        struct keyed *waits;           /* pending jobs' not_before after now, ascending */
+        size_t n_waits, wait_at;
+        size_t step;
+        uint64_t avail;                /* usable GPUs nobody holds at this instant */
+        int n_avail;
+        bool head;                     /* a job that will be the head is in the plan */
         struct gw_sched_job *sj;
         struct gw_sched_start *starts;
         enum gw_job_reason *reasons;
@@ -42,12 +121,94 @@ struct replay {
 
 static void replay_free(struct replay *r) {
         free(r->run);
-        free(r->done);
-        free(r->gate_until);
+        free(r->run_alive);
+        free(r->p);
+        free(r->cls);
+        free(r->bounds);
+        free(r->waits);
         free(r->sj);
         free(r->starts);
         free(r->reasons);
         free(r->map);
+}
+
+/* Distinct time limits: one bookings filter per limit per instant. */
+static int index_limits(struct replay *r) {
+        const struct gw_calendar_input *in = r->in;
+        struct keyed *v = calloc(in->n_pending + 1, sizeof(*v));
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < in->n_pending; i++)
+                v[i] = (struct keyed){in->pending[i].time_limit, i};
+        qsort(v, in->n_pending, sizeof(*v), cmp_keyed);
+        for (size_t k = 0; k < in->n_pending; k++) {
+                if (k == 0 || v[k].key != v[k - 1].key)
+                        r->cls[n++] = (struct limit_class){.limit = v[k].key};
+                r->p[v[k].i].cls = n - 1;
+        }
+        free(v);
+        return 0;
+}
+
+static struct keyed *sorted_ids(const struct gw_calendar_input *in, bool pending, size_t n) {
+        struct keyed *v = calloc(n + 1, sizeof(*v));
+
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                v[i] = (struct keyed){pending ? in->pending[i].id : in->running[i].id, i};
+        qsort(v, n, sizeof(*v), cmp_keyed);
+        return v;
+}
+
+/* Who each after_job is, and each booking_id. */
+static int resolve_links(struct replay *r) {
+        const struct gw_calendar_input *in = r->in;
+        struct keyed *pend = sorted_ids(in, true, in->n_pending), *run = sorted_ids(in, false, in->n_running);
+        struct keyed *book = calloc(in->n_bookings + 1, sizeof(*book));
+        int rc = pend && run && book ? 0 : -ENOMEM;
+
+        for (size_t i = 0; rc == 0 && i < in->n_bookings; i++)
+                book[i] = (struct keyed){in->bookings[i].id, i};
+        if (rc == 0)
+                qsort(book, in->n_bookings, sizeof(*book), cmp_keyed);
+        for (size_t i = 0; rc == 0 && i < in->n_pending; i++) {
+                const struct gw_cal_pending *q = &in->pending[i];
+                struct pend *pj = &r->p[i];
+                pj->dep_pending = q->after_job ? find_keyed(pend, in->n_pending, q->after_job) : NONE;
+                pj->dep_running = q->after_job ? find_keyed(run, in->n_running, q->after_job) : NONE;
+                if (q->booking_id > 0) {
+                        size_t b = find_keyed(book, in->n_bookings, q->booking_id);
+                        pj->booking = b == NONE ? NULL : &in->bookings[b];
+                }
+                pj->next = i + 1 < in->n_pending ? i + 1 : NONE;
+        }
+        free(pend);
+        free(run);
+        free(book);
+        return rc;
+}
+
+/* The instants at which bookings change and backoffs end, ascending. */
+static int index_events(struct replay *r, gw_usec_t now) {
+        const struct gw_calendar_input *in = r->in;
+
+        r->bounds = calloc(2 * in->n_bookings + 1, sizeof(*r->bounds));
+        r->waits = calloc(in->n_pending + 1, sizeof(*r->waits));
+        if (!r->bounds || !r->waits)
+                return -ENOMEM;
+        for (size_t i = 0; i < in->n_bookings; i++) {
+                r->bounds[r->n_bounds++] = (struct keyed){in->bookings[i].start, i};
+                r->bounds[r->n_bounds++] = (struct keyed){in->bookings[i].end, i};
+        }
+        for (size_t i = 0; i < in->n_pending; i++)
+                if (in->pending[i].not_before > now)
+                        r->waits[r->n_waits++] = (struct keyed){in->pending[i].not_before, i};
+        qsort(r->bounds, r->n_bounds, sizeof(*r->bounds), cmp_keyed);
+        qsort(r->waits, r->n_waits, sizeof(*r->waits), cmp_keyed);
+        return 0;
 }
 
 static int replay_init(struct replay *r, const struct gw_calendar_input *in, gw_usec_t now) {
@@ -57,25 +218,40 @@ static int replay_init(struct replay *r, const struct gw_calendar_input *in, gw_
         r->in = in;
         r->cal = (struct gw_calendar_input){.gpus = in->gpus, .n_gpus = in->n_gpus,
                                             .bookings = in->bookings, .n_bookings = in->n_bookings};
+        r->first = np ? 0 : NONE;
         r->run = calloc(cap, sizeof(*r->run));
-        r->done = calloc(np + 1, sizeof(*r->done));
-        r->gate_until = calloc(np + 1, sizeof(*r->gate_until));
+        r->run_alive = calloc(in->n_running + 1, sizeof(*r->run_alive));
+        r->p = calloc(np + 1, sizeof(*r->p));
+        r->cls = calloc(np + 1, sizeof(*r->cls));
         r->sj = calloc(np + 1, sizeof(*r->sj));
         r->starts = calloc(np + 1, sizeof(*r->starts));
         r->reasons = calloc(np + 1, sizeof(*r->reasons));
         r->map = calloc(np + 1, sizeof(*r->map));
-        if (!r->run || !r->done || !r->gate_until || !r->sj || !r->starts || !r->reasons || !r->map)
+        if (!r->run || !r->run_alive || !r->p || !r->cls || !r->sj || !r->starts || !r->reasons || !r->map)
                 return -ENOMEM;
-        for (size_t i = 0; i < in->n_gpus; i++)
+        int rc = index_limits(r);
+        if (rc == 0)
+                rc = resolve_links(r);
+        if (rc == 0)
+                rc = index_events(r, now);
+        if (rc < 0)
+                return rc;
+        for (size_t i = 0; i < in->n_gpus; i++) {
+                r->all |= BIT(in->gpus[i].index);
+                if (in->gpus[i].usable)
+                        r->usable |= BIT(in->gpus[i].index);
                 r->occupant[in->gpus[i].index] = in->gpus[i].job_id ? -1 : 0;
+        }
         for (size_t i = 0; i < in->n_running; i++) {
                 const struct gw_cal_job *j = &in->running[i];
                 gw_usec_t end = j->eta > 0 && j->eta < j->end ? j->eta : j->end;
-                r->run[r->n_run++] = (struct simjob){.id = j->id, .mask = j->gpu_mask,
-                                                     .limit_end = j->end, .end = end > now ? end : now};
+                r->run_alive[i] = true;
+                r->run[r->n_run++] = (struct simjob){.id = j->id, .mask = j->gpu_mask, .limit_end = j->end,
+                                                     .end = end > now ? end : now, .pending = NONE, .running = i};
                 for (uint64_t m = j->gpu_mask; m; m &= m - 1)
                         r->occupant[__builtin_ctzll(m)] = j->id;
         }
+        r->g_until = GW_USEC_INFINITY;
         return 0;
 }
 
@@ -84,13 +260,18 @@ static void end_due(struct replay *r, gw_usec_t t) {
         size_t k = 0;
 
         for (size_t i = 0; i < r->n_run; i++) {
-                if (r->run[i].end > t) {
-                        r->run[k++] = r->run[i];
+                const struct simjob *s = &r->run[i];
+                if (s->end > t) {
+                        r->run[k++] = *s;
                         continue;
                 }
-                for (uint64_t m = r->run[i].mask; m; m &= m - 1) {
+                if (s->pending != NONE)
+                        r->p[s->pending].running = false;
+                if (s->running != NONE)
+                        r->run_alive[s->running] = false;
+                for (uint64_t m = s->mask; m; m &= m - 1) {
                         int g = __builtin_ctzll(m);
-                        if (r->occupant[g] == r->run[i].id) {
+                        if (r->occupant[g] == s->id) {
                                 r->occupant[g] = 0;
                                 r->touched |= BIT(g);
                         }
@@ -99,76 +280,148 @@ static void end_due(struct replay *r, gw_usec_t t) {
         r->n_run = k;
 }
 
-static bool is_running(const struct replay *r, int64_t id) {
-        for (size_t i = 0; i < r->n_run; i++)
-                if (r->run[i].id == id)
-                        return true;
-        return false;
-}
-
-/* Whether job id is still ahead in the replay: running, or pending and not yet started. */
-static bool still_ahead(const struct replay *r, int64_t id) {
-        if (is_running(r, id))
+/* Whether job i's after_job is still ahead in the replay: running, or pending and not yet
+ * started. */
+static bool dep_ahead(const struct replay *r, const struct pend *pj) {
+        if (pj->dep_running != NONE && r->run_alive[pj->dep_running])
                 return true;
-        for (size_t i = 0; i < r->in->n_pending; i++)
-                if (r->in->pending[i].id == id)
-                        return !r->done[i];
-        return false;
+        return pj->dep_pending != NONE && (!r->p[pj->dep_pending].done || r->p[pj->dep_pending].running);
 }
 
-/* The daemon's bookings rules (sharing.c's gw_sharing_sched) at instant t: blocked or
- * allowed GPUs; marks jobs whose booking is gone as done (the daemon ends them). */
-static void apply_bookings(struct replay *r, size_t i, const struct gw_calendar_gpus *g, uint64_t all,
-                           gw_usec_t t, struct gw_sched_job *sj) {
-        const struct gw_cal_pending *p = &r->in->pending[i];
-        struct gw_calendar_gate gate;
-
-        if (p->booking_id > 0) {
-                if (gw_calendar_gate(&r->cal, p->booking_id, t, &gate) < 0 || gate.gate == GW_GATE_CLOSED) {
-                        r->done[i] = true;
-                        sj->blocked = GW_REASON_RESERVATION;
-                } else if (gate.gate == GW_GATE_WAIT)
-                        sj->blocked = GW_REASON_RESERVATION;
-                else if (gate.gate == GW_GATE_OPEN) {
-                        sj->allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
-                        r->gate_until[i] = gate.until;
-                }
-        } else if (r->in->n_bookings) {
-                uint64_t free_for = gw_calendar_free_for(g, all, t, p->time_limit);
-                if (free_for != all)
-                        sj->allowed = free_for ? free_for : BIT(63); /* none: never fits */
-        }
+/* The first of bounds after t; moves bound_at there. */
+static gw_usec_t next_bound(struct replay *r, gw_usec_t t) {
+        while (r->bound_at < r->n_bounds && r->bounds[r->bound_at].key <= t)
+                r->bound_at++;
+        return r->bound_at < r->n_bounds ? r->bounds[r->bound_at].key : GW_USEC_INFINITY;
 }
 
-static size_t fill_pending(struct replay *r, gw_usec_t t) {
-        const struct gw_calendar_input *in = r->in;
-        struct gw_calendar_gpus g;
-        uint64_t all = 0;
-        size_t n = 0;
-
-        for (size_t i = 0; i < in->n_gpus; i++)
-                all |= BIT(in->gpus[i].index);
-        if (in->n_bookings && gw_calendar_gpus_at(&r->cal, t, &g) < 0)
+/* The bookings' view at t (gw_calendar_gpus_at): the same from one booking's start or end
+ * to the next but for owned GPUs' free_until, which no filter reads. */
+static int bookings_view(struct replay *r, gw_usec_t t) {
+        if (!r->in->n_bookings || (r->step > 0 && t < r->g_until))
                 return 0;
-        for (size_t i = 0; i < in->n_pending; i++) {
-                const struct gw_cal_pending *p = &in->pending[i];
-                struct gw_sched_job sj = {
-                        .id = p->id, .ngpus = p->ngpus, .gpu_mem = p->gpu_mem, .time_limit = p->time_limit,
-                        .held = p->held, .backoff = p->not_before > t,
-                        .dep = p->after_job && still_ahead(r, p->after_job) ? GW_DEP_WAITING : GW_DEP_SATISFIED,
-                };
-                if (r->done[i])
-                        continue;
-                if (p->held) {
-                        r->done[i] = true; /* no prediction; it holds nothing back */
+        int rc = gw_calendar_gpus_at(&r->cal, t, &r->g);
+        r->g_until = next_bound(r, t);
+        return rc;
+}
+
+/* What the bookings filter gives jobs outside bookings with this time limit at t. */
+static void class_fill(struct replay *r, struct limit_class *lc, gw_usec_t t) {
+        lc->step = r->step + 1;
+        lc->allowed = 0;
+        if (r->in->n_bookings) {
+                uint64_t free_for = gw_calendar_free_for(&r->g, r->all, t, lc->limit);
+                if (free_for != r->all)
+                        lc->allowed = free_for ? free_for : BIT(63); /* none: never fits */
+        }
+        lc->count = count_gpus(r->avail & (lc->allowed ? lc->allowed : UINT64_MAX));
+}
+
+static inline const struct limit_class *class_at(struct replay *r, size_t c, gw_usec_t t) {
+        struct limit_class *lc = &r->cls[c];
+
+        if (lc->step != r->step + 1)
+                class_fill(r, lc, t);
+        return lc;
+}
+
+/* Whether the usable GPUs with gpu_mem free, or that much in all once their jobs end,
+ * number ngpus (the scheduler's can_ever_fit). */
+static bool can_ever_fit(const struct replay *r, const struct gw_cal_pending *q) {
+        uint64_t ok = 0;
+
+        if (q->gpu_mem == 0)
+                return count_gpus(r->usable) >= q->ngpus;
+        for (size_t k = 0; k < r->in->n_gpus; k++) {
+                const struct gw_sched_gpu *g = &r->in->gpus[k];
+                uint64_t mem_free = r->touched & BIT(g->index) ? g->mem_total : g->mem_free;
+                if (g->usable && (g->mem_total >= q->gpu_mem || mem_free >= q->gpu_mem))
+                        ok |= BIT(g->index);
+        }
+        return count_gpus(ok) >= q->ngpus;
+}
+
+/* What a pass makes of a job not done at t. */
+enum verdict {
+        V_DONE,    /* held (no prediction; it holds nothing back) or its booking is gone */
+        V_WAIT,    /* cannot start now and cannot be the head: the plan does not need it */
+        V_PLAN,    /* could start now, or would be the head: the plan needs it */
+};
+
+/* A job in a booking at t, by the daemon's rules (gw_calendar_gate): it waits for the
+ * booking's start, then may run only on its GPUs, and is ended once the booking is gone. */
+static enum verdict judge_booked(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret_allowed) {
+        struct pend *pj = &r->p[i];
+        const struct gw_booking *b = pj->booking;
+
+        if (!b || gw_booking_state_is_final(b->state) || t >= b->end)
+                return V_DONE;
+        if (b->state == GW_BOOKING_PENDING_APPROVAL || t < b->start)
+                return V_WAIT;
+        uint64_t mask = b->gpu_mask & r->usable;
+        *ret_allowed = mask ? mask : UINT64_MAX;
+        pj->gate_until = b->end;
+        return count_gpus(r->avail & *ret_allowed) >= r->in->pending[i].ngpus ? V_PLAN : V_WAIT;
+}
+
+/* Job i at t.  The plan needs it when it could start (enough idle GPUs it may use), or
+ * when it is the first that would become the head (it may use any GPU, could ever fit,
+ * cannot fit now); no other job can start or change the head's reservation. */
+static enum verdict judge(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret_allowed) {
+        const struct gw_cal_pending *q = &r->in->pending[i];
+        enum verdict v = V_PLAN;
+
+        *ret_allowed = 0;
+        if (q->held)
+                return V_DONE;
+        if (q->booking_id > 0)
+                v = judge_booked(r, i, t, ret_allowed);
+        if (v == V_DONE || r->n_avail == 0 || q->not_before > t)
+                return v == V_DONE ? V_DONE : V_WAIT;
+        if (q->booking_id <= 0 && r->in->n_bookings) {
+                const struct limit_class *lc = class_at(r, r->p[i].cls, t);
+                *ret_allowed = lc->allowed;
+                v = !lc->allowed || lc->count >= q->ngpus ? V_PLAN : V_WAIT;
+        }
+        if (v == V_WAIT || (q->after_job && dep_ahead(r, &r->p[i])))
+                return V_WAIT;
+        if (*ret_allowed || q->ngpus <= r->n_avail)
+                return V_PLAN;
+        if (r->head || !can_ever_fit(r, q))
+                return V_WAIT;
+        r->head = true;
+        return V_PLAN;
+}
+
+/* Walks the jobs not yet done in queue order (dropping those now done in that order: a
+ * job after one in the queue sees it done at this instant, a job before it only at the
+ * next, as in the daemon's pass) and writes those the plan needs to r->sj. */
+static size_t fill_pending(struct replay *r, gw_usec_t t) {
+        size_t n = 0, *link = &r->first;
+
+        r->avail = r->usable;
+        for (size_t k = 0; k < r->in->n_gpus; k++)
+                if (r->occupant[r->in->gpus[k].index])
+                        r->avail &= ~BIT(r->in->gpus[k].index);
+        r->n_avail = count_gpus(r->avail);
+        r->head = false;
+        for (size_t i = r->first; i != NONE; i = *link) {
+                struct pend *pj = &r->p[i];
+                uint64_t allowed;
+                enum verdict v = pj->done ? V_DONE : judge(r, i, t, &allowed);
+                if (v == V_DONE) {
+                        pj->done = true;
+                        *link = pj->next;
                         continue;
                 }
-                if (p->booking_id > 0 || in->n_bookings)
-                        apply_bookings(r, i, &g, all, t, &sj);
-                if (r->done[i])
-                        continue;
-                r->map[n] = i;
-                r->sj[n++] = sj;
+                link = &pj->next;
+                if (v == V_PLAN) {
+                        const struct gw_cal_pending *q = &r->in->pending[i];
+                        r->map[n] = i;
+                        r->sj[n++] = (struct gw_sched_job){.id = q->id, .ngpus = q->ngpus, .gpu_mem = q->gpu_mem,
+                                                           .time_limit = q->time_limit, .allowed = allowed,
+                                                           .dep = GW_DEP_SATISFIED};
+                }
         }
         return n;
 }
@@ -189,14 +442,15 @@ static void start_job(struct replay *r, size_t pi, const struct gw_sched_start *
         gw_usec_t len = p->runtime > 0 && p->runtime < p->time_limit ? p->runtime : p->time_limit;
         gw_usec_t end = add_sat(t, len);
 
-        if (p->booking_id > 0 && r->gate_until[pi])
-                end = min_t(end, r->gate_until[pi]);
+        if (p->booking_id > 0 && r->p[pi].gate_until)
+                end = min_t(end, r->p[pi].gate_until);
         if (end <= t)
                 end = t + 1;
         out[pi] = (struct gw_prediction){.id = p->id, .start = t, .end = end, .gpu_mask = s->gpu_mask};
-        r->done[pi] = true;
-        r->run[r->n_run++] = (struct simjob){.id = p->id, .mask = s->gpu_mask,
-                                             .limit_end = add_sat(t, p->time_limit), .end = end};
+        r->p[pi].done = true;
+        r->p[pi].running = true;
+        r->run[r->n_run++] = (struct simjob){.id = p->id, .mask = s->gpu_mask, .limit_end = add_sat(t, p->time_limit),
+                                             .end = end, .pending = pi, .running = NONE};
         for (uint64_t m = s->gpu_mask; m; m &= m - 1) {
                 int g = __builtin_ctzll(m);
                 r->occupant[g] = p->id;
@@ -204,61 +458,81 @@ static void start_job(struct replay *r, size_t pi, const struct gw_sched_start *
         }
 }
 
-/* The next instant after t at which a pass could decide differently. */
-static gw_usec_t next_instant(const struct replay *r, gw_usec_t t) {
-        gw_usec_t next = GW_USEC_INFINITY;
+/* The next instant after t at which a pass could decide differently: a job's end, a
+ * booking's start or end, a backoff's end. */
+static gw_usec_t next_instant(struct replay *r, gw_usec_t t) {
+        gw_usec_t next = next_bound(r, t);
 
         for (size_t i = 0; i < r->n_run; i++)
                 if (r->run[i].end > t)
                         next = min_t(next, r->run[i].end);
-        for (size_t i = 0; i < r->in->n_bookings; i++) {
-                const struct gw_booking *b = &r->in->bookings[i];
-                if (b->start > t)
-                        next = min_t(next, b->start);
-                if (b->end > t)
-                        next = min_t(next, b->end);
-        }
-        for (size_t i = 0; i < r->in->n_pending; i++)
-                if (!r->done[i] && r->in->pending[i].not_before > t)
-                        next = min_t(next, r->in->pending[i].not_before);
+        while (r->wait_at < r->n_waits &&
+               (r->waits[r->wait_at].key <= t || r->p[r->waits[r->wait_at].i].done))
+                r->wait_at++;
+        if (r->wait_at < r->n_waits)
+                next = min_t(next, r->waits[r->wait_at].key);
         return next;
+}
+
+/* One pass of the scheduler at t over the jobs it needs; starts what it starts. */
+static int pass(struct replay *r, gw_usec_t t, size_t n, struct gw_prediction *out) {
+        struct gw_sched_gpu gpus[NGPU];
+        struct gw_sched_running running[NGPU + 1];
+        size_t nr = 0;
+
+        fill_gpus(r, gpus);
+        /* The scheduler sees at most one entry per GPU it needs: the running jobs'. */
+        for (size_t i = 0; i < r->n_run && nr < NGPU; i++)
+                running[nr++] = (struct gw_sched_running){.id = r->run[i].id, .gpu_mask = r->run[i].mask,
+                                                          .end = r->run[i].limit_end};
+        struct gw_sched_input si = {gpus, r->in->n_gpus, r->sj, n, running, nr};
+        struct gw_sched_plan plan = {.starts = r->starts, .reasons = r->reasons};
+        int rc = gw_sched_plan(&si, t, &plan);
+        if (rc < 0)
+                return rc;
+        /* Starts come in the order of the input. */
+        for (size_t k = 0, q = 0; k < plan.n_starts; k++, q++) {
+                while (q < n && r->sj[q].id != r->starts[k].job_id)
+                        q++;
+                if (q == n)
+                        break;
+                start_job(r, r->map[q], &r->starts[k], t, out);
+        }
+        return 0;
 }
 
 static int run_replay(struct replay *r, gw_usec_t now, gw_usec_t hend, struct gw_prediction *out) {
         const struct gw_calendar_input *in = r->in;
-        struct gw_sched_gpu gpus[NGPU];
         /* Every instant ends a job, starts or ends a booking or ends a backoff: bounded. */
         size_t max_steps = 2 * (in->n_running + in->n_pending + in->n_bookings) + 4;
         gw_usec_t t = now;
 
-        for (size_t step = 0; step < max_steps && t < hend; step++) {
+        for (r->step = 0; r->step < max_steps && t < hend; r->step++) {
                 end_due(r, t);
+                int rc = bookings_view(r, t);
+                if (rc < 0)
+                        return rc;
                 size_t n = fill_pending(r, t);
-                if (n == 0 && r->n_run == 0 && next_instant(r, t) == GW_USEC_INFINITY)
-                        break;
-                fill_gpus(r, gpus);
-                struct gw_sched_running running[NGPU + 1];
-                size_t nr = 0;
-                /* The scheduler sees at most one entry per GPU it needs: the running jobs'. */
-                for (size_t i = 0; i < r->n_run && nr < NGPU; i++)
-                        running[nr++] = (struct gw_sched_running){.id = r->run[i].id, .gpu_mask = r->run[i].mask,
-                                                                  .end = r->run[i].limit_end};
-                struct gw_sched_input si = {gpus, in->n_gpus, r->sj, n, running, nr};
-                struct gw_sched_plan plan = {.starts = r->starts, .reasons = r->reasons};
-                if (n) {
-                        int rc = gw_sched_plan(&si, t, &plan);
-                        if (rc < 0)
-                                return rc;
-                }
-                for (size_t k = 0; k < plan.n_starts; k++)
-                        for (size_t q = 0; q < n; q++)
-                                if (r->sj[q].id == r->starts[k].job_id) {
-                                        start_job(r, r->map[q], &r->starts[k], t, out);
-                                        break;
-                                }
+                if (n)
+                        rc = pass(r, t, n, out);
+                if (rc < 0)
+                        return rc;
                 t = next_instant(r, t);
         }
         return 0;
+}
+
+/* GPU indices 0..63, each once (as gw_sched_plan and the calendar require). */
+static bool gpus_ok(const struct gw_calendar_input *in) {
+        uint64_t seen = 0;
+
+        for (size_t i = 0; i < in->n_gpus; i++) {
+                int idx = in->gpus[i].index;
+                if (idx < 0 || idx >= NGPU || (seen & BIT(idx)))
+                        return false;
+                seen |= BIT(idx);
+        }
+        return true;
 }
 
 int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
@@ -267,7 +541,8 @@ int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec
         int rc;
 
         if (!in || horizon <= 0 || (in->n_pending && !out) || in->n_gpus > NGPU || (in->n_gpus && !in->gpus) ||
-            (in->n_bookings && !in->bookings) || (in->n_running && !in->running) || (in->n_pending && !in->pending))
+            (in->n_bookings && !in->bookings) || (in->n_running && !in->running) || (in->n_pending && !in->pending) ||
+            !gpus_ok(in))
                 return -EINVAL;
         for (size_t i = 0; i < in->n_pending; i++) {
                 const struct gw_cal_pending *p = &in->pending[i];
