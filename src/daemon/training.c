@@ -20,6 +20,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "core/leak_respond.h"
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/training_int.h"
@@ -265,27 +266,10 @@ static void update_eta(struct gw_job *j, struct gw_train *t, gw_usec_t now) {
 
 static const char *leak_policy(const struct gw_job *j) { return j->leak_policy ? j->leak_policy : "warn"; }
 
-/* Why leak_policy restart cannot be carried out for j, or NULL when it can: the retry must
- * resume from the run's weights/last.pt, and be allowed. */
-static const char *no_restart(const struct gw_daemon *d, const struct gw_job *j) {
-        int max = j->retries >= 0 ? j->retries : d->cfg->default_retries;
-        if (!j->yolo)
-                return "it is not an Ultralytics run (--yolo): a restart would start from scratch, so it keeps running";
-        if (j->attempt > max)
-                return "no retry left, so it keeps running";
-        return NULL;
-}
-
-static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, const struct gw_leak_response *r) {
         const struct gw_job *j = dj->job;
-        bool restart = !strcmp(leak_policy(j), "restart");
-        const char *cannot = restart ? no_restart(d, j) : NULL;
-        restart = restart && !cannot;
         char msg[GW_LEAK_EVIDENCE_MAX + 200], line[GW_LEAK_EVIDENCE_MAX + 240];
-        snprintf(msg, sizeof msg, "%s; leak_policy %s: %s", t->leak.evidence, leak_policy(j),
-                 restart ? "it will be stopped after its next checkpoint and resumed from it"
-                 : cannot ? cannot
-                          : "it keeps running");
+        snprintf(msg, sizeof msg, "%s; leak_policy %s: %s", t->leak.evidence, leak_policy(j), r->outcome);
         (void) gw_store_job_event(d->store, j->id, j->state, "leak", msg);
         log_warn("job %lld: GPU memory leak: %s", (long long) j->id, msg);
         snprintf(line, sizeof line, "gpuward: LEAK: %s (gpuward show %lld)\n", msg, (long long) j->id);
@@ -293,10 +277,10 @@ static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                 (void) gw_rwatch_log_append(j, dj->rwatch, line);
         snprintf(t->leak_evidence, sizeof t->leak_evidence, "%s", t->leak.evidence);
         t->leak_reported = true;
-        t->restart_pending = restart;
+        t->restart_pending = r->restart_pending;
 }
 
-static void check_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+static void check_leak(struct gw_daemon *d, struct gw_train *t) {
         struct gw_leak_gpu g[GW_LEAK_MAX_GPUS];
         size_t n = 0;
         for (size_t i = 0; i < t->n_gpus && n < GW_LEAK_MAX_GPUS; i++)
@@ -310,26 +294,46 @@ static void check_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
         if (p.window < p.epochs)
                 p.window = p.epochs;
         struct gw_leak_input in = { .gpus = g, .n_gpus = n, .sec_per_epoch = t->has_eta ? t->eta.sec_per_epoch : 0 };
-        if (gw_leak_detect(&p, &in, &t->leak) < 0)
-                return;
-        t->leak_flagged = t->leak.leak;
-        if (t->leak.leak && !t->leak_reported)
-                report_leak(d, dj, t);
+        if (gw_leak_detect(&p, &in, &t->leak) == 0)
+                t->leak_flagged = t->leak.leak;
 }
 
-/* leak_policy restart: stop right after a checkpoint, so the retry loses nothing and starts
- * with the leaked memory given back. */
-static void maybe_restart(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
-        if (!t->restart_pending || t->restart_sent || dj->terminating || !gw_train_ckpt_settled(t))
+/* What to do about a leak is core/leak_respond.h's decision (the simulator drives the same):
+ * report it once per attempt; under leak_policy restart, stop right after a checkpoint, so
+ * the retry loses nothing and starts with the leaked memory given back. */
+static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
+        const struct gw_job *j = dj->job;
+        int max = j->retries >= 0 ? j->retries : d->cfg->default_retries;
+        for (int look = 0; look < 2; look++) {
+                struct gw_leak_respond_input in = {
+                        .policy = gw_leak_policy_from_name(j->leak_policy),
+                        .flagged = t->leak_flagged,
+                        .resumable = j->yolo, /* the retry resumes from the run's weights/last.pt */
+                        .attempt = (unsigned) j->attempt,
+                        .max_retries = max > 0 ? (unsigned) max : 0,
+                        .reported = t->leak_reported,
+                        .restart_pending = t->restart_pending,
+                        .stop_sent = t->restart_sent,
+                        .stopping = dj->terminating,
+                        .ckpt_settled = t->restart_pending && gw_train_ckpt_settled(t),
+                };
+                struct gw_leak_response r;
+                if (gw_leak_respond(&in, &r) < 0 || r.act == GW_LEAK_ACT_NONE)
+                        return;
+                if (r.act == GW_LEAK_ACT_REPORT) {
+                        report_leak(d, dj, t, &r);
+                        continue; /* the stop may be due at the same look */
+                }
+                char reason[GW_LEAK_EVIDENCE_MAX + 96];
+                snprintf(reason, sizeof reason, "memory leak (%s): stopped after its checkpoint to resume from it",
+                         t->leak_evidence);
+                if (dj->rwatch)
+                        (void) gw_rwatch_log_append(j, dj->rwatch,
+                                                    "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
+                t->restart_sent = true;
+                gw_job_terminate(d, dj, GW_JOB_FAILED, reason);
                 return;
-        char reason[GW_LEAK_EVIDENCE_MAX + 96];
-        snprintf(reason, sizeof reason, "memory leak (%s): stopped after its checkpoint to resume from it",
-                 t->leak_evidence);
-        if (dj->rwatch)
-                (void) gw_rwatch_log_append(dj->job, dj->rwatch,
-                                            "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
-        t->restart_sent = true;
-        gw_job_terminate(d, dj, GW_JOB_FAILED, reason);
+        }
 }
 
 static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
@@ -340,9 +344,9 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         size_t measured = read_results(dj, t, now);
         update_eta(j, t, now);
         if (measured)
-                check_leak(d, dj, t);
+                check_leak(d, t);
         gw_train_snap_step(d, dj, t, now);
-        maybe_restart(d, dj, t);
+        respond_leak(d, dj, t);
 }
 
 void gw_training_watch(struct gw_daemon *d) {

@@ -128,7 +128,7 @@ class TrainingTest(DaemonTest):
         jid = self.submit_api([TRAINER, "epochs=12", "name=ny", "--epoch-seconds", "1.5", "--leak-mib-per-epoch", "400"],
                               leak_policy="restart")
         leak = wait_until(lambda: self.events(jid, "leak"), timeout=40, what="a leak event")
-        self.assertIn("not an Ultralytics run", leak[0]["message"])
+        self.assertIn("cannot resume from a checkpoint", leak[0]["message"])
         time.sleep(4)
         j = self.d.job(jid)
         self.assertEqual(j["state"], "RUNNING")
