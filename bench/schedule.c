@@ -110,7 +110,7 @@ static int make_host(struct host *h, const struct params *p, gw_usec_t now) {
         for (long long i = 0; i < p->pending; i++)
                 h->pending[i] = (struct gw_cal_pending) {
                         .id = 200000 + i, .ngpus = (int) rnd_in(1, 8), .time_limit = rnd_in(1, 48) * HOUR / 6,
-                        .booking_id = i % 50 == 0 ? rnd_in(1, p->bookings) : 0, .held = i % 20 == 0,
+                        .booking_id = i % 50 == 0 && p->bookings ? rnd_in(1, p->bookings) : 0, .held = i % 20 == 0,
                         .label = "job",
                 };
         h->in.n_pending = (size_t) p->pending;

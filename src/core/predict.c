@@ -74,6 +74,7 @@ struct simjob {
 /* A pending job's replay state. */
 struct pend {
         size_t next;           /* the next job not yet done, in queue order; NONE: last */
+        size_t next_booked;    /* the same among jobs with a booking_id > 0 */
         size_t cls;            /* its time limit's index in replay.cls */
         size_t dep_pending;    /* after_job's index in in->pending (the first), or NONE */
         size_t dep_running;    /* after_job's index in in->running, or NONE */
@@ -102,6 +103,7 @@ struct replay {
         uint64_t touched;              /* GPUs a job left: all their memory is back */
         struct pend *p;
         size_t first;                  /* the first pending job not yet done */
+        size_t first_booked;           /* the same among jobs with a booking_id > 0 */
         struct limit_class *cls;
         struct gw_calendar_gpus g;     /* the bookings' view, valid while t < g_until */
         gw_usec_t g_until;
@@ -110,9 +112,14 @@ struct replay {
         struct keyed *waits;           /* pending jobs' not_before after now, ascending */
         size_t n_waits, wait_at;
         size_t step;
-        uint64_t avail;                /* usable GPUs nobody holds at this instant */
+        uint64_t avail;                /* the scheduler's idle GPUs at this instant */
         int n_avail;
         bool head;                     /* a job that will be the head is in the plan */
+        /* The plan so far, counted: while every job in it may use any GPU and needs no
+         * memory, which start and which one is the head follow from GPU counts alone. */
+        bool counted;
+        bool counted_head;             /* the head is set */
+        int counted_avail;             /* GPUs still idle */
         struct gw_sched_job *sj;
         struct gw_sched_start *starts;
         enum gw_job_reason *reasons;
@@ -184,7 +191,17 @@ static int resolve_links(struct replay *r) {
                         pj->booking = b == NONE ? NULL : &in->bookings[b];
                 }
                 pj->next = i + 1 < in->n_pending ? i + 1 : NONE;
+                pj->next_booked = NONE;
         }
+        for (size_t i = in->n_pending, next = NONE; rc == 0 && i-- > 0;)
+                if (in->pending[i].booking_id > 0) {
+                        r->p[i].next_booked = next;
+                        next = i;
+                }
+        r->first_booked = NONE;
+        for (size_t i = 0; rc == 0 && i < in->n_pending && r->first_booked == NONE; i++)
+                if (in->pending[i].booking_id > 0)
+                        r->first_booked = i;
         free(pend);
         free(run);
         free(book);
@@ -393,21 +410,74 @@ static enum verdict judge(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret
         return V_PLAN;
 }
 
-/* Walks the jobs not yet done in queue order (dropping those now done in that order: a
- * job after one in the queue sees it done at this instant, a job before it only at the
- * next, as in the daemon's pass) and writes those the plan needs to r->sj. */
-static size_t fill_pending(struct replay *r, gw_usec_t t) {
-        size_t n = 0, *link = &r->first;
+/* Counts what the scheduler does with job q, handed to it with allowed: before the head
+ * is set, a job that fits starts and the first that cannot fit (and could ever) is the
+ * head.  Backfill and jobs limited to some GPUs or needing memory depend on more than
+ * counts: counting stops there. */
+static void count_plan(struct replay *r, const struct gw_cal_pending *q, uint64_t allowed) {
+        if (!r->counted)
+                return;
+        if (allowed || q->gpu_mem || r->counted_head) {
+                r->counted = false;
+                return;
+        }
+        if (q->ngpus <= r->counted_avail)
+                r->counted_avail -= q->ngpus;
+        else if (count_gpus(r->usable) >= q->ngpus)
+                r->counted_head = true;
+}
 
-        r->avail = r->usable;
-        for (size_t k = 0; k < r->in->n_gpus; k++)
-                if (r->occupant[r->in->gpus[k].index])
-                        r->avail &= ~BIT(r->in->gpus[k].index);
+/* The scheduler's idle GPUs: usable, held by no job and in no running job's mask. */
+static void idle_gpus(struct replay *r) {
+        uint64_t held = 0, present = 0;
+
+        for (size_t k = 0; k < r->in->n_gpus; k++) {
+                int g = r->in->gpus[k].index;
+                present |= BIT(g);
+                if (r->occupant[g])
+                        held |= BIT(g);
+        }
+        for (size_t i = 0; i < r->n_run && i < NGPU; i++)
+                held |= r->run[i].mask & present;
+        r->avail = r->usable & ~held;
         r->n_avail = count_gpus(r->avail);
         r->head = false;
-        for (size_t i = r->first; i != NONE; i = *link) {
+        r->counted = true;
+        r->counted_head = false;
+        r->counted_avail = r->n_avail;
+}
+
+/* Jobs in bookings from queue index from on whose booking is gone: what the walk would
+ * have marked done past the point where nothing more could start. */
+static void close_booked(struct replay *r, size_t from, gw_usec_t t) {
+        size_t *link = &r->first_booked;
+
+        for (size_t i = r->first_booked; i != NONE; i = *link) {
+                struct pend *pj = &r->p[i];
+                const struct gw_booking *b = pj->booking;
+                if (i >= from && !pj->done && (!b || gw_booking_state_is_final(b->state) || t >= b->end))
+                        pj->done = true;
+                if (pj->done)
+                        *link = pj->next_booked;
+                else
+                        link = &pj->next_booked;
+        }
+}
+
+/* Walks the jobs not yet done in queue order (dropping those now done in that order: a
+ * job after one in the queue sees it done at this instant, a job before it only at the
+ * next, as in the daemon's pass) and writes those the plan needs to r->sj.  Once the
+ * plan surely gives every idle GPU, only bookings that are gone are looked at (not at
+ * the first instant, which drops every held job). */
+static size_t fill_pending(struct replay *r, gw_usec_t t) {
+        size_t n = 0, *link = &r->first, i;
+
+        idle_gpus(r);
+        for (i = r->first; i != NONE; i = *link) {
                 struct pend *pj = &r->p[i];
                 uint64_t allowed;
+                if (r->step > 0 && r->counted && r->counted_avail == 0)
+                        break; /* no GPU left to give */
                 enum verdict v = pj->done ? V_DONE : judge(r, i, t, &allowed);
                 if (v == V_DONE) {
                         pj->done = true;
@@ -421,8 +491,11 @@ static size_t fill_pending(struct replay *r, gw_usec_t t) {
                         r->sj[n++] = (struct gw_sched_job){.id = q->id, .ngpus = q->ngpus, .gpu_mem = q->gpu_mem,
                                                            .time_limit = q->time_limit, .allowed = allowed,
                                                            .dep = GW_DEP_SATISFIED};
+                        count_plan(r, q, allowed);
                 }
         }
+        if (i != NONE)
+                close_booked(r, i, t);
         return n;
 }
 

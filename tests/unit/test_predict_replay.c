@@ -492,7 +492,7 @@ static void compare(const struct size *sz, int hosts, uint64_t seed) {
 static void small_hosts(void **state) {
         const struct size sz = {.gpus = 4, .running = 3, .bookings = 3, .pending = 8, .horizon_steps = 20};
         (void) state;
-        compare(&sz, 20000, 1);
+        compare(&sz, 50000, 1);
 }
 
 static void medium_hosts(void **state) {
