@@ -14,6 +14,15 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
+
+/* Connections one uid may hold on the Unix socket (gw_http_set_max_per_uid); 0 = no cap. */
+static unsigned max_per_uid = GW_HTTP_DEFAULT_MAX_PER_UID;
+
+struct uid_count {
+        uid_t uid;
+        unsigned n;
+};
 
 struct gw_http_server {
         struct MHD_Daemon *mhd;
@@ -24,7 +33,13 @@ struct gw_http_server {
         int listen_fd;
         bool wake;                 /* a connection was resumed: run again without waiting */
         struct gw_http_conn *conns; /* every connection with a request, for gw_http_stop */
+        struct uid_count *uids;    /* Unix door: open connections per peer uid */
+        size_t n_uids, cap_uids;
 };
+
+/* A connection's socket context: the counted uid + 1, or REFUSED (answered 429, closing). */
+static char refused_marker;
+#define REFUSED ((void *) &refused_marker)
 
 struct stream;
 
@@ -33,7 +48,6 @@ struct gw_http_conn {
         struct MHD_Connection *mhd_conn;
         char *body;
         size_t len, cap;
-        bool too_large;
         bool suspended;
         bool resumed;
         bool has_cred;
@@ -169,12 +183,43 @@ static enum MHD_Result dispatch(struct gw_http_conn *c, const char *url, const c
         return queue_reply(c->mhd_conn, &rep, c);
 }
 
+/* Writes a whole small response straight to the socket, for the two cases where
+ * libmicrohttpd 0.9.75 cannot queue one: in the middle of an upload (MHD_queue_response
+ * refuses while upload data is being delivered, even on a suspended connection) and at
+ * accept time.  A fresh or idle socket's send buffer takes ~300 bytes at once; if not, the
+ * client just sees the connection close. */
+static void send_raw_reply(int fd, const char *status, const char *msg) {
+        char body[320], buf[640];
+        int bl = snprintf(body, sizeof body, "{\"error\": \"%s\", \"field\": null}", msg);
+        if (bl < 0 || (size_t) bl >= sizeof body)
+                return;
+        int n = snprintf(buf, sizeof buf,
+                         "HTTP/1.1 %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                         "X-Content-Type-Options: nosniff\r\nContent-Length: %d\r\n\r\n%s",
+                         status, bl, body);
+        if (n > 0 && (size_t) n < sizeof buf)
+                (void) !send(fd, buf, (size_t) n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void) shutdown(fd, SHUT_WR);
+}
+
+static int conn_fd_of(struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        return ci ? ci->connect_fd : -1;
+}
+
+static bool conn_refused(struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return ci && ci->socket_context == REFUSED;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
         struct gw_http_server *srv = cls;
         struct gw_http_conn *c = *con_cls;
         if (!c) {
+                if (srv->unix_door && conn_refused(conn))
+                        return MHD_NO; /* over its uid's cap: already answered 429 */
                 c = gw_xcalloc(1, sizeof *c);
                 c->srv = srv;
                 c->mhd_conn = conn;
@@ -191,27 +236,82 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 return MHD_YES;
         }
         if (*upload_data_size > 0) {
-                if (!c->too_large && c->len + *upload_data_size <= GW_HTTP_MAX_BODY) {
-                        if (c->len + *upload_data_size + 1 > c->cap) {
-                                c->cap = (c->len + *upload_data_size + 1) * 2;
-                                if (c->cap > GW_HTTP_MAX_BODY + 1)
-                                        c->cap = GW_HTTP_MAX_BODY + 1;
-                                c->body = gw_xrealloc(c->body, c->cap);
-                        }
-                        memcpy(c->body + c->len, upload_data, *upload_data_size);
-                        c->len += *upload_data_size;
-                        c->body[c->len] = '\0';
-                } else {
-                        /* libmicrohttpd answers only once the upload is over: the rest of an
-                         * oversized chunked body is read and dropped (memory stays bounded). */
-                        c->too_large = true;
+                if (c->len + *upload_data_size > GW_HTTP_MAX_BODY) {
+                        /* A chunked body has no size up front: refuse as soon as it passes the
+                         * limit, and close rather than read the rest. */
+                        int fd = conn_fd_of(conn);
+                        if (fd >= 0)
+                                send_raw_reply(fd, "413 Content Too Large", "request body larger than 1 MiB");
+                        *upload_data_size = 0;
+                        return MHD_NO;
                 }
+                if (c->len + *upload_data_size + 1 > c->cap) {
+                        c->cap = (c->len + *upload_data_size + 1) * 2;
+                        if (c->cap > GW_HTTP_MAX_BODY + 1)
+                                c->cap = GW_HTTP_MAX_BODY + 1;
+                        c->body = gw_xrealloc(c->body, c->cap);
+                }
+                memcpy(c->body + c->len, upload_data, *upload_data_size);
+                c->len += *upload_data_size;
+                c->body[c->len] = '\0';
                 *upload_data_size = 0;
                 return MHD_YES;
         }
-        if (c->too_large)
-                return reply_error(conn, 413, "request body larger than 1 MiB");
         return dispatch(c, url, method);
+}
+
+/* --- per-uid connection cap on the Unix door ------------------------------------------- */
+
+void gw_http_set_max_per_uid(unsigned n) { max_per_uid = n; }
+
+static struct uid_count *uid_slot(struct gw_http_server *srv, uid_t uid) {
+        for (size_t i = 0; i < srv->n_uids; i++)
+                if (srv->uids[i].uid == uid)
+                        return &srv->uids[i];
+        if (srv->n_uids == srv->cap_uids) {
+                srv->cap_uids = srv->cap_uids ? 2 * srv->cap_uids : 16;
+                srv->uids = gw_xrealloc(srv->uids, srv->cap_uids * sizeof *srv->uids);
+        }
+        srv->uids[srv->n_uids] = (struct uid_count) { .uid = uid };
+        return &srv->uids[srv->n_uids++];
+}
+
+/* Root and the daemon's own user are not capped: they administer it. */
+static bool uid_exempt(uid_t uid) { return uid == 0 || uid == geteuid(); }
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+        struct gw_http_server *srv = cls;
+        if (!srv->unix_door)
+                return;
+        if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (*socket_context && *socket_context != REFUSED) {
+                        struct uid_count *u = uid_slot(srv, (uid_t) ((uintptr_t) *socket_context - 1));
+                        if (u->n > 0)
+                                u->n--;
+                }
+                *socket_context = NULL;
+                return;
+        }
+        int fd = conn_fd_of(conn);
+        struct ucred cred;
+        socklen_t l = sizeof cred;
+        if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 || uid_exempt(cred.uid))
+                return;
+        struct uid_count *u = uid_slot(srv, cred.uid);
+        if (max_per_uid && u->n >= max_per_uid) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "uid %u already holds %u connections to gpuwardd (max-connections-per-user)",
+                         (unsigned) cred.uid, u->n);
+                log_warn("refused a connection from pid %d: %s", (int) cred.pid, msg);
+                send_raw_reply(fd, "429 Too Many Requests", msg);
+                /* It is closed at its first request (on_access), or idle after a second. */
+                (void) MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned) 1);
+                *socket_context = REFUSED;
+                return;
+        }
+        u->n++;
+        *socket_context = (void *) ((uintptr_t) cred.uid + 1);
 }
 
 /* Decodes %XX in place like libmicrohttpd does, except %00: a NUL would cut the path the
@@ -269,7 +369,8 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
                                     (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                     (unsigned) (unix_door ? 0 : 512), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                     (size_t) 64 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
-                                    MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_END);
+                                    MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL,
+                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
         if (!srv->mhd) {
                 free(srv);
                 return -EIO;
@@ -292,6 +393,7 @@ struct gw_http_server *gw_http_stop(struct gw_http_server *srv) {
                 }
         MHD_stop_daemon(srv->mhd);
         (void) close(srv->listen_fd);
+        free(srv->uids);
         free(srv);
         return NULL;
 }

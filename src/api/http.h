@@ -7,6 +7,9 @@
 #include <sys/types.h>
 
 #define GW_HTTP_MAX_BODY (1u << 20)
+/* Connections one peer uid may hold open on the Unix socket (root and the daemon's own user
+ * are not capped); more are answered 429 and closed. */
+#define GW_HTTP_DEFAULT_MAX_PER_UID 64u
 
 struct gw_http_server;
 struct gw_http_conn; /* one request in flight */
@@ -79,6 +82,9 @@ const char *gw_http_cookie(const struct gw_http_request *req, const char *name);
 /* Helpers to fill a reply. */
 void gw_http_reply_text(struct gw_http_reply *rep, int status, const char *content_type, char *body, size_t len);
 void gw_http_reply_header(struct gw_http_reply *rep, const char *name, const char *value);
+
+/* Sets the per-uid cap of the Unix door (0 = no cap); counts from the next connection. */
+void gw_http_set_max_per_uid(unsigned n);
 
 /* Sockets. */
 int gw_http_listen_unix(const char *path, char *err, size_t errlen);

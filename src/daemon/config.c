@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/http.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 
@@ -56,6 +57,9 @@ static const char usage[] =
         "  --snapshot-keep-last N  last.pt snapshots kept per job, besides every best.pt (default 3)\n"
         "  --snapshot-cap SIZE  all snapshots together; the oldest last.pt copies go first\n"
         "                       (default 50G; 0 = no cap)\n"
+        "  --max-connections-per-user N  connections one user may hold open on the Unix\n"
+        "                       socket; more are refused (default 64; 0 = no cap; root and\n"
+        "                       the daemon's own user are not capped)\n"
         "  --debug              verbose log\n"
         "  --help, --version\n"
         "\n"
@@ -69,7 +73,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
-       OPT_SNAP_CAP };
+       OPT_SNAP_CAP, OPT_MAX_CONNS };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -100,6 +104,7 @@ static const struct option options[] = {
         { "leak-epochs", required_argument, NULL, OPT_LEAK_EPOCHS },
         { "snapshot-keep-last", required_argument, NULL, OPT_SNAP_KEEP },
         { "snapshot-cap", required_argument, NULL, OPT_SNAP_CAP },
+        { "max-connections-per-user", required_argument, NULL, OPT_MAX_CONNS },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -182,6 +187,11 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (gw_parse_int(v, 2, 64, &n) < 0) /* the detector needs two, and looks at 64 */
                         break;
                 c->leak_epochs = (unsigned) n;
+                return 0;
+        case OPT_MAX_CONNS:
+                if (gw_parse_int(v, 0, 4096, &n) < 0) /* 4096: all the Unix door holds */
+                        break;
+                c->max_conns_per_user = (unsigned) n;
                 return 0;
         case OPT_SNAP_KEEP:
                 if (gw_parse_int(v, 1, 1000, &n) < 0)
@@ -392,6 +402,7 @@ static void set_defaults(struct gw_config *c) {
                 .leak_mib_per_epoch = 256,
                 .leak_epochs = 3,
                 .snapshot_keep_last = 3,
+                .max_conns_per_user = GW_HTTP_DEFAULT_MAX_PER_UID,
                 .snapshot_cap = (uint64_t) 50 << 30,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
@@ -483,6 +494,8 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                 return -EINVAL;
         }
         fill_paths(c);
+        /* The Unix door reads it at each accept (main.c starts the servers later). */
+        gw_http_set_max_per_uid(c->max_conns_per_user);
         return 0;
 }
 

@@ -26,6 +26,83 @@ MiB = 1 << 20
 PROMPT = 3.0           # seconds: what "answers promptly" means while under attack
 IDLE_PER_DOOR = 1200   # idle connections per door (the daemon holds up to 4096 per door)
 IDLE_PER_ADDR = 400    # idle TCP connections per source address (the daemon's cap is 512)
+PER_UID_CAP = 64       # the daemon's default max-connections-per-user (src/api/http.h)
+
+# Run as another uid: opens N connections to the Unix socket and holds them; prints
+# "held refused other" once each has either been answered 429 and closed or stayed open
+# and silent for a second; on "release" on stdin closes one held connection, opens a new
+# one and prints the status of a GET /healthz on it.  Exits when stdin closes.
+HOG_SCRIPT = r"""
+import select, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+socks = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(path)
+    socks.append(s)
+held, refused, other = [], 0, 0
+pending = list(socks)
+deadline = time.monotonic() + 20
+while pending and time.monotonic() < deadline:
+    r, _, _ = select.select(pending, [], [], 1.5)
+    if not r:
+        break                      # 1.5 s of silence: the rest are held
+    for s in r:
+        data = b""
+        while True:
+            c = s.recv(4096)
+            if not c:
+                break
+            data += c
+        if data.startswith(b"HTTP/1.1 429") and b"max-connections-per-user" in data:
+            refused += 1
+        else:
+            other += 1
+        pending.remove(s)
+        s.close()
+held = pending
+# A held one is really held: still open a second later.
+time.sleep(1.5)
+for s in list(held):
+    s.setblocking(False)
+    try:
+        if s.recv(1, socket.MSG_PEEK) == b"":
+            held.remove(s); other += 1
+    except BlockingIOError:
+        pass
+print(len(held), refused, other, flush=True)
+for line in sys.stdin:
+    if line.strip() == "release":
+        held.pop().close()
+        time.sleep(0.3)
+        s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(path)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        d = b""
+        while True:
+            c = s.recv(4096)
+            if not c:
+                break
+            d += c
+        s.close()
+        print(d.split(b" ", 2)[1].decode() if d else "none", flush=True)
+for s in held:
+    s.close()
+"""
+
+# Run as another uid: one request on the Unix socket, the raw response on stdout.
+GET_SCRIPT = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+s.sendall(b"GET " + sys.argv[2].encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+d = b""
+while True:
+    c = s.recv(65536)
+    if not c:
+        break
+    d += c
+s.close(); sys.stdout.buffer.write(d)
+"""
 
 
 # --- plumbing -------------------------------------------------------------------------------
@@ -371,8 +448,9 @@ class HostileTest(DaemonTest):
 
     def attack_huge_body(self):
         """100 MiB bodies.  With Content-Length the daemon answers 413 before reading any of
-        it; a chunked one it reads and discards to its end before answering 413 (it could
-        answer once 1 MiB has passed).  Either way it holds at most 1 MiB of it."""
+        it; a chunked one (no size up front) gets 413 as soon as 1 MiB has passed, and the
+        connection is closed rather than read to its end.  Either way it holds at most 1 MiB
+        of it."""
         rss0 = rss_kib(self.pid)
         jobs0 = self.jobs_count()
         size = 100 * MiB
@@ -397,6 +475,10 @@ class HostileTest(DaemonTest):
                 resp, sent, peak = self.stream_body(s, size, chunked=True, sample=sample)
                 self.assertIsNotNone(resp, f"no answer to a 100 MiB chunked body on {door}")
                 self.assertEqual(resp[0], 413, f"100 MiB chunked body on {door}")
+                self.assertIn("1 MiB", json.loads(resp[2])["error"])
+                # Answered early: the client could not push the whole body in (what the
+                # kernel buffers between the two ends is a few MiB at most).
+                self.assertLess(sent, 16 * MiB, f"{door}: the client got {sent} chunked bytes in before the 413")
                 self.assertLess(peak - rss0, self.rss_slack_kib(4),
                                 f"{door}: RSS peaked {peak - rss0} KiB above the start while reading the body")
         self.assertEqual(self.jobs_count(), jobs0)
@@ -559,6 +641,53 @@ class HostileTest(DaemonTest):
                 self.assertIn(b"only they or an admin may", body)
         self.assertEqual(self.d.job(jid)["state"], "COMPLETED")
 
+    def attack_per_uid_cap(self, cap):
+        """One uid (nobody) opens 3x the daemon's per-uid cap of idle Unix-socket connections:
+        it holds at most the cap, the rest are answered 429 and closed; another uid (a
+        numeric one with no passwd entry) is served meanwhile, and so is root.  Root only:
+        the clients run under setpriv."""
+        if not IS_ROOT:
+            self.skipTest("needs root to act as other uids (setpriv)")
+        nobody = pwd.getpwnam("nobody")
+        hog = subprocess.Popen(
+            ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+             sys.executable, "-c", HOG_SCRIPT, self.d.socket, str(3 * cap)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = hog.stdout.readline()          # the hog's tally once every connection settled
+            if not line:
+                hog.wait(timeout=20)
+                self.fail(f"the hog said nothing: {hog.stderr.read()[-500:]!r}")
+            held, refused, other = (int(x) for x in line.split())
+            self.assertEqual(held, cap, f"nobody held {held} connections (cap {cap})")
+            self.assertEqual(refused, 2 * cap, "every connection past the cap was answered 429")
+            self.assertEqual(other, 0, "no connection past the cap was left open unanswered")
+            # While nobody holds its cap: another uid, and root, are served.
+            p = subprocess.run(["setpriv", "--reuid=43210", "--regid=43210", "--clear-groups",
+                                sys.executable, "-c", GET_SCRIPT, self.d.socket, "/api/v1/whoami"],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            st = int(p.stdout.split(b" ", 2)[1])
+            self.assertEqual(st, 200, p.stdout[:300])
+            self.assertIn(b'"uid": 43210', p.stdout.replace(b'"uid":43210', b'"uid": 43210'))
+            self.assert_prompt(f"nobody holding {cap} connections")
+            # nobody itself may still open one more once it lets one go: the count follows closes.
+            hog.stdin.write(b"release\n")
+            hog.stdin.flush()
+            line = hog.stdout.readline()
+            self.assertEqual(line.strip(), b"200", f"nobody after closing one: {line!r}")
+        finally:
+            if hog.poll() is None:
+                hog.stdin.close()
+                try:
+                    hog.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    hog.kill()
+                    hog.wait()
+            hog.stdout.close()
+            hog.stderr.close()
+        self.assertIn("max-connections-per-user", self.d.daemon_log(), "the refusals are logged")
+
     # --- the tests ---
 
     def test_slow_headers(self):
@@ -569,6 +698,9 @@ class HostileTest(DaemonTest):
 
     def test_per_address_cap(self):
         self.attack_per_address_cap()
+
+    def test_per_uid_cap(self):
+        self.attack_per_uid_cap(PER_UID_CAP)
 
     def test_huge_body(self):
         self.attack_huge_body()
