@@ -40,6 +40,20 @@ void reply_error(struct gw_http_reply *rep, int status, const char *field, const
         gw_http_reply_text(rep, status, "application/json", body, len);
 }
 
+void reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const char *what) {
+        int kind = gw_store_error_kind(d->store);
+        const char *why = kind == -ENOSPC ? "the disk is full"
+                          : kind == -EROFS ? "the file system is read-only"
+                          : kind == -EIO   ? "an I/O error"
+                          : kind == -EBUSY ? "the database is locked"
+                                           : "a database error";
+        /* 507 Insufficient Storage when space is what is missing; 503 for the rest, which an
+         * operator fixes (a read-only remount, a failing disk) and the client retries. */
+        reply_error(rep, kind == -ENOSPC ? 507 : 503, NULL,
+                    "%s: the state in %s cannot be written (%s): %s; reads still work", what, d->cfg->state_dir, why,
+                    gw_store_errmsg(d->store));
+}
+
 /* Whether user (primary group gid) is a member of the group named name. */
 static bool user_in_group(const char *name, const char *user, gid_t gid) {
         struct group gr, *grp = NULL;
@@ -245,6 +259,8 @@ static void on_submit(void *ud, const struct gw_http_request *req, const struct 
         struct gw_submit_error err;
         int64_t id;
         if (gw_job_submit(d, j, hold, &err, &id) < 0) {
+                if (err.status == 503) /* gw_job_record: the store refused the write */
+                        return reply_store_error(d, rep, "cannot record the job");
                 reply_error(rep, err.status, err.field, "%s", err.message);
                 return;
         }
@@ -282,11 +298,11 @@ static void on_submit_batch(void *ud, const struct gw_http_request *req, const s
                 ok = ok && gw_store_commit(d->store) == 0;
                 if (!ok) {
                         (void) gw_store_rollback(d->store);
-                        reply_error(rep, 503, NULL, "cannot record the jobs: %s", gw_store_errmsg(d->store));
+                        reply_store_error(d, rep, "cannot record the jobs");
                 }
         } else if (ok) {
                 ok = false;
-                reply_error(rep, 503, NULL, "cannot record the jobs: %s", gw_store_errmsg(d->store));
+                reply_store_error(d, rep, "cannot record the jobs");
         }
         json_t *ids = json_array();
         for (size_t i = 0; i < n; i++) {
@@ -446,7 +462,13 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         char why[128];
         snprintf(why, sizeof why, "cancelled by %s", c->user);
         if (j->state != GW_JOB_RUNNING) {
+                /* gw_job_end ends the job in memory whatever the store says; a failed write
+                 * is seen in the store's failure count. */
+                unsigned long failed = gw_store_write_failures(d->store);
                 gw_job_end(d, dj, GW_JOB_CANCELLED, why, "cancel");
+                if (gw_store_write_failures(d->store) != failed)
+                        return reply_store_error(d, rep, "the job is cancelled until the daemon restarts, but the "
+                                                         "cancel could not be recorded");
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = job_lookup(d, ctx->id, &now);
                 return reply_json(rep, want_wait ? 200 : 202, fin ? job_with_events(d, fin) : json_object());
@@ -468,9 +490,19 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
         if (!j)
                 return;
         struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
-        if (!dj || gw_job_hold(d, dj, hold, c->user) == -EBUSY)
+        enum gw_job_state was = dj ? dj->job->state : GW_JOB_PENDING;
+        enum gw_job_reason reason = dj ? dj->job->wait_reason : GW_REASON_NONE;
+        int r = dj ? gw_job_hold(d, dj, hold, c->user) : -EBUSY;
+        if (r == -EBUSY)
                 return reply_error(rep, 409, "id", "job %lld is %s: only %s jobs can be %s", (long long) j->id,
                                    gw_job_state_name(j->state), hold ? "PENDING" : "HELD", hold ? "held" : "released");
+        if (r < 0) {
+                /* Not recorded: undo it in memory too, so that what the API says is what a
+                 * restarted daemon will find. */
+                dj->job->state = was;
+                dj->job->wait_reason = reason;
+                return reply_store_error(d, rep, hold ? "cannot hold the job" : "cannot release the job");
+        }
         reply_json(rep, 200, gw_codec_job(dj->job));
 }
 

@@ -32,6 +32,9 @@ struct gw_daemon *the_daemon(void *userdata);
 void reply_json(struct gw_http_reply *rep, int status, json_t *o);       /* steals o */
 void reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* 507 (disk full) or 503 (read-only, I/O error) with why the store refused the last write:
+ * "WHAT: the state in DIR cannot be written (the disk is full): ...". */
+void reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const char *what);
 json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep); /* NULL after a 400 */
 /* A job by id: the live one if active, else the stored record, which *tmp then owns. */
 const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);

@@ -88,7 +88,7 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
                 json_decref(o);
         }
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason) < 0)
-                return reply_error(rep, 503, NULL, "cannot record the drain: %s", gw_store_errmsg(d->store));
+                return reply_store_error(d, rep, "cannot record the drain");
         reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id]));
 }
 

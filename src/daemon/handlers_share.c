@@ -109,7 +109,7 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
         snprintf(b.name, sizeof b.name, "%s", name ? name : "");
         snprintf(b.note, sizeof b.note, "%s", q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? qmsg : "");
         if (gw_store_booking_save(d->store, &b) < 0)
-                return reply_error(rep, 503, NULL, "cannot record the booking: %s", gw_store_errmsg(d->store));
+                return reply_store_error(d, rep, "cannot record the booking");
         struct gw_sharing *s = d->sharing;
         if (s->n_bookings == s->cap_bookings) {
                 s->cap_bookings = s->cap_bookings ? s->cap_bookings * 2 : 16;
@@ -166,10 +166,13 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         enum gw_booking_state to = approve ? GW_BOOKING_APPROVED : deny ? GW_BOOKING_DENIED : GW_BOOKING_RELEASED;
         char note[160];
         snprintf(note, sizeof note, "%s by %s", approve ? "approved" : deny ? "denied" : "released", c->user);
+        struct gw_store_booking before = *b;
         b->state = to;
         snprintf(b->note, sizeof b->note, "%s", note);
-        if (gw_store_booking_save(d->store, b) < 0)
-                return reply_error(rep, 503, NULL, "cannot record it: %s", gw_store_errmsg(d->store));
+        if (gw_store_booking_save(d->store, b) < 0) {
+                *b = before; /* not recorded: not done */
+                return reply_store_error(d, rep, "cannot record it");
+        }
         json_t *o = booking_json(b);
         /* Its queued jobs will find their booking gone and end (the calendar closes the gate). */
         if (gw_booking_state_is_final(to)) {
@@ -354,7 +357,7 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         int64_t id;
         if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, &id) < 0) {
                 json_decref(o);
-                return reply_error(rep, 503, NULL, "cannot record the token: %s", gw_store_errmsg(d->store));
+                return reply_store_error(d, rep, "cannot record the token");
         }
         log_info("token %lld made for %s", (long long) id, c->user);
         reply_json(rep, 201, json_pack("{s:I,s:s,s:s,s:s,s:o}", "id", (json_int_t) id, "user", c->user, "name",
@@ -385,7 +388,7 @@ void on_token_revoke(void *ud, const struct gw_http_request *req, const struct g
         if (r == -ENOENT)
                 return reply_error(rep, 404, "id", "no token %lld of yours", (long long) ctx->id);
         if (r < 0)
-                return reply_error(rep, 503, NULL, "cannot revoke it: %s", gw_store_errmsg(d->store));
+                return reply_store_error(d, rep, "cannot revoke it");
         reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
 }
 

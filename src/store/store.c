@@ -160,6 +160,12 @@ static const char *const migrations[] = {
 
         /* 6: token expiry (gpuward token create --expires); 0 = never */
         "ALTER TABLE tokens ADD COLUMN expires INTEGER NOT NULL DEFAULT 0;",
+
+        /* 7: when each epoch of an attempt ended (store/epochs.h), kept for finished jobs */
+        "CREATE TABLE job_epochs ("
+        "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+        "  start_time INTEGER NOT NULL, end_time INTEGER NOT NULL, startup INTEGER NOT NULL DEFAULT 0,"
+        "  exact INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_id, attempt, epoch)) WITHOUT ROWID;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }
@@ -169,6 +175,10 @@ struct gw_store {
         sqlite3_stmt *stmt[_ST_MAX];
         int depth; /* open gw_store_begin calls */
         struct gw_store_observer obs;
+        /* The last failure, kept because a rollback after it resets SQLite's own message. */
+        int last_err;                /* negative errno, 0 = none yet */
+        char last_msg[256];
+        unsigned long write_failures; /* ENOSPC, EROFS, EIO failures so far */
 };
 
 void gw_store_set_observer(struct gw_store *s, const struct gw_store_observer *o) { s->obs = *o; }
@@ -179,8 +189,7 @@ static void tell_job(struct gw_store *s, int64_t id, const struct gw_job *j, enu
                 s->obs.job(s->obs.userdata, id, j, state, kind, message);
 }
 
-static int sql_err(struct gw_store *s) {
-        int rc = sqlite3_errcode(s->db);
+static int sql_errno(int rc) {
         switch (rc) {
         case SQLITE_FULL: return -ENOSPC;
         case SQLITE_READONLY: return -EROFS;
@@ -191,7 +200,32 @@ static int sql_err(struct gw_store *s) {
         }
 }
 
-const char *gw_store_errmsg(struct gw_store *s) { return sqlite3_errmsg(s->db); }
+static int sql_err(struct gw_store *s) {
+        int rc = sqlite3_errcode(s->db), r = sql_errno(rc);
+        /* A read-only file system shows up as an I/O error whose system errno says EROFS. */
+        int sys = sqlite3_system_errno(s->db);
+        if (r == -EIO && (sys == EROFS || sys == ENOSPC))
+                r = -sys;
+        s->last_err = r;
+        if (sys && (r == -EIO || r == -EROFS || r == -ENOSPC))
+                snprintf(s->last_msg, sizeof s->last_msg, "%s (%s, %s)", sqlite3_errmsg(s->db), sqlite3_errstr(rc),
+                         strerror(sys));
+        else
+                snprintf(s->last_msg, sizeof s->last_msg, "%s", sqlite3_errmsg(s->db));
+        if (r == -ENOSPC || r == -EROFS || r == -EIO)
+                s->write_failures++;
+        return r;
+}
+
+const char *gw_store_errmsg(struct gw_store *s) {
+        if (sqlite3_errcode(s->db) == SQLITE_OK && s->last_err)
+                return s->last_msg;
+        return sqlite3_errmsg(s->db);
+}
+
+int gw_store_error_kind(const struct gw_store *s) { return s->last_err; }
+
+unsigned long gw_store_write_failures(const struct gw_store *s) { return s->write_failures; }
 
 /* For the store's other files (store_internal.h). */
 sqlite3 *gw_store_db(struct gw_store *s) { return s->db; }

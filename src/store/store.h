@@ -15,7 +15,16 @@ int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errl
 struct gw_store *gw_store_close(struct gw_store *s);
 /* The schema version this build migrates to (the number of migrations). */
 int gw_store_schema_version(void);
+/* Why the last call failed (SQLite's message, or the one recorded at the failure when a
+ * rollback since has reset SQLite's). */
 const char *gw_store_errmsg(struct gw_store *s);
+/* The kind of the last failure as a negative errno: -ENOSPC (SQLITE_FULL), -EROFS
+ * (SQLITE_READONLY, or an I/O error with errno EROFS), -EIO (other I/O errors), -EBUSY,
+ * -ENOMEM, -EEXIST; 0 before any.  What the API maps to 507 or 503. */
+int gw_store_error_kind(const struct gw_store *s);
+/* How many writes have failed for want of space, a read-only file system or an I/O error:
+ * a caller compares it before and after a call that swallows store errors. */
+unsigned long gw_store_write_failures(const struct gw_store *s);
 
 int gw_store_begin(struct gw_store *s);
 int gw_store_commit(struct gw_store *s);
