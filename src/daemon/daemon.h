@@ -295,6 +295,9 @@ struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NUL
 /* For recovery.c: true (once) when this attempt was stopped by leak_policy restart, with the
  * evidence in why; it is then retried like an oom that a leak explains. */
 bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n);
+/* For recovery.c, when an attempt ends: a last look at results.csv, so that the rows written
+ * since the last sample get their end times too. */
+void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 /* Whether a leak was detected during the current attempt (an oom is then retried). */
 bool gw_training_leak_flagged(const struct gw_djob *dj);
 /* Seconds until the job's estimated end; NAN without an estimate. */

@@ -160,6 +160,7 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
 
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status) {
         struct gw_job *j = dj->job;
+        gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
         size_t tail_len = 0;
         _cleanup_free_ char *tail = read_tail(j->log_path, TAIL_BYTES, &tail_len);
         struct gw_failure_input in = {

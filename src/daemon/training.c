@@ -24,6 +24,7 @@
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/training_int.h"
+#include "store/epochs.h"
 
 /* How often to look for a results.csv not found yet: every sample at first (the first epoch
  * should be timed), then rarely (most jobs that have none by then never will). */
@@ -47,6 +48,21 @@ static gw_usec_t mtime_us(const struct stat *st) {
         return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
 }
 
+/* The attempt's epochs as the store kept them: a restarted daemon goes on from there instead
+ * of sharing the time since the start out over all rows. */
+static void load_epochs(struct gw_daemon *d, const struct gw_job *j, struct gw_train *t) {
+        struct gw_store_epoch e[TRAIN_EPOCHS_KEEP];
+        int n = gw_store_epochs(d->store, j->id, j->attempt, e, TRAIN_EPOCHS_KEEP);
+        if (n < 0)
+                log_warn("job %lld: cannot read its epoch times: %s", (long long) j->id, gw_store_errmsg(d->store));
+        for (int i = 0; i < n; i++)
+                t->epochs[i] = (struct train_epoch) { .epoch = e[i].epoch, .start = e[i].start, .end = e[i].end,
+                                                      .startup = e[i].startup, .exact = e[i].exact };
+        t->n_epochs = n > 0 ? (size_t) n : 0;
+        if (n > 0)
+                t->done = e[n - 1].epoch;
+}
+
 /* A fresh state for the job's current attempt: a retry is a new process with a new clock. */
 static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
@@ -68,6 +84,7 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         for (unsigned gi = 0; gi < d->n_gpus && gi < 64 && t->n_gpus < n; gi++)
                 if (j->gpu_mask & (UINT64_C(1) << gi))
                         t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->gpus[gi].info.mem_total };
+        load_epochs(d, j, t);
         dj->train = t;
         return t;
 }
@@ -123,12 +140,18 @@ static void best_of(const struct gw_results *r, size_t n, long *ret_epoch, doubl
         }
 }
 
-static void push_epoch(struct gw_train *t, const struct train_epoch *e) {
+/* Keeps e, in memory and in the store (a finished job's page draws its epochs from there). */
+static void push_epoch(struct gw_daemon *d, const struct gw_job *j, struct gw_train *t, const struct train_epoch *e) {
         if (t->n_epochs == TRAIN_EPOCHS_KEEP) {
                 memmove(t->epochs, t->epochs + 1, (TRAIN_EPOCHS_KEEP - 1) * sizeof *t->epochs);
                 t->n_epochs--;
         }
         t->epochs[t->n_epochs++] = *e;
+        struct gw_store_epoch se = { .epoch = e->epoch, .start = e->start, .end = e->end, .startup = e->startup,
+                                     .exact = e->exact };
+        if (gw_store_epoch_put(d->store, j->id, j->attempt, &se) < 0)
+                log_warn("job %lld: cannot record the end of epoch %ld: %s", (long long) j->id, e->epoch,
+                         gw_store_errmsg(d->store));
 }
 
 /* The epoch's low and peak on each of the job's GPUs, from its telemetry ring. */
@@ -163,12 +186,16 @@ static void measure_epoch(const struct gw_djob *dj, struct gw_train *t, const st
 
 /* done epochs now, the newest row written at t_row: records the epochs that ended since the
  * last look.  Returns how many of them can be measured for the leak detector. */
-static size_t new_epochs(const struct gw_djob *dj, struct gw_train *t, long done, gw_usec_t t_row) {
+static size_t new_epochs(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t, long done,
+                         gw_usec_t t_row) {
         const struct gw_job *j = dj->job;
         long prev = t->done;
         if (done < prev) {                       /* the file was rewritten: start over */
                 t->n_epochs = 0;
                 prev = -1;
+                if (gw_store_epochs_drop(d->store, j->id, j->attempt) < 0)
+                        log_warn("job %lld: cannot forget its epoch times: %s", (long long) j->id,
+                                 gw_store_errmsg(d->store));
         }
         t->done = done;
         if (done <= 0 || done == prev)
@@ -197,7 +224,7 @@ static size_t new_epochs(const struct gw_djob *dj, struct gw_train *t, long done
                         .startup = first && i == 0,
                         .exact = k == 1,
                 };
-                push_epoch(t, &e);
+                push_epoch(d, j, t, &e);
                 if (e.exact && !e.startup) {
                         measure_epoch(dj, t, &e);
                         measurable++;
@@ -207,7 +234,7 @@ static size_t new_epochs(const struct gw_djob *dj, struct gw_train *t, long done
 }
 
 /* Re-reads results.csv when it changed.  Returns how many new epochs can be measured. */
-static size_t read_results(const struct gw_djob *dj, struct gw_train *t, gw_usec_t now) {
+static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t, gw_usec_t now) {
         const struct gw_job *j = dj->job;
         if (!t->results_path && now >= t->next_find) {
                 t->next_find = now - t->start_time < FIND_EARLY ? now : now + FIND_LATER;
@@ -246,7 +273,7 @@ static size_t read_results(const struct gw_djob *dj, struct gw_train *t, gw_usec
                 best_of(&r, r.n_rows - 1, &t->best_epoch_before, &t->best_map_before);
         }
         gw_results_free(&r);
-        return new_epochs(dj, t, done, t->results_mtime);
+        return new_epochs(d, dj, t, done, t->results_mtime);
 }
 
 /* ---- ETA and leak ----------------------------------------------------------------------- */
@@ -341,7 +368,7 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
                 return;
         struct gw_train *t = train_for(d, dj);
-        size_t measured = read_results(dj, t, now);
+        size_t measured = read_results(d, dj, t, now);
         update_eta(j, t, now);
         if (measured)
                 check_leak(d, t);
@@ -356,6 +383,15 @@ void gw_training_watch(struct gw_daemon *d) {
                 watch_job(d, d->running[i], now);
         gw_training_predict(d, false); /* with the ETAs just updated */
         gw_train_snap_housekeeping(d, d->now);
+}
+
+void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        if (j->start_time <= 0)
+                return;
+        struct gw_train *t = train_for(d, dj);
+        t->next_find = 0; /* a run too short for the watch to have found its results.csv */
+        (void) read_results(d, dj, t, gw_now_wall());
 }
 
 bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
@@ -384,9 +420,14 @@ json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return json_pack("{s:o}", "prediction", gw_training_prediction_json(d, j));
         json_t *snaps = gw_train_snapshots_summary(d, j->id);
-        if (!t && !snaps)
+        bool running = t && j->state == GW_JOB_RUNNING;
+        /* An ended job keeps its epoch end times (the store's): its page still draws them. */
+        json_t *ends = running ? NULL : gw_train_epoch_ends_json(d, j);
+        if (!t && !snaps && !ends)
                 return json_null();
-        json_t *o = t && j->state == GW_JOB_RUNNING ? gw_train_eta_json(t, gw_now_wall()) : json_object();
+        json_t *o = running ? gw_train_eta_json(t, gw_now_wall()) : json_object();
+        if (ends)
+                json_object_set_new(o, "epoch_ends", ends);
         json_object_set_new(o, "leak", t ? gw_train_leak_json(j, t) : json_null());
         json_object_set_new(o, "snapshots", snaps ? snaps : json_null());
         return o;

@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "daemon/handlers.h"
 #include "daemon/training_int.h"
+#include "store/epochs.h"
 
 #define EPOCHS_SHOWN 20
 
@@ -57,16 +58,43 @@ json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t) {
         return o;
 }
 
-json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j) {
+/* When the epochs of j's current attempt ended, in Unix seconds (since the attempt's start
+ * with since_start): from the watch while it runs, else from the store.  NULL when there
+ * is nothing to say (never watched, or the store cannot be read). */
+static json_t *epoch_ends_json(struct gw_daemon *d, const struct gw_job *j, bool since_start) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
         const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
-        if (!t || j->start_time <= 0)
-                return json_null();
+        gw_usec_t ends[TRAIN_EPOCHS_KEEP];
+        size_t n = 0;
+        if (t) {
+                for (; n < t->n_epochs; n++)
+                        ends[n] = t->epochs[n].end;
+        } else {
+                struct gw_store_epoch e[TRAIN_EPOCHS_KEEP];
+                int got = gw_store_epochs(d->store, j->id, j->attempt, e, TRAIN_EPOCHS_KEEP);
+                if (got <= 0)
+                        return NULL;
+                for (; n < (size_t) got; n++)
+                        ends[n] = e[n].end;
+        }
+        if (since_start && j->start_time <= 0)
+                return NULL;
         json_t *arr = json_array();
-        for (size_t i = 0; i < t->n_epochs; i++)
-                if (t->epochs[i].end >= j->start_time)
-                        json_array_append_new(arr, json_real((double) (t->epochs[i].end - j->start_time) / 1e6));
+        for (size_t i = 0; i < n; i++)
+                if (!since_start)
+                        json_array_append_new(arr, json_real((double) ends[i] / 1e6));
+                else if (ends[i] >= j->start_time)
+                        json_array_append_new(arr, json_real((double) (ends[i] - j->start_time) / 1e6));
         return arr;
+}
+
+json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j) {
+        json_t *arr = epoch_ends_json(d, j, true);
+        return arr ? arr : json_null();
+}
+
+json_t *gw_train_epoch_ends_json(struct gw_daemon *d, const struct gw_job *j) {
+        return epoch_ends_json(d, j, false);
 }
 
 static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_job *j) {
@@ -109,6 +137,10 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
                 }
                 json_object_set_new(o, "recent_epochs", arr);
                 json_object_set_new(o, "leak", gw_train_leak_json(j, t));
+        } else if (!queued) {
+                json_t *ends = gw_train_epoch_ends_json(d, j); /* an ended job's, kept */
+                if (ends)
+                        json_object_set_new(o, "epoch_ends", ends);
         }
         reply_json(rep, 200, o);
 }

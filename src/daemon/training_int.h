@@ -130,3 +130,6 @@ int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_t
 /* training_api.c */
 json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now);
 json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t);
+/* When the epochs of j's current attempt ended (Unix seconds, oldest first): the watch's
+ * while it runs, else the store's.  A new array, or NULL when none are known. */
+json_t *gw_train_epoch_ends_json(struct gw_daemon *d, const struct gw_job *j);

@@ -65,6 +65,50 @@ class TrainingTest(DaemonTest):
         # Finished: no ETA any more.
         self.assertIsNone(self.d.job(jid)["eta"])
 
+    def test_epoch_end_times_kept_after_the_end(self):
+        # Watch results.csv as the daemon does: when each row appeared is the file's mtime then.
+        epochs = 5
+        jid = self.submit_api([TRAINER, f"epochs={epochs}", "name=ends", "--epoch-seconds", "2"])
+        csv = os.path.join(self.d.work, "runs", "detect", "ends", "results.csv")
+        appeared = {}  # rows -> results.csv mtime when the test first saw that many
+        deadline = time.time() + 60
+        while len(appeared) < epochs and time.time() < deadline:
+            try:
+                st = os.stat(csv)
+                with open(csv) as f:
+                    rows = len([l for l in f.read().splitlines()[1:] if l.strip()])
+            except FileNotFoundError:
+                rows = 0
+            if rows and rows not in appeared and os.stat(csv).st_mtime_ns == st.st_mtime_ns:
+                appeared[rows] = st.st_mtime_ns / 1e9
+            time.sleep(0.02)
+        self.assertEqual(sorted(appeared), list(range(1, epochs + 1)), "every row seen")
+        j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+
+        def check(j, where):
+            ends = j["training"]["epoch_ends"]
+            self.assertEqual(len(ends), epochs, (where, ends))
+            # Within a sample (1 s): a row the daemon saw at its sample ends at that mtime exactly.
+            for k, end in enumerate(ends, start=1):
+                self.assertLessEqual(abs(end - appeared[k]), 1.05, (where, k, end, appeared[k]))
+            self.assertEqual(ends, sorted(ends), where)
+            st, r = self.d.api("GET", f"/api/v1/jobs/{jid}/results")
+            self.assertEqual(st, 200, r)
+            offs = r["epoch_end_offsets"]
+            self.assertEqual(len(offs), epochs, (where, offs))
+            for off, end in zip(offs, ends):
+                self.assertAlmostEqual(off, end - j["start_time"], delta=0.01)
+            st, e = self.d.api("GET", f"/api/v1/jobs/{jid}/eta")
+            self.assertEqual(e["epoch_ends"], ends, where)
+            return ends
+
+        before = check(j, "finished")
+        # Kept in the store: a restarted daemon serves the same times.
+        self.d.stop()
+        self.d.start()
+        after = check(self.d.job(jid), "after a restart")
+        self.assertEqual(before, after)
+
     def test_no_eta_before_the_first_epoch(self):
         jid = self.submit_api([TRAINER, "epochs=5", "name=slow", "--epoch-seconds", "30"])
         self.d.wait_state(jid, "RUNNING")

@@ -1,0 +1,75 @@
+/* Epoch end times (see epochs.h).  Written once per epoch of a running training job: plain
+ * statements prepared per call. */
+#include "store/epochs.h"
+
+#include <errno.h>
+
+#include "store/store_internal.h"
+
+int gw_store_epoch_put(struct gw_store *s, int64_t job_id, int attempt, const struct gw_store_epoch *e) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s),
+                               "INSERT OR REPLACE INTO job_epochs (job_id, attempt, epoch, start_time, end_time, startup, "
+                               "exact) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, attempt);
+        sqlite3_bind_int64(st, 3, e->epoch);
+        sqlite3_bind_int64(st, 4, e->start);
+        sqlite3_bind_int64(st, 5, e->end);
+        sqlite3_bind_int(st, 6, e->startup);
+        sqlite3_bind_int(st, 7, e->exact);
+        int rc = sqlite3_step(st);
+        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_epochs_drop(struct gw_store *s, int64_t job_id, int attempt) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s), "DELETE FROM job_epochs WHERE job_id = ?1 AND attempt = ?2", -1, &st,
+                               NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, attempt);
+        int rc = sqlite3_step(st);
+        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_store_epoch *ret, size_t max) {
+        if (max > INT32_MAX)
+                return -EINVAL;
+        sqlite3_stmt *st;
+        /* The newest max by epoch, then turned around: oldest first. */
+        if (sqlite3_prepare_v2(gw_store_db(s),
+                               "SELECT epoch, start_time, end_time, startup, exact FROM job_epochs "
+                               "WHERE job_id = ?1 AND attempt = ?2 ORDER BY epoch DESC LIMIT ?3",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, attempt);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) max);
+        size_t n = 0;
+        int rc = SQLITE_DONE;
+        while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                ret[n++] = (struct gw_store_epoch) { .epoch = (long) sqlite3_column_int64(st, 0),
+                                                     .start = sqlite3_column_int64(st, 1),
+                                                     .end = sqlite3_column_int64(st, 2),
+                                                     .startup = sqlite3_column_int(st, 3) != 0,
+                                                     .exact = sqlite3_column_int(st, 4) != 0 };
+        if (n < max && rc != SQLITE_DONE) {
+                int r = gw_store_sql_err(s);
+                sqlite3_finalize(st);
+                return r;
+        }
+        sqlite3_finalize(st);
+        for (size_t i = 0; i < n / 2; i++) {
+                struct gw_store_epoch tmp = ret[i];
+                ret[i] = ret[n - 1 - i];
+                ret[n - 1 - i] = tmp;
+        }
+        return (int) n;
+}
