@@ -4,7 +4,10 @@
  *   booking check  POST /api/v1/bookings: check the request, the user's booked GPUs, the
  *                  quota, then place it (nearest-window search included);
  *   schedule       GET /api/v1/schedule?hours=72: the layout with predicted starts, then
- *                  the text chart.
+ *                  the text chart;
+ *   prediction     the daemon's own (daemon/training_predict.c): gw_predict_starts 14 days
+ *                  ahead, as it runs on the daemon's thread (the daemon hands it at most
+ *                  its first PREDICT_MAX_JOBS queued jobs: try --pending 500).
  * Prints the median and the slowest of N runs of each.  Inputs come from a fixed seed, so
  * runs compare.
  *
@@ -18,9 +21,11 @@
 
 #include "base/parse.h"
 #include "core/calendar.h"
+#include "core/predict.h"
 #include "core/quota.h"
 
 #define HOUR ((gw_usec_t) 3600 * GW_USEC_PER_SEC)
+#define PREDICT_HORIZON (14 * 24 * HOUR) /* as daemon/training_predict.c */
 #define CHART_SIZE (256 * 1024)
 
 struct params {
@@ -190,7 +195,9 @@ int main(int argc, char **argv) {
         struct gw_schedule_segment *segs = calloc(cap + 1, sizeof *segs);
         char *chart = malloc(CHART_SIZE);
         double *t_book = calloc((size_t) p.runs, sizeof(double)), *t_sched = calloc((size_t) p.runs, sizeof(double));
-        if (!segs || !chart || !t_book || !t_sched)
+        double *t_pred = calloc((size_t) p.runs, sizeof(double));
+        struct gw_prediction *pred = calloc(h.in.n_pending + 1, sizeof *pred);
+        if (!segs || !chart || !t_book || !t_sched || !t_pred || !pred)
                 return 1;
         for (long long i = 0; i < p.runs; i++) {
                 double t0 = now_ms();
@@ -199,17 +206,29 @@ int main(int argc, char **argv) {
                 double t1 = now_ms();
                 if (schedule(&h, now, segs, cap, chart, &nseg) < 0)
                         return 1;
+                double t2 = now_ms();
+                if (gw_predict_starts(&h.in, now, PREDICT_HORIZON, pred) < 0)
+                        return 1;
                 t_book[i] = t1 - t0;
-                t_sched[i] = now_ms() - t1;
+                t_sched[i] = t2 - t1;
+                t_pred[i] = now_ms() - t2;
         }
+        size_t n_pred = 0;
+        for (size_t i = 0; i < h.in.n_pending; i++)
+                n_pred += pred[i].start != GW_USEC_INFINITY;
         qsort(t_book, (size_t) p.runs, sizeof(double), cmp_double);
         qsort(t_sched, (size_t) p.runs, sizeof(double), cmp_double);
+        qsort(t_pred, (size_t) p.runs, sizeof(double), cmp_double);
         printf("gpus %lld, bookings %zu, pending %lld, running %zu, runs %lld; %zu schedule segments\n", p.gpus,
                h.in.n_bookings, p.pending, h.in.n_running, p.runs, nseg);
         printf("booking check  median %.3f ms  max %.3f ms\n", t_book[p.runs / 2], t_book[p.runs - 1]);
         printf("schedule 72 h  median %.3f ms  max %.3f ms\n", t_sched[p.runs / 2], t_sched[p.runs - 1]);
+        printf("prediction 14 d  median %.3f ms  max %.3f ms  (%zu of %zu pending jobs get a start)\n",
+               t_pred[p.runs / 2], t_pred[p.runs - 1], n_pred, h.in.n_pending);
         free(t_book);
         free(t_sched);
+        free(t_pred);
+        free(pred);
         free(chart);
         free(segs);
         free(h.gpus);
