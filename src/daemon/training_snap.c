@@ -6,7 +6,8 @@
  * each copy and so also when the job has ended: per job the newest snapshot_keep_last
  * last.pt copies (default 3) and every best.pt; over all jobs, snapshot_cap bytes (default
  * 50G), the oldest last.pt copies removed first (best.pt copies are never evicted: they are
- * what a user restores).  The rows of pruned copies stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
+ * what a user restores); core/snap_retain.h makes both choices.  The rows of pruned copies
+ * stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
  * serialises once): the second copy is a hard link to the first.
  *
  * Restore copies a snapshot back as the job's user: a forked helper drops to the user's
@@ -25,6 +26,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/ckpt.h"
+#include "core/snap_retain.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/training_int.h"
 #include "store/snapshots.h"
@@ -157,18 +159,6 @@ static void drop(struct gw_daemon *d, const struct gw_store_snapshot *s, const c
                           s->epoch, why);
 }
 
-/* Removes all but the newest snapshot_keep_last last.pt copies of the job. */
-static void prune(struct gw_daemon *d, int64_t job_id) {
-        struct keep_ctx k = { 0 };
-        if (gw_store_snapshots(d->store, job_id, collect, &k) < 0)
-                return;
-        int last = 0;
-        for (size_t i = k.n; i-- > 0;)
-                if (strcmp(k.v[i].kind, "best") && ++last > d->cfg->snapshot_keep_last)
-                        drop(d, &k.v[i], "retention (snapshot_keep_last)");
-        free(k.v);
-}
-
 /* The bytes a copy holds on its own: best.pt and last.pt of one epoch share theirs (a hard
  * link), so each name counts for its share. */
 static uint64_t share_of(const struct gw_store_snapshot *s) {
@@ -178,6 +168,31 @@ static uint64_t share_of(const struct gw_store_snapshot *s) {
         return (uint64_t) st.st_size / (st.st_nlink ? st.st_nlink : 1);
 }
 
+/* The kept copies as core/snap_retain.h sees them; evict[] cleared, to be filled by it. */
+static struct gw_snap_item *retain_items(const struct keep_ctx *k, bool with_bytes, bool **ret_evict) {
+        struct gw_snap_item *items = gw_xcalloc(k->n ? k->n : 1, sizeof *items);
+        for (size_t i = 0; i < k->n; i++)
+                items[i] = (struct gw_snap_item) { .id = k->v[i].id, .job_id = k->v[i].job_id, .seq = k->v[i].seq,
+                                                   .best = !strcmp(k->v[i].kind, "best"), .time = k->v[i].time,
+                                                   .bytes = with_bytes ? share_of(&k->v[i]) : 0 };
+        *ret_evict = gw_xcalloc(k->n ? k->n : 1, sizeof **ret_evict);
+        return items;
+}
+
+/* Removes all but the newest snapshot_keep_last last.pt copies of the job. */
+static void prune(struct gw_daemon *d, int64_t job_id) {
+        struct keep_ctx k = { 0 };
+        if (gw_store_snapshots(d->store, job_id, collect, &k) < 0)
+                return;
+        _cleanup_free_ bool *evict = NULL;
+        _cleanup_free_ struct gw_snap_item *items = retain_items(&k, false, &evict);
+        if (gw_snap_keep_last(items, k.n, d->cfg->snapshot_keep_last, evict))
+                for (size_t i = 0; i < k.n; i++)
+                        if (evict[i])
+                                drop(d, &k.v[i], "retention (snapshot_keep_last)");
+        free(k.v);
+}
+
 /* Over snapshot_cap: the oldest last.pt copies go, over all jobs, until under it. */
 void gw_train_snap_enforce_cap(struct gw_daemon *d) {
         if (!d->cfg->snapshot_cap)
@@ -185,16 +200,12 @@ void gw_train_snap_enforce_cap(struct gw_daemon *d) {
         struct keep_ctx k = { 0 };
         if (gw_store_snapshots_kept(d->store, collect, &k) < 0)
                 return;
-        uint64_t total = 0;
-        for (size_t i = 0; i < k.n; i++)
-                total += share_of(&k.v[i]);
-        for (size_t i = 0; i < k.n && total > d->cfg->snapshot_cap; i++) {
-                if (!strcmp(k.v[i].kind, "best"))
-                        continue;
-                uint64_t freed = share_of(&k.v[i]);
-                drop(d, &k.v[i], "over snapshot_cap, oldest first");
-                total -= freed < total ? freed : total;
-        }
+        _cleanup_free_ bool *evict = NULL;
+        _cleanup_free_ struct gw_snap_item *items = retain_items(&k, true, &evict);
+        if (gw_snap_over_cap(items, k.n, d->cfg->snapshot_cap, evict))
+                for (size_t i = 0; i < k.n; i++)
+                        if (evict[i])
+                                drop(d, &k.v[i], "over snapshot_cap, oldest first");
         free(k.v);
 }
 
