@@ -99,6 +99,15 @@ static void view_init(struct gpu_view *v, const struct gw_sched_input *in, gw_us
         v->avail = v->idle;
 }
 
+/* Bits set in m.  __builtin_popcountll is a libgcc call without -mpopcnt, and the
+ * predicted starts (core/predict.c) run a plan at every instant they replay. */
+static int count_gpus(uint64_t m) {
+        m = m - ((m >> 1) & UINT64_C(0x5555555555555555));
+        m = (m & UINT64_C(0x3333333333333333)) + ((m >> 2) & UINT64_C(0x3333333333333333));
+        m = (m + (m >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+        return (int) ((m * UINT64_C(0x0101010101010101)) >> 56);
+}
+
 static uint64_t mem_at_least(const uint64_t mem[], uint64_t mask, uint64_t need) {
         uint64_t ok = 0;
 
@@ -118,7 +127,7 @@ static uint64_t mem_at_least(const uint64_t mem[], uint64_t mask, uint64_t need)
 static bool can_ever_fit(const struct gpu_view *v, const struct gw_sched_job *j) {
         uint64_t ok = mem_at_least(v->mem_total, v->usable, j->gpu_mem) |
                       mem_at_least(v->mem_free, v->usable, j->gpu_mem);
-        return __builtin_popcountll(ok) >= j->ngpus;
+        return count_gpus(ok) >= j->ngpus;
 }
 
 static void sort_usec(gw_usec_t *t, int n) {

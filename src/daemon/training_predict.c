@@ -34,9 +34,9 @@
 #define PREDICT_QUIET   (100 * GW_USEC_PER_MSEC)
 /* Its cost grows with the queued jobs it replays (about 3 ms for 500 against 12 ms for
  * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule): the first 500 in queue
- * order get a prediction, the others none (null in the API), which also keeps what
- * people read, the head of the queue, precise.  Jobs further back could only start
- * earlier through backfill, which the first 500 do not wait for. */
+ * order (held ones included) get a prediction, the others none (null in the API).  What
+ * people read is the head of the queue; leaving the rest out can only make a start
+ * earlier where a job further back would have backfilled ahead of it. */
 #define PREDICT_MAX_JOBS 500
 #define PREDICT_HORIZON ((gw_usec_t) 14 * 24 * 3600 * GW_USEC_PER_SEC)
 #define PUSH_MOVE       (60 * GW_USEC_PER_SEC) /* a start moved this much: tell the dashboards */
