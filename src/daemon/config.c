@@ -65,7 +65,8 @@ static const char usage[] =
         "\n"
         "Idle-GPU reclamation profiles (default, hpo, finetune, or new ones) are [policy.NAME]\n"
         "sections of the config file: util_threshold, idle_timeout, warn, grace, protect_max\n"
-        "(seconds or durations), enabled, allowed (users, @groups, @admins, *).  [reclaim]\n"
+        "(seconds or durations), enabled, allowed (users, @groups, @admins, *), and\n"
+        "leak_mib_per_epoch, leak_epochs for the profile's jobs (else the global ones).  [reclaim]\n"
         "validating_patterns and saving_patterns ('|'-separated substrings) add log lines that\n"
         "protect a job to the built-in Ultralytics ones.\n";
 
@@ -329,9 +330,16 @@ static int policy_line(struct gw_config *c, const char *pname, const char *name,
                 r = parse_bool(v, &pc->p.enabled) ? 0 : -EINVAL;
         else if (!strcmp(key, "allowed"))
                 set_str(&pc->allowed, v);
-        else {
+        else if (!strcmp(key, "leak_mib_per_epoch")) { /* the global key's ranges */
+                if ((r = gw_parse_int(v, 1, 1 << 20, &n)) == 0)
+                        pc->leak_mib_per_epoch = (double) n;
+        } else if (!strcmp(key, "leak_epochs")) {
+                if ((r = gw_parse_int(v, 2, 64, &n)) == 0)
+                        pc->leak_epochs = (unsigned) n;
+        } else {
                 fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [policy.%s] (util_threshold, "
-                        "idle_timeout, warn, grace, protect_max, enabled, allowed)\n", c->config_file, name, pname);
+                        "idle_timeout, warn, grace, protect_max, enabled, allowed, leak_mib_per_epoch, "
+                        "leak_epochs)\n", c->config_file, name, pname);
                 return -EINVAL;
         }
         if (r < 0)

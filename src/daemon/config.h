@@ -11,6 +11,10 @@ struct gw_policy_conf {
         /* Comma list of user names, @group, @admins, or *; NULL = everyone while the profile
          * reclaims, admins only when it is off (opting out of reclamation is an admin's call). */
         char *allowed;
+        /* Leak thresholds for the profile's jobs; 0 = the global leak_mib_per_epoch/leak_epochs.
+         * Not copied into a new profile from "default". */
+        double leak_mib_per_epoch;
+        unsigned leak_epochs;
 };
 
 struct gw_config {

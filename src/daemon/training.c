@@ -307,7 +307,24 @@ static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         t->restart_pending = r->restart_pending;
 }
 
-static void check_leak(struct gw_daemon *d, struct gw_train *t) {
+/* The job's profile's thresholds ([policy.NAME] leak_mib_per_epoch, leak_epochs), else the
+ * global keys; a job of an unknown profile is under "default", as for reclamation. */
+static void leak_params_of(const struct gw_daemon *d, const struct gw_job *j, struct gw_leak_params *p) {
+        gw_leak_params_default(p);
+        p->mib_per_epoch = d->cfg->leak_mib_per_epoch;
+        p->epochs = d->cfg->leak_epochs;
+        const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, j->idle_policy ? j->idle_policy : "default");
+        if (!pc)
+                pc = gw_reclaim_policy_conf(d, "default");
+        if (pc && pc->leak_mib_per_epoch > 0)
+                p->mib_per_epoch = pc->leak_mib_per_epoch;
+        if (pc && pc->leak_epochs > 0)
+                p->epochs = pc->leak_epochs;
+        if (p->window < p->epochs)
+                p->window = p->epochs;
+}
+
+static void check_leak(struct gw_daemon *d, const struct gw_job *j, struct gw_train *t) {
         struct gw_leak_gpu g[GW_LEAK_MAX_GPUS];
         size_t n = 0;
         for (size_t i = 0; i < t->n_gpus && n < GW_LEAK_MAX_GPUS; i++)
@@ -315,11 +332,7 @@ static void check_leak(struct gw_daemon *d, struct gw_train *t) {
                                                 .epoch = t->gpus[i].epoch, .low = t->gpus[i].low,
                                                 .peak = t->gpus[i].peak, .n = t->gpus[i].n };
         struct gw_leak_params p;
-        gw_leak_params_default(&p);
-        p.mib_per_epoch = d->cfg->leak_mib_per_epoch; /* config: leak_mib_per_epoch, leak_epochs */
-        p.epochs = d->cfg->leak_epochs;
-        if (p.window < p.epochs)
-                p.window = p.epochs;
+        leak_params_of(d, j, &p);
         struct gw_leak_input in = { .gpus = g, .n_gpus = n, .sec_per_epoch = t->has_eta ? t->eta.sec_per_epoch : 0 };
         if (gw_leak_detect(&p, &in, &t->leak) == 0)
                 t->leak_flagged = t->leak.leak;
@@ -371,7 +384,7 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         size_t measured = read_results(d, dj, t, now);
         update_eta(j, t, now);
         if (measured)
-                check_leak(d, t);
+                check_leak(d, j, t);
         gw_train_snap_step(d, dj, t, now);
         respond_leak(d, dj, t);
 }

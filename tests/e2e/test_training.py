@@ -5,7 +5,7 @@ import os
 import re
 import time
 
-from gwtest import IS_ROOT, TRAINER, DaemonTest, main, wait_until
+from gwtest import IS_ROOT, TRAINER, Daemon, DaemonTest, main, wait_until
 
 NOBODY = 65534
 
@@ -371,6 +371,50 @@ class TrainingConfigTest(DaemonTest):
             self.assertEqual([s["seq"] for s in kept], bests[jid])
             for s in kept:
                 self.assertTrue(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
+
+
+class ProfileLeakTest(DaemonTest):
+    """[policy.NAME] leak_mib_per_epoch / leak_epochs override the global thresholds (256, 3)
+    for the jobs under that profile only."""
+    gpus = 2
+    config = "[policy.hpo]\nleak_mib_per_epoch = 150\nleak_epochs = 2\n"
+
+    def submit_api(self, argv, **kw):
+        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 600}
+        spec.update(kw)
+        st, r = self.d.api("POST", "/api/v1/jobs", spec)
+        self.assertEqual(st, 201, r)
+        return r["id"]
+
+    def leaks(self, jid):
+        return [e for e in self.d.job(jid)["events"] if e["kind"] == "leak"]
+
+    def test_profile_thresholds_apply_to_its_jobs_only(self):
+        # The same 200 MiB/epoch leak: under the global 256 for the default profile, over hpo's 150.
+        argv = [TRAINER, "epochs=14", "--epoch-seconds", "1.5", "--mem-mib", "3000", "--leak-mib-per-epoch", "200"]
+        hpo = self.submit_api(argv + ["name=hpo"], idle_policy="hpo")
+        plain = self.submit_api(argv + ["name=plain"])
+        leak = wait_until(lambda: self.leaks(hpo), timeout=40, what="a leak event under hpo")
+        self.assertRegex(leak[0]["message"], r"baseline \+200 MiB/epoch")
+        self.assertLessEqual(self.d.job(hpo)["training"]["epoch"], 4, "flagged within leak_epochs + 2 epochs")
+        # The default-profile job goes 3 epochs further without a leak event.
+        seen = self.d.job(hpo)["training"]["epoch"]
+        wait_until(lambda: ((self.d.job(plain).get("training") or {}).get("epoch") or 0) >= seen + 3, timeout=40,
+                   what="3 more epochs of the default-profile job")
+        self.assertEqual(self.leaks(plain), [])
+        for jid in (hpo, plain):
+            self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+
+    def test_bad_profile_leak_keys_stop_the_daemon(self):
+        for conf, needle in (("[policy.hpo]\nleak_epochs = 1\n", "[policy.hpo] leak_epochs: invalid value '1'"),
+                             ("[policy.hpo]\nleak_mib_per_epoch = -5\n", "leak_mib_per_epoch: invalid value")):
+            d = Daemon(gpus=1, config=conf)
+            try:
+                with self.assertRaises(AssertionError) as cm:
+                    d.start()
+                self.assertIn(needle, str(cm.exception))
+            finally:
+                d.cleanup()
 
 
 if __name__ == "__main__":
