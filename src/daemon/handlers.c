@@ -40,8 +40,31 @@ void reply_error(struct gw_http_reply *rep, int status, const char *field, const
         gw_http_reply_text(rep, status, "application/json", body, len);
 }
 
+/* 0 if a byte can be written to a new file in dir, else the errno that refused it. */
+static int state_dir_write_errno(const char *dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/.write-probe", dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return errno;
+        int e = write(fd, "x", 1) == 1 ? 0 : errno;
+        if (e == 0 && fsync(fd) < 0)
+                e = errno;
+        (void) close(fd);
+        (void) unlink(path);
+        return e;
+}
+
 void reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const char *what) {
         int kind = gw_store_error_kind(d->store);
+        /* SQLite reports a write refused by a read-only or full file system as a plain I/O
+         * error when it lost the errno on the way: a probe write in the state dir says which
+         * (ext4's emergency read-only state does not even show in statvfs). */
+        if (kind == -EIO) {
+                int e = state_dir_write_errno(d->cfg->state_dir);
+                if (e == EROFS || e == ENOSPC)
+                        kind = -e;
+        }
         const char *why = kind == -ENOSPC ? "the disk is full"
                           : kind == -EROFS ? "the file system is read-only"
                           : kind == -EIO   ? "an I/O error"

@@ -178,6 +178,7 @@ struct gw_store {
         /* The last failure, kept because a rollback after it resets SQLite's own message. */
         int last_err;                /* negative errno, 0 = none yet */
         char last_msg[256];
+        bool masked;                 /* a rollback's own failure since hides last_msg in SQLite */
         unsigned long write_failures; /* ENOSPC, EROFS, EIO failures so far */
 };
 
@@ -207,6 +208,7 @@ static int sql_err(struct gw_store *s) {
         if (r == -EIO && (sys == EROFS || sys == ENOSPC))
                 r = -sys;
         s->last_err = r;
+        s->masked = false;
         if (sys && (r == -EIO || r == -EROFS || r == -ENOSPC))
                 snprintf(s->last_msg, sizeof s->last_msg, "%s (%s, %s)", sqlite3_errmsg(s->db), sqlite3_errstr(rc),
                          strerror(sys));
@@ -218,7 +220,7 @@ static int sql_err(struct gw_store *s) {
 }
 
 const char *gw_store_errmsg(struct gw_store *s) {
-        if (sqlite3_errcode(s->db) == SQLITE_OK && s->last_err)
+        if (s->last_err && (s->masked || sqlite3_errcode(s->db) == SQLITE_OK))
                 return s->last_msg;
         return sqlite3_errmsg(s->db);
 }
@@ -250,6 +252,18 @@ static int exec_simple(struct gw_store *s, enum stmt_id id) {
         return rc == SQLITE_DONE ? 0 : sql_err(s);
 }
 
+/* A rollback after a failure: it fails too when SQLite already rolled back by itself (as it
+ * may on SQLITE_FULL or an I/O error), and must not hide the error that caused it. */
+static int exec_rollback(struct gw_store *s, enum stmt_id id) {
+        sqlite3_stmt *st = stmt_get(s, id);
+        int rc = sqlite3_step(st);
+        (void) sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+                return 0;
+        s->masked = true;
+        return sql_errno(rc);
+}
+
 /* Transactions nest: the outermost is a real one, inner ones are savepoints, so a failed
  * inner write undoes only itself and leaves what the outer transaction holds (the daemon
  * groups one loop iteration's job ends into one commit). */
@@ -267,7 +281,7 @@ int gw_store_commit(struct gw_store *s) {
                 return exec_simple(s, ST_RELEASE);
         int r = exec_simple(s, ST_COMMIT);
         if (r < 0)
-                (void) exec_simple(s, ST_ROLLBACK);
+                (void) exec_rollback(s, ST_ROLLBACK);
         return r;
 }
 
@@ -275,11 +289,11 @@ int gw_store_rollback(struct gw_store *s) {
         if (s->depth == 0)
                 return 0;
         if (--s->depth > 0) {
-                int r = exec_simple(s, ST_ROLLBACK_TO);
-                (void) exec_simple(s, ST_RELEASE);
+                int r = exec_rollback(s, ST_ROLLBACK_TO);
+                (void) exec_rollback(s, ST_RELEASE);
                 return r;
         }
-        return exec_simple(s, ST_ROLLBACK);
+        return exec_rollback(s, ST_ROLLBACK);
 }
 
 static int migrate(struct gw_store *s, char *err, size_t errlen) {

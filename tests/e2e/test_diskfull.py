@@ -1,0 +1,290 @@
+"""Disk full and a read-only state dir (issue 9, part 2.2).
+
+The daemon's state dir is a small file system of its own: a tmpfs that the test fills, and
+an ext4 image (errors=remount-ro) that the kernel turns read-only under the running daemon.
+Writes (submit, cancel, hold, release, token create, reserve) must fail with a clear
+{"error": ...}: 507 when the disk is full, 503 when the file system is read-only, and the CLI
+must print one line and exit 1; reads (queue, show, gpus, /healthz) keep working, a running
+job keeps running, the daemon never exits.  Once space is back (the filler deleted, or the
+file system repaired and the daemon restarted) writes work again, every acknowledged job is
+there and `PRAGMA integrity_check` says ok.
+
+Why ext4 and not `mount -o remount,ro` of the tmpfs: Linux refuses to remount read-only a
+file system with files open for writing (EBUSY, "mount point is busy"), and the daemon holds
+its database open.  What does happen on real machines is the kernel forcing a file system
+read-only after an error (errors=remount-ro); /sys/fs/ext4/DEV/trigger_fs_error does that.
+
+Root only (mount); without root, or where mounting fails, each test prints why and skips
+(the run still exits 0).  Every mount is unmounted in a finally block, every loop is
+bounded, the harness stops the daemon."""
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from gwtest import IS_ROOT, Daemon, main, pid_alive, wait_until
+
+MiB = 1 << 20
+
+
+def run(*cmd, check=True):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if check and p.returncode != 0:
+        raise OSError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def mounts():
+    with open("/proc/mounts") as f:
+        return f.read().splitlines()
+
+
+def skip(why):
+    print(f"test_diskfull: SKIPPED: {why}", file=sys.stderr, flush=True)
+    raise unittest.SkipTest(why)
+
+
+def integrity(state):
+    db = sqlite3.connect(f"file:{os.path.join(state, 'gpuward.db')}?mode=ro", uri=True, timeout=10)
+    try:
+        return db.execute("PRAGMA integrity_check").fetchall()
+    finally:
+        db.close()
+
+
+def fill(path):
+    """Writes a filler file until the file system is full; returns its path."""
+    filler = os.path.join(path, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (MiB, 4096, 512, 1):     # big blocks, then whatever is left
+            for _ in range(8192):            # bounded: the file systems here are a few MiB
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError:
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+class StateDirFaults(unittest.TestCase):
+    def setUp(self):
+        if not IS_ROOT:
+            skip("needs root to mount a small file system as the state dir")
+        self.d = Daemon(gpus=4)
+        self.mounted = None
+        self.image = None
+        self.filler = None
+
+    def tearDown(self):
+        try:
+            if self.d.proc and self.d.proc.poll() is None and self._outcome_failed():
+                print(self.d.daemon_log()[-20000:], file=sys.stderr)
+            if self.filler and os.path.exists(self.filler):
+                os.unlink(self.filler)       # so that the cleanup's cancels can be written
+            self.d.cleanup()             # cancels the jobs, stops the daemon, removes what it can
+        finally:
+            if self.mounted:
+                run("umount", self.mounted, check=False)
+            if self.image:
+                os.unlink(self.image)
+            shutil.rmtree(self.d.dir, ignore_errors=True)
+
+    def _outcome_failed(self):
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        return result is not None and any(t is self for t, _ in result.errors + result.failures)
+
+    # --- helpers ---
+
+    def start_running_job(self):
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["sleep", "600"], "cwd": "/", "ngpus": 1})
+        self.assertEqual(st, 201, r)
+        self.d.wait_state(r["id"], "RUNNING", timeout=20)
+        return r["id"], self.d.wait_pid(r["id"])
+
+    def assert_write_refused(self, resp, status, why, what):
+        st, r = resp
+        self.assertEqual(st, status, f"{what}: {r}")
+        self.assertIsInstance(r.get("error"), str, what)
+        self.assertIn("cannot be written", r["error"], what)
+        self.assertIn(why, r["error"], what)
+
+    def assert_cli_refused(self, why, *args):
+        p = self.d.cli(*args, check=False)
+        self.assertEqual(p.returncode, 1, f"gpuward {' '.join(args)}: {p.stdout} {p.stderr}")
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, f"gpuward {' '.join(args)} printed: {p.stderr!r}")
+        self.assertIn(why, lines[0])
+
+    def assert_reads_work(self, running, pending):
+        for path in ("/healthz", "/api/v1/jobs", f"/api/v1/jobs/{running}", f"/api/v1/jobs/{pending}",
+                     "/api/v1/gpus"):
+            st, r = self.d.api("GET", path)
+            self.assertEqual(st, 200, f"GET {path}: {r}")
+        self.assertEqual(self.d.cli("queue").returncode, 0)
+        self.assertEqual(self.d.cli("show", str(running)).returncode, 0)
+        self.assertEqual(self.d.cli("gpus").returncode, 0)
+
+    def writes_refused(self, status, why, running, running_pid, pending, held):
+        """Every kind of write refused, the state unchanged, reads served, the job running."""
+        # Submissions first: SQLite may still have room in its WAL for a few.
+        acked = []
+        for _ in range(200):
+            st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "hold": True})
+            if st != 201:
+                self.assert_write_refused((st, r), status, why, "submit")
+                break
+            acked.append(r["id"])
+        else:
+            self.fail("200 submissions went through on a full state dir")
+        self.assert_write_refused(self.d.api("POST", "/api/v1/jobs/batch",
+                                             {"jobs": [{"command": ["true"], "cwd": "/"}]}),
+                                  status, why, "batch submit")
+        self.assert_write_refused(self.d.api("POST", f"/api/v1/jobs/{pending}/hold"), status, why, "hold")
+        self.assertEqual(self.d.job(pending)["state"], "PENDING", "a hold that was not recorded is not done")
+        self.assert_write_refused(self.d.api("POST", f"/api/v1/jobs/{held}/release"), status, why, "release")
+        self.assertEqual(self.d.job(held)["state"], "HELD")
+        self.assert_write_refused(self.d.api("POST", "/api/v1/tokens", {"name": "ci"}), status, why, "token create")
+        self.assert_cli_refused(why, "submit", "--gpus", "1", "--", "true")
+        self.assert_cli_refused(why, "token", "create")
+        self.assert_cli_refused(why, "reserve", "--gpus", "1", "--start", "now+2h", "--duration", "30m")
+        self.assert_cli_refused(why, "hold", str(pending))
+        # A cancel ends the job in memory before it is written (jobs.c): the client is told
+        # the cancel was not recorded.
+        st, r = self.d.api("DELETE", f"/api/v1/jobs/{self.victim}")
+        self.assert_write_refused((st, r), status, why, "cancel")
+        self.assertIn("could not be recorded", r["error"])
+        self.assertIsNone(self.d.proc.poll(), "the daemon exited")
+        self.assert_reads_work(running, pending)
+        self.assertEqual(self.d.job(running)["state"], "RUNNING")
+        self.assertTrue(pid_alive(running_pid), "the running job was stopped")
+        return acked
+
+    def writes_work(self, pending, held):
+        # A short time limit lets it backfill past the 4-GPU job at the head of the queue.
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "time_limit": "1m"})
+        self.assertEqual(st, 201, r)
+        self.d.wait_state(r["id"], "COMPLETED", timeout=30)
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "hold": True})
+        self.assertEqual(st, 201, r)
+        st, r = self.d.api("POST", f"/api/v1/jobs/{r['id']}/release")
+        self.assertEqual(st, 200, r)
+        if self.d.job(pending)["state"] == "PENDING":
+            st, r = self.d.api("POST", f"/api/v1/jobs/{pending}/hold")
+            self.assertEqual(st, 200, r)
+        self.assertEqual(self.d.cli("token", "create", check=False).returncode, 0)
+        self.assertEqual(self.d.cli("reserve", "--gpus", "1", "--start", "now+2h", "--duration", "30m",
+                                    check=False).returncode, 0)
+
+    def prepare(self):
+        """Starts the daemon on the mounted state dir: one job running (1 GPU), one PENDING
+        (needs all 4 GPUs), one HELD."""
+        self.d.start()
+        running, pid = self.start_running_job()
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "ngpus": 4})
+        self.assertEqual(st, 201, r)
+        pending = r["id"]
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "hold": True})
+        self.assertEqual(st, 201, r)
+        held = r["id"]
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "hold": True})
+        self.assertEqual(st, 201, r)
+        self.victim = r["id"]            # cancelled while the state cannot be written
+        wait_until(lambda: self.d.job(pending)["state"] == "PENDING", what="the 4-GPU job to wait")
+        return running, pid, pending, held
+
+    def assert_acked_exist(self, ids):
+        for jid in ids:
+            st, r = self.d.api("GET", f"/api/v1/jobs/{jid}")
+            self.assertEqual(st, 200, f"acknowledged job {jid}: {r}")
+
+    # --- the tests ---
+
+    def test_disk_full(self):
+        os.makedirs(self.d.state)
+        p = run("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", self.d.state, check=False)
+        if p.returncode != 0:
+            skip(f"cannot mount a tmpfs: {p.stderr.strip()}")
+        self.mounted = self.d.state
+        running, pid, pending, held = self.prepare()
+        filler = self.filler = fill(self.d.state)
+        acked = self.writes_refused(507, "disk is full", running, pid, pending, held)
+        self.assertIn("SQLITE_FULL", self.d.api("POST", "/api/v1/tokens", {})[1]["error"].replace(
+            "database or disk is full", "SQLITE_FULL"))
+        os.unlink(filler)
+        self.writes_work(pending, held)
+        self.assert_acked_exist(acked)
+        self.assertEqual(integrity(self.d.state), [("ok",)])
+        self.assertEqual(self.d.job(running)["state"], "RUNNING")
+        self.assertTrue(pid_alive(pid))
+        # And after a restart, what was acknowledged is still there.
+        self.d.stop()
+        self.d.start()
+        self.assert_acked_exist(acked + [running, pending, held, self.victim])
+        # The cancel that could not be recorded: in memory only, so the job is back.
+        self.assertEqual(self.d.job(self.victim)["state"], "HELD")
+        self.assertEqual(integrity(self.d.state), [("ok",)])
+
+    def test_read_only(self):
+        fd, self.image = tempfile.mkstemp(prefix="gw-ro-", suffix=".img")
+        os.close(fd)
+        os.truncate(self.image, 32 * MiB)
+        p = run("mkfs.ext4", "-q", "-F", self.image, check=False)
+        if p.returncode != 0:
+            skip(f"cannot make an ext4 image: {p.stderr.strip()}")
+        os.makedirs(self.d.state)
+        p = run("mount", "-o", "loop,errors=remount-ro", self.image, self.d.state, check=False)
+        if p.returncode != 0:
+            skip(f"cannot mount an ext4 image on a loop device: {p.stderr.strip()}")
+        self.mounted = self.d.state
+        dev = next(l.split()[0] for l in mounts() if l.split()[1] == self.d.state)
+        trigger = f"/sys/fs/ext4/{os.path.basename(dev)}/trigger_fs_error"
+        if not os.path.exists(trigger):
+            skip(f"no {trigger} to force the file system read-only")
+        os.chmod(self.d.state, 0o755)
+        running, pid, pending, held = self.prepare()
+        # The database runs with synchronous=NORMAL: a commit is in the page cache, and a
+        # file system forced read-only drops what the kernel had not written back yet (as a
+        # power cut would).  Written back first, so what is checked is the read-only state.
+        os.sync()
+        with open(trigger, "w") as f:
+            f.write("gpuward test: read-only under the daemon\n")
+        wait_until(lambda: os.statvfs(self.d.state).f_flag & os.ST_RDONLY or
+                   any(l.split()[1] == self.d.state and "emergency_ro" in l for l in mounts()),
+                   timeout=10, what="the file system to turn read-only")
+        acked = self.writes_refused(503, "read-only", running, pid, pending, held)
+        # Repair: what an operator does (stop what uses the file system, fsck, mount,
+        # start).  The job's supervisor keeps its log there open: the job is cancelled
+        # first (its end cannot be recorded either), and the job launcher and supervisors
+        # the daemon left are stopped by their PIDs (all started by this test's daemon: the
+        # mount is this test's own).
+        st, r = self.d.api("DELETE", f"/api/v1/jobs/{running}")
+        self.assertIn(st, (202, 503), r)
+        wait_until(lambda: not pid_alive(pid), timeout=20, what="the cancelled job to end")
+        self.d.stop()
+        holders = run("fuser", "-m", self.d.state, check=False).stdout.split()
+        for p in holders:
+            os.kill(int(p.rstrip("cemrf")), signal.SIGTERM)
+        wait_until(lambda: not run("fuser", "-m", self.d.state, check=False).stdout.split(), timeout=20,
+                   what="the launcher and supervisors to exit")
+        run("umount", self.d.state)
+        self.mounted = None
+        p = run("e2fsck", "-fy", self.image, check=False)
+        self.assertIn(p.returncode, (0, 1), p.stdout + p.stderr)
+        run("mount", "-o", "loop,errors=remount-ro", self.image, self.d.state)
+        self.mounted = self.d.state
+        self.d.start()
+        self.assert_acked_exist(acked + [running, pending, held, self.victim])
+        self.writes_work(pending, held)
+        self.assertEqual(integrity(self.d.state), [("ok",)])
+
+
+if __name__ == "__main__":
+    main()
