@@ -49,9 +49,12 @@ static int parse_relative(const char *s, gw_usec_t now, gw_usec_t *ret) {
         }
         if (*s != '+')
                 return -EINVAL;
-        gw_usec_t d;
-        if (gw_parse_duration(s + 1, &d) < 0 || __builtin_add_overflow(now, d, ret))
+        gw_usec_t d, t;
+        /* Through t: __builtin_add_overflow stores the wrapped sum even when it overflows,
+         * and a refused time must leave *ret alone (tests/fuzz/corpus/parse/crash-when-*). */
+        if (gw_parse_duration(s + 1, &d) < 0 || __builtin_add_overflow(now, d, &t))
                 return -EINVAL;
+        *ret = t;
         return 0;
 }
 
