@@ -187,7 +187,8 @@
       live.forEach((arr, i) => { for (const p of arr || []) if (S.hist[i] && p[0] > (S.hist[i].at(-1) || [0])[0]) S.hist[i].push(p); });
     }
     if (S.gpus) for (const gg of S.gpus.gpus) pushHistory(gg);
-    $('driver').textContent = S.gpus ? `driver ${S.gpus.driver}${S.gpus.simulated ? ' (simulated GPUs)' : ''}` : '';
+    $('driver').textContent = !S.gpus ? '' : S.gpus.driver
+      ? `driver ${S.gpus.driver}${S.gpus.simulated ? ' (simulated GPUs)' : ''}` : 'no NVIDIA driver found';
     GW.render('gpus');
   }
 
@@ -294,7 +295,7 @@
         h('span', {}, g.power_w === null ? '' : `${Math.round(g.power_w)} W`), h('span', {}, `${pct}% of ${GW.fmtBytes(g.mem_total)}`)),
       g.drain_reason ? h('div', { class: 'error' }, `drained: ${g.drain_reason}`) : null,
       jobLine,
-      rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job' },
+      rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job', tabindex: '0' },
         rogue.map(p => h('li', {}, `rogue: pid ${p.pid} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command}`))) : null);
   }
 
@@ -305,7 +306,8 @@
     $('gpus-sub').textContent = gpus.length ? `${gpus.length} GPU${gpus.length === 1 ? '' : 's'}` +
       (S.gpus.rogue_processes ? ` · ${S.gpus.rogue_processes} rogue process${S.gpus.rogue_processes === 1 ? '' : 'es'}` : '') : '';
     if (!gpus.length) {
-      box.replaceChildren(h('p', { class: 'empty' }, 'No GPUs: the daemon found no NVIDIA GPU on this host.'));
+      box.replaceChildren(h('p', { class: 'empty' }, 'No GPUs: the daemon found no NVIDIA GPU on this host ' +
+        '(its log says why).'));
       return;
     }
     GW.keepFocus(() => box.replaceChildren(...gpus.map(g => gpuCard(g, S.jobs))));
@@ -344,15 +346,17 @@
     return j.reason || '';
   }
 
+  /* One line per job (style.css: fixed heights); what does not fit is in the cell's title. */
   function jobRow(j, now) {
     const run = j.start_time ? (j.end_time || now) - j.start_time : null;
+    const why = whyWhen(j);
     return h('tr', { 'data-job': j.id },
       h('td', {}, h('a', { href: `#/job/${j.id}`, 'data-key': `job-link-${j.id}` }, String(j.id))),
-      h('td', {}, j.name),
-      h('td', {}, j.user),
+      h('td', { title: j.name }, j.name),
+      h('td', { class: 'hide-narrow' }, j.user),
       h('td', {}, h('span', { class: `state ${j.state}` }, j.state)),
-      h('td', { class: 'msg' }, whyWhen(j)),
-      h('td', {}, j.gpus && j.gpus.length ? j.gpus.join(',') : `${j.ngpus} wanted`),
+      h('td', { class: 'msg', title: why || null }, why),
+      h('td', { class: 'hide-narrow' }, j.gpus && j.gpus.length ? j.gpus.join(',') : `${j.ngpus} wanted`),
       h('td', { class: 'hide-narrow' }, GW.fmtDay(j.submit_time)),
       h('td', { class: 'num' }, run === null ? '—' : GW.fmtDur(run)),
       h('td', { class: 'actions' }, GW.actionButtons(j)));
@@ -381,9 +385,11 @@
     const empty = $('queue-empty');
     empty.hidden = list.length > 0 || !S.loaded;
     $('queue-table').parentElement.hidden = !list.length && S.loaded;
-    empty.textContent = S.jobs.size === 0 && f.state !== 'finished'
-      ? 'No jobs waiting or running. Submit one with: gpuward submit --gpus 1 -- python3 train.py'
-      : 'No job matches these filters.';
+    if (S.jobs.size === 0 && f.state !== 'finished')
+      empty.replaceChildren('No jobs waiting or running. Submit one with ',
+        h('code', {}, 'gpuward submit --gpus 1 -- python3 train.py'), '; ended jobs are under State: finished.');
+    else empty.textContent = f.state === 'finished' && S.finished && !S.finished.length && !f.user
+      ? 'No job has finished yet.' : 'No job matches these filters.';
   }
 
   function setupQueue() {

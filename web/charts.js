@@ -114,7 +114,6 @@
       item.append(sw, s.name);
       legend.append(item);
     });
-    box.append(legend);
-    el.setAttribute('height', legend.childElementCount > 4 ? '78%' : '86%');
+    box.append(legend); /* style.css: the chart takes what the legend leaves of the box */
   };
 })();

@@ -32,7 +32,9 @@
     const epochs = t.epoch !== undefined && t.epoch !== null ? `epoch ${t.epoch}${t.epochs ? ' of ' + t.epochs : ''}` : '';
     const per = t.sec_per_epoch ? `, ${GW.fmtDur(t.sec_per_epoch)} per epoch` : '';
     const eta = t.eta ? `; ETA ${GW.fmtFull(t.eta)}${t.error_seconds ? ' ± ' + GW.fmtDur(t.error_seconds) : ''}` : '';
-    out.push(h('p', {}, `${epochs}${per}${eta}` || 'Training progress not known yet.'));
+    const ends = Array.isArray(t.epoch_ends) ? t.epoch_ends.length : 0;
+    const kept = !epochs && ends ? `${ends} epoch end${ends === 1 ? '' : 's'} recorded (the dashed lines on the GPU curves)` : '';
+    out.push(h('p', {}, `${epochs}${per}${eta}` || kept || 'Training progress not known yet.'));
     if (t.leak && t.leak.detected) out.push(h('p', { class: 'error' }, `Memory leak: ${t.leak.evidence || ''}`));
     const snaps = t.snapshots || {};
     const snap = (k, s) => s ? `${k}: epoch ${s.epoch}${s.metric !== null && s.metric !== undefined ? ', mAP50-95 ' + s.metric.toFixed(3) : ''} (${GW.fmtDay(s.time)})` : null;
@@ -60,7 +62,7 @@
       fact('Time limit', GW.fmtDur(j.time_limit)),
       j.telemetry ? fact('GPU-hours', j.telemetry.gpu_hours.toFixed(2)) : null,
       j.exit_code !== null && j.exit_code !== undefined ? fact('Exit code', String(j.exit_code)) : null));
-    $('job-actions').replaceChildren(...GW.actionButtons(j));
+    GW.keepFocus(() => $('job-actions').replaceChildren(...GW.actionButtons(j))); /* a live update keeps the keyboard's place */
     $('job-training').replaceChildren(...trainingFacts(j.training));
     $('job-command').textContent = (j.command || []).join(' ') + (j.cwd ? `\n\nin ${j.cwd}` : '');
     $('job-attempts').replaceChildren(table(['Attempt', 'GPUs', 'Started', 'Ended', 'Class', 'Evidence', 'Exit'],
@@ -73,6 +75,11 @@
                    h('td', { class: 'msg' }, e.message)]), 'No events.'));
   }
 
+  function noSamples(j) {
+    if (!j.start_time) return 'The job has not started.';
+    return j.end_time ? 'No samples kept for this job.' : 'No samples yet.';
+  }
+
   async function loadSeries(j) {
     J.seriesAt = GW.now();
     const since = j.start_time ? Math.floor(j.start_time) - 1 : 0;
@@ -82,7 +89,7 @@
     J.haveResults = r.status === 200;
     let vlines = [];
     if (r.status === 200 && Array.isArray(r.data.epoch_end_offsets) && r.data.epoch_end_offsets.length && j.start_time) {
-      /* When each results.csv row appeared, as the daemon saw it (running jobs). */
+      /* When each results.csv row appeared, as the daemon saw it (kept for ended jobs). */
       vlines = r.data.epoch_end_offsets.map(v => j.start_time + v);
     } else if (r.status === 200 && r.data.series.time && j.start_time) {
       /* Ultralytics' "time" column: seconds since the run started, at each epoch's end. */
@@ -91,9 +98,9 @@
     const perGpu = (res, conv) => res.status === 200 ? Object.keys(res.data.gpus).map((g, i) => ({
       name: `GPU ${g}`, color: GW.palette[i % GW.palette.length], points: res.data.gpus[g].map(([t, v]) => [t, conv(v)]) })) : [];
     GW.lineChart($('job-util'), { x: 'time', yMin: 0, yMax: 100, yFmt: v => v + '%', vlines,
-      series: perGpu(u, v => v), empty: j.start_time ? 'No samples yet.' : 'The job has not started.' });
+      series: perGpu(u, v => v), empty: noSamples(j) });
     GW.lineChart($('job-mem'), { x: 'time', yMin: 0, yFmt: v => GW.fmtBytes(v * 1073741824).replace(' ', ''), vlines,
-      series: perGpu(m, v => v / 1073741824), empty: j.start_time ? 'No samples yet.' : 'The job has not started.' });
+      series: perGpu(m, v => v / 1073741824), empty: noSamples(j) });
     if (r.status !== 200) {
       const why = r.status === 404 ? 'No training curves: ' + GW.errText(r) + '.' : GW.errText(r);
       GW.lineChart($('job-loss'), { series: [], empty: why });
