@@ -502,8 +502,6 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                 return -EINVAL;
         }
         fill_paths(c);
-        /* The Unix door reads it at each accept (main.c starts the servers later). */
-        gw_http_set_max_per_uid(c->max_conns_per_user);
         return 0;
 }
 

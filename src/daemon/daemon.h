@@ -138,6 +138,7 @@ struct gw_daemon {
         bool deps_changed;           /* a job ended: dependency verdicts may change */
         size_t n_backoff;            /* queued jobs waiting out a retry delay */
         bool in_batch;               /* inside one loop iteration's store transaction */
+        bool keep_exits;             /* an end was not written: the exits journal is kept */
         char **cg_trash;             /* cgroups of ended jobs, removed after the next starts */
         size_t n_cg_trash, cap_cg_trash;
 

@@ -428,8 +428,10 @@ void gw_jobs_batch_begin(struct gw_daemon *d) {
 void gw_jobs_batch_end(struct gw_daemon *d) {
         if (!d->in_batch)
                 return;
-        if (gw_store_commit(d->store) < 0)
+        if (gw_store_commit(d->store) < 0) {
                 log_err("cannot record this round's job events: %s", gw_store_errmsg(d->store));
+                d->keep_exits = true;
+        }
         d->in_batch = false;
         gw_jobs_trim_exits(d);
 }
@@ -446,8 +448,10 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         if (was_running)
                 gw_observe_job_end(d, dj);
         d->state_counts[state]++;
-        if (gw_store_job_update(d->store, j, kind, reason) < 0)
+        if (gw_store_job_update(d->store, j, kind, reason) < 0) {
                 log_err("job %lld: cannot record its end: %s", (long long) j->id, gw_store_errmsg(d->store));
+                d->keep_exits = true;
+        }
         log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
         if (was_running) {
                 gw_job_release_gpus(d, dj);
@@ -683,7 +687,8 @@ int gw_jobs_recover(struct gw_daemon *d) {
 
 void gw_jobs_trim_exits(struct gw_daemon *d) {
         /* No job running means no shim can be appending: the journal may start afresh.  Not
-         * while recovering: jobs not yet loaded may have their lines in it. */
-        if (d->n_running == 0 && !d->recovering && !d->in_batch)
+         * while recovering: jobs not yet loaded may have their lines in it; and never once an
+         * end could not be written: the next daemon reads that end from the journal. */
+        if (d->n_running == 0 && !d->recovering && !d->in_batch && !d->keep_exits)
                 gw_exits_reset(d->exits);
 }

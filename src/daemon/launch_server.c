@@ -136,6 +136,7 @@ static int send_request(int fd, const char *buf, size_t len, int report_fd) {
                 struct cmsghdr h;
                 char space[CMSG_SPACE(sizeof(int))];
         } ctl;
+        memset(&ctl, 0, sizeof ctl); /* the padding goes to the kernel too */
         struct iovec iov = { (void *) buf, len };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
                              .msg_controllen = sizeof ctl.space };

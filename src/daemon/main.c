@@ -112,6 +112,8 @@ static int start_door(struct gw_daemon *d, int idx, int fd, bool unix_door) {
 
 static int setup_http(struct gw_daemon *d) {
         char err[512];
+        /* The Unix door checks it at each accept. */
+        gw_http_set_max_per_uid(d->cfg->max_conns_per_user);
         int fd = gw_http_listen_unix(d->cfg->socket, err, sizeof err);
         if (fd < 0) {
                 log_err("%s", err);

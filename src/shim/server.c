@@ -109,6 +109,7 @@ static void reply(int32_t pid, int pidfd) {
                 struct cmsghdr h;
                 char space[CMSG_SPACE(sizeof(int))];
         } ctl;
+        memset(&ctl, 0, sizeof ctl); /* the padding goes to the kernel too */
         struct iovec iov = { &pid, sizeof pid };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         if (pidfd >= 0) {

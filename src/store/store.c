@@ -82,93 +82,8 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_ROLLBACK_TO] = "ROLLBACK TO gw_nested",
 };
 
-/* Numbered migrations: entry k takes the schema from user_version k to k+1.  Never edit a
- * released entry; append a new one. */
-static const char *const migrations[] = {
-        "CREATE TABLE jobs ("
-        "  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, uid INTEGER NOT NULL,"
-        "  gid INTEGER NOT NULL, user TEXT NOT NULL, state INTEGER NOT NULL, wait_reason INTEGER NOT NULL DEFAULT 0,"
-        "  end_reason TEXT, priority INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL,"
-        "  gpu_mem INTEGER NOT NULL DEFAULT 0, time_limit INTEGER NOT NULL, after_job INTEGER NOT NULL DEFAULT 0,"
-        "  after_kind INTEGER NOT NULL DEFAULT 0, argv BLOB NOT NULL, env BLOB, env_extra BLOB,"
-        "  cwd TEXT NOT NULL, output TEXT, log_path TEXT, gpu_mask INTEGER NOT NULL DEFAULT 0,"
-        "  submit_time INTEGER NOT NULL, start_time INTEGER NOT NULL DEFAULT 0, end_time INTEGER NOT NULL DEFAULT 0,"
-        "  has_exit INTEGER NOT NULL DEFAULT 0, exit_code INTEGER NOT NULL DEFAULT 0, signal INTEGER NOT NULL DEFAULT 0,"
-        "  attempt INTEGER NOT NULL DEFAULT 1, pid INTEGER NOT NULL DEFAULT 0, shim_pid INTEGER NOT NULL DEFAULT 0,"
-        "  pid_start INTEGER NOT NULL DEFAULT 0, shim_start INTEGER NOT NULL DEFAULT 0, cgroup TEXT);"
-        "CREATE INDEX jobs_state ON jobs(state);"
-        "CREATE INDEX jobs_uid ON jobs(uid, id);"
-        "CREATE TABLE job_events ("
-        "  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, time INTEGER NOT NULL, state INTEGER NOT NULL,"
-        "  kind TEXT NOT NULL, message TEXT NOT NULL);"
-        "CREATE INDEX job_events_job ON job_events(job_id, id);"
-        "CREATE TABLE gpus ("
-        "  idx INTEGER PRIMARY KEY, uuid TEXT NOT NULL, name TEXT NOT NULL, mem_total INTEGER NOT NULL,"
-        "  drained INTEGER NOT NULL DEFAULT 0, drain_reason TEXT);",
 
-        /* 2: telemetry */
-        "ALTER TABLE jobs ADD COLUMN telemetry TEXT;"
-        "CREATE TABLE job_series ("
-        "  job_id INTEGER NOT NULL, gpu INTEGER NOT NULL, t INTEGER NOT NULL,"
-        "  util_min INTEGER NOT NULL, util_mean REAL NOT NULL, util_max INTEGER NOT NULL,"
-        "  mem_min INTEGER NOT NULL, mem_mean INTEGER NOT NULL, mem_max INTEGER NOT NULL,"
-        "  PRIMARY KEY (job_id, gpu, t)) WITHOUT ROWID;"
-        "CREATE TABLE gpu_events ("
-        "  id INTEGER PRIMARY KEY, time INTEGER NOT NULL, gpu INTEGER NOT NULL, kind TEXT NOT NULL,"
-        "  xid INTEGER, job_id INTEGER, message TEXT NOT NULL);",
 
-        /* 3: recovery and reclamation options, attempts */
-        "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
-        "ALTER TABLE jobs ADD COLUMN retry_on TEXT;"
-        "ALTER TABLE jobs ADD COLUMN yolo INTEGER NOT NULL DEFAULT 0;"
-        "ALTER TABLE jobs ADD COLUMN checkpoint TEXT;"
-        "ALTER TABLE jobs ADD COLUMN resume_cmd TEXT;"
-        "ALTER TABLE jobs ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0;"
-        "ALTER TABLE jobs ADD COLUMN resume_from TEXT;"
-        "ALTER TABLE jobs ADD COLUMN idle_policy TEXT;"
-        "ALTER TABLE jobs ADD COLUMN progress_file TEXT;"
-        "ALTER TABLE jobs ADD COLUMN health_url TEXT;"
-        "CREATE TABLE job_attempts ("
-        "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, gpu_mask INTEGER NOT NULL,"
-        "  start_time INTEGER NOT NULL, end_time INTEGER NOT NULL, has_exit INTEGER NOT NULL,"
-        "  exit_code INTEGER NOT NULL, signal INTEGER NOT NULL, class TEXT NOT NULL, evidence TEXT NOT NULL,"
-        "  resumed_from TEXT, epoch INTEGER NOT NULL DEFAULT -1, log_path TEXT,"
-        "  PRIMARY KEY (job_id, attempt)) WITHOUT ROWID;",
-
-        /* 4: bookings, quotas, API tokens */
-        "ALTER TABLE jobs ADD COLUMN booking_id INTEGER NOT NULL DEFAULT 0;"
-        "CREATE TABLE bookings ("
-        "  id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL,"
-        "  ngpus INTEGER NOT NULL, start_time INTEGER NOT NULL, end_time INTEGER NOT NULL,"
-        "  gpu_mask INTEGER NOT NULL, state INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
-        "  created INTEGER NOT NULL, note TEXT NOT NULL DEFAULT '');"
-        "CREATE INDEX bookings_state ON bookings(state);"
-        "CREATE TABLE quotas (subject TEXT NOT NULL, key TEXT NOT NULL, value INTEGER NOT NULL,"
-        "  PRIMARY KEY (subject, key)) WITHOUT ROWID;"
-        "CREATE TABLE tokens ("
-        "  id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL,"
-        "  hash TEXT NOT NULL UNIQUE, created INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
-        "  revoked INTEGER NOT NULL DEFAULT 0);",
-
-        /* 5: training awareness (issue 7): the leak policy, checkpoint snapshots */
-        "ALTER TABLE jobs ADD COLUMN leak_policy TEXT;"
-        "CREATE TABLE snapshots ("
-        "  id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
-        "  kind TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT -1, metric REAL, sha256 TEXT NOT NULL,"
-        "  size INTEGER NOT NULL, time INTEGER NOT NULL, src_mtime INTEGER NOT NULL, path TEXT NOT NULL,"
-        "  source TEXT NOT NULL, pruned INTEGER NOT NULL DEFAULT 0, UNIQUE (job_id, seq));",
-
-        /* 6: token expiry (gpuward token create --expires); 0 = never */
-        "ALTER TABLE tokens ADD COLUMN expires INTEGER NOT NULL DEFAULT 0;",
-
-        /* 7: when each epoch of an attempt ended (store/epochs.h), kept for finished jobs */
-        "CREATE TABLE job_epochs ("
-        "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, epoch INTEGER NOT NULL,"
-        "  start_time INTEGER NOT NULL, end_time INTEGER NOT NULL, startup INTEGER NOT NULL DEFAULT 0,"
-        "  exact INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_id, attempt, epoch)) WITHOUT ROWID;",
-};
-
-int gw_store_schema_version(void) { return (int) ELEMENTSOF(migrations); }
 
 struct gw_store {
         sqlite3 *db;
@@ -305,7 +220,7 @@ static int migrate(struct gw_store *s, char *err, size_t errlen) {
                 version = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
 
-        int latest = (int) ELEMENTSOF(migrations);
+        int latest = gw_store_schema_version();
         if (version > latest) {
                 snprintf(err, errlen, "database schema version %d is newer than this gpuwardd (%d)", version, latest);
                 return -EPROTO;
@@ -314,7 +229,7 @@ static int migrate(struct gw_store *s, char *err, size_t errlen) {
                 char pragma[64];
                 snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
                 if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-                    sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(s->db, gw_store_migrations[v], NULL, NULL, NULL) != SQLITE_OK ||
                     sqlite3_exec(s->db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
                         snprintf(err, errlen, "migration %d failed: %s", v + 1, sqlite3_errmsg(s->db));
                         (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);

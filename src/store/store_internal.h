@@ -10,3 +10,5 @@ sqlite3 *gw_store_db(struct gw_store *s);
 int gw_store_sql_err(struct gw_store *s);
 /* Tells the observer (the web event stream) that a booking was saved. */
 void gw_store_booking_saved(struct gw_store *s, const struct gw_store_booking *b);
+/* Migration k (0-based) takes the schema from user_version k to k + 1 (schema.c). */
+extern const char *const gw_store_migrations[];
