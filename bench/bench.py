@@ -9,6 +9,7 @@ import concurrent.futures
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -207,6 +208,29 @@ def bench_sampler(gw, results, seconds):
         d.cleanup()
 
 
+def file_create_cost(results, n=500):
+    """What a new job log costs on the state dirs' file system: it is on every start's path.
+    Returns the probe's directory, to be removed after the dispatch measure (removing files is
+    what makes the next creations slow on an ext4 without a journal)."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="gw-fs-probe-")
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        os.close(os.open(os.path.join(d, f"{i}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640))
+        times.append(time.perf_counter() - t)
+    results["file_create_us_p50"] = statistics.median(times) * 1e6
+    return d
+
+
+def bench_dispatch_probed(gw, build, results, n):
+    probe = file_create_cost(results)
+    try:
+        bench_dispatch(gw, build, results, n)
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
 def table(r):
     rows = [
         ("Submissions, one API client (keep-alive, Unix socket)", f"{r['api_submit_per_s']:.0f}/s", "≥ 5,000/s"),
@@ -218,6 +242,8 @@ def table(r):
          f"{r['dispatch_gap_ms_p50']:.2f} ms", "≤ 2 ms"),
         ("Dispatch gap, p99", f"{r['dispatch_gap_ms_p99']:.2f} ms", "≤ 20 ms"),
         ("Drain rate", f"{r['drain_per_s']:.0f} jobs/s", "≥ 1,000/s"),
+        ("Creating one empty file in the state dirs' file system (each job's log), median of 500, just before",
+         f"{r['file_create_us_p50']:.0f} µs", ""),
         (f"`gpuward queue` with {r['queue_pending']} pending jobs (median of 10)", f"{r['queue_ms_p50']:.0f} ms",
          "≤ 100 ms"),
         (f"Daemon RSS with {r['queue_pending']} pending jobs", f"{r['rss_kib_queue'] / 1024:.1f} MiB", ""),
@@ -252,21 +278,27 @@ def main():
     ap.add_argument("--history-jobs", type=int, default=100000, help="0 skips the RSS-with-history run")
     ap.add_argument("--recovery-jobs", type=int, default=100, help="0 skips the failure-to-retry measure")
     ap.add_argument("--sampler-seconds", type=int, default=120, help="0 skips the sampler cost measure")
-    ap.add_argument("--state-root", help="make the daemons' temporary state dirs here (e.g. /dev/shm for tmpfs); "
-                    "the results go to their own block of the --write file")
+    ap.add_argument("--state-root",
+                    help="make the daemons' temporary state dirs here (e.g. /tmp or /dev/shm) instead of on a fresh "
+                    "journaled ext4 (see bench/statefs.py); the results go to their own block of the --write file")
     ap.add_argument("--only", choices=["submit", "dispatch", "recovery", "sampler", "history"],
                     help="run one measure and print its results (nothing is written)")
     a = ap.parse_args()
-    if a.state_root:
-        import tempfile
-        tempfile.tempdir = a.state_root
+    import statefs
+    with statefs.state_root(a.state_root) as (root, where):
+        run_all(a, root, where)
+
+
+def run_all(a, root, where):
+    import tempfile
+    tempfile.tempdir = root
     os.environ["GW_BUILD_DIR"] = os.path.abspath(a.build)
     import gwtest as gw
     results = {}
     if a.only:
         build = os.path.abspath(a.build)
         run = {"submit": lambda: bench_submit(gw, build, results, a.api_jobs, a.cli_jobs),
-               "dispatch": lambda: bench_dispatch(gw, build, results, a.dispatch_jobs),
+               "dispatch": lambda: bench_dispatch_probed(gw, build, results, a.dispatch_jobs),
                "recovery": lambda: bench_recovery(gw, results, a.recovery_jobs),
                "sampler": lambda: bench_sampler(gw, results, a.sampler_seconds),
                "history": lambda: bench_history_rss(gw, build, results, a.history_jobs)}
@@ -274,12 +306,7 @@ def main():
         print(json.dumps(results, indent=1))
         return
     bench_submit(gw, os.path.abspath(a.build), results, a.api_jobs, a.cli_jobs)
-    # Each dispatched job creates a log file.  On an ext4 without a journal (as here) a new
-    # inode is never one freed in the last 30 s, and finding one past thousands of them costs
-    # up to a millisecond of kernel time: the previous measure's clean-up must not be timed
-    # into this one.
-    time.sleep(35)
-    bench_dispatch(gw, os.path.abspath(a.build), results, a.dispatch_jobs)
+    bench_dispatch_probed(gw, os.path.abspath(a.build), results, a.dispatch_jobs)
     if a.recovery_jobs:
         bench_recovery(gw, results, a.recovery_jobs)
     if a.sampler_seconds:
@@ -288,11 +315,9 @@ def main():
         bench_history_rss(gw, os.path.abspath(a.build), results, a.history_jobs)
     cmd = "python3 bench/bench.py --build build" + ("" if a.history_jobs == 100000 else f" --history-jobs {a.history_jobs}")
     tag = "bench"
-    where = "state dirs under the default temporary directory (ext4 here)"
     if a.state_root:
         cmd += f" --state-root {a.state_root}"
         tag = "bench-" + "".join(ch for ch in a.state_root if ch.isalnum())
-        where = f"state dirs under {a.state_root}"
     begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
     text = (f"{begin}\nMeasured {time.strftime('%Y-%m-%d')} on this machine: "
             f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}, RelWithDebInfo build, "

@@ -212,9 +212,11 @@ void gw_jobs_trim_exits(struct gw_daemon *d);
 void gw_jobs_batch_begin(struct gw_daemon *d);
 void gw_jobs_batch_end(struct gw_daemon *d);
 /* prelog.c: whether a log file of the next queued jobs is still to be made ahead, and
- * making one (when the loop has nothing else to do). */
+ * making one (when the loop has nothing else to do); making those of the jobs that start
+ * at the next ends (after each scheduling pass). */
 bool gw_prelog_pending(struct gw_daemon *d);
 void gw_prelog_one(struct gw_daemon *d);
+void gw_prelog_head(struct gw_daemon *d);
 /* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
 void gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);

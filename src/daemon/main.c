@@ -179,6 +179,7 @@ static void run_loop(struct gw_daemon *d) {
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
+                gw_prelog_head(d);
                 gw_jobs_sweep(d);
                 if (d->sched_dirty)
                         continue;

@@ -12,11 +12,10 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 
-/* Queued jobs, in queue order, whose log is made ahead: the ones that can start next. */
+/* Queued jobs, in queue order, whose log is made ahead while idle: the ones that can start next. */
 #define AHEAD_PER_GPU 2
 
-static struct gw_djob *next_without_log(struct gw_daemon *d) {
-        size_t ahead = (size_t) d->n_gpus * AHEAD_PER_GPU;
+static struct gw_djob *next_without_log(struct gw_daemon *d, size_t ahead) {
         for (size_t i = 0; i < d->n_queue && i < ahead; i++) {
                 struct gw_djob *dj = d->queue[i];
                 const struct gw_job *j = dj->job;
@@ -27,13 +26,10 @@ static struct gw_djob *next_without_log(struct gw_daemon *d) {
 }
 
 bool gw_prelog_pending(struct gw_daemon *d) {
-        return next_without_log(d) != NULL;
+        return next_without_log(d, (size_t) d->n_gpus * AHEAD_PER_GPU) != NULL;
 }
 
-void gw_prelog_one(struct gw_daemon *d) {
-        struct gw_djob *dj = next_without_log(d);
-        if (!dj)
-                return;
+static void log_make(struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         dj->log_made_attempt = j->attempt; /* tried once: a failure is left to the supervisor */
         int fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640);
@@ -45,4 +41,19 @@ void gw_prelog_one(struct gw_daemon *d) {
         if (geteuid() == 0 && fchown(fd, j->uid, j->gid) < 0)
                 log_debug("job %lld: chown of %s: %s", (long long) j->id, j->log_path, strerror(errno));
         (void) close(fd);
+}
+
+void gw_prelog_one(struct gw_daemon *d) {
+        struct gw_djob *dj = next_without_log(d, (size_t) d->n_gpus * AHEAD_PER_GPU);
+        if (dj)
+                log_make(dj);
+}
+
+/* A daemon draining a queue of short jobs is never idle, so the jobs that start at the next
+ * ends (one per GPU at most) get theirs right after a scheduling pass, while the jobs just
+ * started run: off the path from an end to the next start either way. */
+void gw_prelog_head(struct gw_daemon *d) {
+        struct gw_djob *dj;
+        for (unsigned i = 0; i < d->n_gpus && (dj = next_without_log(d, d->n_gpus)); i++)
+                log_make(dj);
 }
