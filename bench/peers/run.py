@@ -29,6 +29,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import statefs  # noqa: E402
 
 PKGS = {"slurm-wlm": ["slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol", "sinfo"],
         "munge": ["munged", "mungekey"],
@@ -1122,7 +1124,8 @@ def render(a, R):
     return (f"{BEGIN}\n## Side by side with Slurm and task-spooler\n\n"
             f"Measured {m['date']} on this machine: {m['cores']} cores, {m['arch']}, Linux {m['kernel']} "
             f"(1/5/15-min load average {m['load_before']} before the run, {m['load_after']} after), gpuward RelWithDebInfo on 4 simulated GPUs, Slurm {m['slurm_version']}, task-spooler "
-            f"{m['tsp_version']}, all in one run of `{m['cmd']}` ({m['elapsed_s']:.0f} s).\n\n"
+            f"{m['tsp_version']}, {report.get('state', 'state under the default temporary directory')}, "
+            f"all in one run of `{m['cmd']}` ({m['elapsed_s']:.0f} s).\n\n"
             f"{tab}\n\n{notes(a, g, sl, st, ts, report, behind)}\n{END}")
 
 
@@ -1131,7 +1134,21 @@ def measure(a):
     report = {}
     g, sl, st, ts = {}, {}, {}, {}
     load_before = os.getloadavg()
-    tmp = tempfile.mkdtemp(prefix="gw-peers-")
+    with statefs.state_root(a.state_root) as (root, where):
+        report["state"] = where
+        measure_in(a, only, report, g, sl, st, ts, root)
+    meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "arch": platform.machine(),
+            "kernel": platform.release(), "slurm_version": pkg_version("slurm-wlm"),
+            "tsp_version": pkg_version("task-spooler"), "elapsed_s": time.monotonic() - T0,
+            "cmd": " ".join(["python3 bench/peers/run.py", *sys.argv[1:]]).replace(ROOT + "/", ""),
+            "load_before": "/".join(f"{x:.1f}" for x in load_before),
+            "load_after": "/".join(f"{x:.1f}" for x in os.getloadavg()), "args": vars(a)}
+    return {"gpuward": g, "slurm": sl, "slurm_stock": st, "tsp": ts, "report": report, "meta": meta}
+
+
+def measure_in(a, only, report, g, sl, st, ts, root):
+    """Every peer's state, spool and job output under one temp dir of root."""
+    tmp = tempfile.mkdtemp(prefix="gw-peers-", dir=root)
     os.chmod(tmp, 0o755)
     pids = Pids()
     log(f"temp dir {tmp}")
@@ -1170,13 +1187,6 @@ def measure(a):
                         shutil.copy(src, dst)
         shutil.rmtree(tmp, ignore_errors=True)
         log("cleaned up")
-    meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "arch": platform.machine(),
-            "kernel": platform.release(), "slurm_version": pkg_version("slurm-wlm"),
-            "tsp_version": pkg_version("task-spooler"), "elapsed_s": time.monotonic() - T0,
-            "cmd": " ".join(["python3 bench/peers/run.py", *sys.argv[1:]]).replace(ROOT + "/", ""),
-            "load_before": "/".join(f"{x:.1f}" for x in load_before),
-            "load_after": "/".join(f"{x:.1f}" for x in os.getloadavg()), "args": vars(a)}
-    return {"gpuward": g, "slurm": sl, "slurm_stock": st, "tsp": ts, "report": report, "meta": meta}
 
 
 def main():
@@ -1193,6 +1203,8 @@ def main():
     ap.add_argument("--tsp-cancel-bound", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3, help="drain rounds for gpuward and tsp (interleaved)")
     ap.add_argument("--only", default="gpuward,tsp,slurm")
+    ap.add_argument("--state-root", help="keep every peer's state and job output under this directory instead of "
+                    "on a fresh journaled ext4 (see bench/statefs.py)")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--keep-logs", metavar="DIR", help="copy the daemons' logs to DIR before removing the temp dir")
     ap.add_argument("--save", metavar="JSON", help="also write the raw results to this file")
