@@ -443,6 +443,22 @@ json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask) {
         return o;
 }
 
+json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < ELEMENTSOF(job_fields); i++)
+                if (mask & (UINT64_C(1) << i))
+                        json_array_append_new(a, job_fields[i].encode(j));
+        return a;
+}
+
+json_t *gw_codec_job_field_names(uint64_t mask) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < ELEMENTSOF(job_fields); i++)
+                if (mask & (UINT64_C(1) << i))
+                        json_array_append_new(a, json_string(job_fields[i].name));
+        return a;
+}
+
 json_t *gw_codec_job(const struct gw_job *j) { return gw_codec_job_masked(j, GW_CODEC_ALL_FIELDS); }
 
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n) {

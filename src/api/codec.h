@@ -23,6 +23,10 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
 json_t *gw_codec_job(const struct gw_job *j);
 /* Only the fields in mask (from gw_codec_job_fields), for long lists. */
 json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask);
+/* The same fields as an array, in the order gw_codec_job_field_names lists their names: a
+ * long list of rows costs a client no hash table per job to read. */
+json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask);
+json_t *gw_codec_job_field_names(uint64_t mask);
 /* "id,state,gpus" → mask; empty or NULL = all.  -EINVAL naming an unknown field. */
 int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err);
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n);

@@ -1,4 +1,5 @@
 /* gpuward queue and gpuward history: job lists as tables. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -142,7 +143,8 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit,eta,predicted_start"
-                                                : "id,name,user,state,exit_code,signal,start_time,end_time") < 0)) {
+                                                : "id,name,user,state,exit_code,signal,start_time,end_time") < 0) ||
+            (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);
                 return CLI_EXIT_FAIL;
         }
@@ -150,21 +152,48 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
         return 0;
 }
 
-static int fetch_jobs(struct cli_ctx *ctx, const char *target, json_t **ret_reply, json_t **ret_jobs) {
+/* The reply's jobs: objects under "jobs", or (layout=rows) arrays under "rows" whose names
+ * are under "fields"; n_fields is 0 for objects. */
+struct job_list {
+        const json_t *items;
+        const json_t *fields;
+        size_t n_fields;
+};
+
+static int fetch_jobs(struct cli_ctx *ctx, const char *target, json_t **ret_reply, struct job_list *ret) {
         struct cli_call call = { .method = "GET", .target = target };
         json_t *reply = NULL;
         int r = cli_api_json(ctx, &call, &reply);
         if (r)
                 return r;
-        json_t *jobs = json_object_get(reply, "jobs");
-        if (!json_is_array(jobs)) {
+        *ret = (struct job_list) { json_object_get(reply, "jobs"), NULL, 0 };
+        if (!ret->items && json_is_array(json_object_get(reply, "rows"))) {
+                ret->items = json_object_get(reply, "rows");
+                ret->fields = json_object_get(reply, "fields");
+                ret->n_fields = json_array_size(ret->fields);
+        }
+        if (!json_is_array(ret->items) || (ret->fields && !json_is_array(ret->fields))) {
                 cli_error("gpuwardd's job list has no \"jobs\" array");
                 json_decref(reply);
                 return CLI_EXIT_FAIL;
         }
         *ret_reply = reply;
-        *ret_jobs = jobs;
         return 0;
+}
+
+/* Item i as a job object: itself, or a row's values set into one reused object (replacing the
+ * previous row's values allocates nothing, so a long queue costs no hash table per job). */
+static const json_t *job_at(const struct job_list *l, size_t i, json_t *scratch) {
+        const json_t *item = json_array_get(l->items, i);
+        if (!l->n_fields)
+                return item;
+        for (size_t k = 0; k < l->n_fields; k++) {
+                const char *name = json_string_value(json_array_get(l->fields, k));
+                json_t *v = json_array_get(item, k);
+                if (name)
+                        (void) json_object_set(scratch, name, v ? v : json_null());
+        }
+        return scratch;
 }
 
 /* The queue's last column: where a running job runs, or why a waiting one waits. */
@@ -220,7 +249,7 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
         return cli_table_add(t, cells);
 }
 
-static int print_jobs(const json_t *jobs, bool is_queue) {
+static int print_jobs(const struct job_list *jobs, bool is_queue) {
         static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "GPUS", "TIME", "LIMIT",
                                                   "START", "ETA", "GPU_LIST(REASON)" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
@@ -231,14 +260,13 @@ static int print_jobs(const json_t *jobs, bool is_queue) {
                 return CLI_EXIT_FAIL;
         cli_table_set_max_width(t, 1, NAME_MAX_COLS);
         time_t now = time(NULL);
-        size_t i;
-        const json_t *job;
-        int r = 0;
-        json_array_foreach(jobs, i, job) {
+        json_t *scratch = json_object();
+        int r = scratch ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < json_array_size(jobs->items); i++) {
+                const json_t *job = job_at(jobs, i, scratch);
                 r = is_queue ? add_queue_row(t, job, now) : add_history_row(t, job, now);
-                if (r < 0)
-                        break;
         }
+        json_decref(scratch);
         if (r >= 0)
                 cli_table_print(t, stdout);
         cli_table_free(t);
@@ -251,14 +279,15 @@ static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opt
         int r = list_target(o, verb, states, is_queue, ctx->json || o->json, &target);
         if (r)
                 return r;
-        json_t *reply = NULL, *jobs = NULL;
+        json_t *reply = NULL;
+        struct job_list jobs;
         r = fetch_jobs(ctx, target, &reply, &jobs);
         if (r)
                 return r;
         if (ctx->json || o->json)
                 r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         else
-                r = print_jobs(jobs, is_queue);
+                r = print_jobs(&jobs, is_queue);
         json_decref(reply);
         return r;
 }

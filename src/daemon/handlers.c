@@ -366,11 +366,12 @@ static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep)
 struct list_ctx {
         FILE *out;
         uint64_t fields;
+        bool rows;                   /* layout=rows: arrays under "rows", names once under "fields" */
         size_t n;
 };
 
 static void list_put(struct list_ctx *lc, const struct gw_job *j) {
-        json_t *o = gw_codec_job_masked(j, lc->fields);
+        json_t *o = lc->rows ? gw_codec_job_row(j, lc->fields) : gw_codec_job_masked(j, lc->fields);
         char buf[4096];
         size_t len = json_dumpb(o, buf, sizeof buf, JSON_COMPACT);
         if (lc->n++)
@@ -425,12 +426,25 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 reply_error(rep, 400, ferr.field, "%s", ferr.message);
                 return;
         }
+        const char *layout = gw_http_query(req, "layout");
+        if (layout && strcmp(layout, "rows") && strcmp(layout, "objects")) {
+                reply_error(rep, 400, "layout", "layout must be 'objects' (the default) or 'rows'");
+                return;
+        }
+        lc.rows = layout && !strcmp(layout, "rows");
         char *body = NULL;
         size_t body_len = 0;
         lc.out = open_memstream(&body, &body_len);
         if (!lc.out)
                 return reply_error(rep, 500, NULL, "out of memory");
-        fputs("{\"jobs\":[", lc.out);
+        if (lc.rows) {
+                json_t *names = gw_codec_job_field_names(lc.fields);
+                fputs("{\"fields\":", lc.out);
+                (void) json_dumpf(names, lc.out, JSON_COMPACT);
+                fputs(",\"rows\":[", lc.out);
+                json_decref(names);
+        } else
+                fputs("{\"jobs\":[", lc.out);
         for (int pass = 0; pass < 2 && (mask & active); pass++) {
                 /* Running first, then the queue in order. */
                 struct gw_djob **v = pass ? d->queue : d->running;

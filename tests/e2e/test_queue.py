@@ -44,6 +44,30 @@ class QueueTest(DaemonTest):
         for g in gpus:
             self.assertEqual(g["job"], b if g["index"] in gb else None)
 
+    def test_rows_layout_matches_objects(self):
+        gate = os.path.join(self.d.work, "gate")
+        ids = [self.d.submit("--gpus", 4, "--name", f"r{i}", "--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done")
+               for i in range(3)]
+        self.d.wait_state(ids[0], "RUNNING")
+        fields = "id,name,state,reason,gpus,start_time"
+        st, objs = self.d.api("GET", f"/api/v1/jobs?fields={fields}")
+        self.assertEqual(st, 200)
+        st, rows = self.d.api("GET", f"/api/v1/jobs?fields={fields}&layout=rows")
+        self.assertEqual(st, 200)
+        self.assertNotIn("jobs", rows)
+        self.assertEqual([dict(zip(rows["fields"], r)) for r in rows["rows"]], objs["jobs"])
+        self.assertEqual([j["id"] for j in objs["jobs"]], ids)
+        st, err = self.d.api("GET", "/api/v1/jobs?layout=columns")
+        self.assertEqual((st, err.get("field")), (400, "layout"))
+        # The CLI asks for rows; what it prints is the same queue.
+        queue = self.d.cli("queue").stdout
+        for i, jid in enumerate(ids):
+            self.assertRegex(queue, rf"(?m)^{jid}\s+r{i}\s+")
+        self.assertRegex(queue, rf"(?m)^{ids[1]}\s+.*PENDING.*\(Resources\)")
+        open(gate, "w").close()
+        for jid in ids:
+            self.d.wait_state(jid, "COMPLETED")
+
     def test_no_gpu_ever_shared(self):
         rng = random.Random(1234)
         ids = []

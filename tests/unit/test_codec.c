@@ -458,6 +458,31 @@ static void job_running_and_ended(void **state) {
 }
 
 /* ?fields= selection for long lists: a subset of the same keys, same values. */
+/* layout=rows: the values of the masked object, in the order of the names list. */
+static void job_rows(void **state) {
+        (void) state;
+        struct gw_job *j = sample_job();
+        static const char *const lists[] = { "id", "state,id,gpus", "command,cwd,log_path,attempt", "" };
+        for (size_t i = 0; i < N_ELEMS(lists); i++) {
+                uint64_t mask = 0;
+                assert_int_equal(gw_codec_job_fields(lists[i], &mask, &(struct gw_codec_error){0}), 0);
+                json_t *o = gw_codec_job_masked(j, mask), *row = gw_codec_job_row(j, mask);
+                json_t *names = gw_codec_job_field_names(mask);
+                assert_int_equal(json_array_size(row), json_object_size(o));
+                assert_int_equal(json_array_size(names), json_object_size(o));
+                for (size_t k = 0; k < json_array_size(names); k++) {
+                        const char *name = json_string_value(json_array_get(names, k));
+                        assert_non_null(name);
+                        if (!json_equal(json_array_get(row, k), json_object_get(o, name)))
+                                fail_msg("'%s': column %zu (%s) differs from the object", lists[i], k, name);
+                }
+                json_decref(o);
+                json_decref(row);
+                json_decref(names);
+        }
+        gw_job_free(j);
+}
+
 static void job_fields_mask(void **state) {
         struct gw_job *j = sample_job();
         json_t *full = gw_codec_job(j);
@@ -595,6 +620,7 @@ int main(void) {
                 cmocka_unit_test(job_pending),
                 cmocka_unit_test(job_running_and_ended),
                 cmocka_unit_test(job_fields_mask),
+                cmocka_unit_test(job_rows),
                 cmocka_unit_test(spec_to_job_round_trip),
                 cmocka_unit_test(error_body),
                 cmocka_unit_test(events),
