@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdpass.h"
 #include "base/log.h"
 #include "daemon/launcher.h"
 #include "shim/shim.h"
@@ -132,38 +133,23 @@ static char *request_encode(char *const *argv, char *const *envp, size_t *ret_le
 }
 
 static int send_request(int fd, const char *buf, size_t len, int report_fd) {
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int))];
-        } ctl;
-        memset(&ctl, 0, sizeof ctl); /* the padding goes to the kernel too */
+        union gw_fdpass_ctl ctl;
         struct iovec iov = { (void *) buf, len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
-                             .msg_controllen = sizeof ctl.space };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &report_fd, sizeof(int));
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        gw_fdpass_attach(&mh, &ctl, report_fd);
         ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
         return n == (ssize_t) len ? 0 : n < 0 ? -errno : -EIO;
 }
 
 static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd) {
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int))];
-        } ctl;
+        union gw_fdpass_ctl ctl;
         struct iovec iov = { ret_pid, sizeof *ret_pid };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
-                             .msg_controllen = sizeof ctl.space };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        gw_fdpass_expect(&mh, &ctl);
         ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
         if (n != (ssize_t) sizeof *ret_pid)
                 return n < 0 ? -errno : -EPIPE;
-        *ret_pidfd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(ret_pidfd, CMSG_DATA(c), sizeof(int));
+        *ret_pidfd = gw_fdpass_take(&mh);
         return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fdpass.h"
 #include "shim/shim.h"
 
 #define SERVER_FD 3
@@ -87,40 +88,25 @@ static int request_parse(char *buf, size_t len, struct request *rq) {
 }
 
 static int receive(char *buf, size_t cap, struct request *rq) {
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int))];
-        } ctl;
+        union gw_fdpass_ctl ctl;
         struct iovec iov = { buf, cap };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space, .msg_controllen = sizeof ctl.space };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        gw_fdpass_expect(&mh, &ctl);
         ssize_t n = recvmsg(SERVER_FD, &mh, MSG_CMSG_CLOEXEC);
         if (n <= 0)
                 return n == 0 ? -EPIPE : -errno;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(&rq->report_fd, CMSG_DATA(c), sizeof(int));
+        rq->report_fd = gw_fdpass_take(&mh);
         if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC) || rq->report_fd < 0)
                 return -EBADMSG;
         return request_parse(buf, (size_t) n, rq);
 }
 
 static void reply(int32_t pid, int pidfd) {
-        union {
-                struct cmsghdr h;
-                char space[CMSG_SPACE(sizeof(int))];
-        } ctl;
-        memset(&ctl, 0, sizeof ctl); /* the padding goes to the kernel too */
+        union gw_fdpass_ctl ctl;
         struct iovec iov = { &pid, sizeof pid };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (pidfd >= 0) {
-                mh.msg_control = ctl.space;
-                mh.msg_controllen = sizeof ctl.space;
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
-        }
+        if (pidfd >= 0)
+                gw_fdpass_attach(&mh, &ctl, pidfd);
         (void) sendmsg(SERVER_FD, &mh, MSG_NOSIGNAL);
 }
 
