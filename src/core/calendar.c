@@ -431,6 +431,16 @@ uint64_t gw_calendar_free_for(const struct gw_calendar_gpus *g, uint64_t mask, g
         return lo < g->n_levels ? mask & ~g->owned & g->free_through[lo] : 0;
 }
 
+void gw_calendar_limit_job(const struct gw_calendar_gpus *g, uint64_t all, gw_usec_t now,
+                           struct gw_sched_job *j) {
+        uint64_t free_for = gw_calendar_free_for(g, all, now, j->time_limit);
+
+        if (free_for == all)
+                return;
+        j->allowed = free_for;
+        j->none_allowed = free_for == 0;
+}
+
 static const struct gw_booking *find_booking(const struct gw_calendar_input *in, int64_t id) {
         for (size_t i = 0; i < in->n_bookings; i++)
                 if (in->bookings[i].id == id)

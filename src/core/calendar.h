@@ -194,6 +194,12 @@ int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now,
 uint64_t gw_calendar_free_for(const struct gw_calendar_gpus *g, uint64_t mask, gw_usec_t now,
                               gw_usec_t time_limit);
 
+/* Applies gw_calendar_free_for() to job j, outside bookings and starting now with its time
+ * limit, on a host whose GPUs are all: leaves j alone when every GPU is free long enough,
+ * else limits it to those that are (j->allowed) or, when none is, sets j->none_allowed. */
+void gw_calendar_limit_job(const struct gw_calendar_gpus *g, uint64_t all, gw_usec_t now,
+                           struct gw_sched_job *j);
+
 enum gw_gate {
         GW_GATE_NONE,   /* not in a booking: schedule normally (with gw_calendar_free_for) */
         GW_GATE_WAIT,   /* the booking has not started (reason Reservation) */

@@ -87,9 +87,10 @@ struct pend {
 /* The bookings filter for one distinct time limit, asked once per instant. */
 struct limit_class {
         gw_usec_t limit;
-        size_t step;           /* the instant (step + 1) allowed and count are for; 0 none */
-        uint64_t allowed;      /* as gw_sched_job.allowed: 0 any GPU */
-        int count;             /* GPUs of allowed idle at that instant */
+        size_t step;           /* the instant (step + 1) the fields below are for; 0 none */
+        bool limited;          /* some GPUs are booked before the limit would end */
+        uint64_t allowed;      /* limited: the GPUs that are not (0: none is free so long) */
+        int count;             /* GPUs it may use that are idle at that instant */
 };
 
 struct replay {
@@ -325,13 +326,11 @@ static int bookings_view(struct replay *r, gw_usec_t t) {
 /* What the bookings filter gives jobs outside bookings with this time limit at t. */
 static void class_fill(struct replay *r, struct limit_class *lc, gw_usec_t t) {
         lc->step = r->step + 1;
-        lc->allowed = 0;
-        if (r->in->n_bookings) {
-                uint64_t free_for = gw_calendar_free_for(&r->g, r->all, t, lc->limit);
-                if (free_for != r->all)
-                        lc->allowed = free_for ? free_for : BIT(63); /* none: never fits */
-        }
-        lc->count = count_gpus(r->avail & (lc->allowed ? lc->allowed : UINT64_MAX));
+        lc->allowed = r->all;
+        if (r->in->n_bookings)
+                lc->allowed = gw_calendar_free_for(&r->g, r->all, t, lc->limit);
+        lc->limited = lc->allowed != r->all;
+        lc->count = count_gpus(r->avail & lc->allowed);
 }
 
 static inline const struct limit_class *class_at(struct replay *r, size_t c, gw_usec_t t) {
@@ -396,9 +395,11 @@ static enum verdict judge(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret
         if (v == V_DONE || r->n_avail == 0 || q->not_before > t)
                 return v == V_DONE ? V_DONE : V_WAIT;
         if (q->booking_id <= 0 && r->in->n_bookings) {
+                /* A job that may use no GPU waits here: it is never handed to the scheduler,
+                 * so allowed (0: any GPU) need not say none. */
                 const struct limit_class *lc = class_at(r, r->p[i].cls, t);
-                *ret_allowed = lc->allowed;
-                v = !lc->allowed || lc->count >= q->ngpus ? V_PLAN : V_WAIT;
+                *ret_allowed = lc->limited ? lc->allowed : 0;
+                v = !lc->limited || lc->count >= q->ngpus ? V_PLAN : V_WAIT;
         }
         if (v == V_WAIT || (q->after_job && dep_ahead(r, &r->p[i])))
                 return V_WAIT;

@@ -38,6 +38,10 @@ uint64_t gw_sched_pick(uint64_t mask, int n) {
         return picked;
 }
 
+uint64_t gw_sched_mask_first(size_t n) {
+        return n >= GW_SCHED_MAX_GPUS ? UINT64_MAX : BIT(n) - 1;
+}
+
 static gw_usec_t end_of(gw_usec_t now, gw_usec_t limit) {
         gw_usec_t end;
         return __builtin_add_overflow(now, limit, &end) ? GW_USEC_INFINITY : end;
@@ -196,6 +200,8 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                 return j->blocked;
         if (j->dep != GW_DEP_SATISFIED)
                 return GW_REASON_DEPENDENCY;
+        if (j->none_allowed)
+                return GW_REASON_RESOURCES;
         if (h->set && v->avail == 0)
                 return GW_REASON_RESOURCES;
         if (!can_ever_fit(v, j))

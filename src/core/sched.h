@@ -35,6 +35,10 @@ struct gw_sched_job {
         uint64_t allowed;     /* not 0: the only GPUs it may use (its booking's; or those free
                                * long enough before the next booking).  Such a job never
                                * becomes the head: it cannot hold back others. */
+        bool none_allowed;    /* no GPU may take it now (each is booked before it would end):
+                               * it waits (RESOURCES) and never becomes the head.  A flag of its
+                               * own, as allowed == 0 means any GPU and a 64-GPU host has no
+                               * spare bit to stand for none. */
         enum gw_dep_status dep;
 };
 
@@ -75,3 +79,6 @@ int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sche
 
 /* Lowest-index set of n GPUs from mask; 0 if fewer than n bits are set. */
 uint64_t gw_sched_pick(uint64_t mask, int n);
+
+/* GPUs 0..n-1: every bit for n >= 64, where one shift would be undefined. */
+uint64_t gw_sched_mask_first(size_t n);

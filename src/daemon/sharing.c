@@ -371,7 +371,7 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                 gw_calendar_view(d, &v);
                 (void) gw_calendar_gpus_at(&v.in, wall, &g);
         }
-        uint64_t all = d->n_gpus >= 64 ? UINT64_MAX : (UINT64_C(1) << d->n_gpus) - 1;
+        uint64_t all = gw_sched_mask_first(d->n_gpus);
         struct user_quota cache[64];
         size_t n_cache = 0;
         for (size_t i = 0; i < n; i++) {
@@ -388,11 +388,8 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                                 pending[i].blocked = GW_REASON_RESERVATION;
                         else if (gate.gate == GW_GATE_OPEN)
                                 pending[i].allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
-                } else if (any_booking) {
-                        uint64_t free_for = gw_calendar_free_for(&g, all, wall, j->time_limit);
-                        if (free_for != all)
-                                pending[i].allowed = free_for ? free_for : UINT64_C(1) << 63; /* none: never fits */
-                }
+                } else if (any_booking)
+                        gw_calendar_limit_job(&g, all, wall, &pending[i]);
                 if (any_quota && !pending[i].blocked) {
                         struct user_quota *uq = (struct user_quota *) user_quota(d, cache, &n_cache, j->uid, j->user);
                         char msg[GW_QUOTA_MSG_SIZE];

@@ -188,7 +188,7 @@ static void close_job(struct eng *e, size_t i) {
 
 int gw_sim_book_gate(struct eng *e, int node, size_t n) {
         const struct node *nd = &e->nodes[node];
-        uint64_t all = nd->n_gpus >= 64 ? UINT64_MAX : (UINT64_C(1) << nd->n_gpus) - 1;
+        uint64_t all = gw_sched_mask_first((size_t) nd->n_gpus);
         struct view v = {0};
         struct gw_calendar_gpus g;
         int k = 0;
@@ -214,11 +214,8 @@ int gw_sim_book_gate(struct eng *e, int node, size_t n) {
                                 sj->blocked = GW_REASON_RESERVATION;
                         else if (gate.gate == GW_GATE_OPEN)
                                 sj->allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
-                } else if (nd->n_live_bk > 0) {
-                        uint64_t free_for = gw_calendar_free_for(&g, all, e->now, sj->time_limit);
-                        if (free_for != all)
-                                sj->allowed = free_for ? free_for : UINT64_C(1) << 63; /* none: never fits */
-                }
+                } else if (nd->n_live_bk > 0)
+                        gw_calendar_limit_job(&g, all, e->now, sj);
         }
         view_free(&v);
         return k;

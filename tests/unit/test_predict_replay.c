@@ -149,11 +149,8 @@ static void apply_bookings(struct ref_replay *r, size_t i, const struct gw_calen
                         sj->allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
                         r->gate_until[i] = gate.until;
                 }
-        } else if (r->in->n_bookings) {
-                uint64_t free_for = gw_calendar_free_for(g, all, t, p->time_limit);
-                if (free_for != all)
-                        sj->allowed = free_for ? free_for : BIT(63); /* none: never fits */
-        }
+        } else if (r->in->n_bookings)
+                gw_calendar_limit_job(g, all, t, sj);
 }
 
 static size_t fill_pending(struct ref_replay *r, gw_usec_t t) {

@@ -353,6 +353,20 @@ static void booking_no_show_releases(void **state) {
         gw_sim_result_free(&r);
 }
 
+/* The same on a 64-GPU node, the booking taking all 64: the 2-hour job may use no GPU before
+ * the booking, GPU 63 included (no mask bit is spare to mean "no GPU" in the filter). */
+static void booking_no_show_releases_64(void **state) {
+        struct gw_sim_job v[2] = {job(HOUR, 64, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR)};
+        v[0].book_lead = HOUR;
+        v[0].cancel_at = 0;
+        struct gw_sim_result r = run(v, 2, "bookings", 64);
+        assert_int_equal(r.bookings, 1);
+        assert_int_equal(r.cancelled, 1);
+        assert_int_equal(r.completed, 1);
+        assert_true(r.wait_p90_s == (double) (HOUR + 15 * MIN - 30 * MIN) / SEC);
+        gw_sim_result_free(&r);
+}
+
 /* A leak of 8 GiB per hour of work: the process runs out of memory (30 GiB low + 10 GiB peak
  * on 80 GiB) after 5 h.  Checkpoints every 40 min; gw_leak_detect flags it at the end of
  * the process's 4th epoch (epochs 2-4 rising; the first is never used), 160 min in. */
@@ -442,6 +456,7 @@ int main(void) {
                 cmocka_unit_test(config_names),
                 cmocka_unit_test(booking_holds_gpus_and_others_backfill),
                 cmocka_unit_test(booking_no_show_releases),
+                cmocka_unit_test(booking_no_show_releases_64),
                 cmocka_unit_test(leak_oom_and_restart),
                 cmocka_unit_test(broken_gpu_drained),
         };
