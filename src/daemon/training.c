@@ -402,6 +402,14 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         if (j->start_time <= 0)
                 return;
+        const struct gw_train *seen = dj->train;
+        if (!(seen && seen->attempt == j->attempt && seen->start_time == j->start_time)) {
+                /* A run too short for the watch to have looked at: only one that wrote a
+                 * results.csv is worth a training state (and its store query). */
+                _cleanup_free_ char *results = gw_rwatch_find_results(j);
+                if (!results)
+                        return;
+        }
         struct gw_train *t = train_for(d, dj);
         t->next_find = 0; /* a run too short for the watch to have found its results.csv */
         (void) read_results(d, dj, t, gw_now_wall());
