@@ -9,7 +9,7 @@
  *                  ahead, as it runs on the daemon's thread (the daemon hands it at most
  *                  its first PREDICT_MAX_JOBS queued jobs: try --pending 500).
  * Prints the median and the slowest of N runs of each.  Inputs come from a fixed seed, so
- * runs compare.
+ * runs compare (tests/fakes/fake_host.c, shared with the replay test, builds the host).
  *
  *   gw-bench-schedule [--runs N] [--bookings N] [--pending N] [--gpus N] [--seed S]
  */
@@ -23,6 +23,7 @@
 #include "core/calendar.h"
 #include "core/predict.h"
 #include "core/quota.h"
+#include "fake_host.h"
 
 #define HOUR ((gw_usec_t) 3600 * GW_USEC_PER_SEC)
 #define PREDICT_HORIZON (14 * 24 * HOUR) /* as daemon/training_predict.c */
@@ -31,16 +32,6 @@
 struct params {
         long long runs, bookings, pending, gpus, seed;
 };
-
-/* xorshift64*: the same inputs from the same seed on every machine. */
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * UINT64_C(2685821657736338717);
-}
-static long long rnd_in(long long lo, long long hi) { return lo + (long long) (rnd() % (uint64_t) (hi - lo + 1)); }
 
 static double now_ms(void) {
         struct timespec ts;
@@ -53,77 +44,34 @@ static int cmp_double(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-struct host {
-        struct gw_sched_gpu *gpus;
-        struct gw_booking *bookings;
-        struct gw_cal_job *running;
-        struct gw_cal_pending *pending;
-        struct gw_calendar_input in;
-};
+#define STEP ((gw_usec_t) 10 * 60 * GW_USEC_PER_SEC)
 
-/* Books as users would: a random window; where it does not fit, the nearest one offered. */
-static int fill_bookings(struct host *h, const struct params *p, gw_usec_t now) {
-        for (long long i = 0; i < p->bookings; i++) {
-                struct gw_calendar_request req = {
-                        .ngpus = (int) rnd_in(1, 4),
-                        .start = now + rnd_in(0, 68) * HOUR + rnd_in(0, 5) * HOUR / 6,
-                        .duration = rnd_in(1, 4) * HOUR,
-                };
-                struct gw_calendar_placement pl;
-                if (gw_calendar_place(&h->in, &req, NULL, NULL, &pl) < 0 || pl.verdict == GW_PLACE_NEVER) {
-                        fprintf(stderr, "gw-bench-schedule: cannot place booking %lld\n", i);
-                        return -ENOSPC;
-                }
-                h->bookings[i] = (struct gw_booking) {
-                        .id = i + 1, .uid = (uint32_t) (1000 + i % 40), .ngpus = req.ngpus, .start = pl.start,
-                        .end = pl.end, .gpu_mask = pl.gpu_mask,
-                        .state = i % 10 == 0 ? GW_BOOKING_PENDING_APPROVAL : GW_BOOKING_APPROVED, .label = "bench",
-                };
-                h->in.n_bookings++;
-        }
-        return 0;
-}
-
-static int make_host(struct host *h, const struct params *p, gw_usec_t now) {
-        size_t ng = (size_t) p->gpus;
-        h->gpus = calloc(ng, sizeof *h->gpus);
-        h->bookings = calloc((size_t) p->bookings + 1, sizeof *h->bookings);
-        h->running = calloc(ng, sizeof *h->running);
-        h->pending = calloc((size_t) p->pending + 1, sizeof *h->pending);
-        if (!h->gpus || !h->bookings || !h->running || !h->pending)
-                return -ENOMEM;
-        size_t nrun = 0;
-        for (size_t g = 0; g < ng; g++) {
-                h->gpus[g] = (struct gw_sched_gpu) { .index = (int) g, .usable = g != 13 };
-                /* Most GPUs run a job that ends within a day (before the bookings on them). */
-                if (g % 8 != 7 && g != 13) {
-                        h->running[nrun] = (struct gw_cal_job) {
-                                .id = (int64_t) (100000 + g), .gpu_mask = UINT64_C(1) << g,
-                                .start = now - rnd_in(1, 10) * HOUR, .end = now + rnd_in(1, 60) * HOUR / 60,
-                                .label = "train",
-                        };
-                        h->gpus[g].job_id = h->running[nrun++].id;
-                }
-        }
-        h->in = (struct gw_calendar_input) {
-                .gpus = h->gpus, .n_gpus = ng, .bookings = h->bookings, .running = h->running, .n_running = nrun,
-                .pending = h->pending,
+/* The host of docs/PERFORMANCE.md (tests/fakes/fake_host.c draws it): about one GPU in 50
+ * drained; a job on 7 of 8 GPUs, each ending within the hour (before the bookings on them);
+ * bookings of 1-4 GPUs for 1-4 h, placed over the next 72 h as users would, one in ten
+ * awaiting approval; pending jobs of 1-8 GPUs and 10 min-8 h, one in 20 held, one in 50 in
+ * a booking. */
+static int make_host(struct fake_host *h, const struct params *p, gw_usec_t now) {
+        int64_t ng = p->gpus, nrun = ng - ng / 8 - 1 > 0 ? ng - ng / 8 - 1 : 0;
+        const struct fake_host_shape shape = {
+                .now = now, .step = STEP,
+                .gpus = {ng, ng}, .usable_pct = 98,
+                .running = {nrun, nrun}, .running_gpus = {1, 1}, .running_end = {1, 6}, .running_apart = true,
+                .bookings = {p->bookings, p->bookings}, .booking_gpus = {1, ng < 4 ? ng : 4},
+                .booking_start = {0, 68 * 6 + 5}, .booking_len = {6, 24}, .bookings_placed = true,
+                .unapproved_pct = 10,
+                .pending = {p->pending, p->pending}, .pending_gpus = {1, 8}, .limit = {1, 48}, .booked_pct = 2,
+                .held_pct = 5,
         };
-        int r = fill_bookings(h, p, now);
-        if (r < 0)
-                return r;
-        for (long long i = 0; i < p->pending; i++)
-                h->pending[i] = (struct gw_cal_pending) {
-                        .id = 200000 + i, .ngpus = (int) rnd_in(1, 8), .time_limit = rnd_in(1, 48) * HOUR / 6,
-                        .booking_id = i % 50 == 0 && p->bookings ? rnd_in(1, p->bookings) : 0, .held = i % 20 == 0,
-                        .label = "job",
-                };
-        h->in.n_pending = (size_t) p->pending;
-        return 0;
+        struct fake_rng rng = {(uint64_t) p->seed};
+        int r = fake_host_make(h, &shape, &rng);
+        if (r == -ENOSPC)
+                fprintf(stderr, "gw-bench-schedule: cannot place booking %zu\n", h->in.n_bookings + 1);
+        return r;
 }
 
 /* One booking request as the daemon checks it (handlers_share.c book()). */
-static int booking_check(const struct host *h, const struct gw_quota *lim, gw_usec_t now, long long k) {
+static int booking_check(const struct fake_host *h, const struct gw_quota *lim, gw_usec_t now, long long k) {
         struct gw_calendar_request req = {
                 .ngpus = 8, .start = now + (k % 48) * HOUR, .duration = 4 * HOUR,
         };
@@ -140,12 +88,12 @@ static int booking_check(const struct host *h, const struct gw_quota *lim, gw_us
 }
 
 /* GET /api/v1/schedule?hours=72 (handlers_share.c on_schedule()), without the JSON. */
-static int schedule(const struct host *h, gw_usec_t now, struct gw_schedule_segment *segs, size_t cap, char *chart,
+static int schedule(const struct fake_host *h, gw_usec_t now, struct gw_schedule_segment *segs, size_t cap, char *chart,
                     size_t *ret_n) {
         int r = gw_schedule_layout(&h->in, now, 72 * HOUR, segs, cap, ret_n);
         if (r < 0)
                 return r;
-        uint64_t rows = h->in.n_gpus >= 64 ? UINT64_MAX : (UINT64_C(1) << h->in.n_gpus) - 1;
+        uint64_t rows = gw_sched_mask_first(h->in.n_gpus);
         r = gw_schedule_render_text(segs, *ret_n, rows, now - now % HOUR, now + 72 * HOUR, HOUR, NULL, NULL, chart,
                                     CHART_SIZE);
         return r == -ENOBUFS ? 0 : r;
@@ -181,11 +129,12 @@ int main(int argc, char **argv) {
         struct params p = { .runs = 21, .bookings = 500, .pending = 2000, .gpus = 64, .seed = 42 };
         if (parse_args(argc, argv, &p) < 0)
                 return 2;
-        rng_state = (uint64_t) p.seed;
         gw_usec_t now = (gw_usec_t) 1767222000 * GW_USEC_PER_SEC; /* a fixed Thursday 23:00 UTC */
-        struct host h = { 0 };
-        if (make_host(&h, &p, now) < 0)
+        struct fake_host h;
+        if (make_host(&h, &p, now) < 0) {
+                fake_host_free(&h);
                 return 1;
+        }
         struct gw_quota lim;
         char qmsg[GW_QUOTA_MSG_SIZE];
         gw_quota_init(&lim);
@@ -219,8 +168,11 @@ int main(int argc, char **argv) {
         qsort(t_book, (size_t) p.runs, sizeof(double), cmp_double);
         qsort(t_sched, (size_t) p.runs, sizeof(double), cmp_double);
         qsort(t_pred, (size_t) p.runs, sizeof(double), cmp_double);
-        printf("gpus %lld, bookings %zu, pending %lld, running %zu, runs %lld; %zu schedule segments\n", p.gpus,
-               h.in.n_bookings, p.pending, h.in.n_running, p.runs, nseg);
+        size_t n_drained = 0;
+        for (size_t g = 0; g < h.in.n_gpus; g++)
+                n_drained += !h.gpus[g].usable;
+        printf("gpus %lld (%zu drained), bookings %zu, pending %lld, running %zu, runs %lld; %zu schedule segments\n",
+               p.gpus, n_drained, h.in.n_bookings, p.pending, h.in.n_running, p.runs, nseg);
         printf("booking check  median %.3f ms  max %.3f ms\n", t_book[p.runs / 2], t_book[p.runs - 1]);
         printf("schedule 72 h  median %.3f ms  max %.3f ms\n", t_sched[p.runs / 2], t_sched[p.runs - 1]);
         printf("prediction 14 d  median %.3f ms  max %.3f ms  (%zu of %zu pending jobs get a start)\n",
@@ -231,9 +183,6 @@ int main(int argc, char **argv) {
         free(pred);
         free(chart);
         free(segs);
-        free(h.gpus);
-        free(h.bookings);
-        free(h.running);
-        free(h.pending);
+        fake_host_free(&h);
         return 0;
 }

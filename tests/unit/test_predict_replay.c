@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/predict.h"
+#include "fake_host.h"
 
 /* ---- The reference replay ---- */
 
@@ -302,164 +303,46 @@ static int ref_predict_starts(const struct gw_calendar_input *in, gw_usec_t now,
         return 0;
 }
 
-/* ---- Random hosts ---- */
+/* ---- Random hosts (tests/fakes/fake_host.c) ---- */
 
 #define SEC   GW_USEC_PER_SEC
 #define STEP  ((gw_usec_t) 10 * 60 * SEC) /* on a grid, so that instants coincide */
 #define NOW   ((gw_usec_t) 1767222000 * SEC)
-#define GIB   (UINT64_C(1) << 30)
-
-static uint64_t rng_state;
-
-/* xorshift64*: the same hosts from the same seed on every machine. */
-static uint64_t rnd(void) {
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * UINT64_C(2685821657736338717);
-}
-
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t) (rnd() % (uint64_t) (hi - lo + 1)); }
-static bool chance(int percent) { return rnd_in(1, 100) <= percent; }
-
-/* An instant near now: on the grid, or off it by a second. */
-static gw_usec_t rnd_time(int64_t lo_steps, int64_t hi_steps) {
-        return NOW + rnd_in(lo_steps, hi_steps) * STEP + (chance(10) ? SEC : 0);
-}
 
 struct size {
         int gpus, running, bookings, pending;
         int64_t horizon_steps;
 };
 
-struct host {
-        struct gw_sched_gpu *gpus;
-        struct gw_booking *bookings;
-        struct gw_cal_job *running;
-        struct gw_cal_pending *pending;
-        struct gw_calendar_input in;
-        uint64_t present;
-};
-
-static uint64_t rnd_subset(uint64_t mask, int max_bits) {
-        uint64_t m = 0;
-        for (int i = 0; i < max_bits; i++) {
-                uint64_t pick = mask & ~m;
-                int n = __builtin_popcountll(pick);
-                if (n == 0)
-                        break;
-                int k = (int) rnd_in(0, n - 1);
-                while (k-- > 0)
-                        pick &= pick - 1;
-                m |= pick & (~pick + 1);
-        }
-        return m;
-}
-
-static void make_gpus(struct host *h, int n) {
-        bool spread = chance(40); /* indices anywhere in 0..63, 63 included now and then */
-        static const uint64_t mem[] = {0, 16 * GIB, 24 * GIB, 80 * GIB};
-        for (int i = 0; i < n; i++) {
-                int idx = i;
-                if (spread)
-                        do
-                                idx = chance(15) ? 63 : (int) rnd_in(0, 63);
-                        while (h->present & (UINT64_C(1) << idx));
-                h->present |= UINT64_C(1) << idx;
-                uint64_t total = mem[rnd_in(0, 3)];
-                h->gpus[i] = (struct gw_sched_gpu){.index = idx, .usable = chance(85), .mem_total = total,
-                                                   .mem_free = total ? (uint64_t) rnd_in(0, (int64_t) total) : 0,
-                                                   .job_id = chance(8) ? 999999 : 0};
-        }
-        h->in.n_gpus = (size_t) n;
-}
-
-static void make_running(struct host *h, int n) {
-        for (int i = 0; i < n; i++) {
-                struct gw_cal_job *j = &h->running[h->in.n_running++];
-                gw_usec_t end = rnd_time(-1, 12);
-                *j = (struct gw_cal_job){.id = 1 + i, .gpu_mask = rnd_subset(h->present, (int) rnd_in(1, 3)),
-                                         .start = NOW - STEP, .end = end,
-                                         .eta = chance(40) ? rnd_time(-1, 14) : 0};
-                for (size_t g = 0; g < h->in.n_gpus; g++)
-                        if (j->gpu_mask & (UINT64_C(1) << h->gpus[g].index) && (chance(90) || !h->gpus[g].job_id))
-                                h->gpus[g].job_id = j->id;
-        }
-}
-
-static void make_bookings(struct host *h, int n) {
-        for (int i = 0; i < n; i++) {
-                gw_usec_t start = rnd_time(-3, 20);
-                h->bookings[h->in.n_bookings++] = (struct gw_booking){
-                        .id = chance(5) ? 1 : 1 + i, .uid = 1000, .ngpus = 1, .start = start,
-                        .end = start + rnd_in(chance(5) ? -1 : 1, 8) * STEP,
-                        .gpu_mask = chance(10) ? 0 : rnd_subset(h->present, (int) rnd_in(1, 3)),
-                        .state = (enum gw_booking_state) (chance(60) ? GW_BOOKING_APPROVED : rnd_in(0, 5)),
-                };
-        }
-}
-
-static int64_t rnd_after(const struct host *h, int n_pending) {
-        switch (rnd_in(0, 3)) {
-        case 0:
-                return 100 + rnd_in(0, n_pending);   /* a pending job, itself, or none */
-        case 1:
-                return h->in.n_running ? 1 + rnd_in(0, (int64_t) h->in.n_running - 1) : 5;
-        case 2:
-                return 77777;                        /* not in the input: it ended */
-        default:
-                return 100 + rnd_in(0, n_pending - 1);
-        }
-}
-
-static void make_pending(struct host *h, int n, int max_gpus) {
-        for (int i = 0; i < n; i++) {
-                gw_usec_t limit = rnd_in(1, 8) * STEP + (chance(5) ? SEC : 0);
-                h->pending[h->in.n_pending++] = (struct gw_cal_pending){
-                        .id = 100 + i, .ngpus = (int) rnd_in(1, max_gpus), .time_limit = limit,
-                        .booking_id = chance(20) ? rnd_in(-1, (int64_t) h->in.n_bookings + 1) : 0,
-                        .held = chance(10),
-                        .not_before = chance(15) ? rnd_time(-2, 10) : 0,
-                        .runtime = chance(50) ? rnd_in(1, 10) * STEP / 2 : 0,
-                        .after_job = chance(15) ? rnd_after(h, n) : 0,
-                        .gpu_mem = chance(15) ? (uint64_t) rnd_in(1, 40) * GIB : 0,
-                };
-        }
-}
-
-static int make_host(struct host *h, const struct size *sz) {
-        memset(h, 0, sizeof(*h));
-        h->gpus = calloc((size_t) sz->gpus + 1, sizeof(*h->gpus));
-        h->running = calloc((size_t) sz->running + 1, sizeof(*h->running));
-        h->bookings = calloc((size_t) sz->bookings + 1, sizeof(*h->bookings));
-        h->pending = calloc((size_t) sz->pending + 1, sizeof(*h->pending));
-        if (!h->gpus || !h->running || !h->bookings || !h->pending)
-                return -ENOMEM;
-        h->in = (struct gw_calendar_input){.gpus = h->gpus, .bookings = h->bookings, .running = h->running,
-                                           .pending = h->pending};
-        make_gpus(h, (int) rnd_in(1, sz->gpus));
-        make_running(h, (int) rnd_in(0, sz->running));
-        make_bookings(h, (int) rnd_in(0, sz->bookings));
-        make_pending(h, (int) rnd_in(0, sz->pending), sz->gpus < 4 ? sz->gpus + 1 : 4);
-        return 0;
-}
-
-static void free_host(struct host *h) {
-        free(h->gpus);
-        free(h->running);
-        free(h->bookings);
-        free(h->pending);
+/* Up to so many of each, and every odd input: GPUs with odd indices (63 among them) and
+ * memory, drained or held by unknown processes, running jobs sharing GPUs, bookings in every
+ * state, held jobs, backoffs, dependencies, bookings that are gone, instants off the grid. */
+static struct fake_host_shape shape_of(const struct size *sz) {
+        return (struct fake_host_shape){
+                .now = NOW, .step = STEP, .offgrid_pct = 10, .offgrid_limit_pct = 5,
+                .gpus = {1, sz->gpus}, .scatter_pct = 40, .usable_pct = 85, .stray_pct = 8,
+                .running = {0, sz->running}, .running_gpus = {1, 3}, .running_end = {-1, 12},
+                .running_eta = {-1, 14}, .eta_pct = 40,
+                .bookings = {0, sz->bookings}, .booking_gpus = {1, 3}, .booking_start = {-3, 20},
+                .booking_len = {1, 8},
+                .pending = {0, sz->pending}, .pending_gpus = {1, sz->gpus < 4 ? sz->gpus + 1 : 4}, .limit = {1, 8},
+                .booked_pct = 20, .held_pct = 10, .backoff_pct = 15, .backoff = {-2, 10}, .runtime_pct = 50,
+                .after_pct = 15, .mem_pct = 15,
+        };
 }
 
 /* Both replays of hosts of this size; fails naming the seed and the first difference. */
 static void compare(const struct size *sz, int hosts, uint64_t seed) {
         size_t started = 0, total = 0;
 
+        const struct fake_host_shape shape = shape_of(sz);
+
         for (int k = 0; k < hosts; k++) {
-                struct host h;
-                rng_state = seed + (uint64_t) k * UINT64_C(0x9e3779b97f4a7c15);
-                assert_int_equal(make_host(&h, sz), 0);
-                gw_usec_t horizon = chance(20) ? (gw_usec_t) 365 * 24 * 3600 * SEC : rnd_in(1, sz->horizon_steps) * STEP;
+                struct fake_host h;
+                struct fake_rng rng = {seed + (uint64_t) k * UINT64_C(0x9e3779b97f4a7c15)};
+                assert_int_equal(fake_host_make(&h, &shape, &rng), 0);
+                gw_usec_t horizon = fake_chance(&rng, 20) ? (gw_usec_t) 365 * 24 * 3600 * SEC
+                                                          : fake_rnd_in(&rng, 1, sz->horizon_steps) * STEP;
                 size_t n = h.in.n_pending;
                 struct gw_prediction *got = calloc(n + 1, sizeof(*got)), *want = calloc(n + 1, sizeof(*want));
                 assert_non_null(got);
@@ -480,7 +363,7 @@ static void compare(const struct size *sz, int hosts, uint64_t seed) {
                 total += n;
                 free(got);
                 free(want);
-                free_host(&h);
+                fake_host_free(&h);
         }
         /* The hosts are not degenerate: a fair share of the jobs start, not all of them. */
         assert_true(started > total / 10 && started < total);
