@@ -24,7 +24,7 @@
 struct gw_events;
 
 /* What an epoll event points at. */
-enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT, GW_SRC_SAMPLER };
+enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT, GW_SRC_SAMPLER, GW_SRC_LAUNCHER };
 struct gw_source {
         enum gw_source_kind kind;
         void *ptr;
@@ -43,6 +43,7 @@ struct gw_djob {
         int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
         struct gw_source pidfd_src;
         int report_fd;               /* the shim reports the job's pid here, then closes it */
+        bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
         bool booking_warned;         /* told its booking ends soon */
@@ -151,6 +152,8 @@ struct gw_daemon {
         char log_dir[4096], run_dir[4096], exits_path[4200];
         struct gw_exits *exits;
         struct gw_launch_server *launcher;  /* NULL: jobs are started by spawning their shim */
+        struct gw_source launcher_src;
+        int launcher_watched;        /* the launcher socket in epoll, -1 none */
 };
 
 /* jobmap.c / queue.c */
@@ -179,6 +182,11 @@ int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_
 int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask);
+/* The supervisor of a started job is known (or, run->pending, asked of the launcher). */
+void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run);
+/* launch_wait.c: hands the launcher's answers (and its requests lost with it) to their jobs;
+ * keeps its socket in epoll. */
+void gw_launch_answers(struct gw_daemon *d);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one. */
 void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                 const char *kind);

@@ -330,23 +330,44 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
                 return r;
         }
-        j->shim_pid = run.shim;
-        (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
-        if (run.job > 0) {
-                j->pid = run.job;
-                (void) gw_proc_start_time(j->pid, &j->pid_start);
-        }
-        if (run.pidfd >= 0)
-                watch_pidfd(d, dj, run.pidfd);
-        dj->report_fd = run.report_fd;
+        dj->report_fd = -1;
+        gw_job_launched(d, dj, &run);
+        return 0;
+}
+
+static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
+        dj->report_fd = fd;
         dj->report_src = (struct gw_source) { GW_SRC_REPORT, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->report_src };
-        if (dj->report_fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, dj->report_fd, &ev) < 0)
-                log_warn("job %lld: cannot watch for its pid: %s", (long long) j->id, strerror(errno));
+        if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                log_warn("job %lld: cannot watch for its pid: %s", (long long) dj->job->id, strerror(errno));
+}
+
+static void report_close(struct gw_daemon *d, struct gw_djob *dj);
+
+void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
+        struct gw_job *j = dj->job;
+        if (run->report_fd != dj->report_fd) {
+                report_close(d, dj);
+                report_watch(d, dj, run->report_fd);
+        }
+        if (run->job > 0) {
+                j->pid = run->job;
+                (void) gw_proc_start_time(j->pid, &j->pid_start);
+        }
+        dj->launch_pending = run->pending;
+        if (run->pending)
+                return; /* the launcher's answer brings the supervisor (launch_wait.c) */
+        j->shim_pid = run->shim;
+        (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
+        if (run->pidfd >= 0)
+                watch_pidfd(d, dj, run->pidfd);
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
                  gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
-        return 0;
+        /* A stop asked for while the supervisor was unknown reaches it now. */
+        if (dj->terminating)
+                gw_job_signal(d, dj, SIGTERM);
 }
 
 static void report_close(struct gw_daemon *d, struct gw_djob *dj) {

@@ -24,11 +24,25 @@
 
 extern char **environ;
 
+/* A request sent and not yet handed back to the daemon.  Answers come in the order of the
+ * requests (one socket, one launcher reading one at a time). */
+struct waiting {
+        int64_t job_id;
+        int attempt;
+        char *request;          /* the datagram, kept for a spawn if the launcher dies first */
+        size_t len;
+        bool answered, lost;
+        pid_t pid;              /* answered: the supervisor, or -errno */
+        int pidfd;
+};
+
 struct gw_launch_server {
         char exits_path[4200];
         int fd;                 /* -1: down */
         pid_t pid;
         time_t down_since;
+        struct waiting *q;      /* q[head..n) in request order */
+        size_t head, n, cap;
 };
 
 static time_t mono_seconds(void) {
@@ -82,6 +96,8 @@ struct gw_launch_server *gw_launch_server_open(const char *exits_path, char *err
 static void server_down(struct gw_launch_server *s, const char *why) {
         if (s->fd < 0)
                 return;
+        for (size_t i = s->head; i < s->n; i++)
+                s->q[i].lost = !s->q[i].answered;
         log_warn("job launcher (pid %d) %s; starting jobs by spawning until it is back", (int) s->pid, why);
         (void) close(s->fd);
         s->fd = -1;
@@ -97,9 +113,20 @@ struct gw_launch_server *gw_launch_server_close(struct gw_launch_server *s) {
                 return NULL;
         if (s->fd >= 0)
                 (void) close(s->fd);
+        /* Supervisors still unanswered live on: the next daemon finds them by their titles. */
+        for (size_t i = s->head; i < s->n; i++) {
+                free(s->q[i].request);
+                if (s->q[i].pidfd >= 0)
+                        (void) close(s->q[i].pidfd);
+        }
+        free(s->q);
         free(s);
         return NULL;
 }
+
+int gw_launch_server_fd(const struct gw_launch_server *s) { return s ? s->fd : -1; }
+
+bool gw_launch_server_waiting(const struct gw_launch_server *s) { return s && s->head < s->n; }
 
 void gw_launch_server_reaped(struct gw_launch_server *s, pid_t pid) {
         if (s && s->pid == pid) {
@@ -146,15 +173,61 @@ static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd) {
         struct iovec iov = { ret_pid, sizeof *ret_pid };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         gw_fdpass_expect(&mh, &ctl);
-        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n != (ssize_t) sizeof *ret_pid)
                 return n < 0 ? -errno : -EPIPE;
         *ret_pidfd = gw_fdpass_take(&mh);
         return 0;
 }
 
-int gw_launch_server_start(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
-                           pid_t *ret_pid, int *ret_pidfd) {
+/* Takes the answers that have arrived, in order, without waiting. */
+static void read_answers(struct gw_launch_server *s) {
+        while (s->fd >= 0 && s->head < s->n) {
+                int32_t pid = 0;
+                int pidfd = -1;
+                int r = receive_answer(s->fd, &pid, &pidfd);
+                if (r == -EAGAIN || r == -EINTR)
+                        return;
+                if (r < 0) {
+                        server_down(s, "died while starting jobs");
+                        return;
+                }
+                size_t i = s->head;
+                while (i < s->n && s->q[i].answered)
+                        i++;
+                if (i == s->n) {
+                        if (pidfd >= 0)
+                                (void) close(pidfd);
+                        server_down(s, "answered a request it was not sent");
+                        return;
+                }
+                struct waiting *w = &s->q[i];
+                w->answered = true;
+                w->pid = pid > 0 && pidfd >= 0 ? (pid_t) pid : pid < 0 ? (pid_t) pid : -EIO;
+                w->pidfd = w->pid > 0 ? pidfd : -1;
+                if (w->pid <= 0 && pidfd >= 0)
+                        (void) close(pidfd);
+        }
+}
+
+static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt, char *request, size_t len) {
+        if (s->head == s->n)
+                s->head = s->n = 0;
+        if (s->n == s->cap && s->head > 0) {
+                memmove(s->q, s->q + s->head, (s->n - s->head) * sizeof *s->q);
+                s->n -= s->head;
+                s->head = 0;
+        }
+        if (s->n == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 16;
+                s->q = gw_xrealloc(s->q, s->cap * sizeof *s->q);
+        }
+        s->q[s->n++] = (struct waiting) { .job_id = job_id, .attempt = attempt, .request = request, .len = len,
+                                          .pidfd = -1 };
+}
+
+int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
+                          int64_t job_id, int attempt) {
         if (s->fd < 0) {
                 char err[256];
                 if (mono_seconds() - s->down_since < RETRY_SECONDS)
@@ -167,28 +240,56 @@ int gw_launch_server_start(struct gw_launch_server *s, char *const *argv, char *
                 log_info("job launcher back (pid %d)", (int) s->pid);
         }
         size_t len;
-        _cleanup_free_ char *buf = request_encode(argv, envp, &len);
+        char *buf = request_encode(argv, envp, &len);
         if (!buf)
                 return -E2BIG; /* an environment this large is spawned with it */
-        int32_t pid = 0;
-        int pidfd = -1;
-        int r = send_request(s->fd, buf, len, report_fd);
+        /* Unread answers must not fill our socket while the launcher waits to send one. */
+        read_answers(s);
+        int r = s->fd >= 0 ? send_request(s->fd, buf, len, report_fd) : -ENOTCONN;
         if (r < 0) {
                 /* Not taken: nothing was started. */
+                free(buf);
                 server_down(s, r == -EAGAIN ? "did not take a request in time" : "is gone");
                 return r;
         }
-        r = receive_answer(s->fd, &pid, &pidfd);
-        if (r < 0) {
-                server_down(s, "died while starting a job");
-                return -EINPROGRESS; /* it may have forked the supervisor first */
-        }
-        if (pid <= 0 || pidfd < 0) {
-                if (pidfd >= 0)
-                        (void) close(pidfd);
-                return pid < 0 ? (int) pid : -EIO;
-        }
-        *ret_pid = (pid_t) pid;
-        *ret_pidfd = pidfd;
+        waiting_push(s, job_id, attempt, buf, len);
+        return 0;
+}
+
+void gw_launch_server_poll(struct gw_launch_server *s) {
+        if (s)
+                read_answers(s);
+}
+
+bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *ret) {
+        if (!s || s->head == s->n || !(s->q[s->head].answered || s->q[s->head].lost))
+                return false;
+        struct waiting *w = &s->q[s->head++];
+        *ret = (struct gw_launch_answer) { .job_id = w->job_id, .attempt = w->attempt, .lost = w->lost,
+                                           .pid = w->pid, .pidfd = w->pidfd, .request = w->request, .len = w->len };
+        return true;
+}
+
+int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***ret_envp) {
+        uint32_t counts[2];
+        if (len < 12 || memcmp(buf, SHIM_MAGIC, 4) || buf[len - 1] != '\0')
+                return -EBADMSG;
+        memcpy(&counts[0], buf + 4, 4);
+        memcpy(&counts[1], buf + 8, 4);
+        char **lists[2] = { gw_xcalloc((size_t) counts[0] + 1, sizeof(char *)),
+                            gw_xcalloc((size_t) counts[1] + 1, sizeof(char *)) };
+        char *p = buf + 12, *end = buf + len;
+        for (int k = 0; k < 2; k++)
+                for (uint32_t i = 0; i < counts[k]; i++) {
+                        if (p >= end) {
+                                free(lists[0]);
+                                free(lists[1]);
+                                return -EBADMSG;
+                        }
+                        lists[k][i] = p;
+                        p += strlen(p) + 1;
+                }
+        *ret_argv = lists[0];
+        *ret_envp = lists[1];
         return 0;
 }

@@ -127,17 +127,20 @@ int gw_launch_spawn(const char *path, char *const *argv, char *const *envp, int 
 
 /* The launcher died between taking a request and answering it: whether it forked the
  * supervisor first shows on the report pipe, whose write ends are all closed now but the
- * supervisor's: its job's pid arrives, or EOF says there is none (-ESRCH). */
-static int launched_anyway(int report_fd, struct gw_launched *ret) {
-        struct pollfd p = { report_fd, POLLIN, 0 };
-        if (poll(&p, 1, 5000) <= 0)
-                return -ETIMEDOUT;
-        pid_t job;
-        int r = gw_launch_read_report(report_fd, &job);
-        if (r == -EPIPE)
-                return -ESRCH;
-        if (r < 0)
-                return r;
+ * supervisor's: its job's pid arrives (or arrived: job), or EOF says there is none (-ESRCH). */
+static int launched_anyway(int report_fd, pid_t job, struct gw_launched *ret) {
+        if (job <= 0) {
+                struct pollfd p = { report_fd, POLLIN, 0 };
+                if (report_fd < 0)
+                        return -ESRCH;
+                if (poll(&p, 1, 5000) <= 0)
+                        return -ETIMEDOUT;
+                int r = gw_launch_read_report(report_fd, &job);
+                if (r == -EPIPE)
+                        return -ESRCH;
+                if (r < 0)
+                        return r;
+        }
         pid_t shim = gw_proc_parent(job);
         int fd = shim > 0 ? (int) syscall(SYS_pidfd_open, shim, 0) : -1;
         if (fd < 0)
@@ -153,6 +156,23 @@ static int report_pipe(int pfd[2], char *err, size_t errlen) {
         return -errno;
 }
 
+/* Spawns the supervisor: the daemon's child, reaped on SIGCHLD. */
+static int spawn_supervisor(const char *shim, char *const *argv, char *const *envp, struct gw_launched *ret, char *err,
+                            size_t errlen) {
+        int pfd[2];
+        int r = report_pipe(pfd, err, errlen);
+        if (r < 0)
+                return r;
+        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0] };
+        r = gw_launch_spawn(shim, argv, envp, pfd[1], &ret->shim);
+        (void) close(pfd[1]);
+        if (r < 0) {
+                (void) close(pfd[0]);
+                snprintf(err, errlen, "cannot start %s: %s", shim, strerror(-r));
+        }
+        return r;
+}
+
 int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, struct gw_launched *ret, char *err,
                     size_t errlen) {
         const char *shim = gw_launch_shim_path();
@@ -162,34 +182,39 @@ int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, str
         }
         struct shim_args a;
         _cleanup_free_ char **argv = shim_argv(l, shim, &a);
-        int pfd[2];
-        int r = report_pipe(pfd, err, errlen);
-        if (r < 0)
-                return r;
-        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0] };
-        r = srv ? gw_launch_server_start(srv, argv, l->envp, pfd[1], &ret->shim, &ret->pidfd) : -ENOTCONN;
-        (void) close(pfd[1]);
-        if (r == 0)
-                return 0;
-        if (r == -EINPROGRESS) {
-                r = launched_anyway(pfd[0], ret);
-                if (r != -ESRCH) {
-                        (void) close(pfd[0]);
-                        if (r < 0)
-                                snprintf(err, errlen, "the job launcher died while starting it: %s", strerror(-r));
+        if (srv) {
+                int pfd[2];
+                int r = report_pipe(pfd, err, errlen);
+                if (r < 0)
                         return r;
+                r = gw_launch_server_send(srv, argv, l->envp, pfd[1], l->job_id, l->attempt);
+                (void) close(pfd[1]);
+                if (r == 0) {
+                        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .pending = true };
+                        return 0;
                 }
-        }
-        (void) close(pfd[0]);
-        if ((r = report_pipe(pfd, err, errlen)) < 0)
-                return r;
-        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0] };
-        r = gw_launch_spawn(shim, argv, l->envp, pfd[1], &ret->shim);
-        (void) close(pfd[1]);
-        if (r < 0) {
                 (void) close(pfd[0]);
-                snprintf(err, errlen, "cannot start %s: %s", shim, strerror(-r));
         }
+        return spawn_supervisor(shim, argv, l->envp, ret, err, errlen);
+}
+
+int gw_launch_recover(struct gw_launch_answer *a, int report_fd, pid_t job, struct gw_launched *ret, char *err,
+                      size_t errlen) {
+        int r = launched_anyway(report_fd, job, ret);
+        if (r != -ESRCH) {
+                if (r < 0)
+                        snprintf(err, errlen, "the job launcher died while starting it: %s", strerror(-r));
+                return r;
+        }
+        char **argv = NULL, **envp = NULL;
+        r = gw_launch_request_decode(a->request, a->len, &argv, &envp);
+        if (r < 0) {
+                snprintf(err, errlen, "the job launcher died while starting it");
+                return r;
+        }
+        r = spawn_supervisor(argv[0], argv, envp, ret, err, errlen);
+        free(argv);
+        free(envp);
         return r;
 }
 

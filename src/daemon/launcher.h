@@ -35,12 +35,20 @@ struct gw_launched {
         int pidfd;
         int report_fd;             /* -1 when job is already known */
         pid_t job;                 /* 0: not known yet (it comes on report_fd) */
+        bool pending;              /* asked of the launcher: shim and pidfd come with its answer */
 };
 
 /* Starts the job's supervisor through the resident launcher srv (launch_server.h) when it
- * is up, else by spawning gpuward-shim. */
+ * is up (ret->pending: its answer comes later, gw_launch_server_next), else by spawning
+ * gpuward-shim. */
 int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, struct gw_launched *ret, char *err,
                     size_t errlen);
+/* The launcher died before answering a: the supervisor it may have forked, found through
+ * the job's pid (job, or read from the report pipe; then ret->report_fd is -1 and ret->job
+ * set), else one spawned from the kept request (ret->report_fd is its new report pipe). */
+struct gw_launch_answer;
+int gw_launch_recover(struct gw_launch_answer *a, int report_fd, pid_t job, struct gw_launched *ret, char *err,
+                      size_t errlen);
 /* posix_spawn of a gpuward-shim in its own session: stdio on /dev/null, fd3 as fd 3. */
 int gw_launch_spawn(const char *path, char *const *argv, char *const *envp, int fd3, pid_t *ret_pid);
 /* The gpuward-shim beside this gpuwardd, or NULL. */

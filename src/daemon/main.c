@@ -179,6 +179,7 @@ static void run_loop(struct gw_daemon *d) {
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
+                gw_launch_answers(d);
                 gw_prelog_head(d);
                 gw_jobs_sweep(d);
                 if (d->sched_dirty)
@@ -206,6 +207,8 @@ static void run_loop(struct gw_daemon *d) {
                                 gw_job_reported(d, src->ptr);
                         else if (src->kind == GW_SRC_SAMPLER)
                                 gw_observe_ready(d);
+                        else if (src->kind == GW_SRC_LAUNCHER)
+                                gw_launch_answers(d);
                 }
                 gw_jobs_batch_end(d);
                 /* Answers queued by handlers and resumed connections need a run even
@@ -261,7 +264,7 @@ int main(int argc, char **argv) {
                 return r > 0 ? 0 : 2;
         }
         gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
-        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1 };
+        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .launcher_watched = -1 };
         char err[512], note[256];
         int rc = 1;
         if (setup_dirs(&d) < 0)
@@ -291,6 +294,7 @@ int main(int argc, char **argv) {
         d.launcher = gw_launch_server_open(d.exits_path, err, sizeof err);
         if (!d.launcher)
                 log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
+        gw_launch_answers(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  cfg.listen[0] ? ", http://" : "", cfg.listen[0] ? cfg.listen : "", d.n_gpus, d.n_gpus == 1 ? "" : "s",
                  d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);
