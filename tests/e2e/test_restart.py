@@ -149,6 +149,25 @@ class LauncherTest(DaemonTest):
         self.assertIsNotNone(launcher_pid(self.d.proc.pid))
 
 
+    def test_requests_the_launcher_never_answered(self):
+        # A stopped launcher takes no request: two starts wait for its answer, then it dies.
+        pid = wait_until(lambda: launcher_pid(self.d.proc.pid), what="the job launcher")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            ids = [self.d.submit("--", "sh", "-c", f"echo unanswered {i}; exit {i}") for i in range(2)]
+            for jid in ids:
+                self.d.wait_state(jid, {"RUNNING", "COMPLETED", "FAILED"})
+        finally:
+            os.kill(pid, signal.SIGKILL)
+        # Each is spawned once instead, and ends with its own status.
+        for i, jid in enumerate(ids):
+            j = self.d.wait_state(jid, {"COMPLETED", "FAILED"})
+            self.assertEqual(j["exit_code"], i)
+            self.assertEqual(self.d.log_text(jid).count(f"unanswered {i}"), 1)
+            self.assertEqual(j["attempt"], 1)
+        self.assertIn("starting jobs by spawning", self.d.daemon_log())
+
+
 class BackoffAcrossRestartTest(DaemonTest):
     extra = ("--retry-backoff", "3")
 
