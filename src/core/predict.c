@@ -375,7 +375,9 @@ static enum verdict judge_booked(struct replay *r, size_t i, gw_usec_t t, uint64
         if (b->state == GW_BOOKING_PENDING_APPROVAL || t < b->start)
                 return V_WAIT;
         uint64_t mask = b->gpu_mask & r->usable;
-        *ret_allowed = mask ? mask : UINT64_MAX;
+        if (!mask)
+                return V_WAIT; /* none of its GPUs usable: it waits for them (daemon/sharing.c) */
+        *ret_allowed = mask;
         pj->gate_until = b->end;
         return count_gpus(r->avail & *ret_allowed) >= r->in->pending[i].ngpus ? V_PLAN : V_WAIT;
 }

@@ -384,10 +384,11 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                         int r = gw_calendar_gate(&v.in, j->booking_id, wall, &gate);
                         if (r < 0 || gate.gate == GW_GATE_CLOSED)
                                 d->queue[i]->booking_closed = true; /* ended after the pass (gw_schedule) */
-                        if (r < 0 || gate.gate == GW_GATE_CLOSED || gate.gate == GW_GATE_WAIT)
+                        /* Open with none of its GPUs usable: it waits for them, never on others' GPUs. */
+                        if (r < 0 || gate.gate != GW_GATE_OPEN || !gate.gpu_mask)
                                 pending[i].blocked = GW_REASON_RESERVATION;
-                        else if (gate.gate == GW_GATE_OPEN)
-                                pending[i].allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
+                        else
+                                pending[i].allowed = gate.gpu_mask;
                 } else if (any_booking)
                         gw_calendar_limit_job(&g, all, wall, &pending[i]);
                 if (any_quota && !pending[i].blocked) {

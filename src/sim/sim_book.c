@@ -210,10 +210,10 @@ int gw_sim_book_gate(struct eng *e, int node, size_t n) {
                         k = gw_calendar_gate(&v.in, b->id, e->now, &gate);
                         if (k < 0 || gate.gate == GW_GATE_CLOSED)
                                 close_job(e, i);
-                        if (k < 0 || gate.gate == GW_GATE_CLOSED || gate.gate == GW_GATE_WAIT)
-                                sj->blocked = GW_REASON_RESERVATION;
-                        else if (gate.gate == GW_GATE_OPEN)
-                                sj->allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
+                        if (k < 0 || gate.gate != GW_GATE_OPEN || !gate.gpu_mask)
+                                sj->blocked = GW_REASON_RESERVATION; /* daemon/sharing.c's rule */
+                        else
+                                sj->allowed = gate.gpu_mask;
                 } else if (nd->n_live_bk > 0)
                         gw_calendar_limit_job(&g, all, e->now, sj);
         }

@@ -137,6 +137,23 @@ static void bookings(void **state) {
         expect(&w, 3, INF, INF, 0);
 }
 
+/* Booking 7 holds GPU 1, which broke: its job 40 waits for it (no start on GPU 0, which is
+ * free), while job 41 outside any booking takes GPU 0. */
+static void booking_on_broken_gpu(void **state) {
+        struct world w;
+        (void) state;
+        world_init(&w, 2);
+        w.gpus[1].usable = false;
+        w.b[0] = (struct gw_booking){.id = 7, .ngpus = 1, .start = NOW - HOUR, .end = NOW + 3 * HOUR,
+                                     .gpu_mask = M(1), .state = GW_BOOKING_APPROVED};
+        w.in.n_bookings = 1;
+        pending(&w, 40, 1, HOUR, 0)->booking_id = 7;
+        pending(&w, 41, 1, HOUR, 0);
+        predict(&w, 72 * HOUR);
+        expect(&w, 0, INF, INF, 0);
+        expect(&w, 1, NOW, NOW + HOUR, M(0));
+}
+
 /* Held jobs get nothing and hold nothing back; a dependency waits for the predicted end of
  * the job it follows; a retry's backoff delays it. */
 static void held_dependency_backoff(void **state) {
@@ -238,7 +255,7 @@ static void median(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(eta_and_runtimes), cmocka_unit_test(head_and_backfill),
-                cmocka_unit_test(bookings),         cmocka_unit_test(held_dependency_backoff),
+                cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),
                 cmocka_unit_test(horizon_and_input), cmocka_unit_test(long_queue),
                 cmocka_unit_test(job_key),          cmocka_unit_test(median),
         };

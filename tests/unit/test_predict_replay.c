@@ -144,10 +144,10 @@ static void apply_bookings(struct ref_replay *r, size_t i, const struct gw_calen
                 if (gw_calendar_gate(&r->cal, p->booking_id, t, &gate) < 0 || gate.gate == GW_GATE_CLOSED) {
                         r->done[i] = true;
                         sj->blocked = GW_REASON_RESERVATION;
-                } else if (gate.gate == GW_GATE_WAIT)
+                } else if (gate.gate == GW_GATE_WAIT || (gate.gate == GW_GATE_OPEN && !gate.gpu_mask))
                         sj->blocked = GW_REASON_RESERVATION;
                 else if (gate.gate == GW_GATE_OPEN) {
-                        sj->allowed = gate.gpu_mask ? gate.gpu_mask : UINT64_MAX;
+                        sj->allowed = gate.gpu_mask;
                         r->gate_until[i] = gate.until;
                 }
         } else if (r->in->n_bookings)
