@@ -427,8 +427,10 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
                         job_ev = e;
         }
 
-        /* 1. gpuward's own actions (the enum lists them last). */
-        if (!in->lost && in->end >= GW_END_CANCELLED) {
+        /* 1. gpuward's own actions (the enum lists them last), also without an exit status:
+         * a job the daemon was stopping when it lost sight of it (restart, unwritable exits
+         * journal) ended because it was stopped, not because it was lost. */
+        if (in->end >= GW_END_CANCELLED) {
                 static const struct {
                         enum gw_failure_class cls;
                         const char *text;

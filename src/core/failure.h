@@ -121,7 +121,8 @@ struct gw_failure_input {
         enum gw_attempt_end end;
         int status;                  /* exit code (EXITED) or signal number (SIGNALED) */
         bool lost;                   /* no exit status: the daemon restarted or the host
-                                      * rebooted while the job ran; end/status are ignored */
+                                      * rebooted while the job ran; status is ignored, and
+                                      * end too unless gpuward was stopping the job */
 
         const char *tail;            /* raw last bytes of the log: ANSI colours and tqdm \r
                                       * redraws allowed, need not start at a line start,

@@ -29,6 +29,7 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->leak_policy);
         free(j->progress_file);
         free(j->health_url);
+        free(j->stop_reason);
         free(j);
         return NULL;
 }

@@ -60,6 +60,12 @@ struct gw_job {
 
         int64_t booking_id;                /* submit --reservation: runs inside that booking */
 
+        /* A stop recorded before the job's processes were signalled (cancel, time limit,
+         * reclaim): the state the attempt ends in once they are gone, so that a restarted
+         * daemon ends it so too.  GW_JOB_PENDING (0) = none; a retry clears it. */
+        enum gw_job_state stop_state;
+        char *stop_reason;                 /* "cancelled by alice"; NULL without a stop */
+
         /* Training awareness (issue 7). */
         char *leak_policy;                 /* "warn" or "restart"; NULL = warn */
         gw_usec_t eta;                     /* not stored: the live estimated end (wall clock), 0 = none */

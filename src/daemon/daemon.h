@@ -60,6 +60,10 @@ struct gw_djob {
         struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         struct gw_train *train;      /* training awareness (training.c, issue 7), NULL until sampled */
+        bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
+        bool end_in_batch;           /* ended inside this loop iteration's transaction */
+        char end_kind[16];           /* the end's event kind, to write it again */
+        struct gw_djob *next_unwritten;
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -140,6 +144,8 @@ struct gw_daemon {
         size_t n_backoff;            /* queued jobs waiting out a retry delay */
         bool in_batch;               /* inside one loop iteration's store transaction */
         bool keep_exits;             /* an end was not written: the exits journal is kept */
+        struct gw_djob *unwritten;   /* ended jobs whose end the store refused (jobs_stop.c) */
+        gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
         char **cg_trash;             /* cgroups of ended jobs, removed after the next starts */
         size_t n_cg_trash, cap_cg_trash;
 
@@ -187,14 +193,24 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
 /* launch_wait.c: hands the launcher's answers (and its requests lost with it) to their jobs;
  * keeps its socket in epoll. */
 void gw_launch_answers(struct gw_daemon *d);
-/* Ends a job that is not running (PENDING/HELD) or finalizes a running one. */
-void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                const char *kind);
+/* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
+ * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
+ * written again later (jobs_stop.c), and the exits journal is kept for the next daemon. */
+int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+               const char *kind);
+/* A cancel: a queued job ends CANCELLED; a running one has the stop recorded, then gets
+ * SIGTERM, SIGKILL after the grace period.  The write comes first: when the store refuses
+ * it nothing is done and -errno is returned (gw_store_error_kind says why). */
+int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason);
+/* gw_job_end for a queued job that ends only if the store takes it (-errno: unchanged). */
+int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                        const char *kind);
 /* Appends "gpuward: MSG" to the job's log (gpuward's own log files only), for the user. */
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg);
 /* Sends sig to every process of a running job (cgroup, process group, subreaper tree). */
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig);
-/* SIGTERM now, SIGKILL after the grace period; the job ends as state when it exits. */
+/* SIGTERM now, SIGKILL after the grace period; the job ends as state when it exits.  The
+ * stop is recorded first; if the store refuses it the job is stopped anyway (logged). */
 void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason);
 /* The same with its own grace (a reclaim profile's, which may give a job longer to save). */
 void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
@@ -228,6 +244,21 @@ void gw_prelog_head(struct gw_daemon *d);
 /* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
 void gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
+
+/* jobs_stop.c: a stop recorded before the daemon went down (recover_one): the attempt ends
+ * as it says; stop_again also signals the processes that outlived the daemon. */
+void gw_job_stop_restore(struct gw_djob *dj);
+void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj);
+/* jobs_stop.c: ended jobs whose end the store refused, kept in memory (for the API) and
+ * written again every few seconds until the store takes them. */
+void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj);
+const struct gw_djob *gw_jobs_unwritten_find(const struct gw_daemon *d, int64_t id);
+/* The batch's commit failed: its ends are not on disk either. */
+void gw_jobs_unwritten_batch_failed(struct gw_daemon *d);
+/* Writes them again when due; returns the next try (monotonic) or INFINITY. */
+gw_usec_t gw_jobs_unwritten_tick(struct gw_daemon *d);
+/* At shutdown: a last try, a log line for each still unwritten, then frees them. */
+void gw_jobs_unwritten_close(struct gw_daemon *d);
 
 /* gpus.c */
 int gw_gpus_open(struct gw_daemon *d);

@@ -166,6 +166,10 @@ const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job *
         struct gw_djob *dj = gw_jobmap_get(&d->map, id);
         if (dj)
                 return dj->job;
+        /* Ended, but not on disk yet (a full disk): what the daemon knows, not the stale row. */
+        const struct gw_djob *unwritten = gw_jobs_unwritten_find(d, id);
+        if (unwritten)
+                return unwritten->job;
         if (gw_store_job_get(d->store, id, tmp) < 0)
                 return NULL;
         if (!(*tmp)->log_path)
@@ -496,21 +500,20 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                                    gw_job_state_name(j->state));
         }
         struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        if (!dj) /* active on disk, unknown in memory: nothing here could stop it */
+                return reply_error(rep, 500, NULL, "job %lld is %s on disk but not known to the daemon", (long long) j->id,
+                                   gw_job_state_name(j->state));
         char why[128];
         snprintf(why, sizeof why, "cancelled by %s", c->user);
-        if (j->state != GW_JOB_RUNNING) {
-                /* gw_job_end ends the job in memory whatever the store says; a failed write
-                 * is seen in the store's failure count. */
-                unsigned long failed = gw_store_write_failures(d->store);
-                gw_job_end(d, dj, GW_JOB_CANCELLED, why, "cancel");
-                if (gw_store_write_failures(d->store) != failed)
-                        return reply_store_error(d, rep, "the job is cancelled until the daemon restarts, but the "
-                                                         "cancel could not be recorded");
+        bool running = j->state == GW_JOB_RUNNING;
+        /* Recorded before anything is done: refused, the job goes on untouched. */
+        if (gw_job_cancel(d, dj, why) < 0)
+                return reply_store_error(d, rep, "cannot cancel the job");
+        if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = job_lookup(d, ctx->id, &now);
                 return reply_json(rep, want_wait ? 200 : 202, fin ? job_with_events(d, fin) : json_object());
         }
-        gw_job_terminate(d, dj, GW_JOB_CANCELLED, why);
         if (!want_wait)
                 return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", "RUNNING"));
         dj->waiters = gw_xrealloc(dj->waiters, (dj->n_waiters + 1) * sizeof *dj->waiters);

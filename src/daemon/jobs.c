@@ -1,5 +1,6 @@
-/* Job lifecycle in the daemon: submit, start, terminate, end, recover after a restart.
+/* Job lifecycle in the daemon: submit, start, end, recover after a restart (stopping: jobs_stop.c).
  * Every state change is written to the store with its reason before it is acted on. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -407,6 +408,10 @@ static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
         gw_jobmap_del(&d->map, dj->job->id);
         /* Freed at the end of the loop iteration: later events of this batch may point at it. */
         dj->dead = true;
+        if (dj->end_unwritten) {
+                gw_jobs_unwritten_keep(d, dj);
+                return;
+        }
         dj->next_dead = d->dead;
         d->dead = dj;
 }
@@ -452,26 +457,49 @@ void gw_jobs_batch_end(struct gw_daemon *d) {
         if (gw_store_commit(d->store) < 0) {
                 log_err("cannot record this round's job events: %s", gw_store_errmsg(d->store));
                 d->keep_exits = true;
+                gw_jobs_unwritten_batch_failed(d);
         }
+        for (struct gw_djob *dj = d->dead; dj; dj = dj->next_dead)
+                dj->end_in_batch = false;
         d->in_batch = false;
         gw_jobs_trim_exits(d);
 }
 
-void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                const char *kind) {
+/* must_record (queued jobs only): the end happens only if the store takes it; otherwise the
+ * job is left as it was and -errno returned. */
+static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                   const char *kind, bool must_record) {
         struct gw_job *j = dj->job;
         bool was_running = j->state == GW_JOB_RUNNING;
+        assert(!must_record || !was_running);
+        struct gw_job before = { .state = j->state, .wait_reason = j->wait_reason, .end_reason = j->end_reason,
+                                 .end_time = j->end_time };
         j->state = state;
         j->wait_reason = GW_REASON_NONE;
-        free(j->end_reason);
         j->end_reason = gw_xstrdup(reason);
         j->end_time = gw_now_wall();
         if (was_running)
                 gw_observe_job_end(d, dj);
+        int r = gw_store_job_update(d->store, j, kind, reason);
+        if (r < 0 && must_record) {
+                free(j->end_reason);
+                j->state = before.state;
+                j->wait_reason = before.wait_reason;
+                j->end_reason = before.end_reason;
+                j->end_time = before.end_time;
+                return r;
+        }
+        free(before.end_reason);
         d->state_counts[state]++;
-        if (gw_store_job_update(d->store, j, kind, reason) < 0) {
-                log_err("job %lld: cannot record its end: %s", (long long) j->id, gw_store_errmsg(d->store));
+        snprintf(dj->end_kind, sizeof dj->end_kind, "%s", kind);
+        dj->end_in_batch = d->in_batch;
+        if (r < 0) {
+                /* Not lost: the next daemon reads a running job's end from the kept exits
+                 * journal (and its recorded stop), and this one writes it again (jobs_stop.c). */
+                log_err("job %lld: cannot record its end (%s: %s): %s; kept until it can be written", (long long) j->id,
+                        gw_job_state_name(state), reason, gw_store_errmsg(d->store));
                 d->keep_exits = true;
+                dj->end_unwritten = true;
         }
         log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
         if (was_running) {
@@ -482,6 +510,17 @@ void gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state
         d->sched_dirty = true;
         d->deps_changed = true;
         job_forget(d, dj);
+        return r;
+}
+
+int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+               const char *kind) {
+        return end_job(d, dj, state, reason, kind, false);
+}
+
+int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                        const char *kind) {
+        return end_job(d, dj, state, reason, kind, true);
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -494,36 +533,6 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         char line[600];
         int n = snprintf(line, sizeof line, "gpuward: %s\n", msg);
         (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
-}
-
-void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
-        const struct gw_job *j = dj->job;
-        if (j->cgroup)
-                (void) gw_cgroup_signal(d->cg.mode, j->cgroup, sig);
-        if (j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
-                (void) kill(-j->pid, sig);
-        if (j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start))
-                (void) gw_proc_signal_descendants(j->shim_pid, sig);
-}
-
-void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                             gw_usec_t grace) {
-        if (dj->terminating)
-                return;
-        dj->terminating = true;
-        dj->end_state = state;
-        dj->end_reason = gw_xstrdup(reason);
-        dj->kill_at = d->now + grace;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: SIGTERM to every process of the job, SIGKILL in %llds", reason,
-                 (long long) (grace / GW_USEC_PER_SEC));
-        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "terminate", msg);
-        log_info("job %lld: %s", (long long) dj->job->id, msg);
-        gw_job_signal(d, dj, grace > 0 ? SIGTERM : SIGKILL);
-}
-
-void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason) {
-        gw_job_terminate_within(d, dj, state, reason, d->cfg->grace);
 }
 
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who) {
@@ -594,9 +603,11 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 }
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
-        gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d);
+        gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
         if (cal < next)
                 next = cal;
+        if (unwritten < next)
+                next = unwritten;
         for (size_t i = 0; i < d->n_running; i++) {
                 struct gw_djob *dj = d->running[i];
                 if (!dj->terminating && d->now >= dj->limit_at) {
@@ -668,6 +679,8 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 d->n_backoff += j->not_before > 0;
                 return 0;
         }
+        if (j->stop_state != GW_JOB_PENDING)
+                gw_job_stop_restore(dj);
         pid_t shim = find_shim(d, j);
         if (shim > 0 && shim != j->shim_pid) {
                 j->shim_pid = shim;
@@ -677,6 +690,8 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
                          (int) j->shim_pid, (int) j->pid);
                 (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
+                if (dj->terminating)
+                        gw_job_stop_again(d, dj);
                 return 0;
         }
         /* Gone while we were down: its shim may have left the status behind. */

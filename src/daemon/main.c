@@ -234,6 +234,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
                 d->http[i] = gw_http_stop(d->http[i]);
         gw_events_free(d);
         (void) unlink(d->cfg->socket);
+        gw_jobs_unwritten_close(d);
         for (size_t i = 0; i < d->map.cap; i++) {
                 struct gw_djob *dj = d->map.slots[i];
                 if (dj && (uintptr_t) dj != 1)

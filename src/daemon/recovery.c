@@ -149,10 +149,17 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         dj->kill_at = 0;
         free(dj->end_reason);
         dj->end_reason = NULL;
+        j->stop_state = GW_JOB_PENDING; /* that stop was this attempt's */
+        free(j->stop_reason);
+        j->stop_reason = NULL;
         dj->n_events = 0;
         gw_jobtel_free(dj);
-        if (gw_store_job_update(d->store, j, "retry", msg) < 0)
+        if (gw_store_job_update(d->store, j, "retry", msg) < 0) {
+                /* The next daemon finds the attempt still RUNNING: its exit, kept in the
+                 * journal, makes the same decision again. */
                 log_err("job %lld: cannot record the retry: %s", (long long) j->id, gw_store_errmsg(d->store));
+                d->keep_exits = true;
+        }
         log_info("job %lld: %s", (long long) j->id, msg);
         d->n_backoff++;
         gw_queue_insert(d, dj);
@@ -200,7 +207,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         /* Ultralytics refuses to resume a run that had finished: the work is done. */
         if (j->attempt > 1 && j->yolo && tail && strstr(tail, "is finished, nothing to resume")) {
                 free(ckpt);
-                gw_job_end(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end");
+                (void) gw_job_end(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end");
                 return;
         }
         struct gw_retry_policy p;
@@ -227,5 +234,5 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 snprintf(reason, sizeof reason, "%s: %s%s%s", gw_failure_class_name(v.cls), v.evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");
-        gw_job_end(d, dj, state, reason, lost ? "lost" : "end");
+        (void) gw_job_end(d, dj, state, reason, lost && !dj->terminating ? "lost" : "end");
 }

@@ -86,6 +86,10 @@ const char *const gw_store_migrations[] = {
         "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, epoch INTEGER NOT NULL,"
         "  start_time INTEGER NOT NULL, end_time INTEGER NOT NULL, startup INTEGER NOT NULL DEFAULT 0,"
         "  exact INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_id, attempt, epoch)) WITHOUT ROWID;",
+
+        /* 8: a stop (cancel, time limit, reclaim) recorded before the job is signalled */
+        "ALTER TABLE jobs ADD COLUMN stop_state INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN stop_reason TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -39,7 +39,8 @@ enum stmt_id {
         "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
         "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
         "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, " \
-        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy"
+        "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy, " \
+        "stop_state, stop_reason"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
@@ -52,7 +53,7 @@ static const char *const stmt_sql[_ST_MAX] = {
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
                           "cgroup = ?16, log_path = ?17, priority = ?18, telemetry = ?19, not_before = ?20, "
-                          "resume_from = ?21, idle_policy = ?22 WHERE id = ?1",
+                          "resume_from = ?21, idle_policy = ?22, stop_state = ?23, stop_reason = ?24 WHERE id = ?1",
         [ST_EVENT_INSERT] = "INSERT INTO job_events (job_id, time, state, kind, message) "
                             "VALUES (?1, ?2, ?3, ?4, ?5)",
         [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
@@ -401,6 +402,8 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
         sqlite3_bind_int64(st, 20, j->not_before);
         bind_text(st, 21, j->resume_from);
         bind_text(st, 22, j->idle_policy);
+        sqlite3_bind_int(st, 23, j->stop_state);
+        bind_text(st, 24, j->stop_reason);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -491,10 +494,14 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->health_url = col_text(st, c++);
         j->booking_id = sqlite3_column_int64(st, c++);
         j->leak_policy = col_text(st, c++);
+        j->stop_state = sqlite3_column_int(st, c++);
+        j->stop_reason = col_text(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
                 j->state = GW_JOB_FAILED;
+        if (!gw_job_state_is_final(j->stop_state))
+                j->stop_state = GW_JOB_PENDING;
         return j;
 }
 

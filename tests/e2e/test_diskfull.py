@@ -28,7 +28,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import IS_ROOT, Daemon, main, pid_alive, wait_until
+from gwtest import IS_ROOT, TRAINER, Daemon, DaemonTest, main, pid_alive, wait_until
 
 MiB = 1 << 20
 
@@ -70,6 +70,28 @@ def integrity(state):
         return db.execute("PRAGMA integrity_check").fetchall()
     finally:
         db.close()
+
+
+def ignores_sigterm(pid):
+    """Whether the process has SIGTERM set to SIG_IGN (bit 15 of SigIgn)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            line = next(l for l in f if l.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def start_stubborn_job(d):
+    """A running job that ignores SIGTERM (only the grace period's SIGKILL ends it); returns
+    its id, its pid and its supervisor's pid."""
+    jid = d.submit("--", TRAINER, "--sleep-forever", "--ignore-sigterm")
+    d.wait_state(jid, "RUNNING")
+    pid = d.wait_pid(jid)
+    wait_until(lambda: ignores_sigterm(pid), what=f"job {jid} to ignore SIGTERM")
+    with open(f"/proc/{pid}/stat") as f:
+        shim = int(f.read().rsplit(")", 1)[1].split()[1])
+    return jid, pid, shim
 
 
 def fill(path):
@@ -171,15 +193,23 @@ class StateDirFaults(unittest.TestCase):
         self.assert_cli_refused(why, "token", "create")
         self.assert_cli_refused(why, "reserve", "--gpus", "1", "--start", "now+2h", "--duration", "30m")
         self.assert_cli_refused(why, "hold", str(pending))
-        # A cancel ends the job in memory before it is written (jobs.c): the client is told
-        # the cancel was not recorded.
+        # A cancel is recorded before anything is done: refused, nothing changes (a waiting
+        # job stays as it was; a running one is not signalled and has no stop recorded).
         st, r = self.d.api("DELETE", f"/api/v1/jobs/{self.victim}")
         self.assert_write_refused((st, r), status, why, "cancel")
-        self.assertIn("could not be recorded", r["error"])
+        self.assertIn("cannot cancel the job", r["error"])
+        self.assertEqual(self.d.job(self.victim)["state"], "HELD", "a cancel that was not recorded is not done")
+        self.assert_write_refused(self.d.api("DELETE", f"/api/v1/jobs/{running}"), status, why,
+                                  "cancel of a running job")
+        self.assert_cli_refused(why, "cancel", str(running))
         self.assertIsNone(self.d.proc.poll(), "the daemon exited")
         self.assert_reads_work(running, pending)
-        self.assertEqual(self.d.job(running)["state"], "RUNNING")
+        j = self.d.job(running)
+        self.assertEqual(j["state"], "RUNNING")
+        self.assertNotIn("terminate", [e["kind"] for e in j["events"]])
         self.assertTrue(pid_alive(running_pid), "the running job was stopped")
+        self.assertEqual(self.d.api("GET", "/healthz")[0], 200)
+        self.assertTrue(pid_alive(running_pid), "a refused cancel stopped the job after all")
         return acked
 
     def writes_work(self, pending, held):
@@ -223,11 +253,7 @@ class StateDirFaults(unittest.TestCase):
     # --- the tests ---
 
     def test_disk_full(self):
-        os.makedirs(self.d.state)
-        p = run("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", self.d.state, check=False)
-        if p.returncode != 0:
-            skip(f"cannot mount a tmpfs: {p.stderr.strip()}")
-        self.mounted = self.d.state
+        self.mount_tmpfs()
         running, pid, pending, held = self.prepare()
         filler = self.filler = fill(self.d.state)
         acked = self.writes_refused(507, "disk is full", running, pid, pending, held)
@@ -239,13 +265,110 @@ class StateDirFaults(unittest.TestCase):
         self.assertEqual(integrity(self.d.state), [("ok",)])
         self.assertEqual(self.d.job(running)["state"], "RUNNING")
         self.assertTrue(pid_alive(pid))
-        # And after a restart, what was acknowledged is still there.
+        # And after a restart, what was acknowledged is still there; the refused cancels
+        # left no trace, and cancels work again.
         self.d.stop()
         self.d.start()
         self.assert_acked_exist(acked + [running, pending, held, self.victim])
-        # The cancel that could not be recorded: in memory only, so the job is back.
         self.assertEqual(self.d.job(self.victim)["state"], "HELD")
+        self.assertEqual(self.d.job(running)["state"], "RUNNING")
+        self.assert_cancel_works(self.victim, None)
+        self.assert_cancel_works(running, pid)
         self.assertEqual(integrity(self.d.state), [("ok",)])
+
+    def assert_cancel_works(self, jid, pid):
+        st, r = self.d.api("DELETE", f"/api/v1/jobs/{jid}?wait=1", timeout=self.d.grace + 20)
+        self.assertEqual(st, 200, r)
+        j = self.d.job(jid)
+        self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
+        self.assertIn("cancelled by", j["reason"])
+        if pid:
+            wait_until(lambda: not pid_alive(pid), what=f"job {jid}'s process to be gone")
+
+    def mount_tmpfs(self):
+        os.makedirs(self.d.state)
+        p = run("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", self.d.state, check=False)
+        if p.returncode != 0:
+            skip(f"cannot mount a tmpfs: {p.stderr.strip()}")
+        self.mounted = self.d.state
+
+    def fill_until_refused(self):
+        """Fills the state dir, then submits until the store refuses (SQLite may have room left
+        in its WAL for a few writes)."""
+        self.filler = fill(self.d.state)
+        for _ in range(200):
+            st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "hold": True})
+            if st != 201:
+                self.assertEqual(st, 507, r)
+                return
+        self.fail("200 submissions went through on a full state dir")
+
+    def cancelled_then_ended_on_a_full_disk(self):
+        """A job whose cancel was recorded, whose end then could not be: returns its id."""
+        self.mount_tmpfs()
+        self.d.grace = 60              # the test ends the job itself, once the disk is full
+        self.d.start()
+        jid, pid, shim = start_stubborn_job(self.d)
+        st, r = self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 202, r)
+        self.assertIn("terminate", [e["kind"] for e in self.d.job(jid)["events"]], "the cancel is recorded")
+        self.assertTrue(pid_alive(pid), "the job ignores SIGTERM")
+        self.fill_until_refused()
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: f"job {jid}: cannot record its end" in self.d.daemon_log(),
+                   what="the daemon to log the end it could not write")
+        self.assertIn(f"job {jid}: cannot record its end (CANCELLED: cancelled by", self.d.daemon_log(),
+                      "the log line names the job and why it ended")
+        wait_until(lambda: not pid_alive(shim), what="the job's supervisor to exit")
+        # The daemon answers with what it knows, not with the stale RUNNING row.
+        j = self.d.job(jid)
+        self.assertEqual(j["state"], "CANCELLED", j)
+        self.assertEqual(self.d.api("DELETE", f"/api/v1/jobs/{jid}")[0], 409)
+        return jid
+
+    def stored_state(self, jid):
+        db = sqlite3.connect(f"file:{os.path.join(self.d.state, 'gpuward.db')}?mode=ro", uri=True, timeout=10)
+        try:
+            return db.execute("SELECT state, attempt FROM jobs WHERE id = ?", (jid,)).fetchone()
+        finally:
+            db.close()
+
+    def test_end_not_written_is_written_once_space_is_back(self):
+        jid = self.cancelled_then_ended_on_a_full_disk()
+        self.assertEqual(self.stored_state(jid), (2, 1), "RUNNING on disk while the disk is full")
+        os.unlink(self.filler)
+        wait_until(lambda: self.stored_state(jid) == (5, 1), timeout=30, what="the end to be written (CANCELLED)")
+        self.assertIn(f"job {jid}: its end (CANCELLED) is recorded now", self.d.daemon_log())
+        self.assertEqual(self.d.job(jid)["state"], "CANCELLED")
+        self.d.stop()
+        self.d.start()
+        j = self.d.job(jid)
+        self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
+        self.assertEqual(integrity(self.d.state), [("ok",)])
+
+    def test_end_not_written_then_a_crash(self):
+        self.down_before_the_end_is_written(self.d.kill9)
+
+    def test_end_not_written_then_a_stop(self):
+        jid = self.down_before_the_end_is_written(self.d.stop)
+        log = self.d.daemon_log()
+        self.assertIn(f"job {jid}: its end (CANCELLED: cancelled by", log)
+        self.assertIn("could not be recorded before the daemon stopped", log)
+        self.assertNotIn("Sanitizer", log)
+
+    def down_before_the_end_is_written(self, stop):
+        jid = self.cancelled_then_ended_on_a_full_disk()
+        # Down before the end could be written: the next daemon must end it as cancelled
+        # (the recorded stop and the kept exits journal), not as lost, and never retry it.
+        stop()
+        os.unlink(self.filler)
+        self.d.start()
+        j = self.d.wait_state(jid, ("CANCELLED", "FAILED", "PENDING", "RUNNING"))
+        self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
+        self.assertIn("cancelled by", j["reason"])
+        self.assertEqual([a["class"] for a in j["attempts"]], ["cancelled"])
+        self.assertEqual(integrity(self.d.state), [("ok",)])
+        return jid
 
     def test_read_only(self):
         fd, self.image = tempfile.mkstemp(prefix="gw-ro-", suffix=".img")
@@ -276,13 +399,9 @@ class StateDirFaults(unittest.TestCase):
                    timeout=10, what="the file system to turn read-only")
         acked = self.writes_refused(503, "read-only", running, pid, pending, held)
         # Repair: what an operator does (stop what uses the file system, fsck, mount,
-        # start).  The job's supervisor keeps its log there open: the job is cancelled
-        # first (its end cannot be recorded either), and the job launcher and supervisors
-        # the daemon left are stopped by their PIDs (all started by this test's daemon: the
-        # mount is this test's own).
-        st, r = self.d.api("DELETE", f"/api/v1/jobs/{running}")
-        self.assertIn(st, (202, 503), r)
-        wait_until(lambda: not pid_alive(pid), timeout=20, what="the cancelled job to end")
+        # start).  The job's supervisor keeps its log there open: the job launcher,
+        # supervisors and jobs the daemon left are stopped by their PIDs (all started by
+        # this test's daemon: the mount is this test's own).
         self.d.stop()
         stop_holders(self.d.state)
         run("umount", self.d.state)
@@ -294,7 +413,47 @@ class StateDirFaults(unittest.TestCase):
         self.d.start()
         self.assert_acked_exist(acked + [running, pending, held, self.victim])
         self.writes_work(pending, held)
+        self.assertEqual(self.d.job(self.victim)["state"], "HELD")
+        self.assert_cancel_works(self.victim, None)
+        jid, pid = self.start_running_job()
+        self.assert_cancel_works(jid, pid)
         self.assertEqual(integrity(self.d.state), [("ok",)])
+
+
+class CancelAcrossRestart(DaemonTest):
+    """A cancel is recorded before the job is signalled: a daemon that goes down before the
+    job's processes are gone ends it as CANCELLED when it comes back, never as lost, and
+    never runs it again.  No root needed."""
+    grace = 3
+
+    def test_processes_that_outlive_the_daemon_are_stopped(self):
+        jid, pid, _ = start_stubborn_job(self.d)
+        st, r = self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 202, r)
+        self.d.kill9()
+        self.assertTrue(pid_alive(pid), "the job ignores SIGTERM and outlived the daemon")
+        self.d.start()
+        j = self.d.wait_state(jid, ("CANCELLED", "FAILED", "COMPLETED"), timeout=self.grace + 30)
+        self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
+        self.assertIn("cancelled by", j["reason"])
+        self.assertIn("adopt", [e["kind"] for e in j["events"]])
+        wait_until(lambda: not pid_alive(pid), what="the job's process to be gone")
+
+    def test_processes_gone_while_the_daemon_was_down(self):
+        jid, pid, shim = start_stubborn_job(self.d)
+        st, r = self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 202, r)
+        self.d.kill9()
+        # The supervisor too: no exit status is left behind (the job would be "lost", and
+        # lost is in the default retry set).
+        for p in (shim, pid):
+            os.kill(p, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(pid) and not pid_alive(shim), what="the job and its supervisor to die")
+        self.d.start()
+        j = self.d.wait_state(jid, ("CANCELLED", "FAILED", "PENDING", "RUNNING"))
+        self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
+        self.assertEqual([a["class"] for a in j["attempts"]], ["cancelled"])
+        self.assertNotIn("retry", [e["kind"] for e in j["events"]])
 
 
 if __name__ == "__main__":

@@ -317,6 +317,15 @@ static void lost(void **state) {
         in.tail_len = strlen(TB_ZERODIV);
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         assert_int_equal(v.cls, GW_FAILURE_LOST);
+        /* Lost while gpuward was stopping it (a recorded cancel, then a restart; or an exits
+         * journal that could not be written): the stop explains the end, and the class is one
+         * that is never retried. */
+        in.end = GW_END_CANCELLED;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_CANCELLED, "stopped by gpuward: cancelled", 0);
+        in.end = GW_END_TIMEOUT;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_TIMEOUT, "stopped by gpuward: time limit reached", 0);
 }
 
 static void ansi_and_carriage_returns(void **state) {

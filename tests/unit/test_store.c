@@ -214,6 +214,8 @@ static void assert_job_equal(const struct gw_job *a, const struct gw_job *b) {
         assert_int_equal(a->pid_start, b->pid_start);
         assert_int_equal(a->shim_start, b->shim_start);
         assert_str_or_null(a->cgroup, b->cgroup, "cgroup");
+        assert_int_equal(a->stop_state, b->stop_state);
+        assert_str_or_null(a->stop_reason, b->stop_reason, "stop_reason");
 }
 
 static int64_t insert(struct gw_store *s, uint32_t uid, enum gw_job_state st) {
@@ -668,6 +670,38 @@ static void gpu_round_trip(void **state) {
         assert_int_equal(gw_store_gpu_get(f->s, 1, &got), -ENOENT);
 }
 
+/* A stop is written with the job's row before its processes are signalled: a restarted
+ * store gives it back with the still-RUNNING job, and a value that is no final state reads
+ * as none. */
+static void stop_survives_reopen(void **state) {
+        struct fixture *f = *state;
+        struct gw_job *j = job_new(1000, GW_JOB_RUNNING), *got = NULL;
+        assert_int_equal(gw_store_job_insert(f->s, j, "submitted by alice"), 0);
+        assert_int_equal(gw_store_job_get(f->s, j->id, &got), 0);
+        assert_int_equal(got->stop_state, GW_JOB_PENDING);
+        assert_null(got->stop_reason);
+        got = gw_job_free(got);
+
+        j->stop_state = GW_JOB_CANCELLED;
+        j->stop_reason = gw_xstrdup("cancelled by alice");
+        assert_int_equal(gw_store_job_update(f->s, j, "terminate", "cancelled by alice: SIGTERM"), 0);
+        f->s = gw_store_close(f->s);
+        store_open_ok(f);
+        struct collect c = {0};
+        assert_int_equal(gw_store_jobs_active(f->s, collect_cb, &c), 0);
+        assert_int_equal(c.n, 1);
+        assert_int_equal(c.states[0], GW_JOB_RUNNING);
+        assert_int_equal(gw_store_job_get(f->s, j->id, &got), 0);
+        assert_job_equal(got, j);
+        got = gw_job_free(got);
+
+        raw_exec(f->dir, "UPDATE jobs SET stop_state = 2");
+        assert_int_equal(gw_store_job_get(f->s, j->id, &got), 0);
+        assert_int_equal(got->stop_state, GW_JOB_PENDING);
+        got = gw_job_free(got);
+        gw_job_free(j);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -685,6 +719,7 @@ int main(void) {
                 T(batch_commit_and_rollback),
                 T(inner_rollback_keeps_the_batch),
                 T(gpu_round_trip),
+                T(stop_survives_reopen),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
