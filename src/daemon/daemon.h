@@ -144,6 +144,9 @@ struct gw_daemon {
         size_t n_backoff;            /* queued jobs waiting out a retry delay */
         bool in_batch;               /* inside one loop iteration's store transaction */
         bool keep_exits;             /* an end was not written: the exits journal is kept */
+        struct gw_djob **to_launch;  /* started inside the loop's transaction, launched after it */
+        size_t n_to_launch, cap_to_launch;
+        gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
         struct gw_djob *unwritten;   /* ended jobs whose end the store refused (jobs_stop.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
         char **cg_trash;             /* cgroups of ended jobs, removed after the next starts */
@@ -187,7 +190,11 @@ int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_su
 int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err);
 int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
+/* Records the start of a queued job on mask and launches it; inside the loop's transaction
+ * (gw_jobs_batch_begin) the launch waits for its commit (undone if it fails). */
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask);
+int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj);
+void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj);
 /* The supervisor of a started job is known (or, run->pending, asked of the launcher). */
 void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run);
 /* launch_wait.c: hands the launcher's answers (and its requests lost with it) to their jobs;

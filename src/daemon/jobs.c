@@ -252,6 +252,15 @@ static void gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
                         d->gpus[i].job_id = id;
 }
 
+/* A start the store refused (disk full, read-only) is tried again on its own: nothing else
+ * may come along to make the scheduler look at the queue. */
+#define START_RETRY_USEC (5 * GW_USEC_PER_SEC)
+
+static void start_refused(struct gw_daemon *d) {
+        if (!d->start_retry_at)
+                d->start_retry_at = d->now + START_RETRY_USEC;
+}
+
 /* Records the start before spawning: a daemon killed in between then finds the shim by its
  * command line at restart (gw_proc_find_shims) instead of starting the job a second time. */
 static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
@@ -276,6 +285,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
                         gw_store_errmsg(d->store));
                 j->state = GW_JOB_PENDING;
                 j->gpu_mask = 0;
+                start_refused(d);
                 return r;
         }
         dj->limit_at = gw_sharing_limit(d, j, d->now + j->time_limit);
@@ -284,8 +294,23 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
         gpus_assign(d, mask, j->id);
-        gw_observe_job_started(d, j);
         return 0;
+}
+
+void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        log_err("job %lld: its start was not recorded; not starting it", (long long) j->id);
+        gpus_assign(d, j->gpu_mask, 0);
+        gw_running_remove(d, dj);
+        j->state = GW_JOB_PENDING;
+        j->gpu_mask = 0;
+        j->start_time = 0;
+        if (j->cgroup)
+                (void) gw_cgroup_remove(j->cgroup);
+        free(j->cgroup);
+        j->cgroup = NULL;
+        gw_queue_insert(d, dj);
+        start_refused(d);
 }
 
 /* The shim is not our child (the launcher forked it, or an earlier daemon started it): its
@@ -303,10 +328,25 @@ static int watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
 }
 
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
-        struct gw_job *j = dj->job;
         int r = record_start(d, dj, mask);
         if (r < 0)
                 return r;
+        if (d->in_batch) {
+                /* Launched once the loop's transaction, which records this start with the
+                 * ends that freed its GPUs, is committed (gw_jobs_batch_end). */
+                if (d->n_to_launch == d->cap_to_launch) {
+                        d->cap_to_launch = d->cap_to_launch ? 2 * d->cap_to_launch : 16;
+                        d->to_launch = gw_xrealloc(d->to_launch, d->cap_to_launch * sizeof *d->to_launch);
+                }
+                d->to_launch[d->n_to_launch++] = dj;
+                return 0;
+        }
+        return gw_job_launch(d, dj);
+}
+
+int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        gw_observe_job_started(d, j);
         _cleanup_(gw_strv_freep) char **env = job_environment(d, j);
         _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
         struct gw_launch l = {
@@ -325,7 +365,7 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         };
         char err[256] = "";
         struct gw_launched run;
-        r = gw_launch_start(&l, d->launcher, &run, err, sizeof err);
+        int r = gw_launch_start(&l, d->launcher, &run, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
@@ -454,7 +494,8 @@ void gw_jobs_batch_begin(struct gw_daemon *d) {
 void gw_jobs_batch_end(struct gw_daemon *d) {
         if (!d->in_batch)
                 return;
-        if (gw_store_commit(d->store) < 0) {
+        bool committed = gw_store_commit(d->store) == 0;
+        if (!committed) {
                 log_err("cannot record this round's job events: %s", gw_store_errmsg(d->store));
                 d->keep_exits = true;
                 gw_jobs_unwritten_batch_failed(d);
@@ -462,6 +503,14 @@ void gw_jobs_batch_end(struct gw_daemon *d) {
         for (struct gw_djob *dj = d->dead; dj; dj = dj->next_dead)
                 dj->end_in_batch = false;
         d->in_batch = false;
+        /* Starts recorded in the transaction: only a committed one may run (a crash must not
+         * find a running job that the store says is still queued). */
+        for (size_t i = 0; i < d->n_to_launch; i++)
+                if (committed)
+                        (void) gw_job_launch(d, d->to_launch[i]);
+                else
+                        gw_job_start_undo(d, d->to_launch[i]);
+        d->n_to_launch = 0;
         gw_jobs_trim_exits(d);
 }
 
@@ -604,6 +653,12 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
         gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
+        if (d->start_retry_at && d->now >= d->start_retry_at) {
+                d->start_retry_at = 0;
+                d->sched_dirty = true;
+        }
+        if (d->start_retry_at && d->start_retry_at < next)
+                next = d->start_retry_at;
         if (cal < next)
                 next = cal;
         if (unwritten < next)

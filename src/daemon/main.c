@@ -210,6 +210,10 @@ static void run_loop(struct gw_daemon *d) {
                         else if (src->kind == GW_SRC_LAUNCHER)
                                 gw_launch_answers(d);
                 }
+                /* The starts these ends allow go into the same transaction: one commit for
+                 * both, then the launches. */
+                if (d->sched_dirty)
+                        gw_schedule(d);
                 gw_jobs_batch_end(d);
                 /* Answers queued by handlers and resumed connections need a run even
                  * when their own fd did not fire. */
@@ -244,6 +248,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         free(d->queue);
         free(d->running);
         free(d->cg_trash);
+        free(d->to_launch);
         gw_observe_stop(d);
         gw_gpus_close(d);
         gw_cgroup_release(&d->cg);

@@ -346,6 +346,36 @@ class StateDirFaults(unittest.TestCase):
         self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
         self.assertEqual(integrity(self.d.state), [("ok",)])
 
+    def test_start_refused_while_full_then_runs(self):
+        # The end that frees the GPUs and the start it allows share one transaction: when
+        # that cannot be written the start is undone (the job must not run while the store
+        # says it is queued), and it is tried again once the disk has room.
+        self.mount_tmpfs()
+        self.d.start()
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done"],
+                                                    "cwd": "/", "ngpus": 4})
+        self.assertEqual(st, 201, r)
+        first = r["id"]
+        self.d.wait_state(first, "RUNNING")
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["sh", "-c", f"echo ran >> {marker}"], "cwd": "/"})
+        self.assertEqual(st, 201, r)
+        waiting = r["id"]
+        self.fill_until_refused()
+        open(gate, "w").close()
+        wait_until(lambda: f"job {waiting}: its start was not recorded" in self.d.daemon_log() or
+                   f"job {waiting}: cannot record its start" in self.d.daemon_log(),
+                   what="the daemon to refuse the start it could not record")
+        time.sleep(0.5)
+        self.assertEqual(self.d.job(waiting)["state"], "PENDING")
+        self.assertFalse(os.path.exists(marker), "the job ran although its start was not recorded")
+        os.unlink(self.filler)
+        j = self.d.wait_state(waiting, "COMPLETED", timeout=30)
+        self.assertEqual(j["attempt"], 1)
+        with open(marker) as f:
+            self.assertEqual(f.read(), "ran\n")
+        self.assertEqual(integrity(self.d.state), [("ok",)])
+
     def test_end_not_written_then_a_crash(self):
         self.down_before_the_end_is_written(self.d.kill9)
 
