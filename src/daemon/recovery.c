@@ -168,10 +168,15 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status) {
         struct gw_job *j = dj->job;
         gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
+        enum gw_attempt_end end = attempt_end(dj, status);
+        /* A clean exit is classified without its log (gw_failure_classify, rule 2), except a
+         * resumed YOLO run's, which may say there was nothing to resume. */
+        bool clean = !lost && end == GW_END_EXITED && WIFEXITED(status) && WEXITSTATUS(status) == 0;
         size_t tail_len = 0;
-        _cleanup_free_ char *tail = read_tail(j->log_path, TAIL_BYTES, &tail_len);
+        _cleanup_free_ char *tail = clean && !(j->attempt > 1 && j->yolo) ? NULL
+                                                                          : read_tail(j->log_path, TAIL_BYTES, &tail_len);
         struct gw_failure_input in = {
-                .end = attempt_end(dj, status),
+                .end = end,
                 .status = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
                 .lost = lost,
                 .tail = tail,
