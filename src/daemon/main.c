@@ -279,6 +279,8 @@ int main(int argc, char **argv) {
                 log_err("state: %s", err);
                 goto out;
         }
+        if (gw_store_checkpoint_in_background(d.store, err, sizeof err) < 0)
+                log_warn("state: %s; checkpoints stay inside commits", err);
         (void) gw_events_open(&d);
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)

@@ -96,7 +96,14 @@ struct gw_store {
         char last_msg[256];
         bool masked;                 /* a rollback's own failure since hides last_msg in SQLite */
         unsigned long write_failures; /* ENOSPC, EROFS, EIO failures so far */
+        struct gw_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
 };
+
+int gw_store_checkpoint_in_background(struct gw_store *s, char *err, size_t errlen) {
+        if (!s->ckpt)
+                s->ckpt = gw_checkpointer_start(s->db, err, errlen);
+        return s->ckpt ? 0 : -EIO;
+}
 
 void gw_store_set_observer(struct gw_store *s, const struct gw_store_observer *o) { s->obs = *o; }
 
@@ -284,6 +291,7 @@ fail:
 struct gw_store *gw_store_close(struct gw_store *s) {
         if (!s)
                 return NULL;
+        s->ckpt = gw_checkpointer_stop(s->ckpt);
         for (int i = 0; i < _ST_MAX; i++)
                 sqlite3_finalize(s->stmt[i]);
         sqlite3_close(s->db);

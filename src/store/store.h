@@ -13,6 +13,9 @@ struct gw_store_booking;
 /* Opens (creating) DIR/gpuward.db and applies the numbered migrations. */
 int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errlen);
 struct gw_store *gw_store_close(struct gw_store *s);
+/* Moves WAL checkpoints (copy into the database, two syncs) out of the commits into a thread
+ * of the store's own, so that no commit waits for the disk (store/checkpoint.c). */
+int gw_store_checkpoint_in_background(struct gw_store *s, char *err, size_t errlen);
 /* The schema version this build migrates to (the number of migrations). */
 int gw_store_schema_version(void);
 /* Why the last call failed (SQLite's message, or the one recorded at the failure when a

@@ -6,6 +6,11 @@
 #include "store/store.h"
 
 sqlite3 *gw_store_db(struct gw_store *s);
+/* checkpoint.c: WAL checkpoints on a thread with its own connection, woken by writer's
+ * commits (NULL with the reason in err when it cannot start). */
+struct gw_checkpointer;
+struct gw_checkpointer *gw_checkpointer_start(sqlite3 *writer, char *err, size_t errlen);
+struct gw_checkpointer *gw_checkpointer_stop(struct gw_checkpointer *c);
 /* The last SQLite error as -errno (-ENOSPC, -EROFS, -EBUSY, -ENOMEM, -EEXIST, -EIO). */
 int gw_store_sql_err(struct gw_store *s);
 /* Tells the observer (the web event stream) that a booking was saved. */

@@ -702,6 +702,35 @@ static void stop_survives_reopen(void **state) {
         gw_job_free(j);
 }
 
+static long long file_size(const char *dir, const char *name) {
+        char p[512];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        return stat(p, &st) == 0 ? (long long) st.st_size : -1;
+}
+
+/* With checkpoints in the background, commits leave them to the store's thread: the rows
+ * reach the database file (a checkpoint copied them) although no commit checkpointed. */
+static void checkpoints_in_background(void **state) {
+        struct fixture *f = *state;
+        char err[256] = "";
+        if (gw_store_checkpoint_in_background(f->s, err, sizeof err) < 0)
+                fail_msg("%s", err);
+        long long before = file_size(f->dir, "gpuward.db");
+        for (int i = 0; i < 1500; i++)
+                (void) insert(f->s, 1000, GW_JOB_PENDING);
+        assert_true(file_size(f->dir, "gpuward.db-wal") > 1000LL * 4096);
+        long long after = before;
+        for (int i = 0; i < 500 && (after = file_size(f->dir, "gpuward.db")) <= before + 64 * 4096; i++)
+                usleep(10 * 1000); /* bounded: 5 s */
+        if (after <= before + 64 * 4096)
+                fail_msg("the database file stayed at %lld bytes (%lld before): no checkpoint ran", after, before);
+        /* Closing stops the thread; what was committed is all there. */
+        f->s = gw_store_close(f->s);
+        assert_int_equal(committed_jobs(f->dir), 1500);
+        store_open_ok(f);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -720,6 +749,7 @@ int main(void) {
                 T(inner_rollback_keeps_the_batch),
                 T(gpu_round_trip),
                 T(stop_survives_reopen),
+                T(checkpoints_in_background),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
