@@ -1,5 +1,7 @@
-/* gpuwardd: one thread, one epoll loop: signals (signalfd), the two HTTP doors, pidfds of
- * re-adopted jobs, and the deadlines of running jobs. */
+/* gpuwardd: one epoll loop does all the work: signals (signalfd), the two HTTP doors, the
+ * supervisors' pidfds and reports, the launcher's answers, and the deadlines of running jobs.
+ * Two helper threads only wait on slow calls: the GPU sampler (sampler.c) and the store's
+ * WAL checkpoints (store/checkpoint.c); neither touches the daemon's state. */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
