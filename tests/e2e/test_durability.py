@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from gwtest import GPUWARD, DaemonTest, main, pid_alive, wait_until
+from gwtest import GPUWARD, SLOW, DaemonTest, main, pid_alive, wait_until
 
 KILLS = int(os.environ.get("GW_DURABILITY_KILLS", "50"))
 FINAL_STATES = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT"}
@@ -66,7 +66,7 @@ class DurabilityTest(DaemonTest):
             stop.clear()
             t = threading.Thread(target=stream)
             t.start()
-            time.sleep(rng.uniform(0.05, 0.3))
+            time.sleep(rng.uniform(0.05, 0.3) * SLOW)
             self.d.kill9()
             stop.set()
             t.join(timeout=60)

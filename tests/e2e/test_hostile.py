@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from gwtest import IS_ROOT, DaemonTest, main, wait_until
+from gwtest import IS_ROOT, UNDER_VALGRIND, DaemonTest, as_user, main, wait_until
 
 MiB = 1 << 20
 PROMPT = 3.0           # seconds: what "answers promptly" means while under attack
@@ -88,20 +88,6 @@ for line in sys.stdin:
         print(d.split(b" ", 2)[1].decode() if d else "none", flush=True)
 for s in held:
     s.close()
-"""
-
-# Run as another uid: one request on the Unix socket, the raw response on stdout.
-GET_SCRIPT = r"""
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
-s.sendall(b"GET " + sys.argv[2].encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-d = b""
-while True:
-    c = s.recv(65536)
-    if not c:
-        break
-    d += c
-s.close(); sys.stdout.buffer.write(d)
 """
 
 
@@ -278,6 +264,8 @@ class HostileTest(DaemonTest):
                 self.assertLess(dt, PROMPT, f"{what}: GET {path.decode()} on {door} took {dt:.2f}s")
 
     def rss_slack_kib(self, mib):
+        if UNDER_VALGRIND:
+            return float("inf")  # the RSS is valgrind's own (shadow memory): its leak check stands in
         return (mib * 8 if self.asan else mib) * 1024
 
     def assert_healthy(self, rss0, slack_mib, what):
@@ -614,28 +602,13 @@ class HostileTest(DaemonTest):
         if not IS_ROOT:
             return
         nobody = pwd.getpwnam("nobody")
-        script = (
-            "import socket, sys\n"
-            "s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
-            "s.sendall(sys.argv[2].encode() + b' ' + sys.argv[3].encode() + "
-            "b' HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: 0\\r\\n\\r\\n')\n"
-            "d = b''\n"
-            "while True:\n"
-            "    c = s.recv(65536)\n"
-            "    if not c: break\n"
-            "    d += c\n"
-            "s.close(); sys.stdout.buffer.write(d)\n")
         for method, path, want in (("GET", f"/api/v1/jobs/{jid}/log", 403),
                                    ("GET", f"/api/v1/jobs/{jid}/log?offset=0", 403),
                                    ("POST", f"/api/v1/jobs/{jid}/hold", 403),
                                    ("DELETE", f"/api/v1/jobs/{jid}", 403),
                                    ("GET", f"/api/v1/jobs/{jid}", 200)):
-            p = subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
-                                sys.executable, "-c", script, self.d.socket, method, path],
-                               capture_output=True, timeout=30)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            head, _, body = p.stdout.partition(b"\r\n\r\n")
-            self.assertEqual(int(head.split(b" ", 2)[1]), want, (method, path, body[:300]))
+            st, body = self.d.raw_as(nobody.pw_uid, method, path, gid=nobody.pw_gid)
+            self.assertEqual(st, want, (method, path, body[:300]))
             if method == "GET" and "/log" in path:
                 self.assertNotIn(secret.encode(), body)
                 self.assertIn(b"only they or an admin may", body)
@@ -650,8 +623,7 @@ class HostileTest(DaemonTest):
             self.skipTest("needs root to act as other uids (setpriv)")
         nobody = pwd.getpwnam("nobody")
         hog = subprocess.Popen(
-            ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
-             sys.executable, "-c", HOG_SCRIPT, self.d.socket, str(3 * cap)],
+            as_user(nobody.pw_uid, nobody.pw_gid) + [sys.executable, "-c", HOG_SCRIPT, self.d.socket, str(3 * cap)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             line = hog.stdout.readline()          # the hog's tally once every connection settled
@@ -663,13 +635,9 @@ class HostileTest(DaemonTest):
             self.assertEqual(refused, 2 * cap, "every connection past the cap was answered 429")
             self.assertEqual(other, 0, "no connection past the cap was left open unanswered")
             # While nobody holds its cap: another uid, and root, are served.
-            p = subprocess.run(["setpriv", "--reuid=43210", "--regid=43210", "--clear-groups",
-                                sys.executable, "-c", GET_SCRIPT, self.d.socket, "/api/v1/whoami"],
-                               capture_output=True, timeout=30)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            st = int(p.stdout.split(b" ", 2)[1])
-            self.assertEqual(st, 200, p.stdout[:300])
-            self.assertIn(b'"uid": 43210', p.stdout.replace(b'"uid":43210', b'"uid": 43210'))
+            st, body = self.d.raw_as(43210, "GET", "/api/v1/whoami")
+            self.assertEqual(st, 200, body[:300])
+            self.assertIn(b'"uid": 43210', body.replace(b'"uid":43210', b'"uid": 43210'))
             self.assert_prompt(f"nobody holding {cap} connections")
             # nobody itself may still open one more once it lets one go: the count follows closes.
             hog.stdin.write(b"release\n")

@@ -3,7 +3,7 @@ import os
 import re
 import subprocess
 
-from gwtest import GPUWARD, TRAINER, DaemonTest, main, pid_alive, wait_until
+from gwtest import GPUWARD, TRAINER, DaemonTest, kinds, main, pid_alive, wait_until
 
 
 class LifecycleTest(DaemonTest):
@@ -30,9 +30,8 @@ class LifecycleTest(DaemonTest):
         j = self.d.job(jid)
         self.assertEqual(j["state"], "CANCELLED")
         self.assertIn("cancelled by", j["reason"])
-        kinds = [e["kind"] for e in j["events"]]
-        self.assertEqual(kinds[:3], ["submit", "start", "terminate"])
-        self.assertIn("kill", kinds, "SIGKILL after the grace period for processes ignoring SIGTERM")
+        self.assertEqual(kinds(j)[:3], ["submit", "start", "terminate"])
+        self.assertIn("kill", kinds(j), "SIGKILL after the grace period for processes ignoring SIGTERM")
         gpus = self.d.cli_json("gpus")["gpus"]
         self.assertTrue(all(g["job"] is None for g in gpus))
 
@@ -43,9 +42,8 @@ class LifecycleTest(DaemonTest):
         self.assertEqual(j["signal"], 9)
         self.assertIn("time limit 2s reached", j["reason"])
         self.assertIn("got TERM", self.d.log_text(jid))
-        kinds = [e["kind"] for e in j["events"]]
-        self.assertIn("terminate", kinds)
-        self.assertIn("kill", kinds)
+        self.assertIn("terminate", kinds(j))
+        self.assertIn("kill", kinds(j))
         elapsed = j["end_time"] - j["start_time"]
         self.assertGreaterEqual(elapsed, 2.0 + self.grace - 0.2)
 
@@ -53,7 +51,7 @@ class LifecycleTest(DaemonTest):
         jid = self.d.submit("--time", "1s", "--", "sleep", "30")
         j = self.d.wait_state(jid, "TIMEOUT", timeout=20)
         self.assertEqual(j["signal"], 15)
-        self.assertNotIn("kill", [e["kind"] for e in j["events"]])
+        self.assertNotIn("kill", kinds(j))
 
     def test_logs_follow_until_the_end(self):
         jid = self.d.submit("--name", "yolo", "--", TRAINER, "epochs=3", "--epoch-seconds", "0.2")

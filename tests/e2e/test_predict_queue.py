@@ -9,17 +9,12 @@ MAX_JOBS = 500  # PREDICT_MAX_JOBS
 class LongQueueTest(DaemonTest):
     gpus = 1
 
-    def spec(self, argv, limit):
-        return {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": limit}
-
     def prediction(self, jid):
         return self.d.job(jid)["training"]["prediction"]
 
     def test_first_jobs_only(self):
-        st, r = self.d.api("POST", "/api/v1/jobs", self.spec(["sleep", "3600"], 3600))
-        self.assertEqual(st, 201, r)
-        self.d.wait_state(r["id"], "RUNNING")
-        st, r = self.d.api("POST", "/api/v1/jobs/batch", {"jobs": [self.spec(["true"], 60)] * (MAX_JOBS + 5)})
+        self.d.wait_state(self.d.submit_api(["sleep", "3600"], 3600), "RUNNING")
+        st, r = self.d.api("POST", "/api/v1/jobs/batch", {"jobs": [self.d.job_spec(["true"], 60)] * (MAX_JOBS + 5)})
         self.assertEqual(st, 201, r)
         ids = r["ids"]
         first = wait_until(lambda: self.d.job(ids[0])["predicted_start"], what="a prediction")

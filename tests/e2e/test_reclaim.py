@@ -9,8 +9,9 @@ import re
 import subprocess
 import threading
 import time
+import unittest
 
-from gwtest import IS_ROOT, TRAINER, Daemon, DaemonTest, main, wait_until
+from gwtest import IS_ROOT, TRAINER, DaemonTest, events_of, kinds, main, start_failure, wait_until
 
 IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1
 # The shortest wait from a hang to the end: the profile's three delays, and a sample interval
@@ -25,19 +26,6 @@ def make_config(protect_max=None, extra=""):
                    for p in ("default", "hpo")) + extra
 
 
-def write_procs(daemon, pid, lines):
-    """Declares a process on GPUs to the fake NVML (what the fake trainer does for itself)."""
-    d = os.path.join(daemon.state, "sim-nvml", "procs")
-    tmp = os.path.join(d, f".{pid}.tmp")
-    with open(tmp, "w") as f:
-        f.write("".join(f"{g} {mib} {util}\n" for g, mib, util in lines))
-    os.rename(tmp, os.path.join(d, str(pid)))
-
-
-def kinds(job):
-    return [e["kind"] for e in job["events"]]
-
-
 class ReclaimTest(DaemonTest):
     """Hung jobs, under the built-in protect_max (1 h): a job hung right after a validation
     pass (its "all ..." results line last in the log) is not protected by it."""
@@ -45,13 +33,8 @@ class ReclaimTest(DaemonTest):
     grace = 7  # --grace-seconds: a reclaim uses its profile's grace (GRACE) instead
     config = make_config()
 
-    def metrics(self):
-        st, body = self.d.tcp("GET", "/metrics")
-        self.assertEqual(st, 200)
-        return body.decode()
-
     def test_hung_job_is_reclaimed_and_its_gpus_go_to_the_next_job(self):
-        self.assertIn("gpuward_reclaims_total 0", self.metrics())
+        self.assertIn("gpuward_reclaims_total 0", self.d.metrics())
         jid = self.d.submit("--gpus", 2, "--", TRAINER, "--sleep-forever")
         self.d.wait_state(jid, "RUNNING")
         waiting = self.d.submit("--gpus", 2, "--", "sleep", "30")
@@ -66,7 +49,7 @@ class ReclaimTest(DaemonTest):
             self.assertIn(needle, reason)
         k = kinds(j)
         self.assertLess(k.index("warn"), k.index("terminate"), k)
-        terminate = next(e for e in j["events"] if e["kind"] == "terminate")
+        terminate = events_of(j, "terminate")[0]
         self.assertIn(f"SIGKILL in {GRACE}s", terminate["message"], "the profile's grace, not --grace-seconds")
         w = self.d.wait_state(waiting, "RUNNING", timeout=5)
         self.assertEqual(sorted(w["gpus"]), [0, 1])
@@ -77,7 +60,7 @@ class ReclaimTest(DaemonTest):
         show = self.d.cli("show", jid).stdout
         self.assertIn("RECLAIMED", show)
         self.assertIn("threshold 5%", show)
-        self.assertIn("gpuward_reclaims_total 1", self.metrics())
+        self.assertIn("gpuward_reclaims_total 1", self.d.metrics())
 
     def test_hang_after_an_epoch_names_results_csv(self):
         jid = self.d.submit("--", TRAINER, "epochs=10", "--epoch-seconds", "0.3", "--hang-after-epoch", "2")
@@ -194,7 +177,7 @@ class KeepTest(DaemonTest):
         gpu = self.d.wait_state(jid, "RUNNING")["gpus"][0]
         rogue = subprocess.Popen(["sleep", "120"])
         try:
-            write_procs(self.d, rogue.pid, [(gpu, 700, 0)])  # holds memory, computes nothing
+            self.d.write_procs(rogue.pid, [(gpu, 700, 0)])  # holds memory, computes nothing
             time.sleep(3 * IDLE + 1)
             j = self.assert_never_warned(jid)
             self.assertEqual(j["state"], "RUNNING")
@@ -220,12 +203,11 @@ class KeepTest(DaemonTest):
     def test_warning_is_withdrawn_when_the_job_comes_back(self):
         jid = self.d.submit("--idle-policy", "patient", "--", "sh", "-c", "sleep 5; echo back; sleep 60")
         self.d.wait_state(jid, "RUNNING")
-        j = wait_until(lambda: (lambda j: j if "unwarn" in kinds(j) else None)(self.d.job(jid)), timeout=15,
-                       what="the warning to be withdrawn")
+        j = self.d.wait_job(jid, lambda j: "unwarn" in kinds(j), timeout=15, what="the warning to be withdrawn")
         k = kinds(j)
         self.assertLess(k.index("warn"), k.index("unwarn"))
         self.assertNotIn("terminate", k)
-        self.assertIn("warning withdrawn", [e for e in j["events"] if e["kind"] == "unwarn"][0]["message"])
+        self.assertIn("warning withdrawn", events_of(j, "unwarn")[0]["message"])
         log = self.d.log_text(jid)
         self.assertRegex(log, r"gpuward: WARNING: .*\nback\ngpuward: warning withdrawn")
 
@@ -281,24 +263,12 @@ class PolicyAccessTest(DaemonTest):
         self.assertIn("admin", p.stderr)
 
 
-class BadPolicyConfigTest(DaemonTest):
-    def setUp(self):
-        pass
-
-    def tearDown(self):
-        pass
-
+class BadPolicyConfigTest(unittest.TestCase):
     def test_bad_profiles_stop_the_daemon_with_a_message(self):
         for conf, needle in (("[policy.default]\nutil_threshold = 200\n", "util_threshold"),
                              ("[policy.default]\nidle_timout = 3\n", "unknown key 'idle_timout'"),
                              ("[policy.Bad Name]\nidle_timeout = 3\n", "profile name")):
-            d = Daemon(gpus=1, config=conf)
-            try:
-                with self.assertRaises(AssertionError) as cm:
-                    d.start()
-                self.assertIn(needle, str(cm.exception))
-            finally:
-                d.cleanup()
+            self.assertIn(needle, start_failure(conf))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,12 @@
 """Automatic recovery: classify failures, retry with backoff, resume from the last checkpoint."""
 import os
 
-from gwtest import TRAINER, DaemonTest, main, wait_until
+from gwtest import TRAINER, DaemonTest, events_of, kinds, main
 
 
 class RecoveryTest(DaemonTest):
     def submit_api(self, argv, **kw):
-        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 300}
-        spec.update(kw)
-        st, r = self.d.api("POST", "/api/v1/jobs", spec)
-        self.assertEqual(st, 201, r)
-        return r["id"]
+        return self.d.submit_api(argv, time_limit=300, **kw)
 
     def results_epochs(self, run):
         with open(os.path.join(self.d.work, "runs", "detect", run, "results.csv")) as f:
@@ -31,7 +27,7 @@ class RecoveryTest(DaemonTest):
         self.assertIn("Resuming training", self.d.log_text(jid))
         st, body, hdr = self.d.api("GET", f"/api/v1/jobs/{jid}/log?attempt=1", raw=True)
         self.assertIn(b"CUDA error", body)
-        retry = [e for e in j["events"] if e["kind"] == "retry"]
+        retry = events_of(j, "retry")
         self.assertEqual(len(retry), 1)
         self.assertIn("cuda_error", retry[0]["message"])
         self.assertIn("resuming from", retry[0]["message"])
@@ -42,7 +38,7 @@ class RecoveryTest(DaemonTest):
                                "--xid", "79", "--fault-once", fault], yolo=True)
         first = self.d.wait_state(jid, "RUNNING")["gpus"][0]
         j = self.d.wait_state(jid, "COMPLETED", timeout=60)
-        self.assertEqual(self.d.api("GET", "/api/v1/gpus")[1]["gpus"][first]["health"], "drained")
+        self.assertEqual(self.d.gpu_list()[first]["health"], "drained")
         self.assertNotEqual(j["gpus"], [first], "attempt 2 runs on another GPU")
         self.assertIn(j["attempts"][0]["class"], ("gpu_fault", "cuda_error"))
         self.assertEqual(self.results_epochs("xid"), [1, 2, 3, 4])
@@ -53,7 +49,7 @@ class RecoveryTest(DaemonTest):
         self.assertEqual(j["attempt"], 1)
         self.assertEqual(j["attempts"][0]["class"], "user_error")
         self.assertIn("ZeroDivisionError", j["reason"])
-        self.assertNotIn("retry", [e["kind"] for e in j["events"]])
+        self.assertNotIn("retry", kinds(j))
 
     def test_retries_exhausted(self):
         jid = self.submit_api(["sh", "-c", "echo 'RuntimeError: CUDA error: unspecified launch failure' >&2; exit 1"],

@@ -6,27 +6,10 @@ import subprocess
 import time
 import unittest
 
-from gwtest import TRAINER, Daemon, DaemonTest, main, pid_alive, wait_until
-
-
-def write_procs(daemon, pid, lines):
-    """Declares a process on GPUs to the fake NVML (what the fake trainer does for itself)."""
-    d = os.path.join(daemon.state, "sim-nvml", "procs")
-    tmp = os.path.join(d, f".{pid}.tmp")
-    with open(tmp, "w") as f:
-        f.write("".join(f"{g} {mib} {util}\n" for g, mib, util in lines))
-    os.rename(tmp, os.path.join(d, str(pid)))
+from gwtest import TRAINER, Daemon, DaemonTest, events_of, kinds, main, wait_until
 
 
 class TelemetryTest(DaemonTest):
-    def gpu_list(self):
-        return self.d.api("GET", "/api/v1/gpus")[1]["gpus"]
-
-    def metrics(self):
-        st, body = self.d.tcp("GET", "/metrics")
-        self.assertEqual(st, 200)
-        return body.decode()
-
     def test_trainer_usage_in_gpus_metrics_and_series(self):
         jid = self.d.submit("--gpus", 2, "--", TRAINER, "epochs=200", "--epoch-seconds", "0.5", "--mem-mib", "3000",
                             "--util", "80")
@@ -34,7 +17,7 @@ class TelemetryTest(DaemonTest):
         g0 = j["gpus"][0]
 
         def trainer_seen():
-            g = self.gpu_list()[g0]
+            g = self.d.gpu_list()[g0]
             procs = [p for p in g["processes"] if p["job"] == jid]
             return g if procs and procs[0]["mem_used"] == 3000 << 20 else None
         g = wait_until(trainer_seen, what="the trainer's memory in /api/v1/gpus")
@@ -42,7 +25,7 @@ class TelemetryTest(DaemonTest):
         self.assertEqual(g["job_info"]["id"], jid)
         self.assertGreaterEqual(g["util"], 50)
         self.assertIn("gw-fake-trainer", g["processes"][0]["command"])
-        text = self.metrics()
+        text = self.d.metrics()
         self.assertRegex(text, rf'gpuward_gpu_memory_used_bytes\{{gpu="{g0}",[^}}]*\}} {3000 << 20}')
         self.assertRegex(text, rf'gpuward_gpu_allocated\{{gpu="{g0}",[^}}]*job="{jid}"[^}}]*\}} 1')
         self.assertRegex(text, rf'gpuward_job_gpu_memory_used_bytes\{{[^}}]*job="{jid}"')
@@ -69,14 +52,14 @@ class TelemetryTest(DaemonTest):
         self.d.wait_state(jid, "RUNNING")
         rogue = subprocess.Popen(["sleep", "60"])
         try:
-            write_procs(self.d, rogue.pid, [(2, 700, 5)])
+            self.d.write_procs(rogue.pid, [(2, 700, 5)])
             g = wait_until(lambda: (lambda g: g if any(p["pid"] == rogue.pid for p in g["processes"]) else None)(
-                self.gpu_list()[2]), what="the rogue process")
+                self.d.gpu_list()[2]), what="the rogue process")
             p = [p for p in g["processes"] if p["pid"] == rogue.pid][0]
             self.assertIsNone(p["job"])
             self.assertIn("sleep 60", p["command"])
             self.assertEqual(self.d.api("GET", "/api/v1/gpus")[1]["rogue_processes"], 1)
-            self.assertIn("gpuward_rogue_processes 1", self.metrics())
+            self.assertIn("gpuward_rogue_processes 1", self.d.metrics())
             time.sleep(1.5)
             self.assertIsNone(rogue.poll(), "rogue_policy=report never kills")
         finally:
@@ -87,10 +70,10 @@ class TelemetryTest(DaemonTest):
         events = os.path.join(self.d.state, "sim-nvml", "events")
         with open(events, "a") as f:
             f.write("gpu=1 xid=79\n")
-        g = wait_until(lambda: (lambda g: g if g["health"] == "drained" else None)(self.gpu_list()[1]),
+        g = wait_until(lambda: (lambda g: g if g["health"] == "drained" else None)(self.d.gpu_list()[1]),
                        what="GPU 1 to be drained")
         self.assertIn("Xid 79", g["drain_reason"])
-        self.assertIn("gpuward_xid_events_total 1", self.metrics())
+        self.assertIn("gpuward_xid_events_total 1", self.d.metrics())
         ids = [self.d.submit("--gpus", 1, "--", "sleep", "2") for _ in range(3)]
         blocked = self.d.submit("--gpus", 4, "--", "true")
         for i in ids:
@@ -108,12 +91,12 @@ class TelemetryTest(DaemonTest):
         self.assertEqual((st, r["field"]), (400, "reason"))
         st, body = self.d.tcp("POST", "/api/v1/gpus/0/drain", '{"reason": "x"}')
         self.assertEqual(st, 401)
-        self.assertEqual(self.gpu_list()[0]["health"], "ok")
+        self.assertEqual(self.d.gpu_list()[0]["health"], "ok")
 
     def test_readyz_and_metrics_format(self):
         st, body = self.d.tcp("GET", "/readyz")
         self.assertEqual(st, 200)
-        text = self.metrics()
+        text = self.d.metrics()
         families = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
         self.assertEqual(len(families), len(set(families)), "each family once")
         for name in ("gpuward_gpu_utilization_ratio", "gpuward_jobs", "gpuward_queue_wait_seconds",
@@ -135,11 +118,11 @@ class RogueKillTest(DaemonTest):
         free_gpu = (gpu + 1) % 4
         on_job, on_free = subprocess.Popen(["sleep", "60"]), subprocess.Popen(["sleep", "60"])
         try:
-            write_procs(self.d, on_job.pid, [(gpu, 500, 10)])
-            write_procs(self.d, on_free.pid, [(free_gpu, 500, 10)])
+            self.d.write_procs(on_job.pid, [(gpu, 500, 10)])
+            self.d.write_procs(on_free.pid, [(free_gpu, 500, 10)])
             self.assertEqual(on_job.wait(timeout=20), -signal.SIGKILL)
             j = self.d.job(jid)
-            ev = [e for e in j["events"] if e["kind"] == "rogue"]
+            ev = events_of(j, "rogue")
             self.assertTrue(ev and f"rogue process {on_job.pid}" in ev[0]["message"], j["events"])
             self.assertIn("sleep 60", ev[0]["message"])
             time.sleep(1.5)
@@ -156,16 +139,16 @@ class ManyProcessesTest(DaemonTest):
         procs = [subprocess.Popen(["sleep", "60"]) for _ in range(1000)]
         try:
             for p in procs:
-                write_procs(self.d, p.pid, [(3, 10, 0)])
-            wait_until(lambda: len(self.d.api("GET", "/api/v1/gpus")[1]["gpus"][3]["processes"]) == 1000,
+                self.d.write_procs(p.pid, [(3, 10, 0)])
+            wait_until(lambda: len(self.d.gpu_list()[3]["processes"]) == 1000,
                        timeout=60, what="1000 processes on GPU 3")
-            self.assertIn("gpuward_rogue_processes 1000", self.d.tcp("GET", "/metrics")[1].decode())
+            self.assertIn("gpuward_rogue_processes 1000", self.d.metrics())
         finally:
             for p in procs:
                 p.kill()
             for p in procs:
                 p.wait()
-        wait_until(lambda: not self.d.api("GET", "/api/v1/gpus")[1]["gpus"][3]["processes"], timeout=30,
+        wait_until(lambda: not self.d.gpu_list()[3]["processes"], timeout=30,
                    what="the processes to vanish")
 
 
@@ -176,9 +159,9 @@ class LostGpuTest(DaemonTest):
         with open(os.path.join(self.d.state, "sim-nvml", "config"), "a") as f:
             f.write(f"gpu{gpu}.lost=1\n")
         os.utime(os.path.join(self.d.state, "sim-nvml", "config"))
-        wait_until(lambda: self.d.api("GET", "/api/v1/gpus")[1]["gpus"][gpu]["health"] == "lost",
+        wait_until(lambda: self.d.gpu_list()[gpu]["health"] == "lost",
                    what="the GPU to be reported lost")
-        self.assertIn("health", [e["kind"] for e in self.d.job(jid)["events"]] + ["health"])
+        self.assertIn("health", kinds(self.d.job(jid)) + ["health"])
         self.assertTrue(any("lost" in e["message"] for e in self.d.job(jid)["events"]))
         other = self.d.submit("--gpus", 4, "--", "true")
         time.sleep(1)
@@ -187,8 +170,7 @@ class LostGpuTest(DaemonTest):
 
 class NoDriverTest(unittest.TestCase):
     def test_nvml_init_failure_is_one_clear_line(self):
-        d = Daemon()
-        try:
+        with Daemon() as d:
             os.makedirs(os.path.join(d.state, "sim-nvml"))
             with open(os.path.join(d.state, "sim-nvml", "config"), "w") as f:
                 f.write("init_error=9\n")
@@ -199,8 +181,6 @@ class NoDriverTest(unittest.TestCase):
             p = d.cli("submit", "--", "true", check=False)
             self.assertEqual(p.returncode, 1)
             self.assertIn("only 0 GPUs on this host", p.stderr)
-        finally:
-            d.cleanup()
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@
 restart policy, checkpoint snapshots and restore, with the fake trainer and the fake NVML."""
 import hashlib
 import os
-import re
 import time
 
-from gwtest import IS_ROOT, TRAINER, Daemon, DaemonTest, main, wait_until
+from gwtest import IS_ROOT, TRAINER, DaemonTest, kinds, main, start_failure, wait_until
 
 NOBODY = 65534
 
@@ -16,28 +15,17 @@ def sha256(path):
 
 
 class TrainingTest(DaemonTest):
-    def submit_api(self, argv, **kw):
-        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 600}
-        spec.update(kw)
-        st, r = self.d.api("POST", "/api/v1/jobs", spec)
-        self.assertEqual(st, 201, r)
-        return r["id"]
-
-    def events(self, jid, kind):
-        return [e for e in self.d.job(jid)["events"] if e["kind"] == kind]
-
     def test_eta_appears_and_is_within_reason(self):
         epochs, secs = 10, 1.5
-        jid = self.submit_api([TRAINER, f"epochs={epochs}", "name=eta", "--epoch-seconds", str(secs)])
-        j = wait_until(lambda: (lambda j: j if j.get("eta") else None)(self.d.job(jid)), timeout=30,
-                       what="an ETA")
+        jid = self.d.submit_api([TRAINER, f"epochs={epochs}", "name=eta", "--epoch-seconds", str(secs)])
+        j = self.d.wait_job(jid, lambda j: j.get("eta"), timeout=30, what="an ETA")
         tr = j["training"]
         self.assertEqual(tr["epochs"], epochs)
         self.assertEqual(tr["epochs_from"], "args.yaml")
         self.assertGreaterEqual(tr["epoch"], 1)
         # Wait for a few more epochs, then judge the estimate against the trainer's pace.
-        j = wait_until(lambda: (lambda j: j if (j.get("training") or {}).get("epoch", 0) >= 4 else None)(
-            self.d.job(jid)), timeout=30, what="epoch 4")
+        j = self.d.wait_job(jid, lambda j: (j.get("training") or {}).get("epoch", 0) >= 4, timeout=30,
+                            what="epoch 4")
         tr = j["training"]
         left = j["eta"] - time.time()
         expect = (epochs - tr["epoch"]) * secs
@@ -54,7 +42,7 @@ class TrainingTest(DaemonTest):
         self.assertIn("ETA", q.splitlines()[0])
         row = [l for l in q.splitlines() if l.split()[0] == str(jid)][0]
         self.assertRegex(row, r"\b\d+s\b")
-        gpus = self.d.api("GET", "/api/v1/gpus")[1]["gpus"]
+        gpus = self.d.gpu_list()
         infos = [g["job_info"] for g in gpus if g["job_info"] and g["job_info"]["id"] == jid]
         self.assertTrue(infos and infos[0]["eta"], infos)
         st, body = self.d.tcp("GET", "/metrics")
@@ -68,7 +56,7 @@ class TrainingTest(DaemonTest):
     def test_epoch_end_times_kept_after_the_end(self):
         # Watch results.csv as the daemon does: when each row appeared is the file's mtime then.
         epochs = 5
-        jid = self.submit_api([TRAINER, f"epochs={epochs}", "name=ends", "--epoch-seconds", "2"])
+        jid = self.d.submit_api([TRAINER, f"epochs={epochs}", "name=ends", "--epoch-seconds", "2"])
         csv = os.path.join(self.d.work, "runs", "detect", "ends", "results.csv")
         appeared = {}  # rows -> results.csv mtime when the test first saw that many
         deadline = time.time() + 60
@@ -110,7 +98,7 @@ class TrainingTest(DaemonTest):
         self.assertEqual(before, after)
 
     def test_no_eta_before_the_first_epoch(self):
-        jid = self.submit_api([TRAINER, "epochs=5", "name=slow", "--epoch-seconds", "30"])
+        jid = self.d.submit_api([TRAINER, "epochs=5", "name=slow", "--epoch-seconds", "30"])
         self.d.wait_state(jid, "RUNNING")
         time.sleep(3)
         j = self.d.job(jid)
@@ -123,11 +111,11 @@ class TrainingTest(DaemonTest):
 
     def test_leaking_job_gets_a_leak_event(self):
         # 2 GPUs, only the first leaks: flagged within leak_epochs + 1 = 4 epochs.
-        jid = self.submit_api([TRAINER, "epochs=12", "name=leak", "--epoch-seconds", "2", "--mem-mib", "3000",
+        jid = self.d.submit_api([TRAINER, "epochs=12", "name=leak", "--epoch-seconds", "2", "--mem-mib", "3000",
                                "--leak-mib-per-epoch", "400", "--leak-first-gpu-only"], ngpus=2)
         j = self.d.wait_state(jid, "RUNNING")
         g0, g1 = sorted(j["gpus"])
-        leak = wait_until(lambda: self.events(jid, "leak"), timeout=40, what="a leak event")
+        leak = wait_until(lambda: self.d.events(jid, "leak"), timeout=40, what="a leak event")
         self.assertEqual(len(leak), 1)
         msg = leak[0]["message"]
         self.assertRegex(msg, rf"^GPU {g0}: baseline \+400 MiB/epoch for \d+ epochs \(GPU {g1} flat\); "
@@ -141,16 +129,16 @@ class TrainingTest(DaemonTest):
         self.assertIn("gpuward: LEAK:", self.d.log_text(jid))
         # Told once, however long it keeps leaking.
         time.sleep(4)
-        self.assertEqual(len(self.events(jid, "leak")), 1)
+        self.assertEqual(len(self.d.events(jid, "leak")), 1)
         self.assertEqual(self.d.job(jid)["state"], "RUNNING", "warn keeps the job running")
 
     def test_flat_memory_is_not_a_leak(self):
-        jid = self.submit_api([TRAINER, "epochs=6", "name=flat", "--epoch-seconds", "1.5"])
+        jid = self.d.submit_api([TRAINER, "epochs=6", "name=flat", "--epoch-seconds", "1.5"])
         self.d.wait_state(jid, "COMPLETED", timeout=60)
-        self.assertEqual(self.events(jid, "leak"), [])
+        self.assertEqual(self.d.events(jid, "leak"), [])
 
     def test_leak_restart_resumes_from_the_checkpoint(self):
-        jid = self.submit_api([TRAINER, "epochs=7", "name=lr", "--epoch-seconds", "2", "--leak-mib-per-epoch", "500"],
+        jid = self.d.submit_api([TRAINER, "epochs=7", "name=lr", "--epoch-seconds", "2", "--leak-mib-per-epoch", "500"],
                               yolo=True, leak_policy="restart")
         j = self.d.wait_state(jid, "COMPLETED", timeout=90)
         self.assertEqual(j["leak_policy"], "restart")
@@ -163,15 +151,14 @@ class TrainingTest(DaemonTest):
             rows = [int(float(l.split(",")[0])) for l in f.read().splitlines()[1:]]
         self.assertEqual(sorted(set(rows)), list(range(1, 8)))
         self.assertEqual(len(rows), 7, "stopped after a checkpoint: no epoch is done twice")
-        kinds = [e["kind"] for e in j["events"]]
-        self.assertIn("leak", kinds)
-        self.assertIn("retry", kinds)
+        self.assertIn("leak", kinds(j))
+        self.assertIn("retry", kinds(j))
 
     def test_restart_needs_a_resumable_run(self):
         # Without --yolo a retry would start from scratch: the policy only warns then.
-        jid = self.submit_api([TRAINER, "epochs=12", "name=ny", "--epoch-seconds", "1.5", "--leak-mib-per-epoch", "400"],
+        jid = self.d.submit_api([TRAINER, "epochs=12", "name=ny", "--epoch-seconds", "1.5", "--leak-mib-per-epoch", "400"],
                               leak_policy="restart")
-        leak = wait_until(lambda: self.events(jid, "leak"), timeout=40, what="a leak event")
+        leak = wait_until(lambda: self.d.events(jid, "leak"), timeout=40, what="a leak event")
         self.assertIn("cannot resume from a checkpoint", leak[0]["message"])
         time.sleep(4)
         j = self.d.job(jid)
@@ -250,26 +237,19 @@ class PredictionTest(DaemonTest):
     """Predicted starts of queued jobs (core/predict.c over the daemon's view): one GPU."""
     gpus = 1
 
-    def submit_api(self, argv, limit, **kw):
-        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": limit}
-        spec.update(kw)
-        st, r = self.d.api("POST", "/api/v1/jobs", spec)
-        self.assertEqual(st, 201, r)
-        return r["id"]
-
     def test_predicted_start_uses_eta_and_similar_jobs(self):
         short = [TRAINER, "epochs=2", "--epoch-seconds", "0.5"]
-        past = [self.submit_api(short + [f"name=past{i}"], 600) for i in range(2)]
+        past = [self.d.submit_api(short + [f"name=past{i}"]) for i in range(2)]
         runs = []
         for jid in past:
             j = self.d.wait_state(jid, "COMPLETED", timeout=60)
             runs.append(j["end_time"] - j["start_time"])
         # A runs for ~40 s against a 1 h limit: once it has an ETA, what waits behind it starts
         # at that ETA, not at its limit.
-        a = self.submit_api([TRAINER, "epochs=40", "name=long", "--epoch-seconds", "1"], 3600)
-        b = self.submit_api(short + ["name=next"], 1800)                 # 2 similar past jobs
-        c = self.submit_api([TRAINER, "epochs=9", "name=other"], 1200)     # none: its limit
-        ja = wait_until(lambda: (lambda j: j if j.get("eta") else None)(self.d.job(a)), timeout=30, what="an ETA")
+        a = self.d.submit_api([TRAINER, "epochs=40", "name=long", "--epoch-seconds", "1"], 3600)
+        b = self.d.submit_api(short + ["name=next"], 1800)                 # 2 similar past jobs
+        c = self.d.submit_api([TRAINER, "epochs=9", "name=other"], 1200)     # none: its limit
+        ja = self.d.wait_job(a, lambda j: j.get("eta"), timeout=30, what="an ETA")
         self.assertLess(ja["eta"], ja["start_time"] + 600)
 
         def predicted(jid):
@@ -317,19 +297,11 @@ class TrainingConfigTest(DaemonTest):
     gpus = 2
     config = "leak_mib_per_epoch = 150\nleak_epochs = 2\nsnapshot_keep_last = 2\nsnapshot_cap = 0\n"
 
-    def submit_api(self, argv, **kw):
-        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 600}
-        spec.update(kw)
-        st, r = self.d.api("POST", "/api/v1/jobs", spec)
-        self.assertEqual(st, 201, r)
-        return r["id"]
-
     def test_leak_threshold_from_the_config(self):
         # 200 MiB/epoch is under the default 256 but over the configured 150, for 2 epochs.
-        jid = self.submit_api([TRAINER, "epochs=12", "name=cl", "--epoch-seconds", "1.5", "--mem-mib", "3000",
+        jid = self.d.submit_api([TRAINER, "epochs=12", "name=cl", "--epoch-seconds", "1.5", "--mem-mib", "3000",
                                "--leak-mib-per-epoch", "200"])
-        leak = wait_until(lambda: [e for e in self.d.job(jid)["events"] if e["kind"] == "leak"], timeout=40,
-                          what="a leak event")
+        leak = wait_until(lambda: self.d.events(jid, "leak"), timeout=40, what="a leak event")
         self.assertRegex(leak[0]["message"], r"baseline \+200 MiB/epoch")
         self.assertLessEqual(self.d.job(jid)["training"]["epoch"], 4, "flagged within leak_epochs + 2 epochs")
         self.d.api("DELETE", f"/api/v1/jobs/{jid}")
@@ -344,7 +316,7 @@ class TrainingConfigTest(DaemonTest):
         return os.path.join(snap_dir, str(jid), f"e{epoch}-{s['kind']}-{s['sha256'][:12]}.pt")
 
     def test_retention_after_the_end_and_the_size_cap(self):
-        jobs = [self.submit_api([TRAINER, "epochs=6", f"name=r{i}", "--epoch-seconds", "2.5"]) for i in range(2)]
+        jobs = [self.d.submit_api([TRAINER, "epochs=6", f"name=r{i}", "--epoch-seconds", "2.5"]) for i in range(2)]
         for jid in jobs:
             self.d.wait_state(jid, "COMPLETED", timeout=60)
         snap_dir = os.path.join(self.d.state, "snapshots")
@@ -379,42 +351,26 @@ class ProfileLeakTest(DaemonTest):
     gpus = 2
     config = "[policy.hpo]\nleak_mib_per_epoch = 150\nleak_epochs = 2\n"
 
-    def submit_api(self, argv, **kw):
-        spec = {"command": argv, "cwd": self.d.work, "ngpus": 1, "time_limit": 600}
-        spec.update(kw)
-        st, r = self.d.api("POST", "/api/v1/jobs", spec)
-        self.assertEqual(st, 201, r)
-        return r["id"]
-
-    def leaks(self, jid):
-        return [e for e in self.d.job(jid)["events"] if e["kind"] == "leak"]
-
     def test_profile_thresholds_apply_to_its_jobs_only(self):
         # The same 200 MiB/epoch leak: under the global 256 for the default profile, over hpo's 150.
         argv = [TRAINER, "epochs=14", "--epoch-seconds", "1.5", "--mem-mib", "3000", "--leak-mib-per-epoch", "200"]
-        hpo = self.submit_api(argv + ["name=hpo"], idle_policy="hpo")
-        plain = self.submit_api(argv + ["name=plain"])
-        leak = wait_until(lambda: self.leaks(hpo), timeout=40, what="a leak event under hpo")
+        hpo = self.d.submit_api(argv + ["name=hpo"], idle_policy="hpo")
+        plain = self.d.submit_api(argv + ["name=plain"])
+        leak = wait_until(lambda: self.d.events(hpo, "leak"), timeout=40, what="a leak event under hpo")
         self.assertRegex(leak[0]["message"], r"baseline \+200 MiB/epoch")
         self.assertLessEqual(self.d.job(hpo)["training"]["epoch"], 4, "flagged within leak_epochs + 2 epochs")
         # The default-profile job goes 3 epochs further without a leak event.
         seen = self.d.job(hpo)["training"]["epoch"]
-        wait_until(lambda: ((self.d.job(plain).get("training") or {}).get("epoch") or 0) >= seen + 3, timeout=40,
-                   what="3 more epochs of the default-profile job")
-        self.assertEqual(self.leaks(plain), [])
+        self.d.wait_job(plain, lambda j: ((j.get("training") or {}).get("epoch") or 0) >= seen + 3, timeout=40,
+                        what="3 more epochs of the default-profile job")
+        self.assertEqual(self.d.events(plain, "leak"), [])
         for jid in (hpo, plain):
             self.d.api("DELETE", f"/api/v1/jobs/{jid}")
 
     def test_bad_profile_leak_keys_stop_the_daemon(self):
         for conf, needle in (("[policy.hpo]\nleak_epochs = 1\n", "[policy.hpo] leak_epochs: invalid value '1'"),
                              ("[policy.hpo]\nleak_mib_per_epoch = -5\n", "leak_mib_per_epoch: invalid value")):
-            d = Daemon(gpus=1, config=conf)
-            try:
-                with self.assertRaises(AssertionError) as cm:
-                    d.start()
-                self.assertIn(needle, str(cm.exception))
-            finally:
-                d.cleanup()
+            self.assertIn(needle, start_failure(conf))
 
 
 if __name__ == "__main__":

@@ -5,9 +5,7 @@ Root only: elsewhere it prints why it is skipped and exits 0.
 Shows that alice's job runs as alice, that bob can neither cancel it nor release her booking
 nor submit into it while an admin can, that bob's token works over TCP and a wrong, revoked
 or expired one does not, and that a guest reads but never writes."""
-import http.client
 import json
-import os
 import pwd
 import secrets
 import shutil
@@ -84,17 +82,7 @@ class RolesWithRealUsers(unittest.TestCase):
         return json.loads(self.ok(user, "submit", "--json", *args))["id"]
 
     def tcp(self, method, path, token=None, body=None, auth=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=10)
-        try:
-            headers = {"Content-Type": "application/json"}
-            if token or auth:
-                headers["Authorization"] = auth or f"Bearer {token}"
-            c.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-            r = c.getresponse()
-            data = r.read()
-            return r.status, json.loads(data) if data else {}
-        finally:
-            c.close()
+        return self.d.tcp_json(method, path, body, token=token, auth=auth)
 
     # --- the tests ---
     def test_jobs_run_as_their_user_and_only_owners_or_admins_cancel(self):
