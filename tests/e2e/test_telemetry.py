@@ -161,7 +161,7 @@ class LostGpuTest(DaemonTest):
         os.utime(os.path.join(self.d.state, "sim-nvml", "config"))
         wait_until(lambda: self.d.gpu_list()[gpu]["health"] == "lost",
                    what="the GPU to be reported lost")
-        self.assertIn("health", kinds(self.d.job(jid)) + ["health"])
+        self.assertIn("gpu", kinds(self.d.job(jid)), "the job is told its GPU changed health")
         self.assertTrue(any("lost" in e["message"] for e in self.d.job(jid)["events"]))
         other = self.d.submit("--gpus", 4, "--", "true")
         time.sleep(1)

@@ -190,8 +190,11 @@ class WebTest(DaemonTest):
                 self.assertEqual(int(ev["id"]), want)
                 want += 1
             self.assertEqual(json.loads(ev["data"])["state"], "RUNNING")
-            # Cancelling publishes a job_event (SIGTERM sent) and the end.
+            # Cancelling publishes the recorded stop (still RUNNING: its processes get
+            # SIGTERM after it is written), then the end.
             self.d.cli("cancel", jid)
+            stop = json.loads(again.next_event({"job"})["data"])
+            self.assertEqual((stop["state"], stop["kind"]), ("RUNNING", "terminate"))
             end = again.next_event({"job"})
             self.assertEqual(json.loads(end["data"])["state"], "CANCELLED")
         finally:
