@@ -30,6 +30,7 @@ def journaled_ext4(parent=DEFAULT_ROOT):
         yield None
         return
     work = tempfile.mkdtemp(prefix="gw-bench-fs-", dir=parent)
+    os.chmod(work, 0o755)  # the peers' daemons (munge, slurm) run as their own users
     image, mnt = os.path.join(work, "fs.img"), os.path.join(work, "mnt")
     mounted = False
     try:
