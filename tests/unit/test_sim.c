@@ -337,34 +337,32 @@ static void booking_holds_gpus_and_others_backfill(void **state) {
         gw_sim_result_free(&r);
 }
 
-/* A booked job that never comes: the booking is released 15 min into its window (no-show),
- * and a job outside it that waited for the GPUs starts then. */
-static void booking_no_show_releases(void **state) {
-        struct gw_sim_job v[2] = {job(HOUR, 1, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR)};
+/* A booked job that never comes: the booking (of `booked` GPUs on a node of `gpus`) is
+ * released 15 min into its window (no-show), and a job outside it that waited starts then.
+ * The 2-hour job cannot end before the booking at 1 h: it waits, the booked job starts at 1 h
+ * and is cancelled at once, and 15 min later the booking is released. */
+static void no_show(int booked, int gpus) {
+        struct gw_sim_job v[2] = {job(HOUR, booked, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR)};
         v[0].book_lead = HOUR;
         v[0].cancel_at = 0; /* its user cancels it as it would start: never runs in the booking */
-        struct gw_sim_result r = run(v, 2, "bookings", 1);
+        struct gw_sim_result r = run(v, 2, "bookings", gpus);
         assert_int_equal(r.bookings, 1);
-        /* The 2-hour job cannot end before the booking at 1 h: it waits, the booked job starts
-         * at 1 h and is cancelled at once, and 15 min later the booking is released. */
         assert_int_equal(r.cancelled, 1);
         assert_int_equal(r.completed, 1);
         assert_true(r.wait_p90_s == (double) (HOUR + 15 * MIN - 30 * MIN) / SEC);
         gw_sim_result_free(&r);
 }
 
+static void booking_no_show_releases(void **state) {
+        (void) state;
+        no_show(1, 1);
+}
+
 /* The same on a 64-GPU node, the booking taking all 64: the 2-hour job may use no GPU before
  * the booking, GPU 63 included (no mask bit is spare to mean "no GPU" in the filter). */
 static void booking_no_show_releases_64(void **state) {
-        struct gw_sim_job v[2] = {job(HOUR, 64, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR)};
-        v[0].book_lead = HOUR;
-        v[0].cancel_at = 0;
-        struct gw_sim_result r = run(v, 2, "bookings", 64);
-        assert_int_equal(r.bookings, 1);
-        assert_int_equal(r.cancelled, 1);
-        assert_int_equal(r.completed, 1);
-        assert_true(r.wait_p90_s == (double) (HOUR + 15 * MIN - 30 * MIN) / SEC);
-        gw_sim_result_free(&r);
+        (void) state;
+        no_show(64, 64);
 }
 
 /* A leak of 8 GiB per hour of work: the process runs out of memory (30 GiB low + 10 GiB peak
