@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/http.h"
+#include "base/userdb.h"
 #include "core/jobrec.h"
 #include "core/sched.h"
 #include "core/failure.h"
@@ -106,6 +107,7 @@ struct gw_jobmap {
 
 struct gw_daemon {
         struct gw_config *cfg;
+        struct gw_userdb *users; /* main thread only */
         struct gw_store *store;
         struct gw_gpu_lib *gpu;
         bool simulated;

@@ -77,34 +77,27 @@ void reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const cha
                     gw_store_errmsg(d->store));
 }
 
-/* Whether user (primary group gid) is a member of the group named name. */
-static bool user_in_group(const char *name, const char *user, gid_t gid) {
-        struct group gr, *grp = NULL;
-        char buf[16384];
-        if (getgrnam_r(name, &gr, buf, sizeof buf, &grp) != 0 || !grp)
+/* Whether the caller is a member of the group named name. */
+static bool caller_in_group(struct gw_daemon *d, const char *name, const struct caller *c) {
+        const struct gw_group *g = gw_userdb_group(d->users, name, d->now);
+        if (!g)
                 return false;
-        if (grp->gr_gid == gid)
+        if (g->gid == c->gid)
                 return true;
-        gid_t groups[256];
-        int n = (int) ELEMENTSOF(groups);
-        if (getgrouplist(user, gid, groups, &n) < 0)
-                return false; /* more than 256 groups: only the primary one counts */
-        for (int i = 0; i < n; i++)
-                if (groups[i] == grp->gr_gid)
-                        return true;
-        return false;
+        const struct gw_account *a = gw_userdb_uid(d->users, c->uid, d->now);
+        return a && gw_account_in_group(a, g->gid);
 }
 
-/* Whether a role list of the config ("alice, @gpuadmin") names the user or a group of
+/* Whether a role list of the config ("alice, @gpuadmin") names the caller or a group of
  * theirs. */
-static bool role_list_has(const char *list, const char *user, gid_t gid) {
+static bool role_list_has(struct gw_daemon *d, const char *list, const struct caller *c) {
         for (const char *p = list; p && *p;) {
                 size_t l = strcspn(p, ", \t");
                 char item[64];
                 if (l > 0 && l < sizeof item) {
                         memcpy(item, p, l);
                         item[l] = '\0';
-                        if (item[0] == '@' ? user_in_group(item + 1, user, gid) : !strcmp(item, user))
+                        if (item[0] == '@' ? caller_in_group(d, item + 1, c) : !strcmp(item, c->user))
                                 return true;
                 }
                 p += l;
@@ -118,8 +111,8 @@ const char *caller_role(const struct caller *c) {
 }
 
 static void set_role(struct gw_daemon *d, struct caller *c, bool owner) {
-        c->admin = c->uid == 0 || owner || role_list_has(d->cfg->admins, c->user, c->gid);
-        c->guest = !c->admin && role_list_has(d->cfg->guests, c->user, c->gid);
+        c->admin = c->uid == 0 || owner || role_list_has(d, d->cfg->admins, c);
+        c->guest = !c->admin && role_list_has(d, d->cfg->guests, c);
 }
 
 static void identify(struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
@@ -136,11 +129,10 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
                         c->bad_token = !from_cookie; /* a stale cookie makes a guest, not an error */
                         return;
                 }
-                struct passwd pw, *pwp = NULL;
-                char buf[16384];
+                const struct gw_account *a = gw_userdb_uid(d->users, uid, d->now);
                 c->known = true;
                 c->uid = uid;
-                c->gid = getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp ? pw.pw_gid : (gid_t) uid;
+                c->gid = a ? a->gid : (gid_t) uid;
                 snprintf(c->user, sizeof c->user, "%s", user);
                 set_role(d, c, false);
                 return;
@@ -150,10 +142,9 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
         c->known = true;
         c->uid = req->uid;
         c->gid = req->gid;
-        struct passwd pw, *pwp = NULL;
-        char buf[16384];
-        if (getpwuid_r(req->uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp)
-                snprintf(c->user, sizeof c->user, "%s", pw.pw_name);
+        const struct gw_account *a = gw_userdb_uid(d->users, req->uid, d->now);
+        if (a)
+                snprintf(c->user, sizeof c->user, "%s", a->name);
         else
                 snprintf(c->user, sizeof c->user, "%u", (unsigned) req->uid);
         /* The daemon's own user runs it, so it may do what an admin may. */
@@ -404,11 +395,10 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
         struct gw_store_filter f = { .state_mask = mask & ~active };
         const char *user = gw_http_query(req, "user");
         if (user) {
-                struct passwd pw, *pwp = NULL;
-                char buf[16384];
+                const struct gw_account *a = gw_userdb_user(d->users, user, d->now);
                 long long uid;
-                if (getpwnam_r(user, &pw, buf, sizeof buf, &pwp) == 0 && pwp)
-                        f.uid = pw.pw_uid;
+                if (a)
+                        f.uid = a->uid;
                 else if (gw_parse_int(user, 0, UINT32_MAX, &uid) == 0)
                         f.uid = (uint32_t) uid;
                 else {

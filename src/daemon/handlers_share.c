@@ -231,11 +231,10 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
         char name[64];
         snprintf(name, sizeof name, "%s", c->user);
         if (user && strcmp(user, c->user)) {
-                struct passwd pw, *pwp = NULL;
-                char buf[16384];
-                if (getpwnam_r(user, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+                const struct gw_account *a = gw_userdb_user(d->users, user, d->now);
+                if (!a)
                         return reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
-                uid = pw.pw_uid;
+                uid = a->uid;
                 snprintf(name, sizeof name, "%s", user);
         } else if (!c->known)
                 return reply_error(rep, 401, NULL, "who are you? Use the Unix socket or a token, or give ?user=");

@@ -68,7 +68,7 @@ static int submit_fail(struct gw_submit_error *err, int status, const char *fiel
 }
 
 /* Whether uid (with gid and its groups) may enter dir: the job will chdir there as uid. */
-static bool may_enter(const char *dir, uid_t uid, gid_t gid) {
+static bool may_enter(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid) {
         struct stat st;
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 return false;
@@ -77,15 +77,8 @@ static bool may_enter(const char *dir, uid_t uid, gid_t gid) {
         if (st.st_uid == uid)
                 return st.st_mode & S_IXUSR;
         bool in_group = st.st_gid == gid;
-        struct passwd pw, *pwp = NULL;
-        char buf[16384];
-        if (!in_group && getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp) {
-                gid_t groups[256];
-                int n = 256;
-                if (getgrouplist(pw.pw_name, gid, groups, &n) >= 0)
-                        for (int i = 0; i < n; i++)
-                                in_group |= groups[i] == st.st_gid;
-        }
+        const struct gw_account *a = in_group ? NULL : gw_userdb_uid(d->users, uid, d->now);
+        in_group |= a && gw_account_in_group(a, st.st_gid);
         return in_group ? (st.st_mode & S_IXGRP) : (st.st_mode & S_IXOTH);
 }
 
@@ -108,7 +101,7 @@ static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_erro
         }
         if (!j->cwd)
                 return submit_fail(err, 400, "cwd", "cwd: required (the directory the job runs in)");
-        if (!may_enter(j->cwd, j->uid, j->gid))
+        if (!may_enter(d, j->cwd, j->uid, j->gid))
                 return submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
         uint32_t classes;
         char why[160];
@@ -209,13 +202,13 @@ static char **job_environment(const struct gw_daemon *d, const struct gw_job *j)
                                 env[n++] = gw_xstrdup(e);
                 }
         if (!j->env) {
-                struct passwd pw, *pwp = NULL;
-                char buf[16384], line[4200];
+                char line[4200];
                 env[n++] = gw_xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
-                if (getpwuid_r(j->uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp) {
-                        snprintf(line, sizeof line, "HOME=%s", pw.pw_dir);
+                const struct gw_account *a = gw_userdb_uid(d->users, j->uid, d->now);
+                if (a) {
+                        snprintf(line, sizeof line, "HOME=%s", a->home);
                         env[n++] = gw_xstrdup(line);
-                        snprintf(line, sizeof line, "SHELL=%s", pw.pw_shell);
+                        snprintf(line, sizeof line, "SHELL=%s", a->shell);
                         env[n++] = gw_xstrdup(line);
                 }
                 snprintf(line, sizeof line, "USER=%s", j->user);
@@ -349,6 +342,7 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         gw_observe_job_started(d, j);
         _cleanup_(gw_strv_freep) char **env = job_environment(d, j);
         _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
+        const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
         struct gw_launch l = {
                 .argv = argv,
                 .envp = env,
@@ -356,6 +350,8 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
                 .drop_privileges = geteuid() == 0 && j->uid != 0,
                 .uid = j->uid,
                 .gid = j->gid,
+                .groups = account ? account->groups : NULL,
+                .n_groups = account ? account->n_groups : 0,
                 .log_path = j->log_path,
                 .log_is_private = !j->output,
                 .cgroup_dir = j->cgroup,
@@ -428,8 +424,15 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
                 dj->job->pid = pid;
                 (void) gw_proc_start_time(pid, &dj->job->pid_start);
                 log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
+                return; /* the supervisor closes the pipe once the attempt's end is recorded */
         }
-        report_close(d, dj);
+        /* Closed: the end is in the exits journal (or the supervisor died), and the attempt is
+         * over now, before the supervisor's own exit shows on its pidfd.  While the launcher's
+         * answer is awaited, that answer and the pidfd bring the end instead. */
+        if (r == -EPIPE && !dj->launch_pending && dj->job->shim_pid > 0)
+                gw_job_exited(d, dj);
+        else
+                report_close(d, dj);
 }
 
 /* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */

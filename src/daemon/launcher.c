@@ -49,20 +49,13 @@ const char *gw_launch_shim_path(void) {
         return NULL;
 }
 
-/* "G1,G2,..." of the user's supplementary groups, looked up here so the shim needs no NSS. */
-static void user_groups(uid_t uid, gid_t gid, char *buf, size_t n) {
-        struct passwd pw, *pwp = NULL;
-        char pwbuf[16384];
-        gid_t groups[1024];
-        int ng = (int) ELEMENTSOF(groups);
-        if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) != 0 || !pwp ||
-            getgrouplist(pw.pw_name, gid, groups, &ng) < 0) {
-                groups[0] = gid;
-                ng = 1;
-        }
+/* "G1,G2,..." of the user's groups, looked up by the daemon so the shim needs no NSS. */
+static void user_groups(const struct gw_launch *l, char *buf, size_t n) {
         size_t used = 0;
-        for (int i = 0; i < ng && used + 12 < n; i++)
-                used += (size_t) snprintf(buf + used, n - used, "%s%u", i ? "," : "", (unsigned) groups[i]);
+        if (l->n_groups <= 0)
+                snprintf(buf, n, "%u", (unsigned) l->gid);
+        for (int i = 0; i < l->n_groups && used + 12 < n; i++)
+                used += (size_t) snprintf(buf + used, n - used, "%s%u", i ? "," : "", (unsigned) l->groups[i]);
 }
 
 /* The supervisor's argv (shim.h); its strings live in *a. */
@@ -87,7 +80,7 @@ static char **shim_argv(const struct gw_launch *l, const char *shim, struct shim
         if (l->drop_privileges) {
                 argv[k++] = (char *) "--user";
                 argv[k++] = a->user;
-                user_groups(l->uid, l->gid, a->groups, sizeof a->groups);
+                user_groups(l, a->groups, sizeof a->groups);
                 argv[k++] = (char *) "--groups";
                 argv[k++] = a->groups;
         }

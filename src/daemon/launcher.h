@@ -17,6 +17,8 @@ struct gw_launch {
         bool drop_privileges;      /* daemon is root: become uid/gid with their groups */
         uid_t uid;
         gid_t gid;
+        const uint32_t *groups;    /* uid's groups (gid alone when n_groups is 0) */
+        int n_groups;
         const char *log_path;      /* stdout+stderr */
         bool log_is_private;       /* created by the shim (as root) and chowned to uid */
         const char *cgroup_dir;    /* join this cgroup before exec, or NULL */

@@ -174,6 +174,21 @@ static int loop_timeout(struct gw_daemon *d, gw_usec_t deadline) {
         return ms;
 }
 
+static bool source_live(const struct gw_source *src, bool report) {
+        const struct gw_djob *dj = src->ptr;
+        return !dj->dead && (report ? dj->report_fd : dj->pidfd) >= 0;
+}
+
+/* Whether a wake-up may change jobs: HTTP requests are served after the batch (each write
+ * is its own transaction), and an empty BEGIN IMMEDIATE...COMMIT still takes the WAL's
+ * locks: six system calls per request for nothing. */
+static bool batch_needed(const struct gw_daemon *d, const struct epoll_event *evs, int n) {
+        for (int i = 0; i < n; i++)
+                if (((const struct gw_source *) evs[i].data.ptr)->kind != GW_SRC_HTTP)
+                        return true;
+        return d->sched_dirty;
+}
+
 static void run_loop(struct gw_daemon *d) {
         struct epoll_event evs[64];
         while (!d->quit) {
@@ -198,14 +213,17 @@ static void run_loop(struct gw_daemon *d) {
                         continue;
                 }
                 d->now = gw_now_mono();
-                gw_jobs_batch_begin(d);
+                if (batch_needed(d, evs, n))
+                        gw_jobs_batch_begin(d);
                 for (int i = 0; i < n; i++) {
                         struct gw_source *src = evs[i].data.ptr;
                         if (src->kind == GW_SRC_SIGNAL)
                                 on_signal(d);
-                        else if (src->kind == GW_SRC_PIDFD && !((struct gw_djob *) src->ptr)->dead)
+                        /* An attempt's end comes by its report pipe or its pidfd, often both in one
+                         * batch: the first detaches the other (fd -1). */
+                        else if (src->kind == GW_SRC_PIDFD && source_live(src, false))
                                 gw_job_exited(d, src->ptr);
-                        else if (src->kind == GW_SRC_REPORT && !((struct gw_djob *) src->ptr)->dead)
+                        else if (src->kind == GW_SRC_REPORT && source_live(src, true))
                                 gw_job_reported(d, src->ptr);
                         else if (src->kind == GW_SRC_SAMPLER)
                                 gw_observe_ready(d);
@@ -255,6 +273,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_gpus_close(d);
         gw_cgroup_release(&d->cg);
         gw_sharing_close(d);
+        gw_userdb_free(d->users);
         d->store = gw_store_close(d->store);
         d->exits = gw_exits_close(d->exits);
         d->launcher = gw_launch_server_close(d->launcher);
@@ -275,7 +294,8 @@ int main(int argc, char **argv) {
         struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .launcher_watched = -1 };
         char err[512], note[256];
         int rc = 1;
-        if (setup_dirs(&d) < 0)
+        d.users = gw_userdb_new(NULL);
+        if (!d.users || setup_dirs(&d) < 0)
                 goto out;
         if (gw_store_open(cfg.state_dir, &d.store, err, sizeof err) < 0) {
                 log_err("state: %s", err);

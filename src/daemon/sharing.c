@@ -255,21 +255,16 @@ void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, stru
         const struct gw_quota_subject *u = subject(s, name, false), *def = subject(s, "default", false);
         const struct gw_quota *groups[64];
         size_t ng = 0;
-        struct passwd pw, *pwp = NULL;
-        char buf[16384];
-        gid_t gids[64];
-        int n = 64;
-        if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp && getgrouplist(pw.pw_name, pw.pw_gid, gids, &n) >= 0)
-                for (int i = 0; i < n && ng < ELEMENTSOF(groups); i++) {
-                        struct group gr, *grp = NULL;
-                        char gbuf[16384];
-                        if (getgrgid_r(gids[i], &gr, gbuf, sizeof gbuf, &grp) != 0 || !grp)
-                                continue;
-                        snprintf(name, sizeof name, "group:%s", gr.gr_name);
-                        const struct gw_quota_subject *g = subject(s, name, false);
-                        if (g)
-                                groups[ng++] = &g->q;
-                }
+        const struct gw_account *a = gw_userdb_uid(d->users, uid, d->now);
+        for (int i = 0; a && i < a->n_groups && ng < ELEMENTSOF(groups); i++) {
+                const struct gw_group *gr = gw_userdb_gid(d->users, a->groups[i], d->now);
+                if (!gr)
+                        continue;
+                snprintf(name, sizeof name, "group:%s", gr->name);
+                const struct gw_quota_subject *g = subject(s, name, false);
+                if (g)
+                        groups[ng++] = &g->q;
+        }
         gw_quota_resolve(u ? &u->q : NULL, groups, ng, def ? &def->q : NULL, ret, src);
 }
 

@@ -86,8 +86,13 @@ static int parse(int argc, char **argv, struct shim_opts *o) {
         return -EINVAL;
 }
 
+/* Runs in the vfork()ed child, which shares the supervisor's memory: no stdio, no malloc. */
 static _Noreturn void fail(const char *what, const char *arg, int err, int code) {
-        fprintf(stderr, "gpuward: %s%s%s%s: %s\n", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", strerror(err));
+        char msg[4600];
+        int n = snprintf(msg, sizeof msg, "gpuward: %s%s%s%s: %s\n", what, arg ? " '" : "", arg ? arg : "",
+                         arg ? "'" : "", strerror(err));
+        if (n > 0)
+                (void) !write(STDERR_FILENO, msg, (size_t) n < sizeof msg ? (size_t) n : sizeof msg - 1);
         _exit(code);
 }
 
@@ -186,14 +191,16 @@ int shim_supervise(int argc, char **argv) {
                 if (log_fd < 0)
                         log_fd = null_fd;
         }
-        pid_t job = fork();
+        /* vfork: the child only sets itself up and execs, and copying the supervisor's address
+         * space for that costs more than the rest of a start on some virtual machines. */
+        pid_t job = vfork();
         if (job == 0)
                 run_job(&o, log_fd, null_fd);
         char msg[32];
         int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
-        (void) close_range(3, ~0U, 0);
+        (void) close_range(SHIM_REPORT_FD + 1, ~0U, 0);
         if (job < 0) {
                 record_exit(&o, 127 << 8);
                 return 1;
@@ -206,5 +213,8 @@ int shim_supervise(int argc, char **argv) {
                         kill_leftovers();
                 }
         record_exit(&o, status);
+        /* The end is on record: closing the pipe tells the daemon now, not after our own exit,
+         * which tears down an address space first (milliseconds on some virtual machines). */
+        (void) close(SHIM_REPORT_FD);
         return 0;
 }

@@ -83,6 +83,9 @@ class ReclaimTest(DaemonTest):
         results_line = re.compile(r"^ +all +128 +929 ", re.M)
 
         def epoch3_validated():
+            # RUNNING is recorded before the supervisor creates the log.
+            if not os.path.exists(log_path):
+                return False
             with open(log_path, errors="replace") as f:
                 return len(results_line.findall(f.read())) >= 3
         wait_until(epoch3_validated, timeout=30, interval=0.05, what="epoch 3's results line")
