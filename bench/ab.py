@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Two builds of gpuward side by side, in one run on one machine: before and after a change.
+
+This machine's speed changes from one day to the next (the same code measured 5,493 and 3,900
+API submissions/s a few days apart), so a change is judged by running the old and the new
+build alternately, here and now, not against a table made on another day.  Each round runs
+`bench/bench.py --only submit` and `--only dispatch` on the old build, then on the new one;
+the block written holds each build's median over the rounds, and the ratio.
+
+    git worktree add /tmp/gw-old HEAD~1 && cmake -S /tmp/gw-old -B /tmp/gw-old/build && \\
+        cmake --build /tmp/gw-old/build
+    python3 bench/ab.py --old /tmp/gw-old/build --new build --rounds 3 --write docs/PERFORMANCE.md
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+MEASURES = [  # (key, label, unit, better)
+    ("api_submit_per_s", "Submissions, one API client", "/s", "higher"),
+    ("cli_submit_par4_per_s", "Submissions, `gpuward submit` processes, 4 at a time", "/s", "higher"),
+    ("queue_ms_p50", "`gpuward queue` with all those submissions pending", " ms", "lower"),
+    ("dispatch_gap_ms_p50", "Dispatch gap p50, 4 GPUs", " ms", "lower"),
+    ("dispatch_gap_ms_p99", "Dispatch gap p99, 4 GPUs", " ms", "lower"),
+    ("drain_per_s", "Drain rate, 4 GPUs", " jobs/s", "higher"),
+    ("serial_gap_ms_p50", "Dispatch gap p50, 1 GPU", " ms", "lower"),
+]
+
+
+def run(build, only, extra):
+    cmd = [sys.executable, os.path.join(HERE, "bench.py"), "--build", build, "--only", only, *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout[out.stdout.index("{"):])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old", required=True, help="build dir of the code before the change")
+    ap.add_argument("--new", default=os.path.join(HERE, "..", "build"), help="build dir of the code after it")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--api-jobs", type=int, default=10000)
+    ap.add_argument("--cli-jobs", type=int, default=1000)
+    ap.add_argument("--dispatch-jobs", type=int, default=2000)
+    ap.add_argument("--label", default="", help="what changed, for the block's heading")
+    ap.add_argument("--write", help="replace the ab block of this Markdown file")
+    a = ap.parse_args()
+    got = {"old": [], "new": []}
+    for rnd in range(a.rounds):
+        for side in ("old", "new"):
+            build = os.path.abspath(getattr(a, side))
+            r = run(build, "submit", ["--api-jobs", str(a.api_jobs), "--cli-jobs", str(a.cli_jobs)])
+            r.update(run(build, "dispatch", ["--dispatch-jobs", str(a.dispatch_jobs)]))
+            got[side].append(r)
+            print(f"round {rnd + 1} {side}: " + ", ".join(f"{k} {r[k]:.2f}" for k, *_ in MEASURES if k in r),
+                  file=sys.stderr)
+    rows = ["| measure | old | new | new / old |", "|---|---|---|---|"]
+    for key, label, unit, better in MEASURES:
+        o = statistics.median(r[key] for r in got["old"])
+        n = statistics.median(r[key] for r in got["new"])
+        rows.append(f"| {label} ({better} is better) | {o:,.2f}{unit} | {n:,.2f}{unit} | {n / o:.2f} |")
+    cmd = (f"python3 bench/ab.py --old OLD_BUILD --new NEW_BUILD --rounds {a.rounds}"
+           + ("" if a.dispatch_jobs == 2000 else f" --dispatch-jobs {a.dispatch_jobs}"))
+    text = (f"<!-- ab:begin -->\n### {a.label or 'Before and after'}\n\nMeasured {time.strftime('%Y-%m-%d')} on this "
+            f"machine ({os.cpu_count()} cores, Linux {platform.release()}): medians of {a.rounds} alternating rounds "
+            f"per build, {a.dispatch_jobs} dispatch jobs, {a.api_jobs} API submissions.  Command: `{cmd}`.\n\n"
+            + "\n".join(rows) + "\n<!-- ab:end -->")
+    print(text)
+    if a.write:
+        with open(a.write) as f:
+            doc = f.read()
+        b, e = doc.find("<!-- ab:begin -->"), doc.find("<!-- ab:end -->")
+        doc = doc[:b] + text + doc[e + len("<!-- ab:end -->"):] if b >= 0 and e >= 0 else doc + "\n" + text + "\n"
+        with open(a.write, "w") as f:
+            f.write(doc)
+
+
+if __name__ == "__main__":
+    main()
