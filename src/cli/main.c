@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pwd.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,9 +143,6 @@ enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_VERSION };
 int main(int argc, char **argv) {
         /* A reader that goes away (`gpuward logs 1 | head`) must give EPIPE, not a signal. */
         (void) signal(SIGPIPE, SIG_IGN);
-        /* A long queue is tens of thousands of small JSON nodes, freed at once at the end;
-         * glibc's fastbin consolidation then costs more than the parse. */
-        (void) mallopt(M_MXFAST, 0);
 
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },

@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "cli/api.h"
+#include "cli/arena.h"
 #include "cli/format.h"
 #include "cli/jobview.h"
 #include "cli/trainview.h"
@@ -281,14 +282,16 @@ static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opt
                 return r;
         json_t *reply = NULL;
         struct job_list jobs;
+        cli_json_arena_begin();
         r = fetch_jobs(ctx, target, &reply, &jobs);
-        if (r)
-                return r;
-        if (ctx->json || o->json)
-                r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        else
-                r = print_jobs(&jobs, is_queue);
-        json_decref(reply);
+        if (r == 0) {
+                if (ctx->json || o->json)
+                        r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+                else
+                        r = print_jobs(&jobs, is_queue);
+                json_decref(reply);
+        }
+        cli_json_arena_end();
         return r;
 }
 

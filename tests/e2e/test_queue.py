@@ -119,10 +119,13 @@ class QueueTest(DaemonTest):
         self.d.wait_state(held, "COMPLETED")
 
     def test_dependencies(self):
-        first = self.d.submit("--", "sh", "-c", "sleep 0.3; exit 3")
+        # The first job waits for a gate: its dependants are looked at while it surely runs.
+        gate = os.path.join(self.d.work, "dep-gate")
+        first = self.d.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3")
         ok_dep = self.d.submit("--after", f"{first}:ok", "--", "true")
         any_dep = self.d.submit("--after", f"{first}:any", "--", "true")
         self.assertEqual(self.d.job(ok_dep)["reason"], "Dependency")
+        open(gate, "w").close()
         self.d.wait_state(first, "FAILED")
         self.d.wait_state(any_dep, "COMPLETED")
         j = self.d.wait_state(ok_dep, "CANCELLED")

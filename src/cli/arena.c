@@ -1,0 +1,68 @@
+/* The JSON arena (see arena.h). */
+#include <jansson.h>
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "cli/arena.h"
+
+#define BLOCK_BYTES ((size_t) 1 << 20)
+
+struct block {
+        struct block *prev;
+        size_t size, used;
+        alignas(max_align_t) unsigned char data[];
+};
+
+static struct block *top;
+
+/* mmap with MAP_POPULATE: the pages are made in one call, not one page fault each. */
+static struct block *block_new(size_t need) {
+        size_t size = need + sizeof(struct block) > BLOCK_BYTES ? need + sizeof(struct block) : BLOCK_BYTES;
+        struct block *b = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (b == MAP_FAILED)
+                return NULL;
+        b->prev = top;
+        b->size = size - sizeof(struct block);
+        b->used = 0;
+        return b;
+}
+
+static void *arena_malloc(size_t n) {
+        n = (n + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+        if (!top || top->size - top->used < n) {
+                struct block *b = block_new(n);
+                if (!b)
+                        return NULL;
+                top = b;
+        }
+        void *p = top->data + top->used;
+        top->used += n;
+        return p;
+}
+
+static bool in_arena(const void *p) {
+        for (const struct block *b = top; b; b = b->prev)
+                if ((const unsigned char *) p >= b->data && (const unsigned char *) p < b->data + b->size)
+                        return true;
+        return false;
+}
+
+static void arena_free(void *p) {
+        if (p && !in_arena(p))
+                free(p);
+}
+
+void cli_json_arena_begin(void) { json_set_alloc_funcs(arena_malloc, arena_free); }
+
+void cli_json_arena_end(void) {
+        json_set_alloc_funcs(malloc, free);
+        while (top) {
+                struct block *b = top;
+                top = b->prev;
+                (void) munmap(b, b->size + sizeof(struct block));
+        }
+}
