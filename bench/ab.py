@@ -7,9 +7,9 @@ build alternately, here and now, not against a table made on another day.  Each 
 `bench/bench.py --only submit` and `--only dispatch` on the old build, then on the new one;
 the block written holds each build's median over the rounds, and the ratio.
 
-    git worktree add /tmp/gw-old HEAD~1 && cmake -S /tmp/gw-old -B /tmp/gw-old/build && \\
-        cmake --build /tmp/gw-old/build
-    python3 bench/ab.py --old /tmp/gw-old/build --new build --rounds 3 --write docs/PERFORMANCE.md
+    git worktree add ../gpuward-old HEAD~1 && cmake -S ../gpuward-old -B ../gpuward-old/build && \\
+        cmake --build ../gpuward-old/build
+    python3 bench/ab.py --old ../gpuward-old/build --new build --rounds 3 --write docs/PERFORMANCE.md
 """
 import argparse
 import json
