@@ -173,7 +173,7 @@ int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_su
 
 /* The environment the job runs with: the submitter's, minus what the config strips and
  * gpuward's own names, plus --env, plus gpuward's variables (which always win). */
-static char **job_environment(const struct gw_daemon *d, const struct gw_job *j) {
+static char **job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
         static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
         char **env = gw_xcalloc(n_env + n_extra + 16, sizeof(char *));
@@ -204,7 +204,6 @@ static char **job_environment(const struct gw_daemon *d, const struct gw_job *j)
         if (!j->env) {
                 char line[4200];
                 env[n++] = gw_xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
-                const struct gw_account *a = gw_userdb_uid(d->users, j->uid, d->now);
                 if (a) {
                         snprintf(line, sizeof line, "HOME=%s", a->home);
                         env[n++] = gw_xstrdup(line);
@@ -340,9 +339,10 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         gw_observe_job_started(d, j);
-        _cleanup_(gw_strv_freep) char **env = job_environment(d, j);
-        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
+        /* The job's user: HOME and SHELL for its environment, its groups for the supervisor. */
         const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
+        _cleanup_(gw_strv_freep) char **env = job_environment(d, j, account);
+        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
         struct gw_launch l = {
                 .argv = argv,
                 .envp = env,

@@ -181,12 +181,13 @@ static bool source_live(const struct gw_source *src, bool report) {
 
 /* Whether a wake-up may change jobs: HTTP requests are served after the batch (each write
  * is its own transaction), and an empty BEGIN IMMEDIATE...COMMIT still takes the WAL's
- * locks: six system calls per request for nothing. */
-static bool batch_needed(const struct gw_daemon *d, const struct epoll_event *evs, int n) {
+ * locks: six system calls per request for nothing.  (No pass is due here: the loop ran any
+ * before waiting.) */
+static bool batch_needed(const struct epoll_event *evs, int n) {
         for (int i = 0; i < n; i++)
                 if (((const struct gw_source *) evs[i].data.ptr)->kind != GW_SRC_HTTP)
                         return true;
-        return d->sched_dirty;
+        return false;
 }
 
 static void run_loop(struct gw_daemon *d) {
@@ -213,7 +214,7 @@ static void run_loop(struct gw_daemon *d) {
                         continue;
                 }
                 d->now = gw_now_mono();
-                if (batch_needed(d, evs, n))
+                if (batch_needed(evs, n))
                         gw_jobs_batch_begin(d);
                 for (int i = 0; i < n; i++) {
                         struct gw_source *src = evs[i].data.ptr;
