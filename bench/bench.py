@@ -224,9 +224,30 @@ def file_create_cost(results, n=500):
     return d
 
 
+def serial_gaps(stamps):
+    with open(stamps) as f:
+        spans = sorted((float(s), float(e)) for _, s, e in (line.split() for line in f))
+    return [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+
+
+def exec_floor(build, results, n, where):
+    """The 1-GPU gap of a loop that only waits, vforks and execs the stamp: the machine's part."""
+    stamps = os.path.join(where, "floor-stamps")
+    loop = os.path.join(build, "bench", "gw-bench-execloop")
+    if not os.path.exists(loop):
+        return  # a build from before it existed (bench/ab.py's old side)
+    subprocess.run([loop, str(n),
+                    os.path.join(build, "bench", "gw-bench-stamp"), stamps], check=True)
+    gaps = serial_gaps(stamps)
+    os.unlink(stamps)
+    results["floor_gap_ms_p50"] = pct(gaps, 50) * 1000
+    results["floor_gap_ms_p99"] = pct(gaps, 99) * 1000
+
+
 def bench_dispatch_probed(gw, build, results, n):
     probe = file_create_cost(results)
     try:
+        exec_floor(build, results, max(n // 4, 100), probe)
         bench_dispatch(gw, build, results, n)
         # One GPU: nothing runs beside the path from an end to the next start, so this is
         # its length without the wait for a core that 4 GPUs on 2 cores add.
@@ -248,6 +269,9 @@ def table(r):
         ("Drain rate", f"{r['drain_per_s']:.0f} jobs/s", "≥ 1,000/s"),
         (f"Dispatch gap with 1 GPU ({r['serial_jobs']} jobs: the path alone, no job beside it), p50 / p99",
          f"{r['serial_gap_ms_p50']:.2f} / {r['serial_gap_ms_p99']:.2f} ms", ""),
+        ("The machine's part of that gap: a loop that only waits, vforks and execs the same job "
+         "(`bench/execloop.c`), p50 / p99", f"{r['floor_gap_ms_p50']:.2f} / {r['floor_gap_ms_p99']:.2f} ms"
+         if "floor_gap_ms_p50" in r else "—", ""),
         ("Creating one empty file in the state dirs' file system (each job's log), median of 500, just before",
          f"{r['file_create_us_p50']:.0f} µs", ""),
         (f"`gpuward queue` with {r['queue_pending']} pending jobs (median of 10)", f"{r['queue_ms_p50']:.0f} ms",

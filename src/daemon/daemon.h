@@ -44,6 +44,8 @@ struct gw_djob {
         int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
         struct gw_source pidfd_src;
         int report_fd;               /* the shim reports the job's pid here, then closes it */
+        uint64_t shim_serial;        /* the launcher's name for the shim, to reuse it (0: not reusable) */
+        bool report_closed;          /* the pipe closed before the launcher's answer came */
         bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
@@ -225,8 +227,9 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                              gw_usec_t grace);
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
-/* A shim exited (reaped, or its pidfd fired): read its status and end the job. */
-void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
+/* An attempt's supervisor closed its report pipe, exited or was reaped: read the status and
+ * end the attempt.  Whether the status was on record (false: the supervisor died first). */
+bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
 void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
 void gw_jobs_bury(struct gw_daemon *d);

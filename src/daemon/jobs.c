@@ -368,6 +368,7 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
                 return r;
         }
         dj->report_fd = -1;
+        dj->report_closed = false;
         gw_job_launched(d, dj, &run);
         return 0;
 }
@@ -381,6 +382,15 @@ static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
 }
 
 static void report_close(struct gw_daemon *d, struct gw_djob *dj);
+
+/* The report pipe closed: with its exit on record the supervisor has closed it as its last
+ * act for this attempt and waits for another job (it may not exit, so its pidfd is no
+ * signal); without it, it died. */
+static void attempt_closed(struct gw_daemon *d, struct gw_djob *dj) {
+        uint64_t serial = dj->shim_serial;
+        if (gw_job_exited(d, dj))
+                gw_launch_server_warm(d->launcher, serial);
+}
 
 void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
         struct gw_job *j = dj->job;
@@ -396,12 +406,19 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
         if (run->pending)
                 return; /* the launcher's answer brings the supervisor (launch_wait.c) */
         j->shim_pid = run->shim;
+        dj->shim_serial = run->serial;
         (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
         if (run->pidfd >= 0)
                 watch_pidfd(d, dj, run->pidfd);
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
                  gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
+        if (dj->report_closed) {
+                /* A short job ended before the launcher's answer was read. */
+                dj->report_closed = false;
+                attempt_closed(d, dj);
+                return;
+        }
         /* A stop asked for while the supervisor was unknown reaches it now. */
         if (dj->terminating)
                 gw_job_signal(d, dj, SIGTERM);
@@ -430,9 +447,11 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
          * over now, before the supervisor's own exit shows on its pidfd.  While the launcher's
          * answer is awaited, that answer and the pidfd bring the end instead. */
         if (r == -EPIPE && !dj->launch_pending && dj->job->shim_pid > 0)
-                gw_job_exited(d, dj);
-        else
+                attempt_closed(d, dj);
+        else {
+                dj->report_closed = r == -EPIPE;
                 report_close(d, dj);
+        }
 }
 
 /* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */
@@ -601,18 +620,19 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
 }
 
 
-void gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
+bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         int status;
         attempt_detach(d, dj);
         if (gw_exits_take(d->exits, j->id, j->attempt, &status) < 0) {
                 gw_recovery_attempt_ended(d, dj, true, 0);
-                return;
+                return false;
         }
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
         gw_recovery_attempt_ended(d, dj, false, status);
+        return true;
 }
 
 void gw_jobs_reap(struct gw_daemon *d) {

@@ -21,6 +21,10 @@
 #define RETRY_SECONDS 10
 /* How long a request may wait to be taken by the launcher (it reads one at a time). */
 #define SEND_TIMEOUT_MS 10000
+/* Idle supervisors kept for the next starts, and how long one may wait unused before it is
+ * told to end (each is a small process; a busy queue uses them within milliseconds). */
+#define WARM_MAX 16
+#define WARM_SECONDS 60
 
 extern char **environ;
 
@@ -34,6 +38,12 @@ struct waiting {
         bool answered, lost;
         pid_t pid;              /* answered: the supervisor, or -errno */
         int pidfd;
+        uint64_t serial;        /* answered: the name to hand it the next job by (0: none) */
+};
+
+struct warm {
+        uint64_t serial;
+        time_t since;
 };
 
 struct gw_launch_server {
@@ -43,6 +53,8 @@ struct gw_launch_server {
         time_t down_since;
         struct waiting *q;      /* q[head..n) in request order */
         size_t head, n, cap;
+        struct warm warm[WARM_MAX];  /* idle supervisors, the most recently idle last */
+        size_t n_warm;
 };
 
 static time_t mono_seconds(void) {
@@ -96,6 +108,7 @@ struct gw_launch_server *gw_launch_server_open(const char *exits_path, char *err
 static void server_down(struct gw_launch_server *s, const char *why) {
         if (s->fd < 0)
                 return;
+        s->n_warm = 0; /* their channels close with the launcher: they end */
         for (size_t i = s->head; i < s->n; i++)
                 s->q[i].lost = !s->q[i].answered;
         log_warn("job launcher (pid %d) %s; starting jobs by spawning until it is back", (int) s->pid, why);
@@ -136,19 +149,20 @@ void gw_launch_server_reaped(struct gw_launch_server *s, pid_t pid) {
 }
 
 /* The request datagram (shim.h) in a fresh buffer; NULL when too large for one. */
-static char *request_encode(char *const *argv, char *const *envp, size_t *ret_len) {
+static char *request_encode(char *const *argv, char *const *envp, uint64_t reuse, size_t *ret_len) {
         uint32_t counts[2] = { 0, 0 };
-        size_t len = 12;
+        size_t len = SHIM_HEADER_LEN;
         char *const *lists[2] = { argv, envp };
         for (int k = 0; k < 2; k++)
                 for (size_t i = 0; lists[k] && lists[k][i]; i++, counts[k]++)
                         len += strlen(lists[k][i]) + 1;
         if (len > SHIM_REQUEST_MAX)
                 return NULL;
-        char *buf = gw_xmalloc(len), *p = buf + 12;
+        char *buf = gw_xmalloc(len), *p = buf + SHIM_HEADER_LEN;
         memcpy(buf, SHIM_MAGIC, 4);
         memcpy(buf + 4, &counts[0], 4);
         memcpy(buf + 8, &counts[1], 4);
+        memcpy(buf + 12, &reuse, 8);
         for (int k = 0; k < 2; k++)
                 for (size_t i = 0; i < counts[k]; i++) {
                         size_t l = strlen(lists[k][i]) + 1;
@@ -168,13 +182,13 @@ static int send_request(int fd, const char *buf, size_t len, int report_fd) {
         return n == (ssize_t) len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd) {
+static int receive_answer(int fd, struct shim_reply *ret, int *ret_pidfd) {
         union gw_fdpass_ctl ctl;
-        struct iovec iov = { ret_pid, sizeof *ret_pid };
+        struct iovec iov = { ret, sizeof *ret };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         gw_fdpass_expect(&mh, &ctl);
         ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n != (ssize_t) sizeof *ret_pid)
+        if (n != (ssize_t) sizeof *ret)
                 return n < 0 ? -errno : -EPIPE;
         *ret_pidfd = gw_fdpass_take(&mh);
         return 0;
@@ -183,9 +197,10 @@ static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd) {
 /* Takes the answers that have arrived, in order, without waiting. */
 static void read_answers(struct gw_launch_server *s) {
         while (s->fd >= 0 && s->head < s->n) {
-                int32_t pid = 0;
+                struct shim_reply a = { 0 };
                 int pidfd = -1;
-                int r = receive_answer(s->fd, &pid, &pidfd);
+                int r = receive_answer(s->fd, &a, &pidfd);
+                int32_t pid = a.pid;
                 if (r == -EAGAIN || r == -EINTR)
                         return;
                 if (r < 0) {
@@ -205,6 +220,7 @@ static void read_answers(struct gw_launch_server *s) {
                 w->answered = true;
                 w->pid = pid > 0 && pidfd >= 0 ? (pid_t) pid : pid < 0 ? (pid_t) pid : -EIO;
                 w->pidfd = w->pid > 0 ? pidfd : -1;
+                w->serial = w->pid > 0 ? a.serial : 0;
                 if (w->pid <= 0 && pidfd >= 0)
                         (void) close(pidfd);
         }
@@ -240,7 +256,9 @@ int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *c
                 log_info("job launcher back (pid %d)", (int) s->pid);
         }
         size_t len;
-        char *buf = request_encode(argv, envp, &len);
+        /* The most recently idle supervisor: its memory is the likeliest to be warm. */
+        uint64_t reuse = s->n_warm ? s->warm[--s->n_warm].serial : 0;
+        char *buf = request_encode(argv, envp, reuse, &len);
         if (!buf)
                 return -E2BIG; /* an environment this large is spawned with it */
         /* Unread answers must not fill our socket while the launcher waits to send one. */
@@ -266,19 +284,20 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
                 return false;
         struct waiting *w = &s->q[s->head++];
         *ret = (struct gw_launch_answer) { .job_id = w->job_id, .attempt = w->attempt, .lost = w->lost,
-                                           .pid = w->pid, .pidfd = w->pidfd, .request = w->request, .len = w->len };
+                                           .pid = w->pid, .pidfd = w->pidfd, .serial = w->serial,
+                                           .request = w->request, .len = w->len };
         return true;
 }
 
 int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***ret_envp) {
         uint32_t counts[2];
-        if (len < 12 || memcmp(buf, SHIM_MAGIC, 4) || buf[len - 1] != '\0')
+        if (len < SHIM_HEADER_LEN || memcmp(buf, SHIM_MAGIC, 4) || buf[len - 1] != '\0')
                 return -EBADMSG;
         memcpy(&counts[0], buf + 4, 4);
         memcpy(&counts[1], buf + 8, 4);
         char **lists[2] = { gw_xcalloc((size_t) counts[0] + 1, sizeof(char *)),
                             gw_xcalloc((size_t) counts[1] + 1, sizeof(char *)) };
-        char *p = buf + 12, *end = buf + len;
+        char *p = buf + SHIM_HEADER_LEN, *end = buf + len;
         for (int k = 0; k < 2; k++)
                 for (uint32_t i = 0; i < counts[k]; i++) {
                         if (p >= end) {
@@ -292,4 +311,34 @@ int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***re
         *ret_argv = lists[0];
         *ret_envp = lists[1];
         return 0;
+}
+
+static void retire(struct gw_launch_server *s, uint64_t serial) {
+        char msg[4 + sizeof serial];
+        memcpy(msg, SHIM_RETIRE_MAGIC, 4);
+        memcpy(msg + 4, &serial, sizeof serial);
+        /* Unchecked: a launcher that cannot take it is going down, and its supervisors with it. */
+        (void) send(s->fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial) {
+        if (!s || s->fd < 0 || !serial)
+                return;
+        if (s->n_warm == WARM_MAX) {
+                retire(s, s->warm[0].serial);
+                memmove(s->warm, s->warm + 1, (WARM_MAX - 1) * sizeof *s->warm);
+                s->n_warm--;
+        }
+        s->warm[s->n_warm++] = (struct warm) { serial, mono_seconds() };
+}
+
+void gw_launch_server_tick(struct gw_launch_server *s) {
+        if (!s || !s->n_warm)
+                return;
+        time_t now = mono_seconds();
+        size_t old = 0;
+        while (old < s->n_warm && now - s->warm[old].since >= WARM_SECONDS)
+                retire(s, s->warm[old++].serial);
+        memmove(s->warm, s->warm + old, (s->n_warm - old) * sizeof *s->warm);
+        s->n_warm -= old;
 }

@@ -33,6 +33,7 @@ struct gw_launch_answer {
         bool lost;
         pid_t pid;
         int pidfd;
+        uint64_t serial;    /* pid > 0: names this supervisor to gw_launch_server_warm (0: none) */
         char *request;
         size_t len;
 };
@@ -43,5 +44,11 @@ bool gw_launch_server_waiting(const struct gw_launch_server *s);
 int gw_launch_server_fd(const struct gw_launch_server *s);
 /* A request's argv and environment again, pointing into buf (the arrays are malloc'ed). */
 int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***ret_envp);
+/* The attempt the supervisor named serial ran has ended, its end recorded: the supervisor
+ * waits for another job, and the next start goes to it instead of a new one.  Only for an
+ * attempt seen ended, so that no signal or request meant for it reaches the next job. */
+void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial);
+/* Ends idle supervisors left unused for a minute. */
+void gw_launch_server_tick(struct gw_launch_server *s);
 /* The daemon reaped pid: if it was the launcher, it is gone (restarted on a later start). */
 void gw_launch_server_reaped(struct gw_launch_server *s, pid_t pid);

@@ -41,7 +41,8 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 return;
         }
         char err[256] = "";
-        struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = dj->report_fd };
+        struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = dj->report_fd,
+                                   .serial = a->lost ? 0 : a->serial };
         int r = 0;
         if (a->lost) {
                 r = gw_launch_recover(a, dj->report_fd, dj->job->pid, &run, err, sizeof err);

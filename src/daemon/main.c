@@ -198,6 +198,7 @@ static void run_loop(struct gw_daemon *d) {
                 if (d->sched_dirty)
                         gw_schedule(d);
                 gw_launch_answers(d);
+                gw_launch_server_tick(d->launcher);
                 gw_prelog_head(d);
                 gw_jobs_sweep(d);
                 if (d->sched_dirty)

@@ -1,5 +1,7 @@
-/* The resident launcher (see shim.h): one fork per job start, no exec. */
+/* The resident launcher (see shim.h): a supervisor forked per job start, or an idle one
+ * handed the next job. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +19,9 @@
 
 #define SERVER_FD 3
 #define MAX_STRINGS 65536
+/* Supervisors the launcher keeps a channel to (those beyond are started without one and end
+ * with their job). */
+#define MAX_CHANNELS 256
 
 extern char **environ;
 
@@ -24,20 +29,31 @@ struct request {
         int argc;
         char **argv;
         char **envp;
+        uint64_t reuse;
         int report_fd;
 };
 
-/* The bytes of the server's own arguments after argv[0]: the room a forked supervisor
- * writes its "--job ID --attempt N --exits FILE" into. */
+/* A supervisor this launcher started with a channel: the next job can be sent to it. */
+struct channel {
+        uint64_t serial;
+        pid_t pid;
+        int fd;
+};
+
+static struct channel channels[MAX_CHANNELS];
+static size_t n_channels;
+static uint64_t next_serial = 1;
+
+/* The bytes of the server's own arguments after argv[0]: the room a supervisor writes its
+ * "--job ID --attempt N --exits FILE" into. */
 static char *title_start, *title_end;
 
-static void title_set(const char *job, const char *attempt, const char *exits) {
-        const char *parts[] = { "--job", job, "--attempt", attempt, "--exits", exits };
+static void title_write(const char *const *parts, size_t n) {
         size_t room = (size_t) (title_end - title_start), used = 0;
-        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        for (size_t i = 0; i < n; i++) {
                 size_t l = strlen(parts[i]) + 1;
                 if (used + l > room)
-                        return; /* the daemon reserved enough; never overrun */
+                        break; /* the daemon reserved enough; never overrun */
                 memcpy(title_start + used, parts[i], l);
                 used += l;
         }
@@ -56,24 +72,27 @@ static const char *arg_after(int argc, char **argv, const char *name) {
 static void request_free(struct request *rq) {
         free(rq->argv);
         free(rq->envp);
+        rq->argv = rq->envp = NULL;
         if (rq->report_fd >= 0)
                 (void) close(rq->report_fd);
+        rq->report_fd = -1;
 }
 
 /* Splits a request datagram; 0, or -EBADMSG when it is not one. */
 static int request_parse(char *buf, size_t len, struct request *rq) {
         uint32_t argc, envc;
-        if (len < 12 || memcmp(buf, SHIM_MAGIC, 4))
+        if (len < SHIM_HEADER_LEN || memcmp(buf, SHIM_MAGIC, 4))
                 return -EBADMSG;
         memcpy(&argc, buf + 4, 4);
         memcpy(&envc, buf + 8, 4);
+        memcpy(&rq->reuse, buf + 12, 8);
         if (argc < 2 || argc > MAX_STRINGS || envc > MAX_STRINGS || buf[len - 1] != '\0')
                 return -EBADMSG;
         rq->argv = calloc((size_t) argc + 1, sizeof(char *));
         rq->envp = calloc((size_t) envc + 1, sizeof(char *));
         if (!rq->argv || !rq->envp)
                 return -ENOMEM;
-        char *p = buf + 12, *end = buf + len;
+        char *p = buf + SHIM_HEADER_LEN, *end = buf + len;
         for (uint32_t i = 0; i < argc + envc; i++) {
                 if (p >= end)
                         return -EBADMSG;
@@ -87,65 +106,202 @@ static int request_parse(char *buf, size_t len, struct request *rq) {
         return 0;
 }
 
-static int receive(char *buf, size_t cap, struct request *rq) {
+/* One datagram from fd into buf (its length in *ret_len), with the descriptor it carried. */
+static int receive(int fd, char *buf, size_t cap, size_t *ret_len, int *ret_fd) {
         union gw_fdpass_ctl ctl;
         struct iovec iov = { buf, cap };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         gw_fdpass_expect(&mh, &ctl);
-        ssize_t n = recvmsg(SERVER_FD, &mh, MSG_CMSG_CLOEXEC);
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
         if (n <= 0)
                 return n == 0 ? -EPIPE : -errno;
-        rq->report_fd = gw_fdpass_take(&mh);
-        if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC) || rq->report_fd < 0)
-                return -EBADMSG;
-        return request_parse(buf, (size_t) n, rq);
+        *ret_fd = gw_fdpass_take(&mh);
+        *ret_len = (size_t) n;
+        return mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ? -EBADMSG : 0;
 }
 
-static void reply(int32_t pid, int pidfd) {
+static int receive_request(int fd, char *buf, size_t cap, size_t *ret_len, struct request *rq) {
+        int r = receive(fd, buf, cap, ret_len, &rq->report_fd);
+        if (r < 0)
+                return r;
+        return rq->report_fd < 0 ? -EBADMSG : request_parse(buf, *ret_len, rq);
+}
+
+static void reply(int32_t pid, int pidfd, uint64_t serial) {
         union gw_fdpass_ctl ctl;
-        struct iovec iov = { &pid, sizeof pid };
+        struct shim_reply a = { .pid = pid, .serial = serial };
+        struct iovec iov = { &a, sizeof a };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         if (pidfd >= 0)
                 gw_fdpass_attach(&mh, &ctl, pidfd);
         (void) sendmsg(SERVER_FD, &mh, MSG_NOSIGNAL);
 }
 
-/* In the forked child: become what a spawned supervisor would be, then supervise. */
-static _Noreturn void become_supervisor(struct request *rq, int sigfd, const char *exits) {
+/* Moves fd to target, inheritable (the number may be free, and fd may already be it). */
+static int fd_move(int fd, int target) {
+        if (fd == target)
+                return fcntl(fd, F_SETFD, 0);
+        if (dup2(fd, target) < 0)
+                return -1;
+        (void) close(fd);
+        return 0;
+}
+
+/* Takes the next request on the channel into the process (its fd 3, environment and title):
+ * -1 when the launcher is gone or said to end. */
+static int supervisor_next(char *buf, struct request *rq, const char *exits) {
+        const char *idle[] = { "--idle", "--exits", exits };
+        title_write(idle, 3);
+        request_free(rq);
+        size_t len;
+        for (;;) {
+                int r = receive_request(SHIM_CHANNEL_FD, buf, SHIM_REQUEST_MAX, &len, rq);
+                if (r == 0)
+                        break;
+                if (r != -EINTR && r != -EBADMSG && r != -ENOMEM)
+                        return -1;
+                request_free(rq);
+        }
+        int r = fd_move(rq->report_fd, SHIM_REPORT_FD);
+        rq->report_fd = -1;
+        return r;
+}
+
+/* In the forked child: become what a spawned supervisor would be, then supervise, and with a
+ * channel go on with the jobs the launcher sends until it closes it. */
+static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd, int chan, const char *exits) {
         sigset_t none;
         sigemptyset(&none);
         (void) signal(SIGCHLD, SIG_DFL);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
         (void) close(sigfd);
         (void) setsid();
-        if (dup2(rq->report_fd, SHIM_REPORT_FD) < 0)
+        /* fd 3 is our copy of the server socket, 4 most likely the signalfd; both give way.
+         * The pipe and the channel were received or made after them: above 4. */
+        if (fd_move(rq->report_fd, SHIM_REPORT_FD) < 0 || (chan >= 0 && fd_move(chan, SHIM_CHANNEL_FD) < 0))
                 _exit(127);
-        if (rq->report_fd != SHIM_REPORT_FD)
-                (void) close(rq->report_fd);
-        const char *job = arg_after(rq->argc, rq->argv, "--job");
-        const char *attempt = arg_after(rq->argc, rq->argv, "--attempt");
-        title_set(job ? job : "0", attempt ? attempt : "0", exits);
-        environ = rq->envp;
-        _exit(shim_supervise(rq->argc, rq->argv));
+        rq->report_fd = -1;
+        /* The launcher's other channels must close when it exits, or their idle supervisors
+         * would wait forever. */
+        (void) close_range(chan >= 0 ? SHIM_CHANNEL_FD + 1 : SHIM_REPORT_FD + 1, ~0U, 0);
+        for (;;) {
+                const char *job = arg_after(rq->argc, rq->argv, "--job");
+                const char *attempt = arg_after(rq->argc, rq->argv, "--attempt");
+                const char *parts[] = { "--job", job ? job : "0", "--attempt", attempt ? attempt : "0", "--exits", exits };
+                title_write(parts, 6);
+                environ = rq->envp;
+                int rc = shim_supervise(rq->argc, rq->argv);
+                if (chan < 0 || supervisor_next(buf, rq, exits) < 0)
+                        _exit(rc);
+        }
 }
 
-static void launch(struct request *rq, int sigfd, const char *exits) {
-        pid_t pid = fork();
-        if (pid == 0)
-                become_supervisor(rq, sigfd, exits);
+static struct channel *channel_find(uint64_t serial) {
+        for (size_t i = 0; i < n_channels; i++)
+                if (channels[i].serial == serial)
+                        return &channels[i];
+        return NULL;
+}
+
+static void channel_drop(struct channel *c) {
+        (void) close(c->fd);
+        *c = channels[--n_channels];
+}
+
+/* Hands the request (the datagram as received, and its report pipe) to an idle supervisor:
+ * its pid, or 0 when that one is gone (a new one is forked instead). */
+static pid_t launch_reused(struct request *rq, const char *buf, size_t len) {
+        struct channel *c = channel_find(rq->reuse);
+        if (!c)
+                return 0;
+        union gw_fdpass_ctl ctl;
+        struct iovec iov = { (void *) buf, len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        gw_fdpass_attach(&mh, &ctl, rq->report_fd);
+        if (sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t) len) {
+                channel_drop(c);
+                return 0;
+        }
+        return c->pid;
+}
+
+static void launch(char *buf, size_t len, struct request *rq, int sigfd, const char *exits) {
+        pid_t pid = rq->reuse ? launch_reused(rq, buf, len) : 0;
+        uint64_t serial = pid > 0 ? rq->reuse : 0;
+        if (pid == 0) {
+                int sv[2] = { -1, -1 };
+                if (n_channels < MAX_CHANNELS && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                        sv[0] = sv[1] = -1;
+                pid = fork();
+                if (pid == 0)
+                        become_supervisor(buf, rq, sigfd, sv[1], exits);
+                if (sv[1] >= 0)
+                        (void) close(sv[1]);
+                if (pid > 0 && sv[0] >= 0) {
+                        serial = next_serial++;
+                        channels[n_channels++] = (struct channel) { serial, pid, sv[0] };
+                } else if (sv[0] >= 0)
+                        (void) close(sv[0]);
+        }
         if (pid < 0) {
-                reply(-errno, -1);
+                reply(-errno, -1, 0);
                 return;
         }
-        /* Not reaped before this: the pid cannot have been reused. */
+        /* Not reaped before this (we reap only on SIGCHLD, read after this): the pid cannot
+         * have been reused. */
         int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        reply(pidfd >= 0 ? (int32_t) pid : -errno, pidfd);
+        reply(pidfd >= 0 ? (int32_t) pid : -errno, pidfd, serial);
         if (pidfd >= 0)
                 (void) close(pidfd);
 }
 
+/* A supervisor the daemon will not use again: closing its channel ends it. */
+static void retire(const char *buf, size_t len) {
+        uint64_t serial;
+        if (len != 4 + sizeof serial)
+                return;
+        memcpy(&serial, buf + 4, sizeof serial);
+        struct channel *c = channel_find(serial);
+        if (c)
+                channel_drop(c);
+}
+
+static void reap(int sigfd) {
+        struct signalfd_siginfo si;
+        while (read(sigfd, &si, sizeof si) == sizeof si)
+                ;
+        pid_t pid;
+        while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+                for (size_t i = 0; i < n_channels; i++)
+                        if (channels[i].pid == pid) {
+                                channel_drop(&channels[i]);
+                                break;
+                        }
+}
+
+/* One message from the daemon; -1 when it is gone. */
+static int serve_one(char *buf, int sigfd, const char *exits) {
+        struct request rq = { .report_fd = -1 };
+        size_t len = 0;
+        int r = receive(SERVER_FD, buf, SHIM_REQUEST_MAX, &len, &rq.report_fd);
+        if (r < 0 && r != -EBADMSG)
+                return -1; /* what we started lives on without us */
+        if (r == 0 && len >= 4 && !memcmp(buf, SHIM_RETIRE_MAGIC, 4) && rq.report_fd < 0) {
+                retire(buf, len);
+                return 0;
+        }
+        if (r == 0)
+                r = rq.report_fd < 0 ? -EBADMSG : request_parse(buf, len, &rq);
+        if (r < 0)
+                reply(r, -1, 0);
+        else
+                launch(buf, len, &rq, sigfd, exits);
+        request_free(&rq);
+        return 0;
+}
+
 int shim_serve(int argc, char **argv) {
-        /* A copy: the forked supervisors write their titles over the arguments. */
+        /* A copy: the supervisors write their titles over the arguments. */
         const char *arg = arg_after(argc, argv, "--exits");
         char *exits = arg ? strdup(arg) : NULL;
         if (!exits || argc < 3) {
@@ -167,24 +323,10 @@ int shim_serve(int argc, char **argv) {
                 struct pollfd p[2] = { { SERVER_FD, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
                 if (poll(p, 2, -1) < 0 && errno != EINTR)
                         break;
-                if (p[1].revents) {
-                        struct signalfd_siginfo si;
-                        while (read(sigfd, &si, sizeof si) == sizeof si)
-                                ;
-                        while (waitpid(-1, NULL, WNOHANG) > 0)
-                                ;
-                }
-                if (!p[0].revents)
-                        continue;
-                struct request rq = { .report_fd = -1 };
-                int r = receive(buf, SHIM_REQUEST_MAX, &rq);
-                if (r < 0 && r != -EBADMSG && r != -ENOMEM)
-                        break; /* the daemon is gone: what we started lives on without us */
-                if (r < 0)
-                        reply(r, -1);
-                else
-                        launch(&rq, sigfd, exits);
-                request_free(&rq);
+                if (p[1].revents)
+                        reap(sigfd);
+                if (p[0].revents && serve_one(buf, sigfd, exits) < 0)
+                        break;
         }
         free(buf);
         free(exits);

@@ -200,7 +200,8 @@ int shim_supervise(int argc, char **argv) {
         int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
-        (void) close_range(SHIM_REPORT_FD + 1, ~0U, 0);
+        /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
+        (void) close_range(SHIM_CHANNEL_FD + 1, ~0U, 0);
         if (job < 0) {
                 record_exit(&o, 127 << 8);
                 return 1;

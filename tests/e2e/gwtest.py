@@ -72,6 +72,15 @@ def as_user(uid, gid=None):
     return ["setpriv", f"--reuid={uid}", f"--regid={uid if gid is None else gid}", "--clear-groups"]
 
 
+def supervisor_done(pid):
+    """Whether a job's supervisor is through with it: gone, or idle, waiting for another job."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return "--idle" in f.read().split("\0") or not pid_alive(pid)
+    except OSError:
+        return True
+
+
 def pid_alive(pid):
     try:
         os.kill(pid, 0)

@@ -29,7 +29,7 @@ import time
 import unittest
 
 from gwtest import (IS_ROOT, TRAINER, UNDER_VALGRIND, Daemon, DaemonTest, main, needs_readoption, pid_alive,
-                    wait_until)
+                    supervisor_done, wait_until)
 
 MiB = 1 << 20
 
@@ -322,7 +322,7 @@ class StateDirFaults(unittest.TestCase):
                    what="the daemon to log the end it could not write")
         self.assertIn(f"job {jid}: cannot record its end (CANCELLED: cancelled by", self.d.daemon_log(),
                       "the log line names the job and why it ended")
-        wait_until(lambda: not pid_alive(shim), what="the job's supervisor to exit")
+        wait_until(lambda: supervisor_done(shim), what="the job's supervisor to be through with it")
         # The daemon answers with what it knows, not with the stale RUNNING row.
         j = self.d.job(jid)
         self.assertEqual(j["state"], "CANCELLED", j)

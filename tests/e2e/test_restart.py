@@ -39,6 +39,32 @@ class RestartTest(DaemonTest):
         j = self.d.wait_state(jid, "COMPLETED")
         self.assertEqual(j["exit_code"], 0)
 
+    def test_idle_supervisor_serves_the_next_job(self):
+        """A supervisor whose job has ended takes the next one instead of a new fork: each job
+        still has its own environment and directory, and idle supervisors end with the daemon."""
+        seen = []
+        for i in range(3):
+            cwd = os.path.join(self.d.work, f"dir{i}")
+            os.mkdir(cwd)
+            jid = self.d.submit("--cwd", cwd, "--env", f"GW_NTH={i}", "--", "sh", "-c", 'echo "$GW_NTH $PPID $(pwd)"')
+            self.d.wait_state(jid, "COMPLETED")
+            nth, supervisor, where = self.d.log_text(jid).split()
+            self.assertEqual((nth, where), (str(i), cwd))
+            seen.append(int(supervisor))
+        self.assertEqual(len(set(seen)), 1, f"jobs one after another, one supervisor: {seen}")
+        with open(f"/proc/{seen[0]}/cmdline") as f:
+            self.assertIn("--idle", f.read().split("\0"), "an idle supervisor says so in ps")
+        # A job stopped in a reused supervisor is stopped whole, and the next job still starts.
+        jid = self.d.submit("--", "sh", "-c", "sleep 300 & sleep 300")
+        self.d.wait_pid(jid)
+        self.d.cli("cancel", jid)
+        self.assertEqual(self.d.job(jid)["state"], "CANCELLED")
+        jid = self.d.submit("--", "true")
+        self.d.wait_state(jid, "COMPLETED")
+        self.d.stop()
+        wait_until(lambda: not pid_alive(seen[0]), what="the idle supervisor to end with the daemon")
+        self.d.start()
+
     def test_lost_job(self):
         jid = self.d.submit("--", TRAINER, "--sleep-forever")
         self.d.wait_state(jid, "RUNNING")
