@@ -62,6 +62,12 @@ def bench_submit(gw, build, results, n_api, n_cli):
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
             list(ex.map(one, range(n_cli)))
         results["cli_submit_par4_per_s"] = n_cli / (time.perf_counter() - t0)
+        # The same harness starting /bin/true instead: how many processes per second this
+        # machine and this harness allow at all, whatever the program does.
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
+            list(ex.map(lambda _: subprocess.run(["true"], capture_output=True, check=True), range(n_cli)))
+        results["true_par4_per_s"] = n_cli / (time.perf_counter() - t0)
 
         pending = len(d.api("GET", "/api/v1/jobs?state=PENDING")[1]["jobs"])
         results["queue_pending"] = pending
@@ -263,6 +269,8 @@ def table(r):
          f"{r['cli_submit_seq_per_s']:.0f}/s", ""),
         ("Submissions, separate `gpuward submit` processes, 4 at a time",
          f"{r['cli_submit_par4_per_s']:.0f}/s", "≥ 1,000/s"),
+        ("The machine's part: the same harness starting `/bin/true`, 4 at a time",
+         f"{r['true_par4_per_s']:.0f}/s" if "true_par4_per_s" in r else "—", ""),
         (f"Dispatch gap, job exit → next exec on that GPU, p50 ({r['dispatch_jobs']} jobs of `true`, 4 GPUs)",
          f"{r['dispatch_gap_ms_p50']:.2f} ms", "≤ 2 ms"),
         ("Dispatch gap, p99", f"{r['dispatch_gap_ms_p99']:.2f} ms", "≤ 20 ms"),

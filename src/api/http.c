@@ -412,6 +412,11 @@ int gw_http_timeout_ms(struct gw_http_server *srv) {
         return t > 60000 ? 60000 : (int) t;
 }
 
+bool gw_http_due(struct gw_http_server *srv) {
+        MHD_UNSIGNED_LONG_LONG t;
+        return srv->wake || (MHD_get_timeout(srv->mhd, &t) == MHD_YES && t == 0);
+}
+
 void gw_http_run(struct gw_http_server *srv) {
         srv->wake = false;
         (void) MHD_run(srv->mhd);

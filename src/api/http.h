@@ -61,6 +61,9 @@ int gw_http_fd(struct gw_http_server *srv);
 int gw_http_timeout_ms(struct gw_http_server *srv);
 /* Runs whatever is ready; never blocks. */
 void gw_http_run(struct gw_http_server *srv);
+/* Whether a run is due although the server's own fd did not fire: a connection was resumed,
+ * or a connection timeout has passed. */
+bool gw_http_due(struct gw_http_server *srv);
 
 /* Query argument of the request, NULL if absent. */
 const char *gw_http_query(const struct gw_http_request *req, const char *key);

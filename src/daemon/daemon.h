@@ -115,6 +115,7 @@ struct gw_daemon {
         bool simulated;
         char sim_dir[4096];
         unsigned n_gpus;
+        uid_t euid;                  /* ours, read once (a job start asks twice) */
         struct gw_dgpu gpus[GW_SCHED_MAX_GPUS];
         uint64_t max_gpu_mem;
         struct gw_cgroups cg;
@@ -203,7 +204,7 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj);
 void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run);
 /* launch_wait.c: hands the launcher's answers (and its requests lost with it) to their jobs;
  * keeps its socket in epoll. */
-void gw_launch_answers(struct gw_daemon *d);
+void gw_launch_answers(struct gw_daemon *d, bool readable);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
  * written again later (jobs_stop.c), and the exits journal is kept for the next daemon. */

@@ -347,7 +347,7 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
                 .argv = argv,
                 .envp = env,
                 .cwd = j->cwd,
-                .drop_privileges = geteuid() == 0 && j->uid != 0,
+                .drop_privileges = d->euid == 0 && j->uid != 0,
                 .uid = j->uid,
                 .gid = j->gid,
                 .groups = account ? account->groups : NULL,
@@ -388,15 +388,22 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj);
  * signal); without it, it died. */
 static void attempt_closed(struct gw_daemon *d, struct gw_djob *dj) {
         uint64_t serial = dj->shim_serial;
+        pid_t shim = dj->job->shim_pid;
+        uint64_t start = dj->job->shim_start;
         if (gw_job_exited(d, dj))
-                gw_launch_server_warm(d->launcher, serial);
+                gw_launch_server_warm(d->launcher, serial, shim, start);
+        else
+                gw_launch_server_retire(d->launcher, serial); /* it died, or cannot record */
 }
 
 void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
         struct gw_job *j = dj->job;
         if (run->report_fd != dj->report_fd) {
+                /* A new pipe is a new supervisor's (spawned after the launcher died): what
+                 * the old one said no longer counts. */
                 report_close(d, dj);
                 report_watch(d, dj, run->report_fd);
+                dj->report_closed = false;
         }
         if (run->job > 0) {
                 j->pid = run->job;
@@ -407,8 +414,14 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
                 return; /* the launcher's answer brings the supervisor (launch_wait.c) */
         j->shim_pid = run->shim;
         dj->shim_serial = run->serial;
-        (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
-        if (run->pidfd >= 0)
+        j->shim_start = run->shim_start;
+        if (!j->shim_start)
+                (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
+        /* While the report pipe lives, its EOF is the end, the supervisor's death included
+         * (its end of the pipe closes with it); a reused supervisor does not exit at all. */
+        if (run->pidfd >= 0 && dj->report_fd >= 0 && !dj->report_closed)
+                (void) close(run->pidfd);
+        else if (run->pidfd >= 0)
                 watch_pidfd(d, dj, run->pidfd);
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
@@ -443,13 +456,16 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
                 log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
                 return; /* the supervisor closes the pipe once the attempt's end is recorded */
         }
+        if (r == -EIO)
+                return; /* no job started (its vfork failed): the exit line and the EOF follow */
         /* Closed: the end is in the exits journal (or the supervisor died), and the attempt is
          * over now, before the supervisor's own exit shows on its pidfd.  While the launcher's
          * answer is awaited, that answer and the pidfd bring the end instead. */
-        if (r == -EPIPE && !dj->launch_pending && dj->job->shim_pid > 0)
+        /* Closed, or unreadable (which no supervisor causes): the exits journal tells. */
+        if (!dj->launch_pending && dj->job->shim_pid > 0)
                 attempt_closed(d, dj);
         else {
-                dj->report_closed = r == -EPIPE;
+                dj->report_closed = true;
                 report_close(d, dj);
         }
 }
@@ -735,14 +751,16 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 /* The live shim of a job attempt, found by its command line: "gpuward-shim --job ID
- * --attempt N"; the recorded pid is checked first (with its start time). */
+ * --attempt N"; else the recorded pid (with its start time), unless that process now says
+ * it runs another attempt: a supervisor is reused from job to job. */
 static pid_t find_shim(struct gw_daemon *d, const struct gw_job *j) {
-        if (gw_proc_is(j->shim_pid, j->shim_start))
-                return j->shim_pid;
+        bool other = false;
         for (size_t i = 0; i < d->n_shims; i++)
                 if (d->shims[i].job_id == j->id && d->shims[i].attempt == j->attempt)
                         return d->shims[i].pid;
-        return 0;
+                else if (d->shims[i].pid == j->shim_pid)
+                        other = true;
+        return !other && gw_proc_is(j->shim_pid, j->shim_start) ? j->shim_pid : 0;
 }
 
 static int recover_one(struct gw_job *j, void *userdata) {

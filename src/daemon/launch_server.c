@@ -24,9 +24,20 @@
 /* Idle supervisors kept for the next starts, and how long one may wait unused before it is
  * told to end (each is a small process; a busy queue uses them within milliseconds). */
 #define WARM_MAX 16
+#define SERIAL_BITS 40
+#define SERIAL_LIMIT ((uint64_t) 1 << SERIAL_BITS)
 #define WARM_SECONDS 60
 
 extern char **environ;
+
+/* An idle supervisor: the launcher's name for it, since when it waits, and what the daemon
+ * knows of it (so that its /proc entry need not be read again when it is reused). */
+struct warm {
+        uint64_t serial;
+        time_t since;
+        pid_t pid;
+        uint64_t start;
+};
 
 /* A request sent and not yet handed back to the daemon.  Answers come in the order of the
  * requests (one socket, one launcher reading one at a time). */
@@ -39,11 +50,8 @@ struct waiting {
         pid_t pid;              /* answered: the supervisor, or -errno */
         int pidfd;
         uint64_t serial;        /* answered: the name to hand it the next job by (0: none) */
-};
-
-struct warm {
-        uint64_t serial;
-        time_t since;
+        uint64_t start;         /* answered by the supervisor asked for: its known start time */
+        struct warm reuse;      /* the idle supervisor asked for, if any */
 };
 
 struct gw_launch_server {
@@ -54,6 +62,7 @@ struct gw_launch_server {
         struct waiting *q;      /* q[head..n) in request order */
         size_t head, n, cap;
         struct warm warm[WARM_MAX];  /* idle supervisors, the most recently idle last */
+        uint64_t generation;    /* launchers spawned so far: the high bits of the serials we hand out */
         size_t n_warm;
 };
 
@@ -84,6 +93,7 @@ static int server_spawn(struct gw_launch_server *s, char *err, size_t errlen) {
         char *argv[] = { (char *) shim, (char *) "--server", (char *) "--exits", s->exits_path,
                          (char *) "--title-space", space, NULL };
         int r = gw_launch_spawn(shim, argv, environ, sv[1], &s->pid);
+        s->generation++;
         (void) close(sv[1]);
         if (r < 0) {
                 (void) close(sv[0]);
@@ -195,8 +205,16 @@ static int receive_answer(int fd, struct shim_reply *ret, int *ret_pidfd) {
 }
 
 /* Takes the answers that have arrived, in order, without waiting. */
+static size_t first_unanswered(const struct gw_launch_server *s) {
+        size_t i = s->head;
+        while (i < s->n && s->q[i].answered)
+                i++;
+        return i;
+}
+
 static void read_answers(struct gw_launch_server *s) {
-        while (s->fd >= 0 && s->head < s->n) {
+        /* Not once more than there are answers due: that read would only say EAGAIN. */
+        while (s->fd >= 0 && first_unanswered(s) < s->n) {
                 struct shim_reply a = { 0 };
                 int pidfd = -1;
                 int r = receive_answer(s->fd, &a, &pidfd);
@@ -207,26 +225,23 @@ static void read_answers(struct gw_launch_server *s) {
                         server_down(s, "died while starting jobs");
                         return;
                 }
-                size_t i = s->head;
-                while (i < s->n && s->q[i].answered)
-                        i++;
-                if (i == s->n) {
-                        if (pidfd >= 0)
-                                (void) close(pidfd);
-                        server_down(s, "answered a request it was not sent");
-                        return;
-                }
-                struct waiting *w = &s->q[i];
+                struct waiting *w = &s->q[first_unanswered(s)];
                 w->answered = true;
                 w->pid = pid > 0 && pidfd >= 0 ? (pid_t) pid : pid < 0 ? (pid_t) pid : -EIO;
                 w->pidfd = w->pid > 0 ? pidfd : -1;
-                w->serial = w->pid > 0 ? a.serial : 0;
+                /* Each launcher counts from 1: the generation keeps an earlier launcher's
+                 * supervisor (still busy with its job) from being named to this one. */
+                bool named = w->pid > 0 && a.serial && a.serial < SERIAL_LIMIT;
+                w->serial = named ? s->generation << SERIAL_BITS | a.serial : 0;
+                if (named && w->reuse.serial == w->serial && w->reuse.pid == w->pid)
+                        w->start = w->reuse.start;
                 if (w->pid <= 0 && pidfd >= 0)
                         (void) close(pidfd);
         }
 }
 
-static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt, char *request, size_t len) {
+static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt, char *request, size_t len,
+                         struct warm reuse) {
         if (s->head == s->n)
                 s->head = s->n = 0;
         if (s->n == s->cap && s->head > 0) {
@@ -239,7 +254,7 @@ static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt
                 s->q = gw_xrealloc(s->q, s->cap * sizeof *s->q);
         }
         s->q[s->n++] = (struct waiting) { .job_id = job_id, .attempt = attempt, .request = request, .len = len,
-                                          .pidfd = -1 };
+                                          .pidfd = -1, .reuse = reuse };
 }
 
 int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
@@ -257,10 +272,11 @@ int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *c
         }
         size_t len;
         /* The most recently idle supervisor: its memory is the likeliest to be warm. */
-        uint64_t reuse = s->n_warm ? s->warm[--s->n_warm].serial : 0;
-        char *buf = request_encode(argv, envp, reuse, &len);
+        struct warm reuse = s->n_warm ? s->warm[s->n_warm - 1] : (struct warm) { 0 };
+        char *buf = request_encode(argv, envp, reuse.serial & (SERIAL_LIMIT - 1), &len);
         if (!buf)
                 return -E2BIG; /* an environment this large is spawned with it */
+        s->n_warm -= s->n_warm > 0;
         /* Unread answers must not fill our socket while the launcher waits to send one. */
         read_answers(s);
         int r = s->fd >= 0 ? send_request(s->fd, buf, len, report_fd) : -ENOTCONN;
@@ -270,7 +286,7 @@ int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *c
                 server_down(s, r == -EAGAIN ? "did not take a request in time" : "is gone");
                 return r;
         }
-        waiting_push(s, job_id, attempt, buf, len);
+        waiting_push(s, job_id, attempt, buf, len, reuse);
         return 0;
 }
 
@@ -284,7 +300,7 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
                 return false;
         struct waiting *w = &s->q[s->head++];
         *ret = (struct gw_launch_answer) { .job_id = w->job_id, .attempt = w->attempt, .lost = w->lost,
-                                           .pid = w->pid, .pidfd = w->pidfd, .serial = w->serial,
+                                           .pid = w->pid, .pidfd = w->pidfd, .serial = w->serial, .start = w->start,
                                            .request = w->request, .len = w->len };
         return true;
 }
@@ -314,6 +330,9 @@ int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***re
 }
 
 static void retire(struct gw_launch_server *s, uint64_t serial) {
+        if (s->fd < 0 || serial >> SERIAL_BITS != s->generation)
+                return; /* an earlier launcher's: its channel closed with it */
+        serial &= SERIAL_LIMIT - 1;
         char msg[4 + sizeof serial];
         memcpy(msg, SHIM_RETIRE_MAGIC, 4);
         memcpy(msg + 4, &serial, sizeof serial);
@@ -321,15 +340,20 @@ static void retire(struct gw_launch_server *s, uint64_t serial) {
         (void) send(s->fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial) {
-        if (!s || s->fd < 0 || !serial)
+void gw_launch_server_retire(struct gw_launch_server *s, uint64_t serial) {
+        if (s && serial)
+                retire(s, serial);
+}
+
+void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial, pid_t pid, uint64_t start) {
+        if (!s || s->fd < 0 || !serial || serial >> SERIAL_BITS != s->generation)
                 return;
         if (s->n_warm == WARM_MAX) {
                 retire(s, s->warm[0].serial);
                 memmove(s->warm, s->warm + 1, (WARM_MAX - 1) * sizeof *s->warm);
                 s->n_warm--;
         }
-        s->warm[s->n_warm++] = (struct warm) { serial, mono_seconds() };
+        s->warm[s->n_warm++] = (struct warm) { serial, mono_seconds(), pid, start };
 }
 
 void gw_launch_server_tick(struct gw_launch_server *s) {

@@ -34,6 +34,7 @@ struct gw_launch_answer {
         pid_t pid;
         int pidfd;
         uint64_t serial;    /* pid > 0: names this supervisor to gw_launch_server_warm (0: none) */
+        uint64_t start;     /* its /proc start time when it is an idle one reused, else 0 */
         char *request;
         size_t len;
 };
@@ -47,7 +48,9 @@ int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***re
 /* The attempt the supervisor named serial ran has ended, its end recorded: the supervisor
  * waits for another job, and the next start goes to it instead of a new one.  Only for an
  * attempt seen ended, so that no signal or request meant for it reaches the next job. */
-void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial);
+void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial, pid_t pid, uint64_t start);
+/* The supervisor named serial is not to be used again (its attempt ended unrecorded). */
+void gw_launch_server_retire(struct gw_launch_server *s, uint64_t serial);
 /* Ends idle supervisors left unused for a minute. */
 void gw_launch_server_tick(struct gw_launch_server *s);
 /* The daemon reaped pid: if it was the launcher, it is gone (restarted on a later start). */

@@ -42,7 +42,7 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
         }
         char err[256] = "";
         struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = dj->report_fd,
-                                   .serial = a->lost ? 0 : a->serial };
+                                   .serial = a->lost ? 0 : a->serial, .shim_start = a->lost ? 0 : a->start };
         int r = 0;
         if (a->lost) {
                 r = gw_launch_recover(a, dj->report_fd, dj->job->pid, &run, err, sizeof err);
@@ -61,10 +61,10 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
         gw_job_launched(d, dj, &run);
 }
 
-void gw_launch_answers(struct gw_daemon *d) {
+void gw_launch_answers(struct gw_daemon *d, bool readable) {
         if (!d->launcher)
                 return;
-        if (gw_launch_server_waiting(d->launcher))
+        if (readable && gw_launch_server_waiting(d->launcher))
                 gw_launch_server_poll(d->launcher);
         struct gw_launch_answer a;
         while (gw_launch_server_next(d->launcher, &a)) {

@@ -39,6 +39,7 @@ struct gw_launched {
         pid_t job;                 /* 0: not known yet (it comes on report_fd) */
         bool pending;              /* asked of the launcher: shim and pidfd come with its answer */
         uint64_t serial;           /* the launcher's name for a reusable supervisor, or 0 */
+        uint64_t shim_start;       /* its /proc start time when already known, else 0 */
 };
 
 /* Starts the job's supervisor through the resident launcher srv (launch_server.h) when it

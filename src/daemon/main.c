@@ -197,7 +197,9 @@ static void run_loop(struct gw_daemon *d) {
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
-                gw_launch_answers(d);
+                /* Answers already read (a send reads those waiting; a launcher that died hands
+                 * back what it left unanswered); the socket itself is read when epoll says so. */
+                gw_launch_answers(d, false);
                 gw_launch_server_tick(d->launcher);
                 gw_prelog_head(d);
                 gw_jobs_sweep(d);
@@ -217,9 +219,12 @@ static void run_loop(struct gw_daemon *d) {
                 d->now = gw_now_mono();
                 if (batch_needed(evs, n))
                         gw_jobs_batch_begin(d);
+                bool http_fired[2] = { false, false };
                 for (int i = 0; i < n; i++) {
                         struct gw_source *src = evs[i].data.ptr;
-                        if (src->kind == GW_SRC_SIGNAL)
+                        if (src->kind == GW_SRC_HTTP)
+                                http_fired[src->ptr == d->http[1]] = true;
+                        else if (src->kind == GW_SRC_SIGNAL)
                                 on_signal(d);
                         /* An attempt's end comes by its report pipe or its pidfd, often both in one
                          * batch: the first detaches the other (fd -1). */
@@ -230,17 +235,18 @@ static void run_loop(struct gw_daemon *d) {
                         else if (src->kind == GW_SRC_SAMPLER)
                                 gw_observe_ready(d);
                         else if (src->kind == GW_SRC_LAUNCHER)
-                                gw_launch_answers(d);
+                                gw_launch_answers(d, true);
                 }
                 /* The starts these ends allow go into the same transaction: one commit for
                  * both, then the launches. */
                 if (d->sched_dirty)
                         gw_schedule(d);
                 gw_jobs_batch_end(d);
-                /* Answers queued by handlers and resumed connections need a run even
-                 * when their own fd did not fire. */
+                /* Resumed connections (a cancel that waited, an event stream) need a run even
+                 * when the server's fd did not fire; an iteration of job ends alone needs none
+                 * (two epoll_waits saved per job on a busy queue). */
                 for (int i = 0; i < 2; i++)
-                        if (d->http[i])
+                        if (d->http[i] && (http_fired[i] || gw_http_due(d->http[i])))
                                 gw_http_run(d->http[i]);
                 gw_jobs_bury(d);
                 if (d->big_reply) {
@@ -293,7 +299,7 @@ int main(int argc, char **argv) {
                 return r > 0 ? 0 : 2;
         }
         gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
-        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .launcher_watched = -1 };
+        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .launcher_watched = -1, .euid = geteuid() };
         char err[512], note[256];
         int rc = 1;
         d.users = gw_userdb_new(NULL);
@@ -326,7 +332,7 @@ int main(int argc, char **argv) {
         d.launcher = gw_launch_server_open(d.exits_path, err, sizeof err);
         if (!d.launcher)
                 log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
-        gw_launch_answers(&d);
+        gw_launch_answers(&d, false);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  cfg.listen[0] ? ", http://" : "", cfg.listen[0] ? cfg.listen : "", d.n_gpus, d.n_gpus == 1 ? "" : "s",
                  d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);

@@ -29,7 +29,7 @@ bool gw_prelog_pending(struct gw_daemon *d) {
         return next_without_log(d, (size_t) d->n_gpus * AHEAD_PER_GPU) != NULL;
 }
 
-static void log_make(struct gw_djob *dj) {
+static void log_make(const struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         dj->log_made_attempt = j->attempt; /* tried once: a failure is left to the supervisor */
         int fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640);
@@ -38,7 +38,7 @@ static void log_make(struct gw_djob *dj) {
                 return;
         }
         /* The supervisor hands a private log to the job's user the same way. */
-        if (geteuid() == 0 && fchown(fd, j->uid, j->gid) < 0)
+        if (d->euid == 0 && (j->uid || j->gid) && fchown(fd, j->uid, j->gid) < 0)
                 log_debug("job %lld: chown of %s: %s", (long long) j->id, j->log_path, strerror(errno));
         (void) close(fd);
 }
@@ -46,7 +46,7 @@ static void log_make(struct gw_djob *dj) {
 void gw_prelog_one(struct gw_daemon *d) {
         struct gw_djob *dj = next_without_log(d, (size_t) d->n_gpus * AHEAD_PER_GPU);
         if (dj)
-                log_make(dj);
+                log_make(d, dj);
 }
 
 /* A daemon draining a queue of short jobs is never idle, so the jobs that start at the next
@@ -55,5 +55,5 @@ void gw_prelog_one(struct gw_daemon *d) {
 void gw_prelog_head(struct gw_daemon *d) {
         struct gw_djob *dj;
         for (unsigned i = 0; i < d->n_gpus && (dj = next_without_log(d, d->n_gpus)); i++)
-                log_make(dj);
+                log_make(d, dj);
 }

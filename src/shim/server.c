@@ -152,6 +152,8 @@ static int fd_move(int fd, int target) {
 static int supervisor_next(char *buf, struct request *rq, const char *exits) {
         const char *idle[] = { "--idle", "--exits", exits };
         title_write(idle, 3);
+        static char *no_environment[] = { NULL };
+        environ = no_environment;
         request_free(rq);
         size_t len;
         for (;;) {
@@ -191,6 +193,13 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
                 title_write(parts, 6);
                 environ = rq->envp;
                 int rc = shim_supervise(rq->argc, rq->argv);
+                if (rc != 0 && chan >= 0) {
+                        /* Not reused after a failure.  The channel closes first (an exit closes
+                         * fd 3 before fd 4): a start the daemon sends here once it has seen the
+                         * pipe close is refused by the launcher, not lost. */
+                        (void) close(SHIM_CHANNEL_FD);
+                        chan = -1;
+                }
                 if (chan < 0 || supervisor_next(buf, rq, exits) < 0)
                         _exit(rc);
         }

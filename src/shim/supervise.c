@@ -162,15 +162,18 @@ static void kill_leftovers(void) {
         }
 }
 
-static void record_exit(const struct shim_opts *o, int status) {
+/* 0, or -1 when the journal did not take the line (the daemon then finds the attempt lost). */
+static int record_exit(const struct shim_opts *o, int status) {
         char line[96];
         int n = snprintf(line, sizeof line, "%lld %d %d\n", o->job_id, o->attempt, status);
         /* One short write with O_APPEND: atomic among concurrent shims. */
         int fd = open(o->exits, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, line, (size_t) n) != n)
+        int r = fd >= 0 && write(fd, line, (size_t) n) == n ? 0 : -1;
+        if (r < 0)
                 fprintf(stderr, "gpuward-shim: cannot record the exit of job %lld: %s\n", o->job_id, strerror(errno));
         if (fd >= 0)
                 (void) close(fd);
+        return r;
 }
 
 int shim_supervise(int argc, char **argv) {
@@ -213,9 +216,9 @@ int shim_supervise(int argc, char **argv) {
                         status = st;
                         kill_leftovers();
                 }
-        record_exit(&o, status);
+        int r = record_exit(&o, status);
         /* The end is on record: closing the pipe tells the daemon now, not after our own exit,
          * which tears down an address space first (milliseconds on some virtual machines). */
         (void) close(SHIM_REPORT_FD);
-        return 0;
+        return r < 0 ? 1 : 0;
 }

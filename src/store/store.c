@@ -75,7 +75,11 @@ static const char *const stmt_sql[_ST_MAX] = {
                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         [ST_ATTEMPTS_GET] = "SELECT attempt, gpu_mask, start_time, end_time, has_exit, exit_code, signal, class, "
                             "evidence, resumed_from, epoch, log_path FROM job_attempts WHERE job_id = ?1 ORDER BY attempt",
-        [ST_BEGIN] = "BEGIN IMMEDIATE",
+        /* Deferred: the locks are taken by the first read or write, so a loop iteration that
+         * writes nothing (a job's pid arriving, a launcher's answer) costs no fcntl.  This is
+         * the only writing connection (the checkpointer's are PASSIVE), so upgrading to the
+         * write lock cannot meet another writer. */
+        [ST_BEGIN] = "BEGIN",
         [ST_COMMIT] = "COMMIT",
         [ST_ROLLBACK] = "ROLLBACK",
         [ST_SAVEPOINT] = "SAVEPOINT gw_nested",
