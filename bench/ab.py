@@ -29,6 +29,8 @@ MEASURES = [  # (key, label, unit, better)
     ("queue_ms_p50", "`gpuward queue` with all those submissions pending", " ms", "lower"),
     ("dispatch_gap_ms_p50", "Dispatch gap p50, 4 GPUs", " ms", "lower"),
     ("dispatch_gap_ms_p99", "Dispatch gap p99, 4 GPUs", " ms", "lower"),
+    ("floor4_gap_ms_p50", "The machine's part: 4 loops that only vfork and exec the job, p50", " ms", "lower"),
+    ("floor4_per_s", "The machine's part: those 4 loops' rate", " jobs/s", "higher"),
     ("drain_per_s", "Drain rate, 4 GPUs", " jobs/s", "higher"),
     ("serial_gap_ms_p50", "Dispatch gap p50, 1 GPU", " ms", "lower"),
     ("floor_gap_ms_p50", "The machine's part: a loop that only vforks and execs the job, p50",

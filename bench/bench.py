@@ -110,13 +110,7 @@ def bench_dispatch(gw, build, results, n, gpus=4, key="dispatch"):
         with open(stamps) as f:
             rows = [line.split() for line in f]
         assert len(rows) == n, len(rows)
-        by_gpu = {}
-        for g, s, e in rows:
-            by_gpu.setdefault(g, []).append((float(s), float(e)))
-        gaps = []
-        for spans in by_gpu.values():
-            spans.sort()
-            gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+        gaps = gaps_per_gpu(stamps)
         first = min(float(s) for _, s, _ in rows)
         end = max(float(e) for _, _, e in rows)
         results[f"{key}_jobs"] = n
@@ -230,30 +224,40 @@ def file_create_cost(results, n=500):
     return d
 
 
-def serial_gaps(stamps):
+def gaps_per_gpu(stamps):
+    """Per GPU (or loop), the next job's exec time minus the previous job's exit time."""
+    by_gpu = {}
     with open(stamps) as f:
-        spans = sorted((float(s), float(e)) for _, s, e in (line.split() for line in f))
-    return [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+        for g, s, e in (line.split() for line in f):
+            by_gpu.setdefault(g, []).append((float(s), float(e)))
+    gaps = []
+    for spans in by_gpu.values():
+        spans.sort()
+        gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    return gaps
 
 
-def exec_floor(build, results, n, where):
-    """The 1-GPU gap of a loop that only waits, vforks and execs the stamp: the machine's part."""
+def exec_floor(build, results, n, where, loops, key):
+    """The gap of loops that only wait, vfork and exec the stamp: the machine's part."""
     stamps = os.path.join(where, "floor-stamps")
     loop = os.path.join(build, "bench", "gw-bench-execloop")
     if not os.path.exists(loop):
         return  # a build from before it existed (bench/ab.py's old side)
-    subprocess.run([loop, str(n),
-                    os.path.join(build, "bench", "gw-bench-stamp"), stamps], check=True)
-    gaps = serial_gaps(stamps)
+    subprocess.run([loop, str(n), os.path.join(build, "bench", "gw-bench-stamp"), stamps, str(loops)], check=True)
+    gaps = gaps_per_gpu(stamps)
+    with open(stamps) as f:
+        times = [float(x) for line in f for x in line.split()[1:]]
     os.unlink(stamps)
-    results["floor_gap_ms_p50"] = pct(gaps, 50) * 1000
-    results["floor_gap_ms_p99"] = pct(gaps, 99) * 1000
+    results[f"{key}_per_s"] = n // loops * loops / (max(times) - min(times))
+    results[f"{key}_gap_ms_p50"] = pct(gaps, 50) * 1000
+    results[f"{key}_gap_ms_p99"] = pct(gaps, 99) * 1000
 
 
 def bench_dispatch_probed(gw, build, results, n):
     probe = file_create_cost(results)
     try:
-        exec_floor(build, results, max(n // 4, 100), probe)
+        exec_floor(build, results, n, probe, 4, "floor4")
+        exec_floor(build, results, max(n // 4, 100), probe, 1, "floor")
         bench_dispatch(gw, build, results, n)
         # One GPU: nothing runs beside the path from an end to the next start, so this is
         # its length without the wait for a core that 4 GPUs on 2 cores add.
@@ -274,7 +278,12 @@ def table(r):
         (f"Dispatch gap, job exit → next exec on that GPU, p50 ({r['dispatch_jobs']} jobs of `true`, 4 GPUs)",
          f"{r['dispatch_gap_ms_p50']:.2f} ms", "≤ 2 ms"),
         ("Dispatch gap, p99", f"{r['dispatch_gap_ms_p99']:.2f} ms", "≤ 20 ms"),
+        ("The machine's part: 4 loops side by side that only wait, vfork and exec the same job "
+         "(`bench/execloop.c`), p50 / p99", f"{r['floor4_gap_ms_p50']:.2f} / {r['floor4_gap_ms_p99']:.2f} ms"
+         if "floor4_gap_ms_p50" in r else "—", ""),
         ("Drain rate", f"{r['drain_per_s']:.0f} jobs/s", "≥ 1,000/s"),
+        ("The machine's part: those 4 loops' rate", f"{r['floor4_per_s']:.0f} jobs/s" if "floor4_per_s" in r else "—",
+         ""),
         (f"Dispatch gap with 1 GPU ({r['serial_jobs']} jobs: the path alone, no job beside it), p50 / p99",
          f"{r['serial_gap_ms_p50']:.2f} / {r['serial_gap_ms_p99']:.2f} ms", ""),
         ("The machine's part of that gap: a loop that only waits, vforks and execs the same job "
