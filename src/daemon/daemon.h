@@ -19,6 +19,7 @@
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
 #include "daemon/sampler.h"
+#include "daemon/warm.h"
 #include "gpu/gpu.h"
 #include "store/store.h"
 
@@ -44,7 +45,7 @@ struct gw_djob {
         int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
         struct gw_source pidfd_src;
         int report_fd;               /* the shim reports the job's pid here, then closes it */
-        uint64_t shim_serial;        /* the launcher's name for the shim, to reuse it (0: not reusable) */
+        int shim_chan;               /* the channel to the shim, to send it the next job (warm.h), or -1 */
         bool report_closed;          /* the pipe closed before the launcher's answer came */
         bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
         struct gw_source report_src;
@@ -166,6 +167,7 @@ struct gw_daemon {
         char log_dir[4096], run_dir[4096], exits_path[4200];
         struct gw_exits *exits;
         struct gw_launch_server *launcher;  /* NULL: jobs are started by spawning their shim */
+        struct gw_warm warm;                /* idle supervisors, sent the next starts first */
         struct gw_source launcher_src;
         int launcher_watched;        /* the launcher socket in epoll, -1 none */
 };

@@ -32,6 +32,8 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
                 (void) close(dj->pidfd);
         if (dj->report_fd >= 0)
                 (void) close(dj->report_fd);
+        if (dj->shim_chan >= 0)
+                (void) close(dj->shim_chan);
         gw_jobtel_free(dj);
         gw_rwatch_free(dj->rwatch);
         gw_train_free(dj->train);
@@ -48,6 +50,7 @@ static struct gw_djob *djob_new(struct gw_job *j) {
         dj->job = j;
         dj->pidfd = -1;
         dj->report_fd = -1;
+        dj->shim_chan = -1;
         return dj;
 }
 
@@ -361,7 +364,7 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         };
         char err[256] = "";
         struct gw_launched run;
-        int r = gw_launch_start(&l, d->launcher, &run, err, sizeof err);
+        int r = gw_launch_start(&l, &d->warm, d->launcher, &run, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
@@ -387,13 +390,14 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj);
  * act for this attempt and waits for another job (it may not exit, so its pidfd is no
  * signal); without it, it died. */
 static void attempt_closed(struct gw_daemon *d, struct gw_djob *dj) {
-        uint64_t serial = dj->shim_serial;
+        int chan = dj->shim_chan;
         pid_t shim = dj->job->shim_pid;
         uint64_t start = dj->job->shim_start;
+        dj->shim_chan = -1;
         if (gw_job_exited(d, dj))
-                gw_launch_server_warm(d->launcher, serial, shim, start);
-        else
-                gw_launch_server_retire(d->launcher, serial); /* it died, or cannot record */
+                gw_warm_put(&d->warm, chan, shim, start, d->now / GW_USEC_PER_SEC);
+        else if (chan >= 0)
+                (void) close(chan); /* it died, or could not record: it ends */
 }
 
 void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
@@ -413,7 +417,9 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
         if (run->pending)
                 return; /* the launcher's answer brings the supervisor (launch_wait.c) */
         j->shim_pid = run->shim;
-        dj->shim_serial = run->serial;
+        if (dj->shim_chan >= 0)
+                (void) close(dj->shim_chan);
+        dj->shim_chan = run->chan;
         j->shim_start = run->shim_start;
         if (!j->shim_start)
                 (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
@@ -473,6 +479,10 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
 /* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */
 static void attempt_detach(struct gw_daemon *d, struct gw_djob *dj) {
         report_close(d, dj);
+        if (dj->shim_chan >= 0) {
+                (void) close(dj->shim_chan);
+                dj->shim_chan = -1;
+        }
         if (dj->pidfd >= 0) {
                 (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->pidfd, NULL);
                 (void) close(dj->pidfd);

@@ -21,23 +21,8 @@
 #define RETRY_SECONDS 10
 /* How long a request may wait to be taken by the launcher (it reads one at a time). */
 #define SEND_TIMEOUT_MS 10000
-/* Idle supervisors kept for the next starts, and how long one may wait unused before it is
- * told to end (each is a small process; a busy queue uses them within milliseconds). */
-#define WARM_MAX 16
-#define SERIAL_BITS 40
-#define SERIAL_LIMIT ((uint64_t) 1 << SERIAL_BITS)
-#define WARM_SECONDS 60
 
 extern char **environ;
-
-/* An idle supervisor: the launcher's name for it, since when it waits, and what the daemon
- * knows of it (so that its /proc entry need not be read again when it is reused). */
-struct warm {
-        uint64_t serial;
-        time_t since;
-        pid_t pid;
-        uint64_t start;
-};
 
 /* A request sent and not yet handed back to the daemon.  Answers come in the order of the
  * requests (one socket, one launcher reading one at a time). */
@@ -49,9 +34,7 @@ struct waiting {
         bool answered, lost;
         pid_t pid;              /* answered: the supervisor, or -errno */
         int pidfd;
-        uint64_t serial;        /* answered: the name to hand it the next job by (0: none) */
-        uint64_t start;         /* answered by the supervisor asked for: its known start time */
-        struct warm reuse;      /* the idle supervisor asked for, if any */
+        int chan;               /* answered: the daemon's end of the supervisor's channel, or -1 */
 };
 
 struct gw_launch_server {
@@ -61,9 +44,6 @@ struct gw_launch_server {
         time_t down_since;
         struct waiting *q;      /* q[head..n) in request order */
         size_t head, n, cap;
-        struct warm warm[WARM_MAX];  /* idle supervisors, the most recently idle last */
-        uint64_t generation;    /* launchers spawned so far: the high bits of the serials we hand out */
-        size_t n_warm;
 };
 
 static time_t mono_seconds(void) {
@@ -93,7 +73,6 @@ static int server_spawn(struct gw_launch_server *s, char *err, size_t errlen) {
         char *argv[] = { (char *) shim, (char *) "--server", (char *) "--exits", s->exits_path,
                          (char *) "--title-space", space, NULL };
         int r = gw_launch_spawn(shim, argv, environ, sv[1], &s->pid);
-        s->generation++;
         (void) close(sv[1]);
         if (r < 0) {
                 (void) close(sv[0]);
@@ -118,7 +97,6 @@ struct gw_launch_server *gw_launch_server_open(const char *exits_path, char *err
 static void server_down(struct gw_launch_server *s, const char *why) {
         if (s->fd < 0)
                 return;
-        s->n_warm = 0; /* their channels close with the launcher: they end */
         for (size_t i = s->head; i < s->n; i++)
                 s->q[i].lost = !s->q[i].answered;
         log_warn("job launcher (pid %d) %s; starting jobs by spawning until it is back", (int) s->pid, why);
@@ -136,12 +114,16 @@ struct gw_launch_server *gw_launch_server_close(struct gw_launch_server *s) {
                 return NULL;
         if (s->fd >= 0)
                 (void) close(s->fd);
-        /* Supervisors still unanswered live on: the next daemon finds them by their titles. */
+        /* Supervisors still unanswered live on: the next daemon finds them by their titles
+         * (their channels close here: each ends after its job). */
         for (size_t i = s->head; i < s->n; i++) {
                 free(s->q[i].request);
                 if (s->q[i].pidfd >= 0)
                         (void) close(s->q[i].pidfd);
         }
+        for (size_t i = s->head; i < s->n; i++)
+                if (s->q[i].chan >= 0)
+                        (void) close(s->q[i].chan);
         free(s->q);
         free(s);
         return NULL;
@@ -158,8 +140,7 @@ void gw_launch_server_reaped(struct gw_launch_server *s, pid_t pid) {
         }
 }
 
-/* The request datagram (shim.h) in a fresh buffer; NULL when too large for one. */
-static char *request_encode(char *const *argv, char *const *envp, uint64_t reuse, size_t *ret_len) {
+char *gw_launch_request_encode(char *const *argv, char *const *envp, size_t *ret_len) {
         uint32_t counts[2] = { 0, 0 };
         size_t len = SHIM_HEADER_LEN;
         char *const *lists[2] = { argv, envp };
@@ -172,7 +153,6 @@ static char *request_encode(char *const *argv, char *const *envp, uint64_t reuse
         memcpy(buf, SHIM_MAGIC, 4);
         memcpy(buf + 4, &counts[0], 4);
         memcpy(buf + 8, &counts[1], 4);
-        memcpy(buf + 12, &reuse, 8);
         for (int k = 0; k < 2; k++)
                 for (size_t i = 0; i < counts[k]; i++) {
                         size_t l = strlen(lists[k][i]) + 1;
@@ -192,15 +172,18 @@ static int send_request(int fd, const char *buf, size_t len, int report_fd) {
         return n == (ssize_t) len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-static int receive_answer(int fd, struct shim_reply *ret, int *ret_pidfd) {
+static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd, int *ret_chan) {
         union gw_fdpass_ctl ctl;
-        struct iovec iov = { ret, sizeof *ret };
+        struct iovec iov = { ret_pid, sizeof *ret_pid };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         gw_fdpass_expect(&mh, &ctl);
         ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n != (ssize_t) sizeof *ret)
+        if (n != (ssize_t) sizeof *ret_pid)
                 return n < 0 ? -errno : -EPIPE;
-        *ret_pidfd = gw_fdpass_take(&mh);
+        int fds[2];
+        (void) gw_fdpass_take_n(&mh, fds, 2);
+        *ret_pidfd = fds[0];
+        *ret_chan = fds[1];
         return 0;
 }
 
@@ -215,10 +198,9 @@ static size_t first_unanswered(const struct gw_launch_server *s) {
 static void read_answers(struct gw_launch_server *s) {
         /* Not once more than there are answers due: that read would only say EAGAIN. */
         while (s->fd >= 0 && first_unanswered(s) < s->n) {
-                struct shim_reply a = { 0 };
-                int pidfd = -1;
-                int r = receive_answer(s->fd, &a, &pidfd);
-                int32_t pid = a.pid;
+                int32_t pid = 0;
+                int pidfd = -1, chan = -1;
+                int r = receive_answer(s->fd, &pid, &pidfd, &chan);
                 if (r == -EAGAIN || r == -EINTR)
                         return;
                 if (r < 0) {
@@ -229,19 +211,15 @@ static void read_answers(struct gw_launch_server *s) {
                 w->answered = true;
                 w->pid = pid > 0 && pidfd >= 0 ? (pid_t) pid : pid < 0 ? (pid_t) pid : -EIO;
                 w->pidfd = w->pid > 0 ? pidfd : -1;
-                /* Each launcher counts from 1: the generation keeps an earlier launcher's
-                 * supervisor (still busy with its job) from being named to this one. */
-                bool named = w->pid > 0 && a.serial && a.serial < SERIAL_LIMIT;
-                w->serial = named ? s->generation << SERIAL_BITS | a.serial : 0;
-                if (named && w->reuse.serial == w->serial && w->reuse.pid == w->pid)
-                        w->start = w->reuse.start;
+                w->chan = w->pid > 0 ? chan : -1;
                 if (w->pid <= 0 && pidfd >= 0)
                         (void) close(pidfd);
+                if (w->pid <= 0 && chan >= 0)
+                        (void) close(chan);
         }
 }
 
-static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt, char *request, size_t len,
-                         struct warm reuse) {
+static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt, char *request, size_t len) {
         if (s->head == s->n)
                 s->head = s->n = 0;
         if (s->n == s->cap && s->head > 0) {
@@ -254,7 +232,7 @@ static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt
                 s->q = gw_xrealloc(s->q, s->cap * sizeof *s->q);
         }
         s->q[s->n++] = (struct waiting) { .job_id = job_id, .attempt = attempt, .request = request, .len = len,
-                                          .pidfd = -1, .reuse = reuse };
+                                          .pidfd = -1, .chan = -1 };
 }
 
 int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
@@ -271,12 +249,9 @@ int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *c
                 log_info("job launcher back (pid %d)", (int) s->pid);
         }
         size_t len;
-        /* The most recently idle supervisor: its memory is the likeliest to be warm. */
-        struct warm reuse = s->n_warm ? s->warm[s->n_warm - 1] : (struct warm) { 0 };
-        char *buf = request_encode(argv, envp, reuse.serial & (SERIAL_LIMIT - 1), &len);
+        char *buf = gw_launch_request_encode(argv, envp, &len);
         if (!buf)
                 return -E2BIG; /* an environment this large is spawned with it */
-        s->n_warm -= s->n_warm > 0;
         /* Unread answers must not fill our socket while the launcher waits to send one. */
         read_answers(s);
         int r = s->fd >= 0 ? send_request(s->fd, buf, len, report_fd) : -ENOTCONN;
@@ -286,7 +261,7 @@ int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *c
                 server_down(s, r == -EAGAIN ? "did not take a request in time" : "is gone");
                 return r;
         }
-        waiting_push(s, job_id, attempt, buf, len, reuse);
+        waiting_push(s, job_id, attempt, buf, len);
         return 0;
 }
 
@@ -300,7 +275,7 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
                 return false;
         struct waiting *w = &s->q[s->head++];
         *ret = (struct gw_launch_answer) { .job_id = w->job_id, .attempt = w->attempt, .lost = w->lost,
-                                           .pid = w->pid, .pidfd = w->pidfd, .serial = w->serial, .start = w->start,
+                                           .pid = w->pid, .pidfd = w->pidfd, .chan = w->chan,
                                            .request = w->request, .len = w->len };
         return true;
 }
@@ -327,42 +302,4 @@ int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***re
         *ret_argv = lists[0];
         *ret_envp = lists[1];
         return 0;
-}
-
-static void retire(struct gw_launch_server *s, uint64_t serial) {
-        if (s->fd < 0 || serial >> SERIAL_BITS != s->generation)
-                return; /* an earlier launcher's: its channel closed with it */
-        serial &= SERIAL_LIMIT - 1;
-        char msg[4 + sizeof serial];
-        memcpy(msg, SHIM_RETIRE_MAGIC, 4);
-        memcpy(msg + 4, &serial, sizeof serial);
-        /* Unchecked: a launcher that cannot take it is going down, and its supervisors with it. */
-        (void) send(s->fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-void gw_launch_server_retire(struct gw_launch_server *s, uint64_t serial) {
-        if (s && serial)
-                retire(s, serial);
-}
-
-void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial, pid_t pid, uint64_t start) {
-        if (!s || s->fd < 0 || !serial || serial >> SERIAL_BITS != s->generation)
-                return;
-        if (s->n_warm == WARM_MAX) {
-                retire(s, s->warm[0].serial);
-                memmove(s->warm, s->warm + 1, (WARM_MAX - 1) * sizeof *s->warm);
-                s->n_warm--;
-        }
-        s->warm[s->n_warm++] = (struct warm) { serial, mono_seconds(), pid, start };
-}
-
-void gw_launch_server_tick(struct gw_launch_server *s) {
-        if (!s || !s->n_warm)
-                return;
-        time_t now = mono_seconds();
-        size_t old = 0;
-        while (old < s->n_warm && now - s->warm[old].since >= WARM_SECONDS)
-                retire(s, s->warm[old++].serial);
-        memmove(s->warm, s->warm + old, (s->n_warm - old) * sizeof *s->warm);
-        s->n_warm -= old;
 }

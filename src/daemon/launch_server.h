@@ -33,8 +33,7 @@ struct gw_launch_answer {
         bool lost;
         pid_t pid;
         int pidfd;
-        uint64_t serial;    /* pid > 0: names this supervisor to gw_launch_server_warm (0: none) */
-        uint64_t start;     /* its /proc start time when it is an idle one reused, else 0 */
+        int chan;           /* pid > 0: the daemon's end of its channel (warm.h), or -1 */
         char *request;
         size_t len;
 };
@@ -43,15 +42,9 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
  * changes when the launcher is restarted). */
 bool gw_launch_server_waiting(const struct gw_launch_server *s);
 int gw_launch_server_fd(const struct gw_launch_server *s);
+/* The request datagram (shim.h) in a fresh buffer; NULL when too large for one. */
+char *gw_launch_request_encode(char *const *argv, char *const *envp, size_t *ret_len);
 /* A request's argv and environment again, pointing into buf (the arrays are malloc'ed). */
 int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***ret_envp);
-/* The attempt the supervisor named serial ran has ended, its end recorded: the supervisor
- * waits for another job, and the next start goes to it instead of a new one.  Only for an
- * attempt seen ended, so that no signal or request meant for it reaches the next job. */
-void gw_launch_server_warm(struct gw_launch_server *s, uint64_t serial, pid_t pid, uint64_t start);
-/* The supervisor named serial is not to be used again (its attempt ended unrecorded). */
-void gw_launch_server_retire(struct gw_launch_server *s, uint64_t serial);
-/* Ends idle supervisors left unused for a minute. */
-void gw_launch_server_tick(struct gw_launch_server *s);
 /* The daemon reaped pid: if it was the launcher, it is gone (restarted on a later start). */
 void gw_launch_server_reaped(struct gw_launch_server *s, pid_t pid);

@@ -38,11 +38,12 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                          (long long) a->job_id, a->attempt);
                 if (a->pidfd >= 0)
                         (void) close(a->pidfd);
+                if (a->chan >= 0)
+                        (void) close(a->chan);
                 return;
         }
         char err[256] = "";
-        struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = dj->report_fd,
-                                   .serial = a->lost ? 0 : a->serial, .shim_start = a->lost ? 0 : a->start };
+        struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = dj->report_fd, .chan = a->chan };
         int r = 0;
         if (a->lost) {
                 r = gw_launch_recover(a, dj->report_fd, dj->job->pid, &run, err, sizeof err);

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "daemon/launch_server.h"
 #include "daemon/proc.h"
+#include "daemon/warm.h"
 
 struct shim_args {
         char job[32], attempt[32], user[64], groups[8192];
@@ -138,7 +139,7 @@ static int launched_anyway(int report_fd, pid_t job, struct gw_launched *ret) {
         int fd = shim > 0 ? (int) syscall(SYS_pidfd_open, shim, 0) : -1;
         if (fd < 0)
                 return errno == ESRCH ? -ETIMEDOUT : -errno;
-        *ret = (struct gw_launched) { .shim = shim, .pidfd = fd, .report_fd = -1, .job = job };
+        *ret = (struct gw_launched) { .shim = shim, .pidfd = fd, .report_fd = -1, .job = job, .chan = -1 };
         return 0;
 }
 
@@ -156,7 +157,7 @@ static int spawn_supervisor(const char *shim, char *const *argv, char *const *en
         int r = report_pipe(pfd, err, errlen);
         if (r < 0)
                 return r;
-        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0] };
+        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .chan = -1 };
         r = gw_launch_spawn(shim, argv, envp, pfd[1], &ret->shim);
         (void) close(pfd[1]);
         if (r < 0) {
@@ -166,8 +167,30 @@ static int spawn_supervisor(const char *shim, char *const *argv, char *const *en
         return r;
 }
 
-int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, struct gw_launched *ret, char *err,
-                    size_t errlen) {
+/* Sends the start to an idle supervisor: 0 with *ret, or -1 when none took it. */
+static int start_in_idle(struct gw_warm *warm, char *const *argv, char *const *envp, struct gw_launched *ret, char *err,
+                         size_t errlen) {
+        if (!warm || !warm->n)
+                return -1;
+        size_t len;
+        _cleanup_free_ char *request = gw_launch_request_encode(argv, envp, &len);
+        int pfd[2];
+        if (!request || report_pipe(pfd, err, errlen) < 0)
+                return -1;
+        struct gw_warm_one one;
+        bool sent = gw_warm_send(warm, request, len, pfd[1], &one);
+        (void) close(pfd[1]);
+        if (!sent) {
+                (void) close(pfd[0]);
+                return -1;
+        }
+        *ret = (struct gw_launched) { .shim = one.pid, .pidfd = -1, .report_fd = pfd[0], .chan = one.chan,
+                                      .shim_start = one.start };
+        return 0;
+}
+
+int gw_launch_start(const struct gw_launch *l, struct gw_warm *warm, struct gw_launch_server *srv,
+                    struct gw_launched *ret, char *err, size_t errlen) {
         const char *shim = gw_launch_shim_path();
         if (!shim) {
                 snprintf(err, errlen, "gpuward-shim not found beside gpuwardd");
@@ -175,6 +198,8 @@ int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, str
         }
         struct shim_args a;
         _cleanup_free_ char **argv = shim_argv(l, shim, &a);
+        if (start_in_idle(warm, argv, l->envp, ret, err, errlen) == 0)
+                return 0;
         if (srv) {
                 int pfd[2];
                 int r = report_pipe(pfd, err, errlen);
@@ -183,7 +208,7 @@ int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, str
                 r = gw_launch_server_send(srv, argv, l->envp, pfd[1], l->job_id, l->attempt);
                 (void) close(pfd[1]);
                 if (r == 0) {
-                        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .pending = true };
+                        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .pending = true, .chan = -1 };
                         return 0;
                 }
                 (void) close(pfd[0]);

@@ -28,6 +28,7 @@ struct gw_launch {
 };
 
 struct gw_launch_server;
+struct gw_warm;
 
 /* A started supervisor: its pid; a pidfd (readable when it exits) if the resident launcher
  * forked it, else -1 (it is then the daemon's child, reaped on SIGCHLD); a non-blocking fd on
@@ -38,15 +39,15 @@ struct gw_launched {
         int report_fd;             /* -1 when job is already known */
         pid_t job;                 /* 0: not known yet (it comes on report_fd) */
         bool pending;              /* asked of the launcher: shim and pidfd come with its answer */
-        uint64_t serial;           /* the launcher's name for a reusable supervisor, or 0 */
+        int chan;                  /* the channel to send the shim its next job on (warm.h), or -1 */
         uint64_t shim_start;       /* its /proc start time when already known, else 0 */
 };
 
 /* Starts the job's supervisor through the resident launcher srv (launch_server.h) when it
  * is up (ret->pending: its answer comes later, gw_launch_server_next), else by spawning
  * gpuward-shim. */
-int gw_launch_start(const struct gw_launch *l, struct gw_launch_server *srv, struct gw_launched *ret, char *err,
-                    size_t errlen);
+int gw_launch_start(const struct gw_launch *l, struct gw_warm *warm, struct gw_launch_server *srv,
+                    struct gw_launched *ret, char *err, size_t errlen);
 /* The launcher died before answering a: the supervisor it may have forked, found through
  * the job's pid (job, or read from the report pipe; then ret->report_fd is -1 and ret->job
  * set), else one spawned from the kept request (ret->report_fd is its new report pipe). */

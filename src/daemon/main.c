@@ -200,7 +200,7 @@ static void run_loop(struct gw_daemon *d) {
                 /* Answers already read (a send reads those waiting; a launcher that died hands
                  * back what it left unanswered); the socket itself is read when epoll says so. */
                 gw_launch_answers(d, false);
-                gw_launch_server_tick(d->launcher);
+                (void) gw_warm_tick(&d->warm, d->now / GW_USEC_PER_SEC);
                 gw_prelog_head(d);
                 gw_jobs_sweep(d);
                 if (d->sched_dirty)
@@ -285,6 +285,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         d->store = gw_store_close(d->store);
         d->exits = gw_exits_close(d->exits);
         d->launcher = gw_launch_server_close(d->launcher);
+        gw_warm_close(&d->warm);
         if (d->sigfd >= 0)
                 (void) close(d->sigfd);
         if (d->epfd >= 0)

@@ -1,5 +1,5 @@
-/* The resident launcher (see shim.h): a supervisor forked per job start, or an idle one
- * handed the next job. */
+/* The resident launcher (see shim.h): a supervisor forked per request; and a supervisor's
+ * loop over the jobs the daemon sends it on its channel. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,9 +19,6 @@
 
 #define SERVER_FD 3
 #define MAX_STRINGS 65536
-/* Supervisors the launcher keeps a channel to (those beyond are started without one and end
- * with their job). */
-#define MAX_CHANNELS 256
 
 extern char **environ;
 
@@ -29,20 +26,8 @@ struct request {
         int argc;
         char **argv;
         char **envp;
-        uint64_t reuse;
         int report_fd;
 };
-
-/* A supervisor this launcher started with a channel: the next job can be sent to it. */
-struct channel {
-        uint64_t serial;
-        pid_t pid;
-        int fd;
-};
-
-static struct channel channels[MAX_CHANNELS];
-static size_t n_channels;
-static uint64_t next_serial = 1;
 
 /* The bytes of the server's own arguments after argv[0]: the room a supervisor writes its
  * "--job ID --attempt N --exits FILE" into. */
@@ -85,7 +70,6 @@ static int request_parse(char *buf, size_t len, struct request *rq) {
                 return -EBADMSG;
         memcpy(&argc, buf + 4, 4);
         memcpy(&envc, buf + 8, 4);
-        memcpy(&rq->reuse, buf + 12, 8);
         if (argc < 2 || argc > MAX_STRINGS || envc > MAX_STRINGS || buf[len - 1] != '\0')
                 return -EBADMSG;
         rq->argv = calloc((size_t) argc + 1, sizeof(char *));
@@ -127,13 +111,15 @@ static int receive_request(int fd, char *buf, size_t cap, size_t *ret_len, struc
         return rq->report_fd < 0 ? -EBADMSG : request_parse(buf, *ret_len, rq);
 }
 
-static void reply(int32_t pid, int pidfd, uint64_t serial) {
+/* The answer: pid (or -errno), with the supervisor's pidfd and the daemon's end of its
+ * channel (-1: none) attached. */
+static void reply(int32_t pid, int pidfd, int chan) {
         union gw_fdpass_ctl ctl;
-        struct shim_reply a = { .pid = pid, .serial = serial };
-        struct iovec iov = { &a, sizeof a };
+        struct iovec iov = { &pid, sizeof pid };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        int fds[2] = { pidfd, chan };
         if (pidfd >= 0)
-                gw_fdpass_attach(&mh, &ctl, pidfd);
+                gw_fdpass_attach_n(&mh, &ctl, fds, chan >= 0 ? 2 : 1);
         (void) sendmsg(SERVER_FD, &mh, MSG_NOSIGNAL);
 }
 
@@ -148,7 +134,7 @@ static int fd_move(int fd, int target) {
 }
 
 /* Takes the next request on the channel into the process (its fd 3, environment and title):
- * -1 when the launcher is gone or said to end. */
+ * -1 when the daemon closed the channel (it will send nothing more, or it is gone). */
 static int supervisor_next(char *buf, struct request *rq, const char *exits) {
         const char *idle[] = { "--idle", "--exits", exits };
         title_write(idle, 3);
@@ -170,7 +156,7 @@ static int supervisor_next(char *buf, struct request *rq, const char *exits) {
 }
 
 /* In the forked child: become what a spawned supervisor would be, then supervise, and with a
- * channel go on with the jobs the launcher sends until it closes it. */
+ * channel go on with the jobs the daemon sends on it until it closes it. */
 static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd, int chan, const char *exits) {
         sigset_t none;
         sigemptyset(&none);
@@ -183,8 +169,6 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
         if (fd_move(rq->report_fd, SHIM_REPORT_FD) < 0 || (chan >= 0 && fd_move(chan, SHIM_CHANNEL_FD) < 0))
                 _exit(127);
         rq->report_fd = -1;
-        /* The launcher's other channels must close when it exits, or their idle supervisors
-         * would wait forever. */
         (void) close_range(chan >= 0 ? SHIM_CHANNEL_FD + 1 : SHIM_REPORT_FD + 1, ~0U, 0);
         for (;;) {
                 const char *job = arg_after(rq->argc, rq->argv, "--job");
@@ -196,7 +180,7 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
                 if (rc != 0 && chan >= 0) {
                         /* Not reused after a failure.  The channel closes first (an exit closes
                          * fd 3 before fd 4): a start the daemon sends here once it has seen the
-                         * pipe close is refused by the launcher, not lost. */
+                         * pipe close fails at once (EPIPE), rather than being lost. */
                         (void) close(SHIM_CHANNEL_FD);
                         chan = -1;
                 }
@@ -205,106 +189,49 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
         }
 }
 
-static struct channel *channel_find(uint64_t serial) {
-        for (size_t i = 0; i < n_channels; i++)
-                if (channels[i].serial == serial)
-                        return &channels[i];
-        return NULL;
-}
-
-static void channel_drop(struct channel *c) {
-        (void) close(c->fd);
-        *c = channels[--n_channels];
-}
-
-/* Hands the request (the datagram as received, and its report pipe) to an idle supervisor:
- * its pid, or 0 when that one is gone (a new one is forked instead). */
-static pid_t launch_reused(struct request *rq, const char *buf, size_t len) {
-        struct channel *c = channel_find(rq->reuse);
-        if (!c)
-                return 0;
-        union gw_fdpass_ctl ctl;
-        struct iovec iov = { (void *) buf, len };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        gw_fdpass_attach(&mh, &ctl, rq->report_fd);
-        if (sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t) len) {
-                channel_drop(c);
-                return 0;
-        }
-        return c->pid;
-}
-
-static void launch(char *buf, size_t len, struct request *rq, int sigfd, const char *exits) {
-        pid_t pid = rq->reuse ? launch_reused(rq, buf, len) : 0;
-        uint64_t serial = pid > 0 ? rq->reuse : 0;
-        if (pid == 0) {
-                int sv[2] = { -1, -1 };
-                if (n_channels < MAX_CHANNELS && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                        sv[0] = sv[1] = -1;
-                pid = fork();
-                if (pid == 0)
-                        become_supervisor(buf, rq, sigfd, sv[1], exits);
-                if (sv[1] >= 0)
-                        (void) close(sv[1]);
-                if (pid > 0 && sv[0] >= 0) {
-                        serial = next_serial++;
-                        channels[n_channels++] = (struct channel) { serial, pid, sv[0] };
-                } else if (sv[0] >= 0)
-                        (void) close(sv[0]);
-        }
-        if (pid < 0) {
-                reply(-errno, -1, 0);
-                return;
-        }
+static void launch(char *buf, struct request *rq, int sigfd, const char *exits) {
+        /* The channel's other end goes to the daemon, which sends this supervisor its next
+         * jobs; without one (no socket to spare) the supervisor ends with its job. */
+        int sv[2] = { -1, -1 };
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                sv[0] = sv[1] = -1;
+        pid_t pid = fork();
+        if (pid == 0)
+                become_supervisor(buf, rq, sigfd, sv[1], exits);
+        int err = errno;
+        if (sv[1] >= 0)
+                (void) close(sv[1]);
         /* Not reaped before this (we reap only on SIGCHLD, read after this): the pid cannot
          * have been reused. */
-        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        reply(pidfd >= 0 ? (int32_t) pid : -errno, pidfd, serial);
+        int pidfd = pid > 0 ? (int) syscall(SYS_pidfd_open, pid, 0) : -1;
+        if (pid > 0 && pidfd < 0)
+                err = errno;
+        reply(pidfd >= 0 ? (int32_t) pid : -err, pidfd, pidfd >= 0 ? sv[0] : -1);
         if (pidfd >= 0)
                 (void) close(pidfd);
-}
-
-/* A supervisor the daemon will not use again: closing its channel ends it. */
-static void retire(const char *buf, size_t len) {
-        uint64_t serial;
-        if (len != 4 + sizeof serial)
-                return;
-        memcpy(&serial, buf + 4, sizeof serial);
-        struct channel *c = channel_find(serial);
-        if (c)
-                channel_drop(c);
+        if (sv[0] >= 0)
+                (void) close(sv[0]);
 }
 
 static void reap(int sigfd) {
         struct signalfd_siginfo si;
         while (read(sigfd, &si, sizeof si) == sizeof si)
                 ;
-        pid_t pid;
-        while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-                for (size_t i = 0; i < n_channels; i++)
-                        if (channels[i].pid == pid) {
-                                channel_drop(&channels[i]);
-                                break;
-                        }
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
 }
 
-/* One message from the daemon; -1 when it is gone. */
+/* One request from the daemon; -1 when it is gone. */
 static int serve_one(char *buf, int sigfd, const char *exits) {
         struct request rq = { .report_fd = -1 };
         size_t len = 0;
-        int r = receive(SERVER_FD, buf, SHIM_REQUEST_MAX, &len, &rq.report_fd);
-        if (r < 0 && r != -EBADMSG)
+        int r = receive_request(SERVER_FD, buf, SHIM_REQUEST_MAX, &len, &rq);
+        if (r < 0 && r != -EBADMSG && r != -ENOMEM)
                 return -1; /* what we started lives on without us */
-        if (r == 0 && len >= 4 && !memcmp(buf, SHIM_RETIRE_MAGIC, 4) && rq.report_fd < 0) {
-                retire(buf, len);
-                return 0;
-        }
-        if (r == 0)
-                r = rq.report_fd < 0 ? -EBADMSG : request_parse(buf, len, &rq);
         if (r < 0)
-                reply(r, -1, 0);
+                reply(r, -1, -1);
         else
-                launch(buf, len, &rq, sigfd, exits);
+                launch(buf, &rq, sigfd, exits);
         request_free(&rq);
         return 0;
 }

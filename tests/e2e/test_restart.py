@@ -168,10 +168,13 @@ class LauncherTest(DaemonTest):
         # The job the launcher had started is still supervised: its end is seen, with its status.
         open(gate, "w").close()
         self.assertEqual(self.d.wait_state(running, "FAILED")["exit_code"], 3)
-        # Ten seconds after the failure, the next start brings the launcher back.
+        # Ten seconds after the failure, a start that needs a new supervisor brings the launcher
+        # back.  The supervisor of the first job outlived the launcher and is idle: it takes one
+        # of these two, which run at once; the other needs the launcher.
         time.sleep(10.5)
-        jid = self.d.submit("--", "true")
-        self.d.wait_state(jid, "COMPLETED")
+        ids = [self.d.submit("--", "sleep", "1") for _ in range(2)]
+        for jid in ids:
+            self.d.wait_state(jid, "COMPLETED")
         self.assertIn("job launcher back", self.d.daemon_log())
         self.assertIsNotNone(launcher_pid(self.d.proc.pid))
 
