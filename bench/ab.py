@@ -38,9 +38,10 @@ MEASURES = [  # (key, label, unit, better)
 ]
 
 
-def run(build, only, extra):
+def run(build, only, extra, tools):
     cmd = [sys.executable, os.path.join(HERE, "bench.py"), "--build", build, "--only", only, *extra]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    # The machine's floors are measured with the new build's tools on both sides.
+    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, GW_BENCH_TOOLS=tools))
     if out.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout[out.stdout.index("{"):])
@@ -61,8 +62,9 @@ def main():
     for rnd in range(a.rounds):
         for side in ("old", "new"):
             build = os.path.abspath(getattr(a, side))
-            r = run(build, "submit", ["--api-jobs", str(a.api_jobs), "--cli-jobs", str(a.cli_jobs)])
-            r.update(run(build, "dispatch", ["--dispatch-jobs", str(a.dispatch_jobs)]))
+            tools = os.path.join(os.path.abspath(a.new), "bench")
+            r = run(build, "submit", ["--api-jobs", str(a.api_jobs), "--cli-jobs", str(a.cli_jobs)], tools)
+            r.update(run(build, "dispatch", ["--dispatch-jobs", str(a.dispatch_jobs)], tools))
             got[side].append(r)
             print(f"round {rnd + 1} {side}: " + ", ".join(f"{k} {r[k]:.2f}" for k, *_ in MEASURES if k in r),
                   file=sys.stderr)

@@ -238,12 +238,14 @@ def gaps_per_gpu(stamps):
 
 
 def exec_floor(build, results, n, where, loops, key):
-    """The gap of loops that only wait, vfork and exec the stamp: the machine's part."""
+    """The gap of loops that only wait, vfork and exec the stamp: the machine's part.  The tools
+    come from $GW_BENCH_TOOLS when set (bench/ab.py measures both builds' floors with the same ones)."""
     stamps = os.path.join(where, "floor-stamps")
-    loop = os.path.join(build, "bench", "gw-bench-execloop")
+    tools = os.environ.get("GW_BENCH_TOOLS") or os.path.join(build, "bench")
+    loop = os.path.join(tools, "gw-bench-execloop")
     if not os.path.exists(loop):
-        return  # a build from before it existed (bench/ab.py's old side)
-    subprocess.run([loop, str(n), os.path.join(build, "bench", "gw-bench-stamp"), stamps, str(loops)], check=True)
+        return  # a build from before it existed
+    subprocess.run([loop, str(n), os.path.join(tools, "gw-bench-stamp"), stamps, str(loops)], check=True)
     gaps = gaps_per_gpu(stamps)
     with open(stamps) as f:
         times = [float(x) for line in f for x in line.split()[1:]]
