@@ -464,10 +464,9 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         }
         if (r == -EIO)
                 return; /* no job started (its vfork failed): the exit line and the EOF follow */
-        /* Closed: the end is in the exits journal (or the supervisor died), and the attempt is
-         * over now, before the supervisor's own exit shows on its pidfd.  While the launcher's
-         * answer is awaited, that answer and the pidfd bring the end instead. */
-        /* Closed, or unreadable (which no supervisor causes): the exits journal tells. */
+        /* Closed (or unreadable, which no supervisor causes): the end is in the exits journal,
+         * or the supervisor died.  While the launcher's answer is awaited, the end is taken
+         * when that answer comes (gw_job_launched). */
         if (!dj->launch_pending && dj->job->shim_pid > 0)
                 attempt_closed(d, dj);
         else {

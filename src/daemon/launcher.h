@@ -43,8 +43,9 @@ struct gw_launched {
         uint64_t shim_start;       /* its /proc start time when already known, else 0 */
 };
 
-/* Starts the job's supervisor through the resident launcher srv (launch_server.h) when it
- * is up (ret->pending: its answer comes later, gw_launch_server_next), else by spawning
+/* Starts the job in an idle supervisor from warm (warm.h) when one takes it; else a new
+ * supervisor through the resident launcher srv (launch_server.h) when it is up
+ * (ret->pending: its answer comes later, gw_launch_server_next); else by spawning
  * gpuward-shim. */
 int gw_launch_start(const struct gw_launch *l, struct gw_warm *warm, struct gw_launch_server *srv,
                     struct gw_launched *ret, char *err, size_t errlen);
