@@ -224,7 +224,9 @@ char *cli_format_secs(double secs, char *buf, size_t n) {
                 snprintf(buf, n, "-");
                 return buf;
         }
-        return gw_format_duration((gw_usec_t) llround(secs) * GW_USEC_PER_SEC, buf, n);
+        /* Rounded by hand, not llround: that one function would make every gpuward command
+         * load libm (secs is finite and not negative here). */
+        return gw_format_duration((gw_usec_t) (secs + 0.5) * GW_USEC_PER_SEC, buf, n);
 }
 
 char *cli_format_bytes(double bytes, char *buf, size_t n) {
