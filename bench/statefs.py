@@ -37,14 +37,16 @@ def journaled_ext4(parent=DEFAULT_ROOT):
         os.mkdir(mnt)
         with open(image, "wb") as f:
             f.truncate(IMAGE_BYTES)
-        subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True, stdout=subprocess.DEVNULL)
-        mounted = subprocess.run(["mount", "-o", "loop", image, mnt], stderr=subprocess.DEVNULL).returncode == 0
+        made = subprocess.run(["mkfs.ext4", "-q", "-F", image], stdout=subprocess.DEVNULL).returncode == 0
+        mounted = made and subprocess.run(["mount", "-o", "loop", image, mnt],
+                                          stderr=subprocess.DEVNULL).returncode == 0
+        # One yield only: an exception of the caller's body comes back through it and must
+        # not be taken for a failed set-up (the file system would then stay mounted).
         yield mnt if mounted else None
-    except subprocess.CalledProcessError:
-        yield None
     finally:
-        if mounted:
-            subprocess.run(["umount", mnt], check=False)
+        # Lazily when busy (a process the caller left behind): never a mount left in place.
+        if mounted and subprocess.run(["umount", mnt], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", mnt], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
 
