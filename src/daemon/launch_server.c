@@ -178,10 +178,16 @@ static int receive_answer(int fd, int32_t *ret_pid, int *ret_pidfd, int *ret_cha
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         gw_fdpass_expect(&mh, &ctl);
         ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n != (ssize_t) sizeof *ret_pid)
-                return n < 0 ? -errno : -EPIPE;
+        if (n < 0)
+                return -errno;
         int fds[2];
         (void) gw_fdpass_take_n(&mh, fds, 2);
+        if (n != (ssize_t) sizeof *ret_pid) {
+                for (int i = 0; i < 2; i++)
+                        if (fds[i] >= 0)
+                                (void) close(fds[i]);
+                return -EPIPE;
+        }
         *ret_pidfd = fds[0];
         *ret_chan = fds[1];
         return 0;

@@ -127,10 +127,18 @@ static bool parse_shim_cmdline(const char *buf, size_t len, const char *exits, s
         size_t n = 0;
         for (size_t off = 0; off < len && n < ELEMENTSOF(argv); off += strlen(buf + off) + 1)
                 argv[n++] = buf + off;
-        if (n < 7)
+        if (n < 4)
                 return false;
         const char *base = strrchr(argv[0], '/');
         base = base ? base + 1 : argv[0];
+        if (!strcmp(base, "gpuward-shim") && !strcmp(argv[1], "--idle") && !strcmp(argv[2], "--exits") &&
+            !strcmp(argv[3], exits)) {
+                ref->job_id = 0; /* between jobs: it runs none */
+                ref->attempt = 0;
+                return true;
+        }
+        if (n < 7)
+                return false;
         if (strcmp(base, "gpuward-shim") || strcmp(argv[1], "--job") || strcmp(argv[3], "--attempt") ||
             strcmp(argv[5], "--exits") || strcmp(argv[6], exits))
                 return false;

@@ -18,7 +18,8 @@ struct gw_shim_ref {
         int attempt;
 };
 /* Every running gpuward-shim of the daemon whose exits journal is exits, from
- * /proc/PID/cmdline ("gpuward-shim --job ID --attempt N --exits PATH ...").  Caller frees *ret. */
+ * /proc/PID/cmdline ("gpuward-shim --job ID --attempt N --exits PATH ..."; an idle one,
+ * "gpuward-shim --idle --exits PATH", with job_id 0).  Caller frees *ret. */
 void gw_proc_find_shims(const char *exits, struct gw_shim_ref **ret, size_t *ret_n);
 
 /* One child of pid (the job, for a shim), 0 if none. */

@@ -32,9 +32,16 @@ bool gw_warm_send(struct gw_warm *w, const char *request, size_t len, int report
                 gw_fdpass_attach(&mh, &ctl, report_fd);
                 /* An idle supervisor's channel is empty: a full one, or a closed one (EPIPE: it
                  * ended), is not one to use. */
-                if (sendmsg(one.chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t) len) {
+                ssize_t n = sendmsg(one.chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n == (ssize_t) len) {
                         *ret = one;
                         return true;
+                }
+                if (n >= 0 || (errno != EPIPE && errno != ECONNRESET && errno != ECONNREFUSED)) {
+                        /* Not the supervisor's doing (a request too large for the socket, no
+                         * memory): it stays, and the start goes the other way. */
+                        w->n++;
+                        return false;
                 }
                 (void) close(one.chan);
         }

@@ -216,9 +216,11 @@ int shim_supervise(int argc, char **argv) {
                         status = st;
                         kill_leftovers();
                 }
-        int r = record_exit(&o, status);
+        /* Not on record: the caller closes the channel first, then the exit closes the pipe. */
+        if (record_exit(&o, status) < 0)
+                return 1;
         /* The end is on record: closing the pipe tells the daemon now, not after our own exit,
          * which tears down an address space first (milliseconds on some virtual machines). */
         (void) close(SHIM_REPORT_FD);
-        return r < 0 ? 1 : 0;
+        return 0;
 }
