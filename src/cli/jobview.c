@@ -2,7 +2,6 @@
 #include "cli/jobview.h"
 
 #include <math.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,10 +122,7 @@ const char *cli_job_user(const json_t *job, char *buf, size_t n) {
         return "-";
 }
 
-char *cli_self_user_name(void) {
-        struct passwd *pw = getpwuid(getuid());
-        if (pw && pw->pw_name)
-                return strdup(pw->pw_name);
+char *cli_self_uid(void) {
         char *out = NULL;
         if (asprintf(&out, "%u", (unsigned) getuid()) < 0)
                 return NULL;

@@ -1,7 +1,6 @@
 /* gpuward: the command users type.  Global options, the socket, dispatch to a verb. */
 #include <errno.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,11 +82,10 @@ static char *state_home_socket(void) {
                         return NULL;
                 return out;
         }
+        /* Where gpuwardd puts it (config.c fill_paths), /tmp when HOME is unset. */
         const char *home = getenv("HOME");
-        if (!home || home[0] != '/') {
-                struct passwd *pw = getpwuid(getuid());
-                home = pw && pw->pw_dir ? pw->pw_dir : "/";
-        }
+        if (!home || home[0] != '/')
+                home = "/tmp";
         if (asprintf(&out, "%s/.local/state/gpuward/gpuward.sock", home) < 0)
                 return NULL;
         return out;

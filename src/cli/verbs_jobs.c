@@ -134,7 +134,7 @@ static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queu
 static int list_target(const struct list_opts *o, const char *verb, const char *states, bool is_queue, bool json,
                        char **ret) {
         _cleanup_free_ char *target = strdup("/api/v1/jobs");
-        _cleanup_free_ char *me = o->me ? cli_self_user_name() : NULL;
+        _cleanup_free_ char *me = o->me ? cli_self_uid() : NULL;
         const char *user = o->me ? me : o->user;
         char limit[32];
         snprintf(limit, sizeof(limit), "%lld", o->limit);

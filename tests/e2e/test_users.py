@@ -161,6 +161,23 @@ class RolesWithRealUsers(unittest.TestCase):
         out = self.ok(self.bob, "token", "list")
         self.assertRegex(out, r"short .*expired ")
 
+    def test_me_lists_the_callers_jobs_only(self):
+        mine = self.submit(self.alice, "--hold", "--", "true")
+        theirs = self.submit(self.bob, "--hold", "--", "true")
+        try:
+            for user, want, other in ((self.alice, mine, theirs), (self.bob, theirs, mine)):
+                ids = [j["id"] for j in json.loads(self.ok(user, "queue", "--me", "--json"))["jobs"]]
+                self.assertIn(want, ids, user.pw_name)
+                self.assertNotIn(other, ids, user.pw_name)
+                self.assertIn(user.pw_name, self.ok(user, "queue", "--me"), "the table names the owner")
+            self.ok(self.alice, "cancel", mine)
+            ids = [j["id"] for j in json.loads(self.ok(self.alice, "history", "--me", "--json"))["jobs"]]
+            self.assertIn(mine, ids)
+            self.assertNotIn(theirs, ids)
+        finally:
+            self.d.api("DELETE", f"/api/v1/jobs/{mine}")
+            self.d.api("DELETE", f"/api/v1/jobs/{theirs}")
+
     def test_guest_reads_but_never_writes(self):
         self.assertEqual(json.loads(self.ok(self.guest, "queue", "--json"))["jobs"], [])
         self.ok(self.guest, "reservations")
