@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MEASURES = [  # (key, label, unit, better)
     ("api_submit_per_s", "Submissions, one API client", "/s", "higher"),
     ("cli_submit_par4_per_s", "Submissions, `gpuward submit` processes, 4 at a time", "/s", "higher"),
-    ("true_par4_per_s", "The machine's part: the same harness starting `/bin/true`, 4 at a time", "/s", "higher"),
+    ("version_par4_per_s", "`gpuward --version` processes, 4 at a time", "/s", "higher"),
+    ("true_par4_per_s", "The machine's part: the same harness starting `true`, 4 at a time", "/s", "higher"),
     ("queue_ms_p50", "`gpuward queue` with all those submissions pending", " ms", "lower"),
     ("dispatch_gap_ms_p50", "Dispatch gap p50, 4 GPUs", " ms", "lower"),
     ("dispatch_gap_ms_p99", "Dispatch gap p99, 4 GPUs", " ms", "lower"),
