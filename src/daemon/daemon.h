@@ -240,7 +240,8 @@ void gw_jobs_bury(struct gw_daemon *d);
 void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj);
 /* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
-/* Loads active jobs from the store at start; re-adopts running ones whose shim lives. */
+/* jobs_recover.c: loads active jobs from the store at start; re-adopts running ones whose
+ * shim lives. */
 int gw_jobs_recover(struct gw_daemon *d);
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
 /* Empties the exits journal when no job runs (not inside a batch: its ends are not
@@ -258,7 +259,13 @@ void gw_prelog_one(struct gw_daemon *d);
 void gw_prelog_head(struct gw_daemon *d);
 /* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
 void gw_jobs_sweep(struct gw_daemon *d);
+struct gw_djob *gw_djob_new(struct gw_job *j);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
+/* Marks the GPUs in mask as held by job id (0: free). */
+void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id);
+/* Watches the pidfd of a supervisor that is not our child (the launcher forked it, or an
+ * earlier daemon started it); it turns readable when that exits.  Takes fd. */
+int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd);
 
 /* jobs_stop.c: a stop recorded before the daemon went down (recover_one): the attempt ends
  * as it says; stop_again also signals the processes that outlived the daemon. */

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +44,7 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         return NULL;
 }
 
-static struct gw_djob *djob_new(struct gw_job *j) {
+struct gw_djob *gw_djob_new(struct gw_job *j) {
         struct gw_djob *dj = gw_xcalloc(1, sizeof *dj);
         dj->job = j;
         dj->pidfd = -1;
@@ -156,7 +155,7 @@ int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error 
 
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j) {
         j->log_path = gw_job_log_path(d, j);
-        struct gw_djob *dj = djob_new(j);
+        struct gw_djob *dj = gw_djob_new(j);
         gw_jobmap_put(&d->map, dj);
         gw_queue_insert(d, dj);
 }
@@ -241,7 +240,7 @@ static char **job_environment(const struct gw_daemon *d, const struct gw_job *j,
         return env;
 }
 
-static void gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
+void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
         for (unsigned i = 0; i < d->n_gpus; i++)
                 if (mask & (UINT64_C(1) << i))
                         d->gpus[i].job_id = id;
@@ -288,14 +287,14 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         dj->booking_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
-        gpus_assign(d, mask, j->id);
+        gw_gpus_assign(d, mask, j->id);
         return 0;
 }
 
 void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         log_err("job %lld: its start was not recorded; not starting it", (long long) j->id);
-        gpus_assign(d, j->gpu_mask, 0);
+        gw_gpus_assign(d, j->gpu_mask, 0);
         gw_running_remove(d, dj);
         j->state = GW_JOB_PENDING;
         j->gpu_mask = 0;
@@ -310,7 +309,7 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* The shim is not our child (the launcher forked it, or an earlier daemon started it): its
  * pidfd turns readable when it exits. */
-static int watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
+int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
         dj->pidfd = fd;
         dj->pidfd_src = (struct gw_source) { GW_SRC_PIDFD, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->pidfd_src };
@@ -428,7 +427,7 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
         if (run->pidfd >= 0 && dj->report_fd >= 0 && !dj->report_closed)
                 (void) close(run->pidfd);
         else if (run->pidfd >= 0)
-                watch_pidfd(d, dj, run->pidfd);
+                gw_job_watch_pidfd(d, dj, run->pidfd);
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
                  gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
@@ -513,7 +512,7 @@ void gw_jobs_bury(struct gw_daemon *d) {
 
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        gpus_assign(d, j->gpu_mask, 0);
+        gw_gpus_assign(d, j->gpu_mask, 0);
         gw_running_remove(d, dj);
         gw_jobs_trim_exits(d);
         if (j->cgroup) {
@@ -734,96 +733,6 @@ gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
                         next = t;
         }
         return next;
-}
-
-static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_job *j = dj->job;
-        int fd = pidfd_open(j->shim_pid, 0);
-        if (fd < 0)
-                return -errno;
-        /* The job's pid is recorded lazily; its shim knows it as its child. */
-        if (!gw_proc_is(j->pid, j->pid_start)) {
-                j->pid = gw_proc_first_child(j->shim_pid);
-                if (j->pid > 0)
-                        (void) gw_proc_start_time(j->pid, &j->pid_start);
-        }
-        int r = watch_pidfd(d, dj, fd);
-        if (r < 0)
-                return r;
-        gw_jobmap_put(&d->map, dj);
-        gw_running_add(d, dj);
-        gpus_assign(d, j->gpu_mask, j->id);
-        /* The time limit counts from the recorded start, not from the restart. */
-        gw_usec_t elapsed = gw_now_wall() - j->start_time;
-        dj->limit_at = d->now + (j->time_limit - (elapsed > 0 ? elapsed : 0));
-        return 0;
-}
-
-/* The live shim of a job attempt, found by its command line: "gpuward-shim --job ID
- * --attempt N"; else the recorded pid (with its start time), unless that process now says
- * it runs another attempt: a supervisor is reused from job to job. */
-static pid_t find_shim(struct gw_daemon *d, const struct gw_job *j) {
-        bool other = false;
-        for (size_t i = 0; i < d->n_shims; i++)
-                if (d->shims[i].job_id == j->id && d->shims[i].attempt == j->attempt)
-                        return d->shims[i].pid;
-                else if (d->shims[i].pid == j->shim_pid)
-                        other = true;
-        return !other && gw_proc_is(j->shim_pid, j->shim_start) ? j->shim_pid : 0;
-}
-
-static int recover_one(struct gw_job *j, void *userdata) {
-        struct gw_daemon *d = userdata;
-        struct gw_djob *dj = djob_new(j);
-        if (!j->log_path)
-                j->log_path = gw_job_log_path(d, j);
-        if (j->state != GW_JOB_RUNNING) {
-                gw_jobmap_put(&d->map, dj);
-                gw_queue_insert(d, dj);
-                /* A retry waiting out its backoff when the daemon stopped still waits for it. */
-                d->n_backoff += j->not_before > 0;
-                return 0;
-        }
-        if (j->stop_state != GW_JOB_PENDING)
-                gw_job_stop_restore(dj);
-        pid_t shim = find_shim(d, j);
-        if (shim > 0 && shim != j->shim_pid) {
-                j->shim_pid = shim;
-                (void) gw_proc_start_time(shim, &j->shim_start);
-        }
-        if (shim > 0 && adopt(d, dj) == 0) {
-                log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
-                         (int) j->shim_pid, (int) j->pid);
-                (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
-                if (dj->terminating)
-                        gw_job_stop_again(d, dj);
-                return 0;
-        }
-        /* Gone while we were down: its shim may have left the status behind. */
-        gw_jobmap_put(&d->map, dj);
-        gw_running_add(d, dj);
-        if (gw_exits_has(d->exits, j->id, j->attempt)) {
-                gw_job_exited(d, dj);
-                return 0;
-        }
-        if (gw_proc_is(j->pid, j->pid_start)) {
-                /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
-                (void) kill(-j->pid, SIGKILL);
-        }
-        gw_recovery_attempt_ended(d, dj, true, 0);
-        return 0;
-}
-
-int gw_jobs_recover(struct gw_daemon *d) {
-        d->recovering = true;
-        gw_proc_find_shims(d->exits_path, &d->shims, &d->n_shims);
-        int r = gw_store_jobs_active(d->store, recover_one, d);
-        free(d->shims);
-        d->shims = NULL;
-        d->n_shims = 0;
-        d->recovering = false;
-        gw_jobs_trim_exits(d);
-        return r;
 }
 
 void gw_jobs_trim_exits(struct gw_daemon *d) {

@@ -1,0 +1,100 @@
+/* A restarted daemon takes up the jobs it left: queued ones go back in the queue, running
+ * ones whose supervisor still lives are re-adopted (pid and start time, or the supervisor's
+ * command line), the others end as their supervisor left them or as lost. */
+#include <errno.h>
+#include <signal.h>
+#include <sys/pidfd.h>
+
+#include "base/log.h"
+#include "daemon/daemon.h"
+#include "daemon/proc.h"
+
+static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        int fd = pidfd_open(j->shim_pid, 0);
+        if (fd < 0)
+                return -errno;
+        /* The job's pid is recorded lazily; its shim knows it as its child. */
+        if (!gw_proc_is(j->pid, j->pid_start)) {
+                j->pid = gw_proc_first_child(j->shim_pid);
+                if (j->pid > 0)
+                        (void) gw_proc_start_time(j->pid, &j->pid_start);
+        }
+        int r = gw_job_watch_pidfd(d, dj, fd);
+        if (r < 0)
+                return r;
+        gw_jobmap_put(&d->map, dj);
+        gw_running_add(d, dj);
+        gw_gpus_assign(d, j->gpu_mask, j->id);
+        /* The time limit counts from the recorded start, not from the restart. */
+        gw_usec_t elapsed = gw_now_wall() - j->start_time;
+        dj->limit_at = d->now + (j->time_limit - (elapsed > 0 ? elapsed : 0));
+        return 0;
+}
+
+/* The live shim of a job attempt, found by its command line: "gpuward-shim --job ID
+ * --attempt N"; else the recorded pid (with its start time), unless that process now says
+ * it runs another attempt: a supervisor is reused from job to job. */
+static pid_t find_shim(struct gw_daemon *d, const struct gw_job *j) {
+        bool other = false;
+        for (size_t i = 0; i < d->n_shims; i++)
+                if (d->shims[i].job_id == j->id && d->shims[i].attempt == j->attempt)
+                        return d->shims[i].pid;
+                else if (d->shims[i].pid == j->shim_pid)
+                        other = true;
+        return !other && gw_proc_is(j->shim_pid, j->shim_start) ? j->shim_pid : 0;
+}
+
+static int recover_one(struct gw_job *j, void *userdata) {
+        struct gw_daemon *d = userdata;
+        struct gw_djob *dj = gw_djob_new(j);
+        if (!j->log_path)
+                j->log_path = gw_job_log_path(d, j);
+        if (j->state != GW_JOB_RUNNING) {
+                gw_jobmap_put(&d->map, dj);
+                gw_queue_insert(d, dj);
+                /* A retry waiting out its backoff when the daemon stopped still waits for it. */
+                d->n_backoff += j->not_before > 0;
+                return 0;
+        }
+        if (j->stop_state != GW_JOB_PENDING)
+                gw_job_stop_restore(dj);
+        pid_t shim = find_shim(d, j);
+        if (shim > 0 && shim != j->shim_pid) {
+                j->shim_pid = shim;
+                (void) gw_proc_start_time(shim, &j->shim_start);
+        }
+        if (shim > 0 && adopt(d, dj) == 0) {
+                log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
+                         (int) j->shim_pid, (int) j->pid);
+                (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
+                if (dj->terminating)
+                        gw_job_stop_again(d, dj);
+                return 0;
+        }
+        /* Gone while we were down: its shim may have left the status behind. */
+        gw_jobmap_put(&d->map, dj);
+        gw_running_add(d, dj);
+        if (gw_exits_has(d->exits, j->id, j->attempt)) {
+                gw_job_exited(d, dj);
+                return 0;
+        }
+        if (gw_proc_is(j->pid, j->pid_start)) {
+                /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
+                (void) kill(-j->pid, SIGKILL);
+        }
+        gw_recovery_attempt_ended(d, dj, true, 0);
+        return 0;
+}
+
+int gw_jobs_recover(struct gw_daemon *d) {
+        d->recovering = true;
+        gw_proc_find_shims(d->exits_path, &d->shims, &d->n_shims);
+        int r = gw_store_jobs_active(d->store, recover_one, d);
+        free(d->shims);
+        d->shims = NULL;
+        d->n_shims = 0;
+        d->recovering = false;
+        gw_jobs_trim_exits(d);
+        return r;
+}
