@@ -241,8 +241,8 @@ static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt
                                           .pidfd = -1, .chan = -1 };
 }
 
-int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
-                          int64_t job_id, int attempt) {
+int gw_launch_server_send(struct gw_launch_server *s, char *request, size_t len, int report_fd, int64_t job_id,
+                          int attempt) {
         if (s->fd < 0) {
                 char err[256];
                 if (mono_seconds() - s->down_since < RETRY_SECONDS)
@@ -254,20 +254,15 @@ int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *c
                 }
                 log_info("job launcher back (pid %d)", (int) s->pid);
         }
-        size_t len;
-        char *buf = gw_launch_request_encode(argv, envp, &len);
-        if (!buf)
-                return -E2BIG; /* an environment this large is spawned with it */
         /* Unread answers must not fill our socket while the launcher waits to send one. */
         read_answers(s);
-        int r = s->fd >= 0 ? send_request(s->fd, buf, len, report_fd) : -ENOTCONN;
+        int r = s->fd >= 0 ? send_request(s->fd, request, len, report_fd) : -ENOTCONN;
         if (r < 0) {
                 /* Not taken: nothing was started. */
-                free(buf);
                 server_down(s, r == -EAGAIN ? "did not take a request in time" : "is gone");
                 return r;
         }
-        waiting_push(s, job_id, attempt, buf, len);
+        waiting_push(s, job_id, attempt, request, len);
         return 0;
 }
 
@@ -287,25 +282,16 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
 }
 
 int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***ret_envp) {
-        uint32_t counts[2];
-        if (len < SHIM_HEADER_LEN || memcmp(buf, SHIM_MAGIC, 4) || buf[len - 1] != '\0')
+        uint32_t argc, envc;
+        if (shim_request_counts(buf, len, &argc, &envc) < 0)
                 return -EBADMSG;
-        memcpy(&counts[0], buf + 4, 4);
-        memcpy(&counts[1], buf + 8, 4);
-        char **lists[2] = { gw_xcalloc((size_t) counts[0] + 1, sizeof(char *)),
-                            gw_xcalloc((size_t) counts[1] + 1, sizeof(char *)) };
-        char *p = buf + SHIM_HEADER_LEN, *end = buf + len;
-        for (int k = 0; k < 2; k++)
-                for (uint32_t i = 0; i < counts[k]; i++) {
-                        if (p >= end) {
-                                free(lists[0]);
-                                free(lists[1]);
-                                return -EBADMSG;
-                        }
-                        lists[k][i] = p;
-                        p += strlen(p) + 1;
-                }
-        *ret_argv = lists[0];
-        *ret_envp = lists[1];
+        char **argv = gw_xcalloc((size_t) argc + 1, sizeof(char *)), **envp = gw_xcalloc((size_t) envc + 1, sizeof(char *));
+        if (shim_request_split(buf, len, argc, envc, argv, envp) < 0) {
+                free(argv);
+                free(envp);
+                return -EBADMSG;
+        }
+        *ret_argv = argv;
+        *ret_envp = envp;
         return 0;
 }

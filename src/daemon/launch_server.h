@@ -16,11 +16,12 @@ struct gw_launch_server;
 struct gw_launch_server *gw_launch_server_open(const char *exits_path, char *err, size_t errlen);
 /* Closes the socket (the launcher exits; the supervisors it forked live on). */
 struct gw_launch_server *gw_launch_server_close(struct gw_launch_server *s);
-/* Asks it to fork a supervisor with this argv and environment and report_fd as its fd 3,
- * without waiting for the answer (gw_launch_server_next hands it back): 0 sent; else -errno,
- * and nothing was started (-ENOTCONN: the launcher is down). */
-int gw_launch_server_send(struct gw_launch_server *s, char *const *argv, char *const *envp, int report_fd,
-                          int64_t job_id, int attempt);
+/* Asks it to fork a supervisor for this request datagram (gw_launch_request_encode) with
+ * report_fd as its fd 3, without waiting for the answer (gw_launch_server_next hands it back):
+ * 0 sent, and the request is now the server's; else -errno, nothing was started and the
+ * request is still the caller's (-ENOTCONN: the launcher is down). */
+int gw_launch_server_send(struct gw_launch_server *s, char *request, size_t len, int report_fd, int64_t job_id,
+                          int attempt);
 /* Reads the answers that have arrived (when the socket is readable, or to check). */
 void gw_launch_server_poll(struct gw_launch_server *s);
 

@@ -168,14 +168,10 @@ static int spawn_supervisor(const char *shim, char *const *argv, char *const *en
 }
 
 /* Sends the start to an idle supervisor: 0 with *ret, or -1 when none took it. */
-static int start_in_idle(struct gw_warm *warm, char *const *argv, char *const *envp, struct gw_launched *ret, char *err,
+static int start_in_idle(struct gw_warm *warm, const char *request, size_t len, struct gw_launched *ret, char *err,
                          size_t errlen) {
-        if (!warm || !warm->n)
-                return -1;
-        size_t len;
-        _cleanup_free_ char *request = gw_launch_request_encode(argv, envp, &len);
         int pfd[2];
-        if (!request || report_pipe(pfd, err, errlen) < 0)
+        if (!warm || !warm->n || report_pipe(pfd, err, errlen) < 0)
                 return -1;
         struct gw_warm_one one;
         bool sent = gw_warm_send(warm, request, len, pfd[1], &one);
@@ -189,6 +185,24 @@ static int start_in_idle(struct gw_warm *warm, char *const *argv, char *const *e
         return 0;
 }
 
+/* Asks the launcher to fork a supervisor: 0 with *ret pending its answer; it keeps the
+ * request (to start it itself should the launcher die) unless it refused it. */
+static int start_by_launcher(struct gw_launch_server *srv, char **request, size_t len, const struct gw_launch *l,
+                             struct gw_launched *ret, char *err, size_t errlen) {
+        int pfd[2];
+        if (!srv || report_pipe(pfd, err, errlen) < 0)
+                return -1;
+        int r = gw_launch_server_send(srv, *request, len, pfd[1], l->job_id, l->attempt);
+        (void) close(pfd[1]);
+        if (r < 0) {
+                (void) close(pfd[0]);
+                return -1;
+        }
+        *request = NULL;
+        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .pending = true, .chan = -1 };
+        return 0;
+}
+
 int gw_launch_start(const struct gw_launch *l, struct gw_warm *warm, struct gw_launch_server *srv,
                     struct gw_launched *ret, char *err, size_t errlen) {
         const char *shim = gw_launch_shim_path();
@@ -198,21 +212,12 @@ int gw_launch_start(const struct gw_launch *l, struct gw_warm *warm, struct gw_l
         }
         struct shim_args a;
         _cleanup_free_ char **argv = shim_argv(l, shim, &a);
-        if (start_in_idle(warm, argv, l->envp, ret, err, errlen) == 0)
+        size_t len;
+        /* NULL when too large for one datagram: such a start is spawned with its environment. */
+        _cleanup_free_ char *request = gw_launch_request_encode(argv, l->envp, &len);
+        if (request && (start_in_idle(warm, request, len, ret, err, errlen) == 0 ||
+                        start_by_launcher(srv, &request, len, l, ret, err, errlen) == 0))
                 return 0;
-        if (srv) {
-                int pfd[2];
-                int r = report_pipe(pfd, err, errlen);
-                if (r < 0)
-                        return r;
-                r = gw_launch_server_send(srv, argv, l->envp, pfd[1], l->job_id, l->attempt);
-                (void) close(pfd[1]);
-                if (r == 0) {
-                        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .pending = true, .chan = -1 };
-                        return 0;
-                }
-                (void) close(pfd[0]);
-        }
         return spawn_supervisor(shim, argv, l->envp, ret, err, errlen);
 }
 

@@ -18,7 +18,6 @@
 #include "shim/shim.h"
 
 #define SERVER_FD 3
-#define MAX_STRINGS 65536
 
 extern char **environ;
 
@@ -66,28 +65,14 @@ static void request_free(struct request *rq) {
 /* Splits a request datagram; 0, or -EBADMSG when it is not one. */
 static int request_parse(char *buf, size_t len, struct request *rq) {
         uint32_t argc, envc;
-        if (len < SHIM_HEADER_LEN || memcmp(buf, SHIM_MAGIC, 4))
-                return -EBADMSG;
-        memcpy(&argc, buf + 4, 4);
-        memcpy(&envc, buf + 8, 4);
-        if (argc < 2 || argc > MAX_STRINGS || envc > MAX_STRINGS || buf[len - 1] != '\0')
+        if (shim_request_counts(buf, len, &argc, &envc) < 0 || argc < 2)
                 return -EBADMSG;
         rq->argv = calloc((size_t) argc + 1, sizeof(char *));
         rq->envp = calloc((size_t) envc + 1, sizeof(char *));
         if (!rq->argv || !rq->envp)
                 return -ENOMEM;
-        char *p = buf + SHIM_HEADER_LEN, *end = buf + len;
-        for (uint32_t i = 0; i < argc + envc; i++) {
-                if (p >= end)
-                        return -EBADMSG;
-                if (i < argc)
-                        rq->argv[i] = p;
-                else
-                        rq->envp[i - argc] = p;
-                p += strlen(p) + 1;
-        }
         rq->argc = (int) argc;
-        return 0;
+        return shim_request_split(buf, len, argc, envc, rq->argv, rq->envp);
 }
 
 /* One datagram from fd into buf (its length in *ret_len), with the descriptor it carried. */

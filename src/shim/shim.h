@@ -29,6 +29,10 @@
  *
  * It is linked statically and looks up no user database (the daemon passes the groups). */
 #pragma once
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #define SHIM_REPORT_FD 3
 #define SHIM_CHANNEL_FD 4
@@ -38,3 +42,34 @@
 
 int shim_supervise(int argc, char **argv);
 int shim_serve(int argc, char **argv);
+
+/* A request's two counts, once its header and its final NUL are checked: -EBADMSG else.
+ * Every string takes at least its NUL, so neither count exceeds the datagram's length. */
+static inline int shim_request_counts(const char *buf, size_t len, uint32_t *ret_argc, uint32_t *ret_envc) {
+        if (len <= SHIM_HEADER_LEN || memcmp(buf, SHIM_MAGIC, 4) || buf[len - 1] != '\0')
+                return -EBADMSG;
+        memcpy(ret_argc, buf + 4, 4);
+        memcpy(ret_envc, buf + 8, 4);
+        return (uint64_t) *ret_argc + *ret_envc <= len - SHIM_HEADER_LEN ? 0 : -EBADMSG;
+}
+
+/* Points argv[0..argc) and envp[0..envc) at the request's strings, in place; the callers'
+ * arrays have room for the counts and a NULL after each.  Shared by the launcher, which
+ * links no daemon code, and the daemon, which decodes its own requests again when the
+ * launcher died before answering. */
+static inline int shim_request_split(char *buf, size_t len, uint32_t argc, uint32_t envc, char **argv,
+                                     char **envp) {
+        char *p = buf + SHIM_HEADER_LEN, *end = buf + len;
+        for (uint32_t i = 0; i < argc + envc; i++) {
+                if (p >= end)
+                        return -EBADMSG;
+                if (i < argc)
+                        argv[i] = p;
+                else
+                        envp[i - argc] = p;
+                p += strlen(p) + 1;
+        }
+        argv[argc] = NULL;
+        envp[envc] = NULL;
+        return 0;
+}
