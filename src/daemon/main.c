@@ -200,7 +200,10 @@ static void run_loop(struct gw_daemon *d) {
                 /* Answers already read (a send reads those waiting; a launcher that died hands
                  * back what it left unanswered); the socket itself is read when epoll says so. */
                 gw_launch_answers(d, false);
-                (void) gw_warm_tick(&d->warm, d->now / GW_USEC_PER_SEC);
+                /* An idle supervisor unused for its minute ends on time, not at some later wake-up. */
+                int64_t warm_due = gw_warm_tick(&d->warm, d->now / GW_USEC_PER_SEC);
+                if (warm_due != INT64_MAX && (deadline == GW_USEC_INFINITY || warm_due * GW_USEC_PER_SEC < deadline))
+                        deadline = warm_due * GW_USEC_PER_SEC;
                 gw_prelog_head(d);
                 gw_jobs_sweep(d);
                 if (d->sched_dirty)

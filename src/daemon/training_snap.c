@@ -414,6 +414,17 @@ static int helper_copy(const struct gw_job *j, int src, const char *path, bool f
         return err;
 }
 
+/* The helper keeps only the two descriptors it copies with: not the daemon's sockets, nor the
+ * channels of idle supervisors, which would otherwise outlive a daemon that died mid-copy. */
+static void keep_only(int a, int b) {
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        if (lo > 3)
+                (void) close_range(3, (unsigned) lo - 1, 0);
+        if (hi > lo + 1)
+                (void) close_range((unsigned) lo + 1, (unsigned) hi - 1, 0);
+        (void) close_range((unsigned) hi + 1, ~0U, 0);
+}
+
 int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
                      size_t n) {
         struct gw_store_snapshot s;
@@ -438,6 +449,7 @@ int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const
         }
         if (pid == 0) {
                 (void) close(pfd[0]);
+                keep_only(src, pfd[1]);
                 int err = helper_copy(j, src, path, force, s.sha256);
                 (void) !write(pfd[1], &err, sizeof err);
                 _exit(err ? 1 : 0);
