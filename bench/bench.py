@@ -48,6 +48,18 @@ def bench_submit(gw, build, results, n_api, n_cli):
         n, dt = out.split()
         results["api_submit_per_s"] = int(n) / float(dt)
 
+        # The queue as the issue sizes it: the API's submissions pending, before the CLI adds more.
+        pending = len(d.api("GET", "/api/v1/jobs?state=PENDING")[1]["jobs"])
+        results["queue_pending"] = pending
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            p = subprocess.run([gw.GPUWARD, "--socket", d.socket, "queue"], capture_output=True, text=True)
+            times.append(time.perf_counter() - t0)
+            assert p.returncode == 0 and len(p.stdout.splitlines()) > pending
+        results["queue_ms_p50"] = statistics.median(times) * 1000
+        results["rss_kib_queue"] = rss_kib(d.proc.pid)
+
         # Separate processes are started by a small C program (bench/spawn.c: vfork and exec,
         # as xargs -P does with fork), so that the harness is not what is measured; `true` and
         # `gpuward --version` started the same way, alternately, are the machine's part.
@@ -70,16 +82,6 @@ def bench_submit(gw, build, results, n_api, n_cli):
         for k, v in runs.items():
             results[k] = statistics.median(v)
 
-        pending = len(d.api("GET", "/api/v1/jobs?state=PENDING")[1]["jobs"])
-        results["queue_pending"] = pending
-        times = []
-        for _ in range(10):
-            t0 = time.perf_counter()
-            p = subprocess.run([gw.GPUWARD, "--socket", d.socket, "queue"], capture_output=True, text=True)
-            times.append(time.perf_counter() - t0)
-            assert p.returncode == 0 and len(p.stdout.splitlines()) > pending
-        results["queue_ms_p50"] = statistics.median(times) * 1000
-        results["rss_kib_queue"] = rss_kib(d.proc.pid)
     finally:
         # Cancelling the blocker first would start 10,000 jobs: stop the daemon, then the blocker.
         st, r = d.api("GET", "/api/v1/jobs?state=RUNNING")

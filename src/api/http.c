@@ -363,12 +363,16 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
         srv->gone = gone;
         srv->userdata = userdata;
         srv->listen_fd = listen_fd;
+        /* A connection's memory pool of 32 KiB or less is malloc'ed; above that libmicrohttpd
+         * maps and unmaps it for each connection, and the unmap's TLB flush and the faults that
+         * follow were a tenth of each `gpuward submit` (one connection each) on a small VM.
+         * Bodies do not live there (on_access copies them out), only headers and buffers. */
         srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, srv,
                                     MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                     srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT,
                                     (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                     (unsigned) (unix_door ? 0 : 512), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                    (size_t) 64 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
+                                    (size_t) 32 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
                                     MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL,
                                     MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
         if (!srv->mhd) {
