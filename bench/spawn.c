@@ -35,8 +35,9 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "usage: gw-bench-spawn N LANES COMMAND [ARGS...]\n");
                 return 2;
         }
-        long n = strtol(argv[1], NULL, 10), lanes = strtol(argv[2], NULL, 10);
-        if (n < 1 || lanes < 1 || lanes > 64) {
+        char *end1, *end2;
+        long n = strtol(argv[1], &end1, 10), lanes = strtol(argv[2], &end2, 10);
+        if (*end1 || *end2 || n < 1 || lanes < 1 || lanes > 64) {
                 fprintf(stderr, "gw-bench-spawn: N >= 1 and 1 <= LANES <= 64\n");
                 return 2;
         }
@@ -51,6 +52,8 @@ int main(int argc, char **argv) {
                 while (running < lanes && started < n) {
                         if (start(argv + 3, devnull) < 0) {
                                 perror("gw-bench-spawn: vfork");
+                                while (running-- > 0)
+                                        (void) wait(NULL);
                                 return 1;
                         }
                         started++, running++;

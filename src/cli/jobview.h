@@ -24,8 +24,8 @@ char *cli_job_command_line(const json_t *job);
 /* The job's user name, or "uid N" when the daemon sent only a uid.  Writes into buf. */
 const char *cli_job_user(const json_t *job, char *buf, size_t n);
 
-/* The calling user as the daemon's user filter takes it (for --me): the uid, so that no
- * user database is read here (the CLI is linked statically).  malloc'ed; NULL on ENOMEM. */
+/* The calling user's uid as text, for the job list's uid= filter (--me): no user database is
+ * read here (the CLI is linked statically).  malloc'ed; NULL on ENOMEM. */
 char *cli_self_uid(void);
 
 /* Checks a comma-separated list of job states and rewrites it in canonical upper case.

@@ -82,10 +82,12 @@ static char *state_home_socket(void) {
                         return NULL;
                 return out;
         }
-        /* Where gpuwardd puts it (config.c fill_paths), /tmp when HOME is unset. */
+        /* Where gpuwardd puts it (config.c fill_paths).  Without an absolute HOME there is no
+         * such candidate: gpuwardd would then use /tmp, where anyone may have made the socket
+         * first, and a submission sends the caller's environment (--socket names it instead). */
         const char *home = getenv("HOME");
         if (!home || home[0] != '/')
-                home = "/tmp";
+                return NULL;
         if (asprintf(&out, "%s/.local/state/gpuward/gpuward.sock", home) < 0)
                 return NULL;
         return out;

@@ -135,11 +135,10 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
                        char **ret) {
         _cleanup_free_ char *target = strdup("/api/v1/jobs");
         _cleanup_free_ char *me = o->me ? cli_self_uid() : NULL;
-        const char *user = o->me ? me : o->user;
         char limit[32];
         snprintf(limit, sizeof(limit), "%lld", o->limit);
         if (!target || (o->me && !me) || (states && cli_query_add(&target, "state", states) < 0) ||
-            (user && cli_query_add(&target, "user", user) < 0) ||
+            (me && cli_query_add(&target, "uid", me) < 0) || (o->user && cli_query_add(&target, "user", o->user) < 0) ||
             (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0) ||
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",

@@ -393,7 +393,11 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
         if (q && parse_states(q, &mask, rep) < 0)
                 return;
         struct gw_store_filter f = { .state_mask = mask & ~active };
-        const char *user = gw_http_query(req, "user");
+        const char *user = gw_http_query(req, "user"), *quid = gw_http_query(req, "uid");
+        if (user && quid) {
+                reply_error(rep, 400, "uid", "user and uid exclude each other");
+                return;
+        }
         if (user) {
                 const struct gw_account *a = gw_userdb_user(d->users, user, d->now);
                 long long uid;
@@ -405,6 +409,17 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                         reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
                         return;
                 }
+                f.by_uid = true;
+        }
+        if (quid) {
+                /* A number only, never a name: what `--me` sends, so that an account named
+                 * "1000" is not taken for uid 1000. */
+                long long uid;
+                if (gw_parse_int(quid, 0, UINT32_MAX, &uid) < 0) {
+                        reply_error(rep, 400, "uid", "uid must be a number (0-4294967295)");
+                        return;
+                }
+                f.uid = (uint32_t) uid;
                 f.by_uid = true;
         }
         long long limit = 100, before = 0;

@@ -3,6 +3,7 @@
  * command line), the others end as their supervisor left them or as lost. */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/pidfd.h>
 
 #include "base/log.h"

@@ -283,7 +283,8 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
 
 int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***ret_envp) {
         uint32_t argc, envc;
-        if (shim_request_counts(buf, len, &argc, &envc) < 0)
+        /* Ours, so never short of the shim and one argument; checked anyway (argv[0] is used). */
+        if (shim_request_counts(buf, len, &argc, &envc) < 0 || argc < 2)
                 return -EBADMSG;
         char **argv = gw_xcalloc((size_t) argc + 1, sizeof(char *)), **envp = gw_xcalloc((size_t) envc + 1, sizeof(char *));
         if (shim_request_split(buf, len, argc, envc, argv, envp) < 0) {

@@ -218,6 +218,8 @@ int gw_launch_start(const struct gw_launch *l, struct gw_warm *warm, struct gw_l
         if (request && (start_in_idle(warm, request, len, ret, err, errlen) == 0 ||
                         start_by_launcher(srv, &request, len, l, ret, err, errlen) == 0))
                 return 0;
+        /* Also where no report pipe could be made above: this tries once more, and its error
+         * (with err) is the start's. */
         return spawn_supervisor(shim, argv, l->envp, ret, err, errlen);
 }
 

@@ -111,6 +111,10 @@ class QueueTest(DaemonTest):
         self.assertEqual(self.d.job(held)["reason"], "Held")
         queue = [j["id"] for j in self.d.cli_json("queue")["jobs"]]
         self.assertLess(queue.index(high), queue.index(low))
+        # --me asks by the caller's uid: the same jobs here (all are the caller's), none for
+        # a uid with no jobs.
+        self.assertEqual([j["id"] for j in self.d.cli_json("queue", "--me")["jobs"]], queue)
+        self.assertEqual(self.d.api("GET", f"/api/v1/jobs?uid={os.getuid() + 4242}")[1]["jobs"], [])
         open(gate, "w").close()
         jh, jl = self.d.wait_state(high, "COMPLETED"), self.d.wait_state(low, "COMPLETED")
         self.assertLessEqual(jh["start_time"], jl["start_time"])

@@ -169,11 +169,17 @@ class RolesWithRealUsers(unittest.TestCase):
                 ids = [j["id"] for j in json.loads(self.ok(user, "queue", "--me", "--json"))["jobs"]]
                 self.assertIn(want, ids, user.pw_name)
                 self.assertNotIn(other, ids, user.pw_name)
-                self.assertIn(user.pw_name, self.ok(user, "queue", "--me"), "the table names the owner")
+                rows = [line.split() for line in self.ok(user, "queue", "--me").splitlines()[1:]]
+                self.assertEqual([r[0] for r in rows], [str(want)], "the table lists only the caller's job")
+            # Both ended, so that history would list bob's too were --me not a filter.
             self.ok(self.alice, "cancel", mine)
-            ids = [j["id"] for j in json.loads(self.ok(self.alice, "history", "--me", "--json"))["jobs"]]
-            self.assertIn(mine, ids)
-            self.assertNotIn(theirs, ids)
+            self.ok(self.bob, "cancel", theirs)
+            for user, want, other in ((self.alice, mine, theirs), (self.bob, theirs, mine)):
+                ids = [j["id"] for j in json.loads(self.ok(user, "history", "--me", "--json"))["jobs"]]
+                self.assertIn(want, ids, user.pw_name)
+                self.assertNotIn(other, ids, user.pw_name)
+            self.assertEqual({j["id"] for j in json.loads(self.ok(self.alice, "history", "--json"))["jobs"]}
+                             & {mine, theirs}, {mine, theirs}, "without --me, both")
         finally:
             self.d.api("DELETE", f"/api/v1/jobs/{mine}")
             self.d.api("DELETE", f"/api/v1/jobs/{theirs}")
