@@ -61,7 +61,9 @@ def main():
     a = ap.parse_args()
     got = {"old": [], "new": []}
     for rnd in range(a.rounds):
-        for side in ("old", "new"):
+        # Old first in odd rounds, new first in even ones: this machine drifts over a run (each
+        # build slower round after round), and a fixed order would put the drift on one side.
+        for side in ("old", "new") if rnd % 2 == 0 else ("new", "old"):
             build = os.path.abspath(getattr(a, side))
             tools = os.path.join(os.path.abspath(a.new), "bench")
             r = run(build, "submit", ["--api-jobs", str(a.api_jobs), "--cli-jobs", str(a.cli_jobs)], tools)
@@ -79,8 +81,8 @@ def main():
     cmd = (f"python3 bench/ab.py --old OLD_BUILD --new NEW_BUILD --rounds {a.rounds}"
            + ("" if a.dispatch_jobs == 2000 else f" --dispatch-jobs {a.dispatch_jobs}"))
     text = (f"<!-- ab:begin -->\n### {a.label or 'Before and after'}\n\nMeasured {time.strftime('%Y-%m-%d')} on this "
-            f"machine ({os.cpu_count()} cores, Linux {platform.release()}): medians of {a.rounds} alternating rounds "
-            f"per build, {a.dispatch_jobs} dispatch jobs, {a.api_jobs} API submissions.  Command: `{cmd}`.\n\n"
+            f"machine ({os.cpu_count()} cores, Linux {platform.release()}): medians of {a.rounds} rounds "
+            f"per build (old first, then new first, in turn), {a.dispatch_jobs} dispatch jobs, {a.api_jobs} API submissions.  Command: `{cmd}`.\n\n"
             + "\n".join(rows) + "\n<!-- ab:end -->")
     print(text)
     if a.write:

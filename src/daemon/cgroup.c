@@ -1,5 +1,6 @@
 #include "daemon/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -122,6 +123,32 @@ int gw_cgroup_populated(const char *dir) {
 
 int gw_cgroup_remove(const char *dir) {
         return rmdir(dir) < 0 ? -errno : 0;
+}
+
+static bool kept(const char *dir, char *const *keep, size_t n_keep) {
+        for (size_t i = 0; i < n_keep; i++)
+                if (keep[i] && !strcmp(keep[i], dir))
+                        return true;
+        return false;
+}
+
+size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_keep) {
+        if (cg->mode == GW_CGROUP_NONE)
+                return 0;
+        DIR *dir = opendir(cg->base);
+        size_t gone = 0;
+        struct dirent *e;
+        while (dir && (e = readdir(dir))) {
+                char path[800];
+                if (strncmp(e->d_name, "job-", 4) ||
+                    snprintf(path, sizeof path, "%s/%s", cg->base, e->d_name) >= (int) sizeof path ||
+                    kept(path, keep, n_keep))
+                        continue;
+                gone += rmdir(path) == 0;
+        }
+        if (dir)
+                (void) closedir(dir);
+        return gone;
 }
 
 void gw_cgroup_release(struct gw_cgroups *cg) {

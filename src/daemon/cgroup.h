@@ -23,5 +23,9 @@ int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig);
 /* Whether the cgroup still holds processes. */
 int gw_cgroup_populated(const char *dir);
 int gw_cgroup_remove(const char *dir);
+/* Removes the job cgroups left empty by an earlier daemon (killed, or its jobs' leftovers
+ * still dying when it removed them): every job-* directory under base but those in keep; a
+ * populated one stays (rmdir refuses it).  How many went. */
+size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_keep);
 /* Removes this daemon's directory if no job cgroup is left in it. */
 void gw_cgroup_release(struct gw_cgroups *cg);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/pidfd.h>
 
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "daemon/proc.h"
@@ -88,6 +89,18 @@ static int recover_one(struct gw_job *j, void *userdata) {
         return 0;
 }
 
+/* Job cgroups no job of ours uses any more: those of attempts that ended while no daemon
+ * ran, or whose last processes were still dying when their end removed them. */
+static void sweep_cgroups(struct gw_daemon *d) {
+        char **keep = gw_xcalloc(d->n_running + 1, sizeof *keep);
+        for (size_t i = 0; i < d->n_running; i++)
+                keep[i] = d->running[i]->job->cgroup;
+        size_t gone = gw_cgroup_sweep(&d->cg, keep, d->n_running);
+        free(keep);
+        if (gone)
+                log_info("removed %zu empty job cgroup%s left under %s", gone, gone == 1 ? "" : "s", d->cg.base);
+}
+
 int gw_jobs_recover(struct gw_daemon *d) {
         d->recovering = true;
         gw_proc_find_shims(d->exits_path, &d->shims, &d->n_shims);
@@ -97,5 +110,6 @@ int gw_jobs_recover(struct gw_daemon *d) {
         d->n_shims = 0;
         d->recovering = false;
         gw_jobs_trim_exits(d);
+        sweep_cgroups(d);
         return r;
 }

@@ -6,6 +6,7 @@ wait is bounded."""
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -177,8 +178,15 @@ class Daemon:
         with open(os.path.join(self.dir, "gpuwardd.log"), "rb") as f:
             return f.read().decode(errors="replace")
 
+    def cgroup_base(self):
+        """The directory the daemon makes its jobs' cgroups under, from its start line; None
+        without cgroups."""
+        m = re.search(r"cgroups: v[12] under (\S+)", self.daemon_log())
+        return m.group(1) if m else None
+
     def cleanup(self):
-        """Cancels every active job, stops the daemon, removes the temp dir."""
+        """Cancels every active job, stops the daemon, removes the temp dir and the empty
+        cgroups a killed daemon left (its state dir, hence its cgroup name, is not reused)."""
         try:
             if self.proc and self.proc.poll() is None:
                 for j in self.api("GET", "/api/v1/jobs")[1].get("jobs", []):
@@ -187,6 +195,18 @@ class Daemon:
             print(f"cleanup: {e}", file=sys.stderr)
         self.stop()
         self.log.close()
+        base = self.cgroup_base() if os.path.exists(os.path.join(self.dir, "gpuwardd.log")) else None
+        if base and os.path.isdir(base):
+            for name in os.listdir(base):
+                if name.startswith("job-"):
+                    try:
+                        os.rmdir(os.path.join(base, name))
+                    except OSError:
+                        pass  # still populated: not ours to kill here
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- the two ways in ---

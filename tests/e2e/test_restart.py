@@ -9,6 +9,14 @@ import time
 from gwtest import GPUWARD, SLOW, TRAINER, DaemonTest, kinds, main, needs_readoption, pid_alive, wait_until
 
 
+def _rmdir(path):
+    try:
+        os.rmdir(path)
+        return True
+    except OSError:
+        return False
+
+
 class RestartTest(DaemonTest):
     @needs_readoption
     def test_running_job_is_readopted(self):
@@ -29,6 +37,32 @@ class RestartTest(DaemonTest):
         j3 = self.d.wait_state(jid, "FAILED")
         self.assertEqual(j3["exit_code"], 4, "the exit status survives the restart")
         self.d.wait_state(waiting, "COMPLETED")
+
+    @needs_readoption
+    def test_empty_job_cgroups_left_behind_are_removed_at_start(self):
+        base = self.d.cgroup_base()
+        if not base:
+            self.skipTest("no cgroups on this host")
+        kept = self.d.submit("--", "sleep", "60")
+        self.d.wait_state(kept, "RUNNING")
+        self.d.stop()  # SIGTERM: the job keeps running, in its cgroup
+        stale, busy = os.path.join(base, "job-999.1"), os.path.join(base, "job-998.1")
+        os.mkdir(stale)
+        os.mkdir(busy)
+        p = subprocess.Popen(["sleep", "60"])
+        try:
+            with open(os.path.join(busy, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+            self.d.start()
+            self.assertFalse(os.path.exists(stale), "an empty cgroup no job uses is removed")
+            self.assertTrue(os.path.isdir(busy), "one with processes in it is left alone")
+            self.assertEqual(self.d.job(kept)["state"], "RUNNING")
+            self.assertTrue(os.path.isdir(os.path.join(base, f"job-{kept}.1")), "a re-adopted job keeps its cgroup")
+            self.assertIn(f"removed 1 empty job cgroup left under {base}", self.d.daemon_log())
+        finally:
+            p.kill()
+            p.wait()
+            wait_until(lambda: not os.path.exists(busy) or _rmdir(busy), timeout=10, what="the busy cgroup to empty")
 
     def test_job_that_ended_while_the_daemon_was_down(self):
         jid = self.d.submit("--", "sh", "-c", "sleep 0.5; exit 0")
