@@ -1078,7 +1078,7 @@ def why(a, g, sl, st, ts, key, peer):
     if key == "submit_seq" and peer == "task-spooler":
         gs, ts_ = g.get("start_per_s"), ts.get("start_per_s")
         return head + (
-            "each `gpuward submit` is a separate process that loads libjansson and libm and sends the "
+            "each `gpuward submit` is a separate process (linked statically) that sends the "
             "caller's whole environment"
             + (f" (process start alone: `gpuward --version` {gs:,.0f}/s vs `tsp -V` {ts_:,.0f}/s)" if gs and ts_ else "")
             + ", and the daemon answers only once the job is committed to SQLite, so an acknowledged job "
