@@ -26,12 +26,7 @@ static bool same(const struct cli_http_response *a, const struct cli_http_respon
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 1024 * 1024)
                 return 0;
-        /* An exact-size heap copy so that ASan catches a read past the end. */
-        char *buf = malloc(size ? size : 1);
-        if (!buf)
-                abort();
-        if (size)
-                memcpy(buf, data, size);
+        char *buf = fuzz_memdup(data, size);
 
         struct cli_http_response at_eof = { 0 }, more = { 0 };
         int ke = cli_http_parse(buf, size, true, &at_eof);

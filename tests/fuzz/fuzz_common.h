@@ -18,6 +18,17 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t size) {
         return s;
 }
 
+/* An exact-size heap copy of data (not NUL-terminated), so that ASan catches a read one
+ * past its end. */
+static inline char *fuzz_memdup(const uint8_t *data, size_t size) {
+        char *s = malloc(size ? size : 1);
+        if (!s)
+                abort();
+        if (size)
+                memcpy(s, data, size);
+        return s;
+}
+
 /* An invariant the fuzzer broke: report it the way a sanitizer would, so libFuzzer saves
  * the input. */
 #define FUZZ_CHECK(cond)                                                                       \

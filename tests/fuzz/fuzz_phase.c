@@ -36,11 +36,7 @@ static void check(const char *tail, size_t len, const struct gw_phase_rules *rul
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 256 * 1024)
                 return 0;
-        char *tail = malloc(size ? size : 1);
-        if (!tail)
-                abort();
-        if (size)
-                memcpy(tail, data, size);
+        char *tail = fuzz_memdup(data, size);
 
         check(tail, size, NULL);
 

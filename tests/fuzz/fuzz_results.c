@@ -57,11 +57,7 @@ static void fuzz_argv(const char *text, size_t len) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 1024 * 1024)
                 return 0;
-        char *text = malloc(size ? size : 1);
-        if (!text)
-                abort();
-        if (size)
-                memcpy(text, data, size);
+        char *text = fuzz_memdup(data, size);
 
         struct gw_results r, rc;
         int k = gw_results_parse(text, size, &r);

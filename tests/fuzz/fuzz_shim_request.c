@@ -10,12 +10,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > SHIM_REQUEST_MAX)
                 return 0;
-        /* An exact-size heap copy so that ASan catches a read past the end. */
-        char *buf = malloc(size ? size : 1);
-        if (!buf)
-                abort();
-        if (size)
-                memcpy(buf, data, size);
+        char *buf = fuzz_memdup(data, size);
 
         uint32_t argc, envc;
         if (shim_request_counts(buf, size, &argc, &envc) == 0) {
