@@ -151,8 +151,13 @@ int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
         int r = pthread_create(&s->sample_thread, NULL, sample_main, s);
-        if (r == 0)
+        if (r == 0) {
+                /* Named so that `top -H` and the benchmark can tell NVML's time from the loop's. */
+                (void) pthread_setname_np(s->sample_thread, "gw-sample");
                 s->event_thread_started = pthread_create(&s->event_thread, NULL, event_main, s) == 0;
+                if (s->event_thread_started)
+                        (void) pthread_setname_np(s->event_thread, "gw-nvml-events");
+        }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (r != 0) {
                 (void) close(s->efd);

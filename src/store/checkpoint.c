@@ -106,6 +106,8 @@ struct gw_checkpointer *gw_checkpointer_start(sqlite3 *writer, char *err, size_t
         pthread_sigmask(SIG_SETMASK, &all, &old);
         int r = pthread_create(&c->thread, NULL, run, c);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r == 0)
+                (void) pthread_setname_np(c->thread, "gw-checkpoint");
         if (r != 0) {
                 snprintf(err, errlen, "cannot start the checkpoint thread: %s", strerror(r));
                 pthread_mutex_destroy(&c->lock);

@@ -6,9 +6,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static unsigned long long now_usec(void) {
         struct timespec ts;
@@ -491,6 +494,17 @@ EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
         fake_path_in_dir(path, sizeof path, "events");
         if (fake_state_dir[0] && stat(path, &st) == 0)
                 s->offset = st.st_size;
+        /* The real library sleeps in the driver until an event comes; polling the file every
+         * few milliseconds instead would make the fake cost the daemon more CPU than NVML does. */
+        s->notify_fd = -1;
+        if (fake_state_dir[0]) {
+                s->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+                if (s->notify_fd >= 0 &&
+                    inotify_add_watch(s->notify_fd, fake_state_dir, IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+                        close(s->notify_fd);
+                        s->notify_fd = -1;
+                }
+        }
         *set = s;
         return unlock_ret(NVML_SUCCESS);
 }
@@ -517,6 +531,22 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t dev, unsigned long lon
         return unlock_ret(r);
 }
 
+/* Sleeps until DIR changes (inotify, armed when the set was made, so a line appended between
+ * the look and the sleep still wakes it) or, without inotify, for 10 ms at most. */
+static void event_nap(nvmlEventSet_t set, long long left_ms) {
+        if (set->notify_fd >= 0) {
+                struct pollfd p = { .fd = set->notify_fd, .events = POLLIN };
+                if (poll(&p, 1, (int) left_ms) > 0) {
+                        char buf[4096];
+                        while (read(set->notify_fd, buf, sizeof buf) > 0)
+                                ;
+                }
+                return;
+        }
+        struct timespec nap = { 0, (left_ms < 10 ? left_ms : 10) * 1000000L };
+        nanosleep(&nap, NULL);
+}
+
 EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -533,9 +563,7 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
                 long long ms = (long long) (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
                 if (ms >= (long long) timeoutms)
                         return NVML_ERROR_TIMEOUT;
-                long long left = (long long) timeoutms - ms;
-                struct timespec nap = { 0, (left < 10 ? left : 10) * 1000000L };
-                nanosleep(&nap, NULL);
+                event_nap(set, (long long) timeoutms - ms);
         }
 }
 
@@ -545,8 +573,11 @@ EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, 
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
         nvmlReturn_t r = lock_lib();
-        if (r == NVML_SUCCESS)
+        if (r == NVML_SUCCESS && set) {
+                if (set->notify_fd >= 0)
+                        close(set->notify_fd);
                 free(set);
+        }
         return unlock_ret(r);
 }
 

@@ -111,6 +111,7 @@ struct fake_proc {
 struct nvmlEventSet_st {
         unsigned long long registered[FAKE_MAX_GPUS];
         off_t offset;  /* bytes of DIR/events already turned into events */
+        int notify_fd; /* inotify on DIR, so a wait sleeps until a file there changes; -1: poll */
 };
 
 /* State shared by the two files; hidden so that the library exports only NVML names. */
