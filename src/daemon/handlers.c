@@ -384,6 +384,33 @@ static int list_cb(struct gw_job *j, void *userdata) {
         return 0;
 }
 
+/* `user` (a name, or a number when no account has that name) or `uid` (a number only, never a
+ * name: what `--me` sends, so that an account named "1000" is not taken for uid 1000). */
+static int list_owner_filter(struct gw_daemon *d, const struct gw_http_request *req, struct gw_store_filter *f,
+                             struct gw_http_reply *rep) {
+        const char *user = gw_http_query(req, "user"), *quid = gw_http_query(req, "uid");
+        if (user && quid) {
+                reply_error(rep, 400, "uid", "user and uid exclude each other");
+                return -EINVAL;
+        }
+        if (!user && !quid)
+                return 0;
+        const struct gw_account *a = user ? gw_userdb_user(d->users, user, d->now) : NULL;
+        long long uid;
+        if (a)
+                uid = a->uid;
+        else if (gw_parse_int(user ? user : quid, 0, UINT32_MAX, &uid) < 0) {
+                if (user)
+                        reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
+                else
+                        reply_error(rep, 400, "uid", "uid must be a number (0-4294967295)");
+                return -EINVAL;
+        }
+        f->uid = (uint32_t) uid;
+        f->by_uid = true;
+        return 0;
+}
+
 static void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -393,35 +420,8 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
         if (q && parse_states(q, &mask, rep) < 0)
                 return;
         struct gw_store_filter f = { .state_mask = mask & ~active };
-        const char *user = gw_http_query(req, "user"), *quid = gw_http_query(req, "uid");
-        if (user && quid) {
-                reply_error(rep, 400, "uid", "user and uid exclude each other");
+        if (list_owner_filter(d, req, &f, rep) < 0)
                 return;
-        }
-        if (user) {
-                const struct gw_account *a = gw_userdb_user(d->users, user, d->now);
-                long long uid;
-                if (a)
-                        f.uid = a->uid;
-                else if (gw_parse_int(user, 0, UINT32_MAX, &uid) == 0)
-                        f.uid = (uint32_t) uid;
-                else {
-                        reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
-                        return;
-                }
-                f.by_uid = true;
-        }
-        if (quid) {
-                /* A number only, never a name: what `--me` sends, so that an account named
-                 * "1000" is not taken for uid 1000. */
-                long long uid;
-                if (gw_parse_int(quid, 0, UINT32_MAX, &uid) < 0) {
-                        reply_error(rep, 400, "uid", "uid must be a number (0-4294967295)");
-                        return;
-                }
-                f.uid = (uint32_t) uid;
-                f.by_uid = true;
-        }
         long long limit = 100, before = 0;
         const char *ql = gw_http_query(req, "limit"), *qb = gw_http_query(req, "before");
         if ((ql && gw_parse_int(ql, 1, 10000, &limit) < 0) || (qb && gw_parse_int(qb, 1, INT64_MAX, &before) < 0)) {
