@@ -12,6 +12,10 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
+
+#define TRASH_RETRY_USEC GW_USEC_PER_SEC
+#define TRASH_TRIES 60
 
 const char *gw_cgroup_mode_name(enum gw_cgroup_mode m) {
         return m == GW_CGROUP_V2 ? "v2" : m == GW_CGROUP_V1 ? "v1" : "none";
@@ -154,4 +158,50 @@ size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_
 void gw_cgroup_release(struct gw_cgroups *cg) {
         if (cg->mode != GW_CGROUP_NONE)
                 (void) rmdir(cg->base); /* only succeeds when no job cgroup is left */
+}
+
+void gw_cgroup_trash_add(struct gw_cgroup_trash *t, const char *dir) {
+        if (t->n == t->cap) {
+                t->cap = t->cap ? 2 * t->cap : 16;
+                t->v = gw_xrealloc(t->v, t->cap * sizeof *t->v);
+        }
+        t->v[t->n++] = (struct gw_cgroup_doomed) { gw_xstrdup(dir), 0 };
+}
+
+gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now) {
+        bool retry_due = now >= t->retry_at;
+        size_t kept_n = 0;
+        for (size_t i = 0; i < t->n; i++) {
+                struct gw_cgroup_doomed *c = &t->v[i];
+                if (c->tries > 0 && !retry_due) {
+                        t->v[kept_n++] = *c;
+                        continue;
+                }
+                int r = gw_cgroup_remove(c->dir);
+                if (r == 0 || r == -ENOENT) {
+                        free(c->dir);
+                        continue;
+                }
+                if (++c->tries >= TRASH_TRIES) {
+                        log_warn("cgroup %s still cannot be removed after %d s (%s); the next start of gpuwardd "
+                                 "removes it once it is empty",
+                                 c->dir, TRASH_TRIES * (int) (TRASH_RETRY_USEC / GW_USEC_PER_SEC), strerror(-r));
+                        free(c->dir);
+                        continue;
+                }
+                t->v[kept_n++] = *c;
+        }
+        t->n = kept_n;
+        if (t->n == 0)
+                return GW_USEC_INFINITY;
+        if (retry_due || t->retry_at == 0)
+                t->retry_at = now + TRASH_RETRY_USEC;
+        return t->retry_at;
+}
+
+void gw_cgroup_trash_free(struct gw_cgroup_trash *t) {
+        for (size_t i = 0; i < t->n; i++)
+                free(t->v[i].dir);
+        free(t->v);
+        *t = (struct gw_cgroup_trash) { 0 };
 }

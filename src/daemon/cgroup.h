@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/time.h"
+
 enum gw_cgroup_mode { GW_CGROUP_NONE, GW_CGROUP_V1, GW_CGROUP_V2 };
 
 struct gw_cgroups {
@@ -27,5 +29,22 @@ int gw_cgroup_remove(const char *dir);
  * still dying when it removed them): every job-* directory under base but those in keep; a
  * populated one stays (rmdir refuses it).  How many went. */
 size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_keep);
+/* The cgroups of ended jobs, removed after the next starts.  One whose last processes are still
+ * dying (or that holds a cgroup someone made inside it) is tried again every second for a
+ * minute, then left to the next start's sweep with a warning. */
+struct gw_cgroup_trash {
+        struct gw_cgroup_doomed {
+                char *dir;
+                unsigned tries;
+        } *v;
+        size_t n, cap;
+        gw_usec_t retry_at;  /* monotonic; when the busy ones are tried again */
+};
+void gw_cgroup_trash_add(struct gw_cgroup_trash *t, const char *dir);
+/* Removes the new ones, and the busy ones once retry_at has come; returns when to call again
+ * (GW_USEC_INFINITY: nothing left). */
+gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now);
+void gw_cgroup_trash_free(struct gw_cgroup_trash *t);
+
 /* Removes this daemon's directory if no job cgroup is left in it. */
 void gw_cgroup_release(struct gw_cgroups *cg);

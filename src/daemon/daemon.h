@@ -155,8 +155,7 @@ struct gw_daemon {
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
         struct gw_djob *unwritten;   /* ended jobs whose end the store refused (jobs_stop.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
-        char **cg_trash;             /* cgroups of ended jobs, removed after the next starts */
-        size_t n_cg_trash, cap_cg_trash;
+        struct gw_cgroup_trash cg_trash;
 
         int epfd, sigfd;
         struct gw_source sig_src, http_src[2];
@@ -258,7 +257,8 @@ bool gw_prelog_pending(struct gw_daemon *d);
 void gw_prelog_one(struct gw_daemon *d);
 void gw_prelog_head(struct gw_daemon *d);
 /* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
-void gw_jobs_sweep(struct gw_daemon *d);
+/* Removes the ended jobs' cgroups; when to call again for the busy ones (or GW_USEC_INFINITY). */
+gw_usec_t gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_new(struct gw_job *j);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
 /* Marks the GPUs in mask as held by job id (0: free). */

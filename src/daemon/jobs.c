@@ -515,22 +515,12 @@ void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         gw_gpus_assign(d, j->gpu_mask, 0);
         gw_running_remove(d, dj);
         gw_jobs_trim_exits(d);
-        if (j->cgroup) {
-                if (d->n_cg_trash == d->cap_cg_trash) {
-                        d->cap_cg_trash = d->cap_cg_trash ? 2 * d->cap_cg_trash : 16;
-                        d->cg_trash = gw_xrealloc(d->cg_trash, d->cap_cg_trash * sizeof *d->cg_trash);
-                }
-                d->cg_trash[d->n_cg_trash++] = gw_xstrdup(j->cgroup);
-        }
+        if (j->cgroup)
+                gw_cgroup_trash_add(&d->cg_trash, j->cgroup);
 }
 
-void gw_jobs_sweep(struct gw_daemon *d) {
-        for (size_t i = 0; i < d->n_cg_trash; i++) {
-                if (gw_cgroup_remove(d->cg_trash[i]) < 0)
-                        log_debug("cgroup %s not removed yet", d->cg_trash[i]);
-                free(d->cg_trash[i]);
-        }
-        d->n_cg_trash = 0;
+gw_usec_t gw_jobs_sweep(struct gw_daemon *d) {
+        return gw_cgroup_trash_sweep(&d->cg_trash, d->now);
 }
 
 void gw_jobs_batch_begin(struct gw_daemon *d) {

@@ -205,7 +205,9 @@ static void run_loop(struct gw_daemon *d) {
                 if (warm_due != INT64_MAX && (deadline == GW_USEC_INFINITY || warm_due * GW_USEC_PER_SEC < deadline))
                         deadline = warm_due * GW_USEC_PER_SEC;
                 gw_prelog_head(d);
-                gw_jobs_sweep(d);
+                gw_usec_t trash_due = gw_jobs_sweep(d);
+                if (trash_due < deadline)
+                        deadline = trash_due;
                 if (d->sched_dirty)
                         continue;
                 /* Idle work (log files made ahead) only when no event is waiting. */
@@ -260,7 +262,7 @@ static void run_loop(struct gw_daemon *d) {
                 }
         }
         gw_jobs_bury(d);
-        gw_jobs_sweep(d);
+        (void) gw_jobs_sweep(d);
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
@@ -278,7 +280,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_jobmap_free(&d->map);
         free(d->queue);
         free(d->running);
-        free(d->cg_trash);
+        gw_cgroup_trash_free(&d->cg_trash);
         free(d->to_launch);
         gw_observe_stop(d);
         gw_gpus_close(d);

@@ -64,6 +64,27 @@ class RestartTest(DaemonTest):
             p.wait()
             wait_until(lambda: not os.path.exists(busy) or _rmdir(busy), timeout=10, what="the busy cgroup to empty")
 
+    def test_a_job_cgroup_still_busy_at_the_end_is_removed_once_it_empties(self):
+        """rmdir refuses a cgroup while anything is left in it (processes still dying, or a
+        cgroup made inside it): the daemon tries again each second instead of forgetting it."""
+        base = self.d.cgroup_base()
+        if not base:
+            self.skipTest("no cgroups on this host")
+        gate = os.path.join(self.d.work, "gate")
+        jid = self.d.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done")
+        self.d.wait_state(jid, "RUNNING")
+        cg = os.path.join(base, f"job-{jid}.1")
+        inner = os.path.join(cg, "inner")
+        try:
+            os.mkdir(inner)
+        except OSError as e:
+            self.skipTest(f"cannot make a cgroup inside the job's here: {e}")
+        open(gate, "w").close()
+        self.d.wait_state(jid, "COMPLETED")
+        self.assertTrue(os.path.isdir(cg), "a cgroup with one inside it cannot be removed yet")
+        os.rmdir(inner)
+        wait_until(lambda: not os.path.exists(cg), timeout=10, what="the job's cgroup to be removed")
+
     def test_job_that_ended_while_the_daemon_was_down(self):
         jid = self.d.submit("--", "sh", "-c", "sleep 0.5; exit 0")
         self.d.wait_state(jid, "RUNNING")
