@@ -494,8 +494,9 @@ int gw_http_listen_unix(const char *path, char *err, size_t errlen) {
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
-        /* A stale socket from a crashed daemon is replaced; a live one is refused. */
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0) {
+        /* A stale socket from a crashed daemon is replaced; a live one is refused (a full
+         * backlog, EAGAIN, is a live one too). */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0 || errno == EAGAIN) {
                 snprintf(err, errlen, "another gpuwardd is already listening on %s", path);
                 return -EADDRINUSE;
         }
@@ -517,6 +518,13 @@ int gw_http_listen_tcp(const char *hostport, int *ret_port, char *err, size_t er
         }
         memcpy(host, hostport, (size_t) (colon - hostport));
         host[colon - hostport] = '\0';
+        /* getaddrinfo takes any number and keeps its low 16 bits: 70000 would bind 4464. */
+        const char *port = colon + 1;
+        size_t digits = strspn(port, "0123456789");
+        if (!digits || port[digits] || digits > 5 || atol(port) > 65535) {
+                snprintf(err, errlen, "listen: port '%s' is not a number from 0 to 65535 (0: any free port)", port);
+                return -EINVAL;
+        }
         struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST },
                         *ai = NULL;
         if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || !ai) {

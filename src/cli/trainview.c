@@ -32,14 +32,17 @@ char *cli_format_end(double eta, time_t now, char *buf, size_t n) {
 
 char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n) {
         const char *state = cli_jstr(job, "state");
-        double t = cli_jnum(job, state && !strcmp(state, "RUNNING") ? "start_time" : "predicted_start");
-        if (!state || !isfinite(t) || t <= 0 || (strcmp(state, "RUNNING") && strcmp(state, "PENDING"))) {
+        bool pending = state && !strcmp(state, "PENDING");
+        /* Pending: when it is predicted to start; running or ended: when it started, a fact. */
+        bool started = state && !pending && strcmp(state, "HELD");
+        double t = cli_jnum(job, pending ? "predicted_start" : "start_time");
+        if (!state || !isfinite(t) || t <= 0 || (!pending && !started)) {
                 snprintf(buf, n, "-");
                 return buf;
         }
         cli_format_end(t, now, buf, n);
-        if (!strcmp(state, "RUNNING") && buf[0] == '~')
-                memmove(buf, buf + 1, strlen(buf)); /* a fact, not an estimate */
+        if (started && buf[0] == '~')
+                memmove(buf, buf + 1, strlen(buf));
         return buf;
 }
 

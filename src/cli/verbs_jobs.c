@@ -142,7 +142,8 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0) ||
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
-                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,time_limit,eta,predicted_start"
+                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
+                                                  "eta,predicted_start"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);

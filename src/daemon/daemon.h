@@ -158,6 +158,8 @@ struct gw_daemon {
         struct gw_cgroup_trash cg_trash;
 
         int epfd, sigfd;
+        int lock_fd;                 /* STATE_DIR/gpuwardd.lock, flock'ed while we run */
+        bool socket_bound;           /* the Unix socket is ours to remove at the end */
         struct gw_source sig_src, http_src[2];
         struct gw_http_server *http[2]; /* unix, tcp */
         int tcp_port;

@@ -69,19 +69,44 @@ static int submit_fail(struct gw_submit_error *err, int status, const char *fiel
         return -EINVAL;
 }
 
-/* Whether uid (with gid and its groups) may enter dir: the job will chdir there as uid. */
-static bool may_enter(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid) {
+/* Whether uid (with gid and its groups) has the access in `need` (S_IXUSR, S_IWUSR, or both, in
+ * owner bits) to directory dir: the job will chdir there, or create its output file there, as uid. */
+static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
         struct stat st;
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 return false;
         if (uid == 0)
                 return true;
         if (st.st_uid == uid)
-                return st.st_mode & S_IXUSR;
+                return (st.st_mode & need) == need;
         bool in_group = st.st_gid == gid;
         const struct gw_account *a = in_group ? NULL : gw_userdb_uid(d->users, uid, d->now);
         in_group |= a && gw_account_in_group(a, st.st_gid);
-        return in_group ? (st.st_mode & S_IXGRP) : (st.st_mode & S_IXOTH);
+        return in_group ? (st.st_mode & (need >> 3)) == need >> 3 : (st.st_mode & (need >> 6)) == need >> 6;
+}
+
+/* The output file is opened by the job's user at each start (O_APPEND, created if missing):
+ * a directory that is not there, or not theirs to write, would fail every start with no log. */
+static int check_output(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", j->output);
+        char *slash = strrchr(dir, '/');
+        if (!slash || !slash[1])
+                return submit_fail(err, 400, "output", "output: '%s' names a directory, not a file", j->output);
+        if (slash == dir)
+                slash[1] = '\0';
+        else
+                *slash = '\0';
+        struct stat st;
+        if (stat(j->output, &st) == 0) {
+                if (S_ISDIR(st.st_mode))
+                        return submit_fail(err, 400, "output", "output: '%s' is a directory", j->output);
+                if (may_use_dir(d, dir, j->uid, j->gid, S_IXUSR))
+                        return 0;
+        } else if (may_use_dir(d, dir, j->uid, j->gid, S_IXUSR | S_IWUSR))
+                return 0;
+        return submit_fail(err, 400, "output", "output: directory '%s' does not exist or %s cannot write there", dir,
+                           j->user);
 }
 
 static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
@@ -103,8 +128,10 @@ static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_erro
         }
         if (!j->cwd)
                 return submit_fail(err, 400, "cwd", "cwd: required (the directory the job runs in)");
-        if (!may_enter(d, j->cwd, j->uid, j->gid))
+        if (!may_use_dir(d, j->cwd, j->uid, j->gid, S_IXUSR))
                 return submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
+        if (j->output && check_output(d, j, err) < 0)
+                return -EINVAL;
         uint32_t classes;
         char why[160];
         if (j->retry_on && gw_retry_parse_classes(j->retry_on, &classes, why, sizeof why) < 0)

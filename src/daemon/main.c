@@ -4,6 +4,7 @@
  * WAL checkpoints (store/checkpoint.c); neither touches the daemon's state. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +56,36 @@ static void notify_ready(void) {
                               (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l));
 }
 
+/* One daemon per state dir: a second one would re-adopt the first one's running jobs, write
+ * the same database and hand out the same GPUs.  The lock goes with the process, kill -9 included. */
+static int lock_state_dir(struct gw_daemon *d) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/gpuwardd.lock", d->cfg->state_dir);
+        d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (d->lock_fd < 0) {
+                log_err("cannot open %s: %s", path, strerror(errno));
+                return -errno;
+        }
+        if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                char pid[32] = "";
+                ssize_t n = pread(d->lock_fd, pid, sizeof pid - 1, 0);
+                pid[n > 0 ? n : 0] = '\0';
+                pid[strcspn(pid, "\n")] = '\0';
+                if (e == EWOULDBLOCK)
+                        log_err("state dir %s is in use by another gpuwardd%s%s%s: stop it first, or give this one "
+                                "its own --state-dir", d->cfg->state_dir, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+                else
+                        log_err("cannot lock %s: %s", path, strerror(e));
+                return -e;
+        }
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
+        if (ftruncate(d->lock_fd, 0) < 0 || pwrite(d->lock_fd, pid, (size_t) n, 0) != n)
+                log_warn("cannot write the pid into %s: %s", path, strerror(errno));
+        return 0;
+}
+
 static int setup_dirs(struct gw_daemon *d) {
         const char *sd = d->cfg->state_dir;
         snprintf(d->log_dir, sizeof d->log_dir, "%s/logs", sd);
@@ -71,6 +102,8 @@ static int setup_dirs(struct gw_daemon *d) {
                         log_err("cannot create %s: %s", dirs[i], strerror(-r));
                         return r;
                 }
+                if (i == 0 && (r = lock_state_dir(d)) < 0)
+                        return r;
         }
         snprintf(d->exits_path, sizeof d->exits_path, "%s/exits", d->run_dir);
         int r = gw_exits_open(d->exits_path, &d->exits);
@@ -121,6 +154,7 @@ static int setup_http(struct gw_daemon *d) {
                 log_err("%s", err);
                 return fd;
         }
+        d->socket_bound = true;
         int r = start_door(d, 0, fd, true);
         if (r < 0 || !d->cfg->listen[0])
                 return r;
@@ -270,7 +304,8 @@ static void shutdown_daemon(struct gw_daemon *d) {
         for (int i = 0; i < 2; i++)
                 d->http[i] = gw_http_stop(d->http[i]);
         gw_events_free(d);
-        (void) unlink(d->cfg->socket);
+        if (d->socket_bound) /* never the socket of the daemon that made this one give up */
+                (void) unlink(d->cfg->socket);
         gw_jobs_unwritten_close(d);
         for (size_t i = 0; i < d->map.cap; i++) {
                 struct gw_djob *dj = d->map.slots[i];
@@ -293,6 +328,8 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_warm_close(&d->warm);
         if (d->sigfd >= 0)
                 (void) close(d->sigfd);
+        if (d->lock_fd >= 0)
+                (void) close(d->lock_fd); /* last: the state is closed, another daemon may have it */
         if (d->epfd >= 0)
                 (void) close(d->epfd);
 }
@@ -305,7 +342,8 @@ int main(int argc, char **argv) {
                 return r > 0 ? 0 : 2;
         }
         gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
-        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .launcher_watched = -1, .euid = geteuid() };
+        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .lock_fd = -1, .launcher_watched = -1,
+                               .euid = geteuid() };
         char err[512], note[256];
         int rc = 1;
         d.users = gw_userdb_new(NULL);
@@ -339,11 +377,12 @@ int main(int argc, char **argv) {
         if (!d.launcher)
                 log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
         gw_launch_answers(&d, false);
-        log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
-                 cfg.listen[0] ? ", http://" : "", cfg.listen[0] ? cfg.listen : "", d.n_gpus, d.n_gpus == 1 ? "" : "s",
-                 d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);
-        if (d.tcp_port && cfg.listen[0])
-                log_info("TCP door bound to port %d", d.tcp_port);
+        char http[300] = "";
+        if (cfg.listen[0])
+                snprintf(http, sizeof http, ", http://%.*s:%d", (int) (strrchr(cfg.listen, ':') - cfg.listen), cfg.listen,
+                         d.tcp_port);
+        log_info("ready: state %s, socket %s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket, http,
+                 d.n_gpus, d.n_gpus == 1 ? "" : "s", d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);
         notify_ready();
         d.sched_dirty = true;
         run_loop(&d);

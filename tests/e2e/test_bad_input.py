@@ -6,7 +6,7 @@ import socket
 import subprocess
 import unittest
 
-from gwtest import GPUWARD, IS_ROOT, DaemonTest, main
+from gwtest import FAKE_NVML, GPUWARD, GPUWARDD, IS_ROOT, DaemonTest, main
 
 
 class BadInputTest(DaemonTest):
@@ -36,6 +36,10 @@ class BadInputTest(DaemonTest):
         self.assert_cli_refused(["submit", "--"], "command", 2)
         self.assert_cli_refused(["submit", "--cwd", "/nonexistent/dir", "--", "true"], "cwd", None)
         self.assert_cli_refused(["submit", "--after", "999", "--", "true"], "no job 999", 1)
+        # The output file is opened at each start: a directory that is not there is refused now.
+        self.assert_cli_refused(["submit", "--output", "/nonexistent/dir/x.log", "--", "true"],
+                                "output: directory '/nonexistent/dir' does not exist", 1)
+        self.assert_cli_refused(["submit", "--output", self.d.work, "--", "true"], "is a directory", 1)
         self.assert_cli_refused(["submit", "--after", "x:y", "--", "true"], "after", None)
 
     def test_unknown_jobs(self):
@@ -123,6 +127,15 @@ class BadInputTest(DaemonTest):
         st, body = self.d.tcp("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "/"}))
         self.assertEqual(st, 401)
         self.assertEqual(self.jobs_count(), 0)
+
+    def test_daemon_listen_port_out_of_range(self):
+        """getaddrinfo keeps a port's low 16 bits: 70000 must not quietly become 4464."""
+        for bad in ("70000", "99999", "", "8x"):
+            p = subprocess.run([GPUWARDD, "--state-dir", os.path.join(self.d.dir, "s2"), "--socket",
+                                os.path.join(self.d.dir, "s2.sock"), "--simulate-gpus", "1", "--nvml-lib", FAKE_NVML,
+                                "--listen", f"127.0.0.1:{bad}"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(f"listen: port '{bad}' is not a number from 0 to 65535", p.stderr)
 
     def test_daemon_not_running(self):
         sock = os.path.join(self.d.dir, "nobody-here.sock")

@@ -2,6 +2,7 @@
 import os
 import random
 import re
+import time
 
 from gwtest import TRAINER, DaemonTest, main, wait_until
 
@@ -43,6 +44,20 @@ class QueueTest(DaemonTest):
         self.assertEqual(len(gpus), 4)
         for g in gpus:
             self.assertEqual(g["job"], b if g["index"] in gb else None)
+
+    def test_queue_all_shows_ended_jobs_with_their_own_times(self):
+        """An ended job's TIME is how long it ran (not still counting) and START when it started."""
+        jid = self.d.submit("--", "sleep", "0.3")
+        self.d.wait_state(jid, "COMPLETED")
+        never = self.d.submit("--hold", "--", "true")
+        self.d.cli("cancel", never)
+        time.sleep(1.5)  # long enough that a TIME still counting would show 1s more
+        rows = {int(l.split()[0]): l.split() for l in self.d.cli("queue", "--all").stdout.splitlines()[1:]}
+        cols = self.d.cli("queue", "--all").stdout.splitlines()[0].split()
+        ran = dict(zip(cols, rows[jid]))
+        self.assertEqual(ran["TIME"], "0s", rows[jid])
+        self.assertRegex(ran["START"], r"^\d\d:\d\d", "when it started, no '~': a fact")
+        self.assertEqual(dict(zip(cols, rows[never]))["START"], "-", "a job that never ran has no start")
 
     def test_rows_layout_matches_objects(self):
         gate = os.path.join(self.d.work, "gate")

@@ -6,7 +6,8 @@ import subprocess
 import threading
 import time
 
-from gwtest import GPUWARD, SLOW, TRAINER, DaemonTest, kinds, main, needs_readoption, pid_alive, wait_until
+from gwtest import (FAKE_NVML, GPUWARD, GPUWARDD, SLOW, TRAINER, DaemonTest, kinds, main, needs_readoption, pid_alive,
+                    wait_until)
 
 
 def _rmdir(path):
@@ -84,6 +85,36 @@ class RestartTest(DaemonTest):
         self.assertTrue(os.path.isdir(cg), "a cgroup with one inside it cannot be removed yet")
         os.rmdir(inner)
         wait_until(lambda: not os.path.exists(cg), timeout=10, what="the job's cgroup to be removed")
+
+    def second_daemon(self, state, sock, *more):
+        """Runs another gpuwardd beside the test's own; it must give up: its exit code and output."""
+        p = subprocess.run([GPUWARDD, "--state-dir", state, "--socket", sock, "--listen", "none",
+                            "--simulate-gpus", "2", "--nvml-lib", FAKE_NVML, *more],
+                           capture_output=True, text=True, timeout=30 * SLOW)
+        return p.returncode, p.stderr
+
+    @needs_readoption
+    def test_a_second_daemon_on_the_same_state_dir_is_refused(self):
+        """It would re-adopt the first one's jobs and hand out the same GPUs again."""
+        jid = self.d.submit("--", "sleep", "60")
+        self.d.wait_state(jid, "RUNNING")
+        rc, err = self.second_daemon(self.d.state, os.path.join(self.d.dir, "second.sock"))
+        self.assertEqual(rc, 1, err)
+        self.assertIn(f"state dir {self.d.state} is in use by another gpuwardd (pid {self.d.proc.pid})", err)
+        self.assertNotIn("adopt", kinds(self.d.job(jid)), "the first daemon's job was left alone")
+        self.assertEqual([g["health"] for g in self.d.cli_json("gpus")["gpus"]], ["ok"] * 4,
+                         "the second one did not rewrite the simulated GPUs")
+        # The lock goes with the process: a restart (here after kill -9) takes the state dir at once.
+        self.d.kill9()
+        self.d.start()
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+
+    def test_a_second_daemon_on_the_same_socket_leaves_it_alone(self):
+        rc, err = self.second_daemon(os.path.join(self.d.dir, "state2"), self.d.socket)
+        self.assertEqual(rc, 1, err)
+        self.assertIn(f"another gpuwardd is already listening on {self.d.socket}", err)
+        self.assertTrue(os.path.exists(self.d.socket), "the running daemon's socket is still there")
+        self.assertEqual(len(self.d.cli_json("gpus")["gpus"]), 4, "and it still answers there")
 
     def test_job_that_ended_while_the_daemon_was_down(self):
         jid = self.d.submit("--", "sh", "-c", "sleep 0.5; exit 0")
