@@ -269,10 +269,36 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
         return 0;
 }
 
+/* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
+static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
+        static const char *const known[] = {
+                "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
+                "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
+                "resume_cmd", "progress", "health_url", "leak_policy", "hold",
+        };
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *) o, key, v) {
+                size_t i = 0;
+                while (i < ELEMENTSOF(known) && strcmp(key, known[i]))
+                        i++;
+                if (i < ELEMENTSOF(known))
+                        continue;
+                if (!strcmp(key, "gpus"))
+                        return fail(err, "gpus", "gpus: unknown field; the number of GPUs is ngpus");
+                return fail(err, key, "%.64s: unknown field (a job has command, ngpus, gpu_mem, time_limit, name, "
+                            "cwd, priority, after, output, env, env_extra, hold, retries, retry_on, checkpoint, "
+                            "resume_cmd, progress, health_url, idle_policy, leak_policy, reservation, yolo)", key);
+        }
+        return 0;
+}
+
 int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
                       struct gw_codec_error *err) {
         if (!json_is_object(o))
                 return fail(err, "", "the request body must be a JSON object");
+        if (check_job_fields(o, err) < 0)
+                return -EINVAL;
         if (get_strv(o, "command", MAX_ARGS, false, &j->argv, err) < 0)
                 return -EINVAL;
         if (!j->argv || !j->argv[0] || !j->argv[0][0])

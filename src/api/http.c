@@ -521,7 +521,7 @@ int gw_http_listen_tcp(const char *hostport, int *ret_port, char *err, size_t er
         /* getaddrinfo takes any number and keeps its low 16 bits: 70000 would bind 4464. */
         const char *port = colon + 1;
         size_t digits = strspn(port, "0123456789");
-        if (!digits || port[digits] || digits > 5 || atol(port) > 65535) {
+        if (!digits || port[digits] || digits > 5 || strtol(port, NULL, 10) > 65535) {
                 snprintf(err, errlen, "listen: port '%s' is not a number from 0 to 65535 (0: any free port)", port);
                 return -EINVAL;
         }

@@ -314,7 +314,8 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                 o->gpu_mem_set = true;
                 return 0;
         case OPT_TIME:
-                if (arg[0] == '-')
+                /* "-5m" and "0" (or "0h", "00:00:00") read as durations but cannot be limits. */
+                if (arg[0] == '-' || (strchr(arg, '0') && !arg[strspn(arg, "0:smhdSMHD")]))
                         return bad_value(where, "--time", "is not a positive duration", arg);
                 if (gw_parse_duration(arg, &o->time_limit) < 0)
                         return bad_value(where, "--time",
@@ -598,6 +599,17 @@ static int resolve_cwd(const char *opt, char **ret) {
                 cli_error("--cwd: '%s': %s", safe ? safe : "?", why);
                 return CLI_EXIT_USAGE;
         }
+        /* "a/../b" would run fine but show up in `show` and the log path as written; the
+         * directory it names is what counts (a path without dot segments keeps its symlinks). */
+        size_t n = strlen(dir);
+        if (strstr(dir, "/./") || strstr(dir, "/../") || (n >= 2 && !strcmp(dir + n - 2, "/.")) ||
+            (n >= 3 && !strcmp(dir + n - 3, "/.."))) {
+                char *real = realpath(dir, NULL);
+                if (real) {
+                        free(dir);
+                        dir = real;
+                }
+        }
         *ret = TAKE_PTR(dir);
         return 0;
 }
@@ -624,6 +636,25 @@ static int script_command(const char *script, char **args, size_t nargs, const c
         return 0;
 }
 
+/* Whether an executable file of that name is in one of PATH's directories (as execvp looks). */
+static bool in_path(const char *word) {
+        const char *path = getenv("PATH");
+        if (!path)
+                path = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *p = path;; p++) {
+                size_t n = strcspn(p, ":");
+                char file[4096];
+                int k = snprintf(file, sizeof file, "%.*s/%s", (int) (n ? n : 1), n ? p : ".", word);
+                struct stat st;
+                if (k > 0 && (size_t) k < sizeof file && stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+                    access(file, X_OK) == 0)
+                        return true;
+                p += n;
+                if (!*p)
+                        return false;
+        }
+}
+
 /* Tells the script mode apart from the command mode, catching typos in script paths. */
 static int classify_target(const char *word, bool dashdash, bool *ret_script) {
         struct stat st;
@@ -641,6 +672,9 @@ static int classify_target(const char *word, bool dashdash, bool *ret_script) {
         /* A bare word is a command looked up in PATH; a path that is not there is a typo. */
         if (strchr(word, '/'))
                 return cli_usage("submit", "'%s': no such script", word);
+        if (!in_path(word))
+                return cli_usage("submit", "'%s': no such script here, and no command of that name in PATH "
+                                 "(a command to be made later goes after '--')", word);
         return 0;
 }
 

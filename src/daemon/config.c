@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,21 @@
 #include "base/parse.h"
 
 #define DEFAULT_CONFIG "/etc/gpuward/gpuward.conf"
+
+/* A setting's error: printed at once for a flag; for a line of the config file, kept until
+ * ini_parse says which line it was, so the user gets one line with the file, line and why. */
+static void config_fail(struct gw_config *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void config_fail(struct gw_config *c, const char *fmt, ...) {
+        char why[sizeof c->file_error];
+        va_list ap;
+        va_start(ap, fmt);
+        (void) vsnprintf(why, sizeof why, fmt, ap);
+        va_end(ap);
+        if (!c->in_file)
+                fprintf(stderr, "gpuwardd: error: %s\n", why);
+        else if (!c->file_error[0])
+                memcpy(c->file_error, why, sizeof why);
+}
 
 static const char usage[] =
         "Usage: gpuwardd [OPTIONS]\n"
@@ -30,7 +46,7 @@ static const char usage[] =
         "                       'none' disables TCP)\n"
         "  --web-dir DIR        serve the dashboard's files from DIR instead of the copy built\n"
         "                       into gpuwardd (for working on web/)\n"
-        "  --simulate-gpus N    run on N simulated GPUs (the project's fake NVML)\n"
+        "  --simulate-gpus N    run on N simulated GPUs (the project's fake NVML; 0, the default: real)\n"
         "  --nvml-lib PATH      NVML library to load (default libnvidia-ml.so.1; env GPUWARD_NVML_LIB)\n"
         "  --grace-seconds N    SIGTERM to SIGKILL delay on cancel and time limit (default 30)\n"
         "  --default-time-limit DURATION   for jobs submitted without --time (default 1d)\n"
@@ -236,10 +252,10 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 return 0;
         default:
-                fprintf(stderr, "gpuwardd: error: unknown setting '%s'\n", name);
+                config_fail(c, "unknown setting '%s'", name);
                 return -EINVAL;
         }
-        fprintf(stderr, "gpuwardd: error: %s: invalid value '%s'\n", name, v);
+        config_fail(c, "%s: invalid value '%s'", name, v);
         return -EINVAL;
 }
 
@@ -305,8 +321,7 @@ static int policy_line(struct gw_config *c, const char *pname, const char *name,
                 if (*p == '-')
                         *p = '_';
         if (!policy_name_ok(pname)) {
-                fprintf(stderr, "gpuwardd: error: %s: [policy.%s]: a profile name is 1-%d of a-z 0-9 _ -\n",
-                        c->config_file, pname, GW_RECLAIM_NAME_MAX - 1);
+                config_fail(c, "[policy.%s]: a profile name is 1-%d of a-z 0-9 _ -", pname, GW_RECLAIM_NAME_MAX - 1);
                 return -EINVAL;
         }
         struct gw_policy_conf *pc = policy_get(c, pname);
@@ -337,14 +352,12 @@ static int policy_line(struct gw_config *c, const char *pname, const char *name,
                 if ((r = gw_parse_int(v, 2, 64, &n)) == 0)
                         pc->leak_epochs = (unsigned) n;
         } else {
-                fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [policy.%s] (util_threshold, "
-                        "idle_timeout, warn, grace, protect_max, enabled, allowed, leak_mib_per_epoch, "
-                        "leak_epochs)\n", c->config_file, name, pname);
+                config_fail(c, "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
+                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs)", name, pname);
                 return -EINVAL;
         }
         if (r < 0)
-                fprintf(stderr, "gpuwardd: error: %s: [policy.%s] %s: invalid value '%s'\n", c->config_file, pname,
-                        name, v);
+                config_fail(c, "[policy.%s] %s: invalid value '%s'", pname, name, v);
         return r;
 }
 
@@ -354,8 +367,7 @@ static int reclaim_line(struct gw_config *c, const char *name, const char *v) {
         else if (!strcmp(name, "saving_patterns") || !strcmp(name, "saving-patterns"))
                 set_str(&c->saving_patterns, v);
         else {
-                fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [reclaim] (validating_patterns, "
-                        "saving_patterns)\n", c->config_file, name);
+                config_fail(c, "unknown key '%s' in [reclaim] (validating_patterns, saving_patterns)", name);
                 return -EINVAL;
         }
         return 0;
@@ -385,7 +397,8 @@ static int config_ini_line(void *user, const char *section, const char *name, co
                 return 1;
         }
         if (opt == OPT_CONFIG || opt == 'h' || opt == OPT_VERSION || opt < 0) {
-                fprintf(stderr, "gpuwardd: error: %s: unknown key '%s' in [%s]\n", c->config_file, name, section);
+                config_fail(c, "unknown key '%s'%s%s%s (the keys are the long flags' names: gpuwardd --help)", name,
+                            section[0] ? " in [" : "", section, section[0] ? "]" : "");
                 return 0;
         }
         return apply(c, opt, name, value) == 0;
@@ -463,13 +476,18 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
         if (!c->config_file && access(DEFAULT_CONFIG, F_OK) == 0)
                 c->config_file = gw_xstrdup(DEFAULT_CONFIG);
         if (c->config_file) {
+                c->in_file = true;
+                errno = 0;
                 int r = ini_parse(c->config_file, config_ini_line, c);
+                c->in_file = false;
                 if (r < 0 && (explicit_file || r != -1)) {
-                        fprintf(stderr, "gpuwardd: error: cannot read config %s\n", c->config_file);
+                        fprintf(stderr, "gpuwardd: error: cannot read config %s: %s\n", c->config_file,
+                                r == -1 && errno ? strerror(errno) : "out of memory");
                         return -EINVAL;
                 }
                 if (r > 0) {
-                        fprintf(stderr, "gpuwardd: error: %s line %d: invalid setting\n", c->config_file, r);
+                        fprintf(stderr, "gpuwardd: error: %s line %d: %s\n", c->config_file, r,
+                                c->file_error[0] ? c->file_error : "not a 'key = value' line or a [section]");
                         return -EINVAL;
                 }
         }
@@ -477,7 +495,8 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                 return -EINVAL;
         int opt;
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        opterr = 0; /* our own message, in our own words, below */
+        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
                 if (opt == 'h') {
                         fputs(usage, stdout);
                         return 1;
@@ -486,7 +505,14 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                         puts("gpuwardd 0.1.0");
                         return 1;
                 }
-                if (opt == '?') {
+                if (opt == '?' || opt == ':') {
+                        const char *arg = argv[optind - 1];
+                        if (opt == ':')
+                                fprintf(stderr, "gpuwardd: error: %s needs a value\n", arg);
+                        else if (optopt)
+                                fprintf(stderr, "gpuwardd: error: unknown option '-%c'\n", optopt);
+                        else
+                                fprintf(stderr, "gpuwardd: error: unknown option '%s'\n", arg);
                         fputs("Try 'gpuwardd --help'.\n", stderr);
                         return -EINVAL;
                 }

@@ -19,6 +19,8 @@ struct gw_policy_conf {
 
 struct gw_config {
         char *config_file;
+        bool in_file;               /* reading config_file: errors wait for their line number */
+        char file_error[400];       /* the first one */
         char *state_dir;
         char *socket;
         char *listen;               /* HOST:PORT, "" = no TCP door */

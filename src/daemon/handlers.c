@@ -230,7 +230,12 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
 
 json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep) {
         json_error_t e;
-        json_t *o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &e);
+        if (req->body_len == 0) {
+                reply_error(rep, 400, NULL, "the request has no body: send a JSON object");
+                return NULL;
+        }
+        /* Any value parses, so that `null` or `[]` is told what it is not, not "malformed". */
+        json_t *o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
         if (!o)
                 reply_error(rep, 400, NULL, "malformed JSON at line %d column %d: %s", e.line, e.column, e.text);
         else if (!json_is_object(o)) {
@@ -454,12 +459,15 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 json_decref(names);
         } else
                 fputs("{\"jobs\":[", lc.out);
-        for (int pass = 0; pass < 2 && (mask & active); pass++) {
-                /* Running first, then the queue in order. */
+        for (int pass = 0; pass < 3 && (mask & active); pass++) {
+                /* Running first, then the queue in the order it starts, then the held, which
+                 * start only once released. */
                 struct gw_djob **v = pass ? d->queue : d->running;
                 size_t n = pass ? d->n_queue : d->n_running;
                 for (size_t i = 0; i < n; i++) {
                         const struct gw_job *j = v[i]->job;
+                        if (pass && (pass == 2) != (j->state == GW_JOB_HELD))
+                                continue;
                         if ((mask & (1u << j->state)) && (!f.by_uid || j->uid == f.uid))
                                 list_put(&lc, j);
                 }

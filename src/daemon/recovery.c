@@ -231,7 +231,10 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                                   : dj->terminating  ? dj->end_state
                                                      : GW_JOB_FAILED;
         char reason[1024];
-        if (dj->terminating)
+        bool our_stop = v.cls == GW_FAILURE_CANCELLED || v.cls == GW_FAILURE_TIMEOUT || v.cls == GW_FAILURE_RECLAIMED;
+        if (dj->terminating && our_stop)
+                snprintf(reason, sizeof reason, "%s", dj->end_reason); /* the evidence would say it again */
+        else if (dj->terminating)
                 snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, v.evidence);
         else if (v.cls == GW_FAILURE_OK)
                 snprintf(reason, sizeof reason, "%s", v.evidence);

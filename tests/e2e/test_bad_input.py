@@ -30,10 +30,13 @@ class BadInputTest(DaemonTest):
         self.assert_cli_refused(["submit", "--gpus", "0", "--", "true"], "--gpus", 2)
         self.assert_cli_refused(["submit", "--gpus", "99", "--", "true"], "only 4 GPUs on this host", 1)
         self.assert_cli_refused(["submit", "--time", "-5m", "--", "true"], "--time", 2)
+        self.assert_cli_refused(["submit", "--time", "0", "--", "true"], "'0' is not a positive duration", 2)
         self.assert_cli_refused(["submit", "--time", "3fortnights", "--", "true"], "3fortnights", 2)
         self.assert_cli_refused(["submit", "--gpu-mem", "9Q", "--", "true"], "9Q", 2)
         self.assert_cli_refused(["submit", "--gpu-mem", "900G", "--", "true"], "the largest GPU here has 80.0 GiB", 1)
         self.assert_cli_refused(["submit", "--"], "command", 2)
+        # Without '--' the word must be a script here or a command in PATH (with '--' it is taken as is).
+        self.assert_cli_refused(["submit", "no-such-program-gw"], "no command of that name in PATH", 2)
         self.assert_cli_refused(["submit", "--cwd", "/nonexistent/dir", "--", "true"], "cwd", None)
         self.assert_cli_refused(["submit", "--after", "999", "--", "true"], "no job 999", 1)
         # The output file is opened at each start: a directory that is not there is refused now.
@@ -50,6 +53,13 @@ class BadInputTest(DaemonTest):
         cases = [
             ("POST", "/api/v1/jobs", "{not json", 400, None),
             ("POST", "/api/v1/jobs", "[1,2]", 400, None),
+            ("POST", "/api/v1/jobs", "null", 400, None),
+            ("POST", "/api/v1/jobs", "", 400, None),
+            # A misspelt field is refused, not dropped: {"gpus": 2} would have been a 1-GPU job.
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "/", "gpus": 2}), 400, "gpus"),
+            ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "/", "time": 60}), 400, "time"),
+            ("POST", "/api/v1/jobs/batch", json.dumps({"jobs": [{"command": ["true"], "cwd": "/", "prio": 1}]}),
+             400, "prio"),
             ("POST", "/api/v1/jobs", json.dumps({"command": "true"}), 400, "command"),
             ("POST", "/api/v1/jobs", json.dumps({"command": []}), 400, "command"),
             ("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "ngpus": "2", "cwd": "/"}), 400, "ngpus"),
@@ -72,14 +82,19 @@ class BadInputTest(DaemonTest):
             ("GET", "/api/v1/jobs/77", None, 404, "id"),
         ]
         before = self.jobs_count()
+        errors = {}
         for method, path, body, status, field in cases:
             st, r = self.d.api(method, path, body)
             self.assertEqual(st, status, (method, path, body, r))
             self.assertIn("error", r, (method, path))
             self.assertTrue(r["error"])
+            errors[body] = r["error"]
             if field:
                 self.assertEqual(r["field"], field, (method, path, r))
         self.assertEqual(self.jobs_count(), before)
+        self.assertIn("must be a JSON object", errors["null"])
+        self.assertIn("no body", errors[""])
+        self.assertIn("the number of GPUs is ngpus", errors[json.dumps({"command": ["true"], "cwd": "/", "gpus": 2})])
 
     def raw_post(self, body, chunked=False):
         """Sends a request by hand: the daemon may answer 413 and close before the body is sent."""
@@ -127,6 +142,22 @@ class BadInputTest(DaemonTest):
         st, body = self.d.tcp("POST", "/api/v1/jobs", json.dumps({"command": ["true"], "cwd": "/"}))
         self.assertEqual(st, 401)
         self.assertEqual(self.jobs_count(), 0)
+
+    def test_daemon_flags_and_config_errors(self):
+        """One line each, naming the flag, or the file, line and key."""
+        conf = os.path.join(self.d.dir, "bad.conf")
+        cases = [(["--bogus"], "gpuwardd: error: unknown option '--bogus'"),
+                 (["--state-dir"], "gpuwardd: error: --state-dir needs a value"),
+                 (["--config", os.path.join(self.d.dir, "missing.conf")], "missing.conf: No such file or directory"),
+                 (["--config", conf], f"{conf} line 2: unknown key 'bogus'")]
+        with open(conf, "w") as f:
+            f.write("# a comment\nbogus = 1\n")
+        for args, needle in cases:
+            p = subprocess.run([GPUWARDD, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            lines = [l for l in p.stderr.splitlines() if not l.startswith("Try 'gpuwardd")]
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn(needle, lines[0])
 
     def test_daemon_listen_port_out_of_range(self):
         """getaddrinfo keeps a port's low 16 bits: 70000 must not quietly become 4464."""

@@ -103,6 +103,12 @@ class LifecycleTest(DaemonTest):
         self.assertEqual(lines["GPUWARD_ATTEMPT"], "1")
         self.assertNotIn("LD_PRELOAD", lines, "stripped by the config")
 
+    def test_cwd_with_dot_segments_is_the_directory_it_names(self):
+        os.makedirs(os.path.join(self.d.work, "a", "b"))
+        os.makedirs(os.path.join(self.d.work, "c"))
+        jid = int(self.d.cli("submit", "-q", "--hold", "--cwd", "a/b/../../c/.", "--", "pwd").stdout)
+        self.assertEqual(self.d.job(jid)["cwd"], os.path.realpath(os.path.join(self.d.work, "c")))
+
     def test_failed_job_and_missing_program(self):
         a = self.d.submit("--", "sh", "-c", "echo boom >&2; exit 7")
         b = self.d.submit("--", "no-such-program-gw")

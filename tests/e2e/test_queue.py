@@ -121,17 +121,20 @@ class QueueTest(DaemonTest):
         self.d.wait_state(blocker, "RUNNING")
         low = self.d.submit("--gpus", 4, "--name", "low", "--", "true")
         high = self.d.submit("--gpus", 4, "--priority", 10, "--name", "high", "--", "true")
-        held = self.d.submit("--gpus", 1, "--hold", "--", "true")
+        held = self.d.submit("--gpus", 1, "--priority", 20, "--hold", "--", "true")
+        later = self.d.submit("--gpus", 1, "--name", "later", "--", "true")
         self.assertEqual(self.d.job(held)["state"], "HELD")
         self.assertEqual(self.d.job(held)["reason"], "Held")
         queue = [j["id"] for j in self.d.cli_json("queue")["jobs"]]
         self.assertLess(queue.index(high), queue.index(low))
+        self.assertEqual(queue, [blocker, high, low, later, held], "held last, whatever their priority")
         # --me asks by the caller's uid: the same jobs here (all are the caller's), none for
         # a uid with no jobs.
         self.assertEqual([j["id"] for j in self.d.cli_json("queue", "--me")["jobs"]], queue)
         self.assertEqual(self.d.api("GET", f"/api/v1/jobs?uid={os.getuid() + 4242}")[1]["jobs"], [])
         open(gate, "w").close()
         jh, jl = self.d.wait_state(high, "COMPLETED"), self.d.wait_state(low, "COMPLETED")
+        self.d.wait_state(later, "COMPLETED")
         self.assertLessEqual(jh["start_time"], jl["start_time"])
         self.assertEqual(self.d.job(held)["state"], "HELD")
         self.d.cli("release", held)
