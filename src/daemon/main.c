@@ -4,13 +4,13 @@
  * WAL checkpoints (store/checkpoint.c); neither touches the daemon's state. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -63,8 +63,9 @@ static int lock_state_dir(struct gw_daemon *d) {
         snprintf(path, sizeof path, "%s/gpuwardd.lock", d->cfg->state_dir);
         d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (d->lock_fd < 0) {
-                log_err("cannot open %s: %s", path, strerror(errno));
-                return -errno;
+                int e = errno;
+                log_err("cannot open %s: %s", path, strerror(e));
+                return -e;
         }
         if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
                 int e = errno;
