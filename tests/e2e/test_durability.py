@@ -64,9 +64,15 @@ class DurabilityTest(DaemonTest):
 
         for round_ in range(KILLS):
             stop.clear()
+            with lock:
+                before = len(acked)
             t = threading.Thread(target=stream)
             t.start()
             time.sleep(rng.uniform(0.05, 0.3) * SLOW)
+            # On a loaded machine the first submission may take longer than the nap: each round
+            # kills a daemon that has acknowledged something (bounded wait).
+            wait_until(lambda: len(acked) > before or not t.is_alive(), timeout=30 * SLOW, interval=0.01,
+                       what=f"kill {round_}: a submission to be acknowledged")
             self.d.kill9()
             stop.set()
             t.join(timeout=60)
@@ -83,7 +89,7 @@ class DurabilityTest(DaemonTest):
             kinds = [e["kind"] for e in j["events"]]
             self.assertEqual(kinds[0], "submit", j)
             self.assertIn(kinds[-1], ("end", "cancel", "lost"), j)
-        self.assertGreater(len(acked), KILLS)
+        self.assertGreaterEqual(len(acked), KILLS)
 
 
 if __name__ == "__main__":
