@@ -13,16 +13,23 @@ int gw_bucket_init(struct gw_bucket *b, int64_t rate_per_min, int64_t burst) {
         return 0;
 }
 
-int64_t gw_bucket_take(struct gw_bucket *b, gw_usec_t now) {
+int64_t gw_bucket_take_n(struct gw_bucket *b, int64_t n, gw_usec_t now) {
+        if (n < 1 || n - 1 > b->tolerance / b->interval)
+                return -E2BIG;
         gw_usec_t tat = b->tat > now ? b->tat : now;
-        gw_usec_t ahead = tat - now;
+        /* The last of the n tokens must fit, as a single one would after the others. */
+        gw_usec_t ahead = tat - now + (n - 1) * b->interval;
 
         if (ahead > b->tolerance) {
                 gw_usec_t wait = ahead - b->tolerance;
                 return (wait + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC;
         }
-        b->tat = tat + b->interval;
+        b->tat = tat + n * b->interval;
         return 0;
+}
+
+int64_t gw_bucket_take(struct gw_bucket *b, gw_usec_t now) {
+        return gw_bucket_take_n(b, 1, now);
 }
 
 int64_t gw_bucket_available(const struct gw_bucket *b, gw_usec_t now) {
@@ -62,7 +69,7 @@ static struct gw_ratelimit_entry *entry_for(struct gw_ratelimit *t, uint32_t uid
         return e;
 }
 
-int64_t gw_ratelimit_take(struct gw_ratelimit *t, uint32_t uid, gw_usec_t now) {
+int64_t gw_ratelimit_take_n(struct gw_ratelimit *t, uint32_t uid, int64_t n, gw_usec_t now) {
         struct gw_ratelimit_entry *e;
 
         if (!t || !t->entries)
@@ -70,5 +77,9 @@ int64_t gw_ratelimit_take(struct gw_ratelimit *t, uint32_t uid, gw_usec_t now) {
         e = entry_for(t, uid, now);
         if (!e)
                 return -ENOSPC;
-        return gw_bucket_take(&e->bucket, now);
+        return gw_bucket_take_n(&e->bucket, n, now);
+}
+
+int64_t gw_ratelimit_take(struct gw_ratelimit *t, uint32_t uid, gw_usec_t now) {
+        return gw_ratelimit_take_n(t, uid, 1, now);
 }

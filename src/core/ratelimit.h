@@ -31,6 +31,9 @@ int gw_bucket_init(struct gw_bucket *b, int64_t rate_per_min, int64_t burst);
  * seconds to wait before a retry would succeed (>= 1; nothing taken).  A clock that
  * steps back is tolerated: tokens are never created by it. */
 int64_t gw_bucket_take(struct gw_bucket *b, gw_usec_t now);
+/* n tokens at once, all or none (a batch of n submissions): 0, the whole seconds to wait, or
+ * -E2BIG when n is more than the bucket ever holds. */
+int64_t gw_bucket_take_n(struct gw_bucket *b, int64_t n, gw_usec_t now);
 
 /* Tokens left at now (for `gpuward quota`), without taking any. */
 int64_t gw_bucket_available(const struct gw_bucket *b, gw_usec_t now);
@@ -57,3 +60,4 @@ int gw_ratelimit_init(struct gw_ratelimit *t, struct gw_ratelimit_entry *storage
  * of users who are all still within their burst (the caller should refuse with a short
  * Retry-After and size the table larger). */
 int64_t gw_ratelimit_take(struct gw_ratelimit *t, uint32_t uid, gw_usec_t now);
+int64_t gw_ratelimit_take_n(struct gw_ratelimit *t, uint32_t uid, int64_t n, gw_usec_t now);

@@ -194,8 +194,9 @@ struct gw_submit_error {
 /* Validates j against the host and queues it (takes j).  0 with *ret_id, or -errno with err. */
 int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id);
 /* The three steps of a submission, for batches: check (no side effect), write to the store,
- * put in the queue (takes j). */
-int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err);
+ * put in the queue (takes j).  ahead: the jobs of the same batch checked before j (not queued
+ * yet, but they count against the user's max_pending_jobs). */
+int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahead, struct gw_submit_error *err);
 int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
 /* Records the start of a queued job on mask and launches it; inside the loop's transaction
@@ -318,8 +319,9 @@ void gw_sharing_close(struct gw_daemon *d);
 gw_usec_t gw_sharing_tick(struct gw_daemon *d);
 /* Fills allowed/blocked of each pending job for the scheduler (bookings, quotas). */
 void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
-/* At submit: quota hard limits and the booking's ownership; 0 or -EINVAL with err. */
-int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
+/* At submit: quota hard limits and the booking's ownership; 0 or -EINVAL with err.  ahead:
+ * the user's jobs of the same batch, checked but not queued yet. */
+int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
 /* A job of a booking starts: the end of the booking caps its time limit (monotonic). */
 gw_usec_t gw_sharing_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at);
 /* A job ended: its booking was used until now. */

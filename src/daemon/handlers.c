@@ -17,6 +17,7 @@
 #include "base/parse.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
+#include "daemon/userfile.h"
 #include "daemon/web.h"
 
 #define LOG_CHUNK_MAX (1u << 20)
@@ -303,6 +304,11 @@ static void on_submit_batch(void *ud, const struct gw_http_request *req, const s
                 reply_error(rep, 400, "jobs", "jobs: must be an array of 1 to 10000 job objects");
                 return;
         }
+        /* A batch is as many submissions as it has jobs, for the rate limit too. */
+        if (gw_api_rate_limited_n(d, c, (int64_t) n, rep)) {
+                json_decref(o);
+                return;
+        }
         struct gw_job **jobs = gw_xcalloc(n, sizeof *jobs);
         struct gw_submit_error err;
         size_t k = 0;
@@ -310,7 +316,7 @@ static void on_submit_batch(void *ud, const struct gw_http_request *req, const s
         for (; k < n && ok; k++) {
                 bool hold;
                 jobs[k] = decode_job(d, c, json_array_get(arr, k), &hold, rep, (long) k);
-                ok = jobs[k] && gw_job_validate(d, jobs[k], hold, &err) == 0;
+                ok = jobs[k] && gw_job_validate(d, jobs[k], hold, k, &err) == 0;
                 if (jobs[k] && !ok)
                         reply_error(rep, err.status, err.field, "job %zu: %s", k, err.message);
         }
@@ -559,15 +565,6 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
         reply_json(rep, 200, gw_codec_job(dj->job));
 }
 
-/* A user-chosen output file is served only if the job's user owns it: the daemon reads as
- * root, and must not become a way to read files the user could not. */
-static bool log_readable(const struct gw_job *j, int fd) {
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return false;
-        return !j->output || st.st_uid == j->uid;
-}
-
 static void on_log(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -588,10 +585,13 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
                 return reply_error(rep, 400, "limit", "limit: must be 1-%u", LOG_CHUNK_MAX);
         char *buf = gw_xmalloc((size_t) limit);
         ssize_t n = 0;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (fd >= 0 && !log_readable(j, fd)) {
+        /* A user-chosen output file is served only if the job's user owns it: the daemon reads
+         * as root, and must not become a way to read files the user could not. */
+        struct stat st;
+        _cleanup_close_ int fd = gw_user_file_open(j, path, j->output != NULL, O_RDONLY, &st);
+        if (fd == -EPERM || fd == -EINVAL) {
                 free(buf);
-                return reply_error(rep, 403, "id", "the job's output file is not owned by its user; not served");
+                return reply_error(rep, 403, "id", "the job's output file is not a file its user owns; not served");
         }
         if (fd >= 0)
                 n = pread(fd, buf, (size_t) limit, offset);

@@ -52,10 +52,15 @@ static int get_span(const json_t *o, const char *key, gw_usec_t *ret, struct gw_
         return -EINVAL;
 }
 
-static bool rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep) {
+static bool rate_limited(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep) {
         if (c->admin)
                 return false;
-        int64_t wait = gw_sharing_rate(d, c->uid);
+        int64_t wait = gw_sharing_rate(d, c->uid, n);
+        if (wait == -E2BIG) {
+                reply_error(rep, 429, "jobs", "a batch of %lld submissions is more than %s may send at once (%d)",
+                            (long long) n, c->user, d->cfg->rate_burst);
+                return true;
+        }
         if (wait <= 0)
                 return false;
         char after[32];
@@ -67,7 +72,11 @@ static bool rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_
 }
 
 bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep) {
-        return rate_limited(d, c, rep);
+        return rate_limited(d, c, 1, rep);
+}
+
+bool gw_api_rate_limited_n(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep) {
+        return rate_limited(d, c, n, rep);
 }
 
 /* Places the request, checks the user's booking quota, and stores the booking. */
@@ -124,7 +133,7 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
 void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        if (rate_limited(d, c, rep))
+        if (rate_limited(d, c, 1, rep))
                 return;
         json_t *o = parse_body(req, rep);
         if (!o)

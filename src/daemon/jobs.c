@@ -23,6 +23,7 @@
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
 #include "daemon/resume.h"
+#include "daemon/userfile.h"
 
 struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         if (!dj)
@@ -69,20 +70,40 @@ static int submit_fail(struct gw_submit_error *err, int status, const char *fiel
         return -EINVAL;
 }
 
-/* Whether uid (with gid and its groups) has the access in `need` (S_IXUSR, S_IWUSR, or both, in
- * owner bits) to directory dir: the job will chdir there, or create its output file there, as uid. */
-static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
-        struct stat st;
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+/* Whether uid (with gid and its groups) has the access in `need` (S_IXUSR, S_IWUSR, in owner
+ * bits) to the directory st. */
+static bool dir_allows(struct gw_daemon *d, const struct stat *st, uid_t uid, gid_t gid, mode_t need) {
+        if (!S_ISDIR(st->st_mode))
                 return false;
         if (uid == 0)
                 return true;
-        if (st.st_uid == uid)
-                return (st.st_mode & need) == need;
-        bool in_group = st.st_gid == gid;
+        if (st->st_uid == uid)
+                return (st->st_mode & need) == need;
+        bool in_group = st->st_gid == gid;
         const struct gw_account *a = in_group ? NULL : gw_userdb_uid(d->users, uid, d->now);
-        in_group |= a && gw_account_in_group(a, st.st_gid);
-        return in_group ? (st.st_mode & (need >> 3)) == need >> 3 : (st.st_mode & (need >> 6)) == need >> 6;
+        in_group |= a && gw_account_in_group(a, st->st_gid);
+        return in_group ? (st->st_mode & (need >> 3)) == need >> 3 : (st->st_mode & (need >> 6)) == need >> 6;
+}
+
+/* Whether uid can reach directory dir (search rights on it and on every directory above it)
+ * with `need` on dir itself: the job will chdir there, or create its output file there, as
+ * uid; and the daemon, which looks as root, must not tell what lies where uid cannot look. */
+static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", dir);
+        struct stat st;
+        for (char *p = path + 1;; p++) {
+                if (*p != '/' && *p)
+                        continue;
+                char c = *p;
+                *p = '\0';
+                bool ok = stat(path, &st) == 0 && dir_allows(d, &st, uid, gid, c ? S_IXUSR : need);
+                *p = c;
+                if (!ok)
+                        return false;
+                if (!c)
+                        return true;
+        }
 }
 
 /* The output file is opened by the job's user at each start (O_APPEND, created if missing):
@@ -98,18 +119,23 @@ static int check_output(struct gw_daemon *d, const struct gw_job *j, struct gw_s
         else
                 *slash = '\0';
         struct stat st;
-        if (stat(j->output, &st) == 0) {
+        bool reach = may_use_dir(d, dir, j->uid, j->gid, S_IXUSR);
+        if (reach && lstat(j->output, &st) == 0) {
                 if (S_ISDIR(st.st_mode))
                         return submit_fail(err, 400, "output", "output: '%s' is a directory", j->output);
-                if (may_use_dir(d, dir, j->uid, j->gid, S_IXUSR))
-                        return 0;
-        } else if (may_use_dir(d, dir, j->uid, j->gid, S_IXUSR | S_IWUSR))
+                /* The daemon reads the output back (logs, the failure's evidence) as root. */
+                if (!S_ISREG(st.st_mode) || !gw_user_owns(j, &st))
+                        return submit_fail(err, 400, "output", "output: '%s' exists and is not a file of %s's",
+                                           j->output, j->user);
+                return 0;
+        }
+        if (reach && may_use_dir(d, dir, j->uid, j->gid, S_IXUSR | S_IWUSR))
                 return 0;
         return submit_fail(err, 400, "output", "output: directory '%s' does not exist or %s cannot write there", dir,
                            j->user);
 }
 
-static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
+static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         if (j->uid == 0 && !d->cfg->allow_root_jobs)
                 return submit_fail(err, 403, "", "jobs may not run as root (set allow-root-jobs in the config)");
         if ((unsigned) j->ngpus > d->n_gpus)
@@ -143,7 +169,7 @@ static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_erro
         if (!strcmp(prog ? prog + 1 : j->argv[0], "yolo"))
                 for (size_t i = 1; j->argv[i]; i++)
                         j->yolo |= !strcmp(j->argv[i], "train");
-        if (gw_sharing_check_submit(d, j, err) < 0)
+        if (gw_sharing_check_submit(d, j, ahead, err) < 0)
                 return -EINVAL;
         if (j->after_job > 0 && !gw_jobmap_get(&d->map, j->after_job)) {
                 enum gw_job_state st;
@@ -155,8 +181,8 @@ static int validate(struct gw_daemon *d, struct gw_job *j, struct gw_submit_erro
         return 0;
 }
 
-int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err) {
-        int r = validate(d, j, err);
+int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahead, struct gw_submit_error *err) {
+        int r = validate(d, j, ahead, err);
         if (r < 0)
                 return r;
         j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
@@ -188,7 +214,7 @@ void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j) {
 }
 
 int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id) {
-        int r = gw_job_validate(d, j, hold, err);
+        int r = gw_job_validate(d, j, hold, 0, err);
         if (r >= 0)
                 r = gw_job_record(d, j, err);
         if (r < 0) {

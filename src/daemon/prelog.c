@@ -32,7 +32,7 @@ bool gw_prelog_pending(struct gw_daemon *d) {
 static void log_make(const struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         dj->log_made_attempt = j->attempt; /* tried once: a failure is left to the supervisor */
-        int fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640);
+        int fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
         if (fd < 0) {
                 log_debug("job %lld: log %s not made ahead: %s", (long long) j->id, j->log_path, strerror(errno));
                 return;

@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/resume.h"
+#include "daemon/userfile.h"
 
 #define TAIL_BYTES (16 * 1024)
 #define RESULTS_MAX (16u << 20)   /* a results.csv beyond this is not re-parsed */
@@ -35,12 +36,8 @@ static gw_usec_t mtime_us(const struct stat *st) {
 }
 
 /* Whether a file the job's user controls may count: theirs, when the daemon is root. */
-static bool owned(const struct gw_job *j, const struct stat *st) {
-        return geteuid() != 0 || j->uid == 0 || st->st_uid == j->uid;
-}
-
 static bool user_file(const struct gw_job *j, const char *path, struct stat *st) {
-        return lstat(path, st) == 0 && S_ISREG(st->st_mode) && owned(j, st);
+        return lstat(path, st) == 0 && S_ISREG(st->st_mode) && gw_user_owns(j, st);
 }
 
 static void join(char *buf, size_t n, const char *dir, const char *p) {
@@ -114,10 +111,10 @@ static size_t drop_own_lines(char *buf, size_t len) {
 void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {
         if (!j->log_path)
                 return;
-        _cleanup_close_ int fd = open(j->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
         /* The daemon's own log files need no owner check; a user-chosen --output does. */
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (j->output && !owned(j, &st)))
+        _cleanup_close_ int fd = gw_user_file_open(j, j->log_path, j->output != NULL, O_RDONLY, &st);
+        if (fd < 0)
                 return;
         if (w->log_seen && (uint64_t) st.st_size == w->log_size)
                 return;
@@ -138,12 +135,10 @@ void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, str
 int gw_rwatch_log_append(const struct gw_job *j, struct gw_rwatch *w, const char *line) {
         if (!j->log_path)
                 return -ENOENT;
-        _cleanup_close_ int fd = open(j->log_path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode) || (j->output && !owned(j, &st)))
-                return -EPERM;
+        _cleanup_close_ int fd = gw_user_file_open(j, j->log_path, j->output != NULL, O_RDWR | O_APPEND, &st);
+        if (fd < 0)
+                return fd == -EINVAL ? -EPERM : fd;
         uint64_t before = (uint64_t) st.st_size;
         /* A tqdm bar ends without '\n': start on a line of our own, or the user would not see
          * it and the tail reader could not tell it from the bar. */
@@ -283,9 +278,9 @@ static void gather_results(const struct gw_job *j, struct gw_rwatch *w) {
                 w->results_path = find_results(j);
         if (!w->results_path)
                 return;
-        _cleanup_close_ int fd = open(w->results_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !owned(j, &st))
+        _cleanup_close_ int fd = gw_user_file_open(j, w->results_path, true, O_RDONLY, &st);
+        if (fd < 0)
                 return;
         gw_usec_t mt = mtime_us(&st);
         if (w->results_seen && st.st_size == w->results_size && mt == w->results_mtime)
@@ -409,9 +404,9 @@ bool gw_rwatch_user_file(const struct gw_job *j, const char *path, struct stat *
 
 char *gw_rwatch_read_user_file(const struct gw_job *j, const char *path, size_t max, struct stat *ret_st,
                                size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !owned(j, &st))
+        _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
+        if (fd < 0)
                 return NULL;
         if (ret_st)
                 *ret_st = st;

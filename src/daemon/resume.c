@@ -13,17 +13,19 @@
 
 #include "base/cleanup.h"
 #include "core/ckpt.h"
+#include "daemon/userfile.h"
 
 #define CKPT_TAIL (128 * 1024)
 #define CKPT_MAX_READ (64u << 20)
 
 /* Whether the file at path is a complete checkpoint (a .pt file is a zip archive: a kill
- * mid-write leaves it without its central directory).  O_NOFOLLOW: the daemon reads as root. */
-static bool ckpt_complete(const char *path, char *why, size_t n) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+ * mid-write leaves it without its central directory).  The daemon reads as root: only a
+ * regular file of the job's user's, never through a symlink. */
+static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, size_t n) {
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                snprintf(why, n, "%s: not a readable regular file", path);
+        _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
+        if (fd < 0) {
+                snprintf(why, n, "%s: not a regular file of %s's", path, j->user ? j->user : "the job's user");
                 return false;
         }
         size_t len = (size_t) (st.st_size < CKPT_TAIL ? st.st_size : CKPT_TAIL);
@@ -72,7 +74,8 @@ static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, 
         join(dir, sizeof dir, j->cwd, project ? project : "runs/detect");
         DIR *d = opendir(dir);
         if (!d) {
-                snprintf(why, n, "no run directory: %s does not exist", dir);
+                /* Worded as below: whether a directory exists is not told either. */
+                snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
                 return NULL;
         }
         struct timespec newest = { 0, 0 };
@@ -83,8 +86,8 @@ static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, 
                 char path[4400];
                 struct stat st;
                 snprintf(path, sizeof path, "%s/%s/weights/last.pt", dir, de->d_name);
-                if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
-                        continue;
+                if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || !gw_user_owns(j, &st))
+                        continue; /* nor does anyone else's file name get out */
                 gw_usec_t mt = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
                 if (mt + GW_USEC_PER_SEC < since)
                         continue; /* an older run's, not this job's */
@@ -99,12 +102,12 @@ static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, 
                 snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
                 return NULL;
         }
-        if (ckpt_complete(best, why, n))
+        if (ckpt_complete(j, best, why, n))
                 return gw_xstrdup(best);
         /* last.pt is overwritten in place: a kill mid-write tears it.  best.pt is older but whole. */
         char alt[4400], why2[512];
         snprintf(alt, sizeof alt, "%.*s/best.pt", (int) (strrchr(best, '/') - best), best);
-        if (ckpt_complete(alt, why2, sizeof why2)) {
+        if (ckpt_complete(j, alt, why2, sizeof why2)) {
                 size_t used = strlen(why);
                 snprintf(why + used, n - used, "; using %s instead", alt);
                 return gw_xstrdup(alt);
@@ -117,21 +120,23 @@ static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
         join(pattern, sizeof pattern, j->cwd, j->checkpoint);
         glob_t g;
         if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0) {
-                snprintf(why, n, "nothing matches %s", pattern);
+                snprintf(why, n, "no regular file of the job's user matches %s", pattern);
                 return NULL;
         }
         const char *best = NULL;
         time_t best_t = 0;
         for (size_t i = 0; i < g.gl_pathc; i++) {
                 struct stat st;
-                if (lstat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) && (!best || st.st_mtime >= best_t)) {
+                /* glob reads directories as root: only the user's own files may come out of it. */
+                if (lstat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) && gw_user_owns(j, &st) &&
+                    (!best || st.st_mtime >= best_t)) {
                         best = g.gl_pathv[i];
                         best_t = st.st_mtime;
                 }
         }
         char *r = best ? gw_xstrdup(best) : NULL;
         if (!r)
-                snprintf(why, n, "no regular file matches %s", pattern);
+                snprintf(why, n, "no regular file of the job's user matches %s", pattern);
         globfree(&g);
         return r;
 }

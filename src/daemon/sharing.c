@@ -287,7 +287,7 @@ static bool quota_unlimited(const struct gw_quota *q) {
         return true;
 }
 
-int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
+int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         if (j->booking_id > 0) {
                 struct gw_store_booking *b = gw_sharing_booking(d, j->booking_id);
                 if (!b) {
@@ -318,6 +318,7 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, struct gw_sub
                 return 0;
         struct gw_quota_usage u;
         gw_sharing_usage(d, j->uid, &u);
+        u.pending_jobs += (int64_t) ahead;
         char msg[GW_QUOTA_MSG_SIZE];
         if (gw_quota_check_submit(&lim, &u, j->ngpus, j->time_limit, msg, sizeof msg) == GW_QUOTA_REFUSE) {
                 err->status = 403;
@@ -418,6 +419,6 @@ void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j) {
         }
 }
 
-int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid) {
-        return gw_ratelimit_take(d->sharing->limits, uid, gw_now_wall());
+int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n) {
+        return gw_ratelimit_take_n(d->sharing->limits, uid, n, gw_now_wall());
 }

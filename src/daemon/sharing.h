@@ -46,6 +46,7 @@ void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, voi
 void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, struct gw_quota *ret,
                        enum gw_quota_source src[_GW_QUOTA_KEY_MAX]);
 void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u);
-/* The token bucket of uid: 0, or the seconds to wait. */
-int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid);
+/* n submissions (or bookings) from uid now, all or none: 0, the seconds to wait, or -E2BIG
+ * when n is more than the bucket ever holds. */
+int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n);
 int gw_sharing_quota_apply(struct gw_daemon *d, const char *subject, const char *setting, char *msg, size_t n);

@@ -188,7 +188,7 @@ int shim_supervise(int argc, char **argv) {
         int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         int log_fd = null_fd;
         if (o.log_private) {
-                log_fd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
+                log_fd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
                 if (log_fd >= 0 && o.drop)
                         (void) fchown(log_fd, o.uid, o.gid);
                 if (log_fd < 0)

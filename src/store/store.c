@@ -1,11 +1,14 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "store/store_internal.h"
@@ -256,12 +259,30 @@ fail:
         return -EIO;
 }
 
+/* The database holds every job's command, directory and submitted environment (API keys
+ * among them) and the tokens' hashes: only the daemon's user may read it.  SQLite gives the
+ * -wal and -shm files the database file's mode; a state dir from before this is mended.
+ * Best effort: on a read-only state dir SQLite itself decides what can be opened. */
+static void make_private(const char *path) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return;
+        (void) fchmod(fd, 0600);
+        (void) close(fd);
+        char side[4200];
+        for (int i = 0; i < 2; i++) {
+                snprintf(side, sizeof side, "%s%s", path, i ? "-shm" : "-wal");
+                (void) chmod(side, 0600);
+        }
+}
+
 int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errlen) {
         char path[4096];
         if ((size_t) snprintf(path, sizeof path, "%s/gpuward.db", dir) >= sizeof path) {
                 snprintf(err, errlen, "state dir path too long");
                 return -ENAMETOOLONG;
         }
+        make_private(path);
         struct gw_store *s = gw_xcalloc(1, sizeof *s);
         int r = -EIO;
         if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=

@@ -101,6 +101,82 @@ class RolesWithRealUsers(unittest.TestCase):
         self.ok(self.admin, "cancel", sj)
         self.assertIn(self.admin.pw_name, self.d.wait_state(sj, "CANCELLED")["reason"])
 
+    def test_files_of_other_users_stay_private(self):
+        """The daemon reads job files as root: what it reads must never hand bob what only alice
+        may read, through the job's reason, its resume point, its epoch or the state dir."""
+        import os
+        private = os.path.join(self.d.work, f"alice-{self.users.suffix}")
+        os.mkdir(private, 0o700)
+        secret = os.path.join(private, "train.log")
+        with open(secret, "w") as f:
+            f.write("Traceback (most recent call last):\nValueError: alice-secret-4242\nepoch=31337 total=99999\n")
+        for path in (private, secret):
+            os.chown(path, self.alice.pw_uid, self.alice.pw_gid)
+        os.chmod(secret, 0o600)
+        bobs = os.path.join(self.d.work, f"bob-{self.users.suffix}")
+        os.mkdir(bobs, 0o755)
+        os.chown(bobs, self.bob.pw_uid, self.bob.pw_gid)
+
+        # alice's file as bob's output is refused at submit; nor may bob name her directory.
+        p = self.cli(self.bob, "submit", "--output", secret, "--", "true")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot write there", p.stderr, "bob cannot even learn that the file exists")
+        # Made a symlink to her file after submitting: the end's evidence is not read through it.
+        out = os.path.join(bobs, "out.log")
+        link = self.submit(self.bob, "--retries", "0", "--output", out, "--", "sh", "-c",
+                           f"ln -sf {secret} {out}; exit 1")
+        # Her file as bob's progress file and his checkpoint pattern: neither is read.
+        probe = self.submit(self.bob, "--retries", "1", "--progress", secret, "--checkpoint",
+                            os.path.join(private, "*"), "--", "sh", "-c",
+                            "echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exit 1")
+        jl = self.d.wait_state(link, "FAILED")
+        jp = self.d.wait_state(probe, "FAILED", timeout=60)
+        for j in (jl, jp):
+            # What the daemon found out by itself (the command and paths are bob's own words).
+            text = json.dumps({k: j[k] for k in ("reason", "attempts", "events", "resume_from", "training")})
+            self.assertNotIn("alice-secret", text)
+            self.assertNotIn("31337", text)
+            self.assertNotIn("train.log", text, "no name from her directory either")
+        self.assertIsNone(jp["resume_from"])
+
+        # On disk: the database (every job's environment) is the daemon's alone, a log its user's.
+        for name in ("gpuward.db", "gpuward.db-wal"):
+            self.assertEqual(os.stat(os.path.join(self.d.state, name)).st_mode & 0o777, 0o600, name)
+        jid = self.submit(self.alice, "--", "true")
+        self.d.wait_state(jid, "COMPLETED")
+        st = os.stat(self.d.job(jid)["log_path"])
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (self.alice.pw_uid, 0o600))
+
+    def test_batches_count_against_the_rate_limit_and_quota(self):
+        """A batch of n is n submissions: a user cannot pass the limits by sending them at once."""
+        user = self.users.add("batch")  # a fresh bucket
+        def batch(k):
+            jobs = [{"command": ["true"], "cwd": self.d.work, "hold": True} for _ in range(k)]
+            st, body = self.d.raw_as(user.pw_uid, "POST", "/api/v1/jobs/batch", json.dumps({"jobs": jobs}).encode(),
+                                     gid=user.pw_gid)
+            return st, json.loads(body)
+        st, r = batch(51)  # the burst is 50
+        self.assertEqual(st, 429, r)
+        self.assertIn("a batch of 51 submissions is more than", r["error"])
+        self.assertEqual(batch(30)[0], 201)
+        st, r = batch(30)  # 20 tokens left: all or none
+        self.assertEqual(st, 429, r)
+        self.assertEqual(batch(20)[0], 201)
+        mine = self.d.api("GET", f"/api/v1/jobs?uid={user.pw_uid}")[1]["jobs"]
+        self.assertEqual(len(mine), 50, "the refused batches added nothing")
+        for j in mine:
+            self.d.api("DELETE", f"/api/v1/jobs/{j['id']}")
+
+        # The quota counts the batch's own jobs: 11 over a limit of 10 is refused whole.
+        other = self.users.add("quota")
+        self.d.cli("admin", "quota", "set", other.pw_name, "max_pending_jobs=10")
+        jobs = [{"command": ["true"], "cwd": self.d.work, "hold": True} for _ in range(11)]
+        st, body = self.d.raw_as(other.pw_uid, "POST", "/api/v1/jobs/batch", json.dumps({"jobs": jobs}).encode(),
+                                 gid=other.pw_gid)
+        self.assertEqual(st, 403, body)
+        self.assertEqual(json.loads(body)["field"], "quota")
+        self.assertEqual(self.d.api("GET", f"/api/v1/jobs?uid={other.pw_uid}")[1]["jobs"], [])
+
     def test_bookings_belong_to_their_owner(self):
         b = json.loads(self.ok(self.alice, "reserve", "--json", "--gpus", 1, "--start", "now+2h", "--duration", "1h"))
         p = self.cli(self.bob, "unreserve", b["id"])

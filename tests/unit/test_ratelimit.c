@@ -35,6 +35,24 @@ static void bucket_burst_then_refill(void **state) {
         assert_true(gw_bucket_take(&b, T0 + 3600 * SEC) > 0);
 }
 
+/* A batch takes as many tokens as it has jobs, all or none. */
+static void bucket_takes_a_batch_whole(void **state) {
+        struct gw_bucket b;
+
+        (void) state;
+        assert_int_equal(gw_bucket_init(&b, 20, 50), 0);
+        assert_int_equal(gw_bucket_take_n(&b, 51, T0), -E2BIG); /* never fits */
+        assert_int_equal(gw_bucket_take_n(&b, 0, T0), -E2BIG);
+        assert_int_equal(gw_bucket_take_n(&b, 30, T0), 0);
+        assert_int_equal(gw_bucket_available(&b, T0), 20);
+        /* 30 more do not fit: 10 tokens short, 3 s each; nothing is taken. */
+        assert_int_equal(gw_bucket_take_n(&b, 30, T0), 30);
+        assert_int_equal(gw_bucket_available(&b, T0), 20);
+        assert_int_equal(gw_bucket_take_n(&b, 20, T0), 0);
+        assert_int_equal(gw_bucket_take(&b, T0), 3);
+        assert_int_equal(gw_bucket_take_n(&b, 50, T0 + 3600 * SEC), 0); /* full again: the whole burst */
+}
+
 static void bucket_steady_rate(void **state) {
         struct gw_bucket b;
         int ok = 0;
@@ -93,7 +111,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(bucket_burst_then_refill), cmocka_unit_test(bucket_steady_rate),
                 cmocka_unit_test(bucket_clock_back),        cmocka_unit_test(bucket_bad_params),
-                cmocka_unit_test(table_per_user),
+                cmocka_unit_test(table_per_user),           cmocka_unit_test(bucket_takes_a_batch_whole),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
