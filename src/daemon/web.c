@@ -9,9 +9,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -161,7 +163,39 @@ static void serve(struct gw_daemon *d, const struct gw_http_request *req, struct
         security_headers(rep);
 }
 
+/* Whether name (a Host header's, or --listen's host, without the port) is this machine's
+ * loopback: 127.0.0.0/8, ::1 or localhost. */
+static bool loopback_name(const char *name, size_t len) {
+        if (len > 2 && name[0] == '[' && name[len - 1] == ']')
+                name++, len -= 2;
+        return (len == 9 && !strncasecmp(name, "localhost", 9)) || (len == 3 && !memcmp(name, "::1", 3)) ||
+               (len > 4 && !memcmp(name, "127.", 4) && strspn(name, "0123456789.") == len);
+}
+
+static size_t host_part(const char *hostport) {
+        const char *end = hostport[0] == '[' ? strchr(hostport, ']') : NULL;
+        if (end)
+                return (size_t) (end - hostport) + 1;
+        const char *colon = strrchr(hostport, ':');
+        return colon ? (size_t) (colon - hostport) : strlen(hostport);
+}
+
+/* A web page of another site can point its own name at 127.0.0.1 (DNS rebinding) and read
+ * what the loopback-only TCP door lets anyone read; its requests carry that name as Host.
+ * A door opened beyond loopback on purpose (--listen 0.0.0.0:PORT) is not checked. */
+static bool foreign_host(const struct gw_daemon *d, const struct gw_http_request *req) {
+        const char *listen = d->cfg->listen;
+        if (req->unix_door || !listen || !loopback_name(listen, host_part(listen)))
+                return false;
+        const char *host = gw_http_header(req, "Host");
+        return host && !loopback_name(host, host_part(host));
+}
+
 void gw_web_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
+        if (foreign_host(the_daemon(userdata), req))
+                return reply_error(rep, 421, NULL,
+                                   "Host '%.100s' is not this server: its TCP door answers to 127.0.0.1, localhost "
+                                   "and [::1] only", gw_http_header(req, "Host"));
         if (!strcmp(req->path, "/") || !strncmp(req->path, "/static/", strlen("/static/")))
                 return serve(the_daemon(userdata), req, rep);
         gw_api_handle(userdata, req, rep);

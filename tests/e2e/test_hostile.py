@@ -700,6 +700,19 @@ class HostileTest(DaemonTest):
         self.attack_other_users_log()
         self.assert_prompt("another user's log")
 
+    def test_foreign_host_on_tcp(self):
+        """DNS rebinding: a page of another site whose name now points at 127.0.0.1 sends that name
+        as Host; the loopback door answers it 421 and reads nothing out."""
+        st, body = self.d.tcp("GET", "/api/v1/jobs", headers={"Host": "evil.example"})
+        self.assertEqual(st, 421, body)
+        self.assertIn(b"is not this server", body)
+        self.assertEqual(self.d.tcp("GET", "/", headers={"Host": f"evil.example:{self.d.port}"})[0], 421)
+        for host in (f"127.0.0.1:{self.d.port}", f"localhost:{self.d.port}", "LOCALHOST", f"[::1]:{self.d.port}",
+                     "127.0.0.2"):
+            self.assertEqual(self.d.tcp("GET", "/api/v1/jobs", headers={"Host": host})[0], 200, host)
+        # The Unix socket is not a browser's: any Host goes.
+        self.assertEqual(self.d.raw_as(0, "GET", "/api/v1/jobs")[0], 200)
+
     def test_all_in_a_row(self):
         """Every attack against one daemon; then it answers promptly and its memory is
         where it started, give or take."""
