@@ -20,6 +20,7 @@
 #include "daemon/launch_server.h"
 #include "daemon/proc.h"
 #include "daemon/warm.h"
+#include "shim/shim.h"
 
 struct shim_args {
         char job[32], attempt[32], user[64], groups[8192];
@@ -150,6 +151,26 @@ static int report_pipe(int pfd[2], char *err, size_t errlen) {
         return -errno;
 }
 
+/* envp with the names a root process must not read at its start held (shim.h); malloc'ed,
+ * its held entries too (listed in *ret_held, NULL-terminated, for freeing). */
+static char **held_environment(char *const *envp, char ***ret_held) {
+        size_t n = 0, h = 0;
+        while (envp[n])
+                n++;
+        char **out = gw_xcalloc(n + 1, sizeof *out), **held = gw_xcalloc(n + 1, sizeof *held);
+        for (size_t i = 0; i < n; i++) {
+                if (!shim_env_held_at_start(envp[i])) {
+                        out[i] = envp[i];
+                        continue;
+                }
+                size_t len = strlen(SHIM_HELD_PREFIX) + strlen(envp[i]) + 1;
+                out[i] = held[h++] = gw_xmalloc(len);
+                snprintf(out[i], len, "%s%s", SHIM_HELD_PREFIX, envp[i]);
+        }
+        *ret_held = held;
+        return out;
+}
+
 /* Spawns the supervisor: the daemon's child, reaped on SIGCHLD. */
 static int spawn_supervisor(const char *shim, char *const *argv, char *const *envp, struct gw_launched *ret, char *err,
                             size_t errlen) {
@@ -158,7 +179,12 @@ static int spawn_supervisor(const char *shim, char *const *argv, char *const *en
         if (r < 0)
                 return r;
         *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .chan = -1 };
-        r = gw_launch_spawn(shim, argv, envp, pfd[1], &ret->shim);
+        char **held;
+        _cleanup_free_ char **env = held_environment(envp, &held);
+        r = gw_launch_spawn(shim, argv, env, pfd[1], &ret->shim);
+        for (size_t i = 0; held[i]; i++)
+                free(held[i]);
+        free(held);
         (void) close(pfd[1]);
         if (r < 0) {
                 (void) close(pfd[0]);

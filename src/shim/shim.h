@@ -30,6 +30,7 @@
  * It is linked statically and looks up no user database (the daemon passes the groups). */
 #pragma once
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -39,6 +40,16 @@
 #define SHIM_MAGIC "GWS3"
 #define SHIM_HEADER_LEN 12
 #define SHIM_REQUEST_MAX (128 * 1024)
+
+/* A supervisor started with the job's environment (a request too large for one datagram)
+ * starts as root: the C library would read the job's GLIBC_TUNABLES and MALLOC_ settings at
+ * that start.  Such names are handed over held (with this prefix, which the daemon never lets
+ * a user set) and given back, as the user, just before the job's exec. */
+#define SHIM_HELD_PREFIX "GPUWARD_HELD_"
+
+static inline bool shim_env_held_at_start(const char *entry) {
+        return !strncmp(entry, "GLIBC_", 6) || !strncmp(entry, "MALLOC_", 7) || !strncmp(entry, "LD_", 3);
+}
 
 int shim_supervise(int argc, char **argv);
 int shim_serve(int argc, char **argv);

@@ -121,6 +121,11 @@ static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd
         }
         if (o->drop)
                 drop_privileges(o);
+        /* As the user now: the names held at the supervisor's start are the job's again (the
+         * entry's own bytes, no allocation in this vfork child). */
+        for (char **e = environ; *e; e++)
+                if (!strncmp(*e, SHIM_HELD_PREFIX, strlen(SHIM_HELD_PREFIX)))
+                        *e += strlen(SHIM_HELD_PREFIX);
         if (!o->log_private) {
                 /* A user-chosen output file is opened as the user, never as root. */
                 int fd = open(o->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);

@@ -103,6 +103,23 @@ class LifecycleTest(DaemonTest):
         self.assertEqual(lines["GPUWARD_ATTEMPT"], "1")
         self.assertNotIn("LD_PRELOAD", lines, "stripped by the config")
 
+    def test_large_environment_reaches_the_job_but_not_the_root_supervisor(self):
+        """A start too large for one datagram spawns its supervisor, as root, with the job's
+        environment: the C library's settings in it are held until the job's exec."""
+        env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.perturb=85", MALLOC_ARENA_MAX="2",
+                   **{f"BIG{i}": "x" * 60000 for i in range(3)})
+        script = ("tr '\\0' '\\n' < /proc/$PPID/environ | grep -c -e '^GLIBC_TUNABLES=' -e '^MALLOC_ARENA_MAX='; "
+                  "echo \"job: $GLIBC_TUNABLES $MALLOC_ARENA_MAX ${#BIG2}\"")
+        p = subprocess.run([GPUWARD, "--socket", self.d.socket, "submit", "-q", "--", "sh", "-c", script],
+                           capture_output=True, text=True, env=env, cwd=self.d.work, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        jid = int(p.stdout)
+        self.d.wait_state(jid, {"COMPLETED", "FAILED"})
+        lines = self.d.log_text(jid).splitlines()
+        self.assertIn("job: glibc.malloc.perturb=85 2 60000", lines, "the job has its whole environment")
+        if os.geteuid() == 0:  # the supervisor's environment is root's to read
+            self.assertEqual(lines[0], "0", "the root supervisor started without them")
+
     def test_cwd_with_dot_segments_is_the_directory_it_names(self):
         os.makedirs(os.path.join(self.d.work, "a", "b"))
         os.makedirs(os.path.join(self.d.work, "c"))
