@@ -27,6 +27,9 @@
 #define RING_BYTES (2u << 20)
 #define CLIENT_LAG (1u << 20)
 #define CLIENTS_MAX 512
+/* Per uid, and for every caller without one (tokenless TCP) together: one local user must not
+ * hold every stream (on TCP every local user is 127.0.0.1).  Admins are not counted. */
+#define CLIENTS_PER_CALLER 64
 #define CLIENT_SNDBUF (64 * 1024)
 
 struct ev_item {
@@ -45,6 +48,8 @@ struct ev_client {
         size_t pre_len, pre_off;
         bool waiting;        /* suspended with nothing to send */
         bool dropped;
+        bool counted, known; /* counted against CLIENTS_PER_CALLER, as uid or as anonymous */
+        uid_t uid;
         struct ev_client *prev, *after;
 };
 
@@ -245,12 +250,23 @@ void on_events(void *ud, const struct gw_http_request *req, const struct gw_rout
                 return reply_error(rep, 503, NULL, "the event stream is not running");
         if (ev->n_clients >= CLIENTS_MAX)
                 return reply_error(rep, 503, NULL, "too many event streams open (%d)", CLIENTS_MAX);
+        size_t mine = 0;
+        for (const struct ev_client *o = ev->clients; o && !caller->admin; o = o->after)
+                mine += o->counted && o->known == caller->known && (!o->known || o->uid == caller->uid);
+        if (mine >= CLIENTS_PER_CALLER) {
+                gw_http_reply_header(rep, "Retry-After", "5");
+                return reply_error(rep, 429, NULL, "%s already hold%s %d event streams", caller->known ? caller->user
+                                   : "callers without a token", caller->known ? "s" : "", CLIENTS_PER_CALLER);
+        }
         const char *last = gw_http_header(req, "Last-Event-ID");
         if (!last)
                 last = gw_http_query(req, "last_event_id");
         struct ev_client *c = gw_xcalloc(1, sizeof *c);
         c->ev = ev;
         c->conn = req->conn;
+        c->counted = !caller->admin;
+        c->known = caller->known;
+        c->uid = caller->uid;
         client_start(ev, c, last);
         c->after = ev->clients;
         if (ev->clients)

@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from gwtest import TRAINER, DaemonTest, wait_until
+from gwtest import TRAINER, DaemonTest, UnixHTTPConnection, wait_until
 
 CSP_PARTS = ["default-src 'self'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'"]
 
@@ -286,6 +286,25 @@ class WebTest(DaemonTest):
             with self.assertRaises((EOFError, ConnectionResetError, AssertionError)):
                 s.next_event(timeout=5)
             s.close()
+
+    def test_streams_per_caller_are_capped(self):
+        """On TCP every local user is 127.0.0.1: tokenless callers together hold at most 64 event
+        streams, so one of them cannot take all 512 from everyone else."""
+        streams = [SSE(self.d.port) for _ in range(64)]
+        try:
+            for s in streams:
+                self.assertEqual(s.next_event()["event"], "hello")
+            st, body = self.d.tcp("GET", "/api/v1/events", timeout=10)
+            self.assertEqual(st, 429, body)
+            self.assertIn(b"callers without a token already hold 64 event streams", body)
+            # Root on the Unix socket still gets one.
+            c = UnixHTTPConnection(self.d.socket, timeout=10)
+            c.request("GET", "/api/v1/events")
+            self.assertEqual(c.getresponse().status, 200)
+            c.close()
+        finally:
+            for s in streams:
+                s.close()
 
     def session_cookie(self, token):
         st, h, body, all_h = self.get("/api/v1/session", method="POST", body=json.dumps({"token": token}).encode(),
