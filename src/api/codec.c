@@ -286,9 +286,8 @@ static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
                         continue;
                 if (!strcmp(key, "gpus"))
                         return fail(err, "gpus", "gpus: unknown field; the number of GPUs is ngpus");
-                return fail(err, key, "%.64s: unknown field (a job has command, ngpus, gpu_mem, time_limit, name, "
-                            "cwd, priority, after, output, env, env_extra, hold, retries, retry_on, checkpoint, "
-                            "resume_cmd, progress, health_url, idle_policy, leak_policy, reservation, yolo)", key);
+                return fail(err, key, "%.40s: not a field of a job (command, ngpus, gpu_mem, time_limit, name, "
+                            "cwd, priority, after, output, env, hold, ...: docs/API.md lists them all)", key);
         }
         return 0;
 }

@@ -80,6 +80,15 @@ int64_t gw_ratelimit_take_n(struct gw_ratelimit *t, uint32_t uid, int64_t n, gw_
         return gw_bucket_take_n(&e->bucket, n, now);
 }
 
+void gw_ratelimit_give_back(struct gw_ratelimit *t, uint32_t uid, int64_t n) {
+        for (size_t i = 0; t && i < t->n; i++)
+                if (t->entries[i].uid == uid && n > 0) {
+                        struct gw_bucket *b = &t->entries[i].bucket;
+                        b->tat -= n * b->interval;
+                        return;
+                }
+}
+
 int64_t gw_ratelimit_take(struct gw_ratelimit *t, uint32_t uid, gw_usec_t now) {
         return gw_ratelimit_take_n(t, uid, 1, now);
 }

@@ -61,3 +61,5 @@ int gw_ratelimit_init(struct gw_ratelimit *t, struct gw_ratelimit_entry *storage
  * Retry-After and size the table larger). */
 int64_t gw_ratelimit_take(struct gw_ratelimit *t, uint32_t uid, gw_usec_t now);
 int64_t gw_ratelimit_take_n(struct gw_ratelimit *t, uint32_t uid, int64_t n, gw_usec_t now);
+/* Undoes a take_n of n tokens just made (a batch refused after its tokens were taken). */
+void gw_ratelimit_give_back(struct gw_ratelimit *t, uint32_t uid, int64_t n);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,12 @@ static void config_fail(struct gw_config *c, const char *fmt, ...) {
         va_end(ap);
         if (!c->in_file)
                 fprintf(stderr, "gpuwardd: error: %s\n", why);
-        else if (!c->file_error[0])
+        else if (!c->file_error[0]) {
                 memcpy(c->file_error, why, sizeof why);
+                c->file_error_line = c->file_line;
+        }
 }
+
 
 static const char usage[] =
         "Usage: gpuwardd [OPTIONS]\n"
@@ -404,6 +408,34 @@ static int config_ini_line(void *user, const char *section, const char *name, co
         return apply(c, opt, name, value) == 0;
 }
 
+struct config_reader {
+        FILE *f;
+        struct gw_config *c;
+};
+
+/* fgets for inih, counting the lines read so that a setting's error knows its line. */
+static char *config_read_line(char *str, int num, void *stream) {
+        struct config_reader *r = stream;
+        char *s = fgets(str, num, r->f);
+        if (s && strchr(s, '\n'))
+                r->c->file_line++;
+        return s;
+}
+
+/* 0, the first bad line's number, or -errno when the file cannot be read. */
+static int config_file_parse(struct gw_config *c) {
+        FILE *f = fopen(c->config_file, "re");
+        if (!f)
+                return -errno;
+        struct config_reader rd = { f, c };
+        c->in_file = true;
+        c->file_line = 0;
+        int r = ini_parse_stream(config_read_line, &rd, config_ini_line, c);
+        c->in_file = false;
+        fclose(f);
+        return r < 0 ? -ENOMEM : r;
+}
+
 static void set_defaults(struct gw_config *c) {
         *c = (struct gw_config) {
                 .listen = gw_xstrdup("127.0.0.1:8470"),
@@ -476,18 +508,16 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
         if (!c->config_file && access(DEFAULT_CONFIG, F_OK) == 0)
                 c->config_file = gw_xstrdup(DEFAULT_CONFIG);
         if (c->config_file) {
-                c->in_file = true;
-                errno = 0;
-                int r = ini_parse(c->config_file, config_ini_line, c);
-                c->in_file = false;
-                if (r < 0 && (explicit_file || r != -1)) {
-                        fprintf(stderr, "gpuwardd: error: cannot read config %s: %s\n", c->config_file,
-                                r == -1 && errno ? strerror(errno) : "out of memory");
+                int r = config_file_parse(c);
+                if (r < 0 && (explicit_file || r != -ENOENT)) {
+                        fprintf(stderr, "gpuwardd: error: cannot read config %s: %s\n", c->config_file, strerror(-r));
                         return -EINVAL;
                 }
                 if (r > 0) {
+                        /* inih reports the first bad line; ours may be a later one. */
                         fprintf(stderr, "gpuwardd: error: %s line %d: %s\n", c->config_file, r,
-                                c->file_error[0] ? c->file_error : "not a 'key = value' line or a [section]");
+                                c->file_error[0] && c->file_error_line == r ? c->file_error
+                                                                            : "not a 'key = value' line or a [section]");
                         return -EINVAL;
                 }
         }
@@ -507,9 +537,13 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                 }
                 if (opt == '?' || opt == ':') {
                         const char *arg = argv[optind - 1];
+                        bool is_long = arg[0] == '-' && arg[1] == '-';
                         if (opt == ':')
                                 fprintf(stderr, "gpuwardd: error: %s needs a value\n", arg);
-                        else if (optopt)
+                        else if (is_long && strchr(arg, '='))
+                                fprintf(stderr, "gpuwardd: error: '%s': unknown option, or one that takes no value\n",
+                                        arg);
+                        else if (!is_long && optopt > 0 && optopt < 256)
                                 fprintf(stderr, "gpuwardd: error: unknown option '-%c'\n", optopt);
                         else
                                 fprintf(stderr, "gpuwardd: error: unknown option '%s'\n", arg);

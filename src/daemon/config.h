@@ -21,6 +21,7 @@ struct gw_config {
         char *config_file;
         bool in_file;               /* reading config_file: errors wait for their line number */
         char file_error[400];       /* the first one */
+        int file_line, file_error_line; /* lines read so far; file_error's */
         char *state_dir;
         char *socket;
         char *listen;               /* HOST:PORT, "" = no TCP door */

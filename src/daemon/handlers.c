@@ -333,6 +333,8 @@ static void on_submit_batch(void *ud, const struct gw_http_request *req, const s
                 ok = false;
                 reply_store_error(d, rep, "cannot record the jobs");
         }
+        if (!ok)
+                gw_api_rate_undo(d, c, (int64_t) n); /* a refused batch costs nothing */
         json_t *ids = json_array();
         for (size_t i = 0; i < n; i++) {
                 if (ok) {

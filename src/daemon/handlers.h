@@ -87,3 +87,5 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_ui
 bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep);
 /* The same for n submissions at once (a batch), all or none. */
 bool gw_api_rate_limited_n(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep);
+/* Gives back what gw_api_rate_limited_n took for a request refused after all. */
+void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n);

@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
+#include "daemon/userfile.h"
 #include "daemon/web.h"
 
 #define HISTORY_POINTS 300           /* per GPU: a sparkline needs no more */
@@ -105,10 +106,9 @@ void on_job_results(void *ud, const struct gw_http_request *req, const struct gw
                 return reply_error(rep, 404, "id", "job %lld has no results.csv (only Ultralytics-style runs write one, "
                                    "after their first epoch)", (long long) j->id);
         /* Read as the daemon (root): only a regular file the job's user owns, never a link. */
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-            (geteuid() == 0 && j->uid != 0 && st.st_uid != j->uid))
+        _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
+        if (fd < 0)
                 return reply_error(rep, 404, "id", "job %lld's results.csv cannot be read", (long long) j->id);
         if ((uint64_t) st.st_size > RESULTS_READ_MAX)
                 return reply_error(rep, 413, "id", "job %lld's results.csv is larger than %u MiB", (long long) j->id,

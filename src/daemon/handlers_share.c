@@ -61,6 +61,8 @@ static bool rate_limited(struct gw_daemon *d, const struct caller *c, int64_t n,
                             (long long) n, c->user, d->cfg->rate_burst);
                 return true;
         }
+        if (wait == -ENOSPC) /* every tracked user is still within a burst: as the header says */
+                wait = 1;
         if (wait <= 0)
                 return false;
         char after[32];
@@ -77,6 +79,11 @@ bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_
 
 bool gw_api_rate_limited_n(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep) {
         return rate_limited(d, c, n, rep);
+}
+
+void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n) {
+        if (!c->admin)
+                gw_sharing_rate_undo(d, c->uid, n);
 }
 
 /* Places the request, checks the user's booking quota, and stores the booking. */

@@ -1,6 +1,7 @@
 /* A submission: checked against the host, the user's rights and quotas (nothing changed on
  * a refusal), recorded in the store, then queued. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +43,7 @@ static bool dir_allows(struct gw_daemon *d, const struct stat *st, uid_t uid, gi
 /* Whether uid can reach directory dir (search rights on it and on every directory above it)
  * with `need` on dir itself: the job will chdir there, or create its output file there, as
  * uid; and the daemon, which looks as root, must not tell what lies where uid cannot look. */
-static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s", dir);
+static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode_t need) {
         struct stat st;
         for (char *p = path + 1;; p++) {
                 if (*p != '/' && *p)
@@ -60,11 +59,22 @@ static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t g
         }
 }
 
+static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s", dir) >= (int) sizeof path || !may_walk(d, path, uid, gid, need))
+                return false;
+        /* A symlink on the way is judged by its target's mode alone: the directories above the
+         * target count too, so the path it really takes is walked as well. */
+        _cleanup_free_ char *real = realpath(dir, NULL);
+        return real && may_walk(d, real, uid, gid, need);
+}
+
 /* The output file is opened by the job's user at each start (O_APPEND, created if missing):
  * a directory that is not there, or not theirs to write, would fail every start with no log. */
 static int check_output(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err) {
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", j->output);
+        char dir[PATH_MAX];
+        if (snprintf(dir, sizeof dir, "%s", j->output) >= (int) sizeof dir)
+                return submit_fail(err, 400, "output", "output: longer than %d bytes", PATH_MAX - 1);
         char *slash = strrchr(dir, '/');
         if (!slash || !slash[1])
                 return submit_fail(err, 400, "output", "output: '%s' names a directory, not a file", j->output);

@@ -422,3 +422,7 @@ void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j) {
 int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n) {
         return gw_ratelimit_take_n(d->sharing->limits, uid, n, gw_now_wall());
 }
+
+void gw_sharing_rate_undo(struct gw_daemon *d, uint32_t uid, int64_t n) {
+        gw_ratelimit_give_back(d->sharing->limits, uid, n);
+}

@@ -49,4 +49,6 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
 /* n submissions (or bookings) from uid now, all or none: 0, the seconds to wait, or -E2BIG
  * when n is more than the bucket ever holds. */
 int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n);
+/* Gives back the n just taken: what was refused after all does not count. */
+void gw_sharing_rate_undo(struct gw_daemon *d, uint32_t uid, int64_t n);
 int gw_sharing_quota_apply(struct gw_daemon *d, const char *subject, const char *setting, char *msg, size_t n);

@@ -29,6 +29,7 @@
 #include "core/snap_retain.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/training_int.h"
+#include "daemon/userfile.h"
 #include "store/snapshots.h"
 
 #define COPY_CHUNK (64u << 20)          /* bytes copied per sample */
@@ -104,14 +105,14 @@ static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
         c->kind = kind;
         c->dst = -1;
         snprintf(c->src_path, sizeof c->src_path, "%s/weights/%s", t->run_dir, file_names[kind]);
-        c->src = open(c->src_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat st;
         char dir[4200];
         int r;
         /* The opened file itself must be the user's (the daemon reads as root what they control). */
-        bool owned = c->src >= 0 && fstat(c->src, &st) == 0 && S_ISREG(st.st_mode) &&
-                     (geteuid() != 0 || j->uid == 0 || st.st_uid == j->uid);
-        if (!owned || st.st_size != f->size || mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX || !complete(c->src, &st)) {
+        c->src = gw_user_file_open(j, c->src_path, true, O_RDONLY, &st);
+        if (c->src < 0)
+                c->src = -1;
+        if (c->src < 0 || st.st_size != f->size || mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX || !complete(c->src, &st)) {
                 log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id, c->src_path);
                 goto fail;
         }

@@ -48,7 +48,12 @@
 #define SHIM_HELD_PREFIX "GPUWARD_HELD_"
 
 static inline bool shim_env_held_at_start(const char *entry) {
-        return !strncmp(entry, "GLIBC_", 6) || !strncmp(entry, "MALLOC_", 7) || !strncmp(entry, "LD_", 3);
+        /* Not *SAN_OPTIONS: a sanitizer build (tests only) must keep its strict settings. */
+        static const char *const held[] = { "GLIBC_", "MALLOC_", "LD_" };
+        for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+                if (!strncmp(entry, held[i], strlen(held[i])))
+                        return true;
+        return false;
 }
 
 int shim_supervise(int argc, char **argv);

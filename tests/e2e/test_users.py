@@ -121,6 +121,14 @@ class RolesWithRealUsers(unittest.TestCase):
         p = self.cli(self.bob, "submit", "--output", secret, "--", "true")
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("cannot write there", p.stderr, "bob cannot even learn that the file exists")
+        # Nor through a symlink of his own into her directory, which root would follow.
+        os.symlink(private, os.path.join(bobs, "lnk"))
+        for args, needle in ((["--output", os.path.join(bobs, "lnk", "train.log")], "cannot write there"),
+                             (["--output", os.path.join(bobs, "lnk", "nosuch.log")], "cannot write there"),
+                             (["--cwd", os.path.join(bobs, "lnk")], "cwd")):
+            p = self.cli(self.bob, "submit", *args, "--", "true")
+            self.assertNotEqual(p.returncode, 0, (args, p.stdout))
+            self.assertIn(needle, p.stderr, args)
         # Made a symlink to her file after submitting: the end's evidence is not read through it.
         out = os.path.join(bobs, "out.log")
         link = self.submit(self.bob, "--retries", "0", "--output", out, "--", "sh", "-c",

@@ -492,8 +492,11 @@ EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
         char path[PATH_MAX + 16];
         struct stat st;
         fake_path_in_dir(path, sizeof path, "events");
-        if (fake_state_dir[0] && stat(path, &st) == 0)
+        if (fake_state_dir[0] && stat(path, &st) == 0) {
                 s->offset = st.st_size;
+                s->dev = st.st_dev;
+                s->ino = st.st_ino;
+        }
         /* The real library sleeps in the driver until an event comes; polling the file every
          * few milliseconds instead would make the fake cost the daemon more CPU than NVML does. */
         s->notify_fd = -1;
@@ -536,7 +539,7 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t dev, unsigned long lon
 static void event_nap(nvmlEventSet_t set, long long left_ms) {
         if (set->notify_fd >= 0) {
                 struct pollfd p = { .fd = set->notify_fd, .events = POLLIN };
-                if (poll(&p, 1, (int) left_ms) > 0) {
+                if (poll(&p, 1, left_ms > 60000 ? 60000 : (int) left_ms) > 0) {
                         char buf[4096];
                         while (read(set->notify_fd, buf, sizeof buf) > 0)
                                 ;

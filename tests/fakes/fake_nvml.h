@@ -111,6 +111,8 @@ struct fake_proc {
 struct nvmlEventSet_st {
         unsigned long long registered[FAKE_MAX_GPUS];
         off_t offset;  /* bytes of DIR/events already turned into events */
+        dev_t dev;     /* and which file that was: one renamed into place starts again at 0 */
+        ino_t ino;
         int notify_fd; /* inotify on DIR, so a wait sleeps until a file there changes; -1: poll */
 };
 

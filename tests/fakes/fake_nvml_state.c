@@ -402,8 +402,11 @@ bool fake_event_next(struct nvmlEventSet_st *set, nvmlEventData_t *data) {
                 return false;
         struct stat st;
         bool found = false;
-        if (fstat(fd, &st) == 0 && st.st_size < set->offset)
+        if (fstat(fd, &st) == 0 && (st.st_size < set->offset || st.st_ino != set->ino || st.st_dev != set->dev)) {
                 set->offset = 0;  /* truncated or replaced: a new file */
+                set->ino = st.st_ino;
+                set->dev = st.st_dev;
+        }
         char buf[4096];
         for (;;) {
                 ssize_t n = pread(fd, buf, sizeof buf - 1, set->offset);

@@ -540,6 +540,19 @@ static void test_events(void **state) {
         assert_int_equal(gw_gpu_wait_event(lib, 2000, &ev), 0);
         assert_int_equal(ev.index, 3);
         assert_int_equal(ev.xid, 63);
+
+        /* A new file renamed into place, longer than what was read of the old: read from its start. */
+        char tmp[256], path[256];
+        snprintf(tmp, sizeof tmp, "%s/events.new", state_dir);
+        snprintf(path, sizeof path, "%s/events", state_dir);
+        FILE *f = fopen(tmp, "w");
+        assert_non_null(f);
+        fputs("gpu=2 xid=94\ngpu=1 xid=95\ngpu=0 xid=96\ngpu=3 xid=97\ngpu=2 xid=98\ngpu=1 xid=99\n", f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(rename(tmp, path), 0);
+        assert_int_equal(gw_gpu_wait_event(lib, 2000, &ev), 0);
+        assert_int_equal(ev.index, 2);
+        assert_int_equal(ev.xid, 94);
         gw_gpu_close(lib);
 }
 
