@@ -23,6 +23,7 @@
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
 #include "daemon/resume.h"
+#include "shim/shim.h"
 
 struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         if (!dj)
@@ -336,7 +337,13 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
 
 void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         pid_t pid;
-        int r = gw_launch_read_report(dj->report_fd, &pid);
+        char why[SHIM_REPORT_LINE_MAX] = "";
+        int r = gw_launch_read_report(dj->report_fd, &pid, why, sizeof why);
+        if (why[0]) {
+                /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
+                log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
+                (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "setup", why);
+        }
         if (r == -EAGAIN)
                 return;
         if (r == 0) {

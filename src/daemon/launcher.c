@@ -130,7 +130,7 @@ static int launched_anyway(int report_fd, pid_t job, struct gw_launched *ret) {
                         return -ESRCH;
                 if (poll(&p, 1, 5000) <= 0)
                         return -ETIMEDOUT;
-                int r = gw_launch_read_report(report_fd, &job);
+                int r = gw_launch_read_report(report_fd, &job, NULL, 0);
                 if (r == -EPIPE)
                         return -ESRCH;
                 if (r < 0)
@@ -269,19 +269,31 @@ int gw_launch_recover(struct gw_launch_answer *a, int report_fd, pid_t job, stru
         return r;
 }
 
-int gw_launch_read_report(int fd, pid_t *ret_job) {
-        char buf[32];
+int gw_launch_read_report(int fd, pid_t *ret_job, char *why, size_t whylen) {
+        char buf[SHIM_REPORT_LINE_MAX + 64];
         ssize_t n = read(fd, buf, sizeof buf - 1);
         if (n < 0)
                 return errno == EAGAIN ? -EAGAIN : -errno;
         if (n == 0)
                 return -EPIPE;
         buf[n] = '\0';
-        long v = strtol(buf, NULL, 10);
-        if (v <= 0)
-                return -EIO;
-        *ret_job = (pid_t) v;
-        return 0;
+        int r = -EAGAIN;
+        for (char *line = buf, *next; *line; line = next) {
+                next = line + strcspn(line, "\n");
+                if (*next)
+                        *next++ = '\0';
+                if (!strncmp(line, "gpuward: ", 9)) {
+                        if (why && whylen)
+                                snprintf(why, whylen, "%s", line + 9);
+                        continue;
+                }
+                long v = strtol(line, NULL, 10);
+                if (v <= 0)
+                        return -EIO;
+                *ret_job = (pid_t) v;
+                r = 0;
+        }
+        return r;
 }
 
 struct exit_entry {

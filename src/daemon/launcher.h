@@ -59,8 +59,10 @@ int gw_launch_recover(struct gw_launch_answer *a, int report_fd, pid_t job, stru
 int gw_launch_spawn(const char *path, char *const *argv, char *const *envp, int fd3, pid_t *ret_pid);
 /* The gpuward-shim beside this gpuwardd, or NULL. */
 const char *gw_launch_shim_path(void);
-/* 0 with the job's pid; -EAGAIN not yet; -EPIPE the shim closed without reporting. */
-int gw_launch_read_report(int fd, pid_t *ret_job);
+/* 0 with the job's pid; -EAGAIN not yet; -EPIPE the shim closed without reporting; -EIO no
+ * job started.  why (if given) gets the reason a job could not be set up, when the read
+ * brought one (it comes before the pid). */
+int gw_launch_read_report(int fd, pid_t *ret_job, char *why, size_t whylen);
 
 /* The exits journal, read incrementally by the daemon. */
 struct gw_exits;

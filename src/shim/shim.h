@@ -40,6 +40,9 @@
 #define SHIM_MAGIC "GWS3"
 #define SHIM_HEADER_LEN 12
 #define SHIM_REQUEST_MAX (128 * 1024)
+/* The report pipe carries the job's pid ("PID\n"), and before it, when the job could not be
+ * set up, the reason ("gpuward: ...\n", at most this long). */
+#define SHIM_REPORT_LINE_MAX 1024
 
 /* A supervisor started with the job's environment (a request too large for one datagram)
  * starts as root: the C library would read the job's GLIBC_TUNABLES and MALLOC_ settings at

@@ -91,8 +91,12 @@ static _Noreturn void fail(const char *what, const char *arg, int err, int code)
         char msg[4600];
         int n = snprintf(msg, sizeof msg, "gpuward: %s%s%s%s: %s\n", what, arg ? " '" : "", arg ? arg : "",
                          arg ? "'" : "", strerror(err));
-        if (n > 0)
-                (void) !write(STDERR_FILENO, msg, (size_t) n < sizeof msg ? (size_t) n : sizeof msg - 1);
+        size_t len = n <= 0 ? 0 : (size_t) n < sizeof msg ? (size_t) n : sizeof msg - 1;
+        (void) !write(STDERR_FILENO, msg, len);
+        /* The daemon too, on the report pipe (still open here), ahead of the pid: with a
+         * user-chosen output file that could not be opened, stderr is /dev/null. */
+        if (len > 0 && len <= SHIM_REPORT_LINE_MAX)
+                (void) !write(SHIM_REPORT_FD, msg, len);
         _exit(code);
 }
 

@@ -120,6 +120,21 @@ class LifecycleTest(DaemonTest):
         if os.geteuid() == 0:  # the supervisor's environment is root's to read
             self.assertEqual(lines[0], "0", "the root supervisor started without them")
 
+    def test_output_that_cannot_be_opened_at_start_says_why(self):
+        """The output's directory was there at submit and is gone at the start: the job fails,
+        and its events say why (its stderr, where the supervisor writes first, is /dev/null)."""
+        where = os.path.join(self.d.work, "gone")
+        os.mkdir(where)
+        jid = int(self.d.cli("submit", "-q", "--hold", "--output", os.path.join(where, "out.log"), "--", "true").stdout)
+        os.rmdir(where)
+        self.d.cli("release", jid)
+        j = self.d.wait_state(jid, "FAILED")
+        self.assertEqual(j["exit_code"], 126)
+        setup = [e["message"] for e in j["events"] if e["kind"] == "setup"]
+        self.assertEqual(len(setup), 1, j["events"])
+        self.assertIn(f"cannot open output file '{where}/out.log': No such file or directory", setup[0])
+        self.assertIn(f"job {jid}: could not be set up: cannot open output file", self.d.daemon_log())
+
     def test_cwd_with_dot_segments_is_the_directory_it_names(self):
         os.makedirs(os.path.join(self.d.work, "a", "b"))
         os.makedirs(os.path.join(self.d.work, "c"))
