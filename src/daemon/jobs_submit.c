@@ -66,7 +66,7 @@ static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t g
         /* A symlink on the way is judged by its target's mode alone: the directories above the
          * target count too, so the path it really takes is walked as well. */
         _cleanup_free_ char *real = realpath(dir, NULL);
-        return real && may_walk(d, real, uid, gid, need);
+        return real && (!strcmp(real, path) || may_walk(d, real, uid, gid, need));
 }
 
 /* The output file is opened by the job's user at each start (O_APPEND, created if missing):
