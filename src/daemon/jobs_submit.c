@@ -43,14 +43,20 @@ static bool dir_allows(struct gw_daemon *d, const struct stat *st, uid_t uid, gi
 /* Whether uid can reach directory dir (search rights on it and on every directory above it)
  * with `need` on dir itself: the job will chdir there, or create its output file there, as
  * uid; and the daemon, which looks as root, must not tell what lies where uid cannot look. */
-static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode_t need) {
+/* Walks path's directories for uid; *ret_link tells whether a symlink was on the way. */
+static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode_t need, bool *ret_link) {
         struct stat st;
         for (char *p = path + 1;; p++) {
                 if (*p != '/' && *p)
                         continue;
                 char c = *p;
                 *p = '\0';
-                bool ok = stat(path, &st) == 0 && dir_allows(d, &st, uid, gid, c ? S_IXUSR : need);
+                bool ok = lstat(path, &st) == 0;
+                if (ok && S_ISLNK(st.st_mode)) {
+                        *ret_link = true;
+                        ok = stat(path, &st) == 0;
+                }
+                ok = ok && dir_allows(d, &st, uid, gid, c ? S_IXUSR : need);
                 *p = c;
                 if (!ok)
                         return false;
@@ -60,13 +66,19 @@ static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode
 }
 
 static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
+        struct stat st;
+        if (uid == 0) /* root's job may go anywhere: the directory must only be one */
+                return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
         char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s", dir) >= (int) sizeof path || !may_walk(d, path, uid, gid, need))
+        bool link = false;
+        if (snprintf(path, sizeof path, "%s", dir) >= (int) sizeof path || !may_walk(d, path, uid, gid, need, &link))
                 return false;
+        if (!link)
+                return true;
         /* A symlink on the way is judged by its target's mode alone: the directories above the
          * target count too, so the path it really takes is walked as well. */
         _cleanup_free_ char *real = realpath(dir, NULL);
-        return real && (!strcmp(real, path) || may_walk(d, real, uid, gid, need));
+        return real && may_walk(d, real, uid, gid, need, &link);
 }
 
 /* The output file is opened by the job's user at each start (O_APPEND, created if missing):
