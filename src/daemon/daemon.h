@@ -163,6 +163,7 @@ struct gw_daemon {
         struct gw_source sig_src, http_src[2];
         struct gw_http_server *http[2]; /* unix, tcp */
         int tcp_port;
+        char tcp_addr[300];          /* HOST:PORT the TCP door is bound to, "" without one */
         gw_usec_t now;               /* monotonic, read once per loop iteration */
         bool quit;
         char log_dir[4096], run_dir[4096], exits_path[4200];

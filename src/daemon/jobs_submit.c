@@ -40,9 +40,6 @@ static bool dir_allows(struct gw_daemon *d, const struct stat *st, uid_t uid, gi
         return in_group ? (st->st_mode & (need >> 3)) == need >> 3 : (st->st_mode & (need >> 6)) == need >> 6;
 }
 
-/* Whether uid can reach directory dir (search rights on it and on every directory above it)
- * with `need` on dir itself: the job will chdir there, or create its output file there, as
- * uid; and the daemon, which looks as root, must not tell what lies where uid cannot look. */
 /* Walks path's directories for uid; *ret_link tells whether a symlink was on the way. */
 static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode_t need, bool *ret_link) {
         struct stat st;
@@ -65,6 +62,9 @@ static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode
         }
 }
 
+/* Whether uid can reach directory dir (search rights on it and on every directory above it)
+ * with `need` on dir itself: the job will chdir there, or create its output file there, as
+ * uid; and the daemon, which looks as root, must not tell what lies where uid cannot look. */
 static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
         struct stat st;
         if (uid == 0) /* root's job may go anywhere: the directory must only be one */

@@ -167,14 +167,14 @@ static int setup_http(struct gw_daemon *d) {
         r = start_door(d, 1, fd, false);
         if (r < 0)
                 return r;
-        char path[4200], tmp[4300], addr[300];
-        snprintf(addr, sizeof addr, "%.*s:%d\n", (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen),
+        char path[4200], tmp[4300];
+        snprintf(d->tcp_addr, sizeof d->tcp_addr, "%.*s:%d", (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen),
                  d->cfg->listen, d->tcp_port);
         snprintf(path, sizeof path, "%s/listen.addr", d->cfg->state_dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         FILE *f = fopen(tmp, "we");
         if (f) {
-                fputs(addr, f);
+                fprintf(f, "%s\n", d->tcp_addr);
                 fclose(f);
                 (void) rename(tmp, path);
         }
@@ -378,12 +378,9 @@ int main(int argc, char **argv) {
         if (!d.launcher)
                 log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
         gw_launch_answers(&d, false);
-        char http[300] = "";
-        if (cfg.listen[0])
-                snprintf(http, sizeof http, ", http://%.*s:%d", (int) (strrchr(cfg.listen, ':') - cfg.listen), cfg.listen,
-                         d.tcp_port);
-        log_info("ready: state %s, socket %s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket, http,
-                 d.n_gpus, d.n_gpus == 1 ? "" : "s", d.n_queue, d.n_queue == 1 ? "" : "s", d.n_running);
+        log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
+                 d.tcp_addr[0] ? ", http://" : "", d.tcp_addr, d.n_gpus, d.n_gpus == 1 ? "" : "s", d.n_queue,
+                 d.n_queue == 1 ? "" : "s", d.n_running);
         notify_ready();
         d.sched_dirty = true;
         run_loop(&d);

@@ -35,10 +35,6 @@ static gw_usec_t mtime_us(const struct stat *st) {
         return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
 }
 
-/* Whether a file the job's user controls may count: theirs, when the daemon is root. */
-static bool user_file(const struct gw_job *j, const char *path, struct stat *st) {
-        return lstat(path, st) == 0 && S_ISREG(st->st_mode) && gw_user_owns(j, st);
-}
 
 static void join(char *buf, size_t n, const char *dir, const char *p) {
         if (p[0] == '/' || !dir)
@@ -48,15 +44,6 @@ static void join(char *buf, size_t n, const char *dir, const char *p) {
 }
 
 /* Reads up to max bytes from offset max bytes before the end of an open regular file. */
-static char *read_end(int fd, const struct stat *st, size_t max, size_t *ret_len) {
-        size_t len = (size_t) st->st_size < max ? (size_t) st->st_size : max;
-        char *buf = gw_xmalloc(len + 1);
-        ssize_t n = pread(fd, buf, len, st->st_size - (off_t) len);
-        buf[n > 0 ? n : 0] = '\0';
-        *ret_len = n > 0 ? (size_t) n : 0;
-        return buf;
-}
-
 /* ---- the log and its phase ---- */
 
 /* The built-in patterns plus the config's '|'-separated substrings (issue 4: patterns are
@@ -122,7 +109,7 @@ void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, str
         w->log_size = (uint64_t) st.st_size;
         w->log_changed = mtime_us(&st);
         size_t len;
-        _cleanup_free_ char *tail = read_end(fd, &st, TAIL_BYTES, &len);
+        _cleanup_free_ char *tail = gw_user_file_read_end(fd, &st, TAIL_BYTES, &len);
         len = drop_own_lines(tail, len);
         struct rules_buf rb;
         struct gw_phase_result pr;
@@ -200,7 +187,7 @@ struct pick {
 
 static void consider(const struct gw_job *j, const char *path, struct pick *pk) {
         struct stat st;
-        if (!user_file(j, path, &st))
+        if (!gw_user_file_stat(j, path, &st))
                 return;
         gw_usec_t t = mtime_us(&st);
         if (t + GW_USEC_PER_SEC < pk->since || t <= pk->mtime)
@@ -294,7 +281,7 @@ static void gather_results(const struct gw_job *j, struct gw_rwatch *w) {
                 return;
         }
         size_t len;
-        _cleanup_free_ char *text = read_end(fd, &st, RESULTS_MAX, &len);
+        _cleanup_free_ char *text = gw_user_file_read_end(fd, &st, RESULTS_MAX, &len);
         struct gw_results r;
         int rc = gw_results_parse(text, len, &r);
         if (rc < 0) {
@@ -327,7 +314,7 @@ static void gather_progress(const struct gw_job *j, struct gw_rwatch *w) {
         if (!j->progress_file)
                 return;
         join(path, sizeof path, j->cwd, j->progress_file);
-        if (!user_file(j, path, &st))
+        if (!gw_user_file_stat(j, path, &st))
                 return;
         gw_usec_t mt = mtime_us(&st);
         if (w->progress_seen && st.st_size == w->progress_size && mt == w->progress_mtime)
@@ -362,7 +349,7 @@ static void gather_ckpt(const struct gw_job *j, struct gw_rwatch *w) {
                         if (l < 4 || strcmp(de->d_name + l - 3, ".pt"))
                                 continue;
                         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-                        if (user_file(j, path, &st))
+                        if (gw_user_file_stat(j, path, &st))
                                 newer(&best, &st);
                 }
                 if (dd)
@@ -375,7 +362,7 @@ static void gather_ckpt(const struct gw_job *j, struct gw_rwatch *w) {
                 if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
                         for (size_t i = 0; i < g.gl_pathc && i < GLOB_MAX; i++) {
                                 struct stat st;
-                                if (user_file(j, g.gl_pathv[i], &st))
+                                if (gw_user_file_stat(j, g.gl_pathv[i], &st))
                                         newer(&best, &st);
                         }
                         globfree(&g);
@@ -400,15 +387,3 @@ void gw_rwatch_files_free(struct gw_rwatch *w) {
 
 char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(j); }
 
-bool gw_rwatch_user_file(const struct gw_job *j, const char *path, struct stat *st) { return user_file(j, path, st); }
-
-char *gw_rwatch_read_user_file(const struct gw_job *j, const char *path, size_t max, struct stat *ret_st,
-                               size_t *ret_len) {
-        struct stat st;
-        _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
-        if (fd < 0)
-                return NULL;
-        if (ret_st)
-                *ret_st = st;
-        return read_end(fd, &st, max, ret_len);
-}

@@ -79,15 +79,10 @@ void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct 
  * next sample does not take gpuward's own words for the job's progress.  0 or -errno. */
 int gw_rwatch_log_append(const struct gw_job *j, struct gw_rwatch *w, const char *line);
 void gw_rwatch_files_free(struct gw_rwatch *w);
-/* The same rules for training awareness (issue 7, training.c), which watches every running
- * job and not only idle ones: the run's results.csv as gw_rwatch_gather finds it (malloc'ed;
- * NULL until one was written during this attempt); whether path is a regular file of the job's
- * user (lstat into *st); the last max bytes of such a file (malloc'ed, NUL-terminated; NULL
- * when it is not one), its fstat in *ret_st when not NULL. */
+/* For training awareness (issue 7, training.c), which watches every running job and not only
+ * idle ones: the run's results.csv as gw_rwatch_gather finds it (malloc'ed; NULL until one was
+ * written during this attempt).  The files themselves are read through daemon/userfile.h. */
 char *gw_rwatch_find_results(const struct gw_job *j);
-bool gw_rwatch_user_file(const struct gw_job *j, const char *path, struct stat *st);
-char *gw_rwatch_read_user_file(const struct gw_job *j, const char *path, size_t max, struct stat *ret_st,
-                               size_t *ret_len);
 
 /* reclaim_probe.c */
 void gw_probe_init(struct gw_probe *p);

@@ -22,25 +22,6 @@
 
 #define TAIL_BYTES (64 * 1024)
 
-/* The last bytes of a file, or NULL.  O_NOFOLLOW and a regular file only: the daemon reads
- * as root what the job's user controls. */
-/* The end of a file of the job's; user_chosen: only one its user owns (the daemon reads as
- * root, and what it reads may end up in the job's reason, which everyone can see). */
-static char *read_tail(const struct gw_job *j, const char *path, bool user_chosen, size_t max, size_t *ret_len) {
-        struct stat st;
-        _cleanup_close_ int fd = gw_user_file_open(j, path, user_chosen, O_RDONLY, &st);
-        if (fd < 0)
-                return NULL;
-        size_t len = (size_t) st.st_size < max ? (size_t) st.st_size : max;
-        char *buf = gw_xmalloc(len + 1);
-        ssize_t n = pread(fd, buf, len, st.st_size - (off_t) len);
-        if (n < 0)
-                n = 0;
-        buf[n] = '\0';
-        *ret_len = (size_t) n;
-        return buf;
-}
-
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt) {
         if (j->output)
                 return gw_xstrdup(j->output);
@@ -63,7 +44,7 @@ static long epoch_reached(const struct gw_job *j, const char *ckpt) {
                 _cleanup_free_ char *run = gw_resume_run_dir(ckpt);
                 snprintf(path, sizeof path, "%s/results.csv", run);
                 size_t len;
-                _cleanup_free_ char *text = read_tail(j, path, true, 8 << 20, &len);
+                _cleanup_free_ char *text = gw_user_file_tail(j, path, true, 8 << 20, NULL, &len);
                 struct gw_results r;
                 if (!text || gw_results_parse(text, len, &r) < 0)
                         return -1;
@@ -77,7 +58,7 @@ static long epoch_reached(const struct gw_job *j, const char *ckpt) {
                 else
                         snprintf(path, sizeof path, "%s/%s", j->cwd, j->progress_file);
                 size_t len;
-                _cleanup_free_ char *text = read_tail(j, path, true, 1 << 20, &len);
+                _cleanup_free_ char *text = gw_user_file_tail(j, path, true, 1 << 20, NULL, &len);
                 struct gw_progress p;
                 if (text && gw_progress_parse(text, len, &p) == 0)
                         return p.epoch;
@@ -177,8 +158,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         bool clean = !lost && end == GW_END_EXITED && WIFEXITED(status) && WEXITSTATUS(status) == 0;
         size_t tail_len = 0;
         _cleanup_free_ char *tail = clean && !(j->attempt > 1 && j->yolo) ? NULL
-                                                                          : read_tail(j, j->log_path, j->output != NULL,
-                                                                                      TAIL_BYTES, &tail_len);
+                                                                          : gw_user_file_tail(j, j->log_path, j->output != NULL,
+                                                                                              TAIL_BYTES, NULL, &tail_len);
         struct gw_failure_input in = {
                 .end = end,
                 .status = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),

@@ -86,7 +86,7 @@ static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, 
                 char path[4400];
                 struct stat st;
                 snprintf(path, sizeof path, "%s/%s/weights/last.pt", dir, de->d_name);
-                if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || !gw_user_owns(j, &st))
+                if (!gw_user_file_stat(j, path, &st))
                         continue; /* nor does anyone else's file name get out */
                 gw_usec_t mt = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
                 if (mt + GW_USEC_PER_SEC < since)
@@ -128,8 +128,7 @@ static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
         for (size_t i = 0; i < g.gl_pathc; i++) {
                 struct stat st;
                 /* glob reads directories as root: only the user's own files may come out of it. */
-                if (lstat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) && gw_user_owns(j, &st) &&
-                    (!best || st.st_mtime >= best_t)) {
+                if (gw_user_file_stat(j, g.gl_pathv[i], &st) && (!best || st.st_mtime >= best_t)) {
                         best = g.gl_pathv[i];
                         best_t = st.st_mtime;
                 }

@@ -24,6 +24,7 @@
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/training_int.h"
+#include "daemon/userfile.h"
 #include "store/epochs.h"
 
 /* How often to look for a results.csv not found yet: every sample at first (the first epoch
@@ -104,7 +105,7 @@ static void planned_epochs(const struct gw_job *j, struct gw_train *t) {
                 char path[4200];
                 size_t len;
                 snprintf(path, sizeof path, "%s/args.yaml", t->run_dir);
-                _cleanup_free_ char *text = gw_rwatch_read_user_file(j, path, ARGS_MAX, NULL, &len);
+                _cleanup_free_ char *text = gw_user_file_tail(j, path, true, ARGS_MAX, NULL, &len);
                 if (text && gw_args_yaml_epochs(text, len, &e) == 0 && e > 0) {
                         t->total = e;
                         t->total_from = "args.yaml";
@@ -249,12 +250,12 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
         if (!t->results_path)
                 return 0;
         struct stat st;
-        if (!gw_rwatch_user_file(j, t->results_path, &st))
+        if (!gw_user_file_stat(j, t->results_path, &st))
                 return 0;
         if (t->results_seen && st.st_size == t->results_size && mtime_us(&st) == t->results_mtime)
                 return 0;
         size_t len;
-        _cleanup_free_ char *text = gw_rwatch_read_user_file(j, t->results_path, RESULTS_MAX, &st, &len);
+        _cleanup_free_ char *text = gw_user_file_tail(j, t->results_path, true, RESULTS_MAX, &st, &len);
         struct gw_results r;
         if (!text || (uint64_t) st.st_size > RESULTS_MAX || gw_results_parse(text, len, &r) < 0)
                 return 0;

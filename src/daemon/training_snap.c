@@ -286,7 +286,7 @@ void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                 char path[4400];
                 struct stat st;
                 snprintf(path, sizeof path, "%s/weights/%s", t->run_dir, file_names[k]);
-                if (!gw_rwatch_user_file(dj->job, path, &st)) {
+                if (!gw_user_file_stat(dj->job, path, &st)) {
                         f->seen = false;
                         f->stable = 0;
                         continue;

@@ -15,3 +15,11 @@ bool gw_user_owns(const struct gw_job *j, const struct stat *st);
  * is checked before the file is opened for reading, so a device node is never opened.
  * A descriptor, or -errno (-EPERM: someone else's). */
 int gw_user_file_open(const struct gw_job *j, const char *path, bool user_chosen, int flags, struct stat *st);
+/* lstat of path into st: whether it is a regular file gw_user_owns allows (not opened). */
+bool gw_user_file_stat(const struct gw_job *j, const char *path, struct stat *st);
+/* The last max bytes of fd, whose fstat is st: malloc'ed, NUL-terminated, length in *ret_len. */
+char *gw_user_file_read_end(int fd, const struct stat *st, size_t max, size_t *ret_len);
+/* gw_user_file_open and gw_user_file_read_end together: NULL when path is not such a file;
+ * its fstat in *ret_st when not NULL. */
+char *gw_user_file_tail(const struct gw_job *j, const char *path, bool user_chosen, size_t max, struct stat *ret_st,
+                        size_t *ret_len);
