@@ -1,15 +1,19 @@
 /* A submission: checked against the host, the user's rights and quotas (nothing changed on
  * a refusal), recorded in the store, then queued. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
 #include "base/parse.h"
+#include "daemon/asuser.h"
 #include "daemon/daemon.h"
 #include "daemon/userfile.h"
 
@@ -25,65 +29,28 @@ static int submit_fail(struct gw_submit_error *err, int status, const char *fiel
         return -EINVAL;
 }
 
-/* Whether uid (with gid and its groups) has the access in `need` (S_IXUSR, S_IWUSR, in owner
- * bits) to the directory st. */
-static bool dir_allows(struct gw_daemon *d, const struct stat *st, uid_t uid, gid_t gid, mode_t need) {
-        if (!S_ISDIR(st->st_mode))
-                return false;
-        if (uid == 0)
-                return true;
-        if (st->st_uid == uid)
-                return (st->st_mode & need) == need;
-        bool in_group = st->st_gid == gid;
-        const struct gw_account *a = in_group ? NULL : gw_userdb_uid(d->users, uid, d->now);
-        in_group |= a && gw_account_in_group(a, st->st_gid);
-        return in_group ? (st->st_mode & (need >> 3)) == need >> 3 : (st->st_mode & (need >> 6)) == need >> 6;
+/* The job's user as the kernel knows them (with the groups the job gets), for the checks
+ * below: the job will chdir into its cwd and create its output as that user; and the daemon,
+ * which looks as root, must not tell what lies where that user cannot look. */
+static int begin_as_job_user(struct gw_daemon *d, const struct gw_job *j) {
+        const struct gw_account *a = gw_userdb_uid(d->users, j->uid, d->now);
+        int r = gw_as_user_begin(j->uid, j->gid, a ? a->groups : NULL, a ? a->n_groups : 0);
+        if (r < 0)
+                log_warn("submission of %s: cannot check its paths as that user: %s", j->user, strerror(-r));
+        return r;
 }
 
-/* Walks path's directories for uid; *ret_link tells whether a symlink was on the way. */
-static bool may_walk(struct gw_daemon *d, char *path, uid_t uid, gid_t gid, mode_t need, bool *ret_link) {
+/* Whether dir is a directory the user (see begin_as_job_user) can reach, with `mode` (X_OK,
+ * W_OK) on dir itself. */
+static bool may_use_dir(const char *dir, int mode) {
         struct stat st;
-        for (char *p = path + 1;; p++) {
-                if (*p != '/' && *p)
-                        continue;
-                char c = *p;
-                *p = '\0';
-                bool ok = lstat(path, &st) == 0;
-                if (ok && S_ISLNK(st.st_mode)) {
-                        *ret_link = true;
-                        ok = stat(path, &st) == 0;
-                }
-                ok = ok && dir_allows(d, &st, uid, gid, c ? S_IXUSR : need);
-                *p = c;
-                if (!ok)
-                        return false;
-                if (!c)
-                        return true;
-        }
-}
-
-/* Whether uid can reach directory dir (search rights on it and on every directory above it)
- * with `need` on dir itself: the job will chdir there, or create its output file there, as
- * uid; and the daemon, which looks as root, must not tell what lies where uid cannot look. */
-static bool may_use_dir(struct gw_daemon *d, const char *dir, uid_t uid, gid_t gid, mode_t need) {
-        struct stat st;
-        if (uid == 0) /* root's job may go anywhere: the directory must only be one */
-                return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-        char path[PATH_MAX];
-        bool link = false;
-        if (snprintf(path, sizeof path, "%s", dir) >= (int) sizeof path || !may_walk(d, path, uid, gid, need, &link))
-                return false;
-        if (!link)
-                return true;
-        /* A symlink on the way is judged by its target's mode alone: the directories above the
-         * target count too, so the path it really takes is walked as well. */
-        _cleanup_free_ char *real = realpath(dir, NULL);
-        return real && may_walk(d, real, uid, gid, need, &link);
+        return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && faccessat(AT_FDCWD, dir, mode, AT_EACCESS) == 0;
 }
 
 /* The output file is opened by the job's user at each start (O_APPEND, created if missing):
- * a directory that is not there, or not theirs to write, would fail every start with no log. */
-static int check_output(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err) {
+ * a directory that is not there, or not theirs to write, would fail every start with no log.
+ * Called as the job's user. */
+static int check_output(const struct gw_job *j, struct gw_submit_error *err) {
         char dir[PATH_MAX];
         if (snprintf(dir, sizeof dir, "%s", j->output) >= (int) sizeof dir)
                 return submit_fail(err, 400, "output", "output: longer than %d bytes", PATH_MAX - 1);
@@ -95,7 +62,7 @@ static int check_output(struct gw_daemon *d, const struct gw_job *j, struct gw_s
         else
                 *slash = '\0';
         struct stat st;
-        bool reach = may_use_dir(d, dir, j->uid, j->gid, S_IXUSR);
+        bool reach = may_use_dir(dir, X_OK);
         if (reach && lstat(j->output, &st) == 0) {
                 if (S_ISDIR(st.st_mode))
                         return submit_fail(err, 400, "output", "output: '%s' is a directory", j->output);
@@ -105,10 +72,22 @@ static int check_output(struct gw_daemon *d, const struct gw_job *j, struct gw_s
                                            j->output, j->user);
                 return 0;
         }
-        if (reach && may_use_dir(d, dir, j->uid, j->gid, S_IXUSR | S_IWUSR))
+        if (reach && may_use_dir(dir, X_OK | W_OK))
                 return 0;
         return submit_fail(err, 400, "output", "output: directory '%s' does not exist or %s cannot write there", dir,
                            j->user);
+}
+
+static int check_paths(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err) {
+        if (begin_as_job_user(d, j) < 0)
+                return submit_fail(err, 500, "cwd", "cwd: cannot be checked as %s", j->user);
+        int r = 0;
+        if (!may_use_dir(j->cwd, X_OK))
+                r = submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
+        else if (j->output)
+                r = check_output(j, err);
+        gw_as_user_end();
+        return r;
 }
 
 static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
@@ -130,9 +109,7 @@ static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct 
         }
         if (!j->cwd)
                 return submit_fail(err, 400, "cwd", "cwd: required (the directory the job runs in)");
-        if (!may_use_dir(d, j->cwd, j->uid, j->gid, S_IXUSR))
-                return submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
-        if (j->output && check_output(d, j, err) < 0)
+        if (check_paths(d, j, err) < 0)
                 return -EINVAL;
         uint32_t classes;
         char why[160];

@@ -155,6 +155,48 @@ class RolesWithRealUsers(unittest.TestCase):
         st = os.stat(self.d.job(jid)["log_path"])
         self.assertEqual((st.st_uid, st.st_mode & 0o777), (self.alice.pw_uid, 0o600))
 
+    def test_directory_rights_are_the_kernels_acls_included(self):
+        """What a job may enter or write is judged as its user by the kernel, so a POSIX ACL
+        counts: one granting bob a private directory lets him in, one naming bob with no rights
+        keeps him out of a directory open to everyone else (the job would fail at its start)."""
+        import errno
+        import os
+        import struct
+
+        def set_acl(path, entries):
+            # The kernel's xattr form of an ACL (no setfacl needed): version 2, then (tag, perm,
+            # id) sorted by tag; ids of the owner, group, mask and other entries are -1.
+            blob = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in entries)
+            os.setxattr(path, "system.posix_acl_access", blob)
+
+        USER_OBJ, USER, GROUP_OBJ, MASK, OTHER, ANY = 0x01, 0x02, 0x04, 0x10, 0x20, 0xFFFFFFFF
+        bob = self.bob.pw_uid
+        shared = os.path.join(self.d.work, f"acl-shared-{self.users.suffix}")
+        closed = os.path.join(self.d.work, f"acl-closed-{self.users.suffix}")
+        for path, mode in ((shared, 0o700), (closed, 0o755)):
+            os.mkdir(path, mode)
+            os.chown(path, self.alice.pw_uid, self.alice.pw_gid)
+        try:
+            set_acl(shared, [(USER_OBJ, 7, ANY), (USER, 7, bob), (GROUP_OBJ, 0, ANY), (MASK, 7, ANY), (OTHER, 0, ANY)])
+            set_acl(closed, [(USER_OBJ, 7, ANY), (USER, 0, bob), (GROUP_OBJ, 5, ANY), (MASK, 5, ANY), (OTHER, 5, ANY)])
+        except OSError as e:
+            if e.errno in (errno.EOPNOTSUPP, errno.ENOTSUP):
+                self.skipTest("this file system keeps no POSIX ACLs")
+            raise
+
+        out = os.path.join(shared, "out.log")
+        jid = self.submit(self.bob, "--cwd", shared, "--output", out, "--", "sh", "-c", "pwd")
+        self.d.wait_state(jid, "COMPLETED")
+        with open(out) as f:
+            self.assertEqual(f.read().strip(), shared, "bob's job ran where the ACL let him in")
+        # Through the API: the CLI, running as bob, already stops at a cwd he cannot enter.
+        for extra, field in (({"cwd": closed}, "cwd"), ({"output": os.path.join(closed, "o.log")}, "output")):
+            job = {"command": ["true"], "cwd": self.d.work, **extra}
+            st, body = self.d.raw_as(bob, "POST", "/api/v1/jobs", json.dumps(job).encode(), gid=self.bob.pw_gid)
+            self.assertEqual((st, json.loads(body)["field"]), (400, field), body)
+        held = self.submit(self.alice, "--hold", "--cwd", closed, "--", "true")  # the owner still may
+        self.ok(self.alice, "cancel", held)
+
     def test_batches_count_against_the_rate_limit_and_quota(self):
         """A batch of n is n submissions: a user cannot pass the limits by sending them at once."""
         user = self.users.add("batch")  # a fresh bucket
