@@ -11,9 +11,14 @@
 #include "cli/client.h"
 #include "cli/format.h"
 
-static void report_connect_error(const char *socket_path, int err, gw_usec_t timeout) {
+static void report_connect_error(const char *socket_path, int err, gw_usec_t timeout, uid_t peer) {
         char d[32];
         switch (err) {
+        case -EPERM:
+                cli_error("the socket %s is served by a process of uid %u, neither root nor you: nothing was "
+                          "sent to it (is GPUWARD_SOCKET or --socket the right path?)",
+                          socket_path, (unsigned) peer);
+                break;
         case -ENOENT:
         case -ECONNREFUSED:
         case -ENOTDIR:
@@ -120,9 +125,10 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
         };
 
         gw_usec_t deadline = gw_clock_mono() + timeout;
-        _cleanup_close_ int fd = cli_unix_connect(ctx->socket_path, timeout);
+        uid_t peer = 0;
+        _cleanup_close_ int fd = cli_unix_connect(ctx->socket_path, timeout, &peer);
         if (fd < 0) {
-                report_connect_error(ctx->socket_path, fd, timeout);
+                report_connect_error(ctx->socket_path, fd, timeout, peer);
                 return CLI_EXIT_FAIL;
         }
         struct cli_http_response r = { 0 };

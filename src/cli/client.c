@@ -52,7 +52,7 @@ static int socket_address(const char *path, struct sockaddr_un *sa, int *ret_dir
         return 0;
 }
 
-int cli_unix_connect(const char *path, gw_usec_t timeout) {
+int cli_unix_connect(const char *path, gw_usec_t timeout, uid_t *ret_peer_uid) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int dirfd = -1;
         int r = socket_address(path, &sa, &dirfd);
@@ -76,6 +76,15 @@ int cli_unix_connect(const char *path, gw_usec_t timeout) {
                         break;
                 return errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
         }
+        /* The request carries the caller's environment (a job's secrets, often): only a daemon
+         * of root's or the caller's own may have it, not whoever made a socket at that path. */
+        struct ucred peer;
+        socklen_t len = sizeof peer;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
+                return -errno;
+        *ret_peer_uid = peer.uid;
+        if (peer.uid != 0 && peer.uid != geteuid())
+                return -EPERM;
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
                 return -errno;

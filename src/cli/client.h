@@ -2,6 +2,7 @@
  * (Connection: close), the whole reply read into memory under a cap, every wait bounded. */
 #pragma once
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "base/time.h"
 #include "cli/http.h"
@@ -16,8 +17,9 @@ struct cli_http_request {
 
 /* Connects to the socket at path within timeout.  Returns a non-blocking, close-on-exec
  * descriptor the caller owns, or -errno (-ENAMETOOLONG for paths that do not fit a
- * sockaddr_un, -ETIMEDOUT when the daemon does not accept in time). */
-int cli_unix_connect(const char *path, gw_usec_t timeout);
+ * sockaddr_un, -ETIMEDOUT when the daemon does not accept in time, -EPERM when the process
+ * serving it runs neither as root nor as the caller: its uid in *ret_peer_uid). */
+int cli_unix_connect(const char *path, gw_usec_t timeout, uid_t *ret_peer_uid);
 
 /* Sends req on fd and reads the reply until it is whole, by the monotonic deadline.
  * Returns 0 and fills *ret (caller releases it with cli_http_response_done), or -errno:

@@ -174,6 +174,39 @@ class BadInputTest(DaemonTest):
         self.assertEqual(p.returncode, 1)
         self.assertIn(f"cannot reach gpuwardd at {sock}: is it running?", p.stderr)
 
+    @unittest.skipUnless(IS_ROOT, "needs root to act as another user")
+    def test_socket_of_another_user_gets_nothing(self):
+        """A submission carries the caller's environment: a socket served by a process that is
+        neither root's nor the caller's (someone else's impostor at that path) is told nothing."""
+        import shutil
+        import sys
+        nobody = pwd.getpwnam("nobody")
+        where = os.path.join(self.d.dir, "impostor")
+        os.mkdir(where, 0o700)
+        os.chown(where, nobody.pw_uid, nobody.pw_gid)
+        sock = os.path.join(where, "gpuward.sock")
+        server = ("import socket, sys\n"
+                  "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); print('ready', flush=True)\n"
+                  "s.settimeout(20); c, _ = s.accept(); c.settimeout(5); got = b''\n"
+                  "try:\n    while (b := c.recv(65536)):\n        got += b\n"
+                  "except socket.timeout:\n    pass\n"
+                  "print(len(got), flush=True)\n")
+        p = subprocess.Popen(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+                              sys.executable, "-c", server, sock], stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "ready")
+            c = subprocess.run([GPUWARD, "--socket", sock, "submit", "--env", "SECRET=hunter2", "--", "true"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(c.returncode, 1, c.stdout)
+            self.assertIn(f"the socket {sock} is served by a process of uid {nobody.pw_uid}, neither root nor you",
+                          c.stderr)
+            self.assertEqual(p.stdout.readline().strip(), "0", "not a byte was sent")
+        finally:
+            p.kill()
+            p.wait(timeout=10)
+            p.stdout.close()
+            shutil.rmtree(where, ignore_errors=True)
+
     @unittest.skipUnless(IS_ROOT, "needs root to act as two users")
     def test_other_users_jobs(self):
         nobody = pwd.getpwnam("nobody").pw_uid
