@@ -17,7 +17,11 @@ def log(msg):
 
 
 def pct(values, p):
+    """The p-th percentile; NaN when there is nothing to measure (a run too short to have a
+    second job on any GPU)."""
     v = sorted(values)
+    if not v:
+        return float("nan")
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
