@@ -13,10 +13,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/peeruid.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 
-/* Connections one uid may hold on the Unix socket (gw_http_set_max_per_uid); 0 = no cap. */
+/* Connections one uid may hold on each door (gw_http_set_max_per_uid); 0 = no cap. */
 static unsigned max_per_uid = GW_HTTP_DEFAULT_MAX_PER_UID;
 
 struct uid_count {
@@ -33,7 +34,7 @@ struct gw_http_server {
         int listen_fd;
         bool wake;                 /* a connection was resumed: run again without waiting */
         struct gw_http_conn *conns; /* every connection with a request, for gw_http_stop */
-        struct uid_count *uids;    /* Unix door: open connections per peer uid */
+        struct uid_count *uids;    /* open connections per peer uid, where it is known */
         size_t n_uids, cap_uids;
 };
 
@@ -260,7 +261,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return dispatch(c, url, method);
 }
 
-/* --- per-uid connection cap on the Unix door ------------------------------------------- */
+/* --- per-uid connection cap (Unix door; TCP from this host) ------------------------------ */
 
 void gw_http_set_max_per_uid(unsigned n) { max_per_uid = n; }
 
@@ -279,11 +280,23 @@ static struct uid_count *uid_slot(struct gw_http_server *srv, uid_t uid) {
 /* Root and the daemon's own user are not capped: they administer it. */
 static bool uid_exempt(uid_t uid) { return uid == 0 || uid == geteuid(); }
 
+/* The uid behind fd: SO_PEERCRED on the Unix door, the kernel's socket table for a loopback
+ * TCP peer (api/peeruid.h).  False when it cannot be known (a remote peer, a kernel without
+ * inet_diag): such a connection is counted only by libmicrohttpd's per-address cap. */
+static bool conn_uid(const struct gw_http_server *srv, int fd, uid_t *ret_uid) {
+        if (!srv->unix_door)
+                return gw_loopback_peer_uid(fd, ret_uid) == 0;
+        struct ucred cred;
+        socklen_t l = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
+                return false;
+        *ret_uid = cred.uid;
+        return true;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
         struct gw_http_server *srv = cls;
-        if (!srv->unix_door)
-                return;
         if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
                 if (*socket_context && *socket_context != REFUSED) {
                         struct uid_count *u = uid_slot(srv, (uid_t) ((uintptr_t) *socket_context - 1));
@@ -294,16 +307,15 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 return;
         }
         int fd = conn_fd_of(conn);
-        struct ucred cred;
-        socklen_t l = sizeof cred;
-        if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 || uid_exempt(cred.uid))
+        uid_t uid;
+        if (fd < 0 || !max_per_uid || !conn_uid(srv, fd, &uid) || uid_exempt(uid))
                 return;
-        struct uid_count *u = uid_slot(srv, cred.uid);
-        if (max_per_uid && u->n >= max_per_uid) {
+        struct uid_count *u = uid_slot(srv, uid);
+        if (u->n >= max_per_uid) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "uid %u already holds %u connections to gpuwardd (max-connections-per-user)",
-                         (unsigned) cred.uid, u->n);
-                log_warn("refused a connection from pid %d: %s", (int) cred.pid, msg);
+                         (unsigned) uid, u->n);
+                log_warn("refused a connection on the %s: %s", srv->unix_door ? "Unix socket" : "TCP port", msg);
                 send_raw_reply(fd, "429 Too Many Requests", msg);
                 /* It is closed at its first request (on_access), or idle after a second. */
                 (void) MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned) 1);
@@ -311,7 +323,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 return;
         }
         u->n++;
-        *socket_context = (void *) ((uintptr_t) cred.uid + 1);
+        *socket_context = (void *) ((uintptr_t) uid + 1);
 }
 
 /* Decodes %XX in place like libmicrohttpd does, except %00: a NUL would cut the path the

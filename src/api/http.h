@@ -86,7 +86,8 @@ const char *gw_http_cookie(const struct gw_http_request *req, const char *name);
 void gw_http_reply_text(struct gw_http_reply *rep, int status, const char *content_type, char *body, size_t len);
 void gw_http_reply_header(struct gw_http_reply *rep, const char *name, const char *value);
 
-/* Sets the per-uid cap of the Unix door (0 = no cap); counts from the next connection. */
+/* Sets the per-uid cap of each door (0 = no cap): peers on the Unix socket, and TCP peers on
+ * this host (api/peeruid.h); counts from the next connection. */
 void gw_http_set_max_per_uid(unsigned n);
 
 /* Sockets. */

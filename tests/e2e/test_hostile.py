@@ -34,13 +34,13 @@ PER_UID_CAP = 64       # the daemon's default max-connections-per-user (src/api/
 # one and prints the status of a GET /healthz on it.  Exits when stdin closes.
 HOG_SCRIPT = r"""
 import select, socket, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-socks = []
-for _ in range(n):
-    s = socket.socket(socket.AF_UNIX)
+path, n = sys.argv[1], int(sys.argv[2])   # a socket path, or tcp:PORT on 127.0.0.1
+def connect():
+    s = socket.socket(socket.AF_INET if path.startswith("tcp:") else socket.AF_UNIX)
     s.settimeout(10)
-    s.connect(path)
-    socks.append(s)
+    s.connect(("127.0.0.1", int(path[4:])) if path.startswith("tcp:") else path)
+    return s
+socks = [connect() for _ in range(n)]
 held, refused, other = [], 0, 0
 pending = list(socks)
 deadline = time.monotonic() + 20
@@ -76,8 +76,8 @@ for line in sys.stdin:
     if line.strip() == "release":
         held.pop().close()
         time.sleep(0.3)
-        s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(path)
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        s = connect()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         d = b""
         while True:
             c = s.recv(4096)
@@ -88,6 +88,16 @@ for line in sys.stdin:
         print(d.split(b" ", 2)[1].decode() if d else "none", flush=True)
 for s in held:
     s.close()
+"""
+
+TCP_GET_SCRIPT = r"""
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+d = b""
+while (c := s.recv(4096)):
+    d += c
+print(d.split(b" ", 2)[1].decode() if d else "none")
 """
 
 
@@ -620,16 +630,17 @@ class HostileTest(DaemonTest):
                 self.assertIn(b"only they or an admin may", body)
         self.assertEqual(self.d.job(jid)["state"], "COMPLETED")
 
-    def attack_per_uid_cap(self, cap):
-        """One uid (nobody) opens 3x the daemon's per-uid cap of idle Unix-socket connections:
-        it holds at most the cap, the rest are answered 429 and closed; another uid (a
-        numeric one with no passwd entry) is served meanwhile, and so is root.  Root only:
-        the clients run under setpriv."""
+    def attack_per_uid_cap(self, cap, tcp=False):
+        """One uid (nobody) opens 3x the daemon's per-uid cap of idle connections, on the Unix
+        socket or on TCP from this host (where every user is 127.0.0.1): it holds at most the
+        cap, the rest are answered 429 and closed; another uid (a numeric one with no passwd
+        entry) is served meanwhile, and so is root.  Root only: the clients run under setpriv."""
         if not IS_ROOT:
             self.skipTest("needs root to act as other uids (setpriv)")
         nobody = pwd.getpwnam("nobody")
+        where = f"tcp:{self.d.port}" if tcp else self.d.socket
         hog = subprocess.Popen(
-            as_user(nobody.pw_uid, nobody.pw_gid) + [sys.executable, "-c", HOG_SCRIPT, self.d.socket, str(3 * cap)],
+            as_user(nobody.pw_uid, nobody.pw_gid) + [sys.executable, "-c", HOG_SCRIPT, where, str(3 * cap)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             line = hog.stdout.readline()          # the hog's tally once every connection settled
@@ -641,9 +652,15 @@ class HostileTest(DaemonTest):
             self.assertEqual(refused, 2 * cap, "every connection past the cap was answered 429")
             self.assertEqual(other, 0, "no connection past the cap was left open unanswered")
             # While nobody holds its cap: another uid, and root, are served.
-            st, body = self.d.raw_as(43210, "GET", "/api/v1/whoami")
-            self.assertEqual(st, 200, body[:300])
-            self.assertIn(b'"uid": 43210', body.replace(b'"uid":43210', b'"uid": 43210'))
+            if tcp:
+                other_uid = subprocess.run(as_user(43210) + [sys.executable, "-c", TCP_GET_SCRIPT, str(self.d.port)],
+                                           capture_output=True, text=True, timeout=30)
+                self.assertEqual(other_uid.stdout.strip(), "200", other_uid.stderr[-300:])
+                self.assertEqual(self.d.tcp("GET", "/healthz")[0], 200)
+            else:
+                st, body = self.d.raw_as(43210, "GET", "/api/v1/whoami")
+                self.assertEqual(st, 200, body[:300])
+                self.assertIn(b'"uid": 43210', body.replace(b'"uid":43210', b'"uid": 43210'))
             self.assert_prompt(f"nobody holding {cap} connections")
             # nobody itself may still open one more once it lets one go: the count follows closes.
             hog.stdin.write(b"release\n")
@@ -675,6 +692,9 @@ class HostileTest(DaemonTest):
 
     def test_per_uid_cap(self):
         self.attack_per_uid_cap(PER_UID_CAP)
+
+    def test_per_uid_cap_on_tcp_from_this_host(self):
+        self.attack_per_uid_cap(PER_UID_CAP, tcp=True)
 
     def test_huge_body(self):
         self.attack_huge_body()
