@@ -248,16 +248,26 @@ json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep)
 }
 
 /* Decodes one submission into a new job owned by the caller; NULL after replying 400. */
+/* A refused job: of a batch (index >= 0), the error says which, in words and as "index". */
+static void reply_job_error(struct gw_http_reply *rep, int status, const char *field, long index, const char *msg) {
+        if (index < 0) {
+                reply_error(rep, status, field, "%s", msg);
+                return;
+        }
+        char text[600];
+        snprintf(text, sizeof text, "job %ld: %s", index, msg);
+        reply_json(rep, status,
+                   json_pack("{s:o,s:o,s:I}", "error", gw_json_text(text), "field",
+                             field && field[0] ? gw_json_text(field) : json_null(), "index", (json_int_t) index));
+}
+
 static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, const json_t *spec, bool *ret_hold,
                                  struct gw_http_reply *rep, long index) {
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
         struct gw_codec_error err = { "", "" };
         int hold = 0;
         if (gw_codec_job_spec(spec, d->cfg->default_time_limit, j, &hold, &err) < 0) {
-                if (index >= 0)
-                        reply_error(rep, 400, err.field, "job %ld: %s", index, err.message);
-                else
-                        reply_error(rep, 400, err.field, "%s", err.message);
+                reply_job_error(rep, 400, err.field, index, err.message);
                 return gw_job_free(j);
         }
         j->uid = c->uid;
@@ -318,7 +328,7 @@ static void on_submit_batch(void *ud, const struct gw_http_request *req, const s
                 jobs[k] = decode_job(d, c, json_array_get(arr, k), &hold, rep, (long) k);
                 ok = jobs[k] && gw_job_validate(d, jobs[k], hold, k, &err) == 0;
                 if (jobs[k] && !ok)
-                        reply_error(rep, err.status, err.field, "job %zu: %s", k, err.message);
+                        reply_job_error(rep, err.status, err.field, (long) k, err.message);
         }
         json_decref(o);
         if (ok && gw_store_begin(d->store) == 0) {

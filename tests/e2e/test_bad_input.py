@@ -95,6 +95,15 @@ class BadInputTest(DaemonTest):
         self.assertIn("must be a JSON object", errors["null"])
         self.assertIn("no body", errors[""])
         self.assertIn("the number of GPUs is ngpus", errors[json.dumps({"command": ["true"], "cwd": "/", "gpus": 2})])
+        # A batch names its first bad job, in words and as "index", whether decoding or checking refused it.
+        for jobs, index, field in (([{"command": ["true"], "cwd": "/"}, {"command": []}], 1, "command"),
+                                   ([{"command": ["true"], "cwd": "/nonexistent"}], 0, "cwd"),
+                                   ([{"command": ["true"], "cwd": "/"}] * 2 + [{"command": ["true"], "cwd": "/",
+                                                                                "ngpus": 99}], 2, "ngpus")):
+            st, r = self.d.api("POST", "/api/v1/jobs/batch", {"jobs": jobs})
+            self.assertEqual((st, r.get("index"), r["field"]), (400, index, field), r)
+            self.assertTrue(r["error"].startswith(f"job {index}: "), r)
+        self.assertEqual(self.jobs_count(), before)
 
     def raw_post(self, body, chunked=False):
         """Sends a request by hand: the daemon may answer 413 and close before the body is sent."""
