@@ -221,8 +221,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 snprintf(reason, sizeof reason, "%s", dj->end_reason); /* the evidence would say it again */
         else if (dj->terminating)
                 snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, v.evidence);
-        else if (v.cls == GW_FAILURE_OK)
-                snprintf(reason, sizeof reason, "%s", v.evidence);
+        else if (v.cls == GW_FAILURE_OK || !strcmp(v.evidence, gw_failure_class_name(v.cls)))
+                snprintf(reason, sizeof reason, "%s", v.evidence); /* "exit 0"; "lost", not "lost: lost" */
         else
                 snprintf(reason, sizeof reason, "%s: %s%s%s", gw_failure_class_name(v.cls), v.evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",

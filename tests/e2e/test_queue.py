@@ -147,6 +147,14 @@ class QueueTest(DaemonTest):
         self.d.cli("release", held)
         self.d.wait_state(held, "COMPLETED")
 
+    def test_cancel_of_a_waiting_job_is_done_at_once(self):
+        """Nothing to stop: the reply is 200 with the final job, not 202 "in progress"."""
+        jid = self.d.submit("--hold", "--", "true")
+        st, j = self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+        self.assertEqual((st, j["id"], j["state"]), (200, jid, "CANCELLED"), j)
+        self.assertIn("cancelled by", j["reason"])
+        self.assertEqual(self.d.api("DELETE", f"/api/v1/jobs/{jid}")[0], 409, "a second cancel: already ended")
+
     def test_dependencies(self):
         # The first job waits for a gate: its dependants are looked at while it surely runs.
         gate = os.path.join(self.d.work, "dep-gate")
