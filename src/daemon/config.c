@@ -13,6 +13,7 @@
 #include "api/http.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/retry.h"
 
 #define DEFAULT_CONFIG "/etc/gpuward/gpuward.conf"
 
@@ -180,9 +181,16 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 c->default_retries = (int) n;
                 return 0;
-        case OPT_RETRY_ON:
+        case OPT_RETRY_ON: {
+                uint32_t mask;
+                char why[160];
+                if (gw_retry_parse_classes(v, &mask, why, sizeof why) < 0) {
+                        config_fail(c, "%s: %s", name, why);
+                        return -EINVAL;
+                }
                 set_str(&c->default_retry_on, v);
                 return 0;
+        }
         case OPT_SIMULATE:
                 if (gw_parse_int(v, 0, 64, &n) < 0)
                         break;
@@ -559,6 +567,14 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
         }
         if (optind < argc) {
                 fprintf(stderr, "gpuwardd: error: unexpected argument '%s'\nTry 'gpuwardd --help'.\n", argv[optind]);
+                return -EINVAL;
+        }
+        /* Each job without --time gets the default: above the maximum, every one is refused. */
+        if (c->default_time_limit > c->max_time_limit) {
+                char a[32], b[32];
+                fprintf(stderr, "gpuwardd: error: default-time-limit %s is longer than max-time-limit %s\n",
+                        gw_format_duration(c->default_time_limit, a, sizeof a),
+                        gw_format_duration(c->max_time_limit, b, sizeof b));
                 return -EINVAL;
         }
         fill_paths(c);

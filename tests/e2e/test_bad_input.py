@@ -158,11 +158,17 @@ class BadInputTest(DaemonTest):
         cases = [(["--bogus"], "gpuwardd: error: unknown option '--bogus'"),
                  (["--state-dir"], "gpuwardd: error: --state-dir needs a value"),
                  (["--config", os.path.join(self.d.dir, "missing.conf")], "missing.conf: No such file or directory"),
-                 (["--config", conf], f"{conf} line 2: unknown key 'bogus'")]
+                 (["--config", conf], f"{conf} line 2: unknown key 'bogus'"),
+                 # Accepted before, then every job without --time was refused, naming a flag it never had.
+                 (["--default-time-limit", "30d"], "default-time-limit 30d is longer than max-time-limit 7d"),
+                 # Accepted before, and silently replaced by the built-in list at each failure.
+                 (["--default-retry-on", "gpu_fault,bogus"], "default-retry-on: unknown failure class 'bogus'")]
         with open(conf, "w") as f:
             f.write("# a comment\nbogus = 1\n")
+        safe = ["--state-dir", os.path.join(self.d.dir, "s3"), "--socket", os.path.join(self.d.dir, "s3.sock")]
         for args, needle in cases:
-            p = subprocess.run([GPUWARDD, *args], capture_output=True, text=True, timeout=30)
+            p = subprocess.run([GPUWARDD, *args, *safe] if len(args) > 1 else [GPUWARDD, *args], capture_output=True,
+                               text=True, timeout=30)
             self.assertEqual(p.returncode, 2, p.stderr)
             lines = [l for l in p.stderr.splitlines() if not l.startswith("Try 'gpuwardd")]
             self.assertEqual(len(lines), 1, p.stderr)
