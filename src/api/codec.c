@@ -269,6 +269,43 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
         return 0;
 }
 
+/* The first key of o that is not one of known, or NULL. */
+static const char *unknown_key(const json_t *o, const char *const *known, size_t n) {
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *) o, key, v) {
+                size_t i = 0;
+                while (i < n && strcmp(key, known[i]))
+                        i++;
+                if (i == n)
+                        return key;
+        }
+        return NULL;
+}
+
+int gw_codec_check_fields(const json_t *o, const char *const *known, size_t n, const char *what,
+                          struct gw_codec_error *err) {
+        const char *key = unknown_key(o, known, n);
+        if (!key)
+                return 0;
+        char list[160] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < n && len < sizeof list; i++)
+                len += (size_t) snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", known[i]);
+        if (n == 0)
+                return fail(err, key, "%.40s: %s takes no fields", key, what);
+        return fail(err, key, "%.40s: not a field of %s (it takes %s; docs/API.md)", key, what, list);
+}
+
+int gw_codec_get_string(const json_t *o, const char *key, const char **ret, struct gw_codec_error *err) {
+        return get_string(o, key, ret, err);
+}
+
+int gw_codec_get_int(const json_t *o, const char *key, long long min, long long max, long long *ret,
+                     struct gw_codec_error *err) {
+        return get_int(o, key, min, max, ret, err);
+}
+
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
@@ -276,20 +313,13 @@ static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold",
         };
-        const char *key;
-        const json_t *v;
-        json_object_foreach((json_t *) o, key, v) {
-                size_t i = 0;
-                while (i < ELEMENTSOF(known) && strcmp(key, known[i]))
-                        i++;
-                if (i < ELEMENTSOF(known))
-                        continue;
-                if (!strcmp(key, "gpus"))
-                        return fail(err, "gpus", "gpus: unknown field; the number of GPUs is ngpus");
-                return fail(err, key, "%.40s: not a field of a job (command, ngpus, gpu_mem, time_limit, name, "
-                            "cwd, priority, after, output, env, hold, ...: docs/API.md lists them all)", key);
-        }
-        return 0;
+        const char *key = unknown_key(o, known, ELEMENTSOF(known));
+        if (!key)
+                return 0;
+        if (!strcmp(key, "gpus"))
+                return fail(err, "gpus", "gpus: unknown field; the number of GPUs is ngpus");
+        return fail(err, key, "%.40s: not a field of a job (command, ngpus, gpu_mem, time_limit, name, "
+                    "cwd, priority, after, output, env, hold, ...: docs/API.md lists them all)", key);
 }
 
 int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,

@@ -17,6 +17,18 @@ struct gw_codec_error {
 int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
                       struct gw_codec_error *err);
 
+/* The small request bodies (bookings, tokens, quotas, drains) decoded with the rules of a
+ * submission's: -EINVAL naming the field, err's message one line.  check_fields refuses the
+ * first key of o that is not one of the n in known ("KEY: not a field of WHAT (it takes
+ * ...)"), since a misspelt field would otherwise be dropped without a word.  get_string
+ * and get_int leave *ret as it was (get_string: NULL) when the key is absent or null;
+ * *ret points into o. */
+int gw_codec_check_fields(const json_t *o, const char *const *known, size_t n, const char *what,
+                          struct gw_codec_error *err);
+int gw_codec_get_string(const json_t *o, const char *key, const char **ret, struct gw_codec_error *err);
+int gw_codec_get_int(const json_t *o, const char *key, long long min, long long max, long long *ret,
+                     struct gw_codec_error *err);
+
 #define GW_CODEC_ALL_FIELDS UINT64_MAX
 
 /* The job as the API shows it (docs/API.md).  New reference. */

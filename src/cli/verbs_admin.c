@@ -90,7 +90,8 @@ static const char drain_help[] =
 static const char undrain_help[] =
         "Usage: gpuward admin undrain [--json] GPU\n"
         "\n"
-        "Let gpuwardd place jobs on a drained GPU again.\n"
+        "Let gpuwardd place jobs on a drained GPU again.  A GPU that is not drained is\n"
+        "left as it is, and the command says so and exits 1.\n"
         "\n"
         "Options:\n"
         "  --json       print the API's JSON (the GPU)\n"

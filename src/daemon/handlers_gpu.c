@@ -1,5 +1,6 @@
 /* API handlers for GPUs, telemetry series, /metrics and /readyz. */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,37 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
                                        "simulated", d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : ""));
 }
 
+/* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */
+static int decode_drain(const json_t *o, const struct caller *c, char *reason, size_t n, struct gw_http_reply *rep) {
+        static const char *const fields[] = { "reason" };
+        struct gw_codec_error err;
+        const char *r;
+        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a drain", &err) < 0 ||
+            gw_codec_get_string(o, "reason", &r, &err) < 0) {
+                reply_error(rep, 400, err.field, "%s", err.message);
+                return -EINVAL;
+        }
+        size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
+        for (const char *p = r; p && *p; p++)
+                len += ((unsigned char) *p & 0xC0) != 0x80;
+        if (!r || len == 0 || len > 200 || strpbrk(r, "\n\r")) {
+                reply_error(rep, 400, "reason", "reason: required, 1-200 characters on one line");
+                return -EINVAL;
+        }
+        snprintf(reason, n, "%s (by %s)", r, c->user);
+        return 0;
+}
+
+/* undrain takes no body; one sent anyway must not hide a field the caller meant. */
+static int decode_undrain(const json_t *o, struct gw_http_reply *rep) {
+        struct gw_codec_error err;
+        if (gw_codec_check_fields(o, NULL, 0, "an undrain", &err) < 0) {
+                reply_error(rep, 400, err.field, "%s", err.message);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                   struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -72,21 +104,19 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
         if (ctx->id < 0 || (uint64_t) ctx->id >= d->n_gpus)
                 return reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->n_gpus);
         char reason[256] = "";
-        if (drain) {
+        if (drain || req->body_len) {
                 json_t *o = parse_body(req, rep);
                 if (!o)
                         return;
-                const char *r = json_string_value(json_object_get(o, "reason"));
-                size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
-                for (const char *p = r; p && *p; p++)
-                        len += ((unsigned char) *p & 0xC0) != 0x80;
-                if (!r || len == 0 || len > 200 || strpbrk(r, "\n\r")) {
-                        json_decref(o);
-                        return reply_error(rep, 400, "reason", "reason: required, 1-200 characters on one line");
-                }
-                snprintf(reason, sizeof reason, "%s (by %s)", r, c->user);
+                int r = drain ? decode_drain(o, c, reason, sizeof reason, rep) : decode_undrain(o, rep);
                 json_decref(o);
+                if (r < 0)
+                        return;
         }
+        /* As releasing a job that is not held: a no-op is refused, so that the caller learns
+         * that the GPU was usable all along (and no "undrained" event is recorded). */
+        if (!drain && !d->gpus[ctx->id].drained)
+                return reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason) < 0)
                 return reply_store_error(d, rep, "cannot record the drain");
         reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id]));

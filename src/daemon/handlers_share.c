@@ -1,5 +1,6 @@
 /* API handlers for bookings, the schedule, quotas and tokens. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/when.h"
+#include "api/codec.h"
 #include "core/token.h"
 #include "daemon/handlers.h"
 #include "daemon/sharing.h"
@@ -137,21 +139,45 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
         reply_json(rep, 201, booking_json(&b));
 }
 
+/* What a booking asks for, checked as far as it can be without the calendar; 0, or -EINVAL
+ * after a 400.  *ret_name points into o. */
+static int decode_booking(const json_t *o, int *ret_ngpus, gw_usec_t *ret_start, gw_usec_t *ret_len,
+                          const char **ret_name, struct gw_http_reply *rep) {
+        static const char *const fields[] = { "ngpus", "start", "duration", "name" };
+        struct gw_codec_error err;
+        long long ngpus = 0;
+        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a booking", &err) < 0 ||
+            gw_codec_get_int(o, "ngpus", LLONG_MIN, LLONG_MAX, &ngpus, &err) < 0 ||
+            gw_codec_get_string(o, "name", ret_name, &err) < 0) {
+                reply_error(rep, 400, err.field, "%s", err.message);
+                return -EINVAL;
+        }
+        if (ngpus < 1 || ngpus > 64) {
+                reply_error(rep, 400, "ngpus", "ngpus: a booking needs 1 to 64 GPUs");
+                return -EINVAL;
+        }
+        if (get_when(o, "start", ret_start, rep) < 0 || get_span(o, "duration", ret_len, rep) < 0)
+                return -EINVAL;
+        *ret_ngpus = (int) ngpus;
+        return 0;
+}
+
 void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        if (rate_limited(d, c, 1, rep))
-                return;
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;
+        int ngpus;
         gw_usec_t start, len;
-        const json_t *ng = json_object_get(o, "ngpus");
-        const char *name = json_string_value(json_object_get(o, "name"));
-        if (!json_is_integer(ng) || json_integer_value(ng) < 1 || json_integer_value(ng) > 64)
-                reply_error(rep, 400, "ngpus", "ngpus: a booking needs 1 to 64 GPUs");
-        else if (get_when(o, "start", &start, rep) == 0 && get_span(o, "duration", &len, rep) == 0)
-                book(d, c, (int) json_integer_value(ng), start, len, name, rep);
+        const char *name;
+        /* The rate limit is charged only for a well-formed request: a typo must not use up
+         * the sender's budget. */
+        if (decode_booking(o, &ngpus, &start, &len, &name, rep) == 0 && !rate_limited(d, c, 1, rep)) {
+                book(d, c, ngpus, start, len, name, rep);
+                if (rep->status != 201) /* refused after all: as a refused batch, it costs nothing */
+                        gw_api_rate_undo(d, c, 1);
+        }
         json_decref(o);
 }
 
@@ -272,47 +298,88 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
                                        (json_int_t) u.pending_jobs, "gpu_hours_7d", (double) u.gpu_time_7d / 3.6e9));
 }
 
+/* A quota for an account this host does not have would be stored and never apply: an
+ * admin's typo.  A subject already stored may still be changed (to unset it), its account
+ * gone.  0, or -ENOENT after a 400. */
+static int check_quota_subject(struct gw_daemon *d, const char *subject, const char *subj,
+                               struct gw_http_reply *rep) {
+        if (!strcmp(subj, "default"))
+                return 0;
+        for (size_t i = 0; i < d->sharing->n_subjects; i++)
+                if (!strcmp(d->sharing->subjects[i].name, subj))
+                        return 0;
+        bool group = subject[0] == '@';
+        if (group ? gw_userdb_group(d->users, subject + 1, d->now) != NULL
+                  : gw_userdb_user(d->users, subject, d->now) != NULL)
+                return 0;
+        reply_error(rep, 400, "subject", "subject: no %s '%s' on this host", group ? "group" : "user", subject + group);
+        return -ENOENT;
+}
+
+/* {"subject", "settings"}, checked; subj gets the stored form ("user:alice", "group:lab",
+ * "default").  0, or -EINVAL after a 400. */
+static int decode_quota_set(struct gw_daemon *d, const json_t *o, char *subj, size_t n, const json_t **ret_settings,
+                            struct gw_http_reply *rep) {
+        static const char *const fields[] = { "subject", "settings" };
+        struct gw_codec_error err;
+        const char *subject;
+        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a quota setting", &err) < 0 ||
+            gw_codec_get_string(o, "subject", &subject, &err) < 0) {
+                reply_error(rep, 400, err.field, "%s", err.message);
+                return -EINVAL;
+        }
+        const json_t *settings = json_object_get(o, "settings");
+        if (!subject || !*subject || strlen(subject) > 64) {
+                reply_error(rep, 400, "subject", "subject: USER, @GROUP or default");
+                return -EINVAL;
+        }
+        if (!json_is_array(settings) || json_array_size(settings) == 0) {
+                reply_error(rep, 400, "settings", "settings: must be a list of KEY=VALUE strings");
+                return -EINVAL;
+        }
+        if (!strcmp(subject, "default"))
+                snprintf(subj, n, "default");
+        else
+                snprintf(subj, n, "%s:%s", subject[0] == '@' ? "group" : "user", subject + (subject[0] == '@'));
+        if (check_quota_subject(d, subject, subj, rep) < 0)
+                return -EINVAL;
+        *ret_settings = settings;
+        return 0;
+}
+
 void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                   struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;
-        const char *subject = json_string_value(json_object_get(o, "subject"));
-        const json_t *settings = json_object_get(o, "settings");
         char subj[96], msg[GW_QUOTA_MSG_SIZE];
-        if (!subject || !*subject || strlen(subject) > 64)
-                reply_error(rep, 400, "subject", "subject: USER, @GROUP or default");
-        else if (!json_is_array(settings) || json_array_size(settings) == 0)
-                reply_error(rep, 400, "settings", "settings: a list of KEY=VALUE");
-        else {
-                if (!strcmp(subject, "default"))
-                        snprintf(subj, sizeof subj, "default");
-                else
-                        snprintf(subj, sizeof subj, "%s:%s", subject[0] == '@' ? "group" : "user",
-                                 subject + (subject[0] == '@'));
-                size_t i;
-                json_t *s;
-                struct gw_quota scratch;
-                gw_quota_init(&scratch);
-                /* All or nothing: check every setting before storing any. */
-                json_array_foreach(settings, i, s) {
-                        if (!json_is_string(s) || gw_quota_parse_setting(&scratch, json_string_value(s), msg, sizeof msg) < 0) {
-                                reply_error(rep, 400, "settings", "%s", json_is_string(s) ? msg : "settings: strings only");
-                                json_decref(o);
-                                return;
-                        }
-                }
-                json_array_foreach(settings, i, s) {
-                        if (!json_is_string(s) || gw_sharing_quota_apply(d, subj, json_string_value(s), msg, sizeof msg) < 0) {
-                                reply_error(rep, 400, "settings", "%s", json_is_string(s) ? msg : "settings: strings only");
-                                json_decref(o);
-                                return;
-                        }
-                }
-                log_info("quota of %s set by %s", subj, c->user);
-                reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
+        const json_t *settings;
+        if (decode_quota_set(d, o, subj, sizeof subj, &settings, rep) < 0) {
+                json_decref(o);
+                return;
         }
+        size_t i;
+        json_t *s;
+        struct gw_quota scratch;
+        gw_quota_init(&scratch);
+        /* All or nothing: check every setting before storing any. */
+        json_array_foreach(settings, i, s) {
+                if (!json_is_string(s) || gw_quota_parse_setting(&scratch, json_string_value(s), msg, sizeof msg) < 0) {
+                        reply_error(rep, 400, "settings", "%s", json_is_string(s) ? msg : "settings: must be strings");
+                        json_decref(o);
+                        return;
+                }
+        }
+        json_array_foreach(settings, i, s) {
+                if (gw_sharing_quota_apply(d, subj, json_string_value(s), msg, sizeof msg) < 0) {
+                        reply_error(rep, 400, "settings", "%s", msg);
+                        json_decref(o);
+                        return;
+                }
+        }
+        log_info("quota of %s set by %s", subj, c->user);
+        reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
         json_decref(o);
 }
 
@@ -350,7 +417,14 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         json_t *o = req->body_len ? parse_body(req, rep) : json_object();
         if (!o)
                 return;
-        const char *name = json_string_value(json_object_get(o, "name"));
+        static const char *const fields[] = { "name", "expires" };
+        struct gw_codec_error err;
+        const char *name;
+        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a token", &err) < 0 ||
+            gw_codec_get_string(o, "name", &name, &err) < 0) {
+                json_decref(o);
+                return reply_error(rep, 400, err.field, "%s", err.message);
+        }
         if (name && (strlen(name) > 64 || strpbrk(name, "\n\r\t"))) {
                 json_decref(o);
                 return reply_error(rep, 400, "name", "name: at most 64 characters on one line");

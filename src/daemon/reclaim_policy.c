@@ -125,10 +125,17 @@ void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;
-        const json_t *v = json_object_get(o, "idle_policy");
+        static const char *const fields[] = { "idle_policy" };
+        struct gw_codec_error err;
+        const char *v = NULL;
+        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a policy change", &err) < 0 ||
+            gw_codec_get_string(o, "idle_policy", &v, &err) < 0) {
+                json_decref(o);
+                return reply_error(rep, 400, err.field, "%s", err.message);
+        }
         char name[GW_RECLAIM_NAME_MAX + 1];
-        snprintf(name, sizeof name, "%s", json_is_string(v) ? json_string_value(v) : "");
-        bool ok = json_is_string(v) && strlen(json_string_value(v)) < sizeof name;
+        snprintf(name, sizeof name, "%s", v ? v : "");
+        bool ok = v && strlen(v) < sizeof name;
         json_decref(o);
         if (!ok)
                 return reply_error(rep, 400, "idle_policy", "idle_policy: a profile name is required");

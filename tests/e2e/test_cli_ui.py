@@ -60,7 +60,15 @@ class ViewsTest(DaemonTest):
         self.assertIn("GPU 3 drained: fan noise", p.stdout)
         self.assertEqual(self.d.cli_json("gpus")["gpus"][3]["health"], "drained")
         self.assertEqual(self.d.cli("admin", "drain", "3", check=False).returncode, 2, "--reason is required")
-        self.d.cli("admin", "undrain", "3")
+        p = self.d.cli("admin", "undrain", "3")
+        self.assertIn("GPU 3 undrained", p.stdout)
+        self.assertEqual(self.d.cli_json("gpus")["gpus"][3]["health"], "ok")
+        # Again: it says that it was not drained, and fails as 'release' of a job not held does.
+        p = self.d.cli("admin", "undrain", "3", check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("GPU 3 is not drained", p.stderr)
+        self.assertNotIn("undrained", p.stderr)
         self.assertEqual(self.d.cli_json("gpus")["gpus"][3]["health"], "ok")
         if IS_ROOT:
             nobody = pwd.getpwnam("nobody").pw_uid

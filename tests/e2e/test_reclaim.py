@@ -239,6 +239,14 @@ class PolicyAccessTest(DaemonTest):
         self.assertEqual((st, r["field"]), (400, "idle_policy"))
         st, r = self.d.api("POST", f"/api/v1/jobs/{jid}/policy", {})
         self.assertEqual((st, r["field"]), (400, "idle_policy"))
+        for body, field, message in (({"idle_policy": 5}, "idle_policy", "idle_policy: must be a string"),
+                                     ({"idle_policy": "hpo", "bogus": 1}, "bogus",
+                                      "bogus: not a field of a policy change (it takes idle_policy; docs/API.md)"),
+                                     ({"policy": "hpo"}, "policy", "policy: not a field of a policy change")):
+            st, r = self.d.api("POST", f"/api/v1/jobs/{jid}/policy", body)
+            self.assertEqual((st, r["field"]), (400, field), (body, r))
+            self.assertTrue(r["error"].startswith(message), (body, r))
+        self.assertIn(self.d.job(jid)["idle_policy"], (None, "default"), "nothing changed")
         st, r = self.d.api("POST", "/api/v1/jobs/4242/policy", {"idle_policy": "hpo"})
         self.assertEqual(st, 404)
         st, r = self.d.api("POST", f"/api/v1/jobs/{jid}/policy", {"idle_policy": "hpo"})

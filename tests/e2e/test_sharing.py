@@ -60,6 +60,25 @@ class BookingTest(DaemonTest):
         self.assertEqual((st, r["field"]), (400, "reservation"))
         self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [])
 
+    def test_booking_fields_are_checked(self):
+        """A wrong type or an unknown field is refused, never read as absent (name "" or a
+        misleading "1 to 64 GPUs")."""
+        ok = {"ngpus": 1, "start": "now+1h", "duration": "1h"}
+        for extra, field, message in (
+                ({"name": 5}, "name", "name: must be a string"),
+                ({"ngpus": "2"}, "ngpus", "ngpus: must be an integer"),
+                ({"ngpus": 1.5}, "ngpus", "ngpus: must be an integer"),
+                ({"bogus": 1}, "bogus", "bogus: not a field of a booking (it takes ngpus, start, duration, name; "
+                                        "docs/API.md)"),
+                ({"gpus": 2}, "gpus", "gpus: not a field of a booking")):
+            body = {**ok, **extra}
+            st, r = self.book(**body)
+            self.assertEqual((st, r["field"]), (400, field), (body, r))
+            self.assertTrue(r["error"].startswith(message), (body, r))
+        self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [], "nothing booked")
+        st, b = self.book(**ok, name="fine")
+        self.assertEqual((st, b["name"]), (201, "fine"), b)
+
     def test_schedule_shows_bookings_and_jobs(self):
         self.book(ngpus=1, start=time.time() + 3600, duration=3600, name="later")
         self.d.submit("--gpus", 2, "--time", "2h", "--", "sleep", "60")
@@ -139,6 +158,14 @@ class TokenTest(DaemonTest):
         for body in ({"expires": "0d"}, {"expires": "forever"}, {"expires": -5}, {"expires": "3651d"}):
             st, r = self.d.api("POST", "/api/v1/tokens", body)
             self.assertEqual((st, r["field"]), (400, "expires"), (body, r))
+        for body, field, message in (({"name": 5}, "name", "name: must be a string"),
+                                     ({"name": ["ci"]}, "name", "name: must be a string"),
+                                     ({"name": "ci", "bogus": 1}, "bogus",
+                                      "bogus: not a field of a token (it takes name, expires; docs/API.md)"),
+                                     ({"expire": "30d"}, "expire", "expire: not a field of a token")):
+            st, r = self.d.api("POST", "/api/v1/tokens", body)
+            self.assertEqual((st, r["field"]), (400, field), (body, r))
+            self.assertTrue(r["error"].startswith(message), (body, r))
         self.assertEqual(self.d.api("GET", "/api/v1/tokens")[1]["tokens"], [], "nothing made")
         t = self.token(name="ci", expires="30d")
         self.assertGreater(t["expires"], time.time() + 29 * 86400)
@@ -210,6 +237,69 @@ class QuotaTest(DaemonTest):
         wait_until(lambda: self.d.job(b)["reason"] == "Quota", what="reason Quota")
         self.d.cli("cancel", a)
         self.d.wait_state(b, "COMPLETED")
+
+
+class QuotaSubjectTest(DaemonTest):
+    """An admin's typo in a quota is refused, not stored to never apply."""
+
+    def quota(self, user):
+        return self.d.api("GET", f"/api/v1/quota?user={user}")[1]["limits"]
+
+    def test_unknown_subjects_and_fields(self):
+        before = self.quota("nobody")
+        for body, field, message in (
+                ({"subject": "gw-no-such-user", "settings": ["max_gpus=1"]}, "subject",
+                 "subject: no user 'gw-no-such-user' on this host"),
+                ({"subject": "@gw-no-such-group", "settings": ["max_gpus=1"]}, "subject",
+                 "subject: no group 'gw-no-such-group' on this host"),
+                ({"subject": 5, "settings": ["max_gpus=1"]}, "subject", "subject: must be a string"),
+                ({"subject": "nobody", "settings": "max_gpus=1"}, "settings",
+                 "settings: must be a list of KEY=VALUE strings"),
+                ({"subject": "nobody", "settings": [1]}, "settings", "settings: must be strings"),
+                ({"subject": "nobody", "settings": ["max_gpus=1"], "bogus": 1}, "bogus",
+                 "bogus: not a field of a quota setting (it takes subject, settings; docs/API.md)")):
+            st, r = self.d.api("POST", "/api/v1/quota", body)
+            self.assertEqual((st, r["field"]), (400, field), (body, r))
+            self.assertEqual(r["error"], message, body)
+        p = self.d.cli("admin", "quota", "set", "gw-no-such-user", "max_gpus=1", check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("no user 'gw-no-such-user' on this host", p.stderr)
+        p = self.d.cli("admin", "quota", "set", "@gw-no-such-group", "max_gpus=1", check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("no group 'gw-no-such-group' on this host", p.stderr)
+        self.assertEqual(self.quota("nobody"), before, "nothing changed")
+        # Real accounts, real groups and the default still take quotas.
+        self.d.cli("admin", "quota", "set", "nobody", "max_gpus=3")
+        self.d.cli("admin", "quota", "set", "@root", "max_pending_jobs=7")
+        self.d.cli("admin", "quota", "set", "default", "max_gpus=2")
+        self.assertEqual(self.quota("nobody")["max_gpus"], {"value": "3", "from": "user"})
+        self.assertEqual(self.quota("root")["max_pending_jobs"], {"value": "7", "from": "group"})
+
+
+@unittest.skipUnless(IS_ROOT, "needs root to act as other users")
+class BookingRateTest(DaemonTest):
+    """The rate limit counts bookings made, not requests that were refused."""
+    extra = ("--rate-limit", "1", "--rate-burst", "2")
+
+    def test_refused_bookings_cost_nothing(self):
+        nobody = pwd.getpwnam("nobody").pw_uid
+
+        def book(body):
+            st, payload = self.d.raw_as(nobody, "POST", "/api/v1/bookings", json.dumps(body).encode())
+            return st, json.loads(payload)
+
+        good = {"ngpus": 1, "start": "now+1h", "duration": "1h"}
+        for bad in ({**good, "bogus": 1}, {**good, "name": 5}, {**good, "ngpus": "1"}, {**good, "ngpus": 0},
+                    {**good, "start": "yesterday"}, {**good, "ngpus": 5}):  # 5: more than this host has
+            st, r = book(bad)
+            self.assertEqual(st, 400, (bad, r))
+        self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [])
+        # The whole burst of 2 is still there.
+        self.assertEqual(book(good)[0], 201)
+        self.assertEqual(book({**good, "start": "now+3h"})[0], 201)
+        st, r = book({**good, "start": "now+5h"})
+        self.assertEqual(st, 429, r)
+        self.assertEqual(len(self.d.api("GET", "/api/v1/bookings")[1]["bookings"]), 2)
 
 
 @unittest.skipUnless(IS_ROOT, "needs root to act as other users")

@@ -91,7 +91,20 @@ class TelemetryTest(DaemonTest):
         self.assertEqual((st, r["field"]), (400, "reason"))
         st, body = self.d.tcp("POST", "/api/v1/gpus/0/drain", '{"reason": "x"}')
         self.assertEqual(st, 401)
-        self.assertEqual(self.d.gpu_list()[0]["health"], "ok")
+        for path, body, field, message in (
+                ("drain", {"reason": 5}, "reason", "reason: must be a string"),
+                ("drain", {"reason": "x", "bogus": 1}, "bogus",
+                 "bogus: not a field of a drain (it takes reason; docs/API.md)"),
+                ("drain", {"why": "x"}, "why", "why: not a field of a drain"),
+                ("undrain", {"reason": "fixed"}, "reason", "reason: an undrain takes no fields")):
+            st, r = self.d.api("POST", f"/api/v1/gpus/0/{path}", body)
+            self.assertEqual((st, r["field"]), (400, field), (path, body, r))
+            self.assertTrue(r["error"].startswith(message), (path, body, r))
+        # Undraining a GPU that is not drained is refused, as releasing a job that is not held.
+        st, r = self.d.api("POST", "/api/v1/gpus/0/undrain")
+        self.assertEqual((st, r["field"], r["error"]), (409, "index", "GPU 0 is not drained"))
+        self.assertEqual({g["health"] for g in self.d.gpu_list()}, {"ok"}, "nothing changed")
+        self.assertNotIn("GPU 0 undrained", self.d.daemon_log())
 
     def test_readyz_and_metrics_format(self):
         st, body = self.d.tcp("GET", "/readyz")
