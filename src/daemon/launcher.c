@@ -331,10 +331,12 @@ struct gw_exits *gw_exits_close(struct gw_exits *e) {
         return NULL;
 }
 
+/* Empty lines separate records; a line that is not a whole record (what a torn write left)
+ * is skipped, never read as one. */
 static void exits_line(struct gw_exits *e, const char *line) {
         long long id;
-        int attempt, status;
-        if (sscanf(line, "%lld %d %d", &id, &attempt, &status) != 3)
+        int attempt, status, end = 0;
+        if (sscanf(line, "%lld %d %d%n", &id, &attempt, &status, &end) != 3 || line[end])
                 return;
         if (e->n == e->cap) {
                 e->cap = e->cap ? e->cap * 2 : 16;

@@ -174,7 +174,9 @@ static void kill_leftovers(void) {
 /* 0, or -1 when the journal did not take the line (the daemon then finds the attempt lost). */
 static int record_exit(const struct shim_opts *o, int status) {
         char line[96];
-        int n = snprintf(line, sizeof line, "%lld %d %d\n", o->job_id, o->attempt, status);
+        /* The leading newline ends whatever a torn write (a full disk, a crash) left unfinished
+         * before it: glued onto that, this exit would be unreadable and the job counted lost. */
+        int n = snprintf(line, sizeof line, "\n%lld %d %d\n", o->job_id, o->attempt, status);
         /* One short write with O_APPEND: atomic among concurrent shims. */
         int fd = open(o->exits, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         int r = fd >= 0 && write(fd, line, (size_t) n) == n ? 0 : -1;

@@ -490,5 +490,24 @@ class CancelAcrossRestart(DaemonTest):
         self.assertNotIn("retry", [e["kind"] for e in j["events"]])
 
 
+class TornExitsJournal(DaemonTest):
+    """A write to the exits journal that a full disk or a crash tore leaves an unfinished line:
+    the next job's exit must not be glued onto it (unreadable, that job would count as lost and
+    run again)."""
+
+    @needs_readoption
+    def test_exit_after_a_torn_line_is_read(self):
+        jid = self.d.submit("--", "sh", "-c", "sleep 3; exit 5")
+        self.d.wait_state(jid, "RUNNING")
+        self.d.wait_pid(jid)
+        self.d.kill9()
+        with open(os.path.join(self.d.state, "run", "exits"), "a") as f:
+            f.write("12 1 2")  # what a write cut short leaves: no newline
+        self.d.start()
+        j = self.d.wait_state(jid, ("FAILED", "COMPLETED"), timeout=30)
+        self.assertEqual((j["state"], j["exit_code"], j["attempt"]), ("FAILED", 5, 1), j["reason"])
+        self.assertNotIn("retry", [e["kind"] for e in j["events"]], "it ran once")
+
+
 if __name__ == "__main__":
     main()
