@@ -172,11 +172,14 @@ static int setup_http(struct gw_daemon *d) {
                  d->cfg->listen, d->tcp_port);
         snprintf(path, sizeof path, "%s/listen.addr", d->cfg->state_dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        /* Not fatal (a full disk must not keep the daemon from serving reads), but said: with
+         * port 0 this file is how scripts find the port. */
         FILE *f = fopen(tmp, "we");
-        if (f) {
-                fprintf(f, "%s\n", d->tcp_addr);
-                fclose(f);
-                (void) rename(tmp, path);
+        bool ok = f && fprintf(f, "%s\n", d->tcp_addr) > 0;
+        ok = f && fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, path) < 0) {
+                log_warn("cannot write %s (%m): the HTTP API is at %s", path, d->tcp_addr);
+                (void) unlink(tmp);
         }
         return 0;
 }

@@ -183,6 +183,27 @@ class BadInputTest(DaemonTest):
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertIn(f"listen: port '{bad}' is not a number from 0 to 65535", p.stderr)
 
+    def test_listen_addr_that_cannot_be_written_is_said(self):
+        """With port 0, listen.addr is how scripts find the port: not fatal, but said, with the address."""
+        state = os.path.join(self.d.dir, "s4")
+        os.makedirs(os.path.join(state, "listen.addr"))
+        p = subprocess.Popen([GPUWARDD, "--state-dir", state, "--socket", os.path.join(self.d.dir, "s4.sock"),
+                              "--simulate-gpus", "1", "--nvml-lib", FAKE_NVML, "--listen", "127.0.0.1:0"],
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            lines = []
+            for line in p.stderr:  # bounded: the daemon says "ready" or exits
+                lines.append(line)
+                if " ready: " in line:
+                    break
+            text = "".join(lines)
+            self.assertIn(" ready: ", text)
+            self.assertRegex(text, r"cannot write \S+/listen.addr \(Is a directory\): the HTTP API is at 127\.0\.0\.1:\d+")
+        finally:
+            p.terminate()
+            p.wait(timeout=30)
+            p.stderr.close()
+
     def test_daemon_not_running(self):
         sock = os.path.join(self.d.dir, "nobody-here.sock")
         p = subprocess.run([GPUWARD, "--socket", sock, "queue"], capture_output=True, text=True, timeout=10)
