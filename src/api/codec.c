@@ -117,9 +117,10 @@ static int get_duration(const json_t *o, const char *key, gw_usec_t *ret, struct
                 return 0;
         }
         if (json_is_string(v)) {
-                if (gw_parse_duration(json_string_value(v), ret) < 0)
-                        return fail(err, key, "%s: '%.64s' is not a duration (examples: 90m, 2h, 1d, 01:30:00)", key,
-                                    json_string_value(v));
+                const char *s = json_string_value(v);
+                if (gw_parse_duration(s, ret) < 0)
+                        return fail(err, key, "%s: '%.64s' is not a %sduration (examples: 90m, 2h, 1d, 01:30:00)", key,
+                                    s, s[0] == '-' ? "positive " : "");
                 return 0;
         }
         return fail(err, key, "%s: must be a number of seconds or a duration string", key);
@@ -137,7 +138,7 @@ static int get_size(const json_t *o, const char *key, uint64_t *ret, struct gw_c
         }
         if (json_is_string(v)) {
                 if (gw_parse_size(json_string_value(v), ret) < 0)
-                        return fail(err, key, "%s: '%.64s' is not a size (examples: 512M, 16G, 80GiB)", key,
+                        return fail(err, key, "%s: '%.64s' is not a size (examples: 512M, 16G, 80GB)", key,
                                     json_string_value(v));
                 return 0;
         }

@@ -95,7 +95,7 @@ static const char schedule_help[] =
         "\n"
         "Options:\n"
         "  --hours H    how far ahead, 1-336 (default 72)\n"
-        "  --json       print the API's JSON: the segments behind the chart, and it\n"
+        "  --json       print the API's JSON: the segments behind the chart\n"
         CLI_HELP_HELP
         "\n"
         "Examples:\n"

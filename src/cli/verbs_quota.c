@@ -107,7 +107,7 @@ static int print_quota(const json_t *reply) {
         if (cli_jint(usage, "gpus_running", &v))
                 printf("GPUs running: %lld\n", v);
         if (cli_jint(usage, "pending_jobs", &v))
-                printf("pending jobs: %lld\n", v);
+                printf("Pending jobs: %lld\n", v);
         if (isfinite(h))
                 printf("GPU-hours in 7 days: %.1f\n", h);
         return CLI_EXIT_OK;

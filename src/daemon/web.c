@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "api/codec.h"
 #include "base/cleanup.h"
 #include "daemon/web.h"
 
@@ -69,9 +70,12 @@ static void security_headers(struct gw_http_reply *rep) {
         gw_http_reply_header(rep, "Cross-Origin-Opener-Policy", "same-origin");
 }
 
+/* In the API's error form, as every other refusal of the daemon: a script fetching a page's
+ * files reads errors one way. */
 static void refuse(struct gw_http_reply *rep, int status, const char *msg) {
-        char *body = gw_xstrdup(msg);
-        gw_http_reply_text(rep, status, "text/plain; charset=utf-8", body, strlen(body));
+        size_t len;
+        char *body = gw_codec_error_body(NULL, msg, &len);
+        gw_http_reply_text(rep, status, "application/json", body, len);
         security_headers(rep);
 }
 
@@ -124,25 +128,25 @@ static void etag_of(const unsigned char *p, size_t n, char *out, size_t outlen) 
 
 static void serve(struct gw_daemon *d, const struct gw_http_request *req, struct gw_http_reply *rep) {
         if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
-                refuse(rep, 405, "only GET and HEAD here\n");
+                refuse(rep, 405, "only GET and HEAD here");
                 gw_http_reply_header(rep, "Allow", "GET, HEAD");
                 return;
         }
         const char *name = !strcmp(req->path, "/") ? "index.html" : req->path + strlen("/static/");
         const char *type = name_ok(name) ? type_of(name) : NULL;
         if (!type)
-                return refuse(rep, name_ok(name) ? 404 : 400, "no such file\n");
+                return refuse(rep, name_ok(name) ? 404 : 400, "no such file");
         char *body = NULL;
         size_t len = 0;
         char etag[24] = "";
         if (d->cfg->web_dir && d->cfg->web_dir[0]) {
                 int r = read_dir_file(d->cfg->web_dir, name, &body, &len);
                 if (r < 0)
-                        return refuse(rep, r == -EFBIG ? 413 : 404, "no such file\n");
+                        return refuse(rep, r == -EFBIG ? 413 : 404, "no such file");
         } else {
                 const struct gw_web_asset *a = asset_of(name);
                 if (!a)
-                        return refuse(rep, 404, "no such file\n");
+                        return refuse(rep, 404, "no such file");
                 etag_of(a->data, a->len, etag, sizeof etag);
                 const char *inm = gw_http_header(req, "If-None-Match");
                 if (inm && !strcmp(inm, etag)) {

@@ -95,6 +95,10 @@ class BadInputTest(DaemonTest):
         self.assertIn("must be a JSON object", errors["null"])
         self.assertIn("no body", errors[""])
         self.assertIn("the number of GPUs is ngpus", errors[json.dumps({"command": ["true"], "cwd": "/", "gpus": 2})])
+        # The same words as the CLI's for the same mistake.
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "time_limit": "-5m"})
+        self.assertEqual((st, r["field"]), (400, "time_limit"))
+        self.assertIn("'-5m' is not a positive duration", r["error"])
         # A batch names its first bad job, in words and as "index", whether decoding or checking refused it.
         for jobs, index, field in (([{"command": ["true"], "cwd": "/"}, {"command": []}], 1, "command"),
                                    ([{"command": ["true"], "cwd": "/nonexistent"}], 0, "cwd"),

@@ -157,6 +157,7 @@ class WebTest(DaemonTest):
             self.assertIn(st, (400, 404), p)
             self.assertNotIn(b"root:", body, p)
             self.assertNotIn(b"SQLite", body, p)
+            self.assertTrue(json.loads(body)["error"], p)  # the API's error form, as everywhere
 
     def test_sse_framing_and_resume(self):
         sse = SSE(self.d.port)
