@@ -128,6 +128,12 @@ static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct 
                 enum gw_job_state st;
                 if (gw_store_job_state(d->store, j->after_job, &st) < 0)
                         return submit_fail(err, 400, "after", "after: no job %lld", (long long) j->after_job);
+                /* It would be cancelled at once as "dependency never satisfied": say so now. */
+                if (j->after_kind == GW_DEP_KIND_OK && st != GW_JOB_COMPLETED)
+                        return submit_fail(err, 400, "after",
+                                           "after: job %lld ended %s, so it will never have COMPLETED "
+                                           "(to start after it however it ended: %lld:any)",
+                                           (long long) j->after_job, gw_job_state_name(st), (long long) j->after_job);
         }
         if (gw_reclaim_check_submit(d, j, err) < 0)
                 return -EINVAL;

@@ -167,6 +167,15 @@ class QueueTest(DaemonTest):
         self.d.wait_state(any_dep, "COMPLETED")
         j = self.d.wait_state(ok_dep, "CANCELLED")
         self.assertIn("dependency never satisfied", j["reason"])
+        # Once it has failed, a :ok dependant is refused at submit rather than cancelled at once.
+        before = len(self.d.cli_json("queue", "--all")["jobs"])
+        p = self.d.cli("submit", "--after", str(first), "--", "true", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn(f"job {first} ended FAILED, so it will never have COMPLETED", p.stderr)
+        self.assertIn(f"{first}:any", p.stderr)
+        self.assertEqual(len(self.d.cli_json("queue", "--all")["jobs"]), before, "nothing was added")
+        later = self.d.submit("--after", f"{first}:any", "--", "true")
+        self.d.wait_state(later, "COMPLETED")
 
 
 if __name__ == "__main__":
