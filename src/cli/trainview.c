@@ -46,6 +46,9 @@ char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n) 
         return buf;
 }
 
+/* The daemon's why_none for a queued job no prediction has covered yet (just submitted). */
+#define NOT_YET "not predicted yet: "
+
 /* "predicted start ~14:20 (in 1h12m), runs ~2h: the median of 3 similar past jobs (12, 15, 19)" */
 static void prediction_line(const json_t *pr, time_t now) {
         char when[40], in[32], len[32];
@@ -55,6 +58,8 @@ static void prediction_line(const json_t *pr, time_t now) {
         if (isfinite(start))
                 printf("  predicted start %s (in %s)", cli_format_end(start, now, when, sizeof when),
                        cli_format_eta(start, now, in, sizeof in));
+        else if (why && !strncmp(why, NOT_YET, strlen(NOT_YET)))
+                printf("  predicted start: not predicted yet (%s)", why + strlen(NOT_YET)); /* no verdict yet */
         else
                 printf("  predicted start: none (%s)", why ? why : "unknown");
         printf(", runs ~%s: ", cli_format_secs(secs, len, sizeof len));

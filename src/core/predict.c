@@ -714,3 +714,21 @@ gw_usec_t gw_predict_median(gw_usec_t *v, size_t n) {
         qsort(v, n, sizeof(*v), cmp_usec);
         return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
+
+const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, size_t n) {
+        /* Whole seconds, rounded up and at least 1: "due within 0 s" would read as overdue. */
+        gw_usec_t due = in->due_in > GW_USEC_PER_SEC ? in->due_in : GW_USEC_PER_SEC;
+        long long due_s = (long long) ((due + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC);
+        long long days = (long long) (in->horizon / (24 * 3600 * GW_USEC_PER_SEC));
+
+        if (in->held)
+                snprintf(buf, n, "the job is held");
+        else if (in->position >= in->max_jobs)
+                snprintf(buf, n, "not predicted: only the first %zu queued jobs are", in->max_jobs);
+        else if (!in->seen)
+                snprintf(buf, n, "not predicted yet: the next prediction is due within %lld s", due_s);
+        else
+                snprintf(buf, n, "no start within %lld days (or never: its booking awaits approval, or is gone, or "
+                                 "it waits for a job further back in the queue)", days);
+        return buf;
+}

@@ -17,6 +17,7 @@
  *     a job after another one (after_job) waits until that one's predicted end.
  * Every instant is wall-clock time, like bookings. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,3 +50,19 @@ int gw_predict_job_key(const char *const *argv, char *buf, size_t size);
 /* The median of n run times (the mean of the two middle ones for even n); 0 when n is 0.
  * Sorts v. */
 gw_usec_t gw_predict_median(gw_usec_t *v, size_t n);
+
+/* What is known of a queued job without a predicted start, to tell people why. */
+struct gw_predict_none {
+        bool held;
+        size_t position;          /* in queue order (0 = first); SIZE_MAX: not queued */
+        size_t max_jobs;          /* only the first max_jobs queued jobs are predicted */
+        bool seen;                /* the last prediction included the job */
+        gw_usec_t due_in;         /* until the next prediction is due, at most */
+        gw_usec_t horizon;        /* how far ahead a prediction looks */
+};
+
+/* Why such a job has no predicted start, into buf (the API's why_none): held; beyond the
+ * first max_jobs; not predicted yet (queued since the last prediction: just submitted, or
+ * back from a failure to wait out its backoff, which is not "never"); or no start within the
+ * horizon.  Returns buf. */
+const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, size_t n);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/cleanup.h"
 #include "base/parse.h"
@@ -339,6 +340,88 @@ int gw_argv_epochs(const char *const *argv, size_t argc, long *ret) {
                 return found;
         *ret = v;
         return 0;
+}
+
+/* ---- which results.csv is a job's own ---- */
+
+/* The value of "key=V", "--key=V" or "--key V" (YOLOv5's form) in argv[1..], the last one
+ * winning; *ret_bare tells the "--key" form, whose value may be a flag's next word. */
+static const char *setting(const char *const *argv, size_t argc, const char *key, bool *ret_bare) {
+        size_t kl = strlen(key);
+        const char *v = NULL;
+
+        *ret_bare = false;
+        for (size_t i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                bool dashes = a && !strncmp(a, "--", 2);
+
+                if (!a)
+                        continue;
+                if (dashes)
+                        a += 2;
+                if (strncmp(a, key, kl))
+                        continue;
+                if (a[kl] == '=') {
+                        v = a + kl + 1;
+                        *ret_bare = false;
+                } else if (dashes && !a[kl]) {
+                        v = i + 1 < argc && argv[i + 1] ? argv[i + 1] : "";
+                        *ret_bare = true;
+                }
+        }
+        return v;
+}
+
+static bool has_word(const char *const *argv, size_t argc, const char *word) {
+        for (size_t i = 1; i < argc; i++)
+                if (argv[i] && !strcmp(argv[i], word))
+                        return true;
+        return false;
+}
+
+bool gw_run_is_training(const char *const *argv, size_t argc, bool yolo) {
+        static const char *const keys[] = { "epochs", "project", "name" };
+        bool bare;
+
+        if (yolo)
+                return true;
+        if (!argv)
+                return false;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+                if (setting(argv, argc, keys[k], &bare))
+                        return true;
+        if (has_word(argv, argc, "resume"))
+                return true;
+        /* `python3 train.py`, `torchrun scripts/train_net.py`: Ultralytics' Python API writes
+         * the same run with no word of it on the command line. */
+        for (size_t i = 0; i < argc; i++) {
+                const char *w = argv[i], *slash = w ? strrchr(w, '/') : NULL, *dot = w ? strrchr(w, '.') : NULL;
+                bool program = w && (i == 0 || (dot && (!strcmp(dot, ".py") || !strcmp(dot, ".sh"))));
+                if (program && strcasestr(slash ? slash + 1 : w, "train"))
+                        return true;
+        }
+        return false;
+}
+
+bool gw_run_reuses_dir(const char *const *argv, size_t argc) {
+        bool bare;
+        const char *v;
+
+        if (!argv)
+                return false;
+        if (has_word(argv, argc, "--exist-ok"))
+                return true;
+        v = setting(argv, argc, "exist_ok", &bare);
+        /* "--exist_ok" alone is a flag; a value is Ultralytics' boolean. */
+        return v && (bare || !strcasecmp(v, "true") || !strcmp(v, "1"));
+}
+
+bool gw_run_results_fresh(gw_usec_t since, gw_usec_t mtime, gw_usec_t btime, bool reused) {
+        const gw_usec_t slack = GW_USEC_PER_SEC;
+
+        if (mtime + slack < since)
+                return false;
+        return reused || btime <= 0 || btime + slack >= since;
 }
 
 /* ---- a declared progress file ---- */

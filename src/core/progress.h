@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/time.h"
+
 /* ---- results.csv ---- */
 
 #define GW_RESULTS_MAX_COLS 64        /* further columns are ignored (pose/seg have ~22) */
@@ -84,6 +86,29 @@ int gw_args_yaml_epochs(const char *text, size_t len, long *ret); /* key "epochs
 /* "epochs=N" (Ultralytics CLI), "--epochs=N" or "--epochs N" (YOLOv5 train.py) in argv[1..];
  * the last one wins, as both CLIs let a later argument override.  0, -ENOENT or -EINVAL. */
 int gw_argv_epochs(const char *const *argv, size_t argc, long *ret);
+
+/* ---- which results.csv is a job's own ---- */
+
+/* Whether a job is a training run whose results.csv gpuward should look for: an Ultralytics
+ * run (yolo: submit --yolo, or `yolo ... train`), or a command that sets a run's length, place
+ * or resumption as Ultralytics and YOLOv5 do ("epochs=", "project=", "name=", their "--key"
+ * forms, a bare "resume"), or whose program or script (a .py or .sh word) names training
+ * ("train.py", "train_net.py": Ultralytics' Python API writes its run with no word of it on
+ * the command line).  Any other job (`sleep 20`, a build) has no run of its own: a
+ * results.csv that appears next to it is someone else's, and would give it epochs, an ETA and
+ * progress that shields it from idle reclamation. */
+bool gw_run_is_training(const char *const *argv, size_t argc, bool yolo);
+
+/* Whether the command keeps an existing run directory ("exist_ok=True", "--exist-ok"):
+ * Ultralytics then appends to the results.csv already in it. */
+bool gw_run_reuses_dir(const char *const *argv, size_t argc);
+
+/* Whether a results.csv a search came upon is the attempt's that started at since (wall
+ * clock): written since then and, unless the run directory is reused, created since then
+ * (btime 0: the filesystem does not say).  A run another process began before this attempt
+ * is not this attempt's even while it is still being written.  Allows 1 s for coarse file
+ * times. */
+bool gw_run_results_fresh(gw_usec_t since, gw_usec_t mtime, gw_usec_t btime, bool reused);
 
 /* ---- a declared progress file (submit --progress FILE) ---- */
 

@@ -21,8 +21,10 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "core/progress.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/resume.h"
+#include "daemon/training_int.h"
 #include "daemon/userfile.h"
 
 #define TAIL_BYTES (16 * 1024)
@@ -179,18 +181,53 @@ static bool name_matches(const char *entry, const char *name) {
         return !strncmp(entry, name, l) && strspn(entry + l, "0123456789") == strlen(entry + l);
 }
 
+/* The job's own results.csv as one of its watches already chose it for this attempt (the
+ * training watch or the idle watch, whichever looked first): both then read the same run. */
+static const char *chosen_results(const struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        const struct gw_train *t = dj->train;
+        const struct gw_rwatch *w = dj->rwatch;
+        if (t && t->results_path && t->attempt == j->attempt && t->start_time == j->start_time)
+                return t->results_path;
+        if (w && w->results_path && w->attempt == j->attempt && w->start_time == j->start_time)
+                return w->results_path;
+        return NULL;
+}
+
 struct pick {
+        const struct gw_daemon *d;       /* NULL: other jobs' choices are not known */
         char path[4400];
         gw_usec_t mtime;
-        gw_usec_t since;                 /* only files written during this attempt */
+        gw_usec_t since;                 /* the attempt's start */
+        bool reused;                     /* a file from before the attempt may still be its own */
 };
+
+/* Whether another live job of this daemon already has path as its run's: two jobs in one
+ * directory never share a run (the first to find it keeps it). */
+static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const char *path) {
+        for (size_t i = 0; d && i < d->n_running; i++) {
+                const char *other = chosen_results(d->running[i]);
+                if (d->running[i]->job->id != j->id && other && !strcmp(other, path))
+                        return true;
+        }
+        return false;
+}
+
+/* When the file was created (its birth time), 0 where the filesystem does not record it. */
+static gw_usec_t btime_us(const char *path) {
+        struct statx sx;
+        if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 || !(sx.stx_mask & STATX_BTIME))
+                return 0;
+        return (gw_usec_t) sx.stx_btime.tv_sec * GW_USEC_PER_SEC + sx.stx_btime.tv_nsec / 1000;
+}
 
 static void consider(const struct gw_job *j, const char *path, struct pick *pk) {
         struct stat st;
         if (!gw_user_file_stat(j, path, &st))
                 return;
         gw_usec_t t = mtime_us(&st);
-        if (t + GW_USEC_PER_SEC < pk->since || t <= pk->mtime)
+        if (t <= pk->mtime || !gw_run_results_fresh(pk->since, t, pk->reused ? 0 : btime_us(path), pk->reused) ||
+            claimed(pk->d, j, path))
                 return;
         pk->mtime = t;
         snprintf(pk->path, sizeof pk->path, "%s", path);
@@ -211,11 +248,24 @@ static void scan_runs(const struct gw_job *j, const char *dir, const char *name,
                 closedir(dd);
 }
 
-/* The run's results.csv: the resumed checkpoint's run directory, else PROJECT/NAME* from the
- * command, else the newest runs/ * / * /results.csv under the cwd; NULL until one was written
- * during this attempt (an older run's file says nothing about this job).  Malloc'ed. */
-static char *find_results(const struct gw_job *j) {
-        struct pick pk = { .since = j->start_time };
+/* The run's results.csv, by the one rule every part of the daemon uses:
+ *   - only for a training run (gw_run_is_training: --yolo, `yolo ... train`, or a command
+ *     with epochs=/project=/name=/resume); a `sleep` next to someone's run has none;
+ *   - the resumed checkpoint's run directory, else PROJECT/NAME* from the command, else the
+ *     newest runs/ * / * /results.csv under the cwd;
+ *   - a searched file only when written and (unless exist_ok) created during this attempt:
+ *     an older run, or one another process started before this attempt, is not this job's;
+ *   - with d, what one of the job's watches already chose, and never a file another live
+ *     job of d has chosen.
+ * NULL until such a file exists.  Malloc'ed. */
+static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
+        size_t argc = gw_strv_length(j->argv);
+        if (!gw_run_is_training((const char *const *) j->argv, argc, j->yolo) || j->start_time <= 0)
+                return NULL;
+        const struct gw_djob *self = d ? gw_jobmap_get(&d->map, j->id) : NULL;
+        if (self && self->job->attempt == j->attempt && chosen_results(self))
+                return gw_xstrdup(chosen_results(self));
+        struct pick pk = { .d = d, .since = j->start_time, .reused = true };
         const char *ck = j->resume_from;
         if (!ck && has_word(j->argv, "resume"))
                 ck = arg_of(j->argv, "model");
@@ -224,8 +274,9 @@ static char *find_results(const struct gw_job *j) {
                 _cleanup_free_ char *run = gw_resume_run_dir(ck);
                 join(dir, sizeof dir, j->cwd, run);
                 snprintf(path, sizeof path, "%s/results.csv", dir);
-                consider(j, path, &pk);
+                consider(j, path, &pk); /* a resumed run's file is older than the attempt */
         }
+        pk.reused = gw_run_reuses_dir((const char *const *) j->argv, argc);
         const char *project = arg_of(j->argv, "project"), *name = arg_of(j->argv, "name");
         if (project) {
                 join(dir, sizeof dir, j->cwd, project);
@@ -260,9 +311,9 @@ static uint64_t hash_row(const struct gw_results *r, size_t row) {
         return h;
 }
 
-static void gather_results(const struct gw_job *j, struct gw_rwatch *w) {
+static void gather_results(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {
         if (!w->results_path)
-                w->results_path = find_results(j);
+                w->results_path = find_results(d, j);
         if (!w->results_path)
                 return;
         struct stat st;
@@ -372,8 +423,7 @@ static void gather_ckpt(const struct gw_job *j, struct gw_rwatch *w) {
 }
 
 void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {
-        (void) d;
-        gather_results(j, w);
+        gather_results(d, j, w);
         gather_progress(j, w);
         gather_ckpt(j, w);
 }
@@ -383,7 +433,9 @@ void gw_rwatch_files_free(struct gw_rwatch *w) {
         w->results_path = NULL;
 }
 
-/* ---- for training awareness (issue 7, training.c): the same file rules, exposed ---- */
+/* ---- for training awareness (issue 7, training.c) and the job page: the same rule ---- */
 
-char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(j); }
+char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(NULL, j); }
+
+char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j) { return find_results(d, j); }
 

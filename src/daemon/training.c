@@ -72,6 +72,8 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
                 return t;
         gw_train_free(t);
         dj->job->eta = 0; /* the previous attempt's */
+        /* Its predicted start is spent: a retry's wait in backoff is predicted anew. */
+        dj->job->predicted_start = dj->job->predicted_end = 0;
         t = gw_xcalloc(1, sizeof *t);
         t->attempt = j->attempt;
         t->start_time = j->start_time;
@@ -239,7 +241,7 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
         const struct gw_job *j = dj->job;
         if (!t->results_path && now >= t->next_find) {
                 t->next_find = now - t->start_time < FIND_EARLY ? now : now + FIND_LATER;
-                t->results_path = gw_rwatch_find_results(j);
+                t->results_path = gw_train_find_results(d, j);
                 if (t->results_path) {
                         t->run_dir = gw_xstrdup(t->results_path);
                         char *slash = strrchr(t->run_dir, '/');
@@ -407,7 +409,7 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         if (!(seen && seen->attempt == j->attempt && seen->start_time == j->start_time)) {
                 /* A run too short for the watch to have looked at: only one that wrote a
                  * results.csv is worth a training state (and its store query). */
-                _cleanup_free_ char *results = gw_rwatch_find_results(j);
+                _cleanup_free_ char *results = gw_train_find_results(d, j);
                 if (!results)
                         return;
         }

@@ -8,6 +8,7 @@
 
 #include "api/codec.h"
 #include "base/cleanup.h"
+#include "core/progress.h"
 #include "daemon/handlers.h"
 #include "daemon/training_int.h"
 #include "store/epochs.h"
@@ -104,6 +105,11 @@ static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_jo
         return dj->train;
 }
 
+/* The rule reclaim_gather.c looks for a run's results.csv by. */
+static bool trains(const struct gw_job *j) {
+        return gw_run_is_training((const char *const *) j->argv, gw_strv_length(j->argv), j->yolo);
+}
+
 void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
                 const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -111,6 +117,7 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
         const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (!j)
                 return;
+        gw_training_predict_unseen(d, j);
         const struct gw_train *t = live_train(d, j);
         gw_usec_t now = gw_now_wall();
         json_t *o = t ? gw_train_eta_json(t, now) : json_object();
@@ -120,6 +127,8 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
         json_object_set_new(o, "prediction", queued ? gw_training_prediction_json(d, j) : json_null());
         const char *why = queued ? "the job has not started (see prediction)"
                           : !t ? "the job is not running"
+                          : !trains(j) ? "not a training run (no --yolo, and no epochs=, project=, name= or resume in "
+                                         "its command): no results.csv is looked for"
                           : !t->results_path ? "no results.csv written by this attempt yet"
                           : !t->has_eta ? "no epoch has finished yet"
                           : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"

@@ -96,6 +96,12 @@ struct gw_train {
         struct train_copy *copy;
 };
 
+/* reclaim_gather.c, beside the idle watch's file rules: the run's results.csv for j's current
+ * attempt by the one rule both watches use (training runs only, written during the attempt,
+ * never a file another live job of d has), or what one of j's watches already chose.
+ * Malloc'ed, NULL until there is one. */
+char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);
+
 /* training_snap.c */
 /* Watches weights/last.pt and best.pt of the run; starts, advances and finishes copies. */
 void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, gw_usec_t now);
@@ -126,6 +132,11 @@ struct gw_train_runtime {
 };
 /* 0 with *ret (n may be 0), or -EINVAL when the command gives no key. */
 int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_train_runtime *ret);
+/* Predicts the queued jobs now when j is pending and no prediction covered it yet (just
+ * submitted, or back from a failure into its backoff) and that is cheap: none ran within
+ * 250 ms and no job started within 100 ms.  For GET /api/v1/jobs/{id}/eta, so that asking
+ * right after a submission gets a start, not "not predicted yet". */
+void gw_training_predict_unseen(struct gw_daemon *d, const struct gw_job *j);
 
 /* training_api.c */
 json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now);

@@ -40,6 +40,9 @@
 #define PREDICT_MAX_JOBS 500
 #define PREDICT_HORIZON ((gw_usec_t) 14 * 24 * 3600 * GW_USEC_PER_SEC)
 #define PUSH_MOVE       (60 * GW_USEC_PER_SEC) /* a start moved this much: tell the dashboards */
+/* A job asked about before any prediction covered it is predicted at once, unless one ran
+ * this recently (an API caller polling a flood of submissions must not run it per request). */
+#define PREDICT_ON_ASK  (250 * GW_USEC_PER_MSEC)
 
 struct runtime_entry {
         bool used;
@@ -55,6 +58,16 @@ static struct runtime_entry cache[CACHE_SLOTS];
 static gw_usec_t last_predict;           /* monotonic, 0 = never */
 static uint64_t last_fingerprint;        /* of what the last prediction read */
 static size_t fill_max = SIZE_MAX;       /* queued jobs gw_training_fill_view fills */
+/* The jobs the last prediction covered, sorted by id, each as it was queued then (attempt
+ * and backoff): one queued since (just submitted, or back in the queue after a failure) has
+ * not been predicted, which is not the same as "no start within 14 days". */
+struct seen {
+        int64_t id;
+        int attempt;
+        gw_usec_t not_before;
+};
+static struct seen *seen;
+static size_t n_seen;
 
 static uint64_t hash_of(uint32_t uid, const char *key) {
         uint64_t h = UINT64_C(1469598103934665603) ^ uid;
@@ -197,6 +210,27 @@ static bool due(struct gw_daemon *d, gw_usec_t wall, uint64_t *ret_fp) {
         return !started_recently(d, wall);
 }
 
+static int cmp_seen(const void *a, const void *b) {
+        int64_t x = ((const struct seen *) a)->id, y = ((const struct seen *) b)->id;
+        return (x > y) - (x < y);
+}
+
+static void remember_seen(const struct gw_daemon *d, size_t n) {
+        free(seen);
+        seen = gw_xcalloc(n + 1, sizeof *seen);
+        for (n_seen = 0; n_seen < n && n_seen < d->n_queue; n_seen++) {
+                const struct gw_job *j = d->queue[n_seen]->job;
+                seen[n_seen] = (struct seen) { j->id, j->attempt, j->not_before };
+        }
+        qsort(seen, n_seen, sizeof *seen, cmp_seen);
+}
+
+static bool seen_by_last(const struct gw_job *j) {
+        struct seen key = { .id = j->id };
+        const struct seen *s = seen ? bsearch(&key, seen, n_seen, sizeof *seen, cmp_seen) : NULL;
+        return s && s->attempt == j->attempt && s->not_before == j->not_before;
+}
+
 void gw_training_predict(struct gw_daemon *d, bool force) {
         gw_usec_t wall = gw_now_wall();
         uint64_t fp = 0;
@@ -216,6 +250,7 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         int r = gw_predict_starts(&v.in, wall, PREDICT_HORIZON, out);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));
+        remember_seen(d, n);
         bool moved = false;
         for (size_t i = 0; i < d->n_queue; i++) {
                 struct gw_job *j = d->queue[i]->job;
@@ -241,9 +276,25 @@ static size_t queue_position(const struct gw_daemon *d, const struct gw_job *j) 
         return SIZE_MAX;
 }
 
+/* How long until the next prediction at most: PREDICT_EVERY after the last one, at the
+ * next GPU sample. */
+static gw_usec_t next_due_in(const struct gw_daemon *d) {
+        gw_usec_t left = last_predict ? last_predict + PREDICT_EVERY - d->now : 0;
+        return (left > 0 ? left : 0) + d->cfg->sample_interval;
+}
+
+void gw_training_predict_unseen(struct gw_daemon *d, const struct gw_job *j) {
+        if (j->state != GW_JOB_PENDING || seen_by_last(j) || queue_position(d, j) >= PREDICT_MAX_JOBS)
+                return;
+        if ((last_predict && d->now - last_predict < PREDICT_ON_ASK) || started_recently(d, gw_now_wall()))
+                return;
+        gw_training_predict(d, true);
+}
+
 json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j) {
         if (j->state != GW_JOB_PENDING && j->state != GW_JOB_HELD)
                 return json_null();
+        size_t pos = queue_position(d, j);
         struct gw_train_runtime r = { 0 };
         bool hist = gw_training_runtime(d, j, &r) == 0 && r.n > 0;
         gw_usec_t len = hist && r.median < j->time_limit ? r.median : j->time_limit;
@@ -252,19 +303,17 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
                 json_array_append_new(ids, json_integer(r.ids[i]));
                 json_array_append_new(runs, json_real((double) r.runs[i] / 1e6));
         }
-        char beyond[96];
-        snprintf(beyond, sizeof beyond, "not predicted: only the first %d queued jobs are", PREDICT_MAX_JOBS);
-        const char *why = j->state == GW_JOB_HELD ? "the job is held"
-                          : j->predicted_start ? NULL
-                          : queue_position(d, j) >= PREDICT_MAX_JOBS
-                                  ? beyond
-                                  : "no start within 14 days (or never: its booking awaits approval, or is gone, or it "
-                                    "waits for a job further back in the queue)";
+        char buf[200];
+        struct gw_predict_none none = { .held = j->state == GW_JOB_HELD, .position = pos, .max_jobs = PREDICT_MAX_JOBS,
+                                        .seen = seen_by_last(j), .due_in = next_due_in(d),
+                                        .horizon = PREDICT_HORIZON };
+        /* A start from before the job last left the queue is not a prediction of this wait. */
+        bool has = j->state == GW_JOB_PENDING && j->predicted_start && none.seen;
+        const char *why = has ? NULL : gw_predict_why_none(&none, buf, sizeof buf);
         json_t *o = json_object();
-        json_object_set_new(o, "predicted_start", j->predicted_start ? json_real((double) j->predicted_start / 1e6)
-                                                                     : json_null());
-        json_object_set_new(o, "predicted_end", j->predicted_end ? json_real((double) j->predicted_end / 1e6)
-                                                                 : json_null());
+        json_object_set_new(o, "predicted_start", has ? json_real((double) j->predicted_start / 1e6) : json_null());
+        json_object_set_new(o, "predicted_end", has && j->predicted_end ? json_real((double) j->predicted_end / 1e6)
+                                                                        : json_null());
         json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
         json_object_set_new(o, "runtime_seconds", json_real((double) len / 1e6));
         json_object_set_new(o, "runtime_from", json_string(!hist ? "time_limit"

@@ -2,6 +2,7 @@
 restart policy, checkpoint snapshots and restore, with the fake trainer and the fake NVML."""
 import hashlib
 import os
+import subprocess
 import time
 
 from gwtest import IS_ROOT, TRAINER, DaemonTest, kinds, main, start_failure, wait_until
@@ -231,6 +232,60 @@ class TrainingTest(DaemonTest):
         self.d.wait_state(jid, "COMPLETED", timeout=60)
         show = self.d.cli("show", jid).stdout
         self.assertRegex(show, r"snapshots: best\.pt epoch \d+ mAP50-95 0\.\d+ \([0-9a-f]{6}")
+
+
+class ForeignRunTest(DaemonTest):
+    """A results.csv someone else writes next to a job is not that job's (reclaim_gather.c's
+    rule): no epochs, ETA or results.csv for a job that does not train, nor for a training job
+    whose own run has not begun, and none kept once such a job has ended."""
+    gpus = 3
+
+    def start_outside_run(self):
+        # The same user's trainer run outside gpuward, in the directory the jobs run in.
+        csv = os.path.join(self.d.work, "runs", "detect", "other", "results.csv")
+        p = subprocess.Popen([TRAINER, "epochs=200", "name=other", "--epoch-seconds", "0.3"], cwd=self.d.work,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        wait_until(lambda: os.path.exists(csv), timeout=20, what="the outside run's results.csv")
+        time.sleep(1.5)  # begun well before the jobs: file times get 1 s of slack
+        return csv
+
+    def assert_no_training(self, jid):
+        e = self.d.api("GET", f"/api/v1/jobs/{jid}/eta")[1]
+        self.assertIsNone(e.get("results_csv"), e)
+        self.assertIsNone(e.get("epoch"), e)
+        self.assertFalse(e.get("epoch_ends"), e)
+        self.assertFalse(e.get("recent_epochs"), e)
+        self.assertIsNone(self.d.job(jid)["eta"])
+        out = self.d.cli("eta", jid).stdout
+        self.assertNotRegex(out, r"epoch \d+/")
+        self.assertNotIn("Results:", out)
+        return e
+
+    def test_sleep_next_to_an_outside_run_has_no_epochs(self):
+        csv = self.start_outside_run()
+        plain = [self.d.submit_api(["sleep", "30"], 60) for _ in range(2)]   # the audit's two sleep jobs
+        yolo = self.d.submit_api(["sleep", "30"], 60, yolo=True)            # trains, but its run has not begun
+        jobs = plain + [yolo]
+        started = max(self.d.wait_state(jid, "RUNNING")["start_time"] for jid in jobs)
+        # The outside run goes on writing rows after the jobs started: each sample looks for one.
+        wait_until(lambda: os.stat(csv).st_mtime > started + 2, timeout=20, what="rows after the start")
+        time.sleep(2)
+        for jid in plain:
+            self.assertIn("not a training run", self.assert_no_training(jid)["why_none"])
+        self.assertEqual(self.assert_no_training(yolo)["why_none"], "no results.csv written by this attempt yet")
+        row = [l for l in self.d.cli("queue").stdout.splitlines() if l.split()[0] == str(plain[0])][0]
+        self.assertEqual(row.split()[8], "-", "no ETA in the queue: " + row)  # ID NAME USER STATE GPUS TIME LIMIT START ETA
+        st, body = self.d.api("GET", f"/api/v1/jobs/{plain[0]}/results")
+        self.assertEqual(st, 404, body)
+        # Ended: nothing of the other run was recorded as its epochs.
+        for jid in jobs:
+            self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+        for jid in jobs:
+            self.d.wait_state(jid, "CANCELLED")
+            self.assert_no_training(jid)
+            self.assertIsNone(self.d.job(jid)["training"])
 
 
 class PredictionTest(DaemonTest):

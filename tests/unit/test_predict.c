@@ -252,8 +252,32 @@ static void median(void **state) {
         assert_int_equal(gw_predict_median(odd, 0), 0);
 }
 
+static void why_none(void **state) {
+        char buf[200];
+        struct gw_predict_none in = { .position = 3, .max_jobs = 500, .seen = true, .due_in = 2500 * GW_USEC_PER_MSEC,
+                                      .horizon = 14 * 24 * HOUR };
+        (void) state;
+        assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf),
+                            "no start within 14 days (or never: its booking awaits approval, or is gone, or it waits "
+                            "for a job further back in the queue)");
+        /* Queued since the last prediction (just submitted, back into its backoff): no verdict
+         * yet, which is not "never". */
+        in.seen = false;
+        assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf),
+                            "not predicted yet: the next prediction is due within 3 s");
+        in.due_in = 0;
+        assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf),
+                            "not predicted yet: the next prediction is due within 1 s");
+        in.position = 500;
+        assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf),
+                            "not predicted: only the first 500 queued jobs are");
+        in.held = true;
+        assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf), "the job is held");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(why_none),
                 cmocka_unit_test(eta_and_runtimes), cmocka_unit_test(head_and_backfill),
                 cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),
                 cmocka_unit_test(horizon_and_input), cmocka_unit_test(long_queue),

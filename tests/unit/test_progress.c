@@ -507,8 +507,73 @@ static void phase_custom_rules(void **state) {
         assert_null(gw_phase_name(_GW_PHASE_INVALID));
 }
 
+/* ---- which results.csv is a job's own ---- */
+
+static bool training(bool yolo, const char *const *argv) {
+        size_t argc = 0;
+
+        while (argv[argc])
+                argc++;
+        return gw_run_is_training(argv, argc, yolo);
+}
+
+static void run_is_training(void **state) {
+        (void) state;
+        /* A job that trains by its own words, or one submitted as an Ultralytics run. */
+        assert_true(training(false, (const char *const[]) { "gw-fake-trainer", "epochs=10", NULL }));
+        assert_true(training(false, (const char *const[]) { "yolo", "train", "name=exp", NULL }));
+        assert_true(training(false, (const char *const[]) { "python", "train.py", "--project", "runs/x", NULL }));
+        assert_true(training(false, (const char *const[]) { "python", "train.py", "--epochs=3", NULL }));
+        assert_true(training(false, (const char *const[]) { "trainer", "resume", "model=a/weights/last.pt", NULL }));
+        assert_true(training(true, (const char *const[]) { "./run.sh", NULL }));
+        /* Ultralytics' Python API, called from a script that says it trains. */
+        assert_true(training(false, (const char *const[]) { "python3", "train.py", NULL }));
+        assert_true(training(false, (const char *const[]) { "torchrun", "--nproc=2", "tools/Train_Net.py", NULL }));
+        assert_true(training(false, (const char *const[]) { "/opt/bin/yolo-trainer", NULL }));
+        /* A sleep, a build, a word that only looks like one: no run of its own. */
+        assert_false(training(false, (const char *const[]) { "sleep", "20", NULL }));
+        assert_false(training(false, (const char *const[]) { "python3", "eval.py", "/data/trainset", NULL }));
+        assert_false(training(false, (const char *const[]) { "make", "-j8", "names=x", "--epochsish", NULL }));
+        assert_false(training(false, (const char *const[]) { "epochs=3", NULL })); /* the program itself */
+        assert_false(gw_run_is_training(NULL, 0, false));
+        assert_true(gw_run_is_training(NULL, 0, true));
+}
+
+static void run_reuses_dir(void **state) {
+        (void) state;
+        assert_true(gw_run_reuses_dir((const char *const[]) { "yolo", "train", "exist_ok=True" }, 3));
+        assert_true(gw_run_reuses_dir((const char *const[]) { "python", "train.py", "--exist-ok" }, 3));
+        assert_true(gw_run_reuses_dir((const char *const[]) { "python", "train.py", "--exist_ok" }, 3));
+        assert_false(gw_run_reuses_dir((const char *const[]) { "yolo", "train", "exist_ok=False" }, 3));
+        assert_false(gw_run_reuses_dir((const char *const[]) { "yolo", "train", "exist_ok=True", "exist_ok=False" }, 4));
+        assert_false(gw_run_reuses_dir((const char *const[]) { "yolo", "train" }, 2));
+        assert_false(gw_run_reuses_dir(NULL, 0));
+}
+
+static void run_results_fresh(void **state) {
+        const gw_usec_t s = GW_USEC_PER_SEC, start = 1000 * s;
+
+        (void) state;
+        /* Created and written during the attempt: its own. */
+        assert_true(gw_run_results_fresh(start, start + 30 * s, start + 20 * s, false));
+        /* Written before the attempt: an older run. */
+        assert_false(gw_run_results_fresh(start, start - 5 * s, start - 60 * s, false));
+        assert_false(gw_run_results_fresh(start, start - 5 * s, 0, true));
+        /* Still being written, but begun by another process before the attempt. */
+        assert_false(gw_run_results_fresh(start, start + 30 * s, start - 60 * s, false));
+        /* ... unless the command reuses its run directory, or the filesystem keeps no birth time. */
+        assert_true(gw_run_results_fresh(start, start + 30 * s, start - 60 * s, true));
+        assert_true(gw_run_results_fresh(start, start + 30 * s, 0, false));
+        /* Coarse file times: a second of slack either way. */
+        assert_true(gw_run_results_fresh(start, start - s / 2, start - s / 2, false));
+        assert_false(gw_run_results_fresh(start, start + s, start - 2 * s, false));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(run_is_training),
+                cmocka_unit_test(run_reuses_dir),
+                cmocka_unit_test(run_results_fresh),
                 cmocka_unit_test(results_v8_dedup_and_partial),
                 cmocka_unit_test(results_v5_zero_based),
                 cmocka_unit_test(results_newer_with_time),
