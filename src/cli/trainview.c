@@ -82,13 +82,21 @@ static void prediction_line(const json_t *pr, time_t now) {
 }
 
 /* "epoch 37/100   ETA 2h14m ± 6m (ends ~16:52)   2m08s/epoch" */
-static void epoch_line(const json_t *tr, time_t now) {
+/* The section's title, once, before its first line: a finished job may have none to show. */
+static void title(bool *shown) {
+        if (!*shown)
+                printf("\nTraining:\n");
+        *shown = true;
+}
+
+static void epoch_line(const json_t *tr, time_t now, bool *shown) {
         long long done, total;
         char eta[32], err[32], end[40], spe[32];
         bool has_done = cli_jint(tr, "epoch", &done), has_total = cli_jint(tr, "epochs", &total);
         double e = cli_jnum(tr, "eta"), er = cli_jnum(tr, "error_seconds"), s = cli_jnum(tr, "sec_per_epoch");
         if (!has_done && !isfinite(s))
                 return;
+        title(shown);
         printf("  epoch %lld/", has_done ? done : 0);
         if (has_total)
                 printf("%lld", total);
@@ -106,10 +114,11 @@ static void epoch_line(const json_t *tr, time_t now) {
         printf("\n");
 }
 
-static void leak_line(const json_t *tr) {
+static void leak_line(const json_t *tr, bool *shown) {
         const json_t *leak = json_object_get(tr, "leak");
         if (!json_is_true(json_object_get(leak, "detected")))
                 return;
+        title(shown);
         _cleanup_free_ char *ev = cli_sanitize(cli_jstr(leak, "evidence") ? cli_jstr(leak, "evidence") : "?");
         const char *policy = cli_jstr(leak, "policy"), *restart = cli_jstr(leak, "restart");
         printf("  LEAK  %s", ev ? ev : "?");
@@ -133,11 +142,12 @@ static void put_snap(const json_t *s, const char *name, bool first) {
                 printf(" (%.6s\xe2\x80\xa6)", sha);
 }
 
-static void snapshot_line(const json_t *tr) {
+static void snapshot_line(const json_t *tr, bool *shown) {
         const json_t *snaps = json_object_get(tr, "snapshots");
         const json_t *best = json_object_get(snaps, "best"), *last = json_object_get(snaps, "last");
         if (!json_is_object(best) && !json_is_object(last))
                 return;
+        title(shown);
         printf("  snapshots: ");
         if (json_is_object(best))
                 put_snap(best, "best.pt", true);
@@ -152,13 +162,14 @@ void cli_show_training(const json_t *job, time_t now) {
         const json_t *tr = json_object_get(job, "training");
         if (!json_is_object(tr))
                 return;
-        printf("\nTraining:\n");
+        bool shown = false;
         const json_t *pr = json_object_get(tr, "prediction");
         if (json_is_object(pr)) {
+                title(&shown);
                 prediction_line(pr, now);
                 return;
         }
-        epoch_line(tr, now);
-        leak_line(tr);
-        snapshot_line(tr);
+        epoch_line(tr, now, &shown);
+        leak_line(tr, &shown);
+        snapshot_line(tr, &shown);
 }
