@@ -439,6 +439,7 @@ void gw_calendar_limit_job(const struct gw_calendar_gpus *g, uint64_t all, gw_us
                 return;
         j->allowed = free_for;
         j->none_allowed = free_for == 0;
+        j->booked_out = true;
 }
 
 static const struct gw_booking *find_booking(const struct gw_calendar_input *in, int64_t id) {

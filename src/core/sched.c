@@ -201,7 +201,7 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
         if (j->dep != GW_DEP_SATISFIED)
                 return GW_REASON_DEPENDENCY;
         if (j->none_allowed)
-                return GW_REASON_RESOURCES;
+                return GW_REASON_RESERVATION; /* every GPU is booked before it would end */
         if (h->set && v->avail == 0)
                 return GW_REASON_RESOURCES;
         if (!can_ever_fit(v, j))
@@ -209,12 +209,14 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
 
         uint64_t ok = mem_at_least(v->mem_free, v->avail, j->gpu_mem);
         if (j->allowed) {
+                uint64_t free_now = ok;
                 ok &= j->allowed;
                 if (h->set && end_of(now, j->time_limit) > h->start)
                         ok &= ~h->reserved;
                 uint64_t pick = gw_sched_pick(ok, j->ngpus);
-                if (!pick)
-                        return GW_REASON_RESOURCES;
+                if (!pick) /* GPUs free now that others' bookings take before it would end */
+                        return j->booked_out && gw_sched_pick(free_now, j->ngpus) ? GW_REASON_RESERVATION
+                                                                                   : GW_REASON_RESOURCES;
                 *ret_mask = pick;
                 return GW_REASON_NONE;
         }

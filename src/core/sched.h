@@ -36,9 +36,12 @@ struct gw_sched_job {
                                * long enough before the next booking).  Such a job never
                                * becomes the head: it cannot hold back others. */
         bool none_allowed;    /* no GPU may take it now (each is booked before it would end):
-                               * it waits (RESOURCES) and never becomes the head.  A flag of its
-                               * own, as allowed == 0 means any GPU and a 64-GPU host has no
-                               * spare bit to stand for none. */
+                               * it waits (RESERVATION) and never becomes the head.  A flag of
+                               * its own, as allowed == 0 means any GPU and a 64-GPU host has
+                               * no spare bit to stand for none. */
+        bool booked_out;      /* allowed was narrowed by others' bookings (gw_calendar_limit_job),
+                               * not to its own booking's GPUs: when only that keeps it from
+                               * GPUs free now, it waits for RESERVATION, not RESOURCES. */
         enum gw_dep_status dep;
 };
 

@@ -155,6 +155,22 @@ class QueueTest(DaemonTest):
         self.assertIn("cancelled by", j["reason"])
         self.assertEqual(self.d.api("DELETE", f"/api/v1/jobs/{jid}")[0], 409, "a second cancel: already ended")
 
+    def test_free_gpus_booked_before_the_limit_is_reservation(self):
+        """Every GPU is free but booked by others in an hour: a 4-hour job waits for the
+        bookings, and says so (Reservation), not for GPUs (Resources); a 30-minute one runs."""
+        b = self.d.cli_json("reserve", "--gpus", 4, "--start", "now+1h", "--duration", "1h")
+        try:
+            long_job = self.d.submit("--time", "4h", "--", "true")
+            self.d.wait_job(long_job, lambda j: j["reason"] == "Reservation", what="Reservation")
+            rows = [l for l in self.d.cli("queue").stdout.splitlines() if l.split()[0] == str(long_job)]
+            self.assertIn("(Reservation)", rows[0])
+            short = self.d.submit("--time", "30m", "--", "true")
+            self.d.wait_state(short, "COMPLETED")
+            self.assertEqual(self.d.job(long_job)["state"], "PENDING")
+            self.d.cli("cancel", long_job)
+        finally:
+            self.d.cli("unreserve", b["id"])
+
     def test_dependencies(self):
         # The first job waits for a gate: its dependants are looked at while it surely runs.
         gate = os.path.join(self.d.work, "dep-gate")

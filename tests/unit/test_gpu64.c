@@ -129,7 +129,7 @@ static void sched_only_gpu63_idle(void **state) {
         assert_int_equal(plan.head_start, NOW + 2 * HOUR);
 }
 
-/* All 64 GPUs idle.  Job 10 may use no GPU now: it waits (Resources), is not the head and
+/* All 64 GPUs idle.  Job 10 may use no GPU now: it waits (Reservation), is not the head and
  * takes nothing, GPU 63 included; job 11 behind it starts on GPU 0.  A held job and one
  * waiting for another keep their own reasons. */
 static void sched_none_allowed(void **state) {
@@ -152,7 +152,7 @@ static void sched_none_allowed(void **state) {
         assert_int_equal(plan.n_starts, 1);
         assert_int_equal(starts[0].job_id, 11);
         assert_int_equal(starts[0].gpu_mask, M(0));
-        assert_int_equal(reasons[0], GW_REASON_RESOURCES);
+        assert_int_equal(reasons[0], GW_REASON_RESERVATION);
         assert_int_equal(reasons[2], GW_REASON_HELD);
         assert_int_equal(reasons[3], GW_REASON_DEPENDENCY);
         assert_int_equal(plan.head_job_id, 0);
@@ -182,11 +182,13 @@ static void limit_job_64(void **state) {
         gw_calendar_limit_job(&g, all, NOW, &j);
         assert_false(j.none_allowed);
         assert_int_equal(j.allowed, M(63));
+        assert_true(j.booked_out);
 
         j = (struct gw_sched_job){.id = 1, .ngpus = 1, .time_limit = 20 * MIN};
         gw_calendar_limit_job(&g, all, NOW, &j);
         assert_false(j.none_allowed);
         assert_int_equal(j.allowed, 0);
+        assert_false(j.booked_out);
 }
 
 /* ---- Masks of n GPUs ---- */

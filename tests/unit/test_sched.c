@@ -377,6 +377,36 @@ static void allowed_and_blocked(void **state) {
         assert_int_equal(starts[1].gpu_mask, M(0) | M(1));
 }
 
+/* GPUs 0-1 are free but booked by others before a 2-GPU job would end; GPUs 2-3 are busy:
+ * it waits for the bookings (Reservation).  With the free GPUs busy too, or narrowed to its
+ * own booking's GPUs, it waits for Resources. */
+static void booked_out_is_reservation(void **state) {
+        struct gw_sched_gpu gpus[4];
+        for (int i = 0; i < 4; i++)
+                gpus[i] = (struct gw_sched_gpu) {.index = i, .usable = true};
+        struct gw_sched_running run[2] = { {.id = 8, .gpu_mask = M(2) | M(3), .end = NOW + 60 * MIN} };
+        struct gw_sched_job jobs[2] = {
+                {.id = 1, .ngpus = 2, .time_limit = 90 * MIN, .dep = GW_DEP_SATISFIED, .allowed = M(2) | M(3),
+                 .booked_out = true},
+                {.id = 2, .ngpus = 2, .time_limit = 90 * MIN, .dep = GW_DEP_SATISFIED, .allowed = M(2) | M(3)},
+        };
+        struct gw_sched_input in = {.gpus = gpus, .n_gpus = 4, .pending = jobs, .n_pending = 2, .running = run,
+                                    .n_running = 1};
+        struct gw_sched_start starts[2];
+        enum gw_job_reason reasons[2];
+        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(plan.n_starts, 0);
+        assert_int_equal(reasons[0], GW_REASON_RESERVATION);
+        assert_int_equal(reasons[1], GW_REASON_RESOURCES); /* its own booking's GPUs are busy */
+
+        run[1] = (struct gw_sched_running) {.id = 9, .gpu_mask = M(0) | M(1), .end = NOW + 60 * MIN};
+        in.n_running = 2;
+        assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
+        assert_int_equal(reasons[0], GW_REASON_RESOURCES); /* nothing free at all */
+}
+
 static void invalid_input(void **state) {
         struct gw_sched_gpu gpus[2] = {{.index = 0, .usable = true}, {.index = 1, .usable = true}};
         struct gw_sched_job job = {.id = 1, .ngpus = 1, .time_limit = MIN, .dep = GW_DEP_SATISFIED};
@@ -495,6 +525,7 @@ int main(void) {
                 cmocka_unit_test(huge_limit_saturates),
                 cmocka_unit_test(pick),
                 cmocka_unit_test(allowed_and_blocked),
+                cmocka_unit_test(booked_out_is_reservation),
                 cmocka_unit_test(long_queue_no_free_gpu),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
