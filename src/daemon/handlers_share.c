@@ -216,10 +216,10 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
                 return reply_store_error(d, rep, "cannot record it");
         }
         json_t *o = booking_json(b);
-        /* Its queued jobs will find their booking gone and end (the calendar closes the gate). */
-        if (gw_booking_state_is_final(to)) {
-                *b = d->sharing->bookings[--d->sharing->n_bookings];
-        }
+        /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
+         * booking that is over; its queued jobs find it gone and end (the gate is closed). */
+        if (gw_booking_state_is_final(to))
+                gw_sharing_booking_closed(d);
         d->sched_dirty = true;
         reply_json(rep, 200, o);
 }

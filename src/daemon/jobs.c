@@ -23,6 +23,7 @@
 #include "daemon/launcher.h"
 #include "daemon/proc.h"
 #include "daemon/resume.h"
+#include "daemon/sharing.h"
 #include "shim/shim.h"
 
 struct gw_djob *gw_djob_free(struct gw_djob *dj) {
@@ -167,8 +168,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
                 start_refused(d);
                 return r;
         }
-        dj->limit_at = gw_sharing_limit(d, j, d->now + j->time_limit);
-        dj->limit_by_booking = dj->limit_at < d->now + j->time_limit;
+        gw_sharing_job_limit(d, dj);
         dj->booking_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);

@@ -9,7 +9,9 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/observe.h"
 #include "daemon/proc.h"
+#include "daemon/sharing.h"
 
 static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
@@ -28,10 +30,40 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         gw_jobmap_put(&d->map, dj);
         gw_running_add(d, dj);
         gw_gpus_assign(d, j->gpu_mask, j->id);
-        /* The time limit counts from the recorded start, not from the restart. */
-        gw_usec_t elapsed = gw_now_wall() - j->start_time;
-        dj->limit_at = d->now + (j->time_limit - (elapsed > 0 ? elapsed : 0));
+        /* As at its start: the time limit from the recorded start, or its booking's end. */
+        gw_sharing_job_limit(d, dj);
         return 0;
+}
+
+/* The GPU faults seen on the attempt's GPUs, which the previous daemon kept in memory for the
+ * classifier at the attempt's end: rebuilt from the attempt's events in the store.  Without
+ * them a job hit by an Xid before the restart is taken for a user error and not retried. */
+static void restore_faults(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job_event *ev = NULL;
+        size_t n = 0;
+        if (gw_store_job_attempt_events(d->store, dj->job->id, &ev, &n) < 0) {
+                log_warn("job %lld: cannot read its events: %s; GPU faults seen before the restart are not known",
+                         (long long) dj->job->id, gw_store_errmsg(d->store));
+                return;
+        }
+        gw_observe_faults_restore(dj, ev, n);
+        gw_job_events_free(ev, n);
+}
+
+/* How the previous attempt ended, for the crash-loop rule (recovery.c keeps it in memory at a
+ * retry).  Its epoch is in its attempt row; the identity of the checkpoint at its end is not
+ * stored, but it is "none" when the current attempt resumes from none.  Otherwise it stays
+ * unknown and the rule waits for one more attempt (max_retries still bounds them). */
+static void restore_last_mark(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        struct gw_job_attempt *a = NULL;
+        size_t n = 0;
+        if (j->attempt < 2 || j->resume_from || gw_store_attempts(d->store, j->id, &a, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (a[i].attempt == j->attempt - 1)
+                        dj->last_mark = (struct gw_attempt_mark) { .valid = true, .epoch = a[i].epoch };
+        gw_job_attempts_free(a, n);
 }
 
 /* The live shim of a job attempt, found by its command line: "gpuward-shim --job ID
@@ -52,6 +84,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
         struct gw_djob *dj = gw_djob_new(j);
         if (!j->log_path)
                 j->log_path = gw_job_log_path(d, j);
+        restore_last_mark(d, dj);
         if (j->state != GW_JOB_RUNNING) {
                 gw_jobmap_put(&d->map, dj);
                 gw_queue_insert(d, dj);
@@ -59,6 +92,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 d->n_backoff += j->not_before > 0;
                 return 0;
         }
+        restore_faults(d, dj); /* for every way the attempt ends below */
         if (j->stop_state != GW_JOB_PENDING)
                 gw_job_stop_restore(dj);
         pid_t shim = find_shim(d, j);

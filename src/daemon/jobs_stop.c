@@ -1,9 +1,11 @@
 /* Stopping jobs: signals, cancels and stops recorded before the first signal (so that a
  * daemon that goes down in between ends the job as stopped, not as lost), and the ends the
  * store refused (disk full, read-only state dir), kept and written again until it takes them. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "base/cleanup.h"
@@ -87,16 +89,53 @@ void gw_job_stop_restore(struct gw_djob *dj) {
         dj->end_reason = gw_xstrdup(j->stop_reason ? j->stop_reason : gw_job_state_name(j->stop_state));
 }
 
-/* Its processes outlived the daemon: stopped again, with a whole grace period (how much of
- * the first one was left is not known). */
+/* When the attempt's stop was recorded and the grace period it announced: the first
+ * "terminate" event of the attempt ("...: SIGTERM to every process of the job, SIGKILL in
+ * Ns", written by terminate() with the stop).  Later ones are this function's own repeats.
+ * -ENOENT when the events do not say (then a whole grace period from now). */
+static int recorded_stop(const struct gw_job_event *ev, size_t n, gw_usec_t *ret_at, gw_usec_t *ret_grace) {
+        for (size_t i = 0; i < n; i++) {
+                if (strcmp(ev[i].kind, "terminate"))
+                        continue;
+                const char *k = NULL;
+                for (const char *p = ev[i].message; (p = strstr(p, "SIGKILL in ")); p++)
+                        k = p;
+                long long secs;
+                if (!k || sscanf(k, "SIGKILL in %llds", &secs) != 1 || secs < 0)
+                        return -ENOENT;
+                *ret_at = ev[i].time;
+                *ret_grace = secs * GW_USEC_PER_SEC;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+/* Its processes outlived the daemon: stopped again, SIGKILL due at the recorded stop plus its
+ * grace period.  Not a whole new grace period: a daemon restarted over and over would
+ * otherwise put SIGKILL off for ever.  Without a recorded time, a whole grace period. */
 void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        gw_usec_t stopped = 0, grace = d->cfg->grace, left = grace;
+        struct gw_job_event *ev = NULL;
+        size_t n = 0;
+        if (gw_store_job_attempt_events(d->store, j->id, &ev, &n) == 0 && recorded_stop(ev, n, &stopped, &grace) == 0)
+                left = stopped + grace - gw_now_wall();
+        gw_job_events_free(ev, n);
+        if (left < 0)
+                left = 0;
         char msg[512];
-        snprintf(msg, sizeof msg, "%s: the daemon restarted while stopping it: SIGTERM again, SIGKILL in %llds",
-                 dj->end_reason, (long long) (d->cfg->grace / GW_USEC_PER_SEC));
-        dj->kill_at = d->now + d->cfg->grace;
-        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "terminate", msg);
-        log_info("job %lld: %s", (long long) dj->job->id, msg);
-        gw_job_signal(d, dj, d->cfg->grace > 0 ? SIGTERM : SIGKILL);
+        if (left > 0)
+                snprintf(msg, sizeof msg, "%s: the daemon restarted while stopping it: SIGTERM again, SIGKILL in %llds",
+                         dj->end_reason, (long long) ((left + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC));
+        else
+                snprintf(msg, sizeof msg, "%s: the daemon restarted while stopping it: its grace period is over",
+                         dj->end_reason);
+        /* Due now at the latest: the loop's tick sends SIGKILL and records it. */
+        dj->kill_at = d->now + left;
+        (void) gw_store_job_event(d->store, j->id, j->state, "terminate", msg);
+        log_info("job %lld: %s", (long long) j->id, msg);
+        if (left > 0)
+                gw_job_signal(d, dj, SIGTERM);
 }
 
 void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj) {

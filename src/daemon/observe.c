@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/observe.h"
 #include "daemon/web.h"
 
 #define RING_SECONDS 3600
@@ -166,17 +167,52 @@ static struct gw_job_anchor *job_anchors(const struct gw_daemon *d) {
 
 /* --- applying a snapshot ------------------------------------------------------------ */
 
-/* Remembers a GPU fault on a running job's GPU for the classifier at the attempt's end. */
-static void job_gpu_fault(struct gw_daemon *d, int64_t job_id, enum gw_gpu_event_kind kind, unsigned gpu,
-                          unsigned xid) {
-        struct gw_djob *dj = job_id ? gw_jobmap_get(&d->map, job_id) : NULL;
-        if (!dj || dj->n_events >= 256)
+/* The job events that record a GPU fault (apply_event, apply_health) and
+ * gw_observe_fault_of_event, which reads them back after a restart, share these words. */
+#define XID_MSG "Xid %llu on GPU %u at"
+#define DBE_MSG "double-bit ECC error on GPU %u at"
+#define LOST_MSG "GPU %u health: lost (fell off the bus?)"
+
+static void fault_keep(struct gw_djob *dj, struct gw_gpu_event e) {
+        if (dj->n_events >= 256)
                 return;
         if (dj->n_events == dj->cap_events) {
                 dj->cap_events = dj->cap_events ? dj->cap_events * 2 : 4;
                 dj->events = gw_xrealloc(dj->events, dj->cap_events * sizeof *dj->events);
         }
-        dj->events[dj->n_events++] = (struct gw_gpu_event) { .kind = kind, .gpu = (int) gpu, .xid = xid };
+        dj->events[dj->n_events++] = e;
+}
+
+/* Remembers a GPU fault on a running job's GPU for the classifier at the attempt's end. */
+static void job_gpu_fault(struct gw_daemon *d, int64_t job_id, enum gw_gpu_event_kind kind, unsigned gpu,
+                          unsigned xid) {
+        struct gw_djob *dj = job_id ? gw_jobmap_get(&d->map, job_id) : NULL;
+        if (dj)
+                fault_keep(dj, (struct gw_gpu_event) { .kind = kind, .gpu = (int) gpu, .xid = xid });
+}
+
+int gw_observe_fault_of_event(const char *kind, const char *message, struct gw_gpu_event *ret) {
+        unsigned long long xid = 0;
+        unsigned gpu = 0;
+        int end = 0;
+        bool is_xid = !strcmp(kind, "xid");
+        if (is_xid && sscanf(message, XID_MSG "%n", &xid, &gpu, &end) == 2 && end > 0)
+                *ret = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_XID, .gpu = (int) gpu, .xid = (unsigned) xid };
+        else if (is_xid && sscanf(message, DBE_MSG "%n", &gpu, &end) == 1 && end > 0)
+                *ret = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_ECC_DBE, .gpu = (int) gpu };
+        else if (!strcmp(kind, "gpu") && sscanf(message, LOST_MSG "%n", &gpu, &end) == 1 && end > 0)
+                *ret = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_LOST, .gpu = (int) gpu };
+        else
+                return -ENOENT;
+        return 0;
+}
+
+void gw_observe_faults_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                struct gw_gpu_event e;
+                if (gw_observe_fault_of_event(ev[i].kind, ev[i].message, &e) == 0)
+                        fault_keep(dj, e);
+        }
 }
 
 static void job_event(struct gw_daemon *d, int64_t job_id, const char *kind, const char *msg) {
@@ -233,8 +269,11 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
         if (!g->sampled && now->health == GW_GPU_OK)
                 return;
         char msg[128];
-        snprintf(msg, sizeof msg, "GPU %u health: %s", g->info.index,
-                 now->health == GW_GPU_OK ? "ok" : now->health == GW_GPU_LOST ? "lost (fell off the bus?)" : "unavailable");
+        if (now->health == GW_GPU_LOST)
+                snprintf(msg, sizeof msg, LOST_MSG, g->info.index);
+        else
+                snprintf(msg, sizeof msg, "GPU %u health: %s", g->info.index,
+                         now->health == GW_GPU_OK ? "ok" : "unavailable");
         log_warn("%s", msg);
         (void) gw_store_gpu_event(d->store, g->info.index, "health", -1, g->job_id, msg);
         if (g->job_id)
@@ -399,10 +438,11 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
         struct tm tm;
         strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
         if (xid)
-                snprintf(msg, sizeof msg, "Xid %llu on GPU %u at %s", ev->xid, ev->index, when);
+                snprintf(msg, sizeof msg, XID_MSG " %s", ev->xid, ev->index, when);
+        else if (dbe)
+                snprintf(msg, sizeof msg, DBE_MSG " %s", ev->index, when);
         else
-                snprintf(msg, sizeof msg, "%s ECC error on GPU %u at %s", dbe ? "double-bit" : "single-bit", ev->index,
-                         when);
+                snprintf(msg, sizeof msg, "single-bit ECC error on GPU %u at %s", ev->index, when);
         d->xid_events += xid;
         log_warn("%s%s", msg, g->job_id ? "" : " (no job on it)");
         (void) gw_store_gpu_event(d->store, ev->index, xid ? "xid" : "ecc", xid ? (long long) ev->xid : -1, g->job_id,

@@ -212,10 +212,35 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                 }
                 break;
         case GW_CAL_STOP_JOB:
+                /* Released (or denied) before its end: the job ends as at the booking's end, and
+                 * its reason says who ended the booking. */
+                if (b && (b->state == GW_BOOKING_RELEASED || b->state == GW_BOOKING_DENIED) && b->note[0])
+                        snprintf(msg, sizeof msg, "its booking ended early: %s", b->note);
+                else
+                        snprintf(msg, sizeof msg, "its booking ended");
                 if (dj && dj->job->state == GW_JOB_RUNNING)
-                        gw_job_terminate(d, dj, GW_JOB_TIMEOUT, "its booking ended");
+                        gw_job_terminate(d, dj, GW_JOB_TIMEOUT, msg);
                 break;
         }
+}
+
+/* The calendar's decisions due now, carried out; then the bookings that are over leave the
+ * open list (they stay in the store). */
+static void calendar_run(struct gw_daemon *d) {
+        struct gw_sharing *s = d->sharing;
+        struct calendar_view v;
+        gw_calendar_view(d, &v);
+        size_t cap = gw_calendar_tick_max(&v.in), n = 0, open = s->n_bookings;
+        struct gw_cal_action *acts = gw_xcalloc(cap + 1, sizeof *acts);
+        struct gw_calendar_params p = { s->no_show, s->warn_before_end };
+        if (gw_calendar_tick(&v.in, gw_now_wall(), &p, acts, cap, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        apply_action(d, &acts[i]);
+        free(acts);
+        gw_calendar_view_free(&v);
+        bookings_compact(s);
+        if (n || s->n_bookings != open)
+                d->sched_dirty = true;
 }
 
 gw_usec_t gw_sharing_tick(struct gw_daemon *d) {
@@ -226,23 +251,13 @@ gw_usec_t gw_sharing_tick(struct gw_daemon *d) {
                 return s->next_tick;
         /* Once a second is enough: booking times are minutes apart, and tests use seconds. */
         s->next_tick = d->now + GW_USEC_PER_SEC;
-        if (!s->n_bookings)
-                return s->next_tick;
-        struct calendar_view v;
-        gw_calendar_view(d, &v);
-        size_t cap = gw_calendar_tick_max(&v.in), n = 0;
-        struct gw_cal_action *acts = gw_xcalloc(cap + 1, sizeof *acts);
-        struct gw_calendar_params p = { s->no_show, s->warn_before_end };
-        if (gw_calendar_tick(&v.in, gw_now_wall(), &p, acts, cap, &n) == 0)
-                for (size_t i = 0; i < n; i++)
-                        apply_action(d, &acts[i]);
-        free(acts);
-        gw_calendar_view_free(&v);
-        if (n) {
-                bookings_compact(s);
-                d->sched_dirty = true;
-        }
+        if (s->n_bookings)
+                calendar_run(d);
         return s->next_tick;
+}
+
+void gw_sharing_booking_closed(struct gw_daemon *d) {
+        calendar_run(d);
 }
 
 /* --- quotas ------------------------------------------------------------------------- */
@@ -403,12 +418,24 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                 gw_calendar_view_free(&v);
 }
 
+/* A job in a booking that is not open any more (ended, released while its stop could not be
+ * recorded, or while no daemon ran) is over now: never the time limit alone. */
 gw_usec_t gw_sharing_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at) {
-        struct gw_store_booking *b = j->booking_id ? gw_sharing_booking(d, j->booking_id) : NULL;
-        if (!b)
+        if (!j->booking_id)
                 return limit_at;
-        gw_usec_t end = d->now + (b->end - gw_now_wall());
+        struct gw_store_booking *b = gw_sharing_booking(d, j->booking_id);
+        gw_usec_t end = b && !gw_booking_state_is_final((enum gw_booking_state) b->state)
+                                ? d->now + (b->end - gw_now_wall())
+                                : d->now;
         return end < limit_at ? end : limit_at;
+}
+
+void gw_sharing_job_limit(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        gw_usec_t ran = gw_now_wall() - j->start_time;
+        gw_usec_t by_time = d->now + j->time_limit - (ran > 0 ? ran : 0);
+        dj->limit_at = gw_sharing_limit(d, j, by_time);
+        dj->limit_by_booking = dj->limit_at < by_time;
 }
 
 void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j) {

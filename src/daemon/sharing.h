@@ -40,6 +40,15 @@ struct calendar_view {
 void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v);
 void gw_calendar_view_free(struct calendar_view *v);
 struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id);
+/* When dj's running attempt must stop (dj->limit_at, monotonic; dj->limit_by_booking): its time
+ * limit counted from its recorded start, or its booking's end if that comes first.  The one
+ * rule for a start and for a re-adoption after a restart, which therefore moves neither. */
+void gw_sharing_job_limit(struct gw_daemon *d, struct gw_djob *dj);
+/* A booking was just made final by a person (released, denied), already recorded and still in
+ * the open list: the calendar's rule for a booking that is over stops its running jobs now
+ * (SIGTERM, grace, SIGKILL; TIMEOUT "its booking ended early: released by USER"), then it
+ * leaves the list.  Pointers into the list are invalid afterwards. */
+void gw_sharing_booking_closed(struct gw_daemon *d);
 /* Local-time formatter for messages ("Sat 13:00"). */
 void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata);
 /* The resolved limits of a user. */

@@ -20,6 +20,7 @@ enum stmt_id {
         ST_JOB_GET,
         ST_JOB_STATE,
         ST_JOB_EVENTS,
+        ST_ATTEMPT_EVENTS,
         ST_JOBS_ACTIVE,
         ST_GPU_UPSERT,
         ST_GPU_GET,
@@ -62,6 +63,10 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
         [ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
         [ST_JOB_EVENTS] = "SELECT time, state, kind, message FROM job_events WHERE job_id = ?1 ORDER BY id",
+        /* Every attempt begins with a "start" event (jobs.c record_start). */
+        [ST_ATTEMPT_EVENTS] = "SELECT time, state, kind, message FROM job_events WHERE job_id = ?1 AND id >= "
+                              "coalesce((SELECT max(id) FROM job_events WHERE job_id = ?1 AND kind = 'start'), 0) "
+                              "ORDER BY id",
         [ST_JOBS_ACTIVE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state IN (0, 1, 2) ORDER BY id",
         [ST_GPU_UPSERT] = "INSERT INTO gpus (idx, uuid, name, mem_total, drained, drain_reason) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(idx) DO UPDATE SET "
@@ -563,8 +568,8 @@ int gw_store_job_state(struct gw_store *s, int64_t id, enum gw_job_state *ret) {
         return r;
 }
 
-int gw_store_job_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n) {
-        sqlite3_stmt *st = stmt_get(s, ST_JOB_EVENTS);
+static int job_events(struct gw_store *s, enum stmt_id which, int64_t id, struct gw_job_event **ret, size_t *ret_n) {
+        sqlite3_stmt *st = stmt_get(s, which);
         sqlite3_bind_int64(st, 1, id);
         struct gw_job_event *ev = NULL;
         size_t n = 0, cap = 0;
@@ -588,6 +593,14 @@ int gw_store_job_events(struct gw_store *s, int64_t id, struct gw_job_event **re
         *ret = ev;
         *ret_n = n;
         return 0;
+}
+
+int gw_store_job_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n) {
+        return job_events(s, ST_JOB_EVENTS, id, ret, ret_n);
+}
+
+int gw_store_job_attempt_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n) {
+        return job_events(s, ST_ATTEMPT_EVENTS, id, ret, ret_n);
 }
 
 static int each_row(struct gw_store *s, sqlite3_stmt *st, gw_store_job_cb cb, void *userdata) {

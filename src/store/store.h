@@ -58,6 +58,10 @@ int gw_store_job_get(struct gw_store *s, int64_t id, struct gw_job **ret);
 /* Its state only, cheap (-ENOENT if none). */
 int gw_store_job_state(struct gw_store *s, int64_t id, enum gw_job_state *ret);
 int gw_store_job_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n);
+/* The events of the job's current attempt, oldest first: from its newest "start" event on (all of
+ * them when it never started).  What a restarted daemon knows of the attempt it re-adopts.
+ * Caller frees with gw_job_events_free. */
+int gw_store_job_attempt_events(struct gw_store *s, int64_t id, struct gw_job_event **ret, size_t *ret_n);
 
 typedef int (*gw_store_job_cb)(struct gw_job *j, void *userdata); /* takes ownership of j */
 

@@ -298,5 +298,91 @@ class BackoffAcrossRestartTest(DaemonTest):
         self.assertEqual(j["attempt"], 2)
 
 
+class BookingAcrossRestartTest(DaemonTest):
+    @needs_readoption
+    def test_job_in_a_booking_still_stops_at_its_end(self):
+        """A re-adopted job's stop time is worked out as at its start: its booking's end, not
+        its (longer) time limit."""
+        bk = self.d.cli_json("reserve", "--gpus", "1", "--start", "now", "--duration", "10s")
+        jid = self.d.submit("--reservation", bk["id"], "--time", "1h", "--", "sleep", "300")
+        self.d.wait_state(jid, "RUNNING", timeout=10)
+        self.d.wait_pid(jid)
+        self.d.kill9()
+        self.d.start()
+        segs = [s for s in self.d.api("GET", "/api/v1/schedule?hours=2")[1]["segments"]
+                if s["kind"] == "running" and s["id"] == jid]
+        self.assertTrue(segs, "the re-adopted job is on the schedule")
+        for s in segs:
+            self.assertLess(abs(s["end"] - bk["end"]), 2, f"it ends with its booking: {s}")
+        j = self.d.wait_state(jid, {"TIMEOUT", "FAILED", "CANCELLED", "COMPLETED"}, timeout=30)
+        self.assertEqual(j["state"], "TIMEOUT")
+        self.assertIn("its booking ended", j["reason"])
+        self.assertLessEqual(j["end_time"], bk["end"] + 1 + 2.5, "stopped at the booking's end (grace 1 s)")
+
+
+class GpuFaultAcrossRestartTest(DaemonTest):
+    """An Xid seen on a job's GPU before a restart is still its evidence after it: the attempt
+    that then fails is a gpu_fault, retried, not a user error."""
+    gpus = 2
+
+    def faulted_job(self):
+        gate = os.path.join(self.d.work, "gate")
+        script = f'while [ ! -e {gate} ]; do sleep 0.05; done; [ "$GPUWARD_ATTEMPT" = 1 ] && exit 1; exit 0'
+        jid = self.d.submit_api(["sh", "-c", script], retries=3)
+        g = self.d.wait_state(jid, "RUNNING")["gpus"][0]
+        pid = self.d.wait_pid(jid)
+        with open(os.path.join(self.d.state, "sim-nvml", "events"), "a") as f:
+            f.write(f"gpu={g} xid=79\n")
+        wait_until(lambda: "xid" in kinds(self.d.job(jid)), timeout=10, what="the xid event")
+        return jid, pid, gate
+
+    def assert_retried_as_gpu_fault(self, jid):
+        j = self.d.wait_state(jid, {"COMPLETED", "FAILED"}, timeout=30)
+        self.assertEqual([a["class"] for a in j["attempts"]][:1], ["gpu_fault"], j["attempts"])
+        self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 2))
+
+    @needs_readoption
+    def test_fault_before_a_restart_of_a_job_still_running(self):
+        jid, _, gate = self.faulted_job()
+        self.d.kill9()
+        self.d.start()
+        self.assertIn("adopt", kinds(self.d.job(jid)))
+        open(gate, "w").close()
+        self.assert_retried_as_gpu_fault(jid)
+
+    def test_fault_before_a_restart_of_a_job_that_ended_while_down(self):
+        jid, pid, gate = self.faulted_job()
+        self.d.kill9()
+        open(gate, "w").close()
+        wait_until(lambda: not pid_alive(pid), what="the job to end while no daemon runs")
+        time.sleep(0.3)  # its supervisor writes the exit status to the journal
+        self.d.start()
+        self.assert_retried_as_gpu_fault(jid)
+
+
+class StopAcrossRestartsTest(DaemonTest):
+    grace = 5
+
+    @needs_readoption
+    def test_restarts_do_not_put_off_sigkill(self):
+        """SIGKILL comes at the recorded stop plus the grace period however often the daemon
+        restarts in between, not a whole grace period after each restart."""
+        ready = os.path.join(self.d.work, "ready")
+        jid = self.d.submit("--", "sh", "-c", f"trap '' TERM; touch {ready}; while :; do sleep 0.2; done")
+        self.d.wait_state(jid, "RUNNING")
+        pid = self.d.wait_pid(jid)
+        wait_until(lambda: os.path.exists(ready), what="the job to ignore SIGTERM")
+        t0 = time.time()
+        self.assertEqual(self.d.api("DELETE", f"/api/v1/jobs/{jid}")[0], 202)  # accepted: stopping
+        while time.time() - t0 < 10 and pid_alive(pid):
+            time.sleep(1.5)
+            self.d.kill9()
+            self.d.start()
+        wait_until(lambda: not pid_alive(pid), timeout=15, what="the job to be killed")
+        self.assertLess(time.time() - t0, 5 + 2.5, "SIGKILL at the cancel plus its 5 s grace period")
+        j = self.d.wait_state(jid, "CANCELLED")
+        self.assertIn("kill", kinds(j))
+
+
 if __name__ == "__main__":
     main()

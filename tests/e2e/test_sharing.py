@@ -38,6 +38,23 @@ class BookingTest(DaemonTest):
         self.d.wait_state(other, "RUNNING", timeout=10)
         self.d.cli("cancel", other)
 
+    def test_releasing_a_booking_stops_its_running_job(self):
+        """A released booking is over, as at its end: its job stops now, not at the old end,
+        and leaves its GPU to others."""
+        st, b = self.book(ngpus=1, start=time.time() + 1, duration=3600)
+        self.assertEqual(st, 201, b)
+        jid = self.d.submit("--reservation", b["id"], "--time", "2h", "--", "sleep", "300")
+        self.d.wait_state(jid, "RUNNING", timeout=10)
+        self.d.wait_pid(jid)
+        t0 = time.time()
+        self.d.cli("unreserve", b["id"])
+        j = self.d.wait_state(jid, "TIMEOUT", timeout=10)
+        self.assertRegex(j["reason"], r"^its booking ended early: released by \S+$")
+        self.assertLess(j["end_time"] - t0, 1 + 2, "stopped at the release (grace 1 s)")
+        self.assertEqual(self.d.api("GET", "/api/v1/bookings")[1]["bookings"], [])
+        other = self.d.submit("--gpus", 4, "--time", "1h", "--", "true")
+        self.d.wait_state(other, "COMPLETED")
+
     def test_refused_with_the_nearest_window(self):
         now = time.time()
         st, b = self.book(ngpus=2, start=now + 3600, duration=4 * 3600)

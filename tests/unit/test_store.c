@@ -731,6 +731,33 @@ static void checkpoints_in_background(void **state) {
         store_open_ok(f);
 }
 
+/* A restarted daemon reads back only the attempt it re-adopts: from its newest "start" on. */
+static void attempt_events(void **state) {
+        struct fixture *f = *state;
+        struct gw_job *j = job_new(1000, GW_JOB_PENDING);
+        struct gw_job_event *ev = NULL;
+        size_t n = 0;
+        assert_int_equal(gw_store_job_insert(f->s, j, "submitted"), 0);
+        assert_int_equal(gw_store_job_attempt_events(f->s, j->id, &ev, &n), 0);
+        assert_int_equal(n, 1); /* never started: all of them */
+        gw_job_events_free(ev, n);
+
+        static const char *const kinds[] = { "start", "xid",       "terminate", "retry",
+                                             "start", "xid",       "terminate", "terminate" };
+        for (size_t i = 0; i < N_ELEMS(kinds); i++)
+                assert_int_equal(
+                        gw_store_job_event(f->s, j->id, GW_JOB_RUNNING, kinds[i], i < 4 ? "first" : "second"), 0);
+        assert_int_equal(gw_store_job_event(f->s, j->id + 1, GW_JOB_RUNNING, "start", "another job's"), 0);
+        assert_int_equal(gw_store_job_attempt_events(f->s, j->id, &ev, &n), 0);
+        assert_int_equal(n, 4);
+        for (size_t i = 0; i < n; i++) {
+                assert_string_equal(ev[i].kind, kinds[4 + i]);
+                assert_string_equal(ev[i].message, "second");
+        }
+        gw_job_events_free(ev, n);
+        gw_job_free(j);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -740,6 +767,7 @@ int main(void) {
                 T(job_round_trip),
                 T(job_null_and_empty_vectors),
                 T(job_lifecycle_events),
+                T(attempt_events),
                 T(unknown_ids),
                 T(jobs_active),
                 T(jobs_list),

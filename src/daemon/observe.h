@@ -1,0 +1,17 @@
+/* GPU faults as observe.c records them in a job's events, read back: a restarted daemon has
+ * only the store to tell the classifier what the attempt it re-adopts went through. */
+#pragma once
+#include <stddef.h>
+
+#include "core/failure.h"
+#include "core/jobrec.h"
+#include "daemon/daemon.h"
+
+/* The GPU fault one stored job event records: kind "xid" with an Xid or a double-bit ECC
+ * error, kind "gpu" with the GPU lost.  0 and *ret, or -ENOENT for any other event (a
+ * single-bit ECC error, a drain, ...).  Pure. */
+int gw_observe_fault_of_event(const char *kind, const char *message, struct gw_gpu_event *ret);
+
+/* Adds the faults among ev (the attempt's events, oldest first) to dj's evidence, as
+ * observe.c would have while it watched; copies what it keeps. */
+void gw_observe_faults_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
