@@ -303,7 +303,10 @@ int gw_observe_start(struct gw_daemon *d);
 void gw_observe_stop(struct gw_daemon *d);
 /* The sampler's fd fired: apply the newest snapshot and the GPU events. */
 void gw_observe_ready(struct gw_daemon *d);
-int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason);
+/* Drains (or undrains) GPU idx, recorded in the store first: refused, nothing changes and
+ * the store's error is returned, unless even_unrecorded (a GPU fault: it must take no job
+ * either way). */
+int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason, bool even_unrecorded);
 /* The telemetry summary of a job: live for running jobs, stored for finished ones; NULL if none. */
 json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j);
 /* Called when a running job ends: persists its last minute and its summary (into j->telemetry). */

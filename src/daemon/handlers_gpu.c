@@ -117,7 +117,7 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
          * that the GPU was usable all along (and no "undrained" event is recorded). */
         if (!drain && !d->gpus[ctx->id].drained)
                 return reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
-        if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason) < 0)
+        if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason, false) < 0)
                 return reply_store_error(d, rep, "cannot record the drain");
         reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id]));
 }

@@ -397,17 +397,22 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
 
 /* --- events and draining ------------------------------------------------------------- */
 
-int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason) {
+int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason, bool even_unrecorded) {
         if (idx >= d->n_gpus)
                 return -ENOENT;
         struct gw_dgpu *g = &d->gpus[idx];
-        g->drained = drain;
-        snprintf(g->drain_reason, sizeof g->drain_reason, "%s", drain ? reason : "");
         struct gw_store_gpu sg = { .index = idx, .mem_total = g->info.mem_total, .drained = drain };
         snprintf(sg.uuid, sizeof sg.uuid, "%s", g->info.uuid);
         snprintf(sg.name, sizeof sg.name, "%s", g->info.name);
-        snprintf(sg.drain_reason, sizeof sg.drain_reason, "%s", g->drain_reason);
+        snprintf(sg.drain_reason, sizeof sg.drain_reason, "%s", drain ? reason : "");
         int r = gw_store_gpu_upsert(d->store, &sg);
+        if (r < 0 && !even_unrecorded)
+                return r; /* refused: nothing changes, as for every other write */
+        if (r < 0)
+                log_warn("GPU %u: drained, but the drain could not be recorded (%s): it holds until a restart", idx,
+                         gw_store_errmsg(d->store));
+        g->drained = drain;
+        snprintf(g->drain_reason, sizeof g->drain_reason, "%s", sg.drain_reason);
         char msg[400];
         snprintf(msg, sizeof msg, "GPU %u %s%s%s", idx, drain ? "drained: " : "undrained", drain ? reason : "",
                  drain && g->job_id ? " (its job keeps running)" : "");
@@ -452,7 +457,7 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
         if (xid || dbe)
                 job_gpu_fault(d, g->job_id, xid ? GW_GPU_EVENT_XID : GW_GPU_EVENT_ECC_DBE, ev->index, (unsigned) ev->xid);
         if ((xid && xid_drains(ev->xid)) || dbe)
-                (void) gw_gpu_drain(d, ev->index, true, msg);
+                (void) gw_gpu_drain(d, ev->index, true, msg, true); /* a faulted GPU takes no job, recorded or not */
 }
 
 void gw_observe_ready(struct gw_daemon *d) {

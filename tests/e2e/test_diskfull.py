@@ -190,6 +190,9 @@ class StateDirFaults(unittest.TestCase):
         self.assert_write_refused(self.d.api("POST", f"/api/v1/jobs/{held}/release"), status, why, "release")
         self.assertEqual(self.d.job(held)["state"], "HELD")
         self.assert_write_refused(self.d.api("POST", "/api/v1/tokens", {"name": "ci"}), status, why, "token create")
+        self.assert_write_refused(self.d.api("POST", "/api/v1/gpus/3/drain", {"reason": "fan"}), status, why, "drain")
+        self.assertEqual(self.d.api("GET", "/api/v1/gpus")[1]["gpus"][3]["health"], "ok",
+                         "a drain that was not recorded is not done")
         self.assert_cli_refused(why, "submit", "--gpus", "1", "--", "true")
         self.assert_cli_refused(why, "token", "create")
         self.assert_cli_refused(why, "reserve", "--gpus", "1", "--start", "now+2h", "--duration", "30m")
