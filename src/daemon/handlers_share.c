@@ -359,27 +359,25 @@ void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_r
                 json_decref(o);
                 return;
         }
-        size_t i;
+        size_t i, n = json_array_size(settings);
         json_t *s;
-        struct gw_quota scratch;
-        gw_quota_init(&scratch);
-        /* All or nothing: check every setting before storing any. */
-        json_array_foreach(settings, i, s) {
-                if (!json_is_string(s) || gw_quota_parse_setting(&scratch, json_string_value(s), msg, sizeof msg) < 0) {
-                        reply_error(rep, 400, "settings", "%s", json_is_string(s) ? msg : "settings: must be strings");
-                        json_decref(o);
-                        return;
-                }
+        const char **list = gw_xcalloc(n, sizeof *list);
+        json_array_foreach(settings, i, s)
+                list[i] = json_string_value(s);
+        int r = -EINVAL;
+        for (i = 0; i < n && list[i]; i++)
+                ;
+        if (i < n)
+                reply_error(rep, 400, "settings", "settings: must be strings");
+        else if ((r = gw_sharing_quota_set(d, subj, list, n, msg, sizeof msg)) == -EIO)
+                reply_store_error(d, rep, "cannot store the quota");
+        else if (r < 0)
+                reply_error(rep, 400, r == -E2BIG ? "subject" : "settings", "%s", msg);
+        if (r == 0) {
+                log_info("quota of %s set by %s", subj, c->user);
+                reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
         }
-        json_array_foreach(settings, i, s) {
-                if (gw_sharing_quota_apply(d, subj, json_string_value(s), msg, sizeof msg) < 0) {
-                        reply_error(rep, 400, "settings", "%s", msg);
-                        json_decref(o);
-                        return;
-                }
-        }
-        log_info("quota of %s set by %s", subj, c->user);
-        reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
+        free(list);
         json_decref(o);
 }
 

@@ -53,22 +53,34 @@ static void quota_keep(const char *subj, const char *key, int64_t value, void *u
                 q->q.v[k] = value;
 }
 
-int gw_sharing_quota_apply(struct gw_daemon *d, const char *subj, const char *setting, char *msg, size_t n) {
-        struct gw_quota_subject *q = subject(d->sharing, subj, true);
-        if (!q) {
-                snprintf(msg, n, "too many quota subjects");
+int gw_sharing_quota_set(struct gw_daemon *d, const char *subj, const char *const *settings, size_t n, char *msg,
+                         size_t msg_n) {
+        struct gw_quota_subject *q = subject(d->sharing, subj, false);
+        if (!q && d->sharing->n_subjects == GW_SHARING_MAX_SUBJECTS) {
+                snprintf(msg, msg_n, "too many quota subjects (%d)", GW_SHARING_MAX_SUBJECTS);
                 return -E2BIG;
         }
-        struct gw_quota tmp = q->q;
-        int r = gw_quota_parse_setting(&tmp, setting, msg, n);
-        if (r < 0)
-                return r;
-        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++)
-                if (tmp.v[k] != q->q.v[k] && gw_store_quota_set(d->store, subj, gw_quota_key_name(k), tmp.v[k]) < 0) {
-                        snprintf(msg, n, "cannot store the quota: %s", gw_store_errmsg(d->store));
-                        return -EIO;
-                }
-        q->q = tmp;
+        struct gw_quota old, new;
+        if (q)
+                old = q->q;
+        else
+                gw_quota_init(&old);
+        new = old;
+        for (size_t i = 0; i < n; i++) {
+                int r = gw_quota_parse_setting(&new, settings[i], msg, msg_n);
+                if (r < 0)
+                        return r;
+        }
+        /* All or nothing on disk too: one transaction, and memory changed only once it is in. */
+        bool ok = gw_store_begin(d->store) == 0;
+        for (int k = 0; ok && k < _GW_QUOTA_KEY_MAX; k++)
+                ok = new.v[k] == old.v[k] || gw_store_quota_set(d->store, subj, gw_quota_key_name(k), new.v[k]) == 0;
+        if (!ok || gw_store_commit(d->store) < 0) {
+                snprintf(msg, msg_n, "cannot store the quota: %s", gw_store_errmsg(d->store));
+                (void) gw_store_rollback(d->store);
+                return -EIO;
+        }
+        subject(d->sharing, subj, true)->q = new;
         d->sched_dirty = true;
         return 0;
 }

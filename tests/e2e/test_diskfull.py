@@ -191,6 +191,10 @@ class StateDirFaults(unittest.TestCase):
         self.assertEqual(self.d.job(held)["state"], "HELD")
         self.assert_write_refused(self.d.api("POST", "/api/v1/tokens", {"name": "ci"}), status, why, "token create")
         self.assert_write_refused(self.d.api("POST", "/api/v1/gpus/3/drain", {"reason": "fan"}), status, why, "drain")
+        quota = self.d.api("GET", "/api/v1/quota")[1]["limits"]
+        self.assert_write_refused(self.d.api("POST", "/api/v1/quota", {"subject": "default", "settings": [
+            "max_gpus=2", "max_pending_jobs=7"]}), status, why, "quota set")
+        self.assertEqual(self.d.api("GET", "/api/v1/quota")[1]["limits"], quota, "a quota not recorded does not count")
         self.assertEqual(self.d.api("GET", "/api/v1/gpus")[1]["gpus"][3]["health"], "ok",
                          "a drain that was not recorded is not done")
         self.assert_cli_refused(why, "submit", "--gpus", "1", "--", "true")
