@@ -247,7 +247,17 @@ json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep)
         return o;
 }
 
-/* Decodes one submission into a new job owned by the caller; NULL after replying 400. */
+int body_check(const json_t *o, const char *const *fields, size_t n, const char *what, const char *key,
+               const char **ret, struct gw_http_reply *rep) {
+        struct gw_codec_error err;
+        *ret = NULL;
+        if (gw_codec_check_fields(o, fields, n, what, &err) < 0 || (key && gw_codec_get_string(o, key, ret, &err) < 0)) {
+                reply_error(rep, 400, err.field, "%s", err.message);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* A refused job: of a batch (index >= 0), the error says which, in words and as "index". */
 static void reply_job_error(struct gw_http_reply *rep, int status, const char *field, long index, const char *msg) {
         if (index < 0) {
@@ -261,6 +271,7 @@ static void reply_job_error(struct gw_http_reply *rep, int status, const char *f
                              field && field[0] ? gw_json_text(field) : json_null(), "index", (json_int_t) index));
 }
 
+/* Decodes one submission into a new job owned by the caller; NULL after replying 400. */
 static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, const json_t *spec, bool *ret_hold,
                                  struct gw_http_reply *rep, long index) {
         struct gw_job *j = gw_xcalloc(1, sizeof *j);

@@ -36,6 +36,11 @@ void reply_error(struct gw_http_reply *rep, int status, const char *field, const
  * "WHAT: the state in DIR cannot be written (the disk is full): ...". */
 void reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const char *what);
 json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep); /* NULL after a 400 */
+/* A small body's check: no key but the n fields (what: "a drain", for the message), and the
+ * string field key, if not NULL, read into *ret (NULL when absent; points into o).  0, or
+ * -EINVAL after a 400 naming the field. */
+int body_check(const json_t *o, const char *const *fields, size_t n, const char *what, const char *key,
+               const char **ret, struct gw_http_reply *rep);
 /* A job by id: the live one if active, else the stored record, which *tmp then owns. */
 const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
 bool may_touch(const struct caller *c, const struct gw_job *j);

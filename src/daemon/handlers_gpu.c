@@ -69,13 +69,9 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
 /* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */
 static int decode_drain(const json_t *o, const struct caller *c, char *reason, size_t n, struct gw_http_reply *rep) {
         static const char *const fields[] = { "reason" };
-        struct gw_codec_error err;
         const char *r;
-        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a drain", &err) < 0 ||
-            gw_codec_get_string(o, "reason", &r, &err) < 0) {
-                reply_error(rep, 400, err.field, "%s", err.message);
+        if (body_check(o, fields, ELEMENTSOF(fields), "a drain", "reason", &r, rep) < 0)
                 return -EINVAL;
-        }
         size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
         for (const char *p = r; p && *p; p++)
                 len += ((unsigned char) *p & 0xC0) != 0x80;
@@ -89,12 +85,8 @@ static int decode_drain(const json_t *o, const struct caller *c, char *reason, s
 
 /* undrain takes no body; one sent anyway must not hide a field the caller meant. */
 static int decode_undrain(const json_t *o, struct gw_http_reply *rep) {
-        struct gw_codec_error err;
-        if (gw_codec_check_fields(o, NULL, 0, "an undrain", &err) < 0) {
-                reply_error(rep, 400, err.field, "%s", err.message);
-                return -EINVAL;
-        }
-        return 0;
+        const char *none;
+        return body_check(o, NULL, 0, "an undrain", NULL, &none, rep);
 }
 
 void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

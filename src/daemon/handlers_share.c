@@ -321,13 +321,9 @@ static int check_quota_subject(struct gw_daemon *d, const char *subject, const c
 static int decode_quota_set(struct gw_daemon *d, const json_t *o, char *subj, size_t n, const json_t **ret_settings,
                             struct gw_http_reply *rep) {
         static const char *const fields[] = { "subject", "settings" };
-        struct gw_codec_error err;
         const char *subject;
-        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a quota setting", &err) < 0 ||
-            gw_codec_get_string(o, "subject", &subject, &err) < 0) {
-                reply_error(rep, 400, err.field, "%s", err.message);
+        if (body_check(o, fields, ELEMENTSOF(fields), "a quota setting", "subject", &subject, rep) < 0)
                 return -EINVAL;
-        }
         const json_t *settings = json_object_get(o, "settings");
         if (!subject || !*subject || strlen(subject) > 64) {
                 reply_error(rep, 400, "subject", "subject: USER, @GROUP or default");
@@ -416,12 +412,10 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         if (!o)
                 return;
         static const char *const fields[] = { "name", "expires" };
-        struct gw_codec_error err;
         const char *name;
-        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a token", &err) < 0 ||
-            gw_codec_get_string(o, "name", &name, &err) < 0) {
+        if (body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
                 json_decref(o);
-                return reply_error(rep, 400, err.field, "%s", err.message);
+                return;
         }
         if (name && (strlen(name) > 64 || strpbrk(name, "\n\r\t"))) {
                 json_decref(o);

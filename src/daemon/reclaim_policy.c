@@ -126,12 +126,10 @@ void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_
         if (!o)
                 return;
         static const char *const fields[] = { "idle_policy" };
-        struct gw_codec_error err;
-        const char *v = NULL;
-        if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a policy change", &err) < 0 ||
-            gw_codec_get_string(o, "idle_policy", &v, &err) < 0) {
+        const char *v;
+        if (body_check(o, fields, ELEMENTSOF(fields), "a policy change", "idle_policy", &v, rep) < 0) {
                 json_decref(o);
-                return reply_error(rep, 400, err.field, "%s", err.message);
+                return;
         }
         char name[GW_RECLAIM_NAME_MAX + 1];
         snprintf(name, sizeof name, "%s", v ? v : "");
