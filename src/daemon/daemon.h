@@ -326,8 +326,6 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
 /* At submit: quota hard limits and the booking's ownership; 0 or -EINVAL with err.  ahead:
  * the user's jobs of the same batch, checked but not queued yet. */
 int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
-/* A job of a booking starts: the end of the booking caps its time limit (monotonic). */
-gw_usec_t gw_sharing_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at);
 /* A job ended: its booking was used until now. */
 void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j);
 

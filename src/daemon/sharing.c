@@ -432,7 +432,7 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
 
 /* A job in a booking that is not open any more (ended, released while its stop could not be
  * recorded, or while no daemon ran) is over now: never the time limit alone. */
-gw_usec_t gw_sharing_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at) {
+static gw_usec_t booking_limit(struct gw_daemon *d, const struct gw_job *j, gw_usec_t limit_at) {
         if (!j->booking_id)
                 return limit_at;
         struct gw_store_booking *b = gw_sharing_booking(d, j->booking_id);
@@ -446,7 +446,7 @@ void gw_sharing_job_limit(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         gw_usec_t ran = gw_now_wall() - j->start_time;
         gw_usec_t by_time = d->now + j->time_limit - (ran > 0 ? ran : 0);
-        dj->limit_at = gw_sharing_limit(d, j, by_time);
+        dj->limit_at = booking_limit(d, j, by_time);
         dj->limit_by_booking = dj->limit_at < by_time;
 }
 
