@@ -1,6 +1,8 @@
 /* A restarted daemon takes up the jobs it left: queued ones go back in the queue, running
  * ones whose supervisor still lives are re-adopted (pid and start time, or the supervisor's
- * command line), the others end as their supervisor left them or as lost. */
+ * command line), the others end as their supervisor left them or as lost.  It goes no further
+ * when a live supervisor runs a job attempt the database does not know (emptied, or an older
+ * copy put back): that job's GPUs and id would be given again. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "daemon/observe.h"
 #include "daemon/proc.h"
 #include "daemon/sharing.h"
+#include "daemon/training.h"
 
 static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
@@ -35,18 +38,22 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         return 0;
 }
 
-/* The GPU faults seen on the attempt's GPUs, which the previous daemon kept in memory for the
- * classifier at the attempt's end: rebuilt from the attempt's events in the store.  Without
- * them a job hit by an Xid before the restart is taken for a user error and not retried. */
-static void restore_faults(struct gw_daemon *d, struct gw_djob *dj) {
+/* What the previous daemon kept in memory for the classifier and the retry decision at the
+ * attempt's end, rebuilt from the attempt's events in the store: the GPU faults seen on its
+ * GPUs (without them a job hit by an Xid before the restart is taken for a user error and not
+ * retried) and a leak the detector flagged (without it an oom the leak explains is not
+ * retried, and a stop by leak_policy restart is taken for a plain failure). */
+static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_attempt_events(d->store, dj->job->id, &ev, &n) < 0) {
-                log_warn("job %lld: cannot read its events: %s; GPU faults seen before the restart are not known",
-                         (long long) dj->job->id, gw_store_errmsg(d->store));
-                return;
+                log_warn("job %lld: cannot read its events: %s; GPU faults and leaks seen before the restart "
+                         "are not known", (long long) dj->job->id, gw_store_errmsg(d->store));
+                ev = NULL;
+                n = 0;
         }
         gw_observe_faults_restore(dj, ev, n);
+        gw_training_leak_restore(d, dj, ev, n); /* also from its recorded stop alone */
         gw_job_events_free(ev, n);
 }
 
@@ -92,7 +99,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 d->n_backoff += j->not_before > 0;
                 return 0;
         }
-        restore_faults(d, dj); /* for every way the attempt ends below */
+        restore_evidence(d, dj); /* for every way the attempt ends below */
         if (j->stop_state != GW_JOB_PENDING)
                 gw_job_stop_restore(dj);
         pid_t shim = find_shim(d, j);
@@ -135,14 +142,78 @@ static void sweep_cgroups(struct gw_daemon *d) {
                 log_info("removed %zu empty job cgroup%s left under %s", gone, gone == 1 ? "" : "s", d->cg.base);
 }
 
+/* Whether the store's record of the job (NULL: it has none) accounts for a live supervisor of
+ * one of its attempts.  Starts are recorded before their supervisor is spawned, so it does not
+ * when the attempt is newer than the record's, or the record's is not started yet: the
+ * database was emptied or replaced by an older copy.  An older attempt's supervisor is one
+ * still finishing after that attempt's end.  Pure. */
+static bool shim_accounted(const struct gw_job *j, const struct gw_shim_ref *s) {
+        if (!j || j->attempt < s->attempt)
+                return false;
+        return j->attempt > s->attempt || (j->state != GW_JOB_PENDING && j->state != GW_JOB_HELD);
+}
+
+/* The first few supervisors' job attempts ("job N attempt A, ...") or pids ("P, ..."), and
+ * how many more. */
+static void shims_list(const struct gw_shim_ref *const *v, size_t n, bool pids, char *buf, size_t len) {
+        size_t used = 0, shown = n <= 4 ? n : 3;
+        buf[0] = '\0';
+        for (size_t i = 0; i < shown && used < len; i++)
+                if (pids)
+                        used += (size_t) snprintf(buf + used, len - used, "%s%d", i ? ", " : "", (int) v[i]->pid);
+                else
+                        used += (size_t) snprintf(buf + used, len - used, "%sjob %lld attempt %d", i ? ", " : "",
+                                                  (long long) v[i]->job_id, v[i]->attempt);
+        if (n > shown && used < len)
+                (void) snprintf(buf + used, len - used, " and %zu more", n - shown);
+}
+
+/* Refuses to go on when a supervisor of this state dir runs a job attempt the store does not
+ * know: its job still holds GPUs the store has as free (they would be given again), and its
+ * id would be given again too (its exit, in the journal, would end the new job).  Only the
+ * supervisors found for re-adoption are looked up, one row each. */
+static int check_shims(struct gw_daemon *d) {
+        const struct gw_shim_ref **unknown = gw_xcalloc(d->n_shims + 1, sizeof *unknown);
+        size_t n = 0;
+        int r = 0;
+        for (size_t i = 0; i < d->n_shims && r >= 0; i++) {
+                const struct gw_shim_ref *s = &d->shims[i];
+                _cleanup_(gw_job_freep) struct gw_job *j = NULL;
+                if (s->job_id <= 0)
+                        continue; /* idle: between jobs */
+                r = gw_store_job_get(d->store, s->job_id, &j);
+                if (r == -ENOENT)
+                        r = 0;
+                if (r >= 0 && !shim_accounted(j, s))
+                        unknown[n++] = s;
+        }
+        if (r >= 0 && n) {
+                char jobs[160], pids[96], msg[512];
+                shims_list(unknown, n, false, jobs, sizeof jobs);
+                shims_list(unknown, n, true, pids, sizeof pids);
+                snprintf(msg, sizeof msg, "it knows no %s, yet %s (pid%s %s) %s still running: was gpuward.db "
+                         "replaced or emptied? Stop %s, or put the database back", jobs,
+                         n == 1 ? "its supervisor" : "their supervisors", n == 1 ? "" : "s", pids,
+                         n == 1 ? "is" : "are", n == 1 ? "that process and its job" : "those processes and their jobs");
+                r = gw_store_set_error(d->store, -ESTALE, msg);
+        }
+        free(unknown);
+        return r;
+}
+
 int gw_jobs_recover(struct gw_daemon *d) {
         d->recovering = true;
         gw_proc_find_shims(d->exits_path, &d->shims, &d->n_shims);
-        int r = gw_store_jobs_active(d->store, recover_one, d);
+        int r = check_shims(d);
+        bool refused = r < 0;
+        if (!refused)
+                r = gw_store_jobs_active(d->store, recover_one, d);
         free(d->shims);
         d->shims = NULL;
         d->n_shims = 0;
         d->recovering = false;
+        if (refused)
+                return r; /* nothing touched: no job ended, no process signalled, the journal kept */
         gw_jobs_trim_exits(d);
         sweep_cgroups(d);
         return r;

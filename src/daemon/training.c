@@ -23,6 +23,7 @@
 #include "core/leak_respond.h"
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
+#include "daemon/training.h"
 #include "daemon/training_int.h"
 #include "daemon/userfile.h"
 #include "store/epochs.h"
@@ -296,10 +297,16 @@ static void update_eta(struct gw_job *j, struct gw_train *t, gw_usec_t now) {
 
 static const char *leak_policy(const struct gw_job *j) { return j->leak_policy ? j->leak_policy : "warn"; }
 
+/* The "leak" event (report_leak) and the stop of leak_policy restart (respond_leak) are what
+ * gw_training_leak_restore reads back after a restart: they share these words. */
+#define LEAK_EVENT_POLICY "; leak_policy "
+#define LEAK_STOP_START "memory leak ("
+#define LEAK_STOP_END "): stopped after its checkpoint to resume from it"
+
 static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, const struct gw_leak_response *r) {
         const struct gw_job *j = dj->job;
         char msg[GW_LEAK_EVIDENCE_MAX + 200], line[GW_LEAK_EVIDENCE_MAX + 240];
-        snprintf(msg, sizeof msg, "%s; leak_policy %s: %s", t->leak.evidence, leak_policy(j), r->outcome);
+        snprintf(msg, sizeof msg, "%s" LEAK_EVENT_POLICY "%s: %s", t->leak.evidence, leak_policy(j), r->outcome);
         (void) gw_store_job_event(d->store, j->id, j->state, "leak", msg);
         log_warn("job %lld: GPU memory leak: %s", (long long) j->id, msg);
         snprintf(line, sizeof line, "gpuward: LEAK: %s (gpuward show %lld)\n", msg, (long long) j->id);
@@ -341,25 +348,32 @@ static void check_leak(struct gw_daemon *d, const struct gw_job *j, struct gw_tr
                 t->leak_flagged = t->leak.leak;
 }
 
+/* What core/leak_respond.h is told of the job and of what this attempt already did. */
+static struct gw_leak_respond_input respond_input(const struct gw_daemon *d, const struct gw_djob *dj,
+                                                 const struct gw_train *t) {
+        const struct gw_job *j = dj->job;
+        int max = j->retries >= 0 ? j->retries : d->cfg->default_retries;
+        return (struct gw_leak_respond_input) {
+                .policy = gw_leak_policy_from_name(j->leak_policy),
+                .flagged = t->leak_flagged,
+                .resumable = j->yolo, /* the retry resumes from the run's weights/last.pt */
+                .attempt = (unsigned) j->attempt,
+                .max_retries = max > 0 ? (unsigned) max : 0,
+                .reported = t->leak_reported,
+                .restart_pending = t->restart_pending,
+                .stop_sent = t->restart_sent,
+                .stopping = dj->terminating,
+                .ckpt_settled = t->restart_pending && gw_train_ckpt_settled(t),
+        };
+}
+
 /* What to do about a leak is core/leak_respond.h's decision (the simulator drives the same):
  * report it once per attempt; under leak_policy restart, stop right after a checkpoint, so
  * the retry loses nothing and starts with the leaked memory given back. */
 static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
         const struct gw_job *j = dj->job;
-        int max = j->retries >= 0 ? j->retries : d->cfg->default_retries;
         for (int look = 0; look < 2; look++) {
-                struct gw_leak_respond_input in = {
-                        .policy = gw_leak_policy_from_name(j->leak_policy),
-                        .flagged = t->leak_flagged,
-                        .resumable = j->yolo, /* the retry resumes from the run's weights/last.pt */
-                        .attempt = (unsigned) j->attempt,
-                        .max_retries = max > 0 ? (unsigned) max : 0,
-                        .reported = t->leak_reported,
-                        .restart_pending = t->restart_pending,
-                        .stop_sent = t->restart_sent,
-                        .stopping = dj->terminating,
-                        .ckpt_settled = t->restart_pending && gw_train_ckpt_settled(t),
-                };
+                struct gw_leak_respond_input in = respond_input(d, dj, t);
                 struct gw_leak_response r;
                 if (gw_leak_respond(&in, &r) < 0 || r.act == GW_LEAK_ACT_NONE)
                         return;
@@ -368,8 +382,7 @@ static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_trai
                         continue; /* the stop may be due at the same look */
                 }
                 char reason[GW_LEAK_EVIDENCE_MAX + 96];
-                snprintf(reason, sizeof reason, "memory leak (%s): stopped after its checkpoint to resume from it",
-                         t->leak_evidence);
+                snprintf(reason, sizeof reason, LEAK_STOP_START "%s" LEAK_STOP_END, t->leak_evidence);
                 if (dj->rwatch)
                         (void) gw_rwatch_log_append(j, dj->rwatch,
                                                     "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
@@ -429,6 +442,48 @@ bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
 
 bool gw_training_leak_flagged(const struct gw_djob *dj) {
         return dj->train && dj->train->attempt == dj->job->attempt && dj->train->leak_reported;
+}
+
+int gw_training_leak_of_event(const char *kind, const char *message, char *evidence, size_t n) {
+        const char *p = strcmp(kind, "leak") ? NULL : strstr(message, LEAK_EVENT_POLICY);
+        if (!p)
+                return -ENOENT;
+        snprintf(evidence, n, "%.*s", (int) (p - message), message);
+        return 0;
+}
+
+/* The evidence in the recorded stop of leak_policy restart ("memory leak (EVIDENCE): stopped
+ * after ..."; the only stop recorded as FAILED), or -ENOENT for no stop or another one. */
+static int leak_stop_evidence(const struct gw_job *j, char *evidence, size_t n) {
+        const char *r = j->stop_reason;
+        size_t len = r ? strlen(r) : 0, head = strlen(LEAK_STOP_START), tail = strlen(LEAK_STOP_END);
+        if (j->stop_state != GW_JOB_FAILED || len < head + tail || strncmp(r, LEAK_STOP_START, head) ||
+            strcmp(r + len - tail, LEAK_STOP_END))
+                return -ENOENT;
+        snprintf(evidence, n, "%.*s", (int) (len - head - tail), r + head);
+        return 0;
+}
+
+void gw_training_leak_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        const struct gw_job *j = dj->job;
+        char told[GW_LEAK_EVIDENCE_MAX] = "", stop[GW_LEAK_EVIDENCE_MAX] = "";
+        bool reported = false;
+        for (size_t i = 0; i < n && !reported; i++)
+                reported = gw_training_leak_of_event(ev[i].kind, ev[i].message, told, sizeof told) == 0;
+        bool stopped = leak_stop_evidence(j, stop, sizeof stop) == 0;
+        if ((!reported && !stopped) || j->start_time <= 0)
+                return;
+        struct gw_train *t = train_for(d, dj);
+        snprintf(t->leak_evidence, sizeof t->leak_evidence, "%s", reported ? told : stop);
+        t->leak_reported = true;
+        t->restart_sent = stopped;
+        /* Whether the report put a stop after the next checkpoint in hand is not in its event
+         * in so many words: it is decided again, from the same job and policy. */
+        struct gw_leak_respond_input in = respond_input(d, dj, t);
+        in.flagged = true;
+        in.reported = false;
+        struct gw_leak_response r;
+        t->restart_pending = stopped || (gw_leak_respond(&in, &r) == 0 && r.restart_pending);
 }
 
 double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now) {

@@ -105,7 +105,7 @@ struct gw_store {
         struct gw_store_observer obs;
         /* The last failure, kept because a rollback after it resets SQLite's own message. */
         int last_err;                /* negative errno, 0 = none yet */
-        char last_msg[256];
+        char last_msg[512];
         bool masked;                 /* a rollback's own failure since hides last_msg in SQLite */
         unsigned long write_failures; /* ENOSPC, EROFS, EIO failures so far */
         struct gw_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
@@ -161,6 +161,13 @@ const char *gw_store_errmsg(struct gw_store *s) {
 }
 
 int gw_store_error_kind(const struct gw_store *s) { return s->last_err; }
+
+int gw_store_set_error(struct gw_store *s, int err, const char *msg) {
+        s->last_err = err;
+        snprintf(s->last_msg, sizeof s->last_msg, "%s", msg);
+        s->masked = true; /* SQLite's own message says nothing of it */
+        return err;
+}
 
 unsigned long gw_store_write_failures(const struct gw_store *s) { return s->write_failures; }
 

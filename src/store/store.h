@@ -25,6 +25,10 @@ const char *gw_store_errmsg(struct gw_store *s);
  * (SQLITE_READONLY, or an I/O error with errno EROFS), -EIO (other I/O errors), -EBUSY,
  * -ENOMEM, -EEXIST; 0 before any.  What the API maps to 507 or 503. */
 int gw_store_error_kind(const struct gw_store *s);
+/* Records a failure its caller found in what the store holds (it does not match the world):
+ * gw_store_errmsg says msg (copied, cut to fit) and gw_store_error_kind err until the next
+ * failure, for the caller that reports it.  Returns err. */
+int gw_store_set_error(struct gw_store *s, int err, const char *msg);
 /* How many writes have failed for want of space, a read-only file system or an I/O error:
  * a caller compares it before and after a call that swallows store errors. */
 unsigned long gw_store_write_failures(const struct gw_store *s);

@@ -6,8 +6,8 @@ import subprocess
 import threading
 import time
 
-from gwtest import (FAKE_NVML, GPUWARD, GPUWARDD, SLOW, TRAINER, DaemonTest, kinds, main, needs_readoption, pid_alive,
-                    wait_until)
+from gwtest import (FAKE_NVML, GPUWARD, GPUWARDD, SLOW, TRAINER, DaemonTest, events_of, kinds, main, needs_readoption,
+                    pid_alive, wait_until)
 
 
 def _rmdir(path):
@@ -358,6 +358,184 @@ class GpuFaultAcrossRestartTest(DaemonTest):
         time.sleep(0.3)  # its supervisor writes the exit status to the journal
         self.d.start()
         self.assert_retried_as_gpu_fault(jid)
+
+
+def assert_leak_restart(test, jid, name):
+    """The attempt stopped by leak_policy restart was an oom the leak explains: resumed from its checkpoint."""
+    d = test.d
+    j = d.wait_job(jid, lambda j: j["attempt"] >= 2 or j["state"] not in ("PENDING", "RUNNING"), timeout=60,
+                   what="the leak restart's retry")
+    test.assertEqual([a["class"] for a in j["attempts"]][:1], ["oom"], (j["state"], j["reason"], j["attempts"]))
+    test.assertIn("memory leak", j["attempts"][0]["evidence"])
+    test.assertEqual(j["attempt"], 2)
+    first = kinds(j)[:kinds(j).index("retry")]
+    test.assertEqual(first.count("leak"), 1, f"the leak of attempt 1 is told once, restart or not: {first}")
+    j = d.wait_state(jid, "RUNNING", timeout=30)
+    test.assertTrue(j["resume_from"].endswith(f"runs/detect/{name}/weights/last.pt"), j["resume_from"])
+
+
+class LeakAcrossRestartTest(DaemonTest):
+    """A leak flagged before a restart is still known after it: the oom it explains is retried,
+    and leak_policy restart still stops the job after its checkpoint and resumes it."""
+    gpus = 2
+
+    def leaking_job(self, oom_at, name):
+        argv = [TRAINER, "epochs=16", f"name={name}", "--epoch-seconds", "1.5", "--mem-mib", "3000",
+                "--leak-mib-per-epoch", "400", "--oom-at-epoch", str(oom_at), "--fault-attempt", "1"]
+        jid = self.d.submit_api(argv)
+        pid = self.d.wait_pid(jid)
+        leak = wait_until(lambda: self.d.events(jid, "leak"), timeout=40, what="a leak event")
+        self.assertIn("leak_policy warn", leak[0]["message"])
+        self.assertEqual(self.d.job(jid)["attempt"], 1, "flagged before its oom")
+        return jid, pid
+
+    def assert_retried_as_explained_oom(self, jid):
+        j = self.d.wait_job(jid, lambda j: j["attempt"] >= 2 or j["state"] == "FAILED", timeout=40,
+                            what="the oom's retry")
+        self.assertEqual([a["class"] for a in j["attempts"]][:1], ["oom"], j["attempts"])
+        self.assertEqual(j["attempt"], 2, f"an oom the leak explains is retried: {j['reason']}")
+        self.assertIn("retry", kinds(j))
+        self.assertEqual(len(events_of(j, "leak")), 1, "the leak is told once per attempt, restart or not")
+
+    @needs_readoption
+    def test_leak_before_a_restart_of_a_job_still_running(self):
+        jid, _ = self.leaking_job(10, "lkrun")
+        self.d.kill9()
+        self.d.start()
+        j = self.d.job(jid)
+        self.assertIn("adopt", kinds(j))
+        self.assertTrue(j["training"]["leak"]["detected"], "the leak shows after the restart too")
+        self.assertEqual(j["attempts"], [], "re-adopted before its oom")
+        self.assert_retried_as_explained_oom(jid)
+
+    def test_leak_before_a_restart_of_a_job_that_ended_while_down(self):
+        jid, pid = self.leaking_job(8, "lkdown")
+        self.d.kill9()
+        wait_until(lambda: not pid_alive(pid), timeout=30, what="the job's oom while no daemon runs")
+        time.sleep(0.3)  # its supervisor writes the exit status to the journal
+        self.d.start()
+        self.assert_retried_as_explained_oom(jid)
+
+    @needs_readoption
+    def test_leak_restart_still_due_after_a_restart(self):
+        """Flagged under leak_policy restart, the daemon gone before the checkpoint settled: the
+        restarted one stops the job after it and resumes it from it."""
+        # The checkpoint comes 1.5 s after each results.csv row: the stop is still to come at the kill.
+        argv = [TRAINER, "epochs=10", "name=lrp", "--epoch-seconds", "2.5", "--save-delay", "1.5",
+                "--leak-mib-per-epoch", "500"]
+        jid = self.d.submit_api(argv, yolo=True, leak_policy="restart")
+        leak = wait_until(lambda: self.d.events(jid, "leak"), timeout=60, what="a leak event")
+        self.d.kill9()
+        self.assertIn("it will be stopped after its next checkpoint", leak[0]["message"])
+        self.d.start()
+        self.assertIn("adopt", kinds(self.d.job(jid)))
+        assert_leak_restart(self, jid, "lrp")
+
+
+class LeakStopAcrossRestartTest(DaemonTest):
+    grace = 4
+
+    @needs_readoption
+    def test_leak_restart_stop_sent_before_a_restart(self):
+        """Stopped by leak_policy restart (SIGTERM ignored, so still stopping at the kill): the
+        attempt is still an oom the leak explains after the restart, and resumed."""
+        argv = [TRAINER, "epochs=12", "name=lrs", "--epoch-seconds", "1.5", "--leak-mib-per-epoch", "500",
+                "--ignore-sigterm"]
+        jid = self.d.submit_api(argv, yolo=True, leak_policy="restart")
+        wait_until(lambda: self.d.events(jid, "terminate"), timeout=60, what="the leak restart's stop")
+        self.d.kill9()
+        self.d.start()
+        self.assertIn("adopt", kinds(self.d.job(jid)))
+        assert_leak_restart(self, jid, "lrs")
+
+
+def parent_pid(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+class ReplacedDatabaseTest(DaemonTest):
+    """gpuward.db emptied, or an older copy put back, while jobs run: a daemon that started on it
+    would give their GPUs to new jobs and their ids again.  It refuses to start, naming the
+    supervisors, and touches nothing."""
+    gpus = 1
+
+    def gated_job(self, name):
+        gate = os.path.join(self.d.work, name)
+        jid = self.d.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 7")
+        return jid, gate
+
+    def end_gated(self, gate, shim):
+        """Its job ends (exit 7), and with it the supervisor no daemon watches: before the test's
+        directory, the gate with it, goes."""
+        open(gate, "w").close()
+        if shim:
+            wait_until(lambda: not pid_alive(shim), what="the supervisor to end with its job")
+
+    def db_files(self):
+        return [os.path.join(self.d.state, "gpuward.db" + ext) for ext in ("", "-wal", "-shm")]
+
+    def assert_refused(self, jid, shim):
+        with self.assertRaises(AssertionError) as cm:
+            self.d.start()
+        err = str(cm.exception)
+        self.assertIn(f"cannot load jobs from the state database: it knows no job {jid} attempt 1, yet its "
+                      f"supervisor (pid {shim}) is still running: was gpuward.db replaced or emptied?", err)
+        self.assertTrue(err.rstrip().endswith("or put the database back"), "its last word: it did not start")
+
+    @needs_readoption
+    def test_emptied_database_under_a_running_job(self):
+        jid, gate = self.gated_job("gate")
+        self.d.wait_state(jid, "RUNNING")
+        pid = self.d.wait_pid(jid)
+        shim = parent_pid(pid)
+        self.d.kill9()
+        try:
+            open(self.db_files()[0], "w").close()
+            for path in self.db_files()[1:]:
+                if os.path.exists(path):
+                    os.unlink(path)
+            self.assert_refused(jid, shim)
+            self.assertTrue(pid_alive(pid) and pid_alive(shim), "the job and its supervisor are left alone")
+        finally:
+            self.end_gated(gate, shim)
+        # Those processes gone, it starts on the empty database; the next job's id is 1 again,
+        # and its end is its own, not the old job 1's in the journal.
+        self.d.start()
+        self.assertEqual(self.d.cli_json("history")["jobs"], [])
+        new = self.d.submit("--", "sh", "-c", "sleep 0.3; exit 3")
+        self.assertEqual(new, 1)
+        self.assertEqual(self.d.wait_state(new, "FAILED")["exit_code"], 3)
+
+    @needs_readoption
+    def test_older_copy_of_the_database_put_back(self):
+        """The copy has job 2 queued; since, it started (on the GPU job 1 had)."""
+        first, gate1 = self.gated_job("gate1")
+        self.d.wait_state(first, "RUNNING")
+        second, gate2 = self.gated_job("gate2")
+        self.d.stop()  # SIGTERM: the job keeps running; the database is whole on disk
+        saved = {}
+        for path in self.db_files():
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    saved[path] = f.read()
+        self.d.start()
+        shim = None
+        try:
+            open(gate1, "w").close()
+            self.d.wait_state(first, "FAILED")
+            self.d.wait_state(second, "RUNNING")
+            shim = parent_pid(self.d.wait_pid(second))
+            self.d.kill9()
+            for path in self.db_files():
+                if os.path.exists(path):
+                    os.unlink(path)
+            for path, data in saved.items():
+                with open(path, "wb") as f:
+                    f.write(data)
+            self.assert_refused(second, shim)
+        finally:
+            self.end_gated(gate2, shim)
 
 
 class StopAcrossRestartsTest(DaemonTest):

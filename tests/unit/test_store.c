@@ -758,6 +758,20 @@ static void attempt_events(void **state) {
         gw_job_free(j);
 }
 
+/* A failure the daemon finds in what the store holds is told as the store's own, whatever
+ * SQLite did since; the next real failure replaces it. */
+static void set_error(void **state) {
+        struct fixture *f = *state;
+        struct gw_job *j = job_new(1000, GW_JOB_PENDING);
+        assert_int_equal(gw_store_job_insert(f->s, j, "submitted"), 0);
+        assert_int_equal(gw_store_set_error(f->s, -ESTALE, "it knows no job 7 attempt 1"), -ESTALE);
+        enum gw_job_state st;
+        assert_int_equal(gw_store_job_state(f->s, j->id, &st), 0); /* a query that works */
+        assert_string_equal(gw_store_errmsg(f->s), "it knows no job 7 attempt 1");
+        assert_int_equal(gw_store_error_kind(f->s), -ESTALE);
+        gw_job_free(j);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -768,6 +782,7 @@ int main(void) {
                 T(job_null_and_empty_vectors),
                 T(job_lifecycle_events),
                 T(attempt_events),
+                T(set_error),
                 T(unknown_ids),
                 T(jobs_active),
                 T(jobs_list),

@@ -1,0 +1,19 @@
+/* A leak as training.c records it in a job's events and in its stop, read back: a restarted
+ * daemon has only the store to tell recovery.c that an oom of the attempt it re-adopts is one
+ * the leak explains, or that its stop was leak_policy restart's (as observe.h for GPU faults).
+ * The other entry points of training awareness are in daemon.h. */
+#pragma once
+#include <stddef.h>
+
+#include "core/jobrec.h"
+#include "daemon/daemon.h"
+
+/* The evidence of the leak one stored job event reports (kind "leak", "EVIDENCE; leak_policy
+ * P: OUTCOME"), into evidence (n bytes, cut to fit): 0, or -ENOENT for any other event.  Pure. */
+int gw_training_leak_of_event(const char *kind, const char *message, char *evidence, size_t n);
+
+/* Rebuilds what the watch knew of dj's current attempt's leak when it was flagged before the
+ * restart, from ev (the attempt's events, oldest first) and the job's recorded stop: flagged
+ * (and told: not told again), a stop after the next checkpoint still due under leak_policy
+ * restart, or that stop already sent.  Nothing when neither says leak.  Copies what it keeps. */
+void gw_training_leak_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
