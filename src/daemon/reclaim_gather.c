@@ -439,3 +439,18 @@ char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(NULL,
 
 char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j) { return find_results(d, j); }
 
+bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results) {
+        /* Also the runs other jobs' watches have not looked for yet (a job failing a moment
+         * after another started): a failure is rare enough to look for them now. */
+        for (size_t i = 0; i < d->n_running; i++) {
+                const struct gw_djob *o = d->running[i];
+                if (o->job->id == j->id)
+                        continue;
+                const char *chosen = chosen_results(o);
+                _cleanup_free_ char *found = chosen ? NULL : find_results(d, o->job);
+                if ((chosen || found) && !strcmp(chosen ? chosen : found, results))
+                        return true;
+        }
+        return false;
+}
+

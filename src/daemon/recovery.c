@@ -179,7 +179,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         if (leak_restart)
                 v.cls = GW_FAILURE_OOM;
         char ckpt_why[512] = "";
-        char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
+        char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
         struct gw_attempt_mark last = { .valid = true, .epoch = epoch_reached(j, ckpt) };
         ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
 

@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "core/ckpt.h"
+#include "daemon/training_int.h"
 #include "daemon/userfile.h"
 
 #define CKPT_TAIL (128 * 1024)
@@ -67,20 +68,59 @@ static void join(char *buf, size_t n, const char *a, const char *b) {
                 snprintf(buf, n, "%s/%s", a, b);
 }
 
-/* The newest RUN/weights/last.pt under the project directory, written since `since`. */
-static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
+/* RUN/weights/last.pt if it is whole, else RUN/weights/best.pt if that is (last.pt is
+ * overwritten in place: a kill mid-write tears it; best.pt is older but whole). */
+static char *whole_weights(const struct gw_job *j, const char *last, char *why, size_t n) {
+        if (ckpt_complete(j, last, why, n))
+                return gw_xstrdup(last);
+        char alt[4400], why2[512];
+        snprintf(alt, sizeof alt, "%.*s/best.pt", (int) (strrchr(last, '/') - last), last);
+        if (ckpt_complete(j, alt, why2, sizeof why2)) {
+                size_t used = strlen(why);
+                snprintf(why + used, n - used, "; using %s instead", alt);
+                return gw_xstrdup(alt);
+        }
+        return NULL;
+}
+
+/* The weights of the run whose results.csv is `results`. */
+static char *own_run_weights(const struct gw_job *j, const char *results, char *why, size_t n) {
+        char last[4400];
+        snprintf(last, sizeof last, "%.*s/weights/last.pt", (int) (strrchr(results, '/') - results), results);
+        struct stat st;
+        if (gw_user_file_stat(j, last, &st))
+                return whole_weights(j, last, why, n);
+        snprintf(why, n, "no weights/last.pt in its run %.*s", (int) (strrchr(results, '/') - results), results);
+        return NULL;
+}
+
+/* Whether the run directory dir/name was made before `since`, by its birth time (false where
+ * the file system does not keep one). */
+static bool begun_before(const char *dir, const char *name, gw_usec_t since) {
+        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct statx sx;
+        if (dfd < 0 || statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 || !(sx.stx_mask & STATX_BTIME))
+                return false;
+        gw_usec_t born = (gw_usec_t) sx.stx_btime.tv_sec * GW_USEC_PER_SEC + sx.stx_btime.tv_nsec / 1000;
+        return born > 0 && born + GW_USEC_PER_SEC < since; /* 0: kept as unknown */
+}
+
+/* The newest RUN/weights/last.pt under the project directory, written since `since`, of a run
+ * begun since then (where the file system says) that no other live job of d has. */
+static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why,
+                            size_t n) {
         const char *project = arg_value(j->argv, "project");
         char dir[4096], best[4096] = "";
         join(dir, sizeof dir, j->cwd, project ? project : "runs/detect");
-        DIR *d = opendir(dir);
-        if (!d) {
+        DIR *dd = opendir(dir);
+        if (!dd) {
                 /* Worded as below: whether a directory exists is not told either. */
                 snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
                 return NULL;
         }
         struct timespec newest = { 0, 0 };
         struct dirent *de;
-        while ((de = readdir(d))) {
+        while ((de = readdir(dd))) {
                 if (de->d_name[0] == '.')
                         continue;
                 char path[4400];
@@ -91,28 +131,24 @@ static char *newest_last_pt(const struct gw_job *j, gw_usec_t since, char *why, 
                 gw_usec_t mt = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
                 if (mt + GW_USEC_PER_SEC < since)
                         continue; /* an older run's, not this job's */
+                if (begun_before(dir, de->d_name, since))
+                        continue; /* a run begun before this job: someone else's, still written */
+                char results[4400];
+                snprintf(results, sizeof results, "%s/%s/results.csv", dir, de->d_name);
+                if (d && gw_train_results_taken(d, j, results))
+                        continue; /* another job's run, still going */
                 if (st.st_mtim.tv_sec > newest.tv_sec ||
                     (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec)) {
                         newest = st.st_mtim;
                         snprintf(best, sizeof best, "%s", path);
                 }
         }
-        closedir(d);
+        closedir(dd);
         if (!best[0]) {
                 snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
                 return NULL;
         }
-        if (ckpt_complete(j, best, why, n))
-                return gw_xstrdup(best);
-        /* last.pt is overwritten in place: a kill mid-write tears it.  best.pt is older but whole. */
-        char alt[4400], why2[512];
-        snprintf(alt, sizeof alt, "%.*s/best.pt", (int) (strrchr(best, '/') - best), best);
-        if (ckpt_complete(j, alt, why2, sizeof why2)) {
-                size_t used = strlen(why);
-                snprintf(why + used, n - used, "; using %s instead", alt);
-                return gw_xstrdup(alt);
-        }
-        return NULL;
+        return whole_weights(j, best, why, n);
 }
 
 static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
@@ -140,10 +176,12 @@ static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
         return r;
 }
 
-char *gw_resume_find(const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
+char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
         why[0] = '\0';
-        if (j->yolo)
-                return newest_last_pt(j, since, why, n);
+        if (j->yolo) {
+                _cleanup_free_ char *results = d ? gw_train_find_results(d, j) : NULL;
+                return results ? own_run_weights(j, results, why, n) : newest_last_pt(d, j, since, why, n);
+        }
         if (j->checkpoint)
                 return newest_glob(j, why, n);
         snprintf(why, n, "no --checkpoint given");

@@ -4,11 +4,16 @@
 
 #include "core/jobrec.h"
 
+struct gw_daemon;
+
 /* The newest usable checkpoint of j written since `since` (wall clock): for Ultralytics jobs
- * weights/last.pt of the run directory (falling back to best.pt when last.pt is torn), for
- * others the newest file matching j->checkpoint (relative to the job's cwd).  NULL when there
- * is none; why says what was looked at and why each candidate was refused.  Malloc'ed. */
-char *gw_resume_find(const struct gw_job *j, gw_usec_t since, char *why, size_t n);
+ * weights/last.pt of its run (falling back to best.pt when last.pt is torn), for others the
+ * newest file matching j->checkpoint (relative to the job's cwd).  Its run is the one its
+ * results.csv names when d knows it (gw_train_find_results); else the newest run under the
+ * project directory begun since `since` (by its birth time, where kept) that no other live job
+ * of d has: a retry must never resume, and write into, someone else's run.  NULL when there is none; why says what was looked at and why
+ * each candidate was refused.  Malloc'ed. */
+char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n);
 
 /* The command this attempt runs: the original one, the Ultralytics resume form
  * (`... resume model=RUN/weights/last.pt`), or `sh -c RESUME_CMD`.  Malloc'ed strv. */

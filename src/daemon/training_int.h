@@ -101,6 +101,8 @@ struct gw_train {
  * never a file another live job of d has), or what one of j's watches already chose.
  * Malloc'ed, NULL until there is one. */
 char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);
+/* Whether results (RUN/results.csv) is the run of another live job of d than j. */
+bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results);
 
 /* training_snap.c */
 /* Watches weights/last.pt and best.pt of the run; starts, advances and finishes copies. */

@@ -1,7 +1,7 @@
 """Automatic recovery: classify failures, retry with backoff, resume from the last checkpoint."""
 import os
 
-from gwtest import TRAINER, DaemonTest, events_of, kinds, main
+from gwtest import TRAINER, DaemonTest, events_of, kinds, main, wait_until
 
 
 class RecoveryTest(DaemonTest):
@@ -31,6 +31,26 @@ class RecoveryTest(DaemonTest):
         self.assertEqual(len(retry), 1)
         self.assertIn("cuda_error", retry[0]["message"])
         self.assertIn("resuming from", retry[0]["message"])
+
+    def test_retry_never_resumes_another_jobs_run(self):
+        """Two runs in one directory: a job that fails before its first checkpoint starts again
+        from scratch, never from the newest last.pt there, which is the other job's (resuming it
+        would have written into that run)."""
+        other = self.submit_api([TRAINER, "epochs=200", "name=other", "--epoch-seconds", "0.3"], yolo=True)
+        self.d.wait_state(other, "RUNNING")
+        last = os.path.join(self.d.work, "runs", "detect", "other", "weights", "last.pt")
+        wait_until(lambda: os.path.exists(last), timeout=30, what="the other run's first checkpoint")
+        fault = os.path.join(self.d.work, "fault-once-mine")
+        mine = self.submit_api([TRAINER, "epochs=2", "name=mine", "--epoch-seconds", "0.3", "--crash-at-epoch", "1",
+                                "--fault-once", fault], yolo=True)
+        j = self.d.wait_state(mine, "COMPLETED", timeout=60)
+        self.assertGreater(os.stat(last).st_mtime, j["submit_time"], "the other run's checkpoint was there to take")
+        self.assertEqual(j["attempt"], 2)
+        self.assertEqual(j["attempts"][0]["class"], "cuda_error")
+        self.assertIsNone(j["attempts"][1]["resumed_from"], "nothing of its own to resume from")
+        self.assertEqual(self.results_epochs("mine2"), [1, 2], "a new run of its own, as yolo names it")
+        self.assertEqual(self.d.job(other)["state"], "RUNNING")
+        self.d.cli("cancel", other)
 
     def test_xid_drains_the_gpu_and_the_retry_avoids_it(self):
         fault = os.path.join(self.d.work, "xid-once")
