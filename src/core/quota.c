@@ -327,7 +327,8 @@ int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, i
                 say(msg, msg_size, "booking_horizon_hours is %s; the booking starts in %s",
                     gw_quota_format_value(GW_QUOTA_BOOKING_HORIZON_HOURS,
                                           v[GW_QUOTA_BOOKING_HORIZON_HOURS], a, sizeof(a)),
-                    gw_format_duration(start - now, b, sizeof(b)));
+                    /* "now+100h" reaches here a few ms short of it: not "4d3h" */
+                    gw_format_duration(start - now + GW_USEC_PER_SEC, b, sizeof(b)));
                 return GW_QUOTA_BOOKING_REFUSE;
         }
         if (v[GW_QUOTA_MAX_BOOKING_HOURS] != GW_QUOTA_UNLIMITED &&

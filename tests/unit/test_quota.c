@@ -259,6 +259,11 @@ static void booking_check(void **state) {
                                                 sizeof(msg)),
                          GW_QUOTA_BOOKING_REFUSE);
         assert_string_equal(msg, "booking_horizon_hours is 7d; the booking starts in 8d");
+        /* "now+8d4h" as it arrives, a few milliseconds short: not "8d3h". */
+        assert_int_equal(gw_quota_check_booking(&r, 0, 1, NOW + 8 * DAY + 4 * HOUR - 5000, NOW + 9 * DAY, NOW, msg,
+                                                sizeof(msg)),
+                         GW_QUOTA_BOOKING_REFUSE);
+        assert_string_equal(msg, "booking_horizon_hours is 7d; the booking starts in 8d4h");
         /* Horizon before approval: a refusal is final. */
         assert_int_equal(gw_quota_check_booking(&r, 0, 8, NOW + 8 * DAY, NOW + 9 * DAY, NOW, msg, sizeof(msg)),
                          GW_QUOTA_BOOKING_REFUSE);
