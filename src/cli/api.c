@@ -135,6 +135,8 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
         int k = cli_http_exchange(fd, &req, deadline, &r);
         if (k < 0) {
                 report_exchange_error(ctx->socket_path, k, timeout);
+                if (call->if_dropped && (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT))
+                        fprintf(stderr, "%s\n", call->if_dropped);
                 return CLI_EXIT_FAIL;
         }
         if ((r.status < 200 || r.status >= 300) && !(call->accept_status && r.status == call->accept_status)) {

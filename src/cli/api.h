@@ -26,6 +26,9 @@ struct cli_call {
         int accept_status;                      /* a non-2xx status the caller answers itself
                                                  * (reserve's 409 names the nearest window);
                                                  * 0: none */
+        const char *if_dropped;                 /* said after the error when the daemon went
+                                                 * away without answering (what may have been
+                                                 * done anyway); NULL: nothing */
 };
 
 /* Performs call.  On a 2xx answer (or call->accept_status) returns CLI_EXIT_OK and fills

@@ -127,8 +127,17 @@ static int control_one(struct cli_ctx *ctx, const struct control *c, long long i
                          c->action == ACT_HOLD ? "hold" : "release");
         }
         snprintf(subject, sizeof(subject), "job %lld", id);
+        /* A cancel that waits is recorded before the wait: a daemon that stops meanwhile ends
+         * the job as cancelled when it is back. */
+        char dropped[160] = "";
+        if (c->action == ACT_CANCEL && c->wait)
+                snprintf(dropped, sizeof dropped,
+                         "gpuward: the cancel may have been recorded before that (then it is carried out when "
+                         "gpuwardd is back); 'gpuward show %lld' tells",
+                         id);
         struct cli_call call = {
                 .method = method, .target = target, .timeout = timeout, .subject = many ? subject : NULL,
+                .if_dropped = dropped[0] ? dropped : NULL,
         };
         json_t *reply = NULL;
         int r = cli_api_json(ctx, &call, &reply);

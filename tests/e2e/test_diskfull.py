@@ -28,7 +28,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import (IS_ROOT, TRAINER, UNDER_VALGRIND, Daemon, DaemonTest, main, needs_readoption, pid_alive,
+from gwtest import (GPUWARD, IS_ROOT, TRAINER, UNDER_VALGRIND, Daemon, DaemonTest, main, needs_readoption, pid_alive,
                     supervisor_done, wait_until)
 
 MiB = 1 << 20
@@ -478,6 +478,33 @@ class CancelAcrossRestart(DaemonTest):
         self.assertEqual((j["state"], j["attempt"]), ("CANCELLED", 1), j)
         self.assertIn("cancelled by", j["reason"])
         self.assertIn("adopt", [e["kind"] for e in j["events"]])
+        wait_until(lambda: not pid_alive(pid), what="the job's process to be gone")
+
+    @needs_readoption
+    def test_cancel_waiting_when_the_daemon_stops_says_what_to_check(self):
+        """`gpuward cancel` waits for the processes to be gone; a daemon stopped meanwhile
+        answers nothing, and the CLI says the cancel may still be carried out, and where to look."""
+        self.d.grace = 8              # the daemon is stopped well within it
+        self.d.stop()
+        self.d.start()
+        jid, pid, _ = start_stubborn_job(self.d)
+        cli = subprocess.Popen([GPUWARD, "--socket", self.d.socket, "cancel", str(jid)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: "terminate" in [e["kind"] for e in self.d.job(jid)["events"]], what="the cancel")
+            self.d.stop()
+            out, err = cli.communicate(timeout=30)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.communicate()
+        self.assertEqual(cli.returncode, 1, out)
+        self.assertIn("closed the connection without answering", err)
+        self.assertIn(f"the cancel may have been recorded before that (then it is carried out when gpuwardd is back); "
+                      f"'gpuward show {jid}' tells", err)
+        self.d.start()                # SIGKILL at the recorded stop plus its 8 s
+        j = self.d.wait_state(jid, ("CANCELLED", "FAILED", "COMPLETED"), timeout=40)
+        self.assertEqual(j["state"], "CANCELLED", j["reason"])
         wait_until(lambda: not pid_alive(pid), what="the job's process to be gone")
 
     def test_processes_gone_while_the_daemon_was_down(self):
