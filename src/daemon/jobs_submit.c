@@ -33,7 +33,8 @@ static int submit_fail(struct gw_submit_error *err, int status, const char *fiel
  * below: the job will chdir into its cwd and create its output as that user; and the daemon,
  * which looks as root, must not tell what lies where that user cannot look. */
 static int begin_as_job_user(struct gw_daemon *d, const struct gw_job *j) {
-        const struct gw_account *a = gw_userdb_uid(d->users, j->uid, d->now);
+        /* Root's jobs and a non-root daemon's switch nothing (asuser.h): no account to look up. */
+        const struct gw_account *a = j->uid && d->euid == 0 ? gw_userdb_uid(d->users, j->uid, d->now) : NULL;
         int r = gw_as_user_begin(j->uid, j->gid, a ? a->groups : NULL, a ? a->n_groups : 0);
         if (r < 0)
                 log_warn("submission of %s: cannot check its paths as that user: %s", j->user, strerror(-r));

@@ -33,10 +33,6 @@
 #define GLOB_MAX 1000
 #define EXTRA_PATTERNS 16
 
-static gw_usec_t mtime_us(const struct stat *st) {
-        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
-}
-
 
 static void join(char *buf, size_t n, const char *dir, const char *p) {
         if (p[0] == '/' || !dir)
@@ -109,7 +105,7 @@ void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, str
                 return;
         w->log_seen = true;
         w->log_size = (uint64_t) st.st_size;
-        w->log_changed = mtime_us(&st);
+        w->log_changed = gw_file_mtime_us(&st);
         size_t len;
         _cleanup_free_ char *tail = gw_user_file_read_end(fd, &st, TAIL_BYTES, &len);
         len = drop_own_lines(tail, len);
@@ -202,32 +198,32 @@ struct pick {
         bool reused;                     /* a file from before the attempt may still be its own */
 };
 
+static char *find_results(const struct gw_daemon *d, const struct gw_job *j);
+
 /* Whether another live job of this daemon already has path as its run's: two jobs in one
- * directory never share a run (the first to find it keeps it). */
-static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const char *path) {
+ * directory never share a run (the first to find it keeps it).  ask: also the jobs whose
+ * watches have not looked yet, found now (not from find_results itself, which they would
+ * ask back). */
+static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const char *path, bool ask) {
         for (size_t i = 0; d && i < d->n_running; i++) {
-                const char *other = chosen_results(d->running[i]);
-                if (d->running[i]->job->id != j->id && other && !strcmp(other, path))
+                const struct gw_djob *o = d->running[i];
+                if (o->job->id == j->id)
+                        continue;
+                const char *chosen = chosen_results(o);
+                _cleanup_free_ char *found = chosen || !ask ? NULL : find_results(d, o->job);
+                if ((chosen || found) && !strcmp(chosen ? chosen : found, path))
                         return true;
         }
         return false;
-}
-
-/* When the file was created (its birth time), 0 where the filesystem does not record it. */
-static gw_usec_t btime_us(const char *path) {
-        struct statx sx;
-        if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 || !(sx.stx_mask & STATX_BTIME))
-                return 0;
-        return (gw_usec_t) sx.stx_btime.tv_sec * GW_USEC_PER_SEC + sx.stx_btime.tv_nsec / 1000;
 }
 
 static void consider(const struct gw_job *j, const char *path, struct pick *pk) {
         struct stat st;
         if (!gw_user_file_stat(j, path, &st))
                 return;
-        gw_usec_t t = mtime_us(&st);
-        if (t <= pk->mtime || !gw_run_results_fresh(pk->since, t, pk->reused ? 0 : btime_us(path), pk->reused) ||
-            claimed(pk->d, j, path))
+        gw_usec_t t = gw_file_mtime_us(&st);
+        if (t <= pk->mtime || !gw_run_results_fresh(pk->since, t, pk->reused ? 0 : gw_file_birth_us(path), pk->reused) ||
+            claimed(pk->d, j, path, false))
                 return;
         pk->mtime = t;
         snprintf(pk->path, sizeof pk->path, "%s", path);
@@ -320,7 +316,7 @@ static void gather_results(const struct gw_daemon *d, const struct gw_job *j, st
         _cleanup_close_ int fd = gw_user_file_open(j, w->results_path, true, O_RDONLY, &st);
         if (fd < 0)
                 return;
-        gw_usec_t mt = mtime_us(&st);
+        gw_usec_t mt = gw_file_mtime_us(&st);
         if (w->results_seen && st.st_size == w->results_size && mt == w->results_mtime)
                 return;
         bool first = !w->results_seen;
@@ -367,7 +363,7 @@ static void gather_progress(const struct gw_job *j, struct gw_rwatch *w) {
         join(path, sizeof path, j->cwd, j->progress_file);
         if (!gw_user_file_stat(j, path, &st))
                 return;
-        gw_usec_t mt = mtime_us(&st);
+        gw_usec_t mt = gw_file_mtime_us(&st);
         if (w->progress_seen && st.st_size == w->progress_size && mt == w->progress_mtime)
                 return;
         w->progress_seen = true;
@@ -377,8 +373,8 @@ static void gather_progress(const struct gw_job *j, struct gw_rwatch *w) {
 }
 
 static void newer(gw_usec_t *best, const struct stat *st) {
-        if (mtime_us(st) > *best)
-                *best = mtime_us(st);
+        if (gw_file_mtime_us(st) > *best)
+                *best = gw_file_mtime_us(st);
 }
 
 /* Ultralytics logs nothing when it saves a checkpoint (product.md §7): a save is seen from the
@@ -439,18 +435,8 @@ char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(NULL,
 
 char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j) { return find_results(d, j); }
 
+/* A job failing a moment after another started: a failure is rare enough to ask now. */
 bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results) {
-        /* Also the runs other jobs' watches have not looked for yet (a job failing a moment
-         * after another started): a failure is rare enough to look for them now. */
-        for (size_t i = 0; i < d->n_running; i++) {
-                const struct gw_djob *o = d->running[i];
-                if (o->job->id == j->id)
-                        continue;
-                const char *chosen = chosen_results(o);
-                _cleanup_free_ char *found = chosen ? NULL : find_results(d, o->job);
-                if ((chosen || found) && !strcmp(chosen ? chosen : found, results))
-                        return true;
-        }
-        return false;
+        return claimed(d, j, results, true);
 }
 

@@ -72,8 +72,7 @@ static void ckpt_identity(const char *path, char *buf, size_t n) {
                 buf[0] = '\0';
                 return;
         }
-        gw_ckpt_id(buf, n, (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000,
-                   (uint64_t) st.st_size);
+        gw_ckpt_id(buf, n, gw_file_mtime_us(&st), (uint64_t) st.st_size);
 }
 
 static enum gw_attempt_end attempt_end(const struct gw_djob *dj, int status) {

@@ -94,17 +94,6 @@ static char *own_run_weights(const struct gw_job *j, const char *results, char *
         return NULL;
 }
 
-/* Whether the run directory dir/name was made before `since`, by its birth time (false where
- * the file system does not keep one). */
-static bool begun_before(const char *dir, const char *name, gw_usec_t since) {
-        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        struct statx sx;
-        if (dfd < 0 || statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 || !(sx.stx_mask & STATX_BTIME))
-                return false;
-        gw_usec_t born = (gw_usec_t) sx.stx_btime.tv_sec * GW_USEC_PER_SEC + sx.stx_btime.tv_nsec / 1000;
-        return born > 0 && born + GW_USEC_PER_SEC < since; /* 0: kept as unknown */
-}
-
 /* The newest RUN/weights/last.pt under the project directory, written since `since`, of a run
  * begun since then (where the file system says) that no other live job of d has. */
 static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why,
@@ -128,10 +117,12 @@ static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, g
                 snprintf(path, sizeof path, "%s/%s/weights/last.pt", dir, de->d_name);
                 if (!gw_user_file_stat(j, path, &st))
                         continue; /* nor does anyone else's file name get out */
-                gw_usec_t mt = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
-                if (mt + GW_USEC_PER_SEC < since)
+                if (gw_file_mtime_us(&st) + GW_USEC_PER_SEC < since)
                         continue; /* an older run's, not this job's */
-                if (begun_before(dir, de->d_name, since))
+                char run[4400];
+                snprintf(run, sizeof run, "%s/%s", dir, de->d_name);
+                gw_usec_t born = gw_file_birth_us(run); /* 0: not kept here */
+                if (born > 0 && born + GW_USEC_PER_SEC < since)
                         continue; /* a run begun before this job: someone else's, still written */
                 char results[4400];
                 snprintf(results, sizeof results, "%s/%s/results.csv", dir, de->d_name);

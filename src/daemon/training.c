@@ -46,10 +46,6 @@ struct gw_train *gw_train_free(struct gw_train *t) {
         return NULL;
 }
 
-static gw_usec_t mtime_us(const struct stat *st) {
-        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
-}
-
 /* The attempt's epochs as the store kept them: a restarted daemon goes on from there instead
  * of sharing the time since the start out over all rows. */
 static void load_epochs(struct gw_daemon *d, const struct gw_job *j, struct gw_train *t) {
@@ -255,7 +251,7 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
         struct stat st;
         if (!gw_user_file_stat(j, t->results_path, &st))
                 return 0;
-        if (t->results_seen && st.st_size == t->results_size && mtime_us(&st) == t->results_mtime)
+        if (t->results_seen && st.st_size == t->results_size && gw_file_mtime_us(&st) == t->results_mtime)
                 return 0;
         size_t len;
         _cleanup_free_ char *text = gw_user_file_tail(j, t->results_path, true, RESULTS_MAX, &st, &len);
@@ -264,7 +260,7 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
                 return 0;
         t->results_seen = true;
         t->results_size = st.st_size;
-        t->results_mtime = mtime_us(&st);
+        t->results_mtime = gw_file_mtime_us(&st);
         if (t->total < 0)
                 planned_epochs(j, t);
         long done = r.n_rows ? (r.zero_based ? r.last_epoch + 1 : r.last_epoch) : 0;

@@ -40,10 +40,6 @@
 static const char *const file_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last.pt", [TRAIN_BEST] = "best.pt" };
 static const char *const kind_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last", [TRAIN_BEST] = "best" };
 
-static gw_usec_t mtime_us(const struct stat *st) {
-        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
-}
-
 void gw_train_copy_abort(struct gw_train *t) {
         struct train_copy *c = t->copy;
         if (!c)
@@ -112,7 +108,7 @@ static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
         c->src = gw_user_file_open(j, c->src_path, true, O_RDONLY, &st);
         if (c->src < 0)
                 c->src = -1;
-        if (c->src < 0 || st.st_size != f->size || mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX || !complete(c->src, &st)) {
+        if (c->src < 0 || st.st_size != f->size || gw_file_mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX || !complete(c->src, &st)) {
                 log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id, c->src_path);
                 goto fail;
         }
@@ -127,7 +123,7 @@ static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
                 goto fail;
         }
         c->size = st.st_size;
-        c->mtime = mtime_us(&st);
+        c->mtime = gw_file_mtime_us(&st);
         gw_sha256_init(&c->sha);
         epoch_of(t, kind, c->mtime, &c->epoch, &c->metric);
         t->copy = c;
@@ -223,7 +219,7 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         const struct gw_job *j = dj->job;
         struct stat st;
         /* Rewritten while we copied: this copy mixes two versions. */
-        if (fstat(c->src, &st) < 0 || st.st_size != c->size || mtime_us(&st) != c->mtime) {
+        if (fstat(c->src, &st) < 0 || st.st_size != c->size || gw_file_mtime_us(&st) != c->mtime) {
                 log_debug("job %lld: %s changed while copied; next version", (long long) j->id, c->src_path);
                 gw_train_copy_abort(t);
                 return;
@@ -291,10 +287,10 @@ void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                         f->stable = 0;
                         continue;
                 }
-                if (f->seen && st.st_size == f->size && mtime_us(&st) == f->mtime)
+                if (f->seen && st.st_size == f->size && gw_file_mtime_us(&st) == f->mtime)
                         f->stable++;
                 else
-                        *f = (struct train_file) { .seen = true, .size = st.st_size, .mtime = mtime_us(&st),
+                        *f = (struct train_file) { .seen = true, .size = st.st_size, .mtime = gw_file_mtime_us(&st),
                                                    .done_size = f->done_size, .done_mtime = f->done_mtime };
         }
         /* One step of the copy in flight, then of each file that is due (both change in the

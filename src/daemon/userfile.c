@@ -69,3 +69,14 @@ char *gw_user_file_tail(const struct gw_job *j, const char *path, bool user_chos
         (void) close(fd);
         return text;
 }
+
+gw_usec_t gw_file_mtime_us(const struct stat *st) {
+        return (gw_usec_t) st->st_mtim.tv_sec * GW_USEC_PER_SEC + st->st_mtim.tv_nsec / 1000;
+}
+
+gw_usec_t gw_file_birth_us(const char *path) {
+        struct statx sx;
+        if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 || !(sx.stx_mask & STATX_BTIME))
+                return 0;
+        return (gw_usec_t) sx.stx_btime.tv_sec * GW_USEC_PER_SEC + sx.stx_btime.tv_nsec / 1000;
+}

@@ -17,6 +17,10 @@ bool gw_user_owns(const struct gw_job *j, const struct stat *st);
 int gw_user_file_open(const struct gw_job *j, const char *path, bool user_chosen, int flags, struct stat *st);
 /* lstat of path into st: whether it is a regular file gw_user_owns allows (not opened). */
 bool gw_user_file_stat(const struct gw_job *j, const char *path, struct stat *st);
+/* st's modification time in µs. */
+gw_usec_t gw_file_mtime_us(const struct stat *st);
+/* When path was created (its birth time) in µs; 0 where the file system does not keep it. */
+gw_usec_t gw_file_birth_us(const char *path);
 /* The last max bytes of fd, whose fstat is st: malloc'ed, NUL-terminated, length in *ret_len. */
 char *gw_user_file_read_end(int fd, const struct stat *st, size_t max, size_t *ret_len);
 /* gw_user_file_open and gw_user_file_read_end together: NULL when path is not such a file;
