@@ -303,11 +303,8 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
  * gone.  0, or -ENOENT after a 400. */
 static int check_quota_subject(struct gw_daemon *d, const char *subject, const char *subj,
                                struct gw_http_reply *rep) {
-        if (!strcmp(subj, "default"))
+        if (!strcmp(subj, "default") || gw_sharing_has_quota(d, subj))
                 return 0;
-        for (size_t i = 0; i < d->sharing->n_subjects; i++)
-                if (!strcmp(d->sharing->subjects[i].name, subj))
-                        return 0;
         bool group = subject[0] == '@';
         if (group ? gw_userdb_group(d->users, subject + 1, d->now) != NULL
                   : gw_userdb_user(d->users, subject, d->now) != NULL)

@@ -53,6 +53,8 @@ static void quota_keep(const char *subj, const char *key, int64_t value, void *u
                 q->q.v[k] = value;
 }
 
+bool gw_sharing_has_quota(struct gw_daemon *d, const char *subj) { return subject(d->sharing, subj, false) != NULL; }
+
 int gw_sharing_quota_set(struct gw_daemon *d, const char *subj, const char *const *settings, size_t n, char *msg,
                          size_t msg_n) {
         struct gw_quota_subject *q = subject(d->sharing, subj, false);
