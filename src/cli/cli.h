@@ -24,9 +24,16 @@ struct cli_call;  /* cli/api.h */
 struct cli_table; /* cli/format.h */
 
 struct cli_ctx {
-        const char *socket_path; /* resolved once in main; borrowed */
+        const char *socket_path; /* resolved in main, replaced by a verb's --socket; borrowed */
         bool json;               /* --json before the verb; verbs may also set it */
 };
+
+/* --socket is global but may follow the verb as well ("gpuward queue --socket PATH"):
+ * every verb's option table holds CLI_SOCKET_OPTION, and cli_take_socket() takes its
+ * value.  Returns 0, or the usage error's exit code for an empty path. */
+enum { CLI_OPT_SOCKET = 0x7e00 };
+#define CLI_SOCKET_OPTION { "socket", required_argument, NULL, CLI_OPT_SOCKET }
+int cli_take_socket(struct cli_ctx *ctx, const char *verb, const char *path);
 
 /* "gpuward: error: ..." on stderr.  The CLI is the edge, so this is where failures are told. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

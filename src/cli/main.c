@@ -46,7 +46,7 @@ static void print_main_help(FILE *f) {
         for (const struct cli_verb *v = cli_verbs; v->name; v++)
                 fprintf(f, "  %-12s %s\n", v->name, v->summary);
         fputs("\n"
-              "Global options:\n"
+              "Global options (before the verb, or after it with the verb's options):\n"
               "  --socket PATH  the daemon's socket (default: $GPUWARD_SOCKET, else the first\n"
               "                 that exists of /run/gpuward/gpuward.sock,\n"
               "                 $XDG_RUNTIME_DIR/gpuward.sock and\n"

@@ -142,14 +142,22 @@ void cli_sleep_usec(gw_usec_t usec) {
                 ;
 }
 
+int cli_take_socket(struct cli_ctx *ctx, const char *verb, const char *path) {
+        if (!*path)
+                return cli_usage(verb, "--socket: the path is empty");
+        ctx->socket_path = path;
+        return 0;
+}
+
 int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc, char **argv, bool *ret_json) {
         enum { OPT_JSON = 0x7f00 };
-        struct option opts[CLI_OPTIONS_MAX + 3] = {
+        struct option opts[CLI_OPTIONS_MAX + 4] = {
                 { "json", no_argument, NULL, OPT_JSON },
                 { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
         };
-        size_t n = 2;
-        for (const struct option *e = o->extra; e && e->name && n < CLI_OPTIONS_MAX + 2; e++)
+        size_t n = 3;
+        for (const struct option *e = o->extra; e && e->name && n < CLI_OPTIONS_MAX + 3; e++)
                 opts[n++] = *e;
         char shortopts[32];
         snprintf(shortopts, sizeof(shortopts), "%s:h%s", o->no_permute ? "+" : "", o->shortopts ? o->shortopts : "");
@@ -164,6 +172,10 @@ int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc
                 }
                 if (c == OPT_JSON)
                         json = true;
+                else if (c == CLI_OPT_SOCKET && (r = cli_take_socket(ctx, o->verb, optarg)) != 0)
+                        return r;
+                else if (c == CLI_OPT_SOCKET)
+                        continue;
                 else if (c == '?' || c == ':' || !o->on_option)
                         return cli_bad_option(o->verb, argv, optind, c, optopt);
                 else if ((r = o->on_option(o->userdata, c, optarg)) != 0)
@@ -191,13 +203,18 @@ int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, con
                     int argc, char **argv) {
         static const struct option opts[] = {
                 { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        int c;
+        int c, r;
         optind = 0;
         opterr = 0;
         /* "+": stop at the command; its options are its own. */
         while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+                if (c == CLI_OPT_SOCKET && (r = cli_take_socket(ctx, verb, optarg)) != 0)
+                        return r;
+                if (c == CLI_OPT_SOCKET)
+                        continue;
                 if (c != 'h')
                         return cli_bad_option(verb, argv, optind, c, optopt);
                 fputs(help, stdout);

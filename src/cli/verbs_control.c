@@ -68,14 +68,15 @@ struct control {
 
 enum { OPT_JSON = 0x100, OPT_NO_WAIT };
 
-static int parse_control(struct control *c, const struct cli_ctx *ctx, int argc, char **argv, bool *ret_help) {
+static int parse_control(struct control *c, struct cli_ctx *ctx, int argc, char **argv, bool *ret_help) {
         static const struct option opts[] = {
                 { "json", no_argument, NULL, OPT_JSON },
+                CLI_SOCKET_OPTION,
                 { "no-wait", no_argument, NULL, OPT_NO_WAIT },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        int k;
+        int k, r;
         c->json = ctx->json;
         c->wait = c->action == ACT_CANCEL;
         optind = 0;
@@ -87,7 +88,9 @@ static int parse_control(struct control *c, const struct cli_ctx *ctx, int argc,
                         c->json = true;
                 else if (k == OPT_NO_WAIT && c->action == ACT_CANCEL)
                         c->wait = false;
-                else
+                else if (k == CLI_OPT_SOCKET && (r = cli_take_socket(ctx, c->verb, optarg)) != 0)
+                        return r;
+                else if (k != CLI_OPT_SOCKET)
                         return cli_bad_option(c->verb, argv, optind, k == OPT_NO_WAIT ? '?' : k, optopt);
         }
         if (!*ret_help && optind >= argc)

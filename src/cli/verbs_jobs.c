@@ -81,12 +81,14 @@ static const struct option list_options[] = {
         { "limit", required_argument, NULL, OPT_LIMIT },
         { "json", no_argument, NULL, OPT_JSON },
         { "help", no_argument, NULL, 'h' },
+        CLI_SOCKET_OPTION,
         { 0 },
 };
 
 /* Shared by queue and history; is_queue says which of the list-specific options apply. */
-static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queue, struct list_opts *o) {
-        int c;
+static int parse_list_opts(struct cli_ctx *ctx, const char *verb, int argc, char **argv, bool is_queue,
+                           struct list_opts *o) {
+        int c, r;
         optind = 0;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+:h", list_options, NULL)) != -1) {
@@ -119,6 +121,10 @@ static int parse_list_opts(const char *verb, int argc, char **argv, bool is_queu
                         break;
                 case 'h':
                         o->help = true;
+                        break;
+                case CLI_OPT_SOCKET:
+                        if ((r = cli_take_socket(ctx, verb, optarg)) != 0)
+                                return r;
                         break;
                 default:
                         return cli_bad_option(verb, argv, optind, c, optopt);
@@ -300,7 +306,7 @@ static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opt
 
 int cli_verb_queue(struct cli_ctx *ctx, int argc, char **argv) {
         struct list_opts o = { 0 };
-        int r = parse_list_opts("queue", argc, argv, true, &o);
+        int r = parse_list_opts(ctx, "queue", argc, argv, true, &o);
         if (r)
                 return r;
         if (o.help) {
@@ -322,7 +328,7 @@ int cli_verb_queue(struct cli_ctx *ctx, int argc, char **argv) {
 
 int cli_verb_history(struct cli_ctx *ctx, int argc, char **argv) {
         struct list_opts o = { 0 };
-        int r = parse_list_opts("history", argc, argv, false, &o);
+        int r = parse_list_opts(ctx, "history", argc, argv, false, &o);
         if (r)
                 return r;
         if (o.help) {

@@ -251,6 +251,7 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
                 { "json", no_argument, NULL, OPT_JSON },
                 { "attempt", required_argument, NULL, OPT_ATTEMPT },
                 { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
                 { 0 },
         };
         bool follow = false, json = ctx->json;
@@ -271,6 +272,10 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
                         if (gw_parse_int(optarg, 1, INT_MAX, &st.attempt) < 0)
                                 return cli_usage("logs", "--attempt: '%s' is not an attempt number (1, 2, ...)",
                                                  optarg);
+                } else if (c == CLI_OPT_SOCKET) {
+                        int r = cli_take_socket(ctx, "logs", optarg);
+                        if (r)
+                                return r;
                 } else {
                         return cli_bad_option("logs", argv, optind, c, optopt);
                 }

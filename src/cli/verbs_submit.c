@@ -119,6 +119,7 @@ struct submit_opts {
         const char **env_extra;                  /* malloc'ed array, borrowed strings */
         size_t n_env_extra;
         bool clean_env, hold, yolo, json, quiet, help;
+        const char *socket; /* --socket after the verb; borrowed from argv */
 };
 
 enum {
@@ -186,6 +187,7 @@ static const struct option submit_options[] = {
         { "json", no_argument, NULL, OPT_JSON },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
+        CLI_SOCKET_OPTION,
         { 0 },
 };
 
@@ -376,6 +378,14 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
                 return 0;
         case 'h':
                 o->help = true;
+                return 0;
+        case CLI_OPT_SOCKET:
+                /* Where to send the job is not a property of the job. */
+                if (where) {
+                        cli_error("%s--socket is not a job option: give it on the command line", where);
+                        return CLI_EXIT_USAGE;
+                }
+                o->socket = arg;
                 return 0;
         }
         return CLI_EXIT_USAGE;
@@ -740,7 +750,7 @@ int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
         if (script && (r = apply_directives(argv[pos], &o, &words)))
                 goto out;
         r = parse_args(argc, argv, NULL, &o, &pos, &dashdash);
-        if (r)
+        if (r || (o.socket && (r = cli_take_socket(ctx, "submit", o.socket))))
                 goto out;
 
         if (script) {

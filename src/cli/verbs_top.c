@@ -85,14 +85,15 @@ static int parse_interval(const char *s, double *ret) {
         return 0;
 }
 
-static int parse_top_opts(const struct cli_ctx *ctx, int argc, char **argv, struct top_opts *o, bool *ret_help) {
+static int parse_top_opts(struct cli_ctx *ctx, int argc, char **argv, struct top_opts *o, bool *ret_help) {
         static const struct option opts[] = {
                 { "interval", required_argument, NULL, OPT_INTERVAL },
                 { "once", no_argument, NULL, OPT_ONCE },
                 { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        int c;
+        int c, r;
         optind = 0;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -107,6 +108,10 @@ static int parse_top_opts(const struct cli_ctx *ctx, int argc, char **argv, stru
                         break;
                 case OPT_ONCE:
                         o->once = true;
+                        break;
+                case CLI_OPT_SOCKET:
+                        if ((r = cli_take_socket(ctx, "top", optarg)) != 0)
+                                return r;
                         break;
                 default:
                         return cli_bad_option("top", argv, optind, c, optopt);

@@ -259,10 +259,11 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
                 { "all", no_argument, NULL, OPT_ALL },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
                 { 0 },
         };
         bool json = ctx->json, all = false;
-        int c;
+        int c, r;
         optind = 0;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -274,11 +275,13 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
                         all = true;
                 else if (c == OPT_JSON)
                         json = true;
-                else
+                else if (c != CLI_OPT_SOCKET)
                         return cli_bad_option("snapshots", argv, optind, c, optopt);
+                else if ((r = cli_take_socket(ctx, "snapshots", optarg)) != 0)
+                        return r;
         }
         long long id;
-        int r = one_job("snapshots", argc, argv, &id);
+        r = one_job("snapshots", argc, argv, &id);
         if (r)
                 return r;
         char target[80];
@@ -300,12 +303,13 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
                 { "force", no_argument, NULL, OPT_FORCE },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
                 { 0 },
         };
         bool json = ctx->json, force = false;
         long long seq = 0;
         const char *to = NULL;
-        int c;
+        int c, r;
         optind = 0;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -328,12 +332,16 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
                 case OPT_JSON:
                         json = true;
                         break;
+                case CLI_OPT_SOCKET:
+                        if ((r = cli_take_socket(ctx, "restore", optarg)) != 0)
+                                return r;
+                        break;
                 default:
                         return cli_bad_option("restore", argv, optind, c, optopt);
                 }
         }
         long long id;
-        int r = one_job("restore", argc, argv, &id);
+        r = one_job("restore", argc, argv, &id);
         if (r)
                 return r;
         if (!seq)

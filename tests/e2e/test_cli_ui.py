@@ -78,5 +78,54 @@ class ViewsTest(DaemonTest):
             self.assertEqual(self.d.cli_json("gpus")["gpus"][2]["health"], "ok")
 
 
+class SocketAfterTheVerbTest(DaemonTest):
+    """--socket is global, and users type it after the verb as often as before it."""
+
+    def run_cli(self, *args, cwd=None):
+        # A socket before the verb that does not exist: only the one after the verb can work.
+        return subprocess.run([GPUWARD, "--socket", os.path.join(self.d.dir, "nothing.sock"),
+                               *[str(a) for a in args]], capture_output=True, text=True, timeout=60,
+                              cwd=cwd or self.d.work)
+
+    def ok(self, *args, **kw):
+        p = self.run_cli(*args, **kw)
+        self.assertEqual(p.returncode, 0, f"{args}: {p.stderr}")
+        return p
+
+    def test_every_kind_of_verb_takes_it(self):
+        sock = self.d.socket
+        jid = int(self.ok("submit", "--socket", sock, "-q", "--hold", "--", "true").stdout)
+        self.assertEqual(self.d.job(jid)["state"], "HELD")
+        self.assertIn(str(jid), self.ok("queue", "--socket", sock).stdout)
+        self.assertIn("HELD", self.ok("show", str(jid), "--socket", sock).stdout)
+        self.ok("logs", "--socket", sock, str(jid))
+        self.ok("release", str(jid), "--socket", sock)
+        self.d.wait_state(jid, ("COMPLETED",))
+        self.assertIn(str(jid), self.ok("history", "--socket=" + sock).stdout)
+        self.ok("gpus", "--socket", sock)
+        self.ok("top", "--once", "--socket", sock)
+        self.ok("reservations", "--socket", sock)
+        self.ok("admin", "--socket", sock, "drain", "1", "--reason", "fan")
+        self.assertEqual(self.d.cli_json("gpus")["gpus"][1]["health"], "drained")
+        self.ok("admin", "undrain", "1", "--socket", sock)
+        self.assertEqual(self.d.cli_json("gpus")["gpus"][1]["health"], "ok")
+
+    def test_an_empty_socket_is_a_usage_error(self):
+        p = self.run_cli("queue", "--socket", "")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--socket: the path is empty", p.stderr)
+
+    def test_a_script_cannot_choose_the_socket(self):
+        script = os.path.join(self.d.work, "train.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#GPUWARD --socket /tmp/elsewhere.sock\ntrue\n")
+        os.chmod(script, 0o755)
+        p = self.run_cli("submit", "--socket", self.d.socket, script)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--socket is not a job option", p.stderr)
+        status, jobs = self.d.api("GET", "/api/v1/jobs")
+        self.assertEqual((status, jobs["jobs"]), (200, []), "nothing was submitted")
+
+
 if __name__ == "__main__":
     main()
