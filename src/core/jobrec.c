@@ -48,6 +48,7 @@ void gw_job_attempts_free(struct gw_job_attempt *a, size_t n) {
                 free(a[i].evidence);
                 free(a[i].resumed_from);
                 free(a[i].log_path);
+                free(a[i].ckpt_id);
         }
         free(a);
 }

@@ -84,6 +84,8 @@ struct gw_job_attempt {
         char *resumed_from;
         int epoch;                         /* epoch reached, -1 unknown */
         char *log_path;
+        char *ckpt_id;                     /* its newest checkpoint at its end (gw_ckpt_id), ""
+                                            * none; NULL not recorded */
 };
 void gw_job_attempts_free(struct gw_job_attempt *a, size_t n);
 

@@ -58,18 +58,20 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 /* How the previous attempt ended, for the crash-loop rule (recovery.c keeps it in memory at a
- * retry).  Its epoch is in its attempt row; the identity of the checkpoint at its end is not
- * stored, but it is "none" when the current attempt resumes from none.  Otherwise it stays
- * unknown and the rule waits for one more attempt (max_retries still bounds them). */
+ * retry): its epoch and its newest checkpoint's identity, from its attempt row.  A row written
+ * by an older version has no identity: it is "none" when the current attempt resumes from none,
+ * otherwise unknown, and the rule waits for one more attempt (max_retries still bounds them). */
 static void restore_last_mark(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         struct gw_job_attempt *a = NULL;
         size_t n = 0;
-        if (j->attempt < 2 || j->resume_from || gw_store_attempts(d->store, j->id, &a, &n) < 0)
+        if (j->attempt < 2 || gw_store_attempts(d->store, j->id, &a, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
-                if (a[i].attempt == j->attempt - 1)
+                if (a[i].attempt == j->attempt - 1 && (a[i].ckpt_id || !j->resume_from)) {
                         dj->last_mark = (struct gw_attempt_mark) { .valid = true, .epoch = a[i].epoch };
+                        snprintf(dj->last_mark.ckpt, sizeof dj->last_mark.ckpt, "%s", a[i].ckpt_id ? a[i].ckpt_id : "");
+                }
         gw_job_attempts_free(a, n);
 }
 

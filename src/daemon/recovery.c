@@ -189,6 +189,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                 .class_name = (char *) gw_failure_class_name(v.cls), .evidence = v.evidence,
                 .resumed_from = j->resume_from, .epoch = (int) last.epoch, .log_path = attempt_log,
+                .ckpt_id = last.ckpt,
         };
         if (gw_store_attempt_add(d->store, j->id, &a) < 0)
                 log_err("job %lld: cannot record attempt %d: %s", (long long) j->id, j->attempt, gw_store_errmsg(d->store));

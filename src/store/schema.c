@@ -90,6 +90,10 @@ const char *const gw_store_migrations[] = {
         /* 8: a stop (cancel, time limit, reclaim) recorded before the job is signalled */
         "ALTER TABLE jobs ADD COLUMN stop_state INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE jobs ADD COLUMN stop_reason TEXT;",
+
+        /* 9: the newest checkpoint's identity at an attempt's end, for the crash-loop rule
+         * after a restart (NULL: not recorded, an attempt of an older version) */
+        "ALTER TABLE job_attempts ADD COLUMN ckpt_id TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

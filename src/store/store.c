@@ -79,10 +79,11 @@ static const char *const stmt_sql[_ST_MAX] = {
                           "WHERE job_id = ?1 AND t >= ?2 ORDER BY gpu, t",
         [ST_GPU_EVENT] = "INSERT INTO gpu_events (time, gpu, kind, xid, job_id, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [ST_ATTEMPT_ADD] = "INSERT OR REPLACE INTO job_attempts (job_id, attempt, gpu_mask, start_time, end_time, "
-                           "has_exit, exit_code, signal, class, evidence, resumed_from, epoch, log_path) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                           "has_exit, exit_code, signal, class, evidence, resumed_from, epoch, log_path, ckpt_id) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         [ST_ATTEMPTS_GET] = "SELECT attempt, gpu_mask, start_time, end_time, has_exit, exit_code, signal, class, "
-                            "evidence, resumed_from, epoch, log_path FROM job_attempts WHERE job_id = ?1 ORDER BY attempt",
+                            "evidence, resumed_from, epoch, log_path, ckpt_id FROM job_attempts WHERE job_id = ?1 "
+                            "ORDER BY attempt",
         /* Deferred: the locks are taken by the first read or write, so a loop iteration that
          * writes nothing (a job's pid arriving, a launcher's answer) costs no fcntl.  This is
          * the only writing connection (the checkpointer's are PASSIVE), so upgrading to the
@@ -767,6 +768,7 @@ int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job
         bind_text(st, 11, a->resumed_from);
         sqlite3_bind_int(st, 12, a->epoch);
         bind_text(st, 13, a->log_path);
+        bind_text(st, 14, a->ckpt_id);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
@@ -796,6 +798,7 @@ int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt 
                         .resumed_from = col_text(st, 9),
                         .epoch = sqlite3_column_int(st, 10),
                         .log_path = col_text(st, 11),
+                        .ckpt_id = col_text(st, 12),
                 };
         }
         (void) sqlite3_reset(st);

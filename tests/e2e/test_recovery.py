@@ -93,6 +93,21 @@ class RecoveryTest(DaemonTest):
         self.assertLess(j["attempt"], 6)
         self.assertIn("crash loop", j["reason"])
 
+    def test_crash_loop_is_seen_across_a_daemon_restart(self):
+        """Attempt 2 resumes from attempt 1's checkpoint and crashes at the same epoch without
+        a new one: a crash loop, also when the daemon restarted meanwhile (how attempt 1
+        ended, its checkpoint included, is read back from its attempt row)."""
+        jid = self.submit_api([TRAINER, "epochs=5", "name=loop2", "--epoch-seconds", "2", "--crash-at-epoch", "2"],
+                              yolo=True, retries=5)
+        self.d.wait_job(jid, lambda j: j["attempt"] == 2 and j["state"] == "RUNNING", timeout=60,
+                        what="attempt 2 running")
+        self.d.kill9()
+        self.d.start()
+        j = self.d.wait_state(jid, "FAILED", timeout=60)
+        self.assertTrue(j["attempts"][1]["resumed_from"].endswith("runs/detect/loop2/weights/last.pt"))
+        self.assertIn("crash loop", j["reason"])
+        self.assertEqual(j["attempt"], 2, "stopped after the second crash, not a third attempt")
+
     def test_generic_job_gets_resume_from(self):
         ckpt_dir = os.path.join(self.d.work, "ckpt")
         os.makedirs(ckpt_dir)
