@@ -105,6 +105,46 @@ static void report_api_error(const struct cli_call *call, const struct cli_http_
         json_decref(j);
 }
 
+/* Like sbatch when slurmctld is busy: a request the rate limit refused (429 with a
+ * Retry-After in seconds: nothing was done) is sent again after that wait, up to
+ * RATE_WAIT_MAX in all, so that a loop of submissions slows down instead of failing
+ * half-way.  Returns the seconds to wait, or 0 when the refusal stands. */
+enum { RATE_WAIT_ONE_MAX = 60, RATE_WAIT_MAX = 300 };
+static long long rate_wait(const struct cli_http_response *r, long long waited) {
+        const char *after = r->status == 429 ? cli_http_header(r, "Retry-After") : NULL;
+        long long s;
+        if (!after || gw_parse_int(after, 1, RATE_WAIT_ONE_MAX, &s) < 0 || waited + s > RATE_WAIT_MAX)
+                return 0;
+        return s;
+}
+
+static void tell_rate_wait(const struct cli_http_response *r, long long secs) {
+        json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
+        _cleanup_free_ char *msg = cli_sanitize(cli_jstr(j, "error") ? cli_jstr(j, "error") : "rate limit");
+        cli_warn("%s: waiting %lld s, then trying again", msg ? msg : "rate limit", secs);
+        json_decref(j);
+}
+
+/* One connection, one request; CLI_EXIT_OK with *ret filled whatever the status. */
+static int exchange_once(const struct cli_ctx *ctx, const struct cli_call *call, const struct cli_http_request *req,
+                         gw_usec_t timeout, struct cli_http_response *ret) {
+        gw_usec_t deadline = gw_clock_mono() + timeout;
+        uid_t peer = 0;
+        _cleanup_close_ int fd = cli_unix_connect(ctx->socket_path, timeout, &peer);
+        if (fd < 0) {
+                report_connect_error(ctx->socket_path, fd, timeout, peer);
+                return CLI_EXIT_FAIL;
+        }
+        int k = cli_http_exchange(fd, req, deadline, ret);
+        if (k < 0) {
+                report_exchange_error(ctx->socket_path, k, timeout);
+                if (call->if_dropped && (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT))
+                        fprintf(stderr, "%s\n", call->if_dropped);
+                return CLI_EXIT_FAIL;
+        }
+        return CLI_EXIT_OK;
+}
+
 int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
                  struct cli_http_response *ret) {
         gw_usec_t timeout = call->timeout > 0 ? call->timeout : CLI_API_TIMEOUT;
@@ -124,20 +164,19 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
                 .body_len = body ? strlen(body) : 0,
         };
 
-        gw_usec_t deadline = gw_clock_mono() + timeout;
-        uid_t peer = 0;
-        _cleanup_close_ int fd = cli_unix_connect(ctx->socket_path, timeout, &peer);
-        if (fd < 0) {
-                report_connect_error(ctx->socket_path, fd, timeout, peer);
-                return CLI_EXIT_FAIL;
-        }
-        struct cli_http_response r = { 0 };
-        int k = cli_http_exchange(fd, &req, deadline, &r);
-        if (k < 0) {
-                report_exchange_error(ctx->socket_path, k, timeout);
-                if (call->if_dropped && (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT))
-                        fprintf(stderr, "%s\n", call->if_dropped);
-                return CLI_EXIT_FAIL;
+        struct cli_http_response r;
+        long long waited = 0, wait;
+        for (;;) {
+                r = (struct cli_http_response) { 0 };
+                int k = exchange_once(ctx, call, &req, timeout, &r);
+                if (k != CLI_EXIT_OK)
+                        return k;
+                if ((wait = rate_wait(&r, waited)) == 0)
+                        break;
+                tell_rate_wait(&r, wait);
+                cli_http_response_done(&r);
+                cli_sleep_usec(wait * GW_USEC_PER_SEC);
+                waited += wait;
         }
         if ((r.status < 200 || r.status >= 300) && !(call->accept_status && r.status == call->accept_status)) {
                 report_api_error(call, &r);

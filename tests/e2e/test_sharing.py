@@ -361,5 +361,28 @@ for i in range(60):
         self.assertRegex(retry, r"\['\d+'\]")
 
 
+@unittest.skipUnless(IS_ROOT, "needs root to act as other users")
+class SubmitLoopUnderRateLimitTest(DaemonTest):
+    """A loop of `gpuward submit` past the burst slows down to the rate instead of failing
+    half-way (as sbatch sleeps and retries when slurmctld is busy); the API still answers 429."""
+    extra = ("--rate-limit", "60", "--rate-burst", "2")
+
+    def test_the_cli_waits_out_the_rate_limit(self):
+        nobody = pwd.getpwnam("nobody").pw_uid
+        waits = 0
+        for i in range(4):
+            p = self.d.cli("submit", "-q", "--hold", "--cwd", "/tmp", "--", "true", user=nobody, cwd="/tmp")
+            self.assertRegex(p.stdout, r"^\d+\n$")
+            waits += "waiting 1 s, then trying again" in p.stderr
+            if p.stderr:
+                self.assertIn("too many submissions and bookings from nobody", p.stderr)
+        self.assertGreaterEqual(waits, 1, "a burst of 2 with 4 submissions must have waited")
+        st, jobs = self.d.api("GET", "/api/v1/jobs")
+        self.assertEqual(len(jobs["jobs"]), 4, "each submitted once: a refused request created nothing")
+        body = json.dumps({"command": ["true"], "cwd": "/tmp", "hold": True}).encode()
+        codes = [self.d.raw_as(nobody, "POST", "/api/v1/jobs", body)[0] for _ in range(3)]
+        self.assertIn(429, codes, "the API itself does not wait")
+
+
 if __name__ == "__main__":
     main()
