@@ -127,5 +127,50 @@ class SocketAfterTheVerbTest(DaemonTest):
         self.assertEqual((status, jobs["jobs"]), (200, []), "nothing was submitted")
 
 
+class ControlSelectionTest(DaemonTest):
+    """cancel, hold and release take ranges of ids, and a selection of one's own jobs."""
+
+    def ids(self, *args):
+        return [int(x) for x in self.d.cli(*args).stdout.split()]
+
+    def test_ranges_and_selections(self):
+        blocker = self.d.submit("--gpus", 4, "--name", "blocker", "--", "sleep", "300")
+        self.d.wait_state(blocker, ("RUNNING",))
+        sweep = [self.d.submit("--hold", "--name", "sweep", "--", "true") for _ in range(3)]
+        other = self.d.submit("--name", "other", "--", "true")
+        p = self.d.cli("release", "--me", "--name", "sweep")
+        self.assertEqual(p.stdout.splitlines(), [f"Released job {i}" for i in sweep])
+        p = self.d.cli("hold", f"{sweep[0]}-{sweep[2]}")
+        self.assertEqual(p.stdout.splitlines(), [f"Held job {i}" for i in sweep])
+        self.assertEqual(self.d.job(other)["state"], "PENDING", "a range touches only its ids")
+        out = self.d.cli_json("cancel", "--me", "--name", "sweep", "--state", "held")
+        self.assertEqual([(j["id"], j["state"]) for j in out], [(i, "CANCELLED") for i in sweep])
+        p = self.d.cli("cancel", "--me", "--name", "sweep")
+        self.assertEqual(p.stdout, "No job matched: nothing to cancel\n")
+        # Waiting jobs go first: 'other' never starts on the GPUs the blocker frees.
+        p = self.d.cli("cancel", "--me")
+        self.assertEqual(p.stdout.splitlines(), [f"Cancelled job {other}", f"Cancelled job {blocker}"])
+        self.assertIsNone(self.d.job(other)["start_time"])
+        self.assertEqual(self.d.job(blocker)["state"], "CANCELLED")
+
+    def test_bad_selections_change_nothing(self):
+        jid = self.d.submit("--hold", "--name", "keep", "--", "true")
+        for args, said in ((("cancel", "--name", "keep"), "add --me or --user"),
+                           (("cancel", "--me", str(jid)), "not both"),
+                           (("cancel", "--me", "--user", "root"), "exclude each other"),
+                           (("cancel", f"{jid + 5}-{jid + 1}"), "a range goes up"),
+                           (("cancel", "1-20000"), "by at most 10000 ids"),
+                           (("cancel", "1-x"), "not a job id or a range"),
+                           (("cancel", "--me", "--state", "COMPLETED"), "not COMPLETED"),
+                           (("cancel", "--me", "--state", "BOGUS"), "'BOGUS' is not a job state"),
+                           (("hold", "--me", "--state", "PENDING"), "unknown option '--state'"),
+                           (("release", "--no-wait", str(jid)), "unknown option '--no-wait'"),
+                           (("cancel",), "or --me for all of yours")):
+            p = self.d.cli(*args, check=False)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(said, p.stderr, args)
+        self.assertEqual(self.d.job(jid)["state"], "HELD")
+
+
 if __name__ == "__main__":
     main()
