@@ -124,6 +124,17 @@ int cli_print_rows(const struct cli_rows *spec, const json_t *items);
 /* A job id as typed by a user: a positive decimal.  Prints a usage error on failure. */
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id);
 
+/* Job ids in the order given, from words such as "17" and "17-40".  A range is for "the sweep
+ * I just submitted", not the whole history: more than CLI_ID_RANGE_MAX ids is taken for a typo
+ * (17-4000 for 17-40).  Returns 0, or the exit code after telling why. */
+#define CLI_ID_RANGE_MAX 10000
+struct cli_id_list {
+        long long *v; /* malloc'ed */
+        size_t n, cap;
+};
+int cli_id_push(struct cli_id_list *ids, long long id);
+int cli_parse_job_ids(const char *verb, char **words, int n, struct cli_id_list *ids);
+
 /* Whether s can name an idle policy of gpuwardd's config ("default", "hpo", "finetune"):
  * lower-case letters, digits, '_' and '-'.  The daemon says whether it exists. */
 bool cli_is_policy_name(const char *s);

@@ -19,6 +19,7 @@ const struct cli_verb cli_verbs[] = {
         { "hold", cli_verb_hold, "keep pending jobs from starting" },
         { "release", cli_verb_release, "let held jobs start again" },
         { "logs", cli_verb_logs, "print a job's output; -f follows it" },
+        { "wait", cli_verb_wait, "wait until jobs end; exit 0 when all completed" },
         { "history", cli_verb_history, "finished jobs, newest first" },
         { "gpus", cli_verb_gpus, "the GPUs: utilisation, memory, health, job, rogue processes" },
         { "top", cli_verb_top, "GPUs and queue, refreshed in place; q quits" },

@@ -81,6 +81,42 @@ int cli_parse_job_id(const char *verb, const char *s, long long *ret_id) {
         return 0;
 }
 
+int cli_id_push(struct cli_id_list *ids, long long id) {
+        if (ids->n == ids->cap) {
+                size_t cap = ids->cap ? ids->cap * 2 : 16;
+                long long *v = realloc(ids->v, cap * sizeof *v);
+                if (!v) {
+                        cli_error("out of memory");
+                        return CLI_EXIT_FAIL;
+                }
+                ids->v = v;
+                ids->cap = cap;
+        }
+        ids->v[ids->n++] = id;
+        return 0;
+}
+
+int cli_parse_job_ids(const char *verb, char **words, int n, struct cli_id_list *ids) {
+        for (int i = 0; i < n; i++) {
+                const char *dash = strchr(words[i], '-');
+                long long a, b;
+                if (!dash || dash == words[i]) {
+                        if (cli_parse_job_id(verb, words[i], &a) < 0 || cli_id_push(ids, a))
+                                return CLI_EXIT_USAGE;
+                        continue;
+                }
+                _cleanup_free_ char *first = strndup(words[i], (size_t) (dash - words[i]));
+                if (!first || gw_parse_int(first, 1, INT64_MAX, &a) < 0 || gw_parse_int(dash + 1, 1, INT64_MAX, &b) < 0)
+                        return cli_usage(verb, "'%s' is not a job id or a range of ids (e.g. 17 or 17-40)", words[i]);
+                if (b < a || b - a >= CLI_ID_RANGE_MAX)
+                        return cli_usage(verb, "'%s': a range goes up, by at most %d ids", words[i], CLI_ID_RANGE_MAX);
+                for (long long id = a; id <= b; id++)
+                        if (cli_id_push(ids, id))
+                                return CLI_EXIT_FAIL;
+        }
+        return 0;
+}
+
 bool cli_is_policy_name(const char *s) {
         size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-");
         return n > 0 && !s[n];

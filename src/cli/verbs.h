@@ -17,6 +17,7 @@ int cli_verb_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_hold(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_release(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_wait(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_top(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv);

@@ -21,10 +21,6 @@
         "  --user USER     select USER's jobs (yours, or anyone's for admins)\n" \
         "  --name NAME     only those named NAME (with --me or --user)\n"
 
-/* A range of ids is for "the sweep I just submitted", not for the whole history: more is
- * a typo (17-4000 for 17-40). */
-#define ID_RANGE_MAX 10000
-
 static const char cancel_help[] =
         "Usage: gpuward cancel [--no-wait] [--json] JOB...\n"
         "       gpuward cancel [--no-wait] [--json] --me | --user USER [--name NAME] [--state STATES]\n"
@@ -165,48 +161,6 @@ static int parse_control(struct control *c, struct cli_ctx *ctx, int argc, char 
         return 0;
 }
 
-/* The job ids to act on, in order, from the words "17" and "17-40". */
-struct id_list {
-        long long *v;
-        size_t n, cap;
-};
-
-static int id_push(struct id_list *ids, long long id) {
-        if (ids->n == ids->cap) {
-                size_t cap = ids->cap ? ids->cap * 2 : 16;
-                long long *v = realloc(ids->v, cap * sizeof *v);
-                if (!v) {
-                        cli_error("out of memory");
-                        return CLI_EXIT_FAIL;
-                }
-                ids->v = v;
-                ids->cap = cap;
-        }
-        ids->v[ids->n++] = id;
-        return 0;
-}
-
-static int parse_ids(const char *verb, char **words, int n, struct id_list *ids) {
-        for (int i = 0; i < n; i++) {
-                const char *dash = strchr(words[i], '-');
-                long long a, b;
-                if (!dash || dash == words[i]) {
-                        if (cli_parse_job_id(verb, words[i], &a) < 0 || id_push(ids, a))
-                                return CLI_EXIT_USAGE;
-                        continue;
-                }
-                _cleanup_free_ char *first = strndup(words[i], (size_t) (dash - words[i]));
-                if (!first || gw_parse_int(first, 1, INT64_MAX, &a) < 0 || gw_parse_int(dash + 1, 1, INT64_MAX, &b) < 0)
-                        return cli_usage(verb, "'%s' is not a job id or a range of ids (e.g. 17 or 17-40)", words[i]);
-                if (b < a || b - a >= ID_RANGE_MAX)
-                        return cli_usage(verb, "'%s': a range goes up, by at most %d ids", words[i], ID_RANGE_MAX);
-                for (long long id = a; id <= b; id++)
-                        if (id_push(ids, id))
-                                return CLI_EXIT_FAIL;
-        }
-        return 0;
-}
-
 static void print_done(const struct control *c, long long id, const json_t *reply) {
         const char *state = cli_jstr(reply, "state");
         switch (c->action) {
@@ -265,7 +219,7 @@ static int control_one(struct cli_ctx *ctx, const struct control *c, long long i
 
 /* The selection's jobs as ids, waiting ones first: cancelling a running job first would
  * free GPUs for a job about to be cancelled as well. */
-static int select_jobs(struct cli_ctx *ctx, const struct control *c, struct id_list *ids) {
+static int select_jobs(struct cli_ctx *ctx, const struct control *c, struct cli_id_list *ids) {
         _cleanup_free_ char *states = NULL, *bad = NULL, *me = c->me ? cli_self_uid() : NULL;
         if (c->state && !(states = cli_normalize_states(c->state, &bad)))
                 return bad ? cli_usage(c->verb, "--state: '%s' is not a job state", bad) : CLI_EXIT_FAIL;
@@ -294,7 +248,7 @@ static int select_jobs(struct cli_ctx *ctx, const struct control *c, struct id_l
                         if (!cli_jint(j, "id", &id) || (c->name && (!name || strcmp(name, c->name))) ||
                             running != (state && !strcmp(state, "RUNNING")))
                                 continue;
-                        r = id_push(ids, id);
+                        r = cli_id_push(ids, id);
                 }
         json_decref(reply);
         return r;
@@ -311,8 +265,8 @@ static int run_control(struct cli_ctx *ctx, struct control *c, int argc, char **
         }
         bool selecting = c->me || c->user;
         /* Every id is checked before any job is touched: a typo must not leave half the work done. */
-        struct id_list ids = { 0 };
-        r = selecting ? select_jobs(ctx, c, &ids) : parse_ids(c->verb, argv + optind, argc - optind, &ids);
+        struct cli_id_list ids = { 0 };
+        r = selecting ? select_jobs(ctx, c, &ids) : cli_parse_job_ids(c->verb, argv + optind, argc - optind, &ids);
         if (r) {
                 free(ids.v);
                 return r;

@@ -15,6 +15,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/verbs.h"
+#include "cli/wait.h"
 #include "core/directive.h"
 #include "core/retry.h"
 
@@ -48,7 +49,9 @@ static const char submit_help[] =
         "  --hold            queue the job held; 'gpuward release JOB' lets it start\n"
         "  --reservation ID  run inside your booking ID ('gpuward reserve'): the job waits\n"
         "                    for its start, runs on its GPUs and gets SIGTERM at its end\n"
-        "  --json            print {\"id\": N}\n"
+        "  --wait            wait until the job has ended, say how it ended, and exit 0 only\n"
+        "                    when it COMPLETED (as sbatch --wait; see 'gpuward wait')\n"
+        "  --json            print {\"id\": N} (with --wait: the ended job's JSON)\n"
         "  -q, --quiet       print only the job id\n"
         "  -h, --help        this help\n"
         "\n"
@@ -118,7 +121,7 @@ struct submit_opts {
         const char *text[_T_MAX];                /* borrowed from an argv that outlives us */
         const char **env_extra;                  /* malloc'ed array, borrowed strings */
         size_t n_env_extra;
-        bool clean_env, hold, yolo, json, quiet, help;
+        bool clean_env, hold, yolo, json, quiet, help, wait;
         const char *socket; /* --socket after the verb; borrowed from argv */
 };
 
@@ -134,6 +137,7 @@ enum {
         OPT_RETRIES,
         OPT_YOLO,
         OPT_RESERVATION,
+        OPT_WAIT,
         OPT_TEXT = 0x200, /* + enum text_slot */
 };
 
@@ -185,6 +189,7 @@ static const struct option submit_options[] = {
         { "health-url", required_argument, NULL, OPT_TEXT + T_HEALTH_URL },
         { "leak-policy", required_argument, NULL, OPT_TEXT + T_LEAK_POLICY },
         { "json", no_argument, NULL, OPT_JSON },
+        { "wait", no_argument, NULL, OPT_WAIT },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         CLI_SOCKET_OPTION,
@@ -375,6 +380,9 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
                 return 0;
         case 'q':
                 o->quiet = true;
+                return 0;
+        case OPT_WAIT:
+                o->wait = true;
                 return 0;
         case 'h':
                 o->help = true;
@@ -688,17 +696,18 @@ static int classify_target(const char *word, bool dashdash, bool *ret_script) {
         return 0;
 }
 
-static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *o, json_t *reply) {
+static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *o, json_t *reply, long long *ret_id) {
         long long id;
         if (!cli_jint(reply, "id", &id)) {
                 cli_error("gpuwardd accepted the job but sent no id");
                 return CLI_EXIT_FAIL;
         }
-        if (ctx->json || o->json)
+        *ret_id = id;
+        if ((ctx->json || o->json) && !o->wait) /* with --wait, the ended job's JSON says it */
                 printf("{\"id\": %lld}\n", id);
         else if (o->quiet)
                 printf("%lld\n", id);
-        else
+        else if (!ctx->json && !o->json)
                 printf("Submitted job %lld\n", id);
         return CLI_EXIT_OK;
 }
@@ -720,9 +729,14 @@ static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char
         json_t *reply = NULL;
         r = cli_api_json(ctx, &call, &reply);
         json_decref(body);
+        long long id = 0;
         if (r == CLI_EXIT_OK)
-                r = print_submitted(ctx, o, reply);
+                r = print_submitted(ctx, o, reply, &id);
         json_decref(reply);
+        if (r == CLI_EXIT_OK && o->wait) {
+                fflush(stdout); /* the id first, for whoever reads a pipe */
+                r = cli_wait_jobs(ctx, &id, 1, 0, ctx->json || o->json, o->quiet);
+        }
         return r;
 }
 

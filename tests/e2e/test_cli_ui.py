@@ -1,4 +1,5 @@
 """The terminal views: `gpuward top` in a real pseudo-terminal (tmux), `gpus`, `show`, admin drain."""
+import json
 import os
 import pwd
 import shutil
@@ -170,6 +171,43 @@ class ControlSelectionTest(DaemonTest):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertIn(said, p.stderr, args)
         self.assertEqual(self.d.job(jid)["state"], "HELD")
+
+
+class WaitTest(DaemonTest):
+    """gpuward wait and submit --wait: for scripts and CI, as tsp -w and sbatch --wait."""
+
+    def test_submit_wait_says_how_the_job_ended(self):
+        p = self.d.cli("submit", "--wait", "--", "sh", "-c", "sleep 0.3")
+        jid = int(p.stdout.split()[2])
+        self.assertEqual(p.stdout, f"Submitted job {jid}\nJob {jid} COMPLETED (exit 0)\n")
+        p = self.d.cli("submit", "--wait", "--", "sh", "-c", "exit 3", check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stdout, r"Job \d+ FAILED: .*exit 3")
+        job = json.loads(self.d.cli("submit", "--wait", "--json", "--", "true").stdout)
+        self.assertEqual(job["state"], "COMPLETED")
+        self.assertEqual(self.d.cli("submit", "-q", "--wait", "--", "true").stdout.strip(), str(job["id"] + 1))
+
+    def test_wait_for_several_and_give_up_in_time(self):
+        a = self.d.submit("--", "sh", "-c", "sleep 0.5")
+        b = self.d.submit("--", "true")
+        p = self.d.cli("wait", f"{a}-{b}")
+        self.assertEqual(sorted(p.stdout.splitlines()), sorted([f"Job {a} COMPLETED (exit 0)",
+                                                                f"Job {b} COMPLETED (exit 0)"]))
+        held = self.d.submit("--hold", "--", "true")
+        t0 = time.time()
+        p = self.d.cli("wait", "--timeout", "1s", str(held), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"job {held} is still HELD: gave up waiting", p.stderr)
+        self.assertLess(time.time() - t0, 10)
+        p = self.d.cli("wait", "999", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("999", p.stderr)
+        p = self.d.cli("wait", "--timeout", "soon", str(held), check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--timeout: 'soon' is not a positive duration", p.stderr)
+        self.d.cli("cancel", str(held))
+        p = self.d.cli("wait", "--json", str(held), check=False)
+        self.assertEqual((p.returncode, json.loads(p.stdout)["state"]), (1, "CANCELLED"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,154 @@
+/* gpuward wait, and submit --wait: until jobs end, as `tsp -w` and `sbatch --wait`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "cli/api.h"
+#include "cli/format.h"
+#include "cli/verbs.h"
+#include "cli/wait.h"
+
+static const char wait_help[] =
+        "Usage: gpuward wait [--timeout DURATION] [--json] JOB...\n"
+        "\n"
+        "Wait until the jobs have ended, and say how each ended.  For scripts and CI:\n"
+        "the exit status is 0 when every job COMPLETED, 1 otherwise (one failed, was\n"
+        "cancelled, timed out or was reclaimed, or --timeout passed first).  JOB is an id\n"
+        "or a range of ids (17-40).  'gpuward submit --wait' submits and waits in one go.\n"
+        "\n"
+        "Options:\n"
+        "  --timeout DURATION  give up after this long (90s, 10m, 2h; default: no limit)\n"
+        "  --json              print the ended jobs' JSON (a list for several jobs)\n"
+        "  -h, --help          this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward wait 17 && echo done\n"
+        "  gpuward wait --timeout 2h 30-39\n";
+
+/* A job ends within a second of being looked at, without a stream to hold open: the first
+ * looks come quickly (short jobs), later ones once a second. */
+#define POLL_FIRST (50 * GW_USEC_PER_MSEC)
+#define POLL_MAX (1 * GW_USEC_PER_SEC)
+
+static bool is_final(const char *state) {
+        static const char *const finals[] = { "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "RECLAIMED" };
+        for (size_t i = 0; state && i < ELEMENTSOF(finals); i++)
+                if (!strcmp(state, finals[i]))
+                        return true;
+        return false;
+}
+
+static void print_end(const json_t *job, long long id) {
+        const char *state = cli_jstr(job, "state"), *reason = cli_jstr(job, "reason");
+        long long code;
+        _cleanup_free_ char *why = reason ? cli_sanitize(reason) : NULL;
+        if (state && !strcmp(state, "COMPLETED") && cli_jint(job, "exit_code", &code))
+                printf("Job %lld COMPLETED (exit %lld)\n", id, code);
+        else
+                printf("Job %lld %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
+}
+
+/* The job now; NULL after telling why (an unknown id, no daemon). */
+static json_t *look(struct cli_ctx *ctx, long long id) {
+        char target[64], subject[48];
+        snprintf(target, sizeof target, "/api/v1/jobs/%lld", id);
+        snprintf(subject, sizeof subject, "job %lld", id);
+        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
+        json_t *job = NULL;
+        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
+}
+
+int cli_wait_jobs(struct cli_ctx *ctx, const long long *ids, size_t n, gw_usec_t timeout, bool json, bool quiet) {
+        json_t *ended = json_array();
+        _cleanup_free_ bool *done = calloc(n ? n : 1, sizeof *done);
+        if (!ended || !done) {
+                json_decref(ended);
+                cli_error("out of memory");
+                return CLI_EXIT_FAIL;
+        }
+        gw_usec_t deadline = timeout > 0 ? gw_clock_mono() + timeout : 0, pause = POLL_FIRST;
+        size_t left = n;
+        int status = CLI_EXIT_OK;
+        while (left > 0) {
+                for (size_t i = 0; i < n; i++) {
+                        if (done[i])
+                                continue;
+                        json_t *job = look(ctx, ids[i]);
+                        if (!job) {
+                                json_decref(ended);
+                                return CLI_EXIT_FAIL;
+                        }
+                        const char *state = cli_jstr(job, "state");
+                        if (is_final(state)) {
+                                done[i] = true;
+                                left--;
+                                status = strcmp(state, "COMPLETED") ? CLI_EXIT_FAIL : status;
+                                if (!json && !quiet)
+                                        print_end(job, ids[i]);
+                                (void) json_array_append(ended, job);
+                        } else if (deadline && gw_clock_mono() >= deadline) {
+                                cli_error("job %lld is still %s: gave up waiting", ids[i], state ? state : "?");
+                                status = CLI_EXIT_FAIL;
+                                left = 0;
+                        }
+                        json_decref(job);
+                        fflush(stdout);
+                }
+                if (left > 0) {
+                        cli_sleep_usec(pause);
+                        pause = pause * 2 < POLL_MAX ? pause * 2 : POLL_MAX;
+                }
+        }
+        if (json)
+                (void) cli_print_json(n == 1 && json_array_size(ended) == 1 ? json_array_get(ended, 0) : ended);
+        json_decref(ended);
+        return status;
+}
+
+int cli_verb_wait(struct cli_ctx *ctx, int argc, char **argv) {
+        enum { OPT_TIMEOUT = 0x100, OPT_JSON };
+        static const struct option opts[] = {
+                { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
+                { 0 },
+        };
+        bool json = ctx->json;
+        gw_usec_t timeout = 0;
+        int c, r;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'h':
+                        fputs(wait_help, stdout);
+                        return CLI_EXIT_OK;
+                case OPT_TIMEOUT:
+                        if (gw_parse_duration(optarg, &timeout) < 0 || timeout <= 0)
+                                return cli_usage("wait", "--timeout: '%s' is not a positive duration (90s, 10m, 2h)",
+                                                 optarg);
+                        break;
+                case OPT_JSON:
+                        json = true;
+                        break;
+                case CLI_OPT_SOCKET:
+                        if ((r = cli_take_socket(ctx, "wait", optarg)) != 0)
+                                return r;
+                        break;
+                default:
+                        return cli_bad_option("wait", argv, optind, c, optopt);
+                }
+        }
+        if (optind >= argc)
+                return cli_usage("wait", "which job? gpuward wait JOB...");
+        struct cli_id_list ids = { 0 };
+        r = cli_parse_job_ids("wait", argv + optind, argc - optind, &ids);
+        if (r == 0)
+                r = cli_wait_jobs(ctx, ids.v, ids.n, timeout, json, false);
+        free(ids.v);
+        return r;
+}
