@@ -51,11 +51,19 @@ static void load_symbols(struct gw_gpu_lib *lib) {
         LOAD(lib, shutdown, "nvmlShutdown");
         LOAD(lib, error_string, "nvmlErrorString");
         LOAD(lib, driver_version, "nvmlSystemGetDriverVersion");
-        LOAD(lib, count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-        LOAD(lib, handle_by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+        /* A pair: GetCount_v2 also counts devices the _v1 GetHandleByIndex does not, so the two
+         * versions number devices differently (nvml.h) and must not be mixed. */
+        LOAD(lib, count, "nvmlDeviceGetCount_v2");
+        LOAD(lib, handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
+        if (!lib->fn.count || !lib->fn.handle_by_index) {
+                LOAD(lib, count, "nvmlDeviceGetCount");
+                LOAD(lib, handle_by_index, "nvmlDeviceGetHandleByIndex");
+        }
         LOAD(lib, name, "nvmlDeviceGetName");
         LOAD(lib, uuid, "nvmlDeviceGetUUID");
-        LOAD(lib, pci_info, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo");
+        /* _v2 and the unsuffixed call write the older 52-byte layout (nvml_types.h). */
+        LOAD(lib, pci_info, "nvmlDeviceGetPciInfo_v3");
+        LOAD(lib, pci_info_legacy, "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo");
         LOAD(lib, memory, "nvmlDeviceGetMemoryInfo");
         LOAD(lib, memory_v2, "nvmlDeviceGetMemoryInfo_v2");
         LOAD(lib, utilization, "nvmlDeviceGetUtilizationRates");
@@ -138,18 +146,39 @@ static nvmlReturn_t read_temperature(struct gw_gpu_lib *lib, nvmlDevice_t h, uns
         return lib->fn.temperature(h, NVML_TEMPERATURE_GPU, ret);
 }
 
+/* The PCI bus id as nvmlDeviceGetPciInfo_v3 spells it ("00000000:3B:00.0"), whichever call
+ * the driver has.  The legacy calls' 16-byte busId uses a 4-digit domain, so their id is
+ * rebuilt from the numeric fields in the current format (NVML_DEVICE_PCI_BUS_ID_FMT). */
+static void read_pci_bus_id(const struct gw_gpu_lib *lib, nvmlDevice_t h, char *dst, size_t n) {
+        nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (lib->fn.pci_info) {
+                nvmlPciInfo_t pci;
+                memset(&pci, 0, sizeof pci);
+                r = lib->fn.pci_info(h, &pci);
+                if (r == NVML_SUCCESS) {
+                        copy_driver_string(dst, n, pci.busId, sizeof pci.busId);
+                        return;
+                }
+        }
+        if (r != NVML_ERROR_FUNCTION_NOT_FOUND || !lib->fn.pci_info_legacy)
+                return;
+        nvmlPciInfo_v2_t old;
+        memset(&old, 0, sizeof old);
+        if (lib->fn.pci_info_legacy(h, &old) == NVML_SUCCESS)
+                snprintf(dst, n, "%08X:%02X:%02X.0", old.domain, old.bus, old.device);
+}
+
+_Static_assert(NVML_DEVICE_UUID_V2_BUFFER_SIZE <= NVML_DEVICE_NAME_V2_BUFFER_SIZE, "one buffer serves both");
+
 static void read_static(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev) {
         char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-        nvmlPciInfo_t pci;
         uint64_t used;
 
         if (lib->fn.name && lib->fn.name(dev->handle, buf, sizeof buf) == NVML_SUCCESS)
                 copy_driver_string(dev->st.name, sizeof dev->st.name, buf, sizeof buf);
         if (lib->fn.uuid && lib->fn.uuid(dev->handle, buf, sizeof buf) == NVML_SUCCESS)
                 copy_driver_string(dev->st.uuid, sizeof dev->st.uuid, buf, sizeof buf);
-        memset(&pci, 0, sizeof pci);
-        if (lib->fn.pci_info && lib->fn.pci_info(dev->handle, &pci) == NVML_SUCCESS)
-                copy_driver_string(dev->st.pci_bus_id, sizeof dev->st.pci_bus_id, pci.busId, sizeof pci.busId);
+        read_pci_bus_id(lib, dev->handle, dev->st.pci_bus_id, sizeof dev->st.pci_bus_id);
         if (read_memory(lib, dev->handle, &dev->st.mem_total, &used) != NVML_SUCCESS)
                 dev->st.mem_total = 0;
 }

@@ -1,8 +1,10 @@
 /* The part of the NVML C API that nvml.c uses, declared here because we never build
  * against nvml.h: the library is dlopen()ed so that gpuwardd runs on hosts without a driver.
- * Layouts and values are from nvml.h 13.3 (see shared/docs/nvml.md §2-§4); the sizes are
- * checked below because a wrong layout silently scrambles what the driver writes. */
+ * Layouts and values are from nvml.h 13.3 (see shared/docs/nvml.md §2-§4); docs/NVML-ABI.md
+ * lists each one against the header it was checked with.  The sizes and offsets are checked
+ * below because a wrong layout silently scrambles what the driver writes. */
 #pragma once
+#include <stddef.h>
 
 typedef enum {
         NVML_SUCCESS = 0,
@@ -40,11 +42,23 @@ typedef struct nvmlEventSet_st *nvmlEventSet_t;
 #define nvmlEventTypeDoubleBitEccError 0x2ULL
 #define nvmlEventTypeXidCriticalError  0x8ULL
 
+/* What nvmlDeviceGetPciInfo_v3 writes. */
 typedef struct {
         char busIdLegacy[16];
         unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
         char busId[32];
 } nvmlPciInfo_t;
+
+/* What nvmlDeviceGetPciInfo_v2 and the unsuffixed call write: the pre-NVML-9 layout, whose
+ * 16-byte busId sits where nvmlPciInfo_t has busIdLegacy and whose tail is four reserved
+ * words, not a bus id (pynvml calls it nvmlPciInfo_v2_t, "legacy pciInfo used for _v1 and
+ * _v2").  nvml.h still declares those two with nvmlPciInfo_t, but a driver cannot write the
+ * newer layout there without overrunning callers built against the old one. */
+typedef struct {
+        char busId[16];
+        unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+        unsigned int reserved[4];
+} nvmlPciInfo_v2_t;
 
 typedef struct {
         unsigned int gpu, memory;
@@ -89,21 +103,42 @@ typedef struct {
         unsigned long long protectedMemSizeKib, unprotectedMemSizeKib;
 } nvmlConfComputeMemSizeInfo_t;
 
+/* nvmlEventSetWait_v2 writes all of it; the pre-NVML-11 nvmlEventSetWait only the first 24
+ * bytes (no instance ids), which a zeroed struct of this size takes as well. */
 typedef struct {
         nvmlDevice_t device;
         unsigned long long eventType;
-        unsigned long long eventData;  /* the Xid for Xid events */
+        unsigned long long eventData;  /* the Xid for Xid events; 999 for an unknown Xid */
         unsigned int gpuInstanceId, computeInstanceId;
 } nvmlEventData_t;
 
+/* Sizes (LP64) and the offsets we read, as nvml.h lays them out (docs/NVML-ABI.md). */
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
+_Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
+_Static_assert(sizeof(nvmlPciInfo_v2_t) == 52, "nvmlPciInfo_v2_t (legacy) layout");
+_Static_assert(offsetof(nvmlPciInfo_v2_t, busId) == 0 && offsetof(nvmlPciInfo_v2_t, device) == 24,
+               "nvmlPciInfo_v2_t fields");
+_Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t layout");
+_Static_assert(offsetof(nvmlMemory_v2_t, total) == 8 && offsetof(nvmlMemory_v2_t, used) == 32, "nvmlMemory_v2_t fields");
+_Static_assert(GW_NVML_MEMORY_V2 == (sizeof(nvmlMemory_v2_t) | 2u << 24), "nvmlMemory_v2 = NVML_STRUCT_VERSION(Memory, 2)");
 _Static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "nvmlProcessDetail_v1_t layout");
+_Static_assert(offsetof(nvmlProcessDetail_v1_t, usedGpuMemory) == 8, "usedGpuMemory is at 8 in every process layout");
 _Static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "nvmlProcessDetailList_v1_t layout");
+_Static_assert(offsetof(nvmlProcessDetailList_v1_t, procArray) == 16, "nvmlProcessDetailList_v1_t.procArray");
+_Static_assert(GW_NVML_PROCESS_DETAIL_LIST_V1 == (sizeof(nvmlProcessDetailList_v1_t) | 1u << 24),
+               "nvmlProcessDetailList_v1 = NVML_STRUCT_VERSION(ProcessDetailList, 1)");
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t layout");
+_Static_assert(offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8 &&
+               offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16, "nvmlProcessUtilizationSample_t fields");
 _Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t layout");
+_Static_assert(GW_NVML_TEMPERATURE_V1 == (sizeof(nvmlTemperature_v1_t) | 1u << 24),
+               "nvmlTemperature_v1 = NVML_STRUCT_VERSION(Temperature, 1)");
+_Static_assert(sizeof(nvmlConfComputeMemSizeInfo_t) == 16, "nvmlConfComputeMemSizeInfo_t layout");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
+_Static_assert(offsetof(nvmlEventData_t, eventType) == 8 && offsetof(nvmlEventData_t, eventData) == 16 &&
+               offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t fields");
 
 /* The entry points nvml.c resolves; NULL where the library lacks them.  The three
  * running-process calls share one type because only their entry stride differs. */
@@ -118,7 +153,8 @@ struct gw_nvml_fns {
         nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t *);
         nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
         nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
-        nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
+        nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);            /* _v3 */
+        nvmlReturn_t (*pci_info_legacy)(nvmlDevice_t, nvmlPciInfo_v2_t *);  /* _v2, else unsuffixed */
         nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
         nvmlReturn_t (*memory_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
         nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *);

@@ -164,6 +164,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t dev, nvmlPciInfo_t *pci
         nvmlReturn_t r = lock_dev(dev, &g);
         if (r == NVML_SUCCESS && !pci)
                 r = NVML_ERROR_INVALID_ARGUMENT;
+        else if (r == NVML_SUCCESS && !fake_config.pci_v3)
+                r = NVML_ERROR_FUNCTION_NOT_FOUND;
         if (r == NVML_SUCCESS) {
                 memset(pci, 0, sizeof *pci);
                 pci->bus = 0x10 + dev->index;
@@ -175,12 +177,29 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t dev, nvmlPciInfo_t *pci
         return unlock_ret(r);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t dev, nvmlPciInfo_t *pci) {
-        return nvmlDeviceGetPciInfo_v3(dev, pci);
+/* The legacy calls fill the 52-byte nvmlPciInfo_v2_t and not a byte more, as a driver must
+ * for callers built against the old header. */
+static nvmlReturn_t pci_info_legacy(nvmlDevice_t dev, nvmlPciInfo_v2_t *pci) {
+        const struct fake_gpu *g;
+        nvmlReturn_t r = lock_dev(dev, &g);
+        if (r == NVML_SUCCESS && !pci)
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        if (r == NVML_SUCCESS) {
+                memset(pci, 0, sizeof *pci);
+                pci->bus = 0x10 + dev->index;
+                pci->pciDeviceId = 0x20B210DE;
+                pci->pciSubSystemId = 0x147F10DE;
+                snprintf(pci->busId, sizeof pci->busId, "0000:%02X:00.0", pci->bus);
+        }
+        return unlock_ret(r);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, nvmlPciInfo_t *pci) {
-        return nvmlDeviceGetPciInfo_v3(dev, pci);
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t dev, nvmlPciInfo_v2_t *pci) {
+        return pci_info_legacy(dev, pci);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, nvmlPciInfo_v2_t *pci) {
+        return pci_info_legacy(dev, pci);
 }
 
 /* ---- samples ------------------------------------------------------------------------- */
@@ -570,8 +589,13 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
         }
 }
 
+/* The pre-NVML-11 call: its nvmlEventData_t ended after eventData, so only that much is written. */
 EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
-        return nvmlEventSetWait_v2(set, data, timeoutms);
+        nvmlEventData_t d;
+        nvmlReturn_t r = nvmlEventSetWait_v2(set, data ? &d : NULL, timeoutms);
+        if (r == NVML_SUCCESS)
+                memcpy(data, &d, EVENT_DATA_V1_SIZE);
+        return r;
 }
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {

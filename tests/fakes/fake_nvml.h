@@ -27,6 +27,13 @@ typedef struct {
         unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
         char busId[32];
 } nvmlPciInfo_t;
+/* What nvmlDeviceGetPciInfo_v2 and nvmlDeviceGetPciInfo write on a real driver: the layout
+ * from before NVML 9 (pynvml's nvmlPciInfo_v2_t), not nvmlPciInfo_t. */
+typedef struct {
+        char busId[16];
+        unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+        unsigned int reserved[4];
+} nvmlPciInfo_v2_t;
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
 typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
@@ -60,6 +67,7 @@ typedef struct {
 } nvmlEventData_t;
 
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
+_Static_assert(sizeof(nvmlPciInfo_v2_t) == 52, "nvmlPciInfo_v2_t");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t");
 _Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
@@ -67,6 +75,7 @@ _Static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "nvmlProcessDetail_v1_t");
 _Static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "nvmlProcessDetailList_v1_t");
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t");
+#define EVENT_DATA_V1_SIZE 24  /* nvmlEventSetWait (before NVML 11): no instance ids */
 
 #define MEMORY_V2_VERSION      0x02000028u
 #define DETAIL_LIST_V1_VERSION 0x01000018u
@@ -97,6 +106,7 @@ struct fake_cfg {
         unsigned count;
         int init_error;
         int process_abi;
+        bool pci_v3;     /* false: nvmlDeviceGetPciInfo_v3 is "missing" (pre-NVML-9 driver) */
         bool memory_v2, process_util;
         int version_mismatch_code;
         struct fake_gpu gpu[FAKE_MAX_GPUS];

@@ -28,6 +28,7 @@ static void cfg_defaults(struct fake_cfg *c) {
         memset(c, 0, sizeof *c);
         c->count = 4;
         c->process_abi = ABI_V3;
+        c->pci_v3 = true;
         c->memory_v2 = true;
         c->process_util = true;
         c->version_mismatch_code = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
@@ -119,6 +120,8 @@ static void cfg_apply_global(struct fake_cfg *c, const char *key, const char *v)
                 c->process_util = x != 0;
         else if (strcmp(key, "version_mismatch_code") == 0 && num)
                 c->version_mismatch_code = (int) (x > 100000 ? NVML_ERROR_UNKNOWN : x);
+        else if (strcmp(key, "pci_abi") == 0 && (strcmp(v, "v2") == 0 || strcmp(v, "v3") == 0))
+                c->pci_v3 = strcmp(v, "v3") == 0;
         else if (strcmp(key, "process_abi") == 0) {
                 for (size_t i = 0; i < sizeof abis / sizeof abis[0]; i++)
                         if (strcmp(v, abis[i].name) == 0)

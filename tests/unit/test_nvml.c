@@ -254,6 +254,92 @@ static void test_static_and_sample(void **state) {
         gw_gpu_close(lib);
 }
 
+/* Drivers without nvmlDeviceGetPciInfo_v3 (before NVML 9) have only _v2 and the unsuffixed
+ * call, which write the 52-byte legacy nvmlPciInfo_v2_t: a 16-byte busId at offset 0 and four
+ * reserved words where nvmlPciInfo_t has its 32-byte busId (docs/NVML-ABI.md). */
+typedef int (*fn_pci)(void *, void *);
+
+static void test_pci_legacy_abi(void **state) {
+        write_config("count=2\npci_abi=v2\n");
+        void *dl = dlopen(GW_TEST_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+        assert_non_null(dl);
+        fn_void init = (fn_void) dlsym(dl, "nvmlInit_v2"), shutdown = (fn_void) dlsym(dl, "nvmlShutdown");
+        fn_handle handle = (fn_handle) dlsym(dl, "nvmlDeviceGetHandleByIndex_v2");
+        fn_pci v3 = (fn_pci) dlsym(dl, "nvmlDeviceGetPciInfo_v3"), v2 = (fn_pci) dlsym(dl, "nvmlDeviceGetPciInfo_v2");
+        fn_pci v1 = (fn_pci) dlsym(dl, "nvmlDeviceGetPciInfo");
+        assert_true(init && shutdown && handle && v3 && v2 && v1);
+        assert_int_equal(init(), 0);
+        void *dev = NULL;
+        assert_int_equal(handle(1, &dev), 0);
+        unsigned char buf[68];
+        assert_int_equal(v3(dev, buf), 13);  /* FUNCTION_NOT_FOUND */
+        fn_pci legacy[] = { v2, v1 };
+        for (size_t i = 0; i < 2; i++) {
+                memset(buf, 0xAA, sizeof buf);
+                assert_int_equal(legacy[i](dev, buf), 0);
+                assert_string_equal((const char *) buf, "0000:11:00.0");
+                unsigned bus;
+                memcpy(&bus, buf + 20, sizeof bus);
+                assert_int_equal(bus, 0x11);
+                for (size_t b = 52; b < sizeof buf; b++)
+                        assert_int_equal(buf[b], 0xAA);  /* nothing past the legacy struct */
+        }
+        assert_int_equal(shutdown(), 0);
+        assert_int_equal(dlclose(dl), 0);
+
+        struct gw_gpu_lib *lib = open_fake();
+        struct gw_gpu_static st;
+        for (unsigned i = 0; i < 2; i++) {
+                char want[32];
+                snprintf(want, sizeof want, "00000000:%02X:00.0", 0x10 + i);
+                assert_int_equal(gw_gpu_static_info(lib, i, &st), 0);
+                assert_string_equal(st.pci_bus_id, want);  /* the _v3 spelling on any driver */
+        }
+        gw_gpu_close(lib);
+}
+
+/* nvmlEventSetWait before NVML 11 wrote a 24-byte nvmlEventData_t (no instance ids). */
+typedef int (*fn_create)(void **);
+typedef int (*fn_register)(void *, unsigned long long, void *);
+typedef int (*fn_wait)(void *, void *, unsigned);
+typedef int (*fn_free)(void *);
+
+static void test_event_wait_v1_abi(void **state) {
+        void *dl = dlopen(GW_TEST_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+        assert_non_null(dl);
+        fn_void init = (fn_void) dlsym(dl, "nvmlInit_v2"), shutdown = (fn_void) dlsym(dl, "nvmlShutdown");
+        fn_handle handle = (fn_handle) dlsym(dl, "nvmlDeviceGetHandleByIndex_v2");
+        fn_create create = (fn_create) dlsym(dl, "nvmlEventSetCreate");
+        fn_register reg = (fn_register) dlsym(dl, "nvmlDeviceRegisterEvents");
+        fn_wait wait1 = (fn_wait) dlsym(dl, "nvmlEventSetWait"), wait2 = (fn_wait) dlsym(dl, "nvmlEventSetWait_v2");
+        fn_free free_set = (fn_free) dlsym(dl, "nvmlEventSetFree");
+        assert_true(init && shutdown && handle && create && reg && wait1 && wait2 && free_set);
+        assert_int_equal(init(), 0);
+        void *dev = NULL, *set = NULL;
+        assert_int_equal(handle(2, &dev), 0);
+        assert_int_equal(create(&set), 0);
+        assert_int_equal(reg(dev, 0x8, set), 0);
+
+        struct { void *device; unsigned long long type, data; unsigned gi, ci; } d;
+        _Static_assert(sizeof d == 32, "nvmlEventData_t");
+        append_event("gpu=2 xid=79\ngpu=2 xid=48\n");
+        memset(&d, 0xAA, sizeof d);
+        assert_int_equal(wait1(set, &d, 2000), 0);
+        assert_ptr_equal(d.device, dev);
+        assert_int_equal(d.type, 0x8);
+        assert_int_equal(d.data, 79);
+        assert_int_equal(d.gi, 0xAAAAAAAAu);  /* untouched */
+        assert_int_equal(d.ci, 0xAAAAAAAAu);
+        memset(&d, 0xAA, sizeof d);
+        assert_int_equal(wait2(set, &d, 2000), 0);
+        assert_int_equal(d.data, 48);
+        assert_int_equal(d.gi, 0xFFFFFFFFu);  /* not MIG */
+        assert_int_equal(d.ci, 0xFFFFFFFFu);
+        assert_int_equal(free_set(set), 0);
+        assert_int_equal(shutdown(), 0);
+        assert_int_equal(dlclose(dl), 0);
+}
+
 static void test_memory_v2_fallback(void **state) {
         static const char *const configs[] = {
                 "memory_v2=0\nversion_mismatch_code=25\ngpu0.base_used_mib=512\n",
@@ -611,6 +697,8 @@ int main(void) {
                 cmocka_unit_test_setup(test_init_error, test_setup),
                 cmocka_unit_test_setup(test_fake_contract, test_setup),
                 cmocka_unit_test_setup(test_static_and_sample, test_setup),
+                cmocka_unit_test_setup(test_pci_legacy_abi, test_setup),
+                cmocka_unit_test_setup(test_event_wait_v1_abi, test_setup),
                 cmocka_unit_test_setup(test_memory_v2_fallback, test_setup),
                 cmocka_unit_test_setup(test_not_supported, test_setup),
                 cmocka_unit_test_setup(test_processes_own_pid, test_setup),
