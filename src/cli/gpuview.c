@@ -78,11 +78,13 @@ static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
 }
 
 static bool is_rogue(const json_t *proc) {
-        /* "job": null marks a rogue process; an absent field says nothing. */
-        return json_is_null(json_object_get(proc, "job"));
+        /* "job": null marks a rogue process, "stray" a job's process on a GPU it was not
+         * given; an absent field says nothing. */
+        return json_is_null(json_object_get(proc, "job")) || json_is_true(json_object_get(proc, "stray"));
 }
 
-/* "  ! rogue pid 4242 (user bob, 2.0 GiB, 87% SM): python3 evil.py" */
+/* "  ! rogue pid 4242 (user bob, 2.0 GiB, 87% SM): python3 evil.py", or for a stray
+ * "  ! pid 4242 of job 17, not on its GPUs (user bob, ...): python3 train.py" */
 static int add_rogue_line(struct cli_table *t, const json_t *proc) {
         char pid[32], mem[32], sm[32];
         long long v;
@@ -99,8 +101,13 @@ static int add_rogue_line(struct cli_table *t, const json_t *proc) {
         const char *cmd = cli_jstr(proc, "command");
         cmd = cmd && *cmd ? cmd : "?";
         size_t keep = cli_fit_bytes(cmd, strlen(cmd), ROGUE_CMD_MAX_COLS);
+        char what[96];
+        if (cli_jint(proc, "job", &v))
+                snprintf(what, sizeof what, "pid %s of job %lld, not on its GPUs", pid, v);
+        else
+                snprintf(what, sizeof what, "rogue pid %s", pid);
         _cleanup_free_ char *line = NULL;
-        if (asprintf(&line, "  ! rogue pid %s (user %s, %s%s): %.*s%s", pid, user && *user ? user : "?",
+        if (asprintf(&line, "  ! %s (user %s, %s%s): %.*s%s", what, user && *user ? user : "?",
                      cli_format_bytes(cli_jnum(proc, "mem_used"), mem, sizeof(mem)), sm, (int) keep, cmd,
                      cmd[keep] ? "\xe2\x80\xa6" : "") < 0)
                 return -ENOMEM;

@@ -76,6 +76,7 @@ struct gw_dproc {
         uint64_t mem;                /* UINT64_MAX if NVML does not say */
         int sm_util;                 /* -1 without per-process samples */
         int64_t job_id;
+        bool stray;                  /* its job's, on a GPU that job was not given */
         uint32_t uid;
         char user[32];
         char cmd[160];

@@ -22,6 +22,7 @@ static json_t *proc_json(const struct gw_dproc *p) {
         json_object_set_new(o, "mem_used", p->mem != UINT64_MAX ? json_integer((json_int_t) p->mem) : json_null());
         json_object_set_new(o, "sm_util", p->sm_util >= 0 ? json_integer(p->sm_util) : json_null());
         json_object_set_new(o, "job", p->job_id ? json_integer(p->job_id) : json_null());
+        json_object_set_new(o, "stray", json_boolean(p->stray));
         return o;
 }
 

@@ -221,18 +221,51 @@ static void job_event(struct gw_daemon *d, int64_t job_id, const char *kind, con
                 (void) gw_store_job_event(d->store, job_id, dj->job->state, kind, msg);
 }
 
-/* rogue_policy = kill: a process of no job on a GPU that a job holds is stopped, never
- * one of ours, and the job's record says who and what. */
+/* rogue_policy = kill: a process of no job (or a stray of another job) on a GPU that a job
+ * holds is stopped, never one of ours, and the job's record says who and what. */
 static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
         if (!g->job_id || strcmp(d->cfg->rogue_policy, "kill") || p->pid == (unsigned) getpid())
                 return;
-        char msg[512];
+        char msg[512], whose[48] = "";
         int r = kill((pid_t) p->pid, SIGKILL);
-        snprintf(msg, sizeof msg, "rogue process %u (user %s: %.120s) on GPU %u %s", p->pid, p->user, p->cmd,
+        if (p->stray)
+                snprintf(whose, sizeof whose, " of job %lld", (long long) p->job_id);
+        snprintf(msg, sizeof msg, "rogue process %u%s (user %s: %.120s) on GPU %u %s", p->pid, whose, p->user, p->cmd,
                  g->info.index, r == 0 ? "killed (rogue_policy=kill)" : "could not be killed");
         log_warn("job %lld: %s", (long long) g->job_id, msg);
         job_event(d, g->job_id, "rogue", msg);
         (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+}
+
+static bool was_on(const struct gw_dgpu *g, unsigned pid) {
+        for (size_t k = 0; k < g->n_procs; k++)
+                if (g->procs[k].pid == pid)
+                        return true;
+        return false;
+}
+
+/* A process of a job on a GPU the job was not given: CUDA_VISIBLE_DEVICES changed inside
+ * the job, or a library that ignores it.  It takes that GPU from whoever holds it or gets it
+ * next, as a rogue process would, so it counts as one. */
+static bool is_stray(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
+        const struct gw_djob *dj = p->job_id ? gw_jobmap_get(&d->map, p->job_id) : NULL;
+        return dj && !(dj->job->gpu_mask & (UINT64_C(1) << g->info.index));
+}
+
+/* Told once per process and GPU: to its job, to the GPU's holder, in the GPU's events. */
+static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
+        const struct gw_djob *dj = gw_jobmap_get(&d->map, p->job_id);
+        char gpus[96], msg[512];
+        gw_gpu_mask_format(dj->job->gpu_mask, gpus, sizeof gpus);
+        snprintf(msg, sizeof msg, "process %u (%.120s) runs on GPU %u, which this job was not given (its GPUs: %s): "
+                 "was CUDA_VISIBLE_DEVICES changed inside the job?", p->pid, p->cmd, g->info.index, gpus);
+        log_warn("job %lld: %s", (long long) p->job_id, msg);
+        job_event(d, p->job_id, "stray", msg);
+        snprintf(msg, sizeof msg, "process %u of job %lld (user %s: %.120s) on GPU %u, which that job was not given",
+                 p->pid, (long long) p->job_id, p->user, p->cmd, g->info.index);
+        (void) gw_store_gpu_event(d->store, g->info.index, "stray", -1, g->job_id, msg);
+        if (g->job_id)
+                job_event(d, g->job_id, "rogue", msg);
 }
 
 static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_snapshot *s,
@@ -251,9 +284,13 @@ static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_
                 }
                 p->mem = s->procs[k].mem_used;
                 p->sm_util = s->procs[k].sm_util;
-                if (!p->job_id) {
+                bool seen_here = was_on(g, p->pid);
+                p->stray = is_stray(d, g, p);
+                if (p->stray && !seen_here)
+                        stray_tell(d, g, p);
+                if (!p->job_id || p->stray) {
                         rogue++;
-                        if (!old || !old->job_id)
+                        if (!old || !old->job_id || (p->stray && !seen_here))
                                 rogue_kill(d, g, p);
                 }
         }

@@ -66,6 +66,27 @@ class TelemetryTest(DaemonTest):
             rogue.kill()
             rogue.wait()
 
+    def test_job_process_on_a_gpu_it_was_not_given(self):
+        """CUDA_VISIBLE_DEVICES changed inside a job: its process on another job's GPU is told
+        to both jobs, once, and counted with the rogue processes."""
+        mine = self.d.submit("--", "sleep", "60")
+        other = self.d.submit("--", "sleep", "60")
+        own_gpu = self.d.wait_state(mine, "RUNNING")["gpus"][0]
+        target = self.d.wait_state(other, "RUNNING")["gpus"][0]
+        pid = self.d.wait_pid(mine)
+        self.d.write_procs(pid, [(own_gpu, 500, 10), (target, 700, 5)])
+        wait_until(lambda: events_of(self.d.job(mine), "stray"), what="the stray event")
+        said = events_of(self.d.job(mine), "stray")[0]["message"]
+        self.assertIn(f"runs on GPU {target}, which this job was not given (its GPUs: {own_gpu})", said)
+        self.assertIn(f"process {pid} of job {mine}", events_of(self.d.job(other), "rogue")[0]["message"])
+        procs = {g["index"]: [p for p in g["processes"] if p["pid"] == pid] for g in self.d.gpu_list()}
+        self.assertEqual((procs[target][0]["job"], procs[target][0]["stray"]), (mine, True))
+        self.assertFalse(procs[own_gpu][0]["stray"], "on its own GPU it is the job's")
+        self.assertEqual(self.d.api("GET", "/api/v1/gpus")[1]["rogue_processes"], 1)
+        self.assertIn(f"! pid {pid} of job {mine}, not on its GPUs", self.d.cli("gpus").stdout)
+        time.sleep(1.5)
+        self.assertEqual(len(events_of(self.d.job(mine), "stray")), 1, "told once, not at every sample")
+
     def test_xid_79_drains_the_gpu(self):
         events = os.path.join(self.d.state, "sim-nvml", "events")
         with open(events, "a") as f:
@@ -145,6 +166,22 @@ class RogueKillTest(DaemonTest):
             for p in (on_job, on_free):
                 p.kill()
                 p.wait()
+
+
+    def test_a_jobs_process_on_another_jobs_gpu_is_killed(self):
+        pidfile = os.path.join(self.d.work, "child.pid")
+        stray = self.d.submit("--", "sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait")
+        holder = self.d.submit("--", "sleep", "60")
+        self.d.wait_state(stray, "RUNNING")
+        gpu = self.d.wait_state(holder, "RUNNING")["gpus"][0]
+        child = int(wait_until(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), what="child pid"))
+        self.d.write_procs(child, [(gpu, 500, 10)])
+        ev = wait_until(lambda: [e for e in events_of(self.d.job(holder), "rogue") if "killed" in e["message"]],
+                        what="the kill recorded")
+        self.assertIn(f"rogue process {child} of job {stray}", ev[0]["message"])
+        wait_until(lambda: not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z",
+                   what="the stray process killed")
+        self.assertEqual(self.d.job(holder)["state"], "RUNNING")
 
 
 class ManyProcessesTest(DaemonTest):
