@@ -283,7 +283,7 @@
         h('br'), `${ji.user} · running ${GW.fmtDur(now - ji.start_time)}`,
         eta ? ` · ETA ${GW.fmtDay(eta)}` : '');
     } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');
-    const rogue = (g.processes || []).filter(p => p.job === null);
+    const rogue = (g.processes || []).filter(p => p.job === null || p.stray);
     const pct = g.mem_total ? Math.round((100 * (g.mem_used || 0)) / g.mem_total) : 0;
     return h('article', { class: `card ${health}`, 'aria-label': `GPU ${g.index}`, 'data-gpu': g.index },
       h('div', { class: 'card-head' }, h('h2', {}, `GPU ${g.index}`),
@@ -295,8 +295,8 @@
         h('span', {}, g.power_w === null ? '' : `${Math.round(g.power_w)} W`), h('span', {}, `${pct}% of ${GW.fmtBytes(g.mem_total)}`)),
       g.drain_reason ? h('div', { class: 'error' }, `drained: ${g.drain_reason}`) : null,
       jobLine,
-      rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job', tabindex: '0' },
-        rogue.map(p => h('li', {}, `rogue: pid ${p.pid} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command}`))) : null);
+      rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job, or off their job\'s GPUs', tabindex: '0' },
+        rogue.map(p => h('li', {}, `${p.stray ? `pid ${p.pid} of job ${p.job}, not on its GPUs` : `rogue: pid ${p.pid}`} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command}`))) : null);
   }
 
   function renderGpus() {
