@@ -182,6 +182,19 @@ static void bookings_compact(struct gw_sharing *s) {
         s->n_bookings = k;
 }
 
+/* The "warn" event of a job's booking end (apply_action) is what gw_sharing_warned_restore
+ * reads back after a restart: they share these words. */
+#define BOOKING_WARN_START "booking %lld ends at "
+#define BOOKING_WARN_END "%s: the job will get SIGTERM then"
+
+void gw_sharing_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        char start[64];
+        int len = snprintf(start, sizeof start, BOOKING_WARN_START, (long long) dj->job->booking_id);
+        for (size_t i = 0; i < n && dj->job->booking_id > 0; i++)
+                if (!strcmp(ev[i].kind, "warn") && !strncmp(ev[i].message, start, (size_t) len))
+                        dj->booking_warned = true;
+}
+
 static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
         struct gw_store_booking *b = gw_sharing_booking(d, a->booking_id);
         struct gw_djob *dj = a->job_id ? gw_jobmap_get(&d->map, a->job_id) : NULL;
@@ -218,8 +231,7 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                          * log and its events say it; SIGTERM comes at the end, as for a time limit. */
                         char when[32];
                         gw_sharing_format_time(b->end, gw_now_wall(), when, sizeof when, NULL);
-                        snprintf(msg, sizeof msg, "booking %lld ends at %s: the job will get SIGTERM then",
-                                 (long long) b->id, when);
+                        snprintf(msg, sizeof msg, BOOKING_WARN_START BOOKING_WARN_END, (long long) b->id, when);
                         dj->booking_warned = true;
                         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "warn", msg);
                         gw_job_log_note(d, dj, msg);

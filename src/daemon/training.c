@@ -6,9 +6,10 @@
  *   - ETA: core/eta.h over the epochs' durations; the estimated end is kept in j->eta for
  *     the job JSON, `gpuward queue`, the GPU list and /metrics;
  *   - leak: each finished epoch's low and peak memory per GPU, from the job's telemetry
- *     rings, go to core/leak.h; a leak is told once per attempt (event "leak", a line in
- *     the job's log); under leak_policy restart the job is stopped right after its next
- *     checkpoint and recovery.c retries it from that checkpoint (gw_training_take_restart);
+ *     rings, go to core/leak.h and to the store (a restarted daemon goes on from them); a
+ *     leak is told once per attempt (event "leak", a line in the job's log); under
+ *     leak_policy restart the job is stopped right after its next checkpoint and
+ *     recovery.c retries it from that checkpoint (gw_training_take_restart);
  *   - snapshots of weights/last.pt and best.pt (training_snap.c).
  * What survives between samples is struct gw_train (training_int.h), reset per attempt.
  * The wall clock is read once per sample: epoch ends are file mtimes. */
@@ -61,6 +62,39 @@ static void load_epochs(struct gw_daemon *d, const struct gw_job *j, struct gw_t
                 t->done = e[n - 1].epoch;
 }
 
+/* Appends one epoch's low and peak to g's series, the oldest dropped when it is full.  false
+ * (nothing kept) when the epoch is not newer than the newest kept. */
+static bool baseline_push(struct train_gpu *g, long epoch, double low, double peak) {
+        if (g->n && g->epoch[g->n - 1] >= epoch)
+                return false;
+        if (g->n == GW_LEAK_MAX_EPOCHS) {
+                memmove(g->epoch, g->epoch + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->epoch);
+                memmove(g->low, g->low + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->low);
+                memmove(g->peak, g->peak + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->peak);
+                g->n--;
+        }
+        g->epoch[g->n] = epoch;
+        g->low[g->n] = low;
+        g->peak[g->n] = peak;
+        g->n++;
+        return true;
+}
+
+static void baseline_keep(const struct gw_store_epoch_mem *m, void *userdata) {
+        struct gw_train *t = userdata;
+        for (size_t i = 0; i < t->n_gpus; i++)
+                if (t->gpus[i].gpu == m->gpu)
+                        (void) baseline_push(&t->gpus[i], m->epoch, m->low, m->peak);
+}
+
+/* The attempt's per-epoch memory as the store kept it: the telemetry rings start empty in a
+ * restarted daemon, and without the earlier epochs the leak detector would start over. */
+static void load_baselines(struct gw_daemon *d, const struct gw_job *j, struct gw_train *t) {
+        if (gw_store_epoch_mems(d->store, j->id, j->attempt, GW_LEAK_MAX_EPOCHS, baseline_keep, t) < 0)
+                log_warn("job %lld: cannot read its memory per epoch: %s", (long long) j->id,
+                         gw_store_errmsg(d->store));
+}
+
 /* A fresh state for the job's current attempt: a retry is a new process with a new clock. */
 static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
@@ -85,6 +119,7 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
                 if (j->gpu_mask & (UINT64_C(1) << gi))
                         t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->gpus[gi].info.mem_total };
         load_epochs(d, j, t);
+        load_baselines(d, j, t);
         dj->train = t;
         return t;
 }
@@ -154,8 +189,10 @@ static void push_epoch(struct gw_daemon *d, const struct gw_job *j, struct gw_tr
                          gw_store_errmsg(d->store));
 }
 
-/* The epoch's low and peak on each of the job's GPUs, from its telemetry ring. */
-static void measure_epoch(const struct gw_djob *dj, struct gw_train *t, const struct train_epoch *e) {
+/* The epoch's low and peak on each of the job's GPUs, from its telemetry ring; kept in
+ * memory and in the store (load_baselines). */
+static void measure_epoch(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t,
+                          const struct train_epoch *e) {
         for (size_t i = 0; i < t->n_gpus; i++) {
                 struct train_gpu *g = &t->gpus[i];
                 const struct gw_ring *ring = NULL;
@@ -167,20 +204,12 @@ static void measure_epoch(const struct gw_djob *dj, struct gw_train *t, const st
                 _cleanup_free_ struct gw_point *pts = gw_xmalloc(ring->n * sizeof *pts);
                 size_t n = gw_ring_since(ring, e->start, pts, ring->n);
                 double lo, hi;
-                if (gw_leak_epoch_stats(pts, n, e->start, e->end, &lo, &hi) < 0)
+                if (gw_leak_epoch_stats(pts, n, e->start, e->end, &lo, &hi) < 0 || !baseline_push(g, e->epoch, lo, hi))
                         continue;
-                if (g->n && g->epoch[g->n - 1] >= e->epoch)
-                        continue;
-                if (g->n == GW_LEAK_MAX_EPOCHS) {
-                        memmove(g->epoch, g->epoch + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->epoch);
-                        memmove(g->low, g->low + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->low);
-                        memmove(g->peak, g->peak + 1, (GW_LEAK_MAX_EPOCHS - 1) * sizeof *g->peak);
-                        g->n--;
-                }
-                g->epoch[g->n] = e->epoch;
-                g->low[g->n] = lo;
-                g->peak[g->n] = hi;
-                g->n++;
+                struct gw_store_epoch_mem m = { .gpu = g->gpu, .epoch = e->epoch, .low = lo, .peak = hi };
+                if (gw_store_epoch_mem_put(d->store, dj->job->id, dj->job->attempt, &m) < 0)
+                        log_warn("job %lld: cannot record its memory in epoch %ld: %s", (long long) dj->job->id,
+                                 e->epoch, gw_store_errmsg(d->store));
         }
 }
 
@@ -226,7 +255,7 @@ static size_t new_epochs(struct gw_daemon *d, const struct gw_djob *dj, struct g
                 };
                 push_epoch(d, j, t, &e);
                 if (e.exact && !e.startup) {
-                        measure_epoch(dj, t, &e);
+                        measure_epoch(d, dj, t, &e);
                         measurable++;
                 }
         }
@@ -473,6 +502,10 @@ void gw_training_leak_restore(struct gw_daemon *d, struct gw_djob *dj, const str
         snprintf(t->leak_evidence, sizeof t->leak_evidence, "%s", reported ? told : stop);
         t->leak_reported = true;
         t->restart_sent = stopped;
+        /* The leak's figures are the newest verdict's (gw_train_leak_json): judged again now,
+         * over the per-epoch memory the store kept (train_for), not epochs from now. */
+        update_eta(dj->job, t, gw_now_wall());
+        check_leak(d, j, t);
         /* Whether the report put a stop after the next checkpoint in hand is not in its event
          * in so many words: it is decided again, from the same job and policy. */
         struct gw_leak_respond_input in = respond_input(d, dj, t);

@@ -1,5 +1,5 @@
-/* Epoch end times (see epochs.h).  Written once per epoch of a running training job: plain
- * statements prepared per call. */
+/* Epoch end times and per-GPU memory (see epochs.h).  Written once per epoch of a running
+ * training job: plain statements prepared per call. */
 #include "store/epochs.h"
 
 #include <errno.h>
@@ -72,4 +72,53 @@ int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_s
                 ret[n - 1 - i] = tmp;
         }
         return (int) n;
+}
+
+int gw_store_epoch_mem_put(struct gw_store *s, int64_t job_id, int attempt, const struct gw_store_epoch_mem *m) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s),
+                               "INSERT OR REPLACE INTO job_epoch_mem (job_id, attempt, gpu, epoch, low, peak) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, attempt);
+        sqlite3_bind_int64(st, 3, m->gpu);
+        sqlite3_bind_int64(st, 4, m->epoch);
+        sqlite3_bind_double(st, 5, m->low);
+        sqlite3_bind_double(st, 6, m->peak);
+        int rc = sqlite3_step(st);
+        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_epoch_mems(struct gw_store *s, int64_t job_id, int attempt, size_t per_gpu, gw_store_epoch_mem_cb cb,
+                        void *userdata) {
+        if (per_gpu > INT32_MAX)
+                return -EINVAL;
+        sqlite3_stmt *st;
+        /* Numbered newest first within each GPU: the rows a detector that keeps the newest holds. */
+        if (sqlite3_prepare_v2(gw_store_db(s),
+                               "SELECT gpu, epoch, low, peak FROM (SELECT gpu, epoch, low, peak, row_number() OVER "
+                               "(PARTITION BY gpu ORDER BY epoch DESC) AS k FROM job_epoch_mem "
+                               "WHERE job_id = ?1 AND attempt = ?2) WHERE k <= ?3 ORDER BY gpu, epoch",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int(st, 2, attempt);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) per_gpu);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                sqlite3_int64 gpu = sqlite3_column_int64(st, 0);
+                if (gpu < 0 || gpu > UINT32_MAX)
+                        continue; /* not a row this daemon wrote */
+                struct gw_store_epoch_mem m = { .gpu = (unsigned) gpu, .epoch = (long) sqlite3_column_int64(st, 1),
+                                                .low = sqlite3_column_double(st, 2),
+                                                .peak = sqlite3_column_double(st, 3) };
+                cb(&m, userdata);
+        }
+        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        return r;
 }

@@ -94,6 +94,12 @@ const char *const gw_store_migrations[] = {
         /* 9: the newest checkpoint's identity at an attempt's end, for the crash-loop rule
          * after a restart (NULL: not recorded, an attempt of an older version) */
         "ALTER TABLE job_attempts ADD COLUMN ckpt_id TEXT;",
+
+        /* 10: each measured epoch's memory low and peak per GPU (store/epochs.h), the leak
+         * detector's input, so that a restarted daemon judges the same series */
+        "CREATE TABLE job_epoch_mem ("
+        "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, gpu INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+        "  low REAL NOT NULL, peak REAL NOT NULL, PRIMARY KEY (job_id, attempt, gpu, epoch)) WITHOUT ROWID;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -319,6 +319,24 @@ class BookingAcrossRestartTest(DaemonTest):
         self.assertIn("its booking ended", j["reason"])
         self.assertLessEqual(j["end_time"], bk["end"] + 1 + 2.5, "stopped at the booking's end (grace 1 s)")
 
+    @needs_readoption
+    def test_booking_end_warning_is_not_repeated_after_a_restart(self):
+        """A job warned that its booking ends soon (booking_warn, 5 min: at once here) is not
+        warned again by the restarted daemon."""
+        bk = self.d.cli_json("reserve", "--gpus", "1", "--start", "now", "--duration", "8s")
+        jid = self.d.submit("--reservation", bk["id"], "--time", "1h", "--", "sleep", "300")
+        self.d.wait_state(jid, "RUNNING", timeout=10)
+        self.d.wait_pid(jid)
+        wait_until(lambda: self.d.events(jid, "warn"), timeout=10, what="the booking's end warning")
+        self.d.kill9()
+        self.d.start()
+        j = self.d.wait_state(jid, {"TIMEOUT", "FAILED", "CANCELLED", "COMPLETED"}, timeout=30)
+        self.assertEqual(j["state"], "TIMEOUT")
+        self.assertIn("adopt", kinds(j))
+        warns = [e["message"] for e in events_of(j, "warn")]
+        self.assertEqual(len(warns), 1, f"warned once, restart or not: {warns}")
+        self.assertEqual(self.d.log_text(jid).count(f"booking {bk['id']} ends at"), 1, "one warning in its log")
+
 
 class GpuFaultAcrossRestartTest(DaemonTest):
     """An Xid seen on a job's GPU before a restart is still its evidence after it: the attempt
@@ -415,6 +433,35 @@ class LeakAcrossRestartTest(DaemonTest):
         time.sleep(0.3)  # its supervisor writes the exit status to the journal
         self.d.start()
         self.assert_retried_as_explained_oom(jid)
+
+    @needs_readoption
+    def test_leak_figures_after_a_restart(self):
+        """The leak's figures (its GPU, rate, rising epochs, time to OOM) are back with the
+        restarted daemon, and stay as the run goes on: not only once the detector has seen
+        enough epochs of the new daemon's own to flag the leak again."""
+        argv = [TRAINER, "epochs=40", "name=lkfig", "--epoch-seconds", "1.5", "--mem-mib", "3000",
+                "--leak-mib-per-epoch", "400", "--leak-first-gpu-only"]
+        jid = self.d.submit_api(argv, ngpus=2)
+        self.d.wait_pid(jid)
+        wait_until(lambda: self.d.events(jid, "leak"), timeout=40, what="a leak event")
+        before = self.d.job(jid)["training"]["leak"]
+        self.assertIsNotNone(before["mib_per_epoch"], before)
+        self.d.kill9()
+        self.d.start()
+        j = self.d.job(jid)
+        self.assertIn("adopt", kinds(j))
+        after, epoch = j["training"]["leak"], j["training"]["epoch"]
+        self.assertTrue(after["detected"])
+        self.assertEqual(after["gpu"], before["gpu"], f"the leaking GPU after the restart: {after}")
+        for key in ("mib_per_epoch", "epochs", "epochs_to_oom", "seconds_to_oom"):
+            self.assertIsNotNone(after[key], f"{key} after the restart: {after}")
+        self.assertGreater(after["mib_per_epoch"], 300, after)
+        # Two more epochs, the first begun before the restart: the figures stay, still rising.
+        j = self.d.wait_job(jid, lambda j: ((j["training"] or {}).get("epoch") or 0) >= epoch + 2, timeout=20,
+                            what="two more epochs")
+        self.assertGreaterEqual(j["training"]["leak"]["epochs"], after["epochs"], j["training"]["leak"])
+        self.assertEqual(len(self.d.events(jid, "leak")), 1, "the leak is told once per attempt, restart or not")
+        self.d.cli("cancel", jid)
 
     @needs_readoption
     def test_leak_restart_still_due_after_a_restart(self):
