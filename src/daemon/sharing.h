@@ -64,10 +64,10 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
 int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n);
 /* Gives back the n just taken: what was refused after all does not count. */
 void gw_sharing_rate_undo(struct gw_daemon *d, uint32_t uid, int64_t n);
+/* Whether a quota is stored for subject ("user:alice", "group:lab", "default"). */
+bool gw_sharing_has_quota(struct gw_daemon *d, const char *subject);
 /* Sets the quota of subject ("user:alice", "group:lab", "default") from n "key=value"
  * settings, all or none, stored before it counts.  0; -EINVAL for a bad setting, -E2BIG for
  * too many subjects (why in msg); -EIO when the store refused (gw_store_errmsg). */
-/* Whether a quota is stored for subject ("user:alice", "group:lab", "default"). */
-bool gw_sharing_has_quota(struct gw_daemon *d, const char *subject);
 int gw_sharing_quota_set(struct gw_daemon *d, const char *subject, const char *const *settings, size_t n, char *msg,
                          size_t msg_n);
