@@ -270,6 +270,24 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
         return 0;
 }
 
+/* submit --signal SIG@BEFORE: the signal and how long ahead of the job's end. */
+static int decode_warn(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const char *s;
+        if (get_string(o, "warn_signal", &s, err) < 0)
+                return -EINVAL;
+        if (s && (j->warn_signal = gw_signal_parse(s)) < 0)
+                return fail(err, "warn_signal", "warn_signal: '%.32s' is not one of USR1, USR2, HUP, INT, QUIT, TERM, "
+                            "ALRM, URG, WINCH", s);
+        j->warn_signal = s ? j->warn_signal : 0;
+        long long before = 0;
+        if (get_int(o, "warn_before", 1, 30LL * 24 * 3600, &before, err) < 0)
+                return -EINVAL;
+        if (before && !s)
+                return fail(err, "warn_before", "warn_before: only with warn_signal");
+        j->warn_before = before * GW_USEC_PER_SEC;
+        return 0;
+}
+
 /* The first key of o that is not one of known, or NULL. */
 static const char *unknown_key(const json_t *o, const char *const *known, size_t n) {
         const char *key;
@@ -312,7 +330,7 @@ static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
-                "resume_cmd", "progress", "health_url", "leak_policy", "hold",
+                "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -356,8 +374,14 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
         if (get_strv(o, "env", MAX_ENV, true, &j->env, err) < 0 ||
             get_strv(o, "env_extra", MAX_ENV, true, &j->env_extra, err) < 0)
                 return -EINVAL;
-        if (decode_recovery(o, j, err) < 0)
+        if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0)
                 return -EINVAL;
+        if (j->warn_before >= j->time_limit) {
+                char a[32], b[32];
+                return fail(err, "warn_before", "warn_before: %s ahead of the end of a %s time limit is at or before "
+                            "its start", gw_format_duration(j->warn_before, a, sizeof a),
+                            gw_format_duration(j->time_limit, b, sizeof b));
+        }
         const json_t *hold = json_object_get(o, "hold");
         if (hold && !json_is_boolean(hold) && !json_is_null(hold))
                 return fail(err, "hold", "hold: must be true or false");
@@ -431,6 +455,8 @@ FIELD(resume_from, j->resume_from ? gw_json_text(j->resume_from) : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
 FIELD(leak_policy, json_string(j->leak_policy ? j->leak_policy : "warn"))
+FIELD(warn_signal, j->warn_signal ? json_string(gw_signal_name(j->warn_signal)) : json_null())
+FIELD(warn_before, j->warn_signal && j->warn_before ? json_integer(j->warn_before / GW_USEC_PER_SEC) : json_null())
 FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
 FIELD(predicted_start, j->state == GW_JOB_PENDING ? time_or_null(j->predicted_start) : json_null())
 #undef FIELD
@@ -469,6 +495,8 @@ static const struct {
         { "idle_policy", enc_f_idle_policy },
         { "reservation", enc_f_reservation },
         { "leak_policy", enc_f_leak_policy },
+        { "warn_signal", enc_f_warn_signal },
+        { "warn_before", enc_f_warn_before },
         { "eta", enc_f_eta },
         { "predicted_start", enc_f_predicted_start },
 };

@@ -1,9 +1,12 @@
 #include "base/parse.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -275,4 +278,30 @@ char *gw_format_size(uint64_t bytes, char *buf, size_t n) {
         else
                 (void) snprintf(buf, n, "%.0f %s", v, units[i]);
         return buf;
+}
+
+static const struct {
+        int sig;
+        const char *name;
+} warn_signals[] = {
+        { SIGUSR1, "USR1" }, { SIGUSR2, "USR2" }, { SIGHUP, "HUP" },   { SIGINT, "INT" },     { SIGQUIT, "QUIT" },
+        { SIGTERM, "TERM" }, { SIGALRM, "ALRM" }, { SIGURG, "URG" },   { SIGWINCH, "WINCH" },
+};
+
+int gw_signal_parse(const char *s) {
+        if (!s)
+                return -EINVAL;
+        if (!strncasecmp(s, "SIG", 3))
+                s += 3;
+        for (size_t i = 0; i < sizeof warn_signals / sizeof warn_signals[0]; i++)
+                if (!strcasecmp(s, warn_signals[i].name))
+                        return warn_signals[i].sig;
+        return -EINVAL;
+}
+
+const char *gw_signal_name(int sig) {
+        for (size_t i = 0; i < sizeof warn_signals / sizeof warn_signals[0]; i++)
+                if (warn_signals[i].sig == sig)
+                        return warn_signals[i].name;
+        return NULL;
 }

@@ -22,3 +22,10 @@ char *gw_format_duration(gw_usec_t d, char *buf, size_t n);
 
 /* "16.0 GiB", "512 MiB". */
 char *gw_format_size(uint64_t bytes, char *buf, size_t n);
+
+/* The signals a job may ask for ahead of its end (submit --signal): "USR1", "SIGUSR1" or
+ * "usr1".  Returns the signal number, or -EINVAL for any other (KILL, STOP, numbers: a
+ * signal that cannot be handled is no warning). */
+int gw_signal_parse(const char *s);
+/* "USR1" for SIGUSR1; NULL for a signal gw_signal_parse does not take. */
+const char *gw_signal_name(int sig);

@@ -121,6 +121,17 @@ static void show_policies(const json_t *job) {
         const char *leak = cli_jstr(job, "leak_policy");
         if (leak && strcmp(leak, "warn"))
                 field("Leak policy:", leak);
+        const char *sig = cli_jstr(job, "warn_signal");
+        if (sig) {
+                char t[32];
+                _cleanup_free_ char *line = NULL;
+                bool at = json_is_integer(json_object_get(job, "warn_before"));
+                if (asprintf(&line, "SIG%s to its main process %s%s", sig,
+                             at ? cli_format_secs(cli_jnum(job, "warn_before"), t, sizeof t) : "when gpuwardd warns",
+                             at ? " before its end" : " that its end is near") < 0)
+                        line = NULL;
+                field("Signal:", line);
+        }
 }
 
 /* What a finished attempt came to, from its failure class. */

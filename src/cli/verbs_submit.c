@@ -15,6 +15,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/verbs.h"
+#include "cli/submit.h"
 #include "cli/wait.h"
 #include "core/directive.h"
 #include "core/retry.h"
@@ -49,6 +50,9 @@ static const char submit_help[] =
         "  --hold            queue the job held; 'gpuward release JOB' lets it start\n"
         "  --reservation ID  run inside your booking ID ('gpuward reserve'): the job waits\n"
         "                    for its start, runs on its GPUs and gets SIGTERM at its end\n"
+        "  --signal SIG[@T]  send SIG (USR1, USR2, HUP, INT, TERM, ...) to the job's main\n"
+        "                    process T before its time limit (default: when gpuwardd warns,\n"
+        "                    5m), e.g. to save a checkpoint; as sbatch --signal B:SIG@T\n"
         "  --wait            wait until the job has ended, say how it ended, and exit 0 only\n"
         "                    when it COMPLETED (as sbatch --wait; see 'gpuward wait')\n"
         "  --json            print {\"id\": N} (with --wait: the ended job's JSON)\n"
@@ -95,36 +99,6 @@ static const char submit_help[] =
         "      #GPUWARD --name yolo-l --env WANDB_MODE=offline\n"
         "      #GPUWARD --yolo --retries 5 --idle-policy hpo\n";
 
-/* Options whose value is text sent as it is (after a cheap check here), one slot each. */
-enum text_slot {
-        T_NAME,
-        T_CWD,
-        T_AFTER,
-        T_OUTPUT,
-        T_RETRY_ON,
-        T_CHECKPOINT,
-        T_RESUME_CMD,
-        T_IDLE_POLICY,
-        T_PROGRESS,
-        T_HEALTH_URL,
-        T_LEAK_POLICY,
-        _T_MAX,
-};
-
-struct submit_opts {
-        long long ngpus;
-        bool gpu_mem_set, time_set, priority_set, retries_set;
-        uint64_t gpu_mem;
-        gw_usec_t time_limit;
-        long long priority, retries;
-        long long reservation;                   /* a booking id; 0: none */
-        const char *text[_T_MAX];                /* borrowed from an argv that outlives us */
-        const char **env_extra;                  /* malloc'ed array, borrowed strings */
-        size_t n_env_extra;
-        bool clean_env, hold, yolo, json, quiet, help, wait;
-        const char *socket; /* --socket after the verb; borrowed from argv */
-};
-
 enum {
         OPT_GPUS = 0x100,
         OPT_GPU_MEM,
@@ -138,6 +112,7 @@ enum {
         OPT_YOLO,
         OPT_RESERVATION,
         OPT_WAIT,
+        OPT_SIGNAL,
         OPT_TEXT = 0x200, /* + enum text_slot */
 };
 
@@ -147,12 +122,7 @@ static int check_policy(const char *arg, char *why, size_t n);
 static int check_health_url(const char *arg, char *why, size_t n);
 static int check_leak_policy(const char *arg, char *why, size_t n);
 
-static const struct text_option {
-        const char *opt; /* as the user types it */
-        const char *key; /* the API's field */
-        /* NULL: any non-empty text will do.  Else 0, or -EINVAL with the reason in why. */
-        int (*check)(const char *arg, char *why, size_t n);
-} text_options[_T_MAX] = {
+const struct submit_text_option submit_text_options[_T_MAX] = {
         [T_NAME] = { "--name", "name", NULL },
         [T_CWD] = { "--cwd", "cwd", NULL },
         [T_AFTER] = { "--after", "after", check_after },
@@ -190,6 +160,7 @@ static const struct option submit_options[] = {
         { "leak-policy", required_argument, NULL, OPT_TEXT + T_LEAK_POLICY },
         { "json", no_argument, NULL, OPT_JSON },
         { "wait", no_argument, NULL, OPT_WAIT },
+        { "signal", required_argument, NULL, OPT_SIGNAL },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         CLI_SOCKET_OPTION,
@@ -202,6 +173,7 @@ static const struct cli_field_alias other_aliases[] = {
         { "ngpus", "--gpus" },       { "gpu_mem", "--gpu-mem" }, { "time_limit", "--time" },
         { "priority", "--priority" }, { "env_extra", "--env" },   { "hold", "--hold" },
         { "retries", "--retries" },   { "yolo", "--yolo" },       { "reservation", "--reservation" },
+        { "warn_signal", "--signal" }, { "warn_before", "--signal" },
 };
 
 /* other_aliases and the text options' fields, NULL-terminated. */
@@ -211,7 +183,7 @@ static const struct cli_field_alias *submit_aliases(void) {
         for (size_t i = 0; i < ELEMENTSOF(other_aliases); i++)
                 all[n++] = other_aliases[i];
         for (size_t i = 0; i < _T_MAX; i++)
-                all[n++] = (struct cli_field_alias) { text_options[i].key, text_options[i].opt };
+                all[n++] = (struct cli_field_alias) { submit_text_options[i].key, submit_text_options[i].opt };
         all[n] = (struct cli_field_alias) { NULL, NULL };
         return all;
 }
@@ -291,7 +263,7 @@ static int push_env(struct submit_opts *o, const char *kv) {
 
 /* A text option: empty values and failed checks are usage errors naming the option. */
 static int apply_text_option(struct submit_opts *o, enum text_slot slot, const char *arg, const char *where) {
-        const struct text_option *t = &text_options[slot];
+        const struct submit_text_option *t = &submit_text_options[slot];
         char why[512];
         if (!*arg) {
                 snprintf(why, sizeof(why), "the value is empty");
@@ -303,6 +275,22 @@ static int apply_text_option(struct submit_opts *o, enum text_slot slot, const c
         cli_error("%s%s: %s", where ? where : "", t->opt, safe ? safe : why);
         fprintf(stderr, "Try 'gpuward submit --help'.\n");
         return CLI_EXIT_USAGE;
+}
+
+/* "USR1" or "USR1@10m" (sbatch's "B:" prefix is taken too: only the main process gets it). */
+static int parse_signal_option(struct submit_opts *o, const char *arg, const char *where) {
+        const char *at = strchr(arg, '@'), *name = strncmp(arg, "B:", 2) ? arg : arg + 2;
+        char sig[16];
+        snprintf(sig, sizeof sig, "%.*s", (int) (at ? at - name : (ptrdiff_t) strlen(name)), name);
+        if ((at && at < name) || (o->warn_signal = gw_signal_parse(sig)) < 0)
+                return bad_value(where, "--signal",
+                                 "is not SIG or SIG@TIME with SIG one of USR1, USR2, HUP, INT, QUIT, TERM, ALRM, URG, "
+                                 "WINCH (e.g. USR1@10m)",
+                                 arg);
+        o->warn_before = 0;
+        if (at && gw_parse_duration(at + 1, &o->warn_before) < 0)
+                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration (90s, 10m)", arg);
+        return 0;
 }
 
 static int apply_value_option(struct submit_opts *o, int c, const char *arg, const char *where) {
@@ -351,6 +339,8 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                                          "is not a booking id (a positive number, as 'gpuward reservations' lists them)",
                                          arg);
                 return 0;
+        case OPT_SIGNAL:
+                return parse_signal_option(o, arg, where);
         case OPT_ENV:
                 if (arg[0] == '=' || !strchr(arg, '='))
                         return bad_value(where, "--env", "is not NAME=VALUE", arg);
@@ -498,104 +488,6 @@ static int apply_directives(const char *script, struct submit_opts *o, char ***r
         return 0;
 }
 
-/* Appends strings to a JSON array.  Environment entries that are not UTF-8 cannot travel
- * in JSON: skip_bad drops them with a warning instead of failing. */
-static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_bad, const char *what) {
-        for (size_t i = 0; i < n; i++) {
-                json_t *s = json_string(v[i]);
-                if (!s && skip_bad) {
-                        _cleanup_free_ char *name = strndup(v[i], strcspn(v[i], "="));
-                        _cleanup_free_ char *safe = cli_sanitize(name);
-                        cli_warn("not passing environment variable %s: its value is not UTF-8",
-                                 safe ? safe : "?");
-                        continue;
-                }
-                if (!s) {
-                        /* Not echoed: the raw bytes would garble the terminal. */
-                        cli_error("%s: word %zu is not valid UTF-8, which JSON cannot carry", what, i + 1);
-                        return CLI_EXIT_USAGE;
-                }
-                if (json_array_append_new(arr, s) < 0)
-                        return CLI_EXIT_FAIL;
-        }
-        return 0;
-}
-
-static int set_string_array(json_t *body, const char *key, const char *const *v, size_t n, bool skip_bad,
-                            const char *what) {
-        json_t *arr = json_array();
-        if (!arr || json_object_set_new(body, key, arr) < 0)
-                return CLI_EXIT_FAIL;
-        return add_strings(arr, v, n, skip_bad, what);
-}
-
-static int set_opt_string(json_t *body, const struct text_option *t, const char *v) {
-        if (!v)
-                return 0;
-        json_t *s = json_string(v);
-        if (!s) {
-                cli_error("%s: the value is not valid UTF-8, which JSON cannot carry", t->opt);
-                return CLI_EXIT_USAGE;
-        }
-        return json_object_set_new(body, t->key, s) < 0 ? CLI_EXIT_FAIL : 0;
-}
-
-static size_t strv_len(char *const *v) {
-        size_t n = 0;
-        while (v && v[n])
-                n++;
-        return n;
-}
-
-/* The request body; sizes and durations go in their normalised numeric form so that the
- * daemon never has to guess what the CLI meant. */
-static int build_body(const struct submit_opts *o, const char *const *cmd, size_t ncmd,
-                      const char *cwd, const char *output, json_t **ret) {
-        json_t *body = json_object();
-        if (!body)
-                return CLI_EXIT_FAIL;
-        int r = set_string_array(body, "command", cmd, ncmd, false, "the command");
-        if (!r)
-                r = json_object_set_new(body, "ngpus", json_integer(o->ngpus)) < 0;
-        if (!r && o->gpu_mem_set)
-                r = json_object_set_new(body, "gpu_mem", json_integer((json_int_t) o->gpu_mem)) < 0;
-        if (!r && o->time_set) {
-                gw_usec_t secs = (o->time_limit + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC;
-                r = json_object_set_new(body, "time_limit", json_integer(secs)) < 0;
-        }
-        if (!r && o->priority_set)
-                r = json_object_set_new(body, "priority", json_integer(o->priority)) < 0;
-        if (!r && o->retries_set)
-                r = json_object_set_new(body, "retries", json_integer(o->retries)) < 0;
-        if (!r && o->yolo)
-                r = json_object_set_new(body, "yolo", json_true()) < 0;
-        if (!r && o->reservation)
-                r = json_object_set_new(body, "reservation", json_integer(o->reservation)) < 0;
-        /* The daemon wants class names as it writes them: "GPU_FAULT, lost" goes canonical. */
-        const char *text[_T_MAX];
-        char classes[256];
-        uint32_t mask;
-        memcpy(text, o->text, sizeof(text));
-        text[T_CWD] = cwd;
-        text[T_OUTPUT] = output;
-        if (text[T_RETRY_ON] && gw_retry_parse_classes(text[T_RETRY_ON], &mask, classes, sizeof(classes)) == 0)
-                text[T_RETRY_ON] = gw_retry_format_classes(mask, classes, sizeof(classes));
-        for (size_t i = 0; !r && i < _T_MAX; i++)
-                r = set_opt_string(body, &text_options[i], text[i]);
-        if (!r && !o->clean_env)
-                r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true, "environment");
-        if (!r && o->n_env_extra)
-                r = set_string_array(body, "env_extra", o->env_extra, o->n_env_extra, false, "--env");
-        if (!r && o->hold)
-                r = json_object_set_new(body, "hold", json_true()) < 0;
-        if (r) {
-                json_decref(body);
-                return r == 1 ? CLI_EXIT_FAIL : r;
-        }
-        *ret = body;
-        return 0;
-}
-
 /* The job's directory: --cwd made absolute, or ours.  Checked here so that a typo is a
  * usage error naming the option; the daemon checks again as the authority. */
 static int resolve_cwd(const char *opt, char **ret) {
@@ -720,7 +612,7 @@ static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char
         if (o->text[T_OUTPUT] && !(output = cli_absolute_path(o->text[T_OUTPUT], cwd)))
                 return CLI_EXIT_FAIL;
         json_t *body = NULL;
-        r = build_body(o, cmd, ncmd, cwd, output, &body);
+        r = submit_build_body(o, cmd, ncmd, cwd, output, &body);
         if (r)
                 return r;
         struct cli_call call = {

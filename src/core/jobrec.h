@@ -60,6 +60,10 @@ struct gw_job {
 
         int64_t booking_id;                /* submit --reservation: runs inside that booking */
 
+        /* submit --signal SIG@BEFORE: SIG to the job's main process BEFORE ahead of its end. */
+        int warn_signal;                   /* 0: none */
+        gw_usec_t warn_before;             /* 0: the daemon's time_limit_warn */
+
         /* A stop recorded before the job's processes were signalled (cancel, time limit,
          * reclaim): the state the attempt ends in once they are gone, so that a restarted
          * daemon ends it so too.  GW_JOB_PENDING (0) = none; a retry clears it. */

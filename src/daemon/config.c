@@ -71,6 +71,8 @@ static const char usage[] =
         "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
         "  --no-show DURATION   release a started booking with no job this long (default 15m)\n"
         "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
+        "  --time-limit-warn DURATION  tell a job this long before its time limit, in its\n"
+        "                       events and its log (default 5m; 0: never)\n"
         "  --rate-limit N, --rate-burst N  submissions and bookings per user a minute, and at\n"
         "                       once (default 20 and 50; admins are not limited)\n"
         "  --leak-mib-per-epoch M  GPU memory-leak threshold: baseline growth per epoch (default 256)\n"
@@ -93,7 +95,7 @@ static const char usage[] =
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
-       OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_RATE,
+       OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_MAX_CONNS };
 
@@ -120,6 +122,7 @@ static const struct option options[] = {
         { "retry-backoff", required_argument, NULL, OPT_BACKOFF },
         { "no-show", required_argument, NULL, OPT_NO_SHOW },
         { "booking-warn", required_argument, NULL, OPT_BOOKING_WARN },
+        { "time-limit-warn", required_argument, NULL, OPT_LIMIT_WARN },
         { "rate-limit", required_argument, NULL, OPT_RATE },
         { "rate-burst", required_argument, NULL, OPT_BURST },
         { "leak-mib-per-epoch", required_argument, NULL, OPT_LEAK_MIB },
@@ -248,6 +251,13 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                   : opt == OPT_BACKOFF ? &c->retry_backoff
                   : opt == OPT_NO_SHOW ? &c->no_show
                                        : &c->booking_warn) = d;
+                return 0;
+        case OPT_LIMIT_WARN:
+                if (gw_parse_int(v, 0, 3600, &n) == 0)
+                        d = n * GW_USEC_PER_SEC;
+                else if (gw_parse_duration(v, &d) < 0)
+                        break;
+                c->time_limit_warn = d;
                 return 0;
         case OPT_DEFAULT_LIMIT:
         case OPT_MAX_LIMIT:
@@ -458,6 +468,7 @@ static void set_defaults(struct gw_config *c) {
                 .retry_backoff = 10 * GW_USEC_PER_SEC,
                 .no_show = 15 * 60 * GW_USEC_PER_SEC,
                 .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
+                .time_limit_warn = 5 * 60 * GW_USEC_PER_SEC,
                 .rate_per_min = 20,
                 .rate_burst = 50,
                 .leak_mib_per_epoch = 256,

@@ -45,6 +45,7 @@ struct gw_config {
         gw_usec_t retry_backoff;    /* delay before the first retry; doubles, capped at 10 min */
         gw_usec_t no_show;          /* release a started booking unused this long */
         gw_usec_t booking_warn;     /* tell a booking's jobs this long before its end */
+        gw_usec_t time_limit_warn;  /* tell a job this long before its time limit; 0: never */
         int rate_per_min, rate_burst; /* submissions and bookings per user */
         double leak_mib_per_epoch;  /* training awareness: leak threshold (core/leak.h) */
         unsigned leak_epochs;       /* rising epochs in a row before a leak is flagged */

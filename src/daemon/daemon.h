@@ -53,6 +53,7 @@ struct gw_djob {
         bool booking_warned;         /* told its booking ends soon */
         bool booking_closed;         /* pending in a booking that is over: to be ended */
         bool limit_by_booking;       /* its booking ends before its time limit */
+        bool limit_warned;           /* told its end is near (time_limit_warn, --signal) */
         struct gw_djob *next_dead;
         struct gw_gpu_event *events; /* Xid/ECC/lost on its GPUs during this attempt */
         size_t n_events, cap_events;
@@ -275,6 +276,13 @@ int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd);
 /* jobs_stop.c: a stop recorded before the daemon went down (recover_one): the attempt ends
  * as it says; stop_again also signals the processes that outlived the daemon. */
 void gw_job_stop_restore(struct gw_djob *dj);
+/* The warning ahead of a running job's end (limit_at): a "warn" event and a line in its log
+ * time_limit_warn before its time limit, and its --signal to its main process.  Returns when
+ * it is due next (GW_USEC_INFINITY: not any more). */
+gw_usec_t gw_job_limit_warn_tick(struct gw_daemon *d, struct gw_djob *dj);
+/* Whether the current attempt was warned already, from its events (a restarted daemon warns
+ * it once, not twice). */
+void gw_job_limit_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj);
 /* jobs_stop.c: ended jobs whose end the store refused, kept in memory (for the API) and
  * written again every few seconds until the store takes them. */

@@ -170,6 +170,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         }
         gw_sharing_job_limit(d, dj);
         dj->booking_warned = false;
+        dj->limit_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
         gw_gpus_assign(d, mask, j->id);
@@ -610,6 +611,9 @@ gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
                         dj->kill_at = 0;
                 }
                 gw_usec_t t = dj->terminating ? (dj->kill_at ? dj->kill_at : GW_USEC_INFINITY) : dj->limit_at;
+                gw_usec_t warn = gw_job_limit_warn_tick(d, dj);
+                if (warn < t)
+                        t = warn;
                 if (t < next)
                         next = t;
         }

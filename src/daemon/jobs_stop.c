@@ -10,8 +10,10 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "daemon/daemon.h"
 #include "daemon/proc.h"
+#include "daemon/sharing.h"
 
 /* How often an unwritten end is tried again: a full disk is freed by a person, not at once. */
 #define UNWRITTEN_RETRY (5 * GW_USEC_PER_SEC)
@@ -220,4 +222,55 @@ void gw_jobs_unwritten_close(struct gw_daemon *d) {
                          (long long) dj->job->id, gw_job_state_name(dj->job->state), dj->job->end_reason);
                 gw_djob_free(dj);
         }
+}
+
+/* The warning's event starts so, and gw_job_limit_warned_restore reads it back by it. */
+#define LIMIT_WARN_START "the job ends at "
+
+static gw_usec_t warn_before(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        gw_usec_t before = j->warn_signal && j->warn_before ? j->warn_before : d->cfg->time_limit_warn;
+        /* A booking warns its jobs itself; only a signal asked for is still sent for it. */
+        if (before <= 0 || before >= j->time_limit || (dj->limit_by_booking && !j->warn_signal))
+                return 0;
+        return before;
+}
+
+static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        char when[32], a[32], sent[96] = "", msg[400];
+        gw_usec_t wall = gw_now_wall();
+        gw_sharing_format_time(wall + (dj->limit_at - d->now), wall, when, sizeof when, NULL);
+        dj->limit_warned = true;
+        if (j->warn_signal && j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
+                snprintf(sent, sizeof sent, "; SIG%s sent to its main process (pid %d) now, as --signal asked",
+                         gw_signal_name(j->warn_signal), (int) j->pid);
+        if (sent[0] && kill(j->pid, j->warn_signal) < 0)
+                snprintf(sent, sizeof sent, "; SIG%s could not be sent: %s", gw_signal_name(j->warn_signal),
+                         strerror(errno));
+        if (dj->limit_by_booking)
+                snprintf(msg, sizeof msg, LIMIT_WARN_START "%s, when its booking ends%s", when, sent);
+        else
+                snprintf(msg, sizeof msg, LIMIT_WARN_START "%s, its time limit %s: SIGTERM then, SIGKILL %llds later%s",
+                         when, gw_format_duration(j->time_limit, a, sizeof a),
+                         (long long) (d->cfg->grace / GW_USEC_PER_SEC), sent);
+        log_info("job %lld: %s", (long long) j->id, msg);
+        (void) gw_store_job_event(d->store, j->id, j->state, "warn", msg);
+        gw_job_log_note(d, dj, msg);
+}
+
+gw_usec_t gw_job_limit_warn_tick(struct gw_daemon *d, struct gw_djob *dj) {
+        gw_usec_t before = warn_before(d, dj);
+        if (dj->terminating || dj->limit_warned || !before)
+                return GW_USEC_INFINITY;
+        if (d->now < dj->limit_at - before)
+                return dj->limit_at - before;
+        limit_warn(d, dj);
+        return GW_USEC_INFINITY;
+}
+
+void gw_job_limit_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(ev[i].kind, "warn") && !strncmp(ev[i].message, LIMIT_WARN_START, strlen(LIMIT_WARN_START)))
+                        dj->limit_warned = true;
 }

@@ -100,6 +100,10 @@ const char *const gw_store_migrations[] = {
         "CREATE TABLE job_epoch_mem ("
         "  job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, gpu INTEGER NOT NULL, epoch INTEGER NOT NULL,"
         "  low REAL NOT NULL, peak REAL NOT NULL, PRIMARY KEY (job_id, attempt, gpu, epoch)) WITHOUT ROWID;",
+
+        /* 11: submit --signal: a signal for the job's main process ahead of its end */
+        "ALTER TABLE jobs ADD COLUMN warn_signal INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN warn_before INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -3,7 +3,7 @@ import os
 import re
 import subprocess
 
-from gwtest import GPUWARD, TRAINER, DaemonTest, kinds, main, pid_alive, wait_until
+from gwtest import GPUWARD, TRAINER, DaemonTest, events_of, kinds, main, pid_alive, wait_until
 
 
 class LifecycleTest(DaemonTest):
@@ -152,6 +152,52 @@ class LifecycleTest(DaemonTest):
         self.assertIn("cannot execute 'no-such-program-gw'", self.d.log_text(b))
         hist = self.d.cli("history").stdout
         self.assertRegex(hist, rf"(?m)^{a}\s+sh\s+\S+\s+FAILED\s+7")
+
+
+class TimeLimitWarningTest(DaemonTest):
+    """Ahead of its time limit a job is told (time_limit_warn) and sent the signal it asked for
+    (submit --signal), so that it can save its work before SIGTERM."""
+    extra = ("--time-limit-warn", "2s")
+
+    def test_warning_and_signal_before_the_time_limit(self):
+        plain = self.d.submit("--time", "4s", "--", "sleep", "30")
+        mark = os.path.join(self.d.work, "usr1")
+        asked = self.d.submit("--time", "5s", "--signal", "USR1@3s", "--", "sh", "-c",
+                              f"trap 'date +%s.%N > {mark}' USR1; while true; do sleep 0.1; done")
+        j = self.d.wait_state(plain, "TIMEOUT", timeout=30)
+        warn = events_of(j, "warn")
+        self.assertEqual(len(warn), 1, j["events"])
+        self.assertRegex(warn[0]["message"], r"^the job ends at \S+, its time limit 4s: SIGTERM then, SIGKILL 1s later$")
+        self.assertGreater(j["end_time"] - warn[0]["time"], 1.5)
+        self.assertIn("gpuward: the job ends at", self.d.log_text(plain))
+        j = self.d.wait_state(asked, "TIMEOUT", timeout=30)
+        self.assertEqual((j["warn_signal"], j["warn_before"]), ("USR1", 3))
+        self.assertIn("SIGUSR1 sent to its main process", events_of(j, "warn")[0]["message"])
+        with open(mark) as f:
+            self.assertGreater(j["end_time"] - float(f.read()), 2.0, "USR1 came about 3 s before the end")
+        self.assertIn("Signal:      SIGUSR1 to its main process 3s before its end", self.d.cli("show", asked).stdout)
+
+    def test_warned_once_across_a_restart(self):
+        jid = self.d.submit("--time", "8s", "--", "sleep", "30")
+        self.d.wait_job(jid, lambda j: events_of(j, "warn"), timeout=30, what="the warning")
+        self.d.kill9()
+        self.d.start()
+        j = self.d.wait_state(jid, "TIMEOUT", timeout=30)
+        self.assertEqual(len(events_of(j, "warn")), 1, j["events"])
+
+    def test_bad_signals_are_refused(self):
+        for args, code, said in ((("--signal", "KILL"), 2, "--signal: 'KILL' is not SIG or SIG@TIME"),
+                                 (("--signal", "USR1@soon"), 2, "has a TIME after '@' that is not a duration"),
+                                 (("--time", "5m", "--signal", "USR1@10m"), 1,
+                                  "--signal: 10m ahead of the end of a 5m time limit is at or before its start")):
+            p = self.d.cli("submit", *args, "--", "true", check=False)
+            self.assertEqual(p.returncode, code, (args, p.stderr))
+            self.assertIn(said, p.stderr, args)
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], warn_before=60))
+        self.assertEqual((st, r["field"]), (400, "warn_before"), r)
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], warn_signal="STOP"))
+        self.assertEqual((st, r["field"]), (400, "warn_signal"), r)
+        self.assertEqual(self.d.api("GET", "/api/v1/jobs")[1]["jobs"], [], "nothing was queued")
 
 
 if __name__ == "__main__":

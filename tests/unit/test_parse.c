@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 
 #include "base/parse.h"
 
@@ -245,12 +246,30 @@ static void size_format(void **state) {
         assert_non_null(gw_format_size(UINT64_MAX, buf, sizeof(buf)));
 }
 
+/* --signal takes the signals a program can catch to save its work, by name only. */
+static void signal_names(void **state) {
+        (void) state;
+        assert_int_equal(gw_signal_parse("USR1"), SIGUSR1);
+        assert_int_equal(gw_signal_parse("SIGUSR2"), SIGUSR2);
+        assert_int_equal(gw_signal_parse("term"), SIGTERM);
+        assert_int_equal(gw_signal_parse("sigHup"), SIGHUP);
+        assert_int_equal(gw_signal_parse("KILL"), -EINVAL);
+        assert_int_equal(gw_signal_parse("STOP"), -EINVAL);
+        assert_int_equal(gw_signal_parse("10"), -EINVAL);
+        assert_int_equal(gw_signal_parse(""), -EINVAL);
+        assert_int_equal(gw_signal_parse("SIG"), -EINVAL);
+        assert_int_equal(gw_signal_parse(NULL), -EINVAL);
+        assert_string_equal(gw_signal_name(SIGUSR1), "USR1");
+        assert_string_equal(gw_signal_name(SIGWINCH), "WINCH");
+        assert_null(gw_signal_name(SIGKILL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(duration_good),  cmocka_unit_test(duration_bad),
                 cmocka_unit_test(duration_largest), cmocka_unit_test(size_good),
                 cmocka_unit_test(size_bad),       cmocka_unit_test(int_parse),
-                cmocka_unit_test(duration_format), cmocka_unit_test(size_format),
+                cmocka_unit_test(duration_format), cmocka_unit_test(size_format), cmocka_unit_test(signal_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
