@@ -316,6 +316,11 @@ static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
         counter(o, "gpuward_retries_total", "Jobs retried after a failure.", s->retries);
         counter(o, "gpuward_leaks_total", "GPU memory leaks detected after jobs ended.", s->leaks);
         counter(o, "gpuward_xid_events_total", "Xid error events reported by the driver.", s->xid_events);
+        family(o, "gpuward_webhook_deliveries_total", "counter",
+               "Job events sent to webhook URLs, by result (failed: after every try; dropped: the queue was full).");
+        sample_u64(o, s->webhooks_sent, "gpuward_webhook_deliveries_total", "result", "sent", NULL);
+        sample_u64(o, s->webhooks_failed, "gpuward_webhook_deliveries_total", "result", "failed", NULL);
+        sample_u64(o, s->webhooks_dropped, "gpuward_webhook_deliveries_total", "result", "dropped", NULL);
 
         family(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
         sample_double(o, s->cpu_seconds, "process_cpu_seconds_total", NULL);

@@ -43,6 +43,7 @@ struct gw_metrics_snapshot {
         double wait_sum;
         uint64_t rogue_processes;
         uint64_t reclaims, retries, leaks, xid_events;
+        uint64_t webhooks_sent, webhooks_failed, webhooks_dropped; /* deliveries (URL x event) */
         /* process_* of the daemon itself */
         double cpu_seconds;
         uint64_t resident_bytes, virtual_bytes;

@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/retry.h"
+#include "core/webhook.h"
 
 #define DEFAULT_CONFIG "/etc/gpuward/gpuward.conf"
 
@@ -71,6 +72,10 @@ static const char usage[] =
         "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
         "  --no-show DURATION   release a started booking with no job this long (default 15m)\n"
         "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
+        "  --webhook-url URLS   POST job events as JSON to these http(s) URLs (comma-separated;\n"
+        "                       a \"text\" field for chat tools; default none)\n"
+        "  --webhook-events LIST  which: start, end, retry, warn, leak, gpu, all\n"
+        "                       (default end,retry,warn,leak)\n"
         "  --time-limit-warn DURATION  tell a job this long before its time limit, in its\n"
         "                       events and its log (default 5m; 0: never)\n"
         "  --rate-limit N, --rate-burst N  submissions and bookings per user a minute, and at\n"
@@ -97,7 +102,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
-       OPT_SNAP_CAP, OPT_MAX_CONNS };
+       OPT_SNAP_CAP, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -130,6 +135,8 @@ static const struct option options[] = {
         { "snapshot-keep-last", required_argument, NULL, OPT_SNAP_KEEP },
         { "snapshot-cap", required_argument, NULL, OPT_SNAP_CAP },
         { "max-connections-per-user", required_argument, NULL, OPT_MAX_CONNS },
+        { "webhook-url", required_argument, NULL, OPT_WEBHOOK_URL },
+        { "webhook-events", required_argument, NULL, OPT_WEBHOOK_EVENTS },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -149,6 +156,20 @@ static bool parse_bool(const char *v, bool *ret) {
         else
                 return false;
         return true;
+}
+
+/* "URL[,URL...]": each one gw_webhook_url_check takes. */
+static int webhook_urls_check(const char *list, char *why, size_t n) {
+        char url[GW_WEBHOOK_URL_MAX + 2];
+        for (const char *p = list; *p;) {
+                size_t len = strcspn(p, ", ");
+                snprintf(url, sizeof url, "%.*s", (int) (len < sizeof url - 1 ? len : sizeof url - 1), p);
+                if (len && gw_webhook_url_check(url, why, n) < 0)
+                        return -EINVAL;
+                p += len;
+                p += strspn(p, ", ");
+        }
+        return 0;
 }
 
 /* Applies one setting, from a flag or the file; name uses dashes.  0 or -EINVAL. */
@@ -184,6 +205,18 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 c->default_retries = (int) n;
                 return 0;
+        case OPT_WEBHOOK_URL:
+        case OPT_WEBHOOK_EVENTS: {
+                char why[200] = "";
+                unsigned topics;
+                if (opt == OPT_WEBHOOK_EVENTS ? gw_webhook_topics_parse(v, &topics, why, sizeof why) < 0
+                                              : webhook_urls_check(v, why, sizeof why) < 0) {
+                        config_fail(c, "%s: %s", name, why);
+                        return -EINVAL;
+                }
+                set_str(opt == OPT_WEBHOOK_URL ? &c->webhook_url : &c->webhook_events, v);
+                return 0;
+        }
         case OPT_RETRY_ON: {
                 uint32_t mask;
                 char why[160];
@@ -478,6 +511,8 @@ static void set_defaults(struct gw_config *c) {
                 .snapshot_cap = (uint64_t) 50 << 30,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
+                .webhook_url = gw_xstrdup(""),
+                .webhook_events = gw_xstrdup(GW_WEBHOOK_DEFAULT_TOPICS),
                 .guests = gw_xstrdup(""),
         };
         c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
@@ -599,6 +634,8 @@ void gw_config_done(struct gw_config *c) {
         free(c->listen);
         free(c->nvml_lib);
         free(c->admins);
+        free(c->webhook_url);
+        free(c->webhook_events);
         free(c->guests);
         free(c->admin_group);
         free(c->strip_env);

@@ -34,6 +34,8 @@ struct gw_config {
         gw_usec_t sample_interval;
         bool allow_root_jobs;
         char *admins;               /* comma list of user names and @groups; root is always admin */
+        char *webhook_url;          /* comma list of http(s) URLs job events are POSTed to; "" none */
+        char *webhook_events;       /* comma list of topics (core/webhook.h) */
         char *guests;               /* comma list of user names and @groups: read-only */
         bool tcp_refuse_anonymous;  /* TCP callers without a token: 401 rather than guests */
         char *admin_group;

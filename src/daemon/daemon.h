@@ -137,6 +137,7 @@ struct gw_daemon {
         gw_usec_t started_at;        /* wall clock */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
+        struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
 
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */

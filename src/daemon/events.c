@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/calendar.h"
+#include "daemon/notify.h"
 #include "daemon/web.h"
 
 #define RING_EVENTS 4096
@@ -151,6 +152,10 @@ static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enu
         if (j)
                 json_object_set_new(o, "job", gw_codec_job(j));
         publish(ev, j ? "job" : "job_event", o);
+        if (ev->d->notify) {
+                const struct gw_djob *dj = j ? NULL : gw_jobmap_get(&ev->d->map, id);
+                gw_notify_job(ev->d->notify, id, j ? j : dj ? dj->job : NULL, state, kind, message);
+        }
 }
 
 static void on_store_booking(void *userdata, const struct gw_store_booking *b) {

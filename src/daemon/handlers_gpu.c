@@ -13,6 +13,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
+#include "daemon/notify.h"
 
 static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
 
@@ -255,6 +256,11 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         m.rogue_processes = d->rogue_total;
         m.xid_events = d->xid_events;
         m.reclaims = d->reclaims;
+        struct gw_notify_counts hooks;
+        gw_notify_counts(d->notify, &hooks);
+        m.webhooks_sent = hooks.sent;
+        m.webhooks_failed = hooks.failed;
+        m.webhooks_dropped = hooks.dropped;
         m.start_time = (double) d->started_at / 1e6;
         process_stats(&m);
         size_t len;

@@ -20,6 +20,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/notify.h"
 #include "daemon/launch_server.h"
 #include "daemon/web.h"
 
@@ -308,6 +309,8 @@ static void shutdown_daemon(struct gw_daemon *d) {
         for (int i = 0; i < 2; i++)
                 d->http[i] = gw_http_stop(d->http[i]);
         gw_events_free(d);
+        gw_notify_close(d->notify);
+        d->notify = NULL;
         if (d->socket_bound) /* never the socket of the daemon that made this one give up */
                 (void) unlink(d->cfg->socket);
         gw_jobs_unwritten_close(d);
@@ -360,6 +363,7 @@ int main(int argc, char **argv) {
         if (gw_store_checkpoint_in_background(d.store, err, sizeof err) < 0)
                 log_warn("state: %s; checkpoints stay inside commits", err);
         (void) gw_events_open(&d);
+        d.notify = gw_notify_open(&cfg);
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;
