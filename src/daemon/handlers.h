@@ -63,6 +63,10 @@ void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route
 /* The object GET /api/v1/gpus replies (new reference), for the event stream too. */
 json_t *gw_api_gpus_json(struct gw_daemon *d);
 
+/* handlers_usage.c: GPU-hours, utilisation and outcomes per user over ?days=N (1-90, 7). */
+void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct caller *c);
+
 /* handlers_share.c */
 void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c);

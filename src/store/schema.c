@@ -104,6 +104,9 @@ const char *const gw_store_migrations[] = {
         /* 11: submit --signal: a signal for the job's main process ahead of its end */
         "ALTER TABLE jobs ADD COLUMN warn_signal INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE jobs ADD COLUMN warn_before INTEGER NOT NULL DEFAULT 0;",
+
+        /* 12: GET /api/v1/usage reads the jobs that ended inside its window */
+        "CREATE INDEX jobs_end ON jobs(end_time);",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -143,6 +143,35 @@ class TelemetryTest(DaemonTest):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
+class UsageReportTest(DaemonTest):
+    """GET /api/v1/usage and gpuward report: GPU-hours, utilisation and outcomes per user."""
+
+    def test_usage_per_user(self):
+        busy = self.d.submit("--gpus", 2, "--", TRAINER, "epochs=200", "--epoch-seconds", "0.5", "--util", "80")
+        self.d.wait_state(busy, "RUNNING")
+        wait_until(lambda: (self.d.job(busy)["telemetry"] or {}).get("samples", 0) >= 2, what="samples")
+        failed = self.d.submit("--", "sh", "-c", "sleep 0.5; exit 3")
+        self.d.wait_state(failed, "FAILED")
+        self.d.cli("cancel", busy)
+        st, r = self.d.api("GET", "/api/v1/usage?days=1")
+        self.assertEqual((st, r["days"]), (200, 1), r)
+        (u,) = r["users"]
+        self.assertEqual((u["user"], u["jobs"], u["states"]), ("root", 2, {"FAILED": 1, "CANCELLED": 1}))
+        busy_j = self.d.job(busy)
+        self.assertGreaterEqual(u["gpu_hours"], busy_j["telemetry"]["gpu_hours"] - 1e-6)
+        self.assertGreater(u["util_mean"], 30, "the trainer's 80% weighs most, the idle job's little")
+        self.assertEqual(u["reclaimed_gpu_hours"], 0)
+        out = self.d.cli("report", "--days", "1").stdout
+        self.assertIn("The last 1 day:", out)
+        self.assertRegex(out, r"\nroot +2 +0\.\d +\d+% +0 +1 +1 +0 \(0\.0 GPU-h\) +0\n")
+        for bad in ("0", "91", "x"):
+            st, r = self.d.api("GET", f"/api/v1/usage?days={bad}")
+            self.assertEqual((st, r["field"]), (400, "days"))
+        p = self.d.cli("report", "--days", "91", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--days: '91' is not a number of days from 1 to 90", p.stderr)
+
+
 class RogueKillTest(DaemonTest):
     extra = ("--rogue-policy", "kill")
 
