@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static void spec_full(void **state) {
                 " \"gpu_mem\": \"16G\", \"time_limit\": \"30m\", \"name\": \"smoke\","
                 " \"cwd\": \"/home/alice/yolo\", \"priority\": -1000, \"after\": \"12:any\","
                 " \"output\": \"/home/alice/out.log\", \"env\": [\"PATH=/bin\", \"EMPTY=\", \"A=b=c\"],"
-                " \"env_extra\": [\"K=V w\"], \"hold\": true}",
+                " \"env_extra\": [\"K=V w\"], \"hold\": true, \"warn_signal\": \"sigusr1\", \"warn_before\": 120}",
                 &r, &hold, &err);
         if (r != 0)
                 fail_msg("rejected: %s: %s", err.field, err.message);
@@ -72,6 +73,8 @@ static void spec_full(void **state) {
         assert_string_equal(j->env[2], "A=b=c");
         assert_int_equal(gw_strv_length(j->env_extra), 1);
         assert_string_equal(j->env_extra[0], "K=V w");
+        assert_int_equal(j->warn_signal, SIGUSR1);
+        assert_int_equal(j->warn_before, 120 * SEC);
         gw_job_free(j);
 }
 
@@ -242,6 +245,10 @@ static void spec_rejects(void **state) {
                 {"name", "\"tab\\there\""},
                 {"name", long_name},
                 {"name", "5"},
+                {"warn_signal", "\"KILL\""},
+                {"warn_signal", "10"},
+                {"warn_before", "60"},     /* without warn_signal */
+                {"warn_before", "\"1m\""},
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 json_t *o = load(base);
@@ -312,7 +319,8 @@ static const struct {
         {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
         {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
         {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* issue 7 */
-        {"predicted_start", JSON_REAL, true},
+        {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
+        {"warn_before", JSON_INTEGER, true},
 };
 
 static void check_shape(const json_t *o) {
