@@ -312,50 +312,22 @@
     const box = $('usage-body');
     box.replaceChildren(h('p', { class: 'empty' }, 'Adding up the last 7 days…'));
     try {
-      const now = GW.now(), since = now - 7 * 86400, jobs = [];
-      let before = 0;
-      for (let page = 0; page < 5; page++) {
-        const res = await GW.api('GET', '/api/v1/jobs?state=COMPLETED,FAILED,CANCELLED,TIMEOUT,RECLAIMED&limit=2000' +
-          '&fields=id,name,user,state,ngpus,start_time,end_time' + (before ? `&before=${before}` : ''));
-        if (res.status !== 200) break;
-        jobs.push(...res.data.jobs);
-        if (res.data.jobs.length < 2000 || res.data.jobs.every(j => (j.end_time || 0) < since)) break;
-        before = res.data.jobs[res.data.jobs.length - 1].id;
+      /* The daemon adds up every job of the window (GET /api/v1/usage). */
+      const res = await GW.api('GET', '/api/v1/usage?days=7');
+      if (res.status !== 200) {
+        box.replaceChildren(h('p', { class: 'empty' }, `Usage unavailable: ${(res.data && res.data.error) || res.status}`));
+        return;
       }
-      for (const j of S().jobs.values()) if (j.state === 'RUNNING') jobs.push(j);
-      const users = new Map();
-      const inWindow = [];
-      for (const j of jobs) {
-        if (!j.start_time) continue;
-        const a = Math.max(j.start_time, since), b = Math.min(j.end_time || now, now);
-        if (b <= a) continue;
-        const gh = ((b - a) / 3600) * j.ngpus;
-        const u = users.get(j.user) || { user: j.user, gh: 0, jobs: 0, reclaimed: 0, reclaimedGh: 0, util: [0, 0] };
-        u.gh += gh; u.jobs++;
-        if (j.state === 'RECLAIMED') { u.reclaimed++; u.reclaimedGh += gh; }
-        users.set(j.user, u);
-        inWindow.push([j, gh]);
-      }
-      /* Mean utilisation needs each job's telemetry: the 40 most recent jobs, 4 at a time. */
-      inWindow.sort((x, y) => y[0].id - x[0].id);
-      const sample = inWindow.slice(0, 40);
-      for (let i = 0; i < sample.length; i += 4) {
-        await Promise.all(sample.slice(i, i + 4).map(async ([j, gh]) => {
-          const r = await GW.api('GET', `/api/v1/jobs/${j.id}`);
-          const tel = r.status === 200 && r.data.telemetry;
-          if (!tel || !tel.gpus || !tel.gpus.length) return;
-          const mean = tel.gpus.reduce((s, g) => s + g.util_mean, 0) / tel.gpus.length;
-          const u = users.get(j.user);
-          u.util[0] += mean * gh; u.util[1] += gh;
-        }));
-      }
-      renderUsage([...users.values()].sort((a, b) => b.gh - a.gh), sample.length);
+      renderUsage(res.data.users.filter(u => u.gpu_hours > 0).map(u => ({
+        user: u.user, gh: u.gpu_hours, jobs: u.jobs, util: u.util_mean,
+        reclaimed: (u.states && u.states.RECLAIMED) || 0, reclaimedGh: u.reclaimed_gpu_hours,
+      })));
     } finally {
       U.busy = false;
     }
   }
 
-  function renderUsage(list, sampled) {
+  function renderUsage(list) {
     const box = $('usage-body');
     if (!list.length) {
       box.replaceChildren(h('p', { class: 'empty' }, 'No GPU time used in the last 7 days.'));
@@ -371,10 +343,10 @@
     box.replaceChildren(bars, h('h2', {}, 'Per user'), h('div', { class: 'table-wrap' }, table(
       ['User', 'GPU-hours', 'Jobs', 'Mean utilisation', 'Reclaimed jobs', 'GPU-hours of reclaimed jobs'],
       list.map(u => [u.user, h('td', { class: 'num' }, u.gh.toFixed(2)), h('td', { class: 'num' }, String(u.jobs)),
-        h('td', { class: 'num' }, u.util[1] ? `${(u.util[0] / u.util[1]).toFixed(0)}%` : '—'),
+        h('td', { class: 'num' }, u.util !== null && u.util !== undefined ? `${u.util.toFixed(0)}%` : '—'),
         h('td', { class: 'num' }, String(u.reclaimed)), h('td', { class: 'num' }, u.reclaimedGh.toFixed(2))]), '')),
       h('p', { class: 'sub' }, `GPU-hours count each job's GPUs times its time inside the last 7 days. Mean utilisation is ` +
-        `weighted by GPU-hours over the ${sampled} most recent jobs.`));
+        'weighted by GPU-hours over the jobs whose GPUs were sampled.'));
   }
 
   /* ---- hooks for app.js ---- */
