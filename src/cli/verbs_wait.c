@@ -108,41 +108,28 @@ int cli_wait_jobs(struct cli_ctx *ctx, const long long *ids, size_t n, gw_usec_t
         return status;
 }
 
+static int on_timeout(void *userdata, int opt, const char *arg) {
+        (void) opt;
+        gw_usec_t *timeout = userdata;
+        if (gw_parse_duration(arg, timeout) < 0 || *timeout <= 0)
+                return cli_usage("wait", "--timeout: '%s' is not a positive duration (90s, 10m, 2h)", arg);
+        return 0;
+}
+
 int cli_verb_wait(struct cli_ctx *ctx, int argc, char **argv) {
-        enum { OPT_TIMEOUT = 0x100, OPT_JSON };
-        static const struct option opts[] = {
+        enum { OPT_TIMEOUT = 0x100 };
+        static const struct option extra[] = {
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        bool json = ctx->json;
         gw_usec_t timeout = 0;
-        int c, r;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'h':
-                        fputs(wait_help, stdout);
-                        return CLI_EXIT_OK;
-                case OPT_TIMEOUT:
-                        if (gw_parse_duration(optarg, &timeout) < 0 || timeout <= 0)
-                                return cli_usage("wait", "--timeout: '%s' is not a positive duration (90s, 10m, 2h)",
-                                                 optarg);
-                        break;
-                case OPT_JSON:
-                        json = true;
-                        break;
-                case CLI_OPT_SOCKET:
-                        if ((r = cli_take_socket(ctx, "wait", optarg)) != 0)
-                                return r;
-                        break;
-                default:
-                        return cli_bad_option("wait", argv, optind, c, optopt);
-                }
-        }
+        const struct cli_options spec = {
+                .verb = "wait", .help = wait_help, .extra = extra, .on_option = on_timeout, .userdata = &timeout,
+        };
+        bool json;
+        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (r >= 0)
+                return r;
         if (optind >= argc)
                 return cli_usage("wait", "which job? gpuward wait JOB...");
         struct cli_id_list ids = { 0 };
