@@ -293,7 +293,25 @@ struct log_scan {
         struct hit gpu;   /* first gpu_fault line */
         struct hit first; /* first oom / nccl / cuda / host_oom / user_error line */
         struct tb_state tb;
+        unsigned autobatch; /* the first "AutoBatch: " line, 0 before one */
 };
+
+/* Ultralytics' AutoBatch (batch=-1) profiles batch sizes until one runs out of memory; the
+ * profiler prints each exception as a bare line ("CUDA out of memory. Tried to allocate ...",
+ * utils/torch_utils.py profile_ops: LOGGER.info(e)), then AutoBatch prints the size it chose
+ * ("AutoBatch: Using batch-size 8 ...", or "... error detected: ..., using default batch-size
+ * 16.") and training goes on.  An OOM from its first line to such a later line was a probe,
+ * not the job's failure: a crash that follows must be classified by its own line. */
+#define AUTOBATCH "AutoBatch: "
+
+static void autobatch_feed(struct log_scan *s, const char *line, unsigned no) {
+        if (!strstr(line, AUTOBATCH))
+                return;
+        if (!s->autobatch)
+                s->autobatch = no;
+        else if (s->first.set && s->first.cls == GW_FAILURE_OOM && s->first.line >= s->autobatch)
+                s->first.set = false;
+}
 
 static void scan_log(const struct gw_failure_input *in, struct log_scan *s) {
         const struct gw_failure_pattern *pats = in->patterns;
@@ -316,8 +334,10 @@ static void scan_log(const struct gw_failure_input *in, struct log_scan *s) {
         while (next_line(&it, buf, sizeof(buf), &off)) {
                 enum gw_failure_class c;
 
-                if (++no <= skip)
+                if (++no <= skip) {
+                        autobatch_feed(s, buf, no); /* a block may begin before the window */
                         continue;
+                }
                 c = match_line(buf, pats, n_pats);
                 if (c == GW_FAILURE_GPU_FAULT) {
                         if (!s->gpu.set)
@@ -326,6 +346,7 @@ static void scan_log(const struct gw_failure_input *in, struct log_scan *s) {
                         if (!s->first.set)
                                 hit_set(&s->first, c, no, off, buf);
                 }
+                autobatch_feed(s, buf, no);
                 tb_feed(&s->tb, buf, no, off);
         }
 }

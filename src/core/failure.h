@@ -25,6 +25,9 @@
  *      error on one rank is followed by NCCL watchdog timeouts on the others.  Within one
  *      line the first pattern of the table wins, so the table lists specific texts before
  *      generic ones ("CUDA error: out of memory" -> oom before "CUDA error:" -> cuda_error).
+ *      Out-of-memory lines that Ultralytics' AutoBatch prints while it probes batch sizes
+ *      (between its first "AutoBatch: " line and a later one) are not the cause: training
+ *      went on after them.
  *   5. host_oom: the oom_killed flag, or the cgroup's oom_kill counter grew.
  *   6. cuda_error from a job-error Xid (13, 31, 43, 94: an application fault the driver saw)
  *      when the log named nothing.

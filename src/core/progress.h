@@ -1,6 +1,6 @@
 /* Parsers of training progress: Ultralytics results.csv, args.yaml and command lines (the
- * planned number of epochs), a declared generic progress file, and the training "phase" read
- * from the tail of a job's log.  Pure: the caller reads the files and passes their bytes; no
+ * planned number of epochs) and a declared generic progress file (the training "phase" read
+ * from the tail of a job's log is core/phase.h).  Pure: the caller reads the files and passes their bytes; no
  * I/O, no clock, no globals except constant tables.  Every parser accepts text that is not
  * NUL-terminated (a buffer and its length) and text that is being written while it was read.
  *
@@ -25,6 +25,8 @@ enum gw_results_col_kind {
         GW_RESULTS_COL_LOSS,          /* name starts with "train/" or "val/" */
         GW_RESULTS_COL_MAP50,         /* metrics/mAP50(B), metrics/mAP_0.5 (YOLOv5) */
         GW_RESULTS_COL_MAP50_95,      /* metrics/mAP50-95(B), metrics/mAP_0.5:0.95 */
+        GW_RESULTS_COL_TOP1,          /* metrics/accuracy_top1 (task=classify) */
+        GW_RESULTS_COL_TOP5,          /* metrics/accuracy_top5 */
         _GW_RESULTS_COL_KIND_MAX,
         _GW_RESULTS_COL_KIND_INVALID = -EINVAL,
 };
@@ -66,6 +68,11 @@ struct gw_results {
 int gw_results_parse(const char *text, size_t len, struct gw_results *ret);
 void gw_results_free(struct gw_results *r); /* accepts NULL; leaves *r empty */
 
+/* The row's epoch counted from 1, as Ultralytics' log ("3/100") and the epochs done after the
+ * row count it: epochs[row] + 1 in a file that counts from 0 (YOLOv5; Ultralytics up to
+ * 8.0.159 wrote self.epoch), epochs[row] otherwise; -1 out of range. */
+long gw_results_epoch1(const struct gw_results *r, size_t row);
+
 /* Value of column col in row; NAN out of range or empty. */
 double gw_results_value(const struct gw_results *r, size_t row, size_t col);
 /* Copies row's loss values (LOSS columns, header order) to out, at most max; returns how many
@@ -74,6 +81,17 @@ size_t gw_results_losses(const struct gw_results *r, size_t row, double *out, si
 double gw_results_map50(const struct gw_results *r, size_t row);    /* NAN when absent */
 double gw_results_map50_95(const struct gw_results *r, size_t row); /* NAN when absent */
 
+/* Ultralytics' fitness of a row, the number best.pt is chosen by (docs/ULTRALYTICS-FORMATS.md):
+ *   - classify (metrics/accuracy_top1, _top5): (top1 + top5) / 2, ClassifyMetrics.fitness;
+ *   - detect, obb, segment, pose: over each metric group, "(B)" for boxes and "(M)" masks or
+ *     "(P)" keypoints, 0.1 * mAP50 + 0.9 * mAP50-95 of that group (Metric.fitness, 8.0 to 8.3),
+ *     summed (SegmentMetrics and PoseMetrics add the box and the mask or pose fitness);
+ *     YOLOv5's mAP_0.5 and mAP_0.5:0.95 are one group with the same weights.
+ * NAN when the header has none of these columns or a field it needs is empty.  Newer releases
+ * (seen in 8.4) weigh mAP50-95 alone (w = [0, 0, 0, 1]): the best row then differs only where
+ * the two weightings disagree. */
+double gw_results_fitness(const struct gw_results *r, size_t row);
+
 /* ---- planned number of epochs ---- */
 
 /* Integer value of a top-level "key: value" line of a simple YAML file such as Ultralytics'
@@ -81,10 +99,16 @@ double gw_results_map50_95(const struct gw_results *r, size_t row); /* NAN when 
  * key wins.  0 and *ret, -ENOENT when the key is absent, -EINVAL when its value is not an
  * integer ("null"), -ERANGE. */
 int gw_yaml_int(const char *text, size_t len, const char *key, long *ret);
-int gw_args_yaml_epochs(const char *text, size_t len, long *ret); /* key "epochs" */
+
+/* The planned number of epochs from args.yaml (key "epochs"), or -ENODATA for a timed run:
+ * with "time: H" (hours; Ultralytics' time= argument) the trainer recomputes its epochs after
+ * every epoch from the time they take (self.epochs = ceil(H * 3600 / mean epoch time)) and
+ * args.yaml, written once at the start, keeps the number it was given (default 100). */
+int gw_args_yaml_epochs(const char *text, size_t len, long *ret);
 
 /* "epochs=N" (Ultralytics CLI), "--epochs=N" or "--epochs N" (YOLOv5 train.py) in argv[1..];
- * the last one wins, as both CLIs let a later argument override.  0, -ENOENT or -EINVAL. */
+ * the last one wins, as both CLIs let a later argument override.  0, -ENOENT or -EINVAL;
+ * -ENODATA when a "time=H" (H > 0) argument makes it a timed run (see above). */
 int gw_argv_epochs(const char *const *argv, size_t argc, long *ret);
 
 /* ---- which results.csv is a job's own ---- */
@@ -121,72 +145,3 @@ struct gw_progress {
  * last complete line with an epoch wins) or a CSV with an "epoch" column (its last epoch; total
  * unknown).  A last line without '\n' is ignored.  0, -ENODATA when neither is found. */
 int gw_progress_parse(const char *text, size_t len, struct gw_progress *ret);
-
-/* ---- the phase from the tail of a log ---- */
-
-enum gw_phase {
-        GW_PHASE_UNKNOWN,             /* no line in the window says */
-        GW_PHASE_TRAINING,
-        GW_PHASE_VALIDATING,
-        GW_PHASE_SAVING,
-        /* A validation pass just ended: its results line ("all  128  929  0.64 ...") is the
-         * newest line that says anything.  Protects nothing: Ultralytics is then writing
-         * results.csv and the checkpoints (seen from their mtimes), or hung. */
-        GW_PHASE_VALIDATED,
-        _GW_PHASE_MAX,
-        _GW_PHASE_INVALID = -EINVAL,
-};
-const char *gw_phase_name(enum gw_phase p); /* "validating", "validated"; NULL if out of range */
-
-enum gw_match {
-        GW_MATCH_SUBSTR,              /* text anywhere in the line (case-sensitive) */
-        GW_MATCH_PREFIX,              /* the trimmed line starts with text */
-        GW_MATCH_EPOCH_FRACTION,      /* the trimmed line starts with "N/M " (Ultralytics' epoch
-                                       * bar); text unused.  Not expressible as a substring. */
-        _GW_MATCH_MAX,
-        _GW_MATCH_INVALID = -EINVAL,
-};
-
-struct gw_phase_pattern {
-        enum gw_phase phase;
-        enum gw_match match;
-        const char *text;
-        /* A summary line: counts (as its own phase) only when an older line in the window, with
-         * no TRAINING line between, matched a VALIDATING pattern.  Ultralytics' "all  128  929
-         * ..." results line ends a validation pass only under its "Class  Images  Instances"
-         * header (a class could be named "all"), and then says the pass is over: VALIDATED. */
-        bool needs_header;
-};
-
-struct gw_phase_rules {
-        const struct gw_phase_pattern *patterns; /* tried in order; the first match decides */
-        size_t n_patterns;
-        unsigned last_lines;          /* K: how many non-empty lines to look at; 0 = 8 */
-};
-
-/* Ultralytics' validation ("Class     Images  Instances" with its tqdm bar, "Validating ",
- * "val: "), end of validation ("all " under that header), saving ("Saving", "Optimizer
- * stripped from") and training ("GPU_mem" header, the "N/M" epoch bar) lines.  A daemon
- * adding configured substrings copies these first. */
-extern const struct gw_phase_pattern gw_phase_patterns_default[];
-extern const size_t gw_phase_patterns_default_n;
-
-#define GW_PHASE_LINE_MAX 160
-
-struct gw_phase_result {
-        enum gw_phase phase;
-        /* The matching line (escapes stripped, trimmed, truncated), or the newest non-empty line
-         * when nothing matched: the evidence a user sees. */
-        char line[GW_PHASE_LINE_MAX];
-};
-
-/* The phase from the last bytes of a log.  Lines are split on both '\r' and '\n' (tqdm redraws
- * a bar with '\r' even into a file) and ANSI escapes (CSI and OSC) are stripped; the newest
- * line comes first, so the last redraw of a bar decides.  Scanning the last K non-empty lines
- * newest first, the first line matching a pattern gives the phase; a TRAINING line stops the
- * scan, so an old validation summary is not taken for the current phase; a summary line under
- * its header gives the summary's phase (VALIDATED for the defaults' "all"), with the summary
- * as the evidence.  The last line needs
- * no '\n' (it is the bar being redrawn).  rules NULL = the defaults.  0 or -EINVAL. */
-int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules *rules,
-                      struct gw_phase_result *ret);

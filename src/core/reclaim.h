@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "base/time.h"
+#include "core/phase.h"
 #include "core/progress.h"
 
 #define GW_RECLAIM_NAME_MAX 32

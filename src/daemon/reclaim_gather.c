@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "core/phase.h"
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/resume.h"
@@ -171,6 +173,15 @@ static bool has_word(char *const *argv, const char *word) {
         return false;
 }
 
+/* The checkpoint of an Ultralytics "resume=PATH" (not resume=True/False), NULL when none. */
+static const char *resume_path(char *const *argv) {
+        const char *v = NULL;
+        for (size_t i = 1; argv && argv[i]; i++)
+                if (!strncmp(argv[i], "resume=", 7))
+                        v = argv[i] + 7;
+        return v && *v && strcasecmp(v, "true") && strcasecmp(v, "false") ? v : NULL;
+}
+
 /* Ultralytics names a new run NAME, NAME2, NAME3 ... (increment_path). */
 static bool name_matches(const char *entry, const char *name) {
         size_t l = strlen(name);
@@ -265,6 +276,8 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         const char *ck = j->resume_from;
         if (!ck && has_word(j->argv, "resume"))
                 ck = arg_of(j->argv, "model");
+        if (!ck)
+                ck = resume_path(j->argv); /* resume=RUN/weights/last.pt */
         char dir[4096], path[4400];
         if (ck) {
                 _cleanup_free_ char *run = gw_resume_run_dir(ck);

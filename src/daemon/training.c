@@ -154,10 +154,7 @@ static void planned_epochs(const struct gw_job *j, struct gw_train *t) {
 }
 
 static double fitness(const struct gw_results *r, size_t row) {
-        double m50 = gw_results_map50(r, row), m = gw_results_map50_95(r, row);
-        if (isnan(m))
-                return NAN;
-        return isnan(m50) ? m : 0.1 * m50 + 0.9 * m; /* Ultralytics' default fitness */
+        return gw_results_fitness(r, row); /* Ultralytics' own, per task: core/progress.h */
 }
 
 /* The best row by fitness among the first n: its epoch and mAP50-95. */
@@ -169,7 +166,7 @@ static void best_of(const struct gw_results *r, size_t n, long *ret_epoch, doubl
                 double f = fitness(r, i);
                 if (!isnan(f) && (isnan(best) || f > best)) {
                         best = f;
-                        *ret_epoch = r->epochs[i];
+                        *ret_epoch = gw_results_epoch1(r, i);
                         *ret_map = gw_results_map50_95(r, i);
                 }
         }
@@ -294,9 +291,9 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
                 planned_epochs(j, t);
         long done = r.n_rows ? (r.zero_based ? r.last_epoch + 1 : r.last_epoch) : 0;
         if (r.n_rows) {
-                t->row_epoch = r.epochs[r.n_rows - 1];
+                t->row_epoch = gw_results_epoch1(&r, r.n_rows - 1); /* 1-based, as the log's */
                 t->row_map = gw_results_map50_95(&r, r.n_rows - 1);
-                t->prev_row_epoch = r.n_rows > 1 ? r.epochs[r.n_rows - 2] : -1;
+                t->prev_row_epoch = r.n_rows > 1 ? gw_results_epoch1(&r, r.n_rows - 2) : -1;
                 t->prev_row_map = r.n_rows > 1 ? gw_results_map50_95(&r, r.n_rows - 2) : NAN;
                 best_of(&r, r.n_rows, &t->best_epoch, &t->best_map);
                 best_of(&r, r.n_rows - 1, &t->best_epoch_before, &t->best_map_before);

@@ -32,6 +32,28 @@ class RecoveryTest(DaemonTest):
         self.assertIn("cuda_error", retry[0]["message"])
         self.assertIn("resuming from", retry[0]["message"])
 
+    def test_a_finished_run_is_not_trained_again(self):
+        """The run finished (both checkpoints stripped), then failed in its final validation:
+        the retry must end with Ultralytics' "nothing to resume", in every release.  Since
+        8.4.29 a bare `resume` (resume=True) with such a checkpoint starts a new training from
+        its weights in a new run directory instead; resume=PATH still reaches the trainer's
+        check (ultralytics/engine/model.py train(), engine/trainer.py resume_training())."""
+        for ver in ("8.1", "8.4"):
+            with self.subTest(ultralytics=ver):
+                name = "fin" + ver.replace(".", "")
+                fault = os.path.join(self.d.work, f"fault-{name}")
+                jid = self.submit_api([TRAINER, "epochs=2", f"name={name}", "--epoch-seconds", "0.2", "--ultralytics", ver,
+                                       "--crash-in-final-val", "--fault-once", fault], yolo=True)
+                j = self.d.wait_state(jid, ("COMPLETED", "FAILED"), timeout=60)
+                self.assertEqual(j["attempts"][0]["class"], "cuda_error")
+                self.assertTrue(j["attempts"][1]["resumed_from"].endswith(f"runs/detect/{name}/weights/last.pt"))
+                log = self.d.log_text(jid)
+                self.assertNotIn("Starting new training instead", log)
+                self.assertFalse(os.path.exists(os.path.join(self.d.work, "runs", "detect", name + "2")),
+                                 "no second run of the same training")
+                self.assertEqual(j["state"], "COMPLETED")
+                self.assertIn("nothing to resume", j["reason"])
+
     def test_retry_never_resumes_another_jobs_run(self):
         """Two runs in one directory: a job that fails before its first checkpoint starts again
         from scratch, never from the newest last.pt there, which is the other job's (resuming it

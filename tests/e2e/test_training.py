@@ -110,6 +110,46 @@ class TrainingTest(DaemonTest):
         self.assertTrue(e["why_none"], e)
         self.assertIn("ETA:          none", self.d.cli("eta", jid).stdout)
 
+    def test_results_csv_of_each_release_and_task(self):
+        """results.csv as Ultralytics releases write it (epochs 0-based up to 8.0.159, fields
+        padded to 23 up to 8.3.8, then a time column and no padding) and with each task's
+        columns (classify has no mAP, segment and pose two groups): the same epochs and plan,
+        and best.pt is labelled with the epoch Ultralytics' fitness for the task picks."""
+        epochs = 4
+        cases = [("8.0", "detect"), ("8.3", "detect"), ("8.3", "segment"), ("8.1", "classify"), ("8.4", "pose")]
+        jobs = {}
+        for ver, task in cases:
+            jid = self.d.submit_api([TRAINER, f"task={task}", f"epochs={epochs}", f"name={task}{ver}", "--ultralytics",
+                                     ver, "--epoch-seconds", "2"])
+            jobs[jid] = (ver, task)
+        seen = {}  # jid -> its training object once two epochs are done, while it runs
+        deadline = time.time() + 90
+        while len(seen) < len(jobs) and time.time() < deadline:
+            for jid in set(jobs) - set(seen):
+                j = self.d.job(jid)
+                tr = j.get("training") or {}
+                if j["state"] == "RUNNING" and (tr.get("epoch") or 0) >= 2:
+                    seen[jid] = tr
+                self.assertNotEqual(j["state"], "COMPLETED", (jobs[jid], "ended before it was seen at epoch 2"))
+            time.sleep(0.1)
+        for jid, case in jobs.items():
+            tr = seen[jid]
+            self.assertIn(tr["epoch"], (2, 3), (case, tr))
+            self.assertEqual((tr["epochs"], tr["epochs_from"]), (epochs, "args.yaml"), (case, tr))
+            self.assertTrue(tr["results_csv"].endswith(f"runs/{case[1]}/{case[1]}{case[0]}/results.csv"), tr)
+        for jid, case in jobs.items():
+            j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+            self.assertEqual(len(j["training"]["epoch_ends"]), epochs, (case, j["training"]))
+            # The fake's metrics rise every epoch: each best.pt is the newest epoch's, counted
+            # from 1 as the log's "N/M" (not results.csv's 0-based epoch of 8.0).
+            snaps = self.d.cli_json("snapshots", "--all", jid)["snapshots"]
+            for kind in ("best", "last"):
+                got = [s["epoch"] for s in snaps if s["kind"] == kind]
+                self.assertTrue(got, (case, kind, snaps))
+                self.assertNotIn(None, got, (case, kind, "an epoch for each copy"))
+                self.assertEqual(got, sorted(got), (case, kind, got))
+                self.assertTrue(set(got) <= set(range(1, epochs + 1)), (case, kind, got))
+
     def test_leaking_job_gets_a_leak_event(self):
         # 2 GPUs, only the first leaks: flagged within leak_epochs + 1 = 4 epochs.
         jid = self.d.submit_api([TRAINER, "epochs=12", "name=leak", "--epoch-seconds", "2", "--mem-mib", "3000",

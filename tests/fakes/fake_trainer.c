@@ -1,4 +1,5 @@
-/* gw-fake-trainer: a stand-in for `yolo train` (Ultralytics YOLOv8 8.1) for end-to-end tests.
+/* gw-fake-trainer: a stand-in for `yolo train` (Ultralytics YOLOv8 8.1; --ultralytics and task=
+ * select other releases' results.csv and resume, and other tasks) for end-to-end tests.
  *
  * It writes what the daemon watches, in the order a real run does (product.md §7): a log with
  * tqdm '\r' redraws and ANSI colours on stdout, PROJECT/NAME/args.yaml, one results.csv row per
@@ -30,10 +31,8 @@
 
 #define VAL_BATCHES 4
 #define MAX_GPUS 64
-#define CSV_FIELDS 14
 #define BANNER "Ultralytics YOLOv8.1.0 \xf0\x9f\x9a\x80 Python-3.10.12 torch-2.1.2+cu121 "
 #define BLUE_BOLD(s) "\x1b[34m\x1b[1m" s "\x1b[0m"
-#define VAL_DESC "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95)"
 
 struct gpus {
 	int n;
@@ -232,30 +231,6 @@ static __attribute__((noreturn)) void hang(struct gpus *g)
 
 /* ---------------------------------------------------------------- metrics and log lines */
 
-struct metrics {
-	double v[CSV_FIELDS - 1]; /* results.csv columns after epoch */
-};
-
-static const char *CSV_HEADER[CSV_FIELDS] = {
-	"epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
-	"metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss", "val/cls_loss",
-	"val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"};
-
-/* Smooth curves of a (possibly fractional) 1-based epoch t: losses fall, mAP rises. */
-static struct metrics metrics_at(double t, long epochs)
-{
-	double lr = 0.01 * ((1 - (t - 1) / (double) epochs) * 0.99 + 0.01);
-	struct metrics m = {{
-		0.75 + 0.60 * exp(-t / 6), 0.55 + 1.10 * exp(-t / 5), 0.95 + 0.35 * exp(-t / 7),
-		0.85 - 0.35 * exp(-t / 5), 0.78 - 0.33 * exp(-t / 6), 0.82 - 0.40 * exp(-t / 6),
-		0.62 - 0.35 * exp(-t / 7), 0.95 + 0.50 * exp(-t / 6), 0.70 + 0.90 * exp(-t / 5),
-		1.00 + 0.30 * exp(-t / 7), lr, lr, t <= 3 ? 0.1 - (0.1 - lr) * t / 3 : lr,
-	}};
-	return m;
-}
-
-static double fitness(const struct metrics *m) { return 0.1 * m->v[5] + 0.9 * m->v[6]; }
-
 static void fmt_clock(double s, char *b, size_t n)
 {
 	long t = (long) s;
@@ -292,40 +267,18 @@ static void bar(const char *desc, int i, int total, double elapsed, bool last)
 }
 
 /* One validation pass: tqdm bar then the "all" row (and a few classes at the final one). */
-static void validate(const struct metrics *m, double seconds, double extra_seconds, bool final)
+static void validate(const struct ft_opts *o, const struct ft_metrics *m, double seconds, double extra_seconds,
+		     bool final)
 {
 	double t0 = now_s();
-	bar(VAL_DESC, 0, VAL_BATCHES, 0, false);
+	const char *desc = ft_val_desc(o);
+	bar(desc, 0, VAL_BATCHES, 0, false);
 	ft_sleep(extra_seconds); /* --long-validation: the log stands still on this line */
 	for (int i = 1; i <= VAL_BATCHES; i++) {
 		ft_sleep(seconds / VAL_BATCHES);
-		bar(VAL_DESC, i, VAL_BATCHES, now_s() - t0, i == VAL_BATCHES);
+		bar(desc, i, VAL_BATCHES, now_s() - t0, i == VAL_BATCHES);
 	}
-	ft_out("%22s%11d%11d%11.3g%11.3g%11.3g%11.3g\n", "all", 128, 929, m->v[3], m->v[4], m->v[5], m->v[6]);
-	if (final) {
-		ft_out("%22s%11d%11d%11.3g%11.3g%11.3g%11.3g\n", "person", 61, 254, m->v[3] + 0.05, m->v[4] + 0.1,
-		    m->v[5] + 0.07, m->v[6] + 0.05);
-		ft_out("%22s%11d%11d%11.3g%11.3g%11.3g%11.3g\n", "car", 12, 46, m->v[3] - 0.1, m->v[4] - 0.12,
-		    m->v[5] - 0.15, m->v[6] - 0.11);
-	}
-}
-
-static int csv_append(const char *run, long E, const struct metrics *m)
-{
-	char path[PATH_MAX + 16], line[1024];
-	size_t len = 0;
-	(void) snprintf(path, sizeof path, "%s/results.csv", run);
-	struct stat st;
-	if (stat(path, &st) < 0 || st.st_size == 0) {
-		for (int i = 0; i < CSV_FIELDS; i++)
-			len += (size_t) snprintf(line + len, sizeof line - len, "%23s%s", CSV_HEADER[i],
-						 i + 1 < CSV_FIELDS ? "," : "\n");
-	}
-	len += (size_t) snprintf(line + len, sizeof line - len, "%23.5g,", (double) E);
-	for (int i = 0; i < CSV_FIELDS - 1; i++)
-		len += (size_t) snprintf(line + len, sizeof line - len, "%23.5g%s", m->v[i],
-					 i + 2 < CSV_FIELDS ? "," : "\n");
-	return ft_write_file(path, line, len, O_APPEND, 0); /* one write: never a torn row */
+	ft_val_results(o, m, final);
 }
 
 static int ckpt_save(const char *run, const char *file, const char *prefix, const struct ft_ckpt *c,
@@ -351,6 +304,7 @@ struct run {
 	char dir[PATH_MAX];
 	struct ft_ckpt c; /* current state; epoch = last finished, -1 before the first */
 	long start;    /* first 0-based epoch this process trains */
+	double t0;     /* when this process began training (results.csv's "time", 8.3.9 and later) */
 };
 
 static void yaml_str(FILE *f, const char *key, const char *v)
@@ -378,7 +332,7 @@ static int write_args_yaml(const struct run *r, const struct ft_opts *o)
 	FILE *f = fopen(path, "we");
 	if (!f)
 		return -errno;
-	(void) fprintf(f, "task: detect\nmode: train\n");
+	(void) fprintf(f, "task: %s\nmode: train\n", o->task);
 	yaml_str(f, "model", o->resume ? o->model : r->c.model);
 	yaml_str(f, "data", r->c.data);
 	(void) fprintf(f, "epochs: %ld\ntime: null\npatience: 100\nbatch: %ld\nimgsz: %ld\nsave: true\n"
@@ -423,6 +377,7 @@ static bool latest_run(const char *project, char *ret, size_t n)
 	return newest >= 0;
 }
 
+/* 0, a traceback's exit code, or 1000: start a new run instead (see below). */
 static int setup_resume(struct ft_opts *o, struct run *r)
 {
 	if (!o->model[0] || strcmp(o->model, "yolov8n.pt") == 0) {
@@ -461,6 +416,16 @@ static int setup_resume(struct ft_opts *o, struct run *r)
 	if (r->c.batch == 0)
 		r->c.batch = 16;
 	r->start = r->c.epoch + 1;
+	if (o->ul >= 84 && !o->resume_path && (r->c.stripped || r->c.epoch < 0)) {
+		/* 8.4.29 and later, Model.train(): resume=True with a checkpoint that holds no
+		 * training state is a new training from its weights, in a new run directory. */
+		ft_out("WARNING \xe2\x9a\xa0\xef\xb8\x8f model '%s' is not a resumable training checkpoint (missing "
+		       "epoch/optimizer state). Use 'resume' only to continue incomplete training. Starting new "
+		       "training instead.\n",
+		       o->model);
+		o->resume = false;
+		return 1000; /* the caller starts a new run */
+	}
 	if (r->c.stripped || r->start >= r->c.epochs) {
 		char msg[PATH_MAX * 2 + 256];
 		(void) snprintf(msg, sizeof msg,
@@ -505,9 +470,9 @@ static void print_setup(const struct ft_opts *o, const struct run *r, const stru
 	ft_out("%s%s\n", BANNER, g->n > 0 ? "CUDA:0 (NVIDIA A100-SXM4-80GB, 81038MiB)" : "CPU (Intel Xeon Gold 6338)");
 	for (int i = 1; i < g->n; i++)
 		ft_out("%*sCUDA:%d (NVIDIA A100-SXM4-80GB, 81038MiB)\n", 72, "", i);
-	ft_out(BLUE_BOLD("engine/trainer: ") "task=detect, mode=train, model=%s, data=%s, epochs=%ld, batch=%ld, "
+	ft_out(BLUE_BOLD("engine/trainer: ") "task=%s, mode=train, model=%s, data=%s, epochs=%ld, batch=%ld, "
 					 "imgsz=%ld, project=%s, name=%s, exist_ok=%s, resume=%s, amp=True, lr0=0.01\n",
-	    o->resume ? o->model : r->c.model, r->c.data, r->c.epochs, r->c.batch, r->c.imgsz, r->c.project,
+	    o->task, o->resume ? o->model : r->c.model, r->c.data, r->c.epochs, r->c.batch, r->c.imgsz, r->c.project,
 	    r->c.name, o->exist_ok ? "True" : "False", o->resume ? o->model : "False");
 	ft_out(BLUE_BOLD("AMP: ") "checks passed \xe2\x9c\x85\n");
 	ft_out(BLUE_BOLD("train: ") "Scanning /datasets/coco128/labels/train2017.cache... 126 images, 2 backgrounds, "
@@ -533,9 +498,13 @@ static int run_epoch(const struct ft_opts *o, struct gpus *g, struct run *r, lon
 	double train_s = o->epoch_seconds * 0.8, val_s = o->epoch_seconds * 0.2, t0 = now_s();
 	set_mem(g, o, k);
 	report(g, train_util);
-	ft_out("\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances",
-	    "Size");
-	char desc[256], epoch_str[48], mem_str[32];
+	int nl = ft_n_losses(o), len;
+	struct ft_metrics m = ft_metrics_at(o, (double) e, r->c.epochs);
+	char desc[512], epoch_str[48], mem_str[32];
+	len = snprintf(desc, sizeof desc, "\n%11s%11s", "Epoch", "GPU_mem"); /* progress_string() */
+	for (int i = 0; i < nl; i++) /* the losses' names, as label_loss_items() without the prefix */
+		len += snprintf(desc + len, sizeof desc - (size_t) len, "%11.9s", ft_loss_name(o, i));
+	ft_out("%s%11s%11s\n", desc, "Instances", "Size");
 	(void) snprintf(epoch_str, sizeof epoch_str, "%ld/%ld", E, r->c.epochs);
 	(void) snprintf(mem_str, sizeof mem_str, "%.3gG", (double) g->mem[0] / 1024.0);
 	for (int i = 0; i <= TRAIN_BATCHES; i++) {
@@ -546,28 +515,30 @@ static int run_epoch(const struct ft_opts *o, struct gpus *g, struct run *r, lon
 			if (code >= 0)
 				return code;
 		}
-		struct metrics m = metrics_at((double) e + (double) i / TRAIN_BATCHES, r->c.epochs);
-		(void) snprintf(desc, sizeof desc, "%11s%11s%11.4g%11.4g%11.4g%11.4g%11.4g", epoch_str,
-				g->n > 0 ? mem_str : "0G", m.v[0], m.v[1], m.v[2], (double) (10 + (E * 7 + i * 13) % 40),
-				(double) r->c.imgsz);
+		m = ft_metrics_at(o, (double) e + (double) i / TRAIN_BATCHES, r->c.epochs);
+		len = snprintf(desc, sizeof desc, "%11s%11s", epoch_str, g->n > 0 ? mem_str : "0G");
+		for (int k2 = 0; k2 < nl; k2++)
+			len += snprintf(desc + len, sizeof desc - (size_t) len, "%11.4g", m.v[k2]);
+		(void) snprintf(desc + len, sizeof desc - (size_t) len, "%11.4g%11.4g",
+				(double) (10 + (E * 7 + i * 13) % 40), (double) r->c.imgsz);
 		bar(desc, i, TRAIN_BATCHES, now_s() - t0, i == TRAIN_BATCHES);
 	}
-	struct metrics m = metrics_at((double) E, r->c.epochs);
+	m = ft_metrics_at(o, (double) E, r->c.epochs);
 	report(g, o->long_validation > 0 ? 2 : o->slow_io ? 1 : (o->util * 3 + 3) / 4);
-	validate(&m, val_s, o->long_validation, false);
+	validate(o, &m, val_s, o->long_validation, false);
 	if (E == o->hang_after_val && fault_fire(o))
 		hang(g); /* the results line is the last word, as when a save or callback hangs */
 	set_mem(g, o, k + 1); /* a leak shows in the baseline after validation */
 	report(g, o->save_delay > 0 || o->save_seconds > 0 ? 3 : train_util);
 
-	int rc = csv_append(r->dir, E, &m);
+	int rc = ft_csv_append(o, r->dir, E, now_s() - r->t0, &m);
 	if (rc < 0)
 		(void) fprintf(stderr, "gw-fake-trainer: cannot append results.csv: %s\n", strerror(-rc));
 	ft_sleep(o->save_delay);
 	r->c.epoch = e;
-	bool best = fitness(&m) > r->c.best_fitness;
+	bool best = ft_fitness(o, &m) > r->c.best_fitness;
 	if (best) {
-		r->c.best_fitness = fitness(&m);
+		r->c.best_fitness = ft_fitness(o, &m);
 		r->c.best_epoch = e;
 	}
 	(void) ckpt_save(r->dir, "last.pt", "last", &r->c, o->save_seconds);
@@ -580,6 +551,10 @@ static int train(struct ft_opts *o, struct gpus *g)
 {
 	struct run r = {.start = 0};
 	int rc = o->resume ? setup_resume(o, &r) : setup_new(o, &r);
+	if (rc == 1000) { /* 8.4: not a resumable checkpoint: a new training from its weights */
+		r.start = 0;
+		rc = setup_new(o, &r);
+	}
 	if (rc > 0)
 		return rc;
 	if (rc < 0) {
@@ -591,7 +566,7 @@ static int train(struct ft_opts *o, struct gpus *g)
 	print_setup(o, &r, g);
 	if (o->hang_after == 0 && fault_fire(o))
 		hang(g);
-	double t0 = now_s();
+	double t0 = r.t0 = now_s();
 	for (long e = r.start; e < r.c.epochs; e++) {
 		rc = run_epoch(o, g, &r, e);
 		if (rc >= 0)
@@ -613,8 +588,14 @@ static int train(struct ft_opts *o, struct gpus *g)
 	    g->n > 0 ? "CUDA:0 (NVIDIA A100-SXM4-80GB, 81038MiB)" : "CPU");
 	ft_out("Model summary (fused): 168 layers, 3151904 parameters, 0 gradients, 8.7 GFLOPs\n");
 	report(g, o->slow_io ? 1 : (o->util * 3 + 3) / 4);
-	struct metrics m = metrics_at((double) (r.c.best_epoch + 1), r.c.epochs);
-	validate(&m, o->epoch_seconds * 0.2, 0, true);
+	if (o->crash_final && fault_fire(o)) /* last.pt and best.pt are stripped by now: nothing to resume */
+		return traceback(o,
+				 "  File \"/usr/local/lib/python3.10/site-packages/ultralytics/engine/trainer.py\", "
+				 "line 598, in final_eval\n"
+				 "    self.metrics = self.validator(model=f)\n",
+				 o->crash_msg, (int) o->exit_code);
+	struct ft_metrics m = ft_metrics_at(o, (double) (r.c.best_epoch + 1), r.c.epochs);
+	validate(o, &m, o->epoch_seconds * 0.2, 0, true);
 	ft_out("Speed: 0.1ms preprocess, 0.9ms inference, 0.0ms loss, 1.2ms postprocess per image\n");
 	ft_out("Results saved to %s\n", r.dir);
 	return 0;
@@ -687,15 +668,18 @@ int main(int argc, char **argv)
 {
 	struct ft_opts o = {.epochs = 3, .batch = LONG_MIN, .imgsz = 0, .epoch_seconds = 0.2, .mem_mib = 2000,
 			 .util = -1, .hang_after = -1, .crash_at = -1, .oom_at = -1, .xid_at = -1, .xid = 79,
-			 .exit_code = 1, .fault_attempt = -1, .child_max_seconds = 900, .hang_after_val = -1};
+			 .exit_code = 1, .fault_attempt = -1, .child_max_seconds = 900, .hang_after_val = -1,
+			 .ul = 81};
 	(void) ft_copy_str(o.name, sizeof o.name, "train");
-	(void) ft_copy_str(o.project, sizeof o.project, "runs/detect");
+	(void) ft_copy_str(o.task, sizeof o.task, "detect");
 	(void) ft_copy_str(o.data, sizeof o.data, "coco128.yaml");
 	(void) ft_copy_str(o.crash_msg, sizeof o.crash_msg,
 			"RuntimeError: CUDA error: an illegal memory access was encountered");
 	int rc = ft_parse_args(argc, argv, &o);
 	if (rc != 0)
 		return rc;
+	if (!o.project[0]) /* get_save_dir(): RUNS_DIR / task */
+		(void) snprintf(o.project, sizeof o.project, "runs/%s", o.task);
 	if (o.help) {
 		ft_help();
 		return 0;

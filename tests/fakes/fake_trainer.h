@@ -20,6 +20,10 @@ struct ft_opts {
 	long hang_after_val; /* --hang-after-validation: 1-based epoch, -1 none */
 	long leak_mib, fork_children, child_mem_mib;
 	bool ignore_sigterm, slow_io, sleep_forever, leak_first_only, traceback_stderr, help;
+	bool resume_path;  /* resume=PATH, not a bare resume or resume=True */
+	bool crash_final;  /* --crash-in-final-val */
+	long ul;           /* --ultralytics: 80, 81 (default), 83, 84 */
+	char ul_version[16], task[16]; /* task: detect (default), segment, pose, obb, classify */
 	char crash_msg[512], fault_once[PATH_MAX];
 	const char *unknown[16]; /* ignored arguments (argv strings), warned about after the first line */
 	int n_unknown;
@@ -32,6 +36,24 @@ struct ft_ckpt {
 	bool stripped;
 	char name[256], project[PATH_MAX], model[PATH_MAX], data[256];
 };
+
+/* fake_trainer_csv.c: metrics of the task, results.csv of the release. */
+#define FT_MAX_COLS 32
+struct ft_metrics {
+	double v[FT_MAX_COLS]; /* results.csv's columns after epoch (and time), in header order */
+	int n;
+};
+bool ft_task_known(const char *task);
+int ft_n_losses(const struct ft_opts *o);        /* the train losses are m.v[0 .. n) */
+const char *ft_loss_name(const struct ft_opts *o, int i); /* "box_loss", i < ft_n_losses() */
+const char *ft_val_desc(const struct ft_opts *o); /* the validator's tqdm description */
+/* Smooth curves of a (possibly fractional) 1-based epoch t: losses fall, metrics rise. */
+struct ft_metrics ft_metrics_at(const struct ft_opts *o, double t, long epochs);
+double ft_fitness(const struct ft_opts *o, const struct ft_metrics *m); /* what picks best.pt */
+void ft_val_results(const struct ft_opts *o, const struct ft_metrics *m, bool final);
+/* Appends epoch E's row (1-based; t seconds since training began), the header first when the
+ * file is new or empty.  0 or -errno. */
+int ft_csv_append(const struct ft_opts *o, const char *run, long E, double t, const struct ft_metrics *m);
 
 /* printf to stdout, then fflush: a log follower must see every tqdm redraw live. */
 void ft_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

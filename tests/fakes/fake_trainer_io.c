@@ -504,13 +504,16 @@ static const struct flag FLAGS[] = {
 	FLAG("--fault-once", K_STR, fault_once, 0, 0),
 	FLAG("--fault-attempt", K_LONG, fault_attempt, 0, 1e9),
 	FLAG("--traceback-stderr", K_BOOL, traceback_stderr, 0, 0),
+	FLAG("--ultralytics", K_STR, ul_version, 0, 0),
+	FLAG("--crash-in-final-val", K_BOOL, crash_final, 0, 0),
 	FLAG("--help", K_BOOL, help, 0, 0),
 	FLAG("-h", K_BOOL, help, 0, 0),
 };
 
 static const char USAGE[] =
 	"usage: gw-fake-trainer [train] [epochs=N] [name=NAME] [project=DIR] [exist_ok=True] [batch=B]\n"
-	"                       [imgsz=S] [model=M] [data=D] [resume [model=RUN/weights/last.pt]] [--flags]\n";
+	"                       [imgsz=S] [model=M] [data=D] [task=T] [resume [model=RUN/weights/last.pt]]\n"
+	"                       [resume=RUN/weights/last.pt] [--flags]\n";
 
 void ft_help(void)
 {
@@ -538,7 +541,15 @@ void ft_help(void)
 	    "                         --child-max-seconds (900); each logs 'gw-fake-trainer: child pid=P';\n"
 	    "                         --child-mem-mib M makes each report M MiB on the job's GPUs\n"
 	    "  --sleep-forever        after start (and children), hold memory at util 0 (or --util) and sleep\n"
-	    "  --traceback-stderr     tracebacks to stderr (as Python does) instead of stdout\n\n"
+	    "  --traceback-stderr     tracebacks to stderr (as Python does) instead of stdout\n"
+	    "  --crash-in-final-val   in the final validation of best.pt, after the optimizer was stripped\n"
+	    "                         from both checkpoints: traceback ending in --crash-msg, exit --exit-code\n"
+	    "  --ultralytics V        the release to act as: 8.0 (results.csv epochs 0-based, to 8.0.159),\n"
+	    "                         8.1 (default: padded fields, epochs 1-based), 8.3 (8.3.9 on: no padding,\n"
+	    "                         a time column), 8.4 (as 8.3; a bare resume of a finished checkpoint\n"
+	    "                         starts a new training in a new run, 8.4.29 on)\n"
+	    "  task=T / T             detect (default), segment, pose, obb, classify: results.csv columns,\n"
+	    "                         validation lines and the default project runs/T\n\n"
 	    "Exit: 0 done, 1 failure (crash/oom/xid/resume errors), 2 usage; SIGTERM: killed by it.\n",
 	    USAGE);
 }
@@ -561,7 +572,7 @@ int ft_parse_args(int argc, char **argv, struct ft_opts *o)
 	static const char *ignored[] = {"device", "workers", "patience", "seed", "optimizer", "lr0", "lrf",
 					"cache", "pretrained", "amp", "val", "plots", "save", "save_period",
 					"verbose", "deterministic", "single_cls", "rect", "cos_lr", "close_mosaic",
-					"fraction", "freeze", "time", "task", "mode", "momentum", "weight_decay"};
+					"fraction", "freeze", "time", "mode", "momentum", "weight_decay"};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
 		if (a[0] == '-') {
@@ -597,7 +608,9 @@ int ft_parse_args(int argc, char **argv, struct ft_opts *o)
 		if (!eq) {
 			if (strcmp(a, "resume") == 0)
 				o->resume = true;
-			else if (!word_in(a, " train detect segment classify pose obb yolo "))
+			else if (ft_task_known(a))
+				(void) ft_copy_str(o->task, sizeof o->task, a);
+			else if (!word_in(a, " train yolo "))
 				note_unknown(o, a);
 			continue;
 		}
@@ -624,9 +637,11 @@ int ft_parse_args(int argc, char **argv, struct ft_opts *o)
 			ok = ft_copy_str(o->model, sizeof o->model, v);
 		else if (strcmp(key, "data") == 0)
 			ok = ft_copy_str(o->data, sizeof o->data, v);
+		else if (strcmp(key, "task") == 0)
+			ok = ft_task_known(v) && ft_copy_str(o->task, sizeof o->task, v);
 		else if (strcmp(key, "resume") == 0) {
 			if (!parse_bool(v, &o->resume)) /* resume=path/to/last.pt */
-				ok = (o->resume = ft_copy_str(o->model, sizeof o->model, v));
+				ok = o->resume = o->resume_path = ft_copy_str(o->model, sizeof o->model, v);
 		} else {
 			known = false;
 			for (size_t k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
@@ -636,6 +651,20 @@ int ft_parse_args(int argc, char **argv, struct ft_opts *o)
 		}
 		if (!ok) {
 			(void) fprintf(stderr, "TypeError: '%s' is of invalid type or value.\n%s", a, USAGE);
+			return 2;
+		}
+	}
+	if (o->ul_version[0]) {
+		static const struct {
+			const char *v;
+			long ul;
+		} rel[] = {{"8.0", 80}, {"8.1", 81}, {"8.3", 83}, {"8.4", 84}};
+		o->ul = 0;
+		for (size_t k = 0; k < sizeof rel / sizeof rel[0]; k++)
+			if (strcmp(o->ul_version, rel[k].v) == 0)
+				o->ul = rel[k].ul;
+		if (!o->ul) {
+			(void) fprintf(stderr, "gw-fake-trainer: --ultralytics: 8.0, 8.1, 8.3 or 8.4\n%s", USAGE);
 			return 2;
 		}
 	}

@@ -2,6 +2,7 @@
  * src/core/progress.h), with the default rules and with rules a config could give: a longer
  * window, an empty pattern, a prefix longer than any line.  The input is an exact-size buffer,
  * not NUL-terminated, as the daemon reads a log's last bytes. */
+#include "core/phase.h"
 #include "core/progress.h"
 #include "fuzz_common.h"
 

@@ -147,6 +147,50 @@ static void oom(void **state) {
         assert_int_equal(v.cls, GW_FAILURE_OOM);
 }
 
+/* Ultralytics' AutoBatch (batch=-1), as utils/autobatch.py and utils/torch_utils.py
+ * profile_ops print it (8.3): each batch size that ran out of memory leaves the exception's
+ * text as a bare line, then AutoBatch picks a size and training goes on. */
+#define AUTOBATCH_PROBE                                                                              \
+        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mComputing optimal batch size for imgsz=640 at 60.0% CUDA " \
+        "memory utilization.\n"                                                                      \
+        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mCUDA:0 (NVIDIA A10) 22.07G total, 0.11G reserved, 0.10G "  \
+        "allocated, 21.86G free\n"                                                                   \
+        "      Params      GFLOPs  GPU_mem (GB)  forward (ms) backward (ms)                   input" \
+        "                  output\n"                                                                 \
+        "    25902640       79.31         1.010         28.38         51.94        (1, 3, 640, 640)" \
+        "                    list\n"                                                                 \
+        "CUDA out of memory. Tried to allocate 1.56 GiB. GPU 0 has a total capacity of 22.07 GiB of " \
+        "which 1.02 GiB is free.\n"                                                                  \
+        "CUDA out of memory. Tried to allocate 3.12 GiB. GPU 0 has a total capacity of 22.07 GiB of " \
+        "which 1.02 GiB is free.\n"                                                                  \
+        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mUsing batch-size 8 for CUDA:0 13.52G/22.07G (61%) \xe2\x9c\x85\n"
+
+static void autobatch_probe_is_not_the_cause(void **state) {
+        /* A crash in epoch 1, its traceback after AutoBatch's probes: a cuda_error (retried),
+         * not the probes' out-of-memory lines (retried only if a leak explains it). */
+        struct gw_failure_verdict v = run(GW_END_EXITED, 1, AUTOBATCH_PROBE "Starting training for 100 epochs...\n"
+                                                             "      1/100      13.4G      1.187\n" TB_ILLEGAL,
+                                          NULL, 0);
+        expect(&v, GW_FAILURE_CUDA_ERROR, "RuntimeError: CUDA error: an illegal memory access was encountered", 15);
+        /* AutoBatch gave up on an error of its own: still a probe. */
+        v = run(GW_END_EXITED, 1,
+                "AutoBatch: Computing optimal batch size for imgsz=640 at 60.0% CUDA memory utilization.\n"
+                "AutoBatch: WARNING error detected: CUDA out of memory. Tried to allocate 20.00 MiB,  using "
+                "default batch-size 16.\n" TB_ZERODIV,
+                NULL, 0);
+        expect(&v, GW_FAILURE_USER_ERROR, "ZeroDivisionError: division by zero", 9);
+        /* Killed while probing (no line after the probes): that out-of-memory is the cause. */
+        v = run(GW_END_EXITED, 1,
+                "AutoBatch: Computing optimal batch size for imgsz=640 at 60.0% CUDA memory utilization.\n"
+                "CUDA out of memory. Tried to allocate 1.56 GiB.\n",
+                NULL, 0);
+        expect(&v, GW_FAILURE_OOM, "CUDA out of memory. Tried to allocate 1.56 GiB.", 2);
+        /* An out-of-memory after AutoBatch chose is the job's own. */
+        v = run(GW_END_EXITED, 1, AUTOBATCH_PROBE OOM_NEW, NULL, 0);
+        assert_int_equal(v.cls, GW_FAILURE_OOM);
+        assert_int_equal(v.line, 8);
+}
+
 static void gpu_fault_from_events(void **state) {
         const struct gw_gpu_event xid79[] = {{GW_GPU_EVENT_XID, 2, 63}, {GW_GPU_EVENT_XID, 3, 79}};
         struct gw_failure_verdict v = run(GW_END_EXITED, 1, TB_ILLEGAL, xid79, 2);
@@ -468,6 +512,7 @@ int main(void) {
                 cmocka_unit_test(cuda_error_in_traceback),
                 cmocka_unit_test(first_fatal_line_wins),
                 cmocka_unit_test(oom),
+                cmocka_unit_test(autobatch_probe_is_not_the_cause),
                 cmocka_unit_test(gpu_fault_from_events),
                 cmocka_unit_test(gpu_fault_from_log),
                 cmocka_unit_test(clean_exit_is_ok),

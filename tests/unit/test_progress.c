@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/phase.h"
 #include "core/progress.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -72,8 +73,10 @@ static void results_v8_dedup_and_partial(void **state) {
         assert_int_equal(r.n_lines, 5);
         assert_int_equal(r.last_epoch, 4);
         assert_false(r.zero_based);
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < 4; i++) {
                 assert_int_equal(r.epochs[i], (long) i + 1);
+                assert_int_equal(gw_results_epoch1(&r, i), (long) i + 1);
+        }
 
         /* Six losses, train/ then val/, in header order. */
         assert_int_equal(r.n_loss_cols, 6);
@@ -120,6 +123,10 @@ static void results_v5_zero_based(void **state) {
         assert_int_equal(r.n_rows, 2);
         assert_true(r.zero_based);
         assert_int_equal(r.last_epoch, 1);
+        /* Counted from 1 as the log counts (Ultralytics up to 8.0.159 wrote 0-based too). */
+        assert_int_equal(gw_results_epoch1(&r, 0), 1);
+        assert_int_equal(gw_results_epoch1(&r, 1), 2);
+        assert_int_equal(gw_results_epoch1(&r, 2), -1);
         assert_int_equal(r.n_loss_cols, 6);
         assert_string_equal(r.cols[r.loss_cols[1]].name, "train/obj_loss");
         assert_int_equal(r.cols[13].kind, GW_RESULTS_COL_OTHER);
@@ -153,6 +160,81 @@ static void results_newer_with_time(void **state) {
         assert_true(isnan(l[1])); /* empty field */
         assert_float_equal(gw_results_map50(&r, 1), 0.55, 1e-9);
         gw_results_free(&r);
+}
+
+/* The header of each task (models/yolo/TASK/train.py label_loss_items, utils/metrics.py keys),
+ * 8.3.9 and later, and the fitness that picks best.pt (Metric.fitness, SegmentMetrics and
+ * PoseMetrics summing their groups, ClassifyMetrics). */
+static void results_tasks_and_fitness(void **state) {
+        static const char classify[] =
+                "epoch,time,train/loss,metrics/accuracy_top1,metrics/accuracy_top5,val/loss,lr/pg0,lr/pg1,lr/pg2\n"
+                "1,30.1,2.1,0.40,0.80,1.9,0.0007,0.0007,0.0007\n"
+                "2,60.3,1.9,0.52,0.86,1.8,0.0013,0.0013,0.0013\n"
+                "3,90.2,1.8,0.50,0.85,1.7,0.0013,0.0013,0.0013\n";
+        static const char segment[] =
+                "epoch,time,train/box_loss,train/seg_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),"
+                "metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),metrics/precision(M),metrics/recall(M),"
+                "metrics/mAP50(M),metrics/mAP50-95(M),val/box_loss,val/seg_loss,val/cls_loss,val/dfl_loss,lr/pg0,"
+                "lr/pg1,lr/pg2\n"
+                /* The box mAP is best in epoch 1, box and mask together in epoch 2. */
+                "1,9,1.2,2.5,1.9,1.3,0.6,0.5,0.50,0.40,0.5,0.4,0.30,0.10,1.1,2.4,1.7,1.2,0.01,0.01,0.01\n"
+                "2,18,1.1,2.3,1.7,1.2,0.6,0.5,0.49,0.39,0.5,0.4,0.40,0.20,1.0,2.2,1.6,1.1,0.01,0.01,0.01\n";
+        static const char pose[] =
+                "epoch,time,train/box_loss,train/pose_loss,train/kobj_loss,train/cls_loss,train/dfl_loss,"
+                "metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),metrics/precision(P),"
+                "metrics/recall(P),metrics/mAP50(P),metrics/mAP50-95(P),val/box_loss,val/pose_loss,val/kobj_loss,"
+                "val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2\n"
+                "1,9,1,5,0.6,2,1.3,0.6,0.5,0.5,0.4,0.6,0.5,0.6,0.3,1,5,0.6,2,1.3,0.01,0.01,0.01\n"
+                "2,18,1,5,0.6,2,1.3,0.6,0.5,0.5,0.4,0.6,0.5,0.6,,1,5,0.6,2,1.3,0.01,0.01,0.01\n";
+        struct gw_results r;
+
+        assert_int_equal(gw_results_parse(classify, strlen(classify), &r), 0);
+        assert_int_equal(r.cols[3].kind, GW_RESULTS_COL_TOP1);
+        assert_int_equal(r.cols[4].kind, GW_RESULTS_COL_TOP5);
+        assert_int_equal(r.n_loss_cols, 2);
+        assert_int_equal(r.map50_95_col, -1); /* no mAP in a classify run */
+        assert_false(isnan(gw_results_fitness(&r, 0))); /* assert_float_equal lets NAN through */
+        assert_float_equal(gw_results_fitness(&r, 0), 0.60, 1e-9);
+        assert_float_equal(gw_results_fitness(&r, 1), 0.69, 1e-9); /* the best: best.pt */
+        assert_float_equal(gw_results_fitness(&r, 2), 0.675, 1e-9);
+        assert_true(isnan(gw_results_fitness(&r, 3)));
+        gw_results_free(&r);
+
+        assert_int_equal(gw_results_parse(segment, strlen(segment), &r), 0);
+        assert_int_equal(r.n_cols, 21);
+        assert_int_equal(r.n_loss_cols, 8);
+        assert_string_equal(r.cols[r.map50_95_col].name, "metrics/mAP50-95(B)"); /* box before mask */
+        assert_float_equal(gw_results_fitness(&r, 0), 0.1 * 0.50 + 0.9 * 0.40 + 0.1 * 0.30 + 0.9 * 0.10, 1e-9);
+        assert_float_equal(gw_results_fitness(&r, 1), 0.1 * 0.49 + 0.9 * 0.39 + 0.1 * 0.40 + 0.9 * 0.20, 1e-9);
+        assert_true(gw_results_fitness(&r, 1) > gw_results_fitness(&r, 0));
+        gw_results_free(&r);
+
+        assert_int_equal(gw_results_parse(pose, strlen(pose), &r), 0);
+        assert_false(isnan(gw_results_fitness(&r, 0)));
+        assert_float_equal(gw_results_fitness(&r, 0), 0.1 * 0.5 + 0.9 * 0.4 + 0.1 * 0.6 + 0.9 * 0.3, 1e-9);
+        assert_true(isnan(gw_results_fitness(&r, 1))); /* mAP50-95(P) empty */
+        gw_results_free(&r);
+
+        /* Detect (8.1, padded) and YOLOv5: one group. */
+        static char csv[4096];
+        csv[0] = '\0';
+        csv_header(csv, sizeof(csv), v8_cols, N_ELEMS(v8_cols));
+        v8_row(csv, sizeof(csv), 1, 1.5, true);
+        assert_int_equal(gw_results_parse(csv, strlen(csv), &r), 0);
+        assert_false(isnan(gw_results_fitness(&r, 0)));
+        assert_float_equal(gw_results_fitness(&r, 0), 0.1 * 0.62 + 0.9 * 0.46, 1e-9);
+        gw_results_free(&r);
+        static const char v5[] = "epoch,metrics/mAP_0.5,metrics/mAP_0.5:0.95\n0,0.6,0.4\n";
+        assert_int_equal(gw_results_parse(v5, strlen(v5), &r), 0);
+        assert_int_equal(r.n_rows, 1);
+        assert_false(isnan(gw_results_fitness(&r, 0)));
+        assert_float_equal(gw_results_fitness(&r, 0), 0.1 * 0.6 + 0.9 * 0.4, 1e-9);
+        gw_results_free(&r);
+        assert_int_equal(gw_results_parse("epoch,train/loss\n1,0.5\n", 23, &r), 0);
+        assert_int_equal(r.n_rows, 1);
+        assert_true(isnan(gw_results_fitness(&r, 0)));
+        gw_results_free(&r);
+        assert_true(isnan(gw_results_fitness(NULL, 0)));
 }
 
 static void results_restart_and_junk(void **state) {
@@ -243,6 +325,12 @@ static void yaml_epochs(void **state) {
                 {"epochs: 99999999999999999999\n", -ERANGE, 0},
                 {"epochs: 30", -ENOENT, 0}, /* being written: could be 300 */
                 {"", -ENOENT, 0},
+                /* time=H: Ultralytics recomputes the epochs after each one; args.yaml keeps 100. */
+                {"epochs: 100\ntime: 2.5\n", -ENODATA, 0},
+                {"epochs: 100\ntime: 1\n", -ENODATA, 0},
+                {"epochs: 100\ntime: 0\n", 0, 100},
+                {"epochs: 100\ntime: null\n", 0, 100},
+                {"time: 0.5 # hours\nepochs: 100\n", -ENODATA, 0},
         };
         struct gw_results r;
         long v = -1;
@@ -274,6 +362,8 @@ static void argv_epochs(void **state) {
         const char *none[] = {"epochs=1", "python", "x.py"}; /* argv[0] is not an argument */
         const char *bad[] = {"yolo", "epochs=ten"};
         const char *dangling[] = {"python", "train.py", "--epochs"};
+        const char *timed[] = {"yolo", "train", "epochs=300", "time=1.5"};
+        const char *untimed[] = {"yolo", "train", "epochs=30", "time=0"};
         long v = 0;
 
         assert_int_equal(gw_argv_epochs(yolo, N_ELEMS(yolo), &v), 0);
@@ -287,6 +377,11 @@ static void argv_epochs(void **state) {
         assert_int_equal(gw_argv_epochs(dangling, N_ELEMS(dangling), &v), -ENOENT);
         assert_int_equal(gw_argv_epochs(NULL, 2, &v), -EINVAL);
         assert_int_equal(v, 60);
+        /* A timed run: its epochs are recomputed, epochs= is not the plan. */
+        assert_int_equal(gw_argv_epochs(timed, N_ELEMS(timed), &v), -ENODATA);
+        assert_int_equal(v, 60);
+        assert_int_equal(gw_argv_epochs(untimed, N_ELEMS(untimed), &v), 0);
+        assert_int_equal(v, 30);
 }
 
 static void progress_file(void **state) {
@@ -350,6 +445,10 @@ static const char log_start[] =
         "\r" VAL_HDR ":  50%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88     | "   \
         "2/4 [00:00<00:00,  3.01it/s]"
 #define ALL_LINE "                   all        128        929      0.646      0.539      0.617      0.455\n"
+#define CLS_EPOCH_BAR                                                                            \
+        "\n      Epoch    GPU_mem       loss  Instances       Size\n"                               \
+        "\r      1/3     0.605G      2.304         16        224: 100%|\xe2\x96\x88| 8/8 [00:01]\n"
+#define CLS_VAL "               classes   top1_acc   top5_acc"
 
 static const struct {
         const char *name;
@@ -408,6 +507,11 @@ static const struct {
         {"OSC with ST", ESC "]2;t" ESC "\\" "loss=0.3\n", 0, GW_PHASE_UNKNOWN, "loss=0.3"},
         {"torn escape at the end", "step 7 " ESC "[3", 0, GW_PHASE_UNKNOWN, "step 7"},
         {"case-sensitive", "saving nothing\nvalidating\n", 0, GW_PHASE_UNKNOWN, "validating"},
+        /* task=classify (ClassificationValidator): its own header and results line. */
+        {"classify validating", CLS_EPOCH_BAR CLS_VAL ":  50%| 2/4 [00:00<00:00,  3.01it/s]", 0,
+         GW_PHASE_VALIDATING, "classes   top1_acc   top5_acc:  50%"},
+        {"classify validated", CLS_EPOCH_BAR CLS_VAL ": 100%| 4/4 [00:01<00:00]\n"
+         "                   all      0.523      0.861\n", 0, GW_PHASE_VALIDATED, "all      0.523"},
 };
 
 static void phase_table(void **state) {
@@ -525,6 +629,7 @@ static void run_is_training(void **state) {
         assert_true(training(false, (const char *const[]) { "python", "train.py", "--project", "runs/x", NULL }));
         assert_true(training(false, (const char *const[]) { "python", "train.py", "--epochs=3", NULL }));
         assert_true(training(false, (const char *const[]) { "trainer", "resume", "model=a/weights/last.pt", NULL }));
+        assert_true(training(false, (const char *const[]) { "python3", "run.py", "resume=a/weights/last.pt", NULL }));
         assert_true(training(true, (const char *const[]) { "./run.sh", NULL }));
         /* Ultralytics' Python API, called from a script that says it trains. */
         assert_true(training(false, (const char *const[]) { "python3", "train.py", NULL }));
@@ -577,6 +682,7 @@ int main(void) {
                 cmocka_unit_test(results_v8_dedup_and_partial),
                 cmocka_unit_test(results_v5_zero_based),
                 cmocka_unit_test(results_newer_with_time),
+                cmocka_unit_test(results_tasks_and_fitness),
                 cmocka_unit_test(results_restart_and_junk),
                 cmocka_unit_test(results_errors),
                 cmocka_unit_test(results_many_rows),
