@@ -161,13 +161,19 @@ static bool parse_bool(const char *v, bool *ret) {
 /* "URL[,URL...]": each one gw_webhook_url_check takes. */
 static int webhook_urls_check(const char *list, char *why, size_t n) {
         char url[GW_WEBHOOK_URL_MAX + 2];
+        size_t urls = 0;
         for (const char *p = list; *p;) {
                 size_t len = strcspn(p, ", ");
                 snprintf(url, sizeof url, "%.*s", (int) (len < sizeof url - 1 ? len : sizeof url - 1), p);
                 if (len && gw_webhook_url_check(url, why, n) < 0)
                         return -EINVAL;
+                urls += len > 0;
                 p += len;
                 p += strspn(p, ", ");
+        }
+        if (*list && !urls) { /* "" turns webhooks off; ",," would do so without a word */
+                snprintf(why, n, "no URL in the list '%.40s'", list);
+                return -EINVAL;
         }
         return 0;
 }

@@ -356,6 +356,8 @@ int main(int argc, char **argv) {
         d.users = gw_userdb_new(NULL);
         if (!d.users || setup_dirs(&d) < 0)
                 goto out;
+        /* Before any other thread: libcurl's global set-up wants to be alone. */
+        d.notify = gw_notify_open(&cfg);
         if (gw_store_open(cfg.state_dir, &d.store, err, sizeof err) < 0) {
                 log_err("state: %s", err);
                 goto out;
@@ -363,7 +365,6 @@ int main(int argc, char **argv) {
         if (gw_store_checkpoint_in_background(d.store, err, sizeof err) < 0)
                 log_warn("state: %s; checkpoints stay inside commits", err);
         (void) gw_events_open(&d);
-        d.notify = gw_notify_open(&cfg);
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct gw_notify {
         uint64_t job_fields;
 
         pthread_t thread;
+        bool started; /* the thread runs; the lock and wake exist */
         pthread_mutex_t lock;
         pthread_cond_t wake;
         bool stopping;
@@ -47,7 +49,7 @@ static void count(struct gw_notify *n, unsigned long *c) {
 /* Sleeps s seconds unless the daemon stops meanwhile; false when it does. */
 static bool pause_unless_stopping(struct gw_notify *n, int s) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until); /* the wake's clock (gw_notify_open) */
         until.tv_sec += s;
         pthread_mutex_lock(&n->lock);
         while (!n->stopping && pthread_cond_timedwait(&n->wake, &n->lock, &until) != ETIMEDOUT)
@@ -192,6 +194,30 @@ static int split_urls(struct gw_notify *n, const char *list) {
         return n->n_urls ? 0 : -EINVAL;
 }
 
+/* The sender thread with every signal blocked: the loop reads them through its signalfd, and
+ * a thread that left them open would die of SIGTERM for the whole daemon or eat a SIGCHLD. */
+static int start_sender(struct gw_notify *n) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&n->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&n->lock, NULL);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        int r = pthread_create(&n->thread, NULL, sender, n);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r != 0) {
+                pthread_mutex_destroy(&n->lock);
+                pthread_cond_destroy(&n->wake);
+                return -r;
+        }
+        (void) pthread_setname_np(n->thread, "gw-webhooks");
+        n->started = true;
+        return 0;
+}
+
 struct gw_notify *gw_notify_open(const struct gw_config *cfg) {
         if (!cfg->webhook_url || !*cfg->webhook_url)
                 return NULL;
@@ -207,12 +233,14 @@ struct gw_notify *gw_notify_open(const struct gw_config *cfg) {
         }
         if (gethostname(n->host, sizeof n->host - 1) < 0)
                 snprintf(n->host, sizeof n->host, "?");
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        pthread_mutex_init(&n->lock, NULL);
-        pthread_cond_init(&n->wake, NULL);
-        if (pthread_create(&n->thread, NULL, sender, n) != 0) {
-                log_err("webhooks: cannot start their thread: %s", strerror(errno));
-                n->thread = 0;
+        CURLcode cr = curl_global_init(CURL_GLOBAL_DEFAULT);
+        int r = cr == CURLE_OK ? start_sender(n) : -EIO;
+        if (r < 0) {
+                log_err("webhooks: not sent: %s", cr != CURLE_OK ? curl_easy_strerror(cr) : strerror(-r));
+                if (cr == CURLE_OK)
+                        curl_global_cleanup();
+                gw_notify_close(n);
+                return NULL;
         }
         log_info("webhooks: %zu URL%s, events %s", n->n_urls, n->n_urls == 1 ? "" : "s", cfg->webhook_events);
         return n;
@@ -230,7 +258,7 @@ void gw_notify_counts(struct gw_notify *n, struct gw_notify_counts *ret) {
 void gw_notify_close(struct gw_notify *n) {
         if (!n)
                 return;
-        if (n->thread) {
+        if (n->started) {
                 pthread_mutex_lock(&n->lock);
                 n->stopping = true;
                 pthread_cond_broadcast(&n->wake);

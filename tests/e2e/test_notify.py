@@ -102,8 +102,12 @@ class SlowReceiverTest(DaemonTest):
                 self.d.wait_state(i, "COMPLETED", timeout=30)
             self.assertLess(time.time() - t0, 20, "jobs ran while the webhook waited")
             t0 = time.time()
+            proc = self.d.proc
             self.d.stop()
             self.assertLess(time.time() - t0, 5, "a delivery in flight does not hold up the daemon's stop")
+            self.assertEqual(proc.returncode, 0, "SIGTERM is the daemon's loop's, not the webhook thread's")
+            self.assertIn("signal TERM: stopping", self.d.daemon_log())
+            self.assertIn("not sent (the daemon stops)", self.d.daemon_log())
         finally:
             silent.close()
 
@@ -112,6 +116,7 @@ class WebhookConfigTest(DaemonTest):
     def test_bad_settings_are_refused_at_start(self):
         for args, said in ((("--webhook-url", "ftp://example.org/x"), "is not an http:// or https:// URL"),
                            (("--webhook-url", "http:///path"), "has no host"),
+                           (("--webhook-url", ",,"), "no URL in the list"),
                            (("--webhook-events", "end,bogus"), "'bogus' is not one of start, end, retry")):
             p = subprocess.run([GPUWARDD, "--state-dir", self.d.dir + "/other", "--socket", self.d.dir + "/o.sock",
                                 "--listen", "none", *args], capture_output=True, text=True, timeout=30)
