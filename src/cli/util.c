@@ -101,8 +101,10 @@ int cli_parse_job_ids(const char *verb, char **words, int n, struct cli_id_list 
                 const char *dash = strchr(words[i], '-');
                 long long a, b;
                 if (!dash || dash == words[i]) {
-                        if (cli_parse_job_id(verb, words[i], &a) < 0 || cli_id_push(ids, a))
+                        if (cli_parse_job_id(verb, words[i], &a) < 0)
                                 return CLI_EXIT_USAGE;
+                        if (cli_id_push(ids, a))
+                                return CLI_EXIT_FAIL;
                         continue;
                 }
                 _cleanup_free_ char *first = strndup(words[i], (size_t) (dash - words[i]));
@@ -110,8 +112,9 @@ int cli_parse_job_ids(const char *verb, char **words, int n, struct cli_id_list 
                         return cli_usage(verb, "'%s' is not a job id or a range of ids (e.g. 17 or 17-40)", words[i]);
                 if (b < a || b - a >= CLI_ID_RANGE_MAX)
                         return cli_usage(verb, "'%s': a range goes up, by at most %d ids", words[i], CLI_ID_RANGE_MAX);
-                for (long long id = a; id <= b; id++)
-                        if (cli_id_push(ids, id))
+                /* By count: "id <= b" never ends when b is INT64_MAX. */
+                for (long long k = 0; k <= b - a; k++)
+                        if (cli_id_push(ids, a + k))
                                 return CLI_EXIT_FAIL;
         }
         return 0;

@@ -595,11 +595,12 @@ static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *
                 return CLI_EXIT_FAIL;
         }
         *ret_id = id;
-        if ((ctx->json || o->json) && !o->wait) /* with --wait, the ended job's JSON says it */
+        bool json = ctx->json || o->json;
+        if (json && !o->wait) /* with --wait, the ended job's JSON says it */
                 printf("{\"id\": %lld}\n", id);
-        else if (o->quiet)
+        else if (o->quiet && !json) /* --json wins: stdout stays one JSON document */
                 printf("%lld\n", id);
-        else if (!ctx->json && !o->json)
+        else if (!json)
                 printf("Submitted job %lld\n", id);
         return CLI_EXIT_OK;
 }

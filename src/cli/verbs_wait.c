@@ -61,46 +61,61 @@ static json_t *look(struct cli_ctx *ctx, long long id) {
         return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
 }
 
+/* One look at every job not ended yet: ended ones are told and kept in ended, the others'
+ * states are left in still[i].  Returns the jobs still running or waiting, or -1 when a
+ * look failed (told). */
+static long look_all(struct cli_ctx *ctx, const long long *ids, size_t n, bool *done, char (*still)[16], bool tell,
+                     json_t *ended, int *status) {
+        long left = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (done[i])
+                        continue;
+                json_t *job = look(ctx, ids[i]);
+                if (!job)
+                        return -1;
+                const char *state = cli_jstr(job, "state");
+                if (is_final(state)) {
+                        done[i] = true;
+                        *status = strcmp(state, "COMPLETED") ? CLI_EXIT_FAIL : *status;
+                        if (tell)
+                                print_end(job, ids[i]);
+                        (void) json_array_append(ended, job);
+                } else {
+                        snprintf(still[i], sizeof still[i], "%s", state ? state : "?");
+                        left++;
+                }
+                json_decref(job);
+        }
+        fflush(stdout);
+        return left;
+}
+
 int cli_wait_jobs(struct cli_ctx *ctx, const long long *ids, size_t n, gw_usec_t timeout, bool json, bool quiet) {
         json_t *ended = json_array();
         _cleanup_free_ bool *done = calloc(n ? n : 1, sizeof *done);
-        if (!ended || !done) {
+        _cleanup_free_ char(*still)[16] = calloc(n ? n : 1, sizeof *still);
+        if (!ended || !done || !still) {
                 json_decref(ended);
                 cli_error("out of memory");
                 return CLI_EXIT_FAIL;
         }
         gw_usec_t deadline = timeout > 0 ? gw_clock_mono() + timeout : 0, pause = POLL_FIRST;
-        size_t left = n;
         int status = CLI_EXIT_OK;
-        while (left > 0) {
-                for (size_t i = 0; i < n; i++) {
-                        if (done[i])
-                                continue;
-                        json_t *job = look(ctx, ids[i]);
-                        if (!job) {
-                                json_decref(ended);
-                                return CLI_EXIT_FAIL;
-                        }
-                        const char *state = cli_jstr(job, "state");
-                        if (is_final(state)) {
-                                done[i] = true;
-                                left--;
-                                status = strcmp(state, "COMPLETED") ? CLI_EXIT_FAIL : status;
-                                if (!json && !quiet)
-                                        print_end(job, ids[i]);
-                                (void) json_array_append(ended, job);
-                        } else if (deadline && gw_clock_mono() >= deadline) {
-                                cli_error("job %lld is still %s: gave up waiting", ids[i], state ? state : "?");
-                                status = CLI_EXIT_FAIL;
-                                left = 0;
-                        }
-                        json_decref(job);
-                        fflush(stdout);
+        long left;
+        while ((left = look_all(ctx, ids, n, done, still, !json && !quiet, ended, &status)) > 0) {
+                if (deadline && gw_clock_mono() >= deadline) {
+                        for (size_t i = 0; i < n; i++)
+                                if (!done[i])
+                                        cli_error("job %lld is still %s: gave up waiting", ids[i], still[i]);
+                        status = CLI_EXIT_FAIL;
+                        break;
                 }
-                if (left > 0) {
-                        cli_sleep_usec(pause);
-                        pause = pause * 2 < POLL_MAX ? pause * 2 : POLL_MAX;
-                }
+                cli_sleep_usec(pause);
+                pause = pause * 2 < POLL_MAX ? pause * 2 : POLL_MAX;
+        }
+        if (left < 0) {
+                json_decref(ended);
+                return CLI_EXIT_FAIL;
         }
         if (json)
                 (void) cli_print_json(n == 1 && json_array_size(ended) == 1 ? json_array_get(ended, 0) : ended);

@@ -186,6 +186,19 @@ class WaitTest(DaemonTest):
         job = json.loads(self.d.cli("submit", "--wait", "--json", "--", "true").stdout)
         self.assertEqual(job["state"], "COMPLETED")
         self.assertEqual(self.d.cli("submit", "-q", "--wait", "--", "true").stdout.strip(), str(job["id"] + 1))
+        both = json.loads(self.d.cli("submit", "-q", "--wait", "--json", "--", "true").stdout)
+        self.assertEqual((both["id"], both["state"]), (job["id"] + 2, "COMPLETED"), "--json wins over -q")
+
+    def test_giving_up_tells_each_job_still_waiting_and_stops(self):
+        a = self.d.submit("--hold", "--", "true")
+        b = self.d.submit("--", "sleep", "30")
+        p = self.d.cli("wait", "--timeout", "1s", str(a), str(b), check=False, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"job {a} is still HELD: gave up waiting", p.stderr)
+        self.assertIn(f"job {b} is still RUNNING: gave up waiting", p.stderr)
+        p = self.d.cli("wait", "9223372036854775806-9223372036854775807", check=False, timeout=30)
+        self.assertEqual(p.returncode, 1, "two unknown ids, not an endless range")
+        self.assertIn("9223372036854775806", p.stderr)
 
     def test_wait_for_several_and_give_up_in_time(self):
         a = self.d.submit("--", "sh", "-c", "sleep 0.5")
