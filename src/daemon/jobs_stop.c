@@ -227,13 +227,23 @@ void gw_jobs_unwritten_close(struct gw_daemon *d) {
 /* The warning's event starts so, and gw_job_limit_warned_restore reads it back by it. */
 #define LIMIT_WARN_START "the job ends at "
 
+/* A signal asked for without a time, where time_limit_warn is 0. */
+#define SIGNAL_BEFORE_DEFAULT (5 * 60 * GW_USEC_PER_SEC)
+
+/* How long before its end (its time limit or its booking's end) the job is warned; 0: not at
+ * all.  The notice is skipped where it would come at the start; a signal asked for never is,
+ * and never goes out at the start either (the job installs its handler after it): halfway
+ * when its end comes sooner than the time it asked for. */
 static gw_usec_t warn_before(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        gw_usec_t before = j->warn_signal && j->warn_before ? j->warn_before : d->cfg->time_limit_warn;
-        /* A booking warns its jobs itself; only a signal asked for is still sent for it. */
-        if (before <= 0 || before >= j->time_limit || (dj->limit_by_booking && !j->warn_signal))
-                return 0;
-        return before;
+        gw_usec_t span = dj->limit_at - (d->now - (gw_now_wall() - j->start_time));
+        gw_usec_t notice = d->cfg->time_limit_warn;
+        if (j->warn_signal) {
+                gw_usec_t before = j->warn_before ? j->warn_before : notice > 0 ? notice : SIGNAL_BEFORE_DEFAULT;
+                return before < span ? before : span / 2;
+        }
+        /* A booking warns its jobs itself. */
+        return notice > 0 && notice < span && !dj->limit_by_booking ? notice : 0;
 }
 
 static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {

@@ -177,6 +177,19 @@ class TimeLimitWarningTest(DaemonTest):
             self.assertGreater(j["end_time"] - float(f.read()), 2.0, "USR1 came about 3 s before the end")
         self.assertIn("Signal:      SIGUSR1 to its main process 3s before its end", self.d.cli("show", asked).stdout)
 
+    def test_a_signal_asked_for_is_sent_even_when_the_limit_is_short(self):
+        """--signal without a time, the limit no longer than the warning: halfway, never at the
+        start (the job installs its handler after it) and never not at all."""
+        mark = os.path.join(self.d.work, "usr1")
+        jid = self.d.submit("--time", "2s", "--signal", "USR1", "--", "sh", "-c",
+                            f"trap 'date +%s.%N > {mark}' USR1; while true; do sleep 0.1; done")
+        j = self.d.wait_state(jid, "TIMEOUT", timeout=30)
+        with open(mark) as f:
+            sent = float(f.read())
+        self.assertGreater(sent - j["start_time"], 0.5, "not at the start")
+        self.assertGreater(j["end_time"] - sent, 0.5, "before the end")
+        self.assertIn("SIGUSR1 sent to its main process", events_of(j, "warn")[0]["message"])
+
     def test_warned_once_across_a_restart(self):
         jid = self.d.submit("--time", "8s", "--", "sleep", "30")
         self.d.wait_job(jid, lambda j: events_of(j, "warn"), timeout=30, what="the warning")
