@@ -218,6 +218,8 @@ static size_t new_epochs(struct gw_daemon *d, const struct gw_djob *dj, struct g
         long prev = t->done;
         if (done < prev) {                       /* the file was rewritten: start over */
                 t->n_epochs = 0;
+                for (size_t i = 0; i < t->n_gpus; i++)
+                        t->gpus[i].n = 0;        /* its memory series too: a new run */
                 prev = -1;
                 if (gw_store_epochs_drop(d->store, j->id, j->attempt) < 0)
                         log_warn("job %lld: cannot forget its epoch times: %s", (long long) j->id,

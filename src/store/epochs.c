@@ -26,10 +26,9 @@ int gw_store_epoch_put(struct gw_store *s, int64_t job_id, int attempt, const st
         return r;
 }
 
-int gw_store_epochs_drop(struct gw_store *s, int64_t job_id, int attempt) {
+static int drop_from(struct gw_store *s, const char *sql, int64_t job_id, int attempt) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "DELETE FROM job_epochs WHERE job_id = ?1 AND attempt = ?2", -1, &st,
-                               NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
                 return gw_store_sql_err(s);
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, attempt);
@@ -37,6 +36,11 @@ int gw_store_epochs_drop(struct gw_store *s, int64_t job_id, int attempt) {
         int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
+}
+
+int gw_store_epochs_drop(struct gw_store *s, int64_t job_id, int attempt) {
+        int r = drop_from(s, "DELETE FROM job_epochs WHERE job_id = ?1 AND attempt = ?2", job_id, attempt);
+        return r < 0 ? r : drop_from(s, "DELETE FROM job_epoch_mem WHERE job_id = ?1 AND attempt = ?2", job_id, attempt);
 }
 
 int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_store_epoch *ret, size_t max) {

@@ -21,7 +21,8 @@ struct gw_store_epoch {
 
 /* Records e for the job's attempt, replacing a row of the same epoch.  0 or -errno. */
 int gw_store_epoch_put(struct gw_store *s, int64_t job_id, int attempt, const struct gw_store_epoch *e);
-/* Forgets the attempt's epochs (its results.csv was rewritten from the start).  0 or -errno. */
+/* Forgets the attempt's epochs, their times and their memory (its results.csv was rewritten
+ * from the start: a new run).  0 or -errno. */
 int gw_store_epochs_drop(struct gw_store *s, int64_t job_id, int attempt);
 /* The attempt's newest epochs, at most max, oldest first, into ret (the caller's array).
  * Returns how many, or -errno. */

@@ -93,9 +93,24 @@ static void newest_per_gpu_of_the_attempt(void **state) {
         assert_int_equal(r.n, 0);
 }
 
+/* A rewritten results.csv is a new run: its attempt's memory series goes with its epoch times,
+ * and nothing of another attempt. */
+static void drop_forgets_the_memory_too(void **state) {
+        struct fixture *f = *state;
+        put(f->s, 7, 2, 0, 1, 10);
+        put(f->s, 7, 1, 0, 1, 10);
+        assert_int_equal(gw_store_epochs_drop(f->s, 7, 2), 0);
+        struct rows r = { .n = 0 };
+        assert_int_equal(gw_store_epoch_mems(f->s, 7, 2, 3, row_keep, &r), 0);
+        assert_int_equal(r.n, 0);
+        assert_int_equal(gw_store_epoch_mems(f->s, 7, 1, 3, row_keep, &r), 0);
+        assert_int_equal(r.n, 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(newest_per_gpu_of_the_attempt, setup, teardown),
+                cmocka_unit_test_setup_teardown(drop_forgets_the_memory_too, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
