@@ -9,46 +9,48 @@
 #include "base/parse.h"
 #include "core/accounting.h"
 #include "daemon/handlers.h"
+#include "store/usage.h"
 
 #define USAGE_DAYS_MAX 90
-#define USAGE_JOBS_MAX 1000000u /* a bound, not a page: the report sums them all */
 
 struct usage_ctx {
         struct gw_daemon *d;
         struct gw_acct acct;
 };
 
-/* The job's GPUs' mean utilisation from its telemetry (live or stored); < 0 unmeasured. */
-static double job_util(struct gw_daemon *d, const struct gw_job *j) {
-        json_t *tel = gw_observe_job_json(d, j);
-        const json_t *gpus = json_object_get(tel, "gpus");
+/* The mean of the GPUs' util_mean in a telemetry summary ({"gpus": [{"util_mean": ...}],
+ * "samples": N}); < 0 when nothing was sampled. */
+static double telemetry_util(const json_t *tel) {
         double sum = 0;
         size_t n = 0, i;
         const json_t *g;
-        json_array_foreach(gpus, i, g) {
+        json_array_foreach(json_object_get(tel, "gpus"), i, g) {
                 const json_t *u = json_object_get(g, "util_mean");
                 if (json_is_number(u)) {
                         sum += json_number_value(u);
                         n++;
                 }
         }
-        json_t *samples = json_object_get(tel, "samples");
-        bool measured = n > 0 && (!json_is_integer(samples) || json_integer_value(samples) > 0);
-        json_decref(tel);
-        return measured ? sum / (double) n : -1;
+        const json_t *samples = json_object_get(tel, "samples");
+        return n > 0 && (!json_is_integer(samples) || json_integer_value(samples) > 0) ? sum / (double) n : -1;
 }
 
-static void add_job(struct usage_ctx *u, const struct gw_job *j) {
+static void add_running(struct usage_ctx *u, const struct gw_job *j) {
+        json_t *tel = gw_observe_job_json(u->d, j);
         struct gw_acct_job a = { .uid = j->uid, .user = j->user, .state = j->state, .ngpus = (unsigned) j->ngpus,
-                                 .start = j->start_time, .end = gw_job_state_is_final(j->state) ? j->end_time : 0,
-                                 .util_mean = j->start_time ? job_util(u->d, j) : -1 };
+                                 .start = j->start_time, .end = 0, .util_mean = telemetry_util(tel) };
+        json_decref(tel);
         gw_acct_add(&u->acct, &a);
 }
 
-static int add_stored(struct gw_job *j, void *userdata) {
-        add_job(userdata, j);
-        gw_job_free(j);
-        return 0;
+static void add_ended(const struct gw_store_usage_row *r, void *userdata) {
+        struct usage_ctx *u = userdata;
+        json_t *tel = r->telemetry ? json_loads(r->telemetry, 0, NULL) : NULL;
+        struct gw_acct_job a = { .uid = r->uid, .user = r->user, .state = (enum gw_job_state) r->state,
+                                 .ngpus = r->ngpus > 0 ? (unsigned) r->ngpus : 0, .start = r->start, .end = r->end,
+                                 .util_mean = telemetry_util(tel) };
+        json_decref(tel);
+        gw_acct_add(&u->acct, &a);
 }
 
 static json_t *user_json(const struct gw_acct_user *u) {
@@ -75,12 +77,8 @@ void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route
         gw_usec_t now = gw_now_wall();
         struct usage_ctx u = { .d = d, .acct = { .since = now - days * 24 * 3600 * GW_USEC_PER_SEC, .until = now } };
         for (size_t i = 0; i < d->n_running; i++)
-                add_job(&u, d->running[i]->job);
-        unsigned finals = 0;
-        for (int s = 0; s < _GW_JOB_STATE_MAX; s++)
-                finals |= gw_job_state_is_final((enum gw_job_state) s) ? 1u << s : 0;
-        struct gw_store_filter f = { .state_mask = finals, .ended_since = u.acct.since, .limit = USAGE_JOBS_MAX };
-        if (gw_store_jobs_list(d->store, &f, add_stored, &u) < 0) {
+                add_running(&u, d->running[i]->job);
+        if (gw_store_usage_rows(d->store, u.acct.since, add_ended, &u) < 0) {
                 gw_acct_free(&u.acct);
                 return reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
         }

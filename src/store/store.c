@@ -638,9 +638,9 @@ int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_s
         for (int i = 0; i < _GW_JOB_STATE_MAX; i++)
                 if (f->state_mask & (1u << i))
                         used += (size_t) snprintf(states + used, sizeof states - used, "%s%d", used ? "," : "", i);
-        snprintf(sql, sizeof sql, "SELECT " JOB_COLUMNS " FROM jobs WHERE 1 %s%s%s %s %s %s ORDER BY id DESC LIMIT ?3",
+        snprintf(sql, sizeof sql, "SELECT " JOB_COLUMNS " FROM jobs WHERE 1 %s%s%s %s %s ORDER BY id DESC LIMIT ?3",
                  used ? "AND state IN (" : "", states, used ? ")" : "", f->by_uid ? "AND uid = ?1" : "",
-                 f->before_id > 0 ? "AND id < ?2" : "", f->ended_since > 0 ? "AND end_time >= ?4" : "");
+                 f->before_id > 0 ? "AND id < ?2" : "");
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
                 return sql_err(s);
@@ -649,8 +649,6 @@ int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_s
         if (f->before_id > 0)
                 sqlite3_bind_int64(st, 2, f->before_id);
         sqlite3_bind_int64(st, 3, f->limit ? f->limit : 100);
-        if (f->ended_since > 0)
-                sqlite3_bind_int64(st, 4, f->ended_since);
         int r = each_row(s, st, cb, userdata);
         sqlite3_finalize(st);
         return r;

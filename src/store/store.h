@@ -77,7 +77,6 @@ struct gw_store_filter {
         bool by_uid;
         uint32_t uid;
         int64_t before_id;        /* 0 = no bound */
-        gw_usec_t ended_since;    /* end_time at or after it; 0 = no bound */
         unsigned limit;
 };
 /* Jobs matching f, newest first. */
