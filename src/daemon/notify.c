@@ -1,8 +1,9 @@
 /* Webhooks (see notify.h): a bounded queue of JSON payloads and one thread that POSTs each
- * to every URL with libcurl, trying three times. */
+ * to every URL with libcurl (loaded at run time), trying three times. */
 #include "daemon/notify.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -18,6 +19,60 @@
 #include "base/log.h"
 #include "core/webhook.h"
 #include "daemon/config.h"
+
+/* libcurl is loaded when webhooks are set, not linked: for everyone else the daemon maps none
+ * of its dozen libraries (TLS, HTTP/2, LDAP, ...), a few MiB of resident memory. */
+#define LIBCURL "libcurl.so.4"
+static struct {
+        void *lib;
+        CURLcode (*global_init)(long flags);
+        void (*global_cleanup)(void);
+        CURL *(*easy_init)(void);
+        void (*easy_cleanup)(CURL *c);
+        void (*easy_reset)(CURL *c);
+        CURLcode (*easy_setopt)(CURL *c, CURLoption opt, ...);
+        CURLcode (*easy_perform)(CURL *c);
+        CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+        const char *(*easy_strerror)(CURLcode rc);
+        struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+        void (*slist_free_all)(struct curl_slist *l);
+} cu;
+
+/* 0, or -ENOENT with the reason in why. */
+static int load_curl(char *why, size_t n) {
+        if (cu.lib)
+                return 0;
+        void *lib = dlopen(LIBCURL, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+                snprintf(why, n, "cannot load %s (Debian package libcurl4): %s", LIBCURL, dlerror());
+                return -ENOENT;
+        }
+        static const char *const names[] = { "curl_global_init", "curl_global_cleanup", "curl_easy_init",
+                                             "curl_easy_cleanup", "curl_easy_reset",     "curl_easy_setopt",
+                                             "curl_easy_perform", "curl_easy_getinfo",   "curl_easy_strerror",
+                                             "curl_slist_append", "curl_slist_free_all" };
+        void *fn[sizeof names / sizeof names[0]];
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+                if (!(fn[i] = dlsym(lib, names[i]))) {
+                        snprintf(why, n, "%s has no %s", LIBCURL, names[i]);
+                        dlclose(lib);
+                        return -ENOENT;
+                }
+        /* POSIX: a data pointer from dlsym is the function's address. */
+        memcpy(&cu.global_init, &fn[0], sizeof fn[0]);
+        memcpy(&cu.global_cleanup, &fn[1], sizeof fn[1]);
+        memcpy(&cu.easy_init, &fn[2], sizeof fn[2]);
+        memcpy(&cu.easy_cleanup, &fn[3], sizeof fn[3]);
+        memcpy(&cu.easy_reset, &fn[4], sizeof fn[4]);
+        memcpy(&cu.easy_setopt, &fn[5], sizeof fn[5]);
+        memcpy(&cu.easy_perform, &fn[6], sizeof fn[6]);
+        memcpy(&cu.easy_getinfo, &fn[7], sizeof fn[7]);
+        memcpy(&cu.easy_strerror, &fn[8], sizeof fn[8]);
+        memcpy(&cu.slist_append, &fn[9], sizeof fn[9]);
+        memcpy(&cu.slist_free_all, &fn[10], sizeof fn[10]);
+        cu.lib = lib;
+        return 0;
+}
 
 #define QUEUE_MAX 1024
 #define TRIES 3
@@ -77,27 +132,27 @@ static int abort_if_stopping(void *userdata, curl_off_t a, curl_off_t b, curl_of
 }
 
 static bool post_once(struct gw_notify *n, CURL *c, const char *url, const char *body, char *why, size_t why_n) {
-        struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+        struct curl_slist *h = cu.slist_append(NULL, "Content-Type: application/json");
         char err[CURL_ERROR_SIZE] = "";
-        curl_easy_reset(c);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* a thread: no SIGALRM for DNS timeouts */
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwardd");
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, abort_if_stopping);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, n);
-        CURLcode rc = curl_easy_perform(c);
+        cu.easy_reset(c);
+        cu.easy_setopt(c, CURLOPT_URL, url);
+        cu.easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        cu.easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        cu.easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
+        cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* a thread: no SIGALRM for DNS timeouts */
+        cu.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        cu.easy_setopt(c, CURLOPT_USERAGENT, "gpuwardd");
+        cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+        cu.easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+        cu.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        cu.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, abort_if_stopping);
+        cu.easy_setopt(c, CURLOPT_XFERINFODATA, n);
+        CURLcode rc = cu.easy_perform(c);
         long status = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_slist_free_all(h);
+        cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        cu.slist_free_all(h);
         if (rc != CURLE_OK)
-                snprintf(why, why_n, "%s", err[0] ? err : curl_easy_strerror(rc));
+                snprintf(why, why_n, "%s", err[0] ? err : cu.easy_strerror(rc));
         else if (status < 200 || status >= 300)
                 snprintf(why, why_n, "HTTP %ld", status);
         return rc == CURLE_OK && status >= 200 && status < 300;
@@ -119,7 +174,7 @@ static void deliver(struct gw_notify *n, CURL *c, const char *body) {
 
 static void *sender(void *arg) {
         struct gw_notify *n = arg;
-        CURL *c = curl_easy_init();
+        CURL *c = cu.easy_init();
         for (;;) {
                 pthread_mutex_lock(&n->lock);
                 while (!n->stopping && n->n == 0)
@@ -139,7 +194,7 @@ static void *sender(void *arg) {
                 free(body);
         }
         if (c)
-                curl_easy_cleanup(c);
+                cu.easy_cleanup(c);
         return NULL;
 }
 
@@ -233,12 +288,18 @@ struct gw_notify *gw_notify_open(const struct gw_config *cfg) {
         }
         if (gethostname(n->host, sizeof n->host - 1) < 0)
                 snprintf(n->host, sizeof n->host, "?");
-        CURLcode cr = curl_global_init(CURL_GLOBAL_DEFAULT);
+        char why2[300];
+        if (load_curl(why2, sizeof why2) < 0) {
+                log_err("webhooks: not sent: %s", why2);
+                gw_notify_close(n);
+                return NULL;
+        }
+        CURLcode cr = cu.global_init(CURL_GLOBAL_DEFAULT);
         int r = cr == CURLE_OK ? start_sender(n) : -EIO;
         if (r < 0) {
-                log_err("webhooks: not sent: %s", cr != CURLE_OK ? curl_easy_strerror(cr) : strerror(-r));
+                log_err("webhooks: not sent: %s", cr != CURLE_OK ? cu.easy_strerror(cr) : strerror(-r));
                 if (cr == CURLE_OK)
-                        curl_global_cleanup();
+                        cu.global_cleanup();
                 gw_notify_close(n);
                 return NULL;
         }
@@ -268,7 +329,7 @@ void gw_notify_close(struct gw_notify *n) {
                         log_info("webhooks: %zu event%s not sent (the daemon stops)", n->n, n->n == 1 ? "" : "s");
                 pthread_mutex_destroy(&n->lock);
                 pthread_cond_destroy(&n->wake);
-                curl_global_cleanup();
+                cu.global_cleanup();
         }
         for (size_t i = 0; i < n->n; i++)
                 free(n->queue[(n->head + i) % QUEUE_MAX]);
