@@ -270,8 +270,10 @@ static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 gw_usec_t gw_job_limit_warn_tick(struct gw_daemon *d, struct gw_djob *dj) {
+        if (dj->terminating || dj->limit_warned)
+                return GW_USEC_INFINITY;
         gw_usec_t before = warn_before(d, dj);
-        if (dj->terminating || dj->limit_warned || !before)
+        if (!before)
                 return GW_USEC_INFINITY;
         if (d->now < dj->limit_at - before)
                 return dj->limit_at - before;

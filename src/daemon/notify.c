@@ -17,6 +17,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "core/webhook.h"
 #include "daemon/config.h"
 
@@ -249,26 +250,16 @@ static int split_urls(struct gw_notify *n, const char *list) {
         return n->n_urls ? 0 : -EINVAL;
 }
 
-/* The sender thread with every signal blocked: the loop reads them through its signalfd, and
- * a thread that left them open would die of SIGTERM for the whole daemon or eat a SIGCHLD. */
+/* The sender thread (gw_thread_start blocks every signal in it). */
 static int start_sender(struct gw_notify *n) {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&n->wake, &ca);
-        pthread_condattr_destroy(&ca);
+        gw_cond_init_monotonic(&n->wake);
         pthread_mutex_init(&n->lock, NULL);
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        int r = pthread_create(&n->thread, NULL, sender, n);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int r = gw_thread_start(&n->thread, sender, n, "gw-webhooks");
         if (r != 0) {
                 pthread_mutex_destroy(&n->lock);
                 pthread_cond_destroy(&n->wake);
                 return -r;
         }
-        (void) pthread_setname_np(n->thread, "gw-webhooks");
         n->started = true;
         return 0;
 }

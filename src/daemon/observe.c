@@ -247,14 +247,14 @@ static bool was_on(const struct gw_dgpu *g, unsigned pid) {
 /* A process of a job on a GPU the job was not given: CUDA_VISIBLE_DEVICES changed inside
  * the job, or a library that ignores it.  It takes that GPU from whoever holds it or gets it
  * next, as a rogue process would, so it counts as one. */
-static bool is_stray(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
+static const struct gw_djob *stray_of(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
         const struct gw_djob *dj = p->job_id ? gw_jobmap_get(&d->map, p->job_id) : NULL;
-        return dj && !(dj->job->gpu_mask & (UINT64_C(1) << g->info.index));
+        return dj && !(dj->job->gpu_mask & (UINT64_C(1) << g->info.index)) ? dj : NULL;
 }
 
 /* Told once per process and GPU: to its job, to the GPU's holder, in the GPU's events. */
-static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
-        const struct gw_djob *dj = gw_jobmap_get(&d->map, p->job_id);
+static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p,
+                       const struct gw_djob *dj) {
         char gpus[96], msg[512];
         gw_gpu_mask_format(dj->job->gpu_mask, gpus, sizeof gpus);
         snprintf(msg, sizeof msg, "process %u (%.120s) runs on GPU %u, which this job was not given (its GPUs: %s): "
@@ -285,9 +285,10 @@ static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_
                 p->mem = s->procs[k].mem_used;
                 p->sm_util = s->procs[k].sm_util;
                 bool seen_here = was_on(g, p->pid);
-                p->stray = is_stray(d, g, p);
-                if (p->stray && !seen_here)
-                        stray_tell(d, g, p);
+                const struct gw_djob *stray = stray_of(d, g, p);
+                p->stray = stray != NULL;
+                if (stray && !seen_here)
+                        stray_tell(d, g, p, stray);
                 if (!p->job_id || p->stray) {
                         rogue++;
                         if (!old || !old->job_id || (p->stray && !seen_here))

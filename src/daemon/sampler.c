@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/thread.h"
 
 #define MAX_PROCS_PER_GPU 4096
 #define MAX_PENDING_EVENTS 256
@@ -140,25 +141,12 @@ int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval
                 free(s);
                 return -errno;
         }
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->wake, &ca);
-        pthread_condattr_destroy(&ca);
+        gw_cond_init_monotonic(&s->wake);
         pthread_mutex_init(&s->lock, NULL);
-        /* The threads must not take the signals the loop reads through its signalfd. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        int r = pthread_create(&s->sample_thread, NULL, sample_main, s);
-        if (r == 0) {
-                /* Named so that `top -H` and the benchmark can tell NVML's time from the loop's. */
-                (void) pthread_setname_np(s->sample_thread, "gw-sample");
-                s->event_thread_started = pthread_create(&s->event_thread, NULL, event_main, s) == 0;
-                if (s->event_thread_started)
-                        (void) pthread_setname_np(s->event_thread, "gw-nvml-events");
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        /* Named so that `top -H` and the benchmark can tell NVML's time from the loop's. */
+        int r = gw_thread_start(&s->sample_thread, sample_main, s, "gw-sample");
+        if (r == 0)
+                s->event_thread_started = gw_thread_start(&s->event_thread, event_main, s, "gw-nvml-events") == 0;
         if (r != 0) {
                 (void) close(s->efd);
                 free(s);

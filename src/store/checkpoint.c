@@ -16,6 +16,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "store/store_internal.h"
 
 /* The thread is woken each time the WAL has grown by CHECKPOINT_PAGES (SQLite's default
@@ -100,14 +101,7 @@ struct gw_checkpointer *gw_checkpointer_start(sqlite3 *writer, char *err, size_t
         }
         pthread_mutex_init(&c->lock, NULL);
         pthread_cond_init(&c->wake, NULL);
-        /* Every signal stays with the daemon's loop (signalfd): the thread blocks them all. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int r = pthread_create(&c->thread, NULL, run, c);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (r == 0)
-                (void) pthread_setname_np(c->thread, "gw-checkpoint");
+        int r = gw_thread_start(&c->thread, run, c, "gw-checkpoint");
         if (r != 0) {
                 snprintf(err, errlen, "cannot start the checkpoint thread: %s", strerror(r));
                 pthread_mutex_destroy(&c->lock);
