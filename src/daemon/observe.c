@@ -301,6 +301,25 @@ static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_
         g->rogue = rogue;
 }
 
+static void clock_text(char *buf, size_t n) {
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(buf, n, "%H:%M:%S", localtime_r(&now, &tm));
+}
+
+/* A GPU that fell off the bus is an Xid 79 whether or not the event came: NVML answers
+ * GPU_IS_LOST until the node is rebooted, and a GPU that answers again after that has still
+ * failed once, so the drain stays until an admin lifts it. */
+static void drain_lost(struct gw_daemon *d, struct gw_dgpu *g) {
+        if (g->drained)
+                return;
+        char when[16], why[200];
+        clock_text(when, sizeof when);
+        snprintf(why, sizeof why, "GPU %u fell off the bus (NVML: GPU is lost) at %s; drained until an admin undrains it",
+                 g->info.index, when);
+        (void) gw_gpu_drain(d, g->info.index, true, why, true); /* a lost GPU takes no job, recorded or not */
+}
+
 static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_sample *now) {
         if (g->sampled && g->sample.health == now->health)
                 return;
@@ -316,8 +335,10 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
         (void) gw_store_gpu_event(d->store, g->info.index, "health", -1, g->job_id, msg);
         if (g->job_id)
                 job_event(d, g->job_id, "gpu", msg);
-        if (now->health == GW_GPU_LOST)
+        if (now->health == GW_GPU_LOST) {
                 job_gpu_fault(d, g->job_id, GW_GPU_EVENT_LOST, g->info.index, 0);
+                drain_lost(d, g);
+        }
 }
 
 static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu) {
@@ -477,9 +498,7 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
         struct gw_dgpu *g = &d->gpus[ev->index];
         bool dbe = ev->type & 0x2, xid = ev->type & 0x8;
         char when[16], msg[256];
-        time_t now = time(NULL);
-        struct tm tm;
-        strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
+        clock_text(when, sizeof when);
         if (xid)
                 snprintf(msg, sizeof msg, XID_MSG " %s", ev->xid, ev->index, when);
         else if (dbe)

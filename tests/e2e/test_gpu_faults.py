@@ -1,0 +1,66 @@
+"""GPU faults the driver reports only by failing (a GPU that falls off the bus), the order in
+which a job's death and its GPU's loss are seen, and processes started outside gpuward."""
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+from gwtest import DaemonTest, events_of, main, wait_until
+
+
+def set_fake(d, **settings):
+    """Sets keys of the fake NVML's config (gpu1_lost=1 sets gpu1.lost=1), keeping the rest."""
+    path = os.path.join(d.state, "sim-nvml", "config")
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for key, value in settings.items():
+        key = key.replace("_", ".", 1) if key.startswith("gpu") else key
+        lines = [ln for ln in lines if not ln.startswith(key + "=")] + [f"{key}={value}"]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.rename(tmp, path)
+    os.utime(path)
+
+
+def gpu_events(d, gpu, kind):
+    """The messages of the GPU's recorded events of that kind (read from the store: the API has
+    no call for them)."""
+    db = sqlite3.connect(f"file:{os.path.join(d.state, 'gpuward.db')}?mode=ro", uri=True, timeout=10)
+    try:
+        rows = db.execute("SELECT message FROM gpu_events WHERE gpu = ? AND kind = ? ORDER BY id", (gpu, kind))
+        return [r[0] for r in rows]
+    finally:
+        db.close()
+
+
+class LostGpuDrainTest(DaemonTest):
+    gpus = 2
+
+    def test_a_gpu_that_fell_off_the_bus_stays_drained_when_it_answers_again(self):
+        jid = self.d.submit("--gpus", 1, "--", "sleep", "60")
+        gpu = self.d.wait_state(jid, "RUNNING")["gpus"][0]
+        set_fake(self.d, **{f"gpu{gpu}_lost": 1})
+        g = wait_until(lambda: (lambda g: g if g["drain_reason"] else None)(self.d.gpu_list()[gpu]),
+                       what="the lost GPU to be drained")
+        self.assertIn(f"GPU {gpu} fell off the bus (NVML: GPU is lost) at ", g["drain_reason"])
+        self.assertIn("drained until an admin undrains it", g["drain_reason"])
+        told = [e["message"] for e in self.d.job(jid)["events"] if "fell off the bus" in e["message"]]
+        self.assertTrue(told, "the job on it is told why its GPU was drained")
+
+        set_fake(self.d, **{f"gpu{gpu}_lost": 0})
+        wait_until(lambda: self.d.gpu_list()[gpu]["health"] != "lost", what="the GPU to answer again")
+        self.assertEqual(self.d.gpu_list()[gpu]["health"], "drained", "answering again does not undrain it")
+        self.d.cli("cancel", jid)
+        self.d.wait_state(jid, "CANCELLED")
+        other = self.d.submit("--gpus", 2, "--", "sleep", "60")
+        # Two sampling rounds: a pass that would place it on the GPU has had its chance.
+        time.sleep(2.5)
+        self.assertEqual(self.d.job(other)["state"], "PENDING", "the GPU takes no job until an admin undrains it")
+        self.d.cli("admin", "undrain", gpu)
+        self.assertEqual(self.d.wait_state(other, "RUNNING")["gpus"], [0, 1])
+
+
+if __name__ == "__main__":
+    main()
