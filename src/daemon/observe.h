@@ -15,3 +15,11 @@ int gw_observe_fault_of_event(const char *kind, const char *message, struct gw_g
 /* Adds the faults among ev (the attempt's events, oldest first) to dj's evidence, as
  * observe.c would have while it watched; copies what it keeps. */
 void gw_observe_faults_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
+
+/* Before an attempt's end is classified: a fresh reading of the health of dj's GPUs, applied
+ * as a sample would be (a lost GPU is recorded in dj's evidence and drained), so that a
+ * trainer that died of its GPU a moment before the sampler looked is not read as a CUDA
+ * error.  Blocks the loop for GW_SETTLE_BOUND at most; without an answer the last sample
+ * stands. */
+#define GW_SETTLE_BOUND (2 * GW_USEC_PER_SEC)
+void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj);

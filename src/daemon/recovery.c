@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "core/retry.h"
 #include "daemon/daemon.h"
+#include "daemon/observe.h"
 #include "daemon/resume.h"
 #include "daemon/userfile.h"
 
@@ -155,6 +156,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         /* A clean exit is classified without its log (gw_failure_classify, rule 2), except a
          * resumed YOLO run's, which may say there was nothing to resume. */
         bool clean = !lost && end == GW_END_EXITED && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!clean && !dj->terminating) /* our own stop is classified as such whatever the GPU did */
+                gw_observe_settle(d, dj); /* the GPU may have been lost a moment before the sampler looked */
         size_t tail_len = 0;
         _cleanup_free_ char *tail = clean && !(j->attempt > 1 && j->yolo) ? NULL
                                                                           : gw_user_file_tail(j, j->log_path, j->output != NULL,

@@ -30,6 +30,11 @@ struct gw_sampler {
         pthread_cond_t wake;
         bool stop;
         struct gw_snapshot *ready;           /* newest snapshot not yet taken */
+        /* A fresh reading asked for by the loop (gw_sampler_probe), served between snapshots. */
+        pthread_cond_t probed;
+        uint64_t probe_mask;                 /* GPUs still to read; 0: no request waits */
+        uint64_t probe_asked, probe_done;    /* request numbers: the newest asked, the newest answered */
+        struct gw_gpu_sample probe[GW_SAMPLER_MAX_GPUS];
         struct gw_nvml_event events[MAX_PENDING_EVENTS];
         size_t n_events;
         unsigned long dropped_events;
@@ -79,6 +84,24 @@ static struct timespec deadline_in(gw_usec_t usec) {
         return ts;
 }
 
+/* Reads the GPUs asked for and answers every request made so far.  Called and returns with
+ * the lock held; drops it around the NVML calls. */
+static void serve_probe(struct gw_sampler *s) {
+        uint64_t mask = s->probe_mask, asked = s->probe_asked;
+        s->probe_mask = 0;
+        pthread_mutex_unlock(&s->lock);
+        struct gw_gpu_sample got[GW_SAMPLER_MAX_GPUS];
+        for (unsigned i = 0; i < s->n_gpus; i++)
+                if ((mask & (UINT64_C(1) << i)) && gw_gpu_sample(s->lib, i, &got[i]) < 0)
+                        got[i] = (struct gw_gpu_sample) { .index = i, .health = GW_GPU_UNAVAILABLE };
+        pthread_mutex_lock(&s->lock);
+        for (unsigned i = 0; i < s->n_gpus; i++)
+                if (mask & (UINT64_C(1) << i))
+                        s->probe[i] = got[i];
+        s->probe_done = asked;
+        pthread_cond_broadcast(&s->probed);
+}
+
 static void *sample_main(void *arg) {
         struct gw_sampler *s = arg;
         pthread_mutex_lock(&s->lock);
@@ -90,8 +113,14 @@ static void *sample_main(void *arg) {
                 s->ready = snap;
                 notify(s);
                 struct timespec until = deadline_in(s->interval);
-                while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
-                        ;
+                for (;;) {
+                        while (!s->stop && !s->probe_mask &&
+                               pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
+                                ;
+                        if (s->stop || !s->probe_mask)
+                                break;
+                        serve_probe(s); /* then wait out the interval: a probe is not a snapshot */
+                }
         }
         pthread_mutex_unlock(&s->lock);
         return NULL;
@@ -142,6 +171,7 @@ int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval
                 return -errno;
         }
         gw_cond_init_monotonic(&s->wake);
+        gw_cond_init_monotonic(&s->probed);
         pthread_mutex_init(&s->lock, NULL);
         /* Named so that `top -H` and the benchmark can tell NVML's time from the loop's. */
         int r = gw_thread_start(&s->sample_thread, sample_main, s, "gw-sample");
@@ -169,6 +199,7 @@ struct gw_sampler *gw_sampler_stop(struct gw_sampler *s) {
                 pthread_join(s->event_thread, NULL);
         gw_snapshot_free(s->ready);
         pthread_cond_destroy(&s->wake);
+        pthread_cond_destroy(&s->probed);
         pthread_mutex_destroy(&s->lock);
         (void) close(s->efd);
         free(s);
@@ -195,4 +226,24 @@ size_t gw_sampler_events(struct gw_sampler *s, struct gw_nvml_event *out, size_t
 void gw_sampler_ack(struct gw_sampler *s) {
         uint64_t v;
         (void) !read(s->efd, &v, sizeof v);
+}
+
+int gw_sampler_probe(struct gw_sampler *s, uint64_t mask, gw_usec_t bound, struct gw_gpu_sample *ret) {
+        if (s->n_gpus < 64)
+                mask &= (UINT64_C(1) << s->n_gpus) - 1;
+        if (!mask)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        uint64_t asked = ++s->probe_asked;
+        s->probe_mask |= mask;
+        pthread_cond_broadcast(&s->wake);
+        struct timespec until = deadline_in(bound);
+        while (!s->stop && s->probe_done < asked && pthread_cond_timedwait(&s->probed, &s->lock, &until) != ETIMEDOUT)
+                ;
+        bool answered = s->probe_done >= asked;
+        for (unsigned i = 0; answered && i < s->n_gpus; i++)
+                if (mask & (UINT64_C(1) << i))
+                        ret[i] = s->probe[i];
+        pthread_mutex_unlock(&s->lock);
+        return answered ? 0 : -ETIMEDOUT;
 }

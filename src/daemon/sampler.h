@@ -3,6 +3,7 @@
  * mutex-protected slot and an eventfd.  No lock is held across an NVML call. */
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/time.h"
 #include "gpu/gpu.h"
@@ -26,6 +27,8 @@ struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus);
 
 struct gw_sampler;
 
+#define GW_SAMPLER_MAX_GPUS 64 /* a probe's mask has one bit per GPU */
+
 /* Starts both threads.  *ret_fd becomes readable (eventfd) when a snapshot or events wait. */
 int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval, struct gw_sampler **ret,
                      int *ret_fd);
@@ -37,3 +40,9 @@ struct gw_snapshot *gw_sampler_take(struct gw_sampler *s);
 size_t gw_sampler_events(struct gw_sampler *s, struct gw_nvml_event *out, size_t max);
 /* Clears the eventfd. */
 void gw_sampler_ack(struct gw_sampler *s);
+/* A fresh sample of the GPUs in mask, read on the sampler's thread as soon as it is between
+ * two NVML calls, for a decision that must not rest on a sample up to an interval old.  Blocks
+ * the caller for at most bound.  0 with ret[i] written for each GPU i in mask (ret has room
+ * for every GPU); -ETIMEDOUT when no answer came in time (ret untouched); -EINVAL for an
+ * empty mask. */
+int gw_sampler_probe(struct gw_sampler *s, uint64_t mask, gw_usec_t bound, struct gw_gpu_sample *ret);

@@ -62,5 +62,34 @@ class LostGpuDrainTest(DaemonTest):
         self.assertEqual(self.d.wait_state(other, "RUNNING")["gpus"], [0, 1])
 
 
+# A trainer whose GPU fell off the bus: the driver marks it lost, CUDA fails in the trainer,
+# which prints the error and dies.  NVML says "GPU is lost" from then on.
+DIES_OF_ITS_GPU = ('echo "gpu$CUDA_VISIBLE_DEVICES.lost=1" >> "$GPUWARD_FAKE_NVML_DIR/config"; '
+                   'echo "RuntimeError: CUDA error: an illegal memory access was encountered" >&2; exit 1')
+
+
+class LostGpuClassTest(DaemonTest):
+    # The sampler looks every 30 s, far later than the trainer's death is seen: only a fresh
+    # reading at the attempt's end can know its GPU was lost.  That is the order that made the
+    # class depend on timing (the death seen first, the lost GPU after), here every time.
+    extra = ("--sample-interval", "30")
+
+    def test_a_job_dead_of_a_lost_gpu_is_a_gpu_fault_every_time(self):
+        used = set()
+        for run in range(3):
+            jid = self.d.submit_api(["sh", "-c", DIES_OF_ITS_GPU], retries=0)
+            j = self.d.wait_state(jid, "FAILED", timeout=30)
+            gpu = j["gpus"][0]
+            self.assertNotIn(gpu, used, "a GPU lost in an earlier run took no job")
+            used.add(gpu)
+            a = j["attempts"][0]
+            self.assertEqual(a["class"], "gpu_fault", f"run {run + 1}: {a}")
+            self.assertIn(f"GPU {gpu} is lost", a["evidence"])
+            self.assertTrue(any("fell off the bus" in e["message"] for e in j["events"]),
+                            "the job's events say its GPU was drained and why")
+            self.assertEqual(self.d.gpu_list()[gpu]["health"], "lost")
+            self.assertIn("fell off the bus", self.d.gpu_list()[gpu]["drain_reason"])
+
+
 if __name__ == "__main__":
     main()
