@@ -12,6 +12,7 @@ struct gpu_view {
         uint64_t idle;  /* usable and held by nobody when planning began */
         uint64_t avail; /* idle and not yet given in this plan */
         uint64_t given; /* given to a job in this plan */
+        uint64_t rogue; /* used by a process gpuward did not start */
         uint64_t mem_total[GW_SCHED_MAX_GPUS];
         uint64_t mem_free[GW_SCHED_MAX_GPUS];
         gw_usec_t free_at[GW_SCHED_MAX_GPUS]; /* when the current holder ends; INFINITY if unknown */
@@ -82,6 +83,8 @@ static void view_init(struct gpu_view *v, const struct gw_sched_input *in, gw_us
                         v->usable |= BIT(g->index);
                 if (g->job_id != 0)
                         claimed |= BIT(g->index);
+                if (g->has_rogue)
+                        v->rogue |= BIT(g->index);
                 v->mem_total[g->index] = g->mem_total;
                 v->mem_free[g->index] = g->mem_free;
                 v->free_at[g->index] = now;
@@ -188,6 +191,17 @@ static void reserve_for_head(const struct gpu_view *v, const struct gw_sched_job
         h->reserved = gw_sched_pick(ready, j->ngpus);
 }
 
+/* n GPUs of mask for a job that starts now: clean ones first, then those with a rogue
+ * process; 0 if mask has fewer than n. */
+static uint64_t pick_clean_first(const struct gpu_view *v, uint64_t mask, int n) {
+        uint64_t clean = mask & ~v->rogue;
+        int n_clean = count_gpus(clean);
+        if (n_clean >= n)
+                return gw_sched_pick(clean, n);
+        uint64_t rest = gw_sched_pick(mask & v->rogue, n - n_clean);
+        return rest ? clean | rest : 0;
+}
+
 /* Decides one pending job: writes the GPUs it starts on to *ret_mask and returns NONE, or
  * returns why it waits. */
 static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const struct gw_sched_job *j,
@@ -213,14 +227,14 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                 ok &= j->allowed;
                 if (h->set && end_of(now, j->time_limit) > h->start)
                         ok &= ~h->reserved;
-                uint64_t pick = gw_sched_pick(ok, j->ngpus);
+                uint64_t pick = pick_clean_first(v, ok, j->ngpus);
                 if (!pick) /* GPUs free now that others' bookings take before it would end */
                         return j->booked_out && gw_sched_pick(free_now, j->ngpus) ? GW_REASON_RESERVATION
                                                                                    : GW_REASON_RESOURCES;
                 *ret_mask = pick;
                 return GW_REASON_NONE;
         }
-        uint64_t fit = gw_sched_pick(ok, j->ngpus);
+        uint64_t fit = pick_clean_first(v, ok, j->ngpus);
         if (!h->set) {
                 if (!fit) {
                         reserve_for_head(v, j, now, h);
@@ -233,7 +247,7 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
         /* Ending by the head's start, any free GPU is fine; running past it, only GPUs
          * the head will not need. */
         uint64_t allowed = end_of(now, j->time_limit) <= h->start ? ok : ok & ~h->reserved;
-        uint64_t pick = gw_sched_pick(allowed, j->ngpus);
+        uint64_t pick = pick_clean_first(v, allowed, j->ngpus);
         if (!pick)
                 return fit ? GW_REASON_PRIORITY : GW_REASON_RESOURCES;
         *ret_mask = pick;

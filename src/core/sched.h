@@ -4,7 +4,10 @@
  * first job that cannot start becomes the head and gets a reservation at the earliest time
  * enough GPUs free up (from running jobs' time limits).  Later jobs may start now
  * (backfill) only when that cannot delay the head: they end before the head's reserved
- * start, or they use only GPUs the head's reservation does not need. */
+ * start, or they use only GPUs the head's reservation does not need.  Among the GPUs a job
+ * may take, those without a rogue process come first (lowest index first within each kind);
+ * a job is still placed beside a rogue process when the clean ones are not enough, rather
+ * than wait for a process gpuward cannot end (--gpu-mem keeps it off a GPU too full). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +24,8 @@ struct gw_sched_gpu {
         uint64_t mem_total;   /* bytes, 0 = unknown */
         uint64_t mem_free;    /* bytes now, as NVML reports; used for --gpu-mem */
         int64_t job_id;       /* job holding it, 0 if none */
+        bool has_rogue;       /* a process gpuward did not start uses it: jobs go to clean
+                               * GPUs first, and here only when no clean GPU is left for them */
 };
 
 struct gw_sched_job {

@@ -237,6 +237,57 @@ static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struc
         (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
 }
 
+/* "2.1 GiB" ("500 MiB" under one GiB), or what stands for memory NVML does not report. */
+static void mem_text(uint64_t mem, char *buf, size_t n) {
+        if (mem == UINT64_MAX)
+                snprintf(buf, n, "memory NVML does not report");
+        else if (mem >= (UINT64_C(1) << 30))
+                snprintf(buf, n, "%.1f GiB", (double) mem / (double) (UINT64_C(1) << 30));
+        else
+                snprintf(buf, n, "%llu MiB", (unsigned long long) (mem >> 20));
+}
+
+static void rogue_text(const struct gw_dgpu *g, const struct gw_dproc *p, char *buf, size_t n) {
+        char mem[48];
+        mem_text(p->mem, mem, sizeof mem);
+        snprintf(buf, n, "pid %u (%s, %.120s) on GPU %u started outside gpuward, using %s", p->pid, p->user, p->cmd,
+                 g->info.index, mem);
+}
+
+/* A process of no job, first seen on this GPU: the GPU's record says who, what and how much
+ * memory, and the job holding the GPU learns why it may run short of memory or speed.  Under
+ * rogue_policy = kill that job hears of the kill instead (rogue_kill). */
+static void rogue_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
+        char msg[400];
+        rogue_text(g, p, msg, sizeof msg);
+        if (g->job_id)
+                log_warn("job %lld: %s", (long long) g->job_id, msg);
+        else
+                log_warn("%s", msg);
+        (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+        if (g->job_id && strcmp(d->cfg->rogue_policy, "kill"))
+                job_event(d, g->job_id, "rogue", msg);
+}
+
+void gw_observe_job_placed(struct gw_daemon *d, const struct gw_djob *dj) {
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                const struct gw_dgpu *g = &d->gpus[i];
+                if (!(dj->job->gpu_mask & (UINT64_C(1) << i)) || !g->rogue)
+                        continue;
+                for (size_t k = 0; k < g->n_procs; k++) {
+                        const struct gw_dproc *p = &g->procs[k];
+                        if (p->job_id && !p->stray)
+                                continue;
+                        char what[400], msg[600];
+                        rogue_text(g, p, what, sizeof what);
+                        snprintf(msg, sizeof msg, "placed beside a process of no job: %s (GPUs without one come first; "
+                                 "none was free for this job)", what);
+                        log_info("job %lld: %s", (long long) dj->job->id, msg);
+                        job_event(d, dj->job->id, "rogue", msg);
+                }
+        }
+}
+
 static bool was_on(const struct gw_dgpu *g, unsigned pid) {
         for (size_t k = 0; k < g->n_procs; k++)
                 if (g->procs[k].pid == pid)
@@ -289,6 +340,8 @@ static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_
                 p->stray = stray != NULL;
                 if (stray && !seen_here)
                         stray_tell(d, g, p, stray);
+                if (!p->job_id && !seen_here)
+                        rogue_tell(d, g, p);
                 if (!p->job_id || p->stray) {
                         rogue++;
                         if (!old || !old->job_id || (p->stray && !seen_here))

@@ -23,3 +23,7 @@ void gw_observe_faults_restore(struct gw_djob *dj, const struct gw_job_event *ev
  * stands. */
 #define GW_SETTLE_BOUND (2 * GW_USEC_PER_SEC)
 void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj);
+
+/* A job just given its GPUs: an event on it for each process of no job (or another job's
+ * stray) seen on them, as the scheduler puts a job there only when no clean GPU was free. */
+void gw_observe_job_placed(struct gw_daemon *d, const struct gw_djob *dj);

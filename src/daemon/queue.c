@@ -7,6 +7,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/observe.h"
 #include "daemon/sharing.h"
 
 #define TOMBSTONE ((struct gw_djob *) (uintptr_t) 1)
@@ -153,6 +154,7 @@ static void fill_gpus(const struct gw_daemon *d, struct gw_sched_gpu *g) {
                         .mem_total = total,
                         .mem_free = total > used ? total - used : 0,
                         .job_id = dg->job_id,
+                        .has_rogue = dg->rogue > 0,
                 };
         }
 }
@@ -216,8 +218,8 @@ void gw_schedule(struct gw_daemon *d) {
         }
         for (size_t i = 0; i < plan.n_starts; i++) {
                 struct gw_djob *dj = gw_jobmap_get(&d->map, starts[i].job_id);
-                if (dj)
-                        (void) gw_job_start(d, dj, starts[i].gpu_mask);
+                if (dj && gw_job_start(d, dj, starts[i].gpu_mask) >= 0)
+                        gw_observe_job_placed(d, dj);
         }
         for (size_t i = 0; i < n_never; i++) {
                 char why[128];

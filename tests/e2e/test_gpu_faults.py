@@ -1,12 +1,14 @@
 """GPU faults the driver reports only by failing (a GPU that falls off the bus), the order in
 which a job's death and its GPU's loss are seen, and processes started outside gpuward."""
 import os
+import pwd
+import secrets
 import sqlite3
 import subprocess
 import sys
 import time
 
-from gwtest import DaemonTest, events_of, main, wait_until
+from gwtest import IS_ROOT, DaemonTest, as_user, events_of, main, wait_until
 
 
 def set_fake(d, **settings):
@@ -22,6 +24,26 @@ def set_fake(d, **settings):
         f.write("\n".join(lines) + "\n")
     os.rename(tmp, path)
     os.utime(path)
+
+
+class Users:
+    """Throwaway accounts (gwgpu...), each with its own group, no home directory."""
+
+    def __init__(self):
+        self.suffix = secrets.token_hex(3)
+        self.made = []
+
+    def add(self, role):
+        name = f"gwgpu{role}{self.suffix}"
+        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True, timeout=30)
+        self.made.append(name)
+        return pwd.getpwnam(name)
+
+    def remove_all(self):
+        for name in self.made:
+            subprocess.run(["userdel", name], capture_output=True, timeout=30)
+            subprocess.run(["groupdel", name], capture_output=True, timeout=30)  # gone with the user, usually
 
 
 def gpu_events(d, gpu, kind):
@@ -89,6 +111,69 @@ class LostGpuClassTest(DaemonTest):
                             "the job's events say its GPU was drained and why")
             self.assertEqual(self.d.gpu_list()[gpu]["health"], "lost")
             self.assertIn("fell off the bus", self.d.gpu_list()[gpu]["drain_reason"])
+
+
+class RogueProcessTest(DaemonTest):
+    """A process started outside gpuward on a GPU, under the default rogue_policy (report)."""
+    gpus = 2
+
+    def start_rogue(self, gpu, mib):
+        """A process on the GPU as the fake NVML reports it; run as a throwaway user when root,
+        so that the record's user is not the daemon's."""
+        prefix, user = [], None
+        if IS_ROOT:
+            user = self.users.add("r")
+            prefix = as_user(user.pw_uid, user.pw_gid)
+        p = subprocess.Popen(prefix + ["sleep", "300"])
+        self.rogues.append(p)
+        self.d.write_procs(p.pid, [(gpu, mib, 5)])
+        wait_until(lambda: any(q["pid"] == p.pid for q in self.d.gpu_list()[gpu]["processes"]),
+                   what=f"the rogue process on GPU {gpu}")
+        return p, user.pw_name if user else pwd.getpwuid(os.getuid()).pw_name
+
+    def setUp(self):
+        self.rogues = []
+        self.users = Users()
+        super().setUp()
+
+    def tearDown(self):
+        try:
+            super().tearDown()
+        finally:
+            for p in self.rogues:
+                p.kill()
+                p.wait()
+            self.users.remove_all()
+
+    def test_rogue_is_recorded_avoided_and_told_to_the_job_beside_it(self):
+        rogue, user = self.start_rogue(0, 2150)
+        said = f"pid {rogue.pid} ({user}, sleep 300) on GPU 0 started outside gpuward, using 2.1 GiB"
+        wait_until(lambda: gpu_events(self.d, 0, "rogue"), what="the rogue recorded on its GPU")
+        self.assertEqual(gpu_events(self.d, 0, "rogue"), [said])
+
+        clean = self.d.submit("--gpus", 1, "--", "sleep", "60")
+        self.assertEqual(self.d.wait_state(clean, "RUNNING")["gpus"], [1], "the clean GPU first")
+        self.assertFalse(self.d.events(clean, "rogue"))
+
+        beside = self.d.submit("--gpus", 1, "--", "sleep", "60")
+        j = self.d.wait_state(beside, "RUNNING")
+        self.assertEqual(j["gpus"], [0], "with only the GPU with a rogue left, the job is placed there")
+        told = [e["message"] for e in events_of(j, "rogue")]
+        self.assertEqual(len(told), 1, told)
+        self.assertIn(said, told[0])
+
+        # Later samples see the same process: it is recorded once.
+        wait_until(lambda: self.d.gpu_list()[0]["sampled_at"] > j["start_time"] + 1.5, what="two more samples")
+        self.assertEqual(gpu_events(self.d, 0, "rogue"), [said])
+        self.assertEqual(len(self.d.events(beside, "rogue")), 1)
+
+    def test_a_rogue_on_a_running_jobs_gpu_is_told_to_that_job(self):
+        jid = self.d.submit("--gpus", 1, "--", "sleep", "60")
+        gpu = self.d.wait_state(jid, "RUNNING")["gpus"][0]
+        rogue, user = self.start_rogue(gpu, 300)
+        ev = self.d.wait_job(jid, lambda j: events_of(j, "rogue"), what="the job told of the rogue")
+        self.assertEqual([e["message"] for e in events_of(ev, "rogue")],
+                         [f"pid {rogue.pid} ({user}, sleep 300) on GPU {gpu} started outside gpuward, using 300 MiB"])
 
 
 if __name__ == "__main__":

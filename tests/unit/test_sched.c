@@ -21,6 +21,7 @@ struct sched_case {
         const char *name;
         int n_gpus;
         uint64_t drained;
+        uint64_t rogue;      /* GPUs a process gpuward did not start uses */
         int mem_free_gib[8]; /* 0 = all 80 GiB free */
         struct {
                 int64_t id;
@@ -55,6 +56,7 @@ static void build(const struct sched_case *c, struct built *b) {
                 b->gpus[i] = (struct gw_sched_gpu){
                         .index = i,
                         .usable = !(c->drained & M(i)),
+                        .has_rogue = (c->rogue & M(i)) != 0,
                         .mem_total = 80 * GIB,
                         .mem_free = (uint64_t) (c->mem_free_gib[i] ? c->mem_free_gib[i] : 80) * GIB,
                 };
@@ -132,6 +134,60 @@ static void run_case(const struct sched_case *c) {
 #define R_PRIO GW_REASON_PRIORITY
 
 static const struct sched_case cases[] = {
+        {
+                .name = "rogue: clean GPUs first, whatever their index",
+                .n_gpus = 4,
+                .rogue = M(0) | M(2),
+                .job = {{1, 1, 60}, {2, 1, 60}},
+                .start_mask = {M(1), M(3)},
+                .head = 0, .head_start_min = -1,
+        },
+        {
+                .name = "rogue: too few clean GPUs, the clean ones and then the lowest with a rogue",
+                .n_gpus = 4,
+                .rogue = M(0) | M(1) | M(2),
+                .job = {{1, 2, 60}},
+                .start_mask = {M(3) | M(0)},
+                .head = 0, .head_start_min = -1,
+        },
+        {
+                .name = "rogue: only GPUs with a rogue left, the job is placed there",
+                .n_gpus = 2,
+                .rogue = M(1),
+                .run = {{100, M(0), 60}},
+                .job = {{1, 1, 60}},
+                .start_mask = {M(1)},
+                .head = 0, .head_start_min = -1,
+        },
+        {
+                .name = "rogue: a rogue too big for --gpu-mem still keeps the job off",
+                .n_gpus = 2,
+                .rogue = M(1),
+                .mem_free_gib = {0, 10},
+                .run = {{100, M(0), 60}},
+                .job = {{1, 1, 60, 20}},
+                .reason = {R_RES},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "rogue: a backfilled job also prefers clean GPUs",
+                .n_gpus = 4,
+                .rogue = M(2),
+                .run = {{100, M(0), 60}},
+                .job = {{1, 4, 60}, {2, 1, 30}},
+                .start_mask = {0, M(1)},
+                .reason = {R_RES, R_NONE},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "rogue: drained GPUs are not made usable by being clean",
+                .n_gpus = 3,
+                .drained = M(0),
+                .rogue = M(1),
+                .job = {{1, 1, 60}, {2, 1, 60}},
+                .start_mask = {M(2), M(1)},
+                .head = 0, .head_start_min = -1,
+        },
         {
                 .name = "everything fits, lowest GPUs first, no head",
                 .n_gpus = 4,
