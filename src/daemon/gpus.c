@@ -101,7 +101,10 @@ int gw_gpus_open(struct gw_daemon *d) {
                         g->info.index = i;
                 }
                 struct gw_store_gpu sg;
-                if (gw_store_gpu_get(d->store, i, &sg) == 0 && sg.drained && !strcmp(sg.uuid, g->info.uuid)) {
+                /* A GPU drained while NVML could not open it (lost at start) has no UUID on
+                 * record: the drain stays on its index rather than vanish unseen. */
+                if (gw_store_gpu_get(d->store, i, &sg) == 0 && sg.drained &&
+                    (!strcmp(sg.uuid, g->info.uuid) || !sg.uuid[0])) {
                         g->drained = true;
                         snprintf(g->drain_reason, sizeof g->drain_reason, "%s", sg.drain_reason);
                 }

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from gwtest import IS_ROOT, DaemonTest, as_user, events_of, main, wait_until
+from gwtest import IS_ROOT, Daemon, DaemonTest, as_user, events_of, main, wait_until
 
 
 def set_fake(d, **settings):
@@ -82,6 +82,29 @@ class LostGpuDrainTest(DaemonTest):
         self.assertEqual(self.d.job(other)["state"], "PENDING", "the GPU takes no job until an admin undrains it")
         self.d.cli("admin", "undrain", gpu)
         self.assertEqual(self.d.wait_state(other, "RUNNING")["gpus"], [0, 1])
+
+
+class LostAtStartTest(DaemonTest):
+    gpus = 2
+
+    def setUp(self):
+        pass  # the daemon starts in the test, after the GPU is lost
+
+    def test_a_gpu_lost_when_the_daemon_starts_is_drained_across_restarts(self):
+        self.d = Daemon(gpus=self.gpus)
+        os.makedirs(os.path.join(self.d.state, "sim-nvml"))
+        with open(os.path.join(self.d.state, "sim-nvml", "config"), "w") as f:
+            f.write("gpu1.lost=1\n")
+        self.d.start()
+        g = wait_until(lambda: (lambda g: g if g["drain_reason"] else None)(self.d.gpu_list()[1]),
+                       what="the GPU lost at start to be drained")
+        self.assertIn("GPU 1 fell off the bus (NVML: GPU is lost)", g["drain_reason"])
+        self.d.stop()
+        set_fake(self.d, gpu1_lost=0)
+        self.d.start()
+        g = self.d.gpu_list()[1]
+        self.assertEqual((g["health"], "fell off the bus" in (g["drain_reason"] or "")), ("drained", True),
+                         "back after a restart, it stays drained until an admin undrains it")
 
 
 # A trainer whose GPU fell off the bus: the driver marks it lost, CUDA fails in the trainer,
