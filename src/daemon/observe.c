@@ -394,28 +394,6 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
         }
 }
 
-void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
-        uint64_t mask = dj->job->gpu_mask;
-        if (!d->sampler || !mask)
-                return;
-        struct gw_gpu_sample now[GW_SAMPLER_MAX_GPUS];
-        int r = gw_sampler_probe(d->sampler, mask, GW_SETTLE_BOUND, now);
-        if (r < 0) {
-                log_warn("job %lld: no fresh reading of its GPUs came within %llds (%s): its end is classified on the last sample",
-                         (long long) dj->job->id, (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
-                return;
-        }
-        for (unsigned i = 0; i < d->n_gpus && i < GW_SAMPLER_MAX_GPUS; i++) {
-                if (!(mask & (UINT64_C(1) << i)))
-                        continue;
-                struct gw_dgpu *g = &d->gpus[i];
-                apply_health(d, g, &now[i]);
-                g->sample = now[i];
-                g->sampled = true;
-                g->sampled_at = gw_now_wall();
-        }
-}
-
 static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu) {
         if (!dj->tel) {
                 size_t n = (size_t) __builtin_popcountll(dj->job->gpu_mask);
@@ -592,6 +570,14 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
                 (void) gw_gpu_drain(d, ev->index, true, msg, true); /* a faulted GPU takes no job, recorded or not */
 }
 
+static void apply_events(struct gw_daemon *d) {
+        struct gw_nvml_event evs[64];
+        size_t n;
+        while ((n = gw_sampler_events(d->sampler, evs, ELEMENTSOF(evs))) > 0)
+                for (size_t i = 0; i < n; i++)
+                        apply_event(d, &evs[i]);
+}
+
 void gw_observe_ready(struct gw_daemon *d) {
         gw_sampler_ack(d->sampler);
         struct gw_snapshot *s = gw_sampler_take(d->sampler);
@@ -600,11 +586,30 @@ void gw_observe_ready(struct gw_daemon *d) {
                 gw_snapshot_free(s);
                 gw_events_gpus(d);
         }
-        struct gw_nvml_event evs[64];
-        size_t n;
-        while ((n = gw_sampler_events(d->sampler, evs, ELEMENTSOF(evs))) > 0)
-                for (size_t i = 0; i < n; i++)
-                        apply_event(d, &evs[i]);
+        apply_events(d);
+}
+
+void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
+        uint64_t mask = dj->job->gpu_mask;
+        if (!d->sampler || !mask)
+                return;
+        struct gw_gpu_sample now[GW_SAMPLER_MAX_GPUS];
+        int r = gw_sampler_probe(d->sampler, mask, GW_SETTLE_BOUND, now);
+        apply_events(d); /* Xid events the event thread already holds name the fault too */
+        if (r < 0) {
+                log_warn("job %lld: no fresh reading of its GPUs came within %llds (%s): its end is classified on the last sample",
+                         (long long) dj->job->id, (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
+                return;
+        }
+        for (unsigned i = 0; i < d->n_gpus && i < GW_SAMPLER_MAX_GPUS; i++) {
+                if (!(mask & (UINT64_C(1) << i)))
+                        continue;
+                struct gw_dgpu *g = &d->gpus[i];
+                apply_health(d, g, &now[i]);
+                g->sample = now[i];
+                g->sampled = true;
+                g->sampled_at = gw_now_wall();
+        }
 }
 
 /* --- per-job summaries ------------------------------------------------------------- */
