@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "store/gpus_missing.h"
 
 /* Where the fake NVML library is: next to an installed daemon, or in the build tree. */
 static const char *find_fake_nvml(char *buf, size_t n) {
@@ -65,6 +67,61 @@ static int prepare_simulation(struct gw_daemon *d) {
         return setenv("GPUWARD_FAKE_NVML_DIR", d->sim_dir, 1) < 0 ? -errno : 0;
 }
 
+/* The GPUs recorded before this start, by index (uuid "" where none); GW_SCHED_MAX_GPUS of
+ * them, caller frees. */
+static struct gw_store_gpu *recorded_gpus(struct gw_daemon *d) {
+        struct gw_store_gpu *old = gw_xcalloc(GW_SCHED_MAX_GPUS, sizeof *old);
+        for (unsigned i = 0; i < GW_SCHED_MAX_GPUS; i++)
+                if (gw_store_gpu_get(d->store, i, &old[i]) < 0)
+                        memset(&old[i], 0, sizeof old[i]);
+        return old;
+}
+
+static bool uuid_present(const struct gw_daemon *d, const char *uuid) {
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                if (!strcmp(d->gpus[i].info.uuid, uuid))
+                        return true;
+        return false;
+}
+
+/* A GPU recorded at an earlier start that NVML no longer lists fell off the bus (or was
+ * taken out).  The GPUs after it have moved down an index, so its drain waits for it by
+ * UUID: a GPU that failed once takes no job when it returns, until an admin says so. */
+static void note_missing(struct gw_daemon *d, const struct gw_store_gpu *old) {
+        for (unsigned i = 0; i < GW_SCHED_MAX_GPUS; i++) {
+                if (!old[i].uuid[0] || uuid_present(d, old[i].uuid))
+                        continue;
+                char when[16], why[256];
+                time_t now = time(NULL);
+                struct tm tm;
+                strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
+                snprintf(why, sizeof why, "%s (GPU %u before) went missing from NVML's devices (fell off the bus?) "
+                         "by %s; drained until an admin undrains it", old[i].uuid, i, when);
+                log_warn("%s", why);
+                (void) gw_store_gpu_missing_add(d->store, old[i].uuid, why);
+                (void) gw_store_gpu_event(d->store, i, "health", -1, 0, why);
+        }
+}
+
+/* Whether g was drained before this start (at whatever index it had), or went missing
+ * since; the drain's reason goes to why. */
+static bool drained_before(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_store_gpu *old, char *why,
+                           size_t n) {
+        const char *uuid = g->info.uuid;
+        for (unsigned i = 0; i < GW_SCHED_MAX_GPUS; i++) {
+                /* A GPU drained while NVML could not open it (lost at start) has no UUID on
+                 * record: that drain stays on its index rather than vanish unseen. */
+                bool same = uuid[0] ? !strcmp(old[i].uuid, uuid) : false;
+                bool unknown_here = i == g->info.index && !old[i].uuid[0];
+                if (old[i].drained && (same || unknown_here)) {
+                        snprintf(why, n, "%s", old[i].drain_reason);
+                        return true;
+                }
+        }
+        why[0] = '\0';
+        return uuid[0] && gw_store_gpu_missing_take(d->store, uuid, why, n) == 0;
+}
+
 int gw_gpus_open(struct gw_daemon *d) {
         char err[512] = "", buf[PATH_MAX];
         const char *lib = d->cfg->nvml_lib;
@@ -100,14 +157,13 @@ int gw_gpus_open(struct gw_daemon *d) {
                         snprintf(g->info.name, sizeof g->info.name, "unknown");
                         g->info.index = i;
                 }
+        }
+        _cleanup_free_ struct gw_store_gpu *old = recorded_gpus(d);
+        note_missing(d, old);
+        for (unsigned i = 0; i < n; i++) {
+                struct gw_dgpu *g = &d->gpus[i];
+                g->drained = drained_before(d, g, old, g->drain_reason, sizeof g->drain_reason);
                 struct gw_store_gpu sg;
-                /* A GPU drained while NVML could not open it (lost at start) has no UUID on
-                 * record: the drain stays on its index rather than vanish unseen. */
-                if (gw_store_gpu_get(d->store, i, &sg) == 0 && sg.drained &&
-                    (!strcmp(sg.uuid, g->info.uuid) || !sg.uuid[0])) {
-                        g->drained = true;
-                        snprintf(g->drain_reason, sizeof g->drain_reason, "%s", sg.drain_reason);
-                }
                 memset(&sg, 0, sizeof sg);
                 sg.index = i;
                 snprintf(sg.uuid, sizeof sg.uuid, "%s", g->info.uuid);

@@ -107,6 +107,9 @@ const char *const gw_store_migrations[] = {
 
         /* 12: GET /api/v1/usage reads the jobs that ended inside its window */
         "CREATE INDEX jobs_end ON jobs(end_time);",
+
+        /* 13: GPUs gone from NVML's devices, by UUID, drained when they come back */
+        "CREATE TABLE gpus_missing (uuid TEXT PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

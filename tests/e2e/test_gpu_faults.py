@@ -107,6 +107,31 @@ class LostAtStartTest(DaemonTest):
                          "back after a restart, it stays drained until an admin undrains it")
 
 
+class MissingGpuTest(DaemonTest):
+    gpus = 2
+
+    def test_a_gpu_gone_from_the_count_is_drained_when_it_returns(self):
+        uuid = self.d.gpu_list()[1]["uuid"]
+        self.d.stop()
+        self.d.gpus = 1  # NVML lists one device: GPU 1 fell off the bus while the daemon was down
+        self.d.start()
+        self.assertEqual(len(self.d.gpu_list()), 1)
+        missing = gpu_events(self.d, 1, "health")
+        self.assertEqual(len(missing), 1, missing)
+        self.assertIn(f"{uuid} (GPU 1 before) went missing from NVML's devices (fell off the bus?)", missing[0])
+        self.d.stop()
+        self.d.gpus = 2  # back after a reboot
+        self.d.start()
+        g = self.d.gpu_list()[1]
+        self.assertEqual((g["uuid"], g["health"]), (uuid, "drained"))
+        self.assertIn("went missing from NVML's devices", g["drain_reason"])
+        self.assertIn("drained until an admin undrains it", g["drain_reason"])
+        self.d.cli("admin", "undrain", 1)
+        self.d.stop()
+        self.d.start()
+        self.assertEqual(self.d.gpu_list()[1]["health"], "ok", "undrained once, it stays so")
+
+
 # A trainer whose GPU fell off the bus: the driver marks it lost, CUDA fails in the trainer,
 # which prints the error and dies.  NVML says "GPU is lost" from then on.
 DIES_OF_ITS_GPU = ('echo "gpu$CUDA_VISIBLE_DEVICES.lost=1" >> "$GPUWARD_FAKE_NVML_DIR/config"; '
