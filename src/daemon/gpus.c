@@ -108,6 +108,9 @@ static void note_missing(struct gw_daemon *d, const struct gw_store_gpu *old) {
 static bool drained_before(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_store_gpu *old, char *why,
                            size_t n) {
         const char *uuid = g->info.uuid;
+        char missing[256];
+        /* Taken in any case: once back, the GPU's drain (or its undrain) is its own row's. */
+        bool was_missing = uuid[0] && gw_store_gpu_missing_take(d->store, uuid, missing, sizeof missing) == 0;
         for (unsigned i = 0; i < GW_SCHED_MAX_GPUS; i++) {
                 /* A GPU drained while NVML could not open it (lost at start) has no UUID on
                  * record: that drain stays on its index rather than vanish unseen. */
@@ -118,8 +121,8 @@ static bool drained_before(struct gw_daemon *d, const struct gw_dgpu *g, const s
                         return true;
                 }
         }
-        why[0] = '\0';
-        return uuid[0] && gw_store_gpu_missing_take(d->store, uuid, why, n) == 0;
+        snprintf(why, n, "%s", was_missing ? missing : "");
+        return was_missing;
 }
 
 int gw_gpus_open(struct gw_daemon *d) {

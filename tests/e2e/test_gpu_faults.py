@@ -87,14 +87,9 @@ class LostGpuDrainTest(DaemonTest):
 class LostAtStartTest(DaemonTest):
     gpus = 2
 
-    def setUp(self):
-        pass  # the daemon starts in the test, after the GPU is lost
-
     def test_a_gpu_lost_when_the_daemon_starts_is_drained_across_restarts(self):
-        self.d = Daemon(gpus=self.gpus)
-        os.makedirs(os.path.join(self.d.state, "sim-nvml"))
-        with open(os.path.join(self.d.state, "sim-nvml", "config"), "w") as f:
-            f.write("gpu1.lost=1\n")
+        self.d.stop()
+        set_fake(self.d, gpu1_lost=1)  # NVML refuses its handle: GPU_IS_LOST
         self.d.start()
         g = wait_until(lambda: (lambda g: g if g["drain_reason"] else None)(self.d.gpu_list()[1]),
                        what="the GPU lost at start to be drained")
@@ -105,6 +100,10 @@ class LostAtStartTest(DaemonTest):
         g = self.d.gpu_list()[1]
         self.assertEqual((g["health"], "fell off the bus" in (g["drain_reason"] or "")), ("drained", True),
                          "back after a restart, it stays drained until an admin undrains it")
+        self.d.cli("admin", "undrain", 1)
+        self.d.stop()
+        self.d.start()
+        self.assertEqual(self.d.gpu_list()[1]["health"], "ok", "undrained once, it stays so")
 
 
 class MissingGpuTest(DaemonTest):
