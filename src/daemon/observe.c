@@ -368,7 +368,8 @@ static void drain_lost(struct gw_daemon *d, struct gw_dgpu *g) {
                 return;
         char when[16], why[200];
         clock_text(when, sizeof when);
-        snprintf(why, sizeof why, "GPU %u fell off the bus (NVML: GPU is lost) at %s; drained until an admin undrains it",
+        snprintf(why, sizeof why,
+                 "GPU %u fell off the bus (NVML: GPU is lost) at %s; drained until an admin undrains it",
                  g->info.index, when);
         (void) gw_gpu_drain(d, g->info.index, true, why, true); /* a lost GPU takes no job, recorded or not */
 }
@@ -597,8 +598,9 @@ void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
         int r = gw_sampler_probe(d->sampler, mask, GW_SETTLE_BOUND, now);
         apply_events(d); /* Xid events the event thread already holds name the fault too */
         if (r < 0) {
-                log_warn("job %lld: no fresh reading of its GPUs came within %llds (%s): its end is classified on the last sample",
-                         (long long) dj->job->id, (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
+                log_warn("job %lld: no fresh reading of its GPUs came within %llds (%s): "
+                         "its end is classified on the last sample", (long long) dj->job->id,
+                         (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
                 return;
         }
         for (unsigned i = 0; i < d->n_gpus && i < GW_SAMPLER_MAX_GPUS; i++) {
