@@ -234,10 +234,13 @@ int gw_sampler_probe(struct gw_sampler *s, uint64_t mask, gw_usec_t bound, struc
         if (!mask)
                 return -EINVAL;
         pthread_mutex_lock(&s->lock);
+        /* An earlier probe still unanswered means NVML hangs in the sampler's thread (a dying
+         * GPU does that): waiting again would stall the loop once more per failed job. */
+        gw_usec_t wait = s->probe_done < s->probe_asked ? 0 : bound;
         uint64_t asked = ++s->probe_asked;
         s->probe_mask |= mask;
         pthread_cond_broadcast(&s->wake);
-        struct timespec until = deadline_in(bound);
+        struct timespec until = deadline_in(wait);
         while (!s->stop && s->probe_done < asked && pthread_cond_timedwait(&s->probed, &s->lock, &until) != ETIMEDOUT)
                 ;
         bool answered = s->probe_done >= asked;

@@ -42,7 +42,8 @@ size_t gw_sampler_events(struct gw_sampler *s, struct gw_nvml_event *out, size_t
 void gw_sampler_ack(struct gw_sampler *s);
 /* A fresh sample of the GPUs in mask, read on the sampler's thread as soon as it is between
  * two NVML calls, for a decision that must not rest on a sample up to an interval old.  Blocks
- * the caller for at most bound.  0 with ret[i] written for each GPU i in mask (ret has room
+ * the caller for at most bound, and not at all while an earlier probe is still unanswered
+ * (NVML hangs: every failed job would stall the loop in turn).  0 with ret[i] written for each GPU i in mask (ret has room
  * for every GPU); -ETIMEDOUT when no answer came in time (ret untouched); -EINVAL for an
  * empty mask. */
 int gw_sampler_probe(struct gw_sampler *s, uint64_t mask, gw_usec_t bound, struct gw_gpu_sample *ret);
