@@ -148,7 +148,22 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         gw_queue_insert(d, dj);
 }
 
-void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status) {
+/* A copy of the ending attempt's row, kept with the job: written again with its end when the
+ * store refuses that (jobs_stop.c), else freed with the job. */
+static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
+        if (dj->end_attempt)
+                gw_job_attempts_free(dj->end_attempt, 1);
+        struct gw_job_attempt *c = gw_xcalloc(1, sizeof *c);
+        *c = *a;
+        c->class_name = gw_xstrdup(a->class_name);
+        c->evidence = gw_xstrdup(a->evidence);
+        c->resumed_from = a->resumed_from ? gw_xstrdup(a->resumed_from) : NULL;
+        c->log_path = a->log_path ? gw_xstrdup(a->log_path) : NULL;
+        c->ckpt_id = a->ckpt_id ? gw_xstrdup(a->ckpt_id) : NULL;
+        dj->end_attempt = c;
+}
+
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
         gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
         enum gw_attempt_end end = attempt_end(dj, status);
@@ -184,7 +199,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
 
         _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);
         struct gw_job_attempt a = {
-                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = gw_now_wall(),
+                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = end_time,
                 .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                 .class_name = (char *) gw_failure_class_name(v.cls), .evidence = v.evidence,
@@ -197,7 +212,9 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         /* Ultralytics refuses to resume a run that had finished: the work is done. */
         if (j->attempt > 1 && j->yolo && tail && strstr(tail, "is finished, nothing to resume")) {
                 free(ckpt);
-                (void) gw_job_end(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end");
+                keep_attempt(dj, &a);
+                (void) gw_job_end_at(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end",
+                                     end_time);
                 return;
         }
         struct gw_retry_policy p;
@@ -227,5 +244,6 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 snprintf(reason, sizeof reason, "%s: %s%s%s", gw_failure_class_name(v.cls), v.evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");
-        (void) gw_job_end(d, dj, state, reason, lost && !dj->terminating ? "lost" : "end");
+        keep_attempt(dj, &a);
+        (void) gw_job_end_at(d, dj, state, reason, lost && !dj->terminating ? "lost" : "end", end_time);
 }

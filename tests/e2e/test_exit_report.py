@@ -1,0 +1,172 @@
+"""How a job's end reaches the daemon.
+
+The supervisor tells the daemon how and when the job ended on its report pipe, and appends the
+same to the exits journal for a daemon that is not there to read the pipe:
+  - on a full state dir (the journal cannot take the line) a job that exits 0 ends COMPLETED,
+    once, and is never run again; the end the store refused is written once there is room;
+  - a job that ends while the daemon is down ends at the time it really ended, not at the
+    daemon's restart;
+  - a job killed by SIGKILL from outside gpuward says so, and is not retried.
+
+The disk-full test mounts a small tmpfs as the state dir: root only (it skips with the reason
+otherwise).  Every wait is bounded; every process started is stopped by PID."""
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import unittest
+
+from gwtest import IS_ROOT, UNDER_VALGRIND, Daemon, DaemonTest, main, pid_alive, supervisor_done, wait_until
+
+MiB = 1 << 20
+
+
+def run(*cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def fill(path):
+    """Writes a filler file until the file system is full; returns its path."""
+    filler = os.path.join(path, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (MiB, 4096, 512, 1):
+            for _ in range(8192):            # bounded: the file system is a few MiB
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError:
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+def gated_job(d, gate, marker, **kw):
+    """A job that appends a line to marker (outside the state dir: its side effect), then waits
+    for the gate file and exits 0."""
+    script = f"echo ran >> {marker}; while [ ! -e {gate} ]; do sleep 0.05; done"
+    return d.submit_api(["sh", "-c", script], **kw)
+
+
+RUNNING, COMPLETED = 2, 3     # as stored (src/core/job.h)
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def runs(marker):
+    try:
+        with open(marker) as f:
+            return f.read().count("ran")
+    except FileNotFoundError:
+        return 0
+
+
+class FullDisk(unittest.TestCase):
+    """The state dir is a 16 MiB tmpfs the test fills."""
+
+    def setUp(self):
+        if not IS_ROOT:
+            print("test_exit_report: SKIPPED: needs root to mount a tmpfs as the state dir", file=sys.stderr)
+            raise unittest.SkipTest("needs root to mount a tmpfs as the state dir")
+        self.d = Daemon(gpus=2)
+        self.filler = None
+        os.makedirs(self.d.state)
+        p = run("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", self.d.state)
+        if p.returncode != 0:
+            shutil.rmtree(self.d.dir, ignore_errors=True)
+            raise unittest.SkipTest(f"cannot mount a tmpfs: {p.stderr.strip()}")
+
+    def tearDown(self):
+        try:
+            result = getattr(getattr(self, "_outcome", None), "result", None)
+            if result is not None and any(t is self for t, _ in result.errors + result.failures):
+                print(self.d.daemon_log()[-20000:], file=sys.stderr)
+            if self.filler and os.path.exists(self.filler):
+                os.unlink(self.filler)
+            self.d.cleanup()
+        finally:
+            run("umount", self.d.state)
+            shutil.rmtree(self.d.dir, ignore_errors=True)
+
+    def stored(self, jid):
+        db = sqlite3.connect(f"file:{os.path.join(self.d.state, 'gpuward.db')}?mode=ro", uri=True, timeout=10)
+        try:
+            row = db.execute("SELECT state, attempt FROM jobs WHERE id = ?", (jid,)).fetchone()
+            n = db.execute("SELECT COUNT(*) FROM job_attempts WHERE job_id = ?", (jid,)).fetchone()[0]
+            return row + (n,)
+        finally:
+            db.close()
+
+    def fill_until_refused(self):
+        self.filler = fill(self.d.state)
+        for _ in range(200):   # SQLite may have room left in its WAL for a few writes
+            st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": "/", "hold": True})
+            if st != 201:
+                self.assertEqual(st, 507, r)
+                return
+        self.fail("200 submissions went through on a full state dir")
+
+    def test_exit_0_on_a_full_disk_completes_once(self):
+        self.d.start()
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        jid = gated_job(self.d, gate, marker)
+        self.d.wait_state(jid, "RUNNING")
+        wait_until(lambda: runs(marker) == 1, what="the job to start its work")
+        shim = parent_of(self.d.wait_pid(jid))
+        self.fill_until_refused()
+        open(gate, "w").close()
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"), timeout=30)
+        self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 1), j)
+        self.assertEqual(j["reason"], "exit 0", j)
+        log = self.d.daemon_log()
+        self.assertIn(f"job {jid}: cannot record its end (COMPLETED: exit 0)", log)
+        self.assertNotIn(f"job {jid}: FAILED", log)
+        wait_until(lambda: supervisor_done(shim), what="the supervisor to be through with the job")
+        time.sleep(1.5)        # a retry (backoff 1 s) would have run the job again by now
+        self.assertEqual(runs(marker), 1, "the job ran a second time")
+        self.assertEqual(self.d.job(jid)["state"], "COMPLETED")
+        # Space back: the end is written; a restart finds it COMPLETED, with one attempt.
+        os.unlink(self.filler)
+        wait_until(lambda: self.stored(jid)[:2] != (RUNNING, 1), timeout=30, what="the end to be written")
+        self.assertEqual(self.stored(jid)[:2], (COMPLETED, 1))
+        self.assertIn(f"job {jid}: its end (COMPLETED) is recorded now", self.d.daemon_log())
+        self.d.stop()
+        self.d.start()
+        j = self.d.job(jid)
+        self.assertEqual((j["state"], j["attempt"], len(j["attempts"])), ("COMPLETED", 1, 1), j)
+        self.assertEqual(j["attempts"][0]["class"], "ok", j)
+        self.assertEqual(runs(marker), 1, "the job ran a second time")
+
+
+class EndWhileDown(DaemonTest):
+    gpus = 1
+
+    def test_end_time_is_the_real_end_not_the_restart(self):
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        jid = gated_job(self.d, gate, marker)
+        self.d.wait_state(jid, "RUNNING")
+        pid = self.d.wait_pid(jid)
+        shim = parent_of(pid)
+        self.d.stop()
+        open(gate, "w").close()
+        wait_until(lambda: not pid_alive(pid), what="the job to end while the daemon is down")
+        ended = time.time()
+        wait_until(lambda: supervisor_done(shim), what="its supervisor to be through with it")
+        time.sleep(6)
+        restarted = time.time()
+        self.d.start()
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"))
+        self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 1), j)
+        # The job ended between the gate and the moment its pid was seen gone.
+        self.assertLess(abs(j["end_time"] - ended), 1.0, f"ended at {ended}, restarted at {restarted}: {j}")
+        self.assertEqual(j["attempts"][0]["end_time"], j["end_time"], j)
+
+
+if __name__ == "__main__":
+    main()
