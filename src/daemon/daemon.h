@@ -49,6 +49,9 @@ struct gw_djob {
         bool report_closed;          /* the pipe closed before the launcher's answer came */
         bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
         struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
+        bool host_oom_known;         /* host_oom_start was read at this attempt's launch */
+        uint64_t host_oom_start;     /* the host's oom_kill count then (jobs without a memory cgroup) */
+        char sigkill_why[200];       /* gpuward sent SIGKILL to its main process outside a stop: why */
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
         bool booking_warned;         /* told its booking ends soon */

@@ -251,6 +251,11 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         };
         char err[256] = "";
         struct gw_launched run;
+        /* Without a memory cgroup of its own, whether the OOM killer struck during the attempt
+         * is told by the host's count: read before the job can start. */
+        dj->host_oom_known = !(d->cg.memory && j->cgroup) && gw_proc_counter("/proc/vmstat", "oom_kill",
+                                                                              &dj->host_oom_start) == 0;
+        dj->sigkill_why[0] = '\0';
         int r = gw_launch_start(&l, &d->warm, d->launcher, &run, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);

@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "core/retry.h"
 #include "daemon/daemon.h"
+#include "daemon/proc.h"
 #include "daemon/resume.h"
 #include "daemon/userfile.h"
 
@@ -136,6 +137,7 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         free(j->stop_reason);
         j->stop_reason = NULL;
         dj->n_events = 0;
+        dj->sigkill_why[0] = '\0';
         gw_jobtel_free(dj);
         if (gw_store_job_update(d->store, j, "retry", msg) < 0) {
                 /* The next daemon finds the attempt still RUNNING: its exit, kept in the
@@ -163,6 +165,30 @@ static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
         dj->end_attempt = c;
 }
 
+/* Whether the evidence starts with its class's name as a word ("killed by SIGKILL from
+ * outside gpuward ...", "lost: ..."): the reason then need not say it twice ("killed: killed
+ * by ...", "lost: lost: ..."). */
+static bool evidence_names_class(const struct gw_failure_verdict *v) {
+        const char *name = gw_failure_class_name(v->cls);
+        size_t l = strlen(name);
+        return !strncmp(v->evidence, name, l) && (v->evidence[l] == ' ' || v->evidence[l] == ':');
+}
+
+/* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
+ * (made for this attempt), else the host's growth since its launch; nothing after a restart. */
+static void oom_facts(const struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
+        uint64_t n;
+        char events[700];
+        snprintf(events, sizeof events, "%s/memory.events", dj->job->cgroup ? dj->job->cgroup : "");
+        if (d->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
+                in->oom_counted = true;
+                in->oom_kills = n;
+        } else if (dj->host_oom_known && gw_proc_counter("/proc/vmstat", "oom_kill", &n) == 0) {
+                in->host_oom_counted = true;
+                in->host_oom_kills = n >= dj->host_oom_start ? n - dj->host_oom_start : 0;
+        }
+}
+
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
         gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
@@ -182,7 +208,13 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .tail_len = tail_len,
                 .events = dj->events,
                 .n_events = dj->n_events,
+                .sigkill_why = dj->sigkill_why[0] ? dj->sigkill_why : NULL,
+                /* Seen by this daemon, not found at its start: the supervisor itself is gone
+                 * (killed, or crashed) and told nothing, on the pipe or in the journal. */
+                .lost_why = lost && !d->recovering ? "its supervisor ended without telling how the job ended" : NULL,
         };
+        if (!clean && !lost)
+                oom_facts(d, dj, &in);
         struct gw_failure_verdict v;
         if (gw_failure_classify(&in, &v) < 0) {
                 v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;
@@ -241,7 +273,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         else if (v.cls == GW_FAILURE_OK || !strcmp(v.evidence, gw_failure_class_name(v.cls)))
                 snprintf(reason, sizeof reason, "%s", v.evidence); /* "exit 0"; "lost", not "lost: lost" */
         else
-                snprintf(reason, sizeof reason, "%s: %s%s%s", gw_failure_class_name(v.cls), v.evidence,
+                snprintf(reason, sizeof reason, "%s%s%s%s%s", evidence_names_class(&v) ? "" : gw_failure_class_name(v.cls),
+                         evidence_names_class(&v) ? "" : ": ", v.evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");
         keep_attempt(dj, &a);

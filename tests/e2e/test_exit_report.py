@@ -168,5 +168,66 @@ class EndWhileDown(DaemonTest):
         self.assertEqual(j["attempts"][0]["end_time"], j["end_time"], j)
 
 
+class KilledFromOutside(DaemonTest):
+    gpus = 1
+    OUTSIDE = "killed by SIGKILL from outside gpuward (not a gpuward stop"
+
+    def assert_killed(self, j):
+        self.assertEqual((j["state"], j["attempt"]), ("FAILED", 1), j)
+        self.assertTrue(j["reason"].startswith(self.OUTSIDE), j["reason"])
+        # What is known of the OOM killer: its count did not change (the cgroup's, or the
+        # host's where the job has no memory cgroup).
+        self.assertRegex(j["reason"], r"not the kernel's OOM killer: the (cgroup|host)'s oom_kill count did not change\)$")
+        self.assertEqual([a["class"] for a in j["attempts"]], ["killed"], j)
+        self.assertEqual(j["signal"], signal.SIGKILL, j)
+
+    def test_a_job_that_kills_itself(self):
+        jid = self.d.submit_api(["sh", "-c", "kill -9 $$"])
+        j = self.d.wait_state(jid, ("FAILED", "PENDING", "COMPLETED"))
+        self.assert_killed(j)
+        self.assertIn(f"job {jid}: FAILED: {self.OUTSIDE}", self.d.daemon_log())
+        out = self.d.cli("show", str(jid)).stdout
+        self.assertIn(self.OUTSIDE, out)
+
+    def test_killed_by_pid_is_not_retried(self):
+        jid = self.d.submit_api(["sleep", "600"], retries=3)
+        self.d.wait_state(jid, "RUNNING")
+        os.kill(self.d.wait_pid(jid), signal.SIGKILL)
+        j = self.d.wait_state(jid, ("FAILED", "PENDING", "COMPLETED"))
+        self.assert_killed(j)
+        time.sleep(1.5)     # a retry (backoff 1 s) would be queued or running by now
+        self.assertEqual((self.d.job(jid)["state"], self.d.job(jid)["attempt"]), ("FAILED", 1))
+
+    def test_retried_when_asked(self):
+        marker = os.path.join(self.d.work, "tries")
+        script = f"echo x >> {marker}; [ $(wc -l < {marker}) -ge 2 ] && exit 0; kill -9 $$"
+        jid = self.d.submit_api(["sh", "-c", script], retries=2, retry_on="killed")
+        j = self.d.wait_state(jid, ("FAILED", "COMPLETED"), timeout=60)
+        self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 2), j)
+        self.assertEqual([a["class"] for a in j["attempts"]], ["killed", "ok"], j)
+
+
+class SupervisorGone(DaemonTest):
+    gpus = 1
+
+    def test_a_supervisor_killed_is_lost_and_says_so(self):
+        """Lost is for a supervisor that told nothing: here it is killed under a running daemon,
+        which says so rather than blaming a restart that never happened."""
+        jid = self.d.submit_api(["sleep", "600"], retries=0)
+        self.d.wait_state(jid, "RUNNING")
+        pid = self.d.wait_pid(jid)
+        try:
+            os.kill(parent_of(pid), signal.SIGKILL)
+            j = self.d.wait_state(jid, ("FAILED", "PENDING", "COMPLETED"))
+        finally:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        self.assertEqual((j["state"], j["attempt"]), ("FAILED", 1), j)
+        self.assertEqual(j["attempts"][0]["class"], "lost", j)
+        self.assertTrue(j["reason"].startswith("lost: its supervisor ended without telling how the job ended"),
+                        j["reason"])
+        self.assertNotIn("restarted", j["reason"])
+
+
 if __name__ == "__main__":
     main()
