@@ -173,6 +173,9 @@ struct gw_daemon {
         int tcp_port;
         char tcp_addr[300];          /* HOST:PORT the TCP door is bound to, "" without one */
         gw_usec_t now;               /* monotonic, read once per loop iteration */
+        gw_usec_t host_oom_at;       /* the loop iteration (now) host_oom was read in, 0 never */
+        int host_oom_r;              /* its result: 0, or -errno */
+        uint64_t host_oom;           /* the host's oom_kill count (/proc/vmstat) then */
         bool quit;
         char log_dir[4096], run_dir[4096], exits_path[4200];
         struct gw_exits *exits;

@@ -226,6 +226,21 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         return gw_job_launch(d, dj);
 }
 
+/* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
+ * told by the host's count: read before the job can start, once per loop iteration (the
+ * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
+static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
+        dj->host_oom_known = false;
+        if (d->cg.memory && dj->job->cgroup)
+                return;
+        if (d->host_oom_at != d->now || !d->host_oom_at) {
+                d->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &d->host_oom);
+                d->host_oom_at = d->now;
+        }
+        dj->host_oom_known = d->host_oom_r == 0;
+        dj->host_oom_start = d->host_oom;
+}
+
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         gw_observe_job_started(d, j);
@@ -251,10 +266,7 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         };
         char err[256] = "";
         struct gw_launched run;
-        /* Without a memory cgroup of its own, whether the OOM killer struck during the attempt
-         * is told by the host's count: read before the job can start. */
-        dj->host_oom_known = !(d->cg.memory && j->cgroup) && gw_proc_counter("/proc/vmstat", "oom_kill",
-                                                                              &dj->host_oom_start) == 0;
+        host_oom_before_start(d, dj);
         dj->sigkill_why[0] = '\0';
         int r = gw_launch_start(&l, &d->warm, d->launcher, &run, err, sizeof err);
         if (r < 0) {

@@ -216,10 +216,9 @@ static int report_end(const struct shim_end *e) {
 
 /* Both, the journal first: a daemon that reads the pipe's end then finds the line too and
  * takes it out.  0 when either took it: the daemon learns the end from the one it reads. */
-static int tell_end(const struct shim_opts *o, int status) {
-        struct shim_end e = end_now(status);
-        int journal = record_exit(o, &e);
-        int pipe = report_end(&e);
+static int tell_end(const struct shim_opts *o, const struct shim_end *e) {
+        int journal = record_exit(o, e);
+        int pipe = report_end(e);
         return journal == 0 || pipe == 0 ? 0 : -1;
 }
 
@@ -253,18 +252,21 @@ int shim_supervise(int argc, char **argv) {
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
         (void) close_range(SHIM_CHANNEL_FD + 1, ~0U, 0);
         if (job < 0) {
-                (void) tell_end(&o, 127 << 8);
+                struct shim_end e = end_now(127 << 8);
+                (void) tell_end(&o, &e);
                 return 1;
         }
-        int status = 0, st;
+        struct shim_end e = end_now(0);
+        int st;
         pid_t w;
         while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR)
                 if (w == job) {
-                        status = st;
+                        /* Its end is now, not once its leftovers are gone (up to a second). */
+                        e = end_now(st);
                         kill_leftovers();
                 }
         /* Told nowhere: the caller closes the channel first, then the exit closes the pipe. */
-        if (tell_end(&o, status) < 0)
+        if (tell_end(&o, &e) < 0)
                 return 1;
         /* The end is told: closing the pipe tells the daemon now, not after our own exit,
          * which tears down an address space first (milliseconds on some virtual machines). */

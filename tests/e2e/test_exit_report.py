@@ -59,6 +59,14 @@ def parent_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
+def stop_clean(test, d):
+    """Stops the daemon; a sanitizer build reports what it found in its log on the way out."""
+    d.stop()
+    log = d.daemon_log()
+    test.assertNotIn("Sanitizer", log)
+    test.assertNotIn("runtime error", log)
+
+
 def runs(marker):
     try:
         with open(marker) as f:
@@ -142,6 +150,7 @@ class FullDisk(unittest.TestCase):
         self.assertEqual((j["state"], j["attempt"], len(j["attempts"])), ("COMPLETED", 1, 1), j)
         self.assertEqual(j["attempts"][0]["class"], "ok", j)
         self.assertEqual(runs(marker), 1, "the job ran a second time")
+        stop_clean(self, self.d)
 
 
 class EndWhileDown(DaemonTest):
@@ -166,6 +175,7 @@ class EndWhileDown(DaemonTest):
         # The job ended between the gate and the moment its pid was seen gone.
         self.assertLess(abs(j["end_time"] - ended), 1.0, f"ended at {ended}, restarted at {restarted}: {j}")
         self.assertEqual(j["attempts"][0]["end_time"], j["end_time"], j)
+        stop_clean(self, self.d)
 
 
 class KilledFromOutside(DaemonTest):
@@ -188,6 +198,7 @@ class KilledFromOutside(DaemonTest):
         self.assertIn(f"job {jid}: FAILED: {self.OUTSIDE}", self.d.daemon_log())
         out = self.d.cli("show", str(jid)).stdout
         self.assertIn(self.OUTSIDE, out)
+        stop_clean(self, self.d)
 
     def test_killed_by_pid_is_not_retried(self):
         jid = self.d.submit_api(["sleep", "600"], retries=3)
@@ -197,6 +208,7 @@ class KilledFromOutside(DaemonTest):
         self.assert_killed(j)
         time.sleep(1.5)     # a retry (backoff 1 s) would be queued or running by now
         self.assertEqual((self.d.job(jid)["state"], self.d.job(jid)["attempt"]), ("FAILED", 1))
+        stop_clean(self, self.d)
 
     def test_retried_when_asked(self):
         marker = os.path.join(self.d.work, "tries")
@@ -205,6 +217,7 @@ class KilledFromOutside(DaemonTest):
         j = self.d.wait_state(jid, ("FAILED", "COMPLETED"), timeout=60)
         self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 2), j)
         self.assertEqual([a["class"] for a in j["attempts"]], ["killed", "ok"], j)
+        stop_clean(self, self.d)
 
 
 class SupervisorGone(DaemonTest):
@@ -227,6 +240,7 @@ class SupervisorGone(DaemonTest):
         self.assertTrue(j["reason"].startswith("lost: its supervisor ended without telling how the job ended"),
                         j["reason"])
         self.assertNotIn("restarted", j["reason"])
+        stop_clean(self, self.d)
 
 
 if __name__ == "__main__":
