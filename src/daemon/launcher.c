@@ -320,14 +320,28 @@ struct exit_entry {
         struct gw_exit_report end;
 };
 
+/* Room kept allocated past the journal's end (fallocate, its size unchanged), topped up as
+ * lines come: on a full disk a supervisor's append still takes, and a daemon that stops
+ * before it can write an end to the store leaves the next one that end (about 1,400 lines). */
+#define EXITS_RESERVE (64 * 1024)
+
 struct gw_exits {
         int fd;
         off_t offset;
+        off_t reserved;             /* allocated up to here (0: nothing reserved) */
         char partial[128];          /* an unfinished last line */
         size_t partial_len;
         struct exit_entry *v;
         size_t n, cap;
 };
+
+/* Best effort: a file system without fallocate, or already full, reserves nothing. */
+static void exits_reserve(struct gw_exits *e) {
+        if (e->offset + EXITS_RESERVE / 2 < e->reserved)
+                return;
+        if (fallocate(e->fd, FALLOC_FL_KEEP_SIZE, e->offset, EXITS_RESERVE) == 0)
+                e->reserved = e->offset + EXITS_RESERVE;
+}
 
 int gw_exits_open(const char *path, struct gw_exits **ret) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -386,6 +400,7 @@ void gw_exits_read(struct gw_exits *e) {
                         e->partial_len = 0;
                 }
         }
+        exits_reserve(e);
 }
 
 int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, struct gw_exit_report *ret) {
@@ -413,5 +428,7 @@ void gw_exits_reset(struct gw_exits *e) {
                 e->offset = 0;
                 e->partial_len = 0;
                 e->n = 0;
+                e->reserved = 0; /* the truncation freed it */
+                exits_reserve(e);
         }
 }

@@ -102,17 +102,29 @@ static bool memory_taken_by_others(const struct gw_daemon *d, const struct gw_jo
         return false;
 }
 
+/* Whether the evidence starts with its class's name as a word ("killed by SIGKILL from
+ * outside gpuward ...", "lost: ..."): the reason then need not say it twice ("killed: killed
+ * by ...", "lost: lost: ..."). */
+static bool evidence_names_class(const struct gw_failure_verdict *v) {
+        const char *name = gw_failure_class_name(v->cls);
+        size_t l = strlen(name);
+        return !strncmp(v->evidence, name, l) && (v->evidence[l] == ' ' || v->evidence[l] == ':');
+}
+
 static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_retry_decision *dec,
                     const struct gw_failure_verdict *v, char *ckpt, const char *ckpt_why) {
         struct gw_job *j = dj->job;
         char msg[1024], wait[32];
         gw_format_duration(dec->backoff, wait, sizeof wait);
+        char cls[32] = "";
+        if (!evidence_names_class(v))
+                snprintf(cls, sizeof cls, "%s: ", gw_failure_class_name(v->cls));
         if (ckpt)
-                snprintf(msg, sizeof msg, "%s: %s; retry %u/%d in %s, resuming from %s", gw_failure_class_name(v->cls),
-                         v->evidence, dec->retry_no, j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s", cls, v->evidence, dec->retry_no,
+                         j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
         else
-                snprintf(msg, sizeof msg, "%s: %s; retry %u/%d in %s from scratch (%s)", gw_failure_class_name(v->cls),
-                         v->evidence, dec->retry_no, j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, v->evidence, dec->retry_no,
+                         j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
                          ckpt_why[0] ? ckpt_why : "no checkpoint");
         gw_job_release_gpus(d, dj);
         free(j->resume_from);
@@ -163,15 +175,6 @@ static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
         c->log_path = a->log_path ? gw_xstrdup(a->log_path) : NULL;
         c->ckpt_id = a->ckpt_id ? gw_xstrdup(a->ckpt_id) : NULL;
         dj->end_attempt = c;
-}
-
-/* Whether the evidence starts with its class's name as a word ("killed by SIGKILL from
- * outside gpuward ...", "lost: ..."): the reason then need not say it twice ("killed: killed
- * by ...", "lost: lost: ..."). */
-static bool evidence_names_class(const struct gw_failure_verdict *v) {
-        const char *name = gw_failure_class_name(v->cls);
-        size_t l = strlen(name);
-        return !strncmp(v->evidence, name, l) && (v->evidence[l] == ' ' || v->evidence[l] == ':');
 }
 
 /* What is known of the kernel's OOM killer during the attempt: the job cgroup's count

@@ -152,6 +152,32 @@ class FullDisk(unittest.TestCase):
         self.assertEqual(runs(marker), 1, "the job ran a second time")
         stop_clean(self, self.d)
 
+    def test_stopped_while_full_the_end_still_counts(self):
+        """The daemon stops before it could write the end (the disk still full): the next one
+        reads it from the exits journal, whose room the daemon keeps in reserve, and does not
+        run the job again."""
+        self.d.start()
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        jid = gated_job(self.d, gate, marker)
+        self.d.wait_state(jid, "RUNNING")
+        shim = parent_of(self.d.wait_pid(jid))
+        self.fill_until_refused()
+        open(gate, "w").close()
+        wait_until(lambda: f"job {jid}: cannot record its end (COMPLETED: exit 0)" in self.d.daemon_log(),
+                   what="the end the store refused")
+        wait_until(lambda: supervisor_done(shim), what="the supervisor to be through with the job")
+        self.d.stop()
+        self.assertIn(f"job {jid}: its end (COMPLETED: exit 0) could not be recorded before the daemon stopped",
+                      self.d.daemon_log())
+        os.unlink(self.filler)
+        self.d.start()
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING", "RUNNING"))
+        self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 1), j)
+        self.assertEqual([a["class"] for a in j["attempts"]], ["ok"], j)
+        time.sleep(1.5)        # a retry (backoff 1 s) would have run the job again by now
+        self.assertEqual(runs(marker), 1, "the job ran a second time")
+        stop_clean(self, self.d)
+
 
 class EndWhileDown(DaemonTest):
     gpus = 1
