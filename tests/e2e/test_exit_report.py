@@ -203,6 +203,27 @@ class EndWhileDown(DaemonTest):
         self.assertEqual(j["attempts"][0]["end_time"], j["end_time"], j)
         stop_clean(self, self.d)
 
+    def test_an_older_supervisors_line_without_a_time_is_read(self):
+        """A journal line as supervisors before this change wrote it ("ID ATTEMPT STATUS"): the
+        end is taken, at the time the daemon learns of it."""
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        jid = gated_job(self.d, gate, marker)
+        self.d.wait_state(jid, "RUNNING")
+        pid = self.d.wait_pid(jid)
+        shim = parent_of(pid)
+        self.d.stop()
+        os.kill(shim, signal.SIGKILL)     # it tells nothing: the line below stands for it
+        open(gate, "w").close()
+        wait_until(lambda: not pid_alive(pid), what="the job to end")
+        with open(os.path.join(self.d.state, "run", "exits"), "a") as f:
+            f.write(f"\n{jid} 1 0\n")
+        before = time.time()
+        self.d.start()
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"))
+        self.assertEqual((j["state"], j["attempt"], j["reason"]), ("COMPLETED", 1, "exit 0"), j)
+        self.assertGreaterEqual(j["end_time"], before, j)
+        stop_clean(self, self.d)
+
 
 class KilledFromOutside(DaemonTest):
     gpus = 1
