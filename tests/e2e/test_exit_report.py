@@ -2,8 +2,10 @@
 
 The supervisor tells the daemon how and when the job ended on its report pipe, and appends the
 same to the exits journal for a daemon that is not there to read the pipe:
-  - on a full state dir (the journal cannot take the line) a job that exits 0 ends COMPLETED,
-    once, and is never run again; the end the store refused is written once there is room;
+  - with the journal unwritable, the end reaches the daemon on the pipe alone;
+  - on a full state dir a job that exits 0 ends COMPLETED, once, and is never run again; the
+    end the store refused is written once there is room, or read from the journal (whose room
+    the daemon keeps in reserve) by the next daemon;
   - a job that ends while the daemon is down ends at the time it really ended, not at the
     daemon's restart;
   - a job killed by SIGKILL from outside gpuward says so, and is not retried.
@@ -19,7 +21,7 @@ import sys
 import time
 import unittest
 
-from gwtest import IS_ROOT, UNDER_VALGRIND, Daemon, DaemonTest, main, pid_alive, supervisor_done, wait_until
+from gwtest import IS_ROOT, Daemon, DaemonTest, main, pid_alive, supervisor_done, wait_until
 
 MiB = 1 << 20
 
@@ -174,6 +176,33 @@ class FullDisk(unittest.TestCase):
         j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING", "RUNNING"))
         self.assertEqual((j["state"], j["attempt"]), ("COMPLETED", 1), j)
         self.assertEqual([a["class"] for a in j["attempts"]], ["ok"], j)
+        time.sleep(1.5)        # a retry (backoff 1 s) would have run the job again by now
+        self.assertEqual(runs(marker), 1, "the job ran a second time")
+        stop_clean(self, self.d)
+
+
+class JournalUnwritable(DaemonTest):
+    gpus = 1
+
+    def test_the_end_is_told_on_the_pipe_alone(self):
+        """The exits journal's path is a directory while the job ends: the supervisor cannot
+        append its line, and the daemon learns the end from the report pipe."""
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        jid = gated_job(self.d, gate, marker)
+        self.d.wait_state(jid, "RUNNING")
+        shim = parent_of(self.d.wait_pid(jid))
+        journal = os.path.join(self.d.state, "run", "exits")
+        os.rename(journal, journal + ".away")   # the daemon keeps reading it by its descriptor
+        os.mkdir(journal)
+        try:
+            open(gate, "w").close()
+            j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"))
+            wait_until(lambda: supervisor_done(shim), what="the supervisor to be through with the job")
+        finally:
+            os.rmdir(journal)
+            os.rename(journal + ".away", journal)
+        self.assertEqual((j["state"], j["attempt"], j["reason"]), ("COMPLETED", 1, "exit 0"), j)
+        self.assertLess(j["end_time"] - j["start_time"], 30, j)
         time.sleep(1.5)        # a retry (backoff 1 s) would have run the job again by now
         self.assertEqual(runs(marker), 1, "the job ran a second time")
         stop_clean(self, self.d)
