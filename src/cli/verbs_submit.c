@@ -65,7 +65,7 @@ static const char submit_help[] =
         "  --retries N       retry up to N times, 0-100 (default: gpuwardd's, usually 3)\n"
         "  --retry-on LIST   failure classes worth a retry, comma-separated, or 'none'\n"
         "                    (default gpu_fault,cuda_error,nccl_error,lost; also oom,\n"
-        "                    host_oom, reclaimed; user_error and timeout never are)\n"
+        "                    host_oom, killed, reclaimed; user_error and timeout never are)\n"
         "  --yolo            an Ultralytics run ('yolo train ...' or a script calling\n"
         "                    model.train()): a retry resumes from the run's weights/last.pt\n"
         "  --checkpoint GLOB the job's checkpoint files (relative to --cwd); a retry gets\n"

@@ -1,5 +1,6 @@
 #include "core/failure.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -13,6 +14,7 @@ static const char *const class_names[_GW_FAILURE_CLASS_MAX] = {
         [GW_FAILURE_HOST_OOM] = "host_oom",
         [GW_FAILURE_LOST] = "lost",
         [GW_FAILURE_USER_ERROR] = "user_error",
+        [GW_FAILURE_KILLED] = "killed",
         [GW_FAILURE_CANCELLED] = "cancelled",
         [GW_FAILURE_TIMEOUT] = "timeout",
         [GW_FAILURE_RECLAIMED] = "reclaimed",
@@ -413,6 +415,22 @@ static void describe_status(const struct gw_failure_input *in, char *buf, size_t
                 snprintf(buf, n, "exit %d", in->status);
 }
 
+/* A SIGKILL of the main process that no stop of gpuward's explains, with what is known of
+ * the OOM killer (rule 5 found no sign of it). */
+static void killed_by(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
+        const char *oom = in->oom_counted        ? "not the kernel's OOM killer: the cgroup's oom_kill count did not change"
+                          : in->host_oom_counted ? "not the kernel's OOM killer: the host's oom_kill count did not change"
+                                                 : "whether the kernel's OOM killer did is not known";
+        if (in->sigkill_why) {
+                v->cls = GW_FAILURE_USER_ERROR;
+                snprintf(v->evidence, sizeof(v->evidence), "killed by SIGKILL from gpuward: %s", in->sigkill_why);
+                return;
+        }
+        v->cls = GW_FAILURE_KILLED;
+        snprintf(v->evidence, sizeof(v->evidence), "killed by SIGKILL from outside gpuward (not a gpuward stop%s %s)",
+                 in->oom_counted || in->host_oom_counted ? "," : ";", oom);
+}
+
 /* ---- the verdict ---- */
 
 static void verdict_from_hit(struct gw_failure_verdict *v, const struct hit *h) {
@@ -494,7 +512,17 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
 
         describe_status(in, st, sizeof(st));
 
+        bool sigkill = in->end == GW_END_SIGNALED && in->status == SIGKILL;
+
         /* 5. The kernel's OOM killer. */
+        if (sigkill && !in->oom_counted && !in->sigkill_why && in->host_oom_counted && in->host_oom_kills > 0) {
+                v.cls = GW_FAILURE_HOST_OOM;
+                snprintf(v.evidence, sizeof(v.evidence),
+                         "killed by SIGKILL while the kernel's OOM killer was killing: host oom_kill +%llu (no "
+                         "memory cgroup of the job's to tell whose)",
+                         (unsigned long long) in->host_oom_kills);
+                goto done;
+        }
         if (in->oom_killed || in->oom_kills > 0) {
                 v.cls = GW_FAILURE_HOST_OOM;
                 if (in->oom_kills > 0)
@@ -518,12 +546,18 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
         /* 7. gpuward lost the job. */
         if (in->lost) {
                 v.cls = GW_FAILURE_LOST;
-                snprintf(v.evidence, sizeof(v.evidence),
-                         "lost: gpuward restarted or the host rebooted while the job ran");
+                snprintf(v.evidence, sizeof(v.evidence), "lost: %s",
+                         in->lost_why ? in->lost_why : "gpuward restarted or the host rebooted while the job ran");
                 goto done;
         }
 
-        /* 8. The job's own failure. */
+        /* 8. A SIGKILL: gpuward's outside a stop, else someone else's. */
+        if (sigkill) {
+                killed_by(in, &v);
+                goto done;
+        }
+
+        /* 9. The job's own failure. */
         if (s.tb.last.set) {
                 verdict_from_hit(&v, &s.tb.last);
                 goto done;

@@ -28,11 +28,17 @@
  *      Out-of-memory lines that Ultralytics' AutoBatch prints while it probes batch sizes
  *      (between its first "AutoBatch: " line and a later one) are not the cause: training
  *      went on after them.
- *   5. host_oom: the oom_killed flag, or the cgroup's oom_kill counter grew.
+ *   5. host_oom: the oom_killed flag, or the cgroup's oom_kill counter grew; or, where the
+ *      job had no memory cgroup to count it, a SIGKILL while the host's oom_kill count grew.
  *   6. cuda_error from a job-error Xid (13, 31, 43, 94: an application fault the driver saw)
  *      when the log named nothing.
  *   7. lost: the daemon lost track of the job (no exit status).
- *   8. user_error: everything else; the evidence is the exception line of the last Python
+ *   8. A SIGKILL of the main process: user_error when gpuward sent it outside a stop
+ *      (sigkill_why: the evidence says why); else killed: it came from outside gpuward (a
+ *      person, another tool), and the evidence says what is known of the OOM killer.  Only
+ *      the kernel or a kill(2) sends SIGKILL, and whatever the job was doing, that was not
+ *      its own failure.
+ *   9. user_error: everything else; the evidence is the exception line of the last Python
  *      traceback in the tail ("ZeroDivisionError: division by zero"), else the exit status.
  *
  * Tracebacks are recognised by structure, not by the pattern table: the header
@@ -56,6 +62,7 @@ enum gw_failure_class {
         GW_FAILURE_HOST_OOM,
         GW_FAILURE_LOST,
         GW_FAILURE_USER_ERROR,
+        GW_FAILURE_KILLED,           /* SIGKILL from outside gpuward, not the OOM killer's */
         GW_FAILURE_CANCELLED,
         GW_FAILURE_TIMEOUT,
         GW_FAILURE_RECLAIMED,
@@ -126,6 +133,8 @@ struct gw_failure_input {
         bool lost;                   /* no exit status: the daemon restarted or the host
                                       * rebooted while the job ran; status is ignored, and
                                       * end too unless gpuward was stopping the job */
+        const char *lost_why;        /* lost: why, where not that (the running daemon saw the
+                                      * supervisor end without telling); NULL: a restart */
 
         const char *tail;            /* raw last bytes of the log: ANSI colours and tqdm \r
                                       * redraws allowed, need not start at a line start,
@@ -138,6 +147,13 @@ struct gw_failure_input {
         bool oom_killed;             /* the caller's judgement: the kernel OOM killer killed
                                       * the job (SIGKILL it did not send + oom_kill counter) */
         uint64_t oom_kills;          /* growth of memory.events oom_kill during the attempt */
+        bool oom_counted;            /* oom_kills was read from the job's own memory cgroup:
+                                      * 0 there means the OOM killer killed none of its processes */
+        bool host_oom_counted;       /* host_oom_kills is known (the daemon saw the attempt start) */
+        uint64_t host_oom_kills;     /* growth of the host's oom_kill count (/proc/vmstat) during
+                                      * the attempt: any process's, not only the job's */
+        const char *sigkill_why;     /* gpuward itself sent SIGKILL to the job's main process
+                                      * outside a stop: why (e.g. rogue_policy=kill); else NULL */
 
         const struct gw_failure_pattern *patterns; /* NULL: the built-in table */
         size_t n_patterns;

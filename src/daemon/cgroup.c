@@ -52,6 +52,30 @@ static bool try_base(const char *root, const char *probe, const char *instance, 
         return access(ret->base, W_OK) == 0;
 }
 
+/* Job cgroups count their OOM kills only with the memory controller enabled for them: asked
+ * for on gpuward's directory and on base, which hold no process (best effort: where the
+ * host's root does not delegate it, the count is unknown and the host-wide one is used).
+ * The controller only accounts: no limit is set. */
+static bool enable_memory(const char *base) {
+        char parent[512];
+        snprintf(parent, sizeof parent, "%s", base);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+                *slash = '\0';
+        (void) write_file(parent, "cgroup.subtree_control", "+memory");
+        (void) write_file(base, "cgroup.subtree_control", "+memory");
+        char p[640], line[256] = "";
+        snprintf(p, sizeof p, "%s/cgroup.subtree_control", base);
+        _cleanup_fclose_ FILE *f = fopen(p, "re");
+        if (!f || !fgets(line, sizeof line, f))
+                return false;
+        /* A space-separated list ("cpu io memory pids"). */
+        for (const char *w = line; (w = strstr(w, "memory")); w += 6)
+                if ((w == line || w[-1] == ' ') && (w[6] == ' ' || w[6] == '\n' || !w[6]))
+                        return true;
+        return false;
+}
+
 void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups *ret, char *note, size_t notelen) {
         memset(ret, 0, sizeof *ret);
         char instance[64];
@@ -71,6 +95,7 @@ void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups
                 for (size_t i = 0; i < ELEMENTSOF(roots); i++)
                         if (try_base(roots[i], "cgroup.controllers", instance, ret) && exists(ret->base, "cgroup.kill")) {
                                 ret->mode = GW_CGROUP_V2;
+                                ret->memory = enable_memory(ret->base);
                                 return;
                         }
         }

@@ -1,6 +1,7 @@
 /* A cgroup per job where the host allows: v2 (with cgroup.kill), else the v1 freezer
  * hierarchy, else none (the process tree under the job's subreaper is used instead). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,9 @@ enum gw_cgroup_mode { GW_CGROUP_NONE, GW_CGROUP_V1, GW_CGROUP_V2 };
 struct gw_cgroups {
         enum gw_cgroup_mode mode;
         char base[512];      /* the gpuward directory jobs are created under */
+        bool memory;         /* v2 with the memory controller for job cgroups: each counts
+                              * its OOM kills (memory.events oom_kill; one cgroup per attempt,
+                              * so its whole count is the attempt's) */
 };
 
 /* Detects what the host allows given the config's wish (auto, v2, v1, none).  Never fails:

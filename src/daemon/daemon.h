@@ -48,6 +48,10 @@ struct gw_djob {
         int shim_chan;               /* the channel to the shim, to send it the next job (warm.h), or -1 */
         bool report_closed;          /* the pipe closed before the launcher's answer came */
         bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
+        struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
+        bool host_oom_known;         /* host_oom_start was read at this attempt's launch */
+        uint64_t host_oom_start;     /* the host's oom_kill count then (jobs without a memory cgroup) */
+        char sigkill_why[200];       /* gpuward sent SIGKILL to its main process outside a stop: why */
         struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
         bool booking_warned;         /* told its booking ends soon */
@@ -68,6 +72,7 @@ struct gw_djob {
         bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
         char end_kind[16];           /* the end's event kind, to write it again */
+        struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
         struct gw_djob *next_unwritten;
 };
 
@@ -168,6 +173,9 @@ struct gw_daemon {
         int tcp_port;
         char tcp_addr[300];          /* HOST:PORT the TCP door is bound to, "" without one */
         gw_usec_t now;               /* monotonic, read once per loop iteration */
+        gw_usec_t host_oom_at;       /* the loop iteration (now) host_oom was read in, 0 never */
+        int host_oom_r;              /* its result: 0, or -errno */
+        uint64_t host_oom;           /* the host's oom_kill count (/proc/vmstat) then */
         bool quit;
         char log_dir[4096], run_dir[4096], exits_path[4200];
         struct gw_exits *exits;
@@ -218,6 +226,10 @@ void gw_launch_answers(struct gw_daemon *d, bool readable);
  * written again later (jobs_stop.c), and the exits journal is kept for the next daemon. */
 int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                const char *kind);
+/* gw_job_end with the instant it ended (wall clock), where that is not now: an attempt whose
+ * supervisor said when its job ended. */
+int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                  const char *kind, gw_usec_t end_time);
 /* A cancel: a queued job ends CANCELLED; a running one has the stop recorded, then gets
  * SIGTERM, SIGKILL after the grace period.  The write comes first: when the store refuses
  * it nothing is done and -errno is returned (gw_store_error_kind says why). */
@@ -236,8 +248,9 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                              gw_usec_t grace);
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
-/* An attempt's supervisor closed its report pipe, exited or was reaped: read the status and
- * end the attempt.  Whether the status was on record (false: the supervisor died first). */
+/* An attempt's supervisor closed its report pipe, exited or was reaped: take its end (from
+ * the pipe, else the exits journal) and end the attempt.  Whether the end was told (false:
+ * the supervisor died first, or could tell it nowhere). */
 bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
 void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
@@ -301,8 +314,10 @@ int gw_gpus_open(struct gw_daemon *d);
 void gw_gpus_close(struct gw_daemon *d);
 
 /* recovery.c */
-/* An attempt ended (status: wait status; lost: no status known): classify, record, retry or end. */
-void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status);
+/* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the
+ * caller's: when the supervisor saw the job end, else when the daemon learnt of it):
+ * classify, record, retry or end. */
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time);
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt);
 /* Frees a running job's GPUs and cgroup (for its end or its retry). */
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj);

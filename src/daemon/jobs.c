@@ -42,6 +42,8 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         gw_job_free(dj->job);
         free(dj->end_reason);
         free(dj->waiters);
+        if (dj->end_attempt)
+                gw_job_attempts_free(dj->end_attempt, 1);
         free(dj);
         return NULL;
 }
@@ -224,6 +226,21 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         return gw_job_launch(d, dj);
 }
 
+/* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
+ * told by the host's count: read before the job can start, once per loop iteration (the
+ * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
+static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
+        dj->host_oom_known = false;
+        if (d->cg.memory && dj->job->cgroup)
+                return;
+        if (d->host_oom_at != d->now || !d->host_oom_at) {
+                d->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &d->host_oom);
+                d->host_oom_at = d->now;
+        }
+        dj->host_oom_known = d->host_oom_r == 0;
+        dj->host_oom_start = d->host_oom;
+}
+
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         gw_observe_job_started(d, j);
@@ -249,6 +266,8 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         };
         char err[256] = "";
         struct gw_launched run;
+        host_oom_before_start(d, dj);
+        dj->sigkill_why[0] = '\0';
         int r = gw_launch_start(&l, &d->warm, d->launcher, &run, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
@@ -293,6 +312,7 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
                 report_close(d, dj);
                 report_watch(d, dj, run->report_fd);
                 dj->report_closed = false;
+                dj->reported_end = (struct gw_exit_report) { .known = false };
         }
         if (run->job > 0) {
                 j->pid = run->job;
@@ -339,7 +359,10 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
 void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         pid_t pid;
         char why[SHIM_REPORT_LINE_MAX] = "";
-        int r = gw_launch_read_report(dj->report_fd, &pid, why, sizeof why);
+        struct gw_exit_report end = { .known = false };
+        int r = gw_launch_read_report(dj->report_fd, &pid, &end, why, sizeof why);
+        if (end.known)
+                dj->reported_end = end; /* taken when the pipe closes (gw_job_exited) */
         if (why[0]) {
                 /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
                 log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
@@ -347,12 +370,13 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         }
         if (r == -EAGAIN)
                 return;
-        if (r == 0) {
+        if (r == 0 && dj->job->pid != pid) {
                 dj->job->pid = pid;
                 (void) gw_proc_start_time(pid, &dj->job->pid_start);
                 log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
-                return; /* the supervisor closes the pipe once the attempt's end is recorded */
         }
+        if (r == 0)
+                return; /* the supervisor closes the pipe once the attempt's end is told */
         if (r == -EIO)
                 return; /* no job started (its vfork failed): the exit line and the EOF follow */
         /* Closed (or unreadable, which no supervisor causes): the end is in the exits journal,
@@ -445,7 +469,7 @@ void gw_jobs_batch_end(struct gw_daemon *d) {
 /* must_record (queued jobs only): the end happens only if the store takes it; otherwise the
  * job is left as it was and -errno returned. */
 static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                   const char *kind, bool must_record) {
+                   const char *kind, bool must_record, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
         bool was_running = j->state == GW_JOB_RUNNING;
         assert(!must_record || !was_running);
@@ -454,7 +478,7 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         j->state = state;
         j->wait_reason = GW_REASON_NONE;
         j->end_reason = gw_xstrdup(reason);
-        j->end_time = gw_now_wall();
+        j->end_time = end_time;
         if (was_running)
                 gw_observe_job_end(d, dj);
         int r = gw_store_job_update(d->store, j, kind, reason);
@@ -492,12 +516,17 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
 
 int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                const char *kind) {
-        return end_job(d, dj, state, reason, kind, false);
+        return end_job(d, dj, state, reason, kind, false, gw_now_wall());
+}
+
+int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
+                  const char *kind, gw_usec_t end_time) {
+        return end_job(d, dj, state, reason, kind, false, end_time);
 }
 
 int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                         const char *kind) {
-        return end_job(d, dj, state, reason, kind, true);
+        return end_job(d, dj, state, reason, kind, true, gw_now_wall());
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -526,18 +555,51 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
 }
 
 
+/* What the supervisor wrote before its pipe closed, read before the pipe is: its end may be
+ * there still unread (the supervisor was reaped, or its pidfd woke us, first).  Bounded: a
+ * supervisor writes a few lines. */
+static void report_drain(struct gw_djob *dj) {
+        for (int i = 0; i < 8 && dj->report_fd >= 0; i++) {
+                pid_t pid;
+                struct gw_exit_report end = { .known = false };
+                int r = gw_launch_read_report(dj->report_fd, &pid, &end, NULL, 0);
+                if (end.known)
+                        dj->reported_end = end;
+                if (r == -EAGAIN && !end.known)
+                        break;
+                if (r < 0 && r != -EAGAIN && r != -EIO)
+                        break;
+        }
+}
+
+/* When the attempt ended: the supervisor's wall clock just after the job's wait, kept within
+ * the attempt (not before its start, not after now: a clock stepped meanwhile); now when the
+ * supervisor did not say (an older one's journal line). */
+static gw_usec_t attempt_end_time(const struct gw_job *j, const struct gw_exit_report *end, gw_usec_t now) {
+        if (!end->wall || end->wall > now)
+                return now;
+        return end->wall < j->start_time ? j->start_time : end->wall;
+}
+
 bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        int status;
+        report_drain(dj);
+        struct gw_exit_report end = dj->reported_end, journal;
+        dj->reported_end = (struct gw_exit_report) { .known = false };
         attempt_detach(d, dj);
-        if (gw_exits_take(d->exits, j->id, j->attempt, &status) < 0) {
-                gw_recovery_attempt_ended(d, dj, true, 0);
+        /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
+        if (gw_exits_take(d->exits, j->id, j->attempt, &journal) == 0 && !end.known)
+                end = journal;
+        gw_usec_t now = gw_now_wall();
+        if (!end.known) {
+                gw_recovery_attempt_ended(d, dj, true, 0, now);
                 return false;
         }
+        int status = end.status;
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_recovery_attempt_ended(d, dj, false, status);
+        gw_recovery_attempt_ended(d, dj, false, status, attempt_end_time(j, &end, now));
         return true;
 }
 

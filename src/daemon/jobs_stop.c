@@ -184,6 +184,9 @@ static void unwritten_flush(struct gw_daemon *d) {
         while (order) {
                 struct gw_djob *dj = order;
                 const struct gw_job *j = dj->job;
+                /* Its attempt's row first (written again if it was: the same row). */
+                if (dj->end_attempt && gw_store_attempt_add(d->store, j->id, dj->end_attempt) < 0)
+                        break;
                 if (gw_store_job_update(d->store, j, dj->end_kind, j->end_reason) < 0)
                         break;
                 log_info("job %lld: its end (%s) is recorded now", (long long) j->id, gw_job_state_name(j->state));

@@ -130,7 +130,7 @@ static int launched_anyway(int report_fd, pid_t job, struct gw_launched *ret) {
                         return -ESRCH;
                 if (poll(&p, 1, 5000) <= 0)
                         return -ETIMEDOUT;
-                int r = gw_launch_read_report(report_fd, &job, NULL, 0);
+                int r = gw_launch_read_report(report_fd, &job, NULL, NULL, 0);
                 if (r == -EPIPE)
                         return -ESRCH;
                 if (r < 0)
@@ -269,7 +269,18 @@ int gw_launch_recover(struct gw_launch_answer *a, int report_fd, pid_t job, stru
         return r;
 }
 
-int gw_launch_read_report(int fd, pid_t *ret_job, char *why, size_t whylen) {
+/* "end STATUS WALL_US MONO_US" (shim.h): 0 with *ret, else -EBADMSG. */
+static int parse_end(const char *text, struct gw_exit_report *ret) {
+        int status, end = 0;
+        long long wall, mono;
+        if (sscanf(text, "%d %lld %lld%n", &status, &wall, &mono, &end) != 3 || text[end] || wall < 0 || mono < 0)
+                return -EBADMSG;
+        *ret = (struct gw_exit_report) { .known = true, .status = status, .wall = (gw_usec_t) wall,
+                                         .mono = (gw_usec_t) mono };
+        return 0;
+}
+
+int gw_launch_read_report(int fd, pid_t *ret_job, struct gw_exit_report *ret_end, char *why, size_t whylen) {
         char buf[SHIM_REPORT_LINE_MAX + 64];
         ssize_t n = read(fd, buf, sizeof buf - 1);
         if (n < 0)
@@ -287,11 +298,18 @@ int gw_launch_read_report(int fd, pid_t *ret_job, char *why, size_t whylen) {
                                 snprintf(why, whylen, "%s", line + 9);
                         continue;
                 }
+                if (!strncmp(line, SHIM_END_PREFIX, strlen(SHIM_END_PREFIX))) {
+                        if (ret_end)
+                                (void) parse_end(line + strlen(SHIM_END_PREFIX), ret_end);
+                        continue;
+                }
                 long v = strtol(line, NULL, 10);
                 if (v <= 0)
-                        return -EIO;
-                *ret_job = (pid_t) v;
-                r = 0;
+                        r = -EIO;
+                else if (r != -EIO) {
+                        *ret_job = (pid_t) v;
+                        r = 0;
+                }
         }
         return r;
 }
@@ -299,17 +317,31 @@ int gw_launch_read_report(int fd, pid_t *ret_job, char *why, size_t whylen) {
 struct exit_entry {
         int64_t job_id;
         int attempt;
-        int status;
+        struct gw_exit_report end;
 };
+
+/* Room kept allocated past the journal's end (fallocate, its size unchanged), topped up as
+ * lines come: on a full disk a supervisor's append still takes, and a daemon that stops
+ * before it can write an end to the store leaves the next one that end (about 1,400 lines). */
+#define EXITS_RESERVE (64 * 1024)
 
 struct gw_exits {
         int fd;
         off_t offset;
+        off_t reserved;             /* allocated up to here (0: nothing reserved) */
         char partial[128];          /* an unfinished last line */
         size_t partial_len;
         struct exit_entry *v;
         size_t n, cap;
 };
+
+/* Best effort: a file system without fallocate, or already full, reserves nothing. */
+static void exits_reserve(struct gw_exits *e) {
+        if (e->offset + EXITS_RESERVE / 2 < e->reserved)
+                return;
+        if (fallocate(e->fd, FALLOC_FL_KEEP_SIZE, e->offset, EXITS_RESERVE) == 0)
+                e->reserved = e->offset + EXITS_RESERVE;
+}
 
 int gw_exits_open(const char *path, struct gw_exits **ret) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -332,17 +364,24 @@ struct gw_exits *gw_exits_close(struct gw_exits *e) {
 }
 
 /* Empty lines separate records; a line that is not a whole record (what a torn write left)
- * is skipped, never read as one. */
+ * is skipped, never read as one.  "ID ATTEMPT STATUS WALL_US MONO_US", or without the times
+ * (an older supervisor's): its end time is then unknown. */
 static void exits_line(struct gw_exits *e, const char *line) {
         long long id;
-        int attempt, status, end = 0;
-        if (sscanf(line, "%lld %d %d%n", &id, &attempt, &status, &end) != 3 || line[end])
+        int attempt, off = 0, status, end = 0;
+        if (sscanf(line, "%lld %d %n", &id, &attempt, &off) != 2 || !off)
+                return;
+        const char *rest = line + off;
+        struct gw_exit_report rep = { .known = true };
+        if (sscanf(rest, "%d%n", &status, &end) == 1 && !rest[end])
+                rep.status = status;
+        else if (parse_end(rest, &rep) < 0)
                 return;
         if (e->n == e->cap) {
                 e->cap = e->cap ? e->cap * 2 : 16;
                 e->v = gw_xrealloc(e->v, e->cap * sizeof *e->v);
         }
-        e->v[e->n++] = (struct exit_entry) { id, attempt, status };
+        e->v[e->n++] = (struct exit_entry) { id, attempt, rep };
 }
 
 void gw_exits_read(struct gw_exits *e) {
@@ -361,13 +400,15 @@ void gw_exits_read(struct gw_exits *e) {
                         e->partial_len = 0;
                 }
         }
+        exits_reserve(e);
 }
 
-int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, int *ret_status) {
+int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, struct gw_exit_report *ret) {
         gw_exits_read(e);
         for (size_t i = e->n; i-- > 0;)
                 if (e->v[i].job_id == job_id && e->v[i].attempt == attempt) {
-                        *ret_status = e->v[i].status;
+                        if (ret)
+                                *ret = e->v[i].end;
                         e->v[i] = e->v[--e->n];
                         return 0;
                 }
@@ -387,5 +428,7 @@ void gw_exits_reset(struct gw_exits *e) {
                 e->offset = 0;
                 e->partial_len = 0;
                 e->n = 0;
+                e->reserved = 0; /* the truncation freed it */
+                exits_reserve(e);
         }
 }

@@ -10,6 +10,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/time.h"
+
+/* How an attempt ended, as its supervisor told it (on the report pipe or in the exits
+ * journal). */
+struct gw_exit_report {
+        bool known;                /* told at all; else the rest is 0 */
+        int status;                /* the job's wait status */
+        gw_usec_t wall;            /* when: CLOCK_REALTIME right after the wait; 0 unknown (an
+                                    * older supervisor's journal line) */
+        gw_usec_t mono;            /* the same instant on CLOCK_MONOTONIC (this boot's); 0 unknown */
+};
+
 struct gw_launch {
         char *const *argv;
         char *const *envp;
@@ -22,7 +34,7 @@ struct gw_launch {
         const char *log_path;      /* stdout+stderr */
         bool log_is_private;       /* created by the shim (as root) and chowned to uid */
         const char *cgroup_dir;    /* join this cgroup before exec, or NULL */
-        const char *exits_path;    /* the exits journal the shim appends "ID ATTEMPT STATUS" to */
+        const char *exits_path;    /* the exits journal the shim appends its end to (shim.h) */
         int64_t job_id;
         int attempt;
 };
@@ -59,10 +71,11 @@ int gw_launch_recover(struct gw_launch_answer *a, int report_fd, pid_t job, stru
 int gw_launch_spawn(const char *path, char *const *argv, char *const *envp, int fd3, pid_t *ret_pid);
 /* The gpuward-shim beside this gpuwardd, or NULL. */
 const char *gw_launch_shim_path(void);
-/* 0 with the job's pid; -EAGAIN not yet; -EPIPE the shim closed without reporting; -EIO no
- * job started.  why (if given) gets the reason a job could not be set up, when the read
- * brought one (it comes before the pid). */
-int gw_launch_read_report(int fd, pid_t *ret_job, char *why, size_t whylen);
+/* 0 with the job's pid; -EAGAIN not yet; -EPIPE the shim closed (after its end, or without
+ * one: it died); -EIO no job started.  why (if given) gets the reason a job could not be set
+ * up, when the read brought one (it comes before the pid); ret_end (if given) the job's end,
+ * when the read brought it (it comes after the pid, before the pipe closes). */
+int gw_launch_read_report(int fd, pid_t *ret_job, struct gw_exit_report *ret_end, char *why, size_t whylen);
 
 /* The exits journal, read incrementally by the daemon. */
 struct gw_exits;
@@ -70,8 +83,9 @@ int gw_exits_open(const char *path, struct gw_exits **ret);
 struct gw_exits *gw_exits_close(struct gw_exits *e);
 /* Reads lines appended since the last call. */
 void gw_exits_read(struct gw_exits *e);
-/* Takes the recorded wait status of a job attempt: 0, or -ENOENT if none was written. */
-int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, int *ret_status);
+/* Takes the recorded end of a job attempt (ret may be NULL: only taken out): 0, or -ENOENT
+ * if none was written. */
+int gw_exits_take(struct gw_exits *e, int64_t job_id, int attempt, struct gw_exit_report *ret);
 bool gw_exits_has(struct gw_exits *e, int64_t job_id, int attempt);
 /* Empties the journal; only when no shim can be writing (no job running). */
 void gw_exits_reset(struct gw_exits *e);

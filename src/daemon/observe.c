@@ -230,6 +230,12 @@ static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struc
         int r = kill((pid_t) p->pid, SIGKILL);
         if (p->stray)
                 snprintf(whose, sizeof whose, " of job %lld", (long long) p->job_id);
+        struct gw_djob *stray_of = p->stray ? gw_jobmap_get(&d->map, p->job_id) : NULL;
+        if (r == 0 && stray_of && stray_of->job->pid == (pid_t) p->pid)
+                /* Its main process: the attempt's end is this kill, not someone else's. */
+                snprintf(stray_of->sigkill_why, sizeof stray_of->sigkill_why,
+                         "its main process ran on GPU %u, which job %lld holds (rogue_policy=kill)", g->info.index,
+                         (long long) g->job_id);
         snprintf(msg, sizeof msg, "rogue process %u%s (user %s: %.120s) on GPU %u %s", p->pid, whose, p->user, p->cmd,
                  g->info.index, r == 0 ? "killed (rogue_policy=kill)" : "could not be killed");
         log_warn("job %lld: %s", (long long) g->job_id, msg);

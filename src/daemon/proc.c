@@ -51,6 +51,25 @@ int gw_proc_start_time(pid_t pid, uint64_t *ret) {
         return r;
 }
 
+int gw_proc_counter(const char *path, const char *key, uint64_t *ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        char line[256];
+        size_t klen = strlen(key);
+        while (fgets(line, sizeof line, f))
+                if (!strncmp(line, key, klen) && line[klen] == ' ') {
+                        char *end;
+                        errno = 0;
+                        unsigned long long v = strtoull(line + klen + 1, &end, 10);
+                        if (errno || end == line + klen + 1)
+                                return -EIO;
+                        *ret = v;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
 pid_t gw_proc_parent(pid_t pid) {
         unsigned long long v;
         return stat_field(pid, 4, &v) == 0 ? (pid_t) v : 0;

@@ -7,6 +7,9 @@
 
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
 int gw_proc_start_time(pid_t pid, uint64_t *ret);
+/* The value of a "KEY N" line of a counters file (/proc/vmstat, a cgroup's memory.events):
+ * 0, -ENOENT (no such file or line), or -errno. */
+int gw_proc_counter(const char *path, const char *key, uint64_t *ret);
 /* Whether pid is alive and is the same process that had start time start. */
 bool gw_proc_is(pid_t pid, uint64_t start);
 /* Sends sig to every descendant of root (not root itself), depth first from the top so a

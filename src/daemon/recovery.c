@@ -18,6 +18,7 @@
 #include "core/retry.h"
 #include "daemon/daemon.h"
 #include "daemon/observe.h"
+#include "daemon/proc.h"
 #include "daemon/resume.h"
 #include "daemon/userfile.h"
 
@@ -102,17 +103,29 @@ static bool memory_taken_by_others(const struct gw_daemon *d, const struct gw_jo
         return false;
 }
 
+/* Whether the evidence starts with its class's name as a word ("killed by SIGKILL from
+ * outside gpuward ...", "lost: ..."): the reason then need not say it twice ("killed: killed
+ * by ...", "lost: lost: ..."). */
+static bool evidence_names_class(const struct gw_failure_verdict *v) {
+        const char *name = gw_failure_class_name(v->cls);
+        size_t l = strlen(name);
+        return !strncmp(v->evidence, name, l) && (v->evidence[l] == ' ' || v->evidence[l] == ':');
+}
+
 static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_retry_decision *dec,
                     const struct gw_failure_verdict *v, char *ckpt, const char *ckpt_why) {
         struct gw_job *j = dj->job;
         char msg[1024], wait[32];
         gw_format_duration(dec->backoff, wait, sizeof wait);
+        char cls[32] = "";
+        if (!evidence_names_class(v))
+                snprintf(cls, sizeof cls, "%s: ", gw_failure_class_name(v->cls));
         if (ckpt)
-                snprintf(msg, sizeof msg, "%s: %s; retry %u/%d in %s, resuming from %s", gw_failure_class_name(v->cls),
-                         v->evidence, dec->retry_no, j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s", cls, v->evidence, dec->retry_no,
+                         j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
         else
-                snprintf(msg, sizeof msg, "%s: %s; retry %u/%d in %s from scratch (%s)", gw_failure_class_name(v->cls),
-                         v->evidence, dec->retry_no, j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, v->evidence, dec->retry_no,
+                         j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
                          ckpt_why[0] ? ckpt_why : "no checkpoint");
         gw_job_release_gpus(d, dj);
         free(j->resume_from);
@@ -137,6 +150,7 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         free(j->stop_reason);
         j->stop_reason = NULL;
         dj->n_events = 0;
+        dj->sigkill_why[0] = '\0';
         gw_jobtel_free(dj);
         if (gw_store_job_update(d->store, j, "retry", msg) < 0) {
                 /* The next daemon finds the attempt still RUNNING: its exit, kept in the
@@ -149,7 +163,37 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         gw_queue_insert(d, dj);
 }
 
-void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status) {
+/* A copy of the ending attempt's row, kept with the job: written again with its end when the
+ * store refuses that (jobs_stop.c), else freed with the job. */
+static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
+        if (dj->end_attempt)
+                gw_job_attempts_free(dj->end_attempt, 1);
+        struct gw_job_attempt *c = gw_xcalloc(1, sizeof *c);
+        *c = *a;
+        c->class_name = gw_xstrdup(a->class_name);
+        c->evidence = gw_xstrdup(a->evidence);
+        c->resumed_from = a->resumed_from ? gw_xstrdup(a->resumed_from) : NULL;
+        c->log_path = a->log_path ? gw_xstrdup(a->log_path) : NULL;
+        c->ckpt_id = a->ckpt_id ? gw_xstrdup(a->ckpt_id) : NULL;
+        dj->end_attempt = c;
+}
+
+/* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
+ * (made for this attempt), else the host's growth since its launch; nothing after a restart. */
+static void oom_facts(const struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
+        uint64_t n;
+        char events[700];
+        snprintf(events, sizeof events, "%s/memory.events", dj->job->cgroup ? dj->job->cgroup : "");
+        if (d->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
+                in->oom_counted = true;
+                in->oom_kills = n;
+        } else if (dj->host_oom_known && gw_proc_counter("/proc/vmstat", "oom_kill", &n) == 0) {
+                in->host_oom_counted = true;
+                in->host_oom_kills = n >= dj->host_oom_start ? n - dj->host_oom_start : 0;
+        }
+}
+
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
         gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
         enum gw_attempt_end end = attempt_end(dj, status);
@@ -170,7 +214,13 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .tail_len = tail_len,
                 .events = dj->events,
                 .n_events = dj->n_events,
+                .sigkill_why = dj->sigkill_why[0] ? dj->sigkill_why : NULL,
+                /* Seen by this daemon, not found at its start: the supervisor itself is gone
+                 * (killed, or crashed) and told nothing, on the pipe or in the journal. */
+                .lost_why = lost && !d->recovering ? "its supervisor ended without telling how the job ended" : NULL,
         };
+        if (!clean && !lost)
+                oom_facts(d, dj, &in);
         struct gw_failure_verdict v;
         if (gw_failure_classify(&in, &v) < 0) {
                 v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;
@@ -187,7 +237,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
 
         _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);
         struct gw_job_attempt a = {
-                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = gw_now_wall(),
+                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = end_time,
                 .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                 .class_name = (char *) gw_failure_class_name(v.cls), .evidence = v.evidence,
@@ -200,7 +250,9 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         /* Ultralytics refuses to resume a run that had finished: the work is done. */
         if (j->attempt > 1 && j->yolo && tail && strstr(tail, "is finished, nothing to resume")) {
                 free(ckpt);
-                (void) gw_job_end(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end");
+                keep_attempt(dj, &a);
+                (void) gw_job_end_at(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end",
+                                     end_time);
                 return;
         }
         struct gw_retry_policy p;
@@ -227,8 +279,10 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         else if (v.cls == GW_FAILURE_OK || !strcmp(v.evidence, gw_failure_class_name(v.cls)))
                 snprintf(reason, sizeof reason, "%s", v.evidence); /* "exit 0"; "lost", not "lost: lost" */
         else
-                snprintf(reason, sizeof reason, "%s: %s%s%s", gw_failure_class_name(v.cls), v.evidence,
+                snprintf(reason, sizeof reason, "%s%s%s%s%s", evidence_names_class(&v) ? "" : gw_failure_class_name(v.cls),
+                         evidence_names_class(&v) ? "" : ": ", v.evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");
-        (void) gw_job_end(d, dj, state, reason, lost && !dj->terminating ? "lost" : "end");
+        keep_attempt(dj, &a);
+        (void) gw_job_end_at(d, dj, state, reason, lost && !dj->terminating ? "lost" : "end", end_time);
 }

@@ -41,8 +41,13 @@
 #define SHIM_HEADER_LEN 12
 #define SHIM_REQUEST_MAX (128 * 1024)
 /* The report pipe carries the job's pid ("PID\n"), and before it, when the job could not be
- * set up, the reason ("gpuward: ...\n", at most this long). */
+ * set up, the reason ("gpuward: ...\n", at most this long).  Once the job has ended, its end:
+ * "end WAIT_STATUS WALL_US MONO_US\n" (CLOCK_REALTIME and CLOCK_MONOTONIC right after its
+ * wait, in microseconds); then the supervisor closes the pipe.  The exits journal gets the
+ * same, as "\nID ATTEMPT WAIT_STATUS WALL_US MONO_US\n" (older supervisors wrote the first
+ * three fields only): the daemon's copy while it is down; the pipe needs no disk. */
 #define SHIM_REPORT_LINE_MAX 1024
+#define SHIM_END_PREFIX "end "
 
 /* A supervisor started with the job's environment (a request too large for one datagram)
  * starts as root: the C library would read the job's GLIBC_TUNABLES and MALLOC_ settings at

@@ -1,6 +1,7 @@
 /* The supervision of one job attempt (see shim.h): become a child subreaper, fork the job
  * into a new session as the submitting user, report its pid on fd 3, wait for it, kill what
- * it left behind, append "ID ATTEMPT WAIT_STATUS" to the exits journal. */
+ * it left behind, then tell how and when it ended: on fd 3 to the daemon, and appended to
+ * the exits journal for a daemon that is not there to read it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -171,12 +172,30 @@ static void kill_leftovers(void) {
         }
 }
 
-/* 0, or -1 when the journal did not take the line (the daemon then finds the attempt lost). */
-static int record_exit(const struct shim_opts *o, int status) {
-        char line[96];
+/* How and when the job ended: its wait status, and the clocks right after its wait. */
+struct shim_end {
+        int status;
+        long long wall_us, mono_us;
+};
+
+static long long clock_us(clockid_t id) {
+        struct timespec ts;
+        if (clock_gettime(id, &ts) < 0)
+                return 0;
+        return (long long) ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static struct shim_end end_now(int status) {
+        return (struct shim_end) { status, clock_us(CLOCK_REALTIME), clock_us(CLOCK_MONOTONIC) };
+}
+
+/* 0, or -1 when the journal did not take the line (a full disk, a read-only state dir). */
+static int record_exit(const struct shim_opts *o, const struct shim_end *e) {
+        char line[128];
         /* The leading newline ends whatever a torn write (a full disk, a crash) left unfinished
-         * before it: glued onto that, this exit would be unreadable and the job counted lost. */
-        int n = snprintf(line, sizeof line, "\n%lld %d %d\n", o->job_id, o->attempt, status);
+         * before it: glued onto that, this exit would be unreadable. */
+        int n = snprintf(line, sizeof line, "\n%lld %d %d %lld %lld\n", o->job_id, o->attempt, e->status, e->wall_us,
+                         e->mono_us);
         /* One short write with O_APPEND: atomic among concurrent shims. */
         int fd = open(o->exits, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         int r = fd >= 0 && write(fd, line, (size_t) n) == n ? 0 : -1;
@@ -185,6 +204,22 @@ static int record_exit(const struct shim_opts *o, int status) {
         if (fd >= 0)
                 (void) close(fd);
         return r;
+}
+
+/* The end to the daemon on the report pipe (shim.h): 0 when the pipe took the whole line (one
+ * write under PIPE_BUF: the daemon reads it whole); -1 when the daemon is gone. */
+static int report_end(const struct shim_end *e) {
+        char line[96];
+        int n = snprintf(line, sizeof line, SHIM_END_PREFIX "%d %lld %lld\n", e->status, e->wall_us, e->mono_us);
+        return write(SHIM_REPORT_FD, line, (size_t) n) == n ? 0 : -1;
+}
+
+/* Both, the journal first: a daemon that reads the pipe's end then finds the line too and
+ * takes it out.  0 when either took it: the daemon learns the end from the one it reads. */
+static int tell_end(const struct shim_opts *o, const struct shim_end *e) {
+        int journal = record_exit(o, e);
+        int pipe = report_end(e);
+        return journal == 0 || pipe == 0 ? 0 : -1;
 }
 
 int shim_supervise(int argc, char **argv) {
@@ -217,20 +252,23 @@ int shim_supervise(int argc, char **argv) {
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
         (void) close_range(SHIM_CHANNEL_FD + 1, ~0U, 0);
         if (job < 0) {
-                record_exit(&o, 127 << 8);
+                struct shim_end e = end_now(127 << 8);
+                (void) tell_end(&o, &e);
                 return 1;
         }
-        int status = 0, st;
+        struct shim_end e = end_now(0);
+        int st;
         pid_t w;
         while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR)
                 if (w == job) {
-                        status = st;
+                        /* Its end is now, not once its leftovers are gone (up to a second). */
+                        e = end_now(st);
                         kill_leftovers();
                 }
-        /* Not on record: the caller closes the channel first, then the exit closes the pipe. */
-        if (record_exit(&o, status) < 0)
+        /* Told nowhere: the caller closes the channel first, then the exit closes the pipe. */
+        if (tell_end(&o, &e) < 0)
                 return 1;
-        /* The end is on record: closing the pipe tells the daemon now, not after our own exit,
+        /* The end is told: closing the pipe tells the daemon now, not after our own exit,
          * which tears down an address space first (milliseconds on some virtual machines). */
         (void) close(SHIM_REPORT_FD);
         return 0;

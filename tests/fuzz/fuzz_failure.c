@@ -4,11 +4,14 @@
  * Input layout (so that seeds stay readable log files after a 4-byte header):
  *   byte 0   how it ended: byte % 7 - 1 (-1 and 5 are out of range: -EINVAL expected)
  *   byte 1   status, as a signed byte (exit code or signal number)
- *   byte 2   flags: 1 lost, 2 oom_killed, 4 oom_kills = 3, 8 own pattern table (with bad
- *            rows the classifier must ignore), 16 own drain-Xid list, 32 no tail at all
+ *   byte 2   flags: 1 lost, 2 oom_killed, 4 oom_kills = 3 (and host_oom_kills = 2), 8 own
+ *            pattern table (with bad rows the classifier must ignore), 16 own drain-Xid list,
+ *            32 no tail at all, 64 oom_counted, 128 host_oom_counted
  *   byte 3   number of GPU events, byte % 8; then 3 bytes each: kind (% 4, 3 is out of
  *            range), GPU (a signed byte: negative and >= 64 happen), Xid
  *   rest     the log tail: exact size, not NUL-terminated */
+#include <signal.h>
+
 #include "core/failure.h"
 #include "fuzz_common.h"
 
@@ -56,6 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         in.lost = flags & 1;
         in.oom_killed = flags & 2;
         in.oom_kills = flags & 4 ? 3 : 0;
+        in.oom_counted = flags & 64;
+        in.host_oom_counted = flags & 128;
+        in.host_oom_kills = in.host_oom_counted && (flags & 4) ? 2 : 0;
         if (flags & 8) {
                 in.patterns = own_patterns;
                 in.n_patterns = sizeof own_patterns / sizeof own_patterns[0];
@@ -115,6 +121,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(v.cls == GW_FAILURE_OK);
         if (v.cls == GW_FAILURE_OK)
                 FUZZ_CHECK(!in.lost && in.end == GW_END_EXITED && in.status == 0);
+        /* killed: only an unexplained SIGKILL of the main process, with no sign of the OOM killer. */
+        if (v.cls == GW_FAILURE_KILLED)
+                FUZZ_CHECK(!in.lost && in.end == GW_END_SIGNALED && in.status == SIGKILL && !in.oom_killed &&
+                           !in.oom_kills && !in.host_oom_kills);
 
         /* Evidence from the log points into it. */
         if (v.line > 0) {

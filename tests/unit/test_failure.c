@@ -269,12 +269,70 @@ static void host_oom(void **state) {
 
         /* A SIGKILL with no sign of the OOM killer is somebody else's kill. */
         v = run(GW_END_SIGNALED, SIGKILL, "", NULL, 0);
-        expect(&v, GW_FAILURE_USER_ERROR, "killed by signal 9 (SIGKILL)", 0);
+        expect(&v, GW_FAILURE_KILLED,
+               "killed by SIGKILL from outside gpuward (not a gpuward stop; whether the kernel's OOM killer did is not "
+               "known)", 0);
 
         v = run(GW_END_EXITED, 1,
                 "RuntimeError: DataLoader worker (pid 48213) is killed by signal: Killed.\n", NULL, 0);
         assert_int_equal(v.cls, GW_FAILURE_HOST_OOM);
         assert_int_equal(v.line, 1);
+}
+
+/* What the daemon knows of a SIGKILL: who sent it, what the OOM counters say. */
+static void sigkill_from_outside(void **state) {
+        struct gw_failure_input in = {.end = GW_END_SIGNALED, .status = SIGKILL, .oom_counted = true};
+        struct gw_failure_verdict v;
+
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_KILLED,
+               "killed by SIGKILL from outside gpuward (not a gpuward stop, not the kernel's OOM killer: the cgroup's "
+               "oom_kill count did not change)", 0);
+
+        /* The cgroup's count says more than the host's: another process's OOM kill is not it. */
+        in.host_oom_counted = true;
+        in.host_oom_kills = 3;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_KILLED);
+
+        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGKILL, .host_oom_counted = true};
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_KILLED,
+               "killed by SIGKILL from outside gpuward (not a gpuward stop, not the kernel's OOM killer: the host's "
+               "oom_kill count did not change)", 0);
+
+        /* No cgroup count, and the host's OOM killer was at work meanwhile. */
+        in.host_oom_kills = 1;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_HOST_OOM);
+        assert_non_null(strstr(v.evidence, "host oom_kill +1"));
+
+        /* The cgroup's own count grew: the OOM killer. */
+        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGKILL, .oom_counted = true, .oom_kills = 1};
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_HOST_OOM);
+
+        /* gpuward's own SIGKILL outside a stop (rogue_policy=kill of its main process). */
+        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGKILL, .host_oom_counted = true,
+                                       .host_oom_kills = 2, .sigkill_why = "its main process ran on GPU 1"};
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_USER_ERROR, "killed by SIGKILL from gpuward: its main process ran on GPU 1", 0);
+
+        /* A stop of gpuward's is still that, whatever the signal. */
+        in = (struct gw_failure_input){.end = GW_END_CANCELLED, .status = SIGKILL};
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_CANCELLED);
+
+        /* Other signals are the job's own (SIGSEGV) or unexplained: as before. */
+        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGTERM, .oom_counted = true};
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_USER_ERROR, "killed by signal 15 (SIGTERM)", 0);
+
+        /* A fatal log line still comes first. */
+        v = run(GW_END_SIGNALED, SIGKILL, OOM_NEW, NULL, 0);
+        assert_int_equal(v.cls, GW_FAILURE_OOM);
+        assert_string_equal(gw_failure_class_name(GW_FAILURE_KILLED), "killed");
+        assert_int_equal(gw_failure_class_from_name("killed"), GW_FAILURE_KILLED);
 }
 
 static void user_errors(void **state) {
@@ -351,6 +409,10 @@ static void lost(void **state) {
         /* No exit status: status 0 means nothing. */
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_LOST, "lost: gpuward restarted or the host rebooted while the job ran", 0);
+        in.lost_why = "its supervisor ended without telling how the job ended";
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_LOST, "lost: its supervisor ended without telling how the job ended", 0);
+        in.lost_why = NULL;
         /* The log still tells what really happened while the daemon was away. */
         in.tail = TB_ILLEGAL;
         in.tail_len = strlen(TB_ILLEGAL);
@@ -517,6 +579,7 @@ int main(void) {
                 cmocka_unit_test(gpu_fault_from_log),
                 cmocka_unit_test(clean_exit_is_ok),
                 cmocka_unit_test(host_oom),
+                cmocka_unit_test(sigkill_from_outside),
                 cmocka_unit_test(user_errors),
                 cmocka_unit_test(tracebacks),
                 cmocka_unit_test(daemon_actions_first),

@@ -229,7 +229,7 @@ static void parse_classes(void **state) {
         m = 0xdead;
         assert_int_equal(gw_retry_parse_classes("gpu_falt", &m, why, sizeof(why)), -EINVAL);
         assert_string_equal(why, "unknown failure class 'gpu_falt' (known: gpu_fault, cuda_error, nccl_error, oom, "
-                                 "host_oom, lost, reclaimed)");
+                                 "host_oom, lost, killed, reclaimed)");
         assert_int_equal(m, 0xdead);
         assert_int_equal(gw_retry_parse_classes("lost,a_class_name_far_too_long_to_be_real", &m, why, sizeof(why)),
                          -EINVAL);
