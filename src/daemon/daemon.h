@@ -175,6 +175,7 @@ struct gw_daemon {
         struct gw_warm warm;                /* idle supervisors, sent the next starts first */
         struct gw_source launcher_src;
         int launcher_watched;        /* the launcher socket in epoll, -1 none */
+        struct gw_restore *restores; /* restores in progress (training_restore.c) */
 };
 
 /* jobmap.c / queue.c */
@@ -403,4 +404,17 @@ void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct 
 /* POST {"snapshot": N, "to": "/abs/path", "force": false} (the job's owner or an admin). */
 void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct caller *c);
+/* training_restore.c: a restore is a forked helper the loop never waits on.  start forks it
+ * for the suspended request conn (0, or -errno with the user's message in why); reaped takes
+ * a child's exit (false: not a restore helper), records the outcome as a "restore" event and
+ * resumes conn; take gives the resumed request its outcome (the HTTP status, -ENOENT when
+ * none is there); tick kills helpers past their time and says when the next one is due. */
+int gw_train_restore_start(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force,
+                           struct gw_http_conn *conn, char *why, size_t n);
+bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status);
+int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n, char *why,
+                          size_t n);
+void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
+gw_usec_t gw_train_restore_tick(struct gw_daemon *d);
+void gw_train_restore_free_all(struct gw_daemon *d);
 /* ---- end of training awareness ---- */

@@ -738,6 +738,7 @@ void gw_api_resume_waiters(struct gw_djob *dj) {
 
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = the_daemon(userdata);
+        gw_train_restore_conn_gone(d, conn);
         for (size_t i = 0; i < d->n_running; i++) {
                 struct gw_djob *dj = d->running[i];
                 for (size_t k = 0; k < dj->n_waiters; k++)

@@ -546,6 +546,8 @@ void gw_jobs_reap(struct gw_daemon *d) {
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
                 gw_launch_server_reaped(d->launcher, pid);
+                if (gw_train_restore_reaped(d, pid, status))
+                        continue;
                 for (size_t i = 0; i < d->n_running; i++)
                         if (d->running[i]->job->shim_pid == pid) {
                                 gw_job_exited(d, d->running[i]);
@@ -582,6 +584,9 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
         gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
+        gw_usec_t restore = gw_train_restore_tick(d);
+        if (restore < next)
+                next = restore;
         if (d->start_retry_at && d->now >= d->start_retry_at) {
                 d->start_retry_at = 0;
                 d->sched_dirty = true;

@@ -119,10 +119,6 @@ bool gw_train_ckpt_settled(const struct gw_train *t);
 json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
 /* The newest kept snapshot of each kind, for `gpuward show`: {"best": {...}|null, "last": ...}. */
 json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id);
-/* Copies snapshot seq of j to path as j's user (a forked helper that drops to the user's ids
- * when the daemon is root).  0, or -errno with a message for the user in why. */
-int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
-                     size_t n);
 
 /* training_predict.c: the run time a queued job is expected to take. */
 #define GW_TRAIN_RUNTIME_BASIS 20

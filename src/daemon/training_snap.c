@@ -10,17 +10,14 @@
  * stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
  * serialises once): the second copy is a hard link to the first.
  *
- * Restore copies a snapshot back as the job's user: a forked helper drops to the user's
- * uid/gid before it opens the target, so the kernel decides what the user may write. */
+ * Restore is training_restore.c's. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -361,128 +358,4 @@ json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id) {
                 return NULL;
         }
         return json_pack("{s:o,s:o}", "best", l.best ? l.best : json_null(), "last", l.last ? l.last : json_null());
-}
-
-/* ---- restore ---------------------------------------------------------------------------- */
-
-/* In the forked helper: become the job's user, then write the copy.  Returns 0 or an errno;
- * EBADMSG when the bytes written do not hash to sha. */
-static int helper_copy(const struct gw_job *j, int src, const char *path, bool force, const char *sha) {
-        if (geteuid() == 0 && j->uid != 0) {
-                gid_t gid = (gid_t) j->gid;
-                if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid((uid_t) j->uid) < 0)
-                        return errno;
-        }
-        umask(022);
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (force ? O_TRUNC : O_EXCL), 0644);
-        if (fd < 0)
-                return errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                (void) close(fd);
-                return EINVAL;
-        }
-        static char buf[BUF_SIZE];
-        struct gw_sha256 c;
-        gw_sha256_init(&c);
-        ssize_t n;
-        int err = 0;
-        while ((n = read(src, buf, sizeof buf)) > 0) {
-                gw_sha256_update(&c, buf, (size_t) n);
-                if (write(fd, buf, (size_t) n) != n) {
-                        err = errno ? errno : EIO;
-                        break;
-                }
-        }
-        if (n < 0)
-                err = errno;
-        uint8_t digest[GW_SHA256_DIGEST_SIZE];
-        char hex[GW_SHA256_HEX_SIZE];
-        gw_sha256_final(&c, digest);
-        gw_hex_encode(digest, sizeof digest, hex);
-        if (!err && strcmp(hex, sha))
-                err = EBADMSG;
-        if (!err && fsync(fd) < 0)
-                err = errno;
-        if (close(fd) < 0 && !err)
-                err = errno;
-        if (err)
-                (void) unlink(path);
-        return err;
-}
-
-/* The helper keeps only the two descriptors it copies with: not the daemon's sockets, nor the
- * channels of idle supervisors, which would otherwise outlive a daemon that died mid-copy. */
-static void keep_only(int a, int b) {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-        if (lo > 3)
-                (void) close_range(3, (unsigned) lo - 1, 0);
-        if (hi > lo + 1)
-                (void) close_range((unsigned) lo + 1, (unsigned) hi - 1, 0);
-        (void) close_range((unsigned) hi + 1, ~0U, 0);
-}
-
-int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
-                     size_t n) {
-        struct gw_store_snapshot s;
-        int r = gw_store_snapshot_get(d->store, j->id, seq, &s);
-        if (r < 0 || s.pruned) {
-                snprintf(why, n, "job %lld has no snapshot %d%s (gpuward snapshots %lld)", (long long) j->id, seq,
-                         r == 0 ? " any more: the retention removed it" : "", (long long) j->id);
-                return -ENOENT;
-        }
-        _cleanup_close_ int src = open(s.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        int pfd[2];
-        if (src < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
-                snprintf(why, n, "cannot open snapshot %d: %m", seq);
-                return -EIO;
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-                (void) close(pfd[0]);
-                (void) close(pfd[1]);
-                snprintf(why, n, "cannot fork the copying helper: %m");
-                return -EIO;
-        }
-        if (pid == 0) {
-                (void) close(pfd[0]);
-                keep_only(src, pfd[1]);
-                int err = helper_copy(j, src, path, force, s.sha256);
-                (void) !write(pfd[1], &err, sizeof err);
-                _exit(err ? 1 : 0);
-        }
-        (void) close(pfd[1]);
-        int err = EIO, status;
-        if (read(pfd[0], &err, sizeof err) != (ssize_t) sizeof err)
-                err = EIO;
-        (void) close(pfd[0]);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        switch (err) {
-        case 0:
-                snprintf(why, n, "snapshot %d (%s, epoch %ld, sha256 %.12s) written to %s as %s", seq, s.kind, s.epoch,
-                         s.sha256, path, j->user);
-                return 0;
-        case EEXIST:
-                snprintf(why, n, "%s exists; --force overwrites it", path);
-                return -EEXIST;
-        case EACCES: case EPERM: case EROFS:
-                snprintf(why, n, "%s may not write %s", j->user, path);
-                return -EPERM;
-        case ENOENT: case ENOTDIR:
-                snprintf(why, n, "%s: no such directory", path);
-                return -ENOTDIR;
-        case ELOOP:
-                snprintf(why, n, "%s is a symbolic link: not followed", path);
-                return -EPERM;
-        case EISDIR: case EINVAL:
-                snprintf(why, n, "%s is not a regular file", path);
-                return -EINVAL;
-        case EBADMSG:
-                snprintf(why, n, "the copy of snapshot %d does not match its sha256 %.12s: not written", seq, s.sha256);
-                return -EIO;
-        default:
-                snprintf(why, n, "writing %s failed: %s", path, strerror(err));
-                return -EIO;
-        }
 }

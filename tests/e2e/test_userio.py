@@ -1,0 +1,187 @@
+"""What a user's files can do to the daemon and its state disk.
+
+- A restore whose target is a FIFO nobody reads (or a device) must not freeze the daemon's
+  loop: /healthz, another user's queue and job starts go on, and the restore is refused with
+  a 400 naming the target.
+- One job printing without end must not fill the state disk: its log is capped (head and
+  tail kept, a marker where output was dropped), an event says so, and other users can still
+  submit.
+- A sparse checkpoint is copied with its holes, and snapshots are capped per user and in all.
+
+Real users are made with useradd (prefix gwdsk) and removed in a finally block; the disk
+tests mount a small tmpfs on the state dir.  Root only: elsewhere each test skips with why."""
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+import unittest
+
+from gwtest import GPUWARD, IS_ROOT, TRAINER, Daemon, events_of, main, wait_until
+
+MiB = 1 << 20
+
+
+def skip_reason():
+    if not IS_ROOT:
+        return "needs root to create throwaway Unix users and mount a tmpfs"
+    for tool in ("useradd", "userdel", "setpriv", "mount", "umount"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed"
+    return None
+
+
+class Users:
+    """Throwaway accounts named gwdsk*, each with its own group, no home directory."""
+
+    def __init__(self):
+        self.suffix = secrets.token_hex(3)
+        self.made = []
+
+    def add(self, role):
+        name = f"gwdsk{role}{self.suffix}"
+        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True, timeout=30)
+        self.made.append(name)
+        return pwd.getpwnam(name)
+
+    def remove_all(self):
+        for name in self.made:
+            subprocess.run(["userdel", name], capture_output=True, timeout=30)
+            subprocess.run(["groupdel", name], capture_output=True, timeout=30)
+
+
+def as_user(u):
+    return ["setpriv", f"--reuid={u.pw_uid}", f"--regid={u.pw_gid}", "--init-groups"]
+
+
+class UserFilesTest(unittest.TestCase):
+    gpus = 2
+    extra = ()
+    config = None
+    tmpfs = None  # size of a tmpfs mounted on the state dir, e.g. "64m"
+
+    def setUp(self):
+        why = skip_reason()
+        if why:
+            print(f"test_userio: SKIPPED: {why}", file=sys.stderr, flush=True)
+            self.skipTest(why)
+        self.users = Users()
+        self.mounted = None
+        self.d = None
+        try:
+            self.alice = self.users.add("a")
+            self.bob = self.users.add("b")
+            self.d = Daemon(gpus=self.gpus, extra=self.extra, config=self.config)
+            if self.tmpfs:
+                os.makedirs(self.d.state, exist_ok=True)
+                p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.tmpfs},mode=0755", "tmpfs",
+                                    self.d.state], capture_output=True, text=True, timeout=30)
+                if p.returncode != 0:
+                    self.skipTest(f"cannot mount a tmpfs: {p.stderr.strip()}")
+                self.mounted = self.d.state
+            self.d.start()
+        except BaseException:
+            self.tearDown()
+            raise
+
+    def tearDown(self):
+        try:
+            if self.d:
+                result = getattr(getattr(self, "_outcome", None), "result", None)
+                if result is not None and any(t is self for t, _ in result.errors + result.failures):
+                    print(self.d.daemon_log()[-20000:], file=sys.stderr)
+                if self.mounted:
+                    # The daemon first: its files are on the mount; then the mount, then the rest.
+                    try:
+                        for j in self.d.api("GET", "/api/v1/jobs", timeout=10)[1].get("jobs", []):
+                            self.d.api("DELETE", f"/api/v1/jobs/{j['id']}?wait=1", timeout=30)
+                    except Exception as e:
+                        print(f"cleanup: {e}", file=sys.stderr)
+                    self.d.stop()
+                    subprocess.run(["umount", self.mounted], capture_output=True, timeout=60)
+                self.d.cleanup()
+        finally:
+            self.users.remove_all()
+
+    def cli(self, user, *args, timeout=60):
+        cmd = as_user(user) + [GPUWARD, "--socket", self.d.socket, *[str(a) for a in args]]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.d.work)
+
+    def submit(self, user, *args):
+        p = self.cli(user, "submit", "--json", *args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        import json
+        return json.loads(p.stdout)["id"]
+
+    def user_dir(self, user, name):
+        path = os.path.join(self.d.dir, name)
+        os.makedirs(path)
+        os.chown(path, user.pw_uid, user.pw_gid)
+        return path
+
+
+class RestoreTargets(UserFilesTest):
+    def test_a_fifo_target_does_not_freeze_the_daemon(self):
+        jid = self.submit(self.alice, "--name", "snap", "--", TRAINER, "epochs=3", "name=snap", "--epoch-seconds", "2.5")
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        snaps = self.d.cli_json("snapshots", jid)["snapshots"]
+        self.assertTrue(snaps, "snapshots were taken")
+        seq = snaps[-1]["seq"]
+        home = self.user_dir(self.alice, "alice")
+        fifo = os.path.join(home, "x")
+        os.mkfifo(fifo)
+        os.chown(fifo, self.alice.pw_uid, self.alice.pw_gid)
+        restore = subprocess.Popen(as_user(self.alice) + [GPUWARD, "--socket", self.d.socket, "restore", str(jid),
+                                                          "--snapshot", str(seq), "--to", fifo, "--force"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.d.work)
+        try:
+            time.sleep(0.5)  # the restore's request is in (the daemon would be stuck in it by now)
+            st, _ = self.d.tcp("GET", "/healthz", timeout=3)
+            self.assertEqual(st, 200)
+            p = self.cli(self.bob, "queue", timeout=5)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            other = self.submit(self.bob, "--", "sleep", "30")
+            self.d.wait_state(other, "RUNNING", timeout=10)
+            out, err = restore.communicate(timeout=10)
+            self.assertEqual(restore.returncode, 1, (out, err))
+            self.assertIn("not a regular file", err)
+            # The outcome is on the job for whoever looks later.
+            ev = events_of(self.d.job(jid), "restore")
+            self.assertTrue(ev and "restore failed" in ev[-1]["message"] and fifo in ev[-1]["message"], ev)
+            # A device: refused the same way, through the API too, and never opened.
+            st, r = self.d.api("POST", f"/api/v1/jobs/{jid}/restore", {"snapshot": seq, "to": "/dev/null",
+                                                                         "force": True})
+            self.assertEqual(st, 400, r)
+            self.assertEqual(r.get("field"), "to", r)
+            self.assertIn("not a regular file", r["error"])
+            # A regular file still works, as the user.
+            out_path = os.path.join(home, "restored.pt")
+            p = self.cli(self.alice, "restore", jid, "--snapshot", seq, "--to", out_path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(os.stat(out_path).st_uid, self.alice.pw_uid)
+            self.assertEqual(os.stat(out_path).st_size, snaps[-1]["size"])
+        finally:
+            if restore.poll() is None:
+                # Before the fix the daemon waits in the FIFO: read it to let it go.
+                fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+                try:
+                    deadline = time.time() + 10
+                    while restore.poll() is None and time.time() < deadline:
+                        try:
+                            os.read(fd, 1 << 20)
+                        except BlockingIOError:
+                            time.sleep(0.05)
+                finally:
+                    os.close(fd)
+                if restore.poll() is None:
+                    restore.kill()
+                restore.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
