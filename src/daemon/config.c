@@ -85,6 +85,12 @@ static const char usage[] =
         "  --snapshot-keep-last N  last.pt snapshots kept per job, besides every best.pt (default 3)\n"
         "  --snapshot-cap SIZE  all snapshots together; the oldest last.pt copies go first\n"
         "                       (default 50G; 0 = no cap)\n"
+        "  --log-max SIZE       a job's log under the state dir is kept under this: its first\n"
+        "                       quarter, a line saying how much was dropped, and its newest\n"
+        "                       output (default 64M; 0 = no cap)\n"
+        "  --state-reserve SIZE job logs stop growing while the state dir's disk has less free,\n"
+        "                       so the database can still record (default 256M, at most a\n"
+        "                       quarter of that disk; 0 = none)\n"
         "  --max-connections-per-user N  connections one user may hold open on the Unix\n"
         "                       socket; more are refused (default 64; 0 = no cap; root and\n"
         "                       the daemon's own user are not capped)\n"
@@ -102,7 +108,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
-       OPT_SNAP_CAP, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS };
+       OPT_SNAP_CAP, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -134,6 +140,8 @@ static const struct option options[] = {
         { "leak-epochs", required_argument, NULL, OPT_LEAK_EPOCHS },
         { "snapshot-keep-last", required_argument, NULL, OPT_SNAP_KEEP },
         { "snapshot-cap", required_argument, NULL, OPT_SNAP_CAP },
+        { "log-max", required_argument, NULL, OPT_LOG_MAX },
+        { "state-reserve", required_argument, NULL, OPT_STATE_RESERVE },
         { "max-connections-per-user", required_argument, NULL, OPT_MAX_CONNS },
         { "webhook-url", required_argument, NULL, OPT_WEBHOOK_URL },
         { "webhook-events", required_argument, NULL, OPT_WEBHOOK_EVENTS },
@@ -277,6 +285,21 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (gw_parse_size(v, &c->snapshot_cap) < 0)
                         break;
                 return 0;
+        case OPT_LOG_MAX:
+        case OPT_STATE_RESERVE: {
+                uint64_t *to = opt == OPT_LOG_MAX ? &c->log_max : &c->state_reserve;
+                if (strcmp(v, "0") == 0) {
+                        *to = 0;
+                        return 0;
+                }
+                /* A cap keeps a quarter as the head and one as the tail: under 64K, nothing. */
+                if (gw_parse_size(v, to) < 0 || (opt == OPT_LOG_MAX && *to < (64u << 10))) {
+                        config_fail(c, "%s: invalid value '%s' (a size such as 64M%s, or 0 for none)", name, v,
+                                    opt == OPT_LOG_MAX ? ", at least 64K" : "");
+                        return -EINVAL;
+                }
+                return 0;
+        }
         case OPT_NO_SHOW:
         case OPT_BOOKING_WARN:
         case OPT_BACKOFF:
@@ -515,6 +538,8 @@ static void set_defaults(struct gw_config *c) {
                 .snapshot_keep_last = 3,
                 .max_conns_per_user = GW_HTTP_DEFAULT_MAX_PER_UID,
                 .snapshot_cap = (uint64_t) 50 << 30,
+                .log_max = (uint64_t) 64 << 20,
+                .state_reserve = (uint64_t) 256 << 20,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
                 .webhook_url = gw_xstrdup(""),

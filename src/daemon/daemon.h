@@ -64,6 +64,8 @@ struct gw_djob {
         size_t n_waiters;
         struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
+        int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
+        int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c, issue 7), NULL until sampled */
         bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
@@ -366,6 +368,15 @@ int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct 
 void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c);
 /* ---- end of idle-GPU reclamation ---- */
+
+/* joblog.c: a job log past log_max (its supervisor cut the middle, shim/logcap.h).  watch,
+ * after each sample: a "log_capped" event the first time the cut is seen in a running
+ * attempt; attempt_ended: one with the final count.  gw_state_disk_low: whether the state
+ * dir's disk has less free than state_reserve (job logs stop growing then); its free bytes
+ * into *ret_free (may be NULL). */
+void gw_joblog_watch(struct gw_daemon *d);
+void gw_joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
+bool gw_state_disk_low(const struct gw_daemon *d, uint64_t *ret_free);
 
 /* ---- training awareness (issue 7): training.c, training_snap.c, training_api.c (+ training_int.h) ---- */
 struct gw_train;

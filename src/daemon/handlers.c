@@ -632,7 +632,12 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
 
 static void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
-        reply_json(rep, 200, json_pack("{s:s}", "status", "ok"));
+        struct gw_daemon *d = the_daemon(ud);
+        uint64_t free_ = 0;
+        /* Still ok: the daemon serves; the state disk's room is for admins to act on. */
+        bool low = gw_state_disk_low(d, &free_);
+        reply_json(rep, 200, json_pack("{s:s,s:I,s:b}", "status", "ok", "state_disk_free", (json_int_t) free_,
+                                       "state_disk_low", low));
 }
 
 static void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -242,6 +242,8 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
                 .n_groups = account ? account->n_groups : 0,
                 .log_path = j->log_path,
                 .log_is_private = !j->output,
+                .log_max = d->cfg->log_max,
+                .log_reserve = d->cfg->state_reserve,
                 .cgroup_dir = j->cgroup,
                 .exits_path = d->exits_path,
                 .job_id = j->id,

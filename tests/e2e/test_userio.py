@@ -21,7 +21,7 @@ import sys
 import time
 import unittest
 
-from gwtest import GPUWARD, IS_ROOT, TRAINER, Daemon, events_of, main, wait_until
+from gwtest import GPUWARD, IS_ROOT, TRAINER, Daemon, events_of, main, start_failure, wait_until
 
 MiB = 1 << 20
 
@@ -181,6 +181,67 @@ class RestoreTargets(UserFilesTest):
                 if restore.poll() is None:
                     restore.kill()
                 restore.wait(timeout=10)
+
+
+def log_path(d, jid):
+    return os.path.join(d.state, "logs", f"{jid}.log")
+
+
+class LogCap(UserFilesTest):
+    tmpfs = "64m"
+    config = "log_max = 1M\nstate_reserve = 0\n"
+
+    def test_a_job_printing_without_end_keeps_its_log_under_the_cap(self):
+        jid = self.submit(self.alice, "--", "sh", "-c", "yes | head -c 200000000; echo THE-END")
+        j = self.d.wait_state(jid, {"COMPLETED", "FAILED"}, timeout=120)
+        self.assertEqual(j["state"], "COMPLETED", j)
+        text = self.d.log_text(jid)
+        self.assertLessEqual(len(text), 1 << 20)
+        self.assertTrue(text.startswith("y\ny\n"), text[:20])
+        self.assertTrue(text.rstrip().endswith("THE-END"), text[-100:])
+        self.assertRegex(text, r"\[gpuward: log capped at 1M: +\d+ bytes of output dropped here\]")
+        ev = events_of(self.d.job(jid), "log_capped")
+        self.assertTrue(ev, j.get("events"))
+        m = ev[-1]["message"]
+        self.assertRegex(m, r"^log capped at 1 MiB \(log_max\): \d+ bytes of output dropped;")
+        dropped = int(m.split(": ")[1].split()[0])
+        self.assertGreater(dropped, 200000000 - (1 << 20))
+        self.assertIn("log capped at 1 MiB", self.cli(self.alice, "show", jid).stdout)
+        self.assertIn("log capped at 1 MiB", self.d.daemon_log())
+        # The disk is not full: another user still submits, and the job runs.
+        other = self.submit(self.bob, "--", "sh", "-c", "echo hello")
+        self.d.wait_state(other, "COMPLETED", timeout=30)
+        self.assertIn("hello", self.d.log_text(other))
+
+    def test_bad_settings_stop_the_daemon(self):
+        self.assertIn("log_max: invalid value '10K' (a size such as 64M, at least 64K, or 0 for none)",
+                      start_failure("log_max = 10K\n"))
+        self.assertIn("state_reserve: invalid value 'lots'", start_failure("state_reserve = lots\n"))
+
+
+class LogReserve(UserFilesTest):
+    tmpfs = "64m"
+    # No cap to help (1G): the reserve alone, a quarter of the 64M disk (the setting is larger).
+    config = "log_max = 1G\nstate_reserve = 256M\n"
+
+    def test_logs_stop_growing_at_the_reserve(self):
+        jid = self.submit(self.alice, "--", "sh", "-c", "yes | head -c 100000000; sleep 30")
+        ev = wait_until(lambda: events_of(self.d.job(jid), "log_stopped"), timeout=60, what="a log_stopped event")
+        self.assertIn("under state_reserve", ev[0]["message"])
+        st, h = self.d.api("GET", "/healthz")
+        self.assertEqual(st, 200)
+        self.assertTrue(h["state_disk_low"], h)
+        free = shutil.disk_usage(self.d.state).free
+        self.assertGreater(free, 8 << 20, "the log left the reserve alone")
+        # The store can still record: another user submits.
+        other = self.submit(self.bob, "--", "sh", "-c", "echo hello")
+        self.d.wait_state(other, {"RUNNING", "COMPLETED"}, timeout=30)
+        self.assertIn("state disk low", self.d.daemon_log())
+        self.d.api("DELETE", f"/api/v1/jobs/{jid}?wait=1", timeout=30)
+        with open(log_path(self.d, jid), "rb") as f:
+            f.seek(-300, os.SEEK_END)
+            tail = f.read().decode()
+        self.assertIn("bytes of output dropped here: the state disk had less free than state_reserve", tail)
 
 
 if __name__ == "__main__":
