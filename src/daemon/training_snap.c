@@ -2,13 +2,16 @@
  * is complete (the same size and mtime for two samples, and a whole ZIP archive as torch.save
  * writes it), it is copied to STATE_DIR/snapshots/JOB/ with its sha256, the epoch it holds and
  * that epoch's mAP50-95, and recorded in the store.  The copy advances COPY_CHUNK bytes per
- * sample, so that a checkpoint of gigabytes never stalls the event loop.  Retention, after
- * each copy and so also when the job has ended: per job the newest snapshot_keep_last
- * last.pt copies (default 3) and every best.pt; over all jobs, snapshot_cap bytes (default
- * 50G), the oldest last.pt copies removed first (best.pt copies are never evicted: they are
- * what a user restores); core/snap_retain.h makes both choices.  The rows of pruned copies
- * stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
- * serialises once): the second copy is a hard link to the first.
+ * sample, so that a checkpoint of gigabytes never stalls the event loop, and keeps the
+ * source's holes (and leaves zero blocks unwritten): a sparse checkpoint costs its data, not
+ * its size.  Retention, after each copy and so also when the job has ended: per job the
+ * newest snapshot_keep_last copies of each kind (default 3); under snapshot_cap (default 50G,
+ * all snapshots) and snapshot_cap_user (default 20G, each user's), counted in blocks on disk,
+ * the oldest copies removed first and each job's newest best.pt last; core/snap_retain.h makes
+ * these choices.  Before a copy, room is made for it under both caps; one that alone would
+ * not fit is refused, with an event on the job.  The rows of pruned copies stay.  best.pt and
+ * last.pt of the same epoch hold the same bytes (Ultralytics 8.1 serialises once): the second
+ * copy is a hard link to the first.
  *
  * Restore is training_restore.c's. */
 #include <errno.h>
@@ -22,6 +25,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "core/ckpt.h"
 #include "core/snap_retain.h"
 #include "daemon/reclaim_watch.h"
@@ -88,6 +92,24 @@ static void epoch_of(const struct gw_train *t, int kind, gw_usec_t mtime, long *
         }
 }
 
+/* Whether a copy of need bytes (blocks on disk) fits under the caps at all; if not, the job is
+ * told, once a run for each file. */
+static bool admit(struct gw_daemon *d, const struct gw_job *j, struct train_file *f, int kind, uint64_t need) {
+        uint64_t user = d->cfg->snapshot_cap_user, total = d->cfg->snapshot_cap;
+        const char *over = user && need > user ? "snapshot_cap_user" : total && need > total ? "snapshot_cap" : NULL;
+        if (!over)
+                return true;
+        char a[32], b[32], msg[512];
+        snprintf(msg, sizeof msg, "weights/%s not snapshotted: it holds %s on disk, more than %s %s", file_names[kind],
+                 gw_format_size(need, a, sizeof a), over,
+                 gw_format_size(!strcmp(over, "snapshot_cap") ? total : user, b, sizeof b));
+        log_info("job %lld: %s", (long long) j->id, msg);
+        if (!f->refused_told && gw_store_job_event(d->store, j->id, j->state, "snapshot_refused", msg) < 0)
+                log_warn("job %lld: cannot record a refused snapshot: %s", (long long) j->id, gw_store_errmsg(d->store));
+        f->refused_told = true;
+        return false;
+}
+
 static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, int kind) {
         const struct gw_job *j = dj->job;
         struct train_file *f = &t->files[kind];
@@ -109,6 +131,11 @@ static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
                 log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id, c->src_path);
                 goto fail;
         }
+        /* Blocks, not st_size: the copy keeps the holes. */
+        uint64_t need = (uint64_t) st.st_blocks * 512;
+        if (!admit(d, j, f, kind, need))
+                goto fail;
+        gw_train_snap_enforce_caps(d, j->uid, need);
         if ((r = snap_dir(d, j->id, dir, sizeof dir)) < 0) {
                 log_warn("job %lld: cannot create %s: %s", (long long) j->id, dir, strerror(-r));
                 goto fail;
@@ -153,13 +180,13 @@ static void drop(struct gw_daemon *d, const struct gw_store_snapshot *s, const c
                           s->epoch, why);
 }
 
-/* The bytes a copy holds on its own: best.pt and last.pt of one epoch share theirs (a hard
- * link), so each name counts for its share. */
+/* The bytes a copy holds on disk on its own: its blocks (a sparse copy holds few), and best.pt
+ * and last.pt of one epoch share theirs (a hard link), so each name counts for its share. */
 static uint64_t share_of(const struct gw_store_snapshot *s) {
         struct stat st;
         if (stat(s->path, &st) < 0)
                 return 0;
-        return (uint64_t) st.st_size / (st.st_nlink ? st.st_nlink : 1);
+        return (uint64_t) st.st_blocks * 512 / (st.st_nlink ? st.st_nlink : 1);
 }
 
 /* The kept copies as core/snap_retain.h sees them; evict[] cleared, to be filled by it. */
@@ -173,7 +200,7 @@ static struct gw_snap_item *retain_items(const struct keep_ctx *k, bool with_byt
         return items;
 }
 
-/* Removes all but the newest snapshot_keep_last last.pt copies of the job. */
+/* Removes all but the newest snapshot_keep_last copies of each kind of the job. */
 static void prune(struct gw_daemon *d, int64_t job_id) {
         struct keep_ctx k = { 0 };
         if (gw_store_snapshots(d->store, job_id, collect, &k) < 0)
@@ -187,19 +214,47 @@ static void prune(struct gw_daemon *d, int64_t job_id) {
         free(k.v);
 }
 
-/* Over snapshot_cap: the oldest last.pt copies go, over all jobs, until under it. */
-void gw_train_snap_enforce_cap(struct gw_daemon *d) {
-        if (!d->cfg->snapshot_cap)
+/* One cap over the kept copies of uid (all of them when uid < 0) not yet gone, making room
+ * for incoming bytes: those core/snap_retain.h picks are removed and marked gone. */
+static void enforce(struct gw_daemon *d, const struct keep_ctx *k, const struct gw_snap_item *all, bool *gone,
+                    int64_t uid, uint64_t cap, uint64_t incoming, const char *why) {
+        if (!cap)
+                return;
+        _cleanup_free_ struct gw_snap_item *items = gw_xcalloc(k->n ? k->n : 1, sizeof *items);
+        _cleanup_free_ size_t *at = gw_xcalloc(k->n ? k->n : 1, sizeof *at);
+        _cleanup_free_ bool *evict = gw_xcalloc(k->n ? k->n : 1, sizeof *evict);
+        size_t m = 0;
+        for (size_t i = 0; i < k->n; i++)
+                if (!gone[i] && (uid < 0 || k->v[i].uid == uid)) {
+                        items[m] = all[i];
+                        at[m++] = i;
+                }
+        if (gw_snap_over_cap(items, m, cap, incoming, evict))
+                for (size_t i = 0; i < m; i++)
+                        if (evict[i]) {
+                                drop(d, &k->v[at[i]], why);
+                                gone[at[i]] = true;
+                        }
+}
+
+void gw_train_snap_enforce_caps(struct gw_daemon *d, int64_t uid, uint64_t incoming) {
+        if (!d->cfg->snapshot_cap && !d->cfg->snapshot_cap_user)
                 return;
         struct keep_ctx k = { 0 };
         if (gw_store_snapshots_kept(d->store, collect, &k) < 0)
                 return;
-        _cleanup_free_ bool *evict = NULL;
-        _cleanup_free_ struct gw_snap_item *items = retain_items(&k, true, &evict);
-        if (gw_snap_over_cap(items, k.n, d->cfg->snapshot_cap, evict))
-                for (size_t i = 0; i < k.n; i++)
-                        if (evict[i])
-                                drop(d, &k.v[i], "over snapshot_cap, oldest first");
+        _cleanup_free_ bool *gone = NULL;
+        _cleanup_free_ struct gw_snap_item *items = retain_items(&k, true, &gone);
+        enforce(d, &k, items, gone, -1, d->cfg->snapshot_cap, incoming, "over snapshot_cap, oldest first");
+        for (size_t i = 0; i < k.n; i++) {
+                int64_t u = k.v[i].uid;
+                bool first = true; /* each user once: the first of their copies in the list */
+                for (size_t p = 0; p < i && first; p++)
+                        first = k.v[p].uid != u;
+                if (first && (uid < 0 || u == uid))
+                        enforce(d, &k, items, gone, u, d->cfg->snapshot_cap_user, u == uid ? incoming : 0,
+                                "over snapshot_cap_user, the user's oldest first");
+        }
         free(k.v);
 }
 
@@ -208,7 +263,7 @@ void gw_train_snap_housekeeping(struct gw_daemon *d, gw_usec_t mono_now) {
         if (mono_now < next)
                 return;
         next = mono_now + CAP_EVERY;
-        gw_train_snap_enforce_cap(d);
+        gw_train_snap_enforce_caps(d, -1, 0);
 }
 
 static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
@@ -232,6 +287,12 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         (void) snap_dir(d, j->id, dir, sizeof dir);
         snprintf(s.path, sizeof s.path, "%s/e%ld-%s-%.12s.pt", dir, c->epoch, s.kind, s.sha256);
         snprintf(twin, sizeof twin, "%s/e%ld-%s-%.12s.pt", dir, c->epoch, kind_names[!c->kind], s.sha256);
+        /* A trailing hole (or zeros) was never written: the copy gets the whole size. */
+        if (ftruncate(c->dst, c->size) < 0) {
+                log_warn("job %lld: cannot size snapshot %s: %m", (long long) j->id, c->tmp_path);
+                gw_train_copy_abort(t);
+                return;
+        }
         (void) close(c->dst);
         c->dst = -1;
         (void) unlink(s.path);
@@ -245,20 +306,47 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                         log_debug("job %lld: snapshot %d: %s epoch %ld (%s)", (long long) j->id, s.seq, s.kind, s.epoch,
                                   s.sha256);
                         prune(d, j->id);
-                        gw_train_snap_enforce_cap(d);
+                        gw_train_snap_enforce_caps(d, j->uid, 0);
                 }
         } else
                 log_warn("job %lld: cannot keep snapshot %s: %m", (long long) j->id, s.path);
         gw_train_copy_abort(t);
 }
 
+static bool all_zero(const char *p, size_t n) {
+        return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
+}
+
+/* How many bytes from c->copied on are a hole of the source (0: data there, or no way to
+ * tell), at most max. */
+static uint64_t hole_ahead(const struct train_copy *c, uint64_t max) {
+        off_t data = lseek(c->src, (off_t) c->copied, SEEK_DATA);
+        if (data < 0)
+                /* ENXIO: only a hole to the end; else SEEK_DATA is not supported: data. */
+                data = errno == ENXIO ? (off_t) c->size : (off_t) c->copied;
+        uint64_t hole = (uint64_t) data - c->copied;
+        return hole < max ? hole : max;
+}
+
+/* One step: at most COPY_CHUNK bytes of the source (holes count too: their zeros are hashed).
+ * The copy keeps the source's holes and leaves zero blocks unwritten (finish_copy sets the
+ * size), so a sparse checkpoint's copy holds only its data. */
 static void advance_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
         struct train_copy *c = t->copy;
         _cleanup_free_ char *buf = gw_xmalloc(BUF_SIZE);
         for (uint64_t this_step = 0; this_step < COPY_CHUNK && c->copied < (uint64_t) c->size;) {
-                uint64_t left = (uint64_t) c->size - c->copied;
-                ssize_t n = pread(c->src, buf, left < BUF_SIZE ? (size_t) left : BUF_SIZE, (off_t) c->copied);
-                if (n <= 0 || write(c->dst, buf, (size_t) n) != n) {
+                uint64_t left = (uint64_t) c->size - c->copied, want = left < BUF_SIZE ? left : BUF_SIZE;
+                uint64_t hole = hole_ahead(c, want);
+                if (hole) {
+                        memset(buf, 0, (size_t) hole);
+                        gw_sha256_update(&c->sha, buf, (size_t) hole);
+                        c->copied += hole;
+                        this_step += hole;
+                        continue;
+                }
+                ssize_t n = pread(c->src, buf, (size_t) want, (off_t) c->copied);
+                bool zero = n > 0 && all_zero(buf, (size_t) n);
+                if (n <= 0 || (!zero && pwrite(c->dst, buf, (size_t) n, (off_t) c->copied) != n)) {
                         log_debug("job %lld: copying %s failed", (long long) dj->job->id, c->src_path);
                         gw_train_copy_abort(t);
                         return;
@@ -288,7 +376,8 @@ void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                         f->stable++;
                 else
                         *f = (struct train_file) { .seen = true, .size = st.st_size, .mtime = gw_file_mtime_us(&st),
-                                                   .done_size = f->done_size, .done_mtime = f->done_mtime };
+                                                   .done_size = f->done_size, .done_mtime = f->done_mtime,
+                                                   .refused_told = f->refused_told };
         }
         /* One step of the copy in flight, then of each file that is due (both change in the
          * same epoch: one at a time, one could starve the other). */

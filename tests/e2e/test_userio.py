@@ -244,5 +244,86 @@ class LogReserve(UserFilesTest):
         self.assertIn("bytes of output dropped here: the state disk had less free than state_reserve", tail)
 
 
+class SparseSnapshots(UserFilesTest):
+    """With the default settings, on a 64M state disk: a 100 MiB checkpoint that is nearly all
+    holes was copied in full, every epoch, and filled the disk."""
+    tmpfs = "64m"
+
+    def test_a_sparse_checkpoint_is_copied_with_its_holes(self):
+        jid = self.submit(self.alice, "--", TRAINER, "epochs=3", "name=sparse", "--epoch-seconds", "2.5",
+                          "--ckpt-zero-mib", "100")
+        self.d.wait_state(jid, "COMPLETED", timeout=90)
+        snaps = self.d.cli_json("snapshots", jid)["snapshots"]
+        self.assertTrue(snaps, "snapshots were taken")
+        snap_dir = os.path.join(self.d.state, "snapshots", str(jid))
+        for s in snaps:
+            path = os.path.join(snap_dir, f"e{s['epoch']}-{s['kind']}-{s['sha256'][:12]}.pt")
+            st = os.stat(path)
+            self.assertGreater(st.st_size, 100 << 20)
+            self.assertLess(st.st_blocks * 512, 4 << 20, f"{path}: the holes are kept")
+            self.assertEqual(st.st_size, s["size"])
+        # Byte for byte what the run wrote, holes and all: a restore checks the sha256.
+        home = self.user_dir(self.alice, "alice")
+        p = self.cli(self.alice, "restore", jid, "--snapshot", snaps[-1]["seq"], "--to", os.path.join(home, "r.pt"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        other = self.submit(self.bob, "--", "true")
+        self.d.wait_state(other, "COMPLETED", timeout=30)
+
+
+class SnapshotCaps(UserFilesTest):
+    def kept(self, jid):
+        return [s for s in self.d.cli_json("snapshots", "--all", jid)["snapshots"] if not s["pruned"]]
+
+    def kept_blocks(self, jid):
+        snap_dir = os.path.join(self.d.state, "snapshots", str(jid))
+        # best.pt and last.pt of one epoch are one file (a hard link): counted once.
+        files = {st.st_ino: st for st in (os.stat(os.path.join(snap_dir, n)) for n in os.listdir(snap_dir)
+                                         if not n.startswith("."))}
+        return sum(st.st_blocks * 512 for st in files.values())
+
+    def test_each_user_has_a_cap_and_best_copies_are_evicted_too(self):
+        self.d.stop()
+        self.d.config = "snapshot_cap_user = 300K\nsnapshot_keep_last = 10\n"
+        self.d.start()
+        jid = self.submit(self.alice, "--", TRAINER, "epochs=8", "name=capped", "--epoch-seconds", "1.5")
+        self.d.wait_state(jid, "COMPLETED", timeout=90)
+        every = self.d.cli_json("snapshots", "--all", jid)["snapshots"]
+        kept = [s for s in every if not s["pruned"]]
+        self.assertTrue(kept)
+        self.assertLessEqual(self.kept_blocks(jid), 300 << 10)
+        self.assertTrue(any(s["kind"] == "best" and s["pruned"] for s in every), "older best.pt copies evicted")
+        newest_best = max(s["seq"] for s in every if s["kind"] == "best")
+        self.assertIn(newest_best, [s["seq"] for s in kept], "the newest best.pt is the last to go")
+        # Another user's copies are under their own cap, not alice's.
+        other = self.submit(self.bob, "--", TRAINER, "epochs=2", "name=bobs", "project=bobruns",
+                            "--epoch-seconds", "2.5")
+        self.d.wait_state(other, "COMPLETED", timeout=60)
+        self.assertTrue(self.kept(other))
+        self.assertEqual([s["seq"] for s in self.kept(jid)], [s["seq"] for s in kept])
+
+    def test_keep_last_applies_to_best_copies(self):
+        self.d.stop()
+        self.d.config = "snapshot_keep_last = 1\n"
+        self.d.start()
+        jid = self.submit(self.alice, "--", TRAINER, "epochs=4", "name=k1", "--epoch-seconds", "2.5")
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        kept = self.kept(jid)
+        self.assertEqual(sorted(s["kind"] for s in kept), ["best", "last"], kept)
+
+    def test_a_copy_over_the_cap_is_refused_with_an_event(self):
+        self.d.stop()
+        self.d.config = "snapshot_cap_user = 16K\n"
+        self.d.start()
+        jid = self.submit(self.alice, "--", TRAINER, "epochs=3", "name=big", "--epoch-seconds", "2.5")
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        self.assertEqual(self.kept(jid), [])
+        ev = events_of(self.d.job(jid), "snapshot_refused")
+        self.assertTrue(ev)
+        self.assertRegex(ev[0]["message"], r"^weights/(last|best)\.pt not snapshotted: it holds .* on disk, more "
+                                           r"than snapshot_cap_user 16 KiB$")
+        self.assertLessEqual(len(ev), 2, "told once per file")
+        self.assertIn("snapshot_cap_user", self.cli(self.alice, "show", jid).stdout)
+
+
 if __name__ == "__main__":
     main()
