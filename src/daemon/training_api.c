@@ -172,24 +172,25 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
                     struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
-        if (!j)
-                return;
         char why[4400];
+        /* Answered after the helper's end (the caller was checked when the request came). */
         if (req->resumed) {
                 int seq = 0;
                 char to[4200];
                 int status = gw_train_restore_take(d, req->conn, &seq, to, sizeof to, why, sizeof why);
                 if (status == 200)
-                        reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) j->id, "snapshot", seq,
+                        reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq,
                                                        "to", gw_json_text(to), "message", gw_json_text(why)));
                 else if (status > 0)
                         reply_error(rep, status, "to", "%s", why);
                 else
                         reply_error(rep, 500, NULL, "the restore's outcome was lost: see gpuward show %lld",
-                                    (long long) j->id);
+                                    (long long) ctx->id);
                 return;
         }
+        const struct gw_job *j = job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
+        if (!j)
+                return;
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;

@@ -208,6 +208,10 @@ class LogCap(UserFilesTest):
         self.assertGreater(dropped, 200000000 - (1 << 20))
         self.assertIn("log capped at 1 MiB", self.cli(self.alice, "show", jid).stdout)
         self.assertIn("log capped at 1 MiB", self.d.daemon_log())
+        # A follower whose offset the cut left past the end goes on from the end.
+        st, body, headers = self.d.api("GET", f"/api/v1/jobs/{jid}/log?offset=150000000", raw=True)
+        self.assertEqual((st, body), (200, b""))
+        self.assertEqual(int(headers["X-Log-Offset"]), len(text.encode()))
         # The disk is not full: another user still submits, and the job runs.
         other = self.submit(self.bob, "--", "sh", "-c", "echo hello")
         self.d.wait_state(other, "COMPLETED", timeout=30)
