@@ -95,14 +95,21 @@ static void epoch_of(const struct gw_train *t, int kind, gw_usec_t mtime, long *
 /* Whether a copy of need bytes (blocks on disk) fits under the caps at all; if not, the job is
  * told, once a run for each file. */
 static bool admit(struct gw_daemon *d, const struct gw_job *j, struct train_file *f, int kind, uint64_t need) {
-        uint64_t user = d->cfg->snapshot_cap_user, total = d->cfg->snapshot_cap;
+        uint64_t user = d->cfg->snapshot_cap_user, total = d->cfg->snapshot_cap, free_ = 0;
         const char *over = user && need > user ? "snapshot_cap_user" : total && need > total ? "snapshot_cap" : NULL;
-        if (!over)
+        /* The reserve is the database's: no copy eats into it. */
+        bool low = !over && gw_state_disk_low(d, &free_);
+        if (!over && !low)
                 return true;
         char a[32], b[32], msg[512];
-        snprintf(msg, sizeof msg, "weights/%s not snapshotted: it holds %s on disk, more than %s %s", file_names[kind],
-                 gw_format_size(need, a, sizeof a), over,
-                 gw_format_size(!strcmp(over, "snapshot_cap") ? total : user, b, sizeof b));
+        if (low)
+                snprintf(msg, sizeof msg, "weights/%s not snapshotted: the state disk has %s free, under state_reserve %s",
+                         file_names[kind], gw_format_size(free_, a, sizeof a),
+                         gw_format_size(d->cfg->state_reserve, b, sizeof b));
+        else
+                snprintf(msg, sizeof msg, "weights/%s not snapshotted: it holds %s on disk, more than %s %s",
+                         file_names[kind], gw_format_size(need, a, sizeof a), over,
+                         gw_format_size(!strcmp(over, "snapshot_cap") ? total : user, b, sizeof b));
         log_info("job %lld: %s", (long long) j->id, msg);
         if (!f->refused_told && gw_store_job_event(d->store, j->id, j->state, "snapshot_refused", msg) < 0)
                 log_warn("job %lld: cannot record a refused snapshot: %s", (long long) j->id, gw_store_errmsg(d->store));

@@ -229,7 +229,7 @@ class LogReserve(UserFilesTest):
     config = "log_max = 1G\nstate_reserve = 256M\n"
 
     def test_logs_stop_growing_at_the_reserve(self):
-        jid = self.submit(self.alice, "--", "sh", "-c", "yes | head -c 100000000; sleep 30")
+        jid = self.submit(self.alice, "--", "sh", "-c", "yes | head -c 100000000; sleep 60")
         ev = wait_until(lambda: events_of(self.d.job(jid), "log_stopped"), timeout=60, what="a log_stopped event")
         self.assertIn("under state_reserve", ev[0]["message"])
         st, h = self.d.api("GET", "/healthz")
@@ -241,6 +241,12 @@ class LogReserve(UserFilesTest):
         other = self.submit(self.bob, "--", "sh", "-c", "echo hello")
         self.d.wait_state(other, {"RUNNING", "COMPLETED"}, timeout=30)
         self.assertIn("state disk low", self.d.daemon_log())
+        # No snapshot eats into the reserve either.
+        self.d.wait_state(other, "COMPLETED", timeout=30)
+        train = self.submit(self.bob, "--", TRAINER, "epochs=2", "name=low", "project=bobruns", "--epoch-seconds", "2")
+        self.d.wait_state(train, "COMPLETED", timeout=60)
+        ev = events_of(self.d.job(train), "snapshot_refused")
+        self.assertTrue(ev and "under state_reserve" in ev[0]["message"], ev)
         self.d.api("DELETE", f"/api/v1/jobs/{jid}?wait=1", timeout=30)
         with open(log_path(self.d, jid), "rb") as f:
             f.seek(-300, os.SEEK_END)
