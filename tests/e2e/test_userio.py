@@ -217,6 +217,15 @@ class LogCap(UserFilesTest):
         self.d.wait_state(other, "COMPLETED", timeout=30)
         self.assertIn("hello", self.d.log_text(other))
 
+    def test_failure_evidence_is_read_from_the_tail_after_a_cut(self):
+        crash = "RuntimeError: CUDA error: an illegal memory access was encountered"
+        jid = self.submit(self.alice, "--retries", "0", "--", "sh", "-c",
+                          f"yes | head -c 5000000; echo '{crash}' >&2; exit 1")
+        j = self.d.wait_state(jid, "FAILED", timeout=60)
+        self.assertTrue(events_of(j, "log_capped"), j.get("events"))
+        self.assertEqual(j["attempts"][0]["class"], "cuda_error", j["attempts"])
+        self.assertIn("illegal memory access", j["attempts"][0]["evidence"])
+
     def test_bad_settings_stop_the_daemon(self):
         self.assertIn("log_max: invalid value '10K' (a size such as 64M, at least 64K, or 0 for none)",
                       start_failure("log_max = 10K\n"))
