@@ -358,8 +358,9 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
         snprintf(subject, sizeof subject, "job %lld", id);
         json_t *body = json_pack("{s:I,s:s,s:b}", "snapshot", (json_int_t) seq, "to", abs, "force", force);
         static const struct cli_field_alias aliases[] = { { "snapshot", "--snapshot" }, { "to", "--to" }, { NULL, NULL } };
+        /* The daemon answers when the copy is done, which it bounds at 30 minutes. */
         struct cli_call call = { .method = "POST", .target = target, .body = body, .subject = subject,
-                                 .aliases = aliases };
+                                 .aliases = aliases, .timeout = 31 * 60 * GW_USEC_PER_SEC };
         json_t *o = NULL;
         r = body ? cli_api_json(ctx, &call, &o) : CLI_EXIT_FAIL;
         json_decref(body);

@@ -82,9 +82,16 @@ static const char usage[] =
         "                       once (default 20 and 50; admins are not limited)\n"
         "  --leak-mib-per-epoch M  GPU memory-leak threshold: baseline growth per epoch (default 256)\n"
         "  --leak-epochs N      epochs in a row over it before a leak is flagged (default 3)\n"
-        "  --snapshot-keep-last N  last.pt snapshots kept per job, besides every best.pt (default 3)\n"
-        "  --snapshot-cap SIZE  all snapshots together; the oldest last.pt copies go first\n"
-        "                       (default 50G; 0 = no cap)\n"
+        "  --snapshot-keep-last N  snapshots of last.pt, and of best.pt, kept per job (default 3)\n"
+        "  --snapshot-cap SIZE  all snapshots together, in blocks on disk; the oldest copies go\n"
+        "                       first, each job's newest best.pt last (default 50G; 0 = no cap)\n"
+        "  --snapshot-cap-user SIZE  the same over each user's snapshots (default 20G; 0 = none)\n"
+        "  --log-max SIZE       a job's log under the state dir is kept under this: its first\n"
+        "                       quarter, a line saying how much was dropped, and its newest\n"
+        "                       output (default 64M; 0 = no cap)\n"
+        "  --state-reserve SIZE job logs stop growing while the state dir's disk has less free,\n"
+        "                       so the database can still record (default 256M, at most a\n"
+        "                       quarter of that disk; 0 = none)\n"
         "  --max-connections-per-user N  connections one user may hold open on the Unix\n"
         "                       socket; more are refused (default 64; 0 = no cap; root and\n"
         "                       the daemon's own user are not capped)\n"
@@ -102,7 +109,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
-       OPT_SNAP_CAP, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS };
+       OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -134,6 +141,9 @@ static const struct option options[] = {
         { "leak-epochs", required_argument, NULL, OPT_LEAK_EPOCHS },
         { "snapshot-keep-last", required_argument, NULL, OPT_SNAP_KEEP },
         { "snapshot-cap", required_argument, NULL, OPT_SNAP_CAP },
+        { "snapshot-cap-user", required_argument, NULL, OPT_SNAP_CAP_USER },
+        { "log-max", required_argument, NULL, OPT_LOG_MAX },
+        { "state-reserve", required_argument, NULL, OPT_STATE_RESERVE },
         { "max-connections-per-user", required_argument, NULL, OPT_MAX_CONNS },
         { "webhook-url", required_argument, NULL, OPT_WEBHOOK_URL },
         { "webhook-events", required_argument, NULL, OPT_WEBHOOK_EVENTS },
@@ -270,13 +280,31 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 c->snapshot_keep_last = (int) n;
                 return 0;
         case OPT_SNAP_CAP:
+        case OPT_SNAP_CAP_USER: {
+                uint64_t *to = opt == OPT_SNAP_CAP ? &c->snapshot_cap : &c->snapshot_cap_user;
                 if (strcmp(v, "0") == 0) {
-                        c->snapshot_cap = 0;
+                        *to = 0;
                         return 0;
                 }
-                if (gw_parse_size(v, &c->snapshot_cap) < 0)
+                if (gw_parse_size(v, to) < 0)
                         break;
                 return 0;
+        }
+        case OPT_LOG_MAX:
+        case OPT_STATE_RESERVE: {
+                uint64_t *to = opt == OPT_LOG_MAX ? &c->log_max : &c->state_reserve;
+                if (strcmp(v, "0") == 0) {
+                        *to = 0;
+                        return 0;
+                }
+                /* A cap keeps a quarter as the head and one as the tail: under 64K, nothing. */
+                if (gw_parse_size(v, to) < 0 || (opt == OPT_LOG_MAX && *to < (64u << 10))) {
+                        config_fail(c, "%s: invalid value '%s' (a size such as 64M%s, or 0 for none)", name, v,
+                                    opt == OPT_LOG_MAX ? ", at least 64K" : "");
+                        return -EINVAL;
+                }
+                return 0;
+        }
         case OPT_NO_SHOW:
         case OPT_BOOKING_WARN:
         case OPT_BACKOFF:
@@ -515,6 +543,9 @@ static void set_defaults(struct gw_config *c) {
                 .snapshot_keep_last = 3,
                 .max_conns_per_user = GW_HTTP_DEFAULT_MAX_PER_UID,
                 .snapshot_cap = (uint64_t) 50 << 30,
+                .snapshot_cap_user = (uint64_t) 20 << 30,
+                .log_max = (uint64_t) 64 << 20,
+                .state_reserve = (uint64_t) 256 << 20,
                 .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
                 .admins = gw_xstrdup(""),
                 .webhook_url = gw_xstrdup(""),

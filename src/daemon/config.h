@@ -52,7 +52,10 @@ struct gw_config {
         double leak_mib_per_epoch;  /* training awareness: leak threshold (core/leak.h) */
         unsigned leak_epochs;       /* rising epochs in a row before a leak is flagged */
         int snapshot_keep_last;     /* last.pt snapshots kept per job (every best.pt is kept) */
-        uint64_t snapshot_cap;      /* bytes of all snapshots; 0 = no cap */
+        uint64_t snapshot_cap;      /* bytes on disk of all snapshots; 0 = no cap */
+        uint64_t snapshot_cap_user; /* bytes on disk of each user's snapshots; 0 = no cap */
+        uint64_t log_max;           /* bytes of a job's log under the state dir; 0 = no cap */
+        uint64_t state_reserve;     /* free bytes job logs leave on the state dir's disk; 0 = none */
         unsigned max_conns_per_user; /* Unix socket connections per uid; 0 = no cap */
         bool debug;
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]

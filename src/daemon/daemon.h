@@ -68,6 +68,8 @@ struct gw_djob {
         size_t n_waiters;
         struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
+        int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
+        int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c, issue 7), NULL until sampled */
         bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
@@ -183,6 +185,7 @@ struct gw_daemon {
         struct gw_warm warm;                /* idle supervisors, sent the next starts first */
         struct gw_source launcher_src;
         int launcher_watched;        /* the launcher socket in epoll, -1 none */
+        struct gw_restore *restores; /* restores in progress (training_restore.c) */
 };
 
 /* jobmap.c / queue.c */
@@ -381,6 +384,15 @@ void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_
                    struct gw_http_reply *rep, const struct caller *c);
 /* ---- end of idle-GPU reclamation ---- */
 
+/* joblog.c: a job log past log_max (its supervisor cut the middle, shim/logcap.h).  watch,
+ * after each sample: a "log_capped" event the first time the cut is seen in a running
+ * attempt; attempt_ended: one with the final count.  gw_state_disk_low: whether the state
+ * dir's disk has less free than state_reserve (job logs stop growing then); its free bytes
+ * into *ret_free (may be NULL). */
+void gw_joblog_watch(struct gw_daemon *d);
+void gw_joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
+bool gw_state_disk_low(const struct gw_daemon *d, uint64_t *ret_free);
+
 /* ---- training awareness (issue 7): training.c, training_snap.c, training_api.c (+ training_int.h) ---- */
 struct gw_train;
 /* After every GPU sample: epochs from results.csv, the ETA (into j->eta), the leak check and
@@ -418,4 +430,17 @@ void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct 
 /* POST {"snapshot": N, "to": "/abs/path", "force": false} (the job's owner or an admin). */
 void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct caller *c);
+/* training_restore.c: a restore is a forked helper the loop never waits on.  start forks it
+ * for the suspended request conn (0, or -errno with the user's message in why); reaped takes
+ * a child's exit (false: not a restore helper), records the outcome as a "restore" event and
+ * resumes conn; take gives the resumed request its outcome (the HTTP status, -ENOENT when
+ * none is there); tick kills helpers past their time and says when the next one is due. */
+int gw_train_restore_start(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force,
+                           struct gw_http_conn *conn, char *why, size_t n);
+bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status);
+int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n, char *why,
+                          size_t n);
+void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
+gw_usec_t gw_train_restore_tick(struct gw_daemon *d);
+void gw_train_restore_free_all(struct gw_daemon *d);
 /* ---- end of training awareness ---- */

@@ -616,6 +616,10 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
                 free(buf);
                 return reply_error(rep, 403, "id", "the job's output file is not a file its user owns; not served");
         }
+        /* Past the end: a capped log shrank when its middle was cut (shim/logcap.h); a follower
+         * goes on from the end rather than waiting for the file to grow back to its offset. */
+        if (fd >= 0 && offset > st.st_size)
+                offset = st.st_size;
         if (fd >= 0)
                 n = pread(fd, buf, (size_t) limit, offset);
         if (n < 0)
@@ -632,7 +636,12 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
 
 static void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
-        reply_json(rep, 200, json_pack("{s:s}", "status", "ok"));
+        struct gw_daemon *d = the_daemon(ud);
+        uint64_t free_ = 0;
+        /* Still ok: the daemon serves; the state disk's room is for admins to act on. */
+        bool low = gw_state_disk_low(d, &free_);
+        reply_json(rep, 200, json_pack("{s:s,s:I,s:b}", "status", "ok", "state_disk_free", (json_int_t) free_,
+                                       "state_disk_low", low));
 }
 
 static void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -738,6 +747,7 @@ void gw_api_resume_waiters(struct gw_djob *dj) {
 
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = the_daemon(userdata);
+        gw_train_restore_conn_gone(d, conn);
         for (size_t i = 0; i < d->n_running; i++) {
                 struct gw_djob *dj = d->running[i];
                 for (size_t k = 0; k < dj->n_waiters; k++)

@@ -259,6 +259,8 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
                 .n_groups = account ? account->n_groups : 0,
                 .log_path = j->log_path,
                 .log_is_private = !j->output,
+                .log_max = d->cfg->log_max,
+                .log_reserve = d->cfg->state_reserve,
                 .cgroup_dir = j->cgroup,
                 .exits_path = d->exits_path,
                 .job_id = j->id,
@@ -608,6 +610,8 @@ void gw_jobs_reap(struct gw_daemon *d) {
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
                 gw_launch_server_reaped(d->launcher, pid);
+                if (gw_train_restore_reaped(d, pid, status))
+                        continue;
                 for (size_t i = 0; i < d->n_running; i++)
                         if (d->running[i]->job->shim_pid == pid) {
                                 gw_job_exited(d, d->running[i]);
@@ -644,6 +648,9 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
         gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
+        gw_usec_t restore = gw_train_restore_tick(d);
+        if (restore < next)
+                next = restore;
         if (d->start_retry_at && d->now >= d->start_retry_at) {
                 d->start_retry_at = 0;
                 d->sched_dirty = true;

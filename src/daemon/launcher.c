@@ -23,7 +23,7 @@
 #include "shim/shim.h"
 
 struct shim_args {
-        char job[32], attempt[32], user[64], groups[8192];
+        char job[32], attempt[32], user[64], groups[8192], log_max[32], log_reserve[32];
 };
 
 /* Where gpuward-shim is: beside the daemon binary (build tree, bin/), or ../lib/gpuward.
@@ -68,7 +68,7 @@ static char **shim_argv(const struct gw_launch *l, const char *shim, struct shim
         size_t n_args = 0;
         while (l->argv[n_args])
                 n_args++;
-        char **argv = gw_xcalloc(n_args + 20, sizeof(char *));
+        char **argv = gw_xcalloc(n_args + 32, sizeof(char *)); /* the options above, and NULL */
         size_t k = 0;
         argv[k++] = (char *) shim;
         const char *opts[][2] = { { "--job", a->job }, { "--attempt", a->attempt }, { "--exits", l->exits_path },
@@ -77,8 +77,15 @@ static char **shim_argv(const struct gw_launch *l, const char *shim, struct shim
                 argv[k++] = (char *) opts[i][0];
                 argv[k++] = (char *) opts[i][1];
         }
-        if (l->log_is_private)
+        if (l->log_is_private) {
                 argv[k++] = (char *) "--log-private";
+                snprintf(a->log_max, sizeof a->log_max, "%llu", (unsigned long long) l->log_max);
+                snprintf(a->log_reserve, sizeof a->log_reserve, "%llu", (unsigned long long) l->log_reserve);
+                argv[k++] = (char *) "--log-max";
+                argv[k++] = a->log_max;
+                argv[k++] = (char *) "--log-reserve";
+                argv[k++] = a->log_reserve;
+        }
         if (l->drop_privileges) {
                 argv[k++] = (char *) "--user";
                 argv[k++] = a->user;

@@ -33,6 +33,7 @@ struct gw_launch {
         int n_groups;
         const char *log_path;      /* stdout+stderr */
         bool log_is_private;       /* created by the shim (as root) and chowned to uid */
+        uint64_t log_max, log_reserve; /* for a private log: its cap, the free space it leaves */
         const char *cgroup_dir;    /* join this cgroup before exec, or NULL */
         const char *exits_path;    /* the exits journal the shim appends its end to (shim.h) */
         int64_t job_id;

@@ -512,6 +512,7 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         d->sched_dirty |= d->n_queue > 0;
         gw_reclaim_watch(d);
         gw_training_watch(d); /* issue 7: epochs, ETA, leaks, snapshots */
+        gw_joblog_watch(d);
 }
 
 /* --- events and draining ------------------------------------------------------------- */

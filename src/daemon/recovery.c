@@ -196,6 +196,7 @@ static void oom_facts(const struct gw_daemon *d, const struct gw_djob *dj, struc
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
         gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
+        gw_joblog_attempt_ended(d, dj);
         enum gw_attempt_end end = attempt_end(dj, status);
         /* A clean exit is classified without its log (gw_failure_classify, rule 2), except a
          * resumed YOLO run's, which may say there was nothing to resume. */

@@ -172,6 +172,22 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
                     struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        char why[4400];
+        /* Answered after the helper's end (the caller was checked when the request came). */
+        if (req->resumed) {
+                int seq = 0;
+                char to[4200];
+                int status = gw_train_restore_take(d, req->conn, &seq, to, sizeof to, why, sizeof why);
+                if (status == 200)
+                        reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq,
+                                                       "to", gw_json_text(to), "message", gw_json_text(why)));
+                else if (status > 0)
+                        reply_error(rep, status, "to", "%s", why);
+                else
+                        reply_error(rep, 500, NULL, "the restore's outcome was lost: see gpuward show %lld",
+                                    (long long) ctx->id);
+                return;
+        }
         const struct gw_job *j = job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
         if (!j)
                 return;
@@ -194,16 +210,12 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
                 json_decref(o);
                 return reply_error(rep, 400, "force", "force: must be true or false");
         }
-        char why[4400];
         int seq = (int) json_integer_value(snap);
-        int r = gw_train_restore(d, j, seq, path, json_is_true(force), why, sizeof why);
-        if (r == 0) {
-                (void) gw_store_job_event(d->store, j->id, j->state, "restore", why);
-                reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) j->id, "snapshot", seq, "to",
-                                               gw_json_text(path), "message", gw_json_text(why)));
-        } else {
-                int status = r == -ENOENT ? 404 : r == -EEXIST ? 409 : r == -EPERM ? 403 : r == -EIO ? 500 : 400;
-                reply_error(rep, status, r == -ENOENT ? "snapshot" : "to", "%s", why);
-        }
+        /* Answered when the helper is done (gw_train_restore_reaped resumes the request). */
+        int r = gw_train_restore_start(d, j, seq, path, json_is_true(force), req->conn, why, sizeof why);
+        if (r == 0)
+                rep->suspend = true;
+        else
+                reply_error(rep, r == -ENOENT ? 404 : 500, r == -ENOENT ? "snapshot" : NULL, "%s", why);
         json_decref(o);
 }

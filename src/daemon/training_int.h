@@ -39,6 +39,7 @@ enum { TRAIN_LAST, TRAIN_BEST, _TRAIN_FILES };
 /* weights/last.pt or best.pt: what it was at the last samples, and what was copied last. */
 struct train_file {
         bool seen;
+        bool refused_told;               /* a copy refused by a cap was told (an event), once a run */
         int64_t size;
         gw_usec_t mtime;
         unsigned stable;                 /* samples it stayed the same */
@@ -108,8 +109,10 @@ bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, c
 /* Watches weights/last.pt and best.pt of the run; starts, advances and finishes copies. */
 void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, gw_usec_t now);
 void gw_train_copy_abort(struct gw_train *t);
-/* The global size cap (snapshot_cap): the oldest last.pt copies of all jobs go first. */
-void gw_train_snap_enforce_cap(struct gw_daemon *d);
+/* The caps (snapshot_cap over all, snapshot_cap_user over each user's): the oldest copies go
+ * first, each job's newest best.pt last; for uid's copies (every user's when uid < 0), with
+ * room made for incoming more bytes of uid's. */
+void gw_train_snap_enforce_caps(struct gw_daemon *d, int64_t uid, uint64_t incoming);
 /* Once a minute from the sample loop: the cap, also when no job copies anything. */
 void gw_train_snap_housekeeping(struct gw_daemon *d, gw_usec_t mono_now);
 /* Whether last.pt (and best.pt when there is one) stayed the same for a sample and last.pt
@@ -119,10 +122,6 @@ bool gw_train_ckpt_settled(const struct gw_train *t);
 json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
 /* The newest kept snapshot of each kind, for `gpuward show`: {"best": {...}|null, "last": ...}. */
 json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id);
-/* Copies snapshot seq of j to path as j's user (a forked helper that drops to the user's ids
- * when the daemon is root).  0, or -errno with a message for the user in why. */
-int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
-                     size_t n);
 
 /* training_predict.c: the run time a queued job is expected to take. */
 #define GW_TRAIN_RUNTIME_BASIS 20

@@ -2,29 +2,30 @@
  * is complete (the same size and mtime for two samples, and a whole ZIP archive as torch.save
  * writes it), it is copied to STATE_DIR/snapshots/JOB/ with its sha256, the epoch it holds and
  * that epoch's mAP50-95, and recorded in the store.  The copy advances COPY_CHUNK bytes per
- * sample, so that a checkpoint of gigabytes never stalls the event loop.  Retention, after
- * each copy and so also when the job has ended: per job the newest snapshot_keep_last
- * last.pt copies (default 3) and every best.pt; over all jobs, snapshot_cap bytes (default
- * 50G), the oldest last.pt copies removed first (best.pt copies are never evicted: they are
- * what a user restores); core/snap_retain.h makes both choices.  The rows of pruned copies
- * stay.  best.pt and last.pt of the same epoch hold the same bytes (Ultralytics 8.1
- * serialises once): the second copy is a hard link to the first.
+ * sample, so that a checkpoint of gigabytes never stalls the event loop, and keeps the
+ * source's holes (and leaves zero blocks unwritten): a sparse checkpoint costs its data, not
+ * its size.  Retention, after each copy and so also when the job has ended: per job the
+ * newest snapshot_keep_last copies of each kind (default 3); under snapshot_cap (default 50G,
+ * all snapshots) and snapshot_cap_user (default 20G, each user's), counted in blocks on disk,
+ * the oldest copies removed first and each job's newest best.pt last; core/snap_retain.h makes
+ * these choices.  Before a copy, room is made for it under both caps; one that alone would
+ * not fit is refused, with an event on the job.  The rows of pruned copies stay.  best.pt and
+ * last.pt of the same epoch hold the same bytes (Ultralytics 8.1 serialises once): the second
+ * copy is a hard link to the first.
  *
- * Restore copies a snapshot back as the job's user: a forked helper drops to the user's
- * uid/gid before it opens the target, so the kernel decides what the user may write. */
+ * Restore is training_restore.c's. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "core/ckpt.h"
 #include "core/snap_retain.h"
 #include "daemon/reclaim_watch.h"
@@ -91,6 +92,31 @@ static void epoch_of(const struct gw_train *t, int kind, gw_usec_t mtime, long *
         }
 }
 
+/* Whether a copy of need bytes (blocks on disk) fits under the caps at all; if not, the job is
+ * told, once a run for each file. */
+static bool admit(struct gw_daemon *d, const struct gw_job *j, struct train_file *f, int kind, uint64_t need) {
+        uint64_t user = d->cfg->snapshot_cap_user, total = d->cfg->snapshot_cap, free_ = 0;
+        const char *over = user && need > user ? "snapshot_cap_user" : total && need > total ? "snapshot_cap" : NULL;
+        /* The reserve is the database's: no copy eats into it. */
+        bool low = !over && gw_state_disk_low(d, &free_);
+        if (!over && !low)
+                return true;
+        char a[32], b[32], msg[512];
+        if (low)
+                snprintf(msg, sizeof msg, "weights/%s not snapshotted: the state disk has %s free, under state_reserve %s",
+                         file_names[kind], gw_format_size(free_, a, sizeof a),
+                         gw_format_size(d->cfg->state_reserve, b, sizeof b));
+        else
+                snprintf(msg, sizeof msg, "weights/%s not snapshotted: it holds %s on disk, more than %s %s",
+                         file_names[kind], gw_format_size(need, a, sizeof a), over,
+                         gw_format_size(!strcmp(over, "snapshot_cap") ? total : user, b, sizeof b));
+        log_info("job %lld: %s", (long long) j->id, msg);
+        if (!f->refused_told && gw_store_job_event(d->store, j->id, j->state, "snapshot_refused", msg) < 0)
+                log_warn("job %lld: cannot record a refused snapshot: %s", (long long) j->id, gw_store_errmsg(d->store));
+        f->refused_told = true;
+        return false;
+}
+
 static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t, int kind) {
         const struct gw_job *j = dj->job;
         struct train_file *f = &t->files[kind];
@@ -112,6 +138,11 @@ static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
                 log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id, c->src_path);
                 goto fail;
         }
+        /* Blocks, not st_size: the copy keeps the holes. */
+        uint64_t need = (uint64_t) st.st_blocks * 512;
+        if (!admit(d, j, f, kind, need))
+                goto fail;
+        gw_train_snap_enforce_caps(d, j->uid, need);
         if ((r = snap_dir(d, j->id, dir, sizeof dir)) < 0) {
                 log_warn("job %lld: cannot create %s: %s", (long long) j->id, dir, strerror(-r));
                 goto fail;
@@ -156,13 +187,13 @@ static void drop(struct gw_daemon *d, const struct gw_store_snapshot *s, const c
                           s->epoch, why);
 }
 
-/* The bytes a copy holds on its own: best.pt and last.pt of one epoch share theirs (a hard
- * link), so each name counts for its share. */
+/* The bytes a copy holds on disk on its own: its blocks (a sparse copy holds few), and best.pt
+ * and last.pt of one epoch share theirs (a hard link), so each name counts for its share. */
 static uint64_t share_of(const struct gw_store_snapshot *s) {
         struct stat st;
         if (stat(s->path, &st) < 0)
                 return 0;
-        return (uint64_t) st.st_size / (st.st_nlink ? st.st_nlink : 1);
+        return (uint64_t) st.st_blocks * 512 / (st.st_nlink ? st.st_nlink : 1);
 }
 
 /* The kept copies as core/snap_retain.h sees them; evict[] cleared, to be filled by it. */
@@ -176,7 +207,7 @@ static struct gw_snap_item *retain_items(const struct keep_ctx *k, bool with_byt
         return items;
 }
 
-/* Removes all but the newest snapshot_keep_last last.pt copies of the job. */
+/* Removes all but the newest snapshot_keep_last copies of each kind of the job. */
 static void prune(struct gw_daemon *d, int64_t job_id) {
         struct keep_ctx k = { 0 };
         if (gw_store_snapshots(d->store, job_id, collect, &k) < 0)
@@ -190,19 +221,47 @@ static void prune(struct gw_daemon *d, int64_t job_id) {
         free(k.v);
 }
 
-/* Over snapshot_cap: the oldest last.pt copies go, over all jobs, until under it. */
-void gw_train_snap_enforce_cap(struct gw_daemon *d) {
-        if (!d->cfg->snapshot_cap)
+/* One cap over the kept copies of uid (all of them when uid < 0) not yet gone, making room
+ * for incoming bytes: those core/snap_retain.h picks are removed and marked gone. */
+static void enforce(struct gw_daemon *d, const struct keep_ctx *k, const struct gw_snap_item *all, bool *gone,
+                    int64_t uid, uint64_t cap, uint64_t incoming, const char *why) {
+        if (!cap)
+                return;
+        _cleanup_free_ struct gw_snap_item *items = gw_xcalloc(k->n ? k->n : 1, sizeof *items);
+        _cleanup_free_ size_t *at = gw_xcalloc(k->n ? k->n : 1, sizeof *at);
+        _cleanup_free_ bool *evict = gw_xcalloc(k->n ? k->n : 1, sizeof *evict);
+        size_t m = 0;
+        for (size_t i = 0; i < k->n; i++)
+                if (!gone[i] && (uid < 0 || k->v[i].uid == uid)) {
+                        items[m] = all[i];
+                        at[m++] = i;
+                }
+        if (gw_snap_over_cap(items, m, cap, incoming, evict))
+                for (size_t i = 0; i < m; i++)
+                        if (evict[i]) {
+                                drop(d, &k->v[at[i]], why);
+                                gone[at[i]] = true;
+                        }
+}
+
+void gw_train_snap_enforce_caps(struct gw_daemon *d, int64_t uid, uint64_t incoming) {
+        if (!d->cfg->snapshot_cap && !d->cfg->snapshot_cap_user)
                 return;
         struct keep_ctx k = { 0 };
         if (gw_store_snapshots_kept(d->store, collect, &k) < 0)
                 return;
-        _cleanup_free_ bool *evict = NULL;
-        _cleanup_free_ struct gw_snap_item *items = retain_items(&k, true, &evict);
-        if (gw_snap_over_cap(items, k.n, d->cfg->snapshot_cap, evict))
-                for (size_t i = 0; i < k.n; i++)
-                        if (evict[i])
-                                drop(d, &k.v[i], "over snapshot_cap, oldest first");
+        _cleanup_free_ bool *gone = NULL;
+        _cleanup_free_ struct gw_snap_item *items = retain_items(&k, true, &gone);
+        enforce(d, &k, items, gone, -1, d->cfg->snapshot_cap, incoming, "over snapshot_cap, oldest first");
+        for (size_t i = 0; i < k.n; i++) {
+                int64_t u = k.v[i].uid;
+                bool first = true; /* each user once: the first of their copies in the list */
+                for (size_t p = 0; p < i && first; p++)
+                        first = k.v[p].uid != u;
+                if (first && (uid < 0 || u == uid))
+                        enforce(d, &k, items, gone, u, d->cfg->snapshot_cap_user, u == uid ? incoming : 0,
+                                "over snapshot_cap_user, the user's oldest first");
+        }
         free(k.v);
 }
 
@@ -211,7 +270,7 @@ void gw_train_snap_housekeeping(struct gw_daemon *d, gw_usec_t mono_now) {
         if (mono_now < next)
                 return;
         next = mono_now + CAP_EVERY;
-        gw_train_snap_enforce_cap(d);
+        gw_train_snap_enforce_caps(d, -1, 0);
 }
 
 static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
@@ -235,6 +294,12 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         (void) snap_dir(d, j->id, dir, sizeof dir);
         snprintf(s.path, sizeof s.path, "%s/e%ld-%s-%.12s.pt", dir, c->epoch, s.kind, s.sha256);
         snprintf(twin, sizeof twin, "%s/e%ld-%s-%.12s.pt", dir, c->epoch, kind_names[!c->kind], s.sha256);
+        /* A trailing hole (or zeros) was never written: the copy gets the whole size. */
+        if (ftruncate(c->dst, c->size) < 0) {
+                log_warn("job %lld: cannot size snapshot %s: %m", (long long) j->id, c->tmp_path);
+                gw_train_copy_abort(t);
+                return;
+        }
         (void) close(c->dst);
         c->dst = -1;
         (void) unlink(s.path);
@@ -248,20 +313,47 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                         log_debug("job %lld: snapshot %d: %s epoch %ld (%s)", (long long) j->id, s.seq, s.kind, s.epoch,
                                   s.sha256);
                         prune(d, j->id);
-                        gw_train_snap_enforce_cap(d);
+                        gw_train_snap_enforce_caps(d, j->uid, 0);
                 }
         } else
                 log_warn("job %lld: cannot keep snapshot %s: %m", (long long) j->id, s.path);
         gw_train_copy_abort(t);
 }
 
+static bool all_zero(const char *p, size_t n) {
+        return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
+}
+
+/* How many bytes from c->copied on are a hole of the source (0: data there, or no way to
+ * tell), at most max. */
+static uint64_t hole_ahead(const struct train_copy *c, uint64_t max) {
+        off_t data = lseek(c->src, (off_t) c->copied, SEEK_DATA);
+        if (data < 0)
+                /* ENXIO: only a hole to the end; else SEEK_DATA is not supported: data. */
+                data = errno == ENXIO ? (off_t) c->size : (off_t) c->copied;
+        uint64_t hole = (uint64_t) data - c->copied;
+        return hole < max ? hole : max;
+}
+
+/* One step: at most COPY_CHUNK bytes of the source (holes count too: their zeros are hashed).
+ * The copy keeps the source's holes and leaves zero blocks unwritten (finish_copy sets the
+ * size), so a sparse checkpoint's copy holds only its data. */
 static void advance_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
         struct train_copy *c = t->copy;
         _cleanup_free_ char *buf = gw_xmalloc(BUF_SIZE);
         for (uint64_t this_step = 0; this_step < COPY_CHUNK && c->copied < (uint64_t) c->size;) {
-                uint64_t left = (uint64_t) c->size - c->copied;
-                ssize_t n = pread(c->src, buf, left < BUF_SIZE ? (size_t) left : BUF_SIZE, (off_t) c->copied);
-                if (n <= 0 || write(c->dst, buf, (size_t) n) != n) {
+                uint64_t left = (uint64_t) c->size - c->copied, want = left < BUF_SIZE ? left : BUF_SIZE;
+                uint64_t hole = hole_ahead(c, want);
+                if (hole) {
+                        memset(buf, 0, (size_t) hole);
+                        gw_sha256_update(&c->sha, buf, (size_t) hole);
+                        c->copied += hole;
+                        this_step += hole;
+                        continue;
+                }
+                ssize_t n = pread(c->src, buf, (size_t) want, (off_t) c->copied);
+                bool zero = n > 0 && all_zero(buf, (size_t) n);
+                if (n <= 0 || (!zero && pwrite(c->dst, buf, (size_t) n, (off_t) c->copied) != n)) {
                         log_debug("job %lld: copying %s failed", (long long) dj->job->id, c->src_path);
                         gw_train_copy_abort(t);
                         return;
@@ -291,7 +383,8 @@ void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                         f->stable++;
                 else
                         *f = (struct train_file) { .seen = true, .size = st.st_size, .mtime = gw_file_mtime_us(&st),
-                                                   .done_size = f->done_size, .done_mtime = f->done_mtime };
+                                                   .done_size = f->done_size, .done_mtime = f->done_mtime,
+                                                   .refused_told = f->refused_told };
         }
         /* One step of the copy in flight, then of each file that is due (both change in the
          * same epoch: one at a time, one could starve the other). */
@@ -361,128 +454,4 @@ json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id) {
                 return NULL;
         }
         return json_pack("{s:o,s:o}", "best", l.best ? l.best : json_null(), "last", l.last ? l.last : json_null());
-}
-
-/* ---- restore ---------------------------------------------------------------------------- */
-
-/* In the forked helper: become the job's user, then write the copy.  Returns 0 or an errno;
- * EBADMSG when the bytes written do not hash to sha. */
-static int helper_copy(const struct gw_job *j, int src, const char *path, bool force, const char *sha) {
-        if (geteuid() == 0 && j->uid != 0) {
-                gid_t gid = (gid_t) j->gid;
-                if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid((uid_t) j->uid) < 0)
-                        return errno;
-        }
-        umask(022);
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (force ? O_TRUNC : O_EXCL), 0644);
-        if (fd < 0)
-                return errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                (void) close(fd);
-                return EINVAL;
-        }
-        static char buf[BUF_SIZE];
-        struct gw_sha256 c;
-        gw_sha256_init(&c);
-        ssize_t n;
-        int err = 0;
-        while ((n = read(src, buf, sizeof buf)) > 0) {
-                gw_sha256_update(&c, buf, (size_t) n);
-                if (write(fd, buf, (size_t) n) != n) {
-                        err = errno ? errno : EIO;
-                        break;
-                }
-        }
-        if (n < 0)
-                err = errno;
-        uint8_t digest[GW_SHA256_DIGEST_SIZE];
-        char hex[GW_SHA256_HEX_SIZE];
-        gw_sha256_final(&c, digest);
-        gw_hex_encode(digest, sizeof digest, hex);
-        if (!err && strcmp(hex, sha))
-                err = EBADMSG;
-        if (!err && fsync(fd) < 0)
-                err = errno;
-        if (close(fd) < 0 && !err)
-                err = errno;
-        if (err)
-                (void) unlink(path);
-        return err;
-}
-
-/* The helper keeps only the two descriptors it copies with: not the daemon's sockets, nor the
- * channels of idle supervisors, which would otherwise outlive a daemon that died mid-copy. */
-static void keep_only(int a, int b) {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-        if (lo > 3)
-                (void) close_range(3, (unsigned) lo - 1, 0);
-        if (hi > lo + 1)
-                (void) close_range((unsigned) lo + 1, (unsigned) hi - 1, 0);
-        (void) close_range((unsigned) hi + 1, ~0U, 0);
-}
-
-int gw_train_restore(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force, char *why,
-                     size_t n) {
-        struct gw_store_snapshot s;
-        int r = gw_store_snapshot_get(d->store, j->id, seq, &s);
-        if (r < 0 || s.pruned) {
-                snprintf(why, n, "job %lld has no snapshot %d%s (gpuward snapshots %lld)", (long long) j->id, seq,
-                         r == 0 ? " any more: the retention removed it" : "", (long long) j->id);
-                return -ENOENT;
-        }
-        _cleanup_close_ int src = open(s.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        int pfd[2];
-        if (src < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
-                snprintf(why, n, "cannot open snapshot %d: %m", seq);
-                return -EIO;
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-                (void) close(pfd[0]);
-                (void) close(pfd[1]);
-                snprintf(why, n, "cannot fork the copying helper: %m");
-                return -EIO;
-        }
-        if (pid == 0) {
-                (void) close(pfd[0]);
-                keep_only(src, pfd[1]);
-                int err = helper_copy(j, src, path, force, s.sha256);
-                (void) !write(pfd[1], &err, sizeof err);
-                _exit(err ? 1 : 0);
-        }
-        (void) close(pfd[1]);
-        int err = EIO, status;
-        if (read(pfd[0], &err, sizeof err) != (ssize_t) sizeof err)
-                err = EIO;
-        (void) close(pfd[0]);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        switch (err) {
-        case 0:
-                snprintf(why, n, "snapshot %d (%s, epoch %ld, sha256 %.12s) written to %s as %s", seq, s.kind, s.epoch,
-                         s.sha256, path, j->user);
-                return 0;
-        case EEXIST:
-                snprintf(why, n, "%s exists; --force overwrites it", path);
-                return -EEXIST;
-        case EACCES: case EPERM: case EROFS:
-                snprintf(why, n, "%s may not write %s", j->user, path);
-                return -EPERM;
-        case ENOENT: case ENOTDIR:
-                snprintf(why, n, "%s: no such directory", path);
-                return -ENOTDIR;
-        case ELOOP:
-                snprintf(why, n, "%s is a symbolic link: not followed", path);
-                return -EPERM;
-        case EISDIR: case EINVAL:
-                snprintf(why, n, "%s is not a regular file", path);
-                return -EINVAL;
-        case EBADMSG:
-                snprintf(why, n, "the copy of snapshot %d does not match its sha256 %.12s: not written", seq, s.sha256);
-                return -EIO;
-        default:
-                snprintf(why, n, "writing %s failed: %s", path, strerror(err));
-                return -EIO;
-        }
 }

@@ -1,7 +1,10 @@
 /* The supervision of one job attempt (see shim.h): become a child subreaper, fork the job
  * into a new session as the submitting user, report its pid on fd 3, wait for it, kill what
  * it left behind, then tell how and when it ended: on fd 3 to the daemon, and appended to
- * the exits journal for a daemon that is not there to read it. */
+ * the exits journal for a daemon that is not there to read it.  A log under the
+ * state dir with a cap or a reserve (--log-max, --log-reserve) gets the job's output through
+ * a pipe, copied by the supervisor while it waits (logcap.h); otherwise the job writes the
+ * file itself. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -11,12 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "shim/logcap.h"
 #include "shim/shim.h"
 
 #define MAX_GROUPS 1024
@@ -26,6 +32,7 @@ struct shim_opts {
         int attempt;
         const char *exits, *log, *cwd, *cgroup;
         bool log_private, drop;
+        uint64_t log_max, log_reserve;  /* bytes; 0: none */
         uid_t uid;
         gid_t gid;
         gid_t groups[MAX_GROUPS];
@@ -67,6 +74,10 @@ static int parse(int argc, char **argv, struct shim_opts *o) {
                         o->exits = v;
                 else if (!strcmp(a, "--log"))
                         o->log = v;
+                else if (!strcmp(a, "--log-max"))
+                        o->log_max = strtoull(v, NULL, 10);
+                else if (!strcmp(a, "--log-reserve"))
+                        o->log_reserve = strtoull(v, NULL, 10);
                 else if (!strcmp(a, "--cwd"))
                         o->cwd = v;
                 else if (!strcmp(a, "--cgroup"))
@@ -189,6 +200,90 @@ static struct shim_end end_now(int status) {
         return (struct shim_end) { status, clock_us(CLOCK_REALTIME), clock_us(CLOCK_MONOTONIC) };
 }
 
+/* Closes every fd from lo up but a and b (-1: none). */
+static void close_from_but(int lo, int a, int b) {
+        int keep[2] = { a < b ? a : b, a < b ? b : a };
+        for (int i = 0; i < 2; i++) {
+                if (keep[i] < lo)
+                        continue;
+                if (keep[i] > lo)
+                        (void) close_range((unsigned) lo, (unsigned) keep[i] - 1, 0);
+                lo = keep[i] + 1;
+        }
+        (void) close_range((unsigned) lo, ~0U, 0);
+}
+
+/* How long output may go on coming once the job has exited and what it left is killed: only
+ * a process outside the job's tree that was handed the pipe can still write. */
+#define OUTPUT_GRACE_MS 2000
+
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reaps what has exited; the job's end into *end (true) when it is among them. */
+static bool reap_some(pid_t job, struct shim_end *end) {
+        bool seen = false;
+        int st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+                if (w == job) {
+                        *end = end_now(st);
+                        seen = true;
+                        kill_leftovers();
+                }
+        return seen;
+}
+
+/* Copies the job's output from the pipe out into the log while waiting for it.  Returns when
+ * the output has ended (all its writers gone) and, once the job has exited, at the latest
+ * OUTPUT_GRACE_MS later; true when the job's exit was reaped here (its end in *end). */
+static bool pump(int out, struct logcap *cap, pid_t job, struct shim_end *end) {
+        sigset_t chld, old;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        (void) sigprocmask(SIG_BLOCK, &chld, &old);
+        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        static char buf[64 << 10];
+        bool exited = false;
+        int64_t until = 0;
+        for (;;) {
+                /* A SIGCHLD from before the signalfd is not in it: look each time. */
+                if (!exited && reap_some(job, end)) {
+                        exited = true;
+                        until = mono_ms() + OUTPUT_GRACE_MS;
+                }
+                int64_t left = exited ? until - mono_ms() : -1;
+                if (exited && left <= 0)
+                        break;
+                struct pollfd p[2] = { { out, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+                /* Without a signalfd, exits are looked for every 100 ms. */
+                int wait = sfd < 0 && (left < 0 || left > 100) ? 100 : (int) left;
+                int r = poll(p, sfd >= 0 ? 2 : 1, wait);
+                if (r < 0 && errno != EINTR)
+                        break;
+                if (r > 0 && sfd >= 0 && p[1].revents) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si)
+                                ;
+                }
+                if (r > 0 && p[0].revents) {
+                        ssize_t n = read(out, buf, sizeof buf);
+                        if (n > 0)
+                                logcap_write(cap, buf, (size_t) n);
+                        else if (n == 0 || errno != EINTR)
+                                break;
+                }
+        }
+        if (sfd >= 0)
+                (void) close(sfd);
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        logcap_done(cap);
+        return exited;
+}
+
 /* 0, or -1 when the journal did not take the line (a full disk, a read-only state dir). */
 static int record_exit(const struct shim_opts *o, const struct shim_end *e) {
         char line[128];
@@ -232,35 +327,52 @@ int shim_supervise(int argc, char **argv) {
         /* The daemon may die before reading our report: a write to its pipe must not kill us. */
         (void) signal(SIGPIPE, SIG_IGN);
         int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        int log_fd = null_fd;
+        int log_fd = null_fd, pipe_fd[2] = { -1, -1 };
+        struct logcap cap;
         if (o.log_private) {
-                log_fd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+                /* Read and write: a capped log has its middle cut (logcap.c). */
+                log_fd = open(o.log, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
                 if (log_fd >= 0 && o.drop)
                         (void) fchown(log_fd, o.uid, o.gid);
                 if (log_fd < 0)
                         log_fd = null_fd;
+                /* Capped: the job writes to a pipe and we to the file (without a pipe, straight). */
+                else if ((o.log_max || o.log_reserve) && pipe2(pipe_fd, O_CLOEXEC) == 0)
+                        logcap_init(&cap, log_fd, o.log_max, o.log_reserve);
         }
         /* vfork: the child only sets itself up and execs, and copying the supervisor's address
          * space for that costs more than the rest of a start on some virtual machines. */
         pid_t job = vfork();
         if (job == 0)
-                run_job(&o, log_fd, null_fd);
+                run_job(&o, pipe_fd[1] >= 0 ? pipe_fd[1] : log_fd, null_fd);
+        if (pipe_fd[1] >= 0)
+                (void) close(pipe_fd[1]);
         char msg[32];
         int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
-        (void) close_range(SHIM_CHANNEL_FD + 1, ~0U, 0);
+        close_from_but(SHIM_CHANNEL_FD + 1, pipe_fd[0], pipe_fd[0] >= 0 ? log_fd : -1);
         if (job < 0) {
+                if (pipe_fd[0] >= 0) {
+                        (void) close(pipe_fd[0]);
+                        (void) close(log_fd);
+                }
                 struct shim_end e = end_now(127 << 8);
                 (void) tell_end(&o, &e);
                 return 1;
         }
         struct shim_end e = end_now(0);
         int st;
+        bool exited = false;
+        if (pipe_fd[0] >= 0) {
+                exited = pump(pipe_fd[0], &cap, job, &e);
+                (void) close(pipe_fd[0]);
+                (void) close(log_fd);
+        }
         pid_t w;
         while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR)
-                if (w == job) {
+                if (w == job && !exited) {
                         /* Its end is now, not once its leftovers are gone (up to a second). */
                         e = end_now(st);
                         kill_leftovers();

@@ -9,7 +9,10 @@
 
 #include "store/store_internal.h"
 
-#define SNAP_COLUMNS "id, job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, path, source, pruned"
+/* The job's owner with each row: the per-user snapshot cap counts by it. */
+#define SNAP_COLUMNS                                                                                          \
+        "id, job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, path, source, pruned, "       \
+        "(SELECT uid FROM jobs WHERE jobs.id = snapshots.job_id)"
 
 static void text_into(sqlite3_stmt *st, int col, char *buf, size_t n) {
         const unsigned char *t = sqlite3_column_text(st, col);
@@ -31,6 +34,7 @@ static void snap_from_row(sqlite3_stmt *st, struct gw_store_snapshot *r) {
         text_into(st, 10, r->path, sizeof r->path);
         text_into(st, 11, r->source, sizeof r->source);
         r->pruned = sqlite3_column_int(st, 12) != 0;
+        r->uid = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 13);
 }
 
 int gw_store_snapshot_add(struct gw_store *s, struct gw_store_snapshot *snap) {

@@ -21,6 +21,7 @@ struct gw_store_snapshot {
         char path[4096];             /* the copy */
         char source[4096];           /* the file it copies */
         bool pruned;
+        int64_t uid;                 /* the job's owner (read only; -1 unknown) */
 };
 
 /* Inserts snap with the job's next seq; writes snap->id and snap->seq.  0 or -errno. */

@@ -419,25 +419,25 @@ class TrainingConfigTest(DaemonTest):
             kept, pruned = self.kept_and_pruned(jid)
             self.assertLessEqual(len([s for s in kept if s["kind"] == "last"]), 2, kept)
             self.assertTrue(any(s["kind"] == "last" for s in pruned), "older last.pt copies were pruned")
-            self.assertFalse(any(s["kind"] == "best" for s in pruned), "every best.pt is kept")
+            # best.pt too: each epoch's is better, the older ones go by the same count.
+            self.assertLessEqual(len([s for s in kept if s["kind"] == "best"]), 2, kept)
             for s in kept:
                 self.assertTrue(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
             for s in pruned:
                 self.assertFalse(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
-        # A cap of 1 KiB: the daemon evicts every last.pt copy, of both jobs, and no best.pt.
-        bests = {jid: [s["seq"] for s in self.kept_and_pruned(jid)[0] if s["kind"] == "best"] for jid in jobs}
+        # A cap of 1 KiB: the daemon evicts every copy of both jobs (each job's newest best.pt
+        # last, core/snap_retain.h): a cap holds.
+        before = {jid: self.kept_and_pruned(jid)[0] for jid in jobs}
         self.d.stop()
         self.d.config = self.config.replace("snapshot_cap = 0", "snapshot_cap = 1K")
         self.d.start()
 
         def evicted():
-            return all(all(s["kind"] == "best" for s in self.kept_and_pruned(jid)[0]) for jid in jobs) or None
+            return all(not self.kept_and_pruned(jid)[0] for jid in jobs) or None
         wait_until(evicted, timeout=20, what="the cap's eviction")
         for jid in jobs:
-            kept, _ = self.kept_and_pruned(jid)
-            self.assertEqual([s["seq"] for s in kept], bests[jid])
-            for s in kept:
-                self.assertTrue(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
+            for s in before[jid]:
+                self.assertFalse(os.path.exists(self.snap_file(snap_dir, jid, s)), s)
 
 
 class ProfileLeakTest(DaemonTest):

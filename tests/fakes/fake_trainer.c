@@ -281,6 +281,8 @@ static void validate(const struct ft_opts *o, const struct ft_metrics *m, double
 	ft_val_results(o, m, final);
 }
 
+static long ckpt_zero_mib; /* --ckpt-zero-mib */
+
 static int ckpt_save(const char *run, const char *file, const char *prefix, const struct ft_ckpt *c,
 		     double seconds)
 {
@@ -288,11 +290,13 @@ static int ckpt_save(const char *run, const char *file, const char *prefix, cons
 	unsigned char *zip;
 	size_t len;
 	(void) snprintf(path, sizeof path, "%s/weights/%s", run, file);
-	int r = ft_ckpt_encode(c, prefix, &zip, &len);
+	int r = ft_ckpt_encode(c, prefix, (size_t) ckpt_zero_mib << 20, &zip, &len);
 	if (r == 0) {
 		r = ft_write_file(path, zip, len, O_TRUNC, seconds);
 		free(zip);
 	}
+	if (r == 0 && ckpt_zero_mib)
+		r = ft_dig_holes(path);
 	if (r < 0)
 		(void) fprintf(stderr, "gw-fake-trainer: cannot write %s: %s\n", path, strerror(-r));
 	return r;
@@ -678,6 +682,7 @@ int main(int argc, char **argv)
 	int rc = ft_parse_args(argc, argv, &o);
 	if (rc != 0)
 		return rc;
+	ckpt_zero_mib = o.ckpt_zero_mib;
 	if (!o.project[0]) /* get_save_dir(): RUNS_DIR / task */
 		(void) snprintf(o.project, sizeof o.project, "runs/%s", o.task);
 	if (o.help) {

@@ -17,6 +17,7 @@ struct ft_opts {
 	double epoch_seconds, long_validation, child_max_seconds, save_delay, save_seconds;
 	long mem_mib, util; /* util < 0: not given */
 	long hang_after, crash_at, oom_at, xid_at, xid, exit_code, fault_attempt;
+	long ckpt_zero_mib; /* --ckpt-zero-mib: that many MiB of zeros in each checkpoint, as holes */
 	long hang_after_val; /* --hang-after-validation: 1-based epoch, -1 none */
 	long leak_mib, fork_children, child_mem_mib;
 	bool ignore_sigterm, slow_io, sleep_forever, leak_first_only, traceback_stderr, help;
@@ -77,7 +78,10 @@ void ft_parent_dir(char *p);
 
 /* Encodes *c as a stored ZIP with entries under prefix/ (data.pkl, gpuward_epoch,
  * gpuward_args, data/0, version).  0 and a malloc'd *ret the caller frees, or -ENOMEM. */
-int ft_ckpt_encode(const struct ft_ckpt *c, const char *prefix, unsigned char **ret, size_t *ret_len);
+int ft_ckpt_encode(const struct ft_ckpt *c, const char *prefix, size_t zero_bytes, unsigned char **ret,
+		   size_t *ret_len);
+/* Turns every all-zero, 64 KiB-aligned block of the file into a hole (fallocate --dig-holes). */
+int ft_dig_holes(const char *path);
 /* Reads a checkpoint this program wrote into *c (fields it lacks are left alone).  0,
  * -ENOENT/-errno (cannot open), -EBADMSG (not a complete ZIP: a torn write), -ENODATA (no
  * gpuward entries: some other .pt). */

@@ -119,6 +119,20 @@ int ft_write_file(const char *path, const void *p, size_t n, int flags, double s
 	return r;
 }
 
+int ft_dig_holes(const char *path)
+{
+	enum { BLOCK = 64 * 1024 };
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	static unsigned char b[BLOCK], zero[BLOCK];
+	ssize_t n;
+	for (off_t off = 0; (n = pread(fd, b, BLOCK, off)) == BLOCK; off += BLOCK)
+		if (!memcmp(b, zero, BLOCK))
+			(void) fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, BLOCK);
+	return close(fd) < 0 ? -errno : 0;
+}
+
 int ft_mkdir_p(const char *path)
 {
 	char p[PATH_MAX];
@@ -345,7 +359,8 @@ static void pickle_ckpt(struct buf *b, const struct ft_ckpt *c, const char *date
 
 /* torch.save names the entries after the file's stem ("last/").  The padding depends on the
  * epoch, so every epoch's file has a different content hash. */
-int ft_ckpt_encode(const struct ft_ckpt *c, const char *prefix, unsigned char **ret, size_t *ret_len)
+int ft_ckpt_encode(const struct ft_ckpt *c, const char *prefix, size_t zero_bytes, unsigned char **ret,
+		   size_t *ret_len)
 {
 	time_t t = time(NULL);
 	struct tm tm;
@@ -377,6 +392,13 @@ int ft_ckpt_encode(const struct ft_ckpt *c, const char *prefix, unsigned char **
 		}
 		(void) snprintf(name, sizeof name, "%s/data/0", prefix);
 		zip_add(&z, name, pad, PAD_BYTES);
+	}
+	/* A tensor of zeros: a sparse checkpoint once its holes are dug. */
+	unsigned char *zeros = zero_bytes ? calloc(1, zero_bytes) : NULL;
+	if (zeros) {
+		(void) snprintf(name, sizeof name, "%s/data/1", prefix);
+		zip_add(&z, name, zeros, zero_bytes);
+		free(zeros);
 	}
 	(void) snprintf(name, sizeof name, "%s/version", prefix);
 	zip_add(&z, name, "3\n", 2);
@@ -491,6 +513,7 @@ static const struct flag FLAGS[] = {
 	FLAG("--oom-at-epoch", K_LONG, oom_at, 1, 1e6),
 	FLAG("--xid-at-epoch", K_LONG, xid_at, 1, 1e6),
 	FLAG("--xid", K_LONG, xid, 0, 1e4),
+	FLAG("--ckpt-zero-mib", K_LONG, ckpt_zero_mib, 0, 1 << 16),
 	FLAG("--leak-mib-per-epoch", K_LONG, leak_mib, 0, 1 << 20),
 	FLAG("--leak-first-gpu-only", K_BOOL, leak_first_only, 0, 0),
 	FLAG("--slow-io", K_BOOL, slow_io, 0, 0),
@@ -533,6 +556,7 @@ void ft_help(void)
 	    "  --fault-once PATH      hang/crash/oom/xid fire only if PATH is absent (then create it)\n"
 	    "  --fault-attempt A      hang/crash/oom/xid fire only when GPUWARD_ATTEMPT=A\n"
 	    "  --leak-mib-per-epoch M memory grows by M after each validation (--leak-first-gpu-only)\n"
+	    "  --ckpt-zero-mib N      each checkpoint holds N MiB of zeros more, written as holes\n"
 	    "  --slow-io              util 1%% but epochs still finish\n"
 	    "  --long-validation S    validation lasts S more seconds at util 2%%, the log stands still\n"
 	    "  --save-delay S         S seconds between the results.csv row and last.pt (util 3%%)\n"

@@ -1,5 +1,5 @@
-/* Snapshot retention (core/snap_retain.h): per job the newest keep_last last.pt copies and every
- * best.pt; over all jobs the OLDEST last.pt copies go first until under the cap. */
+/* Snapshot retention (core/snap_retain.h): per job the newest keep_last copies of each kind;
+ * under a cap the OLDEST copies go first, each job's newest best.pt last, until under it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +26,8 @@ static void cap_evicts_the_oldest_last_copies_first(void **state) {
         (void) state;
         /* Two jobs, interleaved in time, listed out of order.  Each copy 100 bytes, 700 in all;
          * a cap of 400 needs 3 evictions: the three oldest last.pt copies (ids 1, 3, 4 at
-         * t = 10, 20, 30), not the older best.pt (id 2 at t = 15) nor the newer last.pt ones. */
+         * t = 10, 20, 30), not job 1's only (so newest) best.pt (id 2 at t = 15) nor the newer
+         * last.pt ones. */
         struct gw_snap_item v[] = {
                 last(6, 2, 2, 60 * S, 100), best(2, 1, 2, 15 * S, 100), last(4, 2, 1, 30 * S, 100),
                 best(7, 2, 3, 70 * S, 100), last(1, 1, 1, 10 * S, 100), last(5, 1, 3, 50 * S, 100),
@@ -34,34 +35,57 @@ static void cap_evicts_the_oldest_last_copies_first(void **state) {
         };
         size_t n = sizeof v / sizeof *v;
         bool ev[sizeof v / sizeof *v];
-        assert_int_equal(gw_snap_over_cap(v, n, 400, ev), 3);
+        assert_int_equal(gw_snap_over_cap(v, n, 400, 0, ev), 3);
         for (size_t i = 0; i < n; i++)
                 assert_int_equal(ev[i], v[i].id == 1 || v[i].id == 3 || v[i].id == 4);
         /* One byte over: only the single oldest. */
-        assert_int_equal(gw_snap_over_cap(v, n, 699, ev), 1);
+        assert_int_equal(gw_snap_over_cap(v, n, 699, 0, ev), 1);
         for (size_t i = 0; i < n; i++)
                 assert_int_equal(ev[i], v[i].id == 1);
         /* At the cap, or no cap: nothing. */
-        assert_int_equal(gw_snap_over_cap(v, n, 700, ev), 0);
-        assert_int_equal(gw_snap_over_cap(v, n, 0, ev), 0);
+        assert_int_equal(gw_snap_over_cap(v, n, 700, 0, ev), 0);
+        assert_int_equal(gw_snap_over_cap(v, n, 0, 0, ev), 0);
         for (size_t i = 0; i < n; i++)
                 assert_false(ev[i]);
 }
 
-static void cap_never_evicts_best_copies(void **state) {
+static void cap_evicts_best_copies_too_the_newest_last(void **state) {
         (void) state;
-        /* A cap under the best.pt copies alone: every last.pt goes, every best.pt stays. */
+        /* 1020 bytes: an older best.pt is an old copy like any other and goes first. */
         struct gw_snap_item v[] = { best(1, 1, 1, 1 * S, 500), last(2, 1, 2, 2 * S, 10), best(3, 1, 3, 3 * S, 500),
                                     last(4, 1, 4, 4 * S, 10) };
         bool ev[4];
-        assert_int_equal(gw_snap_over_cap(v, 4, 1, ev), 2);
-        assert_false(ev[0]);
-        assert_true(ev[1]);
+        assert_int_equal(gw_snap_over_cap(v, 4, 600, 0, ev), 1);
+        assert_true(ev[0]);
+        assert_false(ev[1] || ev[2] || ev[3]);
+        /* Under 510: the last.pt copies, oldest first, before the newest best.pt. */
+        assert_int_equal(gw_snap_over_cap(v, 4, 509, 0, ev), 3);
+        assert_true(ev[0] && ev[1] && ev[3]);
         assert_false(ev[2]);
-        assert_true(ev[3]);
-        struct gw_snap_item only_best[] = { best(1, 1, 1, 1 * S, 500) };
-        assert_int_equal(gw_snap_over_cap(only_best, 1, 1, ev), 0);
-        assert_false(ev[0]);
+        /* A cap under the newest best.pt alone: it goes as well; a cap holds. */
+        assert_int_equal(gw_snap_over_cap(v, 4, 1, 0, ev), 4);
+        for (size_t i = 0; i < 4; i++)
+                assert_true(ev[i]);
+        /* Each job's newest best.pt goes after every other copy, then oldest first. */
+        struct gw_snap_item w[] = { best(1, 1, 1, 1 * S, 100), best(2, 2, 1, 2 * S, 100), last(3, 2, 2, 3 * S, 100) };
+        bool ew[3];
+        assert_int_equal(gw_snap_over_cap(w, 3, 100, 0, ew), 2);
+        assert_true(ew[0] && ew[2]);
+        assert_false(ew[1]);
+}
+
+static void cap_makes_room_for_an_incoming_copy(void **state) {
+        (void) state;
+        struct gw_snap_item v[] = { last(1, 1, 1, 1 * S, 100), last(2, 1, 2, 2 * S, 100), last(3, 1, 3, 3 * S, 100) };
+        bool ev[3];
+        /* 300 held, 100 coming, a cap of 300: the oldest goes first. */
+        assert_int_equal(gw_snap_over_cap(v, 3, 300, 100, ev), 1);
+        assert_true(ev[0]);
+        assert_false(ev[1] || ev[2]);
+        assert_int_equal(gw_snap_over_cap(v, 3, 400, 100, ev), 0);
+        /* Sparse copies hold few blocks: nothing to evict. */
+        struct gw_snap_item sparse[] = { last(1, 1, 1, 1 * S, 4096), last(2, 1, 2, 2 * S, 4096) };
+        assert_int_equal(gw_snap_over_cap(sparse, 2, 1 << 20, 4096, ev), 0);
 }
 
 static void cap_ties_in_time_go_by_id(void **state) {
@@ -69,13 +93,13 @@ static void cap_ties_in_time_go_by_id(void **state) {
         /* Taken in the same microsecond: the store's order (id) decides. */
         struct gw_snap_item v[] = { last(9, 1, 1, 5 * S, 100), last(8, 2, 1, 5 * S, 100), last(10, 3, 1, 5 * S, 100) };
         bool ev[3];
-        assert_int_equal(gw_snap_over_cap(v, 3, 200, ev), 1);
+        assert_int_equal(gw_snap_over_cap(v, 3, 200, 0, ev), 1);
         assert_false(ev[0]);
         assert_true(ev[1]);
         assert_false(ev[2]);
 }
 
-static void keep_last_keeps_the_newest_per_seq_and_every_best(void **state) {
+static void keep_last_keeps_the_newest_of_each_kind(void **state) {
         (void) state;
         struct gw_snap_item v[] = { last(5, 1, 5, 5 * S, 0), best(1, 1, 1, 1 * S, 0), last(2, 1, 2, 2 * S, 0),
                                     last(7, 1, 7, 7 * S, 0), best(6, 1, 6, 6 * S, 0), last(3, 1, 3, 3 * S, 0),
@@ -86,19 +110,22 @@ static void keep_last_keeps_the_newest_per_seq_and_every_best(void **state) {
         for (size_t i = 0; i < 7; i++)
                 assert_int_equal(ev[i], v[i].seq == 2 || v[i].seq == 3);
         assert_int_equal(gw_snap_keep_last(v, 7, 10, ev), 0);
-        /* keep_last 0: every last.pt goes; the best.pt copies stay. */
-        assert_int_equal(gw_snap_keep_last(v, 7, 0, ev), 5);
-        assert_false(ev[1]);
-        assert_false(ev[4]);
+        /* keep_last 1: the newest last.pt (seq 7) and the newest best.pt (seq 6). */
+        assert_int_equal(gw_snap_keep_last(v, 7, 1, ev), 5);
+        for (size_t i = 0; i < 7; i++)
+                assert_int_equal(ev[i], v[i].seq != 7 && v[i].seq != 6);
+        /* keep_last 0: every copy goes. */
+        assert_int_equal(gw_snap_keep_last(v, 7, 0, ev), 7);
         assert_int_equal(gw_snap_keep_last(v, 0, 3, ev), 0);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(cap_evicts_the_oldest_last_copies_first),
-                cmocka_unit_test(cap_never_evicts_best_copies),
+                cmocka_unit_test(cap_evicts_best_copies_too_the_newest_last),
+                cmocka_unit_test(cap_makes_room_for_an_incoming_copy),
                 cmocka_unit_test(cap_ties_in_time_go_by_id),
-                cmocka_unit_test(keep_last_keeps_the_newest_per_seq_and_every_best),
+                cmocka_unit_test(keep_last_keeps_the_newest_of_each_kind),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
