@@ -149,6 +149,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         j->state = GW_JOB_RUNNING;
         j->wait_reason = GW_REASON_NONE;
         j->start_time = gw_now_wall();
+        gw_job_clock_start(dj);
         j->shim_pid = j->pid = 0;
         j->shim_start = j->pid_start = 0;
         free(j->cgroup);
@@ -185,6 +186,7 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
         j->state = GW_JOB_PENDING;
         j->gpu_mask = 0;
         j->start_time = 0;
+        dj->start_mono = 0;
         if (j->cgroup)
                 (void) gw_cgroup_remove(j->cgroup);
         free(j->cgroup);
@@ -454,7 +456,9 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         j->state = state;
         j->wait_reason = GW_REASON_NONE;
         j->end_reason = gw_xstrdup(reason);
-        j->end_time = gw_now_wall();
+        /* A running job's end is its start + the monotonic time it ran: end - start is its
+         * runtime, whatever the wall clock did meanwhile (jobclock.c). */
+        j->end_time = was_running ? gw_job_clock_label(dj, gw_now_mono()) : gw_now_wall();
         if (was_running)
                 gw_observe_job_end(d, dj);
         int r = gw_store_job_update(d->store, j, kind, reason);
@@ -554,27 +558,35 @@ void gw_jobs_reap(struct gw_daemon *d) {
         }
 }
 
-/* Retries waiting out their backoff: due ones become eligible; returns the next due time. */
+/* Retries waiting out their backoff: due ones become eligible; returns the next due time.  The
+ * stored not_before is a wall-clock label; the wait itself is taken onto the monotonic clock
+ * the first time it is seen (at the requeue, or after a restart), so a step of the wall clock
+ * neither skips a backoff nor stretches it by the step. */
 static gw_usec_t backoff_tick(struct gw_daemon *d) {
         if (!d->n_backoff)
                 return GW_USEC_INFINITY;
         gw_usec_t wall = gw_now_wall(), next = GW_USEC_INFINITY;
         size_t waiting = 0;
         for (size_t i = 0; i < d->n_queue; i++) {
-                struct gw_job *j = d->queue[i]->job;
-                if (!j->not_before)
+                struct gw_djob *dj = d->queue[i];
+                struct gw_job *j = dj->job;
+                if (!j->not_before) {
+                        dj->backoff_due = 0;
                         continue;
-                if (j->not_before <= wall) {
+                }
+                if (!dj->backoff_due)
+                        dj->backoff_due = d->now + (j->not_before > wall ? j->not_before - wall : 0);
+                if (dj->backoff_due <= d->now) {
                         j->not_before = 0;
+                        dj->backoff_due = 0;
                         if (j->wait_reason == GW_REASON_BACKOFF)
                                 j->wait_reason = GW_REASON_RESOURCES;
                         d->sched_dirty = true;
                         continue;
                 }
                 waiting++;
-                gw_usec_t due = d->now + (j->not_before - wall);
-                if (due < next)
-                        next = due;
+                if (dj->backoff_due < next)
+                        next = dj->backoff_due;
         }
         d->n_backoff = waiting;
         return next;

@@ -184,7 +184,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
 
         _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);
         struct gw_job_attempt a = {
-                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = gw_now_wall(),
+                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time,
+                .end_time = gw_job_clock_label(dj, gw_now_mono()),
                 .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                 .class_name = (char *) gw_failure_class_name(v.cls), .evidence = v.evidence,
