@@ -2,7 +2,9 @@
  * how long it has run is measured on the monotonic clock from a monotonic start kept beside
  * it: a wall clock stepped by an hour or two days (NTP, an admin, a VM resumed) changes
  * neither its time limit, nor its idle window, nor the GPU-hours it is charged.  Its end is
- * labelled start + elapsed, so end - start is always the runtime.
+ * labelled start + elapsed, so end - start is always the runtime.  The end's monotonic
+ * instant is the caller's to give: when the daemon saw the end, or when the job's supervisor
+ * says it ended (CLOCK_MONOTONIC is the same for every process of the machine).
  *
  * A job found running at a daemon restart has no monotonic start of this daemon's: it is
  * taken from the wall clock once (now - its wall start), so a step while no daemon ran is
