@@ -149,7 +149,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         j->state = GW_JOB_RUNNING;
         j->wait_reason = GW_REASON_NONE;
         j->start_time = gw_now_wall();
-        gw_job_clock_start(dj);
+        gw_job_clock_start(d, dj);
         j->shim_pid = j->pid = 0;
         j->shim_start = j->pid_start = 0;
         free(j->cgroup);

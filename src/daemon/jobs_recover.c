@@ -104,7 +104,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 d->n_backoff += j->not_before > 0;
                 return 0;
         }
-        gw_job_clock_adopt(dj);
+        gw_job_clock_adopt(d, dj);
         restore_evidence(d, dj); /* for every way the attempt ends below */
         if (j->stop_state != GW_JOB_PENDING)
                 gw_job_stop_restore(dj);

@@ -107,6 +107,12 @@ const char *const gw_store_migrations[] = {
 
         /* 12: GET /api/v1/usage reads the jobs that ended inside its window */
         "CREATE INDEX jobs_end ON jobs(end_time);",
+
+        /* a running attempt's monotonic start (store/jobclock.h), for its runtime across a
+         * daemon restart within one boot */
+        "CREATE TABLE job_clock ("
+        "  job_id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, boot_id TEXT NOT NULL,"
+        "  start_mono INTEGER NOT NULL);",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import IS_ROOT, DaemonTest, events_of, main, wait_until
+from gwtest import IS_ROOT, DaemonTest, events_of, main, needs_readoption, wait_until
 from test_users import Users
 
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -97,6 +97,11 @@ class ClockStepTest(Faketime, DaemonTest):
         short = self.d.submit("--idle-policy", "finetune", "--", "sleep", "5")
         self.d.wait_state(short, "RUNNING")
         self.step("+2d")
+        # What `gpuward show` prints as Elapsed (the CLI is linked statically: libfaketime
+        # cannot step its own clock, so the daemon's count is checked here).
+        running = self.d.job(short)
+        if running["state"] == "RUNNING":
+            self.assertLess(running["runtime"], 60, running)
         st, q = self.d.api("GET", "/api/v1/quota")
         self.assertEqual(st, 200, q)
         self.assertLess(q["usage"]["gpu_hours_7d"], 0.1, f"a running job charged for the step: {q}")
@@ -115,6 +120,20 @@ class ClockStepTest(Faketime, DaemonTest):
         show = self.d.cli("show", short).stdout
         self.assertNotRegex(show, r"\b2d", show)
 
+
+    @needs_readoption
+    def test_a_restart_after_a_step_keeps_the_runtime_monotonic(self):
+        """The daemon restarted after a +2 days step: the job it re-adopts has run seconds,
+        not two days, so its one-hour time limit is far off and it is charged seconds."""
+        jid = self.d.submit("--idle-policy", "finetune", "--time", "1h", "--", "sleep", "8")
+        self.d.wait_state(jid, "RUNNING")
+        self.step("+2d")
+        self.d.stop()
+        self.d.start()
+        j = self.d.wait_job(jid, lambda j: j["state"] not in ("PENDING", "RUNNING"), timeout=30)
+        self.assertEqual(j["state"], "COMPLETED", j.get("reason"))
+        self.assertLess(j["end_time"] - j["start_time"], 60, j)
+        self.assertIn("adopt", [e["kind"] for e in j["events"]])
 
 
 @unittest.skipUnless(os.path.exists(FAKETIME), "needs libfaketime (Debian's faketime package)")
