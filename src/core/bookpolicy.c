@@ -40,6 +40,11 @@ int gw_bookpolicy_check(const struct gw_bookpolicy *p, const struct gw_bookpolic
                                  a->ngpus, (long long) p->max_gpus);
                 return GW_BOOKPOLICY_GPUS;
         }
+        if (!p->may_delay_waiting && a->delayed > 0 && a->delayed_first <= 0) {
+                snprintf(msg, n, "needs an admin's approval: whether it would delay waiting jobs could not be "
+                         "worked out, and booking_may_delay_waiting is false");
+                return GW_BOOKPOLICY_DELAY;
+        }
         if (!p->may_delay_waiting && a->delayed > 0) {
                 snprintf(msg, n, "needs an admin's approval: it would delay %zu waiting job%s (job %lld first) "
                          "and booking_may_delay_waiting is false", a->delayed, a->delayed == 1 ? "" : "s",

@@ -31,7 +31,8 @@ struct gw_bookpolicy_ask {
         unsigned host_gpus;
         gw_usec_t duration;
         size_t delayed;            /* waiting jobs it would delay (gw_bookpolicy_delays) */
-        int64_t delayed_first;     /* the first of them in queue order */
+        int64_t delayed_first;     /* the first of them in queue order; 0 with delayed > 0:
+                                    * not known whether it delays any (counts as delaying) */
 };
 
 enum gw_bookpolicy_rule {

@@ -95,8 +95,11 @@ static int book_policy(struct gw_daemon *d, const struct caller *c, const struct
         const struct gw_bookpolicy *p = &d->cfg->booking;
         struct gw_bookpolicy_ask a = { .admin = c->admin, .ngpus = b->ngpus, .host_gpus = d->n_gpus,
                                        .duration = b->end - b->start };
-        if (!c->admin && !p->may_delay_waiting &&
-            gw_bookpolicy_delays(&v->in, b, now, &a.delayed, &a.delayed_first) < 0) {
+        int r = gw_bookpolicy_check(p, &a, msg, n);
+        /* The schedule's prediction, twice, only where it can still change the answer. */
+        if (r != GW_BOOKPOLICY_OK || c->admin || p->may_delay_waiting)
+                return r;
+        if (gw_bookpolicy_delays(&v->in, b, now, &a.delayed, &a.delayed_first) < 0) {
                 /* Unknown is not "none": an admin looks at it. */
                 a.delayed = 1;
                 a.delayed_first = 0;
