@@ -49,6 +49,10 @@ char *cli_job_elapsed(const json_t *job, time_t now, char *buf, size_t n) {
         double end = cli_jnum(job, "end_time");
         if (!isfinite(start) || start <= 0)
                 return cli_format_secs(NAN, buf, n);
+        /* gpuwardd's count (GET /api/v1/jobs/ID): monotonic, whatever the wall clock did. */
+        double runtime = cli_jnum(job, "runtime");
+        if (isfinite(runtime) && runtime >= 0)
+                return cli_format_secs(runtime, buf, n);
         if (!isfinite(end) || end <= 0)
                 end = (double) now;
         return cli_format_secs(end >= start ? end - start : 0, buf, n);

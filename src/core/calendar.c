@@ -397,7 +397,10 @@ int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now, struc
         }
         for (size_t k = 0; k < in->n_bookings; k++) {
                 const struct gw_booking *b = &in->bookings[k];
-                if (!holds(b) || b->start <= now)
+                /* Awaiting approval: it keeps no job off its GPUs.  Such a booking is one the
+                 * host's policy found too long, too large or in the way of waiting jobs
+                 * (core/bookpolicy.h); the queue must not wait on it until an admin agrees. */
+                if (!holds(b) || b->state == GW_BOOKING_PENDING_APPROVAL || b->start <= now)
                         continue;
                 for (uint64_t m = b->gpu_mask & ~g.owned; m; m &= m - 1) {
                         int i = __builtin_ctzll(m);

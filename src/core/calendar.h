@@ -181,8 +181,9 @@ struct gw_calendar_gpus {
 };
 
 /* Fills *ret (levels included) for every GPU index 0..63 from the bookings' masks.  A booking
- * PENDING_APPROVAL counts as a future reservation until its start, then no longer: an
- * unapproved booking must not keep GPUs idle.  Returns 0 or -EINVAL. */
+ * PENDING_APPROVAL keeps no job off its GPUs, neither before its start nor after: an
+ * unapproved booking must not keep GPUs idle or jobs waiting (it still holds its window
+ * against other bookings, gw_calendar_place).  Returns 0 or -EINVAL. */
 int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now,
                         struct gw_calendar_gpus *ret);
 

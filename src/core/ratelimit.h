@@ -6,6 +6,9 @@
  * again.  A request at now is allowed when tat - now <= (burst - 1) * interval, and then
  * pushes tat on by one interval (60 s / rate).
  *
+ * The daemon passes the monotonic clock: a wall clock stepped back an hour would otherwise
+ * leave every bucket an hour from full.
+ *
  * The daemon keeps a gw_ratelimit table (caller-allocated entries, one per user seen
  * recently) and, on a refusal, answers 429 with Retry-After: the seconds returned. */
 #pragma once

@@ -31,9 +31,12 @@
  * Once SIGTERM is sent, activity no longer cancels: the job may be saving its state, and that
  * is what the grace is for.
  *
- * Clock: every instant here (now, mtimes, the state) is wall-clock µs (CLOCK_REALTIME), since
- * file mtimes are wall-clock.  Instants in the future (a stepped clock, NFS) are taken as now,
- * and negative durations as 0, so a clock step can delay a reclaim but never cause one. */
+ * Clock: every instant here (now, the "changed" instants, the state) is on one clock with
+ * wall-clock labels.  The daemon passes the job's clock (its wall start + the monotonic time
+ * it has run, daemon/jobclock.c), so a step of the wall clock moves none of them, and shifts
+ * file mtimes onto it (daemon/reclaim_watch.h).  Instants in the future (NFS, an mtime
+ * written before a step back) are taken as now, and negative durations as 0, so a clock
+ * step can delay a reclaim but never cause one. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

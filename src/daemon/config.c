@@ -72,6 +72,12 @@ static const char usage[] =
         "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
         "  --no-show DURATION   release a started booking with no job this long (default 15m)\n"
         "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
+        "  --booking-max-duration DURATION  a user's booking longer than this waits for an\n"
+        "                       admin's approval (default 1d; 0 or unlimited: no limit)\n"
+        "  --booking-max-gpus N|P%  one with more GPUs, or more than P% of them, too\n"
+        "                       (default 50%; unlimited: no limit)\n"
+        "  --booking-may-delay-waiting BOOL  false: one that would delay jobs already waiting\n"
+        "                       waits for an admin too (default false)\n"
         "  --webhook-url URLS   POST job events as JSON to these http(s) URLs (comma-separated;\n"
         "                       a \"text\" field for chat tools; default none)\n"
         "  --webhook-events LIST  which: start, end, retry, warn, leak, gpu, all\n"
@@ -109,7 +115,8 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
-       OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE };
+       OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
+       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -134,6 +141,9 @@ static const struct option options[] = {
         { "retry-backoff", required_argument, NULL, OPT_BACKOFF },
         { "no-show", required_argument, NULL, OPT_NO_SHOW },
         { "booking-warn", required_argument, NULL, OPT_BOOKING_WARN },
+        { "booking-max-duration", required_argument, NULL, OPT_BOOK_MAX_LEN },
+        { "booking-max-gpus", required_argument, NULL, OPT_BOOK_MAX_GPUS },
+        { "booking-may-delay-waiting", required_argument, NULL, OPT_BOOK_DELAY },
         { "time-limit-warn", required_argument, NULL, OPT_LIMIT_WARN },
         { "rate-limit", required_argument, NULL, OPT_RATE },
         { "rate-burst", required_argument, NULL, OPT_BURST },
@@ -318,6 +328,28 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                   : opt == OPT_BACKOFF ? &c->retry_backoff
                   : opt == OPT_NO_SHOW ? &c->no_show
                                        : &c->booking_warn) = d;
+                return 0;
+        case OPT_BOOK_MAX_LEN:
+                if (!strcmp(v, "0") || !strcmp(v, "unlimited"))
+                        d = 0;
+                else if (gw_parse_duration(v, &d) < 0) {
+                        config_fail(c, "%s: invalid value '%s' (a duration like 1d or 36h, or unlimited)", name, v);
+                        return -EINVAL;
+                }
+                c->booking.max_duration = d;
+                return 0;
+        case OPT_BOOK_MAX_GPUS:
+                if (gw_bookpolicy_parse_gpus(v, &c->booking) < 0) {
+                        config_fail(c, "%s: invalid value '%s' (a GPU count 0-64, a percentage 0-100%%, or "
+                                    "unlimited)", name, v);
+                        return -EINVAL;
+                }
+                return 0;
+        case OPT_BOOK_DELAY:
+                if (!parse_bool(v, &c->booking.may_delay_waiting)) {
+                        config_fail(c, "%s: invalid value '%s' (true or false)", name, v);
+                        return -EINVAL;
+                }
                 return 0;
         case OPT_LIMIT_WARN:
                 if (gw_parse_int(v, 0, 3600, &n) == 0)
@@ -535,6 +567,7 @@ static void set_defaults(struct gw_config *c) {
                 .retry_backoff = 10 * GW_USEC_PER_SEC,
                 .no_show = 15 * 60 * GW_USEC_PER_SEC,
                 .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
+                .booking = GW_BOOKPOLICY_DEFAULT,
                 .time_limit_warn = 5 * 60 * GW_USEC_PER_SEC,
                 .rate_per_min = 20,
                 .rate_burst = 50,

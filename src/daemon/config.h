@@ -3,6 +3,7 @@
 #include <stdbool.h>
 
 #include "base/time.h"
+#include "core/bookpolicy.h"
 #include "core/reclaim.h"
 
 /* An idle-reclamation profile ([policy.NAME] in the INI file) and who may choose it. */
@@ -47,6 +48,7 @@ struct gw_config {
         gw_usec_t retry_backoff;    /* delay before the first retry; doubles, capped at 10 min */
         gw_usec_t no_show;          /* release a started booking unused this long */
         gw_usec_t booking_warn;     /* tell a booking's jobs this long before its end */
+        struct gw_bookpolicy booking; /* which users' bookings wait for an admin */
         gw_usec_t time_limit_warn;  /* tell a job this long before its time limit; 0: never */
         int rate_per_min, rate_burst; /* submissions and bookings per user */
         double leak_mib_per_epoch;  /* training awareness: leak threshold (core/leak.h) */

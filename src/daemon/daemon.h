@@ -36,6 +36,8 @@ struct gw_source {
 struct gw_djob {
         struct gw_job *job;
         gw_usec_t limit_at;          /* monotonic: time limit reached */
+        gw_usec_t start_mono;        /* monotonic: the attempt started (jobclock.c); 0 = not running */
+        gw_usec_t backoff_due;       /* monotonic: its retry backoff ends (jobs.c); 0 = not known yet */
         gw_usec_t kill_at;           /* monotonic: SIGKILL due, 0 = none */
         bool terminating;
         enum gw_job_state end_state; /* CANCELLED or TIMEOUT once terminating */
@@ -142,6 +144,8 @@ struct gw_daemon {
         uint64_t wait_n;
         double wait_sum;
         gw_usec_t started_at;        /* wall clock */
+        char boot_id[40];            /* the kernel's, for monotonic instants kept in the store
+                                      * (jobclock.c); "" until read, "-" when unreadable */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
@@ -283,6 +287,17 @@ void gw_prelog_head(struct gw_daemon *d);
 /* Removes the ended jobs' cgroups; when to call again for the busy ones (or GW_USEC_INFINITY). */
 gw_usec_t gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_new(struct gw_job *j);
+
+/* jobclock.c: a running job's elapsed time, on the monotonic clock.  _start at its start
+ * (kept in the store), _adopt for one found running at a restart (the kept start when this
+ * boot's, else from its wall start, once).  gw_job_ran: how
+ * long it has run at the monotonic instant mono (>= 0).  gw_job_clock_label: the wall-clock
+ * label of mono for this job, its start + elapsed (its end time, its "now" for the idle
+ * window); the plain wall clock while it has no monotonic start. */
+void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj);
+void gw_job_clock_adopt(struct gw_daemon *d, struct gw_djob *dj);
+gw_usec_t gw_job_ran(const struct gw_djob *dj, gw_usec_t mono);
+gw_usec_t gw_job_clock_label(const struct gw_djob *dj, gw_usec_t mono);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
 /* Marks the GPUs in mask as held by job id (0: free). */
 void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id);

@@ -214,8 +214,20 @@ static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j) {
         return arr;
 }
 
+/* Seconds the attempt has run: on the monotonic clock while it runs (the caller's wall clock
+ * may have stepped since its start), end - start once it ended; null before it starts. */
+static json_t *runtime_json(struct gw_daemon *d, const struct gw_job *j) {
+        const struct gw_djob *dj = j->state == GW_JOB_RUNNING ? gw_jobmap_get(&d->map, j->id) : NULL;
+        if (dj && dj->start_mono)
+                return json_real((double) gw_job_ran(dj, gw_now_mono()) / 1e6);
+        if (gw_job_state_is_final(j->state) && j->start_time > 0 && j->end_time >= j->start_time)
+                return json_real((double) (j->end_time - j->start_time) / 1e6);
+        return json_null();
+}
+
 static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
         json_t *o = gw_codec_job(j);
+        json_object_set_new(o, "runtime", runtime_json(d, j));
         json_object_set_new(o, "attempts", attempts_json(d, j));
         json_t *tel = gw_observe_job_json(d, j);
         json_object_set_new(o, "telemetry", tel ? tel : json_null());

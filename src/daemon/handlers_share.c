@@ -88,7 +88,27 @@ void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n) {
                 gw_sharing_rate_undo(d, c->uid, n);
 }
 
-/* Places the request, checks the user's booking quota, and stores the booking. */
+/* The host's booking policy (core/bookpolicy.h) on a booking that fits and that the user's
+ * quota approves: GW_BOOKPOLICY_OK, or the rule that sends it to an admin (why in msg). */
+static int book_policy(struct gw_daemon *d, const struct caller *c, const struct calendar_view *v,
+                       const struct gw_booking *b, gw_usec_t now, char *msg, size_t n) {
+        const struct gw_bookpolicy *p = &d->cfg->booking;
+        struct gw_bookpolicy_ask a = { .admin = c->admin, .ngpus = b->ngpus, .host_gpus = d->n_gpus,
+                                       .duration = b->end - b->start };
+        int r = gw_bookpolicy_check(p, &a, msg, n);
+        /* The schedule's prediction, twice, only where it can still change the answer. */
+        if (r != GW_BOOKPOLICY_OK || c->admin || p->may_delay_waiting)
+                return r;
+        if (gw_bookpolicy_delays(&v->in, b, now, &a.delayed, &a.delayed_first) < 0) {
+                /* Unknown is not "none": an admin looks at it. */
+                a.delayed = 1;
+                a.delayed_first = 0;
+        }
+        return gw_bookpolicy_check(p, &a, msg, n);
+}
+
+/* Places the request, checks the user's booking quota and the host's booking policy, and
+ * stores the booking. */
 static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec_t start, gw_usec_t len,
                  const char *name, struct gw_http_reply *rep) {
         struct gw_calendar_request req = { .ngpus = ngpus, .start = start, .duration = len };
@@ -107,6 +127,12 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
         int q = gw_quota_check_booking(&lim, mine, ngpus, start, start + len, now, qmsg, sizeof qmsg);
         struct gw_calendar_placement p;
         int r = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &req, gw_sharing_format_time, NULL, &p);
+        if (q == GW_QUOTA_BOOKING_APPROVE && r >= 0 && p.verdict == GW_PLACE_FITS) {
+                struct gw_booking cand = { .uid = c->uid, .ngpus = ngpus, .start = start, .end = start + len,
+                                           .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };
+                if (book_policy(d, c, &v, &cand, now, qmsg, sizeof qmsg) != GW_BOOKPOLICY_OK)
+                        q = GW_QUOTA_BOOKING_NEEDS_APPROVAL;
+        }
         gw_calendar_view_free(&v);
         if (q == GW_QUOTA_BOOKING_REFUSE)
                 return reply_error(rep, 403, "start", "%s", qmsg);
@@ -135,7 +161,8 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
         }
         s->bookings[s->n_bookings++] = b;
         d->sched_dirty = true;
-        log_info("booking %lld by %s: %d GPUs %s", (long long) b.id, b.user, ngpus, gw_booking_state_name(b.state));
+        log_info("booking %lld by %s: %d GPUs %s%s%s", (long long) b.id, b.user, ngpus, gw_booking_state_name(b.state),
+                 b.note[0] ? ": " : "", b.note);
         reply_json(rep, 201, booking_json(&b));
 }
 

@@ -35,10 +35,14 @@ static double telemetry_util(const json_t *tel) {
         return n > 0 && (!json_is_integer(samples) || json_integer_value(samples) > 0) ? sum / (double) n : -1;
 }
 
-static void add_running(struct usage_ctx *u, const struct gw_job *j) {
+/* A running job is charged for the time it has run on the monotonic clock (jobclock.c), placed
+ * just before until: a step of the wall clock since its start charges nothing. */
+static void add_running(struct usage_ctx *u, const struct gw_djob *dj, gw_usec_t mono) {
+        const struct gw_job *j = dj->job;
         json_t *tel = gw_observe_job_json(u->d, j);
+        gw_usec_t start = u->acct.until - gw_job_ran(dj, mono);
         struct gw_acct_job a = { .uid = j->uid, .user = j->user, .state = j->state, .ngpus = (unsigned) j->ngpus,
-                                 .start = j->start_time, .end = 0, .util_mean = telemetry_util(tel) };
+                                 .start = start > 0 ? start : 1, .end = 0, .util_mean = telemetry_util(tel) };
         json_decref(tel);
         gw_acct_add(&u->acct, &a);
 }
@@ -76,8 +80,9 @@ void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route
                 return reply_error(rep, 400, "days", "days must be a whole number from 1 to %d", USAGE_DAYS_MAX);
         gw_usec_t now = gw_now_wall();
         struct usage_ctx u = { .d = d, .acct = { .since = now - days * 24 * 3600 * GW_USEC_PER_SEC, .until = now } };
+        gw_usec_t mono = gw_now_mono();
         for (size_t i = 0; i < d->n_running; i++)
-                add_running(&u, d->running[i]->job);
+                add_running(&u, d->running[i], mono);
         if (gw_store_usage_rows(d->store, u.acct.since, add_ended, &u) < 0) {
                 gw_acct_free(&u.acct);
                 return reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));

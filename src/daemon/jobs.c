@@ -151,6 +151,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         j->state = GW_JOB_RUNNING;
         j->wait_reason = GW_REASON_NONE;
         j->start_time = gw_now_wall();
+        gw_job_clock_start(d, dj);
         j->shim_pid = j->pid = 0;
         j->shim_start = j->pid_start = 0;
         free(j->cgroup);
@@ -187,6 +188,7 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
         j->state = GW_JOB_PENDING;
         j->gpu_mask = 0;
         j->start_time = 0;
+        dj->start_mono = 0;
         if (j->cgroup)
                 (void) gw_cgroup_remove(j->cgroup);
         free(j->cgroup);
@@ -516,9 +518,15 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         return r;
 }
 
+/* A running job's end is labelled its start + the monotonic time it ran, so that end - start
+ * is its runtime whatever the wall clock did meanwhile (jobclock.c). */
+static gw_usec_t end_label_now(const struct gw_djob *dj) {
+        return dj->job->state == GW_JOB_RUNNING ? gw_job_clock_label(dj, gw_now_mono()) : gw_now_wall();
+}
+
 int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                const char *kind) {
-        return end_job(d, dj, state, reason, kind, false, gw_now_wall());
+        return end_job(d, dj, state, reason, kind, false, end_label_now(dj));
 }
 
 int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
@@ -528,7 +536,7 @@ int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state sta
 
 int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                         const char *kind) {
-        return end_job(d, dj, state, reason, kind, true, gw_now_wall());
+        return end_job(d, dj, state, reason, kind, true, end_label_now(dj));
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -574,12 +582,19 @@ static void report_drain(struct gw_djob *dj) {
         }
 }
 
-/* When the attempt ended: the supervisor's wall clock just after the job's wait, kept within
- * the attempt (not before its start, not after now: a clock stepped meanwhile); now when the
- * supervisor did not say (an older one's journal line). */
-static gw_usec_t attempt_end_time(const struct gw_job *j, const struct gw_exit_report *end, gw_usec_t now) {
-        if (!end->wall || end->wall > now)
-                return now;
+/* When the attempt ended, labelled on the job's clock (jobclock.c): its start + the monotonic
+ * time it ran up to the supervisor's monotonic instant just after the job's wait (the same
+ * clock for every process of the machine); up to now when the supervisor did not say (an
+ * older one's journal line) or its instant does not fit the attempt.  Without a monotonic
+ * start, the supervisor's wall clock, kept within the attempt. */
+static gw_usec_t attempt_end_time(const struct gw_djob *dj, const struct gw_exit_report *end) {
+        const struct gw_job *j = dj->job;
+        gw_usec_t mono = gw_now_mono(), wall = gw_now_wall();
+        if (dj->start_mono)
+                return gw_job_clock_label(dj, end->mono && end->mono >= dj->start_mono && end->mono <= mono ? end->mono
+                                                                                                              : mono);
+        if (!end->wall || end->wall > wall)
+                return wall;
         return end->wall < j->start_time ? j->start_time : end->wall;
 }
 
@@ -592,16 +607,15 @@ bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
         if (gw_exits_take(d->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
-        gw_usec_t now = gw_now_wall();
         if (!end.known) {
-                gw_recovery_attempt_ended(d, dj, true, 0, now);
+                gw_recovery_attempt_ended(d, dj, true, 0, end_label_now(dj));
                 return false;
         }
         int status = end.status;
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_recovery_attempt_ended(d, dj, false, status, attempt_end_time(j, &end, now));
+        gw_recovery_attempt_ended(d, dj, false, status, attempt_end_time(dj, &end));
         return true;
 }
 
@@ -620,27 +634,35 @@ void gw_jobs_reap(struct gw_daemon *d) {
         }
 }
 
-/* Retries waiting out their backoff: due ones become eligible; returns the next due time. */
+/* Retries waiting out their backoff: due ones become eligible; returns the next due time.  The
+ * stored not_before is a wall-clock label; the wait itself is taken onto the monotonic clock
+ * the first time it is seen (at the requeue, or after a restart), so a step of the wall clock
+ * neither skips a backoff nor stretches it by the step. */
 static gw_usec_t backoff_tick(struct gw_daemon *d) {
         if (!d->n_backoff)
                 return GW_USEC_INFINITY;
         gw_usec_t wall = gw_now_wall(), next = GW_USEC_INFINITY;
         size_t waiting = 0;
         for (size_t i = 0; i < d->n_queue; i++) {
-                struct gw_job *j = d->queue[i]->job;
-                if (!j->not_before)
+                struct gw_djob *dj = d->queue[i];
+                struct gw_job *j = dj->job;
+                if (!j->not_before) {
+                        dj->backoff_due = 0;
                         continue;
-                if (j->not_before <= wall) {
+                }
+                if (!dj->backoff_due)
+                        dj->backoff_due = d->now + (j->not_before > wall ? j->not_before - wall : 0);
+                if (dj->backoff_due <= d->now) {
                         j->not_before = 0;
+                        dj->backoff_due = 0;
                         if (j->wait_reason == GW_REASON_BACKOFF)
                                 j->wait_reason = GW_REASON_RESOURCES;
                         d->sched_dirty = true;
                         continue;
                 }
                 waiting++;
-                gw_usec_t due = d->now + (j->not_before - wall);
-                if (due < next)
-                        next = due;
+                if (dj->backoff_due < next)
+                        next = dj->backoff_due;
         }
         d->n_backoff = waiting;
         return next;

@@ -104,6 +104,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 d->n_backoff += j->not_before > 0;
                 return 0;
         }
+        gw_job_clock_adopt(d, dj);
         restore_evidence(d, dj); /* for every way the attempt ends below */
         if (j->stop_state != GW_JOB_PENDING)
                 gw_job_stop_restore(dj);
@@ -131,7 +132,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
                 (void) kill(-j->pid, SIGKILL);
         }
-        gw_recovery_attempt_ended(d, dj, true, 0, gw_now_wall());
+        gw_recovery_attempt_ended(d, dj, true, 0, gw_job_clock_label(dj, gw_now_mono()));
         return 0;
 }
 

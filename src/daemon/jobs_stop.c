@@ -239,7 +239,7 @@ void gw_jobs_unwritten_close(struct gw_daemon *d) {
  * when its end comes sooner than the time it asked for. */
 static gw_usec_t warn_before(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        gw_usec_t span = dj->limit_at - (d->now - (gw_now_wall() - j->start_time));
+        gw_usec_t span = dj->limit_at - (d->now - gw_job_ran(dj, d->now));
         gw_usec_t notice = d->cfg->time_limit_warn;
         if (j->warn_signal) {
                 gw_usec_t before = j->warn_before ? j->warn_before : notice > 0 ? notice : SIGNAL_BEFORE_DEFAULT;

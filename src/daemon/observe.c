@@ -644,7 +644,7 @@ static json_t *jobtel_json(const struct gw_djob *dj, gw_usec_t now) {
 json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
         if (dj && dj->n_tel)
-                return jobtel_json(dj, gw_now_wall());
+                return jobtel_json(dj, gw_job_clock_label(dj, gw_now_mono())); /* monotonic elapsed */
         if (j->telemetry)
                 return json_loads(j->telemetry, 0, NULL);
         return NULL;

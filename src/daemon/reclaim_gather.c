@@ -95,6 +95,13 @@ static size_t drop_own_lines(char *buf, size_t len) {
         return out;
 }
 
+/* When a file seen changed was changed, on the job's clock (reclaim_watch.h): its mtime, but
+ * not before the last look that saw it unchanged. */
+static gw_usec_t changed_at(const struct gw_rwatch *w, gw_usec_t mtime, bool seen, gw_usec_t looked) {
+        gw_usec_t t = mtime + w->shift;
+        return seen && t < looked ? looked : t;
+}
+
 void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {
         if (!j->log_path)
                 return;
@@ -105,9 +112,9 @@ void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, str
                 return;
         if (w->log_seen && (uint64_t) st.st_size == w->log_size)
                 return;
+        w->log_changed = changed_at(w, gw_file_mtime_us(&st), w->log_seen, w->last_sample);
         w->log_seen = true;
         w->log_size = (uint64_t) st.st_size;
-        w->log_changed = gw_file_mtime_us(&st);
         size_t len;
         _cleanup_free_ char *tail = gw_user_file_read_end(fd, &st, TAIL_BYTES, &len);
         len = drop_own_lines(tail, len);
@@ -333,11 +340,12 @@ static void gather_results(const struct gw_daemon *d, const struct gw_job *j, st
         if (w->results_seen && st.st_size == w->results_size && mt == w->results_mtime)
                 return;
         bool first = !w->results_seen;
+        gw_usec_t at = changed_at(w, mt, !first, w->last_look);
         w->results_seen = true;
         w->results_size = st.st_size;
         w->results_mtime = mt;
         if ((uint64_t) st.st_size > RESULTS_MAX) {
-                w->results_changed = mt; /* too big to re-read each epoch: its growth still counts */
+                w->results_changed = at; /* too big to re-read each epoch: its growth still counts */
                 return;
         }
         size_t len;
@@ -348,16 +356,16 @@ static void gather_results(const struct gw_daemon *d, const struct gw_job *j, st
                 /* No complete header yet (-ENODATA), or not a results file. */
                 if (first || w->results_rows < 0)
                         w->results_rows = 0;
-                w->results_changed = mt;
+                w->results_changed = at;
                 return;
         }
         double losses[GW_RWATCH_LOSSES];
         size_t nl = r.n_rows ? gw_results_losses(&r, r.n_rows - 1, losses, GW_RWATCH_LOSSES) : 0;
         uint64_t last = r.n_rows ? hash_row(&r, r.n_rows - 1) : 0;
         if (first || r.n_lines != w->results_lines || last != w->results_last)
-                w->results_changed = mt;
+                w->results_changed = at;
         if (nl && (first || nl != w->n_losses || memcmp(losses, w->losses, nl * sizeof *losses)))
-                w->loss_changed = mt;
+                w->loss_changed = at;
         memcpy(w->losses, losses, nl * sizeof *losses);
         w->n_losses = nl;
         w->results_rows = (long) r.n_rows;
@@ -379,10 +387,10 @@ static void gather_progress(const struct gw_job *j, struct gw_rwatch *w) {
         gw_usec_t mt = gw_file_mtime_us(&st);
         if (w->progress_seen && st.st_size == w->progress_size && mt == w->progress_mtime)
                 return;
+        w->progress_changed = changed_at(w, mt, w->progress_seen, w->last_look);
         w->progress_seen = true;
         w->progress_size = st.st_size;
         w->progress_mtime = mt;
-        w->progress_changed = mt;
 }
 
 static void newer(gw_usec_t *best, const struct stat *st) {
@@ -428,7 +436,7 @@ static void gather_ckpt(const struct gw_job *j, struct gw_rwatch *w) {
                         globfree(&g);
                 }
         }
-        w->ckpt_mtime = best;
+        w->ckpt_mtime = best ? best + w->shift : 0;
 }
 
 void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct gw_rwatch *w) {

@@ -7,7 +7,8 @@
  *   KILL      -> jobs.c's SIGKILL path, asked again (at most every KILL_REARM);
  *   a warning withdrawn -> an "unwarn" event and a line in the log.
  * The decision is pure (core/reclaim.h); what survives between samples is struct gw_rwatch.
- * The wall clock is read here once per sample: reclaim instants are compared with file mtimes. */
+ * Instants are on the job's clock (jobclock.c), read once per sample: a step of the wall clock
+ * neither ages nor rejuvenates a job; file mtimes are shifted onto it (reclaim_watch.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -181,11 +182,8 @@ static void act_kill(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *
         w->kill_rearm_at = now + KILL_REARM;
 }
 
-static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
+static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, gw_usec_t now) {
         struct gw_job *j = dj->job;
-        if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
-                return;
-        struct gw_rwatch *w = rwatch_for(d, dj, now);
         if (dj->terminating && !w->state.term_at)
                 return; /* cancelled or out of time: not ours to end */
         const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
@@ -201,8 +199,10 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         }
         bool look = p->enabled && !w->state.term_at && now - j->start_time >= p->idle_timeout &&
                     !any_busy(gpus, n, p->util_threshold);
-        if (look)
+        if (look) {
                 gw_rwatch_gather(d, j, w);
+                w->last_look = now;
+        }
         gw_probe_step(&w->probe, j->health_url, look, now);
         struct gw_job_obs o = {
                 .started_at = j->start_time,
@@ -250,10 +250,21 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         w->state = dec.next;
 }
 
+static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t mono, gw_usec_t wall) {
+        struct gw_job *j = dj->job;
+        if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
+                return;
+        gw_usec_t now = gw_job_clock_label(dj, mono);
+        struct gw_rwatch *w = rwatch_for(d, dj, now);
+        w->shift = now - wall;
+        watch_decide(d, dj, w, now);
+        w->last_sample = now;
+}
+
 void gw_reclaim_watch(struct gw_daemon *d) {
-        gw_usec_t now = gw_now_wall();
+        gw_usec_t mono = gw_now_mono(), wall = gw_now_wall();
         /* Terminating does not remove a job from running[] (it ends when it exits), so the
          * array is stable during the walk. */
         for (size_t i = 0; i < d->n_running; i++)
-                watch_job(d, d->running[i], now);
+                watch_job(d, d->running[i], mono, wall);
 }

@@ -21,8 +21,8 @@
 struct gw_probe {
         int fd;                          /* -1: none in flight */
         bool sent;                       /* the request went out */
-        gw_usec_t started;               /* wall clock */
-        gw_usec_t next_at;               /* no new probe before (wall clock) */
+        gw_usec_t started;               /* the job's clock */
+        gw_usec_t next_at;               /* no new probe before (the job's clock) */
         char buf[64];                    /* the start of the reply: its status line */
         size_t len;
         enum gw_probe_result result;     /* of the last finished probe; NONE before the first */
@@ -34,7 +34,16 @@ struct gw_rwatch {
         int attempt;                     /* the attempt this state belongs to */
         gw_usec_t start_time;            /* its start (wall clock) */
         struct gw_reclaim_state state;   /* gw_reclaim_decide's, stored as decision.next */
-        gw_usec_t kill_rearm_at;         /* no second SIGKILL request before (wall clock) */
+        gw_usec_t kill_rearm_at;         /* no second SIGKILL request before (the job's clock) */
+        /* Every instant here is on the job's clock (jobclock.c: its wall start + monotonic
+         * elapsed), which a step of the wall clock does not move.  A file's mtime is a wall
+         * instant: shift (the job's clock - the wall clock, at this sample) takes it over.  But
+         * an mtime may be older than the step (written just before it), or on another clock (a
+         * network file system): a change seen between two looks is never placed before the
+         * first of them, last_sample for the log (looked at every sample), last_look for the
+         * other files. */
+        gw_usec_t shift;
+        gw_usec_t last_sample, last_look;
 
         /* The job's log.  log_size counts gpuward's own appended lines too, so that they are
          * not taken for the job's progress (core/reclaim.h: log_changed). */

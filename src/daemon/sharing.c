@@ -317,8 +317,14 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
         for (size_t i = 0; i < d->n_queue; i++)
                 if (d->queue[i]->job->uid == uid)
                         u->pending_jobs++;
-        gw_usec_t now = gw_now_wall();
+        gw_usec_t now = gw_now_wall(), mono = gw_now_mono();
         (void) gw_store_gpu_time_since(d->store, uid, now - GW_QUOTA_WINDOW_7D, now, &u->gpu_time_7d);
+        /* Running jobs: the time they have run (monotonic), within the window. */
+        for (size_t i = 0; i < d->n_running; i++)
+                if (d->running[i]->job->uid == uid) {
+                        gw_usec_t ran = gw_job_ran(d->running[i], mono);
+                        u->gpu_time_7d += d->running[i]->job->ngpus * (ran < GW_QUOTA_WINDOW_7D ? ran : GW_QUOTA_WINDOW_7D);
+                }
 }
 
 static bool quota_unlimited(const struct gw_quota *q) {
@@ -458,8 +464,7 @@ static gw_usec_t booking_limit(struct gw_daemon *d, const struct gw_job *j, gw_u
 
 void gw_sharing_job_limit(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        gw_usec_t ran = gw_now_wall() - j->start_time;
-        gw_usec_t by_time = d->now + j->time_limit - (ran > 0 ? ran : 0);
+        gw_usec_t by_time = d->now + j->time_limit - gw_job_ran(dj, d->now);
         dj->limit_at = booking_limit(d, j, by_time);
         dj->limit_by_booking = dj->limit_at < by_time;
 }
@@ -473,7 +478,8 @@ void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j) {
 }
 
 int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n) {
-        return gw_ratelimit_take_n(d->sharing->limits, uid, n, gw_now_wall());
+        /* Monotonic: a wall clock stepped back must not lock everyone out for the step. */
+        return gw_ratelimit_take_n(d->sharing->limits, uid, n, gw_now_mono());
 }
 
 void gw_sharing_rate_undo(struct gw_daemon *d, uint32_t uid, int64_t n) {

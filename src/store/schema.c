@@ -110,6 +110,12 @@ const char *const gw_store_migrations[] = {
 
         /* 13: GPUs gone from NVML's devices, by UUID, drained when they come back */
         "CREATE TABLE gpus_missing (uuid TEXT PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;",
+
+        /* 14: a running attempt's monotonic start (store/jobclock.h), for its runtime across a
+         * daemon restart within one boot */
+        "CREATE TABLE job_clock ("
+        "  job_id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, boot_id TEXT NOT NULL,"
+        "  start_mono INTEGER NOT NULL);",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/job.h"
 #include "store/store_internal.h"
 
 static void bind_text(sqlite3_stmt *st, int i, const char *v) {
@@ -101,16 +102,18 @@ int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
 
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret) {
         sqlite3_stmt *st;
-        /* GPU-time of each job inside [since, now]: running jobs count up to now. */
+        /* GPU-time of each ended job inside [since, now]. */
         if (sqlite3_prepare_v2(gw_store_db(s),
-                               "SELECT COALESCE(SUM(ngpus * (MIN(CASE WHEN end_time > 0 THEN end_time ELSE ?3 END, ?3) - "
-                               "MAX(start_time, ?2))), 0) FROM jobs WHERE uid = ?1 AND start_time > 0 AND "
-                               "(end_time = 0 OR end_time > ?2) AND start_time < ?3",
+                               "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
+                               "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
+                               "end_time >= start_time AND state BETWEEN ?4 AND ?5",
                                -1, &st, NULL) != SQLITE_OK)
                 return gw_store_sql_err(s);
         sqlite3_bind_int64(st, 1, uid);
         sqlite3_bind_int64(st, 2, since);
         sqlite3_bind_int64(st, 3, now);
+        sqlite3_bind_int(st, 4, GW_JOB_COMPLETED);
+        sqlite3_bind_int(st, 5, GW_JOB_RECLAIMED);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret = sqlite3_column_int64(st, 0);

@@ -139,7 +139,8 @@ int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb
 int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value);
 typedef void (*gw_store_quota_cb)(const char *subject, const char *key, int64_t value, void *userdata);
 int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata);
-/* GPU-time (GPUs x microseconds) of uid's jobs inside [since, now]. */
+/* GPU-time (GPUs x microseconds) inside [since, now] of uid's jobs that ended (a running job's
+ * is the daemon's to add: its runtime is on the monotonic clock). */
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret);
 
 /* API tokens, stored as their SHA-256. */

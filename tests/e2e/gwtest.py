@@ -111,7 +111,7 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 class Daemon:
     """One gpuwardd under test."""
 
-    def __init__(self, gpus=4, grace=1, extra=(), config=None):
+    def __init__(self, gpus=4, grace=1, extra=(), config=None, env=None):
         self.dir = tempfile.mkdtemp(prefix="gw-e2e-")
         os.chmod(self.dir, 0o755)
         self.state = os.path.join(self.dir, "state")
@@ -123,6 +123,7 @@ class Daemon:
         self.grace = grace
         self.extra = list(extra)
         self.config = config
+        self.env = env  # added to the daemon's environment (e.g. LD_PRELOAD=libfaketime)
         self.proc = None
         self.port = None
         self.log = open(os.path.join(self.dir, "gpuwardd.log"), "ab")
@@ -151,7 +152,9 @@ class Daemon:
         addr = os.path.join(self.state, "listen.addr")
         if os.path.exists(addr):
             os.unlink(addr)
-        self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {**os.environ, **self.env} if self.env else None
+        self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=env)
         wait_until(lambda: os.path.exists(addr) or self.proc.poll() is not None, timeout=20 * SLOW,
                    what="gpuwardd to start")
         if self.proc.poll() is not None:
@@ -343,9 +346,10 @@ class DaemonTest(unittest.TestCase):
     grace = 1
     extra = ()
     config = None
+    env = None
 
     def setUp(self):
-        self.d = Daemon(gpus=self.gpus, grace=self.grace, extra=self.extra, config=self.config).start()
+        self.d = Daemon(gpus=self.gpus, grace=self.grace, extra=self.extra, config=self.config, env=self.env).start()
 
     def tearDown(self):
         result = getattr(getattr(self, "_outcome", None), "result", None)

@@ -1,0 +1,116 @@
+"""The host's booking policy: a user's booking longer than booking_max_duration, of more
+than booking_max_gpus, or that would delay jobs already waiting, is stored PENDING_APPROVAL
+with the reason, for an admin; admins are not limited; a booking awaiting approval keeps no
+job waiting."""
+import json
+import os
+import unittest
+
+from gwtest import GPUWARD, IS_ROOT, DaemonTest, main, start_failure
+from test_users import Users
+
+
+@unittest.skipUnless(IS_ROOT, "needs root to make a user (root is an admin, and admins are not limited)")
+class BookingLimitsTest(DaemonTest):
+    gpus = 4
+
+    @classmethod
+    def setUpClass(cls):
+        cls.users = Users()
+        try:
+            cls.u = cls.users.add("clk")
+        except BaseException:
+            cls.users.remove_all()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.users.remove_all()
+
+    def book(self, ngpus, start, duration):
+        body = json.dumps({"ngpus": ngpus, "start": start, "duration": duration}).encode()
+        st, payload = self.d.raw_as(self.u.pw_uid, "POST", "/api/v1/bookings", body, gid=self.u.pw_gid)
+        return st, json.loads(payload)
+
+    def test_ten_years_of_every_gpu_waits_for_an_admin_and_keeps_no_job_waiting(self):
+        st, b = self.book(4, "now+6h", "3650d")
+        self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
+        self.assertIn("booking_max_duration (1d)", b["note"])
+        # A day-long job is not kept off the GPUs by a booking nobody approved.
+        jid = self.d.submit("--time", "1d", "--", "sleep", "60")
+        j = self.d.wait_job(jid, lambda j: j["state"] != "PENDING" or j.get("reason") == "Reservation", timeout=20)
+        self.assertEqual(j["state"], "RUNNING", j.get("reason"))
+        # An admin approves it: then it is a booking like any other.
+        st, r = self.d.api("POST", f"/api/v1/bookings/{b['id']}/approve")
+        self.assertEqual((st, r["state"]), (200, "APPROVED"), r)
+
+    def test_longer_than_a_day_waits_for_an_admin(self):
+        st, b = self.book(1, "now+1h", "1d")
+        self.assertEqual((st, b["state"]), (201, "APPROVED"), b)
+        # The user is told why, by the CLI too.
+        p = self.d.cli("reserve", "--gpus", 1, "--start", "now+2d", "--duration", "25h", user=self.u.pw_uid)
+        self.assertRegex(p.stdout, r"booking \d+ awaits an admin's approval: it lasts 1d1h, longer than "
+                                   r"booking_max_duration \(1d\)")
+
+    def test_more_than_half_the_gpus_waits_for_an_admin(self):
+        st, b = self.book(2, "now+1h", "1h")
+        self.assertEqual((st, b["state"]), (201, "APPROVED"), b)
+        st, b = self.book(3, "now+3h", "1h")
+        self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
+        self.assertIn("3 of the 4 GPUs is more than booking_max_gpus (50%)", b["note"])
+
+    def test_delaying_waiting_jobs_waits_for_an_admin(self):
+        running = self.d.submit("--gpus", 2, "--time", "1h", "--", "sleep", "300")
+        self.d.wait_state(running, "RUNNING")
+        waiting = self.d.submit("--gpus", 3, "--time", "1h", "--", "sleep", "300")
+        self.d.wait_job(waiting, lambda j: j["state"] == "PENDING" and j.get("reason"), what="a waiting job")
+        # The other 2 GPUs from 30 min on for an hour: the waiting job (3 GPUs, once the first
+        # job ends in an hour) would have to wait for the booking's end.
+        st, b = self.book(2, "now+30m", "1h")
+        self.assertEqual((st, b.get("state")), (201, "PENDING_APPROVAL"), b)
+        self.assertIn(f"would delay 1 waiting job (job {waiting} first)", b["note"])
+        # After the waiting job's predicted run: in the way of no one.
+        st, b = self.book(2, "now+5h", "1h")
+        self.assertEqual((st, b["state"]), (201, "APPROVED"), b)
+
+    def test_admins_are_not_limited(self):
+        p = self.d.cli("reserve", "--json", "--gpus", 4, "--start", "now+6h", "--duration", "3650d")
+        self.assertEqual(json.loads(p.stdout)["state"], "APPROVED", p.stdout)
+
+
+@unittest.skipUnless(IS_ROOT, "needs root to make a user")
+class BookingPolicyConfigTest(DaemonTest):
+    gpus = 4
+    config = "booking_max_duration = 3d\nbooking_max_gpus = 3\nbooking_may_delay_waiting = true\n"
+
+    def test_the_limits_come_from_the_config(self):
+        users = Users()
+        try:
+            u = users.add("clk")
+
+            def book(ngpus, start, duration):
+                body = json.dumps({"ngpus": ngpus, "start": start, "duration": duration}).encode()
+                st, payload = self.d.raw_as(u.pw_uid, "POST", "/api/v1/bookings", body, gid=u.pw_gid)
+                return st, json.loads(payload)
+
+            st, b = book(3, "now+1h", "2d")
+            self.assertEqual((st, b["state"]), (201, "APPROVED"), b)
+            st, b = book(4, "now+3d", "1h")
+            self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
+            self.assertIn("4 GPUs is more than booking_max_gpus (3)", b["note"])
+            st, b = book(1, "now+4d", "4d")
+            self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
+            self.assertIn("booking_max_duration (3d)", b["note"])
+        finally:
+            users.remove_all()
+
+    def test_bad_values_are_refused_at_start(self):
+        for line, says in (("booking_max_gpus = 150%", "booking_max_gpus: invalid value '150%'"),
+                           ("booking_max_gpus = half", "a GPU count 0-64, a percentage 0-100%, or unlimited"),
+                           ("booking_max_duration = forever", "booking_max_duration: invalid value 'forever'"),
+                           ("booking_may_delay_waiting = maybe", "booking_may_delay_waiting: invalid value 'maybe'")):
+            self.assertIn(says, start_failure(line + "\n"))
+
+
+if __name__ == "__main__":
+    main()
