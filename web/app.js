@@ -136,6 +136,7 @@
 
   function renderWho() {
     $('whoami').textContent = S.me.signed_in ? `${S.me.user}${S.me.role === 'admin' ? ' (admin)' : ''}` : 'guest (read-only)';
+    $('whoami').title = S.me.signed_in ? '' : 'Signed out: the command lines, directories and log evidence of jobs are hidden';
     $('signin-open').hidden = S.me.signed_in;
     $('signout').hidden = !S.me.signed_in;
   }

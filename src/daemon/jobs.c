@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/text.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
@@ -449,6 +450,7 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         struct gw_job *j = dj->job;
         bool was_running = j->state == GW_JOB_RUNNING;
         assert(!must_record || !was_running);
+        _cleanup_free_ char *said = gw_text_private_render(reason, true, NULL); /* for the daemon's log */
         struct gw_job before = { .state = j->state, .wait_reason = j->wait_reason, .end_reason = j->end_reason,
                                  .end_time = j->end_time };
         j->state = state;
@@ -474,11 +476,11 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
                 /* Not lost: the next daemon reads a running job's end from the kept exits
                  * journal (and its recorded stop), and this one writes it again (jobs_stop.c). */
                 log_err("job %lld: cannot record its end (%s: %s): %s; kept until it can be written", (long long) j->id,
-                        gw_job_state_name(state), reason, gw_store_errmsg(d->store));
+                        gw_job_state_name(state), said, gw_store_errmsg(d->store));
                 d->keep_exits = true;
                 dj->end_unwritten = true;
         }
-        log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
+        log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), said);
         if (was_running) {
                 gw_job_release_gpus(d, dj);
                 gw_sharing_job_ended(d, j);

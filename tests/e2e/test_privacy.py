@@ -4,7 +4,17 @@ import json
 import time
 import unittest
 
-from gwtest import DaemonTest, main, wait_until
+from gwtest import IS_ROOT, DaemonTest, main, start_failure, wait_until
+from test_web import SSE
+
+SECRET = "sk-gwsec-4f1c9e"
+# The secret is put together by the job: it is in its log, not in its command line.
+RAISE = "raise ValueError('api_key sk-gwsec-' + '4f1c9e')"
+CUDA = ("import sys; print('RuntimeError: CUDA error: an illegal memory access was encountered (api_key sk-gwsec-'"
+        " + '4f1c9e)', flush=True); sys.exit(1)")
+ARG_SECRET = "--password=hunter2-gwsec"
+HIDDEN = "evidence hidden: only the job's owner and admins may read its log"
+NOBODY = 65534            # a signed-in user who is neither the job's owner nor an admin
 
 RLO = "\u202e"            # right-to-left override: "gpj.exe" reads as "exe.jpg"
 ESC = "\x1b"
@@ -42,6 +52,105 @@ class DisplaySpoofingTest(DaemonTest):
         out = self.d.cli("schedule", "--hours", "6").stdout
         self.assertIn(f"booking {b['id']}", out)
         self.assert_clean(out, "gpuward schedule")
+
+
+class FailureEvidenceTest(DaemonTest):
+    """A job's log is private to its owner and admins: so is what its reason, attempts and
+    events quote from it.  Guests see no command line, directory or log path either."""
+
+    def failing_job(self, code=RAISE, retries=0):
+        return self.d.submit_api(["python3", "-c", code, ARG_SECRET], retries=retries)
+
+    def assert_hidden(self, body, what, details_hidden):
+        self.assertNotIn(SECRET, body, f"{what} leaks the log line")
+        if details_hidden:
+            self.assertNotIn("hunter2", body, f"{what} shows a guest the command line")
+            self.assertNotIn(self.d.work, body, f"{what} shows a guest the directory")
+
+    def test_reason_attempts_and_events_hide_the_log_from_others(self):
+        sse = SSE(self.d.port)
+        try:
+            jid = self.failing_job()
+            retried = self.failing_job(CUDA, retries=1)  # a retry's event quotes the line too
+            j = self.d.wait_state(jid, "FAILED", timeout=60)
+            r = self.d.wait_state(retried, "FAILED", timeout=60)
+            # The owner (and an admin: root here) reads the evidence.
+            self.assertEqual(j["reason"], f"user_error: ValueError: api_key {SECRET}")
+            self.assertIn(SECRET, j["attempts"][0]["evidence"])
+            self.assertEqual(len(r["attempts"]), 2, r["attempts"])
+            self.assertTrue(all(SECRET in a["evidence"] for a in r["attempts"]), r["attempts"])
+            self.assertTrue(any(SECRET in e["message"] for e in r["events"] if e["kind"] == "retry"), r["events"])
+            for o in (j, r):
+                self.assertNotIn("\\u001e", json.dumps(o), "no marker reaches a reader")
+                self.assertNotIn("\\u001f", json.dumps(o), "no marker reaches a reader")
+
+            # Anonymous TCP guests: the class and the exit, nothing of the log, no command line.
+            st, lst = self.d.tcp_json("GET", "/api/v1/jobs?state=FAILED&fields=id,user,reason")
+            self.assertEqual(st, 200, lst)
+            row = next(x for x in lst["jobs"] if x["id"] == jid)
+            self.assertEqual(row["reason"], f"user_error: exit 1 ({HIDDEN})")
+            for k in (jid, retried):
+                st, body = self.d.tcp("GET", f"/api/v1/jobs/{k}")
+                self.assertEqual(st, 200)
+                self.assert_hidden(body.decode(), "GET /api/v1/jobs/ID (guest)", True)
+                g = json.loads(body)
+                self.assertEqual((g["command"], g["cwd"], g["log_path"]), (None, None, None), g)
+                self.assertTrue(all(a["evidence"] == f"exit 1 ({HIDDEN})" for a in g["attempts"]), g["attempts"])
+            self.assertIn(HIDDEN, next(e["message"] for e in g["events"] if e["kind"] == "retry"))
+            for path in ("/api/v1/jobs?state=FAILED", "/api/v1/jobs?state=FAILED&layout=rows", "/metrics"):
+                st, body = self.d.tcp("GET", path)
+                self.assertEqual(st, 200, path)
+                self.assert_hidden(body.decode(), path, True)
+            st, body = self.d.tcp("GET", f"/api/v1/jobs/{jid}/log")
+            self.assertEqual(st, 403, "the log itself stays refused")
+            # The event stream is one for every reader: a guest's view.
+            seen, ended = "", set()
+            while ended != {jid, retried}:
+                ev = sse.next_event(("job", "job_event"), timeout=30)
+                seen += ev["data"]
+                data = json.loads(ev["data"])
+                if data.get("state") == "FAILED":
+                    ended.add(data.get("id"))
+            self.assert_hidden(seen, "the event stream", True)
+
+            # Another user signed in: the command line as before, still not the log's text.
+            if IS_ROOT:
+                st, body = self.d.raw_as(NOBODY, "GET", f"/api/v1/jobs/{retried}")
+                self.assertEqual(st, 200)
+                self.assertNotIn(SECRET, body.decode(), "another user reads the log line")
+                o = json.loads(body)
+                self.assertIn(ARG_SECRET, o["command"])
+                st, body = self.d.raw_as(NOBODY, "GET", "/api/v1/jobs?state=FAILED&fields=id,reason,command")
+                self.assertNotIn(SECRET, body.decode())
+                self.assertIn(ARG_SECRET, body.decode())
+        finally:
+            sse.close()
+
+    def test_cli_show_of_the_owner_quotes_the_log_line(self):
+        jid = self.failing_job()
+        self.d.wait_state(jid, "FAILED", timeout=60)
+        out = self.d.cli("show", str(jid)).stdout
+        self.assertIn(SECRET, out)
+        self.assertNotIn(HIDDEN, out)
+
+
+class GuestJobDetailsTest(DaemonTest):
+    """guest_job_details = true opens command lines to guests again, never the log's text."""
+    config = "guest_job_details = true\n"
+
+    def test_guests_see_details_but_not_the_log(self):
+        jid = self.d.submit_api(["python3", "-c", RAISE, ARG_SECRET], retries=0)
+        self.d.wait_state(jid, "FAILED", timeout=60)
+        st, g = self.d.tcp_json("GET", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 200)
+        self.assertIn(ARG_SECRET, g["command"])
+        self.assertEqual(g["cwd"], self.d.work)
+        self.assertNotIn(SECRET, json.dumps(g))
+
+    def test_a_bad_value_is_refused_naming_the_setting(self):
+        why = start_failure("guest_job_details = maybe\n")
+        self.assertIn("guest", why)
+        self.assertIn("maybe", why)
 
 
 if __name__ == "__main__":
