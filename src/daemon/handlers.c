@@ -171,7 +171,8 @@ const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job *
 }
 
 bool may_touch(const struct caller *c, const struct gw_job *j) {
-        return c->admin || (c->known && c->uid == j->uid);
+        /* The name too: a deleted user's uid may be another account's now. */
+        return c->admin || (c->known && c->uid == j->uid && !strcmp(c->user, j->user ? j->user : ""));
 }
 
 unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struct gw_job *j) {

@@ -208,6 +208,19 @@ int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
         return 0;
 }
 
+int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why, size_t n) {
+        const struct gw_account *now = NULL;
+        int r = gw_userdb_same_account(d->users, j->uid, j->user, d->now, &now);
+        if (r == -ESTALE)
+                snprintf(why, n, "user gone: account '%s' (uid %u) no longer exists; uid %u is now the account '%s'",
+                         j->user, (unsigned) j->uid, (unsigned) j->uid, now->name);
+        else if (r == -ENOENT)
+                snprintf(why, n, "user gone: account '%s' (uid %u) no longer exists", j->user, (unsigned) j->uid);
+        else if (r == -EIO)
+                snprintf(why, n, "the account '%s' (uid %u) cannot be looked up now", j->user, (unsigned) j->uid);
+        return r;
+}
+
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         int r = record_start(d, dj, mask);
         if (r < 0)
