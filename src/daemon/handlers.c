@@ -175,12 +175,16 @@ bool may_touch(const struct caller *c, const struct gw_job *j) {
         return c->admin || (c->known && c->uid == j->uid && !strcmp(c->user, j->user ? j->user : ""));
 }
 
+bool sees_details(const struct gw_daemon *d, const struct caller *c) {
+        /* Arguments often carry secrets: a reader nobody vouches for is not shown them. */
+        bool guest = !c->known || c->guest;
+        return !guest || d->cfg->guest_job_details;
+}
+
 unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struct gw_job *j) {
         if (may_touch(c, j))
                 return GW_VIEW_ALL;
-        /* Arguments often carry secrets: a reader nobody vouches for is not shown them. */
-        bool guest = !c->known || c->guest;
-        return guest && !d->cfg->guest_job_details ? 0 : GW_VIEW_DETAILS;
+        return sees_details(d, c) ? GW_VIEW_DETAILS : 0;
 }
 
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,

@@ -48,6 +48,9 @@ bool may_touch(const struct caller *c, const struct gw_job *j);
  * not what it quotes from its log for other users; neither for guests unless the config's
  * guest_job_details says so. */
 unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struct gw_job *j);
+/* Whether the caller sees command lines (jobs', and of the processes on GPUs): not guests,
+ * unless guest_job_details. */
+bool sees_details(const struct gw_daemon *d, const struct caller *c);
 /* The job, or NULL after replying 404 (no such job) or 403 (action given and the caller is
  * neither its owner nor an admin; action completes "only they or an admin may ..."). */
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,

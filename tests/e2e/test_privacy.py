@@ -134,6 +134,30 @@ class FailureEvidenceTest(DaemonTest):
         self.assertNotIn(HIDDEN, out)
 
 
+class GuestViewTest(DaemonTest):
+    def test_guests_see_no_command_line_of_jobs_or_gpu_processes(self):
+        jid = self.d.submit_api(["sh", "-c", "sleep 60", "sh", ARG_SECRET], name="train")
+        pid = self.d.wait_pid(jid)
+        self.d.write_procs(pid, [(0, 512, 30)])
+        gpu = lambda gpus: next(g for g in gpus["gpus"] if g["job"] == jid)
+        own = wait_until(lambda: (lambda g: g if g["processes"] else None)(gpu(self.d.api("GET", "/api/v1/gpus")[1])),
+                         what="the job's process on its GPU")
+        self.assertIn(ARG_SECRET, own["processes"][0]["command"], "its owner (root here) sees it")
+        st, body = self.d.tcp("GET", "/api/v1/gpus")
+        self.assertEqual(st, 200)
+        self.assertNotIn("hunter2", body.decode())
+        g = gpu(json.loads(body))
+        self.assertEqual(g["processes"][0]["command"], None)
+        self.assertEqual(g["job_info"]["name"], "train", "what runs where stays public")
+        for path in ("/api/v1/jobs", f"/api/v1/jobs/{jid}", "/api/v1/jobs?layout=rows", "/api/v1/jobs?fields=command"):
+            st, body = self.d.tcp("GET", path)
+            self.assertEqual(st, 200, path)
+            self.assertNotIn("hunter2", body.decode(), path)
+        self.assertIn(ARG_SECRET, self.d.job(jid)["command"])
+        st, who = self.d.tcp_json("GET", "/api/v1/whoami")
+        self.assertEqual(who["role"], "guest")
+
+
 class GuestJobDetailsTest(DaemonTest):
     """guest_job_details = true opens command lines to guests again, never the log's text."""
     config = "guest_job_details = true\n"
