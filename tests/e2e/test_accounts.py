@@ -37,7 +37,8 @@ class Accounts:
         return pwd.getpwnam(name)
 
     def delete(self, user):
-        subprocess.run(["userdel", user.pw_name], check=True, capture_output=True, timeout=30)
+        # --force: its job may still run (userdel refuses an account with processes otherwise)
+        subprocess.run(["userdel", "--force", user.pw_name], check=True, capture_output=True, timeout=30)
         subprocess.run(["groupdel", user.pw_name], capture_output=True, timeout=30)  # gone with the user, usually
 
     def remove_all(self):
@@ -159,6 +160,19 @@ class DepartedUserTest(unittest.TestCase):
         self.assertEqual(st, 200, r)
         h = self.d.wait_state(held, "CANCELLED", timeout=60)
         self.assertIn("user gone", h["reason"])
+
+    def test_running_job_of_a_user_deleted_while_the_daemon_was_down_is_stopped(self):
+        alice = self.accounts.add("a")
+        st, r = self.as_user(alice, "POST", "/api/v1/jobs", {"command": ["sleep", "120"], "cwd": self.d.work})
+        self.assertEqual(st, 201, r)
+        jid = r["id"]
+        self.d.wait_pid(jid)
+        self.d.stop()  # SIGTERM: the job keeps running
+        self.accounts.delete(alice)
+        self.d.start()
+        j = self.d.wait_state(jid, "CANCELLED", timeout=60)
+        self.assertIn(f"user gone: account '{alice.pw_name}' (uid {alice.pw_uid}) no longer exists", j["reason"])
+        self.assertIn("adopt", [e["kind"] for e in j["events"]])
 
 
 if __name__ == "__main__":
