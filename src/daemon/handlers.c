@@ -251,7 +251,10 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         json_object_set_new(o, "attempts", attempts_json(d, j, view));
         json_t *tel = gw_observe_job_json(d, j);
         json_object_set_new(o, "telemetry", tel ? tel : json_null());
-        json_object_set_new(o, "training", gw_training_job_json(d, j)); /* issue 7: ETA, leak, snapshots */
+        json_t *training = gw_training_job_json(d, j); /* ETA, leak, snapshots */
+        if (!(view & GW_VIEW_DETAILS))
+                hide_paths(training);
+        json_object_set_new(o, "training", training);
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_events(d->store, j->id, &ev, &n) == 0) {

@@ -51,6 +51,9 @@ unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struc
 /* Whether the caller sees command lines (jobs', and of the processes on GPUs): not guests,
  * unless guest_job_details. */
 bool sees_details(const struct gw_daemon *d, const struct caller *c);
+/* training_api.c: sets the paths into a job's directory (a training's results_csv, a snapshot's source) in
+ * o, at any depth, to null: for readers who do not see the job's directory. */
+void hide_paths(json_t *o);
 /* The job, or NULL after replying 404 (no such job) or 403 (action given and the caller is
  * neither its owner nor an admin; action completes "only they or an admin may ..."). */
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,

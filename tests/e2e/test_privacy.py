@@ -4,7 +4,7 @@ import json
 import time
 import unittest
 
-from gwtest import IS_ROOT, DaemonTest, main, start_failure, wait_until
+from gwtest import IS_ROOT, TRAINER, DaemonTest, main, start_failure, wait_until
 from test_web import SSE
 
 SECRET = "sk-gwsec-4f1c9e"
@@ -156,6 +156,19 @@ class GuestViewTest(DaemonTest):
         self.assertIn(ARG_SECRET, self.d.job(jid)["command"])
         st, who = self.d.tcp_json("GET", "/api/v1/whoami")
         self.assertEqual(who["role"], "guest")
+
+    def test_guests_see_no_path_into_a_training_jobs_directory(self):
+        jid = self.d.submit_api([TRAINER, "epochs=30", "name=privy", "--epoch-seconds", "1"])
+        own = self.d.wait_job(jid, lambda j: (j.get("training") or {}).get("results_csv"), timeout=60,
+                              what="its results.csv to be found")
+        self.assertIn(self.d.work, own["training"]["results_csv"])
+        for path in (f"/api/v1/jobs/{jid}", f"/api/v1/jobs/{jid}/eta", f"/api/v1/jobs/{jid}/snapshots?all=1"):
+            st, body = self.d.tcp("GET", path)
+            self.assertEqual(st, 200, path)
+            self.assertNotIn(self.d.work, body.decode(), path)
+        st, g = self.d.tcp_json("GET", f"/api/v1/jobs/{jid}")
+        self.assertIsNone(g["training"]["results_csv"])
+        self.assertIsNotNone(g["training"]["epoch"], "progress stays public")
 
 
 class GuestJobDetailsTest(DaemonTest):
