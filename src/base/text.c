@@ -108,5 +108,6 @@ char *gw_text_private_render(const char *s, bool show, const char *instead) {
 }
 
 bool gw_text_has_private(const char *s) {
-        return s && strchr(s, GW_TEXT_PRIVATE_OPEN);
+        static const char markers[] = { GW_TEXT_PRIVATE_OPEN, GW_TEXT_PRIVATE_CLOSE, '\0' };
+        return s && strpbrk(s, markers);
 }

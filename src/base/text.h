@@ -23,5 +23,5 @@ char *gw_text_private_wrap(char *dst, size_t n, const char *s);
  * instead (NULL: dropped).  An unterminated part runs to the end of s.  Malloc'ed (NULL s
  * reads ""); aborts when out of memory. */
 char *gw_text_private_render(const char *s, bool show, const char *instead);
-/* Whether s has a private part. */
+/* Whether s has a private part, or a stray marker byte: whether it needs rendering. */
 bool gw_text_has_private(const char *s);

@@ -70,6 +70,7 @@ static void private_parts(void **state) {
         gw_text_private_wrap(w, 2, "ab");
         assert_string_equal(w, "");
         assert_false(gw_text_has_private("plain"));
+        assert_true(gw_text_has_private("stray \x1f close"));
         o = gw_text_private_render(NULL, false, "x");
         assert_string_equal(o, "");
         free(o);
