@@ -592,7 +592,8 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = job_lookup(d, ctx->id, &now);
-                return reply_json(rep, 200, fin ? job_with_events(d, fin, job_view(d, c, fin)) : json_object()); /* done at once */
+                /* done at once */
+                return reply_json(rep, 200, fin ? job_with_events(d, fin, job_view(d, c, fin)) : json_object());
         }
         if (!want_wait)
                 return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", "RUNNING"));
