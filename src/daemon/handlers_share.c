@@ -443,8 +443,16 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         json_decref(o);
 }
 
+struct token_list {
+        json_t *arr;
+        const char *user; /* NULL: every token (an admin's list) */
+};
+
 static void token_row(const struct gw_store_token *t, void *userdata) {
-        json_array_append_new(userdata, json_pack("{s:I,s:s,s:s,s:f,s:o,s:o,s:b}", "id", (json_int_t) t->id, "user",
+        struct token_list *tl = userdata;
+        if (tl->user && strcmp(t->user, tl->user)) /* an earlier account's of the same uid */
+                return;
+        json_array_append_new(tl->arr, json_pack("{s:I,s:s,s:s,s:f,s:o,s:o,s:b}", "id", (json_int_t) t->id, "user",
                                                   t->user, "name", t->name, "created", (double) t->created / 1e6,
                                                   "last_used", unix_or_null(t->last_used), "expires",
                                                   unix_or_null(t->expires), "expired",
@@ -454,9 +462,9 @@ static void token_row(const struct gw_store_token *t, void *userdata) {
 void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        json_t *arr = json_array();
-        (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, arr);
-        reply_json(rep, 200, json_pack("{s:o}", "tokens", arr));
+        struct token_list tl = { .arr = json_array(), .user = c->admin ? NULL : c->user };
+        (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, &tl);
+        reply_json(rep, 200, json_pack("{s:o}", "tokens", tl.arr));
 }
 
 void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -470,7 +478,6 @@ void on_token_revoke(void *ud, const struct gw_http_request *req, const struct g
         reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
 }
 
-/* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
 /* A token stands for the account that made it, not for its uid: once the account is deleted
  * the token dies with it, and the next account given the uid does not inherit it.  0 when
  * the account is still the token's; else -ENOENT (deleted) or -ESTALE (the uid is another
@@ -507,6 +514,7 @@ static int token_account_check(struct gw_daemon *d, const struct gw_store_token 
         return -EPERM;
 }
 
+/* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
 int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n, char *why,
                        size_t why_size) {
         const char *tok;

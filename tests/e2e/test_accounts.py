@@ -94,6 +94,8 @@ class DepartedUserTest(unittest.TestCase):
         self.accounts.delete(bob)
         carol = self.accounts.add("c", uid=alice.pw_uid)
         self.daemon_sees(carol.pw_uid, carol.pw_name)
+        st, r = self.as_user(carol, "GET", "/api/v1/tokens")
+        self.assertEqual((st, r["tokens"]), (200, []), "alice's tokens are not carol's to list")
 
         st, r = self.d.tcp_json("POST", "/api/v1/jobs", {"command": ["id", "-u"], "cwd": "/tmp"}, token=tok_a)
         self.assertEqual(st, 401, r)
