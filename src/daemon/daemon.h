@@ -41,6 +41,7 @@ struct gw_djob {
         enum gw_job_state end_state; /* CANCELLED or TIMEOUT once terminating */
         char *end_reason;
         bool dep_final;              /* dependency resolved for good (cached) */
+        bool account_unread_told;    /* logged that its account could not be looked up */
         enum gw_dep_status dep;
         int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
         struct gw_source pidfd_src;

@@ -174,11 +174,15 @@ static bool any_gpu_free(const struct gw_sched_gpu *g, unsigned n) {
 static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
         char why[256];
         int r = gw_job_account_check(d, dj->job, why, sizeof why);
-        if (r == 0)
+        if (r == 0) {
+                dj->account_unread_told = false;
                 return true;
-        if (r == -EIO)
-                log_warn("job %lld: not started now: %s", (long long) dj->job->id, why);
-        else
+        }
+        if (r == -EIO) { /* once, not at every round it waits */
+                if (!dj->account_unread_told)
+                        log_warn("job %lld: not started while %s", (long long) dj->job->id, why);
+                dj->account_unread_told = true;
+        } else
                 gw_job_end(d, dj, GW_JOB_CANCELLED, why, "user");
         return false;
 }
