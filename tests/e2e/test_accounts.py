@@ -43,7 +43,7 @@ class Accounts:
 
     def remove_all(self):
         for name in self.made:
-            subprocess.run(["userdel", name], capture_output=True, timeout=30)
+            subprocess.run(["userdel", "--force", name], capture_output=True, timeout=30)
             subprocess.run(["groupdel", name], capture_output=True, timeout=30)
 
 
