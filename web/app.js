@@ -136,6 +136,7 @@
 
   function renderWho() {
     $('whoami').textContent = S.me.signed_in ? `${S.me.user}${S.me.role === 'admin' ? ' (admin)' : ''}` : 'guest (read-only)';
+    $('whoami').title = S.me.signed_in ? '' : 'Signed out: the command lines, directories and log evidence of jobs are hidden';
     $('signin-open').hidden = S.me.signed_in;
     $('signout').hidden = !S.me.signed_in;
   }
@@ -296,7 +297,7 @@
       g.drain_reason ? h('div', { class: 'error' }, `drained: ${g.drain_reason}`) : null,
       jobLine,
       rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job, or off their job\'s GPUs', tabindex: '0' },
-        rogue.map(p => h('li', {}, `${p.stray ? `pid ${p.pid} of job ${p.job}, not on its GPUs` : `rogue: pid ${p.pid}`} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command}`))) : null);
+        rogue.map(p => h('li', {}, `${p.stray ? `pid ${p.pid} of job ${p.job}, not on its GPUs` : `rogue: pid ${p.pid}`} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command ?? (S.me.signed_in ? "?" : "(command hidden while signed out)")}`))) : null);
   }
 
   function renderGpus() {

@@ -64,7 +64,10 @@
       j.exit_code !== null && j.exit_code !== undefined ? fact('Exit code', String(j.exit_code)) : null));
     GW.keepFocus(() => $('job-actions').replaceChildren(...GW.actionButtons(j))); /* a live update keeps the keyboard's place */
     $('job-training').replaceChildren(...trainingFacts(j.training));
-    $('job-command').textContent = (j.command || []).join(' ') + (j.cwd ? `\n\nin ${j.cwd}` : '');
+    /* null: the daemon keeps a job's command line and directory from guests (guest_job_details). */
+    $('job-command').textContent = j.command === null
+      ? (S().me.signed_in ? 'Hidden.' : 'Hidden while you are signed out: the command line, working directory and log evidence of a job are shown to signed-in users (its log and evidence to its owner and admins only). Sign in with a token to see them.')
+      : (j.command || []).join(' ') + (j.cwd ? `\n\nin ${j.cwd}` : '');
     $('job-attempts').replaceChildren(table(['Attempt', 'GPUs', 'Started', 'Ended', 'Class', 'Evidence', 'Exit'],
       (j.attempts || []).map(a => [String(a.attempt), (a.gpus || []).join(','), GW.fmtDay(a.start_time), GW.fmtDay(a.end_time),
         a.class, h('td', { class: 'msg' }, a.evidence || '—'), a.signal ? `signal ${a.signal}` : String(a.exit_code ?? '—')]),

@@ -11,6 +11,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "base/text.h"
 #include "core/directive.h"
 
 #define MAX_ARGS 4096
@@ -408,10 +409,26 @@ static json_t *enc_command(const struct gw_job *j) {
         return a;
 }
 
-static json_t *enc_reason(const struct gw_job *j) {
-        const char *r = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD ? gw_job_reason_name(j->wait_reason)
-                                                                             : j->end_reason;
+/* Text that may quote the job's log (base/text.h): as it is for its owner, else with the
+ * quote replaced by instead.  A new reference. */
+static json_t *enc_private(const char *s, unsigned view, const char *instead) {
+        if (!gw_text_has_private(s))
+                return gw_json_text(s);
+        _cleanup_free_ char *r = gw_text_private_render(s, view & GW_VIEW_LOG, instead);
         return gw_json_text(r);
+}
+
+static json_t *enc_reason(const struct gw_job *j, unsigned view) {
+        if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
+                return gw_json_text(gw_job_reason_name(j->wait_reason));
+        char instead[160];
+        if (j->signal)
+                snprintf(instead, sizeof instead, "signal %d %s", j->signal, GW_CODEC_EVIDENCE_HIDDEN);
+        else if (j->has_exit)
+                snprintf(instead, sizeof instead, "exit %d %s", j->exit_code, GW_CODEC_EVIDENCE_HIDDEN);
+        else
+                snprintf(instead, sizeof instead, "%s", GW_CODEC_EVIDENCE_HIDDEN);
+        return enc_private(j->end_reason, view, instead);
 }
 
 static json_t *enc_after(const struct gw_job *j) {
@@ -424,13 +441,13 @@ static json_t *enc_str(const char *s) { return gw_json_text(s); }
 
 /* One encoder per field of the job object, in the order the API documents them. */
 #define FIELD(name, expr) \
-        static json_t *enc_f_##name(const struct gw_job *j) { return (expr); }
+        static json_t *enc_f_##name(const struct gw_job *j, unsigned view) { (void) view; return (expr); }
 FIELD(id, json_integer(j->id))
 FIELD(name, enc_str(j->name))
 FIELD(user, enc_str(j->user))
 FIELD(uid, json_integer(j->uid))
 FIELD(state, json_string(gw_job_state_name(j->state)))
-FIELD(reason, enc_reason(j))
+FIELD(reason, enc_reason(j, view))
 FIELD(ngpus, json_integer(j->ngpus))
 FIELD(gpus, enc_gpus(j))
 FIELD(gpu_mem, json_integer((json_int_t) j->gpu_mem))
@@ -441,9 +458,9 @@ FIELD(start_time, time_or_null(j->start_time))
 FIELD(end_time, time_or_null(j->end_time))
 FIELD(exit_code, j->has_exit && !j->signal ? json_integer(j->exit_code) : json_null())
 FIELD(signal, j->signal ? json_integer(j->signal) : json_null())
-FIELD(command, enc_command(j))
-FIELD(cwd, enc_str(j->cwd))
-FIELD(log_path, j->log_path ? gw_json_text(j->log_path) : json_null())
+FIELD(command, view & GW_VIEW_DETAILS ? enc_command(j) : json_null())
+FIELD(cwd, view & GW_VIEW_DETAILS ? enc_str(j->cwd) : json_null())
+FIELD(log_path, view & GW_VIEW_DETAILS ? j->log_path ? gw_json_text(j->log_path) : json_null() : json_null())
 FIELD(after, enc_after(j))
 FIELD(attempt, json_integer(j->attempt))
 FIELD(pid, j->pid > 0 ? json_integer(j->pid) : json_null())
@@ -451,7 +468,7 @@ FIELD(retries, json_integer(j->retries))
 FIELD(retry_on, j->retry_on ? json_string(j->retry_on) : json_null())
 FIELD(yolo, json_boolean(j->yolo))
 FIELD(not_before, time_or_null(j->not_before))
-FIELD(resume_from, j->resume_from ? gw_json_text(j->resume_from) : json_null())
+FIELD(resume_from, view & GW_VIEW_DETAILS ? j->resume_from ? gw_json_text(j->resume_from) : json_null() : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
 FIELD(leak_policy, json_string(j->leak_policy ? j->leak_policy : "warn"))
@@ -463,7 +480,7 @@ FIELD(predicted_start, j->state == GW_JOB_PENDING ? time_or_null(j->predicted_st
 
 static const struct {
         const char *name;
-        json_t *(*encode)(const struct gw_job *j);
+        json_t *(*encode)(const struct gw_job *j, unsigned view);
 } job_fields[] = {
         { "id", enc_f_id },
         { "name", enc_f_name },
@@ -519,19 +536,19 @@ int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_er
         return 0;
 }
 
-json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask) {
+json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask, unsigned view) {
         json_t *o = json_object();
         for (size_t i = 0; i < ELEMENTSOF(job_fields); i++)
                 if (mask & (UINT64_C(1) << i))
-                        json_object_set_new(o, job_fields[i].name, job_fields[i].encode(j));
+                        json_object_set_new(o, job_fields[i].name, job_fields[i].encode(j, view));
         return o;
 }
 
-json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask) {
+json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask, unsigned view) {
         json_t *a = json_array();
         for (size_t i = 0; i < ELEMENTSOF(job_fields); i++)
                 if (mask & (UINT64_C(1) << i))
-                        json_array_append_new(a, job_fields[i].encode(j));
+                        json_array_append_new(a, job_fields[i].encode(j, view));
         return a;
 }
 
@@ -543,14 +560,21 @@ json_t *gw_codec_job_field_names(uint64_t mask) {
         return a;
 }
 
-json_t *gw_codec_job(const struct gw_job *j) { return gw_codec_job_masked(j, GW_CODEC_ALL_FIELDS); }
+json_t *gw_codec_job(const struct gw_job *j, unsigned view) {
+        return gw_codec_job_masked(j, GW_CODEC_ALL_FIELDS, view);
+}
 
-json_t *gw_codec_events(const struct gw_job_event *ev, size_t n) {
+json_t *gw_codec_event_message(const char *message, unsigned view) {
+        return enc_private(message, view, GW_CODEC_EVIDENCE_HIDDEN);
+}
+
+json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view) {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o}", "time", time_or_null(ev[i].time), "state",
                                                    gw_job_state_name(ev[i].state) ?: "?", "kind",
-                                                   gw_json_text(ev[i].kind), "message", gw_json_text(ev[i].message)));
+                                                   gw_json_text(ev[i].kind), "message",
+                                                   gw_codec_event_message(ev[i].message, view)));
         return a;
 }
 

@@ -31,17 +31,31 @@ int gw_codec_get_int(const json_t *o, const char *key, long long min, long long 
 
 #define GW_CODEC_ALL_FIELDS UINT64_MAX
 
-/* The job as the API shows it (docs/API.md).  New reference. */
-json_t *gw_codec_job(const struct gw_job *j);
+/* What a reader may see of a job (the daemon decides from who asks):
+ * GW_VIEW_DETAILS: its command line, working directory, log path and checkpoint (the
+ *   guests' view leaves them null: arguments often carry secrets);
+ * GW_VIEW_LOG: what its reason, attempts and events quote from its log, which is as
+ *   private as the log (its owner and admins); others read GW_CODEC_EVIDENCE_HIDDEN there. */
+enum {
+        GW_VIEW_DETAILS = 1u << 0,
+        GW_VIEW_LOG = 1u << 1,
+        GW_VIEW_ALL = GW_VIEW_DETAILS | GW_VIEW_LOG,
+};
+#define GW_CODEC_EVIDENCE_HIDDEN "(evidence hidden: only the job's owner and admins may read its log)"
+
+/* The job as the API shows it (docs/API.md) to a reader with view.  New reference. */
+json_t *gw_codec_job(const struct gw_job *j, unsigned view);
 /* Only the fields in mask (from gw_codec_job_fields), for long lists. */
-json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask);
+json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask, unsigned view);
 /* The same fields as an array, in the order gw_codec_job_field_names lists their names: a
  * long list of rows costs a client no hash table per job to read. */
-json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask);
+json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask, unsigned view);
 json_t *gw_codec_job_field_names(uint64_t mask);
 /* "id,state,gpus" → mask; empty or NULL = all.  -EINVAL naming an unknown field. */
 int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err);
-json_t *gw_codec_events(const struct gw_job_event *ev, size_t n);
+json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view);
+/* An event's message, or an attempt's evidence, for a reader with view. */
+json_t *gw_codec_event_message(const char *message, unsigned view);
 
 /* {"error": message, "field": field or null}, serialized; malloc'ed. */
 char *gw_codec_error_body(const char *field, const char *message, size_t *ret_len);

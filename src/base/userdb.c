@@ -13,6 +13,7 @@
 
 struct slot {
         bool used, found;
+        int err;      /* the lookup's: -ENOENT (no such entry), -EIO (the lookup failed) */
         gw_usec_t fetched;
         union {
                 struct gw_account account;
@@ -42,11 +43,19 @@ static void account_from(const struct passwd *pw, struct gw_account *a) {
                 a->groups[i] = groups[i];
 }
 
+/* getpwuid_r's "not found" (0, or one of these, getpwnam(3)) from a failed lookup (a
+ * directory service down, a full file table): an account must not be taken for deleted when
+ * it could not be read. */
+static int nss_miss(int r) {
+        return r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM ? -ENOENT : -EIO;
+}
+
 static int nss_account_by_uid(uint32_t uid, struct gw_account *ret) {
         struct passwd pw, *pwp = NULL;
         char buf[16384];
-        if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
-                return -ENOENT;
+        int r = getpwuid_r(uid, &pw, buf, sizeof buf, &pwp);
+        if (r != 0 || !pwp)
+                return nss_miss(r);
         account_from(pwp, ret);
         return 0;
 }
@@ -130,6 +139,7 @@ static struct slot *fetch(struct gw_userdb *db, bool account, uint32_t id, const
                 r = name ? db->src->group_by_name(name, &s->v.group) : db->src->group_by_gid(id, &s->v.group);
         s->used = true;
         s->found = r == 0;
+        s->err = r == 0 ? 0 : r == -ENOENT ? -ENOENT : -EIO;
         s->fetched = now;
         if (name)
                 snprintf(s->key, sizeof s->key, "%s", name);
@@ -143,6 +153,25 @@ static struct slot *fetch(struct gw_userdb *db, bool account, uint32_t id, const
 const struct gw_account *gw_userdb_uid(struct gw_userdb *db, uint32_t uid, gw_usec_t now) {
         struct slot *s = fetch(db, true, uid, NULL, now);
         return s ? &s->v.account : NULL;
+}
+
+int gw_userdb_same_account(struct gw_userdb *db, uint32_t uid, const char *name, gw_usec_t now,
+                           const struct gw_account **ret_now) {
+        struct slot *s = fetch(db, true, uid, NULL, now);
+        if (s) {
+                if (name && strcmp(s->v.account.name, name)) {
+                        if (ret_now)
+                                *ret_now = &s->v.account;
+                        return -ESTALE;
+                }
+                return 0;
+        }
+        s = slot_for(db->accounts, true, uid, NULL); /* the miss fetch kept */
+        if (!holds(s, true, uid, NULL) || s->err != -ENOENT)
+                return -EIO;
+        char num[16];
+        snprintf(num, sizeof num, "%u", (unsigned) uid);
+        return name && !strcmp(name, num) ? 0 : -ENOENT; /* a uid that never had a name still has none */
 }
 
 const struct gw_account *gw_userdb_user(struct gw_userdb *db, const char *name, gw_usec_t now) {

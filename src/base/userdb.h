@@ -48,6 +48,14 @@ void gw_userdb_free(struct gw_userdb *db);
 /* The account, or NULL when there is none. */
 const struct gw_account *gw_userdb_uid(struct gw_userdb *db, uint32_t uid, gw_usec_t now);
 const struct gw_account *gw_userdb_user(struct gw_userdb *db, const char *name, gw_usec_t now);
+/* Whether uid is still the account that was named name when something was made for it (a
+ * token, a job): a deleted user's uid is given to the next account made, which must not
+ * inherit what was the old one's.  0 when it is (also when uid had no name then, name being
+ * its number, and has none now); -ENOENT when uid has no account now; -ESTALE when uid is
+ * another account's now (*ret_now, if not NULL, is that account); -EIO when the database
+ * could not be read (nothing can be said). */
+int gw_userdb_same_account(struct gw_userdb *db, uint32_t uid, const char *name, gw_usec_t now,
+                           const struct gw_account **ret_now);
 const struct gw_group *gw_userdb_gid(struct gw_userdb *db, uint32_t gid, gw_usec_t now);
 const struct gw_group *gw_userdb_group(struct gw_userdb *db, const char *name, gw_usec_t now);
 

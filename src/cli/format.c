@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "base/parse.h"
 #include "base/time.h"
 
@@ -165,11 +166,8 @@ struct cli_table *cli_table_free(struct cli_table *t) {
 
 char *cli_sanitize(const char *s) {
         char *out = strdup(s ? s : "");
-        if (!out)
-                return NULL;
-        for (char *p = out; *p; p++)
-                if ((unsigned char) *p < 0x20 || (unsigned char) *p == 0x7f)
-                        *p = '?';
+        if (out)
+                (void) gw_text_neutralize(out);
         return out;
 }
 

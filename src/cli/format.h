@@ -25,7 +25,8 @@ size_t cli_table_rows(const struct cli_table *t);
 void cli_table_print(const struct cli_table *t, FILE *f);
 struct cli_table *cli_table_free(struct cli_table *t);
 
-/* A copy of s safe to print on a terminal: control bytes (escape sequences!) become '?'.
+/* A copy of s safe to print on a terminal (gw_text_neutralize): control characters (escape
+ * sequences!), bidirectional controls and bytes that are not UTF-8 become '?'.
  * malloc'ed; NULL only when out of memory. */
 char *cli_sanitize(const char *s);
 /* Columns s takes on a UTF-8 terminal (code points; wide glyphs count as one). */

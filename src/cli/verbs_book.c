@@ -9,6 +9,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "base/text.h"
 #include "base/when.h"
 #include "cli/api.h"
 #include "cli/bookview.h"
@@ -309,17 +310,22 @@ int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv) {
         return cli_booking_change_run(ctx, CLI_BOOKING_RELEASE, "unreserve", unreserve_help, argc, argv);
 }
 
-/* The chart as gpuwardd drew it, with control bytes (escape sequences) made harmless. */
+/* The chart as gpuwardd drew it, each line neutralised (an older gpuwardd left names raw). */
 static int print_chart(const json_t *reply) {
         const char *text = cli_jstr(reply, "text");
         if (!text) {
                 cli_error("gpuwardd's schedule has no \"text\" chart");
                 return CLI_EXIT_FAIL;
         }
-        for (const char *p = text; *p; p++)
-                putchar(((unsigned char) *p < 0x20 && *p != '\n') || *p == 0x7f ? '?' : *p);
-        if (*text && text[strlen(text) - 1] != '\n')
-                putchar('\n');
+        _cleanup_free_ char *copy = gw_xstrdup(text);
+        for (char *line = copy, *nl; line; line = nl) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl++ = '\0';
+                (void) gw_text_neutralize(line);
+                if (*line || nl)
+                        printf("%s\n", line);
+        }
         return CLI_EXIT_OK;
 }
 

@@ -2,6 +2,7 @@
  * text chart of it.  Declared in calendar.h. */
 #include "core/calendar.h"
 #include "core/predict.h"
+#include "base/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -310,23 +311,27 @@ static void render_legend(const struct gw_schedule_segment *segs, const struct i
         put(o, "Legend: . free  x drained\n");
         for (int k = 0; k < it->n; k++) {
                 const struct gw_schedule_segment *s = &segs[it->seg[k]];
-                char a[64] = "", b[64] = "";
+                char a[64] = "", b[64] = "", label[sizeof(s->label)];
                 const char *sep = s->label[0] ? "  " : "";
+
+                /* A name may carry ESC sequences or U+202E: the chart is read on terminals. */
+                memcpy(label, s->label, sizeof(label));
+                (void) gw_text_neutralize(label);
 
                 fmt(s->start, GW_USEC_INFINITY, a, sizeof(a), userdata);
                 fmt(s->end, s->kind == GW_SEG_RUNNING ? GW_USEC_INFINITY : s->start, b, sizeof(b), userdata);
                 switch (s->kind) {
                 case GW_SEG_RUNNING:
                         put(o, "  %c  job %lld  running until %s%s%s\n", symbols[k], (long long) s->id, b,
-                            sep, s->label);
+                            sep, label);
                         break;
                 case GW_SEG_PREDICTED:
                         put(o, "  %c  job %lld  predicted %s-%s%s%s\n", symbols[k], (long long) s->id, a, b,
-                            sep, s->label);
+                            sep, label);
                         break;
                 default:
                         put(o, "  %c  booking %lld  %s-%s%s%s%s\n", symbols[k], (long long) s->id, a, b,
-                            s->kind == GW_SEG_BOOKING_PENDING ? " (awaiting approval)" : "", sep, s->label);
+                            s->kind == GW_SEG_BOOKING_PENDING ? " (awaiting approval)" : "", sep, label);
                         break;
                 }
         }

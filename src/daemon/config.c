@@ -62,6 +62,8 @@ static const char usage[] =
         "  --guests LIST        users and @groups who may only read (everyone else: a user)\n"
         "  --tcp-anonymous MODE guest | refuse: a TCP caller without a token reads as a guest,\n"
         "                       or gets 401 (default guest)\n"
+        "  --guest-job-details BOOL  show guests (callers without a token, --guests) the command\n"
+        "                       line, working directory and log path of jobs (default no)\n"
         "  --cgroup MODE        auto | v2 | v1 | none (default auto)\n"
         "  --sample-interval S  seconds between GPU samples (default 2)\n"
         "  --rogue-policy P     report | kill: what to do with processes of no job on a GPU that a\n"
@@ -116,7 +118,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
-       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY };
+       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -134,6 +136,7 @@ static const struct option options[] = {
         { "admins", required_argument, NULL, OPT_ADMINS },
         { "guests", required_argument, NULL, OPT_GUESTS },
         { "tcp-anonymous", required_argument, NULL, OPT_TCP_ANON },
+        { "guest-job-details", required_argument, NULL, OPT_GUEST_DETAILS },
         { "cgroup", required_argument, NULL, OPT_CGROUP },
         { "rogue-policy", required_argument, NULL, OPT_ROGUE },
         { "default-retries", required_argument, NULL, OPT_RETRIES },
@@ -370,6 +373,10 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 return 0;
         case OPT_DEBUG:
                 if (!parse_bool(v, &c->debug))
+                        break;
+                return 0;
+        case OPT_GUEST_DETAILS:
+                if (!parse_bool(v, &c->guest_job_details))
                         break;
                 return 0;
         default:

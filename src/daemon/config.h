@@ -39,6 +39,7 @@ struct gw_config {
         char *webhook_events;       /* comma list of topics (core/webhook.h) */
         char *guests;               /* comma list of user names and @groups: read-only */
         bool tcp_refuse_anonymous;  /* TCP callers without a token: 401 rather than guests */
+        bool guest_job_details;     /* guests see others' command lines, cwd, log paths too */
         char *admin_group;
         char *strip_env;            /* comma list of variables never passed to jobs */
         char *cgroup;               /* auto | v2 | v1 | none */

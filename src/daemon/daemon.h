@@ -43,6 +43,7 @@ struct gw_djob {
         enum gw_job_state end_state; /* CANCELLED or TIMEOUT once terminating */
         char *end_reason;
         bool dep_final;              /* dependency resolved for good (cached) */
+        bool account_unread_told;    /* logged that its account could not be looked up */
         enum gw_dep_status dep;
         int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
         struct gw_source pidfd_src;
@@ -241,6 +242,11 @@ int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state sta
  * SIGTERM, SIGKILL after the grace period.  The write comes first: when the store refuses
  * it nothing is done and -errno is returned (gw_store_error_kind says why). */
 int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason);
+/* Whether the job's user is still the account that submitted it (name and uid: a deleted
+ * user's uid goes to the next account made).  0; or -ENOENT, -ESTALE (the job must not run
+ * as anyone) or -EIO (the account database cannot be read now) with why one line ("user
+ * gone: account 'alice' (uid 1001) no longer exists"). */
+int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why, size_t n);
 /* gw_job_end for a queued job that ends only if the store takes it (-errno: unchanged). */
 int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                         const char *kind);

@@ -147,10 +147,14 @@ static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enu
                          const char *message) {
         struct gw_events *ev = userdata;
         const char *st = gw_job_state_name(state);
+        /* One stream for every reader, guests included: what a guest may see of any job.  The
+         * job's owner reads the rest with GET /api/v1/jobs/ID. */
+        unsigned view = ev->d->cfg->guest_job_details ? GW_VIEW_DETAILS : 0;
         json_t *o = json_pack("{s:I,s:s,s:o,s:o,s:f}", "id", (json_int_t) id, "state", st ? st : "?", "kind",
-                              gw_json_text(kind), "message", gw_json_text(message), "time", (double) gw_now_wall() / 1e6);
+                              gw_json_text(kind), "message", gw_codec_event_message(message, view), "time",
+                              (double) gw_now_wall() / 1e6);
         if (j)
-                json_object_set_new(o, "job", gw_codec_job(j));
+                json_object_set_new(o, "job", gw_codec_job(j, view));
         publish(ev, j ? "job" : "job_event", o);
         if (ev->d->notify) {
                 const struct gw_djob *dj = j ? NULL : gw_jobmap_get(&ev->d->map, id);

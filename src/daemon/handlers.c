@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
 #include "daemon/userfile.h"
@@ -170,7 +171,20 @@ const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job *
 }
 
 bool may_touch(const struct caller *c, const struct gw_job *j) {
-        return c->admin || (c->known && c->uid == j->uid);
+        /* The name too: a deleted user's uid may be another account's now. */
+        return c->admin || (c->known && c->uid == j->uid && !strcmp(c->user, j->user ? j->user : ""));
+}
+
+bool sees_details(const struct gw_daemon *d, const struct caller *c) {
+        /* Arguments often carry secrets: a reader nobody vouches for is not shown them. */
+        bool guest = !c->known || c->guest;
+        return !guest || d->cfg->guest_job_details;
+}
+
+unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struct gw_job *j) {
+        if (may_touch(c, j))
+                return GW_VIEW_ALL;
+        return sees_details(d, c) ? GW_VIEW_DETAILS : 0;
 }
 
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,
@@ -188,7 +202,22 @@ const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct 
         return j;
 }
 
-static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j) {
+/* An attempt's evidence: a log line is shown to the job's owner and admins only. */
+static json_t *evidence_json(const struct gw_job_attempt *a, unsigned view) {
+        if (!gw_text_has_private(a->evidence) || (view & GW_VIEW_LOG))
+                return gw_codec_event_message(a->evidence, view);
+        char instead[160];
+        if (a->signal)
+                snprintf(instead, sizeof instead, "signal %d %s", a->signal, GW_CODEC_EVIDENCE_HIDDEN);
+        else if (a->has_exit)
+                snprintf(instead, sizeof instead, "exit %d %s", a->exit_code, GW_CODEC_EVIDENCE_HIDDEN);
+        else
+                snprintf(instead, sizeof instead, "%s", GW_CODEC_EVIDENCE_HIDDEN);
+        _cleanup_free_ char *r = gw_text_private_render(a->evidence, false, instead);
+        return gw_json_text(r);
+}
+
+static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j, unsigned view) {
         json_t *arr = json_array();
         struct gw_job_attempt *a = NULL;
         size_t n = 0;
@@ -202,9 +231,12 @@ static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j) {
                 json_t *o = json_pack("{s:i,s:o,s:f,s:f,s:o,s:o,s:o,s:i,s:o}", "attempt", a[i].attempt, "gpus", gpus,
                                       "start_time", (double) a[i].start_time / 1e6, "end_time",
                                       (double) a[i].end_time / 1e6, "class", gw_json_text(a[i].class_name),
-                                      "evidence", gw_json_text(a[i].evidence), "resumed_from",
-                                      a[i].resumed_from ? gw_json_text(a[i].resumed_from) : json_null(), "epoch",
-                                      a[i].epoch, "log_path", a[i].log_path ? gw_json_text(a[i].log_path) : json_null());
+                                      "evidence", evidence_json(&a[i], view), "resumed_from",
+                                      a[i].resumed_from && (view & GW_VIEW_DETAILS) ? gw_json_text(a[i].resumed_from)
+                                                                                    : json_null(),
+                                      "epoch", a[i].epoch, "log_path",
+                                      a[i].log_path && (view & GW_VIEW_DETAILS) ? gw_json_text(a[i].log_path)
+                                                                                : json_null());
                 json_object_set_new(o, "exit_code", a[i].has_exit && !a[i].signal ? json_integer(a[i].exit_code)
                                                                                    : json_null());
                 json_object_set_new(o, "signal", a[i].signal ? json_integer(a[i].signal) : json_null());
@@ -225,17 +257,20 @@ static json_t *runtime_json(struct gw_daemon *d, const struct gw_job *j) {
         return json_null();
 }
 
-static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j) {
-        json_t *o = gw_codec_job(j);
+static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsigned view) {
+        json_t *o = gw_codec_job(j, view);
         json_object_set_new(o, "runtime", runtime_json(d, j));
-        json_object_set_new(o, "attempts", attempts_json(d, j));
+        json_object_set_new(o, "attempts", attempts_json(d, j, view));
         json_t *tel = gw_observe_job_json(d, j);
         json_object_set_new(o, "telemetry", tel ? tel : json_null());
-        json_object_set_new(o, "training", gw_training_job_json(d, j)); /* issue 7: ETA, leak, snapshots */
+        json_t *training = gw_training_job_json(d, j); /* ETA, leak, snapshots */
+        if (!(view & GW_VIEW_DETAILS))
+                hide_paths(training);
+        json_object_set_new(o, "training", training);
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_events(d->store, j->id, &ev, &n) == 0) {
-                json_object_set_new(o, "events", gw_codec_events(ev, n));
+                json_object_set_new(o, "events", gw_codec_events(ev, n, view));
                 gw_job_events_free(ev, n);
         }
         return o;
@@ -405,6 +440,8 @@ static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep)
 /* Long lists are written job by job into one buffer: building the whole JSON tree first
  * would take several times the memory of the reply. */
 struct list_ctx {
+        struct gw_daemon *d;
+        const struct caller *caller;
         FILE *out;
         uint64_t fields;
         bool rows;                   /* layout=rows: arrays under "rows", names once under "fields" */
@@ -412,7 +449,8 @@ struct list_ctx {
 };
 
 static void list_put(struct list_ctx *lc, const struct gw_job *j) {
-        json_t *o = lc->rows ? gw_codec_job_row(j, lc->fields) : gw_codec_job_masked(j, lc->fields);
+        unsigned view = job_view(lc->d, lc->caller, j);
+        json_t *o = lc->rows ? gw_codec_job_row(j, lc->fields, view) : gw_codec_job_masked(j, lc->fields, view);
         char buf[4096];
         size_t len = json_dumpb(o, buf, sizeof buf, JSON_COMPACT);
         if (lc->n++)
@@ -476,7 +514,7 @@ static void on_list(void *ud, const struct gw_http_request *req, const struct gw
                 return;
         }
         struct gw_codec_error ferr;
-        struct list_ctx lc = { 0 };
+        struct list_ctx lc = { .d = d, .caller = c };
         if (gw_codec_job_fields(gw_http_query(req, "fields"), &lc.fields, &ferr) < 0) {
                 reply_error(rep, 400, ferr.field, "%s", ferr.message);
                 return;
@@ -535,7 +573,7 @@ static void on_get(void *ud, const struct gw_http_request *req, const struct gw_
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (j)
-                reply_json(rep, 200, job_with_events(d, j));
+                reply_json(rep, 200, job_with_events(d, j, job_view(d, c, j)));
 }
 
 static void on_cancel(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -549,7 +587,7 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         bool want_wait = wait && strcmp(wait, "0");
         if (req->resumed || gw_job_state_is_final(j->state)) {
                 if (req->resumed)
-                        return reply_json(rep, 200, job_with_events(d, j));
+                        return reply_json(rep, 200, job_with_events(d, j, job_view(d, c, j)));
                 return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) j->id,
                                    gw_job_state_name(j->state));
         }
@@ -566,7 +604,8 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = job_lookup(d, ctx->id, &now);
-                return reply_json(rep, 200, fin ? job_with_events(d, fin) : json_object()); /* done at once */
+                /* done at once */
+                return reply_json(rep, 200, fin ? job_with_events(d, fin, job_view(d, c, fin)) : json_object());
         }
         if (!want_wait)
                 return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", "RUNNING"));
@@ -597,7 +636,7 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
                 dj->job->wait_reason = reason;
                 return reply_store_error(d, rep, hold ? "cannot hold the job" : "cannot release the job");
         }
-        reply_json(rep, 200, gw_codec_job(dj->job));
+        reply_json(rep, 200, gw_codec_job(dj->job, job_view(d, c, dj->job)));
 }
 
 static void on_log(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -44,6 +44,16 @@ int body_check(const json_t *o, const char *const *fields, size_t n, const char 
 /* A job by id: the live one if active, else the stored record, which *tmp then owns. */
 const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
 bool may_touch(const struct caller *c, const struct gw_job *j);
+/* What the caller may see of j (GW_VIEW_*): all for its owner and admins; its details but
+ * not what it quotes from its log for other users; neither for guests unless the config's
+ * guest_job_details says so. */
+unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struct gw_job *j);
+/* Whether the caller sees command lines (jobs', and of the processes on GPUs): not guests,
+ * unless guest_job_details. */
+bool sees_details(const struct gw_daemon *d, const struct caller *c);
+/* training_api.c: sets the paths into a job's directory (a training's results_csv, a snapshot's source) in
+ * o, at any depth, to null: for readers who do not see the job's directory. */
+void hide_paths(json_t *o);
 /* The job, or NULL after replying 404 (no such job) or 403 (action given and the caller is
  * neither its owner nor an admin; action completes "only they or an admin may ..."). */
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,

@@ -17,9 +17,9 @@
 
 static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
 
-static json_t *proc_json(const struct gw_dproc *p) {
+static json_t *proc_json(const struct gw_dproc *p, bool details) {
         json_t *o = json_pack("{s:i,s:o,s:o}", "pid", (int) p->pid, "user", gw_json_text(p->user), "command",
-                              gw_json_text(p->cmd));
+                              details ? gw_json_text(p->cmd) : json_null());
         json_object_set_new(o, "mem_used", p->mem != UINT64_MAX ? json_integer((json_int_t) p->mem) : json_null());
         json_object_set_new(o, "sm_util", p->sm_util >= 0 ? json_integer(p->sm_util) : json_null());
         json_object_set_new(o, "job", p->job_id ? json_integer(p->job_id) : json_null());
@@ -33,7 +33,9 @@ static const char *gpu_health(const struct gw_dgpu *g) {
         return g->drained ? "drained" : "ok";
 }
 
-static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g) {
+/* details: the command lines of the processes on it (a job's own among them), which guests
+ * are not shown unless the config says so. */
+static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details) {
         const struct gw_gpu_sample *s = &g->sample;
         json_t *o = json_pack("{s:i,s:o,s:o,s:I}", "index", (int) g->info.index, "name", gw_json_text(g->info.name),
                               "uuid", gw_json_text(g->info.uuid), "mem_total", (json_int_t) g->info.mem_total);
@@ -52,7 +54,7 @@ static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g) {
                                               : json_null());
         json_t *procs = json_array();
         for (size_t k = 0; k < g->n_procs; k++)
-                json_array_append_new(procs, proc_json(&g->procs[k]));
+                json_array_append_new(procs, proc_json(&g->procs[k], details));
         json_object_set_new(o, "processes", procs);
         json_object_set_new(o, "sampled_at", time_or_null(g->sampled ? g->sampled_at : 0));
         return o;
@@ -63,7 +65,7 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
         struct gw_daemon *d = the_daemon(ud);
         json_t *arr = json_array();
         for (unsigned i = 0; i < d->n_gpus; i++)
-                json_array_append_new(arr, gpu_json(d, &d->gpus[i]));
+                json_array_append_new(arr, gpu_json(d, &d->gpus[i], sees_details(d, c)));
         reply_json(rep, 200, json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->rogue_total,
                                        "simulated", d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : ""));
 }
@@ -113,7 +115,7 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
                 return reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason, false) < 0)
                 return reply_store_error(d, rep, "cannot record the drain");
-        reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id]));
+        reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id], true)); /* admins only */
 }
 
 struct series_ctx {
@@ -279,7 +281,7 @@ void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route
 json_t *gw_api_gpus_json(struct gw_daemon *d) {
         json_t *arr = json_array();
         for (unsigned i = 0; i < d->n_gpus; i++)
-                json_array_append_new(arr, gpu_json(d, &d->gpus[i]));
+                json_array_append_new(arr, gpu_json(d, &d->gpus[i], d->cfg->guest_job_details));
         return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->rogue_total, "simulated",
                          d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : "");
 }

@@ -226,7 +226,7 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         bool approve = strstr(req->path, "/approve") != NULL, deny = strstr(req->path, "/deny") != NULL;
         if ((approve || deny) && !c->admin)
                 return reply_error(rep, 403, NULL, "only admins may approve or deny bookings");
-        if (!approve && !deny && !c->admin && b->uid != c->uid)
+        if (!approve && !deny && !c->admin && (b->uid != c->uid || strcmp(b->user, c->user)))
                 return reply_error(rep, 403, "id", "booking %lld belongs to %s; only they or an admin may release it",
                                    (long long) b->id, b->user);
         if (approve && b->state != GW_BOOKING_PENDING_APPROVAL)
@@ -470,8 +470,16 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         json_decref(o);
 }
 
+struct token_list {
+        json_t *arr;
+        const char *user; /* NULL: every token (an admin's list) */
+};
+
 static void token_row(const struct gw_store_token *t, void *userdata) {
-        json_array_append_new(userdata, json_pack("{s:I,s:s,s:s,s:f,s:o,s:o,s:b}", "id", (json_int_t) t->id, "user",
+        struct token_list *tl = userdata;
+        if (tl->user && strcmp(t->user, tl->user)) /* an earlier account's of the same uid */
+                return;
+        json_array_append_new(tl->arr, json_pack("{s:I,s:s,s:s,s:f,s:o,s:o,s:b}", "id", (json_int_t) t->id, "user",
                                                   t->user, "name", t->name, "created", (double) t->created / 1e6,
                                                   "last_used", unix_or_null(t->last_used), "expires",
                                                   unix_or_null(t->expires), "expired",
@@ -481,9 +489,9 @@ static void token_row(const struct gw_store_token *t, void *userdata) {
 void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        json_t *arr = json_array();
-        (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, arr);
-        reply_json(rep, 200, json_pack("{s:o}", "tokens", arr));
+        struct token_list tl = { .arr = json_array(), .user = c->admin ? NULL : c->user };
+        (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, &tl);
+        reply_json(rep, 200, json_pack("{s:o}", "tokens", tl.arr));
 }
 
 void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -495,6 +503,42 @@ void on_token_revoke(void *ud, const struct gw_http_request *req, const struct g
         if (r < 0)
                 return reply_store_error(d, rep, "cannot revoke it");
         reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
+}
+
+/* A token stands for the account that made it, not for its uid: once the account is deleted
+ * the token dies with it, and the next account given the uid does not inherit it.  0 when
+ * the account is still the token's; else -ENOENT (deleted) or -ESTALE (the uid is another
+ * account's) with what says it, or -EIO (cannot be looked up now). */
+static int token_account(struct gw_daemon *d, const struct gw_store_token *t, char *what, size_t n) {
+        const struct gw_account *now = NULL;
+        int r = gw_userdb_same_account(d->users, t->uid, t->user, d->now, &now);
+        if (r == -ESTALE)
+                snprintf(what, n, "its account '%s' (uid %u) no longer exists; uid %u is now the account '%s'", t->user,
+                         (unsigned) t->uid, (unsigned) t->uid, now->name);
+        else if (r == -ENOENT)
+                snprintf(what, n, "its account '%s' (uid %u) no longer exists", t->user, (unsigned) t->uid);
+        else if (r == -EIO)
+                snprintf(what, n, "the account '%s' (uid %u) cannot be looked up now; try again", t->user,
+                         (unsigned) t->uid);
+        return r;
+}
+
+/* 0, or -EPERM with why when the token's account is gone (the token is revoked then) or
+ * cannot be looked up. */
+static int token_account_check(struct gw_daemon *d, const struct gw_store_token *t, char *why, size_t why_size) {
+        char what[160];
+        int r = token_account(d, t, what, sizeof what);
+        if (r == 0)
+                return 0;
+        if (r == -EIO) {
+                snprintf(why, why_size, "token %lld: %s", (long long) t->id, what);
+                return -EPERM;
+        }
+        bool revoked = gw_store_token_revoke(d->store, t->id, false, 0) == 0;
+        snprintf(why, why_size, "token %lld %s: %s", (long long) t->id, revoked ? "is revoked" : "is refused", what);
+        log_warn("token %lld of %s (uid %u) %s: %s", (long long) t->id, t->user, (unsigned) t->uid,
+                 revoked ? "revoked" : "refused (the revocation could not be recorded)", what);
+        return -EPERM;
 }
 
 /* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
@@ -517,7 +561,10 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_ui
                 return -EPERM;
         }
         if (t.revoked) {
-                snprintf(why, why_size, "token %lld was revoked", (long long) t.id);
+                char what[160];
+                int r = token_account(d, &t, what, sizeof what);
+                snprintf(why, why_size, "token %lld was revoked%s%s", (long long) t.id,
+                         r == -ENOENT || r == -ESTALE ? ": " : "", r == -ENOENT || r == -ESTALE ? what : "");
                 return -EPERM;
         }
         if (gw_token_expired(t.expires, gw_now_wall())) {
@@ -530,6 +577,8 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_ui
                          (long long) t.id, t.name[0] ? " (" : "", t.name, t.name[0] ? ")" : "", when);
                 return -EKEYEXPIRED;
         }
+        if (token_account_check(d, &t, why, why_size) < 0)
+                return -EPERM;
         (void) gw_store_token_used(d->store, t.id);
         *ret_uid = t.uid;
         snprintf(user, n, "%s", t.user);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/text.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
@@ -209,6 +210,19 @@ int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
                 return r;
         }
         return 0;
+}
+
+int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why, size_t n) {
+        const struct gw_account *now = NULL;
+        int r = gw_userdb_same_account(d->users, j->uid, j->user, d->now, &now);
+        if (r == -ESTALE)
+                snprintf(why, n, "user gone: account '%s' (uid %u) no longer exists; uid %u is now the account '%s'",
+                         j->user, (unsigned) j->uid, (unsigned) j->uid, now->name);
+        else if (r == -ENOENT)
+                snprintf(why, n, "user gone: account '%s' (uid %u) no longer exists", j->user, (unsigned) j->uid);
+        else if (r == -EIO)
+                snprintf(why, n, "the account '%s' (uid %u) cannot be looked up now", j->user, (unsigned) j->uid);
+        return r;
 }
 
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
@@ -477,6 +491,7 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         struct gw_job *j = dj->job;
         bool was_running = j->state == GW_JOB_RUNNING;
         assert(!must_record || !was_running);
+        _cleanup_free_ char *said = gw_text_private_render(reason, true, NULL); /* for the daemon's log */
         struct gw_job before = { .state = j->state, .wait_reason = j->wait_reason, .end_reason = j->end_reason,
                                  .end_time = j->end_time };
         j->state = state;
@@ -502,11 +517,11 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
                 /* Not lost: the next daemon reads a running job's end from the kept exits
                  * journal (and its recorded stop), and this one writes it again (jobs_stop.c). */
                 log_err("job %lld: cannot record its end (%s: %s): %s; kept until it can be written", (long long) j->id,
-                        gw_job_state_name(state), reason, gw_store_errmsg(d->store));
+                        gw_job_state_name(state), said, gw_store_errmsg(d->store));
                 d->keep_exits = true;
                 dj->end_unwritten = true;
         }
-        log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), reason);
+        log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), said);
         if (was_running) {
                 gw_job_release_gpus(d, dj);
                 gw_sharing_job_ended(d, j);

@@ -117,8 +117,12 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
                          (int) j->shim_pid, (int) j->pid);
                 (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
+                char why[256];
+                int gone = gw_job_account_check(d, j, why, sizeof why);
                 if (dj->terminating)
                         gw_job_stop_again(d, dj);
+                else if (gone == -ENOENT || gone == -ESTALE) /* deleted while the daemon was down */
+                        gw_job_terminate(d, dj, GW_JOB_CANCELLED, why);
                 return 0;
         }
         /* Gone while we were down: its shim may have left the status behind. */

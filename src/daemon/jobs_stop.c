@@ -10,6 +10,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
 #include "daemon/proc.h"
@@ -164,9 +165,10 @@ void gw_jobs_unwritten_batch_failed(struct gw_daemon *d) {
                         continue;
                 }
                 *p = dj->next_dead;
+                _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
                 log_err("job %lld: cannot record its end (%s: %s): the transaction was not committed; kept until "
                         "it can be written",
-                        (long long) dj->job->id, gw_job_state_name(dj->job->state), dj->job->end_reason);
+                        (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
                 gw_jobs_unwritten_keep(d, dj);
         }
 }
@@ -220,9 +222,10 @@ void gw_jobs_unwritten_close(struct gw_daemon *d) {
         while (d->unwritten) {
                 struct gw_djob *dj = d->unwritten;
                 d->unwritten = dj->next_unwritten;
+                _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
                 log_warn("job %lld: its end (%s: %s) could not be recorded before the daemon stopped; the next start "
                          "works it out again (the job's row, its recorded stop, the kept exits journal)",
-                         (long long) dj->job->id, gw_job_state_name(dj->job->state), dj->job->end_reason);
+                         (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
                 gw_djob_free(dj);
         }
 }

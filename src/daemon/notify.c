@@ -17,6 +17,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "base/thread.h"
 #include "core/webhook.h"
 #include "daemon/config.h"
@@ -220,11 +221,16 @@ void gw_notify_job(struct gw_notify *n, int64_t id, const struct gw_job *j, enum
                 return;
         const char *st = gw_job_state_name(state);
         char text[800];
+        /* Webhooks are the admins' setting: they carry what the job's owner reads, log quotes
+         * included (without the markers around them). */
+        _cleanup_free_ char *msg = gw_text_private_render(message, true, NULL);
+        message = msg;
         gw_webhook_text(text, sizeof text, n->host, id, j ? j->name : NULL, j ? j->user : NULL, st, message);
+        (void) gw_text_neutralize(text); /* a chat shows it as it is: no U+202E from a job's name */
         json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:o,s:o}", "event", gw_webhook_topic_name(topic), "kind", kind, "time",
                               (double) gw_now_wall() / 1e6, "host", n->host, "message", gw_json_text(message), "text",
                               gw_json_text(text));
-        json_t *job = j ? gw_codec_job_masked(j, n->job_fields) : json_pack("{s:I}", "id", (json_int_t) id);
+        json_t *job = j ? gw_codec_job_masked(j, n->job_fields, GW_VIEW_ALL) : json_pack("{s:I}", "id", (json_int_t) id);
         if (o && job) {
                 json_object_set_new(job, "state", json_string(st ? st : "?"));
                 json_object_set_new(o, "job", job);

@@ -168,6 +168,27 @@ static bool any_gpu_free(const struct gw_sched_gpu *g, unsigned n) {
         return false;
 }
 
+/* A job runs as the account that submitted it or not at all: once that account is deleted
+ * its uid may be the next account's, which would run it, release it and read its log.  A
+ * job whose account is gone ends CANCELLED, as one whose dependency or booking can no longer
+ * be met: withdrawn by the daemon before it ran.  One whose account cannot be looked up now
+ * waits for the next round. */
+static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
+        char why[256];
+        int r = gw_job_account_check(d, dj->job, why, sizeof why);
+        if (r == 0) {
+                dj->account_unread_told = false;
+                return true;
+        }
+        if (r == -EIO) { /* once, not at every round it waits */
+                if (!dj->account_unread_told)
+                        log_warn("job %lld: not started while %s", (long long) dj->job->id, why);
+                dj->account_unread_told = true;
+        } else
+                gw_job_end(d, dj, GW_JOB_CANCELLED, why, "user");
+        return false;
+}
+
 void gw_schedule(struct gw_daemon *d) {
         d->sched_dirty = false;
         if (d->n_queue == 0)
@@ -218,7 +239,7 @@ void gw_schedule(struct gw_daemon *d) {
         }
         for (size_t i = 0; i < plan.n_starts; i++) {
                 struct gw_djob *dj = gw_jobmap_get(&d->map, starts[i].job_id);
-                if (dj && gw_job_start(d, dj, starts[i].gpu_mask) >= 0)
+                if (dj && account_still_there(d, dj) && gw_job_start(d, dj, starts[i].gpu_mask) >= 0)
                         gw_observe_job_placed(d, dj);
         }
         for (size_t i = 0; i < n_never; i++) {

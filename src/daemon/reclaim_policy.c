@@ -164,5 +164,5 @@ void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_
                 return reply_error(rep, 503, NULL, "cannot record the change: %s", gw_store_errmsg(d->store));
         }
         log_info("job %lld: %s", (long long) j->id, msg);
-        reply_json(rep, 200, gw_codec_job(j));
+        reply_json(rep, 200, gw_codec_job(j, job_view(d, c, j)));
 }

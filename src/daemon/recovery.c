@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/text.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/ckpt.h"
@@ -113,7 +114,7 @@ static bool evidence_names_class(const struct gw_failure_verdict *v) {
 }
 
 static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_retry_decision *dec,
-                    const struct gw_failure_verdict *v, char *ckpt, const char *ckpt_why) {
+                    const struct gw_failure_verdict *v, const char *evidence, char *ckpt, const char *ckpt_why) {
         struct gw_job *j = dj->job;
         char msg[1024], wait[32];
         gw_format_duration(dec->backoff, wait, sizeof wait);
@@ -121,10 +122,10 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         if (!evidence_names_class(v))
                 snprintf(cls, sizeof cls, "%s: ", gw_failure_class_name(v->cls));
         if (ckpt)
-                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s", cls, v->evidence, dec->retry_no,
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s", cls, evidence, dec->retry_no,
                          j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
         else
-                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, v->evidence, dec->retry_no,
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, evidence, dec->retry_no,
                          j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
                          ckpt_why[0] ? ckpt_why : "no checkpoint");
         gw_job_release_gpus(d, dj);
@@ -158,7 +159,8 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
                 log_err("job %lld: cannot record the retry: %s", (long long) j->id, gw_store_errmsg(d->store));
                 d->keep_exits = true;
         }
-        log_info("job %lld: %s", (long long) j->id, msg);
+        _cleanup_free_ char *said = gw_text_private_render(msg, true, NULL);
+        log_info("job %lld: %s", (long long) j->id, said);
         d->n_backoff++;
         gw_queue_insert(d, dj);
 }
@@ -231,6 +233,11 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         bool leak_restart = gw_training_take_restart(dj, v.evidence, sizeof v.evidence);
         if (leak_restart)
                 v.cls = GW_FAILURE_OOM;
+        /* A log line is as private as the log: marked, so that the API shows it to the job's
+         * owner and admins only. */
+        char quoted[GW_FAILURE_EVIDENCE_MAX + 2];
+        const char *evidence = v.line > 0 && !leak_restart ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
+                                                           : v.evidence;
         char ckpt_why[512] = "";
         char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
         struct gw_attempt_mark last = { .valid = true, .epoch = epoch_reached(j, ckpt) };
@@ -241,7 +248,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = end_time,
                 .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                .class_name = (char *) gw_failure_class_name(v.cls), .evidence = v.evidence,
+                .class_name = (char *) gw_failure_class_name(v.cls), .evidence = (char *) evidence,
                 .resumed_from = j->resume_from, .epoch = (int) last.epoch, .log_path = attempt_log,
                 .ckpt_id = last.ckpt,
         };
@@ -264,7 +271,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         struct gw_retry_decision dec;
         if (gw_retry_decide(&p, &s, &v, gw_now_wall(), &dec) == 0 && dec.retry) {
                 dj->last_mark = last;
-                requeue(d, dj, &dec, &v, ckpt, ckpt_why);
+                requeue(d, dj, &dec, &v, evidence, ckpt, ckpt_why);
                 return;
         }
         free(ckpt);
@@ -276,12 +283,12 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         if (dj->terminating && our_stop)
                 snprintf(reason, sizeof reason, "%s", dj->end_reason); /* the evidence would say it again */
         else if (dj->terminating)
-                snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, v.evidence);
+                snprintf(reason, sizeof reason, "%s (%s)", dj->end_reason, evidence);
         else if (v.cls == GW_FAILURE_OK || !strcmp(v.evidence, gw_failure_class_name(v.cls)))
-                snprintf(reason, sizeof reason, "%s", v.evidence); /* "exit 0"; "lost", not "lost: lost" */
+                snprintf(reason, sizeof reason, "%s", evidence); /* "exit 0"; "lost", not "lost: lost" */
         else
                 snprintf(reason, sizeof reason, "%s%s%s%s%s", evidence_names_class(&v) ? "" : gw_failure_class_name(v.cls),
-                         evidence_names_class(&v) ? "" : ": ", v.evidence,
+                         evidence_names_class(&v) ? "" : ": ", evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");
         keep_attempt(dj, &a);

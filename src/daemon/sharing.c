@@ -344,7 +344,7 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead,
                                  (long long) j->booking_id);
                         return -EINVAL;
                 }
-                if (b->uid != j->uid) {
+                if (b->uid != j->uid || strcmp(b->user, j->user ? j->user : "")) {
                         err->status = 403;
                         snprintf(err->field, sizeof err->field, "reservation");
                         snprintf(err->message, sizeof err->message, "reservation: booking %lld belongs to %s",

@@ -110,6 +110,28 @@ static bool trains(const struct gw_job *j) {
         return gw_run_is_training((const char *const *) j->argv, gw_strv_length(j->argv), j->yolo);
 }
 
+void hide_paths(json_t *o) {
+        static const char *const paths[] = { "results_csv", "source" }; /* in the job's directory */
+        if (json_is_array(o)) {
+                for (size_t i = 0; i < json_array_size(o); i++)
+                        hide_paths(json_array_get(o, i));
+                return;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(o, key, v) {
+                if (json_is_object(v) || json_is_array(v)) {
+                        hide_paths(v);
+                        continue;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                        if (!strcmp(key, paths[i]) && json_is_string(v)) {
+                                json_object_set_new(o, key, json_null()); /* replaces v in place */
+                                break;
+                        }
+        }
+}
+
 void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
                 const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -134,6 +156,8 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
                           : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"
                                          : NULL;
         json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
+        if (!(job_view(d, c, j) & GW_VIEW_DETAILS))
+                json_object_set_new(o, "results_csv", json_null());
         if (t) {
                 json_t *arr = json_array();
                 size_t from = t->n_epochs > EPOCHS_SHOWN ? t->n_epochs - EPOCHS_SHOWN : 0;
@@ -165,6 +189,8 @@ void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct 
         json_t *arr = gw_train_snapshots_json(d, j->id, all && strcmp(all, "0"));
         if (!arr)
                 return reply_error(rep, 503, NULL, "cannot read the snapshots: %s", gw_store_errmsg(d->store));
+        if (!(job_view(d, c, j) & GW_VIEW_DETAILS))
+                hide_paths(arr);
         reply_json(rep, 200, json_pack("{s:I,s:o}", "id", (json_int_t) j->id, "snapshots", arr));
 }
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "api/codec.h"
+#include "base/text.h"
 #include "fuzz_common.h"
 
 #define DEFAULT_LIMIT (3600 * GW_USEC_PER_SEC)
@@ -45,7 +46,7 @@ static void check_job(const struct gw_job *j) {
 
         /* What decoded encodes, and the command comes back unchanged. */
         size_t len;
-        char *s = gw_codec_dump(gw_codec_job(j), &len);
+        char *s = gw_codec_dump(gw_codec_job(j, GW_VIEW_ALL), &len);
         json_t *o = json_loadb(s, len, 0, NULL);
         FUZZ_CHECK(json_is_object(o));
         const json_t *cmd = json_object_get(o, "command");
@@ -86,9 +87,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (r == 0) {
                 FUZZ_CHECK(mask != 0);
                 struct gw_job j = { .id = 1, .argv = (char *[]){ "true", NULL } };
-                json_decref(gw_codec_job_masked(&j, mask));
+                json_decref(gw_codec_job_masked(&j, mask, GW_VIEW_ALL));
         } else
                 check_error_body(&err);
+        /* The input as an ended job's reason, with log quotes in it: every view encodes, and
+         * no marker byte reaches a reader. */
+        for (unsigned view = 0; view <= GW_VIEW_ALL; view++) {
+                struct gw_job j = { .id = 1, .state = GW_JOB_FAILED, .has_exit = true, .end_reason = s };
+                json_t *enc = gw_codec_job_masked(&j, GW_CODEC_ALL_FIELDS, view);
+                const char *reason = json_string_value(json_object_get(enc, "reason"));
+                FUZZ_CHECK(reason && !strchr(reason, GW_TEXT_PRIVATE_OPEN) && !strchr(reason, GW_TEXT_PRIVATE_CLOSE));
+                json_decref(enc);
+        }
+        char *n = fuzz_strndup(data, size);
+        size_t nl = gw_text_neutralize(n);
+        FUZZ_CHECK(nl == strlen(n) && nl <= strlen(s));
+        free(n);
         free(s);
         return 0;
 }

@@ -358,7 +358,7 @@ static struct gw_job *sample_job(void) {
 
 static void job_pending(void **state) {
         struct gw_job *j = sample_job();
-        json_t *o = gw_codec_job(j);
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
         check_shape(o);
         assert_int_equal(json_integer_value(json_object_get(o, "id")), 17);
         assert_string_equal(json_string_value(json_object_get(o, "name")), "smoke");
@@ -387,7 +387,7 @@ static void job_pending(void **state) {
 
         j->state = GW_JOB_HELD;
         j->wait_reason = GW_REASON_HELD;
-        o = gw_codec_job(j);
+        o = gw_codec_job(j, GW_VIEW_ALL);
         check_shape(o);
         assert_string_equal(json_string_value(json_object_get(o, "state")), "HELD");
         assert_string_equal(json_string_value(json_object_get(o, "reason")), "Held");
@@ -405,7 +405,7 @@ static void job_running_and_ended(void **state) {
         j->log_path = gw_xstrdup("/var/lib/gpuward/logs/17.log");
         j->after_job = 16;
         j->after_kind = GW_DEP_KIND_ANY;
-        json_t *o = gw_codec_job(j);
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
         check_shape(o);
         assert_string_equal(json_string_value(json_object_get(o, "state")), "RUNNING");
         assert_string_equal(json_string_value(json_object_get(o, "reason")), "");
@@ -446,7 +446,7 @@ static void job_running_and_ended(void **state) {
                 free(j->end_reason);
                 j->end_reason = gw_xstrdup(ends[i].end_reason);
                 j->end_time = INT64_C(1763769800000000);
-                o = gw_codec_job(j);
+                o = gw_codec_job(j, GW_VIEW_ALL);
                 check_shape(o);
                 assert_string_equal(json_string_value(json_object_get(o, "state")), ends[i].want_state);
                 assert_string_equal(json_string_value(json_object_get(o, "reason")), ends[i].end_reason);
@@ -474,7 +474,7 @@ static void job_rows(void **state) {
         for (size_t i = 0; i < N_ELEMS(lists); i++) {
                 uint64_t mask = 0;
                 assert_int_equal(gw_codec_job_fields(lists[i], &mask, &(struct gw_codec_error){0}), 0);
-                json_t *o = gw_codec_job_masked(j, mask), *row = gw_codec_job_row(j, mask);
+                json_t *o = gw_codec_job_masked(j, mask, GW_VIEW_ALL), *row = gw_codec_job_row(j, mask, GW_VIEW_ALL);
                 json_t *names = gw_codec_job_field_names(mask);
                 assert_int_equal(json_array_size(row), json_object_size(o));
                 assert_int_equal(json_array_size(names), json_object_size(o));
@@ -493,7 +493,7 @@ static void job_rows(void **state) {
 
 static void job_fields_mask(void **state) {
         struct gw_job *j = sample_job();
-        json_t *full = gw_codec_job(j);
+        json_t *full = gw_codec_job(j, GW_VIEW_ALL);
         static const struct {
                 const char *list;
                 const char *want[5]; /* NULL-terminated; all keys when want[0] is NULL */
@@ -512,7 +512,7 @@ static void job_fields_mask(void **state) {
                 memset(&err, 0, sizeof err);
                 if (gw_codec_job_fields(cases[i].list, &mask, &err) != 0)
                         fail_msg("'%s' rejected: %s", cases[i].list, err.message);
-                json_t *o = gw_codec_job_masked(j, mask);
+                json_t *o = gw_codec_job_masked(j, mask, GW_VIEW_ALL);
                 size_t n = 0;
                 while (cases[i].want[n])
                         n++;
@@ -554,7 +554,7 @@ static void spec_to_job_round_trip(void **state) {
                                   " \"after\": \"5:ok\", \"ngpus\": 3}",
                                   &r, &hold, &err);
         assert_int_equal(r, 0);
-        json_t *o = gw_codec_job(j);
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
         check_shape(o);
         json_t *want = load("[\"a b\", \"\", \"c=d\"]");
         assert_true(json_equal(json_object_get(o, "command"), want));
@@ -601,12 +601,45 @@ static void error_body(void **state) {
         }
 }
 
+/* What others read of a job: no log quote (its class and exit instead), and for guests no
+ * command line, working directory or log path. */
+static void job_views(void **state) {
+        struct gw_job *j = sample_job();
+        j->state = GW_JOB_FAILED;
+        j->has_exit = true;
+        j->exit_code = 1;
+        j->log_path = gw_xstrdup("/var/lib/gpuward/logs/17.log");
+        j->end_reason = gw_xstrdup("user_error: \x1eValueError: api_key sk-123\x1f");
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_string_equal(json_string_value(json_object_get(o, "reason")), "user_error: ValueError: api_key sk-123");
+        json_decref(o);
+        o = gw_codec_job(j, GW_VIEW_DETAILS);
+        assert_string_equal(json_string_value(json_object_get(o, "reason")),
+                            "user_error: exit 1 " GW_CODEC_EVIDENCE_HIDDEN);
+        assert_true(json_is_array(json_object_get(o, "command")));
+        assert_string_equal(json_string_value(json_object_get(o, "cwd")), j->cwd);
+        json_decref(o);
+        o = gw_codec_job(j, 0);
+        assert_null(strstr(json_string_value(json_object_get(o, "reason")), "sk-123"));
+        assert_true(json_is_null(json_object_get(o, "command")));
+        assert_true(json_is_null(json_object_get(o, "cwd")));
+        assert_true(json_is_null(json_object_get(o, "log_path")));
+        assert_string_equal(json_string_value(json_object_get(o, "name")), j->name);
+        json_decref(o);
+        struct gw_job_event ev = {0, GW_JOB_PENDING, (char *) "retry", (char *) "user_error: \x1esk-123\x1f; retry 1/3"};
+        o = gw_codec_events(&ev, 1, GW_VIEW_DETAILS);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(o, 0), "message")),
+                            "user_error: " GW_CODEC_EVIDENCE_HIDDEN "; retry 1/3");
+        json_decref(o);
+        gw_job_free(j);
+}
+
 static void events(void **state) {
         struct gw_job_event ev[] = {
                 {INT64_C(1763769600000000), GW_JOB_PENDING, (char *) "submit", (char *) "submitted by alice"},
                 {0, GW_JOB_RUNNING, (char *) "start", NULL},
         };
-        json_t *a = gw_codec_events(ev, N_ELEMS(ev));
+        json_t *a = gw_codec_events(ev, N_ELEMS(ev), GW_VIEW_ALL);
         assert_int_equal(json_array_size(a), 2);
         json_t *e0 = json_array_get(a, 0), *e1 = json_array_get(a, 1);
         assert_true(fabs(json_real_value(json_object_get(e0, "time")) - 1763769600.0) < 1e-4);
@@ -632,6 +665,7 @@ int main(void) {
                 cmocka_unit_test(spec_to_job_round_trip),
                 cmocka_unit_test(error_body),
                 cmocka_unit_test(events),
+                cmocka_unit_test(job_views),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,8 +16,12 @@
 static int lookups;
 static int group_of_1000 = 100;
 
+static bool failing; /* the database cannot be read */
+
 static int fake_by_uid(uint32_t uid, struct gw_account *ret) {
         lookups++;
+        if (failing)
+                return -EIO;
         if (uid < 1000 || uid >= 1100)
                 return -ENOENT;
         memset(ret, 0, sizeof *ret);
@@ -57,6 +61,7 @@ static const struct gw_userdb_source fake = { fake_by_uid, fake_by_name, fake_gr
 static int setup(void **state) {
         lookups = 0;
         group_of_1000 = 100;
+        failing = false;
         *state = gw_userdb_new(&fake);
         return *state ? 0 : -1;
 }
@@ -64,6 +69,23 @@ static int setup(void **state) {
 static int teardown(void **state) {
         gw_userdb_free(*state);
         return 0;
+}
+
+static void same_account_by_name_and_uid(void **state) {
+        struct gw_userdb *db = *state;
+        const struct gw_account *now = NULL;
+        assert_int_equal(gw_userdb_same_account(db, 1001, "u1001", 0, &now), 0);
+        assert_int_equal(gw_userdb_same_account(db, 1001, "alice", 0, &now), -ESTALE);
+        assert_string_equal(now->name, "u1001");
+        assert_int_equal(gw_userdb_same_account(db, 2000, "alice", 0, NULL), -ENOENT);
+        assert_int_equal(gw_userdb_same_account(db, 2000, "2000", 0, NULL), 0);
+        assert_int_equal(gw_userdb_same_account(db, 1001, "1001", 0, NULL), -ESTALE);
+        failing = true;
+        assert_int_equal(gw_userdb_same_account(db, 2001, "bob", 0, NULL), -EIO);
+        assert_int_equal(gw_userdb_same_account(db, 2001, "2001", 0, NULL), -EIO);
+        failing = false;
+        assert_int_equal(gw_userdb_same_account(db, 2001, "bob", 0, NULL), -EIO); /* kept for the ttl */
+        assert_int_equal(gw_userdb_same_account(db, 2001, "bob", GW_USERDB_TTL, NULL), -ENOENT);
 }
 
 static void looked_up_once_within_the_ttl(void **state) {
@@ -154,6 +176,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(by_name_and_by_id_agree, setup, teardown),
                 cmocka_unit_test_setup_teardown(many_users_evict_the_oldest, setup, teardown),
                 cmocka_unit_test(nss_finds_root),
+                cmocka_unit_test_setup_teardown(same_account_by_name_and_uid, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
