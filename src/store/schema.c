@@ -110,6 +110,10 @@ const char *const gw_store_migrations[] = {
 
         /* 13: GPUs gone from NVML's devices, by UUID, drained when they come back */
         "CREATE TABLE gpus_missing (uuid TEXT PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;",
+
+        /* GET /api/v1/gpus/events reads a GPU's (or all GPUs') newest events since a time */
+        "CREATE INDEX gpu_events_gpu ON gpu_events(gpu, time);"
+        "CREATE INDEX gpu_events_time ON gpu_events(time);",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

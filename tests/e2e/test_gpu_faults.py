@@ -47,8 +47,8 @@ class Users:
 
 
 def gpu_events(d, gpu, kind):
-    """The messages of the GPU's recorded events of that kind (read from the store: the API has
-    no call for them)."""
+    """The messages of the GPU's recorded events of that kind, oldest first (from the store, so
+    that these tests do not depend on the API's)."""
     db = sqlite3.connect(f"file:{os.path.join(d.state, 'gpuward.db')}?mode=ro", uri=True, timeout=10)
     try:
         rows = db.execute("SELECT message FROM gpu_events WHERE gpu = ? AND kind = ? ORDER BY id", (gpu, kind))
@@ -221,6 +221,62 @@ class RogueProcessTest(DaemonTest):
         ev = self.d.wait_job(jid, lambda j: events_of(j, "rogue"), what="the job told of the rogue")
         self.assertEqual([e["message"] for e in events_of(ev, "rogue")],
                          [f"pid {rogue.pid} ({user}, sleep 300) on GPU {gpu} started outside gpuward, using 300 MiB"])
+
+
+class GpuEventsApiTest(DaemonTest):
+    """The GPUs' own events read back: GET /api/v1/gpus[/N]/events and `gpuward gpus --events`."""
+    gpus = 2
+
+    def test_a_drains_evidence_is_read_back_and_hidden_from_guests(self):
+        set_fake(self.d, gpu1_lost=1)
+        wait_until(lambda: self.d.gpu_list()[1]["drain_reason"], what="the lost GPU to be drained")
+        st, r = self.d.api("GET", "/api/v1/gpus/1/events")
+        self.assertEqual(st, 200, r)
+        drains = [e for e in r["events"] if e["kind"] == "drain"]
+        self.assertEqual(len(drains), 1, r)
+        self.assertEqual(drains[0]["gpu"], 1)
+        self.assertIn("GPU 1 fell off the bus (NVML: GPU is lost)", drains[0]["message"])
+        self.assertIn("drained until an admin undrains it", drains[0]["message"])
+        times = [e["time"] for e in r["events"]]
+        self.assertEqual(times, sorted(times, reverse=True), "newest first")
+        self.assertEqual(self.d.api("GET", "/api/v1/gpus/0/events")[1]["events"], [], "GPU 0 had none")
+        every = self.d.api("GET", "/api/v1/gpus/events")[1]["events"]
+        self.assertEqual(every, r["events"], "all GPUs: the same, as only GPU 1 had any")
+        self.assertEqual(len(self.d.api("GET", "/api/v1/gpus/events?limit=1")[1]["events"]), 1)
+        self.assertEqual(self.d.api("GET", f"/api/v1/gpus/events?since={times[0] + 1}")[1]["events"], [])
+
+        out = self.d.cli("gpus", "--events", "--gpu", 1).stdout
+        line = [ln for ln in out.splitlines() if " drain " in ln]
+        self.assertEqual(len(line), 1, out)
+        self.assertIn("fell off the bus", line[0])
+        self.assertEqual(line[0].split()[1:3], ["1", "drain"], line[0])
+        self.assertEqual(self.d.cli_json("gpus", "--events", "--limit", 1)["events"], r["events"][:1])
+
+        # A guest (TCP, no token) learns what happened, not the messages (a rogue's names
+        # another user's command line); a signed-in user over TCP reads them.
+        st, g = self.d.tcp_json("GET", "/api/v1/gpus/1/events")
+        self.assertEqual(st, 200, g)
+        self.assertEqual([dict(e, message=None) for e in r["events"]], g["events"])
+        token = self.d.api("POST", "/api/v1/tokens", {"name": "events"})[1]["token"]
+        self.assertEqual(self.d.tcp_json("GET", "/api/v1/gpus/1/events", token=token)[1]["events"], r["events"])
+
+    def test_bad_parameters_are_refused_naming_the_field(self):
+        for query, field in (("limit=0", "limit"), ("limit=1001", "limit"), ("limit=ten", "limit"),
+                             ("since=-1", "since"), ("since=yesterday", "since"), ("since=1e300", "since"),
+                             ("since=nan", "since")):
+            for path in ("/api/v1/gpus/events", "/api/v1/gpus/0/events"):
+                st, r = self.d.api("GET", f"{path}?{query}")
+                self.assertEqual((st, r.get("field")), (400, field), (path, query, r))
+        st, r = self.d.api("GET", "/api/v1/gpus/7/events")
+        self.assertEqual((st, r.get("field")), (404, "index"), r)
+        self.assertIn("no GPU 7", r["error"])
+        self.assertEqual(self.d.api("POST", "/api/v1/gpus/events")[0], 405)
+        p = self.d.cli("gpus", "--events", "--limit", 0, check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--limit", p.stderr)
+        p = self.d.cli("gpus", "--gpu", 1, check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--gpu: only with --events", p.stderr)
 
 
 if __name__ == "__main__":
