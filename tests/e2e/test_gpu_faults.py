@@ -1,5 +1,6 @@
 """GPU faults the driver reports only by failing (a GPU that falls off the bus), the order in
 which a job's death and its GPU's loss are seen, and processes started outside gpuward."""
+import json
 import os
 import pwd
 import secrets
@@ -27,14 +28,16 @@ def set_fake(d, **settings):
 
 
 class Users:
-    """Throwaway accounts (gwgpu...), each with its own group, no home directory."""
+    """Throwaway accounts (gwgpu... or another prefix), each with its own group, no home
+    directory."""
 
-    def __init__(self):
+    def __init__(self, prefix="gwgpu"):
+        self.prefix = prefix
         self.suffix = secrets.token_hex(3)
         self.made = []
 
     def add(self, role):
-        name = f"gwgpu{role}{self.suffix}"
+        name = f"{self.prefix}{role}{self.suffix}"
         subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
                        check=True, capture_output=True, timeout=30)
         self.made.append(name)
@@ -226,6 +229,21 @@ class RogueProcessTest(DaemonTest):
 class GpuEventsApiTest(DaemonTest):
     """The GPUs' own events read back: GET /api/v1/gpus[/N]/events and `gpuward gpus --events`."""
     gpus = 2
+    start_rogue = RogueProcessTest.start_rogue
+
+    def setUp(self):
+        self.rogues = []
+        self.users = Users("gwgev")
+        super().setUp()
+
+    def tearDown(self):
+        try:
+            super().tearDown()
+        finally:
+            for p in self.rogues:
+                p.kill()
+                p.wait()
+            self.users.remove_all()
 
     def test_a_drains_evidence_is_read_back_and_hidden_from_guests(self):
         set_fake(self.d, gpu1_lost=1)
@@ -259,6 +277,21 @@ class GpuEventsApiTest(DaemonTest):
         self.assertEqual([dict(e, message=None) for e in r["events"]], g["events"])
         token = self.d.api("POST", "/api/v1/tokens", {"name": "events"})[1]["token"]
         self.assertEqual(self.d.tcp_json("GET", "/api/v1/gpus/1/events", token=token)[1]["events"], r["events"])
+
+    def test_a_rogues_command_line_is_shown_to_users_not_to_guests(self):
+        rogue, user = self.start_rogue(1, 300)
+        said = f"pid {rogue.pid} ({user}, sleep 300) on GPU 1 started outside gpuward, using 300 MiB"
+        wait_until(lambda: gpu_events(self.d, 1, "rogue"), what="the rogue recorded on its GPU")
+        ev = self.d.api("GET", "/api/v1/gpus/1/events")[1]["events"]
+        self.assertEqual([(e["kind"], e["message"]) for e in ev], [("rogue", said)])
+        out = self.d.cli("gpus", "--events").stdout
+        line = [ln for ln in out.splitlines() if said in ln]
+        self.assertEqual(len(line), 1, out)
+        self.assertEqual(line[0].split()[1:4], ["1", "rogue", "-"], line[0])
+        st, g = self.d.tcp_json("GET", "/api/v1/gpus/events")
+        self.assertEqual(st, 200, g)
+        self.assertEqual([(e["kind"], e["gpu"], e["message"]) for e in g["events"]], [("rogue", 1, None)])
+        self.assertNotIn(str(rogue.pid), json.dumps(g))
 
     def test_bad_parameters_are_refused_naming_the_field(self):
         for query, field in (("limit=0", "limit"), ("limit=1001", "limit"), ("limit=ten", "limit"),
