@@ -77,7 +77,9 @@ static void rows_clear(struct rows *r) {
         r->n = 0;
 }
 
-static const char *kind_of(const struct rows *r, size_t i) { return json_string_value(json_object_get(r->e[i], "kind")); }
+static const char *kind_of(const struct rows *r, size_t i) {
+        return json_string_value(json_object_get(r->e[i], "kind"));
+}
 
 /* Recorded at CLOCK_BASE + 1 s, + 2 s, ...: xid on GPU 0 (job 7), drain on 1, rogue on 0. */
 static void record_three(struct gw_store *s) {
