@@ -13,6 +13,8 @@
     me: { user: '', role: 'guest', signed_in: false, csrf: null },
     gpus: null,            /* the latest GET /api/v1/gpus (or "gpus" event) */
     hist: [],              /* per GPU: [[t, util, mem], ...] of the last 15 minutes */
+    gpuEvents: [],         /* the GPUs' latest events, newest first (GET /api/v1/gpus/events) */
+    gpuEventsKey: '',      /* what of the GPUs those events explain, when they were fetched */
     jobs: new Map(),       /* active jobs by id */
     finished: null,        /* finished jobs for the queue's "finished" filter, newest first */
     loaded: false,
@@ -175,6 +177,19 @@
     while (arr.length && arr[0][0] < cut) arr.shift();
   }
 
+  /* The GPUs' own events (drains, Xids, rogue processes) are fetched at start and again when
+   * a snapshot changes what they explain (health, drain reason, rogue count): not with every
+   * sample. */
+  async function loadGpuEvents() {
+    const r = await GW.api('GET', '/api/v1/gpus/events?limit=50');
+    if (r.status === 200) { S.gpuEvents = r.data.events; GW.render('gpus'); }
+  }
+
+  function noteGpus(gs) {
+    const key = JSON.stringify([gs.rogue_processes, gs.gpus.map(g => [g.health, g.drain_reason])]);
+    if (key !== S.gpuEventsKey) { S.gpuEventsKey = key; loadGpuEvents(); }
+  }
+
   /* GPUs need no ordering with the stream (every "gpus" event is a whole snapshot): they are
    * fetched at once, for a fast first paint. */
   async function loadGpus() {
@@ -188,6 +203,7 @@
       live.forEach((arr, i) => { for (const p of arr || []) if (S.hist[i] && p[0] > (S.hist[i].at(-1) || [0])[0]) S.hist[i].push(p); });
     }
     if (S.gpus) for (const gg of S.gpus.gpus) pushHistory(gg);
+    if (S.gpus) noteGpus(S.gpus);
     $('driver').textContent = !S.gpus ? '' : S.gpus.driver
       ? `driver ${S.gpus.driver}${S.gpus.simulated ? ' (simulated GPUs)' : ''}` : 'no NVIDIA driver found';
     GW.render('gpus');
@@ -214,6 +230,7 @@
     if (type === 'gpus') {
       S.gpus = data;
       for (const g of data.gpus) pushHistory(g);
+      noteGpus(data);
     } else if (type === 'job') {
       const j = data.job;
       if (ACTIVE.has(j.state)) S.jobs.set(j.id, j);
@@ -285,6 +302,10 @@
         eta ? ` · ETA ${GW.fmtDay(eta)}` : '');
     } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');
     const rogue = (g.processes || []).filter(p => p.job === null || p.stray);
+    /* A guest gets them without the message (it may name another user's command). */
+    const evs = S.gpuEvents.filter(e => e.gpu === g.index).slice(0, 3);
+    const evText = e => `${GW.fmtDay(e.time)} ${e.kind}${e.xid !== null ? ` ${e.xid}` : ''}` +
+      `${e.job ? ` (job ${e.job})` : ''}${e.message ? `: ${e.message}` : ''}`;
     const pct = g.mem_total ? Math.round((100 * (g.mem_used || 0)) / g.mem_total) : 0;
     return h('article', { class: `card ${health}`, 'aria-label': `GPU ${g.index}`, 'data-gpu': g.index },
       h('div', { class: 'card-head' }, h('h2', {}, `GPU ${g.index}`),
@@ -297,7 +318,9 @@
       g.drain_reason ? h('div', { class: 'error' }, `drained: ${g.drain_reason}`) : null,
       jobLine,
       rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job, or off their job\'s GPUs', tabindex: '0' },
-        rogue.map(p => h('li', {}, `${p.stray ? `pid ${p.pid} of job ${p.job}, not on its GPUs` : `rogue: pid ${p.pid}`} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command ?? (S.me.signed_in ? "?" : "(command hidden while signed out)")}`))) : null);
+        rogue.map(p => h('li', {}, `${p.stray ? `pid ${p.pid} of job ${p.job}, not on its GPUs` : `rogue: pid ${p.pid}`} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command ?? (S.me.signed_in ? "?" : "(command hidden while signed out)")}`))) : null,
+      evs.length ? h('ul', { class: 'gpu-events', 'aria-label': `GPU ${g.index}'s latest events`, tabindex: '0' },
+        evs.map(e => h('li', { title: evText(e) }, evText(e)))) : null);
   }
 
   function renderGpus() {

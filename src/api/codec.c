@@ -578,6 +578,13 @@ json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view) 
         return a;
 }
 
+json_t *gw_codec_gpu_event(const struct gw_gpu_event_rec *e, bool with_message) {
+        return json_pack("{s:o,s:i,s:o,s:o,s:o,s:o}", "time", time_or_null(e->time), "gpu", (int) e->gpu, "kind",
+                         gw_json_text(e->kind), "xid", e->xid >= 0 ? json_integer(e->xid) : json_null(), "job",
+                         e->job_id > 0 ? json_integer(e->job_id) : json_null(), "message",
+                         with_message ? gw_json_text(e->message) : json_null());
+}
+
 char *gw_codec_dump(json_t *o, size_t *ret_len) {
         char *s = json_dumps(o, JSON_COMPACT);
         json_decref(o);

@@ -1,6 +1,7 @@
 /* Request decoding and response encoding: pure functions between JSON and plain structs. */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/jobrec.h"
@@ -56,6 +57,9 @@ int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_er
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view);
 /* An event's message, or an attempt's evidence, for a reader with view. */
 json_t *gw_codec_event_message(const char *message, unsigned view);
+/* A GPU's event as the API shows it: time, gpu, kind, xid, job (null: none) and message,
+ * which is null unless with_message (a guest may not read other users' command lines). */
+json_t *gw_codec_gpu_event(const struct gw_gpu_event_rec *e, bool with_message);
 
 /* {"error": message, "field": field or null}, serialized; malloc'ed. */
 char *gw_codec_error_body(const char *field, const char *message, size_t *ret_len);

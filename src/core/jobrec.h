@@ -100,6 +100,17 @@ struct gw_job_event {
         char *message;
 };
 
+/* A GPU's event as recorded (Xid, health, drain, rogue process): strings borrowed from
+ * whoever fills it in. */
+struct gw_gpu_event_rec {
+        gw_usec_t time;
+        unsigned gpu;
+        const char *kind;
+        long long xid;                     /* -1: none */
+        int64_t job_id;                    /* 0: none */
+        const char *message;
+};
+
 struct gw_job *gw_job_free(struct gw_job *j);
 static inline void gw_job_freep(struct gw_job **j) { gw_job_free(*j); }
 void gw_job_events_free(struct gw_job_event *ev, size_t n);

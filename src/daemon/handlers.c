@@ -724,6 +724,8 @@ static const struct {
         { { "GET", "/api/v1/gpus", 0 }, on_gpus },
         { { "POST", "/api/v1/gpus/{index}/drain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
         { { "POST", "/api/v1/gpus/{index}/undrain", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_gpu_drain },
+        { { "GET", "/api/v1/gpus/{index}/events", 0 }, on_gpu_events },
+        { { "GET", "/api/v1/gpus/events", 0 }, on_gpu_events },
         { { "GET", "/api/v1/jobs/{id}/series", 0 }, on_series },
         { { "GET", "/metrics", 0 }, on_metrics },
         { { "GET", "/readyz", 0 }, on_ready },

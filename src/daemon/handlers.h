@@ -64,6 +64,9 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
              const struct caller *c);
 void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                   struct gw_http_reply *rep, const struct caller *c);
+/* GET /api/v1/gpus/{index}/events and /api/v1/gpus/events: the GPUs' own events. */
+void on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c);
 void on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
                const struct caller *c);
 void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "daemon/handlers.h"
 #include "daemon/notify.h"
+#include "store/gpu_events.h"
 
 static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
 
@@ -116,6 +117,65 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason, false) < 0)
                 return reply_store_error(d, rep, "cannot record the drain");
         reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id], true)); /* admins only */
+}
+
+/* limit (1-1000, default 100) and since (Unix seconds, default all) of an events query; 0, or
+ * -EINVAL after a 400 naming the field. */
+static int events_query(const struct gw_http_request *req, long long *limit, gw_usec_t *since,
+                        struct gw_http_reply *rep) {
+        const char *ql = gw_http_query(req, "limit"), *qs = gw_http_query(req, "since");
+        if (ql && gw_parse_int(ql, 1, 1000, limit) < 0) {
+                reply_error(rep, 400, "limit", "limit: must be a whole number from 1 to 1000");
+                return -EINVAL;
+        }
+        if (qs) {
+                char *end;
+                double s = strtod(qs, &end);
+                /* isfinite and the bound keep the conversion to microseconds defined. */
+                if (end == qs || *end || !isfinite(s) || s < 0 || s > 1e11) {
+                        reply_error(rep, 400, "since", "since: must be a time in Unix seconds (e.g. 1790000000.5)");
+                        return -EINVAL;
+                }
+                *since = (gw_usec_t) (s * 1e6);
+        }
+        return 0;
+}
+
+struct gpu_events_ctx {
+        json_t *events;
+        bool with_message;
+};
+
+static void gpu_event_row(const struct gw_gpu_event_rec *e, void *userdata) {
+        struct gpu_events_ctx *ec = userdata;
+        json_array_append_new(ec->events, gw_codec_gpu_event(e, ec->with_message));
+}
+
+void on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        bool one = strstr(ctx->route->pattern, "{index}") != NULL;
+        long long limit = 100;
+        gw_usec_t since = 0;
+        if (events_query(req, &limit, &since, rep) < 0)
+                return;
+        /* A rogue process's event names another user's pid and command line: a guest (no
+         * token on TCP, or a user listed as a guest) sees what happened, not the message. */
+        struct gpu_events_ctx ec = { .events = json_array(), .with_message = c->known && !c->guest };
+        int n = gw_store_gpu_events(d->store, one ? (int) ctx->id : GW_GPU_EVENTS_ALL, since, (size_t) limit,
+                                    gpu_event_row, &ec);
+        if (n < 0) {
+                json_decref(ec.events);
+                return reply_error(rep, 503, NULL, "cannot read the GPU events: %s", gw_store_errmsg(d->store));
+        }
+        /* A GPU gone from the host keeps its events under its old index; an index that has
+         * neither a GPU nor an event is a mistake worth saying. */
+        if (one && n == 0 && (uint64_t) ctx->id >= d->n_gpus) {
+                json_decref(ec.events);
+                return reply_error(rep, 404, "index", "no GPU %lld (this host has %u) and no events recorded for one",
+                                   (long long) ctx->id, d->n_gpus);
+        }
+        reply_json(rep, 200, json_pack("{s:o}", "events", ec.events));
 }
 
 struct series_ctx {

@@ -116,6 +116,10 @@ const char *const gw_store_migrations[] = {
         "CREATE TABLE job_clock ("
         "  job_id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, boot_id TEXT NOT NULL,"
         "  start_mono INTEGER NOT NULL);",
+
+        /* 15: GET /api/v1/gpus/events reads a GPU's (or all GPUs') newest events since a time */
+        "CREATE INDEX gpu_events_gpu ON gpu_events(gpu, time);"
+        "CREATE INDEX gpu_events_time ON gpu_events(time);",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

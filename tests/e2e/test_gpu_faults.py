@@ -1,5 +1,6 @@
 """GPU faults the driver reports only by failing (a GPU that falls off the bus), the order in
 which a job's death and its GPU's loss are seen, and processes started outside gpuward."""
+import json
 import os
 import pwd
 import secrets
@@ -27,14 +28,16 @@ def set_fake(d, **settings):
 
 
 class Users:
-    """Throwaway accounts (gwgpu...), each with its own group, no home directory."""
+    """Throwaway accounts (gwgpu... or another prefix), each with its own group, no home
+    directory."""
 
-    def __init__(self):
+    def __init__(self, prefix="gwgpu"):
+        self.prefix = prefix
         self.suffix = secrets.token_hex(3)
         self.made = []
 
     def add(self, role):
-        name = f"gwgpu{role}{self.suffix}"
+        name = f"{self.prefix}{role}{self.suffix}"
         subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
                        check=True, capture_output=True, timeout=30)
         self.made.append(name)
@@ -47,8 +50,8 @@ class Users:
 
 
 def gpu_events(d, gpu, kind):
-    """The messages of the GPU's recorded events of that kind (read from the store: the API has
-    no call for them)."""
+    """The messages of the GPU's recorded events of that kind, oldest first (from the store, so
+    that these tests do not depend on the API's)."""
     db = sqlite3.connect(f"file:{os.path.join(d.state, 'gpuward.db')}?mode=ro", uri=True, timeout=10)
     try:
         rows = db.execute("SELECT message FROM gpu_events WHERE gpu = ? AND kind = ? ORDER BY id", (gpu, kind))
@@ -221,6 +224,92 @@ class RogueProcessTest(DaemonTest):
         ev = self.d.wait_job(jid, lambda j: events_of(j, "rogue"), what="the job told of the rogue")
         self.assertEqual([e["message"] for e in events_of(ev, "rogue")],
                          [f"pid {rogue.pid} ({user}, sleep 300) on GPU {gpu} started outside gpuward, using 300 MiB"])
+
+
+class GpuEventsApiTest(DaemonTest):
+    """The GPUs' own events read back: GET /api/v1/gpus[/N]/events and `gpuward gpus --events`."""
+    gpus = 2
+    start_rogue = RogueProcessTest.start_rogue
+
+    def setUp(self):
+        self.rogues = []
+        self.users = Users("gwgev")
+        super().setUp()
+
+    def tearDown(self):
+        try:
+            super().tearDown()
+        finally:
+            for p in self.rogues:
+                p.kill()
+                p.wait()
+            self.users.remove_all()
+
+    def test_a_drains_evidence_is_read_back_and_hidden_from_guests(self):
+        set_fake(self.d, gpu1_lost=1)
+        wait_until(lambda: self.d.gpu_list()[1]["drain_reason"], what="the lost GPU to be drained")
+        st, r = self.d.api("GET", "/api/v1/gpus/1/events")
+        self.assertEqual(st, 200, r)
+        drains = [e for e in r["events"] if e["kind"] == "drain"]
+        self.assertEqual(len(drains), 1, r)
+        self.assertEqual(drains[0]["gpu"], 1)
+        self.assertIn("GPU 1 fell off the bus (NVML: GPU is lost)", drains[0]["message"])
+        self.assertIn("drained until an admin undrains it", drains[0]["message"])
+        times = [e["time"] for e in r["events"]]
+        self.assertEqual(times, sorted(times, reverse=True), "newest first")
+        self.assertEqual(self.d.api("GET", "/api/v1/gpus/0/events")[1]["events"], [], "GPU 0 had none")
+        every = self.d.api("GET", "/api/v1/gpus/events")[1]["events"]
+        self.assertEqual(every, r["events"], "all GPUs: the same, as only GPU 1 had any")
+        self.assertEqual(len(self.d.api("GET", "/api/v1/gpus/events?limit=1")[1]["events"]), 1)
+        self.assertEqual(self.d.api("GET", f"/api/v1/gpus/events?since={times[0] + 1}")[1]["events"], [])
+
+        out = self.d.cli("gpus", "--events", "--gpu", 1).stdout
+        line = [ln for ln in out.splitlines() if " drain " in ln]
+        self.assertEqual(len(line), 1, out)
+        self.assertIn("fell off the bus", line[0])
+        self.assertEqual(line[0].split()[1:3], ["1", "drain"], line[0])
+        self.assertEqual(self.d.cli_json("gpus", "--events", "--limit", 1)["events"], r["events"][:1])
+
+        # A guest (TCP, no token) learns what happened, not the messages (a rogue's names
+        # another user's command line); a signed-in user over TCP reads them.
+        st, g = self.d.tcp_json("GET", "/api/v1/gpus/1/events")
+        self.assertEqual(st, 200, g)
+        self.assertEqual([dict(e, message=None) for e in r["events"]], g["events"])
+        token = self.d.api("POST", "/api/v1/tokens", {"name": "events"})[1]["token"]
+        self.assertEqual(self.d.tcp_json("GET", "/api/v1/gpus/1/events", token=token)[1]["events"], r["events"])
+
+    def test_a_rogues_command_line_is_shown_to_users_not_to_guests(self):
+        rogue, user = self.start_rogue(1, 300)
+        said = f"pid {rogue.pid} ({user}, sleep 300) on GPU 1 started outside gpuward, using 300 MiB"
+        wait_until(lambda: gpu_events(self.d, 1, "rogue"), what="the rogue recorded on its GPU")
+        ev = self.d.api("GET", "/api/v1/gpus/1/events")[1]["events"]
+        self.assertEqual([(e["kind"], e["message"]) for e in ev], [("rogue", said)])
+        out = self.d.cli("gpus", "--events").stdout
+        line = [ln for ln in out.splitlines() if said in ln]
+        self.assertEqual(len(line), 1, out)
+        self.assertEqual(line[0].split()[1:4], ["1", "rogue", "-"], line[0])
+        st, g = self.d.tcp_json("GET", "/api/v1/gpus/events")
+        self.assertEqual(st, 200, g)
+        self.assertEqual([(e["kind"], e["gpu"], e["message"]) for e in g["events"]], [("rogue", 1, None)])
+        self.assertNotIn(str(rogue.pid), json.dumps(g))
+
+    def test_bad_parameters_are_refused_naming_the_field(self):
+        for query, field in (("limit=0", "limit"), ("limit=1001", "limit"), ("limit=ten", "limit"),
+                             ("since=-1", "since"), ("since=yesterday", "since"), ("since=1e300", "since"),
+                             ("since=nan", "since")):
+            for path in ("/api/v1/gpus/events", "/api/v1/gpus/0/events"):
+                st, r = self.d.api("GET", f"{path}?{query}")
+                self.assertEqual((st, r.get("field")), (400, field), (path, query, r))
+        st, r = self.d.api("GET", "/api/v1/gpus/7/events")
+        self.assertEqual((st, r.get("field")), (404, "index"), r)
+        self.assertIn("no GPU 7", r["error"])
+        self.assertEqual(self.d.api("POST", "/api/v1/gpus/events")[0], 405)
+        p = self.d.cli("gpus", "--events", "--limit", 0, check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--limit", p.stderr)
+        p = self.d.cli("gpus", "--gpu", 1, check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--gpu: only with --events", p.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+/* The GPUs' events, newest first (see gpu_events.h).  Read on request only, not in the
+ * loop's hot path: the statement is prepared per call. */
+#include "store/gpu_events.h"
+
+#include <errno.h>
+
+#include "store/store_internal.h"
+
+int gw_store_gpu_events(struct gw_store *s, int gpu, gw_usec_t since, size_t limit, gw_store_gpu_event_cb cb,
+                        void *userdata) {
+        /* Two statements rather than "?1 < 0 OR gpu = ?1", which SQLite cannot plan onto an
+         * index: each of these is a range of gpu_events_gpu or gpu_events_time read
+         * backwards, and stops after limit rows however long the table is. */
+        const char *sql = gpu == GW_GPU_EVENTS_ALL
+                ? "SELECT time, gpu, kind, xid, job_id, message FROM gpu_events WHERE time >= ?2 "
+                  "ORDER BY time DESC, id DESC LIMIT ?3"
+                : "SELECT time, gpu, kind, xid, job_id, message FROM gpu_events WHERE gpu = ?1 AND time >= ?2 "
+                  "ORDER BY time DESC, id DESC LIMIT ?3";
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        if (gpu != GW_GPU_EVENTS_ALL)
+                sqlite3_bind_int(st, 1, gpu);
+        sqlite3_bind_int64(st, 2, since);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) limit);
+        int rc, n = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *kind = (const char *) sqlite3_column_text(st, 2);
+                const char *msg = (const char *) sqlite3_column_text(st, 5);
+                struct gw_gpu_event_rec e = {
+                        .time = sqlite3_column_int64(st, 0),
+                        .gpu = (unsigned) sqlite3_column_int(st, 1),
+                        .kind = kind ? kind : "",
+                        .xid = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3),
+                        .job_id = sqlite3_column_int64(st, 4),
+                        .message = msg ? msg : "",
+                };
+                cb(&e, userdata);
+                n++;
+        }
+        int r = rc == SQLITE_DONE ? n : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        return r;
+}
