@@ -650,9 +650,9 @@ void gw_jobs_reap(struct gw_daemon *d) {
 }
 
 /* Retries waiting out their backoff: due ones become eligible; returns the next due time.  The
- * stored not_before is a wall-clock label; the wait itself is taken onto the monotonic clock
- * the first time it is seen (at the requeue, or after a restart), so a step of the wall clock
- * neither skips a backoff nor stretches it by the step. */
+ * stored not_before is a wall-clock label; the wait itself is on the monotonic clock, set at
+ * the requeue (recovery.c), or from the label once after a restart, so a step of the wall
+ * clock neither skips a backoff nor stretches it by the step. */
 static gw_usec_t backoff_tick(struct gw_daemon *d) {
         if (!d->n_backoff)
                 return GW_USEC_INFINITY;

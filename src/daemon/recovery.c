@@ -135,6 +135,9 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         j->state = GW_JOB_PENDING;
         j->wait_reason = GW_REASON_BACKOFF;
         j->not_before = dec->not_before;
+        /* The wait itself on the monotonic clock, from now: taken later from the wall-clock
+         * label, a step in between would stretch or skip it. */
+        dj->backoff_due = d->now + dec->backoff;
         j->gpu_mask = 0;
         j->start_time = j->end_time = 0; /* the next attempt's, once it starts */
         j->pid = j->shim_pid = 0;
