@@ -93,16 +93,15 @@ def check_includes(uses, externs, exceptions, src):
     return bad
 
 
-def objects_by_folder(build):
-    """folder -> list of object files, from the CMake target directories of the build."""
+def objects_by_folder(build, src):
+    """folder -> list of object files, from the CMake target directories of the build; an
+    object whose source is gone (left from an older tree) is not counted."""
     out = {}
     for root, _dirs, files in os.walk(os.path.join(build, 'CMakeFiles')):
         for name in files:
-            if not name.endswith('.o'):
-                continue
             path = os.path.join(root, name)
-            m = re.search(r'\.dir/src/([a-z_]+)/[^/]+\.o$', path)
-            if m:
+            m = re.search(r'\.dir/src/([a-z_]+)/([^/]+\.c)\.o$', path)
+            if m and os.path.exists(os.path.join(src, m.group(1), m.group(2))):
                 out.setdefault(m.group(1), []).append(path)
     return out
 
@@ -124,8 +123,8 @@ def nm_symbols(paths):
     return out
 
 
-def check_links(uses, exceptions, build):
-    objs = objects_by_folder(build)
+def check_links(uses, exceptions, src, build):
+    objs = objects_by_folder(build, src)
     if not objs:
         return [f'{build}: no objects of src/ found (build it first)']
     where, needs = {}, []
@@ -158,7 +157,7 @@ def main(argv):
     uses, externs, exceptions = parse_rules(argv[1])
     bad = check_includes(uses, externs, exceptions, argv[2])
     if len(argv) == 4:
-        bad += check_links(uses, exceptions, argv[3])
+        bad += check_links(uses, exceptions, argv[2], argv[3])
     if bad:
         print('layer check: the layers of src/ are crossed (rules: cmake/layers.txt):',
               file=sys.stderr)
