@@ -7,8 +7,10 @@ Every `#include "dir/file.h"` of a file in SRC_DIR/FOLDER must name FOLDER itsel
 rules let FOLDER use; every `#include <lib.h>` of a library named by an `extern` rule must come
 from a folder that rule lists. With BUILD_DIR, the same rules are checked on the objects: each
 global symbol a folder's objects leave undefined and another folder's objects define must
-come from a folder (or, for a one-header entry, the object of that header's .c) it may use.
-That catches a call declared by hand, which no #include shows. Exits 1 naming each breach.
+come from a folder (or, for a one-header entry, the object of that header's .c) it may use,
+and each symbol of an outside library named by a `symbols` rule must be used by a folder
+that rule lists. That catches a call declared by hand, which no #include shows. Exits 1
+naming each breach.
 """
 import os
 import re
@@ -19,9 +21,9 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 
 
 def parse_rules(path):
-    """Returns (uses, externs, exceptions): folder -> set of entries; header -> set of
-    folders; set of (file, header)."""
-    uses, externs, exceptions = {}, {}, set()
+    """Returns (uses, externs, symbols, exceptions): folder -> set of entries; header ->
+    set of folders; symbol prefix -> set of folders; set of (file, header or symbol)."""
+    uses, externs, symbols, exceptions = {}, {}, {}, set()
     with open(path, encoding='utf-8') as f:
         for n, raw in enumerate(f, 1):
             line = raw.split('#', 1)[0].strip()
@@ -39,9 +41,11 @@ def parse_rules(path):
             key, entries = key.strip(), set(rest.split())
             if key.startswith('extern '):
                 externs[key.split(None, 1)[1].strip()] = entries
+            elif key.startswith('symbols '):
+                symbols[key.split(None, 1)[1].strip()] = entries
             else:
                 uses[key] = entries
-    return uses, externs, exceptions
+    return uses, externs, symbols, exceptions
 
 
 def allowed_include(uses, folder, header):
@@ -123,7 +127,7 @@ def nm_symbols(paths):
     return out
 
 
-def check_links(uses, exceptions, src, build):
+def check_links(uses, symbols, exceptions, src, build):
     objs = objects_by_folder(build, src)
     if not objs:
         return [f'{build}: no objects of src/ found (build it first)']
@@ -140,6 +144,12 @@ def check_links(uses, exceptions, src, build):
     for folder, stem, undefined in needs:
         for sym in undefined:
             if sym not in where:
+                rule = next((p for p in symbols if sym.startswith(p)), None)
+                if (rule and folder not in symbols[rule]
+                        and (f'{folder}/{stem}.c', sym) not in exceptions):
+                    who = ', '.join(sorted(symbols[rule]))
+                    bad.add(f'src/{folder}/{stem}.c uses {sym}: only {who} may use it '
+                            f'(rule "symbols {rule}:")')
                 continue
             tfolder, tstem = where[sym]
             header = f'{tfolder}/{tstem}.h'
@@ -154,10 +164,10 @@ def check_links(uses, exceptions, src, build):
 def main(argv):
     if len(argv) not in (3, 4):
         sys.exit(__doc__)
-    uses, externs, exceptions = parse_rules(argv[1])
+    uses, externs, symbols, exceptions = parse_rules(argv[1])
     bad = check_includes(uses, externs, exceptions, argv[2])
     if len(argv) == 4:
-        bad += check_links(uses, exceptions, argv[2], argv[3])
+        bad += check_links(uses, symbols, exceptions, argv[2], argv[3])
     if bad:
         print('layer check: the layers of src/ are crossed (rules: cmake/layers.txt):',
               file=sys.stderr)
