@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted day on 8 fake GPUs (issue 4's measure): 40 fake-trainer jobs, 12 of which hang at
+"""A scripted day on 8 fake GPUs (reclamation's measure): 40 fake-trainer jobs, 12 of which hang at
 a random epoch, run by the real gpuwardd twice -- idle reclamation off, and on -- on a
 compressed clock.  Reports GPU-hours held idle, the utilisation of the 8 GPUs and the queue
 wait of the jobs that do not hang, from one run each.

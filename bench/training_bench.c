@@ -1,4 +1,4 @@
-/* Training awareness measures (issue 7) over the pure modules, with series shaped like the
+/* Training awareness measures over the pure modules, with series shaped like the
  * fake trainer's (tests/fakes/fake_trainer.c): epochs of S seconds with jitter, a startup
  * epoch, sawtooth memory that climbs during training, peaks in validation and drops back to
  * its baseline, sampled every second with noise.

@@ -64,7 +64,7 @@
     while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return (i ? b.toFixed(b < 10 ? 1 : 0) : b) + ' ' + u[i];
   };
-  /* ETA as the API gives it (issue 5 may send a number or an object), or null. */
+  /* ETA as the API gives it (a number of Unix seconds, or an object with its basis), or null. */
   GW.etaOf = function (eta) {
     if (eta === null || eta === undefined) return null;
     if (typeof eta === 'number') return eta;

@@ -261,7 +261,8 @@ static void render_jobs(struct out *o, const struct gw_metrics_snapshot *s) {
         }
 }
 
-/* Issue 7: one series per running job with an estimated end (jobs[] has one entry per GPU). */
+/* Training awareness: one series per running job with an estimated end (jobs[] has one
+ * entry per GPU). */
 static void render_eta(struct out *o, const struct gw_metrics_snapshot *s) {
         bool any = false;
         for (size_t i = 0; i < s->n_jobs; i++) {

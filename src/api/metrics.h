@@ -25,7 +25,7 @@ struct gw_metrics_job {
         unsigned gpu;               /* one series per job GPU */
         double util_ratio;
         uint64_t mem_used;
-        int has_eta;                /* an estimated end is known (issue 7) */
+        int has_eta;                /* an estimated end is known (training.c) */
         double eta_seconds;         /* until then */
 };
 

@@ -72,7 +72,7 @@ static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
                 cli_jstr(info, "user"),
                 cli_jstr(info, "name"),
                 run,
-                cli_format_eta(cli_jnum(info, "eta"), now, eta, sizeof(eta)), /* issue 7 */
+                cli_format_eta(cli_jnum(info, "eta"), now, eta, sizeof(eta)), /* estimated end */
         };
         return cli_table_add(t, cells);
 }

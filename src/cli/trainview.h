@@ -1,4 +1,4 @@
-/* How the CLI shows training awareness (issue 7): the ETA of a running job, and the
+/* How the CLI shows training awareness: the ETA of a running job, and the
  * epoch / ETA / LEAK / snapshots lines of `gpuward show`. */
 #pragma once
 #include <jansson.h>

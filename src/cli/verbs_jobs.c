@@ -235,8 +235,8 @@ static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
                 ngpus,
                 cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
                 cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
-                cli_format_start_cell(job, now, start, sizeof(start)), /* issue 7: predicted for pending */
-                cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)), /* issue 7 */
+                cli_format_start_cell(job, now, start, sizeof(start)), /* predicted for pending */
+                cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)), /* the estimated end */
                 last,
         };
         return cli_table_add(t, cells);

@@ -370,7 +370,7 @@ static void show_job(const json_t *job) {
         field("Directory:", cli_jstr(job, "cwd"));
         field("Log:", cli_jstr(job, "log_path"));
         show_attempts(job, now);
-        cli_show_training(job, now); /* issue 7: epoch, ETA, leak, snapshots */
+        cli_show_training(job, now); /* epoch, ETA, leak, snapshots */
         show_telemetry(job);
         show_events(job, now);
 }

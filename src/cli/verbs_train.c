@@ -1,4 +1,4 @@
-/* gpuward eta, gpuward snapshots, gpuward restore: training awareness (issue 7). */
+/* gpuward eta, gpuward snapshots, gpuward restore: training awareness. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>

@@ -78,7 +78,7 @@ const struct gw_failure_pattern *gw_failure_default_patterns(size_t *ret_n) {
         return default_patterns;
 }
 
-/* nvml.md §7: the Xids whose catalog action is a GPU reset or a reboot. */
+/* The Xids whose action in NVIDIA's Xid catalog is a GPU reset or a reboot. */
 static const unsigned default_drain_xids[] = {48, 64, 74, 79, 95};
 
 /* Application faults the driver saw (illegal address, graphics exception, contained ECC):

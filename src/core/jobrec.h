@@ -70,7 +70,7 @@ struct gw_job {
         enum gw_job_state stop_state;
         char *stop_reason;                 /* "cancelled by alice"; NULL without a stop */
 
-        /* Training awareness (issue 7). */
+        /* Training awareness (daemon/training.c). */
         char *leak_policy;                 /* "warn" or "restart"; NULL = warn */
         gw_usec_t eta;                     /* not stored: the live estimated end (wall clock), 0 = none */
         gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */

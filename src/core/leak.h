@@ -1,4 +1,4 @@
-/* GPU memory-leak detection for training runs (product.md §1.3).  Pure: the shell passes a
+/* GPU memory-leak detection for training runs.  Pure: the shell passes a
  * job's per-GPU memory and its epoch boundaries (the instants results.csv rows appeared);
  * no I/O, no clock, no allocation.
  *

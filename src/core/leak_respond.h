@@ -1,4 +1,4 @@
-/* What to do about a GPU memory leak (product.md §1.3, leak_policy warn | restart).  Pure: the
+/* What to do about a GPU memory leak (leak_policy warn | restart).  Pure: the
  * caller passes the job's leak policy, what it knows of its retries and checkpoint, and what
  * it already did in this attempt; no I/O, no clock.
  *

@@ -1,4 +1,4 @@
-/* Predicted starts of pending jobs (issue 7): the real scheduler (core/sched.h) replayed
+/* Predicted starts of pending jobs: the real scheduler (core/sched.h) replayed
  * forward on a virtual clock.  Pure: plain structs in, predictions out, now passed in.
  *
  * The replay starts from the GPUs, running jobs and queue at now and repeats what the

@@ -5,7 +5,7 @@
  * NUL-terminated (a buffer and its length) and text that is being written while it was read.
  *
  * Used by the reclaim decision (core/reclaim.h) and by ETA estimates; facts about Ultralytics
- * are in product.md §7. */
+ * are in docs/ULTRALYTICS-FORMATS.md. */
 #pragma once
 #include <errno.h>
 #include <stdbool.h>
@@ -38,7 +38,7 @@ struct gw_results_col {
 
 /* A parsed results.csv.  Rows are distinct epochs in ascending order: a row whose epoch is not
  * greater than the previous row's means training was resumed from an earlier checkpoint (the
- * CSV then holds that epoch twice, product.md §7), so it replaces the rows from that epoch on:
+ * CSV then holds that epoch twice), so it replaces the rows from that epoch on:
  * the last written row of an epoch wins.  Owns epochs[] and values[]: gw_results_free(). */
 struct gw_results {
         struct gw_results_col cols[GW_RESULTS_MAX_COLS];

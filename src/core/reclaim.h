@@ -64,7 +64,7 @@ struct gw_reclaim_policy {
         gw_usec_t protect_max;
 };
 
-/* The built-in profiles (issue 4): default (5%, 300 s, warn 60 s, grace 30 s), hpo (idle
+/* The built-in profiles: default (5%, 300 s, warn 60 s, grace 30 s), hpo (idle
  * 180 s), finetune (disabled).  The daemon starts from these and applies its config. */
 extern const struct gw_reclaim_policy gw_reclaim_profiles[];
 extern const size_t gw_reclaim_profiles_n;
@@ -83,7 +83,7 @@ struct gw_reclaim_gpu {
         unsigned util;                   /* percent used by the job's own processes (device
                                           * utilisation where per-process is not supported) */
         bool other_busy;                 /* a process that is not this job's (another job or a
-                                          * rogue) uses it: counted as busy (issue 4 part 5) */
+                                          * rogue) uses it: counted as busy, never reclaimed */
 };
 
 enum gw_probe_result {
@@ -178,7 +178,7 @@ struct gw_reclaim_decision {
         struct gw_reclaim_state next;    /* the caller stores this after acting */
         /* "RECLAIMED after 5m12s idle: GPU 0,1 util 0%/0% (threshold 5%), no progress for
          * 5m12s (log unchanged since 14:02:11, results.csv 37 rows since 13:58:40), not
-         * validating, not saving" (product.md §1.2: show exactly why). */
+         * validating, not saving": every reason the decision rests on, for the user. */
         char evidence[GW_RECLAIM_EVIDENCE_MAX];
 };
 

@@ -272,7 +272,7 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 *(opt == OPT_RATE ? &c->rate_per_min : &c->rate_burst) = (int) n;
                 return 0;
-        case OPT_LEAK_MIB: /* training awareness (issue 7) */
+        case OPT_LEAK_MIB: /* training awareness */
                 if (gw_parse_int(v, 1, 1 << 20, &n) < 0)
                         break;
                 c->leak_mib_per_epoch = (double) n;

@@ -73,7 +73,7 @@ struct gw_djob {
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
-        struct gw_train *train;      /* training awareness (training.c, issue 7), NULL until sampled */
+        struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
         bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
         char end_kind[16];           /* the end's event kind, to write it again */
@@ -193,7 +193,7 @@ struct gw_daemon {
         struct gw_restore *restores; /* restores in progress (training_restore.c) */
 };
 
-/* jobmap.c / queue.c */
+/* queue.c: the running and queued jobs by id */
 struct gw_djob *gw_jobmap_get(const struct gw_jobmap *m, int64_t id);
 void gw_jobmap_put(struct gw_jobmap *m, struct gw_djob *dj);
 void gw_jobmap_del(struct gw_jobmap *m, int64_t id);
@@ -384,7 +384,7 @@ void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn);
 /* Answers the cancel requests waiting on dj. */
 void gw_api_resume_waiters(struct gw_djob *dj);
 
-/* ---- idle-GPU reclamation (issue 4): reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
+/* ---- idle-GPU reclamation: reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
 struct gw_rwatch;
 struct caller;
 struct gw_route_ctx;
@@ -414,7 +414,7 @@ void gw_joblog_watch(struct gw_daemon *d);
 void gw_joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 bool gw_state_disk_low(const struct gw_daemon *d, uint64_t *ret_free);
 
-/* ---- training awareness (issue 7): training.c, training_snap.c, training_api.c (+ training_int.h) ---- */
+/* ---- training awareness: training.c, training_snap.c, training_api.c (+ training_int.h) ---- */
 struct gw_train;
 /* After every GPU sample: epochs from results.csv, the ETA (into j->eta), the leak check and
  * its policy, checkpoint snapshots.  Reads the wall clock itself. */

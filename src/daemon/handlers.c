@@ -717,7 +717,7 @@ static const struct {
         { { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES }, on_hold },
         { { "POST", "/api/v1/jobs/{id}/policy", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_job_policy },
         { { "GET", "/api/v1/jobs/{id}/log", 0 }, on_log },
-        /* issue 7: training awareness (training_api.c) */
+        /* training awareness (training_api.c) */
         { { "GET", "/api/v1/jobs/{id}/eta", 0 }, on_job_eta },
         { { "GET", "/api/v1/jobs/{id}/snapshots", 0 }, on_job_snapshots },
         { { "POST", "/api/v1/jobs/{id}/restore", GW_ROUTE_MUTATES }, on_job_restore },

@@ -121,7 +121,7 @@ void on_job_results(void *ud, const struct gw_http_request *req, const struct gw
         json_t *o = results_json(&r);
         gw_results_free(&r);
         json_object_set_new(o, "id", json_integer(j->id));
-        json_object_set_new(o, "epoch_end_offsets", gw_training_epoch_offsets_json(d, j)); /* issue 8 */
+        json_object_set_new(o, "epoch_end_offsets", gw_training_epoch_offsets_json(d, j)); /* chart marks */
         /* Seven digits are what results.csv holds; %.17g would print 1.1798999999999999. */
         char *body = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(7));
         json_decref(o);

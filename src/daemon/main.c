@@ -1,7 +1,9 @@
 /* gpuwardd: one epoll loop does all the work: signals (signalfd), the two HTTP doors, the
  * supervisors' pidfds and reports, the launcher's answers, and the deadlines of running jobs.
- * Two helper threads only wait on slow calls: the GPU sampler (sampler.c) and the store's
- * WAL checkpoints (store/checkpoint.c); neither touches the daemon's state. */
+ * Four helper threads only wait on slow calls: the GPU sampler's two (sampler.c: periodic
+ * snapshots, NVML events), the webhook sender (notify.c) and the store's WAL checkpoints
+ * (store/checkpoint.c).  None touches the daemon's state: the sampler's results and the
+ * webhooks pass through a locked slot or queue, the checkpoints use a connection of their own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>

@@ -511,7 +511,7 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         /* Free memory changed: a job waiting for --gpu-mem may fit now. */
         d->sched_dirty |= d->n_queue > 0;
         gw_reclaim_watch(d);
-        gw_training_watch(d); /* issue 7: epochs, ETA, leaks, snapshots */
+        gw_training_watch(d); /* epochs, ETA, leaks, snapshots */
         gw_joblog_watch(d);
 }
 
@@ -544,7 +544,8 @@ int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reas
         return r;
 }
 
-/* What an Xid means for the GPU (../shared/docs/nvml.md §7): drain it, or not. */
+/* What an Xid means for the GPU: drain it, or not (the Xids NVIDIA's catalog answers with a
+ * GPU reset or a reboot, as core/failure.c's default_drain_xids). */
 static bool xid_drains(unsigned long long xid) {
         static const unsigned long long drain[] = { 48, 64, 74, 79, 95 };
         for (size_t i = 0; i < ELEMENTSOF(drain); i++)

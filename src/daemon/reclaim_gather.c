@@ -46,8 +46,8 @@ static void join(char *buf, size_t n, const char *dir, const char *p) {
 /* Reads up to max bytes from offset max bytes before the end of an open regular file. */
 /* ---- the log and its phase ---- */
 
-/* The built-in patterns plus the config's '|'-separated substrings (issue 4: patterns are
- * configurable; the defaults cover Ultralytics). */
+/* The built-in patterns plus the config's '|'-separated substrings (the defaults cover
+ * Ultralytics; other trainers' lines are the config's to add). */
 struct rules_buf {
         struct gw_phase_pattern pats[32 + 2 * EXTRA_PATTERNS];
         char text[2 * 1024];
@@ -398,8 +398,8 @@ static void newer(gw_usec_t *best, const struct stat *st) {
                 *best = gw_file_mtime_us(st);
 }
 
-/* Ultralytics logs nothing when it saves a checkpoint (product.md §7): a save is seen from the
- * newest RUN/weights/ *.pt, or the newest --checkpoint match for other jobs. */
+/* Ultralytics logs nothing when it saves a checkpoint (docs/ULTRALYTICS-FORMATS.md): a
+ * save is seen from the newest RUN/weights/ *.pt, or the newest --checkpoint match for other jobs. */
 static void gather_ckpt(const struct gw_job *j, struct gw_rwatch *w) {
         gw_usec_t best = 0;
         if (w->results_path) {
@@ -450,7 +450,7 @@ void gw_rwatch_files_free(struct gw_rwatch *w) {
         w->results_path = NULL;
 }
 
-/* ---- for training awareness (issue 7, training.c) and the job page: the same rule ---- */
+/* ---- for training awareness (training.c) and the job page: the same rule ---- */
 
 char *gw_rwatch_find_results(const struct gw_job *j) { return find_results(NULL, j); }
 

@@ -1,4 +1,4 @@
-/* Idle-GPU reclamation in the daemon (issue 4, product.md §1.2): after every GPU sample, for
+/* Idle-GPU reclamation in the daemon: after every GPU sample, for
  * each running job, gather what gw_reclaim_decide needs, decide, and carry it out:
  *   WARN      -> a "warn" job event with the evidence, and a line in the job's own log;
  *   TERMINATE -> gw_job_terminate(RECLAIMED, evidence): SIGTERM to the whole job, SIGKILL
@@ -54,8 +54,8 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
 
 /* The job's GPUs in this sample: its own utilisation (its processes' per-process figures
  * where NVML has them, else the device's), and whether a process that is not the job's
- * (another job's, a rogue one) holds memory or computes there: that counts as busy (issue 4
- * part 5: never reclaim a job because someone else uses its GPU). */
+ * (another job's, a rogue one) holds memory or computes there: that counts as busy (never
+ * reclaim a job because someone else uses its GPU). */
 static size_t job_gpus(const struct gw_daemon *d, const struct gw_job *j, struct gw_reclaim_gpu *out) {
         size_t n = 0;
         for (unsigned gi = 0; gi < d->n_gpus && gi < 64; gi++) {

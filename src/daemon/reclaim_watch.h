@@ -1,4 +1,4 @@
-/* Internals of idle-GPU reclamation (issue 4), shared by reclaim_watch.c (per sample: decide
+/* Internals of idle-GPU reclamation, shared by reclaim_watch.c (per sample: decide
  * and act), reclaim_gather.c (the file signals), reclaim_probe.c (the health probe) and
  * reclaim_policy.c (profiles, who may use them, the admin endpoint).  The daemon-wide entry
  * points are in daemon.h's "idle-GPU reclamation" section. */
@@ -88,7 +88,7 @@ void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct 
  * next sample does not take gpuward's own words for the job's progress.  0 or -errno. */
 int gw_rwatch_log_append(const struct gw_job *j, struct gw_rwatch *w, const char *line);
 void gw_rwatch_files_free(struct gw_rwatch *w);
-/* For training awareness (issue 7, training.c), which watches every running job and not only
+/* For training awareness (training.c), which watches every running job and not only
  * idle ones: the run's results.csv as gw_rwatch_gather finds it (malloc'ed; NULL until one was
  * written during this attempt).  The files themselves are read through daemon/userfile.h. */
 char *gw_rwatch_find_results(const struct gw_job *j);

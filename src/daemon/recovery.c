@@ -200,7 +200,7 @@ static void oom_facts(const struct gw_daemon *d, const struct gw_djob *dj, struc
 
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
-        gw_training_attempt_ended(d, dj); /* issue 7: the times of its last results.csv rows */
+        gw_training_attempt_ended(d, dj); /* the times of its last results.csv rows */
         gw_joblog_attempt_ended(d, dj);
         enum gw_attempt_end end = attempt_end(dj, status);
         /* A clean exit is classified without its log (gw_failure_classify, rule 2), except a
@@ -232,7 +232,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;
                 snprintf(v.evidence, sizeof v.evidence, "%s", lost ? "lost" : "unclassified");
         }
-        /* Issue 7: stopped by leak_policy restart after a checkpoint: an oom the leak explains. */
+        /* Stopped by leak_policy restart after a checkpoint: an oom the leak explains. */
         bool leak_restart = gw_training_take_restart(dj, v.evidence, sizeof v.evidence);
         if (leak_restart)
                 v.cls = GW_FAILURE_OOM;

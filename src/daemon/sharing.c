@@ -153,7 +153,7 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         }
         v->in = (struct gw_calendar_input) { v->gpus, d->n_gpus, v->bookings, s->n_bookings, v->running, d->n_running,
                                              v->pending, d->n_queue };
-        gw_training_fill_view(d, v); /* issue 7: ETAs and expected run times for the schedule */
+        gw_training_fill_view(d, v); /* ETAs and expected run times for the schedule */
 }
 
 void gw_calendar_view_free(struct calendar_view *v) {

@@ -1,4 +1,4 @@
-/* Training awareness in the daemon (issue 7, product.md §1.3 and §2): after every GPU
+/* Training awareness in the daemon (ETA, leaks, snapshots): after every GPU
  * sample, for each running job,
  *   - epochs: the run's results.csv (found and read as idle reclamation does, with the same
  *     ownership rules) gives the number of finished epochs; a new row ends an epoch at the

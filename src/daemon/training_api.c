@@ -1,4 +1,4 @@
-/* Training awareness over the API (issue 7): GET /api/v1/jobs/{id}/eta (the estimate and its
+/* Training awareness over the API: GET /api/v1/jobs/{id}/eta (the estimate and its
  * basis), GET /api/v1/jobs/{id}/snapshots, POST /api/v1/jobs/{id}/restore, and the "training"
  * object of GET /api/v1/jobs/{id}. */
 #include <errno.h>

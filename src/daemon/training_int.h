@@ -1,4 +1,4 @@
-/* Internals of training awareness (issue 7), shared by training.c (per sample: epochs, ETA,
+/* Internals of training awareness, shared by training.c (per sample: epochs, ETA,
  * leak, the restart policy), training_snap.c (checkpoint snapshots and restore) and
  * training_api.c (the endpoints and the JSON).  The daemon-wide entry points are in
  * daemon.h's "training awareness" section. */

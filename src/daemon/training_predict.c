@@ -1,4 +1,4 @@
-/* Predicted starts of pending jobs in the daemon (issue 7): the inputs core/predict.h needs
+/* Predicted starts of pending jobs in the daemon: the inputs core/predict.h needs
  * that only the daemon knows, and the predictions kept in each queued job.
  *
  *   - running jobs end at min(ETA, time limit): j->eta from training.c;

@@ -1,4 +1,4 @@
-/* Checkpoint snapshots (issue 7 part 4): when a run's weights/last.pt or best.pt changes and
+/* Checkpoint snapshots: when a run's weights/last.pt or best.pt changes and
  * is complete (the same size and mtime for two samples, and a whole ZIP archive as torch.save
  * writes it), it is copied to STATE_DIR/snapshots/JOB/ with its sha256, the epoch it holds and
  * that epoch's mAP50-95, and recorded in the store.  The copy advances COPY_CHUNK bytes per

@@ -33,7 +33,8 @@ int gw_nvml_errno(nvmlReturn_t r) {
         }
 }
 
-/* The first of names the library exports (nvml.md §1 gives the orders), or NULL. */
+/* The first of names the library exports (newest version first; docs/NVML-ABI.md lists
+ * each call's order), or NULL. */
 static void *sym_first(void *dl, const char *const *names) {
         for (; *names; names++) {
                 void *p = dlsym(dl, *names);

@@ -1,5 +1,5 @@
 /* Compute processes and their utilisation.  The process-info ABI changed size three times
- * without a version bump (nvml.md §5), so the calls are tried newest first and each
+ * without a version bump (docs/NVML-ABI.md), so the calls are tried newest first and each
  * answer is parsed with the stride that call actually used. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* The part of the NVML C API that nvml.c uses, declared here because we never build
  * against nvml.h: the library is dlopen()ed so that gpuwardd runs on hosts without a driver.
- * Layouts and values are from nvml.h 13.3 (see shared/docs/nvml.md §2-§4); docs/NVML-ABI.md
+ * Layouts and values are from nvml.h 13.3; docs/NVML-ABI.md
  * lists each one against the header it was checked with.  The sizes and offsets are checked
  * below because a wrong layout silently scrambles what the driver writes. */
 #pragma once

@@ -1,8 +1,8 @@
-/* When each epoch of a training job's attempt ended (issue 7): the moment its results.csv row
+/* When each epoch of a training job's attempt ended: the moment its results.csv row
  * appeared, as the daemon saw it.  Kept so that a finished job's page still draws its epoch
  * boundaries, and so that a restarted daemon goes on timing a running job's epochs.
  * Beside it, each measured epoch's memory low and peak per GPU (the leak detector's input,
- * product.md §1.3): a restarted daemon judges the same series, so a leak flagged before the
+ * core/leak.h): a restarted daemon judges the same series, so a leak flagged before the
  * restart keeps its figures, and one still building up is not counted from zero again. */
 #pragma once
 #include <stdbool.h>

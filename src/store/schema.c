@@ -70,7 +70,7 @@ const char *const gw_store_migrations[] = {
         "  hash TEXT NOT NULL UNIQUE, created INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
         "  revoked INTEGER NOT NULL DEFAULT 0);",
 
-        /* 5: training awareness (issue 7): the leak policy, checkpoint snapshots */
+        /* 5: training awareness: the leak policy, checkpoint snapshots */
         "ALTER TABLE jobs ADD COLUMN leak_policy TEXT;"
         "CREATE TABLE snapshots ("
         "  id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, seq INTEGER NOT NULL,"

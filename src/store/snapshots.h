@@ -1,4 +1,4 @@
-/* Checkpoint snapshots of training jobs (issue 7): one row per copy kept under the state
+/* Checkpoint snapshots of training jobs: one row per copy kept under the state
  * directory.  Rows of copies removed by the retention stay, marked pruned, for history. */
 #pragma once
 #include <stdbool.h>

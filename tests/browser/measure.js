@@ -1,4 +1,4 @@
-// Issue 8's measures, not a pass/fail test: with 8 simulated GPUs and 500 jobs (8 running,
+// The dashboard's measures, not a pass/fail test: with 8 simulated GPUs and 500 jobs (8 running,
 // 492 waiting), the first paint and the time until the 8 GPU cards (and the 500-row queue)
 // are drawn in headless Chromium; the page's weight; the daemon's CPU with 20 dashboards open
 // for 30 s against none.  Run: GW_BUILD_DIR=build node tests/browser/measure.js

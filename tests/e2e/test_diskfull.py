@@ -1,4 +1,4 @@
-"""Disk full and a read-only state dir (issue 9, part 2.2).
+"""Disk full and a read-only state dir.
 
 The daemon's state dir is a small file system of its own: a tmpfs that the test fills, and
 an ext4 image (errors=remount-ro) that the kernel turns read-only under the running daemon.

@@ -1,4 +1,4 @@
-"""Hostile clients (issue 9, part 2.4): slow headers, a thousand and more idle connections on
+"""Hostile clients: slow headers, a thousand and more idle connections on
 each door, a 100 MiB body, invalid UTF-8, deeply nested JSON, path traversal, another user's
 log.  Each attack checks that other clients are served promptly meanwhile, that the error is
 clear, that the daemon's memory stays bounded (VmRSS from /proc) and that it still answers

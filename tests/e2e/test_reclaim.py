@@ -1,4 +1,4 @@
-"""Idle-GPU reclamation (issue 4): stalled jobs are warned, then stopped with evidence, and
+"""Idle-GPU reclamation: stalled jobs are warned, then stopped with evidence, and
 their GPUs go to the next job; working ones (slow I/O, long validation, fine-tuning, GPUs used
 by someone else) are never stopped.  Short timeouts come from the test's config file."""
 import http.server

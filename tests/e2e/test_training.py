@@ -1,4 +1,4 @@
-"""Training awareness (issue 7): ETA from results.csv, GPU memory-leak detection and its
+"""Training awareness: ETA from results.csv, GPU memory-leak detection and its
 restart policy, checkpoint snapshots and restore, with the fake trainer and the fake NVML."""
 import hashlib
 import os

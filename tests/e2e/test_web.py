@@ -141,7 +141,7 @@ class WebTest(DaemonTest):
         self.assertEqual(st2, 304)
         st, h, _, _ = self.get("/", method="POST")
         self.assertEqual(st, 405)
-        # The page's weight (issue 8: at most 200 KiB uncompressed).
+        # The page's weight: at most 200 KiB uncompressed.
         total = sum(len(self.get(p)[2]) for p in ("/", "/static/app.js", "/static/views.js", "/static/charts.js",
                                                    "/static/style.css", "/static/favicon.svg"))
         self.assertLess(total, 200 * 1024)

@@ -1,7 +1,8 @@
 /* gw-fake-trainer: a stand-in for `yolo train` (Ultralytics YOLOv8 8.1; --ultralytics and task=
  * select other releases' results.csv and resume, and other tasks) for end-to-end tests.
  *
- * It writes what the daemon watches, in the order a real run does (product.md §7): a log with
+ * It writes what the daemon watches, in the order a real run does
+ * (docs/ULTRALYTICS-FORMATS.md): a log with
  * tqdm '\r' redraws and ANSI colours on stdout, PROJECT/NAME/args.yaml, one results.csv row per
  * epoch (after validation), then weights/last.pt overwritten in place (a stored ZIP, as a real
  * .pt is a zip), then best.pt.  It reports its simulated GPU memory and utilisation to the fake

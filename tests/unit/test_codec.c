@@ -318,7 +318,7 @@ static const struct {
         {"pid", JSON_INTEGER, true},         {"retries", JSON_INTEGER, false},   {"retry_on", JSON_STRING, true},
         {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
         {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
-        {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* issue 7 */
+        {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* training awareness */
         {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
         {"warn_before", JSON_INTEGER, true},
 };

@@ -465,7 +465,7 @@ static const struct {
         /* The last redraw is a validation bar: validating, even after the epoch's bar. */
         {"validation is the last redraw", EPOCH1_BARS VAL_BARS, 0, GW_PHASE_VALIDATING,
          "Class     Images  Instances      Box(P"},
-        /* The results line ends the pass (product.md §7): validated, nothing to protect; a
+        /* The results line ends the pass: validated, nothing to protect; a
          * job hung right after it is hung, not validating. */
         {"summary under its header", EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE,
          0, GW_PHASE_VALIDATED, "all        128        929"},

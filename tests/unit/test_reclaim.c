@@ -217,8 +217,8 @@ static void decision_table(void **state) {
         }
 }
 
-/* The example of issue 4, to the character (the policy's timeout is 4 min so that 5m12s of
- * idleness is past timeout + warning). */
+/* The evidence line of core/reclaim.h's example, to the character (the policy's timeout is
+ * 4 min so that 5m12s of idleness is past timeout + warning). */
 static void issue_example(void **state) {
         struct gw_reclaim_gpu g[2] = {{0, true, 0, false}, {1, true, 0, false}};
         struct gw_reclaim_policy p = *profile("default");
