@@ -39,14 +39,18 @@
   }
   GW.h = h;
 
-  const clockFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
-  const dayFmt = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
-  const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
-  const tickFmt = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: 'numeric' });
-  GW.fmtClock = t => clockFmt.format(new Date(t * 1000));
-  GW.fmtTick = t => tickFmt.format(new Date(t * 1000));
-  GW.fmtDay = t => (t ? dayFmt.format(new Date(t * 1000)) : '—');
-  GW.fmtFull = t => (t ? fullFmt.format(new Date(t * 1000)) : '—');
+  /* Every time on the page goes through here: 24-hour and ISO-like ("2026-11-27 14:02"), in
+   * the viewer's zone, as the CLI writes them, whatever the browser's locale (a 12-hour
+   * locale would otherwise make the page and the terminal disagree).  part: 'clock' for
+   * "14:02" (chart axes), 'tick' for "11-27 14:00" (the calendar), else the whole. */
+  GW.fmtTime = function (t, part) {
+    if (!t) return '—';
+    const d = new Date(t * 1000), p = v => String(v).padStart(2, '0');
+    const clock = `${p(d.getHours())}:${p(d.getMinutes())}`;
+    if (part === 'clock') return clock;
+    const day = `${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+    return part === 'tick' ? `${day} ${clock}` : `${d.getFullYear()}-${day} ${clock}`;
+  };
   GW.now = () => Date.now() / 1000;
   GW.fmtDur = function (s) {
     if (s === null || s === undefined || !isFinite(s)) return '—';
@@ -57,6 +61,8 @@
     if (m) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
     return `${s}s`;
   };
+  /* GPU-hours: two significant digits below one ("0.03", not "0.0"), one decimal above. */
+  GW.fmtGpuHours = v => (!v ? '0' : v < 1 ? String(Number(v.toPrecision(2))) : v.toFixed(1));
   GW.fmtBytes = function (b) {
     if (b === null || b === undefined) return '—';
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -299,12 +305,12 @@
       jobLine = h('div', { class: 'job' },
         h('a', { href: `#/job/${ji.id}`, 'data-key': `gpu-job-${g.index}` }, `job ${ji.id}`), ' ', ji.name || '',
         h('br'), `${ji.user} · running ${GW.fmtDur(now - ji.start_time)}`,
-        eta ? ` · ETA ${GW.fmtDay(eta)}` : '');
+        eta ? ` · ETA ${GW.fmtTime(eta)}` : '');
     } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');
     const rogue = (g.processes || []).filter(p => p.job === null || p.stray);
     /* A guest gets them without the message (it may name another user's command). */
     const evs = S.gpuEvents.filter(e => e.gpu === g.index).slice(0, 3);
-    const evText = e => `${GW.fmtDay(e.time)} ${e.kind}${e.xid !== null ? ` ${e.xid}` : ''}` +
+    const evText = e => `${GW.fmtTime(e.time)} ${e.kind}${e.xid !== null ? ` ${e.xid}` : ''}` +
       `${e.job ? ` (job ${e.job})` : ''}${e.message ? `: ${e.message}` : ''}`;
     const pct = g.mem_total ? Math.round((100 * (g.mem_used || 0)) / g.mem_total) : 0;
     return h('article', { class: `card ${health}`, 'aria-label': `GPU ${g.index}`, 'data-gpu': g.index },
@@ -361,11 +367,11 @@
 
   function whyWhen(j) {
     const eta = GW.etaOf(j.eta);
-    if (j.state === 'RUNNING') return eta ? `ends ~${GW.fmtDay(eta)}` : j.reason || '';
+    if (j.state === 'RUNNING') return eta ? `ends ~${GW.fmtTime(eta)}` : j.reason || '';
     if (j.state === 'PENDING' || j.state === 'HELD') {
       const start = j.predicted_start ?? (j.eta && j.eta.start);
-      return (j.reason || '') + (start ? ` · starts ~${GW.fmtDay(start)}` : '') +
-             (j.not_before ? ` · not before ${GW.fmtDay(j.not_before)}` : '');
+      return (j.reason || '') + (start ? ` · starts ~${GW.fmtTime(start)}` : '') +
+             (j.not_before ? ` · not before ${GW.fmtTime(j.not_before)}` : '');
     }
     return j.reason || '';
   }
@@ -381,7 +387,7 @@
       h('td', {}, h('span', { class: `state ${j.state}` }, j.state)),
       h('td', { class: 'msg', title: why || null }, why),
       h('td', { class: 'hide-narrow' }, j.gpus && j.gpus.length ? j.gpus.join(',') : `${j.ngpus} wanted`),
-      h('td', { class: 'hide-narrow' }, GW.fmtDay(j.submit_time)),
+      h('td', { class: 'hide-narrow' }, GW.fmtTime(j.submit_time)),
       h('td', { class: 'num' }, run === null ? '—' : GW.fmtDur(run)),
       h('td', { class: 'actions' }, GW.actionButtons(j)));
   }

@@ -89,7 +89,7 @@
     }
     for (const v of xs) {
       const t = svg('text', { x: X(v), y: H, 'text-anchor': 'middle' });
-      t.textContent = opts.x === 'time' ? GW.fmtClock(v) : String(v);
+      t.textContent = opts.x === 'time' ? GW.fmtTime(v, 'clock') : String(v);
       el.append(t);
     }
     for (const v of opts.vlines || []) if (v >= x0 && v <= x1)

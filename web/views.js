@@ -19,25 +19,26 @@
   }
 
   /* Training awareness (epochs, ETA, leaks, snapshots) when the daemon has it. */
-  function trainingFacts(t) {
-    if (!t) return [h('p', { class: 'sub' }, 'No training progress known for this job (no results.csv read).')];
+  function trainingFacts(t, ended) {
+    if (!t) return [h('p', { class: 'sub' }, ended ? 'No training progress was seen.' : 'No training progress known for this job (no results.csv read).')];
     if (t.prediction) {
       const p = t.prediction, n = (p.similar_jobs || []).length;
       const basis = p.runtime_from === 'history' ? `the median of ${n} similar past job${n === 1 ? '' : 's'}`
         : 'its time limit' + (n ? ' (similar past jobs ran longer)' : ' (no similar past job)');
-      return [h('p', { class: 'predicted' }, (p.predicted_start ? `Predicted start ~${GW.fmtFull(p.predicted_start)}`
+      return [h('p', { class: 'predicted' }, (p.predicted_start ? `Predicted start ~${GW.fmtTime(p.predicted_start)}`
         : `No predicted start: ${p.why_none || 'unknown'}`) + `; expected to run ${GW.fmtDur(p.runtime_seconds)}, ${basis}.`)];
     }
     const out = [];
     const epochs = t.epoch !== undefined && t.epoch !== null ? `epoch ${t.epoch}${t.epochs ? ' of ' + t.epochs : ''}` : '';
     const per = t.sec_per_epoch ? `, ${GW.fmtDur(t.sec_per_epoch)} per epoch` : '';
-    const eta = t.eta ? `; ETA ${GW.fmtFull(t.eta)}${t.error_seconds ? ' ± ' + GW.fmtDur(t.error_seconds) : ''}` : '';
+    const eta = t.eta ? `; ETA ${GW.fmtTime(t.eta)}${t.error_seconds ? ' ± ' + GW.fmtDur(t.error_seconds) : ''}` : '';
     const ends = Array.isArray(t.epoch_ends) ? t.epoch_ends.length : 0;
     const kept = !epochs && ends ? `${ends} epoch end${ends === 1 ? '' : 's'} recorded (the dashed lines on the GPU curves)` : '';
-    out.push(h('p', {}, `${epochs}${per}${eta}` || kept || 'Training progress not known yet.'));
+    /* A job that ended without progress will not report any: "not known yet" would promise some. */
+    out.push(h('p', {}, `${epochs}${per}${eta}` || kept || (ended ? 'No training progress was seen.' : 'Training progress not known yet.')));
     if (t.leak && t.leak.detected) out.push(h('p', { class: 'error' }, `Memory leak: ${t.leak.evidence || ''}`));
     const snaps = t.snapshots || {};
-    const snap = (k, s) => s ? `${k}: epoch ${s.epoch}${s.metric !== null && s.metric !== undefined ? ', mAP50-95 ' + s.metric.toFixed(3) : ''} (${GW.fmtDay(s.time)})` : null;
+    const snap = (k, s) => s ? `${k}: epoch ${s.epoch}${s.metric !== null && s.metric !== undefined ? ', mAP50-95 ' + s.metric.toFixed(3) : ''} (${GW.fmtTime(s.time)})` : null;
     const sl = [snap('best', snaps.best), snap('last', snaps.last)].filter(Boolean);
     if (sl.length) out.push(h('p', {}, 'Snapshots — ' + sl.join('; ')));
     return out;
@@ -54,33 +55,41 @@
       fact('User', j.user),
       fact('GPUs', j.gpus && j.gpus.length ? j.gpus.join(', ') : `${j.ngpus} wanted`),
       fact('Attempt', `${j.attempt} of ${1 + (j.retries || 0)}`),
-      fact('Submitted', GW.fmtFull(j.submit_time)),
-      j.state === 'PENDING' ? fact('Predicted start', j.predicted_start ? '~' + GW.fmtFull(j.predicted_start) : 'not predicted')
-        : fact('Started', GW.fmtFull(j.start_time)),
-      fact(j.end_time ? 'Ended' : 'Runtime', j.end_time ? GW.fmtFull(j.end_time) : GW.fmtDur(run)),
-      fact('ETA', eta ? GW.fmtFull(eta) : j.state === 'RUNNING' ? 'not known yet' : '—'),
+      fact('Submitted', GW.fmtTime(j.submit_time)),
+      j.state === 'PENDING' ? fact('Predicted start', j.predicted_start ? '~' + GW.fmtTime(j.predicted_start) : 'not predicted')
+        : fact('Started', GW.fmtTime(j.start_time)),
+      fact(j.end_time ? 'Ended' : 'Runtime', j.end_time ? GW.fmtTime(j.end_time) : GW.fmtDur(run)),
+      fact('ETA', eta ? GW.fmtTime(eta) : j.state === 'RUNNING' ? 'not known yet' : '—'),
       fact('Time limit', GW.fmtDur(j.time_limit)),
-      j.telemetry ? fact('GPU-hours', j.telemetry.gpu_hours.toFixed(2)) : null,
+      j.telemetry ? fact('GPU-hours', GW.fmtGpuHours(j.telemetry.gpu_hours)) : null,
       j.exit_code !== null && j.exit_code !== undefined ? fact('Exit code', String(j.exit_code)) : null));
     GW.keepFocus(() => $('job-actions').replaceChildren(...GW.actionButtons(j))); /* a live update keeps the keyboard's place */
-    $('job-training').replaceChildren(...trainingFacts(j.training));
+    $('job-training').replaceChildren(...trainingFacts(j.training, FINAL.has(j.state)));
     /* null: the daemon keeps a job's command line and directory from guests (guest_job_details). */
     $('job-command').textContent = j.command === null
       ? (S().me.signed_in ? 'Hidden.' : 'Hidden while you are signed out: the command line, working directory and log evidence of a job are shown to signed-in users (its log and evidence to its owner and admins only). Sign in with a token to see them.')
       : (j.command || []).join(' ') + (j.cwd ? `\n\nin ${j.cwd}` : '');
     $('job-attempts').replaceChildren(table(['Attempt', 'GPUs', 'Started', 'Ended', 'Class', 'Evidence', 'Exit'],
-      (j.attempts || []).map(a => [String(a.attempt), (a.gpus || []).join(','), GW.fmtDay(a.start_time), GW.fmtDay(a.end_time),
+      (j.attempts || []).map(a => [String(a.attempt), (a.gpus || []).join(','), GW.fmtTime(a.start_time), GW.fmtTime(a.end_time),
         a.class, h('td', { class: 'msg' }, a.evidence || '—'), a.signal ? `signal ${a.signal}` : String(a.exit_code ?? '—')]),
       j.attempt > 1 ? 'No finished attempt recorded.' : 'First attempt: no earlier attempt.'));
     const ev = (j.events || []).slice().reverse();
     $('job-events').replaceChildren(table(['Time', 'State', 'What', 'Evidence'],
-      ev.map(e => [GW.fmtFull(e.time), h('td', {}, h('span', { class: `state ${e.state}` }, e.state)), e.kind,
+      ev.map(e => [GW.fmtTime(e.time), h('td', {}, h('span', { class: `state ${e.state}` }, e.state)), e.kind,
                    h('td', { class: 'msg' }, e.message)]), 'No events.'));
   }
 
-  function noSamples(j) {
+  /* What a chart without a curve says.  A job too short for the kept per-minute samples still
+   * has its telemetry summary (what `gpuward show` prints): that, rather than "nothing". */
+  function noSamples(j, metric) {
     if (!j.start_time) return 'The job has not started.';
-    return j.end_time ? 'No samples kept for this job.' : 'No samples yet.';
+    if (!j.end_time) return 'No samples yet.';
+    const gs = (j.telemetry && j.telemetry.gpus) || [];
+    if (!gs.length) return 'No samples were taken while the job ran.';
+    const pct = v => (v === null || v === undefined ? '—' : `${Math.round(v)}%`);
+    return 'Too short for a curve; over its run:\n' + gs.map(g => metric === 'util'
+      ? `GPU ${g.index}: util mean ${pct(g.util_mean)}, p95 ${pct(g.util_p95)}`
+      : `GPU ${g.index}: peak memory ${GW.fmtBytes(g.mem_peak)}`).join('\n');
   }
 
   async function loadSeries(j) {
@@ -101,9 +110,9 @@
     const perGpu = (res, conv) => res.status === 200 ? Object.keys(res.data.gpus).map((g, i) => ({
       name: `GPU ${g}`, color: GW.palette[i % GW.palette.length], points: res.data.gpus[g].map(([t, v]) => [t, conv(v)]) })) : [];
     GW.lineChart($('job-util'), { x: 'time', yMin: 0, yMax: 100, yFmt: v => v + '%', vlines,
-      series: perGpu(u, v => v), empty: noSamples(j) });
+      series: perGpu(u, v => v), empty: noSamples(j, 'util') });
     GW.lineChart($('job-mem'), { x: 'time', yMin: 0, yFmt: v => GW.fmtBytes(v * 1073741824).replace(' ', ''), vlines,
-      series: perGpu(m, v => v / 1073741824), empty: noSamples(j) });
+      series: perGpu(m, v => v / 1073741824), empty: noSamples(j, 'mem') });
     if (r.status !== 200) {
       const why = r.status === 404 ? 'No training curves: ' + GW.errText(r) + '.' : GW.errText(r);
       GW.lineChart($('job-loss'), { series: [], empty: why });
@@ -217,7 +226,7 @@
     for (let t = Math.ceil((from + tz) / 21600) * 21600 - tz; t < to; t += 21600) {
       el.append(GW.svg('line', { x1: X(t), x2: X(t), y1: T - 4, y2: H, class: 'hour' }));
       const lab = GW.svg('text', { x: X(t) + 2, y: 12 });
-      lab.textContent = GW.fmtTick(t);
+      lab.textContent = GW.fmtTime(t, 'tick');
       el.append(lab);
     }
     for (let g = 0; g < n; g++) {
@@ -229,7 +238,7 @@
       const x0 = X(s.start), x1 = X(s.end), y = T + s.gpu * ROW + 2;
       const grp = GW.svg('g', { class: `seg ${s.kind}` });
       const title = GW.svg('title');
-      title.textContent = `GPU ${s.gpu}: ${segWhat(s)} ${s.kind} ${GW.fmtDay(s.start)} – ${GW.fmtDay(s.end)} ${s.label || ''}`;
+      title.textContent = `GPU ${s.gpu}: ${segWhat(s)} ${s.kind} ${GW.fmtTime(s.start)} – ${GW.fmtTime(s.end)} ${s.label || ''}`;
       grp.append(title, GW.svg('rect', { x: x0, y, width: Math.max(2, x1 - x0), height: ROW - 5, rx: 3 }));
       if (x1 - x0 > 60) {
         const t = GW.svg('text', { x: x0 + 4, y: y + 14 });
@@ -246,11 +255,11 @@
     const sorted = segs.slice().sort((a, b) => a.start - b.start || a.gpu - b.gpu);
     $('cal-list').replaceChildren(table(['GPU', 'What', 'Kind', 'From', 'Until', 'Label'],
       sorted.map(s => [String(s.gpu), s.kind.startsWith('booking') || s.kind === 'drained' ? segWhat(s)
-        : h('td', {}, h('a', { href: `#/job/${s.id}` }, segWhat(s))), s.kind, GW.fmtDay(s.start), GW.fmtDay(s.end), s.label || '']),
+        : h('td', {}, h('a', { href: `#/job/${s.id}` }, segWhat(s))), s.kind, GW.fmtTime(s.start), GW.fmtTime(s.end), s.label || '']),
       'Nothing is running, predicted or booked in the next 72 hours: every GPU is free.'));
     $('cal-bookings').replaceChildren(table(['Booking', 'User', 'GPUs', 'From', 'Until', 'State', ''],
-      C.bookings.map(b => [String(b.id) + (b.name ? ` ${b.name}` : ''), b.user, (b.gpus || []).map(g => `GPU ${g}`).join(', '), GW.fmtDay(b.start),
-        GW.fmtDay(b.end), h('td', { title: b.note || '' }, b.state), h('td', { class: 'actions' },
+      C.bookings.map(b => [String(b.id) + (b.name ? ` ${b.name}` : ''), b.user, (b.gpus || []).map(g => `GPU ${g}`).join(', '), GW.fmtTime(b.start),
+        GW.fmtTime(b.end), h('td', { title: b.note || '' }, b.state), h('td', { class: 'actions' },
           S().me.signed_in && (S().me.role === 'admin' || S().me.user === b.user)
             ? h('button', { type: 'button', 'data-key': `release-b-${b.id}`, onclick: () => releaseBooking(b) }, 'Release') : null)]),
       'No open bookings.'));
@@ -290,14 +299,14 @@
       const b = res.data;
       out.className = 'result ok';
       out.textContent = b.state === 'APPROVED'
-        ? `Booking ${b.id} approved: GPU ${b.gpus.join(', ')}, ${GW.fmtDay(b.start)} – ${GW.fmtDay(b.end)}.`
+        ? `Booking ${b.id} approved: GPU ${b.gpus.join(', ')}, ${GW.fmtTime(b.start)} – ${GW.fmtTime(b.end)}.`
         : `Booking ${b.id} waits for an admin's approval (${b.note || b.state}).`;
     } else {
       out.className = 'result bad';
       out.append(GW.errText(res) + (res.status === 401 ? ' Sign in first.' : ''));
       const near = res.data && res.data.nearest;
       if (near) {
-        out.append(h('br'), `Nearest free window (your time): ${GW.fmtDay(near.start)} – ${GW.fmtDay(near.end)}. `,
+        out.append(h('br'), `Nearest free window (your time): ${GW.fmtTime(near.start)} – ${GW.fmtTime(near.end)}. `,
           h('button', { type: 'button', onclick: () => { $('b-start').value = localInput(near.start); $('b-start').focus(); } },
             'Use this window'));
       }
@@ -340,14 +349,15 @@
     const bars = h('div', { class: 'bars', role: 'list', 'aria-label': 'GPU-hours per user' });
     for (const u of list) {
       const bar = h('div', { class: 'bar' });
-      bar.style.width = `${Math.max(0.5, (100 * u.gh) / max)}%`;
-      bars.append(h('span', { role: 'listitem' }, u.user), bar, h('span', { class: 'num' }, `${u.gh.toFixed(1)} GPU-h`));
+      if (u.gh > 0) bar.style.width = `${Math.max(0.5, (100 * u.gh) / max)}%`;
+      else bar.classList.add('none'); /* nothing used draws nothing; the cell keeps the grid's place */
+      bars.append(h('span', { role: 'listitem' }, u.user), bar, h('span', { class: 'num' }, `${GW.fmtGpuHours(u.gh)} GPU-h`));
     }
     box.replaceChildren(bars, h('h2', {}, 'Per user'), h('div', { class: 'table-wrap' }, table(
       ['User', 'GPU-hours', 'Jobs', 'Mean utilisation', 'Reclaimed jobs', 'GPU-hours of reclaimed jobs'],
-      list.map(u => [u.user, h('td', { class: 'num' }, u.gh.toFixed(2)), h('td', { class: 'num' }, String(u.jobs)),
+      list.map(u => [u.user, h('td', { class: 'num' }, GW.fmtGpuHours(u.gh)), h('td', { class: 'num' }, String(u.jobs)),
         h('td', { class: 'num' }, u.util !== null && u.util !== undefined ? `${u.util.toFixed(0)}%` : '—'),
-        h('td', { class: 'num' }, String(u.reclaimed)), h('td', { class: 'num' }, u.reclaimedGh.toFixed(2))]), '')),
+        h('td', { class: 'num' }, String(u.reclaimed)), h('td', { class: 'num' }, GW.fmtGpuHours(u.reclaimedGh))]), '')),
       h('p', { class: 'sub' }, `GPU-hours count each job's GPUs times its time inside the last 7 days. Mean utilisation is ` +
         'weighted by GPU-hours over the jobs whose GPUs were sampled.'));
   }

@@ -127,18 +127,34 @@ static void print_row(char *const *row, const size_t *widths, size_t ncols, FILE
         fputc('\n', f);
 }
 
+/* Display width of column col: its header or widest cell. */
+size_t cli_table_col_width(const struct cli_table *t, size_t col) {
+        if (col >= t->ncols)
+                return 0;
+        size_t width = cli_display_width(t->headers[col]);
+        for (size_t r = 0; r < t->rows; r++) {
+                if (t->is_line[r])
+                        continue;
+                size_t w = cli_display_width(t->cells[r * t->ncols + col]);
+                if (w > width)
+                        width = w;
+        }
+        return width;
+}
+
+size_t cli_table_width(const struct cli_table *t) {
+        size_t sum = 0;
+        for (size_t i = 0; i < t->ncols; i++)
+                sum += cli_table_col_width(t, i) + (i ? COL_GAP : 0);
+        return sum;
+}
+
 void cli_table_print(const struct cli_table *t, FILE *f) {
         size_t *widths = calloc(t->ncols ? t->ncols : 1, sizeof(size_t));
         if (!widths)
                 return;
         for (size_t i = 0; i < t->ncols; i++)
-                widths[i] = cli_display_width(t->headers[i]);
-        for (size_t r = 0; r < t->rows; r++)
-                for (size_t i = 0; i < t->ncols && !t->is_line[r]; i++) {
-                        size_t w = cli_display_width(t->cells[r * t->ncols + i]);
-                        if (w > widths[i])
-                                widths[i] = w;
-                }
+                widths[i] = cli_table_col_width(t, i);
         print_row(t->headers, widths, t->ncols, f);
         for (size_t r = 0; r < t->rows; r++) {
                 if (t->is_line[r])

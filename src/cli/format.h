@@ -21,6 +21,10 @@ int cli_table_add(struct cli_table *t, const char *const *cells);
 int cli_table_add_line(struct cli_table *t, const char *line);
 /* Rows and lines added so far. */
 size_t cli_table_rows(const struct cli_table *t);
+/* Display columns of column col (its header or widest cell), and of the whole table as
+ * cli_table_print prints it (the free-form lines not counted). */
+size_t cli_table_col_width(const struct cli_table *t, size_t col);
+size_t cli_table_width(const struct cli_table *t);
 /* Prints header and rows, columns padded to their widest cell, two spaces apart. */
 void cli_table_print(const struct cli_table *t, FILE *f);
 struct cli_table *cli_table_free(struct cli_table *t);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/cleanup.h"
 #include "cli/format.h"
@@ -33,19 +34,98 @@ static char *format_unit(double v, const char *unit, char *buf, size_t n) {
         return buf;
 }
 
-static char *format_memory(const json_t *g, char *buf, size_t n) {
+static char *format_memory(const json_t *g, bool compact, char *buf, size_t n) {
         char used[32], total[32];
         double u = cli_jnum(g, "mem_used"), t = cli_jnum(g, "mem_total");
-        if (!isfinite(u) && !isfinite(t))
+        if (!isfinite(u) && !isfinite(t)) {
                 snprintf(buf, n, "-");
-        else
-                snprintf(buf, n, "%s / %s", cli_format_bytes(u, used, sizeof(used)),
-                         cli_format_bytes(t, total, sizeof(total)));
+                return buf;
+        }
+        cli_format_bytes(u, used, sizeof(used));
+        cli_format_bytes(t, total, sizeof(total));
+        if (!compact) {
+                snprintf(buf, n, "%s / %s", used, total);
+                return buf;
+        }
+        /* "1.0G/80.0G": the unit's letter only, as top and free -h write it. */
+        char *sp = strchr(used, ' '), *st = strchr(total, ' ');
+        snprintf(buf, n, "%.*s%.1s/%.*s%.1s", sp ? (int) (sp - used) : (int) strlen(used), used, sp ? sp + 1 : "",
+                 st ? (int) (st - total) : (int) strlen(total), total, st ? st + 1 : "");
         return buf;
 }
 
-static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
-        char idx[32], util[32], mem[80], temp[32], power[32], job[32], run[32], eta[32];
+/* What the GPU table gives up to fit a terminal, in this order: the vendor and form-factor
+ * words of the GPU name, then wide headers and memory units, then temperature and power,
+ * then HEALTH while every GPU is ok; what is left is cut with an ellipsis (the job's name
+ * first).  The job, its user, name, running time and ETA stay: they are why one looks. */
+enum fit_level { FIT_FULL, FIT_SHORT_NAME, FIT_COMPACT, FIT_NO_TEMP_POWER, FIT_NO_HEALTH, _FIT_MAX };
+
+enum { C_INDEX, C_NAME, C_UTIL, C_MEM, C_TEMP, C_POWER, C_HEALTH, C_JOB, C_USER, C_JOB_NAME, C_TIME, C_ETA, N_COLS };
+
+struct gpu_layout {
+        enum fit_level level;
+        bool all_ok;                         /* every GPU's health is "ok": HEALTH may go */
+        size_t max_width[N_COLS];            /* 0: no limit */
+};
+
+static bool col_shown(const struct gpu_layout *l, int c) {
+        if (c == C_TEMP || c == C_POWER)
+                return l->level < FIT_NO_TEMP_POWER;
+        if (c == C_HEALTH)
+                return l->level < FIT_NO_HEALTH || !l->all_ok;
+        return true;
+}
+
+/* The table's column of each logical column, -1 when not shown; returns the count shown. */
+static size_t layout_columns(const struct gpu_layout *l, int map[N_COLS]) {
+        size_t n = 0;
+        for (int c = 0; c < N_COLS; c++)
+                map[c] = col_shown(l, c) ? (int) n++ : -1;
+        return n;
+}
+
+static bool word_is_form_factor(const char *w, size_t len) {
+        static const char *const drop[] = { "HBM", "SXM", "PCIE", "NVL" };
+        for (size_t i = 0; i < ELEMENTSOF(drop); i++)
+                if (len >= strlen(drop[i]) && strncasecmp(w, drop[i], strlen(drop[i])) == 0)
+                        return true;
+        return false;
+}
+
+/* "H100 80GB" for "NVIDIA H100 80GB HBM3", "A100 80GB" for "NVIDIA A100-SXM4-80GB": the
+ * vendor and the memory or form-factor words go, the model and its memory size stay.  The
+ * name itself when nothing would be left. */
+static char *short_gpu_name(const char *name, char *buf, size_t n) {
+        if (!name) {
+                snprintf(buf, n, "-");
+                return buf;
+        }
+        static const char *const vendor[] = { "NVIDIA ", "Tesla ", "GeForce " };
+        const char *p = name;
+        for (size_t i = 0; i < ELEMENTSOF(vendor); i++)
+                if (strncmp(p, vendor[i], strlen(vendor[i])) == 0)
+                        p += strlen(vendor[i]);
+        size_t len = 0;
+        buf[0] = '\0';
+        while (*p) {
+                size_t w = strcspn(p, " -");
+                if (w > 0 && !word_is_form_factor(p, w) && len + w + 2 < n) {
+                        if (len)
+                                buf[len++] = ' ';
+                        memcpy(buf + len, p, w);
+                        len += w;
+                        buf[len] = '\0';
+                }
+                p += w;
+                p += strspn(p, " -");
+        }
+        if (!len)
+                snprintf(buf, n, "%s", name);
+        return buf;
+}
+
+static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now, const struct gpu_layout *l) {
+        char idx[32], name[64], util[32], mem[80], temp[32], power[32], job[32], run[32], eta[32];
         long long v;
         snprintf(idx, sizeof(idx), "%lld", cli_jint(g, "index", &v) ? v : -1);
         /* job_info carries the rest; a daemon without it still names the job. */
@@ -60,20 +140,26 @@ static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now) {
         cli_format_secs(isfinite(start) && start > 0 ? (double) now - start : NAN, run, sizeof(run));
         if (isfinite(start) && start > 0 && (double) now < start)
                 snprintf(run, sizeof(run), "0s"); /* clocks a second apart */
-        const char *cells[] = {
-                idx,
-                cli_jstr(g, "name"),
-                format_percent(cli_jnum(g, "util"), util, sizeof(util)),
-                format_memory(g, mem, sizeof(mem)),
-                format_unit(cli_jnum(g, "temp"), "C", temp, sizeof(temp)),
-                format_unit(cli_jnum(g, "power_w"), "W", power, sizeof(power)),
-                cli_jstr(g, "health"),
-                job,
-                cli_jstr(info, "user"),
-                cli_jstr(info, "name"),
-                run,
-                cli_format_eta(cli_jnum(info, "eta"), now, eta, sizeof(eta)), /* estimated end */
+        const char *all[N_COLS] = {
+                [C_INDEX] = idx,
+                [C_NAME] = l->level >= FIT_SHORT_NAME ? short_gpu_name(cli_jstr(g, "name"), name, sizeof(name))
+                                                      : cli_jstr(g, "name"),
+                [C_UTIL] = format_percent(cli_jnum(g, "util"), util, sizeof(util)),
+                [C_MEM] = format_memory(g, l->level >= FIT_COMPACT, mem, sizeof(mem)),
+                [C_TEMP] = format_unit(cli_jnum(g, "temp"), "C", temp, sizeof(temp)),
+                [C_POWER] = format_unit(cli_jnum(g, "power_w"), "W", power, sizeof(power)),
+                [C_HEALTH] = cli_jstr(g, "health"),
+                [C_JOB] = job,
+                [C_USER] = cli_jstr(info, "user"),
+                [C_JOB_NAME] = cli_jstr(info, "name"),
+                [C_TIME] = run,
+                [C_ETA] = cli_format_eta(cli_jnum(info, "eta"), now, eta, sizeof(eta)), /* estimated end */
         };
+        const char *cells[N_COLS];
+        size_t n = 0;
+        for (int c = 0; c < N_COLS; c++)
+                if (col_shown(l, c))
+                        cells[n++] = all[c];
         return cli_table_add(t, cells);
 }
 
@@ -114,8 +200,9 @@ static int add_rogue_line(struct cli_table *t, const json_t *proc) {
         return cli_table_add_line(t, line);
 }
 
-static int add_gpu(struct cli_table *t, const json_t *g, time_t now, long long *n_rogue) {
-        int r = add_gpu_row(t, g, now);
+static int add_gpu(struct cli_table *t, const json_t *g, time_t now, const struct gpu_layout *l,
+                   long long *n_rogue) {
+        int r = add_gpu_row(t, g, now, l);
         /* Under the row rather than in HEALTH: a reason is a sentence ("Xid 79 at
          * 14:02:11", an admin's note) and would widen every row past the terminal. */
         const char *why = cli_jstr(g, "drain_reason");
@@ -150,31 +237,77 @@ long long cli_gpus_rogue_count(const json_t *reply) {
         return n;
 }
 
-int cli_gpus_print(const json_t *reply, time_t now, FILE *f) {
+/* The table for layout l; *ret_listed counts the rogue lines under the rows.  NULL when
+ * out of memory. */
+static struct cli_table *gpu_table(const json_t *gpus, time_t now, const struct gpu_layout *l, long long *ret_listed) {
+        static const char *const full[N_COLS] = { "INDEX", "NAME", "UTIL", "MEMORY(USED/TOTAL)", "TEMP", "POWER",
+                                                  "HEALTH", "JOB", "USER", "JOB_NAME", "TIME", "ETA" };
+        const char *cols[N_COLS];
+        int map[N_COLS];
+        size_t n = layout_columns(l, map);
+        for (int c = 0; c < N_COLS; c++)
+                if (map[c] >= 0)
+                        cols[map[c]] = l->level >= FIT_COMPACT && c == C_INDEX ? "GPU"
+                                       : l->level >= FIT_COMPACT && c == C_MEM ? "MEMORY"
+                                                                               : full[c];
+        struct cli_table *t = cli_table_new(cols, n);
+        if (!t)
+                return NULL;
+        for (int c = 0; c < N_COLS; c++)
+                if (map[c] >= 0)
+                        cli_table_set_max_width(t, (size_t) map[c], l->max_width[c]);
+        size_t i;
+        const json_t *g;
+        *ret_listed = 0;
+        json_array_foreach(gpus, i, g)
+                if (add_gpu(t, g, now, l, ret_listed) < 0)
+                        return cli_table_free(t);
+        return t;
+}
+
+/* The widest layout that fits width columns (0: any): levels first, then cuts. */
+static struct cli_table *fitted_table(const json_t *gpus, time_t now, size_t width, long long *ret_listed) {
+        struct gpu_layout l = { .level = FIT_FULL, .all_ok = true };
+        l.max_width[C_NAME] = GPU_NAME_MAX_COLS;
+        l.max_width[C_JOB_NAME] = JOB_NAME_MAX_COLS;
+        size_t i;
+        const json_t *g;
+        json_array_foreach(gpus, i, g) {
+                const char *health = cli_jstr(g, "health");
+                l.all_ok = l.all_ok && health && strcmp(health, "ok") == 0;
+        }
+        struct cli_table *t = gpu_table(gpus, now, &l, ret_listed);
+        while (t && width && cli_table_width(t) > width && l.level + 1 < _FIT_MAX) {
+                l.level++;
+                cli_table_free(t);
+                t = gpu_table(gpus, now, &l, ret_listed);
+        }
+        /* Cut, each no narrower than its header: the job's name, the GPU's, the user's. */
+        static const int cut[] = { C_JOB_NAME, C_NAME, C_USER };
+        for (size_t k = 0; k < ELEMENTSOF(cut) && t && width && cli_table_width(t) > width; k++) {
+                int map[N_COLS];
+                layout_columns(&l, map);
+                size_t have = cli_table_col_width(t, (size_t) map[cut[k]]), excess = cli_table_width(t) - width;
+                size_t least = cut[k] == C_JOB_NAME ? 8 : 4;
+                if (have <= least)
+                        continue;
+                l.max_width[cut[k]] = have - least > excess ? have - excess : least;
+                cli_table_free(t);
+                t = gpu_table(gpus, now, &l, ret_listed);
+        }
+        return t;
+}
+
+int cli_gpus_print(const json_t *reply, time_t now, size_t width, FILE *f) {
         const json_t *gpus = json_object_get(reply, "gpus");
         if (!json_is_array(gpus))
                 return -EBADMSG;
-        static const char *const cols[] = { "INDEX", "NAME", "UTIL", "MEMORY(USED/TOTAL)", "TEMP", "POWER",
-                                            "HEALTH", "JOB", "USER", "JOB_NAME", "TIME", "ETA" };
-        struct cli_table *t = cli_table_new(cols, ELEMENTSOF(cols));
+        long long listed = 0;
+        struct cli_table *t = fitted_table(gpus, now, width, &listed);
         if (!t)
                 return -ENOMEM;
-        cli_table_set_max_width(t, 1, GPU_NAME_MAX_COLS);
-        cli_table_set_max_width(t, 9, JOB_NAME_MAX_COLS);
-        size_t i;
-        const json_t *g;
-        long long listed = 0;
-        int r = 0;
-        json_array_foreach(gpus, i, g) {
-                r = add_gpu(t, g, now, &listed);
-                if (r < 0)
-                        break;
-        }
-        if (r >= 0)
-                cli_table_print(t, f);
+        cli_table_print(t, f);
         cli_table_free(t);
-        if (r < 0)
-                return r;
         long long n = cli_gpus_rogue_count(reply);
         if (n > 0)
                 fprintf(f, "%lld rogue process%s: on a GPU but in no gpuward job%s\n", n, n == 1 ? "" : "es",

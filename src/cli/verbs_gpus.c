@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/gpuview.h"
+#include "cli/term.h"
 #include "cli/verbs.h"
 
 static const char gpus_help[] =
@@ -73,7 +75,10 @@ static int on_gpus_option(void *userdata, int opt, const char *arg) {
 }
 
 static int print_gpus(const json_t *reply) {
-        int r = cli_gpus_print(reply, time(NULL), stdout);
+        /* A terminal's width is kept to; a pipe gets every column in full. */
+        unsigned rows, cols;
+        cli_term_size(&rows, &cols);
+        int r = cli_gpus_print(reply, time(NULL), isatty(STDOUT_FILENO) ? cols : 0, stdout);
         if (r == -EBADMSG)
                 cli_error("gpuwardd's reply has no \"gpus\" array");
         else if (r < 0)

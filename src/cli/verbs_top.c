@@ -234,8 +234,9 @@ static void print_header(const struct top_snapshot *s, FILE *f) {
 }
 
 /* The whole screen as plain text, the same for a snapshot and the live view; live adds
- * the refresh rate and how to quit.  malloc'ed; NULL when out of memory. */
-static char *render(const struct top_snapshot *s, const struct top_opts *o, bool live) {
+ * the refresh rate and how to quit.  The GPU table fits width columns (0: any).
+ * malloc'ed; NULL when out of memory. */
+static char *render(const struct top_snapshot *s, const struct top_opts *o, bool live, unsigned width) {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -249,7 +250,7 @@ static char *render(const struct top_snapshot *s, const struct top_opts *o, bool
         if (s->error) {
                 fprintf(f, "%s (trying again every %gs)\n", s->error, o->interval_s);
         } else {
-                r = cli_gpus_print(s->gpus, s->at, f);
+                r = cli_gpus_print(s->gpus, s->at, width, f);
                 fputc('\n', f);
                 if (r >= 0)
                         r = print_jobs(json_object_get(s->jobs, "jobs"), s->at, f);
@@ -265,7 +266,9 @@ static int run_once(struct cli_ctx *ctx, const struct top_opts *o) {
         struct top_snapshot s = { 0 };
         int r = snapshot_fetch(ctx, &s, 0, NULL);
         if (r == CLI_EXIT_OK) {
-                _cleanup_free_ char *text = render(&s, o, false);
+                unsigned rows, cols;
+                cli_term_size(&rows, &cols);
+                _cleanup_free_ char *text = render(&s, o, false, isatty(STDOUT_FILENO) ? cols : 0);
                 if (text)
                         fputs(text, stdout);
                 else {
@@ -298,7 +301,7 @@ static void live_fetch(struct cli_ctx *ctx, struct top_snapshot *s, const struct
 static int live_draw(const struct top_snapshot *s, const struct top_opts *o) {
         unsigned rows, cols;
         cli_term_size(&rows, &cols);
-        _cleanup_free_ char *text = render(s, o, true);
+        _cleanup_free_ char *text = render(s, o, true, cols);
         return text ? cli_term_draw(text, rows, cols) : -ENOMEM;
 }
 

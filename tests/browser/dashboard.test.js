@@ -6,10 +6,13 @@
 //   without a reload and moves to RUNNING; GPU cards and queue rows keep their boxes across
 //   live updates; its page draws utilisation and loss curves; a guest sees no buttons and the
 //   API refuses its cancel; signed in with a token, the Cancel button cancels, also from the
-//   keyboard (Tab, Enter; Space on Release); times in the viewer's zone (the browser runs in
-//   America/St_Johns); a booking from the calendar shows its approval, a second one the refusal
-//   with the nearest window; no CSP violation or script error; no horizontal scroll at
-//   1280x800 or 390x844; screenshots go to $GW_BUILD_DIR/browser-artifacts.
+//   keyboard (Tab, Enter; Space on Release); every action button whole in its cell (1280, 1400,
+//   1920 and 390 px); times 24-hour "YYYY-MM-DD HH:MM" in the viewer's zone (the browser runs in
+//   America/St_Johns with a 12-hour locale); a booking from the calendar shows its approval, a
+//   second one the refusal with the nearest window; a finished short job shows its telemetry
+//   summary and no empty band under its header; usage of small amounts in two significant
+//   digits; no CSP violation or script error; no horizontal scroll at 1280x800 or 390x844;
+//   screenshots go to $GW_BUILD_DIR/browser-artifacts.
 // Every process it starts is stopped by PID; every wait is bounded.
 'use strict';
 const assert = require('node:assert/strict');
@@ -25,8 +28,31 @@ const GPUWARD = path.join(BUILD, 'gpuward');
 const TRAINER = path.join(BUILD, 'tests', 'fakes', 'gw-fake-trainer');
 const FAKE_NVML = path.join(BUILD, 'tests', 'fakes', 'libnvidia-ml.so.1');
 const ARTIFACTS = process.env.GW_ARTIFACTS || path.join(BUILD, 'browser-artifacts');
-// The browser's zone and locale: not the machine's (UTC here), and a half-hour offset.
-const ZONE = 'America/St_Johns', LOCALE = 'en-GB';
+// The browser's zone and locale: not the machine's (UTC here), a half-hour offset, and a
+// 12-hour locale (the page writes 24-hour times whatever the locale, as the CLI does).
+const ZONE = 'America/St_Johns', LOCALE = 'en-US';
+
+// "2026-11-27 14:02" for Unix seconds t in ZONE: how the dashboard writes every time.
+function isoLike(t) {
+  const f = new Intl.DateTimeFormat('en-CA', { timeZone: ZONE, year: 'numeric', month: '2-digit', day: '2-digit',
+                                               hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+  const p = Object.fromEntries(f.formatToParts(new Date(t * 1000)).map(x => [x.type, x.value]));
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
+}
+
+// No 12-hour time anywhere in the visible text of the page.
+async function no12HourTimes(page, what) {
+  const text = await page.locator('main').innerText();
+  assert.doesNotMatch(text, /\d\s?(AM|PM|am|pm)\b/, `${what}: a 12-hour time`);
+}
+
+// The action buttons of the queue that their cell clips (cut off or elided): their data-key.
+async function clippedButtons(page) {
+  return page.$$eval('#queue-body td.actions button', bs => bs.filter(b => {
+    const r = b.getBoundingClientRect(), c = b.closest('td').getBoundingClientRect();
+    return b.scrollWidth > b.clientWidth || r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.width < 1;
+  }).map(b => b.dataset.key));
+}
 
 let chromium;
 try {
@@ -334,9 +360,8 @@ async function run(d, page, ctx) {
     // The daemon speaks Unix seconds; the page shows them in the browser's zone, whatever the server's.
     assert.equal(await page.locator('#tz').innerText(), `times in ${ZONE}`);
     const j = (await d.api('GET', `/api/v1/jobs/${jid}`)).data;
-    const want = new Intl.DateTimeFormat(LOCALE, { dateStyle: 'medium', timeStyle: 'medium', timeZone: ZONE })
-      .format(new Date(j.submit_time * 1000));
-    assert.equal(await page.locator('#job-head div:has(> dt:text-is("Submitted")) dd').innerText(), want);
+    assert.equal(await page.locator('#job-head div:has(> dt:text-is("Submitted")) dd').innerText(), isoLike(j.submit_time));
+    await no12HourTimes(page, 'job page');
     await noHorizontalScroll(page, 'job page at 1280x800');
     await page.screenshot({ path: path.join(ARTIFACTS, 'job-1280x800.png'), fullPage: true });
   });
@@ -400,6 +425,25 @@ async function run(d, page, ctx) {
     assert.deepEqual(await boxes(page, cells), before, 'rows or cells moved when the job was held');
   });
 
+  await step('every action button is whole in its cell (a pending job: Hold and Cancel) at 1280, 1400 and 1920 px', async () => {
+    d.cli('release', String(hid));
+    await page.locator(`#queue-body tr[data-job="${hid}"] button`, { hasText: 'Hold' }).waitFor({ timeout: 10000 });
+    assert.equal(await page.locator('#queue-body td.actions button').count(), 3, 'Cancel; Hold and Cancel');
+    for (const width of [1280, 1400, 1920]) {
+      await page.setViewportSize({ width, height: 800 });
+      assert.deepEqual(await clippedButtons(page), [], `buttons clipped by their cell at ${width}px`);
+      // Nor is a time or a number elided ("2026-11-27 14:02" in Submitted).
+      const cut = await page.$$eval('#queue-body td.hide-narrow, #queue-body td.num',
+                                    tds => tds.filter(td => td.scrollWidth > td.clientWidth).map(td => td.textContent));
+      assert.deepEqual(cut, [], `cells elided at ${width}px`);
+    }
+    await page.screenshot({ path: path.join(ARTIFACTS, 'queue-buttons-1920x800.png') });
+    await no12HourTimes(page, 'queue');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    d.cli('hold', String(hid));
+    await page.locator(`#queue-body tr[data-job="${hid}"] button`, { hasText: 'Release' }).waitFor({ timeout: 10000 });
+  });
+
   await step('keyboard: Tab moves focus to a job\'s Cancel button (a real button, visibly focused), Enter cancels; Space releases', async () => {
     await page.focus('#f-state');
     await tabTo(page, `document.activeElement && document.activeElement.dataset.key === 'cancel-${kid}'`, `job ${kid}'s Cancel`);
@@ -437,13 +481,55 @@ async function run(d, page, ctx) {
     await page.click('#b-submit');
     await page.locator('#book-result.bad', { hasText: /Nearest free window/ }).waitFor({ timeout: 10000 });
     await noHorizontalScroll(page, 'calendar at 1280x800');
+    await no12HourTimes(page, 'calendar');
     await page.screenshot({ path: path.join(ARTIFACTS, 'calendar-1280x800.png'), fullPage: true });
   });
 
-  await step('usage adds up GPU-hours per user', async () => {
+  await step('a finished short job shows its telemetry summary, not "no samples", and no "not known yet"', async () => {
+    // It never reports training progress.
+    const sid = JSON.parse(d.cli('submit', '--json', '--gpus', '1', '--time', '5m', '--name', 'short', '--',
+                                 TRAINER, '--sleep-forever', '--util', '63', '--mem-mib', '2048')).id;
+    await waitUntil(async () => ((await d.api('GET', `/api/v1/jobs/${sid}`)).data.telemetry || {}).samples >= 2,
+                    `samples of job ${sid}`);
+    d.cli('cancel', String(sid));
+    await waitUntil(async () => (await d.api('GET', `/api/v1/jobs/${sid}`)).data.state === 'CANCELLED', `job ${sid} cancelled`);
+    const j = (await d.api('GET', `/api/v1/jobs/${sid}`)).data;
+    const g = j.telemetry.gpus[0];
+    await page.goto(`${d.url}/#/job/${sid}`);
+    await page.locator('#job-head .state.CANCELLED').waitFor({ timeout: 10000 });
+    // An ended job will report nothing more: neither "not known yet" nor "no results.csv read".
+    await waitUntil(async () => (await page.locator('#job-training').innerText()).trim(), 'the training section');
+    assert.equal((await page.locator('#job-training').innerText()).trim(), 'No training progress was seen.');
+    // Signed in, a finished job has no buttons: no empty band is left for them under the header.
+    assert.equal(await page.locator('#job-actions button').count(), 0);
+    const band = await page.locator('#job-actions').evaluate(e => e.getBoundingClientRect().height);
+    assert.equal(band, 0, 'an empty actions band under the job header');
+    const util = page.locator('#job-util');
+    await waitUntil(async () => (await util.locator('path.series').count()) > 0 ||
+                    /GPU \d: util mean|No samples/.test(await util.innerText()), 'the utilisation chart or its note');
+    if (await util.locator('path.series').count() === 0) {
+      assert.match(await util.innerText(), new RegExp(`GPU ${g.index}: util mean ${Math.round(g.util_mean)}%, p95 ${Math.round(g.util_p95)}%`));
+      assert.match(await page.locator('#job-mem').innerText(), new RegExp(`GPU ${g.index}: peak memory 2\\.0 GiB`));
+    }
+    assert.doesNotMatch(await page.locator('#view-job').innerText(), /No samples kept/);
+    await no12HourTimes(page, 'a finished job');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'job-short-1280x800.png'), fullPage: true });
+  });
+
+  await step('usage adds up GPU-hours per user; small amounts keep two significant digits, none draws no bar', async () => {
     await page.click('nav a[data-nav="usage"]');
     await page.locator('#usage-body table').waitFor({ timeout: 15000 });
     assert.match(await page.locator('#usage-body').innerText(), /GPU-h/);
+    const rows = await page.$$eval('#usage-body .bars > .bar', bars => bars.map(b => ({
+      width: b.getBoundingClientRect().width, visible: getComputedStyle(b).visibility !== 'hidden',
+      text: b.nextElementSibling.textContent })));
+    assert.ok(rows.length >= 1, 'a bar per user');
+    for (const r of rows) {
+      const v = Number(r.text.replace(' GPU-h', ''));
+      assert.ok(Number.isFinite(v), `a number of GPU-hours: ${r.text}`);
+      if (v > 0) assert.match(r.text, /^(0\.0*[1-9]\d?|[1-9]\d*\.\d) GPU-h$/, 'two significant digits below one');
+      assert.equal(r.visible && r.width > 0, v > 0, `a bar exactly when there are GPU-hours: ${JSON.stringify(r)}`);
+    }
   });
 
   await step('phone width (390x844): no horizontal scroll on any view, screenshots', async () => {
@@ -460,6 +546,7 @@ async function run(d, page, ctx) {
       if (view === 'queue') await page.locator('#queue-body tr >> nth=1').waitFor({ timeout: 10000 });
       await sleep(300);
       await noHorizontalScroll(page, `${view} at 390x844`);
+      if (view === 'queue') assert.deepEqual(await clippedButtons(page), [], 'buttons clipped by their cell at 390px');
       await page.screenshot({ path: path.join(ARTIFACTS, `${view}-390x844.png`), fullPage: view !== 'gpus' });
     }
     await page.setViewportSize({ width: 1280, height: 800 });

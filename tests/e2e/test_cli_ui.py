@@ -39,6 +39,37 @@ class TopTest(DaemonTest):
         wait_until(lambda: subprocess.run(self.tmux + ["has-session", "-t", f"={self.session}"],
                                           capture_output=True).returncode != 0, what="top to quit on q")
 
+    def screen_of(self, cmd, cols, want):
+        # A tmux server for each screen: one whose last session was just killed is still exiting,
+        # and a new session asked of it then fails.
+        self.screens = getattr(self, "screens", 0) + 1
+        self.tmux = ["tmux", "-L", f"{self.session}-{self.screens}"]
+        subprocess.run(self.tmux + ["new-session", "-d", "-s", self.session, "-x", str(cols), "-y", "30", cmd],
+                       check=True)
+        try:
+            return wait_until(lambda: (lambda s: s if want in s else None)(self.capture()), what=f"{want} on screen")
+        finally:
+            subprocess.run(self.tmux + ["kill-server"], capture_output=True)
+
+    def test_top_and_gpus_fit_80_columns_and_widen_when_there_is_room(self):
+        """At 80 columns the GPU name is shortened, not USER, JOB_NAME, TIME and ETA cut off."""
+        jid = self.d.submit("--gpus", 1, "--name", "eighty", "--", TRAINER, "--sleep-forever", "--util", "50")
+        self.d.wait_state(jid, "RUNNING")
+        job = self.d.job(jid)
+        gpu, user = job["gpus"][0], job["user"]
+        row = rf"(?m)^{gpu}\s+A100 80GB\s+\d+%.*\s{jid}\s+{user}\s+eighty\s+\d+[smh]\S*\s+\S+\s*$"
+        for cmd in (f"{GPUWARD} --socket {self.d.socket} top --interval 0.5",
+                    f"sh -c '{GPUWARD} --socket {self.d.socket} gpus; sleep 60'"):
+            screen = self.screen_of(cmd, 80, "eighty")
+            for line in screen.splitlines():
+                self.assertLessEqual(len(line), 80, line)
+            self.assertRegex(screen, r"(?m)^GPU\s+NAME\s+UTIL\s+MEMORY\s.*\bUSER\s+JOB_NAME\s+TIME\s+ETA\s*$", cmd)
+            self.assertRegex(screen, row, cmd)
+        # Room enough: every column, and the GPU's full name.
+        wide = self.screen_of(f"{GPUWARD} --socket {self.d.socket} top --interval 0.5", 200, "eighty")
+        self.assertRegex(wide, r"(?m)^INDEX\s+NAME\s+UTIL\s+MEMORY\(USED/TOTAL\)\s+TEMP\s+POWER\s+HEALTH\s")
+        self.assertRegex(wide, rf"(?m)^{gpu}\s+NVIDIA A100-SXM4-80GB\s")
+
     def test_top_without_a_terminal_prints_once(self):
         p = subprocess.run([GPUWARD, "--socket", self.d.socket, "top"], capture_output=True, text=True, timeout=20)
         self.assertEqual(p.returncode, 0, p.stderr)
