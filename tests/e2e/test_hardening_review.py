@@ -1,10 +1,15 @@
 """Defects found reviewing the hardening against hostile users, full disks and dying GPUs: what
-a reader who is not a job's owner is shown of processes beside the job."""
+a reader who is not a job's owner is shown of processes beside the job, and when a job ended
+that its supervisor told in an earlier boot."""
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
-from gwtest import DaemonTest, events_of, main, wait_until
+from gwtest import DaemonTest, events_of, main, pid_alive, wait_until
+from test_exit_report import gated_job, parent_of, stop_clean
 
 ARG_SECRET = "--password=hunter2-gwrev"
 HIDDEN = "evidence hidden"
@@ -47,6 +52,36 @@ class RogueCommandLineTest(DaemonTest):
         self.assertEqual(len(said), 1, said)
         self.assertIn(f"pid {self.rogue.pid} (", said[0], "a guest still learns what happened")
         self.assertIn(HIDDEN, said[0])
+
+
+class EndToldInAnotherBoot(DaemonTest):
+    """The exits journal outlives a reboot: a supervisor stopped with the host wrote its job's
+    end with that boot's monotonic instant, which means nothing in the next boot."""
+    gpus = 1
+
+    def test_the_end_is_its_wall_time_not_the_restart(self):
+        gate, marker = os.path.join(self.d.work, "gate"), os.path.join(self.d.work, "ran")
+        jid = gated_job(self.d, gate, marker)
+        self.d.wait_state(jid, "RUNNING")
+        pid = self.d.wait_pid(jid)
+        shim = parent_of(pid)
+        self.d.stop()
+        os.kill(shim, signal.SIGKILL)     # it tells nothing: the line below stands for it
+        open(gate, "w").close()
+        wait_until(lambda: not pid_alive(pid), what="the job to end")
+        ended = time.time()
+        # An instant of CLOCK_MONOTONIC no boot of this host has reached yet: another boot's.
+        other_boot = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000) + 10 ** 13
+        with open(os.path.join(self.d.state, "run", "exits"), "a") as f:
+            f.write(f"\n{jid} 1 0 {int(ended * 1e6)} {other_boot}\n")
+        time.sleep(4)
+        restarted = time.time()
+        self.d.start()
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"))
+        self.assertEqual((j["state"], j["attempt"], j["reason"]), ("COMPLETED", 1, "exit 0"), j)
+        self.assertLess(abs(j["end_time"] - ended), 1.0, f"ended at {ended}, restarted at {restarted}: {j}")
+        self.assertEqual(j["attempts"][0]["end_time"], j["end_time"], j)
+        stop_clean(self, self.d)
 
 
 if __name__ == "__main__":
