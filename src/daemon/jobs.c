@@ -384,7 +384,11 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         if (why[0]) {
                 /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
                 log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
-                (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "setup", why);
+                /* It names the job's directory, output file or program: for its owner and
+                 * admins only (base/text.h), as guests see none of them on the job. */
+                char said[SHIM_REPORT_LINE_MAX + 2];
+                (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "setup",
+                                          gw_text_private_wrap(said, sizeof said, why));
         }
         if (r == -EAGAIN)
                 return;

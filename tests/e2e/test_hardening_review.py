@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from gwtest import DaemonTest, events_of, main, pid_alive, wait_until
+from gwtest import TRAINER, DaemonTest, events_of, main, pid_alive, wait_until
 from test_exit_report import gated_job, parent_of, stop_clean
 
 ARG_SECRET = "--password=hunter2-gwrev"
@@ -52,6 +52,46 @@ class RogueCommandLineTest(DaemonTest):
         self.assertEqual(len(said), 1, said)
         self.assertIn(f"pid {self.rogue.pid} (", said[0], "a guest still learns what happened")
         self.assertIn(HIDDEN, said[0])
+
+
+class SetupPathsTest(DaemonTest):
+    """Why a job could not be set up names its output file or working directory: paths that
+    guests are not shown anywhere else (cwd, log_path are null for them)."""
+    gpus = 1
+
+    def test_guests_read_no_path_in_a_setup_failure(self):
+        gone = os.path.join(self.d.work, "gwrev-private-dir")
+        os.mkdir(gone)
+        jid = self.d.submit_api(["true"], output=os.path.join(gone, "out.log"), hold=True, retries=0)
+        os.rmdir(gone)                    # gone by the time it starts: its output cannot be opened
+        st, r = self.d.api("POST", f"/api/v1/jobs/{jid}/release")
+        self.assertEqual(st, 200, r)
+        j = self.d.wait_job(jid, lambda j: events_of(j, "setup") and j["state"] not in ("PENDING", "RUNNING"),
+                            what="the failed setup")
+        told = [e["message"] for e in events_of(j, "setup")]
+        self.assertIn(f"cannot open output file '{gone}/out.log'", told[0], "its owner reads why")
+        st, body = self.d.tcp("GET", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 200)
+        self.assertNotIn("gwrev-private-dir", body.decode(), "a guest reads the job's paths in its setup event")
+        g = json.loads(body)
+        self.assertEqual(len(events_of(g, "setup")), 1, g["events"])
+
+    def test_guests_read_no_restore_target(self):
+        jid = self.d.submit("--name", "snap", "--", TRAINER, "epochs=3", "name=snap", "--epoch-seconds", "2.5")
+        self.d.wait_state(jid, "COMPLETED", timeout=60)
+        snaps = self.d.cli_json("snapshots", jid)["snapshots"]
+        self.assertTrue(snaps, "snapshots were taken")
+        target = os.path.join(self.d.work, "gwrev-restored.pt")
+        st, r = self.d.api("POST", f"/api/v1/jobs/{jid}/restore", {"snapshot": snaps[-1]["seq"], "to": target})
+        self.assertEqual((st, r.get("to")), (200, target), r)
+        self.assertIn(f"written to {target} as", r["message"])
+        owner = [e["message"] for e in events_of(self.d.job(jid), "restore")]
+        self.assertEqual(len(owner), 1, owner)
+        self.assertIn(f"written to {target} as", owner[0], "its owner reads where")
+        st, body = self.d.tcp("GET", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 200)
+        self.assertNotIn("gwrev-restored", body.decode(), "a guest reads where a snapshot was restored")
+        self.assertEqual(len(events_of(json.loads(body), "restore")), 1)
 
 
 class EndToldInAnotherBoot(DaemonTest):
