@@ -15,7 +15,25 @@ ARG_SECRET = "--password=hunter2-gwrev"
 HIDDEN = "evidence hidden"
 
 
-class RogueCommandLineTest(DaemonTest):
+class CheckedTest(DaemonTest):
+    """Stops its daemon (its jobs cancelled first) and fails on what a sanitizer build reported
+    in the daemon's log on the way out."""
+
+    def tearDown(self):
+        log = ""
+        try:
+            if self.d.proc and self.d.proc.poll() is None:
+                for j in self.d.api("GET", "/api/v1/jobs")[1].get("jobs", []):
+                    self.d.api("DELETE", f"/api/v1/jobs/{j['id']}?wait=1", timeout=30)
+                self.d.stop()
+            log = self.d.daemon_log()
+        finally:
+            super().tearDown()
+        self.assertNotIn("Sanitizer", log)
+        self.assertNotIn("runtime error", log)
+
+
+class RogueCommandLineTest(CheckedTest):
     """A process of no job on a job's GPU is told to the job with its command line: that line
     is another user's, and guests see no command line (the GPU events hide it from them too)."""
     gpus = 1
@@ -54,7 +72,7 @@ class RogueCommandLineTest(DaemonTest):
         self.assertIn(HIDDEN, said[0])
 
 
-class SetupPathsTest(DaemonTest):
+class SetupPathsTest(CheckedTest):
     """Why a job could not be set up names its output file or working directory: paths that
     guests are not shown anywhere else (cwd, log_path are null for them)."""
     gpus = 1
@@ -94,7 +112,7 @@ class SetupPathsTest(DaemonTest):
         self.assertEqual(len(events_of(json.loads(body), "restore")), 1)
 
 
-class EndToldInAnotherBoot(DaemonTest):
+class EndToldInAnotherBoot(CheckedTest):
     """The exits journal outlives a reboot: a supervisor stopped with the host wrote its job's
     end with that boot's monotonic instant, which means nothing in the next boot."""
     gpus = 1
