@@ -111,6 +111,20 @@ class SetupPathsTest(CheckedTest):
         self.assertNotIn("gwrev-restored", body.decode(), "a guest reads where a snapshot was restored")
         self.assertEqual(len(events_of(json.loads(body), "restore")), 1)
 
+    def test_guests_read_no_checkpoint_path_in_a_retry(self):
+        fault = os.path.join(self.d.work, "fault-once")
+        jid = self.d.submit_api([TRAINER, "epochs=4", "name=gwrevexp", "--epoch-seconds", "0.2", "--crash-at-epoch",
+                                 "2", "--fault-once", fault], time_limit=300, yolo=True)
+        j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+        retry = [e["message"] for e in events_of(j, "retry")]
+        self.assertEqual(len(retry), 1, j["events"])
+        self.assertIn("gwrevexp/weights/last.pt", retry[0], "its owner reads where it resumes from")
+        st, body = self.d.tcp("GET", f"/api/v1/jobs/{jid}")
+        self.assertEqual(st, 200)
+        self.assertIsNone(json.loads(body)["resume_from"])
+        self.assertNotIn("gwrevexp", body.decode(), "a guest reads the checkpoint's path in the retry event")
+        self.assertIn("resuming from", body.decode())
+
 
 class EndToldInAnotherBoot(CheckedTest):
     """The exits journal outlives a reboot: a supervisor stopped with the host wrote its job's
