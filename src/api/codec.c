@@ -418,17 +418,21 @@ static json_t *enc_private(const char *s, unsigned view, const char *instead) {
         return gw_json_text(r);
 }
 
+json_t *gw_codec_evidence(const char *s, unsigned view, int signal, bool has_exit, int exit_code) {
+        char instead[160];
+        if (signal)
+                snprintf(instead, sizeof instead, "signal %d %s", signal, GW_CODEC_EVIDENCE_HIDDEN);
+        else if (has_exit)
+                snprintf(instead, sizeof instead, "exit %d %s", exit_code, GW_CODEC_EVIDENCE_HIDDEN);
+        else
+                snprintf(instead, sizeof instead, "%s", GW_CODEC_EVIDENCE_HIDDEN);
+        return enc_private(s, view, instead);
+}
+
 static json_t *enc_reason(const struct gw_job *j, unsigned view) {
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return gw_json_text(gw_job_reason_name(j->wait_reason));
-        char instead[160];
-        if (j->signal)
-                snprintf(instead, sizeof instead, "signal %d %s", j->signal, GW_CODEC_EVIDENCE_HIDDEN);
-        else if (j->has_exit)
-                snprintf(instead, sizeof instead, "exit %d %s", j->exit_code, GW_CODEC_EVIDENCE_HIDDEN);
-        else
-                snprintf(instead, sizeof instead, "%s", GW_CODEC_EVIDENCE_HIDDEN);
-        return enc_private(j->end_reason, view, instead);
+        return gw_codec_evidence(j->end_reason, view, j->signal, j->has_exit, j->exit_code);
 }
 
 static json_t *enc_after(const struct gw_job *j) {

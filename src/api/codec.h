@@ -57,6 +57,10 @@ int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_er
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view);
 /* An event's message, or an attempt's evidence, for a reader with view. */
 json_t *gw_codec_event_message(const char *message, unsigned view);
+/* A job's reason or an attempt's evidence, s, for a reader with view: a quote of the log, for
+ * a reader who may not read the log, becomes the exit (or signal) and why the rest is hidden.
+ * A new reference. */
+json_t *gw_codec_evidence(const char *s, unsigned view, int signal, bool has_exit, int exit_code);
 /* A GPU's event as the API shows it: time, gpu, kind, xid, job (null: none) and message,
  * which is null unless with_message (a guest may not read other users' command lines). */
 json_t *gw_codec_gpu_event(const struct gw_gpu_event_rec *e, bool with_message);

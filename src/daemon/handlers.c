@@ -15,7 +15,6 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
-#include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
 #include "daemon/userfile.h"
@@ -204,17 +203,7 @@ const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct 
 
 /* An attempt's evidence: a log line is shown to the job's owner and admins only. */
 static json_t *evidence_json(const struct gw_job_attempt *a, unsigned view) {
-        if (!gw_text_has_private(a->evidence) || (view & GW_VIEW_LOG))
-                return gw_codec_event_message(a->evidence, view);
-        char instead[160];
-        if (a->signal)
-                snprintf(instead, sizeof instead, "signal %d %s", a->signal, GW_CODEC_EVIDENCE_HIDDEN);
-        else if (a->has_exit)
-                snprintf(instead, sizeof instead, "exit %d %s", a->exit_code, GW_CODEC_EVIDENCE_HIDDEN);
-        else
-                snprintf(instead, sizeof instead, "%s", GW_CODEC_EVIDENCE_HIDDEN);
-        _cleanup_free_ char *r = gw_text_private_render(a->evidence, false, instead);
-        return gw_json_text(r);
+        return gw_codec_evidence(a->evidence, view, a->signal, a->has_exit, a->exit_code);
 }
 
 static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j, unsigned view) {

@@ -384,7 +384,11 @@ void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
         if (why[0]) {
                 /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
                 log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
-                (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "setup", why);
+                /* It names the job's directory, output file or program: for its owner and
+                 * admins only (base/text.h), as guests see none of them on the job. */
+                char said[SHIM_REPORT_LINE_MAX + 2];
+                (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "setup",
+                                          gw_text_private_wrap(said, sizeof said, why));
         }
         if (r == -EAGAIN)
                 return;
@@ -599,18 +603,18 @@ static void report_drain(struct gw_djob *dj) {
 
 /* When the attempt ended, labelled on the job's clock (jobclock.c): its start + the monotonic
  * time it ran up to the supervisor's monotonic instant just after the job's wait (the same
- * clock for every process of the machine); up to now when the supervisor did not say (an
- * older one's journal line) or its instant does not fit the attempt.  Without a monotonic
- * start, the supervisor's wall clock, kept within the attempt. */
+ * clock for every process of the machine).  An instant that does not fit the attempt is
+ * another boot's (the journal outlives a reboot; the supervisor wrote it as the host went
+ * down): the supervisor's wall clock then, kept within the attempt, as without a monotonic
+ * start.  Up to now when the supervisor told no time (an older one's journal line). */
 static gw_usec_t attempt_end_time(const struct gw_djob *dj, const struct gw_exit_report *end) {
         const struct gw_job *j = dj->job;
         gw_usec_t mono = gw_now_mono(), wall = gw_now_wall();
-        if (dj->start_mono)
-                return gw_job_clock_label(dj, end->mono && end->mono >= dj->start_mono && end->mono <= mono ? end->mono
-                                                                                                              : mono);
-        if (!end->wall || end->wall > wall)
-                return wall;
-        return end->wall < j->start_time ? j->start_time : end->wall;
+        if (dj->start_mono && end->mono && end->mono >= dj->start_mono && end->mono <= mono)
+                return gw_job_clock_label(dj, end->mono);
+        if (end->wall && end->wall <= wall)
+                return end->wall < j->start_time ? j->start_time : end->wall;
+        return dj->start_mono ? gw_job_clock_label(dj, mono) : wall;
 }
 
 bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {

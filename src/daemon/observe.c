@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/observe.h"
 #include "daemon/web.h"
@@ -215,6 +216,17 @@ void gw_observe_faults_restore(struct gw_djob *dj, const struct gw_job_event *ev
         }
 }
 
+/* A process's command line (its first 120 bytes) for a job's events: marked private
+ * (base/text.h), as it is another user's, or the job's own arguments, which guests must not
+ * read there any more than on GET /api/v1/gpus; as it is for the GPU's events and the log. */
+static const char *proc_cmd(const struct gw_dproc *p, bool mark, char *buf, size_t n) {
+        if (!mark) {
+                snprintf(buf, n, "%.120s", p->cmd);
+                return buf;
+        }
+        return gw_text_private_wrap(buf, n < 123 ? n : 123, p->cmd);
+}
+
 static void job_event(struct gw_daemon *d, int64_t job_id, const char *kind, const char *msg) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, job_id);
         if (dj)
@@ -236,11 +248,18 @@ static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struc
                 snprintf(stray_of->sigkill_why, sizeof stray_of->sigkill_why,
                          "its main process ran on GPU %u, which job %lld holds (rogue_policy=kill)", g->info.index,
                          (long long) g->job_id);
-        snprintf(msg, sizeof msg, "rogue process %u%s (user %s: %.120s) on GPU %u %s", p->pid, whose, p->user, p->cmd,
-                 g->info.index, r == 0 ? "killed (rogue_policy=kill)" : "could not be killed");
-        log_warn("job %lld: %s", (long long) g->job_id, msg);
-        job_event(d, g->job_id, "rogue", msg);
-        (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+        for (int mark = 0; mark < 2; mark++) {
+                char cmd[128];
+                snprintf(msg, sizeof msg, "rogue process %u%s (user %s: %s) on GPU %u %s", p->pid, whose, p->user,
+                         proc_cmd(p, mark, cmd, sizeof cmd), g->info.index,
+                         r == 0 ? "killed (rogue_policy=kill)" : "could not be killed");
+                if (mark)
+                        job_event(d, g->job_id, "rogue", msg);
+                else {
+                        log_warn("job %lld: %s", (long long) g->job_id, msg);
+                        (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+                }
+        }
 }
 
 /* "2.1 GiB" ("500 MiB" under one GiB), or what stands for memory NVML does not report. */
@@ -253,11 +272,12 @@ static void mem_text(uint64_t mem, char *buf, size_t n) {
                 snprintf(buf, n, "%llu MiB", (unsigned long long) (mem >> 20));
 }
 
-static void rogue_text(const struct gw_dgpu *g, const struct gw_dproc *p, char *buf, size_t n) {
-        char mem[48];
+/* mark: for a job's events (proc_cmd). */
+static void rogue_text(const struct gw_dgpu *g, const struct gw_dproc *p, bool mark, char *buf, size_t n) {
+        char mem[48], cmd[128];
         mem_text(p->mem, mem, sizeof mem);
-        snprintf(buf, n, "pid %u (%s, %.120s) on GPU %u started outside gpuward, using %s", p->pid, p->user, p->cmd,
-                 g->info.index, mem);
+        snprintf(buf, n, "pid %u (%s, %s) on GPU %u started outside gpuward, using %s", p->pid, p->user,
+                 proc_cmd(p, mark, cmd, sizeof cmd), g->info.index, mem);
 }
 
 /* A process of no job, first seen on this GPU: the GPU's record says who, what and how much
@@ -265,12 +285,13 @@ static void rogue_text(const struct gw_dgpu *g, const struct gw_dproc *p, char *
  * rogue_policy = kill that job hears of the kill instead (rogue_kill). */
 static void rogue_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
         char msg[400];
-        rogue_text(g, p, msg, sizeof msg);
+        rogue_text(g, p, false, msg, sizeof msg);
         if (g->job_id)
                 log_warn("job %lld: %s", (long long) g->job_id, msg);
         else
                 log_warn("%s", msg);
         (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+        rogue_text(g, p, true, msg, sizeof msg);
         if (g->job_id && strcmp(d->cfg->rogue_policy, "kill"))
                 job_event(d, g->job_id, "rogue", msg);
 }
@@ -285,11 +306,15 @@ void gw_observe_job_placed(struct gw_daemon *d, const struct gw_djob *dj) {
                         if (p->job_id && !p->stray)
                                 continue;
                         char what[400], msg[600];
-                        rogue_text(g, p, what, sizeof what);
-                        snprintf(msg, sizeof msg, "placed beside a process of no job: %s (GPUs without one come first; "
-                                 "none was free for this job)", what);
-                        log_info("job %lld: %s", (long long) dj->job->id, msg);
-                        job_event(d, dj->job->id, "rogue", msg);
+                        for (int mark = 0; mark < 2; mark++) {
+                                rogue_text(g, p, mark, what, sizeof what);
+                                snprintf(msg, sizeof msg, "placed beside a process of no job: %s (GPUs without one "
+                                         "come first; none was free for this job)", what);
+                                if (mark)
+                                        job_event(d, dj->job->id, "rogue", msg);
+                                else
+                                        log_info("job %lld: %s", (long long) dj->job->id, msg);
+                        }
                 }
         }
 }
@@ -312,17 +337,25 @@ static const struct gw_djob *stray_of(struct gw_daemon *d, const struct gw_dgpu 
 /* Told once per process and GPU: to its job, to the GPU's holder, in the GPU's events. */
 static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p,
                        const struct gw_djob *dj) {
-        char gpus[96], msg[512];
+        char gpus[96], msg[512], cmd[128];
         gw_gpu_mask_format(dj->job->gpu_mask, gpus, sizeof gpus);
-        snprintf(msg, sizeof msg, "process %u (%.120s) runs on GPU %u, which this job was not given (its GPUs: %s): "
-                 "was CUDA_VISIBLE_DEVICES changed inside the job?", p->pid, p->cmd, g->info.index, gpus);
-        log_warn("job %lld: %s", (long long) p->job_id, msg);
-        job_event(d, p->job_id, "stray", msg);
-        snprintf(msg, sizeof msg, "process %u of job %lld (user %s: %.120s) on GPU %u, which that job was not given",
-                 p->pid, (long long) p->job_id, p->user, p->cmd, g->info.index);
-        (void) gw_store_gpu_event(d->store, g->info.index, "stray", -1, g->job_id, msg);
-        if (g->job_id)
-                job_event(d, g->job_id, "rogue", msg);
+        for (int mark = 0; mark < 2; mark++) {
+                snprintf(msg, sizeof msg, "process %u (%s) runs on GPU %u, which this job was not given (its GPUs: %s): "
+                         "was CUDA_VISIBLE_DEVICES changed inside the job?", p->pid, proc_cmd(p, mark, cmd, sizeof cmd),
+                         g->info.index, gpus);
+                if (mark)
+                        job_event(d, p->job_id, "stray", msg);
+                else
+                        log_warn("job %lld: %s", (long long) p->job_id, msg);
+        }
+        for (int mark = 0; mark < 2; mark++) {
+                snprintf(msg, sizeof msg, "process %u of job %lld (user %s: %s) on GPU %u, which that job was not given",
+                         p->pid, (long long) p->job_id, p->user, proc_cmd(p, mark, cmd, sizeof cmd), g->info.index);
+                if (!mark)
+                        (void) gw_store_gpu_event(d->store, g->info.index, "stray", -1, g->job_id, msg);
+                else if (g->job_id)
+                        job_event(d, g->job_id, "rogue", msg);
+        }
 }
 
 static void apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_snapshot *s,

@@ -121,13 +121,17 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         char cls[32] = "";
         if (!evidence_names_class(v))
                 snprintf(cls, sizeof cls, "%s: ", gw_failure_class_name(v->cls));
+        /* The checkpoint's path, and why none was found (the paths looked in), are in the job's
+         * directory: for its owner and admins only (base/text.h), as resume_from is. */
+        char where[640];
         if (ckpt)
                 snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s", cls, evidence, dec->retry_no,
-                         j->retries >= 0 ? j->retries : d->cfg->default_retries, wait, ckpt);
+                         j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
+                         gw_text_private_wrap(where, sizeof where, ckpt));
         else
                 snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, evidence, dec->retry_no,
                          j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
-                         ckpt_why[0] ? ckpt_why : "no checkpoint");
+                         ckpt_why[0] ? gw_text_private_wrap(where, sizeof where, ckpt_why) : "no checkpoint");
         gw_job_release_gpus(d, dj);
         free(j->resume_from);
         j->resume_from = ckpt;

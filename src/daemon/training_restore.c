@@ -22,6 +22,7 @@
 #include "base/cleanup.h"
 #include "api/http.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "daemon/handlers.h"
 #include "daemon/training_int.h"
 #include "store/snapshots.h"
@@ -166,12 +167,9 @@ int gw_train_restore_start(struct gw_daemon *d, const struct gw_job *j, int seq,
         return 0;
 }
 
-/* The outcome of the helper's errno, for the user: r->why and r->status. */
-static void outcome(struct gw_restore *r, int err) {
+/* The outcome of the helper's errno, naming the target as p: into why, and r->status. */
+static void outcome(struct gw_restore *r, int err, const char *p, char *why, size_t n) {
         const struct gw_store_snapshot *s = &r->snap;
-        char *why = r->why;
-        size_t n = sizeof r->why;
-        const char *p = r->path;
         r->status = 400;
         switch (err) {
         case 0:
@@ -222,7 +220,7 @@ bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status) {
         int err = EIO;
         if (read(r->fd, &err, sizeof err) != (ssize_t) sizeof err)
                 err = r->killed ? ETIMEDOUT : EIO;
-        outcome(r, err);
+        outcome(r, err, r->path, r->why, sizeof r->why);
         r->done = true;
         r->pid = 0;
         if (err)
@@ -233,8 +231,11 @@ bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status) {
                 log_info("job %lld: restore: %s", (long long) r->job_id, r->why);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         const struct gw_job *j = job_lookup(d, r->job_id, &tmp);
-        char msg[4500];
-        snprintf(msg, sizeof msg, "%s%s", err ? "restore failed: " : "", r->why);
+        /* The target is a path of the user's: on the job's events, for its owner and admins only
+         * (base/text.h), as guests see none of the job's paths. */
+        char path[4200], why[4400], msg[4500];
+        outcome(r, err, gw_text_private_wrap(path, sizeof path, r->path), why, sizeof why);
+        snprintf(msg, sizeof msg, "%s%s", err ? "restore failed: " : "", why);
         if (j && gw_store_job_event(d->store, r->job_id, j->state, "restore", msg) < 0)
                 log_warn("job %lld: cannot record the restore's outcome: %s", (long long) r->job_id,
                          gw_store_errmsg(d->store));
