@@ -7,6 +7,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "base/text.h"
 
 #define SEC GW_USEC_PER_SEC
 
@@ -75,19 +76,6 @@ __attribute__((format(printf, 2, 3))) static void add(struct text *t, const char
         /* Truncated evidence is still evidence: keep what fits. */
         if (r > 0)
                 t->len = t->len + (size_t) r < t->cap ? t->len + (size_t) r : t->cap - 1;
-}
-
-/* How many bytes of s, at most max, end on a character boundary: log lines are UTF-8
- * (gw_phase_from_log makes them so) and the evidence goes out as JSON, which must stay valid. */
-static int utf8_prefix(const char *s, size_t max) {
-        size_t m = strlen(s);
-
-        if (m > max) {
-                m = max;
-                while (m > 0 && ((unsigned char) s[m] & 0xc0) == 0x80)
-                        m--;
-        }
-        return (int) m;
 }
 
 /* After vsnprintf cut the whole text short, drop a character it cut in two. */
@@ -275,22 +263,23 @@ static void add_progress(struct text *t, const struct gw_job_obs *o, const struc
 static void add_phase(struct text *t, const struct gw_job_obs *o, const struct facts *f) {
         const char *line = o->phase_line ? o->phase_line : "";
         bool done = o->phase == GW_PHASE_VALIDATED;
-        char c[9], d[24], d2[24];
+        char c[9], d[24], d2[24], q[80 + 3];
 
+        /* A log line is as private as the log: marked, so that only those who may read the
+         * log are shown it (the job's events and its reason reach every user). */
+        gw_text_private_wrap(q, sizeof q, line);
         if (f->log_protected)
-                add(t, "%s (\"%.*s\")", gw_phase_name(o->phase), utf8_prefix(line, 80), line);
+                add(t, "%s (\"%s\")", gw_phase_name(o->phase), q);
         else if (f->log_protect_expired)
-                add(t, "%s line but no progress for %s, no longer protecting (\"%.*s\")",
-                    gw_phase_name(o->phase), dur_str(f->now - f->last_progress, d),
-                    utf8_prefix(line, 80), line);
+                add(t, "%s line but no progress for %s, no longer protecting (\"%s\")",
+                    gw_phase_name(o->phase), dur_str(f->now - f->last_progress, d), q);
         else if (f->val_overrun)
                 add(t, "validating for %s, over %dx the longest earlier validation (%s), no "
-                       "longer protecting (\"%.*s\")",
+                       "longer protecting (\"%s\")",
                     dur_str(val_age(o, f->now), d), GW_RECLAIM_VAL_OVERRUN,
-                    dur_str(o->val_longest, d2), utf8_prefix(line, 80), line);
+                    dur_str(o->val_longest, d2), q);
         else if (done)
-                add(t, "not validating (validation finished: \"%.*s\")", utf8_prefix(line, 80),
-                    line);
+                add(t, "not validating (validation finished: \"%s\")", q);
         else
                 add(t, "not validating");
         if (f->ckpt_protected)
@@ -299,7 +288,7 @@ static void add_phase(struct text *t, const struct gw_job_obs *o, const struct f
         else if (!f->log_protected || o->phase != GW_PHASE_SAVING)
                 add(t, ", not saving");
         if (!f->log_protected && !f->log_protect_expired && !f->val_overrun && !done && *line)
-                add(t, ", last log line \"%.*s\"", utf8_prefix(line, 80), line);
+                add(t, ", last log line \"%s\"", q);
 }
 
 static void add_signals(struct text *t, const struct gw_job_obs *o,

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "base/text.h"
 #include "daemon/reclaim_watch.h"
 
 #define KILL_REARM (5 * GW_USEC_PER_SEC)
@@ -142,7 +143,8 @@ static void act_warn(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *
         const struct gw_job *j = dj->job;
         char line[768];
         (void) gw_store_job_event(d->store, j->id, j->state, "warn", dec->evidence);
-        log_info("job %lld: %s", (long long) j->id, dec->evidence);
+        _cleanup_free_ char *said = gw_text_private_render(dec->evidence, true, NULL); /* for the daemon's log */
+        log_info("job %lld: %s", (long long) j->id, said);
         warn_line(j, p, g, n, dec, now, line, sizeof line);
         int r = gw_rwatch_log_append(j, w, line);
         if (r < 0)
@@ -156,7 +158,8 @@ static void act_withdraw(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         char msg[GW_RECLAIM_EVIDENCE_MAX + 32];
         snprintf(msg, sizeof msg, "warning withdrawn: %s", dec->evidence);
         (void) gw_store_job_event(d->store, j->id, j->state, "unwarn", msg);
-        log_info("job %lld: %s", (long long) j->id, msg);
+        _cleanup_free_ char *said = gw_text_private_render(msg, true, NULL);
+        log_info("job %lld: %s", (long long) j->id, said);
         (void) gw_rwatch_log_append(j, w, "gpuward: warning withdrawn: the job is active again\n");
 }
 
@@ -231,6 +234,7 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
                 log_debug("job %lld: no reclaim decision: %s", (long long) j->id, strerror(-r));
                 return;
         }
+        _cleanup_free_ char *said = gw_text_private_render(dec.evidence, true, NULL); /* for the daemon's log */
         switch (dec.action) {
         case GW_RECLAIM_WARN:
                 act_warn(d, dj, w, p, gpus, n, &dec, now);
@@ -242,7 +246,7 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
                 act_kill(d, dj, w, now);
                 break;
         default:
-                log_debug("job %lld: %s", (long long) j->id, dec.evidence);
+                log_debug("job %lld: %s", (long long) j->id, said);
                 if (dec.warning_cleared)
                         act_withdraw(d, dj, w, &dec);
                 break;

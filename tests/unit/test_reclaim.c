@@ -6,8 +6,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "core/reclaim.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -23,9 +25,17 @@ static const struct gw_reclaim_policy *profile(const char *name) {
         return p;
 }
 
+/* hay as the job's owner reads it (the log quotes shown): needle in it; and as another user
+ * reads it: no log text, the quote hidden. */
 static void assert_contains(const char *hay, const char *needle) {
-        if (needle && !strstr(hay, needle))
-                fail_msg("\"%s\" not in \"%s\"", needle, hay);
+        char *owner = gw_text_private_render(hay, true, NULL), *other = gw_text_private_render(hay, false, "HIDDEN");
+        if (needle && !strstr(owner, needle))
+                fail_msg("\"%s\" not in \"%s\"", needle, owner);
+        const char *quote = strstr(owner, "line \"");
+        if (quote && strstr(other, "line \"HIDDEN\"") == NULL)
+                fail_msg("the log line is shown to others: \"%s\"", other);
+        free(owner);
+        free(other);
 }
 
 /* ---- the decision table: one observation, one decision ---- */
