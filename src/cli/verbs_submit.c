@@ -38,8 +38,12 @@ static const char submit_help[] =
         "Options:\n"
         "  --gpus N          GPUs the job needs (default 1)\n"
         "  --gpu-mem SIZE    free memory each GPU must have: 512M, 16G, 80GB (bare number: MiB)\n"
-        "  --time DURATION   time limit: 90m, 2h, 1d, 1h30m, 01:30:00 (bare number: minutes);\n"
-        "                    at the limit the job gets SIGTERM, then SIGKILL\n"
+        "  --time DURATION   time limit: 30m or 30min, 1.5h, 1h30m, 90s, 2d, 1:30:00\n"
+        "                    (H:MM:SS), 1-12:00:00 (D-HH:MM:SS); a bare number is minutes,\n"
+        "                    as sbatch reads it (90 = 1h30m); refused: 30mins, 1hr, 5M, 1.5s,\n"
+        "                    1.5h30m (one spelling per unit, a fraction on a lone number);\n"
+        "                    default: the daemon's default_time_limit (1d unless the admin\n"
+        "                    changed it); at the limit the job gets SIGTERM, then SIGKILL\n"
         "  --name NAME       a name shown by 'gpuward queue'\n"
         "  --cwd DIR         run in DIR (default: the current directory)\n"
         "  --priority N      higher starts first among waiting jobs\n"
@@ -290,7 +294,7 @@ static int parse_signal_option(struct submit_opts *o, const char *arg, const cha
                                  arg);
         o->warn_before = 0;
         if (at && gw_parse_duration(at + 1, &o->warn_before) < 0)
-                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration (90s, 10m)", arg);
+                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration: " GW_DURATION_FORMS, arg);
         return 0;
 }
 
@@ -314,8 +318,7 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                 if (arg[0] == '-' || (strchr(arg, '0') && !arg[strspn(arg, "0:smhdSMHD")]))
                         return bad_value(where, "--time", "is not a positive duration", arg);
                 if (gw_parse_duration(arg, &o->time_limit) < 0)
-                        return bad_value(where, "--time",
-                                         "is not a duration (examples: 90m, 2h, 1d, 01:30:00)", arg);
+                        return bad_value(where, "--time", "is not a duration: " GW_DURATION_FORMS, arg);
                 o->time_set = true;
                 return 0;
         case OPT_PRIORITY:
