@@ -606,6 +606,14 @@ static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *
                 printf("%lld\n", id);
         else if (!json)
                 printf("Submitted job %lld\n", id);
+        long long limit;
+        json_t *dflt = json_object_get(reply, "time_limit_default");
+        if (!json && !o->quiet && json_is_true(dflt) && cli_jint(reply, "time_limit", &limit)) {
+                char b[32];
+                /* On stderr: stdout stays "Submitted job N" for the scripts that read it. */
+                fprintf(stderr, "gpuward: time limit %s (the default; --time to set)\n",
+                        gw_format_duration((gw_usec_t) limit * GW_USEC_PER_SEC, b, sizeof b));
+        }
         return CLI_EXIT_OK;
 }
 

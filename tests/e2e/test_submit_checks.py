@@ -145,5 +145,32 @@ class CommandChecks(DaemonTest):
             subprocess.run(["groupdel", name], capture_output=True, timeout=30)
 
 
+class DefaultLimit(DaemonTest):
+    gpus = 1
+    config = "default_time_limit = 1.5h\n"
+
+    def test_the_default_is_said_once(self):
+        p = self.d.cli("submit", "--hold", "--", "true")
+        jid = int(p.stdout.split()[2])
+        self.assertEqual(p.stdout, f"Submitted job {jid}\n")
+        self.assertEqual(p.stderr.count("time limit"), 1, p.stderr)
+        self.assertIn("time limit 1h30m (the default; --time to set)", p.stderr)
+        self.assertEqual(self.d.job(jid)["time_limit"], 5400)
+        p = self.d.cli("submit", "--hold", "--time", "2h", "--", "true")
+        self.assertNotIn("time limit", p.stderr)
+        st, r = self.d.api("POST", "/api/v1/jobs", {"command": ["true"], "cwd": self.d.work, "hold": True})
+        self.assertEqual(st, 201, r)
+        self.assertEqual((r["time_limit"], r["time_limit_default"]), (5400, True))
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], time_limit="10m", hold=True))
+        self.assertEqual((r["time_limit"], r["time_limit_default"]), (600, False))
+        st, who = self.d.api("GET", "/api/v1/whoami")
+        self.assertEqual(who["default_time_limit"], 5400)
+
+    def test_help_states_the_default(self):
+        out = self.d.cli("submit", "--help").stdout
+        self.assertIn("default: the daemon's default_time_limit (1d unless the admin", out)
+        self.assertIn("30min", out)
+
+
 if __name__ == "__main__":
     main()
