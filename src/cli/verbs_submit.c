@@ -33,7 +33,9 @@ static const char submit_help[] =
         "environment of this shell, with CUDA_VISIBLE_DEVICES set to the GPUs it was given.\n"
         "A SCRIPT may carry options in '#GPUWARD' lines at its top, as sbatch reads '#SBATCH';\n"
         "options on the command line win over them.  Without '--', a first word that is\n"
-        "not a file is taken as a command looked up in PATH.\n"
+        "not a file is taken as a command looked up in PATH.  gpuwardd checks the command\n"
+        "as the job will run it (in its directory, with its PATH, as you) and refuses one\n"
+        "that is not there or not executable, unless the job waits on another (--after).\n"
         "\n"
         "Options:\n"
         "  --gpus N          GPUs the job needs (default 1)\n"
@@ -588,7 +590,7 @@ static int classify_target(const char *word, bool dashdash, bool *ret_script) {
                 return cli_usage("submit", "'%s': no such script", word);
         if (!in_path(word))
                 return cli_usage("submit", "'%s': no such script here, and no command of that name in PATH "
-                                 "(a command to be made later goes after '--')", word);
+                                 "(one that an earlier job makes: --after JOB -- COMMAND)", word);
         return 0;
 }
 

@@ -170,6 +170,7 @@ class DefaultLimit(DaemonTest):
         out = self.d.cli("submit", "--help").stdout
         self.assertIn("default: the daemon's default_time_limit (1d unless the admin", out)
         self.assertIn("30min", out)
+        self.assertIn("gpuwardd checks the command", out)
 
 
 if __name__ == "__main__":
