@@ -436,14 +436,14 @@ static void killed_by(const struct gw_failure_input *in, struct gw_failure_verdi
 /* The name in a line that says a command could not be run, as the supervisor says it
  * ("gpuward: cannot execute 'NAME': No such file or directory") or a shell does
  * ("bash: line 1: NAME: command not found", "sh: 1: NAME: not found", "bash: ./NAME: No such
- * file or directory", "/usr/bin/env: 'NAME': No such file or directory").  Exit 127 only, so
- * Python's "FileNotFoundError: ..." (exit 1) never reads as one. */
-static bool not_found_name(const char *line, char *name, size_t n) {
-        static const char *const tails[] = {": command not found", ": not found", ": No such file or directory"};
+ * file or directory", "/usr/bin/env: 'NAME': No such file or directory"): the text between
+ * the last ": " and the tail, unquoted.  Only for the exit statuses that mean it (127 and
+ * 126), so Python's "FileNotFoundError: ..." (exit 1) never reads as one. */
+static bool name_before_tail(const char *line, const char *const *tails, size_t n_tails, char *name, size_t n) {
         size_t len = strlen(line);
         while (len && line[len - 1] == ' ')
                 len--;
-        for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+        for (size_t t = 0; t < n_tails; t++) {
                 size_t tl = strlen(tails[t]);
                 if (len <= tl || strncmp(line + len - tl, tails[t], tl) != 0)
                         continue;
@@ -470,22 +470,27 @@ static bool not_found_name(const char *line, char *name, size_t n) {
         return false;
 }
 
-/* The last such line of the tail, for an exit 127: "command not found: NAME". */
-static bool command_not_found(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
+/* The last such line of the tail: "command not found: NAME" for an exit 127 (execvp's and
+ * the shells' status for a missing command), "command not executable: NAME" for an exit 126
+ * with "Permission denied". */
+static bool command_not_run(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
+        static const char *const missing[] = {": command not found", ": not found", ": No such file or directory"};
+        static const char *const denied[] = {": Permission denied"};
         char buf[GW_FAILURE_LINE_MAX], name[256];
         struct line_iter it = {.p = in->tail, .len = in->tail_len};
         size_t off;
         unsigned no = 0;
-        bool found = false;
+        bool found = false, is127 = in->status == 127;
 
-        if (in->lost || in->end != GW_END_EXITED || in->status != 127 || !in->tail)
+        if (in->lost || in->end != GW_END_EXITED || (in->status != 127 && in->status != 126) || !in->tail)
                 return false;
         while (next_line(&it, buf, sizeof(buf), &off))
-                if (++no && not_found_name(buf, name, sizeof(name))) {
+                if (++no && name_before_tail(buf, is127 ? missing : denied, is127 ? 3 : 1, name, sizeof(name))) {
                         found = true;
                         v->line = no;
                         v->offset = off;
-                        snprintf(v->evidence, sizeof(v->evidence), "command not found: %s", name);
+                        snprintf(v->evidence, sizeof(v->evidence), "command %s: %s",
+                                 is127 ? "not found" : "not executable", name);
                 }
         if (found)
                 v->cls = GW_FAILURE_USER_ERROR;
@@ -619,7 +624,7 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
         }
 
         /* 9. The job's own failure: a command that is not there, a traceback, its status. */
-        if (command_not_found(in, &v))
+        if (command_not_run(in, &v))
                 goto done;
         if (s.tb.last.set) {
                 verdict_from_hit(&v, &s.tb.last);

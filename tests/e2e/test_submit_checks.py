@@ -116,6 +116,18 @@ class CommandChecks(DaemonTest):
         self.assertEqual(j["reason"], "user_error: command not found: pyhton3-gwcmd")
         self.assertIn("command not found: pyhton3-gwcmd", self.d.cli("show", jid).stdout)
 
+    def test_not_executable_at_run_time_says_so_in_the_reason(self):
+        tool = os.path.join(self.d.work, "tool.sh")
+        with open(tool, "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(tool, 0o755)
+        jid = self.d.submit("--hold", "--", "./tool.sh")
+        os.chmod(tool, 0o644)  # changed between the submission and the start
+        self.d.cli("release", jid)
+        j = self.d.wait_state(jid, "FAILED")
+        self.assertEqual(j["exit_code"], 126)
+        self.assertEqual(j["reason"], "user_error: command not executable: ./tool.sh")
+
     @unittest.skipUnless(IS_ROOT, "needs root to make a user")
     def test_not_executable_by_that_user(self):
         name = f"gwcmd{secrets.token_hex(3)}"

@@ -587,6 +587,11 @@ static void command_not_found(void **state) {
                 {"sh: 1: foo: not found\n", 2, "exit 2", 0},
                 {"No such file or directory\n", 127, "exit 127", 0},
                 {"hello\n", 127, "exit 127", 0},
+                {"gpuward: cannot execute './run.sh': Permission denied\n", 126, "command not executable: ./run.sh",
+                 1},
+                {"bash: line 1: ./run.sh: Permission denied\n", 126, "command not executable: ./run.sh", 1},
+                {"bash: ./run.sh: Permission denied\n", 127, "exit 127", 0},
+                {"sh: 1: foo: not found\n", 126, "exit 126", 0},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct gw_failure_verdict v = run(GW_END_EXITED, cases[i].status, cases[i].log, NULL, 0);
