@@ -317,7 +317,7 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                 return 0;
         case OPT_TIME:
                 /* "-5m" and "0" (or "0h", "00:00:00") read as durations but cannot be limits. */
-                if (arg[0] == '-' || (strchr(arg, '0') && !arg[strspn(arg, "0:smhdSMHD")]))
+                if (arg[0] == '-' || (strchr(arg, '0') && !arg[strspn(arg, "0.:smhdinecSMHD")]))
                         return bad_value(where, "--time", "is not a positive duration", arg);
                 if (gw_parse_duration(arg, &o->time_limit) < 0)
                         return bad_value(where, "--time", "is not a duration: " GW_DURATION_FORMS, arg);

@@ -45,6 +45,10 @@ class Durations(DaemonTest):
             self.assertIn(f"'{typed}'", p.stderr)
             if typed != "-1h":
                 self.assertIn(FORMS, p.stderr, typed)
+        for typed in ["0min", "0.0h", "00:00"]:
+            p = self.d.cli("submit", "--time", typed, "--", "true", check=False)
+            self.assertEqual(p.returncode, 2, (typed, p.stderr))
+            self.assertIn(f"--time: '{typed}' is not a positive duration", p.stderr)
         st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], time_limit="30 mins"))
         self.assertEqual(st, 400, r)
         self.assertEqual(r["field"], "time_limit")
