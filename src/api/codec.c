@@ -120,7 +120,7 @@ static int get_duration(const json_t *o, const char *key, gw_usec_t *ret, struct
         if (json_is_string(v)) {
                 const char *s = json_string_value(v);
                 if (gw_parse_duration(s, ret) < 0)
-                        return fail(err, key, "%s: '%.64s' is not a %sduration (examples: 90m, 2h, 1d, 01:30:00)", key,
+                        return fail(err, key, "%s: '%.64s' is not a %sduration: " GW_DURATION_FORMS, key,
                                     s, s[0] == '-' ? "positive " : "");
                 return 0;
         }

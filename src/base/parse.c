@@ -44,36 +44,83 @@ static int add_scaled(uint64_t *total, uint64_t v, uint64_t scale) {
         return 0;
 }
 
-static int unit_seconds(char u, uint64_t *ret) {
-        switch (u) {
-        case 'd': *ret = 86400; return 0;
-        case 'h': *ret = 3600; return 0;
-        case 'm': *ret = 60; return 0;
-        case 's': *ret = 1; return 0;
-        default: return -EINVAL;
-        }
+/* The unit names taken after a number: one letter, or the short word people write ("30min",
+ * "90sec").  No plurals or long words ("mins", "hours"): one spelling per unit keeps typos
+ * such as "1hr" or "5mns" errors instead of guesses.  Lower case only: "M" would read as
+ * months to some users. */
+static int read_unit(const char **p, uint64_t *ret_scale) {
+        static const struct { const char *name; uint64_t sec; } units[] = {
+                {"d", 86400}, {"h", 3600}, {"min", 60}, {"m", 60}, {"sec", 1}, {"s", 1},
+        };
+        const char *q = *p;
+        size_t n = 0;
+
+        while (q[n] >= 'a' && q[n] <= 'z')
+                n++;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+                if (strlen(units[i].name) == n && !strncmp(q, units[i].name, n)) {
+                        *ret_scale = units[i].sec;
+                        *p = q + n;
+                        return 0;
+                }
+        return -EINVAL;
 }
 
-/* "90", "1h30m", "2d3h".  Units must come largest first and at most once each, so that
- * "30m1h" or "1h1h" is reported as a typo rather than silently summed.  Lower case only:
- * "M" would read as months to some users. */
+/* Fraction digits past this many are refused: "1.5h" and "0.25d" need two. */
+#define DURATION_FRAC_DIGITS 6
+
+/* The ".5" of "1.5h": its digits as an integer and 10^(their count), or 0 and 1 without one. */
+static int read_fraction(const char **p, uint64_t *ret_frac, uint64_t *ret_div) {
+        uint64_t frac = 0, div = 1;
+        const char *q = *p;
+
+        if (*q == '.') {
+                q++;
+                if (!is_digit(*q))
+                        return -EINVAL;
+                for (int i = 0; is_digit(*q); q++, i++) {
+                        if (i == DURATION_FRAC_DIGITS)
+                                return -EINVAL;
+                        frac = frac * 10 + (uint64_t) (*q - '0');
+                        div *= 10;
+                }
+        }
+        *ret_frac = frac;
+        *ret_div = div;
+        *p = q;
+        return 0;
+}
+
+/* "90", "1h30m", "2d3h", "30min", "1.5h".  Units must come largest first and at most once
+ * each, so that "30m1h" or "1h1h" is reported as a typo rather than silently summed.  A
+ * fraction only on a lone number ("1.5h", "0.5d", "2.5" minutes), and only where it makes
+ * whole seconds: "1.5h30m" and "0.001m" are refused, not rounded. */
 static int parse_units(const char *s, uint64_t *ret_sec) {
         const char *p = s;
-        uint64_t total = 0, v, last_scale = UINT64_MAX;
+        uint64_t total = 0, v, frac, div, last_scale = UINT64_MAX;
 
-        if (read_digits(&p, MAX_SECONDS, &v) < 0)
+        if (read_digits(&p, MAX_SECONDS, &v) < 0 || read_fraction(&p, &frac, &div) < 0)
                 return -EINVAL;
+        if (div > 1) {
+                uint64_t scale = 60; /* bare number: minutes, as sbatch */
+                if (*p != '\0' && read_unit(&p, &scale) < 0)
+                        return -EINVAL;
+                if (*p != '\0' || (frac * scale) % div != 0 || add_scaled(&total, v, scale) < 0 ||
+                    add_scaled(&total, frac * scale / div, 1) < 0)
+                        return -EINVAL;
+                *ret_sec = total;
+                return 0;
+        }
         if (*p == '\0')
                 return add_scaled(&total, v, 60) < 0 ? -EINVAL : (*ret_sec = total, 0);
 
         for (;;) {
                 uint64_t scale;
-                if (unit_seconds(*p, &scale) < 0 || scale >= last_scale)
+                if (read_unit(&p, &scale) < 0 || scale >= last_scale)
                         return -EINVAL;
                 if (add_scaled(&total, v, scale) < 0)
                         return -EINVAL;
                 last_scale = scale;
-                p++;
                 if (*p == '\0')
                         break;
                 if (read_digits(&p, MAX_SECONDS, &v) < 0)

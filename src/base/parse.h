@@ -5,10 +5,15 @@
 
 #include "base/time.h"
 
-/* "90m", "2h", "1d", "45s", "1h30m", "HH:MM:SS", "MM:SS", "D-HH:MM:SS", bare number = minutes
- * (as sbatch).  Rejects negatives, zero, unknown units, overflow.  Returns 0 and writes
- * *ret_usec, or -EINVAL. */
+/* "90m", "30min", "2h", "1.5h", "1d", "45s", "90sec", "1h30m", "HH:MM:SS", "MM:SS",
+ * "D-HH:MM:SS", bare number = minutes (as sbatch), "2.5" = 2 minutes 30 seconds.  Rejects
+ * negatives, zero, unknown units ("30mins", "1hr", "5M", "1w"), blanks, a fraction with more
+ * than one unit or that is not whole seconds ("1.5h30m", "1.5s"), overflow.  Returns 0 and
+ * writes *ret_usec, or -EINVAL. */
 int gw_parse_duration(const char *s, gw_usec_t *ret_usec);
+/* What every "is not a duration" message ends with, so that all the places a duration is
+ * typed teach the same forms. */
+#define GW_DURATION_FORMS "use 30m, 1.5h, 1h30m, 90s, 2d or H:MM:SS"
 
 /* "512", "512M", "16G", "16GiB", "1.5G", "80GB", "1T"; bare number = MiB.  Binary units
  * (G = GiB).  Returns 0 and writes *ret_bytes, or -EINVAL / -ERANGE. */

@@ -135,8 +135,7 @@ static int on_reserve_option(void *userdata, int opt, const char *arg) {
                 return 0;
         case OPT_DURATION:
                 if (arg[0] == '-' || gw_parse_duration(arg, &o->duration) < 0)
-                        return cli_usage(verb, "--duration: '%s' is not a duration (examples: 4h, 90m, "
-                                               "1d, 1h30m, 04:00:00)", arg);
+                        return cli_usage(verb, "--duration: '%s' is not a duration: " GW_DURATION_FORMS, arg);
                 return 0;
         default: /* OPT_NAME */
                 if (!*arg)

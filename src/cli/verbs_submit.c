@@ -33,13 +33,19 @@ static const char submit_help[] =
         "environment of this shell, with CUDA_VISIBLE_DEVICES set to the GPUs it was given.\n"
         "A SCRIPT may carry options in '#GPUWARD' lines at its top, as sbatch reads '#SBATCH';\n"
         "options on the command line win over them.  Without '--', a first word that is\n"
-        "not a file is taken as a command looked up in PATH.\n"
+        "not a file is taken as a command looked up in PATH.  gpuwardd checks the command\n"
+        "as the job will run it (in its directory, with its PATH, as you) and refuses one\n"
+        "that is not there or not executable, unless the job waits on another (--after).\n"
         "\n"
         "Options:\n"
         "  --gpus N          GPUs the job needs (default 1)\n"
         "  --gpu-mem SIZE    free memory each GPU must have: 512M, 16G, 80GB (bare number: MiB)\n"
-        "  --time DURATION   time limit: 90m, 2h, 1d, 1h30m, 01:30:00 (bare number: minutes);\n"
-        "                    at the limit the job gets SIGTERM, then SIGKILL\n"
+        "  --time DURATION   time limit: 30m or 30min, 1.5h, 1h30m, 90s, 2d, 1:30:00\n"
+        "                    (H:MM:SS), 1-12:00:00 (D-HH:MM:SS); a bare number is minutes,\n"
+        "                    as sbatch reads it (90 = 1h30m); refused: 30mins, 1hr, 5M, 1.5s,\n"
+        "                    1.5h30m (one spelling per unit, a fraction on a lone number);\n"
+        "                    default: the daemon's default_time_limit (1d unless the admin\n"
+        "                    changed it); at the limit the job gets SIGTERM, then SIGKILL\n"
         "  --name NAME       a name shown by 'gpuward queue'\n"
         "  --cwd DIR         run in DIR (default: the current directory)\n"
         "  --priority N      higher starts first among waiting jobs\n"
@@ -290,7 +296,7 @@ static int parse_signal_option(struct submit_opts *o, const char *arg, const cha
                                  arg);
         o->warn_before = 0;
         if (at && gw_parse_duration(at + 1, &o->warn_before) < 0)
-                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration (90s, 10m)", arg);
+                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration: " GW_DURATION_FORMS, arg);
         return 0;
 }
 
@@ -311,11 +317,10 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                 return 0;
         case OPT_TIME:
                 /* "-5m" and "0" (or "0h", "00:00:00") read as durations but cannot be limits. */
-                if (arg[0] == '-' || (strchr(arg, '0') && !arg[strspn(arg, "0:smhdSMHD")]))
+                if (arg[0] == '-' || (strchr(arg, '0') && !arg[strspn(arg, "0.:smhdinecSMHD")]))
                         return bad_value(where, "--time", "is not a positive duration", arg);
                 if (gw_parse_duration(arg, &o->time_limit) < 0)
-                        return bad_value(where, "--time",
-                                         "is not a duration (examples: 90m, 2h, 1d, 01:30:00)", arg);
+                        return bad_value(where, "--time", "is not a duration: " GW_DURATION_FORMS, arg);
                 o->time_set = true;
                 return 0;
         case OPT_PRIORITY:
@@ -585,7 +590,7 @@ static int classify_target(const char *word, bool dashdash, bool *ret_script) {
                 return cli_usage("submit", "'%s': no such script", word);
         if (!in_path(word))
                 return cli_usage("submit", "'%s': no such script here, and no command of that name in PATH "
-                                 "(a command to be made later goes after '--')", word);
+                                 "(one that an earlier job makes: --after JOB -- COMMAND)", word);
         return 0;
 }
 
@@ -603,6 +608,14 @@ static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *
                 printf("%lld\n", id);
         else if (!json)
                 printf("Submitted job %lld\n", id);
+        long long limit;
+        json_t *dflt = json_object_get(reply, "time_limit_default");
+        if (!json && !o->quiet && json_is_true(dflt) && cli_jint(reply, "time_limit", &limit)) {
+                char b[32];
+                /* On stderr: stdout stays "Submitted job N" for the scripts that read it. */
+                fprintf(stderr, "gpuward: time limit %s (the default; --time to set)\n",
+                        gw_format_duration((gw_usec_t) limit * GW_USEC_PER_SEC, b, sizeof b));
+        }
         return CLI_EXIT_OK;
 }
 

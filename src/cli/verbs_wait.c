@@ -127,7 +127,7 @@ static int on_timeout(void *userdata, int opt, const char *arg) {
         (void) opt;
         gw_usec_t *timeout = userdata;
         if (gw_parse_duration(arg, timeout) < 0 || *timeout <= 0)
-                return cli_usage("wait", "--timeout: '%s' is not a positive duration (90s, 10m, 2h)", arg);
+                return cli_usage("wait", "--timeout: '%s' is not a positive duration: " GW_DURATION_FORMS, arg);
         return 0;
 }
 

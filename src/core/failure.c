@@ -431,6 +431,72 @@ static void killed_by(const struct gw_failure_input *in, struct gw_failure_verdi
                  in->oom_counted || in->host_oom_counted ? "," : ";", oom);
 }
 
+/* ---- a command that could not be run ---- */
+
+/* The name in a line that says a command could not be run, as the supervisor says it
+ * ("gpuward: cannot execute 'NAME': No such file or directory") or a shell does
+ * ("bash: line 1: NAME: command not found", "sh: 1: NAME: not found", "bash: ./NAME: No such
+ * file or directory", "/usr/bin/env: 'NAME': No such file or directory"): the text between
+ * the last ": " and the tail, unquoted.  Only for the exit statuses that mean it (127 and
+ * 126), so Python's "FileNotFoundError: ..." (exit 1) never reads as one. */
+static bool name_before_tail(const char *line, const char *const *tails, size_t n_tails, char *name, size_t n) {
+        size_t len = strlen(line);
+        while (len && line[len - 1] == ' ')
+                len--;
+        for (size_t t = 0; t < n_tails; t++) {
+                size_t tl = strlen(tails[t]);
+                if (len <= tl || strncmp(line + len - tl, tails[t], tl) != 0)
+                        continue;
+                size_t end = len - tl, start = end;
+                while (start >= 2 && !(line[start - 2] == ':' && line[start - 1] == ' '))
+                        start--;
+                if (start < 2)
+                        return false; /* no "prog: " before it: not a shell's or ours */
+                const char *q = line + start;
+                static const char ours[] = "cannot execute ";
+                if (!strncmp(q, ours, strlen(ours)))
+                        q += strlen(ours);
+                size_t k = (size_t) (line + end - q);
+                if (k >= 2 && (*q == '\'' || *q == '"') && q[k - 1] == *q) {
+                        q++;
+                        k -= 2;
+                }
+                if (k == 0 || k >= n)
+                        return false;
+                memcpy(name, q, k);
+                name[k] = '\0';
+                return true;
+        }
+        return false;
+}
+
+/* The last such line of the tail: "command not found: NAME" for an exit 127 (execvp's and
+ * the shells' status for a missing command), "command not executable: NAME" for an exit 126
+ * with "Permission denied". */
+static bool command_not_run(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
+        static const char *const missing[] = {": command not found", ": not found", ": No such file or directory"};
+        static const char *const denied[] = {": Permission denied"};
+        char buf[GW_FAILURE_LINE_MAX], name[256];
+        struct line_iter it = {.p = in->tail, .len = in->tail_len};
+        size_t off;
+        unsigned no = 0;
+        bool found = false, is127 = in->status == 127;
+
+        if (in->lost || in->end != GW_END_EXITED || (in->status != 127 && in->status != 126) || !in->tail)
+                return false;
+        while (next_line(&it, buf, sizeof(buf), &off))
+                if (++no && name_before_tail(buf, is127 ? missing : denied, is127 ? 3 : 1, name, sizeof(name))) {
+                        found = true;
+                        v->line = no;
+                        v->offset = off;
+                        snprintf(v->evidence, sizeof(v->evidence), "command %s: %s",
+                                 is127 ? "not found" : "not executable", name);
+                }
+        if (found)
+                v->cls = GW_FAILURE_USER_ERROR;
+        return found;
+}
+
 /* ---- the verdict ---- */
 
 static void verdict_from_hit(struct gw_failure_verdict *v, const struct hit *h) {
@@ -557,7 +623,9 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
                 goto done;
         }
 
-        /* 9. The job's own failure. */
+        /* 9. The job's own failure: a command that is not there, a traceback, its status. */
+        if (command_not_run(in, &v))
+                goto done;
         if (s.tb.last.set) {
                 verdict_from_hit(&v, &s.tb.last);
                 goto done;

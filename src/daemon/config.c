@@ -35,6 +35,25 @@ static void config_fail(struct gw_config *c, const char *fmt, ...) {
         }
 }
 
+static int duration_fail(struct gw_config *c, const char *name, const char *v) {
+        config_fail(c, "%s: '%s' is not a duration: " GW_DURATION_FORMS, name, v);
+        return -EINVAL;
+}
+
+/* The settings where a bare number is seconds: a whole number in [min_sec, max_sec] is, any
+ * other value is a duration with its unit.  "1.5" is refused: the shared parser reads a bare
+ * number as minutes, and here a bare number means seconds. */
+static int parse_seconds_or_duration(const char *v, long long min_sec, long long max_sec, gw_usec_t *ret) {
+        long long n;
+        gw_usec_t d;
+        if (gw_parse_int(v, min_sec, max_sec, &n) == 0)
+                d = n * GW_USEC_PER_SEC;
+        else if (!v[strspn(v, "0123456789.")] || gw_parse_duration(v, &d) < 0)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
 
 static const char usage[] =
         "Usage: gpuwardd [OPTIONS]\n"
@@ -323,10 +342,8 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_BACKOFF:
         case OPT_SAMPLE:
                 /* A bare number is seconds here, unlike job time limits. */
-                if (gw_parse_int(v, 1, 3600, &n) == 0)
-                        d = n * GW_USEC_PER_SEC;
-                else if (gw_parse_duration(v, &d) < 0)
-                        break;
+                if (parse_seconds_or_duration(v, 1, 3600, &d) < 0)
+                        return duration_fail(c, name, v);
                 *(opt == OPT_SAMPLE    ? &c->sample_interval
                   : opt == OPT_BACKOFF ? &c->retry_backoff
                   : opt == OPT_NO_SHOW ? &c->no_show
@@ -336,7 +353,7 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (!strcmp(v, "0") || !strcmp(v, "unlimited"))
                         d = 0;
                 else if (gw_parse_duration(v, &d) < 0) {
-                        config_fail(c, "%s: invalid value '%s' (a duration like 1d or 36h, or unlimited)", name, v);
+                        config_fail(c, "%s: '%s' is not a duration: " GW_DURATION_FORMS ", or unlimited", name, v);
                         return -EINVAL;
                 }
                 c->booking.max_duration = d;
@@ -355,16 +372,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 }
                 return 0;
         case OPT_LIMIT_WARN:
-                if (gw_parse_int(v, 0, 3600, &n) == 0)
-                        d = n * GW_USEC_PER_SEC;
-                else if (gw_parse_duration(v, &d) < 0)
-                        break;
+                if (parse_seconds_or_duration(v, 0, 3600, &d) < 0)
+                        return duration_fail(c, name, v);
                 c->time_limit_warn = d;
                 return 0;
         case OPT_DEFAULT_LIMIT:
         case OPT_MAX_LIMIT:
                 if (gw_parse_duration(v, &d) < 0)
-                        break;
+                        return duration_fail(c, name, v);
                 *(opt == OPT_DEFAULT_LIMIT ? &c->default_time_limit : &c->max_time_limit) = d;
                 return 0;
         case OPT_ALLOW_ROOT:
@@ -432,14 +447,7 @@ static struct gw_policy_conf *policy_get(struct gw_config *c, const char *name) 
 
 /* Seconds: a bare number is seconds here (a test wants "3"), else a duration ("5m"). */
 static int parse_seconds(const char *v, bool zero_ok, gw_usec_t *ret) {
-        long long n;
-        gw_usec_t d;
-        if (gw_parse_int(v, zero_ok ? 0 : 1, 30LL * 24 * 3600, &n) == 0)
-                d = n * GW_USEC_PER_SEC;
-        else if (gw_parse_duration(v, &d) < 0)
-                return -EINVAL;
-        *ret = d;
-        return 0;
+        return parse_seconds_or_duration(v, zero_ok ? 0 : 1, 30LL * 24 * 3600, ret);
 }
 
 static int policy_line(struct gw_config *c, const char *pname, const char *name, const char *v) {

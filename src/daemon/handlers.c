@@ -334,9 +334,12 @@ static void on_submit(void *ud, const struct gw_http_request *req, const struct 
                 return;
         bool hold;
         struct gw_job *j = decode_job(d, c, o, &hold, rep, -1);
+        const json_t *asked = json_object_get(o, "time_limit");
+        bool default_limit = !asked || json_is_null(asked);
         json_decref(o);
         if (!j)
                 return;
+        gw_usec_t limit = j->time_limit;
         struct gw_submit_error err;
         int64_t id;
         if (gw_job_submit(d, j, hold, &err, &id) < 0) {
@@ -345,7 +348,9 @@ static void on_submit(void *ud, const struct gw_http_request *req, const struct 
                 reply_error(rep, err.status, err.field, "%s", err.message);
                 return;
         }
-        reply_json(rep, 201, json_pack("{s:I}", "id", (json_int_t) id));
+        /* A limit nobody asked for is said once, where the submitter looks. */
+        reply_json(rep, 201, json_pack("{s:I,s:I,s:b}", "id", (json_int_t) id, "time_limit",
+                                       (json_int_t) (limit / GW_USEC_PER_SEC), "time_limit_default", default_limit));
 }
 
 static void on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -686,8 +691,12 @@ static void on_health(void *ud, const struct gw_http_request *req, const struct 
 
 static void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct caller *c) {
-        reply_json(rep, 200, json_pack("{s:s,s:o,s:s}", "user", c->known ? c->user : "", "uid",
-                                       c->known ? json_integer(c->uid) : json_null(), "role", caller_role(c)));
+        struct gw_daemon *d = the_daemon(ud);
+        /* The limits a submission gets, so that a client can tell its user before submitting. */
+        reply_json(rep, 200, json_pack("{s:s,s:o,s:s,s:I,s:I}", "user", c->known ? c->user : "", "uid",
+                                       c->known ? json_integer(c->uid) : json_null(), "role", caller_role(c),
+                                       "default_time_limit", (json_int_t) (d->cfg->default_time_limit / GW_USEC_PER_SEC),
+                                       "max_time_limit", (json_int_t) (d->cfg->max_time_limit / GW_USEC_PER_SEC)));
 }
 
 /* The route table; each row's handler sits beside it. */

@@ -79,6 +79,80 @@ static int check_output(const struct gw_job *j, struct gw_submit_error *err) {
                            j->user);
 }
 
+/* The PATH the job's execvp will search: the last PATH of --env, else of the submitted
+ * environment, else what the job gets without one (the minimal environment's, or glibc's
+ * default when the submitted environment has no PATH). */
+static const char *job_search_path(const struct gw_job *j) {
+        char *const *src[2] = { j->env_extra, j->env };
+        for (int s = 0; s < 2; s++) {
+                const char *found = NULL;
+                for (size_t i = 0; src[s] && src[s][i]; i++)
+                        if (!strncmp(src[s][i], "PATH=", 5))
+                                found = src[s][i] + 5;
+                if (found)
+                        return found;
+        }
+        return j->env ? "/bin:/usr/bin" : "/usr/local/bin:/usr/bin:/bin";
+}
+
+/* 0: a regular file the user may execute; -EACCES: there but not that; -ENOENT: not there.
+ * A relative file is taken from the job's cwd, where the job will exec it. */
+static int runnable(const struct gw_job *j, const char *dir, size_t dir_len, const char *name) {
+        char file[PATH_MAX];
+        int k = dir ? snprintf(file, sizeof file, "%.*s/%s", (int) dir_len, dir, name)
+                    : snprintf(file, sizeof file, "%s", name);
+        if (k < 0 || (size_t) k >= sizeof file)
+                return -ENOENT;
+        struct stat st;
+        int dfd = open(j->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -ENOENT;
+        int r = fstatat(dfd, file, &st, 0) < 0 ? -ENOENT
+                : !S_ISREG(st.st_mode) || faccessat(dfd, file, X_OK, AT_EACCESS) < 0 ? -EACCES
+                                                                                       : 0;
+        (void) close(dfd);
+        return r;
+}
+
+/* The command as the job will exec it (execvp in its cwd, with its PATH, as its user): a
+ * typo or a missing program is told now, not as "exit 127" when GPUs come free.  Not for a
+ * job that waits on another (--after): that one may build what this one runs.  Called as the
+ * job's user. */
+static int check_command(const struct gw_job *j, struct gw_submit_error *err) {
+        const char *cmd = j->argv[0];
+        if (j->after_job > 0)
+                return 0;
+        if (strchr(cmd, '/')) {
+                int r = runnable(j, NULL, 0, cmd);
+                if (r == -ENOENT)
+                        return submit_fail(err, 400, "command", "command: '%s' does not exist (as %s sees it from %s)",
+                                           cmd, j->user, j->cwd);
+                if (r < 0)
+                        return submit_fail(err, 400, "command", "command: '%s' is not a file executable by %s", cmd,
+                                           j->user);
+                return 0;
+        }
+        const char *path = job_search_path(j);
+        bool seen = false;
+        for (const char *p = path;; p++) {
+                size_t n = strcspn(p, ":");
+                /* An empty entry is the cwd, as execvp reads it. */
+                int r = runnable(j, n ? p : ".", n ? n : 1, cmd);
+                if (r == 0)
+                        return 0;
+                seen |= r == -EACCES;
+                p += n;
+                if (!*p)
+                        break;
+        }
+        const char *more = strlen(path) > 120 ? "..." : "";
+        if (seen)
+                return submit_fail(err, 400, "command", "command: '%s' is in PATH (%.120s%s) but not executable by %s",
+                                   cmd, path, more, j->user);
+        return submit_fail(err, 400, "command", "command: '%s' not found in PATH (%.120s%s) as user %s", cmd, path,
+                           more, j->user);
+}
+
 static int check_paths(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err) {
         if (begin_as_job_user(d, j) < 0)
                 return submit_fail(err, 500, "cwd", "cwd: cannot be checked as %s", j->user);
@@ -87,6 +161,8 @@ static int check_paths(struct gw_daemon *d, const struct gw_job *j, struct gw_su
                 r = submit_fail(err, 400, "cwd", "cwd: '%s' does not exist or %s cannot enter it", j->cwd, j->user);
         else if (j->output)
                 r = check_output(j, err);
+        if (r == 0)
+                r = check_command(j, err);
         gw_as_user_end();
         return r;
 }

@@ -107,7 +107,7 @@ class BookingPolicyConfigTest(DaemonTest):
     def test_bad_values_are_refused_at_start(self):
         for line, says in (("booking_max_gpus = 150%", "booking_max_gpus: invalid value '150%'"),
                            ("booking_max_gpus = half", "a GPU count 0-64, a percentage 0-100%, or unlimited"),
-                           ("booking_max_duration = forever", "booking_max_duration: invalid value 'forever'"),
+                           ("booking_max_duration = forever", "booking_max_duration: 'forever' is not a duration: use 30m"),
                            ("booking_may_delay_waiting = maybe", "booking_may_delay_waiting: invalid value 'maybe'")):
             self.assertIn(says, start_failure(line + "\n"))
 

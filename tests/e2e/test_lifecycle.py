@@ -143,13 +143,21 @@ class LifecycleTest(DaemonTest):
 
     def test_failed_job_and_missing_program(self):
         a = self.d.submit("--", "sh", "-c", "echo boom >&2; exit 7")
-        b = self.d.submit("--", "no-such-program-gw")
+        # A missing program is refused at submit: this one goes between the submission and the start.
+        prog = os.path.join(self.d.work, "no-such-program-gw")
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(prog, 0o755)
+        b = self.d.submit("--hold", "--", "./no-such-program-gw")
+        os.unlink(prog)
+        self.d.cli("release", b)
         ja, jb = self.d.wait_state(a, "FAILED"), self.d.wait_state(b, "FAILED")
         self.assertEqual((ja["exit_code"], ja["reason"]), (7, "user_error: exit 7"))
         self.assertEqual([a["class"] for a in ja["attempts"]], ["user_error"], "a bug in the job is not retried")
         self.assertIn("boom", self.d.log_text(a))
         self.assertEqual(jb["exit_code"], 127)
-        self.assertIn("cannot execute 'no-such-program-gw'", self.d.log_text(b))
+        self.assertEqual(jb["reason"], "user_error: command not found: ./no-such-program-gw")
+        self.assertIn("cannot execute './no-such-program-gw'", self.d.log_text(b))
         hist = self.d.cli("history").stdout
         self.assertRegex(hist, rf"(?m)^{a}\s+sh\s+\S+\s+FAILED\s+7")
 

@@ -569,6 +569,36 @@ static void names_and_bad_input(void **state) {
         assert_int_equal(gw_failure_classify(&in, &v), -EINVAL);
 }
 
+static void command_not_found(void **state) {
+        static const struct {
+                const char *log;
+                int status;
+                const char *evidence;
+                unsigned line;
+        } cases[] = {
+                {"gpuward: cannot execute 'trian.py': No such file or directory\n", 127,
+                 "command not found: trian.py", 1},
+                {"starting\nbash: line 1: pyhton3: command not found\n", 127, "command not found: pyhton3", 2},
+                {"sh: 1: nvidia-smi2: not found\n", 127, "command not found: nvidia-smi2", 1},
+                {"bash: ./run.sh: No such file or directory\n", 127, "command not found: ./run.sh", 1},
+                {"/usr/bin/env: 'python9': No such file or directory\n", 127, "command not found: python9", 1},
+                /* Not exit 127, or no "prog: NAME: ..." line: the status as before. */
+                {"FileNotFoundError: [Errno 2] No such file or directory: 'x.csv'\n", 1, "exit 1", 0},
+                {"sh: 1: foo: not found\n", 2, "exit 2", 0},
+                {"No such file or directory\n", 127, "exit 127", 0},
+                {"hello\n", 127, "exit 127", 0},
+                {"gpuward: cannot execute './run.sh': Permission denied\n", 126, "command not executable: ./run.sh",
+                 1},
+                {"bash: line 1: ./run.sh: Permission denied\n", 126, "command not executable: ./run.sh", 1},
+                {"bash: ./run.sh: Permission denied\n", 127, "exit 127", 0},
+                {"sh: 1: foo: not found\n", 126, "exit 126", 0},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct gw_failure_verdict v = run(GW_END_EXITED, cases[i].status, cases[i].log, NULL, 0);
+                expect(&v, GW_FAILURE_USER_ERROR, cases[i].evidence, cases[i].line);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(cuda_error_in_traceback),
@@ -590,6 +620,7 @@ int main(void) {
                 cmocka_unit_test(custom_patterns),
                 cmocka_unit_test(long_line_cut_on_utf8_boundary),
                 cmocka_unit_test(names_and_bad_input),
+                cmocka_unit_test(command_not_found),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

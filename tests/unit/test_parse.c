@@ -46,6 +46,20 @@ static void duration_good(void **state) {
                 {"1-12:30", DAY + 12 * HOUR + 30 * MIN},
                 {"0-00:00:01", SEC},
                 {"100000d", 100000 * DAY},
+                /* Forms people type: the short words and a fraction on a lone number. */
+                {"30min", 30 * MIN},
+                {"90sec", 90 * SEC},
+                {"1h30min", HOUR + 30 * MIN},
+                {"2h5min10sec", 2 * HOUR + 5 * MIN + 10 * SEC},
+                {"1.5h", HOUR + 30 * MIN},
+                {"0.5d", 12 * HOUR},
+                {"0.25h", 15 * MIN},
+                {"2.5m", 2 * MIN + 30 * SEC},
+                {"2.5min", 2 * MIN + 30 * SEC},
+                {"1.5", MIN + 30 * SEC}, /* bare number = minutes, fraction too */
+                {"2.0s", 2 * SEC},
+                {"0.01h", 36 * SEC},
+                {"1.000000", MIN},
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 gw_usec_t got = -1;
@@ -59,12 +73,18 @@ static void duration_good(void **state) {
 static void duration_bad(void **state) {
         static const char *const cases[] = {
                 "", "-5m", "-5", "0", "0m", "0s", "0h0m", "00:00", "0-00:00:00", "3fortnights",
-                "1.5x", "1.5h", "x", "m", "h1", "5 m", " 5m", "5m ", "1h 30m", "5m\n", "1h30",
+                "1.5x", "x", "m", "h1", "5 m", " 5m", "5m ", "1h 30m", "5m\n", "1h30",
                 "30m1h", "1h1h", "5M", "5H", "1w", "+5m", "5mm", "1:60", "1:2:3:4", "1:", ":30",
                 "1::2", "1:123", "1-24:00:00", "1-", "-1-00:00", "1-2-3", "1h-30m", "1:30m",
                 "9999999999999999999999m", "106751992d", "153722867280912931m",
                 "99999999999999999999", "9223372036854775807s", "18446744073709551615",
                 "2562047788015216h",
+                /* Refused on purpose: plurals and long words, a fraction with another unit, of
+                 * seconds or not whole seconds, stray dots, signs and blanks. */
+                "30mins", "30 mins", "30 min", "2hours", "1hr", "1day", "5secs", "1ms", "5mn",
+                "1hmin", "1min30", "1MIN", "1.5h30m", "1h0.5m", "30m1.5s", "1.5s", "0.5sec",
+                "0.001h", "1.000001d", "1.5.h", "1..5h", "1.h", ".5h", "1.", ".", "1,5h", "1.5e3",
+                "1.1234567h", "-1h", "1h-", "-1.5h", "+1.5h", "1.5 h", "0.0h", "0.00", "1.5hh",
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 gw_usec_t got = 12345;
