@@ -83,6 +83,16 @@ static int read_zip64(const uint8_t *tail, size_t tail_len, uint64_t base, size_
         return 0;
 }
 
+/* No end record: a zip cut before its end shows its entries' local headers (PyTorch writes
+ * one per tensor), so with one in the tail it is said to be truncated; without any, nothing
+ * says it was ever a zip, and "truncated" would send its owner looking for a crash. */
+static int no_end(const uint8_t *tail, size_t tail_len, char *why, size_t n) {
+        for (size_t i = 0; i + 4 <= tail_len; i++)
+                if (le32(tail + i) == SIG_LFH)
+                        return bad(why, n, "truncated: a zip archive with no end-of-central-directory record");
+        return bad(why, n, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+}
+
 /* Finds and checks the end records.  0, 1 (zip64 end record outside the tail), -EBADMSG. */
 static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct zip_end *z, char *why,
                     size_t n) {
@@ -95,7 +105,7 @@ static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, st
         int r;
 
         if (tail_len < EOCD_LEN)
-                return bad(why, n, "truncated: no end-of-central-directory record");
+                return no_end(tail, tail_len, why, n);
         /* The comment must end exactly at the end of the file: a signature inside data or
          * in the comment itself does not satisfy that by chance. */
         lo = tail_len - EOCD_LEN > MAX_COMMENT ? tail_len - EOCD_LEN - MAX_COMMENT : 0;
@@ -108,7 +118,7 @@ static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, st
                         break;
         }
         if (!found)
-                return bad(why, n, "truncated: no end-of-central-directory record");
+                return no_end(tail, tail_len, why, n);
 
         e = tail + i;
         if (le16(e + 4) != 0 || le16(e + 6) != 0)

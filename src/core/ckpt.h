@@ -36,7 +36,9 @@
  *   -EBADMSG   not a complete archive;
  *   -EINVAL    tail_len > file_size, or tail NULL with tail_len > 0.
  * why (may be NULL) receives a one-line reason in every case, e.g. "complete: 412 entries",
- * "truncated: no end-of-central-directory record",
+ * "truncated: a zip archive with no end-of-central-directory record" (local headers in
+ * the tail: a zip cut short), "not a PyTorch zip archive (no zip end-of-central-directory
+ * record)" (nothing zip-like in the tail),
  * "central directory points past the end of the file". */
 int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char *why, size_t n);
 

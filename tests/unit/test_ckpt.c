@@ -257,7 +257,7 @@ static void random_bytes_rejected(void **state) {
                 file_a[i] = (uint8_t) x;
         }
         assert_int_equal(check_file(file_a, 100000, why, sizeof(why)), -EBADMSG);
-        assert_string_equal(why, "truncated: no end-of-central-directory record");
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
 
         /* A planted end record with nonsense behind it. */
         memcpy(file_a + 100000 - 22, "PK\x05\x06\0\0\0\0", 8);
@@ -271,6 +271,22 @@ static void random_bytes_rejected(void **state) {
         assert_int_equal(check_file(file_a, 0, why, sizeof(why)), -EBADMSG);
         assert_string_equal(why, "truncated: empty file");
         assert_int_equal(gw_ckpt_check((const uint8_t *) "PK", 2, 2, why, sizeof(why)), -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+}
+
+/* A complete file that is no zip is not called truncated; a zip cut before its end is. */
+static void not_a_zip_is_not_truncated(void **state) {
+        static const char text[] = "this is a text file saved as last.pt, complete and not a zip\n";
+        char why[200];
+
+        (void) state;
+        assert_int_equal(gw_ckpt_check((const uint8_t *) text, sizeof(text) - 1, sizeof(text) - 1, why, sizeof(why)),
+                         -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+
+        size_t n = pytorch_like(file_a, sizeof(file_a), ZIP_PYTORCH, NULL, 0);
+        assert_int_equal(check_file(file_a, n / 2, why, sizeof(why)), -EBADMSG);
+        assert_string_equal(why, "truncated: a zip archive with no end-of-central-directory record");
 }
 
 static void le32_at(uint8_t *p, uint32_t v) {
@@ -401,6 +417,7 @@ int main(void) {
                 cmocka_unit_test(flavours_complete_and_truncations_rejected),
                 cmocka_unit_test(with_a_comment),
                 cmocka_unit_test(random_bytes_rejected),
+                cmocka_unit_test(not_a_zip_is_not_truncated),
                 cmocka_unit_test(corrupt_end_records),
                 cmocka_unit_test(large_central_directory),
                 cmocka_unit_test(arguments_and_ids),
