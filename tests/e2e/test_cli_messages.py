@@ -4,7 +4,7 @@ import os
 import subprocess
 import tempfile
 
-from gwtest import GPUWARD, DaemonTest, main, wait_until
+from gwtest import GPUWARD, TRAINER, DaemonTest, events_of, main, wait_until
 
 
 class LogsFollowTest(DaemonTest):
@@ -58,6 +58,25 @@ class LogsFollowTest(DaemonTest):
         self.assertIn(f"Job {jid} CANCELLED", self.read(err))
         self.assertEqual(self.read(out), "")
         self.d.cli("cancel", blocker)
+
+
+class ReclaimedStateTest(DaemonTest):
+    gpus = 1
+    config = "[policy.default]\nidle_timeout = 2\nwarn = 1\ngrace = 1\n"
+
+    def test_reclaimed_state_is_one_short_line(self):
+        jid = self.d.submit("--", TRAINER, "--sleep-forever")
+        j = self.d.wait_state(jid, "RECLAIMED", timeout=30)
+        show = self.d.cli("show", jid).stdout
+        state = next(line for line in show.splitlines() if line.startswith("State:"))
+        self.assertRegex(state, r"^State:\s+RECLAIMED \(idle for \w+; evidence in the reclaim event\)$")
+        self.assertLess(len(state), 80, state)
+        # The evidence is all there, in the event show prints.
+        ev = events_of(j, "reclaim")
+        self.assertEqual(len(ev), 1, j["events"])
+        for needle in ("idle for", "util 0% (threshold 5%)", "log unchanged since", "SIGTERM"):
+            self.assertIn(needle, ev[0]["message"])
+        self.assertIn("util 0% (threshold 5%)", show)
 
 
 if __name__ == "__main__":
