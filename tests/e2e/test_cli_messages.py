@@ -79,5 +79,14 @@ class ReclaimedStateTest(DaemonTest):
         self.assertIn("util 0% (threshold 5%)", show)
 
 
+class StartupLineTest(DaemonTest):
+    extra = ("--cgroup", "none")
+
+    def test_cgroups_off_by_config_reads_as_two_words(self):
+        log = self.d.daemon_log()
+        self.assertIn("cgroups: none (off by config)", log)
+        self.assertNotIn("nonecgroups", log)
+
+
 if __name__ == "__main__":
     main()
