@@ -1,10 +1,15 @@
 """What the CLI tells a user: logs -f while a job waits and when it ends, whoami, admin deny
 --reason, the per-GPU metrics' labels, the wording of states and evidence."""
+import json
 import os
+import pwd
+import re
+import secrets
 import subprocess
 import tempfile
+import unittest
 
-from gwtest import GPUWARD, TRAINER, DaemonTest, events_of, main, wait_until
+from gwtest import GPUWARD, IS_ROOT, TRAINER, DaemonTest, events_of, main, wait_until
 
 
 class LogsFollowTest(DaemonTest):
@@ -86,6 +91,99 @@ class StartupLineTest(DaemonTest):
         log = self.d.daemon_log()
         self.assertIn("cgroups: none (off by config)", log)
         self.assertNotIn("nonecgroups", log)
+
+
+class WhoamiTest(DaemonTest):
+    def test_whoami_as_root(self):
+        p = self.d.cli("whoami")
+        if IS_ROOT:
+            self.assertEqual(p.stdout, "root (uid 0), admin, by unix-socket\n")
+        me = self.d.cli_json("whoami")
+        self.assertEqual(me["uid"], os.geteuid())
+        self.assertEqual(me["auth"], "unix-socket")
+        self.assertEqual(self.d.cli("whoami", "extra", check=False).returncode, 2)
+
+    def test_whoami_says_how_over_tcp(self):
+        st, r = self.d.api("POST", "/api/v1/tokens", {"name": "gwcli"})
+        self.assertEqual(st, 201, r)
+        st, me = self.d.tcp_json("GET", "/api/v1/whoami", token=r["token"])
+        self.assertEqual((st, me["uid"], me["auth"]), (200, os.geteuid(), "token"))
+        st, me = self.d.tcp_json("GET", "/api/v1/whoami")
+        self.assertEqual((st, me["user"], me["uid"], me["role"], me["auth"]), (200, "", None, "guest", "none"))
+
+    @unittest.skipUnless(IS_ROOT, "needs root to make a user")
+    def test_whoami_as_a_real_user(self):
+        name = f"gwcli{secrets.token_hex(3)}"
+        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True, timeout=30)
+        try:
+            u = pwd.getpwnam(name)
+            p = self.d.cli("whoami", user=u.pw_uid)
+            self.assertEqual(p.stdout, f"{name} (uid {u.pw_uid}), user, by unix-socket\n")
+        finally:
+            subprocess.run(["userdel", "--force", name], capture_output=True, timeout=30)
+            subprocess.run(["groupdel", name], capture_output=True, timeout=30)
+
+
+class DenyReasonTest(DaemonTest):
+    def booking(self):
+        p = self.d.cli("reserve", "--json", "--gpus", 1, "--start", "now+2h", "--duration", "1h")
+        return json.loads(p.stdout)["id"]
+
+    def test_deny_with_a_reason(self):
+        bid = self.booking()
+        p = self.d.cli("admin", "deny", "--json", bid, "--reason", "the demo needs every GPU then")
+        b = json.loads(p.stdout)
+        self.assertEqual(b["state"], "DENIED")
+        self.assertRegex(b["note"], r"^denied by \S+: the demo needs every GPU then$")
+        self.assertIn(f"booking {bid} (", self.d.daemon_log())
+        self.assertIn("the demo needs every GPU then", self.d.daemon_log())
+
+    def test_deny_without_a_reason_as_before(self):
+        bid = self.booking()
+        b = json.loads(self.d.cli("admin", "deny", "--json", bid).stdout)
+        self.assertRegex(b["note"], r"^denied by \S+$")
+
+    def test_bad_reason_changes_nothing(self):
+        bid = self.booking()
+        for bad, says in (("", "--reason"), ("two\nlines", "--reason"), ("x" * 201, "at most 200")):
+            p = self.d.cli("admin", "deny", bid, "--reason", bad, check=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(says, p.stderr)
+        st, r = self.d.api("POST", f"/api/v1/bookings/{bid}/deny", {"reason": "x" * 201})
+        self.assertEqual((st, r["field"]), (400, "reason"), r)
+        st, r = self.d.api("POST", f"/api/v1/bookings/{bid}/deny", {"reason": 7})
+        self.assertEqual((st, r["field"]), (400, "reason"), r)
+        st, r = self.d.api("POST", f"/api/v1/bookings/{bid}/deny", {"why": "x"})
+        self.assertEqual(st, 400, r)
+        states = {b["id"]: b["state"] for b in self.d.api("GET", "/api/v1/bookings")[1]["bookings"]}
+        self.assertNotEqual(states.get(bid), "DENIED")
+        self.assertIn(bid, states)
+        # --reason is a deny's: approve and unreserve refuse it.
+        p = self.d.cli("unreserve", bid, "--reason", "x", check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+
+
+class GpuMetricsTest(DaemonTest):
+    gpus = 2
+
+    def test_allocated_is_label_stable_and_job_info_only_while_held(self):
+        text = self.d.metrics()
+        self.assertRegex(text, r'(?m)^gpuward_gpu_allocated\{gpu="0",uuid="[^"]*"\} 0$')
+        self.assertNotIn("gpuward_gpu_job_info", text)
+        jid = self.d.submit("--", "sleep", "60")
+        g = self.d.wait_state(jid, "RUNNING")["gpus"][0]
+        text = wait_until(lambda: (lambda t: t if f'gpuward_gpu_allocated{{gpu="{g}"' in t and
+                                   re.search(rf'(?m)^gpuward_gpu_allocated\{{gpu="{g}",uuid="[^"]*"\}} 1$', t)
+                                   else None)(self.d.metrics()), what="GPU allocated in /metrics")
+        self.assertRegex(text, rf'(?m)^gpuward_gpu_job_info\{{gpu="{g}",uuid="[^"]*",job="{jid}",user="[^"]+"\}} 1$')
+        self.assertEqual(len(re.findall(r"(?m)^gpuward_gpu_job_info\{", text)), 1)
+        for line in re.findall(r"(?m)^gpuward_gpu_allocated\{.*$", text):
+            self.assertNotIn("job=", line)
+        self.d.cli("cancel", jid)
+        text = wait_until(lambda: (lambda t: t if "gpuward_gpu_job_info" not in t else None)(self.d.metrics()),
+                          what="job info gone with the job")
+        self.assertRegex(text, rf'(?m)^gpuward_gpu_allocated\{{gpu="{g}",uuid="[^"]*"\}} 0$')
 
 
 if __name__ == "__main__":
