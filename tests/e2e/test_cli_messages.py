@@ -5,6 +5,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -180,6 +181,11 @@ class GpuMetricsTest(DaemonTest):
         self.assertEqual(len(re.findall(r"(?m)^gpuward_gpu_job_info\{", text)), 1)
         for line in re.findall(r"(?m)^gpuward_gpu_allocated\{.*$", text):
             self.assertNotIn("job=", line)
+        promtool = shutil.which("promtool")
+        if promtool:  # the info family too, which only a held GPU shows
+            p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
+                               timeout=30)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.d.cli("cancel", jid)
         text = wait_until(lambda: (lambda t: t if "gpuward_gpu_job_info" not in t else None)(self.d.metrics()),
                           what="job info gone with the job")
