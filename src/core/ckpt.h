@@ -42,6 +42,12 @@
  * "central directory points past the end of the file". */
 int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char *why, size_t n);
 
+/* gw_ckpt_check() with the file's first head_len bytes too (head may be NULL): a file with
+ * no end record that starts with a zip local header is a zip cut short ("truncated: ..."),
+ * though its tail, all one tensor's data, shows no header. */
+int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
+                       uint64_t file_size, char *why, size_t n);
+
 /* How many bytes from the end of the file gw_ckpt_check() needs to walk every central
  * directory entry (at least the bytes given).  0 and *ret_len, or gw_ckpt_check()'s
  * negative error. */

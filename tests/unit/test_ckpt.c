@@ -287,6 +287,24 @@ static void not_a_zip_is_not_truncated(void **state) {
         size_t n = pytorch_like(file_a, sizeof(file_a), ZIP_PYTORCH, NULL, 0);
         assert_int_equal(check_file(file_a, n / 2, why, sizeof(why)), -EBADMSG);
         assert_string_equal(why, "truncated: a zip archive with no end-of-central-directory record");
+
+        /* A big tensor cut mid-write: no header in the tail, but the file starts as a zip. */
+        static uint8_t big[300 * 1024];
+        memcpy(big, "PK\x03\x04", 4);
+        for (size_t i = 4; i < sizeof(big); i++)
+                big[i] = (uint8_t) (i * 7 + 1);
+        const uint8_t *tail = big + sizeof(big) - GW_CKPT_TAIL_LEN;
+        assert_int_equal(gw_ckpt_check(tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)), -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+        assert_int_equal(gw_ckpt_check_file(big, 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)),
+                         -EBADMSG);
+        assert_string_equal(why, "truncated: a zip archive with no end-of-central-directory record");
+        /* Without a zip's first bytes, still not a zip; a complete zip passes as before. */
+        assert_int_equal(gw_ckpt_check_file((const uint8_t *) "abcd", 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why,
+                                            sizeof(why)),
+                         -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+        assert_int_equal(gw_ckpt_check_file(file_a, 4, file_a, n, n, why, sizeof(why)), 0);
 }
 
 static void le32_at(uint8_t *p, uint32_t v) {
