@@ -94,6 +94,24 @@ class StartupLineTest(DaemonTest):
         self.assertNotIn("nonecgroups", log)
 
 
+OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.15 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.07 GiB memory in "
+            "use. Of the allocated memory 73.66 GiB is allocated by PyTorch, and 1.45 GiB is reserved by PyTorch but "
+            "unallocated. If reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+
+
+class EvidenceCutTest(DaemonTest):
+    def test_long_oom_line_is_cut_at_a_sentence_and_says_so(self):
+        jid = self.d.submit("--", "sh", "-c", f"echo '{OOM_LINE}' >&2; exit 1")
+        j = self.d.wait_state(jid, "FAILED")
+        ev = j["attempts"][-1]["evidence"]
+        self.assertEqual(j["attempts"][-1]["class"], "oom", j)
+        self.assertTrue(ev.endswith("memory in use. \u2026"), ev)
+        self.assertTrue(OOM_LINE.startswith(ev[:-2]), ev)
+        self.assertIn("\u2026", self.d.cli("show", jid).stdout)
+
+
 class WhoamiTest(DaemonTest):
     def test_whoami_as_root(self):
         p = self.d.cli("whoami")
