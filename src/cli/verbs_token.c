@@ -1,4 +1,5 @@
-/* gpuward token create|list|revoke: bearer tokens that give scripts your identity over TCP. */
+/* gpuward token create|list|revoke: bearer tokens that give scripts your identity over TCP; and
+ * gpuward whoami: the identity the daemon sees. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
