@@ -223,14 +223,18 @@ static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
         st->told_wait = TAKE_PTR(why);
 }
 
-/* The job has ended: how, on stderr as 'gpuward wait' says it; 1 unless it COMPLETED. */
-static int tell_end(struct cli_ctx *ctx, const struct log_state *st) {
+/* The job has ended: how, on stderr as 'gpuward wait' says it; 1 unless it COMPLETED.
+ * mid_line: the log's last line has no newline, which on one terminal would run the two
+ * together. */
+static int tell_end(struct cli_ctx *ctx, const struct log_state *st, bool mid_line) {
         json_t *job = get_job(ctx, st->id);
         if (!job)
                 return CLI_EXIT_FAIL;
         const char *state = cli_jstr(job, "state");
         int r = state && strcmp(state, "COMPLETED") == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
         (void) fflush(stdout);
+        if (mid_line && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO))
+                fputc('\n', stderr);
         cli_print_job_end(stderr, job, st->id);
         json_decref(job);
         return r;
@@ -276,7 +280,7 @@ static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow, bo
                         continue;
                 }
                 if (job_ended(st))
-                        return st->job_state ? tell_end(ctx, st) : CLI_EXIT_OK;
+                        return st->job_state ? tell_end(ctx, st, mid_line) : CLI_EXIT_OK;
                 if (!any)
                         note_waiting(ctx, st);
                 cli_sleep_usec(FOLLOW_POLL);
