@@ -247,10 +247,16 @@ static void booking_note(char *note, size_t n, const char *done, const char *use
         int k = snprintf(note, n, "%s by %s%s%s", done, user, *why ? ": " : "", why);
         if (k < 0 || (size_t) k < n)
                 return;
-        size_t end = n - 1;
-        while (end > 0 && ((unsigned char) note[end] & 0xC0) == 0x80)
-                end--;
-        note[end] = '\0';
+        /* The last character's lead byte, and whether all its bytes made it. */
+        size_t end = n - 1, lead = end;
+        while (lead > 0 && ((unsigned char) note[lead - 1] & 0xC0) == 0x80)
+                lead--;
+        if (lead == 0)
+                return;
+        unsigned char c = (unsigned char) note[--lead];
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (end - lead < need)
+                note[lead] = '\0';
 }
 
 void on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -268,7 +274,7 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         if (approve && b->state != GW_BOOKING_PENDING_APPROVAL)
                 return reply_error(rep, 409, "id", "booking %lld is %s, not awaiting approval", (long long) b->id,
                                    gw_booking_state_name((enum gw_booking_state) b->state));
-        char why[800];
+        char why[4 * 200 + 1]; /* 200 characters of up to 4 bytes */
         if (deny && decode_deny(req, why, sizeof why, rep) < 0)
                 return;
         enum gw_booking_state to = approve ? GW_BOOKING_APPROVED : deny ? GW_BOOKING_DENIED : GW_BOOKING_RELEASED;

@@ -158,6 +158,14 @@ class DenyReasonTest(DaemonTest):
         self.assertIn(f"booking {bid} (", self.d.daemon_log())
         self.assertIn("the demo needs every GPU then", self.d.daemon_log())
 
+    def test_long_reason_is_cut_on_a_character(self):
+        bid = self.booking()
+        st, b = self.d.api("POST", f"/api/v1/bookings/{bid}/deny", {"reason": "\u00e9\u20ac" * 100})
+        self.assertEqual(st, 200, b)
+        self.assertTrue(b["note"].startswith("denied by "), b["note"])
+        self.assertTrue(b["note"].endswith("\u00e9") or b["note"].endswith("\u20ac"), b["note"])
+        self.assertLess(len(b["note"].encode()), 256)
+
     def test_deny_without_a_reason_as_before(self):
         bid = self.booking()
         b = json.loads(self.d.cli("admin", "deny", "--json", bid).stdout)
