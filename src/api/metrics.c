@@ -212,15 +212,30 @@ static void render_gpus(struct out *o, const struct gw_metrics_snapshot *s) {
         if (!s->n_gpus)
                 return;
 
+        /* Per GPU, labels that never change: a job id or user among them would start a new
+         * series with every job.  Who holds the GPU is the info metric below, present only
+         * while a job does (as the DCGM exporter labels its per-GPU series). */
         family(o, "gpuward_gpu_allocated", "gauge", "1 when a job holds the GPU.");
         for (size_t i = 0; i < s->n_gpus; i++) {
                 const struct gw_metrics_gpu *g = &s->gpus[i];
-                char idx[24], job[24] = "";
+                char idx[24];
                 (void) snprintf(idx, sizeof(idx), "%u", g->index);
-                if (g->job_id)
-                        (void) snprintf(job, sizeof(job), "%" PRId64, g->job_id);
-                sample_u64(o, g->job_id ? 1 : 0, "gpuward_gpu_allocated", "gpu", idx, "uuid", g->uuid,
-                           "job", job, "user", g->job_id ? g->user : "", NULL);
+                sample_u64(o, g->job_id ? 1 : 0, "gpuward_gpu_allocated", "gpu", idx, "uuid", g->uuid, NULL);
+        }
+        bool any = false;
+        for (size_t i = 0; i < s->n_gpus && !any; i++)
+                any = s->gpus[i].job_id != 0;
+        if (any)
+                family(o, "gpuward_gpu_job_info", "gauge", "1 for each GPU a job holds, with the job and its user.");
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                const struct gw_metrics_gpu *g = &s->gpus[i];
+                char idx[24], job[24];
+                if (!g->job_id)
+                        continue;
+                (void) snprintf(idx, sizeof(idx), "%u", g->index);
+                (void) snprintf(job, sizeof(job), "%" PRId64, g->job_id);
+                sample_u64(o, 1, "gpuward_gpu_job_info", "gpu", idx, "uuid", g->uuid, "job", job, "user", g->user,
+                           NULL);
         }
 
         family(o, "gpuward_gpu_healthy", "gauge", "1 when the GPU is healthy and schedulable.");

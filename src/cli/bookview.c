@@ -15,6 +15,7 @@
 #include "cli/format.h"
 
 #define WEEK_SECS (7 * 24 * 3600)
+#define DENY_REASON_MAX 200 /* characters, as gpuwardd takes */
 
 static bool local_tm(double unix_s, struct tm *tm) {
         if (!isfinite(unix_s) || unix_s <= 0 || unix_s > 1e15)
@@ -80,11 +81,14 @@ static const struct {
         [CLI_BOOKING_DENY] = { "POST", "/deny", "Denied" },
 };
 
-static int change_one(struct cli_ctx *ctx, enum cli_booking_change change, long long id, bool json, json_t *out) {
+static int change_one(struct cli_ctx *ctx, enum cli_booking_change change, long long id, const json_t *body,
+                      bool json, json_t *out) {
         char target[96], subject[48];
         snprintf(target, sizeof(target), "/api/v1/bookings/%lld%s", id, changes[change].suffix);
         snprintf(subject, sizeof(subject), "booking %lld", id);
-        struct cli_call call = { .method = changes[change].method, .target = target, .subject = subject };
+        static const struct cli_field_alias aliases[] = { { "reason", "--reason" }, { NULL, NULL } };
+        struct cli_call call = { .method = changes[change].method, .target = target, .subject = subject,
+                                 .body = body, .aliases = aliases };
         json_t *reply = NULL;
         int r = cli_api_json(ctx, &call, &reply);
         if (r)
@@ -102,10 +106,46 @@ static int change_one(struct cli_ctx *ctx, enum cli_booking_change change, long 
         return CLI_EXIT_OK;
 }
 
+static int on_reason(void *userdata, int opt, const char *arg) {
+        (void) opt;
+        *(const char **) userdata = arg;
+        return 0;
+}
+
+/* --reason's text as a deny's body; NULL, or exit code in *ret_exit, when it is bad. */
+static json_t *deny_body(const char *verb, const char *reason, int *ret_exit) {
+        *ret_exit = CLI_EXIT_OK;
+        if (!reason)
+                return NULL;
+        if (!reason[strspn(reason, " \t")] || strpbrk(reason, "\n\r")) {
+                *ret_exit = cli_usage(verb, "--reason: say why on one line (it is empty or has a line break)");
+                return NULL;
+        }
+        if (cli_display_width(reason) > DENY_REASON_MAX) {
+                *ret_exit = cli_usage(verb, "--reason: at most %d characters", DENY_REASON_MAX);
+                return NULL;
+        }
+        json_t *body = json_pack("{s:s}", "reason", reason);
+        if (!body)
+                *ret_exit = cli_usage(verb, "--reason: not valid UTF-8 text");
+        return body;
+}
+
 int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, const char *verb,
                            const char *help, int argc, char **argv) {
+        enum { OPT_REASON = 0x100 };
+        static const struct option reason_opt[] = {
+                { "reason", required_argument, NULL, OPT_REASON },
+                { 0 },
+        };
+        const char *reason = NULL;
+        /* Only a deny takes a reason: elsewhere "unknown option" names it. */
+        const struct cli_options spec = {
+                .verb = verb, .help = help, .extra = change == CLI_BOOKING_DENY ? reason_opt : NULL,
+                .on_option = on_reason, .userdata = &reason,
+        };
         bool json;
-        int early = cli_parse_json_only(ctx, verb, help, true, argc, argv, &json);
+        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
         if (early >= 0)
                 return early;
         if (optind >= argc)
@@ -118,13 +158,17 @@ int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, 
         for (int i = 0; i < n; i++)
                 if (cli_parse_booking_id(verb, argv[optind + i], &ids[i]) < 0)
                         return CLI_EXIT_USAGE;
+        int status;
+        json_t *body = deny_body(verb, reason, &status);
+        if (status != CLI_EXIT_OK)
+                return status;
         json_t *out = json_array();
-        int status = CLI_EXIT_OK;
         for (int i = 0; i < n; i++)
-                if (change_one(ctx, change, ids[i], json, out) != CLI_EXIT_OK)
+                if (change_one(ctx, change, ids[i], body, json, out) != CLI_EXIT_OK)
                         status = CLI_EXIT_FAIL;
         if (json && json_array_size(out) > 0 && cli_print_json(n == 1 ? json_array_get(out, 0) : out) < 0)
                 status = CLI_EXIT_FAIL;
         json_decref(out);
+        json_decref(body);
         return status;
 }

@@ -57,18 +57,21 @@ static const char approve_help[] =
         "  gpuward admin approve 12\n";
 
 static const char deny_help[] =
-        "Usage: gpuward admin deny [--json] ID...\n"
+        "Usage: gpuward admin deny [--reason TEXT] [--json] ID...\n"
         "\n"
         "Refuse bookings (state DENIED): their GPUs are free for others again and jobs\n"
         "waiting to run in them will not start.  To take back an approved booking, deny\n"
-        "it or release it with 'gpuward unreserve ID'.\n"
+        "it or release it with 'gpuward unreserve ID'.  The booking's note reads\n"
+        "'denied by ADMIN: TEXT', for its owner.\n"
         "\n"
         "Options:\n"
-        "  --json       print the API's JSON (the booking)\n"
-        "  -h, --help   this help\n"
+        "  --reason TEXT  why, for the booking's owner (1-200 characters, one line)\n"
+        "  --json         print the API's JSON (the booking)\n"
+        "  -h, --help     this help\n"
         "\n"
-        "Example:\n"
-        "  gpuward admin deny 12\n";
+        "Examples:\n"
+        "  gpuward admin deny 12\n"
+        "  gpuward admin deny 12 --reason 'the cluster is down for maintenance then'\n";
 
 static const char drain_help[] =
         "Usage: gpuward admin drain [--json] GPU --reason TEXT\n"

@@ -11,12 +11,17 @@
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
+#include "cli/jobview.h"
 #include "cli/verbs.h"
+#include "cli/wait.h"
 #include "core/job.h"
 
 #define LOG_CHUNK (1024 * 1024) /* the API's maximum per request */
 #define FOLLOW_POLL (200 * GW_USEC_PER_MSEC)
 #define JSON_LOG_MAX ((size_t) 64 * 1024 * 1024)
+/* While the job waits, why is looked at every this many polls: a reason changes at the
+ * scheduler's pace, and each look costs the daemon two requests. */
+#define WAIT_LOOK_EVERY 5
 
 static const char logs_help[] =
         "Usage: gpuward logs [-f] [--attempt K] [--json] JOB\n"
@@ -26,8 +31,14 @@ static const char logs_help[] =
         "was retried has a log per attempt: the current one is printed, and -f goes on\n"
         "into the next attempt after a '==> attempt N <==' line.\n"
         "\n"
+        "With -f, while the job waits to start, a line on stderr says so and why (again\n"
+        "when the reason changes); when the job ends, stderr gets the line 'gpuward wait'\n"
+        "prints ('Job 17 COMPLETED (exit 0)'), and the exit status is 1 unless it\n"
+        "COMPLETED.  Stdout stays the log alone.\n"
+        "\n"
         "Options:\n"
-        "  -f, --follow   follow the log until the job ends (Ctrl-C stops watching only)\n"
+        "  -f, --follow   follow the log until the job ends (Ctrl-C stops watching only);\n"
+        "                 exit 1 when it did not COMPLETE\n"
         "  --attempt K    the log of attempt K (1 is the first run; 'gpuward show JOB'\n"
         "                 lists them); with -f, stop when that attempt ends\n"
         "  --json         print {\"id\", \"attempt\", \"state\", \"offset\", \"log\"} (not with -f)\n"
@@ -47,6 +58,8 @@ struct log_state {
         long long attempt; /* the attempt read: --attempt, else the one the first reply names */
         long long current; /* the job's current attempt, from X-Job-Attempt; 0: not said */
         char *job_state;   /* from X-Job-State; malloc'ed */
+        char *told_wait;   /* the waiting reason last told on stderr; malloc'ed */
+        unsigned polls;    /* empty polls while waiting, to pace the looks at why */
 };
 
 /* One GET of the log from st->offset.  *ret is the response (body = the bytes). */
@@ -145,6 +158,88 @@ static int emit_separator(long long attempt, bool mid_line, bool *ret_closed) {
         return emit(line, (size_t) k, ret_closed);
 }
 
+/* The job's object (GET /api/v1/jobs/ID); NULL when it could not be had (told). */
+static json_t *get_job(struct cli_ctx *ctx, long long id) {
+        char target[64], subject[48];
+        snprintf(target, sizeof(target), "/api/v1/jobs/%lld", id);
+        snprintf(subject, sizeof(subject), "job %lld", id);
+        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
+        json_t *job = NULL;
+        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
+}
+
+/* GPUs that are healthy, not drained and hold no job, from GET /api/v1/gpus; -1 when
+ * unknown. */
+static long long free_gpus(struct cli_ctx *ctx) {
+        struct cli_call call = { .method = "GET", .target = "/api/v1/gpus" };
+        json_t *reply = NULL;
+        if (cli_api_json(ctx, &call, &reply) != CLI_EXIT_OK)
+                return -1;
+        long long n = 0, v;
+        size_t i;
+        const json_t *g;
+        json_array_foreach(json_object_get(reply, "gpus"), i, g) {
+                const json_t *info = json_object_get(g, "job_info");
+                bool busy = cli_jint(info, "id", &v) || cli_jint(g, "job", &v);
+                const char *health = cli_jstr(g, "health");
+                if (!busy && health && strcmp(health, "ok") == 0)
+                        n++;
+        }
+        json_decref(reply);
+        return n;
+}
+
+/* Why the job waits, in words: the scheduler's reason, with the numbers behind it where
+ * the CLI can tell them.  malloc'ed; NULL on no memory. */
+static char *wait_reason(struct cli_ctx *ctx, const json_t *job) {
+        const char *reason = cli_jstr(job, "reason");
+        _cleanup_free_ char *safe = cli_sanitize(reason && *reason ? reason : "reason not given");
+        long long asked, free_n;
+        char *out = NULL;
+        if (safe && reason && strcmp(reason, "Resources") == 0 && cli_jint(job, "ngpus", &asked) &&
+            (free_n = free_gpus(ctx)) >= 0) {
+                if (asprintf(&out, "%s: %lld GPU%s asked, %lld free", safe, asked, asked == 1 ? "" : "s", free_n) < 0)
+                        out = NULL;
+                return out;
+        }
+        return TAKE_PTR(safe);
+}
+
+/* While the job waits and nothing is printed, say so on stderr: once, and again when why
+ * changes.  Stdout is the log, so it stays untouched. */
+static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
+        enum gw_job_state s = st->job_state ? gw_job_state_from_name(st->job_state) : _GW_JOB_STATE_INVALID;
+        if (s != GW_JOB_PENDING && s != GW_JOB_HELD)
+                return;
+        if (st->told_wait && st->polls++ % WAIT_LOOK_EVERY != 0)
+                return;
+        json_t *job = get_job(ctx, st->id);
+        _cleanup_free_ char *why = job && cli_job_waiting(job) ? wait_reason(ctx, job) : NULL;
+        json_decref(job);
+        if (!why || (st->told_wait && strcmp(st->told_wait, why) == 0))
+                return;
+        fprintf(stderr, "gpuward: job %lld is waiting (%s); its output will follow when it starts\n", st->id, why);
+        free(st->told_wait);
+        st->told_wait = TAKE_PTR(why);
+}
+
+/* The job has ended: how, on stderr as 'gpuward wait' says it; 1 unless it COMPLETED.
+ * mid_line: the log's last line has no newline, which on one terminal would run the two
+ * together. */
+static int tell_end(struct cli_ctx *ctx, const struct log_state *st, bool mid_line) {
+        json_t *job = get_job(ctx, st->id);
+        if (!job)
+                return CLI_EXIT_FAIL;
+        const char *state = cli_jstr(job, "state");
+        int r = state && strcmp(state, "COMPLETED") == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+        (void) fflush(stdout);
+        if (mid_line && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO))
+                fputc('\n', stderr);
+        cli_print_job_end(stderr, job, st->id);
+        json_decref(job);
+        return r;
+}
+
 /* across: on to the next attempt when the one read is over (-f without --attempt). */
 static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow, bool across) {
         bool mid_line = false, any = false;
@@ -181,10 +276,13 @@ static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow, bo
                         if (r || closed)
                                 return r;
                         mid_line = false;
+                        any = false; /* a wait for the next attempt is told too */
                         continue;
                 }
                 if (job_ended(st))
-                        return CLI_EXIT_OK;
+                        return st->job_state ? tell_end(ctx, st, mid_line) : CLI_EXIT_OK;
+                if (!any)
+                        note_waiting(ctx, st);
                 cli_sleep_usec(FOLLOW_POLL);
         }
 }
@@ -291,5 +389,6 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
         bool across = st.attempt == 0;
         int r = json ? json_log(ctx, &st) : stream_log(ctx, &st, follow, across);
         free(st.job_state);
+        free(st.told_wait);
         return r;
 }

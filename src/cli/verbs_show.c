@@ -51,6 +51,10 @@ static void field_time(const char *key, const json_t *job, const char *name, tim
 static void show_state(const json_t *job) {
         const char *state = cli_jstr(job, "state");
         const char *reason = cli_jstr(job, "reason");
+        size_t k = state ? strlen(state) : 0;
+        /* Jobs reclaimed by older daemons have reasons that begin with the state's name. */
+        if (reason && k && strncmp(reason, state, k) == 0 && reason[k] == ' ')
+                reason += k + 1;
         _cleanup_free_ char *line = NULL;
         if (reason && *reason && asprintf(&line, "%s (%s)", state ? state : "-", reason) < 0)
                 line = NULL;

@@ -1,4 +1,5 @@
-/* gpuward token create|list|revoke: bearer tokens that give scripts your identity over TCP. */
+/* gpuward token create|list|revoke: bearer tokens that give scripts your identity over TCP; and
+ * gpuward whoami: the identity the daemon sees. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -280,4 +281,39 @@ int cli_verb_token(struct cli_ctx *ctx, int argc, char **argv) {
                 { NULL, NULL },
         };
         return cli_run_command(ctx, "token", token_help, cmds, argc, argv);
+}
+
+static const char whoami_help[] =
+        "Usage: gpuward whoami [--json]\n"
+        "\n"
+        "Who gpuwardd takes you for: your user name, uid and role (admin, user or guest),\n"
+        "and how it told who you are: unix-socket (your process's uid, on the local\n"
+        "socket), token (a bearer token, over TCP), session (the web page's sign-in) or\n"
+        "none (an anonymous guest).\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON: {\"user\", \"uid\", \"role\", \"auth\"}\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Example:\n"
+        "  gpuward whoami     # alice (uid 1000), user, by unix-socket\n";
+
+static int print_whoami(const json_t *me) {
+        const char *user = cli_jstr(me, "user"), *role = cli_jstr(me, "role"), *auth = cli_jstr(me, "auth");
+        long long uid;
+        _cleanup_free_ char *safe = cli_sanitize(user && *user ? user : "nobody known");
+        char ubuf[40] = "";
+        if (cli_jint(me, "uid", &uid))
+                snprintf(ubuf, sizeof(ubuf), " (uid %lld)", uid);
+        printf("%s%s, %s, by %s\n", safe ? safe : "?", ubuf, role ? role : "?", auth ? auth : "?");
+        return CLI_EXIT_OK;
+}
+
+int cli_verb_whoami(struct cli_ctx *ctx, int argc, char **argv) {
+        bool json;
+        int early = cli_parse_no_arguments(ctx, "whoami", whoami_help, argc, argv, &json);
+        if (early >= 0)
+                return early;
+        struct cli_call call = { .method = "GET", .target = "/api/v1/whoami" };
+        return cli_fetch_and_show(ctx, &call, json, NULL, print_whoami);
 }

@@ -41,14 +41,14 @@ static bool is_final(const char *state) {
         return false;
 }
 
-static void print_end(const json_t *job, long long id) {
+void cli_print_job_end(FILE *out, const json_t *job, long long id) {
         const char *state = cli_jstr(job, "state"), *reason = cli_jstr(job, "reason");
         long long code;
         _cleanup_free_ char *why = reason ? cli_sanitize(reason) : NULL;
         if (state && !strcmp(state, "COMPLETED") && cli_jint(job, "exit_code", &code))
-                printf("Job %lld COMPLETED (exit %lld)\n", id, code);
+                fprintf(out, "Job %lld COMPLETED (exit %lld)\n", id, code);
         else
-                printf("Job %lld %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
+                fprintf(out, "Job %lld %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
 }
 
 /* The job now; NULL after telling why (an unknown id, no daemon). */
@@ -78,7 +78,7 @@ static long look_all(struct cli_ctx *ctx, const long long *ids, size_t n, bool *
                         done[i] = true;
                         *status = strcmp(state, "COMPLETED") ? CLI_EXIT_FAIL : *status;
                         if (tell)
-                                print_end(job, ids[i]);
+                                cli_print_job_end(stdout, job, ids[i]);
                         (void) json_array_append(ended, job);
                 } else {
                         snprintf(still[i], sizeof still[i], "%s", state ? state : "?");

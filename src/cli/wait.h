@@ -2,6 +2,9 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
 
 #include "base/time.h"
 #include "cli/cli.h"
@@ -10,3 +13,7 @@
  * STATE..." as each ends unless json or quiet; with json, the ended jobs' JSON at the end (an
  * object for one job).  Returns 0 when every job COMPLETED, else 1. */
 int cli_wait_jobs(struct cli_ctx *ctx, const long long *ids, size_t n, gw_usec_t timeout, bool json, bool quiet);
+
+/* "Job 17 COMPLETED (exit 0)" or "Job 17 FAILED: <reason>" on out: how a job (GET
+ * /api/v1/jobs/ID's object) ended, the reason's control characters neutralised. */
+void cli_print_job_end(FILE *out, const json_t *job, long long id);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #define SIG_EOCD     UINT32_C(0x06054b50) /* PK\5\6 end of central directory */
 #define SIG_Z64_LOC  UINT32_C(0x07064b50) /* PK\6\7 zip64 end of central directory locator */
@@ -83,6 +84,19 @@ static int read_zip64(const uint8_t *tail, size_t tail_len, uint64_t base, size_
         return 0;
 }
 
+/* No end record: a zip cut before its end shows its entries' local headers (PyTorch writes
+ * one per tensor), so with one in the tail it is said to be truncated; without any, nothing
+ * says it was ever a zip, and "truncated" would send its owner looking for a crash. */
+#define CUT_ZIP "truncated: a zip archive with no end-of-central-directory record"
+#define NOT_ZIP "not a PyTorch zip archive (no zip end-of-central-directory record)"
+
+static int no_end(const uint8_t *tail, size_t tail_len, char *why, size_t n) {
+        for (size_t i = 0; i + 4 <= tail_len; i++)
+                if (le32(tail + i) == SIG_LFH)
+                        return bad(why, n, CUT_ZIP);
+        return bad(why, n, NOT_ZIP);
+}
+
 /* Finds and checks the end records.  0, 1 (zip64 end record outside the tail), -EBADMSG. */
 static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct zip_end *z, char *why,
                     size_t n) {
@@ -95,7 +109,7 @@ static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, st
         int r;
 
         if (tail_len < EOCD_LEN)
-                return bad(why, n, "truncated: no end-of-central-directory record");
+                return no_end(tail, tail_len, why, n);
         /* The comment must end exactly at the end of the file: a signature inside data or
          * in the comment itself does not satisfy that by chance. */
         lo = tail_len - EOCD_LEN > MAX_COMMENT ? tail_len - EOCD_LEN - MAX_COMMENT : 0;
@@ -108,7 +122,7 @@ static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, st
                         break;
         }
         if (!found)
-                return bad(why, n, "truncated: no end-of-central-directory record");
+                return no_end(tail, tail_len, why, n);
 
         e = tail + i;
         if (le16(e + 4) != 0 || le16(e + 6) != 0)
@@ -268,6 +282,18 @@ int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char
                 return 1;
         }
         return walk(tail, tail_len, file_size, &z, why, n);
+}
+
+int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
+                       uint64_t file_size, char *why, size_t n) {
+        char w[512];
+        int r = gw_ckpt_check(tail, tail_len, file_size, w, sizeof(w));
+
+        /* A tail of one big tensor's bytes shows no header; the file's first does. */
+        if (r == -EBADMSG && strcmp(w, NOT_ZIP) == 0 && head && head_len >= 4 && le32(head) == SIG_LFH)
+                snprintf(w, sizeof(w), "%s", CUT_ZIP);
+        say(why, n, "%s", w);
+        return r;
 }
 
 int gw_ckpt_tail_wanted(const uint8_t *tail, size_t tail_len, uint64_t file_size, uint64_t *ret_len) {

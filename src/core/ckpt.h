@@ -36,9 +36,17 @@
  *   -EBADMSG   not a complete archive;
  *   -EINVAL    tail_len > file_size, or tail NULL with tail_len > 0.
  * why (may be NULL) receives a one-line reason in every case, e.g. "complete: 412 entries",
- * "truncated: no end-of-central-directory record",
+ * "truncated: a zip archive with no end-of-central-directory record" (local headers in
+ * the tail: a zip cut short), "not a PyTorch zip archive (no zip end-of-central-directory
+ * record)" (nothing zip-like in the tail),
  * "central directory points past the end of the file". */
 int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char *why, size_t n);
+
+/* gw_ckpt_check() with the file's first head_len bytes too (head may be NULL): a file with
+ * no end record that starts with a zip local header is a zip cut short ("truncated: ..."),
+ * though its tail, all one tensor's data, shows no header. */
+int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
+                       uint64_t file_size, char *why, size_t n);
 
 /* How many bytes from the end of the file gw_ckpt_check() needs to walk every central
  * directory entry (at least the bytes given).  0 and *ret_len, or gw_ckpt_check()'s

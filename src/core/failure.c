@@ -221,22 +221,56 @@ struct hit {
         char text[GW_FAILURE_EVIDENCE_MAX];
 };
 
-/* Copies s trimmed of blanks, cut on a UTF-8 character boundary to fit. */
+#define ELLIPSIS "\xe2\x80\xa6" /* U+2026 */
+
+/* Where to cut s (n bytes, more than fit in limit): after the last sentence that fits, else
+ * at the last word boundary, else on a character boundary.  A reader who sees a line stop
+ * mid-word ("73.66 GiB is ") cannot tell what it said, nor that it was cut.  Ending a
+ * sentence or a word counts only in the second half: an early cut loses more than a ragged
+ * one. */
+static size_t evidence_cut(const char *s, size_t limit) {
+        size_t word = 0;
+
+        for (size_t i = limit; i > limit / 2; i--) {
+                bool blank = s[i] == ' ' || s[i] == '\t';
+                if (blank && strchr(".!?;", s[i - 1]))
+                        return i;
+                if (blank && !word)
+                        word = i;
+        }
+        if (word)
+                return word;
+        while (limit > 0 && ((unsigned char) s[limit] & 0xc0) == 0x80)
+                limit--;
+        return limit;
+}
+
+/* Copies s trimmed of blanks; what does not fit is cut at a sentence or word end where
+ * there is one (evidence_cut) and marked with an ellipsis, so a cut reads as one. */
 static void copy_evidence(char *dst, size_t cap, const char *s) {
         size_t n;
+        bool cut = false;
 
         while (*s == ' ' || *s == '\t')
                 s++;
         n = strlen(s);
         while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
                 n--;
-        if (n >= cap) {
-                n = cap - 1;
-                while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+        if (n >= cap && cap > sizeof(ELLIPSIS) + 1) {
+                n = evidence_cut(s, cap - sizeof(ELLIPSIS) - 1);
+                while (n > 0 && strchr(" \t,:", s[n - 1]))
                         n--;
+                cut = true;
+        } else if (n >= cap) {
+                n = cap - 1;
         }
         memcpy(dst, s, n);
-        dst[n] = '\0';
+        if (cut) {
+                bool sentence = n > 0 && strchr(".!?;", s[n - 1]);
+                snprintf(dst + n, cap - n, "%s" ELLIPSIS, sentence ? " " : "");
+        } else {
+                dst[n] = '\0';
+        }
 }
 
 static void hit_set(struct hit *h, enum gw_failure_class cls, unsigned line, size_t off, const char *text) {

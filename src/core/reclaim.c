@@ -409,7 +409,7 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
                    d.idle_for >= p->idle_timeout + p->warn) {
                 d.action = GW_RECLAIM_TERMINATE;
                 d.next.term_at = now;
-                add(&t, "RECLAIMED after %s idle: ", dur_str(d.idle_for, dd));
+                add(&t, "idle for %s: ", dur_str(d.idle_for, dd));
         } else {
                 d.why = GW_RECLAIM_WHY_WARNED;
                 add(&t, "kept: warned %s, SIGTERM at %s unless it resumes; idle %s: ",

@@ -176,7 +176,7 @@ struct gw_reclaim_decision {
         gw_usec_t idle_since;            /* start of the idle window; 0 when active now */
         gw_usec_t idle_for;              /* now - idle_since, 0 when active */
         struct gw_reclaim_state next;    /* the caller stores this after acting */
-        /* "RECLAIMED after 5m12s idle: GPU 0,1 util 0%/0% (threshold 5%), no progress for
+        /* "idle for 5m12s: GPU 0,1 util 0%/0% (threshold 5%), no progress for
          * 5m12s (log unchanged since 14:02:11, results.csv 37 rows since 13:58:40), not
          * validating, not saving": every reason the decision rests on, for the user. */
         char evidence[GW_RECLAIM_EVIDENCE_MAX];

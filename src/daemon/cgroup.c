@@ -87,7 +87,7 @@ void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups
                 snprintf(instance, sizeof instance, "state-unknown");
         note[0] = '\0';
         if (!strcmp(want, "none")) {
-                snprintf(note, notelen, "cgroups off by config");
+                snprintf(note, notelen, "off by config");
                 return;
         }
         if (strcmp(want, "v1")) {

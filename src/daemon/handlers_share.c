@@ -217,6 +217,48 @@ void on_booking_list(void *ud, const struct gw_http_request *req, const struct g
         reply_json(rep, 200, json_pack("{s:o}", "bookings", arr));
 }
 
+/* A deny's optional body, {"reason": "..."}: the reason, for the booking's owner, into why
+ * ("" when absent).  0, or -EINVAL after a 400 naming the field. */
+static int decode_deny(const struct gw_http_request *req, char *why, size_t n, struct gw_http_reply *rep) {
+        static const char *const fields[] = { "reason" };
+        const char *r;
+        why[0] = '\0';
+        if (req->body_len == 0)
+                return 0;
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return -EINVAL;
+        int k = body_check(o, fields, ELEMENTSOF(fields), "a deny", "reason", &r, rep);
+        size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
+        for (const char *p = r; k == 0 && p && *p; p++)
+                len += ((unsigned char) *p & 0xC0) != 0x80;
+        if (k == 0 && r && (len == 0 || len > 200 || strpbrk(r, "\n\r"))) {
+                reply_error(rep, 400, "reason", "reason: 1-200 characters on one line");
+                k = -EINVAL;
+        }
+        if (k == 0 && r)
+                snprintf(why, n, "%s", r);
+        json_decref(o);
+        return k;
+}
+
+/* The note said as "denied by ann: REASON", cut on a character boundary to fit. */
+static void booking_note(char *note, size_t n, const char *done, const char *user, const char *why) {
+        int k = snprintf(note, n, "%s by %s%s%s", done, user, *why ? ": " : "", why);
+        if (k < 0 || (size_t) k < n)
+                return;
+        /* The last character's lead byte, and whether all its bytes made it. */
+        size_t end = n - 1, lead = end;
+        while (lead > 0 && ((unsigned char) note[lead - 1] & 0xC0) == 0x80)
+                lead--;
+        if (lead == 0)
+                return;
+        unsigned char c = (unsigned char) note[--lead];
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (end - lead < need)
+                note[lead] = '\0';
+}
+
 void on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -232,9 +274,13 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         if (approve && b->state != GW_BOOKING_PENDING_APPROVAL)
                 return reply_error(rep, 409, "id", "booking %lld is %s, not awaiting approval", (long long) b->id,
                                    gw_booking_state_name((enum gw_booking_state) b->state));
+        char why[4 * 200 + 1]; /* 200 characters of up to 4 bytes */
+        if (deny && decode_deny(req, why, sizeof why, rep) < 0)
+                return;
         enum gw_booking_state to = approve ? GW_BOOKING_APPROVED : deny ? GW_BOOKING_DENIED : GW_BOOKING_RELEASED;
-        char note[160];
-        snprintf(note, sizeof note, "%s by %s", approve ? "approved" : deny ? "denied" : "released", c->user);
+        char note[sizeof b->note];
+        booking_note(note, sizeof note, approve ? "approved" : deny ? "denied" : "released", c->user,
+                     deny ? why : "");
         struct gw_store_booking before = *b;
         b->state = to;
         snprintf(b->note, sizeof b->note, "%s", note);
@@ -242,6 +288,7 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
                 *b = before; /* not recorded: not done */
                 return reply_store_error(d, rep, "cannot record it");
         }
+        log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);
         json_t *o = booking_json(b);
         /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
          * booking that is over; its queued jobs find it gone and end (the gate is closed). */

@@ -372,8 +372,8 @@ int main(int argc, char **argv) {
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;
         gw_cgroup_detect(cfg.cgroup, cfg.state_dir, &d.cg, note, sizeof note);
-        log_info("cgroups: %s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
-                 d.cg.mode ? d.cg.base : "", note[0] ? note : "");
+        log_info("cgroups: %s%s%s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
+                 d.cg.mode ? d.cg.base : "", note[0] ? " (" : "", note, note[0] ? ")" : "");
         d.now = gw_now_mono();
         if (gw_sharing_open(&d) < 0) {
                 log_err("cannot load bookings and quotas: %s", gw_store_errmsg(d.store));

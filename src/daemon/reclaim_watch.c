@@ -163,11 +163,19 @@ static void act_withdraw(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         (void) gw_rwatch_log_append(j, w, "gpuward: warning withdrawn: the job is active again\n");
 }
 
+/* The evidence, often 300 characters, goes to a "reclaim" event; the job's reason, which
+ * show, queue and history print beside the state, stays one short line that points there. */
 static void act_terminate(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w,
                           const struct gw_reclaim_policy *p, const struct gw_reclaim_decision *dec, gw_usec_t now) {
         const struct gw_job *j = dj->job;
-        char reason[GW_RECLAIM_EVIDENCE_MAX + 64], at[16], line[160];
-        snprintf(reason, sizeof reason, "%s; SIGTERM %s", dec->evidence, clock_at(now, at, sizeof at));
+        char evidence[GW_RECLAIM_EVIDENCE_MAX + 64], reason[128], idle[32], at[16], line[160];
+        clock_at(now, at, sizeof at);
+        snprintf(evidence, sizeof evidence, "%s; SIGTERM %s", dec->evidence, at);
+        (void) gw_store_job_event(d->store, j->id, j->state, "reclaim", evidence);
+        _cleanup_free_ char *said = gw_text_private_render(evidence, true, NULL); /* for the daemon's log */
+        log_info("job %lld: reclaim: %s", (long long) j->id, said);
+        snprintf(reason, sizeof reason, "idle for %s; evidence in the reclaim event",
+                 gw_format_duration(dec->idle_for, idle, sizeof idle));
         snprintf(line, sizeof line, "gpuward: idle GPUs reclaimed: SIGTERM to the job at %s (gpuward show %lld)\n", at,
                  (long long) j->id);
         (void) gw_rwatch_log_append(j, w, line);

@@ -31,6 +31,8 @@ static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, s
         }
         size_t len = (size_t) (st.st_size < CKPT_TAIL ? st.st_size : CKPT_TAIL);
         char reason[200];
+        uint8_t head[4];
+        size_t head_len = pread(fd, head, sizeof head, 0) == (ssize_t) sizeof head ? sizeof head : 0;
         /* Two rounds at most: the end records say how much of the file the central directory
          * needs; a huge one is taken as complete once its end records are consistent. */
         for (int round = 0; round < 2; round++) {
@@ -39,7 +41,7 @@ static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, s
                         snprintf(why, n, "%s: cannot read it", path);
                         return false;
                 }
-                int r = gw_ckpt_check(buf, len, (uint64_t) st.st_size, reason, sizeof reason);
+                int r = gw_ckpt_check_file(head, head_len, buf, len, (uint64_t) st.st_size, reason, sizeof reason);
                 if (r < 0) {
                         snprintf(why, n, "%s: %s", path, reason);
                         return false;

@@ -19,6 +19,12 @@ IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1
 BOUND = IDLE + WARN + GRACE + 2 * SAMPLE
 
 
+def evidence(j):
+    """Why the job was reclaimed: its reclaim event (the job's reason stays one short line)."""
+    ev = events_of(j, "reclaim")
+    return ev[-1]["message"] if ev else f"no reclaim event; reason: {j['reason']}"
+
+
 def make_config(protect_max=None, extra=""):
     """The test profiles: default and hpo with the short timeouts above."""
     pm = f"protect_max = {protect_max}\n" if protect_max is not None else ""
@@ -43,8 +49,9 @@ class ReclaimTest(DaemonTest):
         # --sleep-forever stops writing at once: its log's last write is its start.
         self.assertLessEqual(j["end_time"] - j["start_time"], BOUND + 0.5, j["reason"])
         self.assertGreaterEqual(j["end_time"] - j["start_time"], IDLE + WARN - 0.5, "not before its time")
-        reason = j["reason"]
-        for needle in ("RECLAIMED after", "GPU 0,1 util 0%/0% (threshold 5%)", "no progress for",
+        reason = evidence(j)
+        self.assertRegex(j["reason"], r"^idle for \w+; evidence in the reclaim event$")
+        for needle in ("idle for", "GPU 0,1 util 0%/0% (threshold 5%)", "no progress for",
                        "log unchanged since", "not validating", "not saving", "SIGTERM"):
             self.assertIn(needle, reason)
         k = kinds(j)
@@ -68,7 +75,7 @@ class ReclaimTest(DaemonTest):
         run = os.path.join(self.d.work, "runs", "detect", "train")
         hung_at = os.stat(os.path.join(run, "weights", "last.pt")).st_mtime  # its last write
         self.assertLessEqual(j["end_time"] - hung_at, BOUND + 0.5, j["reason"])
-        reason = j["reason"]
+        reason = evidence(j)
         for needle in ("util 0% (threshold 5%)", "log unchanged since", "results.csv 2 rows since", "loss ",
                        "not validating (validation finished: \"all ", "not saving"):
             self.assertIn(needle, reason)
@@ -93,8 +100,8 @@ class ReclaimTest(DaemonTest):
         j = self.d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 10)
         self.assertEqual(j["state"], "RECLAIMED", j["reason"])
         self.assertLessEqual(j["end_time"] - hung_at, BOUND + 0.5, j["reason"])
-        reason = j["reason"]
-        for needle in ("RECLAIMED after", "util 0% (threshold 5%)", "results.csv 2 rows since",
+        reason = evidence(j)
+        for needle in ("idle for", "util 0% (threshold 5%)", "results.csv 2 rows since",
                        "not validating (validation finished: \"all        128        929", "not saving"):
             self.assertIn(needle, reason)
 
@@ -122,14 +129,14 @@ class ReclaimTest(DaemonTest):
             url = f"http://127.0.0.1:{srv.server_address[1]}/healthz"
             jid = self.d.submit("--health-url", url, "--", TRAINER, "--sleep-forever")
             j = self.d.wait_state(jid, "RECLAIMED", timeout=BOUND + 10)
-            self.assertIn("health probe passing (not enough to keep a job)", j["reason"])
+            self.assertIn("health probe passing (not enough to keep a job)", evidence(j))
         finally:
             srv.shutdown()
             srv.server_close()
         # Nothing listens there any more: a failing probe is named too.
         jid = self.d.submit("--health-url", url, "--", TRAINER, "--sleep-forever")
         j = self.d.wait_state(jid, "RECLAIMED", timeout=BOUND + 10)
-        self.assertIn("health probe failing (connection refused)", j["reason"])
+        self.assertIn("health probe failing (connection refused)", evidence(j))
 
 
 class KeepTest(DaemonTest):
@@ -190,7 +197,7 @@ class KeepTest(DaemonTest):
             os.unlink(os.path.join(self.d.state, "sim-nvml", "procs", str(rogue.pid)))
         # Its own GPU use was nothing all along: with the rogue gone it is reclaimed.
         j = self.d.wait_state(jid, "RECLAIMED", timeout=BOUND + 10)
-        self.assertIn("util 0% (threshold 5%)", j["reason"])
+        self.assertIn("util 0% (threshold 5%)", evidence(j))
 
     def test_declared_progress_file_keeps_a_job(self):
         # No GPU use and no log output, but --progress FILE advances every second.
@@ -199,7 +206,7 @@ class KeepTest(DaemonTest):
         self.d.wait_state(jid, "RUNNING")
         undeclared = self.d.submit("--", "sh", "-c", script.replace("prog.txt", "other.txt"))
         j = self.d.wait_state(undeclared, "RECLAIMED", timeout=BOUND + 10)
-        self.assertIn("log unchanged since", j["reason"])
+        self.assertIn("log unchanged since", evidence(j))
         time.sleep(max(0, 3 * IDLE + 1 - (time.time() - self.d.job(jid)["start_time"])))
         self.assertEqual(self.assert_never_warned(jid)["state"], "RUNNING")
 

@@ -257,7 +257,7 @@ static void random_bytes_rejected(void **state) {
                 file_a[i] = (uint8_t) x;
         }
         assert_int_equal(check_file(file_a, 100000, why, sizeof(why)), -EBADMSG);
-        assert_string_equal(why, "truncated: no end-of-central-directory record");
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
 
         /* A planted end record with nonsense behind it. */
         memcpy(file_a + 100000 - 22, "PK\x05\x06\0\0\0\0", 8);
@@ -271,6 +271,40 @@ static void random_bytes_rejected(void **state) {
         assert_int_equal(check_file(file_a, 0, why, sizeof(why)), -EBADMSG);
         assert_string_equal(why, "truncated: empty file");
         assert_int_equal(gw_ckpt_check((const uint8_t *) "PK", 2, 2, why, sizeof(why)), -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+}
+
+/* A complete file that is no zip is not called truncated; a zip cut before its end is. */
+static void not_a_zip_is_not_truncated(void **state) {
+        static const char text[] = "this is a text file saved as last.pt, complete and not a zip\n";
+        char why[200];
+
+        (void) state;
+        assert_int_equal(gw_ckpt_check((const uint8_t *) text, sizeof(text) - 1, sizeof(text) - 1, why, sizeof(why)),
+                         -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+
+        size_t n = pytorch_like(file_a, sizeof(file_a), ZIP_PYTORCH, NULL, 0);
+        assert_int_equal(check_file(file_a, n / 2, why, sizeof(why)), -EBADMSG);
+        assert_string_equal(why, "truncated: a zip archive with no end-of-central-directory record");
+
+        /* A big tensor cut mid-write: no header in the tail, but the file starts as a zip. */
+        static uint8_t big[300 * 1024];
+        memcpy(big, "PK\x03\x04", 4);
+        for (size_t i = 4; i < sizeof(big); i++)
+                big[i] = (uint8_t) (i * 7 + 1);
+        const uint8_t *tail = big + sizeof(big) - GW_CKPT_TAIL_LEN;
+        assert_int_equal(gw_ckpt_check(tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)), -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+        assert_int_equal(gw_ckpt_check_file(big, 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)),
+                         -EBADMSG);
+        assert_string_equal(why, "truncated: a zip archive with no end-of-central-directory record");
+        /* Without a zip's first bytes, still not a zip; a complete zip passes as before. */
+        assert_int_equal(gw_ckpt_check_file((const uint8_t *) "abcd", 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why,
+                                            sizeof(why)),
+                         -EBADMSG);
+        assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
+        assert_int_equal(gw_ckpt_check_file(file_a, 4, file_a, n, n, why, sizeof(why)), 0);
 }
 
 static void le32_at(uint8_t *p, uint32_t v) {
@@ -401,6 +435,7 @@ int main(void) {
                 cmocka_unit_test(flavours_complete_and_truncations_rejected),
                 cmocka_unit_test(with_a_comment),
                 cmocka_unit_test(random_bytes_rejected),
+                cmocka_unit_test(not_a_zip_is_not_truncated),
                 cmocka_unit_test(corrupt_end_records),
                 cmocka_unit_test(large_central_directory),
                 cmocka_unit_test(arguments_and_ids),

@@ -132,9 +132,11 @@ static void oom(void **state) {
 
         assert_int_equal(v.cls, GW_FAILURE_OOM);
         assert_int_equal(v.line, 8);
-        /* Cut to fit, on a character boundary. */
-        assert_int_equal(strlen(v.evidence), GW_FAILURE_EVIDENCE_MAX - 1);
-        assert_memory_equal(v.evidence, "torch.OutOfMemoryError: CUDA out of memory. Tried", 49);
+        /* Cut to fit after the last whole sentence, and marked as cut. */
+        assert_string_equal(v.evidence,
+                            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                            "total capacity of 23.65 GiB of which 1.12 GiB is free. Including non-PyTorch memory, "
+                            "this process has 22.52 GiB memory in use. \xe2\x80\xa6");
 
         v = run(GW_END_EXITED, 1, OOM_OLD, NULL, 0);
         assert_int_equal(v.cls, GW_FAILURE_OOM);
@@ -542,10 +544,26 @@ static void long_line_cut_on_utf8_boundary(void **state) {
                 v = run(GW_END_EXITED, 1, log + shift, NULL, 0);
                 size_t n = strlen(v.evidence);
                 assert_true(n < GW_FAILURE_EVIDENCE_MAX);
-                assert_true(n >= GW_FAILURE_EVIDENCE_MAX - 2);
-                /* The last byte completes a character: é's second byte. */
-                assert_int_equal((unsigned char) v.evidence[n - 1], 0xa9);
+                assert_true(n >= GW_FAILURE_EVIDENCE_MAX - 6);
+                /* No blank to cut at: on a character boundary (é's second byte), then "…". */
+                assert_int_equal((unsigned char) v.evidence[n - 4], 0xa9);
+                assert_string_equal(v.evidence + n - 3, "\xe2\x80\xa6");
         }
+}
+
+static void long_line_cut_at_a_word(void **state) {
+        static char log[1024];
+        size_t k = (size_t) snprintf(log, sizeof(log), "RuntimeError: CUDA error: ");
+        struct gw_failure_verdict v;
+
+        (void) state;
+        while (k + 12 < sizeof(log))
+                k += (size_t) snprintf(log + k, sizeof(log) - k, "allocated, ");
+        v = run(GW_END_EXITED, 1, log, NULL, 0);
+        size_t n = strlen(v.evidence);
+        assert_true(n < GW_FAILURE_EVIDENCE_MAX);
+        /* At a word's end, the comma before the cut dropped, then "…". */
+        assert_true(n > 4 && memcmp(v.evidence + n - 12, "allocated\xe2\x80\xa6", 12) == 0);
 }
 
 static void names_and_bad_input(void **state) {
@@ -619,6 +637,7 @@ int main(void) {
                 cmocka_unit_test(tail_is_not_nul_terminated),
                 cmocka_unit_test(custom_patterns),
                 cmocka_unit_test(long_line_cut_on_utf8_boundary),
+                cmocka_unit_test(long_line_cut_at_a_word),
                 cmocka_unit_test(names_and_bad_input),
                 cmocka_unit_test(command_not_found),
         };

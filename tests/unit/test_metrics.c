@@ -21,7 +21,7 @@ static const char *const all_families[] = {
         "gpuward_gpu_utilization_ratio", "gpuward_gpu_memory_used_bytes",
         "gpuward_gpu_memory_total_bytes", "gpuward_gpu_temperature_celsius",
         "gpuward_gpu_power_watts", "gpuward_gpu_allocated",
-        "gpuward_gpu_healthy", "gpuward_job_gpu_utilization_ratio",
+        "gpuward_gpu_job_info", "gpuward_gpu_healthy", "gpuward_job_gpu_utilization_ratio",
         "gpuward_job_gpu_memory_used_bytes", "gpuward_jobs",
         "gpuward_queue_wait_seconds", "gpuward_rogue_processes",
         "gpuward_reclaims_total", "gpuward_retries_total",
@@ -264,12 +264,15 @@ static void values_and_labels(void **state) {
         assert_true(has_line(text, "gpuward_gpu_memory_total_bytes{gpu=\"0\",uuid=\"GPU-0000\"} 85899345921"));
         assert_true(has_line(text, "gpuward_gpu_temperature_celsius{gpu=\"0\",uuid=\"GPU-0000\"} 65.5"));
         assert_true(has_line(text, "gpuward_gpu_power_watts{gpu=\"0\",uuid=\"GPU-0000\"} 301.25"));
-        assert_true(has_line(text, "gpuward_gpu_allocated{gpu=\"0\",uuid=\"GPU-0000\",job=\"\",user=\"\"} 0"));
+        /* Label-stable per GPU; who holds it is the info metric, only for a held GPU. */
+        assert_true(has_line(text, "gpuward_gpu_allocated{gpu=\"0\",uuid=\"GPU-0000\"} 0"));
+        assert_null(strstr(text, "gpuward_gpu_job_info{gpu=\"0\""));
         assert_true(has_line(text, "gpuward_gpu_healthy{gpu=\"0\",uuid=\"GPU-0000\",health=\"ok\"} 1"));
 
         /* escaped: backslash, double quote, newline; nothing else is touched */
         assert_true(has_line(text, "gpuward_gpu_utilization_ratio{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\"} 1"));
-        assert_true(has_line(text, "gpuward_gpu_allocated{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\","
+        assert_true(has_line(text, "gpuward_gpu_allocated{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\"} 1"));
+        assert_true(has_line(text, "gpuward_gpu_job_info{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\","
                                    "job=\"42\",user=\"bo\\\"b\\\\x\\ny\"} 1"));
         assert_true(has_line(text, "gpuward_gpu_healthy{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\","
                                    "health=\"drained\"} 0"));

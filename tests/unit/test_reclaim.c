@@ -72,7 +72,7 @@ static const struct row rows[] = {
          "SIGTERM at 14:50:30 unless it resumes"},
         {"hung, warned 61s ago", "default", HUNG, 61, NONE, GW_PHASE_UNKNOWN, NULL,
          GW_PROBE_NONE, GW_RECLAIM_TERMINATE, GW_RECLAIM_WHY_NONE, false,
-         "RECLAIMED after 6m40s idle: ", "; warned 14:48:59"},
+         "idle for 6m40s: ", "; warned 14:48:59"},
         /* The warning is old enough but idle < timeout + warn (policy shortened meanwhile? a
          * stepped clock?): the user still gets the full notice. */
         {"warned long ago, not idle long enough", "default", 0, 0, false, 330, 460, NONE, 3600,
@@ -251,7 +251,7 @@ static void issue_example(void **state) {
         assert_int_equal(d.action, GW_RECLAIM_TERMINATE);
         assert_int_equal(d.idle_for, 312 * SEC);
         assert_string_equal(d.evidence,
-                            "RECLAIMED after 5m12s idle: GPU 0,1 util 0%/0% (threshold 5%), no "
+                            "idle for 5m12s: GPU 0,1 util 0%/0% (threshold 5%), no "
                             "progress for 5m12s (log unchanged since 14:02:11, results.csv 37 "
                             "rows since 13:58:40), not validating, not saving; warned 14:06:11");
 
@@ -438,7 +438,7 @@ static void hung_evidence(void **state) {
                                   "progress for 5m (log unchanged since 13:59:55, results.csv 9 "
                                   "rows since 13:59:00), not validating, not saving; SIGTERM in "
                                   "1m unless it resumes");
-        assert_string_equal(term, "RECLAIMED after 6m idle: GPU 0,1 util 0%/0% (threshold 5%), "
+        assert_string_equal(term, "idle for 6m: GPU 0,1 util 0%/0% (threshold 5%), "
                                   "no progress for 6m (log unchanged since 13:59:55, results.csv "
                                   "9 rows since 13:59:00), not validating, not saving; warned "
                                   "14:04:55");
