@@ -6,7 +6,9 @@ wait is bounded."""
 import http.client
 import json
 import os
+import pwd
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -71,6 +73,35 @@ def events_of(job, kind):
 def as_user(uid, gid=None):
     """The command prefix that runs what follows as uid (root only), with no supplementary groups."""
     return ["setpriv", f"--reuid={uid}", f"--regid={uid if gid is None else gid}", "--clear-groups"]
+
+
+class Users:
+    """Throwaway Unix accounts named PREFIX<role><suffix>, each with its own group of the same
+    name and no home directory (root only); remove_all() in a finally block takes them away."""
+
+    def __init__(self, prefix="gw"):
+        self.prefix = prefix
+        self.suffix = secrets.token_hex(3)
+        self.made = []
+
+    def add(self, role, uid=None):
+        name = f"{self.prefix}{role}{self.suffix}"
+        cmd = ["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin"]
+        if uid is not None:
+            cmd += ["--uid", str(uid)]
+        subprocess.run(cmd + [name], check=True, capture_output=True, timeout=30)
+        self.made.append(name)
+        return pwd.getpwnam(name)
+
+    def delete(self, user):
+        # --force: its job may still run (userdel refuses an account with processes otherwise)
+        subprocess.run(["userdel", "--force", user.pw_name], check=True, capture_output=True, timeout=30)
+        subprocess.run(["groupdel", user.pw_name], capture_output=True, timeout=30)  # gone with the user, usually
+
+    def remove_all(self):
+        for name in self.made:
+            subprocess.run(["userdel", "--force", name], capture_output=True, timeout=30)
+            subprocess.run(["groupdel", name], capture_output=True, timeout=30)
 
 
 def supervisor_done(pid):

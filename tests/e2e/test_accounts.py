@@ -2,13 +2,11 @@
 the next account given its uid inherits none of it.  Throwaway accounts (prefix gwsec) made
 with useradd and removed in a finally block.  Root only: elsewhere it says why it is skipped."""
 import json
-import pwd
-import secrets
 import shutil
 import subprocess
 import unittest
 
-from gwtest import IS_ROOT, Daemon, main, wait_until
+from gwtest import IS_ROOT, Daemon, Users, main, wait_until
 
 
 def skip_reason():
@@ -20,37 +18,10 @@ def skip_reason():
     return None
 
 
-class Accounts:
-    """Accounts named gwsec<role><suffix>, each with its own group."""
-
-    def __init__(self):
-        self.suffix = secrets.token_hex(3)
-        self.made = []
-
-    def add(self, role, uid=None):
-        name = f"gwsec{role}{self.suffix}"
-        cmd = ["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin"]
-        if uid is not None:
-            cmd += ["--uid", str(uid)]
-        subprocess.run(cmd + [name], check=True, capture_output=True, timeout=30)
-        self.made.append(name)
-        return pwd.getpwnam(name)
-
-    def delete(self, user):
-        # --force: its job may still run (userdel refuses an account with processes otherwise)
-        subprocess.run(["userdel", "--force", user.pw_name], check=True, capture_output=True, timeout=30)
-        subprocess.run(["groupdel", user.pw_name], capture_output=True, timeout=30)  # gone with the user, usually
-
-    def remove_all(self):
-        for name in self.made:
-            subprocess.run(["userdel", "--force", name], capture_output=True, timeout=30)
-            subprocess.run(["groupdel", name], capture_output=True, timeout=30)
-
-
 @unittest.skipIf(skip_reason(), skip_reason() or "")
 class DepartedUserTest(unittest.TestCase):
     def setUp(self):
-        self.accounts = Accounts()
+        self.accounts = Users("gwsec")
         self.d = Daemon(gpus=1)
         try:
             self.d.start()

@@ -6,8 +6,7 @@ import json
 import os
 import unittest
 
-from gwtest import GPUWARD, IS_ROOT, DaemonTest, main, start_failure
-from test_users import Users
+from gwtest import GPUWARD, IS_ROOT, DaemonTest, Users, main, start_failure
 
 
 @unittest.skipUnless(IS_ROOT, "needs root to make a user (root is an admin, and admins are not limited)")

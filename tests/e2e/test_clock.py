@@ -10,8 +10,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import IS_ROOT, DaemonTest, events_of, main, needs_readoption, wait_until
-from test_users import Users
+from gwtest import IS_ROOT, DaemonTest, Users, events_of, main, needs_readoption, wait_until
 
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 IDLE, WARN = 6, 2

@@ -3,13 +3,12 @@ which a job's death and its GPU's loss are seen, and processes started outside g
 import json
 import os
 import pwd
-import secrets
 import sqlite3
 import subprocess
 import sys
 import time
 
-from gwtest import IS_ROOT, Daemon, DaemonTest, as_user, events_of, main, wait_until
+from gwtest import IS_ROOT, Daemon, DaemonTest, Users, as_user, events_of, main, wait_until
 
 
 def set_fake(d, **settings):
@@ -25,28 +24,6 @@ def set_fake(d, **settings):
         f.write("\n".join(lines) + "\n")
     os.rename(tmp, path)
     os.utime(path)
-
-
-class Users:
-    """Throwaway accounts (gwgpu... or another prefix), each with its own group, no home
-    directory."""
-
-    def __init__(self, prefix="gwgpu"):
-        self.prefix = prefix
-        self.suffix = secrets.token_hex(3)
-        self.made = []
-
-    def add(self, role):
-        name = f"{self.prefix}{role}{self.suffix}"
-        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True, timeout=30)
-        self.made.append(name)
-        return pwd.getpwnam(name)
-
-    def remove_all(self):
-        for name in self.made:
-            subprocess.run(["userdel", name], capture_output=True, timeout=30)
-            subprocess.run(["groupdel", name], capture_output=True, timeout=30)  # gone with the user, usually
 
 
 def gpu_events(d, gpu, kind):
@@ -183,7 +160,7 @@ class RogueProcessTest(DaemonTest):
 
     def setUp(self):
         self.rogues = []
-        self.users = Users()
+        self.users = Users("gwgpu")
         super().setUp()
 
     def tearDown(self):

@@ -11,8 +11,6 @@
 Real users are made with useradd (prefix gwdsk) and removed in a finally block; the disk
 tests mount a small tmpfs on the state dir.  Root only: elsewhere each test skips with why."""
 import os
-import pwd
-import secrets
 import shutil
 import socket
 import stat
@@ -21,7 +19,7 @@ import sys
 import time
 import unittest
 
-from gwtest import GPUWARD, IS_ROOT, TRAINER, Daemon, events_of, main, start_failure, wait_until
+from gwtest import GPUWARD, IS_ROOT, TRAINER, Daemon, Users, events_of, main, start_failure, wait_until
 
 MiB = 1 << 20
 
@@ -33,26 +31,6 @@ def skip_reason():
         if not shutil.which(tool):
             return f"{tool} is not installed"
     return None
-
-
-class Users:
-    """Throwaway accounts named gwdsk*, each with its own group, no home directory."""
-
-    def __init__(self):
-        self.suffix = secrets.token_hex(3)
-        self.made = []
-
-    def add(self, role):
-        name = f"gwdsk{role}{self.suffix}"
-        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True, timeout=30)
-        self.made.append(name)
-        return pwd.getpwnam(name)
-
-    def remove_all(self):
-        for name in self.made:
-            subprocess.run(["userdel", name], capture_output=True, timeout=30)
-            subprocess.run(["groupdel", name], capture_output=True, timeout=30)
 
 
 def as_user(u):
@@ -70,7 +48,7 @@ class UserFilesTest(unittest.TestCase):
         if why:
             print(f"test_userio: SKIPPED: {why}", file=sys.stderr, flush=True)
             self.skipTest(why)
-        self.users = Users()
+        self.users = Users("gwdsk")
         self.mounted = None
         self.d = None
         try:

@@ -6,14 +6,13 @@ Shows that alice's job runs as alice, that bob can neither cancel it nor release
 nor submit into it while an admin can, that bob's token works over TCP and a wrong, revoked
 or expired one does not, and that a guest reads but never writes."""
 import json
-import pwd
 import secrets
 import shutil
 import subprocess
 import sys
 import unittest
 
-from gwtest import GPUWARD, IS_ROOT, Daemon, wait_until
+from gwtest import GPUWARD, IS_ROOT, Daemon, Users, wait_until
 
 
 def skip_reason():
@@ -23,26 +22,6 @@ def skip_reason():
         if not shutil.which(tool):
             return f"{tool} is not installed"
     return None
-
-
-class Users:
-    """Throwaway accounts, each with its own group of the same name, no home directory."""
-
-    def __init__(self):
-        self.suffix = secrets.token_hex(3)
-        self.made = []
-
-    def add(self, role):
-        name = f"gw{role}{self.suffix}"
-        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True, timeout=30)
-        self.made.append(name)
-        return pwd.getpwnam(name)
-
-    def remove_all(self):
-        for name in self.made:
-            subprocess.run(["userdel", name], capture_output=True, timeout=30)
-            subprocess.run(["groupdel", name], capture_output=True, timeout=30)  # gone with the user, usually
 
 
 class RolesWithRealUsers(unittest.TestCase):
