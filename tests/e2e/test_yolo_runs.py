@@ -54,9 +54,15 @@ class TwoJobsOneFolderTest(DaemonTest):
     def test_unnamed_runs_go_by_what_each_log_says(self):
         """Two trainings that name no run, in one folder: Ultralytics makes train and train2
         and each says which in its log; each job gets the one its own log names."""
-        jobs = [self.d.submit_api([TRAINER, "epochs=4", "--epoch-seconds", "1.5"], 300) for _ in range(2)]
-        found = {jid: wait_until(lambda: self.eta(jid).get("results_csv"), timeout=60, what=f"job {jid}'s run")
-                 for jid in jobs}
+        jobs = [self.d.submit_api([TRAINER, "epochs=6", "--epoch-seconds", "1.5"], 300) for _ in range(2)]
+        found = {}
+
+        def both():  # the path is shown while a job runs: look at both at once
+            for jid in jobs:
+                found[jid] = found.get(jid) or self.eta(jid).get("results_csv")
+            return all(found.values())
+
+        wait_until(both, timeout=60, what="both jobs' runs")
         for jid in jobs:
             self.d.wait_state(jid, "COMPLETED", timeout=60)
             said = [l.split("Logging results to ", 1)[1] for l in self.d.log_text(jid).splitlines()
@@ -64,8 +70,30 @@ class TwoJobsOneFolderTest(DaemonTest):
             self.assertEqual(len(said), 1, said)
             run = said[0].replace("\x1b[1m", "").replace("\x1b[0m", "").strip()
             self.assertEqual(found[jid], os.path.join(self.d.work, run, "results.csv"))
-            self.assertEqual(len(self.d.job(jid)["training"]["epoch_ends"]), 4, jid)
+            self.assertEqual(len(self.d.job(jid)["training"]["epoch_ends"]), 6, jid)
         self.assertEqual(sorted(os.path.basename(os.path.dirname(f)) for f in found.values()), ["train", "train2"])
+
+IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1
+
+
+class NeighbourKeepsNoOneAliveTest(DaemonTest):
+    """The idle watch reads a job's progress from its own run only: a stalled job next to a
+    training neighbour is reclaimed on its own evidence, not kept by the neighbour's rows."""
+    gpus = 2
+    config = f"[policy.default]\nidle_timeout = {IDLE}\nwarn = {WARN}\ngrace = {GRACE}\n"
+
+    def test_stalled_job_is_not_kept_by_its_neighbours_rows(self):
+        stalled = self.d.submit_api([TRAINER, "--sleep-forever"], 300)
+        self.d.wait_state(stalled, "RUNNING")
+        busy = self.d.submit_api([TRAINER, "epochs=40", "name=busy", "--epoch-seconds", "0.5"], 300)
+        self.d.wait_state(busy, "RUNNING")
+        j = self.d.wait_state(stalled, "RECLAIMED", timeout=IDLE + WARN + GRACE + 2 * SAMPLE + 10)
+        self.assertIn("no progress for", j["reason"])
+        self.assertNotIn("results.csv", j["reason"])
+        self.assertEqual(self.d.job(busy)["state"], "RUNNING", "the neighbour trains on")
+        self.d.api("DELETE", f"/api/v1/jobs/{busy}")
+        self.d.wait_state(busy, "CANCELLED")
+
 
 if __name__ == "__main__":
     main()
