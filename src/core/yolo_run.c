@@ -230,7 +230,8 @@ int gw_yolo_resolve(const struct gw_yolo_input *in, struct gw_yolo_run *ret) {
                 snprintf(r.base + l, sizeof r.base - l, "/%s", task);
         }
         r.any_task = !project && !task;
-        if (project || r.name[0])
+        r.named = project || r.name[0];
+        if (r.named)
                 r.evidence = GW_YOLO_NAMED;
         resume_of(in, &r, &ckpt);
         if (ckpt) {

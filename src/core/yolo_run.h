@@ -54,6 +54,7 @@ struct gw_yolo_run {
         bool resumed;                 /* a bare "resume", resume=True or resume=PATH */
         bool exist_ok;                /* the run folder is reused: an older results.csv may be its */
         enum gw_yolo_evidence evidence;
+        bool named;                   /* the command gives PROJECT or NAME (whatever else it says) */
         char task[GW_YOLO_TASK_MAX];  /* detect, segment, ...; "" when the command does not say */
         char name[GW_YOLO_NAME_MAX];  /* the name= given, "" when none (then any NAME matches) */
         char ckpt[GW_YOLO_PATH_MAX];  /* the resumed checkpoint, "" when none */

@@ -221,11 +221,12 @@ static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const cha
         return false;
 }
 
-/* Whether o, another job in j's cwd that runs or waits for its retry, could have made the run
- * folder dir by what its command says (core/yolo_run.h). */
+/* Whether o, another job that runs or waits for its retry, could have made the run folder dir
+ * by what its command says (core/yolo_run.h).  Its paths are joined to its own cwd: a job in
+ * another folder whose project= points here counts too. */
 static bool could_own(const struct gw_job *j, const struct gw_job *o, const char *dir) {
         struct gw_yolo_run r;
-        if (o->id == j->id || !o->cwd || !j->cwd || strcmp(o->cwd, j->cwd))
+        if (o->id == j->id)
                 return false;
         if (gw_train_resolve_run(o, false, &r) < 0)
                 return true; /* not known: not ruled out */
@@ -329,7 +330,7 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
                         return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
         }
         pk.reused = r.exist_ok;
-        pk.alone = !r.name[0] && !gw_yolo_arg((const char *const *) j->argv, gw_strv_length(j->argv), "project", NULL);
+        pk.alone = !r.named;
         scan_base(j, &r, &pk);
         return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
 }

@@ -150,10 +150,10 @@ static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, g
                 where = r.run_dir;
                 consider_run(d, j, r.run_dir, &nw);
         } else if (!r.any_task) {
-                nw.alone = r.evidence == GW_YOLO_NONE;
+                nw.alone = !r.named;
                 (void) scan_dir(d, j, r.base, r.name, &nw);
         } else {
-                nw.alone = r.evidence == GW_YOLO_NONE;
+                nw.alone = !r.named;
                 DIR *dd = opendir(r.base);
                 struct dirent *de;
                 while (dd && (de = readdir(dd))) {

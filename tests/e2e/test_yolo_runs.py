@@ -54,7 +54,13 @@ class TwoJobsOneFolderTest(DaemonTest):
     def test_unnamed_runs_go_by_what_each_log_says(self):
         """Two trainings that name no run, in one folder: Ultralytics makes train and train2
         and each says which in its log; each job gets the one its own log names."""
-        jobs = [self.d.submit_api([TRAINER, "epochs=6", "--epoch-seconds", "1.5"], 300) for _ in range(2)]
+        jobs = []
+        for _ in range(2):
+            # One after the other: two that start at the same instant may both pick `train`
+            # (Ultralytics' increment_path looks, then makes the folder), and then share it.
+            jobs.append(self.d.submit_api([TRAINER, "epochs=6", "--epoch-seconds", "1.5"], 300))
+            wait_until(lambda: "Logging results to " in self.d.log_text(jobs[-1]), timeout=30,
+                       what=f"job {jobs[-1]} to say where it saves")
         found = {}
 
         def both():  # the path is shown while a job runs: look at both at once

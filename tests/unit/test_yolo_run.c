@@ -92,6 +92,7 @@ static void resolve_table(void **state) {
                 assert_int_equal(r.exist_ok, c->exist_ok);
                 assert_int_equal(r.any_task, c->any_task);
                 assert_int_equal(r.evidence, c->evidence);
+                assert_int_equal(r.named, c->evidence == GW_YOLO_NAMED || c->name[0]);
                 assert_string_equal(r.task, c->task);
                 assert_string_equal(r.name, c->name);
                 assert_string_equal(r.base, c->base);
