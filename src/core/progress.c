@@ -10,6 +10,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/yolo_run.h"
 
 /* ---- small text helpers (text is never NUL-terminated here) ---- */
 
@@ -440,53 +441,21 @@ int gw_argv_epochs(const char *const *argv, size_t argc, long *ret) {
 
 /* ---- which results.csv is a job's own ---- */
 
-/* The value of "key=V", "--key=V" or "--key V" (YOLOv5's form) in argv[1..], the last one
- * winning; *ret_bare tells the "--key" form, whose value may be a flag's next word. */
-static const char *setting(const char *const *argv, size_t argc, const char *key, bool *ret_bare) {
-        size_t kl = strlen(key);
-        const char *v = NULL;
-
-        *ret_bare = false;
-        for (size_t i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                bool dashes = a && !strncmp(a, "--", 2);
-
-                if (!a)
-                        continue;
-                if (dashes)
-                        a += 2;
-                if (strncmp(a, key, kl))
-                        continue;
-                if (a[kl] == '=') {
-                        v = a + kl + 1;
-                        *ret_bare = false;
-                } else if (dashes && !a[kl]) {
-                        v = i + 1 < argc && argv[i + 1] ? argv[i + 1] : "";
-                        *ret_bare = true;
-                }
-        }
-        return v;
-}
-
-static bool has_word(const char *const *argv, size_t argc, const char *word) {
-        for (size_t i = 1; i < argc; i++)
-                if (argv[i] && !strcmp(argv[i], word))
-                        return true;
-        return false;
-}
-
 bool gw_run_is_training(const char *const *argv, size_t argc, bool yolo) {
         static const char *const keys[] = { "epochs", "project", "name", "resume" };
-        bool bare;
 
         if (yolo)
                 return true;
         if (!argv)
                 return false;
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-                if (setting(argv, argc, keys[k], &bare))
+                if (gw_yolo_arg(argv, argc, keys[k], NULL))
                         return true;
-        if (has_word(argv, argc, "resume"))
+        /* `yolo train ...`, `yolo detect train ...`: the CLI in its training mode. */
+        const char *prog = argc && argv[0] ? strrchr(argv[0], '/') : NULL;
+        if (argc && argv[0] && !strcmp(prog ? prog + 1 : argv[0], "yolo") && gw_yolo_has_word(argv, argc, "train"))
+                return true;
+        if (gw_yolo_has_word(argv, argc, "resume"))
                 return true;
         /* `python3 train.py`, `torchrun scripts/train_net.py`: Ultralytics' Python API writes
          * the same run with no word of it on the command line. */
@@ -505,9 +474,9 @@ bool gw_run_reuses_dir(const char *const *argv, size_t argc) {
 
         if (!argv)
                 return false;
-        if (has_word(argv, argc, "--exist-ok"))
+        if (gw_yolo_has_word(argv, argc, "--exist-ok"))
                 return true;
-        v = setting(argv, argc, "exist_ok", &bare);
+        v = gw_yolo_arg(argv, argc, "exist_ok", &bare);
         /* "--exist_ok" alone is a flag; a value is Ultralytics' boolean. */
         return v && (bare || !strcasecmp(v, "true") || !strcmp(v, "1"));
 }

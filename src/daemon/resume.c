@@ -54,15 +54,6 @@ static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, s
         return true;
 }
 
-static const char *arg_value(char *const *argv, const char *key) {
-        size_t kl = strlen(key);
-        const char *v = NULL;
-        for (size_t i = 0; argv && argv[i]; i++)
-                if (!strncmp(argv[i], key, kl) && argv[i][kl] == '=')
-                        v = argv[i] + kl + 1;
-        return v;
-}
-
 static void join(char *buf, size_t n, const char *a, const char *b) {
         if (b[0] == '/')
                 snprintf(buf, n, "%s", b);
@@ -96,52 +87,93 @@ static char *own_run_weights(const struct gw_job *j, const char *results, char *
         return NULL;
 }
 
-/* The newest RUN/weights/last.pt under the project directory, written since `since`, of a run
- * begun since then (where the file system says) that no other live job of d has. */
-static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why,
-                            size_t n) {
-        const char *project = arg_value(j->argv, "project");
-        char dir[4096], best[4096] = "";
-        join(dir, sizeof dir, j->cwd, project ? project : "runs/detect");
-        DIR *dd = opendir(dir);
-        if (!dd) {
-                /* Worded as below: whether a directory exists is not told either. */
-                snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
-                return NULL;
+struct newest {
+        gw_usec_t since;
+        bool alone;                     /* nothing names the run: only one no other job could own */
+        struct timespec mtime;
+        char path[4400];
+};
+
+/* RUN/weights/last.pt if it is the newest so far that may be j's: written since the attempt
+ * began, in a run begun since then (where the file system says), that no other live job of d
+ * has or, when nothing names it, could have made. */
+static void consider_run(const struct gw_daemon *d, const struct gw_job *j, const char *run, struct newest *nw) {
+        char path[4400], results[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/weights/last.pt", run);
+        if (!gw_user_file_stat(j, path, &st))
+                return; /* nor does anyone else's file name get out */
+        if (gw_file_mtime_us(&st) + GW_USEC_PER_SEC < nw->since)
+                return; /* an older run's, not this job's */
+        gw_usec_t born = gw_file_birth_us(run); /* 0: not kept here */
+        if (born > 0 && born + GW_USEC_PER_SEC < nw->since)
+                return; /* a run begun before this job: someone else's, still written */
+        snprintf(results, sizeof results, "%s/results.csv", run);
+        if (d && (gw_train_results_taken(d, j, results) || (nw->alone && gw_train_others_could_own(d, j, run))))
+                return; /* another job's run, still going */
+        if (st.st_mtim.tv_sec > nw->mtime.tv_sec ||
+            (st.st_mtim.tv_sec == nw->mtime.tv_sec && st.st_mtim.tv_nsec > nw->mtime.tv_nsec)) {
+                nw->mtime = st.st_mtim;
+                snprintf(nw->path, sizeof nw->path, "%s", path);
         }
-        struct timespec newest = { 0, 0 };
+}
+
+/* Each run folder under dir the command could have made (NAME, NAME2 ... when named). */
+static bool scan_dir(const struct gw_daemon *d, const struct gw_job *j, const char *dir, const char *name,
+                     struct newest *nw) {
+        DIR *dd = opendir(dir);
+        if (!dd)
+                return false;
         struct dirent *de;
         while ((de = readdir(dd))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                char path[4400];
-                struct stat st;
-                snprintf(path, sizeof path, "%s/%s/weights/last.pt", dir, de->d_name);
-                if (!gw_user_file_stat(j, path, &st))
-                        continue; /* nor does anyone else's file name get out */
-                if (gw_file_mtime_us(&st) + GW_USEC_PER_SEC < since)
-                        continue; /* an older run's, not this job's */
                 char run[4400];
+                if (de->d_name[0] == '.' || !gw_yolo_name_matches(de->d_name, name))
+                        continue;
                 snprintf(run, sizeof run, "%s/%s", dir, de->d_name);
-                gw_usec_t born = gw_file_birth_us(run); /* 0: not kept here */
-                if (born > 0 && born + GW_USEC_PER_SEC < since)
-                        continue; /* a run begun before this job: someone else's, still written */
-                char results[4400];
-                snprintf(results, sizeof results, "%s/%s/results.csv", dir, de->d_name);
-                if (d && gw_train_results_taken(d, j, results))
-                        continue; /* another job's run, still going */
-                if (st.st_mtim.tv_sec > newest.tv_sec ||
-                    (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec)) {
-                        newest = st.st_mtim;
-                        snprintf(best, sizeof best, "%s", path);
-                }
+                consider_run(d, j, run, nw);
         }
         closedir(dd);
-        if (!best[0]) {
-                snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
+        return true;
+}
+
+/* The newest RUN/weights/last.pt this attempt wrote: in the run its log says it saves to, else
+ * in the run folders its command could have made (PROJECT/NAME*, runs/TASK/NAME*, each
+ * runs/ * /NAME* when the task is not known), by consider_run's rules. */
+static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why,
+                            size_t n) {
+        struct gw_yolo_run r;
+        struct newest nw = { .since = since };
+        if (gw_train_resolve_run(j, true, &r) < 0) {
+                snprintf(why, n, "its command's run folder is too long a path");
                 return NULL;
         }
-        return whole_weights(j, best, why, n);
+        const char *where = r.base;
+        if (r.evidence == GW_YOLO_LOG || r.evidence == GW_YOLO_CHECKPOINT) {
+                where = r.run_dir;
+                consider_run(d, j, r.run_dir, &nw);
+        } else if (!r.any_task) {
+                nw.alone = !r.named;
+                (void) scan_dir(d, j, r.base, r.name, &nw);
+        } else {
+                nw.alone = !r.named;
+                DIR *dd = opendir(r.base);
+                struct dirent *de;
+                while (dd && (de = readdir(dd))) {
+                        char task[4400];
+                        if (de->d_name[0] == '.')
+                                continue;
+                        snprintf(task, sizeof task, "%s/%s", r.base, de->d_name);
+                        (void) scan_dir(d, j, task, r.name, &nw);
+                }
+                if (dd)
+                        closedir(dd);
+        }
+        if (!nw.path[0]) {
+                /* Worded alike whether or not a folder exists: that is not told either. */
+                snprintf(why, n, "no weights/last.pt written by this job under %s", where);
+                return NULL;
+        }
+        return whole_weights(j, nw.path, why, n);
 }
 
 static char *newest_glob(const struct gw_job *j, char *why, size_t n) {

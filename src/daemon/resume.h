@@ -9,9 +9,10 @@ struct gw_daemon;
 /* The newest usable checkpoint of j written since `since` (wall clock): for Ultralytics jobs
  * weights/last.pt of its run (falling back to best.pt when last.pt is torn), for others the
  * newest file matching j->checkpoint (relative to the job's cwd).  Its run is the one its
- * results.csv names when d knows it (gw_train_find_results); else the newest run under the
- * project directory begun since `since` (by its birth time, where kept) that no other live job
- * of d has: a retry must never resume, and write into, someone else's run.  NULL when there is none; why says what was looked at and why
+ * results.csv names when d knows it (gw_train_find_results); else the run its log says it
+ * saves to, else the newest run its command could have made (core/yolo_run.h) begun since
+ * `since` (by its birth time, where kept) that no other live job of d has or, when the command
+ * names no run, could have made: a retry must never resume, and write into, someone else's run.  NULL when there is none; why says what was looked at and why
  * each candidate was refused.  Malloc'ed. */
 char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n);
 

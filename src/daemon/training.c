@@ -126,13 +126,6 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* ---- results.csv ---------------------------------------------------------------------- */
 
-static bool has_word(char *const *argv, const char *word) {
-        for (size_t i = 1; argv && argv[i]; i++)
-                if (!strcmp(argv[i], word))
-                        return true;
-        return false;
-}
-
 static void planned_epochs(const struct gw_job *j, struct gw_train *t) {
         long e;
         if (t->run_dir) {
@@ -233,7 +226,8 @@ static size_t new_epochs(struct gw_daemon *d, const struct gw_djob *dj, struct g
         if (prev < 0) {
                 /* First look: when resumed, the earlier rows are another process's; otherwise
                  * the rows so far share the time since the start. */
-                bool resumed = j->resume_from || has_word(j->argv, "resume");
+                struct gw_yolo_run run;
+                bool resumed = j->resume_from || (gw_train_resolve_run(j, false, &run) == 0 && run.resumed);
                 k = resumed ? 1 : done;
                 start = t->start_time;
         } else {

@@ -13,6 +13,7 @@
 #include "base/sha256.h"
 #include "core/eta.h"
 #include "core/leak.h"
+#include "core/yolo_run.h"
 #include "daemon/daemon.h"
 
 #define TRAIN_EPOCHS_KEEP 256            /* epoch records kept (the ETA needs the recent ones) */
@@ -104,6 +105,12 @@ struct gw_train {
 char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);
 /* Whether results (RUN/results.csv) is the run of another live job of d than j. */
 bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results);
+/* j's run as core/yolo_run.h reads it from its command, cwd and retry checkpoint, and with_log
+ * from the head of its own log of this attempt too.  0 or -errno. */
+int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_run *ret);
+/* Whether another live job of d, running or waiting to be retried, could have made the run
+ * folder dir by what its own command says: then a run nothing names is not j's. */
+bool gw_train_others_could_own(const struct gw_daemon *d, const struct gw_job *j, const char *dir);
 
 /* training_snap.c */
 /* Watches weights/last.pt and best.pt of the run; starts, advances and finishes copies. */
