@@ -179,7 +179,12 @@ struct gw_daemon {
         struct gw_http_server *http[2]; /* unix, tcp */
         int tcp_port;
         char tcp_addr[300];          /* HOST:PORT the TCP door is bound to, "" without one */
-        gw_usec_t now;               /* monotonic, read once per loop iteration */
+        /* The loop iteration's clocks, read together once (gw_daemon_clock_read): every
+         * decision and label of the iteration uses these, so that a job's start, its limit
+         * and its warning agree.  A fresh read is for an instant after a long blocking call
+         * or outside the loop's thread, and says so where it is made. */
+        gw_usec_t now;               /* monotonic */
+        gw_usec_t now_wall;          /* wall clock, the same instant */
         gw_usec_t host_oom_at;       /* the loop iteration (now) host_oom was read in, 0 never */
         int host_oom_r;              /* its result: 0, or -errno */
         uint64_t host_oom;           /* the host's oom_kill count (/proc/vmstat) then */
@@ -299,11 +304,13 @@ struct gw_djob *gw_djob_new(struct gw_job *j);
  * boot's, else from its wall start, once).  gw_job_ran: how
  * long it has run at the monotonic instant mono (>= 0).  gw_job_clock_label: the wall-clock
  * label of mono for this job, its start + elapsed (its end time, its "now" for the idle
- * window); the plain wall clock while it has no monotonic start. */
+ * window); the loop's wall clock while it has no monotonic start. */
+/* Reads the loop iteration's clocks into d->now and d->now_wall (main.c). */
+void gw_daemon_clock_read(struct gw_daemon *d);
 void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj);
 void gw_job_clock_adopt(struct gw_daemon *d, struct gw_djob *dj);
 gw_usec_t gw_job_ran(const struct gw_djob *dj, gw_usec_t mono);
-gw_usec_t gw_job_clock_label(const struct gw_djob *dj, gw_usec_t mono);
+gw_usec_t gw_job_clock_label(const struct gw_daemon *d, const struct gw_djob *dj, gw_usec_t mono);
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
 /* Marks the GPUs in mask as held by job id (0: free). */
 void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id);

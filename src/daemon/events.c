@@ -152,13 +152,13 @@ static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enu
         unsigned view = ev->d->cfg->guest_job_details ? GW_VIEW_DETAILS : 0;
         json_t *o = json_pack("{s:I,s:s,s:o,s:o,s:f}", "id", (json_int_t) id, "state", st ? st : "?", "kind",
                               gw_json_text(kind), "message", gw_codec_event_message(message, view), "time",
-                              (double) gw_now_wall() / 1e6);
+                              (double) ev->d->now_wall / 1e6);
         if (j)
                 json_object_set_new(o, "job", gw_codec_job(j, view));
         publish(ev, j ? "job" : "job_event", o);
         if (ev->d->notify) {
                 const struct gw_djob *dj = j ? NULL : gw_jobmap_get(&ev->d->map, id);
-                gw_notify_job(ev->d->notify, id, j ? j : dj ? dj->job : NULL, state, kind, message);
+                gw_notify_job(ev->d->notify, id, j ? j : dj ? dj->job : NULL, state, kind, message, ev->d->now_wall);
         }
 }
 
@@ -296,6 +296,7 @@ int gw_events_open(struct gw_daemon *d) {
         struct gw_events *ev = gw_xcalloc(1, sizeof *ev);
         ev->d = d;
         ev->ring = gw_xcalloc(RING_EVENTS, sizeof *ev->ring);
+        /* A fresh read: this runs before the loop first reads its clocks. */
         ev->last_id = (uint64_t) gw_now_wall();
         d->events = ev;
         struct gw_store_observer o = { .job = on_store_job, .booking = on_store_booking, .userdata = ev };

@@ -240,7 +240,7 @@ static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j, unsign
 static json_t *runtime_json(struct gw_daemon *d, const struct gw_job *j) {
         const struct gw_djob *dj = j->state == GW_JOB_RUNNING ? gw_jobmap_get(&d->map, j->id) : NULL;
         if (dj && dj->start_mono)
-                return json_real((double) gw_job_ran(dj, gw_now_mono()) / 1e6);
+                return json_real((double) gw_job_ran(dj, d->now) / 1e6);
         if (gw_job_state_is_final(j->state) && j->start_time > 0 && j->end_time >= j->start_time)
                 return json_real((double) (j->end_time - j->start_time) / 1e6);
         return json_null();

@@ -47,7 +47,7 @@ void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw
         const char *qm = gw_http_query(req, "minutes");
         if (qm && gw_parse_int(qm, 1, 60, &minutes) < 0)
                 return reply_error(rep, 400, "minutes", "minutes: must be 1-60");
-        gw_usec_t since = gw_now_wall() - minutes * 60 * GW_USEC_PER_SEC;
+        gw_usec_t since = d->now_wall - minutes * 60 * GW_USEC_PER_SEC;
         json_t *gpus = json_array();
         for (unsigned i = 0; i < d->n_gpus; i++) {
                 const struct gw_ring *r = &d->gpus[i].ring;

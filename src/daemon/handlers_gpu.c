@@ -302,7 +302,7 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                                 .id = dj->job->id, .user = dj->job->user, .name = dj->job->name, .gpu = dj->tel[k].gpu,
                                 .util_ratio = pt ? pt->util / 100.0 : 0, .mem_used = pt ? pt->mem : 0,
                         };
-                        jobs[m.n_jobs - 1].eta_seconds = gw_training_eta_seconds(dj, gw_now_wall()); /* the ETA */
+                        jobs[m.n_jobs - 1].eta_seconds = gw_training_eta_seconds(dj, d->now_wall);
                         jobs[m.n_jobs - 1].has_eta = isfinite(jobs[m.n_jobs - 1].eta_seconds);
                 }
         }

@@ -29,13 +29,13 @@ static json_t *booking_json(const struct gw_store_booking *b) {
 }
 
 /* A time given as Unix seconds or as text ("tomorrow 09:00", ISO 8601). */
-static int get_when(const json_t *o, const char *key, gw_usec_t *ret, struct gw_http_reply *rep) {
+static int get_when(const json_t *o, const char *key, gw_usec_t now, gw_usec_t *ret, struct gw_http_reply *rep) {
         const json_t *v = json_object_get(o, key);
         if (json_is_number(v)) {
                 *ret = (gw_usec_t) (json_number_value(v) * 1e6);
                 return 0;
         }
-        if (json_is_string(v) && gw_parse_when(json_string_value(v), gw_now_wall(), ret) == 0)
+        if (json_is_string(v) && gw_parse_when(json_string_value(v), now, ret) == 0)
                 return 0;
         reply_error(rep, 400, key, "%s: give Unix seconds or a time like \"tomorrow 09:00\", \"now+2h\", "
                                    "\"2026-11-22T09:00:00Z\"", key);
@@ -113,7 +113,7 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
                  const char *name, struct gw_http_reply *rep) {
         struct gw_calendar_request req = { .ngpus = ngpus, .start = start, .duration = len };
         char msg[GW_CALENDAR_MSG_SIZE];
-        gw_usec_t now = gw_now_wall();
+        gw_usec_t now = d->now_wall;
         if (ngpus > (int) d->n_gpus)
                 return reply_error(rep, 400, "ngpus", "ngpus: only %u GPUs on this host", d->n_gpus);
         if (gw_calendar_check_request(&req, now, msg, sizeof msg) < 0)
@@ -168,7 +168,7 @@ static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec
 
 /* What a booking asks for, checked as far as it can be without the calendar; 0, or -EINVAL
  * after a 400.  *ret_name points into o. */
-static int decode_booking(const json_t *o, int *ret_ngpus, gw_usec_t *ret_start, gw_usec_t *ret_len,
+static int decode_booking(const json_t *o, gw_usec_t now, int *ret_ngpus, gw_usec_t *ret_start, gw_usec_t *ret_len,
                           const char **ret_name, struct gw_http_reply *rep) {
         static const char *const fields[] = { "ngpus", "start", "duration", "name" };
         struct gw_codec_error err;
@@ -183,7 +183,7 @@ static int decode_booking(const json_t *o, int *ret_ngpus, gw_usec_t *ret_start,
                 reply_error(rep, 400, "ngpus", "ngpus: a booking needs 1 to 64 GPUs");
                 return -EINVAL;
         }
-        if (get_when(o, "start", ret_start, rep) < 0 || get_span(o, "duration", ret_len, rep) < 0)
+        if (get_when(o, "start", now, ret_start, rep) < 0 || get_span(o, "duration", ret_len, rep) < 0)
                 return -EINVAL;
         *ret_ngpus = (int) ngpus;
         return 0;
@@ -200,7 +200,7 @@ void on_booking_create(void *ud, const struct gw_http_request *req, const struct
         const char *name;
         /* The rate limit is charged only for a well-formed request: a typo must not use up
          * the sender's budget. */
-        if (decode_booking(o, &ngpus, &start, &len, &name, rep) == 0 && !rate_limited(d, c, 1, rep)) {
+        if (decode_booking(o, d->now_wall, &ngpus, &start, &len, &name, rep) == 0 && !rate_limited(d, c, 1, rep)) {
                 book(d, c, ngpus, start, len, name, rep);
                 if (rep->status != 201) /* refused after all: as a refused batch, it costs nothing */
                         gw_api_rate_undo(d, c, 1);
@@ -307,7 +307,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
                 return reply_error(rep, 400, "hours", "hours: 1 to 336");
         struct calendar_view v;
         gw_calendar_view(d, &v);
-        gw_usec_t now = gw_now_wall(), horizon = hours * 3600 * GW_USEC_PER_SEC;
+        gw_usec_t now = d->now_wall, horizon = hours * 3600 * GW_USEC_PER_SEC;
         size_t cap = gw_schedule_layout_max(&v.in), n = 0;
         struct gw_schedule_segment *segs = gw_xcalloc(cap + 1, sizeof *segs);
         int r = gw_schedule_layout(&v.in, now, horizon, segs, cap, &n);
@@ -492,7 +492,7 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
                 json_decref(o);
                 return reply_error(rep, 400, "name", "name: at most 64 characters on one line");
         }
-        gw_usec_t now = gw_now_wall(), life = 0;
+        gw_usec_t now = d->now_wall, life = 0;
         if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0) {
                 json_decref(o);
                 return;
@@ -519,6 +519,7 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
 
 struct token_list {
         json_t *arr;
+        gw_usec_t now;
         const char *user; /* NULL: every token (an admin's list) */
 };
 
@@ -530,13 +531,13 @@ static void token_row(const struct gw_store_token *t, void *userdata) {
                                                   t->user, "name", t->name, "created", (double) t->created / 1e6,
                                                   "last_used", unix_or_null(t->last_used), "expires",
                                                   unix_or_null(t->expires), "expired",
-                                                  gw_token_expired(t->expires, gw_now_wall())));
+                                                  gw_token_expired(t->expires, tl->now)));
 }
 
 void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                    struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        struct token_list tl = { .arr = json_array(), .user = c->admin ? NULL : c->user };
+        struct token_list tl = { .arr = json_array(), .now = d->now_wall, .user = c->admin ? NULL : c->user };
         (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, &tl);
         reply_json(rep, 200, json_pack("{s:o}", "tokens", tl.arr));
 }
@@ -614,7 +615,7 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_ui
                          r == -ENOENT || r == -ESTALE ? ": " : "", r == -ENOENT || r == -ESTALE ? what : "");
                 return -EPERM;
         }
-        if (gw_token_expired(t.expires, gw_now_wall())) {
+        if (gw_token_expired(t.expires, d->now_wall)) {
                 time_t at = (time_t) (t.expires / GW_USEC_PER_SEC);
                 struct tm tm;
                 char when[64] = "?";

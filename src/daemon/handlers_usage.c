@@ -78,9 +78,9 @@ void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route
         const char *q = gw_http_query(req, "days");
         if (q && gw_parse_int(q, 1, USAGE_DAYS_MAX, &days) < 0)
                 return reply_error(rep, 400, "days", "days must be a whole number from 1 to %d", USAGE_DAYS_MAX);
-        gw_usec_t now = gw_now_wall();
+        gw_usec_t now = d->now_wall;
         struct usage_ctx u = { .d = d, .acct = { .since = now - days * 24 * 3600 * GW_USEC_PER_SEC, .until = now } };
-        gw_usec_t mono = gw_now_mono();
+        gw_usec_t mono = d->now;
         for (size_t i = 0; i < d->n_running; i++)
                 add_running(&u, d->running[i], mono);
         if (gw_store_usage_rows(d->store, u.acct.since, add_ended, &u) < 0) {

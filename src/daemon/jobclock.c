@@ -38,7 +38,7 @@ static const char *boot_id(struct gw_daemon *d) {
 void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         const char *boot = boot_id(d);
-        dj->start_mono = gw_now_mono();
+        dj->start_mono = d->now;
         if (boot && gw_store_job_clock_put(d->store, j->id, j->attempt, boot, dj->start_mono) < 0)
                 log_debug("job %lld: cannot keep its monotonic start: %s", (long long) j->id, gw_store_errmsg(d->store));
 }
@@ -46,12 +46,12 @@ void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj) {
 void gw_job_clock_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         const char *boot = boot_id(d);
-        gw_usec_t kept, mono = gw_now_mono();
+        gw_usec_t kept, mono = d->now;
         if (boot && gw_store_job_clock_get(d->store, j->id, j->attempt, boot, &kept) == 0 && kept > 0 && kept <= mono) {
                 dj->start_mono = kept;
                 return;
         }
-        gw_usec_t ran = gw_now_wall() - j->start_time;
+        gw_usec_t ran = d->now_wall - j->start_time;
         dj->start_mono = mono - (ran > 0 ? ran : 0);
         log_info("job %lld: its runtime so far is taken from the wall clock (%s)", (long long) j->id,
                  boot ? "its monotonic start is not of this boot" : "no boot id");
@@ -62,8 +62,8 @@ gw_usec_t gw_job_ran(const struct gw_djob *dj, gw_usec_t mono) {
         return dj->start_mono && ran > 0 ? ran : 0;
 }
 
-gw_usec_t gw_job_clock_label(const struct gw_djob *dj, gw_usec_t mono) {
+gw_usec_t gw_job_clock_label(const struct gw_daemon *d, const struct gw_djob *dj, gw_usec_t mono) {
         if (!dj->start_mono)
-                return gw_now_wall();
+                return d->now_wall;
         return dj->job->start_time + gw_job_ran(dj, mono);
 }

@@ -151,7 +151,9 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         j->gpu_mask = mask;
         j->state = GW_JOB_RUNNING;
         j->wait_reason = GW_REASON_NONE;
-        j->start_time = gw_now_wall();
+        /* The loop's instant, as its monotonic start (gw_job_clock_start) and its limit
+         * (gw_sharing_job_limit) are: labels and limits then agree to the microsecond. */
+        j->start_time = d->now_wall;
         gw_job_clock_start(d, dj);
         j->shim_pid = j->pid = 0;
         j->shim_start = j->pid_start = 0;
@@ -539,13 +541,13 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
 
 /* A running job's end is labelled its start + the monotonic time it ran, so that end - start
  * is its runtime whatever the wall clock did meanwhile (jobclock.c). */
-static gw_usec_t end_label_now(const struct gw_djob *dj) {
-        return dj->job->state == GW_JOB_RUNNING ? gw_job_clock_label(dj, gw_now_mono()) : gw_now_wall();
+static gw_usec_t end_label_now(const struct gw_daemon *d, const struct gw_djob *dj) {
+        return dj->job->state == GW_JOB_RUNNING ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
 }
 
 int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                const char *kind) {
-        return end_job(d, dj, state, reason, kind, false, end_label_now(dj));
+        return end_job(d, dj, state, reason, kind, false, end_label_now(d, dj));
 }
 
 int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
@@ -555,7 +557,7 @@ int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state sta
 
 int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                         const char *kind) {
-        return end_job(d, dj, state, reason, kind, true, end_label_now(dj));
+        return end_job(d, dj, state, reason, kind, true, end_label_now(d, dj));
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -607,14 +609,18 @@ static void report_drain(struct gw_djob *dj) {
  * another boot's (the journal outlives a reboot; the supervisor wrote it as the host went
  * down): the supervisor's wall clock then, kept within the attempt, as without a monotonic
  * start.  Up to now when the supervisor told no time (an older one's journal line). */
-static gw_usec_t attempt_end_time(const struct gw_djob *dj, const struct gw_exit_report *end) {
+static gw_usec_t attempt_end_time(const struct gw_daemon *d, const struct gw_djob *dj,
+                                  const struct gw_exit_report *end) {
         const struct gw_job *j = dj->job;
+        /* The bounds are fresh reads: the supervisor's instant may come after the loop read its
+         * clocks (a report read later in this iteration) and is then still a true one.  Up to
+         * now is the loop's instant, as for every other end. */
         gw_usec_t mono = gw_now_mono(), wall = gw_now_wall();
         if (dj->start_mono && end->mono && end->mono >= dj->start_mono && end->mono <= mono)
-                return gw_job_clock_label(dj, end->mono);
+                return gw_job_clock_label(d, dj, end->mono);
         if (end->wall && end->wall <= wall)
                 return end->wall < j->start_time ? j->start_time : end->wall;
-        return dj->start_mono ? gw_job_clock_label(dj, mono) : wall;
+        return dj->start_mono ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
 }
 
 bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
@@ -627,14 +633,14 @@ bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
         if (gw_exits_take(d->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
         if (!end.known) {
-                gw_recovery_attempt_ended(d, dj, true, 0, end_label_now(dj));
+                gw_recovery_attempt_ended(d, dj, true, 0, end_label_now(d, dj));
                 return false;
         }
         int status = end.status;
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_recovery_attempt_ended(d, dj, false, status, attempt_end_time(dj, &end));
+        gw_recovery_attempt_ended(d, dj, false, status, attempt_end_time(d, dj, &end));
         return true;
 }
 
@@ -660,7 +666,7 @@ void gw_jobs_reap(struct gw_daemon *d) {
 static gw_usec_t backoff_tick(struct gw_daemon *d) {
         if (!d->n_backoff)
                 return GW_USEC_INFINITY;
-        gw_usec_t wall = gw_now_wall(), next = GW_USEC_INFINITY;
+        gw_usec_t wall = d->now_wall, next = GW_USEC_INFINITY;
         size_t waiting = 0;
         for (size_t i = 0; i < d->n_queue; i++) {
                 struct gw_djob *dj = d->queue[i];

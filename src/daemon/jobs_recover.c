@@ -136,7 +136,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
                 (void) kill(-j->pid, SIGKILL);
         }
-        gw_recovery_attempt_ended(d, dj, true, 0, gw_job_clock_label(dj, gw_now_mono()));
+        gw_recovery_attempt_ended(d, dj, true, 0, gw_job_clock_label(d, dj, d->now));
         return 0;
 }
 

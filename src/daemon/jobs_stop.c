@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "base/parse.h"
+#include "core/limitwarn.h"
 #include "daemon/daemon.h"
 #include "daemon/proc.h"
 #include "daemon/sharing.h"
@@ -122,7 +123,7 @@ void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_attempt_events(d->store, j->id, &ev, &n) == 0 && recorded_stop(ev, n, &stopped, &grace) == 0)
-                left = stopped + grace - gw_now_wall();
+                left = stopped + grace - d->now_wall;
         gw_job_events_free(ev, n);
         if (left < 0)
                 left = 0;
@@ -233,29 +234,26 @@ void gw_jobs_unwritten_close(struct gw_daemon *d) {
 /* The warning's event starts so, and gw_job_limit_warned_restore reads it back by it. */
 #define LIMIT_WARN_START "the job ends at "
 
-/* A signal asked for without a time, where time_limit_warn is 0. */
-#define SIGNAL_BEFORE_DEFAULT (5 * 60 * GW_USEC_PER_SEC)
-
-/* How long before its end (its time limit or its booking's end) the job is warned; 0: not at
- * all.  The notice is skipped where it would come at the start; a signal asked for never is,
- * and never goes out at the start either (the job installs its handler after it): halfway
- * when its end comes sooner than the time it asked for. */
-static gw_usec_t warn_before(const struct gw_daemon *d, const struct gw_djob *dj) {
+/* The job's warning, on the loop's monotonic clock (core/limitwarn.h has the rules): its
+ * start is the attempt's monotonic start, so that the halfway point of a short limit is
+ * halfway through the time the job has, not through what is left at some later look. */
+static gw_usec_t limit_warn_at(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        gw_usec_t span = dj->limit_at - (d->now - gw_job_ran(dj, d->now));
-        gw_usec_t notice = d->cfg->time_limit_warn;
-        if (j->warn_signal) {
-                gw_usec_t before = j->warn_before ? j->warn_before : notice > 0 ? notice : SIGNAL_BEFORE_DEFAULT;
-                return before < span ? before : span / 2;
-        }
-        /* A booking warns its jobs itself. */
-        return notice > 0 && notice < span && !dj->limit_by_booking ? notice : 0;
+        struct gw_limit_warn w = {
+                .start = d->now - gw_job_ran(dj, d->now),
+                .end = dj->limit_at,
+                .by_booking = dj->limit_by_booking,
+                .signal = j->warn_signal != 0,
+                .before = j->warn_before,
+                .notice = d->cfg->time_limit_warn,
+        };
+        return gw_limit_warn_at(&w);
 }
 
 static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         char when[32], a[32], sent[96] = "", msg[400];
-        gw_usec_t wall = gw_now_wall();
+        gw_usec_t wall = d->now_wall;
         gw_sharing_format_time(wall + (dj->limit_at - d->now), wall, when, sizeof when, NULL);
         dj->limit_warned = true;
         if (j->warn_signal && j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
@@ -278,11 +276,11 @@ static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
 gw_usec_t gw_job_limit_warn_tick(struct gw_daemon *d, struct gw_djob *dj) {
         if (dj->terminating || dj->limit_warned)
                 return GW_USEC_INFINITY;
-        gw_usec_t before = warn_before(d, dj);
-        if (!before)
+        gw_usec_t at = limit_warn_at(d, dj);
+        if (at == GW_USEC_INFINITY)
                 return GW_USEC_INFINITY;
-        if (d->now < dj->limit_at - before)
-                return dj->limit_at - before;
+        if (d->now < at)
+                return at;
         limit_warn(d, dj);
         return GW_USEC_INFINITY;
 }

@@ -223,7 +223,7 @@ int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahe
                 return r;
         j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
         j->wait_reason = hold ? GW_REASON_HELD : j->after_job > 0 ? GW_REASON_DEPENDENCY : GW_REASON_RESOURCES;
-        j->submit_time = gw_now_wall();
+        j->submit_time = d->now_wall;
         j->attempt = 1;
         if (!j->name || !j->name[0]) {
                 free(j->name);

@@ -201,6 +201,11 @@ static void on_signal(struct gw_daemon *d) {
         }
 }
 
+void gw_daemon_clock_read(struct gw_daemon *d) {
+        d->now = gw_now_mono();
+        d->now_wall = gw_now_wall();
+}
+
 static int loop_timeout(struct gw_daemon *d, gw_usec_t deadline) {
         gw_usec_t wait = 60 * GW_USEC_PER_SEC;
         if (deadline != GW_USEC_INFINITY && deadline - d->now < wait)
@@ -234,7 +239,7 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
 static void run_loop(struct gw_daemon *d) {
         struct epoll_event evs[64];
         while (!d->quit) {
-                d->now = gw_now_mono();
+                gw_daemon_clock_read(d);
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
@@ -262,7 +267,7 @@ static void run_loop(struct gw_daemon *d) {
                         gw_prelog_one(d);
                         continue;
                 }
-                d->now = gw_now_mono();
+                gw_daemon_clock_read(d);
                 if (batch_needed(evs, n))
                         gw_jobs_batch_begin(d);
                 bool http_fired[2] = { false, false };
@@ -374,7 +379,7 @@ int main(int argc, char **argv) {
         gw_cgroup_detect(cfg.cgroup, cfg.state_dir, &d.cg, note, sizeof note);
         log_info("cgroups: %s%s%s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
                  d.cg.mode ? d.cg.base : "", note[0] ? " (" : "", note, note[0] ? ")" : "");
-        d.now = gw_now_mono();
+        gw_daemon_clock_read(&d);
         if (gw_sharing_open(&d) < 0) {
                 log_err("cannot load bookings and quotas: %s", gw_store_errmsg(d.store));
                 goto out;

@@ -215,7 +215,7 @@ static void push(struct gw_notify *n, char *body) {
 }
 
 void gw_notify_job(struct gw_notify *n, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
-                   const char *message) {
+                   const char *message, gw_usec_t now) {
         int topic = n ? gw_webhook_topic_of(kind, gw_job_state_is_final(state)) : -1;
         if (topic < 0 || !(n->topics & (1u << topic)))
                 return;
@@ -228,7 +228,7 @@ void gw_notify_job(struct gw_notify *n, int64_t id, const struct gw_job *j, enum
         gw_webhook_text(text, sizeof text, n->host, id, j ? j->name : NULL, j ? j->user : NULL, st, message);
         (void) gw_text_neutralize(text); /* a chat shows it as it is: no U+202E from a job's name */
         json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:o,s:o}", "event", gw_webhook_topic_name(topic), "kind", kind, "time",
-                              (double) gw_now_wall() / 1e6, "host", n->host, "message", gw_json_text(message), "text",
+                              (double) now / 1e6, "host", n->host, "message", gw_json_text(message), "text",
                               gw_json_text(text));
         json_t *job = j ? gw_codec_job_masked(j, n->job_fields, GW_VIEW_ALL) : json_pack("{s:I}", "id", (json_int_t) id);
         if (o && job) {

@@ -11,10 +11,11 @@ struct gw_config;
 /* NULL when no webhook_url is set.  Starts the sending thread. */
 struct gw_notify *gw_notify_open(const struct gw_config *cfg);
 /* A job event as the store recorded it (the dashboard's stream sees the same): queued when
- * its topic is one of webhook_events.  j: the job as it is now, or NULL when unknown.  Never
- * blocks; when the queue is full the oldest waiting event is dropped (and counted). */
+ * its topic is one of webhook_events.  j: the job as it is now, or NULL when unknown; now:
+ * the event's time (the loop's wall clock).  Never blocks; when the queue is full the oldest
+ * waiting event is dropped (and counted). */
 void gw_notify_job(struct gw_notify *n, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
-                   const char *message);
+                   const char *message, gw_usec_t now);
 struct gw_notify_counts {
         unsigned long sent, failed, dropped;
 };

@@ -32,7 +32,7 @@ static size_t ring_points(const struct gw_daemon *d) {
 }
 
 int gw_observe_start(struct gw_daemon *d) {
-        d->started_at = gw_now_wall();
+        d->started_at = d->now_wall;
         (void) gw_store_state_counts(d->store, d->state_counts);
         for (unsigned i = 0; i < d->n_gpus; i++)
                 gw_ring_init(&d->gpus[i].ring, ring_points(d));
@@ -651,7 +651,7 @@ void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
                 apply_health(d, g, &now[i]);
                 g->sample = now[i];
                 g->sampled = true;
-                g->sampled_at = gw_now_wall();
+                g->sampled_at = d->now_wall;
         }
 }
 
@@ -678,7 +678,7 @@ static json_t *jobtel_json(const struct gw_djob *dj, gw_usec_t now) {
 json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
         if (dj && dj->n_tel)
-                return jobtel_json(dj, gw_job_clock_label(dj, gw_now_mono())); /* monotonic elapsed */
+                return jobtel_json(dj, gw_job_clock_label(d, dj, d->now)); /* monotonic elapsed */
         if (j->telemetry)
                 return json_loads(j->telemetry, 0, NULL);
         return NULL;

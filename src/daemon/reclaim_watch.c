@@ -266,7 +266,7 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t mono, g
         struct gw_job *j = dj->job;
         if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
                 return;
-        gw_usec_t now = gw_job_clock_label(dj, mono);
+        gw_usec_t now = gw_job_clock_label(d, dj, mono);
         struct gw_rwatch *w = rwatch_for(d, dj, now);
         w->shift = now - wall;
         watch_decide(d, dj, w, now);
@@ -274,7 +274,7 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t mono, g
 }
 
 void gw_reclaim_watch(struct gw_daemon *d) {
-        gw_usec_t mono = gw_now_mono(), wall = gw_now_wall();
+        gw_usec_t mono = d->now, wall = d->now_wall;
         /* Terminating does not remove a job from running[] (it ends when it exits), so the
          * array is stable during the walk. */
         for (size_t i = 0; i < d->n_running; i++)

@@ -276,7 +276,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                                     .oom_explained = leak_restart || gw_training_leak_flagged(dj) ||
                                                      memory_taken_by_others(d, j) };
         struct gw_retry_decision dec;
-        if (gw_retry_decide(&p, &s, &v, gw_now_wall(), &dec) == 0 && dec.retry) {
+        if (gw_retry_decide(&p, &s, &v, d->now_wall, &dec) == 0 && dec.retry) {
                 dj->last_mark = last;
                 requeue(d, dj, &dec, &v, evidence, ckpt, ckpt_why);
                 return;

@@ -52,6 +52,7 @@ struct gw_snapshot *gw_snapshot_free(struct gw_snapshot *s) {
 struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus) {
         struct gw_snapshot *s = gw_xcalloc(1, sizeof *s + n_gpus * sizeof s->gpu[0]);
         s->n_gpus = n_gpus;
+        /* Its own read: the sampler thread takes it while the loop goes on. */
         s->taken = gw_clock_wall();
         struct gw_gpu_proc *buf = gw_xmalloc(MAX_PROCS_PER_GPU * sizeof *buf);
         for (unsigned i = 0; i < n_gpus; i++) {

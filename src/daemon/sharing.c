@@ -134,7 +134,7 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
                 v->bookings[i] = (struct gw_booking) { b->id, b->uid, b->ngpus, b->start, b->end, b->gpu_mask,
                                                        (enum gw_booking_state) b->state, b->last_used, b->name };
         }
-        gw_usec_t wall = gw_now_wall();
+        gw_usec_t wall = d->now_wall;
         v->running = gw_xcalloc(d->n_running + 1, sizeof *v->running);
         for (size_t i = 0; i < d->n_running; i++) {
                 const struct gw_djob *dj = d->running[i];
@@ -230,7 +230,7 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                         /* No signal: most programs die of an unexpected SIGUSR1.  The job's own
                          * log and its events say it; SIGTERM comes at the end, as for a time limit. */
                         char when[32];
-                        gw_sharing_format_time(b->end, gw_now_wall(), when, sizeof when, NULL);
+                        gw_sharing_format_time(b->end, d->now_wall, when, sizeof when, NULL);
                         snprintf(msg, sizeof msg, BOOKING_WARN_START BOOKING_WARN_END, (long long) b->id, when);
                         dj->booking_warned = true;
                         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "warn", msg);
@@ -259,7 +259,7 @@ static void calendar_run(struct gw_daemon *d) {
         size_t cap = gw_calendar_tick_max(&v.in), n = 0, open = s->n_bookings;
         struct gw_cal_action *acts = gw_xcalloc(cap + 1, sizeof *acts);
         struct gw_calendar_params p = { s->no_show, s->warn_before_end };
-        if (gw_calendar_tick(&v.in, gw_now_wall(), &p, acts, cap, &n) == 0)
+        if (gw_calendar_tick(&v.in, d->now_wall, &p, acts, cap, &n) == 0)
                 for (size_t i = 0; i < n; i++)
                         apply_action(d, &acts[i]);
         free(acts);
@@ -317,7 +317,7 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
         for (size_t i = 0; i < d->n_queue; i++)
                 if (d->queue[i]->job->uid == uid)
                         u->pending_jobs++;
-        gw_usec_t now = gw_now_wall(), mono = gw_now_mono();
+        gw_usec_t now = d->now_wall, mono = d->now;
         (void) gw_store_gpu_time_since(d->store, uid, now - GW_QUOTA_WINDOW_7D, now, &u->gpu_time_7d);
         /* Running jobs: the time they have run (monotonic), within the window. */
         for (size_t i = 0; i < d->n_running; i++)
@@ -409,7 +409,7 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                 return;
         struct calendar_view v;
         struct gw_calendar_gpus g;
-        gw_usec_t wall = gw_now_wall();
+        gw_usec_t wall = d->now_wall;
         if (any_booking) {
                 gw_calendar_view(d, &v);
                 (void) gw_calendar_gpus_at(&v.in, wall, &g);
@@ -457,7 +457,7 @@ static gw_usec_t booking_limit(struct gw_daemon *d, const struct gw_job *j, gw_u
                 return limit_at;
         struct gw_store_booking *b = gw_sharing_booking(d, j->booking_id);
         gw_usec_t end = b && !gw_booking_state_is_final((enum gw_booking_state) b->state)
-                                ? d->now + (b->end - gw_now_wall())
+                                ? d->now + (b->end - d->now_wall)
                                 : d->now;
         return end < limit_at ? end : limit_at;
 }
@@ -472,14 +472,14 @@ void gw_sharing_job_limit(struct gw_daemon *d, struct gw_djob *dj) {
 void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_store_booking *b = j->booking_id ? gw_sharing_booking(d, j->booking_id) : NULL;
         if (b) {
-                b->last_used = gw_now_wall();
+                b->last_used = d->now_wall;
                 (void) gw_store_booking_save(d->store, b);
         }
 }
 
 int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n) {
         /* Monotonic: a wall clock stepped back must not lock everyone out for the step. */
-        return gw_ratelimit_take_n(d->sharing->limits, uid, n, gw_now_mono());
+        return gw_ratelimit_take_n(d->sharing->limits, uid, n, d->now);
 }
 
 void gw_sharing_rate_undo(struct gw_daemon *d, uint32_t uid, int64_t n) {

@@ -141,7 +141,7 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
                 return;
         gw_training_predict_unseen(d, j);
         const struct gw_train *t = live_train(d, j);
-        gw_usec_t now = gw_now_wall();
+        gw_usec_t now = d->now_wall;
         json_t *o = t ? gw_train_eta_json(t, now) : json_object();
         json_object_set_new(o, "id", json_integer(j->id));
         json_object_set_new(o, "state", json_string(gw_job_state_name(j->state)));

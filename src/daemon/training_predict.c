@@ -232,12 +232,13 @@ static bool seen_by_last(const struct gw_job *j) {
 }
 
 void gw_training_predict(struct gw_daemon *d, bool force) {
-        gw_usec_t wall = gw_now_wall();
+        gw_usec_t wall = d->now_wall;
         uint64_t fp = 0;
         if (d->n_queue == 0 || (!force && !due(d, wall, &fp)))
                 return;
         last_predict = d->now;
         last_fingerprint = force ? fingerprint(d) : fp;
+        /* Fresh reads: they time the prediction itself, which the loop's clock cannot. */
         gw_usec_t t0 = gw_now_mono();
         struct calendar_view v;
         fill_max = PREDICT_MAX_JOBS;
@@ -286,7 +287,7 @@ static gw_usec_t next_due_in(const struct gw_daemon *d) {
 void gw_training_predict_unseen(struct gw_daemon *d, const struct gw_job *j) {
         if (j->state != GW_JOB_PENDING || seen_by_last(j) || queue_position(d, j) >= PREDICT_MAX_JOBS)
                 return;
-        if ((last_predict && d->now - last_predict < PREDICT_ON_ASK) || started_recently(d, gw_now_wall()))
+        if ((last_predict && d->now - last_predict < PREDICT_ON_ASK) || started_recently(d, d->now_wall))
                 return;
         gw_training_predict(d, true);
 }

@@ -285,7 +285,7 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         }
         uint8_t digest[GW_SHA256_DIGEST_SIZE];
         struct gw_store_snapshot s = { .job_id = j->id, .epoch = c->epoch, .metric = c->metric, .size = (uint64_t) c->size,
-                                       .time = gw_now_wall(), .src_mtime = c->mtime };
+                                       .time = d->now_wall, .src_mtime = c->mtime };
         gw_sha256_final(&c->sha, digest);
         gw_hex_encode(digest, sizeof digest, s.sha256);
         snprintf(s.kind, sizeof s.kind, "%s", kind_names[c->kind]);
