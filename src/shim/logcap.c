@@ -22,29 +22,19 @@
 #define CHECK_EVERY (1u << 20)
 #define COPY_BUF (64u << 10)
 
-static int write_all(int fd, const char *buf, size_t n) {
+/* All of buf at offset at, or at the file's end when at is -1 (the log is opened O_APPEND);
+ * 0, or -1 when the file took less. */
+static int write_at(int fd, const char *buf, size_t n, off_t at) {
         while (n) {
-                ssize_t w = write(fd, buf, n);
+                ssize_t w = at < 0 ? write(fd, buf, n) : pwrite(fd, buf, n, at);
                 if (w < 0 && errno == EINTR)
                         continue;
                 if (w <= 0)
                         return -1;
                 buf += w;
                 n -= (size_t) w;
-        }
-        return 0;
-}
-
-static int pwrite_all(int fd, const char *buf, size_t n, off_t at) {
-        while (n) {
-                ssize_t w = pwrite(fd, buf, n, at);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return -1;
-                buf += w;
-                n -= (size_t) w;
-                at += w;
+                if (at >= 0)
+                        at += w;
         }
         return 0;
 }
@@ -105,10 +95,10 @@ static bool cut_middle(struct logcap *c, uint64_t size, uint64_t keep) {
         for (uint64_t done = 0; ok && done < keep;) {
                 size_t want = keep - done < COPY_BUF ? (size_t) (keep - done) : COPY_BUF;
                 ssize_t r = pread(c->fd, buf, want, (off_t) (size - keep + done));
-                ok = r > 0 && pwrite_all(c->fd, buf, (size_t) r, (off_t) (base + done)) == 0;
+                ok = r > 0 && write_at(c->fd, buf, (size_t) r, (off_t) (base + done)) == 0;
                 done += r > 0 ? (uint64_t) r : 0;
         }
-        ok = ok && pwrite_all(c->fd, mark, mlen, (off_t) c->head) == 0 && ftruncate(c->fd, (off_t) (base + keep)) == 0;
+        ok = ok && write_at(c->fd, mark, mlen, (off_t) c->head) == 0 && ftruncate(c->fd, (off_t) (base + keep)) == 0;
         (void) fcntl(c->fd, F_SETFL, flags);
         c->marked = c->marked || ok;
         return ok;
@@ -119,7 +109,7 @@ static void put_marker(struct logcap *c) {
         char mark[LOGCAP_MARKER_MAX];
         int flags = fcntl(c->fd, F_GETFL);
         if (flags >= 0 && fcntl(c->fd, F_SETFL, flags & ~O_APPEND) == 0) {
-                (void) pwrite_all(c->fd, mark, marker(c, mark, sizeof mark), (off_t) c->head);
+                (void) write_at(c->fd, mark, marker(c, mark, sizeof mark), (off_t) c->head);
                 (void) fcntl(c->fd, F_SETFL, flags);
         }
 }
@@ -134,13 +124,13 @@ static void say_gap(struct logcap *c) {
                            "\n[gpuward: %llu bytes of output dropped here: the state disk had less free than "
                            "state_reserve]\n",
                            (unsigned long long) c->gap);
-        if (len > 0 && write_all(c->fd, line, (size_t) len) == 0)
+        if (len > 0 && write_at(c->fd, line, (size_t) len, -1) == 0)
                 c->gap = 0;
 }
 
 void logcap_write(struct logcap *c, const char *buf, size_t n) {
         if (!c->max && !c->reserve) {
-                (void) write_all(c->fd, buf, n);
+                (void) write_at(c->fd, buf, n, -1);
                 return;
         }
         bool low = disk_low(c, n);
@@ -151,7 +141,7 @@ void logcap_write(struct logcap *c, const char *buf, size_t n) {
                 limit = size;
         if (size + n <= limit) {
                 say_gap(c);
-                (void) write_all(c->fd, buf, n);
+                (void) write_at(c->fd, buf, n, -1);
                 return;
         }
         char mark[LOGCAP_MARKER_MAX];
@@ -162,7 +152,7 @@ void logcap_write(struct logcap *c, const char *buf, size_t n) {
                 if (keep > room)
                         keep = room;
                 if (cut_middle(c, size, keep)) {
-                        (void) write_all(c->fd, buf, n);
+                        (void) write_at(c->fd, buf, n, -1);
                         return;
                 }
         }

@@ -140,9 +140,10 @@ class LostGpuClassTest(DaemonTest):
             self.assertIn("fell off the bus", self.d.gpu_list()[gpu]["drain_reason"])
 
 
-class RogueProcessTest(DaemonTest):
-    """A process started outside gpuward on a GPU, under the default rogue_policy (report)."""
-    gpus = 2
+class RogueProcesses:
+    """Processes started outside gpuward on the fake NVML's GPUs, killed after the test, run as
+    throwaway users named user_prefix...; mixed into a DaemonTest."""
+    user_prefix = "gwgpu"
 
     def start_rogue(self, gpu, mib):
         """A process on the GPU as the fake NVML reports it; run as a throwaway user when root,
@@ -160,7 +161,7 @@ class RogueProcessTest(DaemonTest):
 
     def setUp(self):
         self.rogues = []
-        self.users = Users("gwgpu")
+        self.users = Users(self.user_prefix)
         super().setUp()
 
     def tearDown(self):
@@ -171,6 +172,11 @@ class RogueProcessTest(DaemonTest):
                 p.kill()
                 p.wait()
             self.users.remove_all()
+
+
+class RogueProcessTest(RogueProcesses, DaemonTest):
+    """A process started outside gpuward on a GPU, under the default rogue_policy (report)."""
+    gpus = 2
 
     def test_rogue_is_recorded_avoided_and_told_to_the_job_beside_it(self):
         rogue, user = self.start_rogue(0, 2150)
@@ -203,24 +209,10 @@ class RogueProcessTest(DaemonTest):
                          [f"pid {rogue.pid} ({user}, sleep 300) on GPU {gpu} started outside gpuward, using 300 MiB"])
 
 
-class GpuEventsApiTest(DaemonTest):
+class GpuEventsApiTest(RogueProcesses, DaemonTest):
     """The GPUs' own events read back: GET /api/v1/gpus[/N]/events and `gpuward gpus --events`."""
     gpus = 2
-    start_rogue = RogueProcessTest.start_rogue
-
-    def setUp(self):
-        self.rogues = []
-        self.users = Users("gwgev")
-        super().setUp()
-
-    def tearDown(self):
-        try:
-            super().tearDown()
-        finally:
-            for p in self.rogues:
-                p.kill()
-                p.wait()
-            self.users.remove_all()
+    user_prefix = "gwgev"
 
     def test_a_drains_evidence_is_read_back_and_hidden_from_guests(self):
         set_fake(self.d, gpu1_lost=1)
