@@ -75,6 +75,60 @@ class TwoNodes(unittest.TestCase):
         self.assertFalse(os.path.exists(c.dir))
 
 
+BUILD = os.environ.get("GW_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
+SBATCH_ARGV = os.path.join(os.path.abspath(BUILD), "tests", "cluster", "gw-sbatch-argv")
+
+
+def sbatch_argv(*args):
+    """What gw_slurm_sbatch_argv (core/slurm.h) makes of a job, as a list."""
+    out = subprocess.run([SBATCH_ARGV, *args], capture_output=True, check=True).stdout
+    return out.decode().split("\0")[:-1]
+
+
+@unittest.skipIf(WHY_NOT, f"no Slurm cluster here: {WHY_NOT}")
+@unittest.skipUnless(os.access(SBATCH_ARGV, os.X_OK), f"{SBATCH_ARGV} not built (set GW_BUILD_DIR)")
+class SbatchArgv(unittest.TestCase):
+    """gpuward's sbatch command line, as the real sbatch and slurmctld read it."""
+
+    def test_what_sbatch_makes_of_it(self):
+        with slurmcluster.SlurmCluster(nodes=2, gpus=4) as c:
+            out = os.path.join(c.dir, "out")
+            # 8 GPUs on nodes of 4: two whole nodes.  A quote and a % that must arrive as
+            # they are; 61 s is 2 minutes to Slurm.
+            span = sbatch_argv(
+                "--name", "span", "--gpus", "8", "--gpus-per-node", "4", "--max-nodes", "2",
+                "--time", "61", "--output", f"{out}/span%1.log", "--cwd", out, "--",
+                "sh", "-c", "echo \"it's $SLURM_JOB_NUM_NODES $CUDA_VISIBLE_DEVICES\"; sleep 300")
+            self.assertEqual(span[0], "sbatch")
+            a = int(c.cmd(*span).strip().split(";")[0])
+            # A retry's backoff and a node to avoid.
+            later = sbatch_argv("--name", "later", "--gpus", "1", "--begin-in", "120",
+                                "--exclude", c.nodes[0], "--output", f"{out}/later.log",
+                                "--", "true")
+            b = int(c.cmd(*later).strip().split(";")[0])
+
+            def both():
+                q = c.squeue()
+                return q if q.get(a, ("",))[0] == "RUNNING" and q.get(b, ("", ""))[1] == "BeginTime" else None
+            q = slurmcluster._wait_until(both, 30, "the 8-GPU job running, the other waiting")
+            self.assertEqual(c.cmd("scontrol", "show", "hostnames", q[a][2]).split(), c.nodes,
+                             "on both nodes")
+            log = os.path.join(out, "span%1.log")
+            slurmcluster._wait_until(lambda: os.path.exists(log) and os.path.getsize(log) > 0, 20,
+                                     f"{log}, named with its % as it is")
+            with open(log) as f:
+                self.assertEqual(f.read().strip(), "it's 2 0,1,2,3")
+            show = {}
+            for jid in (a, b):
+                show[jid] = dict(kv.split("=", 1) for kv in
+                                 c.cmd("scontrol", "-o", "show", "job", str(jid)).split() if "=" in kv)
+            self.assertEqual(show[a]["TimeLimit"], "00:02:00")
+            self.assertEqual(show[a]["NumNodes"], "2")
+            self.assertEqual(show[a]["JobName"], "span")
+            self.assertEqual(show[a]["Requeue"], "0", "--no-requeue: gpuward decides retries")
+            self.assertEqual(show[b]["ExcNodeList"], c.nodes[0])
+
+
 if __name__ == "__main__":
     if WHY_NOT:
         print(f"skipped: no Slurm cluster here: {WHY_NOT}")
