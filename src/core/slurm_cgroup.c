@@ -75,7 +75,7 @@ static int copy_node(struct span node, char out[GW_SLURM_NODE_MAX]) {
         return 0;
 }
 
-static int parse_step(struct span seg, struct gw_slurm_proc *p) {
+static void parse_step(struct span seg, struct gw_slurm_proc *p) {
         struct span name = {seg.p + 5, seg.n - 5}; /* after "step_" */
         if (span_is(name, "batch"))
                 p->step_kind = GW_SLURM_STEP_BATCH;
@@ -87,7 +87,6 @@ static int parse_step(struct span seg, struct gw_slurm_proc *p) {
                 p->step_kind = GW_SLURM_STEP_NUMBERED;
         else
                 p->step_kind = GW_SLURM_STEP_OTHER;
-        return 0;
 }
 
 /* After the anchor directory: [uid_U/]job_J[/step_S[/...]].  1 when found, -EINVAL when it
@@ -107,7 +106,7 @@ static int parse_after_anchor(struct span path, size_t pos, bool want_uid, struc
                 return -EINVAL;
         p->step_kind = GW_SLURM_STEP_NONE;
         if (next_segment(path, &pos, &seg) && span_starts(seg, "step_"))
-                return parse_step(seg, p) < 0 ? -EINVAL : 1;
+                parse_step(seg, p);
         return 1;
 }
 

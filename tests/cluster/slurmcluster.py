@@ -80,12 +80,19 @@ def _free_port():
 
 
 def _free_subnet():
-    """A 10.x.y.0/24 that no address on the host falls in."""
+    """A 10.x.y.0/24 that no address on the host falls in and no specific route reaches (a
+    /16 or longer: a broad VPN route to 10.0.0.0/8 would rule out everything)."""
     used = []
     for line in _run("ip", "-o", "-4", "addr", "show").stdout.splitlines():
         parts = line.split()
         if "inet" in parts:
             used.append(ipaddress.ip_interface(parts[parts.index("inet") + 1]).network)
+    for line in _run("ip", "-4", "route", "show").stdout.splitlines():
+        dest = line.split()[0]
+        if dest != "default":
+            net = ipaddress.ip_network(dest, strict=False)
+            if net.prefixlen >= 16:
+                used.append(net)
     for _ in range(100):
         net = ipaddress.ip_network(f"10.{secrets.randbelow(200) + 50}.{secrets.randbelow(250)}.0/24")
         if not any(net.overlaps(u) for u in used):
@@ -330,10 +337,9 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
     def _kill_cgroup_tree(self, root):
         if not os.path.isdir(root):
             return
-        for sig in (signal.SIGKILL,):
-            for pid in self._pids_under(root):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
+        for pid in self._pids_under(root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(TimeoutError):
             _wait_until(lambda: not self._pids_under(root), 10, f"the processes in {root} to end")
 
