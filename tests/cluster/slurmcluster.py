@@ -205,6 +205,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
+MailProg=/bin/true
 ReturnToService=2
 {nodes}
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:{self.oversubscribe}
@@ -268,8 +269,17 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
         except FileNotFoundError:
             return ""
 
+    def check_daemons(self):
+        """Raises, with the end of its output, when a daemon this cluster started has exited
+        (a refused slurm.conf ends slurmctld at once: no use waiting a minute for it)."""
+        for name, p in self.procs:
+            if p.poll() is not None:
+                out = self.log(name.replace(" ", "-") + ".out")[-3000:]
+                raise RuntimeError(f"{name} exited with {p.returncode}:\n{out}\n(files in {self.dir})")
+
     def wait_nodes_idle(self, timeout=60):
         def idle():
+            self.check_daemons()
             states = self.cmd("sinfo", "-h", "-N", "-o", "%N %t", check=False).split()
             return len(states) == 2 * self.n_nodes and all(s == "idle" for s in states[1::2])
         try:
