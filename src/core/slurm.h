@@ -107,14 +107,20 @@ struct gw_sbatch_opts {
  *   --job-name (j->name, else "gpuward-ID"), --gres=gpu:N, --nodes=K with --gres=gpu:N/K
  *   when j asks for more GPUs than a node has (a multiple of gpus_per_node, at most
  *   max_nodes nodes), --time rounded up to whole minutes ("D-HH:MM:00"; none when
- *   time_limit is 0), --output (j->output, else j->log_path; '%' doubled, which sbatch
+ *   time_limit is 0 or GW_USEC_INFINITY), --output (j->output, else j->log_path; '%' doubled, which sbatch
  *   would otherwise expand), --chdir (j->cwd), --begin=now+S when j->not_before is later
- *   than o->now, --partition, --exclude, then the script and argv, or --wrap.
+ *   than o->now, --partition, --exclude, then the script and argv, or --wrap.  An empty
+ *   output, log path or cwd counts as none.
  * Returns 0 and *ret_argv; -EINVAL with a message in why that names the field (the job
  * cannot be placed or a field cannot be passed); *ret_argv untouched then. */
 int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
                          char ***ret_argv, char *why, size_t why_len);
 
+/* Slurm keeps a time limit in minutes in 32 bits, the top values meaning "not set" and
+ * "infinite"; gpuward passes no more than this (about 4,000 years). */
+#define GW_SLURM_TIME_MAX_MIN 2147483647
+
 /* Slurm's --time text for a limit, rounded up to whole minutes: "0-00:02:00" for 61 s.
- * Returns buf, or NULL when limit <= 0 or buf is too small (24 bytes is enough). */
+ * Returns buf, or NULL when limit <= 0, past GW_SLURM_TIME_MAX_MIN minutes (so
+ * GW_USEC_INFINITY too), or when buf is too small (32 bytes is enough). */
 char *gw_slurm_time_format(gw_usec_t limit, char *buf, size_t n);

@@ -51,6 +51,8 @@ char *gw_slurm_time_format(gw_usec_t limit, char *buf, size_t n) {
         if (limit <= 0)
                 return NULL;
         int64_t mins = limit / minute + (limit % minute != 0);
+        if (mins > GW_SLURM_TIME_MAX_MIN)
+                return NULL;
         int r = snprintf(buf, n, "%lld-%02lld:%02lld:00", (long long) (mins / (24 * 60)),
                          (long long) (mins / 60 % 24), (long long) (mins % 60));
         return r > 0 && (size_t) r < n ? buf : NULL;
@@ -116,6 +118,13 @@ static bool plain_name(const char *s) {
         return true;
 }
 
+/* Where the job's output goes: its own file, else its log; "" counts as none. */
+static const char *output_path(const struct gw_job *j) {
+        if (j->output && *j->output)
+                return j->output;
+        return j->log_path && *j->log_path ? j->log_path : NULL;
+}
+
 #define WHY(...) (snprintf(why, why_len, __VA_ARGS__), -EINVAL)
 
 static int check_job(const struct gw_job *j, const struct gw_sbatch_opts *o, char *why, size_t why_len) {
@@ -123,14 +132,18 @@ static int check_job(const struct gw_job *j, const struct gw_sbatch_opts *o, cha
                 return WHY("argv: the job has no command");
         if (j->name && has_control(j->name))
                 return WHY("name: has a control character, which Slurm's job name cannot carry");
-        const char *out = j->output ? j->output : j->log_path;
+        const char *out = output_path(j);
         if (out && (has_control(out) || strchr(out, '\\')))
                 return WHY("output: %s has a control character or a backslash, which sbatch "
-                           "reads as a file name pattern", j->output ? "the output path" : "the log path");
+                           "reads as a file name pattern", out == j->output ? "the output path" : "the log path");
         if (j->cwd && has_control(j->cwd))
                 return WHY("cwd: has a control character");
         if (j->ngpus < 0)
                 return WHY("gpus: %d is negative", j->ngpus);
+        /* GW_USEC_INFINITY is no limit, like 0; anything else must fit Slurm's minutes. */
+        if (j->time_limit > 0 && j->time_limit != GW_USEC_INFINITY &&
+            (j->time_limit - 1) / (60 * GW_USEC_PER_SEC) + 1 > GW_SLURM_TIME_MAX_MIN)
+                return WHY("time_limit: longer than Slurm can hold (%d minutes)", GW_SLURM_TIME_MAX_MIN);
         if (o->partition && !plain_name(o->partition))
                 return WHY("partition: \"%s\" is not a partition name", o->partition);
         for (size_t i = 0; i < o->n_exclude; i++)
@@ -188,12 +201,12 @@ int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
                 argv_addf(&a, "--gres=gpu:%d", per_node);
         if (gw_slurm_time_format(j->time_limit, tbuf, sizeof tbuf))
                 argv_addf(&a, "--time=%s", tbuf);
-        const char *out = j->output ? j->output : j->log_path;
+        const char *out = output_path(j);
         if (out) {
                 _cleanup_free_ char *esc = escape_percent(out);
                 argv_addf(&a, "--output=%s", esc);
         }
-        if (j->cwd)
+        if (j->cwd && *j->cwd)
                 argv_addf(&a, "--chdir=%s", j->cwd);
         if (j->not_before > o->now) {
                 gw_usec_t d = j->not_before - o->now;

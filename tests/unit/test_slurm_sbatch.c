@@ -88,11 +88,18 @@ static void time_limits(void **state) {
         assert_null(gw_slurm_time_format(0, buf, sizeof buf));
         assert_null(gw_slurm_time_format(-5, buf, sizeof buf));
         assert_null(gw_slurm_time_format(60 * SEC, buf, 5));
+        assert_null(gw_slurm_time_format(GW_USEC_INFINITY, buf, sizeof buf));
+        assert_string_equal(gw_slurm_time_format((gw_usec_t) GW_SLURM_TIME_MAX_MIN * 60 * SEC, buf, sizeof buf),
+                            "1491308-02:07:00");
 
         /* No limit: no --time, the partition's default applies. */
         struct gw_job j = {.id = 4, .argv = argv_train};
         struct gw_sbatch_opts o = {.now = NOW};
         assert_null(strstr(build(&j, &o), "--time"));
+        j.time_limit = GW_USEC_INFINITY;
+        assert_null(strstr(build(&j, &o), "--time"));
+        j.time_limit = ((gw_usec_t) GW_SLURM_TIME_MAX_MIN + 1) * 60 * SEC;
+        assert_string_equal(refusal(&j, &o), "time_limit: longer than Slurm can hold (2147483647 minutes)");
 }
 
 /* A retry's backoff is --begin, relative and rounded up to a second; past or equal: none. */
@@ -114,6 +121,15 @@ static void output_percent_and_exclude(void **state) {
         const char *s = build(&j, &o);
         assert_non_null(strstr(s, "|--output=/data/run%%1/out.log|"));
         assert_non_null(strstr(s, "|--partition=a100|--exclude=gpu3,gpu7|"));
+        /* Empty strings are no value: the log path, then nothing. */
+        j.output = "";
+        j.log_path = "/var/lib/gw/6.log";
+        j.cwd = "";
+        s = build(&j, &o);
+        assert_non_null(strstr(s, "|--output=/var/lib/gw/6.log|"));
+        assert_null(strstr(s, "--chdir"));
+        j.log_path = "";
+        assert_null(strstr(build(&j, &o), "--output"));
 }
 
 /* More GPUs than a node has: whole nodes, or a refusal that says what would work. */
