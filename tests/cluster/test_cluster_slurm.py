@@ -76,35 +76,37 @@ class TwoNodes(unittest.TestCase):
 
 
 BUILD = os.environ.get("GW_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
-SBATCH_ARGV = os.path.join(os.path.abspath(BUILD), "tests", "cluster", "gw-sbatch-argv")
+PROBE = os.path.join(os.path.abspath(BUILD), "tests", "cluster", "gw-slurm-probe")
 
 
-def sbatch_argv(*args):
-    """What gw_slurm_sbatch_argv (core/slurm.h) makes of a job, as a list."""
-    out = subprocess.run([SBATCH_ARGV, *args], capture_output=True, check=True).stdout
-    return out.decode().split("\0")[:-1]
+def probe(*args):
+    """core/slurm.h's reading of args (tests/cluster/slurm_probe.c)."""
+    return subprocess.run([PROBE, *args], capture_output=True, check=True).stdout.decode()
 
 
 @unittest.skipIf(WHY_NOT, f"no Slurm cluster here: {WHY_NOT}")
-@unittest.skipUnless(os.access(SBATCH_ARGV, os.X_OK), f"{SBATCH_ARGV} not built (set GW_BUILD_DIR)")
-class SbatchArgv(unittest.TestCase):
-    """gpuward's sbatch command line, as the real sbatch and slurmctld read it."""
+@unittest.skipUnless(os.access(PROBE, os.X_OK), f"{PROBE} not built (set GW_BUILD_DIR)")
+class CorePieces(unittest.TestCase):
+    """core/slurm.h against the real thing: gpuward's sbatch command line as sbatch and
+    slurmctld read it, and what the core reads in a job's /proc/PID/cgroup, squeue and
+    scontrol."""
 
-    def test_what_sbatch_makes_of_it(self):
+    def test_sbatch_argv_and_what_slurm_shows(self):
         with slurmcluster.SlurmCluster(nodes=2, gpus=4) as c:
             out = os.path.join(c.dir, "out")
             # 8 GPUs on nodes of 4: two whole nodes.  A quote and a % that must arrive as
             # they are; 61 s is 2 minutes to Slurm.
-            span = sbatch_argv(
-                "--name", "span", "--gpus", "8", "--gpus-per-node", "4", "--max-nodes", "2",
+            span = probe(
+                "sbatch", "--name", "span", "--gpus", "8", "--gpus-per-node", "4", "--max-nodes", "2",
                 "--time", "61", "--output", f"{out}/span%1.log", "--cwd", out, "--",
-                "sh", "-c", "echo \"it's $SLURM_JOB_NUM_NODES $CUDA_VISIBLE_DEVICES\"; sleep 300")
+                "sh", "-c", "echo \"it's $SLURM_JOB_NUM_NODES $CUDA_VISIBLE_DEVICES $$\"; sleep 300"
+            ).split("\0")[:-1]
             self.assertEqual(span[0], "sbatch")
             a = int(c.cmd(*span).strip().split(";")[0])
             # A retry's backoff and a node to avoid.
-            later = sbatch_argv("--name", "later", "--gpus", "1", "--begin-in", "120",
-                                "--exclude", c.nodes[0], "--output", f"{out}/later.log",
-                                "--", "true")
+            later = probe("sbatch", "--name", "later", "--gpus", "1", "--begin-in", "120",
+                          "--exclude", c.nodes[0], "--output", f"{out}/later.log",
+                          "--", "true").split("\0")[:-1]
             b = int(c.cmd(*later).strip().split(";")[0])
 
             def both():
@@ -117,17 +119,30 @@ class SbatchArgv(unittest.TestCase):
             slurmcluster._wait_until(lambda: os.path.exists(log) and os.path.getsize(log) > 0, 20,
                                      f"{log}, named with its % as it is")
             with open(log) as f:
-                self.assertEqual(f.read().strip(), "it's 2 0,1,2,3")
-            show = {}
-            for jid in (a, b):
-                show[jid] = dict(kv.split("=", 1) for kv in
-                                 c.cmd("scontrol", "-o", "show", "job", str(jid)).split() if "=" in kv)
-            self.assertEqual(show[a]["TimeLimit"], "00:02:00")
-            self.assertEqual(show[a]["NumNodes"], "2")
-            self.assertEqual(show[a]["JobName"], "span")
-            self.assertEqual(show[a]["Requeue"], "0", "--no-requeue: gpuward decides retries")
-            self.assertEqual(show[b]["ExcNodeList"], c.nodes[0])
+                words, nodes, gpus, pid = f.read().split()
+            self.assertEqual((words, nodes, gpus), ("it's", "2", "0,1,2,3"))
 
+            def show(jid):
+                return dict(kv.split("=", 1) for kv in
+                            c.cmd("scontrol", "-o", "show", "job", str(jid)).split() if "=" in kv)
+            sa, sb = show(a), show(b)
+            self.assertEqual(sa["TimeLimit"], "00:02:00")
+            self.assertEqual(sa["NumNodes"], "2")
+            self.assertEqual(sa["JobName"], "span")
+            self.assertEqual(sa["Requeue"], "0", "--no-requeue: gpuward decides retries")
+            self.assertEqual(sb["ExcNodeList"], c.nodes[0])
+
+            # What the core reads in them.
+            self.assertEqual(probe("proc", f"/proc/{pid}/cgroup").strip(),
+                             f"job={a} step=batch uid=0 node={sa['BatchHost']}")
+            self.assertEqual(probe("state", q[a][0]).strip(), "RUNNING ok")
+            self.assertEqual(probe("reason", q[b][1]).strip(), "Backoff waiting")
+            c.cmd("scancel", str(a))
+            # COMPLETING (its processes being stopped) still holds the GPUs: RUNNING to gpuward.
+            ended = slurmcluster._wait_until(
+                lambda: show(a)["JobState"] not in ("RUNNING", "COMPLETING") and show(a),
+                30, "the cancelled job to end")
+            self.assertEqual(probe("state", ended["JobState"]).strip(), "CANCELLED cancelled")
 
 if __name__ == "__main__":
     if WHY_NOT:
