@@ -1,7 +1,9 @@
 /* Slurm, in gpuward's words: the pure translations the node agent and the cluster executor
  * share.  No I/O: the caller reads /proc/PID/cgroup and runs squeue, sacct and sbatch; these
- * functions turn what it read into gpuward's job model and back.  Every Slurm fact relied on
- * here was checked on Slurm 22.05 (docs/CLUSTER.md says how). */
+ * functions turn what it read into gpuward's job model and back.  The Slurm facts relied on
+ * were checked on Slurm 22.05 in the cluster test (tests/cluster), except the cgroup v2
+ * layout, which the test host (cgroup v1) cannot show: that one is from Slurm's cgroup v2
+ * documentation and texts read on Slurm 23-24 nodes (docs/CLUSTER.md). */
 #pragma once
 #include <errno.h>
 #include <stdbool.h>
