@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import unittest
 
 from gwtest import GPUWARD, GPUWARDD, main
@@ -172,6 +173,16 @@ class ManPagesTest(unittest.TestCase):
         for tag, _ in policy:
             keys |= set(re.findall(r"(?:^|, )([a-z_]+) = ", tag))
         self.assertEqual(keys, section_keys("policy.") | section_keys("reclaim"))
+
+    def test_the_example_config_is_good(self):
+        with open(os.path.join(MAN, "gpuward.conf.5")) as f:
+            page = f.read()
+        example = page.split(".SH EXAMPLE\n")[1].split(".nf\n", 1)[1].split(".fi\n")[0]
+        with tempfile.NamedTemporaryFile("w", suffix=".conf") as conf:
+            conf.write(plain(example))
+            conf.flush()
+            p = subprocess.run([GPUWARDD, "--check-config", conf.name], capture_output=True, text=True, timeout=30)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), "gpuward.conf.5's EXAMPLE")
 
     def test_pages_render_without_warnings(self):
         if not shutil.which("man"):
