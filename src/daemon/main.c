@@ -361,9 +361,9 @@ static int check_config(int argc, char **argv) {
                 asked = asked || is_check_config(argv[i]);
         if (!asked)
                 return -1;
-        bool inline_file = argv[1][14] == '=';
+        bool first = is_check_config(argv[1]), inline_file = first && argv[1][14] == '=';
         const char *file = inline_file ? argv[1] + 15 : argc > 2 ? argv[2] : NULL;
-        if (!is_check_config(argv[1]) || argc > (inline_file ? 2 : 3) || (file && (!file[0] || file[0] == '-'))) {
+        if (!first || argc > (inline_file ? 2 : 3) || (file && (!file[0] || file[0] == '-'))) {
                 fputs("gpuwardd: error: --check-config takes one FILE at most, and no other option\n"
                       "Try 'gpuwardd --help'.\n", stderr);
                 return 2;
