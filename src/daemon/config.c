@@ -29,7 +29,11 @@ static void config_fail(struct gw_config *c, const char *fmt, ...) {
         va_end(ap);
         if (!c->in_file)
                 fprintf(stderr, "gpuwardd: error: %s\n", why);
-        else if (!c->file_error[0]) {
+        else if (c->check_all) { /* --check-config: every bad line, as it comes */
+                fprintf(stderr, "gpuwardd: error: %s line %d: %s\n", c->config_file, c->file_line, why);
+                if (!c->file_error_line)
+                        c->file_error_line = c->file_line;
+        } else if (!c->file_error[0]) {
                 memcpy(c->file_error, why, sizeof why);
                 c->file_error_line = c->file_line;
         }
@@ -62,6 +66,9 @@ static const char usage[] =
         "Runs in the foreground and logs to stderr.  Config keys use the same names as the flags.\n"
         "\n"
         "  --config FILE        INI file (default " DEFAULT_CONFIG " if it exists)\n"
+        "  --check-config [FILE]  only read FILE (default " DEFAULT_CONFIG ") as gpuwardd\n"
+        "                       would: each bad line with its number, key and why, exit 1; or\n"
+        "                       'FILE: ok', exit 0.  Starts nothing; takes no other option\n"
         "  --state-dir DIR      database, logs, run files (default /var/lib/gpuward as root,\n"
         "                       else $XDG_STATE_HOME/gpuward)\n"
         "  --socket PATH        Unix socket for the CLI (default /run/gpuward/gpuward.sock as root,\n"
@@ -543,6 +550,7 @@ static int config_ini_line(void *user, const char *section, const char *name, co
 struct config_reader {
         FILE *f;
         struct gw_config *c;
+        bool after_key; /* an indented line continues the last key's value, as inih reads it */
 };
 
 /* fgets for inih, counting the lines read so that a setting's error knows its line. */
@@ -551,6 +559,10 @@ static char *config_read_line(char *str, int num, void *stream) {
         char *s = fgets(str, num, r->f);
         if (s && strchr(s, '\n'))
                 r->c->file_line++;
+        /* --check-config names every bad line; inih returns only the first one's number. */
+        if (s && r->c->check_all &&
+            gw_config_line_check(r->c->config_file, r->c->file_line, s, &r->after_key) < 0 && !r->c->file_error_line)
+                r->c->file_error_line = r->c->file_line;
         return s;
 }
 
@@ -559,7 +571,7 @@ static int config_file_parse(struct gw_config *c) {
         FILE *f = fopen(c->config_file, "re");
         if (!f)
                 return -errno;
-        struct config_reader rd = { f, c };
+        struct config_reader rd = { f, c, false };
         c->in_file = true;
         c->file_line = 0;
         int r = ini_parse_stream(config_read_line, &rd, config_ini_line, c);
@@ -634,6 +646,51 @@ static void fill_paths(struct gw_config *c) {
                 c->nvml_lib = gw_xstrdup(lib);
 }
 
+/* Reads c->config_file, printing what is wrong with it.  0, or -EINVAL (a missing file is
+ * an error only when named). */
+static int config_read_file(struct gw_config *c, bool explicit_file) {
+        int r = config_file_parse(c);
+        if (r < 0 && (explicit_file || r != -ENOENT)) {
+                fprintf(stderr, "gpuwardd: error: cannot read config %s: %s\n", c->config_file, strerror(-r));
+                return -EINVAL;
+        }
+        /* inih reports the first bad line; ours may be a later one, or already printed. */
+        if (r > 0 && !(c->check_all && c->file_error_line == r))
+                fprintf(stderr, "gpuwardd: error: %s line %d: %s\n", c->config_file, r,
+                        c->file_error[0] && c->file_error_line == r ? c->file_error
+                                                                    : "not a 'key = value' line or a [section]");
+        if (r > 0 || (r == 0 && c->check_all && c->file_error_line))
+                return -EINVAL;
+        return policies_check(c);
+}
+
+/* Settings that are fine alone and wrong together. */
+static int limits_check(const struct gw_config *c) {
+        /* Each job without --time gets the default: above the maximum, every one is refused. */
+        if (c->default_time_limit > c->max_time_limit) {
+                char a[32], b[32];
+                fprintf(stderr, "gpuwardd: error: default-time-limit %s is longer than max-time-limit %s\n",
+                        gw_format_duration(c->default_time_limit, a, sizeof a),
+                        gw_format_duration(c->max_time_limit, b, sizeof b));
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int gw_config_check(const char *file) {
+        struct gw_config c;
+        set_defaults(&c);
+        c.config_file = gw_xstrdup(file ? file : DEFAULT_CONFIG);
+        c.check_all = true;
+        int r = config_read_file(&c, true);
+        if (r == 0)
+                r = limits_check(&c);
+        if (r == 0)
+                printf("%s: ok\n", c.config_file);
+        gw_config_done(&c);
+        return r == 0 ? 0 : 1;
+}
+
 int gw_config_load(struct gw_config *c, int argc, char **argv) {
         set_defaults(c);
         /* First pass: only --config, so the file is read before the flags that override it. */
@@ -646,21 +703,7 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
         bool explicit_file = c->config_file != NULL;
         if (!c->config_file && access(DEFAULT_CONFIG, F_OK) == 0)
                 c->config_file = gw_xstrdup(DEFAULT_CONFIG);
-        if (c->config_file) {
-                int r = config_file_parse(c);
-                if (r < 0 && (explicit_file || r != -ENOENT)) {
-                        fprintf(stderr, "gpuwardd: error: cannot read config %s: %s\n", c->config_file, strerror(-r));
-                        return -EINVAL;
-                }
-                if (r > 0) {
-                        /* inih reports the first bad line; ours may be a later one. */
-                        fprintf(stderr, "gpuwardd: error: %s line %d: %s\n", c->config_file, r,
-                                c->file_error[0] && c->file_error_line == r ? c->file_error
-                                                                            : "not a 'key = value' line or a [section]");
-                        return -EINVAL;
-                }
-        }
-        if (policies_check(c) < 0)
+        if (c->config_file ? config_read_file(c, explicit_file) < 0 : policies_check(c) < 0)
                 return -EINVAL;
         int opt;
         optind = 1;
@@ -700,14 +743,8 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
                 fprintf(stderr, "gpuwardd: error: unexpected argument '%s'\nTry 'gpuwardd --help'.\n", argv[optind]);
                 return -EINVAL;
         }
-        /* Each job without --time gets the default: above the maximum, every one is refused. */
-        if (c->default_time_limit > c->max_time_limit) {
-                char a[32], b[32];
-                fprintf(stderr, "gpuwardd: error: default-time-limit %s is longer than max-time-limit %s\n",
-                        gw_format_duration(c->default_time_limit, a, sizeof a),
-                        gw_format_duration(c->max_time_limit, b, sizeof b));
+        if (limits_check(c) < 0)
                 return -EINVAL;
-        }
         fill_paths(c);
         return 0;
 }

@@ -21,6 +21,7 @@ struct gw_policy_conf {
 struct gw_config {
         char *config_file;
         bool in_file;               /* reading config_file: errors wait for their line number */
+        bool check_all;             /* --check-config: print every bad line, not the first only */
         char file_error[400];       /* the first one */
         int file_line, file_error_line; /* lines read so far; file_error's */
         char *state_dir;
@@ -74,3 +75,14 @@ struct gw_config {
  * printed --help or --version (exit 0), or -EINVAL after printing a usage error. */
 int gw_config_load(struct gw_config *c, int argc, char **argv);
 void gw_config_done(struct gw_config *c);
+
+/* gpuwardd --check-config [FILE]: reads FILE (NULL: the default path) as the daemon would,
+ * prints each bad line with its number, key and why on stderr, or "FILE: ok" on stdout.
+ * Starts nothing, opens no socket, touches no state.  Returns the exit status: 0 or 1. */
+int gw_config_check(const char *file);
+
+/* config_check.c: whether inih will take one line of a config file, by its rules (a [section],
+ * key = value or key: value, a comment, a blank line, or an indented line continuing the
+ * last key's value when *after_key).  Says why on stderr with file and line_no and returns
+ * -EINVAL for a line it will refuse; 0 otherwise.  Updates *after_key. */
+int gw_config_line_check(const char *file, int line_no, const char *line, bool *after_key);

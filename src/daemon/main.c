@@ -349,9 +349,34 @@ static void shutdown_daemon(struct gw_daemon *d) {
                 (void) close(d->epfd);
 }
 
+static bool is_check_config(const char *arg) {
+        return !strncmp(arg, "--check-config", 14) && (!arg[14] || arg[14] == '=');
+}
+
+/* gpuwardd --check-config [FILE] (or --check-config=FILE): the config alone, read and judged
+ * before anything else happens.  -1 when not asked for, else the exit status. */
+static int check_config(int argc, char **argv) {
+        bool asked = false;
+        for (int i = 1; i < argc; i++)
+                asked = asked || is_check_config(argv[i]);
+        if (!asked)
+                return -1;
+        bool first = is_check_config(argv[1]), inline_file = first && argv[1][14] == '=';
+        const char *file = inline_file ? argv[1] + 15 : argc > 2 ? argv[2] : NULL;
+        if (!first || argc > (inline_file ? 2 : 3) || (file && (!file[0] || file[0] == '-'))) {
+                fputs("gpuwardd: error: --check-config takes one FILE at most, and no other option\n"
+                      "Try 'gpuwardd --help'.\n", stderr);
+                return 2;
+        }
+        return gw_config_check(file);
+}
+
 int main(int argc, char **argv) {
+        int r = check_config(argc, argv);
+        if (r >= 0)
+                return r;
         struct gw_config cfg;
-        int r = gw_config_load(&cfg, argc, argv);
+        r = gw_config_load(&cfg, argc, argv);
         if (r != 0) {
                 gw_config_done(&cfg);
                 return r > 0 ? 0 : 2;
