@@ -225,8 +225,8 @@ int gw_retry_decide(const struct gw_retry_policy *p, const struct gw_retry_state
         } else if (crash_loop(s)) {
                 stop(&d, GW_RETRY_WHY_CRASH_LOOP);
                 snprintf(d.reason, sizeof(d.reason),
-                         "crash loop: attempts %u and %u both failed at epoch %lld with no new checkpoint",
-                         s->attempts - 1, s->attempts, (long long) s->last.epoch);
+                         "crash loop: attempts %u and %u both failed during epoch %lld with no new checkpoint",
+                         s->attempts - 1, s->attempts, (long long) s->last.epoch + 1);
         } else if (used >= p->max_retries) {
                 stop(&d, GW_RETRY_WHY_EXHAUSTED);
                 snprintf(d.reason, sizeof(d.reason), "retries exhausted (%u/%u): last %s", p->max_retries,

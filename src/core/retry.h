@@ -60,7 +60,8 @@ char *gw_retry_format_classes(uint32_t mask, char *buf, size_t n);
 /* What one attempt reached, for the crash-loop rule. */
 struct gw_attempt_mark {
         bool valid;                      /* false: not known (then the rule does not apply) */
-        int64_t epoch;                   /* epoch it reached when it ended; < 0 unknown */
+        int64_t epoch;                   /* epochs it had finished when it ended (it failed
+                                          * during epoch + 1); < 0 unknown */
         char ckpt[GW_RETRY_CKPT_ID_MAX]; /* identity of the newest checkpoint at its end;
                                           * "" = no checkpoint */
 };
@@ -97,7 +98,7 @@ struct gw_retry_decision {
         char reason[192];      /* "retry 2/3 in 20s after cuda_error",
                                 * "retries exhausted (3/3): last cuda_error",
                                 * "user_error is not retried",
-                                * "crash loop: attempts 2 and 3 both failed at epoch 7 with no
+                                * "crash loop: attempts 2 and 3 both failed during epoch 8 with no
                                 * new checkpoint" */
 };
 

@@ -433,6 +433,9 @@ bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n);
 /* For recovery.c, when an attempt ends: a last look at results.csv, so that the rows written
  * since the last sample get their end times too. */
 void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
+/* For recovery.c: the epochs the current attempt's run had finished, as the watch last read
+ * its results.csv (after gw_training_attempt_ended's last look); -1 when it read none. */
+long gw_training_epochs_done(const struct gw_djob *dj);
 /* Whether a leak was detected during the current attempt (an oom is then retried). */
 bool gw_training_leak_flagged(const struct gw_djob *dj);
 /* Seconds until the job's estimated end; NAN without an estimate. */

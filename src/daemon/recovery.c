@@ -247,7 +247,11 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                                                            : v.evidence;
         char ckpt_why[512] = "";
         char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
-        struct gw_attempt_mark last = { .valid = true, .epoch = epoch_reached(j, ckpt) };
+        /* The epochs the training watch saw come first: it follows runs that no command names
+         * (a script calling model.train()), and counts finished epochs whether or not a
+         * checkpoint survived to be resumed from. */
+        long seen = gw_training_epochs_done(dj);
+        struct gw_attempt_mark last = { .valid = true, .epoch = seen >= 0 ? seen : epoch_reached(j, ckpt) };
         ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
 
         _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);

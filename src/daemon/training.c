@@ -458,6 +458,10 @@ bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
         return true;
 }
 
+long gw_training_epochs_done(const struct gw_djob *dj) {
+        return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->done : -1;
+}
+
 bool gw_training_leak_flagged(const struct gw_djob *dj) {
         return dj->train && dj->train->attempt == dj->job->attempt && dj->train->leak_reported;
 }

@@ -115,6 +115,17 @@ class RecoveryTest(DaemonTest):
         self.assertLess(j["attempt"], 6)
         self.assertIn("crash loop", j["reason"])
 
+    def test_crash_loop_counts_the_epochs_the_watch_saw(self):
+        """A training script that no command names (no `yolo`, no --yolo, no declared progress
+        file) crashes during epoch 3 every time: gpuward reads its results.csv all along, so the
+        second identical crash is a crash loop, not four attempts until retries run out."""
+        jid = self.submit_api([TRAINER, "epochs=6", "name=pyloop", "--epoch-seconds", "0.3", "--crash-at-epoch", "3"],
+                              retries=3)
+        j = self.d.wait_state(jid, "FAILED", timeout=90)
+        self.assertEqual(j["attempt"], 2, j["reason"])
+        self.assertEqual([a["epoch"] for a in j["attempts"]], [2, 2])
+        self.assertIn("crash loop: attempts 1 and 2 both failed during epoch 3", j["reason"])
+
     def test_crash_loop_is_seen_across_a_daemon_restart(self):
         """Attempt 2 resumes from attempt 1's checkpoint and crashes at the same epoch without
         a new one: a crash loop, also when the daemon restarted meanwhile (how attempt 1

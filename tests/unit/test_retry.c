@@ -170,7 +170,7 @@ static void crash_loop(void **state) {
 
         gw_retry_policy_default(&p);
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
-        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 2 and 3 both failed at epoch 7 with no new checkpoint");
+        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 2 and 3 both failed during epoch 8 with no new checkpoint");
         assert_string_equal(gw_retry_why_name(d.why), "crash_loop");
 
         /* Reported as a crash loop rather than as exhausted retries. */
@@ -201,7 +201,7 @@ static void crash_loop(void **state) {
         s = (struct gw_retry_state){.attempts = 2, .prev = {.valid = true, .epoch = 0}, .last = {.valid = true, .epoch = 0}};
         v.cls = GW_FAILURE_NCCL_ERROR;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
-        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 1 and 2 both failed at epoch 0 with no new checkpoint");
+        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 1 and 2 both failed during epoch 1 with no new checkpoint");
         /* The first attempt has no predecessor. */
         s.attempts = 1;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
