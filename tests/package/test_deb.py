@@ -16,13 +16,13 @@ admin would; it listens on a free loopback port.  Exit 77 (ctest's skip) where d
 or root is missing, or where gpuward is already on this machine."""
 import http.client
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
@@ -123,7 +123,6 @@ class DebPackageTest(unittest.TestCase):
 
     def remove_cgroups(self):
         """The empty job cgroups of the daemon we ran (as the e2e harness does)."""
-        import re
         m = re.search(r"cgroups: v[12] under (\S+)", self.daemon_log())
         if not m or not os.path.isdir(m.group(1)):
             return
@@ -178,6 +177,17 @@ class DebPackageTest(unittest.TestCase):
                     f"simulate_gpus = 2\nnvml_lib = {gwtest.FAKE_NVML}\nlisten = 127.0.0.1:0\n"
                     "sample_interval = 1\n")
 
+    def verify_unit(self):
+        """systemd's own check of the installed unit, where systemd-analyze is: unknown or
+        misspelt settings, a missing ExecStart binary.  Its man-page lookups for
+        Documentation= are left out: they depend on man-db's index, not on the unit."""
+        if not shutil.which("systemd-analyze"):
+            return
+        p = run(["systemd-analyze", "verify", UNIT], check=False)
+        complaints = [line for line in (p.stdout + p.stderr).splitlines()
+                      if line.strip() and not re.search(r"Command 'man [^']*' failed", line)]
+        self.assertEqual(complaints, [], f"systemd-analyze verify {UNIT}")
+
     def start_daemon(self):
         with open(UNIT) as f:
             argv = unit_exec_start(f.read())
@@ -230,6 +240,7 @@ class DebPackageTest(unittest.TestCase):
             st = os.stat(path)
             self.assertEqual((st.st_uid, st.st_mode & 0o7777), (0, mode), path)
 
+        self.verify_unit()
         self.configure_simulated_gpus()
         self.start_daemon()
         try:
