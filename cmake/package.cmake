@@ -18,8 +18,16 @@ install(CODE "
                  \"${CMAKE_BINARY_DIR}/gpuwardd.service\" @ONLY)")
 install(FILES ${CMAKE_BINARY_DIR}/gpuwardd.service DESTINATION lib/systemd/system)
 
-# gpuwardd reads /etc/gpuward/gpuward.conf whatever the prefix: an absolute destination.
-install(FILES contrib/gpuward.conf DESTINATION /etc/gpuward)
+# gpuwardd reads /etc/gpuward/gpuward.conf whatever the prefix: an absolute destination.  An
+# existing one is an admin's and is kept (a package build stages into an empty DESTDIR; dpkg
+# handles the conffile on upgrades).
+install(CODE "
+  set(gw_conf \"\$ENV{DESTDIR}/etc/gpuward/gpuward.conf\")
+  if(EXISTS \"\${gw_conf}\")
+    message(STATUS \"Kept: \${gw_conf} (every setting with its default: contrib/gpuward.conf)\")
+  else()
+    file(INSTALL \"${CMAKE_SOURCE_DIR}/contrib/gpuward.conf\" DESTINATION /etc/gpuward) # file(INSTALL) adds DESTDIR
+  endif()")
 
 # Debian's documentation files: the copyright, the changelog (changelog.gz: a native
 # package) compressed as policy asks (-9n: no name or time stamp, so two builds give the
