@@ -572,23 +572,6 @@ json_t *gw_codec_event_message(const char *message, unsigned view) {
         return enc_private(message, view, GW_CODEC_EVIDENCE_HIDDEN);
 }
 
-json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o}", "time", time_or_null(ev[i].time), "state",
-                                                   gw_job_state_name(ev[i].state) ?: "?", "kind",
-                                                   gw_json_text(ev[i].kind), "message",
-                                                   gw_codec_event_message(ev[i].message, view)));
-        return a;
-}
-
-json_t *gw_codec_gpu_event(const struct gw_gpu_event_rec *e, bool with_message) {
-        return json_pack("{s:o,s:i,s:o,s:o,s:o,s:o}", "time", time_or_null(e->time), "gpu", (int) e->gpu, "kind",
-                         gw_json_text(e->kind), "xid", e->xid >= 0 ? json_integer(e->xid) : json_null(), "job",
-                         e->job_id > 0 ? json_integer(e->job_id) : json_null(), "message",
-                         with_message ? gw_json_text(e->message) : json_null());
-}
-
 char *gw_codec_dump(json_t *o, size_t *ret_len) {
         char *s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
