@@ -37,6 +37,14 @@ json_t *gw_codec_booking(const struct gw_store_booking *b) {
         return gw_codec_table_object(booking_fields, ELEMENTSOF(booking_fields), b, &plain);
 }
 
+json_t *gw_codec_booking_refusal(const char *message, gw_usec_t nearest_start, gw_usec_t nearest_end) {
+        json_t *o = json_pack("{s:o,s:s}", "error", gw_json_text(message), "field", "start");
+        if (nearest_end)
+                json_object_set_new(o, "nearest", json_pack("{s:f,s:f}", "start", (double) nearest_start / 1e6, "end",
+                                                            (double) nearest_end / 1e6));
+        return o;
+}
+
 static json_t *segment_kind(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
         return gw_json_text(gw_segment_kind_name(((const struct gw_schedule_segment *) obj)->kind));

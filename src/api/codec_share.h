@@ -11,6 +11,9 @@
 #include "core/sharerec.h"
 
 json_t *gw_codec_booking(const struct gw_store_booking *b);
+/* A booking that does not fit: {"error", "field": "start"}, and the nearest time it would,
+ * "nearest": {"start", "end"}, when nearest_end is not 0. */
+json_t *gw_codec_booking_refusal(const char *message, gw_usec_t nearest_start, gw_usec_t nearest_end);
 json_t *gw_codec_segment(const struct gw_schedule_segment *s);
 /* A token as `gpuward token list` shows it: never its secret; "expired" as of now. */
 json_t *gw_codec_token(const struct gw_store_token *t, gw_usec_t now);

@@ -75,82 +75,17 @@ void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n) {
                 gw_sharing_rate_undo(d, c->uid, n);
 }
 
-/* The host's booking policy (core/bookpolicy.h) on a booking that fits and that the user's
- * quota approves: GW_BOOKPOLICY_OK, or the rule that sends it to an admin (why in msg). */
-static int book_policy(struct gw_daemon *d, const struct caller *c, const struct calendar_view *v,
-                       const struct gw_booking *b, gw_usec_t now, char *msg, size_t n) {
-        const struct gw_bookpolicy *p = &d->cfg->booking;
-        struct gw_bookpolicy_ask a = { .admin = c->admin, .ngpus = b->ngpus, .host_gpus = d->n_gpus,
-                                       .duration = b->end - b->start };
-        int r = gw_bookpolicy_check(p, &a, msg, n);
-        /* The schedule's prediction, twice, only where it can still change the answer. */
-        if (r != GW_BOOKPOLICY_OK || c->admin || p->may_delay_waiting)
-                return r;
-        if (gw_bookpolicy_delays(&v->in, b, now, &a.delayed, &a.delayed_first) < 0) {
-                /* Unknown is not "none": an admin looks at it. */
-                a.delayed = 1;
-                a.delayed_first = 0;
-        }
-        return gw_bookpolicy_check(p, &a, msg, n);
-}
-
-/* Places the request, checks the user's booking quota and the host's booking policy, and
- * stores the booking. */
-static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec_t start, gw_usec_t len,
-                 const char *name, struct gw_http_reply *rep) {
-        struct gw_calendar_request req = { .ngpus = ngpus, .start = start, .duration = len };
-        char msg[GW_CALENDAR_MSG_SIZE];
-        gw_usec_t now = d->now_wall;
-        if (ngpus > (int) d->n_gpus)
-                return reply_error(rep, 400, "ngpus", "ngpus: only %u GPUs on this host", d->n_gpus);
-        if (gw_calendar_check_request(&req, now, msg, sizeof msg) < 0)
-                return reply_error(rep, 400, strstr(msg, "GPU") ? "ngpus" : "start", "%s", msg);
-        struct calendar_view v;
-        gw_calendar_view(d, &v);
-        struct gw_quota lim;
-        gw_sharing_limits(d, c->uid, c->user, &lim, NULL);
-        int64_t mine = gw_calendar_user_booked_gpus(v.bookings, v.in.n_bookings, c->uid, start, start + len, 0);
-        char qmsg[GW_QUOTA_MSG_SIZE] = "";
-        int q = gw_quota_check_booking(&lim, mine, ngpus, start, start + len, now, qmsg, sizeof qmsg);
-        struct gw_calendar_placement p;
-        int r = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &req, gw_sharing_format_time, NULL, &p);
-        if (q == GW_QUOTA_BOOKING_APPROVE && r >= 0 && p.verdict == GW_PLACE_FITS) {
-                struct gw_booking cand = { .uid = c->uid, .ngpus = ngpus, .start = start, .end = start + len,
-                                           .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };
-                if (book_policy(d, c, &v, &cand, now, qmsg, sizeof qmsg) != GW_BOOKPOLICY_OK)
-                        q = GW_QUOTA_BOOKING_NEEDS_APPROVAL;
-        }
-        gw_calendar_view_free(&v);
-        if (q == GW_QUOTA_BOOKING_REFUSE)
-                return reply_error(rep, 403, "start", "%s", qmsg);
-        if (r < 0)
-                return reply_error(rep, 400, NULL, "cannot place the booking");
-        if (p.verdict != GW_PLACE_FITS) {
-                json_t *o = json_pack("{s:s,s:s}", "error", p.message, "field", "start");
-                if (p.verdict == GW_PLACE_LATER)
-                        json_object_set_new(o, "nearest", json_pack("{s:f,s:f}", "start", (double) p.start / 1e6, "end",
-                                                                    (double) p.end / 1e6));
-                return reply_json(rep, 409, o);
-        }
-        struct gw_store_booking b = { .uid = c->uid, .ngpus = ngpus, .start = start, .end = start + len,
-                                      .gpu_mask = p.gpu_mask,
-                                      .state = q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? GW_BOOKING_PENDING_APPROVAL
-                                                                                    : GW_BOOKING_APPROVED };
-        snprintf(b.user, sizeof b.user, "%s", c->user);
-        snprintf(b.name, sizeof b.name, "%s", name ? name : "");
-        snprintf(b.note, sizeof b.note, "%s", q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? qmsg : "");
-        if (gw_store_booking_save(d->store, &b) < 0)
+/* Books for the caller (daemon/sharing.h) and replies what came of it. */
+static void book(struct gw_daemon *d, const struct gw_book_request *req, struct gw_http_reply *rep) {
+        struct gw_book_result r;
+        gw_sharing_book(d, req, &r);
+        if (r.status == 503)
                 return reply_store_error(d, rep, "cannot record the booking");
-        struct gw_sharing *s = d->sharing;
-        if (s->n_bookings == s->cap_bookings) {
-                s->cap_bookings = s->cap_bookings ? s->cap_bookings * 2 : 16;
-                s->bookings = gw_xrealloc(s->bookings, s->cap_bookings * sizeof *s->bookings);
-        }
-        s->bookings[s->n_bookings++] = b;
-        d->sched_dirty = true;
-        log_info("booking %lld by %s: %d GPUs %s%s%s", (long long) b.id, b.user, ngpus, gw_booking_state_name(b.state),
-                 b.note[0] ? ": " : "", b.note);
-        reply_json(rep, 201, gw_codec_booking(&b));
+        if (r.status == 409) /* with the nearest time it would fit, if any */
+                return reply_json(rep, 409, gw_codec_booking_refusal(r.message, r.nearest_start, r.nearest_end));
+        if (r.status != 201)
+                return reply_error(rep, r.status, r.field[0] ? r.field : NULL, "%s", r.message);
+        reply_json(rep, 201, gw_codec_booking(&r.booking));
 }
 
 /* What a booking asks for, checked as far as it can be without the calendar; 0, or -EINVAL
@@ -182,13 +117,12 @@ void on_booking_create(void *ud, const struct gw_http_request *req, const struct
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;
-        int ngpus;
-        gw_usec_t start, len;
-        const char *name;
+        struct gw_book_request br = { .uid = c->uid, .user = c->user, .admin = c->admin };
         /* The rate limit is charged only for a well-formed request: a typo must not use up
          * the sender's budget. */
-        if (decode_booking(o, d->now_wall, &ngpus, &start, &len, &name, rep) == 0 && !rate_limited(d, c, 1, rep)) {
-                book(d, c, ngpus, start, len, name, rep);
+        if (decode_booking(o, d->now_wall, &br.ngpus, &br.start, &br.len, &br.name, rep) == 0 &&
+            !rate_limited(d, c, 1, rep)) {
+                book(d, &br, rep);
                 if (rep->status != 201) /* refused after all: as a refused batch, it costs nothing */
                         gw_api_rate_undo(d, c, 1);
         }
