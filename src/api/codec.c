@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/codec_table.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/text.h"
@@ -394,14 +395,6 @@ static json_t *time_or_null(gw_usec_t t) {
         return t > 0 ? json_real((double) t / 1e6) : json_null();
 }
 
-static json_t *enc_gpus(const struct gw_job *j) {
-        json_t *a = json_array();
-        for (int i = 0; i < 64; i++)
-                if (j->gpu_mask & (UINT64_C(1) << i))
-                        json_array_append_new(a, json_integer(i));
-        return a;
-}
-
 static json_t *enc_command(const struct gw_job *j) {
         json_t *a = json_array();
         for (size_t i = 0; j->argv && j->argv[i]; i++)
@@ -453,7 +446,7 @@ FIELD(uid, json_integer(j->uid))
 FIELD(state, json_string(gw_job_state_name(j->state)))
 FIELD(reason, enc_reason(j, view))
 FIELD(ngpus, json_integer(j->ngpus))
-FIELD(gpus, enc_gpus(j))
+FIELD(gpus, gw_codec_gpu_mask(j->gpu_mask))
 FIELD(gpu_mem, json_integer((json_int_t) j->gpu_mem))
 FIELD(priority, json_integer(j->priority))
 FIELD(time_limit, json_integer(j->time_limit / GW_USEC_PER_SEC))

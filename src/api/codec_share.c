@@ -15,7 +15,8 @@ static const struct gw_codec_ctx plain = { 0, 0 };
 static json_t *booking_state(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
         const struct gw_store_booking *b = obj;
-        return gw_json_text(gw_booking_state_name((enum gw_booking_state) b->state));
+        const char *name = gw_booking_state_name((enum gw_booking_state) b->state);
+        return json_string(name ? name : "?");
 }
 
 #define B struct gw_store_booking

@@ -202,21 +202,10 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         char note[sizeof b->note];
         booking_note(note, sizeof note, approve ? "approved" : deny ? "denied" : "released", c->user,
                      deny ? why : "");
-        struct gw_store_booking before = *b;
-        b->state = to;
-        snprintf(b->note, sizeof b->note, "%s", note);
-        if (gw_store_booking_save(d->store, b) < 0) {
-                *b = before; /* not recorded: not done */
+        struct gw_store_booking now;
+        if (gw_sharing_booking_set(d, b, to, note, &now) < 0)
                 return reply_store_error(d, rep, "cannot record it");
-        }
-        log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);
-        json_t *o = gw_codec_booking(b);
-        /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
-         * booking that is over; its queued jobs find it gone and end (the gate is closed). */
-        if (gw_booking_state_is_final(to))
-                gw_sharing_booking_closed(d);
-        d->sched_dirty = true;
-        reply_json(rep, 200, o);
+        reply_json(rep, 200, gw_codec_booking(&now));
 }
 
 void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

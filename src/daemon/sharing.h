@@ -95,3 +95,8 @@ struct gw_book_result {
 /* Places the request, checks the user's booking quota and the host's booking policy, and
  * stores the booking, which then counts (sharing_book.c).  0, or < 0 with r saying why. */
 int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, struct gw_book_result *r);
+/* Moves the open booking b to state to with note, recorded before it counts (-EIO, b as it
+ * was, when the store refused); *ret gets the booking as it now is.  A final state closes it
+ * as at its end (gw_sharing_booking_closed): b is not valid afterwards. */
+int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
+                           const char *note, struct gw_store_booking *ret);

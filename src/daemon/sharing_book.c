@@ -1,5 +1,7 @@
 /* Making a booking: the calendar places it, the user's booking quota and the host's booking
- * policy decide whether it stands or waits for an admin, and it is stored before it counts. */
+ * policy decide whether it stands or waits for an admin, and it is stored before it counts;
+ * and changing one (approved, denied, released), recorded before it counts too. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,5 +103,24 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
                 return -EIO;
         }
         r->status = 201;
+        return 0;
+}
+
+int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
+                           const char *note, struct gw_store_booking *ret) {
+        struct gw_store_booking before = *b;
+        b->state = to;
+        snprintf(b->note, sizeof b->note, "%s", note);
+        if (gw_store_booking_save(d->store, b) < 0) {
+                *b = before; /* not recorded: not done */
+                return -EIO;
+        }
+        log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);
+        *ret = *b;
+        /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
+         * booking that is over; its queued jobs find it gone and end (the gate is closed). */
+        if (gw_booking_state_is_final(to))
+                gw_sharing_booking_closed(d);
+        d->sched_dirty = true;
         return 0;
 }
