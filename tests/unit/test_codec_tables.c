@@ -110,6 +110,14 @@ static void booking(void **state) {
                     "\"note\":\"more than 1 GPU\"}");
 }
 
+/* A booking that does not fit says the nearest window only when there is one. */
+static void booking_refusal(void **state) {
+        (void) state;
+        expect_json(gw_codec_booking_refusal("only 2 GPUs free", 7200 * SEC, 10800 * SEC),
+                    "{\"error\":\"only 2 GPUs free\",\"field\":\"start\",\"nearest\":{\"start\":7200.0,\"end\":10800.0}}");
+        expect_json(gw_codec_booking_refusal("never", 0, 0), "{\"error\":\"never\",\"field\":\"start\"}");
+}
+
 static void segment(void **state) {
         (void) state;
         struct gw_schedule_segment s = { .gpu = 3, .start = 10 * SEC, .end = 20 * SEC, .kind = GW_SEG_RUNNING,
@@ -269,7 +277,8 @@ static void gpu(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(table_types), cmocka_unit_test(booking),    cmocka_unit_test(segment),
+                cmocka_unit_test(table_types), cmocka_unit_test(booking),    cmocka_unit_test(booking_refusal),
+                cmocka_unit_test(segment),
                 cmocka_unit_test(token),       cmocka_unit_test(quota),      cmocka_unit_test(usage_user),
                 cmocka_unit_test(attempts),    cmocka_unit_test(gpu_events), cmocka_unit_test(job_events),
                 cmocka_unit_test(gpu),
