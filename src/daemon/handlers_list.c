@@ -1,5 +1,6 @@
 /* GET /api/v1/jobs: the running jobs, the queue and the held from memory, the ended from the
  * store, each encoded by the job's field table (api/codec.h), ?fields= and ?layout=rows. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
