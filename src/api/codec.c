@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/codec_table.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/text.h"
@@ -394,14 +395,6 @@ static json_t *time_or_null(gw_usec_t t) {
         return t > 0 ? json_real((double) t / 1e6) : json_null();
 }
 
-static json_t *enc_gpus(const struct gw_job *j) {
-        json_t *a = json_array();
-        for (int i = 0; i < 64; i++)
-                if (j->gpu_mask & (UINT64_C(1) << i))
-                        json_array_append_new(a, json_integer(i));
-        return a;
-}
-
 static json_t *enc_command(const struct gw_job *j) {
         json_t *a = json_array();
         for (size_t i = 0; j->argv && j->argv[i]; i++)
@@ -453,7 +446,7 @@ FIELD(uid, json_integer(j->uid))
 FIELD(state, json_string(gw_job_state_name(j->state)))
 FIELD(reason, enc_reason(j, view))
 FIELD(ngpus, json_integer(j->ngpus))
-FIELD(gpus, enc_gpus(j))
+FIELD(gpus, gw_codec_gpu_mask(j->gpu_mask))
 FIELD(gpu_mem, json_integer((json_int_t) j->gpu_mem))
 FIELD(priority, json_integer(j->priority))
 FIELD(time_limit, json_integer(j->time_limit / GW_USEC_PER_SEC))
@@ -570,23 +563,6 @@ json_t *gw_codec_job(const struct gw_job *j, unsigned view) {
 
 json_t *gw_codec_event_message(const char *message, unsigned view) {
         return enc_private(message, view, GW_CODEC_EVIDENCE_HIDDEN);
-}
-
-json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o}", "time", time_or_null(ev[i].time), "state",
-                                                   gw_job_state_name(ev[i].state) ?: "?", "kind",
-                                                   gw_json_text(ev[i].kind), "message",
-                                                   gw_codec_event_message(ev[i].message, view)));
-        return a;
-}
-
-json_t *gw_codec_gpu_event(const struct gw_gpu_event_rec *e, bool with_message) {
-        return json_pack("{s:o,s:i,s:o,s:o,s:o,s:o}", "time", time_or_null(e->time), "gpu", (int) e->gpu, "kind",
-                         gw_json_text(e->kind), "xid", e->xid >= 0 ? json_integer(e->xid) : json_null(), "job",
-                         e->job_id > 0 ? json_integer(e->job_id) : json_null(), "message",
-                         with_message ? gw_json_text(e->message) : json_null());
 }
 
 char *gw_codec_dump(json_t *o, size_t *ret_len) {

@@ -54,7 +54,9 @@ json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask, unsigned view);
 json_t *gw_codec_job_field_names(uint64_t mask);
 /* "id,state,gpus" → mask; empty or NULL = all.  -EINVAL naming an unknown field. */
 int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err);
+/* codec_rec.c: a job's events and attempts (oldest first) as arrays for a reader with view. */
 json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view);
+json_t *gw_codec_attempts(const struct gw_job_attempt *a, size_t n, unsigned view);
 /* An event's message, or an attempt's evidence, for a reader with view. */
 json_t *gw_codec_event_message(const char *message, unsigned view);
 /* A job's reason or an attempt's evidence, s, for a reader with view: a quote of the log, for

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api/codec.h"
+#include "api/codec_share.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
@@ -131,18 +132,6 @@ static void publish(struct gw_events *ev, const char *type, json_t *data) {
 
 /* ---- what is published ---- */
 
-static json_t *booking_json(const struct gw_store_booking *b) {
-        json_t *gpus = json_array();
-        for (int i = 0; i < 64; i++)
-                if (b->gpu_mask & (UINT64_C(1) << i))
-                        json_array_append_new(gpus, json_integer(i));
-        const char *state = gw_booking_state_name((enum gw_booking_state) b->state);
-        return json_pack("{s:I,s:o,s:I,s:o,s:i,s:o,s:f,s:f,s:s,s:o}", "id", (json_int_t) b->id, "user",
-                         gw_json_text(b->user), "uid", (json_int_t) b->uid, "name", gw_json_text(b->name), "ngpus",
-                         b->ngpus, "gpus", gpus, "start", (double) b->start / 1e6, "end", (double) b->end / 1e6, "state",
-                         state ? state : "?", "note", gw_json_text(b->note));
-}
-
 static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
                          const char *message) {
         struct gw_events *ev = userdata;
@@ -163,7 +152,7 @@ static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enu
 }
 
 static void on_store_booking(void *userdata, const struct gw_store_booking *b) {
-        publish(userdata, "booking", booking_json(b));
+        publish(userdata, "booking", gw_codec_booking(b));
 }
 
 void gw_events_gpus(struct gw_daemon *d) {

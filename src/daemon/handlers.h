@@ -59,6 +59,15 @@ void hide_paths(json_t *o);
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,
                                   struct gw_http_reply *rep, struct gw_job **tmp);
 
+/* handlers_submit.c: POST /api/v1/jobs and /api/v1/jobs/batch. */
+void on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct caller *c);
+void on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c);
+/* handlers_list.c: GET /api/v1/jobs. */
+void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+             const struct caller *c);
+
 /* handlers_gpu.c */
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c);
@@ -87,7 +96,7 @@ void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_rout
 void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c);
 
-/* handlers_share.c */
+/* handlers_share.c: bookings, the schedule, quotas; handlers_token.c: tokens. */
 void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c);
 void on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

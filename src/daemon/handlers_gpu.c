@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/codec.h"
+#include "api/codec_gpu.h"
 #include "api/metrics.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
@@ -16,49 +17,40 @@
 #include "daemon/notify.h"
 #include "store/gpu_events.h"
 
-static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
-
-static json_t *proc_json(const struct gw_dproc *p, bool details) {
-        json_t *o = json_pack("{s:i,s:o,s:o}", "pid", (int) p->pid, "user", gw_json_text(p->user), "command",
-                              details ? gw_json_text(p->cmd) : json_null());
-        json_object_set_new(o, "mem_used", p->mem != UINT64_MAX ? json_integer((json_int_t) p->mem) : json_null());
-        json_object_set_new(o, "sm_util", p->sm_util >= 0 ? json_integer(p->sm_util) : json_null());
-        json_object_set_new(o, "job", p->job_id ? json_integer(p->job_id) : json_null());
-        json_object_set_new(o, "stray", json_boolean(p->stray));
-        return o;
-}
-
 static const char *gpu_health(const struct gw_dgpu *g) {
         if (g->sampled && g->sample.health != GW_GPU_OK)
                 return "lost";
         return g->drained ? "drained" : "ok";
 }
 
+/* The API's view of g (api/codec_gpu.h), borrowing its strings; procs has room for its
+ * processes. */
+static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_codec_gpu *v, struct gw_codec_proc *procs) {
+        const struct gw_gpu_sample *s = &g->sample;
+        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
+        *v = (struct gw_codec_gpu) {
+                .index = (int) g->info.index, .name = g->info.name, .uuid = g->info.uuid, .mem_total = g->info.mem_total,
+                .has_mem = s->valid & GW_GPU_HAS_MEM, .has_util = s->valid & GW_GPU_HAS_UTIL,
+                .has_temp = s->valid & GW_GPU_HAS_TEMP, .has_power = s->valid & GW_GPU_HAS_POWER,
+                .mem_used = s->mem_used, .util = s->util_gpu, .mem_util = s->util_mem, .temp_c = s->temp_c,
+                .power_mw = s->power_mw, .health = gpu_health(g), .drain_reason = g->drained ? g->drain_reason : NULL,
+                .job_id = g->job_id, .job = dj ? dj->job : NULL, .procs = procs, .n_procs = g->n_procs,
+                .sampled_at = g->sampled ? g->sampled_at : 0,
+        };
+        for (size_t k = 0; k < g->n_procs; k++) {
+                const struct gw_dproc *p = &g->procs[k];
+                procs[k] = (struct gw_codec_proc) { .pid = (int) p->pid, .user = p->user, .cmd = p->cmd, .mem = p->mem,
+                                                    .sm_util = p->sm_util, .job_id = p->job_id, .stray = p->stray };
+        }
+}
+
 /* details: the command lines of the processes on it (a job's own among them), which guests
  * are not shown unless the config says so. */
 static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details) {
-        const struct gw_gpu_sample *s = &g->sample;
-        json_t *o = json_pack("{s:i,s:o,s:o,s:I}", "index", (int) g->info.index, "name", gw_json_text(g->info.name),
-                              "uuid", gw_json_text(g->info.uuid), "mem_total", (json_int_t) g->info.mem_total);
-        json_object_set_new(o, "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used) : json_null());
-        json_object_set_new(o, "util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null());
-        json_object_set_new(o, "mem_util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_mem) : json_null());
-        json_object_set_new(o, "temp", s->valid & GW_GPU_HAS_TEMP ? json_integer(s->temp_c) : json_null());
-        json_object_set_new(o, "power_w", s->valid & GW_GPU_HAS_POWER ? json_real(s->power_mw / 1000.0) : json_null());
-        json_object_set_new(o, "health", json_string(gpu_health(g)));
-        json_object_set_new(o, "drain_reason", g->drained ? gw_json_text(g->drain_reason) : json_null());
-        json_object_set_new(o, "job", g->job_id ? json_integer(g->job_id) : json_null());
-        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
-        json_object_set_new(o, "job_info", dj ? json_pack("{s:I,s:o,s:o,s:o,s:o}", "id", (json_int_t) dj->job->id, "user",
-                                                          gw_json_text(dj->job->user), "name", gw_json_text(dj->job->name), "start_time",
-                                                          time_or_null(dj->job->start_time), "eta", time_or_null(dj->job->eta))
-                                              : json_null());
-        json_t *procs = json_array();
-        for (size_t k = 0; k < g->n_procs; k++)
-                json_array_append_new(procs, proc_json(&g->procs[k], details));
-        json_object_set_new(o, "processes", procs);
-        json_object_set_new(o, "sampled_at", time_or_null(g->sampled ? g->sampled_at : 0));
-        return o;
+        struct gw_codec_gpu v;
+        _cleanup_free_ struct gw_codec_proc *procs = gw_xcalloc(g->n_procs + 1, sizeof *procs);
+        gpu_view(d, g, &v, procs);
+        return gw_codec_gpu(&v, details ? GW_VIEW_DETAILS : 0);
 }
 
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,

@@ -1,32 +1,19 @@
-/* API handlers for bookings, the schedule, quotas and tokens. */
+/* API handlers for bookings, the schedule and quotas (tokens: handlers_token.c); what they
+ * reply is encoded by api/codec_share.h. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <pwd.h>
-#include <sys/random.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/when.h"
 #include "api/codec.h"
-#include "core/token.h"
+#include "api/codec_share.h"
 #include "daemon/handlers.h"
 #include "daemon/sharing.h"
-
-static json_t *booking_json(const struct gw_store_booking *b) {
-        json_t *gpus = json_array();
-        for (int i = 0; i < 64; i++)
-                if (b->gpu_mask & (UINT64_C(1) << i))
-                        json_array_append_new(gpus, json_integer(i));
-        return json_pack("{s:I,s:s,s:I,s:s,s:i,s:o,s:f,s:f,s:s,s:s}", "id", (json_int_t) b->id, "user", b->user, "uid",
-                         (json_int_t) b->uid, "name", b->name, "ngpus", b->ngpus, "gpus", gpus, "start",
-                         (double) b->start / 1e6, "end", (double) b->end / 1e6, "state",
-                         gw_booking_state_name((enum gw_booking_state) b->state), "note", b->note);
-}
 
 /* A time given as Unix seconds or as text ("tomorrow 09:00", ISO 8601). */
 static int get_when(const json_t *o, const char *key, gw_usec_t now, gw_usec_t *ret, struct gw_http_reply *rep) {
@@ -88,82 +75,17 @@ void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n) {
                 gw_sharing_rate_undo(d, c->uid, n);
 }
 
-/* The host's booking policy (core/bookpolicy.h) on a booking that fits and that the user's
- * quota approves: GW_BOOKPOLICY_OK, or the rule that sends it to an admin (why in msg). */
-static int book_policy(struct gw_daemon *d, const struct caller *c, const struct calendar_view *v,
-                       const struct gw_booking *b, gw_usec_t now, char *msg, size_t n) {
-        const struct gw_bookpolicy *p = &d->cfg->booking;
-        struct gw_bookpolicy_ask a = { .admin = c->admin, .ngpus = b->ngpus, .host_gpus = d->n_gpus,
-                                       .duration = b->end - b->start };
-        int r = gw_bookpolicy_check(p, &a, msg, n);
-        /* The schedule's prediction, twice, only where it can still change the answer. */
-        if (r != GW_BOOKPOLICY_OK || c->admin || p->may_delay_waiting)
-                return r;
-        if (gw_bookpolicy_delays(&v->in, b, now, &a.delayed, &a.delayed_first) < 0) {
-                /* Unknown is not "none": an admin looks at it. */
-                a.delayed = 1;
-                a.delayed_first = 0;
-        }
-        return gw_bookpolicy_check(p, &a, msg, n);
-}
-
-/* Places the request, checks the user's booking quota and the host's booking policy, and
- * stores the booking. */
-static void book(struct gw_daemon *d, const struct caller *c, int ngpus, gw_usec_t start, gw_usec_t len,
-                 const char *name, struct gw_http_reply *rep) {
-        struct gw_calendar_request req = { .ngpus = ngpus, .start = start, .duration = len };
-        char msg[GW_CALENDAR_MSG_SIZE];
-        gw_usec_t now = d->now_wall;
-        if (ngpus > (int) d->n_gpus)
-                return reply_error(rep, 400, "ngpus", "ngpus: only %u GPUs on this host", d->n_gpus);
-        if (gw_calendar_check_request(&req, now, msg, sizeof msg) < 0)
-                return reply_error(rep, 400, strstr(msg, "GPU") ? "ngpus" : "start", "%s", msg);
-        struct calendar_view v;
-        gw_calendar_view(d, &v);
-        struct gw_quota lim;
-        gw_sharing_limits(d, c->uid, c->user, &lim, NULL);
-        int64_t mine = gw_calendar_user_booked_gpus(v.bookings, v.in.n_bookings, c->uid, start, start + len, 0);
-        char qmsg[GW_QUOTA_MSG_SIZE] = "";
-        int q = gw_quota_check_booking(&lim, mine, ngpus, start, start + len, now, qmsg, sizeof qmsg);
-        struct gw_calendar_placement p;
-        int r = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &req, gw_sharing_format_time, NULL, &p);
-        if (q == GW_QUOTA_BOOKING_APPROVE && r >= 0 && p.verdict == GW_PLACE_FITS) {
-                struct gw_booking cand = { .uid = c->uid, .ngpus = ngpus, .start = start, .end = start + len,
-                                           .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };
-                if (book_policy(d, c, &v, &cand, now, qmsg, sizeof qmsg) != GW_BOOKPOLICY_OK)
-                        q = GW_QUOTA_BOOKING_NEEDS_APPROVAL;
-        }
-        gw_calendar_view_free(&v);
-        if (q == GW_QUOTA_BOOKING_REFUSE)
-                return reply_error(rep, 403, "start", "%s", qmsg);
-        if (r < 0)
-                return reply_error(rep, 400, NULL, "cannot place the booking");
-        if (p.verdict != GW_PLACE_FITS) {
-                json_t *o = json_pack("{s:s,s:s}", "error", p.message, "field", "start");
-                if (p.verdict == GW_PLACE_LATER)
-                        json_object_set_new(o, "nearest", json_pack("{s:f,s:f}", "start", (double) p.start / 1e6, "end",
-                                                                    (double) p.end / 1e6));
-                return reply_json(rep, 409, o);
-        }
-        struct gw_store_booking b = { .uid = c->uid, .ngpus = ngpus, .start = start, .end = start + len,
-                                      .gpu_mask = p.gpu_mask,
-                                      .state = q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? GW_BOOKING_PENDING_APPROVAL
-                                                                                    : GW_BOOKING_APPROVED };
-        snprintf(b.user, sizeof b.user, "%s", c->user);
-        snprintf(b.name, sizeof b.name, "%s", name ? name : "");
-        snprintf(b.note, sizeof b.note, "%s", q == GW_QUOTA_BOOKING_NEEDS_APPROVAL ? qmsg : "");
-        if (gw_store_booking_save(d->store, &b) < 0)
+/* Books for the caller (daemon/sharing.h) and replies what came of it. */
+static void book(struct gw_daemon *d, const struct gw_book_request *req, struct gw_http_reply *rep) {
+        struct gw_book_result r;
+        gw_sharing_book(d, req, &r);
+        if (r.status == 503)
                 return reply_store_error(d, rep, "cannot record the booking");
-        struct gw_sharing *s = d->sharing;
-        if (s->n_bookings == s->cap_bookings) {
-                s->cap_bookings = s->cap_bookings ? s->cap_bookings * 2 : 16;
-                s->bookings = gw_xrealloc(s->bookings, s->cap_bookings * sizeof *s->bookings);
-        }
-        s->bookings[s->n_bookings++] = b;
-        d->sched_dirty = true;
-        log_info("booking %lld by %s: %d GPUs %s%s%s", (long long) b.id, b.user, ngpus, gw_booking_state_name(b.state),
-                 b.note[0] ? ": " : "", b.note);
-        reply_json(rep, 201, booking_json(&b));
+        if (r.status == 409) /* with the nearest time it would fit, if any */
+                return reply_json(rep, 409, gw_codec_booking_refusal(r.message, r.nearest_start, r.nearest_end));
+        if (r.status != 201)
+                return reply_error(rep, r.status, r.field[0] ? r.field : NULL, "%s", r.message);
+        reply_json(rep, 201, gw_codec_booking(&r.booking));
 }
 
 /* What a booking asks for, checked as far as it can be without the calendar; 0, or -EINVAL
@@ -195,13 +117,12 @@ void on_booking_create(void *ud, const struct gw_http_request *req, const struct
         json_t *o = parse_body(req, rep);
         if (!o)
                 return;
-        int ngpus;
-        gw_usec_t start, len;
-        const char *name;
+        struct gw_book_request br = { .uid = c->uid, .user = c->user, .admin = c->admin };
         /* The rate limit is charged only for a well-formed request: a typo must not use up
          * the sender's budget. */
-        if (decode_booking(o, d->now_wall, &ngpus, &start, &len, &name, rep) == 0 && !rate_limited(d, c, 1, rep)) {
-                book(d, c, ngpus, start, len, name, rep);
+        if (decode_booking(o, d->now_wall, &br.ngpus, &br.start, &br.len, &br.name, rep) == 0 &&
+            !rate_limited(d, c, 1, rep)) {
+                book(d, &br, rep);
                 if (rep->status != 201) /* refused after all: as a refused batch, it costs nothing */
                         gw_api_rate_undo(d, c, 1);
         }
@@ -213,7 +134,7 @@ void on_booking_list(void *ud, const struct gw_http_request *req, const struct g
         struct gw_daemon *d = the_daemon(ud);
         json_t *arr = json_array();
         for (size_t i = 0; i < d->sharing->n_bookings; i++)
-                json_array_append_new(arr, booking_json(&d->sharing->bookings[i]));
+                json_array_append_new(arr, gw_codec_booking(&d->sharing->bookings[i]));
         reply_json(rep, 200, json_pack("{s:o}", "bookings", arr));
 }
 
@@ -281,21 +202,10 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         char note[sizeof b->note];
         booking_note(note, sizeof note, approve ? "approved" : deny ? "denied" : "released", c->user,
                      deny ? why : "");
-        struct gw_store_booking before = *b;
-        b->state = to;
-        snprintf(b->note, sizeof b->note, "%s", note);
-        if (gw_store_booking_save(d->store, b) < 0) {
-                *b = before; /* not recorded: not done */
+        struct gw_store_booking now;
+        if (gw_sharing_booking_set(d, b, to, note, &now) < 0)
                 return reply_store_error(d, rep, "cannot record it");
-        }
-        log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);
-        json_t *o = booking_json(b);
-        /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
-         * booking that is over; its queued jobs find it gone and end (the gate is closed). */
-        if (gw_booking_state_is_final(to))
-                gw_sharing_booking_closed(d);
-        d->sched_dirty = true;
-        reply_json(rep, 200, o);
+        reply_json(rep, 200, gw_codec_booking(&now));
 }
 
 void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
@@ -318,11 +228,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
         }
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
-                json_array_append_new(arr, json_pack("{s:i,s:f,s:f,s:s,s:I,s:I,s:s}", "gpu", segs[i].gpu, "start",
-                                                     (double) segs[i].start / 1e6, "end", (double) segs[i].end / 1e6,
-                                                     "kind", gw_segment_kind_name(segs[i].kind), "id",
-                                                     (json_int_t) segs[i].id, "booking", (json_int_t) segs[i].booking_id,
-                                                     "label", segs[i].label));
+                json_array_append_new(arr, gw_codec_segment(&segs[i]));
         /* The text chart: one column per hour (per 10 minutes for short views), from the hour. */
         gw_usec_t hour = 3600 * GW_USEC_PER_SEC, col = hours <= 12 ? hour / 6 : hour;
         gw_usec_t from = now - now % col;
@@ -359,17 +265,8 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
         gw_sharing_limits(d, uid, name, &lim, src);
         struct gw_quota_usage u;
         gw_sharing_usage(d, uid, &u);
-        static const char *const sources[] = { "unlimited", "user", "group", "default" };
-        json_t *limits = json_object();
-        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++) {
-                char val[64];
-                gw_quota_format_value(k, lim.v[k], val, sizeof val);
-                json_object_set_new(limits, gw_quota_key_name(k), json_pack("{s:s,s:s}", "value", val, "from",
-                                                                            sources[src[k]]));
-        }
-        reply_json(rep, 200, json_pack("{s:s,s:o,s:{s:I,s:I,s:f}}", "user", name, "limits", limits, "usage",
-                                       "gpus_running", (json_int_t) u.gpus_running, "pending_jobs",
-                                       (json_int_t) u.pending_jobs, "gpu_hours_7d", (double) u.gpu_time_7d / 3.6e9));
+        struct gw_codec_quota q = { .user = name, .limits = &lim, .from = src, .usage = &u };
+        reply_json(rep, 200, gw_codec_quota(&q));
 }
 
 /* A quota for an account this host does not have would be stored and never apply: an
@@ -446,194 +343,4 @@ void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_r
         }
         free(list);
         json_decref(o);
-}
-
-/* --- tokens ----------------------------------------------------------------------------- */
-
-static json_t *unix_or_null(gw_usec_t t) { return t ? json_real((double) t / 1e6) : json_null(); }
-
-/* "expires": a lifetime as gpuward token create --expires takes it ("30d", "never"), or
- * whole seconds; absent or null: never. */
-static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply *rep) {
-        char msg[GW_TOKEN_MSG_SIZE];
-        if (!v || json_is_null(v)) {
-                *ret = 0;
-                return 0;
-        }
-        if (json_is_integer(v) && json_integer_value(v) > 0 &&
-            json_integer_value(v) <= GW_TOKEN_LIFETIME_MAX / GW_USEC_PER_SEC) {
-                *ret = json_integer_value(v) * GW_USEC_PER_SEC;
-                return 0;
-        }
-        if (json_is_string(v) && gw_token_parse_lifetime(json_string_value(v), ret, msg, sizeof msg) == 0)
-                return 0;
-        if (json_is_string(v))
-                reply_error(rep, 400, "expires", "expires: %s", msg);
-        else
-                reply_error(rep, 400, "expires", "expires: a lifetime such as \"30d\", or seconds from 1 to 10 years");
-        return -EINVAL;
-}
-
-void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        if (!req->unix_door)
-                return reply_error(rep, 403, NULL, "tokens are made on the Unix socket only (gpuward token create)");
-        json_t *o = req->body_len ? parse_body(req, rep) : json_object();
-        if (!o)
-                return;
-        static const char *const fields[] = { "name", "expires" };
-        const char *name;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
-                json_decref(o);
-                return;
-        }
-        if (name && (strlen(name) > 64 || strpbrk(name, "\n\r\t"))) {
-                json_decref(o);
-                return reply_error(rep, 400, "name", "name: at most 64 characters on one line");
-        }
-        gw_usec_t now = d->now_wall, life = 0;
-        if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0) {
-                json_decref(o);
-                return;
-        }
-        gw_usec_t expires = life ? now + life : 0;
-        uint8_t rnd[GW_TOKEN_RANDOM_BYTES];
-        char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
-                json_decref(o);
-                return reply_error(rep, 503, NULL, "no randomness available");
-        }
-        gw_token_format(rnd, token);
-        (void) gw_token_hash(token, hash);
-        int64_t id;
-        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, &id) < 0) {
-                json_decref(o);
-                return reply_store_error(d, rep, "cannot record the token");
-        }
-        log_info("token %lld made for %s", (long long) id, c->user);
-        reply_json(rep, 201, json_pack("{s:I,s:s,s:s,s:s,s:o}", "id", (json_int_t) id, "user", c->user, "name",
-                                       name ? name : "", "token", token, "expires", unix_or_null(expires)));
-        json_decref(o);
-}
-
-struct token_list {
-        json_t *arr;
-        gw_usec_t now;
-        const char *user; /* NULL: every token (an admin's list) */
-};
-
-static void token_row(const struct gw_store_token *t, void *userdata) {
-        struct token_list *tl = userdata;
-        if (tl->user && strcmp(t->user, tl->user)) /* an earlier account's of the same uid */
-                return;
-        json_array_append_new(tl->arr, json_pack("{s:I,s:s,s:s,s:f,s:o,s:o,s:b}", "id", (json_int_t) t->id, "user",
-                                                  t->user, "name", t->name, "created", (double) t->created / 1e6,
-                                                  "last_used", unix_or_null(t->last_used), "expires",
-                                                  unix_or_null(t->expires), "expired",
-                                                  gw_token_expired(t->expires, tl->now)));
-}
-
-void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        struct token_list tl = { .arr = json_array(), .now = d->now_wall, .user = c->admin ? NULL : c->user };
-        (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, &tl);
-        reply_json(rep, 200, json_pack("{s:o}", "tokens", tl.arr));
-}
-
-void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        int r = gw_store_token_revoke(d->store, ctx->id, !c->admin, c->uid);
-        if (r == -ENOENT)
-                return reply_error(rep, 404, "id", "no token %lld of yours", (long long) ctx->id);
-        if (r < 0)
-                return reply_store_error(d, rep, "cannot revoke it");
-        reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
-}
-
-/* A token stands for the account that made it, not for its uid: once the account is deleted
- * the token dies with it, and the next account given the uid does not inherit it.  0 when
- * the account is still the token's; else -ENOENT (deleted) or -ESTALE (the uid is another
- * account's) with what says it, or -EIO (cannot be looked up now). */
-static int token_account(struct gw_daemon *d, const struct gw_store_token *t, char *what, size_t n) {
-        const struct gw_account *now = NULL;
-        int r = gw_userdb_same_account(d->users, t->uid, t->user, d->now, &now);
-        if (r == -ESTALE)
-                snprintf(what, n, "its account '%s' (uid %u) no longer exists; uid %u is now the account '%s'", t->user,
-                         (unsigned) t->uid, (unsigned) t->uid, now->name);
-        else if (r == -ENOENT)
-                snprintf(what, n, "its account '%s' (uid %u) no longer exists", t->user, (unsigned) t->uid);
-        else if (r == -EIO)
-                snprintf(what, n, "the account '%s' (uid %u) cannot be looked up now; try again", t->user,
-                         (unsigned) t->uid);
-        return r;
-}
-
-/* 0, or -EPERM with why when the token's account is gone (the token is revoked then) or
- * cannot be looked up. */
-static int token_account_check(struct gw_daemon *d, const struct gw_store_token *t, char *why, size_t why_size) {
-        char what[160];
-        int r = token_account(d, t, what, sizeof what);
-        if (r == 0)
-                return 0;
-        if (r == -EIO) {
-                snprintf(why, why_size, "token %lld: %s", (long long) t->id, what);
-                return -EPERM;
-        }
-        bool revoked = gw_store_token_revoke(d->store, t->id, false, 0) == 0;
-        snprintf(why, why_size, "token %lld %s: %s", (long long) t->id, revoked ? "is revoked" : "is refused", what);
-        log_warn("token %lld of %s (uid %u) %s: %s", (long long) t->id, t->user, (unsigned) t->uid,
-                 revoked ? "revoked" : "refused (the revocation could not be recorded)", what);
-        return -EPERM;
-}
-
-/* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
-int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n, char *why,
-                       size_t why_size) {
-        const char *tok;
-        size_t len;
-        char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
-        if (gw_token_from_bearer(header, &tok, &len) < 0 || len >= sizeof token) {
-                snprintf(why, why_size, "the Authorization header must be 'Bearer gw_' and 64 hex digits, as "
-                                        "'gpuward token create' makes");
-                return -EINVAL;
-        }
-        memcpy(token, tok, len);
-        token[len] = '\0';
-        struct gw_store_token t;
-        if (gw_token_hash(token, hash) < 0 || gw_store_token_find(d->store, hash, &t) < 0 ||
-            !gw_token_matches(token, t.hash)) {
-                snprintf(why, why_size, "the bearer token is unknown here ('gpuward token list' shows yours)");
-                return -EPERM;
-        }
-        if (t.revoked) {
-                char what[160];
-                int r = token_account(d, &t, what, sizeof what);
-                snprintf(why, why_size, "token %lld was revoked%s%s", (long long) t.id,
-                         r == -ENOENT || r == -ESTALE ? ": " : "", r == -ENOENT || r == -ESTALE ? what : "");
-                return -EPERM;
-        }
-        if (gw_token_expired(t.expires, d->now_wall)) {
-                time_t at = (time_t) (t.expires / GW_USEC_PER_SEC);
-                struct tm tm;
-                char when[64] = "?";
-                if (localtime_r(&at, &tm))
-                        (void) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
-                snprintf(why, why_size, "token %lld%s%s%s expired at %s; make a new one with 'gpuward token create'",
-                         (long long) t.id, t.name[0] ? " (" : "", t.name, t.name[0] ? ")" : "", when);
-                return -EKEYEXPIRED;
-        }
-        if (token_account_check(d, &t, why, why_size) < 0)
-                return -EPERM;
-        (void) gw_store_token_used(d->store, t.id);
-        *ret_uid = t.uid;
-        snprintf(user, n, "%s", t.user);
-        return 0;
-}
-
-int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n) {
-        char why[192];
-        return gw_api_token_check(d, header, ret_uid, user, n, why, sizeof why);
 }

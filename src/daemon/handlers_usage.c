@@ -1,11 +1,11 @@
 /* GET /api/v1/usage: GPU-hours, utilisation and outcomes per user over the last days
  * (core/accounting.h does the sums). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/codec.h"
+#include "api/codec_share.h"
 #include "base/parse.h"
 #include "core/accounting.h"
 #include "daemon/handlers.h"
@@ -57,18 +57,6 @@ static void add_ended(const struct gw_store_usage_row *r, void *userdata) {
         gw_acct_add(&u->acct, &a);
 }
 
-static json_t *user_json(const struct gw_acct_user *u) {
-        json_t *states = json_object();
-        for (int s = 0; s < _GW_JOB_STATE_MAX; s++)
-                if (u->by_state[s])
-                        json_object_set_new(states, gw_job_state_name((enum gw_job_state) s), json_integer(u->by_state[s]));
-        double util = gw_acct_util(u);
-        return json_pack("{s:o,s:I,s:i,s:f,s:o,s:f,s:o}", "user", gw_json_text(u->user), "uid", (json_int_t) u->uid,
-                         "jobs", (int) u->jobs, "gpu_hours", u->gpu_hours, "util_mean",
-                         util >= 0 ? json_real(round(util * 10) / 10) : json_null(), "reclaimed_gpu_hours",
-                         u->reclaimed_gpu_hours, "states", states);
-}
-
 void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c) {
         (void) ctx;
@@ -90,7 +78,7 @@ void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route
         gw_acct_sort(&u.acct);
         json_t *users = json_array();
         for (size_t i = 0; i < u.acct.n; i++)
-                json_array_append_new(users, user_json(&u.acct.users[i]));
+                json_array_append_new(users, gw_codec_usage_user(&u.acct.users[i]));
         gw_acct_free(&u.acct);
         reply_json(rep, 200, json_pack("{s:i,s:f,s:f,s:o}", "days", (int) days, "since", (double) u.acct.since / 1e6,
                                        "until", (double) now / 1e6, "users", users));

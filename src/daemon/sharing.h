@@ -71,3 +71,32 @@ bool gw_sharing_has_quota(struct gw_daemon *d, const char *subject);
  * too many subjects (why in msg); -EIO when the store refused (gw_store_errmsg). */
 int gw_sharing_quota_set(struct gw_daemon *d, const char *subject, const char *const *settings, size_t n, char *msg,
                          size_t msg_n);
+
+/* A booking asked for by uid (user; admin: the host's booking policy does not send it to an
+ * admin), checked by the API for its form (daemon/handlers_share.c). */
+struct gw_book_request {
+        uint32_t uid;
+        const char *user;
+        bool admin;
+        int ngpus;
+        gw_usec_t start, len;
+        const char *name;            /* NULL: none */
+};
+/* What came of it: status 201 with the booking as stored; 400 or 403 (field, message); 409
+ * when it does not fit (message; nearest_start and nearest_end, 0 when none, the nearest time
+ * it would); 503 when the store refused (gw_store_errmsg). */
+struct gw_book_result {
+        int status;
+        char field[16];
+        char message[GW_CALENDAR_MSG_SIZE];
+        gw_usec_t nearest_start, nearest_end;
+        struct gw_store_booking booking;
+};
+/* Places the request, checks the user's booking quota and the host's booking policy, and
+ * stores the booking, which then counts (sharing_book.c).  0, or < 0 with r saying why. */
+int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, struct gw_book_result *r);
+/* Moves the open booking b to state to with note, recorded before it counts (-EIO, b as it
+ * was, when the store refused); *ret gets the booking as it now is.  A final state closes it
+ * as at its end (gw_sharing_booking_closed): b is not valid afterwards. */
+int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
+                           const char *note, struct gw_store_booking *ret);

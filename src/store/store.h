@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/jobrec.h"
+#include "core/sharerec.h"
 
 struct gw_store;
 struct gw_store_booking;
@@ -117,19 +118,7 @@ int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job
 /* All recorded attempts, oldest first; caller frees with gw_job_attempts_free. */
 int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt **ret, size_t *ret_n);
 
-/* Bookings (state as enum gw_booking_state of core/calendar.h). */
-struct gw_store_booking {
-        int64_t id;                  /* 0: not stored yet (save inserts and sets it) */
-        uint32_t uid;
-        char user[64];
-        char name[128];
-        int ngpus;
-        gw_usec_t start, end;
-        uint64_t gpu_mask;
-        int state;
-        gw_usec_t last_used;
-        char note[256];              /* why it was refused, released, ... */
-};
+/* Bookings (struct gw_store_booking: core/sharerec.h). */
 int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b);
 typedef void (*gw_store_booking_cb)(const struct gw_store_booking *b, void *userdata);
 /* only_open: PENDING_APPROVAL, APPROVED, ACTIVE by start; else the latest 1000. */
@@ -143,17 +132,7 @@ int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata);
  * is the daemon's to add: its runtime is on the monotonic clock). */
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret);
 
-/* API tokens, stored as their SHA-256. */
-struct gw_store_token {
-        int64_t id;
-        uint32_t uid;
-        char user[64];
-        char name[128];
-        char hash[65];
-        gw_usec_t created, last_used;
-        gw_usec_t expires;           /* wall clock; 0 = never */
-        bool revoked;                /* only gw_store_token_find returns revoked ones */
-};
+/* API tokens, stored as their SHA-256 (struct gw_store_token: core/sharerec.h). */
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
                        gw_usec_t expires, int64_t *ret_id);
 /* The token with this hash, revoked or not, so that the caller can say which. -ENOENT */

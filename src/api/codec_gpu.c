@@ -1,0 +1,88 @@
+#include "api/codec_gpu.h"
+
+#include "api/codec.h"
+#include "api/codec_table.h"
+#include "base/cleanup.h"
+
+static json_t *proc_mem(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_proc *p = obj;
+        return p->mem != UINT64_MAX ? json_integer((json_int_t) p->mem) : json_null();
+}
+
+static json_t *proc_sm_util(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_proc *p = obj;
+        return p->sm_util >= 0 ? json_integer(p->sm_util) : json_null();
+}
+
+#define P struct gw_codec_proc
+static const struct gw_codec_field proc_fields[] = {
+        GW_CODEC_FIELD("pid", GW_CT_INT, P, pid),
+        GW_CODEC_FIELD("user", GW_CT_STR, P, user),
+        GW_CODEC_FIELD_NEED("command", GW_CT_STR, P, cmd, GW_VIEW_DETAILS),
+        GW_CODEC_FIELD_FN("mem_used", proc_mem),
+        GW_CODEC_FIELD_FN("sm_util", proc_sm_util),
+        GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, P, job_id),
+        GW_CODEC_FIELD("stray", GW_CT_BOOL, P, stray),
+};
+#undef P
+
+/* A sample's value, null where the driver did not give it (never a made-up 0). */
+#define SAMPLE(fname, has, expr)                                                   \
+        static json_t *fname(const void *obj, const struct gw_codec_ctx *ctx) { \
+                (void) ctx;                                                        \
+                const struct gw_codec_gpu *g = obj;                                \
+                return g->has ? (expr) : json_null();                              \
+        }
+SAMPLE(gpu_mem_used, has_mem, json_integer((json_int_t) g->mem_used))
+SAMPLE(gpu_util, has_util, json_integer(g->util))
+SAMPLE(gpu_mem_util, has_util, json_integer(g->mem_util))
+SAMPLE(gpu_temp, has_temp, json_integer(g->temp_c))
+SAMPLE(gpu_power, has_power, json_real(g->power_mw / 1000.0))
+#undef SAMPLE
+
+#define J struct gw_job
+static const struct gw_codec_field job_info_fields[] = {
+        GW_CODEC_FIELD("id", GW_CT_I64, J, id),
+        GW_CODEC_FIELD("user", GW_CT_STR, J, user),
+        GW_CODEC_FIELD("name", GW_CT_STR, J, name),
+        GW_CODEC_FIELD("start_time", GW_CT_SECONDS_OR_NULL, J, start_time),
+        GW_CODEC_FIELD("eta", GW_CT_SECONDS_OR_NULL, J, eta),
+};
+#undef J
+
+static json_t *gpu_job_info(const void *obj, const struct gw_codec_ctx *ctx) {
+        const struct gw_codec_gpu *g = obj;
+        return g->job ? gw_codec_table_object(job_info_fields, ELEMENTSOF(job_info_fields), g->job, ctx) : json_null();
+}
+
+static json_t *gpu_procs(const void *obj, const struct gw_codec_ctx *ctx) {
+        const struct gw_codec_gpu *g = obj;
+        return gw_codec_table_array(proc_fields, ELEMENTSOF(proc_fields), g->procs, g->n_procs, sizeof *g->procs, ctx);
+}
+
+#define G struct gw_codec_gpu
+static const struct gw_codec_field gpu_fields[] = {
+        GW_CODEC_FIELD("index", GW_CT_INT, G, index),
+        GW_CODEC_FIELD("name", GW_CT_STR, G, name),
+        GW_CODEC_FIELD("uuid", GW_CT_STR, G, uuid),
+        GW_CODEC_FIELD("mem_total", GW_CT_U64, G, mem_total),
+        GW_CODEC_FIELD_FN("mem_used", gpu_mem_used),
+        GW_CODEC_FIELD_FN("util", gpu_util),
+        GW_CODEC_FIELD_FN("mem_util", gpu_mem_util),
+        GW_CODEC_FIELD_FN("temp", gpu_temp),
+        GW_CODEC_FIELD_FN("power_w", gpu_power),
+        GW_CODEC_FIELD("health", GW_CT_STR, G, health),
+        GW_CODEC_FIELD("drain_reason", GW_CT_STR_OR_NULL, G, drain_reason),
+        GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, G, job_id),
+        GW_CODEC_FIELD_FN("job_info", gpu_job_info),
+        GW_CODEC_FIELD_FN("processes", gpu_procs),
+        GW_CODEC_FIELD("sampled_at", GW_CT_SECONDS_OR_NULL, G, sampled_at),
+};
+#undef G
+
+json_t *gw_codec_gpu(const struct gw_codec_gpu *g, unsigned view) {
+        const struct gw_codec_ctx ctx = { view, 0 };
+        return gw_codec_table_object(gpu_fields, ELEMENTSOF(gpu_fields), g, &ctx);
+}

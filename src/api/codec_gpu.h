@@ -1,0 +1,40 @@
+/* GPUs and the processes on them as the API shows them (GET /api/v1/gpus, a drain's reply,
+ * the dashboard's event stream).  The daemon keeps its GPUs in its own structs; it fills these
+ * plain views, which borrow its strings, and codec_gpu.c's field tables encode them. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/jobrec.h"
+
+struct gw_codec_proc {
+        int pid;
+        const char *user;
+        const char *cmd;             /* a detail (GW_VIEW_DETAILS): other users' arguments */
+        uint64_t mem;                /* UINT64_MAX: not known */
+        int sm_util;                 /* < 0: not known */
+        int64_t job_id;              /* 0: a process of no job */
+        bool stray;                  /* its job's, on a GPU that job was not given */
+};
+
+struct gw_codec_gpu {
+        int index;
+        const char *name, *uuid;
+        uint64_t mem_total;
+        /* The sample's values, each read only when its has_ bit says the driver gave it. */
+        bool has_mem, has_util, has_temp, has_power;
+        uint64_t mem_used;
+        unsigned util, mem_util, temp_c, power_mw;
+        const char *health;          /* "ok", "drained", "lost" */
+        const char *drain_reason;    /* NULL: not drained */
+        int64_t job_id;              /* 0: none */
+        const struct gw_job *job;    /* the job on it, while the daemon runs it; NULL: none */
+        const struct gw_codec_proc *procs;
+        size_t n_procs;
+        gw_usec_t sampled_at;        /* wall clock; 0: never sampled */
+};
+
+/* One GPU for a reader with view (GW_VIEW_DETAILS: the processes' command lines). */
+json_t *gw_codec_gpu(const struct gw_codec_gpu *g, unsigned view);

@@ -1,0 +1,160 @@
+/* GET /api/v1/jobs: the running jobs, the queue and the held from memory, the ended from the
+ * store, each encoded by the job's field table (api/codec.h), ?fields= and ?layout=rows. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/codec.h"
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "daemon/handlers.h"
+
+/* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
+static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep) {
+        unsigned mask = 0;
+        char word[32];
+        while (s && *s) {
+                size_t l = strcspn(s, ",");
+                snprintf(word, sizeof word, "%.*s", (int) (l < sizeof word ? l : sizeof word - 1), s);
+                enum gw_job_state st = gw_job_state_from_name(word);
+                if (st < 0) {
+                        reply_error(rep, 400, "state", "state: unknown job state '%s'", word);
+                        return -EINVAL;
+                }
+                mask |= 1u << st;
+                s += l + (s[l] == ',');
+        }
+        *ret = mask;
+        return 0;
+}
+
+/* Long lists are written job by job into one buffer: building the whole JSON tree first
+ * would take several times the memory of the reply. */
+struct list_ctx {
+        struct gw_daemon *d;
+        const struct caller *caller;
+        FILE *out;
+        uint64_t fields;
+        bool rows;                   /* layout=rows: arrays under "rows", names once under "fields" */
+        size_t n;
+};
+
+static void list_put(struct list_ctx *lc, const struct gw_job *j) {
+        unsigned view = job_view(lc->d, lc->caller, j);
+        json_t *o = lc->rows ? gw_codec_job_row(j, lc->fields, view) : gw_codec_job_masked(j, lc->fields, view);
+        char buf[4096];
+        size_t len = json_dumpb(o, buf, sizeof buf, JSON_COMPACT);
+        if (lc->n++)
+                fputc(',', lc->out);
+        if (len <= sizeof buf)
+                fwrite(buf, 1, len, lc->out);
+        else
+                (void) json_dumpf(o, lc->out, JSON_COMPACT);
+        json_decref(o);
+}
+
+static int list_cb(struct gw_job *j, void *userdata) {
+        list_put(userdata, j);
+        gw_job_free(j);
+        return 0;
+}
+
+/* `user` (a name, or a number when no account has that name) or `uid` (a number only, never a
+ * name: what `--me` sends, so that an account named "1000" is not taken for uid 1000). */
+static int list_owner_filter(struct gw_daemon *d, const struct gw_http_request *req, struct gw_store_filter *f,
+                             struct gw_http_reply *rep) {
+        const char *user = gw_http_query(req, "user"), *quid = gw_http_query(req, "uid");
+        if (user && quid) {
+                reply_error(rep, 400, "uid", "user and uid exclude each other");
+                return -EINVAL;
+        }
+        if (!user && !quid)
+                return 0;
+        const struct gw_account *a = user ? gw_userdb_user(d->users, user, d->now) : NULL;
+        long long uid;
+        if (a)
+                uid = a->uid;
+        else if (gw_parse_int(user ? user : quid, 0, UINT32_MAX, &uid) < 0) {
+                if (user)
+                        reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
+                else
+                        reply_error(rep, 400, "uid", "uid must be a number (0-4294967295)");
+                return -EINVAL;
+        }
+        f->uid = (uint32_t) uid;
+        f->by_uid = true;
+        return 0;
+}
+
+void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        const unsigned active = (1u << GW_JOB_PENDING) | (1u << GW_JOB_HELD) | (1u << GW_JOB_RUNNING);
+        unsigned mask = active;
+        const char *q = gw_http_query(req, "state");
+        if (q && parse_states(q, &mask, rep) < 0)
+                return;
+        struct gw_store_filter f = { .state_mask = mask & ~active };
+        if (list_owner_filter(d, req, &f, rep) < 0)
+                return;
+        long long limit = 100, before = 0;
+        const char *ql = gw_http_query(req, "limit"), *qb = gw_http_query(req, "before");
+        if ((ql && gw_parse_int(ql, 1, 10000, &limit) < 0) || (qb && gw_parse_int(qb, 1, INT64_MAX, &before) < 0)) {
+                reply_error(rep, 400, ql && gw_parse_int(ql, 1, 10000, &limit) < 0 ? "limit" : "before",
+                            "limit must be 1-10000 and before a job id");
+                return;
+        }
+        struct gw_codec_error ferr;
+        struct list_ctx lc = { .d = d, .caller = c };
+        if (gw_codec_job_fields(gw_http_query(req, "fields"), &lc.fields, &ferr) < 0) {
+                reply_error(rep, 400, ferr.field, "%s", ferr.message);
+                return;
+        }
+        const char *layout = gw_http_query(req, "layout");
+        if (layout && strcmp(layout, "rows") && strcmp(layout, "objects")) {
+                reply_error(rep, 400, "layout", "layout must be 'objects' (the default) or 'rows'");
+                return;
+        }
+        lc.rows = layout && !strcmp(layout, "rows");
+        char *body = NULL;
+        size_t body_len = 0;
+        lc.out = open_memstream(&body, &body_len);
+        if (!lc.out)
+                return reply_error(rep, 500, NULL, "out of memory");
+        if (lc.rows) {
+                json_t *names = gw_codec_job_field_names(lc.fields);
+                fputs("{\"fields\":", lc.out);
+                (void) json_dumpf(names, lc.out, JSON_COMPACT);
+                fputs(",\"rows\":[", lc.out);
+                json_decref(names);
+        } else
+                fputs("{\"jobs\":[", lc.out);
+        for (int pass = 0; pass < 3 && (mask & active); pass++) {
+                /* Running first, then the queue in the order it starts, then the held, which
+                 * start only once released. */
+                struct gw_djob **v = pass ? d->queue : d->running;
+                size_t n = pass ? d->n_queue : d->n_running;
+                for (size_t i = 0; i < n; i++) {
+                        const struct gw_job *j = v[i]->job;
+                        if (pass && (pass == 2) != (j->state == GW_JOB_HELD))
+                                continue;
+                        if ((mask & (1u << j->state)) && (!f.by_uid || j->uid == f.uid))
+                                list_put(&lc, j);
+                }
+        }
+        if (f.state_mask) {
+                f.limit = (unsigned) limit;
+                f.before_id = before;
+                if (gw_store_jobs_list(d->store, &f, list_cb, &lc) < 0) {
+                        fclose(lc.out);
+                        free(body);
+                        reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
+                        return;
+                }
+        }
+        fputs("]}", lc.out);
+        fclose(lc.out);
+        d->big_reply |= body_len > (1u << 20);
+        gw_http_reply_text(rep, 200, "application/json", body, body_len);
+}
