@@ -250,8 +250,8 @@ void gw_jobs_reap(struct gw_daemon *d);
 void gw_jobs_bury(struct gw_daemon *d);
 /* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
-/* jobs_recover.c: loads active jobs from the store at start; re-adopts running ones whose
- * shim lives. */
+/* jobs_recover.c: loads active jobs from the store at start; running ones go to the
+ * executor's adopt (re-adopted, or their end told). */
 int gw_jobs_recover(struct gw_daemon *d);
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
 /* Groups the store writes of the events of one loop iteration (job ends) into one

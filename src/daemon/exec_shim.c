@@ -43,8 +43,6 @@ struct gw_exec_job *shim_job(struct gw_djob *dj) {
 static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_shim *s = shim_of(d);
         struct gw_job *j = dj->job;
-        free(j->cgroup);
-        j->cgroup = NULL;
         if (s->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&s->cg, j->id, j->attempt, &j->cgroup) < 0)
                 log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
 }

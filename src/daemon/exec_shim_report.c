@@ -53,7 +53,7 @@ void shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_laun
         }
         shim_job(dj)->launch_pending = run->pending;
         if (run->pending)
-                return; /* the launcher's answer brings the supervisor (launch_wait.c) */
+                return; /* the launcher's answer brings the supervisor (exec_shim_launch.c) */
         j->shim_pid = run->shim;
         if (shim_job(dj)->shim_chan >= 0)
                 (void) close(shim_job(dj)->shim_chan);

@@ -1,5 +1,6 @@
 /* Job lifecycle in the daemon: start, end (submission: jobs_submit.c, stopping: jobs_stop.c,
- * recovery after a restart: jobs_recover.c).
+ * recovery after a restart: jobs_recover.c).  The processes are the executor's (executor.h):
+ * a start goes to it, an attempt's end comes back from it (gw_exec_attempt_end).
  * Every state change is written to the store with its reason before it is acted on. */
 #include <assert.h>
 #include <errno.h>
@@ -144,6 +145,8 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         gw_job_clock_start(d, dj);
         j->shim_pid = j->pid = 0;
         j->shim_start = j->pid_start = 0;
+        free(j->cgroup);
+        j->cgroup = NULL;
         d->exec->prepare(d, dj);
         char gpus[256], msg[512];
         gw_gpu_mask_format(mask, gpus, sizeof gpus);
