@@ -1,5 +1,6 @@
 /* gpuwardd: one epoll loop does all the work: signals (signalfd), the two HTTP doors, the
- * supervisors' pidfds and reports, the launcher's answers, and the deadlines of running jobs.
+ * executor's fds (the local one, exec_shim.h: the supervisors' pidfds and reports, the
+ * launcher's answers), and the deadlines of running jobs.
  * Four helper threads only wait on slow calls: the GPU sampler's two (sampler.c: periodic
  * snapshots, NVML events), the webhook sender (notify.c) and the store's WAL checkpoints
  * (store/checkpoint.c).  None touches the daemon's state: the sampler's results and the
