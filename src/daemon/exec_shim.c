@@ -28,7 +28,7 @@ static void job_free(struct gw_djob *dj) {
         dj->exec = NULL;
 }
 
-struct gw_exec_job *shim_job(struct gw_djob *dj) {
+struct gw_exec_job *exec_shim_job(struct gw_djob *dj) {
         if (!dj->exec) {
                 struct gw_exec_job *x = gw_xcalloc(1, sizeof *x);
                 x->pidfd = x->report_fd = x->shim_chan = -1;
@@ -41,7 +41,7 @@ struct gw_exec_job *shim_job(struct gw_djob *dj) {
 /* Before the start is recorded: its cgroup, named in the record so that a restarted daemon
  * finds it. */
 static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_exec_shim *s = shim_of(d);
+        struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
         if (s->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&s->cg, j->id, j->attempt, &j->cgroup) < 0)
                 log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
@@ -51,19 +51,23 @@ static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
  * told by the host's count: read before the job can start, once per loop iteration (the
  * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
 static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
-        shim_job(dj)->host_oom_known = false;
-        if (shim_of(d)->cg.memory && dj->job->cgroup)
+        struct gw_exec_shim *s = exec_shim_of(d);
+        struct gw_exec_job *x = exec_shim_job(dj);
+        x->host_oom_known = false;
+        if (s->cg.memory && dj->job->cgroup)
                 return;
-        if (shim_of(d)->host_oom_at != d->now || !shim_of(d)->host_oom_at) {
-                shim_of(d)->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &shim_of(d)->host_oom);
-                shim_of(d)->host_oom_at = d->now;
+        if (s->host_oom_at != d->now || !s->host_oom_at) {
+                s->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &s->host_oom);
+                s->host_oom_at = d->now;
         }
-        shim_job(dj)->host_oom_known = shim_of(d)->host_oom_r == 0;
-        shim_job(dj)->host_oom_start = shim_of(d)->host_oom;
+        x->host_oom_known = s->host_oom_r == 0;
+        x->host_oom_start = s->host_oom;
 }
 
-
+/* The start goes to an idle supervisor, else the resident launcher (its answer comes later,
+ * exec_shim_launch.c), else a spawned gpuward-shim. */
 static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen) {
+        struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
         /* The job's user: HOME and SHELL for its environment, its groups for the supervisor. */
         const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
@@ -83,28 +87,29 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errl
                 .log_max = d->cfg->log_max,
                 .log_reserve = d->cfg->state_reserve,
                 .cgroup_dir = j->cgroup,
-                .exits_path = shim_of(d)->exits_path,
+                .exits_path = s->exits_path,
                 .job_id = j->id,
                 .attempt = j->attempt,
         };
         struct gw_launched run;
         host_oom_before_start(d, dj);
-        int r = gw_launch_start(&l, &shim_of(d)->warm, shim_of(d)->launcher, &run, err, errlen);
+        int r = gw_launch_start(&l, &s->warm, s->launcher, &run, err, errlen);
         if (r < 0)
                 return r;
-        shim_job(dj)->report_fd = -1;
-        shim_job(dj)->report_closed = false;
-        shim_launched(d, dj, &run);
+        exec_shim_job(dj)->report_fd = -1;
+        exec_shim_job(dj)->report_closed = false;
+        exec_shim_launched(d, dj, &run);
         return 0;
 }
 
-void shim_trim_exits(struct gw_daemon *d) {
+void exec_shim_trim_exits(struct gw_daemon *d) {
         /* No job running means no shim can be appending: the journal may start afresh.  Not
          * while recovering: jobs not yet loaded may have their lines in it; and never once an
          * end could not be written: the next daemon reads that end from the journal. */
         if (d->n_running == 0 && !d->recovering && !d->in_batch && !d->keep_exits)
-                gw_exits_reset(shim_of(d)->exits);
+                gw_exits_reset(exec_shim_of(d)->exits);
 }
+
 /* Every process of the attempt: its cgroup, its process group, its supervisor's subreaper
  * tree (what left the group); or its main process alone. */
 static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags) {
@@ -116,7 +121,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
                 return kill(j->pid, sig) < 0 ? -errno : 0;
         }
         int r = -ESRCH;
-        if (j->cgroup && gw_cgroup_signal(shim_of(d)->cg.mode, j->cgroup, sig) >= 0)
+        if (j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig) >= 0)
                 r = 0;
         if (main_alive && kill(-j->pid, sig) == 0)
                 r = 0;
@@ -129,9 +134,9 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
 /* An attempt's end comes by its report pipe or its pidfd, often both in one batch: the first
  * detaches the other (fd -1).  The job itself is freed at the end of the iteration. */
 static void ready(struct gw_daemon *d, struct gw_source *src) {
-        struct gw_exec_shim *s = shim_of(d);
+        struct gw_exec_shim *s = exec_shim_of(d);
         if (src == &s->launcher_src) {
-                shim_launch_answers(d, true);
+                exec_shim_launch_answers(d, true);
                 return;
         }
         struct gw_djob *dj = src->ptr;
@@ -139,16 +144,16 @@ static void ready(struct gw_daemon *d, struct gw_source *src) {
         if (dj->dead || !x)
                 return;
         if (src == &x->pidfd_src && x->pidfd >= 0)
-                (void) shim_exited(d, dj);
+                (void) exec_shim_exited(d, dj);
         else if (src == &x->report_src && x->report_fd >= 0)
-                shim_reported(d, dj);
+                exec_shim_reported(d, dj);
 }
 
 static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
-        gw_launch_server_reaped(shim_of(d)->launcher, pid);
+        gw_launch_server_reaped(exec_shim_of(d)->launcher, pid);
         for (size_t i = 0; i < d->n_running; i++)
                 if (d->running[i]->job->shim_pid == pid) {
-                        (void) shim_exited(d, d->running[i]);
+                        (void) exec_shim_exited(d, d->running[i]);
                         return true;
                 }
         return false;
@@ -158,8 +163,8 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
  * left unanswered); idle supervisors unused for their minute end on time; ended jobs'
  * cgroups go (work that waits until the next jobs have started). */
 static gw_usec_t tick(struct gw_daemon *d) {
-        struct gw_exec_shim *s = shim_of(d);
-        shim_launch_answers(d, false);
+        struct gw_exec_shim *s = exec_shim_of(d);
+        exec_shim_launch_answers(d, false);
         gw_usec_t next = gw_cgroup_trash_sweep(&s->cg_trash, d->now);
         int64_t warm_due = gw_warm_tick(&s->warm, d->now / GW_USEC_PER_SEC);
         if (warm_due != INT64_MAX && warm_due * GW_USEC_PER_SEC < next)
@@ -174,10 +179,10 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
                         (void) gw_cgroup_remove(j->cgroup);
                 return;
         }
-        shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
-        shim_trim_exits(d);
+        exec_shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
+        exec_shim_trim_exits(d);
         if (j->cgroup)
-                gw_cgroup_trash_add(&shim_of(d)->cg_trash, j->cgroup);
+                gw_cgroup_trash_add(&exec_shim_of(d)->cg_trash, j->cgroup);
 }
 
 /* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
@@ -187,7 +192,7 @@ static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_f
         uint64_t n;
         char events[700];
         snprintf(events, sizeof events, "%s/memory.events", dj->job->cgroup ? dj->job->cgroup : "");
-        if (shim_of(d)->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
+        if (exec_shim_of(d)->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
                 in->oom_counted = true;
                 in->oom_kills = n;
         } else if (x && x->host_oom_known && gw_proc_counter("/proc/vmstat", "oom_kill", &n) == 0) {
@@ -196,8 +201,8 @@ static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_f
         }
 }
 
-static void shim_close(struct gw_daemon *d) {
-        struct gw_exec_shim *s = shim_of(d);
+static void exec_shim_close(struct gw_daemon *d) {
+        struct gw_exec_shim *s = exec_shim_of(d);
         (void) gw_cgroup_trash_sweep(&s->cg_trash, d->now);
         gw_cgroup_trash_free(&s->cg_trash);
         gw_cgroup_release(&s->cg);
@@ -217,16 +222,16 @@ int gw_exec_shim_open(struct gw_daemon *d) {
                 .prepare = prepare,
                 .start = start,
                 .signal = signal_job,
-                .adopt_begin = shim_adopt_begin,
-                .adopt = shim_adopt,
-                .adopt_end = shim_adopt_end,
+                .adopt_begin = exec_shim_adopt_begin,
+                .adopt = exec_shim_adopt,
+                .adopt_end = exec_shim_adopt_end,
                 .ready = ready,
                 .reaped = reaped,
                 .tick = tick,
                 .release = release,
-                .sync = shim_trim_exits,
+                .sync = exec_shim_trim_exits,
                 .oom_facts = oom_facts,
-                .close = shim_close,
+                .close = exec_shim_close,
         };
         d->exec = &s->ops;
         snprintf(s->exits_path, sizeof s->exits_path, "%s/exits", d->run_dir);
@@ -243,10 +248,10 @@ int gw_exec_shim_open(struct gw_daemon *d) {
 }
 
 void gw_exec_shim_serve(struct gw_daemon *d) {
-        struct gw_exec_shim *s = shim_of(d);
+        struct gw_exec_shim *s = exec_shim_of(d);
         char err[512];
         s->launcher = gw_launch_server_open(s->exits_path, err, sizeof err);
         if (!s->launcher)
                 log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
-        shim_launch_answers(d, false);
+        exec_shim_launch_answers(d, false);
 }

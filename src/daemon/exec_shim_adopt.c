@@ -25,7 +25,7 @@ static int watch(struct gw_daemon *d, struct gw_djob *dj) {
                 if (j->pid > 0)
                         (void) gw_proc_start_time(j->pid, &j->pid_start);
         }
-        int r = shim_watch_pidfd(d, dj, fd);
+        int r = exec_shim_watch_pidfd(d, dj, fd);
         return r;
 }
 
@@ -34,10 +34,10 @@ static int watch(struct gw_daemon *d, struct gw_djob *dj) {
  * it runs another attempt: a supervisor is reused from job to job. */
 static pid_t find_shim(struct gw_daemon *d, const struct gw_job *j) {
         bool other = false;
-        for (size_t i = 0; i < shim_of(d)->n_shims; i++)
-                if (shim_of(d)->shims[i].job_id == j->id && shim_of(d)->shims[i].attempt == j->attempt)
-                        return shim_of(d)->shims[i].pid;
-                else if (shim_of(d)->shims[i].pid == j->shim_pid)
+        for (size_t i = 0; i < exec_shim_of(d)->n_shims; i++)
+                if (exec_shim_of(d)->shims[i].job_id == j->id && exec_shim_of(d)->shims[i].attempt == j->attempt)
+                        return exec_shim_of(d)->shims[i].pid;
+                else if (exec_shim_of(d)->shims[i].pid == j->shim_pid)
                         other = true;
         return !other && gw_proc_is(j->shim_pid, j->shim_start) ? j->shim_pid : 0;
 }
@@ -51,7 +51,7 @@ static void shims_forget(struct gw_exec_shim *s) {
 /* Job cgroups no job of ours uses any more: those of attempts that ended while no daemon
  * ran, or whose last processes were still dying when their end removed them. */
 static void sweep_cgroups(struct gw_daemon *d) {
-        struct gw_exec_shim *s = shim_of(d);
+        struct gw_exec_shim *s = exec_shim_of(d);
         char **keep = gw_xcalloc(d->n_running + 1, sizeof *keep);
         for (size_t i = 0; i < d->n_running; i++)
                 keep[i] = d->running[i]->job->cgroup;
@@ -92,7 +92,7 @@ static void shims_list(const struct gw_shim_ref *const *v, size_t n, bool pids, 
  * id would be given again too (its exit, in the journal, would end the new job).  Only the
  * supervisors found for re-adoption are looked up, one row each. */
 static int check_shims(struct gw_daemon *d) {
-        const struct gw_exec_shim *x = shim_of(d);
+        const struct gw_exec_shim *x = exec_shim_of(d);
         const struct gw_shim_ref **unknown = gw_xcalloc(x->n_shims + 1, sizeof *unknown);
         size_t n = 0;
         int r = 0;
@@ -121,7 +121,7 @@ static int check_shims(struct gw_daemon *d) {
         return r;
 }
 
-int shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
+int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         pid_t shim = find_shim(d, j);
         if (shim > 0 && shim != j->shim_pid) {
@@ -131,8 +131,8 @@ int shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         if (shim > 0 && watch(d, dj) == 0)
                 return 1;
         /* Gone while we were down: its shim may have left the status behind. */
-        if (gw_exits_has(shim_of(d)->exits, j->id, j->attempt)) {
-                (void) shim_exited(d, dj);
+        if (gw_exits_has(exec_shim_of(d)->exits, j->id, j->attempt)) {
+                (void) exec_shim_exited(d, dj);
                 return 0;
         }
         if (gw_proc_is(j->pid, j->pid_start)) {
@@ -143,8 +143,8 @@ int shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         return 0;
 }
 
-int shim_adopt_begin(struct gw_daemon *d) {
-        struct gw_exec_shim *s = shim_of(d);
+int exec_shim_adopt_begin(struct gw_daemon *d) {
+        struct gw_exec_shim *s = exec_shim_of(d);
         gw_proc_find_shims(s->exits_path, &s->shims, &s->n_shims);
         int r = check_shims(d);
         if (r < 0)
@@ -152,8 +152,8 @@ int shim_adopt_begin(struct gw_daemon *d) {
         return r;
 }
 
-void shim_adopt_end(struct gw_daemon *d) {
-        shims_forget(shim_of(d));
-        shim_trim_exits(d);
+void exec_shim_adopt_end(struct gw_daemon *d) {
+        shims_forget(exec_shim_of(d));
+        exec_shim_trim_exits(d);
         sweep_cgroups(d);
 }

@@ -15,25 +15,25 @@
 #include "daemon/launch_server.h"
 
 static void watch_socket(struct gw_daemon *d) {
-        int fd = gw_launch_server_fd(shim_of(d)->launcher);
-        if (fd == shim_of(d)->launcher_watched)
+        int fd = gw_launch_server_fd(exec_shim_of(d)->launcher);
+        if (fd == exec_shim_of(d)->launcher_watched)
                 return;
         /* A closed socket left epoll by itself; a restarted launcher has a new one. */
-        shim_of(d)->launcher_watched = -1;
+        exec_shim_of(d)->launcher_watched = -1;
         if (fd < 0)
                 return;
-        shim_of(d)->launcher_src = (struct gw_source) { GW_SRC_EXEC, NULL };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &shim_of(d)->launcher_src };
+        exec_shim_of(d)->launcher_src = (struct gw_source) { GW_SRC_EXEC, NULL };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &exec_shim_of(d)->launcher_src };
         if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && errno != EEXIST) {
                 log_err("cannot watch the job launcher: %s", strerror(errno));
                 return;
         }
-        shim_of(d)->launcher_watched = fd;
+        exec_shim_of(d)->launcher_watched = fd;
 }
 
 static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, a->job_id);
-        if (!dj || dj->job->attempt != a->attempt || !shim_job(dj)->launch_pending) {
+        if (!dj || dj->job->attempt != a->attempt || !exec_shim_job(dj)->launch_pending) {
                 log_warn("job %lld: the job launcher answered for attempt %d, which no longer waits for it",
                          (long long) a->job_id, a->attempt);
                 if (a->pidfd >= 0)
@@ -43,7 +43,7 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 return;
         }
         char err[256] = "";
-        struct gw_exec_job *x = shim_job(dj);
+        struct gw_exec_job *x = exec_shim_job(dj);
         struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = x->report_fd, .chan = a->chan };
         int r = 0;
         if (a->lost) {
@@ -59,16 +59,16 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = err });
                 return;
         }
-        shim_launched(d, dj, &run);
+        exec_shim_launched(d, dj, &run);
 }
 
-void shim_launch_answers(struct gw_daemon *d, bool readable) {
-        if (!shim_of(d)->launcher)
+void exec_shim_launch_answers(struct gw_daemon *d, bool readable) {
+        if (!exec_shim_of(d)->launcher)
                 return;
-        if (readable && gw_launch_server_waiting(shim_of(d)->launcher))
-                gw_launch_server_poll(shim_of(d)->launcher);
+        if (readable && gw_launch_server_waiting(exec_shim_of(d)->launcher))
+                gw_launch_server_poll(exec_shim_of(d)->launcher);
         struct gw_launch_answer a;
-        while (gw_launch_server_next(shim_of(d)->launcher, &a)) {
+        while (gw_launch_server_next(exec_shim_of(d)->launcher, &a)) {
                 answer_one(d, &a);
                 free(a.request);
         }

@@ -14,9 +14,10 @@
 #include "shim/shim.h"
 
 static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
-        shim_job(dj)->report_fd = fd;
-        shim_job(dj)->report_src = (struct gw_source) { GW_SRC_EXEC, dj };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &shim_job(dj)->report_src };
+        struct gw_exec_job *x = exec_shim_job(dj);
+        x->report_fd = fd;
+        x->report_src = (struct gw_source) { GW_SRC_EXEC, dj };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->report_src };
         if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
                 log_warn("job %lld: cannot watch for its pid: %s", (long long) dj->job->id, strerror(errno));
 }
@@ -27,52 +28,54 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj);
  * act for this attempt and waits for another job (it may not exit, so its pidfd is no
  * signal); without it, it died. */
 static void attempt_closed(struct gw_daemon *d, struct gw_djob *dj) {
-        int chan = shim_job(dj)->shim_chan;
+        struct gw_exec_job *x = exec_shim_job(dj);
+        int chan = x->shim_chan;
         pid_t shim = dj->job->shim_pid;
         uint64_t start = dj->job->shim_start;
-        shim_job(dj)->shim_chan = -1;
-        if (shim_exited(d, dj))
-                gw_warm_put(&shim_of(d)->warm, chan, shim, start, d->now / GW_USEC_PER_SEC);
+        x->shim_chan = -1;
+        if (exec_shim_exited(d, dj))
+                gw_warm_put(&exec_shim_of(d)->warm, chan, shim, start, d->now / GW_USEC_PER_SEC);
         else if (chan >= 0)
                 (void) close(chan); /* it died, or could not record: it ends */
 }
 
-void shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
+void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
+        struct gw_exec_job *x = exec_shim_job(dj);
         struct gw_job *j = dj->job;
-        if (run->report_fd != shim_job(dj)->report_fd) {
+        if (run->report_fd != x->report_fd) {
                 /* A new pipe is a new supervisor's (spawned after the launcher died): what
                  * the old one said no longer counts. */
                 report_close(d, dj);
                 report_watch(d, dj, run->report_fd);
-                shim_job(dj)->report_closed = false;
-                shim_job(dj)->reported_end = (struct gw_exit_report) { .known = false };
+                x->report_closed = false;
+                x->reported_end = (struct gw_exit_report) { .known = false };
         }
         if (run->job > 0) {
                 j->pid = run->job;
                 (void) gw_proc_start_time(j->pid, &j->pid_start);
         }
-        shim_job(dj)->launch_pending = run->pending;
+        x->launch_pending = run->pending;
         if (run->pending)
                 return; /* the launcher's answer brings the supervisor (exec_shim_launch.c) */
         j->shim_pid = run->shim;
-        if (shim_job(dj)->shim_chan >= 0)
-                (void) close(shim_job(dj)->shim_chan);
-        shim_job(dj)->shim_chan = run->chan;
+        if (x->shim_chan >= 0)
+                (void) close(x->shim_chan);
+        x->shim_chan = run->chan;
         j->shim_start = run->shim_start;
         if (!j->shim_start)
                 (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
         /* While the report pipe lives, its EOF is the end, the supervisor's death included
          * (its end of the pipe closes with it); a reused supervisor does not exit at all. */
-        if (run->pidfd >= 0 && shim_job(dj)->report_fd >= 0 && !shim_job(dj)->report_closed)
+        if (run->pidfd >= 0 && x->report_fd >= 0 && !x->report_closed)
                 (void) close(run->pidfd);
         else if (run->pidfd >= 0)
-                shim_watch_pidfd(d, dj, run->pidfd);
+                exec_shim_watch_pidfd(d, dj, run->pidfd);
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
                  gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
-        if (shim_job(dj)->report_closed) {
+        if (x->report_closed) {
                 /* A short job ended before the launcher's answer was read. */
-                shim_job(dj)->report_closed = false;
+                x->report_closed = false;
                 attempt_closed(d, dj);
                 return;
         }
@@ -82,20 +85,22 @@ void shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_laun
 }
 
 static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
-        if (shim_job(dj)->report_fd < 0)
+        struct gw_exec_job *x = exec_shim_job(dj);
+        if (x->report_fd < 0)
                 return;
-        (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, shim_job(dj)->report_fd, NULL);
-        (void) close(shim_job(dj)->report_fd);
-        shim_job(dj)->report_fd = -1;
+        (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, x->report_fd, NULL);
+        (void) close(x->report_fd);
+        x->report_fd = -1;
 }
 
-void shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
+void exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_exec_job *x = exec_shim_job(dj);
         pid_t pid;
         char why[SHIM_REPORT_LINE_MAX] = "";
         struct gw_exit_report end = { .known = false };
-        int r = gw_launch_read_report(shim_job(dj)->report_fd, &pid, &end, why, sizeof why);
+        int r = gw_launch_read_report(x->report_fd, &pid, &end, why, sizeof why);
         if (end.known)
-                shim_job(dj)->reported_end = end; /* taken when the pipe closes (shim_exited) */
+                x->reported_end = end; /* taken when the pipe closes (exec_shim_exited) */
         if (why[0]) {
                 /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
                 log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
@@ -118,26 +123,27 @@ void shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
                 return; /* no job started (its vfork failed): the exit line and the EOF follow */
         /* Closed (or unreadable, which no supervisor causes): the end is in the exits journal,
          * or the supervisor died.  While the launcher's answer is awaited, the end is taken
-         * when that answer comes (shim_launched). */
-        if (!shim_job(dj)->launch_pending && dj->job->shim_pid > 0)
+         * when that answer comes (exec_shim_launched). */
+        if (!x->launch_pending && dj->job->shim_pid > 0)
                 attempt_closed(d, dj);
         else {
-                shim_job(dj)->report_closed = true;
+                x->report_closed = true;
                 report_close(d, dj);
         }
 }
 
 /* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */
-void shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
+void exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_exec_job *x = exec_shim_job(dj);
         report_close(d, dj);
-        if (shim_job(dj)->shim_chan >= 0) {
-                (void) close(shim_job(dj)->shim_chan);
-                shim_job(dj)->shim_chan = -1;
+        if (x->shim_chan >= 0) {
+                (void) close(x->shim_chan);
+                x->shim_chan = -1;
         }
-        if (shim_job(dj)->pidfd >= 0) {
-                (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, shim_job(dj)->pidfd, NULL);
-                (void) close(shim_job(dj)->pidfd);
-                shim_job(dj)->pidfd = -1;
+        if (x->pidfd >= 0) {
+                (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
+                (void) close(x->pidfd);
+                x->pidfd = -1;
         }
 }
 
@@ -145,12 +151,13 @@ void shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
  * there still unread (the supervisor was reaped, or its pidfd woke us, first).  Bounded: a
  * supervisor writes a few lines. */
 static void report_drain(struct gw_djob *dj) {
-        for (int i = 0; i < 8 && shim_job(dj)->report_fd >= 0; i++) {
+        struct gw_exec_job *x = exec_shim_job(dj);
+        for (int i = 0; i < 8 && x->report_fd >= 0; i++) {
                 pid_t pid;
                 struct gw_exit_report end = { .known = false };
-                int r = gw_launch_read_report(shim_job(dj)->report_fd, &pid, &end, NULL, 0);
+                int r = gw_launch_read_report(x->report_fd, &pid, &end, NULL, 0);
                 if (end.known)
-                        shim_job(dj)->reported_end = end;
+                        x->reported_end = end;
                 if (r == -EAGAIN && !end.known)
                         break;
                 if (r < 0 && r != -EAGAIN && r != -EIO)
@@ -178,14 +185,15 @@ static gw_usec_t attempt_end_time(const struct gw_daemon *d, const struct gw_djo
         return dj->start_mono ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
 }
 
-bool shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
+bool exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_exec_job *x = exec_shim_job(dj);
         struct gw_job *j = dj->job;
         report_drain(dj);
-        struct gw_exit_report end = shim_job(dj)->reported_end, journal;
-        shim_job(dj)->reported_end = (struct gw_exit_report) { .known = false };
-        shim_detach(d, dj);
+        struct gw_exit_report end = x->reported_end, journal;
+        x->reported_end = (struct gw_exit_report) { .known = false };
+        exec_shim_detach(d, dj);
         /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
-        if (gw_exits_take(shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
+        if (gw_exits_take(exec_shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
         if (!end.known) {
                 gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
@@ -198,10 +206,11 @@ bool shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* The shim is not our child (the launcher forked it, or an earlier daemon started it): its
  * pidfd turns readable when it exits. */
-int shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
-        shim_job(dj)->pidfd = fd;
-        shim_job(dj)->pidfd_src = (struct gw_source) { GW_SRC_EXEC, dj };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &shim_job(dj)->pidfd_src };
+int exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
+        struct gw_exec_job *x = exec_shim_job(dj);
+        x->pidfd = fd;
+        x->pidfd_src = (struct gw_source) { GW_SRC_EXEC, dj };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->pidfd_src };
         if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
                 int r = -errno;
                 log_warn("job %lld: cannot watch its supervisor: %s", (long long) dj->job->id, strerror(-r));
