@@ -14,19 +14,17 @@
 #include "core/failure.h"
 #include "core/retry.h"
 #include "core/telemetry.h"
-#include "daemon/cgroup.h"
 #include "daemon/config.h"
-#include "daemon/launcher.h"
-#include "daemon/proc.h"
+#include "daemon/executor.h"
 #include "daemon/sampler.h"
-#include "daemon/warm.h"
 #include "gpu/gpu.h"
 #include "store/store.h"
 
 struct gw_events;
 
 /* What an epoll event points at. */
-enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_PIDFD, GW_SRC_REPORT, GW_SRC_SAMPLER, GW_SRC_LAUNCHER };
+/* GW_SRC_EXEC: one of the executor's fds (executor.h), handed to its ready. */
+enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_SAMPLER, GW_SRC_EXEC };
 struct gw_source {
         enum gw_source_kind kind;
         void *ptr;
@@ -45,17 +43,9 @@ struct gw_djob {
         bool dep_final;              /* dependency resolved for good (cached) */
         bool account_unread_told;    /* logged that its account could not be looked up */
         enum gw_dep_status dep;
-        int pidfd;                   /* re-adopted jobs: their shim's pidfd, else -1 */
-        struct gw_source pidfd_src;
-        int report_fd;               /* the shim reports the job's pid here, then closes it */
-        int shim_chan;               /* the channel to the shim, to send it the next job (warm.h), or -1 */
-        bool report_closed;          /* the pipe closed before the launcher's answer came */
-        bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
-        struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
-        bool host_oom_known;         /* host_oom_start was read at this attempt's launch */
-        uint64_t host_oom_start;     /* the host's oom_kill count then (jobs without a memory cgroup) */
+        struct gw_exec_job *exec;    /* the executor's state of the job (executor.h), or NULL */
+        void (*exec_free)(struct gw_djob *dj); /* frees exec (its processes are left alone) */
         char sigkill_why[200];       /* gpuward sent SIGKILL to its main process outside a stop: why */
-        struct gw_source report_src;
         bool dead;                   /* ended; freed by gw_jobs_bury */
         bool booking_warned;         /* told its booking ends soon */
         bool booking_closed;         /* pending in a booking that is over: to be ended */
@@ -131,7 +121,6 @@ struct gw_daemon {
         uid_t euid;                  /* ours, read once (a job start asks twice) */
         struct gw_dgpu gpus[GW_SCHED_MAX_GPUS];
         uint64_t max_gpu_mem;
-        struct gw_cgroups cg;
         struct gw_sampler *sampler;
         int sampler_fd;
         struct gw_source sampler_src;
@@ -158,19 +147,16 @@ struct gw_daemon {
         size_t n_running, cap_running;
         bool sched_dirty;
         bool recovering;             /* loading jobs from the store at start */
-        struct gw_shim_ref *shims;   /* live shims found at start */
-        size_t n_shims;
         struct gw_djob *dead;        /* ended jobs awaiting gw_jobs_bury */
         bool deps_changed;           /* a job ended: dependency verdicts may change */
         size_t n_backoff;            /* queued jobs waiting out a retry delay */
         bool in_batch;               /* inside one loop iteration's store transaction */
-        bool keep_exits;             /* an end was not written: the exits journal is kept */
+        bool keep_exits;             /* an end was not written: the executor keeps what it knows of it */
         struct gw_djob **to_launch;  /* started inside the loop's transaction, launched after it */
         size_t n_to_launch, cap_to_launch;
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
         struct gw_djob *unwritten;   /* ended jobs whose end the store refused (jobs_stop.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
-        struct gw_cgroup_trash cg_trash;
 
         int epfd, sigfd;
         int lock_fd;                 /* STATE_DIR/gpuwardd.lock, flock'ed while we run */
@@ -185,16 +171,9 @@ struct gw_daemon {
          * or outside the loop's thread, and says so where it is made. */
         gw_usec_t now;               /* monotonic */
         gw_usec_t now_wall;          /* wall clock, the same instant */
-        gw_usec_t host_oom_at;       /* the loop iteration (now) host_oom was read in, 0 never */
-        int host_oom_r;              /* its result: 0, or -errno */
-        uint64_t host_oom;           /* the host's oom_kill count (/proc/vmstat) then */
         bool quit;
-        char log_dir[4096], run_dir[4096], exits_path[4200];
-        struct gw_exits *exits;
-        struct gw_launch_server *launcher;  /* NULL: jobs are started by spawning their shim */
-        struct gw_warm warm;                /* idle supervisors, sent the next starts first */
-        struct gw_source launcher_src;
-        int launcher_watched;        /* the launcher socket in epoll, -1 none */
+        char log_dir[4096], run_dir[4096];
+        struct gw_executor *exec;    /* starts, signals and watches jobs' processes (executor.h) */
         struct gw_restore *restores; /* restores in progress (training_restore.c) */
 };
 
@@ -227,13 +206,12 @@ void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
 /* Records the start of a queued job on mask and launches it; inside the loop's transaction
  * (gw_jobs_batch_begin) the launch waits for its commit (undone if it fails). */
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask);
+/* Starts a recorded start through the executor; a start it refuses ends the job FAILED. */
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj);
 void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj);
-/* The supervisor of a started job is known (or, run->pending, asked of the launcher). */
-void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run);
-/* launch_wait.c: hands the launcher's answers (and its requests lost with it) to their jobs;
- * keeps its socket in epoll. */
-void gw_launch_answers(struct gw_daemon *d, bool readable);
+/* The environment a job runs with (a new strv): the submitter's, minus what the config strips
+ * and gpuward's own names, plus --env, plus gpuward's variables.  a: its account, or NULL. */
+char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
  * written again later (jobs_stop.c), and the exits journal is kept for the next daemon. */
@@ -257,7 +235,7 @@ int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_sta
                         const char *kind);
 /* Appends "gpuward: MSG" to the job's log (gpuward's own log files only), for the user. */
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg);
-/* Sends sig to every process of a running job (cgroup, process group, subreaper tree). */
+/* Sends sig to every process of a running job, through the executor. */
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig);
 /* SIGTERM now, SIGKILL after the grace period; the job ends as state when it exits.  The
  * stop is recorded first; if the store refuses it the job is stopped anyway (logged). */
@@ -266,24 +244,16 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                              gw_usec_t grace);
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
-/* An attempt's supervisor closed its report pipe, exited or was reaped: take its end (from
- * the pipe, else the exits journal) and end the attempt.  Whether the end was told (false:
- * the supervisor died first, or could tell it nowhere). */
-bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
+/* SIGCHLD: reaps the daemon's children (the executor's, restore helpers). */
 void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
 void gw_jobs_bury(struct gw_daemon *d);
-/* The shim's report fd is readable: learn the job's pid. */
-void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj);
 /* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
-/* jobs_recover.c: loads active jobs from the store at start; re-adopts running ones whose
- * shim lives. */
+/* jobs_recover.c: loads active jobs from the store at start; running ones go to the
+ * executor's adopt (re-adopted, or their end told). */
 int gw_jobs_recover(struct gw_daemon *d);
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
-/* Empties the exits journal when no job runs (not inside a batch: its ends are not
- * committed yet). */
-void gw_jobs_trim_exits(struct gw_daemon *d);
 /* Groups the store writes of the events of one loop iteration (job ends) into one
  * transaction; nothing is spawned inside it.  gw_jobs_batch_end commits it. */
 void gw_jobs_batch_begin(struct gw_daemon *d);
@@ -294,9 +264,6 @@ void gw_jobs_batch_end(struct gw_daemon *d);
 bool gw_prelog_pending(struct gw_daemon *d);
 void gw_prelog_one(struct gw_daemon *d);
 void gw_prelog_head(struct gw_daemon *d);
-/* Work that can wait until the next jobs have started: removing ended jobs' cgroups. */
-/* Removes the ended jobs' cgroups; when to call again for the busy ones (or GW_USEC_INFINITY). */
-gw_usec_t gw_jobs_sweep(struct gw_daemon *d);
 struct gw_djob *gw_djob_new(struct gw_job *j);
 
 /* jobclock.c: a running job's elapsed time, on the monotonic clock.  _start at its start
@@ -314,9 +281,6 @@ gw_usec_t gw_job_clock_label(const struct gw_daemon *d, const struct gw_djob *dj
 struct gw_djob *gw_djob_free(struct gw_djob *dj);
 /* Marks the GPUs in mask as held by job id (0: free). */
 void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id);
-/* Watches the pidfd of a supervisor that is not our child (the launcher forked it, or an
- * earlier daemon started it); it turns readable when that exits.  Takes fd. */
-int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd);
 
 /* jobs_stop.c: a stop recorded before the daemon went down (recover_one): the attempt ends
  * as it says; stop_again also signals the processes that outlived the daemon. */
@@ -350,7 +314,7 @@ void gw_gpus_close(struct gw_daemon *d);
  * classify, record, retry or end. */
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time);
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt);
-/* Frees a running job's GPUs and cgroup (for its end or its retry). */
+/* Frees a running job's GPUs and what its executor held for the attempt (its end, its retry). */
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj);
 
 /* observe.c: snapshots and events from the sampler */

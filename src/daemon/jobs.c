@@ -1,5 +1,6 @@
 /* Job lifecycle in the daemon: start, end (submission: jobs_submit.c, stopping: jobs_stop.c,
- * recovery after a restart: jobs_recover.c).
+ * recovery after a restart: jobs_recover.c).  The processes are the executor's (executor.h):
+ * a start goes to it, an attempt's end comes back from it (gw_exec_attempt_end).
  * Every state change is written to the store with its reason before it is acted on. */
 #include <assert.h>
 #include <errno.h>
@@ -20,22 +21,13 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
-#include "daemon/launch_server.h"
-#include "daemon/launcher.h"
-#include "daemon/proc.h"
-#include "daemon/resume.h"
 #include "daemon/sharing.h"
-#include "shim/shim.h"
 
 struct gw_djob *gw_djob_free(struct gw_djob *dj) {
         if (!dj)
                 return NULL;
-        if (dj->pidfd >= 0)
-                (void) close(dj->pidfd);
-        if (dj->report_fd >= 0)
-                (void) close(dj->report_fd);
-        if (dj->shim_chan >= 0)
-                (void) close(dj->shim_chan);
+        if (dj->exec_free)
+                dj->exec_free(dj);
         gw_jobtel_free(dj);
         gw_rwatch_free(dj->rwatch);
         gw_train_free(dj->train);
@@ -52,9 +44,6 @@ struct gw_djob *gw_djob_free(struct gw_djob *dj) {
 struct gw_djob *gw_djob_new(struct gw_job *j) {
         struct gw_djob *dj = gw_xcalloc(1, sizeof *dj);
         dj->job = j;
-        dj->pidfd = -1;
-        dj->report_fd = -1;
-        dj->shim_chan = -1;
         return dj;
 }
 
@@ -62,9 +51,8 @@ char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
         return gw_attempt_log_path(d, j, j->attempt);
 }
 
-/* The environment the job runs with: the submitter's, minus what the config strips and
- * gpuward's own names, plus --env, plus gpuward's variables (which always win). */
-static char **job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
+/* gpuward's variables always win. */
+char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
         static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
         char **env = gw_xcalloc(n_env + n_extra + 16, sizeof(char *));
@@ -144,8 +132,8 @@ static void start_refused(struct gw_daemon *d) {
                 d->start_retry_at = d->now + START_RETRY_USEC;
 }
 
-/* Records the start before spawning: a daemon killed in between then finds the shim by its
- * command line at restart (gw_proc_find_shims) instead of starting the job a second time. */
+/* Records the start before launching: a daemon killed in between then finds the attempt at
+ * restart (the executor's adopt) instead of starting the job a second time. */
 static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         struct gw_job *j = dj->job;
         j->gpu_mask = mask;
@@ -159,8 +147,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         j->shim_start = j->pid_start = 0;
         free(j->cgroup);
         j->cgroup = NULL;
-        if (d->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&d->cg, j->id, j->attempt, &j->cgroup) < 0)
-                log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
+        d->exec->prepare(d, dj);
         char gpus[256], msg[512];
         gw_gpu_mask_format(mask, gpus, sizeof gpus);
         snprintf(msg, sizeof msg, "started on GPU %s, attempt %d%s%s", gpus, j->attempt, j->cgroup ? ", cgroup " : "",
@@ -192,26 +179,11 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
         j->gpu_mask = 0;
         j->start_time = 0;
         dj->start_mono = 0;
-        if (j->cgroup)
-                (void) gw_cgroup_remove(j->cgroup);
+        d->exec->release(d, dj, false);
         free(j->cgroup);
         j->cgroup = NULL;
         gw_queue_insert(d, dj);
         start_refused(d);
-}
-
-/* The shim is not our child (the launcher forked it, or an earlier daemon started it): its
- * pidfd turns readable when it exits. */
-int gw_job_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
-        dj->pidfd = fd;
-        dj->pidfd_src = (struct gw_source) { GW_SRC_PIDFD, dj };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->pidfd_src };
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-                int r = -errno;
-                log_warn("job %lld: cannot watch its supervisor: %s", (long long) dj->job->id, strerror(-r));
-                return r;
-        }
-        return 0;
 }
 
 int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why, size_t n) {
@@ -244,192 +216,22 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         return gw_job_launch(d, dj);
 }
 
-/* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
- * told by the host's count: read before the job can start, once per loop iteration (the
- * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
-static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
-        dj->host_oom_known = false;
-        if (d->cg.memory && dj->job->cgroup)
-                return;
-        if (d->host_oom_at != d->now || !d->host_oom_at) {
-                d->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &d->host_oom);
-                d->host_oom_at = d->now;
-        }
-        dj->host_oom_known = d->host_oom_r == 0;
-        dj->host_oom_start = d->host_oom;
-}
-
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         gw_observe_job_started(d, j);
-        /* The job's user: HOME and SHELL for its environment, its groups for the supervisor. */
-        const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
-        _cleanup_(gw_strv_freep) char **env = job_environment(d, j, account);
-        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
-        struct gw_launch l = {
-                .argv = argv,
-                .envp = env,
-                .cwd = j->cwd,
-                .drop_privileges = d->euid == 0 && j->uid != 0,
-                .uid = j->uid,
-                .gid = j->gid,
-                .groups = account ? account->groups : NULL,
-                .n_groups = account ? account->n_groups : 0,
-                .log_path = j->log_path,
-                .log_is_private = !j->output,
-                .log_max = d->cfg->log_max,
-                .log_reserve = d->cfg->state_reserve,
-                .cgroup_dir = j->cgroup,
-                .exits_path = d->exits_path,
-                .job_id = j->id,
-                .attempt = j->attempt,
-        };
-        char err[256] = "";
-        struct gw_launched run;
-        host_oom_before_start(d, dj);
         dj->sigkill_why[0] = '\0';
-        int r = gw_launch_start(&l, &d->warm, d->launcher, &run, err, sizeof err);
+        char err[256] = "";
+        int r = d->exec->start(d, dj, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
-                return r;
         }
-        dj->report_fd = -1;
-        dj->report_closed = false;
-        gw_job_launched(d, dj, &run);
-        return 0;
+        return r;
 }
 
-static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
-        dj->report_fd = fd;
-        dj->report_src = (struct gw_source) { GW_SRC_REPORT, dj };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dj->report_src };
-        if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-                log_warn("job %lld: cannot watch for its pid: %s", (long long) dj->job->id, strerror(errno));
-}
 
-static void report_close(struct gw_daemon *d, struct gw_djob *dj);
-
-/* The report pipe closed: with its exit on record the supervisor has closed it as its last
- * act for this attempt and waits for another job (it may not exit, so its pidfd is no
- * signal); without it, it died. */
-static void attempt_closed(struct gw_daemon *d, struct gw_djob *dj) {
-        int chan = dj->shim_chan;
-        pid_t shim = dj->job->shim_pid;
-        uint64_t start = dj->job->shim_start;
-        dj->shim_chan = -1;
-        if (gw_job_exited(d, dj))
-                gw_warm_put(&d->warm, chan, shim, start, d->now / GW_USEC_PER_SEC);
-        else if (chan >= 0)
-                (void) close(chan); /* it died, or could not record: it ends */
-}
-
-void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
-        struct gw_job *j = dj->job;
-        if (run->report_fd != dj->report_fd) {
-                /* A new pipe is a new supervisor's (spawned after the launcher died): what
-                 * the old one said no longer counts. */
-                report_close(d, dj);
-                report_watch(d, dj, run->report_fd);
-                dj->report_closed = false;
-                dj->reported_end = (struct gw_exit_report) { .known = false };
-        }
-        if (run->job > 0) {
-                j->pid = run->job;
-                (void) gw_proc_start_time(j->pid, &j->pid_start);
-        }
-        dj->launch_pending = run->pending;
-        if (run->pending)
-                return; /* the launcher's answer brings the supervisor (launch_wait.c) */
-        j->shim_pid = run->shim;
-        if (dj->shim_chan >= 0)
-                (void) close(dj->shim_chan);
-        dj->shim_chan = run->chan;
-        j->shim_start = run->shim_start;
-        if (!j->shim_start)
-                (void) gw_proc_start_time(j->shim_pid, &j->shim_start);
-        /* While the report pipe lives, its EOF is the end, the supervisor's death included
-         * (its end of the pipe closes with it); a reused supervisor does not exit at all. */
-        if (run->pidfd >= 0 && dj->report_fd >= 0 && !dj->report_closed)
-                (void) close(run->pidfd);
-        else if (run->pidfd >= 0)
-                gw_job_watch_pidfd(d, dj, run->pidfd);
-        char gpus[256];
-        log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
-                 gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
-        if (dj->report_closed) {
-                /* A short job ended before the launcher's answer was read. */
-                dj->report_closed = false;
-                attempt_closed(d, dj);
-                return;
-        }
-        /* A stop asked for while the supervisor was unknown reaches it now. */
-        if (dj->terminating)
-                gw_job_signal(d, dj, SIGTERM);
-}
-
-static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
-        if (dj->report_fd < 0)
-                return;
-        (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->report_fd, NULL);
-        (void) close(dj->report_fd);
-        dj->report_fd = -1;
-}
-
-void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj) {
-        pid_t pid;
-        char why[SHIM_REPORT_LINE_MAX] = "";
-        struct gw_exit_report end = { .known = false };
-        int r = gw_launch_read_report(dj->report_fd, &pid, &end, why, sizeof why);
-        if (end.known)
-                dj->reported_end = end; /* taken when the pipe closes (gw_job_exited) */
-        if (why[0]) {
-                /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
-                log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
-                /* It names the job's directory, output file or program: for its owner and
-                 * admins only (base/text.h), as guests see none of them on the job. */
-                char said[SHIM_REPORT_LINE_MAX + 2];
-                (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "setup",
-                                          gw_text_private_wrap(said, sizeof said, why));
-        }
-        if (r == -EAGAIN)
-                return;
-        if (r == 0 && dj->job->pid != pid) {
-                dj->job->pid = pid;
-                (void) gw_proc_start_time(pid, &dj->job->pid_start);
-                log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
-        }
-        if (r == 0)
-                return; /* the supervisor closes the pipe once the attempt's end is told */
-        if (r == -EIO)
-                return; /* no job started (its vfork failed): the exit line and the EOF follow */
-        /* Closed (or unreadable, which no supervisor causes): the end is in the exits journal,
-         * or the supervisor died.  While the launcher's answer is awaited, the end is taken
-         * when that answer comes (gw_job_launched). */
-        if (!dj->launch_pending && dj->job->shim_pid > 0)
-                attempt_closed(d, dj);
-        else {
-                dj->report_closed = true;
-                report_close(d, dj);
-        }
-}
-
-/* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */
-static void attempt_detach(struct gw_daemon *d, struct gw_djob *dj) {
-        report_close(d, dj);
-        if (dj->shim_chan >= 0) {
-                (void) close(dj->shim_chan);
-                dj->shim_chan = -1;
-        }
-        if (dj->pidfd >= 0) {
-                (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, dj->pidfd, NULL);
-                (void) close(dj->pidfd);
-                dj->pidfd = -1;
-        }
-}
 
 static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
-        attempt_detach(d, dj);
         gw_api_resume_waiters(dj);
         gw_jobmap_del(&d->map, dj->job->id);
         /* Freed at the end of the loop iteration: later events of this batch may point at it. */
@@ -454,13 +256,7 @@ void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         gw_gpus_assign(d, j->gpu_mask, 0);
         gw_running_remove(d, dj);
-        gw_jobs_trim_exits(d);
-        if (j->cgroup)
-                gw_cgroup_trash_add(&d->cg_trash, j->cgroup);
-}
-
-gw_usec_t gw_jobs_sweep(struct gw_daemon *d) {
-        return gw_cgroup_trash_sweep(&d->cg_trash, d->now);
+        d->exec->release(d, dj, true);
 }
 
 void gw_jobs_batch_begin(struct gw_daemon *d) {
@@ -487,7 +283,7 @@ void gw_jobs_batch_end(struct gw_daemon *d) {
                 else
                         gw_job_start_undo(d, d->to_launch[i]);
         d->n_to_launch = 0;
-        gw_jobs_trim_exits(d);
+        d->exec->sync(d);
 }
 
 /* must_record (queued jobs only): the end happens only if the store takes it; otherwise the
@@ -560,6 +356,32 @@ int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_sta
         return end_job(d, dj, state, reason, kind, true, end_label_now(d, dj));
 }
 
+/* The executor's word on an attempt's end (executor.h): its exit on the job's record, then
+ * what it means (recovery.c).  Told once per attempt; a second word is a bug, and ignored. */
+void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end) {
+        struct gw_job *j = dj->job;
+        if (dj->dead || j->state != GW_JOB_RUNNING) {
+                log_warn("job %lld: an end told for attempt %d, which is not running; ignored", (long long) j->id,
+                         j->attempt);
+                return;
+        }
+        if (end->kind == GW_EXEC_NOT_STARTED) {
+                log_err("job %lld: cannot launch: %s", (long long) j->id, end->why);
+                gw_job_end(d, dj, GW_JOB_FAILED, end->why, "launch");
+                return;
+        }
+        gw_usec_t at = end->at ? end->at : end_label_now(d, dj);
+        if (end->kind == GW_EXEC_LOST) {
+                gw_recovery_attempt_ended(d, dj, true, 0, at);
+                return;
+        }
+        int status = end->status;
+        j->has_exit = true;
+        j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
+        gw_recovery_attempt_ended(d, dj, false, status, at);
+}
+
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         /* Only gpuward's own log files: a user-chosen output file is not ours to write. */
         if (dj->job->output)
@@ -586,77 +408,12 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
 }
 
 
-/* What the supervisor wrote before its pipe closed, read before the pipe is: its end may be
- * there still unread (the supervisor was reaped, or its pidfd woke us, first).  Bounded: a
- * supervisor writes a few lines. */
-static void report_drain(struct gw_djob *dj) {
-        for (int i = 0; i < 8 && dj->report_fd >= 0; i++) {
-                pid_t pid;
-                struct gw_exit_report end = { .known = false };
-                int r = gw_launch_read_report(dj->report_fd, &pid, &end, NULL, 0);
-                if (end.known)
-                        dj->reported_end = end;
-                if (r == -EAGAIN && !end.known)
-                        break;
-                if (r < 0 && r != -EAGAIN && r != -EIO)
-                        break;
-        }
-}
-
-/* When the attempt ended, labelled on the job's clock (jobclock.c): its start + the monotonic
- * time it ran up to the supervisor's monotonic instant just after the job's wait (the same
- * clock for every process of the machine).  An instant that does not fit the attempt is
- * another boot's (the journal outlives a reboot; the supervisor wrote it as the host went
- * down): the supervisor's wall clock then, kept within the attempt, as without a monotonic
- * start.  Up to now when the supervisor told no time (an older one's journal line). */
-static gw_usec_t attempt_end_time(const struct gw_daemon *d, const struct gw_djob *dj,
-                                  const struct gw_exit_report *end) {
-        const struct gw_job *j = dj->job;
-        /* The bounds are fresh reads: the supervisor's instant may come after the loop read its
-         * clocks (a report read later in this iteration) and is then still a true one.  Up to
-         * now is the loop's instant, as for every other end. */
-        gw_usec_t mono = gw_now_mono(), wall = gw_now_wall();
-        if (dj->start_mono && end->mono && end->mono >= dj->start_mono && end->mono <= mono)
-                return gw_job_clock_label(d, dj, end->mono);
-        if (end->wall && end->wall <= wall)
-                return end->wall < j->start_time ? j->start_time : end->wall;
-        return dj->start_mono ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
-}
-
-bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_job *j = dj->job;
-        report_drain(dj);
-        struct gw_exit_report end = dj->reported_end, journal;
-        dj->reported_end = (struct gw_exit_report) { .known = false };
-        attempt_detach(d, dj);
-        /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
-        if (gw_exits_take(d->exits, j->id, j->attempt, &journal) == 0 && !end.known)
-                end = journal;
-        if (!end.known) {
-                gw_recovery_attempt_ended(d, dj, true, 0, end_label_now(d, dj));
-                return false;
-        }
-        int status = end.status;
-        j->has_exit = true;
-        j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_recovery_attempt_ended(d, dj, false, status, attempt_end_time(d, dj, &end));
-        return true;
-}
-
 void gw_jobs_reap(struct gw_daemon *d) {
         int status;
         pid_t pid;
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-                gw_launch_server_reaped(d->launcher, pid);
-                if (gw_train_restore_reaped(d, pid, status))
-                        continue;
-                for (size_t i = 0; i < d->n_running; i++)
-                        if (d->running[i]->job->shim_pid == pid) {
-                                gw_job_exited(d, d->running[i]);
-                                break;
-                        }
-        }
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+                if (!d->exec->reaped(d, pid, status))
+                        (void) gw_train_restore_reaped(d, pid, status);
 }
 
 /* Retries waiting out their backoff: due ones become eligible; returns the next due time.  The
@@ -736,10 +493,3 @@ gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
         return next;
 }
 
-void gw_jobs_trim_exits(struct gw_daemon *d) {
-        /* No job running means no shim can be appending: the journal may start afresh.  Not
-         * while recovering: jobs not yet loaded may have their lines in it; and never once an
-         * end could not be written: the next daemon reads that end from the journal. */
-        if (d->n_running == 0 && !d->recovering && !d->in_batch && !d->keep_exits)
-                gw_exits_reset(d->exits);
-}

@@ -14,20 +14,13 @@
 #include "base/parse.h"
 #include "core/limitwarn.h"
 #include "daemon/daemon.h"
-#include "daemon/proc.h"
 #include "daemon/sharing.h"
 
 /* How often an unwritten end is tried again: a full disk is freed by a person, not at once. */
 #define UNWRITTEN_RETRY (5 * GW_USEC_PER_SEC)
 
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
-        const struct gw_job *j = dj->job;
-        if (j->cgroup)
-                (void) gw_cgroup_signal(d->cg.mode, j->cgroup, sig);
-        if (j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
-                (void) kill(-j->pid, sig);
-        if (j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start))
-                (void) gw_proc_signal_descendants(j->shim_pid, sig);
+        (void) d->exec->signal(d, dj, sig, 0);
 }
 
 /* The stop is written before any signal, with the job's row (one transaction): a daemon that
@@ -256,12 +249,13 @@ static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
         gw_usec_t wall = d->now_wall;
         gw_sharing_format_time(wall + (dj->limit_at - d->now), wall, when, sizeof when, NULL);
         dj->limit_warned = true;
-        if (j->warn_signal && j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
+        int r = j->warn_signal ? d->exec->signal(d, dj, j->warn_signal, GW_EXEC_SIGNAL_MAIN) : -ESRCH;
+        if (r == 0)
                 snprintf(sent, sizeof sent, "; SIG%s sent to its main process (pid %d) now, as --signal asked",
                          gw_signal_name(j->warn_signal), (int) j->pid);
-        if (sent[0] && kill(j->pid, j->warn_signal) < 0)
+        else if (r != -ESRCH)
                 snprintf(sent, sizeof sent, "; SIG%s could not be sent: %s", gw_signal_name(j->warn_signal),
-                         strerror(errno));
+                         strerror(-r));
         if (dj->limit_by_booking)
                 snprintf(msg, sizeof msg, LIMIT_WARN_START "%s, when its booking ends%s", when, sent);
         else

@@ -1,5 +1,6 @@
 /* gpuwardd: one epoll loop does all the work: signals (signalfd), the two HTTP doors, the
- * supervisors' pidfds and reports, the launcher's answers, and the deadlines of running jobs.
+ * executor's fds (the local one, exec_shim.h: the supervisors' pidfds and reports, the
+ * launcher's answers), and the deadlines of running jobs.
  * Four helper threads only wait on slow calls: the GPU sampler's two (sampler.c: periodic
  * snapshots, NVML events), the webhook sender (notify.c) and the store's WAL checkpoints
  * (store/checkpoint.c).  None touches the daemon's state: the sampler's results and the
@@ -23,7 +24,7 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "daemon/notify.h"
-#include "daemon/launch_server.h"
+#include "daemon/exec_shim.h"
 #include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -109,11 +110,7 @@ static int setup_dirs(struct gw_daemon *d) {
                 if (i == 0 && (r = lock_state_dir(d)) < 0)
                         return r;
         }
-        snprintf(d->exits_path, sizeof d->exits_path, "%s/exits", d->run_dir);
-        int r = gw_exits_open(d->exits_path, &d->exits);
-        if (r < 0)
-                log_err("cannot open %s: %s", d->exits_path, strerror(-r));
-        return r;
+        return 0;
 }
 
 static int epoll_add(struct gw_daemon *d, int fd, struct gw_source *src) {
@@ -220,11 +217,6 @@ static int loop_timeout(struct gw_daemon *d, gw_usec_t deadline) {
         return ms;
 }
 
-static bool source_live(const struct gw_source *src, bool report) {
-        const struct gw_djob *dj = src->ptr;
-        return !dj->dead && (report ? dj->report_fd : dj->pidfd) >= 0;
-}
-
 /* Whether a wake-up may change jobs: HTTP requests are served after the batch (each write
  * is its own transaction), and an empty BEGIN IMMEDIATE...COMMIT still takes the WAL's
  * locks: six system calls per request for nothing.  (No pass is due here: the loop ran any
@@ -243,17 +235,11 @@ static void run_loop(struct gw_daemon *d) {
                 gw_usec_t deadline = gw_jobs_tick(d);
                 if (d->sched_dirty)
                         gw_schedule(d);
-                /* Answers already read (a send reads those waiting; a launcher that died hands
-                 * back what it left unanswered); the socket itself is read when epoll says so. */
-                gw_launch_answers(d, false);
-                /* An idle supervisor unused for its minute ends on time, not at some later wake-up. */
-                int64_t warm_due = gw_warm_tick(&d->warm, d->now / GW_USEC_PER_SEC);
-                if (warm_due != INT64_MAX && (deadline == GW_USEC_INFINITY || warm_due * GW_USEC_PER_SEC < deadline))
-                        deadline = warm_due * GW_USEC_PER_SEC;
                 gw_prelog_head(d);
-                gw_usec_t trash_due = gw_jobs_sweep(d);
-                if (trash_due < deadline)
-                        deadline = trash_due;
+                /* The executor's own deadlines (an idle supervisor's minute, a cgroup to remove). */
+                gw_usec_t exec_due = d->exec->tick(d);
+                if (exec_due < deadline)
+                        deadline = exec_due;
                 if (d->sched_dirty)
                         continue;
                 /* Idle work (log files made ahead) only when no event is waiting. */
@@ -277,16 +263,10 @@ static void run_loop(struct gw_daemon *d) {
                                 http_fired[src->ptr == d->http[1]] = true;
                         else if (src->kind == GW_SRC_SIGNAL)
                                 on_signal(d);
-                        /* An attempt's end comes by its report pipe or its pidfd, often both in one
-                         * batch: the first detaches the other (fd -1). */
-                        else if (src->kind == GW_SRC_PIDFD && source_live(src, false))
-                                gw_job_exited(d, src->ptr);
-                        else if (src->kind == GW_SRC_REPORT && source_live(src, true))
-                                gw_job_reported(d, src->ptr);
                         else if (src->kind == GW_SRC_SAMPLER)
                                 gw_observe_ready(d);
-                        else if (src->kind == GW_SRC_LAUNCHER)
-                                gw_launch_answers(d, true);
+                        else if (src->kind == GW_SRC_EXEC)
+                                d->exec->ready(d, src);
                 }
                 /* The starts these ends allow go into the same transaction: one commit for
                  * both, then the launches. */
@@ -308,7 +288,6 @@ static void run_loop(struct gw_daemon *d) {
                 }
         }
         gw_jobs_bury(d);
-        (void) gw_jobs_sweep(d);
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
@@ -330,17 +309,14 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_jobmap_free(&d->map);
         free(d->queue);
         free(d->running);
-        gw_cgroup_trash_free(&d->cg_trash);
         free(d->to_launch);
         gw_observe_stop(d);
         gw_gpus_close(d);
-        gw_cgroup_release(&d->cg);
         gw_sharing_close(d);
         gw_userdb_free(d->users);
         d->store = gw_store_close(d->store);
-        d->exits = gw_exits_close(d->exits);
-        d->launcher = gw_launch_server_close(d->launcher);
-        gw_warm_close(&d->warm);
+        if (d->exec)
+                d->exec->close(d);
         if (d->sigfd >= 0)
                 (void) close(d->sigfd);
         if (d->lock_fd >= 0)
@@ -382,12 +358,12 @@ int main(int argc, char **argv) {
                 return r > 0 ? 0 : 2;
         }
         gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
-        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .lock_fd = -1, .launcher_watched = -1,
+        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .lock_fd = -1,
                                .euid = geteuid() };
-        char err[512], note[256];
+        char err[512];
         int rc = 1;
         d.users = gw_userdb_new(NULL);
-        if (!d.users || setup_dirs(&d) < 0)
+        if (!d.users || setup_dirs(&d) < 0 || gw_exec_shim_open(&d) < 0)
                 goto out;
         /* Before any other thread: libcurl's global set-up wants to be alone. */
         d.notify = gw_notify_open(&cfg);
@@ -401,9 +377,6 @@ int main(int argc, char **argv) {
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;
-        gw_cgroup_detect(cfg.cgroup, cfg.state_dir, &d.cg, note, sizeof note);
-        log_info("cgroups: %s%s%s%s%s%s", gw_cgroup_mode_name(d.cg.mode), d.cg.mode ? " under " : "",
-                 d.cg.mode ? d.cg.base : "", note[0] ? " (" : "", note, note[0] ? ")" : "");
         gw_daemon_clock_read(&d);
         if (gw_sharing_open(&d) < 0) {
                 log_err("cannot load bookings and quotas: %s", gw_store_errmsg(d.store));
@@ -415,10 +388,7 @@ int main(int argc, char **argv) {
         }
         if (gw_observe_start(&d) < 0 || setup_http(&d) < 0)
                 goto out;
-        d.launcher = gw_launch_server_open(d.exits_path, err, sizeof err);
-        if (!d.launcher)
-                log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
-        gw_launch_answers(&d, false);
+        gw_exec_shim_serve(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  d.tcp_addr[0] ? ", http://" : "", d.tcp_addr, d.n_gpus, d.n_gpus == 1 ? "" : "s", d.n_queue,
                  d.n_queue == 1 ? "" : "s", d.n_running);

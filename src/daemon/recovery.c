@@ -19,7 +19,6 @@
 #include "core/retry.h"
 #include "daemon/daemon.h"
 #include "daemon/observe.h"
-#include "daemon/proc.h"
 #include "daemon/resume.h"
 #include "daemon/userfile.h"
 
@@ -187,21 +186,6 @@ static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
         dj->end_attempt = c;
 }
 
-/* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
- * (made for this attempt), else the host's growth since its launch; nothing after a restart. */
-static void oom_facts(const struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
-        uint64_t n;
-        char events[700];
-        snprintf(events, sizeof events, "%s/memory.events", dj->job->cgroup ? dj->job->cgroup : "");
-        if (d->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
-                in->oom_counted = true;
-                in->oom_kills = n;
-        } else if (dj->host_oom_known && gw_proc_counter("/proc/vmstat", "oom_kill", &n) == 0) {
-                in->host_oom_counted = true;
-                in->host_oom_kills = n >= dj->host_oom_start ? n - dj->host_oom_start : 0;
-        }
-}
-
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
         gw_training_attempt_ended(d, dj); /* the times of its last results.csv rows */
@@ -230,7 +214,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .lost_why = lost && !d->recovering ? "its supervisor ended without telling how the job ended" : NULL,
         };
         if (!clean && !lost)
-                oom_facts(d, dj, &in);
+                d->exec->oom_facts(d, dj, &in);
         struct gw_failure_verdict v;
         if (gw_failure_classify(&in, &v) < 0) {
                 v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;

@@ -11,29 +11,29 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "daemon/daemon.h"
+#include "daemon/exec_shim.h"
 #include "daemon/launch_server.h"
 
 static void watch_socket(struct gw_daemon *d) {
-        int fd = gw_launch_server_fd(d->launcher);
-        if (fd == d->launcher_watched)
+        int fd = gw_launch_server_fd(exec_shim_of(d)->launcher);
+        if (fd == exec_shim_of(d)->launcher_watched)
                 return;
         /* A closed socket left epoll by itself; a restarted launcher has a new one. */
-        d->launcher_watched = -1;
+        exec_shim_of(d)->launcher_watched = -1;
         if (fd < 0)
                 return;
-        d->launcher_src = (struct gw_source) { GW_SRC_LAUNCHER, NULL };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->launcher_src };
+        exec_shim_of(d)->launcher_src = (struct gw_source) { GW_SRC_EXEC, NULL };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &exec_shim_of(d)->launcher_src };
         if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && errno != EEXIST) {
                 log_err("cannot watch the job launcher: %s", strerror(errno));
                 return;
         }
-        d->launcher_watched = fd;
+        exec_shim_of(d)->launcher_watched = fd;
 }
 
 static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
         struct gw_djob *dj = gw_jobmap_get(&d->map, a->job_id);
-        if (!dj || dj->job->attempt != a->attempt || !dj->launch_pending) {
+        if (!dj || dj->job->attempt != a->attempt || !exec_shim_job(dj)->launch_pending) {
                 log_warn("job %lld: the job launcher answered for attempt %d, which no longer waits for it",
                          (long long) a->job_id, a->attempt);
                 if (a->pidfd >= 0)
@@ -43,10 +43,11 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 return;
         }
         char err[256] = "";
-        struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = dj->report_fd, .chan = a->chan };
+        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = x->report_fd, .chan = a->chan };
         int r = 0;
         if (a->lost) {
-                r = gw_launch_recover(a, dj->report_fd, dj->job->pid, &run, err, sizeof err);
+                r = gw_launch_recover(a, x->report_fd, dj->job->pid, &run, err, sizeof err);
                 if (r == 0 && run.report_fd < 0 && run.job <= 0)
                         run.job = dj->job->pid;
         } else if (a->pid <= 0) {
@@ -54,21 +55,20 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 snprintf(err, sizeof err, "the job launcher could not start its supervisor: %s", strerror(-r));
         }
         if (r < 0) {
-                dj->launch_pending = false;
-                log_err("job %lld: cannot launch: %s", (long long) a->job_id, err);
-                gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
+                x->launch_pending = false;
+                gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = err });
                 return;
         }
-        gw_job_launched(d, dj, &run);
+        exec_shim_launched(d, dj, &run);
 }
 
-void gw_launch_answers(struct gw_daemon *d, bool readable) {
-        if (!d->launcher)
+void exec_shim_launch_answers(struct gw_daemon *d, bool readable) {
+        if (!exec_shim_of(d)->launcher)
                 return;
-        if (readable && gw_launch_server_waiting(d->launcher))
-                gw_launch_server_poll(d->launcher);
+        if (readable && gw_launch_server_waiting(exec_shim_of(d)->launcher))
+                gw_launch_server_poll(exec_shim_of(d)->launcher);
         struct gw_launch_answer a;
-        while (gw_launch_server_next(d->launcher, &a)) {
+        while (gw_launch_server_next(exec_shim_of(d)->launcher, &a)) {
                 answer_one(d, &a);
                 free(a.request);
         }
