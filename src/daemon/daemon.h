@@ -17,6 +17,7 @@
 #include "daemon/cgroup.h"
 #include "daemon/config.h"
 #include "daemon/launcher.h"
+#include "daemon/lifecycle.h"
 #include "daemon/proc.h"
 #include "daemon/sampler.h"
 #include "daemon/warm.h"
@@ -150,6 +151,7 @@ struct gw_daemon {
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
+        struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
 
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */
@@ -265,7 +267,13 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 /* The same with its own grace (a reclaim profile's, which may give a job longer to save). */
 void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                              gw_usec_t grace);
+/* Holds a PENDING job or releases a HELD one (-EBUSY otherwise).  Recorded first: when the
+ * store refuses it the job is left as it was (-errno; gw_store_error_kind says why). */
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
+/* lifecycle_stop.c: a failed attempt retried from ckpt (taken) after backoff (monotonic;
+ * not_before: its wall-clock label); msg says why, for the job's events. */
+void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec_t not_before, gw_usec_t backoff,
+                    const char *msg);
 /* An attempt's supervisor closed its report pipe, exited or was reaped: take its end (from
  * the pipe, else the exits journal) and end the attempt.  Whether the end was told (false:
  * the supervisor died first, or could tell it nowhere). */
@@ -273,6 +281,9 @@ bool gw_job_exited(struct gw_daemon *d, struct gw_djob *dj);
 void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
 void gw_jobs_bury(struct gw_daemon *d);
+/* jobs.c: an ended job leaves the daemon's map; its supervisor is no longer watched, and it
+ * is freed with the loop iteration (or kept while its end is unwritten). */
+void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj);
 /* The shim's report fd is readable: learn the job's pid. */
 void gw_job_reported(struct gw_daemon *d, struct gw_djob *dj);
 /* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */

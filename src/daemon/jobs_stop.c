@@ -1,6 +1,7 @@
-/* Stopping jobs: signals, cancels and stops recorded before the first signal (so that a
- * daemon that goes down in between ends the job as stopped, not as lost), and the ends the
- * store refused (disk full, read-only state dir), kept and written again until it takes them. */
+/* Around a job's stop: signals, a stop recorded by an earlier daemon taken up again, the
+ * warning ahead of a time limit, and the ends the store refused (disk full, read-only state
+ * dir), kept and written again until it takes them.  The stop itself (cancel, timeout,
+ * reclaim) is a transition of the lifecycle: lifecycle_stop.c. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,60 +29,6 @@ void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
                 (void) kill(-j->pid, sig);
         if (j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start))
                 (void) gw_proc_signal_descendants(j->shim_pid, sig);
-}
-
-/* The stop is written before any signal, with the job's row (one transaction): a daemon that
- * goes down before the processes are gone then ends the job as stopped when it comes back
- * (recover_one) instead of finding it lost and retrying it.  must_record (a cancel): nothing
- * is signalled when the store refuses the write, the caller is told and may try again; else
- * (a time limit, a booking's end, a reclaim) the job is stopped anyway. */
-static int terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                     gw_usec_t grace, bool must_record) {
-        if (dj->terminating)
-                return 0;
-        struct gw_job *j = dj->job;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: SIGTERM to every process of the job, SIGKILL in %llds", reason,
-                 (long long) (grace / GW_USEC_PER_SEC));
-        j->stop_state = state;
-        free(j->stop_reason);
-        j->stop_reason = gw_xstrdup(reason);
-        int r = gw_store_job_update(d->store, j, "terminate", msg);
-        if (r < 0 && must_record) {
-                j->stop_state = GW_JOB_PENDING;
-                free(j->stop_reason);
-                j->stop_reason = NULL;
-                return r;
-        }
-        if (r < 0)
-                log_err("job %lld: cannot record its stop (%s): %s; stopping it anyway", (long long) j->id, reason,
-                        gw_store_errmsg(d->store));
-        dj->terminating = true;
-        dj->end_state = state;
-        free(dj->end_reason);
-        dj->end_reason = gw_xstrdup(reason);
-        dj->kill_at = d->now + grace;
-        log_info("job %lld: %s", (long long) j->id, msg);
-        gw_job_signal(d, dj, grace > 0 ? SIGTERM : SIGKILL);
-        return r;
-}
-
-void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                             gw_usec_t grace) {
-        (void) terminate(d, dj, state, reason, grace, false);
-}
-
-void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason) {
-        (void) terminate(d, dj, state, reason, d->cfg->grace, false);
-}
-
-int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason) {
-        int r = dj->job->state == GW_JOB_RUNNING ? terminate(d, dj, GW_JOB_CANCELLED, reason, d->cfg->grace, true)
-                                                 : gw_job_end_recorded(d, dj, GW_JOB_CANCELLED, reason, "cancel");
-        if (r < 0)
-                log_warn("job %lld: not cancelled (%s): the cancel cannot be recorded: %s", (long long) dj->job->id,
-                         reason, gw_store_errmsg(d->store));
-        return r;
 }
 
 /* A stop recorded before the daemon went down: the attempt ends as that stop says, however

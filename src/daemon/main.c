@@ -361,6 +361,7 @@ int main(int argc, char **argv) {
                                .euid = geteuid() };
         char err[512], note[256];
         int rc = 1;
+        gw_lifecycle_subscribe_features(&d.hooks); /* before anything can start or end a job */
         d.users = gw_userdb_new(NULL);
         if (!d.users || setup_dirs(&d) < 0)
                 goto out;

@@ -1,0 +1,99 @@
+/* Every feature's subscription to the lifecycle's hooks (lifecycle.h), in one place and in
+ * the order they run.  The order is the order these side effects had when the lifecycle
+ * called each feature by name, and some of it matters; each hook says why below.
+ *
+ * The event stream (events.c) and, through it, the webhooks (notify.c) are not here: they
+ * publish every event the store records for a job (transitions, and warnings, rogue
+ * processes, set-up errors...), and only once it is written, so they subscribe to the
+ * store's writes (gw_store_set_observer, at gw_events_open) rather than to the lifecycle. */
+#include "daemon/daemon.h"
+#include "daemon/lifecycle.h"
+#include "daemon/observe.h"
+
+/* GW_HOOK_ATTEMPT_STARTED */
+
+static void observe_placed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_observe_job_placed(d, dj);
+}
+
+/* GW_HOOK_SAMPLED */
+
+static void reclaim_sampled(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) dj, (void) info;
+        gw_reclaim_watch(d);
+}
+
+static void training_sampled(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) dj, (void) info;
+        gw_training_watch(d); /* epochs, ETA, leaks, snapshots */
+}
+
+static void joblog_sampled(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) dj, (void) info;
+        gw_joblog_watch(d);
+}
+
+/* GW_HOOK_ATTEMPT_ENDED */
+
+static void training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_training_attempt_ended(d, dj); /* the times of its last results.csv rows */
+}
+
+static void joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_joblog_attempt_ended(d, dj);
+}
+
+/* GW_HOOK_JOB_ENDING */
+
+static void observe_ending(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        if (info->was_running)
+                gw_observe_job_end(d, dj);
+}
+
+/* GW_HOOK_JOB_ENDED */
+
+static void sharing_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        if (info->was_running)
+                gw_sharing_job_ended(d, dj->job);
+}
+
+static void api_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) d, (void) info;
+        gw_api_resume_waiters(dj);
+}
+
+void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
+        /* Nothing subscribes to GW_HOOK_JOB_SUBMITTED yet: the event stream hears of a
+         * submission from the store (above). */
+
+        /* The job's rogue neighbours are told in its events with its start, in the same
+         * transaction. */
+        gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_STARTED, "observe", observe_placed);
+
+        /* Reclaim first: a stop it decides on this sample is what training's watch then
+         * sees (the job is stopping), and it does not stop the job a second time for a
+         * leak.  The log watch last: it only tells, it changes no job. */
+        gw_lifecycle_subscribe(h, GW_HOOK_SAMPLED, "reclaim", reclaim_sampled);
+        gw_lifecycle_subscribe(h, GW_HOOK_SAMPLED, "training", training_sampled);
+        gw_lifecycle_subscribe(h, GW_HOOK_SAMPLED, "joblog", joblog_sampled);
+
+        /* Run before the end is classified and the retry decided (recovery.c): training's
+         * last look at results.csv gives the epoch times the retry decision and the attempt's
+         * row read; the log watch tells what the log cap dropped while the log is still this
+         * attempt's (a retry starts another). */
+        gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "training", training_attempt_ended);
+        gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "joblog", joblog_attempt_ended);
+
+        /* Telemetry is summarised into the job before its end is written: the summary goes
+         * into the same row, and a daemon that goes down just after still has it. */
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDING, "observe", observe_ending);
+
+        /* After the end is written: the booking's last use follows the job's recorded end;
+         * the API's waiters (a cancel with ?wait) last, as they read the job back from the
+         * store, where its end now is. */
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "sharing", sharing_ended);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "api", api_ended);
+}
