@@ -1,6 +1,6 @@
 /* The lifecycle of a job (lifecycle.h): submit, hold and release, the start's record, the
- * end, and the hooks the features subscribe to.  Stops (cancel, timeout, reclaim) and
- * retries: lifecycle_stop.c.  Every state change is written to the store with its reason
+ * end.  Stops (cancel, timeout, reclaim) and retries: lifecycle_stop.c; the hooks:
+ * lifecycle_hooks.c.  Every state change is written to the store with its reason
  * before it is acted on; one the store refuses is undone here, in memory, by the function
  * that made it. */
 #include <assert.h>
@@ -15,31 +15,6 @@
 #include "daemon/daemon.h"
 #include "daemon/lifecycle.h"
 #include "daemon/sharing.h"
-
-/* ---- hooks ---- */
-
-static const char *const hook_names[_GW_HOOK_MAX] = {
-        [GW_HOOK_JOB_SUBMITTED] = "job submitted",   [GW_HOOK_ATTEMPT_STARTED] = "attempt started",
-        [GW_HOOK_SAMPLED] = "sampled",               [GW_HOOK_ATTEMPT_ENDED] = "attempt ended",
-        [GW_HOOK_JOB_ENDING] = "job ending",         [GW_HOOK_JOB_ENDED] = "job ended",
-};
-
-const char *gw_hook_name(enum gw_hook hook) {
-        return hook >= 0 && hook < _GW_HOOK_MAX ? hook_names[hook] : NULL;
-}
-
-void gw_lifecycle_subscribe(struct gw_hooks *h, enum gw_hook hook, const char *name, gw_hook_fn *fn) {
-        assert(hook >= 0 && hook < _GW_HOOK_MAX && h->n[hook] < GW_HOOK_MAX_SUBSCRIBERS);
-        h->sub[hook][h->n[hook]].fn = fn;
-        h->sub[hook][h->n[hook]].name = name;
-        h->n[hook]++;
-}
-
-void gw_lifecycle_publish(struct gw_daemon *d, enum gw_hook hook, struct gw_djob *dj, bool was_running) {
-        const struct gw_hook_info info = { .hook = hook, .was_running = was_running };
-        for (size_t i = 0; i < d->hooks.n[hook]; i++)
-                d->hooks.sub[hook][i].fn(d, dj, &info);
-}
 
 /* ---- submit ---- */
 

@@ -1,14 +1,11 @@
 /* Every feature's subscription to the lifecycle's hooks (lifecycle.h), in one place and in
  * the order they run.  The order is the order these side effects had when the lifecycle
- * called each feature by name, and some of it matters; each hook says why below.
- *
- * The event stream (events.c) and, through it, the webhooks (notify.c) are not here: they
- * publish every event the store records for a job (transitions, and warnings, rogue
- * processes, set-up errors...), and only once it is written, so they subscribe to the
- * store's writes (gw_store_set_observer, at gw_events_open) rather than to the lifecycle. */
+ * called each feature by name, and some of it matters; each hook says why below. */
 #include "daemon/daemon.h"
 #include "daemon/lifecycle.h"
+#include "daemon/notify.h"
 #include "daemon/observe.h"
+#include "daemon/web.h"
 
 /* GW_HOOK_ATTEMPT_STARTED */
 
@@ -65,9 +62,30 @@ static void api_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_h
         gw_api_resume_waiters(dj);
 }
 
+/* GW_HOOK_RECORDED, GW_HOOK_BOOKED */
+
+static void events_recorded(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        const struct gw_hook_record *r = info->rec;
+        gw_events_job_recorded(d, r->id, r->job, r->state, r->kind, r->message);
+}
+
+static void notify_recorded(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        const struct gw_hook_record *r = info->rec;
+        if (!d->notify)
+                return;
+        /* An event alone: the job as the daemon holds it, when it is active. */
+        const struct gw_djob *active = r->job ? NULL : gw_jobmap_get(&d->map, r->id);
+        gw_notify_job(d->notify, r->id, r->job ? r->job : active ? active->job : NULL, r->state, r->kind, r->message,
+                      d->now_wall);
+}
+
+static void events_booked(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        gw_events_booking(d, info->booking);
+}
+
 void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
-        /* Nothing subscribes to GW_HOOK_JOB_SUBMITTED yet: the event stream hears of a
-         * submission from the store (above). */
+        /* Nothing subscribes to GW_HOOK_JOB_SUBMITTED yet: the event stream and the webhooks
+         * hear of a submission when its record is written (GW_HOOK_RECORDED, below). */
 
         /* The job's rogue neighbours are told in its events with its start, in the same
          * transaction. */
@@ -96,4 +114,11 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
          * store, where its end now is. */
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "sharing", sharing_ended);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "api", api_ended);
+
+        /* Every job event once written, transitions or not (a warning, a rogue process...):
+         * the dashboard's stream, then the webhooks (queued to their own thread; neither
+         * reads what the other did, the order is the one they had). */
+        gw_lifecycle_subscribe(h, GW_HOOK_RECORDED, "events", events_recorded);
+        gw_lifecycle_subscribe(h, GW_HOOK_RECORDED, "notify", notify_recorded);
+        gw_lifecycle_subscribe(h, GW_HOOK_BOOKED, "events", events_booked);
 }
