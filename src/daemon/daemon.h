@@ -75,7 +75,7 @@ struct gw_djob {
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
-        bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
+        bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
         char end_kind[16];           /* the end's event kind, to write it again */
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
@@ -170,7 +170,7 @@ struct gw_daemon {
         struct gw_djob **to_launch;  /* started inside the loop's transaction, launched after it */
         size_t n_to_launch, cap_to_launch;
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
-        struct gw_djob *unwritten;   /* ended jobs whose end the store refused (jobs_stop.c) */
+        struct gw_djob *unwritten;   /* ended jobs whose end the store refused (lifecycle.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
         struct gw_cgroup_trash cg_trash;
 
@@ -238,7 +238,7 @@ void gw_job_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_la
 void gw_launch_answers(struct gw_daemon *d, bool readable);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
- * written again later (jobs_stop.c), and the exits journal is kept for the next daemon. */
+ * written again later (lifecycle.c), and the exits journal is kept for the next daemon. */
 int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                const char *kind);
 /* gw_job_end with the instant it ended (wall clock), where that is not now: an attempt whose
@@ -340,7 +340,7 @@ gw_usec_t gw_job_limit_warn_tick(struct gw_daemon *d, struct gw_djob *dj);
  * it once, not twice). */
 void gw_job_limit_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj);
-/* jobs_stop.c: ended jobs whose end the store refused, kept in memory (for the API) and
+/* lifecycle.c: ended jobs whose end the store refused, kept in memory (for the API) and
  * written again every few seconds until the store takes them. */
 void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj);
 const struct gw_djob *gw_jobs_unwritten_find(const struct gw_daemon *d, int64_t id);

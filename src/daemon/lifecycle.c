@@ -1,5 +1,5 @@
 /* The lifecycle of a job (lifecycle.h): submit, hold and release, the start's record, the
- * end.  Stops (cancel, timeout, reclaim) and retries: lifecycle_stop.c; the hooks:
+ * end, and the ends the store refused, kept and written again until it takes them.  Stops (cancel, timeout, reclaim) and retries: lifecycle_stop.c; the hooks:
  * lifecycle_hooks.c.  Every state change is written to the store with its reason
  * before it is acted on; one the store refuses is undone here, in memory, by the function
  * that made it. */
@@ -205,7 +205,7 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         dj->end_in_batch = d->in_batch;
         if (r < 0) {
                 /* Not lost: the next daemon reads a running job's end from the kept exits
-                 * journal (and its recorded stop), and this one writes it again (jobs_stop.c). */
+                 * journal (and its recorded stop), and this one writes it again (below). */
                 log_err("job %lld: cannot record its end (%s: %s): %s; kept until it can be written", (long long) j->id,
                         gw_job_state_name(state), said, gw_store_errmsg(d->store));
                 d->keep_exits = true;
@@ -266,4 +266,98 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
         }
         d->sched_dirty = true;
         return 0;
+}
+
+/* ---- ends the store refused (disk full, read-only state dir), kept and written again ---- */
+
+/* How often an unwritten end is tried again: a full disk is freed by a person, not at once. */
+#define UNWRITTEN_RETRY (5 * GW_USEC_PER_SEC)
+
+void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj) {
+        dj->end_unwritten = true;
+        dj->next_unwritten = d->unwritten;
+        d->unwritten = dj;
+        if (d->unwritten_retry_at <= d->now)
+                d->unwritten_retry_at = d->now + UNWRITTEN_RETRY;
+}
+
+const struct gw_djob *gw_jobs_unwritten_find(const struct gw_daemon *d, int64_t id) {
+        for (const struct gw_djob *dj = d->unwritten; dj; dj = dj->next_unwritten)
+                if (dj->job->id == id)
+                        return dj;
+        return NULL;
+}
+
+void gw_jobs_unwritten_batch_failed(struct gw_daemon *d) {
+        struct gw_djob **p = &d->dead;
+        while (*p) {
+                struct gw_djob *dj = *p;
+                if (!dj->end_in_batch) {
+                        p = &dj->next_dead;
+                        continue;
+                }
+                *p = dj->next_dead;
+                _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
+                log_err("job %lld: cannot record its end (%s: %s): the transaction was not committed; kept until "
+                        "it can be written",
+                        (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
+                gw_jobs_unwritten_keep(d, dj);
+        }
+}
+
+/* Writes the kept ends, oldest first; stops at the first refusal (the store still cannot
+ * be written).  Written ones are freed with the loop iteration's other ended jobs. */
+static void unwritten_flush(struct gw_daemon *d) {
+        struct gw_djob *order = NULL;
+        while (d->unwritten) { /* the list is newest first */
+                struct gw_djob *dj = d->unwritten;
+                d->unwritten = dj->next_unwritten;
+                dj->next_unwritten = order;
+                order = dj;
+        }
+        while (order) {
+                struct gw_djob *dj = order;
+                const struct gw_job *j = dj->job;
+                /* Its attempt's row first (written again if it was: the same row). */
+                if (dj->end_attempt && gw_store_attempt_add(d->store, j->id, dj->end_attempt) < 0)
+                        break;
+                if (gw_store_job_update(d->store, j, dj->end_kind, j->end_reason) < 0)
+                        break;
+                log_info("job %lld: its end (%s) is recorded now", (long long) j->id, gw_job_state_name(j->state));
+                order = dj->next_unwritten;
+                dj->end_unwritten = false;
+                dj->end_in_batch = false;
+                dj->next_dead = d->dead;
+                d->dead = dj;
+        }
+        while (order) {
+                struct gw_djob *dj = order;
+                order = dj->next_unwritten;
+                dj->next_unwritten = d->unwritten;
+                d->unwritten = dj;
+        }
+}
+
+gw_usec_t gw_jobs_unwritten_tick(struct gw_daemon *d) {
+        if (!d->unwritten)
+                return GW_USEC_INFINITY;
+        if (d->now < d->unwritten_retry_at)
+                return d->unwritten_retry_at;
+        unwritten_flush(d);
+        d->unwritten_retry_at = d->now + UNWRITTEN_RETRY;
+        return d->unwritten ? d->unwritten_retry_at : GW_USEC_INFINITY;
+}
+
+void gw_jobs_unwritten_close(struct gw_daemon *d) {
+        unwritten_flush(d);
+        gw_jobs_bury(d); /* the ones written now */
+        while (d->unwritten) {
+                struct gw_djob *dj = d->unwritten;
+                d->unwritten = dj->next_unwritten;
+                _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
+                log_warn("job %lld: its end (%s: %s) could not be recorded before the daemon stopped; the next start "
+                         "works it out again (the job's row, its recorded stop, the kept exits journal)",
+                         (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
+                gw_djob_free(dj);
+        }
 }

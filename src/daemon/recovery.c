@@ -138,7 +138,7 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
 }
 
 /* A copy of the ending attempt's row, kept with the job: written again with its end when the
- * store refuses that (jobs_stop.c), else freed with the job. */
+ * store refuses that (lifecycle.c), else freed with the job. */
 static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
         if (dj->end_attempt)
                 gw_job_attempts_free(dj->end_attempt, 1);
