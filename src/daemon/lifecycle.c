@@ -1,8 +1,9 @@
 /* The lifecycle of a job (lifecycle.h): submit, hold and release, the start's record, the
- * end, and the ends the store refused, kept and written again until it takes them.  Stops (cancel, timeout, reclaim) and retries: lifecycle_stop.c; the hooks:
- * lifecycle_hooks.c.  Every state change is written to the store with its reason
- * before it is acted on; one the store refuses is undone here, in memory, by the function
- * that made it. */
+ * end, and the ends the store refused, kept and written again until it takes them.  Stops
+ * (cancel, timeout, reclaim) and retries: lifecycle_stop.c; the hooks: lifecycle_hooks.c.
+ * Every state change is written to the store with its reason before it is acted on.  One
+ * that must be recorded (a hold, a release, a start, a cancel) and that the store refuses is
+ * undone in memory by the function that made it; an end goes on and is written later. */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
@@ -17,7 +18,6 @@
 #include "daemon/sharing.h"
 
 /* ---- submit ---- */
-
 
 int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
         char msg[160];

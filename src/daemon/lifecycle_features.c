@@ -98,10 +98,11 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_SAMPLED, "training", training_sampled);
         gw_lifecycle_subscribe(h, GW_HOOK_SAMPLED, "joblog", joblog_sampled);
 
-        /* Run before the end is classified and the retry decided (recovery.c): training's
-         * last look at results.csv gives the epoch times the retry decision and the attempt's
-         * row read; the log watch tells what the log cap dropped while the log is still this
-         * attempt's (a retry starts another). */
+        /* Run before the end is classified and the retry decided (recovery.c), which may
+         * queue the job again as its next attempt: training's last look at this attempt's
+         * results.csv (the times of its last rows) and the log watch's count of what the log
+         * cap dropped are taken while the job's run, attempt and log are still this
+         * attempt's. */
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "training", training_attempt_ended);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "joblog", joblog_attempt_ended);
 
