@@ -16,6 +16,7 @@
 #include "core/telemetry.h"
 #include "daemon/config.h"
 #include "daemon/executor.h"
+#include "daemon/lifecycle.h"
 #include "daemon/sampler.h"
 #include "gpu/gpu.h"
 #include "store/store.h"
@@ -64,7 +65,7 @@ struct gw_djob {
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
-        bool end_unwritten;          /* ended, but the store refused the end (jobs_stop.c) */
+        bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
         char end_kind[16];           /* the end's event kind, to write it again */
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
@@ -139,6 +140,7 @@ struct gw_daemon {
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
+        struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
 
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */
@@ -155,7 +157,7 @@ struct gw_daemon {
         struct gw_djob **to_launch;  /* started inside the loop's transaction, launched after it */
         size_t n_to_launch, cap_to_launch;
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
-        struct gw_djob *unwritten;   /* ended jobs whose end the store refused (jobs_stop.c) */
+        struct gw_djob *unwritten;   /* ended jobs whose end the store refused (lifecycle.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
 
         int epfd, sigfd;
@@ -214,7 +216,7 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj);
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
- * written again later (jobs_stop.c), and the exits journal is kept for the next daemon. */
+ * written again later (lifecycle.c), and the exits journal is kept for the next daemon. */
 int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                const char *kind);
 /* gw_job_end with the instant it ended (wall clock), where that is not now: an attempt whose
@@ -243,11 +245,20 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 /* The same with its own grace (a reclaim profile's, which may give a job longer to save). */
 void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
                              gw_usec_t grace);
+/* Holds a PENDING job or releases a HELD one (-EBUSY otherwise).  Recorded first: when the
+ * store refuses it the job is left as it was (-errno; gw_store_error_kind says why). */
 int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who);
+/* lifecycle_stop.c: a failed attempt retried from ckpt (taken) after backoff (monotonic;
+ * not_before: its wall-clock label); msg says why, for the job's events. */
+void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec_t not_before, gw_usec_t backoff,
+                    const char *msg);
 /* SIGCHLD: reaps the daemon's children (the executor's, restore helpers). */
 void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
 void gw_jobs_bury(struct gw_daemon *d);
+/* jobs.c: an ended job leaves the daemon's map; its executor state is let go, and it is
+ * freed with the loop iteration (or kept while its end is unwritten). */
+void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj);
 /* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
 /* jobs_recover.c: loads active jobs from the store at start; running ones go to the
@@ -293,7 +304,7 @@ gw_usec_t gw_job_limit_warn_tick(struct gw_daemon *d, struct gw_djob *dj);
  * it once, not twice). */
 void gw_job_limit_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj);
-/* jobs_stop.c: ended jobs whose end the store refused, kept in memory (for the API) and
+/* lifecycle.c: ended jobs whose end the store refused, kept in memory (for the API) and
  * written again every few seconds until the store takes them. */
 void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj);
 const struct gw_djob *gw_jobs_unwritten_find(const struct gw_daemon *d, int64_t id);

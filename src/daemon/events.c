@@ -22,7 +22,6 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/calendar.h"
-#include "daemon/notify.h"
 #include "daemon/web.h"
 
 #define RING_EVENTS 4096
@@ -132,9 +131,11 @@ static void publish(struct gw_events *ev, const char *type, json_t *data) {
 
 /* ---- what is published ---- */
 
-static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state, const char *kind,
-                         const char *message) {
-        struct gw_events *ev = userdata;
+void gw_events_job_recorded(struct gw_daemon *d, int64_t id, const struct gw_job *j, enum gw_job_state state,
+                            const char *kind, const char *message) {
+        struct gw_events *ev = d->events;
+        if (!ev)
+                return;
         const char *st = gw_job_state_name(state);
         /* One stream for every reader, guests included: what a guest may see of any job.  The
          * job's owner reads the rest with GET /api/v1/jobs/ID. */
@@ -145,14 +146,11 @@ static void on_store_job(void *userdata, int64_t id, const struct gw_job *j, enu
         if (j)
                 json_object_set_new(o, "job", gw_codec_job(j, view));
         publish(ev, j ? "job" : "job_event", o);
-        if (ev->d->notify) {
-                const struct gw_djob *dj = j ? NULL : gw_jobmap_get(&ev->d->map, id);
-                gw_notify_job(ev->d->notify, id, j ? j : dj ? dj->job : NULL, state, kind, message, ev->d->now_wall);
-        }
 }
 
-static void on_store_booking(void *userdata, const struct gw_store_booking *b) {
-        publish(userdata, "booking", gw_codec_booking(b));
+void gw_events_booking(struct gw_daemon *d, const struct gw_store_booking *b) {
+        if (d->events)
+                publish(d->events, "booking", gw_codec_booking(b));
 }
 
 void gw_events_gpus(struct gw_daemon *d) {
@@ -288,8 +286,6 @@ int gw_events_open(struct gw_daemon *d) {
         /* A fresh read: this runs before the loop first reads its clocks. */
         ev->last_id = (uint64_t) gw_now_wall();
         d->events = ev;
-        struct gw_store_observer o = { .job = on_store_job, .booking = on_store_booking, .userdata = ev };
-        gw_store_set_observer(d->store, &o);
         return 0;
 }
 
@@ -297,8 +293,6 @@ void gw_events_close(struct gw_daemon *d) {
         struct gw_events *ev = d->events;
         if (!ev)
                 return;
-        struct gw_store_observer none = { 0 };
-        gw_store_set_observer(d->store, &none);
         /* Streams still open end now; their done callbacks run while the servers stop, so the
          * ring and the client list stay until then (freed in gw_events_free). */
         for (struct ev_client *c = ev->clients; c; c = c->after)

@@ -326,19 +326,12 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
         if (!j)
                 return;
         struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
-        enum gw_job_state was = dj ? dj->job->state : GW_JOB_PENDING;
-        enum gw_job_reason reason = dj ? dj->job->wait_reason : GW_REASON_NONE;
         int r = dj ? gw_job_hold(d, dj, hold, c->user) : -EBUSY;
         if (r == -EBUSY)
                 return reply_error(rep, 409, "id", "job %lld is %s: only %s jobs can be %s", (long long) j->id,
                                    gw_job_state_name(j->state), hold ? "PENDING" : "HELD", hold ? "held" : "released");
-        if (r < 0) {
-                /* Not recorded: undo it in memory too, so that what the API says is what a
-                 * restarted daemon will find. */
-                dj->job->state = was;
-                dj->job->wait_reason = reason;
+        if (r < 0) /* not recorded: gw_job_hold left the job as it was */
                 return reply_store_error(d, rep, hold ? "cannot hold the job" : "cannot release the job");
-        }
         reply_json(rep, 200, gw_codec_job(dj->job, job_view(d, c, dj->job)));
 }
 

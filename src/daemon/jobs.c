@@ -1,7 +1,7 @@
-/* Job lifecycle in the daemon: start, end (submission: jobs_submit.c, stopping: jobs_stop.c,
- * recovery after a restart: jobs_recover.c).  The processes are the executor's (executor.h):
- * a start goes to it, an attempt's end comes back from it (gw_exec_attempt_end).
- * Every state change is written to the store with its reason before it is acted on. */
+/* A job's processes in the daemon, at the executor seam (executor.h): its environment, its
+ * launch, and the end of an attempt as the executor tells it (gw_exec_attempt_end).  Its
+ * state transitions and their records: lifecycle.c; submission checks: jobs_submit.c;
+ * recovery after a restart: jobs_recover.c. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -123,69 +123,6 @@ void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
                         d->gpus[i].job_id = id;
 }
 
-/* A start the store refused (disk full, read-only) is tried again on its own: nothing else
- * may come along to make the scheduler look at the queue. */
-#define START_RETRY_USEC (5 * GW_USEC_PER_SEC)
-
-static void start_refused(struct gw_daemon *d) {
-        if (!d->start_retry_at)
-                d->start_retry_at = d->now + START_RETRY_USEC;
-}
-
-/* Records the start before launching: a daemon killed in between then finds the attempt at
- * restart (the executor's adopt) instead of starting the job a second time. */
-static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
-        struct gw_job *j = dj->job;
-        j->gpu_mask = mask;
-        j->state = GW_JOB_RUNNING;
-        j->wait_reason = GW_REASON_NONE;
-        /* The loop's instant, as its monotonic start (gw_job_clock_start) and its limit
-         * (gw_sharing_job_limit) are: labels and limits then agree to the microsecond. */
-        j->start_time = d->now_wall;
-        gw_job_clock_start(d, dj);
-        j->shim_pid = j->pid = 0;
-        j->shim_start = j->pid_start = 0;
-        free(j->cgroup);
-        j->cgroup = NULL;
-        d->exec->prepare(d, dj);
-        char gpus[256], msg[512];
-        gw_gpu_mask_format(mask, gpus, sizeof gpus);
-        snprintf(msg, sizeof msg, "started on GPU %s, attempt %d%s%s", gpus, j->attempt, j->cgroup ? ", cgroup " : "",
-                 j->cgroup ? j->cgroup : "");
-        int r = gw_store_job_update(d->store, j, "start", msg);
-        if (r < 0) {
-                log_err("job %lld: cannot record its start, not starting it: %s", (long long) j->id,
-                        gw_store_errmsg(d->store));
-                j->state = GW_JOB_PENDING;
-                j->gpu_mask = 0;
-                start_refused(d);
-                return r;
-        }
-        gw_sharing_job_limit(d, dj);
-        dj->booking_warned = false;
-        dj->limit_warned = false;
-        gw_queue_remove(d, dj);
-        gw_running_add(d, dj);
-        gw_gpus_assign(d, mask, j->id);
-        return 0;
-}
-
-void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_job *j = dj->job;
-        log_err("job %lld: its start was not recorded; not starting it", (long long) j->id);
-        gw_gpus_assign(d, j->gpu_mask, 0);
-        gw_running_remove(d, dj);
-        j->state = GW_JOB_PENDING;
-        j->gpu_mask = 0;
-        j->start_time = 0;
-        dj->start_mono = 0;
-        d->exec->release(d, dj, false);
-        free(j->cgroup);
-        j->cgroup = NULL;
-        gw_queue_insert(d, dj);
-        start_refused(d);
-}
-
 int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why, size_t n) {
         const struct gw_account *now = NULL;
         int r = gw_userdb_same_account(d->users, j->uid, j->user, d->now, &now);
@@ -197,23 +134,6 @@ int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why,
         else if (r == -EIO)
                 snprintf(why, n, "the account '%s' (uid %u) cannot be looked up now", j->user, (unsigned) j->uid);
         return r;
-}
-
-int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
-        int r = record_start(d, dj, mask);
-        if (r < 0)
-                return r;
-        if (d->in_batch) {
-                /* Launched once the loop's transaction, which records this start with the
-                 * ends that freed its GPUs, is committed (gw_jobs_batch_end). */
-                if (d->n_to_launch == d->cap_to_launch) {
-                        d->cap_to_launch = d->cap_to_launch ? 2 * d->cap_to_launch : 16;
-                        d->to_launch = gw_xrealloc(d->to_launch, d->cap_to_launch * sizeof *d->to_launch);
-                }
-                d->to_launch[d->n_to_launch++] = dj;
-                return 0;
-        }
-        return gw_job_launch(d, dj);
 }
 
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
@@ -229,10 +149,7 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         return r;
 }
 
-
-
-static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
-        gw_api_resume_waiters(dj);
+void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj) {
         gw_jobmap_del(&d->map, dj->job->id);
         /* Freed at the end of the loop iteration: later events of this batch may point at it. */
         dj->dead = true;
@@ -244,14 +161,6 @@ static void job_forget(struct gw_daemon *d, struct gw_djob *dj) {
         d->dead = dj;
 }
 
-void gw_jobs_bury(struct gw_daemon *d) {
-        while (d->dead) {
-                struct gw_djob *dj = d->dead;
-                d->dead = dj->next_dead;
-                gw_djob_free(dj);
-        }
-}
-
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         gw_gpus_assign(d, j->gpu_mask, 0);
@@ -259,101 +168,10 @@ void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         d->exec->release(d, dj, true);
 }
 
-void gw_jobs_batch_begin(struct gw_daemon *d) {
-        d->in_batch = gw_store_begin(d->store) == 0;
-}
-
-void gw_jobs_batch_end(struct gw_daemon *d) {
-        if (!d->in_batch)
-                return;
-        bool committed = gw_store_commit(d->store) == 0;
-        if (!committed) {
-                log_err("cannot record this round's job events: %s", gw_store_errmsg(d->store));
-                d->keep_exits = true;
-                gw_jobs_unwritten_batch_failed(d);
-        }
-        for (struct gw_djob *dj = d->dead; dj; dj = dj->next_dead)
-                dj->end_in_batch = false;
-        d->in_batch = false;
-        /* Starts recorded in the transaction: only a committed one may run (a crash must not
-         * find a running job that the store says is still queued). */
-        for (size_t i = 0; i < d->n_to_launch; i++)
-                if (committed)
-                        (void) gw_job_launch(d, d->to_launch[i]);
-                else
-                        gw_job_start_undo(d, d->to_launch[i]);
-        d->n_to_launch = 0;
-        d->exec->sync(d);
-}
-
-/* must_record (queued jobs only): the end happens only if the store takes it; otherwise the
- * job is left as it was and -errno returned. */
-static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                   const char *kind, bool must_record, gw_usec_t end_time) {
-        struct gw_job *j = dj->job;
-        bool was_running = j->state == GW_JOB_RUNNING;
-        assert(!must_record || !was_running);
-        _cleanup_free_ char *said = gw_text_private_render(reason, true, NULL); /* for the daemon's log */
-        struct gw_job before = { .state = j->state, .wait_reason = j->wait_reason, .end_reason = j->end_reason,
-                                 .end_time = j->end_time };
-        j->state = state;
-        j->wait_reason = GW_REASON_NONE;
-        j->end_reason = gw_xstrdup(reason);
-        j->end_time = end_time;
-        if (was_running)
-                gw_observe_job_end(d, dj);
-        int r = gw_store_job_update(d->store, j, kind, reason);
-        if (r < 0 && must_record) {
-                free(j->end_reason);
-                j->state = before.state;
-                j->wait_reason = before.wait_reason;
-                j->end_reason = before.end_reason;
-                j->end_time = before.end_time;
-                return r;
-        }
-        free(before.end_reason);
-        d->state_counts[state]++;
-        snprintf(dj->end_kind, sizeof dj->end_kind, "%s", kind);
-        dj->end_in_batch = d->in_batch;
-        if (r < 0) {
-                /* Not lost: the next daemon reads a running job's end from the kept exits
-                 * journal (and its recorded stop), and this one writes it again (jobs_stop.c). */
-                log_err("job %lld: cannot record its end (%s: %s): %s; kept until it can be written", (long long) j->id,
-                        gw_job_state_name(state), said, gw_store_errmsg(d->store));
-                d->keep_exits = true;
-                dj->end_unwritten = true;
-        }
-        log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), said);
-        if (was_running) {
-                gw_job_release_gpus(d, dj);
-                gw_sharing_job_ended(d, j);
-        } else
-                gw_queue_remove(d, dj);
-        d->sched_dirty = true;
-        d->deps_changed = true;
-        job_forget(d, dj);
-        return r;
-}
-
 /* A running job's end is labelled its start + the monotonic time it ran, so that end - start
  * is its runtime whatever the wall clock did meanwhile (jobclock.c). */
 static gw_usec_t end_label_now(const struct gw_daemon *d, const struct gw_djob *dj) {
         return dj->job->state == GW_JOB_RUNNING ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
-}
-
-int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-               const char *kind) {
-        return end_job(d, dj, state, reason, kind, false, end_label_now(d, dj));
-}
-
-int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                  const char *kind, gw_usec_t end_time) {
-        return end_job(d, dj, state, reason, kind, false, end_time);
-}
-
-int gw_job_end_recorded(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                        const char *kind) {
-        return end_job(d, dj, state, reason, kind, true, end_label_now(d, dj));
 }
 
 /* The executor's word on an attempt's end (executor.h): its exit on the job's record, then
@@ -394,19 +212,6 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
 }
 
-int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *who) {
-        struct gw_job *j = dj->job;
-        if (j->state != (hold ? GW_JOB_PENDING : GW_JOB_HELD))
-                return -EBUSY;
-        j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
-        j->wait_reason = hold ? GW_REASON_HELD : GW_REASON_RESOURCES;
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s by %s", hold ? "held" : "released", who);
-        int r = gw_store_job_update(d->store, j, hold ? "hold" : "release", msg);
-        d->sched_dirty = true;
-        return r;
-}
-
 
 void gw_jobs_reap(struct gw_daemon *d) {
         int status;
@@ -414,82 +219,5 @@ void gw_jobs_reap(struct gw_daemon *d) {
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
                 if (!d->exec->reaped(d, pid, status))
                         (void) gw_train_restore_reaped(d, pid, status);
-}
-
-/* Retries waiting out their backoff: due ones become eligible; returns the next due time.  The
- * stored not_before is a wall-clock label; the wait itself is on the monotonic clock, set at
- * the requeue (recovery.c), or from the label once after a restart, so a step of the wall
- * clock neither skips a backoff nor stretches it by the step. */
-static gw_usec_t backoff_tick(struct gw_daemon *d) {
-        if (!d->n_backoff)
-                return GW_USEC_INFINITY;
-        gw_usec_t wall = d->now_wall, next = GW_USEC_INFINITY;
-        size_t waiting = 0;
-        for (size_t i = 0; i < d->n_queue; i++) {
-                struct gw_djob *dj = d->queue[i];
-                struct gw_job *j = dj->job;
-                if (!j->not_before) {
-                        dj->backoff_due = 0;
-                        continue;
-                }
-                if (!dj->backoff_due)
-                        dj->backoff_due = d->now + (j->not_before > wall ? j->not_before - wall : 0);
-                if (dj->backoff_due <= d->now) {
-                        j->not_before = 0;
-                        dj->backoff_due = 0;
-                        if (j->wait_reason == GW_REASON_BACKOFF)
-                                j->wait_reason = GW_REASON_RESOURCES;
-                        d->sched_dirty = true;
-                        continue;
-                }
-                waiting++;
-                if (dj->backoff_due < next)
-                        next = dj->backoff_due;
-        }
-        d->n_backoff = waiting;
-        return next;
-}
-
-gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
-        gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
-        gw_usec_t restore = gw_train_restore_tick(d);
-        if (restore < next)
-                next = restore;
-        if (d->start_retry_at && d->now >= d->start_retry_at) {
-                d->start_retry_at = 0;
-                d->sched_dirty = true;
-        }
-        if (d->start_retry_at && d->start_retry_at < next)
-                next = d->start_retry_at;
-        if (cal < next)
-                next = cal;
-        if (unwritten < next)
-                next = unwritten;
-        for (size_t i = 0; i < d->n_running; i++) {
-                struct gw_djob *dj = d->running[i];
-                if (!dj->terminating && d->now >= dj->limit_at) {
-                        char a[32], why[96];
-                        if (dj->limit_by_booking)
-                                snprintf(why, sizeof why, "its booking ended");
-                        else
-                                snprintf(why, sizeof why, "time limit %s reached",
-                                         gw_format_duration(dj->job->time_limit, a, sizeof a));
-                        gw_job_terminate(d, dj, GW_JOB_TIMEOUT, why);
-                }
-                if (dj->terminating && dj->kill_at && d->now >= dj->kill_at) {
-                        log_info("job %lld: grace period over, SIGKILL", (long long) dj->job->id);
-                        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "kill",
-                                                  "grace period over: SIGKILL to every process of the job");
-                        gw_job_signal(d, dj, SIGKILL);
-                        dj->kill_at = 0;
-                }
-                gw_usec_t t = dj->terminating ? (dj->kill_at ? dj->kill_at : GW_USEC_INFINITY) : dj->limit_at;
-                gw_usec_t warn = gw_job_limit_warn_tick(d, dj);
-                if (warn < t)
-                        t = warn;
-                if (t < next)
-                        next = t;
-        }
-        return next;
 }
 

@@ -1,6 +1,7 @@
-/* Stopping jobs: signals, cancels and stops recorded before the first signal (so that a
- * daemon that goes down in between ends the job as stopped, not as lost), and the ends the
- * store refused (disk full, read-only state dir), kept and written again until it takes them. */
+/* Around a job's stop: signals, a stop recorded by an earlier daemon taken up again, and
+ * the warning ahead of a time limit.  The stop itself (cancel, timeout, reclaim) is a
+ * transition of the lifecycle (lifecycle_stop.c), and so is keeping and writing again an
+ * end the store refused (lifecycle.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,65 +17,8 @@
 #include "daemon/daemon.h"
 #include "daemon/sharing.h"
 
-/* How often an unwritten end is tried again: a full disk is freed by a person, not at once. */
-#define UNWRITTEN_RETRY (5 * GW_USEC_PER_SEC)
-
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
         (void) d->exec->signal(d, dj, sig, 0);
-}
-
-/* The stop is written before any signal, with the job's row (one transaction): a daemon that
- * goes down before the processes are gone then ends the job as stopped when it comes back
- * (recover_one) instead of finding it lost and retrying it.  must_record (a cancel): nothing
- * is signalled when the store refuses the write, the caller is told and may try again; else
- * (a time limit, a booking's end, a reclaim) the job is stopped anyway. */
-static int terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                     gw_usec_t grace, bool must_record) {
-        if (dj->terminating)
-                return 0;
-        struct gw_job *j = dj->job;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: SIGTERM to every process of the job, SIGKILL in %llds", reason,
-                 (long long) (grace / GW_USEC_PER_SEC));
-        j->stop_state = state;
-        free(j->stop_reason);
-        j->stop_reason = gw_xstrdup(reason);
-        int r = gw_store_job_update(d->store, j, "terminate", msg);
-        if (r < 0 && must_record) {
-                j->stop_state = GW_JOB_PENDING;
-                free(j->stop_reason);
-                j->stop_reason = NULL;
-                return r;
-        }
-        if (r < 0)
-                log_err("job %lld: cannot record its stop (%s): %s; stopping it anyway", (long long) j->id, reason,
-                        gw_store_errmsg(d->store));
-        dj->terminating = true;
-        dj->end_state = state;
-        free(dj->end_reason);
-        dj->end_reason = gw_xstrdup(reason);
-        dj->kill_at = d->now + grace;
-        log_info("job %lld: %s", (long long) j->id, msg);
-        gw_job_signal(d, dj, grace > 0 ? SIGTERM : SIGKILL);
-        return r;
-}
-
-void gw_job_terminate_within(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-                             gw_usec_t grace) {
-        (void) terminate(d, dj, state, reason, grace, false);
-}
-
-void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason) {
-        (void) terminate(d, dj, state, reason, d->cfg->grace, false);
-}
-
-int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason) {
-        int r = dj->job->state == GW_JOB_RUNNING ? terminate(d, dj, GW_JOB_CANCELLED, reason, d->cfg->grace, true)
-                                                 : gw_job_end_recorded(d, dj, GW_JOB_CANCELLED, reason, "cancel");
-        if (r < 0)
-                log_warn("job %lld: not cancelled (%s): the cancel cannot be recorded: %s", (long long) dj->job->id,
-                         reason, gw_store_errmsg(d->store));
-        return r;
 }
 
 /* A stop recorded before the daemon went down: the attempt ends as that stop says, however
@@ -133,95 +77,6 @@ void gw_job_stop_again(struct gw_daemon *d, struct gw_djob *dj) {
         log_info("job %lld: %s", (long long) j->id, msg);
         if (left > 0)
                 gw_job_signal(d, dj, SIGTERM);
-}
-
-void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj) {
-        dj->end_unwritten = true;
-        dj->next_unwritten = d->unwritten;
-        d->unwritten = dj;
-        if (d->unwritten_retry_at <= d->now)
-                d->unwritten_retry_at = d->now + UNWRITTEN_RETRY;
-}
-
-const struct gw_djob *gw_jobs_unwritten_find(const struct gw_daemon *d, int64_t id) {
-        for (const struct gw_djob *dj = d->unwritten; dj; dj = dj->next_unwritten)
-                if (dj->job->id == id)
-                        return dj;
-        return NULL;
-}
-
-void gw_jobs_unwritten_batch_failed(struct gw_daemon *d) {
-        struct gw_djob **p = &d->dead;
-        while (*p) {
-                struct gw_djob *dj = *p;
-                if (!dj->end_in_batch) {
-                        p = &dj->next_dead;
-                        continue;
-                }
-                *p = dj->next_dead;
-                _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
-                log_err("job %lld: cannot record its end (%s: %s): the transaction was not committed; kept until "
-                        "it can be written",
-                        (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
-                gw_jobs_unwritten_keep(d, dj);
-        }
-}
-
-/* Writes the kept ends, oldest first; stops at the first refusal (the store still cannot
- * be written).  Written ones are freed with the loop iteration's other ended jobs. */
-static void unwritten_flush(struct gw_daemon *d) {
-        struct gw_djob *order = NULL;
-        while (d->unwritten) { /* the list is newest first */
-                struct gw_djob *dj = d->unwritten;
-                d->unwritten = dj->next_unwritten;
-                dj->next_unwritten = order;
-                order = dj;
-        }
-        while (order) {
-                struct gw_djob *dj = order;
-                const struct gw_job *j = dj->job;
-                /* Its attempt's row first (written again if it was: the same row). */
-                if (dj->end_attempt && gw_store_attempt_add(d->store, j->id, dj->end_attempt) < 0)
-                        break;
-                if (gw_store_job_update(d->store, j, dj->end_kind, j->end_reason) < 0)
-                        break;
-                log_info("job %lld: its end (%s) is recorded now", (long long) j->id, gw_job_state_name(j->state));
-                order = dj->next_unwritten;
-                dj->end_unwritten = false;
-                dj->end_in_batch = false;
-                dj->next_dead = d->dead;
-                d->dead = dj;
-        }
-        while (order) {
-                struct gw_djob *dj = order;
-                order = dj->next_unwritten;
-                dj->next_unwritten = d->unwritten;
-                d->unwritten = dj;
-        }
-}
-
-gw_usec_t gw_jobs_unwritten_tick(struct gw_daemon *d) {
-        if (!d->unwritten)
-                return GW_USEC_INFINITY;
-        if (d->now < d->unwritten_retry_at)
-                return d->unwritten_retry_at;
-        unwritten_flush(d);
-        d->unwritten_retry_at = d->now + UNWRITTEN_RETRY;
-        return d->unwritten ? d->unwritten_retry_at : GW_USEC_INFINITY;
-}
-
-void gw_jobs_unwritten_close(struct gw_daemon *d) {
-        unwritten_flush(d);
-        gw_jobs_bury(d); /* the ones written now */
-        while (d->unwritten) {
-                struct gw_djob *dj = d->unwritten;
-                d->unwritten = dj->next_unwritten;
-                _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
-                log_warn("job %lld: its end (%s: %s) could not be recorded before the daemon stopped; the next start "
-                         "works it out again (the job's row, its recorded stop, the kept exits journal)",
-                         (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
-                gw_djob_free(dj);
-        }
 }
 
 /* The warning's event starts so, and gw_job_limit_warned_restore reads it back by it. */

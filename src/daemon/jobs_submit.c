@@ -233,22 +233,6 @@ int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahe
         return 0;
 }
 
-int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "submitted by %s%s", j->user, j->state == GW_JOB_HELD ? ", held" : "");
-        int r = gw_store_job_insert(d->store, j, msg);
-        if (r < 0)
-                return submit_fail(err, 503, "", "cannot record the job: %s", gw_store_errmsg(d->store));
-        return 0;
-}
-
-void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j) {
-        j->log_path = gw_job_log_path(d, j);
-        struct gw_djob *dj = gw_djob_new(j);
-        gw_jobmap_put(&d->map, dj);
-        gw_queue_insert(d, dj);
-}
-
 int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id) {
         int r = gw_job_validate(d, j, hold, 0, err);
         if (r >= 0)

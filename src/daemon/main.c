@@ -291,6 +291,7 @@ static void run_loop(struct gw_daemon *d) {
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
+        gw_lifecycle_close(d); /* what is written from now on is told to no one */
         gw_events_close(d);
         for (int i = 0; i < 2; i++)
                 d->http[i] = gw_http_stop(d->http[i]);
@@ -362,6 +363,7 @@ int main(int argc, char **argv) {
                                .euid = geteuid() };
         char err[512];
         int rc = 1;
+        gw_lifecycle_subscribe_features(&d.hooks); /* before anything can start or end a job */
         d.users = gw_userdb_new(NULL);
         if (!d.users || setup_dirs(&d) < 0 || gw_exec_shim_open(&d) < 0)
                 goto out;
@@ -373,6 +375,7 @@ int main(int argc, char **argv) {
         }
         if (gw_store_checkpoint_in_background(d.store, err, sizeof err) < 0)
                 log_warn("state: %s; checkpoints stay inside commits", err);
+        gw_lifecycle_open(&d);
         (void) gw_events_open(&d);
         d.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)

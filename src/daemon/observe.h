@@ -27,3 +27,14 @@ void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj);
 /* A job just given its GPUs: an event on it for each process of no job (or another job's
  * stray) seen on them, as the scheduler puts a job there only when no clean GPU was free. */
 void gw_observe_job_placed(struct gw_daemon *d, const struct gw_djob *dj);
+
+/* observe.c and observe_procs.c between them.  A job event on job_id, when it is active
+ * (the GPU's holder, a stray's job). */
+void gw_observe_job_event(struct gw_daemon *d, int64_t job_id, const char *kind, const char *msg);
+/* observe_procs.c: each running job's anchors for attribution (its supervisor, its cgroup);
+ * the caller frees the array. */
+struct gw_job_anchor *gw_observe_job_anchors(const struct gw_daemon *d);
+/* observe_procs.c: g's processes from a fresh snapshot: whose each is (kept from the previous
+ * sample where known), the rogue and stray ones told and, under rogue_policy = kill, killed. */
+void gw_observe_apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_snapshot *s,
+                            const struct gw_job_anchor *anchors, size_t n_anchors);

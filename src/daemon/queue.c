@@ -239,8 +239,8 @@ void gw_schedule(struct gw_daemon *d) {
         }
         for (size_t i = 0; i < plan.n_starts; i++) {
                 struct gw_djob *dj = gw_jobmap_get(&d->map, starts[i].job_id);
-                if (dj && account_still_there(d, dj) && gw_job_start(d, dj, starts[i].gpu_mask) >= 0)
-                        gw_observe_job_placed(d, dj);
+                if (dj && account_still_there(d, dj))
+                        (void) gw_job_start(d, dj, starts[i].gpu_mask); /* refused: it stays queued */
         }
         for (size_t i = 0; i < n_never; i++) {
                 char why[128];

@@ -1,5 +1,6 @@
 /* What a finished attempt means: classify how it ended, record the attempt, then end the job
- * or queue it again (same id, same queue position) to resume from its newest checkpoint. */
+ * or queue it again (same id, same queue position; gw_job_requeue) to resume from its newest
+ * checkpoint. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "core/progress.h"
 #include "core/retry.h"
 #include "daemon/daemon.h"
+#include "daemon/lifecycle.h"
 #include "daemon/observe.h"
 #include "daemon/resume.h"
 #include "daemon/userfile.h"
@@ -131,48 +133,11 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
                 snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, evidence, dec->retry_no,
                          j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
                          ckpt_why[0] ? gw_text_private_wrap(where, sizeof where, ckpt_why) : "no checkpoint");
-        gw_job_release_gpus(d, dj);
-        free(j->resume_from);
-        j->resume_from = ckpt;
-        j->attempt++;
-        j->state = GW_JOB_PENDING;
-        j->wait_reason = GW_REASON_BACKOFF;
-        j->not_before = dec->not_before;
-        /* The wait itself on the monotonic clock, from now: taken later from the wall-clock
-         * label, a step in between would stretch or skip it. */
-        dj->backoff_due = d->now + dec->backoff;
-        j->gpu_mask = 0;
-        j->start_time = j->end_time = 0; /* the next attempt's, once it starts */
-        j->pid = j->shim_pid = 0;
-        j->pid_start = j->shim_start = 0;
-        j->has_exit = false;
-        j->exit_code = j->signal = 0;
-        free(j->log_path);
-        j->log_path = gw_attempt_log_path(d, j, j->attempt);
-        dj->terminating = false;
-        dj->kill_at = 0;
-        free(dj->end_reason);
-        dj->end_reason = NULL;
-        j->stop_state = GW_JOB_PENDING; /* that stop was this attempt's */
-        free(j->stop_reason);
-        j->stop_reason = NULL;
-        dj->n_events = 0;
-        dj->sigkill_why[0] = '\0';
-        gw_jobtel_free(dj);
-        if (gw_store_job_update(d->store, j, "retry", msg) < 0) {
-                /* The next daemon finds the attempt still RUNNING: its exit, kept in the
-                 * journal, makes the same decision again. */
-                log_err("job %lld: cannot record the retry: %s", (long long) j->id, gw_store_errmsg(d->store));
-                d->keep_exits = true;
-        }
-        _cleanup_free_ char *said = gw_text_private_render(msg, true, NULL);
-        log_info("job %lld: %s", (long long) j->id, said);
-        d->n_backoff++;
-        gw_queue_insert(d, dj);
+        gw_job_requeue(d, dj, ckpt, dec->not_before, dec->backoff, msg);
 }
 
 /* A copy of the ending attempt's row, kept with the job: written again with its end when the
- * store refuses that (jobs_stop.c), else freed with the job. */
+ * store refuses that (lifecycle.c), else freed with the job. */
 static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
         if (dj->end_attempt)
                 gw_job_attempts_free(dj->end_attempt, 1);
@@ -188,8 +153,9 @@ static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
 
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
-        gw_training_attempt_ended(d, dj); /* the times of its last results.csv rows */
-        gw_joblog_attempt_ended(d, dj);
+        /* First: training's last look at results.csv (its rows' times) and the log's last
+         * lines come before the retry decision reads them (lifecycle_features.c). */
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_ENDED, dj, true);
         enum gw_attempt_end end = attempt_end(dj, status);
         /* A clean exit is classified without its log (gw_failure_classify, rule 2), except a
          * resumed YOLO run's, which may say there was nothing to resume. */

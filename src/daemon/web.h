@@ -25,12 +25,18 @@ extern const size_t gw_web_assets_n;
 
 /* ---- events.c ---- */
 
-/* Starts the event ring and registers the store observer that feeds it. */
+/* Starts the event ring, fed by the lifecycle's GW_HOOK_RECORDED and GW_HOOK_BOOKED
+ * (lifecycle_features.c). */
 int gw_events_open(struct gw_daemon *d);
 /* Ends every stream: before the HTTP servers stop. */
 void gw_events_close(struct gw_daemon *d);
 /* Frees the ring: after the HTTP servers stopped. */
 void gw_events_free(struct gw_daemon *d);
+/* A job event the store wrote: a "job" event (with the job's row, j) or a "job_event" (j
+ * NULL); a booking: a "booking" event. */
+void gw_events_job_recorded(struct gw_daemon *d, int64_t id, const struct gw_job *j, enum gw_job_state state,
+                            const char *kind, const char *message);
+void gw_events_booking(struct gw_daemon *d, const struct gw_store_booking *b);
 /* After each GPU sample: a "gpus" event (only while someone listens). */
 void gw_events_gpus(struct gw_daemon *d);
 /* Predicted starts of the queued jobs moved (training_predict.c): [[id, start|null], ...]. */

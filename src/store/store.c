@@ -63,7 +63,7 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
         [ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
         [ST_JOB_EVENTS] = "SELECT time, state, kind, message FROM job_events WHERE job_id = ?1 ORDER BY id",
-        /* Every attempt begins with a "start" event (jobs.c record_start). */
+        /* Every attempt begins with a "start" event (lifecycle.c record_start). */
         [ST_ATTEMPT_EVENTS] = "SELECT time, state, kind, message FROM job_events WHERE job_id = ?1 AND id >= "
                               "coalesce((SELECT max(id) FROM job_events WHERE job_id = ?1 AND kind = 'start'), 0) "
                               "ORDER BY id",
