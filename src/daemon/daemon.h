@@ -111,37 +111,33 @@ struct gw_jobmap {
         size_t cap, n, used;
 };
 
-struct gw_daemon {
-        struct gw_config *cfg;
-        struct gw_userdb *users; /* main thread only */
-        struct gw_store *store;
+/* The GPUs as the daemon sees them, and the threads that sample them (gpus.c, observe.c). */
+struct gw_dhost {
         struct gw_gpu_lib *gpu;
         bool simulated;
         char sim_dir[4096];
         unsigned n_gpus;
-        uid_t euid;                  /* ours, read once (a job start asks twice) */
         struct gw_dgpu gpus[GW_SCHED_MAX_GPUS];
         uint64_t max_gpu_mem;
         struct gw_sampler *sampler;
         int sampler_fd;
         struct gw_source sampler_src;
-        bool ready;                  /* database open and GPUs enumerated */
-        bool big_reply;              /* a large reply was built: give its memory back afterwards */
         unsigned rogue_total;
         uint64_t xid_events;
+};
+
+/* Counters only /metrics reads. */
+struct gw_dstats {
         uint64_t reclaims;           /* jobs SIGTERMed as idle, for gpuward_reclaims_total */
-        uint64_t state_counts[_GW_JOB_STATE_MAX]; /* jobs per state, for /metrics */
+        uint64_t state_counts[_GW_JOB_STATE_MAX]; /* jobs per state */
         uint64_t wait_counts[10];    /* queue-wait histogram of started jobs (cumulative) */
         uint64_t wait_n;
         double wait_sum;
-        gw_usec_t started_at;        /* wall clock */
-        char boot_id[40];            /* the kernel's, for monotonic instants kept in the store
-                                      * (jobclock.c); "" until read, "-" when unreadable */
-        struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
-        struct gw_events *events;    /* the dashboard's event stream (events.c) */
-        struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
-        struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
+};
 
+/* The active jobs in memory: the queue, the running set and the ends in flight (lifecycle.c,
+ * queue.c). */
+struct gw_djobs {
         struct gw_jobmap map;
         struct gw_djob **queue;      /* PENDING and HELD, in queue order */
         size_t n_queue, cap_queue;
@@ -159,7 +155,10 @@ struct gw_daemon {
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
         struct gw_djob *unwritten;   /* ended jobs whose end the store refused (lifecycle.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
+};
 
+/* The loop, its doors and what the daemon knows of itself (main.c). */
+struct gw_dloop {
         int epfd, sigfd;
         int lock_fd;                 /* STATE_DIR/gpuwardd.lock, flock'ed while we run */
         bool socket_bound;           /* the Unix socket is ours to remove at the end */
@@ -167,15 +166,37 @@ struct gw_daemon {
         struct gw_http_server *http[2]; /* unix, tcp */
         int tcp_port;
         char tcp_addr[300];          /* HOST:PORT the TCP door is bound to, "" without one */
+        bool quit;
+        bool ready;                  /* database open and GPUs enumerated */
+        bool big_reply;              /* a large reply was built: give its memory back afterwards */
+        gw_usec_t started_at;        /* wall clock */
+        char boot_id[40];            /* the kernel's, for monotonic instants kept in the store
+                                      * (jobclock.c); "" until read, "-" when unreadable */
+        uid_t euid;                  /* ours, read once (a job start asks twice) */
+        char log_dir[4096], run_dir[4096];
+};
+
+/* The daemon: the loop, the store, the jobs and the executor under the lifecycle, and one
+ * pointer per feature that keeps state of its own. */
+struct gw_daemon {
+        struct gw_config *cfg;
+        struct gw_userdb *users;     /* main thread only */
+        struct gw_store *store;
         /* The loop iteration's clocks, read together once (gw_daemon_clock_read): every
          * decision and label of the iteration uses these, so that a job's start, its limit
          * and its warning agree.  A fresh read is for an instant after a long blocking call
          * or outside the loop's thread, and says so where it is made. */
         gw_usec_t now;               /* monotonic */
         gw_usec_t now_wall;          /* wall clock, the same instant */
-        bool quit;
-        char log_dir[4096], run_dir[4096];
+        struct gw_dloop loop;
+        struct gw_dhost host;
+        struct gw_djobs jobs;
+        struct gw_dstats stats;
+        struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
         struct gw_executor *exec;    /* starts, signals and watches jobs' processes (executor.h) */
+        struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
+        struct gw_events *events;    /* the dashboard's event stream (events.c) */
+        struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_restore *restores; /* restores in progress (training_restore.c) */
 };
 

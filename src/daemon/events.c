@@ -165,8 +165,8 @@ void gw_events_predictions(struct gw_daemon *d) {
         if (!ev || !ev->n_clients)
                 return;
         json_t *arr = json_array();
-        for (size_t i = 0; i < d->n_queue; i++) {
-                const struct gw_job *j = d->queue[i]->job;
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
+                const struct gw_job *j = d->jobs.queue[i]->job;
                 json_array_append_new(arr, json_pack("[I,o]", (json_int_t) j->id,
                                                      j->predicted_start ? json_real((double) j->predicted_start / 1e6)
                                                                         : json_null()));

@@ -77,7 +77,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errl
                 .argv = argv,
                 .envp = env,
                 .cwd = j->cwd,
-                .drop_privileges = d->euid == 0 && j->uid != 0,
+                .drop_privileges = d->loop.euid == 0 && j->uid != 0,
                 .uid = j->uid,
                 .gid = j->gid,
                 .groups = account ? account->groups : NULL,
@@ -106,7 +106,7 @@ void exec_shim_trim_exits(struct gw_daemon *d) {
         /* No job running means no shim can be appending: the journal may start afresh.  Not
          * while recovering: jobs not yet loaded may have their lines in it; and never once an
          * end could not be written: the next daemon reads that end from the journal. */
-        if (d->n_running == 0 && !d->recovering && !d->in_batch && !d->keep_exits)
+        if (d->jobs.n_running == 0 && !d->jobs.recovering && !d->jobs.in_batch && !d->jobs.keep_exits)
                 gw_exits_reset(exec_shim_of(d)->exits);
 }
 
@@ -151,9 +151,9 @@ static void ready(struct gw_daemon *d, struct gw_source *src) {
 
 static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
         gw_launch_server_reaped(exec_shim_of(d)->launcher, pid);
-        for (size_t i = 0; i < d->n_running; i++)
-                if (d->running[i]->job->shim_pid == pid) {
-                        (void) exec_shim_exited(d, d->running[i]);
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->job->shim_pid == pid) {
+                        (void) exec_shim_exited(d, d->jobs.running[i]);
                         return true;
                 }
         return false;
@@ -234,7 +234,7 @@ int gw_exec_shim_open(struct gw_daemon *d) {
                 .close = exec_shim_close,
         };
         d->exec = &s->ops;
-        snprintf(s->exits_path, sizeof s->exits_path, "%s/exits", d->run_dir);
+        snprintf(s->exits_path, sizeof s->exits_path, "%s/exits", d->loop.run_dir);
         int r = gw_exits_open(s->exits_path, &s->exits);
         if (r < 0) {
                 log_err("cannot open %s: %s", s->exits_path, strerror(-r));

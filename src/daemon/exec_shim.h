@@ -45,7 +45,7 @@ struct gw_exec_shim {
         int launcher_watched;        /* the launcher socket in epoll, -1 none */
 };
 
-/* exec_shim.c: sets d->exec: the exits journal (in d->run_dir) and cgroups (the config's).
+/* exec_shim.c: sets d->exec: the exits journal (in d->loop.run_dir) and cgroups (the config's).
  * 0, or -errno (logged).  serve starts the resident launcher, once the daemon is up. */
 int gw_exec_shim_open(struct gw_daemon *d);
 void gw_exec_shim_serve(struct gw_daemon *d);

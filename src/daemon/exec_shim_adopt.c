@@ -52,10 +52,10 @@ static void shims_forget(struct gw_exec_shim *s) {
  * ran, or whose last processes were still dying when their end removed them. */
 static void sweep_cgroups(struct gw_daemon *d) {
         struct gw_exec_shim *s = exec_shim_of(d);
-        char **keep = gw_xcalloc(d->n_running + 1, sizeof *keep);
-        for (size_t i = 0; i < d->n_running; i++)
-                keep[i] = d->running[i]->job->cgroup;
-        size_t gone = gw_cgroup_sweep(&s->cg, keep, d->n_running);
+        char **keep = gw_xcalloc(d->jobs.n_running + 1, sizeof *keep);
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                keep[i] = d->jobs.running[i]->job->cgroup;
+        size_t gone = gw_cgroup_sweep(&s->cg, keep, d->jobs.n_running);
         free(keep);
         if (gone)
                 log_info("removed %zu empty job cgroup%s left under %s", gone, gone == 1 ? "" : "s", s->cg.base);

@@ -24,7 +24,7 @@ static void watch_socket(struct gw_daemon *d) {
                 return;
         exec_shim_of(d)->launcher_src = (struct gw_source) { GW_SRC_EXEC, NULL };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &exec_shim_of(d)->launcher_src };
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && errno != EEXIST) {
+        if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && errno != EEXIST) {
                 log_err("cannot watch the job launcher: %s", strerror(errno));
                 return;
         }
@@ -32,7 +32,7 @@ static void watch_socket(struct gw_daemon *d) {
 }
 
 static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
-        struct gw_djob *dj = gw_jobmap_get(&d->map, a->job_id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, a->job_id);
         if (!dj || dj->job->attempt != a->attempt || !exec_shim_job(dj)->launch_pending) {
                 log_warn("job %lld: the job launcher answered for attempt %d, which no longer waits for it",
                          (long long) a->job_id, a->attempt);

@@ -18,7 +18,7 @@ static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
         x->report_fd = fd;
         x->report_src = (struct gw_source) { GW_SRC_EXEC, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->report_src };
-        if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        if (fd >= 0 && epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
                 log_warn("job %lld: cannot watch for its pid: %s", (long long) dj->job->id, strerror(errno));
 }
 
@@ -88,7 +88,7 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_job *x = exec_shim_job(dj);
         if (x->report_fd < 0)
                 return;
-        (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, x->report_fd, NULL);
+        (void) epoll_ctl(d->loop.epfd, EPOLL_CTL_DEL, x->report_fd, NULL);
         (void) close(x->report_fd);
         x->report_fd = -1;
 }
@@ -141,7 +141,7 @@ void exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
                 x->shim_chan = -1;
         }
         if (x->pidfd >= 0) {
-                (void) epoll_ctl(d->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
+                (void) epoll_ctl(d->loop.epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
                 (void) close(x->pidfd);
                 x->pidfd = -1;
         }
@@ -211,7 +211,7 @@ int exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
         x->pidfd = fd;
         x->pidfd_src = (struct gw_source) { GW_SRC_EXEC, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->pidfd_src };
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
                 int r = -errno;
                 log_warn("job %lld: cannot watch its supervisor: %s", (long long) dj->job->id, strerror(-r));
                 return r;

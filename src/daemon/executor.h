@@ -63,7 +63,7 @@ struct gw_executor {
         int (*adopt_begin)(struct gw_daemon *d);
         int (*adopt)(struct gw_daemon *d, struct gw_djob *dj);
         void (*adopt_end)(struct gw_daemon *d);
-        /* One of its fds (registered in d->epfd with a GW_SRC_EXEC source) is readable. */
+        /* One of its fds (registered in d->loop.epfd with a GW_SRC_EXEC source) is readable. */
         void (*ready)(struct gw_daemon *d, struct gw_source *src);
         /* SIGCHLD: whether pid was its (and is now dealt with). */
         bool (*reaped)(struct gw_daemon *d, pid_t pid, int status);
@@ -72,7 +72,7 @@ struct gw_executor {
         /* The attempt's GPUs were given back (its end, a retry, or started=false: a start
          * undone before launch): what it held for the attempt may go. */
         void (*release)(struct gw_daemon *d, struct gw_djob *dj, bool started);
-        /* The ends recorded so far are committed (d->keep_exits says if one was refused). */
+        /* The ends recorded so far are committed (d->jobs.keep_exits says if one was refused). */
         void (*sync)(struct gw_daemon *d);
         /* Evidence of the kernel's OOM killer during the attempt, for the classifier. */
         void (*oom_facts)(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in);

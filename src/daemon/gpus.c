@@ -42,13 +42,13 @@ static const char *find_fake_nvml(char *buf, size_t n) {
 
 /* Creates STATE/sim-nvml with the GPU count, keeping anything else a test wrote there. */
 static int prepare_simulation(struct gw_daemon *d) {
-        snprintf(d->sim_dir, sizeof d->sim_dir, "%s/sim-nvml", d->cfg->state_dir);
+        snprintf(d->host.sim_dir, sizeof d->host.sim_dir, "%s/sim-nvml", d->cfg->state_dir);
         char path[4300];
-        (void) mkdir(d->sim_dir, 0755);
-        snprintf(path, sizeof path, "%s/procs", d->sim_dir);
+        (void) mkdir(d->host.sim_dir, 0755);
+        snprintf(path, sizeof path, "%s/procs", d->host.sim_dir);
         (void) mkdir(path, 01777); /* jobs run as their users and report here */
         (void) chmod(path, 01777);
-        snprintf(path, sizeof path, "%s/config", d->sim_dir);
+        snprintf(path, sizeof path, "%s/config", d->host.sim_dir);
         char text[8192] = "";
         size_t len = 0;
         FILE *f = fopen(path, "re");
@@ -64,7 +64,7 @@ static int prepare_simulation(struct gw_daemon *d) {
                 return -errno;
         fprintf(f, "count=%d\n%s", d->cfg->simulate_gpus, text);
         fclose(f);
-        return setenv("GPUWARD_FAKE_NVML_DIR", d->sim_dir, 1) < 0 ? -errno : 0;
+        return setenv("GPUWARD_FAKE_NVML_DIR", d->host.sim_dir, 1) < 0 ? -errno : 0;
 }
 
 /* The GPUs recorded before this start, by index (uuid "" where none); GW_SCHED_MAX_GPUS of
@@ -78,8 +78,8 @@ static struct gw_store_gpu *recorded_gpus(struct gw_daemon *d) {
 }
 
 static bool uuid_present(const struct gw_daemon *d, const char *uuid) {
-        for (unsigned i = 0; i < d->n_gpus; i++)
-                if (!strcmp(d->gpus[i].info.uuid, uuid))
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                if (!strcmp(d->host.gpus[i].info.uuid, uuid))
                         return true;
         return false;
 }
@@ -129,9 +129,9 @@ int gw_gpus_open(struct gw_daemon *d) {
         char err[512] = "", buf[PATH_MAX];
         const char *lib = d->cfg->nvml_lib;
         if (d->cfg->simulate_gpus > 0) {
-                d->simulated = true;
+                d->host.simulated = true;
                 if (prepare_simulation(d) < 0) {
-                        log_err("cannot prepare the simulated GPUs under %s", d->sim_dir);
+                        log_err("cannot prepare the simulated GPUs under %s", d->host.sim_dir);
                         return -EIO;
                 }
                 if (!lib)
@@ -142,21 +142,21 @@ int gw_gpus_open(struct gw_daemon *d) {
                         return -ENOENT;
                 }
         }
-        int r = gw_gpu_open(lib, &d->gpu, err, sizeof err);
+        int r = gw_gpu_open(lib, &d->host.gpu, err, sizeof err);
         if (r < 0) {
                 log_warn("%s; running with no GPUs (use --simulate-gpus N to try gpuward without a GPU)", err);
-                d->n_gpus = 0;
+                d->host.n_gpus = 0;
                 return 0;
         }
-        unsigned n = gw_gpu_count(d->gpu);
+        unsigned n = gw_gpu_count(d->host.gpu);
         if (n > GW_SCHED_MAX_GPUS) {
                 log_warn("%u GPUs found; gpuward manages the first %d", n, GW_SCHED_MAX_GPUS);
                 n = GW_SCHED_MAX_GPUS;
         }
-        d->n_gpus = n;
+        d->host.n_gpus = n;
         for (unsigned i = 0; i < n; i++) {
-                struct gw_dgpu *g = &d->gpus[i];
-                if (gw_gpu_static_info(d->gpu, i, &g->info) < 0) {
+                struct gw_dgpu *g = &d->host.gpus[i];
+                if (gw_gpu_static_info(d->host.gpu, i, &g->info) < 0) {
                         snprintf(g->info.name, sizeof g->info.name, "unknown");
                         g->info.index = i;
                 }
@@ -164,7 +164,7 @@ int gw_gpus_open(struct gw_daemon *d) {
         _cleanup_free_ struct gw_store_gpu *old = recorded_gpus(d);
         note_missing(d, old);
         for (unsigned i = 0; i < n; i++) {
-                struct gw_dgpu *g = &d->gpus[i];
+                struct gw_dgpu *g = &d->host.gpus[i];
                 g->drained = drained_before(d, g, old, g->drain_reason, sizeof g->drain_reason);
                 struct gw_store_gpu sg;
                 memset(&sg, 0, sizeof sg);
@@ -175,14 +175,14 @@ int gw_gpus_open(struct gw_daemon *d) {
                 sg.drained = g->drained;
                 snprintf(sg.drain_reason, sizeof sg.drain_reason, "%s", g->drain_reason);
                 (void) gw_store_gpu_upsert(d->store, &sg);
-                if (g->info.mem_total > d->max_gpu_mem)
-                        d->max_gpu_mem = g->info.mem_total;
+                if (g->info.mem_total > d->host.max_gpu_mem)
+                        d->host.max_gpu_mem = g->info.mem_total;
         }
-        log_info("%u GPU%s%s (driver %s)", n, n == 1 ? "" : "s", d->simulated ? ", simulated" : "",
-                 gw_gpu_driver_version(d->gpu));
+        log_info("%u GPU%s%s (driver %s)", n, n == 1 ? "" : "s", d->host.simulated ? ", simulated" : "",
+                 gw_gpu_driver_version(d->host.gpu));
         return 0;
 }
 
 void gw_gpus_close(struct gw_daemon *d) {
-        d->gpu = gw_gpu_close(d->gpu);
+        d->host.gpu = gw_gpu_close(d->host.gpu);
 }

@@ -155,7 +155,7 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
 /* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
 const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
         *tmp = NULL;
-        struct gw_djob *dj = gw_jobmap_get(&d->map, id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, id);
         if (dj)
                 return dj->job;
         /* Ended, but not on disk yet (a full disk): what the daemon knows, not the stale row. */
@@ -214,7 +214,7 @@ static json_t *attempts_json(struct gw_daemon *d, const struct gw_job *j, unsign
 /* Seconds the attempt has run: on the monotonic clock while it runs (the caller's wall clock
  * may have stepped since its start), end - start once it ended; null before it starts. */
 static json_t *runtime_json(struct gw_daemon *d, const struct gw_job *j) {
-        const struct gw_djob *dj = j->state == GW_JOB_RUNNING ? gw_jobmap_get(&d->map, j->id) : NULL;
+        const struct gw_djob *dj = j->state == GW_JOB_RUNNING ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
         if (dj && dj->start_mono)
                 return json_real((double) gw_job_ran(dj, d->now) / 1e6);
         if (gw_job_state_is_final(j->state) && j->start_time > 0 && j->end_time >= j->start_time)
@@ -294,7 +294,7 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                 return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) j->id,
                                    gw_job_state_name(j->state));
         }
-        struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
         if (!dj) /* active on disk, unknown in memory: nothing here could stop it */
                 return reply_error(rep, 500, NULL, "job %lld is %s on disk but not known to the daemon", (long long) j->id,
                                    gw_job_state_name(j->state));
@@ -325,7 +325,7 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
         const struct gw_job *j = job_or_reply(d, ctx->id, c, hold ? "hold it" : "release it", rep, &tmp);
         if (!j)
                 return;
-        struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
         int r = dj ? gw_job_hold(d, dj, hold, c->user) : -EBUSY;
         if (r == -EBUSY)
                 return reply_error(rep, 409, "id", "job %lld is %s: only %s jobs can be %s", (long long) j->id,
@@ -481,8 +481,8 @@ void gw_api_resume_waiters(struct gw_djob *dj) {
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = the_daemon(userdata);
         gw_train_restore_conn_gone(d, conn);
-        for (size_t i = 0; i < d->n_running; i++) {
-                struct gw_djob *dj = d->running[i];
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
                 for (size_t k = 0; k < dj->n_waiters; k++)
                         if (dj->waiters[k] == conn) {
                                 dj->waiters[k] = dj->waiters[--dj->n_waiters];

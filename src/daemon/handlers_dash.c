@@ -49,12 +49,12 @@ void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw
                 return reply_error(rep, 400, "minutes", "minutes: must be 1-60");
         gw_usec_t since = d->now_wall - minutes * 60 * GW_USEC_PER_SEC;
         json_t *gpus = json_array();
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                const struct gw_ring *r = &d->gpus[i].ring;
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                const struct gw_ring *r = &d->host.gpus[i].ring;
                 struct gw_point *pts = gw_xmalloc((r->n ? r->n : 1) * sizeof *pts);
                 size_t n = gw_ring_since(r, since, pts, r->n);
                 json_array_append_new(gpus, json_pack("{s:i,s:I,s:o}", "index", (int) i, "mem_total",
-                                                      (json_int_t) d->gpus[i].info.mem_total, "points",
+                                                      (json_int_t) d->host.gpus[i].info.mem_total, "points",
                                                       history_points(pts, n, HISTORY_POINTS)));
                 free(pts);
         }
@@ -65,7 +65,7 @@ void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw
 /* The job's results.csv path: the one its idle watch found while it runs, else looked up
  * the same way.  Malloc'ed, or NULL. */
 static char *results_path(struct gw_daemon *d, const struct gw_job *j) {
-        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
         if (dj && dj->rwatch && dj->rwatch->results_path)
                 return gw_xstrdup(dj->rwatch->results_path);
         if (!j->start_time || !j->cwd || !j->argv)

@@ -27,7 +27,7 @@ static const char *gpu_health(const struct gw_dgpu *g) {
  * processes. */
 static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_codec_gpu *v, struct gw_codec_proc *procs) {
         const struct gw_gpu_sample *s = &g->sample;
-        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
+        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->jobs.map, g->job_id) : NULL;
         *v = (struct gw_codec_gpu) {
                 .index = (int) g->info.index, .name = g->info.name, .uuid = g->info.uuid, .mem_total = g->info.mem_total,
                 .has_mem = s->valid & GW_GPU_HAS_MEM, .has_util = s->valid & GW_GPU_HAS_UTIL,
@@ -57,10 +57,10 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
              const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         json_t *arr = json_array();
-        for (unsigned i = 0; i < d->n_gpus; i++)
-                json_array_append_new(arr, gpu_json(d, &d->gpus[i], sees_details(d, c)));
-        reply_json(rep, 200, json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->rogue_total,
-                                       "simulated", d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : ""));
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                json_array_append_new(arr, gpu_json(d, &d->host.gpus[i], sees_details(d, c)));
+        reply_json(rep, 200, json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total,
+                                       "simulated", d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : ""));
 }
 
 /* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */
@@ -90,8 +90,8 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
                   struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         bool drain = strstr(req->path, "/undrain") == NULL;
-        if (ctx->id < 0 || (uint64_t) ctx->id >= d->n_gpus)
-                return reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->n_gpus);
+        if (ctx->id < 0 || (uint64_t) ctx->id >= d->host.n_gpus)
+                return reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->host.n_gpus);
         char reason[256] = "";
         if (drain || req->body_len) {
                 json_t *o = parse_body(req, rep);
@@ -104,11 +104,11 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
         }
         /* As releasing a job that is not held: a no-op is refused, so that the caller learns
          * that the GPU was usable all along (and no "undrained" event is recorded). */
-        if (!drain && !d->gpus[ctx->id].drained)
+        if (!drain && !d->host.gpus[ctx->id].drained)
                 return reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason, false) < 0)
                 return reply_store_error(d, rep, "cannot record the drain");
-        reply_json(rep, 200, gpu_json(d, &d->gpus[ctx->id], true)); /* admins only */
+        reply_json(rep, 200, gpu_json(d, &d->host.gpus[ctx->id], true)); /* admins only */
 }
 
 /* limit (1-1000, default 100) and since (Unix seconds, default all) of an events query; 0, or
@@ -162,10 +162,10 @@ void on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_
         }
         /* A GPU gone from the host keeps its events under its old index; an index that has
          * neither a GPU nor an event is a mistake worth saying. */
-        if (one && n == 0 && (uint64_t) ctx->id >= d->n_gpus) {
+        if (one && n == 0 && (uint64_t) ctx->id >= d->host.n_gpus) {
                 json_decref(ec.events);
                 return reply_error(rep, 404, "index", "no GPU %lld (this host has %u) and no events recorded for one",
-                                   (long long) ctx->id, d->n_gpus);
+                                   (long long) ctx->id, d->host.n_gpus);
         }
         reply_json(rep, 200, json_pack("{s:o}", "events", ec.events));
 }
@@ -213,7 +213,7 @@ void on_series(void *ud, const struct gw_http_request *req, const struct gw_rout
                 return;
         struct series_ctx sc = { .mem = !strcmp(metric, "mem"), .gpus = json_object() };
         gw_usec_t since = (gw_usec_t) (since_s * 1e6);
-        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
         int resolution = 60;
         if (dj && dj->n_tel) {
                 /* Full rate from the in-memory rings while the job runs. */
@@ -268,14 +268,14 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         struct gw_daemon *d = the_daemon(ud);
         struct gw_metrics_gpu gpus[GW_SCHED_MAX_GPUS];
         size_t n_series = 0;
-        for (size_t i = 0; i < d->n_running; i++)
-                n_series += d->running[i]->n_tel;
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                n_series += d->jobs.running[i]->n_tel;
         _cleanup_free_ struct gw_metrics_job *jobs = gw_xcalloc(n_series + 1, sizeof *jobs);
-        struct gw_metrics_snapshot m = { .gpus = gpus, .n_gpus = d->n_gpus, .jobs = jobs, .wait_bounds = gw_wait_bounds };
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                const struct gw_dgpu *g = &d->gpus[i];
+        struct gw_metrics_snapshot m = { .gpus = gpus, .n_gpus = d->host.n_gpus, .jobs = jobs, .wait_bounds = gw_wait_bounds };
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                const struct gw_dgpu *g = &d->host.gpus[i];
                 const struct gw_gpu_sample *s = &g->sample;
-                struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->map, g->job_id) : NULL;
+                struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->jobs.map, g->job_id) : NULL;
                 gpus[i] = (struct gw_metrics_gpu) {
                         .index = i, .uuid = g->info.uuid, .name = g->info.name,
                         .has_util = !!(s->valid & GW_GPU_HAS_UTIL), .has_mem = !!(s->valid & GW_GPU_HAS_MEM),
@@ -286,8 +286,8 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                         .health = g->sampled && s->health != GW_GPU_OK ? "lost" : g->drained ? "drained" : "ok",
                 };
         }
-        for (size_t i = 0; i < d->n_running; i++) {
-                const struct gw_djob *dj = d->running[i];
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                const struct gw_djob *dj = d->jobs.running[i];
                 for (size_t k = 0; k < dj->n_tel; k++) {
                         const struct gw_point *pt = gw_ring_last(&dj->tel[k].ring);
                         jobs[m.n_jobs++] = (struct gw_metrics_job) {
@@ -299,23 +299,23 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                 }
         }
         for (int s = 0; s < _GW_JOB_STATE_MAX && s < 8; s++)
-                m.jobs_by_state[s] = gw_job_state_is_final(s) ? d->state_counts[s] : 0;
-        for (size_t i = 0; i < d->n_running; i++)
+                m.jobs_by_state[s] = gw_job_state_is_final(s) ? d->stats.state_counts[s] : 0;
+        for (size_t i = 0; i < d->jobs.n_running; i++)
                 m.jobs_by_state[GW_JOB_RUNNING]++;
-        for (size_t i = 0; i < d->n_queue; i++)
-                m.jobs_by_state[d->queue[i]->job->state]++;
-        memcpy(m.wait_counts, d->wait_counts, sizeof m.wait_counts);
-        m.wait_count = d->wait_n;
-        m.wait_sum = d->wait_sum;
-        m.rogue_processes = d->rogue_total;
-        m.xid_events = d->xid_events;
-        m.reclaims = d->reclaims;
+        for (size_t i = 0; i < d->jobs.n_queue; i++)
+                m.jobs_by_state[d->jobs.queue[i]->job->state]++;
+        memcpy(m.wait_counts, d->stats.wait_counts, sizeof m.wait_counts);
+        m.wait_count = d->stats.wait_n;
+        m.wait_sum = d->stats.wait_sum;
+        m.rogue_processes = d->host.rogue_total;
+        m.xid_events = d->host.xid_events;
+        m.reclaims = d->stats.reclaims;
         struct gw_notify_counts hooks;
         gw_notify_counts(d->notify, &hooks);
         m.webhooks_sent = hooks.sent;
         m.webhooks_failed = hooks.failed;
         m.webhooks_dropped = hooks.dropped;
-        m.start_time = (double) d->started_at / 1e6;
+        m.start_time = (double) d->loop.started_at / 1e6;
         process_stats(&m);
         size_t len;
         char *text = gw_metrics_render(&m, &len);
@@ -325,15 +325,15 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
 void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        if (!d->ready)
+        if (!d->loop.ready)
                 return reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");
-        reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->n_gpus));
+        reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->host.n_gpus));
 }
 
 json_t *gw_api_gpus_json(struct gw_daemon *d) {
         json_t *arr = json_array();
-        for (unsigned i = 0; i < d->n_gpus; i++)
-                json_array_append_new(arr, gpu_json(d, &d->gpus[i], d->cfg->guest_job_details));
-        return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->rogue_total, "simulated",
-                         d->simulated, "driver", d->gpu ? gw_gpu_driver_version(d->gpu) : "");
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                json_array_append_new(arr, gpu_json(d, &d->host.gpus[i], d->cfg->guest_job_details));
+        return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total, "simulated",
+                         d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "");
 }

@@ -133,8 +133,8 @@ void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_
         for (int pass = 0; pass < 3 && (mask & active); pass++) {
                 /* Running first, then the queue in the order it starts, then the held, which
                  * start only once released. */
-                struct gw_djob **v = pass ? d->queue : d->running;
-                size_t n = pass ? d->n_queue : d->n_running;
+                struct gw_djob **v = pass ? d->jobs.queue : d->jobs.running;
+                size_t n = pass ? d->jobs.n_queue : d->jobs.n_running;
                 for (size_t i = 0; i < n; i++) {
                         const struct gw_job *j = v[i]->job;
                         if (pass && (pass == 2) != (j->state == GW_JOB_HELD))
@@ -155,6 +155,6 @@ void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_
         }
         fputs("]}", lc.out);
         fclose(lc.out);
-        d->big_reply |= body_len > (1u << 20);
+        d->loop.big_reply |= body_len > (1u << 20);
         gw_http_reply_text(rep, 200, "application/json", body, body_len);
 }

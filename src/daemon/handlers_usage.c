@@ -69,8 +69,8 @@ void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route
         gw_usec_t now = d->now_wall;
         struct usage_ctx u = { .d = d, .acct = { .since = now - days * 24 * 3600 * GW_USEC_PER_SEC, .until = now } };
         gw_usec_t mono = d->now;
-        for (size_t i = 0; i < d->n_running; i++)
-                add_running(&u, d->running[i], mono);
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                add_running(&u, d->jobs.running[i], mono);
         if (gw_store_usage_rows(d->store, u.acct.since, add_ended, &u) < 0) {
                 gw_acct_free(&u.acct);
                 return reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));

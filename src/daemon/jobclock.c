@@ -24,15 +24,15 @@
 
 /* The kernel's boot id, read once; NULL when it cannot be read (then nothing is kept). */
 static const char *boot_id(struct gw_daemon *d) {
-        if (!d->boot_id[0]) {
+        if (!d->loop.boot_id[0]) {
                 _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-                ssize_t n = fd >= 0 ? read(fd, d->boot_id, sizeof d->boot_id - 1) : -1;
+                ssize_t n = fd >= 0 ? read(fd, d->loop.boot_id, sizeof d->loop.boot_id - 1) : -1;
                 if (n <= 0)
-                        snprintf(d->boot_id, sizeof d->boot_id, "-");
+                        snprintf(d->loop.boot_id, sizeof d->loop.boot_id, "-");
                 else
-                        d->boot_id[strcspn(d->boot_id, "\n")] = '\0';
+                        d->loop.boot_id[strcspn(d->loop.boot_id, "\n")] = '\0';
         }
-        return strcmp(d->boot_id, "-") ? d->boot_id : NULL;
+        return strcmp(d->loop.boot_id, "-") ? d->loop.boot_id : NULL;
 }
 
 void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj) {

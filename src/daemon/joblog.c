@@ -98,10 +98,10 @@ void gw_joblog_watch(struct gw_daemon *d) {
                                  gw_format_size(free_, fr, sizeof fr), d->cfg->state_dir);
                 was_low = low;
         }
-        for (size_t i = 0; i < d->n_running; i++) {
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
                 if (low)
-                        tell_low(d, d->running[i], free_);
-                watch_one(d, d->running[i]);
+                        tell_low(d, d->jobs.running[i], free_);
+                watch_one(d, d->jobs.running[i]);
         }
 }
 

@@ -105,8 +105,8 @@ char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, con
         env[n++] = gw_xstrdup(line);
         snprintf(line, sizeof line, "GPUWARD_JOB_NAME=%s", j->name);
         env[n++] = gw_xstrdup(line);
-        if (d->simulated) {
-                snprintf(line, sizeof line, "GPUWARD_FAKE_NVML_DIR=%s", d->sim_dir);
+        if (d->host.simulated) {
+                snprintf(line, sizeof line, "GPUWARD_FAKE_NVML_DIR=%s", d->host.sim_dir);
                 env[n++] = gw_xstrdup(line);
         }
         if (j->resume_from) {
@@ -118,9 +118,9 @@ char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, con
 }
 
 void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id) {
-        for (unsigned i = 0; i < d->n_gpus; i++)
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
                 if (mask & (UINT64_C(1) << i))
-                        d->gpus[i].job_id = id;
+                        d->host.gpus[i].job_id = id;
 }
 
 int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why, size_t n) {
@@ -150,15 +150,15 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj) {
-        gw_jobmap_del(&d->map, dj->job->id);
+        gw_jobmap_del(&d->jobs.map, dj->job->id);
         /* Freed at the end of the loop iteration: later events of this batch may point at it. */
         dj->dead = true;
         if (dj->end_unwritten) {
                 gw_jobs_unwritten_keep(d, dj);
                 return;
         }
-        dj->next_dead = d->dead;
-        d->dead = dj;
+        dj->next_dead = d->jobs.dead;
+        d->jobs.dead = dj;
 }
 
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {

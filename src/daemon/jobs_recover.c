@@ -59,17 +59,17 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 j->log_path = gw_job_log_path(d, j);
         restore_last_mark(d, dj);
         if (j->state != GW_JOB_RUNNING) {
-                gw_jobmap_put(&d->map, dj);
+                gw_jobmap_put(&d->jobs.map, dj);
                 gw_queue_insert(d, dj);
                 /* A retry waiting out its backoff when the daemon stopped still waits for it. */
-                d->n_backoff += j->not_before > 0;
+                d->jobs.n_backoff += j->not_before > 0;
                 return 0;
         }
         gw_job_clock_adopt(d, dj);
         restore_evidence(d, dj); /* for every way the attempt ends below */
         if (j->stop_state != GW_JOB_PENDING)
                 gw_job_stop_restore(dj);
-        gw_jobmap_put(&d->map, dj);
+        gw_jobmap_put(&d->jobs.map, dj);
         gw_running_add(d, dj);
         if (d->exec->adopt(d, dj) <= 0)
                 return 0; /* gone while we were down: its end was told */
@@ -89,12 +89,12 @@ static int recover_one(struct gw_job *j, void *userdata) {
 }
 
 int gw_jobs_recover(struct gw_daemon *d) {
-        d->recovering = true;
+        d->jobs.recovering = true;
         int r = d->exec->adopt_begin(d);
         bool refused = r < 0;
         if (!refused)
                 r = gw_store_jobs_active(d->store, recover_one, d);
-        d->recovering = false;
+        d->jobs.recovering = false;
         if (refused)
                 return r; /* nothing touched: no job ended, no process signalled */
         d->exec->adopt_end(d);

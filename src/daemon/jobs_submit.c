@@ -34,7 +34,7 @@ static int submit_fail(struct gw_submit_error *err, int status, const char *fiel
  * which looks as root, must not tell what lies where that user cannot look. */
 static int begin_as_job_user(struct gw_daemon *d, const struct gw_job *j) {
         /* Root's jobs and a non-root daemon's switch nothing (asuser.h): no account to look up. */
-        const struct gw_account *a = j->uid && d->euid == 0 ? gw_userdb_uid(d->users, j->uid, d->now) : NULL;
+        const struct gw_account *a = j->uid && d->loop.euid == 0 ? gw_userdb_uid(d->users, j->uid, d->now) : NULL;
         int r = gw_as_user_begin(j->uid, j->gid, a ? a->groups : NULL, a ? a->n_groups : 0);
         if (r < 0)
                 log_warn("submission of %s: cannot check its paths as that user: %s", j->user, strerror(-r));
@@ -170,13 +170,13 @@ static int check_paths(struct gw_daemon *d, const struct gw_job *j, struct gw_su
 static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         if (j->uid == 0 && !d->cfg->allow_root_jobs)
                 return submit_fail(err, 403, "", "jobs may not run as root (set allow-root-jobs in the config)");
-        if ((unsigned) j->ngpus > d->n_gpus)
+        if ((unsigned) j->ngpus > d->host.n_gpus)
                 return submit_fail(err, 400, "ngpus", "ngpus: asked for %d GPUs, only %u GPU%s on this host", j->ngpus,
-                                   d->n_gpus, d->n_gpus == 1 ? "" : "s");
-        if (j->gpu_mem > d->max_gpu_mem) {
+                                   d->host.n_gpus, d->host.n_gpus == 1 ? "" : "s");
+        if (j->gpu_mem > d->host.max_gpu_mem) {
                 char a[32], b[32];
                 return submit_fail(err, 400, "gpu_mem", "gpu_mem: %s per GPU asked, the largest GPU here has %s",
-                                   gw_format_size(j->gpu_mem, a, sizeof a), gw_format_size(d->max_gpu_mem, b, sizeof b));
+                                   gw_format_size(j->gpu_mem, a, sizeof a), gw_format_size(d->host.max_gpu_mem, b, sizeof b));
         }
         if (j->time_limit > d->cfg->max_time_limit) {
                 char a[32], b[32];
@@ -201,7 +201,7 @@ static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct 
                         j->yolo |= !strcmp(j->argv[i], "train");
         if (gw_sharing_check_submit(d, j, ahead, err) < 0)
                 return -EINVAL;
-        if (j->after_job > 0 && !gw_jobmap_get(&d->map, j->after_job)) {
+        if (j->after_job > 0 && !gw_jobmap_get(&d->jobs.map, j->after_job)) {
                 enum gw_job_state st;
                 if (gw_store_job_state(d->store, j->after_job, &st) < 0)
                         return submit_fail(err, 400, "after", "after: no job %lld", (long long) j->after_job);

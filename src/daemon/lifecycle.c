@@ -34,7 +34,7 @@ int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error 
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j) {
         j->log_path = gw_job_log_path(d, j);
         struct gw_djob *dj = gw_djob_new(j);
-        gw_jobmap_put(&d->map, dj);
+        gw_jobmap_put(&d->jobs.map, dj);
         gw_queue_insert(d, dj);
         gw_lifecycle_publish(d, GW_HOOK_JOB_SUBMITTED, dj, false);
 }
@@ -46,8 +46,8 @@ void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j) {
 #define START_RETRY_USEC (5 * GW_USEC_PER_SEC)
 
 static void start_refused(struct gw_daemon *d) {
-        if (!d->start_retry_at)
-                d->start_retry_at = d->now + START_RETRY_USEC;
+        if (!d->jobs.start_retry_at)
+                d->jobs.start_retry_at = d->now + START_RETRY_USEC;
 }
 
 /* Records the start before launching: a daemon killed in between then finds the attempt at
@@ -118,14 +118,14 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         int r = record_start(d, dj, mask);
         if (r < 0)
                 return r;
-        if (d->in_batch) {
+        if (d->jobs.in_batch) {
                 /* Launched once the loop's transaction, which records this start with the
                  * ends that freed its GPUs, is committed (gw_jobs_batch_end). */
-                if (d->n_to_launch == d->cap_to_launch) {
-                        d->cap_to_launch = d->cap_to_launch ? 2 * d->cap_to_launch : 16;
-                        d->to_launch = gw_xrealloc(d->to_launch, d->cap_to_launch * sizeof *d->to_launch);
+                if (d->jobs.n_to_launch == d->jobs.cap_to_launch) {
+                        d->jobs.cap_to_launch = d->jobs.cap_to_launch ? 2 * d->jobs.cap_to_launch : 16;
+                        d->jobs.to_launch = gw_xrealloc(d->jobs.to_launch, d->jobs.cap_to_launch * sizeof *d->jobs.to_launch);
                 }
-                d->to_launch[d->n_to_launch++] = dj;
+                d->jobs.to_launch[d->jobs.n_to_launch++] = dj;
                 return 0;
         }
         return gw_job_launch(d, dj);
@@ -134,36 +134,36 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
 /* ---- the loop's batch ---- */
 
 void gw_jobs_batch_begin(struct gw_daemon *d) {
-        d->in_batch = gw_store_begin(d->store) == 0;
+        d->jobs.in_batch = gw_store_begin(d->store) == 0;
 }
 
 void gw_jobs_batch_end(struct gw_daemon *d) {
-        if (!d->in_batch)
+        if (!d->jobs.in_batch)
                 return;
         bool committed = gw_store_commit(d->store) == 0;
         if (!committed) {
                 log_err("cannot record this round's job events: %s", gw_store_errmsg(d->store));
-                d->keep_exits = true;
+                d->jobs.keep_exits = true;
                 gw_jobs_unwritten_batch_failed(d);
         }
-        for (struct gw_djob *dj = d->dead; dj; dj = dj->next_dead)
+        for (struct gw_djob *dj = d->jobs.dead; dj; dj = dj->next_dead)
                 dj->end_in_batch = false;
-        d->in_batch = false;
+        d->jobs.in_batch = false;
         /* Starts recorded in the transaction: only a committed one may run (a crash must not
          * find a running job that the store says is still queued). */
-        for (size_t i = 0; i < d->n_to_launch; i++)
+        for (size_t i = 0; i < d->jobs.n_to_launch; i++)
                 if (committed)
-                        (void) gw_job_launch(d, d->to_launch[i]);
+                        (void) gw_job_launch(d, d->jobs.to_launch[i]);
                 else
-                        gw_job_start_undo(d, d->to_launch[i]);
-        d->n_to_launch = 0;
+                        gw_job_start_undo(d, d->jobs.to_launch[i]);
+        d->jobs.n_to_launch = 0;
         d->exec->sync(d);
 }
 
 void gw_jobs_bury(struct gw_daemon *d) {
-        while (d->dead) {
-                struct gw_djob *dj = d->dead;
-                d->dead = dj->next_dead;
+        while (d->jobs.dead) {
+                struct gw_djob *dj = d->jobs.dead;
+                d->jobs.dead = dj->next_dead;
                 gw_djob_free(dj);
         }
 }
@@ -197,15 +197,15 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
                 return r;
         }
         free(before.end_reason);
-        d->state_counts[state]++;
+        d->stats.state_counts[state]++;
         snprintf(dj->end_kind, sizeof dj->end_kind, "%s", kind);
-        dj->end_in_batch = d->in_batch;
+        dj->end_in_batch = d->jobs.in_batch;
         if (r < 0) {
                 /* Not lost: the next daemon reads a running job's end from the kept exits
                  * journal (and its recorded stop), and this one writes it again (below). */
                 log_err("job %lld: cannot record its end (%s: %s): %s; kept until it can be written", (long long) j->id,
                         gw_job_state_name(state), said, gw_store_errmsg(d->store));
-                d->keep_exits = true;
+                d->jobs.keep_exits = true;
                 dj->end_unwritten = true;
         }
         log_info("job %lld: %s: %s", (long long) j->id, gw_job_state_name(state), said);
@@ -213,8 +213,8 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
                 gw_job_release_gpus(d, dj);
         else
                 gw_queue_remove(d, dj);
-        d->sched_dirty = true;
-        d->deps_changed = true;
+        d->jobs.sched_dirty = true;
+        d->jobs.deps_changed = true;
         gw_lifecycle_publish(d, GW_HOOK_JOB_ENDED, dj, was_running);
         gw_job_forget(d, dj);
         return r;
@@ -261,7 +261,7 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
                 j->wait_reason = reason;
                 return r;
         }
-        d->sched_dirty = true;
+        d->jobs.sched_dirty = true;
         return 0;
 }
 
@@ -272,21 +272,21 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
 
 void gw_jobs_unwritten_keep(struct gw_daemon *d, struct gw_djob *dj) {
         dj->end_unwritten = true;
-        dj->next_unwritten = d->unwritten;
-        d->unwritten = dj;
-        if (d->unwritten_retry_at <= d->now)
-                d->unwritten_retry_at = d->now + UNWRITTEN_RETRY;
+        dj->next_unwritten = d->jobs.unwritten;
+        d->jobs.unwritten = dj;
+        if (d->jobs.unwritten_retry_at <= d->now)
+                d->jobs.unwritten_retry_at = d->now + UNWRITTEN_RETRY;
 }
 
 const struct gw_djob *gw_jobs_unwritten_find(const struct gw_daemon *d, int64_t id) {
-        for (const struct gw_djob *dj = d->unwritten; dj; dj = dj->next_unwritten)
+        for (const struct gw_djob *dj = d->jobs.unwritten; dj; dj = dj->next_unwritten)
                 if (dj->job->id == id)
                         return dj;
         return NULL;
 }
 
 void gw_jobs_unwritten_batch_failed(struct gw_daemon *d) {
-        struct gw_djob **p = &d->dead;
+        struct gw_djob **p = &d->jobs.dead;
         while (*p) {
                 struct gw_djob *dj = *p;
                 if (!dj->end_in_batch) {
@@ -306,9 +306,9 @@ void gw_jobs_unwritten_batch_failed(struct gw_daemon *d) {
  * be written).  Written ones are freed with the loop iteration's other ended jobs. */
 static void unwritten_flush(struct gw_daemon *d) {
         struct gw_djob *order = NULL;
-        while (d->unwritten) { /* the list is newest first */
-                struct gw_djob *dj = d->unwritten;
-                d->unwritten = dj->next_unwritten;
+        while (d->jobs.unwritten) { /* the list is newest first */
+                struct gw_djob *dj = d->jobs.unwritten;
+                d->jobs.unwritten = dj->next_unwritten;
                 dj->next_unwritten = order;
                 order = dj;
         }
@@ -324,33 +324,33 @@ static void unwritten_flush(struct gw_daemon *d) {
                 order = dj->next_unwritten;
                 dj->end_unwritten = false;
                 dj->end_in_batch = false;
-                dj->next_dead = d->dead;
-                d->dead = dj;
+                dj->next_dead = d->jobs.dead;
+                d->jobs.dead = dj;
         }
         while (order) {
                 struct gw_djob *dj = order;
                 order = dj->next_unwritten;
-                dj->next_unwritten = d->unwritten;
-                d->unwritten = dj;
+                dj->next_unwritten = d->jobs.unwritten;
+                d->jobs.unwritten = dj;
         }
 }
 
 gw_usec_t gw_jobs_unwritten_tick(struct gw_daemon *d) {
-        if (!d->unwritten)
+        if (!d->jobs.unwritten)
                 return GW_USEC_INFINITY;
-        if (d->now < d->unwritten_retry_at)
-                return d->unwritten_retry_at;
+        if (d->now < d->jobs.unwritten_retry_at)
+                return d->jobs.unwritten_retry_at;
         unwritten_flush(d);
-        d->unwritten_retry_at = d->now + UNWRITTEN_RETRY;
-        return d->unwritten ? d->unwritten_retry_at : GW_USEC_INFINITY;
+        d->jobs.unwritten_retry_at = d->now + UNWRITTEN_RETRY;
+        return d->jobs.unwritten ? d->jobs.unwritten_retry_at : GW_USEC_INFINITY;
 }
 
 void gw_jobs_unwritten_close(struct gw_daemon *d) {
         unwritten_flush(d);
         gw_jobs_bury(d); /* the ones written now */
-        while (d->unwritten) {
-                struct gw_djob *dj = d->unwritten;
-                d->unwritten = dj->next_unwritten;
+        while (d->jobs.unwritten) {
+                struct gw_djob *dj = d->jobs.unwritten;
+                d->jobs.unwritten = dj->next_unwritten;
                 _cleanup_free_ char *said = gw_text_private_render(dj->job->end_reason, true, NULL);
                 log_warn("job %lld: its end (%s: %s) could not be recorded before the daemon stopped; the next start "
                          "works it out again (the job's row, its recorded stop, the kept exits journal)",

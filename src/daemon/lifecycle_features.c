@@ -74,7 +74,7 @@ static void notify_recorded(struct gw_daemon *d, struct gw_djob *dj, const struc
         if (!d->notify)
                 return;
         /* An event alone: the job as the daemon holds it, when it is active. */
-        const struct gw_djob *active = r->job ? NULL : gw_jobmap_get(&d->map, r->id);
+        const struct gw_djob *active = r->job ? NULL : gw_jobmap_get(&d->jobs.map, r->id);
         gw_notify_job(d->notify, r->id, r->job ? r->job : active ? active->job : NULL, r->state, r->kind, r->message,
                       d->now_wall);
 }

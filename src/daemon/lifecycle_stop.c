@@ -74,12 +74,12 @@ int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason) {
  * the requeue (recovery.c), or from the label once after a restart, so a step of the wall
  * clock neither skips a backoff nor stretches it by the step. */
 static gw_usec_t backoff_tick(struct gw_daemon *d) {
-        if (!d->n_backoff)
+        if (!d->jobs.n_backoff)
                 return GW_USEC_INFINITY;
         gw_usec_t wall = d->now_wall, next = GW_USEC_INFINITY;
         size_t waiting = 0;
-        for (size_t i = 0; i < d->n_queue; i++) {
-                struct gw_djob *dj = d->queue[i];
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
                 struct gw_job *j = dj->job;
                 if (!j->not_before) {
                         dj->backoff_due = 0;
@@ -92,14 +92,14 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
                         dj->backoff_due = 0;
                         if (j->wait_reason == GW_REASON_BACKOFF)
                                 j->wait_reason = GW_REASON_RESOURCES;
-                        d->sched_dirty = true;
+                        d->jobs.sched_dirty = true;
                         continue;
                 }
                 waiting++;
                 if (dj->backoff_due < next)
                         next = dj->backoff_due;
         }
-        d->n_backoff = waiting;
+        d->jobs.n_backoff = waiting;
         return next;
 }
 
@@ -108,18 +108,18 @@ gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
         gw_usec_t restore = gw_train_restore_tick(d);
         if (restore < next)
                 next = restore;
-        if (d->start_retry_at && d->now >= d->start_retry_at) {
-                d->start_retry_at = 0;
-                d->sched_dirty = true;
+        if (d->jobs.start_retry_at && d->now >= d->jobs.start_retry_at) {
+                d->jobs.start_retry_at = 0;
+                d->jobs.sched_dirty = true;
         }
-        if (d->start_retry_at && d->start_retry_at < next)
-                next = d->start_retry_at;
+        if (d->jobs.start_retry_at && d->jobs.start_retry_at < next)
+                next = d->jobs.start_retry_at;
         if (cal < next)
                 next = cal;
         if (unwritten < next)
                 next = unwritten;
-        for (size_t i = 0; i < d->n_running; i++) {
-                struct gw_djob *dj = d->running[i];
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
                 if (!dj->terminating && d->now >= dj->limit_at) {
                         char a[32], why[96];
                         if (dj->limit_by_booking)
@@ -185,10 +185,10 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
                 /* The next daemon finds the attempt still RUNNING: its exit, kept in the
                  * journal, makes the same decision again. */
                 log_err("job %lld: cannot record the retry: %s", (long long) j->id, gw_store_errmsg(d->store));
-                d->keep_exits = true;
+                d->jobs.keep_exits = true;
         }
         _cleanup_free_ char *said = gw_text_private_render(msg, true, NULL);
         log_info("job %lld: %s", (long long) j->id, said);
-        d->n_backoff++;
+        d->jobs.n_backoff++;
         gw_queue_insert(d, dj);
 }

@@ -65,16 +65,16 @@ static void notify_ready(void) {
 static int lock_state_dir(struct gw_daemon *d) {
         char path[4200];
         snprintf(path, sizeof path, "%s/gpuwardd.lock", d->cfg->state_dir);
-        d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (d->lock_fd < 0) {
+        d->loop.lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (d->loop.lock_fd < 0) {
                 int e = errno;
                 log_err("cannot open %s: %s", path, strerror(e));
                 return -e;
         }
-        if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (flock(d->loop.lock_fd, LOCK_EX | LOCK_NB) < 0) {
                 int e = errno;
                 char pid[32] = "";
-                ssize_t n = pread(d->lock_fd, pid, sizeof pid - 1, 0);
+                ssize_t n = pread(d->loop.lock_fd, pid, sizeof pid - 1, 0);
                 pid[n > 0 ? n : 0] = '\0';
                 pid[strcspn(pid, "\n")] = '\0';
                 if (e == EWOULDBLOCK)
@@ -86,21 +86,21 @@ static int lock_state_dir(struct gw_daemon *d) {
         }
         char pid[32];
         int n = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
-        if (ftruncate(d->lock_fd, 0) < 0 || pwrite(d->lock_fd, pid, (size_t) n, 0) != n)
+        if (ftruncate(d->loop.lock_fd, 0) < 0 || pwrite(d->loop.lock_fd, pid, (size_t) n, 0) != n)
                 log_warn("cannot write the pid into %s: %s", path, strerror(errno));
         return 0;
 }
 
 static int setup_dirs(struct gw_daemon *d) {
         const char *sd = d->cfg->state_dir;
-        snprintf(d->log_dir, sizeof d->log_dir, "%s/logs", sd);
-        snprintf(d->run_dir, sizeof d->run_dir, "%s/run", sd);
+        snprintf(d->loop.log_dir, sizeof d->loop.log_dir, "%s/logs", sd);
+        snprintf(d->loop.run_dir, sizeof d->loop.run_dir, "%s/run", sd);
         char sock_dir[4096];
         snprintf(sock_dir, sizeof sock_dir, "%s", d->cfg->socket);
         char *slash = strrchr(sock_dir, '/');
         if (slash && slash != sock_dir)
                 *slash = '\0';
-        const char *dirs[] = { sd, d->log_dir, d->run_dir, sock_dir };
+        const char *dirs[] = { sd, d->loop.log_dir, d->loop.run_dir, sock_dir };
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 int r = mkdir_p(dirs[i], 0755);
                 if (r < 0) {
@@ -115,7 +115,7 @@ static int setup_dirs(struct gw_daemon *d) {
 
 static int epoll_add(struct gw_daemon *d, int fd, struct gw_source *src) {
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
-        return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+        return epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
 static int setup_signals(struct gw_daemon *d) {
@@ -128,22 +128,22 @@ static int setup_signals(struct gw_daemon *d) {
         if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
                 return -errno;
         (void) signal(SIGPIPE, SIG_IGN);
-        d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-        if (d->sigfd < 0)
+        d->loop.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (d->loop.sigfd < 0)
                 return -errno;
-        d->sig_src = (struct gw_source) { GW_SRC_SIGNAL, NULL };
-        return epoll_add(d, d->sigfd, &d->sig_src);
+        d->loop.sig_src = (struct gw_source) { GW_SRC_SIGNAL, NULL };
+        return epoll_add(d, d->loop.sigfd, &d->loop.sig_src);
 }
 
 static int start_door(struct gw_daemon *d, int idx, int fd, bool unix_door) {
-        int r = gw_http_start(fd, unix_door, gw_web_handle, gw_api_conn_gone, d, &d->http[idx]);
+        int r = gw_http_start(fd, unix_door, gw_web_handle, gw_api_conn_gone, d, &d->loop.http[idx]);
         if (r < 0) {
                 log_err("cannot start the HTTP server");
                 (void) close(fd);
                 return r;
         }
-        d->http_src[idx] = (struct gw_source) { GW_SRC_HTTP, d->http[idx] };
-        return epoll_add(d, gw_http_fd(d->http[idx]), &d->http_src[idx]);
+        d->loop.http_src[idx] = (struct gw_source) { GW_SRC_HTTP, d->loop.http[idx] };
+        return epoll_add(d, gw_http_fd(d->loop.http[idx]), &d->loop.http_src[idx]);
 }
 
 static int setup_http(struct gw_daemon *d) {
@@ -155,11 +155,11 @@ static int setup_http(struct gw_daemon *d) {
                 log_err("%s", err);
                 return fd;
         }
-        d->socket_bound = true;
+        d->loop.socket_bound = true;
         int r = start_door(d, 0, fd, true);
         if (r < 0 || !d->cfg->listen[0])
                 return r;
-        fd = gw_http_listen_tcp(d->cfg->listen, &d->tcp_port, err, sizeof err);
+        fd = gw_http_listen_tcp(d->cfg->listen, &d->loop.tcp_port, err, sizeof err);
         if (fd < 0) {
                 log_err("%s", err);
                 return fd;
@@ -168,17 +168,17 @@ static int setup_http(struct gw_daemon *d) {
         if (r < 0)
                 return r;
         char path[4200], tmp[4300];
-        snprintf(d->tcp_addr, sizeof d->tcp_addr, "%.*s:%d", (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen),
-                 d->cfg->listen, d->tcp_port);
+        snprintf(d->loop.tcp_addr, sizeof d->loop.tcp_addr, "%.*s:%d", (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen),
+                 d->cfg->listen, d->loop.tcp_port);
         snprintf(path, sizeof path, "%s/listen.addr", d->cfg->state_dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         /* Not fatal (a full disk must not keep the daemon from serving reads), but said: with
          * port 0 this file is how scripts find the port. */
         FILE *f = fopen(tmp, "we");
-        bool ok = f && fprintf(f, "%s\n", d->tcp_addr) > 0;
+        bool ok = f && fprintf(f, "%s\n", d->loop.tcp_addr) > 0;
         ok = f && fclose(f) == 0 && ok;
         if (!ok || rename(tmp, path) < 0) {
-                log_warn("cannot write %s (%m): the HTTP API is at %s", path, d->tcp_addr);
+                log_warn("cannot write %s (%m): the HTTP API is at %s", path, d->loop.tcp_addr);
                 (void) unlink(tmp);
         }
         return 0;
@@ -186,13 +186,13 @@ static int setup_http(struct gw_daemon *d) {
 
 static void on_signal(struct gw_daemon *d) {
         struct signalfd_siginfo si;
-        while (read(d->sigfd, &si, sizeof si) == sizeof si) {
+        while (read(d->loop.sigfd, &si, sizeof si) == sizeof si) {
                 if (si.ssi_signo == SIGCHLD)
                         gw_jobs_reap(d);
                 else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
                         log_info("signal %s: stopping; running jobs keep running and are re-adopted at the next start",
                                  sigabbrev_np((int) si.ssi_signo));
-                        d->quit = true;
+                        d->loop.quit = true;
                 } else if (si.ssi_signo == SIGHUP)
                         log_info("SIGHUP: nothing to reload yet");
         }
@@ -209,8 +209,8 @@ static int loop_timeout(struct gw_daemon *d, gw_usec_t deadline) {
                 wait = deadline - d->now;
         int ms = wait <= 0 ? 0 : (int) ((wait + 999) / 1000);
         for (int i = 0; i < 2; i++)
-                if (d->http[i]) {
-                        int t = gw_http_timeout_ms(d->http[i]);
+                if (d->loop.http[i]) {
+                        int t = gw_http_timeout_ms(d->loop.http[i]);
                         if (t >= 0 && t < ms)
                                 ms = t;
                 }
@@ -230,21 +230,21 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
 
 static void run_loop(struct gw_daemon *d) {
         struct epoll_event evs[64];
-        while (!d->quit) {
+        while (!d->loop.quit) {
                 gw_daemon_clock_read(d);
                 gw_usec_t deadline = gw_jobs_tick(d);
-                if (d->sched_dirty)
+                if (d->jobs.sched_dirty)
                         gw_schedule(d);
                 gw_prelog_head(d);
                 /* The executor's own deadlines (an idle supervisor's minute, a cgroup to remove). */
                 gw_usec_t exec_due = d->exec->tick(d);
                 if (exec_due < deadline)
                         deadline = exec_due;
-                if (d->sched_dirty)
+                if (d->jobs.sched_dirty)
                         continue;
                 /* Idle work (log files made ahead) only when no event is waiting. */
                 bool idle_work = gw_prelog_pending(d);
-                int n = epoll_wait(d->epfd, evs, (int) ELEMENTSOF(evs), idle_work ? 0 : loop_timeout(d, deadline));
+                int n = epoll_wait(d->loop.epfd, evs, (int) ELEMENTSOF(evs), idle_work ? 0 : loop_timeout(d, deadline));
                 if (n < 0 && errno != EINTR) {
                         log_err("epoll_wait: %s", strerror(errno));
                         break;
@@ -260,7 +260,7 @@ static void run_loop(struct gw_daemon *d) {
                 for (int i = 0; i < n; i++) {
                         struct gw_source *src = evs[i].data.ptr;
                         if (src->kind == GW_SRC_HTTP)
-                                http_fired[src->ptr == d->http[1]] = true;
+                                http_fired[src->ptr == d->loop.http[1]] = true;
                         else if (src->kind == GW_SRC_SIGNAL)
                                 on_signal(d);
                         else if (src->kind == GW_SRC_SAMPLER)
@@ -270,20 +270,20 @@ static void run_loop(struct gw_daemon *d) {
                 }
                 /* The starts these ends allow go into the same transaction: one commit for
                  * both, then the launches. */
-                if (d->sched_dirty)
+                if (d->jobs.sched_dirty)
                         gw_schedule(d);
                 gw_jobs_batch_end(d);
                 /* Resumed connections (a cancel that waited, an event stream) need a run even
                  * when the server's fd did not fire; an iteration of job ends alone needs none
                  * (two epoll_waits saved per job on a busy queue). */
                 for (int i = 0; i < 2; i++)
-                        if (d->http[i] && (http_fired[i] || gw_http_due(d->http[i])))
-                                gw_http_run(d->http[i]);
+                        if (d->loop.http[i] && (http_fired[i] || gw_http_due(d->loop.http[i])))
+                                gw_http_run(d->loop.http[i]);
                 gw_jobs_bury(d);
-                if (d->big_reply) {
+                if (d->loop.big_reply) {
                         /* glibc keeps freed heap for reuse; a daemon that answered one large
                          * listing should not hold that peak forever. */
-                        d->big_reply = false;
+                        d->loop.big_reply = false;
                         (void) malloc_trim(0);
                 }
         }
@@ -294,23 +294,23 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_lifecycle_close(d); /* what is written from now on is told to no one */
         gw_events_close(d);
         for (int i = 0; i < 2; i++)
-                d->http[i] = gw_http_stop(d->http[i]);
+                d->loop.http[i] = gw_http_stop(d->loop.http[i]);
         gw_train_restore_free_all(d); /* their helpers finish on their own */
         gw_events_free(d);
         gw_notify_close(d->notify);
         d->notify = NULL;
-        if (d->socket_bound) /* never the socket of the daemon that made this one give up */
+        if (d->loop.socket_bound) /* never the socket of the daemon that made this one give up */
                 (void) unlink(d->cfg->socket);
         gw_jobs_unwritten_close(d);
-        for (size_t i = 0; i < d->map.cap; i++) {
-                struct gw_djob *dj = d->map.slots[i];
+        for (size_t i = 0; i < d->jobs.map.cap; i++) {
+                struct gw_djob *dj = d->jobs.map.slots[i];
                 if (dj && (uintptr_t) dj != 1)
                         gw_djob_free(dj);
         }
-        gw_jobmap_free(&d->map);
-        free(d->queue);
-        free(d->running);
-        free(d->to_launch);
+        gw_jobmap_free(&d->jobs.map);
+        free(d->jobs.queue);
+        free(d->jobs.running);
+        free(d->jobs.to_launch);
         gw_observe_stop(d);
         gw_gpus_close(d);
         gw_sharing_close(d);
@@ -318,12 +318,12 @@ static void shutdown_daemon(struct gw_daemon *d) {
         d->store = gw_store_close(d->store);
         if (d->exec)
                 d->exec->close(d);
-        if (d->sigfd >= 0)
-                (void) close(d->sigfd);
-        if (d->lock_fd >= 0)
-                (void) close(d->lock_fd); /* last: the state is closed, another daemon may have it */
-        if (d->epfd >= 0)
-                (void) close(d->epfd);
+        if (d->loop.sigfd >= 0)
+                (void) close(d->loop.sigfd);
+        if (d->loop.lock_fd >= 0)
+                (void) close(d->loop.lock_fd); /* last: the state is closed, another daemon may have it */
+        if (d->loop.epfd >= 0)
+                (void) close(d->loop.epfd);
 }
 
 static bool is_check_config(const char *arg) {
@@ -359,8 +359,7 @@ int main(int argc, char **argv) {
                 return r > 0 ? 0 : 2;
         }
         gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
-        struct gw_daemon d = { .cfg = &cfg, .epfd = -1, .sigfd = -1, .lock_fd = -1,
-                               .euid = geteuid() };
+        struct gw_daemon d = { .cfg = &cfg, .loop = { .epfd = -1, .sigfd = -1, .lock_fd = -1, .euid = geteuid() } };
         char err[512];
         int rc = 1;
         gw_lifecycle_subscribe_features(&d.hooks); /* before anything can start or end a job */
@@ -377,8 +376,8 @@ int main(int argc, char **argv) {
                 log_warn("state: %s; checkpoints stay inside commits", err);
         gw_lifecycle_open(&d);
         (void) gw_events_open(&d);
-        d.epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (d.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
+        d.loop.epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (d.loop.epfd < 0 || setup_signals(&d) < 0 || gw_gpus_open(&d) < 0)
                 goto out;
         gw_daemon_clock_read(&d);
         if (gw_sharing_open(&d) < 0) {
@@ -393,10 +392,10 @@ int main(int argc, char **argv) {
                 goto out;
         gw_exec_shim_serve(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
-                 d.tcp_addr[0] ? ", http://" : "", d.tcp_addr, d.n_gpus, d.n_gpus == 1 ? "" : "s", d.n_queue,
-                 d.n_queue == 1 ? "" : "s", d.n_running);
+                 d.loop.tcp_addr[0] ? ", http://" : "", d.loop.tcp_addr, d.host.n_gpus, d.host.n_gpus == 1 ? "" : "s", d.jobs.n_queue,
+                 d.jobs.n_queue == 1 ? "" : "s", d.jobs.n_running);
         notify_ready();
-        d.sched_dirty = true;
+        d.jobs.sched_dirty = true;
         run_loop(&d);
         rc = 0;
 out:

@@ -30,37 +30,37 @@ static size_t ring_points(const struct gw_daemon *d) {
 }
 
 int gw_observe_start(struct gw_daemon *d) {
-        d->started_at = d->now_wall;
-        (void) gw_store_state_counts(d->store, d->state_counts);
-        for (unsigned i = 0; i < d->n_gpus; i++)
-                gw_ring_init(&d->gpus[i].ring, ring_points(d));
-        if (!d->gpu || d->n_gpus == 0) {
-                d->ready = true;
+        d->loop.started_at = d->now_wall;
+        (void) gw_store_state_counts(d->store, d->stats.state_counts);
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                gw_ring_init(&d->host.gpus[i].ring, ring_points(d));
+        if (!d->host.gpu || d->host.n_gpus == 0) {
+                d->loop.ready = true;
                 return 0;
         }
         /* One sample now, so that the first scheduling pass knows the free memory. */
-        struct gw_snapshot *first = gw_snapshot_take(d->gpu, d->n_gpus);
-        int r = gw_sampler_start(d->gpu, d->n_gpus, d->cfg->sample_interval, &d->sampler, &d->sampler_fd);
+        struct gw_snapshot *first = gw_snapshot_take(d->host.gpu, d->host.n_gpus);
+        int r = gw_sampler_start(d->host.gpu, d->host.n_gpus, d->cfg->sample_interval, &d->host.sampler, &d->host.sampler_fd);
         if (r < 0) {
                 gw_snapshot_free(first);
                 log_err("cannot start the GPU sampler: %s", strerror(-r));
                 return r;
         }
-        d->sampler_src = (struct gw_source) { GW_SRC_SAMPLER, NULL };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->sampler_src };
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sampler_fd, &ev) < 0)
+        d->host.sampler_src = (struct gw_source) { GW_SRC_SAMPLER, NULL };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->host.sampler_src };
+        if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, d->host.sampler_fd, &ev) < 0)
                 return -errno;
-        d->ready = true;
+        d->loop.ready = true;
         apply_snapshot(d, first);
         gw_snapshot_free(first);
         return 0;
 }
 
 void gw_observe_stop(struct gw_daemon *d) {
-        d->sampler = gw_sampler_stop(d->sampler);
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                gw_ring_free(&d->gpus[i].ring);
-                free(d->gpus[i].procs);
+        d->host.sampler = gw_sampler_stop(d->host.sampler);
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                gw_ring_free(&d->host.gpus[i].ring);
+                free(d->host.gpus[i].procs);
         }
 }
 
@@ -85,7 +85,7 @@ static void fault_keep(struct gw_djob *dj, struct gw_gpu_event e) {
 /* Remembers a GPU fault on a running job's GPU for the classifier at the attempt's end. */
 static void job_gpu_fault(struct gw_daemon *d, int64_t job_id, enum gw_gpu_event_kind kind, unsigned gpu,
                           unsigned xid) {
-        struct gw_djob *dj = job_id ? gw_jobmap_get(&d->map, job_id) : NULL;
+        struct gw_djob *dj = job_id ? gw_jobmap_get(&d->jobs.map, job_id) : NULL;
         if (dj)
                 fault_keep(dj, (struct gw_gpu_event) { .kind = kind, .gpu = (int) gpu, .xid = xid });
 }
@@ -115,7 +115,7 @@ void gw_observe_faults_restore(struct gw_djob *dj, const struct gw_job_event *ev
 }
 
 void gw_observe_job_event(struct gw_daemon *d, int64_t job_id, const char *kind, const char *msg) {
-        struct gw_djob *dj = gw_jobmap_get(&d->map, job_id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, job_id);
         if (dj)
                 (void) gw_store_job_event(d->store, job_id, dj->job->state, kind, msg);
 }
@@ -230,9 +230,9 @@ static void job_point(const struct gw_dgpu *g, int64_t job_id, gw_usec_t t, stru
 }
 
 static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
-        for (size_t i = 0; i < d->n_running; i++) {
-                struct gw_djob *dj = d->running[i];
-                for (unsigned gi = 0; gi < d->n_gpus; gi++) {
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                for (unsigned gi = 0; gi < d->host.n_gpus; gi++) {
                         if (!(dj->job->gpu_mask & (UINT64_C(1) << gi)))
                                 continue;
                         struct gw_jobtel *jt = jobtel_for(d, dj, gi);
@@ -240,7 +240,7 @@ static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
                                 continue;
                         struct gw_point pt;
                         struct gw_agg done;
-                        job_point(&d->gpus[gi], dj->job->id, t, &pt);
+                        job_point(&d->host.gpus[gi], dj->job->id, t, &pt);
                         gw_ring_push(&jt->ring, &pt);
                         gw_usage_add(&jt->usage, pt.util, pt.mem);
                         if (gw_agg_add(&jt->agg, 60 * GW_USEC_PER_SEC, &pt, &done))
@@ -251,16 +251,16 @@ static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
 
 static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         _cleanup_free_ struct gw_job_anchor *anchors = gw_observe_job_anchors(d);
-        d->rogue_total = 0;
-        for (unsigned i = 0; i < d->n_gpus && i < s->n_gpus; i++) {
-                struct gw_dgpu *g = &d->gpus[i];
+        d->host.rogue_total = 0;
+        for (unsigned i = 0; i < d->host.n_gpus && i < s->n_gpus; i++) {
+                struct gw_dgpu *g = &d->host.gpus[i];
                 apply_health(d, g, &s->gpu[i].sample);
                 g->sample = s->gpu[i].sample;
                 g->sampled = true;
                 g->sampled_at = s->taken;
                 if (s->gpu[i].procs_error >= 0)
-                        gw_observe_apply_procs(d, g, &s->gpu[i], anchors, d->n_running);
-                d->rogue_total += g->rogue;
+                        gw_observe_apply_procs(d, g, &s->gpu[i], anchors, d->jobs.n_running);
+                d->host.rogue_total += g->rogue;
                 struct gw_point pt = { .t = s->taken,
                                        .util = (uint8_t) (g->sample.util_gpu > 100 ? 100 : g->sample.util_gpu),
                                        .mem_util = (uint8_t) (g->sample.util_mem > 100 ? 100 : g->sample.util_mem),
@@ -269,16 +269,16 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         }
         apply_jobs(d, s->taken);
         /* Free memory changed: a job waiting for --gpu-mem may fit now. */
-        d->sched_dirty |= d->n_queue > 0;
+        d->jobs.sched_dirty |= d->jobs.n_queue > 0;
         gw_lifecycle_publish(d, GW_HOOK_SAMPLED, NULL, false); /* reclaim, training, joblog */
 }
 
 /* --- events and draining ------------------------------------------------------------- */
 
 int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason, bool even_unrecorded) {
-        if (idx >= d->n_gpus)
+        if (idx >= d->host.n_gpus)
                 return -ENOENT;
-        struct gw_dgpu *g = &d->gpus[idx];
+        struct gw_dgpu *g = &d->host.gpus[idx];
         struct gw_store_gpu sg = { .index = idx, .mem_total = g->info.mem_total, .drained = drain };
         snprintf(sg.uuid, sizeof sg.uuid, "%s", g->info.uuid);
         snprintf(sg.name, sizeof sg.name, "%s", g->info.name);
@@ -298,7 +298,7 @@ int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reas
         if (g->job_id)
                 gw_observe_job_event(d, g->job_id, "gpu", msg);
         log_info("%s", msg);
-        d->sched_dirty = true;
+        d->jobs.sched_dirty = true;
         return r;
 }
 
@@ -313,9 +313,9 @@ static bool xid_drains(unsigned long long xid) {
 }
 
 static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
-        if (ev->index >= d->n_gpus)
+        if (ev->index >= d->host.n_gpus)
                 return;
-        struct gw_dgpu *g = &d->gpus[ev->index];
+        struct gw_dgpu *g = &d->host.gpus[ev->index];
         bool dbe = ev->type & 0x2, xid = ev->type & 0x8;
         char when[16], msg[256];
         clock_text(when, sizeof when);
@@ -325,7 +325,7 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
                 snprintf(msg, sizeof msg, DBE_MSG " %s", ev->index, when);
         else
                 snprintf(msg, sizeof msg, "single-bit ECC error on GPU %u at %s", ev->index, when);
-        d->xid_events += xid;
+        d->host.xid_events += xid;
         log_warn("%s%s", msg, g->job_id ? "" : " (no job on it)");
         (void) gw_store_gpu_event(d->store, ev->index, xid ? "xid" : "ecc", xid ? (long long) ev->xid : -1, g->job_id,
                                   msg);
@@ -340,14 +340,14 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
 static void apply_events(struct gw_daemon *d) {
         struct gw_nvml_event evs[64];
         size_t n;
-        while ((n = gw_sampler_events(d->sampler, evs, ELEMENTSOF(evs))) > 0)
+        while ((n = gw_sampler_events(d->host.sampler, evs, ELEMENTSOF(evs))) > 0)
                 for (size_t i = 0; i < n; i++)
                         apply_event(d, &evs[i]);
 }
 
 void gw_observe_ready(struct gw_daemon *d) {
-        gw_sampler_ack(d->sampler);
-        struct gw_snapshot *s = gw_sampler_take(d->sampler);
+        gw_sampler_ack(d->host.sampler);
+        struct gw_snapshot *s = gw_sampler_take(d->host.sampler);
         if (s) {
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
@@ -358,10 +358,10 @@ void gw_observe_ready(struct gw_daemon *d) {
 
 void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
         uint64_t mask = dj->job->gpu_mask;
-        if (!d->sampler || !mask)
+        if (!d->host.sampler || !mask)
                 return;
         struct gw_gpu_sample now[GW_SAMPLER_MAX_GPUS];
-        int r = gw_sampler_probe(d->sampler, mask, GW_SETTLE_BOUND, now);
+        int r = gw_sampler_probe(d->host.sampler, mask, GW_SETTLE_BOUND, now);
         apply_events(d); /* Xid events the event thread already holds name the fault too */
         if (r < 0) {
                 log_warn("job %lld: no fresh reading of its GPUs came within %llds (%s): "
@@ -369,10 +369,10 @@ void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
                          (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
                 return;
         }
-        for (unsigned i = 0; i < d->n_gpus && i < GW_SAMPLER_MAX_GPUS; i++) {
+        for (unsigned i = 0; i < d->host.n_gpus && i < GW_SAMPLER_MAX_GPUS; i++) {
                 if (!(mask & (UINT64_C(1) << i)))
                         continue;
-                struct gw_dgpu *g = &d->gpus[i];
+                struct gw_dgpu *g = &d->host.gpus[i];
                 apply_health(d, g, &now[i]);
                 g->sample = now[i];
                 g->sampled = true;
@@ -401,7 +401,7 @@ static json_t *jobtel_json(const struct gw_djob *dj, gw_usec_t now) {
 }
 
 json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j) {
-        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
         if (dj && dj->n_tel)
                 return jobtel_json(dj, gw_job_clock_label(d, dj, d->now)); /* monotonic elapsed */
         if (j->telemetry)
@@ -426,7 +426,7 @@ void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j) {
                 wait = 0;
         for (size_t i = 0; i < ELEMENTSOF(gw_wait_bounds); i++)
                 if (wait <= gw_wait_bounds[i])
-                        d->wait_counts[i]++;
-        d->wait_n++;
-        d->wait_sum += wait;
+                        d->stats.wait_counts[i]++;
+        d->stats.wait_n++;
+        d->stats.wait_sum += wait;
 }

@@ -90,10 +90,10 @@ static void describe_proc(struct gw_dproc *p) {
 
 /* The previous sample's view of pid, to skip /proc reads for processes already known. */
 static const struct gw_dproc *known_proc(const struct gw_daemon *d, unsigned pid) {
-        for (unsigned i = 0; i < d->n_gpus; i++)
-                for (size_t k = 0; k < d->gpus[i].n_procs; k++)
-                        if (d->gpus[i].procs[k].pid == pid)
-                                return &d->gpus[i].procs[k];
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                for (size_t k = 0; k < d->host.gpus[i].n_procs; k++)
+                        if (d->host.gpus[i].procs[k].pid == pid)
+                                return &d->host.gpus[i].procs[k];
         return NULL;
 }
 
@@ -111,9 +111,9 @@ static int64_t attribute(const struct gw_daemon *d, unsigned pid, const struct g
 }
 
 struct gw_job_anchor *gw_observe_job_anchors(const struct gw_daemon *d) {
-        struct gw_job_anchor *a = gw_xcalloc(d->n_running + 1, sizeof *a);
-        for (size_t i = 0; i < d->n_running; i++) {
-                const struct gw_job *j = d->running[i]->job;
+        struct gw_job_anchor *a = gw_xcalloc(d->jobs.n_running + 1, sizeof *a);
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                const struct gw_job *j = d->jobs.running[i]->job;
                 const char *slash = j->cgroup ? strrchr(j->cgroup, '/') : NULL;
                 a[i] = (struct gw_job_anchor) { j->id, (unsigned) j->shim_pid, slash ? slash + 1 : NULL };
         }
@@ -142,7 +142,7 @@ static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struc
         int r = kill((pid_t) p->pid, SIGKILL);
         if (p->stray)
                 snprintf(whose, sizeof whose, " of job %lld", (long long) p->job_id);
-        struct gw_djob *stray_of = p->stray ? gw_jobmap_get(&d->map, p->job_id) : NULL;
+        struct gw_djob *stray_of = p->stray ? gw_jobmap_get(&d->jobs.map, p->job_id) : NULL;
         if (r == 0 && stray_of && stray_of->job->pid == (pid_t) p->pid)
                 /* Its main process: the attempt's end is this kill, not someone else's. */
                 snprintf(stray_of->sigkill_why, sizeof stray_of->sigkill_why,
@@ -197,8 +197,8 @@ static void rogue_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struc
 }
 
 void gw_observe_job_placed(struct gw_daemon *d, const struct gw_djob *dj) {
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                const struct gw_dgpu *g = &d->gpus[i];
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                const struct gw_dgpu *g = &d->host.gpus[i];
                 if (!(dj->job->gpu_mask & (UINT64_C(1) << i)) || !g->rogue)
                         continue;
                 for (size_t k = 0; k < g->n_procs; k++) {
@@ -230,7 +230,7 @@ static bool was_on(const struct gw_dgpu *g, unsigned pid) {
  * the job, or a library that ignores it.  It takes that GPU from whoever holds it or gets it
  * next, as a rogue process would, so it counts as one. */
 static const struct gw_djob *stray_of(struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_dproc *p) {
-        const struct gw_djob *dj = p->job_id ? gw_jobmap_get(&d->map, p->job_id) : NULL;
+        const struct gw_djob *dj = p->job_id ? gw_jobmap_get(&d->jobs.map, p->job_id) : NULL;
         return dj && !(dj->job->gpu_mask & (UINT64_C(1) << g->info.index)) ? dj : NULL;
 }
 

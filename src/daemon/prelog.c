@@ -16,8 +16,8 @@
 #define AHEAD_PER_GPU 2
 
 static struct gw_djob *next_without_log(struct gw_daemon *d, size_t ahead) {
-        for (size_t i = 0; i < d->n_queue && i < ahead; i++) {
-                struct gw_djob *dj = d->queue[i];
+        for (size_t i = 0; i < d->jobs.n_queue && i < ahead; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
                 const struct gw_job *j = dj->job;
                 if (dj->log_made_attempt != j->attempt && !j->output && j->log_path && j->state == GW_JOB_PENDING)
                         return dj;
@@ -26,7 +26,7 @@ static struct gw_djob *next_without_log(struct gw_daemon *d, size_t ahead) {
 }
 
 bool gw_prelog_pending(struct gw_daemon *d) {
-        return next_without_log(d, (size_t) d->n_gpus * AHEAD_PER_GPU) != NULL;
+        return next_without_log(d, (size_t) d->host.n_gpus * AHEAD_PER_GPU) != NULL;
 }
 
 static void log_make(const struct gw_daemon *d, struct gw_djob *dj) {
@@ -38,13 +38,13 @@ static void log_make(const struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         }
         /* The supervisor hands a private log to the job's user the same way. */
-        if (d->euid == 0 && (j->uid || j->gid) && fchown(fd, j->uid, j->gid) < 0)
+        if (d->loop.euid == 0 && (j->uid || j->gid) && fchown(fd, j->uid, j->gid) < 0)
                 log_debug("job %lld: chown of %s: %s", (long long) j->id, j->log_path, strerror(errno));
         (void) close(fd);
 }
 
 void gw_prelog_one(struct gw_daemon *d) {
-        struct gw_djob *dj = next_without_log(d, (size_t) d->n_gpus * AHEAD_PER_GPU);
+        struct gw_djob *dj = next_without_log(d, (size_t) d->host.n_gpus * AHEAD_PER_GPU);
         if (dj)
                 log_make(d, dj);
 }
@@ -54,6 +54,6 @@ void gw_prelog_one(struct gw_daemon *d) {
  * started run: off the path from an end to the next start either way. */
 void gw_prelog_head(struct gw_daemon *d) {
         struct gw_djob *dj;
-        for (unsigned i = 0; i < d->n_gpus && (dj = next_without_log(d, d->n_gpus)); i++)
+        for (unsigned i = 0; i < d->host.n_gpus && (dj = next_without_log(d, d->host.n_gpus)); i++)
                 log_make(d, dj);
 }

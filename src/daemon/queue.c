@@ -81,23 +81,23 @@ static bool before(const struct gw_job *a, const struct gw_job *b) {
 }
 
 void gw_queue_insert(struct gw_daemon *d, struct gw_djob *dj) {
-        if (d->n_queue == d->cap_queue) {
-                d->cap_queue = d->cap_queue ? d->cap_queue * 2 : 256;
-                d->queue = gw_xrealloc(d->queue, d->cap_queue * sizeof *d->queue);
+        if (d->jobs.n_queue == d->jobs.cap_queue) {
+                d->jobs.cap_queue = d->jobs.cap_queue ? d->jobs.cap_queue * 2 : 256;
+                d->jobs.queue = gw_xrealloc(d->jobs.queue, d->jobs.cap_queue * sizeof *d->jobs.queue);
         }
         /* New jobs almost always go last: search from the end. */
-        size_t lo = 0, hi = d->n_queue;
+        size_t lo = 0, hi = d->jobs.n_queue;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (before(d->queue[mid]->job, dj->job))
+                if (before(d->jobs.queue[mid]->job, dj->job))
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        memmove(d->queue + lo + 1, d->queue + lo, (d->n_queue - lo) * sizeof *d->queue);
-        d->queue[lo] = dj;
-        d->n_queue++;
-        d->sched_dirty = true;
+        memmove(d->jobs.queue + lo + 1, d->jobs.queue + lo, (d->jobs.n_queue - lo) * sizeof *d->jobs.queue);
+        d->jobs.queue[lo] = dj;
+        d->jobs.n_queue++;
+        d->jobs.sched_dirty = true;
 }
 
 static void array_remove(struct gw_djob **a, size_t *n, struct gw_djob *dj) {
@@ -110,21 +110,21 @@ static void array_remove(struct gw_djob **a, size_t *n, struct gw_djob *dj) {
 }
 
 void gw_queue_remove(struct gw_daemon *d, struct gw_djob *dj) {
-        array_remove(d->queue, &d->n_queue, dj);
-        d->sched_dirty = true;
+        array_remove(d->jobs.queue, &d->jobs.n_queue, dj);
+        d->jobs.sched_dirty = true;
 }
 
 void gw_running_add(struct gw_daemon *d, struct gw_djob *dj) {
-        if (d->n_running == d->cap_running) {
-                d->cap_running = d->cap_running ? d->cap_running * 2 : 16;
-                d->running = gw_xrealloc(d->running, d->cap_running * sizeof *d->running);
+        if (d->jobs.n_running == d->jobs.cap_running) {
+                d->jobs.cap_running = d->jobs.cap_running ? d->jobs.cap_running * 2 : 16;
+                d->jobs.running = gw_xrealloc(d->jobs.running, d->jobs.cap_running * sizeof *d->jobs.running);
         }
-        d->running[d->n_running++] = dj;
+        d->jobs.running[d->jobs.n_running++] = dj;
 }
 
 void gw_running_remove(struct gw_daemon *d, struct gw_djob *dj) {
-        array_remove(d->running, &d->n_running, dj);
-        d->sched_dirty = true;
+        array_remove(d->jobs.running, &d->jobs.n_running, dj);
+        d->jobs.sched_dirty = true;
 }
 
 /* Whether dj's dependency allows it to start; caches final answers. */
@@ -132,7 +132,7 @@ static enum gw_dep_status dep_status(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         if (j->after_job <= 0 || dj->dep_final)
                 return j->after_job <= 0 ? GW_DEP_SATISFIED : dj->dep;
-        struct gw_djob *other = gw_jobmap_get(&d->map, j->after_job);
+        struct gw_djob *other = gw_jobmap_get(&d->jobs.map, j->after_job);
         if (other)
                 return GW_DEP_WAITING;
         enum gw_job_state st;
@@ -144,8 +144,8 @@ static enum gw_dep_status dep_status(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 static void fill_gpus(const struct gw_daemon *d, struct gw_sched_gpu *g) {
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                const struct gw_dgpu *dg = &d->gpus[i];
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                const struct gw_dgpu *dg = &d->host.gpus[i];
                 uint64_t total = dg->info.mem_total;
                 uint64_t used = dg->sampled && (dg->sample.valid & GW_GPU_HAS_MEM) ? dg->sample.mem_used : 0;
                 g[i] = (struct gw_sched_gpu) {
@@ -190,21 +190,21 @@ static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 void gw_schedule(struct gw_daemon *d) {
-        d->sched_dirty = false;
-        if (d->n_queue == 0)
+        d->jobs.sched_dirty = false;
+        if (d->jobs.n_queue == 0)
                 return;
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
         fill_gpus(d, gpus);
-        if (!any_gpu_free(gpus, d->n_gpus) && !d->deps_changed && !d->sharing->n_bookings)
+        if (!any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings)
                 return;
-        d->deps_changed = false;
-        size_t n = d->n_queue;
+        d->jobs.deps_changed = false;
+        size_t n = d->jobs.n_queue;
         _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);
         _cleanup_free_ struct gw_sched_start *starts = gw_xmalloc(n * sizeof *starts);
         _cleanup_free_ enum gw_job_reason *reasons = gw_xmalloc(n * sizeof *reasons);
-        _cleanup_free_ struct gw_sched_running *running = gw_xmalloc((d->n_running + 1) * sizeof *running);
+        _cleanup_free_ struct gw_sched_running *running = gw_xmalloc((d->jobs.n_running + 1) * sizeof *running);
         for (size_t i = 0; i < n; i++) {
-                struct gw_djob *dj = d->queue[i];
+                struct gw_djob *dj = d->jobs.queue[i];
                 pending[i] = (struct gw_sched_job) {
                         .id = dj->job->id,
                         .priority = dj->job->priority,
@@ -217,13 +217,13 @@ void gw_schedule(struct gw_daemon *d) {
                 };
         }
         gw_sharing_sched(d, pending, n);
-        for (size_t i = 0; i < d->n_running; i++)
+        for (size_t i = 0; i < d->jobs.n_running; i++)
                 running[i] = (struct gw_sched_running) {
-                        .id = d->running[i]->job->id,
-                        .gpu_mask = d->running[i]->job->gpu_mask,
-                        .end = d->running[i]->limit_at,
+                        .id = d->jobs.running[i]->job->id,
+                        .gpu_mask = d->jobs.running[i]->job->gpu_mask,
+                        .end = d->jobs.running[i]->limit_at,
                 };
-        struct gw_sched_input in = { gpus, d->n_gpus, pending, n, running, d->n_running };
+        struct gw_sched_input in = { gpus, d->host.n_gpus, pending, n, running, d->jobs.n_running };
         struct gw_sched_plan plan = { .starts = starts, .reasons = reasons };
         if (gw_sched_plan(&in, d->now, &plan) < 0) {
                 log_err("scheduler refused its input; nothing started");
@@ -233,12 +233,12 @@ void gw_schedule(struct gw_daemon *d) {
         _cleanup_free_ struct gw_djob **never = gw_xmalloc(n * sizeof *never);
         size_t n_never = 0;
         for (size_t i = 0; i < n; i++) {
-                d->queue[i]->job->wait_reason = reasons[i];
-                if (pending[i].dep == GW_DEP_NEVER || d->queue[i]->booking_closed)
-                        never[n_never++] = d->queue[i];
+                d->jobs.queue[i]->job->wait_reason = reasons[i];
+                if (pending[i].dep == GW_DEP_NEVER || d->jobs.queue[i]->booking_closed)
+                        never[n_never++] = d->jobs.queue[i];
         }
         for (size_t i = 0; i < plan.n_starts; i++) {
-                struct gw_djob *dj = gw_jobmap_get(&d->map, starts[i].job_id);
+                struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, starts[i].job_id);
                 if (dj && account_still_there(d, dj))
                         (void) gw_job_start(d, dj, starts[i].gpu_mask); /* refused: it stays queued */
         }

@@ -209,8 +209,8 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j);
  * watches have not looked yet, found now (not from find_results itself, which they would
  * ask back). */
 static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const char *path, bool ask) {
-        for (size_t i = 0; d && i < d->n_running; i++) {
-                const struct gw_djob *o = d->running[i];
+        for (size_t i = 0; d && i < d->jobs.n_running; i++) {
+                const struct gw_djob *o = d->jobs.running[i];
                 if (o->job->id == j->id)
                         continue;
                 const char *chosen = chosen_results(o);
@@ -234,11 +234,11 @@ static bool could_own(const struct gw_job *j, const struct gw_job *o, const char
 }
 
 bool gw_train_others_could_own(const struct gw_daemon *d, const struct gw_job *j, const char *dir) {
-        for (size_t i = 0; d && i < d->n_running; i++)
-                if (could_own(j, d->running[i]->job, dir))
+        for (size_t i = 0; d && i < d->jobs.n_running; i++)
+                if (could_own(j, d->jobs.running[i]->job, dir))
                         return true;
-        for (size_t i = 0; d && i < d->n_queue; i++)
-                if (d->queue[i]->job->attempt > 1 && could_own(j, d->queue[i]->job, dir))
+        for (size_t i = 0; d && i < d->jobs.n_queue; i++)
+                if (d->jobs.queue[i]->job->attempt > 1 && could_own(j, d->jobs.queue[i]->job, dir))
                         return true;
         return false;
 }
@@ -316,7 +316,7 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         if (!gw_run_is_training((const char *const *) j->argv, gw_strv_length(j->argv), j->yolo) ||
             j->start_time <= 0)
                 return NULL;
-        const struct gw_djob *self = d ? gw_jobmap_get(&d->map, j->id) : NULL;
+        const struct gw_djob *self = d ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
         if (self && self->job->attempt == j->attempt && chosen_results(self))
                 return gw_xstrdup(chosen_results(self));
         if (gw_train_resolve_run(j, true, &r) < 0)

@@ -141,7 +141,7 @@ void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_
         const struct gw_job *found = job_or_reply(d, ctx->id, c, "change its idle policy", rep, &tmp);
         if (!found)
                 return;
-        struct gw_djob *dj = gw_jobmap_get(&d->map, ctx->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
         if (!dj)
                 return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) found->id,
                                    gw_job_state_name(found->state));

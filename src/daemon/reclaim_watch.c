@@ -47,7 +47,7 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
         gw_probe_init(&w->probe);
         /* A job found running at a restart gets a fresh window: what its GPUs did while the
          * daemon was down is unknown, and files alone never reclaim a job. */
-        if (j->start_time < d->started_at)
+        if (j->start_time < d->loop.started_at)
                 w->state.last_active = now;
         dj->rwatch = w;
         return w;
@@ -59,10 +59,10 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
  * reclaim a job because someone else uses its GPU). */
 static size_t job_gpus(const struct gw_daemon *d, const struct gw_job *j, struct gw_reclaim_gpu *out) {
         size_t n = 0;
-        for (unsigned gi = 0; gi < d->n_gpus && gi < 64; gi++) {
+        for (unsigned gi = 0; gi < d->host.n_gpus && gi < 64; gi++) {
                 if (!(j->gpu_mask & (UINT64_C(1) << gi)))
                         continue;
-                const struct gw_dgpu *g = &d->gpus[gi];
+                const struct gw_dgpu *g = &d->host.gpus[gi];
                 struct gw_reclaim_gpu *r = &out[n++];
                 *r = (struct gw_reclaim_gpu) { .index = (int) gi };
                 unsigned util = 0;
@@ -179,7 +179,7 @@ static void act_terminate(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwa
         snprintf(line, sizeof line, "gpuward: idle GPUs reclaimed: SIGTERM to the job at %s (gpuward show %lld)\n", at,
                  (long long) j->id);
         (void) gw_rwatch_log_append(j, w, line);
-        d->reclaims++;
+        d->stats.reclaims++;
         /* The profile's grace, not --grace-seconds: a profile may give a job longer to save. */
         gw_job_terminate_within(d, dj, GW_JOB_RECLAIMED, reason, p->grace);
 }
@@ -277,6 +277,6 @@ void gw_reclaim_watch(struct gw_daemon *d) {
         gw_usec_t mono = d->now, wall = d->now_wall;
         /* Terminating does not remove a job from running[] (it ends when it exits), so the
          * array is stable during the walk. */
-        for (size_t i = 0; i < d->n_running; i++)
-                watch_job(d, d->running[i], mono, wall);
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                watch_job(d, d->jobs.running[i], mono, wall);
 }

@@ -31,9 +31,9 @@ char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int
                 return gw_xstrdup(j->output);
         char buf[4300];
         if (attempt <= 1)
-                snprintf(buf, sizeof buf, "%s/%lld.log", d->log_dir, (long long) j->id);
+                snprintf(buf, sizeof buf, "%s/%lld.log", d->loop.log_dir, (long long) j->id);
         else
-                snprintf(buf, sizeof buf, "%s/%lld.%d.log", d->log_dir, (long long) j->id, attempt);
+                snprintf(buf, sizeof buf, "%s/%lld.%d.log", d->loop.log_dir, (long long) j->id, attempt);
         return gw_xstrdup(buf);
 }
 
@@ -99,8 +99,8 @@ static void retry_policy(const struct gw_daemon *d, const struct gw_job *j, stru
 
 /* Whether processes of no job held memory on the job's GPUs: an OOM then is not its fault. */
 static bool memory_taken_by_others(const struct gw_daemon *d, const struct gw_job *j) {
-        for (unsigned i = 0; i < d->n_gpus; i++)
-                if ((j->gpu_mask & (UINT64_C(1) << i)) && d->gpus[i].rogue)
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                if ((j->gpu_mask & (UINT64_C(1) << i)) && d->host.gpus[i].rogue)
                         return true;
         return false;
 }
@@ -177,7 +177,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .sigkill_why = dj->sigkill_why[0] ? dj->sigkill_why : NULL,
                 /* Seen by this daemon, not found at its start: the supervisor itself is gone
                  * (killed, or crashed) and told nothing, on the pipe or in the journal. */
-                .lost_why = lost && !d->recovering ? "its supervisor ended without telling how the job ended" : NULL,
+                .lost_why = lost && !d->jobs.recovering ? "its supervisor ended without telling how the job ended" : NULL,
         };
         if (!clean && !lost)
                 d->exec->oom_facts(d, dj, &in);

@@ -83,7 +83,7 @@ int gw_sharing_quota_set(struct gw_daemon *d, const char *subj, const char *cons
                 return -EIO;
         }
         subject(d->sharing, subj, true)->q = new;
-        d->sched_dirty = true;
+        d->jobs.sched_dirty = true;
         return 0;
 }
 
@@ -122,11 +122,11 @@ struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id) {
 void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         memset(v, 0, sizeof *v);
         struct gw_sharing *s = d->sharing;
-        for (unsigned i = 0; i < d->n_gpus; i++)
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
                 v->gpus[i] = (struct gw_sched_gpu) {
                         .index = (int) i,
-                        .usable = !d->gpus[i].drained && (!d->gpus[i].sampled || d->gpus[i].sample.health == GW_GPU_OK),
-                        .job_id = d->gpus[i].job_id,
+                        .usable = !d->host.gpus[i].drained && (!d->host.gpus[i].sampled || d->host.gpus[i].sample.health == GW_GPU_OK),
+                        .job_id = d->host.gpus[i].job_id,
                 };
         v->bookings = gw_xcalloc(s->n_bookings + 1, sizeof *v->bookings);
         for (size_t i = 0; i < s->n_bookings; i++) {
@@ -135,24 +135,24 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
                                                        (enum gw_booking_state) b->state, b->last_used, b->name };
         }
         gw_usec_t wall = d->now_wall;
-        v->running = gw_xcalloc(d->n_running + 1, sizeof *v->running);
-        for (size_t i = 0; i < d->n_running; i++) {
-                const struct gw_djob *dj = d->running[i];
+        v->running = gw_xcalloc(d->jobs.n_running + 1, sizeof *v->running);
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                const struct gw_djob *dj = d->jobs.running[i];
                 /* Named fields: the calendar's structs grow (ETAs, predictions) and unset ones are 0. */
                 v->running[i] = (struct gw_cal_job) { .id = dj->job->id, .booking_id = dj->job->booking_id,
                                                       .gpu_mask = dj->job->gpu_mask, .start = dj->job->start_time,
                                                       .end = wall + (dj->limit_at - d->now),
                                                       .warned = dj->booking_warned, .label = dj->job->name };
         }
-        v->pending = gw_xcalloc(d->n_queue + 1, sizeof *v->pending);
-        for (size_t i = 0; i < d->n_queue; i++) {
-                const struct gw_job *j = d->queue[i]->job;
+        v->pending = gw_xcalloc(d->jobs.n_queue + 1, sizeof *v->pending);
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
+                const struct gw_job *j = d->jobs.queue[i]->job;
                 v->pending[i] = (struct gw_cal_pending) { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit,
                                                           .booking_id = j->booking_id, .held = j->state == GW_JOB_HELD,
                                                           .not_before = j->not_before, .label = j->name };
         }
-        v->in = (struct gw_calendar_input) { v->gpus, d->n_gpus, v->bookings, s->n_bookings, v->running, d->n_running,
-                                             v->pending, d->n_queue };
+        v->in = (struct gw_calendar_input) { v->gpus, d->host.n_gpus, v->bookings, s->n_bookings, v->running, d->jobs.n_running,
+                                             v->pending, d->jobs.n_queue };
         gw_training_fill_view(d, v); /* ETAs and expected run times for the schedule */
 }
 
@@ -197,7 +197,7 @@ void gw_sharing_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev
 
 static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
         struct gw_store_booking *b = gw_sharing_booking(d, a->booking_id);
-        struct gw_djob *dj = a->job_id ? gw_jobmap_get(&d->map, a->job_id) : NULL;
+        struct gw_djob *dj = a->job_id ? gw_jobmap_get(&d->jobs.map, a->job_id) : NULL;
         char msg[256];
         switch (a->kind) {
         case GW_CAL_ACTIVATE:
@@ -266,12 +266,12 @@ static void calendar_run(struct gw_daemon *d) {
         gw_calendar_view_free(&v);
         bookings_compact(s);
         if (n || s->n_bookings != open)
-                d->sched_dirty = true;
+                d->jobs.sched_dirty = true;
 }
 
 gw_usec_t gw_sharing_tick(struct gw_daemon *d) {
         struct gw_sharing *s = d->sharing;
-        if (!s || (!s->n_bookings && d->n_queue == 0))
+        if (!s || (!s->n_bookings && d->jobs.n_queue == 0))
                 return GW_USEC_INFINITY;
         if (d->now < s->next_tick)
                 return s->next_tick;
@@ -311,19 +311,19 @@ void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, stru
 
 void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u) {
         memset(u, 0, sizeof *u);
-        for (size_t i = 0; i < d->n_running; i++)
-                if (d->running[i]->job->uid == uid)
-                        u->gpus_running += d->running[i]->job->ngpus;
-        for (size_t i = 0; i < d->n_queue; i++)
-                if (d->queue[i]->job->uid == uid)
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->job->uid == uid)
+                        u->gpus_running += d->jobs.running[i]->job->ngpus;
+        for (size_t i = 0; i < d->jobs.n_queue; i++)
+                if (d->jobs.queue[i]->job->uid == uid)
                         u->pending_jobs++;
         gw_usec_t now = d->now_wall, mono = d->now;
         (void) gw_store_gpu_time_since(d->store, uid, now - GW_QUOTA_WINDOW_7D, now, &u->gpu_time_7d);
         /* Running jobs: the time they have run (monotonic), within the window. */
-        for (size_t i = 0; i < d->n_running; i++)
-                if (d->running[i]->job->uid == uid) {
-                        gw_usec_t ran = gw_job_ran(d->running[i], mono);
-                        u->gpu_time_7d += d->running[i]->job->ngpus * (ran < GW_QUOTA_WINDOW_7D ? ran : GW_QUOTA_WINDOW_7D);
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->job->uid == uid) {
+                        gw_usec_t ran = gw_job_ran(d->jobs.running[i], mono);
+                        u->gpu_time_7d += d->jobs.running[i]->job->ngpus * (ran < GW_QUOTA_WINDOW_7D ? ran : GW_QUOTA_WINDOW_7D);
                 }
 }
 
@@ -404,7 +404,7 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
         struct gw_sharing *s = d->sharing;
         bool any_booking = s->n_bookings > 0, any_quota = s->n_subjects > 0, any_booked_job = false;
         for (size_t i = 0; i < n && !any_booked_job; i++)
-                any_booked_job = d->queue[i]->job->booking_id > 0;
+                any_booked_job = d->jobs.queue[i]->job->booking_id > 0;
         if (!any_booking && !any_quota && !any_booked_job)
                 return;
         struct calendar_view v;
@@ -414,19 +414,19 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                 gw_calendar_view(d, &v);
                 (void) gw_calendar_gpus_at(&v.in, wall, &g);
         }
-        uint64_t all = gw_sched_mask_first(d->n_gpus);
+        uint64_t all = gw_sched_mask_first(d->host.n_gpus);
         struct user_quota cache[64];
         size_t n_cache = 0;
         for (size_t i = 0; i < n; i++) {
-                const struct gw_job *j = d->queue[i]->job;
+                const struct gw_job *j = d->jobs.queue[i]->job;
                 if (j->booking_id > 0 && !any_booking) {
-                        d->queue[i]->booking_closed = true;
+                        d->jobs.queue[i]->booking_closed = true;
                         pending[i].blocked = GW_REASON_RESERVATION;
                 } else if (any_booking && j->booking_id > 0) {
                         struct gw_calendar_gate gate;
                         int r = gw_calendar_gate(&v.in, j->booking_id, wall, &gate);
                         if (r < 0 || gate.gate == GW_GATE_CLOSED)
-                                d->queue[i]->booking_closed = true; /* ended after the pass (gw_schedule) */
+                                d->jobs.queue[i]->booking_closed = true; /* ended after the pass (gw_schedule) */
                         /* Open with none of its GPUs usable: it waits for them, never on others' GPUs. */
                         if (r < 0 || gate.gate != GW_GATE_OPEN || !gate.gpu_mask)
                                 pending[i].blocked = GW_REASON_RESERVATION;

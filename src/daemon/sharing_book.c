@@ -15,7 +15,7 @@
 static int book_policy(struct gw_daemon *d, bool admin, const struct calendar_view *v, const struct gw_booking *b,
                        gw_usec_t now, char *msg, size_t n) {
         const struct gw_bookpolicy *p = &d->cfg->booking;
-        struct gw_bookpolicy_ask a = { .admin = admin, .ngpus = b->ngpus, .host_gpus = d->n_gpus,
+        struct gw_bookpolicy_ask a = { .admin = admin, .ngpus = b->ngpus, .host_gpus = d->host.n_gpus,
                                        .duration = b->end - b->start };
         int r = gw_bookpolicy_check(p, &a, msg, n);
         /* The schedule's prediction, twice, only where it can still change the answer. */
@@ -46,7 +46,7 @@ static int book_store(struct gw_daemon *d, struct gw_store_booking *b) {
                 s->bookings = gw_xrealloc(s->bookings, s->cap_bookings * sizeof *s->bookings);
         }
         s->bookings[s->n_bookings++] = *b;
-        d->sched_dirty = true;
+        d->jobs.sched_dirty = true;
         log_info("booking %lld by %s: %d GPUs %s%s%s", (long long) b->id, b->user, b->ngpus,
                  gw_booking_state_name(b->state), b->note[0] ? ": " : "", b->note);
         return 0;
@@ -57,8 +57,8 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         struct gw_calendar_request cr = { .ngpus = req->ngpus, .start = req->start, .duration = req->len };
         char msg[GW_CALENDAR_MSG_SIZE];
         gw_usec_t now = d->now_wall, end = req->start + req->len;
-        if (req->ngpus > (int) d->n_gpus) {
-                snprintf(msg, sizeof msg, "ngpus: only %u GPUs on this host", d->n_gpus);
+        if (req->ngpus > (int) d->host.n_gpus) {
+                snprintf(msg, sizeof msg, "ngpus: only %u GPUs on this host", d->host.n_gpus);
                 return refuse(r, 400, "ngpus", msg);
         }
         if (gw_calendar_check_request(&cr, now, msg, sizeof msg) < 0)
@@ -121,6 +121,6 @@ int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum
          * booking that is over; its queued jobs find it gone and end (the gate is closed). */
         if (gw_booking_state_is_final(to))
                 gw_sharing_booking_closed(d);
-        d->sched_dirty = true;
+        d->jobs.sched_dirty = true;
         return 0;
 }

@@ -115,9 +115,9 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
                 t->files[k].done_size = -1;
         size_t n = (size_t) __builtin_popcountll(j->gpu_mask);
         t->gpus = gw_xcalloc(n ? n : 1, sizeof *t->gpus);
-        for (unsigned gi = 0; gi < d->n_gpus && gi < 64 && t->n_gpus < n; gi++)
+        for (unsigned gi = 0; gi < d->host.n_gpus && gi < 64 && t->n_gpus < n; gi++)
                 if (j->gpu_mask & (UINT64_C(1) << gi))
-                        t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->gpus[gi].info.mem_total };
+                        t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->host.gpus[gi].info.mem_total };
         load_epochs(d, j, t);
         load_baselines(d, j, t);
         dj->train = t;
@@ -426,8 +426,8 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
 void gw_training_watch(struct gw_daemon *d) {
         gw_usec_t now = gw_now_wall();
         /* Terminating leaves a job in running[] until it exits: the array is stable here. */
-        for (size_t i = 0; i < d->n_running; i++)
-                watch_job(d, d->running[i], now);
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                watch_job(d, d->jobs.running[i], now);
         gw_training_predict(d, false); /* with the ETAs just updated */
         gw_train_snap_housekeeping(d, d->now);
 }
@@ -520,7 +520,7 @@ double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now) {
 }
 
 json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
-        struct gw_djob *dj = gw_jobmap_get(&d->map, j->id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
         const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return json_pack("{s:o}", "prediction", gw_training_prediction_json(d, j));

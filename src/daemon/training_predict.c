@@ -114,9 +114,9 @@ int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_t
         uint64_t h = hash_of(j->uid, key);
         struct runtime_entry *e = &cache[h % CACHE_SLOTS];
         if (!e->used || e->hash != h || e->uid != j->uid || strcmp(e->key, key) || d->now - e->at > RUNTIME_TTL ||
-            e->completed != d->state_counts[GW_JOB_COMPLETED]) {
+            e->completed != d->stats.state_counts[GW_JOB_COMPLETED]) {
                 *e = (struct runtime_entry) { .used = true, .uid = j->uid, .hash = h, .at = d->now,
-                                              .completed = d->state_counts[GW_JOB_COMPLETED] };
+                                              .completed = d->stats.state_counts[GW_JOB_COMPLETED] };
                 snprintf(e->key, sizeof e->key, "%s", key);
                 look_up(d, j->uid, key, &e->r);
         }
@@ -125,10 +125,10 @@ int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_t
 }
 
 void gw_training_fill_view(struct gw_daemon *d, struct calendar_view *v) {
-        for (size_t i = 0; i < v->in.n_running && i < d->n_running; i++)
-                v->running[i].eta = d->running[i]->job->eta;
-        for (size_t i = 0; i < v->in.n_pending && i < d->n_queue && i < fill_max; i++) {
-                const struct gw_job *j = d->queue[i]->job;
+        for (size_t i = 0; i < v->in.n_running && i < d->jobs.n_running; i++)
+                v->running[i].eta = d->jobs.running[i]->job->eta;
+        for (size_t i = 0; i < v->in.n_pending && i < d->jobs.n_queue && i < fill_max; i++) {
+                const struct gw_job *j = d->jobs.queue[i]->job;
                 struct gw_train_runtime r;
                 v->pending[i].runtime = gw_training_runtime(d, j, &r) == 0 ? r.median : 0;
                 v->pending[i].after_job = j->after_job;
@@ -148,32 +148,32 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 static uint64_t fingerprint(const struct gw_daemon *d) {
         uint64_t h = UINT64_C(1469598103934665603);
 
-        h = mix(h, d->n_queue);
-        for (size_t i = 0; i < d->n_queue && i < PREDICT_MAX_JOBS; i++) {
-                const struct gw_job *j = d->queue[i]->job;
+        h = mix(h, d->jobs.n_queue);
+        for (size_t i = 0; i < d->jobs.n_queue && i < PREDICT_MAX_JOBS; i++) {
+                const struct gw_job *j = d->jobs.queue[i]->job;
                 h = mix(mix(mix(h, (uint64_t) j->id), (uint64_t) j->state), (uint64_t) j->not_before);
                 h = mix(mix(h, (uint64_t) j->booking_id), (uint64_t) j->after_job);
         }
-        for (size_t i = 0; i < d->n_running; i++) {
-                const struct gw_job *j = d->running[i]->job;
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                const struct gw_job *j = d->jobs.running[i]->job;
                 h = mix(mix(mix(h, (uint64_t) j->id), j->gpu_mask), (uint64_t) (j->eta / PUSH_MOVE));
         }
         for (int s = 0; s < _GW_JOB_STATE_MAX; s++)
-                h = mix(h, d->state_counts[s]);
+                h = mix(h, d->stats.state_counts[s]);
         for (size_t i = 0; i < d->sharing->n_bookings; i++) {
                 const struct gw_store_booking *b = &d->sharing->bookings[i];
                 h = mix(mix(mix(h, (uint64_t) b->id), (uint64_t) b->state), b->gpu_mask);
                 h = mix(mix(h, (uint64_t) b->start), (uint64_t) b->end);
         }
-        for (unsigned g = 0; g < d->n_gpus; g++)
-                h = mix(h, (uint64_t) d->gpus[g].drained << 1 |
-                                   (uint64_t) (!d->gpus[g].sampled || d->gpus[g].sample.health == GW_GPU_OK));
+        for (unsigned g = 0; g < d->host.n_gpus; g++)
+                h = mix(h, (uint64_t) d->host.gpus[g].drained << 1 |
+                                   (uint64_t) (!d->host.gpus[g].sampled || d->host.gpus[g].sample.health == GW_GPU_OK));
         return h;
 }
 
 static bool started_recently(const struct gw_daemon *d, gw_usec_t wall) {
-        for (size_t i = 0; i < d->n_running; i++)
-                if (d->running[i]->job->start_time <= wall && wall - d->running[i]->job->start_time < PREDICT_QUIET)
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->job->start_time <= wall && wall - d->jobs.running[i]->job->start_time < PREDICT_QUIET)
                         return true;
         return false;
 }
@@ -193,7 +193,7 @@ static void hold_deps_beyond(struct gw_daemon *d, struct gw_cal_pending *p, size
         for (size_t i = 0; i < n; i++) {
                 if (!p[i].after_job || bsearch(&p[i].after_job, ids, n, sizeof *ids, cmp_id))
                         continue;
-                const struct gw_djob *dep = gw_jobmap_get(&d->map, p[i].after_job);
+                const struct gw_djob *dep = gw_jobmap_get(&d->jobs.map, p[i].after_job);
                 if (dep && (dep->job->state == GW_JOB_PENDING || dep->job->state == GW_JOB_HELD))
                         p[i].held = true;
         }
@@ -218,8 +218,8 @@ static int cmp_seen(const void *a, const void *b) {
 static void remember_seen(const struct gw_daemon *d, size_t n) {
         free(seen);
         seen = gw_xcalloc(n + 1, sizeof *seen);
-        for (n_seen = 0; n_seen < n && n_seen < d->n_queue; n_seen++) {
-                const struct gw_job *j = d->queue[n_seen]->job;
+        for (n_seen = 0; n_seen < n && n_seen < d->jobs.n_queue; n_seen++) {
+                const struct gw_job *j = d->jobs.queue[n_seen]->job;
                 seen[n_seen] = (struct seen) { j->id, j->attempt, j->not_before };
         }
         qsort(seen, n_seen, sizeof *seen, cmp_seen);
@@ -234,7 +234,7 @@ static bool seen_by_last(const struct gw_job *j) {
 void gw_training_predict(struct gw_daemon *d, bool force) {
         gw_usec_t wall = d->now_wall;
         uint64_t fp = 0;
-        if (d->n_queue == 0 || (!force && !due(d, wall, &fp)))
+        if (d->jobs.n_queue == 0 || (!force && !due(d, wall, &fp)))
                 return;
         last_predict = d->now;
         last_fingerprint = force ? fingerprint(d) : fp;
@@ -253,8 +253,8 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
                 log_debug("predicted starts: %s", strerror(-r));
         remember_seen(d, n);
         bool moved = false;
-        for (size_t i = 0; i < d->n_queue; i++) {
-                struct gw_job *j = d->queue[i]->job;
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
+                struct gw_job *j = d->jobs.queue[i]->job;
                 bool ok = i < n && r == 0 && out[i].id == j->id && out[i].start != GW_USEC_INFINITY;
                 gw_usec_t start = ok ? out[i].start : 0;
                 gw_usec_t diff = start > j->predicted_start ? start - j->predicted_start : j->predicted_start - start;
@@ -265,14 +265,14 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         gw_calendar_view_free(&v);
         if (moved)
                 gw_events_predictions(d);
-        log_debug("predicted starts of %zu of %zu queued jobs in %.1f ms", n, d->n_queue,
+        log_debug("predicted starts of %zu of %zu queued jobs in %.1f ms", n, d->jobs.n_queue,
                   (double) (gw_now_mono() - t0) / 1e3);
 }
 
 /* The job's place in the queue, or SIZE_MAX. */
 static size_t queue_position(const struct gw_daemon *d, const struct gw_job *j) {
-        for (size_t i = 0; i < d->n_queue; i++)
-                if (d->queue[i]->job->id == j->id)
+        for (size_t i = 0; i < d->jobs.n_queue; i++)
+                if (d->jobs.queue[i]->job->id == j->id)
                         return i;
         return SIZE_MAX;
 }

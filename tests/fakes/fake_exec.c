@@ -147,7 +147,7 @@ struct fake_attempt *fake_exec_attempt(struct fake_exec *f, int64_t id) {
 }
 
 static void tell_end(struct gw_daemon *d, struct fake_exec *f, int64_t id, const struct gw_exec_end *end) {
-        struct gw_djob *dj = gw_jobmap_get(&d->map, id);
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, id);
         struct fake_attempt *a = dj ? attempt_of(d, dj) : NULL;
         if (!a || a->ended) {
                 fprintf(stderr, "fake executor: job %lld has no running attempt to end\n", (long long) id);

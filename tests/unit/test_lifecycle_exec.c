@@ -63,26 +63,26 @@ static void daemon_open(struct fixture *f, gw_usec_t now, struct fake_exec *fx) 
         char *argv[] = { "gpuwardd", "--state-dir", f->dir, "--allow-root-jobs", "--grace-seconds", grace, NULL };
         assert_int_equal(gw_config_load(&f->cfg, 6, argv), 0);
         struct gw_daemon *d = &f->d;
-        *d = (struct gw_daemon) { .cfg = &f->cfg, .epfd = -1, .sigfd = -1, .lock_fd = -1, .euid = geteuid() };
+        *d = (struct gw_daemon) { .cfg = &f->cfg, .loop = { .epfd = -1, .sigfd = -1, .lock_fd = -1, .euid = geteuid() } };
         d->users = gw_userdb_new(NULL);
         assert_non_null(d->users);
-        snprintf(d->log_dir, sizeof d->log_dir, "%s/logs", f->dir);
-        snprintf(d->run_dir, sizeof d->run_dir, "%s/run", f->dir);
-        (void) mkdir(d->log_dir, 0755);
-        (void) mkdir(d->run_dir, 0755);
+        snprintf(d->loop.log_dir, sizeof d->loop.log_dir, "%s/logs", f->dir);
+        snprintf(d->loop.run_dir, sizeof d->loop.run_dir, "%s/run", f->dir);
+        (void) mkdir(d->loop.log_dir, 0755);
+        (void) mkdir(d->loop.run_dir, 0755);
         char err[256] = "";
         if (gw_store_open(f->dir, &d->store, err, sizeof err) < 0)
                 fail_msg("gw_store_open(%s): %s", f->dir, err);
-        d->n_gpus = 2;
-        for (unsigned i = 0; i < d->n_gpus; i++) {
-                d->gpus[i].info.mem_total = UINT64_C(80) << 30;
-                snprintf(d->gpus[i].info.name, sizeof d->gpus[i].info.name, "Fake GPU");
+        d->host.n_gpus = 2;
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                d->host.gpus[i].info.mem_total = UINT64_C(80) << 30;
+                snprintf(d->host.gpus[i].info.name, sizeof d->host.gpus[i].info.name, "Fake GPU");
         }
-        d->max_gpu_mem = UINT64_C(80) << 30;
+        d->host.max_gpu_mem = UINT64_C(80) << 30;
         d->now = now;
         d->now_wall = WALL_BASE + now;
-        d->started_at = d->now_wall;
-        snprintf(d->boot_id, sizeof d->boot_id, "fake-boot");
+        d->loop.started_at = d->now_wall;
+        snprintf(d->loop.boot_id, sizeof d->loop.boot_id, "fake-boot");
         f->fx = fx;
         d->exec = &fx->ops;
         assert_int_equal(gw_sharing_open(d), 0);
@@ -97,15 +97,15 @@ static void daemon_close(struct fixture *f) {
                 return;
         gw_jobs_bury(d);
         gw_jobs_unwritten_close(d);
-        for (size_t i = 0; i < d->map.cap; i++) {
-                struct gw_djob *dj = d->map.slots[i];
+        for (size_t i = 0; i < d->jobs.map.cap; i++) {
+                struct gw_djob *dj = d->jobs.map.slots[i];
                 if (dj && (uintptr_t) dj != 1)
                         gw_djob_free(dj);
         }
-        gw_jobmap_free(&d->map);
-        free(d->queue);
-        free(d->running);
-        free(d->to_launch);
+        gw_jobmap_free(&d->jobs.map);
+        free(d->jobs.queue);
+        free(d->jobs.running);
+        free(d->jobs.to_launch);
         d->exec->close(d);
         gw_sharing_close(d);
         gw_userdb_free(d->users);
@@ -142,7 +142,7 @@ static void step(struct fixture *f, gw_usec_t dt) {
         d->now += dt;
         d->now_wall += dt;
         (void) gw_jobs_tick(d);
-        if (d->sched_dirty)
+        if (d->jobs.sched_dirty)
                 gw_schedule(d);
         gw_jobs_bury(d);
 }
@@ -156,7 +156,7 @@ static void exit_in_loop(struct fixture *f, int64_t id, int status, bool lost) {
                 fake_exec_lose(d, f->fx, id);
         else
                 fake_exec_exit(d, f->fx, id, status);
-        if (d->sched_dirty)
+        if (d->jobs.sched_dirty)
                 gw_schedule(d);
         gw_jobs_batch_end(d);
         gw_jobs_bury(d);
@@ -203,19 +203,19 @@ static void test_runs_to_completed(void **state) {
         assert_non_null(a);
         assert_int_equal(a->attempt, 1);
         assert_false(a->adopted);
-        assert_int_equal(f->d.n_running, 1);
+        assert_int_equal(f->d.jobs.n_running, 1);
         {
                 _cleanup_(gw_job_freep) struct gw_job *j = stored(f, id);
                 assert_int_equal(j->state, GW_JOB_RUNNING);
                 assert_true(j->gpu_mask == 1 || j->gpu_mask == 2);
-                assert_true(f->d.gpus[j->gpu_mask == 1 ? 0 : 1].job_id == id);
+                assert_true(f->d.host.gpus[j->gpu_mask == 1 ? 0 : 1].job_id == id);
         }
         step(f, 5 * SEC);
         exit_in_loop(f, id, 0, false);
-        assert_int_equal(f->d.n_running, 0);
-        assert_null(gw_jobmap_get(&f->d.map, id));
-        assert_int_equal(f->d.gpus[0].job_id, 0);
-        assert_int_equal(f->d.gpus[1].job_id, 0);
+        assert_int_equal(f->d.jobs.n_running, 0);
+        assert_null(gw_jobmap_get(&f->d.jobs.map, id));
+        assert_int_equal(f->d.host.gpus[0].job_id, 0);
+        assert_int_equal(f->d.host.gpus[1].job_id, 0);
         _cleanup_(gw_job_freep) struct gw_job *j = stored(f, id);
         assert_int_equal(j->state, GW_JOB_COMPLETED);
         assert_true(j->has_exit);
@@ -240,7 +240,7 @@ static void test_lost_is_retried(void **state) {
                 assert_int_equal(j->attempt, 2);
                 assert_int_equal(j->wait_reason, GW_REASON_BACKOFF);
         }
-        assert_int_equal(f->d.n_running, 0);
+        assert_int_equal(f->d.jobs.n_running, 0);
         struct gw_job_attempt *att = NULL;
         size_t n = 0;
         assert_int_equal(gw_store_attempts(f->d.store, id, &att, &n), 0);
@@ -269,7 +269,7 @@ static void test_cancel_running(void **state) {
         struct fixture *f = *state;
         int64_t id = submit(f, 0);
         step(f, SEC);
-        struct gw_djob *dj = gw_jobmap_get(&f->d.map, id);
+        struct gw_djob *dj = gw_jobmap_get(&f->d.jobs.map, id);
         assert_non_null(dj);
         assert_int_equal(gw_job_cancel(&f->d, dj, "cancelled by root"), 0);
         struct fake_attempt *a = fake_exec_attempt(f->fx, id);
@@ -291,7 +291,7 @@ static void test_cancel_running(void **state) {
         _cleanup_(gw_job_freep) struct gw_job *j = stored(f, id);
         assert_int_equal(j->state, GW_JOB_CANCELLED);
         assert_int_equal(j->signal, SIGKILL);
-        assert_int_equal(f->d.n_running, 0);
+        assert_int_equal(f->d.jobs.n_running, 0);
         assert_int_equal(a->late_signals, 0);
 }
 
@@ -302,7 +302,7 @@ static void test_restart_adopts(void **state) {
         struct fixture *f = *state;
         int64_t kept = submit(f, 0), gone = submit(f, 2);
         step(f, SEC);
-        assert_int_equal(f->d.n_running, 2);
+        assert_int_equal(f->d.jobs.n_running, 2);
         gw_usec_t now = f->d.now;
         daemon_close(f);
 
@@ -315,8 +315,8 @@ static void test_restart_adopts(void **state) {
         assert_non_null(a);
         assert_true(a->adopted);
         assert_false(a->ended);
-        assert_int_equal(f->d.n_running, 1);
-        assert_non_null(gw_jobmap_get(&f->d.map, kept));
+        assert_int_equal(f->d.jobs.n_running, 1);
+        assert_non_null(gw_jobmap_get(&f->d.jobs.map, kept));
         assert_stored_state(f, kept, GW_JOB_RUNNING);
         assert_true(fake_exec_attempt(fx, gone)->ended);
         {
@@ -325,7 +325,7 @@ static void test_restart_adopts(void **state) {
                 assert_int_equal(j->attempt, 2);
         }
         /* Signals reach the adopted attempt through the executor. */
-        struct gw_djob *dj = gw_jobmap_get(&f->d.map, kept);
+        struct gw_djob *dj = gw_jobmap_get(&f->d.jobs.map, kept);
         gw_job_signal(&f->d, dj, SIGUSR1);
         assert_int_equal(a->n_signals, 1);
         assert_int_equal(a->signals[0], SIGUSR1);
@@ -345,8 +345,8 @@ static void test_start_refused(void **state) {
         _cleanup_(gw_job_freep) struct gw_job *j = stored(f, id);
         assert_int_equal(j->state, GW_JOB_FAILED);
         assert_non_null(strstr(j->end_reason, "start refused"));
-        assert_int_equal(f->d.n_running, 0);
-        assert_int_equal(f->d.gpus[0].job_id, 0);
+        assert_int_equal(f->d.jobs.n_running, 0);
+        assert_int_equal(f->d.host.gpus[0].job_id, 0);
 }
 
 int main(void) {
