@@ -59,6 +59,10 @@ void hide_paths(json_t *o);
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,
                                   struct gw_http_reply *rep, struct gw_job **tmp);
 
+/* backup.c: POST /api/v1/admin/backup, answered when the copy is written. */
+void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+               struct gw_http_reply *rep, const struct caller *c);
+
 /* handlers_gpu.c */
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c);
