@@ -142,10 +142,12 @@ gw_usec_t gw_backup_tick(struct gw_daemon *d) {
                 return next;
         if (!d->backup_due)
                 d->backup_due = d->now + d->cfg->backup_interval;
-        if (d->now >= d->backup_due && !d->backup) {
+        if (d->now >= d->backup_due) {
+                /* One that falls due while an admin's copy is under way is skipped. */
                 d->backup_due = d->now + d->cfg->backup_interval;
-                start_scheduled(d);
-                if (d->backup)
+                if (!d->backup)
+                        start_scheduled(d);
+                if (d->backup && !d->backup->ended)
                         return d->now + POLL_USEC;
         }
         return next < d->backup_due ? next : d->backup_due;
