@@ -94,6 +94,14 @@ class BackupTest(DaemonTest):
         self.assertIn("exists", p.stderr)
         self.assertFalse([n for n in os.listdir(self.d.dir) if ".partial-" in n])
 
+    def test_a_relative_path_is_the_cli_directory(self):
+        out = self.d.cli("admin", "backup", "rel.db", cwd=self.d.work).stdout
+        path = os.path.join(self.d.work, "rel.db")
+        self.assertIn(f"Backup written to {path}", out)
+        check_copy(self, path)
+        p = self.d.cli("admin", "backup", check=False)
+        self.assertEqual(p.returncode, 2, p)
+
     @gwtest.unittest.skipUnless(gwtest.IS_ROOT, "needs root to make a second account")
     def test_only_admins(self):
         users = gwtest.Users("gwbk")
