@@ -12,6 +12,7 @@ and each symbol of an outside library named by a `symbols` rule must be used by 
 that rule lists. That catches a call declared by hand, which no #include shows. Exits 1
 naming each breach.
 """
+import fnmatch
 import os
 import re
 import subprocess
@@ -21,9 +22,12 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 
 
 def parse_rules(path):
-    """Returns (uses, externs, symbols, exceptions): folder -> set of entries; header ->
-    set of folders; symbol prefix -> set of folders; set of (file, header or symbol)."""
+    """Returns (uses, externs, symbols, exceptions, modules): folder -> set of entries; header ->
+    set of folders; symbol prefix -> set of folders; set of (file, header or symbol); and the
+    modules inside a folder: {"members": module -> file-name patterns, "uses": module -> set
+    of modules}, a module named FOLDER/NAME."""
     uses, externs, symbols, exceptions = {}, {}, {}, set()
+    modules = {'members': {}, 'uses': {}}
     with open(path, encoding='utf-8') as f:
         for n, raw in enumerate(f, 1):
             line = raw.split('#', 1)[0].strip()
@@ -39,13 +43,17 @@ def parse_rules(path):
             if not sep:
                 sys.exit(f'{path}:{n}: expected "FOLDER: ENTRIES", got "{line}"')
             key, entries = key.strip(), set(rest.split())
-            if key.startswith('extern '):
+            if key.startswith('module '):
+                modules['members'][key.split(None, 1)[1].strip()] = sorted(entries)
+            elif '/' in key:
+                modules['uses'][key] = entries
+            elif key.startswith('extern '):
                 externs[key.split(None, 1)[1].strip()] = entries
             elif key.startswith('symbols '):
                 symbols[key.split(None, 1)[1].strip()] = entries
             else:
                 uses[key] = entries
-    return uses, externs, symbols, exceptions
+    return uses, externs, symbols, exceptions, modules
 
 
 def allowed_include(uses, folder, header):
@@ -161,13 +169,72 @@ def check_links(uses, symbols, exceptions, src, build):
     return sorted(bad)
 
 
+def module_of(modules, folder, stem):
+    for name, patterns in modules['members'].items():
+        if name.split('/', 1)[0] == folder and any(fnmatch.fnmatchcase(stem, p) for p in patterns):
+            return name
+    return None
+
+
+def module_cycles(muses):
+    """The cycles of the modules' use rules, each as a list of names (empty: none)."""
+    cycles, state = [], {}
+
+    def visit(m, path):
+        state[m] = 'open'
+        for n in sorted(muses.get(m, ())):
+            if state.get(n) == 'open':
+                cycles.append(path[path.index(n):] + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = 'done'
+
+    for m in sorted(muses):
+        if m not in state:
+            visit(m, [m])
+    return cycles
+
+
+def check_modules(modules, src, build):
+    """Inside a folder that has modules, every file belongs to one, and a file may call into
+    another module's files only where its module's rule lists that module; the rules
+    themselves must not go round in a loop."""
+    bad = [f'module rules go round in a loop: {" -> ".join(c)}' for c in module_cycles(modules['uses'])]
+    folders = {m.split('/', 1)[0] for m in modules['members']}
+    objs = objects_by_folder(build, src)
+    for folder in sorted(folders):
+        paths = sorted(set(objs.get(folder, [])))
+        syms = nm_symbols(paths) if paths else {}
+        where, owner = {}, {}
+        for path in paths:
+            stem = os.path.basename(path)[:-len('.c.o')]
+            owner[stem] = module_of(modules, folder, stem)
+            if owner[stem] is None:
+                bad.append(f'src/{folder}/{stem}.c belongs to no module of {folder} (cmake/layers.txt)')
+            for sym in syms[path][0]:
+                where.setdefault(sym, stem)
+        for path in paths:
+            stem = os.path.basename(path)[:-len('.c.o')]
+            mine = owner[stem]
+            for sym in sorted(syms[path][1]):
+                other = where.get(sym)
+                if other is None or mine is None or owner[other] in (None, mine):
+                    continue
+                if owner[other] not in modules['uses'].get(mine, set()):
+                    may = ', '.join(sorted(modules['uses'].get(mine, set()))) or 'nothing else'
+                    bad.append(f'src/{folder}/{stem}.c ({mine}) calls {sym} of src/{folder}/{other}.c '
+                               f'({owner[other]}): {mine} may use {may}')
+    return bad
+
+
 def main(argv):
     if len(argv) not in (3, 4):
         sys.exit(__doc__)
-    uses, externs, symbols, exceptions = parse_rules(argv[1])
+    uses, externs, symbols, exceptions, modules = parse_rules(argv[1])
     bad = check_includes(uses, externs, exceptions, argv[2])
     if len(argv) == 4:
         bad += check_links(uses, symbols, exceptions, argv[2], argv[3])
+        bad += check_modules(modules, argv[2], argv[3])
     if bad:
         print('layer check: the layers of src/ are crossed (rules: cmake/layers.txt):',
               file=sys.stderr)

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/parse.h"
@@ -27,6 +28,7 @@ static const char admin_help[] =
         "  approve ID...             approve bookings that await it (PENDING_APPROVAL)\n"
         "  deny ID...                refuse bookings; their GPUs are free for others\n"
         "  quota set WHO KEY=VALUE   set limits of WHO: a user, @GROUP or default\n"
+        "  backup PATH               copy gpuwardd's state to PATH while it runs\n"
         "\n"
         "Options:\n"
         "  -h, --help   this help; 'gpuward admin COMMAND --help' explains a command\n"
@@ -117,6 +119,25 @@ static const char set_policy_help[] =
         "Examples:\n"
         "  gpuward admin set-policy 17 finetune   # a long fine-tune that validates for hours\n"
         "  gpuward show 17                        # Idle policy: finetune\n";
+
+static const char backup_help[] =
+        "Usage: gpuward admin backup [--json] PATH\n"
+        "\n"
+        "Copy gpuwardd's state (its database: jobs, bookings, tokens, history) to PATH\n"
+        "while it runs: a consistent copy, as of the moment the copy began, made by\n"
+        "gpuwardd itself (as its user) with SQLite's online backup.  PATH must not exist\n"
+        "and its folder must; a relative PATH is taken from the current directory.  The\n"
+        "command returns once the copy is complete.\n"
+        "\n"
+        "To restore one: stop gpuwardd, copy the file over STATE_DIR/gpuward.db (and\n"
+        "remove gpuward.db-wal and gpuward.db-shm beside it), start gpuwardd.\n"
+        "\n"
+        "Options:\n"
+        "  --json       print the API's JSON (path, bytes, schema)\n"
+        "  -h, --help   this help\n"
+        "\n"
+        "Examples:\n"
+        "  gpuward admin backup /srv/backup/gpuward-$(date +%F).db\n";
 
 enum { OPT_REASON = 0x100 };
 
@@ -249,6 +270,41 @@ static int run_set_policy(struct cli_ctx *ctx, int argc, char **argv) {
         return r;
 }
 
+static int print_backup(const json_t *reply, void *userdata) {
+        (void) userdata;
+        long long bytes = 0;
+        (void) cli_jint(reply, "bytes", &bytes);
+        const char *path = cli_jstr(reply, "path");
+        _cleanup_free_ char *safe = cli_sanitize(path ? path : "");
+        printf("Backup written to %s (%lld bytes)\n", safe ? safe : "", bytes);
+        return CLI_EXIT_OK;
+}
+
+static int run_backup(struct cli_ctx *ctx, int argc, char **argv) {
+        const char *verb = "admin backup";
+        bool json;
+        int r = cli_parse_json_only(ctx, verb, backup_help, true, argc, argv, &json);
+        if (r >= 0)
+                return r;
+        if (argc - optind != 1)
+                return cli_usage(verb, "one file to write the copy to: gpuward %s PATH", verb);
+        const char *arg = argv[optind];
+        char path[PATH_MAX], cwd[PATH_MAX];
+        if (arg[0] == '/')
+                snprintf(path, sizeof path, "%s", arg);
+        else if (!getcwd(cwd, sizeof cwd) || (size_t) snprintf(path, sizeof path, "%s/%s", cwd, arg) >= sizeof path)
+                return cli_usage(verb, "cannot make '%s' an absolute path; give one", arg);
+        json_t *body = json_pack("{s:s}", "path", path);
+        if (!body)
+                return CLI_EXIT_FAIL;
+        /* A large database takes a while to copy: the answer comes when the copy is complete. */
+        struct cli_call call = { .method = "POST", .target = "/api/v1/admin/backup", .body = body,
+                                 .timeout = 30 * 60 * GW_USEC_PER_SEC, .subject = "backup" };
+        r = cli_call_and_show(ctx, &call, json, print_backup, NULL);
+        json_decref(body);
+        return r;
+}
+
 static int run_approve(struct cli_ctx *ctx, int argc, char **argv) {
         return cli_booking_change_run(ctx, CLI_BOOKING_APPROVE, "admin approve", approve_help, argc, argv);
 }
@@ -275,6 +331,7 @@ int cli_verb_admin(struct cli_ctx *ctx, int argc, char **argv) {
                 { "approve", run_approve },
                 { "deny", run_deny },
                 { "quota", cli_admin_quota },
+                { "backup", run_backup },
                 { NULL, NULL },
         };
         return cli_run_command(ctx, "admin", admin_help, cmds, argc, argv);

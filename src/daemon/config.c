@@ -129,6 +129,9 @@ static const char usage[] =
         "  --max-connections-per-user N  connections one user may hold open on the Unix\n"
         "                       socket; more are refused (default 64; 0 = no cap; root and\n"
         "                       the daemon's own user are not capped)\n"
+        "  --backup-interval DURATION  copy the database to STATE_DIR/backups/ this often, online\n"
+        "                       ('gpuward admin backup PATH' makes one at once; default 0 = never)\n"
+        "  --backup-keep N      scheduled backups kept, the oldest removed first (default 7)\n"
         "  --debug              verbose log\n"
         "  --help, --version\n"
         "\n"
@@ -144,7 +147,8 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
-       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS };
+       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
+       OPT_BACKUP_KEEP };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -189,6 +193,8 @@ static const struct option options[] = {
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
+        { "backup-interval", required_argument, NULL, OPT_BACKUP_INTERVAL },
+        { "backup-keep", required_argument, NULL, OPT_BACKUP_KEEP },
         {},
 };
 
@@ -401,6 +407,23 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (!parse_bool(v, &c->guest_job_details))
                         break;
                 return 0;
+        case OPT_BACKUP_INTERVAL:
+                if (!strcmp(v, "0"))
+                        d = 0;
+                else if (gw_parse_duration(v, &d) < 0 || d < GW_USEC_PER_SEC) {
+                        config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS
+                                    ", or 0 for no scheduled backups", name, v);
+                        return -EINVAL;
+                }
+                c->backup_interval = d;
+                return 0;
+        case OPT_BACKUP_KEEP:
+                if (gw_parse_int(v, 1, 10000, &n) < 0) {
+                        config_fail(c, "%s: invalid value '%s' (how many scheduled backups to keep, 1-10000)", name, v);
+                        return -EINVAL;
+                }
+                c->backup_keep = (int) n;
+                return 0;
         default:
                 config_fail(c, "unknown setting '%s'", name);
                 return -EINVAL;
@@ -601,6 +624,7 @@ static void set_defaults(struct gw_config *c) {
                 .leak_mib_per_epoch = 256,
                 .leak_epochs = 3,
                 .snapshot_keep_last = 3,
+                .backup_keep = 7,
                 .max_conns_per_user = GW_HTTP_DEFAULT_MAX_PER_UID,
                 .snapshot_cap = (uint64_t) 50 << 30,
                 .snapshot_cap_user = (uint64_t) 20 << 30,

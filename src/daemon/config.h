@@ -62,6 +62,8 @@ struct gw_config {
         uint64_t state_reserve;     /* free bytes job logs leave on the state dir's disk; 0 = none */
         unsigned max_conns_per_user; /* Unix socket connections per uid; 0 = no cap */
         bool debug;
+        gw_usec_t backup_interval;  /* scheduled online backups into STATE_DIR/backups; 0 = none */
+        int backup_keep;            /* scheduled backups kept there */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

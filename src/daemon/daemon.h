@@ -198,6 +198,8 @@ struct gw_daemon {
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_restore *restores; /* restores in progress (training_restore.c) */
+        struct gw_dbackup *backup;   /* the online backup being written (backup.c), NULL none */
+        gw_usec_t backup_due;        /* monotonic: the next scheduled backup; 0 = not set yet */
 };
 
 /* queue.c: the running and queued jobs by id */
@@ -469,5 +471,11 @@ int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *r
                           size_t n);
 void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
 gw_usec_t gw_train_restore_tick(struct gw_daemon *d);
+/* backup.c: online backups.  The tick ends a finished copy (answering its request) and starts
+ * a scheduled one when due; it returns when it wants to run again.  conn_gone forgets a
+ * request that went away; close waits for a copy under way (at shutdown). */
+gw_usec_t gw_backup_tick(struct gw_daemon *d);
+void gw_backup_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
+void gw_backup_close(struct gw_daemon *d);
 void gw_train_restore_free_all(struct gw_daemon *d);
 /* ---- end of training awareness ---- */

@@ -418,6 +418,7 @@ static const struct {
         { { "GET", "/api/v1/usage", 0 }, on_usage },
         { { "GET", "/api/v1/quota", 0 }, on_quota },
         { { "POST", "/api/v1/quota", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_quota_set },
+        { { "POST", "/api/v1/admin/backup", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_backup },
         { { "POST", "/api/v1/tokens", GW_ROUTE_MUTATES }, on_token_create },
         { { "GET", "/api/v1/tokens", GW_ROUTE_MUTATES }, on_token_list },
         { { "DELETE", "/api/v1/tokens/{id}", GW_ROUTE_MUTATES }, on_token_revoke },
@@ -481,6 +482,7 @@ void gw_api_resume_waiters(struct gw_djob *dj) {
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = the_daemon(userdata);
         gw_train_restore_conn_gone(d, conn);
+        gw_backup_conn_gone(d, conn);
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
                 for (size_t k = 0; k < dj->n_waiters; k++)

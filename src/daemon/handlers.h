@@ -67,6 +67,9 @@ void on_submit_batch(void *ud, const struct gw_http_request *req, const struct g
 /* handlers_list.c: GET /api/v1/jobs. */
 void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c);
+/* backup.c: POST /api/v1/admin/backup, answered when the copy is written. */
+void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+               struct gw_http_reply *rep, const struct caller *c);
 
 /* handlers_gpu.c */
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,

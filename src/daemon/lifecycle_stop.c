@@ -105,9 +105,11 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
         gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
-        gw_usec_t restore = gw_train_restore_tick(d);
+        gw_usec_t restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
         if (restore < next)
                 next = restore;
+        if (backup < next)
+                next = backup;
         if (d->jobs.start_retry_at && d->now >= d->jobs.start_retry_at) {
                 d->jobs.start_retry_at = 0;
                 d->jobs.sched_dirty = true;

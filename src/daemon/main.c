@@ -296,6 +296,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         for (int i = 0; i < 2; i++)
                 d->loop.http[i] = gw_http_stop(d->loop.http[i]);
         gw_train_restore_free_all(d); /* their helpers finish on their own */
+        gw_backup_close(d);
         gw_events_free(d);
         gw_notify_close(d->notify);
         d->notify = NULL;

@@ -1,4 +1,7 @@
 /* The schema: numbered migrations (see the comment below), kept apart from the queries. */
+#include <errno.h>
+#include <stdio.h>
+
 #include "base/cleanup.h"
 #include "store/store_internal.h"
 
@@ -123,3 +126,56 @@ const char *const gw_store_migrations[] = {
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }
+
+/* The database's schema version (PRAGMA user_version), or -EIO. */
+static int schema_read(sqlite3 *db) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -EIO;
+        sqlite3_finalize(st);
+        return version;
+}
+
+/* A database a later gpuwardd made is refused before anything is written to it (not even
+ * the journal mode): this build does not know what its tables mean, and the later version
+ * must still find the file as it left it. */
+int gw_store_schema_check(sqlite3 *db, const char *path, char *err, size_t errlen) {
+        int version = schema_read(db), latest = gw_store_schema_version();
+        if (version < 0) {
+                snprintf(err, errlen, "reading the schema version of %s failed: %s", path, sqlite3_errmsg(db));
+                return -EIO;
+        }
+        if (version > latest) {
+                snprintf(err, errlen,
+                         "database schema %d is newer than this gpuwardd knows (%d): %s was written by a later "
+                         "gpuward; run that version, or restore a backup made by this one (left unchanged)",
+                         version, latest, path);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+int gw_store_migrate(sqlite3 *db, char *err, size_t errlen) {
+        int version = schema_read(db);
+        if (version < 0)
+                goto fail;
+        int latest = gw_store_schema_version();
+        for (int v = version; v < latest; v++) {
+                char pragma[64];
+                snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
+                if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(db, gw_store_migrations[v], NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
+                        snprintf(err, errlen, "migration %d failed: %s", v + 1, sqlite3_errmsg(db));
+                        (void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+                        return -EIO;
+                }
+                if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+                        goto fail;
+        }
+        return 0;
+fail:
+        snprintf(err, errlen, "reading the schema version failed: %s", sqlite3_errmsg(db));
+        return -EIO;
+}

@@ -239,39 +239,6 @@ int gw_store_rollback(struct gw_store *s) {
         return exec_rollback(s, ST_ROLLBACK);
 }
 
-static int migrate(struct gw_store *s, char *err, size_t errlen) {
-        sqlite3_stmt *st;
-        int version = 0;
-        if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
-                goto fail;
-        if (sqlite3_step(st) == SQLITE_ROW)
-                version = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-
-        int latest = gw_store_schema_version();
-        if (version > latest) {
-                snprintf(err, errlen, "database schema version %d is newer than this gpuwardd (%d)", version, latest);
-                return -EPROTO;
-        }
-        for (int v = version; v < latest; v++) {
-                char pragma[64];
-                snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
-                if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-                    sqlite3_exec(s->db, gw_store_migrations[v], NULL, NULL, NULL) != SQLITE_OK ||
-                    sqlite3_exec(s->db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
-                        snprintf(err, errlen, "migration %d failed: %s", v + 1, sqlite3_errmsg(s->db));
-                        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-                        return -EIO;
-                }
-                if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-                        goto fail;
-        }
-        return 0;
-fail:
-        snprintf(err, errlen, "reading the schema version failed: %s", sqlite3_errmsg(s->db));
-        return -EIO;
-}
-
 /* The database holds every job's command, directory and submitted environment (API keys
  * among them) and the tokens' hashes: only the daemon's user may read it.  SQLite gives the
  * -wal and -shm files the database file's mode; a state dir from before this is mended.
@@ -304,12 +271,16 @@ int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errl
                 goto fail;
         }
         (void) sqlite3_busy_timeout(s->db, 5000);
+        r = gw_store_schema_check(s->db, path, err, errlen);
+        if (r < 0)
+                goto fail;
+        r = -EIO;
         if (sqlite3_exec(s->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
                          NULL, NULL, NULL) != SQLITE_OK) {
                 snprintf(err, errlen, "cannot set up %s: %s", path, sqlite3_errmsg(s->db));
                 goto fail;
         }
-        r = migrate(s, err, errlen);
+        r = gw_store_migrate(s->db, err, errlen);
         if (r < 0)
                 goto fail;
         for (int i = 0; i < _ST_MAX; i++)

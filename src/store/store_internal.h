@@ -17,3 +17,8 @@ int gw_store_sql_err(struct gw_store *s);
 void gw_store_booking_saved(struct gw_store *s, const struct gw_store_booking *b);
 /* Migration k (0-based) takes the schema from user_version k to k + 1 (schema.c). */
 extern const char *const gw_store_migrations[];
+/* schema.c: refuses (-EPROTO, why in err) a database whose schema is newer than this build's,
+ * before anything is written to it; then gw_store_migrate applies the missing migrations,
+ * each in a transaction of its own. */
+int gw_store_schema_check(sqlite3 *db, const char *path, char *err, size_t errlen);
+int gw_store_migrate(sqlite3 *db, char *err, size_t errlen);

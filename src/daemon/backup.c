@@ -1,0 +1,235 @@
+/* Online backups of the state: POST /api/v1/admin/backup (gpuward admin backup PATH) and the
+ * scheduled ones (backup_interval, backup_keep) into STATE_DIR/backups/.
+ *
+ * The copy is made by the store's backup thread (store/backup.h); the loop only starts it and
+ * looks, once per iteration while one runs, whether it has ended.  An admin's request is
+ * suspended meanwhile and answered when the copy is complete, so "done" means the file is
+ * there, whole and synced.  One backup at a time: they read the same database, and two would
+ * only take twice the disk bandwidth. */
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/handlers.h"
+#include "store/backup.h"
+
+/* How often the loop looks whether a running copy has ended. */
+#define POLL_USEC (20 * 1000)
+#define PREFIX "gpuward-"
+#define SUFFIX ".db"
+
+struct gw_dbackup {
+        struct gw_backup *b;
+        struct gw_http_conn *conn;  /* the admin's suspended request; NULL: scheduled or gone */
+        bool scheduled;
+        bool ended;                 /* the outcome below is known */
+        int r;
+        uint64_t bytes;
+        char why[512];
+};
+
+static struct gw_dbackup *dbackup_free(struct gw_dbackup *x) {
+        if (x) {
+                x->b = gw_backup_free(x->b);
+                free(x);
+        }
+        return NULL;
+}
+
+static int name_cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Removes the oldest scheduled backups past backup_keep.  Their names sort by time. */
+static void prune(struct gw_daemon *d, const char *dir) {
+        DIR *dp = opendir(dir);
+        if (!dp)
+                return;
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        for (struct dirent *e; (e = readdir(dp));) {
+                size_t len = strlen(e->d_name);
+                if (strncmp(e->d_name, PREFIX, strlen(PREFIX)) || len < strlen(SUFFIX) ||
+                    strcmp(e->d_name + len - strlen(SUFFIX), SUFFIX))
+                        continue;
+                if (n == cap)
+                        names = gw_xrealloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
+                names[n++] = gw_xstrdup(e->d_name);
+        }
+        (void) closedir(dp);
+        qsort(names, n, sizeof *names, name_cmp);
+        for (size_t i = 0; i < n; i++) {
+                if (i + (size_t) d->cfg->backup_keep < n) {
+                        char path[4400];
+                        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+                        if (unlink(path) < 0)
+                                log_warn("backup: cannot remove %s (past backup_keep %d): %s", path,
+                                         d->cfg->backup_keep, strerror(errno));
+                }
+                free(names[i]);
+        }
+        free(names);
+}
+
+static int start(struct gw_daemon *d, const char *path, struct gw_http_conn *conn, char *err, size_t errlen) {
+        struct gw_backup *b = gw_backup_start(d->store, path, err, errlen);
+        if (!b)
+                return -EIO;
+        d->backup = gw_xcalloc(1, sizeof *d->backup);
+        d->backup->b = b;
+        d->backup->conn = conn;
+        d->backup->scheduled = !conn;
+        return 0;
+}
+
+static void start_scheduled(struct gw_daemon *d) {
+        char dir[4200], path[4400], err[600];
+        snprintf(dir, sizeof dir, "%s/backups", d->cfg->state_dir);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                log_warn("backup: cannot make %s: %s; no scheduled backup", dir, strerror(errno));
+                return;
+        }
+        /* UTC with milliseconds: names sort by time, and two never share one. */
+        time_t sec = (time_t) (d->now_wall / GW_USEC_PER_SEC);
+        struct tm tm;
+        char stamp[32];
+        (void) gmtime_r(&sec, &tm);
+        (void) strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+        snprintf(path, sizeof path, "%s/" PREFIX "%s.%03dZ" SUFFIX, dir, stamp,
+                 (int) (d->now_wall % GW_USEC_PER_SEC / 1000));
+        if (start(d, path, NULL, err, sizeof err) < 0)
+                log_warn("backup: %s", err);
+}
+
+/* A copy that ended: its request answered (resumed), or, scheduled, logged and pruned. */
+static gw_usec_t ended(struct gw_daemon *d) {
+        struct gw_dbackup *x = d->backup;
+        const char *path = gw_backup_path(x->b);
+        if (x->r < 0)
+                log_warn("backup to %s failed: %s", path, x->why);
+        else
+                log_info("backup: %s written (%llu bytes)", path, (unsigned long long) x->bytes);
+        if (x->conn) { /* the handler, called again, takes it */
+                gw_http_conn_resume(x->conn);
+                return d->now;
+        }
+        if (x->scheduled && x->r == 0) {
+                char dir[4200];
+                snprintf(dir, sizeof dir, "%s/backups", d->cfg->state_dir);
+                prune(d, dir);
+        }
+        d->backup = dbackup_free(x);
+        return GW_USEC_INFINITY;
+}
+
+gw_usec_t gw_backup_tick(struct gw_daemon *d) {
+        gw_usec_t next = GW_USEC_INFINITY;
+        struct gw_dbackup *x = d->backup;
+        if (x && !x->ended) {
+                if (!gw_backup_done(x->b, &x->r, &x->bytes, x->why, sizeof x->why))
+                        return d->now + POLL_USEC;
+                x->ended = true;
+                next = ended(d);
+        }
+        if (d->cfg->backup_interval <= 0)
+                return next;
+        if (!d->backup_due)
+                d->backup_due = d->now + d->cfg->backup_interval;
+        if (d->now >= d->backup_due) {
+                /* One that falls due while an admin's copy is under way is skipped. */
+                d->backup_due = d->now + d->cfg->backup_interval;
+                if (!d->backup)
+                        start_scheduled(d);
+                if (d->backup && !d->backup->ended)
+                        return d->now + POLL_USEC;
+        }
+        return next < d->backup_due ? next : d->backup_due;
+}
+
+void gw_backup_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn) {
+        struct gw_dbackup *x = d->backup;
+        if (!x || x->conn != conn)
+                return;
+        x->conn = NULL;
+        if (x->ended) /* resumed, and gone before the handler ran again */
+                d->backup = dbackup_free(x);
+}
+
+void gw_backup_close(struct gw_daemon *d) {
+        d->backup = dbackup_free(d->backup); /* waits for a copy under way */
+}
+
+/* The path an admin named: absolute, not there yet, in a folder that is.  0, or -EINVAL
+ * after a 400 naming the field. */
+static int path_check(const char *path, struct gw_http_reply *rep) {
+        struct stat st;
+        if (!path || !*path)
+                return reply_error(rep, 400, "path", "path: required, the file to write the copy to"), -EINVAL;
+        if (path[0] != '/' || strlen(path) > 4000)
+                return reply_error(rep, 400, "path", "path: '%.200s' is not an absolute path (under 4000 bytes)",
+                                   path), -EINVAL;
+        if (lstat(path, &st) == 0)
+                return reply_error(rep, 400, "path", "path: %.200s exists; a backup never replaces a file", path),
+                       -EINVAL;
+        char copy[4096];
+        snprintf(copy, sizeof copy, "%s", path);
+        const char *dir = dirname(copy);
+        if (stat(dir, &st) < 0)
+                return reply_error(rep, 400, "path", "path: the folder %.200s does not exist (%s)", dir,
+                                   strerror(errno)), -EINVAL;
+        if (!S_ISDIR(st.st_mode))
+                return reply_error(rep, 400, "path", "path: %.200s is not a folder", dir), -EINVAL;
+        return 0;
+}
+
+static void answer(struct gw_daemon *d, struct gw_http_reply *rep) {
+        struct gw_dbackup *x = d->backup;
+        const char *path = gw_backup_path(x->b);
+        if (x->r == -EEXIST)
+                reply_error(rep, 400, "path", "path: %.200s exists now (made while the copy was written); the copy "
+                                              "was not kept", path);
+        else if (x->r < 0)
+                reply_error(rep, x->r == -ENOSPC ? 507 : 500, NULL, "backup to %.200s failed: %s", path, x->why);
+        else
+                reply_json(rep, 200, json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) x->bytes,
+                                               "schema", gw_store_schema_version()));
+        d->backup = dbackup_free(x);
+}
+
+void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+               struct gw_http_reply *rep, const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        (void) ctx;
+        if (req->resumed) {
+                if (d->backup && d->backup->conn == req->conn && d->backup->ended)
+                        return answer(d, rep);
+                return reply_error(rep, 503, NULL, "gpuwardd is stopping; the backup may not be complete");
+        }
+        json_t *o = parse_body(req, rep);
+        if (!o)
+                return;
+        static const char *const fields[] = { "path" };
+        const char *path = NULL;
+        if (body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 || path_check(path, rep) < 0)
+                return json_decref(o);
+        if (d->backup) {
+                reply_error(rep, 409, NULL, "a backup is being written already (to %.200s); ask again when it is done",
+                            gw_backup_path(d->backup->b));
+                return json_decref(o);
+        }
+        char err[600];
+        if (start(d, path, req->conn, err, sizeof err) < 0) {
+                reply_error(rep, 500, NULL, "backup: %s", err);
+                return json_decref(o);
+        }
+        log_info("backup to %s asked by %s", path, c->user);
+        json_decref(o);
+        rep->suspend = true;
+}
