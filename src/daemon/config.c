@@ -1,4 +1,5 @@
 #include "daemon/config.h"
+#include "daemon/config_int.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -16,12 +17,8 @@
 #include "core/retry.h"
 #include "core/webhook.h"
 
-#define DEFAULT_CONFIG "/etc/gpuward/gpuward.conf"
-
-/* A setting's error: printed at once for a flag; for a line of the config file, kept until
- * ini_parse says which line it was, so the user gets one line with the file, line and why. */
-static void config_fail(struct gw_config *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void config_fail(struct gw_config *c, const char *fmt, ...) {
+/* One line with the file, line and why, for a bad line of the config file. */
+void gw_config_fail(struct gw_config *c, const char *fmt, ...) {
         char why[sizeof c->file_error];
         va_list ap;
         va_start(ap, fmt);
@@ -40,14 +37,14 @@ static void config_fail(struct gw_config *c, const char *fmt, ...) {
 }
 
 static int duration_fail(struct gw_config *c, const char *name, const char *v) {
-        config_fail(c, "%s: '%s' is not a duration: " GW_DURATION_FORMS, name, v);
+        gw_config_fail(c, "%s: '%s' is not a duration: " GW_DURATION_FORMS, name, v);
         return -EINVAL;
 }
 
 /* The settings where a bare number is seconds: a whole number in [min_sec, max_sec] is, any
  * other value is a duration with its unit.  "1.5" is refused: the shared parser reads a bare
  * number as minutes, and here a bare number means seconds. */
-static int parse_seconds_or_duration(const char *v, long long min_sec, long long max_sec, gw_usec_t *ret) {
+int gw_config_parse_seconds_or_duration(const char *v, long long min_sec, long long max_sec, gw_usec_t *ret) {
         long long n;
         gw_usec_t d;
         if (gw_parse_int(v, min_sec, max_sec, &n) == 0)
@@ -59,88 +56,6 @@ static int parse_seconds_or_duration(const char *v, long long min_sec, long long
 }
 
 
-static const char usage[] =
-        "Usage: gpuwardd [OPTIONS]\n"
-        "\n"
-        "The gpuward daemon: queues jobs, gives them whole GPUs, runs them, keeps state in SQLite.\n"
-        "Runs in the foreground and logs to stderr.  Config keys use the same names as the flags.\n"
-        "\n"
-        "  --config FILE        INI file (default " DEFAULT_CONFIG " if it exists)\n"
-        "  --check-config [FILE]  only read FILE (default " DEFAULT_CONFIG ") as gpuwardd\n"
-        "                       would: each bad line with its number, key and why, exit 1; or\n"
-        "                       'FILE: ok', exit 0.  Starts nothing; takes no other option\n"
-        "  --state-dir DIR      database, logs, run files (default /var/lib/gpuward as root,\n"
-        "                       else $XDG_STATE_HOME/gpuward)\n"
-        "  --socket PATH        Unix socket for the CLI (default /run/gpuward/gpuward.sock as root,\n"
-        "                       else $XDG_RUNTIME_DIR/gpuward.sock, else STATE_DIR/gpuward.sock)\n"
-        "  --listen HOST:PORT   TCP door for the web page and scripts (default 127.0.0.1:8470;\n"
-        "                       port 0 picks a free one, written to STATE_DIR/listen.addr;\n"
-        "                       'none' disables TCP)\n"
-        "  --web-dir DIR        serve the dashboard's files from DIR instead of the copy built\n"
-        "                       into gpuwardd (for working on web/)\n"
-        "  --simulate-gpus N    run on N simulated GPUs (the project's fake NVML; 0, the default: real)\n"
-        "  --nvml-lib PATH      NVML library to load (default libnvidia-ml.so.1; env GPUWARD_NVML_LIB)\n"
-        "  --grace-seconds N    SIGTERM to SIGKILL delay on cancel and time limit (default 30)\n"
-        "  --default-time-limit DURATION   for jobs submitted without --time (default 1d)\n"
-        "  --max-time-limit DURATION       longest --time accepted (default 7d)\n"
-        "  --allow-root-jobs    let uid 0 submit jobs (refused by default)\n"
-        "  --admins LIST        comma-separated admin user names and @groups (root always is one)\n"
-        "  --guests LIST        users and @groups who may only read (everyone else: a user)\n"
-        "  --tcp-anonymous MODE guest | refuse: a TCP caller without a token reads as a guest,\n"
-        "                       or gets 401 (default guest)\n"
-        "  --guest-job-details BOOL  show guests (callers without a token, --guests) the command\n"
-        "                       line, working directory and log path of jobs (default no)\n"
-        "  --cgroup MODE        auto | v2 | v1 | none (default auto)\n"
-        "  --sample-interval S  seconds between GPU samples (default 2)\n"
-        "  --rogue-policy P     report | kill: what to do with processes of no job on a GPU that a\n"
-        "                       job holds (default report)\n"
-        "  --default-retries N  retries for jobs submitted without --retries (default 3)\n"
-        "  --default-retry-on LIST  failure classes retried by default\n"
-        "                       (default gpu_fault,cuda_error,nccl_error,lost)\n"
-        "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
-        "  --no-show DURATION   release a started booking with no job this long (default 15m)\n"
-        "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
-        "  --booking-max-duration DURATION  a user's booking longer than this waits for an\n"
-        "                       admin's approval (default 1d; 0 or unlimited: no limit)\n"
-        "  --booking-max-gpus N|P%  one with more GPUs, or more than P% of them, too\n"
-        "                       (default 50%; unlimited: no limit)\n"
-        "  --booking-may-delay-waiting BOOL  false: one that would delay jobs already waiting\n"
-        "                       waits for an admin too (default false)\n"
-        "  --webhook-url URLS   POST job events as JSON to these http(s) URLs (comma-separated;\n"
-        "                       a \"text\" field for chat tools; default none)\n"
-        "  --webhook-events LIST  which: start, end, retry, warn, leak, gpu, all\n"
-        "                       (default end,retry,warn,leak)\n"
-        "  --time-limit-warn DURATION  tell a job this long before its time limit, in its\n"
-        "                       events and its log (default 5m; 0: never)\n"
-        "  --rate-limit N, --rate-burst N  submissions and bookings per user a minute, and at\n"
-        "                       once (default 20 and 50; admins are not limited)\n"
-        "  --leak-mib-per-epoch M  GPU memory-leak threshold: baseline growth per epoch (default 256)\n"
-        "  --leak-epochs N      epochs in a row over it before a leak is flagged (default 3)\n"
-        "  --snapshot-keep-last N  snapshots of last.pt, and of best.pt, kept per job (default 3)\n"
-        "  --snapshot-cap SIZE  all snapshots together, in blocks on disk; the oldest copies go\n"
-        "                       first, each job's newest best.pt last (default 50G; 0 = no cap)\n"
-        "  --snapshot-cap-user SIZE  the same over each user's snapshots (default 20G; 0 = none)\n"
-        "  --log-max SIZE       a job's log under the state dir is kept under this: its first\n"
-        "                       quarter, a line saying how much was dropped, and its newest\n"
-        "                       output (default 64M; 0 = no cap)\n"
-        "  --state-reserve SIZE job logs stop growing while the state dir's disk has less free,\n"
-        "                       so the database can still record (default 256M, at most a\n"
-        "                       quarter of that disk; 0 = none)\n"
-        "  --max-connections-per-user N  connections one user may hold open on the Unix\n"
-        "                       socket; more are refused (default 64; 0 = no cap; root and\n"
-        "                       the daemon's own user are not capped)\n"
-        "  --backup-interval DURATION  copy the database to STATE_DIR/backups/ this often, online\n"
-        "                       ('gpuward admin backup PATH' makes one at once; default 0 = never)\n"
-        "  --backup-keep N      scheduled backups kept, the oldest removed first (default 7)\n"
-        "  --debug              verbose log\n"
-        "  --help, --version\n"
-        "\n"
-        "Idle-GPU reclamation profiles (default, hpo, finetune, or new ones) are [policy.NAME]\n"
-        "sections of the config file: util_threshold, idle_timeout, warn, grace, protect_max\n"
-        "(seconds or durations), enabled, allowed (users, @groups, @admins, *), and\n"
-        "leak_mib_per_epoch, leak_epochs for the profile's jobs (else the global ones).  [reclaim]\n"
-        "validating_patterns and saving_patterns ('|'-separated substrings) add log lines that\n"
-        "protect a job to the built-in Ultralytics ones.\n";
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
@@ -198,12 +113,12 @@ static const struct option options[] = {
         {},
 };
 
-static void set_str(char **dst, const char *v) {
+void gw_config_set_str(char **dst, const char *v) {
         free(*dst);
         *dst = gw_xstrdup(v);
 }
 
-static bool parse_bool(const char *v, bool *ret) {
+bool gw_config_parse_bool(const char *v, bool *ret) {
         if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
                 *ret = true;
         else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
@@ -238,14 +153,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         long long n;
         gw_usec_t d;
         switch (opt) {
-        case OPT_CONFIG: set_str(&c->config_file, v); return 0;
-        case OPT_STATE_DIR: set_str(&c->state_dir, v); return 0;
-        case OPT_SOCKET: set_str(&c->socket, v); return 0;
-        case OPT_LISTEN: set_str(&c->listen, strcmp(v, "none") ? v : ""); return 0;
-        case OPT_NVML: set_str(&c->nvml_lib, v); return 0;
-        case OPT_WEB_DIR: set_str(&c->web_dir, v); return 0;
-        case OPT_ADMINS: set_str(&c->admins, v); return 0;
-        case OPT_GUESTS: set_str(&c->guests, v); return 0;
+        case OPT_CONFIG: gw_config_set_str(&c->config_file, v); return 0;
+        case OPT_STATE_DIR: gw_config_set_str(&c->state_dir, v); return 0;
+        case OPT_SOCKET: gw_config_set_str(&c->socket, v); return 0;
+        case OPT_LISTEN: gw_config_set_str(&c->listen, strcmp(v, "none") ? v : ""); return 0;
+        case OPT_NVML: gw_config_set_str(&c->nvml_lib, v); return 0;
+        case OPT_WEB_DIR: gw_config_set_str(&c->web_dir, v); return 0;
+        case OPT_ADMINS: gw_config_set_str(&c->admins, v); return 0;
+        case OPT_GUESTS: gw_config_set_str(&c->guests, v); return 0;
         case OPT_TCP_ANON:
                 if (strcmp(v, "guest") && strcmp(v, "refuse"))
                         break;
@@ -254,12 +169,12 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_CGROUP:
                 if (strcmp(v, "auto") && strcmp(v, "v2") && strcmp(v, "v1") && strcmp(v, "none"))
                         break;
-                set_str(&c->cgroup, v);
+                gw_config_set_str(&c->cgroup, v);
                 return 0;
         case OPT_ROGUE:
                 if (strcmp(v, "report") && strcmp(v, "kill"))
                         break;
-                set_str(&c->rogue_policy, v);
+                gw_config_set_str(&c->rogue_policy, v);
                 return 0;
         case OPT_RETRIES:
                 if (gw_parse_int(v, 0, 100, &n) < 0)
@@ -272,20 +187,20 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 unsigned topics;
                 if (opt == OPT_WEBHOOK_EVENTS ? gw_webhook_topics_parse(v, &topics, why, sizeof why) < 0
                                               : webhook_urls_check(v, why, sizeof why) < 0) {
-                        config_fail(c, "%s: %s", name, why);
+                        gw_config_fail(c, "%s: %s", name, why);
                         return -EINVAL;
                 }
-                set_str(opt == OPT_WEBHOOK_URL ? &c->webhook_url : &c->webhook_events, v);
+                gw_config_set_str(opt == OPT_WEBHOOK_URL ? &c->webhook_url : &c->webhook_events, v);
                 return 0;
         }
         case OPT_RETRY_ON: {
                 uint32_t mask;
                 char why[160];
                 if (gw_retry_parse_classes(v, &mask, why, sizeof why) < 0) {
-                        config_fail(c, "%s: %s", name, why);
+                        gw_config_fail(c, "%s: %s", name, why);
                         return -EINVAL;
                 }
-                set_str(&c->default_retry_on, v);
+                gw_config_set_str(&c->default_retry_on, v);
                 return 0;
         }
         case OPT_SIMULATE:
@@ -344,7 +259,7 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 }
                 /* A cap keeps a quarter as the head and one as the tail: under 64K, nothing. */
                 if (gw_parse_size(v, to) < 0 || (opt == OPT_LOG_MAX && *to < (64u << 10))) {
-                        config_fail(c, "%s: invalid value '%s' (a size such as 64M%s, or 0 for none)", name, v,
+                        gw_config_fail(c, "%s: invalid value '%s' (a size such as 64M%s, or 0 for none)", name, v,
                                     opt == OPT_LOG_MAX ? ", at least 64K" : "");
                         return -EINVAL;
                 }
@@ -355,7 +270,7 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_BACKOFF:
         case OPT_SAMPLE:
                 /* A bare number is seconds here, unlike job time limits. */
-                if (parse_seconds_or_duration(v, 1, 3600, &d) < 0)
+                if (gw_config_parse_seconds_or_duration(v, 1, 3600, &d) < 0)
                         return duration_fail(c, name, v);
                 *(opt == OPT_SAMPLE    ? &c->sample_interval
                   : opt == OPT_BACKOFF ? &c->retry_backoff
@@ -366,26 +281,26 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (!strcmp(v, "0") || !strcmp(v, "unlimited"))
                         d = 0;
                 else if (gw_parse_duration(v, &d) < 0) {
-                        config_fail(c, "%s: '%s' is not a duration: " GW_DURATION_FORMS ", or unlimited", name, v);
+                        gw_config_fail(c, "%s: '%s' is not a duration: " GW_DURATION_FORMS ", or unlimited", name, v);
                         return -EINVAL;
                 }
                 c->booking.max_duration = d;
                 return 0;
         case OPT_BOOK_MAX_GPUS:
                 if (gw_bookpolicy_parse_gpus(v, &c->booking) < 0) {
-                        config_fail(c, "%s: invalid value '%s' (a GPU count 0-64, a percentage 0-100%%, or "
+                        gw_config_fail(c, "%s: invalid value '%s' (a GPU count 0-64, a percentage 0-100%%, or "
                                     "unlimited)", name, v);
                         return -EINVAL;
                 }
                 return 0;
         case OPT_BOOK_DELAY:
-                if (!parse_bool(v, &c->booking.may_delay_waiting)) {
-                        config_fail(c, "%s: invalid value '%s' (true or false)", name, v);
+                if (!gw_config_parse_bool(v, &c->booking.may_delay_waiting)) {
+                        gw_config_fail(c, "%s: invalid value '%s' (true or false)", name, v);
                         return -EINVAL;
                 }
                 return 0;
         case OPT_LIMIT_WARN:
-                if (parse_seconds_or_duration(v, 0, 3600, &d) < 0)
+                if (gw_config_parse_seconds_or_duration(v, 0, 3600, &d) < 0)
                         return duration_fail(c, name, v);
                 c->time_limit_warn = d;
                 return 0;
@@ -396,22 +311,22 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 *(opt == OPT_DEFAULT_LIMIT ? &c->default_time_limit : &c->max_time_limit) = d;
                 return 0;
         case OPT_ALLOW_ROOT:
-                if (!parse_bool(v, &c->allow_root_jobs))
+                if (!gw_config_parse_bool(v, &c->allow_root_jobs))
                         break;
                 return 0;
         case OPT_DEBUG:
-                if (!parse_bool(v, &c->debug))
+                if (!gw_config_parse_bool(v, &c->debug))
                         break;
                 return 0;
         case OPT_GUEST_DETAILS:
-                if (!parse_bool(v, &c->guest_job_details))
+                if (!gw_config_parse_bool(v, &c->guest_job_details))
                         break;
                 return 0;
         case OPT_BACKUP_INTERVAL:
                 if (!strcmp(v, "0"))
                         d = 0;
                 else if (gw_parse_duration(v, &d) < 0 || d < GW_USEC_PER_SEC) {
-                        config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS
+                        gw_config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS
                                     ", or 0 for no scheduled backups", name, v);
                         return -EINVAL;
                 }
@@ -419,16 +334,16 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 return 0;
         case OPT_BACKUP_KEEP:
                 if (gw_parse_int(v, 1, 10000, &n) < 0) {
-                        config_fail(c, "%s: invalid value '%s' (how many scheduled backups to keep, 1-10000)", name, v);
+                        gw_config_fail(c, "%s: invalid value '%s' (how many scheduled backups to keep, 1-10000)", name, v);
                         return -EINVAL;
                 }
                 c->backup_keep = (int) n;
                 return 0;
         default:
-                config_fail(c, "unknown setting '%s'", name);
+                gw_config_fail(c, "unknown setting '%s'", name);
                 return -EINVAL;
         }
-        config_fail(c, "%s: invalid value '%s'", name, v);
+        gw_config_fail(c, "%s: invalid value '%s'", name, v);
         return -EINVAL;
 }
 
@@ -446,124 +361,19 @@ static int opt_by_name(const char *name) {
         return -1;
 }
 
-/* --- idle-reclamation profiles: [policy.NAME] and [reclaim] --------------------------- */
-
-/* A profile's name is a word a user types after --idle-policy (the codec allows [a-z0-9_-]). */
-static bool policy_name_ok(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n >= GW_RECLAIM_NAME_MAX)
-                return false;
-        for (; *s; s++)
-                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
-                        return false;
-        return true;
-}
-
-/* The profile named name; a new one starts as a copy of "default", so a section only needs
- * to say what differs. */
-static struct gw_policy_conf *policy_get(struct gw_config *c, const char *name) {
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (!strcmp(c->policies[i].p.name, name))
-                        return &c->policies[i];
-        struct gw_policy_conf base = { .p = gw_reclaim_profiles[0] };
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (!strcmp(c->policies[i].p.name, "default"))
-                        base.p = c->policies[i].p;
-        snprintf(base.p.name, sizeof base.p.name, "%s", name);
-        c->policies = gw_xrealloc(c->policies, (c->n_policies + 1) * sizeof *c->policies);
-        c->policies[c->n_policies] = base;
-        return &c->policies[c->n_policies++];
-}
-
-/* Seconds: a bare number is seconds here (a test wants "3"), else a duration ("5m"). */
-static int parse_seconds(const char *v, bool zero_ok, gw_usec_t *ret) {
-        return parse_seconds_or_duration(v, zero_ok ? 0 : 1, 30LL * 24 * 3600, ret);
-}
-
-static int policy_line(struct gw_config *c, const char *pname, const char *name, const char *v) {
-        char key[64];
-        snprintf(key, sizeof key, "%s", name);
-        for (char *p = key; *p; p++)
-                if (*p == '-')
-                        *p = '_';
-        if (!policy_name_ok(pname)) {
-                config_fail(c, "[policy.%s]: a profile name is 1-%d of a-z 0-9 _ -", pname, GW_RECLAIM_NAME_MAX - 1);
-                return -EINVAL;
-        }
-        struct gw_policy_conf *pc = policy_get(c, pname);
-        long long n;
-        int r = 0;
-        if (!strcmp(key, "util_threshold")) {
-                char num[32];
-                snprintf(num, sizeof num, "%.*s", (int) strcspn(v, "%"), v);
-                r = gw_parse_int(num, 0, 100, &n);
-                if (r == 0)
-                        pc->p.util_threshold = (unsigned) n;
-        } else if (!strcmp(key, "idle_timeout"))
-                r = parse_seconds(v, false, &pc->p.idle_timeout);
-        else if (!strcmp(key, "warn") || !strcmp(key, "warn_seconds"))
-                r = parse_seconds(v, true, &pc->p.warn);
-        else if (!strcmp(key, "grace") || !strcmp(key, "grace_seconds"))
-                r = parse_seconds(v, true, &pc->p.grace);
-        else if (!strcmp(key, "protect_max"))
-                r = parse_seconds(v, true, &pc->p.protect_max);
-        else if (!strcmp(key, "enabled") || !strcmp(key, "reclaim"))
-                r = parse_bool(v, &pc->p.enabled) ? 0 : -EINVAL;
-        else if (!strcmp(key, "allowed"))
-                set_str(&pc->allowed, v);
-        else if (!strcmp(key, "leak_mib_per_epoch")) { /* the global key's ranges */
-                if ((r = gw_parse_int(v, 1, 1 << 20, &n)) == 0)
-                        pc->leak_mib_per_epoch = (double) n;
-        } else if (!strcmp(key, "leak_epochs")) {
-                if ((r = gw_parse_int(v, 2, 64, &n)) == 0)
-                        pc->leak_epochs = (unsigned) n;
-        } else {
-                config_fail(c, "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
-                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs)", name, pname);
-                return -EINVAL;
-        }
-        if (r < 0)
-                config_fail(c, "[policy.%s] %s: invalid value '%s'", pname, name, v);
-        return r;
-}
-
-static int reclaim_line(struct gw_config *c, const char *name, const char *v) {
-        if (!strcmp(name, "validating_patterns") || !strcmp(name, "validating-patterns"))
-                set_str(&c->validating_patterns, v);
-        else if (!strcmp(name, "saving_patterns") || !strcmp(name, "saving-patterns"))
-                set_str(&c->saving_patterns, v);
-        else {
-                config_fail(c, "unknown key '%s' in [reclaim] (validating_patterns, saving_patterns)", name);
-                return -EINVAL;
-        }
-        return 0;
-}
-
-/* Every profile must make sense as a whole (an enabled one needs an idle timeout...). */
-static int policies_check(const struct gw_config *c) {
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (gw_reclaim_policy_check(&c->policies[i].p) < 0) {
-                        fprintf(stderr, "gpuwardd: error: %s: [policy.%s] is not usable (threshold 0-100, "
-                                "durations >= 0, an idle_timeout when enabled)\n",
-                                c->config_file ? c->config_file : "config", c->policies[i].p.name);
-                        return -EINVAL;
-                }
-        return 0;
-}
-
 static int config_ini_line(void *user, const char *section, const char *name, const char *value) {
         struct gw_config *c = user;
         if (!strncmp(section, "policy.", 7))
-                return policy_line(c, section + 7, name, value) == 0;
+                return gw_config_policy_line(c, section + 7, name, value) == 0;
         if (!strcmp(section, "reclaim"))
-                return reclaim_line(c, name, value) == 0;
+                return gw_config_reclaim_line(c, name, value) == 0;
         int opt = opt_by_name(name);
         if (opt == -2) {
-                set_str(&c->strip_env, value);
+                gw_config_set_str(&c->strip_env, value);
                 return 1;
         }
         if (opt == OPT_CONFIG || opt == 'h' || opt == OPT_VERSION || opt < 0) {
-                config_fail(c, "unknown key '%s'%s%s%s (the keys are the long flags' names: gpuwardd --help)", name,
+                gw_config_fail(c, "unknown key '%s'%s%s%s (the keys are the long flags' names: gpuwardd --help)", name,
                             section[0] ? " in [" : "", section, section[0] ? "]" : "");
                 return 0;
         }
@@ -685,7 +495,7 @@ static int config_read_file(struct gw_config *c, bool explicit_file) {
                                                                     : "not a 'key = value' line or a [section]");
         if (r > 0 || (r == 0 && c->check_all && c->file_error_line))
                 return -EINVAL;
-        return policies_check(c);
+        return gw_config_policies_check(c);
 }
 
 /* Settings that are fine alone and wrong together. */
@@ -704,7 +514,7 @@ static int limits_check(const struct gw_config *c) {
 int gw_config_check(const char *file) {
         struct gw_config c;
         set_defaults(&c);
-        c.config_file = gw_xstrdup(file ? file : DEFAULT_CONFIG);
+        c.config_file = gw_xstrdup(file ? file : GW_CONFIG_DEFAULT_FILE);
         c.check_all = true;
         int r = config_read_file(&c, true);
         if (r == 0)
@@ -720,21 +530,21 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
         /* First pass: only --config, so the file is read before the flags that override it. */
         for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--config") && i + 1 < argc)
-                        set_str(&c->config_file, argv[i + 1]);
+                        gw_config_set_str(&c->config_file, argv[i + 1]);
                 else if (!strncmp(argv[i], "--config=", 9))
-                        set_str(&c->config_file, argv[i] + 9);
+                        gw_config_set_str(&c->config_file, argv[i] + 9);
         }
         bool explicit_file = c->config_file != NULL;
-        if (!c->config_file && access(DEFAULT_CONFIG, F_OK) == 0)
-                c->config_file = gw_xstrdup(DEFAULT_CONFIG);
-        if (c->config_file ? config_read_file(c, explicit_file) < 0 : policies_check(c) < 0)
+        if (!c->config_file && access(GW_CONFIG_DEFAULT_FILE, F_OK) == 0)
+                c->config_file = gw_xstrdup(GW_CONFIG_DEFAULT_FILE);
+        if (c->config_file ? config_read_file(c, explicit_file) < 0 : gw_config_policies_check(c) < 0)
                 return -EINVAL;
         int opt;
         optind = 1;
         opterr = 0; /* our own message, in our own words, below */
         while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
                 if (opt == 'h') {
-                        fputs(usage, stdout);
+                        fputs(gw_config_usage, stdout);
                         return 1;
                 }
                 if (opt == OPT_VERSION) {

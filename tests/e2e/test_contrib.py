@@ -31,7 +31,7 @@ def read(path):
 
 def config_table():
     """(global keys, [policy.NAME] keys, [reclaim] keys) of config.c, with "_" for "-"."""
-    src = read(os.path.join(SOURCE, "src", "daemon", "config.c"))
+    src = "".join(read(os.path.join(SOURCE, "src", "daemon", n)) for n in ("config.c", "config_policy.c"))
     table = re.search(r"static const struct option options\[\] = \{(.*?)\n\};", src, re.S)
     assert table, "config.c: the options[] table was not found"
     flags = re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:required|no)_argument', table.group(1))

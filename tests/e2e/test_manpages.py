@@ -105,8 +105,12 @@ def verbs():
 
 
 def config_source():
-    with open(os.path.join(SOURCE, "src", "daemon", "config.c")) as f:
-        return f.read()
+    """config.c (flags, keys) and config_policy.c (the sections' keys), as one text."""
+    text = ""
+    for name in ("config.c", "config_policy.c"):
+        with open(os.path.join(SOURCE, "src", "daemon", name)) as f:
+            text += f.read()
+    return text
 
 
 def config_keys():
