@@ -1,0 +1,53 @@
+"""What a new user tripped on: an idle window that started again with the daemon, a Python
+script calling Ultralytics' model.train() that a retry ran from scratch, and a predicted start
+that ignored the user's quota."""
+import re
+import time
+
+from gwtest import TRAINER, DaemonTest, events_of, main, needs_readoption, wait_until
+
+IDLE, WARN, GRACE = 8, 2, 1
+
+
+def seconds(text):
+    """"1m5s" -> 65 (the evidence's durations)."""
+    m = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", text)
+    if not m or not text:
+        raise AssertionError(f"not a duration: {text!r}")
+    return int(m.group(1) or 0) * 60 + int(m.group(2) or 0)
+
+
+class IdleAcrossRestartTest(DaemonTest):
+    """A job idle for most of its idle timeout when the daemon restarts is warned at its
+    original deadline, not a full idle timeout after the restart."""
+    gpus = 1
+    config = f"[policy.default]\nidle_timeout = {IDLE}\nwarn = {WARN}\ngrace = {GRACE}\n"
+
+    def idle_events(self, jid):
+        return [e["message"] for e in events_of(self.d.job(jid), "idle")]
+
+    @needs_readoption
+    def test_idle_window_survives_a_restart(self):
+        jid = self.d.submit("--", TRAINER, "--sleep-forever")  # writes nothing after its start
+        self.d.wait_state(jid, "RUNNING")
+        self.d.wait_pid(jid)
+        start = self.d.job(jid)["start_time"]
+        wait_until(lambda: time.time() - start >= IDLE * 0.6, timeout=IDLE, what="most of the idle timeout")
+        self.d.stop()  # SIGTERM: the job keeps running
+        self.d.start()
+        restarted = time.time()
+        j = self.d.wait_job(jid, lambda j: events_of(j, "warn"), timeout=IDLE + 10, what="the idle warning")
+        warn = events_of(j, "warn")[0]
+        idle_for = seconds(re.search(r"WARNING idle for (\w+):", warn["message"]).group(1))
+        # The window began before the restart: it is longer than the time since the restart.
+        self.assertGreater(idle_for, warn["time"] - restarted + 1, warn["message"])
+        self.assertLess(warn["time"] - restarted, IDLE, "warned before a full idle timeout after the restart")
+        j = self.d.wait_state(jid, "RECLAIMED", timeout=WARN + GRACE + 10)
+        self.assertEqual(len(events_of(j, "warn")), 1, "one warning")
+        told = [m for m in self.idle_events(jid) if m.startswith("GPUs idle since ")]
+        self.assertEqual(len(told), 1, "the window was recorded once, before the restart")
+        self.assertIn("the idle timeout (8s) counts from then, across daemon restarts", told[0])
+
+
+if __name__ == "__main__":
+    main()
