@@ -127,7 +127,12 @@ static void print_eta(const json_t *o, time_t now) {
                 printf(" (epochs from %s)", from);
         printf("\n");
         double eta = cli_jnum(o, "eta"), err = cli_jnum(o, "error_seconds"), spe = cli_jnum(o, "sec_per_epoch");
-        if (isfinite(eta)) {
+        double late = cli_jnum(o, "overdue_seconds");
+        if (isfinite(eta) && isfinite(late))
+                printf("ETA:          overdue by %s: the run was due to end %s; its current epoch is that far past its "
+                       "usual length (hung?)\n", cli_format_secs(late, buf, sizeof buf),
+                       cli_format_end(eta, now, buf2, sizeof buf2));
+        else if (isfinite(eta)) {
                 printf("ETA:          %s", cli_format_eta(eta, now, buf, sizeof buf));
                 if (isfinite(err) && err >= 1)
                         printf(" \xc2\xb1 %s", cli_format_secs(err, buf2, sizeof buf2));

@@ -49,5 +49,50 @@ class IdleAcrossRestartTest(DaemonTest):
         self.assertIn("the idle timeout (8s) counts from then, across daemon restarts", told[0])
 
 
+class QuotaPredictionTest(DaemonTest):
+    """A job waiting on its user's max_gpus says which limit and which job holds it, and its
+    predicted start is not before that job's predicted end."""
+    gpus = 2
+
+    def test_quota_wait_names_the_limit_and_the_prediction_respects_it(self):
+        st, r = self.d.api("POST", "/api/v1/quota", {"subject": "default", "settings": ["max_gpus=1"]})
+        self.assertEqual(st, 200, r)
+        a = self.d.submit("--gpus", 1, "--time", "30m", "--", "sleep", "120")
+        ja = self.d.wait_state(a, "RUNNING")
+        b = self.d.submit("--gpus", 1, "--time", "10m", "--", "true")
+        want = f"Quota: max_gpus=1, 1 in use by job {a}"
+        j = self.d.wait_job(b, lambda j: j["reason"].startswith("Quota") and j["predicted_start"], timeout=20,
+                            what="the quota reason and a prediction")
+        # Job a has no ETA: it is predicted to end at its 30 min limit, and b cannot start before.
+        self.assertGreaterEqual(j["predicted_start"], ja["start_time"] + 30 * 60 - 1, j)
+        self.assertEqual(j["reason"], want)
+        queue = self.d.cli("queue").stdout
+        self.assertIn(want, queue)
+        show = self.d.cli("show", b).stdout
+        self.assertNotIn("(in 0s)", show)
+        self.d.cli("cancel", a, b)
+
+
+class OverdueEtaTest(DaemonTest):
+    """A run hung mid-way: its ETA says it is overdue instead of a frozen "18s"."""
+    gpus = 1
+
+    def test_hung_run_eta_is_overdue(self):
+        jid = self.d.submit("--", TRAINER, "epochs=10", "--epoch-seconds", "0.5", "--hang-after-epoch", "3")
+        self.d.wait_state(jid, "RUNNING")
+        st, lst = {}, None
+
+        def overdue():
+            nonlocal st, lst
+            st, lst = self.d.api("GET", "/api/v1/jobs?state=RUNNING&fields=id,eta,eta_overdue")
+            return st == 200 and any(j["id"] == jid and j["eta_overdue"] for j in lst["jobs"])
+        wait_until(overdue, timeout=20, what="the ETA to be overdue")
+        eta = self.d.cli("eta", jid).stdout
+        self.assertRegex(eta, r"ETA: +overdue by \w+: the run was due to end ~\d\d:\d\d", eta)
+        queue = self.d.cli("queue").stdout
+        self.assertIn("overdue", queue)
+        self.d.cli("cancel", jid)
+
+
 if __name__ == "__main__":
     main()
