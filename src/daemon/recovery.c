@@ -246,7 +246,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         const char *evidence = v.line > 0 && !leak_restart ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
                                                            : v.evidence;
         char ckpt_why[512] = "";
-        char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
+        char *ckpt = gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why);
         struct gw_attempt_mark last = { .valid = true, .epoch = epoch_reached(j, ckpt) };
         ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
 

@@ -1,7 +1,9 @@
 """What a new user tripped on: an idle window that started again with the daemon, a Python
 script calling Ultralytics' model.train() that a retry ran from scratch, and a predicted start
 that ignored the user's quota."""
+import os
 import re
+import sys
 import time
 
 from gwtest import TRAINER, DaemonTest, events_of, main, needs_readoption, wait_until
@@ -92,6 +94,71 @@ class OverdueEtaTest(DaemonTest):
         queue = self.d.cli("queue").stdout
         self.assertIn("overdue", queue)
         self.d.cli("cancel", jid)
+
+
+# The two lines README.md tells a script calling Ultralytics' Python API to add (the test checks
+# that README.md says exactly these, and runs them).
+SNIPPET = (
+    'model = YOLO(os.environ.get("GPUWARD_RESUME_FROM", "yolov8n.pt"))',
+    'model.train(data="coco8.yaml", epochs=6, resume=bool(os.environ.get("GPUWARD_RESUME_FROM")))',
+)
+
+# A stand-in for Ultralytics' Python API: YOLO(model).train(**kw) runs the fake trainer with the
+# settings `yolo train` would get, so it writes what the fake trainer writes (args.yaml,
+# results.csv, weights/last.pt, "Logging results to RUN").  As Ultralytics' Model.train does, a
+# truthy resume= resumes the checkpoint the model was loaded from (resume=ckpt_path); everything
+# else then comes from that checkpoint.  GW_FAKE_TRAINER_FLAGS: the fake trainer's own flags.
+FAKE_ULTRALYTICS = """
+import os, subprocess, sys
+
+class YOLO:
+    def __init__(self, model="yolov8n.pt"):
+        self.ckpt_path = str(model)
+
+    def train(self, **kw):
+        if kw.get("resume"):
+            args = ["resume=" + self.ckpt_path, "model=" + self.ckpt_path]
+        else:
+            args = ["model=" + self.ckpt_path] + [f"{k}={v}" for k, v in kw.items() if k != "resume"]
+        flags = os.environ.get("GW_FAKE_TRAINER_FLAGS", "").split()
+        rc = subprocess.run([os.environ["GW_FAKE_TRAINER"], *args, *flags]).returncode
+        if rc:
+            sys.exit(rc)  # its traceback is in the log already, as Ultralytics' own would be
+"""
+
+
+class PythonApiResumeTest(DaemonTest):
+    """A script calling model.train(), with README's two lines, that crashes once at epoch 3
+    (a CUDA error, retried): the retry resumes from its run's last.pt, in the same run folder,
+    and results.csv has each epoch once."""
+    gpus = 1
+
+    def test_script_resumes_into_the_same_run(self):
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+            readme = f.read()
+        for line in SNIPPET:
+            self.assertIn(line, readme, "README.md shows the lines the test runs")
+        lib = os.path.join(self.d.work, "pylib", "ultralytics")
+        os.makedirs(lib)
+        with open(os.path.join(lib, "__init__.py"), "w") as f:
+            f.write(FAKE_ULTRALYTICS)
+        with open(os.path.join(self.d.work, "train.py"), "w") as f:
+            f.write("import os\n\nfrom ultralytics import YOLO\n\n" + "\n".join(SNIPPET) + "\n")
+        once = os.path.join(self.d.work, "crashed-once")
+        jid = self.d.submit("--cwd", self.d.work, "--env", f"PYTHONPATH={os.path.dirname(lib)}",
+                            "--env", f"GW_FAKE_TRAINER={TRAINER}",
+                            "--env", f"GW_FAKE_TRAINER_FLAGS=--epoch-seconds 0.3 --crash-at-epoch 3 --fault-once {once}",
+                            "--", sys.executable, "train.py")
+        j = self.d.wait_state(jid, {"COMPLETED", "FAILED"}, timeout=60)
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        self.assertEqual([a["class"] for a in j["attempts"]][:1], ["cuda_error"], j["attempts"])
+        self.assertEqual(len(j["attempts"]), 2, "one failed attempt, then the resumed one")
+        run = os.path.join(self.d.work, "runs", "detect", "train")
+        self.assertEqual(j["attempts"][1]["resumed_from"], os.path.join(run, "weights", "last.pt"))
+        self.assertEqual(sorted(os.listdir(os.path.dirname(run))), ["train"], "no new run folder (train2)")
+        with open(os.path.join(run, "results.csv")) as f:
+            epochs = [int(float(line.split(",")[0])) for line in f.read().splitlines()[1:]]
+        self.assertEqual(epochs, [1, 2, 3, 4, 5, 6], "each epoch once, in the same results.csv")
 
 
 if __name__ == "__main__":
