@@ -86,7 +86,7 @@ struct gw_cal_pending {
         int ngpus;
         gw_usec_t time_limit;  /* > 0; the default limit for jobs submitted without one */
         int64_t booking_id;    /* 0 = none */
-        bool held;             /* no prediction: held, waiting on a dependency, over quota */
+        bool held;             /* no prediction: held, or waiting on a job not in the input */
         gw_usec_t not_before;  /* earliest start known (0 = none) */
         const char *label;     /* borrowed, may be NULL */
         gw_usec_t runtime;     /* expected run time (core/predict.h), 0 = its time limit */

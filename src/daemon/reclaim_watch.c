@@ -56,7 +56,7 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
         gw_rwatch_free(w);
         w = rwatch_new(j);
         /* A job found running at a restart with no idle window recorded (busy, or idle for
-         * less than IDLE_TOLD_AFTER, when the daemon stopped) gets a fresh window: what its GPUs
+         * less than idle_told_after, when the daemon stopped) gets a fresh window: what its GPUs
          * did while the daemon was down is unknown, and files alone never reclaim a job.  One
          * with a recorded window had its watch made by gw_reclaim_idle_restore. */
         if (j->start_time < d->started_at)
@@ -239,7 +239,6 @@ static void act_kill(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *
         w->kill_rearm_at = now + KILL_REARM;
 }
 
-
 /* An idle window is recorded once it is a quarter of the idle timeout old (a minute at most):
  * a pause of the data loader or a short save makes no event, a real hang makes one. */
 static gw_usec_t idle_told_after(const struct gw_reclaim_policy *p) {
@@ -256,7 +255,9 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         const struct gw_job *j = dj->job;
         char msg[256], at[16], idle[32], timeout[32];
         gw_usec_t since = w->state.last_active > 0 ? w->state.last_active : j->start_time;
-        if (dec->next.last_active == now && dec->idle_for == 0) {
+        /* Over when the job is active again, or reclamation is off for it (finetune): a window
+         * kept from before would otherwise be taken up should a restart follow a switch back. */
+        if (!p->enabled || (dec->next.last_active == now && dec->idle_for == 0)) {
                 if (!w->idle_told)
                         return;
                 w->idle_told = false;
@@ -265,7 +266,7 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
                 (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
                 return;
         }
-        if (w->idle_told || !p->enabled || dec->idle_for < idle_told_after(p) || since < j->start_time)
+        if (w->idle_told || dec->idle_for < idle_told_after(p) || since < j->start_time)
                 return;
         w->idle_told = true;
         snprintf(msg, sizeof msg,

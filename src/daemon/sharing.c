@@ -119,14 +119,29 @@ struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id) {
         return NULL;
 }
 
-/* The user's max_gpus for the predicted starts (core/predict.h), 0 = none: a job waiting on
- * Quota is not predicted to start while the user's other jobs hold its share. */
-static int64_t view_max_gpus(struct gw_daemon *d, const struct gw_job *j) {
+/* The users' max_gpus for the predicted starts (core/predict.h), 0 = none: a job waiting on
+ * Quota is not predicted to start while the user's other jobs hold its share.  Looked up once
+ * per user and view: a view may hold thousands of one user's jobs. */
+struct max_gpus_memo {
+        uint32_t uid[32];
+        int64_t max[32];
+        size_t n;
+};
+
+static int64_t view_max_gpus(struct gw_daemon *d, struct max_gpus_memo *m, const struct gw_job *j) {
         struct gw_quota lim;
         if (!d->sharing->n_subjects)
                 return 0;
+        for (size_t i = 0; i < m->n; i++)
+                if (m->uid[i] == j->uid)
+                        return m->max[i];
         gw_sharing_limits(d, j->uid, j->user, &lim, NULL);
-        return lim.v[GW_QUOTA_MAX_GPUS] == GW_QUOTA_UNLIMITED ? 0 : lim.v[GW_QUOTA_MAX_GPUS];
+        int64_t max = lim.v[GW_QUOTA_MAX_GPUS] == GW_QUOTA_UNLIMITED ? 0 : lim.v[GW_QUOTA_MAX_GPUS];
+        if (m->n < ELEMENTSOF(m->uid)) {
+                m->uid[m->n] = j->uid;
+                m->max[m->n++] = max;
+        }
+        return max;
 }
 
 void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
@@ -156,12 +171,13 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
                                                       .uid = dj->job->uid };
         }
         v->pending = gw_xcalloc(d->n_queue + 1, sizeof *v->pending);
+        struct max_gpus_memo memo = { .n = 0 };
         for (size_t i = 0; i < d->n_queue; i++) {
                 const struct gw_job *j = d->queue[i]->job;
                 v->pending[i] = (struct gw_cal_pending) { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit,
                                                           .booking_id = j->booking_id, .held = j->state == GW_JOB_HELD,
                                                           .not_before = j->not_before, .label = j->name,
-                                                          .uid = j->uid, .max_gpus = view_max_gpus(d, j) };
+                                                          .uid = j->uid, .max_gpus = view_max_gpus(d, &memo, j) };
         }
         v->in = (struct gw_calendar_input) { v->gpus, d->n_gpus, v->bookings, s->n_bookings, v->running, d->n_running,
                                              v->pending, d->n_queue };
