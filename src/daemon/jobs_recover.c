@@ -58,7 +58,7 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
         gw_training_leak_restore(d, dj, ev, n); /* also from its recorded stop alone */
         gw_sharing_warned_restore(dj, ev, n);
         gw_job_limit_warned_restore(dj, ev, n);
-        gw_reclaim_idle_restore(dj, ev, n);
+        gw_reclaim_idle_restore(d, dj, ev, n);
         gw_job_events_free(ev, n);
 }
 

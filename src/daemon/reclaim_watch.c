@@ -28,6 +28,8 @@
  * job's clock, which a daemon restart within one boot does not move (jobclock.c). */
 #define IDLE_TOLD_START "GPUs idle since "
 #define IDLE_TOLD_MAX (60 * GW_USEC_PER_SEC)
+/* core/reclaim.c's evidence of a WARN starts so (the time limit's "warn" events do not). */
+#define RECLAIM_WARN_START "WARNING idle for "
 
 struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w) {
         if (!w)
@@ -76,18 +78,23 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
  * writing a byte and stopped just before the restart is the case this rule gets wrong, and it
  * still gets the warning and the warn period before it is stopped.  Starting a full window
  * at every restart instead gets every hung job wrong, by one idle timeout per restart. */
-void gw_reclaim_idle_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
         const struct gw_job *j = dj->job;
         long long secs = -1;
+        gw_usec_t warned = 0;
         for (size_t i = 0; i < n; i++) {
+                const char *m = ev[i].message ? ev[i].message : "";
+                if (!strcmp(ev[i].kind, "warn") && !strncmp(m, RECLAIM_WARN_START, strlen(RECLAIM_WARN_START)))
+                        warned = ev[i].time;
+                else if (!strcmp(ev[i].kind, "unwarn"))
+                        warned = 0;
                 if (strcmp(ev[i].kind, "idle"))
                         continue;
                 secs = -1;
-                const char *m = ev[i].message;
-                if (strncmp(m, IDLE_TOLD_START, strlen(IDLE_TOLD_START)))
-                        continue;
+                warned = 0;
                 const char *open = strchr(m, '(');
-                if (!open || sscanf(open, "(%llds into this attempt", &secs) != 1 || secs < 0)
+                if (strncmp(m, IDLE_TOLD_START, strlen(IDLE_TOLD_START)) || !open ||
+                    sscanf(open, "(%llds into this attempt", &secs) != 1 || secs < 0)
                         secs = -1;
         }
         if (secs < 0 || j->start_time <= 0)
@@ -95,7 +102,16 @@ void gw_reclaim_idle_restore(struct gw_djob *dj, const struct gw_job_event *ev, 
         gw_rwatch_free(dj->rwatch);
         struct gw_rwatch *w = rwatch_new(j);
         w->state.last_active = j->start_time + (gw_usec_t) secs * GW_USEC_PER_SEC;
+        /* The warning's event is on the wall clock, the window on the job's: they differ only
+         * by a step of the wall clock since the attempt began.  A warning cannot have come
+         * before the window was idle_timeout old, whatever a step back says; a later instant
+         * (a step forward) only delays the stop. */
+        const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
+        if (warned > 0 && p)
+                w->state.warned_at = warned > w->state.last_active + p->idle_timeout ? warned
+                                                                                     : w->state.last_active + p->idle_timeout;
         w->idle_told = true;
+        w->restored = true;
         dj->rwatch = w;
 }
 

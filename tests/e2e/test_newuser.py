@@ -51,6 +51,25 @@ class IdleAcrossRestartTest(DaemonTest):
         self.assertIn("the idle timeout (8s) counts from then, across daemon restarts", told[0])
 
 
+class WarnedAcrossRestartTest(DaemonTest):
+    """A job warned before a restart is not warned again after it: it is stopped at the end of
+    the warning it had."""
+    gpus = 1
+    config = "[policy.default]\nidle_timeout = 4\nwarn = 8\ngrace = 1\n"
+
+    @needs_readoption
+    def test_warning_survives_a_restart(self):
+        jid = self.d.submit("--", TRAINER, "--sleep-forever")
+        self.d.wait_state(jid, "RUNNING")
+        self.d.wait_pid(jid)
+        self.d.wait_job(jid, lambda j: events_of(j, "warn"), timeout=15, what="the idle warning")
+        self.d.stop()
+        self.d.start()
+        j = self.d.wait_state(jid, "RECLAIMED", timeout=30)
+        self.assertEqual(len(events_of(j, "warn")), 1, [e["message"] for e in events_of(j, "warn")])
+        self.assertIn("adopt", [e["kind"] for e in j["events"]])
+
+
 class QuotaPredictionTest(DaemonTest):
     """A job waiting on its user's max_gpus says which limit and which job holds it, and its
     predicted start is not before that job's predicted end."""
