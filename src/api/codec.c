@@ -423,6 +423,8 @@ json_t *gw_codec_evidence(const char *s, unsigned view, int signal, bool has_exi
 }
 
 static json_t *enc_reason(const struct gw_job *j, unsigned view) {
+        if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_QUOTA && j->wait_detail[0])
+                return gw_json_text(j->wait_detail); /* the limit, the usage, who holds it */
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return gw_json_text(gw_job_reason_name(j->wait_reason));
         return gw_codec_evidence(j->end_reason, view, j->signal, j->has_exit, j->exit_code);
@@ -473,6 +475,8 @@ FIELD(warn_signal, j->warn_signal ? json_string(gw_signal_name(j->warn_signal)) 
 FIELD(warn_before, j->warn_signal && j->warn_before ? json_integer(j->warn_before / GW_USEC_PER_SEC) : json_null())
 FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
 FIELD(predicted_start, j->state == GW_JOB_PENDING ? time_or_null(j->predicted_start) : json_null())
+FIELD(eta_overdue, j->state == GW_JOB_RUNNING && j->eta && j->eta_overdue > 0 ? json_real((double) j->eta_overdue / 1e6)
+                                                                           : json_null())
 #undef FIELD
 
 static const struct {
@@ -513,6 +517,7 @@ static const struct {
         { "warn_before", enc_f_warn_before },
         { "eta", enc_f_eta },
         { "predicted_start", enc_f_predicted_start },
+        { "eta_overdue", enc_f_eta_overdue },
 };
 
 

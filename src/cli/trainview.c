@@ -102,7 +102,11 @@ static void epoch_line(const json_t *tr, time_t now, bool *shown) {
                 printf("%lld", total);
         else
                 printf("?");
-        if (isfinite(e)) {
+        double late = cli_jnum(tr, "overdue_seconds");
+        if (isfinite(e) && isfinite(late))
+                printf("   ETA overdue by %s (the run was due to end %s)", cli_format_secs(late, eta, sizeof eta),
+                       cli_format_end(e, now, end, sizeof end));
+        else if (isfinite(e)) {
                 printf("   ETA %s", cli_format_eta(e, now, eta, sizeof eta));
                 if (isfinite(er) && er >= 1)
                         printf(" \xc2\xb1 %s", cli_format_secs(er, err, sizeof err));

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ static const char queue_help[] =
         "  (Backoff)     a retry, after its delay    (Quota)       its user is at a limit\n"
         "  (Reservation) its booking has not begun, or the free GPUs are booked before\n"
         "                its --time would end\n"
+        "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
+        "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
+        "length (a hung run most often) instead of an ETA that no longer moves.\n"
         "\n"
         "Options:\n"
         "  --user USER     only USER's jobs\n"
@@ -152,7 +156,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
-                                                  "eta,predicted_start"
+                                                  "eta,eta_overdue,predicted_start"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);
@@ -236,7 +240,8 @@ static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
                 cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
                 cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
                 cli_format_start_cell(job, now, start, sizeof(start)), /* predicted for pending */
-                cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)), /* the estimated end */
+                /* the estimated end; "overdue" once the run is past it (hung), not a frozen "18s" */
+                isfinite(cli_jnum(job, "eta_overdue")) ? "overdue" : cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)),
                 last,
         };
         return cli_table_add(t, cells);

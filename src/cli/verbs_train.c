@@ -22,7 +22,9 @@ static const char eta_help[] =
         "and planned (from the run's args.yaml, else epochs= in the command), the smoothed time\n"
         "per epoch (validation included; the first epoch of a process, with its start-up, weighs\n"
         "a quarter), the error bar once three epochs are timed, the recent epochs, and the leak\n"
-        "check.  Epochs are read from the run's results.csv (Ultralytics).\n"
+        "check.  Epochs are read from the run's results.csv (Ultralytics).  A run whose current\n"
+        "epoch is well past its usual length (a hung one, most often) is 'overdue by' that much,\n"
+        "with the end that was due, instead of an ETA that stays at one epoch.\n"
         "\n"
         "Options:\n"
         "  --json       print the API's JSON\n"
@@ -127,7 +129,12 @@ static void print_eta(const json_t *o, time_t now) {
                 printf(" (epochs from %s)", from);
         printf("\n");
         double eta = cli_jnum(o, "eta"), err = cli_jnum(o, "error_seconds"), spe = cli_jnum(o, "sec_per_epoch");
-        if (isfinite(eta)) {
+        double late = cli_jnum(o, "overdue_seconds");
+        if (isfinite(eta) && isfinite(late))
+                printf("ETA:          overdue by %s: the run was due to end %s; its current epoch is that far past its "
+                       "usual length (hung?)\n", cli_format_secs(late, buf, sizeof buf),
+                       cli_format_end(eta, now, buf2, sizeof buf2));
+        else if (isfinite(eta)) {
                 printf("ETA:          %s", cli_format_eta(eta, now, buf, sizeof buf));
                 if (isfinite(err) && err >= 1)
                         printf(" \xc2\xb1 %s", cli_format_secs(err, buf2, sizeof buf2));

@@ -77,6 +77,7 @@ struct gw_cal_job {
         const char *label;     /* borrowed, may be NULL */
         gw_usec_t eta;         /* its estimated end, 0 = none: the schedule and the predicted
                                 * starts end it at min(eta, end); bookings still use end */
+        uint32_t uid;          /* its user, for pending jobs' max_gpus (predicted starts) */
 };
 
 /* A pending job, for the schedule's predicted starts and for no-show. */
@@ -85,12 +86,15 @@ struct gw_cal_pending {
         int ngpus;
         gw_usec_t time_limit;  /* > 0; the default limit for jobs submitted without one */
         int64_t booking_id;    /* 0 = none */
-        bool held;             /* no prediction: held, waiting on a dependency, over quota */
+        bool held;             /* no prediction: held, or waiting on a job not in the input */
         gw_usec_t not_before;  /* earliest start known (0 = none) */
         const char *label;     /* borrowed, may be NULL */
         gw_usec_t runtime;     /* expected run time (core/predict.h), 0 = its time limit */
         int64_t after_job;     /* waits for this job to end (0 = none), if it is in the input */
         uint64_t gpu_mem;      /* minimum free bytes per GPU, 0 = any */
+        uint32_t uid;          /* its user */
+        int64_t max_gpus;      /* its user's max_gpus quota, <= 0 = none: the predicted start
+                                * waits until the user's running jobs leave room for it */
 };
 
 struct gw_calendar_input {

@@ -12,6 +12,11 @@
  *   - error bars only once 3 epochs are timed, 2 of them without a start: sqrt(R) * sigma
  *     for the jitter of the R remaining epochs plus R * sigma / sqrt(m) for the uncertainty
  *     of the mean over m epochs, and at least GW_ETA_MIN_REL_ERROR of the remaining time;
+ *   - overdue: once the current epoch has run longer than sec_per_epoch plus a tolerance
+ *     (3 sigma, at least GW_ETA_OVERDUE_SLACK of sec_per_epoch), the run is late (hung, or
+ *     much slower): overdue_s says by how much, and end is the end that was due (in the past)
+ *     instead of a "now + what is left" that would slide with the clock and read the same
+ *     "18s" for ever;
  *   - nothing before the first epoch has ended (-ENODATA). */
 #pragma once
 #include <errno.h>
@@ -24,6 +29,7 @@
 #define GW_ETA_STARTUP_WEIGHT 0.25
 #define GW_ETA_MIN_REL_ERROR  0.02
 #define GW_ETA_SIGMA_EPOCHS   20   /* the jitter is measured over the last this many epochs */
+#define GW_ETA_OVERDUE_SLACK  0.25 /* an epoch this much longer than usual is not yet late */
 
 struct gw_eta_epoch {
         gw_usec_t duration;       /* wall time of the epoch: train, validation, checkpoint */
@@ -46,7 +52,9 @@ struct gw_eta {
         bool has_end;             /* total known: remaining_s and end are set */
         long remaining_epochs;    /* total - done, the current one included */
         double remaining_s;       /* from now */
-        gw_usec_t end;            /* wall clock: now + remaining_s */
+        gw_usec_t end;            /* wall clock: now + remaining_s; when overdue, the end that
+                                   * was due: last_end + sec_per_epoch * remaining_epochs */
+        double overdue_s;         /* > 0: the current epoch is this much past its expected end */
         bool has_error;
         double error_s;           /* half-width of the error bar, seconds */
         double sigma_s;           /* standard deviation of an epoch's duration (no start), 0 if unknown */

@@ -73,6 +73,11 @@ struct gw_job {
         /* Training awareness (daemon/training.c). */
         char *leak_policy;                 /* "warn" or "restart"; NULL = warn */
         gw_usec_t eta;                     /* not stored: the live estimated end (wall clock), 0 = none */
+        gw_usec_t eta_overdue;             /* not stored: > 0, the run is this late (core/eta.h); eta
+                                            * is then the end that was due, in the past */
+        /* not stored: a job waiting on its user's quota, in words, for its reason
+         * ("Quota: max_gpus=1, 1 in use by job 24"; daemon/sharing.c); "" = none */
+        char wait_detail[128];
         gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */
         gw_usec_t predicted_end;           /* (core/predict.h, wall clock), 0 = none */
 };

@@ -69,6 +69,7 @@ struct simjob {
         gw_usec_t end;         /* when the replay ends it */
         size_t pending;        /* its index in in->pending, or NONE */
         size_t running;        /* its index in in->running, or NONE */
+        uint32_t uid;
 };
 
 /* A pending job's replay state. */
@@ -125,6 +126,7 @@ struct replay {
         struct gw_sched_start *starts;
         enum gw_job_reason *reasons;
         size_t *map;                   /* sched input index -> pending index */
+        size_t n_planned;              /* r->sj filled so far in this pass */
 };
 
 static void replay_free(struct replay *r) {
@@ -265,7 +267,8 @@ static int replay_init(struct replay *r, const struct gw_calendar_input *in, gw_
                 gw_usec_t end = j->eta > 0 && j->eta < j->end ? j->eta : j->end;
                 r->run_alive[i] = true;
                 r->run[r->n_run++] = (struct simjob){.id = j->id, .mask = j->gpu_mask, .limit_end = j->end,
-                                                     .end = end > now ? end : now, .pending = NONE, .running = i};
+                                                     .end = end > now ? end : now, .pending = NONE, .running = i,
+                                                     .uid = j->uid};
                 for (uint64_t m = j->gpu_mask; m; m &= m - 1)
                         r->occupant[__builtin_ctzll(m)] = j->id;
         }
@@ -382,6 +385,26 @@ static enum verdict judge_booked(struct replay *r, size_t i, gw_usec_t t, uint64
         return count_gpus(r->avail & *ret_allowed) >= r->in->pending[i].ngpus ? V_PLAN : V_WAIT;
 }
 
+/* Whether q's user would pass max_gpus with q: the GPUs of the user's jobs running at this
+ * instant (real or started by the replay) and of those handed to this pass before q (the
+ * daemon counts them as taken too, daemon/sharing.c), plus q's.  Such a job waits for one of
+ * them to end, which is an instant of the replay. */
+static bool over_quota(const struct replay *r, const struct gw_cal_pending *q) {
+        int64_t used = q->ngpus;
+
+        if (q->max_gpus <= 0)
+                return false;
+        for (size_t i = 0; i < r->n_run; i++)
+                if (r->run[i].uid == q->uid)
+                        used += count_gpus(r->run[i].mask);
+        for (size_t k = 0; k < r->n_planned; k++) {
+                const struct gw_cal_pending *o = &r->in->pending[r->map[k]];
+                if (o->uid == q->uid)
+                        used += o->ngpus;
+        }
+        return used > q->max_gpus;
+}
+
 /* Job i at t.  The plan needs it when it could start (enough idle GPUs it may use), or
  * when it is the first that would become the head (it may use any GPU, could ever fit,
  * cannot fit now); no other job can start or change the head's reservation. */
@@ -394,7 +417,7 @@ static enum verdict judge(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret
                 return V_DONE;
         if (q->booking_id > 0)
                 v = judge_booked(r, i, t, ret_allowed);
-        if (v == V_DONE || r->n_avail == 0 || q->not_before > t)
+        if (v == V_DONE || r->n_avail == 0 || q->not_before > t || over_quota(r, q))
                 return v == V_DONE ? V_DONE : V_WAIT;
         if (q->booking_id <= 0 && r->in->n_bookings) {
                 /* A job that may use no GPU waits here: it is never handed to the scheduler,
@@ -476,6 +499,7 @@ static size_t fill_pending(struct replay *r, gw_usec_t t) {
         size_t n = 0, *link = &r->first, i;
 
         idle_gpus(r);
+        r->n_planned = 0;
         for (i = r->first; i != NONE; i = *link) {
                 struct pend *pj = &r->p[i];
                 uint64_t allowed;
@@ -494,6 +518,7 @@ static size_t fill_pending(struct replay *r, gw_usec_t t) {
                         r->sj[n++] = (struct gw_sched_job){.id = q->id, .ngpus = q->ngpus, .gpu_mem = q->gpu_mem,
                                                            .time_limit = q->time_limit, .allowed = allowed,
                                                            .dep = GW_DEP_SATISFIED};
+                        r->n_planned = n;
                         count_plan(r, q, allowed);
                 }
         }
@@ -526,7 +551,7 @@ static void start_job(struct replay *r, size_t pi, const struct gw_sched_start *
         r->p[pi].done = true;
         r->p[pi].running = true;
         r->run[r->n_run++] = (struct simjob){.id = p->id, .mask = s->gpu_mask, .limit_end = add_sat(t, p->time_limit),
-                                             .end = end, .pending = pi, .running = NONE};
+                                             .end = end, .pending = pi, .running = NONE, .uid = p->uid};
         for (uint64_t m = s->gpu_mask; m; m &= m - 1) {
                 int g = __builtin_ctzll(m);
                 r->occupant[g] = p->id;

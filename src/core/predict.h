@@ -13,6 +13,10 @@
  *   - a started job runs for its expected run time (gw_cal_pending.runtime: the median of
  *     the user's similar past jobs, else 0 for its time limit), clipped to its limit and
  *     to its booking's end; the scheduler still sees its time limit, as it does live;
+ *   - a job whose user has max_gpus (gw_cal_pending.max_gpus) starts only when the GPUs of
+ *     the user's running jobs (real or replayed, gw_cal_job.uid) and of those the same pass
+ *     takes before it leave room for it, as the daemon's quota check does; other quotas
+ *     (GPU-hours) are not replayed;
  *   - held jobs and jobs whose booking awaits approval or is gone get no prediction;
  *     a job after another one (after_job) waits until that one's predicted end.
  * Every instant is wall-clock time, like bookings. */

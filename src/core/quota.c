@@ -284,6 +284,36 @@ int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_us
         return check_wait(limits, u, ngpus, msg, msg_size);
 }
 
+int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus,
+                         const int64_t *holders, size_t n_holders, char *buf, size_t n) {
+        int64_t max_gpus;
+        int r;
+
+        if (!limits || !u || ngpus < 1 || !buf || n == 0 || (!holders && n_holders))
+                return -EINVAL;
+        r = check_wait(limits, u, ngpus, buf, n);
+        max_gpus = limits->v[GW_QUOTA_MAX_GPUS];
+        if (r != GW_QUOTA_WAIT || max_gpus == GW_QUOTA_UNLIMITED || u->gpus_running + ngpus <= max_gpus)
+                return r;
+        /* max_gpus: the names people type (admin quota set alice max_gpus=1) and who holds it. */
+        char ids[96] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < n_holders && i < GW_QUOTA_HOLDERS_SHOWN && used < sizeof(ids); i++) {
+                int k = snprintf(ids + used, sizeof(ids) - used, "%s%lld", i ? ", " : "", (long long) holders[i]);
+                if (k > 0)
+                        used += (size_t) k;
+        }
+        if (n_holders > GW_QUOTA_HOLDERS_SHOWN && used < sizeof(ids))
+                (void) snprintf(ids + used, sizeof(ids) - used, ", ...");
+        say(buf, n, "Quota: max_gpus=%lld, %lld in use%s%s", (long long) max_gpus, (long long) u->gpus_running,
+            n_holders > 1 ? " by jobs " : n_holders ? " by job " : "", ids);
+        if (ngpus > 1) {
+                size_t l = strlen(buf);
+                (void) snprintf(buf + l, n - l, "; the job asks %lld", (long long) ngpus);
+        }
+        return r;
+}
+
 int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_usage *u,
                           int64_t ngpus, gw_usec_t time_limit, char *msg, size_t msg_size) {
         char a[32], b[32];

@@ -130,6 +130,18 @@ int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_u
 int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_usage *u,
                          int64_t ngpus, char *msg, size_t msg_size);
 
+/* How many of the user's jobs gw_quota_wait_reason names. */
+#define GW_QUOTA_HOLDERS_SHOWN 4
+
+/* Why a job waits on its user's quota, for the job's reason: the limit, the usage and the
+ * jobs that hold it.  "Quota: max_gpus=1, 1 in use by job 24", "Quota: max_gpus=4, 3 in use
+ * by jobs 24, 25; the job asks 2", or check_start's words for max_gpu_hours_7d.  holders:
+ * the ids of the user's jobs holding GPUs, n_holders of them (the first
+ * GW_QUOTA_HOLDERS_SHOWN are named, then "..."); may be NULL with 0.  Returns GW_QUOTA_WAIT
+ * with buf written, GW_QUOTA_OK (buf "") when no wait-type limit is reached, or -EINVAL. */
+int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus,
+                         const int64_t *holders, size_t n_holders, char *buf, size_t n);
+
 enum gw_quota_booking_verdict {
         GW_QUOTA_BOOKING_APPROVE,
         GW_QUOTA_BOOKING_NEEDS_APPROVAL, /* PENDING_APPROVAL: above max_booking_hours/_gpus */

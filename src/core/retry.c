@@ -184,11 +184,16 @@ static gw_usec_t backoff_for(const struct gw_retry_policy *p, unsigned n) {
 }
 
 /* Two consecutive failures at the same epoch with the same newest checkpoint: the job
- * made no progress a retry could resume from, so the next attempt would fail again. */
+ * made no progress a retry could resume from, so the next attempt would fail again.  An
+ * attempt that started over and failed where the previous one did made none either, whatever
+ * checkpoint it wrote on the way (a script that ignores GPUWARD_RESUME_FROM). */
+static bool same_checkpoint(const struct gw_retry_state *s) {
+        return strncmp(s->prev.ckpt, s->last.ckpt, GW_RETRY_CKPT_ID_MAX) == 0;
+}
+
 static bool crash_loop(const struct gw_retry_state *s) {
         return s->attempts >= 2 && s->prev.valid && s->last.valid && s->prev.epoch >= 0 &&
-               s->prev.epoch == s->last.epoch &&
-               strncmp(s->prev.ckpt, s->last.ckpt, GW_RETRY_CKPT_ID_MAX) == 0;
+               s->prev.epoch == s->last.epoch && (same_checkpoint(s) || s->last.fresh);
 }
 
 static void stop(struct gw_retry_decision *d, enum gw_retry_why why) {
@@ -225,8 +230,9 @@ int gw_retry_decide(const struct gw_retry_policy *p, const struct gw_retry_state
         } else if (crash_loop(s)) {
                 stop(&d, GW_RETRY_WHY_CRASH_LOOP);
                 snprintf(d.reason, sizeof(d.reason),
-                         "crash loop: attempts %u and %u both failed during epoch %lld with no new checkpoint",
-                         s->attempts - 1, s->attempts, (long long) s->last.epoch + 1);
+                         "crash loop: attempts %u and %u both failed during epoch %lld %s",
+                         s->attempts - 1, s->attempts, (long long) s->last.epoch + 1,
+                         same_checkpoint(s) ? "with no new checkpoint" : "(the second started over instead of resuming)");
         } else if (used >= p->max_retries) {
                 stop(&d, GW_RETRY_WHY_EXHAUSTED);
                 snprintf(d.reason, sizeof(d.reason), "retries exhausted (%u/%u): last %s", p->max_retries,

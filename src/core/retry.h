@@ -64,6 +64,9 @@ struct gw_attempt_mark {
                                           * during epoch + 1); < 0 unknown */
         char ckpt[GW_RETRY_CKPT_ID_MAX]; /* identity of the newest checkpoint at its end;
                                           * "" = no checkpoint */
+        bool fresh;                      /* it started over (given no checkpoint, or it wrote
+                                          * a run of its own instead of resuming the one given):
+                                          * a checkpoint of its own is then no progress */
 };
 
 struct gw_retry_state {

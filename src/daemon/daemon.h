@@ -398,6 +398,10 @@ struct gw_route_ctx;
 void gw_reclaim_watch(struct gw_daemon *d);
 /* Frees a job's watch state (closes a health probe in flight); accepts NULL, returns NULL. */
 struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w);
+/* At re-adoption: the idle window the previous daemon recorded for the attempt (its newest
+ * "idle" event) and its warning, so that the idle timeout does not start again with the
+ * daemon, nor the warning come twice. */
+void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 /* The profile a job runs under: its own, else "default"; a profile the config no longer has
  * falls back to "default" too.  Never NULL. */
 const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, const struct gw_job *j);

@@ -17,7 +17,8 @@
  * GPUs (without them a job hit by an Xid before the restart is taken for a user error and not
  * retried) and a leak the detector flagged (without it an oom the leak explains is not
  * retried, and a stop by leak_policy restart is taken for a plain failure).  Also whether it
- * was warned of its booking's end or of its own (without it the warning is given twice). */
+ * was warned of its booking's end or of its own (without it the warning is given twice), and
+ * since when its GPUs were idle (without it the idle timeout starts again with the daemon). */
 static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job_event *ev = NULL;
         size_t n = 0;
@@ -31,6 +32,7 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
         gw_training_leak_restore(d, dj, ev, n); /* also from its recorded stop alone */
         gw_sharing_warned_restore(dj, ev, n);
         gw_job_limit_warned_restore(dj, ev, n);
+        gw_reclaim_idle_restore(d, dj, ev, n);
         gw_job_events_free(ev, n);
 }
 

@@ -81,6 +81,16 @@ static const struct gw_phase_rules *phase_rules(const struct gw_config *c, struc
         return &b->rules;
 }
 
+/* Whether the last line of a tail is one of gpuward's own. */
+static bool ends_with_own_line(const char *buf, size_t len) {
+        while (len > 0 && buf[len - 1] == '\n')
+                len--;
+        size_t start = len;
+        while (start > 0 && buf[start - 1] != '\n')
+                start--;
+        return len - start >= 9 && !memcmp(buf + start, "gpuward: ", 9);
+}
+
 /* Drops gpuward's own lines ("gpuward: WARNING ...") from a tail in place: they quote the job
  * and must not become its phase (a quoted "val: " would protect the job it warns). */
 static size_t drop_own_lines(char *buf, size_t len) {
@@ -114,11 +124,19 @@ void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, str
                 return;
         if (w->log_seen && (uint64_t) st.st_size == w->log_size)
                 return;
+        bool first = !w->log_seen;
         w->log_changed = changed_at(w, gw_file_mtime_us(&st), w->log_seen, w->last_sample);
         w->log_seen = true;
         w->log_size = (uint64_t) st.st_size;
         size_t len;
         _cleanup_free_ char *tail = gw_user_file_read_end(fd, &st, TAIL_BYTES, &len);
+        /* A window taken up after a restart (reclaim_watch.c), its log last written by the
+         * previous daemon (its warning): that write is not the job's progress, and the size
+         * after it, which would have said so, went with that daemon.  The job wrote nothing
+         * since; when it last did is not known, and a restored warning keeps the stop after
+         * its full warn period anyway. */
+        if (first && w->restored && tail && ends_with_own_line(tail, len))
+                w->log_changed = 0;
         len = drop_own_lines(tail, len);
         struct rules_buf rb;
         struct gw_phase_result pr;

@@ -23,6 +23,13 @@
 #include "daemon/reclaim_watch.h"
 
 #define KILL_REARM (5 * GW_USEC_PER_SEC)
+/* The "idle" event that records an idle window starts so; gw_reclaim_idle_restore reads the
+ * window's start back from the number after it: seconds since the attempt's start on the
+ * job's clock, which a daemon restart within one boot does not move (jobclock.c). */
+#define IDLE_TOLD_START "GPUs idle since "
+#define IDLE_TOLD_MAX (60 * GW_USEC_PER_SEC)
+/* core/reclaim.c's evidence of a WARN starts so (the time limit's "warn" events do not). */
+#define RECLAIM_WARN_START "WARNING idle for "
 
 struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w) {
         if (!w)
@@ -33,6 +40,15 @@ struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w) {
         return NULL;
 }
 
+static struct gw_rwatch *rwatch_new(const struct gw_job *j) {
+        struct gw_rwatch *w = gw_xcalloc(1, sizeof *w);
+        w->attempt = j->attempt;
+        w->start_time = j->start_time;
+        w->results_rows = -1;
+        gw_probe_init(&w->probe);
+        return w;
+}
+
 /* A fresh watch for the job's current attempt: a retry starts with a new log and a new clock. */
 static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         const struct gw_job *j = dj->job;
@@ -40,17 +56,63 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
         if (w && w->attempt == j->attempt && w->start_time == j->start_time)
                 return w;
         gw_rwatch_free(w);
-        w = gw_xcalloc(1, sizeof *w);
-        w->attempt = j->attempt;
-        w->start_time = j->start_time;
-        w->results_rows = -1;
-        gw_probe_init(&w->probe);
-        /* A job found running at a restart gets a fresh window: what its GPUs did while the
-         * daemon was down is unknown, and files alone never reclaim a job. */
+        w = rwatch_new(j);
+        /* A job found running at a restart with no idle window recorded (busy, or idle for
+         * less than idle_told_after, when the daemon stopped) gets a fresh window: what its GPUs
+         * did while the daemon was down is unknown, and files alone never reclaim a job.  One
+         * with a recorded window had its watch made by gw_reclaim_idle_restore. */
         if (j->start_time < d->loop.started_at)
                 w->state.last_active = now;
         dj->rwatch = w;
         return w;
+}
+
+/* The rule for the time the daemon was down (why it may count as idle): the window is taken up
+ * only when the previous daemon had recorded it (GPUs idle, no progress, for idle_told_after)
+ * and no later event said it was over.  The restarted daemon then decides as usual, so the gap
+ * counts as idle only if the evidence on both sides of it agrees: the first sample after the
+ * restart must find the GPUs idle and the job neither validating nor saving (else the window
+ * ends at once), and the files whose mtimes span the gap (the log, results.csv, the progress
+ * file, the checkpoints) must not have moved in it (else the window starts at their change).
+ * What the GPUs did in between is not known; a job that computed for the whole gap without
+ * writing a byte and stopped just before the restart is the case this rule gets wrong, and it
+ * still gets the warning and the warn period before it is stopped.  Starting a full window
+ * at every restart instead gets every hung job wrong, by one idle timeout per restart. */
+void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        const struct gw_job *j = dj->job;
+        long long secs = -1;
+        gw_usec_t warned = 0;
+        for (size_t i = 0; i < n; i++) {
+                const char *m = ev[i].message ? ev[i].message : "";
+                if (!strcmp(ev[i].kind, "warn") && !strncmp(m, RECLAIM_WARN_START, strlen(RECLAIM_WARN_START)))
+                        warned = ev[i].time;
+                else if (!strcmp(ev[i].kind, "unwarn"))
+                        warned = 0;
+                if (strcmp(ev[i].kind, "idle"))
+                        continue;
+                secs = -1;
+                warned = 0;
+                const char *open = strchr(m, '(');
+                if (strncmp(m, IDLE_TOLD_START, strlen(IDLE_TOLD_START)) || !open ||
+                    sscanf(open, "(%llds into this attempt", &secs) != 1 || secs < 0)
+                        secs = -1;
+        }
+        if (secs < 0 || j->start_time <= 0)
+                return;
+        gw_rwatch_free(dj->rwatch);
+        struct gw_rwatch *w = rwatch_new(j);
+        w->state.last_active = j->start_time + (gw_usec_t) secs * GW_USEC_PER_SEC;
+        /* The warning's event is on the wall clock, the window on the job's: they differ only
+         * by a step of the wall clock since the attempt began.  A warning cannot have come
+         * before the window was idle_timeout old, whatever a step back says; a later instant
+         * (a step forward) only delays the stop. */
+        const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
+        if (warned > 0 && p)
+                w->state.warned_at = warned > w->state.last_active + p->idle_timeout ? warned
+                                                                                     : w->state.last_active + p->idle_timeout;
+        w->idle_told = true;
+        w->restored = true;
+        dj->rwatch = w;
 }
 
 /* The job's GPUs in this sample: its own utilisation (its processes' per-process figures
@@ -193,6 +255,45 @@ static void act_kill(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *
         w->kill_rearm_at = now + KILL_REARM;
 }
 
+/* An idle window is recorded once it is a quarter of the idle timeout old (a minute at most):
+ * a pause of the data loader or a short save makes no event, a real hang makes one. */
+static gw_usec_t idle_told_after(const struct gw_reclaim_policy *p) {
+        gw_usec_t q = p->idle_timeout / 4;
+        return q < IDLE_TOLD_MAX ? q : IDLE_TOLD_MAX;
+}
+
+/* Keeps the store's copy of the idle window in step with the decision: an "idle" event when a
+ * window has lasted idle_told_after (it holds last_active, the window's GPU-side start; the
+ * progress side is re-read from the files' mtimes after a restart), and one saying it is over
+ * when the job is active again, so that a restart after that does not take up a stale window. */
+static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_reclaim_policy *p,
+                      const struct gw_reclaim_decision *dec, gw_usec_t now) {
+        const struct gw_job *j = dj->job;
+        char msg[256], at[16], idle[32], timeout[32];
+        gw_usec_t since = w->state.last_active > 0 ? w->state.last_active : j->start_time;
+        /* Over when the job is active again, or reclamation is off for it (finetune): a window
+         * kept from before would otherwise be taken up should a restart follow a switch back. */
+        if (!p->enabled || (dec->next.last_active == now && dec->idle_for == 0)) {
+                if (!w->idle_told)
+                        return;
+                w->idle_told = false;
+                snprintf(msg, sizeof msg, "active again: the idle window that began at %s is over",
+                         clock_at(since, at, sizeof at));
+                (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
+                return;
+        }
+        if (w->idle_told || dec->idle_for < idle_told_after(p) || since < j->start_time)
+                return;
+        w->idle_told = true;
+        snprintf(msg, sizeof msg,
+                 IDLE_TOLD_START "%s (%llds into this attempt; below %u%%, not validating, not saving), no progress "
+                 "for %s: the idle timeout (%s) counts from then, across daemon restarts",
+                 clock_at(since, at, sizeof at), (long long) ((since - j->start_time) / GW_USEC_PER_SEC),
+                 p->util_threshold, gw_format_duration(dec->idle_for, idle, sizeof idle),
+                 gw_format_duration(p->idle_timeout, timeout, sizeof timeout));
+        (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
+}
+
 static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, gw_usec_t now) {
         struct gw_job *j = dj->job;
         if (dj->terminating && !w->state.term_at)
@@ -259,6 +360,7 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
                         act_withdraw(d, dj, w, &dec);
                 break;
         }
+        idle_tell(d, dj, w, p, &dec, now);
         w->state = dec.next;
 }
 

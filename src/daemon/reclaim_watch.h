@@ -74,6 +74,11 @@ struct gw_rwatch {
 
         gw_usec_t ckpt_mtime;            /* newest RUN/weights/ *.pt or --checkpoint match */
         struct gw_probe probe;
+
+        /* An "idle" event holds state.last_active for this idle window (reclaim_watch.c), so
+         * that a restarted daemon goes on with the window instead of starting a new one. */
+        bool idle_told;
+        bool restored;                   /* made by gw_reclaim_idle_restore at a re-adoption */
 };
 
 /* reclaim_gather.c */

@@ -70,6 +70,17 @@ static long epoch_reached(const struct gw_job *j, const char *ckpt) {
         return -1;
 }
 
+/* Whether the attempt started over: given no checkpoint, or its newest one is in a run other
+ * than the one it was told to resume (it made a run of its own). */
+static bool started_over(const struct gw_job *j, const char *ckpt) {
+        if (!j->resume_from)
+                return true;
+        if (!ckpt)
+                return false;
+        _cleanup_free_ char *given = gw_resume_run_dir(j->resume_from), *found = gw_resume_run_dir(ckpt);
+        return given && found && strcmp(given, found) != 0;
+}
+
 static void ckpt_identity(const char *path, char *buf, size_t n) {
         struct stat st;
         if (!path || lstat(path, &st) < 0) {
@@ -196,12 +207,13 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         const char *evidence = v.line > 0 && !leak_restart ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
                                                            : v.evidence;
         char ckpt_why[512] = "";
-        char *ckpt = (j->yolo || j->checkpoint) ? gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why) : NULL;
+        char *ckpt = gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why);
         /* The epochs the training watch saw come first: it follows runs that no command names
          * (a script calling model.train()), and counts finished epochs whether or not a
          * checkpoint survived to be resumed from. */
         long seen = gw_training_epochs_done(dj);
-        struct gw_attempt_mark last = { .valid = true, .epoch = seen >= 0 ? seen : epoch_reached(j, ckpt) };
+        struct gw_attempt_mark last = { .valid = true, .epoch = seen >= 0 ? seen : epoch_reached(j, ckpt),
+                                        .fresh = started_over(j, ckpt) };
         ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
 
         _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);

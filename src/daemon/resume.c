@@ -209,7 +209,14 @@ char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_
         }
         if (j->checkpoint)
                 return newest_glob(j, why, n);
-        snprintf(why, n, "no --checkpoint given");
+        /* A script calling Ultralytics' Python API (model.train()) rather than the yolo command:
+         * its run is credited to it only on positive evidence (training awareness: its own log
+         * said where it saves), and then RUN/weights/last.pt is its checkpoint, handed over in
+         * GPUWARD_RESUME_FROM: its command cannot be rewritten as a yolo command's is, so the
+         * script resumes by itself (README: two lines).  Nothing found: from scratch, as before. */
+        _cleanup_free_ char *results = d ? gw_train_find_results(d, j) : NULL;
+        if (results)
+                return own_run_weights(j, results, why, n);
         return NULL;
 }
 

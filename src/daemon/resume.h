@@ -8,7 +8,9 @@ struct gw_daemon;
 
 /* The newest usable checkpoint of j written since `since` (wall clock): for Ultralytics jobs
  * weights/last.pt of its run (falling back to best.pt when last.pt is torn), for others the
- * newest file matching j->checkpoint (relative to the job's cwd).  Its run is the one its
+ * newest file matching j->checkpoint (relative to the job's cwd), for other training jobs
+ * (a Python script calling model.train()) weights/last.pt of the run training awareness
+ * credits to them, if any.  Its run is the one its
  * results.csv names when d knows it (gw_train_find_results); else the run its log says it
  * saves to, else the newest run its command could have made (core/yolo_run.h) begun since
  * `since` (by its birth time, where kept) that no other live job of d has or, when the command

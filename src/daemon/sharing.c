@@ -119,6 +119,31 @@ struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id) {
         return NULL;
 }
 
+/* The users' max_gpus for the predicted starts (core/predict.h), 0 = none: a job waiting on
+ * Quota is not predicted to start while the user's other jobs hold its share.  Looked up once
+ * per user and view: a view may hold thousands of one user's jobs. */
+struct max_gpus_memo {
+        uint32_t uid[32];
+        int64_t max[32];
+        size_t n;
+};
+
+static int64_t view_max_gpus(struct gw_daemon *d, struct max_gpus_memo *m, const struct gw_job *j) {
+        struct gw_quota lim;
+        if (!d->sharing->n_subjects)
+                return 0;
+        for (size_t i = 0; i < m->n; i++)
+                if (m->uid[i] == j->uid)
+                        return m->max[i];
+        gw_sharing_limits(d, j->uid, j->user, &lim, NULL);
+        int64_t max = lim.v[GW_QUOTA_MAX_GPUS] == GW_QUOTA_UNLIMITED ? 0 : lim.v[GW_QUOTA_MAX_GPUS];
+        if (m->n < ELEMENTSOF(m->uid)) {
+                m->uid[m->n] = j->uid;
+                m->max[m->n++] = max;
+        }
+        return max;
+}
+
 void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         memset(v, 0, sizeof *v);
         struct gw_sharing *s = d->sharing;
@@ -142,14 +167,17 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
                 v->running[i] = (struct gw_cal_job) { .id = dj->job->id, .booking_id = dj->job->booking_id,
                                                       .gpu_mask = dj->job->gpu_mask, .start = dj->job->start_time,
                                                       .end = wall + (dj->limit_at - d->now),
-                                                      .warned = dj->booking_warned, .label = dj->job->name };
+                                                      .warned = dj->booking_warned, .label = dj->job->name,
+                                                      .uid = dj->job->uid };
         }
         v->pending = gw_xcalloc(d->jobs.n_queue + 1, sizeof *v->pending);
+        struct max_gpus_memo memo = { .n = 0 };
         for (size_t i = 0; i < d->jobs.n_queue; i++) {
                 const struct gw_job *j = d->jobs.queue[i]->job;
                 v->pending[i] = (struct gw_cal_pending) { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit,
                                                           .booking_id = j->booking_id, .held = j->state == GW_JOB_HELD,
-                                                          .not_before = j->not_before, .label = j->name };
+                                                          .not_before = j->not_before, .label = j->name,
+                                                          .uid = j->uid, .max_gpus = view_max_gpus(d, &memo, j) };
         }
         v->in = (struct gw_calendar_input) { v->gpus, d->host.n_gpus, v->bookings, s->n_bookings, v->running, d->jobs.n_running,
                                              v->pending, d->jobs.n_queue };
@@ -384,7 +412,14 @@ struct user_quota {
         bool limited;
         struct gw_quota lim;
         struct gw_quota_usage use;
+        int64_t holders[GW_QUOTA_HOLDERS_SHOWN + 1]; /* its jobs holding GPUs, for the reason */
+        size_t n_holders;
 };
+
+static void holder_add(struct user_quota *q, int64_t id) {
+        if (q->n_holders < ELEMENTSOF(q->holders))
+                q->holders[q->n_holders++] = id;
+}
 
 static const struct user_quota *user_quota(struct gw_daemon *d, struct user_quota *cache, size_t *n, uint32_t uid,
                                            const char *user) {
@@ -397,6 +432,9 @@ static const struct user_quota *user_quota(struct gw_daemon *d, struct user_quot
         q->limited = !quota_unlimited(&q->lim);
         if (q->limited)
                 gw_sharing_usage(d, uid, &q->use);
+        for (size_t i = 0; q->limited && i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->job->uid == uid)
+                        holder_add(q, d->jobs.running[i]->job->id);
         return q->limited && q != &tmp ? q : NULL;
 }
 
@@ -434,16 +472,21 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                                 pending[i].allowed = gate.gpu_mask;
                 } else if (any_booking)
                         gw_calendar_limit_job(&g, all, wall, &pending[i]);
+                d->jobs.queue[i]->job->wait_detail[0] = '\0';
                 if (any_quota && !pending[i].blocked) {
                         struct user_quota *uq = (struct user_quota *) user_quota(d, cache, &n_cache, j->uid, j->user);
-                        char msg[GW_QUOTA_MSG_SIZE];
                         /* Usage is counted before the pass; the GPUs of this user's jobs offered
                          * earlier in the pass count as taken, so that the scheduler may start
-                         * all of them at once without passing max_gpus. */
-                        if (uq && gw_quota_check_start(&uq->lim, &uq->use, j->ngpus, msg, sizeof msg) == GW_QUOTA_WAIT)
+                         * all of them at once without passing max_gpus.  The reason names the
+                         * limit and the jobs holding it, not only "Quota". */
+                        if (uq && gw_quota_wait_reason(&uq->lim, &uq->use, j->ngpus, uq->holders, uq->n_holders,
+                                                       d->jobs.queue[i]->job->wait_detail,
+                                                       sizeof d->jobs.queue[i]->job->wait_detail) == GW_QUOTA_WAIT)
                                 pending[i].blocked = GW_REASON_QUOTA;
-                        else if (uq)
+                        else if (uq) {
                                 uq->use.gpus_running += j->ngpus;
+                                holder_add(uq, j->id);
+                        }
                 }
         }
         if (any_booking)

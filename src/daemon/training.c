@@ -102,7 +102,7 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         if (t && t->attempt == j->attempt && t->start_time == j->start_time)
                 return t;
         gw_train_free(t);
-        dj->job->eta = 0; /* the previous attempt's */
+        dj->job->eta = dj->job->eta_overdue = 0; /* the previous attempt's */
         /* Its predicted start is spent: a retry's wait in backoff is predicted anew. */
         dj->job->predicted_start = dj->job->predicted_end = 0;
         t = gw_xcalloc(1, sizeof *t);
@@ -311,6 +311,7 @@ static void update_eta(struct gw_job *j, struct gw_train *t, gw_usec_t now) {
         };
         t->has_eta = gw_eta_estimate(&in, &t->eta) == 0;
         j->eta = t->has_eta && t->eta.has_end ? t->eta.end : 0;
+        j->eta_overdue = j->eta && t->eta.overdue_s > 0 ? (gw_usec_t) (t->eta.overdue_s * (double) GW_USEC_PER_SEC) : 0;
 }
 
 static const char *leak_policy(const struct gw_job *j) { return j->leak_policy ? j->leak_policy : "warn"; }

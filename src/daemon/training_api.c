@@ -28,6 +28,7 @@ json_t *gw_train_eta_json(const struct gw_train *t, gw_usec_t now) {
         json_object_set_new(o, "sigma_seconds", num_or_null(t->has_eta && e->sigma_s > 0, e->sigma_s));
         json_object_set_new(o, "eta", end ? json_real((double) e->end / 1e6) : json_null());
         json_object_set_new(o, "remaining_seconds", num_or_null(end, e->remaining_s));
+        json_object_set_new(o, "overdue_seconds", num_or_null(end && e->overdue_s > 0, e->overdue_s));
         json_object_set_new(o, "error_seconds", num_or_null(end && e->has_error, e->error_s));
         json_object_set_new(o, "timed_epochs", json_integer((json_int_t) (t->has_eta ? e->n_timed : 0)));
         gw_usec_t last = t->n_epochs ? t->epochs[t->n_epochs - 1].end : 0;

@@ -126,7 +126,8 @@ int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_t
 
 void gw_training_fill_view(struct gw_daemon *d, struct calendar_view *v) {
         for (size_t i = 0; i < v->in.n_running && i < d->jobs.n_running; i++)
-                v->running[i].eta = d->jobs.running[i]->job->eta;
+                /* An overdue run (hung, core/eta.h) tells nothing of its end: its limit stands. */
+                v->running[i].eta = d->jobs.running[i]->job->eta_overdue ? 0 : d->jobs.running[i]->job->eta;
         for (size_t i = 0; i < v->in.n_pending && i < d->jobs.n_queue && i < fill_max; i++) {
                 const struct gw_job *j = d->jobs.queue[i]->job;
                 struct gw_train_runtime r;

@@ -251,7 +251,7 @@ class QuotaTest(DaemonTest):
         a = self.d.submit("--gpus", 2, "--time", "30m", "--", "sleep", "60")
         self.d.wait_state(a, "RUNNING")
         b = self.d.submit("--gpus", 1, "--time", "30m", "--", "true")
-        wait_until(lambda: self.d.job(b)["reason"] == "Quota", what="reason Quota")
+        wait_until(lambda: self.d.job(b)["reason"].startswith("Quota: max_gpus=2, 2 in use by job "), what="reason Quota")
         self.d.cli("cancel", a)
         self.d.wait_state(b, "COMPLETED")
 

@@ -108,6 +108,26 @@ static void jitter_gives_honest_bars(void **state) {
         assert_true(r.error_s < 0.2 * r.remaining_s);
 }
 
+/* Steady 60 s epochs, 8 of 10 done.  70 s into epoch 9 (within the 25% slack): not overdue,
+ * 60 s left.  10 min into it (hung): overdue by 9 min, and the end is the one that was due,
+ * 2 min after the last epoch, not "now + 60 s" for ever. */
+static void hung_run_is_overdue(void **state) {
+        struct gw_eta_epoch e[8];
+        (void) state;
+        for (size_t i = 0; i < 8; i++)
+                e[i] = (struct gw_eta_epoch) { .duration = 60 * SEC };
+        struct gw_eta ok = estimate(e, 8, 8, 10, 70 * SEC);
+        assert_true(ok.overdue_s == 0);
+        assert_true(fabs(ok.remaining_s - 60) < 1e-6);
+        assert_int_equal(ok.end, NOW + 60 * SEC);
+        struct gw_eta late = estimate(e, 8, 8, 10, 600 * SEC);
+        assert_true(fabs(late.overdue_s - 540) < 1e-6);
+        assert_int_equal(late.end, NOW - 600 * SEC + 120 * SEC);
+        /* A finished count (done == total) is never overdue: the job is past its epochs. */
+        struct gw_eta done = estimate(e, 8, 10, 10, 600 * SEC);
+        assert_true(done.overdue_s == 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(none_before_the_first_epoch),
@@ -116,6 +136,7 @@ int main(void) {
                 cmocka_unit_test(slowing_epochs_are_followed),
                 cmocka_unit_test(unknown_total_and_finished_runs),
                 cmocka_unit_test(jitter_gives_honest_bars),
+                cmocka_unit_test(hung_run_is_overdue),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -252,6 +252,33 @@ static void median(void **state) {
         assert_int_equal(gw_predict_median(odd, 0), 0);
 }
 
+/* max_gpus=1 for uid 1000: its job 1 holds GPU 0 until +1h (its ETA) with GPUs 1-3 free.
+ * Job 10 of the same user (1 GPU) cannot start before job 1 ends, though GPUs are free; job 11
+ * of another user starts now; job 12, the first user's again, waits for job 10's end (its
+ * expected run, 30 min) as job 10 holds the one GPU the quota leaves the user. */
+static void quota_max_gpus(void **state) {
+        struct world w;
+        (void) state;
+        world_init(&w, 4);
+        running(&w, 1, M(0), NOW + 4 * HOUR, NOW + HOUR)->uid = 1000;
+        struct gw_cal_pending *p = pending(&w, 10, 1, 2 * HOUR, 30 * MIN);
+        p->uid = 1000;
+        p->max_gpus = 1;
+        pending(&w, 11, 1, HOUR, 0)->uid = 1001;
+        p = pending(&w, 12, 1, HOUR, 0);
+        p->uid = 1000;
+        p->max_gpus = 1;
+        predict(&w, 72 * HOUR);
+        expect(&w, 0, NOW + HOUR, NOW + HOUR + 30 * MIN, M(0));
+        expect(&w, 1, NOW, NOW + HOUR, M(1));
+        expect(&w, 2, NOW + HOUR + 30 * MIN, NOW + 2 * HOUR + 30 * MIN, M(0));
+        /* Without the quota, both start now. */
+        w.pend[0].max_gpus = w.pend[2].max_gpus = 0;
+        predict(&w, 72 * HOUR);
+        expect(&w, 0, NOW, NOW + 30 * MIN, M(1));
+        expect(&w, 2, NOW, NOW + HOUR, M(3));
+}
+
 static void why_none(void **state) {
         char buf[200];
         struct gw_predict_none in = { .position = 3, .max_jobs = 500, .seen = true, .due_in = 2500 * GW_USEC_PER_MSEC,
@@ -277,7 +304,7 @@ static void why_none(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(why_none),
+                cmocka_unit_test(why_none),         cmocka_unit_test(quota_max_gpus),
                 cmocka_unit_test(eta_and_runtimes), cmocka_unit_test(head_and_backfill),
                 cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),
                 cmocka_unit_test(horizon_and_input), cmocka_unit_test(long_queue),

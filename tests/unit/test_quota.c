@@ -229,6 +229,36 @@ static void start_check(void **state) {
         assert_int_equal(gw_quota_check_submit(&r, &u, 1, 0, msg, sizeof(msg)), -EINVAL);
 }
 
+/* The reason a waiting job shows: the limit as people set it, the usage and the jobs holding it. */
+static void wait_reason(void **state) {
+        struct gw_quota e, r;
+        struct gw_quota_usage u = {.gpus_running = 1};
+        const int64_t one[] = {24}, many[] = {24, 25, 26, 27, 28};
+        char msg[GW_QUOTA_MSG_SIZE];
+
+        (void) state;
+        gw_quota_init(&e);
+        set(&e, "max_gpus=1");
+        gw_quota_resolve(&e, NULL, 0, NULL, &r, NULL);
+        assert_int_equal(gw_quota_wait_reason(&r, &u, 1, one, 1, msg, sizeof(msg)), GW_QUOTA_WAIT);
+        assert_string_equal(msg, "Quota: max_gpus=1, 1 in use by job 24");
+        u.gpus_running = 5;
+        assert_int_equal(gw_quota_wait_reason(&r, &u, 2, many, 5, msg, sizeof(msg)), GW_QUOTA_WAIT);
+        assert_string_equal(msg, "Quota: max_gpus=1, 5 in use by jobs 24, 25, 26, 27, ...; the job asks 2");
+        assert_int_equal(gw_quota_wait_reason(&r, &u, 1, NULL, 0, msg, sizeof(msg)), GW_QUOTA_WAIT);
+        assert_string_equal(msg, "Quota: max_gpus=1, 5 in use");
+        u.gpus_running = 0;
+        assert_int_equal(gw_quota_wait_reason(&r, &u, 1, NULL, 0, msg, sizeof(msg)), GW_QUOTA_OK);
+        assert_string_equal(msg, "");
+        gw_quota_init(&e);
+        set(&e, "max_gpu_hours_7d=100");
+        gw_quota_resolve(&e, NULL, 0, NULL, &r, NULL);
+        u.gpu_time_7d = (gw_usec_t) 101 * 3600 * GW_USEC_PER_SEC;
+        assert_int_equal(gw_quota_wait_reason(&r, &u, 1, NULL, 0, msg, sizeof(msg)), GW_QUOTA_WAIT);
+        assert_string_equal(msg, "Quota: max_gpu_hours_7d is 100 GPU-h; 101.0 GPU-h used in the last 7 days");
+        assert_int_equal(gw_quota_wait_reason(&r, &u, 1, NULL, 1, msg, sizeof(msg)), -EINVAL);
+}
+
 static void booking_check(void **state) {
         struct gw_quota e, r;
         char msg[GW_QUOTA_MSG_SIZE];
@@ -276,7 +306,7 @@ int main(void) {
                 cmocka_unit_test(parse_good),       cmocka_unit_test(parse_bad),
                 cmocka_unit_test(format_values),    cmocka_unit_test(resolution_order),
                 cmocka_unit_test(rolling_gpu_time), cmocka_unit_test(submit_table),
-                cmocka_unit_test(start_check),      cmocka_unit_test(booking_check),
+                cmocka_unit_test(start_check),      cmocka_unit_test(booking_check), cmocka_unit_test(wait_reason),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

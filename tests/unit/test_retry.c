@@ -202,6 +202,18 @@ static void crash_loop(void **state) {
         v.cls = GW_FAILURE_NCCL_ERROR;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
         expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 1 and 2 both failed during epoch 1 with no new checkpoint");
+        /* Started over (a script that ignores the checkpoint it is given) and failed where the
+         * previous attempt did: a loop, though its own run left a checkpoint of another identity. */
+        s = (struct gw_retry_state){.attempts = 2, .prev = {.valid = true, .epoch = 2, .ckpt = "100:5"},
+                                    .last = {.valid = true, .epoch = 2, .ckpt = "200:5", .fresh = true}};
+        v.cls = GW_FAILURE_CUDA_ERROR;
+        assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
+        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP,
+                    "crash loop: attempts 1 and 2 both failed during epoch 3 (the second started over instead of resuming)");
+        /* The same after resuming: the new checkpoint is progress within the epoch. */
+        s.last.fresh = false;
+        assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
+        assert_true(d.retry);
         /* The first attempt has no predecessor. */
         s.attempts = 1;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
