@@ -1,0 +1,128 @@
+/* Slurm, in gpuward's words: the pure translations the node agent and the cluster executor
+ * share.  No I/O: the caller reads /proc/PID/cgroup and runs squeue, sacct and sbatch; these
+ * functions turn what it read into gpuward's job model and back.  The Slurm facts relied on
+ * were checked on Slurm 22.05 in the cluster test (tests/cluster), except the cgroup v2
+ * layout, which the test host (cgroup v1) cannot show: that one is from Slurm's cgroup v2
+ * documentation and texts read on Slurm 23-24 nodes (docs/CLUSTER.md). */
+#pragma once
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/time.h"
+#include "core/failure.h"
+#include "core/job.h"
+
+struct gw_job;
+
+/* ---- Which Slurm job a process belongs to, from the text of /proc/PID/cgroup ----
+ *
+ * slurmd puts every process of a job step in a cgroup whose path names the job:
+ *   cgroup v1: "6:freezer:/slurm/uid_1000/job_42/step_0"            (one slurmd per host)
+ *              "6:freezer:/slurm_gpu1/uid_1000/job_42/step_batch"   (several slurmd: _NODE)
+ *              "10:devices:/slurm/uid_1000/job_42/step_0/task_0"    (task/cgroup adds task_N)
+ *   cgroup v2: "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0"
+ *              "0::/system.slice/gpu1_slurmstepd.scope/job_42/step_batch/user/task_0"
+ * whatever lies above the "slurm" / "slurmstepd.scope" directory.  Steps are a number (srun)
+ * or batch, extern (pam_slurm_adopt, the job's ssh sessions) or interactive (salloc). */
+
+#define GW_SLURM_NODE_MAX 65   /* a node name (HOST_NAME_MAX) and its NUL */
+
+enum gw_slurm_step_kind {
+        GW_SLURM_STEP_NONE,        /* in the job's cgroup, outside any step */
+        GW_SLURM_STEP_NUMBERED,    /* step_N: step holds N */
+        GW_SLURM_STEP_BATCH,
+        GW_SLURM_STEP_EXTERN,
+        GW_SLURM_STEP_INTERACTIVE,
+        GW_SLURM_STEP_OTHER,       /* a step name this code does not know */
+        _GW_SLURM_STEP_KIND_MAX,
+        _GW_SLURM_STEP_KIND_INVALID = -EINVAL,
+};
+
+struct gw_slurm_proc {
+        uint32_t job_id;
+        enum gw_slurm_step_kind step_kind;
+        uint32_t step;                  /* NUMBERED only, else 0 */
+        bool v2;                        /* found on the cgroup v2 (unified) line */
+        bool has_uid;                   /* cgroup v1 paths name the job's user: uid_U */
+        uint32_t uid;
+        char node[GW_SLURM_NODE_MAX];   /* slurm_NODE or NODE_slurmstepd.scope, else "" */
+};
+
+/* Reads the text of /proc/PID/cgroup (len bytes, need not be NUL-terminated).  Lines that
+ * name no Slurm job are skipped; of those that do, the first with a step wins (a v1 host
+ * may show the step in one hierarchy and only the job in another).  Returns 0 and fills
+ * *ret; -ENOENT when no line names a Slurm job (not a job's process, or slurmstepd's own
+ * "slurmstepd.scope/system"); -EINVAL for a Slurm path that does not parse (job_x, a job
+ * id of 0 or past 2^32-1, a node name too long) or lines that name different jobs. */
+int gw_slurm_proc_from_cgroup(const char *text, size_t len, struct gw_slurm_proc *ret);
+
+const char *gw_slurm_step_kind_name(enum gw_slurm_step_kind k);   /* "batch"; NULL out of range */
+
+/* ---- Slurm's job states and pending reasons, in gpuward's terms ---- */
+
+struct gw_slurm_state {
+        enum gw_job_state state;
+        enum gw_failure_class cls;      /* final states: why it ended; GW_FAILURE_OK otherwise */
+        const char *what;               /* what a user reads, static storage */
+};
+
+/* A job state as squeue %T or sacct State print it ("RUNNING", "CANCELLED by 1000",
+ * "CANCELLED+"), or its short form (squeue %t: "PD", "R", "CG", "OOM", ...); case does not
+ * matter.  0 and *ret; -EINVAL for a state this code does not know. */
+int gw_slurm_state_parse(const char *text, struct gw_slurm_state *ret);
+
+struct gw_slurm_reason {
+        enum gw_job_reason reason;      /* GW_REASON_NONE for Slurm's "None" */
+        bool blocked;                   /* it will not start until someone changes the job,
+                                         * its account or the cluster */
+        const char *what;               /* what a user reads, static storage */
+};
+
+/* A pending job's reason as squeue %r or scontrol's Reason= print it ("Resources",
+ * "ReqNodeNotAvail, UnavailableNodes:gpu2", "launch failed requeued held").  A reason this
+ * code does not know reads as waiting for resources, what = "Slurm's reason: see squeue",
+ * and returns 1 so that the caller can log the text; known reasons return 0.  -EINVAL for
+ * NULL or an empty text. */
+int gw_slurm_reason_parse(const char *text, struct gw_slurm_reason *ret);
+
+/* ---- The sbatch command line for a gpuward job ---- */
+
+struct gw_sbatch_opts {
+        gw_usec_t now;                  /* wall clock, for --begin */
+        int gpus_per_node;              /* GPUs each node has; 0: unknown, no --nodes */
+        int max_nodes;                  /* nodes a job may span; 0: any */
+        const char *script;             /* the batch script to run with the job's argv as its
+                                         * arguments; NULL: --wrap with the argv quoted */
+        const char *partition;          /* NULL: the cluster's default */
+        const char *const *exclude;     /* nodes to avoid (drained GPUs, a failed node) */
+        size_t n_exclude;
+};
+
+#define GW_SBATCH_NAME_MAX 200          /* longer job names are cut (Slurm keeps them whole,
+                                         * but squeue shows 8 characters by default) */
+
+/* The argument vector for sbatch (argv[0] = "sbatch", NULL-terminated; the caller frees it
+ * with gw_strv_free) that submits job j, reading j and o only:
+ *   --parsable (prints "JOBID[;CLUSTER]"), --no-requeue (gpuward decides retries),
+ *   --job-name (j->name, else "gpuward-ID"), --gres=gpu:N, --nodes=K with --gres=gpu:N/K
+ *   when j asks for more GPUs than a node has (a multiple of gpus_per_node, at most
+ *   max_nodes nodes), --time rounded up to whole minutes ("D-HH:MM:00"; none when
+ *   time_limit is 0 or GW_USEC_INFINITY), --output (j->output, else j->log_path; '%' doubled, which sbatch
+ *   would otherwise expand), --chdir (j->cwd), --begin=now+S when j->not_before is later
+ *   than o->now, --partition, --exclude, then the script and argv, or --wrap.  An empty
+ *   output, log path or cwd counts as none.
+ * Returns 0 and *ret_argv; -EINVAL with a message in why that names the field (the job
+ * cannot be placed or a field cannot be passed); *ret_argv untouched then. */
+int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
+                         char ***ret_argv, char *why, size_t why_len);
+
+/* Slurm keeps a time limit in minutes in 32 bits, the top values meaning "not set" and
+ * "infinite"; gpuward passes no more than this (about 4,000 years). */
+#define GW_SLURM_TIME_MAX_MIN 2147483647
+
+/* Slurm's --time text for a limit, rounded up to whole minutes: "0-00:02:00" for 61 s.
+ * Returns buf, or NULL when limit <= 0, past GW_SLURM_TIME_MAX_MIN minutes (so
+ * GW_USEC_INFINITY too), or when buf is too small (32 bytes is enough). */
+char *gw_slurm_time_format(gw_usec_t limit, char *buf, size_t n);
