@@ -123,6 +123,10 @@ static const char usage[] =
         "                       socket; more are refused (default 64; 0 = no cap; root and\n"
         "                       the daemon's own user are not capped)\n"
         "  --debug              verbose log\n"
+        "  --backend local|slurm  where jobs run: local (default) on this host's GPUs; slurm:\n"
+        "                       each job is submitted at once with sbatch as its user (SLURM_CONF\n"
+        "                       names the cluster), Slurm queues and places it, gpuwardd follows\n"
+        "                       it with squeue and stops it with scancel\n"
         "  --help, --version\n"
         "\n"
         "Idle-GPU reclamation profiles (default, hpo, finetune, or new ones) are [policy.NAME]\n"
@@ -137,7 +141,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
-       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS };
+       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKEND };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -182,6 +186,7 @@ static const struct option options[] = {
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
+        { "backend", required_argument, NULL, OPT_BACKEND },
         {},
 };
 
@@ -393,6 +398,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_GUEST_DETAILS:
                 if (!parse_bool(v, &c->guest_job_details))
                         break;
+                return 0;
+        case OPT_BACKEND:
+                if (strcmp(v, "local") && strcmp(v, "slurm")) {
+                        config_fail(c, "%s: invalid value '%s' (local: jobs run on this host's GPUs; slurm: "
+                                    "submitted to Slurm with sbatch)", name, v);
+                        return -EINVAL;
+                }
+                c->backend_slurm = !strcmp(v, "slurm");
                 return 0;
         default:
                 config_fail(c, "unknown setting '%s'", name);

@@ -61,6 +61,7 @@ struct gw_config {
         uint64_t state_reserve;     /* free bytes job logs leave on the state dir's disk; 0 = none */
         unsigned max_conns_per_user; /* Unix socket connections per uid; 0 = no cap */
         bool debug;
+        bool backend_slurm;         /* backend = slurm: jobs go to Slurm (exec_slurm.c) */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

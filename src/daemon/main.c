@@ -25,6 +25,7 @@
 #include "daemon/daemon.h"
 #include "daemon/notify.h"
 #include "daemon/exec_shim.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -338,7 +339,7 @@ int main(int argc, char **argv) {
         char err[512];
         int rc = 1;
         d.users = gw_userdb_new(NULL);
-        if (!d.users || setup_dirs(&d) < 0 || gw_exec_shim_open(&d) < 0)
+        if (!d.users || setup_dirs(&d) < 0 || (cfg.backend_slurm ? gw_exec_slurm_open(&d) : gw_exec_shim_open(&d)) < 0)
                 goto out;
         /* Before any other thread: libcurl's global set-up wants to be alone. */
         d.notify = gw_notify_open(&cfg);
@@ -363,7 +364,8 @@ int main(int argc, char **argv) {
         }
         if (gw_observe_start(&d) < 0 || setup_http(&d) < 0)
                 goto out;
-        gw_exec_shim_serve(&d);
+        if (!cfg.backend_slurm)
+                gw_exec_shim_serve(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  d.tcp_addr[0] ? ", http://" : "", d.tcp_addr, d.n_gpus, d.n_gpus == 1 ? "" : "s", d.n_queue,
                  d.n_queue == 1 ? "" : "s", d.n_running);

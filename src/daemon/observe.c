@@ -543,7 +543,8 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         apply_jobs(d, s->taken);
         /* Free memory changed: a job waiting for --gpu-mem may fit now. */
         d->sched_dirty |= d->n_queue > 0;
-        gw_reclaim_watch(d);
+        if (!d->cfg->backend_slurm) /* the host's GPUs are not the jobs' on a cluster */
+                gw_reclaim_watch(d);
         gw_training_watch(d); /* epochs, ETA, leaks, snapshots */
         gw_joblog_watch(d);
 }
