@@ -105,8 +105,9 @@ static char **sbatch_env(struct gw_daemon *d, const struct gw_job *j, const stru
         const char *conf = getenv("SLURM_CONF");
         if (conf) {
                 env = gw_xrealloc(env, (n + 2) * sizeof *env);
-                char *e = gw_xmalloc(strlen(conf) + 12);
-                sprintf(e, "SLURM_CONF=%s", conf);
+                size_t len = strlen(conf) + 12;
+                char *e = gw_xmalloc(len);
+                snprintf(e, len, "SLURM_CONF=%s", conf);
                 env[n++] = e;
                 env[n] = NULL;
         }

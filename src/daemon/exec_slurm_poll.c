@@ -23,13 +23,6 @@
 /* A squeue that has not answered by then is killed; the next poll tries again. */
 #define POLL_TIMEOUT_USEC (30 * GW_USEC_PER_SEC)
 
-/* One job as squeue tells it.  Every field is Slurm's own text: nothing the user chose
- * (a job name, a directory) is asked for, so none can fake a separator. */
-struct squeue_row {
-        uint32_t id;
-        char state[32], exit[32], node[128], reason[128];
-};
-
 static void poll_stop(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (s->poll_fd >= 0) {
@@ -50,8 +43,7 @@ static void poll_start(struct gw_daemon *d) {
                 log_warn("backend slurm: pipe: %s", strerror(errno));
                 return;
         }
-        char *argv[] = { s->squeue, "--states=all", "--noheader",
-                         "--Format=JobID:|,State:|,exit_code:|,NodeList:|,Reason:", NULL };
+        char *argv[] = { s->squeue, "--states=all", "--noheader", GW_SLURM_SQUEUE_FORMAT, NULL };
         char conf[4200];
         char *env[] = { NULL, NULL };
         if (getenv("SLURM_CONF")) {
@@ -75,60 +67,8 @@ static void poll_start(struct gw_daemon *d) {
                 log_warn("backend slurm: epoll: %s", strerror(errno));
 }
 
-/* "FIELD   |FIELD|..." (squeue pads each to 20): the fields, trimmed. */
-static int row_parse(char *line, struct squeue_row *r) {
-        char *f[5];
-        size_t n = 0;
-        for (char *p = line; n < 5; n++) {
-                f[n] = p;
-                char *bar = n < 4 ? strchr(p, '|') : NULL;
-                if (n < 4 && !bar)
-                        return -EINVAL;
-                if (bar)
-                        *bar = '\0', p = bar + 1;
-        }
-        for (size_t i = 0; i < 5; i++) {
-                f[i] += strspn(f[i], " \t");
-                size_t l = strlen(f[i]);
-                while (l && (f[i][l - 1] == ' ' || f[i][l - 1] == '\t'))
-                        f[i][--l] = '\0';
-        }
-        char *end;
-        unsigned long id = strtoul(f[0], &end, 10);
-        if (end == f[0] || *end || id == 0 || id > UINT32_MAX)
-                return -EINVAL; /* an array's "12_3": not one of ours */
-        r->id = (uint32_t) id;
-        snprintf(r->state, sizeof r->state, "%s", f[1]);
-        snprintf(r->exit, sizeof r->exit, "%s", f[2]);
-        snprintf(r->node, sizeof r->node, "%s", f[3]);
-        snprintf(r->reason, sizeof r->reason, "%s", f[4]);
-        return 0;
-}
-
-/* The wait status the attempt's end carries: squeue's exit_code is the batch script's wait
- * status (768 for exit 3, 9 for SIGKILL) for a job that ran out; a job stopped from outside
- * gets the signal the local executor would see (CANCELLED: SIGTERM; TIMEOUT, OOM, PREEMPTED:
- * SIGKILL). */
-static int end_status(const struct gw_slurm_state *st, const char *exit_text) {
-        char *end;
-        long status = strtol(exit_text, &end, 10);
-        bool known = end != exit_text && *end == '\0' && status > 0 && status <= 0xffff;
-        switch (st->state) {
-        case GW_JOB_COMPLETED:
-                return 0;
-        case GW_JOB_CANCELLED:
-                return SIGTERM;
-        case GW_JOB_TIMEOUT:
-                return SIGKILL;
-        default:
-                if (st->cls != GW_FAILURE_USER_ERROR)
-                        return SIGKILL;
-                return known ? (int) status : 1 << 8; /* FAILED says it did not exit 0 */
-        }
-}
-
 /* Records what changed (PENDING with its reason, RUNNING on its node) as a "slurm" event. */
-static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *sj, const struct squeue_row *r,
+static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *sj, const struct gw_slurm_squeue_row *r,
                  const struct gw_slurm_state *st) {
         char msg[sizeof sj->seen];
         sj->pending_in_slurm = st->state == GW_JOB_PENDING || st->state == GW_JOB_HELD;
@@ -139,7 +79,7 @@ static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *s
                 snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s, %s (%s)", sj->slurm_id, r->state,
                          why.reason == GW_REASON_NONE ? "not yet scheduled" : why.what, r->reason);
         } else
-                snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s on %s", sj->slurm_id, r->state, r->node);
+                snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s on %s", sj->slurm_id, r->state, r->nodes);
         if (!strcmp(msg, sj->seen))
                 return;
         snprintf(sj->seen, sizeof sj->seen, "%s", msg);
@@ -147,15 +87,15 @@ static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *s
                 log_warn("job %lld: %s, not recorded: %s", (long long) dj->job->id, msg, gw_store_errmsg(d->store));
 }
 
-static void apply_one(struct gw_daemon *d, int64_t id, const struct squeue_row *rows, size_t n) {
+static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squeue_row *rows, size_t n) {
         struct gw_exec_slurm *s = slurm_of(d);
         struct gw_slurm_job *sj = slurm_job_find(s, id);
         struct gw_djob *dj = gw_jobmap_get(&d->map, id);
         if (!sj || !dj || dj->dead || dj->job->state != GW_JOB_RUNNING || sj->submitted >= s->poll_started)
                 return; /* a job submitted while this squeue ran need not be in it yet */
-        const struct squeue_row *r = NULL;
+        const struct gw_slurm_squeue_row *r = NULL;
         for (size_t i = 0; i < n && !r; i++)
-                if (rows[i].id == sj->slurm_id)
+                if (rows[i].job_id == sj->slurm_id)
                         r = &rows[i];
         struct gw_exec_end end = { .kind = GW_EXEC_LOST };
         struct gw_slurm_state st;
@@ -169,10 +109,10 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct squeue_row *
                 seen(d, dj, sj, r, &st);
                 return;
         } else if (st.cls != GW_FAILURE_LOST)
-                end = (struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = end_status(&st, r->exit) };
+                end = (struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = gw_slurm_end_status(&st, r->exit_status) };
         char msg[200];
         snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s%s%s", sj->slurm_id, r ? r->state : "gone",
-                 r && r->exit[0] ? ", wait status " : "", r ? r->exit : "");
+                 r && r->exit_status[0] ? ", wait status " : "", r ? r->exit_status : "");
         (void) gw_store_job_event(d->store, id, dj->job->state, "slurm", msg);
         slurm_job_forget(s, id);
         gw_exec_attempt_end(d, dj, &end);
@@ -189,14 +129,14 @@ static void poll_done(struct gw_daemon *d) {
                 return;
         }
         size_t cap = 16, n = 0;
-        _cleanup_free_ struct squeue_row *rows = gw_xmalloc(cap * sizeof *rows);
+        _cleanup_free_ struct gw_slurm_squeue_row *rows = gw_xmalloc(cap * sizeof *rows);
         for (char *line = s->poll_out; line && *line;) {
                 char *nl = strchr(line, '\n');
                 if (nl)
                         *nl = '\0';
                 if (n == cap)
                         rows = gw_xrealloc(rows, (cap *= 2) * sizeof *rows);
-                if (row_parse(line, &rows[n]) == 0)
+                if (gw_slurm_squeue_parse(line, strlen(line), &rows[n]) == 0)
                         n++;
                 line = nl ? nl + 1 : NULL;
         }
