@@ -149,6 +149,12 @@ class SlurmBackend(gwtest.DaemonTest):
         self.squeue("1|COMPLETED|0|node3|None")
         self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
 
+    def test_the_head_nodes_gpus_do_not_limit_a_job(self):
+        jid = self.submit("true", extra=("--gpus", "8"))   # the daemon's host has 4
+        self.assertIn("--gres=gpu:8", self.sbatch_call(1)[2])
+        self.squeue("1|COMPLETED|0|n1,n2|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
     def test_sbatch_refusal_fails_the_job_with_its_words(self):
         open(os.path.join(self.sdir, "sbatch.refuse"), "w").close()
         jid = self.submit("true")
