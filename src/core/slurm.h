@@ -144,8 +144,8 @@ struct gw_slurm_squeue_row {
 
 /* One line of that output (len bytes, no newline needed; fields trimmed of blanks).  0 and
  * *ret; -EINVAL for a line that is not five fields, a job id that is not a plain number
- * (an array task's "12_3", a heterogeneous job's "5+1": never gpuward's) or past 2^32-1, or
- * a state or status too long to be Slurm's. */
+ * (an array task's "12_3", a heterogeneous job's "5+1": never gpuward's) or past 2^32-1, a
+ * state or status too long to be Slurm's, or a NUL anywhere. */
 int gw_slurm_squeue_parse(const char *line, size_t len, struct gw_slurm_squeue_row *ret);
 
 /* The wait status an attempt ends with, for a job squeue shows in a final state st with

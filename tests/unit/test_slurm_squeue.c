@@ -58,6 +58,7 @@ static void test_refused(void **state) {
                 assert_int_equal(r.job_id, 99); /* untouched */
         }
         assert_int_equal(gw_slurm_squeue_parse(NULL, 0, &r), -EINVAL);
+        assert_int_equal(gw_slurm_squeue_parse("1|\0\0ING|0|n1|None", 18, &r), -EINVAL); /* found by fuzz_slurm */
         /* Node lists and reasons are only told: cut, not refused. */
         char line[600];
         snprintf(line, sizeof line, "8|RUNNING|0|%0300d|None", 0);
