@@ -73,8 +73,9 @@ static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *s
         char msg[sizeof sj->seen];
         sj->pending_in_slurm = st->state == GW_JOB_PENDING || st->state == GW_JOB_HELD;
         if (sj->pending_in_slurm) {
-                struct gw_slurm_reason why;
-                if (gw_slurm_reason_parse(r->reason, &why) > 0)
+                /* An empty reason (none told) reads as not yet scheduled. */
+                struct gw_slurm_reason why = { .reason = GW_REASON_NONE };
+                if (r->reason[0] && gw_slurm_reason_parse(r->reason, &why) > 0)
                         log_info("job %lld: Slurm's reason '%s'", (long long) dj->job->id, r->reason);
                 snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s, %s (%s)", sj->slurm_id, r->state,
                          why.reason == GW_REASON_NONE ? "not yet scheduled" : why.what, r->reason);

@@ -79,6 +79,8 @@ class SlurmBackend(gwtest.DaemonTest):
         self.assertEqual(j["state"], "RUNNING")
         self.assertIn("attempt 1 submitted to Slurm as job 1", self.slurm_msgs(jid))
 
+        self.squeue("1|PENDING|0||")   # no reason told
+        self.wait_msg(jid, "Slurm job 1: PENDING, not yet scheduled ()")
         self.squeue("1|PENDING|0||Resources")
         self.wait_msg(jid, "Slurm job 1: PENDING, waiting for GPUs")
         self.squeue("1|RUNNING|0|node7|None")
