@@ -28,6 +28,9 @@ class SlurmBackend(gwtest.DaemonTest):
         os.chmod(self.sdir, 0o777)
         self.env = {"PATH": os.path.abspath(FAKES) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
                     "SLURM_CONF": os.path.join(self.sdir, "slurm.conf")}
+        # Every job the fake sbatch may number waits in Slurm until the test says otherwise
+        # (a job missing from squeue is lost, and a poll may come before the test writes).
+        self.squeue(*[f"{i}|PENDING|0||None" for i in range(1, 20)])
         super().setUp()
 
     def tearDown(self):
