@@ -189,8 +189,24 @@ static int submit(struct gw_daemon *d, const struct gw_job *j, char **argv, uint
         return 0;
 }
 
+/* gpuward's own log file of the attempt (no --output), made here and handed to the user, as
+ * the local supervisor does: slurmstepd opens it as the user, who could not create it in the
+ * daemon's log directory.  The nodes must see the state directory at the same path. */
+static void log_make(const struct gw_daemon *d, const struct gw_job *j) {
+        if (j->output || !j->log_path || !*j->log_path)
+                return;
+        _cleanup_close_ int fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+                                      0600);
+        if (fd < 0)
+                log_warn("job %lld: cannot make its log %s: %s", (long long) j->id, j->log_path, strerror(errno));
+        else if (d->euid == 0 && (j->uid || j->gid) && fchown(fd, j->uid, j->gid) < 0)
+                log_warn("job %lld: cannot give its log %s to its user: %s", (long long) j->id, j->log_path,
+                         strerror(errno));
+}
+
 static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen) {
         struct gw_job *j = dj->job;
+        log_make(d, j);
         struct gw_sbatch_opts o = { .now = d->now_wall };
         _cleanup_(gw_strv_freep) char **argv = NULL;
         int r = gw_slurm_sbatch_argv(j, &o, &argv, err, errlen);

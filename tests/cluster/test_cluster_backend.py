@@ -126,10 +126,13 @@ class BackendSlurm(unittest.TestCase):
                 d.cli("cancel", jid, user=user.pw_uid)
         for jid in ids:
             d.wait_state(jid, {"CANCELLED", "FAILED", "COMPLETED"}, timeout=30)
-        bad = d.submit("--gpus", "1", "--time", "10m", "--output", f"{out}/bad.out", "--", "sh", "-c", "exit 3",
+        # Without --output its output goes to gpuward's own log (made for the user), which
+        # gpuward logs shows.
+        bad = d.submit("--gpus", "1", "--time", "10m", "--", "sh", "-c", "echo bye from $SLURMD_NODENAME; exit 3",
                        user=user.pw_uid)
         j = d.wait_state(bad, {"CANCELLED", "FAILED", "COMPLETED", "TIMEOUT"}, timeout=60)
         self.assertEqual((j["state"], j["exit_code"]), ("FAILED", 3), slurm_events(j))
+        self.assertRegex(d.cli("logs", bad, user=user.pw_uid).stdout, r"bye from gw\w+n[12]")
 
 
 if __name__ == "__main__":
