@@ -47,6 +47,15 @@ static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, int64_t id, uint32_
         return sj;
 }
 
+void slurm_client_env(char *buf, size_t n, char *env[2]) {
+        const char *conf = getenv("SLURM_CONF");
+        env[0] = env[1] = NULL;
+        if (conf) {
+                snprintf(buf, n, "SLURM_CONF=%s", conf);
+                env[0] = buf;
+        }
+}
+
 void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
         if (s->n_kids == s->cap_kids) {
                 s->cap_kids = s->cap_kids ? 2 * s->cap_kids : 8;
@@ -242,12 +251,8 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         bool cancel = sig == SIGKILL || (sj->pending_in_slurm && !(flags & GW_EXEC_SIGNAL_MAIN));
         if (sj->pending_in_slurm && (flags & GW_EXEC_SIGNAL_MAIN))
                 return -ESRCH;
-        char *env[] = { NULL, NULL };
-        char conf[4200];
-        if (getenv("SLURM_CONF")) {
-                snprintf(conf, sizeof conf, "SLURM_CONF=%s", getenv("SLURM_CONF"));
-                env[0] = conf;
-        }
+        char conf[4200], *env[2];
+        slurm_client_env(conf, sizeof conf, env);
         pid_t pid = slurm_spawn(cancel ? plain : full, env, false, 0, 0, NULL, 0, NULL, -1);
         if (pid < 0)
                 return (int) pid;

@@ -41,6 +41,9 @@ static inline struct gw_exec_slurm *slurm_of(struct gw_daemon *d) { return d->ex
 
 struct gw_slurm_job *slurm_job_find(struct gw_exec_slurm *s, int64_t id);
 void slurm_job_forget(struct gw_exec_slurm *s, int64_t id);
+/* The environment of the daemon's own Slurm commands (squeue, scancel): the cluster's
+ * SLURM_CONF, if the daemon has one, and nothing else; buf holds it. */
+void slurm_client_env(char *buf, size_t n, char *env[2]);
 /* A child the loop reaps and forgets (scancel, a squeue given up on). */
 void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
 /* Runs argv (absolute path) with env, as uid/gid/groups when drop is set, in cwd (NULL:

@@ -44,12 +44,8 @@ static void poll_start(struct gw_daemon *d) {
                 return;
         }
         char *argv[] = { s->squeue, "--states=all", "--noheader", GW_SLURM_SQUEUE_FORMAT, NULL };
-        char conf[4200];
-        char *env[] = { NULL, NULL };
-        if (getenv("SLURM_CONF")) {
-                snprintf(conf, sizeof conf, "SLURM_CONF=%s", getenv("SLURM_CONF"));
-                env[0] = conf;
-        }
+        char conf[4200], *env[2];
+        slurm_client_env(conf, sizeof conf, env);
         pid_t pid = slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
         (void) close(p[1]);
         if (pid < 0) {
