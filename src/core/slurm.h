@@ -126,3 +126,31 @@ int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
  * Returns buf, or NULL when limit <= 0, past GW_SLURM_TIME_MAX_MIN minutes (so
  * GW_USEC_INFINITY too), or when buf is too small (32 bytes is enough). */
 char *gw_slurm_time_format(gw_usec_t limit, char *buf, size_t n);
+
+/* ---- squeue, as the cluster executor reads it ---- */
+
+/* The format it asks for: Slurm's own words only (nothing a user chose, such as a job name or
+ * a directory, could fake a separator), one job a line, fields ending in '|' (squeue pads a
+ * field without a size to 20 characters, or not at all: both read the same). */
+#define GW_SLURM_SQUEUE_FORMAT "--Format=JobID:|,State:|,exit_code:|,NodeList:|,Reason:"
+
+struct gw_slurm_squeue_row {
+        uint32_t job_id;
+        char state[32];                 /* "RUNNING", as gw_slurm_state_parse reads it */
+        char exit_status[16];           /* the batch script's wait status: "768" is exit 3 */
+        char nodes[128];                /* "" while pending; cut to fit */
+        char reason[128];               /* "Resources", "None"; cut to fit */
+};
+
+/* One line of that output (len bytes, no newline needed; fields trimmed of blanks).  0 and
+ * *ret; -EINVAL for a line that is not five fields, a job id that is not a plain number
+ * (an array task's "12_3", a heterogeneous job's "5+1": never gpuward's) or past 2^32-1, a
+ * state or status too long to be Slurm's, or a NUL anywhere. */
+int gw_slurm_squeue_parse(const char *line, size_t len, struct gw_slurm_squeue_row *ret);
+
+/* The wait status an attempt ends with, for a job squeue shows in a final state st with
+ * exit_status: COMPLETED 0; FAILED its wait status (exit 1 when that says nothing);
+ * CANCELLED SIGTERM; TIMEOUT and the other failures (OOM, PREEMPTED) SIGKILL, as a job
+ * stopped from outside shows to the local executor.  Node failures are lost, not a status:
+ * the caller checks st->cls == GW_FAILURE_LOST first. */
+int gw_slurm_end_status(const struct gw_slurm_state *st, const char *exit_status);

@@ -63,7 +63,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
        OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
-       OPT_BACKUP_KEEP };
+       OPT_BACKUP_KEEP, OPT_BACKEND };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -110,6 +110,7 @@ static const struct option options[] = {
         { "version", no_argument, NULL, OPT_VERSION },
         { "backup-interval", required_argument, NULL, OPT_BACKUP_INTERVAL },
         { "backup-keep", required_argument, NULL, OPT_BACKUP_KEEP },
+        { "backend", required_argument, NULL, OPT_BACKEND },
         {},
 };
 
@@ -338,6 +339,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         return -EINVAL;
                 }
                 c->backup_keep = (int) n;
+                return 0;
+        case OPT_BACKEND:
+                if (strcmp(v, "local") && strcmp(v, "slurm")) {
+                        gw_config_fail(c, "%s: invalid value '%s' (local: jobs run on this host's GPUs; slurm: "
+                                    "submitted to Slurm with sbatch)", name, v);
+                        return -EINVAL;
+                }
+                c->backend_slurm = !strcmp(v, "slurm");
                 return 0;
         default:
                 gw_config_fail(c, "unknown setting '%s'", name);

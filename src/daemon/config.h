@@ -64,6 +64,7 @@ struct gw_config {
         bool debug;
         gw_usec_t backup_interval;  /* scheduled online backups into STATE_DIR/backups; 0 = none */
         int backup_keep;            /* scheduled backups kept there */
+        bool backend_slurm;         /* backend = slurm: jobs go to Slurm (exec_slurm.c) */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

@@ -170,10 +170,12 @@ static int check_paths(struct gw_daemon *d, const struct gw_job *j, struct gw_su
 static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         if (j->uid == 0 && !d->cfg->allow_root_jobs)
                 return submit_fail(err, 403, "", "jobs may not run as root (set allow-root-jobs in the config)");
-        if ((unsigned) j->ngpus > d->host.n_gpus)
+        /* With backend slurm this host's GPUs are not the cluster's: sbatch judges the job. */
+        bool here = !d->cfg->backend_slurm;
+        if (here && (unsigned) j->ngpus > d->host.n_gpus)
                 return submit_fail(err, 400, "ngpus", "ngpus: asked for %d GPUs, only %u GPU%s on this host", j->ngpus,
                                    d->host.n_gpus, d->host.n_gpus == 1 ? "" : "s");
-        if (j->gpu_mem > d->host.max_gpu_mem) {
+        if (here && j->gpu_mem > d->host.max_gpu_mem) {
                 char a[32], b[32];
                 return submit_fail(err, 400, "gpu_mem", "gpu_mem: %s per GPU asked, the largest GPU here has %s",
                                    gw_format_size(j->gpu_mem, a, sizeof a), gw_format_size(d->host.max_gpu_mem, b, sizeof b));

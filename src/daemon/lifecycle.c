@@ -69,8 +69,9 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         d->exec->prepare(d, dj);
         char gpus[256], msg[512];
         gw_gpu_mask_format(mask, gpus, sizeof gpus);
-        snprintf(msg, sizeof msg, "started on GPU %s, attempt %d%s%s", gpus, j->attempt, j->cgroup ? ", cgroup " : "",
-                 j->cgroup ? j->cgroup : "");
+        /* No GPU of this host (backend slurm): Slurm places it, and its events tell where. */
+        snprintf(msg, sizeof msg, "started %s%s, attempt %d%s%s", mask ? "on GPU " : "through ",
+                 mask ? gpus : d->exec->name, j->attempt, j->cgroup ? ", cgroup " : "", j->cgroup ? j->cgroup : "");
         int r = gw_store_job_update(d->store, j, "start", msg);
         if (r < 0) {
                 log_err("job %lld: cannot record its start, not starting it: %s", (long long) j->id,

@@ -25,6 +25,7 @@
 #include "daemon/daemon.h"
 #include "daemon/notify.h"
 #include "daemon/exec_shim.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -365,7 +366,7 @@ int main(int argc, char **argv) {
         int rc = 1;
         gw_lifecycle_subscribe_features(&d.hooks); /* before anything can start or end a job */
         d.users = gw_userdb_new(NULL);
-        if (!d.users || setup_dirs(&d) < 0 || gw_exec_shim_open(&d) < 0)
+        if (!d.users || setup_dirs(&d) < 0 || (cfg.backend_slurm ? gw_exec_slurm_open(&d) : gw_exec_shim_open(&d)) < 0)
                 goto out;
         /* Before any other thread: libcurl's global set-up wants to be alone. */
         d.notify = gw_notify_open(&cfg);
@@ -391,7 +392,8 @@ int main(int argc, char **argv) {
         }
         if (gw_observe_start(&d) < 0 || setup_http(&d) < 0)
                 goto out;
-        gw_exec_shim_serve(&d);
+        if (!cfg.backend_slurm)
+                gw_exec_shim_serve(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  d.loop.tcp_addr[0] ? ", http://" : "", d.loop.tcp_addr, d.host.n_gpus, d.host.n_gpus == 1 ? "" : "s", d.jobs.n_queue,
                  d.jobs.n_queue == 1 ? "" : "s", d.jobs.n_running);

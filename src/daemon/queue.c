@@ -189,10 +189,42 @@ static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
         return false;
 }
 
+/* backend = slurm: the host's GPUs are not the cluster's, so nothing is placed here.  Each
+ * queued job whose dependency is met and whose retry backoff is over goes to Slurm at once,
+ * which queues and places it (docs/CLUSTER.md); bookings and quotas are not applied yet. */
+static void schedule_slurm(struct gw_daemon *d) {
+        size_t n = d->jobs.n_queue;
+        _cleanup_free_ struct gw_djob **q = gw_xmalloc((n + 1) * sizeof *q);
+        memcpy(q, d->jobs.queue, n * sizeof *q); /* starting and ending jobs reshape the queue */
+        for (size_t i = 0; i < n; i++) {
+                struct gw_djob *dj = q[i];
+                struct gw_job *j = dj->job;
+                if (j->state != GW_JOB_PENDING)
+                        continue;
+                enum gw_dep_status dep = dep_status(d, dj);
+                if (dep == GW_DEP_NEVER) {
+                        char why[128];
+                        snprintf(why, sizeof why, "dependency never satisfied: job %lld did not %s",
+                                 (long long) j->after_job, j->after_kind == GW_DEP_KIND_OK ? "complete" : "end");
+                        gw_job_end(d, dj, GW_JOB_CANCELLED, why, "dependency");
+                        continue;
+                }
+                j->wait_reason = dep == GW_DEP_WAITING ? GW_REASON_DEPENDENCY
+                                 : j->not_before > 0  ? GW_REASON_BACKOFF
+                                                      : GW_REASON_NONE;
+                if (j->wait_reason == GW_REASON_NONE && account_still_there(d, dj))
+                        (void) gw_job_start(d, dj, 0);
+        }
+}
+
 void gw_schedule(struct gw_daemon *d) {
         d->jobs.sched_dirty = false;
         if (d->jobs.n_queue == 0)
                 return;
+        if (d->cfg->backend_slurm) {
+                schedule_slurm(d);
+                return;
+        }
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
         fill_gpus(d, gpus);
         if (!any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings)

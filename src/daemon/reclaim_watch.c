@@ -376,6 +376,8 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t mono, g
 }
 
 void gw_reclaim_watch(struct gw_daemon *d) {
+        if (d->cfg->backend_slurm) /* the host's GPUs are not the jobs' on a cluster */
+                return;
         gw_usec_t mono = d->now, wall = d->now_wall;
         /* Terminating does not remove a job from running[] (it ends when it exits), so the
          * array is stable during the walk. */

@@ -1,5 +1,6 @@
 /* libFuzzer target: the Slurm translations (src/core/slurm.h).  The input is read as
- * /proc/PID/cgroup text (by length, not NUL-terminated), as a state and a pending reason,
+ * /proc/PID/cgroup text and as a line of squeue (by length, not NUL-terminated), as a state
+ * and a pending reason,
  * and, split at NULs, as a job's command line for sbatch, whose --wrap text is then read
  * back as /bin/sh would read single-quoted words: it must give the same words. */
 #include <errno.h>
@@ -19,6 +20,24 @@ static void cgroup(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(gw_slurm_step_kind_name(p.step_kind) != NULL);
                 FUZZ_CHECK(memchr(p.node, '\0', sizeof p.node) != NULL);
                 FUZZ_CHECK(p.step_kind == GW_SLURM_STEP_NUMBERED || p.step == 0);
+        }
+        free(text);
+}
+
+static void squeue(const uint8_t *data, size_t size) {
+        char *text = fuzz_memdup(data, size);
+        struct gw_slurm_squeue_row row;
+        int r = gw_slurm_squeue_parse(text, size, &row);
+        FUZZ_CHECK(r == 0 || r == -EINVAL);
+        if (r == 0) {
+                FUZZ_CHECK(row.job_id != 0 && row.state[0]);
+                FUZZ_CHECK(memchr(row.nodes, '\0', sizeof row.nodes) && memchr(row.reason, '\0', sizeof row.reason));
+                struct gw_slurm_state st;
+                if (gw_slurm_state_parse(row.state, &st) == 0 && gw_job_state_is_final(st.state)) {
+                        int status = gw_slurm_end_status(&st, row.exit_status);
+                        FUZZ_CHECK(status >= 0 && status <= 0xffff);
+                        FUZZ_CHECK((status == 0) == (st.state == GW_JOB_COMPLETED));
+                }
         }
         free(text);
 }
@@ -92,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 64 * 1024)
                 return 0;
         cgroup(data, size);
+        squeue(data, size);
         words(data, size);
         sbatch(data, size);
         return 0;

@@ -1,0 +1,61 @@
+/* The Slurm executor (gpuwardd --backend slurm): each started attempt is a Slurm batch job,
+ * submitted with sbatch as the job's user; Slurm queues, places and launches it, and the
+ * daemon follows it with squeue and stops it with scancel (docs/CLUSTER.md).  Start, signal
+ * and adoption: exec_slurm.c; following the jobs: exec_slurm_poll.c. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/daemon.h"
+
+/* What the daemon knows of one attempt it handed to Slurm. */
+struct gw_slurm_job {
+        int64_t id;               /* gpuward's job */
+        uint32_t slurm_id;
+        gw_usec_t submitted;      /* monotonic: a poll begun before this cannot show the job */
+        bool pending_in_slurm;    /* squeue's last word: not started (scancel --signal cannot reach it) */
+        char seen[200];           /* state, reason and node last recorded, to record changes only */
+};
+
+struct gw_exec_slurm {
+        struct gw_executor ops;
+        char sbatch[256], squeue[256], scancel[256];
+        struct gw_slurm_job *jobs;
+        size_t n_jobs, cap_jobs;
+        /* The poll: one squeue at a time, its output read as its pipe is readable. */
+        pid_t poll_pid;
+        int poll_fd;
+        struct gw_source poll_src;
+        gw_usec_t poll_started, poll_next;
+        char *poll_out;
+        size_t poll_len, poll_cap;
+        bool poll_eof, poll_reaped;
+        int poll_status;
+        /* scancel children, reaped by the loop and forgotten. */
+        pid_t *kids;
+        size_t n_kids, cap_kids;
+};
+
+static inline struct gw_exec_slurm *slurm_of(struct gw_daemon *d) { return d->exec->state; }
+
+struct gw_slurm_job *slurm_job_find(struct gw_exec_slurm *s, int64_t id);
+void slurm_job_forget(struct gw_exec_slurm *s, int64_t id);
+/* The environment of the daemon's own Slurm commands (squeue, scancel): the cluster's
+ * SLURM_CONF, if the daemon has one, and nothing else; buf holds it. */
+void slurm_client_env(char *buf, size_t n, char *env[2]);
+/* A child the loop reaps and forgets (scancel, a squeue given up on). */
+void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
+/* Runs argv (absolute path) with env, as uid/gid/groups when drop is set, in cwd (NULL:
+ * "/"), stdout and stderr to out_fd (-1: /dev/null).  The child's pid, or -errno. */
+pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
+                  const uint32_t *groups, int n_groups, const char *cwd, int out_fd);
+
+/* exec_slurm_poll.c */
+gw_usec_t slurm_poll_tick(struct gw_daemon *d);
+void slurm_poll_ready(struct gw_daemon *d);
+bool slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status);
+void slurm_poll_close(struct gw_daemon *d);
+
+/* Opens the Slurm executor as d->exec: finds sbatch, squeue and scancel on PATH. */
+int gw_exec_slurm_open(struct gw_daemon *d);

@@ -1,0 +1,178 @@
+"""gpuwardd --backend slurm against fake Slurm commands (tests/fakes/slurm: sbatch records who
+ran it and with what, squeue prints what the test writes, scancel logs its arguments): the
+executor's side of the contract on any host, without a cluster.  The real cluster test is
+tests/cluster/test_cluster_backend.py."""
+import os
+import shutil
+import tempfile
+import unittest
+
+import gwtest
+from gwtest import wait_until
+
+FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakes", "slurm")
+
+
+class SlurmBackend(gwtest.DaemonTest):
+    extra = ("--backend", "slurm")
+
+    def setUp(self):
+        # Cleanups run after tearDown, and also when setUp fails half-way.
+        self.users = gwtest.Users(prefix="gwsb") if gwtest.IS_ROOT else None
+        if self.users:
+            self.addCleanup(self.users.remove_all)
+        self.user = self.users.add("u") if self.users else None
+        # The fakes keep their state beside SLURM_CONF, which the daemon passes to them all.
+        self.sdir = tempfile.mkdtemp(prefix="gw-fakeslurm-")
+        self.addCleanup(shutil.rmtree, self.sdir, True)
+        os.chmod(self.sdir, 0o777)
+        self.env = {"PATH": os.path.abspath(FAKES) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
+                    "SLURM_CONF": os.path.join(self.sdir, "slurm.conf")}
+        # Every job the fake sbatch may number waits in Slurm until the test says otherwise
+        # (a job missing from squeue is lost, and a poll may come before the test writes).
+        self.squeue(*[f"{i}|PENDING|0||None" for i in range(1, 20)])
+        super().setUp()
+
+    def tearDown(self):
+        # What is left ends at the daemon's cancels (cleanup) as soon as squeue says so.
+        if os.path.exists(os.path.join(self.sdir, "squeue.fail")):
+            os.unlink(os.path.join(self.sdir, "squeue.fail"))
+        self.squeue(*[f"{i}|CANCELLED|15|n1|None" for i in range(1, 20)])
+        super().tearDown()
+
+    def squeue(self, *lines):
+        tmp = os.path.join(self.sdir, "squeue.tmp")
+        with open(tmp, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.rename(tmp, os.path.join(self.sdir, "squeue.out"))
+
+    def submit(self, *cmd, extra=()):
+        uid = self.user.pw_uid if self.user else None
+        return self.d.submit("--gpus", "1", "--retries", "0", *extra, "--", *cmd, user=uid)
+
+    def sbatch_call(self, n):
+        path = os.path.join(self.sdir, f"sbatch.{n}")
+        wait_until(lambda: os.path.exists(path), what=f"sbatch call {n}")
+        with open(path) as f:
+            uid, cwd, *args = f.read().splitlines()
+        return int(uid), cwd, args
+
+    def scancels(self):
+        try:
+            with open(os.path.join(self.sdir, "scancel.log")) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def slurm_msgs(self, jid):
+        return [e["message"] for e in self.d.job(jid)["events"] if e["kind"] in ("slurm", "slurm_job")]
+
+    def wait_msg(self, jid, text):
+        return wait_until(lambda: any(text in m for m in self.slurm_msgs(jid)), what=f"'{text}' in job {jid}")
+
+    def test_submit_as_the_user_then_follow_squeue_to_the_end(self):
+        jid = self.submit("python3", "train.py", "it's")
+        uid, cwd, args = self.sbatch_call(1)
+        self.assertEqual(uid, self.user.pw_uid if self.user else os.geteuid(), "sbatch runs as the job's user")
+        self.assertEqual(cwd, self.d.work)
+        for a in ("--parsable", "--no-requeue", "--gres=gpu:1", f"--chdir={self.d.work}",
+                  "--wrap=exec 'python3' 'train.py' 'it'\\''s'"):
+            self.assertIn(a, args)
+        j = self.d.job(jid)
+        self.assertEqual(j["state"], "RUNNING")
+        self.assertIn("attempt 1 submitted to Slurm as job 1", self.slurm_msgs(jid))
+
+        self.squeue("1|PENDING|0||")   # no reason told
+        self.wait_msg(jid, "Slurm job 1: PENDING, not yet scheduled ()")
+        self.squeue("1|PENDING|0||Resources")
+        self.wait_msg(jid, "Slurm job 1: PENDING, waiting for GPUs")
+        self.squeue("1|RUNNING|0|node7|None")
+        self.wait_msg(jid, "Slurm job 1: RUNNING on node7")
+        self.assertIn("node7", self.d.cli("show", jid).stdout)
+        self.squeue("1|FAILED|768|node7|NonZeroExitCode")
+        j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual((j["state"], j["exit_code"]), ("FAILED", 3))
+
+        ok = self.submit("true")
+        self.sbatch_call(2)
+        self.squeue("2|COMPLETED|0|node7|None")
+        j = self.d.wait_state(ok, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual((j["state"], j["exit_code"]), ("COMPLETED", 0))
+
+    def test_squeue_failing_is_not_an_end_but_a_job_gone_is_lost(self):
+        open(os.path.join(self.sdir, "squeue.fail"), "w").close()
+        jid = self.submit("sleep", "1")
+        self.sbatch_call(1)
+        wait_until(lambda: "squeue failed" in self.d.daemon_log(), what="a failed squeue logged")
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+        self.squeue("1|RUNNING|0|node1|None")
+        os.unlink(os.path.join(self.sdir, "squeue.fail"))
+        self.wait_msg(jid, "RUNNING on node1")
+        self.squeue()   # gone from squeue: nobody can say how it ended
+        j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual(j["state"], "FAILED")
+        self.assertIn("gone", " ".join(self.slurm_msgs(jid)))
+
+    def test_node_failure_is_lost_and_retried_with_a_new_slurm_job(self):
+        jid = self.submit("sleep", "1", extra=("--retries", "1"))
+        self.sbatch_call(1)
+        self.squeue("1|NODE_FAIL|0|node1|NodeDown")
+        self.sbatch_call(2)
+        self.wait_msg(jid, "attempt 2 submitted to Slurm as job 2")
+        self.squeue("2|COMPLETED|0|node2|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_cancel_signals_through_scancel(self):
+        run = self.submit("sleep", "100")
+        wait = self.submit("sleep", "100")
+        self.sbatch_call(2)
+        self.squeue("1|RUNNING|0|node1|None", "2|PENDING|0||Priority")
+        self.wait_msg(wait, "PENDING")
+        self.wait_msg(run, "RUNNING on node1")
+        uid = self.user.pw_uid if self.user else None
+        self.d.cli("cancel", "--no-wait", run, user=uid)
+        self.d.cli("cancel", "--no-wait", wait, user=uid)
+        # The running one: SIGTERM to every step, plain scancel after the grace (1 s here);
+        # the waiting one cannot take a signal: cancelled at once.
+        wait_until(lambda: {"--signal=15 --full 1", "1", "2"} <= set(self.scancels()),
+                   what=f"the scancels (so far {self.scancels()})")
+        self.assertEqual(self.d.job(run)["state"], "RUNNING", "until Slurm says it ended")
+        self.squeue("1|CANCELLED|15|node1|None", "2|CANCELLED|0||None")
+        for jid in (run, wait):
+            self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "CANCELLED")
+
+    def test_restart_follows_the_same_slurm_job(self):
+        jid = self.submit("sleep", "100")
+        self.sbatch_call(1)
+        self.squeue("1|RUNNING|0|node3|None")
+        self.wait_msg(jid, "RUNNING on node3")
+        self.d.stop()
+        self.d.start()
+        wait_until(lambda: "following Slurm job 1 again" in self.d.daemon_log(), what="the job adopted")
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+        self.assertFalse(os.path.exists(os.path.join(self.sdir, "sbatch.2")), "not submitted twice")
+        self.squeue("1|COMPLETED|0|node3|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_the_head_nodes_gpus_do_not_limit_a_job(self):
+        jid = self.submit("true", extra=("--gpus", "8"))   # the daemon's host has 4
+        self.assertIn("--gres=gpu:8", self.sbatch_call(1)[2])
+        self.squeue("1|COMPLETED|0|n1,n2|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_sbatch_refusal_fails_the_job_with_its_words(self):
+        open(os.path.join(self.sdir, "sbatch.refuse"), "w").close()
+        jid = self.submit("true")
+        j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual(j["state"], "FAILED")
+        self.assertIn("fake refusal", j["reason"])
+
+
+class BackendConfig(unittest.TestCase):
+    def test_unknown_backend_is_refused_naming_the_key(self):
+        why = gwtest.start_failure("backend = kubernetes\n")
+        self.assertIn("backend: invalid value 'kubernetes'", why)
+
+
+if __name__ == "__main__":
+    gwtest.main()
