@@ -128,6 +128,9 @@ struct gw_daemon {
         bool big_reply;              /* a large reply was built: give its memory back afterwards */
         unsigned rogue_total;
         uint64_t xid_events;
+        /* What sampling costs, from the snapshots taken (sampler.h), for /metrics. */
+        uint64_t sampler_snapshots;
+        gw_usec_t sampler_nvml_sum, sampler_nvml_max, sampler_cpu;
         uint64_t reclaims;           /* jobs SIGTERMed as idle, for gpuward_reclaims_total */
         uint64_t state_counts[_GW_JOB_STATE_MAX]; /* jobs per state, for /metrics */
         uint64_t wait_counts[10];    /* queue-wait histogram of started jobs (cumulative) */

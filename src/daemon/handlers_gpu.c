@@ -309,6 +309,10 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         m.wait_sum = d->wait_sum;
         m.rogue_processes = d->rogue_total;
         m.xid_events = d->xid_events;
+        m.sampler_snapshots = d->sampler_snapshots;
+        m.sampler_nvml_seconds_sum = (double) d->sampler_nvml_sum / 1e6;
+        m.sampler_nvml_seconds_max = (double) d->sampler_nvml_max / 1e6;
+        m.sampler_cpu_seconds = (double) d->sampler_cpu / 1e6;
         m.reclaims = d->reclaims;
         struct gw_notify_counts hooks;
         gw_notify_counts(d->notify, &hooks);

@@ -624,6 +624,11 @@ void gw_observe_ready(struct gw_daemon *d) {
         gw_sampler_ack(d->sampler);
         struct gw_snapshot *s = gw_sampler_take(d->sampler);
         if (s) {
+                d->sampler_snapshots++;
+                d->sampler_nvml_sum += s->nvml_usec;
+                if (s->nvml_usec > d->sampler_nvml_max)
+                        d->sampler_nvml_max = s->nvml_usec;
+                d->sampler_cpu = s->sampler_cpu_usec;
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
                 gw_events_gpus(d);
