@@ -7,7 +7,9 @@ PASS, FAIL or SKIP, with the figures.  Exits 1 on any FAIL, 2 when it could not 
 Everything it starts is stopped by PID; the temporary dir is removed.
 
 For the tests only: --simulate N --nvml-lib PATH runs the daemon on the fake NVML (the checks
-that need a CUDA driver are SKIPped), and --smi-output FILE stands in for `nvidia-smi`.
+that need a CUDA driver are SKIPped, unless --libcuda names the fake libcuda.so.1, which
+reports gpuload's memory and utilisation to the fake NVML), and --smi-output FILE stands in for
+`nvidia-smi`.
 The judging functions (parse_smi, compare_inventory, judge_*) are pure: tests/e2e/test_gpucheck.py
 calls them directly."""
 import argparse
@@ -29,7 +31,8 @@ BUDGET = 230.0          # seconds for the whole check (the brief: under 4 minute
 SAMPLE = 1              # --sample-interval
 IDLE, WARN, GRACE = 12, 4, 3  # the default profile's idle_timeout, warn, grace
 LEAK_MIB, LEAK_EPOCH_S = 1024, 4  # gpuload leak: added per epoch, epoch length
-BUSY_MIB = 16384        # big enough that the CUDA context (~0.3-0.6 GiB) stays under 5%
+BUSY_MIB = 16384        # big enough that the CUDA context (~0.3-0.6 GiB) stays under 5%; at most
+                        # half of the GPU's memory (Check.busy_mib)
 MEM_TOLERANCE = 0.05
 UTIL_MIN = 90
 FREED_SLACK_MIB = 256   # memory.used after a cancel, over the baseline before any job
@@ -161,6 +164,8 @@ class Check:
         self.others = []  # processes started outside gpuward (rogue)
         self.t0 = time.monotonic()
         self.header = []
+        self.nvml = None  # ctypes NVML, loaded on first use (mem_used_mib)
+        self.busy_mib = BUSY_MIB
 
     # output
     def say(self, status, name, detail):
@@ -193,8 +198,10 @@ class Check:
     def job(self, jid):
         return self.api("GET", f"/api/v1/jobs/{jid}")[1]
 
-    def submit(self, argv, name, gpus=None):
-        spec = {"command": argv, "cwd": self.work, "ngpus": 1, "time_limit": 600, "name": name}
+    def submit(self, argv, name, **kw):
+        spec = {"command": argv, "cwd": self.work, "ngpus": 1, "time_limit": 600, "name": name, **kw}
+        if self.a.libcuda:
+            spec["env"] = [f"GPULOAD_LIBCUDA={self.a.libcuda}"]
         st, r = self.api("POST", "/api/v1/jobs", spec)
         if st != 201:
             raise RuntimeError(f"submit {name}: {st} {r}")
@@ -275,10 +282,10 @@ def stop_pid(p):
             p.wait(timeout=5)
 
 
-def cuda_driver():
+def cuda_driver(path="libcuda.so.1"):
     """None when libcuda.so.1 loads and cuInit(0) succeeds; else why not."""
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
+        lib = ctypes.CDLL(path)
     except OSError as e:
         return f"no CUDA driver ({e})"
     r = lib.cuInit(0)
@@ -334,16 +341,16 @@ def check_busy(c, jid):
     if idx is None:
         return None
     def held():
-        return sum(p.get("mem_used") or 0 for p in job_procs(c, idx, jid)[1]) >= BUSY_MIB * 2**20 * 0.99
+        return sum(p.get("mem_used") or 0 for p in job_procs(c, idx, jid)[1]) >= c.busy_mib * 2**20 * 0.99
     seen = c.wait(held, 30)
     g, mine = job_procs(c, idx, jid)
     if seen:
         st, detail = judge_attribution(g, jid, [p["pid"] for p in mine])
         c.say(st, "busy.attribution", detail)
     else:
-        c.say(FAIL, "busy.attribution", f"job {jid}: its {BUSY_MIB} MiB not seen on GPU {idx} within 30 s "
+        c.say(FAIL, "busy.attribution", f"job {jid}: its {c.busy_mib} MiB not seen on GPU {idx} within 30 s "
                                         f"(processes: {g.get('processes')})")
-    st, detail = judge_memory(sum(p.get("mem_used") or 0 for p in mine), BUSY_MIB)
+    st, detail = judge_memory(sum(p.get("mem_used") or 0 for p in mine), c.busy_mib)
     c.say(st, "busy.memory", f"job {jid} GPU {idx}: {detail}")
     samples = []
     for _ in range(8):
@@ -393,18 +400,35 @@ def check_busy_kept(c, jid, since):
           f"(idle_timeout {IDLE}s + warn {WARN}s)")
 
 
+class NvmlMemory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
 def mem_used_mib(c, idx):
-    out = smi("used")
-    if out:
-        for line in out.splitlines():
-            f = [x.strip() for x in line.split(",")]
-            if len(f) == 2 and f[0] == str(idx) and f[1].isdigit():
-                return int(f[1])
-    return None
+    """GPU idx's memory.used in MiB, read from NVML itself (the library gpuwardd loads) at
+    once, not from the daemon's last sample; None when NVML cannot be read."""
+    try:
+        if c.nvml is None:
+            if c.a.simulate:  # the fake reads its state dir at init
+                os.environ["GPUWARD_FAKE_NVML_DIR"] = os.path.join(c.dir, "state", "sim-nvml")
+            lib = ctypes.CDLL(c.a.nvml_lib or "libnvidia-ml.so.1")
+            init = getattr(lib, "nvmlInit_v2", None) or lib.nvmlInit
+            if init() != 0:
+                return None
+            c.nvml = lib
+        lib = c.nvml
+        get = getattr(lib, "nvmlDeviceGetHandleByIndex_v2", None) or lib.nvmlDeviceGetHandleByIndex
+        h, m = ctypes.c_void_p(), NvmlMemory()
+        if get(ctypes.c_uint(idx), ctypes.byref(h)) != 0 or lib.nvmlDeviceGetMemoryInfo(h, ctypes.byref(m)) != 0:
+            return None
+        return m.used // 2**20
+    except (OSError, AttributeError):
+        return None
 
 
-def check_cancel(c, jid, idx, baseline_mib):
+def check_cancel(c, jid, idx, baselines):
     """`gpuward cancel` returns only once NVML shows the job's memory freed."""
+    baseline_mib = baselines.get(idx)
     _, mine = job_procs(c, idx, jid)
     pids = {p["pid"] for p in mine}
     t = time.monotonic()
@@ -417,7 +441,7 @@ def check_cancel(c, jid, idx, baseline_mib):
     if p.returncode != 0:
         return c.say(FAIL, "cancel.freed", f"gpuward cancel {jid} exited {p.returncode}: {p.stderr.strip()}")
     if used is None:
-        return c.say(SKIP, "cancel.freed", f"returned in {took:.2f} s; no nvidia-smi to read the memory")
+        return c.say(FAIL, "cancel.freed", f"returned in {took:.2f} s; NVML's memory.used could not be read")
     ok = not left and baseline_mib is not None and used <= baseline_mib + FREED_SLACK_MIB
     c.say(PASS if ok else FAIL, "cancel.freed",
           f"gpuward cancel {jid} returned in {took:.2f} s; GPU {idx} memory.used then {used} MiB "
@@ -427,18 +451,31 @@ def check_cancel(c, jid, idx, baseline_mib):
 def check_rogue(c, idx, uuid):
     """gpuload started outside gpuward shows as a rogue process with its pid."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": uuid}
+    if c.a.libcuda:
+        env["GPULOAD_LIBCUDA"] = c.a.libcuda
+    if c.a.simulate:
+        env["GPUWARD_FAKE_NVML_DIR"] = os.path.join(c.dir, "state", "sim-nvml")
     p = subprocess.Popen([os.path.join(c.build, "tests", "gpu", "gpuload"), "busy", "--mib", "1024", "--seconds", "30"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True, cwd=c.work)
     c.others.append(p)
+    t = time.monotonic()
     def found():
         g = c.gpus()["gpus"][idx]
         return [q for q in g.get("processes") or [] if q["pid"] == p.pid and q.get("job") is None]
-    seen = c.wait(found, 20)
+
+    def foreign():  # in a PID namespace NVML gives the host's pid: a process of no job holding gpuload's memory
+        g = c.gpus()["gpus"][idx]
+        return [q for q in g.get("processes") or [] if q.get("job") is None and (q.get("mem_used") or 0) >= 2**30]
+    seen = c.wait(lambda: found() or (p.poll() is None and time.monotonic() - t > 10 and foreign()), 20)
     api = c.gpus()
     g = api["gpus"][idx]
-    if seen:
-        c.say(PASS, "rogue", f"pid {p.pid} on GPU {idx}: listed with no job ({seen[0].get('mem_used', 0) / 2**20:.0f} "
+    if seen and seen[0]["pid"] == p.pid:
+        c.say(PASS, "rogue", f"pid {p.pid} on GPU {idx}: listed with no job ({(seen[0].get('mem_used') or 0) / 2**20:.0f} "
                              f"MiB), rogue_processes {api.get('rogue_processes')}")
+    elif seen:
+        c.say(PASS, "rogue", f"pid {p.pid} here is pid {seen[0]['pid']} to NVML (a PID namespace): listed with no job "
+                             f"({(seen[0].get('mem_used') or 0) / 2**20:.0f} MiB), rogue_processes "
+                             f"{api.get('rogue_processes')}")
     else:
         c.say(FAIL, "rogue", f"pid {p.pid} (exit {p.poll()}) not listed as a process of no job on GPU {idx} within 20 s; "
                              f"processes: {[(q['pid'], q.get('job')) for q in g.get('processes') or []]} (in a PID "
@@ -476,9 +513,10 @@ def gpu_jobs(c, api, why_not):
             c.say(SKIP, n, f"needs a CUDA driver: {why_not}")
         return
     load = os.path.join(c.build, "tests", "gpu", "gpuload")
-    baseline = mem_used_mib(c, 0)
+    baselines = {g["index"]: mem_used_mib(c, g["index"]) for g in api["gpus"]}
+    c.busy_mib = min(BUSY_MIB, min(g["mem_total"] for g in api["gpus"]) // 2**21)
     two = len(api["gpus"]) >= 2
-    busy = c.submit([load, "busy", "--mib", str(BUSY_MIB), "--seconds", "300"], "gpucheck-busy")
+    busy = c.submit([load, "busy", "--mib", str(c.busy_mib), "--seconds", "300"], "gpucheck-busy")
     since = time.monotonic()
     idle = c.submit([load, "idle", "--mib", "2048", "--seconds", "300"], "gpucheck-idle") if two else None
     idx = check_busy(c, busy)
@@ -487,13 +525,14 @@ def gpu_jobs(c, api, why_not):
     else:
         check_busy_kept(c, busy, since)
     if idx is not None:
-        check_cancel(c, busy, idx, baseline)
+        check_cancel(c, busy, idx, baselines)
     if not two:
         check_idle(c, c.submit([load, "idle", "--mib", "2048", "--seconds", "300"], "gpucheck-idle"))
     g0 = api["gpus"][0]
     check_rogue(c, 0, g0["uuid"])
     check_leak(c, c.submit([load, "leak", "--mib", "1024", "--leak-mib", str(LEAK_MIB), "--epoch-seconds",
-                            str(LEAK_EPOCH_S), "--seconds", str(20 * LEAK_EPOCH_S)], "gpucheck-leak"))
+                            str(LEAK_EPOCH_S), "--seconds", str(20 * LEAK_EPOCH_S)], "gpucheck-leak",
+                            yolo=True))  # --yolo: follow its run (results.csv) as an Ultralytics one
 
 
 def missing_build_deps():
@@ -525,7 +564,11 @@ def run(a):
         c.say(PASS if api["gpus"] else FAIL, "daemon", f"gpuwardd pid {c.daemon.pid} on the "
               f"{'fake' if a.simulate else 'real'} NVML: {len(api['gpus'])} GPU(s)")
         check_inventory(c, api)
-        gpu_jobs(c, api, "the fake NVML (--simulate) sees no CUDA process" if a.simulate else cuda_driver())
+        if a.libcuda:
+            why_not = cuda_driver(a.libcuda)
+        else:
+            why_not = "the fake NVML (--simulate) sees no CUDA process" if a.simulate else cuda_driver()
+        gpu_jobs(c, api, why_not)
         check_sampler(c, len(api["gpus"]))
     except Exception as e:  # a broken daemon or API: say so, with its log
         c.say(FAIL, "check", f"{type(e).__name__}: {e}")
@@ -544,6 +587,7 @@ def main():
     p.add_argument("--nvml-lib", help="NVML library for gpuwardd (default: the driver's)")
     p.add_argument("--simulate", type=int, default=0, metavar="N",
                    help="tests only: N GPUs of the fake NVML (give its --nvml-lib); CUDA checks are SKIPped")
+    p.add_argument("--libcuda", help="tests only: the fake libcuda.so.1 for gpuload (with --simulate)")
     p.add_argument("--smi-output", help="tests only: nvidia-smi -L output, a line '--', then the --query-gpu output")
     p.add_argument("--keep", action="store_true", help="keep the temporary state dir (its path is printed)")
     p.add_argument("--deps", action="store_true", help="only say which Debian packages the build lacks (exit 2 if any)")

@@ -13,6 +13,7 @@ from gwtest import BUILD, FAKE_NVML, main, pid_alive
 SOURCE = os.environ.get("GW_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 SCRIPT = os.path.join(SOURCE, "scripts", "gpucheck.py")
 GPULOAD = os.path.join(BUILD, "tests", "gpu", "gpuload")
+FAKE_CUDA = os.path.join(BUILD, "tests", "fakes", "libcuda.so.1")
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 import gpucheck  # noqa: E402
 
@@ -117,10 +118,11 @@ class GpuloadTest(unittest.TestCase):
 class SimulatedRunTest(unittest.TestCase):
     """The whole check on the fake NVML (2 GPUs): its steps run, the CUDA ones SKIP."""
 
-    def run_check(self, smi_text=None):
+    def run_check(self, smi_text=None, gpus=2, extra=()):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "report.txt")
-            args = [sys.executable, SCRIPT, "--build", BUILD, "--simulate", "2", "--nvml-lib", FAKE_NVML, "--out", out]
+            args = [sys.executable, SCRIPT, "--build", BUILD, "--simulate", str(gpus), "--nvml-lib", FAKE_NVML,
+                    "--out", out, *extra]
             if smi_text is not None:
                 smi = os.path.join(tmp, "smi.txt")
                 with open(smi, "w") as f:
@@ -157,6 +159,36 @@ class SimulatedRunTest(unittest.TestCase):
         self.assertIn("FAIL  inventory: GPU 1 GPU-fa4e0000-0000-4000-8000-000000000001: name "
                       "'NVIDIA A100-SXM4-80GB' vs nvidia-smi 'NVIDIA H100 80GB HBM3'", report)
         self.assertRegex(report, r"1 FAIL")
+
+    def assert_cuda_checks_pass(self, report, gpus):
+        """Every check that runs gpuload, with its figures, on the fake libcuda."""
+        self.assertRegex(report, r"PASS  busy.attribution: job 1 on GPU \d: pid \[\d+\] attributed")
+        self.assertRegex(report, r"PASS  busy.memory: job 1 GPU \d: 16640 MiB seen, 16384 MiB allocated \(\+1.6%")
+        self.assertRegex(report, r"PASS  busy.utilisation: job 1 GPU \d: median 100% of 8 samples")
+        self.assertRegex(report, r"PASS  idle.reclaimed: job 2 RECLAIMED after \d+ s .*warned: True; evidence: idle for "
+                                 r"\d+s: GPU \d util 0% \(threshold 5%\)")
+        self.assertRegex(report, r"PASS  idle.busy_kept: busy job 1: RUNNING, events \['submit', 'start'\]")
+        self.assertRegex(report, r"PASS  cancel.freed: gpuward cancel 1 returned in [0-9.]+ s; GPU \d memory.used "
+                                 r"then 0 MiB \(before any job 0 MiB")
+        self.assertRegex(report, r"PASS  rogue: pid \d+ on GPU 0: listed with no job \(1280 MiB\), rogue_processes 1")
+        self.assertRegex(report, r"PASS  leak: job 3 at epoch \d+ \(1024 MiB/epoch\): GPU \d: baseline \+1024 "
+                                 r"MiB/epoch for \d+ epochs; OOM in ~\d+ epochs")
+        self.assertRegex(report, rf"PASS  sampler: \d+ snapshots of {gpus} GPU\(s\)")
+        self.assertRegex(report, r"10 PASS, 0 FAIL, 1 SKIP in \d+ s\n$")
+
+    def test_whole_check_on_the_fake_cuda_two_gpus(self):
+        # The idle job runs beside the busy one.
+        p, report = self.run_check(gpus=2, extra=["--libcuda", FAKE_CUDA])
+        self.assertEqual(p.returncode, 0, report + p.stderr)
+        self.assert_cuda_checks_pass(report, 2)
+        self.assertLess(report.index("idle.reclaimed"), report.index("cancel.freed"), "beside the busy job")
+
+    def test_whole_check_on_the_fake_cuda_one_gpu(self):
+        # The busy job is watched past the idle timeout alone, then the idle job runs.
+        p, report = self.run_check(gpus=1, extra=["--libcuda", FAKE_CUDA])
+        self.assertEqual(p.returncode, 0, report + p.stderr)
+        self.assert_cuda_checks_pass(report, 1)
+        self.assertLess(report.index("cancel.freed"), report.index("idle.reclaimed"), "one after the other")
 
 
 if __name__ == "__main__":
