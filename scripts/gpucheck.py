@@ -36,6 +36,7 @@ BUSY_MIB = 16384        # big enough that the CUDA context (~0.3-0.6 GiB) stays 
 MEM_TOLERANCE = 0.05
 UTIL_MIN = 90
 FREED_SLACK_MIB = 256   # memory.used after a cancel, over the baseline before any job
+JOB_SECONDS = 120       # gpuload jobs end by themselves after this, should the check lose its daemon
 
 
 # --- pure: parsing and judging -------------------------------------------------------
@@ -363,10 +364,6 @@ def check_busy(c, jid):
     return idx
 
 
-def kinds(c, jid):
-    return [e["kind"] for e in c.job(jid).get("events", [])]
-
-
 def check_idle(c, jid, busy_jid=None):
     """An idle job is warned, then RECLAIMED with evidence; a busy job beside it is not warned."""
     if started_on(c, jid, "idle.reclaimed") is None:
@@ -516,9 +513,9 @@ def gpu_jobs(c, api, why_not):
     baselines = {g["index"]: mem_used_mib(c, g["index"]) for g in api["gpus"]}
     c.busy_mib = min(BUSY_MIB, min(g["mem_total"] for g in api["gpus"]) // 2**21)
     two = len(api["gpus"]) >= 2
-    busy = c.submit([load, "busy", "--mib", str(c.busy_mib), "--seconds", "300"], "gpucheck-busy")
+    busy = c.submit([load, "busy", "--mib", str(c.busy_mib), "--seconds", str(JOB_SECONDS)], "gpucheck-busy")
     since = time.monotonic()
-    idle = c.submit([load, "idle", "--mib", "2048", "--seconds", "300"], "gpucheck-idle") if two else None
+    idle = c.submit([load, "idle", "--mib", "2048", "--seconds", str(JOB_SECONDS)], "gpucheck-idle") if two else None
     idx = check_busy(c, busy)
     if two:
         check_idle(c, idle, busy)
@@ -527,7 +524,7 @@ def gpu_jobs(c, api, why_not):
     if idx is not None:
         check_cancel(c, busy, idx, baselines)
     if not two:
-        check_idle(c, c.submit([load, "idle", "--mib", "2048", "--seconds", "300"], "gpucheck-idle"))
+        check_idle(c, c.submit([load, "idle", "--mib", "2048", "--seconds", str(JOB_SECONDS)], "gpucheck-idle"))
     g0 = api["gpus"][0]
     check_rogue(c, 0, g0["uuid"])
     check_leak(c, c.submit([load, "leak", "--mib", "1024", "--leak-mib", str(LEAK_MIB), "--epoch-seconds",
@@ -561,8 +558,12 @@ def run(a):
         api = c.gpus()
         c.note(f"driver {api.get('driver') or '?'}; " +
                "; ".join(f"GPU {g['index']}: {g['name']} {g['uuid']} {g['mem_total'] / 2**30:.1f} GiB" for g in api["gpus"]))
+        nvml_lines = [ln for ln in c.daemon_log().splitlines() if "NVML" in ln or "nvml" in ln]
         c.say(PASS if api["gpus"] else FAIL, "daemon", f"gpuwardd pid {c.daemon.pid} on the "
-              f"{'fake' if a.simulate else 'real'} NVML: {len(api['gpus'])} GPU(s)")
+              f"{'fake' if a.simulate else 'real'} NVML: {len(api['gpus'])} GPU(s)" +
+              ("" if api["gpus"] else f"; its log: {' | '.join(nvml_lines[-3:]) or 'nothing about NVML'}"))
+        if not api["gpus"]:
+            return c, 1  # nothing to check on
         check_inventory(c, api)
         if a.libcuda:
             why_not = cuda_driver(a.libcuda)
