@@ -327,6 +327,19 @@ static void counter(struct out *o, const char *name, const char *help, uint64_t 
         sample_u64(o, v, name, NULL);
 }
 
+/* What watching the GPUs costs: a snapshot reads every GPU's utilisation, memory,
+ * temperature, power and processes through NVML on the sampler's own thread. */
+static void render_sampler(struct out *o, const struct gw_metrics_snapshot *s) {
+        family(o, "gpuward_sampler_snapshot_seconds", "summary",
+               "Time of the NVML calls of one snapshot of every GPU (sampler thread).");
+        sample_double(o, s->sampler_nvml_seconds_sum, "gpuward_sampler_snapshot_seconds_sum", NULL);
+        sample_u64(o, s->sampler_snapshots, "gpuward_sampler_snapshot_seconds_count", NULL);
+        family(o, "gpuward_sampler_snapshot_max_seconds", "gauge", "The longest snapshot's NVML time so far.");
+        sample_double(o, s->sampler_nvml_seconds_max, "gpuward_sampler_snapshot_max_seconds", NULL);
+        family(o, "gpuward_sampler_cpu_seconds_total", "counter", "CPU time of the GPU sampler thread.");
+        sample_double(o, s->sampler_cpu_seconds, "gpuward_sampler_cpu_seconds_total", NULL);
+}
+
 static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
         counter(o, "gpuward_reclaims_total", "Jobs whose GPUs were reclaimed.", s->reclaims);
         counter(o, "gpuward_retries_total", "Jobs retried after a failure.", s->retries);
@@ -337,6 +350,7 @@ static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
         sample_u64(o, s->webhooks_sent, "gpuward_webhook_deliveries_total", "result", "sent", NULL);
         sample_u64(o, s->webhooks_failed, "gpuward_webhook_deliveries_total", "result", "failed", NULL);
         sample_u64(o, s->webhooks_dropped, "gpuward_webhook_deliveries_total", "result", "dropped", NULL);
+        render_sampler(o, s);
 
         family(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
         sample_double(o, s->cpu_seconds, "process_cpu_seconds_total", NULL);

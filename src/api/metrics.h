@@ -44,6 +44,9 @@ struct gw_metrics_snapshot {
         uint64_t rogue_processes;
         uint64_t reclaims, retries, leaks, xid_events;
         uint64_t webhooks_sent, webhooks_failed, webhooks_dropped; /* deliveries (URL x event) */
+        /* The GPU sampler: snapshots taken, their NVML time (sum, longest) and the thread's CPU. */
+        uint64_t sampler_snapshots;
+        double sampler_nvml_seconds_sum, sampler_nvml_seconds_max, sampler_cpu_seconds;
         /* process_* of the daemon itself */
         double cpu_seconds;
         uint64_t resident_bytes, virtual_bytes;

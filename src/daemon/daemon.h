@@ -124,6 +124,9 @@ struct gw_dhost {
         struct gw_source sampler_src;
         unsigned rogue_total;
         uint64_t xid_events;
+        /* What sampling costs, from the snapshots taken (sampler.h), for /metrics. */
+        uint64_t sampler_snapshots;
+        gw_usec_t sampler_nvml_sum, sampler_nvml_max, sampler_cpu;
 };
 
 /* Counters only /metrics reads. */

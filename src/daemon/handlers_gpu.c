@@ -309,6 +309,10 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         m.wait_sum = d->stats.wait_sum;
         m.rogue_processes = d->host.rogue_total;
         m.xid_events = d->host.xid_events;
+        m.sampler_snapshots = d->host.sampler_snapshots;
+        m.sampler_nvml_seconds_sum = (double) d->host.sampler_nvml_sum / 1e6;
+        m.sampler_nvml_seconds_max = (double) d->host.sampler_nvml_max / 1e6;
+        m.sampler_cpu_seconds = (double) d->host.sampler_cpu / 1e6;
         m.reclaims = d->stats.reclaims;
         struct gw_notify_counts hooks;
         gw_notify_counts(d->notify, &hooks);

@@ -349,6 +349,11 @@ void gw_observe_ready(struct gw_daemon *d) {
         gw_sampler_ack(d->host.sampler);
         struct gw_snapshot *s = gw_sampler_take(d->host.sampler);
         if (s) {
+                d->host.sampler_snapshots++;
+                d->host.sampler_nvml_sum += s->nvml_usec;
+                if (s->nvml_usec > d->host.sampler_nvml_max)
+                        d->host.sampler_nvml_max = s->nvml_usec;
+                d->host.sampler_cpu = s->sampler_cpu_usec;
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
                 gw_events_gpus(d);

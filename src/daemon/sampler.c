@@ -54,6 +54,7 @@ struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus) {
         s->n_gpus = n_gpus;
         /* Its own read: the sampler thread takes it while the loop goes on. */
         s->taken = gw_clock_wall();
+        gw_usec_t t0 = gw_clock_mono();
         struct gw_gpu_proc *buf = gw_xmalloc(MAX_PROCS_PER_GPU * sizeof *buf);
         for (unsigned i = 0; i < n_gpus; i++) {
                 struct gw_gpu_snapshot *g = &s->gpu[i];
@@ -68,7 +69,16 @@ struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus) {
                 }
         }
         free(buf);
+        s->nvml_usec = gw_clock_mono() - t0;
         return s;
+}
+
+/* CPU time of the calling thread. */
+static gw_usec_t thread_cpu(void) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+                return 0;
+        return (gw_usec_t) ts.tv_sec * GW_USEC_PER_SEC + ts.tv_nsec / 1000;
 }
 
 static void notify(struct gw_sampler *s) {
@@ -109,6 +119,7 @@ static void *sample_main(void *arg) {
         while (!s->stop) {
                 pthread_mutex_unlock(&s->lock);
                 struct gw_snapshot *snap = gw_snapshot_take(s->lib, s->n_gpus); /* no lock held */
+                snap->sampler_cpu_usec = thread_cpu();
                 pthread_mutex_lock(&s->lock);
                 gw_snapshot_free(s->ready); /* the loop was too slow to take it: keep the newest */
                 s->ready = snap;

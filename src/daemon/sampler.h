@@ -17,6 +17,10 @@ struct gw_gpu_snapshot {
 
 struct gw_snapshot {
         gw_usec_t taken;             /* wall clock */
+        /* For /metrics: what sampling costs.  nvml_usec: how long this snapshot's NVML calls
+         * took (monotonic, every GPU); sampler_cpu_usec: CPU time of the sampler thread up to
+         * it (0 for a snapshot taken on another thread). */
+        gw_usec_t nvml_usec, sampler_cpu_usec;
         unsigned n_gpus;
         struct gw_gpu_snapshot gpu[];
 };

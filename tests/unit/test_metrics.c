@@ -25,7 +25,8 @@ static const char *const all_families[] = {
         "gpuward_job_gpu_memory_used_bytes", "gpuward_jobs",
         "gpuward_queue_wait_seconds", "gpuward_rogue_processes",
         "gpuward_reclaims_total", "gpuward_retries_total",
-        "gpuward_leaks_total", "gpuward_xid_events_total",
+        "gpuward_leaks_total", "gpuward_xid_events_total", "gpuward_sampler_snapshot_seconds",
+        "gpuward_sampler_snapshot_max_seconds", "gpuward_sampler_cpu_seconds_total",
         "process_cpu_seconds_total", "process_resident_memory_bytes",
         "process_virtual_memory_bytes", "process_open_fds",
         "process_max_fds", "process_start_time_seconds",
@@ -171,10 +172,11 @@ static void check_structure(const char *text) {
                 size_t nlen = strcspn(line, "{ ");
                 size_t clen = strlen(cur);
                 bool ok = nlen == clen && strncmp(line, cur, clen) == 0;
-                if (!ok && strcmp(type, "histogram") == 0 && strncmp(line, cur, clen) == 0) {
+                bool summary = strcmp(type, "summary") == 0; /* _sum and _count, no _bucket */
+                if (!ok && (strcmp(type, "histogram") == 0 || summary) && strncmp(line, cur, clen) == 0) {
                         const char *suffix = line + clen;
                         size_t slen = nlen - clen;
-                        ok = (slen == 7 && strncmp(suffix, "_bucket", 7) == 0) ||
+                        ok = (!summary && slen == 7 && strncmp(suffix, "_bucket", 7) == 0) ||
                              (slen == 4 && strncmp(suffix, "_sum", 4) == 0) ||
                              (slen == 6 && strncmp(suffix, "_count", 6) == 0);
                 }
@@ -431,6 +433,24 @@ static void promtool_accepts(void **state) {
         free(text);
 }
 
+/* What the GPU sampler costs, in seconds (the daemon keeps microseconds). */
+static void sampler_figures(void **state) {
+        struct gw_metrics_snapshot s = full_snapshot();
+        s.sampler_snapshots = 4;
+        s.sampler_nvml_seconds_sum = 0.5;
+        s.sampler_nvml_seconds_max = 0.25;
+        s.sampler_cpu_seconds = 1.5;
+        char *text = gw_metrics_render(&s, NULL);
+        check_structure(text);
+        assert_true(has_line(text, "# TYPE gpuward_sampler_snapshot_seconds summary"));
+        assert_true(has_line(text, "gpuward_sampler_snapshot_seconds_sum 0.5"));
+        assert_true(has_line(text, "gpuward_sampler_snapshot_seconds_count 4"));
+        assert_true(has_line(text, "gpuward_sampler_snapshot_max_seconds 0.25"));
+        assert_true(has_line(text, "# TYPE gpuward_sampler_cpu_seconds_total counter"));
+        assert_true(has_line(text, "gpuward_sampler_cpu_seconds_total 1.5"));
+        free(text);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(families_once_and_grouped),
@@ -440,6 +460,7 @@ int main(void) {
                 cmocka_unit_test(numbers_parse_back),
                 cmocka_unit_test(empty_and_large),
                 cmocka_unit_test(promtool_accepts),
+                cmocka_unit_test(sampler_figures),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
