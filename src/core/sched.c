@@ -70,6 +70,78 @@ static int validate(const struct gw_sched_input *in, const struct gw_sched_plan 
         return 0;
 }
 
+static int validate_fair(const struct gw_sched_input *in, const struct gw_sched_fair *fair) {
+        if (!fair)
+                return 0;
+        if (fair->n && !fair->factor)
+                return -EINVAL;
+        for (size_t u = 0; u < fair->n; u++)
+                if (!(fair->factor[u] >= 0 && fair->factor[u] <= 1)) /* NaN fails too */
+                        return -EINVAL;
+        for (size_t i = 0; i < in->n_pending; i++)
+                if (in->pending[i].fs_user >= fair->n)
+                        return -EINVAL;
+        return 0;
+}
+
+struct order_ctx {
+        const struct gw_sched_job *pending;
+        const double *factor;
+};
+
+/* Whether pending job a goes before b: priority, then its user's factor, then the order given
+ * (a total order, so the unstable heap sort below gives one answer). */
+static bool fair_before(const struct order_ctx *in, size_t a, size_t b) {
+        const struct gw_sched_job *x = &in->pending[a], *y = &in->pending[b];
+        if (x->priority != y->priority)
+                return x->priority > y->priority;
+        double fx = in->factor[x->fs_user], fy = in->factor[y->fs_user];
+        if (fx != fy)
+                return fx > fy;
+        return a < b;
+}
+
+static void sift_down(const struct order_ctx *in, size_t *o, size_t i, size_t n) {
+        for (;;) {
+                size_t c = 2 * i + 1;
+                if (c >= n)
+                        return;
+                /* A max-heap of "goes last", so that popping to the end sorts ascending. */
+                if (c + 1 < n && fair_before(in, o[c], o[c + 1]))
+                        c++;
+                if (!fair_before(in, o[i], o[c]))
+                        return;
+                size_t t = o[i];
+                o[i] = o[c];
+                o[c] = t;
+                i = c;
+        }
+}
+
+int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *fair, size_t *order) {
+        if (!in || (in->n_pending && (!order || !in->pending)))
+                return -EINVAL;
+        int r = validate_fair(in, fair);
+        if (r < 0)
+                return r;
+        size_t n = in->n_pending;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        if (!fair || n < 2)
+                return 0;
+        /* Heap sort: in place, O(n log n) even for a queue of 10,000, no allocation. */
+        struct order_ctx c = {in->pending, fair->factor};
+        for (size_t i = n / 2; i-- > 0;)
+                sift_down(&c, order, i, n);
+        for (size_t end = n - 1; end > 0; end--) {
+                size_t t = order[0];
+                order[0] = order[end];
+                order[end] = t;
+                sift_down(&c, order, 0, end);
+        }
+        return 0;
+}
+
 /* A GPU counts as held if NVML says a job has it or a running job's mask names it: the
  * two can disagree for a moment around a start or an exit, and either must keep it busy. */
 static void view_init(struct gpu_view *v, const struct gw_sched_input *in, gw_usec_t now) {
@@ -262,6 +334,11 @@ static void give(struct gpu_view *v, uint64_t mask, gw_usec_t end) {
 }
 
 int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sched_plan *out) {
+        return gw_sched_plan_fair(in, NULL, now, out);
+}
+
+int gw_sched_plan_fair(const struct gw_sched_input *in, const struct gw_sched_fair *fair, gw_usec_t now,
+                       struct gw_sched_plan *out) {
         struct gpu_view v;
         struct head h = {.set = false, .start = GW_USEC_INFINITY};
         size_t n_starts = 0;
@@ -270,9 +347,17 @@ int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sche
         r = validate(in, out);
         if (r < 0)
                 return r;
+        if (fair) {
+                if (!out->order && in->n_pending)
+                        return -EINVAL;
+                r = gw_sched_order(in, fair, out->order);
+                if (r < 0)
+                        return r;
+        }
         view_init(&v, in, now);
 
-        for (size_t i = 0; i < in->n_pending; i++) {
+        for (size_t k = 0; k < in->n_pending; k++) {
+                size_t i = fair ? out->order[k] : k;
                 const struct gw_sched_job *j = &in->pending[i];
                 uint64_t mask = 0;
 
