@@ -110,7 +110,8 @@ int gw_fs_explain(const struct gw_fs_user *users, size_t n, size_t i, const char
                 return r;
         double used = gw_fs_usage_at(&users[i], now, half_life), frac = weight(&users[i]) / shares;
         share_text(frac, share, sizeof(share));
-        int len = snprintf(buf, size, "fairshare %.2f: %s used %.1f GPU-h (decayed), %.0f%% of all use, against a %s share",
+        int len = snprintf(buf, size,
+                           "fairshare %.2f: %s used %.1f GPU-h (decayed), %.0f%% of all use, against a %s share",
                            factor(used, used_all, frac), name, used,
                            used_all > 0 ? used / used_all * 100.0 : 0.0, share);
         if (len < 0)

@@ -16,8 +16,8 @@
  * The users given are those the caller counts: the daemon passes every user with a pending
  * job or a decayed usage above zero.
  *
- * How a job's priority combines (docs/DESIGN.md "Fair share"): lexicographic, not a weighted
- * sum.  The pending queue is ordered by
+ * How a job's priority combines (docs/DESIGN.md, "Fair share and job arrays"): lexicographic,
+ * not a weighted sum.  The pending queue is ordered by
  *     1. the job's own priority field, higher first (an admin's or a user's explicit word
  *        always wins over history);
  *     2. then the fair-share factor of its user, higher first;
