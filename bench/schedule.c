@@ -152,7 +152,7 @@ static int plan_bench_make(struct plan_bench *b, const struct fake_host *h, cons
         b->run = calloc(h->in.n_running + 1, sizeof(*b->run));
         b->starts = calloc(n, sizeof(*b->starts));
         b->reasons = calloc(n, sizeof(*b->reasons));
-        b->order = calloc(n, sizeof(*b->order));
+        b->order = calloc(2 * n, sizeof(*b->order));
         b->users = calloc(b->n_users, sizeof(*b->users));
         b->factor = calloc(b->n_users, sizeof(*b->factor));
         if (!b->jobs || !b->run || !b->starts || !b->reasons || !b->order || !b->users || !b->factor)

@@ -89,33 +89,24 @@ struct order_ctx {
         const double *factor;
 };
 
-/* Whether pending job a goes before b: priority, then its user's factor, then the order given
- * (a total order, so the unstable heap sort below gives one answer). */
-static bool fair_before(const struct order_ctx *in, size_t a, size_t b) {
-        const struct gw_sched_job *x = &in->pending[a], *y = &in->pending[b];
+/* Whether pending job a goes strictly before b: priority, then its user's factor.  Ties keep
+ * the order given, as the merge sort below is stable. */
+static bool fair_before(const struct order_ctx *c, size_t a, size_t b) {
+        const struct gw_sched_job *x = &c->pending[a], *y = &c->pending[b];
         if (x->priority != y->priority)
                 return x->priority > y->priority;
-        double fx = in->factor[x->fs_user], fy = in->factor[y->fs_user];
-        if (fx != fy)
-                return fx > fy;
-        return a < b;
+        return c->factor[x->fs_user] > c->factor[y->fs_user];
 }
 
-static void sift_down(const struct order_ctx *in, size_t *o, size_t i, size_t n) {
-        for (;;) {
-                size_t c = 2 * i + 1;
-                if (c >= n)
-                        return;
-                /* A max-heap of "goes last", so that popping to the end sorts ascending. */
-                if (c + 1 < n && fair_before(in, o[c], o[c + 1]))
-                        c++;
-                if (!fair_before(in, o[i], o[c]))
-                        return;
-                size_t t = o[i];
-                o[i] = o[c];
-                o[c] = t;
-                i = c;
-        }
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi). */
+static void merge(const struct order_ctx *c, const size_t *src, size_t *dst, size_t lo, size_t mid, size_t hi) {
+        size_t i = lo, j = mid, k = lo;
+        while (i < mid && j < hi)
+                dst[k++] = fair_before(c, src[j], src[i]) ? src[j++] : src[i++];
+        while (i < mid)
+                dst[k++] = src[i++];
+        while (j < hi)
+                dst[k++] = src[j++];
 }
 
 int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *fair, size_t *order) {
@@ -129,16 +120,21 @@ int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *
                 order[i] = i;
         if (!fair || n < 2)
                 return 0;
-        /* Heap sort: in place, O(n log n) even for a queue of 10,000, no allocation. */
+        /* A bottom-up merge sort between the two halves of order: stable, so the order given
+         * (submission order) breaks ties without a comparison of its own. */
         struct order_ctx c = {in->pending, fair->factor};
-        for (size_t i = n / 2; i-- > 0;)
-                sift_down(&c, order, i, n);
-        for (size_t end = n - 1; end > 0; end--) {
-                size_t t = order[0];
-                order[0] = order[end];
-                order[end] = t;
-                sift_down(&c, order, 0, end);
+        size_t *src = order, *dst = order + n;
+        for (size_t w = 1; w < n; w *= 2) {
+                for (size_t lo = 0; lo < n; lo += 2 * w) {
+                        size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+                        merge(&c, src, dst, lo, mid, hi);
+                }
+                size_t *t = src;
+                src = dst;
+                dst = t;
         }
+        if (src != order)
+                memcpy(order, src, n * sizeof(*order));
         return 0;
 }
 

@@ -85,9 +85,10 @@ struct gw_sched_plan {
         enum gw_job_reason *reasons;       /* caller-allocated, one per pending job, same order */
         gw_usec_t head_start;              /* reserved start of the head job, or GW_USEC_INFINITY */
         int64_t head_job_id;               /* 0 if every pending job could start */
-        size_t *order;                     /* caller-allocated, capacity n_pending; needed by
-                                            * gw_sched_plan_fair: the pending jobs' indexes in
-                                            * the order they were planned (queue order) */
+        size_t *order;                     /* caller-allocated, capacity 2 * n_pending; needed
+                                            * by gw_sched_plan_fair: the pending jobs' indexes
+                                            * in the order they were planned (queue order) in
+                                            * the first n_pending, the rest scratch */
 };
 
 /* Plans which pending jobs start now and on which GPUs; writes a wait reason for every
@@ -105,8 +106,9 @@ int gw_sched_plan_fair(const struct gw_sched_input *in, const struct gw_sched_fa
                        struct gw_sched_plan *out);
 
 /* The queue order of in's pending jobs into order[0..n_pending-1] (indexes into pending):
- * the order given when fair is NULL, else priority, factor, order given.  O(n log n), no
- * allocation (what `gpuward queue` will show).  Returns 0 or -EINVAL, as gw_sched_plan_fair. */
+ * the order given when fair is NULL, else priority, factor, order given.  order has room for
+ * 2 * n_pending (the second half is the sort's scratch).  O(n log n), no allocation (what
+ * `gpuward queue` will show).  Returns 0 or -EINVAL, as gw_sched_plan_fair. */
 int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *fair, size_t *order);
 
 /* Lowest-index set of n GPUs from mask; 0 if fewer than n bits are set. */

@@ -389,7 +389,7 @@ static void scratch_grow(struct eng *e, size_t n) {
         e->sj_win = gw_xrealloc(e->sj_win, n * sizeof(*e->sj_win));
         e->starts = gw_xrealloc(e->starts, n * sizeof(*e->starts));
         e->reasons = gw_xrealloc(e->reasons, n * sizeof(*e->reasons));
-        e->order = gw_xrealloc(e->order, n * sizeof(*e->order));
+        e->order = gw_xrealloc(e->order, 2 * n * sizeof(*e->order));
         e->closed = gw_xrealloc(e->closed, n * sizeof(*e->closed));
 }
 

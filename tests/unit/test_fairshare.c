@@ -128,7 +128,7 @@ static void fair_head_keeps_backfill(void **state) {
         struct gw_sched_input in = {gpus, 4, jobs, 4, &run, 1};
         struct gw_sched_start starts[4];
         enum gw_job_reason reasons[4];
-        size_t order[4];
+        size_t order[2 * 4];
         struct gw_sched_plan plan = {.starts = starts, .reasons = reasons, .order = order};
 
         assert_int_equal(gw_sched_plan_fair(&in, &fair, NOW, &plan), 0);
@@ -167,6 +167,45 @@ static void fair_head_keeps_backfill(void **state) {
         assert_int_equal(gw_sched_plan_fair(&in, &bad, NOW, &plan), -EINVAL);
         plan.order = NULL;
         assert_int_equal(gw_sched_plan_fair(&in, &fair, NOW, &plan), -EINVAL);
+}
+
+/* gw_sched_order against an insertion sort by (priority desc, factor desc, position asc), on
+ * random queues of every length up to 300 with many ties. */
+static void order_matches_a_reference(void **state) {
+        (void) state;
+        static struct gw_sched_job jobs[300];
+        static size_t order[600], ref[300];
+        double factor[7];
+        uint64_t x = 88172645463325252ULL;
+
+        for (size_t n = 0; n <= 300; n += (n < 20 ? 1 : 37)) {
+                for (size_t u = 0; u < 7; u++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        factor[u] = (double) (x % 4) / 4.0; /* few values: ties between users */
+                }
+                for (size_t i = 0; i < n; i++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        jobs[i] = (struct gw_sched_job){.id = (int64_t) i + 1, .ngpus = 1, .time_limit = MIN,
+                                                        .priority = (int) (x % 3), .fs_user = (uint32_t) (x >> 8) % 7};
+                }
+                for (size_t i = 0; i < n; i++) {
+                        size_t k = i;
+                        for (; k > 0; k--) {
+                                const struct gw_sched_job *a = &jobs[ref[k - 1]], *b = &jobs[i];
+                                bool b_first = b->priority != a->priority ? b->priority > a->priority
+                                                                          : factor[b->fs_user] > factor[a->fs_user];
+                                if (!b_first)
+                                        break;
+                                ref[k] = ref[k - 1];
+                        }
+                        ref[k] = i;
+                }
+                struct gw_sched_input in = {.pending = jobs, .n_pending = n};
+                struct gw_sched_fair fair = {factor, 7};
+                assert_int_equal(gw_sched_order(&in, &fair, order), 0);
+                for (size_t i = 0; i < n; i++)
+                        assert_int_equal(order[i], ref[i]);
+        }
 }
 
 /* ---- a small box on a virtual clock, driven by the pure functions ---- */
@@ -216,7 +255,7 @@ static size_t box_pass(struct box *b, gw_usec_t t, size_t *ret_busy) {
         struct gw_sched_gpu gpus[BOX_GPUS];
         struct gw_sched_running run[BOX_GPUS];
         struct gw_sched_job pend[BOX_JOBS];
-        size_t idx[BOX_JOBS], order[BOX_JOBS], n_run = 0, n = 0;
+        size_t idx[BOX_JOBS], order[2 * BOX_JOBS], n_run = 0, n = 0;
         struct gw_sched_start starts[BOX_JOBS];
         enum gw_job_reason reasons[BOX_JOBS];
         double factor[BOX_USERS];
@@ -351,6 +390,7 @@ int main(void) {
                 cmocka_unit_test(factor_is_two_to_minus_usage_over_share),
                 cmocka_unit_test(explain_names_the_factors),
                 cmocka_unit_test(fair_head_keeps_backfill),
+                cmocka_unit_test(order_matches_a_reference),
                 cmocka_unit_test(two_users_converge),
                 cmocka_unit_test(three_users_converge),
                 cmocka_unit_test(without_fair_share_first_come_keeps_the_box),
