@@ -7,11 +7,14 @@
  *                  the text chart;
  *   prediction     the daemon's own (daemon/training_predict.c): gw_predict_starts 14 days
  *                  ahead, as it runs on the daemon's thread (the daemon hands it at most
- *                  its first PREDICT_MAX_JOBS queued jobs: try --pending 500).
+ *                  its first PREDICT_MAX_JOBS queued jobs: try --pending 500);
+ *   plan           one scheduler pass (gw_sched_plan) over every pending job, and the same
+ *                  with fair share (gw_fs_factors for --users users with random decayed
+ *                  usage, then gw_sched_plan_fair): try --pending 10000.
  * Prints the median and the slowest of N runs of each.  Inputs come from a fixed seed, so
  * runs compare (tests/fakes/fake_host.c, shared with the replay test, builds the host).
  *
- *   gw-bench-schedule [--runs N] [--bookings N] [--pending N] [--gpus N] [--seed S]
+ *   gw-bench-schedule [--runs N] [--bookings N] [--pending N] [--gpus N] [--seed S] [--users N]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 
 #include "base/parse.h"
 #include "core/calendar.h"
+#include "core/fairshare.h"
 #include "core/predict.h"
 #include "core/quota.h"
 #include "fake_host.h"
@@ -30,7 +34,7 @@
 #define CHART_SIZE (256 * 1024)
 
 struct params {
-        long long runs, bookings, pending, gpus, seed;
+        long long runs, bookings, pending, gpus, seed, users;
 };
 
 static double now_ms(void) {
@@ -110,6 +114,7 @@ static int parse_args(int argc, char **argv, struct params *p) {
                 { "--pending", 0, 1000000, offsetof(struct params, pending) },
                 { "--gpus", 1, 64, offsetof(struct params, gpus) },
                 { "--seed", 1, INT64_MAX, offsetof(struct params, seed) },
+                { "--users", 1, 100000, offsetof(struct params, users) },
         };
         for (int i = 1; i < argc; i += 2) {
                 size_t f = 0;
@@ -118,15 +123,101 @@ static int parse_args(int argc, char **argv, struct params *p) {
                 if (f == sizeof flags / sizeof flags[0] || i + 1 >= argc ||
                     gw_parse_int(argv[i + 1], flags[f].lo, flags[f].hi, (long long *) ((char *) p + flags[f].off)) < 0) {
                         fprintf(stderr, "usage: gw-bench-schedule [--runs N] [--bookings N] [--pending N] [--gpus N] "
-                                        "[--seed S]\n");
+                                        "[--seed S] [--users N]\n");
                         return -EINVAL;
                 }
         }
         return 0;
 }
 
+/* The scheduler's own input for the host: its pending jobs (a user each, round robin), GPUs and
+ * running jobs, and users with decayed usage of 0-500 GPU-h from a seed. */
+struct plan_bench {
+        struct gw_sched_job *jobs;
+        struct gw_sched_running *run;
+        struct gw_sched_start *starts;
+        enum gw_job_reason *reasons;
+        size_t *order;
+        struct gw_fs_user *users;
+        double *factor;
+        size_t n_users;
+};
+
+static int plan_bench_make(struct plan_bench *b, const struct fake_host *h, const struct params *p, gw_usec_t now) {
+        size_t n = h->in.n_pending ? h->in.n_pending : 1;
+        struct fake_rng rng = {(uint64_t) p->seed + 1};
+
+        b->n_users = (size_t) p->users;
+        b->jobs = calloc(n, sizeof(*b->jobs));
+        b->run = calloc(h->in.n_running + 1, sizeof(*b->run));
+        b->starts = calloc(n, sizeof(*b->starts));
+        b->reasons = calloc(n, sizeof(*b->reasons));
+        b->order = calloc(2 * n, sizeof(*b->order));
+        b->users = calloc(b->n_users, sizeof(*b->users));
+        b->factor = calloc(b->n_users, sizeof(*b->factor));
+        if (!b->jobs || !b->run || !b->starts || !b->reasons || !b->order || !b->users || !b->factor)
+                return -ENOMEM;
+        for (size_t i = 0; i < h->in.n_pending; i++) {
+                const struct gw_cal_pending *q = &h->pending[i];
+                b->jobs[i] = (struct gw_sched_job){.id = q->id, .ngpus = q->ngpus, .gpu_mem = q->gpu_mem,
+                                                   .time_limit = q->time_limit, .held = q->held,
+                                                   .dep = GW_DEP_SATISFIED, .fs_user = (uint32_t) (i % b->n_users)};
+        }
+        for (size_t i = 0; i < h->in.n_running; i++)
+                b->run[i] = (struct gw_sched_running){h->running[i].id, h->running[i].gpu_mask, h->running[i].end};
+        for (size_t u = 0; u < b->n_users; u++)
+                b->users[u] = (struct gw_fs_user){.used_gpu_h = (double) fake_rnd_in(&rng, 0, 500), .used_at = now};
+        return 0;
+}
+
+static void plan_bench_free(struct plan_bench *b) {
+        free(b->jobs);
+        free(b->run);
+        free(b->starts);
+        free(b->reasons);
+        free(b->order);
+        free(b->users);
+        free(b->factor);
+}
+
+/* One scheduler pass over every pending job; with fair share, the factors are part of it. */
+static int plan_once(struct plan_bench *b, const struct fake_host *h, gw_usec_t now, bool fair) {
+        struct gw_sched_input in = {h->in.gpus, h->in.n_gpus, b->jobs, h->in.n_pending, b->run, h->in.n_running};
+        struct gw_sched_plan plan = {.starts = b->starts, .reasons = b->reasons, .order = b->order};
+        struct gw_sched_fair f = {b->factor, b->n_users};
+
+        if (!fair)
+                return gw_sched_plan(&in, now, &plan);
+        int r = gw_fs_factors(b->users, b->n_users, now, GW_FS_HALF_LIFE_DEFAULT, b->factor);
+        return r < 0 ? r : gw_sched_plan_fair(&in, &f, now, &plan);
+}
+
+static int bench_plans(const struct fake_host *h, const struct params *p, gw_usec_t now) {
+        struct plan_bench b = {0};
+        double *t[2] = {calloc((size_t) p->runs, sizeof(double)), calloc((size_t) p->runs, sizeof(double))};
+        int r = t[0] && t[1] ? plan_bench_make(&b, h, p, now) : -ENOMEM;
+
+        for (long long i = 0; r >= 0 && i < p->runs; i++)
+                for (int fair = 0; fair < 2 && r >= 0; fair++) {
+                        double t0 = now_ms();
+                        r = plan_once(&b, h, now, fair);
+                        t[fair][i] = now_ms() - t0;
+                }
+        if (r >= 0)
+                for (int fair = 0; fair < 2; fair++) {
+                        qsort(t[fair], (size_t) p->runs, sizeof(double), cmp_double);
+                        printf("plan %-13s median %.3f ms  max %.3f ms  (%zu pending, %zu users)\n",
+                               fair ? "fair share" : "queue order", t[fair][p->runs / 2], t[fair][p->runs - 1],
+                               h->in.n_pending, fair ? b.n_users : (size_t) 0);
+                }
+        plan_bench_free(&b);
+        free(t[0]);
+        free(t[1]);
+        return r;
+}
+
 int main(int argc, char **argv) {
-        struct params p = { .runs = 21, .bookings = 500, .pending = 2000, .gpus = 64, .seed = 42 };
+        struct params p = { .runs = 21, .bookings = 500, .pending = 2000, .gpus = 64, .seed = 42, .users = 50 };
         if (parse_args(argc, argv, &p) < 0)
                 return 2;
         gw_usec_t now = (gw_usec_t) 1767222000 * GW_USEC_PER_SEC; /* a fixed Thursday 23:00 UTC */
@@ -177,6 +268,8 @@ int main(int argc, char **argv) {
         printf("schedule 72 h  median %.3f ms  max %.3f ms\n", t_sched[p.runs / 2], t_sched[p.runs - 1]);
         printf("prediction 14 d  median %.3f ms  max %.3f ms  (%zu of %zu pending jobs get a start)\n",
                t_pred[p.runs / 2], t_pred[p.runs - 1], n_pred, h.in.n_pending);
+        if (bench_plans(&h, &p, now) < 0)
+                return 1;
         free(t_book);
         free(t_sched);
         free(t_pred);

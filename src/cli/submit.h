@@ -21,6 +21,7 @@ enum text_slot {
         T_PROGRESS,
         T_HEALTH_URL,
         T_LEAK_POLICY,
+        T_ARRAY,
         _T_MAX,
 };
 

@@ -18,6 +18,7 @@
 #include "cli/submit.h"
 #include "cli/wait.h"
 #include "core/directive.h"
+#include "core/jobarray.h"
 #include "core/retry.h"
 
 extern char **environ;
@@ -93,6 +94,11 @@ static const char submit_help[] =
         "  --leak-policy P   warn (default): an event and a line in the log; restart: also\n"
         "                    stop it right after its next checkpoint and resume from it\n"
         "\n"
+        "A sweep (job array, as sbatch --array; gpuwardd does not run arrays yet and\n"
+        "refuses the request):\n"
+        "  --array SPEC      task indexes 0-49, 1,3,5-9 or 0-99:10 (a step), and %N for at\n"
+        "                    most N tasks running at once: 0-49%4; up to 10000 tasks\n"
+        "\n"
         "Examples:\n"
         "  gpuward submit --gpus 2 --time 30m --name smoke -- python3 train.py epochs=3\n"
         "  gpuward submit --reservation 12 --gpus 2 -- yolo train model=yolov8l.pt\n"
@@ -130,6 +136,7 @@ static int check_retry_on(const char *arg, char *why, size_t n);
 static int check_policy(const char *arg, char *why, size_t n);
 static int check_health_url(const char *arg, char *why, size_t n);
 static int check_leak_policy(const char *arg, char *why, size_t n);
+static int check_array(const char *arg, char *why, size_t n);
 
 const struct submit_text_option submit_text_options[_T_MAX] = {
         [T_NAME] = { "--name", "name", NULL },
@@ -143,6 +150,7 @@ const struct submit_text_option submit_text_options[_T_MAX] = {
         [T_PROGRESS] = { "--progress", "progress", NULL },
         [T_HEALTH_URL] = { "--health-url", "health_url", check_health_url },
         [T_LEAK_POLICY] = { "--leak-policy", "leak_policy", check_leak_policy },
+        [T_ARRAY] = { "--array", "array", check_array },
 };
 
 static const struct option submit_options[] = {
@@ -167,6 +175,7 @@ static const struct option submit_options[] = {
         { "progress", required_argument, NULL, OPT_TEXT + T_PROGRESS },
         { "health-url", required_argument, NULL, OPT_TEXT + T_HEALTH_URL },
         { "leak-policy", required_argument, NULL, OPT_TEXT + T_LEAK_POLICY },
+        { "array", required_argument, NULL, OPT_TEXT + T_ARRAY },
         { "json", no_argument, NULL, OPT_JSON },
         { "wait", no_argument, NULL, OPT_WAIT },
         { "signal", required_argument, NULL, OPT_SIGNAL },
@@ -238,6 +247,20 @@ static int check_leak_policy(const char *arg, char *why, size_t n) {
         if (!strcmp(arg, "warn") || !strcmp(arg, "restart"))
                 return 0;
         snprintf(why, n, "'%s' is not warn or restart", arg);
+        return -EINVAL;
+}
+
+/* The core's parser, as the daemon will use it; the spec is sent as typed.  Its message
+ * starts with the field, which apply_text_option() writes itself. */
+static int check_array(const char *arg, char *why, size_t n) {
+        static const char field[] = "--array";
+        char msg[GW_ARRAY_MSG_SIZE];
+        struct gw_array a;
+        if (gw_array_parse(arg, field, &a, msg, sizeof(msg)) == 0) {
+                gw_array_done(&a);
+                return 0;
+        }
+        snprintf(why, n, "%s", strncmp(msg, field, strlen(field)) == 0 ? msg + strlen(field) + 2 : msg);
         return -EINVAL;
 }
 

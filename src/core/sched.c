@@ -70,6 +70,74 @@ static int validate(const struct gw_sched_input *in, const struct gw_sched_plan 
         return 0;
 }
 
+static int validate_fair(const struct gw_sched_input *in, const struct gw_sched_fair *fair) {
+        if (!fair)
+                return 0;
+        if (fair->n && !fair->factor)
+                return -EINVAL;
+        for (size_t u = 0; u < fair->n; u++)
+                if (!(fair->factor[u] >= 0 && fair->factor[u] <= 1)) /* NaN fails too */
+                        return -EINVAL;
+        for (size_t i = 0; i < in->n_pending; i++)
+                if (in->pending[i].fs_user >= fair->n)
+                        return -EINVAL;
+        return 0;
+}
+
+struct order_ctx {
+        const struct gw_sched_job *pending;
+        const double *factor;
+};
+
+/* Whether pending job a goes strictly before b: priority, then its user's factor.  Ties keep
+ * the order given, as the merge sort below is stable. */
+static bool fair_before(const struct order_ctx *c, size_t a, size_t b) {
+        const struct gw_sched_job *x = &c->pending[a], *y = &c->pending[b];
+        if (x->priority != y->priority)
+                return x->priority > y->priority;
+        return c->factor[x->fs_user] > c->factor[y->fs_user];
+}
+
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi). */
+static void merge(const struct order_ctx *c, const size_t *src, size_t *dst, size_t lo, size_t mid, size_t hi) {
+        size_t i = lo, j = mid, k = lo;
+        while (i < mid && j < hi)
+                dst[k++] = fair_before(c, src[j], src[i]) ? src[j++] : src[i++];
+        while (i < mid)
+                dst[k++] = src[i++];
+        while (j < hi)
+                dst[k++] = src[j++];
+}
+
+int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *fair, size_t *order) {
+        if (!in || (in->n_pending && (!order || !in->pending)))
+                return -EINVAL;
+        int r = validate_fair(in, fair);
+        if (r < 0)
+                return r;
+        size_t n = in->n_pending;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        if (!fair || n < 2)
+                return 0;
+        /* A bottom-up merge sort between the two halves of order: stable, so the order given
+         * (submission order) breaks ties without a comparison of its own. */
+        struct order_ctx c = {in->pending, fair->factor};
+        size_t *src = order, *dst = order + n;
+        for (size_t w = 1; w < n; w *= 2) {
+                for (size_t lo = 0; lo < n; lo += 2 * w) {
+                        size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+                        merge(&c, src, dst, lo, mid, hi);
+                }
+                size_t *t = src;
+                src = dst;
+                dst = t;
+        }
+        if (src != order)
+                memcpy(order, src, n * sizeof(*order));
+        return 0;
+}
+
 /* A GPU counts as held if NVML says a job has it or a running job's mask names it: the
  * two can disagree for a moment around a start or an exit, and either must keep it busy. */
 static void view_init(struct gpu_view *v, const struct gw_sched_input *in, gw_usec_t now) {
@@ -262,6 +330,11 @@ static void give(struct gpu_view *v, uint64_t mask, gw_usec_t end) {
 }
 
 int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sched_plan *out) {
+        return gw_sched_plan_fair(in, NULL, now, out);
+}
+
+int gw_sched_plan_fair(const struct gw_sched_input *in, const struct gw_sched_fair *fair, gw_usec_t now,
+                       struct gw_sched_plan *out) {
         struct gpu_view v;
         struct head h = {.set = false, .start = GW_USEC_INFINITY};
         size_t n_starts = 0;
@@ -270,9 +343,17 @@ int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sche
         r = validate(in, out);
         if (r < 0)
                 return r;
+        if (fair) {
+                if (!out->order && in->n_pending)
+                        return -EINVAL;
+                r = gw_sched_order(in, fair, out->order);
+                if (r < 0)
+                        return r;
+        }
         view_init(&v, in, now);
 
-        for (size_t i = 0; i < in->n_pending; i++) {
+        for (size_t k = 0; k < in->n_pending; k++) {
+                size_t i = fair ? out->order[k] : k;
                 const struct gw_sched_job *j = &in->pending[i];
                 uint64_t mask = 0;
 

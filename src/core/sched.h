@@ -1,7 +1,8 @@
 /* The scheduler: plain structs in, decisions out, the clock passed in.  No I/O.
  *
- * Policy: pending jobs in queue order (priority descending, then submission order); the
- * first job that cannot start becomes the head and gets a reservation at the earliest time
+ * Policy: pending jobs in queue order (priority descending, then submission order; with fair
+ * share, priority, then the user's fair-share factor, then submission order: core/fairshare.h);
+ * the first job that cannot start becomes the head and gets a reservation at the earliest time
  * enough GPUs free up (from running jobs' time limits).  Later jobs may start now
  * (backfill) only when that cannot delay the head: they end before the head's reserved
  * start, or they use only GPUs the head's reservation does not need.  Among the GPUs a job
@@ -48,6 +49,7 @@ struct gw_sched_job {
                                * not to its own booking's GPUs: when only that keeps it from
                                * GPUs free now, it waits for RESERVATION, not RESOURCES. */
         enum gw_dep_status dep;
+        uint32_t fs_user;     /* with fair share: its user's index in gw_sched_fair.factor */
 };
 
 struct gw_sched_running {
@@ -65,6 +67,13 @@ struct gw_sched_input {
         size_t n_running;
 };
 
+/* Fair share's input to a plan (kept out of gw_sched_input, which callers fill by position):
+ * one factor per user (gw_fs_factors(), each in [0, 1]); a pending job's fs_user indexes it. */
+struct gw_sched_fair {
+        const double *factor;
+        size_t n;
+};
+
 struct gw_sched_start {
         int64_t job_id;
         uint64_t gpu_mask;
@@ -76,6 +85,10 @@ struct gw_sched_plan {
         enum gw_job_reason *reasons;       /* caller-allocated, one per pending job, same order */
         gw_usec_t head_start;              /* reserved start of the head job, or GW_USEC_INFINITY */
         int64_t head_job_id;               /* 0 if every pending job could start */
+        size_t *order;                     /* caller-allocated, capacity 2 * n_pending; needed
+                                            * by gw_sched_plan_fair: the pending jobs' indexes
+                                            * in the order they were planned (queue order) in
+                                            * the first n_pending, the rest scratch */
 };
 
 /* Plans which pending jobs start now and on which GPUs; writes a wait reason for every
@@ -84,6 +97,19 @@ struct gw_sched_plan {
  * Jobs with dep == GW_DEP_NEVER are reported DEPENDENCY and never started (the daemon
  * ends them).  Returns 0, or -EINVAL for malformed input (a gpu index >= 64, ngpus < 1). */
 int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sched_plan *out);
+
+/* gw_sched_plan with fair share: the pending jobs are planned by priority, then their user's
+ * factor, then the order given (submission order), and the first that cannot start is the
+ * head whose reservation backfill respects.  fair NULL is gw_sched_plan.  Also -EINVAL for
+ * no out->order, a factor outside [0, 1] or an fs_user >= fair->n. */
+int gw_sched_plan_fair(const struct gw_sched_input *in, const struct gw_sched_fair *fair, gw_usec_t now,
+                       struct gw_sched_plan *out);
+
+/* The queue order of in's pending jobs into order[0..n_pending-1] (indexes into pending):
+ * the order given when fair is NULL, else priority, factor, order given.  order has room for
+ * 2 * n_pending (the second half is the sort's scratch).  O(n log n), no allocation (what
+ * `gpuward queue` will show).  Returns 0 or -EINVAL, as gw_sched_plan_fair. */
+int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *fair, size_t *order);
 
 /* Lowest-index set of n GPUs from mask; 0 if fewer than n bits are set. */
 uint64_t gw_sched_pick(uint64_t mask, int n);

@@ -154,10 +154,14 @@ struct gw_sim_config {
         gw_usec_t repair;          /* a faulty GPU is repaired this long after its fault */
         gw_usec_t (*clock_ns)(void); /* times each plan when set (benchmarks); results do not
                                     * depend on it */
+        bool fairshare;            /* order the queue by fair share (gw_sched_plan_fair): usage
+                                    * charged as jobs hold GPUs, equal shares per user */
+        gw_usec_t fs_half_life;    /* its usage half-life; 0 = no decay */
 };
 
 /* Fills a config named name: "baseline", "reclaim[:PROFILE]", "retry", "all[:PROFILE]",
- * "princeton", or a profile name alone ("hpo" = "all:hpo").  Leaves the cluster fields
+ * "princeton", or a profile name alone ("hpo" = "all:hpo"); any of them followed by "+fair"
+ * orders the queue by fair share (half-life GW_FS_HALF_LIFE_DEFAULT, 7 days).  Leaves the cluster fields
  * (n_gpus, node_gpus, horizon, window, seed, bucket) zero for the caller.  Returns 0, or
  * -EINVAL with a message (unknown name or profile). */
 int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
@@ -207,6 +211,11 @@ struct gw_sim_result {
         size_t n_buckets;
         gw_usec_t bucket;
         double *alloc, *busy;
+        /* Per user (the workload's user numbers, n_users of them), with or without fair share:
+         * GPU-hours held in the measured period, and the mean wait from submit to first start
+         * (jobs never started count with their wait so far).  Owned: gw_sim_result_free(). */
+        size_t n_users;
+        double *user_gpu_h, *user_wait_s;
 };
 
 void gw_sim_result_free(struct gw_sim_result *r); /* accepts NULL */
@@ -270,6 +279,8 @@ void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gp
 
 void gw_sim_print_shape(FILE *f, const struct gw_sim_shape *s);
 void gw_sim_print_table(FILE *f, const struct gw_sim_result *r, size_t n);
+/* Per user, side by side for each result: GPU-hours held and mean wait (sim_fair.c). */
+void gw_sim_print_users(FILE *f, const struct gw_sim_result *r, size_t n);
 void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                        const struct gw_sim_result *r, size_t n);
 /* One panel per result: GPUs allocated and busy over time. */

@@ -3,13 +3,42 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/fairshare.h"
 #include "core/leak_respond.h"
 #include "sim/sim.h"
 
 #define SAMPLE_DEFAULT (30 * GW_SIM_SEC)
 #define REPAIR_DEFAULT (4 * GW_SIM_HOUR)
 
+static int config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
+
+#define FAIR_SUFFIX "+fair"
+
+/* NAME+fair: NAME with the queue ordered by fair share. */
 int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+        size_t len = strlen(name), slen = strlen(FAIR_SUFFIX);
+        char base[GW_SIM_NAME_MAX];
+
+        if (len <= slen || strcmp(name + len - slen, FAIR_SUFFIX) != 0)
+                return config_named(name, ret, msg, msg_size);
+        if (len >= sizeof(base)) {
+                snprintf(msg, msg_size, "configuration '%s': bad name", name);
+                return -EINVAL;
+        }
+        memcpy(base, name, len - slen);
+        base[len - slen] = '\0';
+        struct gw_sim_config c;
+        int r = config_named(base, &c, msg, msg_size);
+        if (r < 0)
+                return r;
+        c.fairshare = true;
+        c.fs_half_life = GW_FS_HALF_LIFE_DEFAULT;
+        snprintf(c.name, sizeof(c.name), "%s", name);
+        *ret = c;
+        return 0;
+}
+
+static int config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
         char base[GW_SIM_NAME_MAX], profile[GW_RECLAIM_NAME_MAX] = "default";
         const char *colon = strchr(name, ':');
         struct gw_sim_config c = {.sample = SAMPLE_DEFAULT, .repair = REPAIR_DEFAULT};
@@ -50,7 +79,7 @@ int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, 
         } else {
                 snprintf(msg, msg_size,
                          "unknown configuration '%s' (known: baseline, reclaim[:PROFILE], retry, bookings, all[:PROFILE], "
-                         "princeton, or a profile: default, hpo, finetune)",
+                         "princeton, or a profile: default, hpo, finetune; any with +fair for fair share)",
                          name);
                 return -EINVAL;
         }

@@ -69,6 +69,7 @@ static void account(struct eng *e, const struct gw_sim_job *j, const struct jrun
                 }
         }
         e->res->held_gpu_h += gpu_h(g, to - a->start);
+        e->res->user_gpu_h[j->user] += gpu_h(g, to - a->start);
         e->res->busy_gpu_h += gpu_h(busy_rate, act - (val_hi - val_lo));
         if (to > a->stall_wall)
                 e->res->stalled_gpu_h += gpu_h(g, to - a->stall_wall);
@@ -388,6 +389,7 @@ static void scratch_grow(struct eng *e, size_t n) {
         e->sj_win = gw_xrealloc(e->sj_win, n * sizeof(*e->sj_win));
         e->starts = gw_xrealloc(e->starts, n * sizeof(*e->starts));
         e->reasons = gw_xrealloc(e->reasons, n * sizeof(*e->reasons));
+        e->order = gw_xrealloc(e->order, 2 * n * sizeof(*e->order));
         e->closed = gw_xrealloc(e->closed, n * sizeof(*e->closed));
 }
 
@@ -441,7 +443,7 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                 const struct gw_sim_job *j = &e->w->jobs[ji];
                 e->sj[n] = (struct gw_sched_job){.id = ji + 1, .priority = j->priority, .ngpus = j->ngpus,
                                                  .time_limit = j->time_limit, .backoff = e->jr[ji].backoff,
-                                                 .blocked = quota_block(e, j)};
+                                                 .blocked = quota_block(e, j), .fs_user = (uint32_t) j->user};
                 e->sj_win[n++] = i;
         }
         if (e->cfg->bookings) {
@@ -450,9 +452,10 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                         return k;
         }
         struct gw_sched_input in = {gpus, (size_t) nd->n_gpus, e->sj, n, run, n_run};
-        struct gw_sched_plan plan = {.starts = e->starts, .reasons = e->reasons};
+        struct gw_sched_plan plan = {.starts = e->starts, .reasons = e->reasons, .order = e->order};
+        struct gw_sched_fair fair_buf;
         gw_usec_t t0 = e->cfg->clock_ns ? e->cfg->clock_ns() : 0;
-        int k = gw_sched_plan(&in, e->now, &plan);
+        int k = gw_sched_plan_fair(&in, gw_sim_fair_input(e, &fair_buf), e->now, &plan);
         if (e->cfg->clock_ns)
                 cost_add(e, n, (double) (e->cfg->clock_ns() - t0));
         e->res->sched_plans++;
@@ -625,6 +628,7 @@ static int run_loop(struct eng *e) {
                 gw_usec_t t = gw_sim_heap_peek(&e->heap)->t;
                 if (t > e->horizon_abs)
                         break;
+                gw_sim_fair_advance(e, t);
                 e->now = t;
                 while (gw_sim_heap_peek(&e->heap) && gw_sim_heap_peek(&e->heap)->t == t) {
                         (void) gw_sim_heap_pop(&e->heap, &ev);
@@ -676,6 +680,7 @@ static int setup(struct eng *e) {
                         e->n_users = j->user + 1;
         }
         e->user_gpus = gw_xcalloc((size_t) e->n_users + 1, sizeof(*e->user_gpus));
+        gw_sim_fair_setup(e);
         if (c->quota_gpus > 0) {
                 struct gw_quota deflt;
                 gw_quota_init(&deflt);
@@ -727,6 +732,7 @@ static void finish(struct eng *e) {
         r->wait_p99_s = gw_sim_percentile(w, n, 99);
         r->passed_zero_frac = e->passed_samples ? (double) e->zero_samples / (double) e->passed_samples : 0;
         r->held_util_p50 = gw_usage_percentile(&e->held_usage, 50);
+        gw_sim_fair_finish(e, end);
         if (r->bucket > 0) {
                 size_t want = (size_t) ((r->measured + r->bucket - 1) / r->bucket);
                 if (want < r->n_buckets)
@@ -760,6 +766,8 @@ int gw_sim_run(const struct gw_sim_workload *w, const struct gw_sim_config *cfg,
         free(e.sj_win);
         free(e.starts);
         free(e.reasons);
+        free(e.order);
+        gw_sim_fair_free(&e);
         gw_sim_book_free(&e);
         gw_sim_heap_free(&e.heap);
         gw_sim_pq_free(&e.pq);
@@ -776,6 +784,8 @@ void gw_sim_result_free(struct gw_sim_result *r) {
                 return;
         free(r->alloc);
         free(r->busy);
-        r->alloc = r->busy = NULL;
-        r->n_buckets = 0;
+        free(r->user_gpu_h);
+        free(r->user_wait_s);
+        r->alloc = r->busy = r->user_gpu_h = r->user_wait_s = NULL;
+        r->n_buckets = r->n_users = 0;
 }

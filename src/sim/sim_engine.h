@@ -3,6 +3,7 @@
  * detector and leak_policy response).  Internal to src/sim. */
 #pragma once
 #include "core/calendar.h"
+#include "core/fairshare.h"
 #include "core/quota.h"
 #include "core/sched.h"
 #include "sim/sim.h"
@@ -83,6 +84,11 @@ struct eng {
         size_t *sj_win;
         struct gw_sched_start *starts;
         enum gw_job_reason *reasons;
+        size_t *order;
+        /* fair share (sim_fair.c) */
+        struct gw_fs_user *fs;    /* per user; NULL when off */
+        double *fs_factor;
+        gw_usec_t fs_at;          /* usage charged up to this instant */
 };
 
 /* sim_engine.c */
@@ -102,6 +108,17 @@ void gw_sim_book_job_ended(struct eng *e, int64_t ji);
 /* Cancels the jobs gw_sim_book_gate found closed (after the pass, as gpuwardd does). */
 void gw_sim_book_cancel_closed(struct eng *e);
 void gw_sim_book_free(struct eng *e);
+
+/* sim_fair.c */
+/* Per-user result arrays (always) and fair share's state (when the config asks). */
+void gw_sim_fair_setup(struct eng *e);
+/* Charges each user's running GPUs from the last charge to t (an instant about to be handled). */
+void gw_sim_fair_advance(struct eng *e, gw_usec_t t);
+/* The fair input for a plan now: NULL when off, else the factors of every user. */
+const struct gw_sched_fair *gw_sim_fair_input(struct eng *e, struct gw_sched_fair *buf);
+/* Per-user waits into the result, at the end of the measured period. */
+void gw_sim_fair_finish(struct eng *e, gw_usec_t end);
+void gw_sim_fair_free(struct eng *e);
 
 /* sim_leak.c */
 /* Where the attempt that starts now would end because of its leak, if that comes before work

@@ -27,7 +27,9 @@ static const char usage[] =
         "  --compare A,B,...   configurations side by side (default\n"
         "                      baseline,reclaim,retry,bookings,all,princeton)\n"
         "  --policy NAME       one configuration: baseline, reclaim[:PROFILE], retry, bookings,\n"
-        "                      all[:PROFILE], princeton, or a profile (default, hpo, finetune)\n"
+        "                      all[:PROFILE], princeton, or a profile (default, hpo, finetune);\n"
+        "                      NAME+fair orders the queue by fair share (7-day half-life) and\n"
+        "                      adds a table of each user's GPU-hours and mean wait\n"
         "  --repair DUR        a broken GPU is repaired (a drained one undrained) after this\n"
         "                      (default 4h)\n"
         "  --export-state DIR  write gpuwardd's job history in DIR (read-only) as a trace to\n"
@@ -365,6 +367,11 @@ int main(int argc, char **argv) {
                 gw_sim_print_shape(stdout, &shape);
                 printf("\n");
                 gw_sim_print_table(stdout, res, n_res);
+                bool fair = false;
+                for (size_t i = 0; i < n_res; i++)
+                        fair |= cfg[i].fairshare;
+                if (fair) /* the per-user table only when asked for a fair-share comparison */
+                        gw_sim_print_users(stdout, res, n_res);
                 if (o.scale)
                         for (size_t i = 0; i < n_res; i++)
                                 print_costs(&res[i], wall[i]);

@@ -132,7 +132,11 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                         x->faults_on_broken, x->drained_gpu_h, x->bookings, x->bookings_later, x->booking_no_shows,
                         x->booking_missed, x->booked_started);
                 json_costs(f, x);
-                fputc('}', f);
+                fputs(",\"users\":[", f); /* index = the workload's user number */
+                for (size_t u = 0; u < x->n_users; u++)
+                        fprintf(f, "%s{\"gpu_h\":%.3f,\"wait_mean_s\":%.1f}", u ? "," : "", x->user_gpu_h[u],
+                                x->user_wait_s[u]);
+                fputs("]}", f);
         }
         fputs("]}\n", f);
 }

@@ -152,6 +152,16 @@ static void too_many_words(void **state) {
         assert_null(argv);
 }
 
+/* A sweep's spec passes through whole: '%', ':' and ',' are not special, and a '#' only
+ * starts a comment at the start of a word. */
+static void array_spec(void **state) {
+        check("#!/bin/sh\n"
+              "#GPUWARD --array 0-99:10%8 --gpus 1\n"
+              "#GPUWARD --array=1,3,5-9  # odd tasks\n"
+              "python sweep.py\n",
+              2, (const char *const[]){"--array", "0-99:10%8", "--gpus", "1", "--array=1,3,5-9", NULL});
+}
+
 static void bad_args(void **state) {
         char **argv = NULL;
         int argc = 0;
@@ -167,7 +177,7 @@ int main(void) {
                 cmocka_unit_test(blanks_and_comments),     cmocka_unit_test(quotes),
                 cmocka_unit_test(no_trailing_newline),     cmocka_unit_test(unterminated_quote),
                 cmocka_unit_test(appends_to_existing),     cmocka_unit_test(too_many_words),
-                cmocka_unit_test(bad_args),
+                cmocka_unit_test(bad_args),                cmocka_unit_test(array_spec),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
