@@ -425,7 +425,7 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
 }
 
 void gw_training_watch(struct gw_daemon *d) {
-        gw_usec_t now = gw_now_wall();
+        gw_usec_t now = d->now_wall;
         /* Terminating leaves a job in running[] until it exits: the array is stable here. */
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 watch_job(d, d->jobs.running[i], now);
@@ -447,7 +447,7 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         }
         struct gw_train *t = train_for(d, dj);
         t->next_find = 0; /* a run too short for the watch to have found its results.csv */
-        (void) read_results(d, dj, t, gw_now_wall());
+        (void) read_results(d, dj, t, d->now_wall);
 }
 
 bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
@@ -502,7 +502,7 @@ void gw_training_leak_restore(struct gw_daemon *d, struct gw_djob *dj, const str
         t->restart_sent = stopped;
         /* The leak's figures are the newest verdict's (gw_train_leak_json): judged again now,
          * over the per-epoch memory the store kept (train_for), not epochs from now. */
-        update_eta(dj->job, t, gw_now_wall());
+        update_eta(dj->job, t, d->now_wall);
         check_leak(d, j, t);
         /* Whether the report put a stop after the next checkpoint in hand is not in its event
          * in so many words: it is decided again, from the same job and policy. */
@@ -531,7 +531,7 @@ json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
         json_t *ends = running ? NULL : gw_train_epoch_ends_json(d, j);
         if (!t && !snaps && !ends)
                 return json_null();
-        json_t *o = running ? gw_train_eta_json(t, gw_now_wall()) : json_object();
+        json_t *o = running ? gw_train_eta_json(t, d->now_wall) : json_object();
         if (ends)
                 json_object_set_new(o, "epoch_ends", ends);
         json_object_set_new(o, "leak", t ? gw_train_leak_json(j, t) : json_null());
