@@ -568,6 +568,41 @@ static void chart(void **state) {
                          -EINVAL);
 }
 
+/* Every item of the legend is in the drawing: a short running job before a booking on its GPU
+ * takes the cell the booking covered more of (the booking keeps its others), and items that
+ * share their only column with a longer one go on lines under the row. */
+static void chart_draws_short_items(void **state) {
+        static const char want[] =
+                "        Fri 15:00\n"
+                "        |\n"
+                "GPU 0   ABBB........\n"
+                "GPU 1   E...........\n"
+                "        C\n"
+                "        D\n"
+                "Legend: . free  x drained\n"
+                "  A  job 5  running until Fri 15:10  short\n"
+                "  B  booking 7  Fri 15:20-19:00  later\n"
+                "  C  job 8  running until Fri 15:10\n"
+                "  D  job 9  predicted Fri 15:10-15:20\n"
+                "  E  booking 10  Fri 15:30-15:50\n"
+                "  A line under a GPU's row shows what shares a column with a longer item on that GPU.\n";
+        const struct gw_schedule_segment seg[] = {
+                { .gpu = 0, .start = NOW, .end = NOW + 10 * MIN, .kind = GW_SEG_RUNNING, .id = 5, .label = "short" },
+                { .gpu = 0, .start = NOW + 20 * MIN, .end = NOW + 4 * HOUR, .kind = GW_SEG_BOOKING, .id = 7,
+                  .label = "later" },
+                { .gpu = 1, .start = NOW, .end = NOW + 10 * MIN, .kind = GW_SEG_RUNNING, .id = 8 },
+                { .gpu = 1, .start = NOW + 10 * MIN, .end = NOW + 20 * MIN, .kind = GW_SEG_PREDICTED, .id = 9 },
+                { .gpu = 1, .start = NOW + 30 * MIN, .end = NOW + 50 * MIN, .kind = GW_SEG_BOOKING, .id = 10 },
+        };
+        char buf[2048];
+
+        (void) state;
+        int len = gw_schedule_render_text(seg, N_ELEMS(seg), 0x3, NOW, NOW + 12 * HOUR, HOUR, test_fmt, NULL, buf,
+                                          sizeof(buf));
+        assert_string_equal(buf, want);
+        assert_int_equal(len, (int) strlen(want));
+}
+
 static void names(void **state) {
         (void) state;
         assert_string_equal(gw_booking_state_name(GW_BOOKING_PENDING_APPROVAL), "PENDING_APPROVAL");
@@ -588,7 +623,7 @@ int main(void) {
                 cmocka_unit_test(bad_requests),    cmocka_unit_test(scheduler_view),
                 cmocka_unit_test(no_show),         cmocka_unit_test(lifecycle),
                 cmocka_unit_test(drained_before_start), cmocka_unit_test(layout),
-                cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart),
+                cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart), cmocka_unit_test(chart_draws_short_items),
                 cmocka_unit_test(names), cmocka_unit_test(free_for_matches_the_rule),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
