@@ -175,6 +175,27 @@
 
   /* ---- data ---- */
 
+  /* What the daemon wrote into the page as it served it (the replies of GET /api/v1/gpus,
+   * /api/v1/jobs and /api/v1/session for this reader): the first paint needs no round trip,
+   * and the fetches below bring it up to date.  The plain tables beside it are for readers
+   * without JavaScript. */
+  function loadInitial() {
+    const fp = $('firstpaint'), el = $('gw-state');
+    if (fp) fp.remove();
+    if (!el) return;
+    let st;
+    try { st = JSON.parse(el.textContent); } catch (e) { return; }
+    if (st.gpus && Array.isArray(st.gpus.gpus)) {
+      S.gpus = st.gpus;
+      for (const g of st.gpus.gpus) pushHistory(g);
+    }
+    if (st.jobs && Array.isArray(st.jobs.jobs)) {
+      S.jobs = new Map(st.jobs.jobs.map(j => [j.id, j]));
+      S.loaded = true;
+    }
+    if (st.session) S.me = Object.assign({ csrf: null }, st.session, { csrf: null });
+  }
+
   function pushHistory(g) {
     const arr = S.hist[g.index] || (S.hist[g.index] = []);
     const t = g.sampled_at;
@@ -467,6 +488,9 @@
 
   document.addEventListener('DOMContentLoaded', () => {
     $('tz').textContent = `times in ${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
+    loadInitial();
+    renderWho();
+    $('live').hidden = false;
     setupSignin();
     setupQueue();
     if (GW.setupViews) GW.setupViews();
