@@ -59,19 +59,22 @@ static const char *str_of(const json_t *o, const char *key) {
         return s ? s : "";
 }
 
-/* "2026-11-27 14:02" (UTC) of a reply's Unix seconds, "-" when null. */
-static void put_time(FILE *f, const json_t *v) {
-        if (!json_is_number(v)) {
-                fputs("-", f);
-                return;
-        }
-        time_t t = (time_t) json_number_value(v);
+/* "2026-11-27 14:02" (UTC) of Unix seconds. */
+static void put_utc(FILE *f, time_t t) {
         struct tm tm;
         char buf[32];
         if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm))
                 fputs("-", f);
         else
                 fputs(buf, f);
+}
+
+/* The same of a reply's Unix seconds, "-" when null. */
+static void put_time(FILE *f, const json_t *v) {
+        if (json_is_number(v))
+                put_utc(f, (time_t) json_number_value(v));
+        else
+                fputs("-", f);
 }
 
 /* Bytes as the page writes them: "1.5 GiB", "80 GiB", "512 MiB". */
@@ -97,8 +100,8 @@ static void put_int_or(FILE *f, const json_t *v, const char *suffix, const char 
 
 static void gpu_row(FILE *f, const json_t *g) {
         const char *health = str_of(g, "health");
-        fprintf(f, "<tr data-gpu=\"%lld\"><td>GPU %lld</td><td>", (long long) json_integer_value(json_object_get(g, "index")),
-                (long long) json_integer_value(json_object_get(g, "index")));
+        long long index = (long long) json_integer_value(json_object_get(g, "index"));
+        fprintf(f, "<tr data-gpu=\"%lld\"><td>GPU %lld</td><td>", index, index);
         gw_firstpaint_put_text(f, str_of(g, "name"));
         fputs("</td><td>", f);
         gw_firstpaint_put_text(f, !strcmp(health, "ok") ? "healthy" : health);
@@ -152,8 +155,8 @@ static void put_gpus(FILE *f, const json_t *reply) {
 }
 
 static void job_row(FILE *f, const json_t *j) {
-        fprintf(f, "<tr data-job=\"%lld\"><td>%lld</td><td>", (long long) json_integer_value(json_object_get(j, "id")),
-                (long long) json_integer_value(json_object_get(j, "id")));
+        long long id = (long long) json_integer_value(json_object_get(j, "id"));
+        fprintf(f, "<tr data-job=\"%lld\"><td>%lld</td><td>", id, id);
         gw_firstpaint_put_text(f, str_of(j, "name"));
         fputs("</td><td>", f);
         gw_firstpaint_put_text(f, str_of(j, "user"));
@@ -214,11 +217,9 @@ static void put_who(FILE *f, const json_t *session) {
 }
 
 static void put_section(FILE *f, const json_t *state, gw_usec_t now) {
-        json_t *t = json_integer(now / GW_USEC_PER_SEC);
         fputs("<section id=\"firstpaint\" class=\"firstpaint\" aria-labelledby=\"h-firstpaint\">\n"
               "<h1 id=\"h-firstpaint\">GPUs and queue <span class=\"sub\">as of ", f);
-        put_time(f, t);
-        json_decref(t);
+        put_utc(f, (time_t) (now / GW_USEC_PER_SEC));
         fputs(" UTC, for ", f);
         put_who(f, json_object_get(state, "session"));
         fputs("; reload for newer</span></h1>\n", f);
@@ -238,19 +239,27 @@ static void put_state(FILE *f, const json_t *state) {
         json_decref(copy);
 }
 
+static const char *const markers[] = { GW_FIRSTPAINT_STATE, GW_FIRSTPAINT_HTML, GW_FIRSTPAINT_WHO };
+#define N_MARKERS (sizeof markers / sizeof *markers)
+
+/* Which marker not yet done starts p (n bytes left); N_MARKERS for none. */
+static size_t marker_at(const char *p, size_t n, const bool done[N_MARKERS]) {
+        for (size_t k = 0; k < N_MARKERS; k++)
+                if (!done[k] && n >= strlen(markers[k]) && !memcmp(p, markers[k], strlen(markers[k])))
+                        return k;
+        return N_MARKERS;
+}
+
 char *gw_firstpaint_render(const char *html, size_t len, const json_t *state, gw_usec_t now, size_t *ret_len) {
-        static const char *const markers[] = { GW_FIRSTPAINT_STATE, GW_FIRSTPAINT_HTML, GW_FIRSTPAINT_WHO };
-        bool done[3] = { false, false, false };
+        bool done[N_MARKERS] = { false };
         char *out = NULL;
         size_t out_len = 0;
         FILE *f = open_memstream(&out, &out_len);
         if (!f)
                 no_memory();
         for (size_t i = 0; i < len;) {
-                size_t k = 0;
-                while (k < 3 && (done[k] || len - i < strlen(markers[k]) || memcmp(html + i, markers[k], strlen(markers[k]))))
-                        k++;
-                if (k == 3) {
+                size_t k = marker_at(html + i, len - i, done);
+                if (k == N_MARKERS) {
                         fputc(html[i++], f);
                         continue;
                 }

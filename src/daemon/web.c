@@ -128,11 +128,10 @@ static void etag_of(const unsigned char *p, size_t n, char *out, size_t outlen) 
 
 /* The page at / carries what its reader sees when it is served (web_page.c): never cached,
  * and its body not the embedded file's, so no validator. */
-static void serve_page(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep, char *tmpl,
-                       size_t len) {
+static void serve_page(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep,
+                       const char *tmpl, size_t len) {
         size_t page_len;
         char *page = gw_web_first_paint(userdata, req, tmpl, len, &page_len);
-        free(tmpl);
         gw_http_reply_text(rep, 200, "text/html; charset=utf-8", page, page_len);
         gw_http_reply_header(rep, "Cache-Control", "no-store");
         security_headers(rep);
@@ -156,17 +155,17 @@ static void serve(void *userdata, const struct gw_http_request *req, struct gw_h
                 int r = read_dir_file(d->cfg->web_dir, name, &body, &len);
                 if (r < 0)
                         return refuse(rep, r == -EFBIG ? 413 : 404, "no such file");
-                if (!strcmp(name, "index.html"))
-                        return serve_page(userdata, req, rep, body, len);
+                if (!strcmp(name, "index.html")) {
+                        serve_page(userdata, req, rep, body, len);
+                        free(body);
+                        return;
+                }
         } else {
                 const struct gw_web_asset *a = asset_of(name);
                 if (!a)
                         return refuse(rep, 404, "no such file");
-                if (!strcmp(name, "index.html")) {
-                        body = gw_xmalloc(a->len + 1);
-                        memcpy(body, a->data, a->len);
-                        return serve_page(userdata, req, rep, body, a->len);
-                }
+                if (!strcmp(name, "index.html"))
+                        return serve_page(userdata, req, rep, (const char *) a->data, a->len);
                 etag_of(a->data, a->len, etag, sizeof etag);
                 const char *inm = gw_http_header(req, "If-None-Match");
                 if (inm && !strcmp(inm, etag)) {
