@@ -259,13 +259,6 @@ static gw_usec_t overlap(const struct gw_schedule_segment *s, gw_usec_t from, gw
         return min_t(s->end, add_sat(cs, column)) - max_t(s->start, cs);
 }
 
-static int count_of(const char *line, int cols, char sym) {
-        int n = 0;
-        for (int c = 0; c < cols; c++)
-                n += line[c] == sym;
-        return n;
-}
-
 /* At most this many lines under a GPU's row for what its row has no room for: what is still
  * left is marked in the legend. */
 #define EXTRA_LINES 16
@@ -283,13 +276,15 @@ struct row {
  * the drawing. */
 static bool show_hidden(const struct gw_schedule_segment *s, char sym, gw_usec_t from, gw_usec_t to,
                         gw_usec_t column, int cols, struct row *r) {
-        int c0, c1, best = -1;
+        int c0, c1, best = -1, count[256] = { 0 };
         gw_usec_t best_ov = 0;
 
+        for (int c = 0; c < cols; c++)
+                count[(unsigned char) r->line[c]]++;
         seg_columns(s, from, to, column, cols, &c0, &c1);
         for (int c = c0; c <= c1; c++) {
                 gw_usec_t ov = overlap(s, from, column, c);
-                bool spare = r->line[c] == '.' || (!r->taken[c] && count_of(r->line, cols, r->line[c]) > 1);
+                bool spare = r->line[c] == '.' || (!r->taken[c] && count[(unsigned char) r->line[c]] > 1);
                 if (spare && (best < 0 || ov > best_ov))
                         best = c, best_ov = ov;
         }

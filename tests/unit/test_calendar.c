@@ -603,6 +603,24 @@ static void chart_draws_short_items(void **state) {
         assert_int_equal(len, (int) strlen(want));
 }
 
+/* More items in one column than the lines under a row hold: the one left out says so. */
+static void chart_marks_what_it_cannot_draw(void **state) {
+        struct gw_schedule_segment seg[18];
+        char buf[8192];
+
+        (void) state;
+        for (int i = 0; i < 18; i++)
+                seg[i] = (struct gw_schedule_segment) { .gpu = 0, .start = NOW + i * 3 * MIN,
+                                                        .end = NOW + i * 3 * MIN + 2 * MIN, .kind = GW_SEG_PREDICTED,
+                                                        .id = 100 + i };
+        assert_true(gw_schedule_render_text(seg, N_ELEMS(seg), 0x1, NOW, NOW + 12 * HOUR, HOUR, test_fmt, NULL, buf,
+                                            sizeof(buf)) > 0);
+        assert_non_null(strstr(buf, "GPU 0   A...........\n        B\n        C\n"));
+        assert_non_null(strstr(buf, "\n        Q\nLegend:"));
+        assert_non_null(strstr(buf, "  R  job 117  predicted Fri 15:51-15:53  (not drawn: too many in one column)\n"));
+        assert_null(strstr(buf, "job 116  predicted Fri 15:48-15:50  (not drawn"));
+}
+
 static void names(void **state) {
         (void) state;
         assert_string_equal(gw_booking_state_name(GW_BOOKING_PENDING_APPROVAL), "PENDING_APPROVAL");
@@ -624,6 +642,7 @@ int main(void) {
                 cmocka_unit_test(no_show),         cmocka_unit_test(lifecycle),
                 cmocka_unit_test(drained_before_start), cmocka_unit_test(layout),
                 cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart), cmocka_unit_test(chart_draws_short_items),
+                cmocka_unit_test(chart_marks_what_it_cannot_draw),
                 cmocka_unit_test(names), cmocka_unit_test(free_for_matches_the_rule),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
