@@ -88,7 +88,11 @@
 
   /* ---- the API ---- */
 
+  let sessionLoad = null;   /* the session's fetch in flight: the CSRF value comes with it */
+
   GW.api = async function (method, path, body) {
+    /* Signed in as the page was served, the CSRF value is not in the page: wait for it. */
+    if (method !== 'GET' && S.me.signed_in && !S.me.csrf && sessionLoad) await sessionLoad;
     const headers = {};
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (method !== 'GET' && S.me.csrf) headers['X-Gpuward-CSRF'] = S.me.csrf;
@@ -136,10 +140,13 @@
 
   /* ---- session ---- */
 
-  async function loadSession() {
-    const res = await GW.api('GET', '/api/v1/session');
-    if (res.status === 200) S.me = Object.assign({ csrf: null }, res.data);
-    renderWho();
+  function loadSession() {
+    sessionLoad = (async () => {
+      const res = await GW.api('GET', '/api/v1/session');
+      if (res.status === 200) S.me = Object.assign({ csrf: null }, res.data);
+      renderWho();
+    })();
+    return sessionLoad;
   }
 
   function renderWho() {

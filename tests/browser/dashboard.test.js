@@ -472,6 +472,26 @@ async function run(d, page, ctx) {
     assert.equal(st, 401);
   });
 
+  await step('signed in, a new page names the reader at first paint; its first action waits for the CSRF value', async () => {
+    const held = JSON.parse(d.cli('submit', '--json', '--hold', '--gpus', '4', '--time', '5m', '--name', 'fp-held', '--',
+                                  'sleep', '60')).id;
+    const p5 = await ctx.newPage();
+    try {
+      p5.on('pageerror', e => problems.push('page error (signed-in first paint): ' + e.message));
+      // The session (with the CSRF value) answers late: the page draws from what it was served.
+      await p5.route('**/api/v1/session', async r => { await sleep(1500); await r.continue(); });
+      await p5.goto(d.url + '/#/queue');
+      assert.match(await p5.locator('#whoami').innerText(), /\(admin\)/);
+      const release = p5.locator(`#queue-body tr[data-job="${held}"] button`, { hasText: 'Release' });
+      await release.waitFor({ timeout: 5000 });
+      await release.click();
+      await p5.locator('#toast', { hasText: `job ${held}: released` }).waitFor({ timeout: 10000 });
+    } finally {
+      await p5.close();
+      d.cli('cancel', String(held));
+    }
+  });
+
   await step('signed in, the Cancel button cancels the job, live', async () => {
     const btn = page.locator('#job-actions button', { hasText: 'Cancel' });
     await btn.waitFor({ timeout: 10000 });
