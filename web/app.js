@@ -88,7 +88,11 @@
 
   /* ---- the API ---- */
 
+  let sessionLoad = null;   /* the session's fetch in flight: the CSRF value comes with it */
+
   GW.api = async function (method, path, body) {
+    /* Signed in as the page was served, the CSRF value is not in the page: wait for it. */
+    if (method !== 'GET' && S.me.signed_in && !S.me.csrf && sessionLoad) await sessionLoad;
     const headers = {};
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (method !== 'GET' && S.me.csrf) headers['X-Gpuward-CSRF'] = S.me.csrf;
@@ -136,10 +140,13 @@
 
   /* ---- session ---- */
 
-  async function loadSession() {
-    const res = await GW.api('GET', '/api/v1/session');
-    if (res.status === 200) S.me = Object.assign({ csrf: null }, res.data);
-    renderWho();
+  function loadSession() {
+    sessionLoad = (async () => {
+      const res = await GW.api('GET', '/api/v1/session');
+      if (res.status === 200) S.me = Object.assign({ csrf: null }, res.data);
+      renderWho();
+    })();
+    return sessionLoad;
   }
 
   function renderWho() {
@@ -174,6 +181,27 @@
   }
 
   /* ---- data ---- */
+
+  /* What the daemon wrote into the page as it served it (the replies of GET /api/v1/gpus,
+   * /api/v1/jobs and /api/v1/session for this reader): the first paint needs no round trip,
+   * and the fetches below bring it up to date.  The plain tables beside it are for readers
+   * without JavaScript. */
+  function loadInitial() {
+    const fp = $('firstpaint'), el = $('gw-state');
+    if (fp) fp.remove();
+    if (!el) return;
+    let st;
+    try { st = JSON.parse(el.textContent); } catch (e) { return; }
+    if (st.gpus && Array.isArray(st.gpus.gpus)) {
+      S.gpus = st.gpus;
+      for (const g of st.gpus.gpus) pushHistory(g);
+    }
+    if (st.jobs && Array.isArray(st.jobs.jobs)) {
+      S.jobs = new Map(st.jobs.jobs.map(j => [j.id, j]));
+      S.loaded = true;
+    }
+    if (st.session) S.me = Object.assign({ csrf: null }, st.session, { csrf: null });
+  }
 
   function pushHistory(g) {
     const arr = S.hist[g.index] || (S.hist[g.index] = []);
@@ -467,6 +495,9 @@
 
   document.addEventListener('DOMContentLoaded', () => {
     $('tz').textContent = `times in ${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
+    loadInitial();
+    renderWho();
+    $('live').hidden = false;
     setupSignin();
     setupQueue();
     if (GW.setupViews) GW.setupViews();

@@ -234,12 +234,17 @@
       lab.textContent = `GPU ${g}`;
       el.append(lab);
     }
-    for (const s of segs) {
+    /* Jobs are drawn over bookings and drained spans, and at least 4 px wide: a job of a few
+     * minutes beside a booking on its GPU was otherwise in the legend and covered in the chart. */
+    const LAYER = { drained: 0, 'booking-pending': 1, booking: 2, predicted: 3, running: 4 };
+    const drawOrder = segs.slice().sort((a, b) => (LAYER[a.kind] ?? 0) - (LAYER[b.kind] ?? 0));
+    for (const s of drawOrder) {
       const x0 = X(s.start), x1 = X(s.end), y = T + s.gpu * ROW + 2;
-      const grp = GW.svg('g', { class: `seg ${s.kind}` });
+      const job = s.kind === 'running' || s.kind === 'predicted';
+      const grp = GW.svg('g', { class: `seg ${s.kind}`, 'data-seg': `${job ? 'job' : s.kind}-${s.id}-${s.gpu}` });
       const title = GW.svg('title');
       title.textContent = `GPU ${s.gpu}: ${segWhat(s)} ${s.kind} ${GW.fmtTime(s.start)} – ${GW.fmtTime(s.end)} ${s.label || ''}`;
-      grp.append(title, GW.svg('rect', { x: x0, y, width: Math.max(2, x1 - x0), height: ROW - 5, rx: 3 }));
+      grp.append(title, GW.svg('rect', { x: x0, y, width: Math.max(job ? 4 : 2, x1 - x0), height: ROW - 5, rx: job ? 1 : 3 }));
       if (x1 - x0 > 60) {
         const t = GW.svg('text', { x: x0 + 4, y: y + 14 });
         t.textContent = `${segWhat(s)} ${s.label || ''}`.slice(0, Math.floor((x1 - x0) / 6));

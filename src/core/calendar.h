@@ -322,7 +322,9 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
  * columns, and a legend.  A cell shows the segment that covers most of it (a job before
  * its booking on a tie): letters name up to 61 jobs and bookings in order of appearance,
  * then '#' running, '+' predicted, '=' booked, '?' awaiting approval; '.' is free and 'x'
- * drained.  Writes NUL-terminated text into buf; returns its length, -ENOBUFS if it did
+ * drained.  Every item of the legend is drawn on each GPU it is on: one that covers less of
+ * every cell it is in than another item takes a cell that item can spare, else it goes on a
+ * line under the GPU's row (up to 16; the legend marks any still left out).  Writes NUL-terminated text into buf; returns its length, -ENOBUFS if it did
  * not fit (buf holds a truncated, terminated chart), or -EINVAL (more than
  * GW_SCHEDULE_MAX_COLUMNS columns, column <= 0, to <= from). */
 int gw_schedule_render_text(const struct gw_schedule_segment *segs, size_t n, uint64_t rows,

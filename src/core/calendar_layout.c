@@ -196,6 +196,8 @@ struct items {
         size_t seg[N_SYMBOLS]; /* first segment of each lettered item */
         int n;
         bool fallback[_GW_SEGMENT_KIND_MAX];
+        bool extra_lines;      /* a row needed a line under it */
+        bool undrawn[N_SYMBOLS]; /* more items in one column than the lines under a row hold */
 };
 
 static bool same_item(const struct gw_schedule_segment *a, const struct gw_schedule_segment *b) {
@@ -243,34 +245,117 @@ static bool visible(const struct gw_schedule_segment *s, uint64_t rows, gw_usec_
                s->kind >= 0 && s->kind < _GW_SEGMENT_KIND_MAX;
 }
 
+/* The columns of s in [from, to): [*c0, *c1]. */
+static void seg_columns(const struct gw_schedule_segment *s, gw_usec_t from, gw_usec_t to, gw_usec_t column,
+                        int cols, int *c0, int *c1) {
+        *c0 = (int) ((max_t(s->start, from) - from) / column);
+        *c1 = (int) ((min_t(s->end, to) - from - 1) / column);
+        if (*c1 >= cols)
+                *c1 = cols - 1;
+}
+
+static gw_usec_t overlap(const struct gw_schedule_segment *s, gw_usec_t from, gw_usec_t column, int c) {
+        gw_usec_t cs = from + (gw_usec_t) c * column;
+        return min_t(s->end, add_sat(cs, column)) - max_t(s->start, cs);
+}
+
+/* At most this many lines under a GPU's row for what its row has no room for: what is still
+ * left is marked in the legend. */
+#define EXTRA_LINES 16
+
+struct row {
+        char line[GW_SCHEDULE_MAX_COLUMNS + 1];
+        bool taken[GW_SCHEDULE_MAX_COLUMNS];     /* given to an item the majority rule hid */
+        char extra[EXTRA_LINES][GW_SCHEDULE_MAX_COLUMNS + 1];
+        int n_extra;
+};
+
+/* Makes s, which the majority rule left out of the row, visible: it takes the cell where it
+ * covers most among those whose item keeps another cell; else it goes on a line under the
+ * row.  Without this a job of ten minutes beside a booking was in the legend and nowhere in
+ * the drawing. */
+static bool show_hidden(const struct gw_schedule_segment *s, char sym, gw_usec_t from, gw_usec_t to,
+                        gw_usec_t column, int cols, struct row *r) {
+        int c0, c1, best = -1, count[256] = { 0 };
+        gw_usec_t best_ov = 0;
+
+        for (int c = 0; c < cols; c++)
+                count[(unsigned char) r->line[c]]++;
+        seg_columns(s, from, to, column, cols, &c0, &c1);
+        for (int c = c0; c <= c1; c++) {
+                gw_usec_t ov = overlap(s, from, column, c);
+                bool spare = r->line[c] == '.' || (!r->taken[c] && count[(unsigned char) r->line[c]] > 1);
+                if (spare && (best < 0 || ov > best_ov))
+                        best = c, best_ov = ov;
+        }
+        if (best >= 0) {
+                r->line[best] = sym;
+                r->taken[best] = true;
+                return true;
+        }
+        for (int k = 0; k < EXTRA_LINES; k++) {
+                if (k == r->n_extra) {
+                        memset(r->extra[k], ' ', (size_t) cols);
+                        r->extra[k][cols] = '\0';
+                        r->n_extra++;
+                }
+                for (int c = c0; c <= c1; c++)
+                        if (r->extra[k][c] == ' ') {
+                                r->extra[k][c] = sym;
+                                return true;
+                        }
+        }
+        return false;
+}
+
 static void render_row(const struct gw_schedule_segment *segs, size_t n, int gpu, gw_usec_t from,
                        gw_usec_t to, gw_usec_t column, int cols, struct items *it, struct sb *o) {
-        char line[GW_SCHEDULE_MAX_COLUMNS + 1];
+        struct row r;
         gw_usec_t best[GW_SCHEDULE_MAX_COLUMNS];
         int rank[GW_SCHEDULE_MAX_COLUMNS];
 
-        memset(line, '.', (size_t) cols);
-        line[cols] = '\0';
+        memset(r.line, '.', (size_t) cols);
+        r.line[cols] = '\0';
+        r.n_extra = 0;
         for (int c = 0; c < cols; c++)
-                best[c] = 0, rank[c] = -1;
+                best[c] = 0, rank[c] = -1, r.taken[c] = false;
         for (size_t i = 0; i < n; i++) {
                 const struct gw_schedule_segment *s = &segs[i];
                 if (s->gpu != gpu || !visible(s, BIT(gpu), from, to))
                         continue;
-                int c0 = (int) ((max_t(s->start, from) - from) / column);
-                int c1 = (int) ((min_t(s->end, to) - from - 1) / column);
+                int c0, c1;
+                seg_columns(s, from, to, column, cols, &c0, &c1);
                 char sym = symbol_of(segs, i, it, false);
-                for (int c = c0; c <= c1 && c < cols; c++) {
-                        gw_usec_t cs = from + (gw_usec_t) c * column;
-                        gw_usec_t ov = min_t(s->end, add_sat(cs, column)) - max_t(s->start, cs);
+                for (int c = c0; c <= c1; c++) {
+                        gw_usec_t ov = overlap(s, from, column, c);
                         int rk = kind_rank(s->kind);
                         if (ov > best[c] || (ov == best[c] && rk > rank[c])) {
                                 best[c] = ov, rank[c] = rk;
-                                line[c] = sym;
+                                r.line[c] = sym;
                         }
                 }
         }
-        put(o, "GPU %-3d %s\n", gpu, line);
+        /* Every item of the legend is somewhere in the drawing: a cell shows one item, and one
+         * that covers less of it than another is drawn all the same. */
+        for (size_t i = 0; i < n; i++) {
+                const struct gw_schedule_segment *s = &segs[i];
+                if (s->gpu != gpu || !visible(s, BIT(gpu), from, to))
+                        continue;
+                char sym = symbol_of(segs, i, it, false);
+                bool shown = memchr(r.line, sym, (size_t) cols) != NULL;
+                for (int k = 0; k < r.n_extra && !shown; k++)
+                        shown = memchr(r.extra[k], sym, (size_t) cols) != NULL;
+                const char *letter = strchr(symbols, sym);
+                if (!shown && !show_hidden(s, sym, from, to, column, cols, &r) && letter)
+                        it->undrawn[letter - symbols] = true;
+        }
+        put(o, "GPU %-3d %s\n", gpu, r.line);
+        for (int k = 0; k < r.n_extra; k++) {
+                for (int c = cols - 1; c >= 0 && r.extra[k][c] == ' '; c--)
+                        r.extra[k][c] = '\0';
+                put(o, "        %s\n", r.extra[k]);
+        }
+        it->extra_lines = it->extra_lines || r.n_extra > 0;
 }
 
 static void render_header(gw_usec_t from, gw_usec_t column, int cols, gw_time_format_fn fmt,
@@ -313,6 +398,7 @@ static void render_legend(const struct gw_schedule_segment *segs, const struct i
                 const struct gw_schedule_segment *s = &segs[it->seg[k]];
                 char a[64] = "", b[64] = "", label[sizeof(s->label)];
                 const char *sep = s->label[0] ? "  " : "";
+                const char *mark = it->undrawn[k] ? "  (not drawn: too many in one column)" : "";
 
                 /* A name may carry ESC sequences or U+202E: the chart is read on terminals. */
                 memcpy(label, s->label, sizeof(label));
@@ -322,22 +408,24 @@ static void render_legend(const struct gw_schedule_segment *segs, const struct i
                 fmt(s->end, s->kind == GW_SEG_RUNNING ? GW_USEC_INFINITY : s->start, b, sizeof(b), userdata);
                 switch (s->kind) {
                 case GW_SEG_RUNNING:
-                        put(o, "  %c  job %lld  running until %s%s%s\n", symbols[k], (long long) s->id, b,
-                            sep, label);
+                        put(o, "  %c  job %lld  running until %s%s%s%s\n", symbols[k], (long long) s->id, b,
+                            sep, label, mark);
                         break;
                 case GW_SEG_PREDICTED:
-                        put(o, "  %c  job %lld  predicted %s-%s%s%s\n", symbols[k], (long long) s->id, a, b,
-                            sep, label);
+                        put(o, "  %c  job %lld  predicted %s-%s%s%s%s\n", symbols[k], (long long) s->id, a, b,
+                            sep, label, mark);
                         break;
                 default:
-                        put(o, "  %c  booking %lld  %s-%s%s%s%s\n", symbols[k], (long long) s->id, a, b,
-                            s->kind == GW_SEG_BOOKING_PENDING ? " (awaiting approval)" : "", sep, label);
+                        put(o, "  %c  booking %lld  %s-%s%s%s%s%s\n", symbols[k], (long long) s->id, a, b,
+                            s->kind == GW_SEG_BOOKING_PENDING ? " (awaiting approval)" : "", sep, label, mark);
                         break;
                 }
         }
         for (int k = 0; k < _GW_SEGMENT_KIND_MAX; k++)
                 if (it->fallback[k] && other[k])
                         put(o, "  %c  %s\n", fallback_symbol((enum gw_segment_kind) k), other[k]);
+        if (it->extra_lines)
+                put(o, "  A line under a GPU's row shows what shares a column with a longer item on that GPU.\n");
 }
 
 int gw_schedule_render_text(const struct gw_schedule_segment *segs, size_t n, uint64_t rows,

@@ -126,7 +126,19 @@ static void etag_of(const unsigned char *p, size_t n, char *out, size_t outlen) 
         snprintf(out, outlen, "\"%016llx\"", (unsigned long long) h);
 }
 
-static void serve(struct gw_daemon *d, const struct gw_http_request *req, struct gw_http_reply *rep) {
+/* The page at / carries what its reader sees when it is served (web_page.c): never cached,
+ * and its body not the embedded file's, so no validator. */
+static void serve_page(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep,
+                       const char *tmpl, size_t len) {
+        size_t page_len;
+        char *page = gw_web_first_paint(userdata, req, tmpl, len, &page_len);
+        gw_http_reply_text(rep, 200, "text/html; charset=utf-8", page, page_len);
+        gw_http_reply_header(rep, "Cache-Control", "no-store");
+        security_headers(rep);
+}
+
+static void serve(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
+        struct gw_daemon *d = the_daemon(userdata);
         if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
                 refuse(rep, 405, "only GET and HEAD here");
                 gw_http_reply_header(rep, "Allow", "GET, HEAD");
@@ -143,10 +155,17 @@ static void serve(struct gw_daemon *d, const struct gw_http_request *req, struct
                 int r = read_dir_file(d->cfg->web_dir, name, &body, &len);
                 if (r < 0)
                         return refuse(rep, r == -EFBIG ? 413 : 404, "no such file");
+                if (!strcmp(name, "index.html")) {
+                        serve_page(userdata, req, rep, body, len);
+                        free(body);
+                        return;
+                }
         } else {
                 const struct gw_web_asset *a = asset_of(name);
                 if (!a)
                         return refuse(rep, 404, "no such file");
+                if (!strcmp(name, "index.html"))
+                        return serve_page(userdata, req, rep, (const char *) a->data, a->len);
                 etag_of(a->data, a->len, etag, sizeof etag);
                 const char *inm = gw_http_header(req, "If-None-Match");
                 if (inm && !strcmp(inm, etag)) {
@@ -201,6 +220,6 @@ void gw_web_handle(void *userdata, const struct gw_http_request *req, struct gw_
                                    "Host '%.100s' is not this server: its TCP door answers to 127.0.0.1, localhost "
                                    "and [::1] only", gw_http_header(req, "Host"));
         if (!strcmp(req->path, "/") || !strncmp(req->path, "/static/", strlen("/static/")))
-                return serve(the_daemon(userdata), req, rep);
+                return serve(userdata, req, rep);
         gw_api_handle(userdata, req, rep);
 }

@@ -1,4 +1,5 @@
-/* The web dashboard's side of the daemon: its static files (web.c), the server-sent event
+/* The web dashboard's side of the daemon: its static files (web.c), the page's first paint
+ * (web_page.c), the server-sent event
  * stream (events.c), sign-in with a token kept in a cookie (web_session.c), and the extra
  * reads the page needs (handlers_dash.c). */
 #pragma once
@@ -22,6 +23,14 @@ struct gw_web_asset {
 };
 extern const struct gw_web_asset gw_web_assets[];
 extern const size_t gw_web_assets_n;
+
+/* ---- web_page.c ---- */
+
+/* The page at /: the template html (len bytes, web/index.html) with the first paint of what
+ * the API shows the reader of req (api/firstpaint.h).  Malloc'ed, the caller frees it; its
+ * length in *ret_len. */
+char *gw_web_first_paint(void *userdata, const struct gw_http_request *req, const char *html, size_t len,
+                         size_t *ret_len);
 
 /* ---- events.c ---- */
 

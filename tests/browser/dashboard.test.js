@@ -12,7 +12,10 @@
 //   second one the refusal with the nearest window; a finished short job shows its telemetry
 //   summary and no empty band under its header; usage of small amounts in two significant
 //   digits; no CSP violation or script error; no horizontal scroll at 1280x800 or 390x844;
-//   screenshots go to $GW_BUILD_DIR/browser-artifacts.
+//   screenshots go to $GW_BUILD_DIR/browser-artifacts.  The page has its data at first paint: without
+//   scripts it shows the GPUs and the queue as tables, and with them the cards and the queue are
+//   drawn before any API call answers.  The calendar draws a short running job over the booking
+//   that follows it on its GPU.
 // Every process it starts is stopped by PID; every wait is bounded.
 'use strict';
 const assert = require('node:assert/strict');
@@ -249,8 +252,10 @@ async function run(d, page, ctx) {
     assert.equal(hd['x-content-type-options'], 'nosniff');
     assert.equal(hd['x-frame-options'], 'DENY');
     const html = await resp.text();
-    assert.doesNotMatch(html, /<script>|<script(?![^>]*\bsrc=)[^>]*>|\son[a-z]+=|\sstyle=/i,
+    // The one script element without src is the first paint's JSON, which is data, not code.
+    assert.doesNotMatch(html, /<script>|<script(?![^>]*\bsrc=)(?!\s+type="application\/json"\s+id="gw-state">)[^>]*>|\son[a-z]+=|\sstyle=/i,
                         'no inline script, event handler attribute or style attribute');
+    assert.equal((html.match(/<script\b/g) || []).length, 4, 'three scripts and the first paint\'s JSON');
     for (const asset of ['/static/app.js', '/static/views.js', '/static/charts.js', '/static/style.css']) {
       const r = await fetch(d.url + asset);
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff', asset);
@@ -259,7 +264,7 @@ async function run(d, page, ctx) {
     await page.waitForSelector('#gpu-cards article.card >> nth=3');
     assert.equal(await page.locator('#gpu-cards article.card').count(), 4);
     await page.waitForSelector('#live[data-state="live"]');
-    assert.equal(await page.locator('script:not([src])').count(), 0);
+    assert.equal(await page.locator('script:not([src]):not([type="application/json"])').count(), 0);
     await page.evaluate(() => { window.__noReload = 'still here'; });
   });
 
@@ -310,6 +315,69 @@ async function run(d, page, ctx) {
     assert.equal(await row.locator('button').count(), 0, 'a guest must not be offered buttons');
     assert.equal(await page.locator('#queue-empty').isVisible(), false, 'the empty text went');
     await page.screenshot({ path: path.join(ARTIFACTS, 'queue-1280x800.png') });
+  });
+
+  await step('first paint: without scripts the page shows the GPUs and the queue; with them, before any API answer', async () => {
+    // No JavaScript: the scripts do not load, as in a browser with JavaScript off.
+    const p2 = await ctx.newPage();
+    try {
+      await p2.route('**/static/*.js', r => r.abort());
+      await p2.goto(d.url + '/');
+      const gpus = p2.locator('#firstpaint #fp-gpus tbody tr');
+      assert.equal(await gpus.count(), 4, 'a row per GPU');
+      assert.match(await p2.locator('#fp-gpus tr[data-gpu="0"]').innerText(), /NVIDIA .*healthy/);
+      const row = p2.locator(`#fp-jobs tr[data-job="${jid}"]`);
+      assert.match(await row.innerText(), /browser-demo\s+\S+\s+RUNNING/);
+      assert.ok(await row.isVisible(), 'the queue is on the screen');
+      assert.match(await p2.locator('#whoami').innerText(), /guest/);
+      await p2.screenshot({ path: path.join(ARTIFACTS, 'firstpaint-nojs-1280x800.png'), fullPage: true });
+    } finally {
+      await p2.close();
+    }
+    // Scripts, and an API that never answers: the cards and the queue come from the page itself.
+    const p3 = await ctx.newPage();
+    try {
+      p3.on('pageerror', e => problems.push('page error (first paint): ' + e.message));
+      await p3.route('**/api/v1/**', r => r.abort());
+      await p3.goto(d.url + '/');
+      await p3.locator('#gpu-cards article.card >> nth=3').waitFor({ timeout: 5000 });
+      assert.equal(await p3.locator('#firstpaint').count(), 0, 'the plain tables go once the script runs');
+      await p3.locator(`#gpu-cards a[href="#/job/${jid}"]`).first().waitFor({ timeout: 5000 });
+      await p3.screenshot({ path: path.join(ARTIFACTS, 'firstpaint-js-1280x800.png') });
+      await p3.click('nav a[data-nav="queue"]');
+      await p3.locator(`#queue-body tr[data-job="${jid}"] .state.RUNNING`).waitFor({ timeout: 5000 });
+    } finally {
+      await p3.close();
+    }
+  });
+
+  await step('the calendar draws a short running job over the booking that follows it on its GPU', async () => {
+    const one = await new Daemon({ gpus: 1 }).start();
+    const p4 = await ctx.newPage();
+    try {
+      p4.on('pageerror', e => problems.push('page error (calendar): ' + e.message));
+      const sid = JSON.parse(one.cli('submit', '--json', '--gpus', '1', '--time', '2m', '--name', 'short', '--',
+                                     'sleep', '300')).id;
+      await waitUntil(async () => (await one.api('GET', `/api/v1/jobs/${sid}`)).data.state === 'RUNNING',
+                      'the short job to run');
+      one.cli('reserve', '--gpus', '1', '--start', '+3m', '--duration', '1h', '--name', 'after');
+      await p4.goto(one.url + '/#/calendar');
+      const job = p4.locator(`#cal-chart g.seg.running rect`);
+      await job.waitFor({ timeout: 10000 });
+      await p4.locator('#cal-chart g.seg.booking rect').waitFor({ timeout: 10000 });
+      const top = await job.evaluate(r => {
+        const b = r.getBoundingClientRect();
+        const el = document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2);
+        const g = el && el.closest('g.seg');
+        return g ? g.getAttribute('class') : el ? el.tagName : 'nothing';
+      });
+      assert.equal(top, 'seg running', 'the job is on top at its own middle');
+      await p4.screenshot({ path: path.join(ARTIFACTS, 'calendar-short-job-1280x800.png') });
+    } finally {
+      await p4.close();
+      await one.stop();
+      one.cleanup();
+    }
   });
 
   await step('a pending job shows its predicted start in the queue and on its page', async () => {
@@ -402,6 +470,26 @@ async function run(d, page, ctx) {
     // The cookie alone (no CSRF header), as a forged form or fetch from elsewhere would send it:
     const st = await page.evaluate(async id => (await fetch(`/api/v1/jobs/${id}/hold`, { method: 'POST' })).status, jid);
     assert.equal(st, 401);
+  });
+
+  await step('signed in, a new page names the reader at first paint; its first action waits for the CSRF value', async () => {
+    const held = JSON.parse(d.cli('submit', '--json', '--hold', '--gpus', '4', '--time', '5m', '--name', 'fp-held', '--',
+                                  'sleep', '60')).id;
+    const p5 = await ctx.newPage();
+    try {
+      p5.on('pageerror', e => problems.push('page error (signed-in first paint): ' + e.message));
+      // The session (with the CSRF value) answers late: the page draws from what it was served.
+      await p5.route('**/api/v1/session', async r => { await sleep(1500); await r.continue(); });
+      await p5.goto(d.url + '/#/queue');
+      assert.match(await p5.locator('#whoami').innerText(), /\(admin\)/);
+      const release = p5.locator(`#queue-body tr[data-job="${held}"] button`, { hasText: 'Release' });
+      await release.waitFor({ timeout: 5000 });
+      await release.click();
+      await p5.locator('#toast', { hasText: `job ${held}: released` }).waitFor({ timeout: 10000 });
+    } finally {
+      await p5.close();
+      d.cli('cancel', String(held));
+    }
   });
 
   await step('signed in, the Cancel button cancels the job, live', async () => {

@@ -568,6 +568,59 @@ static void chart(void **state) {
                          -EINVAL);
 }
 
+/* Every item of the legend is in the drawing: a short running job before a booking on its GPU
+ * takes the cell the booking covered more of (the booking keeps its others), and items that
+ * share their only column with a longer one go on lines under the row. */
+static void chart_draws_short_items(void **state) {
+        static const char want[] =
+                "        Fri 15:00\n"
+                "        |\n"
+                "GPU 0   ABBB........\n"
+                "GPU 1   E...........\n"
+                "        C\n"
+                "        D\n"
+                "Legend: . free  x drained\n"
+                "  A  job 5  running until Fri 15:10  short\n"
+                "  B  booking 7  Fri 15:20-19:00  later\n"
+                "  C  job 8  running until Fri 15:10\n"
+                "  D  job 9  predicted Fri 15:10-15:20\n"
+                "  E  booking 10  Fri 15:30-15:50\n"
+                "  A line under a GPU's row shows what shares a column with a longer item on that GPU.\n";
+        const struct gw_schedule_segment seg[] = {
+                { .gpu = 0, .start = NOW, .end = NOW + 10 * MIN, .kind = GW_SEG_RUNNING, .id = 5, .label = "short" },
+                { .gpu = 0, .start = NOW + 20 * MIN, .end = NOW + 4 * HOUR, .kind = GW_SEG_BOOKING, .id = 7,
+                  .label = "later" },
+                { .gpu = 1, .start = NOW, .end = NOW + 10 * MIN, .kind = GW_SEG_RUNNING, .id = 8 },
+                { .gpu = 1, .start = NOW + 10 * MIN, .end = NOW + 20 * MIN, .kind = GW_SEG_PREDICTED, .id = 9 },
+                { .gpu = 1, .start = NOW + 30 * MIN, .end = NOW + 50 * MIN, .kind = GW_SEG_BOOKING, .id = 10 },
+        };
+        char buf[2048];
+
+        (void) state;
+        int len = gw_schedule_render_text(seg, N_ELEMS(seg), 0x3, NOW, NOW + 12 * HOUR, HOUR, test_fmt, NULL, buf,
+                                          sizeof(buf));
+        assert_string_equal(buf, want);
+        assert_int_equal(len, (int) strlen(want));
+}
+
+/* More items in one column than the lines under a row hold: the one left out says so. */
+static void chart_marks_what_it_cannot_draw(void **state) {
+        struct gw_schedule_segment seg[18];
+        char buf[8192];
+
+        (void) state;
+        for (int i = 0; i < 18; i++)
+                seg[i] = (struct gw_schedule_segment) { .gpu = 0, .start = NOW + i * 3 * MIN,
+                                                        .end = NOW + i * 3 * MIN + 2 * MIN, .kind = GW_SEG_PREDICTED,
+                                                        .id = 100 + i };
+        assert_true(gw_schedule_render_text(seg, N_ELEMS(seg), 0x1, NOW, NOW + 12 * HOUR, HOUR, test_fmt, NULL, buf,
+                                            sizeof(buf)) > 0);
+        assert_non_null(strstr(buf, "GPU 0   A...........\n        B\n        C\n"));
+        assert_non_null(strstr(buf, "\n        Q\nLegend:"));
+        assert_non_null(strstr(buf, "  R  job 117  predicted Fri 15:51-15:53  (not drawn: too many in one column)\n"));
+        assert_null(strstr(buf, "job 116  predicted Fri 15:48-15:50  (not drawn"));
+}
+
 static void names(void **state) {
         (void) state;
         assert_string_equal(gw_booking_state_name(GW_BOOKING_PENDING_APPROVAL), "PENDING_APPROVAL");
@@ -588,7 +641,8 @@ int main(void) {
                 cmocka_unit_test(bad_requests),    cmocka_unit_test(scheduler_view),
                 cmocka_unit_test(no_show),         cmocka_unit_test(lifecycle),
                 cmocka_unit_test(drained_before_start), cmocka_unit_test(layout),
-                cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart),
+                cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart), cmocka_unit_test(chart_draws_short_items),
+                cmocka_unit_test(chart_marks_what_it_cannot_draw),
                 cmocka_unit_test(names), cmocka_unit_test(free_for_matches_the_rule),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
