@@ -320,7 +320,8 @@ static const struct {
         {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
         {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* training awareness */
         {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
-        {"warn_before", JSON_INTEGER, true},
+        {"warn_before", JSON_INTEGER, true}, {"interactive", JSON_FALSE, false},
+        {"tty_socket", JSON_STRING, true},
 };
 
 static void check_shape(const json_t *o) {
