@@ -201,13 +201,35 @@ static char *wait_for_session(struct cli_ctx *ctx, long long id, json_t **ret_jo
         return NULL;
 }
 
-/* The supervisor binds the socket as it starts the job, a moment after the daemon says RUNNING. */
+/* A session that ended before we came: its transcript, from its log (its first MiB). */
+static void show_log(struct cli_ctx *ctx, long long id) {
+        char target[96];
+        snprintf(target, sizeof target, "/api/v1/jobs/%lld/log", id);
+        struct cli_call call = { .method = "GET", .target = target };
+        struct cli_http_response rep;
+        if (cli_api_call(ctx, &call, &rep) != CLI_EXIT_OK)
+                return;
+        (void) cli_write_all(STDOUT_FILENO, rep.body, rep.body_len);
+        cli_http_response_done(&rep);
+}
+
+static bool job_ended(struct cli_ctx *ctx, long long id) {
+        json_t *job = get_job(ctx, id);
+        bool ended = job && gw_job_state_is_final(state_of(job));
+        json_decref(job);
+        return ended;
+}
+
+/* The supervisor binds the socket as it starts the job, a moment after the daemon says
+ * RUNNING; a job quicker than us has removed it again: -ESRCH then. */
 static int connect_session(struct cli_ctx *ctx, long long id, const char *sock) {
         int fd = -ENOENT;
         for (int i = 0; i < 100 && !interrupted; i++) {
                 fd = cli_relay_connect(sock);
                 if (fd >= 0 || (fd != -ENOENT && fd != -ECONNREFUSED))
                         break;
+                if (job_ended(ctx, id))
+                        return -ESRCH;
                 cli_sleep_usec(100 * 1000);
         }
         if (fd < 0)
@@ -281,6 +303,10 @@ int cli_verb_run(struct cli_ctx *ctx, int argc, char **argv) {
                 r = job_status(ended);
                 json_decref(ended);
                 return r == CLI_EXIT_OK ? CLI_EXIT_FAIL : r; /* it never had its session */
+        }
+        if (fd == -ESRCH) {
+                show_log(ctx, id);
+                return finish(ctx, id);
         }
         if (fd < 0)
                 return CLI_EXIT_FAIL;

@@ -41,21 +41,25 @@ static int open_pty(struct shim_tty *t, uid_t uid, gid_t gid, bool chown) {
         return 0;
 }
 
-/* The socket: made with no access for anyone else (umask), then given to the user. */
+/* The socket: bound under a temporary name with no access for anyone else (umask), given to
+ * the user, listening, and only then renamed into place: a client never finds it half made
+ * (root's, or not listening yet). */
 static int open_socket(struct shim_tty *t, uid_t uid, gid_t gid, bool chown) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(t->path) >= sizeof sa.sun_path)
+        char final[sizeof sa.sun_path];
+        int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s.new", t->path);
+        if (n < 0 || (size_t) n >= sizeof sa.sun_path)
                 return -ENAMETOOLONG;
-        memcpy(sa.sun_path, t->path, strlen(t->path) + 1);
-        char dir[sizeof sa.sun_path];
-        memcpy(dir, t->path, strlen(t->path) + 1);
-        char *slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
+        memcpy(final, t->path, strlen(t->path) + 1);
+        char *slash = strrchr(final, '/');
+        if (slash && slash != final) {
                 *slash = '\0';
-                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                if (mkdir(final, 0755) < 0 && errno != EEXIST)
                         return -errno;
+                *slash = '/';
         }
         (void) unlink(t->path); /* left by a supervisor that died */
+        (void) unlink(sa.sun_path);
         t->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (t->listen_fd < 0)
                 return -errno;
@@ -65,8 +69,12 @@ static int open_socket(struct shim_tty *t, uid_t uid, gid_t gid, bool chown) {
         (void) umask(old);
         if (r < 0)
                 return -e;
-        if ((chown && lchown(t->path, uid, gid) < 0) || listen(t->listen_fd, 4) < 0)
-                return -errno;
+        if ((chown && lchown(sa.sun_path, uid, gid) < 0) || listen(t->listen_fd, 4) < 0 ||
+            rename(sa.sun_path, t->path) < 0) {
+                e = errno;
+                (void) unlink(sa.sun_path);
+                return -e;
+        }
         return 0;
 }
 

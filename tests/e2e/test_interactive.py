@@ -20,12 +20,15 @@ class Session:
     """`gpuward run ARGS` on a pty of its own (its controlling terminal).  The job gets the CLI's
     environment: a shell in it prompts PROMPT."""
 
-    def __init__(self, d, *args):
+    def __init__(self, d, *args, user=None):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             try:
                 os.chdir(d.work)
-                os.execve(GPUWARD, [GPUWARD, "--socket", d.socket, "run", *args], {**os.environ, "PS1": PROMPT})
+                argv = [GPUWARD, "--socket", d.socket, "run", *args]
+                if user is not None:
+                    argv = as_user(user) + argv
+                os.execvpe(argv[0], argv, {**os.environ, "PS1": PROMPT})
             finally:
                 os._exit(127)
         self.out = b""
@@ -143,6 +146,38 @@ class InteractiveTest(DaemonTest):
             s.close()
         self.assertIn(b"got-int", s.out)
         self.assertIn(b"33 111", s.out)
+
+    def test_waits_saying_why_and_ctrl_c_there_cancels(self):
+        busy = self.d.submit_api(["sleep", "300"], ngpus=2)
+        self.d.wait_state(busy, "RUNNING")
+        s = Session(self.d, "--gpus", "1", "--", "sh")
+        try:
+            s.read_until(lambda o: b"is waiting (" in o)
+            self.assertIn(b"is waiting (Resources", s.out)
+            jobs = [j["id"] for j in self.d.api("GET", "/api/v1/jobs")[1]["jobs"] if j["id"] != busy]
+            s.write(b"\x03")  # the CLI's terminal is not raw yet: Ctrl-C is SIGINT to the CLI
+            self.assertEqual(s.wait(), 128 + signal.SIGINT, s.out)
+        finally:
+            s.close()
+        self.assertEqual(self.d.wait_state(jobs[0], "CANCELLED")["state"], "CANCELLED")
+        self.d.cli("cancel", busy)
+
+    def test_a_users_session_runs_as_the_user(self):
+        if not IS_ROOT:
+            self.skipTest("needs root to make an account")
+        users = Users(prefix="gwtty")
+        try:
+            u = users.add("u")
+            s = Session(self.d, "--", "sh", "-c", "echo uid=$(id -u); ls -l $(tty); exit 0", user=u.pw_uid)
+            try:
+                self.assertEqual(s.wait(), 0, s.out)
+            finally:
+                s.close()
+            self.assertIn(f"uid={u.pw_uid}".encode(), s.out)
+            # The terminal is the user's, as login would give it.
+            self.assertRegex(s.out.decode(errors="replace"), r"crw-[-rwx]{6} 1 " + u.pw_name + " ")
+        finally:
+            users.remove_all()
 
     @classmethod
     def _users(cls):
