@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from gwtest import GPUWARD, IS_ROOT, DaemonTest, Users, as_user, main, pid_alive, wait_until
+from gwtest import GPUWARD, IS_ROOT, DaemonTest, Users, as_user, main, needs_readoption, wait_until
 
 
 PROMPT = "gw-session$ "
@@ -146,6 +146,22 @@ class InteractiveTest(DaemonTest):
             s.close()
         self.assertIn(b"got-int", s.out)
         self.assertIn(b"33 111", s.out)
+
+    @needs_readoption
+    def test_session_outlives_a_daemon_restart(self):
+        s = Session(self.d, "--", "sh")
+        try:
+            s.read_until(lambda o: PROMPT.encode() in o)
+            jid = self.only_job()
+            sock = self.d.job(jid)["tty_socket"]
+            self.d.stop()
+            self.d.start()
+            self.assertEqual(self.d.wait_state(jid, "RUNNING")["tty_socket"], sock)
+            s.write(b"echo still-here; exit 6\n")
+            self.assertEqual(s.wait(), 6, s.out)
+        finally:
+            s.close()
+        self.assertIn(b"still-here", s.out)
 
     def test_waits_saying_why_and_ctrl_c_there_cancels(self):
         busy = self.d.submit_api(["sleep", "300"], ngpus=2)
