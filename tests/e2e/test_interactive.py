@@ -242,5 +242,33 @@ class InteractiveTest(DaemonTest):
         self.assertEqual((st, r.get("field")), (400, "output"), r)
 
 
+
+class IdleSessionTest(DaemonTest):
+    """A person thinking is idle GPU: a session is judged by its idle profile as any job, and
+    what its terminal shows (typing echoed included) is progress, since it is the log."""
+    gpus = 1
+    config = "[policy.default]\nidle_timeout = 3\nwarn = 1\ngrace = 1\n"
+
+    def test_typing_keeps_a_session_and_silence_reclaims_it(self):
+        s = Session(self.d, "--", "sh")
+        try:
+            s.read_until(lambda o: PROMPT.encode() in o)
+            jid = self.only_job()
+            # Four times the idle window, typing every half second (idle, warn and grace: 5 s).
+            for i in range(40):
+                s.write(b"x")
+                s.read_until(lambda o: False, timeout=0.5)
+            self.assertEqual(self.d.job(jid)["state"], "RUNNING", self.d.job(jid)["events"])
+            s.write(b"\x15")  # Ctrl-U: the typed line is dropped; then nothing more
+            j = self.d.wait_state(jid, ["RECLAIMED", "FAILED", "COMPLETED", "CANCELLED"], timeout=60)
+            self.assertEqual(j["state"], "RECLAIMED", j["reason"])
+            self.assertNotEqual(s.wait(), 0)
+        finally:
+            s.close()
+
+    def only_job(self):
+        return self.d.api("GET", "/api/v1/jobs")[1]["jobs"][0]["id"]
+
+
 if __name__ == "__main__":
     main()
