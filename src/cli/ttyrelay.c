@@ -68,20 +68,44 @@ int cli_relay_connect(const char *path) {
         return fd;
 }
 
+/* Frames not sent yet: the socket is non-blocking, and while the job's terminal does not take
+ * input (a notebook server never reads it) the keys wait here and stdin is not read, so the
+ * relay keeps showing the job's output and hears SIGHUP instead of blocking in a write. */
+static uint8_t out[2 * (GW_TTYFRAME_DATA_MAX + GW_TTYFRAME_HEADER)];
+static size_t out_len;
+
+/* Sends what it can of out.  -1: the session is gone. */
+static int flush_out(int fd) {
+        while (out_len) {
+                ssize_t w = send(fd, out, out_len, MSG_NOSIGNAL);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno == EAGAIN)
+                        return 0;
+                if (w <= 0)
+                        return -1;
+                memmove(out, out + w, out_len - (size_t) w);
+                out_len -= (size_t) w;
+        }
+        return 0;
+}
+
+/* The window size, queued when there is room (else it is sent at the next change). */
 static int send_winsize(int fd) {
         struct winsize ws;
         if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0)
                 return 0; /* not a terminal: the job keeps 24x80 */
-        uint8_t f[7];
-        size_t n = gw_ttyframe_winsize(f, ws.ws_row, ws.ws_col);
-        return cli_write_all(fd, f, n);
+        if (out_len + 7 > sizeof out)
+                return 0;
+        out_len += gw_ttyframe_winsize(out + out_len, ws.ws_row, ws.ws_col);
+        return flush_out(fd);
 }
 
-/* Keys to the job.  false: no more (our terminal is gone).  From a pipe or a file rather than
- * a terminal, its end is sent as the terminal's end-of-file key (Ctrl-D), so `echo ls |
- * gpuward run -- sh` ends as typing it would. */
+/* Keys to the job, read only when nothing waits to be sent.  -1: no more (our terminal is
+ * gone).  From a pipe or a file rather than a terminal, its end is sent as the terminal's
+ * end-of-file key (Ctrl-D), so `echo ls | gpuward run -- sh` ends as typing it would. */
 static int from_user(int fd, bool *ret_eof) {
-        uint8_t buf[GW_TTYFRAME_DATA_MAX], frame[GW_TTYFRAME_DATA_MAX + GW_TTYFRAME_HEADER];
+        uint8_t buf[GW_TTYFRAME_DATA_MAX];
         ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
                 return 0;
@@ -92,7 +116,8 @@ static int from_user(int fd, bool *ret_eof) {
                 n = 1;
                 buf[0] = 4;
         }
-        return cli_write_all(fd, frame, gw_ttyframe_data(frame, buf, (size_t) n));
+        out_len += gw_ttyframe_data(out + out_len, buf, (size_t) n);
+        return flush_out(fd);
 }
 
 static void handle(int sig, void (*fn)(int), struct sigaction *old) {
@@ -111,7 +136,9 @@ enum cli_relay_end cli_relay(int fd) {
         raw_mode();
         enum cli_relay_end end = CLI_RELAY_FAILED;
         bool stdin_done = false;
-        if (send_winsize(fd) < 0)
+        out_len = 0;
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || send_winsize(fd) < 0)
                 goto out;
         for (;;) {
                 if (got_stop) {
@@ -123,16 +150,19 @@ enum cli_relay_end cli_relay(int fd) {
                         if (send_winsize(fd) < 0)
                                 break;
                 }
-                struct pollfd p[2] = { { fd, POLLIN, 0 }, { stdin_done ? -1 : STDIN_FILENO, POLLIN, 0 } };
+                struct pollfd p[2] = { { fd, (short) (POLLIN | (out_len ? POLLOUT : 0)), 0 },
+                                       { stdin_done || out_len ? -1 : STDIN_FILENO, POLLIN, 0 } };
                 int r = poll(p, 2, -1);
                 if (r < 0 && errno != EINTR)
                         break;
                 if (r <= 0)
                         continue;
-                if (p[0].revents) {
+                if ((p[0].revents & POLLOUT) && flush_out(fd) < 0)
+                        break;
+                if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
                         char buf[16 << 10];
                         ssize_t n = read(fd, buf, sizeof buf);
-                        if (n < 0 && errno == EINTR)
+                        if (n < 0 && (errno == EINTR || errno == EAGAIN))
                                 continue;
                         if (n <= 0) {
                                 end = n == 0 ? CLI_RELAY_SESSION_ENDED : CLI_RELAY_FAILED;

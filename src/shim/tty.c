@@ -38,7 +38,9 @@ static int open_pty(struct shim_tty *t, uid_t uid, gid_t gid, bool chown) {
                 return -errno;
         struct winsize ws = { .ws_row = 24, .ws_col = 80 };
         (void) ioctl(t->master, TIOCSWINSZ, &ws);
-        return 0;
+        /* The relay waits on poll, never on the job. */
+        int fl = fcntl(t->master, F_GETFL);
+        return fl >= 0 && fcntl(t->master, F_SETFL, fl | O_NONBLOCK) == 0 ? 0 : -errno;
 }
 
 /* The socket: bound under a temporary name with no access for anyone else (umask), given to
@@ -176,6 +178,45 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
 }
 
 /* What the client sent: input for the terminal, its window size.  -1: the client is gone. */
+/* As much of p as the terminal takes now; the rest waits in t->pend.  The job gone (EIO):
+ * its end is being reaped, and the input has nowhere to go. */
+static void to_job(struct shim_tty *t, const uint8_t *p, size_t n) {
+        while (n) {
+                ssize_t w = write(t->master, p, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno == EAGAIN) {
+                        memmove(t->pend, p, n); /* p may point into pend itself */
+                        t->pend_len = n;
+                        return;
+                }
+                if (w <= 0)
+                        break;
+                p += w;
+                n -= (size_t) w;
+        }
+        t->pend_len = 0;
+}
+
+/* The input waiting, then the frames held, until the terminal takes no more.  -1: a
+ * malformed frame (the client is dropped). */
+static int feed_job(struct shim_tty *t) {
+        if (t->pend_len)
+                to_job(t, t->pend, t->pend_len);
+        struct gw_ttyframe f;
+        int r = 0;
+        while (!t->pend_len && (r = gw_ttyframe_next(&t->in, &f)) == 1) {
+                if (f.type == GW_TTYFRAME_DATA) {
+                        to_job(t, f.data, f.len);
+                } else {
+                        struct winsize ws = { .ws_row = (unsigned short) f.rows, .ws_col = (unsigned short) f.cols };
+                        (void) ioctl(t->master, TIOCSWINSZ, &ws);
+                }
+        }
+        return r < 0 ? -1 : 0;
+}
+
+/* What the client sent: input for the terminal, its window size.  -1: the client is gone. */
 static int from_client(struct shim_tty *t) {
         size_t room;
         uint8_t *at = gw_ttyframe_space(&t->in, &room);
@@ -185,18 +226,7 @@ static int from_client(struct shim_tty *t) {
         if (n <= 0)
                 return -1;
         gw_ttyframe_filled(&t->in, (size_t) n);
-        struct gw_ttyframe f;
-        int r;
-        while ((r = gw_ttyframe_next(&t->in, &f)) == 1) {
-                if (f.type == GW_TTYFRAME_DATA) {
-                        /* The job gone (EIO): its end is being reaped; the input has nowhere to go. */
-                        (void) write_all(t->master, f.data, f.len);
-                } else {
-                        struct winsize ws = { .ws_row = (unsigned short) f.rows, .ws_col = (unsigned short) f.cols };
-                        (void) ioctl(t->master, TIOCSWINSZ, &ws);
-                }
-        }
-        return r < 0 ? -1 : 0;
+        return feed_job(t);
 }
 
 /* The terminal's output: into the log, and to the client.  false: no more will come. */
@@ -205,8 +235,10 @@ static bool from_job(struct shim_tty *t, struct logcap *cap) {
         ssize_t n = read(t->master, buf, sizeof buf);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
                 return true;
-        if (n <= 0)
-                return false; /* EIO: nothing has the terminal open any more */
+        if (n <= 0) {
+                t->pend_len = 0; /* input has nowhere to go */
+                return false;    /* EIO: nothing has the terminal open any more */
+        }
         logcap_write(cap, (const char *) buf, (size_t) n);
         if (!t->had_client)
                 keep_early(t, buf, (size_t) n);
@@ -259,8 +291,12 @@ bool shim_tty_pump(struct shim_tty *t, struct logcap *cap, pid_t job, struct shi
                 /* Without a signalfd, exits are looked for every 100 ms. */
                 if (sfd < 0 && (wait < 0 || wait > 100))
                         wait = 100;
-                struct pollfd p[4] = { { sfd, POLLIN, 0 }, { output ? t->master : -1, POLLIN, 0 },
-                                       { t->listen_fd, POLLIN, 0 }, { t->conn, POLLIN, 0 } };
+                /* With input waiting for the terminal, the client is not read (its hangup still
+                 * shows), and the terminal is watched for room. */
+                short in = t->pend_len ? 0 : POLLIN;
+                struct pollfd p[4] = { { sfd, POLLIN, 0 },
+                                       { output ? t->master : -1, (short) (POLLIN | (t->pend_len ? POLLOUT : 0)), 0 },
+                                       { t->listen_fd, POLLIN, 0 }, { t->conn, in, 0 } };
                 int r = poll(p, 4, wait);
                 if (r < 0 && errno != EINTR)
                         break;
@@ -271,12 +307,16 @@ bool shim_tty_pump(struct shim_tty *t, struct logcap *cap, pid_t job, struct shi
                         while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si)
                                 ;
                 }
-                if (p[1].revents)
+                if ((p[1].revents & POLLOUT) && t->pend_len && feed_job(t) < 0)
+                        close_fd(&t->conn);
+                if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && output)
                         output = from_job(t, cap);
                 if (p[2].revents)
                         accept_client(t);
-                if (p[3].revents && t->conn >= 0 && from_client(t) < 0)
+                if ((p[3].revents & POLLIN) && t->conn >= 0 && from_client(t) < 0)
                         close_fd(&t->conn);
+                else if ((p[3].revents & (POLLHUP | POLLERR)) && t->conn >= 0)
+                        close_fd(&t->conn); /* gone while we waited on the job */
         }
         if (sfd >= 0)
                 (void) close(sfd);
@@ -294,4 +334,5 @@ void shim_tty_close(struct shim_tty *t) {
                 (void) unlink(t->path);
         t->in.len = t->in.used = 0;
         t->early_len = 0;
+        t->pend_len = 0;
 }

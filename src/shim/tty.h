@@ -30,6 +30,11 @@ struct shim_tty {
         int64_t connect_by;  /* monotonic ms: hang up unless a client came by then */
         int64_t hangup_at;   /* monotonic ms of the hangup, 0: none yet */
         struct gw_ttyframe_reader in;
+        /* Input the terminal did not take yet (a job that does not read it: a notebook
+         * server): the client is not read until it has, so nothing is lost and the relay
+         * never blocks on the job. */
+        uint8_t pend[GW_TTYFRAME_DATA_MAX];
+        size_t pend_len;
         size_t early_len;
         uint8_t early[SHIM_TTY_EARLY_MAX];
 };

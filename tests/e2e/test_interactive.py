@@ -152,6 +152,81 @@ class InteractiveTest(DaemonTest):
         self.assertIn(b"got-int", s.out)
         self.assertIn(b"size=33 111", s.out)
 
+    @needs_readoption
+    def test_session_outlives_a_daemon_restart(self):
+        s = Session(self.d, "--", "sh")
+        try:
+            s.read_until(lambda o: PROMPT.encode() in o)
+            jid = self.only_job()
+            sock = self.d.job(jid)["tty_socket"]
+            self.d.stop()
+            self.d.start()
+            self.assertEqual(self.d.wait_state(jid, "RUNNING")["tty_socket"], sock)
+            s.write(b"echo still-here; exit 6\n")
+            self.assertEqual(s.wait(), 6, s.out)
+        finally:
+            s.close()
+        self.assertIn(b"still-here", s.out)
+
+    def test_waits_saying_why_and_ctrl_c_there_cancels(self):
+        busy = self.d.submit_api(["sleep", "300"], ngpus=2)
+        self.d.wait_state(busy, "RUNNING")
+        s = Session(self.d, "--gpus", "1", "--", "sh")
+        try:
+            s.read_until(lambda o: b"is waiting (" in o)
+            self.assertIn(b"is waiting (Resources", s.out)
+            jobs = [j["id"] for j in self.d.api("GET", "/api/v1/jobs")[1]["jobs"] if j["id"] != busy]
+            s.write(b"\x03")  # the CLI's terminal is not raw yet: Ctrl-C is SIGINT to the CLI
+            self.assertEqual(s.wait(), 128 + signal.SIGINT, s.out)
+        finally:
+            s.close()
+        self.assertEqual(self.d.wait_state(jobs[0], "CANCELLED")["state"], "CANCELLED")
+        self.d.cli("cancel", busy)
+
+    def test_a_users_session_runs_as_the_user(self):
+        if not IS_ROOT:
+            self.skipTest("needs root to make an account")
+        users = Users(prefix="gwtty")
+        try:
+            u = users.add("u")
+            s = Session(self.d, "--", "sh", "-c", "echo uid=$(id -u); ls -l $(tty); exit 0", user=u.pw_uid)
+            try:
+                self.assertEqual(s.wait(), 0, s.out)
+            finally:
+                s.close()
+            self.assertIn(f"uid={u.pw_uid}".encode(), s.out)
+            # The terminal is the user's, as login would give it.
+            self.assertRegex(s.out.decode(errors="replace"), r"crw-[-rwx]{6} 1 " + u.pw_name + " ")
+        finally:
+            users.remove_all()
+
+    def test_hangup_reaches_a_job_that_does_not_read_its_terminal(self):
+        # A notebook server never reads its terminal: keys typed into it pile up, and neither
+        # the CLI nor the supervisor may block on them, or closing the terminal would not end it.
+        s = Session(self.d, "--", "sh", "-c", "stty raw -echo; echo ready; exec sleep 300")
+        try:
+            s.read_until(lambda o: b"ready" in o)
+            jid = self.only_job()
+            os.set_blocking(s.fd, False)
+            sent, refused = 0, 0
+            for i in range(1000):  # until every buffer on the way is full
+                try:
+                    sent += os.write(s.fd, b"a" * 4096)
+                    refused = 0
+                except BlockingIOError:
+                    refused += 1
+                    if refused == 10:
+                        break
+                    s.read_until(lambda o: False, timeout=0.05)
+            self.assertEqual(refused, 10, f"{sent} bytes taken and still taking")
+            os.close(s.fd)
+            s.fd = -1
+            self.assertEqual(s.wait(), 128 + signal.SIGHUP)
+            end = self.d.wait_state(jid, ["FAILED", "COMPLETED", "CANCELLED"])
+        finally:
+            s.close()
+        self.assertEqual((end["state"], end["signal"]), ("FAILED", signal.SIGHUP), end)
+
     @classmethod
     def _users(cls):
         return Users(prefix="gwtty")
