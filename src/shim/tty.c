@@ -177,7 +177,6 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
         return 0;
 }
 
-/* What the client sent: input for the terminal, its window size.  -1: the client is gone. */
 /* As much of p as the terminal takes now; the rest waits in t->pend.  The job gone (EIO):
  * its end is being reaped, and the input has nowhere to go. */
 static void to_job(struct shim_tty *t, const uint8_t *p, size_t n) {
@@ -220,7 +219,9 @@ static int feed_job(struct shim_tty *t) {
 static int from_client(struct shim_tty *t) {
         size_t room;
         uint8_t *at = gw_ttyframe_space(&t->in, &room);
-        ssize_t n = room ? read(t->conn, at, room) : 0;
+        if (!room) /* a whole frame held (not read while input waited): that first */
+                return feed_job(t);
+        ssize_t n = read(t->conn, at, room);
         if (n < 0 && errno == EINTR)
                 return 0;
         if (n <= 0)
