@@ -327,12 +327,30 @@ int gw_codec_get_int(const json_t *o, const char *key, long long min, long long 
         return get_int(o, key, min, max, ret, err);
 }
 
+/* gpuward run: a terminal session.  Its transcript is its log under the state dir (so no
+ * output file), and it is never retried: a person's session does not start again by itself. */
+static int decode_interactive(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, "interactive");
+        if (v && !json_is_boolean(v) && !json_is_null(v))
+                return fail(err, "interactive", "interactive: must be true or false");
+        j->interactive = json_is_true(v);
+        if (!j->interactive)
+                return 0;
+        if (j->output)
+                return fail(err, "output", "output: an interactive session's output is its terminal and its log");
+        if (j->retries > 0)
+                return fail(err, "retries", "retries: an interactive session is never retried");
+        j->retries = 0;
+        return 0;
+}
+
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
+                "interactive",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -376,7 +394,7 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
         if (get_strv(o, "env", MAX_ENV, true, &j->env, err) < 0 ||
             get_strv(o, "env_extra", MAX_ENV, true, &j->env_extra, err) < 0)
                 return -EINVAL;
-        if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0)
+        if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0 || decode_interactive(o, j, err) < 0)
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
@@ -477,6 +495,10 @@ FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
 FIELD(predicted_start, j->state == GW_JOB_PENDING ? time_or_null(j->predicted_start) : json_null())
 FIELD(eta_overdue, j->state == GW_JOB_RUNNING && j->eta && j->eta_overdue > 0 ? json_real((double) j->eta_overdue / 1e6)
                                                                            : json_null())
+FIELD(interactive, json_boolean(j->interactive))
+/* The session's socket: its owner's (and admins') to know; the socket checks who connects. */
+FIELD(tty_socket, j->state == GW_JOB_RUNNING && j->tty_socket && (view & GW_VIEW_LOG) ? gw_json_text(j->tty_socket)
+                                                                                         : json_null())
 #undef FIELD
 
 static const struct {
@@ -518,6 +540,8 @@ static const struct {
         { "eta", enc_f_eta },
         { "predicted_start", enc_f_predicted_start },
         { "eta_overdue", enc_f_eta_overdue },
+        { "interactive", enc_f_interactive },
+        { "tty_socket", enc_f_tty_socket },
 };
 
 

@@ -13,6 +13,7 @@
 
 const struct cli_verb cli_verbs[] = {
         { "submit", cli_verb_submit, "queue a command or a script (reads #GPUWARD lines)" },
+        { "run", cli_verb_run, "an interactive session (a shell, a notebook) once GPUs are free" },
         { "queue", cli_verb_queue, "list pending, held and running jobs" },
         { "show", cli_verb_show, "everything about one job, with its events" },
         { "cancel", cli_verb_cancel, "cancel jobs; returns when their processes are gone" },

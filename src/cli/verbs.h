@@ -29,6 +29,8 @@ int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_token(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_whoami(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_report(struct cli_ctx *ctx, int argc, char **argv);
+/* verbs_run.c: an interactive session */
+int cli_verb_run(struct cli_ctx *ctx, int argc, char **argv);
 /* verbs_train.c: training awareness */
 int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv);

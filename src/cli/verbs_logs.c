@@ -189,9 +189,7 @@ static long long free_gpus(struct cli_ctx *ctx) {
         return n;
 }
 
-/* Why the job waits, in words: the scheduler's reason, with the numbers behind it where
- * the CLI can tell them.  malloc'ed; NULL on no memory. */
-static char *wait_reason(struct cli_ctx *ctx, const json_t *job) {
+char *cli_wait_reason(struct cli_ctx *ctx, const json_t *job) {
         const char *reason = cli_jstr(job, "reason");
         _cleanup_free_ char *safe = cli_sanitize(reason && *reason ? reason : "reason not given");
         long long asked, free_n;
@@ -214,7 +212,7 @@ static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
         if (st->told_wait && st->polls++ % WAIT_LOOK_EVERY != 0)
                 return;
         json_t *job = get_job(ctx, st->id);
-        _cleanup_free_ char *why = job && cli_job_waiting(job) ? wait_reason(ctx, job) : NULL;
+        _cleanup_free_ char *why = job && cli_job_waiting(job) ? cli_wait_reason(ctx, job) : NULL;
         json_decref(job);
         if (!why || (st->told_wait && strcmp(st->told_wait, why) == 0))
                 return;

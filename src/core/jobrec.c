@@ -30,6 +30,7 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->progress_file);
         free(j->health_url);
         free(j->stop_reason);
+        free(j->tty_socket);
         free(j);
         return NULL;
 }

@@ -80,6 +80,9 @@ struct gw_job {
         char wait_detail[128];
         gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */
         gw_usec_t predicted_end;           /* (core/predict.h, wall clock), 0 = none */
+        bool interactive;                  /* gpuward run: a terminal session (never retried) */
+        char *tty_socket;                  /* not stored: a running interactive attempt's socket,
+                                            * set by the executor; NULL = none */
 };
 
 struct gw_job_attempt {

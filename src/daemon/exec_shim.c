@@ -64,6 +64,17 @@ static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
         x->host_oom_start = s->host_oom;
 }
 
+const char *exec_shim_tty(const struct gw_daemon *d, struct gw_job *j) {
+        if (!j->interactive)
+                return NULL;
+        if (!j->tty_socket) {
+                char path[4300];
+                snprintf(path, sizeof path, "%s/tty/%lld.sock", d->loop.run_dir, (long long) j->id);
+                j->tty_socket = gw_xstrdup(path);
+        }
+        return j->tty_socket;
+}
+
 /* The start goes to an idle supervisor, else the resident launcher (its answer comes later,
  * exec_shim_launch.c), else a spawned gpuward-shim. */
 static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen) {
@@ -90,6 +101,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errl
                 .exits_path = s->exits_path,
                 .job_id = j->id,
                 .attempt = j->attempt,
+                .tty_path = exec_shim_tty(d, j),
         };
         struct gw_launched run;
         host_oom_before_start(d, dj);

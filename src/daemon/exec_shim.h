@@ -54,6 +54,9 @@ static inline struct gw_exec_shim *exec_shim_of(const struct gw_daemon *d) {
 }
 /* dj's supervisor state, made on first use. */
 struct gw_exec_job *exec_shim_job(struct gw_djob *dj);
+/* An interactive job's session socket (shim/tty.h), under the run dir, kept in j->tty_socket
+ * for the API; NULL for other jobs. */
+const char *exec_shim_tty(const struct gw_daemon *d, struct gw_job *j);
 /* Empties the exits journal when no job runs (not inside a batch: its ends are not committed
  * yet; not when an end was not written: the next daemon reads it there). */
 void exec_shim_trim_exits(struct gw_daemon *d);

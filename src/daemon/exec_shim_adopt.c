@@ -128,8 +128,10 @@ int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 j->shim_pid = shim;
                 (void) gw_proc_start_time(shim, &j->shim_start);
         }
-        if (shim > 0 && watch(d, dj) == 0)
+        if (shim > 0 && watch(d, dj) == 0) {
+                (void) exec_shim_tty(d, j); /* its session goes on: the same socket */
                 return 1;
+        }
         /* Gone while we were down: its shim may have left the status behind. */
         if (gw_exits_has(exec_shim_of(d)->exits, j->id, j->attempt)) {
                 (void) exec_shim_exited(d, dj);

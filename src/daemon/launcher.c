@@ -97,6 +97,10 @@ static char **shim_argv(const struct gw_launch *l, const char *shim, struct shim
                 argv[k++] = (char *) "--cgroup";
                 argv[k++] = (char *) l->cgroup_dir;
         }
+        if (l->tty_path) {
+                argv[k++] = (char *) "--tty";
+                argv[k++] = (char *) l->tty_path;
+        }
         argv[k++] = (char *) "--";
         for (size_t i = 0; i < n_args; i++)
                 argv[k++] = l->argv[i];

@@ -38,6 +38,7 @@ struct gw_launch {
         const char *exits_path;    /* the exits journal the shim appends its end to (shim.h) */
         int64_t job_id;
         int attempt;
+        const char *tty_path;      /* interactive: the session's socket (shim/tty.h), or NULL */
 };
 
 struct gw_launch_server;

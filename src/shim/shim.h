@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #define SHIM_REPORT_FD 3
 #define SHIM_CHANNEL_FD 4
@@ -66,6 +67,19 @@ static inline bool shim_env_held_at_start(const char *entry) {
 
 int shim_supervise(int argc, char **argv);
 int shim_serve(int argc, char **argv);
+
+/* How and when the job ended: its wait status, and the clocks right after its wait. */
+struct shim_end {
+        int status;
+        long long wall_us, mono_us;
+};
+/* supervise.c: reaps what has exited; the job's end into *end (true) when it is among them,
+ * and then what it left behind is killed. */
+bool shim_reap_some(pid_t job, struct shim_end *end);
+/* How long output may go on coming once the job has exited and what it left is killed: only
+ * a process outside the job's tree that was handed the pipe (or the terminal) can still write. */
+#define OUTPUT_GRACE_MS 2000
+int64_t shim_mono_ms(void);
 
 /* A request's two counts, once its header and its final NUL are checked: -EBADMSG else.
  * Every string takes at least its NUL, so neither count exceeds the datagram's length. */

@@ -4,7 +4,8 @@
  * the exits journal for a daemon that is not there to read it.  A log under the
  * state dir with a cap or a reserve (--log-max, --log-reserve) gets the job's output through
  * a pipe, copied by the supervisor while it waits (logcap.h); otherwise the job writes the
- * file itself. */
+ * file itself.  An interactive job (--tty SOCKET) gets a terminal instead, relayed to its
+ * user's client (tty.h), and its log is the session. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -24,6 +25,7 @@
 
 #include "shim/logcap.h"
 #include "shim/shim.h"
+#include "shim/tty.h"
 
 #define MAX_GROUPS 1024
 
@@ -31,6 +33,10 @@ struct shim_opts {
         long long job_id;
         int attempt;
         const char *exits, *log, *cwd, *cgroup;
+        const char *tty;                /* the session's socket (interactive); NULL: none */
+        struct shim_tty *term;          /* its terminal, made before the job starts */
+        const char *term_failed;        /* why the terminal could not be made, or NULL */
+        int term_errno;
         bool log_private, drop;
         uint64_t log_max, log_reserve;  /* bytes; 0: none */
         uid_t uid;
@@ -82,6 +88,8 @@ static int parse(int argc, char **argv, struct shim_opts *o) {
                         o->cwd = v;
                 else if (!strcmp(a, "--cgroup"))
                         o->cgroup = v;
+                else if (!strcmp(a, "--tty"))
+                        o->tty = v;
                 else if (!strcmp(a, "--user")) {
                         unsigned long u, g;
                         if (sscanf(v, "%lu:%lu", &u, &g) != 2)
@@ -127,6 +135,11 @@ static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd
         (void) setsid();
         if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0)
                 _exit(126);
+        if (o->term_failed)
+                fail(o->term_failed, o->tty, o->term_errno, 126);
+        int r = o->term ? shim_tty_attach(o->term) : 0;
+        if (r < 0)
+                fail("cannot attach the session's terminal", NULL, -r, 126);
         if (o->cgroup) {
                 char path[4200];
                 snprintf(path, sizeof path, "%s/cgroup.procs", o->cgroup);
@@ -142,7 +155,7 @@ static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd
         for (char **e = environ; *e; e++)
                 if (!strncmp(*e, SHIM_HELD_PREFIX, strlen(SHIM_HELD_PREFIX)))
                         *e += strlen(SHIM_HELD_PREFIX);
-        if (!o->log_private) {
+        if (!o->log_private && !o->term) {
                 /* A user-chosen output file is opened as the user, never as root. */
                 int fd = open(o->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
                 if (fd < 0)
@@ -183,12 +196,6 @@ static void kill_leftovers(void) {
         }
 }
 
-/* How and when the job ended: its wait status, and the clocks right after its wait. */
-struct shim_end {
-        int status;
-        long long wall_us, mono_us;
-};
-
 static long long clock_us(clockid_t id) {
         struct timespec ts;
         if (clock_gettime(id, &ts) < 0)
@@ -200,10 +207,14 @@ static struct shim_end end_now(int status) {
         return (struct shim_end) { status, clock_us(CLOCK_REALTIME), clock_us(CLOCK_MONOTONIC) };
 }
 
-/* Closes every fd from lo up but a and b (-1: none). */
-static void close_from_but(int lo, int a, int b) {
-        int keep[2] = { a < b ? a : b, a < b ? b : a };
-        for (int i = 0; i < 2; i++) {
+static int cmp_int(const void *a, const void *b) {
+        return *(const int *) a - *(const int *) b;
+}
+
+/* Closes every fd from lo up but the n in keep (-1: none; sorted here). */
+static void close_from_but(int lo, int *keep, size_t n) {
+        qsort(keep, n, sizeof *keep, cmp_int);
+        for (size_t i = 0; i < n; i++) {
                 if (keep[i] < lo)
                         continue;
                 if (keep[i] > lo)
@@ -213,18 +224,13 @@ static void close_from_but(int lo, int a, int b) {
         (void) close_range((unsigned) lo, ~0U, 0);
 }
 
-/* How long output may go on coming once the job has exited and what it left is killed: only
- * a process outside the job's tree that was handed the pipe can still write. */
-#define OUTPUT_GRACE_MS 2000
-
-static int64_t mono_ms(void) {
+int64_t shim_mono_ms(void) {
         struct timespec ts;
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Reaps what has exited; the job's end into *end (true) when it is among them. */
-static bool reap_some(pid_t job, struct shim_end *end) {
+bool shim_reap_some(pid_t job, struct shim_end *end) {
         bool seen = false;
         int st;
         pid_t w;
@@ -251,11 +257,11 @@ static bool pump(int out, struct logcap *cap, pid_t job, struct shim_end *end) {
         int64_t until = 0;
         for (;;) {
                 /* A SIGCHLD from before the signalfd is not in it: look each time. */
-                if (!exited && reap_some(job, end)) {
+                if (!exited && shim_reap_some(job, end)) {
                         exited = true;
-                        until = mono_ms() + OUTPUT_GRACE_MS;
+                        until = shim_mono_ms() + OUTPUT_GRACE_MS;
                 }
-                int64_t left = exited ? until - mono_ms() : -1;
+                int64_t left = exited ? until - shim_mono_ms() : -1;
                 if (exited && left <= 0)
                         break;
                 struct pollfd p[2] = { { out, POLLIN, 0 }, { sfd, POLLIN, 0 } };
@@ -337,8 +343,19 @@ int shim_supervise(int argc, char **argv) {
                 if (log_fd < 0)
                         log_fd = null_fd;
                 /* Capped: the job writes to a pipe and we to the file (without a pipe, straight). */
-                else if ((o.log_max || o.log_reserve) && pipe2(pipe_fd, O_CLOEXEC) == 0)
+                else if (!o.tty && (o.log_max || o.log_reserve) && pipe2(pipe_fd, O_CLOEXEC) == 0)
                         logcap_init(&cap, log_fd, o.log_max, o.log_reserve);
+        }
+        struct shim_tty term;
+        if (o.tty) {
+                int r = shim_tty_open(&term, o.tty, o.drop ? o.uid : geteuid(), o.drop ? o.gid : getegid(), o.drop,
+                                      &o.term_failed);
+                if (r < 0)
+                        o.term_errno = -r; /* told by the job's child, as a start that failed */
+                else
+                        o.term = &term;
+                /* The session's transcript, capped as any log under the state dir. */
+                logcap_init(&cap, log_fd, o.log_max, o.log_reserve);
         }
         /* vfork: the child only sets itself up and execs, and copying the supervisor's address
          * space for that costs more than the rest of a start on some virtual machines. */
@@ -347,13 +364,22 @@ int shim_supervise(int argc, char **argv) {
                 run_job(&o, pipe_fd[1] >= 0 ? pipe_fd[1] : log_fd, null_fd);
         if (pipe_fd[1] >= 0)
                 (void) close(pipe_fd[1]);
+        if (o.term) {
+                (void) close(term.slave); /* the job's now: its last close is the output's end */
+                term.slave = -1;
+        }
         char msg[32];
         int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
-        close_from_but(SHIM_CHANNEL_FD + 1, pipe_fd[0], pipe_fd[0] >= 0 ? log_fd : -1);
+        int keep[4] = { pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, -1, -1 };
+        if (o.term)
+                shim_tty_fds(o.term, keep + 2);
+        close_from_but(SHIM_CHANNEL_FD + 1, keep, 4);
         if (job < 0) {
+                if (o.term)
+                        shim_tty_close(o.term);
                 if (pipe_fd[0] >= 0) {
                         (void) close(pipe_fd[0]);
                         (void) close(log_fd);
@@ -369,6 +395,9 @@ int shim_supervise(int argc, char **argv) {
                 exited = pump(pipe_fd[0], &cap, job, &e);
                 (void) close(pipe_fd[0]);
                 (void) close(log_fd);
+        } else if (o.term) {
+                exited = shim_tty_pump(o.term, &cap, job, &e);
+                (void) close(log_fd); /* kept across the clean-up for the transcript */
         }
         pid_t w;
         while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR)
@@ -378,7 +407,11 @@ int shim_supervise(int argc, char **argv) {
                         kill_leftovers();
                 }
         /* Told nowhere: the caller closes the channel first, then the exit closes the pipe. */
-        if (tell_end(&o, &e) < 0)
+        int told = tell_end(&o, &e);
+        /* After the end is told: a client that sees its session close finds the job ended. */
+        if (o.term)
+                shim_tty_close(o.term);
+        if (told < 0)
                 return 1;
         /* The end is told: closing the pipe tells the daemon now, not after our own exit,
          * which tears down an address space first (milliseconds on some virtual machines). */

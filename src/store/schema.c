@@ -123,6 +123,9 @@ const char *const gw_store_migrations[] = {
         /* 15: GET /api/v1/gpus/events reads a GPU's (or all GPUs') newest events since a time */
         "CREATE INDEX gpu_events_gpu ON gpu_events(gpu, time);"
         "CREATE INDEX gpu_events_time ON gpu_events(time);",
+
+        /* 16: gpuward run: the job is a terminal session (its supervisor makes a pty) */
+        "ALTER TABLE jobs ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -321,6 +321,7 @@ static const struct {
         {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* training awareness */
         {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
         {"warn_before", JSON_INTEGER, true}, {"eta_overdue", JSON_REAL, true},
+        {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
 };
 
 static void check_shape(const json_t *o) {
@@ -634,6 +635,50 @@ static void job_views(void **state) {
         gw_job_free(j);
 }
 
+/* An interactive session: never retried (retries 0 when not given, refused above 0), no
+ * output file; its socket shown to its owner while it runs, to nobody else. */
+static void spec_interactive(void **state) {
+        (void) state;
+        struct gw_codec_error err;
+        int r, hold;
+        struct gw_job *j = decode("{\"command\": [\"bash\"], \"interactive\": true}", &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_true(j->interactive);
+        assert_int_equal(j->retries, 0);
+        j->state = GW_JOB_RUNNING;
+        j->tty_socket = gw_xstrdup("/var/lib/gpuward/run/tty/17.sock");
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_true(json_is_true(json_object_get(o, "interactive")));
+        assert_string_equal(json_string_value(json_object_get(o, "tty_socket")), j->tty_socket);
+        json_decref(o);
+        o = gw_codec_job(j, GW_VIEW_DETAILS);
+        assert_true(json_is_null(json_object_get(o, "tty_socket")));
+        json_decref(o);
+        j->state = GW_JOB_FAILED;
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_true(json_is_null(json_object_get(o, "tty_socket")));
+        json_decref(o);
+        gw_job_free(j);
+        static const struct {
+                const char *body, *field;
+        } bad[] = {
+                { "{\"command\": [\"bash\"], \"interactive\": true, \"retries\": 1}", "retries" },
+                { "{\"command\": [\"bash\"], \"interactive\": true, \"output\": \"/tmp/o\"}", "output" },
+                { "{\"command\": [\"bash\"], \"interactive\": \"yes\"}", "interactive" },
+        };
+        for (size_t i = 0; i < N_ELEMS(bad); i++) {
+                j = decode(bad[i].body, &r, &hold, &err);
+                assert_int_equal(r, -EINVAL);
+                assert_string_equal(err.field, bad[i].field);
+                gw_job_free(j);
+        }
+        j = decode("{\"command\": [\"true\"], \"retries\": 2}", &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_false(j->interactive);
+        assert_int_equal(j->retries, 2);
+        gw_job_free(j);
+}
+
 static void events(void **state) {
         struct gw_job_event ev[] = {
                 {INT64_C(1763769600000000), GW_JOB_PENDING, (char *) "submit", (char *) "submitted by alice"},
@@ -665,6 +710,7 @@ int main(void) {
                 cmocka_unit_test(spec_to_job_round_trip),
                 cmocka_unit_test(error_body),
                 cmocka_unit_test(events),
+                cmocka_unit_test(spec_interactive),
                 cmocka_unit_test(job_views),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
