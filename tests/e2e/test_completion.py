@@ -67,7 +67,7 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.c("re"), sorted(self.c("re"), key=verbs.index))
         self.assertEqual(set(self.c("re")), {"release", "reserve", "reservations", "report", "restore"})
         self.assertEqual(set(self.c("token", "")), {"create", "list", "revoke"})
-        self.assertEqual(set(self.c("admin", "")), {"drain", "undrain", "set-policy", "approve", "deny", "quota"})
+        self.assertEqual(set(self.c("admin", "")), {"drain", "undrain", "set-policy", "approve", "deny", "quota", "backup"})
         self.assertEqual(self.c("admin", "quota", ""), ["set"])
         self.assertEqual(set(self.c("-")), {"--socket", "--json", "--help", "--version"})
 
