@@ -43,13 +43,17 @@ char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n) 
         cli_format_end(t, now, buf, n);
         if (started && buf[0] == '~')
                 memmove(buf, buf + 1, strlen(buf));
-        /* Pending: the promise beside the estimate, "~01:03, latest 01:30". */
+        /* Pending: the promise beside the estimate, "~01:03, latest 01:30"; "by 01:30" when
+         * they are the same minute (nothing says sooner than the limits). */
         double latest = pending ? cli_jnum(job, "latest_start") : NAN;
         if (isfinite(latest) && latest > 0) {
                 char l[40];
                 cli_format_end(latest, now, l, sizeof l);
                 size_t len = strlen(buf);
-                snprintf(buf + len, n - len, ", latest %s", l + (l[0] == '~'));
+                if (!strcmp(l, buf))
+                        snprintf(buf, n, "by %s", l + 1);
+                else
+                        snprintf(buf + len, n - len, ", latest %s", l + (l[0] == '~'));
         }
         return buf;
 }
@@ -70,10 +74,11 @@ static void prediction_line(const json_t *pr, time_t now) {
         if (isfinite(start)) {
                 printf("  predicted start %s (in %s, an estimate from ETAs)", cli_format_end(start, now, when, sizeof when),
                        cli_format_eta(start, now, in, sizeof in));
-                if (isfinite(latest)) {
-                        cli_format_end(latest, now, latest_s, sizeof latest_s);
+                cli_format_end(latest, now, latest_s, sizeof latest_s);
+                if (isfinite(latest) && !strcmp(latest_s, when))
+                        printf(", and at the latest if every job keeps its time limit (nothing says sooner)");
+                else if (isfinite(latest))
                         printf(", at the latest %s if every job keeps its time limit", latest_s + (latest_s[0] == '~'));
-                }
         } else if (why && !strncmp(why, NOT_YET, strlen(NOT_YET)))
                 printf("  predicted start: not predicted yet (%s)", why + strlen(NOT_YET)); /* no verdict yet */
         else
