@@ -36,7 +36,8 @@
  * this recently) it waits, so that a burst of starts is never held up by it. */
 #define PREDICT_QUIET   (100 * GW_USEC_PER_MSEC)
 /* Its cost grows with the queued jobs it replays (about 3 ms for 500 against 12 ms for
- * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule): the first 500 in queue
+ * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule, per replay; a prediction
+ * runs two, the estimate and the promise): the first 500 in queue
  * order (held ones included) get a prediction, the others none (null in the API).  What
  * people read is the head of the queue; leaving the rest out can only make a start
  * earlier where a job further back would have backfilled ahead of it. */
