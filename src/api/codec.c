@@ -492,13 +492,17 @@ FIELD(leak_policy, json_string(j->leak_policy ? j->leak_policy : "warn"))
 FIELD(warn_signal, j->warn_signal ? json_string(gw_signal_name(j->warn_signal)) : json_null())
 FIELD(warn_before, j->warn_signal && j->warn_before ? json_integer(j->warn_before / GW_USEC_PER_SEC) : json_null())
 FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
-FIELD(predicted_start, j->state == GW_JOB_PENDING ? time_or_null(j->predicted_start) : json_null())
+/* A prediction made for an earlier attempt (before a retry went back to the queue) is not one. */
+#define PREDICTED(t) (j->state == GW_JOB_PENDING && j->predicted_attempt == j->attempt ? time_or_null(t) : json_null())
+FIELD(predicted_start, PREDICTED(j->predicted_start))
 FIELD(eta_overdue, j->state == GW_JOB_RUNNING && j->eta && j->eta_overdue > 0 ? json_real((double) j->eta_overdue / 1e6)
                                                                            : json_null())
 FIELD(interactive, json_boolean(j->interactive))
 /* The session's socket: its owner's (and admins') to know; the socket checks who connects. */
 FIELD(tty_socket, j->state == GW_JOB_RUNNING && j->tty_socket && (view & GW_VIEW_LOG) ? gw_json_text(j->tty_socket)
                                                                                          : json_null())
+FIELD(latest_start, PREDICTED(j->latest_start))
+#undef PREDICTED
 #undef FIELD
 
 static const struct {
@@ -542,6 +546,7 @@ static const struct {
         { "eta_overdue", enc_f_eta_overdue },
         { "interactive", enc_f_interactive },
         { "tty_socket", enc_f_tty_socket },
+        { "latest_start", enc_f_latest_start },
 };
 
 

@@ -43,22 +43,43 @@ char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n) 
         cli_format_end(t, now, buf, n);
         if (started && buf[0] == '~')
                 memmove(buf, buf + 1, strlen(buf));
+        /* Pending: the promise beside the estimate, "~01:03, latest 01:30"; "by 01:30" when
+         * they are the same minute (nothing says sooner than the limits). */
+        double latest = pending ? cli_jnum(job, "latest_start") : NAN;
+        if (isfinite(latest) && latest > 0) {
+                char l[40];
+                cli_format_end(latest, now, l, sizeof l);
+                size_t len = strlen(buf);
+                if (!strcmp(l, buf))
+                        snprintf(buf, n, "by %s", l + 1);
+                else
+                        snprintf(buf + len, n - len, ", latest %s", l + (l[0] == '~'));
+        }
         return buf;
 }
 
 /* The daemon's why_none for a queued job no prediction has covered yet (just submitted). */
 #define NOT_YET "not predicted yet: "
 
-/* "predicted start ~14:20 (in 1h12m), runs ~2h: the median of 3 similar past jobs (12, 15, 19)" */
+/* "predicted start ~14:20 (in 1h12m, an estimate from ETAs), at the latest 14:45 if every job
+ * keeps its time limit, runs ~2h: the median of 3 similar past jobs (12, 15, 19)": the
+ * estimate may move (a job ends early or late, another backfills), the promise only if a job
+ * overruns its limit or one is queued ahead. */
 static void prediction_line(const json_t *pr, time_t now) {
-        char when[40], in[32], len[32];
+        char when[40], in[32], len[32], latest_s[40];
         double start = cli_jnum(pr, "predicted_start"), secs = cli_jnum(pr, "runtime_seconds");
+        double latest = cli_jnum(pr, "latest_start");
         const char *why = cli_jstr(pr, "why_none"), *from = cli_jstr(pr, "runtime_from");
         const json_t *ids = json_object_get(pr, "similar_jobs");
-        if (isfinite(start))
-                printf("  predicted start %s (in %s)", cli_format_end(start, now, when, sizeof when),
+        if (isfinite(start)) {
+                printf("  predicted start %s (in %s, an estimate from ETAs)", cli_format_end(start, now, when, sizeof when),
                        cli_format_eta(start, now, in, sizeof in));
-        else if (why && !strncmp(why, NOT_YET, strlen(NOT_YET)))
+                cli_format_end(latest, now, latest_s, sizeof latest_s);
+                if (isfinite(latest) && !strcmp(latest_s, when))
+                        printf(", and at the latest if every job keeps its time limit (nothing says sooner)");
+                else if (isfinite(latest))
+                        printf(", at the latest %s if every job keeps its time limit", latest_s + (latest_s[0] == '~'));
+        } else if (why && !strncmp(why, NOT_YET, strlen(NOT_YET)))
                 printf("  predicted start: not predicted yet (%s)", why + strlen(NOT_YET)); /* no verdict yet */
         else
                 printf("  predicted start: none (%s)", why ? why : "unknown");

@@ -12,6 +12,7 @@ char *cli_format_eta(double eta, time_t now, char *buf, size_t n);
 char *cli_format_end(double eta, time_t now, char *buf, size_t n);
 
 /* The queue's START cell: "~14:20" for a pending job's predicted start (core/predict.h),
+ * "~14:20, latest 14:45" with its promise (latest_start), "by 14:45" when both are that minute,
  * "14:02" for a running job's start, "-" otherwise. */
 char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n);
 

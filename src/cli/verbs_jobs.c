@@ -156,7 +156,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
-                                                  "eta,eta_overdue,predicted_start"
+                                                  "eta,eta_overdue,predicted_start,latest_start"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);

@@ -80,6 +80,10 @@ struct gw_job {
         char wait_detail[128];
         gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */
         gw_usec_t predicted_end;           /* (core/predict.h, wall clock), 0 = none */
+        gw_usec_t latest_start;            /* not stored: its start if every job keeps its time
+                                            * limit (gw_predict_latest_starts), 0 = none */
+        int predicted_attempt;             /* not stored: the attempt the three above are for: a
+                                            * retry back in the queue is not the wait they predicted */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,
                                             * set by the executor; NULL = none */

@@ -665,6 +665,33 @@ int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec
         return 0;
 }
 
+int gw_predict_latest_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
+                             struct gw_prediction *out) {
+        if (!in || (in->n_running && !in->running) || (in->n_pending && !in->pending))
+                return -EINVAL;
+        struct gw_cal_job *run = calloc(in->n_running + 1, sizeof(*run));
+        struct gw_cal_pending *pend = calloc(in->n_pending + 1, sizeof(*pend));
+        int rc = -ENOMEM;
+
+        if (run && pend) {
+                struct gw_calendar_input lim = *in;
+                for (size_t i = 0; i < in->n_running; i++) {
+                        run[i] = in->running[i];
+                        run[i].eta = 0; /* an estimate: the limit is what the scheduler reserves on */
+                }
+                for (size_t i = 0; i < in->n_pending; i++) {
+                        pend[i] = in->pending[i];
+                        pend[i].runtime = 0;
+                }
+                lim.running = run;
+                lim.pending = pend;
+                rc = gw_predict_starts(&lim, now, horizon, out);
+        }
+        free(run);
+        free(pend);
+        return rc;
+}
+
 /* ---- Similar jobs ---- */
 
 static const char *const key_params[] = {"epochs", "imgsz", "batch"};

@@ -44,6 +44,17 @@ struct gw_prediction {
 int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
                       struct gw_prediction *out);
 
+/* The promise beside the estimate: gw_predict_starts with every running job ending at its
+ * time limit (gw_cal_job.eta ignored) and every queued job running its whole limit
+ * (gw_cal_pending.runtime ignored), which is what the scheduler reserves and backfills on.
+ * For the job at the head of the queue it is the latest start as long as every job keeps
+ * its limit: a job that backfills ends before it or runs on GPUs it does not need, so it
+ * never moves this start (only the estimate, which rests on ETAs, may move).  For a job
+ * further back it holds for the jobs queued now.  Writes one prediction per pending job
+ * (same order) to out; returns as gw_predict_starts.  Allocates scratch memory and frees it. */
+int gw_predict_latest_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
+                             struct gw_prediction *out);
+
 /* Similar jobs (for the median run time): the same user, the same command words (the
  * program's base name and the words that are not key=value or options, "python3 train.py"
  * or "yolo detect train") and the same epochs=, imgsz= and batch= (also as --epochs N or

@@ -8,7 +8,10 @@
  *   - after a GPU sample, gw_predict_starts over the calendar view (the same view the
  *     schedule draws) writes j->predicted_start of the first PREDICT_MAX_JOBS queued jobs,
  *     when the jobs or the bookings changed since the last one (or PREDICT_REFRESH passed),
- *     at most every PREDICT_EVERY, and never within PREDICT_QUIET of a job's start.
+ *     at most every PREDICT_EVERY, and never within PREDICT_QUIET of a job's start;
+ *   - beside that estimate, j->latest_start: the same replay on time limits alone
+ *     (gw_predict_latest_starts), the start the scheduler promises as long as every job
+ *     keeps its limit.  Both are for the attempt queued then (j->predicted_attempt).
  * The run times are cached per (user, key) for RUNTIME_TTL, or until a job completes: a
  * history query per queued job and per pass would cost more than the prediction.  The cache is this file's static state:
  * one daemon per process. */
@@ -33,7 +36,8 @@
  * this recently) it waits, so that a burst of starts is never held up by it. */
 #define PREDICT_QUIET   (100 * GW_USEC_PER_MSEC)
 /* Its cost grows with the queued jobs it replays (about 3 ms for 500 against 12 ms for
- * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule): the first 500 in queue
+ * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule, per replay; a prediction
+ * runs two, the estimate and the promise): the first 500 in queue
  * order (held ones included) get a prediction, the others none (null in the API).  What
  * people read is the head of the queue; leaving the rest out can only make a start
  * earlier where a job further back would have backfilled ahead of it. */
@@ -249,7 +253,10 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         v.in.n_pending = n;
         hold_deps_beyond(d, v.pending, n);
         _cleanup_free_ struct gw_prediction *out = gw_xcalloc(n + 1, sizeof *out);
+        _cleanup_free_ struct gw_prediction *latest = gw_xcalloc(n + 1, sizeof *latest);
         int r = gw_predict_starts(&v.in, wall, PREDICT_HORIZON, out);
+        if (r == 0)
+                r = gw_predict_latest_starts(&v.in, wall, PREDICT_HORIZON, latest);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));
         remember_seen(d, n);
@@ -262,6 +269,10 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
                 moved = moved || (!start != !j->predicted_start) || diff >= PUSH_MOVE;
                 j->predicted_start = start;
                 j->predicted_end = ok ? out[i].end : 0;
+                /* No promise without an estimate: a job that gets none (held, beyond the
+                 * first PREDICT_MAX_JOBS) is promised nothing either. */
+                j->latest_start = ok && latest[i].id == j->id && latest[i].start != GW_USEC_INFINITY ? latest[i].start : 0;
+                j->predicted_attempt = j->attempt;
         }
         gw_calendar_view_free(&v);
         if (moved)
@@ -316,6 +327,8 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
         json_object_set_new(o, "predicted_start", has ? json_real((double) j->predicted_start / 1e6) : json_null());
         json_object_set_new(o, "predicted_end", has && j->predicted_end ? json_real((double) j->predicted_end / 1e6)
                                                                         : json_null());
+        json_object_set_new(o, "latest_start", has && j->latest_start ? json_real((double) j->latest_start / 1e6)
+                                                                      : json_null());
         json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
         json_object_set_new(o, "runtime_seconds", json_real((double) len / 1e6));
         json_object_set_new(o, "runtime_from", json_string(!hist ? "time_limit"

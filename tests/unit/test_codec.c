@@ -322,6 +322,7 @@ static const struct {
         {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
         {"warn_before", JSON_INTEGER, true}, {"eta_overdue", JSON_REAL, true},
         {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
+        {"latest_start", JSON_REAL, true}, /* the promise beside predicted_start, the estimate */
 };
 
 static void check_shape(const json_t *o) {
@@ -355,6 +356,27 @@ static struct gw_job *sample_job(void) {
         j->cwd = gw_xstrdup("/home/alice/yolo");
         j->attempt = 1;
         return j;
+}
+
+/* A queued job's estimate and promise are shown for the attempt they were predicted for
+ * only: a retry back in the queue waits anew (its backoff), not as its first attempt did. */
+static void job_prediction_attempt(void **state) {
+        struct gw_job *j = sample_job();
+        (void) state;
+        j->predicted_start = INT64_C(1763769660000000);
+        j->latest_start = INT64_C(1763771400000000);
+        j->predicted_attempt = 1;
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        check_shape(o);
+        assert_true(fabs(json_real_value(json_object_get(o, "predicted_start")) - 1763769660.0) < 1e-4);
+        assert_true(fabs(json_real_value(json_object_get(o, "latest_start")) - 1763771400.0) < 1e-4);
+        json_decref(o);
+        j->attempt = 2; /* retried: back in the queue before the next prediction */
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_true(json_is_null(json_object_get(o, "predicted_start")));
+        assert_true(json_is_null(json_object_get(o, "latest_start")));
+        json_decref(o);
+        gw_job_free(j);
 }
 
 static void job_pending(void **state) {
@@ -704,6 +726,7 @@ int main(void) {
                 cmocka_unit_test(spec_rejects),
                 cmocka_unit_test(spec_not_an_object),
                 cmocka_unit_test(job_pending),
+                cmocka_unit_test(job_prediction_attempt),
                 cmocka_unit_test(job_running_and_ended),
                 cmocka_unit_test(job_fields_mask),
                 cmocka_unit_test(job_rows),

@@ -114,6 +114,73 @@ static void head_and_backfill(void **state) {
         expect(&w, 2, NOW, NOW + HOUR, M(1));
 }
 
+/* The head's estimate (ETAs, run times) and its promise (time limits) for a world. */
+static void head_starts(struct world *w, gw_usec_t *ret_estimate, gw_usec_t *ret_promise) {
+        struct gw_prediction latest[8];
+        predict(w, 72 * HOUR);
+        assert_int_equal(gw_predict_latest_starts(&w->in, NOW, 72 * HOUR, latest), 0);
+        assert_int_equal(latest[0].id, w->pend[0].id);
+        *ret_estimate = w->out[0].start;
+        *ret_promise = latest[0].start;
+}
+
+/* Job 1 runs on GPU 0 with a 30 min limit and an ETA at +10m; job 50 (2 GPUs) waits for
+ * it: estimate +10m, promise +30m.  Job 51 (1 GPU, 20 min limit) backfills on GPU 1: queued
+ * or once started, it moves the head's estimate to its end (+20m), never the promise. */
+static void promise_and_backfill(void **state) {
+        struct world w;
+        gw_usec_t est, promise;
+        (void) state;
+        world_init(&w, 2);
+        running(&w, 1, M(0), NOW + 30 * MIN, NOW + 10 * MIN);
+        pending(&w, 50, 2, 10 * MIN, 0);
+        head_starts(&w, &est, &promise);
+        assert_int_equal(est, NOW + 10 * MIN);
+        assert_int_equal(promise, NOW + 30 * MIN);
+
+        pending(&w, 51, 1, 20 * MIN, 0); /* queued behind the head: the replay backfills it */
+        head_starts(&w, &est, &promise);
+        expect(&w, 1, NOW, NOW + 20 * MIN, M(1));
+        assert_int_equal(est, NOW + 20 * MIN);
+        assert_int_equal(promise, NOW + 30 * MIN);
+
+        w.in.n_pending = 1; /* started: running on GPU 1 until its limit, no ETA yet */
+        running(&w, 51, M(1), NOW + 20 * MIN, 0);
+        head_starts(&w, &est, &promise);
+        assert_int_equal(est, NOW + 20 * MIN);
+        assert_int_equal(promise, NOW + 30 * MIN);
+
+        /* The promise rests on limits alone: a history shorter than the limit moves only the
+         * estimate; bad input is refused as gw_predict_starts refuses it. */
+        w.in.n_running = 1;
+        w.gpus[1].job_id = 0;
+        pending(&w, 51, 1, 20 * MIN, 5 * MIN);
+        head_starts(&w, &est, &promise);
+        assert_int_equal(est, NOW + 10 * MIN);
+        assert_int_equal(promise, NOW + 30 * MIN);
+        assert_int_equal(gw_predict_latest_starts(NULL, NOW, HOUR, w.out), -EINVAL);
+        assert_int_equal(gw_predict_latest_starts(&w.in, NOW, 0, w.out), -EINVAL);
+}
+
+/* Job 1 runs on GPU 0 with a 30 min limit; job 60, a retry waiting out a backoff until +8s,
+ * starts then on GPU 1: the later of its backoff's end and a free GPU, not job 1's limit. */
+static void backoff_on_a_free_gpu(void **state) {
+        struct world w;
+        gw_usec_t est, promise;
+        (void) state;
+        world_init(&w, 2);
+        running(&w, 1, M(0), NOW + 30 * MIN, 0);
+        pending(&w, 60, 1, 10 * MIN, 0)->not_before = NOW + 8 * SEC;
+        head_starts(&w, &est, &promise);
+        expect(&w, 0, NOW + 8 * SEC, NOW + 8 * SEC + 10 * MIN, M(1));
+        assert_int_equal(promise, NOW + 8 * SEC);
+        /* Both GPUs busy until +30m: it waits for them, past its backoff. */
+        running(&w, 2, M(1), NOW + 30 * MIN, 0);
+        head_starts(&w, &est, &promise);
+        assert_int_equal(est, NOW + 30 * MIN);
+        assert_int_equal(promise, NOW + 30 * MIN);
+}
+
 /* Booking 5 holds GPU 1 from +1h to +3h.  Job 30 (1 GPU, 2 h) may only take GPU 0; job 31
  * runs in the booking from its start; job 33 (2 GPUs, 1 h) fits only after the booking;
  * job 34's booking awaits approval: no prediction. */
@@ -306,6 +373,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(why_none),         cmocka_unit_test(quota_max_gpus),
                 cmocka_unit_test(eta_and_runtimes), cmocka_unit_test(head_and_backfill),
+                cmocka_unit_test(promise_and_backfill), cmocka_unit_test(backoff_on_a_free_gpu),
                 cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),
                 cmocka_unit_test(horizon_and_input), cmocka_unit_test(long_queue),
                 cmocka_unit_test(job_key),          cmocka_unit_test(median),
