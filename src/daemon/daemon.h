@@ -220,6 +220,9 @@ struct gw_submit_error {
         char field[64];
         char message[256];
 };
+/* jobs.c: a job by id: the live one if active, else the stored record, which *tmp then owns
+ * (NULL: none). */
+const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
 /* Validates j against the host and queues it (takes j).  0 with *ret_id, or -errno with err. */
 int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id);
 /* The three steps of a submission, for batches: check (no side effect), write to the store,
@@ -404,10 +407,11 @@ const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, 
 /* At submit: 0, or -EINVAL (unknown profile) / -EPERM (the user may not choose it) with err
  * filled for field idle_policy. */
 int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err);
-/* reclaim_policy.c: POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): changes an
- * active job's profile; event "policy". */
-void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c);
+/* reclaim_policy.c, for POST /api/v1/jobs/{id}/policy (admins): changes an active job's
+ * profile to name, by whom, with event "policy".  0, or the HTTP status of the refusal with
+ * why: 400 no such profile (field idle_policy), 503 the store refused it (nothing changed). */
+int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *name, const char *by, char *why,
+                          size_t n);
 /* ---- end of idle-GPU reclamation ---- */
 
 /* joblog.c: a job log past log_max (its supervisor cut the middle, shim/logcap.h).  watch,
@@ -452,13 +456,12 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
 /* When each results.csv row of the current attempt appeared, in seconds since its start
  * (the job page's epoch lines); JSON null when not watched.  New reference. */
 json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j);
-void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct caller *c);
-void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct caller *c);
-/* POST {"snapshot": N, "to": "/abs/path", "force": false} (the job's owner or an admin). */
-void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c);
+/* The object GET /api/v1/jobs/{id}/eta replies for j (new reference); details: whether the
+ * reader sees the job's paths (else results_csv is null). */
+json_t *gw_training_eta_reply(struct gw_daemon *d, const struct gw_job *j, bool details);
+/* training_snap.c: the job's snapshots as JSON objects (pruned ones left out unless all);
+ * NULL when the store cannot be read. */
+json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
 /* training_restore.c: a restore is a forked helper the loop never waits on.  start forks it
  * for the suspended request conn (0, or -errno with the user's message in why); reaped takes
  * a child's exit (false: not a restore helper), records the outcome as a "restore" event and
@@ -477,5 +480,13 @@ gw_usec_t gw_train_restore_tick(struct gw_daemon *d);
 gw_usec_t gw_backup_tick(struct gw_daemon *d);
 void gw_backup_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
 void gw_backup_close(struct gw_daemon *d);
+/* An admin's backup to path (checked already), its request suspended on conn: 0 started, or
+ * the HTTP status of the refusal with why (409 one is under way, 500 it cannot start).
+ * answer, when conn's request is resumed: 200 with the copy's path and size, or the status
+ * with why (400 the path was made meanwhile, 507 the disk is full, 500 it failed, 503 the
+ * copy is not this request's or not ended: the daemon is stopping). */
+int gw_backup_request(struct gw_daemon *d, const char *path, struct gw_http_conn *conn, char *why, size_t n);
+int gw_backup_answer(struct gw_daemon *d, struct gw_http_conn *conn, char *path, size_t path_n, uint64_t *bytes,
+                     char *why, size_t n);
 void gw_train_restore_free_all(struct gw_daemon *d);
 /* ---- end of training awareness ---- */

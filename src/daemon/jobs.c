@@ -52,6 +52,23 @@ char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
 }
 
 /* gpuward's variables always win. */
+/* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
+const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
+        *tmp = NULL;
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, id);
+        if (dj)
+                return dj->job;
+        /* Ended, but not on disk yet (a full disk): what the daemon knows, not the stale row. */
+        const struct gw_djob *unwritten = gw_jobs_unwritten_find(d, id);
+        if (unwritten)
+                return unwritten->job;
+        if (gw_store_job_get(d->store, id, tmp) < 0)
+                return NULL;
+        if (!(*tmp)->log_path)
+                (*tmp)->log_path = gw_job_log_path(d, *tmp);
+        return *tmp;
+}
+
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
         static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
