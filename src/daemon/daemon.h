@@ -344,6 +344,11 @@ void gw_jobs_unwritten_close(struct gw_daemon *d);
 /* gpus.c */
 int gw_gpus_open(struct gw_daemon *d);
 void gw_gpus_close(struct gw_daemon *d);
+/* GET /api/v1/gpus's object (new reference), for the event stream too; one GPU's.  details:
+ * the command lines of the processes on them, which guests are not shown unless the config
+ * says so. */
+json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details);
+json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details);
 
 /* recovery.c */
 /* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the

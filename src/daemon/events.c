@@ -153,11 +153,17 @@ void gw_events_booking(struct gw_daemon *d, const struct gw_store_booking *b) {
                 publish(d->events, "booking", gw_codec_booking(b));
 }
 
-void gw_events_gpus(struct gw_daemon *d) {
+bool gw_events_listened(const struct gw_daemon *d) {
+        return d->events && d->events->n_clients;
+}
+
+void gw_events_gpus(struct gw_daemon *d, json_t *gpus) {
         struct gw_events *ev = d->events;
-        if (!ev || !ev->n_clients)
+        if (!ev || !ev->n_clients) {
+                json_decref(gpus);
                 return;
-        publish(ev, "gpus", gw_api_gpus_json(d));
+        }
+        publish(ev, "gpus", gpus);
 }
 
 void gw_events_predictions(struct gw_daemon *d) {

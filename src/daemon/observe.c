@@ -351,7 +351,8 @@ void gw_observe_ready(struct gw_daemon *d) {
         if (s) {
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
-                gw_events_gpus(d);
+                if (gw_events_listened(d))
+                        gw_events_gpus(d, gw_observe_gpus_json(d, d->cfg->guest_job_details));
         }
         apply_events(d);
 }
