@@ -285,7 +285,8 @@ void gw_jobs_bury(struct gw_daemon *d);
 /* jobs.c: an ended job leaves the daemon's map; its executor state is let go, and it is
  * freed with the loop iteration (or kept while its end is unwritten). */
 void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj);
-/* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
+/* Backoffs, unwritten ends, time limits and SIGKILL deadlines; returns the next deadline
+ * (monotonic) or INFINITY.  The loop calls each feature's own tick besides (main.c). */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
 /* jobs_recover.c: loads active jobs from the store at start; running ones go to the
  * executor's adopt (re-adopted, or their end told). */

@@ -235,7 +235,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
         size_t size = 256 * 1024;
         char *text = gw_xmalloc(size);
         uint64_t rows = gw_sched_mask_first(d->host.n_gpus);
-        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_sharing_format_time, NULL, text, size) < 0 &&
+        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_format_local_time, NULL, text, size) < 0 &&
             !text[0])
                 snprintf(text, size, "(no chart)");
         free(segs);

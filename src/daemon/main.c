@@ -228,11 +228,25 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
         return false;
 }
 
+/* The features' own deadlines, then the jobs' (time limits, SIGKILLs, backoffs): the bookings
+ * first, as one that begins or ends changes the limits of running jobs that the jobs' tick
+ * then enforces; then the snapshots' restore helpers and the backups, which change no job.
+ * The earliest deadline (monotonic), or INFINITY. */
+static gw_usec_t tick(struct gw_daemon *d) {
+        gw_usec_t next = gw_sharing_tick(d), restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
+        gw_usec_t jobs = gw_jobs_tick(d);
+        if (restore < next)
+                next = restore;
+        if (backup < next)
+                next = backup;
+        return jobs < next ? jobs : next;
+}
+
 static void run_loop(struct gw_daemon *d) {
         struct epoll_event evs[64];
         while (!d->loop.quit) {
                 gw_daemon_clock_read(d);
-                gw_usec_t deadline = gw_jobs_tick(d);
+                gw_usec_t deadline = tick(d);
                 if (d->jobs.sched_dirty)
                         gw_schedule(d);
                 gw_prelog_head(d);

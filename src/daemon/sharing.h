@@ -53,8 +53,6 @@ void gw_sharing_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev
  * (SIGTERM, grace, SIGKILL; TIMEOUT "its booking ended early: released by USER"), then it
  * leaves the list.  Pointers into the list are invalid afterwards. */
 void gw_sharing_booking_closed(struct gw_daemon *d);
-/* Local-time formatter for messages ("Sat 13:00"). */
-void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata);
 /* The resolved limits of a user. */
 void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, struct gw_quota *ret,
                        enum gw_quota_source src[_GW_QUOTA_KEY_MAX]);
