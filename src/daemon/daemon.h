@@ -240,6 +240,10 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj);
 /* The environment a job runs with (a new strv): the submitter's, minus what the config strips
  * and gpuward's own names, plus --env, plus gpuward's variables.  a: its account, or NULL. */
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a);
+/* jobs.c: the command this attempt runs, handed to the executor with the environment: the
+ * original one, the Ultralytics resume form (`... resume=RUN/weights/last.pt
+ * model=RUN/weights/last.pt`), or `sh -c RESUME_CMD`.  Malloc'ed strv. */
+char **gw_resume_argv(const struct gw_job *j);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
  * written again later (lifecycle.c), and the exits journal is kept for the next daemon. */

@@ -69,6 +69,36 @@ const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_jo
         return *tmp;
 }
 
+char **gw_resume_argv(const struct gw_job *j) {
+        if (j->attempt > 1 && j->resume_cmd) {
+                char *v[] = { (char *) "/bin/sh", (char *) "-c", j->resume_cmd, NULL };
+                return gw_strv_copy(v);
+        }
+        if (!(j->attempt > 1 && j->yolo && j->resume_from))
+                return gw_strv_copy(j->argv);
+        /* Ultralytics takes everything else from the checkpoint: keep the program and its
+         * arguments, replace any resume/model setting.  "resume=CKPT", not a bare "resume"
+         * (resume=True): since 8.4.29 Model.train() turns resume=True with a checkpoint that
+         * holds no training state (a finished run's, its optimizer stripped) into a new
+         * training from those weights, in a new run directory, where a path still reaches the
+         * trainer's "training to N epochs is finished, nothing to resume" (recovery.c).  Older
+         * releases replace either form with the model's path, hence model= as well. */
+        size_t n = gw_strv_length(j->argv), k = 0;
+        char **v = gw_xcalloc(n + 3, sizeof(char *));
+        for (size_t i = 0; i < n; i++) {
+                const char *a = j->argv[i];
+                if (i > 0 && (!strcmp(a, "resume") || !strncmp(a, "resume=", 7) || !strncmp(a, "model=", 6)))
+                        continue;
+                v[k++] = gw_xstrdup(a);
+        }
+        char arg[4200];
+        snprintf(arg, sizeof arg, "resume=%s", j->resume_from);
+        v[k++] = gw_xstrdup(arg);
+        snprintf(arg, sizeof arg, "model=%s", j->resume_from);
+        v[k++] = gw_xstrdup(arg);
+        return v;
+}
+
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
         static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
@@ -158,7 +188,12 @@ int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         gw_observe_job_started(d, j);
         dj->sigkill_why[0] = '\0';
         char err[256] = "";
-        int r = d->exec->start(d, dj, err, sizeof err);
+        /* The job's user: HOME and SHELL for its environment, its groups for the executor. */
+        const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
+        _cleanup_(gw_strv_freep) char **env = gw_job_environment(d, j, account);
+        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
+        const struct gw_exec_start how = { .argv = argv, .envp = env, .account = account };
+        int r = d->exec->start(d, dj, &how, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");

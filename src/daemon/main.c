@@ -381,6 +381,7 @@ int main(int argc, char **argv) {
         d.users = gw_userdb_new(NULL);
         if (!d.users || setup_dirs(&d) < 0 || gw_exec_shim_open(&d) < 0)
                 goto out;
+        d.exec->ended = gw_exec_attempt_end; /* the executor tells the job code each end */
         /* Before any other thread: libcurl's global set-up wants to be alone. */
         d.notify = gw_notify_open(&cfg);
         if (gw_store_open(cfg.state_dir, &d.store, err, sizeof err) < 0) {

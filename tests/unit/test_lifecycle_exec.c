@@ -85,6 +85,7 @@ static void daemon_open(struct fixture *f, gw_usec_t now, struct fake_exec *fx) 
         snprintf(d->loop.boot_id, sizeof d->loop.boot_id, "fake-boot");
         f->fx = fx;
         d->exec = &fx->ops;
+        d->exec->ended = gw_exec_attempt_end;
         assert_int_equal(gw_sharing_open(d), 0);
         assert_int_equal(gw_jobs_recover(d), 0);
         f->open = true;
