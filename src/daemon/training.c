@@ -335,15 +335,24 @@ static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         t->restart_pending = r->restart_pending;
 }
 
+/* The config's [policy.NAME], NULL none: read here from the config itself, as reclamation
+ * does (reclaim_policy.c), which training does not call. */
+static const struct gw_policy_conf *policy_conf(const struct gw_daemon *d, const char *name) {
+        for (size_t i = 0; name && i < d->cfg->n_policies; i++)
+                if (!strcmp(d->cfg->policies[i].p.name, name))
+                        return &d->cfg->policies[i];
+        return NULL;
+}
+
 /* The job's profile's thresholds ([policy.NAME] leak_mib_per_epoch, leak_epochs), else the
  * global keys; a job of an unknown profile is under "default", as for reclamation. */
 static void leak_params_of(const struct gw_daemon *d, const struct gw_job *j, struct gw_leak_params *p) {
         gw_leak_params_default(p);
         p->mib_per_epoch = d->cfg->leak_mib_per_epoch;
         p->epochs = d->cfg->leak_epochs;
-        const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, j->idle_policy ? j->idle_policy : "default");
+        const struct gw_policy_conf *pc = policy_conf(d, j->idle_policy ? j->idle_policy : "default");
         if (!pc)
-                pc = gw_reclaim_policy_conf(d, "default");
+                pc = policy_conf(d, "default");
         if (pc && pc->leak_mib_per_epoch > 0)
                 p->mib_per_epoch = pc->leak_mib_per_epoch;
         if (pc && pc->leak_epochs > 0)
