@@ -456,7 +456,8 @@ double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
  * when there is nothing to say.  New reference. */
 json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j);
 /* training_predict.c: predicted starts of queued jobs (core/predict.h).  fill_view adds ETAs,
- * expected run times, dependencies and memory needs to a calendar view (sharing.c calls it);
+ * expected run times, dependencies and memory needs to a calendar view (sharing.c's, for the
+ * schedule's layout and the predictions);
  * predict writes j->predicted_start/end of every queued job, at most every 2 s unless force;
  * prediction_json is the basis, for GET /api/v1/jobs/{id}/eta and the job's "training". */
 struct calendar_view;

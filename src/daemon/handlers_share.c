@@ -217,6 +217,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
                 return reply_error(rep, 400, "hours", "hours: 1 to 336");
         struct calendar_view v;
         gw_calendar_view(d, &v);
+        gw_training_fill_view(d, &v); /* ETAs: a running job's bar ends at its estimated end */
         gw_usec_t now = d->now_wall, horizon = hours * 3600 * GW_USEC_PER_SEC;
         size_t cap = gw_schedule_layout_max(&v.in), n = 0;
         struct gw_schedule_segment *segs = gw_xcalloc(cap + 1, sizeof *segs);

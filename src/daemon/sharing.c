@@ -144,7 +144,6 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         }
         v->in = (struct gw_calendar_input) { v->gpus, d->host.n_gpus, v->bookings, s->n_bookings, v->running, d->jobs.n_running,
                                              v->pending, d->jobs.n_queue };
-        gw_training_fill_view(d, v); /* ETAs and expected run times for the schedule */
 }
 
 void gw_calendar_view_free(struct calendar_view *v) {

@@ -29,7 +29,9 @@ struct gw_sharing {
 };
 
 /* The calendar's view of now: GPUs, bookings, running and pending jobs.  The arrays are
- * allocated; free with calendar_input_free. */
+ * allocated; free with gw_calendar_view_free.  What training knows (ETAs, expected run
+ * times, dependencies, memory needs) is not in it: the bookings' decisions do not read it;
+ * the schedule's layout and the predictions add it with gw_training_fill_view. */
 struct calendar_view {
         struct gw_calendar_input in;
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
