@@ -229,6 +229,9 @@ int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_su
  * put in the queue (takes j).  ahead: the jobs of the same batch checked before j (not queued
  * yet, but they count against the user's max_pending_jobs). */
 int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahead, struct gw_submit_error *err);
+/* A submission check (gw_submit_check_fn): the job it starts after exists and has not ended in
+ * a way that can never satisfy it. */
+int gw_job_check_dependency(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
 int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
 /* Records the start of a queued job on mask and launches it; inside the loop's transaction
@@ -282,8 +285,6 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
  * not_before: its wall-clock label); msg says why, for the job's events. */
 void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec_t not_before, gw_usec_t backoff,
                     const char *msg);
-/* SIGCHLD: reaps the daemon's children (the executor's, restore helpers). */
-void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
 void gw_jobs_bury(struct gw_daemon *d);
 /* jobs.c: an ended job leaves the daemon's map; its executor state is let go, and it is
@@ -320,7 +321,8 @@ void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj);
 void gw_job_clock_adopt(struct gw_daemon *d, struct gw_djob *dj);
 gw_usec_t gw_job_ran(const struct gw_djob *dj, gw_usec_t mono);
 gw_usec_t gw_job_clock_label(const struct gw_daemon *d, const struct gw_djob *dj, gw_usec_t mono);
-struct gw_djob *gw_djob_free(struct gw_djob *dj);
+/* Frees dj: its executor state, then each feature's (GW_HOOK_JOB_FREED), then its own. */
+struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj);
 /* Marks the GPUs in mask as held by job id (0: free). */
 void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id);
 
@@ -355,11 +357,12 @@ void gw_gpus_close(struct gw_daemon *d);
 json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details);
 json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details);
 
-/* recovery.c */
+/* recovery.c, subscribed to GW_HOOK_ATTEMPT_ENDED, last */
 /* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the
  * caller's: when the supervisor saw the job end, else when the daemon learnt of it):
  * classify, record, retry or end. */
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time);
+/* jobs.c: the log of j's attempt (its --output, else LOG_DIR/ID.log, ID.N.log for N > 1). */
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt);
 /* Frees a running job's GPUs and what its executor held for the attempt (its end, its retry). */
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj);

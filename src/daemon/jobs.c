@@ -23,14 +23,12 @@
 #include "daemon/daemon.h"
 #include "daemon/sharing.h"
 
-struct gw_djob *gw_djob_free(struct gw_djob *dj) {
+struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj) {
         if (!dj)
                 return NULL;
         if (dj->exec_free)
                 dj->exec_free(dj);
-        gw_jobtel_free(dj);
-        gw_rwatch_free(dj->rwatch);
-        gw_train_free(dj->train);
+        gw_lifecycle_publish(d, GW_HOOK_JOB_FREED, dj, false); /* the features' state of it */
         free(dj->events);
         gw_job_free(dj->job);
         free(dj->end_reason);
@@ -45,6 +43,17 @@ struct gw_djob *gw_djob_new(struct gw_job *j) {
         struct gw_djob *dj = gw_xcalloc(1, sizeof *dj);
         dj->job = j;
         return dj;
+}
+
+char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt) {
+        if (j->output)
+                return gw_xstrdup(j->output);
+        char buf[4300];
+        if (attempt <= 1)
+                snprintf(buf, sizeof buf, "%s/%lld.log", d->loop.log_dir, (long long) j->id);
+        else
+                snprintf(buf, sizeof buf, "%s/%lld.%d.log", d->loop.log_dir, (long long) j->id, attempt);
+        return gw_xstrdup(buf);
 }
 
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
@@ -185,7 +194,7 @@ int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why,
 
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        gw_observe_job_started(d, j);
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_LAUNCHING, dj, false);
         dj->sigkill_why[0] = '\0';
         char err[256] = "";
         /* The job's user: HOME and SHELL for its environment, its groups for the executor. */
@@ -227,7 +236,7 @@ static gw_usec_t end_label_now(const struct gw_daemon *d, const struct gw_djob *
 }
 
 /* The executor's word on an attempt's end (executor.h): its exit on the job's record, then
- * what it means (recovery.c).  Told once per attempt; a second word is a bug, and ignored. */
+ * GW_HOOK_ATTEMPT_ENDED, whose last subscriber says what it means (recovery.c).  Told once per attempt; a second word is a bug, and ignored. */
 void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end) {
         struct gw_job *j = dj->job;
         if (dj->dead || j->state != GW_JOB_RUNNING) {
@@ -242,14 +251,14 @@ void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct g
         }
         gw_usec_t at = end->at ? end->at : end_label_now(d, dj);
         if (end->kind == GW_EXEC_LOST) {
-                gw_recovery_attempt_ended(d, dj, true, 0, at);
+                gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .lost = true, .end_time = at });
                 return;
         }
         int status = end->status;
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_recovery_attempt_ended(d, dj, false, status, at);
+        gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .status = status, .end_time = at });
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -262,14 +271,5 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         char line[600];
         int n = snprintf(line, sizeof line, "gpuward: %s\n", msg);
         (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
-}
-
-
-void gw_jobs_reap(struct gw_daemon *d) {
-        int status;
-        pid_t pid;
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-                if (!d->exec->reaped(d, pid, status))
-                        (void) gw_train_restore_reaped(d, pid, status);
 }
 

@@ -174,7 +174,7 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
         j->stop_reason = NULL;
         dj->n_events = 0;
         dj->sigkill_why[0] = '\0';
-        gw_jobtel_free(dj);
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_REQUEUED, dj, false); /* the attempt's telemetry goes */
         if (gw_store_job_update(d->store, j, "retry", msg) < 0) {
                 /* The next daemon finds the attempt still RUNNING: its exit, kept in the
                  * journal, makes the same decision again. */

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -184,11 +185,20 @@ static int setup_http(struct gw_daemon *d) {
         return 0;
 }
 
+/* SIGCHLD: the executor's children, else a snapshot's restore helper. */
+static void reap(struct gw_daemon *d) {
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+                if (!d->exec->reaped(d, pid, status))
+                        (void) gw_train_restore_reaped(d, pid, status);
+}
+
 static void on_signal(struct gw_daemon *d) {
         struct signalfd_siginfo si;
         while (read(d->loop.sigfd, &si, sizeof si) == sizeof si) {
                 if (si.ssi_signo == SIGCHLD)
-                        gw_jobs_reap(d);
+                        reap(d);
                 else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
                         log_info("signal %s: stopping; running jobs keep running and are re-adopted at the next start",
                                  sigabbrev_np((int) si.ssi_signo));
@@ -320,7 +330,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.map.cap; i++) {
                 struct gw_djob *dj = d->jobs.map.slots[i];
                 if (dj && (uintptr_t) dj != 1)
-                        gw_djob_free(dj);
+                        gw_djob_free(d, dj);
         }
         gw_jobmap_free(&d->jobs.map);
         free(d->jobs.queue);

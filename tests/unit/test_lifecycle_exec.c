@@ -86,6 +86,7 @@ static void daemon_open(struct fixture *f, gw_usec_t now, struct fake_exec *fx) 
         f->fx = fx;
         d->exec = &fx->ops;
         d->exec->ended = gw_exec_attempt_end;
+        gw_lifecycle_subscribe_features(&d->hooks); /* as gpuwardd: recovery, the limits... */
         assert_int_equal(gw_sharing_open(d), 0);
         assert_int_equal(gw_jobs_recover(d), 0);
         f->open = true;
@@ -101,7 +102,7 @@ static void daemon_close(struct fixture *f) {
         for (size_t i = 0; i < d->jobs.map.cap; i++) {
                 struct gw_djob *dj = d->jobs.map.slots[i];
                 if (dj && (uintptr_t) dj != 1)
-                        gw_djob_free(dj);
+                        gw_djob_free(d, dj);
         }
         gw_jobmap_free(&d->jobs.map);
         free(d->jobs.queue);
