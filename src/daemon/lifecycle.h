@@ -58,6 +58,12 @@
  *                            state (a warning, a rogue process, a SIGKILL sent...); info->rec.
  *   GW_HOOK_BOOKED           a booking made or changed; info->booking.
  *
+ * And when a feature has a line of gpuward's for a running job's log (gw_lifecycle_log_line):
+ *
+ *   GW_HOOK_LOG_LINE         info->line (ending in '\n'): the idle watch appends it and counts
+ *                            its bytes as gpuward's, not as the job's progress; nothing is
+ *                            written for a job it does not watch.
+ *
  * Subscribers of one hook run in the order they subscribed, and they subscribe in one
  * place, gw_lifecycle_subscribe_features (lifecycle_features.c), which says why that order.
  * A subscriber keeps its own state in its own struct; it reaches another feature only
@@ -90,6 +96,7 @@ enum gw_hook {
         GW_HOOK_ATTEMPT_LAUNCHING,
         GW_HOOK_ATTEMPT_REQUEUED,
         GW_HOOK_JOB_FREED,
+        GW_HOOK_LOG_LINE,
         _GW_HOOK_MAX,
 };
 
@@ -115,7 +122,8 @@ struct gw_hook_end {
 /* What a hook tells besides the job: whether the job was running when it ended (its GPUs
  * are freed, its telemetry is final; false for the other hooks), the record written
  * (GW_HOOK_RECORDED only), the booking (GW_HOOK_BOOKED only), the attempt's end
- * (GW_HOOK_ATTEMPT_ENDED only) and its events (GW_HOOK_JOB_RECOVERED only). */
+ * (GW_HOOK_ATTEMPT_ENDED only), its events (GW_HOOK_JOB_RECOVERED only) and a line for its
+ * log (GW_HOOK_LOG_LINE only). */
 struct gw_hook_info {
         enum gw_hook hook;
         bool was_running;
@@ -124,6 +132,7 @@ struct gw_hook_info {
         const struct gw_hook_end *end;
         const struct gw_job_event *events;
         size_t n_events;
+        const char *line;
 };
 
 /* dj: the job (NULL for GW_HOOK_SAMPLED, GW_HOOK_RECORDED and GW_HOOK_BOOKED). */
@@ -171,6 +180,7 @@ void gw_lifecycle_sched_filter(struct gw_daemon *d, struct gw_sched_job *pending
 void gw_lifecycle_publish(struct gw_daemon *d, enum gw_hook hook, struct gw_djob *dj, bool was_running);
 /* GW_HOOK_ATTEMPT_ENDED with how it ended; GW_HOOK_JOB_RECOVERED with the attempt's events. */
 void gw_lifecycle_publish_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_end *end);
+void gw_lifecycle_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line);
 void gw_lifecycle_publish_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 /* Makes the lifecycle the store's observer: from now on each job event and booking the
  * store writes is published (GW_HOOK_RECORDED, GW_HOOK_BOOKED).  _close: no more, at

@@ -5,6 +5,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/notify.h"
 #include "daemon/observe.h"
+#include "daemon/reclaim_watch.h"
 #include "daemon/sharing.h"
 #include "daemon/training.h"
 #include "daemon/web.h"
@@ -120,6 +121,14 @@ static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct
         dj->train = gw_train_free(dj->train);
 }
 
+/* GW_HOOK_LOG_LINE */
+
+static void reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) d;
+        if (dj->rwatch) /* its bytes are gpuward's, not the job's progress */
+                (void) gw_rwatch_log_append(dj->job, dj->rwatch, info->line);
+}
+
 /* GW_HOOK_RECORDED, GW_HOOK_BOOKED */
 
 static void events_recorded(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -207,6 +216,10 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "observe", observe_forget);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "reclaim", reclaim_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "training", training_freed);
+
+        /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
+         * it must know those bytes are not the job's. */
+        gw_lifecycle_subscribe(h, GW_HOOK_LOG_LINE, "reclaim", reclaim_log_line);
 
         /* Every job event once written, transitions or not (a warning, a rogue process...):
          * the dashboard's stream, then the webhooks (queued to their own thread; neither

@@ -14,7 +14,7 @@ static const char *const hook_names[_GW_HOOK_MAX] = {
         [GW_HOOK_RECORDED] = "recorded",             [GW_HOOK_BOOKED] = "booked",
         [GW_HOOK_JOB_RECOVERED] = "job recovered",   [GW_HOOK_ATTEMPT_ADOPTED] = "attempt adopted",
         [GW_HOOK_ATTEMPT_LAUNCHING] = "attempt launching", [GW_HOOK_ATTEMPT_REQUEUED] = "attempt requeued",
-        [GW_HOOK_JOB_FREED] = "job freed",
+        [GW_HOOK_JOB_FREED] = "job freed",           [GW_HOOK_LOG_LINE] = "log line",
 };
 
 const char *gw_hook_name(enum gw_hook hook) {
@@ -69,6 +69,10 @@ void gw_lifecycle_publish_end(struct gw_daemon *d, struct gw_djob *dj, const str
 
 void gw_lifecycle_publish_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
         publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_JOB_RECOVERED, .events = ev, .n_events = n });
+}
+
+void gw_lifecycle_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line) {
+        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_LOG_LINE, .line = line });
 }
 
 static void store_job_written(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state,

@@ -143,6 +143,10 @@ static void step(struct fixture *f, gw_usec_t dt) {
         struct gw_daemon *d = &f->d;
         d->now += dt;
         d->now_wall += dt;
+        /* main.c's tick: the features' own deadlines, then the jobs'. */
+        (void) gw_sharing_tick(d);
+        (void) gw_train_restore_tick(d);
+        (void) gw_backup_tick(d);
         (void) gw_jobs_tick(d);
         if (d->jobs.sched_dirty)
                 gw_schedule(d);
