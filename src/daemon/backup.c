@@ -1,5 +1,6 @@
 /* Online backups of the state: an admin's (POST /api/v1/admin/backup, gpuward admin backup
- * PATH; its handler is in handlers_feature.c) and the scheduled ones (backup_interval, backup_keep) into STATE_DIR/backups/.
+ * PATH; its handler is in handlers_feature.c) and the scheduled ones (backup_interval,
+ * backup_keep) into STATE_DIR/backups/.
  *
  * The copy is made by the store's backup thread (store/backup.h); the loop only starts it and
  * looks, once per iteration while one runs, whether it has ended.  An admin's request is

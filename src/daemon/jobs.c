@@ -236,7 +236,8 @@ static gw_usec_t end_label_now(const struct gw_daemon *d, const struct gw_djob *
 }
 
 /* The executor's word on an attempt's end (executor.h): its exit on the job's record, then
- * GW_HOOK_ATTEMPT_ENDED, whose last subscriber says what it means (recovery.c).  Told once per attempt; a second word is a bug, and ignored. */
+ * GW_HOOK_ATTEMPT_ENDED, whose last subscriber says what it means (recovery.c).  Told once
+ * per attempt; a second word is a bug, and ignored. */
 void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end) {
         struct gw_job *j = dj->job;
         if (dj->dead || j->state != GW_JOB_RUNNING) {

@@ -407,7 +407,8 @@ static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_trai
                 }
                 char reason[GW_LEAK_EVIDENCE_MAX + 96];
                 snprintf(reason, sizeof reason, LEAK_STOP_START "%s" LEAK_STOP_END, t->leak_evidence);
-                gw_lifecycle_log_line(d, dj, "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
+                gw_lifecycle_log_line(d, dj,
+                                      "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
                 t->restart_sent = true;
                 gw_job_terminate(d, dj, GW_JOB_FAILED, reason);
                 return;
