@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -282,6 +283,15 @@ int gw_parse_int(const char *s, long long min, long long max, long long *ret) {
                 return -ERANGE;
         *ret = v;
         return 0;
+}
+
+void gw_format_local_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata) {
+        time_t s = (time_t) (t / GW_USEC_PER_SEC), r = (time_t) (ref / GW_USEC_PER_SEC);
+        struct tm tm, rm;
+        localtime_r(&s, &tm);
+        localtime_r(&r, &rm);
+        bool same_day = ref && tm.tm_yday == rm.tm_yday && tm.tm_year == rm.tm_year;
+        strftime(buf, n, same_day ? "%H:%M" : "%a %H:%M", &tm);
 }
 
 /* Two units at most, the smaller dropped when zero: "12m30s", "12m", "1h30m", "2d3h". */

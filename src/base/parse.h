@@ -25,6 +25,10 @@ int gw_parse_int(const char *s, long long min, long long max, long long *ret);
 /* "1h30m", "45s", "2d3h", "-" for negative or unknown.  Writes at most n bytes. */
 char *gw_format_duration(gw_usec_t d, char *buf, size_t n);
 
+/* t in local time for messages: "13:00" on ref's day (ref 0: none), else "Sat 13:00".  The
+ * shape of a calendar's formatter (core/calendar.h); userdata is not used. */
+void gw_format_local_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata);
+
 /* "16.0 GiB", "512 MiB". */
 char *gw_format_size(uint64_t bytes, char *buf, size_t n);
 

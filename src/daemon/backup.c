@@ -1,5 +1,6 @@
-/* Online backups of the state: POST /api/v1/admin/backup (gpuward admin backup PATH) and the
- * scheduled ones (backup_interval, backup_keep) into STATE_DIR/backups/.
+/* Online backups of the state: an admin's (POST /api/v1/admin/backup, gpuward admin backup
+ * PATH; its handler is in handlers_feature.c) and the scheduled ones (backup_interval,
+ * backup_keep) into STATE_DIR/backups/.
  *
  * The copy is made by the store's backup thread (store/backup.h); the loop only starts it and
  * looks, once per iteration while one runs, whether it has ended.  An admin's request is
@@ -8,7 +9,6 @@
  * only take twice the disk bandwidth. */
 #include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "daemon/handlers.h"
+#include "daemon/daemon.h"
 #include "store/backup.h"
 
 /* How often the loop looks whether a running copy has ended. */
@@ -166,70 +166,39 @@ void gw_backup_close(struct gw_daemon *d) {
         d->backup = dbackup_free(d->backup); /* waits for a copy under way */
 }
 
-/* The path an admin named: absolute, not there yet, in a folder that is.  0, or -EINVAL
- * after a 400 naming the field. */
-static int path_check(const char *path, struct gw_http_reply *rep) {
-        struct stat st;
-        if (!path || !*path)
-                return reply_error(rep, 400, "path", "path: required, the file to write the copy to"), -EINVAL;
-        if (path[0] != '/' || strlen(path) > 4000)
-                return reply_error(rep, 400, "path", "path: '%.200s' is not an absolute path (under 4000 bytes)",
-                                   path), -EINVAL;
-        if (lstat(path, &st) == 0)
-                return reply_error(rep, 400, "path", "path: %.200s exists; a backup never replaces a file", path),
-                       -EINVAL;
-        char copy[4096];
-        snprintf(copy, sizeof copy, "%s", path);
-        const char *dir = dirname(copy);
-        if (stat(dir, &st) < 0)
-                return reply_error(rep, 400, "path", "path: the folder %.200s does not exist (%s)", dir,
-                                   strerror(errno)), -EINVAL;
-        if (!S_ISDIR(st.st_mode))
-                return reply_error(rep, 400, "path", "path: %.200s is not a folder", dir), -EINVAL;
+/* An admin's request, suspended on conn until the copy is written (handlers_feature.c). */
+int gw_backup_request(struct gw_daemon *d, const char *path, struct gw_http_conn *conn, char *why, size_t n) {
+        if (d->backup) {
+                snprintf(why, n, "a backup is being written already (to %.200s); ask again when it is done",
+                         gw_backup_path(d->backup->b));
+                return 409;
+        }
+        char err[600];
+        if (start(d, path, conn, err, sizeof err) < 0) {
+                snprintf(why, n, "backup: %s", err);
+                return 500;
+        }
         return 0;
 }
 
-static void answer(struct gw_daemon *d, struct gw_http_reply *rep) {
+int gw_backup_answer(struct gw_daemon *d, struct gw_http_conn *conn, char *path, size_t path_n, uint64_t *bytes,
+                     char *why, size_t n) {
         struct gw_dbackup *x = d->backup;
-        const char *path = gw_backup_path(x->b);
-        if (x->r == -EEXIST)
-                reply_error(rep, 400, "path", "path: %.200s exists now (made while the copy was written); the copy "
-                                              "was not kept", path);
-        else if (x->r < 0)
-                reply_error(rep, x->r == -ENOSPC ? 507 : 500, NULL, "backup to %.200s failed: %s", path, x->why);
-        else
-                reply_json(rep, 200, json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) x->bytes,
-                                               "schema", gw_store_schema_version()));
+        if (!x || x->conn != conn || !x->ended) {
+                snprintf(why, n, "gpuwardd is stopping; the backup may not be complete");
+                return 503;
+        }
+        int status = 200;
+        snprintf(path, path_n, "%s", gw_backup_path(x->b));
+        *bytes = x->bytes;
+        if (x->r == -EEXIST) {
+                snprintf(why, n, "path: %.200s exists now (made while the copy was written); the copy was not kept",
+                         path);
+                status = 400;
+        } else if (x->r < 0) {
+                snprintf(why, n, "backup to %.200s failed: %s", path, x->why);
+                status = x->r == -ENOSPC ? 507 : 500;
+        }
         d->backup = dbackup_free(x);
-}
-
-void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-               struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        (void) ctx;
-        if (req->resumed) {
-                if (d->backup && d->backup->conn == req->conn && d->backup->ended)
-                        return answer(d, rep);
-                return reply_error(rep, 503, NULL, "gpuwardd is stopping; the backup may not be complete");
-        }
-        json_t *o = parse_body(req, rep);
-        if (!o)
-                return;
-        static const char *const fields[] = { "path" };
-        const char *path = NULL;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 || path_check(path, rep) < 0)
-                return json_decref(o);
-        if (d->backup) {
-                reply_error(rep, 409, NULL, "a backup is being written already (to %.200s); ask again when it is done",
-                            gw_backup_path(d->backup->b));
-                return json_decref(o);
-        }
-        char err[600];
-        if (start(d, path, req->conn, err, sizeof err) < 0) {
-                reply_error(rep, 500, NULL, "backup: %s", err);
-                return json_decref(o);
-        }
-        log_info("backup to %s asked by %s", path, c->user);
-        json_decref(o);
-        rep->suspend = true;
+        return status;
 }

@@ -223,12 +223,18 @@ struct gw_submit_error {
         char field[64];
         char message[256];
 };
+/* jobs.c: a job by id: the live one if active, else the stored record, which *tmp then owns
+ * (NULL: none). */
+const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
 /* Validates j against the host and queues it (takes j).  0 with *ret_id, or -errno with err. */
 int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id);
 /* The three steps of a submission, for batches: check (no side effect), write to the store,
  * put in the queue (takes j).  ahead: the jobs of the same batch checked before j (not queued
  * yet, but they count against the user's max_pending_jobs). */
 int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahead, struct gw_submit_error *err);
+/* A submission check (gw_submit_check_fn): the job it starts after exists and has not ended in
+ * a way that can never satisfy it. */
+int gw_job_check_dependency(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
 int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error *err);
 void gw_job_enqueue(struct gw_daemon *d, struct gw_job *j);
 /* Records the start of a queued job on mask and launches it; inside the loop's transaction
@@ -240,6 +246,10 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj);
 /* The environment a job runs with (a new strv): the submitter's, minus what the config strips
  * and gpuward's own names, plus --env, plus gpuward's variables.  a: its account, or NULL. */
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a);
+/* jobs.c: the command this attempt runs, handed to the executor with the environment: the
+ * original one, the Ultralytics resume form (`... resume=RUN/weights/last.pt
+ * model=RUN/weights/last.pt`), or `sh -c RESUME_CMD`.  Malloc'ed strv. */
+char **gw_resume_argv(const struct gw_job *j);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
  * written again later (lifecycle.c), and the exits journal is kept for the next daemon. */
@@ -278,14 +288,13 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
  * not_before: its wall-clock label); msg says why, for the job's events. */
 void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec_t not_before, gw_usec_t backoff,
                     const char *msg);
-/* SIGCHLD: reaps the daemon's children (the executor's, restore helpers). */
-void gw_jobs_reap(struct gw_daemon *d);
 /* Frees the jobs that ended during this loop iteration. */
 void gw_jobs_bury(struct gw_daemon *d);
 /* jobs.c: an ended job leaves the daemon's map; its executor state is let go, and it is
  * freed with the loop iteration (or kept while its end is unwritten). */
 void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj);
-/* Time limits and SIGKILL deadlines; returns the next deadline (monotonic) or INFINITY. */
+/* Backoffs, unwritten ends, time limits and SIGKILL deadlines; returns the next deadline
+ * (monotonic) or INFINITY.  The loop calls each feature's own tick besides (main.c). */
 gw_usec_t gw_jobs_tick(struct gw_daemon *d);
 /* jobs_recover.c: loads active jobs from the store at start; running ones go to the
  * executor's adopt (re-adopted, or their end told). */
@@ -315,7 +324,8 @@ void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj);
 void gw_job_clock_adopt(struct gw_daemon *d, struct gw_djob *dj);
 gw_usec_t gw_job_ran(const struct gw_djob *dj, gw_usec_t mono);
 gw_usec_t gw_job_clock_label(const struct gw_daemon *d, const struct gw_djob *dj, gw_usec_t mono);
-struct gw_djob *gw_djob_free(struct gw_djob *dj);
+/* Frees dj: its executor state, then each feature's (GW_HOOK_JOB_FREED), then its own. */
+struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj);
 /* Marks the GPUs in mask as held by job id (0: free). */
 void gw_gpus_assign(struct gw_daemon *d, uint64_t mask, int64_t id);
 
@@ -344,12 +354,18 @@ void gw_jobs_unwritten_close(struct gw_daemon *d);
 /* gpus.c */
 int gw_gpus_open(struct gw_daemon *d);
 void gw_gpus_close(struct gw_daemon *d);
+/* GET /api/v1/gpus's object (new reference), for the event stream too; one GPU's.  details:
+ * the command lines of the processes on them, which guests are not shown unless the config
+ * says so. */
+json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details);
+json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details);
 
-/* recovery.c */
+/* recovery.c, subscribed to GW_HOOK_ATTEMPT_ENDED, last */
 /* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the
  * caller's: when the supervisor saw the job end, else when the daemon learnt of it):
  * classify, record, retry or end. */
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time);
+/* jobs.c: the log of j's attempt (its --output, else LOG_DIR/ID.log, ID.N.log for N > 1). */
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt);
 /* Frees a running job's GPUs and what its executor held for the attempt (its end, its retry). */
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj);
@@ -411,10 +427,11 @@ const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, 
 /* At submit: 0, or -EINVAL (unknown profile) / -EPERM (the user may not choose it) with err
  * filled for field idle_policy. */
 int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err);
-/* reclaim_policy.c: POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): changes an
- * active job's profile; event "policy". */
-void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c);
+/* reclaim_policy.c, for POST /api/v1/jobs/{id}/policy (admins): changes an active job's
+ * profile to name, by whom, with event "policy".  0, or the HTTP status of the refusal with
+ * why: 400 no such profile (field idle_policy), 503 the store refused it (nothing changed). */
+int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *name, const char *by, char *why,
+                          size_t n);
 /* ---- end of idle-GPU reclamation ---- */
 
 /* joblog.c: a job log past log_max (its supervisor cut the middle, shim/logcap.h).  watch,
@@ -449,7 +466,8 @@ double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
  * when there is nothing to say.  New reference. */
 json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j);
 /* training_predict.c: predicted starts of queued jobs (core/predict.h).  fill_view adds ETAs,
- * expected run times, dependencies and memory needs to a calendar view (sharing.c calls it);
+ * expected run times, dependencies and memory needs to a calendar view (sharing.c's, for the
+ * schedule's layout and the predictions);
  * predict writes j->predicted_start/end of every queued job, at most every 2 s unless force;
  * prediction_json is the basis, for GET /api/v1/jobs/{id}/eta and the job's "training". */
 struct calendar_view;
@@ -459,13 +477,12 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
 /* When each results.csv row of the current attempt appeared, in seconds since its start
  * (the job page's epoch lines); JSON null when not watched.  New reference. */
 json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j);
-void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct caller *c);
-void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct caller *c);
-/* POST {"snapshot": N, "to": "/abs/path", "force": false} (the job's owner or an admin). */
-void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c);
+/* The object GET /api/v1/jobs/{id}/eta replies for j (new reference); details: whether the
+ * reader sees the job's paths (else results_csv is null). */
+json_t *gw_training_eta_reply(struct gw_daemon *d, const struct gw_job *j, bool details);
+/* training_snap.c: the job's snapshots as JSON objects (pruned ones left out unless all);
+ * NULL when the store cannot be read. */
+json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
 /* training_restore.c: a restore is a forked helper the loop never waits on.  start forks it
  * for the suspended request conn (0, or -errno with the user's message in why); reaped takes
  * a child's exit (false: not a restore helper), records the outcome as a "restore" event and
@@ -484,5 +501,13 @@ gw_usec_t gw_train_restore_tick(struct gw_daemon *d);
 gw_usec_t gw_backup_tick(struct gw_daemon *d);
 void gw_backup_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
 void gw_backup_close(struct gw_daemon *d);
+/* An admin's backup to path (checked already), its request suspended on conn: 0 started, or
+ * the HTTP status of the refusal with why (409 one is under way, 500 it cannot start).
+ * answer, when conn's request is resumed: 200 with the copy's path and size, or the status
+ * with why (400 the path was made meanwhile, 507 the disk is full, 500 it failed, 503 the
+ * copy is not this request's or not ended: the daemon is stopping). */
+int gw_backup_request(struct gw_daemon *d, const char *path, struct gw_http_conn *conn, char *why, size_t n);
+int gw_backup_answer(struct gw_daemon *d, struct gw_http_conn *conn, char *path, size_t path_n, uint64_t *bytes,
+                     char *why, size_t n);
 void gw_train_restore_free_all(struct gw_daemon *d);
 /* ---- end of training awareness ---- */

@@ -153,11 +153,17 @@ void gw_events_booking(struct gw_daemon *d, const struct gw_store_booking *b) {
                 publish(d->events, "booking", gw_codec_booking(b));
 }
 
-void gw_events_gpus(struct gw_daemon *d) {
+bool gw_events_listened(const struct gw_daemon *d) {
+        return d->events && d->events->n_clients;
+}
+
+void gw_events_gpus(struct gw_daemon *d, json_t *gpus) {
         struct gw_events *ev = d->events;
-        if (!ev || !ev->n_clients)
+        if (!ev || !ev->n_clients) {
+                json_decref(gpus);
                 return;
-        publish(ev, "gpus", gw_api_gpus_json(d));
+        }
+        publish(ev, "gpus", gpus);
 }
 
 void gw_events_predictions(struct gw_daemon *d) {
@@ -238,38 +244,32 @@ static void client_start(struct gw_events *ev, struct ev_client *c, const char *
         c->pre_len = n > 0 && (size_t) n < sizeof c->pre ? (size_t) n : 0;
 }
 
-void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *caller) {
-        struct gw_daemon *d = the_daemon(ud);
+int gw_events_attach(struct gw_daemon *d, const struct gw_events_reader *who, const char *last,
+                     struct gw_http_conn *conn, struct gw_http_reply *rep, char *why, size_t n) {
         struct gw_events *ev = d->events;
         if (!ev)
-                return reply_error(rep, 503, NULL, "the event stream is not running");
+                return snprintf(why, n, "the event stream is not running"), 503;
         if (ev->n_clients >= CLIENTS_MAX)
-                return reply_error(rep, 503, NULL, "too many event streams open (%d)", CLIENTS_MAX);
+                return snprintf(why, n, "too many event streams open (%d)", CLIENTS_MAX), 503;
         size_t mine = 0;
-        for (const struct ev_client *o = ev->clients; o && !caller->admin; o = o->after)
-                mine += o->counted && o->known == caller->known && (!o->known || o->uid == caller->uid);
-        if (mine >= CLIENTS_PER_CALLER) {
-                gw_http_reply_header(rep, "Retry-After", "5");
-                return reply_error(rep, 429, NULL, "%s already hold%s %d event streams", caller->known ? caller->user
-                                   : "callers without a token", caller->known ? "s" : "", CLIENTS_PER_CALLER);
-        }
-        const char *last = gw_http_header(req, "Last-Event-ID");
-        if (!last)
-                last = gw_http_query(req, "last_event_id");
+        for (const struct ev_client *o = ev->clients; o && !who->admin; o = o->after)
+                mine += o->counted && o->known == who->known && (!o->known || o->uid == who->uid);
+        if (mine >= CLIENTS_PER_CALLER)
+                return snprintf(why, n, "%s already hold%s %d event streams", who->known ? who->user
+                                : "callers without a token", who->known ? "s" : "", CLIENTS_PER_CALLER), 429;
         struct ev_client *c = gw_xcalloc(1, sizeof *c);
         c->ev = ev;
-        c->conn = req->conn;
-        c->counted = !caller->admin;
-        c->known = caller->known;
-        c->uid = caller->uid;
+        c->conn = conn;
+        c->counted = !who->admin;
+        c->known = who->known;
+        c->uid = who->uid;
         client_start(ev, c, last);
         c->after = ev->clients;
         if (ev->clients)
                 ev->clients->prev = c;
         ev->clients = c;
         ev->n_clients++;
-        gw_http_conn_set_sndbuf(req->conn, CLIENT_SNDBUF);
+        gw_http_conn_set_sndbuf(conn, CLIENT_SNDBUF);
         rep->status = 200;
         rep->content_type = "text/event-stream; charset=utf-8";
         rep->stream_read = client_read;
@@ -277,6 +277,7 @@ void on_events(void *ud, const struct gw_http_request *req, const struct gw_rout
         rep->stream_cls = c;
         gw_http_reply_header(rep, "Cache-Control", "no-store");
         gw_http_reply_header(rep, "X-Accel-Buffering", "no");
+        return 0;
 }
 
 int gw_events_open(struct gw_daemon *d) {

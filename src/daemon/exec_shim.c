@@ -12,12 +12,22 @@
 #include "core/failure.h"
 #include "daemon/exec_shim.h"
 #include "daemon/launch_server.h"
-#include "daemon/resume.h"
+
+static void pending_unlink(struct gw_exec_job *x) {
+        if (!x->pending_pprev)
+                return;
+        *x->pending_pprev = x->pending_next;
+        if (x->pending_next)
+                x->pending_next->pending_pprev = x->pending_pprev;
+        x->pending_next = NULL;
+        x->pending_pprev = NULL;
+}
 
 static void job_free(struct gw_djob *dj) {
         struct gw_exec_job *x = dj->exec;
         if (!x)
                 return;
+        pending_unlink(x);
         if (x->pidfd >= 0)
                 (void) close(x->pidfd);
         if (x->report_fd >= 0)
@@ -32,10 +42,25 @@ struct gw_exec_job *exec_shim_job(struct gw_djob *dj) {
         if (!dj->exec) {
                 struct gw_exec_job *x = gw_xcalloc(1, sizeof *x);
                 x->pidfd = x->report_fd = x->shim_chan = -1;
+                x->dj = dj;
                 dj->exec = x;
                 dj->exec_free = job_free;
         }
         return dj->exec;
+}
+
+void exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pending) {
+        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_shim *s = exec_shim_of(d);
+        x->launch_pending = pending;
+        pending_unlink(x);
+        if (!pending)
+                return;
+        x->pending_next = s->pending;
+        if (s->pending)
+                s->pending->pending_pprev = &x->pending_next;
+        x->pending_pprev = &s->pending;
+        s->pending = x;
 }
 
 /* Before the start is recorded: its cgroup, named in the record so that a restarted daemon
@@ -77,16 +102,14 @@ const char *exec_shim_tty(const struct gw_daemon *d, struct gw_job *j) {
 
 /* The start goes to an idle supervisor, else the resident launcher (its answer comes later,
  * exec_shim_launch.c), else a spawned gpuward-shim. */
-static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen) {
+static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err,
+                 size_t errlen) {
         struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
-        /* The job's user: HOME and SHELL for its environment, its groups for the supervisor. */
-        const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
-        _cleanup_(gw_strv_freep) char **env = gw_job_environment(d, j, account);
-        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
+        const struct gw_account *account = how->account;
         struct gw_launch l = {
-                .argv = argv,
-                .envp = env,
+                .argv = how->argv,
+                .envp = how->envp,
                 .cwd = j->cwd,
                 .drop_privileges = d->loop.euid == 0 && j->uid != 0,
                 .uid = j->uid,
@@ -221,6 +244,8 @@ static void exec_shim_close(struct gw_daemon *d) {
         s->exits = gw_exits_close(s->exits);
         s->launcher = gw_launch_server_close(s->launcher);
         gw_warm_close(&s->warm);
+        while (s->pending) /* a job freed later must not reach into s */
+                pending_unlink(s->pending);
         free(s);
         d->exec = NULL;
 }

@@ -23,6 +23,8 @@ struct gw_exec_job {
         int shim_chan;               /* the channel to the shim, to send it the next job (warm.h), or -1 */
         bool report_closed;          /* the pipe closed before the launcher's answer came */
         bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
+        struct gw_djob *dj;          /* whose: the launcher's answer names the job by id */
+        struct gw_exec_job *pending_next, **pending_pprev; /* in the list of those launch_pending */
         struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
         bool host_oom_known;         /* host_oom_start was read at this attempt's launch */
         uint64_t host_oom_start;     /* the host's oom_kill count then (jobs without a memory cgroup) */
@@ -43,6 +45,7 @@ struct gw_exec_shim {
         struct gw_warm warm;                /* idle supervisors, sent the next starts first */
         struct gw_source launcher_src;
         int launcher_watched;        /* the launcher socket in epoll, -1 none */
+        struct gw_exec_job *pending; /* the attempts that wait for the launcher's answer */
 };
 
 /* exec_shim.c: sets d->exec: the exits journal (in d->loop.run_dir) and cgroups (the config's).
@@ -57,6 +60,9 @@ struct gw_exec_job *exec_shim_job(struct gw_djob *dj);
 /* An interactive job's session socket (shim/tty.h), under the run dir, kept in j->tty_socket
  * for the API; NULL for other jobs. */
 const char *exec_shim_tty(const struct gw_daemon *d, struct gw_job *j);
+/* Sets dj's launch_pending, and its place in the list the launcher's answers are matched
+ * against (exec_shim_launch.c). */
+void exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pending);
 /* Empties the exits journal when no job runs (not inside a batch: its ends are not committed
  * yet; not when an end was not written: the next daemon reads it there). */
 void exec_shim_trim_exits(struct gw_daemon *d);

@@ -141,7 +141,7 @@ int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
                 (void) kill(-j->pid, SIGKILL);
         }
-        gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
         return 0;
 }
 

@@ -31,8 +31,17 @@ static void watch_socket(struct gw_daemon *d) {
         exec_shim_of(d)->launcher_watched = fd;
 }
 
+/* The job of id whose start waits for the launcher's answer, NULL none (one that ended and
+ * left the daemon's map no longer waits). */
+static struct gw_djob *pending_job(struct gw_daemon *d, int64_t id) {
+        for (struct gw_exec_job *x = exec_shim_of(d)->pending; x; x = x->pending_next)
+                if (x->dj->job->id == id && !x->dj->dead)
+                        return x->dj;
+        return NULL;
+}
+
 static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
-        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, a->job_id);
+        struct gw_djob *dj = pending_job(d, a->job_id);
         if (!dj || dj->job->attempt != a->attempt || !exec_shim_job(dj)->launch_pending) {
                 log_warn("job %lld: the job launcher answered for attempt %d, which no longer waits for it",
                          (long long) a->job_id, a->attempt);
@@ -55,8 +64,8 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 snprintf(err, sizeof err, "the job launcher could not start its supervisor: %s", strerror(-r));
         }
         if (r < 0) {
-                x->launch_pending = false;
-                gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = err });
+                exec_shim_set_pending(d, dj, false);
+                d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = err });
                 return;
         }
         exec_shim_launched(d, dj, &run);

@@ -54,7 +54,7 @@ void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw
                 j->pid = run->job;
                 (void) gw_proc_start_time(j->pid, &j->pid_start);
         }
-        x->launch_pending = run->pending;
+        exec_shim_set_pending(d, dj, run->pending);
         if (run->pending)
                 return; /* the launcher's answer brings the supervisor (exec_shim_launch.c) */
         j->shim_pid = run->shim;
@@ -81,7 +81,7 @@ void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         }
         /* A stop asked for while the supervisor was unknown reaches it now. */
         if (dj->terminating)
-                gw_job_signal(d, dj, SIGTERM);
+                (void) d->exec->signal(d, dj, SIGTERM, 0);
 }
 
 static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
@@ -196,10 +196,10 @@ bool exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
         if (gw_exits_take(exec_shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
         if (!end.known) {
-                gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+                d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
                 return false;
         }
-        gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = end.status,
+        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = end.status,
                                                            .at = attempt_end_time(d, dj, &end) });
         return true;
 }

@@ -36,14 +36,16 @@ void slurm_job_forget(struct gw_exec_slurm *s, int64_t id) {
                 *sj = s->jobs[--s->n_jobs];
 }
 
-static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, int64_t id, uint32_t slurm_id, gw_usec_t now) {
+static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, struct gw_djob *dj, uint32_t slurm_id, gw_usec_t now) {
+        int64_t id = dj->job->id;
         slurm_job_forget(s, id);
         if (s->n_jobs == s->cap_jobs) {
                 s->cap_jobs = s->cap_jobs ? 2 * s->cap_jobs : 16;
                 s->jobs = gw_xrealloc(s->jobs, s->cap_jobs * sizeof *s->jobs);
         }
         struct gw_slurm_job *sj = &s->jobs[s->n_jobs++];
-        *sj = (struct gw_slurm_job) { .id = id, .slurm_id = slurm_id, .submitted = now, .pending_in_slurm = true };
+        *sj = (struct gw_slurm_job) { .id = id, .dj = dj, .slurm_id = slurm_id, .submitted = now,
+                                      .pending_in_slurm = true };
         return sj;
 }
 
@@ -100,9 +102,14 @@ pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid
 /* The job's environment for sbatch, which passes it on to the job (--export=ALL): the
  * submitter's as the local executor gives it, but the GPUs are Slurm's to choose, and the
  * cluster is the daemon's (SLURM_CONF). */
-static char **sbatch_env(struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
-        char **env = gw_job_environment(d, j, a);
+static char **sbatch_env(char *const *job_env) {
         size_t n = 0;
+        while (job_env && job_env[n])
+                n++;
+        char **env = gw_xcalloc(n + 1, sizeof *env);
+        for (size_t i = 0; i < n; i++)
+                env[i] = gw_xstrdup(job_env[i]);
+        n = 0;
         for (size_t i = 0; env[i]; i++) {
                 if (!strncmp(env[i], "CUDA_VISIBLE_DEVICES=", 21) || !strncmp(env[i], "SLURM_CONF=", 11)) {
                         free(env[i]);
@@ -165,11 +172,11 @@ static int wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
 
 /* Runs sbatch as the job's user and reads the Slurm job id it prints ("JOBID[;CLUSTER]").
  * Blocks the loop for as long as sbatch takes, SBATCH_TIMEOUT_USEC at most. */
-static int submit(struct gw_daemon *d, const struct gw_job *j, char **argv, uint32_t *ret_id, char *err,
-                  size_t errlen) {
+static int submit(struct gw_daemon *d, const struct gw_job *j, const struct gw_exec_start *how, char **argv,
+                  uint32_t *ret_id, char *err, size_t errlen) {
         struct gw_exec_slurm *s = slurm_of(d);
-        const struct gw_account *a = gw_userdb_uid(d->users, j->uid, d->now);
-        _cleanup_(gw_strv_freep) char **env = sbatch_env(d, j, a);
+        const struct gw_account *a = how->account;
+        _cleanup_(gw_strv_freep) char **env = sbatch_env(how->envp);
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return snprintf(err, errlen, "sbatch: pipe: %s", strerror(errno)), -errno;
@@ -213,19 +220,23 @@ static void log_make(const struct gw_daemon *d, const struct gw_job *j) {
                          strerror(errno));
 }
 
-static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen) {
+static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err, size_t errlen) {
         struct gw_job *j = dj->job;
         log_make(d, j);
         struct gw_sbatch_opts o = { .now = d->now_wall };
         _cleanup_(gw_strv_freep) char **argv = NULL;
-        int r = gw_slurm_sbatch_argv(j, &o, &argv, err, errlen);
+        /* The command as the job code made it for this attempt (with a retry's resume
+         * arguments), in the job's place. */
+        struct gw_job run = *j;
+        run.argv = (char **) how->argv;
+        int r = gw_slurm_sbatch_argv(&run, &o, &argv, err, errlen);
         if (r < 0)
                 return r;
         uint32_t id = 0;
-        r = submit(d, j, argv, &id, err, errlen);
+        r = submit(d, j, how, argv, &id, err, errlen);
         if (r < 0)
                 return r;
-        job_add(slurm_of(d), j->id, id, d->now);
+        job_add(slurm_of(d), dj, id, d->now);
         char msg[128];
         snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32, j->attempt, id);
         if (gw_store_job_event(d->store, j->id, j->state, "slurm_job", msg) < 0)
@@ -286,10 +297,10 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 struct gw_exec_end end = { .kind = GW_EXEC_LOST };
                 log_warn("job %lld: no Slurm job recorded for attempt %d; lost", (long long) dj->job->id,
                          dj->job->attempt);
-                gw_exec_attempt_end(d, dj, &end);
+                d->exec->ended(d, dj, &end);
                 return 0;
         }
-        job_add(slurm_of(d), dj->job->id, id, 0);
+        job_add(slurm_of(d), dj, id, 0);
         log_info("job %lld: following Slurm job %" PRIu32 " again", (long long) dj->job->id, id);
         return 1;
 }

@@ -12,6 +12,7 @@
 /* What the daemon knows of one attempt it handed to Slurm. */
 struct gw_slurm_job {
         int64_t id;               /* gpuward's job */
+        struct gw_djob *dj;       /* that job, while it runs (release forgets it before it is freed) */
         uint32_t slurm_id;
         gw_usec_t submitted;      /* monotonic: a poll begun before this cannot show the job */
         bool pending_in_slurm;    /* squeue's last word: not started (scancel --signal cannot reach it) */

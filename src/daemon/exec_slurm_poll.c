@@ -87,7 +87,7 @@ static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *s
 static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squeue_row *rows, size_t n) {
         struct gw_exec_slurm *s = slurm_of(d);
         struct gw_slurm_job *sj = slurm_job_find(s, id);
-        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, id);
+        struct gw_djob *dj = sj ? sj->dj : NULL;
         if (!sj || !dj || dj->dead || dj->job->state != GW_JOB_RUNNING || sj->submitted >= s->poll_started)
                 return; /* a job submitted while this squeue ran need not be in it yet */
         const struct gw_slurm_squeue_row *r = NULL;
@@ -112,7 +112,7 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squ
                  r && r->exit_status[0] ? ", wait status " : "", r ? r->exit_status : "");
         (void) gw_store_job_event(d->store, id, dj->job->state, "slurm", msg);
         slurm_job_forget(s, id);
-        gw_exec_attempt_end(d, dj, &end);
+        d->exec->ended(d, dj, &end);
 }
 
 /* squeue has exited and its output is read: apply it, if it succeeded. */

@@ -8,8 +8,9 @@
  * What every executor promises:
  * - start: 0 means the attempt is under way and its end will be told; -errno means nothing
  *   runs and nothing will be told (the caller ends the job FAILED with err).
- * - The end of every started or adopted attempt is told exactly once, through
- *   gw_exec_attempt_end (jobs.c), and nothing is told after it for that attempt.  The end
+ * - The end of every started or adopted attempt is told exactly once, through the
+ *   table's ended (gw_exec_attempt_end, jobs.c), and nothing is told after it for that
+ *   attempt.  The end
  *   may be told from start itself (a start that fails after being accepted), from ready, tick,
  *   reaped or adopt.
  * - signal after the end (or before any start) is a no-op; a signal asked for while the
@@ -28,6 +29,7 @@
 
 #include "base/time.h"
 
+struct gw_account;
 struct gw_daemon;
 struct gw_djob;
 struct gw_source;
@@ -46,6 +48,18 @@ struct gw_exec_end {
         const char *why;
 };
 
+/* What the job side makes for a start (jobs.c, gw_job_launch): the command this attempt runs
+ * (the original one, or its resume form: gw_resume_argv), its environment, and its user's
+ * account (HOME, groups; NULL when it cannot be looked up).  Borrowed for the call. */
+struct gw_exec_start {
+        char *const *argv;
+        char *const *envp;
+        const struct gw_account *account;
+};
+
+/* How an executor tells an attempt's end (see above). */
+typedef void gw_exec_end_fn(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end);
+
 /* Flags of signal. */
 #define GW_EXEC_SIGNAL_MAIN 1u /* its main process only (a --signal warning), not all */
 
@@ -54,8 +68,9 @@ struct gw_executor {
         void *state;         /* the executor's own, opaque to the daemon */
         /* Before a start is recorded: what the record carries (the shim: j->cgroup). */
         void (*prepare)(struct gw_daemon *d, struct gw_djob *dj);
-        /* Starts the attempt of dj->job on j->gpu_mask as j->uid (see above). */
-        int (*start)(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen);
+        /* Starts the attempt of dj->job on j->gpu_mask as j->uid, running how (see above). */
+        int (*start)(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err,
+                     size_t errlen);
         /* 0 sent; -ESRCH nothing of the attempt runs (or not yet known); else -errno. */
         int (*signal)(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags);
         /* A restart: adopt_begin may refuse to go on (-errno, with the store's error set:
@@ -78,7 +93,11 @@ struct gw_executor {
         void (*oom_facts)(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in);
         /* Shutdown: running attempts keep running, to be adopted by the next daemon. */
         void (*close)(struct gw_daemon *d);
+        /* Set by the daemon once the executor is open, before any other call (main.c): where
+         * the executor tells each end, gw_exec_attempt_end.  An executor calls no job code by
+         * name; what it needs of a job comes with the call (dj, how). */
+        gw_exec_end_fn *ended;
 };
 
-/* jobs.c: the one way an executor tells an attempt's end (see above). */
+/* jobs.c: the one way an executor tells an attempt's end (see above), set as ended. */
 void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end);

@@ -1,5 +1,5 @@
 /* GPUs: NVML (or the fake one for --simulate-gpus), their static facts, drain state and
- * periodic samples. */
+ * periodic samples, and their JSON (GET /api/v1/gpus and the event stream's "gpus"). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/codec.h"
+#include "api/codec_gpu.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
@@ -185,4 +187,48 @@ int gw_gpus_open(struct gw_daemon *d) {
 
 void gw_gpus_close(struct gw_daemon *d) {
         d->host.gpu = gw_gpu_close(d->host.gpu);
+}
+
+static const char *gpu_health(const struct gw_dgpu *g) {
+        if (g->sampled && g->sample.health != GW_GPU_OK)
+                return "lost";
+        return g->drained ? "drained" : "ok";
+}
+
+/* The API's view of g (api/codec_gpu.h), borrowing its strings; procs has room for its
+ * processes. */
+static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_codec_gpu *v, struct gw_codec_proc *procs) {
+        const struct gw_gpu_sample *s = &g->sample;
+        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->jobs.map, g->job_id) : NULL;
+        *v = (struct gw_codec_gpu) {
+                .index = (int) g->info.index, .name = g->info.name, .uuid = g->info.uuid, .mem_total = g->info.mem_total,
+                .has_mem = s->valid & GW_GPU_HAS_MEM, .has_util = s->valid & GW_GPU_HAS_UTIL,
+                .has_temp = s->valid & GW_GPU_HAS_TEMP, .has_power = s->valid & GW_GPU_HAS_POWER,
+                .mem_used = s->mem_used, .util = s->util_gpu, .mem_util = s->util_mem, .temp_c = s->temp_c,
+                .power_mw = s->power_mw, .health = gpu_health(g), .drain_reason = g->drained ? g->drain_reason : NULL,
+                .job_id = g->job_id, .job = dj ? dj->job : NULL, .procs = procs, .n_procs = g->n_procs,
+                .sampled_at = g->sampled ? g->sampled_at : 0,
+        };
+        for (size_t k = 0; k < g->n_procs; k++) {
+                const struct gw_dproc *p = &g->procs[k];
+                procs[k] = (struct gw_codec_proc) { .pid = (int) p->pid, .user = p->user, .cmd = p->cmd, .mem = p->mem,
+                                                    .sm_util = p->sm_util, .job_id = p->job_id, .stray = p->stray };
+        }
+}
+
+/* details: the command lines of the processes on it (a job's own among them), which guests
+ * are not shown unless the config says so. */
+json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details) {
+        struct gw_codec_gpu v;
+        _cleanup_free_ struct gw_codec_proc *procs = gw_xcalloc(g->n_procs + 1, sizeof *procs);
+        gpu_view(d, g, &v, procs);
+        return gw_codec_gpu(&v, details ? GW_VIEW_DETAILS : 0);
+}
+
+json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details) {
+        json_t *arr = json_array();
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                json_array_append_new(arr, gw_observe_gpu_json(d, &d->host.gpus[i], details));
+        return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total, "simulated",
+                         d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "");
 }

@@ -152,23 +152,6 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
         set_role(d, c, req->uid == geteuid());
 }
 
-/* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
-const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
-        *tmp = NULL;
-        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, id);
-        if (dj)
-                return dj->job;
-        /* Ended, but not on disk yet (a full disk): what the daemon knows, not the stale row. */
-        const struct gw_djob *unwritten = gw_jobs_unwritten_find(d, id);
-        if (unwritten)
-                return unwritten->job;
-        if (gw_store_job_get(d->store, id, tmp) < 0)
-                return NULL;
-        if (!(*tmp)->log_path)
-                (*tmp)->log_path = gw_job_log_path(d, *tmp);
-        return *tmp;
-}
-
 bool may_touch(const struct caller *c, const struct gw_job *j) {
         /* The name too: a deleted user's uid may be another account's now. */
         return c->admin || (c->known && c->uid == j->uid && !strcmp(c->user, j->user ? j->user : ""));
@@ -188,7 +171,7 @@ unsigned job_view(const struct gw_daemon *d, const struct caller *c, const struc
 
 const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct caller *c, const char *action,
                                   struct gw_http_reply *rep, struct gw_job **tmp) {
-        const struct gw_job *j = job_lookup(d, id, tmp);
+        const struct gw_job *j = gw_job_lookup(d, id, tmp);
         if (!j) {
                 reply_error(rep, 404, "id", "no job %lld", (long long) id);
                 return NULL;
@@ -306,7 +289,7 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                 return reply_store_error(d, rep, "cannot cancel the job");
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
-                const struct gw_job *fin = job_lookup(d, ctx->id, &now);
+                const struct gw_job *fin = gw_job_lookup(d, ctx->id, &now);
                 /* done at once */
                 return reply_json(rep, 200, fin ? job_with_events(d, fin, job_view(d, c, fin)) : json_object());
         }

@@ -41,8 +41,6 @@ json_t *parse_body(const struct gw_http_request *req, struct gw_http_reply *rep)
  * -EINVAL after a 400 naming the field. */
 int body_check(const json_t *o, const char *const *fields, size_t n, const char *what, const char *key,
                const char **ret, struct gw_http_reply *rep);
-/* A job by id: the live one if active, else the stored record, which *tmp then owns. */
-const struct gw_job *job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp);
 bool may_touch(const struct caller *c, const struct gw_job *j);
 /* What the caller may see of j (GW_VIEW_*): all for its owner and admins; its details but
  * not what it quotes from its log for other users; neither for guests unless the config's
@@ -67,9 +65,25 @@ void on_submit_batch(void *ud, const struct gw_http_request *req, const struct g
 /* handlers_list.c: GET /api/v1/jobs. */
 void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c);
-/* backup.c: POST /api/v1/admin/backup, answered when the copy is written. */
+/* handlers_feature.c: the features' own endpoints, each a plain call into the feature.
+ * POST /api/v1/admin/backup, answered when the copy is written (backup.c). */
 void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                struct gw_http_reply *rep, const struct caller *c);
+/* POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): an active job's idle profile
+ * (reclaim_policy.c). */
+void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct caller *c);
+/* GET /api/v1/jobs/{id}/eta, GET .../snapshots, POST .../restore {"snapshot": N, "to":
+ * "/abs/path", "force": false} (the job's owner or an admin): training_*.c. */
+void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                struct gw_http_reply *rep, const struct caller *c);
+void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct caller *c);
+void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct caller *c);
+/* GET /api/v1/events: the dashboard's stream (events.c). */
+void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct caller *c);
 
 /* handlers_gpu.c */
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
@@ -85,8 +99,6 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                 struct gw_http_reply *rep, const struct caller *c);
 void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c);
-/* The object GET /api/v1/gpus replies (new reference), for the event stream too. */
-json_t *gw_api_gpus_json(struct gw_daemon *d);
 
 /* handlers_self.c: the daemon's health (and its state disk's free room), and who the caller
  * is, how it was told apart, and the time limits a submission gets. */

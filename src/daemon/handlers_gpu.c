@@ -17,50 +17,10 @@
 #include "daemon/notify.h"
 #include "store/gpu_events.h"
 
-static const char *gpu_health(const struct gw_dgpu *g) {
-        if (g->sampled && g->sample.health != GW_GPU_OK)
-                return "lost";
-        return g->drained ? "drained" : "ok";
-}
-
-/* The API's view of g (api/codec_gpu.h), borrowing its strings; procs has room for its
- * processes. */
-static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_codec_gpu *v, struct gw_codec_proc *procs) {
-        const struct gw_gpu_sample *s = &g->sample;
-        struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->jobs.map, g->job_id) : NULL;
-        *v = (struct gw_codec_gpu) {
-                .index = (int) g->info.index, .name = g->info.name, .uuid = g->info.uuid, .mem_total = g->info.mem_total,
-                .has_mem = s->valid & GW_GPU_HAS_MEM, .has_util = s->valid & GW_GPU_HAS_UTIL,
-                .has_temp = s->valid & GW_GPU_HAS_TEMP, .has_power = s->valid & GW_GPU_HAS_POWER,
-                .mem_used = s->mem_used, .util = s->util_gpu, .mem_util = s->util_mem, .temp_c = s->temp_c,
-                .power_mw = s->power_mw, .health = gpu_health(g), .drain_reason = g->drained ? g->drain_reason : NULL,
-                .job_id = g->job_id, .job = dj ? dj->job : NULL, .procs = procs, .n_procs = g->n_procs,
-                .sampled_at = g->sampled ? g->sampled_at : 0,
-        };
-        for (size_t k = 0; k < g->n_procs; k++) {
-                const struct gw_dproc *p = &g->procs[k];
-                procs[k] = (struct gw_codec_proc) { .pid = (int) p->pid, .user = p->user, .cmd = p->cmd, .mem = p->mem,
-                                                    .sm_util = p->sm_util, .job_id = p->job_id, .stray = p->stray };
-        }
-}
-
-/* details: the command lines of the processes on it (a job's own among them), which guests
- * are not shown unless the config says so. */
-static json_t *gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details) {
-        struct gw_codec_gpu v;
-        _cleanup_free_ struct gw_codec_proc *procs = gw_xcalloc(g->n_procs + 1, sizeof *procs);
-        gpu_view(d, g, &v, procs);
-        return gw_codec_gpu(&v, details ? GW_VIEW_DETAILS : 0);
-}
-
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        json_t *arr = json_array();
-        for (unsigned i = 0; i < d->host.n_gpus; i++)
-                json_array_append_new(arr, gpu_json(d, &d->host.gpus[i], sees_details(d, c)));
-        reply_json(rep, 200, json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total,
-                                       "simulated", d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : ""));
+        reply_json(rep, 200, gw_observe_gpus_json(d, sees_details(d, c)));
 }
 
 /* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */
@@ -108,7 +68,7 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
                 return reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason, false) < 0)
                 return reply_store_error(d, rep, "cannot record the drain");
-        reply_json(rep, 200, gpu_json(d, &d->host.gpus[ctx->id], true)); /* admins only */
+        reply_json(rep, 200, gw_observe_gpu_json(d, &d->host.gpus[ctx->id], true)); /* admins only */
 }
 
 /* limit (1-1000, default 100) and since (Unix seconds, default all) of an events query; 0, or
@@ -332,12 +292,4 @@ void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route
         if (!d->loop.ready)
                 return reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");
         reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->host.n_gpus));
-}
-
-json_t *gw_api_gpus_json(struct gw_daemon *d) {
-        json_t *arr = json_array();
-        for (unsigned i = 0; i < d->host.n_gpus; i++)
-                json_array_append_new(arr, gpu_json(d, &d->host.gpus[i], d->cfg->guest_job_details));
-        return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total, "simulated",
-                         d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "");
 }

@@ -217,6 +217,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
                 return reply_error(rep, 400, "hours", "hours: 1 to 336");
         struct calendar_view v;
         gw_calendar_view(d, &v);
+        gw_training_fill_view(d, &v); /* ETAs: a running job's bar ends at its estimated end */
         gw_usec_t now = d->now_wall, horizon = hours * 3600 * GW_USEC_PER_SEC;
         size_t cap = gw_schedule_layout_max(&v.in), n = 0;
         struct gw_schedule_segment *segs = gw_xcalloc(cap + 1, sizeof *segs);
@@ -235,7 +236,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
         size_t size = 256 * 1024;
         char *text = gw_xmalloc(size);
         uint64_t rows = gw_sched_mask_first(d->host.n_gpus);
-        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_sharing_format_time, NULL, text, size) < 0 &&
+        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_format_local_time, NULL, text, size) < 0 &&
             !text[0])
                 snprintf(text, size, "(no chart)");
         free(segs);

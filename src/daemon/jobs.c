@@ -23,14 +23,12 @@
 #include "daemon/daemon.h"
 #include "daemon/sharing.h"
 
-struct gw_djob *gw_djob_free(struct gw_djob *dj) {
+struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj) {
         if (!dj)
                 return NULL;
         if (dj->exec_free)
                 dj->exec_free(dj);
-        gw_jobtel_free(dj);
-        gw_rwatch_free(dj->rwatch);
-        gw_train_free(dj->train);
+        gw_lifecycle_publish(d, GW_HOOK_JOB_FREED, dj, false); /* the features' state of it */
         free(dj->events);
         gw_job_free(dj->job);
         free(dj->end_reason);
@@ -47,11 +45,69 @@ struct gw_djob *gw_djob_new(struct gw_job *j) {
         return dj;
 }
 
+char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt) {
+        if (j->output)
+                return gw_xstrdup(j->output);
+        char buf[4300];
+        if (attempt <= 1)
+                snprintf(buf, sizeof buf, "%s/%lld.log", d->loop.log_dir, (long long) j->id);
+        else
+                snprintf(buf, sizeof buf, "%s/%lld.%d.log", d->loop.log_dir, (long long) j->id, attempt);
+        return gw_xstrdup(buf);
+}
+
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j) {
         return gw_attempt_log_path(d, j, j->attempt);
 }
 
 /* gpuward's variables always win. */
+/* A job by id: the live one if active, else the stored record.  Caller frees *tmp. */
+const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_job **tmp) {
+        *tmp = NULL;
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, id);
+        if (dj)
+                return dj->job;
+        /* Ended, but not on disk yet (a full disk): what the daemon knows, not the stale row. */
+        const struct gw_djob *unwritten = gw_jobs_unwritten_find(d, id);
+        if (unwritten)
+                return unwritten->job;
+        if (gw_store_job_get(d->store, id, tmp) < 0)
+                return NULL;
+        if (!(*tmp)->log_path)
+                (*tmp)->log_path = gw_job_log_path(d, *tmp);
+        return *tmp;
+}
+
+char **gw_resume_argv(const struct gw_job *j) {
+        if (j->attempt > 1 && j->resume_cmd) {
+                char *v[] = { (char *) "/bin/sh", (char *) "-c", j->resume_cmd, NULL };
+                return gw_strv_copy(v);
+        }
+        if (!(j->attempt > 1 && j->yolo && j->resume_from))
+                return gw_strv_copy(j->argv);
+        /* Ultralytics takes everything else from the checkpoint: keep the program and its
+         * arguments, replace any resume/model setting.  "resume=CKPT", not a bare "resume"
+         * (resume=True): since 8.4.29 Model.train() turns resume=True with a checkpoint that
+         * holds no training state (a finished run's, its optimizer stripped) into a new
+         * training from those weights, in a new run directory, where a path still reaches the
+         * trainer's "training to N epochs is finished, nothing to resume" (recovery.c).  Older
+         * releases replace either form with the model's path, hence model= as well. */
+        size_t n = gw_strv_length(j->argv), k = 0;
+        char **v = gw_xcalloc(n + 3, sizeof(char *));
+        for (size_t i = 0; i < n; i++) {
+                const char *a = j->argv[i];
+                if (i > 0 && (!strcmp(a, "resume") || !strncmp(a, "resume=", 7) || !strncmp(a, "model=", 6)))
+                        continue;
+                v[k++] = gw_xstrdup(a);
+        }
+        char arg[4200];
+        snprintf(arg, sizeof arg, "resume=%s", j->resume_from);
+        v[k++] = gw_xstrdup(arg);
+        snprintf(arg, sizeof arg, "model=%s", j->resume_from);
+        v[k++] = gw_xstrdup(arg);
+        return v;
+}
+
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
         static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
@@ -138,10 +194,15 @@ int gw_job_account_check(struct gw_daemon *d, const struct gw_job *j, char *why,
 
 int gw_job_launch(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        gw_observe_job_started(d, j);
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_LAUNCHING, dj, false);
         dj->sigkill_why[0] = '\0';
         char err[256] = "";
-        int r = d->exec->start(d, dj, err, sizeof err);
+        /* The job's user: HOME and SHELL for its environment, its groups for the executor. */
+        const struct gw_account *account = gw_userdb_uid(d->users, j->uid, d->now);
+        _cleanup_(gw_strv_freep) char **env = gw_job_environment(d, j, account);
+        _cleanup_(gw_strv_freep) char **argv = gw_resume_argv(j);
+        const struct gw_exec_start how = { .argv = argv, .envp = env, .account = account };
+        int r = d->exec->start(d, dj, &how, err, sizeof err);
         if (r < 0) {
                 log_err("job %lld: cannot launch: %s", (long long) j->id, err);
                 gw_job_end(d, dj, GW_JOB_FAILED, err, "launch");
@@ -175,7 +236,8 @@ static gw_usec_t end_label_now(const struct gw_daemon *d, const struct gw_djob *
 }
 
 /* The executor's word on an attempt's end (executor.h): its exit on the job's record, then
- * what it means (recovery.c).  Told once per attempt; a second word is a bug, and ignored. */
+ * GW_HOOK_ATTEMPT_ENDED, whose last subscriber says what it means (recovery.c).  Told once
+ * per attempt; a second word is a bug, and ignored. */
 void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end) {
         struct gw_job *j = dj->job;
         if (dj->dead || j->state != GW_JOB_RUNNING) {
@@ -190,14 +252,14 @@ void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct g
         }
         gw_usec_t at = end->at ? end->at : end_label_now(d, dj);
         if (end->kind == GW_EXEC_LOST) {
-                gw_recovery_attempt_ended(d, dj, true, 0, at);
+                gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .lost = true, .end_time = at });
                 return;
         }
         int status = end->status;
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_recovery_attempt_ended(d, dj, false, status, at);
+        gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .status = status, .end_time = at });
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -210,14 +272,5 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         char line[600];
         int n = snprintf(line, sizeof line, "gpuward: %s\n", msg);
         (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
-}
-
-
-void gw_jobs_reap(struct gw_daemon *d) {
-        int status;
-        pid_t pid;
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-                if (!d->exec->reaped(d, pid, status))
-                        (void) gw_train_restore_reaped(d, pid, status);
 }
 

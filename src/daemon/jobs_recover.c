@@ -8,9 +8,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
-#include "daemon/observe.h"
-#include "daemon/sharing.h"
-#include "daemon/training.h"
+#include "daemon/lifecycle.h"
 
 /* What the previous daemon kept in memory for the classifier and the retry decision at the
  * attempt's end, rebuilt from the attempt's events in the store: the GPU faults seen on its
@@ -28,11 +26,8 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
                 ev = NULL;
                 n = 0;
         }
-        gw_observe_faults_restore(dj, ev, n);
-        gw_training_leak_restore(d, dj, ev, n); /* also from its recorded stop alone */
-        gw_sharing_warned_restore(dj, ev, n);
+        gw_lifecycle_publish_recovered(d, dj, ev, n); /* the features' (lifecycle_features.c) */
         gw_job_limit_warned_restore(dj, ev, n);
-        gw_reclaim_idle_restore(d, dj, ev, n);
         gw_job_events_free(ev, n);
 }
 
@@ -77,7 +72,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
                 return 0; /* gone while we were down: its end was told */
         gw_gpus_assign(d, j->gpu_mask, j->id);
         /* As at its start: the time limit from the recorded start, or its booking's end. */
-        gw_sharing_job_limit(d, dj);
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_ADOPTED, dj, false);
         log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
                  (int) j->shim_pid, (int) j->pid);
         (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");

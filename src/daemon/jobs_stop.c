@@ -15,7 +15,6 @@
 #include "base/parse.h"
 #include "core/limitwarn.h"
 #include "daemon/daemon.h"
-#include "daemon/sharing.h"
 
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
         (void) d->exec->signal(d, dj, sig, 0);
@@ -102,7 +101,7 @@ static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         char when[32], a[32], sent[96] = "", msg[400];
         gw_usec_t wall = d->now_wall;
-        gw_sharing_format_time(wall + (dj->limit_at - d->now), wall, when, sizeof when, NULL);
+        gw_format_local_time(wall + (dj->limit_at - d->now), wall, when, sizeof when, NULL);
         dj->limit_warned = true;
         int r = j->warn_signal ? d->exec->signal(d, dj, j->warn_signal, GW_EXEC_SIGNAL_MAIN) : -ESRCH;
         if (r == 0)

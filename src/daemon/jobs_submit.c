@@ -167,6 +167,24 @@ static int check_paths(struct gw_daemon *d, const struct gw_job *j, struct gw_su
         return r;
 }
 
+/* The job it starts after: known, and not ended in a way that can never satisfy it.  A
+ * submission check (lifecycle_features.c says where among the features'). */
+int gw_job_check_dependency(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
+        (void) ahead;
+        if (j->after_job > 0 && !gw_jobmap_get(&d->jobs.map, j->after_job)) {
+                enum gw_job_state st;
+                if (gw_store_job_state(d->store, j->after_job, &st) < 0)
+                        return submit_fail(err, 400, "after", "after: no job %lld", (long long) j->after_job);
+                /* It would be cancelled at once as "dependency never satisfied": say so now. */
+                if (j->after_kind == GW_DEP_KIND_OK && st != GW_JOB_COMPLETED)
+                        return submit_fail(err, 400, "after",
+                                           "after: job %lld ended %s, so it will never have COMPLETED "
+                                           "(to start after it however it ended: %lld:any)",
+                                           (long long) j->after_job, gw_job_state_name(st), (long long) j->after_job);
+        }
+        return 0;
+}
+
 static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         if (j->uid == 0 && !d->cfg->allow_root_jobs)
                 return submit_fail(err, 403, "", "jobs may not run as root (set allow-root-jobs in the config)");
@@ -201,22 +219,8 @@ static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct 
         if (!strcmp(prog ? prog + 1 : j->argv[0], "yolo"))
                 for (size_t i = 1; j->argv[i]; i++)
                         j->yolo |= !strcmp(j->argv[i], "train");
-        if (gw_sharing_check_submit(d, j, ahead, err) < 0)
-                return -EINVAL;
-        if (j->after_job > 0 && !gw_jobmap_get(&d->jobs.map, j->after_job)) {
-                enum gw_job_state st;
-                if (gw_store_job_state(d->store, j->after_job, &st) < 0)
-                        return submit_fail(err, 400, "after", "after: no job %lld", (long long) j->after_job);
-                /* It would be cancelled at once as "dependency never satisfied": say so now. */
-                if (j->after_kind == GW_DEP_KIND_OK && st != GW_JOB_COMPLETED)
-                        return submit_fail(err, 400, "after",
-                                           "after: job %lld ended %s, so it will never have COMPLETED "
-                                           "(to start after it however it ended: %lld:any)",
-                                           (long long) j->after_job, gw_job_state_name(st), (long long) j->after_job);
-        }
-        if (gw_reclaim_check_submit(d, j, err) < 0)
-                return -EINVAL;
-        return 0;
+        /* The features' checks (quotas, the booking, the idle profile) and the dependency's. */
+        return gw_lifecycle_check_submit(d, j, ahead, err);
 }
 
 int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahead, struct gw_submit_error *err) {

@@ -59,7 +59,8 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         j->state = GW_JOB_RUNNING;
         j->wait_reason = GW_REASON_NONE;
         /* The loop's instant, as its monotonic start (gw_job_clock_start) and its limit
-         * (gw_sharing_job_limit) are: labels and limits then agree to the microsecond. */
+         * (sharing's, at GW_HOOK_ATTEMPT_STARTED) are: labels and limits then agree to the
+         * microsecond. */
         j->start_time = d->now_wall;
         gw_job_clock_start(d, dj);
         j->shim_pid = j->pid = 0;
@@ -89,13 +90,12 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
                 start_refused(d);
                 return r;
         }
-        gw_sharing_job_limit(d, dj);
         dj->booking_warned = false;
         dj->limit_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
         gw_gpus_assign(d, mask, j->id);
-        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_STARTED, dj, false);
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_STARTED, dj, false); /* its limit first (sharing) */
         return 0;
 }
 
@@ -165,7 +165,7 @@ void gw_jobs_bury(struct gw_daemon *d) {
         while (d->jobs.dead) {
                 struct gw_djob *dj = d->jobs.dead;
                 d->jobs.dead = dj->next_dead;
-                gw_djob_free(dj);
+                gw_djob_free(d, dj);
         }
 }
 
@@ -356,6 +356,6 @@ void gw_jobs_unwritten_close(struct gw_daemon *d) {
                 log_warn("job %lld: its end (%s: %s) could not be recorded before the daemon stopped; the next start "
                          "works it out again (the job's row, its recorded stop, the kept exits journal)",
                          (long long) dj->job->id, gw_job_state_name(dj->job->state), said);
-                gw_djob_free(dj);
+                gw_djob_free(d, dj);
         }
 }

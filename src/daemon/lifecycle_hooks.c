@@ -2,6 +2,7 @@
  * writes published as GW_HOOK_RECORDED and GW_HOOK_BOOKED.  Plain enough to test alone
  * (tests/unit/test_lifecycle_hooks.c). */
 #include <assert.h>
+#include <errno.h>
 
 #include "daemon/daemon.h"
 #include "daemon/lifecycle.h"
@@ -11,6 +12,9 @@ static const char *const hook_names[_GW_HOOK_MAX] = {
         [GW_HOOK_SAMPLED] = "sampled",               [GW_HOOK_ATTEMPT_ENDED] = "attempt ended",
         [GW_HOOK_JOB_ENDING] = "job ending",         [GW_HOOK_JOB_ENDED] = "job ended",
         [GW_HOOK_RECORDED] = "recorded",             [GW_HOOK_BOOKED] = "booked",
+        [GW_HOOK_JOB_RECOVERED] = "job recovered",   [GW_HOOK_ATTEMPT_ADOPTED] = "attempt adopted",
+        [GW_HOOK_ATTEMPT_LAUNCHING] = "attempt launching", [GW_HOOK_ATTEMPT_REQUEUED] = "attempt requeued",
+        [GW_HOOK_JOB_FREED] = "job freed",           [GW_HOOK_LOG_LINE] = "log line",
 };
 
 const char *gw_hook_name(enum gw_hook hook) {
@@ -24,6 +28,32 @@ void gw_lifecycle_subscribe(struct gw_hooks *h, enum gw_hook hook, const char *n
         h->n[hook]++;
 }
 
+void gw_lifecycle_subscribe_check(struct gw_hooks *h, const char *name, gw_submit_check_fn *fn) {
+        assert(h->n_check < GW_HOOK_MAX_SUBSCRIBERS);
+        h->check[h->n_check].fn = fn;
+        h->check[h->n_check].name = name;
+        h->n_check++;
+}
+
+int gw_lifecycle_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
+        for (size_t i = 0; i < d->hooks.n_check; i++)
+                if (d->hooks.check[i].fn(d, j, ahead, err) < 0)
+                        return -EINVAL;
+        return 0;
+}
+
+void gw_lifecycle_subscribe_sched(struct gw_hooks *h, const char *name, gw_sched_filter_fn *fn) {
+        assert(h->n_sched < GW_HOOK_MAX_SUBSCRIBERS);
+        h->sched[h->n_sched].fn = fn;
+        h->sched[h->n_sched].name = name;
+        h->n_sched++;
+}
+
+void gw_lifecycle_sched_filter(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
+        for (size_t i = 0; i < d->hooks.n_sched; i++)
+                d->hooks.sched[i].fn(d, pending, n);
+}
+
 static void publish(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         for (size_t i = 0; i < d->hooks.n[info->hook]; i++)
                 d->hooks.sub[info->hook][i].fn(d, dj, info);
@@ -31,6 +61,18 @@ static void publish(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hoo
 
 void gw_lifecycle_publish(struct gw_daemon *d, enum gw_hook hook, struct gw_djob *dj, bool was_running) {
         publish(d, dj, &(struct gw_hook_info) { .hook = hook, .was_running = was_running });
+}
+
+void gw_lifecycle_publish_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_end *end) {
+        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_ATTEMPT_ENDED, .was_running = true, .end = end });
+}
+
+void gw_lifecycle_publish_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_JOB_RECOVERED, .events = ev, .n_events = n });
+}
+
+void gw_lifecycle_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line) {
+        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_LOG_LINE, .line = line });
 }
 
 static void store_job_written(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state,

@@ -13,7 +13,6 @@
 #include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/lifecycle.h"
-#include "daemon/sharing.h"
 
 /* The stop is written before any signal, with the job's row (one transaction): a daemon that
  * goes down before the processes are gone then ends the job as stopped when it comes back
@@ -104,20 +103,13 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
 }
 
 gw_usec_t gw_jobs_tick(struct gw_daemon *d) {
-        gw_usec_t next = backoff_tick(d), cal = gw_sharing_tick(d), unwritten = gw_jobs_unwritten_tick(d);
-        gw_usec_t restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
-        if (restore < next)
-                next = restore;
-        if (backup < next)
-                next = backup;
+        gw_usec_t next = backoff_tick(d), unwritten = gw_jobs_unwritten_tick(d);
         if (d->jobs.start_retry_at && d->now >= d->jobs.start_retry_at) {
                 d->jobs.start_retry_at = 0;
                 d->jobs.sched_dirty = true;
         }
         if (d->jobs.start_retry_at && d->jobs.start_retry_at < next)
                 next = d->jobs.start_retry_at;
-        if (cal < next)
-                next = cal;
         if (unwritten < next)
                 next = unwritten;
         for (size_t i = 0; i < d->jobs.n_running; i++) {
@@ -182,7 +174,7 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
         j->stop_reason = NULL;
         dj->n_events = 0;
         dj->sigkill_why[0] = '\0';
-        gw_jobtel_free(dj);
+        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_REQUEUED, dj, false); /* the attempt's telemetry goes */
         if (gw_store_job_update(d->store, j, "retry", msg) < 0) {
                 /* The next daemon finds the attempt still RUNNING: its exit, kept in the
                  * journal, makes the same decision again. */

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -185,11 +186,20 @@ static int setup_http(struct gw_daemon *d) {
         return 0;
 }
 
+/* SIGCHLD: the executor's children, else a snapshot's restore helper. */
+static void reap(struct gw_daemon *d) {
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+                if (!d->exec->reaped(d, pid, status))
+                        (void) gw_train_restore_reaped(d, pid, status);
+}
+
 static void on_signal(struct gw_daemon *d) {
         struct signalfd_siginfo si;
         while (read(d->loop.sigfd, &si, sizeof si) == sizeof si) {
                 if (si.ssi_signo == SIGCHLD)
-                        gw_jobs_reap(d);
+                        reap(d);
                 else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
                         log_info("signal %s: stopping; running jobs keep running and are re-adopted at the next start",
                                  sigabbrev_np((int) si.ssi_signo));
@@ -229,11 +239,25 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
         return false;
 }
 
+/* The features' own deadlines, then the jobs' (time limits, SIGKILLs, backoffs): the bookings
+ * first, as one that begins or ends changes the limits of running jobs that the jobs' tick
+ * then enforces; then the snapshots' restore helpers and the backups, which change no job.
+ * The earliest deadline (monotonic), or INFINITY. */
+static gw_usec_t tick(struct gw_daemon *d) {
+        gw_usec_t next = gw_sharing_tick(d), restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
+        gw_usec_t jobs = gw_jobs_tick(d);
+        if (restore < next)
+                next = restore;
+        if (backup < next)
+                next = backup;
+        return jobs < next ? jobs : next;
+}
+
 static void run_loop(struct gw_daemon *d) {
         struct epoll_event evs[64];
         while (!d->loop.quit) {
                 gw_daemon_clock_read(d);
-                gw_usec_t deadline = gw_jobs_tick(d);
+                gw_usec_t deadline = tick(d);
                 if (d->jobs.sched_dirty)
                         gw_schedule(d);
                 gw_prelog_head(d);
@@ -307,7 +331,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.map.cap; i++) {
                 struct gw_djob *dj = d->jobs.map.slots[i];
                 if (dj && (uintptr_t) dj != 1)
-                        gw_djob_free(dj);
+                        gw_djob_free(d, dj);
         }
         gw_jobmap_free(&d->jobs.map);
         free(d->jobs.queue);
@@ -368,6 +392,7 @@ int main(int argc, char **argv) {
         d.users = gw_userdb_new(NULL);
         if (!d.users || setup_dirs(&d) < 0 || (cfg.backend_slurm ? gw_exec_slurm_open(&d) : gw_exec_shim_open(&d)) < 0)
                 goto out;
+        d.exec->ended = gw_exec_attempt_end; /* the executor tells the job code each end */
         /* Before any other thread: libcurl's global set-up wants to be alone. */
         d.notify = gw_notify_open(&cfg);
         if (gw_store_open(cfg.state_dir, &d.store, err, sizeof err) < 0) {

@@ -356,7 +356,8 @@ void gw_observe_ready(struct gw_daemon *d) {
                 d->host.sampler_cpu = s->sampler_cpu_usec;
                 apply_snapshot(d, s);
                 gw_snapshot_free(s);
-                gw_events_gpus(d);
+                if (gw_events_listened(d))
+                        gw_events_gpus(d, gw_observe_gpus_json(d, d->cfg->guest_job_details));
         }
         apply_events(d);
 }

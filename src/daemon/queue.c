@@ -248,7 +248,7 @@ void gw_schedule(struct gw_daemon *d) {
                         .dep = dep_status(d, dj),
                 };
         }
-        gw_sharing_sched(d, pending, n);
+        gw_lifecycle_sched_filter(d, pending, n); /* bookings, quotas (lifecycle_features.c) */
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 running[i] = (struct gw_sched_running) {
                         .id = d->jobs.running[i]->job->id,

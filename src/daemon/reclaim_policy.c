@@ -1,5 +1,6 @@
 /* Idle-reclamation profiles in the daemon: which one a job runs under, who may choose which at
- * submit, and the admin endpoint that changes a running job's profile. */
+ * submit, and the change of a running job's profile (POST /api/v1/jobs/{id}/policy,
+ * handlers_feature.c). */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -8,10 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/codec.h"
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "daemon/handlers.h"
+#include "daemon/daemon.h"
 #include "daemon/reclaim_watch.h"
 
 const struct gw_policy_conf *gw_reclaim_policy_conf(const struct gw_daemon *d, const char *name) {
@@ -119,50 +119,29 @@ int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct 
         return -EPERM;
 }
 
-void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        json_t *o = parse_body(req, rep);
-        if (!o)
-                return;
-        static const char *const fields[] = { "idle_policy" };
-        const char *v;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a policy change", "idle_policy", &v, rep) < 0) {
-                json_decref(o);
-                return;
-        }
-        char name[GW_RECLAIM_NAME_MAX + 1];
-        snprintf(name, sizeof name, "%s", v ? v : "");
-        bool ok = v && strlen(v) < sizeof name;
-        json_decref(o);
-        if (!ok)
-                return reply_error(rep, 400, "idle_policy", "idle_policy: a profile name is required");
-        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *found = job_or_reply(d, ctx->id, c, "change its idle policy", rep, &tmp);
-        if (!found)
-                return;
-        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
-        if (!dj)
-                return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) found->id,
-                                   gw_job_state_name(found->state));
+/* Changes dj's profile to name (by: who, for the event "policy").  0, or the HTTP status of
+ * the refusal with why: 400 no such profile, 503 the store refused the change (undone). */
+int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *name, const char *by, char *why,
+                          size_t n) {
         const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, name);
         if (!pc) {
                 char names[256];
                 known_profiles(d, names, sizeof names);
-                return reply_error(rep, 400, "idle_policy", "idle_policy: no profile '%s' (profiles here: %s)", name,
-                                   names);
+                snprintf(why, n, "idle_policy: no profile '%s' (profiles here: %s)", name, names);
+                return 400;
         }
         struct gw_job *j = dj->job;
         char msg[256];
         snprintf(msg, sizeof msg, "idle policy %s -> %s (set by %s)%s", j->idle_policy ? j->idle_policy : "default",
-                 pc->p.name, c->user, pc->p.enabled ? "" : ": reclamation off");
+                 pc->p.name, by, pc->p.enabled ? "" : ": reclamation off");
         _cleanup_free_ char *old = j->idle_policy;
         j->idle_policy = gw_xstrdup(pc->p.name);
         if (gw_store_job_update(d->store, j, "policy", msg) < 0) {
                 free(j->idle_policy);
                 j->idle_policy = TAKE_PTR(old);
-                return reply_error(rep, 503, NULL, "cannot record the change: %s", gw_store_errmsg(d->store));
+                snprintf(why, n, "cannot record the change: %s", gw_store_errmsg(d->store));
+                return 503;
         }
         log_info("job %lld: %s", (long long) j->id, msg);
-        reply_json(rep, 200, gw_codec_job(j, job_view(d, c, j)));
+        return 0;
 }

@@ -1,6 +1,6 @@
 /* Internals of idle-GPU reclamation, shared by reclaim_watch.c (per sample: decide
  * and act), reclaim_gather.c (the file signals), reclaim_probe.c (the health probe) and
- * reclaim_policy.c (profiles, who may use them, the admin endpoint).  The daemon-wide entry
+ * reclaim_policy.c (profiles, who may use them, an admin's change of one).  The daemon-wide entry
  * points are in daemon.h's "idle-GPU reclamation" section. */
 #pragma once
 #include <stdbool.h>

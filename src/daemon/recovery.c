@@ -26,17 +26,6 @@
 
 #define TAIL_BYTES (64 * 1024)
 
-char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt) {
-        if (j->output)
-                return gw_xstrdup(j->output);
-        char buf[4300];
-        if (attempt <= 1)
-                snprintf(buf, sizeof buf, "%s/%lld.log", d->loop.log_dir, (long long) j->id);
-        else
-                snprintf(buf, sizeof buf, "%s/%lld.%d.log", d->loop.log_dir, (long long) j->id, attempt);
-        return gw_xstrdup(buf);
-}
-
 /* Epochs finished so far, from the run's results.csv (Ultralytics) or the declared
  * progress file; -1 when unknown. */
 static long epoch_reached(const struct gw_job *j, const char *ckpt) {
@@ -164,9 +153,8 @@ static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
 
 void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
         struct gw_job *j = dj->job;
-        /* First: training's last look at results.csv (its rows' times) and the log's last
-         * lines come before the retry decision reads them (lifecycle_features.c). */
-        gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_ENDED, dj, true);
+        /* Training's last look at results.csv (its rows' times) and the log's last lines came
+         * before, from the same hook (lifecycle_features.c): the retry decision reads them. */
         enum gw_attempt_end end = attempt_end(dj, status);
         /* A clean exit is classified without its log (gw_failure_classify, rule 2), except a
          * resumed YOLO run's, which may say there was nothing to resume. */

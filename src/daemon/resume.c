@@ -227,33 +227,3 @@ char *gw_resume_run_dir(const char *ckpt) {
                 *w = '\0';
         return r;
 }
-
-char **gw_resume_argv(const struct gw_job *j) {
-        if (j->attempt > 1 && j->resume_cmd) {
-                char *v[] = { (char *) "/bin/sh", (char *) "-c", j->resume_cmd, NULL };
-                return gw_strv_copy(v);
-        }
-        if (!(j->attempt > 1 && j->yolo && j->resume_from))
-                return gw_strv_copy(j->argv);
-        /* Ultralytics takes everything else from the checkpoint: keep the program and its
-         * arguments, replace any resume/model setting.  "resume=CKPT", not a bare "resume"
-         * (resume=True): since 8.4.29 Model.train() turns resume=True with a checkpoint that
-         * holds no training state (a finished run's, its optimizer stripped) into a new
-         * training from those weights, in a new run directory, where a path still reaches the
-         * trainer's "training to N epochs is finished, nothing to resume" (recovery.c).  Older
-         * releases replace either form with the model's path, hence model= as well. */
-        size_t n = gw_strv_length(j->argv), k = 0;
-        char **v = gw_xcalloc(n + 3, sizeof(char *));
-        for (size_t i = 0; i < n; i++) {
-                const char *a = j->argv[i];
-                if (i > 0 && (!strcmp(a, "resume") || !strncmp(a, "resume=", 7) || !strncmp(a, "model=", 6)))
-                        continue;
-                v[k++] = gw_xstrdup(a);
-        }
-        char arg[4200];
-        snprintf(arg, sizeof arg, "resume=%s", j->resume_from);
-        v[k++] = gw_xstrdup(arg);
-        snprintf(arg, sizeof arg, "model=%s", j->resume_from);
-        v[k++] = gw_xstrdup(arg);
-        return v;
-}

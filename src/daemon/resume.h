@@ -18,9 +18,5 @@ struct gw_daemon;
  * each candidate was refused.  Malloc'ed. */
 char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n);
 
-/* The command this attempt runs: the original one, the Ultralytics resume form
- * (`... resume=RUN/weights/last.pt model=RUN/weights/last.pt`), or `sh -c RESUME_CMD`.  Malloc'ed strv. */
-char **gw_resume_argv(const struct gw_job *j);
-
 /* The run directory of a checkpoint path (RUN for RUN/weights/last.pt), malloc'ed. */
 char *gw_resume_run_dir(const char *ckpt);

@@ -16,15 +16,6 @@
 
 #define RATE_USERS 1024
 
-void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata) {
-        time_t s = (time_t) (t / GW_USEC_PER_SEC), r = (time_t) (ref / GW_USEC_PER_SEC);
-        struct tm tm, rm;
-        localtime_r(&s, &tm);
-        localtime_r(&r, &rm);
-        bool same_day = ref && tm.tm_yday == rm.tm_yday && tm.tm_year == rm.tm_year;
-        strftime(buf, n, same_day ? "%H:%M" : "%a %H:%M", &tm);
-}
-
 static void booking_keep(const struct gw_store_booking *b, void *userdata) {
         struct gw_sharing *s = userdata;
         if (s->n_bookings == s->cap_bookings) {
@@ -181,7 +172,6 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         }
         v->in = (struct gw_calendar_input) { v->gpus, d->host.n_gpus, v->bookings, s->n_bookings, v->running, d->jobs.n_running,
                                              v->pending, d->jobs.n_queue };
-        gw_training_fill_view(d, v); /* ETAs and expected run times for the schedule */
 }
 
 void gw_calendar_view_free(struct calendar_view *v) {
@@ -258,7 +248,7 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                         /* No signal: most programs die of an unexpected SIGUSR1.  The job's own
                          * log and its events say it; SIGTERM comes at the end, as for a time limit. */
                         char when[32];
-                        gw_sharing_format_time(b->end, d->now_wall, when, sizeof when, NULL);
+                        gw_format_local_time(b->end, d->now_wall, when, sizeof when, NULL);
                         snprintf(msg, sizeof msg, BOOKING_WARN_START BOOKING_WARN_END, (long long) b->id, when);
                         dj->booking_warned = true;
                         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "warn", msg);

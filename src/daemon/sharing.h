@@ -29,7 +29,9 @@ struct gw_sharing {
 };
 
 /* The calendar's view of now: GPUs, bookings, running and pending jobs.  The arrays are
- * allocated; free with calendar_input_free. */
+ * allocated; free with gw_calendar_view_free.  What training knows (ETAs, expected run
+ * times, dependencies, memory needs) is not in it: the bookings' decisions do not read it;
+ * the schedule's layout and the predictions add it with gw_training_fill_view. */
 struct calendar_view {
         struct gw_calendar_input in;
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
@@ -53,8 +55,6 @@ void gw_sharing_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev
  * (SIGTERM, grace, SIGKILL; TIMEOUT "its booking ended early: released by USER"), then it
  * leaves the list.  Pointers into the list are invalid afterwards. */
 void gw_sharing_booking_closed(struct gw_daemon *d);
-/* Local-time formatter for messages ("Sat 13:00"). */
-void gw_sharing_format_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata);
 /* The resolved limits of a user. */
 void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, struct gw_quota *ret,
                        enum gw_quota_source src[_GW_QUOTA_KEY_MAX]);

@@ -7,6 +7,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "core/bookpolicy.h"
 #include "daemon/sharing.h"
 
@@ -71,7 +72,7 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         char qmsg[GW_QUOTA_MSG_SIZE] = "";
         int q = gw_quota_check_booking(&lim, mine, req->ngpus, req->start, end, now, qmsg, sizeof qmsg);
         struct gw_calendar_placement p;
-        int k = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &cr, gw_sharing_format_time, NULL, &p);
+        int k = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
         if (q == GW_QUOTA_BOOKING_APPROVE && k >= 0 && p.verdict == GW_PLACE_FITS) {
                 struct gw_booking cand = { .uid = req->uid, .ngpus = req->ngpus, .start = req->start, .end = end,
                                            .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };

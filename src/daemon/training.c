@@ -23,7 +23,6 @@
 #include "base/log.h"
 #include "core/leak_respond.h"
 #include "core/progress.h"
-#include "daemon/reclaim_watch.h"
 #include "daemon/training.h"
 #include "daemon/training_int.h"
 #include "daemon/userfile.h"
@@ -329,11 +328,19 @@ static void report_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         (void) gw_store_job_event(d->store, j->id, j->state, "leak", msg);
         log_warn("job %lld: GPU memory leak: %s", (long long) j->id, msg);
         snprintf(line, sizeof line, "gpuward: LEAK: %s (gpuward show %lld)\n", msg, (long long) j->id);
-        if (dj->rwatch)
-                (void) gw_rwatch_log_append(j, dj->rwatch, line);
+        gw_lifecycle_log_line(d, dj, line);
         snprintf(t->leak_evidence, sizeof t->leak_evidence, "%s", t->leak.evidence);
         t->leak_reported = true;
         t->restart_pending = r->restart_pending;
+}
+
+/* The config's [policy.NAME], NULL none: read here from the config itself, as reclamation
+ * does (reclaim_policy.c), which training does not call. */
+static const struct gw_policy_conf *policy_conf(const struct gw_daemon *d, const char *name) {
+        for (size_t i = 0; name && i < d->cfg->n_policies; i++)
+                if (!strcmp(d->cfg->policies[i].p.name, name))
+                        return &d->cfg->policies[i];
+        return NULL;
 }
 
 /* The job's profile's thresholds ([policy.NAME] leak_mib_per_epoch, leak_epochs), else the
@@ -342,9 +349,9 @@ static void leak_params_of(const struct gw_daemon *d, const struct gw_job *j, st
         gw_leak_params_default(p);
         p->mib_per_epoch = d->cfg->leak_mib_per_epoch;
         p->epochs = d->cfg->leak_epochs;
-        const struct gw_policy_conf *pc = gw_reclaim_policy_conf(d, j->idle_policy ? j->idle_policy : "default");
+        const struct gw_policy_conf *pc = policy_conf(d, j->idle_policy ? j->idle_policy : "default");
         if (!pc)
-                pc = gw_reclaim_policy_conf(d, "default");
+                pc = policy_conf(d, "default");
         if (pc && pc->leak_mib_per_epoch > 0)
                 p->mib_per_epoch = pc->leak_mib_per_epoch;
         if (pc && pc->leak_epochs > 0)
@@ -390,7 +397,6 @@ static struct gw_leak_respond_input respond_input(const struct gw_daemon *d, con
  * report it once per attempt; under leak_policy restart, stop right after a checkpoint, so
  * the retry loses nothing and starts with the leaked memory given back. */
 static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_train *t) {
-        const struct gw_job *j = dj->job;
         for (int look = 0; look < 2; look++) {
                 struct gw_leak_respond_input in = respond_input(d, dj, t);
                 struct gw_leak_response r;
@@ -402,9 +408,8 @@ static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_trai
                 }
                 char reason[GW_LEAK_EVIDENCE_MAX + 96];
                 snprintf(reason, sizeof reason, LEAK_STOP_START "%s" LEAK_STOP_END, t->leak_evidence);
-                if (dj->rwatch)
-                        (void) gw_rwatch_log_append(j, dj->rwatch,
-                                                    "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
+                gw_lifecycle_log_line(d, dj,
+                                      "gpuward: LEAK: stopping the job after its checkpoint to resume from it\n");
                 t->restart_sent = true;
                 gw_job_terminate(d, dj, GW_JOB_FAILED, reason);
                 return;

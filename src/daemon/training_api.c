@@ -1,6 +1,6 @@
-/* Training awareness over the API: GET /api/v1/jobs/{id}/eta (the estimate and its
- * basis), GET /api/v1/jobs/{id}/snapshots, POST /api/v1/jobs/{id}/restore, and the "training"
- * object of GET /api/v1/jobs/{id}. */
+/* Training awareness as the API tells it: what GET /api/v1/jobs/{id}/eta replies (the
+ * estimate and its basis) and the "training" object of GET /api/v1/jobs/{id}; the handlers,
+ * with those of the snapshots and the restore, are in handlers_feature.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -133,13 +133,9 @@ void hide_paths(json_t *o) {
         }
 }
 
-void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-                const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
-        if (!j)
-                return;
+/* The object GET /api/v1/jobs/{id}/eta replies for j (new reference); details: whether the
+ * reader sees the job's paths. */
+json_t *gw_training_eta_reply(struct gw_daemon *d, const struct gw_job *j, bool details) {
         gw_training_predict_unseen(d, j);
         const struct gw_train *t = live_train(d, j);
         gw_usec_t now = d->now_wall;
@@ -157,7 +153,7 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
                           : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"
                                          : NULL;
         json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
-        if (!(job_view(d, c, j) & GW_VIEW_DETAILS))
+        if (!details)
                 json_object_set_new(o, "results_csv", json_null());
         if (t) {
                 json_t *arr = json_array();
@@ -176,73 +172,5 @@ void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_rou
                 if (ends)
                         json_object_set_new(o, "epoch_ends", ends);
         }
-        reply_json(rep, 200, o);
-}
-
-void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
-        if (!j)
-                return;
-        const char *all = gw_http_query(req, "all");
-        json_t *arr = gw_train_snapshots_json(d, j->id, all && strcmp(all, "0"));
-        if (!arr)
-                return reply_error(rep, 503, NULL, "cannot read the snapshots: %s", gw_store_errmsg(d->store));
-        if (!(job_view(d, c, j) & GW_VIEW_DETAILS))
-                hide_paths(arr);
-        reply_json(rep, 200, json_pack("{s:I,s:o}", "id", (json_int_t) j->id, "snapshots", arr));
-}
-
-void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        char why[4400];
-        /* Answered after the helper's end (the caller was checked when the request came). */
-        if (req->resumed) {
-                int seq = 0;
-                char to[4200];
-                int status = gw_train_restore_take(d, req->conn, &seq, to, sizeof to, why, sizeof why);
-                if (status == 200)
-                        reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq,
-                                                       "to", gw_json_text(to), "message", gw_json_text(why)));
-                else if (status > 0)
-                        reply_error(rep, status, "to", "%s", why);
-                else
-                        reply_error(rep, 500, NULL, "the restore's outcome was lost: see gpuward show %lld",
-                                    (long long) ctx->id);
-                return;
-        }
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
-        if (!j)
-                return;
-        json_t *o = parse_body(req, rep);
-        if (!o)
-                return;
-        const json_t *snap = json_object_get(o, "snapshot"), *to = json_object_get(o, "to"),
-                     *force = json_object_get(o, "force");
-        const char *path = json_string_value(to);
-        if (!json_is_integer(snap) || json_integer_value(snap) < 1 || json_integer_value(snap) > 1000000000) {
-                json_decref(o);
-                return reply_error(rep, 400, "snapshot", "snapshot: must be a snapshot number (gpuward snapshots %lld)",
-                                   (long long) j->id);
-        }
-        if (!path || path[0] != '/' || json_string_length(to) != strlen(path) || strlen(path) >= 4096) {
-                json_decref(o);
-                return reply_error(rep, 400, "to", "to: must be an absolute path");
-        }
-        if (force && !json_is_boolean(force) && !json_is_null(force)) {
-                json_decref(o);
-                return reply_error(rep, 400, "force", "force: must be true or false");
-        }
-        int seq = (int) json_integer_value(snap);
-        /* Answered when the helper is done (gw_train_restore_reaped resumes the request). */
-        int r = gw_train_restore_start(d, j, seq, path, json_is_true(force), req->conn, why, sizeof why);
-        if (r == 0)
-                rep->suspend = true;
-        else
-                reply_error(rep, r == -ENOENT ? 404 : 500, r == -ENOENT ? "snapshot" : NULL, "%s", why);
-        json_decref(o);
+        return o;
 }

@@ -125,8 +125,6 @@ void gw_train_snap_housekeeping(struct gw_daemon *d, gw_usec_t mono_now);
 /* Whether last.pt (and best.pt when there is one) stayed the same for a sample and last.pt
  * is newer than the newest results.csv row: the run just saved its checkpoint. */
 bool gw_train_ckpt_settled(const struct gw_train *t);
-/* The job's snapshots as JSON objects (pruned ones left out unless all). */
-json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
 /* The newest kept snapshot of each kind, for `gpuward show`: {"best": {...}|null, "last": ...}. */
 json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id);
 

@@ -248,6 +248,7 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         struct calendar_view v;
         fill_max = PREDICT_MAX_JOBS;
         gw_calendar_view(d, &v);
+        gw_training_fill_view(d, &v);
         fill_max = SIZE_MAX;
         size_t n = v.in.n_pending < PREDICT_MAX_JOBS ? v.in.n_pending : PREDICT_MAX_JOBS;
         v.in.n_pending = n;

@@ -230,7 +230,7 @@ bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status) {
         else
                 log_info("job %lld: restore: %s", (long long) r->job_id, r->why);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_lookup(d, r->job_id, &tmp);
+        const struct gw_job *j = gw_job_lookup(d, r->job_id, &tmp);
         /* The target is a path of the user's: on the job's events, for its owner and admins only
          * (base/text.h), as guests see none of the job's paths. */
         char path[4200], why[4400], msg[4500];

@@ -46,13 +46,25 @@ void gw_events_free(struct gw_daemon *d);
 void gw_events_job_recorded(struct gw_daemon *d, int64_t id, const struct gw_job *j, enum gw_job_state state,
                             const char *kind, const char *message);
 void gw_events_booking(struct gw_daemon *d, const struct gw_store_booking *b);
-/* After each GPU sample: a "gpus" event (only while someone listens). */
-void gw_events_gpus(struct gw_daemon *d);
+/* Whether a stream is open: what only they read need not be made otherwise. */
+bool gw_events_listened(const struct gw_daemon *d);
+/* After each GPU sample: a "gpus" event with GET /api/v1/gpus's object as a guest reads it
+ * (observe.c makes it; taken, dropped when nobody listens). */
+void gw_events_gpus(struct gw_daemon *d, json_t *gpus);
 /* Predicted starts of the queued jobs moved (training_predict.c): [[id, start|null], ...]. */
 void gw_events_predictions(struct gw_daemon *d);
-/* GET /api/v1/events */
-void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c);
+/* For GET /api/v1/events (handlers_feature.c): a new stream for a reader on conn, resumed after
+ * the event last (Last-Event-ID, may be NULL), set up as rep's streamed body.  0, or the HTTP
+ * status of the refusal with why: 503 no stream or too many, 429 the reader holds too many
+ * (admins are not counted). */
+struct gw_events_reader {
+        bool admin;
+        bool known;
+        uid_t uid;
+        const char *user;
+};
+int gw_events_attach(struct gw_daemon *d, const struct gw_events_reader *who, const char *last,
+                     struct gw_http_conn *conn, struct gw_http_reply *rep, char *why, size_t n);
 
 /* ---- web_session.c ---- */
 

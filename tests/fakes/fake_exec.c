@@ -45,7 +45,8 @@ static struct fake_attempt *attempt_of(struct gw_daemon *d, const struct gw_djob
 static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
-static int start(struct gw_daemon *d, struct gw_djob *dj, char *err, size_t errlen) {
+static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err,
+                 size_t errlen) {
         struct fake_exec *f = fake_of(d);
         if (f->start_error) {
                 int r = f->start_error;
@@ -85,7 +86,7 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                         return 1;
         a->ended = true;
         f->ends_told++;
-        gw_exec_attempt_end(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
         return 0;
 }
 
@@ -155,7 +156,7 @@ static void tell_end(struct gw_daemon *d, struct fake_exec *f, int64_t id, const
         }
         a->ended = true;
         f->ends_told++;
-        gw_exec_attempt_end(d, dj, end);
+        d->exec->ended(d, dj, end);
 }
 
 void fake_exec_exit(struct gw_daemon *d, struct fake_exec *f, int64_t id, int status) {

@@ -85,6 +85,8 @@ static void daemon_open(struct fixture *f, gw_usec_t now, struct fake_exec *fx) 
         snprintf(d->loop.boot_id, sizeof d->loop.boot_id, "fake-boot");
         f->fx = fx;
         d->exec = &fx->ops;
+        d->exec->ended = gw_exec_attempt_end;
+        gw_lifecycle_subscribe_features(&d->hooks); /* as gpuwardd: recovery, the limits... */
         assert_int_equal(gw_sharing_open(d), 0);
         assert_int_equal(gw_jobs_recover(d), 0);
         f->open = true;
@@ -100,7 +102,7 @@ static void daemon_close(struct fixture *f) {
         for (size_t i = 0; i < d->jobs.map.cap; i++) {
                 struct gw_djob *dj = d->jobs.map.slots[i];
                 if (dj && (uintptr_t) dj != 1)
-                        gw_djob_free(dj);
+                        gw_djob_free(d, dj);
         }
         gw_jobmap_free(&d->jobs.map);
         free(d->jobs.queue);
@@ -141,6 +143,10 @@ static void step(struct fixture *f, gw_usec_t dt) {
         struct gw_daemon *d = &f->d;
         d->now += dt;
         d->now_wall += dt;
+        /* main.c's tick: the features' own deadlines, then the jobs'. */
+        (void) gw_sharing_tick(d);
+        (void) gw_train_restore_tick(d);
+        (void) gw_backup_tick(d);
         (void) gw_jobs_tick(d);
         if (d->jobs.sched_dirty)
                 gw_schedule(d);

@@ -1,0 +1,211 @@
+/* Which run (Ultralytics' results.csv, its folder) is a job's, by the one rule every part of
+ * the daemon uses (find_results below): the training watch, the idle watch (reclaim_gather.c)
+ * and a retry's resume (resume.c) ask here.
+ *
+ * The daemon runs as root and reads what the job's user controls: no symlink as the last
+ * component, regular files only, and files in the user's domain must belong to the job's
+ * user (another user's run directory is not this job's). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "core/progress.h"
+#include "core/yolo_run.h"
+#include "daemon/reclaim_watch.h"
+#include "daemon/training_int.h"
+#include "daemon/userfile.h"
+
+#define SCAN_MAX 512              /* directory entries looked at per directory */
+#define LOG_HEAD (128u << 10)    /* read for where Ultralytics says it saves */
+
+/* The head of the job's log of this attempt: Ultralytics says where it saves when training
+ * starts.  NULL when there is none yet. */
+static char *log_head(const struct gw_job *j, size_t *ret_len) {
+        struct stat st;
+        if (!j->log_path)
+                return NULL;
+        _cleanup_close_ int fd = gw_user_file_open(j, j->log_path, j->output != NULL, O_RDONLY, &st);
+        if (fd < 0)
+                return NULL;
+        size_t want = (uint64_t) st.st_size < LOG_HEAD ? (size_t) st.st_size : LOG_HEAD;
+        char *buf = gw_xmalloc(want + 1);
+        ssize_t n = pread(fd, buf, want, 0);
+        *ret_len = n > 0 ? (size_t) n : 0;
+        return buf;
+}
+
+int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_run *ret) {
+        size_t len = 0;
+        _cleanup_free_ char *log = with_log ? log_head(j, &len) : NULL;
+        struct gw_yolo_input in = { .argv = (const char *const *) j->argv, .argc = gw_strv_length(j->argv),
+                                    .cwd = j->cwd, .log = log, .log_len = log ? len : 0, .yolo = j->yolo,
+                                    .resume_from = j->resume_from };
+        return gw_yolo_resolve(&in, ret);
+}
+
+/* The job's own results.csv as one of its watches already chose it for this attempt (the
+ * training watch or the idle watch, whichever looked first): both then read the same run. */
+static const char *chosen_results(const struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        const struct gw_train *t = dj->train;
+        const struct gw_rwatch *w = dj->rwatch;
+        if (t && t->results_path && t->attempt == j->attempt && t->start_time == j->start_time)
+                return t->results_path;
+        if (w && w->results_path && w->attempt == j->attempt && w->start_time == j->start_time)
+                return w->results_path;
+        return NULL;
+}
+
+struct pick {
+        const struct gw_daemon *d;       /* NULL: other jobs' choices are not known */
+        char path[4400];
+        gw_usec_t mtime;
+        gw_usec_t since;                 /* the attempt's start */
+        bool reused;                     /* a file from before the attempt may still be its own */
+        bool alone;                      /* nothing names the run: only one no other job could own */
+};
+
+static char *find_results(const struct gw_daemon *d, const struct gw_job *j);
+
+/* Whether another live job of this daemon already has path as its run's: two jobs in one
+ * directory never share a run (the first to find it keeps it).  ask: also the jobs whose
+ * watches have not looked yet, found now (not from find_results itself, which they would
+ * ask back). */
+static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const char *path, bool ask) {
+        for (size_t i = 0; d && i < d->jobs.n_running; i++) {
+                const struct gw_djob *o = d->jobs.running[i];
+                if (o->job->id == j->id)
+                        continue;
+                const char *chosen = chosen_results(o);
+                _cleanup_free_ char *found = chosen || !ask ? NULL : find_results(d, o->job);
+                if ((chosen || found) && !strcmp(chosen ? chosen : found, path))
+                        return true;
+        }
+        return false;
+}
+
+/* Whether o, another job that runs or waits for its retry, could have made the run folder dir
+ * by what its command says (core/yolo_run.h).  Its paths are joined to its own cwd: a job in
+ * another folder whose project= points here counts too. */
+static bool could_own(const struct gw_job *j, const struct gw_job *o, const char *dir) {
+        struct gw_yolo_run r;
+        if (o->id == j->id)
+                return false;
+        if (gw_train_resolve_run(o, false, &r) < 0)
+                return true; /* not known: not ruled out */
+        return r.training && gw_yolo_could_own(&r, dir);
+}
+
+bool gw_train_others_could_own(const struct gw_daemon *d, const struct gw_job *j, const char *dir) {
+        for (size_t i = 0; d && i < d->jobs.n_running; i++)
+                if (could_own(j, d->jobs.running[i]->job, dir))
+                        return true;
+        for (size_t i = 0; d && i < d->jobs.n_queue; i++)
+                if (d->jobs.queue[i]->job->attempt > 1 && could_own(j, d->jobs.queue[i]->job, dir))
+                        return true;
+        return false;
+}
+
+static bool others_could_own(const struct gw_daemon *d, const struct gw_job *j, const char *results) {
+        char dir[4400];
+        snprintf(dir, sizeof dir, "%s", results);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+                *slash = '\0';
+        return gw_train_others_could_own(d, j, dir);
+}
+
+static void consider(const struct gw_job *j, const char *path, struct pick *pk) {
+        struct stat st;
+        if (!gw_user_file_stat(j, path, &st))
+                return;
+        gw_usec_t t = gw_file_mtime_us(&st);
+        if (t <= pk->mtime || !gw_run_results_fresh(pk->since, t, pk->reused ? 0 : gw_file_birth_us(path), pk->reused) ||
+            claimed(pk->d, j, path, false) || (pk->alone && others_could_own(pk->d, j, path)))
+                return;
+        pk->mtime = t;
+        snprintf(pk->path, sizeof pk->path, "%s", path);
+}
+
+/* DIR/E/results.csv for each entry E that the run could be (NAME, NAME2 ... when named). */
+static void scan_runs(const struct gw_job *j, const char *dir, const char *name, struct pick *pk) {
+        DIR *dd = opendir(dir);
+        struct dirent *de;
+        for (size_t k = 0; dd && k < SCAN_MAX && (de = readdir(dd)); k++) {
+                char path[4400];
+                if (de->d_name[0] == '.' || !gw_yolo_name_matches(de->d_name, name))
+                        continue;
+                snprintf(path, sizeof path, "%s/%s/results.csv", dir, de->d_name);
+                consider(j, path, pk);
+        }
+        if (dd)
+                closedir(dd);
+}
+
+/* The run folders the command could make: base/NAME*, or with the task not known each
+ * base/TASK/NAME* (Ultralytics: runs/detect, runs/segment ...; YOLOv5: runs/train). */
+static void scan_base(const struct gw_job *j, const struct gw_yolo_run *r, struct pick *pk) {
+        if (!r->any_task) {
+                scan_runs(j, r->base, r->name, pk);
+                return;
+        }
+        DIR *dd = opendir(r->base);
+        struct dirent *de;
+        for (size_t k = 0; dd && k < SCAN_MAX && (de = readdir(dd)); k++) {
+                char task[4400];
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(task, sizeof task, "%s/%s", r->base, de->d_name);
+                scan_runs(j, task, r->name, pk);
+        }
+        if (dd)
+                closedir(dd);
+}
+
+/* The run's results.csv, by the one rule every part of the daemon uses: a run is credited to
+ * a job only on positive evidence (core/yolo_run.h),
+ *   - only for a training run (gw_run_is_training); a `sleep` next to someone's run has none;
+ *   - the folder its own log says it saves to ("Logging results to"), else the resumed
+ *     checkpoint's run, else PROJECT/NAME* as the command names them, else a run under
+ *     runs/ that this job alone could have made: created during this attempt, and no other
+ *     live job in the same folder could have made it by its own command;
+ *   - a searched file only when written and (unless exist_ok) created during this attempt:
+ *     an older run, or one another process started before this attempt, is not this job's;
+ *   - with d, what one of the job's watches already chose, and never a file another live
+ *     job of d has chosen.
+ * NULL until such a file exists.  Malloc'ed. */
+static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
+        struct gw_yolo_run r;
+        if (!gw_run_is_training((const char *const *) j->argv, gw_strv_length(j->argv), j->yolo) ||
+            j->start_time <= 0)
+                return NULL;
+        const struct gw_djob *self = d ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
+        if (self && self->job->attempt == j->attempt && chosen_results(self))
+                return gw_xstrdup(chosen_results(self));
+        if (gw_train_resolve_run(j, true, &r) < 0)
+                return NULL;
+        struct pick pk = { .d = d, .since = j->start_time, .reused = true };
+        char path[4400];
+        if (r.evidence == GW_YOLO_LOG || r.evidence == GW_YOLO_CHECKPOINT) {
+                snprintf(path, sizeof path, "%s/results.csv", r.run_dir);
+                consider(j, path, &pk); /* a resumed run's file is older than the attempt */
+                if (pk.path[0] || r.evidence == GW_YOLO_LOG)
+                        return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
+        }
+        pk.reused = r.exist_ok;
+        pk.alone = !r.named;
+        scan_base(j, &r, &pk);
+        return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
+}
+
+char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j) { return find_results(d, j); }
+
+/* A job failing a moment after another started: a failure is rare enough to ask now. */
+bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results) {
+        return claimed(d, j, results, true);
+}
