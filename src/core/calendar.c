@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "base/nametable.h"
 #include "base/parse.h"
 
 #define BIT(i)        (UINT64_C(1) << (i))
@@ -21,16 +21,11 @@ static const char *const state_names[_GW_BOOKING_STATE_MAX] = {
 };
 
 const char *gw_booking_state_name(enum gw_booking_state s) {
-        return s >= 0 && s < _GW_BOOKING_STATE_MAX ? state_names[s] : NULL;
+        return GW_NAMETABLE_NAME(state_names, s);
 }
 
 enum gw_booking_state gw_booking_state_from_name(const char *name) {
-        if (!name)
-                return _GW_BOOKING_STATE_INVALID;
-        for (int s = 0; s < _GW_BOOKING_STATE_MAX; s++)
-                if (strcasecmp(name, state_names[s]) == 0)
-                        return (enum gw_booking_state) s;
-        return _GW_BOOKING_STATE_INVALID;
+        return (enum gw_booking_state) GW_NAMETABLE_INDEX(state_names, name);
 }
 
 bool gw_booking_state_holds_capacity(enum gw_booking_state s) {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/nametable.h"
+
 #define BIT(i) (UINT64_C(1) << (i))
 #define NGPU   GW_SCHED_MAX_GPUS
 
@@ -21,7 +23,7 @@ static const char *const kind_names[_GW_SEGMENT_KIND_MAX] = {
 };
 
 const char *gw_segment_kind_name(enum gw_segment_kind k) {
-        return k >= 0 && k < _GW_SEGMENT_KIND_MAX ? kind_names[k] : NULL;
+        return GW_NAMETABLE_NAME(kind_names, k);
 }
 
 static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
