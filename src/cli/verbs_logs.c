@@ -158,16 +158,6 @@ static int emit_separator(long long attempt, bool mid_line, bool *ret_closed) {
         return emit(line, (size_t) k, ret_closed);
 }
 
-/* The job's object (GET /api/v1/jobs/ID); NULL when it could not be had (told). */
-static json_t *get_job(struct cli_ctx *ctx, long long id) {
-        char target[64], subject[48];
-        snprintf(target, sizeof(target), "/api/v1/jobs/%lld", id);
-        snprintf(subject, sizeof(subject), "job %lld", id);
-        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        json_t *job = NULL;
-        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
-}
-
 /* GPUs that are healthy, not drained and hold no job, from GET /api/v1/gpus; -1 when
  * unknown. */
 static long long free_gpus(struct cli_ctx *ctx) {
@@ -211,7 +201,7 @@ static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
                 return;
         if (st->told_wait && st->polls++ % WAIT_LOOK_EVERY != 0)
                 return;
-        json_t *job = get_job(ctx, st->id);
+        json_t *job = cli_job_get(ctx, st->id);
         _cleanup_free_ char *why = job && cli_job_waiting(job) ? cli_wait_reason(ctx, job) : NULL;
         json_decref(job);
         if (!why || (st->told_wait && strcmp(st->told_wait, why) == 0))
@@ -225,7 +215,7 @@ static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
  * mid_line: the log's last line has no newline, which on one terminal would run the two
  * together. */
 static int tell_end(struct cli_ctx *ctx, const struct log_state *st, bool mid_line) {
-        json_t *job = get_job(ctx, st->id);
+        json_t *job = cli_job_get(ctx, st->id);
         if (!job)
                 return CLI_EXIT_FAIL;
         const char *state = cli_jstr(job, "state");
