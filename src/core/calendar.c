@@ -134,19 +134,11 @@ static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
 }
 
 static int validate(const struct gw_calendar_input *in) {
-        uint64_t seen = 0;
-
         if (!in || in->n_gpus > GW_SCHED_MAX_GPUS || (in->n_gpus && !in->gpus) ||
             (in->n_bookings && !in->bookings) || (in->n_running && !in->running) ||
             (in->n_pending && !in->pending))
                 return -EINVAL;
-        for (size_t i = 0; i < in->n_gpus; i++) {
-                int idx = in->gpus[i].index;
-                if (idx < 0 || idx >= GW_SCHED_MAX_GPUS || (seen & BIT(idx)))
-                        return -EINVAL;
-                seen |= BIT(idx);
-        }
-        return 0;
+        return gw_sched_gpus_masks(in->gpus, in->n_gpus, NULL, NULL);
 }
 
 static uint64_t usable_mask(const struct gw_calendar_input *in) {

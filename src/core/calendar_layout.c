@@ -120,14 +120,8 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
             (in->n_gpus && !in->gpus) || (in->n_bookings && !in->bookings) ||
             (in->n_running && !in->running) || (in->n_pending && !in->pending))
                 return -EINVAL;
-        for (size_t i = 0; i < in->n_gpus; i++) {
-                int g = in->gpus[i].index;
-                if (g < 0 || g >= NGPU || (present & BIT(g)))
-                        return -EINVAL;
-                present |= BIT(g);
-                if (in->gpus[i].usable)
-                        usable |= BIT(g);
-        }
+        if (gw_sched_gpus_masks(in->gpus, in->n_gpus, &present, &usable) < 0)
+                return -EINVAL;
         for (size_t i = 0; i < in->n_pending; i++)
                 if (in->pending[i].ngpus < 1 || in->pending[i].ngpus > NGPU || in->pending[i].time_limit <= 0)
                         return -EINVAL;
