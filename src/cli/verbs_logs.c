@@ -50,7 +50,7 @@ static const char logs_help[] =
         "  gpuward logs --attempt 1 17 | tail -50    # how the first attempt failed\n"
         "  gpuward logs 17 | grep -i 'cuda error'\n";
 
-enum { OPT_JSON = 0x100, OPT_ATTEMPT };
+enum { OPT_ATTEMPT = 0x100 };
 
 struct log_state {
         long long id;
@@ -331,41 +331,37 @@ static int json_log(struct cli_ctx *ctx, struct log_state *st) {
         return r;
 }
 
+struct logs_opts {
+        bool follow;
+        long long attempt;
+};
+
+static int on_logs_option(void *userdata, int opt, const char *arg) {
+        struct logs_opts *o = userdata;
+        if (opt == 'f')
+                o->follow = true;
+        else if (gw_parse_int(arg, 1, INT_MAX, &o->attempt) < 0)
+                return cli_usage("logs", "--attempt: '%s' is not an attempt number (1, 2, ...)", arg);
+        return 0;
+}
+
 int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option extra[] = {
                 { "follow", no_argument, NULL, 'f' },
-                { "json", no_argument, NULL, OPT_JSON },
                 { "attempt", required_argument, NULL, OPT_ATTEMPT },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        bool follow = false, json = ctx->json;
-        struct log_state st = { 0 };
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(logs_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c == 'f') {
-                        follow = true;
-                } else if (c == OPT_JSON) {
-                        json = true;
-                } else if (c == OPT_ATTEMPT) {
-                        if (gw_parse_int(optarg, 1, INT_MAX, &st.attempt) < 0)
-                                return cli_usage("logs", "--attempt: '%s' is not an attempt number (1, 2, ...)",
-                                                 optarg);
-                } else if (c == CLI_OPT_SOCKET) {
-                        int r = cli_take_socket(ctx, "logs", optarg);
-                        if (r)
-                                return r;
-                } else {
-                        return cli_bad_option("logs", argv, optind, c, optopt);
-                }
-        }
+        struct logs_opts opt = { 0 };
+        const struct cli_options spec = {
+                .verb = "logs", .help = logs_help, .extra = extra, .shortopts = "f", .on_option = on_logs_option,
+                .userdata = &opt,
+        };
+        bool json;
+        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (early >= 0)
+                return early;
+        bool follow = opt.follow;
+        struct log_state st = { .attempt = opt.attempt };
         if (optind >= argc)
                 return cli_usage("logs", "which job? gpuward logs [-f] [--attempt K] JOB");
         if (optind + 1 < argc)
