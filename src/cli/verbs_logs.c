@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
@@ -129,7 +130,7 @@ static long long next_attempt_offset(struct cli_ctx *ctx, const struct log_state
 
 /* Raw bytes to stdout.  A reader that went away (`| head`) ends us quietly. */
 static int emit(const char *buf, size_t n, bool *ret_closed) {
-        int r = cli_write_all(STDOUT_FILENO, buf, n);
+        int r = gw_write_all(STDOUT_FILENO, buf, n);
         if (r == -EPIPE) {
                 *ret_closed = true;
                 return CLI_EXIT_OK;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
@@ -200,7 +201,7 @@ static void show_log(struct cli_ctx *ctx, long long id) {
         struct cli_http_response rep;
         if (cli_api_call(ctx, &call, &rep) != CLI_EXIT_OK)
                 return;
-        (void) cli_write_all(STDOUT_FILENO, rep.body, rep.body_len);
+        (void) gw_write_all(STDOUT_FILENO, rep.body, rep.body_len);
         cli_http_response_done(&rep);
 }
 
