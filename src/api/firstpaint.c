@@ -131,22 +131,36 @@ static void gpu_row(FILE *f, const json_t *g) {
         fputs("</td></tr>\n", f);
 }
 
+/* A section's heading, then the line that stands for its table when the reader may not see
+ * reply's list key (hidden) or the list is empty (empty).  Returns the list when its table
+ * is to follow, else NULL. */
+static const json_t *put_list_head(FILE *f, const char *title, const json_t *reply, const char *key,
+                                   const char *hidden, const char *empty) {
+        const json_t *list = json_object_get(reply, key);
+        fprintf(f, "<h2>%s</h2>\n", title);
+        if (json_is_array(list) && json_array_size(list))
+                return list;
+        fprintf(f, "<p class=\"empty\">%s</p>\n", json_is_array(list) ? empty : hidden);
+        return NULL;
+}
+
+/* A table's opening up to its body: attrs inside <table>, then a scoped heading cell for each
+ * of the NULL-terminated cols (this file's own words, written as they are). */
+static void put_table_head(FILE *f, const char *attrs, const char *const *cols) {
+        fprintf(f, "<div class=\"table-wrap\"><table %s><thead><tr>", attrs);
+        for (; *cols; cols++)
+                fprintf(f, "<th scope=\"col\">%s</th>", *cols);
+        fputs("</tr></thead><tbody>\n", f);
+}
+
 static void put_gpus(FILE *f, const json_t *reply) {
-        const json_t *gpus = json_object_get(reply, "gpus");
-        fputs("<h2>GPUs</h2>\n", f);
-        if (!json_is_array(gpus)) {
-                fputs("<p class=\"empty\">The GPUs are not available to this reader.</p>\n", f);
+        const json_t *gpus = put_list_head(f, "GPUs", reply, "gpus", "The GPUs are not available to this reader.",
+                                           "No GPUs: the daemon found no NVIDIA GPU on this host (its log says why).");
+        if (!gpus)
                 return;
-        }
-        if (!json_array_size(gpus)) {
-                fputs("<p class=\"empty\">No GPUs: the daemon found no NVIDIA GPU on this host (its log says "
-                      "why).</p>\n", f);
-                return;
-        }
-        fputs("<div class=\"table-wrap\"><table id=\"fp-gpus\"><thead><tr><th scope=\"col\">GPU</th>"
-              "<th scope=\"col\">Model</th><th scope=\"col\">Health</th><th scope=\"col\">Utilisation</th>"
-              "<th scope=\"col\">Memory</th><th scope=\"col\">Temperature</th><th scope=\"col\">Job</th></tr>"
-              "</thead><tbody>\n", f);
+        static const char *const cols[] = { "GPU", "Model", "Health", "Utilisation", "Memory", "Temperature", "Job",
+                                            NULL };
+        put_table_head(f, "id=\"fp-gpus\"", cols);
         size_t i;
         const json_t *g;
         json_array_foreach(gpus, i, g)
@@ -179,20 +193,12 @@ static void job_row(FILE *f, const json_t *j) {
 }
 
 static void put_jobs(FILE *f, const json_t *reply) {
-        const json_t *jobs = json_object_get(reply, "jobs");
-        fputs("<h2>Queue</h2>\n", f);
-        if (!json_is_array(jobs)) {
-                fputs("<p class=\"empty\">The queue is not available to this reader.</p>\n", f);
+        const json_t *jobs = put_list_head(f, "Queue", reply, "jobs", "The queue is not available to this reader.",
+                                           "No jobs waiting or running.");
+        if (!jobs)
                 return;
-        }
-        if (!json_array_size(jobs)) {
-                fputs("<p class=\"empty\">No jobs waiting or running.</p>\n", f);
-                return;
-        }
-        fputs("<div class=\"table-wrap\"><table id=\"fp-jobs\" class=\"jobs\"><thead><tr><th scope=\"col\">Job</th>"
-              "<th scope=\"col\">Name</th><th scope=\"col\">User</th><th scope=\"col\">State</th>"
-              "<th scope=\"col\">Why</th><th scope=\"col\">GPUs</th><th scope=\"col\">Submitted (UTC)</th></tr>"
-              "</thead><tbody>\n", f);
+        static const char *const cols[] = { "Job", "Name", "User", "State", "Why", "GPUs", "Submitted (UTC)", NULL };
+        put_table_head(f, "id=\"fp-jobs\" class=\"jobs\"", cols);
         size_t i, n = json_array_size(jobs);
         for (i = 0; i < n && i < MAX_ROWS; i++)
                 job_row(f, json_array_get(jobs, i));

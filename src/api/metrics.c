@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,15 +147,21 @@ __attribute__((sentinel)) static void sample_double(struct out *o, double v, con
 
 enum gpu_metric { GPU_UTIL, GPU_MEM_USED, GPU_MEM_TOTAL, GPU_TEMP, GPU_POWER };
 
+/* Each family's value is a field of struct gw_metrics_gpu: a count of bytes (uint64_t) or a
+ * double. */
+#define GPU_FIELD(f) offsetof(struct gw_metrics_gpu, f)
 static const struct {
         const char *name, *help;
+        size_t field;
+        bool bytes;
 } gpu_families[] = {
-        [GPU_UTIL] = {"gpuward_gpu_utilization_ratio", "GPU utilization, 0 to 1."},
-        [GPU_MEM_USED] = {"gpuward_gpu_memory_used_bytes", "GPU memory in use."},
-        [GPU_MEM_TOTAL] = {"gpuward_gpu_memory_total_bytes", "GPU memory installed."},
-        [GPU_TEMP] = {"gpuward_gpu_temperature_celsius", "GPU temperature."},
-        [GPU_POWER] = {"gpuward_gpu_power_watts", "GPU power draw."},
+        [GPU_UTIL] = {"gpuward_gpu_utilization_ratio", "GPU utilization, 0 to 1.", GPU_FIELD(util_ratio), false},
+        [GPU_MEM_USED] = {"gpuward_gpu_memory_used_bytes", "GPU memory in use.", GPU_FIELD(mem_used), true},
+        [GPU_MEM_TOTAL] = {"gpuward_gpu_memory_total_bytes", "GPU memory installed.", GPU_FIELD(mem_total), true},
+        [GPU_TEMP] = {"gpuward_gpu_temperature_celsius", "GPU temperature.", GPU_FIELD(temp_c), false},
+        [GPU_POWER] = {"gpuward_gpu_power_watts", "GPU power draw.", GPU_FIELD(power_w), false},
 };
+#undef GPU_FIELD
 
 static bool gpu_has(const struct gw_metrics_gpu *g, enum gpu_metric m) {
         switch (m) {
@@ -173,26 +180,14 @@ static bool gpu_has(const struct gw_metrics_gpu *g, enum gpu_metric m) {
 
 static void gpu_sample(struct out *o, const struct gw_metrics_gpu *g, enum gpu_metric m) {
         const char *name = gpu_families[m].name;
+        const char *field = (const char *) g + gpu_families[m].field;
         char idx[24];
 
         (void) snprintf(idx, sizeof(idx), "%u", g->index);
-        switch (m) {
-        case GPU_UTIL:
-                sample_double(o, g->util_ratio, name, "gpu", idx, "uuid", g->uuid, NULL);
-                break;
-        case GPU_MEM_USED:
-                sample_u64(o, g->mem_used, name, "gpu", idx, "uuid", g->uuid, NULL);
-                break;
-        case GPU_MEM_TOTAL:
-                sample_u64(o, g->mem_total, name, "gpu", idx, "uuid", g->uuid, NULL);
-                break;
-        case GPU_TEMP:
-                sample_double(o, g->temp_c, name, "gpu", idx, "uuid", g->uuid, NULL);
-                break;
-        case GPU_POWER:
-                sample_double(o, g->power_w, name, "gpu", idx, "uuid", g->uuid, NULL);
-                break;
-        }
+        if (gpu_families[m].bytes)
+                sample_u64(o, *(const uint64_t *) (const void *) field, name, "gpu", idx, "uuid", g->uuid, NULL);
+        else
+                sample_double(o, *(const double *) (const void *) field, name, "gpu", idx, "uuid", g->uuid, NULL);
 }
 
 static void render_gpus(struct out *o, const struct gw_metrics_snapshot *s) {
@@ -322,9 +317,14 @@ static void render_queue(struct out *o, const struct gw_metrics_snapshot *s) {
         sample_u64(o, s->rogue_processes, "gpuward_rogue_processes", NULL);
 }
 
-static void counter(struct out *o, const char *name, const char *help, uint64_t v) {
-        family(o, name, "counter", help);
+/* A family of one sample without labels. */
+static void single(struct out *o, const char *name, const char *type, const char *help, uint64_t v) {
+        family(o, name, type, help);
         sample_u64(o, v, name, NULL);
+}
+
+static void counter(struct out *o, const char *name, const char *help, uint64_t v) {
+        single(o, name, "counter", help, v);
 }
 
 /* What watching the GPUs costs: a snapshot reads every GPU's utilisation, memory,
@@ -354,14 +354,10 @@ static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
 
         family(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
         sample_double(o, s->cpu_seconds, "process_cpu_seconds_total", NULL);
-        family(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-        sample_u64(o, s->resident_bytes, "process_resident_memory_bytes", NULL);
-        family(o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
-        sample_u64(o, s->virtual_bytes, "process_virtual_memory_bytes", NULL);
-        family(o, "process_open_fds", "gauge", "Number of open file descriptors.");
-        sample_u64(o, s->open_fds, "process_open_fds", NULL);
-        family(o, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
-        sample_u64(o, s->max_fds, "process_max_fds", NULL);
+        single(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", s->resident_bytes);
+        single(o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", s->virtual_bytes);
+        single(o, "process_open_fds", "gauge", "Number of open file descriptors.", s->open_fds);
+        single(o, "process_max_fds", "gauge", "Maximum number of open file descriptors.", s->max_fds);
         family(o, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
         sample_double(o, s->start_time, "process_start_time_seconds", NULL);
 }

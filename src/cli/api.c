@@ -245,3 +245,12 @@ int cli_query_add(char **target, const char *key, const char *value) {
         *target = out;
         return 0;
 }
+
+json_t *cli_job_get(const struct cli_ctx *ctx, long long id) {
+        char target[64], subject[48];
+        snprintf(target, sizeof target, "/api/v1/jobs/%lld", id);
+        snprintf(subject, sizeof subject, "job %lld", id);
+        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
+        json_t *job = NULL;
+        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
+}

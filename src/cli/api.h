@@ -46,6 +46,10 @@ int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t 
 int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json,
                         int *ret_status);
 
+/* The job's object (GET /api/v1/jobs/ID), a new reference; NULL when it could not be had,
+ * after telling why with the subject "job ID" (an unknown id, no daemon). */
+json_t *cli_job_get(const struct cli_ctx *ctx, long long id);
+
 /* Appends "?key=value" (or "&key=value") to the malloc'ed *target, escaping value.
  * 0 or -ENOMEM (then *target is unchanged). */
 int cli_query_add(char **target, const char *key, const char *value);

@@ -148,8 +148,5 @@ char *cli_absolute_path(const char *path, const char *base);
  * malloc'ed; NULL with errno set. */
 char *cli_current_dir(void);
 
-/* Writes all of buf to fd, retrying on EINTR and short writes.  0 or -errno. */
-int cli_write_all(int fd, const void *buf, size_t n);
-
 /* Sleeps for usec, resuming after signals. */
 void cli_sleep_usec(gw_usec_t usec);

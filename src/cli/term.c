@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "cli/cli.h"
 #include "cli/format.h"
 
@@ -255,5 +256,5 @@ int cli_term_draw(const char *text, unsigned rows, unsigned cols) {
         if (!screen)
                 return -ENOMEM;
         /* One write per frame: no half-drawn screen, no flicker. */
-        return cli_write_all(term.out_fd, screen, strlen(screen));
+        return gw_write_all(term.out_fd, screen, strlen(screen));
 }

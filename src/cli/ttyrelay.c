@@ -16,6 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
 #include "base/ttyframe.h"
 #include "cli/cli.h"
 
@@ -168,7 +169,7 @@ enum cli_relay_end cli_relay(int fd) {
                                 end = n == 0 ? CLI_RELAY_SESSION_ENDED : CLI_RELAY_FAILED;
                                 break;
                         }
-                        if (cli_write_all(STDOUT_FILENO, buf, (size_t) n) < 0) {
+                        if (gw_write_all(STDOUT_FILENO, buf, (size_t) n) < 0) {
                                 end = CLI_RELAY_HUNG_UP; /* our terminal is gone */
                                 break;
                         }

@@ -157,21 +157,6 @@ char *cli_absolute_path(const char *path, const char *base) {
         return out;
 }
 
-int cli_write_all(int fd, const void *buf, size_t n) {
-        const char *p = buf;
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 void cli_sleep_usec(gw_usec_t usec) {
         struct timespec ts = {
                 .tv_sec = (time_t) (usec / GW_USEC_PER_SEC),

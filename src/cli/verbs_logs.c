@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
@@ -50,7 +51,7 @@ static const char logs_help[] =
         "  gpuward logs --attempt 1 17 | tail -50    # how the first attempt failed\n"
         "  gpuward logs 17 | grep -i 'cuda error'\n";
 
-enum { OPT_JSON = 0x100, OPT_ATTEMPT };
+enum { OPT_ATTEMPT = 0x100 };
 
 struct log_state {
         long long id;
@@ -129,7 +130,7 @@ static long long next_attempt_offset(struct cli_ctx *ctx, const struct log_state
 
 /* Raw bytes to stdout.  A reader that went away (`| head`) ends us quietly. */
 static int emit(const char *buf, size_t n, bool *ret_closed) {
-        int r = cli_write_all(STDOUT_FILENO, buf, n);
+        int r = gw_write_all(STDOUT_FILENO, buf, n);
         if (r == -EPIPE) {
                 *ret_closed = true;
                 return CLI_EXIT_OK;
@@ -156,16 +157,6 @@ static int emit_separator(long long attempt, bool mid_line, bool *ret_closed) {
         char line[64];
         int k = snprintf(line, sizeof(line), "%s==> attempt %lld <==\n", mid_line ? "\n" : "", attempt);
         return emit(line, (size_t) k, ret_closed);
-}
-
-/* The job's object (GET /api/v1/jobs/ID); NULL when it could not be had (told). */
-static json_t *get_job(struct cli_ctx *ctx, long long id) {
-        char target[64], subject[48];
-        snprintf(target, sizeof(target), "/api/v1/jobs/%lld", id);
-        snprintf(subject, sizeof(subject), "job %lld", id);
-        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        json_t *job = NULL;
-        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
 }
 
 /* GPUs that are healthy, not drained and hold no job, from GET /api/v1/gpus; -1 when
@@ -211,7 +202,7 @@ static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
                 return;
         if (st->told_wait && st->polls++ % WAIT_LOOK_EVERY != 0)
                 return;
-        json_t *job = get_job(ctx, st->id);
+        json_t *job = cli_job_get(ctx, st->id);
         _cleanup_free_ char *why = job && cli_job_waiting(job) ? cli_wait_reason(ctx, job) : NULL;
         json_decref(job);
         if (!why || (st->told_wait && strcmp(st->told_wait, why) == 0))
@@ -225,7 +216,7 @@ static void note_waiting(struct cli_ctx *ctx, struct log_state *st) {
  * mid_line: the log's last line has no newline, which on one terminal would run the two
  * together. */
 static int tell_end(struct cli_ctx *ctx, const struct log_state *st, bool mid_line) {
-        json_t *job = get_job(ctx, st->id);
+        json_t *job = cli_job_get(ctx, st->id);
         if (!job)
                 return CLI_EXIT_FAIL;
         const char *state = cli_jstr(job, "state");
@@ -341,41 +332,37 @@ static int json_log(struct cli_ctx *ctx, struct log_state *st) {
         return r;
 }
 
+struct logs_opts {
+        bool follow;
+        long long attempt;
+};
+
+static int on_logs_option(void *userdata, int opt, const char *arg) {
+        struct logs_opts *o = userdata;
+        if (opt == 'f')
+                o->follow = true;
+        else if (gw_parse_int(arg, 1, INT_MAX, &o->attempt) < 0)
+                return cli_usage("logs", "--attempt: '%s' is not an attempt number (1, 2, ...)", arg);
+        return 0;
+}
+
 int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option extra[] = {
                 { "follow", no_argument, NULL, 'f' },
-                { "json", no_argument, NULL, OPT_JSON },
                 { "attempt", required_argument, NULL, OPT_ATTEMPT },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        bool follow = false, json = ctx->json;
-        struct log_state st = { 0 };
-        int c;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(logs_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c == 'f') {
-                        follow = true;
-                } else if (c == OPT_JSON) {
-                        json = true;
-                } else if (c == OPT_ATTEMPT) {
-                        if (gw_parse_int(optarg, 1, INT_MAX, &st.attempt) < 0)
-                                return cli_usage("logs", "--attempt: '%s' is not an attempt number (1, 2, ...)",
-                                                 optarg);
-                } else if (c == CLI_OPT_SOCKET) {
-                        int r = cli_take_socket(ctx, "logs", optarg);
-                        if (r)
-                                return r;
-                } else {
-                        return cli_bad_option("logs", argv, optind, c, optopt);
-                }
-        }
+        struct logs_opts opt = { 0 };
+        const struct cli_options spec = {
+                .verb = "logs", .help = logs_help, .extra = extra, .shortopts = "f", .on_option = on_logs_option,
+                .userdata = &opt,
+        };
+        bool json;
+        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (early >= 0)
+                return early;
+        bool follow = opt.follow;
+        struct log_state st = { .attempt = opt.attempt };
         if (optind >= argc)
                 return cli_usage("logs", "which job? gpuward logs [-f] [--attempt K] JOB");
         if (optind + 1 < argc)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdio.h"
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
@@ -138,15 +139,6 @@ static long long submit(struct cli_ctx *ctx, const struct submit_opts *o, char *
         return id;
 }
 
-static json_t *get_job(struct cli_ctx *ctx, long long id) {
-        char target[64], subject[48];
-        snprintf(target, sizeof target, "/api/v1/jobs/%lld", id);
-        snprintf(subject, sizeof subject, "job %lld", id);
-        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        json_t *job = NULL;
-        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
-}
-
 static enum gw_job_state state_of(const json_t *job) {
         const char *s = cli_jstr(job, "state");
         return gw_job_state_from_name(s ? s : "");
@@ -172,7 +164,7 @@ static void on_interrupt(int sig) { interrupted = sig; }
 static char *wait_for_session(struct cli_ctx *ctx, long long id, json_t **ret_job) {
         _cleanup_free_ char *told = NULL;
         for (unsigned polls = 0; !interrupted; polls++) {
-                json_t *job = get_job(ctx, id);
+                json_t *job = cli_job_get(ctx, id);
                 if (!job)
                         return NULL;
                 enum gw_job_state s = state_of(job);
@@ -209,12 +201,12 @@ static void show_log(struct cli_ctx *ctx, long long id) {
         struct cli_http_response rep;
         if (cli_api_call(ctx, &call, &rep) != CLI_EXIT_OK)
                 return;
-        (void) cli_write_all(STDOUT_FILENO, rep.body, rep.body_len);
+        (void) gw_write_all(STDOUT_FILENO, rep.body, rep.body_len);
         cli_http_response_done(&rep);
 }
 
 static bool job_ended(struct cli_ctx *ctx, long long id) {
-        json_t *job = get_job(ctx, id);
+        json_t *job = cli_job_get(ctx, id);
         bool ended = job && gw_job_state_is_final(state_of(job));
         json_decref(job);
         return ended;
@@ -251,7 +243,7 @@ static void cancel(struct cli_ctx *ctx, long long id) {
  * end is told, so it is there at once, or nearly). */
 static int finish(struct cli_ctx *ctx, long long id) {
         for (int i = 0; i < 300; i++) {
-                json_t *job = get_job(ctx, id);
+                json_t *job = cli_job_get(ctx, id);
                 if (!job)
                         return CLI_EXIT_FAIL;
                 if (gw_job_state_is_final(state_of(job))) {

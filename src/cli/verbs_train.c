@@ -259,34 +259,26 @@ static int print_snapshots(const json_t *o, long long id, time_t now) {
         return CLI_EXIT_OK;
 }
 
-enum { OPT_ALL = 0x100, OPT_JSON, OPT_SNAPSHOT, OPT_TO, OPT_FORCE };
+enum { OPT_ALL = 0x100, OPT_SNAPSHOT, OPT_TO, OPT_FORCE };
+
+static int on_all(void *userdata, int opt, const char *arg) {
+        (void) opt, (void) arg;
+        *(bool *) userdata = true;
+        return 0;
+}
 
 int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option extra[] = {
                 { "all", no_argument, NULL, OPT_ALL },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        bool json = ctx->json, all = false;
-        int c, r;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(snapshots_help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (c == OPT_ALL)
-                        all = true;
-                else if (c == OPT_JSON)
-                        json = true;
-                else if (c != CLI_OPT_SOCKET)
-                        return cli_bad_option("snapshots", argv, optind, c, optopt);
-                else if ((r = cli_take_socket(ctx, "snapshots", optarg)) != 0)
-                        return r;
-        }
+        bool json, all = false;
+        const struct cli_options spec = {
+                .verb = "snapshots", .help = snapshots_help, .extra = extra, .on_option = on_all, .userdata = &all,
+        };
+        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (r >= 0)
+                return r;
         long long id;
         r = one_job("snapshots", argc, argv, &id);
         if (r)
@@ -303,67 +295,64 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
 
 /* ---- restore ---- */
 
+struct restore_opts {
+        long long seq;
+        const char *to;
+        bool force;
+};
+
+static int on_restore_option(void *userdata, int opt, const char *arg) {
+        struct restore_opts *o = userdata;
+        switch (opt) {
+        case OPT_SNAPSHOT:
+                if (gw_parse_int(arg, 1, INT_MAX, &o->seq) < 0)
+                        return cli_usage("restore", "--snapshot: '%s' is not a snapshot number", arg);
+                return 0;
+        case OPT_TO:
+                if (!*arg)
+                        return cli_usage("restore", "--to: the path is empty");
+                o->to = arg;
+                return 0;
+        case OPT_FORCE:
+                o->force = true;
+                return 0;
+        }
+        return 0;
+}
+
 int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option extra[] = {
                 { "snapshot", required_argument, NULL, OPT_SNAPSHOT },
                 { "to", required_argument, NULL, OPT_TO },
                 { "force", no_argument, NULL, OPT_FORCE },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
                 { 0 },
         };
-        bool json = ctx->json, force = false;
-        long long seq = 0;
-        const char *to = NULL;
-        int c, r;
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'h':
-                        fputs(restore_help, stdout);
-                        return CLI_EXIT_OK;
-                case OPT_SNAPSHOT:
-                        if (gw_parse_int(optarg, 1, INT_MAX, &seq) < 0)
-                                return cli_usage("restore", "--snapshot: '%s' is not a snapshot number", optarg);
-                        break;
-                case OPT_TO:
-                        if (!*optarg)
-                                return cli_usage("restore", "--to: the path is empty");
-                        to = optarg;
-                        break;
-                case OPT_FORCE:
-                        force = true;
-                        break;
-                case OPT_JSON:
-                        json = true;
-                        break;
-                case CLI_OPT_SOCKET:
-                        if ((r = cli_take_socket(ctx, "restore", optarg)) != 0)
-                                return r;
-                        break;
-                default:
-                        return cli_bad_option("restore", argv, optind, c, optopt);
-                }
-        }
+        struct restore_opts opt = { 0 };
+        const struct cli_options spec = {
+                .verb = "restore", .help = restore_help, .extra = extra, .on_option = on_restore_option,
+                .userdata = &opt,
+        };
+        bool json;
+        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (r >= 0)
+                return r;
         long long id;
         r = one_job("restore", argc, argv, &id);
         if (r)
                 return r;
-        if (!seq)
+        if (!opt.seq)
                 return cli_usage("restore", "which snapshot? --snapshot N (gpuward snapshots %lld)", id);
-        if (!to)
+        if (!opt.to)
                 return cli_usage("restore", "where to? --to PATH");
-        _cleanup_free_ char *abs = cli_absolute_path(to, NULL);
+        _cleanup_free_ char *abs = cli_absolute_path(opt.to, NULL);
         if (!abs) {
-                cli_error("restore: cannot resolve %s: %s", to, strerror(errno));
+                cli_error("restore: cannot resolve %s: %s", opt.to, strerror(errno));
                 return CLI_EXIT_FAIL;
         }
         char target[64], subject[48];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/restore", id);
         snprintf(subject, sizeof subject, "job %lld", id);
-        json_t *body = json_pack("{s:I,s:s,s:b}", "snapshot", (json_int_t) seq, "to", abs, "force", force);
+        json_t *body = json_pack("{s:I,s:s,s:b}", "snapshot", (json_int_t) opt.seq, "to", abs, "force", opt.force);
         static const struct cli_field_alias aliases[] = { { "snapshot", "--snapshot" }, { "to", "--to" }, { NULL, NULL } };
         /* The daemon answers when the copy is done, which it bounds at 30 minutes. */
         struct cli_call call = { .method = "POST", .target = target, .body = body, .subject = subject,

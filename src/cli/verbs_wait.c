@@ -51,16 +51,6 @@ void cli_print_job_end(FILE *out, const json_t *job, long long id) {
                 fprintf(out, "Job %lld %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
 }
 
-/* The job now; NULL after telling why (an unknown id, no daemon). */
-static json_t *look(struct cli_ctx *ctx, long long id) {
-        char target[64], subject[48];
-        snprintf(target, sizeof target, "/api/v1/jobs/%lld", id);
-        snprintf(subject, sizeof subject, "job %lld", id);
-        struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        json_t *job = NULL;
-        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
-}
-
 /* One look at every job not ended yet: ended ones are told and kept in ended, the others'
  * states are left in still[i].  Returns the jobs still running or waiting, or -1 when a
  * look failed (told). */
@@ -70,7 +60,7 @@ static long look_all(struct cli_ctx *ctx, const long long *ids, size_t n, bool *
         for (size_t i = 0; i < n; i++) {
                 if (done[i])
                         continue;
-                json_t *job = look(ctx, ids[i]);
+                json_t *job = cli_job_get(ctx, ids[i]);
                 if (!job)
                         return -1;
                 const char *state = cli_jstr(job, "state");

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "base/nametable.h"
 #include "base/parse.h"
 
 #define BIT(i)        (UINT64_C(1) << (i))
@@ -21,16 +21,11 @@ static const char *const state_names[_GW_BOOKING_STATE_MAX] = {
 };
 
 const char *gw_booking_state_name(enum gw_booking_state s) {
-        return s >= 0 && s < _GW_BOOKING_STATE_MAX ? state_names[s] : NULL;
+        return GW_NAMETABLE_NAME(state_names, s);
 }
 
 enum gw_booking_state gw_booking_state_from_name(const char *name) {
-        if (!name)
-                return _GW_BOOKING_STATE_INVALID;
-        for (int s = 0; s < _GW_BOOKING_STATE_MAX; s++)
-                if (strcasecmp(name, state_names[s]) == 0)
-                        return (enum gw_booking_state) s;
-        return _GW_BOOKING_STATE_INVALID;
+        return (enum gw_booking_state) GW_NAMETABLE_INDEX(state_names, name);
 }
 
 bool gw_booking_state_holds_capacity(enum gw_booking_state s) {
@@ -139,19 +134,11 @@ static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
 }
 
 static int validate(const struct gw_calendar_input *in) {
-        uint64_t seen = 0;
-
         if (!in || in->n_gpus > GW_SCHED_MAX_GPUS || (in->n_gpus && !in->gpus) ||
             (in->n_bookings && !in->bookings) || (in->n_running && !in->running) ||
             (in->n_pending && !in->pending))
                 return -EINVAL;
-        for (size_t i = 0; i < in->n_gpus; i++) {
-                int idx = in->gpus[i].index;
-                if (idx < 0 || idx >= GW_SCHED_MAX_GPUS || (seen & BIT(idx)))
-                        return -EINVAL;
-                seen |= BIT(idx);
-        }
-        return 0;
+        return gw_sched_gpus_masks(in->gpus, in->n_gpus, NULL, NULL);
 }
 
 static uint64_t usable_mask(const struct gw_calendar_input *in) {

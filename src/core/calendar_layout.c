@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/nametable.h"
+
 #define BIT(i) (UINT64_C(1) << (i))
 #define NGPU   GW_SCHED_MAX_GPUS
 
@@ -21,7 +23,7 @@ static const char *const kind_names[_GW_SEGMENT_KIND_MAX] = {
 };
 
 const char *gw_segment_kind_name(enum gw_segment_kind k) {
-        return k >= 0 && k < _GW_SEGMENT_KIND_MAX ? kind_names[k] : NULL;
+        return GW_NAMETABLE_NAME(kind_names, k);
 }
 
 static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
@@ -118,14 +120,8 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
             (in->n_gpus && !in->gpus) || (in->n_bookings && !in->bookings) ||
             (in->n_running && !in->running) || (in->n_pending && !in->pending))
                 return -EINVAL;
-        for (size_t i = 0; i < in->n_gpus; i++) {
-                int g = in->gpus[i].index;
-                if (g < 0 || g >= NGPU || (present & BIT(g)))
-                        return -EINVAL;
-                present |= BIT(g);
-                if (in->gpus[i].usable)
-                        usable |= BIT(g);
-        }
+        if (gw_sched_gpus_masks(in->gpus, in->n_gpus, &present, &usable) < 0)
+                return -EINVAL;
         for (size_t i = 0; i < in->n_pending; i++)
                 if (in->pending[i].ngpus < 1 || in->pending[i].ngpus > NGPU || in->pending[i].time_limit <= 0)
                         return -EINVAL;

@@ -3,7 +3,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
+
+#include "base/nametable.h"
 
 static const char *const class_names[_GW_FAILURE_CLASS_MAX] = {
         [GW_FAILURE_OK] = "ok",
@@ -21,18 +22,11 @@ static const char *const class_names[_GW_FAILURE_CLASS_MAX] = {
 };
 
 const char *gw_failure_class_name(enum gw_failure_class c) {
-        if (c < 0 || c >= _GW_FAILURE_CLASS_MAX)
-                return NULL;
-        return class_names[c];
+        return GW_NAMETABLE_NAME(class_names, c);
 }
 
 enum gw_failure_class gw_failure_class_from_name(const char *name) {
-        if (!name)
-                return _GW_FAILURE_CLASS_INVALID;
-        for (int c = 0; c < _GW_FAILURE_CLASS_MAX; c++)
-                if (strcasecmp(name, class_names[c]) == 0)
-                        return (enum gw_failure_class) c;
-        return _GW_FAILURE_CLASS_INVALID;
+        return (enum gw_failure_class) GW_NAMETABLE_INDEX(class_names, name);
 }
 
 /* Matching order matters within a line: specific texts first.  Sources: PyTorch's

@@ -1,9 +1,8 @@
 #include "core/job.h"
 
 #include <stddef.h>
-#include <strings.h>
 
-#define ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+#include "base/nametable.h"
 
 static const char *const state_names[_GW_JOB_STATE_MAX] = {
         [GW_JOB_PENDING] = "PENDING",     [GW_JOB_HELD] = "HELD",
@@ -29,33 +28,24 @@ static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {
         [GW_DEP_KIND_ANY] = "any",
 };
 
-static int index_of(const char *const *names, size_t n, const char *name) {
-        if (!name)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (strcasecmp(names[i], name) == 0)
-                        return (int) i;
-        return -EINVAL;
-}
-
 const char *gw_job_state_name(enum gw_job_state s) {
-        return s >= 0 && s < _GW_JOB_STATE_MAX ? state_names[s] : NULL;
+        return GW_NAMETABLE_NAME(state_names, s);
 }
 
 enum gw_job_state gw_job_state_from_name(const char *name) {
-        return (enum gw_job_state) index_of(state_names, ELEMS(state_names), name);
+        return (enum gw_job_state) GW_NAMETABLE_INDEX(state_names, name);
 }
 
 const char *gw_job_reason_name(enum gw_job_reason r) {
-        return r >= 0 && r < _GW_REASON_MAX ? reason_names[r] : NULL;
+        return GW_NAMETABLE_NAME(reason_names, r);
 }
 
 const char *gw_dep_kind_name(enum gw_dep_kind k) {
-        return k >= 0 && k < _GW_DEP_KIND_MAX ? dep_kind_names[k] : NULL;
+        return GW_NAMETABLE_NAME(dep_kind_names, k);
 }
 
 enum gw_dep_kind gw_dep_kind_from_name(const char *name) {
-        return (enum gw_dep_kind) index_of(dep_kind_names, ELEMS(dep_kind_names), name);
+        return (enum gw_dep_kind) GW_NAMETABLE_INDEX(dep_kind_names, name);
 }
 
 bool gw_job_state_is_final(enum gw_job_state s) {

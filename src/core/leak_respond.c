@@ -3,13 +3,15 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/nametable.h"
+
 static const char *const names[_GW_LEAK_POLICY_MAX] = {
         [GW_LEAK_POLICY_WARN] = "warn",
         [GW_LEAK_POLICY_RESTART] = "restart",
 };
 
 const char *gw_leak_policy_name(enum gw_leak_policy p) {
-        return p >= 0 && p < _GW_LEAK_POLICY_MAX ? names[p] : NULL;
+        return GW_NAMETABLE_NAME(names, p);
 }
 
 enum gw_leak_policy gw_leak_policy_from_name(const char *name) {

@@ -7,6 +7,8 @@
 
 #include "base/cleanup.h"
 
+#include "base/nametable.h"
+
 const struct gw_phase_pattern gw_phase_patterns_default[] = {
         {GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "Class     Images  Instances", false},
         /* ClassificationValidator.get_desc(): ("%22s" + "%11s" * 2) % ("classes", "top1_acc",
@@ -78,9 +80,7 @@ const char *gw_phase_name(enum gw_phase p) {
                 [GW_PHASE_SAVING] = "saving",
                 [GW_PHASE_VALIDATED] = "validated",
         };
-        if ((int) p < 0 || p >= _GW_PHASE_MAX)
-                return NULL;
-        return names[p];
+        return GW_NAMETABLE_NAME(names, p);
 }
 
 /* Copies the visible text of one segment: ANSI escapes dropped (CSI "ESC [ params final",

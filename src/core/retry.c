@@ -7,6 +7,8 @@
 
 #include "base/parse.h"
 
+#include "base/nametable.h"
+
 /* Classes a retry can never help: the user asked for the stop, or the code is wrong. */
 #define NEVER_MASK                                                                      \
         (GW_FAILURE_BIT(GW_FAILURE_OK) | GW_FAILURE_BIT(GW_FAILURE_CANCELLED) |         \
@@ -168,9 +170,7 @@ static const char *const why_names[_GW_RETRY_WHY_MAX] = {
 };
 
 const char *gw_retry_why_name(enum gw_retry_why w) {
-        if (w < 0 || w >= _GW_RETRY_WHY_MAX)
-                return NULL;
-        return why_names[w];
+        return GW_NAMETABLE_NAME(why_names, w);
 }
 
 /* base * 2^(n-1) for the n-th retry, capped; doubling stops at the cap so it cannot

@@ -43,25 +43,37 @@ uint64_t gw_sched_mask_first(size_t n) {
         return n >= GW_SCHED_MAX_GPUS ? UINT64_MAX : BIT(n) - 1;
 }
 
+int gw_sched_gpus_masks(const struct gw_sched_gpu *gpus, size_t n, uint64_t *ret_present, uint64_t *ret_usable) {
+        uint64_t present = 0, usable = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                int idx = gpus[i].index;
+                if (idx < 0 || idx >= GW_SCHED_MAX_GPUS || (present & BIT(idx)))
+                        return -EINVAL;
+                present |= BIT(idx);
+                if (gpus[i].usable)
+                        usable |= BIT(idx);
+        }
+        if (ret_present)
+                *ret_present = present;
+        if (ret_usable)
+                *ret_usable = usable;
+        return 0;
+}
+
 static gw_usec_t end_of(gw_usec_t now, gw_usec_t limit) {
         gw_usec_t end;
         return __builtin_add_overflow(now, limit, &end) ? GW_USEC_INFINITY : end;
 }
 
 static int validate(const struct gw_sched_input *in, const struct gw_sched_plan *out) {
-        uint64_t seen = 0;
-
         if (!in || !out || in->n_gpus > GW_SCHED_MAX_GPUS)
                 return -EINVAL;
         if ((in->n_gpus && !in->gpus) || (in->n_running && !in->running) ||
             (in->n_pending && (!in->pending || !out->starts || !out->reasons)))
                 return -EINVAL;
-        for (size_t i = 0; i < in->n_gpus; i++) {
-                int idx = in->gpus[i].index;
-                if (idx < 0 || idx >= GW_SCHED_MAX_GPUS || (seen & BIT(idx)))
-                        return -EINVAL;
-                seen |= BIT(idx);
-        }
+        if (gw_sched_gpus_masks(in->gpus, in->n_gpus, NULL, NULL) < 0)
+                return -EINVAL;
         for (size_t i = 0; i < in->n_pending; i++) {
                 const struct gw_sched_job *j = &in->pending[i];
                 if (j->ngpus < 1 || j->ngpus > GW_SCHED_MAX_GPUS || j->time_limit <= 0)

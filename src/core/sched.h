@@ -116,3 +116,8 @@ uint64_t gw_sched_pick(uint64_t mask, int n);
 
 /* GPUs 0..n-1: every bit for n >= 64, where one shift would be undefined. */
 uint64_t gw_sched_mask_first(size_t n);
+
+/* Checks the GPUs given to a plan: each index a bit of a mask (0..63) and none twice;
+ * -EINVAL otherwise.  On success the bits of all of them into *ret_present and of the
+ * usable ones into *ret_usable (either may be NULL). */
+int gw_sched_gpus_masks(const struct gw_sched_gpu *gpus, size_t n, uint64_t *ret_present, uint64_t *ret_usable);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/nametable.h"
+
 static const char *const step_kind_names[_GW_SLURM_STEP_KIND_MAX] = {
         [GW_SLURM_STEP_NONE] = "none",
         [GW_SLURM_STEP_NUMBERED] = "numbered",
@@ -13,7 +15,7 @@ static const char *const step_kind_names[_GW_SLURM_STEP_KIND_MAX] = {
 };
 
 const char *gw_slurm_step_kind_name(enum gw_slurm_step_kind k) {
-        return k >= 0 && k < _GW_SLURM_STEP_KIND_MAX ? step_kind_names[k] : NULL;
+        return GW_NAMETABLE_NAME(step_kind_names, k);
 }
 
 /* A piece of the text: not NUL-terminated. */

@@ -16,13 +16,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
+
 static void close_fd(int *fd) {
         if (*fd >= 0)
                 (void) close(*fd);
         *fd = -1;
 }
-
-static int write_all(int fd, const uint8_t *p, size_t n);
 
 static int open_pty(struct shim_tty *t, uid_t uid, gid_t gid, bool chown) {
         char name[128];
@@ -144,7 +144,7 @@ static void accept_client(struct shim_tty *t) {
         (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         t->conn = fd;
         t->had_client = true;
-        if (t->early_len && write_all(fd, t->early, t->early_len) < 0)
+        if (t->early_len && gw_write_all(fd, t->early, t->early_len) < 0)
                 close_fd(&t->conn);
         t->early_len = 0;
 }
@@ -164,18 +164,6 @@ static void keep_early(struct shim_tty *t, const uint8_t *p, size_t n) {
         t->early_len += n;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-        while (n) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return -1;
-                p += w;
-                n -= (size_t) w;
-        }
-        return 0;
-}
 
 /* As much of p as the terminal takes now; the rest waits in t->pend.  The job gone (EIO):
  * its end is being reaped, and the input has nowhere to go. */
@@ -243,7 +231,7 @@ static bool from_job(struct shim_tty *t, struct logcap *cap) {
         logcap_write(cap, (const char *) buf, (size_t) n);
         if (!t->had_client)
                 keep_early(t, buf, (size_t) n);
-        if (t->conn >= 0 && write_all(t->conn, buf, (size_t) n) < 0)
+        if (t->conn >= 0 && gw_write_all(t->conn, buf, (size_t) n) < 0)
                 close_fd(&t->conn); /* gone, or not reading: the terminal closed */
         return true;
 }

@@ -111,6 +111,24 @@ static int get_int(const char *s, long long lo, long long hi, int *ret) {
         return 0;
 }
 
+/* A column of 0 or 1. */
+static int get_flag(const char *s, bool *ret) {
+        int b;
+        if (get_int(s, 0, 1, &b) < 0)
+                return -EINVAL;
+        *ret = b != 0;
+        return 0;
+}
+
+/* A length whose absence (empty, -1) means none: 0. */
+static int get_secs_or_zero(const char *s, gw_usec_t *ret) {
+        if (get_secs(s, false, ret) < 0)
+                return -EINVAL;
+        if (*ret == GW_SIM_NONE)
+                *ret = 0;
+        return 0;
+}
+
 static size_t split(char *line, char **f) {
         size_t n = 0;
         char *p = line;
@@ -154,20 +172,13 @@ static int header(char **f, size_t n, int *map, char *msg, size_t msg_size) {
 
 /* Sets one field; returns 0 or -EINVAL. */
 static int field(struct gw_sim_job *j, int c, const char *s, bool *class_set, bool *repeat_set) {
-        int b = 0;
-
         switch (c) {
         case C_SUBMIT: return get_secs(s, false, &j->submit) < 0 || j->submit == GW_SIM_NONE ? -EINVAL : 0;
         case C_USER: return get_int(s, 0, 1000000, &j->user);
         case C_GPUS: return get_int(s, 1, GW_SIM_MAX_NODE_GPUS, &j->ngpus);
         case C_RUNTIME: return get_secs(s, true, &j->runtime) < 0 || j->runtime <= 0 ? -EINVAL : 0;
         case C_LIMIT: return get_secs(s, false, &j->time_limit) < 0 || j->time_limit <= 0 ? -EINVAL : 0;
-        case C_CKPT:
-                if (get_secs(s, false, &j->ckpt_interval) < 0)
-                        return -EINVAL;
-                if (j->ckpt_interval == GW_SIM_NONE)
-                        j->ckpt_interval = 0;
-                return 0;
+        case C_CKPT: return get_secs_or_zero(s, &j->ckpt_interval);
         case C_STALL: return get_secs(s, false, &j->stall_at);
         case C_CANCEL: return get_secs(s, false, &j->cancel_at);
         case C_FAIL: return get_secs(s, false, &j->fail_at);
@@ -187,22 +198,10 @@ static int field(struct gw_sim_job *j, int c, const char *s, bool *class_set, bo
                 if (!*s)
                         return 0;
                 *repeat_set = true;
-                if (get_int(s, 0, 1, &b) < 0)
-                        return -EINVAL;
-                j->fail_repeat = b;
-                return 0;
+                return get_flag(s, &j->fail_repeat);
         case C_VAL_AT: return get_secs(s, false, &j->val_at);
-        case C_VAL_LEN:
-                if (get_secs(s, false, &j->val_len) < 0)
-                        return -EINVAL;
-                if (j->val_len == GW_SIM_NONE)
-                        j->val_len = 0;
-                return 0;
-        case C_VAL_SILENT:
-                if (get_int(s, 0, 1, &b) < 0)
-                        return -EINVAL;
-                j->val_silent = b;
-                return 0;
+        case C_VAL_LEN: return get_secs_or_zero(s, &j->val_len);
+        case C_VAL_SILENT: return get_flag(s, &j->val_silent);
         case C_ZERO: return get_double(s, 0, 1, &j->zero_frac);
         case C_PRIO: return get_int(s, -1000000, 1000000, &j->priority);
         case C_PROFILE:
@@ -210,25 +209,10 @@ static int field(struct gw_sim_job *j, int c, const char *s, bool *class_set, bo
                         return -EINVAL;
                 snprintf(j->profile, sizeof(j->profile), "%s", s);
                 return 0;
-        case C_INTERACTIVE:
-                if (get_int(s, 0, 1, &b) < 0)
-                        return -EINVAL;
-                j->interactive = b;
-                return 0;
+        case C_INTERACTIVE: return get_flag(s, &j->interactive);
         case C_LEAK: return !*s ? 0 : get_double(s, 0, 1e9, &j->leak_mb_h);
-        case C_BOOK:
-                if (get_secs(s, false, &j->book_lead) < 0)
-                        return -EINVAL;
-                if (j->book_lead == GW_SIM_NONE)
-                        j->book_lead = 0;
-                return 0;
-        case C_BROKEN:
-                if (!*s)
-                        return 0;
-                if (get_int(s, 0, 1, &b) < 0)
-                        return -EINVAL;
-                j->gpu_broken = b;
-                return 0;
+        case C_BOOK: return get_secs_or_zero(s, &j->book_lead);
+        case C_BROKEN: return !*s ? 0 : get_flag(s, &j->gpu_broken);
         default: return -EINVAL;
         }
 }

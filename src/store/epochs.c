@@ -8,11 +8,10 @@
 
 int gw_store_epoch_put(struct gw_store *s, int64_t job_id, int attempt, const struct gw_store_epoch *e) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "INSERT OR REPLACE INTO job_epochs (job_id, attempt, epoch, start_time, end_time, startup, "
-                               "exact) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "INSERT OR REPLACE INTO job_epochs (job_id, attempt, epoch, start_time, end_time, "
+                                 "startup, exact) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, attempt);
         sqlite3_bind_int64(st, 3, e->epoch);
@@ -20,22 +19,17 @@ int gw_store_epoch_put(struct gw_store *s, int64_t job_id, int attempt, const st
         sqlite3_bind_int64(st, 5, e->end);
         sqlite3_bind_int(st, 6, e->startup);
         sqlite3_bind_int(st, 7, e->exact);
-        int rc = sqlite3_step(st);
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_run(s, st);
 }
 
 static int drop_from(struct gw_store *s, const char *sql, int64_t job_id, int attempt) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, attempt);
-        int rc = sqlite3_step(st);
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_run(s, st);
 }
 
 int gw_store_epochs_drop(struct gw_store *s, int64_t job_id, int attempt) {
@@ -48,11 +42,10 @@ int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_s
                 return -EINVAL;
         sqlite3_stmt *st;
         /* The newest max by epoch, then turned around: oldest first. */
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "SELECT epoch, start_time, end_time, startup, exact FROM job_epochs "
-                               "WHERE job_id = ?1 AND attempt = ?2 ORDER BY epoch DESC LIMIT ?3",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "SELECT epoch, start_time, end_time, startup, exact FROM job_epochs "
+                                 "WHERE job_id = ?1 AND attempt = ?2 ORDER BY epoch DESC LIMIT ?3", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, attempt);
         sqlite3_bind_int64(st, 3, (sqlite3_int64) max);
@@ -65,7 +58,7 @@ int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_s
                                                      .startup = sqlite3_column_int(st, 3) != 0,
                                                      .exact = sqlite3_column_int(st, 4) != 0 };
         if (n < max && rc != SQLITE_DONE) {
-                int r = gw_store_sql_err(s);
+                r = gw_store_sql_err(s);
                 sqlite3_finalize(st);
                 return r;
         }
@@ -80,21 +73,17 @@ int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_s
 
 int gw_store_epoch_mem_put(struct gw_store *s, int64_t job_id, int attempt, const struct gw_store_epoch_mem *m) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "INSERT OR REPLACE INTO job_epoch_mem (job_id, attempt, gpu, epoch, low, peak) "
-                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "INSERT OR REPLACE INTO job_epoch_mem (job_id, attempt, gpu, epoch, low, peak) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, attempt);
         sqlite3_bind_int64(st, 3, m->gpu);
         sqlite3_bind_int64(st, 4, m->epoch);
         sqlite3_bind_double(st, 5, m->low);
         sqlite3_bind_double(st, 6, m->peak);
-        int rc = sqlite3_step(st);
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_run(s, st);
 }
 
 int gw_store_epoch_mems(struct gw_store *s, int64_t job_id, int attempt, size_t per_gpu, gw_store_epoch_mem_cb cb,
@@ -103,12 +92,12 @@ int gw_store_epoch_mems(struct gw_store *s, int64_t job_id, int attempt, size_t 
                 return -EINVAL;
         sqlite3_stmt *st;
         /* Numbered newest first within each GPU: the rows a detector that keeps the newest holds. */
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "SELECT gpu, epoch, low, peak FROM (SELECT gpu, epoch, low, peak, row_number() OVER "
-                               "(PARTITION BY gpu ORDER BY epoch DESC) AS k FROM job_epoch_mem "
-                               "WHERE job_id = ?1 AND attempt = ?2) WHERE k <= ?3 ORDER BY gpu, epoch",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s,
+                                 "SELECT gpu, epoch, low, peak FROM (SELECT gpu, epoch, low, peak, row_number() OVER "
+                                 "(PARTITION BY gpu ORDER BY epoch DESC) AS k FROM job_epoch_mem "
+                                 "WHERE job_id = ?1 AND attempt = ?2) WHERE k <= ?3 ORDER BY gpu, epoch", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, attempt);
         sqlite3_bind_int64(st, 3, (sqlite3_int64) per_gpu);
@@ -122,7 +111,7 @@ int gw_store_epoch_mems(struct gw_store *s, int64_t job_id, int attempt, size_t 
                                                 .peak = sqlite3_column_double(st, 3) };
                 cb(&m, userdata);
         }
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
 }

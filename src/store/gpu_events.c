@@ -17,8 +17,9 @@ int gw_store_gpu_events(struct gw_store *s, int gpu, gw_usec_t since, size_t lim
                 : "SELECT time, gpu, kind, xid, job_id, message FROM gpu_events WHERE gpu = ?1 AND time >= ?2 "
                   "ORDER BY time DESC, id DESC LIMIT ?3";
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
         if (gpu != GW_GPU_EVENTS_ALL)
                 sqlite3_bind_int(st, 1, gpu);
         sqlite3_bind_int64(st, 2, since);
@@ -38,7 +39,7 @@ int gw_store_gpu_events(struct gw_store *s, int gpu, gw_usec_t since, size_t lim
                 cb(&e, userdata);
                 n++;
         }
-        int r = rc == SQLITE_DONE ? n : gw_store_sql_err(s);
+        r = rc == SQLITE_DONE ? n : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
 }

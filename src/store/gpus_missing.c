@@ -9,15 +9,13 @@
 
 static int run_on_uuid(struct gw_store *s, const char *sql, const char *uuid, const char *reason) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
         if (reason)
                 sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_run(s, st);
 }
 
 int gw_store_gpu_missing_add(struct gw_store *s, const char *uuid, const char *reason) {
@@ -26,14 +24,14 @@ int gw_store_gpu_missing_add(struct gw_store *s, const char *uuid, const char *r
 
 int gw_store_gpu_missing_take(struct gw_store *s, const char *uuid, char *ret, size_t n) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT reason FROM gpus_missing WHERE uuid = ?1", -1, &st, NULL) !=
-            SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "SELECT reason FROM gpus_missing WHERE uuid = ?1", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 snprintf(ret, n, "%s", (const char *) sqlite3_column_text(st, 0));
-        int r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : gw_store_sql_err(s);
+        r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r < 0 ? r : run_on_uuid(s, "DELETE FROM gpus_missing WHERE uuid = ?1", uuid, NULL);
 }

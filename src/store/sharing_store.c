@@ -18,8 +18,9 @@ static void bind_text(sqlite3_stmt *st, int i, const char *v) {
 
 static int exec_bound(struct gw_store *s, const char *sql, const char *fmt, ...) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
         va_list ap;
         va_start(ap, fmt);
         for (int i = 1; fmt[i - 1]; i++) {
@@ -29,9 +30,7 @@ static int exec_bound(struct gw_store *s, const char *sql, const char *fmt, ...)
                         bind_text(st, i, va_arg(ap, const char *));
         }
         va_end(ap);
-        int rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        return gw_store_run(s, st);
 }
 
 int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
@@ -59,8 +58,9 @@ int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb
                                       "note FROM bookings WHERE state IN (0, 1, 2) ORDER BY start_time, id"
                                     : "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
                                       "note FROM bookings ORDER BY id DESC LIMIT 1000";
-        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
         while (sqlite3_step(st) == SQLITE_ROW) {
                 struct gw_store_booking b = {
                         .id = sqlite3_column_int64(st, 0),
@@ -90,9 +90,9 @@ int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key,
 
 int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT subject, key, value FROM quotas ORDER BY subject, key", -1, &st, NULL) !=
-            SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "SELECT subject, key, value FROM quotas ORDER BY subject, key", &st);
+        if (r < 0)
+                return r;
         while (sqlite3_step(st) == SQLITE_ROW)
                 cb((const char *) sqlite3_column_text(st, 0), (const char *) sqlite3_column_text(st, 1),
                    sqlite3_column_int64(st, 2), userdata);
@@ -103,12 +103,12 @@ int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret) {
         sqlite3_stmt *st;
         /* GPU-time of each ended job inside [since, now]. */
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
-                               "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
-                               "end_time >= start_time AND state BETWEEN ?4 AND ?5",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s,
+                                 "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
+                                 "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
+                                 "end_time >= start_time AND state BETWEEN ?4 AND ?5", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, uid);
         sqlite3_bind_int64(st, 2, since);
         sqlite3_bind_int64(st, 3, now);
@@ -132,11 +132,12 @@ int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const
 
 int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT id, uid, user, name, hash, created, last_used, expires, revoked "
-                                      "FROM tokens WHERE hash = ?1", -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "SELECT id, uid, user, name, hash, created, last_used, expires, revoked "
+                                 "FROM tokens WHERE hash = ?1", &st);
+        if (r < 0)
+                return r;
         bind_text(st, 1, hash);
-        int r = -ENOENT;
+        r = -ENOENT;
         if (sqlite3_step(st) == SQLITE_ROW) {
                 memset(ret, 0, sizeof *ret);
                 ret->id = sqlite3_column_int64(st, 0);
@@ -156,12 +157,13 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
 
 int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), by_uid ? "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
-                                               "WHERE revoked = 0 AND uid = ?1 ORDER BY id"
-                                             : "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
-                                               "WHERE revoked = 0 ORDER BY id",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, by_uid ? "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
+                                             "WHERE revoked = 0 AND uid = ?1 ORDER BY id"
+                                           : "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
+                                             "WHERE revoked = 0 ORDER BY id",
+                                 &st);
+        if (r < 0)
+                return r;
         if (by_uid)
                 sqlite3_bind_int64(st, 1, uid);
         while (sqlite3_step(st) == SQLITE_ROW) {

@@ -74,8 +74,9 @@ int gw_store_snapshot_add(struct gw_store *s, struct gw_store_snapshot *snap) {
 static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw_store_snapshot_cb cb,
                          void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
         if (job_id)
                 sqlite3_bind_int64(st, 1, job_id);
         int rc;
@@ -84,7 +85,7 @@ static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw
                 snap_from_row(st, &row);
                 cb(&row, userdata);
         }
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
 }
@@ -101,12 +102,12 @@ int gw_store_snapshots_kept(struct gw_store *s, gw_store_snapshot_cb cb, void *u
 
 int gw_store_snapshot_get(struct gw_store *s, int64_t job_id, int seq, struct gw_store_snapshot *ret) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "SELECT " SNAP_COLUMNS " FROM snapshots WHERE job_id = ?1 AND seq = ?2",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE job_id = ?1 AND seq = ?2", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, job_id);
         sqlite3_bind_int(st, 2, seq);
-        int rc = sqlite3_step(st), r = 0;
+        int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 snap_from_row(st, ret);
         else
@@ -117,11 +118,9 @@ int gw_store_snapshot_get(struct gw_store *s, int64_t job_id, int seq, struct gw
 
 int gw_store_snapshot_set_pruned(struct gw_store *s, int64_t id) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s), "UPDATE snapshots SET pruned = 1 WHERE id = ?1", -1, &st, NULL) !=
-            SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "UPDATE snapshots SET pruned = 1 WHERE id = ?1", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, id);
-        int rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        return gw_store_run(s, st);
 }

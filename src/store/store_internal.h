@@ -13,6 +13,11 @@ struct gw_checkpointer *gw_checkpointer_start(sqlite3 *writer, char *err, size_t
 struct gw_checkpointer *gw_checkpointer_stop(struct gw_checkpointer *c);
 /* The last SQLite error as -errno (-ENOSPC, -EROFS, -EBUSY, -ENOMEM, -EEXIST, -EIO). */
 int gw_store_sql_err(struct gw_store *s);
+/* stmt.c: prepares sql on the store's connection into *ret, which the caller finalizes
+ * (-errno as gw_store_sql_err's on failure, *ret untouched). */
+int gw_store_prepare(struct gw_store *s, const char *sql, sqlite3_stmt **ret);
+/* Steps st, a statement that returns no rows, and finalizes it: 0 when it ran to its end. */
+int gw_store_run(struct gw_store *s, sqlite3_stmt *st);
 /* Tells the observer (the web event stream) that a booking was saved. */
 void gw_store_booking_saved(struct gw_store *s, const struct gw_store_booking *b);
 /* Migration k (0-based) takes the schema from user_version k to k + 1 (schema.c). */

@@ -8,18 +8,17 @@
 
 int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usage_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "SELECT uid, user, state, ngpus, start_time, end_time, telemetry FROM jobs "
-                               "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
+        int r = gw_store_prepare(s, "SELECT uid, user, state, ngpus, start_time, end_time, telemetry FROM jobs "
+                                 "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3", &st);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, ended_since);
         _Static_assert(GW_JOB_RECLAIMED - GW_JOB_COMPLETED == 4, "the final states are COMPLETED to RECLAIMED");
         sqlite3_bind_int(st, 2, GW_JOB_COMPLETED);
         sqlite3_bind_int(st, 3, GW_JOB_RECLAIMED);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct gw_store_usage_row r = {
+                struct gw_store_usage_row row = {
                         .uid = (uint32_t) sqlite3_column_int64(st, 0),
                         .user = (const char *) sqlite3_column_text(st, 1),
                         .state = sqlite3_column_int(st, 2),
@@ -28,9 +27,9 @@ int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usag
                         .end = sqlite3_column_int64(st, 5),
                         .telemetry = (const char *) sqlite3_column_text(st, 6),
                 };
-                cb(&r, userdata);
+                cb(&row, userdata);
         }
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
 }
