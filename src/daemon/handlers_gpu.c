@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
+#include "daemon/nodes.h"
 #include "daemon/notify.h"
 #include "store/gpu_events.h"
 
@@ -59,8 +60,11 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
         json_t *arr = json_array();
         for (unsigned i = 0; i < d->host.n_gpus; i++)
                 json_array_append_new(arr, gpu_json(d, &d->host.gpus[i], sees_details(d, c)));
-        reply_json(rep, 200, json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total,
-                                       "simulated", d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : ""));
+        json_t *o = json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total,
+                              "simulated", d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "");
+        if (d->cfg->backend_slurm) /* the cluster's GPUs, as the nodes' agents report them */
+                json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, sees_details(d, c)));
+        reply_json(rep, 200, o);
 }
 
 /* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */
