@@ -318,7 +318,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_observe_stop(d);
         gw_gpus_close(d);
         gw_sharing_close(d);
-        gw_nodes_free(d->nodes);
+        d->nodes = gw_nodes_free(d->nodes);
         gw_userdb_free(d->users);
         d->store = gw_store_close(d->store);
         if (d->exec)

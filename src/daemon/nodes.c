@@ -38,7 +38,7 @@ static int only_keys(struct check *c, const json_t *o, const char *prefix, const
                         i++;
                 if (i == n) {
                         char f[128];
-                        snprintf(f, sizeof f, "%s%.64s", prefix, k);
+                        snprintf(f, sizeof f, "%s%.64s", prefix, k[0] ? k : "\"\""); /* an empty key named too */
                         return fail(c, f, "not a field of a node's snapshot");
                 }
         }
@@ -237,8 +237,10 @@ static json_t *gpus_shown(const json_t *gpus, bool details, int *rogues) {
                         bool rogue = json_is_null(job);
                         json_object_set_new(p, "rogue", json_boolean(rogue));
                         *rogues += rogue;
-                        if (!details)
+                        if (!details) {
                                 json_object_set_new(p, "user", json_null());
+                                json_object_set_new(p, "uid", json_null());
+                        }
                         size_t m;
                         json_t *seen;
                         bool dup = rogue;
@@ -271,11 +273,12 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
         return arr;
 }
 
-void gw_nodes_free(struct gw_nodes *t) {
+struct gw_nodes *gw_nodes_free(struct gw_nodes *t) {
         if (!t)
-                return;
+                return NULL;
         for (size_t i = 0; i < t->n; i++)
                 json_decref(t->v[i].snapshot);
         free(t->v);
         free(t);
+        return NULL;
 }

@@ -39,7 +39,8 @@ int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_
 
 /* Every node, sorted by name, as GET /api/v1/gpus shows them: each with "stale", "age" and
  * its GPUs, each process's "rogue" (no Slurm job) told; without details (guests) no
- * process's user.  t may be NULL (no node heard yet). */
+ * process's user or uid.  t may be NULL (no node heard yet). */
 json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details);
 
-void gw_nodes_free(struct gw_nodes *t);
+/* Frees t (from calloc) and what it keeps; accepts NULL; returns NULL. */
+struct gw_nodes *gw_nodes_free(struct gw_nodes *t);

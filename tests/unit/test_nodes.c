@@ -66,6 +66,7 @@ static void test_bad_fields_are_named(void **state) {
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 0, \"gpus\": []}"), "interval");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": {}}"), "gpus");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [], \"x\": 1}"), "x");
+        assert_string_equal(refused("{\"\": 1, \"node\": \"n\", \"interval\": 2, \"gpus\": []}"), "\"\"");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 1}]}"), "gpus[0].index");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
                                     " \"mem_total\": 1, \"health\": \"fine\", \"procs\": []}]}"), "gpus[0].health");
@@ -123,6 +124,7 @@ static void test_newest_per_node_and_stale(void **state) {
         assert_false(json_is_true(json_object_get(json_array_get(v, 1), "stale")));
         g0 = json_array_get(json_object_get(json_array_get(v, 1), "gpus"), 0);
         assert_true(json_is_null(json_object_get(json_array_get(json_object_get(g0, "procs"), 0), "user")));
+        assert_true(json_is_null(json_object_get(json_array_get(json_object_get(g0, "procs"), 0), "uid")));
         json_decref(v);
         gw_nodes_free(t);
         v = gw_nodes_json(NULL, 0, true);
