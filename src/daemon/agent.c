@@ -269,9 +269,10 @@ static int post(const struct agent *a, const char *body, char *why, size_t n) {
                 return fd;
         _cleanup_free_ char *head = NULL;
         size_t bl = strlen(body);
-        if (asprintf(&head, "POST %s HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\n"
+        bool v6 = strchr(a->host, ':'); /* an IPv6 literal goes in brackets in Host */
+        if (asprintf(&head, "POST %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAuthorization: Bearer %s\r\n"
                      "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-                     a->path, a->host, a->port, a->token, bl) < 0)
+                     a->path, v6 ? "[" : "", a->host, v6 ? "]" : "", a->port, a->token, bl) < 0)
                 return -ENOMEM;
         if (write_all(fd, head, strlen(head)) < 0 || write_all(fd, body, bl) < 0) {
                 snprintf(why, n, "cannot send to %s:%s: %s", a->host, a->port, strerror(errno));
@@ -355,8 +356,10 @@ int gw_agent_main(int argc, char **argv) {
         (void) signal(SIGPIPE, SIG_IGN);
         if (open_gpus(&a) < 0)
                 return 1;
-        log_info("agent for node %s: %u GPU%s, posting to http://%s:%s%s every %lld s", a.node, a.n_gpus,
-                 a.n_gpus == 1 ? "" : "s", a.host, a.port, a.path, (long long) (a.interval / GW_USEC_PER_SEC));
+        bool v6 = strchr(a.host, ':');
+        log_info("agent for node %s: %u GPU%s, posting to http://%s%s%s:%s%s every %lld s", a.node, a.n_gpus,
+                 a.n_gpus == 1 ? "" : "s", v6 ? "[" : "", a.host, v6 ? "]" : "", a.port, a.path,
+                 (long long) (a.interval / GW_USEC_PER_SEC));
         struct timespec next;
         clock_gettime(CLOCK_MONOTONIC, &next);
         while (!stopping) {
