@@ -11,6 +11,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/gpuview.h"
+#include "cli/nodeview.h"
 #include "cli/term.h"
 #include "cli/verbs.h"
 
@@ -23,7 +24,10 @@ static const char gpus_help[] =
         "and the job on it: id, user, name and how long it has run.  A value the driver\n"
         "cannot give prints '-'.  Indented lines under a GPU say why it was drained, and\n"
         "list its rogue processes ('!'): they use the GPU but belong to no gpuward job.\n"
-        "'gpuward top' shows the same, refreshed, with the queue.\n"
+        "'gpuward top' shows the same, refreshed, with the queue.  On a Slurm cluster's\n"
+        "controller, the nodes' GPUs as their agents report them, by node: the Slurm jobs\n"
+        "on each GPU with their users, rogue processes (in no Slurm job), and 'stale' for\n"
+        "a node whose agent has not reported for 3 of its intervals.\n"
         "\n"
         "With --events, what happened to the GPUs themselves rather than to a job, newest\n"
         "first, one line each: time, GPU, kind, the job on it then, and the evidence.\n"
@@ -78,7 +82,16 @@ static int print_gpus(const json_t *reply) {
         /* A terminal's width is kept to; a pipe gets every column in full. */
         unsigned rows, cols;
         cli_term_size(&rows, &cols);
-        int r = cli_gpus_print(reply, time(NULL), isatty(STDOUT_FILENO) ? cols : 0, stdout);
+        const json_t *nodes = json_object_get(reply, "nodes");
+        int r = 0;
+        /* A cluster's controller: the nodes' GPUs, and its own only when it has some. */
+        if (!nodes || json_array_size(json_object_get(reply, "gpus")) > 0)
+                r = cli_gpus_print(reply, time(NULL), isatty(STDOUT_FILENO) ? cols : 0, stdout);
+        if (r == 0 && json_is_array(nodes)) {
+                if (json_array_size(json_object_get(reply, "gpus")) > 0)
+                        puts("\nThe cluster's nodes:");
+                r = cli_nodes_print(nodes, stdout);
+        }
         if (r == -EBADMSG)
                 cli_error("gpuwardd's reply has no \"gpus\" array");
         else if (r < 0)

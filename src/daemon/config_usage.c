@@ -80,6 +80,8 @@ const char gw_config_usage[] =
         "                       each job is submitted at once with sbatch as its user (SLURM_CONF\n"
         "                       names the cluster), Slurm queues and places it, gpuwardd follows\n"
         "                       it with squeue and stops it with scancel\n"
+        "  --agent              run as a Slurm compute node's agent instead, reporting its GPUs\n"
+        "                       to the controller ('gpuwardd --agent --help')\n"
         "  --help, --version\n"
         "\n"
         "Idle-GPU reclamation profiles (default, hpo, finetune, or new ones) are [policy.NAME]\n"

@@ -412,6 +412,7 @@ static const struct {
         { { "DELETE", "/api/v1/session", 0 }, on_session },
         { { "GET", "/api/v1/gpus/history", 0 }, on_gpu_history },
         { { "GET", "/api/v1/jobs/{id}/results", 0 }, on_job_results },
+        { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_agent_snapshot },
 };
 
 /* Calls that mutate but that a guest may make: they change only the caller's own tokens. */

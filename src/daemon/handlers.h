@@ -100,6 +100,10 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
 void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
               const struct caller *c);
 
+/* handlers_nodes.c: POST /api/v1/agent/snapshot, a node agent's snapshot (--backend slurm). */
+void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct caller *c);
+
 /* handlers_self.c: the daemon's health (and its state disk's free room), and who the caller
  * is, how it was told apart, and the time limits a submission gets. */
 void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,

@@ -14,13 +14,17 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
+#include "daemon/nodes.h"
 #include "daemon/notify.h"
 #include "store/gpu_events.h"
 
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
-        reply_json(rep, 200, gw_observe_gpus_json(d, sees_details(d, c)));
+        json_t *o = gw_observe_gpus_json(d, sees_details(d, c));
+        if (d->cfg->backend_slurm) /* the cluster's GPUs, as the nodes' agents report them */
+                json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, sees_details(d, c)));
+        reply_json(rep, 200, o);
 }
 
 /* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */

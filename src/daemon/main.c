@@ -23,10 +23,12 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "daemon/agent.h"
 #include "daemon/daemon.h"
 #include "daemon/notify.h"
 #include "daemon/exec_shim.h"
 #include "daemon/exec_slurm.h"
+#include "daemon/nodes.h"
 #include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -340,6 +342,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_observe_stop(d);
         gw_gpus_close(d);
         gw_sharing_close(d);
+        d->nodes = gw_nodes_free(d->nodes);
         gw_userdb_free(d->users);
         d->store = gw_store_close(d->store);
         if (d->exec)
@@ -375,7 +378,10 @@ static int check_config(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-        int r = check_config(argc, argv);
+        int r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
+        if (r >= 0)
+                return r;
+        r = check_config(argc, argv);
         if (r >= 0)
                 return r;
         struct gw_config cfg;

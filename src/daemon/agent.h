@@ -1,0 +1,15 @@
+/* gpuwardd --agent: the node agent of a Slurm cluster.  It samples the node's GPUs with the
+ * daemon's own sampler code (gw_snapshot_take), tells each GPU process's Slurm job from its
+ * /proc/PID/cgroup (core/slurm.h) and posts one JSON snapshot per sample interval to the
+ * controller (a gpuwardd --backend slurm) with a bearer token.  Nothing else runs: no queue,
+ * no store, no HTTP door of its own. */
+#pragma once
+
+/* The agent's limits, which the controller enforces on what it receives (nodes.c). */
+#define GW_AGENT_MAX_GPUS 64            /* GW_SAMPLER_MAX_GPUS */
+#define GW_AGENT_MAX_PROCS 256          /* processes reported per GPU; more are counted only */
+#define GW_AGENT_PATH "/api/v1/agent/snapshot"
+
+/* gpuwardd's main() calls this first: -1 when argv does not ask for --agent, else the
+ * process's exit status once the agent stops (SIGTERM/SIGINT: 0; bad options: 2). */
+int gw_agent_main(int argc, char **argv);

@@ -1,0 +1,46 @@
+/* The cluster's nodes as their agents report them (gpuwardd --agent, agent.h): the newest
+ * snapshot of each node, in memory only, with the time it came.  The controller
+ * (--backend slurm) keeps them; GET /api/v1/gpus shows them by node. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "base/time.h"
+
+struct gw_daemon;
+struct gw_http_request;
+struct gw_http_reply;
+
+#define GW_NODES_MAX 4096       /* nodes kept; a snapshot from one more is refused */
+#define GW_NODE_STALE_ROUNDS 3  /* a node is stale after this many of its intervals unheard */
+
+struct gw_node {
+        char name[65];
+        gw_usec_t received;     /* monotonic */
+        gw_usec_t received_wall;
+        gw_usec_t interval;     /* the agent's sample interval */
+        json_t *snapshot;       /* {"driver", "gpus": [...]}, as checked and rebuilt here */
+};
+
+struct gw_nodes {
+        struct gw_node *v;
+        size_t n;
+};
+
+/* The snapshot in body checked field by field and rebuilt from what is known (no other key
+ * passes), into a new {"node", "interval", "driver", "gpus"}.  0 and *ret; -EINVAL with the
+ * field ("gpus[1].procs[0].pid") and why.  Pure: the unit tests call it. */
+int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
+                           size_t why_len);
+
+/* Keeps snap (taken) as node's newest, received at now / now_wall.  -ENOSPC when the table
+ * is full and node is not in it. */
+int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_wall);
+
+/* Every node, sorted by name, as GET /api/v1/gpus shows them: each with "stale", "age" and
+ * its GPUs, each process's "rogue" (no Slurm job) told; without details (guests) no
+ * process's user or uid.  t may be NULL (no node heard yet). */
+json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details);
+
+/* Frees t (from calloc) and what it keeps; accepts NULL; returns NULL. */
+struct gw_nodes *gw_nodes_free(struct gw_nodes *t);

@@ -1,0 +1,143 @@
+/* The controller's side of the node agents (src/daemon/nodes.c): a snapshot checked field by
+ * field and rebuilt, the newest kept per node, a silent node stale after 3 of its intervals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "daemon/agent.h"
+#include "daemon/nodes.h"
+
+#define SEC GW_USEC_PER_SEC
+
+static const char GOOD[] =
+        "{\"node\": \"gpu2\", \"interval\": 2, \"driver\": \"550.54\", \"gpus\": ["
+        "{\"index\": 0, \"name\": \"A100\", \"uuid\": \"GPU-1\", \"mem_total\": 100, \"mem_used\": 40,"
+        " \"util\": 50, \"health\": \"ok\", \"procs_total\": 2, \"procs\": ["
+        "  {\"pid\": 10, \"mem\": 30, \"job\": 42, \"step\": \"batch\", \"uid\": 1000, \"user\": \"alice\"},"
+        "  {\"pid\": 11, \"mem\": null, \"job\": null, \"step\": null, \"uid\": 0, \"user\": \"root\"}]},"
+        "{\"index\": 1, \"name\": \"A100\", \"mem_total\": 100, \"mem_used\": null, \"util\": null,"
+        " \"health\": \"lost\", \"procs\": []}]}";
+
+/* The field a body is refused for ("" when it passes). */
+static const char *refused(const char *text) {
+        static char field[128], why[256];
+        json_t *body = json_loads(text, 0, NULL), *snap = NULL;
+        assert_non_null(body);
+        field[0] = '\0';
+        int r = gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why);
+        json_decref(body);
+        json_decref(snap);
+        if (r == 0)
+                return "";
+        assert_int_equal(r, -EINVAL);
+        assert_true(strncmp(why, field, strlen(field)) == 0); /* the message starts with the field */
+        return field;
+}
+
+static json_t *good(const char *node) {
+        json_t *body = json_loads(GOOD, 0, NULL), *snap = NULL;
+        json_object_set_new(body, "node", json_string(node));
+        char field[128], why[256];
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), 0);
+        json_decref(body);
+        return snap;
+}
+
+static void test_a_good_snapshot_passes_whole(void **state) {
+        (void) state;
+        assert_string_equal(refused(GOOD), "");
+        json_t *snap = good("gpu2");
+        json_t *p = json_array_get(json_object_get(json_array_get(json_object_get(snap, "gpus"), 0), "procs"), 0);
+        assert_int_equal(json_integer_value(json_object_get(p, "job")), 42);
+        assert_string_equal(json_string_value(json_object_get(p, "user")), "alice");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(snap, "gpus"), 1), "uuid")), "");
+        json_decref(snap);
+}
+
+static void test_bad_fields_are_named(void **state) {
+        (void) state;
+        assert_string_equal(refused("{\"interval\": 2, \"gpus\": []}"), "node");
+        assert_string_equal(refused("{\"node\": \"a b\", \"interval\": 2, \"gpus\": []}"), "node");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 0, \"gpus\": []}"), "interval");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": {}}"), "gpus");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [], \"x\": 1}"), "x");
+        assert_string_equal(refused("{\"\": 1, \"node\": \"n\", \"interval\": 2, \"gpus\": []}"), "\"\"");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 1}]}"), "gpus[0].index");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
+                                    " \"mem_total\": 1, \"health\": \"fine\", \"procs\": []}]}"), "gpus[0].health");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
+                                    " \"mem_total\": 1, \"util\": 101, \"health\": \"ok\", \"procs\": []}]}"),
+                            "gpus[0].util");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
+                                    " \"mem_total\": 1, \"health\": \"ok\", \"procs\": [{\"pid\": 0}]}]}"),
+                            "gpus[0].procs[0].pid");
+        assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
+                                    " \"mem_total\": 1, \"health\": \"ok\", \"procs\": [{\"pid\": 5,"
+                                    " \"user\": \"a\\u001bb\"}]}]}"),
+                            "gpus[0].procs[0].user");
+}
+
+static void test_size_is_bounded(void **state) {
+        (void) state;
+        json_t *body = json_loads(GOOD, 0, NULL), *snap = NULL;
+        json_t *procs = json_object_get(json_array_get(json_object_get(body, "gpus"), 1), "procs");
+        for (int i = 0; i <= GW_AGENT_MAX_PROCS; i++)
+                json_array_append_new(procs, json_pack("{s:i}", "pid", i + 1));
+        char field[128], why[256];
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), -EINVAL);
+        assert_string_equal(field, "gpus[1].procs");
+        json_t *gpus = json_array();
+        for (int i = 0; i <= GW_AGENT_MAX_GPUS; i++)
+                json_array_append(gpus, json_array_get(json_object_get(body, "gpus"), 0));
+        json_object_set_new(body, "gpus", gpus);
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), -EINVAL);
+        assert_string_equal(field, "gpus");
+        json_decref(body);
+}
+
+static void test_newest_per_node_and_stale(void **state) {
+        (void) state;
+        struct gw_nodes *t = calloc(1, sizeof *t);
+        assert_int_equal(gw_nodes_put(t, good("gpu2"), 10 * SEC, 1000 * SEC), 0);
+        assert_int_equal(gw_nodes_put(t, good("gpu1"), 11 * SEC, 1001 * SEC), 0);
+        assert_int_equal(gw_nodes_put(t, good("gpu2"), 12 * SEC, 1002 * SEC), 0);
+        assert_int_equal(t->n, 2);
+        /* At 17 s: gpu1 heard 6 s ago (3 intervals of 2 s: not yet stale), gpu2 5 s ago. */
+        json_t *v = gw_nodes_json(t, 17 * SEC, true);
+        assert_int_equal(json_array_size(v), 2);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "node")), "gpu1");
+        assert_false(json_is_true(json_object_get(json_array_get(v, 0), "stale")));
+        json_t *g0 = json_array_get(json_object_get(json_array_get(v, 1), "gpus"), 0);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(g0, "slurm_jobs"), 0), "id")), 42);
+        assert_int_equal(json_array_size(json_object_get(g0, "slurm_jobs")), 1);
+        assert_true(json_is_true(json_object_get(json_array_get(json_object_get(g0, "procs"), 1), "rogue")));
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 1), "rogue_processes")), 1);
+        json_decref(v);
+        /* At 18 s gpu1 is stale, gpu2 not; without details no process's user is shown. */
+        v = gw_nodes_json(t, 18 * SEC, false);
+        assert_true(json_is_true(json_object_get(json_array_get(v, 0), "stale")));
+        assert_false(json_is_true(json_object_get(json_array_get(v, 1), "stale")));
+        g0 = json_array_get(json_object_get(json_array_get(v, 1), "gpus"), 0);
+        assert_true(json_is_null(json_object_get(json_array_get(json_object_get(g0, "procs"), 0), "user")));
+        assert_true(json_is_null(json_object_get(json_array_get(json_object_get(g0, "procs"), 0), "uid")));
+        json_decref(v);
+        gw_nodes_free(t);
+        v = gw_nodes_json(NULL, 0, true);
+        assert_int_equal(json_array_size(v), 0);
+        json_decref(v);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_a_good_snapshot_passes_whole),
+                cmocka_unit_test(test_bad_fields_are_named),
+                cmocka_unit_test(test_size_is_bounded),
+                cmocka_unit_test(test_newest_per_node_and_stale),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
