@@ -322,6 +322,7 @@ static const struct {
         {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
         {"warn_before", JSON_INTEGER, true}, {"eta_overdue", JSON_REAL, true},
         {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
+        {"fairshare", JSON_REAL, true},     {"priority_why", JSON_STRING, true},
 };
 
 static void check_shape(const json_t *o) {
