@@ -51,9 +51,9 @@ int gw_fair_weights_parse(const char *list, const char *user, double *ret_share,
                 while (name_len && p[name_len - 1] == ' ')
                         name_len--;
                 char num[32];
-                size_t num_len = eq ? len - name_len - 1 : 0;
-                if (eq)
-                        num_len = len - (size_t) (eq - p) - 1;
+                size_t num_len = eq ? len - (size_t) (eq - p) - 1 : 0;
+                while (num_len && eq[num_len] == ' ') /* "alice=2 , bob=1" */
+                        num_len--;
                 if (!eq || !name_len || name_len >= FAIR_NAME_MAX || num_len == 0 || num_len >= sizeof num) {
                         snprintf(why, n, "'%.*s' is not USER=WEIGHT (e.g. alice=2,bob=1)", (int) (len < 40 ? len : 40), p);
                         return -EINVAL;
@@ -143,6 +143,8 @@ static struct fair_run *run_get(struct gw_fair *f, const struct gw_job *j) {
 
 /* Charges the running job j from where it was charged to up to now (wall clock). */
 static void charge_running(struct gw_fair *f, const struct gw_job *j, gw_usec_t now) {
+        if (j->start_time <= 0) /* not recorded yet: nothing to charge from */
+                return;
         struct fair_run *run = run_get(f, j);
         if (run->charged_to < j->start_time) /* a new attempt of the same job */
                 run->charged_to = j->start_time;
@@ -154,7 +156,7 @@ static void charge_running(struct gw_fair *f, const struct gw_job *j, gw_usec_t 
 
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_fair *f = d->fair;
-        if (!f || !dj->job->start_time)
+        if (!f)
                 return;
         charge_running(f, dj->job, d->now_wall);
         for (size_t i = 0; i < f->n_runs; i++)
@@ -162,6 +164,20 @@ void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
                         f->runs[i] = f->runs[--f->n_runs];
                         break;
                 }
+}
+
+/* Forgets the attempts that no longer run without the hook having said so (a start undone). */
+static void runs_prune(struct gw_fair *f, const struct gw_daemon *d) {
+        if (f->n_runs <= d->jobs.n_running)
+                return;
+        size_t k = 0;
+        for (size_t i = 0; i < f->n_runs; i++)
+                for (size_t r = 0; r < d->jobs.n_running; r++)
+                        if (d->jobs.running[r]->job->id == f->runs[i].job_id) {
+                                f->runs[k++] = f->runs[i];
+                                break;
+                        }
+        f->n_runs = k;
 }
 
 /* The users a pass counts: those with a queued job or usage left, indexed in pass order. */
@@ -201,6 +217,7 @@ void gw_fair_pass(struct gw_daemon *d, struct gw_sched_fair *ret) {
         }
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 charge_running(f, d->jobs.running[i]->job, d->now_wall);
+        runs_prune(f, d);
         size_t m = pass_users(f, d, n);
         if (gw_fs_factors(f->pass_users, m, d->now_wall, f->half_life, f->pass_factor) < 0) {
                 log_debug("fairshare: factors refused; the queue goes by priority and submission");

@@ -123,7 +123,7 @@ class FairShareConfigTest(unittest.TestCase):
 
     def test_good_values_are_taken(self):
         for line in ["fairshare = off", "fairshare_half_life = 0", "fairshare_half_life = 2d",
-                     "fairshare_weights = alice=2, bob=0.5", "fairshare_weights ="]:
+                     "fairshare_weights = alice=2 , bob=0.5", "fairshare_weights ="]:
             self.assertEqual(self.refused(line), (0, ""), line)
 
 
