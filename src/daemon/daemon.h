@@ -203,7 +203,7 @@ struct gw_daemon {
         struct gw_restore *restores; /* restores in progress (training_restore.c) */
         struct gw_dbackup *backup;   /* the online backup being written (backup.c), NULL none */
         gw_usec_t backup_due;        /* monotonic: the next scheduled backup; 0 = not set yet */
-        struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL when it is off */
+        struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL with backend slurm */
 };
 
 /* queue.c: the running and queued jobs by id */

@@ -35,8 +35,11 @@ struct gw_fair {
         size_t n_users, cap_users;
         struct fair_run *runs;       /* running attempts charged so far */
         size_t n_runs, cap_runs;
-        struct gw_fs_user *pass_users; /* one pass's counted users, and their factors */
+        bool on;                     /* fairshare = true; else only the words of the order */
+        gw_usec_t pass_at;           /* monotonic: the last pass, 0 none */
+        struct gw_fs_user *pass_users; /* one pass's counted users, their factors and why */
         double *pass_factor;
+        char (*pass_line)[GW_FS_EXPLAIN_SIZE];
         size_t cap_pass;
 };
 
@@ -103,14 +106,17 @@ static void attempt_read(const struct gw_store_attempt_use *r, void *userdata) {
 
 int gw_fair_open(struct gw_daemon *d) {
         d->fair = NULL;
-        if (!d->cfg->fairshare || d->cfg->backend_slurm)
+        if (d->cfg->backend_slurm)
                 return 0;
         struct gw_fair *f = gw_xcalloc(1, sizeof *f);
+        f->on = d->cfg->fairshare;
         f->half_life = d->cfg->fairshare_half_life;
         f->weights = d->cfg->fairshare_weights;
+        d->fair = f;
+        if (!f->on)
+                return 0;
         gw_usec_t back = f->half_life * GW_FAIR_READ_HALF_LIVES;
         gw_usec_t since = f->half_life && d->now_wall > back ? d->now_wall - back : 0;
-        d->fair = f;
         int r = gw_store_attempt_uses(d->store, since, attempt_read, f);
         if (r < 0)
                 gw_fair_close(d);
@@ -125,6 +131,7 @@ void gw_fair_close(struct gw_daemon *d) {
         free(f->runs);
         free(f->pass_users);
         free(f->pass_factor);
+        free(f->pass_line);
         free(f);
         d->fair = NULL;
 }
@@ -156,7 +163,7 @@ static void charge_running(struct gw_fair *f, const struct gw_job *j, gw_usec_t 
 
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_fair *f = d->fair;
-        if (!f)
+        if (!f || !f->on)
                 return;
         charge_running(f, dj->job, d->now_wall);
         for (size_t i = 0; i < f->n_runs; i++)
@@ -190,6 +197,7 @@ static size_t pass_users(struct gw_fair *f, struct gw_daemon *d, size_t n) {
                 f->cap_pass = f->n_users;
                 f->pass_users = gw_xrealloc(f->pass_users, f->cap_pass * sizeof *f->pass_users);
                 f->pass_factor = gw_xrealloc(f->pass_factor, f->cap_pass * sizeof *f->pass_factor);
+                f->pass_line = gw_xrealloc(f->pass_line, f->cap_pass * sizeof *f->pass_line);
         }
         size_t m = 0;
         for (size_t i = 0; i < f->n_users; i++) {
@@ -202,17 +210,25 @@ static size_t pass_users(struct gw_fair *f, struct gw_daemon *d, size_t n) {
         return m;
 }
 
-void gw_fair_pass(struct gw_daemon *d, struct gw_sched_fair *ret) {
+/* Fair share off: the order in words, the same for every pass. */
+static void pass_off(struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
+                struct gw_job *j = d->jobs.queue[i]->job;
+                j->fairshare = 0;
+                snprintf(j->priority_why, sizeof j->priority_why,
+                         "priority %d, then submission order (fair share is off)", j->priority);
+        }
+}
+
+void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret) {
         struct gw_fair *f = d->fair;
         size_t n = d->jobs.n_queue;
         *ret = (struct gw_sched_fair) { NULL, 0 };
-        if (!f) {
-                for (size_t i = 0; i < n; i++) {
-                        struct gw_job *j = d->jobs.queue[i]->job;
-                        j->fairshare = 0;
-                        snprintf(j->priority_why, sizeof j->priority_why,
-                                 "priority %d, then submission order (fair share is off)", j->priority);
-                }
+        if (!f || (box_full && f->pass_at && d->now - f->pass_at < GW_FAIR_FULL_EVERY))
+                return;
+        f->pass_at = d->now;
+        if (!f->on) {
+                pass_off(d);
                 return;
         }
         for (size_t i = 0; i < d->jobs.n_running; i++)
@@ -223,22 +239,27 @@ void gw_fair_pass(struct gw_daemon *d, struct gw_sched_fair *ret) {
                 log_debug("fairshare: factors refused; the queue goes by priority and submission");
                 return;
         }
+        for (size_t i = 0; i < f->n_users; i++) { /* once per user, not per job */
+                const struct fair_user *u = &f->users[i];
+                if (u->idx != SIZE_MAX &&
+                    gw_fs_explain(f->pass_users, m, u->idx, u->name, d->now_wall, f->half_life, f->pass_line[u->idx],
+                                  sizeof f->pass_line[u->idx]) < 0)
+                        snprintf(f->pass_line[u->idx], sizeof f->pass_line[u->idx], "fairshare %.2f",
+                                 f->pass_factor[u->idx]);
+        }
         for (size_t i = 0; i < n; i++) {
                 struct gw_job *j = d->jobs.queue[i]->job;
-                const struct fair_user *u = user_get(f, j->uid, j->user);
-                char line[GW_FS_EXPLAIN_SIZE];
-                if (gw_fs_explain(f->pass_users, m, u->idx, u->name, d->now_wall, f->half_life, line, sizeof line) < 0)
-                        snprintf(line, sizeof line, "fairshare %.2f", f->pass_factor[u->idx]);
-                j->fairshare = f->pass_factor[u->idx];
+                size_t k = user_get(f, j->uid, j->user)->idx;
+                j->fairshare = f->pass_factor[k];
                 snprintf(j->priority_why, sizeof j->priority_why, "priority %d, then %s, then submission order",
-                         j->priority, line);
+                         j->priority, f->pass_line[k]);
         }
         *ret = (struct gw_sched_fair) { f->pass_factor, m };
 }
 
 void gw_fair_users(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
         struct gw_fair *f = d->fair;
-        if (!f)
+        if (!f || !f->on)
                 return;
         for (size_t i = 0; i < n; i++) {
                 const struct gw_job *j = d->jobs.queue[i]->job;

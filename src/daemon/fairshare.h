@@ -8,19 +8,21 @@
  * the rest of it when it ends (GW_HOOK_ATTEMPT_ENDED).  Each running attempt remembers up to
  * when it was charged, so no hour is charged twice whatever the passes' rhythm. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/sched.h"
 
 #define GW_FAIR_READ_HALF_LIVES 8
+#define GW_FAIR_FULL_EVERY GW_USEC_PER_SEC
 
 struct gw_daemon;
 struct gw_djob;
 struct gw_fair;
 
-/* Sets d->fair from d->cfg (NULL when fairshare is off or the backend is slurm) and reads
- * the usage of the finished attempts.  0, or -errno when the store cannot be read (logged
- * by the caller). */
+/* Sets d->fair from d->cfg (NULL with the slurm backend, which orders nothing here) and,
+ * with fairshare on, reads the usage of the finished attempts.  0, or -errno when the store
+ * cannot be read (logged by the caller). */
 int gw_fair_open(struct gw_daemon *d);
 void gw_fair_close(struct gw_daemon *d);
 
@@ -29,8 +31,11 @@ void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 
 /* A scheduling pass: charges the running jobs up to now and sets each queued job's fairshare
  * and priority_why; fills *ret (pointing into d->fair, valid until the next pass) with the
- * factors.  Without fair share, only the jobs' priority_why, and ret->factor NULL. */
-void gw_fair_pass(struct gw_daemon *d, struct gw_sched_fair *ret);
+ * factors.  Without fair share, only the jobs' priority_why, and ret->factor NULL.  box_full:
+ * nothing can start, the pass is only for what the jobs show, and is skipped (ret->factor
+ * NULL) within GW_FAIR_FULL_EVERY of the last one: one per submission into a full box of a
+ * long queue would cost a walk of the whole queue each. */
+void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret);
 /* After gw_fair_pass: pending[i].fs_user of the n queued jobs, d->jobs.queue's order. */
 void gw_fair_users(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
 

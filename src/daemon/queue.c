@@ -251,10 +251,11 @@ void gw_schedule(struct gw_daemon *d) {
         fill_gpus(d, gpus);
         size_t n = d->jobs.n_queue;
         struct gw_sched_fair fair;
-        gw_fair_pass(d, &fair); /* also the factors shown while the box is full */
+        bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings;
+        gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show */
         if (fair.factor)
                 queue_sort_fair(d);
-        if (!any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings)
+        if (full)
                 return;
         d->jobs.deps_changed = false;
         _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from gwtest import GPUWARDD, IS_ROOT, DaemonTest, Users, main
+from gwtest import GPUWARDD, IS_ROOT, DaemonTest, Users, main, wait_until
 
 
 @unittest.skipUnless(IS_ROOT, "needs root to make the two users")
@@ -72,6 +72,12 @@ class FairShareTest(DaemonTest):
         self.assertTrue(all(len(l) <= 80 for l in queue), queue)
         listed = [j["id"] for j in self.d.cli_json("queue")["jobs"]]
         self.assertLess(listed.index(jb), listed.index(ja), "the queue is listed in the order it starts")
+        # The predicted starts replay the queue in that order (once a prediction follows the
+        # pass that sorted it): B's when the blocker's time is up, A's after B's.
+        def b_predicted_first():
+            pa, pb = self.d.job(ja)["predicted_start"], self.d.job(jb)["predicted_start"]
+            return pa is not None and pb is not None and pb < pa
+        wait_until(b_predicted_first, timeout=40, what="B's predicted start before A's")
         self.d.cli("cancel", blocker)
         self.d.wait_state(jb, "RUNNING")
         self.assertEqual(self.d.job(ja)["state"], "PENDING", "B's job started first, although A submitted first")

@@ -109,7 +109,7 @@ static void usage_read_charged_and_explained(void **state) {
         d.jobs.queue = queue;
         d.jobs.n_queue = 2;
         struct gw_sched_fair fair;
-        gw_fair_pass(&d, &fair);
+        gw_fair_pass(&d, false, &fair);
         assert_int_equal(fair.n, 2);
         assert_true(fabs(ja.fairshare - 0.25) < 1e-3); /* all the use, half the shares: 2^-2 */
         assert_true(jb.fairshare == 1.0);
@@ -131,21 +131,31 @@ static void usage_read_charged_and_explained(void **state) {
         d.jobs.running = running;
         d.jobs.n_running = 1;
         d.now_wall = NOW + HOUR;
-        gw_fair_pass(&d, &fair);
+        gw_fair_pass(&d, false, &fair);
         double a1 = ja.fairshare, b1 = jb.fairshare;
         assert_true(b1 < a1); /* 4 GPU-h against 2 */
-        gw_fair_pass(&d, &fair);
+        gw_fair_pass(&d, false, &fair);
         assert_true(ja.fairshare == a1 && jb.fairshare == b1);
         d.now_wall = NOW + 3 * HOUR;
         gw_fair_attempt_ended(&d, &qr);
         d.jobs.n_running = 0;
-        gw_fair_pass(&d, &fair);
+        gw_fair_pass(&d, false, &fair);
         double b3 = jb.fairshare;
         assert_true(b3 < b1);
-        gw_fair_pass(&d, &fair);
+        gw_fair_pass(&d, false, &fair);
         assert_true(jb.fairshare == b3);
         /* 12 GPU-h against 2 (decay over hours is tiny): U = 12/14, S = 1/2. */
         assert_true(fabs(b3 - pow(2, -(12.0 / 14) * 2)) < 1e-2);
+
+        /* Into a full box, a pass only for the jobs' words: at most one a second. */
+        d.now = 10 * GW_USEC_PER_SEC;
+        gw_fair_pass(&d, false, &fair);
+        assert_non_null(fair.factor);
+        gw_fair_pass(&d, true, &fair);
+        assert_null(fair.factor);
+        d.now += GW_FAIR_FULL_EVERY;
+        gw_fair_pass(&d, true, &fair);
+        assert_non_null(fair.factor);
 
         gw_fair_close(&d);
         assert_null(d.fair);
@@ -157,8 +167,8 @@ static void off_says_so(void **state) {
         (void) state;
         struct gw_config cfg = { .fairshare = false };
         struct gw_daemon d = { .cfg = &cfg, .now_wall = NOW };
-        assert_int_equal(gw_fair_open(&d), 0);
-        assert_null(d.fair);
+        assert_int_equal(gw_fair_open(&d), 0); /* reads nothing: no store given */
+        assert_non_null(d.fair);
         struct gw_job ja = job(10, 1001, "alice", GW_JOB_PENDING);
         ja.priority = 3;
         struct gw_djob qa = { .job = &ja };
@@ -166,10 +176,11 @@ static void off_says_so(void **state) {
         d.jobs.queue = queue;
         d.jobs.n_queue = 1;
         struct gw_sched_fair fair;
-        gw_fair_pass(&d, &fair);
+        gw_fair_pass(&d, false, &fair);
         assert_null(fair.factor);
         assert_true(ja.fairshare == 0);
         assert_string_equal(ja.priority_why, "priority 3, then submission order (fair share is off)");
+        gw_fair_close(&d);
 }
 
 int main(void) {
