@@ -456,6 +456,10 @@ static json_t *enc_after(const struct gw_job *j) {
 
 static json_t *enc_str(const char *s) { return gw_json_text(s); }
 
+static bool job_is_queued(const struct gw_job *j) {
+        return j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
+}
+
 /* One encoder per field of the job object, in the order the API documents them. */
 #define FIELD(name, expr) \
         static json_t *enc_f_##name(const struct gw_job *j, unsigned view) { (void) view; return (expr); }
@@ -503,6 +507,9 @@ FIELD(tty_socket, j->state == GW_JOB_RUNNING && j->tty_socket && (view & GW_VIEW
                                                                                          : json_null())
 FIELD(latest_start, PREDICTED(j->latest_start))
 #undef PREDICTED
+/* A queued job's place in the queue: its user's fair-share factor and why, in words. */
+FIELD(fairshare, job_is_queued(j) && j->fairshare > 0 ? json_real(j->fairshare) : json_null())
+FIELD(priority_why, job_is_queued(j) && j->priority_why[0] ? gw_json_text(j->priority_why) : json_null())
 #undef FIELD
 
 static const struct {
@@ -547,6 +554,8 @@ static const struct {
         { "interactive", enc_f_interactive },
         { "tty_socket", enc_f_tty_socket },
         { "latest_start", enc_f_latest_start },
+        { "fairshare", enc_f_fairshare },
+        { "priority_why", enc_f_priority_why },
 };
 
 

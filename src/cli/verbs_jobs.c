@@ -35,6 +35,10 @@ static const char queue_help[] =
         "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
         "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
         "length (a hung run most often) instead of an ETA that no longer moves.\n"
+        "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
+        "(0.42; 5/0.42 with a priority of 5): the queue goes by priority, then by that\n"
+        "factor (whoever used the GPUs least lately first), then submission; 'gpuward\n"
+        "show' says why.\n"
         "\n"
         "Options:\n"
         "  --user USER     only USER's jobs\n"
@@ -156,7 +160,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
-                                                  "eta,eta_overdue,predicted_start,latest_start"
+                                                  "eta,eta_overdue,predicted_start,latest_start,priority,fairshare"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);
@@ -222,8 +226,26 @@ static char *where_or_why(const json_t *job) {
         return out;
 }
 
+/* PRIO: what orders a queued job, priority then its user's fair-share factor ("0.42"; "5/0.42"
+ * with a priority; the priority alone with fair share off); "-" for a running job. */
+static const char *prio_cell(const json_t *job, char *buf, size_t size) {
+        long long prio = 0;
+        double fs = cli_jnum(job, "fairshare");
+        const char *state = cli_jstr(job, "state");
+        if (!state || (strcmp(state, "PENDING") && strcmp(state, "HELD")))
+                return "-";
+        (void) cli_jint(job, "priority", &prio);
+        if (!isfinite(fs))
+                snprintf(buf, size, "%lld", prio);
+        else if (prio)
+                snprintf(buf, size, "%lld/%.2f", prio, fs);
+        else
+                snprintf(buf, size, "%.2f", fs);
+        return buf;
+}
+
 static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
-        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32], start[40];
+        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32], start[40], prio[48];
         long long v;
         snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
         if (cli_jint(job, "ngpus", &v))
@@ -236,6 +258,7 @@ static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
                 cli_jstr(job, "name"),
                 cli_job_user(job, ubuf, sizeof(ubuf)),
                 cli_jstr(job, "state"),
+                prio_cell(job, prio, sizeof(prio)),
                 ngpus,
                 cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
                 cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
@@ -265,8 +288,8 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
 }
 
 static int print_jobs(const struct job_list *jobs, bool is_queue) {
-        static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "GPUS", "TIME", "LIMIT",
-                                                  "START", "ETA", "GPU_LIST(REASON)" };
+        static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "PRIO", "GPUS", "TIME", "LIMIT",
+                                                  "START", "ETA", "GPU(REASON)" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
                                                     "ELAPSED" };
         struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols))

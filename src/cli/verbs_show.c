@@ -353,6 +353,8 @@ static void show_job(const json_t *job) {
         show_state(job);
         show_gpus(job);
         field_int("Priority:", job, "priority");
+        if (cli_jstr(job, "priority_why")) /* queued: how the queue orders it, fair share's factor */
+                field("Queue order:", cli_jstr(job, "priority_why"));
         field("Time limit:", cli_format_secs(cli_jnum(job, "time_limit"), buf, sizeof(buf)));
         field_time("Submitted:", job, "submit_time", now);
         /* Waiting to be retried, the job still carries its last attempt's times: the

@@ -87,6 +87,10 @@ struct gw_job {
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,
                                             * set by the executor; NULL = none */
+        double fairshare;                  /* not stored: a queued job's user's fair-share factor
+                                            * at the last scheduling pass, 0 = none (off) */
+        char priority_why[224];            /* not stored: why it stands where it does in the
+                                            * queue, in words (daemon/fairshare.c); "" = none */
 };
 
 struct gw_job_attempt {

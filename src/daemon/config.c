@@ -14,6 +14,7 @@
 #include "api/http.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/fairshare.h"
 #include "core/retry.h"
 #include "core/webhook.h"
 
@@ -63,7 +64,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
        OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
-       OPT_BACKUP_KEEP, OPT_BACKEND };
+       OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -111,6 +112,9 @@ static const struct option options[] = {
         { "backup-interval", required_argument, NULL, OPT_BACKUP_INTERVAL },
         { "backup-keep", required_argument, NULL, OPT_BACKUP_KEEP },
         { "backend", required_argument, NULL, OPT_BACKEND },
+        { "fairshare", required_argument, NULL, OPT_FAIRSHARE },
+        { "fairshare-half-life", required_argument, NULL, OPT_FS_HALF_LIFE },
+        { "fairshare-weights", required_argument, NULL, OPT_FS_WEIGHTS },
         {},
 };
 
@@ -348,6 +352,13 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 }
                 c->backend_slurm = !strcmp(v, "slurm");
                 return 0;
+        case OPT_FAIRSHARE:
+                if (!gw_config_parse_bool(v, &c->fairshare))
+                        break;
+                return 0;
+        case OPT_FS_HALF_LIFE:
+        case OPT_FS_WEIGHTS:
+                return gw_config_fairshare_line(c, opt == OPT_FS_WEIGHTS, name, v);
         default:
                 gw_config_fail(c, "unknown setting '%s'", name);
                 return -EINVAL;
@@ -454,6 +465,9 @@ static void set_defaults(struct gw_config *c) {
                 .webhook_url = gw_xstrdup(""),
                 .webhook_events = gw_xstrdup(GW_WEBHOOK_DEFAULT_TOPICS),
                 .guests = gw_xstrdup(""),
+                .fairshare = true,
+                .fairshare_half_life = GW_FS_HALF_LIFE_DEFAULT,
+                .fairshare_weights = gw_xstrdup(""),
         };
         c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
         for (size_t i = 0; i < gw_reclaim_profiles_n; i++)
@@ -602,6 +616,7 @@ void gw_config_done(struct gw_config *c) {
         free(c->webhook_url);
         free(c->webhook_events);
         free(c->guests);
+        free(c->fairshare_weights);
         free(c->admin_group);
         free(c->strip_env);
         free(c->cgroup);

@@ -65,6 +65,9 @@ struct gw_config {
         gw_usec_t backup_interval;  /* scheduled online backups into STATE_DIR/backups; 0 = none */
         int backup_keep;            /* scheduled backups kept there */
         bool backend_slurm;         /* backend = slurm: jobs go to Slurm (exec_slurm.c) */
+        bool fairshare;             /* order the queue by fair share too (daemon/fairshare.c) */
+        gw_usec_t fairshare_half_life; /* usage halves over this; 0 = never decays */
+        char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

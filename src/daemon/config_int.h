@@ -23,3 +23,6 @@ int gw_config_parse_seconds_or_duration(const char *v, long long min_sec, long l
 int gw_config_policy_line(struct gw_config *c, const char *pname, const char *name, const char *v);
 int gw_config_reclaim_line(struct gw_config *c, const char *name, const char *v);
 int gw_config_policies_check(const struct gw_config *c);
+
+/* config_policy.c: fairshare_half_life (weights false) or fairshare_weights.  0 or -EINVAL. */
+int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name, const char *v);

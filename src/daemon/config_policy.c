@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/reclaim.h"
+#include "daemon/fairshare.h"
 
 /* A profile's name is a word a user types after --idle-policy (the codec allows [a-z0-9_-]). */
 static bool policy_name_ok(const char *s) {
@@ -114,3 +115,25 @@ int gw_config_policies_check(const struct gw_config *c) {
         return 0;
 }
 
+
+int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name, const char *v) {
+        char why[160];
+        if (weights) {
+                if (gw_fair_weights_parse(v, NULL, NULL, why, sizeof why) < 0) {
+                        gw_config_fail(c, "%s: %s", name, why);
+                        return -EINVAL;
+                }
+                gw_config_set_str(&c->fairshare_weights, v);
+                return 0;
+        }
+        gw_usec_t d;
+        if (!strcmp(v, "0"))
+                d = 0;
+        else if (gw_parse_duration(v, &d) < 0 || d < GW_USEC_PER_SEC) {
+                gw_config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS
+                            ", or 0 for usage that never decays", name, v);
+                return -EINVAL;
+        }
+        c->fairshare_half_life = d;
+        return 0;
+}

@@ -204,6 +204,7 @@ struct gw_daemon {
         struct gw_dbackup *backup;   /* the online backup being written (backup.c), NULL none */
         gw_usec_t backup_due;        /* monotonic: the next scheduled backup; 0 = not set yet */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
+        struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL with backend slurm */
 };
 
 /* queue.c: the running and queued jobs by id */

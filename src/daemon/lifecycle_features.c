@@ -2,6 +2,7 @@
  * the order they run.  The order is the order these side effects had when the lifecycle
  * called each feature by name, and some of it matters; each hook says why below. */
 #include "daemon/daemon.h"
+#include "daemon/fairshare.h"
 #include "daemon/lifecycle.h"
 #include "daemon/notify.h"
 #include "daemon/observe.h"
@@ -60,6 +61,11 @@ static void joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const 
 
 static void recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         gw_recovery_attempt_ended(d, dj, info->end->lost, info->end->status, info->end->end_time);
+}
+
+static void fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_fair_attempt_ended(d, dj); /* its GPU-hours, up to now, into its user's usage */
 }
 
 /* GW_HOOK_JOB_ENDING */
@@ -202,6 +208,8 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
          * attempt's. */
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "training", training_attempt_ended);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "joblog", joblog_attempt_ended);
+        /* Fair share charges the attempt from its start, which a retry resets. */
+        gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "fairshare", fair_attempt_ended);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "recovery", recovery_attempt_ended);
 
         /* Telemetry is summarised into the job before its end is written: the summary goes

@@ -25,6 +25,7 @@
 #include "base/log.h"
 #include "daemon/agent.h"
 #include "daemon/daemon.h"
+#include "daemon/fairshare.h"
 #include "daemon/notify.h"
 #include "daemon/exec_shim.h"
 #include "daemon/exec_slurm.h"
@@ -343,6 +344,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         gw_gpus_close(d);
         gw_sharing_close(d);
         d->nodes = gw_nodes_free(d->nodes);
+        gw_fair_close(d);
         gw_userdb_free(d->users);
         d->store = gw_store_close(d->store);
         if (d->exec)
@@ -415,6 +417,10 @@ int main(int argc, char **argv) {
         gw_daemon_clock_read(&d);
         if (gw_sharing_open(&d) < 0) {
                 log_err("cannot load bookings and quotas: %s", gw_store_errmsg(d.store));
+                goto out;
+        }
+        if (gw_fair_open(&d) < 0) {
+                log_err("cannot read the usage for fair share: %s", gw_store_errmsg(d.store));
                 goto out;
         }
         if (gw_jobs_recover(&d) < 0) {

@@ -7,6 +7,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/fairshare.h"
 #include "daemon/observe.h"
 #include "daemon/sharing.h"
 
@@ -217,6 +218,27 @@ static void schedule_slurm(struct gw_daemon *d) {
         }
 }
 
+/* With fair share: priority, then the fair-share factor of the last pass, then submission,
+ * the order gw_sched_plan_fair plans in.  The queue is kept in it, so that the list and the
+ * predicted starts (training_predict.c, which replays the queue in its order) follow the order
+ * jobs start in; a new job is placed by before() until the next pass sorts it in. */
+static int fair_cmp(const void *pa, const void *pb) {
+        const struct gw_job *a = (*(struct gw_djob *const *) pa)->job, *b = (*(struct gw_djob *const *) pb)->job;
+        if (a->priority != b->priority)
+                return a->priority > b->priority ? -1 : 1;
+        if (a->fairshare != b->fairshare)
+                return a->fairshare > b->fairshare ? -1 : 1;
+        return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void queue_sort_fair(struct gw_daemon *d) {
+        for (size_t i = 1; i < d->jobs.n_queue; i++)
+                if (fair_cmp(&d->jobs.queue[i - 1], &d->jobs.queue[i]) > 0) {
+                        qsort(d->jobs.queue, d->jobs.n_queue, sizeof *d->jobs.queue, fair_cmp);
+                        return;
+                }
+}
+
 void gw_schedule(struct gw_daemon *d) {
         d->jobs.sched_dirty = false;
         if (d->jobs.n_queue == 0)
@@ -227,10 +249,15 @@ void gw_schedule(struct gw_daemon *d) {
         }
         struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
         fill_gpus(d, gpus);
-        if (!any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings)
+        size_t n = d->jobs.n_queue;
+        struct gw_sched_fair fair;
+        bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings;
+        gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show */
+        if (fair.factor)
+                queue_sort_fair(d);
+        if (full)
                 return;
         d->jobs.deps_changed = false;
-        size_t n = d->jobs.n_queue;
         _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);
         _cleanup_free_ struct gw_sched_start *starts = gw_xmalloc(n * sizeof *starts);
         _cleanup_free_ enum gw_job_reason *reasons = gw_xmalloc(n * sizeof *reasons);
@@ -249,6 +276,8 @@ void gw_schedule(struct gw_daemon *d) {
                 };
         }
         gw_lifecycle_sched_filter(d, pending, n); /* bookings, quotas (lifecycle_features.c) */
+        gw_fair_users(d, pending, n);
+        _cleanup_free_ size_t *order = fair.factor ? gw_xmalloc(2 * n * sizeof *order) : NULL;
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 running[i] = (struct gw_sched_running) {
                         .id = d->jobs.running[i]->job->id,
@@ -256,8 +285,8 @@ void gw_schedule(struct gw_daemon *d) {
                         .end = d->jobs.running[i]->limit_at,
                 };
         struct gw_sched_input in = { gpus, d->host.n_gpus, pending, n, running, d->jobs.n_running };
-        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons };
-        if (gw_sched_plan(&in, d->now, &plan) < 0) {
+        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons, .order = order };
+        if (gw_sched_plan_fair(&in, fair.factor ? &fair : NULL, d->now, &plan) < 0) {
                 log_err("scheduler refused its input; nothing started");
                 return;
         }

@@ -33,3 +33,27 @@ int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usag
         sqlite3_finalize(st);
         return r;
 }
+
+int gw_store_attempt_uses(struct gw_store *s, gw_usec_t ended_since, gw_store_attempt_use_cb cb, void *userdata) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(gw_store_db(s),
+                               "SELECT j.uid, j.user, a.gpu_mask, a.start_time, a.end_time FROM job_attempts a "
+                               "JOIN jobs j ON j.id = a.job_id WHERE a.end_time >= ?1 ORDER BY a.end_time",
+                               -1, &st, NULL) != SQLITE_OK)
+                return gw_store_sql_err(s);
+        sqlite3_bind_int64(st, 1, ended_since);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct gw_store_attempt_use r = {
+                        .uid = (uint32_t) sqlite3_column_int64(st, 0),
+                        .user = (const char *) sqlite3_column_text(st, 1),
+                        .gpu_mask = (uint64_t) sqlite3_column_int64(st, 2),
+                        .start = sqlite3_column_int64(st, 3),
+                        .end = sqlite3_column_int64(st, 4),
+                };
+                cb(&r, userdata);
+        }
+        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        return r;
+}

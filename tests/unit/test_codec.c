@@ -323,6 +323,7 @@ static const struct {
         {"warn_before", JSON_INTEGER, true}, {"eta_overdue", JSON_REAL, true},
         {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
         {"latest_start", JSON_REAL, true}, /* the promise beside predicted_start, the estimate */
+        {"fairshare", JSON_REAL, true},     {"priority_why", JSON_STRING, true},
 };
 
 static void check_shape(const json_t *o) {
