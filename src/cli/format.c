@@ -115,13 +115,13 @@ size_t cli_table_rows(const struct cli_table *t) {
         return t->rows;
 }
 
-static void print_row(char *const *row, const size_t *widths, size_t ncols, FILE *f) {
+static void print_row(char *const *row, const size_t *widths, size_t ncols, size_t gap, FILE *f) {
         for (size_t i = 0; i < ncols; i++) {
                 fputs(row[i], f);
                 if (i + 1 == ncols)
                         break;
                 size_t w = cli_display_width(row[i]);
-                size_t pad = widths[i] + COL_GAP - w;
+                size_t pad = widths[i] + gap - w;
                 fprintf(f, "%*s", (int) (pad < INT_MAX ? pad : INT_MAX), "");
         }
         fputc('\n', f);
@@ -153,14 +153,18 @@ void cli_table_print(const struct cli_table *t, FILE *f) {
         size_t *widths = calloc(t->ncols ? t->ncols : 1, sizeof(size_t));
         if (!widths)
                 return;
+        size_t total = 0;
         for (size_t i = 0; i < t->ncols; i++)
-                widths[i] = cli_table_col_width(t, i);
-        print_row(t->headers, widths, t->ncols, f);
+                total += widths[i] = cli_table_col_width(t, i);
+        /* Narrower gaps before a line passes 80 columns: a table stays one line a row in a
+         * default terminal as long as its cells allow. */
+        size_t gap = t->ncols && total + (t->ncols - 1) * COL_GAP > 80 ? 1 : COL_GAP;
+        print_row(t->headers, widths, t->ncols, gap, f);
         for (size_t r = 0; r < t->rows; r++) {
                 if (t->is_line[r])
                         fprintf(f, "%s\n", t->cells[r * t->ncols]);
                 else
-                        print_row(t->cells + r * t->ncols, widths, t->ncols, f);
+                        print_row(t->cells + r * t->ncols, widths, t->ncols, gap, f);
         }
         free(widths);
 }
