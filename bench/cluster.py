@@ -5,11 +5,12 @@ A real Slurm cluster of 2 nodes x 4 fake GPUs on this host (tests/cluster/slurmc
 and one `gpuwardd --backend slurm` in front of it.  A test user submits N one-GPU jobs with
 `gpuward submit` and N with plain `sbatch` (the same options gpuward gives sbatch), one at a
 time, each once the one before has ended, alternating (gpuward first, then sbatch first, in
-turn, so that a drift over the run falls on both sides).  Each job prints `date +%s.%N` as its first command, then sleeps;
-the harness reads the clock (the same CLOCK_REALTIME, on the same host) just before starting
-the submit command, so the job's stamp minus that instant is the time from submission to the
-job running.  While it waits for the stamp the harness also polls squeue (both sides) and the
-daemon's API (gpuward's side) and notes when each first reports the job RUNNING.
+turn, so that a drift over the run falls on both sides).  Each job prints `date +%s.%N` as
+its first command, then sleeps; the harness reads the clock (the same CLOCK_REALTIME, on the
+same host) just before starting the submit command, so the job's stamp minus that instant is
+the time from submission to the job running.  While it waits for the stamp the harness also
+polls squeue (both sides) and the daemon's API (gpuward's side) and notes when each first
+reports the job RUNNING.
 
 Not a test: the numbers depend on the machine.  Root only (network namespaces, slurmd);
 everything it starts, the test user included, is stopped and removed when it ends.
@@ -156,8 +157,9 @@ def table(got, a, sched_params, cmd):
     return (f"{BEGIN}\nMeasured {time.strftime('%Y-%m-%d')} on this machine ({os.cpu_count()} cores, Linux "
             f"{platform.release()}), one run: a test cluster of 2 nodes x 4 fake GPUs "
             f"(tests/cluster/slurmcluster.py, Slurm `SchedulerParameters={sched_params}`), "
-            f"{a.jobs} one-GPU jobs each way, one at a time (each submitted once the one before has ended), alternating, after {a.warmup} of each not counted; "
-            f"each submission after a random pause of up to {a.jitter:g} s; each job prints `date +%s.%N` then sleeps {a.sleep:g} s.  Command: `{cmd}`.\n\n"
+            f"{a.jobs} one-GPU jobs each way, one at a time (each submitted once the one before has ended), "
+            f"alternating, after {a.warmup} of each not counted; each submission after a random pause of up to "
+            f"{a.jitter:g} s; each job prints `date +%s.%N` then sleeps {a.sleep:g} s.  Command: `{cmd}`.\n\n"
             + "\n".join(rows) + f"\n{END}")
 
 
