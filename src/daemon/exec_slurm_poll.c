@@ -1,6 +1,7 @@
-/* Following the Slurm jobs the daemon started (exec_slurm.h): at most once a second, one
- * squeue of the whole cluster runs as a child whose output is read as its pipe is readable,
- * so the loop never waits on slurmctld.  Once it has exited with status 0, its lines tell
+/* Following the Slurm jobs the daemon started (exec_slurm.h): at most once a second (four
+ * times in the seconds after a submission, POLL_STARTING_USEC), one squeue of the whole
+ * cluster runs as a child whose output is read as its pipe is readable, so the loop never
+ * waits on slurmctld.  Once it has exited with status 0, its lines tell
  * each job's state: changes become "slurm" events (PENDING with Slurm's reason, RUNNING on
  * its node), final states the attempt's end (core/slurm.h's mapping). */
 #include <errno.h>
@@ -20,6 +21,12 @@
 #include "daemon/exec_slurm.h"
 
 #define POLL_EVERY_USEC GW_USEC_PER_SEC
+/* A job just handed to Slurm starts at the controller's next pass (once a second on Slurm
+ * 22.05): polled at one second from its submission, its "RUNNING on NODE" came a second after
+ * the submission whatever Slurm did (docs/CLUSTER-PERF.md).  While a job submitted in the last
+ * few seconds has not been seen started, the poll comes four times as often. */
+#define POLL_STARTING_USEC (GW_USEC_PER_SEC / 4)
+#define STARTING_FOR_USEC (5 * GW_USEC_PER_SEC)
 /* A squeue that has not answered by then is killed; the next poll tries again. */
 #define POLL_TIMEOUT_USEC (30 * GW_USEC_PER_SEC)
 
@@ -184,6 +191,17 @@ bool slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status) {
         return true;
 }
 
+/* Whether a job this daemon submitted (not one adopted at a restart) is still waiting for its
+ * start, a few seconds after its submission at most. */
+static bool any_starting(const struct gw_exec_slurm *s, gw_usec_t now) {
+        for (size_t i = 0; i < s->n_jobs; i++) {
+                const struct gw_slurm_job *sj = &s->jobs[i];
+                if (sj->pending_in_slurm && sj->submitted && now - sj->submitted < STARTING_FOR_USEC)
+                        return true;
+        }
+        return false;
+}
+
 gw_usec_t slurm_poll_tick(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (s->poll_pid > 0) {
@@ -200,7 +218,7 @@ gw_usec_t slurm_poll_tick(struct gw_daemon *d) {
                 return GW_USEC_INFINITY;
         if (d->now < s->poll_next)
                 return s->poll_next;
-        s->poll_next = d->now + POLL_EVERY_USEC;
+        s->poll_next = d->now + (any_starting(s, d->now) ? POLL_STARTING_USEC : POLL_EVERY_USEC);
         poll_start(d);
         return s->poll_next;
 }
