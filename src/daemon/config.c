@@ -433,76 +433,6 @@ static int config_file_parse(struct gw_config *c) {
         return r < 0 ? -ENOMEM : r;
 }
 
-static void set_defaults(struct gw_config *c) {
-        *c = (struct gw_config) {
-                .listen = gw_xstrdup("127.0.0.1:8470"),
-                .grace = 30 * GW_USEC_PER_SEC,
-                .default_time_limit = 24 * 3600 * GW_USEC_PER_SEC,
-                .max_time_limit = 7 * 24 * 3600 * GW_USEC_PER_SEC,
-                .sample_interval = 2 * GW_USEC_PER_SEC,
-                .strip_env = gw_xstrdup("LD_PRELOAD,LD_AUDIT"),
-                .cgroup = gw_xstrdup("auto"),
-                .rogue_policy = gw_xstrdup("report"),
-                .default_retries = 3,
-                .retry_backoff = 10 * GW_USEC_PER_SEC,
-                .no_show = 15 * 60 * GW_USEC_PER_SEC,
-                .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
-                .booking = GW_BOOKPOLICY_DEFAULT,
-                .time_limit_warn = 5 * 60 * GW_USEC_PER_SEC,
-                .rate_per_min = 20,
-                .rate_burst = 50,
-                .leak_mib_per_epoch = 256,
-                .leak_epochs = 3,
-                .snapshot_keep_last = 3,
-                .backup_keep = 7,
-                .max_conns_per_user = GW_HTTP_DEFAULT_MAX_PER_UID,
-                .snapshot_cap = (uint64_t) 50 << 30,
-                .snapshot_cap_user = (uint64_t) 20 << 30,
-                .log_max = (uint64_t) 64 << 20,
-                .state_reserve = (uint64_t) 256 << 20,
-                .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
-                .admins = gw_xstrdup(""),
-                .webhook_url = gw_xstrdup(""),
-                .webhook_events = gw_xstrdup(GW_WEBHOOK_DEFAULT_TOPICS),
-                .guests = gw_xstrdup(""),
-                .fairshare = true,
-                .fairshare_half_life = GW_FS_HALF_LIFE_DEFAULT,
-                .fairshare_weights = gw_xstrdup(""),
-        };
-        c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
-        for (size_t i = 0; i < gw_reclaim_profiles_n; i++)
-                c->policies[i].p = gw_reclaim_profiles[i];
-        c->n_policies = gw_reclaim_profiles_n;
-}
-
-static void fill_paths(struct gw_config *c) {
-        const char *home = getenv("HOME");
-        char buf[4096];
-        if (!c->state_dir) {
-                const char *xdg = getenv("XDG_STATE_HOME");
-                if (geteuid() == 0)
-                        snprintf(buf, sizeof buf, "/var/lib/gpuward");
-                else if (xdg && xdg[0])
-                        snprintf(buf, sizeof buf, "%s/gpuward", xdg);
-                else
-                        snprintf(buf, sizeof buf, "%s/.local/state/gpuward", home ? home : "/tmp");
-                c->state_dir = gw_xstrdup(buf);
-        }
-        if (!c->socket) {
-                const char *rt = getenv("XDG_RUNTIME_DIR");
-                if (geteuid() == 0)
-                        snprintf(buf, sizeof buf, "/run/gpuward/gpuward.sock");
-                else if (rt && rt[0])
-                        snprintf(buf, sizeof buf, "%s/gpuward.sock", rt);
-                else
-                        snprintf(buf, sizeof buf, "%s/gpuward.sock", c->state_dir);
-                c->socket = gw_xstrdup(buf);
-        }
-        const char *lib = getenv("GPUWARD_NVML_LIB");
-        if (!c->nvml_lib && lib && lib[0])
-                c->nvml_lib = gw_xstrdup(lib);
-}
-
 /* Reads c->config_file, printing what is wrong with it.  0, or -EINVAL (a missing file is
  * an error only when named). */
 static int config_read_file(struct gw_config *c, bool explicit_file) {
@@ -536,7 +466,7 @@ static int limits_check(const struct gw_config *c) {
 
 int gw_config_check(const char *file) {
         struct gw_config c;
-        set_defaults(&c);
+        gw_config_set_defaults(&c);
         c.config_file = gw_xstrdup(file ? file : GW_CONFIG_DEFAULT_FILE);
         c.check_all = true;
         int r = config_read_file(&c, true);
@@ -549,7 +479,7 @@ int gw_config_check(const char *file) {
 }
 
 int gw_config_load(struct gw_config *c, int argc, char **argv) {
-        set_defaults(c);
+        gw_config_set_defaults(c);
         /* First pass: only --config, so the file is read before the flags that override it. */
         for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--config") && i + 1 < argc)
@@ -602,7 +532,7 @@ int gw_config_load(struct gw_config *c, int argc, char **argv) {
         }
         if (limits_check(c) < 0)
                 return -EINVAL;
-        fill_paths(c);
+        gw_config_fill_paths(c);
         return 0;
 }
 

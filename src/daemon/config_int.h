@@ -18,11 +18,21 @@ void gw_config_set_str(char **dst, const char *v);
 /* A whole number in [min_sec, max_sec] is seconds; any other value a duration with its unit. */
 int gw_config_parse_seconds_or_duration(const char *v, long long min_sec, long long max_sec, gw_usec_t *ret);
 
+/* config_defaults.c: every setting's default (the profiles' included), then the paths the
+ * flags and the file left unset, from the environment. */
+void gw_config_set_defaults(struct gw_config *c);
+void gw_config_fill_paths(struct gw_config *c);
+
 /* config_policy.c: one key of a [policy.NAME] or [reclaim] section; every profile checked
  * as a whole once the file is read. */
 int gw_config_policy_line(struct gw_config *c, const char *pname, const char *name, const char *v);
 int gw_config_reclaim_line(struct gw_config *c, const char *name, const char *v);
 int gw_config_policies_check(const struct gw_config *c);
+
+/* config_defaults.c: every setting's default (the profiles' included), then the paths the
+ * flags and the file left unset, from the environment. */
+void gw_config_set_defaults(struct gw_config *c);
+void gw_config_fill_paths(struct gw_config *c);
 
 /* config_policy.c: fairshare_half_life (weights false) or fairshare_weights.  0 or -EINVAL. */
 int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name, const char *v);

@@ -1,0 +1,84 @@
+/* What gpuwardd assumes where the flags and the config file say nothing: every setting's
+ * default, and the state dir, socket and NVML library found from the environment. */
+#include "daemon/config_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "api/http.h"
+#include "base/cleanup.h"
+#include "core/bookpolicy.h"
+#include "core/fairshare.h"
+#include "core/reclaim.h"
+#include "core/webhook.h"
+
+void gw_config_set_defaults(struct gw_config *c) {
+        *c = (struct gw_config) {
+                .listen = gw_xstrdup("127.0.0.1:8470"),
+                .grace = 30 * GW_USEC_PER_SEC,
+                .default_time_limit = 24 * 3600 * GW_USEC_PER_SEC,
+                .max_time_limit = 7 * 24 * 3600 * GW_USEC_PER_SEC,
+                .sample_interval = 2 * GW_USEC_PER_SEC,
+                .strip_env = gw_xstrdup("LD_PRELOAD,LD_AUDIT"),
+                .cgroup = gw_xstrdup("auto"),
+                .rogue_policy = gw_xstrdup("report"),
+                .default_retries = 3,
+                .retry_backoff = 10 * GW_USEC_PER_SEC,
+                .no_show = 15 * 60 * GW_USEC_PER_SEC,
+                .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
+                .booking = GW_BOOKPOLICY_DEFAULT,
+                .time_limit_warn = 5 * 60 * GW_USEC_PER_SEC,
+                .rate_per_min = 20,
+                .rate_burst = 50,
+                .leak_mib_per_epoch = 256,
+                .leak_epochs = 3,
+                .snapshot_keep_last = 3,
+                .backup_keep = 7,
+                .max_conns_per_user = GW_HTTP_DEFAULT_MAX_PER_UID,
+                .snapshot_cap = (uint64_t) 50 << 30,
+                .snapshot_cap_user = (uint64_t) 20 << 30,
+                .log_max = (uint64_t) 64 << 20,
+                .state_reserve = (uint64_t) 256 << 20,
+                .default_retry_on = gw_xstrdup("gpu_fault,cuda_error,nccl_error,lost"),
+                .admins = gw_xstrdup(""),
+                .webhook_url = gw_xstrdup(""),
+                .webhook_events = gw_xstrdup(GW_WEBHOOK_DEFAULT_TOPICS),
+                .guests = gw_xstrdup(""),
+                .fairshare = true,
+                .fairshare_half_life = GW_FS_HALF_LIFE_DEFAULT,
+                .fairshare_weights = gw_xstrdup(""),
+        };
+        c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
+        for (size_t i = 0; i < gw_reclaim_profiles_n; i++)
+                c->policies[i].p = gw_reclaim_profiles[i];
+        c->n_policies = gw_reclaim_profiles_n;
+}
+
+void gw_config_fill_paths(struct gw_config *c) {
+        const char *home = getenv("HOME");
+        char buf[4096];
+        if (!c->state_dir) {
+                const char *xdg = getenv("XDG_STATE_HOME");
+                if (geteuid() == 0)
+                        snprintf(buf, sizeof buf, "/var/lib/gpuward");
+                else if (xdg && xdg[0])
+                        snprintf(buf, sizeof buf, "%s/gpuward", xdg);
+                else
+                        snprintf(buf, sizeof buf, "%s/.local/state/gpuward", home ? home : "/tmp");
+                c->state_dir = gw_xstrdup(buf);
+        }
+        if (!c->socket) {
+                const char *rt = getenv("XDG_RUNTIME_DIR");
+                if (geteuid() == 0)
+                        snprintf(buf, sizeof buf, "/run/gpuward/gpuward.sock");
+                else if (rt && rt[0])
+                        snprintf(buf, sizeof buf, "%s/gpuward.sock", rt);
+                else
+                        snprintf(buf, sizeof buf, "%s/gpuward.sock", c->state_dir);
+                c->socket = gw_xstrdup(buf);
+        }
+        const char *lib = getenv("GPUWARD_NVML_LIB");
+        if (!c->nvml_lib && lib && lib[0])
+                c->nvml_lib = gw_xstrdup(lib);
+}
