@@ -50,6 +50,20 @@ static void start_refused(struct gw_daemon *d) {
                 d->jobs.start_retry_at = d->now + START_RETRY_USEC;
 }
 
+/* A start that did not happen: queued again with no GPUs, no clock and no cgroup, and the
+ * scheduler asked to try again on its own a little later. */
+static void back_to_queued(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
+        j->state = GW_JOB_PENDING;
+        j->gpu_mask = 0;
+        j->start_time = 0;
+        dj->start_mono = 0;
+        d->exec->release(d, dj, false);
+        free(j->cgroup);
+        j->cgroup = NULL;
+        start_refused(d);
+}
+
 /* Records the start before launching: a daemon killed in between then finds the attempt at
  * restart (the executor's adopt) instead of starting the job a second time. */
 static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
@@ -77,17 +91,10 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         if (r < 0) {
                 log_err("job %lld: cannot record its start, not starting it: %s", (long long) j->id,
                         gw_store_errmsg(d->store));
-                /* Back as it was: queued, waiting for the same reason, with no clock, no
-                 * cgroup; what the API shows is what the store holds. */
-                j->state = GW_JOB_PENDING;
+                /* Back as it was: queued, waiting for the same reason; what the API shows
+                 * is what the store holds. */
+                back_to_queued(d, dj);
                 j->wait_reason = was_reason;
-                j->gpu_mask = 0;
-                j->start_time = 0;
-                dj->start_mono = 0;
-                d->exec->release(d, dj, false);
-                free(j->cgroup);
-                j->cgroup = NULL;
-                start_refused(d);
                 return r;
         }
         dj->booking_warned = false;
@@ -104,15 +111,8 @@ void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
         log_err("job %lld: its start was not recorded; not starting it", (long long) j->id);
         gw_gpus_assign(d, j->gpu_mask, 0);
         gw_running_remove(d, dj);
-        j->state = GW_JOB_PENDING;
-        j->gpu_mask = 0;
-        j->start_time = 0;
-        dj->start_mono = 0;
-        d->exec->release(d, dj, false);
-        free(j->cgroup);
-        j->cgroup = NULL;
+        back_to_queued(d, dj);
         gw_queue_insert(d, dj);
-        start_refused(d);
 }
 
 int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
