@@ -126,6 +126,8 @@ static void round_trip(void **state) {
         assert_int_equal(a.completed, b.completed);
         assert_true(a.busy_gpu_h == b.busy_gpu_h);
         assert_true(a.wait_p99_s == b.wait_p99_s);
+        gw_sim_result_free(&a);
+        gw_sim_result_free(&b);
         free(buf);
         gw_sim_workload_free(&w);
         gw_sim_workload_free(&back);
