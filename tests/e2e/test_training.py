@@ -315,8 +315,10 @@ class ForeignRunTest(DaemonTest):
         for jid in plain:
             self.assertIn("not a training run", self.assert_no_training(jid)["why_none"])
         self.assertEqual(self.assert_no_training(yolo)["why_none"], "no results.csv written by this attempt yet")
-        row = [l for l in self.d.cli("queue").stdout.splitlines() if l.split()[0] == str(plain[0])][0]
-        self.assertEqual(row.split()[8], "-", "no ETA in the queue: " + row)  # ID NAME USER STATE GPUS TIME LIMIT START ETA
+        lines = self.d.cli("queue").stdout.splitlines()
+        row = [l for l in lines if l.split()[0] == str(plain[0])][0]
+        eta = lines[0].split().index("ETA")  # its place among the header's columns
+        self.assertEqual(row.split()[eta], "-", "no ETA in the queue: " + row)
         st, body = self.d.api("GET", f"/api/v1/jobs/{plain[0]}/results")
         self.assertEqual(st, 404, body)
         # Ended: nothing of the other run was recorded as its epochs.
