@@ -38,6 +38,11 @@ struct agent {
         unsigned n_gpus;
         struct gw_gpu_static info[GW_AGENT_MAX_GPUS];
         char last_error[256];            /* said once until it changes */
+        /* The owners' names of this round: a node runs hundreds of processes of a few users,
+         * and each getpwuid_r reads the whole password file.  Emptied every round, so that a
+         * renamed or removed account is seen at the next snapshot. */
+        struct { uid_t uid; char name[64]; } owners[64];
+        unsigned n_owners;
 };
 
 static volatile sig_atomic_t stopping;
@@ -170,23 +175,35 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
         return r < 0 ? r : read_token(a, token_file, why, n);
 }
 
+static const char *owner_name(struct agent *a, uid_t uid) {
+        for (unsigned i = 0; i < a->n_owners; i++)
+                if (a->owners[i].uid == uid)
+                        return a->owners[i].name;
+        struct passwd pw, *pp = NULL;
+        char buf[1024];
+        const char *name = getpwuid_r(uid, &pw, buf, sizeof buf, &pp) == 0 && pp ? pp->pw_name : "";
+        if (a->n_owners == sizeof a->owners / sizeof a->owners[0])
+                a->n_owners = 0; /* more owners than slots: start over rather than search a long list */
+        a->owners[a->n_owners].uid = uid;
+        snprintf(a->owners[a->n_owners].name, sizeof a->owners[0].name, "%s", name);
+        return a->owners[a->n_owners++].name;
+}
+
 /* What the process is, seen from this node: its Slurm job (none: a rogue) and its owner. */
-static json_t *proc_json(const struct gw_gpu_proc *p) {
-        char path[64], text[8192], user[64] = "";
+static json_t *proc_json(struct agent *a, const struct gw_gpu_proc *p) {
+        char path[64], text[8192];
         struct stat st;
-        snprintf(path, sizeof path, "/proc/%u", p->pid);
-        bool alive = stat(path, &st) == 0;
         struct gw_slurm_proc sp;
         int r = -ENOENT;
         snprintf(path, sizeof path, "/proc/%u/cgroup", p->pid);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t l = fd >= 0 ? read(fd, text, sizeof text) : -1;
+        /* A file of /proc/PID belongs to the process's owner, as its directory does: one
+         * open tells both that the process lives and whose it is. */
+        bool alive = fd >= 0 && fstat(fd, &st) == 0;
+        ssize_t l = alive ? read(fd, text, sizeof text) : -1;
         if (l > 0)
                 r = gw_slurm_proc_from_cgroup(text, (size_t) l, &sp);
-        struct passwd pw, *pp = NULL;
-        char buf[1024];
-        if (alive && getpwuid_r(st.st_uid, &pw, buf, sizeof buf, &pp) == 0 && pp)
-                snprintf(user, sizeof user, "%s", pp->pw_name);
+        const char *user = alive ? owner_name(a, st.st_uid) : "";
         json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:o,s:s}", "pid", (json_int_t) p->pid,
                               "mem", p->mem_used == UINT64_MAX ? json_null() : json_integer((json_int_t) p->mem_used),
                               "job", r == 0 ? json_integer(sp.job_id) : json_null(),
@@ -199,11 +216,11 @@ static const char *health_name(enum gw_gpu_health h) {
         return h == GW_GPU_OK ? "ok" : h == GW_GPU_LOST ? "lost" : "unavailable";
 }
 
-static json_t *gpu_json(const struct agent *a, const struct gw_gpu_snapshot *g, unsigned i) {
+static json_t *gpu_json(struct agent *a, const struct gw_gpu_snapshot *g, unsigned i) {
         const struct gw_gpu_sample *s = &g->sample;
         json_t *procs = json_array();
         for (size_t k = 0; k < g->n_procs && k < GW_AGENT_MAX_PROCS; k++)
-                json_array_append_new(procs, proc_json(&g->procs[k]));
+                json_array_append_new(procs, proc_json(a, &g->procs[k]));
         return json_pack("{s:i,s:s,s:s,s:I,s:o,s:o,s:s,s:o,s:I}", "index", (int) i, "name", a->info[i].name,
                          "uuid", a->info[i].uuid, "mem_total", (json_int_t) a->info[i].mem_total,
                          "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used) : json_null(),
@@ -212,8 +229,9 @@ static json_t *gpu_json(const struct agent *a, const struct gw_gpu_snapshot *g, 
                          "procs_total", (json_int_t) g->n_procs);
 }
 
-static char *snapshot_body(const struct agent *a, const struct gw_snapshot *s) {
+static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
         json_t *gpus = json_array();
+        a->n_owners = 0;
         for (unsigned i = 0; i < s->n_gpus; i++)
                 json_array_append_new(gpus, gpu_json(a, &s->gpu[i], i));
         json_t *o = json_pack("{s:s,s:I,s:s,s:o}", "node", a->node, "interval",

@@ -132,8 +132,10 @@ int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const
 
 int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "SELECT id, uid, user, name, hash, created, last_used, expires, revoked "
-                                 "FROM tokens WHERE hash = ?1", &st);
+        int r = gw_store_prepare_kept(s, GW_KEPT_TOKEN_FIND,
+                                      "SELECT id, uid, user, name, hash, created, last_used, expires, revoked "
+                                      "FROM tokens WHERE hash = ?1",
+                                      &st);
         if (r < 0)
                 return r;
         bind_text(st, 1, hash);
@@ -151,7 +153,7 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
                 ret->revoked = sqlite3_column_int(st, 8) != 0;
                 r = 0;
         }
-        sqlite3_finalize(st);
+        gw_store_kept_done(st);
         return r;
 }
 

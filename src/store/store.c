@@ -103,6 +103,7 @@ static const char *const stmt_sql[_ST_MAX] = {
 struct gw_store {
         sqlite3 *db;
         sqlite3_stmt *stmt[_ST_MAX];
+        sqlite3_stmt *kept[_GW_KEPT_MAX]; /* stmt.c's, prepared at their first use */
         int depth; /* open gw_store_begin calls */
         struct gw_store_observer obs;
         /* The last failure, kept because a rollback after it resets SQLite's own message. */
@@ -175,6 +176,8 @@ unsigned long gw_store_write_failures(const struct gw_store *s) { return s->writ
 
 /* For the store's other files (store_internal.h). */
 sqlite3 *gw_store_db(struct gw_store *s) { return s->db; }
+
+sqlite3_stmt **gw_store_kept_slot(struct gw_store *s, enum gw_store_kept k) { return &s->kept[k]; }
 
 void gw_store_booking_saved(struct gw_store *s, const struct gw_store_booking *b) {
         if (s->obs.booking)
@@ -304,6 +307,8 @@ struct gw_store *gw_store_close(struct gw_store *s) {
         s->ckpt = gw_checkpointer_stop(s->ckpt);
         for (int i = 0; i < _ST_MAX; i++)
                 sqlite3_finalize(s->stmt[i]);
+        for (int i = 0; i < _GW_KEPT_MAX; i++)
+                sqlite3_finalize(s->kept[i]);
         sqlite3_close(s->db);
         free(s);
         return NULL;

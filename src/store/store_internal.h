@@ -16,6 +16,14 @@ int gw_store_sql_err(struct gw_store *s);
 /* stmt.c: prepares sql on the store's connection into *ret, which the caller finalizes
  * (-errno as gw_store_sql_err's on failure, *ret untouched). */
 int gw_store_prepare(struct gw_store *s, const char *sql, sqlite3_stmt **ret);
+/* The smaller files' statements that run at a request's rate (a token's lookup on every
+ * call of the TCP door): prepared once, at their first use, and kept with the store. */
+enum gw_store_kept { GW_KEPT_TOKEN_FIND, _GW_KEPT_MAX };
+sqlite3_stmt **gw_store_kept_slot(struct gw_store *s, enum gw_store_kept k);
+/* Into *ret the kept statement k of sql, reset and unbound: the caller resets it after use
+ * (gw_store_kept_done) instead of finalizing it. */
+int gw_store_prepare_kept(struct gw_store *s, enum gw_store_kept k, const char *sql, sqlite3_stmt **ret);
+void gw_store_kept_done(sqlite3_stmt *st);
 /* Steps st, a statement that returns no rows, and finalizes it: 0 when it ran to its end. */
 int gw_store_run(struct gw_store *s, sqlite3_stmt *st);
 /* Tells the observer (the web event stream) that a booking was saved. */

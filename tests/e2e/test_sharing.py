@@ -196,6 +196,18 @@ class TokenTest(DaemonTest):
         self.assertEqual(r["error"], f"token {t['id']} was revoked")
         self.assertEqual(self.d.api("GET", "/api/v1/tokens")[1]["tokens"], [])
 
+    def test_last_used_is_written_once_a_minute(self):
+        t = self.token(name="agent")
+        listed = lambda: {x["id"]: x for x in self.d.api("GET", "/api/v1/tokens")[1]["tokens"]}[t["id"]]
+        self.assertIsNone(listed()["last_used"], "never used yet")
+        self.assertEqual(self.tcp("/api/v1/whoami", t["token"])[0], 200)
+        first = listed()["last_used"]
+        self.assertGreater(first, 0)
+        time.sleep(1.1)
+        for _ in range(3):
+            self.assertEqual(self.tcp("/api/v1/whoami", t["token"])[0], 200)
+        self.assertEqual(listed()["last_used"], first, "a use within the minute writes nothing")
+
     def test_expired_token(self):
         t = self.token(name="brief", expires=1)
         st, r = wait_until(lambda: (lambda sr: sr if sr[0] == 401 else None)(self.tcp("/api/v1/jobs", t["token"])),
