@@ -61,6 +61,13 @@
     if (m) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
     return `${s}s`;
   };
+  /* A queued job's place as `gpuward queue` writes it: "0.42" (its user's fair-share factor),
+   * "5/0.42" with a priority, the priority alone with fair share off; "—" once it runs. */
+  GW.prioText = function (j) {
+    if (j.state !== 'PENDING' && j.state !== 'HELD') return '—';
+    const fs = typeof j.fairshare === 'number' ? j.fairshare.toFixed(2) : null;
+    return fs === null ? String(j.priority || 0) : j.priority ? `${j.priority}/${fs}` : fs;
+  };
   /* GPU-hours: two significant digits below one ("0.03", not "0.0"), one decimal above. */
   GW.fmtGpuHours = v => (!v ? '0' : v < 1 ? String(Number(v.toPrecision(2))) : v.toFixed(1));
   GW.fmtBytes = function (b) {
@@ -415,6 +422,7 @@
       h('td', {}, h('span', { class: `state ${j.state}` }, j.state)),
       h('td', { class: 'msg', title: why || null }, why),
       h('td', { class: 'hide-narrow' }, j.gpus && j.gpus.length ? j.gpus.join(',') : `${j.ngpus} wanted`),
+      h('td', { class: 'num hide-narrow', title: j.priority_why || null }, GW.prioText(j)),
       h('td', { class: 'hide-narrow' }, GW.fmtTime(j.submit_time)),
       h('td', { class: 'num' }, run === null ? '—' : GW.fmtDur(run)),
       h('td', { class: 'actions' }, GW.actionButtons(j)));
@@ -431,7 +439,9 @@
       else list = S.finished;
     } else {
       list = [...S.jobs.values()];
-      list.sort((a, b) => (b.state === 'RUNNING') - (a.state === 'RUNNING') || (b.priority - a.priority) || a.id - b.id);
+      /* The daemon's own order: priority, then the user's fair-share factor, then submission. */
+      list.sort((a, b) => (b.state === 'RUNNING') - (a.state === 'RUNNING') || (b.priority - a.priority) ||
+        ((b.fairshare ?? 0) - (a.fairshare ?? 0)) || a.id - b.id);
       if (f.state) list = list.filter(j => j.state === f.state);
     }
     const users = new Set([...S.jobs.values()].map(j => j.user));
@@ -448,6 +458,20 @@
         h('code', {}, 'gpuward submit --gpus 1 -- python3 train.py'), '; ended jobs are under State: finished.');
     else empty.textContent = f.state === 'finished' && S.finished && !S.finished.length && !f.user
       ? 'No job has finished yet.' : 'No job matches these filters.';
+  }
+
+  /* A waiting job's fair-share factor moves at every scheduling pass, which publishes no
+   * event: while the queue is shown, its queued jobs' places are read again now and then. */
+  async function refreshPlaces() {
+    const queued = [...S.jobs.values()].some(j => j.state === 'PENDING' || j.state === 'HELD');
+    if (current !== 'queue' || !queued || document.hidden) return;
+    const res = await GW.api('GET', '/api/v1/jobs?state=PENDING,HELD&fields=id,priority,fairshare,priority_why');
+    if (res.status !== 200) return;
+    for (const p of res.data.jobs || []) {
+      const j = S.jobs.get(p.id);
+      if (j) Object.assign(j, p);
+    }
+    GW.render('queue');
   }
 
   function setupQueue() {
@@ -508,5 +532,6 @@
     connect();
     /* Runtimes tick even when nothing is published. */
     setInterval(() => { if (current === 'queue' || current === 'gpus') GW.render('tick'); }, 10000);
+    setInterval(refreshPlaces, 10000);
   });
 })();

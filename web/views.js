@@ -56,6 +56,7 @@
       fact('GPUs', j.gpus && j.gpus.length ? j.gpus.join(', ') : `${j.ngpus} wanted`),
       fact('Attempt', `${j.attempt} of ${1 + (j.retries || 0)}`),
       fact('Submitted', GW.fmtTime(j.submit_time)),
+      j.priority_why ? fact('Place in the queue', j.priority_why) : fact('Priority', GW.prioText(j)),
       j.state === 'PENDING' ? fact('Predicted start', j.predicted_start ? '~' + GW.fmtTime(j.predicted_start) : 'not predicted')
         : fact('Started', GW.fmtTime(j.start_time)),
       fact(j.end_time ? 'Ended' : 'Runtime', j.end_time ? GW.fmtTime(j.end_time) : GW.fmtDur(run)),

@@ -393,6 +393,13 @@ async function run(d, page, ctx) {
     await waitUntil(async () => /Predicted start ~/.test(await page.locator('#job-training').innerText()),
                     'the prediction and its basis on the job page');
     assert.match(await page.locator('#job-head').innerText(), /Predicted start/);
+    // Its place in the queue, as the daemon orders it: priority, then fair share, then submission.
+    assert.match(await page.locator('#job-head div:has(> dt:text-is("Place in the queue")) dd').innerText(),
+                 /^priority 0, then fairshare [0-9.]+: .* then submission order/);
+    await page.click('nav a[data-nav="queue"]');
+    await waitUntil(async () => /^\d\.\d\d$/.test((await row.locator('td').nth(6).innerText()).trim()),
+                    'the fair-share factor in the queue\'s Prio column');
+    assert.match(await row.locator('td').nth(6).getAttribute('title'), /^priority 0, then fairshare/);
     d.cli('cancel', String(wid));
   });
 
@@ -513,7 +520,7 @@ async function run(d, page, ctx) {
     // Every row and every cell: a column that widens moves the cells of the others.
     const cells = '#queue-body tr, #queue-body td';
     const before = await boxes(page, cells);
-    assert.equal(before.length, 2 * 10);
+    assert.equal(before.length, 2 * 11);
     // Two updates pushed by the daemon: released (Hold replaces Release, a predicted start
     // comes), then held again.
     d.cli('release', String(hid));
