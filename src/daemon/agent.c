@@ -377,7 +377,9 @@ static bool wait_xids(struct agent *a, const struct timespec *next) {
                         continue;
                 log_warn("node %s: Xid %llu on GPU %u", a->node, ev.xid, ev.index);
                 if (a->n_xids < GW_AGENT_MAX_XIDS)
-                        a->xids[a->n_xids++] = (struct agent_xid) { ev.index, (unsigned) ev.xid };
+                        /* Beyond the controller's bound, NVML's own "unknown Xid" (999): a
+                         * refused snapshot would keep the Xid, and be refused, for ever. */
+                        a->xids[a->n_xids++] = (struct agent_xid) { ev.index, ev.xid > 1000000 ? 999 : (unsigned) ev.xid };
                 return true;
         }
         return false;

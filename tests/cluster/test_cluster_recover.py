@@ -145,8 +145,7 @@ class ClusterRecover(unittest.TestCase):
         # Later jobs go elsewhere, while the drained node's GPUs stand idle.
         later = [d.submit_api(["sleep", "300"]) for _ in range(2)]
         for k in later:
-            self.assertNotEqual(d.wait_job(k, running_node, timeout=60, what=f"job {k} running")
-                                and running_node(d.job(k)), bad)
+            self.assertNotEqual(running_node(d.wait_job(k, running_node, timeout=60, what=f"job {k} running")), bad)
 
         j = d.wait_state(jid, ("COMPLETED", "FAILED"), timeout=90)
         self.assertEqual(j["state"], "COMPLETED", j["reason"])
