@@ -98,6 +98,7 @@ class ClusterRecover(unittest.TestCase):
         a = j["attempts"]
         self.assertGreaterEqual(len(a), 2)
         self.assertEqual(a[0]["class"], "lost")
+        self.assertIn(f"NODE_FAIL on {dead}", a[0]["evidence"], "Slurm's word, not a local supervisor's")
         self.assertEqual(a[0]["node"], dead)
         self.assertTrue(a[1]["resumed_from"].endswith("runs/detect/exp/weights/last.pt"), a[1])
         for k in a[1:]:
