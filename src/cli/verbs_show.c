@@ -199,6 +199,19 @@ static void put_resumed(long long k, const char *verb, const char *path, long lo
         line_end(&l);
 }
 
+/* Where a cluster's attempt ran: "on NODE as Slurm job N". */
+static void put_where(const json_t *a, long long k) {
+        long long sid = 0;
+        const char *node = cli_jstr(a, "node");
+        struct line l;
+        if (!cli_jint(a, "slurm_job", &sid) || !line_begin(&l))
+                return;
+        char num[32];
+        int indent = 2 + (int) strlen("attempt ") + snprintf(num, sizeof(num), "%lld", k) + 2;
+        fprintf(l.f, "%*sran on %s as Slurm job %lld", indent, "", node && *node ? node : "(no node yet)", sid);
+        line_end(&l);
+}
+
 /* A finished attempt; outcome is how it ended. */
 static void put_finished(const json_t *a, long long k, const char *outcome, long long prev_epoch, time_t now) {
         const char *cls = cli_jstr(a, "class");
@@ -215,6 +228,7 @@ static void put_finished(const json_t *a, long long k, const char *outcome, long
         if (evidence && *evidence && !(cls && strcmp(cls, "ok") == 0))
                 fprintf(l.f, "  \"%s\"", evidence);
         line_end(&l);
+        put_where(a, k);
         put_resumed(k, "resumed from", cli_jstr(a, "resumed_from"), prev_epoch);
 }
 

@@ -43,6 +43,10 @@ struct agent {
          * renamed or removed account is seen at the next snapshot. */
         struct { uid_t uid; char name[64]; } owners[64];
         unsigned n_owners;
+        /* NVML's Xids since the last delivered snapshot (kept until one is delivered). */
+        struct agent_xid { unsigned gpu, xid; } xids[GW_AGENT_MAX_XIDS];
+        size_t n_xids;
+        bool events;                     /* NVML delivers events (else the agent only sleeps) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -237,6 +241,13 @@ static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
         json_t *o = json_pack("{s:s,s:I,s:s,s:o}", "node", a->node, "interval",
                               (json_int_t) (a->interval / GW_USEC_PER_SEC), "driver", gw_gpu_driver_version(a->lib),
                               "gpus", gpus);
+        if (o && a->n_xids) {
+                json_t *xids = json_array();
+                for (size_t i = 0; i < a->n_xids; i++)
+                        json_array_append_new(xids, json_pack("{s:i,s:i}", "gpu", (int) a->xids[i].gpu, "xid",
+                                                              (int) a->xids[i].xid));
+                json_object_set_new(o, "xids", xids);
+        }
         char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         return body;
@@ -329,6 +340,7 @@ static int open_gpus(struct agent *a) {
         for (unsigned i = 0; i < a->n_gpus; i++)
                 if (gw_gpu_static_info(a->lib, i, &a->info[i]) < 0)
                         a->info[i] = (struct gw_gpu_static) { .index = i };
+        a->events = true; /* until NVML says otherwise (wait_xids) */
         return 0;
 }
 
@@ -340,6 +352,8 @@ static void one_round(struct agent *a) {
         _cleanup_free_ char *body = snapshot_body(a, s);
         gw_snapshot_free(s);
         int r = body ? post(a, body, why, sizeof why) : -ENOMEM;
+        if (r == 0)
+                a->n_xids = 0; /* told */
         if (r < 0 && strcmp(why, a->last_error)) {
                 log_warn("node %s: snapshot not delivered: %s", a->node, why[0] ? why : strerror(-r));
                 snprintf(a->last_error, sizeof a->last_error, "%s", why);
@@ -347,6 +361,46 @@ static void one_round(struct agent *a) {
                 log_info("node %s: snapshots delivered again", a->node);
                 a->last_error[0] = '\0';
         }
+}
+
+static gw_usec_t mono_of(const struct timespec *t) {
+        return (gw_usec_t) t->tv_sec * GW_USEC_PER_SEC + t->tv_nsec / 1000;
+}
+
+/* Until the next round (next, monotonic): NVML's Xid events, kept for the next snapshot.
+ * True when one came (the caller posts at once).  Waits in steps of at most half a second
+ * so that a stop signal is seen; without NVML events it only sleeps. */
+static bool wait_xids(struct agent *a, const struct timespec *next) {
+        while (!stopping) {
+                gw_usec_t left = mono_of(next) - gw_clock_mono();
+                if (left <= 0)
+                        return false;
+                if (!a->events) {
+                        /* EINTR: a stop signal; a deadline already past: the next round at once. */
+                        (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL);
+                        return false;
+                }
+                struct gw_nvml_event ev;
+                unsigned ms = (unsigned) (left / GW_USEC_PER_MSEC) + 1;
+                int r = gw_gpu_wait_event(a->lib, ms > 500 ? 500 : ms, &ev);
+                if (r == -ETIMEDOUT)
+                        continue;
+                if (r < 0) {
+                        log_warn("node %s: %s: Xids are not reported", a->node,
+                                 r == -ENOTSUP ? "NVML delivers no events here" : "NVML's events failed");
+                        a->events = false;
+                        continue;
+                }
+                if (!(ev.type & 0x8) || ev.index >= a->n_gpus) /* ECC counts are not Xids */
+                        continue;
+                log_warn("node %s: Xid %llu on GPU %u", a->node, ev.xid, ev.index);
+                if (a->n_xids < GW_AGENT_MAX_XIDS)
+                        /* Beyond the controller's bound, NVML's own "unknown Xid" (999): a
+                         * refused snapshot would keep the Xid, and be refused, for ever. */
+                        a->xids[a->n_xids++] = (struct agent_xid) { ev.index, ev.xid > 1000000 ? 999 : (unsigned) ev.xid };
+                return true;
+        }
+        return false;
 }
 
 static bool is_agent(int argc, char **argv) {
@@ -383,8 +437,12 @@ int gw_agent_main(int argc, char **argv) {
         while (!stopping) {
                 one_round(&a);
                 next.tv_sec += a.interval / GW_USEC_PER_SEC;
-                /* EINTR: a stop signal; a deadline already past: the next round at once. */
-                (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+                /* An Xid is posted at once rather than at the next round: the controller
+                 * drains the node before Slurm places another job there. */
+                if (wait_xids(&a, &next))
+                        next = (struct timespec) { 0 };
+                if (!next.tv_sec)
+                        clock_gettime(CLOCK_MONOTONIC, &next);
         }
         log_info("agent for node %s: stopping", a.node);
         a.lib = gw_gpu_close(a.lib);

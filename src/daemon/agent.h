@@ -8,6 +8,7 @@
 /* The agent's limits, which the controller enforces on what it receives (nodes.c). */
 #define GW_AGENT_MAX_GPUS 64            /* GW_SAMPLER_MAX_GPUS */
 #define GW_AGENT_MAX_PROCS 256          /* processes reported per GPU; more are counted only */
+#define GW_AGENT_MAX_XIDS 64            /* Xids in one snapshot; more before a delivery are dropped */
 #define GW_AGENT_PATH "/api/v1/agent/snapshot"
 
 /* gpuwardd's main() calls this first: -1 when argv does not ask for --agent, else the

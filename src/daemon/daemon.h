@@ -366,7 +366,8 @@ json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool d
 /* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the
  * caller's: when the supervisor saw the job end, else when the daemon learnt of it):
  * classify, record, retry or end. */
-void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time);
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time,
+                               const char *lost_why);
 /* jobs.c: the log of j's attempt (its --output, else LOG_DIR/ID.log, ID.N.log for N > 1). */
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt);
 /* Frees a running job's GPUs and what its executor held for the attempt (its end, its retry). */

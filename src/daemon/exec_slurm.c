@@ -16,6 +16,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/directive.h"
+#include "core/failure.h"
 #include "core/slurm.h"
 #include "daemon/exec_slurm.h"
 
@@ -34,6 +35,42 @@ void slurm_job_forget(struct gw_exec_slurm *s, int64_t id) {
         struct gw_slurm_job *sj = slurm_job_find(s, id);
         if (sj)
                 *sj = s->jobs[--s->n_jobs];
+}
+
+static void jobx_free(struct gw_djob *dj) {
+        free(dj->exec);
+        dj->exec = NULL;
+}
+
+struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj) {
+        if (!dj->exec) {
+                /* dj->exec is each executor's own (the shim's struct gw_exec_job). */
+                dj->exec = gw_xcalloc(1, sizeof(struct gw_slurm_jobx));
+                dj->exec_free = jobx_free;
+        }
+        return (struct gw_slurm_jobx *) (void *) dj->exec;
+}
+
+void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why) {
+        struct gw_slurm_jobx *x = slurm_jobx(dj);
+        if (!node[0] || strlen(node) >= sizeof x->avoid[0] || strspn(node, "abcdefghijklmnopqrstuvwxyz"
+                                                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(node))
+                return; /* a node list ("n[1-2]") is not one node: --exclude would refuse it whole */
+        for (size_t i = 0; i < x->n_avoid; i++)
+                if (!strcmp(x->avoid[i], node))
+                        return;
+        if (x->n_avoid == GW_SLURM_AVOID_MAX)
+                memmove(x->avoid[0], x->avoid[1], --x->n_avoid * sizeof x->avoid[0]);
+        snprintf(x->avoid[x->n_avoid++], sizeof x->avoid[0], "%s", node);
+        char msg[300];
+        snprintf(msg, sizeof msg, "node %s excluded from the next attempts: %s", node, why);
+        if (gw_store_job_event(d->store, dj->job->id, dj->job->state, "slurm", msg) < 0)
+                log_warn("job %lld: %s, not recorded: %s", (long long) dj->job->id, msg, gw_store_errmsg(d->store));
+        log_info("job %lld: %s", (long long) dj->job->id, msg);
+}
+
+void slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id) {
+        s->ended[s->n_ended++ % GW_SLURM_ENDED_KEEP] = (struct gw_slurm_ended) { slurm_id, id };
 }
 
 static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, struct gw_djob *dj, uint32_t slurm_id, gw_usec_t now) {
@@ -223,7 +260,13 @@ static void log_make(const struct gw_daemon *d, const struct gw_job *j) {
 static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err, size_t errlen) {
         struct gw_job *j = dj->job;
         log_make(d, j);
-        struct gw_sbatch_opts o = { .now = d->now_wall };
+        /* The nodes it avoids; its retry backoff is Slurm's --begin (gw_slurm_sbatch_argv). */
+        struct gw_slurm_jobx *x = slurm_jobx(dj);
+        const char *avoid[GW_SLURM_AVOID_MAX];
+        for (size_t i = 0; i < x->n_avoid; i++)
+                avoid[i] = x->avoid[i];
+        x->last_oom = false;
+        struct gw_sbatch_opts o = { .now = d->now_wall, .exclude = avoid, .n_exclude = x->n_avoid };
         _cleanup_(gw_strv_freep) char **argv = NULL;
         /* The command as the job code made it for this attempt (with a retry's resume
          * arguments), in the job's place. */
@@ -237,12 +280,19 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         if (r < 0)
                 return r;
         job_add(slurm_of(d), dj, id, d->now);
-        char msg[128];
-        snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32, j->attempt, id);
+        char msg[sizeof x->avoid + 160], begin[32] = "", excl[sizeof x->avoid + 16] = "";
+        if (j->not_before > d->now_wall)
+                snprintf(begin, sizeof begin, ", to begin in %llds",
+                         (long long) ((j->not_before - d->now_wall + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC));
+        for (size_t i = 0; i < x->n_avoid; i++)
+                snprintf(excl + strlen(excl), sizeof excl - strlen(excl), "%s%s", i ? "," : ", excluding ", avoid[i]);
+        /* adopt() reads the id back from the start of this text. */
+        snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32 "%s%s", j->attempt, id, begin, excl);
         if (gw_store_job_event(d->store, j->id, j->state, "slurm_job", msg) < 0)
                 log_warn("job %lld: %s, not recorded (a restarted daemon will not find it): %s", (long long) j->id,
                          msg, gw_store_errmsg(d->store));
         log_info("job %lld: %s", (long long) j->id, msg);
+        j->not_before = 0; /* the backoff is Slurm's now (--begin) */
         slurm_of(d)->poll_next = 0;
         return 0;
 }
@@ -339,8 +389,12 @@ static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
         (void) d, (void) dj;
 }
 
+/* Slurm's OUT_OF_MEMORY is its memory cgroup's OOM kill, the single box's host_oom. */
 static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
-        (void) d, (void) dj, (void) in; /* Slurm's own OOM state says it (core/slurm.h) */
+        (void) d;
+        const struct gw_slurm_jobx *x = (const void *) dj->exec;
+        if (x && x->last_oom)
+                in->oom_killed = true;
 }
 
 static void slurm_close(struct gw_daemon *d) {
@@ -391,6 +445,11 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
         d->exec = &s->ops;
         const struct { const char *name; char *to; } progs[] = {
                 { "sbatch", s->sbatch }, { "squeue", s->squeue }, { "scancel", s->scancel } };
+        /* scontrol only drains a node whose GPU faulted: without it, that is all that is missed. */
+        if (find_program("scontrol", s->scontrol, sizeof s->scontrol) < 0) {
+                log_warn("backend slurm: scontrol not found on PATH: a node whose GPU faults will not be drained");
+                s->scontrol[0] = '\0';
+        }
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
                 if (find_program(progs[i].name, progs[i].to, sizeof s->sbatch) < 0) {
                         log_err("backend slurm: %s not found on PATH", progs[i].name);

@@ -17,11 +17,30 @@ struct gw_slurm_job {
         gw_usec_t submitted;      /* monotonic: a poll begun before this cannot show the job */
         bool pending_in_slurm;    /* squeue's last word: not started (scancel --signal cannot reach it) */
         char seen[200];           /* state, reason and node last recorded, to record changes only */
+        char node[128];           /* where squeue last said it runs ("" until it starts) */
+};
+
+/* What the executor keeps of a gpuward job across its attempts (on dj->exec): the nodes its
+ * next attempts are submitted without (--exclude: a node that failed under it, a node whose
+ * GPU faulted under it), and whether Slurm's last word on it was OUT_OF_MEMORY. */
+#define GW_SLURM_AVOID_MAX 16
+struct gw_slurm_jobx {
+        char avoid[GW_SLURM_AVOID_MAX][65];
+        size_t n_avoid;
+        bool last_oom;
+};
+
+/* The Slurm jobs that ended lately, for an Xid reported after its job ended (the agent posts
+ * once an interval; squeue may tell the end first). */
+#define GW_SLURM_ENDED_KEEP 64
+struct gw_slurm_ended {
+        uint32_t slurm_id;
+        int64_t id;
 };
 
 struct gw_exec_slurm {
         struct gw_executor ops;
-        char sbatch[256], squeue[256], scancel[256];
+        char sbatch[256], squeue[256], scancel[256], scontrol[256]; /* scontrol: "" when not found */
         struct gw_slurm_job *jobs;
         size_t n_jobs, cap_jobs;
         /* The poll: one squeue at a time, its output read as its pipe is readable. */
@@ -36,6 +55,8 @@ struct gw_exec_slurm {
         /* scancel children, reaped by the loop and forgotten. */
         pid_t *kids;
         size_t n_kids, cap_kids;
+        struct gw_slurm_ended ended[GW_SLURM_ENDED_KEEP];
+        size_t n_ended;           /* ever: ended[n_ended % KEEP] is the next to go */
 };
 
 static inline struct gw_exec_slurm *slurm_of(struct gw_daemon *d) { return d->exec->state; }
@@ -52,11 +73,29 @@ void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
 pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
                   const uint32_t *groups, int n_groups, const char *cwd, int out_fd);
 
+/* The job's state kept across its attempts, made on first use. */
+struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj);
+/* Keeps node out of the job's next attempts (at most GW_SLURM_AVOID_MAX nodes, the oldest
+ * forgotten), with a "slurm" event saying why; a node already avoided is not told twice. */
+void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why);
+/* Remembers that Slurm job slurm_id, gpuward's job id, has ended. */
+void slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id);
+
 /* exec_slurm_poll.c */
 gw_usec_t slurm_poll_tick(struct gw_daemon *d);
 void slurm_poll_ready(struct gw_daemon *d);
 bool slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status);
 void slurm_poll_close(struct gw_daemon *d);
 
-/* Opens the Slurm executor as d->exec: finds sbatch, squeue and scancel on PATH. */
+/* Opens the Slurm executor as d->exec: finds sbatch, squeue, scancel and scontrol on PATH. */
 int gw_exec_slurm_open(struct gw_daemon *d);
+
+/* exec_slurm_xid.c: what an Xid on a node's GPU means to Slurm. */
+/* Whether the Xid takes the GPU out of use (core/failure.h's drain-worthy Xids). */
+bool gw_slurm_xid_drains(unsigned xid);
+/* Drains node in Slurm (scontrol update ... State=DRAIN, the Xid as the reason), as the
+ * daemon, not waited for. */
+void gw_slurm_drain_node(struct gw_daemon *d, const char *node, unsigned gpu, unsigned xid);
+/* gpuward's job that ran Slurm job sid: the current attempt of a job (*running), or one
+ * ended lately; 0 when none is known. */
+int64_t gw_slurm_job_of(struct gw_daemon *d, uint32_t sid, bool *running);

@@ -82,8 +82,10 @@ static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *s
                         log_info("job %lld: Slurm's reason '%s'", (long long) dj->job->id, r->reason);
                 snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s, %s (%s)", sj->slurm_id, r->state,
                          why.reason == GW_REASON_NONE ? "not yet scheduled" : why.what, r->reason);
-        } else
+        } else {
                 snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s on %s", sj->slurm_id, r->state, r->nodes);
+                snprintf(sj->node, sizeof sj->node, "%s", r->nodes);
+        }
         if (!strcmp(msg, sj->seen))
                 return;
         snprintf(sj->seen, sizeof sj->seen, "%s", msg);
@@ -118,6 +120,22 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squ
         snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s%s%s", sj->slurm_id, r ? r->state : "gone",
                  r && r->exit_status[0] ? ", wait status " : "", r ? r->exit_status : "");
         (void) gw_store_job_event(d->store, id, dj->job->state, "slurm", msg);
+        /* The attempt's evidence when lost: Slurm's word, and the node it names. */
+        char why[400];
+        if (!r)
+                snprintf(why, sizeof why, "Slurm job %" PRIu32 " is gone from squeue", sj->slurm_id);
+        else
+                snprintf(why, sizeof why, "Slurm job %" PRIu32 ": %s%s%s", sj->slurm_id, r->state,
+                         r->nodes[0] || sj->node[0] ? " on " : "", r->nodes[0] ? r->nodes : sj->node);
+        end.why = end.kind == GW_EXEC_LOST ? why : NULL;
+        if (r) {
+                const char *node = r->nodes[0] ? r->nodes : sj->node;
+                slurm_jobx(dj)->last_oom = st.cls == GW_FAILURE_HOST_OOM;
+                /* The node failed, not the job: its next attempt goes elsewhere. */
+                if (st.cls == GW_FAILURE_LOST && node[0])
+                        slurm_avoid_node(d, dj, node, why);
+        }
+        slurm_ended_keep(s, sj->slurm_id, id);
         slurm_job_forget(s, id);
         d->exec->ended(d, dj, &end);
 }

@@ -218,6 +218,7 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         struct gw_job_event *ev = NULL;
         size_t n = 0;
         if (gw_store_job_events(d->store, j->id, &ev, &n) == 0) {
+                slurm_attempts_annotate(json_object_get(o, "attempts"), ev, n);
                 json_object_set_new(o, "events", gw_codec_events(ev, n, view));
                 gw_job_events_free(ev, n);
         }

@@ -146,3 +146,6 @@ bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_
 bool gw_api_rate_limited_n(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep);
 /* Gives back what gw_api_rate_limited_n took for a request refused after all. */
 void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n);
+/* handlers_slurm.c: adds "slurm_job" and "node" to each attempt (of gw_codec_attempts) that
+ * was handed to Slurm, from the job's events ev (node null until Slurm told one). */
+void slurm_attempts_annotate(json_t *attempts, const struct gw_job_event *ev, size_t n);

@@ -6,8 +6,60 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
+#include "daemon/agent.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/handlers.h"
 #include "daemon/nodes.h"
+
+/* The fault, for the classifier at the attempt's end (as observe.c keeps a local GPU's). */
+static void fault_keep(struct gw_djob *dj, unsigned gpu, unsigned xid) {
+        if (dj->n_events >= 256)
+                return;
+        if (dj->n_events == dj->cap_events) {
+                dj->cap_events = dj->cap_events ? dj->cap_events * 2 : 4;
+                dj->events = gw_xrealloc(dj->events, dj->cap_events * sizeof *dj->events);
+        }
+        dj->events[dj->n_events++] = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_XID, .gpu = (int) gpu, .xid = xid };
+}
+
+/* One Xid on node's GPU: the Slurm jobs on that GPU are those the node listed there in this
+ * snapshot or the one before (a job the Xid killed may be gone from this one).  Recorded as a
+ * GPU event naming the node and, for the gpuward job whose attempt ran there, as its event
+ * and fault (its classification: gpu_fault); a drain-worthy Xid keeps that job's next
+ * attempts off the node and drains the node in Slurm (exec_slurm_xid.c). */
+static void xid_apply(struct gw_daemon *d, const char *node, const json_t *before, const json_t *now, unsigned gpu,
+                      unsigned xid) {
+        uint32_t jobs[16];
+        size_t n = gw_node_gpu_jobs(now, gpu, jobs, 0, ELEMENTSOF(jobs));
+        n = gw_node_gpu_jobs(before, gpu, jobs, n, ELEMENTSOF(jobs));
+        bool drains = gw_slurm_xid_drains(xid);
+        char msg[300], list[120] = "";
+        for (size_t i = 0; i < n && strlen(list) < sizeof list - 16; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%u", i ? ", " : "", (unsigned) jobs[i]);
+        snprintf(msg, sizeof msg, "node %s: Xid %u on GPU %u%s%s%s", node, xid, gpu, n ? " (Slurm job " : "", list,
+                 n ? ")" : "");
+        log_warn("%s", msg);
+        int64_t first = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool running;
+                int64_t id = gw_slurm_job_of(d, jobs[i], &running);
+                struct gw_djob *dj = id ? gw_jobmap_get(&d->jobs.map, id) : NULL;
+                if (!dj || dj->dead)
+                        continue;
+                first = first ? first : id;
+                /* Only the attempt that ran on the GPU: a retry already queued is not at fault. */
+                if (running) {
+                        fault_keep(dj, gpu, xid);
+                        (void) gw_store_job_event(d->store, id, dj->job->state, "xid", msg);
+                }
+                if (drains)
+                        slurm_avoid_node(d, dj, node, msg);
+        }
+        (void) gw_store_gpu_event(d->store, gpu, "xid", (long long) xid, first, msg);
+        if (drains)
+                gw_slurm_drain_node(d, node, gpu, xid);
+}
 
 void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c) {
@@ -28,6 +80,17 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
         json_int_t interval = json_integer_value(json_object_get(snap, "interval"));
         if (!d->nodes)
                 d->nodes = gw_xcalloc(1, sizeof *d->nodes);
+        /* The Xids are news once, not part of the node's state. */
+        json_t *xids = json_incref(json_object_get(snap, "xids"));
+        json_object_del(snap, "xids");
+        json_t *before = json_incref((json_t *) gw_nodes_snapshot(d->nodes, node));
+        size_t i;
+        json_t *x;
+        json_array_foreach(xids, i, x)
+                xid_apply(d, node, before, snap, (unsigned) json_integer_value(json_object_get(x, "gpu")),
+                          (unsigned) json_integer_value(json_object_get(x, "xid")));
+        json_decref(xids);
+        json_decref(before);
         if (gw_nodes_put(d->nodes, snap, d->now, d->now_wall) < 0)
                 return reply_error(rep, 507, "node", "node: %s is one node too many: this controller keeps %d",
                                    node, GW_NODES_MAX);

@@ -252,7 +252,7 @@ void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct g
         }
         gw_usec_t at = end->at ? end->at : end_label_now(d, dj);
         if (end->kind == GW_EXEC_LOST) {
-                gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .lost = true, .end_time = at });
+                gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .lost = true, .end_time = at, .why = end->why });
                 return;
         }
         int status = end->status;

@@ -60,7 +60,7 @@ static void joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const 
 }
 
 static void recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        gw_recovery_attempt_ended(d, dj, info->end->lost, info->end->status, info->end->end_time);
+        gw_recovery_attempt_ended(d, dj, info->end->lost, info->end->status, info->end->end_time, info->end->why);
 }
 
 static void fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {

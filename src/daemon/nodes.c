@@ -157,6 +157,37 @@ static int check_gpu(struct check *c, const json_t *g, size_t i, json_t *dst) {
         return r ? r : check_procs(c, g, pre, dst);
 }
 
+/* The Xids NVML told since the agent's last delivered snapshot (optional):
+ * [{"gpu": INDEX, "xid": N}], at most GW_AGENT_MAX_XIDS, each on one of the node's GPUs. */
+static int check_xids(struct check *c, const json_t *xids, size_t n_gpus, json_t *dst) {
+        static const char *const known[] = { "gpu", "xid" };
+        if (!xids)
+                return 0;
+        if (!json_is_array(xids) || json_array_size(xids) > GW_AGENT_MAX_XIDS)
+                return fail(c, "xids", "an array of at most %d {\"gpu\", \"xid\"}", GW_AGENT_MAX_XIDS);
+        json_t *arr = json_array();
+        json_object_set_new(dst, "xids", arr);
+        for (size_t i = 0; i < json_array_size(xids); i++) {
+                const json_t *x = json_array_get(xids, i);
+                char pre[32];
+                snprintf(pre, sizeof pre, "xids[%zu].", i);
+                if (!json_is_object(x))
+                        return fail(c, "xids", "each Xid must be an object");
+                json_t *o = json_object();
+                json_array_append_new(arr, o);
+                int r = only_keys(c, x, pre, known, ELEMENTSOF(known));
+                if (!r && n_gpus == 0)
+                        return fail(c, strcat(pre, "gpu"), "the node reports no GPU");
+                if (!r)
+                        r = get_int(c, x, "gpu", pre, 0, (json_int_t) n_gpus - 1, false, o);
+                if (!r)
+                        r = get_int(c, x, "xid", pre, 0, 1000000, false, o);
+                if (r)
+                        return r;
+        }
+        return 0;
+}
+
 static bool node_name_ok(const char *s) {
         return s && s[0] && strlen(s) <= 64 &&
                strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == strlen(s);
@@ -164,7 +195,7 @@ static bool node_name_ok(const char *s) {
 
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
                            size_t why_len) {
-        static const char *const known[] = { "node", "interval", "driver", "gpus" };
+        static const char *const known[] = { "node", "interval", "driver", "gpus", "xids" };
         struct check c = { field, why, field_len, why_len };
         json_t *out = json_object();
         int r = only_keys(&c, body, "", known, ELEMENTSOF(known));
@@ -187,12 +218,35 @@ int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t
                 json_array_append_new(arr, g);
                 r = check_gpu(&c, json_array_get(gpus, i), i, g);
         }
+        if (!r)
+                r = check_xids(&c, json_object_get(body, "xids"), json_array_size(gpus), out);
         if (r < 0) {
                 json_decref(out);
                 return r;
         }
         *ret = out;
         return 0;
+}
+
+const json_t *gw_nodes_snapshot(const struct gw_nodes *t, const char *name) {
+        for (size_t i = 0; t && i < t->n; i++)
+                if (!strcmp(t->v[i].name, name))
+                        return t->v[i].snapshot;
+        return NULL;
+}
+
+size_t gw_node_gpu_jobs(const json_t *snap, unsigned gpu, uint32_t *jobs, size_t n, size_t max) {
+        size_t k;
+        const json_t *p;
+        json_array_foreach(json_object_get(json_array_get(json_object_get(snap, "gpus"), gpu), "procs"), k, p) {
+                json_int_t id = json_integer_value(json_object_get(p, "job"));
+                size_t i = 0;
+                while (i < n && jobs[i] != (uint32_t) id)
+                        i++;
+                if (id > 0 && id <= UINT32_MAX && i == n && n < max)
+                        jobs[n++] = (uint32_t) id;
+        }
+        return n;
 }
 
 int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_wall) {

@@ -4,6 +4,8 @@
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "base/time.h"
 
@@ -28,10 +30,17 @@ struct gw_nodes {
 };
 
 /* The snapshot in body checked field by field and rebuilt from what is known (no other key
- * passes), into a new {"node", "interval", "driver", "gpus"}.  0 and *ret; -EINVAL with the
+ * passes), into a new {"node", "interval", "driver", "gpus"[, "xids"]}.  0 and *ret; -EINVAL with the
  * field ("gpus[1].procs[0].pid") and why.  Pure: the unit tests call it. */
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
                            size_t why_len);
+
+/* The newest snapshot of node name, NULL when none came. */
+const json_t *gw_nodes_snapshot(const struct gw_nodes *t, const char *name);
+
+/* Adds to jobs[0..n) the Slurm jobs snap lists on its GPU gpu, each once, max in all; returns
+ * the new count.  Pure. */
+size_t gw_node_gpu_jobs(const json_t *snap, unsigned gpu, uint32_t *jobs, size_t n, size_t max);
 
 /* Keeps snap (taken) as node's newest, received at now / now_wall.  -ENOSPC when the table
  * is full and node is not in it. */

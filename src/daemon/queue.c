@@ -191,7 +191,7 @@ static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 /* backend = slurm: the host's GPUs are not the cluster's, so nothing is placed here.  Each
- * queued job whose dependency is met and whose retry backoff is over goes to Slurm at once,
+ * queued job whose dependency is met goes to Slurm at once (a retry's backoff as --begin),
  * which queues and places it (docs/CLUSTER.md); bookings and quotas are not applied yet. */
 static void schedule_slurm(struct gw_daemon *d) {
         size_t n = d->jobs.n_queue;
@@ -210,9 +210,9 @@ static void schedule_slurm(struct gw_daemon *d) {
                         gw_job_end(d, dj, GW_JOB_CANCELLED, why, "dependency");
                         continue;
                 }
-                j->wait_reason = dep == GW_DEP_WAITING ? GW_REASON_DEPENDENCY
-                                 : j->not_before > 0  ? GW_REASON_BACKOFF
-                                                      : GW_REASON_NONE;
+                /* A retry's backoff is Slurm's to wait out (sbatch --begin): the job is
+                 * submitted at once, and Slurm holds it (reason BeginTime) until then. */
+                j->wait_reason = dep == GW_DEP_WAITING ? GW_REASON_DEPENDENCY : GW_REASON_NONE;
                 if (j->wait_reason == GW_REASON_NONE && account_still_there(d, dj))
                         (void) gw_job_start(d, dj, 0);
         }

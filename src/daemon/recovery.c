@@ -151,7 +151,8 @@ static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
         dj->end_attempt = c;
 }
 
-void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time) {
+void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool lost, int status, gw_usec_t end_time,
+                               const char *lost_why) {
         struct gw_job *j = dj->job;
         /* Training's last look at results.csv (its rows' times) and the log's last lines came
          * before, from the same hook (lifecycle_features.c): the retry decision reads them. */
@@ -176,7 +177,10 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .sigkill_why = dj->sigkill_why[0] ? dj->sigkill_why : NULL,
                 /* Seen by this daemon, not found at its start: the supervisor itself is gone
                  * (killed, or crashed) and told nothing, on the pipe or in the journal. */
-                .lost_why = lost && !d->jobs.recovering ? "its supervisor ended without telling how the job ended" : NULL,
+                .lost_why = !lost                 ? NULL
+                            : lost_why            ? lost_why /* the executor's own word (Slurm's NODE_FAIL) */
+                            : !d->jobs.recovering ? "its supervisor ended without telling how the job ended"
+                                                  : NULL,
         };
         if (!clean && !lost)
                 d->exec->oom_facts(d, dj, &in);

@@ -23,6 +23,7 @@ import contextlib
 import ipaddress
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -101,8 +102,11 @@ def _free_subnet():
 
 
 class SlurmCluster:
-    def __init__(self, nodes=2, gpus=4, cpus=2, oversubscribe=4, keep_dir=False):
+    def __init__(self, nodes=2, gpus=4, cpus=2, oversubscribe=4, keep_dir=False, slurmd_timeout=None):
+        """slurmd_timeout: SlurmdTimeout, the seconds before slurmctld marks a silent node DOWN
+        and ends its jobs NODE_FAIL (Slurm's default is 300)."""
         self.n_nodes, self.gpus, self.cpus = nodes, gpus, cpus
+        self.slurmd_timeout = slurmd_timeout
         self.oversubscribe = oversubscribe
         self.keep_dir = keep_dir
         self.tag = secrets.token_hex(3)
@@ -207,6 +211,7 @@ JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
+{f"SlurmdTimeout={self.slurmd_timeout}" if self.slurmd_timeout else ""}
 {nodes}
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:{self.oversubscribe}
 """)
@@ -287,6 +292,22 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
         except TimeoutError as e:
             raise TimeoutError(f"{e}; sinfo says: {self.cmd('sinfo', '-N', check=False)}"
                                f"; logs in {self.dir}") from None
+
+    def kill_node(self, node):
+        """The node dies: its slurmd, then its job steps (slurmstepd and the jobs' processes,
+        found in the node's own freezer cgroups), SIGKILLed by PID."""
+        for name, p in self.procs:
+            if name == f"slurmd {node}" and p.poll() is None:
+                p.kill()
+                p.wait(STOP_WAIT)
+        self._kill_cgroup_tree(os.path.join(CGROUP_V1, "freezer", f"slurm_{node}"))
+
+    def node_state(self, node):
+        """(state, reason) as scontrol tells them: ("IDLE+DRAIN", "gpuward: ...")."""
+        out = self.cmd("scontrol", "show", "node", node, "--oneliner", check=False)
+        state = re.search(r"\bState=(\S+)", out)
+        reason = re.search(r"\bReason=(.*?)(?: \[|$)", out)
+        return (state.group(1) if state else "", reason.group(1).strip() if reason else "")
 
     def log(self, name):
         with open(os.path.join(self.dir, name)) as f:

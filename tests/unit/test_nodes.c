@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon/agent.h"
@@ -100,6 +101,46 @@ static void test_size_is_bounded(void **state) {
         json_decref(body);
 }
 
+/* GOOD with "xids": X added. */
+static const char *with_xids(const char *xids) {
+        static char text[sizeof GOOD + 512];
+        snprintf(text, sizeof text, "%.*s, \"xids\": %s}", (int) strlen(GOOD) - 1, GOOD, xids);
+        return text;
+}
+
+static void test_xids_checked_and_kept(void **state) {
+        (void) state;
+        assert_string_equal(refused(with_xids("[]")), "");
+        assert_string_equal(refused(with_xids("[{\"gpu\": 1, \"xid\": 79}]")), "");
+        assert_string_equal(refused(with_xids("{}")), "xids");
+        assert_string_equal(refused(with_xids("[5]")), "xids");
+        assert_string_equal(refused(with_xids("[{\"gpu\": 2, \"xid\": 79}]")), "xids[0].gpu"); /* 2 GPUs */
+        assert_string_equal(refused(with_xids("[{\"gpu\": 0, \"xid\": -1}]")), "xids[0].xid");
+        assert_string_equal(refused(with_xids("[{\"gpu\": 0, \"xid\": 79, \"pid\": 3}]")), "xids[0].pid");
+        json_t *body = json_loads(with_xids("[{\"gpu\": 1, \"xid\": 79}]"), 0, NULL), *snap = NULL;
+        char field[128], why[256];
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), 0);
+        json_t *x = json_array_get(json_object_get(snap, "xids"), 0);
+        assert_int_equal(json_integer_value(json_object_get(x, "gpu")), 1);
+        assert_int_equal(json_integer_value(json_object_get(x, "xid")), 79);
+        json_decref(body);
+        json_decref(snap);
+}
+
+static void test_gpu_jobs_each_once(void **state) {
+        (void) state;
+        json_t *snap = good("gpu2");
+        uint32_t jobs[4];
+        size_t n = gw_node_gpu_jobs(snap, 0, jobs, 0, 4);
+        assert_int_equal(n, 1); /* the rogue (job null) is no job */
+        assert_int_equal(jobs[0], 42);
+        assert_int_equal(gw_node_gpu_jobs(snap, 0, jobs, n, 4), 1); /* 42 again: once */
+        assert_int_equal(gw_node_gpu_jobs(snap, 1, jobs, n, 4), 1);
+        assert_int_equal(gw_node_gpu_jobs(snap, 7, jobs, n, 4), 1); /* no such GPU */
+        assert_int_equal(gw_node_gpu_jobs(NULL, 0, jobs, 0, 4), 0);
+        json_decref(snap);
+}
+
 static void test_newest_per_node_and_stale(void **state) {
         (void) state;
         struct gw_nodes *t = calloc(1, sizeof *t);
@@ -137,6 +178,8 @@ int main(void) {
                 cmocka_unit_test(test_a_good_snapshot_passes_whole),
                 cmocka_unit_test(test_bad_fields_are_named),
                 cmocka_unit_test(test_size_is_bounded),
+                cmocka_unit_test(test_xids_checked_and_kept),
+                cmocka_unit_test(test_gpu_jobs_each_once),
                 cmocka_unit_test(test_newest_per_node_and_stale),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
