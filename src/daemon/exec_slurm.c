@@ -130,9 +130,7 @@ static char **sbatch_env(char *const *job_env) {
         return env;
 }
 
-/* Reads the child's output until it ends or the deadline (monotonic); then its status.
- * -ETIMEDOUT (the child killed) or 0 with *status. */
-static int wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
+int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
         gw_usec_t deadline = gw_clock_mono() + SBATCH_TIMEOUT_USEC;
         size_t len = 0;
         for (;;) {
@@ -190,7 +188,7 @@ static int submit(struct gw_daemon *d, const struct gw_job *j, const struct gw_e
                 return snprintf(err, errlen, "sbatch: cannot start it: %s", strerror((int) -pid)), (int) pid;
         char out[1024];
         int status = 0;
-        int r = wait_child(pid, fd, out, sizeof out, &status);
+        int r = slurm_wait_child(pid, fd, out, sizeof out, &status);
         out[strcspn(out, "\n")] = '\0';
         if (r < 0)
                 return snprintf(err, errlen, "sbatch did not answer within %d s", (int) (SBATCH_TIMEOUT_USEC / GW_USEC_PER_SEC)), r;
@@ -223,7 +221,16 @@ static void log_make(const struct gw_daemon *d, const struct gw_job *j) {
 static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err, size_t errlen) {
         struct gw_job *j = dj->job;
         log_make(d, j);
-        struct gw_sbatch_opts o = { .now = d->now_wall };
+        char tag[GW_SLURM_TAG_SIZE];
+        if (gw_slurm_tag_format(j->id, j->attempt, tag, sizeof tag) < 0)
+                return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
+                       -EINVAL;
+        /* Submitted already, by a daemon killed before it recorded the Slurm id: follow it. */
+        uint32_t found = slurm_tag_take(slurm_of(d), j->id, j->attempt, j->uid);
+        if (found)
+                return slurm_follow(d, dj, found, "found by its tag after a restart, not submitted again");
+        struct gw_sbatch_opts o = { .now = d->now_wall, .comment = tag,
+                                    .reservation = slurm_book_reservation(d, j) };
         _cleanup_(gw_strv_freep) char **argv = NULL;
         /* The command as the job code made it for this attempt (with a retry's resume
          * arguments), in the job's place. */
@@ -236,12 +243,21 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         r = submit(d, j, how, argv, &id, err, errlen);
         if (r < 0)
                 return r;
+        char in[96];
+        if (o.reservation)
+                snprintf(in, sizeof in, "in reservation %s, its user's booking", o.reservation);
+        return slurm_follow(d, dj, id, o.reservation ? in : NULL);
+}
+
+int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
+        struct gw_job *j = dj->job;
         job_add(slurm_of(d), dj, id, d->now);
-        char msg[128];
-        snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32, j->attempt, id);
+        char msg[256];
+        snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32 "%s%s%s", j->attempt, id,
+                 how ? " (" : "", how ? how : "", how ? ")" : "");
+        /* Not recorded, the tag in its comment still lets a restarted daemon find it. */
         if (gw_store_job_event(d->store, j->id, j->state, "slurm_job", msg) < 0)
-                log_warn("job %lld: %s, not recorded (a restarted daemon will not find it): %s", (long long) j->id,
-                         msg, gw_store_errmsg(d->store));
+                log_warn("job %lld: %s, not recorded: %s", (long long) j->id, msg, gw_store_errmsg(d->store));
         log_info("job %lld: %s", (long long) j->id, msg);
         slurm_of(d)->poll_next = 0;
         return 0;
@@ -273,7 +289,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
 }
 
 static int adopt_begin(struct gw_daemon *d) {
-        (void) d;
+        slurm_tags_load(d);
         return 0;
 }
 
@@ -293,6 +309,11 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                                 id = sid;
                 }
         gw_job_events_free(ev, n);
+        if (!id && (id = slurm_tag_take(slurm_of(d), dj->job->id, dj->job->attempt, dj->job->uid))) {
+                slurm_follow(d, dj, id, "found by its tag after a restart");
+                slurm_job_find(slurm_of(d), dj->job->id)->submitted = 0;
+                return 1;
+        }
         if (!id) {
                 struct gw_exec_end end = { .kind = GW_EXEC_LOST };
                 log_warn("job %lld: no Slurm job recorded for attempt %d; lost", (long long) dj->job->id,
@@ -348,6 +369,8 @@ static void slurm_close(struct gw_daemon *d) {
         slurm_poll_close(d);
         free(s->jobs);
         free(s->kids);
+        free(s->tags);
+        free(s->resv);
         free(s);
         d->exec = NULL;
 }
@@ -390,7 +413,8 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
         };
         d->exec = &s->ops;
         const struct { const char *name; char *to; } progs[] = {
-                { "sbatch", s->sbatch }, { "squeue", s->squeue }, { "scancel", s->scancel } };
+                { "sbatch", s->sbatch }, { "squeue", s->squeue }, { "scancel", s->scancel },
+                { "scontrol", s->scontrol }, { "sinfo", s->sinfo } };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
                 if (find_program(progs[i].name, progs[i].to, sizeof s->sbatch) < 0) {
                         log_err("backend slurm: %s not found on PATH", progs[i].name);
