@@ -151,6 +151,13 @@ void gw_slurm_book_drop(struct gw_daemon *d, int64_t booking) {
 const char *slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j) {
         static char name[64];
         struct gw_exec_slurm *s = slurm_of(d);
+        /* The booking the job names (--reservation ID: Slurm holds it until the window), else
+         * its user's booking whose window is now. */
+        for (size_t i = 0; i < s->n_resv && j->booking_id > 0; i++)
+                if (s->resv[i].booking == j->booking_id) {
+                        resv_name(s->resv[i].booking, name, sizeof name);
+                        return name;
+                }
         for (size_t i = 0; i < s->n_resv; i++)
                 if (s->resv[i].uid == j->uid && s->resv[i].start <= d->now_wall && d->now_wall < s->resv[i].end) {
                         resv_name(s->resv[i].booking, name, sizeof name);

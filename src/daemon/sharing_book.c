@@ -93,7 +93,13 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         char qmsg[GW_QUOTA_MSG_SIZE] = "";
         int q = gw_quota_check_booking(&lim, mine, req->ngpus, req->start, end, now, qmsg, sizeof qmsg);
         struct gw_calendar_placement p;
-        int k = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
+        /* On a cluster the calendar of the head node's GPUs does not say where a booking fits:
+         * Slurm does, when the reservation is made (book_store). */
+        int k = 0;
+        if (d->cfg->backend_slurm)
+                p = (struct gw_calendar_placement) { .verdict = GW_PLACE_FITS };
+        else if (q != GW_QUOTA_BOOKING_REFUSE)
+                k = gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
         if (q == GW_QUOTA_BOOKING_APPROVE && k >= 0 && p.verdict == GW_PLACE_FITS) {
                 struct gw_booking cand = { .uid = req->uid, .ngpus = req->ngpus, .start = req->start, .end = end,
                                            .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };
