@@ -102,7 +102,10 @@ class ClusterBook(unittest.TestCase):
         # with jobs that run into it: refused with Slurm's words, nothing booked or reserved.
         r = self.book(d, other, "--gpus", "1", "--start", "tomorrow 10:00", "--duration", "1h", check=False)
         self.assertNotEqual(r.returncode, 0, r.stdout)
-        self.assertIn("Slurm cannot reserve 1 node of 4 GPUs for it", r.stdout + r.stderr)
+        refusal = json.loads(r.stdout)
+        self.assertEqual(refusal["field"], "start", refusal)
+        self.assertIn("Slurm cannot reserve 1 node of 4 GPUs for it: Error creating the reservation: "
+                      "Requested nodes are busy", refusal["error"])
         booked = json.loads(d.cli("reservations", "--json").stdout)["bookings"]
         self.assertEqual([x["id"] for x in booked], [b["id"]])
         self.assertNotIn("gpuward_book_", c.cmd("scontrol", "show", "reservation").replace(name, ""))
