@@ -225,10 +225,6 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         if (gw_slurm_tag_format(j->id, j->attempt, tag, sizeof tag) < 0)
                 return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
                        -EINVAL;
-        /* Submitted already, by a daemon killed before it recorded the Slurm id: follow it. */
-        uint32_t found = slurm_tag_take(slurm_of(d), j->id, j->attempt, j->uid);
-        if (found)
-                return slurm_follow(d, dj, found, "found by its tag after a restart, not submitted again");
         struct gw_sbatch_opts o = { .now = d->now_wall, .comment = tag,
                                     .reservation = slurm_book_reservation(d, j) };
         _cleanup_(gw_strv_freep) char **argv = NULL;
@@ -327,7 +323,12 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 static void adopt_end(struct gw_daemon *d) {
-        slurm_of(d)->poll_next = 0;
+        struct gw_exec_slurm *s = slurm_of(d);
+        /* Every attempt that could own a tag has been adopted; starts from now on are new. */
+        free(s->tags);
+        s->tags = NULL;
+        s->n_tags = 0;
+        s->poll_next = 0;
 }
 
 static void ready(struct gw_daemon *d, struct gw_source *src) {

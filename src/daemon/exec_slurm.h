@@ -43,7 +43,7 @@ struct gw_exec_slurm {
         bool poll_eof, poll_reaped;
         int poll_status;
         /* The tagged Slurm jobs squeue showed at the restart (exec_slurm_tag.c), each taken
-         * by the attempt it names: adopted, never submitted again. */
+         * by the running attempt it names, whose id was not recorded; gone after adoption. */
         struct gw_slurm_tagged *tags;
         size_t n_tags;
         /* scancel children, reaped by the loop and forgotten. */

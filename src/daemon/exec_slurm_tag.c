@@ -1,8 +1,8 @@
 /* Finding an attempt's Slurm job by its tag (core/slurm.h: --comment=gpuward:JOB:ATTEMPT)
  * when its id was not recorded: a daemon killed between sbatch's answer and the store's
  * record of it.  At a restart one squeue lists the tagged jobs of the whole cluster; each is
- * adopted by the attempt it names (a running attempt without a recorded id, or a queued job
- * about to start that attempt again), never submitted a second time. */
+ * adopted by the running attempt it names (the store records a start before sbatch runs),
+ * never submitted a second time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
