@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,7 @@ void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
 
 pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
                   const uint32_t *groups, int n_groups, const char *cwd, int out_fd) {
+        pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0)
                 return -errno;
@@ -93,6 +95,11 @@ pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid
                 if (setgroups((size_t) n, g) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || setuid(0) == 0)
                         _exit(126);
         }
+        /* Dies with the daemon (set after the uid change, which clears it): an sbatch that
+         * outlived a killed daemon could submit after the restarted one looked for its tag,
+         * and the attempt would be submitted twice. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(126);
         if (!cwd || chdir(cwd) < 0)
                 (void) !chdir("/");
         execve(argv[0], argv, env);

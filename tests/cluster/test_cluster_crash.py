@@ -54,7 +54,7 @@ class Wrapper:
 rc=$?
 if [ -e {self.stall} ]; then
     echo $$ > {self.stalled}.tmp && mv {self.stalled}.tmp {self.stalled}
-    sleep 60
+    exec sleep 60
 fi
 exit $rc
 """)
@@ -92,7 +92,8 @@ class ClusterCrash(unittest.TestCase):
         with open(w.stalled) as f:
             wrapper_pid = int(f.read())
         d.kill9()
-        os.kill(wrapper_pid, signal.SIGKILL)
+        # Slurm's commands die with the daemon (their parent-death signal): so does the wrapper.
+        gwtest.wait_until(lambda: not gwtest.pid_alive(wrapper_pid), 10, what="the wrapper gone with the daemon")
         os.unlink(w.stall)
         self.assertEqual(len(slurm_jobs_by_name(c)["window"]), 1, "in Slurm, not yet in the store")
 
