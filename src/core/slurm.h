@@ -114,7 +114,8 @@ struct gw_sbatch_opts {
  *   max_nodes nodes), --time rounded up to whole minutes ("D-HH:MM:00"; none when
  *   time_limit is 0 or GW_USEC_INFINITY), --output (j->output, else j->log_path; '%' doubled, which sbatch
  *   would otherwise expand), --chdir (j->cwd), --begin=now+S when j->not_before is later
- *   than o->now, --partition, --exclude, then the script and argv, or --wrap.  An empty
+ *   than o->now, --partition, --comment and --reservation (o's, when set), --exclude, then
+ *   the script and argv, or --wrap.  An empty
  *   output, log path or cwd counts as none.
  * Returns 0 and *ret_argv; -EINVAL with a message in why that names the field (the job
  * cannot be placed or a field cannot be passed); *ret_argv untouched then. */
