@@ -138,23 +138,34 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         return 0;
 }
 
+/* On a cluster an approval makes the booking's Slurm reservation; when Slurm cannot, the
+ * booking is denied with Slurm's words (in why) instead.  Returns the state to record. */
+static enum gw_booking_state approve_held(struct gw_daemon *d, struct gw_store_booking *b, char *why, size_t n) {
+        struct gw_store_booking as = *b;
+        as.state = GW_BOOKING_APPROVED;
+        if (gw_slurm_book_hold(d, &as, why, n) == 0)
+                return GW_BOOKING_APPROVED;
+        log_warn("booking %lld (%s's): approved, but %s", (long long) b->id, b->user, why);
+        return GW_BOOKING_DENIED;
+}
+
 int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
                            const char *note, struct gw_store_booking *ret) {
         struct gw_store_booking before = *b;
+        char why[512];
+        bool held = false;
         if (to == GW_BOOKING_APPROVED && b->state == GW_BOOKING_PENDING_APPROVAL && d->cfg->backend_slurm) {
-                char err[512];
-                b->state = to;
-                if (gw_slurm_book_hold(d, b, err, sizeof err) < 0) {
-                        log_warn("booking %lld (%s's): approved, but %s", (long long) b->id, b->user, err);
-                        snprintf(b->note, sizeof b->note, "%.200s", err);
-                        to = GW_BOOKING_DENIED;
-                        note = b->note;
-                }
+                to = approve_held(d, b, why, sizeof why);
+                held = to == GW_BOOKING_APPROVED;
+                if (!held)
+                        note = why;
         }
         b->state = to;
         snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0) {
                 *b = before; /* not recorded: not done */
+                if (held)
+                        gw_slurm_book_drop(d, b->id);
                 return -EIO;
         }
         log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);

@@ -120,6 +120,19 @@ class ClusterBook(unittest.TestCase):
             c.cmd("scancel", str(j))
         c.wait_nodes_idle()
 
+        # A booking longer than the host's policy lets through alone (2 days) holds nothing in
+        # Slurm until an admin approves it; then its reservation is there, until it is released.
+        r = d.cli("reserve", "--json", "--gpus", "1", "--start", "tomorrow 09:00", "--duration", "2d",
+                  user=user.pw_uid)
+        long_b = json.loads(r.stdout)
+        self.assertEqual(long_b["state"], "PENDING_APPROVAL", long_b)
+        long_name = f"gpuward_book_{long_b['id']}"
+        self.assertIsNone(reservation(c, long_name), "nothing held before approval")
+        d.cli("admin", "approve", str(long_b["id"]))
+        self.assertEqual(reservation(c, long_name)["Users"], user.pw_name)
+        d.cli("unreserve", str(long_b["id"]), user=user.pw_uid)
+        self.assertIsNone(reservation(c, long_name))
+
         # A booking that begins in a minute, known again by a restarted daemon: once it has
         # begun, the user's gpuward job goes into its reservation, on its node.
         b3 = self.book(d, user, "--gpus", "1", "--start", "now+1m", "--duration", "1h")
