@@ -98,6 +98,9 @@ struct gw_sbatch_opts {
         const char *partition;          /* NULL: the cluster's default */
         const char *const *exclude;     /* nodes to avoid (drained GPUs, a failed node) */
         size_t n_exclude;
+        const char *comment;            /* --comment: gpuward's tag of the attempt
+                                         * (gw_slurm_tag_format); NULL: none */
+        const char *reservation;        /* --reservation: a booking's; NULL: none */
 };
 
 #define GW_SBATCH_NAME_MAX 200          /* longer job names are cut (Slurm keeps them whole,
@@ -111,7 +114,8 @@ struct gw_sbatch_opts {
  *   max_nodes nodes), --time rounded up to whole minutes ("D-HH:MM:00"; none when
  *   time_limit is 0 or GW_USEC_INFINITY), --output (j->output, else j->log_path; '%' doubled, which sbatch
  *   would otherwise expand), --chdir (j->cwd), --begin=now+S when j->not_before is later
- *   than o->now, --partition, --exclude, then the script and argv, or --wrap.  An empty
+ *   than o->now, --partition, --comment and --reservation (o's, when set), --exclude, then
+ *   the script and argv, or --wrap.  An empty
  *   output, log path or cwd counts as none.
  * Returns 0 and *ret_argv; -EINVAL with a message in why that names the field (the job
  * cannot be placed or a field cannot be passed); *ret_argv untouched then. */
@@ -147,6 +151,32 @@ struct gw_slurm_squeue_row {
  * (an array task's "12_3", a heterogeneous job's "5+1": never gpuward's) or past 2^32-1, a
  * state or status too long to be Slurm's, or a NUL anywhere. */
 int gw_slurm_squeue_parse(const char *line, size_t len, struct gw_slurm_squeue_row *ret);
+
+/* ---- The tag of an attempt, to find its Slurm job when its id was not recorded ----
+ *
+ * Every sbatch carries --comment=gpuward:JOB:ATTEMPT.  A daemon killed after sbatch answered
+ * and before the store recorded the Slurm id finds the attempt again in squeue by its tag
+ * (and its owner: a user's own sbatch could carry any comment) instead of submitting it a
+ * second time. */
+
+#define GW_SLURM_TAG_SIZE 48
+/* squeue's format for it: the comment last, so that no text in it can fake a separator. */
+#define GW_SLURM_TAG_FORMAT "--format=%i|%U|%k"
+
+struct gw_slurm_tagged {
+        uint32_t slurm_id;
+        uint32_t uid;                   /* the Slurm job's owner */
+        int64_t job;                    /* gpuward's job */
+        int attempt;
+};
+
+/* "gpuward:17:2" in buf; -EINVAL for a job <= 0, an attempt < 1 or a buffer too small. */
+int gw_slurm_tag_format(int64_t job, int attempt, char *buf, size_t n);
+/* One line of squeue GW_SLURM_TAG_FORMAT ("42|1000|gpuward:17:2", len bytes, no newline
+ * needed).  0 and *ret; -ENOENT for a job whose comment is not gpuward's tag (a plain sbatch
+ * user's, an array task's "12_3"); -EINVAL for a line that is not three fields or a number
+ * out of range. */
+int gw_slurm_tag_parse(const char *line, size_t len, struct gw_slurm_tagged *ret);
 
 /* The wait status an attempt ends with, for a job squeue shows in a final state st with
  * exit_status: COMPLETED 0; FAILED its wait status (exit 1 when that says nothing);

@@ -215,6 +215,10 @@ int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
         }
         if (o->partition)
                 argv_addf(&a, "--partition=%s", o->partition);
+        if (o->comment)
+                argv_addf(&a, "--comment=%s", o->comment);
+        if (o->reservation)
+                argv_addf(&a, "--reservation=%s", o->reservation);
         if (o->n_exclude > 0) {
                 size_t n = 1;
                 for (size_t i = 0; i < o->n_exclude; i++)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,7 @@ void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
 
 pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
                   const uint32_t *groups, int n_groups, const char *cwd, int out_fd) {
+        pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0)
                 return -errno;
@@ -130,6 +132,11 @@ pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid
                 if (setgroups((size_t) n, g) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || setuid(0) == 0)
                         _exit(126);
         }
+        /* Dies with the daemon (set after the uid change, which clears it): an sbatch that
+         * outlived a killed daemon could submit after the restarted one looked for its tag,
+         * and the attempt would be submitted twice. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(126);
         if (!cwd || chdir(cwd) < 0)
                 (void) !chdir("/");
         execve(argv[0], argv, env);
@@ -167,9 +174,7 @@ static char **sbatch_env(char *const *job_env) {
         return env;
 }
 
-/* Reads the child's output until it ends or the deadline (monotonic); then its status.
- * -ETIMEDOUT (the child killed) or 0 with *status. */
-static int wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
+int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
         gw_usec_t deadline = gw_clock_mono() + SBATCH_TIMEOUT_USEC;
         size_t len = 0;
         for (;;) {
@@ -227,7 +232,7 @@ static int submit(struct gw_daemon *d, const struct gw_job *j, const struct gw_e
                 return snprintf(err, errlen, "sbatch: cannot start it: %s", strerror((int) -pid)), (int) pid;
         char out[1024];
         int status = 0;
-        int r = wait_child(pid, fd, out, sizeof out, &status);
+        int r = slurm_wait_child(pid, fd, out, sizeof out, &status);
         out[strcspn(out, "\n")] = '\0';
         if (r < 0)
                 return snprintf(err, errlen, "sbatch did not answer within %d s", (int) (SBATCH_TIMEOUT_USEC / GW_USEC_PER_SEC)), r;
@@ -266,7 +271,12 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         for (size_t i = 0; i < x->n_avoid; i++)
                 avoid[i] = x->avoid[i];
         x->last_oom = false;
-        struct gw_sbatch_opts o = { .now = d->now_wall, .exclude = avoid, .n_exclude = x->n_avoid };
+        char tag[GW_SLURM_TAG_SIZE];
+        if (gw_slurm_tag_format(j->id, j->attempt, tag, sizeof tag) < 0)
+                return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
+                       -EINVAL;
+        struct gw_sbatch_opts o = { .now = d->now_wall, .exclude = avoid, .n_exclude = x->n_avoid, .comment = tag,
+                                    .reservation = slurm_book_reservation(d, j) };
         _cleanup_(gw_strv_freep) char **argv = NULL;
         /* The command as the job code made it for this attempt (with a retry's resume
          * arguments), in the job's place. */
@@ -279,18 +289,28 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         r = submit(d, j, how, argv, &id, err, errlen);
         if (r < 0)
                 return r;
+        char in[96];
+        if (o.reservation)
+                snprintf(in, sizeof in, "in reservation %s, its user's booking", o.reservation);
+        return slurm_follow(d, dj, id, o.reservation ? in : NULL);
+}
+
+int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
+        struct gw_job *j = dj->job;
         job_add(slurm_of(d), dj, id, d->now);
-        char msg[sizeof x->avoid + 160], begin[32] = "", excl[sizeof x->avoid + 16] = "";
+        struct gw_slurm_jobx *x = slurm_jobx(dj);
+        char msg[sizeof x->avoid + 256], begin[32] = "", excl[sizeof x->avoid + 16] = "";
         if (j->not_before > d->now_wall)
                 snprintf(begin, sizeof begin, ", to begin in %llds",
                          (long long) ((j->not_before - d->now_wall + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC));
         for (size_t i = 0; i < x->n_avoid; i++)
-                snprintf(excl + strlen(excl), sizeof excl - strlen(excl), "%s%s", i ? "," : ", excluding ", avoid[i]);
-        /* adopt() reads the id back from the start of this text. */
-        snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32 "%s%s", j->attempt, id, begin, excl);
+                snprintf(excl + strlen(excl), sizeof excl - strlen(excl), "%s%s", i ? "," : ", excluding ", x->avoid[i]);
+        /* adopt() reads the id back from the start of this text.  Not recorded, the tag in
+         * its comment still lets a restarted daemon find it. */
+        snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32 "%s%s%s%s%s", j->attempt, id, begin,
+                 excl, how ? " (" : "", how ? how : "", how ? ")" : "");
         if (gw_store_job_event(d->store, j->id, j->state, "slurm_job", msg) < 0)
-                log_warn("job %lld: %s, not recorded (a restarted daemon will not find it): %s", (long long) j->id,
-                         msg, gw_store_errmsg(d->store));
+                log_warn("job %lld: %s, not recorded: %s", (long long) j->id, msg, gw_store_errmsg(d->store));
         log_info("job %lld: %s", (long long) j->id, msg);
         j->not_before = 0; /* the backoff is Slurm's now (--begin) */
         slurm_of(d)->poll_next = 0;
@@ -323,7 +343,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
 }
 
 static int adopt_begin(struct gw_daemon *d) {
-        (void) d;
+        slurm_tags_load(d);
         return 0;
 }
 
@@ -343,6 +363,11 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                                 id = sid;
                 }
         gw_job_events_free(ev, n);
+        if (!id && (id = slurm_tag_take(slurm_of(d), dj->job->id, dj->job->attempt, dj->job->uid))) {
+                slurm_follow(d, dj, id, "found by its tag after a restart");
+                slurm_job_find(slurm_of(d), dj->job->id)->submitted = 0;
+                return 1;
+        }
         if (!id) {
                 struct gw_exec_end end = { .kind = GW_EXEC_LOST };
                 log_warn("job %lld: no Slurm job recorded for attempt %d; lost", (long long) dj->job->id,
@@ -356,7 +381,12 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 static void adopt_end(struct gw_daemon *d) {
-        slurm_of(d)->poll_next = 0;
+        struct gw_exec_slurm *s = slurm_of(d);
+        /* Every attempt that could own a tag has been adopted; starts from now on are new. */
+        free(s->tags);
+        s->tags = NULL;
+        s->n_tags = 0;
+        s->poll_next = 0;
 }
 
 static void ready(struct gw_daemon *d, struct gw_source *src) {
@@ -402,6 +432,8 @@ static void slurm_close(struct gw_daemon *d) {
         slurm_poll_close(d);
         free(s->jobs);
         free(s->kids);
+        free(s->tags);
+        free(s->resv);
         free(s);
         d->exec = NULL;
 }
@@ -444,12 +476,8 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
         };
         d->exec = &s->ops;
         const struct { const char *name; char *to; } progs[] = {
-                { "sbatch", s->sbatch }, { "squeue", s->squeue }, { "scancel", s->scancel } };
-        /* scontrol only drains a node whose GPU faulted: without it, that is all that is missed. */
-        if (find_program("scontrol", s->scontrol, sizeof s->scontrol) < 0) {
-                log_warn("backend slurm: scontrol not found on PATH: a node whose GPU faults will not be drained");
-                s->scontrol[0] = '\0';
-        }
+                { "sbatch", s->sbatch }, { "squeue", s->squeue }, { "scancel", s->scancel },
+                { "scontrol", s->scontrol }, { "sinfo", s->sinfo } };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
                 if (find_program(progs[i].name, progs[i].to, sizeof s->sbatch) < 0) {
                         log_err("backend slurm: %s not found on PATH", progs[i].name);

@@ -38,9 +38,18 @@ struct gw_slurm_ended {
         int64_t id;
 };
 
+/* A booking held as a Slurm reservation (exec_slurm_book.c). */
+struct gw_slurm_resv {
+        int64_t booking;
+        uint32_t uid;
+        gw_usec_t start, end;     /* wall clock */
+};
+
 struct gw_exec_slurm {
         struct gw_executor ops;
-        char sbatch[256], squeue[256], scancel[256], scontrol[256]; /* scontrol: "" when not found */
+        char sbatch[256], squeue[256], scancel[256], scontrol[256], sinfo[256];
+        struct gw_slurm_resv *resv;
+        size_t n_resv;
         struct gw_slurm_job *jobs;
         size_t n_jobs, cap_jobs;
         /* The poll: one squeue at a time, its output read as its pipe is readable. */
@@ -52,6 +61,10 @@ struct gw_exec_slurm {
         size_t poll_len, poll_cap;
         bool poll_eof, poll_reaped;
         int poll_status;
+        /* The tagged Slurm jobs squeue showed at the restart (exec_slurm_tag.c), each taken
+         * by the running attempt it names, whose id was not recorded; gone after adoption. */
+        struct gw_slurm_tagged *tags;
+        size_t n_tags;
         /* scancel children, reaped by the loop and forgotten. */
         pid_t *kids;
         size_t n_kids, cap_kids;
@@ -80,6 +93,30 @@ struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj);
 void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why);
 /* Remembers that Slurm job slurm_id, gpuward's job id, has ended. */
 void slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id);
+/* Reads the child's output until it ends or the deadline (monotonic, 10 s on); then its
+ * status.  -ETIMEDOUT (the child killed) or 0 with *status. */
+int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status);
+/* Follows Slurm job id as the attempt of dj, recorded as its "slurm_job" event (how: why, in
+ * brackets, or NULL). */
+int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how);
+
+/* exec_slurm_tag.c: at a restart, the Slurm jobs tagged with gpuward's job and attempt. */
+void slurm_tags_load(struct gw_daemon *d);
+/* The Slurm job tagged with job's attempt and owned by uid, forgotten once taken; 0: none. */
+uint32_t slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint32_t uid);
+
+/* With the Slurm backend (else they do nothing): holds approved booking b (stored: its id)
+ * as Slurm reservation gpuward_book_ID of whole nodes, running scontrol and waiting for it;
+ * 0, or < 0 with Slurm's words in err (no node free for the window: -EBUSY). */
+int gw_slurm_book_hold(struct gw_daemon *d, const struct gw_store_booking *b, char *err, size_t n);
+/* An open booking held before a restart: its user's jobs go into its reservation again. */
+void gw_slurm_book_known(struct gw_daemon *d, const struct gw_store_booking *b);
+/* The booking is over (cancelled, released, ended): its reservation is deleted. */
+void gw_slurm_book_drop(struct gw_daemon *d, int64_t booking);
+
+/* The booking's Slurm reservation that j should run in (its user's, its window now), or
+ * NULL; static storage until the next call (exec_slurm_book.c). */
+const char *slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j);
 
 /* exec_slurm_poll.c */
 gw_usec_t slurm_poll_tick(struct gw_daemon *d);

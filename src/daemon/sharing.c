@@ -1,4 +1,5 @@
 /* Bookings, quotas and rate limits in the daemon: state, persistence, the scheduler's view. */
+#include "daemon/exec_slurm.h"
 #include "daemon/sharing.h"
 
 #include <errno.h>
@@ -87,6 +88,9 @@ int gw_sharing_open(struct gw_daemon *d) {
         struct gw_ratelimit_entry *storage = gw_xcalloc(RATE_USERS, sizeof *storage);
         (void) gw_ratelimit_init(s->limits, storage, RATE_USERS, d->cfg->rate_per_min, d->cfg->rate_burst);
         int r = gw_store_bookings(d->store, true, booking_keep, s);
+        for (size_t i = 0; r >= 0 && i < s->n_bookings; i++)
+                if (s->bookings[i].state != GW_BOOKING_PENDING_APPROVAL)
+                        gw_slurm_book_known(d, &s->bookings[i]);
         if (r >= 0)
                 r = gw_store_quotas(d->store, quota_keep, s);
         return r;
@@ -182,6 +186,8 @@ void gw_calendar_view_free(struct calendar_view *v) {
 
 static void booking_state(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state st, const char *note) {
         b->state = st;
+        if (gw_booking_state_is_final(st))
+                gw_slurm_book_drop(d, b->id); /* a Slurm reservation's, if it was one */
         if (note)
                 snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0)

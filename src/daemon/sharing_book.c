@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/bookpolicy.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/sharing.h"
 
 /* The host's booking policy (core/bookpolicy.h) on a booking that fits and that the user's
@@ -37,10 +38,29 @@ static int refuse(struct gw_book_result *r, int status, const char *field, const
         return -EINVAL;
 }
 
-/* Stores b and adds it to the open bookings; -EIO when the store refused. */
-static int book_store(struct gw_daemon *d, struct gw_store_booking *b) {
-        if (gw_store_booking_save(d->store, b) < 0)
+/* Stores b and adds it to the open bookings; -EIO when the store refused.  On a Slurm
+ * cluster an approved booking holds its nodes in a Slurm reservation named after its id:
+ * stored, reserved, then committed, so that a refusal (no free node for the window, -EBUSY
+ * with Slurm's words in msg) leaves nothing behind. */
+static int book_store(struct gw_daemon *d, struct gw_store_booking *b, char *msg, size_t n) {
+        bool hold = d->cfg->backend_slurm && b->state == GW_BOOKING_APPROVED;
+        if (gw_store_begin(d->store) < 0)
                 return -EIO;
+        if (gw_store_booking_save(d->store, b) < 0) {
+                (void) gw_store_rollback(d->store);
+                return -EIO;
+        }
+        int r = hold ? gw_slurm_book_hold(d, b, msg, n) : 0;
+        if (r < 0) {
+                (void) gw_store_rollback(d->store);
+                b->id = 0;
+                return r;
+        }
+        if (gw_store_commit(d->store) < 0) {
+                if (hold)
+                        gw_slurm_book_drop(d, b->id);
+                return -EIO;
+        }
         struct gw_sharing *s = d->sharing;
         if (s->n_bookings == s->cap_bookings) {
                 s->cap_bookings = s->cap_bookings ? s->cap_bookings * 2 : 16;
@@ -58,7 +78,8 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         struct gw_calendar_request cr = { .ngpus = req->ngpus, .start = req->start, .duration = req->len };
         char msg[GW_CALENDAR_MSG_SIZE];
         gw_usec_t now = d->now_wall, end = req->start + req->len;
-        if (req->ngpus > (int) d->host.n_gpus) {
+        /* On a cluster Slurm judges the GPUs (gw_slurm_book_hold): the head node's do not. */
+        if (req->ngpus > (int) d->host.n_gpus && !d->cfg->backend_slurm) {
                 snprintf(msg, sizeof msg, "ngpus: only %u GPUs on this host", d->host.n_gpus);
                 return refuse(r, 400, "ngpus", msg);
         }
@@ -72,7 +93,13 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         char qmsg[GW_QUOTA_MSG_SIZE] = "";
         int q = gw_quota_check_booking(&lim, mine, req->ngpus, req->start, end, now, qmsg, sizeof qmsg);
         struct gw_calendar_placement p;
-        int k = q == GW_QUOTA_BOOKING_REFUSE ? 0 : gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
+        /* On a cluster the calendar of the head node's GPUs does not say where a booking fits:
+         * Slurm does, when the reservation is made (book_store). */
+        int k = 0;
+        if (d->cfg->backend_slurm)
+                p = (struct gw_calendar_placement) { .verdict = GW_PLACE_FITS };
+        else if (q != GW_QUOTA_BOOKING_REFUSE)
+                k = gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
         if (q == GW_QUOTA_BOOKING_APPROVE && k >= 0 && p.verdict == GW_PLACE_FITS) {
                 struct gw_booking cand = { .uid = req->uid, .ngpus = req->ngpus, .start = req->start, .end = end,
                                            .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };
@@ -99,29 +126,56 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         snprintf(b->user, sizeof b->user, "%s", req->user);
         snprintf(b->name, sizeof b->name, "%s", req->name ? req->name : "");
         snprintf(b->note, sizeof b->note, "%s", wait ? qmsg : "");
-        if (book_store(d, b) < 0) {
+        char smsg[512] = "";
+        int sr = book_store(d, b, smsg, sizeof smsg);
+        if (sr == -EIO) {
                 r->status = 503;
                 return -EIO;
         }
+        if (sr < 0)
+                return refuse(r, sr == -EBUSY ? 409 : 400, sr == -EBUSY ? "start" : "ngpus", smsg);
         r->status = 201;
         return 0;
+}
+
+/* On a cluster an approval makes the booking's Slurm reservation; when Slurm cannot, the
+ * booking is denied with Slurm's words (in why) instead.  Returns the state to record. */
+static enum gw_booking_state approve_held(struct gw_daemon *d, struct gw_store_booking *b, char *why, size_t n) {
+        struct gw_store_booking as = *b;
+        as.state = GW_BOOKING_APPROVED;
+        if (gw_slurm_book_hold(d, &as, why, n) == 0)
+                return GW_BOOKING_APPROVED;
+        log_warn("booking %lld (%s's): approved, but %s", (long long) b->id, b->user, why);
+        return GW_BOOKING_DENIED;
 }
 
 int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
                            const char *note, struct gw_store_booking *ret) {
         struct gw_store_booking before = *b;
+        char why[512];
+        bool held = false;
+        if (to == GW_BOOKING_APPROVED && b->state == GW_BOOKING_PENDING_APPROVAL && d->cfg->backend_slurm) {
+                to = approve_held(d, b, why, sizeof why);
+                held = to == GW_BOOKING_APPROVED;
+                if (!held)
+                        note = why;
+        }
         b->state = to;
         snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0) {
                 *b = before; /* not recorded: not done */
+                if (held)
+                        gw_slurm_book_drop(d, b->id);
                 return -EIO;
         }
         log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);
         *ret = *b;
         /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
          * booking that is over; its queued jobs find it gone and end (the gate is closed). */
-        if (gw_booking_state_is_final(to))
+        if (gw_booking_state_is_final(to)) {
+                gw_slurm_book_drop(d, b->id);
                 gw_sharing_booking_closed(d);
+        }
         d->jobs.sched_dirty = true;
         return 0;
 }

@@ -121,6 +121,14 @@ static void output_percent_and_exclude(void **state) {
         const char *s = build(&j, &o);
         assert_non_null(strstr(s, "|--output=/data/run%%1/out.log|"));
         assert_non_null(strstr(s, "|--partition=a100|--exclude=gpu3,gpu7|"));
+        assert_null(strstr(s, "--comment"));
+        assert_null(strstr(s, "--reservation"));
+        /* The attempt's tag and its booking's reservation, when given. */
+        o.comment = "gpuward:6:2";
+        o.reservation = "gpuward_book_3";
+        s = build(&j, &o);
+        assert_non_null(strstr(s, "|--comment=gpuward:6:2|--reservation=gpuward_book_3|--exclude="));
+        o.comment = o.reservation = NULL;
         /* Empty strings are no value: the log path, then nothing. */
         j.output = "";
         j.log_path = "/var/lib/gw/6.log";
