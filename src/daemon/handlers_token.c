@@ -39,9 +39,10 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
  * snapshots an agent posts decide what every user sees of the cluster).  0 with *ret
  * (NULL: no scope), or -EINVAL / -EPERM after the reply. */
 static int token_scope(const json_t *v, const struct caller *c, const char **ret, struct gw_http_reply *rep) {
-        *ret = NULL;
-        if (!v || json_is_null(v))
+        if (!v || json_is_null(v)) {
+                *ret = NULL;
                 return 0;
+        }
         if (!json_is_string(v) || strcmp(json_string_value(v), GW_TOKEN_SCOPE_AGENT)) {
                 reply_error(rep, 400, "scope", "scope: \"%s\" (a node agent's token: node snapshots only), or "
                                                "null for your whole rights", GW_TOKEN_SCOPE_AGENT);
@@ -65,7 +66,7 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         if (!o)
                 return;
         static const char *const fields[] = { "name", "expires", "scope" };
-        const char *name, *scope;
+        const char *name, *scope = NULL;
         if (body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
                 json_decref(o);
                 return;
