@@ -73,6 +73,13 @@ static json_t *token_expired(const void *obj, const struct gw_codec_ctx *ctx) {
         return json_boolean(gw_token_expired(((const struct gw_store_token *) obj)->expires, ctx->now));
 }
 
+/* null for a token with its account's whole rights, else its scope ("agent") */
+static json_t *token_scope(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const char *scope = ((const struct gw_store_token *) obj)->scope;
+        return scope[0] ? json_string(scope) : json_null();
+}
+
 #define T struct gw_store_token
 static const struct gw_codec_field token_fields[] = {
         GW_CODEC_FIELD("id", GW_CT_I64, T, id),
@@ -82,6 +89,7 @@ static const struct gw_codec_field token_fields[] = {
         GW_CODEC_FIELD("last_used", GW_CT_SECONDS_OR_NULL, T, last_used),
         GW_CODEC_FIELD("expires", GW_CT_SECONDS_OR_NULL, T, expires),
         GW_CODEC_FIELD_FN("expired", token_expired),
+        GW_CODEC_FIELD_FN("scope", token_scope),
 };
 #undef T
 
@@ -97,6 +105,7 @@ static const struct gw_codec_field token_made_fields[] = {
         GW_CODEC_FIELD("name", GW_CT_STR, M, name),
         GW_CODEC_FIELD("token", GW_CT_STR, M, token),
         GW_CODEC_FIELD("expires", GW_CT_SECONDS_OR_NULL, M, expires),
+        GW_CODEC_FIELD("scope", GW_CT_STR_OR_NULL, M, scope),
 };
 #undef M
 

@@ -24,6 +24,7 @@ struct gw_codec_token_made {
         const char *user, *name;  /* NULL name reads "" */
         const char *token;
         gw_usec_t expires;        /* 0: never */
+        const char *scope;        /* NULL: the account's whole rights; "agent" */
 };
 json_t *gw_codec_token_made(const struct gw_codec_token_made *t);
 

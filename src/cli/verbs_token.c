@@ -29,7 +29,7 @@ static const char token_help[] =
         "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
         "\n"
         "Commands:\n"
-        "  create [--name NAME] [--expires DURATION]\n"
+        "  create [--name NAME] [--expires DURATION] [--scope agent]\n"
         "                         make a token; it is printed once and never again\n"
         "  list                   your tokens (admins: everyone's), without their secret\n"
         "  revoke ID...           make tokens useless at once\n"
@@ -42,11 +42,13 @@ static const char token_help[] =
         "  gpuward token create --name ci\n"
         "  TOKEN=$(gpuward token create --name laptop -q)\n"
         "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
+        "  gpuward token create --scope agent --name agents --expires never -q\n"
         "  gpuward token list\n"
         "  gpuward token revoke 3\n";
 
 static const char create_help[] =
-        "Usage: gpuward token create [--name NAME] [--expires DURATION] [-q] [--json]\n"
+        "Usage: gpuward token create [--name NAME] [--expires DURATION] [--scope agent]\n"
+        "                            [-q] [--json]\n"
         "\n"
         "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
         "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
@@ -58,6 +60,10 @@ static const char create_help[] =
         "  --expires DURATION\n"
         "               how long it works: 30d, 12h, 90m, up to 3650d, or never\n"
         "               (default never); then requests carrying it get 401\n"
+        "  --scope agent\n"
+        "               a node agent's token (gpuwardd --agent, admins only): it may\n"
+        "               only post node snapshots to a cluster's controller, and gets\n"
+        "               403 anywhere else; without --scope a token has all your rights\n"
         "  -q, --quiet  print only the token, for TOKEN=$(...)\n"
         "  --json       print the API's JSON (with the token)\n"
         "  -h, --help   this help\n"
@@ -65,14 +71,16 @@ static const char create_help[] =
         "Examples:\n"
         "  gpuward token create --name ci --expires 90d\n"
         "  TOKEN=$(gpuward token create --name laptop -q)\n"
-        "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n";
+        "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
+        "  gpuward token create --scope agent --name agents --expires never -q\n";
 
 static const char list_help[] =
         "Usage: gpuward token list [--json]\n"
         "\n"
-        "List your tokens (admins: everyone's): id, owner, name, when it was made, last\n"
-        "used and expires ('expired' once it has).  The tokens themselves are not\n"
-        "stored and cannot be shown again.\n"
+        "List your tokens (admins: everyone's): id, owner, name, scope ('agent' for a node\n"
+        "agent's token, which may only post node snapshots; '-' for one with all its\n"
+        "owner's rights), when it was made, last used and expires ('expired' once it\n"
+        "has).  The tokens themselves are not stored and cannot be shown again.\n"
         CLI_HELP_JSON_OPTIONS
         "Example:\n"
         "  gpuward token list\n";
@@ -86,12 +94,13 @@ static const char revoke_help[] =
         "Example:\n"
         "  gpuward token revoke 3\n";
 
-enum { OPT_NAME = 0x100, OPT_EXPIRES };
+enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE };
 
 /* What token create takes beside --json. */
 struct create_opts {
         const char *name;
         const char *expires; /* as typed, checked */
+        const char *scope;   /* NULL or GW_TOKEN_SCOPE_AGENT */
         bool quiet;
 };
 
@@ -111,6 +120,12 @@ static int on_create_option(void *userdata, int opt, const char *arg) {
                         return cli_usage(verb, "--name: at most %d bytes, on one line", TOKEN_NAME_MAX);
                 o->name = arg;
                 return 0;
+        case OPT_SCOPE:
+                if (strcmp(arg, GW_TOKEN_SCOPE_AGENT))
+                        return cli_usage(verb, "--scope: only '%s' (a node agent's token); without --scope a token "
+                                               "has all your rights", GW_TOKEN_SCOPE_AGENT);
+                o->scope = GW_TOKEN_SCOPE_AGENT;
+                return 0;
         default: /* OPT_EXPIRES: the daemon's own parser, so a typo never reaches it */
                 if (gw_token_parse_lifetime(arg, &life, msg, sizeof(msg)) < 0) {
                         _cleanup_free_ char *safe = cli_sanitize(msg);
@@ -127,6 +142,14 @@ static void print_created(const json_t *reply, const char *token) {
         const char *name = cli_jstr(reply, "name");
         _cleanup_free_ char *sname = name && *name ? cli_sanitize(name) : NULL;
         printf("Token %lld%s%s%s:\n\n    %s\n\n", id, sname ? " (" : "", sname ? sname : "", sname ? ")" : "", token);
+        const char *scope = cli_jstr(reply, "scope");
+        if (scope && !strcmp(scope, GW_TOKEN_SCOPE_AGENT)) {
+                printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
+                       "It is a node agent's token: give it to 'gpuwardd --agent' on the compute nodes\n"
+                       "(--token-file); it may only post node snapshots.\n");
+                printf("Revoke it with 'gpuward token revoke %lld'.\n", id);
+                return;
+        }
         printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
                "Use it over TCP as a bearer token, with TOKEN set to it:\n"
                "    curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
@@ -142,6 +165,7 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct option extra[] = {
                 { "name", required_argument, NULL, OPT_NAME },
                 { "expires", required_argument, NULL, OPT_EXPIRES },
+                { "scope", required_argument, NULL, OPT_SCOPE },
                 { "quiet", no_argument, NULL, 'q' },
                 { 0 },
         };
@@ -162,8 +186,10 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
                 return cli_usage(verb, "--name: not valid UTF-8 text");
         if (o.expires)
                 (void) json_object_set_new(body, "expires", json_string(o.expires));
+        if (o.scope)
+                (void) json_object_set_new(body, "scope", json_string(o.scope));
         static const struct cli_field_alias aliases[] = {
-                { "name", "--name" }, { "expires", "--expires" }, { NULL, NULL },
+                { "name", "--name" }, { "expires", "--expires" }, { "scope", "--scope" }, { NULL, NULL },
         };
         struct cli_call call = { .method = "POST", .target = "/api/v1/tokens", .body = body, .aliases = aliases };
         json_t *reply = NULL;
@@ -207,6 +233,7 @@ static int add_token_row(struct cli_table *t, const json_t *tok, time_t now) {
                 id,
                 cli_job_user(tok, ubuf, sizeof(ubuf)),
                 name && *name ? name : NULL,
+                cli_jstr(tok, "scope"),
                 cli_format_time(cli_jnum(tok, "created"), now, created, sizeof(created)),
                 json_is_number(json_object_get(tok, "last_used"))
                         ? cli_format_time(cli_jnum(tok, "last_used"), now, used, sizeof(used))
@@ -217,7 +244,7 @@ static int add_token_row(struct cli_table *t, const json_t *tok, time_t now) {
 }
 
 static int print_tokens(const json_t *tokens) {
-        static const char *const cols[] = { "ID", "USER", "NAME", "CREATED", "LAST_USED", "EXPIRES" };
+        static const char *const cols[] = { "ID", "USER", "NAME", "SCOPE", "CREATED", "LAST_USED", "EXPIRES" };
         static const struct cli_rows rows = {
                 .cols = cols, .ncols = ELEMENTSOF(cols), .narrow_col = 2, .max_width = 32, .add_row = add_token_row,
         };

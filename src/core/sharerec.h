@@ -29,5 +29,6 @@ struct gw_store_token {
         char hash[65];
         gw_usec_t created, last_used;
         gw_usec_t expires;           /* wall clock; 0 = never */
+        char scope[16];              /* "" = the account's whole rights; GW_TOKEN_SCOPE_AGENT */
         bool revoked;                /* only gw_store_token_find returns revoked ones */
 };

@@ -22,6 +22,10 @@
 #define GW_TOKEN_LEN          (GW_TOKEN_PREFIX_LEN + 2 * GW_TOKEN_RANDOM_BYTES) /* 67 */
 #define GW_TOKEN_SIZE         (GW_TOKEN_LEN + 1)
 #define GW_TOKEN_HASH_SIZE    GW_SHA256_HEX_SIZE /* 64 hex digits and a NUL */
+/* A token's scope: a node agent's token may only post node snapshots, so that the token
+ * every compute node holds is not one that can do what an admin can.  No scope ("") is the
+ * account's whole rights. */
+#define GW_TOKEN_SCOPE_AGENT  "agent"
 
 /* Writes the token made of these random bytes into out (NUL-terminated).  The caller
  * shows it once and keeps only gw_token_hash() of it; it should wipe both buffers. */

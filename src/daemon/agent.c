@@ -63,8 +63,8 @@ static const char agent_help[] =
         "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
         "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
         "controller (gpuwardd --backend slurm) at URL (http://HOST:PORT).  FILE holds a\n"
-        "token of an admin of the controller (gpuward token create).  NAME defaults to the\n"
-        "host name and must be the node's Slurm name.\n";
+        "node agent's token, made by an admin on the controller (gpuward token create\n"
+        "--scope agent).  NAME defaults to the host name and must be the node's Slurm name.\n";
 
 /* "http://HOST:PORT[/PREFIX]" (a bracketed IPv6 HOST too).  0, or -EINVAL with why. */
 static int parse_url(struct agent *a, const char *url, char *why, size_t n) {

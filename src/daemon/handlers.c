@@ -124,18 +124,22 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
         if (from_cookie)
                 auth = cookie_auth;
         if (auth) {
-                char user[64];
-                uint32_t uid;
-                if (gw_api_token_check(d, auth, &uid, user, sizeof user, c->why, sizeof c->why) < 0) {
+                struct gw_token_caller t;
+                if (gw_api_token_check(d, auth, &t, c->why, sizeof c->why) < 0) {
                         c->bad_token = !from_cookie; /* a stale cookie makes a guest, not an error */
                         return;
                 }
-                const struct gw_account *a = gw_userdb_uid(d->users, uid, d->now);
+                const struct gw_account *a = gw_userdb_uid(d->users, t.uid, d->now);
                 c->known = true;
-                c->uid = uid;
-                c->gid = a ? a->gid : (gid_t) uid;
-                snprintf(c->user, sizeof c->user, "%s", user);
-                set_role(d, c, false);
+                c->uid = t.uid;
+                c->gid = a ? a->gid : (gid_t) t.uid;
+                c->token_id = t.id;
+                snprintf(c->user, sizeof c->user, "%s", t.user);
+                /* An agent's token carries none of its maker's rights: only the routes marked
+                 * for agents take it (gw_api_handle). */
+                c->agent = t.agent;
+                if (!c->agent)
+                        set_role(d, c, false);
                 return;
         }
         if (!req->unix_door || !req->has_cred)
@@ -413,7 +417,7 @@ static const struct {
         { { "DELETE", "/api/v1/session", 0 }, on_session },
         { { "GET", "/api/v1/gpus/history", 0 }, on_gpu_history },
         { { "GET", "/api/v1/jobs/{id}/results", 0 }, on_job_results },
-        { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_agent_snapshot },
+        { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN | GW_ROUTE_AGENT }, on_agent_snapshot },
 };
 
 /* Calls that mutate but that a guest may make: they change only the caller's own tokens. */
@@ -452,7 +456,12 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
                                    "or a token");
         if ((r->flags & GW_ROUTE_MUTATES) && c.guest && !guest_may(routes[r - table].fn))
                 return reply_error(rep, 403, NULL, "%s has the role guest, which may only read", c.user);
-        if ((r->flags & GW_ROUTE_ADMIN) && !c.admin)
+        if (c.agent && !(r->flags & GW_ROUTE_AGENT)) {
+                char why[160];
+                gw_api_token_agent_refusal(c.token_id, why, sizeof why);
+                return reply_error(rep, 403, NULL, "%s", why);
+        }
+        if ((r->flags & GW_ROUTE_ADMIN) && !c.admin && !c.agent)
                 return reply_error(rep, 403, NULL, "only admins may do this");
         struct gw_route_ctx ctx = { .id = id, .route = r };
         routes[r - table].fn(d, req, &ctx, rep, &c);

@@ -16,6 +16,8 @@ struct caller {
         bool known;
         bool admin;
         bool guest;      /* known, and listed in --guests (never also admin) */
+        bool agent;      /* by a node agent's token (never also admin): token_id says which */
+        int64_t token_id;
         uid_t uid;
         gid_t gid;
         char user[64];
@@ -134,12 +136,19 @@ void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_
                    struct gw_http_reply *rep, const struct caller *c);
 void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                      struct gw_http_reply *rep, const struct caller *c);
-/* 0 with the token's owner; -EINVAL malformed, -EPERM unknown or revoked, -EKEYEXPIRED
- * expired. */
-int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n);
-/* The same, with the reason for a refusal as one line in why ("token 3 expired at ..."). */
-int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n, char *why,
+/* Whom a valid bearer token stands for. */
+struct gw_token_caller {
+        int64_t id;
+        uint32_t uid;
+        char user[64];
+        bool agent; /* scope agent: it may only post node snapshots */
+};
+/* 0 with the token's owner in *ret; -EINVAL malformed, -EPERM unknown or revoked,
+ * -EKEYEXPIRED expired, with the reason as one line in why ("token 3 expired at ..."). */
+int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_caller *ret, char *why,
                        size_t why_size);
+/* Why an agent's token (token id) is refused anywhere but the node snapshot route. */
+void gw_api_token_agent_refusal(int64_t id, char *why, size_t why_size);
 /* Replies 429 with Retry-After and returns true when the caller is over its rate. */
 bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep);
 /* The same for n submissions at once (a batch), all or none. */

@@ -1,6 +1,6 @@
 /* POST /api/v1/agent/snapshot: a node agent's snapshot (agent.h), kept in memory by the
- * controller (nodes.h).  Admins only (the route's flag): an agent posts with an admin's
- * token, as what it reports decides what every user sees of the cluster. */
+ * controller (nodes.h).  A node agent's token (scope agent) or an admin's only (the route's
+ * flags), as what an agent reports decides what every user sees of the cluster. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -35,6 +35,28 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
         return -EINVAL;
 }
 
+/* "scope": absent or null for the account's whole rights, or "agent" (admins only: the
+ * snapshots an agent posts decide what every user sees of the cluster).  0 with *ret
+ * (NULL: no scope), or -EINVAL / -EPERM after the reply. */
+static int token_scope(const json_t *v, const struct caller *c, const char **ret, struct gw_http_reply *rep) {
+        if (!v || json_is_null(v)) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_is_string(v) || strcmp(json_string_value(v), GW_TOKEN_SCOPE_AGENT)) {
+                reply_error(rep, 400, "scope", "scope: \"%s\" (a node agent's token: node snapshots only), or "
+                                               "null for your whole rights", GW_TOKEN_SCOPE_AGENT);
+                return -EINVAL;
+        }
+        if (!c->admin) {
+                reply_error(rep, 403, "scope", "scope: only admins may make a node agent's token; %s has the role %s",
+                            c->user, caller_role(c));
+                return -EPERM;
+        }
+        *ret = GW_TOKEN_SCOPE_AGENT;
+        return 0;
+}
+
 void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                      struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -43,8 +65,8 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         json_t *o = req->body_len ? parse_body(req, rep) : json_object();
         if (!o)
                 return;
-        static const char *const fields[] = { "name", "expires" };
-        const char *name;
+        static const char *const fields[] = { "name", "expires", "scope" };
+        const char *name, *scope = NULL;
         if (body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
                 json_decref(o);
                 return;
@@ -54,7 +76,8 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
                 return reply_error(rep, 400, "name", "name: at most 64 characters on one line");
         }
         gw_usec_t now = d->now_wall, life = 0;
-        if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0) {
+        if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0 ||
+            token_scope(json_object_get(o, "scope"), c, &scope, rep) < 0) {
                 json_decref(o);
                 return;
         }
@@ -68,13 +91,13 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         gw_token_format(rnd, token);
         (void) gw_token_hash(token, hash);
         int64_t id;
-        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, &id) < 0) {
+        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, scope, &id) < 0) {
                 json_decref(o);
                 return reply_store_error(d, rep, "cannot record the token");
         }
-        log_info("token %lld made for %s", (long long) id, c->user);
+        log_info("token %lld made for %s%s", (long long) id, c->user, scope ? " (scope agent)" : "");
         struct gw_codec_token_made made = { .id = id, .user = c->user, .name = name, .token = token,
-                                            .expires = expires };
+                                            .expires = expires, .scope = scope };
         reply_json(rep, 201, gw_codec_token_made(&made));
         json_decref(o);
 }
@@ -150,7 +173,7 @@ static int token_account_check(struct gw_daemon *d, const struct gw_store_token 
 #define TOKEN_USED_STEP (60 * GW_USEC_PER_SEC)
 
 /* The caller behind an "Authorization: Bearer gw_..." header on the TCP door. */
-int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n, char *why,
+int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_caller *ret, char *why,
                        size_t why_size) {
         const char *tok;
         size_t len;
@@ -191,12 +214,14 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, uint32_t *ret_ui
          * its own rate; "last used" to the minute is what 'gpuward token list' needs. */
         if (d->now_wall - t.last_used >= TOKEN_USED_STEP || d->now_wall < t.last_used)
                 (void) gw_store_token_used(d->store, t.id);
-        *ret_uid = t.uid;
-        snprintf(user, n, "%s", t.user);
+        ret->id = t.id;
+        ret->uid = t.uid;
+        snprintf(ret->user, sizeof ret->user, "%s", t.user);
+        ret->agent = !strcmp(t.scope, GW_TOKEN_SCOPE_AGENT);
         return 0;
 }
 
-int gw_api_token_identity(struct gw_daemon *d, const char *header, uint32_t *ret_uid, char *user, size_t n) {
-        char why[192];
-        return gw_api_token_check(d, header, ret_uid, user, n, why, sizeof why);
+void gw_api_token_agent_refusal(int64_t id, char *why, size_t why_size) {
+        snprintf(why, why_size, "token %lld is a node agent's (scope agent): it may only post node snapshots",
+                 (long long) id);
 }

@@ -107,22 +107,27 @@ static void session_create(struct gw_daemon *d, const struct gw_http_request *re
         if (!o)
                 return;
         const char *tok = json_string_value(json_object_get(o, "token"));
-        char auth[GW_TOKEN_SIZE + 16], user[64];
-        uint32_t uid;
+        char auth[GW_TOKEN_SIZE + 16], why[192];
+        struct gw_token_caller t;
         if (!tok || !gw_token_is_wellformed(tok)) {
                 json_decref(o);
                 return reply_error(rep, 400, "token", "token: give a token from 'gpuward token create' (gw_ and 64 "
                                                       "hex digits)");
         }
         snprintf(auth, sizeof auth, "Bearer %s", tok);
-        if (gw_api_token_identity(d, auth, &uid, user, sizeof user) < 0) {
+        if (gw_api_token_check(d, auth, &t, why, sizeof why) < 0) {
                 json_decref(o);
                 return reply_error(rep, 401, "token", "this token is unknown or revoked");
         }
+        if (t.agent) { /* it could read nothing the page shows */
+                json_decref(o);
+                gw_api_token_agent_refusal(t.id, why, sizeof why);
+                return reply_error(rep, 403, "token", "%s", why);
+        }
         char csrf[CSRF_LEN + 1];
         csrf_of(tok, csrf);
-        reply_json(rep, 200, json_pack("{s:b,s:o,s:I,s:s}", "signed_in", 1, "user", gw_json_text(user), "uid",
-                                       (json_int_t) uid, "csrf", csrf));
+        reply_json(rep, 200, json_pack("{s:b,s:o,s:I,s:s}", "signed_in", 1, "user", gw_json_text(t.user), "uid",
+                                       (json_int_t) t.uid, "csrf", csrf));
         set_cookie(rep, tok);
         json_decref(o);
 }

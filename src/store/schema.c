@@ -126,6 +126,10 @@ const char *const gw_store_migrations[] = {
 
         /* 16: gpuward run: the job is a terminal session (its supervisor makes a pty) */
         "ALTER TABLE jobs ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;",
+
+        /* a token's scope: '' = its account's whole rights, 'agent' = a node agent's, which
+         * may only post node snapshots (gpuward token create --scope agent) */
+        "ALTER TABLE tokens ADD COLUMN scope TEXT NOT NULL DEFAULT '';",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -122,9 +122,11 @@ int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, g
 }
 
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
-                       gw_usec_t expires, int64_t *ret_id) {
-        int r = exec_bound(s, "INSERT INTO tokens (uid, user, name, hash, created, expires) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                           "isssii", (int64_t) uid, user, name, hash, gw_now_wall(), expires);
+                       gw_usec_t expires, const char *scope, int64_t *ret_id) {
+        int r = exec_bound(s,
+                           "INSERT INTO tokens (uid, user, name, hash, created, expires, scope) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                           "isssiis", (int64_t) uid, user, name, hash, gw_now_wall(), expires, scope ? scope : "");
         if (r == 0)
                 *ret_id = sqlite3_last_insert_rowid(gw_store_db(s));
         return r;
@@ -133,7 +135,7 @@ int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const
 int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
         sqlite3_stmt *st;
         int r = gw_store_prepare_kept(s, GW_KEPT_TOKEN_FIND,
-                                      "SELECT id, uid, user, name, hash, created, last_used, expires, revoked "
+                                      "SELECT id, uid, user, name, hash, created, last_used, expires, revoked, scope "
                                       "FROM tokens WHERE hash = ?1",
                                       &st);
         if (r < 0)
@@ -151,6 +153,7 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
                 ret->last_used = sqlite3_column_int64(st, 6);
                 ret->expires = sqlite3_column_int64(st, 7);
                 ret->revoked = sqlite3_column_int(st, 8) != 0;
+                snprintf(ret->scope, sizeof ret->scope, "%s", (const char *) sqlite3_column_text(st, 9));
                 r = 0;
         }
         gw_store_kept_done(st);
@@ -159,9 +162,9 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
 
 int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, by_uid ? "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
+        int r = gw_store_prepare(s, by_uid ? "SELECT id, uid, user, name, created, last_used, expires, scope FROM tokens "
                                              "WHERE revoked = 0 AND uid = ?1 ORDER BY id"
-                                           : "SELECT id, uid, user, name, created, last_used, expires FROM tokens "
+                                           : "SELECT id, uid, user, name, created, last_used, expires, scope FROM tokens "
                                              "WHERE revoked = 0 ORDER BY id",
                                  &st);
         if (r < 0)
@@ -178,6 +181,7 @@ int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_toke
                 };
                 snprintf(t.user, sizeof t.user, "%s", (const char *) sqlite3_column_text(st, 2));
                 snprintf(t.name, sizeof t.name, "%s", (const char *) sqlite3_column_text(st, 3));
+                snprintf(t.scope, sizeof t.scope, "%s", (const char *) sqlite3_column_text(st, 7));
                 cb(&t, userdata);
         }
         sqlite3_finalize(st);

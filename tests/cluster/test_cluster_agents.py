@@ -81,7 +81,7 @@ class ClusterAgents(unittest.TestCase):
                               env={"SLURM_CONF": c.conf}) as d:
             d.start()
             token_file = os.path.join(d.dir, "agent.token")
-            token = d.cli("token", "create", "--name", "agents", "-q").stdout.strip()
+            token = d.cli("token", "create", "--scope", "agent", "--name", "agents", "-q").stdout.strip()
             fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(token + "\n")

@@ -133,7 +133,7 @@ static void token(void **state) {
                                     .created = 100 * SEC, .last_used = 0, .expires = 200 * SEC };
         expect_json(gw_codec_token(&t, 150 * SEC),
                     "{\"id\":2,\"user\":\"ann\",\"name\":\"ci\",\"created\":100.0,\"last_used\":null,"
-                    "\"expires\":200.0,\"expired\":false}");
+                    "\"expires\":200.0,\"expired\":false,\"scope\":null}");
         json_t *o = gw_codec_token(&t, 200 * SEC);
         assert_true(json_is_true(json_object_get(o, "expired")));
         json_decref(o);
@@ -142,9 +142,14 @@ static void token(void **state) {
         assert_true(json_is_false(json_object_get(o, "expired")));
         assert_true(json_is_null(json_object_get(o, "expires")));
         json_decref(o);
+        strcpy(t.scope, "agent");
+        o = gw_codec_token(&t, 0);
+        assert_string_equal(json_string_value(json_object_get(o, "scope")), "agent");
+        json_decref(o);
         struct gw_codec_token_made m = { .id = 3, .user = "ann", .name = NULL, .token = "gw_00", .expires = 0 };
         expect_json(gw_codec_token_made(&m),
-                    "{\"id\":3,\"user\":\"ann\",\"name\":\"\",\"token\":\"gw_00\",\"expires\":null}");
+                    "{\"id\":3,\"user\":\"ann\",\"name\":\"\",\"token\":\"gw_00\",\"expires\":null,"
+                    "\"scope\":null}");
 }
 
 static void quota(void **state) {
