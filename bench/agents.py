@@ -59,7 +59,7 @@ def cpu_share(pid, seconds):
 
 
 def admin_token(d, path):
-    token = d.cli("token", "create", "--name", "bench-agents", "-q").stdout.strip()
+    token = d.cli("token", "create", "--scope", "agent", "--name", "bench-agents", "-q").stdout.strip()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")

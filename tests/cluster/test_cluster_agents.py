@@ -1,7 +1,7 @@
 """Node agents on a real two-node Slurm cluster (tests/cluster/slurmcluster.py): one
 `gpuwardd --agent` per node, in the node's network namespace with fake GPUs of its own,
 posts its snapshots to the controller (`gpuwardd --backend slurm`) on the bridge address
-with an admin's token; `gpuward gpus` on the controller shows every node's GPUs, the Slurm
+with a token of scope agent; `gpuward gpus` on the controller shows every node's GPUs, the Slurm
 job on each GPU with its user, and a process of no Slurm job as a rogue; a silent agent's
 node turns stale.  Needs root, network namespaces, slurm-wlm and munge; exits 77 (skipped)
 with the reason where they are missing."""
@@ -21,6 +21,16 @@ import slurmcluster  # noqa: E402
 
 WHY_NOT = slurmcluster.missing_prerequisites() or (
     None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
+
+
+def agent_token_file(d):
+    """A token of scope agent (node snapshots only), made on d and written where agents read it."""
+    token_file = os.path.join(d.dir, "agent.token")
+    token = d.cli("token", "create", "--scope", "agent", "--name", "agents", "--expires", "never", "-q").stdout.strip()
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token_file
 
 
 class Agents:
@@ -80,11 +90,7 @@ class ClusterAgents(unittest.TestCase):
                 gwtest.Daemon(gpus=4, extra=["--backend", "slurm", "--listen", f"{c.ctl_addr}:0"],
                               env={"SLURM_CONF": c.conf}) as d:
             d.start()
-            token_file = os.path.join(d.dir, "agent.token")
-            token = d.cli("token", "create", "--scope", "agent", "--name", "agents", "-q").stdout.strip()
-            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(token + "\n")
+            token_file = agent_token_file(d)
             agents = Agents(c, d, token_file)
             rogue = subprocess.Popen(["sleep", "300"])
             try:

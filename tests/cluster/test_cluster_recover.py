@@ -17,7 +17,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import gwtest  # noqa: E402
 import slurmcluster  # noqa: E402
-from test_cluster_agents import Agents  # noqa: E402
+from test_cluster_agents import Agents, agent_token_file  # noqa: E402
 
 WHY_NOT = slurmcluster.missing_prerequisites() or (
     None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
@@ -115,11 +115,7 @@ class ClusterRecover(unittest.TestCase):
     def test_xid_drains_the_node_and_the_job_recovers_elsewhere(self):
         with slurmcluster.SlurmCluster(nodes=2, gpus=4) as c, self.controller(c, listen=True) as d:
             d.start()
-            token_file = os.path.join(d.dir, "agent.token")
-            token = d.cli("token", "create", "--name", "agents", "-q").stdout.strip()
-            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(token + "\n")
+            token_file = agent_token_file(d)
             agents = Agents(c, d, token_file)
             try:
                 for n in c.nodes:
