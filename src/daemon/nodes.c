@@ -226,7 +226,19 @@ int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_
 
 /* A node's GPUs as shown: each process's "rogue" (no Slurm job), and the GPU's Slurm jobs
  * with their users, so that a reader need not walk the processes. */
-static json_t *gpus_shown(const json_t *gpus, bool details, int *rogues) {
+/* What the idle watch knows of a Slurm job on a GPU (nodes_watch.c): gpuward's job, or how
+ * long a job gpuward did not submit has been idle and what was done about it. */
+static void job_watched(const struct gw_nodes *t, json_t *entry) {
+        const struct gw_slurm_seen *s = gw_nodes_seen_find(t, (uint32_t) json_integer_value(json_object_get(entry, "id")));
+        bool foreign = s && !s->job;
+        json_object_set_new(entry, "gpuward_job", s && s->job ? json_integer(s->job) : json_null());
+        json_object_set_new(entry, "foreign", json_boolean(foreign));
+        json_object_set_new(entry, "idle_for", foreign && s->idle_for ? json_real((double) s->idle_for / GW_USEC_PER_SEC)
+                                                                      : json_null());
+        json_object_set_new(entry, "idle_action", foreign && s->action ? json_string(s->action) : json_null());
+}
+
+static json_t *gpus_shown(const struct gw_nodes *t, const json_t *gpus, bool details, int *rogues) {
         json_t *arr = json_deep_copy(gpus);
         size_t i, k;
         json_t *g, *p;
@@ -246,9 +258,11 @@ static json_t *gpus_shown(const json_t *gpus, bool details, int *rogues) {
                         bool dup = rogue;
                         json_array_foreach(jobs, m, seen)
                                 dup = dup || json_equal(json_object_get(seen, "id"), job);
-                        if (!dup)
-                                json_array_append_new(jobs, json_pack("{s:O,s:O}", "id", job, "user",
-                                                                      json_object_get(p, "user")));
+                        if (!dup) {
+                                json_t *e = json_pack("{s:O,s:O}", "id", job, "user", json_object_get(p, "user"));
+                                job_watched(t, e);
+                                json_array_append_new(jobs, e);
+                        }
                 }
                 json_object_set_new(g, "slurm_jobs", jobs);
         }
@@ -260,7 +274,7 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
         for (size_t i = 0; t && i < t->n; i++) {
                 const struct gw_node *n = &t->v[i];
                 int rogues = 0;
-                json_t *gpus = gpus_shown(json_object_get(n->snapshot, "gpus"), details, &rogues);
+                json_t *gpus = gpus_shown(t, json_object_get(n->snapshot, "gpus"), details, &rogues);
                 gw_usec_t age = now - n->received;
                 json_array_append_new(arr, json_pack("{s:s,s:b,s:f,s:f,s:I,s:O,s:o,s:i}", "node", n->name, "stale",
                                                      age > GW_NODE_STALE_ROUNDS * n->interval, "received",
@@ -273,12 +287,20 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
         return arr;
 }
 
+const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_t slurm_id) {
+        for (size_t i = 0; t && i < t->n_seen; i++)
+                if (t->seen[i].slurm_id == slurm_id)
+                        return &t->seen[i];
+        return NULL;
+}
+
 struct gw_nodes *gw_nodes_free(struct gw_nodes *t) {
         if (!t)
                 return NULL;
         for (size_t i = 0; i < t->n; i++)
                 json_decref(t->v[i].snapshot);
         free(t->v);
+        free(t->seen);
         free(t);
         return NULL;
 }
