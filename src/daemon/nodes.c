@@ -294,6 +294,69 @@ const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_
         return NULL;
 }
 
+/* ---- a Slurm job's GPUs, for the idle watch (nodes_watch.c) ---- */
+
+static void add_node_name(struct gw_nodes_job_gpus *out, const char *name) {
+        size_t l = strlen(out->nodes);
+        if (!strstr(out->nodes, name) && l + strlen(name) + 2 < sizeof out->nodes)
+                snprintf(out->nodes + l, sizeof out->nodes - l, "%s%s", l ? "," : "", name);
+}
+
+/* One GPU of a snapshot, when a process of slurm_id runs on it. */
+static bool gpu_of_job(const json_t *g, uint32_t slurm_id, struct gw_reclaim_gpu *r, char *user, size_t user_len) {
+        bool mine = false, other = false;
+        size_t k;
+        const json_t *p;
+        json_array_foreach(json_object_get(g, "procs"), k, p) {
+                const json_t *job = json_object_get(p, "job"), *mem = json_object_get(p, "mem");
+                if (json_is_integer(job) && json_integer_value(job) == (json_int_t) slurm_id) {
+                        if (!mine)
+                                snprintf(user, user_len, "%s", json_string_value(json_object_get(p, "user")) ?: "");
+                        mine = true;
+                } else {
+                        /* Memory unknown counts as held: never reclaim a job beside an unknown. */
+                        other |= !json_is_integer(mem) || json_integer_value(mem) > 0;
+                }
+        }
+        if (!mine)
+                return false;
+        const json_t *util = json_object_get(g, "util");
+        const char *health = json_string_value(json_object_get(g, "health"));
+        *r = (struct gw_reclaim_gpu) { .index = (int) json_integer_value(json_object_get(g, "index")),
+                                       .other_busy = other };
+        /* The agent sends the device's utilisation: per process it is not known, and another
+         * process on the GPU already counts as busy. */
+        if (json_is_integer(util) && health && !strcmp(health, "ok")) {
+                r->util_valid = true;
+                r->util = (unsigned) json_integer_value(util);
+        }
+        return true;
+}
+
+void gw_nodes_job_gpus(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, int fresh_rounds,
+                       struct gw_nodes_job_gpus *out) {
+        *out = (struct gw_nodes_job_gpus) { .n = 0 };
+        for (size_t i = 0; t && i < t->n; i++) {
+                const struct gw_node *n = &t->v[i];
+                gw_usec_t age = now - n->received;
+                bool fresh = age <= fresh_rounds * n->interval;
+                size_t k;
+                const json_t *g;
+                json_array_foreach(json_object_get(n->snapshot, "gpus"), k, g) {
+                        struct gw_reclaim_gpu r;
+                        if (!gpu_of_job(g, slurm_id, &r, out->user, sizeof out->user))
+                                continue;
+                        if (!fresh) {
+                                out->stale = n;
+                                out->stale_age = age;
+                        } else if (out->n < ELEMENTSOF(out->gpus)) {
+                                out->gpus[out->n++] = r;
+                                add_node_name(out, n->name);
+                        }
+                }
+        }
+}
+
 struct gw_nodes *gw_nodes_free(struct gw_nodes *t) {
         if (!t)
                 return NULL;

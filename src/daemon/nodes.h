@@ -63,5 +63,21 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details);
 /* The Slurm job slurm_id as the idle watch last saw it, or NULL. */
 const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_t slurm_id);
 
+/* Where one Slurm job is on the nodes' GPUs: each GPU of a fresh snapshot (at most
+ * fresh_rounds of its agent's intervals old at now) with a process of the job, its device
+ * utilisation (unknown unless the GPU is "ok") and whether another process there holds memory
+ * (another job's, a rogue; unknown memory counts as held); and a node whose snapshot also
+ * lists the job but is too old to use.  Pure: reads t only; t may be NULL. */
+struct gw_nodes_job_gpus {
+        struct gw_reclaim_gpu gpus[64];
+        size_t n;
+        char nodes[200];                 /* "gpu1,gpu2": the fresh nodes it is on */
+        char user[65];                   /* its first process's user */
+        const struct gw_node *stale;     /* a node it is on whose snapshot is too old; NULL none */
+        gw_usec_t stale_age;
+};
+void gw_nodes_job_gpus(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, int fresh_rounds,
+                       struct gw_nodes_job_gpus *out);
+
 /* Frees t (from calloc) and what it keeps; accepts NULL; returns NULL. */
 struct gw_nodes *gw_nodes_free(struct gw_nodes *t);

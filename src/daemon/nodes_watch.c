@@ -34,81 +34,6 @@
 #define FORGET_AFTER (30 * GW_USEC_PER_SEC)
 #define KILL_REARM (5 * GW_USEC_PER_SEC)
 
-/* Where one Slurm job is on the nodes' GPUs in this round. */
-struct job_gpus {
-        struct gw_reclaim_gpu gpus[64];
-        size_t n;
-        char nodes[200];                 /* "gpu1,gpu2": the fresh nodes it is on */
-        char user[65];
-        const struct gw_node *stale;     /* a node it is on whose snapshot is too old */
-        gw_usec_t stale_age;
-};
-
-static bool node_fresh(const struct gw_node *n, gw_usec_t now, gw_usec_t *ret_age) {
-        *ret_age = now - n->received;
-        return *ret_age <= GW_NODES_WATCH_FRESH_ROUNDS * n->interval;
-}
-
-static void add_node_name(struct job_gpus *out, const char *name) {
-        size_t l = strlen(out->nodes);
-        if (!strstr(out->nodes, name) && l + strlen(name) + 2 < sizeof out->nodes)
-                snprintf(out->nodes + l, sizeof out->nodes - l, "%s%s", l ? "," : "", name);
-}
-
-/* One GPU of a snapshot, when a process of slurm_id runs on it. */
-static bool gpu_of_job(const json_t *g, uint32_t slurm_id, struct gw_reclaim_gpu *r, char *user, size_t user_len) {
-        bool mine = false, other = false;
-        size_t k;
-        const json_t *p;
-        json_array_foreach(json_object_get(g, "procs"), k, p) {
-                const json_t *job = json_object_get(p, "job"), *mem = json_object_get(p, "mem");
-                if (json_is_integer(job) && json_integer_value(job) == (json_int_t) slurm_id) {
-                        if (!mine)
-                                snprintf(user, user_len, "%s", json_string_value(json_object_get(p, "user")) ?: "");
-                        mine = true;
-                } else {
-                        /* Memory unknown counts as held: never reclaim a job beside an unknown. */
-                        other |= !json_is_integer(mem) || json_integer_value(mem) > 0;
-                }
-        }
-        if (!mine)
-                return false;
-        const json_t *util = json_object_get(g, "util");
-        const char *health = json_string_value(json_object_get(g, "health"));
-        *r = (struct gw_reclaim_gpu) { .index = (int) json_integer_value(json_object_get(g, "index")),
-                                       .other_busy = other };
-        /* The agent sends the device's utilisation: per process it is not known, and another
-         * process on the GPU already counts as busy. */
-        if (json_is_integer(util) && health && !strcmp(health, "ok")) {
-                r->util_valid = true;
-                r->util = (unsigned) json_integer_value(util);
-        }
-        return true;
-}
-
-static void job_on_nodes(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, struct job_gpus *out) {
-        *out = (struct job_gpus) { .n = 0 };
-        for (size_t i = 0; i < t->n; i++) {
-                const struct gw_node *n = &t->v[i];
-                gw_usec_t age;
-                bool fresh = node_fresh(n, now, &age);
-                size_t k;
-                const json_t *g;
-                json_array_foreach(json_object_get(n->snapshot, "gpus"), k, g) {
-                        struct gw_reclaim_gpu r;
-                        if (!gpu_of_job(g, slurm_id, &r, out->user, sizeof out->user))
-                                continue;
-                        if (!fresh) {
-                                out->stale = n;
-                                out->stale_age = age;
-                        } else if (out->n < ELEMENTSOF(out->gpus)) {
-                                out->gpus[out->n++] = r;
-                                add_node_name(out, n->name);
-                        }
-                }
-        }
-}
-
 static struct gw_slurm_seen *seen_get(struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now) {
         struct gw_slurm_seen *s = (struct gw_slurm_seen *) gw_nodes_seen_find(t, slurm_id);
         if (s)
@@ -129,7 +54,7 @@ static const char *clock_at(gw_usec_t t, char *buf, size_t n) {
 
 /* ---- gpuward's own jobs ---- */
 
-static void own_stale(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct job_gpus *jg,
+static void own_stale(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_nodes_job_gpus *jg,
                       uint32_t slurm_id) {
         const struct gw_job *j = dj->job;
         if (w->node_stale_told)
@@ -147,7 +72,7 @@ static void own_stale(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
 
 /* The first fresh look at the job's GPUs in this attempt, or the first after a stale spell:
  * the idle window starts here (gw_reclaim_rwatch made the watch for the attempt). */
-static void own_fresh(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct job_gpus *jg) {
+static void own_fresh(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_nodes_job_gpus *jg) {
         const struct gw_job *j = dj->job;
         gw_usec_t now = gw_job_clock_label(d, dj, d->now);
         if (w->node_stale_told) {
@@ -170,8 +95,8 @@ static void watch_own(struct gw_daemon *d, struct gw_nodes *t) {
                 const struct gw_slurm_job *sj = slurm_job_find(s, dj->job->id);
                 if (!sj || sj->pending_in_slurm)
                         continue;
-                struct job_gpus jg;
-                job_on_nodes(t, sj->slurm_id, d->now, &jg);
+                struct gw_nodes_job_gpus jg;
+                gw_nodes_job_gpus(t, sj->slurm_id, d->now, GW_NODES_WATCH_FRESH_ROUNDS, &jg);
                 if (jg.n || jg.stale) {
                         struct gw_slurm_seen *seen = seen_get(t, sj->slurm_id, d->now);
                         seen->job = dj->job->id;
@@ -219,7 +144,7 @@ static void scancel(struct gw_daemon *d, const struct gw_slurm_seen *f, bool ter
 
 /* What the decision says, done as slurm_foreign_jobs says: "watch" reports (the log, and
  * gpuward gpus through f->action), "reclaim" cancels through Slurm. */
-static void foreign_act(struct gw_daemon *d, struct gw_slurm_seen *f, const struct job_gpus *jg,
+static void foreign_act(struct gw_daemon *d, struct gw_slurm_seen *f, const struct gw_nodes_job_gpus *jg,
                         const struct gw_reclaim_decision *dec) {
         bool reclaim = d->cfg->slurm_foreign == GW_FOREIGN_RECLAIM;
         _cleanup_free_ char *said = gw_text_private_render(dec->evidence, true, NULL);
@@ -265,8 +190,8 @@ static void foreign_act(struct gw_daemon *d, struct gw_slurm_seen *f, const stru
 }
 
 static void foreign_decide(struct gw_daemon *d, struct gw_nodes *t, struct gw_slurm_seen *f) {
-        struct job_gpus jg;
-        job_on_nodes(t, f->slurm_id, d->now, &jg);
+        struct gw_nodes_job_gpus jg;
+        gw_nodes_job_gpus(t, f->slurm_id, d->now, GW_NODES_WATCH_FRESH_ROUNDS, &jg);
         if (jg.stale) {
                 if (!f->stale_told)
                         log_info("Slurm job %" PRIu32 ": idle watch paused: node %s's snapshot is too old to "
@@ -316,7 +241,12 @@ static void watch_foreign(struct gw_daemon *d, struct gw_nodes *t) {
                                 if (!json_is_integer(job) || slurm_id_ours(s, (uint32_t) json_integer_value(job)))
                                         continue;
                                 struct gw_slurm_seen *f = seen_get(t, (uint32_t) json_integer_value(job), d->now);
-                                f->job = 0;
+                                if (f->job) {
+                                        /* gpuward's job a moment ago (its processes outlive its end
+                                         * by a snapshot or two): a foreign one's clock starts now. */
+                                        *f = (struct gw_slurm_seen) { .slurm_id = f->slurm_id,
+                                                                      .first_seen = d->now };
+                                }
                                 f->last_seen = d->now;
                                 snprintf(f->user, sizeof f->user, "%s",
                                          json_string_value(json_object_get(p, "user")) ?: "");
