@@ -239,6 +239,17 @@ class ClusterReclaim(unittest.TestCase):
             self.assertLess(resumed[0]["time"], next(e["time"] for e in j["events"] if e["kind"] == "reclaim"))
 
 
+@unittest.skipIf(not os.access(gwtest.GPUWARDD, os.X_OK), f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
+class ForeignSetting(unittest.TestCase):
+    """slurm_foreign_jobs: a bad value stops the daemon with a message naming it (no cluster
+    needed)."""
+
+    def test_bad_value_is_refused_naming_the_setting(self):
+        why = gwtest.start_failure("slurm_foreign_jobs = kill\n")
+        self.assertIn("slurm_foreign_jobs: invalid value 'kill' (watch: an idle Slurm job gpuward did not submit "
+                      "is reported; reclaim: it is cancelled like gpuward's own; ignore: not watched)", why)
+
+
 if __name__ == "__main__":
     if WHY_NOT:
         print(f"skipped: no Slurm cluster here: {WHY_NOT}")
