@@ -142,6 +142,9 @@ class ClusterReclaim(unittest.TestCase):
             val = d.submit("--gpus", "1", "--", "sh", "-c",
                            node_cmd(k.agents, [gwtest.TRAINER, "epochs=1", "--epoch-seconds", "0.5",
                                                "--long-validation", str(3 * IDLE + 1)]))
+            # One that hangs and ignores SIGTERM: the plain scancel at the end of the grace ends it.
+            stubborn = d.submit("--gpus", "1", "--", "sh", "-c",
+                                node_cmd(k.agents, [gwtest.TRAINER, "--sleep-forever", "--ignore-sigterm"]))
             hsid = gwtest.wait_until(lambda: slurm_id(d.job(hung)), 30, what="the hung job's Slurm id")
             # Listed on its GPU by the agent at once, tied to gpuward's job by the next watch round.
             seen = gwtest.wait_until(lambda: (lambda e: e if e and e["gpuward_job"] else None)(k.slurm_jobs().get(hsid)),
@@ -180,6 +183,14 @@ class ClusterReclaim(unittest.TestCase):
                               what=f"Slurm job {hsid} ended")
             print(f"Slurm's record of {hsid}: {slurm_state(c, hsid)}", file=sys.stderr)
             self.assertIn(slurm_state(c, hsid), ("CANCELLED", "FAILED"))
+
+            # Slurm counts the one that died of the SIGTERM as FAILED (above); the one that outlived
+            # the grace was cancelled by the plain scancel, and Slurm's record says so.
+            s = d.wait_state(stubborn, "RECLAIMED", timeout=IDLE + WARN + GRACE + 30)
+            ssid = slurm_id(s)
+            self.assertIn(f"job {stubborn}: scancel {ssid}", d.daemon_log())
+            gwtest.wait_until(lambda: slurm_state(c, ssid) == "CANCELLED", 30,
+                              what=f"Slurm's record of {ssid} CANCELLED (it is {slurm_state(c, ssid)})")
 
             # The validating job outlives three idle timeouts at 2% and completes.
             v = d.wait_state(val, {"COMPLETED", "RECLAIMED", "FAILED", "CANCELLED"}, timeout=60)
