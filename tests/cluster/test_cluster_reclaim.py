@@ -150,6 +150,7 @@ class ClusterReclaim(unittest.TestCase):
             seen = gwtest.wait_until(lambda: (lambda e: e if e and e["gpuward_job"] else None)(k.slurm_jobs().get(hsid)),
                                      60, what=f"Slurm job {hsid} on a GPU, tied to job {hung}")
             self.assertEqual((seen["node"], seen["gpuward_job"], seen["foreign"]), (n2, hung, False))
+            self.assertIn(f"{hsid} (root) = gpuward {hung}", d.cli("gpus").stdout)
             t_seen = time.monotonic()
 
             vsid = gwtest.wait_until(lambda: slurm_id(d.job(val)), 30, what="the validating job's Slurm id")
