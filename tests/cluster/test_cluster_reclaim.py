@@ -9,6 +9,7 @@ reason where they are missing."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,6 +212,22 @@ class ClusterReclaim(unittest.TestCase):
             self.assertEqual(c.squeue()[fid][0], "RUNNING")
             gpus_out = d.cli("gpus").stdout
             self.assertIn(f"Slurm job {fid} (user root) is not gpuward's: idle", gpus_out)
+            self.check_dashboard(k, n1, fid)
+
+    def check_dashboard(self, k, node, fid):
+        """The dashboard's GPUs view lists the nodes' GPUs and the idle foreign job (headless
+        Chromium's DOM after the page's scripts ran; a guest's view, so no user)."""
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not chromium:
+            print("dashboard not checked: no chromium", file=sys.stderr)
+            return
+        url = f"http://{k.c.ctl_addr}:{k.d.port}/#gpus"
+        p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--timeout=5000", "--dump-dom",
+                            url], capture_output=True, text=True, timeout=90)
+        m = re.search(r'<div id="node-gpus">.*?</table>', p.stdout, re.S)
+        self.assertTrue(m, p.stdout[-3000:])
+        self.assertIn(f"<td>{node}</td><td>ok</td>", m.group(0))
+        self.assertRegex(m.group(0), rf"<td>{fid}, not gpuward's: idle \d+s, reported</td>")
 
     def test_foreign_hung_job_cancelled_with_reclaim(self):
         with Cluster(self, config("reclaim")) as k:
