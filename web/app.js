@@ -12,6 +12,7 @@
   const S = GW.state = {
     me: { user: '', role: 'guest', signed_in: false, csrf: null },
     gpus: null,            /* the latest GET /api/v1/gpus (or "gpus" event) */
+    nodes: null,           /* --backend slurm: the nodes' GPUs (GET /api/v1/gpus's "nodes") */
     hist: [],              /* per GPU: [[t, util, mem], ...] of the last 15 minutes */
     gpuEvents: [],         /* the GPUs' latest events, newest first (GET /api/v1/gpus/events) */
     gpuEventsKey: '',      /* what of the GPUs those events explain, when they were fetched */
@@ -201,6 +202,7 @@
     try { st = JSON.parse(el.textContent); } catch (e) { return; }
     if (st.gpus && Array.isArray(st.gpus.gpus)) {
       S.gpus = st.gpus;
+      S.nodes = st.gpus.nodes || null;
       for (const g of st.gpus.gpus) pushHistory(g);
     }
     if (st.jobs && Array.isArray(st.jobs.jobs)) {
@@ -236,6 +238,7 @@
   async function loadGpus() {
     const [g, hist] = await Promise.all([GW.api('GET', '/api/v1/gpus'), GW.api('GET', '/api/v1/gpus/history?minutes=15')]);
     if (g.status === 200 && !S.gpus) S.gpus = g.data;
+    if (g.status === 200 && g.data.nodes) S.nodes = g.data.nodes;
     if (hist.status === 200) {
       const live = S.hist;
       S.hist = [];
@@ -364,7 +367,43 @@
         evs.map(e => h('li', { title: evText(e) }, evText(e)))) : null);
   }
 
+  /* A cluster's controller (--backend slurm): its nodes' GPUs as their agents report them.  The
+   * "gpus" events carry this host's GPUs only, so the nodes are fetched again every 5 s. */
+  async function loadNodes() {
+    if (!S.nodes) return;
+    const r = await GW.api('GET', '/api/v1/gpus');
+    if (r.status === 200) { S.nodes = r.data.nodes || null; if (current === 'gpus') GW.render('gpus'); }
+  }
+
+  function slurmJobText(j) {
+    const who = j.user ? ` (${j.user})` : '';
+    if (j.gpuward_job) return `${j.id}${who} = job ${j.gpuward_job}`;
+    if (j.foreign && j.idle_for != null) return `${j.id}${who}, not gpuward's: idle ${GW.fmtDur(j.idle_for)}${j.idle_action ? `, ${j.idle_action}` : ''}`;
+    return `${j.id}${who}`;
+  }
+
+  function renderNodes() {
+    let box = $('node-gpus');
+    if (!box) {
+      box = h('div', { id: 'node-gpus' });
+      $('gpu-cards').after(box);
+    }
+    const nodes = S.nodes || [];
+    box.hidden = !nodes.length;
+    if (!nodes.length) return;
+    const rows = [];
+    for (const n of nodes) for (const g of n.gpus) rows.push(h('tr', {},
+      h('td', {}, n.node), h('td', {}, n.stale ? `stale ${Math.round(n.age)}s` : g.health),
+      h('td', {}, String(g.index)), h('td', {}, g.util == null ? '—' : `${g.util}%`),
+      h('td', {}, `${GW.fmtBytes(g.mem_used)} / ${GW.fmtBytes(g.mem_total)}`),
+      h('td', {}, g.slurm_jobs.length ? g.slurm_jobs.map(slurmJobText).join(', ') : '—')));
+    box.replaceChildren(h('h2', {}, 'Cluster nodes'), h('table', { 'aria-label': "the cluster nodes' GPUs" },
+      h('thead', {}, h('tr', {}, ['Node', 'State', 'GPU', 'Util', 'Memory', 'Slurm jobs'].map(c => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows)));
+  }
+
   function renderGpus() {
+    renderNodes();
     const box = $('gpu-cards');
     if (!S.gpus) { box.replaceChildren(h('p', { class: 'empty' }, 'Loading…')); return; }
     const gpus = S.gpus.gpus;
@@ -528,6 +567,7 @@
     window.addEventListener('hashchange', route);
     route();
     loadGpus();
+    setInterval(loadNodes, 5000);
     loadSession().then(() => GW.render());
     connect();
     /* Runtimes tick even when nothing is published. */

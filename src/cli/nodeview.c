@@ -19,12 +19,38 @@ static void format_jobs(const json_t *g, char *buf, size_t n) {
                 long long id = 0;
                 const char *user = cli_jstr(j, "user");
                 (void) cli_jint(j, "id", &id);
-                int w = snprintf(buf + len, n - len, "%s%lld%s%s%s", i ? ", " : "", id, user && user[0] ? " (" : "",
-                                 user && user[0] ? user : "", user && user[0] ? ")" : "");
+                long long gw = 0;
+                char mine[32] = "";
+                if (cli_jint(j, "gpuward_job", &gw))
+                        snprintf(mine, sizeof mine, " = gpuward %lld", gw);
+                int w = snprintf(buf + len, n - len, "%s%lld%s%s%s%s", i ? ", " : "", id, user && user[0] ? " (" : "",
+                                 user && user[0] ? user : "", user && user[0] ? ")" : "", mine);
                 if (w < 0 || (size_t) w >= n - len)
                         return;
                 len += (size_t) w;
         }
+}
+
+/* "  ~ Slurm job 57 (user bob) is not gpuward's: idle 5m12s, reported" under its GPU: what the
+ * controller's idle watch says of a job submitted with plain sbatch (slurm_foreign_jobs). */
+static int add_foreign(struct cli_table *t, const json_t *g) {
+        size_t i;
+        const json_t *j;
+        json_array_foreach(json_object_get(g, "slurm_jobs"), i, j) {
+                const json_t *idle = json_object_get(j, "idle_for");
+                if (!json_is_true(json_object_get(j, "foreign")) || !json_is_number(idle))
+                        continue;
+                char line[256], secs[32];
+                long long id = 0;
+                const char *user = cli_jstr(j, "user"), *action = cli_jstr(j, "idle_action");
+                (void) cli_jint(j, "id", &id);
+                snprintf(line, sizeof line, "    ~ Slurm job %lld (user %s) is not gpuward's: idle %s%s%s", id,
+                         user && user[0] ? user : "?", cli_format_secs(json_number_value(idle), secs, sizeof secs),
+                         action ? ", " : "", action ? action : "");
+                if (cli_table_add_line(t, line) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 /* "  ! rogue pid 4242 (user bob, 2.0 GiB): no Slurm job" under its GPU. */
@@ -74,7 +100,7 @@ static int add_node(struct cli_table *t, const json_t *node) {
                 const char *health = cli_jstr(g, "health");
                 const char *cells[_C_MAX] = { name, health && strcmp(health, "ok") ? health : state, gpu,
                                               cli_jstr(g, "name"), util, mem, jobs };
-                if (cli_table_add(t, cells) < 0 || add_rogues(t, g) < 0)
+                if (cli_table_add(t, cells) < 0 || add_rogues(t, g) < 0 || add_foreign(t, g) < 0)
                         return -ENOMEM;
         }
         return 0;

@@ -64,7 +64,8 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
        OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
-       OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS };
+       OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS,
+       OPT_SLURM_FOREIGN };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -115,6 +116,7 @@ static const struct option options[] = {
         { "fairshare", required_argument, NULL, OPT_FAIRSHARE },
         { "fairshare-half-life", required_argument, NULL, OPT_FS_HALF_LIFE },
         { "fairshare-weights", required_argument, NULL, OPT_FS_WEIGHTS },
+        { "slurm-foreign-jobs", required_argument, NULL, OPT_SLURM_FOREIGN },
         {},
 };
 
@@ -359,6 +361,16 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
         case OPT_FS_HALF_LIFE:
         case OPT_FS_WEIGHTS:
                 return gw_config_fairshare_line(c, opt == OPT_FS_WEIGHTS, name, v);
+        case OPT_SLURM_FOREIGN:
+                if (strcmp(v, "watch") && strcmp(v, "reclaim") && strcmp(v, "ignore")) {
+                        gw_config_fail(c, "%s: invalid value '%s' (watch: an idle Slurm job gpuward did not submit "
+                                    "is reported; reclaim: it is cancelled like gpuward's own; ignore: not watched)",
+                                    name, v);
+                        return -EINVAL;
+                }
+                c->slurm_foreign = !strcmp(v, "reclaim") ? GW_FOREIGN_RECLAIM
+                                   : !strcmp(v, "ignore") ? GW_FOREIGN_IGNORE : GW_FOREIGN_WATCH;
+                return 0;
         default:
                 gw_config_fail(c, "unknown setting '%s'", name);
                 return -EINVAL;

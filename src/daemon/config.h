@@ -68,6 +68,8 @@ struct gw_config {
         bool fairshare;             /* order the queue by fair share too (daemon/fairshare.c) */
         gw_usec_t fairshare_half_life; /* usage halves over this; 0 = never decays */
         char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */
+        /* backend slurm: the idle watch of Slurm jobs gpuward did not submit (nodes_watch.c) */
+        enum { GW_FOREIGN_WATCH, GW_FOREIGN_RECLAIM, GW_FOREIGN_IGNORE } slurm_foreign;
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

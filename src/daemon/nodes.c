@@ -280,7 +280,19 @@ int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_
 
 /* A node's GPUs as shown: each process's "rogue" (no Slurm job), and the GPU's Slurm jobs
  * with their users, so that a reader need not walk the processes. */
-static json_t *gpus_shown(const json_t *gpus, bool details, int *rogues) {
+/* What the idle watch knows of a Slurm job on a GPU (nodes_watch.c): gpuward's job, or how
+ * long a job gpuward did not submit has been idle and what was done about it. */
+static void job_watched(const struct gw_nodes *t, json_t *entry) {
+        const struct gw_slurm_seen *s = gw_nodes_seen_find(t, (uint32_t) json_integer_value(json_object_get(entry, "id")));
+        bool foreign = s && !s->job;
+        json_object_set_new(entry, "gpuward_job", s && s->job ? json_integer(s->job) : json_null());
+        json_object_set_new(entry, "foreign", json_boolean(foreign));
+        json_object_set_new(entry, "idle_for", foreign && s->idle_for ? json_real((double) s->idle_for / GW_USEC_PER_SEC)
+                                                                      : json_null());
+        json_object_set_new(entry, "idle_action", foreign && s->action ? json_string(s->action) : json_null());
+}
+
+static json_t *gpus_shown(const struct gw_nodes *t, const json_t *gpus, bool details, int *rogues) {
         json_t *arr = json_deep_copy(gpus);
         size_t i, k;
         json_t *g, *p;
@@ -300,9 +312,11 @@ static json_t *gpus_shown(const json_t *gpus, bool details, int *rogues) {
                         bool dup = rogue;
                         json_array_foreach(jobs, m, seen)
                                 dup = dup || json_equal(json_object_get(seen, "id"), job);
-                        if (!dup)
-                                json_array_append_new(jobs, json_pack("{s:O,s:O}", "id", job, "user",
-                                                                      json_object_get(p, "user")));
+                        if (!dup) {
+                                json_t *e = json_pack("{s:O,s:O}", "id", job, "user", json_object_get(p, "user"));
+                                job_watched(t, e);
+                                json_array_append_new(jobs, e);
+                        }
                 }
                 json_object_set_new(g, "slurm_jobs", jobs);
         }
@@ -314,7 +328,7 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
         for (size_t i = 0; t && i < t->n; i++) {
                 const struct gw_node *n = &t->v[i];
                 int rogues = 0;
-                json_t *gpus = gpus_shown(json_object_get(n->snapshot, "gpus"), details, &rogues);
+                json_t *gpus = gpus_shown(t, json_object_get(n->snapshot, "gpus"), details, &rogues);
                 gw_usec_t age = now - n->received;
                 json_array_append_new(arr, json_pack("{s:s,s:b,s:f,s:f,s:I,s:O,s:o,s:i}", "node", n->name, "stale",
                                                      age > GW_NODE_STALE_ROUNDS * n->interval, "received",
@@ -327,12 +341,83 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
         return arr;
 }
 
+const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_t slurm_id) {
+        for (size_t i = 0; t && i < t->n_seen; i++)
+                if (t->seen[i].slurm_id == slurm_id)
+                        return &t->seen[i];
+        return NULL;
+}
+
+/* ---- a Slurm job's GPUs, for the idle watch (nodes_watch.c) ---- */
+
+static void add_node_name(struct gw_nodes_job_gpus *out, const char *name) {
+        size_t l = strlen(out->nodes);
+        if (!strstr(out->nodes, name) && l + strlen(name) + 2 < sizeof out->nodes)
+                snprintf(out->nodes + l, sizeof out->nodes - l, "%s%s", l ? "," : "", name);
+}
+
+/* One GPU of a snapshot, when a process of slurm_id runs on it. */
+static bool gpu_of_job(const json_t *g, uint32_t slurm_id, struct gw_reclaim_gpu *r, char *user, size_t user_len) {
+        bool mine = false, other = false;
+        size_t k;
+        const json_t *p;
+        json_array_foreach(json_object_get(g, "procs"), k, p) {
+                const json_t *job = json_object_get(p, "job"), *mem = json_object_get(p, "mem");
+                if (json_is_integer(job) && json_integer_value(job) == (json_int_t) slurm_id) {
+                        if (!mine)
+                                snprintf(user, user_len, "%s", json_string_value(json_object_get(p, "user")) ?: "");
+                        mine = true;
+                } else {
+                        /* Memory unknown counts as held: never reclaim a job beside an unknown. */
+                        other |= !json_is_integer(mem) || json_integer_value(mem) > 0;
+                }
+        }
+        if (!mine)
+                return false;
+        const json_t *util = json_object_get(g, "util");
+        const char *health = json_string_value(json_object_get(g, "health"));
+        *r = (struct gw_reclaim_gpu) { .index = (int) json_integer_value(json_object_get(g, "index")),
+                                       .other_busy = other };
+        /* The agent sends the device's utilisation: per process it is not known, and another
+         * process on the GPU already counts as busy. */
+        if (json_is_integer(util) && health && !strcmp(health, "ok")) {
+                r->util_valid = true;
+                r->util = (unsigned) json_integer_value(util);
+        }
+        return true;
+}
+
+void gw_nodes_job_gpus(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, int fresh_rounds,
+                       struct gw_nodes_job_gpus *out) {
+        *out = (struct gw_nodes_job_gpus) { .n = 0 };
+        for (size_t i = 0; t && i < t->n; i++) {
+                const struct gw_node *n = &t->v[i];
+                gw_usec_t age = now - n->received;
+                bool fresh = age <= fresh_rounds * n->interval;
+                size_t k;
+                const json_t *g;
+                json_array_foreach(json_object_get(n->snapshot, "gpus"), k, g) {
+                        struct gw_reclaim_gpu r;
+                        if (!gpu_of_job(g, slurm_id, &r, out->user, sizeof out->user))
+                                continue;
+                        if (!fresh) {
+                                out->stale = n;
+                                out->stale_age = age;
+                        } else if (out->n < ELEMENTSOF(out->gpus)) {
+                                out->gpus[out->n++] = r;
+                                add_node_name(out, n->name);
+                        }
+                }
+        }
+}
+
 struct gw_nodes *gw_nodes_free(struct gw_nodes *t) {
         if (!t)
                 return NULL;
         for (size_t i = 0; i < t->n; i++)
                 json_decref(t->v[i].snapshot);
         free(t->v);
+        free(t->seen);
         free(t);
         return NULL;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/time.h"
+#include "core/reclaim.h"
 
 struct gw_daemon;
 struct gw_http_request;
@@ -24,9 +25,26 @@ struct gw_node {
         json_t *snapshot;       /* {"driver", "gpus": [...]}, as checked and rebuilt here */
 };
 
+/* A Slurm job the idle watch has seen on the nodes' GPUs (nodes_watch.c), gpuward's or not.
+ * What a foreign one (plain sbatch) gets from the watch is kept here too, for the listing. */
+struct gw_slurm_seen {
+        uint32_t slurm_id;
+        int64_t job;                     /* gpuward's job, 0: a job gpuward did not submit */
+        char user[65];
+        gw_usec_t first_seen, last_seen; /* monotonic */
+        struct gw_reclaim_state state;   /* foreign: gw_reclaim_decide's, on the wall clock */
+        gw_usec_t idle_for;              /* foreign: the last decision's; 0 when active */
+        gw_usec_t kill_rearm_at;         /* foreign: no second plain scancel before (monotonic) */
+        const char *action;              /* foreign: NULL, "warned", "reported", "cancelled" */
+        bool stale_told;                 /* foreign: a stale snapshot blocked a decision (logged) */
+};
+
 struct gw_nodes {
         struct gw_node *v;
         size_t n;
+        struct gw_slurm_seen *seen;      /* nodes_watch.c */
+        size_t n_seen;
+        gw_usec_t watch_next;            /* monotonic: the idle watch's next round */
 };
 
 /* The snapshot in body checked field by field and rebuilt from what is known (no other key
@@ -50,6 +68,25 @@ int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_
  * its GPUs, each process's "rogue" (no Slurm job) told; without details (guests) no
  * process's user or uid.  t may be NULL (no node heard yet). */
 json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details);
+
+/* The Slurm job slurm_id as the idle watch last saw it, or NULL. */
+const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_t slurm_id);
+
+/* Where one Slurm job is on the nodes' GPUs: each GPU of a fresh snapshot (at most
+ * fresh_rounds of its agent's intervals old at now) with a process of the job, its device
+ * utilisation (unknown unless the GPU is "ok") and whether another process there holds memory
+ * (another job's, a rogue; unknown memory counts as held); and a node whose snapshot also
+ * lists the job but is too old to use.  Pure: reads t only; t may be NULL. */
+struct gw_nodes_job_gpus {
+        struct gw_reclaim_gpu gpus[64];
+        size_t n;
+        char nodes[200];                 /* "gpu1,gpu2": the fresh nodes it is on */
+        char user[65];                   /* its first process's user */
+        const struct gw_node *stale;     /* a node it is on whose snapshot is too old; NULL none */
+        gw_usec_t stale_age;
+};
+void gw_nodes_job_gpus(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, int fresh_rounds,
+                       struct gw_nodes_job_gpus *out);
 
 /* Frees t (from calloc) and what it keeps; accepts NULL; returns NULL. */
 struct gw_nodes *gw_nodes_free(struct gw_nodes *t);

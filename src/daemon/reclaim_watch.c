@@ -185,12 +185,23 @@ static void util_list(const struct gw_reclaim_gpu *g, size_t n, char *buf, size_
         }
 }
 
+/* "0,1": the GPUs the decision looked at (the job's own on this host, or on its Slurm node). */
+static void index_list(const struct gw_reclaim_gpu *g, size_t n, char *buf, size_t len) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && used < len; i++) {
+                int r = snprintf(buf + used, len - used, "%s%d", i ? "," : "", g[i].index);
+                if (r > 0)
+                        used += (size_t) r;
+        }
+}
+
 /* The line for the job's log.  It quotes no log line (gw_rwatch_gather also skips lines
  * starting with "gpuward: "): a quoted "val: " must never read as the job validating. */
 static void warn_line(const struct gw_job *j, const struct gw_reclaim_policy *p, const struct gw_reclaim_gpu *g,
                       size_t n, const struct gw_reclaim_decision *dec, gw_usec_t now, char *buf, size_t len) {
         char gpus[256], utils[256], idle[32], since[16], at[16];
-        gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus);
+        index_list(g, n, gpus, sizeof gpus);
         util_list(g, n, utils, sizeof utils);
         snprintf(buf, len,
                  "gpuward: WARNING: job %lld has been idle for %s (GPU %s util %s, threshold %u%%; no progress "
@@ -294,13 +305,12 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
 }
 
-static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, gw_usec_t now) {
+static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_reclaim_gpu *gpus,
+                         size_t n, gw_usec_t now) {
         struct gw_job *j = dj->job;
         if (dj->terminating && !w->state.term_at)
                 return; /* cancelled or out of time: not ours to end */
         const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
-        struct gw_reclaim_gpu gpus[64];
-        size_t n = job_gpus(d, j, gpus);
         /* The log every sample (cheap unless it grew): how long this job's validation passes
          * take is learnt while it works.  Other files only when the answer could be "idle": a
          * busy, young, exempt or already stopping job is kept whatever they say, and mtimes
@@ -364,23 +374,34 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         w->state = dec.next;
 }
 
-static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t mono, gw_usec_t wall) {
+struct gw_rwatch *gw_reclaim_rwatch(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
+                return NULL;
+        return rwatch_for(d, dj, gw_job_clock_label(d, dj, d->now));
+}
+
+void gw_reclaim_watch_job(struct gw_daemon *d, struct gw_djob *dj, const struct gw_reclaim_gpu *gpus, size_t n) {
         struct gw_job *j = dj->job;
         if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
                 return;
-        gw_usec_t now = gw_job_clock_label(d, dj, mono);
+        gw_usec_t now = gw_job_clock_label(d, dj, d->now);
         struct gw_rwatch *w = rwatch_for(d, dj, now);
-        w->shift = now - wall;
-        watch_decide(d, dj, w, now);
+        w->shift = now - d->now_wall;
+        watch_decide(d, dj, w, gpus, n, now);
         w->last_sample = now;
 }
 
 void gw_reclaim_watch(struct gw_daemon *d) {
-        if (d->cfg->backend_slurm) /* the host's GPUs are not the jobs' on a cluster */
+        /* On a cluster the jobs' GPUs are the nodes', seen through their agents (nodes_watch.c). */
+        if (d->cfg->backend_slurm)
                 return;
-        gw_usec_t mono = d->now, wall = d->now_wall;
         /* Terminating does not remove a job from running[] (it ends when it exits), so the
          * array is stable during the walk. */
-        for (size_t i = 0; i < d->jobs.n_running; i++)
-                watch_job(d, d->jobs.running[i], mono, wall);
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                struct gw_reclaim_gpu gpus[64];
+                size_t n = job_gpus(d, dj->job, gpus);
+                gw_reclaim_watch_job(d, dj, gpus, n);
+        }
 }

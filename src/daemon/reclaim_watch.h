@@ -79,7 +79,21 @@ struct gw_rwatch {
          * that a restarted daemon goes on with the window instead of starting a new one. */
         bool idle_told;
         bool restored;                   /* made by gw_reclaim_idle_restore at a re-adoption */
+
+        /* On a cluster (nodes_watch.c): a node's snapshot listed one of the job's processes
+         * during this attempt; a stale snapshot kept it from a decision (told once). */
+        bool node_seen;
+        bool node_stale_told;
 };
+
+/* reclaim_watch.c */
+/* One sample of one running job: gpus are its GPUs as seen now (on this host from the
+ * sampler; on a cluster from its node's agent, nodes_watch.c); gathers its file signals,
+ * decides (core/reclaim.h) and carries it out.  Does nothing for a job not running. */
+void gw_reclaim_watch_job(struct gw_daemon *d, struct gw_djob *dj, const struct gw_reclaim_gpu *gpus, size_t n);
+/* The job's watch for its current attempt (made, or remade for a new attempt), NULL when the
+ * job is not running: for a caller that must move its idle window without a decision. */
+struct gw_rwatch *gw_reclaim_rwatch(struct gw_daemon *d, struct gw_djob *dj);
 
 /* reclaim_gather.c */
 /* Refreshes w's log signals for j (size, mtime, the phase from its tail): one fstat, and the

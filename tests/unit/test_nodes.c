@@ -173,6 +173,67 @@ static void test_newest_per_node_and_stale(void **state) {
         json_decref(v);
 }
 
+/* A snapshot of node with job 7's processes on GPU 0 (util 0, alone) and GPU 1 (lost). */
+static json_t *job7(const char *node) {
+        static const char text[] =
+                "{\"node\": \"n\", \"interval\": 2, \"gpus\": ["
+                "{\"index\": 0, \"name\": \"A\", \"mem_total\": 100, \"util\": 0, \"health\": \"ok\", \"procs\": ["
+                "  {\"pid\": 20, \"mem\": 30, \"job\": 7, \"user\": \"bob\"},"
+                "  {\"pid\": 21, \"mem\": 0, \"job\": 8, \"user\": \"eve\"}]},"
+                "{\"index\": 1, \"name\": \"A\", \"mem_total\": 100, \"util\": 3, \"health\": \"lost\", \"procs\": ["
+                "  {\"pid\": 22, \"mem\": 30, \"job\": 7, \"user\": \"bob\"}]}]}";
+        json_t *body = json_loads(text, 0, NULL), *snap = NULL;
+        json_object_set_new(body, "node", json_string(node));
+        char field[128], why[256];
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), 0);
+        json_decref(body);
+        return snap;
+}
+
+static void test_a_slurm_jobs_gpus(void **state) {
+        (void) state;
+        struct gw_nodes *t = calloc(1, sizeof *t);
+        struct gw_nodes_job_gpus g;
+        gw_nodes_job_gpus(NULL, 42, 0, 2, &g);
+        assert_int_equal(g.n, 0);
+        assert_null(g.stale);
+        assert_int_equal(gw_nodes_put(t, good("gpu2"), 10 * SEC, 1000 * SEC), 0);
+        assert_int_equal(gw_nodes_put(t, job7("gpu1"), 11 * SEC, 1001 * SEC), 0);
+        /* Job 42 on gpu2's GPU 0 at 50%, beside a process of no job whose memory is unknown:
+         * held, so busy whatever the utilisation. */
+        gw_nodes_job_gpus(t, 42, 14 * SEC, 2, &g);
+        assert_int_equal(g.n, 1);
+        assert_int_equal(g.gpus[0].index, 0);
+        assert_true(g.gpus[0].util_valid);
+        assert_int_equal(g.gpus[0].util, 50);
+        assert_true(g.gpus[0].other_busy);
+        assert_string_equal(g.nodes, "gpu2");
+        assert_string_equal(g.user, "alice");
+        assert_null(g.stale);
+        /* Job 7 on gpu1: GPU 0 at 0% beside a process that holds no memory (not busy), GPU 1
+         * lost (its utilisation unknown, so busy for the decision). */
+        gw_nodes_job_gpus(t, 7, 15 * SEC, 2, &g);
+        assert_int_equal(g.n, 2);
+        assert_true(g.gpus[0].util_valid);
+        assert_int_equal(g.gpus[0].util, 0);
+        assert_false(g.gpus[0].other_busy);
+        assert_int_equal(g.gpus[1].index, 1);
+        assert_false(g.gpus[1].util_valid);
+        assert_string_equal(g.user, "bob");
+        /* Two intervals of 2 s and a microsecond after it came, gpu2's snapshot is stale: no
+         * GPU of job 42 is given, its node is named instead. */
+        gw_nodes_job_gpus(t, 42, 14 * SEC + 1, 2, &g);
+        assert_int_equal(g.n, 0);
+        assert_non_null(g.stale);
+        assert_string_equal(g.stale->name, "gpu2");
+        assert_int_equal(g.stale_age, 4 * SEC + 1);
+        /* A job no snapshot lists. */
+        gw_nodes_job_gpus(t, 9, 14 * SEC, 2, &g);
+        assert_int_equal(g.n, 0);
+        assert_null(g.stale);
+        gw_nodes_free(t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_a_good_snapshot_passes_whole),
@@ -181,6 +242,7 @@ int main(void) {
                 cmocka_unit_test(test_xids_checked_and_kept),
                 cmocka_unit_test(test_gpu_jobs_each_once),
                 cmocka_unit_test(test_newest_per_node_and_stale),
+                cmocka_unit_test(test_a_slurm_jobs_gpus),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
