@@ -21,7 +21,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import gwtest  # noqa: E402
 import slurmcluster  # noqa: E402
-from test_cluster_agents import Agents  # noqa: E402
+from test_cluster_agents import Agents, agent_token_file  # noqa: E402
 
 WHY_NOT = slurmcluster.missing_prerequisites() or (
     None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
@@ -81,12 +81,7 @@ class Cluster:
                                    extra=["--backend", "slurm", "--listen", f"{self.c.ctl_addr}:0"],
                                    env={"SLURM_CONF": self.c.conf})
             self.d.start()
-            token_file = os.path.join(self.d.dir, "agent.token")
-            token = self.d.cli("token", "create", "--name", "agents", "-q").stdout.strip()
-            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(token + "\n")
-            self.agents = NodeAgents(self.c, self.d, token_file)
+            self.agents = NodeAgents(self.c, self.d, agent_token_file(self.d))
             for n in self.c.nodes:
                 self.agents.start(n)
         except BaseException:
