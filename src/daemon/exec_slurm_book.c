@@ -6,6 +6,7 @@
  * reserved without slurmdbd (AccountingStorageTRES=gres/gpu), so the count is rounded up to
  * whole nodes of the smallest GPU count sinfo shows (docs/CLUSTER.md). */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,8 +55,8 @@ static int gpus_per_node(const char *text) {
                         const char *colon = strchr(p, ':');
                         if (colon && (!nl || colon < nl) && (colon < p + strcspn(p, ",(\n")))
                                 p = colon + 1;
-                        int k = atoi(p);
-                        if (k > 0 && (min == 0 || k < min))
+                        long k = strtol(p, NULL, 10);
+                        if (k > 0 && k <= INT_MAX && (min == 0 || k < min))
                                 min = k;
                 }
                 line = nl ? nl + 1 : NULL;

@@ -116,7 +116,9 @@ class SlurmBackend(gwtest.DaemonTest):
     def test_node_failure_is_lost_and_retried_with_a_new_slurm_job(self):
         jid = self.submit("sleep", "1", extra=("--retries", "1"))
         self.sbatch_call(1)
-        self.squeue("1|NODE_FAIL|0|node1|NodeDown")
+        # The retry is submitted at once (its backoff is sbatch's --begin), and a squeue begun
+        # after sbatch answered lists it, as a real one would: so job 2 is listed with the failure.
+        self.squeue("1|NODE_FAIL|0|node1|NodeDown", "2|PENDING|0||BeginTime")
         self.sbatch_call(2)
         self.wait_msg(jid, "attempt 2 submitted to Slurm as job 2")
         self.squeue("2|COMPLETED|0|node2|None")
