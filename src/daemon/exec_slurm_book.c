@@ -57,7 +57,7 @@ static int gpus_per_node(const char *text) {
                                 p = colon + 1;
                         long k = strtol(p, NULL, 10);
                         if (k > 0 && k <= INT_MAX && (min == 0 || k < min))
-                                min = k;
+                                min = (int) k;
                 }
                 line = nl ? nl + 1 : NULL;
         }
