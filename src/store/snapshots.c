@@ -85,9 +85,7 @@ static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw
                 snap_from_row(st, &row);
                 cb(&row, userdata);
         }
-        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_rows_end(s, st, rc);
 }
 
 int gw_store_snapshots(struct gw_store *s, int64_t job_id, gw_store_snapshot_cb cb, void *userdata) {
