@@ -111,12 +111,9 @@ static nvmlReturn_t read_memory(struct gw_gpu_lib *lib, nvmlDevice_t h, uint64_t
                 if (r == NVML_SUCCESS) {
                         *total = m.total;
                         *used = m.used;
-                        return r;
                 }
-                /* 510-era drivers answer FUNCTION_NOT_FOUND for a struct version they lack. */
-                if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_FUNCTION_NOT_FOUND)
+                if (!gw_nvml_lacks_version(r, &lib->memory_v1_only))
                         return r;
-                lib->memory_v1_only = true;
         }
         if (!lib->fn.memory)
                 return NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -134,13 +131,10 @@ static nvmlReturn_t read_temperature(struct gw_gpu_lib *lib, nvmlDevice_t h, uns
         if (lib->fn.temperature_v && !lib->temperature_v1_only) {
                 nvmlTemperature_v1_t t = { .version = GW_NVML_TEMPERATURE_V1, .sensorType = NVML_TEMPERATURE_GPU };
                 nvmlReturn_t r = lib->fn.temperature_v(h, &t);
-                if (r == NVML_SUCCESS) {
+                if (r == NVML_SUCCESS)
                         *ret = t.temperature > 0 ? (unsigned) t.temperature : 0;
+                if (!gw_nvml_lacks_version(r, &lib->temperature_v1_only))
                         return r;
-                }
-                if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_FUNCTION_NOT_FOUND)
-                        return r;
-                lib->temperature_v1_only = true;
         }
         if (!lib->fn.temperature)
                 return NVML_ERROR_FUNCTION_NOT_FOUND;
