@@ -104,6 +104,16 @@ int cli_call_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool jso
 int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json, const char *array_key,
                        int (*print)(const json_t *what));
 
+/* A verb that takes no arguments and shows one GET ("reservations", "token list"). */
+struct cli_get_verb {
+        const char *verb, *help;
+        const char *target;    /* the API path it GETs */
+        const char *array_key; /* as cli_fetch_and_show's */
+        int (*print)(const json_t *what);
+};
+/* Parses argv as cli_parse_no_arguments, then cli_fetch_and_show.  Returns the exit code. */
+int cli_run_get_verb(struct cli_ctx *ctx, const struct cli_get_verb *v, int argc, char **argv);
+
 /* A table of API objects, one row each (add_row may add lines under its row). */
 struct cli_rows {
         const char *const *cols;

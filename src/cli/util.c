@@ -292,6 +292,15 @@ int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool js
         return r;
 }
 
+int cli_run_get_verb(struct cli_ctx *ctx, const struct cli_get_verb *v, int argc, char **argv) {
+        bool json;
+        int r = cli_parse_no_arguments(ctx, v->verb, v->help, argc, argv, &json);
+        if (r >= 0)
+                return r;
+        struct cli_call call = { .method = "GET", .target = v->target };
+        return cli_fetch_and_show(ctx, &call, json, v->array_key, v->print);
+}
+
 int cli_print_rows(const struct cli_rows *spec, const json_t *items) {
         struct cli_table *t = cli_table_new(spec->cols, spec->ncols);
         if (!t)

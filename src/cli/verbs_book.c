@@ -297,12 +297,11 @@ static int print_bookings(const json_t *bookings) {
 }
 
 int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv) {
-        bool json;
-        int r = cli_parse_no_arguments(ctx, "reservations", reservations_help, argc, argv, &json);
-        if (r >= 0)
-                return r;
-        struct cli_call call = { .method = "GET", .target = "/api/v1/bookings" };
-        return cli_fetch_and_show(ctx, &call, json, "bookings", print_bookings);
+        static const struct cli_get_verb v = {
+                .verb = "reservations", .help = reservations_help, .target = "/api/v1/bookings",
+                .array_key = "bookings", .print = print_bookings,
+        };
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }
 
 int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv) {
