@@ -135,10 +135,9 @@ static void print_eta(const json_t *o, time_t now) {
                        "usual length (hung?)\n", cli_format_secs(late, buf, sizeof buf),
                        cli_format_end(eta, now, buf2, sizeof buf2));
         else if (isfinite(eta)) {
-                printf("ETA:          %s", cli_format_eta(eta, now, buf, sizeof buf));
-                if (isfinite(err) && err >= 1)
-                        printf(" \xc2\xb1 %s", cli_format_secs(err, buf2, sizeof buf2));
-                printf(" (ends %s)\n", cli_format_end(eta, now, buf, sizeof buf));
+                printf("ETA:          ");
+                cli_print_eta_ends(eta, err, now);
+                printf("\n");
         } else
                 printf("ETA:          none: %s\n", why ? why : "unknown");
         long long timed = 0;
