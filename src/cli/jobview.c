@@ -11,28 +11,40 @@
 #include "cli/format.h"
 #include "core/job.h"
 
-char *cli_job_gpu_list(const json_t *job) {
-        const json_t *gpus = json_object_get(job, "gpus");
-        if (!json_is_array(gpus) || json_array_size(gpus) == 0)
-                return strdup("-");
+/* The items of arr, each written by put, with sep between them: malloc'ed, "" for no array,
+ * NULL when out of memory. */
+static char *join_items(const json_t *arr, const char *sep, void (*put)(FILE *f, const json_t *item)) {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         if (!f)
                 return NULL;
         size_t i;
-        const json_t *g;
-        json_array_foreach(gpus, i, g) {
-                if (json_is_integer(g))
-                        fprintf(f, "%s%lld", i ? "," : "", (long long) json_integer_value(g));
-                else
-                        fprintf(f, "%s?", i ? "," : "");
+        const json_t *v;
+        json_array_foreach(arr, i, v) {
+                if (i)
+                        fputs(sep, f);
+                put(f, v);
         }
         if (fclose(f) != 0) {
                 free(buf);
                 return NULL;
         }
         return buf;
+}
+
+static void put_gpu(FILE *f, const json_t *g) {
+        if (json_is_integer(g))
+                fprintf(f, "%lld", (long long) json_integer_value(g));
+        else
+                fputc('?', f);
+}
+
+char *cli_job_gpu_list(const json_t *job) {
+        const json_t *gpus = json_object_get(job, "gpus");
+        if (!json_is_array(gpus) || json_array_size(gpus) == 0)
+                return strdup("-");
+        return join_items(gpus, ",", put_gpu);
 }
 
 bool cli_job_waiting(const json_t *job) {
@@ -93,25 +105,12 @@ static void put_quoted(FILE *f, const char *s) {
         fputc('\'', f);
 }
 
+static void put_word(FILE *f, const json_t *w) {
+        put_quoted(f, json_is_string(w) ? json_string_value(w) : "?");
+}
+
 char *cli_job_command_line(const json_t *job) {
-        const json_t *cmd = json_object_get(job, "command");
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
-                return NULL;
-        size_t i;
-        const json_t *w;
-        json_array_foreach(cmd, i, w) {
-                if (i)
-                        fputc(' ', f);
-                put_quoted(f, json_is_string(w) ? json_string_value(w) : "?");
-        }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return join_items(json_object_get(job, "command"), " ", put_word);
 }
 
 const char *cli_job_user(const json_t *job, char *buf, size_t n) {
