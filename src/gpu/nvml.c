@@ -3,13 +3,13 @@
  * asserted on.  Process lists live in nvml_procs.c. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/text.h"
 #include "base/time.h"
 #include "gpu/nvml_internal.h"
 
@@ -227,14 +227,6 @@ static int open_failed(const char *path, char *err, size_t errlen) {
         return -ELIBBAD;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        (void) vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-}
-
 int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t errlen) {
         char ebuf[32], scratch[1];
         nvmlReturn_t r;
@@ -258,9 +250,9 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
         }
         load_symbols(lib);
         if (!lib->fn.init || !lib->fn.shutdown || !lib->fn.count || !lib->fn.handle_by_index) {
-                set_err(err, errlen, "NVML: %s lacks %s", path,
-                        !lib->fn.init ? "nvmlInit" : !lib->fn.count ? "nvmlDeviceGetCount" :
-                        !lib->fn.shutdown ? "nvmlShutdown" : "nvmlDeviceGetHandleByIndex");
+                gw_say(err, errlen, "NVML: %s lacks %s", path,
+                       !lib->fn.init ? "nvmlInit" : !lib->fn.count ? "nvmlDeviceGetCount" :
+                       !lib->fn.shutdown ? "nvmlShutdown" : "nvmlDeviceGetHandleByIndex");
                 (void) dlclose(lib->dl);
                 free(lib);
                 return -ELIBBAD;
@@ -268,7 +260,7 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
 
         r = lib->fn.init();
         if (r != NVML_SUCCESS) {
-                set_err(err, errlen, "NVML: nvmlInit failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
+                gw_say(err, errlen, "NVML: nvmlInit failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
                 (void) dlclose(lib->dl);
                 free(lib);
                 return -gw_nvml_errno(r);
@@ -282,7 +274,7 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
 
         r = lib->fn.count(&n);
         if (r != NVML_SUCCESS) {
-                set_err(err, errlen, "NVML: nvmlDeviceGetCount failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
+                gw_say(err, errlen, "NVML: nvmlDeviceGetCount failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
                 int e = -gw_nvml_errno(r);
                 (void) gw_gpu_close(lib);
                 return e;
