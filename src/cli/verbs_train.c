@@ -67,12 +67,19 @@ static const char restore_help[] =
         "Example:\n"
         "  gpuward restore 41 --snapshot 3 --to ./weights/best-epoch31.pt\n";
 
-static int one_job(const char *verb, int argc, char **argv, long long *ret_id) {
+/* The options as cli_parse_options, then one JOB argument: -1 to go on with *ret_json and
+ * *ret_id set, else the exit code. */
+static int parse_one_job(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *ret_json,
+                         long long *ret_id) {
+        const char *verb = spec->verb;
+        int r = cli_parse_options(ctx, spec, argc, argv, ret_json);
+        if (r >= 0)
+                return r;
         if (optind >= argc)
                 return cli_usage(verb, "which job? gpuward %s JOB", verb);
         if (optind + 1 < argc)
                 return cli_usage(verb, "one job at a time (got '%s' too)", argv[optind + 1]);
-        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : 0;
+        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : -1;
 }
 
 static int get_json(struct cli_ctx *ctx, const char *target, long long id, json_t **ret) {
@@ -85,6 +92,15 @@ static int get_json(struct cli_ctx *ctx, const char *target, long long id, json_
 /* ---- eta ---- */
 
 /* A queued job: when it should start, and what that rests on. */
+/* Prints t under title and frees it; nothing when building it ran out of memory (t NULL). */
+static void print_titled(struct cli_table *t, const char *title) {
+        if (!t)
+                return;
+        fputs(title, stdout);
+        cli_table_print(t, stdout);
+        cli_table_free(t);
+}
+
 static void print_prediction(const json_t *o, const json_t *pr, time_t now) {
         long long id = 0;
         char buf[48];
@@ -107,11 +123,7 @@ static void print_prediction(const json_t *o, const json_t *pr, time_t now) {
                 if (t && cli_table_add(t, cells) < 0)
                         break;
         }
-        if (t) {
-                printf("\n");
-                cli_table_print(t, stdout);
-                cli_table_free(t);
-        }
+        print_titled(t, "\n");
 }
 
 static void print_eta(const json_t *o, time_t now) {
@@ -186,21 +198,15 @@ static void print_eta(const json_t *o, time_t now) {
                 if (t && cli_table_add(t, cells) < 0)
                         break;
         }
-        if (t) {
-                printf("\nRecent epochs:\n");
-                cli_table_print(t, stdout);
-                cli_table_free(t);
-        }
+        print_titled(t, "\nRecent epochs:\n");
 }
 
 int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct cli_options spec = { .verb = "eta", .help = eta_help };
         bool json;
-        int early = cli_parse_json_only(ctx, "eta", eta_help, true, argc, argv, &json);
-        if (early >= 0)
-                return early;
         long long id;
-        int r = one_job("eta", argc, argv, &id);
-        if (r)
+        int r = parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r >= 0)
                 return r;
         char target[64];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/eta", id);
@@ -275,12 +281,9 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
         const struct cli_options spec = {
                 .verb = "snapshots", .help = snapshots_help, .extra = extra, .on_option = on_all, .userdata = &all,
         };
-        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (r >= 0)
-                return r;
         long long id;
-        r = one_job("snapshots", argc, argv, &id);
-        if (r)
+        int r = parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r >= 0)
                 return r;
         char target[80];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/snapshots%s", id, all ? "?all=1" : "");
@@ -332,12 +335,9 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
                 .userdata = &opt,
         };
         bool json;
-        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (r >= 0)
-                return r;
         long long id;
-        r = one_job("restore", argc, argv, &id);
-        if (r)
+        int r = parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r >= 0)
                 return r;
         if (!opt.seq)
                 return cli_usage("restore", "which snapshot? --snapshot N (gpuward snapshots %lld)", id);
