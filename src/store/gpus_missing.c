@@ -18,7 +18,7 @@ int gw_store_gpu_missing_take(struct gw_store *s, const char *uuid, char *ret, s
                 return r;
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
-                snprintf(ret, n, "%s", (const char *) sqlite3_column_text(st, 0));
+                gw_store_column_text(st, 0, ret, n);
         r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r < 0 ? r : gw_store_exec(s, "DELETE FROM gpus_missing WHERE uuid = ?1", "s", uuid);

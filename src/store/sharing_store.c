@@ -11,7 +11,8 @@ int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
         int r;
         if (b->id == 0) {
                 r = gw_store_exec(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, "
-                                     "state, last_used, created, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                     "state, last_used, created, note) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                                   "issiiiiiiis", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start,
                                   b->end, (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(),
                                   b->note);
@@ -47,9 +48,9 @@ int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb
                         .state = sqlite3_column_int(st, 8),
                         .last_used = sqlite3_column_int64(st, 9),
                 };
-                snprintf(b.user, sizeof b.user, "%s", (const char *) sqlite3_column_text(st, 2));
-                snprintf(b.name, sizeof b.name, "%s", (const char *) sqlite3_column_text(st, 3));
-                snprintf(b.note, sizeof b.note, "%s", (const char *) sqlite3_column_text(st, 10));
+                gw_store_column_text(st, 2, b.user, sizeof b.user);
+                gw_store_column_text(st, 3, b.name, sizeof b.name);
+                gw_store_column_text(st, 10, b.note, sizeof b.note);
                 cb(&b, userdata);
         }
         sqlite3_finalize(st);
@@ -113,9 +114,9 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
                 memset(ret, 0, sizeof *ret);
                 ret->id = sqlite3_column_int64(st, 0);
                 ret->uid = (uint32_t) sqlite3_column_int64(st, 1);
-                snprintf(ret->user, sizeof ret->user, "%s", (const char *) sqlite3_column_text(st, 2));
-                snprintf(ret->name, sizeof ret->name, "%s", (const char *) sqlite3_column_text(st, 3));
-                snprintf(ret->hash, sizeof ret->hash, "%s", (const char *) sqlite3_column_text(st, 4));
+                gw_store_column_text(st, 2, ret->user, sizeof ret->user);
+                gw_store_column_text(st, 3, ret->name, sizeof ret->name);
+                gw_store_column_text(st, 4, ret->hash, sizeof ret->hash);
                 ret->created = sqlite3_column_int64(st, 5);
                 ret->last_used = sqlite3_column_int64(st, 6);
                 ret->expires = sqlite3_column_int64(st, 7);
@@ -145,8 +146,8 @@ int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_toke
                         .last_used = sqlite3_column_int64(st, 5),
                         .expires = sqlite3_column_int64(st, 6),
                 };
-                snprintf(t.user, sizeof t.user, "%s", (const char *) sqlite3_column_text(st, 2));
-                snprintf(t.name, sizeof t.name, "%s", (const char *) sqlite3_column_text(st, 3));
+                gw_store_column_text(st, 2, t.user, sizeof t.user);
+                gw_store_column_text(st, 3, t.name, sizeof t.name);
                 cb(&t, userdata);
         }
         sqlite3_finalize(st);

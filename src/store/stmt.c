@@ -3,6 +3,7 @@
  * ending a loop over one that does, with the error mapped before the statement is finalized so
  * that the message is the statement's. */
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "store/store_internal.h"
 
@@ -24,6 +25,11 @@ int gw_store_rows_end(struct gw_store *s, sqlite3_stmt *st, int rc) {
         int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
         return r;
+}
+
+void gw_store_column_text(sqlite3_stmt *st, int col, char *buf, size_t n) {
+        const unsigned char *t = sqlite3_column_text(st, col);
+        snprintf(buf, n, "%s", t ? (const char *) t : "");
 }
 
 void gw_store_bind_text(sqlite3_stmt *st, int i, const char *v) {

@@ -21,6 +21,8 @@ int gw_store_run(struct gw_store *s, sqlite3_stmt *st);
 /* Finalizes st after a loop over its rows that stopped on rc, sqlite3_step's last answer: 0
  * when the rows ran to their end, else -errno as gw_store_sql_err's. */
 int gw_store_rows_end(struct gw_store *s, sqlite3_stmt *st, int rc);
+/* Copies column col of st's row into buf (n bytes), cut to fit; NULL reads "". */
+void gw_store_column_text(sqlite3_stmt *st, int col, char *buf, size_t n);
 /* Binds v, copied, to parameter i; NULL binds SQL NULL. */
 void gw_store_bind_text(sqlite3_stmt *st, int i, const char *v);
 /* gw_store_prepare, then binds the arguments to ?1, ?2, ... as fmt says, a letter each: 'i' an
