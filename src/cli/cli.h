@@ -78,6 +78,10 @@ int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc
  * lets options follow arguments ("show 17 --json"). */
 int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help, bool permute, int argc, char **argv,
                         bool *ret_json);
+/* cli_parse_options, then the verb's one argument, a job id ("show 17", "eta 17"): -1 to go
+ * on with *ret_json and *ret_id set, else the exit code. */
+int cli_parse_one_job(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *ret_json,
+                      long long *ret_id);
 /* The same for a verb that takes no arguments either ("reservations", "token list"). */
 int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv,
                            bool *ret_json);

@@ -217,6 +217,19 @@ int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help,
         return cli_parse_options(ctx, &o, argc, argv, ret_json);
 }
 
+int cli_parse_one_job(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *ret_json,
+                      long long *ret_id) {
+        const char *verb = spec->verb;
+        int r = cli_parse_options(ctx, spec, argc, argv, ret_json);
+        if (r >= 0)
+                return r;
+        if (optind >= argc)
+                return cli_usage(verb, "which job? gpuward %s JOB", verb);
+        if (optind + 1 < argc)
+                return cli_usage(verb, "one job at a time (got '%s' too)", argv[optind + 1]);
+        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : -1;
+}
+
 int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv,
                            bool *ret_json) {
         const struct cli_options o = { .verb = verb, .help = help, .no_arguments = true };

@@ -381,30 +381,22 @@ static void show_job(const json_t *job) {
         show_events(job, now);
 }
 
+static int print_job(const json_t *job, void *userdata) {
+        (void) userdata;
+        show_job(job);
+        return CLI_EXIT_OK;
+}
+
 int cli_verb_show(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct cli_options spec = { .verb = "show", .help = show_help };
         bool json;
-        int early = cli_parse_json_only(ctx, "show", show_help, true, argc, argv, &json);
+        long long id;
+        int early = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
         if (early >= 0)
                 return early;
-        if (optind >= argc)
-                return cli_usage("show", "which job? gpuward show JOB");
-        if (optind + 1 < argc)
-                return cli_usage("show", "one job at a time (got '%s' too)", argv[optind + 1]);
-        long long id;
-        if (cli_parse_job_id("show", argv[optind], &id) < 0)
-                return CLI_EXIT_USAGE;
 
         char target[64];
         snprintf(target, sizeof(target), "/api/v1/jobs/%lld", id);
         struct cli_call call = { .method = "GET", .target = target };
-        json_t *job = NULL;
-        int r = cli_api_json(ctx, &call, &job);
-        if (r)
-                return r;
-        if (json)
-                r = cli_print_json(job) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        else
-                show_job(job);
-        json_decref(job);
-        return r;
+        return cli_call_and_show(ctx, &call, json, print_job, NULL);
 }

@@ -67,26 +67,13 @@ static const char restore_help[] =
         "Example:\n"
         "  gpuward restore 41 --snapshot 3 --to ./weights/best-epoch31.pt\n";
 
-/* The options as cli_parse_options, then one JOB argument: -1 to go on with *ret_json and
- * *ret_id set, else the exit code. */
-static int parse_one_job(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *ret_json,
-                         long long *ret_id) {
-        const char *verb = spec->verb;
-        int r = cli_parse_options(ctx, spec, argc, argv, ret_json);
-        if (r >= 0)
-                return r;
-        if (optind >= argc)
-                return cli_usage(verb, "which job? gpuward %s JOB", verb);
-        if (optind + 1 < argc)
-                return cli_usage(verb, "one job at a time (got '%s' too)", argv[optind + 1]);
-        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : -1;
-}
-
-static int get_json(struct cli_ctx *ctx, const char *target, long long id, json_t **ret) {
+/* GETs target, about job id, and shows the reply: as it came with json, else print's way. */
+static int get_and_show(struct cli_ctx *ctx, const char *target, long long id, bool json,
+                        int (*print)(const json_t *reply, void *userdata)) {
         char subject[48];
         snprintf(subject, sizeof subject, "job %lld", id);
         struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        return cli_api_json(ctx, &call, ret);
+        return cli_call_and_show(ctx, &call, json, print, &id);
 }
 
 /* ---- eta ---- */
@@ -201,31 +188,34 @@ static void print_eta(const json_t *o, time_t now) {
         print_titled(t, "\nRecent epochs:\n");
 }
 
+/* A queued job's reply has a prediction; a running one's an ETA. */
+static int print_eta_reply(const json_t *o, void *userdata) {
+        const json_t *pr = json_object_get(o, "prediction");
+        (void) userdata;
+        if (json_is_object(pr))
+                print_prediction(o, pr, time(NULL));
+        else
+                print_eta(o, time(NULL));
+        return CLI_EXIT_OK;
+}
+
 int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_options spec = { .verb = "eta", .help = eta_help };
         bool json;
         long long id;
-        int r = parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
         if (r >= 0)
                 return r;
         char target[64];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/eta", id);
-        json_t *o = NULL;
-        if ((r = get_json(ctx, target, id, &o)))
-                return r;
-        if (json)
-                r = cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        else if (json_is_object(json_object_get(o, "prediction")))
-                print_prediction(o, json_object_get(o, "prediction"), time(NULL));
-        else
-                print_eta(o, time(NULL));
-        json_decref(o);
-        return r;
+        return get_and_show(ctx, target, id, json, print_eta_reply);
 }
 
 /* ---- snapshots ---- */
 
-static int print_snapshots(const json_t *o, long long id, time_t now) {
+static int print_snapshots(const json_t *o, void *userdata) {
+        long long id = *(const long long *) userdata;
+        time_t now = time(NULL);
         const json_t *arr = json_object_get(o, "snapshots");
         if (json_array_size(arr) == 0) {
                 printf("Job %lld has no snapshots (none of its weights/best.pt or last.pt was seen complete).\n", id);
@@ -282,17 +272,12 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
                 .verb = "snapshots", .help = snapshots_help, .extra = extra, .on_option = on_all, .userdata = &all,
         };
         long long id;
-        int r = parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
         if (r >= 0)
                 return r;
         char target[80];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/snapshots%s", id, all ? "?all=1" : "");
-        json_t *o = NULL;
-        if ((r = get_json(ctx, target, id, &o)))
-                return r;
-        r = json ? (cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK) : print_snapshots(o, id, time(NULL));
-        json_decref(o);
-        return r;
+        return get_and_show(ctx, target, id, json, print_snapshots);
 }
 
 /* ---- restore ---- */
@@ -336,7 +321,7 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
         };
         bool json;
         long long id;
-        int r = parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
         if (r >= 0)
                 return r;
         if (!opt.seq)
