@@ -14,23 +14,17 @@
 /* The items of arr, each written by put, with sep between them: malloc'ed, "" for no array,
  * NULL when out of memory. */
 static char *join_items(const json_t *arr, const char *sep, void (*put)(FILE *f, const json_t *item)) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
                 return NULL;
         size_t i;
         const json_t *v;
         json_array_foreach(arr, i, v) {
                 if (i)
-                        fputs(sep, f);
-                put(f, v);
+                        fputs(sep, t.f);
+                put(t.f, v);
         }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return cli_text_take(&t, true);
 }
 
 static void put_gpu(FILE *f, const json_t *g) {
@@ -133,10 +127,8 @@ char *cli_self_uid(void) {
 }
 
 char *cli_normalize_states(const char *list, char **ret_bad) {
-        char *out = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&out, &len);
-        if (!f)
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
                 return NULL;
         const char *p = list;
         bool first = true;
@@ -146,19 +138,13 @@ char *cli_normalize_states(const char *list, char **ret_bad) {
                 enum gw_job_state s = word ? gw_job_state_from_name(word) : _GW_JOB_STATE_INVALID;
                 if (!word || s < 0 || !gw_job_state_name(s)) {
                         *ret_bad = TAKE_PTR(word);
-                        (void) fclose(f);
-                        free(out);
-                        return NULL;
+                        return cli_text_take(&t, false);
                 }
-                fprintf(f, "%s%s", first ? "" : ",", gw_job_state_name(s));
+                fprintf(t.f, "%s%s", first ? "" : ",", gw_job_state_name(s));
                 first = false;
                 if (!p[n])
                         break;
                 p += n + 1;
         }
-        if (fclose(f) != 0) {
-                free(out);
-                return NULL;
-        }
-        return out;
+        return cli_text_take(&t, true);
 }

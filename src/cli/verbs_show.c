@@ -156,25 +156,15 @@ static const char *attempt_outcome(const char *cls) {
 
 /* Attempt lines are composed in a memstream, then printed neutralised: evidence is text
  * from a log. */
-struct line {
-        FILE *f;
-        char *buf;
-        size_t len;
-};
-
-static bool line_begin(struct line *l) {
-        *l = (struct line) { 0 };
-        l->f = open_memstream(&l->buf, &l->len);
-        return l->f != NULL;
+static bool line_begin(struct cli_text *l) {
+        return cli_text_open(l) == 0;
 }
 
-static void line_end(struct line *l) {
-        if (fclose(l->f) == 0) {
-                _cleanup_free_ char *safe = cli_sanitize(l->buf);
-                if (safe)
-                        printf("%s\n", safe);
-        }
-        free(l->buf);
+static void line_end(struct cli_text *l) {
+        _cleanup_free_ char *text = cli_text_take(l, true);
+        _cleanup_free_ char *safe = text ? cli_sanitize(text) : NULL;
+        if (safe)
+                printf("%s\n", safe);
 }
 
 /* "GPUs 2,3  13:00:01-16:41:07" */
@@ -188,7 +178,7 @@ static void put_run(FILE *f, const json_t *o, double start, double end, time_t n
 /* Under an attempt line: the checkpoint it started from and the epoch that checkpoint
  * holds (what the attempt before reached). */
 static void put_resumed(long long k, const char *verb, const char *path, long long epoch) {
-        struct line l;
+        struct cli_text l;
         if (!path || !*path || !line_begin(&l))
                 return;
         char num[32];
@@ -203,7 +193,7 @@ static void put_resumed(long long k, const char *verb, const char *path, long lo
 static void put_finished(const json_t *a, long long k, const char *outcome, long long prev_epoch, time_t now) {
         const char *cls = cli_jstr(a, "class");
         const char *evidence = cli_jstr(a, "evidence");
-        struct line l;
+        struct cli_text l;
         if (!line_begin(&l))
                 return;
         fprintf(l.f, "  attempt %lld  ", k);
@@ -224,7 +214,7 @@ static void put_current(const json_t *job, long long k, double prev_end, long lo
         const char *reason = cli_jstr(job, "reason");
         enum gw_job_state st = gw_job_state_from_name(state ? state : "");
         bool waiting = cli_job_waiting(job);
-        struct line l;
+        struct cli_text l;
         if (!line_begin(&l))
                 return;
         fprintf(l.f, "  attempt %lld  ", k);
