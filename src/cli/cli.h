@@ -33,6 +33,9 @@ struct cli_ctx {
  * value.  Returns 0, or the usage error's exit code for an empty path. */
 enum { CLI_OPT_SOCKET = 0x7e00 };
 #define CLI_SOCKET_OPTION { "socket", required_argument, NULL, CLI_OPT_SOCKET }
+/* The end of the option table of a verb that runs getopt itself: -h/--help, --socket and
+ * the terminator. */
+#define CLI_OPTIONS_END { "help", no_argument, NULL, 'h' }, CLI_SOCKET_OPTION, { 0 }
 int cli_take_socket(struct cli_ctx *ctx, const char *verb, const char *path);
 
 /* "gpuward: error: ..." on stderr.  The CLI is the edge, so this is where failures are told. */

@@ -239,9 +239,7 @@ int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *he
 int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds,
                     int argc, char **argv) {
         static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
-                { 0 },
+                CLI_OPTIONS_END,
         };
         int c, r;
         optind = 0;

@@ -89,9 +89,7 @@ static int parse_top_opts(struct cli_ctx *ctx, int argc, char **argv, struct top
         static const struct option opts[] = {
                 { "interval", required_argument, NULL, OPT_INTERVAL },
                 { "once", no_argument, NULL, OPT_ONCE },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
-                { 0 },
+                CLI_OPTIONS_END,
         };
         int c, r;
         optind = 0;
