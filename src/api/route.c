@@ -4,31 +4,38 @@
 #include <stdbool.h>
 #include <string.h>
 
+static bool is_digit(char c) {
+        return c >= '0' && c <= '9';
+}
+
+/* Takes the number at *path into *id: up to max_digits digits with no leading zero, "0"
+ * itself only when zero_ok.  false when there is none. */
+static bool take_number(const char **path, bool zero_ok, int max_digits, int64_t *id) {
+        const char *p = *path;
+        if (!is_digit(*p) || (*p == '0' && (!zero_ok || is_digit(p[1]))))
+                return false;
+        for (int digits = 0; is_digit(*p); p++) {
+                if (++digits > max_digits)
+                        return false;
+                *id = *id * 10 + (*p - '0');
+        }
+        *path = p;
+        return true;
+}
+
 /* Matches path against pattern; {id} takes 1-18 digits, no leading zero; {index} also 0. */
 static bool path_match(const char *pattern, const char *path, int64_t *ret_id) {
         int64_t id = 0;
         while (*pattern) {
                 if (strncmp(pattern, "{index}", 7) == 0) {
-                        int digits = 0;
-                        if (*path < '0' || *path > '9' || (path[0] == '0' && path[1] >= '0' && path[1] <= '9'))
+                        if (!take_number(&path, true, 4, &id))
                                 return false;
-                        while (*path >= '0' && *path <= '9') {
-                                if (++digits > 4)
-                                        return false;
-                                id = id * 10 + (*path++ - '0');
-                        }
                         pattern += 7;
                         continue;
                 }
                 if (strncmp(pattern, "{id}", 4) == 0) {
-                        int digits = 0;
-                        if (*path < '1' || *path > '9')
+                        if (!take_number(&path, false, 18, &id))
                                 return false;
-                        while (*path >= '0' && *path <= '9') {
-                                if (++digits > 18)
-                                        return false;
-                                id = id * 10 + (*path++ - '0');
-                        }
                         pattern += 4;
                         continue;
                 }

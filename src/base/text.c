@@ -1,10 +1,22 @@
 #include "base/text.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/cleanup.h"
+
+void gw_say(char *buf, size_t n, const char *fmt, ...) {
+        va_list ap;
+
+        if (!buf || n == 0)
+                return;
+        va_start(ap, fmt);
+        (void) vsnprintf(buf, n, fmt, ap);
+        va_end(ap);
+}
 
 /* The length of the well-formed UTF-8 sequence at s (overlong forms and surrogates are
  * not), 0 when there is none; *ret_cp is its code point. */

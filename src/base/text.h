@@ -3,6 +3,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* fmt's text in buf (n bytes, cut to fit) for a caller that asked for one: nothing when buf
+ * is NULL or n is 0.  The "why" and message buffers of pure functions. */
+void gw_say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Rewrites s in place so that it cannot drive a terminal or reorder what it shows: C0
  * controls (ESC, CR, tabs too), DEL, C1 controls (U+0080-U+009F), the bidirectional
  * controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) and bytes that are not

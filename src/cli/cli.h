@@ -33,6 +33,9 @@ struct cli_ctx {
  * value.  Returns 0, or the usage error's exit code for an empty path. */
 enum { CLI_OPT_SOCKET = 0x7e00 };
 #define CLI_SOCKET_OPTION { "socket", required_argument, NULL, CLI_OPT_SOCKET }
+/* The end of the option table of a verb that runs getopt itself: -h/--help, --socket and
+ * the terminator. */
+#define CLI_OPTIONS_END { "help", no_argument, NULL, 'h' }, CLI_SOCKET_OPTION, { 0 }
 int cli_take_socket(struct cli_ctx *ctx, const char *verb, const char *path);
 
 /* "gpuward: error: ..." on stderr.  The CLI is the edge, so this is where failures are told. */
@@ -46,6 +49,8 @@ FILE *cli_set_error_stream(FILE *f);
 /* A usage error: the message, then a hint to the verb's help.  Returns CLI_EXIT_USAGE so
  * callers can `return cli_usage(...)`. */
 int cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Says "out of memory" as cli_error does; returns CLI_EXIT_FAIL. */
+int cli_oom(void);
 
 /* getopt_long's '?' / ':' cases, worded like the rest of our errors. */
 int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int optopt_now);
@@ -76,6 +81,10 @@ int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc
  * lets options follow arguments ("show 17 --json"). */
 int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help, bool permute, int argc, char **argv,
                         bool *ret_json);
+/* cli_parse_options, then the verb's one argument, a job id ("show 17", "eta 17"): -1 to go
+ * on with *ret_json and *ret_id set, else the exit code. */
+int cli_parse_one_job(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *ret_json,
+                      long long *ret_id);
 /* The same for a verb that takes no arguments either ("reservations", "token list"). */
 int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv,
                            bool *ret_json);
@@ -103,6 +112,24 @@ int cli_call_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool jso
  * when array_key is NULL.  Returns the exit code. */
 int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json, const char *array_key,
                        int (*print)(const json_t *what));
+
+/* A verb that takes no arguments and shows one GET ("reservations", "token list"), with at
+ * most one option of its own that the GET takes as its query ("schedule --hours N"). */
+struct cli_get_verb {
+        const char *verb, *help;
+        const char *target;    /* the API path it GETs */
+        const char *array_key; /* as cli_fetch_and_show's */
+        int (*print)(const json_t *what);
+        /* The option --NAME VALUE, sent as ?NAME=VALUE and named so in the reply's errors
+         * about the field NAME; NULL: none.  take checks VALUE: 0 with the text to send in
+         * *ret (malloc'ed), or the exit code of a usage error (cli_usage's). */
+        const char *option;
+        int (*take)(const char *arg, char **ret);
+        const char *value_default; /* sent without the option; NULL: nothing */
+};
+/* Parses argv as cli_parse_no_arguments (and v's option), then cli_fetch_and_show.  Returns
+ * the exit code. */
+int cli_run_get_verb(struct cli_ctx *ctx, const struct cli_get_verb *v, int argc, char **argv);
 
 /* A table of API objects, one row each (add_row may add lines under its row). */
 struct cli_rows {

@@ -283,3 +283,18 @@ int cli_print_json(const json_t *j) {
         fputc('\n', stdout);
         return 0;
 }
+
+int cli_text_open(struct cli_text *t) {
+        *t = (struct cli_text) { 0 };
+        t->f = open_memstream(&t->buf, &t->len);
+        return t->f ? 0 : -ENOMEM;
+}
+
+char *cli_text_take(struct cli_text *t, bool ok) {
+        if (fclose(t->f) != 0 || !ok) {
+                free(t->buf);
+                t->buf = NULL;
+        }
+        t->f = NULL;
+        return t->buf;
+}

@@ -8,6 +8,19 @@
 
 struct cli_table;
 
+/* Text written through a FILE into memory (open_memstream), for code that builds a string
+ * with fprintf. */
+struct cli_text {
+        FILE *f;
+        char *buf;
+        size_t len; /* what was written, once taken */
+};
+/* Opens t->f for writing: 0, or -ENOMEM. */
+int cli_text_open(struct cli_text *t);
+/* Closes t->f and hands out the text written, malloc'ed; NULL when writing it failed or when
+ * ok is false (the caller's own failure), the text then freed. */
+char *cli_text_take(struct cli_text *t, bool ok);
+
 /* A table with ncols columns titled headers (copied). */
 struct cli_table *cli_table_new(const char *const *headers, size_t ncols);
 /* Cells longer than width display columns are cut with an ellipsis. 0: no limit. */

@@ -11,28 +11,34 @@
 #include "cli/format.h"
 #include "core/job.h"
 
+/* The items of arr, each written by put, with sep between them: malloc'ed, "" for no array,
+ * NULL when out of memory. */
+static char *join_items(const json_t *arr, const char *sep, void (*put)(FILE *f, const json_t *item)) {
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
+                return NULL;
+        size_t i;
+        const json_t *v;
+        json_array_foreach(arr, i, v) {
+                if (i)
+                        fputs(sep, t.f);
+                put(t.f, v);
+        }
+        return cli_text_take(&t, true);
+}
+
+static void put_gpu(FILE *f, const json_t *g) {
+        if (json_is_integer(g))
+                fprintf(f, "%lld", (long long) json_integer_value(g));
+        else
+                fputc('?', f);
+}
+
 char *cli_job_gpu_list(const json_t *job) {
         const json_t *gpus = json_object_get(job, "gpus");
         if (!json_is_array(gpus) || json_array_size(gpus) == 0)
                 return strdup("-");
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
-                return NULL;
-        size_t i;
-        const json_t *g;
-        json_array_foreach(gpus, i, g) {
-                if (json_is_integer(g))
-                        fprintf(f, "%s%lld", i ? "," : "", (long long) json_integer_value(g));
-                else
-                        fprintf(f, "%s?", i ? "," : "");
-        }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return join_items(gpus, ",", put_gpu);
 }
 
 bool cli_job_waiting(const json_t *job) {
@@ -93,25 +99,12 @@ static void put_quoted(FILE *f, const char *s) {
         fputc('\'', f);
 }
 
+static void put_word(FILE *f, const json_t *w) {
+        put_quoted(f, json_is_string(w) ? json_string_value(w) : "?");
+}
+
 char *cli_job_command_line(const json_t *job) {
-        const json_t *cmd = json_object_get(job, "command");
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
-                return NULL;
-        size_t i;
-        const json_t *w;
-        json_array_foreach(cmd, i, w) {
-                if (i)
-                        fputc(' ', f);
-                put_quoted(f, json_is_string(w) ? json_string_value(w) : "?");
-        }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return join_items(json_object_get(job, "command"), " ", put_word);
 }
 
 const char *cli_job_user(const json_t *job, char *buf, size_t n) {
@@ -134,10 +127,8 @@ char *cli_self_uid(void) {
 }
 
 char *cli_normalize_states(const char *list, char **ret_bad) {
-        char *out = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&out, &len);
-        if (!f)
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
                 return NULL;
         const char *p = list;
         bool first = true;
@@ -147,19 +138,13 @@ char *cli_normalize_states(const char *list, char **ret_bad) {
                 enum gw_job_state s = word ? gw_job_state_from_name(word) : _GW_JOB_STATE_INVALID;
                 if (!word || s < 0 || !gw_job_state_name(s)) {
                         *ret_bad = TAKE_PTR(word);
-                        (void) fclose(f);
-                        free(out);
-                        return NULL;
+                        return cli_text_take(&t, false);
                 }
-                fprintf(f, "%s%s", first ? "" : ",", gw_job_state_name(s));
+                fprintf(t.f, "%s%s", first ? "" : ",", gw_job_state_name(s));
                 first = false;
                 if (!p[n])
                         break;
                 p += n + 1;
         }
-        if (fclose(f) != 0) {
-                free(out);
-                return NULL;
-        }
-        return out;
+        return cli_text_take(&t, true);
 }

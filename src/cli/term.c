@@ -220,11 +220,10 @@ static void put_line(FILE *f, bool first, const char *s, size_t len, unsigned co
 }
 
 char *cli_term_compose(const char *text, unsigned rows, unsigned cols) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
                 return NULL;
+        FILE *f = t.f;
         rows = rows > 0 ? rows : 1;
         size_t n = count_lines(text);
         size_t show = n <= rows ? n : rows - 1;
@@ -244,11 +243,7 @@ char *cli_term_compose(const char *text, unsigned rows, unsigned cols) {
                  * would make the clear eat the line's last character. */
                 fputs(show == 0 ? SEQ_CLEAR_BELOW : "\r\n" SEQ_CLEAR_BELOW, f);
         }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return cli_text_take(&t, true);
 }
 
 int cli_term_draw(const char *text, unsigned rows, unsigned cols) {

@@ -110,9 +110,17 @@ static void title(bool *shown) {
         *shown = true;
 }
 
+void cli_print_eta_ends(double eta, double err, time_t now) {
+        char left[64], bar[64], end[64];
+        printf("%s", cli_format_eta(eta, now, left, sizeof left));
+        if (isfinite(err) && err >= 1)
+                printf(" \xc2\xb1 %s", cli_format_secs(err, bar, sizeof bar));
+        printf(" (ends %s)", cli_format_end(eta, now, end, sizeof end));
+}
+
 static void epoch_line(const json_t *tr, time_t now, bool *shown) {
         long long done, total;
-        char eta[32], err[32], end[40], spe[32];
+        char eta[32], end[40], spe[32];
         bool has_done = cli_jint(tr, "epoch", &done), has_total = cli_jint(tr, "epochs", &total);
         double e = cli_jnum(tr, "eta"), er = cli_jnum(tr, "error_seconds"), s = cli_jnum(tr, "sec_per_epoch");
         if (!has_done && !isfinite(s))
@@ -128,10 +136,8 @@ static void epoch_line(const json_t *tr, time_t now, bool *shown) {
                 printf("   ETA overdue by %s (the run was due to end %s)", cli_format_secs(late, eta, sizeof eta),
                        cli_format_end(e, now, end, sizeof end));
         else if (isfinite(e)) {
-                printf("   ETA %s", cli_format_eta(e, now, eta, sizeof eta));
-                if (isfinite(er) && er >= 1)
-                        printf(" \xc2\xb1 %s", cli_format_secs(er, err, sizeof err));
-                printf(" (ends %s)", cli_format_end(e, now, end, sizeof end));
+                printf("   ETA ");
+                cli_print_eta_ends(e, er, now);
         } else
                 printf("   ETA -");
         if (isfinite(s))

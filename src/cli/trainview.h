@@ -11,6 +11,10 @@ char *cli_format_eta(double eta, time_t now, char *buf, size_t n);
 /* "~16:52" today, "~11-23 09:10" another day; "-" when null. */
 char *cli_format_end(double eta, time_t now, char *buf, size_t n);
 
+/* Prints "2h14m ± 6m (ends ~16:52)" for a finite eta on stdout: the error bar only once it is
+ * a second or more, no newline.  `gpuward show` and `gpuward eta` say it alike. */
+void cli_print_eta_ends(double eta, double err, time_t now);
+
 /* The queue's START cell: "~14:20" for a pending job's predicted start (core/predict.h),
  * "~14:20, latest 14:45" with its promise (latest_start), "by 14:45" when both are that minute,
  * "14:02" for a running job's start, "-" otherwise. */

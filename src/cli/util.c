@@ -217,6 +217,19 @@ int cli_parse_json_only(struct cli_ctx *ctx, const char *verb, const char *help,
         return cli_parse_options(ctx, &o, argc, argv, ret_json);
 }
 
+int cli_parse_one_job(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *ret_json,
+                      long long *ret_id) {
+        const char *verb = spec->verb;
+        int r = cli_parse_options(ctx, spec, argc, argv, ret_json);
+        if (r >= 0)
+                return r;
+        if (optind >= argc)
+                return cli_usage(verb, "which job? gpuward %s JOB", verb);
+        if (optind + 1 < argc)
+                return cli_usage(verb, "one job at a time (got '%s' too)", argv[optind + 1]);
+        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : -1;
+}
+
 int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv,
                            bool *ret_json) {
         const struct cli_options o = { .verb = verb, .help = help, .no_arguments = true };
@@ -226,9 +239,7 @@ int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *he
 int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds,
                     int argc, char **argv) {
         static const struct option opts[] = {
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
-                { 0 },
+                CLI_OPTIONS_END,
         };
         int c, r;
         optind = 0;
@@ -289,6 +300,54 @@ int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool js
                 r = print(what);
         }
         json_decref(reply);
+        return r;
+}
+
+int cli_oom(void) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAIL;
+}
+
+struct get_option {
+        const struct cli_get_verb *v;
+        char *value; /* the last one given wins */
+};
+
+static int take_get_option(void *userdata, int opt, const char *arg) {
+        struct get_option *g = userdata;
+        char *value = NULL;
+        (void) opt;
+        int r = g->v->take(arg, &value);
+        if (r == 0) {
+                free(g->value);
+                g->value = value;
+        }
+        return r;
+}
+
+static int fetch_with_option(struct cli_ctx *ctx, const struct cli_get_verb *v, bool json, const char *value) {
+        _cleanup_free_ char *target = strdup(v->target);
+        if (!target || (value && cli_query_add(&target, v->option, value) < 0))
+                return cli_oom();
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", v->option ? v->option : "");
+        const struct cli_field_alias aliases[] = { { v->option, flag }, { NULL, NULL } };
+        struct cli_call call = { .method = "GET", .target = target, .aliases = v->option ? aliases : NULL };
+        return cli_fetch_and_show(ctx, &call, json, v->array_key, v->print);
+}
+
+int cli_run_get_verb(struct cli_ctx *ctx, const struct cli_get_verb *v, int argc, char **argv) {
+        const struct option extra[] = { { v->option, required_argument, NULL, 0x100 }, { 0 } };
+        struct get_option g = { .v = v };
+        const struct cli_options spec = {
+                .verb = v->verb, .help = v->help, .no_arguments = true, .extra = v->option ? extra : NULL,
+                .on_option = v->option ? take_get_option : NULL, .userdata = &g,
+        };
+        bool json;
+        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
+        if (r < 0)
+                r = fetch_with_option(ctx, v, json, g.value ? g.value : v->value_default);
+        free(g.value);
         return r;
 }
 

@@ -106,7 +106,7 @@ static const char schedule_help[] =
         "  gpuward schedule --hours 12\n"
         "  gpuward schedule --json | jq '.segments[] | select(.kind == \"booking\")'\n";
 
-enum { OPT_GPUS = 0x100, OPT_START, OPT_DURATION, OPT_NAME, OPT_HOURS };
+enum { OPT_GPUS = 0x100, OPT_START, OPT_DURATION, OPT_NAME };
 
 struct reserve_opts {
         long long ngpus;
@@ -297,12 +297,11 @@ static int print_bookings(const json_t *bookings) {
 }
 
 int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv) {
-        bool json;
-        int r = cli_parse_no_arguments(ctx, "reservations", reservations_help, argc, argv, &json);
-        if (r >= 0)
-                return r;
-        struct cli_call call = { .method = "GET", .target = "/api/v1/bookings" };
-        return cli_fetch_and_show(ctx, &call, json, "bookings", print_bookings);
+        static const struct cli_get_verb v = {
+                .verb = "reservations", .help = reservations_help, .target = "/api/v1/bookings",
+                .array_key = "bookings", .print = print_bookings,
+        };
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }
 
 int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv) {
@@ -328,33 +327,18 @@ static int print_chart(const json_t *reply) {
         return CLI_EXIT_OK;
 }
 
-static int on_hours(void *userdata, int opt, const char *arg) {
-        if (gw_parse_int(arg, 1, SCHEDULE_HOURS_MAX, userdata) < 0)
+static int take_hours(const char *arg, char **ret) {
+        long long hours;
+        if (gw_parse_int(arg, 1, SCHEDULE_HOURS_MAX, &hours) < 0)
                 return cli_usage("schedule", "--hours: '%s' is not a number of hours from 1 to %d", arg,
                                  SCHEDULE_HOURS_MAX);
-        return 0;
+        return asprintf(ret, "%lld", hours) < 0 ? cli_oom() : 0;
 }
 
 int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option extra[] = {
-                { "hours", required_argument, NULL, OPT_HOURS },
-                { 0 },
+        static const struct cli_get_verb v = {
+                .verb = "schedule", .help = schedule_help, .target = "/api/v1/schedule", .print = print_chart,
+                .option = "hours", .take = take_hours,
         };
-        long long hours = 0;
-        const struct cli_options spec = {
-                .verb = "schedule", .help = schedule_help, .extra = extra, .no_arguments = true,
-                .on_option = on_hours, .userdata = &hours,
-        };
-        bool json;
-        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (early >= 0)
-                return early;
-        char target[64];
-        if (hours)
-                snprintf(target, sizeof(target), "/api/v1/schedule?hours=%lld", hours);
-        else
-                snprintf(target, sizeof(target), "/api/v1/schedule");
-        static const struct cli_field_alias aliases[] = { { "hours", "--hours" }, { NULL, NULL } };
-        struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
-        return cli_fetch_and_show(ctx, &call, json, NULL, print_chart);
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }

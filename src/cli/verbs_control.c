@@ -128,9 +128,7 @@ static int parse_control(struct control *c, struct cli_ctx *ctx, int argc, char 
                 { "user", required_argument, NULL, OPT_USER },
                 { "name", required_argument, NULL, OPT_NAME },
                 { "state", required_argument, NULL, OPT_STATE },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
-                { 0 },
+                CLI_OPTIONS_END,
         };
         int k, r;
         c->json = ctx->json;

@@ -301,11 +301,10 @@ static void put_utf8(FILE *out, const unsigned char *p, size_t n) {
 }
 
 static int json_log(struct cli_ctx *ctx, struct log_state *st) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        if (!f)
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
                 return CLI_EXIT_FAIL;
+        FILE *f = t.f;
         int r;
         for (;;) {
                 struct cli_http_response resp;
@@ -318,7 +317,9 @@ static int json_log(struct cli_ctx *ctx, struct log_state *st) {
                 if (n < LOG_CHUNK || (size_t) ftell(f) >= JSON_LOG_MAX)
                         break;
         }
-        if (fclose(f) != 0 && !r)
+        _cleanup_free_ char *text = cli_text_take(&t, !r);
+        size_t len = t.len;
+        if (!r && !text)
                 r = CLI_EXIT_FAIL;
         if (!r) {
                 json_t *o = json_pack("{s:I, s:o?, s:s?, s:I, s:s%}", "id", (json_int_t) st->id, "attempt",
@@ -328,7 +329,6 @@ static int json_log(struct cli_ctx *ctx, struct log_state *st) {
                 r = o && cli_print_json(o) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
                 json_decref(o);
         }
-        free(text);
         return r;
 }
 

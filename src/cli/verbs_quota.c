@@ -60,8 +60,6 @@ static const char quota_set_help[] =
         "  gpuward admin quota set alice max_gpus=unset\n"
         "  gpuward quota --user alice      # what alice gets now\n";
 
-enum { OPT_USER = 0x100 };
-
 /* The limits in the order the docs list them, then any key this CLI does not know. */
 static int add_limit_rows(struct cli_table *t, const json_t *limits) {
         for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++) {
@@ -113,35 +111,19 @@ static int print_quota(const json_t *reply) {
         return CLI_EXIT_OK;
 }
 
-static int on_user(void *userdata, int opt, const char *arg) {
+static int take_user(const char *arg, char **ret) {
         if (!*arg)
                 return cli_usage("quota", "--user: the user name is empty");
-        *(const char **) userdata = arg;
-        return 0;
+        *ret = strdup(arg);
+        return *ret ? 0 : cli_oom();
 }
 
 int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv) {
-        static const struct option extra[] = {
-                { "user", required_argument, NULL, OPT_USER },
-                { 0 },
+        static const struct cli_get_verb v = {
+                .verb = "quota", .help = quota_help, .target = "/api/v1/quota", .print = print_quota,
+                .option = "user", .take = take_user,
         };
-        const char *user = NULL;
-        const struct cli_options spec = {
-                .verb = "quota", .help = quota_help, .extra = extra, .no_arguments = true,
-                .on_option = on_user, .userdata = &user,
-        };
-        bool json;
-        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (early >= 0)
-                return early;
-        _cleanup_free_ char *target = strdup("/api/v1/quota");
-        if (!target || (user && cli_query_add(&target, "user", user) < 0)) {
-                cli_error("out of memory");
-                return CLI_EXIT_FAIL;
-        }
-        static const struct cli_field_alias aliases[] = { { "user", "--user" }, { NULL, NULL } };
-        struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
-        return cli_fetch_and_show(ctx, &call, json, NULL, print_quota);
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }
 
 /* USER, @GROUP or default: what gpuwardd takes as a subject (it checks the rest). */

@@ -72,31 +72,17 @@ static int print_report(const json_t *reply) {
         return cli_print_rows(&rows, users);
 }
 
-static int on_days(void *userdata, int opt, const char *arg) {
-        (void) opt;
-        if (gw_parse_int(arg, 1, REPORT_DAYS_MAX, userdata) < 0)
+static int take_days(const char *arg, char **ret) {
+        long long days;
+        if (gw_parse_int(arg, 1, REPORT_DAYS_MAX, &days) < 0)
                 return cli_usage("report", "--days: '%s' is not a number of days from 1 to %d", arg, REPORT_DAYS_MAX);
-        return 0;
+        return asprintf(ret, "%lld", days) < 0 ? cli_oom() : 0;
 }
 
 int cli_verb_report(struct cli_ctx *ctx, int argc, char **argv) {
-        enum { OPT_DAYS = 0x100 };
-        static const struct option extra[] = {
-                { "days", required_argument, NULL, OPT_DAYS },
-                { 0 },
+        static const struct cli_get_verb v = {
+                .verb = "report", .help = report_help, .target = "/api/v1/usage", .print = print_report,
+                .option = "days", .take = take_days, .value_default = "7",
         };
-        long long days = 7;
-        const struct cli_options spec = {
-                .verb = "report", .help = report_help, .extra = extra, .no_arguments = true,
-                .on_option = on_days, .userdata = &days,
-        };
-        bool json;
-        int early = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (early >= 0)
-                return early;
-        char target[48];
-        snprintf(target, sizeof target, "/api/v1/usage?days=%lld", days);
-        static const struct cli_field_alias aliases[] = { { "days", "--days" }, { NULL, NULL } };
-        struct cli_call call = { .method = "GET", .target = target, .aliases = aliases };
-        return cli_fetch_and_show(ctx, &call, json, NULL, print_report);
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }

@@ -156,25 +156,15 @@ static const char *attempt_outcome(const char *cls) {
 
 /* Attempt lines are composed in a memstream, then printed neutralised: evidence is text
  * from a log. */
-struct line {
-        FILE *f;
-        char *buf;
-        size_t len;
-};
-
-static bool line_begin(struct line *l) {
-        *l = (struct line) { 0 };
-        l->f = open_memstream(&l->buf, &l->len);
-        return l->f != NULL;
+static bool line_begin(struct cli_text *l) {
+        return cli_text_open(l) == 0;
 }
 
-static void line_end(struct line *l) {
-        if (fclose(l->f) == 0) {
-                _cleanup_free_ char *safe = cli_sanitize(l->buf);
-                if (safe)
-                        printf("%s\n", safe);
-        }
-        free(l->buf);
+static void line_end(struct cli_text *l) {
+        _cleanup_free_ char *text = cli_text_take(l, true);
+        _cleanup_free_ char *safe = text ? cli_sanitize(text) : NULL;
+        if (safe)
+                printf("%s\n", safe);
 }
 
 /* "GPUs 2,3  13:00:01-16:41:07" */
@@ -187,13 +177,17 @@ static void put_run(FILE *f, const json_t *o, double start, double end, time_t n
 
 /* Under an attempt line: the checkpoint it started from and the epoch that checkpoint
  * holds (what the attempt before reached). */
+/* The column under an attempt line's text ("  attempt 12  "). */
+static int attempt_indent(long long k) {
+        char num[32];
+        return 2 + (int) strlen("attempt ") + snprintf(num, sizeof(num), "%lld", k) + 2;
+}
+
 static void put_resumed(long long k, const char *verb, const char *path, long long epoch) {
-        struct line l;
+        struct cli_text l;
         if (!path || !*path || !line_begin(&l))
                 return;
-        char num[32];
-        int indent = 2 + (int) strlen("attempt ") + snprintf(num, sizeof(num), "%lld", k) + 2;
-        fprintf(l.f, "%*s%s %s", indent, "", verb, path);
+        fprintf(l.f, "%*s%s %s", attempt_indent(k), "", verb, path);
         if (epoch >= 0)
                 fprintf(l.f, " (epoch %lld)", epoch);
         line_end(&l);
@@ -203,12 +197,11 @@ static void put_resumed(long long k, const char *verb, const char *path, long lo
 static void put_where(const json_t *a, long long k) {
         long long sid = 0;
         const char *node = cli_jstr(a, "node");
-        struct line l;
+        struct cli_text l;
         if (!cli_jint(a, "slurm_job", &sid) || !line_begin(&l))
                 return;
-        char num[32];
-        int indent = 2 + (int) strlen("attempt ") + snprintf(num, sizeof(num), "%lld", k) + 2;
-        fprintf(l.f, "%*sran on %s as Slurm job %lld", indent, "", node && *node ? node : "(no node yet)", sid);
+        fprintf(l.f, "%*sran on %s as Slurm job %lld", attempt_indent(k), "", node && *node ? node : "(no node yet)",
+                sid);
         line_end(&l);
 }
 
@@ -216,7 +209,7 @@ static void put_where(const json_t *a, long long k) {
 static void put_finished(const json_t *a, long long k, const char *outcome, long long prev_epoch, time_t now) {
         const char *cls = cli_jstr(a, "class");
         const char *evidence = cli_jstr(a, "evidence");
-        struct line l;
+        struct cli_text l;
         if (!line_begin(&l))
                 return;
         fprintf(l.f, "  attempt %lld  ", k);
@@ -238,7 +231,7 @@ static void put_current(const json_t *job, long long k, double prev_end, long lo
         const char *reason = cli_jstr(job, "reason");
         enum gw_job_state st = gw_job_state_from_name(state ? state : "");
         bool waiting = cli_job_waiting(job);
-        struct line l;
+        struct cli_text l;
         if (!line_begin(&l))
                 return;
         fprintf(l.f, "  attempt %lld  ", k);
@@ -395,30 +388,22 @@ static void show_job(const json_t *job) {
         show_events(job, now);
 }
 
+static int print_job(const json_t *job, void *userdata) {
+        (void) userdata;
+        show_job(job);
+        return CLI_EXIT_OK;
+}
+
 int cli_verb_show(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct cli_options spec = { .verb = "show", .help = show_help };
         bool json;
-        int early = cli_parse_json_only(ctx, "show", show_help, true, argc, argv, &json);
+        long long id;
+        int early = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
         if (early >= 0)
                 return early;
-        if (optind >= argc)
-                return cli_usage("show", "which job? gpuward show JOB");
-        if (optind + 1 < argc)
-                return cli_usage("show", "one job at a time (got '%s' too)", argv[optind + 1]);
-        long long id;
-        if (cli_parse_job_id("show", argv[optind], &id) < 0)
-                return CLI_EXIT_USAGE;
 
         char target[64];
         snprintf(target, sizeof(target), "/api/v1/jobs/%lld", id);
         struct cli_call call = { .method = "GET", .target = target };
-        json_t *job = NULL;
-        int r = cli_api_json(ctx, &call, &job);
-        if (r)
-                return r;
-        if (json)
-                r = cli_print_json(job) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        else
-                show_job(job);
-        json_decref(job);
-        return r;
+        return cli_call_and_show(ctx, &call, json, print_job, NULL);
 }

@@ -252,12 +252,11 @@ static int print_tokens(const json_t *tokens) {
 }
 
 static int run_list(struct cli_ctx *ctx, int argc, char **argv) {
-        bool json;
-        int r = cli_parse_no_arguments(ctx, "token list", list_help, argc, argv, &json);
-        if (r >= 0)
-                return r;
-        struct cli_call call = { .method = "GET", .target = "/api/v1/tokens" };
-        return cli_fetch_and_show(ctx, &call, json, "tokens", print_tokens);
+        static const struct cli_get_verb v = {
+                .verb = "token list", .help = list_help, .target = "/api/v1/tokens", .array_key = "tokens",
+                .print = print_tokens,
+        };
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }
 
 static int run_revoke(struct cli_ctx *ctx, int argc, char **argv) {
@@ -337,10 +336,8 @@ static int print_whoami(const json_t *me) {
 }
 
 int cli_verb_whoami(struct cli_ctx *ctx, int argc, char **argv) {
-        bool json;
-        int early = cli_parse_no_arguments(ctx, "whoami", whoami_help, argc, argv, &json);
-        if (early >= 0)
-                return early;
-        struct cli_call call = { .method = "GET", .target = "/api/v1/whoami" };
-        return cli_fetch_and_show(ctx, &call, json, NULL, print_whoami);
+        static const struct cli_get_verb v = {
+                .verb = "whoami", .help = whoami_help, .target = "/api/v1/whoami", .print = print_whoami,
+        };
+        return cli_run_get_verb(ctx, &v, argc, argv);
 }

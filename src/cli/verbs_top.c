@@ -89,9 +89,7 @@ static int parse_top_opts(struct cli_ctx *ctx, int argc, char **argv, struct top
         static const struct option opts[] = {
                 { "interval", required_argument, NULL, OPT_INTERVAL },
                 { "once", no_argument, NULL, OPT_ONCE },
-                { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,
-                { 0 },
+                CLI_OPTIONS_END,
         };
         int c, r;
         optind = 0;
@@ -237,11 +235,10 @@ static void print_header(const struct top_snapshot *s, FILE *f) {
  * the refresh rate and how to quit.  The GPU table fits width columns (0: any).
  * malloc'ed; NULL when out of memory. */
 static char *render(const struct top_snapshot *s, const struct top_opts *o, bool live, unsigned width) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
+        struct cli_text t;
+        if (cli_text_open(&t) < 0)
                 return NULL;
+        FILE *f = t.f;
         int r = 0;
         print_header(s, f);
         if (live)
@@ -255,11 +252,7 @@ static char *render(const struct top_snapshot *s, const struct top_opts *o, bool
                 if (r >= 0)
                         r = print_jobs(json_object_get(s->jobs, "jobs"), s->at, f);
         }
-        if (fclose(f) != 0 || r < 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return cli_text_take(&t, r >= 0);
 }
 
 static int run_once(struct cli_ctx *ctx, const struct top_opts *o) {
@@ -282,14 +275,10 @@ static int run_once(struct cli_ctx *ctx, const struct top_opts *o) {
 
 /* One refresh for the live view: errors become the screen's error line. */
 static void live_fetch(struct cli_ctx *ctx, struct top_snapshot *s, const struct top_opts *o) {
-        char *err = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&err, &len);
-        int r = snapshot_fetch(ctx, s, LIVE_CALL_TIMEOUT, f ? f : stderr);
-        if (f && fclose(f) != 0) {
-                free(err);
-                err = NULL;
-        }
+        struct cli_text t;
+        bool captured = cli_text_open(&t) == 0;
+        int r = snapshot_fetch(ctx, s, LIVE_CALL_TIMEOUT, captured ? t.f : stderr);
+        char *err = captured ? cli_text_take(&t, true) : NULL;
         if (r != CLI_EXIT_OK) {
                 if (err)
                         err[strcspn(err, "\n")] = '\0';

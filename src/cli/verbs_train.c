@@ -67,24 +67,27 @@ static const char restore_help[] =
         "Example:\n"
         "  gpuward restore 41 --snapshot 3 --to ./weights/best-epoch31.pt\n";
 
-static int one_job(const char *verb, int argc, char **argv, long long *ret_id) {
-        if (optind >= argc)
-                return cli_usage(verb, "which job? gpuward %s JOB", verb);
-        if (optind + 1 < argc)
-                return cli_usage(verb, "one job at a time (got '%s' too)", argv[optind + 1]);
-        return cli_parse_job_id(verb, argv[optind], ret_id) < 0 ? CLI_EXIT_USAGE : 0;
-}
-
-static int get_json(struct cli_ctx *ctx, const char *target, long long id, json_t **ret) {
+/* GETs target, about job id, and shows the reply: as it came with json, else print's way. */
+static int get_and_show(struct cli_ctx *ctx, const char *target, long long id, bool json,
+                        int (*print)(const json_t *reply, void *userdata)) {
         char subject[48];
         snprintf(subject, sizeof subject, "job %lld", id);
         struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        return cli_api_json(ctx, &call, ret);
+        return cli_call_and_show(ctx, &call, json, print, &id);
 }
 
 /* ---- eta ---- */
 
 /* A queued job: when it should start, and what that rests on. */
+/* Prints t under title and frees it; nothing when building it ran out of memory (t NULL). */
+static void print_titled(struct cli_table *t, const char *title) {
+        if (!t)
+                return;
+        fputs(title, stdout);
+        cli_table_print(t, stdout);
+        cli_table_free(t);
+}
+
 static void print_prediction(const json_t *o, const json_t *pr, time_t now) {
         long long id = 0;
         char buf[48];
@@ -107,11 +110,7 @@ static void print_prediction(const json_t *o, const json_t *pr, time_t now) {
                 if (t && cli_table_add(t, cells) < 0)
                         break;
         }
-        if (t) {
-                printf("\n");
-                cli_table_print(t, stdout);
-                cli_table_free(t);
-        }
+        print_titled(t, "\n");
 }
 
 static void print_eta(const json_t *o, time_t now) {
@@ -135,10 +134,9 @@ static void print_eta(const json_t *o, time_t now) {
                        "usual length (hung?)\n", cli_format_secs(late, buf, sizeof buf),
                        cli_format_end(eta, now, buf2, sizeof buf2));
         else if (isfinite(eta)) {
-                printf("ETA:          %s", cli_format_eta(eta, now, buf, sizeof buf));
-                if (isfinite(err) && err >= 1)
-                        printf(" \xc2\xb1 %s", cli_format_secs(err, buf2, sizeof buf2));
-                printf(" (ends %s)\n", cli_format_end(eta, now, buf, sizeof buf));
+                printf("ETA:          ");
+                cli_print_eta_ends(eta, err, now);
+                printf("\n");
         } else
                 printf("ETA:          none: %s\n", why ? why : "unknown");
         long long timed = 0;
@@ -187,40 +185,37 @@ static void print_eta(const json_t *o, time_t now) {
                 if (t && cli_table_add(t, cells) < 0)
                         break;
         }
-        if (t) {
-                printf("\nRecent epochs:\n");
-                cli_table_print(t, stdout);
-                cli_table_free(t);
-        }
+        print_titled(t, "\nRecent epochs:\n");
+}
+
+/* A queued job's reply has a prediction; a running one's an ETA. */
+static int print_eta_reply(const json_t *o, void *userdata) {
+        const json_t *pr = json_object_get(o, "prediction");
+        (void) userdata;
+        if (json_is_object(pr))
+                print_prediction(o, pr, time(NULL));
+        else
+                print_eta(o, time(NULL));
+        return CLI_EXIT_OK;
 }
 
 int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
+        static const struct cli_options spec = { .verb = "eta", .help = eta_help };
         bool json;
-        int early = cli_parse_json_only(ctx, "eta", eta_help, true, argc, argv, &json);
-        if (early >= 0)
-                return early;
         long long id;
-        int r = one_job("eta", argc, argv, &id);
-        if (r)
+        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r >= 0)
                 return r;
         char target[64];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/eta", id);
-        json_t *o = NULL;
-        if ((r = get_json(ctx, target, id, &o)))
-                return r;
-        if (json)
-                r = cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-        else if (json_is_object(json_object_get(o, "prediction")))
-                print_prediction(o, json_object_get(o, "prediction"), time(NULL));
-        else
-                print_eta(o, time(NULL));
-        json_decref(o);
-        return r;
+        return get_and_show(ctx, target, id, json, print_eta_reply);
 }
 
 /* ---- snapshots ---- */
 
-static int print_snapshots(const json_t *o, long long id, time_t now) {
+static int print_snapshots(const json_t *o, void *userdata) {
+        long long id = *(const long long *) userdata;
+        time_t now = time(NULL);
         const json_t *arr = json_object_get(o, "snapshots");
         if (json_array_size(arr) == 0) {
                 printf("Job %lld has no snapshots (none of its weights/best.pt or last.pt was seen complete).\n", id);
@@ -276,21 +271,13 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
         const struct cli_options spec = {
                 .verb = "snapshots", .help = snapshots_help, .extra = extra, .on_option = on_all, .userdata = &all,
         };
-        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (r >= 0)
-                return r;
         long long id;
-        r = one_job("snapshots", argc, argv, &id);
-        if (r)
+        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r >= 0)
                 return r;
         char target[80];
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/snapshots%s", id, all ? "?all=1" : "");
-        json_t *o = NULL;
-        if ((r = get_json(ctx, target, id, &o)))
-                return r;
-        r = json ? (cli_print_json(o) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK) : print_snapshots(o, id, time(NULL));
-        json_decref(o);
-        return r;
+        return get_and_show(ctx, target, id, json, print_snapshots);
 }
 
 /* ---- restore ---- */
@@ -333,12 +320,9 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
                 .userdata = &opt,
         };
         bool json;
-        int r = cli_parse_options(ctx, &spec, argc, argv, &json);
-        if (r >= 0)
-                return r;
         long long id;
-        r = one_job("restore", argc, argv, &id);
-        if (r)
+        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r >= 0)
                 return r;
         if (!opt.seq)
                 return cli_usage("restore", "which snapshot? --snapshot N (gpuward snapshots %lld)", id);

@@ -1,10 +1,11 @@
 #include "core/ckpt.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "base/text.h"
 
 #define SIG_EOCD     UINT32_C(0x06054b50) /* PK\5\6 end of central directory */
 #define SIG_Z64_LOC  UINT32_C(0x07064b50) /* PK\6\7 zip64 end of central directory locator */
@@ -27,16 +28,6 @@ static uint32_t le32(const uint8_t *p) {
 
 static uint64_t le64(const uint8_t *p) { return (uint64_t) le32(p) | (uint64_t) le32(p + 4) << 32; }
 
-__attribute__((format(printf, 3, 4))) static void say(char *why, size_t n, const char *fmt, ...) {
-        va_list ap;
-
-        if (!why || n == 0)
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(why, n, fmt, ap);
-        va_end(ap);
-}
-
 /* What the end records say. */
 struct zip_end {
         uint64_t entries;
@@ -46,7 +37,7 @@ struct zip_end {
 };
 
 static int bad(char *why, size_t n, const char *msg) {
-        say(why, n, "%s", msg);
+        gw_say(why, n, "%s", msg);
         return -EBADMSG;
 }
 
@@ -64,7 +55,7 @@ static int read_zip64(const uint8_t *tail, size_t tail_len, uint64_t base, size_
                 return bad(why, n, "zip64 end record points past its locator");
         if (off < base) {
                 z->need = base + tail_len - off;
-                say(why, n, "zip64: not checked (its end record lies outside the tail)");
+                gw_say(why, n, "zip64: not checked (its end record lies outside the tail)");
                 return 1;
         }
         r = tail + (off - base);
@@ -214,8 +205,8 @@ static int walk(const uint8_t *tail, size_t tail_len, uint64_t file_size, const 
                 size_t nlen, xlen, clen;
 
                 if (end - pos < CDH_LEN || le32(h) != SIG_CDH) {
-                        say(why, n, "central directory entry %llu of %llu is missing", (unsigned long long) k,
-                            (unsigned long long) z->entries);
+                        gw_say(why, n, "central directory entry %llu of %llu is missing", (unsigned long long) k,
+                               (unsigned long long) z->entries);
                         return -EBADMSG;
                 }
                 csize = le32(h + 20);
@@ -226,38 +217,38 @@ static int walk(const uint8_t *tail, size_t tail_len, uint64_t file_size, const 
                 loff = le32(h + 42);
                 entry_name(h + CDH_LEN, nlen, end - pos - CDH_LEN, name, sizeof(name));
                 if (end - pos - CDH_LEN < nlen + xlen + clen) {
-                        say(why, n, "central directory entry %llu ('%s') runs past the directory",
-                            (unsigned long long) k, name);
+                        gw_say(why, n, "central directory entry %llu ('%s') runs past the directory",
+                               (unsigned long long) k, name);
                         return -EBADMSG;
                 }
                 if (zip64_extra(h + CDH_LEN + nlen, xlen, &usize, &csize, &loff) < 0) {
-                        say(why, n, "entry %llu ('%s'): bad or missing zip64 extra field", (unsigned long long) k,
-                            name);
+                        gw_say(why, n, "entry %llu ('%s'): bad or missing zip64 extra field", (unsigned long long) k,
+                               name);
                         return -EBADMSG;
                 }
                 if (loff >= file_size) {
-                        say(why, n, "entry %llu ('%s') points past the end of the file", (unsigned long long) k,
-                            name);
+                        gw_say(why, n, "entry %llu ('%s') points past the end of the file", (unsigned long long) k,
+                               name);
                         return -EBADMSG;
                 }
                 /* The local header, name and data come before the central directory (the
                  * local extra field may differ in length from the central one: not counted). */
                 if (loff > z->cd_off || z->cd_off - loff < LFH_LEN || z->cd_off - loff - LFH_LEN < nlen ||
                     z->cd_off - loff - LFH_LEN - nlen < csize) {
-                        say(why, n, "entry %llu ('%s') overlaps the central directory", (unsigned long long) k,
-                            name);
+                        gw_say(why, n, "entry %llu ('%s') overlaps the central directory", (unsigned long long) k,
+                               name);
                         return -EBADMSG;
                 }
                 if (loff >= base && le32(tail + (loff - base)) != SIG_LFH) {
-                        say(why, n, "entry %llu ('%s'): no local header at offset %llu", (unsigned long long) k,
-                            name, (unsigned long long) loff);
+                        gw_say(why, n, "entry %llu ('%s'): no local header at offset %llu", (unsigned long long) k,
+                               name, (unsigned long long) loff);
                         return -EBADMSG;
                 }
                 pos += CDH_LEN + nlen + xlen + clen;
         }
         if (pos != end)
                 return bad(why, n, "central directory holds more than its entry count");
-        say(why, n, "complete: %llu entries", (unsigned long long) z->entries);
+        gw_say(why, n, "complete: %llu entries", (unsigned long long) z->entries);
         return 0;
 }
 
@@ -266,7 +257,7 @@ int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char
         int r;
 
         if ((uint64_t) tail_len > file_size || (!tail && tail_len > 0)) {
-                say(why, n, "invalid arguments: the tail is longer than the file");
+                gw_say(why, n, "invalid arguments: the tail is longer than the file");
                 return -EINVAL;
         }
         if (file_size == 0)
@@ -275,10 +266,10 @@ int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char
         if (r != 0)
                 return r;
         if (z.cd_off < file_size - tail_len) {
-                say(why, n,
-                    "end records consistent; central directory (%llu entries, %llu bytes) not in the "
-                    "tail: entries not walked",
-                    (unsigned long long) z.entries, (unsigned long long) z.cd_size);
+                gw_say(why, n,
+                       "end records consistent; central directory (%llu entries, %llu bytes) not in the "
+                       "tail: entries not walked",
+                       (unsigned long long) z.entries, (unsigned long long) z.cd_size);
                 return 1;
         }
         return walk(tail, tail_len, file_size, &z, why, n);
@@ -292,7 +283,7 @@ int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail
         /* A tail of one big tensor's bytes shows no header; the file's first does. */
         if (r == -EBADMSG && strcmp(w, NOT_ZIP) == 0 && head && head_len >= 4 && le32(head) == SIG_LFH)
                 snprintf(w, sizeof(w), "%s", CUT_ZIP);
-        say(why, n, "%s", w);
+        gw_say(why, n, "%s", w);
         return r;
 }
 

@@ -1,8 +1,9 @@
 #include "core/quota.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "base/text.h"
 
 #include "base/parse.h"
 
@@ -24,17 +25,6 @@ static const struct {
         [GW_QUOTA_MAX_BOOKING_GPUS] = {"max_booking_gpus", COUNT},
         [GW_QUOTA_BOOKING_HORIZON_HOURS] = {"booking_horizon_hours", HOURS},
 };
-
-static void say(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *msg, size_t n, const char *fmt, ...) {
-        va_list ap;
-
-        if (!msg || n == 0)
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(msg, n, fmt, ap);
-        va_end(ap);
-}
 
 const char *gw_quota_key_name(enum gw_quota_key k) {
         return k >= 0 && k < _GW_QUOTA_KEY_MAX ? keys[k].name : NULL;
@@ -81,7 +71,7 @@ int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, c
         gw_usec_t d;
 
         if (k < 0 || k >= _GW_QUOTA_KEY_MAX || !value || !ret) {
-                say(msg, msg_size, "invalid quota setting");
+                gw_say(msg, msg_size, "invalid quota setting");
                 return -EINVAL;
         }
         if (strcmp(value, "unlimited") == 0 || strcmp(value, "none") == 0) {
@@ -120,8 +110,8 @@ int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, c
                 [HOURS] = "a number of hours or a duration such as 90m or 2d",
                 [GPU_HOURS] = "a whole number of GPU-hours",
         };
-        say(msg, msg_size, "%s: '%.32s' is not %s (or unlimited, unset)", keys[k].name, value,
-            expect[keys[k].kind]);
+        gw_say(msg, msg_size, "%s: '%.32s' is not %s (or unlimited, unset)", keys[k].name, value,
+               expect[keys[k].kind]);
         return -EINVAL;
 }
 
@@ -133,31 +123,31 @@ int gw_quota_parse_setting(struct gw_quota *q, const char *setting, char *msg, s
         int k;
 
         if (!q || !setting) {
-                say(msg, msg_size, "invalid quota setting");
+                gw_say(msg, msg_size, "invalid quota setting");
                 return -EINVAL;
         }
         eq = strchr(setting, '=');
         if (!eq) {
-                say(msg, msg_size, "'%.48s': expected KEY=VALUE, e.g. max_gpus=4", setting);
+                gw_say(msg, msg_size, "'%.48s': expected KEY=VALUE, e.g. max_gpus=4", setting);
                 return -EINVAL;
         }
         klen = (size_t) (eq - setting);
         if (klen == 0 || klen >= sizeof(key)) {
-                say(msg, msg_size, "'%.48s': expected KEY=VALUE, e.g. max_gpus=4", setting);
+                gw_say(msg, msg_size, "'%.48s': expected KEY=VALUE, e.g. max_gpus=4", setting);
                 return -EINVAL;
         }
         memcpy(key, setting, klen);
         key[klen] = '\0';
         k = gw_quota_key_from_name(key);
         if (k < 0) {
-                say(msg, msg_size,
-                    "unknown quota key '%s' (known: max_gpus, max_pending_jobs, max_time_limit, "
-                    "max_gpu_hours_7d, max_booking_hours, max_booking_gpus, booking_horizon_hours)",
-                    key);
+                gw_say(msg, msg_size,
+                       "unknown quota key '%s' (known: max_gpus, max_pending_jobs, max_time_limit, "
+                       "max_gpu_hours_7d, max_booking_hours, max_booking_gpus, booking_horizon_hours)",
+                       key);
                 return -EINVAL;
         }
         if (eq[1] == '\0') {
-                say(msg, msg_size, "%s: missing value (use unset to clear it)", key);
+                gw_say(msg, msg_size, "%s: missing value (use unset to clear it)", key);
                 return -EINVAL;
         }
         if (gw_quota_parse_value((enum gw_quota_key) k, eq + 1, &v, msg, msg_size) < 0)
@@ -262,18 +252,18 @@ static int check_wait(const struct gw_quota *l, const struct gw_quota_usage *u, 
         int64_t max_gh = l->v[GW_QUOTA_MAX_GPU_HOURS_7D];
 
         if (max_gpus != GW_QUOTA_UNLIMITED && u->gpus_running + ngpus > max_gpus) {
-                say(msg, n, "Quota: max_gpus is %lld; %lld GPU%s in use and the job asks %lld",
-                    (long long) max_gpus, (long long) u->gpus_running,
-                    u->gpus_running == 1 ? "" : "s", (long long) ngpus);
+                gw_say(msg, n, "Quota: max_gpus is %lld; %lld GPU%s in use and the job asks %lld",
+                       (long long) max_gpus, (long long) u->gpus_running,
+                       u->gpus_running == 1 ? "" : "s", (long long) ngpus);
                 return GW_QUOTA_WAIT;
         }
         if (max_gh != GW_QUOTA_UNLIMITED && u->gpu_time_7d >= max_gh) {
-                say(msg, n, "Quota: max_gpu_hours_7d is %s; %s used in the last 7 days",
-                    gw_quota_format_value(GW_QUOTA_MAX_GPU_HOURS_7D, max_gh, a, sizeof(a)),
-                    format_gpu_hours(u->gpu_time_7d, b, sizeof(b)));
+                gw_say(msg, n, "Quota: max_gpu_hours_7d is %s; %s used in the last 7 days",
+                       gw_quota_format_value(GW_QUOTA_MAX_GPU_HOURS_7D, max_gh, a, sizeof(a)),
+                       format_gpu_hours(u->gpu_time_7d, b, sizeof(b)));
                 return GW_QUOTA_WAIT;
         }
-        say(msg, n, "%s", "");
+        gw_say(msg, n, "%s", "");
         return GW_QUOTA_OK;
 }
 
@@ -305,8 +295,8 @@ int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_us
         }
         if (n_holders > GW_QUOTA_HOLDERS_SHOWN && used < sizeof(ids))
                 (void) snprintf(ids + used, sizeof(ids) - used, ", ...");
-        say(buf, n, "Quota: max_gpus=%lld, %lld in use%s%s", (long long) max_gpus, (long long) u->gpus_running,
-            n_holders > 1 ? " by jobs " : n_holders ? " by job " : "", ids);
+        gw_say(buf, n, "Quota: max_gpus=%lld, %lld in use%s%s", (long long) max_gpus, (long long) u->gpus_running,
+               n_holders > 1 ? " by jobs " : n_holders ? " by job " : "", ids);
         if (ngpus > 1) {
                 size_t l = strlen(buf);
                 (void) snprintf(buf + l, n - l, "; the job asks %lld", (long long) ngpus);
@@ -323,21 +313,21 @@ int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_u
                 return -EINVAL;
         v = limits->v;
         if (v[GW_QUOTA_MAX_TIME_LIMIT] != GW_QUOTA_UNLIMITED && time_limit > v[GW_QUOTA_MAX_TIME_LIMIT]) {
-                say(msg, msg_size, "max_time_limit is %s; the job asks %s",
-                    gw_quota_format_value(GW_QUOTA_MAX_TIME_LIMIT, v[GW_QUOTA_MAX_TIME_LIMIT], a, sizeof(a)),
-                    gw_format_duration(time_limit, b, sizeof(b)));
+                gw_say(msg, msg_size, "max_time_limit is %s; the job asks %s",
+                       gw_quota_format_value(GW_QUOTA_MAX_TIME_LIMIT, v[GW_QUOTA_MAX_TIME_LIMIT], a, sizeof(a)),
+                       gw_format_duration(time_limit, b, sizeof(b)));
                 return GW_QUOTA_REFUSE;
         }
         if (v[GW_QUOTA_MAX_PENDING_JOBS] != GW_QUOTA_UNLIMITED &&
             u->pending_jobs >= v[GW_QUOTA_MAX_PENDING_JOBS]) {
-                say(msg, msg_size, "max_pending_jobs is %lld; %lld job%s already pending",
-                    (long long) v[GW_QUOTA_MAX_PENDING_JOBS], (long long) u->pending_jobs,
-                    u->pending_jobs == 1 ? "" : "s");
+                gw_say(msg, msg_size, "max_pending_jobs is %lld; %lld job%s already pending",
+                       (long long) v[GW_QUOTA_MAX_PENDING_JOBS], (long long) u->pending_jobs,
+                       u->pending_jobs == 1 ? "" : "s");
                 return GW_QUOTA_REFUSE;
         }
         if (v[GW_QUOTA_MAX_GPUS] != GW_QUOTA_UNLIMITED && ngpus > v[GW_QUOTA_MAX_GPUS]) {
-                say(msg, msg_size, "max_gpus is %lld; the job asks %lld GPU%s and could never start",
-                    (long long) v[GW_QUOTA_MAX_GPUS], (long long) ngpus, ngpus == 1 ? "" : "s");
+                gw_say(msg, msg_size, "max_gpus is %lld; the job asks %lld GPU%s and could never start",
+                       (long long) v[GW_QUOTA_MAX_GPUS], (long long) ngpus, ngpus == 1 ? "" : "s");
                 return GW_QUOTA_REFUSE;
         }
         return check_wait(limits, u, ngpus, msg, msg_size);
@@ -354,33 +344,34 @@ int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, i
         v = limits->v;
         if (v[GW_QUOTA_BOOKING_HORIZON_HOURS] != GW_QUOTA_UNLIMITED &&
             start - now > v[GW_QUOTA_BOOKING_HORIZON_HOURS]) {
-                say(msg, msg_size, "booking_horizon_hours is %s; the booking starts in %s",
-                    gw_quota_format_value(GW_QUOTA_BOOKING_HORIZON_HOURS,
-                                          v[GW_QUOTA_BOOKING_HORIZON_HOURS], a, sizeof(a)),
-                    /* "now+100h" reaches here a few ms short of it: not "4d3h" */
-                    gw_format_duration(start - now + GW_USEC_PER_SEC, b, sizeof(b)));
+                gw_say(msg, msg_size, "booking_horizon_hours is %s; the booking starts in %s",
+                       gw_quota_format_value(GW_QUOTA_BOOKING_HORIZON_HOURS,
+                                             v[GW_QUOTA_BOOKING_HORIZON_HOURS], a, sizeof(a)),
+                       /* "now+100h" reaches here a few ms short of it: not "4d3h" */
+                       gw_format_duration(start - now + GW_USEC_PER_SEC, b, sizeof(b)));
                 return GW_QUOTA_BOOKING_REFUSE;
         }
         if (v[GW_QUOTA_MAX_BOOKING_HOURS] != GW_QUOTA_UNLIMITED &&
             end - start > v[GW_QUOTA_MAX_BOOKING_HOURS]) {
-                say(msg, msg_size, "needs an admin's approval: max_booking_hours is %s; the booking lasts %s",
-                    gw_quota_format_value(GW_QUOTA_MAX_BOOKING_HOURS, v[GW_QUOTA_MAX_BOOKING_HOURS], a, sizeof(a)),
-                    gw_format_duration(end - start, b, sizeof(b)));
+                gw_say(msg, msg_size, "needs an admin's approval: max_booking_hours is %s; the booking lasts %s",
+                       gw_quota_format_value(GW_QUOTA_MAX_BOOKING_HOURS, v[GW_QUOTA_MAX_BOOKING_HOURS], a, sizeof(a)),
+                       gw_format_duration(end - start, b, sizeof(b)));
                 return GW_QUOTA_BOOKING_NEEDS_APPROVAL;
         }
         if (v[GW_QUOTA_MAX_BOOKING_GPUS] != GW_QUOTA_UNLIMITED &&
             booked_gpus + ngpus > v[GW_QUOTA_MAX_BOOKING_GPUS]) {
                 if (booked_gpus)
-                        say(msg, msg_size,
-                            "needs an admin's approval: max_booking_gpus is %lld; %lld GPU%s already "
-                            "booked at the same time and the booking asks %lld",
-                            (long long) v[GW_QUOTA_MAX_BOOKING_GPUS], (long long) booked_gpus,
-                            booked_gpus == 1 ? "" : "s", (long long) ngpus);
+                        gw_say(msg, msg_size,
+                               "needs an admin's approval: max_booking_gpus is %lld; %lld GPU%s already "
+                               "booked at the same time and the booking asks %lld",
+                               (long long) v[GW_QUOTA_MAX_BOOKING_GPUS], (long long) booked_gpus,
+                               booked_gpus == 1 ? "" : "s", (long long) ngpus);
                 else
-                        say(msg, msg_size, "needs an admin's approval: max_booking_gpus is %lld; the booking asks %lld",
-                            (long long) v[GW_QUOTA_MAX_BOOKING_GPUS], (long long) ngpus);
+                        gw_say(msg, msg_size,
+                               "needs an admin's approval: max_booking_gpus is %lld; the booking asks %lld",
+                               (long long) v[GW_QUOTA_MAX_BOOKING_GPUS], (long long) ngpus);
                 return GW_QUOTA_BOOKING_NEEDS_APPROVAL;
         }
-        say(msg, msg_size, "%s", "");
+        gw_say(msg, msg_size, "%s", "");
         return GW_QUOTA_BOOKING_APPROVE;
 }

@@ -57,6 +57,17 @@ int gw_config_parse_seconds_or_duration(const char *v, long long min_sec, long l
 }
 
 
+int gw_config_parse_period(struct gw_config *c, const char *name, const char *v, const char *zero_means,
+                           gw_usec_t *ret) {
+        gw_usec_t d = 0;
+        if (strcmp(v, "0") && (gw_parse_duration(v, &d) < 0 || d < GW_USEC_PER_SEC)) {
+                gw_config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS ", or 0 %s",
+                               name, v, zero_means);
+                return -EINVAL;
+        }
+        *ret = d;
+        return 0;
+}
 
 enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OPT_NVML, OPT_GRACE,
        OPT_DEFAULT_LIMIT, OPT_MAX_LIMIT, OPT_ALLOW_ROOT, OPT_ADMINS, OPT_CGROUP, OPT_DEBUG, OPT_VERSION,
@@ -330,15 +341,7 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         break;
                 return 0;
         case OPT_BACKUP_INTERVAL:
-                if (!strcmp(v, "0"))
-                        d = 0;
-                else if (gw_parse_duration(v, &d) < 0 || d < GW_USEC_PER_SEC) {
-                        gw_config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS
-                                    ", or 0 for no scheduled backups", name, v);
-                        return -EINVAL;
-                }
-                c->backup_interval = d;
-                return 0;
+                return gw_config_parse_period(c, name, v, "for no scheduled backups", &c->backup_interval);
         case OPT_BACKUP_KEEP:
                 if (gw_parse_int(v, 1, 10000, &n) < 0) {
                         gw_config_fail(c, "%s: invalid value '%s' (how many scheduled backups to keep, 1-10000)", name, v);

@@ -55,29 +55,26 @@ void gw_config_set_defaults(struct gw_config *c) {
         c->n_policies = gw_reclaim_profiles_n;
 }
 
-void gw_config_fill_paths(struct gw_config *c) {
-        const char *home = getenv("HOME");
+/* root's system path; for anyone else leaf under the XDG directory xdg_var names, else under
+ * fallback_dir.  Malloc'ed. */
+static char *default_path(const char *root_path, const char *xdg_var, const char *fallback_dir, const char *leaf) {
+        const char *xdg = getenv(xdg_var);
         char buf[4096];
+        if (geteuid() == 0)
+                return gw_xstrdup(root_path);
+        snprintf(buf, sizeof buf, "%s/%s", xdg && xdg[0] ? xdg : fallback_dir, leaf);
+        return gw_xstrdup(buf);
+}
+
+void gw_config_fill_paths(struct gw_config *c) {
         if (!c->state_dir) {
-                const char *xdg = getenv("XDG_STATE_HOME");
-                if (geteuid() == 0)
-                        snprintf(buf, sizeof buf, "/var/lib/gpuward");
-                else if (xdg && xdg[0])
-                        snprintf(buf, sizeof buf, "%s/gpuward", xdg);
-                else
-                        snprintf(buf, sizeof buf, "%s/.local/state/gpuward", home ? home : "/tmp");
-                c->state_dir = gw_xstrdup(buf);
+                const char *home = getenv("HOME");
+                char home_state[4096];
+                snprintf(home_state, sizeof home_state, "%s/.local/state", home ? home : "/tmp");
+                c->state_dir = default_path("/var/lib/gpuward", "XDG_STATE_HOME", home_state, "gpuward");
         }
-        if (!c->socket) {
-                const char *rt = getenv("XDG_RUNTIME_DIR");
-                if (geteuid() == 0)
-                        snprintf(buf, sizeof buf, "/run/gpuward/gpuward.sock");
-                else if (rt && rt[0])
-                        snprintf(buf, sizeof buf, "%s/gpuward.sock", rt);
-                else
-                        snprintf(buf, sizeof buf, "%s/gpuward.sock", c->state_dir);
-                c->socket = gw_xstrdup(buf);
-        }
+        if (!c->socket)
+                c->socket = default_path("/run/gpuward/gpuward.sock", "XDG_RUNTIME_DIR", c->state_dir, "gpuward.sock");
         const char *lib = getenv("GPUWARD_NVML_LIB");
         if (!c->nvml_lib && lib && lib[0])
                 c->nvml_lib = gw_xstrdup(lib);

@@ -17,6 +17,11 @@ bool gw_config_parse_bool(const char *v, bool *ret);
 void gw_config_set_str(char **dst, const char *v);
 /* A whole number in [min_sec, max_sec] is seconds; any other value a duration with its unit. */
 int gw_config_parse_seconds_or_duration(const char *v, long long min_sec, long long max_sec, gw_usec_t *ret);
+/* The setting name's value v as a period: a duration of a second or more, or 0 for none,
+ * zero_means saying what 0 does in the message that refuses any other value.  0 with *ret
+ * set, or -EINVAL with the message given to gw_config_fail. */
+int gw_config_parse_period(struct gw_config *c, const char *name, const char *v, const char *zero_means,
+                           gw_usec_t *ret);
 
 /* config_defaults.c: every setting's default (the profiles' included), then the paths the
  * flags and the file left unset, from the environment. */

@@ -126,14 +126,5 @@ int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name
                 gw_config_set_str(&c->fairshare_weights, v);
                 return 0;
         }
-        gw_usec_t d;
-        if (!strcmp(v, "0"))
-                d = 0;
-        else if (gw_parse_duration(v, &d) < 0 || d < GW_USEC_PER_SEC) {
-                gw_config_fail(c, "%s: '%s' is not a duration of a second or more: " GW_DURATION_FORMS
-                            ", or 0 for usage that never decays", name, v);
-                return -EINVAL;
-        }
-        c->fairshare_half_life = d;
-        return 0;
+        return gw_config_parse_period(c, name, v, "for usage that never decays", &c->fairshare_half_life);
 }

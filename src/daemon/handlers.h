@@ -27,8 +27,10 @@ struct caller {
 /* "admin", "user" or "guest" (unknown callers are guests too). */
 const char *caller_role(const struct caller *c);
 
-typedef void (*handler_fn)(void *, const struct gw_http_request *, const struct gw_route_ctx *,
-                           struct gw_http_reply *, const struct caller *);
+/* Every route's handler: the handlers below are declared by this type. */
+typedef void handler(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct caller *c);
+typedef handler *handler_fn;
 
 struct gw_daemon *the_daemon(void *userdata);
 void reply_json(struct gw_http_reply *rep, int status, json_t *o);       /* steals o */
@@ -60,82 +62,54 @@ const struct gw_job *job_or_reply(struct gw_daemon *d, int64_t id, const struct 
                                   struct gw_http_reply *rep, struct gw_job **tmp);
 
 /* handlers_submit.c: POST /api/v1/jobs and /api/v1/jobs/batch. */
-void on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c);
-void on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c);
+handler on_submit;
+handler on_submit_batch;
 /* handlers_list.c: GET /api/v1/jobs. */
-void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-             const struct caller *c);
+handler on_list;
 /* handlers_feature.c: the features' own endpoints, each a plain call into the feature.
  * POST /api/v1/admin/backup, answered when the copy is written (backup.c). */
-void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-               struct gw_http_reply *rep, const struct caller *c);
+handler on_backup;
 /* POST /api/v1/jobs/{id}/policy {"idle_policy": NAME} (admins): an active job's idle profile
  * (reclaim_policy.c). */
-void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c);
+handler on_job_policy;
 /* GET /api/v1/jobs/{id}/eta, GET .../snapshots, POST .../restore {"snapshot": N, "to":
  * "/abs/path", "force": false} (the job's owner or an admin): training_*.c. */
-void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct caller *c);
-void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct caller *c);
-void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c);
+handler on_job_eta;
+handler on_job_snapshots;
+handler on_job_restore;
 /* GET /api/v1/events: the dashboard's stream (events.c). */
-void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c);
+handler on_events;
 
 /* handlers_gpu.c */
-void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-             const struct caller *c);
-void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                  struct gw_http_reply *rep, const struct caller *c);
+handler on_gpus;
+handler on_gpu_drain;
 /* GET /api/v1/gpus/{index}/events and /api/v1/gpus/events: the GPUs' own events. */
-void on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c);
-void on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c);
-void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct caller *c);
-void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c);
+handler on_gpu_events;
+handler on_series;
+handler on_metrics;
+handler on_ready;
 
 /* handlers_nodes.c: POST /api/v1/agent/snapshot, a node agent's snapshot (--backend slurm). */
-void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct caller *c);
+handler on_agent_snapshot;
 
 /* handlers_self.c: the daemon's health (and its state disk's free room), and who the caller
  * is, how it was told apart, and the time limits a submission gets. */
-void on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c);
-void on_whoami(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c);
+handler on_health;
+handler on_whoami;
 
 /* handlers_usage.c: GPU-hours, utilisation and outcomes per user over ?days=N (1-90, 7). */
-void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c);
+handler on_usage;
 
 /* handlers_share.c: bookings, the schedule, quotas; handlers_token.c: tokens. */
-void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct caller *c);
-void on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c);
-void on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct caller *c);
-void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                 struct gw_http_reply *rep, const struct caller *c);
-void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c);
-void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                  struct gw_http_reply *rep, const struct caller *c);
-void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c);
-void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c);
-void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c);
+handler on_booking_create;
+handler on_booking_list;
+handler on_booking_change;
+handler on_schedule;
+handler on_quota;
+handler on_quota_set;
+handler on_token_create;
+handler on_token_list;
+handler on_token_revoke;
 /* Whom a valid bearer token stands for. */
 struct gw_token_caller {
         int64_t id;

@@ -3,13 +3,13 @@
  * asserted on.  Process lists live in nvml_procs.c. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/text.h"
 #include "base/time.h"
 #include "gpu/nvml_internal.h"
 
@@ -111,12 +111,9 @@ static nvmlReturn_t read_memory(struct gw_gpu_lib *lib, nvmlDevice_t h, uint64_t
                 if (r == NVML_SUCCESS) {
                         *total = m.total;
                         *used = m.used;
-                        return r;
                 }
-                /* 510-era drivers answer FUNCTION_NOT_FOUND for a struct version they lack. */
-                if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_FUNCTION_NOT_FOUND)
+                if (!gw_nvml_lacks_version(r, &lib->memory_v1_only))
                         return r;
-                lib->memory_v1_only = true;
         }
         if (!lib->fn.memory)
                 return NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -134,13 +131,10 @@ static nvmlReturn_t read_temperature(struct gw_gpu_lib *lib, nvmlDevice_t h, uns
         if (lib->fn.temperature_v && !lib->temperature_v1_only) {
                 nvmlTemperature_v1_t t = { .version = GW_NVML_TEMPERATURE_V1, .sensorType = NVML_TEMPERATURE_GPU };
                 nvmlReturn_t r = lib->fn.temperature_v(h, &t);
-                if (r == NVML_SUCCESS) {
+                if (r == NVML_SUCCESS)
                         *ret = t.temperature > 0 ? (unsigned) t.temperature : 0;
+                if (!gw_nvml_lacks_version(r, &lib->temperature_v1_only))
                         return r;
-                }
-                if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_FUNCTION_NOT_FOUND)
-                        return r;
-                lib->temperature_v1_only = true;
         }
         if (!lib->fn.temperature)
                 return NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -233,14 +227,6 @@ static int open_failed(const char *path, char *err, size_t errlen) {
         return -ELIBBAD;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        (void) vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-}
-
 int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t errlen) {
         char ebuf[32], scratch[1];
         nvmlReturn_t r;
@@ -264,9 +250,9 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
         }
         load_symbols(lib);
         if (!lib->fn.init || !lib->fn.shutdown || !lib->fn.count || !lib->fn.handle_by_index) {
-                set_err(err, errlen, "NVML: %s lacks %s", path,
-                        !lib->fn.init ? "nvmlInit" : !lib->fn.count ? "nvmlDeviceGetCount" :
-                        !lib->fn.shutdown ? "nvmlShutdown" : "nvmlDeviceGetHandleByIndex");
+                gw_say(err, errlen, "NVML: %s lacks %s", path,
+                       !lib->fn.init ? "nvmlInit" : !lib->fn.count ? "nvmlDeviceGetCount" :
+                       !lib->fn.shutdown ? "nvmlShutdown" : "nvmlDeviceGetHandleByIndex");
                 (void) dlclose(lib->dl);
                 free(lib);
                 return -ELIBBAD;
@@ -274,7 +260,7 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
 
         r = lib->fn.init();
         if (r != NVML_SUCCESS) {
-                set_err(err, errlen, "NVML: nvmlInit failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
+                gw_say(err, errlen, "NVML: nvmlInit failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
                 (void) dlclose(lib->dl);
                 free(lib);
                 return -gw_nvml_errno(r);
@@ -288,7 +274,7 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
 
         r = lib->fn.count(&n);
         if (r != NVML_SUCCESS) {
-                set_err(err, errlen, "NVML: nvmlDeviceGetCount failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
+                gw_say(err, errlen, "NVML: nvmlDeviceGetCount failed: %s", nvml_strerror(lib, r, ebuf, sizeof ebuf));
                 int e = -gw_nvml_errno(r);
                 (void) gw_gpu_close(lib);
                 return e;

@@ -31,3 +31,13 @@ struct gw_gpu_lib {
 
 /* An errno value for an NVML failure (EIO for a lost GPU). */
 int gw_nvml_errno(nvmlReturn_t r);
+
+/* Whether a versioned call's answer r says that this driver lacks the call or our struct
+ * version, so that the older call must serve from now on: then *older_only is set.
+ * 510-era drivers answer FUNCTION_NOT_FOUND for a struct version they lack. */
+static inline bool gw_nvml_lacks_version(nvmlReturn_t r, bool *older_only) {
+        if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_FUNCTION_NOT_FOUND)
+                return false;
+        *older_only = true;
+        return true;
+}

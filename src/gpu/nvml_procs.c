@@ -124,8 +124,7 @@ static nvmlReturn_t list_raw(struct gw_gpu_lib *lib, nvmlDevice_t h, struct raw_
         if (lib->fn.process_detail_list && !lib->detail_missing) {
                 r = list_sized(lib, h, call_detail, sizeof(nvmlProcessDetail_v1_t), l);
                 l->stride = sizeof(nvmlProcessDetail_v1_t);
-                if (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-                        lib->detail_missing = true;
+                (void) gw_nvml_lacks_version(r, &lib->detail_missing);
         }
         if (try_older(r) && lib->fn.procs_v3 && !lib->v3_missing) {
                 unsigned guess = v3_stride_guess(lib, h);

@@ -8,27 +8,16 @@
 #include "store/store_internal.h"
 
 int gw_store_job_clock_put(struct gw_store *s, int64_t job_id, int attempt, const char *boot_id, gw_usec_t start_mono) {
-        sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "INSERT OR REPLACE INTO job_clock (job_id, attempt, boot_id, start_mono) "
-                                 "VALUES (?1, ?2, ?3, ?4)", &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, job_id);
-        sqlite3_bind_int(st, 2, attempt);
-        sqlite3_bind_text(st, 3, boot_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, start_mono);
-        return gw_store_run(s, st);
+        return gw_store_exec(s, "INSERT OR REPLACE INTO job_clock (job_id, attempt, boot_id, start_mono) "
+                             "VALUES (?1, ?2, ?3, ?4)", "iisi", job_id, (int64_t) attempt, boot_id, start_mono);
 }
 
 int gw_store_job_clock_get(struct gw_store *s, int64_t job_id, int attempt, const char *boot_id, gw_usec_t *ret) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "SELECT start_mono FROM job_clock "
-                                 "WHERE job_id = ?1 AND attempt = ?2 AND boot_id = ?3", &st);
+        int r = gw_store_query(s, "SELECT start_mono FROM job_clock WHERE job_id = ?1 AND attempt = ?2 AND boot_id = ?3",
+                               &st, "iis", job_id, (int64_t) attempt, boot_id);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, job_id);
-        sqlite3_bind_int(st, 2, attempt);
-        sqlite3_bind_text(st, 3, boot_id, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : gw_store_sql_err(s);
         if (r == 0)

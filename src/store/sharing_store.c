@@ -1,52 +1,28 @@
 /* Bookings, quotas and API tokens in the store: rarely written, so each call prepares its
  * statement. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/job.h"
 #include "store/store_internal.h"
 
-static void bind_text(sqlite3_stmt *st, int i, const char *v) {
-        if (v)
-                sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-        else
-                sqlite3_bind_null(st, i);
-}
-
-
-static int exec_bound(struct gw_store *s, const char *sql, const char *fmt, ...) {
-        sqlite3_stmt *st;
-        int r = gw_store_prepare(s, sql, &st);
-        if (r < 0)
-                return r;
-        va_list ap;
-        va_start(ap, fmt);
-        for (int i = 1; fmt[i - 1]; i++) {
-                if (fmt[i - 1] == 'i')
-                        sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
-                else
-                        bind_text(st, i, va_arg(ap, const char *));
-        }
-        va_end(ap);
-        return gw_store_run(s, st);
-}
-
 int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
         int r;
         if (b->id == 0) {
-                r = exec_bound(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, state, "
-                                  "last_used, created, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                               "issiiiiiiis", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start, b->end,
-                               (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(), b->note);
+                r = gw_store_exec(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, "
+                                     "state, last_used, created, note) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                  "issiiiiiiis", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start,
+                                  b->end, (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(),
+                                  b->note);
                 if (r == 0)
                         b->id = sqlite3_last_insert_rowid(gw_store_db(s));
         } else
-                r = exec_bound(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
-                                  "state = ?6, last_used = ?7, note = ?8 WHERE id = ?1",
-                               "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
-                               (int64_t) b->state, b->last_used, b->note);
+                r = gw_store_exec(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
+                                     "state = ?6, last_used = ?7, note = ?8 WHERE id = ?1",
+                                  "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
+                                  (int64_t) b->state, b->last_used, b->note);
         if (r == 0)
                 gw_store_booking_saved(s, b);
         return r;
@@ -72,9 +48,9 @@ int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb
                         .state = sqlite3_column_int(st, 8),
                         .last_used = sqlite3_column_int64(st, 9),
                 };
-                snprintf(b.user, sizeof b.user, "%s", (const char *) sqlite3_column_text(st, 2));
-                snprintf(b.name, sizeof b.name, "%s", (const char *) sqlite3_column_text(st, 3));
-                snprintf(b.note, sizeof b.note, "%s", (const char *) sqlite3_column_text(st, 10));
+                gw_store_column_text(st, 2, b.user, sizeof b.user);
+                gw_store_column_text(st, 3, b.name, sizeof b.name);
+                gw_store_column_text(st, 10, b.note, sizeof b.note);
                 cb(&b, userdata);
         }
         sqlite3_finalize(st);
@@ -83,9 +59,9 @@ int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb
 
 int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value) {
         if (value == -1)
-                return exec_bound(s, "DELETE FROM quotas WHERE subject = ?1 AND key = ?2", "ss", subject, key);
-        return exec_bound(s, "INSERT OR REPLACE INTO quotas (subject, key, value) VALUES (?1, ?2, ?3)", "ssi", subject, key,
-                          value);
+                return gw_store_exec(s, "DELETE FROM quotas WHERE subject = ?1 AND key = ?2", "ss", subject, key);
+        return gw_store_exec(s, "INSERT OR REPLACE INTO quotas (subject, key, value) VALUES (?1, ?2, ?3)", "ssi",
+                             subject, key, value);
 }
 
 int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
@@ -103,17 +79,13 @@ int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret) {
         sqlite3_stmt *st;
         /* GPU-time of each ended job inside [since, now]. */
-        int r = gw_store_prepare(s,
-                                 "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
-                                 "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
-                                 "end_time >= start_time AND state BETWEEN ?4 AND ?5", &st);
+        int r = gw_store_query(s,
+                               "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
+                               "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
+                               "end_time >= start_time AND state BETWEEN ?4 AND ?5", &st, "iiiii", (int64_t) uid, since,
+                               now, (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, uid);
-        sqlite3_bind_int64(st, 2, since);
-        sqlite3_bind_int64(st, 3, now);
-        sqlite3_bind_int(st, 4, GW_JOB_COMPLETED);
-        sqlite3_bind_int(st, 5, GW_JOB_RECLAIMED);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret = sqlite3_column_int64(st, 0);
@@ -123,10 +95,9 @@ int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, g
 
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
                        gw_usec_t expires, const char *scope, int64_t *ret_id) {
-        int r = exec_bound(s,
-                           "INSERT INTO tokens (uid, user, name, hash, created, expires, scope) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                           "isssiis", (int64_t) uid, user, name, hash, gw_now_wall(), expires, scope ? scope : "");
+        int r = gw_store_exec(s, "INSERT INTO tokens (uid, user, name, hash, created, expires, scope) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                              "isssiis", (int64_t) uid, user, name, hash, gw_now_wall(), expires, scope ? scope : "");
         if (r == 0)
                 *ret_id = sqlite3_last_insert_rowid(gw_store_db(s));
         return r;
@@ -140,20 +111,20 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
                                       &st);
         if (r < 0)
                 return r;
-        bind_text(st, 1, hash);
+        gw_store_bind_text(st, 1, hash);
         r = -ENOENT;
         if (sqlite3_step(st) == SQLITE_ROW) {
                 memset(ret, 0, sizeof *ret);
                 ret->id = sqlite3_column_int64(st, 0);
                 ret->uid = (uint32_t) sqlite3_column_int64(st, 1);
-                snprintf(ret->user, sizeof ret->user, "%s", (const char *) sqlite3_column_text(st, 2));
-                snprintf(ret->name, sizeof ret->name, "%s", (const char *) sqlite3_column_text(st, 3));
-                snprintf(ret->hash, sizeof ret->hash, "%s", (const char *) sqlite3_column_text(st, 4));
+                gw_store_column_text(st, 2, ret->user, sizeof ret->user);
+                gw_store_column_text(st, 3, ret->name, sizeof ret->name);
+                gw_store_column_text(st, 4, ret->hash, sizeof ret->hash);
                 ret->created = sqlite3_column_int64(st, 5);
                 ret->last_used = sqlite3_column_int64(st, 6);
                 ret->expires = sqlite3_column_int64(st, 7);
                 ret->revoked = sqlite3_column_int(st, 8) != 0;
-                snprintf(ret->scope, sizeof ret->scope, "%s", (const char *) sqlite3_column_text(st, 9));
+                gw_store_column_text(st, 9, ret->scope, sizeof ret->scope);
                 r = 0;
         }
         gw_store_kept_done(st);
@@ -179,9 +150,9 @@ int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_toke
                         .last_used = sqlite3_column_int64(st, 5),
                         .expires = sqlite3_column_int64(st, 6),
                 };
-                snprintf(t.user, sizeof t.user, "%s", (const char *) sqlite3_column_text(st, 2));
-                snprintf(t.name, sizeof t.name, "%s", (const char *) sqlite3_column_text(st, 3));
-                snprintf(t.scope, sizeof t.scope, "%s", (const char *) sqlite3_column_text(st, 7));
+                gw_store_column_text(st, 2, t.user, sizeof t.user);
+                gw_store_column_text(st, 3, t.name, sizeof t.name);
+                gw_store_column_text(st, 7, t.scope, sizeof t.scope);
                 cb(&t, userdata);
         }
         sqlite3_finalize(st);
@@ -189,14 +160,14 @@ int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_toke
 }
 
 int gw_store_token_revoke(struct gw_store *s, int64_t id, bool by_uid, uint32_t uid) {
-        int r = by_uid ? exec_bound(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND uid = ?2 AND revoked = 0", "ii", id,
-                                    (int64_t) uid)
-                       : exec_bound(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND revoked = 0", "i", id);
+        int r = by_uid ? gw_store_exec(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND uid = ?2 AND revoked = 0",
+                                       "ii", id, (int64_t) uid)
+                       : gw_store_exec(s, "UPDATE tokens SET revoked = 1 WHERE id = ?1 AND revoked = 0", "i", id);
         if (r < 0)
                 return r;
         return sqlite3_changes(gw_store_db(s)) ? 0 : -ENOENT;
 }
 
 int gw_store_token_used(struct gw_store *s, int64_t id) {
-        return exec_bound(s, "UPDATE tokens SET last_used = ?2 WHERE id = ?1", "ii", id, gw_now_wall());
+        return gw_store_exec(s, "UPDATE tokens SET last_used = ?2 WHERE id = ?1", "ii", id, gw_now_wall());
 }

@@ -14,25 +14,20 @@
         "id, job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, path, source, pruned, "       \
         "(SELECT uid FROM jobs WHERE jobs.id = snapshots.job_id)"
 
-static void text_into(sqlite3_stmt *st, int col, char *buf, size_t n) {
-        const unsigned char *t = sqlite3_column_text(st, col);
-        snprintf(buf, n, "%s", t ? (const char *) t : "");
-}
-
 static void snap_from_row(sqlite3_stmt *st, struct gw_store_snapshot *r) {
         memset(r, 0, sizeof *r);
         r->id = sqlite3_column_int64(st, 0);
         r->job_id = sqlite3_column_int64(st, 1);
         r->seq = sqlite3_column_int(st, 2);
-        text_into(st, 3, r->kind, sizeof r->kind);
+        gw_store_column_text(st, 3, r->kind, sizeof r->kind);
         r->epoch = (long) sqlite3_column_int64(st, 4);
         r->metric = sqlite3_column_type(st, 5) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 5);
-        text_into(st, 6, r->sha256, sizeof r->sha256);
+        gw_store_column_text(st, 6, r->sha256, sizeof r->sha256);
         r->size = (uint64_t) sqlite3_column_int64(st, 7);
         r->time = sqlite3_column_int64(st, 8);
         r->src_mtime = sqlite3_column_int64(st, 9);
-        text_into(st, 10, r->path, sizeof r->path);
-        text_into(st, 11, r->source, sizeof r->source);
+        gw_store_column_text(st, 10, r->path, sizeof r->path);
+        gw_store_column_text(st, 11, r->source, sizeof r->source);
         r->pruned = sqlite3_column_int(st, 12) != 0;
         r->uid = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 13);
 }
@@ -85,9 +80,7 @@ static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw
                 snap_from_row(st, &row);
                 cb(&row, userdata);
         }
-        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_rows_end(s, st, rc);
 }
 
 int gw_store_snapshots(struct gw_store *s, int64_t job_id, gw_store_snapshot_cb cb, void *userdata) {

@@ -653,8 +653,8 @@ int gw_store_gpu_get(struct gw_store *s, unsigned index, struct gw_store_gpu *re
         if (rc == SQLITE_ROW) {
                 memset(ret, 0, sizeof *ret);
                 ret->index = (unsigned) sqlite3_column_int(st, 0);
-                snprintf(ret->uuid, sizeof ret->uuid, "%s", (const char *) sqlite3_column_text(st, 1));
-                snprintf(ret->name, sizeof ret->name, "%s", (const char *) sqlite3_column_text(st, 2));
+                gw_store_column_text(st, 1, ret->uuid, sizeof ret->uuid);
+                gw_store_column_text(st, 2, ret->name, sizeof ret->name);
                 ret->mem_total = (uint64_t) sqlite3_column_int64(st, 3);
                 ret->drained = sqlite3_column_int(st, 4);
                 const unsigned char *dr = sqlite3_column_text(st, 5);

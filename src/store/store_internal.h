@@ -26,6 +26,19 @@ int gw_store_prepare_kept(struct gw_store *s, enum gw_store_kept k, const char *
 void gw_store_kept_done(sqlite3_stmt *st);
 /* Steps st, a statement that returns no rows, and finalizes it: 0 when it ran to its end. */
 int gw_store_run(struct gw_store *s, sqlite3_stmt *st);
+/* Finalizes st after a loop over its rows that stopped on rc, sqlite3_step's last answer: 0
+ * when the rows ran to their end, else -errno as gw_store_sql_err's. */
+int gw_store_rows_end(struct gw_store *s, sqlite3_stmt *st, int rc);
+/* Copies column col of st's row into buf (n bytes), cut to fit; NULL reads "". */
+void gw_store_column_text(sqlite3_stmt *st, int col, char *buf, size_t n);
+/* Binds v, copied, to parameter i; NULL binds SQL NULL. */
+void gw_store_bind_text(sqlite3_stmt *st, int i, const char *v);
+/* gw_store_prepare, then binds the arguments to ?1, ?2, ... as fmt says, a letter each: 'i' an
+ * int64_t (cast narrower integers: they are read as int64_t), 'd' a double, 's' a string or
+ * NULL (as gw_store_bind_text). */
+int gw_store_query(struct gw_store *s, const char *sql, sqlite3_stmt **ret, const char *fmt, ...);
+/* gw_store_query, then gw_store_run: for a statement that returns no rows. */
+int gw_store_exec(struct gw_store *s, const char *sql, const char *fmt, ...);
 /* Tells the observer (the web event stream) that a booking was saved. */
 void gw_store_booking_saved(struct gw_store *s, const struct gw_store_booking *b);
 /* Migration k (0-based) takes the schema from user_version k to k + 1 (schema.c). */

@@ -8,14 +8,12 @@
 
 int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usage_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "SELECT uid, user, state, ngpus, start_time, end_time, telemetry FROM jobs "
-                                 "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3", &st);
+        _Static_assert(GW_JOB_RECLAIMED - GW_JOB_COMPLETED == 4, "the final states are COMPLETED to RECLAIMED");
+        int r = gw_store_query(s, "SELECT uid, user, state, ngpus, start_time, end_time, telemetry FROM jobs "
+                               "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3", &st, "iii", ended_since,
+                               (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, ended_since);
-        _Static_assert(GW_JOB_RECLAIMED - GW_JOB_COMPLETED == 4, "the final states are COMPLETED to RECLAIMED");
-        sqlite3_bind_int(st, 2, GW_JOB_COMPLETED);
-        sqlite3_bind_int(st, 3, GW_JOB_RECLAIMED);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 struct gw_store_usage_row row = {
@@ -29,31 +27,26 @@ int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usag
                 };
                 cb(&row, userdata);
         }
-        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_rows_end(s, st, rc);
 }
 
 int gw_store_attempt_uses(struct gw_store *s, gw_usec_t ended_since, gw_store_attempt_use_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(gw_store_db(s),
-                               "SELECT j.uid, j.user, a.gpu_mask, a.start_time, a.end_time FROM job_attempts a "
-                               "JOIN jobs j ON j.id = a.job_id WHERE a.end_time >= ?1 ORDER BY a.end_time",
-                               -1, &st, NULL) != SQLITE_OK)
-                return gw_store_sql_err(s);
-        sqlite3_bind_int64(st, 1, ended_since);
+        int r = gw_store_query(s, "SELECT j.uid, j.user, a.gpu_mask, a.start_time, a.end_time FROM job_attempts a "
+                               "JOIN jobs j ON j.id = a.job_id WHERE a.end_time >= ?1 ORDER BY a.end_time", &st, "i",
+                               ended_since);
+        if (r < 0)
+                return r;
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct gw_store_attempt_use r = {
+                struct gw_store_attempt_use use = {
                         .uid = (uint32_t) sqlite3_column_int64(st, 0),
                         .user = (const char *) sqlite3_column_text(st, 1),
                         .gpu_mask = (uint64_t) sqlite3_column_int64(st, 2),
                         .start = sqlite3_column_int64(st, 3),
                         .end = sqlite3_column_int64(st, 4),
                 };
-                cb(&r, userdata);
+                cb(&use, userdata);
         }
-        int r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_rows_end(s, st, rc);
 }

@@ -92,6 +92,31 @@ static void matches(void **state) {
         assert_int_equal(r->flags, GW_ROUTE_ADMIN);
 }
 
+/* {index} takes 0 as well, and at most four digits; neither placeholder takes a leading zero. */
+static void gpu_index(void **state) {
+        (void) state;
+        static const struct gw_route drain[] = { { "POST", "/api/v1/gpus/{index}/drain", GW_ROUTE_ADMIN } };
+        static const struct {
+                const char *path;
+                int64_t want; /* -1: no match */
+        } cases[] = {
+                { "/api/v1/gpus/0/drain", 0 },     { "/api/v1/gpus/7/drain", 7 },
+                { "/api/v1/gpus/1234/drain", 1234 }, { "/api/v1/gpus/12345/drain", -1 },
+                { "/api/v1/gpus/01/drain", -1 },   { "/api/v1/gpus/00/drain", -1 },
+                { "/api/v1/gpus//drain", -1 },     { "/api/v1/gpus/x/drain", -1 },
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                const struct gw_route *r = NULL;
+                int64_t id = -1;
+                int k = gw_route_match(drain, N_ELEMS(drain), "POST", cases[i].path, &r, &id);
+                if (cases[i].want < 0 && k == 0)
+                        fail_msg("%s: matched, want no match", cases[i].path);
+                if (cases[i].want >= 0 && (k != 0 || id != cases[i].want))
+                        fail_msg("%s: %d, id %lld, want %lld", cases[i].path, k, (long long) id,
+                                 (long long) cases[i].want);
+        }
+}
+
 static void not_found(void **state) {
         static const struct {
                 const char *method, *path;
@@ -210,6 +235,7 @@ static void same_path_many_methods(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(matches),
+                cmocka_unit_test(gpu_index),
                 cmocka_unit_test(not_found),
                 cmocka_unit_test(wrong_method),
                 cmocka_unit_test(same_path_many_methods),

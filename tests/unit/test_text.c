@@ -79,11 +79,25 @@ static void private_parts(void **state) {
         free(o);
 }
 
+/* A caller that gave no buffer gets nothing written; one too small gets the text cut. */
+static void say_into_optional_buffer(void **state) {
+        (void) state;
+        char buf[8] = "xxxxxxx";
+        gw_say(NULL, 8, "%s", "ignored");
+        gw_say(buf, 0, "%s", "ignored");
+        assert_string_equal(buf, "xxxxxxx");
+        gw_say(buf, sizeof buf, "job %d", 17);
+        assert_string_equal(buf, "job 17");
+        gw_say(buf, sizeof buf, "%s", "far too long");
+        assert_string_equal(buf, "far too");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(neutralize_controls),
                 cmocka_unit_test(neutralize_bidi),
                 cmocka_unit_test(private_parts),
+                cmocka_unit_test(say_into_optional_buffer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
