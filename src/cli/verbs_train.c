@@ -201,6 +201,8 @@ int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
                 return early;
         long long id;
         int r = one_job("eta", argc, argv, &id);
+        if (!r)
+                r = cli_resolve_task(ctx, &id);
         if (r)
                 return r;
         char target[64];
@@ -281,6 +283,8 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
                 return r;
         long long id;
         r = one_job("snapshots", argc, argv, &id);
+        if (!r)
+                r = cli_resolve_task(ctx, &id);
         if (r)
                 return r;
         char target[80];
@@ -338,6 +342,8 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
                 return r;
         long long id;
         r = one_job("restore", argc, argv, &id);
+        if (!r)
+                r = cli_resolve_task(ctx, &id);
         if (r)
                 return r;
         if (!opt.seq)
