@@ -297,6 +297,9 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         /* Recorded before anything is done: refused, the job goes on untouched. */
         if (gw_job_cancel(d, dj, why) < 0)
                 return reply_store_error(d, rep, "cannot cancel the job");
+        /* An array ends once its running tasks did: a waiting cancel waits for that. */
+        if (dj->job->array_spec)
+                running = !gw_job_state_is_final(dj->job->state);
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = gw_job_lookup(d, ctx->id, &now);
@@ -304,7 +307,8 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                 return reply_json(rep, 200, fin ? job_with_events(d, fin, job_view(d, c, fin)) : json_object());
         }
         if (!want_wait)
-                return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", "RUNNING"));
+                return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state",
+                                                      gw_job_state_name(dj->job->state)));
         dj->waiters = gw_xrealloc(dj->waiters, (dj->n_waiters + 1) * sizeof *dj->waiters);
         dj->waiters[dj->n_waiters++] = req->conn;
         rep->suspend = true;
@@ -528,8 +532,9 @@ void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = the_daemon(userdata);
         gw_train_restore_conn_gone(d, conn);
         gw_backup_conn_gone(d, conn);
-        for (size_t i = 0; i < d->jobs.n_running; i++) {
-                struct gw_djob *dj = d->jobs.running[i];
+        /* Running jobs, and arrays (queued) waiting for their tasks to stop. */
+        for (size_t i = 0; i < d->jobs.n_running + d->jobs.n_queue; i++) {
+                struct gw_djob *dj = i < d->jobs.n_running ? d->jobs.running[i] : d->jobs.queue[i - d->jobs.n_running];
                 for (size_t k = 0; k < dj->n_waiters; k++)
                         if (dj->waiters[k] == conn) {
                                 dj->waiters[k] = dj->waiters[--dj->n_waiters];

@@ -175,7 +175,8 @@ static void tally_cb(const struct gw_store_array_task *t, void *userdata) {
 }
 
 /* Ends the array once it hands out no more tasks and none of them is live: COMPLETED when
- * every task completed, CANCELLED when it was cancelled or some never ran, FAILED else. */
+ * every task completed; CANCELLED when it was cancelled, or when the tasks that did not
+ * complete were all cancelled; FAILED when one failed (or timed out, or was reclaimed). */
 static void maybe_finish(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *p = dj->job;
         const struct gw_array *a = array_of(dj);
@@ -198,9 +199,10 @@ static void maybe_finish(struct gw_daemon *d, struct gw_djob *dj) {
                         k += snprintf(why + k, sizeof why - k, ", %u %s", c.counts[s], gw_job_state_name(s));
         if (never && k > 0 && (size_t) k < sizeof why)
                 snprintf(why + k, sizeof why - k, ", %u never ran", never);
-        enum gw_job_state st = c.counts[GW_JOB_COMPLETED] == n               ? GW_JOB_COMPLETED
-                               : p->stop_state == GW_JOB_CANCELLED || never ? GW_JOB_CANCELLED
-                                                                            : GW_JOB_FAILED;
+        uint32_t failed = c.counts[GW_JOB_FAILED] + c.counts[GW_JOB_TIMEOUT] + c.counts[GW_JOB_RECLAIMED];
+        enum gw_job_state st = c.counts[GW_JOB_COMPLETED] == n ? GW_JOB_COMPLETED
+                               : p->stop_state == GW_JOB_CANCELLED || !failed ? GW_JOB_CANCELLED
+                                                                              : GW_JOB_FAILED;
         (void) gw_job_end(d, dj, st, why, "array");
 }
 
