@@ -380,3 +380,20 @@ size_t gw_array_task_environment(const struct gw_job *j, char **env) {
                 }
         return n;
 }
+
+uint32_t gw_array_jobs_waiting(struct gw_daemon *d, const struct gw_job *j) {
+        if (!j->array_spec)
+                return 1;
+        struct gw_djob *dj = j->id > 0 ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
+        if (dj && dj->job == j) {
+                const struct gw_array *a = array_of(dj);
+                return a && !array_exhausted(dj) ? (uint32_t) (a->n - j->array_next) : 0;
+        }
+        struct gw_array a;
+        char msg[GW_ARRAY_MSG_SIZE];
+        if (gw_array_parse(j->array_spec, "array", &a, msg, sizeof msg) < 0)
+                return 1;
+        uint32_t n = (uint32_t) a.n;
+        gw_array_done(&a);
+        return n;
+}

@@ -58,6 +58,10 @@ struct gw_array_summary {
 int gw_array_summarize(struct gw_daemon *d, const struct gw_job *j, struct gw_array_summary *ret);
 void gw_array_summary_done(struct gw_array_summary *s);
 
+/* For quotas, which count a task as a job: the tasks of array j not handed out yet (its
+ * whole size for one not queued yet), 1 for any other job. */
+uint32_t gw_array_jobs_waiting(struct gw_daemon *d, const struct gw_job *j);
+
 /* A task's variables (GPUWARD_ARRAY_JOB_ID, _INDEX, _TASK_COUNT and Slurm's names), written
  * to env (room for 6); returns how many. */
 size_t gw_array_task_environment(const struct gw_job *j, char **env);

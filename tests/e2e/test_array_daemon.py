@@ -144,6 +144,17 @@ class ArrayDaemonTest(gwtest.DaemonTest):
             with open(os.path.join(out, str(i))) as f:
                 self.assertEqual(f.read(), "x\n", f"task {i} ran once")
 
+    def test_quota_counts_each_waiting_task_as_a_pending_job(self):
+        self.d.cli("admin", "quota", "set", "root", "max_pending_jobs=5")
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], array="0-5", hold=True))
+        self.assertEqual(st, 403, r)
+        self.assertEqual(r["field"], "quota", r)
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], array="0-4", hold=True))
+        self.assertEqual(st, 201, r)
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], hold=True))
+        self.assertEqual(st, 403, r)
+        self.assertIn("max_pending_jobs", r["error"])
+
     def test_a_bad_spec_in_the_api_names_the_field(self):
         for spec, why in (("9-3", "array: '9-3': the range ends before it starts"),
                           (5, "array: must be a string"), ("0-10000", "makes more than 10000 tasks")):
