@@ -79,6 +79,15 @@ class ArrayDaemonTest(gwtest.DaemonTest):
         task = self.d.job(f"{aid}_7")
         self.assertEqual((task["array_job_id"], task["array_index"], task["state"]), (aid, 7, "COMPLETED"))
 
+    def test_output_takes_the_array_id_and_the_index(self):
+        out = self.outdir()
+        aid = self.d.submit("--array", "0-2", "--output", f"{out}/sweep-%A-%a.log", "--", "sh", "-c",
+                            "echo task $GPUWARD_ARRAY_INDEX")
+        self.d.wait_state(aid, "COMPLETED")
+        for i in range(3):
+            with open(os.path.join(out, f"sweep-{aid}-{i}.log")) as f:
+                self.assertEqual(f.read(), f"task {i}\n")
+
     def test_cancel_the_array_stops_running_tasks_and_starts_no_more(self):
         aid = self.d.submit("--array", "0-9%2", "--", "sleep", "60")
         gwtest.wait_until(lambda: len([j for j in tasks_of(self.queue(), aid) if j["state"] == "RUNNING"]) == 2,
