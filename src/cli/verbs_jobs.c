@@ -23,7 +23,8 @@
 #define ALL_STATES "PENDING,HELD,RUNNING," FINAL_STATES
 
 static const char queue_help[] =
-        "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--array] [--json]\n"
+        "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--array]\n"
+        "                     [--json]\n"
         "\n"
         "List the jobs that are waiting or running, in queue order: running jobs first,\n"
         "then waiting ones in the order they will start, held ones last.  The last column\n"
@@ -34,6 +35,7 @@ static const char queue_help[] =
         "  (Reservation) its booking has not begun, or the free GPUs are booked before\n"
         "                its --time would end\n"
         "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
+        "  (JobArrayTaskLimit) an array runs as many tasks as its %N allows\n"
         "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
         "length (a hung run most often) instead of an ETA that no longer moves.\n"
         "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
