@@ -546,6 +546,11 @@ FIELD(priority_why, job_is_queued(j) && j->priority_why[0] ? gw_json_text(j->pri
 /* A job array: its spec; a task: its array and index. */
 FIELD(array, j->array_spec ? gw_json_text(j->array_spec) : json_null())
 FIELD(array_tasks, enc_array_tasks(j))
+FIELD(array_best, j->array_view && j->array_view->best_index >= 0
+                          ? json_pack("{s:s,s:f,s:I,s:I}", "metric", "mAP50-95", "value", j->array_view->best_map50_95,
+                                      "index", (json_int_t) j->array_view->best_index, "epoch",
+                                      (json_int_t) j->array_view->best_epoch)
+                          : json_null())
 FIELD(array_waiting, j->array_view && j->array_view->waiting ? json_string(j->array_view->waiting) : json_null())
 FIELD(array_job_id, j->array_job > 0 ? json_integer(j->array_job) : json_null())
 FIELD(array_index, j->array_job > 0 ? json_integer(j->array_index) : json_null())
@@ -598,6 +603,7 @@ static const struct {
         { "array", enc_f_array },
         { "array_tasks", enc_f_array_tasks },
         { "array_waiting", enc_f_array_waiting },
+        { "array_best", enc_f_array_best },
         { "array_job_id", enc_f_array_job_id },
         { "array_index", enc_f_array_index },
 };

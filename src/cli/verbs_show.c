@@ -370,6 +370,16 @@ static void show_array(const json_t *job) {
         field("Tasks:", line);
         if (cli_jstr(job, "array_waiting"))
                 field("Waiting:", cli_jstr(job, "array_waiting"));
+        const json_t *best = json_object_get(job, "array_best");
+        long long epoch;
+        long long id = 0;
+        (void) cli_jint(job, "id", &id);
+        if (json_is_object(best) && cli_jint(best, "index", &index) && cli_jint(best, "epoch", &epoch)) {
+                snprintf(line, sizeof line, "%s %.4f: task %lld_%lld, epoch %lld",
+                         cli_jstr(best, "metric") ? cli_jstr(best, "metric") : "?", cli_jnum(best, "value"), id, index,
+                         epoch);
+                field("Best:", line);
+        }
 }
 
 static void show_job(const json_t *job) {

@@ -13,6 +13,9 @@ struct gw_job_array_view {
         uint32_t total;
         uint32_t counts[_GW_JOB_STATE_MAX]; /* waiting tasks count as PENDING */
         const char *waiting;                /* folded, "17_[5-49%4]"; NULL = none */
+        int64_t best_index;                 /* the task with the best mAP50-95; -1 = none */
+        double best_map50_95;
+        long best_epoch;
 };
 
 struct gw_job {

@@ -379,6 +379,10 @@ int gw_array_summarize(struct gw_daemon *d, const struct gw_job *j, struct gw_ar
                 }
         }
         s.view.waiting = s.waiting;
+        struct gw_store_array_best best = { .index = -1 };
+        s.view.best_index = gw_store_array_best(d->store, j->id, &best) == 0 ? best.index : -1;
+        s.view.best_map50_95 = best.map50_95;
+        s.view.best_epoch = best.epoch;
         *ret = s;
         return 0;
 }

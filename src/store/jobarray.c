@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 
 #include "store/store_internal.h"
 
@@ -50,5 +51,28 @@ int gw_store_array_tasks(struct gw_store *s, int64_t array_job, gw_store_array_t
         }
         r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
         sqlite3_finalize(st);
+        return r;
+}
+
+int gw_store_array_best(struct gw_store *s, int64_t array_job, struct gw_store_array_best *ret) {
+        sqlite3_stmt *st;
+        int r = gw_store_prepare(s, "SELECT j.array_index, e.message FROM jobs j JOIN job_events e ON e.job_id = j.id "
+                                 "WHERE j.array_job = ?1 AND e.kind = 'best' ORDER BY j.array_index", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, array_job);
+        struct gw_store_array_best best = { .index = -1 };
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *msg = (const char *) sqlite3_column_text(st, 1);
+                double v;
+                long epoch;
+                if (msg && sscanf(msg, "mAP50-95 %lf at epoch %ld", &v, &epoch) == 2 && (best.index < 0 || v > best.map50_95))
+                        best = (struct gw_store_array_best) { sqlite3_column_int64(st, 0), v, epoch };
+        }
+        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
+        sqlite3_finalize(st);
+        if (r == 0)
+                *ret = best;
         return r;
 }

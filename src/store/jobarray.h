@@ -21,5 +21,16 @@ struct gw_store_array_task {
 };
 typedef void (*gw_store_array_task_cb)(const struct gw_store_array_task *t, void *userdata);
 
+/* A task's best epoch, as the event "best" that training writes at the end of a task's
+ * attempt says it: "mAP50-95 0.5123 at epoch 37". */
+#define GW_ARRAY_BEST_FORMAT "mAP50-95 %.4f at epoch %ld"
+struct gw_store_array_best {
+        int64_t index;                 /* the task's; -1 = no task reported one */
+        double map50_95;
+        long epoch;
+};
+/* The best of the "best" events of array array_job's tasks into *ret.  0 or -errno. */
+int gw_store_array_best(struct gw_store *s, int64_t array_job, struct gw_store_array_best *ret);
+
 /* Calls cb for each task row of array array_job, by index. */
 int gw_store_array_tasks(struct gw_store *s, int64_t array_job, gw_store_array_task_cb cb, void *userdata);

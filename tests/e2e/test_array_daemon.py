@@ -138,6 +138,19 @@ class ArrayDaemonTest(gwtest.DaemonTest):
         self.assertIn(f"{aid}_2 (task 2 of array {aid})", task)
         self.assertIn("FAILED", task)
 
+    def test_show_names_the_best_task_of_a_training_sweep(self):
+        # The command is the training run itself (a shell around it would hide it from the
+        # daemon's training watch); each task's run goes to its own runs/detect/sweep* folder.
+        aid = self.d.submit("--array", "1-3", "--", gwtest.TRAINER, "epochs=3", "name=sweep", "--epoch-seconds", "0.3")
+        arr = self.d.wait_state(aid, "COMPLETED", timeout=60 * gwtest.SLOW)
+        best = arr["array_best"]
+        self.assertIsNotNone(best, arr)
+        self.assertEqual((best["metric"], best["epoch"]), ("mAP50-95", 3), best)
+        self.assertIn(best["index"], (1, 2, 3), best)
+        self.assertIn(f"task {aid}_{best['index']}, epoch 3", self.d.cli("show", str(aid)).stdout)
+        for i in (1, 2, 3):
+            self.assertTrue(gwtest.events_of(self.d.job(f"{aid}_{i}"), "best"), f"task {i}'s best is an event")
+
     def test_restart_mid_array_keeps_every_task(self):
         out = self.outdir()
         aid = self.d.submit("--array", "0-5%2", "--", "sh", "-c",
