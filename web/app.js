@@ -281,15 +281,21 @@
 
   /* "4 running · 45 waiting · 1 completed of 50": the live tasks from the queue, the rest
    * from the array's counts. */
-  function arrayCounts(j) {
+  function arrayCounts(j, jobs) {
     const t = j.array_tasks || {};
-    const running = [...S.jobs.values()].filter(x => x.array_job_id === j.id && x.state === 'RUNNING').length;
+    const running = [...jobs.values()].filter(x => x.array_job_id === j.id && x.state === 'RUNNING').length;
     const parts = [`${running} running`];
     if (t.PENDING) parts.push(`${t.PENDING} waiting`);
     for (const s of ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'RECLAIMED'])
       if (t[s]) parts.push(`${t[s]} ${s.toLowerCase()}`);
     return parts.join(' · ') + (t.total ? ` of ${t.total}` : '');
   }
+  GW.arrayCounts = arrayCounts;
+
+  /* The ID cell: 17, a task's 17_3, an array's 17_[0-49%4]. */
+  const jobLabel = j => j.array_job_id != null ? `${j.array_job_id}_${j.array_index}`
+    : j.array && ACTIVE.has(j.state) ? `${j.id}_[${j.array}]` : String(j.id);
+  GW.jobLabel = jobLabel;
 
   function setLive(state) {
     const el = $('live');
@@ -450,8 +456,8 @@
   function jobRow(j, now) {
     const run = j.start_time ? (j.end_time || now) - j.start_time : null;
     const array = j.array && ACTIVE.has(j.state);
-    const why = array ? `array ${j.array}: ${arrayCounts(j)}` : whyWhen(j);
-    const label = j.array_job_id != null ? `${j.array_job_id}_${j.array_index}` : array ? `${j.id}_[${j.array}]` : String(j.id);
+    const why = array ? `array ${j.array}: ${arrayCounts(j, S.jobs)}` : whyWhen(j);
+    const label = jobLabel(j);
     return h('tr', { 'data-job': j.id },
       h('td', { title: label }, h('a', { href: `#/job/${j.id}`, 'data-key': `job-link-${j.id}` }, label)),
       h('td', { title: j.name }, j.name),

@@ -5,6 +5,8 @@ bounds the tasks running at once; each task sees GPUWARD_ARRAY_* (and SLURM_ARRA
 wait and show take the array or one task (N_i); a restart keeps everything."""
 import json
 import os
+import shutil
+import subprocess
 import time
 import unittest
 
@@ -186,6 +188,38 @@ class ArrayDaemonTest(gwtest.DaemonTest):
             self.assertIn(why, r["error"])
         st, jobs = self.d.api("GET", "/api/v1/jobs")
         self.assertEqual(jobs["jobs"], [], "nothing was queued")
+
+
+DASHBOARD_CHECK = """
+global.window = {}; global.document = { addEventListener() {} };
+eval(require('fs').readFileSync(process.argv[1], 'utf8'));
+const GW = window.GW;
+const jobs = new Map([
+  [17, {id: 17, state: 'PENDING', array: '0-49%4', array_tasks: {total: 50, PENDING: 45, RUNNING: 2, COMPLETED: 3}}],
+  [18, {id: 18, state: 'RUNNING', array_job_id: 17, array_index: 3}],
+  [19, {id: 19, state: 'RUNNING', array_job_id: 17, array_index: 4}],
+  [30, {id: 30, state: 'RUNNING'}]]);
+console.log(JSON.stringify({rows: GW.foldArrays([...jobs.values()]).map(GW.jobLabel),
+                            counts: GW.arrayCounts(jobs.get(17), jobs),
+                            task: GW.jobLabel(jobs.get(18))}));
+"""
+
+
+class DashboardArrayTest(unittest.TestCase):
+    """The dashboard's queue folds an array on one row with its task counts (web/app.js, run
+    under node with no page: only the functions that decide the rows)."""
+
+    def test_array_is_one_row_with_its_counts(self):
+        node = shutil.which("node") or shutil.which("nodejs")
+        if not node:
+            self.skipTest("node is not installed")
+        app = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "app.js")
+        out = subprocess.run([node, "-e", DASHBOARD_CHECK, app], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout)
+        self.assertEqual(got["rows"], ["17_[0-49%4]", "30"], "the array's running tasks are folded into its row")
+        self.assertEqual(got["counts"], "2 running · 45 waiting · 3 completed of 50")
+        self.assertEqual(got["task"], "17_3")
 
 
 if __name__ == "__main__":
