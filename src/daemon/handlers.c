@@ -436,12 +436,27 @@ static bool guest_may(handler_fn fn) {
 
 /* What a TCP caller without a token may still reach when they are refused: probes, and
  * the web page's sign-in (which takes a token in its body). */
+/* A task that has not started, as GET /api/v1/jobs/17_5 shows it: the array's fields, with
+ * no id (it has none yet), PENDING (or HELD with the array) for the array's reason. */
+static void reply_waiting_task(struct gw_daemon *d, const struct gw_job *array, int64_t index, const struct caller *c,
+                               struct gw_http_reply *rep) {
+        struct gw_job t = *array;
+        t.array_spec = NULL;
+        t.array_view = NULL;
+        t.array_job = array->id;
+        t.array_index = index;
+        t.log_path = NULL;
+        json_t *o = gw_codec_job(&t, job_view(d, c, array));
+        json_object_set_new(o, "id", json_null());
+        reply_json(rep, 200, o);
+}
+
 /* A path that names task index of array array_id ("17_3"): the task's own job id, which
  * the route's handler then serves as any job's.  A task that has not started has no job
- * yet: a DELETE cancels it where it waits (it will never run), anything else is told so.
- * 0 once rep holds the answer. */
-static int64_t task_or_reply(struct gw_daemon *d, const struct gw_http_request *req, int64_t array_id, int64_t index,
-                             const struct caller *c, struct gw_http_reply *rep) {
+ * yet: GET of the job shows it waiting, a DELETE cancels it where it waits (it will never
+ * run), anything else is told so.  0 once rep holds the answer. */
+static int64_t task_or_reply(struct gw_daemon *d, const struct gw_http_request *req, bool job_itself, int64_t array_id,
+                             int64_t index, const struct caller *c, struct gw_http_reply *rep) {
         int64_t id;
         int r = gw_array_task_id(d, array_id, index, &id);
         if (r == 0)
@@ -462,9 +477,17 @@ static int64_t task_or_reply(struct gw_daemon *d, const struct gw_http_request *
                             (long long) array_id, (long long) index, (long long) array_id, gw_job_state_name(j->state));
                 return 0;
         }
+        if (!gw_array_has_task(dj, index)) {
+                reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id, (long long) index,
+                            (long long) array_id, j->array_spec);
+                return 0;
+        }
         if (!del) {
-                reply_error(rep, 404, "id", "task %lld_%lld has not started: it is a job of its own once it starts, "
-                            "or no such task (array %s)", (long long) array_id, (long long) index, j->array_spec);
+                if (job_itself && !strcmp(req->method, "GET"))
+                        reply_waiting_task(d, j, index, c, rep);
+                else
+                        reply_error(rep, 404, "id", "task %lld_%lld has not started: it is a job of its own once it "
+                                    "starts", (long long) array_id, (long long) index);
                 return 0;
         }
         char why[128];
@@ -516,7 +539,7 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
                 return reply_error(rep, 403, NULL, "%s has the role guest, which may only read", c.user);
         if ((r->flags & GW_ROUTE_ADMIN) && !c.admin)
                 return reply_error(rep, 403, NULL, "only admins may do this");
-        if (is_task && (id = task_or_reply(d, req, id, task, &c, rep)) <= 0)
+        if (is_task && (id = task_or_reply(d, req, !strcmp(r->pattern, "/api/v1/jobs/{id}"), id, task, &c, rep)) <= 0)
                 return;
         struct gw_route_ctx ctx = { .id = id, .route = r };
         routes[r - table].fn(d, req, &ctx, rep, &c);

@@ -276,9 +276,7 @@ int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason)
         return 0;
 }
 
-int gw_array_cancel_waiting(struct gw_daemon *d, struct gw_djob *dj, int64_t index, const char *reason,
-                            int64_t *ret_id) {
-        struct gw_job *p = dj->job;
+bool gw_array_has_task(struct gw_djob *dj, int64_t index) {
         const struct gw_array *a = array_of(dj);
         size_t lo = 0, hi = a ? a->n : 0;
         while (lo < hi) {
@@ -288,7 +286,14 @@ int gw_array_cancel_waiting(struct gw_daemon *d, struct gw_djob *dj, int64_t ind
                 else
                         hi = mid;
         }
-        if (!a || lo == a->n || a->ids[lo] != index)
+        return a && lo < a->n && a->ids[lo] == index;
+}
+
+int gw_array_cancel_waiting(struct gw_daemon *d, struct gw_djob *dj, int64_t index, const char *reason,
+                            int64_t *ret_id) {
+        struct gw_job *p = dj->job;
+        const struct gw_array *a = array_of(dj);
+        if (!a || !gw_array_has_task(dj, index))
                 return -ENOENT;
         int64_t id;
         int r = gw_store_array_task(d->store, p->id, index, &id);

@@ -42,6 +42,9 @@ int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason)
 int gw_array_cancel_waiting(struct gw_daemon *d, struct gw_djob *dj, int64_t index, const char *reason,
                             int64_t *ret_id);
 
+/* Whether index is one of the array dj's tasks. */
+bool gw_array_has_task(struct gw_djob *dj, int64_t index);
+
 /* The job id of task index of array array_id: 0 with *ret_id, -ENOENT when it has none (it
  * waits, or it is not one of the array's), -errno from the store. */
 int gw_array_task_id(struct gw_daemon *d, int64_t array_id, int64_t index, int64_t *ret_id);

@@ -48,6 +48,14 @@ class ArrayDaemonTest(gwtest.DaemonTest):
         self.assertEqual(len(expanded), 1001, expanded[:3])
         self.assertTrue(expanded[1].startswith(f"{aid}_0 "), expanded[1])
         self.assertTrue(expanded[-1].startswith(f"{aid}_999 "), expanded[-1])
+        # A task that has not started has no job yet: it shows as waiting, with no id.
+        st, t = self.d.api("GET", f"/api/v1/jobs/{aid}_500")
+        self.assertEqual(st, 200, t)
+        self.assertEqual((t["id"], t["array_job_id"], t["array_index"], t["state"]), (None, aid, 500, "HELD"))
+        self.assertIn(f"{aid}_500 (task 500 of array {aid})", self.d.cli("show", f"{aid}_500").stdout)
+        st, t = self.d.api("GET", f"/api/v1/jobs/{aid}_1000")
+        self.assertEqual(st, 404, t)
+        self.assertIn(f"no task {aid}_1000", t["error"])
 
     def test_throttle_is_never_exceeded(self):
         aid = self.d.submit("--array", "0-11%2", "--", "sleep", "0.3")
@@ -111,6 +119,9 @@ class ArrayDaemonTest(gwtest.DaemonTest):
         aid = self.d.submit("--array", "0-5%1", "--", "sh", "-c",
                             f"touch {out}/$GPUWARD_ARRAY_INDEX; [ $GPUWARD_ARRAY_INDEX = 0 ] && sleep 60; true")
         self.d.wait_state(f"{aid}_0", "RUNNING")
+        p = self.d.cli("wait", "--timeout", "1s", f"{aid}_3", check=False)  # waits on a task not started
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"job {aid}_3 is still PENDING", p.stderr)
         self.assertIn(f"Cancelled job {aid}_4", self.d.cli("cancel", f"{aid}_4").stdout)
         self.d.cli("cancel", f"{aid}_0")
         arr = self.d.wait_state(aid, {"CANCELLED", "FAILED", "COMPLETED"})
