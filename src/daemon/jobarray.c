@@ -160,6 +160,13 @@ int gw_array_start_task(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         const struct gw_array *a = array_of(dj);
         if (!a)
                 return -EINVAL;
+        /* Not inside the loop's batch: a batch whose commit fails undoes its starts in memory
+         * only, and a task whose row went with the rollback would run with no row.  The pass
+         * at the top of the next iteration, outside any batch, hands the task out. */
+        if (d->jobs.in_batch) {
+                d->jobs.sched_dirty = true;
+                return 0;
+        }
         int r = skip_recorded(d, dj, a);
         if (r < 0)
                 return r;
