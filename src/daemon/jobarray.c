@@ -180,11 +180,13 @@ int gw_array_start_task(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         snprintf(msg, sizeof msg, "task %lld_%u (%u of %zu) of array %lld, submitted by %s", (long long) p->id, index,
                  p->array_next + 1, a->n, (long long) p->id, p->user);
         /* The task's row and the array's progress together: a restart finds both or neither. */
-        if ((r = gw_store_begin(d->store)) < 0 || (r = gw_store_job_insert(d->store, t, msg)) < 0 ||
+        bool begun = (r = gw_store_begin(d->store)) == 0;
+        if (!begun || (r = gw_store_job_insert(d->store, t, msg)) < 0 ||
             (r = gw_store_array_next_set(d->store, p->id, p->array_next + 1)) < 0 || (r = gw_store_commit(d->store)) < 0) {
                 log_err("array %lld: cannot record task %u, not starting it: %s", (long long) p->id, index,
                         gw_store_errmsg(d->store));
-                (void) gw_store_rollback(d->store);
+                if (begun)
+                        (void) gw_store_rollback(d->store);
                 gw_job_free(t);
                 return r;
         }
