@@ -263,6 +263,50 @@
 
   let es = null, buffering = true, buffered = [];
 
+  /* An array's row is re-read (its task counts) at most twice a second, however many of its
+   * tasks start or end. */
+  const arraysToRead = new Set();
+  let arrayTimer = 0;
+  function refreshArray(id) {
+    arraysToRead.add(id);
+    if (arrayTimer) return;
+    arrayTimer = setTimeout(async () => {
+      arrayTimer = 0;
+      const ids = [...arraysToRead];
+      arraysToRead.clear();
+      for (const id of ids) {
+        const res = await GW.api('GET', `/api/v1/jobs/${id}`);
+        if (res.status === 200 && ACTIVE.has(res.data.state) && S.jobs.has(id)) S.jobs.set(id, res.data);
+      }
+      GW.render('job');
+    }, 500);
+  }
+
+  /* A job array folded on one row: its running tasks are counted there, not listed. */
+  function foldArrays(list) {
+    const arrays = new Set(list.filter(j => j.array).map(j => j.id));
+    return list.filter(j => !(j.array_job_id && arrays.has(j.array_job_id)));
+  }
+  GW.foldArrays = foldArrays;
+
+  /* "4 running · 45 waiting · 1 completed of 50": the live tasks from the queue, the rest
+   * from the array's counts. */
+  function arrayCounts(j, jobs) {
+    const t = j.array_tasks || {};
+    const running = [...jobs.values()].filter(x => x.array_job_id === j.id && x.state === 'RUNNING').length;
+    const parts = [`${running} running`];
+    if (t.PENDING) parts.push(`${t.PENDING} waiting`);
+    for (const s of ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'RECLAIMED'])
+      if (t[s]) parts.push(`${t[s]} ${s.toLowerCase()}`);
+    return parts.join(' · ') + (t.total ? ` of ${t.total}` : '');
+  }
+  GW.arrayCounts = arrayCounts;
+
+  /* The ID cell: 17, a task's 17_3, an array's 17_[0-49%4]. */
+  const jobLabel = j => j.array_job_id != null ? `${j.array_job_id}_${j.array_index}`
+    : j.array && ACTIVE.has(j.state) ? `${j.id}_[${j.array}]` : String(j.id);
+  GW.jobLabel = jobLabel;
+
   function setLive(state) {
     const el = $('live');
     if (el.dataset.state === state) return;
@@ -277,6 +321,10 @@
       noteGpus(data);
     } else if (type === 'job') {
       const j = data.job;
+      /* A task started or ended: its array's counts (which the stream does not carry) again. */
+      if (j.array_job_id && S.jobs.has(j.array_job_id)) refreshArray(j.array_job_id);
+      const was = S.jobs.get(j.id);
+      if (was && was.array_tasks && !j.array_tasks) { j.array_tasks = was.array_tasks; j.array_waiting = was.array_waiting; }
       if (ACTIVE.has(j.state)) S.jobs.set(j.id, j);
       else {
         S.jobs.delete(j.id);
@@ -453,9 +501,11 @@
   /* One line per job (style.css: fixed heights); what does not fit is in the cell's title. */
   function jobRow(j, now) {
     const run = j.start_time ? (j.end_time || now) - j.start_time : null;
-    const why = whyWhen(j);
+    const array = j.array && ACTIVE.has(j.state);
+    const why = array ? `array ${j.array}: ${arrayCounts(j, S.jobs)}` : whyWhen(j);
+    const label = jobLabel(j);
     return h('tr', { 'data-job': j.id },
-      h('td', {}, h('a', { href: `#/job/${j.id}`, 'data-key': `job-link-${j.id}` }, String(j.id))),
+      h('td', { title: label }, h('a', { href: `#/job/${j.id}`, 'data-key': `job-link-${j.id}` }, label)),
       h('td', { title: j.name }, j.name),
       h('td', { class: 'hide-narrow' }, j.user),
       h('td', {}, h('span', { class: `state ${j.state}` }, j.state)),
@@ -477,7 +527,7 @@
       if (!S.finished) { loadFinished(); list = []; }
       else list = S.finished;
     } else {
-      list = [...S.jobs.values()];
+      list = foldArrays([...S.jobs.values()]);
       /* The daemon's own order: priority, then the user's fair-share factor, then submission. */
       list.sort((a, b) => (b.state === 'RUNNING') - (a.state === 'RUNNING') || (b.priority - a.priority) ||
         ((b.fairshare ?? 0) - (a.fairshare ?? 0)) || a.id - b.id);

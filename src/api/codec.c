@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "core/directive.h"
+#include "core/jobarray.h"
 
 #define MAX_ARGS 4096
 #define MAX_ENV 4096
@@ -344,13 +345,32 @@ static int decode_interactive(const json_t *o, struct gw_job *j, struct gw_codec
         return 0;
 }
 
+/* A job array (sweep): its spec in Slurm's syntax, checked here and kept as given (the
+ * daemon expands it again when it hands out the tasks). */
+static int decode_array(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const char *s;
+        if (get_string(o, "array", &s, err) < 0)
+                return -EINVAL;
+        if (!s)
+                return 0;
+        char msg[GW_ARRAY_MSG_SIZE];
+        struct gw_array a;
+        if (gw_array_parse(s, "array", &a, msg, sizeof msg) < 0)
+                return fail(err, "array", "%s", msg);
+        gw_array_done(&a);
+        if (j->interactive)
+                return fail(err, "array", "array: an interactive session cannot be an array");
+        j->array_spec = gw_xstrdup(s);
+        return 0;
+}
+
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
-                "interactive",
+                "interactive", "array",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -395,6 +415,8 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
             get_strv(o, "env_extra", MAX_ENV, true, &j->env_extra, err) < 0)
                 return -EINVAL;
         if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0 || decode_interactive(o, j, err) < 0)
+                return -EINVAL;
+        if (decode_array(o, j, err) < 0)
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
@@ -456,6 +478,17 @@ static json_t *enc_after(const struct gw_job *j) {
 
 static json_t *enc_str(const char *s) { return gw_json_text(s); }
 
+/* An array's tasks: {"total": 50, "PENDING": 45, "RUNNING": 4, "COMPLETED": 1}. */
+static json_t *enc_array_tasks(const struct gw_job *j) {
+        if (!j->array_view)
+                return json_null();
+        json_t *o = json_pack("{s:I}", "total", (json_int_t) j->array_view->total);
+        for (int s = 0; s < _GW_JOB_STATE_MAX; s++)
+                if (j->array_view->counts[s])
+                        json_object_set_new(o, gw_job_state_name(s), json_integer(j->array_view->counts[s]));
+        return o;
+}
+
 static bool job_is_queued(const struct gw_job *j) {
         return j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
 }
@@ -510,6 +543,17 @@ FIELD(latest_start, PREDICTED(j->latest_start))
 /* A queued job's place in the queue: its user's fair-share factor and why, in words. */
 FIELD(fairshare, job_is_queued(j) && j->fairshare > 0 ? json_real(j->fairshare) : json_null())
 FIELD(priority_why, job_is_queued(j) && j->priority_why[0] ? gw_json_text(j->priority_why) : json_null())
+/* A job array: its spec; a task: its array and index. */
+FIELD(array, j->array_spec ? gw_json_text(j->array_spec) : json_null())
+FIELD(array_tasks, enc_array_tasks(j))
+FIELD(array_best, j->array_view && j->array_view->best_index >= 0
+                          ? json_pack("{s:s,s:f,s:I,s:I}", "metric", "mAP50-95", "value", j->array_view->best_map50_95,
+                                      "index", (json_int_t) j->array_view->best_index, "epoch",
+                                      (json_int_t) j->array_view->best_epoch)
+                          : json_null())
+FIELD(array_waiting, j->array_view && j->array_view->waiting ? json_string(j->array_view->waiting) : json_null())
+FIELD(array_job_id, j->array_job > 0 ? json_integer(j->array_job) : json_null())
+FIELD(array_index, j->array_job > 0 ? json_integer(j->array_index) : json_null())
 #undef FIELD
 
 static const struct {
@@ -556,6 +600,12 @@ static const struct {
         { "latest_start", enc_f_latest_start },
         { "fairshare", enc_f_fairshare },
         { "priority_why", enc_f_priority_why },
+        { "array", enc_f_array },
+        { "array_tasks", enc_f_array_tasks },
+        { "array_waiting", enc_f_array_waiting },
+        { "array_best", enc_f_array_best },
+        { "array_job_id", enc_f_array_job_id },
+        { "array_index", enc_f_array_index },
 };
 
 

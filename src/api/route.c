@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 static bool is_digit(char c) {
@@ -65,4 +66,27 @@ int gw_route_match(const struct gw_route *table, size_t n, const char *method, c
                 }
         }
         return path_seen ? -EBADRQC : -ENOENT;
+}
+
+int gw_route_array_task(const char *path, char *buf, size_t size, int64_t *ret_index) {
+        static const char prefix[] = "/api/v1/jobs/";
+        size_t lp = sizeof prefix - 1;
+        if (strncmp(path, prefix, lp))
+                return -ENOENT;
+        const char *p = path + lp;
+        size_t digits = strspn(p, "0123456789");
+        if (!digits || p[digits] != '_')
+                return -ENOENT;
+        const char *q = p + digits + 1;
+        size_t idigits = strspn(q, "0123456789");
+        if (!idigits || idigits > 6 || (q[idigits] && q[idigits] != '/'))
+                return -ENOENT;
+        int64_t index = 0;
+        for (size_t i = 0; i < idigits; i++)
+                index = index * 10 + (q[i] - '0');
+        int n = snprintf(buf, size, "%.*s%s", (int) (lp + digits), path, q + idigits);
+        if (n < 0 || (size_t) n >= size)
+                return -ENAMETOOLONG;
+        *ret_index = index;
+        return 0;
 }

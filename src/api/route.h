@@ -25,3 +25,8 @@ struct gw_route {
  * (404); -EBADRQC when the path matches but not the method (405). */
 int gw_route_match(const struct gw_route *table, size_t n, const char *method, const char *path,
                    const struct gw_route **ret, int64_t *ret_id);
+
+/* A job array's task in a job's path: "/api/v1/jobs/17_3/log" (Slurm's name for task 3 of
+ * array 17) is written to buf as "/api/v1/jobs/17/log", with 3 in *ret_index.  Returns 0
+ * then, -ENOENT for any other path (buf untouched), -ENAMETOOLONG when buf is too small. */
+int gw_route_array_task(const char *path, char *buf, size_t size, int64_t *ret_index);

@@ -247,10 +247,23 @@ int cli_query_add(char **target, const char *key, const char *value) {
 }
 
 json_t *cli_job_get(const struct cli_ctx *ctx, long long id) {
-        char target[64], subject[48];
-        snprintf(target, sizeof target, "/api/v1/jobs/%lld", id);
-        snprintf(subject, sizeof subject, "job %lld", id);
+        char target[64], subject[48], ref[32];
+        snprintf(target, sizeof target, "/api/v1/jobs/%s", cli_job_ref(id, ref, sizeof ref));
+        snprintf(subject, sizeof subject, "job %s", ref);
         struct cli_call call = { .method = "GET", .target = target, .subject = subject };
         json_t *job = NULL;
         return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
+}
+
+int cli_resolve_task(const struct cli_ctx *ctx, long long *id) {
+        if (*id >= 0)
+                return 0;
+        json_t *job = cli_job_get(ctx, *id);
+        long long real;
+        bool ok = job && cli_jint(job, "id", &real);
+        json_decref(job);
+        if (!ok)
+                return CLI_EXIT_FAIL;
+        *id = real;
+        return 0;
 }

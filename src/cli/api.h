@@ -50,6 +50,11 @@ int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, 
  * after telling why with the subject "job ID" (an unknown id, no daemon). */
 json_t *cli_job_get(const struct cli_ctx *ctx, long long id);
 
+/* An array's task as cli_parse_job_id returns it ("17_3", negative) replaced by its job's id,
+ * which the daemon gives it when it starts; any other id is left alone.  0, or the exit code
+ * after telling why (the task has not started, no such task). */
+int cli_resolve_task(const struct cli_ctx *ctx, long long *id);
+
 /* Appends "?key=value" (or "&key=value") to the malloc'ed *target, escaping value.
  * 0 or -ENOMEM (then *target is unchanged). */
 int cli_query_add(char **target, const char *key, const char *value);

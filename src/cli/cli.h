@@ -148,8 +148,13 @@ int cli_print_rows(const struct cli_rows *spec, const json_t *items);
 /* The options paragraph of a verb that takes only --json and --help, blank lines around. */
 #define CLI_HELP_JSON_OPTIONS "\nOptions:\n" CLI_HELP_JSON CLI_HELP_HELP "\n"
 
-/* A job id as typed by a user: a positive decimal.  Prints a usage error on failure. */
+/* A job id as typed by a user: a positive decimal, or a job array's task as Slurm names it,
+ * "17_3", which is returned negative: -(17 << CLI_TASK_SHIFT | 3) (cli_job_ref writes it
+ * back, for the API's paths and for messages).  Prints a usage error on failure. */
+#define CLI_TASK_SHIFT 20
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id);
+/* "17" or "17_3" for an id from cli_parse_job_id, in buf (32 bytes at least); returns buf. */
+const char *cli_job_ref(long long id, char *buf, size_t size);
 
 /* Job ids in the order given, from words such as "17" and "17-40".  A range is for "the sweep
  * I just submitted", not the whole history: more than CLI_ID_RANGE_MAX ids is taken for a typo

@@ -72,13 +72,32 @@ int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int o
 }
 
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id) {
-        long long id;
+        long long id, index;
+        const char *us = strchr(s, '_');
+        if (us) {
+                _cleanup_free_ char *array = strndup(s, (size_t) (us - s));
+                if (!array || gw_parse_int(array, 1, INT64_MAX >> CLI_TASK_SHIFT, &id) < 0 ||
+                    gw_parse_int(us + 1, 0, (1 << CLI_TASK_SHIFT) - 1, &index) < 0) {
+                        cli_usage(verb, "'%s' is not a job array's task (ARRAY_INDEX, e.g. 17_3)", s);
+                        return -EINVAL;
+                }
+                *ret_id = -(id << CLI_TASK_SHIFT | index);
+                return 0;
+        }
         if (gw_parse_int(s, 1, INT64_MAX, &id) < 0) {
-                cli_usage(verb, "'%s' is not a job id (a positive number, e.g. 17)", s);
+                cli_usage(verb, "'%s' is not a job id (a positive number, e.g. 17, or an array's task, 17_3)", s);
                 return -EINVAL;
         }
         *ret_id = id;
         return 0;
+}
+
+const char *cli_job_ref(long long id, char *buf, size_t size) {
+        if (id < 0)
+                snprintf(buf, size, "%lld_%lld", -id >> CLI_TASK_SHIFT, -id & ((1 << CLI_TASK_SHIFT) - 1));
+        else
+                snprintf(buf, size, "%lld", id);
+        return buf;
 }
 
 int cli_id_push(struct cli_id_list *ids, long long id) {

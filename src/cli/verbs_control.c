@@ -29,7 +29,9 @@ static const char cancel_help[] =
         "SIGKILL after the grace period; gpuward waits until all of its processes (data\n"
         "loader workers included) are gone and its GPUs are free, then prints\n"
         "'Cancelled job N'.  You may cancel your own jobs; admins may cancel any.\n"
-        "JOB is an id or a range of ids (17-40).  Instead of ids, a selection: every job\n"
+        "JOB is an id or a range of ids (17-40).  A job array's id cancels all its tasks\n"
+        "(running ones stopped, waiting ones never run); 17_3 cancels task 3 alone.\n"
+        "Instead of ids, a selection: every job\n"
         "of yours (or of USER) that is PENDING, HELD or RUNNING, narrowed by name and state;\n"
         "waiting ones are cancelled first, so that none starts on the GPUs others free.\n"
         "\n"
@@ -159,46 +161,49 @@ static int parse_control(struct control *c, struct cli_ctx *ctx, int argc, char 
         return 0;
 }
 
-static void print_done(const struct control *c, long long id, const json_t *reply) {
+static void print_done(const struct control *c, long long num, const json_t *reply) {
         const char *state = cli_jstr(reply, "state");
+        char id[32];
+        cli_job_ref(num, id, sizeof id);
         switch (c->action) {
         case ACT_CANCEL:
                 if (c->wait || !state || strcmp(state, "CANCELLED") == 0)
-                        printf("Cancelled job %lld\n", id);
+                        printf("Cancelled job %s\n", id);
                 else
-                        printf("Cancelling job %lld\n", id);
+                        printf("Cancelling job %s\n", id);
                 break;
         case ACT_HOLD:
-                printf("Held job %lld\n", id);
+                printf("Held job %s\n", id);
                 break;
         case ACT_RELEASE:
-                printf("Released job %lld\n", id);
+                printf("Released job %s\n", id);
                 break;
         }
 }
 
 /* One job; the reply is appended to out for --json. */
 static int control_one(struct cli_ctx *ctx, const struct control *c, long long id, bool many, json_t *out) {
-        char target[96], subject[48];
+        char target[96], subject[48], ref[32];
         const char *method = "POST";
+        cli_job_ref(id, ref, sizeof ref);
         gw_usec_t timeout = 0;
         if (c->action == ACT_CANCEL) {
                 method = "DELETE";
-                snprintf(target, sizeof(target), "/api/v1/jobs/%lld%s", id, c->wait ? "?wait=1" : "");
+                snprintf(target, sizeof(target), "/api/v1/jobs/%s%s", ref, c->wait ? "?wait=1" : "");
                 timeout = c->wait ? CANCEL_WAIT_TIMEOUT : 0;
         } else {
-                snprintf(target, sizeof(target), "/api/v1/jobs/%lld/%s", id,
+                snprintf(target, sizeof(target), "/api/v1/jobs/%s/%s", ref,
                          c->action == ACT_HOLD ? "hold" : "release");
         }
-        snprintf(subject, sizeof(subject), "job %lld", id);
+        snprintf(subject, sizeof(subject), "job %s", ref);
         /* A cancel that waits is recorded before the wait: a daemon that stops meanwhile ends
          * the job as cancelled when it is back. */
         char dropped[160] = "";
         if (c->action == ACT_CANCEL && c->wait)
                 snprintf(dropped, sizeof dropped,
                          "gpuward: the cancel may have been recorded before that (then it is carried out when "
-                         "gpuwardd is back); 'gpuward show %lld' tells",
-                         id);
+                         "gpuwardd is back); 'gpuward show %s' tells",
+                         ref);
         struct cli_call call = {
                 .method = method, .target = target, .timeout = timeout, .subject = many ? subject : NULL,
                 .if_dropped = dropped[0] ? dropped : NULL,

@@ -15,6 +15,7 @@
 #include "cli/format.h"
 #include "cli/jobview.h"
 #include "cli/trainview.h"
+#include "core/jobarray.h"
 #include "cli/verbs.h"
 
 #define NAME_MAX_COLS 24
@@ -22,7 +23,8 @@
 #define ALL_STATES "PENDING,HELD,RUNNING," FINAL_STATES
 
 static const char queue_help[] =
-        "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--json]\n"
+        "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--array]\n"
+        "                     [--json]\n"
         "\n"
         "List the jobs that are waiting or running, in queue order: running jobs first,\n"
         "then waiting ones in the order they will start, held ones last.  The last column\n"
@@ -33,12 +35,16 @@ static const char queue_help[] =
         "  (Reservation) its booking has not begun, or the free GPUs are booked before\n"
         "                its --time would end\n"
         "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
+        "  (JobArrayTaskLimit) an array runs as many tasks as its %N allows\n"
         "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
         "length (a hung run most often) instead of an ETA that no longer moves.\n"
         "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
         "(0.42; 5/0.42 with a priority of 5): the queue goes by priority, then by that\n"
         "factor (whoever used the GPUs least lately first), then submission; 'gpuward\n"
         "show' says why.\n"
+        "A job array (submit --array) shows its waiting tasks on one row, as Slurm does:\n"
+        "17_[5-49] (17_[5-49%4] when at most 4 run at once), and each running task on a\n"
+        "row of its own (17_3); --array lists every waiting task on its own row.\n"
         "\n"
         "Options:\n"
         "  --user USER     only USER's jobs\n"
@@ -47,6 +53,7 @@ static const char queue_help[] =
         "                  (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
         "                  RECLAIMED)\n"
         "  --all           jobs in every state, finished ones included\n"
+        "  -r, --array     one row per task of a job array, waiting ones too\n"
         "  --json          print the API's JSON\n"
         "  -h, --help      this help\n"
         "\n"
@@ -76,7 +83,7 @@ enum { OPT_USER = 0x100, OPT_ME, OPT_STATE, OPT_ALL, OPT_LIMIT, OPT_JSON };
 
 struct list_opts {
         const char *user;
-        bool me, all, json, help;
+        bool me, all, json, help, expand;
         const char *state;
         long long limit;
 };
@@ -88,6 +95,7 @@ static const struct option list_options[] = {
         { "all", no_argument, NULL, OPT_ALL },
         { "limit", required_argument, NULL, OPT_LIMIT },
         { "json", no_argument, NULL, OPT_JSON },
+        { "array", no_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
         CLI_SOCKET_OPTION,
         { 0 },
@@ -99,7 +107,7 @@ static int parse_list_opts(struct cli_ctx *ctx, const char *verb, int argc, char
         int c, r;
         optind = 0;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", list_options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:hr", list_options, NULL)) != -1) {
                 switch (c) {
                 case OPT_USER:
                         if (!*optarg)
@@ -129,6 +137,11 @@ static int parse_list_opts(struct cli_ctx *ctx, const char *verb, int argc, char
                         break;
                 case 'h':
                         o->help = true;
+                        break;
+                case 'r':
+                        if (!is_queue)
+                                return cli_usage(verb, "unknown option '--array'");
+                        o->expand = true;
                         break;
                 case CLI_OPT_SOCKET:
                         if ((r = cli_take_socket(ctx, verb, optarg)) != 0)
@@ -160,8 +173,10 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             /* Tables need a few fields: asking only for those keeps long queues fast. */
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
-                                                  "eta,eta_overdue,predicted_start,latest_start,priority,fairshare"
-                                                : "id,name,user,state,exit_code,signal,start_time,end_time") < 0) ||
+                                                  "eta,eta_overdue,predicted_start,latest_start,priority,fairshare,"
+                                                  "array,array_waiting,array_job_id,array_index"
+                                                : "id,name,user,state,exit_code,signal,start_time,end_time,"
+                                                  "array_job_id,array_index") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);
                 return CLI_EXIT_FAIL;
@@ -244,10 +259,54 @@ static const char *prio_cell(const json_t *job, char *buf, size_t size) {
         return buf;
 }
 
-static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
-        char id[32], ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32], start[40], prio[48];
+/* The ID cell: "17", or "17_3" for a task of array 17. */
+static const char *id_cell(const json_t *job, char *buf, size_t size) {
+        long long v, array, index;
+        if (cli_jint(job, "array_job_id", &array) && cli_jint(job, "array_index", &index))
+                snprintf(buf, size, "%lld_%lld", array, index);
+        else
+                snprintf(buf, size, "%lld", cli_jint(job, "id", &v) ? v : 0);
+        return buf;
+}
+
+static int add_queue_row_as(struct cli_table *t, const json_t *job, time_t now, const char *id_text);
+
+/* A job array still in the queue: its waiting tasks folded on one row ("17_[5-49%4]"), or one
+ * row each with --array; none once they all started (the tasks have their own rows). */
+static int add_array_rows(struct cli_table *t, const json_t *job, time_t now, bool expand) {
+        const char *folded = cli_jstr(job, "array_waiting");
+        if (!folded)
+                return 0;
+        const char *open = strchr(folded, '[');
+        if (!expand || !open)
+                return add_queue_row_as(t, job, now, folded);
+        _cleanup_free_ char *spec = strndup(open + 1, strcspn(open + 1, "%]"));
+        struct gw_array a;
+        char msg[GW_ARRAY_MSG_SIZE];
+        if (!spec || gw_array_parse(spec, "array_waiting", &a, msg, sizeof msg) < 0)
+                return add_queue_row_as(t, job, now, folded);
+        int r = 0;
+        for (size_t i = 0; i < a.n && r >= 0; i++) {
+                char id[48];
+                snprintf(id, sizeof id, "%.*s%u", (int) (open - folded), folded, a.ids[i]);
+                r = add_queue_row_as(t, job, now, id);
+        }
+        gw_array_done(&a);
+        return r;
+}
+
+static int add_queue_row(struct cli_table *t, const json_t *job, time_t now, bool expand) {
+        const char *state = cli_jstr(job, "state");
+        bool queued = state && (!strcmp(state, "PENDING") || !strcmp(state, "HELD"));
+        if (cli_jstr(job, "array") && queued)
+                return add_array_rows(t, job, now, expand);
+        char id[48];
+        return add_queue_row_as(t, job, now, id_cell(job, id, sizeof id));
+}
+
+static int add_queue_row_as(struct cli_table *t, const json_t *job, time_t now, const char *id) {
+        char ngpus[32], elapsed[32], limit[32], ubuf[32], eta[32], start[40], prio[48];
         long long v;
-        snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
         if (cli_jint(job, "ngpus", &v))
                 snprintf(ngpus, sizeof(ngpus), "%lld", v);
         else
@@ -271,9 +330,8 @@ static int add_queue_row(struct cli_table *t, const json_t *job, time_t now) {
 }
 
 static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
-        char id[32], ex[32], start[32], end[32], elapsed[32], ubuf[32];
-        long long v;
-        snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
+        char id[48], ex[32], start[32], end[32], elapsed[32], ubuf[32];
+        id_cell(job, id, sizeof id);
         const char *cells[] = {
                 id,
                 cli_jstr(job, "name"),
@@ -287,7 +345,7 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
         return cli_table_add(t, cells);
 }
 
-static int print_jobs(const struct job_list *jobs, bool is_queue) {
+static int print_jobs(const struct job_list *jobs, bool is_queue, bool expand) {
         static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "PRIO", "GPUS", "TIME", "LIMIT",
                                                   "START", "ETA", "GPU(REASON)" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
@@ -302,7 +360,7 @@ static int print_jobs(const struct job_list *jobs, bool is_queue) {
         int r = scratch ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < json_array_size(jobs->items); i++) {
                 const json_t *job = job_at(jobs, i, scratch);
-                r = is_queue ? add_queue_row(t, job, now) : add_history_row(t, job, now);
+                r = is_queue ? add_queue_row(t, job, now, expand) : add_history_row(t, job, now);
         }
         json_decref(scratch);
         if (r >= 0)
@@ -325,7 +383,7 @@ static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opt
                 if (ctx->json || o->json)
                         r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
                 else
-                        r = print_jobs(&jobs, is_queue);
+                        r = print_jobs(&jobs, is_queue, o->expand);
                 json_decref(reply);
         }
         cli_json_arena_end();

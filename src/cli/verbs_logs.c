@@ -65,8 +65,9 @@ struct log_state {
 
 /* One GET of the log from st->offset.  *ret is the response (body = the bytes). */
 static int fetch_chunk(struct cli_ctx *ctx, struct log_state *st, struct cli_http_response *ret) {
-        char target[160];
-        int k = snprintf(target, sizeof(target), "/api/v1/jobs/%lld/log?offset=%lld&limit=%d", st->id, st->offset,
+        char target[160], ref[32];
+        int k = snprintf(target, sizeof(target), "/api/v1/jobs/%s/log?offset=%lld&limit=%d",
+                         cli_job_ref(st->id, ref, sizeof ref), st->offset,
                          LOG_CHUNK);
         if (st->attempt > 0 && k > 0 && (size_t) k < sizeof(target))
                 snprintf(target + k, sizeof(target) - (size_t) k, "&attempt=%lld", st->attempt);
@@ -116,8 +117,8 @@ static const char *attempt_log(const json_t *job, long long k) {
 /* Where attempt st->attempt + 1 starts: 0, unless it writes on in the same file (an
  * --output FILE is appended to by every attempt). */
 static long long next_attempt_offset(struct cli_ctx *ctx, const struct log_state *st) {
-        char target[64];
-        snprintf(target, sizeof(target), "/api/v1/jobs/%lld", st->id);
+        char target[64], ref[32];
+        snprintf(target, sizeof(target), "/api/v1/jobs/%s", cli_job_ref(st->id, ref, sizeof ref));
         struct cli_call call = { .method = "GET", .target = target };
         json_t *job = NULL;
         if (cli_api_json(ctx, &call, &job) != CLI_EXIT_OK)
@@ -371,6 +372,9 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
                 return cli_usage("logs", "--json and -f exclude each other");
         if (cli_parse_job_id("logs", argv[optind], &st.id) < 0)
                 return CLI_EXIT_USAGE;
+        int rt = cli_resolve_task(ctx, &st.id);
+        if (rt)
+                return rt;
         bool across = st.attempt == 0;
         int r = json ? json_log(ctx, &st) : stream_log(ctx, &st, follow, across);
         free(st.job_state);

@@ -24,6 +24,9 @@ static const char show_help[] =
         "of a job that was retried (GPUs, times, failure class and the log line that\n"
         "shows it, the checkpoint each resumed from), and the list of events (every\n"
         "state change with its reason).\n"
+        "A job array (submit --array): its spec, its tasks counted by state, the waiting\n"
+        "ones, and for a training sweep the task with the best mAP50-95; 17_3 shows task 3\n"
+        "as the job it is.\n"
         "\n"
         "Options:\n"
         "  --json       print the API's JSON\n"
@@ -349,6 +352,46 @@ static void show_telemetry(const json_t *job) {
                 printf("  GPU-hours: -\n");
 }
 
+/* A job array: its spec, its tasks counted by state, the waiting ones folded; a task: which
+ * array's.  "Tasks: 50: 45 PENDING, 4 RUNNING, 1 COMPLETED". */
+static void show_array(const json_t *job) {
+        long long v, index;
+        if (cli_jint(job, "array_job_id", &v) && cli_jint(job, "array_index", &index)) {
+                char task[64];
+                snprintf(task, sizeof task, "%lld_%lld (task %lld of array %lld)", v, index, index, v);
+                field("Task:", task);
+                return;
+        }
+        const char *spec = cli_jstr(job, "array");
+        const json_t *tasks = json_object_get(job, "array_tasks");
+        if (!spec)
+                return;
+        field("Array:", spec);
+        char line[512];
+        int k = snprintf(line, sizeof line, "%lld", cli_jint(tasks, "total", &v) ? v : 0);
+        static const char *const states[] = { "PENDING", "HELD", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
+                                              "TIMEOUT", "RECLAIMED" };
+        const char *sep = ": ";
+        for (size_t i = 0; i < ELEMENTSOF(states) && k > 0 && (size_t) k < sizeof line; i++)
+                if (cli_jint(tasks, states[i], &v) && v > 0) {
+                        k += snprintf(line + k, sizeof line - (size_t) k, "%s%lld %s", sep, v, states[i]);
+                        sep = ", ";
+                }
+        field("Tasks:", line);
+        if (cli_jstr(job, "array_waiting"))
+                field("Waiting:", cli_jstr(job, "array_waiting"));
+        const json_t *best = json_object_get(job, "array_best");
+        long long epoch;
+        long long id = 0;
+        (void) cli_jint(job, "id", &id);
+        if (json_is_object(best) && cli_jint(best, "index", &index) && cli_jint(best, "epoch", &epoch)) {
+                snprintf(line, sizeof line, "%s %.4f: task %lld_%lld, epoch %lld",
+                         cli_jstr(best, "metric") ? cli_jstr(best, "metric") : "?", cli_jnum(best, "value"), id, index,
+                         epoch);
+                field("Best:", line);
+        }
+}
+
 static void show_job(const json_t *job) {
         time_t now = time(NULL);
         char buf[48], ubuf[32];
@@ -358,6 +401,7 @@ static void show_job(const json_t *job) {
         field("Name:", cli_jstr(job, "name"));
         field("User:", cli_job_user(job, ubuf, sizeof(ubuf)));
         show_state(job);
+        show_array(job);
         show_gpus(job);
         field_int("Priority:", job, "priority");
         if (cli_jstr(job, "priority_why")) /* queued: how the queue orders it, fair share's factor */
@@ -402,8 +446,8 @@ int cli_verb_show(struct cli_ctx *ctx, int argc, char **argv) {
         if (early >= 0)
                 return early;
 
-        char target[64];
-        snprintf(target, sizeof(target), "/api/v1/jobs/%lld", id);
+        char target[64], ref[32];
+        snprintf(target, sizeof(target), "/api/v1/jobs/%s", cli_job_ref(id, ref, sizeof ref));
         struct cli_call call = { .method = "GET", .target = target };
         return cli_call_and_show(ctx, &call, json, print_job, NULL);
 }

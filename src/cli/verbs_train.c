@@ -204,6 +204,8 @@ int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
         bool json;
         long long id;
         int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r < 0) /* a task (17_3) is asked for by its own job id */
+                r = cli_resolve_task(ctx, &id) ? CLI_EXIT_FAIL : -1;
         if (r >= 0)
                 return r;
         char target[64];
@@ -273,6 +275,8 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
         };
         long long id;
         int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r < 0) /* a task (17_3) is asked for by its own job id */
+                r = cli_resolve_task(ctx, &id) ? CLI_EXIT_FAIL : -1;
         if (r >= 0)
                 return r;
         char target[80];
@@ -322,6 +326,8 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
         bool json;
         long long id;
         int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
+        if (r < 0) /* a task (17_3) is asked for by its own job id */
+                r = cli_resolve_task(ctx, &id) ? CLI_EXIT_FAIL : -1;
         if (r >= 0)
                 return r;
         if (!opt.seq)

@@ -17,7 +17,9 @@ static const char wait_help[] =
         "Wait until the jobs have ended, and say how each ended.  For scripts and CI:\n"
         "the exit status is 0 when every job COMPLETED, 1 otherwise (one failed, was\n"
         "cancelled, timed out or was reclaimed, or --timeout passed first).  JOB is an id\n"
-        "or a range of ids (17-40).  'gpuward submit --wait' submits and waits in one go.\n"
+        "or a range of ids (17-40); a job array's id waits for every one of its tasks, and\n"
+        "17_3 for task 3 once it started.  'gpuward submit --wait' submits and waits in\n"
+        "one go.\n"
         "\n"
         "Options:\n"
         "  --timeout DURATION  give up after this long (90s, 10m, 2h; default: no limit)\n"
@@ -41,14 +43,16 @@ static bool is_final(const char *state) {
         return false;
 }
 
-void cli_print_job_end(FILE *out, const json_t *job, long long id) {
+void cli_print_job_end(FILE *out, const json_t *job, long long num) {
+        char id[32];
+        cli_job_ref(num, id, sizeof id);
         const char *state = cli_jstr(job, "state"), *reason = cli_jstr(job, "reason");
         long long code;
         _cleanup_free_ char *why = reason ? cli_sanitize(reason) : NULL;
         if (state && !strcmp(state, "COMPLETED") && cli_jint(job, "exit_code", &code))
-                fprintf(out, "Job %lld COMPLETED (exit %lld)\n", id, code);
+                fprintf(out, "Job %s COMPLETED (exit %lld)\n", id, code);
         else
-                fprintf(out, "Job %lld %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
+                fprintf(out, "Job %s %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
 }
 
 /* One look at every job not ended yet: ended ones are told and kept in ended, the others'
@@ -90,13 +94,14 @@ int cli_wait_jobs(struct cli_ctx *ctx, const long long *ids, size_t n, gw_usec_t
                 return CLI_EXIT_FAIL;
         }
         gw_usec_t deadline = timeout > 0 ? gw_clock_mono() + timeout : 0, pause = POLL_FIRST;
+        char ref[32];
         int status = CLI_EXIT_OK;
         long left;
         while ((left = look_all(ctx, ids, n, done, still, !json && !quiet, ended, &status)) > 0) {
                 if (deadline && gw_clock_mono() >= deadline) {
                         for (size_t i = 0; i < n; i++)
                                 if (!done[i])
-                                        cli_error("job %lld is still %s: gave up waiting", ids[i], still[i]);
+                                        cli_error("job %s is still %s: gave up waiting", cli_job_ref(ids[i], ref, sizeof ref), still[i]);
                         status = CLI_EXIT_FAIL;
                         break;
                 }

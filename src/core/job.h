@@ -26,6 +26,8 @@ enum gw_job_reason {
         GW_REASON_BACKOFF,   /* waiting out the delay before a retry */
         GW_REASON_RESERVATION, /* its booking has not started */
         GW_REASON_QUOTA,     /* its user is at a wait-type quota limit */
+        GW_REASON_ARRAY_LIMIT, /* an array: as many of its tasks run as its %N allows, or
+                                * all its tasks started and it waits for their ends */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };

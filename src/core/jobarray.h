@@ -9,8 +9,8 @@
  * not end before it starts; STEP and LIMIT are 1 or more.  Repeated indexes count once (as
  * Slurm's bitmap has it): "1-5,3" is 1..5.  At most GW_ARRAY_MAX_TASKS distinct tasks.
  *
- * The daemon does not take arrays yet: `gpuward submit --array` (and #GPUWARD --array) sends
- * the spec as the request's `array` field, which the API refuses until it is wired in. */
+ * `gpuward submit --array` (and #GPUWARD --array) sends the spec as the request's `array`
+ * field; the daemon runs the array's tasks (daemon/jobarray.c). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

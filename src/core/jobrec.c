@@ -31,6 +31,7 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->health_url);
         free(j->stop_reason);
         free(j->tty_socket);
+        free(j->array_spec);
         free(j);
         return NULL;
 }

@@ -8,6 +8,16 @@
 #include "core/directive.h"
 #include "core/job.h"
 
+/* An array's tasks as the API shows them (daemon/jobarray.c fills it in for a reply). */
+struct gw_job_array_view {
+        uint32_t total;
+        uint32_t counts[_GW_JOB_STATE_MAX]; /* waiting tasks count as PENDING */
+        const char *waiting;                /* folded, "17_[5-49%4]"; NULL = none */
+        int64_t best_index;                 /* the task with the best mAP50-95; -1 = none */
+        double best_map50_95;
+        long best_epoch;
+};
+
 struct gw_job {
         int64_t id;
         char *name;
@@ -84,6 +94,15 @@ struct gw_job {
                                             * limit (gw_predict_latest_starts), 0 = none */
         int predicted_attempt;             /* not stored: the attempt the three above are for: a
                                             * retry back in the queue is not the wait they predicted */
+        /* Job arrays (submit --array).  The array itself is one job that never runs: it
+         * holds the spec and how far its tasks were handed out; each task becomes a job of
+         * its own when it starts (daemon/jobarray.c). */
+        char *array_spec;                  /* the array: "0-49%4"; NULL for any other job */
+        uint32_t array_next;               /* the array: tasks handed out, in the spec's order */
+        int64_t array_job;                 /* a task: its array's id; 0 = not a task */
+        int64_t array_index;               /* a task: its index in the array (when array_job > 0) */
+        const struct gw_job_array_view *array_view; /* not stored: an array's tasks, for a reply;
+                                            * borrowed, NULL = none */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,
                                             * set by the executor; NULL = none */

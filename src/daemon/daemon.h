@@ -70,6 +70,7 @@ struct gw_djob {
         char end_kind[16];           /* the end's event kind, to write it again */
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
         struct gw_djob *next_unwritten;
+        struct gw_array *array;      /* a job array: its tasks' indexes (jobarray.c), NULL until used */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */

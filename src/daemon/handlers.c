@@ -17,6 +17,7 @@
 #include "base/parse.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
+#include "daemon/jobarray.h"
 #include "daemon/userfile.h"
 #include "daemon/web.h"
 
@@ -210,7 +211,16 @@ static json_t *runtime_json(struct gw_daemon *d, const struct gw_job *j) {
 }
 
 static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsigned view) {
-        json_t *o = gw_codec_job(j, view);
+        struct gw_array_summary sum;
+        struct gw_job with_tasks;
+        bool summed = j->array_spec && gw_array_summarize(d, j, &sum) == 0;
+        if (summed) { /* an array: its tasks counted, its waiting ones folded */
+                with_tasks = *j;
+                with_tasks.array_view = &sum.view;
+        }
+        json_t *o = gw_codec_job(summed ? &with_tasks : j, view);
+        if (summed)
+                gw_array_summary_done(&sum);
         json_object_set_new(o, "runtime", runtime_json(d, j));
         json_object_set_new(o, "attempts", attempts_json(d, j, view));
         json_t *tel = gw_observe_job_json(d, j);
@@ -292,6 +302,9 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         /* Recorded before anything is done: refused, the job goes on untouched. */
         if (gw_job_cancel(d, dj, why) < 0)
                 return reply_store_error(d, rep, "cannot cancel the job");
+        /* An array ends once its running tasks did: a waiting cancel waits for that. */
+        if (dj->job->array_spec)
+                running = !gw_job_state_is_final(dj->job->state);
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = gw_job_lookup(d, ctx->id, &now);
@@ -299,7 +312,8 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                 return reply_json(rep, 200, fin ? job_with_events(d, fin, job_view(d, c, fin)) : json_object());
         }
         if (!want_wait)
-                return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", "RUNNING"));
+                return reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state",
+                                                      gw_job_state_name(dj->job->state)));
         dj->waiters = gw_xrealloc(dj->waiters, (dj->n_waiters + 1) * sizeof *dj->waiters);
         dj->waiters[dj->n_waiters++] = req->conn;
         rep->suspend = true;
@@ -427,6 +441,76 @@ static bool guest_may(handler_fn fn) {
 
 /* What a TCP caller without a token may still reach when they are refused: probes, and
  * the web page's sign-in (which takes a token in its body). */
+/* A task that has not started, as GET /api/v1/jobs/17_5 shows it: the array's fields, with
+ * no id (it has none yet), PENDING (or HELD with the array) for the array's reason. */
+static void reply_waiting_task(struct gw_daemon *d, const struct gw_job *array, int64_t index, const struct caller *c,
+                               struct gw_http_reply *rep) {
+        struct gw_job t = *array;
+        t.array_spec = NULL;
+        t.array_view = NULL;
+        t.array_job = array->id;
+        t.array_index = index;
+        t.log_path = NULL;
+        json_t *o = gw_codec_job(&t, job_view(d, c, array));
+        json_object_set_new(o, "id", json_null());
+        reply_json(rep, 200, o);
+}
+
+/* A path that names task index of array array_id ("17_3"): the task's own job id, which
+ * the route's handler then serves as any job's.  A task that has not started has no job
+ * yet: GET of the job shows it waiting, a DELETE cancels it where it waits (it will never
+ * run), anything else is told so.  0 once rep holds the answer. */
+static int64_t task_or_reply(struct gw_daemon *d, const struct gw_http_request *req, bool job_itself, int64_t array_id,
+                             int64_t index, const struct caller *c, struct gw_http_reply *rep) {
+        int64_t id;
+        int r = gw_array_task_id(d, array_id, index, &id);
+        if (r == 0)
+                return id;
+        if (r != -ENOENT) {
+                reply_store_error(d, rep, "cannot read the array's tasks");
+                return 0;
+        }
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        bool del = !strcmp(req->method, "DELETE");
+        const struct gw_job *j = job_or_reply(d, array_id, c, del ? "cancel its tasks" : NULL, rep, &tmp);
+        if (!j)
+                return 0;
+        struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, array_id);
+        if (!j->array_spec || !dj) {
+                reply_error(rep, 404, "id", j->array_spec ? "no task %lld_%lld: array %lld ended (%s)"
+                                                          : "no task %lld_%lld: job %lld is not an array",
+                            (long long) array_id, (long long) index, (long long) array_id, gw_job_state_name(j->state));
+                return 0;
+        }
+        if (!gw_array_has_task(dj, index)) {
+                reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id, (long long) index,
+                            (long long) array_id, j->array_spec);
+                return 0;
+        }
+        if (!del) {
+                if (job_itself && !strcmp(req->method, "GET"))
+                        reply_waiting_task(d, j, index, c, rep);
+                else
+                        reply_error(rep, 404, "id", "task %lld_%lld has not started: it is a job of its own once it "
+                                    "starts", (long long) array_id, (long long) index);
+                return 0;
+        }
+        char why[128];
+        snprintf(why, sizeof why, "cancelled by %s before it started", c->user);
+        r = gw_array_cancel_waiting(d, dj, index, why, &id);
+        if (r == -ENOENT)
+                reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id, (long long) index,
+                            (long long) array_id, j->array_spec);
+        else if (r < 0)
+                reply_store_error(d, rep, "cannot cancel the task");
+        else {
+                _cleanup_(gw_job_freep) struct gw_job *row = NULL;
+                const struct gw_job *t = gw_job_lookup(d, id, &row);
+                reply_json(rep, 200, t ? job_with_events(d, t, job_view(d, c, t)) : json_object());
+        }
+        return 0;
+}
+
 static bool open_to_anonymous(const char *path) {
         return !strcmp(path, "/healthz") || !strcmp(path, "/readyz") || !strcmp(path, "/api/v1/session");
 }
@@ -437,8 +521,10 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         for (size_t i = 0; i < ELEMENTSOF(routes); i++)
                 table[i] = routes[i].route;
         const struct gw_route *r;
-        int64_t id;
-        int m = gw_route_match(table, ELEMENTSOF(routes), req->method, req->path, &r, &id);
+        int64_t id, task = -1;
+        char task_path[512];
+        bool is_task = gw_route_array_task(req->path, task_path, sizeof task_path, &task) == 0;
+        int m = gw_route_match(table, ELEMENTSOF(routes), req->method, is_task ? task_path : req->path, &r, &id);
         if (m == -ENOENT)
                 return reply_error(rep, 404, NULL, "no such API path: %.200s", req->path);
         if (m < 0)
@@ -463,6 +549,8 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         }
         if ((r->flags & GW_ROUTE_ADMIN) && !c.admin && !c.agent)
                 return reply_error(rep, 403, NULL, "only admins may do this");
+        if (is_task && (id = task_or_reply(d, req, !strcmp(r->pattern, "/api/v1/jobs/{id}"), id, task, &c, rep)) <= 0)
+                return;
         struct gw_route_ctx ctx = { .id = id, .route = r };
         routes[r - table].fn(d, req, &ctx, rep, &c);
 }
@@ -477,8 +565,9 @@ void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = the_daemon(userdata);
         gw_train_restore_conn_gone(d, conn);
         gw_backup_conn_gone(d, conn);
-        for (size_t i = 0; i < d->jobs.n_running; i++) {
-                struct gw_djob *dj = d->jobs.running[i];
+        /* Running jobs, and arrays (queued) waiting for their tasks to stop. */
+        for (size_t i = 0; i < d->jobs.n_running + d->jobs.n_queue; i++) {
+                struct gw_djob *dj = i < d->jobs.n_running ? d->jobs.running[i] : d->jobs.queue[i - d->jobs.n_running];
                 for (size_t k = 0; k < dj->n_waiters; k++)
                         if (dj->waiters[k] == conn) {
                                 dj->waiters[k] = dj->waiters[--dj->n_waiters];

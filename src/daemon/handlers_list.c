@@ -9,6 +9,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
+#include "daemon/jobarray.h"
 
 /* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
 static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep) {
@@ -42,6 +43,15 @@ struct list_ctx {
 
 static void list_put(struct list_ctx *lc, const struct gw_job *j) {
         unsigned view = job_view(lc->d, lc->caller, j);
+        /* An array: its tasks counted and its waiting ones folded, in a copy for the reply. */
+        struct gw_array_summary sum;
+        struct gw_job with_tasks;
+        bool summed = j->array_spec && gw_array_summarize(lc->d, j, &sum) == 0;
+        if (summed) {
+                with_tasks = *j;
+                with_tasks.array_view = &sum.view;
+                j = &with_tasks;
+        }
         json_t *o = lc->rows ? gw_codec_job_row(j, lc->fields, view) : gw_codec_job_masked(j, lc->fields, view);
         char buf[4096];
         size_t len = json_dumpb(o, buf, sizeof buf, JSON_COMPACT);
@@ -52,6 +62,8 @@ static void list_put(struct list_ctx *lc, const struct gw_job *j) {
         else
                 (void) json_dumpf(o, lc->out, JSON_COMPACT);
         json_decref(o);
+        if (summed)
+                gw_array_summary_done(&sum);
 }
 
 static int list_cb(struct gw_job *j, void *userdata) {

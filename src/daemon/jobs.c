@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
+#include "daemon/jobarray.h"
 #include "daemon/sharing.h"
 
 struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj) {
@@ -33,6 +34,7 @@ struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj) {
         gw_job_free(dj->job);
         free(dj->end_reason);
         free(dj->waiters);
+        gw_array_free(dj->array);
         if (dj->end_attempt)
                 gw_job_attempts_free(dj->end_attempt, 1);
         free(dj);
@@ -109,9 +111,9 @@ char **gw_resume_argv(const struct gw_job *j) {
 }
 
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
-        static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_" };
+        static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_", "SLURM_ARRAY_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
-        char **env = gw_xcalloc(n_env + n_extra + 16, sizeof(char *));
+        char **env = gw_xcalloc(n_env + n_extra + 24, sizeof(char *));
         size_t n = 0;
         char *const *src[2] = { j->env, j->env_extra };
         for (int s = 0; s < 2; s++)
@@ -169,6 +171,8 @@ char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, con
                 snprintf(line, sizeof line, "GPUWARD_RESUME_FROM=%s", j->resume_from);
                 env[n++] = gw_xstrdup(line);
         }
+        if (j->array_job > 0)
+                n += gw_array_task_environment(j, env + n);
         env[n] = NULL;
         return env;
 }

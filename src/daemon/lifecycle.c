@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "daemon/daemon.h"
+#include "daemon/jobarray.h"
 #include "daemon/lifecycle.h"
 #include "daemon/sharing.h"
 
@@ -218,6 +219,7 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         d->jobs.deps_changed = true;
         gw_lifecycle_publish(d, GW_HOOK_JOB_ENDED, dj, was_running);
         gw_job_forget(d, dj);
+        gw_array_job_ended(d, j); /* a task's end may be its array's */
         return r;
 }
 

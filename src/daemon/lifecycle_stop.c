@@ -12,6 +12,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "daemon/daemon.h"
+#include "daemon/jobarray.h"
 #include "daemon/lifecycle.h"
 
 /* The stop is written before any signal, with the job's row (one transaction): a daemon that
@@ -60,7 +61,8 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 }
 
 int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason) {
-        int r = dj->job->state == GW_JOB_RUNNING ? terminate(d, dj, GW_JOB_CANCELLED, reason, d->cfg->grace, true)
+        int r = dj->job->array_spec           ? gw_array_cancel(d, dj, reason)
+                : dj->job->state == GW_JOB_RUNNING ? terminate(d, dj, GW_JOB_CANCELLED, reason, d->cfg->grace, true)
                                                  : gw_job_end_recorded(d, dj, GW_JOB_CANCELLED, reason, "cancel");
         if (r < 0)
                 log_warn("job %lld: not cancelled (%s): the cancel cannot be recorded: %s", (long long) dj->job->id,

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "daemon/fairshare.h"
+#include "daemon/jobarray.h"
 #include "daemon/observe.h"
 #include "daemon/sharing.h"
 
@@ -213,8 +214,13 @@ static void schedule_slurm(struct gw_daemon *d) {
                 /* A retry's backoff is Slurm's to wait out (sbatch --begin): the job is
                  * submitted at once, and Slurm holds it (reason BeginTime) until then. */
                 j->wait_reason = dep == GW_DEP_WAITING ? GW_REASON_DEPENDENCY : GW_REASON_NONE;
+                bool array = j->array_spec || j->array_job > 0;
+                if (array && j->wait_reason == GW_REASON_NONE && !gw_array_may_start(d, dj)) {
+                        gw_array_end_if_done(d, dj);
+                        continue;
+                }
                 if (j->wait_reason == GW_REASON_NONE && account_still_there(d, dj))
-                        (void) gw_job_start(d, dj, 0);
+                        (void) (j->array_spec ? gw_array_start_task(d, dj, 0) : gw_job_start(d, dj, 0));
         }
 }
 
@@ -270,7 +276,9 @@ void gw_schedule(struct gw_daemon *d) {
                         .ngpus = dj->job->ngpus,
                         .gpu_mem = dj->job->gpu_mem,
                         .time_limit = dj->job->time_limit,
-                        .held = dj->job->state == GW_JOB_HELD,
+                        /* An array whose tasks may not start now (its %N) waits as if held. */
+                        .held = dj->job->state == GW_JOB_HELD ||
+                                ((dj->job->array_spec || dj->job->array_job > 0) && !gw_array_may_start(d, dj)),
                         .backoff = dj->job->not_before > 0,
                         .dep = dep_status(d, dj),
                 };
@@ -293,16 +301,32 @@ void gw_schedule(struct gw_daemon *d) {
         /* Copy what we need first: starting and ending jobs reshapes the queue. */
         _cleanup_free_ struct gw_djob **never = gw_xmalloc(n * sizeof *never);
         size_t n_never = 0;
+        _cleanup_free_ struct gw_djob **arrays_blocked = gw_xmalloc(n * sizeof *arrays_blocked);
+        size_t n_blocked = 0;
         for (size_t i = 0; i < n; i++) {
-                d->jobs.queue[i]->job->wait_reason = reasons[i];
+                struct gw_job *j = d->jobs.queue[i]->job;
+                bool array_blocked = pending[i].held && j->state != GW_JOB_HELD;
+                j->wait_reason = array_blocked ? GW_REASON_ARRAY_LIMIT : reasons[i];
+                if (array_blocked && j->array_spec)
+                        arrays_blocked[n_blocked++] = d->jobs.queue[i];
                 if (pending[i].dep == GW_DEP_NEVER || d->jobs.queue[i]->booking_closed)
                         never[n_never++] = d->jobs.queue[i];
         }
         for (size_t i = 0; i < plan.n_starts; i++) {
                 struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, starts[i].job_id);
-                if (dj && account_still_there(d, dj))
-                        (void) gw_job_start(d, dj, starts[i].gpu_mask); /* refused: it stays queued */
+                if (!dj || !account_still_there(d, dj))
+                        continue;
+                /* Again: a task started earlier in this pass counts towards its array's %N. */
+                if (dj->job->array_spec || dj->job->array_job > 0) {
+                        if (gw_array_may_start(d, dj))
+                                (void) (dj->job->array_spec ? gw_array_start_task(d, dj, starts[i].gpu_mask)
+                                                            : gw_job_start(d, dj, starts[i].gpu_mask));
+                        continue;
+                }
+                (void) gw_job_start(d, dj, starts[i].gpu_mask); /* refused: it stays queued */
         }
+        for (size_t i = 0; i < n_blocked; i++)
+                gw_array_end_if_done(d, arrays_blocked[i]);
         for (size_t i = 0; i < n_never; i++) {
                 char why[128];
                 if (never[i]->booking_closed) {

@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "daemon/jobarray.h"
 
 #define RATE_USERS 1024
 
@@ -339,8 +340,8 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
                 if (d->jobs.running[i]->job->uid == uid)
                         u->gpus_running += d->jobs.running[i]->job->ngpus;
         for (size_t i = 0; i < d->jobs.n_queue; i++)
-                if (d->jobs.queue[i]->job->uid == uid)
-                        u->pending_jobs++;
+                if (d->jobs.queue[i]->job->uid == uid) /* an array: each task not started yet */
+                        u->pending_jobs += gw_array_jobs_waiting(d, d->jobs.queue[i]->job);
         gw_usec_t now = d->now_wall, mono = d->now;
         (void) gw_store_gpu_time_since(d->store, uid, now - GW_QUOTA_WINDOW_7D, now, &u->gpu_time_7d);
         /* Running jobs: the time they have run (monotonic), within the window. */
@@ -389,7 +390,7 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead,
                 return 0;
         struct gw_quota_usage u;
         gw_sharing_usage(d, j->uid, &u);
-        u.pending_jobs += (int64_t) ahead;
+        u.pending_jobs += (int64_t) ahead + gw_array_jobs_waiting(d, j) - 1; /* an array: its tasks */
         char msg[GW_QUOTA_MSG_SIZE];
         if (gw_quota_check_submit(&lim, &u, j->ngpus, j->time_limit, msg, sizeof msg) == GW_QUOTA_REFUSE) {
                 err->status = 403;

@@ -27,6 +27,7 @@
 #include "daemon/training_int.h"
 #include "daemon/userfile.h"
 #include "store/epochs.h"
+#include "store/jobarray.h"
 
 /* How often to look for a results.csv not found yet: every sample at first (the first epoch
  * should be timed), then rarely (most jobs that have none by then never will). */
@@ -453,6 +454,13 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_train *t = train_for(d, dj);
         t->next_find = 0; /* a run too short for the watch to have found its results.csv */
         (void) read_results(d, dj, t, d->now_wall);
+        /* A task of a sweep: its best, as an event its array's summary reads back to name the
+         * best task (store/jobarray.h); the task's run is not looked for again once it ended. */
+        if (j->array_job > 0 && !isnan(t->best_map)) {
+                char msg[96];
+                snprintf(msg, sizeof msg, GW_ARRAY_BEST_FORMAT, t->best_map, t->best_epoch);
+                (void) gw_store_job_event(d->store, j->id, j->state, "best", msg);
+        }
 }
 
 bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {

@@ -127,9 +127,18 @@ const char *const gw_store_migrations[] = {
         /* 16: gpuward run: the job is a terminal session (its supervisor makes a pty) */
         "ALTER TABLE jobs ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;",
 
-        /* a token's scope: '' = its account's whole rights, 'agent' = a node agent's, which
+
+        /* 17: a token's scope: '' = its account's whole rights, 'agent' = a node agent's, which
          * may only post node snapshots (gpuward token create --scope agent) */
         "ALTER TABLE tokens ADD COLUMN scope TEXT NOT NULL DEFAULT '';",
+
+        /* 18: job arrays: the array's spec and how many of its tasks were handed out; a task's
+         * array and index (its row is made when it starts) */
+        "ALTER TABLE jobs ADD COLUMN array_spec TEXT;"
+        "ALTER TABLE jobs ADD COLUMN array_next INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN array_job INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;"
+        "CREATE INDEX jobs_array ON jobs(array_job, array_index) WHERE array_job > 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

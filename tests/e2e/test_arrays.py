@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Job arrays, the CLI's part: `gpuward submit --array SPEC` and `#GPUWARD --array SPEC` are
 checked with the core's parser (Slurm's syntax; errors name the option and where it came
-from) and sent as the request's `array` field.  gpuwardd does not run arrays yet: it refuses
-the field, and nothing is queued."""
+from) and sent as the request's `array` field, which gpuwardd queues as one array job
+(test_array_daemon.py runs them)."""
 import os
 import unittest
 
@@ -35,16 +35,13 @@ class ArraySubmitTest(gwtest.DaemonTest):
         self.assertIn("sweep.sh", p.stderr)
 
     def test_good_spec_reaches_the_daemon_as_the_array_field(self):
-        for args in (["--array", "0-49%4", "--", "true"], [self.script("--array 1,3,5-9")]):
-            p = self.d.cli("submit", *args, check=False)
-            self.assertNotEqual(p.returncode, 0, p.stdout)
-            # The daemon's refusal of the field it does not know yet, which the CLI names by
-            # its option: the spec passed the CLI's check and went out as `array`.
-            self.assertIn("--array: not a field of a job", p.stderr)
+        ids = []
+        for args in (["--hold", "--array", "0-49%4", "--", "true"], ["--hold", self.script("--array 1,3,5-9")]):
+            ids.append(self.d.submit(*args))
         st, jobs = self.d.api("GET", "/api/v1/jobs?state=PENDING,HELD,RUNNING,COMPLETED,FAILED,CANCELLED")
         self.assertEqual(st, 200)
-        self.assertEqual(jobs["jobs"], [], "nothing was queued")
-
+        got = {j["id"]: (j["array"], j["array_tasks"]["total"]) for j in jobs["jobs"]}
+        self.assertEqual(got, {ids[0]: ("0-49%4", 50), ids[1]: ("1,3,5-9", 7)}, "one queued job per array")
 
 if __name__ == "__main__":
     gwtest.main()

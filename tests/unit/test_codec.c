@@ -324,6 +324,10 @@ static const struct {
         {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
         {"latest_start", JSON_REAL, true}, /* the promise beside predicted_start, the estimate */
         {"fairshare", JSON_REAL, true},     {"priority_why", JSON_STRING, true},
+        /* job arrays: the array's spec, tasks and best; a task's array and index */
+        {"array", JSON_STRING, true},       {"array_tasks", JSON_OBJECT, true},
+        {"array_waiting", JSON_STRING, true}, {"array_best", JSON_OBJECT, true},
+        {"array_job_id", JSON_INTEGER, true}, {"array_index", JSON_INTEGER, true},
 };
 
 static void check_shape(const json_t *o) {
@@ -660,6 +664,48 @@ static void job_views(void **state) {
 
 /* An interactive session: never retried (retries 0 when not given, refused above 0), no
  * output file; its socket shown to its owner while it runs, to nobody else. */
+/* A job array's spec: kept as given once the core's parser takes it; refused naming the
+ * field otherwise; encoded back with the array's tasks when the daemon adds them. */
+static void spec_array(void **state) {
+        (void) state;
+        struct gw_codec_error err;
+        int r, hold;
+        struct gw_job *j = decode("{\"command\": [\"t\"], \"array\": \"0-49%4\"}", &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_string_equal(j->array_spec, "0-49%4");
+        struct gw_job_array_view v = { .total = 50, .waiting = "17_[5-49%4]", .best_index = 3, .best_map50_95 = 0.5,
+                                       .best_epoch = 7 };
+        v.counts[GW_JOB_PENDING] = 45;
+        v.counts[GW_JOB_RUNNING] = 4;
+        v.counts[GW_JOB_COMPLETED] = 1;
+        j->id = 17;
+        j->array_view = &v;
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_string_equal(json_string_value(json_object_get(o, "array")), "0-49%4");
+        assert_string_equal(json_string_value(json_object_get(o, "array_waiting")), "17_[5-49%4]");
+        json_t *tasks = json_object_get(o, "array_tasks");
+        assert_int_equal(json_integer_value(json_object_get(tasks, "total")), 50);
+        assert_int_equal(json_integer_value(json_object_get(tasks, "PENDING")), 45);
+        assert_null(json_object_get(tasks, "FAILED"));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "array_best"), "index")), 3);
+        assert_true(json_is_null(json_object_get(o, "array_job_id")));
+        json_decref(o);
+        gw_job_free(j);
+        static const char *const bad[] = {
+                "{\"command\": [\"t\"], \"array\": \"9-3\"}",
+                "{\"command\": [\"t\"], \"array\": 5}",
+                "{\"command\": [\"t\"], \"array\": \"\"}",
+                "{\"command\": [\"t\"], \"array\": \"0-3%0\"}",
+                "{\"command\": [\"bash\"], \"interactive\": true, \"array\": \"0-3\"}",
+        };
+        for (size_t i = 0; i < N_ELEMS(bad); i++) {
+                j = decode(bad[i], &r, &hold, &err);
+                assert_int_equal(r, -EINVAL);
+                assert_string_equal(err.field, "array");
+                gw_job_free(j);
+        }
+}
+
 static void spec_interactive(void **state) {
         (void) state;
         struct gw_codec_error err;
@@ -735,6 +781,7 @@ int main(void) {
                 cmocka_unit_test(error_body),
                 cmocka_unit_test(events),
                 cmocka_unit_test(spec_interactive),
+                cmocka_unit_test(spec_array),
                 cmocka_unit_test(job_views),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

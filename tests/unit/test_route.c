@@ -232,8 +232,30 @@ static void same_path_many_methods(void **state) {
         assert_int_equal(gw_route_match(t, N_ELEMS(t), "GET", "/x/0", &r, &id), -ENOENT);
 }
 
+/* "17_3" (task 3 of array 17) in a job's path becomes the array's path and the index. */
+static void array_task_paths(void **state) {
+        (void) state;
+        char buf[64];
+        int64_t index = -1;
+        assert_int_equal(gw_route_array_task("/api/v1/jobs/17_3", buf, sizeof buf, &index), 0);
+        assert_string_equal(buf, "/api/v1/jobs/17");
+        assert_int_equal(index, 3);
+        assert_int_equal(gw_route_array_task("/api/v1/jobs/17_0/log", buf, sizeof buf, &index), 0);
+        assert_string_equal(buf, "/api/v1/jobs/17/log");
+        assert_int_equal(index, 0);
+        static const char *const not_tasks[] = {
+                "/api/v1/jobs/17", "/api/v1/jobs/17_", "/api/v1/jobs/_3", "/api/v1/jobs/17_3x",
+                "/api/v1/jobs/17_1234567", "/api/v1/gpus/1_2", "/api/v1/jobs/17_-1",
+        };
+        for (size_t i = 0; i < N_ELEMS(not_tasks); i++)
+                assert_int_equal(gw_route_array_task(not_tasks[i], buf, sizeof buf, &index), -ENOENT);
+        char small[8];
+        assert_int_equal(gw_route_array_task("/api/v1/jobs/17_3", small, sizeof small, &index), -ENAMETOOLONG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(array_task_paths),
                 cmocka_unit_test(matches),
                 cmocka_unit_test(gpu_index),
                 cmocka_unit_test(not_found),
