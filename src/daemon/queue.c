@@ -193,7 +193,8 @@ static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* backend = slurm: the host's GPUs are not the cluster's, so nothing is placed here.  Each
  * queued job whose dependency is met goes to Slurm at once (a retry's backoff as --begin),
- * which queues and places it (docs/CLUSTER.md); bookings and quotas are not applied yet. */
+ * which queues and places it (docs/CLUSTER.md); a booking's window is a Slurm reservation the
+ * job goes into (exec_slurm_book.c), and quotas were applied at its submission. */
 static void schedule_slurm(struct gw_daemon *d) {
         size_t n = d->jobs.n_queue;
         _cleanup_free_ struct gw_djob **q = gw_xmalloc((n + 1) * sizeof *q);
