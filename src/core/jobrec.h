@@ -85,6 +85,10 @@ struct gw_job {
         int predicted_attempt;             /* not stored: the attempt the three above are for: a
                                             * retry back in the queue is not the wait they predicted */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
+        bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
+                                            * resume, for a higher-priority job or a booking */
+        bool queue_first;                  /* not stored: preempted, it waits first of its priority
+                                            * (daemon/preempt.c); cleared when it starts again */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,
                                             * set by the executor; NULL = none */
         double fairshare;                  /* not stored: a queued job's user's fair-share factor

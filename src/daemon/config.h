@@ -16,6 +16,8 @@ struct gw_policy_conf {
          * Not copied into a new profile from "default". */
         double leak_mib_per_epoch;
         unsigned leak_epochs;
+        /* preemptible = true: the profile's jobs are preemptible as if submitted so. */
+        bool preemptible;
 };
 
 struct gw_config {
@@ -68,6 +70,9 @@ struct gw_config {
         bool fairshare;             /* order the queue by fair share too (daemon/fairshare.c) */
         gw_usec_t fairshare_half_life; /* usage halves over this; 0 = never decays */
         char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */
+        bool preemption;            /* preemptible jobs may be stopped for higher ones (preempt.c) */
+        gw_usec_t preempt_grace;    /* how long a victim has to reach its checkpoint or exit */
+        bool preempt_unresumable;   /* a preemptible job that cannot resume may be a victim too */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

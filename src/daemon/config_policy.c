@@ -81,9 +81,12 @@ int gw_config_policy_line(struct gw_config *c, const char *pname, const char *na
         } else if (!strcmp(key, "leak_epochs")) {
                 if ((r = gw_parse_int(v, 2, 64, &n)) == 0)
                         pc->leak_epochs = (unsigned) n;
-        } else {
+        } else if (!strcmp(key, "preemptible"))
+                r = gw_config_parse_bool(v, &pc->preemptible) ? 0 : -EINVAL;
+        else {
                 gw_config_fail(c, "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
-                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs)", name, pname);
+                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs, preemptible)", name,
+                            pname);
                 return -EINVAL;
         }
         if (r < 0)

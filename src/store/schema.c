@@ -126,6 +126,9 @@ const char *const gw_store_migrations[] = {
 
         /* 16: gpuward run: the job is a terminal session (its supervisor makes a pty) */
         "ALTER TABLE jobs ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;",
+
+        /* submit --preemptible: the job may be stopped for a higher-priority job or a booking */
+        "ALTER TABLE jobs ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -324,6 +324,7 @@ static const struct {
         {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
         {"latest_start", JSON_REAL, true}, /* the promise beside predicted_start, the estimate */
         {"fairshare", JSON_REAL, true},     {"priority_why", JSON_STRING, true},
+        {"preemptible", JSON_FALSE, false},
 };
 
 static void check_shape(const json_t *o) {
@@ -688,6 +689,7 @@ static void spec_interactive(void **state) {
                 { "{\"command\": [\"bash\"], \"interactive\": true, \"retries\": 1}", "retries" },
                 { "{\"command\": [\"bash\"], \"interactive\": true, \"output\": \"/tmp/o\"}", "output" },
                 { "{\"command\": [\"bash\"], \"interactive\": \"yes\"}", "interactive" },
+                { "{\"command\": [\"bash\"], \"preemptible\": \"yes\"}", "preemptible" },
         };
         for (size_t i = 0; i < N_ELEMS(bad); i++) {
                 j = decode(bad[i].body, &r, &hold, &err);

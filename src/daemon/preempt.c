@@ -1,0 +1,266 @@
+/* Preemption (preempt.h): the shell around core/preempt.h.  On each loop iteration, when
+ * no preemption is in flight, the queue's highest waiting job that only lacks GPUs is
+ * offered the running jobs core/preempt.h chooses; each victim is told who takes its GPUs
+ * and what it would lose, then
+ *   - a recognised training run (--yolo) is stopped right after its next checkpoint, as
+ *     leak_policy restart does, or when preempt_grace is over without one;
+ *   - another job gets its --signal (it may save), and SIGTERM when it has not ended within
+ *     preempt_grace; without one, SIGTERM at once, SIGKILL after preempt_grace;
+ * and recovery.c queues the attempt's end again, first of its priority, to resume from its
+ * checkpoint (gw_preempt_take), without counting it as a retry.  One preemption at a time:
+ * the next waiting job is looked at once the victims have ended, so that two do not take
+ * the same victims' GPUs for each other. */
+#include "daemon/preempt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "core/preempt.h"
+#include "daemon/daemon.h"
+#include "daemon/resume.h"
+#include "daemon/training.h"
+
+/* The queue's first jobs are looked at for a preemptor: it is sorted by priority, so the
+ * highest waiting one is among them unless all of those are held or wait for something else. */
+#define PREEMPTOR_SCAN 256
+
+struct gw_preempt_job {
+        int attempt;                 /* the attempt being preempted */
+        char by[160];                /* "job 12 (alice, priority 5)" */
+        gw_usec_t ckpt_at_ask;       /* training: last.pt's mtime when asked (wall), 0 none */
+        gw_usec_t deadline;          /* monotonic: preempt_grace over */
+        bool wait_ckpt;              /* a training run: stop after its next checkpoint */
+        bool signalled;              /* its --signal was sent */
+        bool stopped;                /* SIGTERM sent (gw_job_terminate_within) */
+};
+
+void gw_preempt_job_free(struct gw_djob *dj) {
+        free(dj->preempt);
+        dj->preempt = NULL;
+}
+
+bool gw_preempt_job_preemptible(const struct gw_daemon *d, const struct gw_job *j) {
+        if (j->interactive) /* a terminal session cannot be resumed behind its user's back */
+                return false;
+        if (j->preemptible)
+                return true;
+        const char *name = j->idle_policy ? j->idle_policy : "default";
+        for (size_t i = 0; i < d->cfg->n_policies; i++)
+                if (!strcmp(d->cfg->policies[i].p.name, name))
+                        return d->cfg->policies[i].preemptible;
+        return false;
+}
+
+static bool resumable(const struct gw_job *j) { return j->yolo || j->checkpoint || j->resume_cmd; }
+
+/* The newest checkpoint of the attempt (wall clock), 0 none: the training watch's last.pt,
+ * else the newest --checkpoint match written since the attempt started. */
+static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) {
+        bool settled;
+        gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+        if (t || !dj->job->checkpoint)
+                return t;
+        char why[256];
+        _cleanup_free_ char *path = gw_resume_find(d, dj->job, dj->job->start_time, why, sizeof why);
+        struct stat st;
+        return path && stat(path, &st) == 0 ? (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC +
+                                                      st.st_mtim.tv_nsec / 1000
+                                            : 0;
+}
+
+static bool in_flight(const struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->preempt)
+                        return true;
+        return false;
+}
+
+/* The highest waiting job that only lacks GPUs: not held, not in a retry's backoff, not in a
+ * booking (its GPUs are its booking's), its dependency met, not waiting on a quota. */
+static struct gw_djob *preemptor(const struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_queue && i < PREEMPTOR_SCAN; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
+                const struct gw_job *j = dj->job;
+                if (j->state != GW_JOB_PENDING || j->not_before || j->booking_id || dj->dep != GW_DEP_SATISFIED)
+                        continue;
+                if (j->wait_reason == GW_REASON_NONE || j->wait_reason == GW_REASON_RESOURCES ||
+                    j->wait_reason == GW_REASON_PRIORITY)
+                        return dj;
+        }
+        return NULL;
+}
+
+static uint64_t free_gpus(const struct gw_daemon *d) {
+        uint64_t mask = 0;
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                const struct gw_dgpu *g = &d->host.gpus[i];
+                if (!g->job_id && !g->drained)
+                        mask |= UINT64_C(1) << i;
+        }
+        return mask;
+}
+
+static void describe(const struct gw_job *j, char *buf, size_t n) {
+        snprintf(buf, n, "job %lld (%s, priority %d)", (long long) j->id, j->user, j->priority);
+}
+
+/* SIGTERM now, SIGKILL after grace; the attempt's end comes to gw_preempt_take.  The stop is
+ * recorded as none (PENDING): a daemon restarted before the end then classifies it as any
+ * end and may retry it, rather than end a job that only gave way. */
+static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_usec_t grace) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "preempted by %s: %s", dj->preempt->by, what);
+        dj->preempt->stopped = true;
+        gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
+}
+
+/* Tells the victim and the preemptor, then asks the victim to give way. */
+static void begin(struct gw_daemon *d, struct gw_djob *dj, const struct gw_djob *by, long lost_s) {
+        struct gw_job *j = dj->job;
+        struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
+        dj->preempt = p;
+        p->attempt = j->attempt;
+        describe(by->job, p->by, sizeof p->by);
+        p->deadline = d->now + d->cfg->preempt_grace;
+        bool settled;
+        p->ckpt_at_ask = gw_training_ckpt_time(dj, &settled);
+        p->wait_ckpt = j->yolo;
+        char grace[32], how[200], msg[600], victim[160];
+        gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
+        if (p->wait_ckpt)
+                snprintf(how, sizeof how, "it stops right after its next checkpoint (at most %s from now)", grace);
+        else if (j->warn_signal)
+                snprintf(how, sizeof how, "SIG%s to its main process now, SIGTERM if it has not ended within %s",
+                         gw_signal_name(j->warn_signal), grace);
+        else
+                snprintf(how, sizeof how, "SIGTERM now, SIGKILL %s later", grace);
+        snprintf(msg, sizeof msg, "preempted by %s, which needs its GPUs; %lds of work since its checkpoint would be "
+                 "lost now; %s; then it waits first of its priority and resumes", p->by, lost_s, how);
+        (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
+        log_info("job %lld: %s", (long long) j->id, msg);
+        gw_job_log_note(d, dj, msg);
+        describe(j, victim, sizeof victim);
+        snprintf(msg, sizeof msg, "preempting %s for its GPUs (%lds of its work since its checkpoint at stake)", victim,
+                 lost_s);
+        (void) gw_store_job_event(d->store, by->job->id, by->job->state, "preempt", msg);
+        log_info("job %lld: %s", (long long) by->job->id, msg);
+        if (p->wait_ckpt)
+                return;
+        if (!j->warn_signal) {
+                stop(d, dj, "SIGTERM", d->cfg->preempt_grace);
+                return;
+        }
+        int r = d->exec->signal(d, dj, j->warn_signal, GW_EXEC_SIGNAL_MAIN);
+        p->signalled = r == 0;
+        if (r < 0) /* nobody to warn: stop it as one without --signal */
+                stop(d, dj, "its --signal could not be sent; SIGTERM", d->cfg->preempt_grace);
+}
+
+/* A victim on its way: stopped after its checkpoint, or when its grace is over. */
+static gw_usec_t advance(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_preempt_job *p = dj->preempt;
+        if (p->stopped || dj->terminating)
+                return GW_USEC_INFINITY; /* its end comes; a stop of another's (a cancel) wins */
+        if (p->wait_ckpt) {
+                bool settled;
+                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+                if (settled && t > p->ckpt_at_ask) {
+                        stop(d, dj, "stopped right after its checkpoint", d->cfg->grace);
+                        return GW_USEC_INFINITY;
+                }
+        }
+        if (d->now < p->deadline)
+                return p->deadline;
+        char grace[32], what[96];
+        gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
+        snprintf(what, sizeof what, "%s over without %s; SIGTERM", grace,
+                 p->wait_ckpt ? "a new checkpoint" : "its end after its --signal");
+        stop(d, dj, what, d->cfg->grace);
+        return GW_USEC_INFINITY;
+}
+
+static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r, struct gw_djob **djs) {
+        size_t n = 0;
+        for (size_t i = 0; i < d->jobs.n_running && n < GW_PREEMPT_MAX; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                const struct gw_job *j = dj->job;
+                if (!gw_preempt_job_preemptible(d, j) || dj->terminating || j->start_time <= 0)
+                        continue;
+                djs[n] = dj;
+                r[n++] = (struct gw_preempt_running) {
+                        .id = j->id, .gpu_mask = j->gpu_mask, .priority = j->priority, .start_time = j->start_time,
+                        .ckpt_time = ckpt_time(d, dj), .preemptible = true, .resumable = resumable(j),
+                };
+        }
+        return n;
+}
+
+static void decide(struct gw_daemon *d) {
+        struct gw_djob *by = preemptor(d);
+        if (!by)
+                return;
+        const struct gw_job *pj = by->job;
+        /* Cheap first: a lower-priority preemptible job must be running at all. */
+        bool any = false;
+        for (size_t i = 0; i < d->jobs.n_running && !any; i++)
+                any = d->jobs.running[i]->job->priority < pj->priority &&
+                      gw_preempt_job_preemptible(d, d->jobs.running[i]->job);
+        if (!any)
+                return;
+        struct gw_preempt_running r[GW_PREEMPT_MAX];
+        struct gw_djob *djs[GW_PREEMPT_MAX];
+        size_t n = running_in(d, r, djs);
+        struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
+                                        .unresumable_ok = d->cfg->preempt_unresumable };
+        struct gw_preempt_plan plan;
+        if (gw_preempt_decide(&need, r, n, d->now_wall, &plan) < 0 || !plan.n)
+                return;
+        for (size_t v = 0; v < plan.n; v++)
+                for (size_t i = 0; i < n; i++)
+                        if (r[i].id == plan.victims[v].id)
+                                begin(d, djs[i], by, plan.victims[v].lost_s);
+}
+
+gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
+        if (!d->cfg->preemption || d->cfg->backend_slurm)
+                return GW_USEC_INFINITY;
+        gw_usec_t next = GW_USEC_INFINITY;
+        if (in_flight(d)) {
+                for (size_t i = 0; i < d->jobs.n_running; i++)
+                        if (d->jobs.running[i]->preempt) {
+                                gw_usec_t t = advance(d, d->jobs.running[i]);
+                                if (t < next)
+                                        next = t;
+                        }
+                return next;
+        }
+        if (d->jobs.n_queue && d->jobs.n_running)
+                decide(d);
+        return next;
+}
+
+bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n) {
+        struct gw_preempt_job *p = dj->preempt;
+        if (!p)
+                return false;
+        bool ours = p->attempt == dj->job->attempt && (p->stopped || p->signalled || !clean) &&
+                    (!dj->terminating || p->stopped);
+        if (ours) {
+                bool settled;
+                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+                if (!t)
+                        t = ckpt_time(d, dj);
+                struct gw_preempt_running r = { .start_time = dj->job->start_time, .ckpt_time = t };
+                snprintf(why, n, "preempted by %s; %lds of work since its checkpoint lost", p->by,
+                         gw_preempt_lost_seconds(&r, d->now_wall));
+        }
+        gw_preempt_job_free(dj);
+        return ours;
+}
