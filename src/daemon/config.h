@@ -82,6 +82,15 @@ struct gw_config {
         char *saving_patterns;
 };
 
+struct gw_job;
+/* Whether j may be preempted at all: submitted --preemptible, or of a profile whose jobs are
+ * ([policy.NAME] preemptible); never a terminal session, which cannot be resumed behind its
+ * user's back.  Whether preemption is on is the caller's to ask (c->preemption). */
+bool gw_config_job_preemptible(const struct gw_config *c, const struct gw_job *j);
+/* Whether its next attempt resumes (--yolo, --checkpoint, --resume-cmd), or preempt_unresumable
+ * lets it be preempted anyway. */
+bool gw_config_job_preempt_resumes(const struct gw_config *c, const struct gw_job *j);
+
 /* Parses argv (and the config file it names or the default one).  Returns 0, 1 when it
  * printed --help or --version (exit 0), or -EINVAL after printing a usage error. */
 int gw_config_load(struct gw_config *c, int argc, char **argv);

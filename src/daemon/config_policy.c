@@ -9,6 +9,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/jobrec.h"
 #include "core/reclaim.h"
 #include "daemon/fairshare.h"
 
@@ -139,4 +140,20 @@ int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name
         }
         c->fairshare_half_life = d;
         return 0;
+}
+
+bool gw_config_job_preemptible(const struct gw_config *c, const struct gw_job *j) {
+        if (j->interactive)
+                return false;
+        if (j->preemptible)
+                return true;
+        const char *name = j->idle_policy ? j->idle_policy : "default";
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (!strcmp(c->policies[i].p.name, name))
+                        return c->policies[i].preemptible;
+        return false;
+}
+
+bool gw_config_job_preempt_resumes(const struct gw_config *c, const struct gw_job *j) {
+        return j->yolo || j->checkpoint || j->resume_cmd || c->preempt_unresumable;
 }

@@ -25,6 +25,7 @@
 #include "core/preempt.h"
 #include "daemon/daemon.h"
 #include "daemon/resume.h"
+#include "daemon/sharing.h"
 #include "daemon/training.h"
 
 /* The queue's first jobs are looked at for a preemptor: it is sorted by priority, so the
@@ -44,18 +45,6 @@ struct gw_preempt_job {
 void gw_preempt_job_free(struct gw_djob *dj) {
         free(dj->preempt);
         dj->preempt = NULL;
-}
-
-bool gw_preempt_job_preemptible(const struct gw_daemon *d, const struct gw_job *j) {
-        if (j->interactive) /* a terminal session cannot be resumed behind its user's back */
-                return false;
-        if (j->preemptible)
-                return true;
-        const char *name = j->idle_policy ? j->idle_policy : "default";
-        for (size_t i = 0; i < d->cfg->n_policies; i++)
-                if (!strcmp(d->cfg->policies[i].p.name, name))
-                        return d->cfg->policies[i].preemptible;
-        return false;
 }
 
 static bool resumable(const struct gw_job *j) { return j->yolo || j->checkpoint || j->resume_cmd; }
@@ -121,13 +110,15 @@ static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_u
         gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
 }
 
-/* Tells the victim and the preemptor, then asks the victim to give way. */
-static void begin(struct gw_daemon *d, struct gw_djob *dj, const struct gw_djob *by, long lost_s) {
+/* Tells the victim and the preemptor (by_job; NULL for a booking, by_what names it), then asks
+ * the victim to give way. */
+static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, const struct gw_djob *by_job,
+                  long lost_s) {
         struct gw_job *j = dj->job;
         struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
         dj->preempt = p;
         p->attempt = j->attempt;
-        describe(by->job, p->by, sizeof p->by);
+        snprintf(p->by, sizeof p->by, "%s", by_what);
         p->deadline = d->now + d->cfg->preempt_grace;
         bool settled;
         p->ckpt_at_ask = gw_training_ckpt_time(dj, &settled);
@@ -141,16 +132,20 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const struct gw_djob 
                          gw_signal_name(j->warn_signal), grace);
         else
                 snprintf(how, sizeof how, "SIGTERM now, SIGKILL %s later", grace);
-        snprintf(msg, sizeof msg, "preempted by %s, which needs its GPUs; %lds of work since its checkpoint would be "
-                 "lost now; %s; then it waits first of its priority and resumes", p->by, lost_s, how);
+        snprintf(msg, sizeof msg, "preempted by %s, %s; %lds of work since its checkpoint would be lost now; %s; then "
+                 "it waits first of its priority and resumes", p->by,
+                 by_job ? "which needs its GPUs" : "whose window has started on its GPUs", lost_s, how);
         (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
         log_info("job %lld: %s", (long long) j->id, msg);
         gw_job_log_note(d, dj, msg);
         describe(j, victim, sizeof victim);
         snprintf(msg, sizeof msg, "preempting %s for its GPUs (%lds of its work since its checkpoint at stake)", victim,
                  lost_s);
-        (void) gw_store_job_event(d->store, by->job->id, by->job->state, "preempt", msg);
-        log_info("job %lld: %s", (long long) by->job->id, msg);
+        if (by_job) {
+                (void) gw_store_job_event(d->store, by_job->job->id, by_job->job->state, "preempt", msg);
+                log_info("job %lld: %s", (long long) by_job->job->id, msg);
+        } else
+                log_info("%s: %s", by_what, msg);
         if (p->wait_ckpt)
                 return;
         if (!j->warn_signal) {
@@ -191,7 +186,7 @@ static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r
         for (size_t i = 0; i < d->jobs.n_running && n < GW_PREEMPT_MAX; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
                 const struct gw_job *j = dj->job;
-                if (!gw_preempt_job_preemptible(d, j) || dj->terminating || j->start_time <= 0)
+                if (!gw_config_job_preemptible(d->cfg, j) || dj->terminating || j->start_time <= 0)
                         continue;
                 djs[n] = dj;
                 r[n++] = (struct gw_preempt_running) {
@@ -200,6 +195,54 @@ static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r
                 };
         }
         return n;
+}
+
+static void start_all(struct gw_daemon *d, const struct gw_preempt_plan *plan, const struct gw_preempt_running *r,
+                      struct gw_djob **djs, size_t n, const char *what, const struct gw_djob *by) {
+        for (size_t v = 0; v < plan->n; v++)
+                for (size_t i = 0; i < n; i++)
+                        if (r[i].id == plan->victims[v].id)
+                                begin(d, djs[i], what, by, plan->victims[v].lost_s);
+}
+
+/* A booking whose window has started gets its GPUs back from the preemptible jobs that ran
+ * on them until then (the scheduler lets only those start on GPUs booked later).  Whether
+ * one began. */
+static bool for_bookings(struct gw_daemon *d) {
+        const struct gw_sharing *s = d->sharing;
+        for (size_t b = 0; s && b < s->n_bookings; b++) {
+                const struct gw_store_booking *bk = &s->bookings[b];
+                if (bk->state != GW_BOOKING_ACTIVE || !bk->gpu_mask)
+                        continue;
+                uint64_t others = 0, own = 0, usable = 0;
+                for (size_t i = 0; i < d->jobs.n_running; i++) {
+                        const struct gw_job *j = d->jobs.running[i]->job;
+                        *(j->booking_id == bk->id ? &own : &others) |= j->gpu_mask & bk->gpu_mask;
+                }
+                if (!others)
+                        continue;
+                for (unsigned i = 0; i < d->host.n_gpus; i++)
+                        if (!d->host.gpus[i].drained)
+                                usable |= UINT64_C(1) << i;
+                struct gw_preempt_running r[GW_PREEMPT_MAX];
+                struct gw_djob *djs[GW_PREEMPT_MAX];
+                size_t n = running_in(d, r, djs);
+                for (size_t i = 0; i < n; i++) /* its own jobs are where they belong */
+                        r[i].preemptible = djs[i]->job->booking_id != bk->id;
+                struct gw_preempt_need need = {
+                        .ngpus = __builtin_popcountll(bk->gpu_mask & usable), .allowed = bk->gpu_mask,
+                        .free_mask = (free_gpus(d) | own) & bk->gpu_mask, .booking = true,
+                        .unresumable_ok = d->cfg->preempt_unresumable,
+                };
+                struct gw_preempt_plan plan;
+                if (gw_preempt_decide(&need, r, n, d->now_wall, &plan) < 0 || !plan.n)
+                        continue;
+                char what[160];
+                snprintf(what, sizeof what, "booking %lld (%s)", (long long) bk->id, bk->user);
+                start_all(d, &plan, r, djs, n, what, NULL);
+                return true;
+        }
+        return false;
 }
 
 static void decide(struct gw_daemon *d) {
@@ -211,7 +254,7 @@ static void decide(struct gw_daemon *d) {
         bool any = false;
         for (size_t i = 0; i < d->jobs.n_running && !any; i++)
                 any = d->jobs.running[i]->job->priority < pj->priority &&
-                      gw_preempt_job_preemptible(d, d->jobs.running[i]->job);
+                      gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job);
         if (!any)
                 return;
         struct gw_preempt_running r[GW_PREEMPT_MAX];
@@ -222,10 +265,9 @@ static void decide(struct gw_daemon *d) {
         struct gw_preempt_plan plan;
         if (gw_preempt_decide(&need, r, n, d->now_wall, &plan) < 0 || !plan.n)
                 return;
-        for (size_t v = 0; v < plan.n; v++)
-                for (size_t i = 0; i < n; i++)
-                        if (r[i].id == plan.victims[v].id)
-                                begin(d, djs[i], by, plan.victims[v].lost_s);
+        char what[160];
+        describe(pj, what, sizeof what);
+        start_all(d, &plan, r, djs, n, what, by);
 }
 
 gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
@@ -241,7 +283,7 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
                         }
                 return next;
         }
-        if (d->jobs.n_queue && d->jobs.n_running)
+        if (d->jobs.n_running && !for_bookings(d) && d->jobs.n_queue)
                 decide(d);
         return next;
 }

@@ -1,6 +1,7 @@
 /* Preemption (preempt.c): under the `preemption` setting, a preemptible running job is
- * stopped for a waiting job of a higher priority that cannot start otherwise, and queued
- * again first of its priority to resume.  The choice of victims is core/preempt.h's. */
+ * stopped for a booking whose window has started on its GPUs, or for a waiting job of a
+ * higher priority that cannot start otherwise, and queued again first of its priority to
+ * resume.  The choice of victims is core/preempt.h's. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,7 +10,6 @@
 
 struct gw_daemon;
 struct gw_djob;
-struct gw_job;
 
 /* Each loop iteration: carries on the preemptions in flight (a victim's checkpoint reached,
  * its grace over), and decides new ones for the queue's highest waiting job when none is in
@@ -21,9 +21,6 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d);
  * tell into why (n bytes: "preempted by job 12 (alice, priority 5); 3s of work since its
  * checkpoint lost") and the preemption is over for that attempt. */
 bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n);
-
-/* Whether j is preemptible: submitted so, or its idle profile says its jobs are. */
-bool gw_preempt_job_preemptible(const struct gw_daemon *d, const struct gw_job *j);
 
 /* Frees dj's preemption state (the job let go). */
 void gw_preempt_job_free(struct gw_djob *dj);

@@ -2,8 +2,9 @@
 checkpoint for a training run), waits first of its priority and resumes; never a job that is
 not preemptible, nor one that cannot resume (unless allowed), nor anything when it is off."""
 import os
+import time
 
-from gwtest import TRAINER, DaemonTest, events_of, kinds, main, wait_until
+from gwtest import TRAINER, DaemonTest, events_of, kinds, main, start_failure, wait_until
 
 
 def results_epochs(d, name):
@@ -83,6 +84,36 @@ class PreemptTest(DaemonTest):
         self.assertEqual(events_of(j, "preempt"), [])
 
 
+class PreemptBookingTest(DaemonTest):
+    gpus = 1
+    extra = ("--preemption", "true", "--preempt-grace", "60")
+
+    def test_a_preemptible_job_runs_until_a_booking_starts_then_gives_way(self):
+        start = time.time() + 5
+        st, b = self.d.api("POST", "/api/v1/bookings", {"ngpus": 1, "start": start, "duration": 14, "name": "demo"})
+        self.assertEqual(st, 201, b)
+        # It would run into the booking: only a preemptible job may take the GPU meanwhile.
+        plain = self.d.submit_api(["true"])
+        low = self.d.submit_api([TRAINER, "epochs=5", "name=bk", "--epoch-seconds", "2"], yolo=True,
+                                preemptible=True)
+        self.d.wait_state(low, "RUNNING", timeout=20)
+        self.assertEqual(self.d.job(plain)["state"], "PENDING")
+        mine = self.d.submit_api(["sleep", "1"], reservation=b["id"])
+        m = self.d.wait_state(mine, "COMPLETED", timeout=60)
+        self.assertGreaterEqual(m["start_time"], start - 0.05)
+        j = self.d.wait_state(low, "COMPLETED", timeout=120)
+        self.assertEqual(results_epochs(self.d, "bk"), [1, 2, 3, 4, 5], "each epoch exactly once")
+        a1 = j["attempts"][0]
+        self.assertEqual(a1["class"], "preempted")
+        self.assertIn(f"preempted by booking {b['id']} (", a1["evidence"])
+        said = events_of(j, "preempt")
+        self.assertEqual(len(said), 1, said)
+        self.assertIn(f"preempted by booking {b['id']} (", said[0]["message"])
+        self.assertIn("whose window has started on its GPUs", said[0]["message"])
+        self.assertLessEqual(a1["end_time"], m["start_time"])
+        self.d.wait_state(plain, "COMPLETED", timeout=60)
+
+
 class PreemptUnresumableTest(DaemonTest):
     gpus = 1
     extra = ("--preemption", "true", "--preempt-grace", "30", "--preempt-unresumable", "true")
@@ -103,6 +134,49 @@ class PreemptUnresumableTest(DaemonTest):
         self.assertIn("from scratch (no checkpoint)", retry[0]["message"])
         with open(os.path.join(self.d.work, "runs.txt")) as f:
             self.assertEqual(f.read().split(), ["run", "run"])
+
+
+class PreemptProfileTest(DaemonTest):
+    gpus = 1
+    extra = ("--preemption", "true")
+    config = "[policy.bulk]\npreemptible = true\n"
+
+    def test_a_profile_makes_its_jobs_preemptible(self):
+        low = self.d.submit_api(["sh", "-c", "sleep 30"], idle_policy="bulk", resume_cmd="true")
+        self.assertFalse(self.d.job(low)["preemptible"], "as submitted")
+        self.d.wait_job(low, lambda j: j["pid"], timeout=30, what="its start")
+        high = self.d.submit_api(["true"], priority=1)
+        self.d.wait_state(high, "COMPLETED", timeout=60)
+        j = self.d.wait_state(low, "COMPLETED", timeout=60)
+        self.assertEqual(j["attempts"][0]["class"], "preempted")
+        self.assertIn("to run its resume command", events_of(j, "retry")[0]["message"])
+
+
+class PreemptBadInputTest(DaemonTest):
+    gpus = 1
+
+    def test_bad_settings_are_refused_naming_them(self):
+        self.assertIn("preemption: invalid value 'maybe'", start_failure("preemption = maybe\n"))
+        self.assertIn("preempt_grace: 'soon' is not a duration", start_failure("preempt_grace = soon\n"))
+        self.assertIn("preempt_unresumable: invalid value '2'", start_failure("preempt_unresumable = 2\n"))
+        self.assertIn("[policy.bulk] preemptible: invalid value 'x'", start_failure("[policy.bulk]\npreemptible = x\n"))
+
+    def test_preemptible_must_be_a_boolean(self):
+        st, r = self.d.api("POST", "/api/v1/jobs", self.d.job_spec(["true"], preemptible="yes"))
+        self.assertEqual(st, 400, r)
+        self.assertEqual(r["field"], "preemptible")
+        self.assertEqual(self.d.api("GET", "/api/v1/jobs")[1]["jobs"], [], "nothing queued")
+
+    def test_cli_option_and_directive(self):
+        jid = self.d.submit("--preemptible", "--", "true")
+        self.assertTrue(self.d.job(jid)["preemptible"])
+        script = os.path.join(self.d.work, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#GPUWARD --preemptible\ntrue\n")
+        os.chmod(script, 0o755)
+        jid = self.d.submit(script, cwd=self.d.work)
+        self.assertTrue(self.d.job(jid)["preemptible"])
+        self.assertFalse(self.d.job(self.d.submit("--", "true"))["preemptible"])
 
 
 class PreemptOffTest(DaemonTest):
