@@ -180,6 +180,8 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
 
         /* A scheduling pass: what bookings and quotas let each pending job use. */
         gw_lifecycle_subscribe_sched(h, "sharing", gw_sharing_sched);
+        /* Then preemption: the GPUs its victims free wait for its preemptor. */
+        gw_lifecycle_subscribe_sched(h, "preempt", gw_preempt_sched);
 
         /* The attempt's limit first, before anything reads it (the jobs' tick, the calendar,
          * a time limit's warning); then the job's rogue neighbours are told in its events

@@ -33,6 +33,12 @@
 #define PREEMPTOR_SCAN 256
 
 struct gw_preempt_job {
+        /* The preemptor's: the GPUs its victims free, kept from the others until it starts
+         * (or until the victims' time is over), so that a victim that ends first does not
+         * hand its GPU to a job that backfills and makes the preemption useless. */
+        bool preemptor;
+        uint64_t reserve;
+        gw_usec_t reserve_until;     /* monotonic */
         int attempt;                 /* the attempt being preempted */
         char by[160];                /* "job 12 (alice, priority 5)" */
         gw_usec_t ckpt_at_ask;       /* training: last.pt's mtime when asked (wall), 0 none */
@@ -64,11 +70,30 @@ static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) 
                                             : 0;
 }
 
-static bool in_flight(const struct gw_daemon *d) {
-        for (size_t i = 0; i < d->jobs.n_running; i++)
-                if (d->jobs.running[i]->preempt)
-                        return true;
-        return false;
+/* The queued preemptor holding a reservation, NULL none; a reservation that is over (its
+ * victims' time is up, or it left the queue's head) goes. */
+static struct gw_djob *reserving(const struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_queue && i < PREEMPTOR_SCAN; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
+                if (!dj->preempt || !dj->preempt->preemptor)
+                        continue;
+                if (d->now < dj->preempt->reserve_until)
+                        return dj;
+                gw_preempt_job_free(dj);
+        }
+        return NULL;
+}
+
+static bool in_flight(struct gw_daemon *d) {
+        bool any = false;
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                if (dj->preempt && dj->preempt->preemptor)
+                        gw_preempt_job_free(dj); /* it started: its reservation is over */
+                else if (dj->preempt)
+                        any = true;
+        }
+        return any || reserving(d);
 }
 
 /* The highest waiting job that only lacks GPUs: not held, not in a retry's backoff, not in a
@@ -212,7 +237,9 @@ static bool for_bookings(struct gw_daemon *d) {
         const struct gw_sharing *s = d->sharing;
         for (size_t b = 0; s && b < s->n_bookings; b++) {
                 const struct gw_store_booking *bk = &s->bookings[b];
-                if (bk->state != GW_BOOKING_ACTIVE || !bk->gpu_mask)
+                /* Its end by the clock, not only by its state: the calendar's tick that ends it
+                 * may come a moment after a job was let onto its GPUs at its end. */
+                if (bk->state != GW_BOOKING_ACTIVE || !bk->gpu_mask || d->now_wall >= bk->end)
                         continue;
                 uint64_t others = 0, own = 0, usable = 0;
                 for (size_t i = 0; i < d->jobs.n_running; i++) {
@@ -245,6 +272,24 @@ static bool for_bookings(struct gw_daemon *d) {
         return false;
 }
 
+/* The GPUs the preemptor may take by the bookings' calendar (0: any), as the scheduling
+ * filter will let it (gw_sharing_sched): stopping jobs on others would serve nobody.  false:
+ * none now. */
+static bool preemptor_allowed(struct gw_daemon *d, const struct gw_job *j, uint64_t *ret) {
+        *ret = 0;
+        if (!d->sharing || !d->sharing->n_bookings)
+                return true;
+        struct calendar_view v;
+        struct gw_calendar_gpus g;
+        struct gw_sched_job sj = { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit };
+        gw_calendar_view(d, &v);
+        if (gw_calendar_gpus_at(&v.in, d->now_wall, &g) == 0)
+                gw_calendar_limit_job(&g, gw_sched_mask_first(d->host.n_gpus), d->now_wall, &sj);
+        gw_calendar_view_free(&v);
+        *ret = sj.allowed;
+        return !sj.none_allowed;
+}
+
 static void decide(struct gw_daemon *d) {
         struct gw_djob *by = preemptor(d);
         if (!by)
@@ -257,17 +302,44 @@ static void decide(struct gw_daemon *d) {
                       gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job);
         if (!any)
                 return;
+        struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
+                                        .unresumable_ok = d->cfg->preempt_unresumable };
+        if (!preemptor_allowed(d, pj, &need.allowed))
+                return;
         struct gw_preempt_running r[GW_PREEMPT_MAX];
         struct gw_djob *djs[GW_PREEMPT_MAX];
         size_t n = running_in(d, r, djs);
-        struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
-                                        .unresumable_ok = d->cfg->preempt_unresumable };
         struct gw_preempt_plan plan;
         if (gw_preempt_decide(&need, r, n, d->now_wall, &plan) < 0 || !plan.n)
                 return;
         char what[160];
         describe(pj, what, sizeof what);
         start_all(d, &plan, r, djs, n, what, by);
+        gw_preempt_job_free(by);
+        by->preempt = gw_xcalloc(1, sizeof *by->preempt);
+        by->preempt->preemptor = true;
+        by->preempt->reserve = plan.mask | need.free_mask;
+        /* The victims have preempt_grace, then the stop's own grace; a little more for their
+         * ends to be told. */
+        by->preempt->reserve_until = d->now + d->cfg->preempt_grace + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+}
+
+void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
+        if (!d->cfg->preemption || d->cfg->backend_slurm)
+                return;
+        const struct gw_djob *by = reserving(d);
+        if (!by)
+                return;
+        uint64_t all = gw_sched_mask_first(d->host.n_gpus);
+        for (size_t i = 0; i < n; i++) {
+                if (d->jobs.queue[i] == by)
+                        continue;
+                uint64_t left = (pending[i].allowed ? pending[i].allowed : all) & ~by->preempt->reserve;
+                if (left)
+                        pending[i].allowed = left;
+                else
+                        pending[i].none_allowed = true;
+        }
 }
 
 gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
@@ -276,7 +348,7 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
         gw_usec_t next = GW_USEC_INFINITY;
         if (in_flight(d)) {
                 for (size_t i = 0; i < d->jobs.n_running; i++)
-                        if (d->jobs.running[i]->preempt) {
+                        if (d->jobs.running[i]->preempt && !d->jobs.running[i]->preempt->preemptor) {
                                 gw_usec_t t = advance(d, d->jobs.running[i]);
                                 if (t < next)
                                         next = t;
@@ -290,7 +362,7 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
 
 bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n) {
         struct gw_preempt_job *p = dj->preempt;
-        if (!p)
+        if (!p || p->preemptor)
                 return false;
         bool ours = p->attempt == dj->job->attempt && (p->stopped || p->signalled || !clean) &&
                     (!dj->terminating || p->stopped);

@@ -10,6 +10,7 @@
 
 struct gw_daemon;
 struct gw_djob;
+struct gw_sched_job;
 
 /* Each loop iteration: carries on the preemptions in flight (a victim's checkpoint reached,
  * its grace over), and decides new ones for the queue's highest waiting job when none is in
@@ -21,6 +22,10 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d);
  * tell into why (n bytes: "preempted by job 12 (alice, priority 5); 3s of work since its
  * checkpoint lost") and the preemption is over for that attempt. */
 bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n);
+
+/* A scheduling pass's filter: while a preemption is in flight, the GPUs its victims free are
+ * kept for its preemptor. */
+void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
 
 /* Frees dj's preemption state (the job let go). */
 void gw_preempt_job_free(struct gw_djob *dj);

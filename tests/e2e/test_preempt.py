@@ -84,6 +84,29 @@ class PreemptTest(DaemonTest):
         self.assertEqual(events_of(j, "preempt"), [])
 
 
+class PreemptTwoGpuTest(DaemonTest):
+    gpus = 2
+    extra = ("--preemption", "true", "--preempt-grace", "60")
+
+    def test_the_gpus_freed_wait_for_the_preemptor(self):
+        a = self.d.submit_api([TRAINER, "epochs=6", "name=a", "--epoch-seconds", "2"], yolo=True, preemptible=True)
+        b = self.d.submit_api([TRAINER, "epochs=4", "name=b", "--epoch-seconds", "3"], yolo=True, preemptible=True)
+        for jid in (a, b):
+            self.d.wait_job(jid, lambda j: ((j.get("training") or {}).get("epoch") or 0) >= 1, timeout=60,
+                            what=f"job {jid} at epoch 1")
+        # A short job that could backfill on the GPU the first victim frees.
+        small = self.d.submit_api(["true"], time_limit=30)
+        high = self.d.submit_api(["sleep", "1"], ngpus=2, priority=5)
+        h = self.d.wait_state(high, "COMPLETED", timeout=90)
+        s = self.d.wait_state(small, "COMPLETED", timeout=90)
+        self.assertGreaterEqual(s["start_time"], h["start_time"], "the freed GPU waited for the preemptor")
+        for jid, name, epochs in ((a, "a", 6), (b, "b", 4)):
+            j = self.d.wait_state(jid, "COMPLETED", timeout=120)
+            self.assertEqual(j["attempts"][0]["class"], "preempted")
+            self.assertEqual(results_epochs(self.d, name), list(range(1, epochs + 1)), "each epoch exactly once")
+        self.assertEqual(len(events_of(h, "preempt")), 2)
+
+
 class PreemptBookingTest(DaemonTest):
     gpus = 1
     extra = ("--preemption", "true", "--preempt-grace", "60")
