@@ -216,10 +216,22 @@ static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r
                 djs[n] = dj;
                 r[n++] = (struct gw_preempt_running) {
                         .id = j->id, .gpu_mask = j->gpu_mask, .priority = j->priority, .start_time = j->start_time,
-                        .ckpt_time = ckpt_time(d, dj), .preemptible = true, .resumable = resumable(j),
+                        .preemptible = true, .resumable = resumable(j),
                 };
         }
         return n;
+}
+
+/* core/preempt.h's choice, first without the checkpoints' times: whether enough GPUs can be
+ * freed does not depend on them, and a pass that preempts nobody (most) looks at no file.
+ * 0 with plan, or -ENOENT: nobody. */
+static int choose(const struct gw_daemon *d, const struct gw_preempt_need *need, struct gw_preempt_running *r,
+                  struct gw_djob **djs, size_t n, struct gw_preempt_plan *plan) {
+        if (gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n)
+                return -ENOENT;
+        for (size_t i = 0; i < n; i++)
+                r[i].ckpt_time = ckpt_time(d, djs[i]);
+        return gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n ? -ENOENT : 0;
 }
 
 static void start_all(struct gw_daemon *d, const struct gw_preempt_plan *plan, const struct gw_preempt_running *r,
@@ -262,7 +274,7 @@ static bool for_bookings(struct gw_daemon *d) {
                         .unresumable_ok = d->cfg->preempt_unresumable,
                 };
                 struct gw_preempt_plan plan;
-                if (gw_preempt_decide(&need, r, n, d->now_wall, &plan) < 0 || !plan.n)
+                if (choose(d, &need, r, djs, n, &plan) < 0)
                         continue;
                 char what[160];
                 snprintf(what, sizeof what, "booking %lld (%s)", (long long) bk->id, bk->user);
@@ -310,7 +322,7 @@ static void decide(struct gw_daemon *d) {
         struct gw_djob *djs[GW_PREEMPT_MAX];
         size_t n = running_in(d, r, djs);
         struct gw_preempt_plan plan;
-        if (gw_preempt_decide(&need, r, n, d->now_wall, &plan) < 0 || !plan.n)
+        if (choose(d, &need, r, djs, n, &plan) < 0)
                 return;
         char what[160];
         describe(pj, what, sizeof what);

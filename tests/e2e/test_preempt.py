@@ -84,6 +84,27 @@ class PreemptTest(DaemonTest):
         self.assertEqual(events_of(j, "preempt"), [])
 
 
+class PreemptSignalTest(DaemonTest):
+    gpus = 1
+    extra = ("--preemption", "true", "--preempt-grace", "60")
+
+    def test_its_signal_first_then_it_resumes_from_its_checkpoint(self):
+        script = ('if [ -n "$GPUWARD_RESUME_FROM" ]; then echo "$GPUWARD_RESUME_FROM" > resumed; exit 0; fi; '
+                  'trap \'echo saved > ck1; exit 0\' USR1; sleep 60 & wait')
+        low = self.d.submit_api(["sh", "-c", script], preemptible=True, checkpoint="ck*", warn_signal="USR1")
+        self.d.wait_job(low, lambda j: j["pid"], timeout=30, what="its start")
+        time.sleep(0.5)  # its trap set
+        high = self.d.submit_api(["true"], priority=5)
+        self.d.wait_state(high, "COMPLETED", timeout=60)
+        j = self.d.wait_state(low, "COMPLETED", timeout=60)
+        self.assertEqual(j["attempt"], 2)
+        self.assertEqual(j["attempts"][0]["class"], "preempted")
+        said = events_of(j, "preempt")
+        self.assertIn("SIGUSR1 to its main process now", said[0]["message"])
+        with open(os.path.join(self.d.work, "resumed")) as f:
+            self.assertTrue(f.read().strip().endswith("/ck1"))
+
+
 class PreemptTwoGpuTest(DaemonTest):
     gpus = 2
     extra = ("--preemption", "true", "--preempt-grace", "60")
