@@ -7,9 +7,16 @@
  *   - another job gets its --signal (it may save), and SIGTERM when it has not ended within
  *     preempt_grace; without one, SIGTERM at once, SIGKILL after preempt_grace;
  * and recovery.c queues the attempt's end again, first of its priority, to resume from its
- * checkpoint (gw_preempt_take), without counting it as a retry.  One preemption at a time:
- * the next waiting job is looked at once the victims have ended, so that two do not take
- * the same victims' GPUs for each other. */
+ * checkpoint (gw_preempt_take), without counting it as a retry.  A booking whose window has
+ * started preempts the same way the preemptible jobs of others on its GPUs (they may run
+ * there until then: gw_sharing_sched).  One preemption at a time: the next waiting job is
+ * looked at once the victims have ended and the preemptor started, and until it starts the
+ * GPUs they free are kept for it (gw_preempt_sched), so that a job that backfills onto the
+ * first one freed does not make the preemption useless.
+ *
+ * Not kept over a daemon restart: a victim being stopped is found with its stop recorded as
+ * none, its end is classified as any other and retried by its retry policy; the count of its
+ * preempted attempts (which use none of its retries) starts again from 0. */
 #include "daemon/preempt.h"
 
 #include <errno.h>
