@@ -237,6 +237,10 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
         if (yolo && !json_is_boolean(yolo) && !json_is_null(yolo))
                 return fail(err, "yolo", "yolo: must be true or false");
         j->yolo = json_is_true(yolo);
+        const json_t *pre = json_object_get(o, "preemptible");
+        if (pre && !json_is_boolean(pre) && !json_is_null(pre))
+                return fail(err, "preemptible", "preemptible: must be true or false");
+        j->preemptible = json_is_true(pre);
         static const struct {
                 const char *key;
                 size_t off;
@@ -370,7 +374,7 @@ static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
-                "interactive", "array",
+                "interactive", "array", "preemptible",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -535,6 +539,7 @@ FIELD(predicted_start, PREDICTED(j->predicted_start))
 FIELD(eta_overdue, j->state == GW_JOB_RUNNING && j->eta && j->eta_overdue > 0 ? json_real((double) j->eta_overdue / 1e6)
                                                                            : json_null())
 FIELD(interactive, json_boolean(j->interactive))
+FIELD(preemptible, json_boolean(j->preemptible))
 /* The session's socket: its owner's (and admins') to know; the socket checks who connects. */
 FIELD(tty_socket, j->state == GW_JOB_RUNNING && j->tty_socket && (view & GW_VIEW_LOG) ? gw_json_text(j->tty_socket)
                                                                                          : json_null())
@@ -596,6 +601,7 @@ static const struct {
         { "predicted_start", enc_f_predicted_start },
         { "eta_overdue", enc_f_eta_overdue },
         { "interactive", enc_f_interactive },
+        { "preemptible", enc_f_preemptible },
         { "tty_socket", enc_f_tty_socket },
         { "latest_start", enc_f_latest_start },
         { "fairshare", enc_f_fairshare },

@@ -94,6 +94,13 @@ static const char submit_help[] =
         "  --leak-policy P   warn (default): an event and a line in the log; restart: also\n"
         "                    stop it right after its next checkpoint and resume from it\n"
         "\n"
+        "When gpuwardd preempts (its 'preemption' setting):\n"
+        "  --preemptible     the job may be stopped for a higher-priority job or a booking:\n"
+        "                    after its next checkpoint (--yolo), else after its --signal,\n"
+        "                    then SIGTERM; it is queued again first of its priority and\n"
+        "                    resumes (--yolo, --checkpoint or --resume-cmd; one that cannot\n"
+        "                    resume is not preempted unless the admin allows it)\n"
+        "\n"
         "A sweep (job array, as sbatch --array): one job whose tasks run the command, each\n"
         "with GPUWARD_ARRAY_INDEX (and SLURM_ARRAY_TASK_ID) set to its index:\n"
         "  --array SPEC      task indexes 0-49, 1,3,5-9 or 0-99:10 (a step), and %N for at\n"
@@ -130,6 +137,7 @@ enum {
         OPT_RESERVATION,
         OPT_WAIT,
         OPT_SIGNAL,
+        OPT_PREEMPTIBLE,
         OPT_TEXT = 0x200, /* + enum text_slot */
 };
 
@@ -181,6 +189,7 @@ static const struct option submit_options[] = {
         { "json", no_argument, NULL, OPT_JSON },
         { "wait", no_argument, NULL, OPT_WAIT },
         { "signal", required_argument, NULL, OPT_SIGNAL },
+        { "preemptible", no_argument, NULL, OPT_PREEMPTIBLE },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         CLI_SOCKET_OPTION,
@@ -194,6 +203,7 @@ static const struct cli_field_alias other_aliases[] = {
         { "priority", "--priority" }, { "env_extra", "--env" },   { "hold", "--hold" },
         { "retries", "--retries" },   { "yolo", "--yolo" },       { "reservation", "--reservation" },
         { "warn_signal", "--signal" }, { "warn_before", "--signal" },
+        { "preemptible", "--preemptible" },
 };
 
 /* other_aliases and the text options' fields, NULL-terminated. */
@@ -397,6 +407,9 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
                 return 0;
         case OPT_YOLO:
                 o->yolo = true;
+                return 0;
+        case OPT_PREEMPTIBLE:
+                o->preemptible = true;
                 return 0;
         case OPT_JSON:
                 o->json = true;

@@ -104,6 +104,10 @@ struct gw_job {
         const struct gw_job_array_view *array_view; /* not stored: an array's tasks, for a reply;
                                             * borrowed, NULL = none */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
+        bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
+                                            * resume, for a higher-priority job or a booking */
+        bool queue_first;                  /* not stored: preempted, it waits first of its priority
+                                            * (daemon/preempt.c); cleared when it starts again */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,
                                             * set by the executor; NULL = none */
         double fairshare;                  /* not stored: a queued job's user's fair-share factor

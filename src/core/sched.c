@@ -101,12 +101,15 @@ struct order_ctx {
         const double *factor;
 };
 
-/* Whether pending job a goes strictly before b: priority, then its user's factor.  Ties keep
+/* Whether pending job a goes strictly before b: priority, then a preempted job first, then its
+ * user's factor.  Ties keep
  * the order given, as the merge sort below is stable. */
 static bool fair_before(const struct order_ctx *c, size_t a, size_t b) {
         const struct gw_sched_job *x = &c->pending[a], *y = &c->pending[b];
         if (x->priority != y->priority)
                 return x->priority > y->priority;
+        if (x->first != y->first)
+                return x->first;
         return c->factor[x->fs_user] > c->factor[y->fs_user];
 }
 

@@ -50,6 +50,8 @@ struct gw_sched_job {
                                * GPUs free now, it waits for RESERVATION, not RESOURCES. */
         enum gw_dep_status dep;
         uint32_t fs_user;     /* with fair share: its user's index in gw_sched_fair.factor */
+        bool first;           /* preempted: it goes before the others of its priority, whatever
+                               * their fair-share factors (it had its turn already) */
 };
 
 struct gw_sched_running {

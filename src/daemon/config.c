@@ -76,7 +76,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
        OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
        OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS,
-       OPT_SLURM_FOREIGN };
+       OPT_SLURM_FOREIGN, OPT_PREEMPTION, OPT_PREEMPT_GRACE, OPT_PREEMPT_UNRESUMABLE };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -128,6 +128,9 @@ static const struct option options[] = {
         { "fairshare-half-life", required_argument, NULL, OPT_FS_HALF_LIFE },
         { "fairshare-weights", required_argument, NULL, OPT_FS_WEIGHTS },
         { "slurm-foreign-jobs", required_argument, NULL, OPT_SLURM_FOREIGN },
+        { "preemption", required_argument, NULL, OPT_PREEMPTION },
+        { "preempt-grace", required_argument, NULL, OPT_PREEMPT_GRACE },
+        { "preempt-unresumable", required_argument, NULL, OPT_PREEMPT_UNRESUMABLE },
         {},
 };
 
@@ -373,6 +376,20 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 }
                 c->slurm_foreign = !strcmp(v, "reclaim") ? GW_FOREIGN_RECLAIM
                                    : !strcmp(v, "ignore") ? GW_FOREIGN_IGNORE : GW_FOREIGN_WATCH;
+                return 0;
+        case OPT_PREEMPTION:
+        case OPT_PREEMPT_UNRESUMABLE:
+                if (!gw_config_parse_bool(v, opt == OPT_PREEMPTION ? &c->preemption : &c->preempt_unresumable)) {
+                        gw_config_fail(c, "%s: invalid value '%s' (true or false)", name, v);
+                        return -EINVAL;
+                }
+                return 0;
+        case OPT_PREEMPT_GRACE:
+                if (gw_config_parse_seconds_or_duration(v, 0, 86400, &d) < 0 || d > 86400 * GW_USEC_PER_SEC) {
+                        gw_config_fail(c, "%s: '%s' is not a duration of at most a day: " GW_DURATION_FORMS, name, v);
+                        return -EINVAL;
+                }
+                c->preempt_grace = d;
                 return 0;
         default:
                 gw_config_fail(c, "unknown setting '%s'", name);

@@ -16,6 +16,8 @@ struct gw_policy_conf {
          * Not copied into a new profile from "default". */
         double leak_mib_per_epoch;
         unsigned leak_epochs;
+        /* preemptible = true: the profile's jobs are preemptible as if submitted so. */
+        bool preemptible;
 };
 
 struct gw_config {
@@ -70,6 +72,9 @@ struct gw_config {
         char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */
         /* backend slurm: the idle watch of Slurm jobs gpuward did not submit (nodes_watch.c) */
         enum { GW_FOREIGN_WATCH, GW_FOREIGN_RECLAIM, GW_FOREIGN_IGNORE } slurm_foreign;
+        bool preemption;            /* preemptible jobs may be stopped for higher ones (preempt.c) */
+        gw_usec_t preempt_grace;    /* how long a victim has to reach its checkpoint or exit */
+        bool preempt_unresumable;   /* a preemptible job that cannot resume may be a victim too */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */
@@ -78,6 +83,15 @@ struct gw_config {
         char *validating_patterns;
         char *saving_patterns;
 };
+
+struct gw_job;
+/* Whether j may be preempted at all: submitted --preemptible, or of a profile whose jobs are
+ * ([policy.NAME] preemptible); never a terminal session, which cannot be resumed behind its
+ * user's back.  Whether preemption is on is the caller's to ask (c->preemption). */
+bool gw_config_job_preemptible(const struct gw_config *c, const struct gw_job *j);
+/* Whether its next attempt resumes (--yolo, --checkpoint, --resume-cmd), or preempt_unresumable
+ * lets it be preempted anyway. */
+bool gw_config_job_preempt_resumes(const struct gw_config *c, const struct gw_job *j);
 
 /* Parses argv (and the config file it names or the default one).  Returns 0, 1 when it
  * printed --help or --version (exit 0), or -EINVAL after printing a usage error. */

@@ -48,6 +48,7 @@ void gw_config_set_defaults(struct gw_config *c) {
                 .fairshare = true,
                 .fairshare_half_life = GW_FS_HALF_LIFE_DEFAULT,
                 .fairshare_weights = gw_xstrdup(""),
+                .preempt_grace = 10 * 60 * GW_USEC_PER_SEC,
         };
         c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
         for (size_t i = 0; i < gw_reclaim_profiles_n; i++)

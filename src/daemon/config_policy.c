@@ -9,6 +9,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/jobrec.h"
 #include "core/reclaim.h"
 #include "daemon/fairshare.h"
 
@@ -81,9 +82,12 @@ int gw_config_policy_line(struct gw_config *c, const char *pname, const char *na
         } else if (!strcmp(key, "leak_epochs")) {
                 if ((r = gw_parse_int(v, 2, 64, &n)) == 0)
                         pc->leak_epochs = (unsigned) n;
-        } else {
+        } else if (!strcmp(key, "preemptible"))
+                r = gw_config_parse_bool(v, &pc->preemptible) ? 0 : -EINVAL;
+        else {
                 gw_config_fail(c, "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
-                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs)", name, pname);
+                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs, preemptible)", name,
+                            pname);
                 return -EINVAL;
         }
         if (r < 0)
@@ -127,4 +131,20 @@ int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name
                 return 0;
         }
         return gw_config_parse_period(c, name, v, "for usage that never decays", &c->fairshare_half_life);
+}
+
+bool gw_config_job_preemptible(const struct gw_config *c, const struct gw_job *j) {
+        if (j->interactive)
+                return false;
+        if (j->preemptible)
+                return true;
+        const char *name = j->idle_policy ? j->idle_policy : "default";
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (!strcmp(c->policies[i].p.name, name))
+                        return c->policies[i].preemptible;
+        return false;
+}
+
+bool gw_config_job_preempt_resumes(const struct gw_config *c, const struct gw_job *j) {
+        return j->yolo || j->checkpoint || j->resume_cmd || c->preempt_unresumable;
 }

@@ -65,6 +65,8 @@ struct gw_djob {
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
+        struct gw_preempt_job *preempt; /* being preempted (preempt.c), NULL none */
+        int n_preempted;             /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
         char end_kind[16];           /* the end's event kind, to write it again */

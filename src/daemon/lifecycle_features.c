@@ -6,6 +6,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/notify.h"
 #include "daemon/observe.h"
+#include "daemon/preempt.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/sharing.h"
 #include "daemon/training.h"
@@ -126,6 +127,11 @@ static void reclaim_freed(struct gw_daemon *d, struct gw_djob *dj, const struct 
         dj->rwatch = gw_rwatch_free(dj->rwatch);
 }
 
+static void preempt_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) d, (void) info;
+        gw_preempt_job_free(dj);
+}
+
 static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) d, (void) info;
         dj->train = gw_train_free(dj->train);
@@ -174,6 +180,8 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
 
         /* A scheduling pass: what bookings and quotas let each pending job use. */
         gw_lifecycle_subscribe_sched(h, "sharing", gw_sharing_sched);
+        /* Then preemption: the GPUs its victims free wait for its preemptor. */
+        gw_lifecycle_subscribe_sched(h, "preempt", gw_preempt_sched);
 
         /* The attempt's limit first, before anything reads it (the jobs' tick, the calendar,
          * a time limit's warning); then the job's rogue neighbours are told in its events
@@ -229,6 +237,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "observe", observe_forget);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "reclaim", reclaim_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "training", training_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "preempt", preempt_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */

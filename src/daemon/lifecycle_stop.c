@@ -154,7 +154,7 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
         j->resume_from = ckpt;
         j->attempt++;
         j->state = GW_JOB_PENDING;
-        j->wait_reason = GW_REASON_BACKOFF;
+        j->wait_reason = not_before ? GW_REASON_BACKOFF : GW_REASON_RESOURCES; /* none: a preemption's */
         j->not_before = not_before;
         /* The wait itself on the monotonic clock, from now: taken later from the wall-clock
          * label, a step in between would stretch or skip it. */
@@ -185,6 +185,7 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
         }
         _cleanup_free_ char *said = gw_text_private_render(msg, true, NULL);
         log_info("job %lld: %s", (long long) j->id, said);
-        d->jobs.n_backoff++;
+        if (not_before)
+                d->jobs.n_backoff++;
         gw_queue_insert(d, dj);
 }

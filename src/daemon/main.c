@@ -31,6 +31,7 @@
 #include "daemon/exec_slurm.h"
 #include "daemon/nodes.h"
 #include "daemon/nodes_watch.h"
+#include "daemon/preempt.h"
 #include "daemon/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -249,9 +250,11 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
  * The earliest deadline (monotonic), or INFINITY. */
 static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t next = gw_sharing_tick(d), restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
-        gw_usec_t jobs = gw_jobs_tick(d), nodes = gw_nodes_watch_tick(d);
+        gw_usec_t jobs = gw_jobs_tick(d), nodes = gw_nodes_watch_tick(d), preempt = gw_preempt_tick(d);
         if (nodes < next)
                 next = nodes;
+        if (preempt < next)
+                next = preempt;
         if (restore < next)
                 next = restore;
         if (backup < next)

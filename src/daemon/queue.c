@@ -77,9 +77,12 @@ void gw_jobmap_free(struct gw_jobmap *m) {
         memset(m, 0, sizeof *m);
 }
 
-/* Queue order: priority descending, then submission (id) ascending. */
+/* Queue order: priority descending, then a preempted job first (it had its turn), then
+ * submission (id) ascending. */
 static bool before(const struct gw_job *a, const struct gw_job *b) {
-        return a->priority != b->priority ? a->priority > b->priority : a->id < b->id;
+        if (a->priority != b->priority)
+                return a->priority > b->priority;
+        return a->queue_first != b->queue_first ? a->queue_first : a->id < b->id;
 }
 
 void gw_queue_insert(struct gw_daemon *d, struct gw_djob *dj) {
@@ -233,6 +236,8 @@ static int fair_cmp(const void *pa, const void *pb) {
         const struct gw_job *a = (*(struct gw_djob *const *) pa)->job, *b = (*(struct gw_djob *const *) pb)->job;
         if (a->priority != b->priority)
                 return a->priority > b->priority ? -1 : 1;
+        if (a->queue_first != b->queue_first)
+                return a->queue_first ? -1 : 1;
         if (a->fairshare != b->fairshare)
                 return a->fairshare > b->fairshare ? -1 : 1;
         return a->id < b->id ? -1 : a->id > b->id;
@@ -282,6 +287,7 @@ void gw_schedule(struct gw_daemon *d) {
                                 ((dj->job->array_spec || dj->job->array_job > 0) && !gw_array_may_start(d, dj)),
                         .backoff = dj->job->not_before > 0,
                         .dep = dep_status(d, dj),
+                        .first = dj->job->queue_first,
                 };
         }
         gw_lifecycle_sched_filter(d, pending, n); /* bookings, quotas (lifecycle_features.c) */

@@ -21,6 +21,7 @@
 #include "daemon/daemon.h"
 #include "daemon/lifecycle.h"
 #include "daemon/observe.h"
+#include "daemon/preempt.h"
 #include "daemon/resume.h"
 #include "daemon/userfile.h"
 
@@ -136,6 +137,25 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
         gw_job_requeue(d, dj, ckpt, dec->not_before, dec->backoff, msg);
 }
 
+/* Preempted: back in the queue at once, first of its priority (it had its turn), to resume
+ * from ckpt (taken) as a retry would; the attempt counts as none of its retries. */
+static void requeue_preempted(struct gw_daemon *d, struct gw_djob *dj, const char *evidence, char *ckpt) {
+        struct gw_job *j = dj->job;
+        char msg[1024], where[640];
+        if (ckpt)
+                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, resuming from %s", evidence,
+                         j->priority, gw_text_private_wrap(where, sizeof where, ckpt));
+        else if (j->resume_cmd)
+                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, to run its resume command",
+                         evidence, j->priority);
+        else
+                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, from scratch (no checkpoint)",
+                         evidence, j->priority);
+        dj->n_preempted++;
+        j->queue_first = true;
+        gw_job_requeue(d, dj, ckpt, 0, 0, msg);
+}
+
 /* A copy of the ending attempt's row, kept with the job: written again with its end when the
  * store refuses that (lifecycle.c), else freed with the job. */
 static void keep_attempt(struct gw_djob *dj, const struct gw_job_attempt *a) {
@@ -193,10 +213,12 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         bool leak_restart = gw_training_take_restart(dj, v.evidence, sizeof v.evidence);
         if (leak_restart)
                 v.cls = GW_FAILURE_OOM;
+        /* Preempted: it gave way, it did not fail; its evidence says for whom. */
+        bool preempted = !leak_restart && gw_preempt_take(d, dj, clean, v.evidence, sizeof v.evidence);
         /* A log line is as private as the log: marked, so that the API shows it to the job's
          * owner and admins only. */
         char quoted[GW_FAILURE_EVIDENCE_MAX + 2];
-        const char *evidence = v.line > 0 && !leak_restart ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
+        const char *evidence = v.line > 0 && !leak_restart && !preempted ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
                                                            : v.evidence;
         char ckpt_why[512] = "";
         char *ckpt = gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why);
@@ -213,7 +235,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = end_time,
                 .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                .class_name = (char *) gw_failure_class_name(v.cls), .evidence = (char *) evidence,
+                .class_name = (char *) (preempted ? "preempted" : gw_failure_class_name(v.cls)),
+                .evidence = (char *) evidence,
                 .resumed_from = j->resume_from, .epoch = (int) last.epoch, .log_path = attempt_log,
                 .ckpt_id = last.ckpt,
         };
@@ -228,9 +251,14 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                                      end_time);
                 return;
         }
+        if (preempted) {
+                requeue_preempted(d, dj, evidence, ckpt);
+                return;
+        }
         struct gw_retry_policy p;
         retry_policy(d, j, &p);
-        struct gw_retry_state s = { .attempts = (unsigned) j->attempt, .prev = dj->last_mark, .last = last,
+        /* The attempts it lost to preemption use none of its retries. */
+        struct gw_retry_state s = { .attempts = (unsigned) (j->attempt - dj->n_preempted), .prev = dj->last_mark, .last = last,
                                     .oom_explained = leak_restart || gw_training_leak_flagged(dj) ||
                                                      memory_taken_by_others(d, j) };
         struct gw_retry_decision dec;

@@ -467,6 +467,16 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                                 pending[i].blocked = GW_REASON_RESERVATION;
                         else
                                 pending[i].allowed = gate.gpu_mask;
+                } else if (any_booking && d->cfg->preemption && gw_config_job_preemptible(d->cfg, j) &&
+                           gw_config_job_preempt_resumes(d->cfg, j)) {
+                        /* A preemptible job may use GPUs booked later: it gives way when the
+                         * booking starts (preempt.c).  Only bookings open now keep it off. */
+                        struct gw_sched_job now_only = pending[i];
+                        now_only.time_limit = 1;
+                        gw_calendar_limit_job(&g, all, wall, &now_only);
+                        pending[i].allowed = now_only.allowed;
+                        pending[i].none_allowed = now_only.none_allowed;
+                        pending[i].booked_out = now_only.booked_out;
                 } else if (any_booking)
                         gw_calendar_limit_job(&g, all, wall, &pending[i]);
                 d->jobs.queue[i]->job->wait_detail[0] = '\0';

@@ -472,6 +472,12 @@ bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
         return true;
 }
 
+gw_usec_t gw_training_ckpt_time(const struct gw_djob *dj, bool *ret_settled) {
+        const struct gw_train *t = dj->train && dj->train->attempt == dj->job->attempt ? dj->train : NULL;
+        *ret_settled = t && gw_train_ckpt_settled(t);
+        return t && t->files[TRAIN_LAST].seen ? t->files[TRAIN_LAST].mtime : 0;
+}
+
 long gw_training_epochs_done(const struct gw_djob *dj) {
         return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->done : -1;
 }

@@ -17,3 +17,8 @@ int gw_training_leak_of_event(const char *kind, const char *message, char *evide
  * (and told: not told again), a stop after the next checkpoint still due under leak_policy
  * restart, or that stop already sent.  Nothing when neither says leak.  Copies what it keeps. */
 void gw_training_leak_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
+
+/* The run's newest weights/last.pt that the watch saw in dj's current attempt: its mtime (wall
+ * clock), 0 none; *ret_settled: it is complete and after the newest epoch's row (a stop now
+ * loses nothing of the epochs done).  Preemption waits for one newer than when it asked. */
+gw_usec_t gw_training_ckpt_time(const struct gw_djob *dj, bool *ret_settled);

@@ -157,11 +157,16 @@ struct gw_sim_config {
         bool fairshare;            /* order the queue by fair share (gw_sched_plan_fair): usage
                                     * charged as jobs hold GPUs, equal shares per user */
         gw_usec_t fs_half_life;    /* its usage half-life; 0 = no decay */
+        bool preempt;              /* preemption (core/preempt.h): a job of a higher priority
+                                    * that cannot start stops the low-priority (<= 0) jobs
+                                    * that checkpoint, right after their next checkpoint */
+        gw_usec_t preempt_grace;   /* at most this long for that checkpoint (preempt_grace) */
 };
 
 /* Fills a config named name: "baseline", "reclaim[:PROFILE]", "retry", "all[:PROFILE]",
  * "princeton", or a profile name alone ("hpo" = "all:hpo"); any of them followed by "+fair"
- * orders the queue by fair share (half-life GW_FS_HALF_LIFE_DEFAULT, 7 days).  Leaves the cluster fields
+ * orders the queue by fair share (half-life GW_FS_HALF_LIFE_DEFAULT, 7 days), and by
+ * "+preempt" (after "+fair" when both) preempts (preempt_grace 10 minutes).  Leaves the cluster fields
  * (n_gpus, node_gpus, horizon, window, seed, bucket) zero for the caller.  Returns 0, or
  * -EINVAL with a message (unknown name or profile). */
 int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
@@ -216,6 +221,10 @@ struct gw_sim_result {
          * (jobs never started count with their wait so far).  Owned: gw_sim_result_free(). */
         size_t n_users;
         double *user_gpu_h, *user_wait_s;
+        /* The high class (priority > 0): how many, and their waits from submit to first start
+         * (as wait_p*); preemptions and the work they lost (part of lost_gpu_h). */
+        size_t high_jobs, preemptions;
+        double high_wait_p50_s, high_wait_p90_s, lost_preempt_gpu_h;
 };
 
 void gw_sim_result_free(struct gw_sim_result *r); /* accepts NULL */
@@ -266,6 +275,7 @@ enum gw_sim_end {
         GW_SIM_END_CANCEL,
         GW_SIM_END_RECLAIM,
         GW_SIM_END_LEAK_STOP,      /* leak_policy restart stopped it after its checkpoint */
+        GW_SIM_END_PREEMPT,        /* preempted: stopped after its checkpoint, queued again */
         _GW_SIM_END_MAX,
 };
 
@@ -281,6 +291,11 @@ void gw_sim_print_shape(FILE *f, const struct gw_sim_shape *s);
 void gw_sim_print_table(FILE *f, const struct gw_sim_result *r, size_t n);
 /* Per user, side by side for each result: GPU-hours held and mean wait (sim_fair.c). */
 void gw_sim_print_users(FILE *f, const struct gw_sim_result *r, size_t n);
+/* Side by side for each result: the high class's waits, preemptions and the work they lost. */
+void gw_sim_print_preempt(FILE *f, const struct gw_sim_result *r, size_t n);
+/* Gives a share frac of the jobs (chosen by seed, deterministically) priority 1: the high
+ * class that preemption serves.  The others keep theirs. */
+void gw_sim_workload_high(struct gw_sim_workload *w, double frac, uint64_t seed);
 void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                        const struct gw_sim_result *r, size_t n);
 /* One panel per result: GPUs allocated and busy over time. */

@@ -221,6 +221,24 @@ int gw_sim_book_gate(struct eng *e, int node, size_t n) {
         return k;
 }
 
+int gw_sim_book_allowed(struct eng *e, int node, int64_t ji, uint64_t *ret) {
+        const struct node *nd = &e->nodes[node];
+        struct gw_sched_job sj = {.id = ji + 1, .ngpus = e->w->jobs[ji].ngpus,
+                                  .time_limit = e->w->jobs[ji].time_limit};
+        struct view v = {0};
+        struct gw_calendar_gpus g;
+        *ret = 0;
+        if (!e->cfg->bookings || nd->n_live_bk == 0)
+                return 0;
+        view_node(e, node, &v);
+        int k = gw_calendar_gpus_at(&v.in, e->now, &g);
+        if (k == 0)
+                gw_calendar_limit_job(&g, gw_sched_mask_first((size_t) nd->n_gpus), e->now, &sj);
+        view_free(&v);
+        *ret = sj.none_allowed ? GW_SIM_NONE_ALLOWED : sj.allowed;
+        return k;
+}
+
 void gw_sim_book_cancel_closed(struct eng *e) {
         for (size_t i = 0; i < e->n_closed; i++) {
                 size_t wi = (size_t) e->closed[i];

@@ -13,9 +13,36 @@
 static int config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
 
 #define FAIR_SUFFIX "+fair"
+#define PREEMPT_SUFFIX "+preempt"
+
+static int config_fair(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
+
+/* NAME+preempt: NAME with preemption (gpuwardd's preemption = true, preempt_grace 10m). */
+int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+        size_t len = strlen(name), slen = strlen(PREEMPT_SUFFIX);
+        char base[GW_SIM_NAME_MAX];
+
+        if (len <= slen || strcmp(name + len - slen, PREEMPT_SUFFIX) != 0)
+                return config_fair(name, ret, msg, msg_size);
+        if (len >= sizeof(base)) {
+                snprintf(msg, msg_size, "configuration '%s': bad name", name);
+                return -EINVAL;
+        }
+        memcpy(base, name, len - slen);
+        base[len - slen] = '\0';
+        struct gw_sim_config c;
+        int r = config_fair(base, &c, msg, msg_size);
+        if (r < 0)
+                return r;
+        c.preempt = true;
+        c.preempt_grace = 10 * GW_SIM_MIN;
+        snprintf(c.name, sizeof(c.name), "%s", name);
+        *ret = c;
+        return 0;
+}
 
 /* NAME+fair: NAME with the queue ordered by fair share. */
-int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+static int config_fair(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
         size_t len = strlen(name), slen = strlen(FAIR_SUFFIX);
         char base[GW_SIM_NAME_MAX];
 

@@ -19,7 +19,7 @@ const struct gw_reclaim_policy gw_sim_princeton_policy = {
         "princeton", true, 1, 120 * GW_SIM_MIN, 0, 0, 0,
 };
 
-static double gpu_h(double gpus, gw_usec_t d) {
+double gw_sim_gpu_h(double gpus, gw_usec_t d) {
         return gpus * (double) d / (double) GW_SIM_HOUR;
 }
 
@@ -68,11 +68,11 @@ static void account(struct eng *e, const struct gw_sim_job *j, const struct jrun
                         val_hi = a->start + (hi - a->work_start);
                 }
         }
-        e->res->held_gpu_h += gpu_h(g, to - a->start);
-        e->res->user_gpu_h[j->user] += gpu_h(g, to - a->start);
-        e->res->busy_gpu_h += gpu_h(busy_rate, act - (val_hi - val_lo));
+        e->res->held_gpu_h += gw_sim_gpu_h(g, to - a->start);
+        e->res->user_gpu_h[j->user] += gw_sim_gpu_h(g, to - a->start);
+        e->res->busy_gpu_h += gw_sim_gpu_h(busy_rate, act - (val_hi - val_lo));
         if (to > a->stall_wall)
-                e->res->stalled_gpu_h += gpu_h(g, to - a->stall_wall);
+                e->res->stalled_gpu_h += gw_sim_gpu_h(g, to - a->stall_wall);
         series_add(e, &e->res->alloc, a->start, to, g);
         series_add(e, &e->res->busy, a->start, a->start + act, busy_rate);
         series_add(e, &e->res->busy, val_lo, val_hi, -busy_rate);
@@ -174,6 +174,7 @@ static int start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
         r->policy = policy_for(e, j);
         r->leak_flag_wall = GW_USEC_INFINITY;
         r->leak_oom = false;
+        r->preempting = false;
         if (!r->started) {
                 r->started = true;
                 r->first_start = e->now;
@@ -196,7 +197,7 @@ static int start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
         return 0;
 }
 
-static void release(struct eng *e, int64_t ji) {
+void gw_sim_release(struct eng *e, int64_t ji) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         struct jrun *r = &e->jr[ji];
         struct node *nd = &e->nodes[r->node];
@@ -281,7 +282,7 @@ static void drain(struct eng *e, int node, uint64_t mask) {
                 nd->gpu_job[i] = GW_SIM_DRAINED;
                 nd->n_free--;
                 e->n_free--;
-                e->res->drained_gpu_h += gpu_h(1, (until < e->horizon_abs ? until : e->horizon_abs) - e->now);
+                e->res->drained_gpu_h += gw_sim_gpu_h(1, (until < e->horizon_abs ? until : e->horizon_abs) - e->now);
                 gw_sim_heap_push(&e->heap, until, GW_SIM_EV_REPAIR, (int64_t) node * 64 + i, 0);
         }
 }
@@ -333,6 +334,8 @@ int gw_sim_end_attempt(struct eng *e, int64_t ji, enum gw_sim_end cause) {
         int k;
 
         account(e, j, r, e->now);
+        if (r->preempting && gw_sim_preempt_ended(e, ji, cause, w, ck))
+                return 0;
         gw_sim_failure_input((enum gw_failure_class) r->crash_class, cause, __builtin_ctzll(r->mask), &ev, &in);
         k = gw_failure_classify(&in, &v);
         if (k < 0)
@@ -341,26 +344,26 @@ int gw_sim_end_attempt(struct eng *e, int64_t ji, enum gw_sim_end cause) {
         if (cause == GW_SIM_END_LEAK_STOP) {
                 v.cls = GW_FAILURE_OOM; /* as recovery.c does after gw_training_take_restart */
                 e->res->leak_restarts++;
-                e->res->lost_gpu_h += gpu_h(g, w - ck);
-                e->res->lost_leak_gpu_h += gpu_h(g, w - ck);
+                e->res->lost_gpu_h += gw_sim_gpu_h(g, w - ck);
+                e->res->lost_leak_gpu_h += gw_sim_gpu_h(g, w - ck);
         }
         if (cause == GW_SIM_END_CRASH) {
                 r->failed_once = r->failed_once || r->crash_class == j->fail_class;
-                e->res->lost_gpu_h += gpu_h(g, w - ck);
+                e->res->lost_gpu_h += gw_sim_gpu_h(g, w - ck);
                 if (v.cls != (enum gw_failure_class) r->crash_class)
                         e->res->misclassified++;
                 if (v.cls == GW_FAILURE_OOM)
                         e->res->oom_crashes++;
                 if (r->leak_oom)
-                        e->res->lost_leak_gpu_h += gpu_h(g, w - ck);
+                        e->res->lost_leak_gpu_h += gw_sim_gpu_h(g, w - ck);
         }
         if (cause == GW_SIM_END_RECLAIM && gw_sim_progressing(&r->a, e->now)) {
                 e->res->wrongful++;
-                e->res->lost_reclaim_gpu_h += gpu_h(g, w - ck);
+                e->res->lost_reclaim_gpu_h += gw_sim_gpu_h(g, w - ck);
         }
         uint64_t to_drain = v.cls == GW_FAILURE_GPU_FAULT ? gpu_fault(e, ji, cause, &v) : 0;
         int node = r->node;
-        release(e, ji);
+        gw_sim_release(e, ji);
         drain(e, node, to_drain);
         if (r->booking)
                 gw_sim_book_job_ended(e, ji);
@@ -451,6 +454,7 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                 if (k < 0)
                         return k;
         }
+        gw_sim_preempt_filter(e, node, n);
         struct gw_sched_input in = {gpus, (size_t) nd->n_gpus, e->sj, n, run, n_run};
         struct gw_sched_plan plan = {.starts = e->starts, .reasons = e->reasons, .order = e->order};
         struct gw_sched_fair fair_buf;
@@ -646,6 +650,9 @@ static int run_loop(struct eng *e) {
                         if (k < 0)
                                 return k;
                 }
+                int k = e->cfg->preempt ? gw_sim_preempt_pass(e) : 0;
+                if (k < 0)
+                        return k;
         }
         return 0;
 }
@@ -715,7 +722,7 @@ static void finish(struct eng *e) {
         for (size_t i = 0; i < e->n_running; i++)
                 account(e, &e->w->jobs[e->running[i]], &e->jr[e->running[i]], end);
         r->measured = end - GW_SIM_EPOCH;
-        r->capacity_gpu_h = gpu_h(e->cfg->n_gpus, r->measured);
+        r->capacity_gpu_h = gw_sim_gpu_h(e->cfg->n_gpus, r->measured);
         r->submitted = e->n_submitted;
         r->running_at_end = e->n_running;
         for (size_t i = 0; i < e->w->n; i++) {
@@ -733,6 +740,7 @@ static void finish(struct eng *e) {
         r->passed_zero_frac = e->passed_samples ? (double) e->zero_samples / (double) e->passed_samples : 0;
         r->held_util_p50 = gw_usage_percentile(&e->held_usage, 50);
         gw_sim_fair_finish(e, end);
+        gw_sim_preempt_finish(e, end);
         if (r->bucket > 0) {
                 size_t want = (size_t) ((r->measured + r->bucket - 1) / r->bucket);
                 if (want < r->n_buckets)

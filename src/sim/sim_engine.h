@@ -21,6 +21,7 @@ struct jrun {
         uint8_t end_cause;        /* enum gw_sim_end of the scheduled end */
         uint8_t crash_class;      /* enum gw_failure_class of a CRASH end */
         bool leak_oom;            /* the CRASH end is its leak's oom */
+        bool preempting;          /* its scheduled end is a preemption's stop */
         unsigned attempts;
         int node;
         uint64_t mask;            /* within the node */
@@ -89,10 +90,35 @@ struct eng {
         struct gw_fs_user *fs;    /* per user; NULL when off */
         double *fs_factor;
         gw_usec_t fs_at;          /* usage charged up to this instant */
+        size_t n_preempting;      /* victims whose stop is scheduled (sim_preempt.c) */
+        int64_t preempt_for;      /* the preemptor's job index + 1 while the GPUs its victims
+                                   * free are kept for it; 0 none */
+        int preempt_node;
+        uint64_t preempt_mask;
+        gw_usec_t preempt_until;
 };
 
 /* sim_engine.c */
 int gw_sim_end_attempt(struct eng *e, int64_t ji, enum gw_sim_end cause);
+/* The job's GPUs are free again (its attempt ended). */
+void gw_sim_release(struct eng *e, int64_t ji);
+double gw_sim_gpu_h(double gpus, gw_usec_t d);
+
+/* sim_preempt.c */
+/* After the scheduler's passes: when no preemption is in flight, the queue's highest job
+ * (not in a backoff or a booking) gets the victims gw_preempt_decide chooses on the first
+ * node where there are enough; each victim's end is moved to just after its next checkpoint
+ * is seen (a sample later), or its grace.  0 or -errno. */
+int gw_sim_preempt_pass(struct eng *e);
+/* A victim's attempt ended at work w, its checkpoint ck.  Preempted (cause PREEMPT): its work
+ * since the checkpoint is lost, the job waits again (no retry counted) to resume from the
+ * checkpoint, and true.  Another end came first (a reclaim): the preemption is over, false. */
+bool gw_sim_preempt_ended(struct eng *e, int64_t ji, enum gw_sim_end cause, gw_usec_t w, gw_usec_t ck);
+/* For one plan on a node: while a preemption is in flight there, the GPUs its victims free are
+ * kept for its preemptor (the other window jobs sj[0..n-1] may not use them). */
+void gw_sim_preempt_filter(struct eng *e, int node, size_t n);
+/* The high class's waits into the result, at the end of the measured period. */
+void gw_sim_preempt_finish(struct eng *e, gw_usec_t end);
 
 /* sim_book.c */
 /* EV_BOOK: places the job's booking with gw_calendar_place on the first node where it fits
@@ -105,6 +131,10 @@ int gw_sim_cal_tick(struct eng *e, int node);
 int gw_sim_book_gate(struct eng *e, int node, size_t n);
 /* A booked job's attempt ended: the no-show clock restarts. */
 void gw_sim_book_job_ended(struct eng *e, int64_t ji);
+/* The GPUs of the node a job outside bookings may take now (gw_calendar_limit_job): 0 any,
+ * GW_SIM_NONE_ALLOWED none.  0 or -errno. */
+#define GW_SIM_NONE_ALLOWED (~UINT64_C(0))
+int gw_sim_book_allowed(struct eng *e, int node, int64_t ji, uint64_t *ret);
 /* Cancels the jobs gw_sim_book_gate found closed (after the pass, as gpuwardd does). */
 void gw_sim_book_cancel_closed(struct eng *e);
 void gw_sim_book_free(struct eng *e);

@@ -37,6 +37,10 @@ static const char usage[] =
         "  --sample DUR        observation interval (default 30s; 0 = none: no reclaim)\n"
         "  --window N          pending jobs per scheduler plan (queue depth; default all)\n"
         "  --quota-gpus N      per-user GPU quota (max_gpus)\n"
+        "  --high-frac F       give a share F of the jobs priority 1, the high class that\n"
+        "                      NAME+preempt configurations preempt for (default 0.1 when one\n"
+        "                      is compared, else 0: the workload's own priorities); adds a\n"
+        "                      table of the high class's waits and the work preemption lost\n"
         "  --json              JSON instead of the table\n"
         "  --svg FILE          plot GPUs allocated and busy over time\n"
         "  --scale             10,000 GPUs, 1,000,000 jobs, nodes of 8, timed (other options\n"
@@ -58,6 +62,8 @@ struct opts {
         const char *export_state;
         size_t window;
         int64_t quota;
+        double high_frac;
+        bool high_set;
 };
 
 static gw_usec_t clock_ns(void) {
@@ -88,7 +94,7 @@ static int real(const char *opt, const char *s, double lo, double hi, double *re
 
 static int parse(int argc, char **argv, struct opts *o) {
         enum { O_GPUS = 256, O_NODE, O_DAYS, O_JOBS, O_WORKLOAD, O_LOAD, O_SEED, O_TRACE, O_WTRACE, O_COMPARE,
-               O_POLICY, O_SAMPLE, O_WINDOW, O_QUOTA, O_JSON, O_SVG, O_SCALE, O_BENCH, O_REPAIR, O_EXPORT, O_HELP };
+               O_POLICY, O_SAMPLE, O_WINDOW, O_QUOTA, O_JSON, O_SVG, O_SCALE, O_BENCH, O_REPAIR, O_EXPORT, O_HIGH, O_HELP };
         static const struct option lo[] = {
                 {"gpus", required_argument, NULL, O_GPUS}, {"node-gpus", required_argument, NULL, O_NODE},
                 {"days", required_argument, NULL, O_DAYS}, {"jobs", required_argument, NULL, O_JOBS},
@@ -100,7 +106,7 @@ static int parse(int argc, char **argv, struct opts *o) {
                 {"json", no_argument, NULL, O_JSON}, {"svg", required_argument, NULL, O_SVG},
                 {"scale", no_argument, NULL, O_SCALE}, {"bench", no_argument, NULL, O_BENCH},
                 {"repair", required_argument, NULL, O_REPAIR}, {"export-state", required_argument, NULL, O_EXPORT},
-                {"help", no_argument, NULL, O_HELP}, {0},
+                {"high-frac", required_argument, NULL, O_HIGH}, {"help", no_argument, NULL, O_HELP}, {0},
         };
         long long v = 0;
         int c, k = 0;
@@ -164,6 +170,10 @@ static int parse(int argc, char **argv, struct opts *o) {
                 case O_QUOTA:
                         k = num("--quota-gpus", a, 1, 1000000, &v);
                         o->quota = v;
+                        break;
+                case O_HIGH:
+                        k = real("--high-frac", a, 0, 1, &o->high_frac);
+                        o->high_set = true;
                         break;
                 case O_JSON: o->json = true; break;
                 case O_SVG: o->svg = a; break;
@@ -314,6 +324,11 @@ int main(int argc, char **argv) {
                 return 2;
         if (load_workload(&o, node ? node : (o.gpus < 8 ? o.gpus : 8), &w) < 0)
                 goto out;
+        bool preempt = false;
+        for (size_t i = 0; i < n_cfg; i++)
+                preempt |= cfg[i].preempt;
+        if (o.high_set || preempt)
+                gw_sim_workload_high(&w, o.high_set ? o.high_frac : 0.1, o.seed);
         gw_sim_workload_shape(&w, &shape);
         if (o.write_trace && write_file(o.write_trace, &w, NULL, 0, NULL, 0) < 0)
                 goto out;
@@ -372,6 +387,8 @@ int main(int argc, char **argv) {
                         fair |= cfg[i].fairshare;
                 if (fair) /* the per-user table only when asked for a fair-share comparison */
                         gw_sim_print_users(stdout, res, n_res);
+                if (preempt || o.high_set)
+                        gw_sim_print_preempt(stdout, res, n_res);
                 if (o.scale)
                         for (size_t i = 0; i < n_res; i++)
                                 print_costs(&res[i], wall[i]);

@@ -131,6 +131,9 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                         x->oom_crashes, x->leaks_detected, x->leak_restarts, x->lost_leak_gpu_h, x->gpu_faults,
                         x->faults_on_broken, x->drained_gpu_h, x->bookings, x->bookings_later, x->booking_no_shows,
                         x->booking_missed, x->booked_started);
+                fprintf(f, ",\"high_jobs\":%zu,\"high_wait_p50_s\":%.1f,\"high_wait_p90_s\":%.1f,\"preemptions\":%zu,"
+                        "\"lost_preempt_gpu_h\":%.3f", x->high_jobs, x->high_wait_p50_s, x->high_wait_p90_s,
+                        x->preemptions, x->lost_preempt_gpu_h);
                 json_costs(f, x);
                 fputs(",\"users\":[", f); /* index = the workload's user number */
                 for (size_t u = 0; u < x->n_users; u++)

@@ -139,6 +139,9 @@ const char *const gw_store_migrations[] = {
         "ALTER TABLE jobs ADD COLUMN array_job INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;"
         "CREATE INDEX jobs_array ON jobs(array_job, array_index) WHERE array_job > 0;",
+
+        /* 19: submit --preemptible: the job may be stopped for a higher-priority job or a booking */
+        "ALTER TABLE jobs ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

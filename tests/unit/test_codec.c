@@ -328,6 +328,7 @@ static const struct {
         {"array", JSON_STRING, true},       {"array_tasks", JSON_OBJECT, true},
         {"array_waiting", JSON_STRING, true}, {"array_best", JSON_OBJECT, true},
         {"array_job_id", JSON_INTEGER, true}, {"array_index", JSON_INTEGER, true},
+        {"preemptible", JSON_FALSE, false},
 };
 
 static void check_shape(const json_t *o) {
@@ -734,6 +735,7 @@ static void spec_interactive(void **state) {
                 { "{\"command\": [\"bash\"], \"interactive\": true, \"retries\": 1}", "retries" },
                 { "{\"command\": [\"bash\"], \"interactive\": true, \"output\": \"/tmp/o\"}", "output" },
                 { "{\"command\": [\"bash\"], \"interactive\": \"yes\"}", "interactive" },
+                { "{\"command\": [\"bash\"], \"preemptible\": \"yes\"}", "preemptible" },
         };
         for (size_t i = 0; i < N_ELEMS(bad); i++) {
                 j = decode(bad[i].body, &r, &hold, &err);

@@ -1,0 +1,399 @@
+/* Preemption (preempt.h): the shell around core/preempt.h.  On each loop iteration, when
+ * no preemption is in flight, the queue's highest waiting job that only lacks GPUs is
+ * offered the running jobs core/preempt.h chooses; each victim is told who takes its GPUs
+ * and what it would lose, then
+ *   - a recognised training run (--yolo) is stopped right after its next checkpoint, as
+ *     leak_policy restart does, or when preempt_grace is over without one;
+ *   - another job gets its --signal (it may save), and SIGTERM when it has not ended within
+ *     preempt_grace; without one, SIGTERM at once, SIGKILL after preempt_grace;
+ * and recovery.c queues the attempt's end again, first of its priority, to resume from its
+ * checkpoint (gw_preempt_take), without counting it as a retry.  A booking whose window has
+ * started preempts the same way the preemptible jobs of others on its GPUs (they may run
+ * there until then: gw_sharing_sched).  One preemption at a time: the next waiting job is
+ * looked at once the victims have ended and the preemptor started, and until it starts the
+ * GPUs they free are kept for it (gw_preempt_sched), so that a job that backfills onto the
+ * first one freed does not make the preemption useless.
+ *
+ * Not kept over a daemon restart: a victim being stopped is found with its stop recorded as
+ * none, its end is classified as any other and retried by its retry policy; the count of its
+ * preempted attempts (which use none of its retries) starts again from 0. */
+#include "daemon/preempt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "core/preempt.h"
+#include "daemon/daemon.h"
+#include "daemon/resume.h"
+#include "daemon/sharing.h"
+#include "daemon/training.h"
+
+/* The queue's first jobs are looked at for a preemptor: it is sorted by priority, so the
+ * highest waiting one is among them unless all of those are held or wait for something else. */
+#define PREEMPTOR_SCAN 256
+
+struct gw_preempt_job {
+        /* The preemptor's: the GPUs its victims free, kept from the others until it starts
+         * (or until the victims' time is over), so that a victim that ends first does not
+         * hand its GPU to a job that backfills and makes the preemption useless. */
+        bool preemptor;
+        uint64_t reserve;
+        gw_usec_t reserve_until;     /* monotonic */
+        int attempt;                 /* the attempt being preempted */
+        char by[160];                /* "job 12 (alice, priority 5)" */
+        gw_usec_t ckpt_at_ask;       /* training: last.pt's mtime when asked (wall), 0 none */
+        gw_usec_t deadline;          /* monotonic: preempt_grace over */
+        bool wait_ckpt;              /* a training run: stop after its next checkpoint */
+        bool signalled;              /* its --signal was sent */
+        bool stopped;                /* SIGTERM sent (gw_job_terminate_within) */
+};
+
+void gw_preempt_job_free(struct gw_djob *dj) {
+        free(dj->preempt);
+        dj->preempt = NULL;
+}
+
+static bool resumable(const struct gw_job *j) { return j->yolo || j->checkpoint || j->resume_cmd; }
+
+/* The newest checkpoint of the attempt (wall clock), 0 none: the training watch's last.pt,
+ * else the newest --checkpoint match written since the attempt started. */
+static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) {
+        bool settled;
+        gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+        if (t || !dj->job->checkpoint)
+                return t;
+        char why[256];
+        _cleanup_free_ char *path = gw_resume_find(d, dj->job, dj->job->start_time, why, sizeof why);
+        struct stat st;
+        return path && stat(path, &st) == 0 ? (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC +
+                                                      st.st_mtim.tv_nsec / 1000
+                                            : 0;
+}
+
+/* The queued preemptor holding a reservation, NULL none; a reservation that is over (its
+ * victims' time is up, or it left the queue's head) goes. */
+static struct gw_djob *reserving(const struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_queue && i < PREEMPTOR_SCAN; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
+                if (!dj->preempt || !dj->preempt->preemptor)
+                        continue;
+                if (d->now < dj->preempt->reserve_until)
+                        return dj;
+                gw_preempt_job_free(dj);
+        }
+        return NULL;
+}
+
+static bool in_flight(struct gw_daemon *d) {
+        bool any = false;
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                if (dj->preempt && dj->preempt->preemptor)
+                        gw_preempt_job_free(dj); /* it started: its reservation is over */
+                else if (dj->preempt)
+                        any = true;
+        }
+        return any || reserving(d);
+}
+
+/* The highest waiting job that only lacks GPUs: not held, not in a retry's backoff, not in a
+ * booking (its GPUs are its booking's), its dependency met, not waiting on a quota. */
+static struct gw_djob *preemptor(const struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_queue && i < PREEMPTOR_SCAN; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
+                const struct gw_job *j = dj->job;
+                if (j->state != GW_JOB_PENDING || j->not_before || j->booking_id || dj->dep != GW_DEP_SATISFIED)
+                        continue;
+                if (j->wait_reason == GW_REASON_NONE || j->wait_reason == GW_REASON_RESOURCES ||
+                    j->wait_reason == GW_REASON_PRIORITY)
+                        return dj;
+        }
+        return NULL;
+}
+
+static uint64_t free_gpus(const struct gw_daemon *d) {
+        uint64_t mask = 0;
+        for (unsigned i = 0; i < d->host.n_gpus; i++) {
+                const struct gw_dgpu *g = &d->host.gpus[i];
+                if (!g->job_id && !g->drained)
+                        mask |= UINT64_C(1) << i;
+        }
+        return mask;
+}
+
+static void describe(const struct gw_job *j, char *buf, size_t n) {
+        snprintf(buf, n, "job %lld (%s, priority %d)", (long long) j->id, j->user, j->priority);
+}
+
+/* SIGTERM now, SIGKILL after grace; the attempt's end comes to gw_preempt_take.  The stop is
+ * recorded as none (PENDING): a daemon restarted before the end then classifies it as any
+ * end and may retry it, rather than end a job that only gave way. */
+static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_usec_t grace) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "preempted by %s: %s", dj->preempt->by, what);
+        dj->preempt->stopped = true;
+        gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
+}
+
+/* Tells the victim and the preemptor (by_job; NULL for a booking, by_what names it), then asks
+ * the victim to give way. */
+static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, const struct gw_djob *by_job,
+                  long lost_s) {
+        struct gw_job *j = dj->job;
+        struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
+        dj->preempt = p;
+        p->attempt = j->attempt;
+        snprintf(p->by, sizeof p->by, "%s", by_what);
+        p->deadline = d->now + d->cfg->preempt_grace;
+        bool settled;
+        p->ckpt_at_ask = gw_training_ckpt_time(dj, &settled);
+        p->wait_ckpt = j->yolo;
+        char grace[32], how[200], msg[600], victim[160];
+        gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
+        if (p->wait_ckpt)
+                snprintf(how, sizeof how, "it stops right after its next checkpoint (at most %s from now)", grace);
+        else if (j->warn_signal)
+                snprintf(how, sizeof how, "SIG%s to its main process now, SIGTERM if it has not ended within %s",
+                         gw_signal_name(j->warn_signal), grace);
+        else
+                snprintf(how, sizeof how, "SIGTERM now, SIGKILL %s later", grace);
+        snprintf(msg, sizeof msg, "preempted by %s, %s; %lds of work since its checkpoint would be lost now; %s; then "
+                 "it waits first of its priority and resumes", p->by,
+                 by_job ? "which needs its GPUs" : "whose window has started on its GPUs", lost_s, how);
+        (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
+        log_info("job %lld: %s", (long long) j->id, msg);
+        gw_job_log_note(d, dj, msg);
+        describe(j, victim, sizeof victim);
+        snprintf(msg, sizeof msg, "preempting %s for its GPUs (%lds of its work since its checkpoint at stake)", victim,
+                 lost_s);
+        if (by_job) {
+                (void) gw_store_job_event(d->store, by_job->job->id, by_job->job->state, "preempt", msg);
+                log_info("job %lld: %s", (long long) by_job->job->id, msg);
+        } else
+                log_info("%s: %s", by_what, msg);
+        if (p->wait_ckpt)
+                return;
+        if (!j->warn_signal) {
+                stop(d, dj, "SIGTERM", d->cfg->preempt_grace);
+                return;
+        }
+        int r = d->exec->signal(d, dj, j->warn_signal, GW_EXEC_SIGNAL_MAIN);
+        p->signalled = r == 0;
+        if (r < 0) /* nobody to warn: stop it as one without --signal */
+                stop(d, dj, "its --signal could not be sent; SIGTERM", d->cfg->preempt_grace);
+}
+
+/* A victim on its way: stopped after its checkpoint, or when its grace is over. */
+static gw_usec_t advance(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_preempt_job *p = dj->preempt;
+        if (p->stopped || dj->terminating)
+                return GW_USEC_INFINITY; /* its end comes; a stop of another's (a cancel) wins */
+        if (p->wait_ckpt) {
+                bool settled;
+                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+                if (settled && t > p->ckpt_at_ask) {
+                        stop(d, dj, "stopped right after its checkpoint", d->cfg->grace);
+                        return GW_USEC_INFINITY;
+                }
+        }
+        if (d->now < p->deadline)
+                return p->deadline;
+        char grace[32], what[96];
+        gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
+        snprintf(what, sizeof what, "%s over without %s; SIGTERM", grace,
+                 p->wait_ckpt ? "a new checkpoint" : "its end after its --signal");
+        stop(d, dj, what, d->cfg->grace);
+        return GW_USEC_INFINITY;
+}
+
+static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r, struct gw_djob **djs) {
+        size_t n = 0;
+        for (size_t i = 0; i < d->jobs.n_running && n < GW_PREEMPT_MAX; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                const struct gw_job *j = dj->job;
+                if (!gw_config_job_preemptible(d->cfg, j) || dj->terminating || j->start_time <= 0)
+                        continue;
+                djs[n] = dj;
+                r[n++] = (struct gw_preempt_running) {
+                        .id = j->id, .gpu_mask = j->gpu_mask, .priority = j->priority, .start_time = j->start_time,
+                        .preemptible = true, .resumable = resumable(j),
+                };
+        }
+        return n;
+}
+
+/* core/preempt.h's choice, first without the checkpoints' times: whether enough GPUs can be
+ * freed does not depend on them, and a pass that preempts nobody (most) looks at no file.
+ * 0 with plan, or -ENOENT: nobody. */
+static int choose(const struct gw_daemon *d, const struct gw_preempt_need *need, struct gw_preempt_running *r,
+                  struct gw_djob **djs, size_t n, struct gw_preempt_plan *plan) {
+        if (gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n)
+                return -ENOENT;
+        for (size_t i = 0; i < n; i++)
+                r[i].ckpt_time = ckpt_time(d, djs[i]);
+        return gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n ? -ENOENT : 0;
+}
+
+static void start_all(struct gw_daemon *d, const struct gw_preempt_plan *plan, const struct gw_preempt_running *r,
+                      struct gw_djob **djs, size_t n, const char *what, const struct gw_djob *by) {
+        for (size_t v = 0; v < plan->n; v++)
+                for (size_t i = 0; i < n; i++)
+                        if (r[i].id == plan->victims[v].id)
+                                begin(d, djs[i], what, by, plan->victims[v].lost_s);
+}
+
+/* A booking whose window has started gets its GPUs back from the preemptible jobs that ran
+ * on them until then (the scheduler lets only those start on GPUs booked later).  Whether
+ * one began. */
+static bool for_bookings(struct gw_daemon *d) {
+        const struct gw_sharing *s = d->sharing;
+        for (size_t b = 0; s && b < s->n_bookings; b++) {
+                const struct gw_store_booking *bk = &s->bookings[b];
+                /* Its end by the clock, not only by its state: the calendar's tick that ends it
+                 * may come a moment after a job was let onto its GPUs at its end. */
+                if (bk->state != GW_BOOKING_ACTIVE || !bk->gpu_mask || d->now_wall >= bk->end)
+                        continue;
+                uint64_t others = 0, own = 0, usable = 0;
+                for (size_t i = 0; i < d->jobs.n_running; i++) {
+                        const struct gw_job *j = d->jobs.running[i]->job;
+                        *(j->booking_id == bk->id ? &own : &others) |= j->gpu_mask & bk->gpu_mask;
+                }
+                if (!others)
+                        continue;
+                for (unsigned i = 0; i < d->host.n_gpus; i++)
+                        if (!d->host.gpus[i].drained)
+                                usable |= UINT64_C(1) << i;
+                struct gw_preempt_running r[GW_PREEMPT_MAX];
+                struct gw_djob *djs[GW_PREEMPT_MAX];
+                size_t n = running_in(d, r, djs);
+                for (size_t i = 0; i < n; i++) /* its own jobs are where they belong */
+                        r[i].preemptible = djs[i]->job->booking_id != bk->id;
+                struct gw_preempt_need need = {
+                        .ngpus = __builtin_popcountll(bk->gpu_mask & usable), .allowed = bk->gpu_mask,
+                        .free_mask = (free_gpus(d) | own) & bk->gpu_mask, .booking = true,
+                        .unresumable_ok = d->cfg->preempt_unresumable,
+                };
+                struct gw_preempt_plan plan;
+                if (choose(d, &need, r, djs, n, &plan) < 0)
+                        continue;
+                char what[160];
+                snprintf(what, sizeof what, "booking %lld (%s)", (long long) bk->id, bk->user);
+                start_all(d, &plan, r, djs, n, what, NULL);
+                return true;
+        }
+        return false;
+}
+
+/* The GPUs the preemptor may take by the bookings' calendar (0: any), as the scheduling
+ * filter will let it (gw_sharing_sched): stopping jobs on others would serve nobody.  false:
+ * none now. */
+static bool preemptor_allowed(struct gw_daemon *d, const struct gw_job *j, uint64_t *ret) {
+        *ret = 0;
+        if (!d->sharing || !d->sharing->n_bookings)
+                return true;
+        struct calendar_view v;
+        struct gw_calendar_gpus g;
+        struct gw_sched_job sj = { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit };
+        gw_calendar_view(d, &v);
+        if (gw_calendar_gpus_at(&v.in, d->now_wall, &g) == 0)
+                gw_calendar_limit_job(&g, gw_sched_mask_first(d->host.n_gpus), d->now_wall, &sj);
+        gw_calendar_view_free(&v);
+        *ret = sj.allowed;
+        return !sj.none_allowed;
+}
+
+static void decide(struct gw_daemon *d) {
+        struct gw_djob *by = preemptor(d);
+        if (!by)
+                return;
+        const struct gw_job *pj = by->job;
+        /* Cheap first: a lower-priority preemptible job must be running at all. */
+        bool any = false;
+        for (size_t i = 0; i < d->jobs.n_running && !any; i++)
+                any = d->jobs.running[i]->job->priority < pj->priority &&
+                      gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job);
+        if (!any)
+                return;
+        struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
+                                        .unresumable_ok = d->cfg->preempt_unresumable };
+        if (!preemptor_allowed(d, pj, &need.allowed))
+                return;
+        struct gw_preempt_running r[GW_PREEMPT_MAX];
+        struct gw_djob *djs[GW_PREEMPT_MAX];
+        size_t n = running_in(d, r, djs);
+        struct gw_preempt_plan plan;
+        if (choose(d, &need, r, djs, n, &plan) < 0)
+                return;
+        char what[160];
+        describe(pj, what, sizeof what);
+        start_all(d, &plan, r, djs, n, what, by);
+        gw_preempt_job_free(by);
+        by->preempt = gw_xcalloc(1, sizeof *by->preempt);
+        by->preempt->preemptor = true;
+        by->preempt->reserve = plan.mask | need.free_mask;
+        /* The victims have preempt_grace, then the stop's own grace; a little more for their
+         * ends to be told. */
+        by->preempt->reserve_until = d->now + d->cfg->preempt_grace + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+}
+
+void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
+        if (!d->cfg->preemption || d->cfg->backend_slurm)
+                return;
+        const struct gw_djob *by = reserving(d);
+        if (!by)
+                return;
+        uint64_t all = gw_sched_mask_first(d->host.n_gpus);
+        for (size_t i = 0; i < n; i++) {
+                if (d->jobs.queue[i] == by)
+                        continue;
+                uint64_t left = (pending[i].allowed ? pending[i].allowed : all) & ~by->preempt->reserve;
+                if (left)
+                        pending[i].allowed = left;
+                else
+                        pending[i].none_allowed = true;
+        }
+}
+
+gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
+        if (!d->cfg->preemption || d->cfg->backend_slurm)
+                return GW_USEC_INFINITY;
+        gw_usec_t next = GW_USEC_INFINITY;
+        if (in_flight(d)) {
+                for (size_t i = 0; i < d->jobs.n_running; i++)
+                        if (d->jobs.running[i]->preempt && !d->jobs.running[i]->preempt->preemptor) {
+                                gw_usec_t t = advance(d, d->jobs.running[i]);
+                                if (t < next)
+                                        next = t;
+                        }
+                return next;
+        }
+        if (d->jobs.n_running && !for_bookings(d) && d->jobs.n_queue)
+                decide(d);
+        return next;
+}
+
+bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n) {
+        struct gw_preempt_job *p = dj->preempt;
+        if (!p || p->preemptor)
+                return false;
+        bool ours = p->attempt == dj->job->attempt && (p->stopped || p->signalled || !clean) &&
+                    (!dj->terminating || p->stopped);
+        if (ours) {
+                bool settled;
+                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+                if (!t)
+                        t = ckpt_time(d, dj);
+                struct gw_preempt_running r = { .start_time = dj->job->start_time, .ckpt_time = t };
+                snprintf(why, n, "preempted by %s; %lds of work since its checkpoint lost", p->by,
+                         gw_preempt_lost_seconds(&r, d->now_wall));
+        }
+        gw_preempt_job_free(dj);
+        return ours;
+}

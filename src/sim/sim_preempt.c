@@ -1,0 +1,186 @@
+/* Preemption in the engine: core/preempt.h chooses the victims, as in gpuwardd (preempt.c).
+ *
+ * The model (this file's assumption, docs/SIMULATOR.md): every job of priority <= 0 that
+ * checkpoints (ckpt_interval > 0) and is not an interactive session was submitted
+ * --preemptible, and resumes from its checkpoint; a victim stops one sample after its next
+ * checkpoint (the daemon sees last.pt settle at a sample), or when preempt_grace is over if
+ * that comes first (a stalled job never checkpoints again).  One preemption at a time, for
+ * the queue's highest job that is not in a retry's backoff or a booking, as the daemon does. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "base/cleanup.h"
+#include "core/preempt.h"
+#include "sim/sim_engine.h"
+
+static bool preemptible(const struct gw_sim_job *j) {
+        return j->priority <= 0 && j->ckpt_interval > 0 && !j->interactive;
+}
+
+/* What the decision is told of one running job. */
+static struct gw_preempt_running running_of(const struct eng *e, int64_t ji) {
+        const struct gw_sim_job *j = &e->w->jobs[ji];
+        const struct jrun *r = &e->jr[ji];
+        gw_usec_t w = gw_sim_work_at(j, &r->a, e->now), ck = gw_sim_ckpt_at(j, r->a.work_start, w);
+        return (struct gw_preempt_running) {
+                .id = ji + 1, .gpu_mask = r->mask, .priority = j->priority, .start_time = r->a.start,
+                .ckpt_time = ck > r->a.work_start ? r->a.start + (ck - r->a.work_start) : 0,
+                .preemptible = preemptible(j), .resumable = true, .stopping = r->preempting,
+        };
+}
+
+/* The victim's stop: a sample after its next checkpoint, within the grace. */
+static void schedule_stop(struct eng *e, int64_t ji) {
+        const struct gw_sim_job *j = &e->w->jobs[ji];
+        struct jrun *r = &e->jr[ji];
+        gw_usec_t w = gw_sim_work_at(j, &r->a, e->now), ci = j->ckpt_interval;
+        gw_usec_t next = r->a.start + ((w / ci + 1) * ci - r->a.work_start) + e->cfg->sample;
+        gw_usec_t limit = e->now + e->cfg->preempt_grace, stop = next < limit ? next : limit;
+        if (r->a.stall_wall <= next)
+                stop = limit;
+        if (stop >= r->end_at)
+                return; /* it ends before by itself */
+        r->end_at = stop;
+        r->end_cause = GW_SIM_END_PREEMPT;
+        r->preempting = true;
+        e->n_preempting++;
+        gw_sim_heap_push(&e->heap, stop, GW_SIM_EV_END, ji, r->attempts);
+}
+
+/* The queue's highest job a preemption may serve; -1 none. */
+static int64_t preemptor(const struct eng *e) {
+        for (size_t i = e->pq.front; i < e->pq.n; i++) {
+                int64_t ji = e->pq.v[i];
+                if (ji >= 0 && !e->jr[ji].backoff && !e->jr[ji].booking)
+                        return ji;
+        }
+        return -1;
+}
+
+static int node_pass(struct eng *e, int node, int64_t pi, struct gw_preempt_running *run, bool *ret_done) {
+        const struct gw_sim_job *pj = &e->w->jobs[pi];
+        const struct node *nd = &e->nodes[node];
+        struct gw_preempt_need need = { .ngpus = pj->ngpus, .priority = pj->priority };
+        size_t n = 0;
+        /* Only GPUs its bookings' calendar lets it take: stopping others would serve nobody. */
+        int k = gw_sim_book_allowed(e, node, pi, &need.allowed);
+        if (k < 0 || need.allowed == GW_SIM_NONE_ALLOWED)
+                return k < 0 ? k : 0;
+        for (int g = 0; g < nd->n_gpus; g++)
+                if (nd->gpu_job[g] == 0)
+                        need.free_mask |= UINT64_C(1) << g;
+        for (size_t i = 0; i < e->n_running && n < GW_PREEMPT_MAX; i++)
+                if (e->jr[e->running[i]].node == node)
+                        run[n++] = running_of(e, e->running[i]);
+        struct gw_preempt_plan plan;
+        k = gw_preempt_decide(&need, run, n, e->now, &plan);
+        if (k < 0)
+                return k;
+        for (size_t v = 0; v < plan.n; v++)
+                schedule_stop(e, plan.victims[v].id - 1);
+        *ret_done = plan.n > 0;
+        if (plan.n) {
+                e->preempt_for = pi + 1;
+                e->preempt_node = node;
+                e->preempt_mask = plan.mask | need.free_mask;
+                e->preempt_until = e->now + e->cfg->preempt_grace + e->cfg->sample;
+        }
+        return 0;
+}
+
+/* Whether the preemptor still waits for the GPUs kept for it. */
+static bool reserving(struct eng *e) {
+        if (e->preempt_for && (e->jr[e->preempt_for - 1].st != J_PENDING || e->now >= e->preempt_until))
+                e->preempt_for = 0;
+        return e->preempt_for != 0;
+}
+
+void gw_sim_preempt_filter(struct eng *e, int node, size_t n) {
+        if (!e->cfg->preempt || !reserving(e) || node != e->preempt_node)
+                return;
+        uint64_t all = e->nodes[node].n_gpus >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << e->nodes[node].n_gpus) - 1;
+        for (size_t i = 0; i < n; i++) {
+                if (e->sj[i].id == e->preempt_for)
+                        continue;
+                uint64_t left = (e->sj[i].allowed ? e->sj[i].allowed : all) & ~e->preempt_mask;
+                if (left)
+                        e->sj[i].allowed = left;
+                else
+                        e->sj[i].none_allowed = true;
+        }
+}
+
+int gw_sim_preempt_pass(struct eng *e) {
+        if (e->n_preempting || reserving(e) || e->n_running == 0)
+                return 0;
+        int64_t pi = preemptor(e);
+        if (pi < 0)
+                return 0;
+        const struct gw_sim_job *pj = &e->w->jobs[pi];
+        struct gw_preempt_running run[GW_PREEMPT_MAX];
+        for (int node = 0; node < e->n_nodes; node++) {
+                if (e->nodes[node].n_gpus < pj->ngpus)
+                        continue;
+                bool done = false;
+                int k = node_pass(e, node, pi, run, &done);
+                if (k < 0 || done)
+                        return k;
+        }
+        return 0;
+}
+
+bool gw_sim_preempt_ended(struct eng *e, int64_t ji, enum gw_sim_end cause, gw_usec_t w, gw_usec_t ck) {
+        const struct gw_sim_job *j = &e->w->jobs[ji];
+        struct jrun *r = &e->jr[ji];
+        double lost = gw_sim_gpu_h(j->ngpus, w - ck);
+        e->n_preempting--;
+        r->preempting = false;
+        if (cause != GW_SIM_END_PREEMPT)
+                return false;
+        e->res->preemptions++;
+        e->res->lost_gpu_h += lost;
+        e->res->lost_preempt_gpu_h += lost;
+        gw_sim_release(e, ji);
+        if (r->booking)
+                gw_sim_book_job_ended(e, ji);
+        if (ck > r->a.work_start)
+                r->a.prev_ckpt_wall = r->a.start + (ck - r->a.work_start);
+        r->a.work_start = ck;
+        r->st = J_PENDING;
+        r->backoff = false;
+        gw_sim_pq_insert(&e->pq, ji);
+        return true;
+}
+
+void gw_sim_preempt_finish(struct eng *e, gw_usec_t end) {
+        struct gw_sim_result *res = e->res;
+        _cleanup_free_ double *w = malloc((e->w->n ? e->w->n : 1) * sizeof(double));
+        size_t n = 0;
+        if (!w)
+                return;
+        for (size_t i = 0; i < e->w->n; i++) {
+                const struct jrun *r = &e->jr[i];
+                if (r->st == J_FUTURE || e->w->jobs[i].priority <= 0)
+                        continue;
+                w[n++] = r->started ? e->waits[i]
+                                    : (double) (end - (GW_SIM_EPOCH + e->w->jobs[i].submit)) / (double) GW_SIM_SEC;
+        }
+        res->high_jobs = n;
+        res->high_wait_p50_s = gw_sim_percentile(w, n, 50);
+        res->high_wait_p90_s = gw_sim_percentile(w, n, 90);
+}
+
+void gw_sim_print_preempt(FILE *f, const struct gw_sim_result *r, size_t n) {
+        fprintf(f, "\nhigh class (priority > 0) and preemption\n%-24s %9s %12s %12s %11s %14s %12s\n", "config",
+                "high jobs", "wait p50 h", "wait p90 h", "preempted", "lost to it GPUh", "lost GPUh");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%-24s %9zu %12.2f %12.2f %11zu %14.1f %12.1f\n", r[i].name, r[i].high_jobs,
+                        r[i].high_wait_p50_s / 3600.0, r[i].high_wait_p90_s / 3600.0, r[i].preemptions,
+                        r[i].lost_preempt_gpu_h, r[i].lost_gpu_h);
+}
+
+void gw_sim_workload_high(struct gw_sim_workload *w, double frac, uint64_t seed) {
+        for (size_t i = 0; i < w->n; i++)
+                if ((double) (gw_sim_hash(seed, i, 0x9e3779b97f4a7c15u, 7) >> 11) / (double) (UINT64_C(1) << 53) < frac)
+                        w->jobs[i].priority = 1;
+}
