@@ -201,8 +201,7 @@ struct gw_daemon {
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_restore *restores; /* restores in progress (training_restore.c) */
-        struct gw_dbackup *backup;   /* the online backup being written (backup.c), NULL none */
-        gw_usec_t backup_due;        /* monotonic: the next scheduled backup; 0 = not set yet */
+        struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
         struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL with backend slurm */
 };
