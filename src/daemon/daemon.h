@@ -177,6 +177,7 @@ struct gw_dloop {
                                       * (jobclock.c); "" until read, "-" when unreadable */
         uid_t euid;                  /* ours, read once (a job start asks twice) */
         char log_dir[4096], run_dir[4096];
+        struct gw_dstats stats;      /* for /metrics */
 };
 
 /* The daemon: the loop, the store, the jobs and the executor under the lifecycle, and one
@@ -194,7 +195,6 @@ struct gw_daemon {
         struct gw_dloop loop;
         struct gw_dhost host;
         struct gw_djobs jobs;
-        struct gw_dstats stats;
         struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
         struct gw_executor *exec;    /* starts, signals and watches jobs' processes (executor.h) */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
