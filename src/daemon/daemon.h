@@ -200,7 +200,6 @@ struct gw_daemon {
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
-        struct gw_restore *restores; /* restores in progress (training_restore.c) */
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
         struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL with backend slurm */
