@@ -158,6 +158,8 @@ struct gw_djobs {
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
         struct gw_djob *unwritten;   /* ended jobs whose end the store refused (lifecycle.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
+        struct gw_fair *fair;        /* fair share's usage, which orders the queue (fairshare.c); NULL with
+                                      * backend slurm */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */
@@ -202,7 +204,6 @@ struct gw_daemon {
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
-        struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL with backend slurm */
 };
 
 /* queue.c: the running and queued jobs by id */

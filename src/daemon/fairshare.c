@@ -105,14 +105,14 @@ static void attempt_read(const struct gw_store_attempt_use *r, void *userdata) {
 }
 
 int gw_fair_open(struct gw_daemon *d) {
-        d->fair = NULL;
+        d->jobs.fair = NULL;
         if (d->cfg->backend_slurm)
                 return 0;
         struct gw_fair *f = gw_xcalloc(1, sizeof *f);
         f->on = d->cfg->fairshare;
         f->half_life = d->cfg->fairshare_half_life;
         f->weights = d->cfg->fairshare_weights;
-        d->fair = f;
+        d->jobs.fair = f;
         if (!f->on)
                 return 0;
         gw_usec_t back = f->half_life * GW_FAIR_READ_HALF_LIVES;
@@ -124,7 +124,7 @@ int gw_fair_open(struct gw_daemon *d) {
 }
 
 void gw_fair_close(struct gw_daemon *d) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         if (!f)
                 return;
         free(f->users);
@@ -133,7 +133,7 @@ void gw_fair_close(struct gw_daemon *d) {
         free(f->pass_factor);
         free(f->pass_line);
         free(f);
-        d->fair = NULL;
+        d->jobs.fair = NULL;
 }
 
 static struct fair_run *run_get(struct gw_fair *f, const struct gw_job *j) {
@@ -162,7 +162,7 @@ static void charge_running(struct gw_fair *f, const struct gw_job *j, gw_usec_t 
 }
 
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         if (!f || !f->on)
                 return;
         charge_running(f, dj->job, d->now_wall);
@@ -221,7 +221,7 @@ static void pass_off(struct gw_daemon *d) {
 }
 
 void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         size_t n = d->jobs.n_queue;
         *ret = (struct gw_sched_fair) { NULL, 0 };
         if (!f || (box_full && f->pass_at && d->now - f->pass_at < GW_FAIR_FULL_EVERY))
@@ -258,7 +258,7 @@ void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret)
 }
 
 void gw_fair_users(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         if (!f || !f->on)
                 return;
         for (size_t i = 0; i < n; i++) {

@@ -20,7 +20,7 @@ struct gw_daemon;
 struct gw_djob;
 struct gw_fair;
 
-/* Sets d->fair from d->cfg (NULL with the slurm backend, which orders nothing here) and,
+/* Sets d->jobs.fair from d->cfg (NULL with the slurm backend, which orders nothing here) and,
  * with fairshare on, reads the usage of the finished attempts.  0, or -errno when the store
  * cannot be read (logged by the caller). */
 int gw_fair_open(struct gw_daemon *d);
@@ -30,7 +30,7 @@ void gw_fair_close(struct gw_daemon *d);
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 
 /* A scheduling pass: charges the running jobs up to now and sets each queued job's fairshare
- * and priority_why; fills *ret (pointing into d->fair, valid until the next pass) with the
+ * and priority_why; fills *ret (pointing into d->jobs.fair, valid until the next pass) with the
  * factors.  Without fair share, only the jobs' priority_why, and ret->factor NULL.  box_full:
  * nothing can start, the pass is only for what the jobs show, and is skipped (ret->factor
  * NULL) within GW_FAIR_FULL_EVERY of the last one: one per submission into a full box of a

@@ -101,7 +101,7 @@ static void usage_read_charged_and_explained(void **state) {
         /* Ended 9 half-lives ago: not read back (it would weigh under 1/512 of its hours). */
         finished(d.store, 1002, "bob", 0xF, NOW - 9 * 7 * 24 * HOUR - HOUR, NOW - 9 * 7 * 24 * HOUR);
         assert_int_equal(gw_fair_open(&d), 0);
-        assert_non_null(d.fair);
+        assert_non_null(d.jobs.fair);
 
         struct gw_job ja = job(10, 1001, "alice", GW_JOB_PENDING), jb = job(11, 1002, "bob", GW_JOB_PENDING);
         struct gw_djob qa = { .job = &ja }, qb = { .job = &jb };
@@ -158,7 +158,7 @@ static void usage_read_charged_and_explained(void **state) {
         assert_non_null(fair.factor);
 
         gw_fair_close(&d);
-        assert_null(d.fair);
+        assert_null(d.jobs.fair);
         d.store = gw_store_close(d.store);
         remove_dir(dir);
 }
@@ -168,7 +168,7 @@ static void off_says_so(void **state) {
         struct gw_config cfg = { .fairshare = false };
         struct gw_daemon d = { .cfg = &cfg, .now_wall = NOW };
         assert_int_equal(gw_fair_open(&d), 0); /* reads nothing: no store given */
-        assert_non_null(d.fair);
+        assert_non_null(d.jobs.fair);
         struct gw_job ja = job(10, 1001, "alice", GW_JOB_PENDING);
         ja.priority = 3;
         struct gw_djob qa = { .job = &ja };
