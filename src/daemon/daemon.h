@@ -70,6 +70,9 @@ struct gw_djob {
         char end_kind[16];           /* the end's event kind, to write it again */
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
         struct gw_djob *next_unwritten;
+        uint32_t fair_user;          /* its user's slot in fair share's table + 1 (fairshare.c), 0 not looked up */
+        uint64_t fair_gen;           /* the factors its fairshare and priority_why were written from, 0 none:
+                                      * new, or queued again (queue.c) */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -160,6 +163,7 @@ struct gw_djobs {
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
         struct gw_fair *fair;        /* fair share's usage, which orders the queue (fairshare.c); NULL with
                                       * backend slurm */
+        uint64_t n_queued;           /* jobs put in the queue so far (gw_queue_insert) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */
