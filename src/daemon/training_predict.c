@@ -256,7 +256,9 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         _cleanup_free_ struct gw_prediction *out = gw_xcalloc(n + 1, sizeof *out);
         _cleanup_free_ struct gw_prediction *latest = gw_xcalloc(n + 1, sizeof *latest);
         int r = gw_predict_starts(&v.in, wall, PREDICT_HORIZON, out);
-        if (r == 0)
+        if (r == 0 && gw_predict_limits_only(&v.in)) /* one replay is both: no ETA, no run time */
+                memcpy(latest, out, n * sizeof *out);
+        else if (r == 0)
                 r = gw_predict_latest_starts(&v.in, wall, PREDICT_HORIZON, latest);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));
