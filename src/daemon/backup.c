@@ -144,8 +144,7 @@ static gw_usec_t ended(struct gw_daemon *d) {
 
 gw_usec_t gw_backup_tick(struct gw_daemon *d) {
         gw_usec_t next = GW_USEC_INFINITY;
-        struct gw_dbackups *s = state(d);
-        struct gw_dbackup *x = s->copy;
+        struct gw_dbackup *x = d->backup ? d->backup->copy : NULL;
         if (x && !x->ended) {
                 if (!gw_backup_done(x->b, &x->r, &x->bytes, x->why, sizeof x->why))
                         return d->now + POLL_USEC;
@@ -154,6 +153,7 @@ gw_usec_t gw_backup_tick(struct gw_daemon *d) {
         }
         if (d->cfg->backup_interval <= 0)
                 return next;
+        struct gw_dbackups *s = state(d); /* made only where backups are scheduled or asked for */
         if (!s->due)
                 s->due = d->now + d->cfg->backup_interval;
         if (d->now >= s->due) {
