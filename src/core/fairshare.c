@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define HOUR_USEC (3600.0 * (double) GW_USEC_PER_SEC)
 
@@ -117,4 +118,25 @@ int gw_fs_explain(const struct gw_fs_user *users, size_t n, size_t i, const char
         if (len < 0)
                 return -EINVAL;
         return (size_t) len >= size ? -ENOBUFS : len;
+}
+
+void gw_fs_reorder(void **items, size_t n, const bool *dirty, int (*cmp)(const void *, const void *), void **tmp) {
+        size_t n_clean = 0, k = 0;
+        for (size_t i = 0; i < n; i++) { /* the clean ones close up at the front, in order */
+                if (dirty[i])
+                        tmp[k++] = items[i];
+                else
+                        items[n_clean++] = items[i];
+        }
+        if (!k)
+                return;
+        qsort(tmp, k, sizeof *tmp, cmp);
+        /* Merged from the back, into the room the dirty ones left at the end of items. */
+        size_t i = n_clean, j = k, w = n;
+        while (j > 0) {
+                if (i > 0 && cmp(&items[i - 1], &tmp[j - 1]) > 0)
+                        items[--w] = items[--i];
+                else
+                        items[--w] = tmp[--j];
+        }
 }

@@ -29,6 +29,7 @@
  *
  * Pure: no clock reads, no I/O; now is passed in. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,3 +65,11 @@ int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_us
  * a truncated, NUL-terminated line).  GW_FS_EXPLAIN_SIZE fits any name of up to 32 bytes. */
 int gw_fs_explain(const struct gw_fs_user *users, size_t n, size_t i, const char *name, gw_usec_t now,
                   gw_usec_t half_life, char *buf, size_t size);
+
+/* Puts items[0, n) back in cmp's order (qsort's comparison: it gets pointers to two items)
+ * after some of them changed: those with dirty[i] false must still be in that order among
+ * themselves (their keys did not change; items may have been taken out from between them).
+ * The k dirty ones are sorted apart and merged in, O(n + k log k) where a full sort of a
+ * queue that barely changed costs O(n log n) each time.  With cmp a total order (ties broken
+ * by a unique key) the result is the full sort's.  tmp: room for n items. */
+void gw_fs_reorder(void **items, size_t n, const bool *dirty, int (*cmp)(const void *, const void *), void **tmp);

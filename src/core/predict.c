@@ -692,6 +692,16 @@ int gw_predict_latest_starts(const struct gw_calendar_input *in, gw_usec_t now, 
         return rc;
 }
 
+bool gw_predict_limits_only(const struct gw_calendar_input *in) {
+        for (size_t i = 0; i < in->n_running; i++)
+                if (in->running[i].eta)
+                        return false;
+        for (size_t i = 0; i < in->n_pending; i++)
+                if (in->pending[i].runtime)
+                        return false;
+        return true;
+}
+
 /* ---- Similar jobs ---- */
 
 static const char *const key_params[] = {"epochs", "imgsz", "batch"};

@@ -54,6 +54,9 @@ int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec
  * (same order) to out; returns as gw_predict_starts.  Allocates scratch memory and frees it. */
 int gw_predict_latest_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
                              struct gw_prediction *out);
+/* Whether in holds no estimate (no running job's eta, no queued job's runtime): the two
+ * replays above are then the same one, and gw_predict_starts' result is the promise too. */
+bool gw_predict_limits_only(const struct gw_calendar_input *in);
 
 /* Similar jobs (for the median run time): the same user, the same command words (the
  * program's base name and the words that are not key=value or options, "python3 train.py"

@@ -138,6 +138,11 @@ int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *
         /* A bottom-up merge sort between the two halves of order: stable, so the order given
          * (submission order) breaks ties without a comparison of its own. */
         struct order_ctx c = {in->pending, fair->factor};
+        size_t sorted = 1;
+        while (sorted < n && !fair_before(&c, sorted, sorted - 1))
+                sorted++;
+        if (sorted == n) /* given in this order already (the daemon keeps its queue so) */
+                return 0;
         size_t *src = order, *dst = order + n;
         for (size_t w = 1; w < n; w *= 2) {
                 for (size_t lo = 0; lo < n; lo += 2 * w) {

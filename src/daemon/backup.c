@@ -35,12 +35,24 @@ struct gw_dbackup {
         char why[512];
 };
 
+/* The feature's state, made at its first use and kept until gw_backup_close. */
+struct gw_dbackups {
+        struct gw_dbackup *copy;    /* the backup being written, NULL none */
+        gw_usec_t due;              /* monotonic: the next scheduled backup; 0 = not set yet */
+};
+
 static struct gw_dbackup *dbackup_free(struct gw_dbackup *x) {
         if (x) {
                 x->b = gw_backup_free(x->b);
                 free(x);
         }
         return NULL;
+}
+
+static struct gw_dbackups *state(struct gw_daemon *d) {
+        if (!d->backup)
+                d->backup = gw_xcalloc(1, sizeof *d->backup);
+        return d->backup;
 }
 
 static int name_cmp(const void *a, const void *b) {
@@ -82,10 +94,11 @@ static int start(struct gw_daemon *d, const char *path, struct gw_http_conn *con
         struct gw_backup *b = gw_backup_start(d->store, path, err, errlen);
         if (!b)
                 return -EIO;
-        d->backup = gw_xcalloc(1, sizeof *d->backup);
-        d->backup->b = b;
-        d->backup->conn = conn;
-        d->backup->scheduled = !conn;
+        struct gw_dbackup *x = gw_xcalloc(1, sizeof *x);
+        x->b = b;
+        x->conn = conn;
+        x->scheduled = !conn;
+        state(d)->copy = x;
         return 0;
 }
 
@@ -110,7 +123,7 @@ static void start_scheduled(struct gw_daemon *d) {
 
 /* A copy that ended: its request answered (resumed), or, scheduled, logged and pruned. */
 static gw_usec_t ended(struct gw_daemon *d) {
-        struct gw_dbackup *x = d->backup;
+        struct gw_dbackup *x = d->backup->copy;
         const char *path = gw_backup_path(x->b);
         if (x->r < 0)
                 log_warn("backup to %s failed: %s", path, x->why);
@@ -125,13 +138,13 @@ static gw_usec_t ended(struct gw_daemon *d) {
                 snprintf(dir, sizeof dir, "%s/backups", d->cfg->state_dir);
                 prune(d, dir);
         }
-        d->backup = dbackup_free(x);
+        d->backup->copy = dbackup_free(x);
         return GW_USEC_INFINITY;
 }
 
 gw_usec_t gw_backup_tick(struct gw_daemon *d) {
         gw_usec_t next = GW_USEC_INFINITY;
-        struct gw_dbackup *x = d->backup;
+        struct gw_dbackup *x = d->backup ? d->backup->copy : NULL;
         if (x && !x->ended) {
                 if (!gw_backup_done(x->b, &x->r, &x->bytes, x->why, sizeof x->why))
                         return d->now + POLL_USEC;
@@ -140,37 +153,43 @@ gw_usec_t gw_backup_tick(struct gw_daemon *d) {
         }
         if (d->cfg->backup_interval <= 0)
                 return next;
-        if (!d->backup_due)
-                d->backup_due = d->now + d->cfg->backup_interval;
-        if (d->now >= d->backup_due) {
+        struct gw_dbackups *s = state(d); /* made only where backups are scheduled or asked for */
+        if (!s->due)
+                s->due = d->now + d->cfg->backup_interval;
+        if (d->now >= s->due) {
                 /* One that falls due while an admin's copy is under way is skipped. */
-                d->backup_due = d->now + d->cfg->backup_interval;
-                if (!d->backup)
+                s->due = d->now + d->cfg->backup_interval;
+                if (!s->copy)
                         start_scheduled(d);
-                if (d->backup && !d->backup->ended)
+                if (s->copy && !s->copy->ended)
                         return d->now + POLL_USEC;
         }
-        return next < d->backup_due ? next : d->backup_due;
+        return next < s->due ? next : s->due;
 }
 
 void gw_backup_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn) {
-        struct gw_dbackup *x = d->backup;
+        struct gw_dbackup *x = d->backup ? d->backup->copy : NULL;
         if (!x || x->conn != conn)
                 return;
         x->conn = NULL;
         if (x->ended) /* resumed, and gone before the handler ran again */
-                d->backup = dbackup_free(x);
+                d->backup->copy = dbackup_free(x);
 }
 
 void gw_backup_close(struct gw_daemon *d) {
-        d->backup = dbackup_free(d->backup); /* waits for a copy under way */
+        if (!d->backup)
+                return;
+        d->backup->copy = dbackup_free(d->backup->copy); /* waits for a copy under way */
+        free(d->backup);
+        d->backup = NULL;
 }
 
 /* An admin's request, suspended on conn until the copy is written (handlers_feature.c). */
 int gw_backup_request(struct gw_daemon *d, const char *path, struct gw_http_conn *conn, char *why, size_t n) {
-        if (d->backup) {
+        struct gw_dbackup *cur = state(d)->copy;
+        if (cur) {
                 snprintf(why, n, "a backup is being written already (to %.200s); ask again when it is done",
-                         gw_backup_path(d->backup->b));
+                         gw_backup_path(cur->b));
                 return 409;
         }
         char err[600];
@@ -183,7 +202,7 @@ int gw_backup_request(struct gw_daemon *d, const char *path, struct gw_http_conn
 
 int gw_backup_answer(struct gw_daemon *d, struct gw_http_conn *conn, char *path, size_t path_n, uint64_t *bytes,
                      char *why, size_t n) {
-        struct gw_dbackup *x = d->backup;
+        struct gw_dbackup *x = d->backup ? d->backup->copy : NULL;
         if (!x || x->conn != conn || !x->ended) {
                 snprintf(why, n, "gpuwardd is stopping; the backup may not be complete");
                 return 503;
@@ -199,6 +218,6 @@ int gw_backup_answer(struct gw_daemon *d, struct gw_http_conn *conn, char *path,
                 snprintf(why, n, "backup to %.200s failed: %s", path, x->why);
                 status = x->r == -ENOSPC ? 507 : 500;
         }
-        d->backup = dbackup_free(x);
+        d->backup->copy = dbackup_free(x);
         return status;
 }

@@ -73,6 +73,9 @@ struct gw_djob {
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
         struct gw_djob *next_unwritten;
         struct gw_array *array;      /* a job array: its tasks' indexes (jobarray.c), NULL until used */
+        uint32_t fair_user;          /* its user's slot in fair share's table + 1 (fairshare.c), 0 not looked up */
+        uint64_t fair_gen;           /* the factors its fairshare and priority_why were written from, 0 none:
+                                      * new, or queued again (queue.c) */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -161,6 +164,9 @@ struct gw_djobs {
         gw_usec_t start_retry_at;    /* monotonic: schedule again after a start the store refused */
         struct gw_djob *unwritten;   /* ended jobs whose end the store refused (lifecycle.c) */
         gw_usec_t unwritten_retry_at; /* monotonic: when to try writing them again */
+        struct gw_fair *fair;        /* fair share's usage, which orders the queue (fairshare.c); NULL with
+                                      * backend slurm */
+        uint64_t n_queued;           /* jobs put in the queue so far (gw_queue_insert) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */
@@ -180,6 +186,7 @@ struct gw_dloop {
                                       * (jobclock.c); "" until read, "-" when unreadable */
         uid_t euid;                  /* ours, read once (a job start asks twice) */
         char log_dir[4096], run_dir[4096];
+        struct gw_dstats stats;      /* for /metrics */
 };
 
 /* The daemon: the loop, the store, the jobs and the executor under the lifecycle, and one
@@ -197,17 +204,13 @@ struct gw_daemon {
         struct gw_dloop loop;
         struct gw_dhost host;
         struct gw_djobs jobs;
-        struct gw_dstats stats;
         struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
         struct gw_executor *exec;    /* starts, signals and watches jobs' processes (executor.h) */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
-        struct gw_restore *restores; /* restores in progress (training_restore.c) */
-        struct gw_dbackup *backup;   /* the online backup being written (backup.c), NULL none */
-        gw_usec_t backup_due;        /* monotonic: the next scheduled backup; 0 = not set yet */
+        struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
-        struct gw_fair *fair;        /* fair share's usage (fairshare.c); NULL with backend slurm */
 };
 
 /* queue.c: the running and queued jobs by id */

@@ -21,6 +21,9 @@ struct fair_user {
         char name[FAIR_NAME_MAX];
         struct gw_fs_user fs;
         size_t idx;                  /* in the pass's arrays; SIZE_MAX: not counted */
+        double factor;               /* as last computed (NAN: never) */
+        char line[GW_FS_EXPLAIN_SIZE]; /* its words then */
+        uint64_t gen;                /* bumped when factor or line changes: its jobs are rewritten */
 };
 
 struct fair_run {
@@ -37,10 +40,17 @@ struct gw_fair {
         size_t n_runs, cap_runs;
         bool on;                     /* fairshare = true; else only the words of the order */
         gw_usec_t pass_at;           /* monotonic: the last pass, 0 none */
-        struct gw_fs_user *pass_users; /* one pass's counted users, their factors and why */
+        bool factors_set;            /* computed at factors_at (monotonic) for n_pass users */
+        gw_usec_t factors_at;
+        size_t n_pass;
+        uint64_t gen;                /* the newest of the users' gen */
+        uint64_t n_queued_seen;      /* d->jobs.n_queued when users_new last looked */
+        struct gw_fs_user *pass_users; /* the counted users' usage and factors, by idx */
         double *pass_factor;
-        char (*pass_line)[GW_FS_EXPLAIN_SIZE];
         size_t cap_pass;
+        bool *dirty;                 /* per queued job, for the reorder (cap_queue of each) */
+        void **tmp;
+        size_t cap_queue;
 };
 
 int gw_fair_weights_parse(const char *list, const char *user, double *ret_share, char *why, size_t n) {
@@ -86,7 +96,7 @@ static struct fair_user *user_get(struct gw_fair *f, uint32_t uid, const char *n
                 f->users = gw_xrealloc(f->users, f->cap_users * sizeof *f->users);
         }
         struct fair_user *u = &f->users[f->n_users++];
-        *u = (struct fair_user) { .uid = uid, .fs.share = 1 };
+        *u = (struct fair_user) { .uid = uid, .fs.share = 1, .idx = SIZE_MAX, .factor = NAN };
         snprintf(u->name, sizeof u->name, "%s", name ? name : "?");
         (void) gw_fair_weights_parse(f->weights, u->name, &u->fs.share, (char[8]) {0}, 8);
         return u;
@@ -105,14 +115,14 @@ static void attempt_read(const struct gw_store_attempt_use *r, void *userdata) {
 }
 
 int gw_fair_open(struct gw_daemon *d) {
-        d->fair = NULL;
+        d->jobs.fair = NULL;
         if (d->cfg->backend_slurm)
                 return 0;
         struct gw_fair *f = gw_xcalloc(1, sizeof *f);
         f->on = d->cfg->fairshare;
         f->half_life = d->cfg->fairshare_half_life;
         f->weights = d->cfg->fairshare_weights;
-        d->fair = f;
+        d->jobs.fair = f;
         if (!f->on)
                 return 0;
         gw_usec_t back = f->half_life * GW_FAIR_READ_HALF_LIVES;
@@ -124,16 +134,17 @@ int gw_fair_open(struct gw_daemon *d) {
 }
 
 void gw_fair_close(struct gw_daemon *d) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         if (!f)
                 return;
         free(f->users);
         free(f->runs);
         free(f->pass_users);
         free(f->pass_factor);
-        free(f->pass_line);
+        free(f->dirty);
+        free(f->tmp);
         free(f);
-        d->fair = NULL;
+        d->jobs.fair = NULL;
 }
 
 static struct fair_run *run_get(struct gw_fair *f, const struct gw_job *j) {
@@ -162,7 +173,7 @@ static void charge_running(struct gw_fair *f, const struct gw_job *j, gw_usec_t 
 }
 
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         if (!f || !f->on)
                 return;
         charge_running(f, dj->job, d->now_wall);
@@ -187,17 +198,36 @@ static void runs_prune(struct gw_fair *f, const struct gw_daemon *d) {
         f->n_runs = k;
 }
 
-/* The users a pass counts: those with a queued job or usage left, indexed in pass order. */
-static size_t pass_users(struct gw_fair *f, struct gw_daemon *d, size_t n) {
+/* The user of a queued job, looked up once per job (a table walk per job and pass would cost
+ * the users times the queue at every pass). */
+static struct fair_user *job_user(struct gw_fair *f, struct gw_djob *dj) {
+        if (!dj->fair_user)
+                dj->fair_user = (uint32_t) (user_get(f, dj->job->uid, dj->job->user) - f->users) + 1;
+        return &f->users[dj->fair_user - 1];
+}
+
+/* Whether a queued job's user was not counted when the factors were last computed: only a job
+ * queued since can say yes. */
+static bool users_new(struct gw_fair *f, struct gw_daemon *d) {
+        if (f->n_queued_seen == d->jobs.n_queued)
+                return false;
+        f->n_queued_seen = d->jobs.n_queued;
+        bool any = false;
+        for (size_t i = 0; i < d->jobs.n_queue; i++)
+                any |= job_user(f, d->jobs.queue[i])->idx == SIZE_MAX;
+        return any;
+}
+
+/* The users the factors count: those with a queued job or usage left, indexed in pass order. */
+static size_t pass_users(struct gw_fair *f, struct gw_daemon *d) {
         for (size_t i = 0; i < f->n_users; i++)
                 f->users[i].idx = SIZE_MAX;
-        for (size_t i = 0; i < n; i++)
-                user_get(f, d->jobs.queue[i]->job->uid, d->jobs.queue[i]->job->user)->idx = 0;
+        for (size_t i = 0; i < d->jobs.n_queue; i++)
+                job_user(f, d->jobs.queue[i])->idx = 0;
         if (f->cap_pass < f->n_users) {
                 f->cap_pass = f->n_users;
                 f->pass_users = gw_xrealloc(f->pass_users, f->cap_pass * sizeof *f->pass_users);
                 f->pass_factor = gw_xrealloc(f->pass_factor, f->cap_pass * sizeof *f->pass_factor);
-                f->pass_line = gw_xrealloc(f->pass_line, f->cap_pass * sizeof *f->pass_line);
         }
         size_t m = 0;
         for (size_t i = 0; i < f->n_users; i++) {
@@ -210,19 +240,96 @@ static size_t pass_users(struct gw_fair *f, struct gw_daemon *d, size_t n) {
         return m;
 }
 
-/* Fair share off: the order in words, the same for every pass. */
+/* Charges the running jobs up to now and computes every counted user's factor and words; a
+ * user whose factor or words changed gets a new gen, which rewrites its jobs.  -EINVAL when
+ * the factors are refused (the previous ones are then not used either). */
+static int factors(struct gw_fair *f, struct gw_daemon *d) {
+        f->factors_set = false;
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                charge_running(f, d->jobs.running[i]->job, d->now_wall);
+        runs_prune(f, d);
+        size_t m = pass_users(f, d);
+        if (gw_fs_factors(f->pass_users, m, d->now_wall, f->half_life, f->pass_factor) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < f->n_users; i++) { /* once per user, not per job */
+                struct fair_user *u = &f->users[i];
+                if (u->idx == SIZE_MAX)
+                        continue;
+                char line[GW_FS_EXPLAIN_SIZE];
+                double factor = f->pass_factor[u->idx];
+                if (gw_fs_explain(f->pass_users, m, u->idx, u->name, d->now_wall, f->half_life, line,
+                                  sizeof line) < 0)
+                        snprintf(line, sizeof line, "fairshare %.2f", factor);
+                if (factor != u->factor || strcmp(line, u->line)) {
+                        u->factor = factor;
+                        memcpy(u->line, line, sizeof line);
+                        u->gen = ++f->gen;
+                }
+        }
+        f->factors_set = true;
+        f->factors_at = d->now;
+        f->n_pass = m;
+        return 0;
+}
+
+static int fair_cmp(const void *pa, const void *pb) {
+        const struct gw_job *a = (*(struct gw_djob *const *) pa)->job, *b = (*(struct gw_djob *const *) pb)->job;
+        if (a->priority != b->priority)
+                return a->priority > b->priority ? -1 : 1;
+        /* A preempted job waits first of its priority; the flag changes only as a job enters
+         * the queue (dirty then: new or queued again) or leaves it, so the merge stays exact. */
+        if (a->queue_first != b->queue_first)
+                return a->queue_first ? -1 : 1;
+        if (a->fairshare != b->fairshare)
+                return a->fairshare > b->fairshare ? -1 : 1;
+        return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Writes the factor and words of the queued jobs whose user's changed since they were written
+ * (and of new ones), then puts those jobs back in order among the others, which kept theirs:
+ * priority, then the factor, then submission, the order gw_sched_plan_fair plans in.  The queue
+ * is kept in it so that the list and the predicted starts (training_predict.c, which replays
+ * the queue in its order) follow the order jobs start in. */
+static void jobs_update(struct gw_fair *f, struct gw_daemon *d) {
+        size_t n = d->jobs.n_queue;
+        if (f->cap_queue < n) {
+                f->cap_queue = n;
+                f->dirty = gw_xrealloc(f->dirty, n * sizeof *f->dirty);
+                f->tmp = gw_xrealloc(f->tmp, n * sizeof *f->tmp);
+        }
+        bool any = false;
+        for (size_t i = 0; i < n; i++) {
+                struct gw_djob *dj = d->jobs.queue[i];
+                const struct fair_user *u = job_user(f, dj);
+                f->dirty[i] = dj->fair_gen != u->gen;
+                if (!f->dirty[i])
+                        continue;
+                any = true;
+                dj->fair_gen = u->gen;
+                dj->job->fairshare = u->factor;
+                snprintf(dj->job->priority_why, sizeof dj->job->priority_why,
+                         "priority %d, then %s, then submission order", dj->job->priority, u->line);
+        }
+        if (any)
+                gw_fs_reorder((void **) d->jobs.queue, n, f->dirty, fair_cmp, f->tmp);
+}
+
+/* Fair share off: the order in words, the same for every pass: written once per job. */
+#define GEN_OFF UINT64_MAX
 static void pass_off(struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.n_queue; i++) {
-                struct gw_job *j = d->jobs.queue[i]->job;
-                j->fairshare = 0;
-                snprintf(j->priority_why, sizeof j->priority_why,
-                         "priority %d, then submission order (fair share is off)", j->priority);
+                struct gw_djob *dj = d->jobs.queue[i];
+                if (dj->fair_gen == GEN_OFF)
+                        continue;
+                dj->fair_gen = GEN_OFF;
+                dj->job->fairshare = 0;
+                snprintf(dj->job->priority_why, sizeof dj->job->priority_why,
+                         "priority %d, then submission order (fair share is off)", dj->job->priority);
         }
 }
 
 void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret) {
-        struct gw_fair *f = d->fair;
-        size_t n = d->jobs.n_queue;
+        struct gw_fair *f = d->jobs.fair;
         *ret = (struct gw_sched_fair) { NULL, 0 };
         if (!f || (box_full && f->pass_at && d->now - f->pass_at < GW_FAIR_FULL_EVERY))
                 return;
@@ -231,38 +338,23 @@ void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret)
                 pass_off(d);
                 return;
         }
-        for (size_t i = 0; i < d->jobs.n_running; i++)
-                charge_running(f, d->jobs.running[i]->job, d->now_wall);
-        runs_prune(f, d);
-        size_t m = pass_users(f, d, n);
-        if (gw_fs_factors(f->pass_users, m, d->now_wall, f->half_life, f->pass_factor) < 0) {
+        /* Usage decays with a half-life of days and a second of a few GPUs adds little to it:
+         * factors at most GW_FAIR_FACTORS_EVERY old order the queue as fresh ones would, but
+         * for ties that close.  A job's end is charged at once (gw_fair_attempt_ended) and
+         * counts from the next computation; a user not counted yet (a new job's) needs one now. */
+        bool stale = !f->factors_set || d->now - f->factors_at >= GW_FAIR_FACTORS_EVERY;
+        if ((stale || users_new(f, d)) && factors(f, d) < 0) {
                 log_debug("fairshare: factors refused; the queue goes by priority and submission");
                 return;
         }
-        for (size_t i = 0; i < f->n_users; i++) { /* once per user, not per job */
-                const struct fair_user *u = &f->users[i];
-                if (u->idx != SIZE_MAX &&
-                    gw_fs_explain(f->pass_users, m, u->idx, u->name, d->now_wall, f->half_life, f->pass_line[u->idx],
-                                  sizeof f->pass_line[u->idx]) < 0)
-                        snprintf(f->pass_line[u->idx], sizeof f->pass_line[u->idx], "fairshare %.2f",
-                                 f->pass_factor[u->idx]);
-        }
-        for (size_t i = 0; i < n; i++) {
-                struct gw_job *j = d->jobs.queue[i]->job;
-                size_t k = user_get(f, j->uid, j->user)->idx;
-                j->fairshare = f->pass_factor[k];
-                snprintf(j->priority_why, sizeof j->priority_why, "priority %d, then %s, then submission order",
-                         j->priority, f->pass_line[k]);
-        }
-        *ret = (struct gw_sched_fair) { f->pass_factor, m };
+        jobs_update(f, d);
+        *ret = (struct gw_sched_fair) { f->pass_factor, f->n_pass };
 }
 
 void gw_fair_users(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
-        struct gw_fair *f = d->fair;
+        struct gw_fair *f = d->jobs.fair;
         if (!f || !f->on)
                 return;
-        for (size_t i = 0; i < n; i++) {
-                const struct gw_job *j = d->jobs.queue[i]->job;
-                pending[i].fs_user = (uint32_t) user_get(f, j->uid, j->user)->idx;
-        }
+        for (size_t i = 0; i < n; i++)
+                pending[i].fs_user = (uint32_t) job_user(f, d->jobs.queue[i])->idx;
 }

@@ -15,12 +15,14 @@
 
 #define GW_FAIR_READ_HALF_LIVES 8
 #define GW_FAIR_FULL_EVERY GW_USEC_PER_SEC
+/* How old the factors may be before a pass computes them again (fairshare.c says why). */
+#define GW_FAIR_FACTORS_EVERY GW_USEC_PER_SEC
 
 struct gw_daemon;
 struct gw_djob;
 struct gw_fair;
 
-/* Sets d->fair from d->cfg (NULL with the slurm backend, which orders nothing here) and,
+/* Sets d->jobs.fair from d->cfg (NULL with the slurm backend, which orders nothing here) and,
  * with fairshare on, reads the usage of the finished attempts.  0, or -errno when the store
  * cannot be read (logged by the caller). */
 int gw_fair_open(struct gw_daemon *d);
@@ -30,8 +32,9 @@ void gw_fair_close(struct gw_daemon *d);
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 
 /* A scheduling pass: charges the running jobs up to now and sets each queued job's fairshare
- * and priority_why; fills *ret (pointing into d->fair, valid until the next pass) with the
- * factors.  Without fair share, only the jobs' priority_why, and ret->factor NULL.  box_full:
+ * and priority_why (at most every GW_FAIR_FACTORS_EVERY, and for new jobs), keeps d->jobs.queue
+ * in the order they give; fills *ret (pointing into d->jobs.fair, valid until the next pass)
+ * with the factors.  Without fair share, only the jobs' priority_why, and ret->factor NULL.  box_full:
  * nothing can start, the pass is only for what the jobs show, and is skipped (ret->factor
  * NULL) within GW_FAIR_FULL_EVERY of the last one: one per submission into a full box of a
  * long queue would cost a walk of the whole queue each. */

@@ -263,21 +263,21 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                 }
         }
         for (int s = 0; s < _GW_JOB_STATE_MAX && s < 8; s++)
-                m.jobs_by_state[s] = gw_job_state_is_final(s) ? d->stats.state_counts[s] : 0;
+                m.jobs_by_state[s] = gw_job_state_is_final(s) ? d->loop.stats.state_counts[s] : 0;
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 m.jobs_by_state[GW_JOB_RUNNING]++;
         for (size_t i = 0; i < d->jobs.n_queue; i++)
                 m.jobs_by_state[d->jobs.queue[i]->job->state]++;
-        memcpy(m.wait_counts, d->stats.wait_counts, sizeof m.wait_counts);
-        m.wait_count = d->stats.wait_n;
-        m.wait_sum = d->stats.wait_sum;
+        memcpy(m.wait_counts, d->loop.stats.wait_counts, sizeof m.wait_counts);
+        m.wait_count = d->loop.stats.wait_n;
+        m.wait_sum = d->loop.stats.wait_sum;
         m.rogue_processes = d->host.rogue_total;
         m.xid_events = d->host.xid_events;
         m.sampler_snapshots = d->host.sampler_snapshots;
         m.sampler_nvml_seconds_sum = (double) d->host.sampler_nvml_sum / 1e6;
         m.sampler_nvml_seconds_max = (double) d->host.sampler_nvml_max / 1e6;
         m.sampler_cpu_seconds = (double) d->host.sampler_cpu / 1e6;
-        m.reclaims = d->stats.reclaims;
+        m.reclaims = d->loop.stats.reclaims;
         struct gw_notify_counts hooks;
         gw_notify_counts(d->notify, &hooks);
         m.webhooks_sent = hooks.sent;

@@ -200,7 +200,7 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
                 return r;
         }
         free(before.end_reason);
-        d->stats.state_counts[state]++;
+        d->loop.stats.state_counts[state]++;
         snprintf(dj->end_kind, sizeof dj->end_kind, "%s", kind);
         dj->end_in_batch = d->jobs.in_batch;
         if (r < 0) {

@@ -31,7 +31,7 @@ static size_t ring_points(const struct gw_daemon *d) {
 
 int gw_observe_start(struct gw_daemon *d) {
         d->loop.started_at = d->now_wall;
-        (void) gw_store_state_counts(d->store, d->stats.state_counts);
+        (void) gw_store_state_counts(d->store, d->loop.stats.state_counts);
         for (unsigned i = 0; i < d->host.n_gpus; i++)
                 gw_ring_init(&d->host.gpus[i].ring, ring_points(d));
         if (!d->host.gpu || d->host.n_gpus == 0) {
@@ -432,7 +432,7 @@ void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j) {
                 wait = 0;
         for (size_t i = 0; i < ELEMENTSOF(gw_wait_bounds); i++)
                 if (wait <= gw_wait_bounds[i])
-                        d->stats.wait_counts[i]++;
-        d->stats.wait_n++;
-        d->stats.wait_sum += wait;
+                        d->loop.stats.wait_counts[i]++;
+        d->loop.stats.wait_n++;
+        d->loop.stats.wait_sum += wait;
 }

@@ -102,6 +102,8 @@ void gw_queue_insert(struct gw_daemon *d, struct gw_djob *dj) {
         memmove(d->jobs.queue + lo + 1, d->jobs.queue + lo, (d->jobs.n_queue - lo) * sizeof *d->jobs.queue);
         d->jobs.queue[lo] = dj;
         d->jobs.n_queue++;
+        dj->fair_gen = 0; /* placed by before(): fair share's pass sorts it in */
+        d->jobs.n_queued++;
         d->jobs.sched_dirty = true;
 }
 
@@ -228,29 +230,6 @@ static void schedule_slurm(struct gw_daemon *d) {
         }
 }
 
-/* With fair share: priority, then the fair-share factor of the last pass, then submission,
- * the order gw_sched_plan_fair plans in.  The queue is kept in it, so that the list and the
- * predicted starts (training_predict.c, which replays the queue in its order) follow the order
- * jobs start in; a new job is placed by before() until the next pass sorts it in. */
-static int fair_cmp(const void *pa, const void *pb) {
-        const struct gw_job *a = (*(struct gw_djob *const *) pa)->job, *b = (*(struct gw_djob *const *) pb)->job;
-        if (a->priority != b->priority)
-                return a->priority > b->priority ? -1 : 1;
-        if (a->queue_first != b->queue_first)
-                return a->queue_first ? -1 : 1;
-        if (a->fairshare != b->fairshare)
-                return a->fairshare > b->fairshare ? -1 : 1;
-        return a->id < b->id ? -1 : a->id > b->id;
-}
-
-static void queue_sort_fair(struct gw_daemon *d) {
-        for (size_t i = 1; i < d->jobs.n_queue; i++)
-                if (fair_cmp(&d->jobs.queue[i - 1], &d->jobs.queue[i]) > 0) {
-                        qsort(d->jobs.queue, d->jobs.n_queue, sizeof *d->jobs.queue, fair_cmp);
-                        return;
-                }
-}
-
 void gw_schedule(struct gw_daemon *d) {
         d->jobs.sched_dirty = false;
         if (d->jobs.n_queue == 0)
@@ -264,9 +243,7 @@ void gw_schedule(struct gw_daemon *d) {
         size_t n = d->jobs.n_queue;
         struct gw_sched_fair fair;
         bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings;
-        gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show */
-        if (fair.factor)
-                queue_sort_fair(d);
+        gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show, their order */
         if (full)
                 return;
         d->jobs.deps_changed = false;

@@ -252,7 +252,7 @@ static void act_terminate(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwa
         snprintf(line, sizeof line, "gpuward: idle GPUs reclaimed: SIGTERM to the job at %s (gpuward show %lld)\n", at,
                  (long long) j->id);
         (void) gw_rwatch_log_append(j, w, line);
-        d->stats.reclaims++;
+        d->loop.stats.reclaims++;
         /* The profile's grace, not --grace-seconds: a profile may give a job longer to save. */
         gw_job_terminate_within(d, dj, GW_JOB_RECLAIMED, reason, p->grace);
 }

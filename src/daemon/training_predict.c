@@ -118,9 +118,9 @@ int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_t
         uint64_t h = hash_of(j->uid, key);
         struct runtime_entry *e = &cache[h % CACHE_SLOTS];
         if (!e->used || e->hash != h || e->uid != j->uid || strcmp(e->key, key) || d->now - e->at > RUNTIME_TTL ||
-            e->completed != d->stats.state_counts[GW_JOB_COMPLETED]) {
+            e->completed != d->loop.stats.state_counts[GW_JOB_COMPLETED]) {
                 *e = (struct runtime_entry) { .used = true, .uid = j->uid, .hash = h, .at = d->now,
-                                              .completed = d->stats.state_counts[GW_JOB_COMPLETED] };
+                                              .completed = d->loop.stats.state_counts[GW_JOB_COMPLETED] };
                 snprintf(e->key, sizeof e->key, "%s", key);
                 look_up(d, j->uid, key, &e->r);
         }
@@ -164,7 +164,7 @@ static uint64_t fingerprint(const struct gw_daemon *d) {
                 h = mix(mix(mix(h, (uint64_t) j->id), j->gpu_mask), (uint64_t) (j->eta / PUSH_MOVE));
         }
         for (int s = 0; s < _GW_JOB_STATE_MAX; s++)
-                h = mix(h, d->stats.state_counts[s]);
+                h = mix(h, d->loop.stats.state_counts[s]);
         for (size_t i = 0; i < d->sharing->n_bookings; i++) {
                 const struct gw_store_booking *b = &d->sharing->bookings[i];
                 h = mix(mix(mix(h, (uint64_t) b->id), (uint64_t) b->state), b->gpu_mask);
@@ -256,7 +256,9 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         _cleanup_free_ struct gw_prediction *out = gw_xcalloc(n + 1, sizeof *out);
         _cleanup_free_ struct gw_prediction *latest = gw_xcalloc(n + 1, sizeof *latest);
         int r = gw_predict_starts(&v.in, wall, PREDICT_HORIZON, out);
-        if (r == 0)
+        if (r == 0 && gw_predict_limits_only(&v.in)) /* one replay is both: no ETA, no run time */
+                memcpy(latest, out, n * sizeof *out);
+        else if (r == 0)
                 r = gw_predict_latest_starts(&v.in, wall, PREDICT_HORIZON, latest);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));

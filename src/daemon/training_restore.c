@@ -46,6 +46,11 @@ struct gw_restore {
         char why[4400];
 };
 
+/* The restores in progress.  Training keeps its daemon-wide state in its own files, as the
+ * prediction's caches do (training_predict.c): one daemon per process, and the helpers' list
+ * is this file's alone. */
+static struct gw_restore *restores;
+
 /* In the forked helper: become the job's user, then write the copy.  Returns 0 or an errno;
  * EBADMSG when the bytes written do not hash to sha, EINVAL for a target not a regular file. */
 static int helper_copy(const struct gw_job *j, int src, const char *path, bool force, const char *sha) {
@@ -119,8 +124,8 @@ static struct gw_restore *restore_free(struct gw_restore *r) {
         return NULL;
 }
 
-static void unlink_restore(struct gw_daemon *d, struct gw_restore *r) {
-        for (struct gw_restore **p = &d->restores; *p; p = &(*p)->next)
+static void unlink_restore(struct gw_restore *r) {
+        for (struct gw_restore **p = &restores; *p; p = &(*p)->next)
                 if (*p == r) {
                         *p = r->next;
                         return;
@@ -158,10 +163,10 @@ int gw_train_restore_start(struct gw_daemon *d, const struct gw_job *j, int seq,
         }
         (void) close(pfd[1]);
         struct gw_restore *rs = gw_xcalloc(1, sizeof *rs);
-        *rs = (struct gw_restore) { .next = d->restores, .pid = pid, .fd = pfd[0], .job_id = j->id, .snap = s,
+        *rs = (struct gw_restore) { .next = restores, .pid = pid, .fd = pfd[0], .job_id = j->id, .snap = s,
                                     .path = gw_xstrdup(path), .user = gw_xstrdup(j->user),
                                     .deadline = d->now + RESTORE_MAX, .conn = conn };
-        d->restores = rs;
+        restores = rs;
         log_info("job %lld: restoring snapshot %d to %s as %s (helper pid %d)", (long long) j->id, seq, path, j->user,
                  (int) pid);
         return 0;
@@ -212,7 +217,7 @@ static void outcome(struct gw_restore *r, int err, const char *p, char *why, siz
 }
 
 bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status) {
-        struct gw_restore *r = d->restores;
+        struct gw_restore *r = restores;
         while (r && r->pid != pid)
                 r = r->next;
         if (!r)
@@ -242,7 +247,7 @@ bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status) {
         if (r->conn)
                 gw_http_conn_resume(r->conn);
         else {
-                unlink_restore(d, r);
+                unlink_restore(r);
                 restore_free(r);
         }
         return true;
@@ -250,7 +255,7 @@ bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status) {
 
 gw_usec_t gw_train_restore_tick(struct gw_daemon *d) {
         gw_usec_t next = GW_USEC_INFINITY;
-        for (struct gw_restore *r = d->restores; r; r = r->next) {
+        for (struct gw_restore *r = restores; r; r = r->next) {
                 if (r->done || r->killed)
                         continue;
                 if (d->now >= r->deadline) {
@@ -267,11 +272,11 @@ gw_usec_t gw_train_restore_tick(struct gw_daemon *d) {
 }
 
 void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn) {
-        for (struct gw_restore *r = d->restores; r; r = r->next)
+        for (struct gw_restore *r = restores; r; r = r->next)
                 if (r->conn == conn) {
                         r->conn = NULL;
                         if (r->done) {
-                                unlink_restore(d, r);
+                                unlink_restore(r);
                                 restore_free(r);
                         }
                         return;
@@ -280,13 +285,13 @@ void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn) 
 
 int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n, char *why,
                           size_t n) {
-        for (struct gw_restore *r = d->restores; r; r = r->next)
+        for (struct gw_restore *r = restores; r; r = r->next)
                 if (r->conn == conn && r->done) {
                         int status = r->status;
                         *ret_seq = r->snap.seq;
                         snprintf(to, to_n, "%s", r->path);
                         snprintf(why, n, "%s", r->why);
-                        unlink_restore(d, r);
+                        unlink_restore(r);
                         restore_free(r);
                         return status;
                 }
@@ -294,9 +299,9 @@ int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *r
 }
 
 void gw_train_restore_free_all(struct gw_daemon *d) {
-        while (d->restores) {
-                struct gw_restore *r = d->restores;
-                d->restores = r->next;
+        while (restores) {
+                struct gw_restore *r = restores;
+                restores = r->next;
                 restore_free(r);
         }
 }

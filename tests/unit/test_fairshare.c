@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/fairshare.h"
@@ -383,6 +384,96 @@ static void user_alone_gets_the_whole_box(void **state) {
                 assert_true(b.jobs[i].started);
 }
 
+/* gw_fs_reorder: a sorted queue, then what a pass sees change (some users' factors, jobs
+ * started from anywhere in it, new jobs placed anywhere), then the incremental update: it
+ * must give the order a full sort gives, over many random queues. */
+struct ritem {
+        int priority;
+        unsigned user;
+        int64_t id;
+};
+static const double *reorder_factor;
+
+static int ritem_cmp(const void *pa, const void *pb) {
+        const struct ritem *a = *(struct ritem *const *) pa, *b = *(struct ritem *const *) pb;
+        if (a->priority != b->priority)
+                return a->priority > b->priority ? -1 : 1;
+        double fa = reorder_factor[a->user], fb = reorder_factor[b->user];
+        if (fa != fb)
+                return fa > fb ? -1 : 1;
+        return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void reorder_equals_a_full_sort(void **state) {
+        (void) state;
+        enum { MAX = 80, USERS = 5 };
+        static struct ritem pool[2 * MAX];
+        srand(4242);
+        for (int trial = 0; trial < 2000; trial++) {
+                double factor[USERS];
+                reorder_factor = factor;
+                for (unsigned u = 0; u < USERS; u++)
+                        factor[u] = (rand() % 4) / 4.0 + 0.1; /* ties between users too */
+                size_t n = (size_t) rand() % MAX, n_pool = 0;
+                void *items[2 * MAX], *tmp[2 * MAX], *want[2 * MAX];
+                bool dirty[2 * MAX];
+                for (size_t i = 0; i < n; i++) {
+                        pool[n_pool] = (struct ritem) { rand() % 3, (unsigned) rand() % USERS, (int64_t) n_pool };
+                        items[i] = &pool[n_pool++];
+                }
+                qsort(items, n, sizeof *items, ritem_cmp);
+                size_t k = 0; /* some start: taken out from anywhere */
+                for (size_t i = 0; i < n; i++)
+                        if (rand() % 4)
+                                items[k++] = items[i];
+                n = k;
+                memset(dirty, 0, sizeof dirty);
+                for (unsigned u = 0; u < USERS; u++) /* some users' factors change */
+                        if (rand() % 3 == 0) {
+                                factor[u] = (rand() % 4) / 4.0 + 0.1;
+                                for (size_t i = 0; i < n; i++)
+                                        dirty[i] |= ((struct ritem *) items[i])->user == u;
+                        }
+                for (int add = rand() % 10; add > 0 && n < 2 * MAX - 1; add--) { /* new ones, anywhere */
+                        size_t at = n ? (size_t) rand() % (n + 1) : 0;
+                        memmove(items + at + 1, items + at, (n - at) * sizeof *items);
+                        memmove(dirty + at + 1, dirty + at, (n - at) * sizeof *dirty);
+                        pool[n_pool] = (struct ritem) { rand() % 3, (unsigned) rand() % USERS, (int64_t) n_pool };
+                        items[at] = &pool[n_pool++];
+                        dirty[at] = true;
+                        n++;
+                }
+                memcpy(want, items, n * sizeof *items);
+                qsort(want, n, sizeof *want, ritem_cmp);
+                gw_fs_reorder(items, n, dirty, ritem_cmp, tmp);
+                for (size_t i = 0; i < n; i++)
+                        if (items[i] != want[i])
+                                fail_msg("trial %d: position %zu of %zu differs from the full sort", trial, i, n);
+        }
+}
+
+/* The scheduler's own order, given a queue already in it, keeps it as given. */
+static void sched_order_keeps_a_sorted_queue(void **state) {
+        (void) state;
+        double factor[2] = { 0.25, 1.0 };
+        struct gw_sched_job p[4] = {
+                { .id = 1, .priority = 1, .fs_user = 0, .ngpus = 1, .time_limit = HOUR },
+                { .id = 3, .priority = 0, .fs_user = 1, .ngpus = 1, .time_limit = HOUR },
+                { .id = 2, .priority = 0, .fs_user = 0, .ngpus = 1, .time_limit = HOUR },
+                { .id = 4, .priority = 0, .fs_user = 0, .ngpus = 1, .time_limit = HOUR },
+        };
+        struct gw_sched_input in = { .pending = p, .n_pending = 4 };
+        struct gw_sched_fair fair = { factor, 2 };
+        size_t order[8];
+        assert_int_equal(gw_sched_order(&in, &fair, order), 0);
+        for (size_t i = 0; i < 4; i++)
+                assert_int_equal(order[i], i);
+        p[1].fs_user = 0, p[2].fs_user = 1; /* now out of order: the sort runs */
+        assert_int_equal(gw_sched_order(&in, &fair, order), 0);
+        assert_int_equal(order[1], 2);
+        assert_int_equal(order[2], 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(decay_halves_after_one_half_life),
@@ -395,6 +486,8 @@ int main(void) {
                 cmocka_unit_test(three_users_converge),
                 cmocka_unit_test(without_fair_share_first_come_keeps_the_box),
                 cmocka_unit_test(user_alone_gets_the_whole_box),
+                cmocka_unit_test(reorder_equals_a_full_sort),
+                cmocka_unit_test(sched_order_keeps_a_sorted_queue),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,7 +101,7 @@ static void usage_read_charged_and_explained(void **state) {
         /* Ended 9 half-lives ago: not read back (it would weigh under 1/512 of its hours). */
         finished(d.store, 1002, "bob", 0xF, NOW - 9 * 7 * 24 * HOUR - HOUR, NOW - 9 * 7 * 24 * HOUR);
         assert_int_equal(gw_fair_open(&d), 0);
-        assert_non_null(d.fair);
+        assert_non_null(d.jobs.fair);
 
         struct gw_job ja = job(10, 1001, "alice", GW_JOB_PENDING), jb = job(11, 1002, "bob", GW_JOB_PENDING);
         struct gw_djob qa = { .job = &ja }, qb = { .job = &jb };
@@ -116,10 +116,13 @@ static void usage_read_charged_and_explained(void **state) {
         if (!strstr(ja.priority_why, "priority 0, then fairshare 0.25: alice used 2.0 GPU-h (decayed)") ||
             !strstr(ja.priority_why, "then submission order"))
                 fail_msg("alice's why: %s", ja.priority_why);
+        /* The pass keeps the queue in the order the factors give: B's job first. */
+        assert_ptr_equal(queue[0], &qb);
+        assert_ptr_equal(queue[1], &qa);
         struct gw_sched_job pending[2] = { 0 };
         gw_fair_users(&d, pending, 2);
-        assert_true(fair.factor[pending[0].fs_user] == ja.fairshare);
-        assert_true(fair.factor[pending[1].fs_user] == jb.fairshare);
+        assert_true(fair.factor[pending[0].fs_user] == jb.fairshare);
+        assert_true(fair.factor[pending[1].fs_user] == ja.fairshare);
 
         /* Bob runs 4 GPUs for 3 hours: charged at passes, the same instant twice charges once,
          * and the end charges the rest. */
@@ -130,15 +133,23 @@ static void usage_read_charged_and_explained(void **state) {
         struct gw_djob *running[] = { &qr };
         d.jobs.running = running;
         d.jobs.n_running = 1;
+        /* The factors are kept for a second (GW_FAIR_FACTORS_EVERY): usage that decays over
+         * days moves them too little in one to matter. */
         d.now_wall = NOW + HOUR;
+        gw_fair_pass(&d, false, &fair);
+        assert_true(fabs(ja.fairshare - 0.25) < 1e-3);
+        d.now += GW_FAIR_FACTORS_EVERY;
         gw_fair_pass(&d, false, &fair);
         double a1 = ja.fairshare, b1 = jb.fairshare;
         assert_true(b1 < a1); /* 4 GPU-h against 2 */
+        assert_ptr_equal(queue[0], &qa); /* and A's job goes first now */
+        d.now += GW_FAIR_FACTORS_EVERY;
         gw_fair_pass(&d, false, &fair);
         assert_true(ja.fairshare == a1 && jb.fairshare == b1);
         d.now_wall = NOW + 3 * HOUR;
         gw_fair_attempt_ended(&d, &qr);
         d.jobs.n_running = 0;
+        d.now += GW_FAIR_FACTORS_EVERY;
         gw_fair_pass(&d, false, &fair);
         double b3 = jb.fairshare;
         assert_true(b3 < b1);
@@ -158,7 +169,7 @@ static void usage_read_charged_and_explained(void **state) {
         assert_non_null(fair.factor);
 
         gw_fair_close(&d);
-        assert_null(d.fair);
+        assert_null(d.jobs.fair);
         d.store = gw_store_close(d.store);
         remove_dir(dir);
 }
@@ -168,7 +179,7 @@ static void off_says_so(void **state) {
         struct gw_config cfg = { .fairshare = false };
         struct gw_daemon d = { .cfg = &cfg, .now_wall = NOW };
         assert_int_equal(gw_fair_open(&d), 0); /* reads nothing: no store given */
-        assert_non_null(d.fair);
+        assert_non_null(d.jobs.fair);
         struct gw_job ja = job(10, 1001, "alice", GW_JOB_PENDING);
         ja.priority = 3;
         struct gw_djob qa = { .job = &ja };

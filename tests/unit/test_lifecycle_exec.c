@@ -109,6 +109,7 @@ static void daemon_close(struct fixture *f) {
         free(d->jobs.running);
         free(d->jobs.to_launch);
         d->exec->close(d);
+        gw_backup_close(d);
         gw_sharing_close(d);
         gw_userdb_free(d->users);
         d->store = gw_store_close(d->store);

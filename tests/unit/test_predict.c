@@ -124,6 +124,27 @@ static void head_starts(struct world *w, gw_usec_t *ret_estimate, gw_usec_t *ret
         *ret_promise = latest[0].start;
 }
 
+/* Without an ETA or a run time the estimate is the promise: one replay serves both. */
+static void limits_only_is_one_replay(void **state) {
+        struct world w;
+        struct gw_prediction latest[8];
+        (void) state;
+        world_init(&w, 2);
+        running(&w, 1, M(0), NOW + 2 * HOUR, 0);
+        pending(&w, 20, 2, HOUR, 0);
+        pending(&w, 21, 1, 3 * HOUR, 0);
+        pending(&w, 22, 1, HOUR, 0);
+        assert_true(gw_predict_limits_only(&w.in));
+        predict(&w, 72 * HOUR);
+        assert_int_equal(gw_predict_latest_starts(&w.in, NOW, 72 * HOUR, latest), 0);
+        assert_memory_equal(latest, w.out, 3 * sizeof *latest);
+        w.pend[1].runtime = HOUR;
+        assert_false(gw_predict_limits_only(&w.in));
+        w.pend[1].runtime = 0;
+        w.run[0].eta = NOW + HOUR;
+        assert_false(gw_predict_limits_only(&w.in));
+}
+
 /* Job 1 runs on GPU 0 with a 30 min limit and an ETA at +10m; job 50 (2 GPUs) waits for
  * it: estimate +10m, promise +30m.  Job 51 (1 GPU, 20 min limit) backfills on GPU 1: queued
  * or once started, it moves the head's estimate to its end (+20m), never the promise. */
@@ -376,7 +397,7 @@ int main(void) {
                 cmocka_unit_test(promise_and_backfill), cmocka_unit_test(backoff_on_a_free_gpu),
                 cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),
                 cmocka_unit_test(horizon_and_input), cmocka_unit_test(long_queue),
-                cmocka_unit_test(job_key),          cmocka_unit_test(median),
+                cmocka_unit_test(job_key),          cmocka_unit_test(limits_only_is_one_replay),          cmocka_unit_test(median),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
