@@ -1,5 +1,6 @@
 /* One type for instants and durations: microseconds. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 typedef int64_t gw_usec_t;
@@ -15,3 +16,7 @@ extern gw_usec_t (*gw_now_mono)(void);
 
 gw_usec_t gw_clock_wall(void);
 gw_usec_t gw_clock_mono(void);
+
+/* Wall-clock instant t as local "HH:MM:SS" in buf (of n bytes), "?" when it has no local
+ * time: for log lines that say when something happened or will. */
+const char *gw_clock_text(gw_usec_t t, char *buf, size_t n);

@@ -44,14 +44,6 @@ static struct gw_slurm_seen *seen_get(struct gw_nodes *t, uint32_t slurm_id, gw_
         return s;
 }
 
-static const char *clock_at(gw_usec_t t, char *buf, size_t n) {
-        time_t s = (time_t) (t / GW_USEC_PER_SEC);
-        struct tm tm;
-        if (!localtime_r(&s, &tm) || !strftime(buf, n, "%H:%M:%S", &tm))
-                snprintf(buf, n, "?");
-        return buf;
-}
-
 /* ---- gpuward's own jobs ---- */
 
 static void own_stale(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_nodes_job_gpus *jg,
@@ -78,7 +70,7 @@ static void own_fresh(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         if (w->node_stale_told) {
                 char msg[300], at[16];
                 snprintf(msg, sizeof msg, "idle watch resumed: fresh snapshots of node %s again; the idle window "
-                                          "starts over at %s", jg->nodes, clock_at(now, at, sizeof at));
+                                          "starts over at %s", jg->nodes, gw_clock_text(now, at, sizeof at));
                 (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
                 log_info("job %lld: %s", (long long) j->id, msg);
         }

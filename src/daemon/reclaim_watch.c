@@ -165,14 +165,6 @@ static long utc_offset(gw_usec_t now) {
         return localtime_r(&t, &tm) ? tm.tm_gmtoff : 0;
 }
 
-static const char *clock_at(gw_usec_t t, char *buf, size_t n) {
-        time_t s = (time_t) (t / GW_USEC_PER_SEC);
-        struct tm tm;
-        if (!localtime_r(&s, &tm) || !strftime(buf, n, "%H:%M:%S", &tm))
-                snprintf(buf, n, "?");
-        return buf;
-}
-
 /* "0%/3%" */
 static void util_list(const struct gw_reclaim_gpu *g, size_t n, char *buf, size_t len) {
         size_t used = 0;
@@ -207,8 +199,8 @@ static void warn_line(const struct gw_job *j, const struct gw_reclaim_policy *p,
                  "gpuward: WARNING: job %lld has been idle for %s (GPU %s util %s, threshold %u%%; no progress "
                  "since %s; profile %s); it will be stopped at %s unless it makes progress (gpuward show %lld)\n",
                  (long long) j->id, gw_format_duration(dec->idle_for, idle, sizeof idle), gpus, utils,
-                 p->util_threshold, clock_at(dec->idle_since, since, sizeof since), p->name,
-                 clock_at(now + p->warn, at, sizeof at), (long long) j->id);
+                 p->util_threshold, gw_clock_text(dec->idle_since, since, sizeof since), p->name,
+                 gw_clock_text(now + p->warn, at, sizeof at), (long long) j->id);
 }
 
 static void act_warn(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_reclaim_policy *p,
@@ -242,7 +234,7 @@ static void act_terminate(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwa
                           const struct gw_reclaim_policy *p, const struct gw_reclaim_decision *dec, gw_usec_t now) {
         const struct gw_job *j = dj->job;
         char evidence[GW_RECLAIM_EVIDENCE_MAX + 64], reason[128], idle[32], at[16], line[160];
-        clock_at(now, at, sizeof at);
+        gw_clock_text(now, at, sizeof at);
         snprintf(evidence, sizeof evidence, "%s; SIGTERM %s", dec->evidence, at);
         (void) gw_store_job_event(d->store, j->id, j->state, "reclaim", evidence);
         _cleanup_free_ char *said = gw_text_private_render(evidence, true, NULL); /* for the daemon's log */
@@ -289,7 +281,7 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
                         return;
                 w->idle_told = false;
                 snprintf(msg, sizeof msg, "active again: the idle window that began at %s is over",
-                         clock_at(since, at, sizeof at));
+                         gw_clock_text(since, at, sizeof at));
                 (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
                 return;
         }
@@ -299,7 +291,7 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         snprintf(msg, sizeof msg,
                  IDLE_TOLD_START "%s (%llds into this attempt; below %u%%, not validating, not saving), no progress "
                  "for %s: the idle timeout (%s) counts from then, across daemon restarts",
-                 clock_at(since, at, sizeof at), (long long) ((since - j->start_time) / GW_USEC_PER_SEC),
+                 gw_clock_text(since, at, sizeof at), (long long) ((since - j->start_time) / GW_USEC_PER_SEC),
                  p->util_threshold, gw_format_duration(dec->idle_for, idle, sizeof idle),
                  gw_format_duration(p->idle_timeout, timeout, sizeof timeout));
         (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);

@@ -17,21 +17,29 @@ static int config_named(const char *name, struct gw_sim_config *ret, char *msg, 
 
 static int config_fair(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
 
-/* NAME+preempt: NAME with preemption (gpuwardd's preemption = true, preempt_grace 10m). */
-int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
-        size_t len = strlen(name), slen = strlen(PREEMPT_SUFFIX);
-        char base[GW_SIM_NAME_MAX];
-
-        if (len <= slen || strcmp(name + len - slen, PREEMPT_SUFFIX) != 0)
-                return config_fair(name, ret, msg, msg_size);
-        if (len >= sizeof(base)) {
+/* base gets NAME of "NAME" + suffix: 1; 0 when name does not end in suffix; -EINVAL (why in
+ * msg) when it is too long to be a name. */
+static int suffixed(const char *name, const char *suffix, char base[GW_SIM_NAME_MAX], char *msg, size_t msg_size) {
+        size_t len = strlen(name), slen = strlen(suffix);
+        if (len <= slen || strcmp(name + len - slen, suffix) != 0)
+                return 0;
+        if (len >= GW_SIM_NAME_MAX) {
                 snprintf(msg, msg_size, "configuration '%s': bad name", name);
                 return -EINVAL;
         }
         memcpy(base, name, len - slen);
         base[len - slen] = '\0';
+        return 1;
+}
+
+/* NAME+preempt: NAME with preemption (gpuwardd's preemption = true, preempt_grace 10m). */
+int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+        char base[GW_SIM_NAME_MAX];
         struct gw_sim_config c;
-        int r = config_fair(base, &c, msg, msg_size);
+        int r = suffixed(name, PREEMPT_SUFFIX, base, msg, msg_size);
+        if (r <= 0)
+                return r < 0 ? r : config_fair(name, ret, msg, msg_size);
+        r = config_fair(base, &c, msg, msg_size);
         if (r < 0)
                 return r;
         c.preempt = true;
@@ -43,19 +51,12 @@ int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, 
 
 /* NAME+fair: NAME with the queue ordered by fair share. */
 static int config_fair(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
-        size_t len = strlen(name), slen = strlen(FAIR_SUFFIX);
         char base[GW_SIM_NAME_MAX];
-
-        if (len <= slen || strcmp(name + len - slen, FAIR_SUFFIX) != 0)
-                return config_named(name, ret, msg, msg_size);
-        if (len >= sizeof(base)) {
-                snprintf(msg, msg_size, "configuration '%s': bad name", name);
-                return -EINVAL;
-        }
-        memcpy(base, name, len - slen);
-        base[len - slen] = '\0';
         struct gw_sim_config c;
-        int r = config_named(base, &c, msg, msg_size);
+        int r = suffixed(name, FAIR_SUFFIX, base, msg, msg_size);
+        if (r <= 0)
+                return r < 0 ? r : config_named(name, ret, msg, msg_size);
+        r = config_named(base, &c, msg, msg_size);
         if (r < 0)
                 return r;
         c.fairshare = true;
