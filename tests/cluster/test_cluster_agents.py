@@ -36,8 +36,8 @@ def agent_token_file(d):
 class Agents:
     """An agent per node, each with a fake NVML state directory of its own; stopped by PID."""
 
-    def __init__(self, cluster, daemon, token_file):
-        self.c, self.d, self.token_file = cluster, daemon, token_file
+    def __init__(self, cluster, daemon, token_file, interval=1):
+        self.c, self.d, self.token_file, self.interval = cluster, daemon, token_file, interval
         self.procs = {}
         self.nvml = {}
 
@@ -50,7 +50,7 @@ class Agents:
         log = open(os.path.join(self.d.dir, f"agent-{node}.log"), "ab")
         argv = ["nsenter", f"--net=/run/netns/{node}", gwtest.GPUWARDD, "--agent",
                 "--controller", f"http://{self.c.ctl_addr}:{self.d.port}", "--token-file", self.token_file,
-                "--node", node, "--sample-interval", "1", "--nvml-lib", gwtest.FAKE_NVML]
+                "--node", node, "--sample-interval", str(self.interval), "--nvml-lib", gwtest.FAKE_NVML]
         self.procs[node] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=nvml),
                                             start_new_session=True)

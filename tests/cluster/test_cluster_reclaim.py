@@ -31,24 +31,6 @@ IDLE, WARN, GRACE = 4, 1, 2
 AGENT = int(os.environ.get("GW_RECLAIM_AGENT_INTERVAL", "1"))
 
 
-class NodeAgents(Agents):
-    """test_cluster_agents' agents, at the interval AGENT."""
-
-    def start(self, node):
-        nvml = os.path.join(self.d.dir, f"nvml-{node}")
-        os.makedirs(os.path.join(nvml, "procs"), exist_ok=True)
-        with open(os.path.join(nvml, "config"), "w") as f:
-            f.write(f"count={self.c.gpus}\n")
-        self.nvml[node] = nvml
-        with open(os.path.join(self.d.dir, f"agent-{node}.log"), "ab") as log:
-            argv = ["nsenter", f"--net=/run/netns/{node}", gwtest.GPUWARDD, "--agent",
-                    "--controller", f"http://{self.c.ctl_addr}:{self.d.port}", "--token-file", self.token_file,
-                    "--node", node, "--sample-interval", str(AGENT), "--nvml-lib", gwtest.FAKE_NVML]
-            self.procs[node] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                                env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=nvml))
-
-
 def config(foreign=None):
     top = f"slurm_foreign_jobs = {foreign}\n" if foreign else ""
     return top + "".join(f"[policy.{p}]\nidle_timeout = {IDLE}\nwarn = {WARN}\ngrace = {GRACE}\n"
@@ -81,7 +63,7 @@ class Cluster:
                                    extra=["--backend", "slurm", "--listen", f"{self.c.ctl_addr}:0"],
                                    env={"SLURM_CONF": self.c.conf})
             self.d.start()
-            self.agents = NodeAgents(self.c, self.d, agent_token_file(self.d))
+            self.agents = Agents(self.c, self.d, agent_token_file(self.d), interval=AGENT)
             for n in self.c.nodes:
                 self.agents.start(n)
         except BaseException:
