@@ -15,8 +15,11 @@ install(TARGETS gpuward-shim RUNTIME DESTINATION lib/gpuward)
 install(CODE "
   set(GW_SBINDIR \"\${CMAKE_INSTALL_PREFIX}/sbin\")
   configure_file(\"${CMAKE_SOURCE_DIR}/contrib/gpuwardd.service.in\"
-                 \"${CMAKE_BINARY_DIR}/gpuwardd.service\" @ONLY)")
-install(FILES ${CMAKE_BINARY_DIR}/gpuwardd.service DESTINATION lib/systemd/system)
+                 \"${CMAKE_BINARY_DIR}/gpuwardd.service\" @ONLY)
+  configure_file(\"${CMAKE_SOURCE_DIR}/contrib/gpuward-agent.service.in\"
+                 \"${CMAKE_BINARY_DIR}/gpuward-agent.service\" @ONLY)")
+install(FILES ${CMAKE_BINARY_DIR}/gpuwardd.service ${CMAKE_BINARY_DIR}/gpuward-agent.service
+        DESTINATION lib/systemd/system)
 
 # gpuwardd reads /etc/gpuward/gpuward.conf whatever the prefix: an absolute destination.  An
 # existing one is an admin's and is kept (a package build stages into an empty DESTDIR; dpkg

@@ -32,6 +32,7 @@ PKG = "gpuward"
 STATE, RUNTIME, ETC = "/var/lib/gpuward", "/run/gpuward", "/etc/gpuward"
 CONF = os.path.join(ETC, "gpuward.conf")
 UNIT = "/usr/lib/systemd/system/gpuwardd.service"
+AGENT_UNIT = "/usr/lib/systemd/system/gpuward-agent.service"
 APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=300"]
 # systemd starts services with this environment (no NOTIFY_SOCKET here: Type=notify's message
 # is then skipped by the daemon).
@@ -155,7 +156,7 @@ class DebPackageTest(unittest.TestCase):
     def check_contents(self, deb):
         listing = run(["dpkg-deb", "-c", deb]).stdout
         files = {line.split()[-1].lstrip(".") for line in listing.splitlines()}
-        for path in ("/usr/sbin/gpuwardd", "/usr/bin/gpuward", "/usr/lib/gpuward/gpuward-shim", UNIT, CONF,
+        for path in ("/usr/sbin/gpuwardd", "/usr/bin/gpuward", "/usr/lib/gpuward/gpuward-shim", UNIT, AGENT_UNIT, CONF,
                      "/usr/share/doc/gpuward/copyright", "/usr/share/doc/gpuward/changelog.gz"):
             self.assertIn(path, files, f"{path} is not in the package:\n{listing}")
         self.assertEqual(run(["dpkg-deb", "-f", deb, "Package"]).stdout.strip(), PKG)
@@ -183,10 +184,11 @@ class DebPackageTest(unittest.TestCase):
         Documentation= are left out: they depend on man-db's index, not on the unit."""
         if not shutil.which("systemd-analyze"):
             return
-        p = run(["systemd-analyze", "verify", UNIT], check=False)
-        complaints = [line for line in (p.stdout + p.stderr).splitlines()
-                      if line.strip() and not re.search(r"Command 'man [^']*' failed", line)]
-        self.assertEqual(complaints, [], f"systemd-analyze verify {UNIT}")
+        for unit in (UNIT, AGENT_UNIT):
+            p = run(["systemd-analyze", "verify", unit], check=False)
+            complaints = [line for line in (p.stdout + p.stderr).splitlines()
+                          if line.strip() and not re.search(r"Command 'man [^']*' failed", line)]
+            self.assertEqual(complaints, [], f"systemd-analyze verify {unit}")
 
     def start_daemon(self):
         with open(UNIT) as f:
