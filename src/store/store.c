@@ -315,13 +315,6 @@ struct gw_store *gw_store_close(struct gw_store *s) {
         return NULL;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *v) {
-        if (v)
-                sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-        else
-                sqlite3_bind_null(st, i);
-}
-
 static void bind_strv(sqlite3_stmt *st, int i, char *const *v) {
         if (!v) {
                 sqlite3_bind_null(st, i);
@@ -338,8 +331,8 @@ static int event_insert(struct gw_store *s, int64_t id, enum gw_job_state state,
         sqlite3_bind_int64(st, 1, id);
         sqlite3_bind_int64(st, 2, gw_now_wall());
         sqlite3_bind_int(st, 3, state);
-        bind_text(st, 4, kind);
-        bind_text(st, 5, message ? message : "");
+        gw_store_bind_text(st, 4, kind);
+        gw_store_bind_text(st, 5, message ? message : "");
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
@@ -350,10 +343,10 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         if (r < 0)
                 return r;
         sqlite3_stmt *st = stmt_get(s, ST_JOB_INSERT);
-        bind_text(st, 1, j->name);
+        gw_store_bind_text(st, 1, j->name);
         sqlite3_bind_int64(st, 2, j->uid);
         sqlite3_bind_int64(st, 3, j->gid);
-        bind_text(st, 4, j->user);
+        gw_store_bind_text(st, 4, j->user);
         sqlite3_bind_int(st, 5, j->state);
         sqlite3_bind_int(st, 6, j->wait_reason);
         sqlite3_bind_int(st, 7, j->priority);
@@ -365,25 +358,25 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         bind_strv(st, 13, j->argv);
         bind_strv(st, 14, j->env);
         bind_strv(st, 15, j->env_extra);
-        bind_text(st, 16, j->cwd);
-        bind_text(st, 17, j->output);
-        bind_text(st, 18, j->log_path);
+        gw_store_bind_text(st, 16, j->cwd);
+        gw_store_bind_text(st, 17, j->output);
+        gw_store_bind_text(st, 18, j->log_path);
         sqlite3_bind_int64(st, 19, j->submit_time);
         sqlite3_bind_int(st, 20, j->attempt);
         sqlite3_bind_int(st, 21, j->retries);
-        bind_text(st, 22, j->retry_on);
+        gw_store_bind_text(st, 22, j->retry_on);
         sqlite3_bind_int(st, 23, j->yolo);
-        bind_text(st, 24, j->checkpoint);
-        bind_text(st, 25, j->resume_cmd);
-        bind_text(st, 26, j->idle_policy);
-        bind_text(st, 27, j->progress_file);
-        bind_text(st, 28, j->health_url);
+        gw_store_bind_text(st, 24, j->checkpoint);
+        gw_store_bind_text(st, 25, j->resume_cmd);
+        gw_store_bind_text(st, 26, j->idle_policy);
+        gw_store_bind_text(st, 27, j->progress_file);
+        gw_store_bind_text(st, 28, j->health_url);
         sqlite3_bind_int64(st, 29, j->booking_id);
-        bind_text(st, 30, j->leak_policy);
+        gw_store_bind_text(st, 30, j->leak_policy);
         sqlite3_bind_int(st, 31, j->warn_signal);
         sqlite3_bind_int64(st, 32, j->warn_before);
         sqlite3_bind_int(st, 33, j->interactive);
-        bind_text(st, 34, j->array_spec);
+        gw_store_bind_text(st, 34, j->array_spec);
         sqlite3_bind_int64(st, 35, j->array_next);
         sqlite3_bind_int64(st, 36, j->array_job);
         sqlite3_bind_int64(st, 37, j->array_index);
@@ -415,7 +408,7 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
         sqlite3_bind_int64(st, 1, j->id);
         sqlite3_bind_int(st, 2, j->state);
         sqlite3_bind_int(st, 3, j->wait_reason);
-        bind_text(st, 4, j->end_reason);
+        gw_store_bind_text(st, 4, j->end_reason);
         sqlite3_bind_int64(st, 5, (sqlite3_int64) j->gpu_mask);
         sqlite3_bind_int64(st, 6, j->start_time);
         sqlite3_bind_int64(st, 7, j->end_time);
@@ -427,15 +420,15 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
         sqlite3_bind_int64(st, 13, j->shim_pid);
         sqlite3_bind_int64(st, 14, (sqlite3_int64) j->pid_start);
         sqlite3_bind_int64(st, 15, (sqlite3_int64) j->shim_start);
-        bind_text(st, 16, j->cgroup);
-        bind_text(st, 17, j->log_path);
+        gw_store_bind_text(st, 16, j->cgroup);
+        gw_store_bind_text(st, 17, j->log_path);
         sqlite3_bind_int(st, 18, j->priority);
-        bind_text(st, 19, j->telemetry);
+        gw_store_bind_text(st, 19, j->telemetry);
         sqlite3_bind_int64(st, 20, j->not_before);
-        bind_text(st, 21, j->resume_from);
-        bind_text(st, 22, j->idle_policy);
+        gw_store_bind_text(st, 21, j->resume_from);
+        gw_store_bind_text(st, 22, j->idle_policy);
         sqlite3_bind_int(st, 23, j->stop_state);
-        bind_text(st, 24, j->stop_reason);
+        gw_store_bind_text(st, 24, j->stop_reason);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -647,11 +640,11 @@ int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_s
 int gw_store_gpu_upsert(struct gw_store *s, const struct gw_store_gpu *g) {
         sqlite3_stmt *st = stmt_get(s, ST_GPU_UPSERT);
         sqlite3_bind_int(st, 1, (int) g->index);
-        bind_text(st, 2, g->uuid);
-        bind_text(st, 3, g->name);
+        gw_store_bind_text(st, 2, g->uuid);
+        gw_store_bind_text(st, 3, g->name);
         sqlite3_bind_int64(st, 4, (sqlite3_int64) g->mem_total);
         sqlite3_bind_int(st, 5, g->drained);
-        bind_text(st, 6, g->drain_reason[0] ? g->drain_reason : NULL);
+        gw_store_bind_text(st, 6, g->drain_reason[0] ? g->drain_reason : NULL);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
@@ -718,7 +711,7 @@ int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long 
         sqlite3_stmt *st = stmt_get(s, ST_GPU_EVENT);
         sqlite3_bind_int64(st, 1, gw_now_wall());
         sqlite3_bind_int(st, 2, (int) gpu);
-        bind_text(st, 3, kind);
+        gw_store_bind_text(st, 3, kind);
         if (xid >= 0)
                 sqlite3_bind_int64(st, 4, xid);
         else
@@ -727,7 +720,7 @@ int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long 
                 sqlite3_bind_int64(st, 5, job_id);
         else
                 sqlite3_bind_null(st, 5);
-        bind_text(st, 6, message);
+        gw_store_bind_text(st, 6, message);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
@@ -757,12 +750,12 @@ int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job
         sqlite3_bind_int(st, 6, a->has_exit);
         sqlite3_bind_int(st, 7, a->exit_code);
         sqlite3_bind_int(st, 8, a->signal);
-        bind_text(st, 9, a->class_name ? a->class_name : "");
-        bind_text(st, 10, a->evidence ? a->evidence : "");
-        bind_text(st, 11, a->resumed_from);
+        gw_store_bind_text(st, 9, a->class_name ? a->class_name : "");
+        gw_store_bind_text(st, 10, a->evidence ? a->evidence : "");
+        gw_store_bind_text(st, 11, a->resumed_from);
         sqlite3_bind_int(st, 12, a->epoch);
-        bind_text(st, 13, a->log_path);
-        bind_text(st, 14, a->ckpt_id);
+        gw_store_bind_text(st, 13, a->log_path);
+        gw_store_bind_text(st, 14, a->ckpt_id);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
