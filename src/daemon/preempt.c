@@ -14,9 +14,11 @@
  * GPUs they free are kept for it (gw_preempt_sched), so that a job that backfills onto the
  * first one freed does not make the preemption useless.
  *
- * Not kept over a daemon restart: a victim being stopped is found with its stop recorded as
- * none, its end is classified as any other and retried by its retry policy; the count of its
- * preempted attempts (which use none of its retries) starts again from 0. */
+ * Kept over a daemon restart (gw_preempt_restore): a victim's preemption is read back from
+ * its attempt's events (who preempted it and since when, whether it was sent SIGTERM), and
+ * its stop goes on where it was; the preempted attempts are counted again from their rows
+ * (jobs_recover.c).  The preemptor's reservation is not kept: the victims' GPUs go to the
+ * queue's order, where it is the highest waiting job. */
 #include "daemon/preempt.h"
 
 #include <errno.h>
@@ -128,6 +130,12 @@ static uint64_t free_gpus(const struct gw_daemon *d) {
         return mask;
 }
 
+/* The victim's "preempt" event and the reason of its stop start so, and say who preempted it
+ * up to one of those: gw_preempt_restore reads them back by these words. */
+#define VICTIM_START "preempted by "
+#define BY_JOB ", which needs its GPUs"
+#define BY_BOOKING ", whose window has started on its GPUs"
+
 static void describe(const struct gw_job *j, char *buf, size_t n) {
         snprintf(buf, n, "job %lld (%s, priority %d)", (long long) j->id, j->user, j->priority);
 }
@@ -137,7 +145,7 @@ static void describe(const struct gw_job *j, char *buf, size_t n) {
  * end and may retry it, rather than end a job that only gave way. */
 static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_usec_t grace) {
         char reason[256];
-        snprintf(reason, sizeof reason, "preempted by %s: %s", dj->preempt->by, what);
+        snprintf(reason, sizeof reason, VICTIM_START "%s: %s", dj->preempt->by, what);
         dj->preempt->stopped = true;
         gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
 }
@@ -164,9 +172,8 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
                          gw_signal_name(j->warn_signal), grace);
         else
                 snprintf(how, sizeof how, "SIGTERM now, SIGKILL %s later", grace);
-        snprintf(msg, sizeof msg, "preempted by %s, %s; %lds of work since its checkpoint would be lost now; %s; then "
-                 "it waits first of its priority and resumes", p->by,
-                 by_job ? "which needs its GPUs" : "whose window has started on its GPUs", lost_s, how);
+        snprintf(msg, sizeof msg, VICTIM_START "%s%s; %lds of work since its checkpoint would be lost now; %s; then "
+                 "it waits first of its priority and resumes", p->by, by_job ? BY_JOB : BY_BOOKING, lost_s, how);
         (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
         log_info("job %lld: %s", (long long) j->id, msg);
         gw_job_log_note(d, dj, msg);
@@ -396,4 +403,61 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
         }
         gw_preempt_job_free(dj);
         return ours;
+}
+
+/* Who preempted the victim, from its "preempt" event's message (begin), or -ENOENT: not a
+ * victim's event. */
+static int victim_by(const struct gw_job_event *ev, char *by, size_t n) {
+        size_t head = strlen(VICTIM_START);
+        if (strcmp(ev->kind, "preempt") || strncmp(ev->message, VICTIM_START, head))
+                return -ENOENT;
+        const char *end = strstr(ev->message, BY_JOB);
+        if (!end)
+                end = strstr(ev->message, BY_BOOKING);
+        if (!end)
+                return -ENOENT;
+        snprintf(by, n, "%.*s", (int) (end - ev->message - head), ev->message + head);
+        return 0;
+}
+
+void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        struct gw_job *j = dj->job;
+        if (!d->cfg->preemption || d->cfg->backend_slurm || j->start_time <= 0)
+                return;
+        char by[sizeof dj->preempt->by] = "";
+        gw_usec_t asked = 0;
+        bool stopped = false;
+        for (size_t i = 0; i < n; i++) {
+                if (victim_by(&ev[i], by, sizeof by) == 0)
+                        asked = ev[i].time;
+                else if (asked && !strcmp(ev[i].kind, "terminate") &&
+                         !strncmp(ev[i].message, VICTIM_START, strlen(VICTIM_START)))
+                        stopped = true; /* stop() recorded it before its SIGTERM */
+        }
+        if (!asked)
+                return;
+        gw_preempt_job_free(dj);
+        struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
+        dj->preempt = p;
+        p->attempt = j->attempt;
+        snprintf(p->by, sizeof p->by, "%s", by);
+        gw_usec_t left = asked + d->cfg->preempt_grace - d->now_wall;
+        p->deadline = d->now + (left > 0 ? left : 0);
+        /* A checkpoint written after it was asked is newer than the ask itself. */
+        p->ckpt_at_ask = asked;
+        p->wait_ckpt = j->yolo;
+        p->stopped = stopped;
+        p->signalled = !stopped && !j->yolo && j->warn_signal;
+        char msg[400];
+        if (stopped) {
+                /* Its stop goes on as it was, its SIGKILL due when the first one said
+                 * (recover_one: gw_job_stop_again), and its end is this preemption's. */
+                gw_job_stop_restore(dj);
+                snprintf(msg, sizeof msg, "daemon restarted while it was being stopped, " VICTIM_START "%s: its end "
+                         "queues it again first of its priority", by);
+        } else
+                snprintf(msg, sizeof msg, "daemon restarted while it was giving way, " VICTIM_START "%s: %s", by,
+                         p->wait_ckpt ? "it still stops right after its next checkpoint"
+                                      : "it still has until its grace is over");
+        log_info("job %lld: %s", (long long) j->id, msg);
 }
