@@ -17,8 +17,8 @@
  * Kept over a daemon restart (gw_preempt_restore): a victim's preemption is read back from
  * its attempt's events (who preempted it and since when, whether it was sent SIGTERM), and
  * its stop goes on where it was; the preempted attempts are counted again from their rows
- * (jobs_recover.c).  The preemptor's reservation is not kept: the victims' GPUs go to the
- * queue's order, where it is the highest waiting job. */
+ * (jobs_recover.c), and the preemptor named in the victims' events gets its reservation
+ * again (rereserve). */
 #include "daemon/preempt.h"
 
 #include <errno.h>
@@ -50,6 +50,7 @@ struct gw_preempt_job {
         gw_usec_t reserve_until;     /* monotonic */
         int attempt;                 /* the attempt being preempted */
         char by[160];                /* "job 12 (alice, priority 5)" */
+        int64_t by_id;               /* the preemptor's job id, 0 a booking */
         gw_usec_t ckpt_at_ask;       /* training: last.pt's mtime when asked (wall), 0 none */
         gw_usec_t deadline;          /* monotonic: preempt_grace over */
         bool wait_ckpt;              /* a training run: stop after its next checkpoint */
@@ -91,6 +92,38 @@ static struct gw_djob *reserving(const struct gw_daemon *d) {
                 gw_preempt_job_free(dj);
         }
         return NULL;
+}
+
+/* Set by gw_preempt_restore, once every job is back: the reservation is made again at the
+ * next tick.  Daemon-wide, as the restart is (struct gw_daemon holds no feature's state). */
+static bool rereserve_due;
+
+/* After a restart (gw_preempt_restore): the victims' preemptor, still waiting, has the GPUs
+ * they free kept for it again, until the last of them has had its time. */
+static void rereserve(struct gw_daemon *d) {
+        struct gw_djob *by = NULL;
+        uint64_t mask = 0;
+        gw_usec_t until = 0;
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                const struct gw_djob *v = d->jobs.running[i];
+                if (!v->preempt || v->preempt->preemptor || !v->preempt->by_id)
+                        continue;
+                struct gw_djob *c = by ? by : gw_jobmap_get(&d->jobs.map, v->preempt->by_id);
+                if (!c || c->job->id != v->preempt->by_id || c->job->state != GW_JOB_PENDING || c->preempt)
+                        continue;
+                by = c;
+                mask |= v->job->gpu_mask;
+                gw_usec_t t = v->preempt->deadline + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+                until = t > until ? t : until;
+        }
+        if (!by)
+                return;
+        by->preempt = gw_xcalloc(1, sizeof *by->preempt);
+        by->preempt->preemptor = true;
+        by->preempt->reserve = mask;
+        by->preempt->reserve_until = until;
+        log_info("job %lld: the GPUs its victims free are kept for it again after the daemon's restart",
+                 (long long) by->job->id);
 }
 
 static bool in_flight(struct gw_daemon *d) {
@@ -158,6 +191,7 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
         struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
         dj->preempt = p;
         p->attempt = j->attempt;
+        p->by_id = by_job ? by_job->job->id : 0;
         snprintf(p->by, sizeof p->by, "%s", by_what);
         p->deadline = d->now + d->cfg->preempt_grace;
         bool settled;
@@ -372,6 +406,11 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
         if (!d->cfg->preemption || d->cfg->backend_slurm)
                 return GW_USEC_INFINITY;
         gw_usec_t next = GW_USEC_INFINITY;
+        if (rereserve_due) {
+                rereserve_due = false;
+                if (!reserving(d))
+                        rereserve(d);
+        }
         if (in_flight(d)) {
                 for (size_t i = 0; i < d->jobs.n_running; i++)
                         if (d->jobs.running[i]->preempt && !d->jobs.running[i]->preempt->preemptor) {
@@ -440,6 +479,8 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
         dj->preempt = p;
         p->attempt = j->attempt;
+        long long by_id;
+        p->by_id = sscanf(by, "job %lld (", &by_id) == 1 && by_id > 0 ? by_id : 0;
         snprintf(p->by, sizeof p->by, "%s", by);
         gw_usec_t left = asked + d->cfg->preempt_grace - d->now_wall;
         p->deadline = d->now + (left > 0 ? left : 0);
@@ -448,6 +489,7 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         p->wait_ckpt = j->yolo;
         p->stopped = stopped;
         p->signalled = !stopped && !j->yolo && j->warn_signal;
+        rereserve_due = true;
         char msg[400];
         if (stopped) {
                 /* Its stop goes on as it was, its SIGKILL due when the first one said

@@ -70,5 +70,31 @@ class PreemptRestartTest(DaemonTest):
         self.assertIn("daemon restarted while it was being stopped", self.d.daemon_log())
 
 
+class PreemptRestartTwoGpuTest(DaemonTest):
+    gpus = 2
+    extra = ("--preemption", "true", "--preempt-grace", "120")
+
+    def test_the_gpus_freed_still_wait_for_the_preemptor(self):
+        a = self.d.submit_api([TRAINER, "epochs=3", "name=ra", "--epoch-seconds", "6"], yolo=True, preemptible=True)
+        b = self.d.submit_api([TRAINER, "epochs=3", "name=rb", "--epoch-seconds", "9"], yolo=True, preemptible=True)
+        for jid in (a, b):
+            self.d.wait_job(jid, lambda j: ((j.get("training") or {}).get("epoch") or 0) >= 1, timeout=60,
+                            what=f"job {jid} at epoch 1")
+        # A short job that could backfill on the GPU the first victim frees.
+        small = self.d.submit_api(["true"], time_limit=30)
+        high = self.d.submit_api(["sleep", "1"], ngpus=2, priority=5)
+        self.d.wait_job(high, lambda j: len(events_of(j, "preempt")) == 2, timeout=30, what="its two victims")
+        self.d.kill9()
+        self.d.start()
+        h = self.d.wait_state(high, "COMPLETED", timeout=120)
+        s = self.d.wait_state(small, "COMPLETED", timeout=120)
+        self.assertGreaterEqual(s["start_time"], h["start_time"], "the freed GPU waited for the preemptor")
+        for jid, name in ((a, "ra"), (b, "rb")):
+            j = self.d.wait_state(jid, "COMPLETED", timeout=120)
+            self.assertEqual(j["attempts"][0]["class"], "preempted", j["attempts"][0])
+            self.assertEqual(results_epochs(self.d, name), [1, 2, 3], "each epoch exactly once")
+        self.assertIn(f"job {high}: the GPUs its victims free are kept for it again", self.d.daemon_log())
+
+
 if __name__ == "__main__":
     main()
