@@ -3,7 +3,7 @@ stopped right after it, and one already sent SIGTERM is queued again as preempte
 used); either way it waits first of its priority and resumes."""
 import os
 
-from gwtest import TRAINER, DaemonTest, events_of, main, wait_until
+from gwtest import TRAINER, DaemonTest, events_of, main, pid_alive, wait_until
 
 
 def results_epochs(d, name):
@@ -42,21 +42,22 @@ class PreemptRestartTest(DaemonTest):
         self.assertIn("daemon restarted while it was giving way", self.d.daemon_log())
 
     def test_a_victim_sent_sigterm_is_queued_again_as_preempted(self):
-        # It saves on SIGTERM, then ends only once the test lets it (after the restart), with a
-        # failure's status: only its preemption, not its retries (none), may queue it again.
+        # It saves on SIGTERM, then ends only once the test lets it, while the daemon is down,
+        # with a failure's status: only its preemption, not its retries (none), may queue it
+        # again; the restarted daemon learns of its end as it adopts it.
         script = ('if [ -n "$GPUWARD_RESUME_FROM" ]; then echo "$GPUWARD_RESUME_FROM" > resumed; exit 0; fi; '
                   "trap 'echo saved > ck1; echo term > got-term' TERM; "
                   "while [ ! -e go ]; do sleep 0.2; done; exit 3")
         low = self.d.submit_api(["sh", "-c", script], preemptible=True, checkpoint="ck*", retries=0)
-        self.d.wait_job(low, lambda j: j["pid"], timeout=30, what="its start")
-        wait_until(lambda: self.d.job(low)["state"] == "RUNNING", timeout=30, what="it running")
+        pid = self.d.wait_job(low, lambda j: j["pid"], timeout=30, what="its start")["pid"]
         high = self.d.submit_api(["true"], priority=5)
         got = os.path.join(self.d.work, "got-term")
         wait_until(lambda: os.path.exists(got), timeout=30, what="its SIGTERM")
         self.d.kill9()
-        self.d.start()
         with open(os.path.join(self.d.work, "go"), "w") as f:
             f.write("go\n")
+        wait_until(lambda: not pid_alive(pid), timeout=30, what="its end while the daemon is down")
+        self.d.start()
         h = self.d.wait_state(high, "COMPLETED", timeout=90)
         j = self.d.wait_state(low, "COMPLETED", timeout=90)
         self.assertEqual(j["attempt"], 2, j["reason"])
@@ -67,6 +68,8 @@ class PreemptRestartTest(DaemonTest):
         self.assertGreaterEqual(j["attempts"][1]["start_time"], h["start_time"])
         with open(os.path.join(self.d.work, "resumed")) as f:
             self.assertTrue(f.read().strip().endswith("/ck1"))
+        # Its preemption went on: it was not told again, nor stopped again with a new grace.
+        self.assertEqual(len(events_of(j, "preempt")), 1, events_of(j, "preempt"))
         self.assertIn("daemon restarted while it was being stopped", self.d.daemon_log())
 
 
