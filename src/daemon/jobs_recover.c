@@ -4,6 +4,7 @@
  * (a live supervisor runs a job attempt the database does not know). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
@@ -31,21 +32,30 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
         gw_job_events_free(ev, n);
 }
 
-/* How the previous attempt ended, for the crash-loop rule (recovery.c keeps it in memory at a
- * retry): its epoch and its newest checkpoint's identity, from its attempt row.  A row written
- * by an older version has no identity: it is "none" when the current attempt resumes from none,
- * otherwise unknown, and the rule waits for one more attempt (max_retries still bounds them). */
-static void restore_last_mark(struct gw_daemon *d, struct gw_djob *dj) {
-        const struct gw_job *j = dj->job;
+/* What recovery.c kept in memory from the attempts before the current one, read back from
+ * their rows.  How the previous attempt ended, for the crash-loop rule (kept at a retry): its
+ * epoch and its newest checkpoint's identity.  A row written by an older version has no
+ * identity: it is "none" when the current attempt resumes from none, otherwise unknown, and
+ * the rule waits for one more attempt (max_retries still bounds them).  The attempts lost to
+ * preemption, which use none of its retries; and a job queued again as preempted waits first
+ * of its priority still, as it had its turn. */
+static void restore_attempts(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_job *j = dj->job;
         struct gw_job_attempt *a = NULL;
         size_t n = 0;
         if (j->attempt < 2 || gw_store_attempts(d->store, j->id, &a, &n) < 0)
                 return;
-        for (size_t i = 0; i < n; i++)
-                if (a[i].attempt == j->attempt - 1 && (a[i].ckpt_id || !j->resume_from)) {
+        for (size_t i = 0; i < n; i++) {
+                bool preempted = a[i].class_name && !strcmp(a[i].class_name, "preempted");
+                dj->n_preempted += preempted && a[i].attempt < j->attempt;
+                if (a[i].attempt != j->attempt - 1)
+                        continue;
+                j->queue_first = preempted && j->state == GW_JOB_PENDING;
+                if (a[i].ckpt_id || !j->resume_from) {
                         dj->last_mark = (struct gw_attempt_mark) { .valid = true, .epoch = a[i].epoch };
                         snprintf(dj->last_mark.ckpt, sizeof dj->last_mark.ckpt, "%s", a[i].ckpt_id ? a[i].ckpt_id : "");
                 }
+        }
         gw_job_attempts_free(a, n);
 }
 
@@ -54,7 +64,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
         struct gw_djob *dj = gw_djob_new(j);
         if (!j->log_path)
                 j->log_path = gw_job_log_path(d, j);
-        restore_last_mark(d, dj);
+        restore_attempts(d, dj);
         if (j->state != GW_JOB_RUNNING) {
                 gw_jobmap_put(&d->jobs.map, dj);
                 gw_queue_insert(d, dj);

@@ -108,6 +108,10 @@ static void sharing_recovered(struct gw_daemon *d, struct gw_djob *dj, const str
         gw_sharing_warned_restore(dj, info->events, info->n_events);
 }
 
+static void preempt_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        gw_preempt_restore(d, dj, info->events, info->n_events); /* a victim's stop, before its end is told */
+}
+
 /* GW_HOOK_ATTEMPT_LAUNCHING */
 
 static void observe_launching(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -191,12 +195,14 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
 
         /* At a restart, what each feature kept in memory about a running attempt, from its
          * events: the GPU faults (the classifier's), a leak (a retry's), the booking's
-         * warning (not given twice); the order they had, none reads another's.  Once the
+         * warning (not given twice), a preemption in progress (a victim's stop goes on, its
+         * end is told as preempted); the order they had, none reads another's.  Once the
          * executor adopted it, its limit as at its start. */
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "observe", observe_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "training", training_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "sharing", sharing_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "reclaim", reclaim_recovered);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "preempt", preempt_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ADOPTED, "sharing", sharing_limit);
 
         /* The start is committed: its wait counts (the wait histogram of /metrics). */

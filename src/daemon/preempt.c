@@ -14,9 +14,11 @@
  * GPUs they free are kept for it (gw_preempt_sched), so that a job that backfills onto the
  * first one freed does not make the preemption useless.
  *
- * Not kept over a daemon restart: a victim being stopped is found with its stop recorded as
- * none, its end is classified as any other and retried by its retry policy; the count of its
- * preempted attempts (which use none of its retries) starts again from 0. */
+ * Kept over a daemon restart (gw_preempt_restore): a victim's preemption is read back from
+ * its attempt's events (who preempted it and since when, whether it was sent SIGTERM), and
+ * its stop goes on where it was; the preempted attempts are counted again from their rows
+ * (jobs_recover.c), and the preemptor named in the victims' events gets its reservation
+ * again (rereserve). */
 #include "daemon/preempt.h"
 
 #include <errno.h>
@@ -48,6 +50,7 @@ struct gw_preempt_job {
         gw_usec_t reserve_until;     /* monotonic */
         int attempt;                 /* the attempt being preempted */
         char by[160];                /* "job 12 (alice, priority 5)" */
+        int64_t by_id;               /* the preemptor's job id, 0 a booking */
         gw_usec_t ckpt_at_ask;       /* training: last.pt's mtime when asked (wall), 0 none */
         gw_usec_t deadline;          /* monotonic: preempt_grace over */
         bool wait_ckpt;              /* a training run: stop after its next checkpoint */
@@ -91,6 +94,38 @@ static struct gw_djob *reserving(const struct gw_daemon *d) {
         return NULL;
 }
 
+/* Set by gw_preempt_restore, once every job is back: the reservation is made again at the
+ * next tick.  Daemon-wide, as the restart is (struct gw_daemon holds no feature's state). */
+static bool rereserve_due;
+
+/* After a restart (gw_preempt_restore): the victims' preemptor, still waiting, has the GPUs
+ * they free kept for it again, until the last of them has had its time. */
+static void rereserve(struct gw_daemon *d) {
+        struct gw_djob *by = NULL;
+        uint64_t mask = 0;
+        gw_usec_t until = 0;
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                const struct gw_djob *v = d->jobs.running[i];
+                if (!v->preempt || v->preempt->preemptor || !v->preempt->by_id)
+                        continue;
+                struct gw_djob *c = by ? by : gw_jobmap_get(&d->jobs.map, v->preempt->by_id);
+                if (!c || c->job->id != v->preempt->by_id || c->job->state != GW_JOB_PENDING || c->preempt)
+                        continue;
+                by = c;
+                mask |= v->job->gpu_mask;
+                gw_usec_t t = v->preempt->deadline + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+                until = t > until ? t : until;
+        }
+        if (!by)
+                return;
+        by->preempt = gw_xcalloc(1, sizeof *by->preempt);
+        by->preempt->preemptor = true;
+        by->preempt->reserve = mask;
+        by->preempt->reserve_until = until;
+        log_info("job %lld: the GPUs its victims free are kept for it again after the daemon's restart",
+                 (long long) by->job->id);
+}
+
 static bool in_flight(struct gw_daemon *d) {
         bool any = false;
         for (size_t i = 0; i < d->jobs.n_running; i++) {
@@ -128,6 +163,12 @@ static uint64_t free_gpus(const struct gw_daemon *d) {
         return mask;
 }
 
+/* The victim's "preempt" event and the reason of its stop start so, and say who preempted it
+ * up to one of those: gw_preempt_restore reads them back by these words. */
+#define VICTIM_START "preempted by "
+#define BY_JOB ", which needs its GPUs"
+#define BY_BOOKING ", whose window has started on its GPUs"
+
 static void describe(const struct gw_job *j, char *buf, size_t n) {
         snprintf(buf, n, "job %lld (%s, priority %d)", (long long) j->id, j->user, j->priority);
 }
@@ -137,7 +178,7 @@ static void describe(const struct gw_job *j, char *buf, size_t n) {
  * end and may retry it, rather than end a job that only gave way. */
 static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_usec_t grace) {
         char reason[256];
-        snprintf(reason, sizeof reason, "preempted by %s: %s", dj->preempt->by, what);
+        snprintf(reason, sizeof reason, VICTIM_START "%s: %s", dj->preempt->by, what);
         dj->preempt->stopped = true;
         gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
 }
@@ -150,6 +191,7 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
         struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
         dj->preempt = p;
         p->attempt = j->attempt;
+        p->by_id = by_job ? by_job->job->id : 0;
         snprintf(p->by, sizeof p->by, "%s", by_what);
         p->deadline = d->now + d->cfg->preempt_grace;
         bool settled;
@@ -164,9 +206,8 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
                          gw_signal_name(j->warn_signal), grace);
         else
                 snprintf(how, sizeof how, "SIGTERM now, SIGKILL %s later", grace);
-        snprintf(msg, sizeof msg, "preempted by %s, %s; %lds of work since its checkpoint would be lost now; %s; then "
-                 "it waits first of its priority and resumes", p->by,
-                 by_job ? "which needs its GPUs" : "whose window has started on its GPUs", lost_s, how);
+        snprintf(msg, sizeof msg, VICTIM_START "%s%s; %lds of work since its checkpoint would be lost now; %s; then "
+                 "it waits first of its priority and resumes", p->by, by_job ? BY_JOB : BY_BOOKING, lost_s, how);
         (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
         log_info("job %lld: %s", (long long) j->id, msg);
         gw_job_log_note(d, dj, msg);
@@ -365,6 +406,11 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
         if (!d->cfg->preemption || d->cfg->backend_slurm)
                 return GW_USEC_INFINITY;
         gw_usec_t next = GW_USEC_INFINITY;
+        if (rereserve_due) {
+                rereserve_due = false;
+                if (!reserving(d))
+                        rereserve(d);
+        }
         if (in_flight(d)) {
                 for (size_t i = 0; i < d->jobs.n_running; i++)
                         if (d->jobs.running[i]->preempt && !d->jobs.running[i]->preempt->preemptor) {
@@ -396,4 +442,64 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
         }
         gw_preempt_job_free(dj);
         return ours;
+}
+
+/* Who preempted the victim, from its "preempt" event's message (begin), or -ENOENT: not a
+ * victim's event. */
+static int victim_by(const struct gw_job_event *ev, char *by, size_t n) {
+        size_t head = strlen(VICTIM_START);
+        if (strcmp(ev->kind, "preempt") || strncmp(ev->message, VICTIM_START, head))
+                return -ENOENT;
+        const char *end = strstr(ev->message, BY_JOB);
+        if (!end)
+                end = strstr(ev->message, BY_BOOKING);
+        if (!end)
+                return -ENOENT;
+        snprintf(by, n, "%.*s", (int) (end - ev->message - head), ev->message + head);
+        return 0;
+}
+
+void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+        struct gw_job *j = dj->job;
+        if (!d->cfg->preemption || d->cfg->backend_slurm || j->start_time <= 0)
+                return;
+        char by[sizeof dj->preempt->by] = "";
+        gw_usec_t asked = 0;
+        bool stopped = false;
+        for (size_t i = 0; i < n; i++) {
+                if (victim_by(&ev[i], by, sizeof by) == 0)
+                        asked = ev[i].time;
+                else if (asked && !strcmp(ev[i].kind, "terminate") &&
+                         !strncmp(ev[i].message, VICTIM_START, strlen(VICTIM_START)))
+                        stopped = true; /* stop() recorded it before its SIGTERM */
+        }
+        if (!asked)
+                return;
+        gw_preempt_job_free(dj);
+        struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
+        dj->preempt = p;
+        p->attempt = j->attempt;
+        long long by_id;
+        p->by_id = sscanf(by, "job %lld (", &by_id) == 1 && by_id > 0 ? by_id : 0;
+        snprintf(p->by, sizeof p->by, "%s", by);
+        gw_usec_t left = asked + d->cfg->preempt_grace - d->now_wall;
+        p->deadline = d->now + (left > 0 ? left : 0);
+        /* A checkpoint written after it was asked is newer than the ask itself. */
+        p->ckpt_at_ask = asked;
+        p->wait_ckpt = j->yolo;
+        p->stopped = stopped;
+        p->signalled = !stopped && !j->yolo && j->warn_signal;
+        rereserve_due = true;
+        char msg[400];
+        if (stopped) {
+                /* Its stop goes on as it was, its SIGKILL due when the first one said
+                 * (recover_one: gw_job_stop_again), and its end is this preemption's. */
+                gw_job_stop_restore(dj);
+                snprintf(msg, sizeof msg, "daemon restarted while it was being stopped, " VICTIM_START "%s: its end "
+                         "queues it again first of its priority", by);
+        } else
+                snprintf(msg, sizeof msg, "daemon restarted while it was giving way, " VICTIM_START "%s: %s", by,
+                         p->wait_ckpt ? "it still stops right after its next checkpoint"
+                                      : "it still has until its grace is over");
+        log_info("job %lld: %s", (long long) j->id, msg);
 }

@@ -10,6 +10,7 @@
 
 struct gw_daemon;
 struct gw_djob;
+struct gw_job_event;
 struct gw_sched_job;
 
 /* Each loop iteration: carries on the preemptions in flight (a victim's checkpoint reached,
@@ -26,6 +27,10 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
 /* A scheduling pass's filter: while a preemption is in flight, the GPUs its victims free are
  * kept for its preemptor. */
 void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
+
+/* A restarted daemon, a running job's attempt's events read back (ev, n): its preemption in
+ * progress, if it was a victim, goes on (its stop, when it was sent SIGTERM, too). */
+void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 
 /* Frees dj's preemption state (the job let go). */
 void gw_preempt_job_free(struct gw_djob *dj);
