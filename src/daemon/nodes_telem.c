@@ -15,8 +15,7 @@
 #include "daemon/nodes_telem.h"
 #include "daemon/observe.h"
 
-/* The job's point on snapshot GPU g, false when no process of slurm_id runs there. */
-static bool job_point(const json_t *g, uint32_t slurm_id, gw_usec_t t, struct gw_point *pt) {
+bool gw_nodes_telem_point(const json_t *g, uint32_t slurm_id, gw_usec_t t, struct gw_nodes_telem_point *ret) {
         bool mine = false, mem_known = false;
         uint64_t mem = 0;
         size_t k;
@@ -31,15 +30,21 @@ static bool job_point(const json_t *g, uint32_t slurm_id, gw_usec_t t, struct gw
                         mem_known = true;
                 }
         }
-        if (!mine)
+        const json_t *index = json_object_get(g, "index");
+        if (!mine || !json_is_integer(index) || json_integer_value(index) < 0 || json_integer_value(index) > 63)
                 return false;
-        const json_t *util = json_object_get(g, "util"), *used = json_object_get(g, "mem_used");
+        const json_t *util = json_object_get(g, "util"), *used = json_object_get(g, "mem_used"),
+                     *total = json_object_get(g, "mem_total");
         const char *health = json_string_value(json_object_get(g, "health"));
         bool ok = health && !strcmp(health, "ok");
         if (!mem_known && json_is_integer(used))
                 mem = (uint64_t) json_integer_value(used);
-        *pt = (struct gw_point) { .t = t, .mem = mem,
-                                  .util = (uint8_t) (ok && json_is_integer(util) ? json_integer_value(util) : 0) };
+        json_int_t u = ok && json_is_integer(util) ? json_integer_value(util) : 0;
+        *ret = (struct gw_nodes_telem_point) {
+                .gpu = (unsigned) json_integer_value(index),
+                .mem_total = json_is_integer(total) ? (uint64_t) json_integer_value(total) : 0,
+                .pt = { .t = t, .mem = mem, .util = (uint8_t) (u < 0 ? 0 : u > 100 ? 100 : u) },
+        };
         return true;
 }
 
@@ -53,14 +58,9 @@ unsigned gw_nodes_telem_job(struct gw_daemon *d, struct gw_djob *dj, const struc
                 size_t k;
                 const json_t *g;
                 json_array_foreach(json_object_get(n->snapshot, "gpus"), k, g) {
-                        struct gw_point pt;
-                        if (!job_point(g, slurm_id, n->received_wall, &pt))
-                                continue;
-                        const json_t *index = json_object_get(g, "index"), *total = json_object_get(g, "mem_total");
-                        if (!json_is_integer(index) || json_integer_value(index) < 0)
-                                continue;
-                        uint64_t mem_total = json_is_integer(total) ? (uint64_t) json_integer_value(total) : 0;
-                        added += gw_observe_job_point(d, dj, (unsigned) json_integer_value(index), mem_total, &pt);
+                        struct gw_nodes_telem_point p;
+                        if (gw_nodes_telem_point(g, slurm_id, n->received_wall, &p))
+                                added += gw_observe_job_point(d, dj, p.gpu, p.mem_total, &p.pt);
                 }
         }
         return added;
