@@ -110,6 +110,7 @@ struct gw_jobtel {
         struct gw_usage usage;
         struct gw_ring ring;
         struct gw_agg agg;           /* the minute being aggregated for the store */
+        uint64_t mem_total;          /* the GPU's memory, as its last sample said */
 };
 
 struct gw_jobmap {

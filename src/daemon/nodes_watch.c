@@ -26,6 +26,7 @@
 #include "base/text.h"
 #include "daemon/exec_slurm.h"
 #include "daemon/nodes.h"
+#include "daemon/nodes_telem.h"
 #include "daemon/nodes_watch.h"
 #include "daemon/reclaim_watch.h"
 
@@ -80,6 +81,7 @@ static void own_fresh(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         w->node_stale_told = false;
 }
 
+/* The idle watch and the job's telemetry (nodes_telem.h) for each of gpuward's jobs. */
 static void watch_own(struct gw_daemon *d, struct gw_nodes *t) {
         struct gw_exec_slurm *s = slurm_of(d);
         for (size_t i = 0; i < d->jobs.n_running; i++) {
@@ -95,6 +97,8 @@ static void watch_own(struct gw_daemon *d, struct gw_nodes *t) {
                         seen->last_seen = d->now;
                         snprintf(seen->user, sizeof seen->user, "%s", jg.user);
                 }
+                if (jg.n)
+                        (void) gw_nodes_telem_job(d, dj, t, sj->slurm_id, GW_NODES_WATCH_FRESH_ROUNDS);
                 struct gw_rwatch *w = gw_reclaim_rwatch(d, dj);
                 if (!w)
                         continue;
@@ -265,6 +269,7 @@ gw_usec_t gw_nodes_watch_tick(struct gw_daemon *d) {
                 return t->watch_next;
         t->watch_next = d->now + WATCH_EVERY;
         watch_own(d, t);
+        gw_nodes_telem_sampled(d);
         watch_foreign(d, t);
         return t->watch_next;
 }

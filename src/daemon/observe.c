@@ -161,10 +161,13 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
         }
 }
 
+/* The job's series on gpu, made at its first sample: from the job's GPUs on this host, or,
+ * for a job on a cluster's node (no GPU of this host, gpu_mask 0), one more at each GPU the
+ * node's snapshots first show it on. */
 static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu) {
-        if (!dj->tel) {
+        if (!dj->tel && dj->job->gpu_mask) {
                 size_t n = (size_t) __builtin_popcountll(dj->job->gpu_mask);
-                dj->tel = gw_xcalloc(n ? n : 1, sizeof *dj->tel);
+                dj->tel = gw_xcalloc(n, sizeof *dj->tel);
                 for (unsigned i = 0; i < 64; i++)
                         if (dj->job->gpu_mask & (UINT64_C(1) << i)) {
                                 dj->tel[dj->n_tel].gpu = i;
@@ -175,7 +178,13 @@ static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, uns
         for (size_t i = 0; i < dj->n_tel; i++)
                 if (dj->tel[i].gpu == gpu)
                         return &dj->tel[i];
-        return NULL;
+        if (dj->job->gpu_mask || dj->n_tel >= 64)
+                return NULL;
+        dj->tel = gw_xrealloc(dj->tel, (dj->n_tel + 1) * sizeof *dj->tel);
+        struct gw_jobtel *jt = &dj->tel[dj->n_tel++];
+        *jt = (struct gw_jobtel) { .gpu = gpu };
+        gw_ring_init(&jt->ring, ring_points(d));
+        return jt;
 }
 
 void gw_jobtel_free(struct gw_djob *dj) {
@@ -229,22 +238,34 @@ static void job_point(const struct gw_dgpu *g, int64_t job_id, gw_usec_t t, stru
                                   .mem_util = (uint8_t) (g->sample.util_mem > 100 ? 100 : g->sample.util_mem) };
 }
 
+bool gw_observe_job_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu, uint64_t mem_total,
+                          const struct gw_point *pt) {
+        struct gw_jobtel *jt = jobtel_for(d, dj, gpu);
+        if (!jt)
+                return false;
+        /* A node's snapshot is looked at each round until the next comes: it counts once.  The
+         * host's own samples come once each (and a wall clock stepped back must not stop them). */
+        const struct gw_point *last = gw_ring_last(&jt->ring);
+        if (!dj->job->gpu_mask && last && last->t >= pt->t)
+                return false;
+        struct gw_agg done;
+        jt->mem_total = mem_total;
+        gw_ring_push(&jt->ring, pt);
+        gw_usage_add(&jt->usage, pt->util, pt->mem);
+        if (gw_agg_add(&jt->agg, 60 * GW_USEC_PER_SEC, pt, &done))
+                persist_minute(d, dj->job->id, gpu, &done);
+        return true;
+}
+
 static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
                 for (unsigned gi = 0; gi < d->host.n_gpus; gi++) {
                         if (!(dj->job->gpu_mask & (UINT64_C(1) << gi)))
                                 continue;
-                        struct gw_jobtel *jt = jobtel_for(d, dj, gi);
-                        if (!jt)
-                                continue;
                         struct gw_point pt;
-                        struct gw_agg done;
                         job_point(&d->host.gpus[gi], dj->job->id, t, &pt);
-                        gw_ring_push(&jt->ring, &pt);
-                        gw_usage_add(&jt->usage, pt.util, pt.mem);
-                        if (gw_agg_add(&jt->agg, 60 * GW_USEC_PER_SEC, &pt, &done))
-                                persist_minute(d, dj->job->id, gi, &done);
+                        (void) gw_observe_job_point(d, dj, gi, d->host.gpus[gi].info.mem_total, &pt);
                 }
         }
 }

@@ -38,3 +38,10 @@ struct gw_job_anchor *gw_observe_job_anchors(const struct gw_daemon *d);
  * sample where known), the rogue and stray ones told and, under rogue_policy = kill, killed. */
 void gw_observe_apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_snapshot *s,
                             const struct gw_job_anchor *anchors, size_t n_anchors);
+
+/* One sample of a running job on its GPU gpu (the host's index, or the index on its node for
+ * a job on a cluster's node: nodes_telem.c), into the job's series, its usage summary and the
+ * store's per-minute rows, as the host's sampler records it.  A point not newer than the
+ * GPU's last one is not counted again (false): each snapshot counts once. */
+bool gw_observe_job_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu, uint64_t mem_total,
+                          const struct gw_point *pt);

@@ -417,11 +417,30 @@ static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_trai
         }
 }
 
+/* A job on a cluster's node has no GPU of this host (gpu_mask 0): its GPUs are the ones its
+ * telemetry found on the node (nodes_telem.c), each added to the leak detector's when its
+ * series starts. */
+static void node_gpus(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t) {
+        if (dj->job->gpu_mask)
+                return;
+        for (size_t k = 0; k < dj->n_tel; k++) {
+                size_t i = 0;
+                while (i < t->n_gpus && t->gpus[i].gpu != dj->tel[k].gpu)
+                        i++;
+                if (i < t->n_gpus)
+                        continue;
+                t->gpus = gw_xrealloc(t->gpus, (t->n_gpus + 1) * sizeof *t->gpus);
+                t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = dj->tel[k].gpu, .mem_total = dj->tel[k].mem_total };
+                load_baselines(d, dj->job, t); /* what the store kept of it, after a restart */
+        }
+}
+
 static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         struct gw_job *j = dj->job;
         if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
                 return;
         struct gw_train *t = train_for(d, dj);
+        node_gpus(d, dj, t);
         size_t measured = read_results(d, dj, t, now);
         update_eta(j, t, now);
         if (measured)
