@@ -18,8 +18,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import gwtest  # noqa: E402
 import slurmcluster  # noqa: E402
-from test_cluster_agents import agent_token_file  # noqa: E402
-from test_cluster_reclaim import NodeAgents, node_cmd, slurm_id  # noqa: E402
+from test_cluster_agents import Agents, agent_token_file  # noqa: E402
+from test_cluster_reclaim import AGENT, node_cmd, slurm_id  # noqa: E402
 
 WHY_NOT = slurmcluster.missing_prerequisites() or (
     None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
@@ -42,7 +42,7 @@ class ClusterTelemetry(unittest.TestCase):
                               env={"SLURM_CONF": c.conf})
             d.start()
             self.assertIn("running with no GPUs", d.daemon_log())
-            agents = NodeAgents(c, d, agent_token_file(d))
+            agents = Agents(c, d, agent_token_file(d), interval=AGENT)
             for n in c.nodes:
                 agents.start(n)
             n1, n2 = c.nodes
