@@ -4,6 +4,7 @@ executor's side of the contract on any host, without a cluster.  The real cluste
 tests/cluster/test_cluster_backend.py."""
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -35,8 +36,9 @@ class SlurmBackend(gwtest.DaemonTest):
 
     def tearDown(self):
         # What is left ends at the daemon's cancels (cleanup) as soon as squeue says so.
-        if os.path.exists(os.path.join(self.sdir, "squeue.fail")):
-            os.unlink(os.path.join(self.sdir, "squeue.fail"))
+        for name in ("squeue.fail", "sbatch.hang"):
+            if os.path.exists(os.path.join(self.sdir, name)):
+                os.unlink(os.path.join(self.sdir, name))
         self.squeue(*[f"{i}|CANCELLED|15|n1|None" for i in range(1, 20)])
         super().tearDown()
 
@@ -67,8 +69,9 @@ class SlurmBackend(gwtest.DaemonTest):
     def slurm_msgs(self, jid):
         return [e["message"] for e in self.d.job(jid)["events"] if e["kind"] in ("slurm", "slurm_job")]
 
-    def wait_msg(self, jid, text):
-        return wait_until(lambda: any(text in m for m in self.slurm_msgs(jid)), what=f"'{text}' in job {jid}")
+    def wait_msg(self, jid, text, timeout=20):
+        return wait_until(lambda: any(text in m for m in self.slurm_msgs(jid)), timeout=timeout,
+                          what=f"'{text}' in job {jid}")
 
     def test_submit_as_the_user_then_follow_squeue_to_the_end(self):
         jid = self.submit("python3", "train.py", "it's")
@@ -168,6 +171,60 @@ class SlurmBackend(gwtest.DaemonTest):
         j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
         self.assertEqual(j["state"], "FAILED")
         self.assertIn("fake refusal", j["reason"])
+
+    def hang_sbatch(self, on=True):
+        path = os.path.join(self.sdir, "sbatch.hang")
+        if on:
+            open(path, "w").close()
+        else:
+            os.unlink(path)
+
+    def hanging(self):
+        try:
+            with open(os.path.join(self.sdir, "sbatch.hanging")) as f:
+                return len(f.read().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    def test_a_silent_sbatch_holds_only_its_jobs(self):
+        self.hang_sbatch()
+        jids = [self.submit("sleep", "100") for _ in range(3)]
+        wait_until(lambda: self.hanging() == 3, what="three sbatch out at once")
+        # The loop waits for none of them: the queue answers at once (before, it waited for
+        # each sbatch in turn, 10 s each).
+        self.d.cli("queue", timeout=3)
+        for jid in jids:
+            self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+            self.assertIn("attempt 1: submitting to Slurm", self.slurm_msgs(jid))
+        self.hang_sbatch(False)
+        ids = set()
+        for jid in jids:
+            self.wait_msg(jid, "attempt 1 submitted to Slurm as job")
+            ids.add(next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[-1])
+        self.assertEqual(ids, {"1", "2", "3"}, "each its own Slurm job")
+
+    def test_a_controller_that_does_not_answer_is_tried_again(self):
+        self.hang_sbatch()
+        jid = self.submit("true")
+        self.wait_msg(jid, "slurmctld did not answer sbatch within 10 s; trying again in 30 s", timeout=40)
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING", "waiting, not failed")
+        self.hang_sbatch(False)
+        self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1", timeout=60)
+        self.squeue("1|COMPLETED|0|n1|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_cancel_while_sbatch_is_out_cancels_in_slurm(self):
+        self.hang_sbatch()
+        jid = self.submit("sleep", "100")
+        wait_until(lambda: self.hanging() == 1, what="sbatch out")
+        uid = self.user.pw_uid if self.user else None
+        self.d.cli("cancel", "--no-wait", jid, user=uid)
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING", "until Slurm has its job and cancels it")
+        self.hang_sbatch(False)
+        self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1")
+        wait_until(lambda: "1" in self.scancels(), what=f"scancel 1 (so far {self.scancels()})")
+        self.squeue("1|CANCELLED|0||None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "CANCELLED")
 
 
 class BackendConfig(unittest.TestCase):
