@@ -2,6 +2,7 @@
 ran it and with what, squeue prints what the test writes, scancel logs its arguments): the
 executor's side of the contract on any host, without a cluster.  The real cluster test is
 tests/cluster/test_cluster_backend.py."""
+import json
 import os
 import shutil
 import subprocess
@@ -225,6 +226,35 @@ class SlurmBackend(gwtest.DaemonTest):
         wait_until(lambda: "1" in self.scancels(), what=f"scancel 1 (so far {self.scancels()})")
         self.squeue("1|CANCELLED|0||None")
         self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "CANCELLED")
+
+    def test_array_tasks_are_slurm_jobs_of_their_own_throttled(self):
+        aid = self.submit("sh", "-c", "true", extra=("--array", "0-4%2"))
+        envs = {}
+
+        def env_of(n):
+            with open(os.path.join(self.sdir, f"sbatch.{n}.env")) as f:
+                return dict(line.split("=", 1) for line in f.read().splitlines())
+
+        def running_tasks():
+            jobs = json.loads(self.d.cli("queue", "--json").stdout)["jobs"]
+            return [j for j in jobs if j.get("array_job_id") == aid and j["state"] == "RUNNING"]
+
+        done = []
+        for n in range(1, 6):
+            self.sbatch_call(n)
+            envs[n] = env_of(n)
+            # %2: with len(done) tasks ended, no more than two others were handed to Slurm.
+            self.assertFalse(os.path.exists(os.path.join(self.sdir, f"sbatch.{len(done) + 3}")),
+                             "the throttle held")
+            self.assertLessEqual(len(running_tasks()), 2)
+            done.append(f"{n}|COMPLETED|0|n1|None")
+            self.squeue(*done, *[f"{i}|PENDING|0||None" for i in range(n + 1, 20)])
+        self.assertEqual(sorted(e["GPUWARD_ARRAY_INDEX"] for e in envs.values()), ["0", "1", "2", "3", "4"])
+        for e in envs.values():
+            self.assertEqual((e["GPUWARD_ARRAY_JOB_ID"], e["GPUWARD_ARRAY_TASK_COUNT"]), (str(aid), "5"))
+        arr = self.d.wait_state(aid, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual(arr["state"], "COMPLETED", arr.get("reason"))
+        self.assertEqual(arr["array_tasks"], {"total": 5, "COMPLETED": 5})
 
 
 class BackendConfig(unittest.TestCase):
