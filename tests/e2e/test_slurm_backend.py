@@ -189,8 +189,8 @@ class SlurmBackend(gwtest.DaemonTest):
 
     def test_a_silent_sbatch_holds_only_its_jobs(self):
         self.hang_sbatch()
-        jids = [self.submit("sleep", "100") for _ in range(3)]
-        wait_until(lambda: self.hanging() == 3, what="three sbatch out at once")
+        jids = [self.submit("sleep", "100") for _ in range(9)]
+        wait_until(lambda: self.hanging() == 8, what="eight sbatch out at once")
         # The loop waits for none of them: the queue answers at once (before, it waited for
         # each sbatch in turn, 10 s each).
         self.d.cli("queue", timeout=3)
@@ -202,7 +202,8 @@ class SlurmBackend(gwtest.DaemonTest):
         for jid in jids:
             self.wait_msg(jid, "attempt 1 submitted to Slurm as job")
             ids.add(next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[-1])
-        self.assertEqual(ids, {"1", "2", "3"}, "each its own Slurm job")
+        self.assertEqual(ids, {str(i) for i in range(1, 10)}, "each its own Slurm job")
+        self.assertEqual(self.hanging(), 8, "the ninth sbatch waited for one of the eight to answer")
 
     def test_a_controller_that_does_not_answer_is_tried_again(self):
         self.hang_sbatch()
