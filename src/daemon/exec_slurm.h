@@ -54,8 +54,10 @@ struct gw_slurm_submit {
         pid_t pid;                /* the sbatch out, or 0 */
         int fd;
         struct gw_source src;
-        char out[1024];
-        size_t len;
+        bool probe;               /* the child is squeue looking for the attempt's tag, not sbatch */
+        bool probed;              /* that squeue found no Slurm job of the attempt: sbatch next */
+        char *out;                /* the child's output, allocated as it comes */
+        size_t len, cap;
         bool eof, reaped;
         int status;
         gw_usec_t started, next_try, backoff; /* monotonic */

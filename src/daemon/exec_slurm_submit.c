@@ -18,6 +18,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/directive.h"
+#include "core/slurm.h"
 #include "daemon/exec_slurm.h"
 
 /* sbatch only hands the job to slurmctld: longer than this, the controller is busy or gone. */
@@ -26,6 +27,8 @@
 #define RETRY_MAX_USEC (300 * GW_USEC_PER_SEC)
 /* sbatch children at once: each is a process and a connection to slurmctld. */
 #define SUBMITS_IN_FLIGHT_MAX 8
+/* sbatch prints a line; the tag probe a line for each of the user's Slurm jobs (~40 bytes). */
+#define SUB_OUT_MAX (1u << 20)
 
 static void event(struct gw_daemon *d, int64_t id, enum gw_job_state state, const char *msg) {
         if (gw_store_job_event(d->store, id, state, "slurm", msg) < 0)
@@ -38,6 +41,7 @@ static struct gw_slurm_submit *sub_free(struct gw_slurm_submit *u) {
                 return NULL;
         gw_strv_free(u->argv);
         gw_strv_free(u->env);
+        free(u->out);
         free(u->groups);
         free(u->how);
         free(u);
@@ -85,21 +89,32 @@ static void sub_end(struct gw_daemon *d, struct gw_slurm_submit *u, const struct
                 d->exec->ended(d, dj, end);
 }
 
+/* sbatch, or, before trying again after an sbatch given up on, squeue for the attempt's
+ * tag: that sbatch may have reached slurmctld, and must not make a second Slurm job. */
 static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
         struct gw_exec_slurm *s = slurm_of(d);
         int p[2];
-        char why[300];
+        char why[300], user[32], conf[4200], *cenv[2];
+        char *probe[] = { s->squeue, "--states=all", "--noheader", user, GW_SLURM_TAG_FORMAT, NULL };
+        snprintf(user, sizeof user, "--user=%u", (unsigned) u->uid);
+        slurm_client_env(conf, sizeof conf, cenv);
+        u->probe = u->backoff && !u->probed;
+        u->probed = false;
         pid_t pid = -EMFILE;
         if (pipe2(p, O_CLOEXEC) == 0) {
-                pid = slurm_spawn(u->argv, u->env, u->drop, u->uid, u->gid, u->groups, u->n_groups,
-                                  u->dj->job->cwd, p[1]);
+                if (u->probe)
+                        pid = slurm_spawn(probe, cenv, false, 0, 0, NULL, 0, NULL, p[1]);
+                else
+                        pid = slurm_spawn(u->argv, u->env, u->drop, u->uid, u->gid, u->groups, u->n_groups,
+                                          u->dj->job->cwd, p[1]);
                 (void) close(p[1]);
                 if (pid < 0)
                         (void) close(p[0]);
         } else
                 pid = -errno;
         if (pid < 0) {
-                snprintf(why, sizeof why, "sbatch: cannot start it: %s", strerror((int) -pid));
+                snprintf(why, sizeof why, "%s: cannot start it: %s", u->probe ? "squeue" : "sbatch",
+                         strerror((int) -pid));
                 sub_end(d, u, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = why });
                 return;
         }
@@ -107,7 +122,6 @@ static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
         u->pid = pid;
         u->fd = p[0];
         u->len = 0;
-        u->out[0] = '\0';
         u->eof = u->reaped = false;
         u->started = d->now;
         u->src = (struct gw_source) { GW_SRC_EXEC, u };
@@ -130,8 +144,69 @@ static void cancel_known(struct gw_daemon *d, uint32_t slurm_id, int64_t id) {
         log_info("job %lld: scancel %s (its sbatch answered after it was given up)", (long long) id, sid);
 }
 
+/* No answer to be had now (a silent or failing slurmctld): the attempt waits and tries
+ * again, later each time, said in its events (why: what went wrong). */
+static void retry_later(struct gw_daemon *d, struct gw_slurm_submit *u, const char *why) {
+        if (!u->dj || u->cancel_sig)
+                return; /* ended by the tick */
+        u->backoff = u->backoff ? u->backoff * 2 : RETRY_FIRST_USEC;
+        if (u->backoff > RETRY_MAX_USEC)
+                u->backoff = RETRY_MAX_USEC;
+        u->next_try = d->now + u->backoff;
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s; trying again in %lld s", why, (long long) (u->backoff / GW_USEC_PER_SEC));
+        event(d, u->id, u->dj->job->state, msg);
+}
+
+/* Slurm job sid is the attempt's: followed from now on (u is freed). */
+static void answered(struct gw_daemon *d, struct gw_slurm_submit *u, uint32_t sid, const char *how) {
+        struct gw_djob *dj = u->dj;
+        int sig = u->cancel_sig;
+        unsigned flags = u->cancel_flags;
+        sub_remove(slurm_of(d), u);
+        if (!dj) { /* its job has gone meanwhile: what it submitted must not run */
+                cancel_known(d, sid, u->id);
+                sub_free(u);
+                return;
+        }
+        _cleanup_free_ char *own = u->how;
+        u->how = NULL;
+        sub_free(u);
+        slurm_follow(d, dj, sid, how ? how : own);
+        if (sig)
+                (void) d->exec->signal(d, dj, sig, flags);
+}
+
+/* The probe's squeue has exited: the attempt's Slurm job if the sbatch given up on made one,
+ * else sbatch runs again at once. */
+static void probe_done(struct gw_daemon *d, struct gw_slurm_submit *u) {
+        u->pid = 0;
+        if (!WIFEXITED(u->status) || WEXITSTATUS(u->status) != 0) {
+                retry_later(d, u, "squeue, asked whether the last sbatch reached Slurm, failed");
+                return;
+        }
+        for (char *line = u->out; line && *line;) {
+                char *nl = strchr(line, '\n');
+                struct gw_slurm_tagged t;
+                if (gw_slurm_tag_parse(line, nl ? (size_t) (nl - line) : strlen(line), &t) == 0 && t.job == u->id &&
+                    t.attempt == u->attempt && t.uid == (uint32_t) u->uid) {
+                        answered(d, u, t.slurm_id, "found by its tag: the sbatch given up on had reached Slurm");
+                        return;
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        u->probed = true;
+        u->next_try = d->now;
+}
+
 /* sbatch has exited and its output is read: the Slurm job it made, or its refusal. */
 static void sub_done(struct gw_daemon *d, struct gw_slurm_submit *u) {
+        if (!u->out)
+                u->out = gw_xcalloc(1, 1);
+        if (u->probe) {
+                probe_done(d, u);
+                return;
+        }
         u->out[strcspn(u->out, "\n")] = '\0';
         char *end = NULL;
         unsigned long sid = strtoul(u->out, &end, 10);
@@ -144,26 +219,16 @@ static void sub_done(struct gw_daemon *d, struct gw_slurm_submit *u) {
                 sub_end(d, u, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = why });
                 return;
         }
-        struct gw_djob *dj = u->dj;
-        int sig = u->cancel_sig;
-        unsigned flags = u->cancel_flags;
-        sub_remove(slurm_of(d), u);
-        if (!dj) { /* its job has gone meanwhile: what it submitted must not run */
-                cancel_known(d, (uint32_t) sid, u->id);
-                sub_free(u);
-                return;
-        }
-        _cleanup_free_ char *how = u->how;
-        u->how = NULL;
-        sub_free(u);
-        slurm_follow(d, dj, (uint32_t) sid, how);
-        if (sig)
-                (void) d->exec->signal(d, dj, sig, flags);
+        answered(d, u, (uint32_t) sid, NULL);
 }
 
 static void sub_read(struct gw_daemon *d, struct gw_slurm_submit *u) {
         while (u->fd >= 0) {
-                ssize_t k = read(u->fd, u->out + u->len, sizeof u->out - 1 - u->len);
+                if (u->cap - u->len < 512 && u->cap < SUB_OUT_MAX) {
+                        u->cap = u->cap ? 2 * u->cap : 1024;
+                        u->out = gw_xrealloc(u->out, u->cap);
+                }
+                ssize_t k = read(u->fd, u->out + u->len, u->cap - 1 - u->len);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0 && errno == EAGAIN)
@@ -171,7 +236,7 @@ static void sub_read(struct gw_daemon *d, struct gw_slurm_submit *u) {
                 if (k > 0)
                         u->len += (size_t) k;
                 u->out[u->len] = '\0';
-                if (k <= 0 || u->len == sizeof u->out - 1) {
+                if (k <= 0 || u->len == u->cap - 1) {
                         u->eof = true;
                         pipe_close(d, u);
                 }
@@ -209,24 +274,17 @@ bool slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status) {
         return false;
 }
 
-/* sbatch did not answer in time: killed (reaped as a kid, its words ignored); the attempt
+/* The child did not answer in time: killed (reaped as a kid, its words ignored); the attempt
  * waits and tries again, unless it was cancelled meanwhile. */
 static void sub_timeout(struct gw_daemon *d, struct gw_slurm_submit *u) {
-        struct gw_exec_slurm *s = slurm_of(d);
         (void) kill(u->pid, SIGKILL);
-        slurm_kid_add(s, u->pid);
+        slurm_kid_add(slurm_of(d), u->pid);
         u->pid = 0;
         pipe_close(d, u);
-        if (!u->dj || u->cancel_sig)
-                return; /* ended by the tick */
-        u->backoff = u->backoff ? u->backoff * 2 : RETRY_FIRST_USEC;
-        if (u->backoff > RETRY_MAX_USEC)
-                u->backoff = RETRY_MAX_USEC;
-        u->next_try = d->now + u->backoff;
-        char msg[160];
-        snprintf(msg, sizeof msg, "slurmctld did not answer sbatch within %d s; trying again in %lld s",
-                 (int) (SBATCH_TIMEOUT_USEC / GW_USEC_PER_SEC), (long long) (u->backoff / GW_USEC_PER_SEC));
-        event(d, u->id, u->dj->job->state, msg);
+        char why[100];
+        snprintf(why, sizeof why, "slurmctld did not answer %s within %d s", u->probe ? "squeue" : "sbatch",
+                 (int) (SBATCH_TIMEOUT_USEC / GW_USEC_PER_SEC));
+        retry_later(d, u, why);
 }
 
 gw_usec_t slurm_submit_tick(struct gw_daemon *d) {

@@ -37,7 +37,7 @@ class SlurmBackend(gwtest.DaemonTest):
 
     def tearDown(self):
         # What is left ends at the daemon's cancels (cleanup) as soon as squeue says so.
-        for name in ("squeue.fail", "sbatch.hang"):
+        for name in ("squeue.fail", "sbatch.hang", "sbatch.accept-hang"):
             if os.path.exists(os.path.join(self.sdir, name)):
                 os.unlink(os.path.join(self.sdir, name))
         self.squeue(*[f"{i}|CANCELLED|15|n1|None" for i in range(1, 20)])
@@ -73,6 +73,10 @@ class SlurmBackend(gwtest.DaemonTest):
     def wait_msg(self, jid, text, timeout=20):
         return wait_until(lambda: any(text in m for m in self.slurm_msgs(jid)), timeout=timeout,
                           what=f"'{text}' in job {jid}")
+
+    def slurm_id(self, jid):
+        self.wait_msg(jid, "submitted to Slurm as job")
+        return next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[7]
 
     def test_submit_as_the_user_then_follow_squeue_to_the_end(self):
         jid = self.submit("python3", "train.py", "it's")
@@ -132,6 +136,10 @@ class SlurmBackend(gwtest.DaemonTest):
         run = self.submit("sleep", "100")
         wait = self.submit("sleep", "100")
         self.sbatch_call(2)
+        # Their sbatch run side by side: which Slurm id each got is its answer's.
+        if self.slurm_id(run) != "1":
+            run, wait = wait, run
+        self.assertEqual((self.slurm_id(run), self.slurm_id(wait)), ("1", "2"))
         self.squeue("1|RUNNING|0|node1|None", "2|PENDING|0||Priority")
         self.wait_msg(wait, "PENDING")
         self.wait_msg(run, "RUNNING on node1")
@@ -212,6 +220,21 @@ class SlurmBackend(gwtest.DaemonTest):
         self.assertEqual(self.d.job(jid)["state"], "RUNNING", "waiting, not failed")
         self.hang_sbatch(False)
         self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1", timeout=60)
+        self.squeue("1|COMPLETED|0|n1|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_an_sbatch_given_up_on_that_reached_slurm_is_not_submitted_twice(self):
+        late = os.path.join(self.sdir, "sbatch.accept-hang")
+        open(late, "w").close()
+        jid = self.submit("true")
+        self.sbatch_call(1)   # Slurm has it; sbatch does not say so in time
+        self.wait_msg(jid, "slurmctld did not answer sbatch within 10 s; trying again in 30 s", timeout=40)
+        uid = self.user.pw_uid if self.user else os.geteuid()
+        with open(os.path.join(self.sdir, "squeue.tags"), "w") as f:
+            f.write(f"1|{uid}|gpuward:{jid}:1\n")
+        os.unlink(late)
+        self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1 (found by its tag", timeout=60)
+        self.assertFalse(os.path.exists(os.path.join(self.sdir, "sbatch.2")), "not submitted twice")
         self.squeue("1|COMPLETED|0|n1|None")
         self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
 
