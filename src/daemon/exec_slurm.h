@@ -52,8 +52,7 @@ struct gw_slurm_submit {
         int n_groups;
         char *how;                /* the "slurm_job" event's bracket (its reservation), or NULL */
         pid_t pid;                /* the sbatch out, or 0 */
-        int fd;
-        struct gw_source src;
+        int fd;                   /* its pipe, in epoll with the executor's sub_src */
         bool probe;               /* the child is squeue looking for the attempt's tag, not sbatch */
         bool probed;              /* that squeue found no Slurm job of the attempt: sbatch next */
         char *out;                /* the child's output, allocated as it comes */
@@ -95,6 +94,9 @@ struct gw_exec_slurm {
         /* The attempts whose sbatch is out or waits to be tried again. */
         struct gw_slurm_submit **subs;
         size_t n_subs, cap_subs;
+        /* Their pipes' one epoll source: an event fetched with the SIGCHLD that ends a
+         * submission must not point into it. */
+        struct gw_source sub_src;
         /* scancel children, reaped by the loop and forgotten. */
         pid_t *kids;
         size_t n_kids, cap_kids;

@@ -124,11 +124,10 @@ static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
         u->len = 0;
         u->eof = u->reaped = false;
         u->started = d->now;
-        u->src = (struct gw_source) { GW_SRC_EXEC, u };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &u->src };
+        s->sub_src = (struct gw_source) { GW_SRC_EXEC, s };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->sub_src };
         if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, u->fd, &ev) < 0)
                 log_warn("job %lld: epoll on its sbatch: %s", (long long) u->id, strerror(errno));
-        (void) s;
 }
 
 /* A cancel asked for while sbatch was out, now that the Slurm job is known. */
@@ -243,17 +242,23 @@ static void sub_read(struct gw_daemon *d, struct gw_slurm_submit *u) {
         }
 }
 
+/* One of the pipes is readable (which one, epoll does not say: each is read until EAGAIN). */
 bool slurm_submit_ready(struct gw_daemon *d, struct gw_source *src) {
         struct gw_exec_slurm *s = slurm_of(d);
-        for (size_t i = 0; i < s->n_subs; i++)
-                if (&s->subs[i]->src == src) {
-                        struct gw_slurm_submit *u = s->subs[i];
+        if (src != &s->sub_src)
+                return false;
+        for (size_t i = 0; i < s->n_subs;) {
+                struct gw_slurm_submit *u = s->subs[i];
+                if (u->fd >= 0) {
                         sub_read(d, u);
-                        if (u->eof && u->reaped)
+                        if (u->eof && u->reaped) {
                                 sub_done(d, u);
-                        return true;
+                                continue; /* the table changed at i */
+                        }
                 }
-        return false;
+                i++;
+        }
+        return true;
 }
 
 bool slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status) {

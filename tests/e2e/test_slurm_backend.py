@@ -97,7 +97,9 @@ class SlurmBackend(gwtest.DaemonTest):
         self.squeue("1|RUNNING|0|node7|None")
         self.wait_msg(jid, "Slurm job 1: RUNNING on node7")
         self.assertIn("node7", self.d.cli("show", jid).stdout)
-        self.squeue("1|FAILED|768|node7|NonZeroExitCode")
+        # Job 2 is listed (waiting) before it is submitted: a poll may come before the test
+        # writes its end, and a real squeue lists every job sbatch made.
+        self.squeue("1|FAILED|768|node7|NonZeroExitCode", "2|PENDING|0||None")
         j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
         self.assertEqual((j["state"], j["exit_code"]), ("FAILED", 3))
 
