@@ -1,6 +1,6 @@
 /* The Slurm executor (exec_slurm.h): its table of operations (executor.h), the start
- * (sbatch as the job's user), signals (scancel) and adoption at a restart.  Following the
- * jobs to their end: exec_slurm_poll.c. */
+ * (sbatch's command line and environment; it runs in exec_slurm_submit.c), signals
+ * (scancel) and adoption at a restart.  Following the jobs to their end: exec_slurm_poll.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>

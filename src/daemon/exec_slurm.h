@@ -1,7 +1,8 @@
 /* The Slurm executor (gpuwardd --backend slurm): each started attempt is a Slurm batch job,
  * submitted with sbatch as the job's user; Slurm queues, places and launches it, and the
  * daemon follows it with squeue and stops it with scancel (docs/CLUSTER.md).  Start, signal
- * and adoption: exec_slurm.c; following the jobs: exec_slurm_poll.c. */
+ * and adoption: exec_slurm.c; sbatch's run and answer, off the loop: exec_slurm_submit.c;
+ * following the jobs: exec_slurm_poll.c. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
