@@ -1,6 +1,6 @@
 /* The Slurm executor (exec_slurm.h): its table of operations (executor.h), the start
- * (sbatch as the job's user), signals (scancel) and adoption at a restart.  Following the
- * jobs to their end: exec_slurm_poll.c. */
+ * (sbatch's command line and environment; it runs in exec_slurm_submit.c), signals
+ * (scancel) and adoption at a restart.  Following the jobs to their end: exec_slurm_poll.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -21,9 +21,9 @@
 #include "core/slurm.h"
 #include "daemon/exec_slurm.h"
 
-/* sbatch only hands the job to slurmctld; it may take this long (a busy or unreachable
- * controller) before the start fails, and the loop waits for it that long at most. */
-#define SBATCH_TIMEOUT_USEC (10 * GW_USEC_PER_SEC)
+/* The longest the loop waits for a Slurm command it runs in the foreground (scontrol for a
+ * booking, squeue at a restart). */
+#define FOREGROUND_TIMEOUT_USEC (10 * GW_USEC_PER_SEC)
 
 struct gw_slurm_job *slurm_job_find(struct gw_exec_slurm *s, int64_t id) {
         for (size_t i = 0; i < s->n_jobs; i++)
@@ -175,7 +175,7 @@ static char **sbatch_env(char *const *job_env) {
 }
 
 int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
-        gw_usec_t deadline = gw_clock_mono() + SBATCH_TIMEOUT_USEC;
+        gw_usec_t deadline = gw_clock_mono() + FOREGROUND_TIMEOUT_USEC;
         size_t len = 0;
         for (;;) {
                 gw_usec_t now = gw_clock_mono();
@@ -210,41 +210,6 @@ int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
                 }
                 usleep(10000);
         }
-}
-
-/* Runs sbatch as the job's user and reads the Slurm job id it prints ("JOBID[;CLUSTER]").
- * Blocks the loop for as long as sbatch takes, SBATCH_TIMEOUT_USEC at most. */
-static int submit(struct gw_daemon *d, const struct gw_job *j, const struct gw_exec_start *how, char **argv,
-                  uint32_t *ret_id, char *err, size_t errlen) {
-        struct gw_exec_slurm *s = slurm_of(d);
-        const struct gw_account *a = how->account;
-        _cleanup_(gw_strv_freep) char **env = sbatch_env(how->envp);
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return snprintf(err, errlen, "sbatch: pipe: %s", strerror(errno)), -errno;
-        free(argv[0]);
-        argv[0] = gw_xstrdup(s->sbatch);
-        pid_t pid = slurm_spawn(argv, env, d->loop.euid == 0 && j->uid != 0, j->uid, j->gid, a ? a->groups : NULL,
-                                a ? a->n_groups : 0, j->cwd, p[1]);
-        (void) close(p[1]);
-        _cleanup_close_ int fd = p[0];
-        if (pid < 0)
-                return snprintf(err, errlen, "sbatch: cannot start it: %s", strerror((int) -pid)), (int) pid;
-        char out[1024];
-        int status = 0;
-        int r = slurm_wait_child(pid, fd, out, sizeof out, &status);
-        out[strcspn(out, "\n")] = '\0';
-        if (r < 0)
-                return snprintf(err, errlen, "sbatch did not answer within %d s", (int) (SBATCH_TIMEOUT_USEC / GW_USEC_PER_SEC)), r;
-        char *end = NULL;
-        unsigned long id = strtoul(out, &end, 10);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || end == out || id == 0 || id > UINT32_MAX ||
-            (*end && *end != ';')) {
-                snprintf(err, errlen, "sbatch refused the job: %.200s", out[0] ? out : "(no output)");
-                return -EINVAL;
-        }
-        *ret_id = (uint32_t) id;
-        return 0;
 }
 
 /* gpuward's own log file of the attempt (no --output), made here and handed to the user, as
@@ -285,14 +250,14 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         int r = gw_slurm_sbatch_argv(&run, &o, &argv, err, errlen);
         if (r < 0)
                 return r;
-        uint32_t id = 0;
-        r = submit(d, j, how, argv, &id, err, errlen);
-        if (r < 0)
-                return r;
         char in[96];
         if (o.reservation)
                 snprintf(in, sizeof in, "in reservation %s, its user's booking", o.reservation);
-        return slurm_follow(d, dj, id, o.reservation ? in : NULL);
+        free(argv[0]);
+        argv[0] = gw_xstrdup(slurm_of(d)->sbatch);
+        /* Not waited for: sbatch's answer comes to the loop (exec_slurm_submit.c). */
+        return slurm_submit_begin(d, dj, TAKE_PTR(argv), sbatch_env(how->envp), how->account,
+                                  o.reservation ? in : NULL);
 }
 
 int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
@@ -323,7 +288,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         struct gw_exec_slurm *s = slurm_of(d);
         struct gw_slurm_job *sj = slurm_job_find(s, dj->job->id);
         if (!sj)
-                return -ESRCH;
+                return slurm_submit_signal(d, dj, sig, flags);
         char id[16], sigopt[32];
         snprintf(id, sizeof id, "%" PRIu32, sj->slurm_id);
         snprintf(sigopt, sizeof sigopt, "--signal=%d", sig);
@@ -390,8 +355,8 @@ static void adopt_end(struct gw_daemon *d) {
 }
 
 static void ready(struct gw_daemon *d, struct gw_source *src) {
-        (void) src;
-        slurm_poll_ready(d);
+        if (!slurm_submit_ready(d, src))
+                slurm_poll_ready(d);
 }
 
 static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
@@ -399,15 +364,22 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
         for (size_t i = 0; i < s->n_kids; i++)
                 if (s->kids[i] == pid) {
                         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                                log_warn("scancel (pid %d) failed with status %d", (int) pid, status);
+                                log_warn("Slurm command (pid %d: scancel, or a squeue or sbatch given up on) "
+                                         "ended with status %d", (int) pid, status);
                         s->kids[i] = s->kids[--s->n_kids];
                         return true;
                 }
-        return slurm_poll_reaped(d, pid, status);
+        return slurm_submit_reaped(d, pid, status) || slurm_poll_reaped(d, pid, status);
+}
+
+static gw_usec_t tick(struct gw_daemon *d) {
+        gw_usec_t a = slurm_submit_tick(d), b = slurm_poll_tick(d);
+        return a < b ? a : b;
 }
 
 static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
         (void) started;
+        (void) slurm_submit_release(d, dj);
         slurm_job_forget(slurm_of(d), dj->job->id);
 }
 
@@ -430,6 +402,7 @@ static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_f
 static void slurm_close(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         slurm_poll_close(d);
+        slurm_submit_close(d);
         free(s->jobs);
         free(s->kids);
         free(s->tags);
@@ -468,7 +441,7 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
                 .adopt_end = adopt_end,
                 .ready = ready,
                 .reaped = reaped,
-                .tick = slurm_poll_tick,
+                .tick = tick,
                 .release = release,
                 .sync = nothing,
                 .oom_facts = oom_facts,

@@ -1,7 +1,8 @@
 /* The Slurm executor (gpuwardd --backend slurm): each started attempt is a Slurm batch job,
  * submitted with sbatch as the job's user; Slurm queues, places and launches it, and the
  * daemon follows it with squeue and stops it with scancel (docs/CLUSTER.md).  Start, signal
- * and adoption: exec_slurm.c; following the jobs: exec_slurm_poll.c. */
+ * and adoption: exec_slurm.c; sbatch's run and answer, off the loop: exec_slurm_submit.c;
+ * following the jobs: exec_slurm_poll.c. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +39,32 @@ struct gw_slurm_ended {
         int64_t id;
 };
 
+/* One attempt being handed to Slurm (exec_slurm_submit.c): its sbatch, out or to be tried
+ * again; it becomes a struct gw_slurm_job when sbatch answers with the Slurm job's id. */
+struct gw_slurm_submit {
+        int64_t id;               /* gpuward's job */
+        int attempt;
+        struct gw_djob *dj;       /* NULL once released: an answer still to come is scancelled */
+        char **argv, **env;       /* sbatch's, owned */
+        bool drop;                /* run as uid/gid/groups */
+        uid_t uid;
+        gid_t gid;
+        uint32_t *groups;
+        int n_groups;
+        char *how;                /* the "slurm_job" event's bracket (its reservation), or NULL */
+        pid_t pid;                /* the sbatch out, or 0 */
+        int fd;                   /* its pipe, in epoll with the executor's sub_src */
+        bool probe;               /* the child is squeue looking for the attempt's tag, not sbatch */
+        bool probed;              /* that squeue found no Slurm job of the attempt: sbatch next */
+        char *out;                /* the child's output, allocated as it comes */
+        size_t len, cap;
+        bool eof, reaped;
+        int status;
+        gw_usec_t started, next_try, backoff; /* monotonic */
+        int cancel_sig;           /* a signal asked for while no Slurm job was known (0: none) */
+        unsigned cancel_flags;
+};
+
 /* A booking held as a Slurm reservation (exec_slurm_book.c). */
 struct gw_slurm_resv {
         int64_t booking;
@@ -65,6 +92,12 @@ struct gw_exec_slurm {
          * by the running attempt it names, whose id was not recorded; gone after adoption. */
         struct gw_slurm_tagged *tags;
         size_t n_tags;
+        /* The attempts whose sbatch is out or waits to be tried again. */
+        struct gw_slurm_submit **subs;
+        size_t n_subs, cap_subs;
+        /* Their pipes' one epoll source: an event fetched with the SIGCHLD that ends a
+         * submission must not point into it. */
+        struct gw_source sub_src;
         /* scancel children, reaped by the loop and forgotten. */
         pid_t *kids;
         size_t n_kids, cap_kids;
@@ -93,7 +126,8 @@ struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj);
 void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why);
 /* Remembers that Slurm job slurm_id, gpuward's job id, has ended. */
 void slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id);
-/* Reads the child's output until it ends or the deadline (monotonic, 10 s on); then its
+/* Reads the child's output until it ends or the deadline (monotonic, 10 s on), the loop
+ * waiting (scontrol, squeue at a restart: not sbatch, exec_slurm_submit.c); then its
  * status.  -ETIMEDOUT (the child killed) or 0 with *status. */
 int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status);
 /* Follows Slurm job id as the attempt of dj, recorded as its "slurm_job" event (how: why, in
@@ -117,6 +151,21 @@ void gw_slurm_book_drop(struct gw_daemon *d, int64_t booking);
 /* The booking's Slurm reservation that j should run in (its user's, its window now), or
  * NULL; static storage until the next call (exec_slurm_book.c). */
 const char *slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j);
+
+/* exec_slurm_submit.c: hands dj's attempt to Slurm with sbatch argv (absolute path) and env
+ * (both taken), run as its user (a: groups, may be NULL) in its cwd, without waiting; how is
+ * copied.  The attempt's end is told if sbatch refuses it; its answer makes it followed. */
+int slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
+                       const struct gw_account *a, const char *how);
+/* A signal for an attempt whose Slurm job is not known yet: kept for it (-ESRCH: no such
+ * attempt, or a warning for its main process, which does not run yet). */
+int slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags);
+/* Its job is released: whether it had an attempt being submitted (now forgotten). */
+bool slurm_submit_release(struct gw_daemon *d, struct gw_djob *dj);
+bool slurm_submit_ready(struct gw_daemon *d, struct gw_source *src);
+bool slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status);
+gw_usec_t slurm_submit_tick(struct gw_daemon *d);
+void slurm_submit_close(struct gw_daemon *d);
 
 /* exec_slurm_poll.c */
 gw_usec_t slurm_poll_tick(struct gw_daemon *d);

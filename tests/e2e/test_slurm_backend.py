@@ -2,8 +2,10 @@
 ran it and with what, squeue prints what the test writes, scancel logs its arguments): the
 executor's side of the contract on any host, without a cluster.  The real cluster test is
 tests/cluster/test_cluster_backend.py."""
+import json
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -35,8 +37,9 @@ class SlurmBackend(gwtest.DaemonTest):
 
     def tearDown(self):
         # What is left ends at the daemon's cancels (cleanup) as soon as squeue says so.
-        if os.path.exists(os.path.join(self.sdir, "squeue.fail")):
-            os.unlink(os.path.join(self.sdir, "squeue.fail"))
+        for name in ("squeue.fail", "sbatch.hang", "sbatch.accept-hang"):
+            if os.path.exists(os.path.join(self.sdir, name)):
+                os.unlink(os.path.join(self.sdir, name))
         self.squeue(*[f"{i}|CANCELLED|15|n1|None" for i in range(1, 20)])
         super().tearDown()
 
@@ -67,8 +70,13 @@ class SlurmBackend(gwtest.DaemonTest):
     def slurm_msgs(self, jid):
         return [e["message"] for e in self.d.job(jid)["events"] if e["kind"] in ("slurm", "slurm_job")]
 
-    def wait_msg(self, jid, text):
-        return wait_until(lambda: any(text in m for m in self.slurm_msgs(jid)), what=f"'{text}' in job {jid}")
+    def wait_msg(self, jid, text, timeout=20):
+        return wait_until(lambda: any(text in m for m in self.slurm_msgs(jid)), timeout=timeout,
+                          what=f"'{text}' in job {jid}")
+
+    def slurm_id(self, jid):
+        self.wait_msg(jid, "submitted to Slurm as job")
+        return next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[7]
 
     def test_submit_as_the_user_then_follow_squeue_to_the_end(self):
         jid = self.submit("python3", "train.py", "it's")
@@ -89,7 +97,9 @@ class SlurmBackend(gwtest.DaemonTest):
         self.squeue("1|RUNNING|0|node7|None")
         self.wait_msg(jid, "Slurm job 1: RUNNING on node7")
         self.assertIn("node7", self.d.cli("show", jid).stdout)
-        self.squeue("1|FAILED|768|node7|NonZeroExitCode")
+        # Job 2 is listed (waiting) before it is submitted: a poll may come before the test
+        # writes its end, and a real squeue lists every job sbatch made.
+        self.squeue("1|FAILED|768|node7|NonZeroExitCode", "2|PENDING|0||None")
         j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
         self.assertEqual((j["state"], j["exit_code"]), ("FAILED", 3))
 
@@ -128,6 +138,10 @@ class SlurmBackend(gwtest.DaemonTest):
         run = self.submit("sleep", "100")
         wait = self.submit("sleep", "100")
         self.sbatch_call(2)
+        # Their sbatch run side by side: which Slurm id each got is its answer's.
+        if self.slurm_id(run) != "1":
+            run, wait = wait, run
+        self.assertEqual((self.slurm_id(run), self.slurm_id(wait)), ("1", "2"))
         self.squeue("1|RUNNING|0|node1|None", "2|PENDING|0||Priority")
         self.wait_msg(wait, "PENDING")
         self.wait_msg(run, "RUNNING on node1")
@@ -168,6 +182,105 @@ class SlurmBackend(gwtest.DaemonTest):
         j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
         self.assertEqual(j["state"], "FAILED")
         self.assertIn("fake refusal", j["reason"])
+
+    def hang_sbatch(self, on=True):
+        path = os.path.join(self.sdir, "sbatch.hang")
+        if on:
+            open(path, "w").close()
+        else:
+            os.unlink(path)
+
+    def hanging(self):
+        try:
+            with open(os.path.join(self.sdir, "sbatch.hanging")) as f:
+                return len(f.read().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    def test_a_silent_sbatch_holds_only_its_jobs(self):
+        self.hang_sbatch()
+        jids = [self.submit("sleep", "100") for _ in range(9)]
+        wait_until(lambda: self.hanging() == 8, what="eight sbatch out at once")
+        # The loop waits for none of them: the queue answers at once (before, it waited for
+        # each sbatch in turn, 10 s each).
+        self.d.cli("queue", timeout=3)
+        for jid in jids:
+            self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+            self.assertIn("attempt 1: submitting to Slurm", self.slurm_msgs(jid))
+        self.hang_sbatch(False)
+        ids = set()
+        for jid in jids:
+            self.wait_msg(jid, "attempt 1 submitted to Slurm as job")
+            ids.add(next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[-1])
+        self.assertEqual(ids, {str(i) for i in range(1, 10)}, "each its own Slurm job")
+        self.assertEqual(self.hanging(), 8, "the ninth sbatch waited for one of the eight to answer")
+
+    def test_a_controller_that_does_not_answer_is_tried_again(self):
+        self.hang_sbatch()
+        jid = self.submit("true")
+        self.wait_msg(jid, "slurmctld did not answer sbatch within 10 s; trying again in 30 s", timeout=40)
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING", "waiting, not failed")
+        self.hang_sbatch(False)
+        self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1", timeout=60)
+        self.squeue("1|COMPLETED|0|n1|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_an_sbatch_given_up_on_that_reached_slurm_is_not_submitted_twice(self):
+        late = os.path.join(self.sdir, "sbatch.accept-hang")
+        open(late, "w").close()
+        jid = self.submit("true")
+        self.sbatch_call(1)   # Slurm has it; sbatch does not say so in time
+        self.wait_msg(jid, "slurmctld did not answer sbatch within 10 s; trying again in 30 s", timeout=40)
+        uid = self.user.pw_uid if self.user else os.geteuid()
+        with open(os.path.join(self.sdir, "squeue.tags"), "w") as f:
+            f.write(f"1|{uid}|gpuward:{jid}:1\n")
+        os.unlink(late)
+        self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1 (found by its tag", timeout=60)
+        self.assertFalse(os.path.exists(os.path.join(self.sdir, "sbatch.2")), "not submitted twice")
+        self.squeue("1|COMPLETED|0|n1|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def test_cancel_while_sbatch_is_out_cancels_in_slurm(self):
+        self.hang_sbatch()
+        jid = self.submit("sleep", "100")
+        wait_until(lambda: self.hanging() == 1, what="sbatch out")
+        uid = self.user.pw_uid if self.user else None
+        self.d.cli("cancel", "--no-wait", jid, user=uid)
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING", "until Slurm has its job and cancels it")
+        self.hang_sbatch(False)
+        self.wait_msg(jid, "attempt 1 submitted to Slurm as job 1")
+        wait_until(lambda: "1" in self.scancels(), what=f"scancel 1 (so far {self.scancels()})")
+        self.squeue("1|CANCELLED|0||None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "CANCELLED")
+
+    def test_array_tasks_are_slurm_jobs_of_their_own_throttled(self):
+        aid = self.submit("sh", "-c", "true", extra=("--array", "0-4%2"))
+        envs = {}
+
+        def env_of(n):
+            with open(os.path.join(self.sdir, f"sbatch.{n}.env")) as f:
+                return dict(line.split("=", 1) for line in f.read().splitlines())
+
+        def running_tasks():
+            jobs = json.loads(self.d.cli("queue", "--json").stdout)["jobs"]
+            return [j for j in jobs if j.get("array_job_id") == aid and j["state"] == "RUNNING"]
+
+        done = []
+        for n in range(1, 6):
+            self.sbatch_call(n)
+            envs[n] = env_of(n)
+            # %2: with len(done) tasks ended, no more than two others were handed to Slurm.
+            self.assertFalse(os.path.exists(os.path.join(self.sdir, f"sbatch.{len(done) + 3}")),
+                             "the throttle held")
+            self.assertLessEqual(len(running_tasks()), 2)
+            done.append(f"{n}|COMPLETED|0|n1|None")
+            self.squeue(*done, *[f"{i}|PENDING|0||None" for i in range(n + 1, 20)])
+        self.assertEqual(sorted(e["GPUWARD_ARRAY_INDEX"] for e in envs.values()), ["0", "1", "2", "3", "4"])
+        for e in envs.values():
+            self.assertEqual((e["GPUWARD_ARRAY_JOB_ID"], e["GPUWARD_ARRAY_TASK_COUNT"]), (str(aid), "5"))
+        arr = self.d.wait_state(aid, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual(arr["state"], "COMPLETED", arr.get("reason"))
+        self.assertEqual(arr["array_tasks"], {"total": 5, "COMPLETED": 5})
 
 
 class BackendConfig(unittest.TestCase):
