@@ -648,6 +648,25 @@ json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask, unsigned view) {
         return a;
 }
 
+void gw_codec_job_row_write(const struct gw_job *j, uint64_t mask, unsigned view, FILE *out) {
+        bool first = true;
+        fputc('[', out);
+        for (size_t i = 0; i < ELEMENTSOF(job_fields); i++) {
+                if (!(mask & (UINT64_C(1) << i)))
+                        continue;
+                if (!first)
+                        fputc(',', out);
+                first = false;
+                if (gw_codec_row_put(out, job_fields[i].name, j))
+                        continue;
+                json_t *v = job_fields[i].encode(j, view);
+                if (!v || json_dumpf(v, out, JSON_COMPACT | JSON_ENCODE_ANY) < 0)
+                        fputs("null", out);
+                json_decref(v);
+        }
+        fputc(']', out);
+}
+
 json_t *gw_codec_job_field_names(uint64_t mask) {
         json_t *a = json_array();
         for (size_t i = 0; i < ELEMENTSOF(job_fields); i++)

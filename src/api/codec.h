@@ -51,6 +51,9 @@ json_t *gw_codec_job_masked(const struct gw_job *j, uint64_t mask, unsigned view
 /* The same fields as an array, in the order gw_codec_job_field_names lists their names: a
  * long list of rows costs a client no hash table per job to read. */
 json_t *gw_codec_job_row(const struct gw_job *j, uint64_t mask, unsigned view);
+/* The same row written as JSON to out, byte for byte what json_dumpb writes for
+ * gw_codec_job_row's array, without a JSON value per field for the common ones. */
+void gw_codec_job_row_write(const struct gw_job *j, uint64_t mask, unsigned view, FILE *out);
 json_t *gw_codec_job_field_names(uint64_t mask);
 /* "id,state,gpus" → mask; empty or NULL = all.  -EINVAL naming an unknown field. */
 int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err);

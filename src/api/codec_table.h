@@ -4,6 +4,7 @@
 #pragma once
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "base/time.h"
@@ -55,3 +56,7 @@ json_t *gw_codec_table_array(const struct gw_codec_field *table, size_t n, const
                              size_t size, const struct gw_codec_ctx *ctx);
 /* A uint64_t mask of GPUs as the array of its indices. */
 json_t *gw_codec_gpu_mask(uint64_t mask);
+struct gw_job;
+/* codec_row.c: job field name of j written to out as JSON without a JSON value in between;
+ * 1 when written, 0 when the field is left to its jansson encoder. */
+int gw_codec_row_put(FILE *out, const char *name, const struct gw_job *j);

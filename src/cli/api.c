@@ -10,6 +10,7 @@
 #include "base/parse.h"
 #include "cli/client.h"
 #include "cli/format.h"
+#include "cli/jsonfast.h"
 
 static void report_connect_error(const char *socket_path, int err, gw_usec_t timeout, uid_t peer) {
         char d[32];
@@ -194,7 +195,9 @@ int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, 
         if (k != CLI_EXIT_OK)
                 return k;
         json_error_t err;
-        json_t *j = json_loadb(r.body, r.body_len, 0, &err);
+        json_t *j = call->long_reply ? cli_json_load_fast(r.body, r.body_len) : NULL;
+        if (!j)
+                j = json_loadb(r.body, r.body_len, 0, &err);
         int status = r.status;
         cli_http_response_done(&r);
         if (!json_is_object(j)) {

@@ -1,6 +1,7 @@
 /* Calls to gpuwardd's HTTP API (docs/API.md) with the CLI's error reporting. */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "base/time.h"
 #include "cli/cli.h"
@@ -29,6 +30,8 @@ struct cli_call {
         const char *if_dropped;                 /* said after the error when the daemon went
                                                  * away without answering (what may have been
                                                  * done anyway); NULL: nothing */
+        bool long_reply;                        /* read the JSON with cli_json_load_fast
+                                                 * (cli/jsonfast.h): a long list */
 };
 
 /* Performs call.  On a 2xx answer (or call->accept_status) returns CLI_EXIT_OK and fills
