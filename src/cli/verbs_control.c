@@ -20,6 +20,12 @@
         "  --me            select my jobs\n" \
         "  --user USER     select USER's jobs (yours, or anyone's for admins)\n" \
         "  --name NAME     only those named NAME (with --me or --user)\n"
+/* The end of cancel's, hold's and release's options, and the examples' heading. */
+#define SELECT_HELP_END \
+        "  --json          print the API's JSON (a list for a selection)\n" \
+        "  -h, --help      this help\n" \
+        "\n" \
+        "Examples:\n"
 
 static const char cancel_help[] =
         "Usage: gpuward cancel [--no-wait] [--json] JOB...\n"
@@ -39,10 +45,7 @@ static const char cancel_help[] =
         "  --no-wait       return as soon as the daemon has started cancelling\n"
         SELECT_OPTIONS_HELP
         "  --state STATES  only those in these states: PENDING, HELD, RUNNING (comma-separated)\n"
-        "  --json          print the API's JSON (a list for a selection)\n"
-        "  -h, --help      this help\n"
-        "\n"
-        "Examples:\n"
+        SELECT_HELP_END
         "  gpuward cancel 17\n"
         "  gpuward cancel --no-wait 17 18 19 30-39\n"
         "  gpuward cancel --me --name sweep --state PENDING\n";
@@ -57,10 +60,7 @@ static const char hold_help[] =
         "\n"
         "Options:\n"
         SELECT_OPTIONS_HELP
-        "  --json          print the API's JSON (a list for a selection)\n"
-        "  -h, --help      this help\n"
-        "\n"
-        "Examples:\n"
+        SELECT_HELP_END
         "  gpuward hold 17 && gpuward release 17\n"
         "  gpuward hold --me --name sweep\n";
 
@@ -74,10 +74,7 @@ static const char release_help[] =
         "\n"
         "Options:\n"
         SELECT_OPTIONS_HELP
-        "  --json          print the API's JSON (a list for a selection)\n"
-        "  -h, --help      this help\n"
-        "\n"
-        "Examples:\n"
+        SELECT_HELP_END
         "  gpuward release 17 18\n"
         "  gpuward release --me\n";
 

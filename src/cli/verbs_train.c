@@ -199,13 +199,20 @@ static int print_eta_reply(const json_t *o, void *userdata) {
         return CLI_EXIT_OK;
 }
 
+/* cli_parse_one_job, with a task (17_3) asked for by its own job id. */
+static int one_job_or_task(struct cli_ctx *ctx, const struct cli_options *spec, int argc, char **argv, bool *json,
+                           long long *id) {
+        int r = cli_parse_one_job(ctx, spec, argc, argv, json, id);
+        if (r < 0)
+                r = cli_resolve_task(ctx, id) ? CLI_EXIT_FAIL : -1;
+        return r;
+}
+
 int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_options spec = { .verb = "eta", .help = eta_help };
         bool json;
         long long id;
-        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
-        if (r < 0) /* a task (17_3) is asked for by its own job id */
-                r = cli_resolve_task(ctx, &id) ? CLI_EXIT_FAIL : -1;
+        int r = one_job_or_task(ctx, &spec, argc, argv, &json, &id);
         if (r >= 0)
                 return r;
         char target[64];
@@ -274,9 +281,7 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
                 .verb = "snapshots", .help = snapshots_help, .extra = extra, .on_option = on_all, .userdata = &all,
         };
         long long id;
-        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
-        if (r < 0) /* a task (17_3) is asked for by its own job id */
-                r = cli_resolve_task(ctx, &id) ? CLI_EXIT_FAIL : -1;
+        int r = one_job_or_task(ctx, &spec, argc, argv, &json, &id);
         if (r >= 0)
                 return r;
         char target[80];
@@ -325,9 +330,7 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
         };
         bool json;
         long long id;
-        int r = cli_parse_one_job(ctx, &spec, argc, argv, &json, &id);
-        if (r < 0) /* a task (17_3) is asked for by its own job id */
-                r = cli_resolve_task(ctx, &id) ? CLI_EXIT_FAIL : -1;
+        int r = one_job_or_task(ctx, &spec, argc, argv, &json, &id);
         if (r >= 0)
                 return r;
         if (!opt.seq)

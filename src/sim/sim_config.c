@@ -15,7 +15,6 @@ static int config_named(const char *name, struct gw_sim_config *ret, char *msg, 
 #define FAIR_SUFFIX "+fair"
 #define PREEMPT_SUFFIX "+preempt"
 
-static int config_fair(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
 
 /* base gets NAME of "NAME" + suffix: 1; 0 when name does not end in suffix; -EINVAL (why in
  * msg) when it is too long to be a name. */
@@ -32,38 +31,45 @@ static int suffixed(const char *name, const char *suffix, char base[GW_SIM_NAME_
         return 1;
 }
 
-/* NAME+preempt: NAME with preemption (gpuwardd's preemption = true, preempt_grace 10m). */
-int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+typedef int config_fn(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
+
+/* NAME + suffix: NAME's configuration (by base) changed by add; any other name: base's. */
+static int config_suffixed(const char *name, const char *suffix, void (*add)(struct gw_sim_config *), config_fn *base_fn,
+                           struct gw_sim_config *ret, char *msg, size_t msg_size) {
         char base[GW_SIM_NAME_MAX];
         struct gw_sim_config c;
-        int r = suffixed(name, PREEMPT_SUFFIX, base, msg, msg_size);
+        int r = suffixed(name, suffix, base, msg, msg_size);
         if (r <= 0)
-                return r < 0 ? r : config_fair(name, ret, msg, msg_size);
-        r = config_fair(base, &c, msg, msg_size);
+                return r < 0 ? r : base_fn(name, ret, msg, msg_size);
+        r = base_fn(base, &c, msg, msg_size);
         if (r < 0)
                 return r;
-        c.preempt = true;
-        c.preempt_grace = 10 * GW_SIM_MIN;
+        add(&c);
         snprintf(c.name, sizeof(c.name), "%s", name);
         *ret = c;
         return 0;
 }
 
+/* gpuwardd's preemption = true, preempt_grace 10m. */
+static void with_preemption(struct gw_sim_config *c) {
+        c->preempt = true;
+        c->preempt_grace = 10 * GW_SIM_MIN;
+}
+
+/* The queue ordered by fair share. */
+static void with_fairshare(struct gw_sim_config *c) {
+        c->fairshare = true;
+        c->fs_half_life = GW_FS_HALF_LIFE_DEFAULT;
+}
+
 /* NAME+fair: NAME with the queue ordered by fair share. */
 static int config_fair(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
-        char base[GW_SIM_NAME_MAX];
-        struct gw_sim_config c;
-        int r = suffixed(name, FAIR_SUFFIX, base, msg, msg_size);
-        if (r <= 0)
-                return r < 0 ? r : config_named(name, ret, msg, msg_size);
-        r = config_named(base, &c, msg, msg_size);
-        if (r < 0)
-                return r;
-        c.fairshare = true;
-        c.fs_half_life = GW_FS_HALF_LIFE_DEFAULT;
-        snprintf(c.name, sizeof(c.name), "%s", name);
-        *ret = c;
-        return 0;
+        return config_suffixed(name, FAIR_SUFFIX, with_fairshare, config_named, ret, msg, msg_size);
+}
+
+/* NAME+preempt: NAME with preemption; NAME may end in +fair. */
+int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
+        return config_suffixed(name, PREEMPT_SUFFIX, with_preemption, config_fair, ret, msg, msg_size);
 }
 
 static int config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {

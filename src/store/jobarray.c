@@ -8,22 +8,15 @@
 #include "store/store_internal.h"
 
 int gw_store_array_next_set(struct gw_store *s, int64_t id, uint32_t next) {
-        sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "UPDATE jobs SET array_next = ?2 WHERE id = ?1", &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, next);
-        return gw_store_run(s, st);
+        return gw_store_exec(s, "UPDATE jobs SET array_next = ?2 WHERE id = ?1", "ii", id, (int64_t) next);
 }
 
 int gw_store_array_task(struct gw_store *s, int64_t array_job, int64_t index, int64_t *ret_id) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "SELECT id FROM jobs WHERE array_job = ?1 AND array_index = ?2", &st);
+        int r = gw_store_query(s, "SELECT id FROM jobs WHERE array_job = ?1 AND array_index = ?2", &st, "ii",
+                               array_job, index);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, array_job);
-        sqlite3_bind_int64(st, 2, index);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret_id = sqlite3_column_int64(st, 0);
@@ -34,11 +27,10 @@ int gw_store_array_task(struct gw_store *s, int64_t array_job, int64_t index, in
 
 int gw_store_array_tasks(struct gw_store *s, int64_t array_job, gw_store_array_task_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "SELECT id, array_index, state, telemetry FROM jobs WHERE array_job = ?1 "
-                                 "ORDER BY array_index", &st);
+        int r = gw_store_query(s, "SELECT id, array_index, state, telemetry FROM jobs WHERE array_job = ?1 "
+                               "ORDER BY array_index", &st, "i", array_job);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, array_job);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 struct gw_store_array_task t = {
@@ -49,18 +41,15 @@ int gw_store_array_tasks(struct gw_store *s, int64_t array_job, gw_store_array_t
                 };
                 cb(&t, userdata);
         }
-        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
-        return r;
+        return gw_store_rows_end(s, st, rc);
 }
 
 int gw_store_array_best(struct gw_store *s, int64_t array_job, struct gw_store_array_best *ret) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "SELECT j.array_index, e.message FROM jobs j JOIN job_events e ON e.job_id = j.id "
-                                 "WHERE j.array_job = ?1 AND e.kind = 'best' ORDER BY j.array_index", &st);
+        int r = gw_store_query(s, "SELECT j.array_index, e.message FROM jobs j JOIN job_events e ON e.job_id = j.id "
+                               "WHERE j.array_job = ?1 AND e.kind = 'best' ORDER BY j.array_index", &st, "i", array_job);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, array_job);
         struct gw_store_array_best best = { .index = -1 };
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -70,8 +59,7 @@ int gw_store_array_best(struct gw_store *s, int64_t array_job, struct gw_store_a
                 if (msg && sscanf(msg, "mAP50-95 %lf at epoch %ld", &v, &epoch) == 2 && (best.index < 0 || v > best.map50_95))
                         best = (struct gw_store_array_best) { sqlite3_column_int64(st, 0), v, epoch };
         }
-        r = rc == SQLITE_DONE ? 0 : gw_store_sql_err(s);
-        sqlite3_finalize(st);
+        r = gw_store_rows_end(s, st, rc);
         if (r == 0)
                 *ret = best;
         return r;
