@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "core/directive.h"
+#include "core/fairshare.h"
 #include "core/jobarray.h"
 
 #define MAX_ARGS 4096
@@ -467,7 +468,7 @@ json_t *gw_codec_evidence(const char *s, unsigned view, int signal, bool has_exi
 }
 
 static json_t *enc_reason(const struct gw_job *j, unsigned view) {
-        if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_QUOTA && j->wait_detail[0])
+        if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_QUOTA && j->wait_detail)
                 return gw_json_text(j->wait_detail); /* the limit, the usage, who holds it */
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return gw_json_text(gw_job_reason_name(j->wait_reason));
@@ -547,7 +548,14 @@ FIELD(latest_start, PREDICTED(j->latest_start))
 #undef PREDICTED
 /* A queued job's place in the queue: its user's fair-share factor and why, in words. */
 FIELD(fairshare, job_is_queued(j) && j->fairshare > 0 ? json_real(j->fairshare) : json_null())
-FIELD(priority_why, job_is_queued(j) && j->priority_why[0] ? gw_json_text(j->priority_why) : json_null())
+static json_t *enc_priority_why(const struct gw_job *j) {
+        if (!job_is_queued(j) || !j->fair_line)
+                return json_null();
+        char why[GW_FS_WHY_SIZE];
+        gw_fs_priority_why(j->priority, *j->fair_line ? j->fair_line : NULL, why, sizeof why);
+        return gw_json_text(why);
+}
+FIELD(priority_why, enc_priority_why(j))
 /* A job array: its spec; a task: its array and index. */
 FIELD(array, j->array_spec ? gw_json_text(j->array_spec) : json_null())
 FIELD(array_tasks, enc_array_tasks(j))

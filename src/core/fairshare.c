@@ -140,3 +140,10 @@ void gw_fs_reorder(void **items, size_t n, const bool *dirty, int (*cmp)(const v
                         items[--w] = tmp[--j];
         }
 }
+
+void gw_fs_priority_why(int priority, const char *user_line, char *buf, size_t size) {
+        if (user_line)
+                snprintf(buf, size, "priority %d, then %s, then submission order", priority, user_line);
+        else
+                snprintf(buf, size, "priority %d, then submission order (fair share is off)", priority);
+}

@@ -66,6 +66,13 @@ int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_us
 int gw_fs_explain(const struct gw_fs_user *users, size_t n, size_t i, const char *name, gw_usec_t now,
                   gw_usec_t half_life, char *buf, size_t size);
 
+/* Why a queued job stands where it does in the queue, in words, into buf (at least
+ * GW_FS_WHY_SIZE): "priority 2, then LINE, then submission order" with user_line its user's
+ * gw_fs_explain() line, or "priority 2, then submission order (fair share is off)" with
+ * user_line NULL. */
+#define GW_FS_WHY_SIZE (GW_FS_EXPLAIN_SIZE + 64)
+void gw_fs_priority_why(int priority, const char *user_line, char *buf, size_t size);
+
 /* Puts items[0, n) back in cmp's order (qsort's comparison: it gets pointers to two items)
  * after some of them changed: those with dirty[i] false must still be in that order among
  * themselves (their keys did not change; items may have been taken out from between them).

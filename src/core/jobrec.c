@@ -32,8 +32,19 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->stop_reason);
         free(j->tty_socket);
         free(j->array_spec);
+        free(j->wait_detail);
         free(j);
         return NULL;
+}
+
+void gw_job_text_set(char **field, const char *text) {
+        if (!text || !*text) {
+                free(*field);
+                *field = NULL;
+        } else if (!*field || strcmp(*field, text)) {
+                free(*field);
+                *field = gw_xstrdup(text);
+        }
 }
 
 void gw_job_events_free(struct gw_job_event *ev, size_t n) {

@@ -34,6 +34,7 @@ struct gw_job {
         gw_usec_t time_limit;
         int64_t after_job;                 /* 0 = none */
         enum gw_dep_kind after_kind;
+        bool has_exit;
 
         char **argv;                       /* NULL-terminated */
         char **env;                        /* submitter's environment; NULL = minimal */
@@ -44,7 +45,6 @@ struct gw_job {
 
         uint64_t gpu_mask;
         gw_usec_t submit_time, start_time, end_time;   /* wall clock, 0 = not yet */
-        bool has_exit;
         int exit_code;                     /* valid when has_exit and signal == 0 */
         int signal;                        /* terminating signal, 0 = none */
         int attempt;
@@ -56,8 +56,8 @@ struct gw_job {
 
         /* Recovery (submit --retries, --retry-on, --yolo, --checkpoint, --resume-cmd). */
         int retries;                       /* retries allowed after the first attempt */
-        char *retry_on;                    /* comma list of failure classes, NULL = default */
         bool yolo;                         /* an Ultralytics run: resume with resume=True */
+        char *retry_on;                    /* comma list of failure classes, NULL = default */
         char *checkpoint;                  /* glob of checkpoints for other jobs, or NULL */
         char *resume_cmd;                  /* command (sh -c) that replaces the command on retries */
         gw_usec_t not_before;              /* wall clock: waiting out a backoff until then */
@@ -71,8 +71,8 @@ struct gw_job {
         int64_t booking_id;                /* submit --reservation: runs inside that booking */
 
         /* submit --signal SIG@BEFORE: SIG to the job's main process BEFORE ahead of its end. */
-        int warn_signal;                   /* 0: none */
         gw_usec_t warn_before;             /* 0: the daemon's time_limit_warn */
+        int warn_signal;                   /* 0: none */
 
         /* A stop recorded before the job's processes were signalled (cancel, time limit,
          * reclaim): the state the attempt ends in once they are gone, so that a restarted
@@ -86,19 +86,20 @@ struct gw_job {
         gw_usec_t eta_overdue;             /* not stored: > 0, the run is this late (core/eta.h); eta
                                             * is then the end that was due, in the past */
         /* not stored: a job waiting on its user's quota, in words, for its reason
-         * ("Quota: max_gpus=1, 1 in use by job 24"; daemon/sharing.c); "" = none */
-        char wait_detail[128];
+         * ("Quota: max_gpus=1, 1 in use by job 24"; daemon/sharing.c); NULL = none.
+         * On the heap, not room for the longest words in every job: few jobs wait on a quota. */
+        char *wait_detail;
         gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */
         gw_usec_t predicted_end;           /* (core/predict.h, wall clock), 0 = none */
         gw_usec_t latest_start;            /* not stored: its start if every job keeps its time
                                             * limit (gw_predict_latest_starts), 0 = none */
-        int predicted_attempt;             /* not stored: the attempt the three above are for: a
-                                            * retry back in the queue is not the wait they predicted */
         /* Job arrays (submit --array).  The array itself is one job that never runs: it
          * holds the spec and how far its tasks were handed out; each task becomes a job of
          * its own when it starts (daemon/jobarray.c). */
         char *array_spec;                  /* the array: "0-49%4"; NULL for any other job */
         uint32_t array_next;               /* the array: tasks handed out, in the spec's order */
+        int predicted_attempt;             /* not stored: the attempt the three above are for: a
+                                            * retry back in the queue is not the wait they predicted */
         int64_t array_job;                 /* a task: its array's id; 0 = not a task */
         int64_t array_index;               /* a task: its index in the array (when array_job > 0) */
         const struct gw_job_array_view *array_view; /* not stored: an array's tasks, for a reply;
@@ -112,8 +113,12 @@ struct gw_job {
                                             * set by the executor; NULL = none */
         double fairshare;                  /* not stored: a queued job's user's fair-share factor
                                             * at the last scheduling pass, 0 = none (off) */
-        char priority_why[224];            /* not stored: why it stands where it does in the
-                                            * queue, in words (daemon/fairshare.c); "" = none */
+        /* not stored: why a queued job stands where it does in the queue is its priority and
+         * then this, its user's fair-share line (gw_fs_priority_why); "" = fair share is off,
+         * NULL = not known.  Borrowed from daemon/fairshare.c, which keeps each user's line in
+         * place for as long as the daemon runs, so that 10,000 queued jobs of one user hold
+         * one line, not 10,000 copies. */
+        const char *fair_line;
 };
 
 struct gw_job_attempt {
@@ -151,6 +156,8 @@ struct gw_gpu_event_rec {
 };
 
 struct gw_job *gw_job_free(struct gw_job *j);
+/* *field becomes a copy of text (NULL or "": none), kept as it is when it already says so. */
+void gw_job_text_set(char **field, const char *text);
 static inline void gw_job_freep(struct gw_job **j) { gw_job_free(*j); }
 void gw_job_events_free(struct gw_job_event *ev, size_t n);
 

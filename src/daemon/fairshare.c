@@ -22,7 +22,8 @@ struct fair_user {
         struct gw_fs_user fs;
         size_t idx;                  /* in the pass's arrays; SIZE_MAX: not counted */
         double factor;               /* as last computed (NAN: never) */
-        char line[GW_FS_EXPLAIN_SIZE]; /* its words then */
+        char *line;                  /* its words then (GW_FS_EXPLAIN_SIZE); the queued jobs' fair_line
+                                      * borrow it, so it stays in place until gw_fair_close */
         uint64_t gen;                /* bumped when factor or line changes: its jobs are rewritten */
 };
 
@@ -96,7 +97,8 @@ static struct fair_user *user_get(struct gw_fair *f, uint32_t uid, const char *n
                 f->users = gw_xrealloc(f->users, f->cap_users * sizeof *f->users);
         }
         struct fair_user *u = &f->users[f->n_users++];
-        *u = (struct fair_user) { .uid = uid, .fs.share = 1, .idx = SIZE_MAX, .factor = NAN };
+        *u = (struct fair_user) { .uid = uid, .fs.share = 1, .idx = SIZE_MAX, .factor = NAN,
+                                  .line = gw_xcalloc(1, GW_FS_EXPLAIN_SIZE) };
         snprintf(u->name, sizeof u->name, "%s", name ? name : "?");
         (void) gw_fair_weights_parse(f->weights, u->name, &u->fs.share, (char[8]) {0}, 8);
         return u;
@@ -137,6 +139,8 @@ void gw_fair_close(struct gw_daemon *d) {
         struct gw_fair *f = d->jobs.fair;
         if (!f)
                 return;
+        for (size_t i = 0; i < f->n_users; i++)
+                free(f->users[i].line);
         free(f->users);
         free(f->runs);
         free(f->pass_users);
@@ -262,7 +266,7 @@ static int factors(struct gw_fair *f, struct gw_daemon *d) {
                         snprintf(line, sizeof line, "fairshare %.2f", factor);
                 if (factor != u->factor || strcmp(line, u->line)) {
                         u->factor = factor;
-                        memcpy(u->line, line, sizeof line);
+                        memcpy(u->line, line, GW_FS_EXPLAIN_SIZE);
                         u->gen = ++f->gen;
                 }
         }
@@ -307,8 +311,7 @@ static void jobs_update(struct gw_fair *f, struct gw_daemon *d) {
                 any = true;
                 dj->fair_gen = u->gen;
                 dj->job->fairshare = u->factor;
-                snprintf(dj->job->priority_why, sizeof dj->job->priority_why,
-                         "priority %d, then %s, then submission order", dj->job->priority, u->line);
+                dj->job->fair_line = u->line;
         }
         if (any)
                 gw_fs_reorder((void **) d->jobs.queue, n, f->dirty, fair_cmp, f->tmp);
@@ -323,8 +326,7 @@ static void pass_off(struct gw_daemon *d) {
                         continue;
                 dj->fair_gen = GEN_OFF;
                 dj->job->fairshare = 0;
-                snprintf(dj->job->priority_why, sizeof dj->job->priority_why,
-                         "priority %d, then submission order (fair share is off)", dj->job->priority);
+                dj->job->fair_line = "";
         }
 }
 

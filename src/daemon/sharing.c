@@ -479,7 +479,7 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                         pending[i].booked_out = now_only.booked_out;
                 } else if (any_booking)
                         gw_calendar_limit_job(&g, all, wall, &pending[i]);
-                d->jobs.queue[i]->job->wait_detail[0] = '\0';
+                char detail[128] = "";
                 if (any_quota && !pending[i].blocked) {
                         struct user_quota *uq = (struct user_quota *) user_quota(d, cache, &n_cache, j->uid, j->user);
                         /* Usage is counted before the pass; the GPUs of this user's jobs offered
@@ -487,14 +487,14 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                          * all of them at once without passing max_gpus.  The reason names the
                          * limit and the jobs holding it, not only "Quota". */
                         if (uq && gw_quota_wait_reason(&uq->lim, &uq->use, j->ngpus, uq->holders, uq->n_holders,
-                                                       d->jobs.queue[i]->job->wait_detail,
-                                                       sizeof d->jobs.queue[i]->job->wait_detail) == GW_QUOTA_WAIT)
+                                                       detail, sizeof detail) == GW_QUOTA_WAIT)
                                 pending[i].blocked = GW_REASON_QUOTA;
                         else if (uq) {
                                 uq->use.gpus_running += j->ngpus;
                                 holder_add(uq, j->id);
                         }
                 }
+                gw_job_text_set(&d->jobs.queue[i]->job->wait_detail, detail);
         }
         if (any_booking)
                 gw_calendar_view_free(&v);

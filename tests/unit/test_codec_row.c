@@ -85,7 +85,7 @@ static void rows_as_jansson_writes_them(void **state) {
         check_same(j, "no name");
         j->state = GW_JOB_PENDING;
         j->wait_reason = GW_REASON_QUOTA;
-        snprintf(j->wait_detail, sizeof j->wait_detail, "gpus: 4 of 4 \"used\"");
+        set_str(&j->wait_detail, "gpus: 4 of 4 \"used\"");
         check_same(j, "quota");
         j->state = GW_JOB_RUNNING;
         j->gpu_mask = 0x5;

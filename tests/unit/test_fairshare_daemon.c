@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fairshare.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/fairshare.h"
@@ -113,9 +114,11 @@ static void usage_read_charged_and_explained(void **state) {
         assert_int_equal(fair.n, 2);
         assert_true(fabs(ja.fairshare - 0.25) < 1e-3); /* all the use, half the shares: 2^-2 */
         assert_true(jb.fairshare == 1.0);
-        if (!strstr(ja.priority_why, "priority 0, then fairshare 0.25: alice used 2.0 GPU-h (decayed)") ||
-            !strstr(ja.priority_why, "then submission order"))
-                fail_msg("alice's why: %s", ja.priority_why);
+        char why[GW_FS_WHY_SIZE];
+        gw_fs_priority_why(ja.priority, ja.fair_line, why, sizeof why);
+        if (!strstr(why, "priority 0, then fairshare 0.25: alice used 2.0 GPU-h (decayed)") ||
+            !strstr(why, "then submission order"))
+                fail_msg("alice's why: %s", why);
         /* The pass keeps the queue in the order the factors give: B's job first. */
         assert_ptr_equal(queue[0], &qb);
         assert_ptr_equal(queue[1], &qa);
@@ -190,7 +193,10 @@ static void off_says_so(void **state) {
         gw_fair_pass(&d, false, &fair);
         assert_null(fair.factor);
         assert_true(ja.fairshare == 0);
-        assert_string_equal(ja.priority_why, "priority 3, then submission order (fair share is off)");
+        assert_string_equal(ja.fair_line, ""); /* off */
+        char why[GW_FS_WHY_SIZE];
+        gw_fs_priority_why(ja.priority, NULL, why, sizeof why);
+        assert_string_equal(why, "priority 3, then submission order (fair share is off)");
         gw_fair_close(&d);
 }
 
