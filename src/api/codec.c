@@ -16,6 +16,7 @@
 #include "core/directive.h"
 #include "core/fairshare.h"
 #include "core/jobarray.h"
+#include "api/jsonout.h"
 
 #define MAX_ARGS 4096
 #define MAX_ENV 4096
@@ -668,8 +669,13 @@ void gw_codec_job_row_write(const struct gw_job *j, uint64_t mask, unsigned view
                 if (gw_codec_row_put(out, job_fields[i].name, j))
                         continue;
                 json_t *v = job_fields[i].encode(j, view);
-                if (!v || json_dumpf(v, out, JSON_COMPACT | JSON_ENCODE_ANY) < 0)
+                size_t len = 0;
+                char *text = gw_json_compact(v, 0, &len);
+                if (text)
+                        fwrite(text, 1, len, out);
+                else
                         fputs("null", out);
+                free(text);
                 json_decref(v);
         }
         fputc(']', out);
@@ -692,11 +698,12 @@ json_t *gw_codec_event_message(const char *message, unsigned view) {
 }
 
 char *gw_codec_dump(json_t *o, size_t *ret_len) {
-        char *s = json_dumps(o, JSON_COMPACT);
+        char *s = gw_json_compact(o, 0, ret_len);
         json_decref(o);
-        if (!s)
+        if (!s) {
                 s = gw_xstrdup("{\"error\": \"cannot encode the reply\", \"field\": null}");
-        *ret_len = strlen(s);
+                *ret_len = strlen(s);
+        }
         return s;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "api/firstpaint.h"
+#include "api/jsonout.h"
 
 /* At most this many jobs as HTML rows: a queue of thousands still makes a page of a bounded
  * size (the script shows them all once it runs). */
@@ -40,7 +41,7 @@ void gw_firstpaint_put_text(FILE *f, const char *text) {
  * the escape means the same, and "</script>" or "<!--" in a job's name cannot end or change
  * the element that holds it. */
 static void put_json(FILE *f, const json_t *o) {
-        char *s = json_dumps(o, JSON_COMPACT);
+        char *s = gw_json_compact(o, 0, NULL);
         for (const char *p = s ? s : "{}"; *p; p++) {
                 if (*p == '<')
                         fputs("\\u003c", f);

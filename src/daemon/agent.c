@@ -25,6 +25,7 @@
 #include "daemon/agent.h"
 #include "daemon/sampler.h"
 #include "gpu/gpu.h"
+#include "api/jsonout.h"
 
 #define IO_TIMEOUT_SEC 5
 
@@ -248,7 +249,7 @@ static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
                                                               (int) a->xids[i].xid));
                 json_object_set_new(o, "xids", xids);
         }
-        char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        char *body = gw_json_compact(o, 0, NULL);
         json_decref(o);
         return body;
 }

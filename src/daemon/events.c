@@ -23,6 +23,7 @@
 #include "base/parse.h"
 #include "core/calendar.h"
 #include "daemon/web.h"
+#include "api/jsonout.h"
 
 #define RING_EVENTS 4096
 #define RING_BYTES (2u << 20)
@@ -91,7 +92,7 @@ static void client_drop(struct ev_client *c) {
 }
 
 static void publish(struct gw_events *ev, const char *type, json_t *data) {
-        char *json = json_dumps(data, JSON_COMPACT);
+        char *json = gw_json_compact(data, 0, NULL);
         json_decref(data);
         if (!json)
                 return;

@@ -16,6 +16,7 @@
 #include "daemon/reclaim_watch.h"
 #include "daemon/userfile.h"
 #include "daemon/web.h"
+#include "api/jsonout.h"
 
 #define HISTORY_POINTS 300           /* per GPU: a sparkline needs no more */
 #define RESULTS_READ_MAX (4u << 20)
@@ -123,9 +124,10 @@ void on_job_results(void *ud, const struct gw_http_request *req, const struct gw
         json_object_set_new(o, "id", json_integer(j->id));
         json_object_set_new(o, "epoch_end_offsets", gw_training_epoch_offsets_json(d, j)); /* chart marks */
         /* Seven digits are what results.csv holds; %.17g would print 1.1798999999999999. */
-        char *body = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(7));
+        size_t len = 0;
+        char *body = gw_json_compact(o, 7, &len);
         json_decref(o);
         if (!body)
                 return reply_error(rep, 500, NULL, "cannot encode the results");
-        gw_http_reply_text(rep, 200, "application/json", body, strlen(body));
+        gw_http_reply_text(rep, 200, "application/json", body, len);
 }

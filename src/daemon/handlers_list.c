@@ -11,6 +11,7 @@
 #include "base/parse.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
+#include "api/jsonout.h"
 
 /* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
 static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep) {
@@ -61,12 +62,10 @@ static void list_put(struct list_ctx *lc, const struct gw_job *j) {
                 gw_codec_job_row_write(j, lc->fields, view, lc->out);
         else {
                 json_t *o = gw_codec_job_masked(j, lc->fields, view);
-                char buf[4096];
-                size_t len = json_dumpb(o, buf, sizeof buf, JSON_COMPACT);
-                if (len <= sizeof buf)
-                        fwrite(buf, 1, len, lc->out);
-                else
-                        (void) json_dumpf(o, lc->out, JSON_COMPACT);
+                size_t len = 0;
+                _cleanup_free_ char *text = gw_json_compact(o, 0, &len);
+                if (text)
+                        fwrite(text, 1, len, lc->out);
                 json_decref(o);
         }
         if (summed)

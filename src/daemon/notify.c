@@ -21,6 +21,7 @@
 #include "base/thread.h"
 #include "core/webhook.h"
 #include "daemon/config.h"
+#include "api/jsonout.h"
 
 /* libcurl is loaded when webhooks are set, not linked: for everyone else the daemon maps none
  * of its dozen libraries (TLS, HTTP/2, LDAP, ...), a few MiB of resident memory. */
@@ -236,7 +237,7 @@ void gw_notify_job(struct gw_notify *n, int64_t id, const struct gw_job *j, enum
                 json_object_set_new(o, "job", job);
                 job = NULL;
         }
-        char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        char *body = gw_json_compact(o, 0, NULL);
         json_decref(o);
         json_decref(job);
         if (body)

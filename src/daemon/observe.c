@@ -16,6 +16,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/observe.h"
 #include "daemon/web.h"
+#include "api/jsonout.h"
 
 #define RING_SECONDS 3600
 
@@ -443,7 +444,7 @@ void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj) {
                 persist_minute(d, dj->job->id, dj->tel[i].gpu, &dj->tel[i].agg);
         json_t *o = jobtel_json(dj, dj->job->end_time);
         free(dj->job->telemetry);
-        dj->job->telemetry = json_dumps(o, JSON_COMPACT);
+        dj->job->telemetry = gw_json_compact(o, 0, NULL);
         json_decref(o);
 }
 
