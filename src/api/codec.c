@@ -469,6 +469,13 @@ json_t *gw_codec_evidence(const char *s, unsigned view, int signal, bool has_exi
 }
 
 static json_t *enc_reason(const struct gw_job *j, unsigned view) {
+        /* A stop asked for and not over yet (its processes are ending, or an array's tasks
+         * are): said at once, not only once the job has ended. */
+        if (j->stop_state != GW_JOB_PENDING && j->stop_reason && !gw_job_state_is_final(j->state)) {
+                _cleanup_free_ char *s = NULL;
+                if (asprintf(&s, "stopping: %s", j->stop_reason) >= 0)
+                        return enc_private(s, view, "stopping: " GW_CODEC_EVIDENCE_HIDDEN);
+        }
         if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_QUOTA && j->wait_detail)
                 return gw_json_text(j->wait_detail); /* the limit, the usage, who holds it */
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)

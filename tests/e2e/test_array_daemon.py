@@ -218,6 +218,40 @@ console.log(JSON.stringify({rows: GW.foldArrays([...jobs.values()]).map(GW.jobLa
 """
 
 
+class StoppingTest(gwtest.DaemonTest):
+    """A stop takes as long as the job's processes take to end (up to the grace period): until
+    then the array, and each of its running tasks, says it is stopping and why, not only once
+    it has ended."""
+    gpus = 2
+    grace = 30
+
+    def test_a_cancelled_array_says_it_is_stopping_until_its_tasks_are_gone(self):
+        # Each task takes 3 s to end after SIGTERM, as a trainer saving a checkpoint would.
+        out = os.path.join(self.d.work, "ready")
+        os.makedirs(out)
+        os.chmod(out, 0o777)
+        script = f"trap 'sleep 3; exit 0' TERM; touch {out}/$GPUWARD_ARRAY_INDEX; sleep 60 & wait"
+        aid = self.d.submit("--array", "0-3%2", "--", "sh", "-c", script)
+        running = lambda: [j for j in self.d.api("GET", "/api/v1/jobs")[1]["jobs"]
+                           if j.get("array_job_id") == aid and j["state"] == "RUNNING"]
+        gwtest.wait_until(lambda: len(os.listdir(out)) == 2, timeout=20 * gwtest.SLOW,
+                          what="two tasks running, their trap set")
+        st, _ = self.d.api("DELETE", f"/api/v1/jobs/{aid}")
+        self.assertLess(st, 300)
+        arr = self.d.job(aid)
+        self.assertEqual(arr["state"], "PENDING")
+        self.assertEqual(arr["reason"], "stopping: cancelled by root")
+        tasks = running()
+        self.assertEqual(len(tasks), 2, "the tasks are still ending")
+        for t in tasks:
+            self.assertEqual(t["reason"], "stopping: cancelled by root", t)
+        show = self.d.cli("show", str(aid)).stdout
+        self.assertIn("PENDING (stopping: cancelled by root)", show)
+        arr = self.d.wait_state(aid, "CANCELLED", timeout=30 * gwtest.SLOW)
+        self.assertIn("of 4 tasks completed", arr["reason"])
+        self.assertNotIn("stopping", arr["reason"])
+
+
 class DashboardArrayTest(unittest.TestCase):
     """The dashboard's queue folds an array on one row with its task counts (web/app.js, run
     under node with no page: only the functions that decide the rows)."""
