@@ -48,6 +48,21 @@ def run(build, only, extra, tools):
     return json.loads(out.stdout[out.stdout.index("{"):])
 
 
+def spread_cell(values, unit):
+    """The median, and the range the rounds spread over: a ratio inside it is the machine."""
+    if not values:
+        return "—"
+    med = f"{statistics.median(values):,.2f}{unit}"
+    return med if len(values) < 2 else f"{med} ({min(values):,.2f}–{max(values):,.2f})"
+
+
+def overlap(old, new):
+    """Whether the two builds' rounds overlap: "yes" means the difference is within the spread."""
+    if not old or not new:
+        return "—"
+    return "yes" if max(min(old), min(new)) <= min(max(old), max(new)) else "no"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--old", required=True, help="build dir of the code before the change")
@@ -71,13 +86,15 @@ def main():
             got[side].append(r)
             print(f"round {rnd + 1} {side}: " + ", ".join(f"{k} {r[k]:.2f}" for k, *_ in MEASURES if k in r),
                   file=sys.stderr)
-    rows = ["| measure | old | new | new / old |", "|---|---|---|---|"]
+    rows = ["| measure | old: median (rounds' range) | new: median (rounds' range) | new / old | rounds overlap |",
+            "|---|---|---|---|---|"]
     for key, label, unit, better in MEASURES:
         side = {s: [r[key] for r in got[s] if key in r] for s in got}
         o, n = (statistics.median(side[s]) if side[s] else None for s in ("old", "new"))
-        cell = {s: f"{v:,.2f}{unit}" if v is not None else "—" for s, v in (("old", o), ("new", n))}
+        cell = {s: spread_cell(side[s], unit) for s in ("old", "new")}
         ratio = f"{n / o:.2f}" if o and n is not None else "—"
-        rows.append(f"| {label} ({better} is better) | {cell['old']} | {cell['new']} | {ratio} |")
+        rows.append(f"| {label} ({better} is better) | {cell['old']} | {cell['new']} | {ratio} | "
+                    f"{overlap(side['old'], side['new'])} |")
     cmd = (f"python3 bench/ab.py --old OLD_BUILD --new NEW_BUILD --rounds {a.rounds}"
            + ("" if a.dispatch_jobs == 2000 else f" --dispatch-jobs {a.dispatch_jobs}"))
     text = (f"<!-- ab:begin -->\n### {a.label or 'Before and after'}\n\nMeasured {time.strftime('%Y-%m-%d')} on this "
