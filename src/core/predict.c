@@ -783,7 +783,10 @@ const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, siz
         long long due_s = (long long) ((due + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC);
         long long days = (long long) (in->horizon / (24 * 3600 * GW_USEC_PER_SEC));
 
-        if (in->held)
+        if (in->slurm)
+                snprintf(buf, n, "not predicted: Slurm places the job, on GPUs this host does not see (once "
+                                 "submitted, `squeue --start` gives Slurm's own estimate)");
+        else if (in->held)
                 snprintf(buf, n, "the job is held");
         else if (in->position >= in->max_jobs)
                 snprintf(buf, n, "not predicted: only the first %zu queued jobs are", in->max_jobs);

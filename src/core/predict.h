@@ -77,9 +77,10 @@ struct gw_predict_none {
         bool seen;                /* the last prediction included the job */
         gw_usec_t due_in;         /* until the next prediction is due, at most */
         gw_usec_t horizon;        /* how far ahead a prediction looks */
+        bool slurm;               /* Slurm places the jobs (--backend slurm), not this host */
 };
 
-/* Why such a job has no predicted start, into buf (the API's why_none): held; beyond the
+/* Why such a job has no predicted start, into buf (the API's why_none): Slurm places it; held; beyond the
  * first max_jobs; not predicted yet (queued since the last prediction: just submitted, or
  * back from a failure to wait out its backoff, which is not "never"); or no start within the
  * horizon.  Returns buf. */

@@ -239,7 +239,9 @@ static bool seen_by_last(const struct gw_job *j) {
 void gw_training_predict(struct gw_daemon *d, bool force) {
         gw_usec_t wall = d->now_wall;
         uint64_t fp = 0;
-        if (d->jobs.n_queue == 0 || (!force && !due(d, wall, &fp)))
+        /* The replay is of this host's GPUs; with Slurm placing the jobs it would promise
+         * starts on GPUs they never run on. */
+        if (d->jobs.n_queue == 0 || d->cfg->backend_slurm || (!force && !due(d, wall, &fp)))
                 return;
         last_predict = d->now;
         last_fingerprint = force ? fingerprint(d) : fp;
@@ -322,7 +324,7 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
         char buf[200];
         struct gw_predict_none none = { .held = j->state == GW_JOB_HELD, .position = pos, .max_jobs = PREDICT_MAX_JOBS,
                                         .seen = seen_by_last(j), .due_in = next_due_in(d),
-                                        .horizon = PREDICT_HORIZON };
+                                        .horizon = PREDICT_HORIZON, .slurm = d->cfg->backend_slurm };
         /* A start from before the job last left the queue is not a prediction of this wait. */
         bool has = j->state == GW_JOB_PENDING && j->predicted_start && none.seen;
         const char *why = has ? NULL : gw_predict_why_none(&none, buf, sizeof buf);

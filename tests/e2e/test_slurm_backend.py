@@ -176,6 +176,14 @@ class SlurmBackend(gwtest.DaemonTest):
         self.squeue("1|COMPLETED|0|n1,n2|None")
         self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
 
+    def test_a_queued_job_gets_no_start_predicted_on_the_head_nodes_gpus(self):
+        parent = self.submit("sleep", "60")
+        jid = self.submit("true", extra=("--after", str(parent)))  # waits in gpuward's queue
+        pr = self.d.job(jid)["training"]["prediction"]
+        self.assertIsNone(pr["predicted_start"])
+        self.assertIn("Slurm places the job", pr["why_none"])
+        self.assertIn("Slurm places the job", self.d.cli("show", str(jid)).stdout)
+
     def test_sbatch_refusal_fails_the_job_with_its_words(self):
         open(os.path.join(self.sdir, "sbatch.refuse"), "w").close()
         jid = self.submit("true")

@@ -388,6 +388,10 @@ static void why_none(void **state) {
                             "not predicted: only the first 500 queued jobs are");
         in.held = true;
         assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf), "the job is held");
+        in.slurm = true;
+        assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf),
+                            "not predicted: Slurm places the job, on GPUs this host does not see (once submitted, "
+                            "`squeue --start` gives Slurm's own estimate)");
 }
 
 int main(void) {
