@@ -395,7 +395,8 @@
     } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');
     const rogue = (g.processes || []).filter(p => p.job === null || p.stray);
     /* A guest gets them without the message (it may name another user's command). */
-    const evs = S.gpuEvents.filter(e => e.gpu === g.index).slice(0, 3);
+    /* This host's GPU: a cluster node's GPU of the same index (e.node) is another card. */
+    const evs = S.gpuEvents.filter(e => e.gpu === g.index && !e.node).slice(0, 3);
     const evText = e => `${GW.fmtTime(e.time)} ${e.kind}${e.xid !== null ? ` ${e.xid}` : ''}` +
       `${e.job ? ` (job ${e.job})` : ''}${e.message ? `: ${e.message}` : ''}`;
     const pct = g.mem_total ? Math.round((100 * (g.mem_used || 0)) / g.mem_total) : 0;

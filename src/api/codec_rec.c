@@ -82,6 +82,7 @@ static json_t *gpu_event_xid(const void *obj, const struct gw_codec_ctx *ctx) {
 static const struct gw_codec_field gpu_event_fields[] = {
         GW_CODEC_FIELD("time", GW_CT_SECONDS_OR_NULL, G, time),
         GW_CODEC_FIELD("gpu", GW_CT_UINT, G, gpu),
+        GW_CODEC_FIELD("node", GW_CT_STR_OR_NULL, G, node),
         GW_CODEC_FIELD("kind", GW_CT_STR, G, kind),
         GW_CODEC_FIELD_FN("xid", gpu_event_xid),
         GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, G, job_id),

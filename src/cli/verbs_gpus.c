@@ -30,7 +30,8 @@ static const char gpus_help[] =
         "a node whose agent has not reported for 3 of its intervals.\n"
         "\n"
         "With --events, what happened to the GPUs themselves rather than to a job, newest\n"
-        "first, one line each: time, GPU, kind, the job on it then, and the evidence.\n"
+        "first, one line each: time, GPU (NODE:INDEX for a cluster node's), kind, the job on it\n"
+        "then, and the evidence.\n"
         "Kinds: xid and ecc (errors the driver reported, with the Xid), health (a GPU lost\n"
         "or gone from the driver's devices), drain and undrain (by whom and why), rogue\n"
         "(a process started outside gpuward: its pid, user, command and memory) and\n"
@@ -102,10 +103,11 @@ static int print_gpus(const json_t *reply) {
 /* One event: TIME GPU KIND JOB MESSAGE (the table neutralises control characters, so that a
  * rogue's command line cannot drive the terminal). */
 static int add_event_row(struct cli_table *t, const json_t *e, time_t now) {
-        char when[32], gpu[16] = "-", job[24] = "-";
+        char when[32], gpu[96] = "-", job[24] = "-";
         long long v;
+        const char *node = cli_jstr(e, "node"); /* a cluster node's GPU: "node1:2" */
         if (cli_jint(e, "gpu", &v))
-                snprintf(gpu, sizeof gpu, "%lld", v);
+                snprintf(gpu, sizeof gpu, "%s%s%lld", node ? node : "", node ? ":" : "", v);
         if (cli_jint(e, "job", &v))
                 snprintf(job, sizeof job, "%lld", v);
         const char *cells[] = { cli_format_time(cli_jnum(e, "time"), now, when, sizeof when), gpu,

@@ -148,6 +148,7 @@ struct gw_job_event {
  * whoever fills it in. */
 struct gw_gpu_event_rec {
         gw_usec_t time;
+        const char *node;                  /* a cluster node's GPU (its agent's report); NULL: this host's */
         unsigned gpu;
         const char *kind;
         long long xid;                     /* -1: none */

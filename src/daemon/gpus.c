@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "store/gpus_missing.h"
+#include "store/gpu_events.h"
 
 /* Where the fake NVML library is: next to an installed daemon, or in the build tree. */
 static const char *find_fake_nvml(char *buf, size_t n) {
@@ -101,7 +102,7 @@ static void note_missing(struct gw_daemon *d, const struct gw_store_gpu *old) {
                          "by %s; drained until an admin undrains it", old[i].uuid, i, when);
                 log_warn("%s", why);
                 (void) gw_store_gpu_missing_add(d->store, old[i].uuid, why);
-                (void) gw_store_gpu_event(d->store, i, "health", -1, 0, why);
+                (void) gw_store_gpu_event(d->store, NULL, i, "health", -1, 0, why);
         }
 }
 

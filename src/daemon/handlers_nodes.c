@@ -10,6 +10,7 @@
 #include "daemon/agent.h"
 #include "daemon/exec_slurm.h"
 #include "daemon/handlers.h"
+#include "store/gpu_events.h"
 #include "daemon/nodes.h"
 
 /* The fault, for the classifier at the attempt's end (as observe.c keeps a local GPU's). */
@@ -56,7 +57,7 @@ static void xid_apply(struct gw_daemon *d, const char *node, const json_t *befor
                 if (drains)
                         slurm_avoid_node(d, dj, node, msg);
         }
-        (void) gw_store_gpu_event(d->store, gpu, "xid", (long long) xid, first, msg);
+        (void) gw_store_gpu_event(d->store, node, gpu, "xid", (long long) xid, first, msg);
         if (drains)
                 gw_slurm_drain_node(d, node, gpu, xid);
 }

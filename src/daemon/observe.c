@@ -17,6 +17,7 @@
 #include "daemon/observe.h"
 #include "daemon/web.h"
 #include "api/jsonout.h"
+#include "store/gpu_events.h"
 
 #define RING_SECONDS 3600
 
@@ -153,7 +154,7 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
                 snprintf(msg, sizeof msg, "GPU %u health: %s", g->info.index,
                          now->health == GW_GPU_OK ? "ok" : "unavailable");
         log_warn("%s", msg);
-        (void) gw_store_gpu_event(d->store, g->info.index, "health", -1, g->job_id, msg);
+        (void) gw_store_gpu_event(d->store, NULL, g->info.index, "health", -1, g->job_id, msg);
         if (g->job_id)
                 gw_observe_job_event(d, g->job_id, "gpu", msg);
         if (now->health == GW_GPU_LOST) {
@@ -316,7 +317,7 @@ int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reas
         char msg[400];
         snprintf(msg, sizeof msg, "GPU %u %s%s%s", idx, drain ? "drained: " : "undrained", drain ? reason : "",
                  drain && g->job_id ? " (its job keeps running)" : "");
-        (void) gw_store_gpu_event(d->store, idx, drain ? "drain" : "undrain", -1, g->job_id, msg);
+        (void) gw_store_gpu_event(d->store, NULL, idx, drain ? "drain" : "undrain", -1, g->job_id, msg);
         if (g->job_id)
                 gw_observe_job_event(d, g->job_id, "gpu", msg);
         log_info("%s", msg);
@@ -349,8 +350,8 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
                 snprintf(msg, sizeof msg, "single-bit ECC error on GPU %u at %s", ev->index, when);
         d->host.xid_events += xid;
         log_warn("%s%s", msg, g->job_id ? "" : " (no job on it)");
-        (void) gw_store_gpu_event(d->store, ev->index, xid ? "xid" : "ecc", xid ? (long long) ev->xid : -1, g->job_id,
-                                  msg);
+        (void) gw_store_gpu_event(d->store, NULL, ev->index, xid ? "xid" : "ecc", xid ? (long long) ev->xid : -1,
+                                  g->job_id, msg);
         if (g->job_id)
                 gw_observe_job_event(d, g->job_id, "xid", msg);
         if (xid || dbe)

@@ -17,6 +17,7 @@
 #include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/observe.h"
+#include "store/gpu_events.h"
 
 #define MAX_ANCESTORS 64
 
@@ -157,7 +158,7 @@ static void rogue_kill(struct gw_daemon *d, const struct gw_dgpu *g, const struc
                         gw_observe_job_event(d, g->job_id, "rogue", msg);
                 else {
                         log_warn("job %lld: %s", (long long) g->job_id, msg);
-                        (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+                        (void) gw_store_gpu_event(d->store, NULL, g->info.index, "rogue", -1, g->job_id, msg);
                 }
         }
 }
@@ -190,7 +191,7 @@ static void rogue_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struc
                 log_warn("job %lld: %s", (long long) g->job_id, msg);
         else
                 log_warn("%s", msg);
-        (void) gw_store_gpu_event(d->store, g->info.index, "rogue", -1, g->job_id, msg);
+        (void) gw_store_gpu_event(d->store, NULL, g->info.index, "rogue", -1, g->job_id, msg);
         rogue_text(g, p, true, msg, sizeof msg);
         if (g->job_id && strcmp(d->cfg->rogue_policy, "kill"))
                 gw_observe_job_event(d, g->job_id, "rogue", msg);
@@ -252,7 +253,7 @@ static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struc
                 snprintf(msg, sizeof msg, "process %u of job %lld (user %s: %s) on GPU %u, which that job was not given",
                          p->pid, (long long) p->job_id, p->user, proc_cmd(p, mark, cmd, sizeof cmd), g->info.index);
                 if (!mark)
-                        (void) gw_store_gpu_event(d->store, g->info.index, "stray", -1, g->job_id, msg);
+                        (void) gw_store_gpu_event(d->store, NULL, g->info.index, "stray", -1, g->job_id, msg);
                 else if (g->job_id)
                         gw_observe_job_event(d, g->job_id, "rogue", msg);
         }

@@ -1,11 +1,15 @@
-/* Reading back the GPUs' own events (gw_store_gpu_event records them): Xid errors, health
- * changes, drains, rogue processes. */
+/* The GPUs' own events: Xid errors, health changes, drains, rogue processes. */
 #pragma once
 #include <stddef.h>
 
 #include "store/store.h"
 
 #define GW_GPU_EVENTS_ALL (-1)
+
+/* Records an event of GPU gpu of node (NULL: this host; a name: a cluster node's GPU, as its
+ * agent reported it).  job_id 0 = none, xid -1 = none.  Returns 0 or -errno. */
+int gw_store_gpu_event(struct gw_store *s, const char *node, unsigned gpu, const char *kind, long long xid,
+                       int64_t job_id, const char *message);
 
 /* Called per event; e and its strings are valid during the call only. */
 typedef void (*gw_store_gpu_event_cb)(const struct gw_gpu_event_rec *e, void *userdata);

@@ -142,6 +142,10 @@ const char *const gw_store_migrations[] = {
 
         /* 19: submit --preemptible: the job may be stopped for a higher-priority job or a booking */
         "ALTER TABLE jobs ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 0;",
+
+        /* 20: the node of a GPU event on a cluster's controller (its agent's Xid); NULL = this
+         * host's own GPU, so that node1's GPU 2 is not read as the head node's */
+        "ALTER TABLE gpu_events ADD COLUMN node TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

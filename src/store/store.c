@@ -26,7 +26,6 @@ enum stmt_id {
         ST_GPU_GET,
         ST_SERIES_ADD,
         ST_SERIES_GET,
-        ST_GPU_EVENT,
         ST_ATTEMPT_ADD,
         ST_ATTEMPTS_GET,
         ST_BEGIN,
@@ -79,7 +78,6 @@ static const char *const stmt_sql[_ST_MAX] = {
                           "mem_mean, mem_max) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         [ST_SERIES_GET] = "SELECT gpu, t, util_min, util_mean, util_max, mem_min, mem_mean, mem_max FROM job_series "
                           "WHERE job_id = ?1 AND t >= ?2 ORDER BY gpu, t",
-        [ST_GPU_EVENT] = "INSERT INTO gpu_events (time, gpu, kind, xid, job_id, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [ST_ATTEMPT_ADD] = "INSERT OR REPLACE INTO job_attempts (job_id, attempt, gpu_mask, start_time, end_time, "
                            "has_exit, exit_code, signal, class, evidence, resumed_from, epoch, log_path, ckpt_id) "
                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
@@ -702,26 +700,6 @@ int gw_store_series_get(struct gw_store *s, int64_t job_id, gw_usec_t since, gw_
                 };
                 cb((unsigned) sqlite3_column_int(st, 0), &row, userdata);
         }
-        (void) sqlite3_reset(st);
-        return rc == SQLITE_DONE ? 0 : sql_err(s);
-}
-
-int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long long xid, int64_t job_id,
-                       const char *message) {
-        sqlite3_stmt *st = stmt_get(s, ST_GPU_EVENT);
-        sqlite3_bind_int64(st, 1, gw_now_wall());
-        sqlite3_bind_int(st, 2, (int) gpu);
-        gw_store_bind_text(st, 3, kind);
-        if (xid >= 0)
-                sqlite3_bind_int64(st, 4, xid);
-        else
-                sqlite3_bind_null(st, 4);
-        if (job_id > 0)
-                sqlite3_bind_int64(st, 5, job_id);
-        else
-                sqlite3_bind_null(st, 5);
-        gw_store_bind_text(st, 6, message);
-        int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
 }

@@ -107,9 +107,6 @@ typedef void (*gw_store_series_cb)(unsigned gpu, const struct gw_store_series_ro
 /* Rows with t >= since, by GPU then time. */
 int gw_store_series_get(struct gw_store *s, int64_t job_id, gw_usec_t since, gw_store_series_cb cb, void *userdata);
 
-/* An Xid, ECC, health or drain event of a GPU (job_id 0 = none, xid -1 = none). */
-int gw_store_gpu_event(struct gw_store *s, unsigned gpu, const char *kind, long long xid, int64_t job_id,
-                       const char *message);
 /* Number of jobs in each state. */
 int gw_store_state_counts(struct gw_store *s, uint64_t counts[_GW_JOB_STATE_MAX]);
 

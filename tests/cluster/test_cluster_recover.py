@@ -152,10 +152,15 @@ class ClusterRecover(unittest.TestCase):
         self.assertNotEqual(a[1]["node"], bad)
         self.assertEqual(self.results_epochs(d, "xid"), [1, 2, 3, 4, 5])
         self.assertTrue(any(m.startswith(f"node {bad} excluded from the next attempts") for m in slurm_events(j)))
-        st, body = d.api("GET", f"/api/v1/gpus/{gpu}/events")
+        # Recorded as the node's GPU, not as the controller's own GPU of that index.
+        st, body = d.api("GET", "/api/v1/gpus/events")
         self.assertEqual(st, 200, body)
-        self.assertTrue(any(f"node {bad}: Xid 79 on GPU {gpu}" in (e.get("message") or "")
+        self.assertTrue(any(e["node"] == bad and e["gpu"] == gpu and e["kind"] == "xid" and
+                            f"node {bad}: Xid 79 on GPU {gpu}" in (e.get("message") or "")
                             for e in body["events"]), body)
+        st, body = d.api("GET", f"/api/v1/gpus/{gpu}/events")
+        self.assertFalse(any(e.get("node") for e in body.get("events", [])), body)
+        self.assertIn(f"{bad}:{gpu}", d.cli("gpus", "--events").stdout)
 
         # The admin's way back: the GPU reset, the node resumed in Slurm.
         c.cmd("scontrol", "update", f"NodeName={bad}", "State=RESUME")

@@ -227,12 +227,13 @@ static void gpu_events(void **state) {
         (void) state;
         struct gw_gpu_event_rec e = { .time = 5 * SEC, .gpu = 1, .kind = "rogue", .xid = -1, .job_id = 0,
                                       .message = "pid 7 (bob, python x.py)" };
-        expect_json(gw_codec_gpu_event(&e, true), "{\"time\":5.0,\"gpu\":1,\"kind\":\"rogue\",\"xid\":null,\"job\":null,"
-                                                  "\"message\":\"pid 7 (bob, python x.py)\"}");
+        expect_json(gw_codec_gpu_event(&e, true), "{\"time\":5.0,\"gpu\":1,\"node\":null,\"kind\":\"rogue\",\"xid\":null,"
+                                                  "\"job\":null,\"message\":\"pid 7 (bob, python x.py)\"}");
         e.xid = 79;
         e.job_id = 8;
-        expect_json(gw_codec_gpu_event(&e, false), "{\"time\":5.0,\"gpu\":1,\"kind\":\"rogue\",\"xid\":79,\"job\":8,"
-                                                   "\"message\":null}");
+        e.node = "node1";
+        expect_json(gw_codec_gpu_event(&e, false), "{\"time\":5.0,\"gpu\":1,\"node\":\"node1\",\"kind\":\"rogue\",\"xid\":79,"
+                                                   "\"job\":8,\"message\":null}");
 }
 
 static void job_events(void **state) {

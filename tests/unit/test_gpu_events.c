@@ -83,9 +83,26 @@ static const char *kind_of(const struct rows *r, size_t i) {
 
 /* Recorded at CLOCK_BASE + 1 s, + 2 s, ...: xid on GPU 0 (job 7), drain on 1, rogue on 0. */
 static void record_three(struct gw_store *s) {
-        assert_int_equal(gw_store_gpu_event(s, 0, "xid", 79, 7, "Xid 79 on GPU 0"), 0);
-        assert_int_equal(gw_store_gpu_event(s, 1, "drain", -1, 0, "GPU 1 drained: fell off the bus"), 0);
-        assert_int_equal(gw_store_gpu_event(s, 0, "rogue", -1, 0, "pid 42 (bob, sleep 300) on GPU 0"), 0);
+        assert_int_equal(gw_store_gpu_event(s, NULL, 0, "xid", 79, 7, "Xid 79 on GPU 0"), 0);
+        assert_int_equal(gw_store_gpu_event(s, NULL, 1, "drain", -1, 0, "GPU 1 drained: fell off the bus"), 0);
+        assert_int_equal(gw_store_gpu_event(s, NULL, 0, "rogue", -1, 0, "pid 42 (bob, sleep 300) on GPU 0"), 0);
+}
+
+/* A cluster node's GPU 0 (an agent's Xid) is among every GPU's events, named by its node,
+ * and not among this host's GPU 0's. */
+static void a_nodes_gpu_is_not_this_hosts(void **state) {
+        struct fixture *f = *state;
+        record_three(f->s);
+        assert_int_equal(gw_store_gpu_event(f->s, "node1", 0, "xid", 79, 0, "node node1: Xid 79 on GPU 0"), 0);
+        struct rows r = { 0 };
+        assert_int_equal(gw_store_gpu_events(f->s, GW_GPU_EVENTS_ALL, 0, 100, row_keep, &r), 4);
+        assert_string_equal(json_string_value(json_object_get(r.e[0], "node")), "node1");
+        assert_true(json_is_null(json_object_get(r.e[1], "node")));
+        rows_clear(&r);
+        assert_int_equal(gw_store_gpu_events(f->s, 0, 0, 100, row_keep, &r), 2);
+        for (size_t i = 0; i < r.n; i++)
+                assert_true(json_is_null(json_object_get(r.e[i], "node")));
+        rows_clear(&r);
 }
 
 static void newest_first_per_gpu_and_all(void **state) {
@@ -126,7 +143,7 @@ static void encoded_with_and_without_message(void **state) {
         assert_int_equal(gw_store_gpu_events(f->s, 0, 0, 100, row_keep, &r), 2);
         char *xid = json_dumps(r.e[1], JSON_COMPACT | JSON_SORT_KEYS);
         assert_string_equal(xid, "{\"gpu\":0,\"job\":7,\"kind\":\"xid\",\"message\":\"Xid 79 on GPU 0\","
-                                 "\"time\":1790000001.0,\"xid\":79}");
+                                 "\"node\":null,\"time\":1790000001.0,\"xid\":79}");
         free(xid);
         char *rogue = json_dumps(r.e[0], JSON_COMPACT | JSON_SORT_KEYS);
         assert_non_null(strstr(rogue, "\"job\":null,\"kind\":\"rogue\""));
@@ -150,6 +167,7 @@ int main(void) {
                 T(newest_first_per_gpu_and_all),
                 T(limit_and_since),
                 T(encoded_with_and_without_message),
+                T(a_nodes_gpu_is_not_this_hosts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
