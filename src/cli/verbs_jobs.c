@@ -36,6 +36,8 @@ static const char queue_help[] =
         "                its --time would end\n"
         "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
         "  (JobArrayTaskLimit) an array runs as many tasks as its %N allows\n"
+        "  0,1 (stopping) a running job cancelled or stopped whose processes are ending;\n"
+        "                'gpuward show' says why\n"
         "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
         "length (a hung run most often) instead of an ETA that no longer moves.\n"
         "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
@@ -229,12 +231,20 @@ static const json_t *job_at(const struct job_list *l, size_t i, json_t *scratch)
         return scratch;
 }
 
-/* The queue's last column: where a running job runs, or why a waiting one waits. */
+/* The queue's last column: where a running job runs ("0,1", "0,1 (stopping)" while a stop
+ * is under way: the reason says why), or why a waiting one waits. */
 static char *where_or_why(const json_t *job) {
         const char *state = cli_jstr(job, "state");
         const char *reason = cli_jstr(job, "reason");
-        if (state && strcmp(state, "RUNNING") == 0)
-                return cli_job_gpu_list(job);
+        if (state && strcmp(state, "RUNNING") == 0) {
+                char *gpus = cli_job_gpu_list(job), *out = NULL;
+                if (!gpus || !reason || strncmp(reason, "stopping", 8) != 0)
+                        return gpus;
+                if (asprintf(&out, "%s (stopping)", gpus) < 0)
+                        out = NULL;
+                free(gpus);
+                return out;
+        }
         char *out = NULL;
         if (asprintf(&out, "(%s)", reason && *reason ? reason : "-") < 0)
                 return NULL;

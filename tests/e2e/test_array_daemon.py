@@ -247,6 +247,8 @@ class StoppingTest(gwtest.DaemonTest):
             self.assertEqual(t["reason"], "stopping: cancelled by root", t)
         show = self.d.cli("show", str(aid)).stdout
         self.assertIn("PENDING (stopping: cancelled by root)", show)
+        queue = self.d.cli("queue").stdout.splitlines()
+        self.assertEqual(len([l for l in queue if "RUNNING" in l and l.endswith("(stopping)")]), 2, queue)
         arr = self.d.wait_state(aid, "CANCELLED", timeout=30 * gwtest.SLOW)
         self.assertIn("of 4 tasks completed", arr["reason"])
         self.assertNotIn("stopping", arr["reason"])
