@@ -32,7 +32,14 @@ int gw_bookpolicy_check(const struct gw_bookpolicy *p, const struct gw_bookpolic
                 return GW_BOOKPOLICY_DURATION;
         }
         if (too_many_gpus(p, a->ngpus, a->host_gpus)) {
-                if (p->max_gpus_percent)
+                if (p->max_gpus_percent && a->cluster && !a->host_gpus)
+                        snprintf(msg, n, "needs an admin's approval: booking_max_gpus (%lld%%) is a share of the "
+                                 "cluster's GPUs, and no node's agent has reported them yet", (long long) p->max_gpus);
+                else if (p->max_gpus_percent && a->cluster)
+                        snprintf(msg, n, "needs an admin's approval: %d of the cluster's %u GPUs (as its nodes' "
+                                 "agents report them) is more than booking_max_gpus (%lld%%)", a->ngpus,
+                                 a->host_gpus, (long long) p->max_gpus);
+                else if (p->max_gpus_percent)
                         snprintf(msg, n, "needs an admin's approval: %d of the %u GPUs is more than "
                                  "booking_max_gpus (%lld%%)", a->ngpus, a->host_gpus, (long long) p->max_gpus);
                 else

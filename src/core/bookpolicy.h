@@ -28,7 +28,8 @@ struct gw_bookpolicy {
 struct gw_bookpolicy_ask {
         bool admin;
         int ngpus;
-        unsigned host_gpus;
+        unsigned host_gpus;        /* the GPUs a percentage is of: this host's, or a cluster's */
+        bool cluster;              /* host_gpus are a cluster's nodes' (0: none reported yet) */
         gw_usec_t duration;
         size_t delayed;            /* waiting jobs it would delay (gw_bookpolicy_delays) */
         int64_t delayed_first;     /* the first of them in queue order; 0 with delayed > 0:

@@ -341,6 +341,13 @@ json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
         return arr;
 }
 
+unsigned gw_nodes_gpu_count(const struct gw_nodes *t) {
+        size_t n = 0;
+        for (size_t i = 0; t && i < t->n; i++)
+                n += json_array_size(json_object_get(t->v[i].snapshot, "gpus"));
+        return (unsigned) n;
+}
+
 const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_t slurm_id) {
         for (size_t i = 0; t && i < t->n_seen; i++)
                 if (t->seen[i].slurm_id == slurm_id)

@@ -53,6 +53,10 @@ struct gw_nodes {
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
                            size_t why_len);
 
+/* The GPUs of every node whose agent has reported (stale ones too: a node unheard for a while
+ * still has its cards), for the booking policy's share of the cluster. */
+unsigned gw_nodes_gpu_count(const struct gw_nodes *t);
+
 /* The newest snapshot of node name, NULL when none came. */
 const json_t *gw_nodes_snapshot(const struct gw_nodes *t, const char *name);
 

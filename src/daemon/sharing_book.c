@@ -10,6 +10,7 @@
 #include "base/parse.h"
 #include "core/bookpolicy.h"
 #include "daemon/exec_slurm.h"
+#include "daemon/nodes.h"
 #include "daemon/sharing.h"
 
 /* The host's booking policy (core/bookpolicy.h) on a booking that fits and that the user's
@@ -17,8 +18,11 @@
 static int book_policy(struct gw_daemon *d, bool admin, const struct calendar_view *v, const struct gw_booking *b,
                        gw_usec_t now, char *msg, size_t n) {
         const struct gw_bookpolicy *p = &d->cfg->booking;
-        struct gw_bookpolicy_ask a = { .admin = admin, .ngpus = b->ngpus, .host_gpus = d->host.n_gpus,
-                                       .duration = b->end - b->start };
+        /* On a cluster a share is of the nodes' GPUs, not of the head node's (often none). */
+        bool cluster = d->cfg->backend_slurm;
+        struct gw_bookpolicy_ask a = { .admin = admin, .ngpus = b->ngpus,
+                                       .host_gpus = cluster ? gw_nodes_gpu_count(d->nodes) : d->host.n_gpus,
+                                       .cluster = cluster, .duration = b->end - b->start };
         int r = gw_bookpolicy_check(p, &a, msg, n);
         /* The schedule's prediction, twice, only where it can still change the answer. */
         if (r != GW_BOOKPOLICY_OK || admin || p->may_delay_waiting)

@@ -63,8 +63,20 @@ class ClusterBook(unittest.TestCase):
         self.assertEqual(b["state"], "APPROVED", b)
         return b
 
+    def agents_report(self, c, d, gpus):
+        """Each node's snapshot, as its agent posts it: the booking policy's share is of these
+        GPUs (2 nodes of 4: 8), not of the head node's."""
+        tok = d.cli_json("token", "create", "--scope", "agent", "--name", "agents")["token"]
+        for node in c.nodes:
+            snap = {"node": node, "interval": 60, "driver": "550.54",
+                    "gpus": [{"index": i, "name": "A100", "uuid": f"GPU-{node}-{i}", "mem_total": 100, "mem_used": 0,
+                              "util": 0, "health": "ok", "procs_total": 0, "procs": []} for i in range(gpus)]}
+            st, reply = d.tcp_json("POST", "/api/v1/agent/snapshot", snap, token=tok)
+            self.assertEqual(st, 200, reply)
+
     def run_booking(self, c, d, user, other):
         self.c = c
+        self.agents_report(c, d, 4)
         # 2 GPUs tomorrow 09:00-13:00: one whole node of 4 held for the user.
         b = self.book(d, user, "--gpus", "2", "--start", "tomorrow 09:00", "--duration", "4h")
         name = f"gpuward_book_{b['id']}"

@@ -136,6 +136,28 @@ class AgentTokenControllerTest(gwtest.DaemonTest):
         st, reply = self.d.tcp_json("GET", "/api/v1/gpus", token=tok)
         self.assertEqual((st, reply.get("error")), (403, refusal(tid)))
 
+    def test_a_bookings_share_is_of_the_nodes_gpus_not_the_head_nodes(self):
+        """booking_max_gpus (50%) on a controller: of the GPUs the agents reported."""
+        users = gwtest.Users(prefix="gwat")
+        try:
+            u = users.add("u")
+            ask = lambda n: json.loads(self.d.raw_as(u.pw_uid, "POST", "/api/v1/bookings", json.dumps(
+                {"ngpus": n, "start": "2099-01-05T09:00:00Z", "duration": "1h"}).encode())[1])
+            b = ask(1)
+            self.assertEqual(b.get("state"), "PENDING_APPROVAL", b)
+            self.assertIn("no node's agent has reported them yet", b["note"])
+            tid, tok = agent_token(self.d)
+            two = {**SNAPSHOT, "gpus": [SNAPSHOT["gpus"][0], {**SNAPSHOT["gpus"][0], "index": 1, "uuid": "GPU-2"}]}
+            st, reply = self.d.tcp_json("POST", "/api/v1/agent/snapshot", two, token=tok)
+            self.assertEqual(st, 200, reply)
+            b = ask(2)
+            self.assertEqual(b.get("state"), "PENDING_APPROVAL", b)
+            self.assertIn("2 of the cluster's 2 GPUs", b["note"])
+            # (1 of 2 passes the policy and goes on to Slurm's reservation, which these fake
+            # Slurm commands cannot make: unit test_bookpolicy and cluster_book cover it.)
+        finally:
+            users.remove_all()
+
 
 if __name__ == "__main__":
     gwtest.main()

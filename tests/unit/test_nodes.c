@@ -148,6 +148,9 @@ static void test_newest_per_node_and_stale(void **state) {
         assert_int_equal(gw_nodes_put(t, good("gpu1"), 11 * SEC, 1001 * SEC), 0);
         assert_int_equal(gw_nodes_put(t, good("gpu2"), 12 * SEC, 1002 * SEC), 0);
         assert_int_equal(t->n, 2);
+        /* Two GPUs a node, a node counted once however often it reported. */
+        assert_int_equal(gw_nodes_gpu_count(t), 4);
+        assert_int_equal(gw_nodes_gpu_count(NULL), 0);
         /* At 17 s: gpu1 heard 6 s ago (3 intervals of 2 s: not yet stale), gpu2 5 s ago. */
         json_t *v = gw_nodes_json(t, 17 * SEC, true);
         assert_int_equal(json_array_size(v), 2);
