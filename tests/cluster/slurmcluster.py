@@ -32,8 +32,19 @@ import subprocess
 import tempfile
 import time
 
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import gwtest  # noqa: E402  (the tests drive gpuwardd with it: `from slurmcluster import gwtest`)
+
 CGROUP_V1 = "/sys/fs/cgroup"
 STOP_WAIT = 10.0     # seconds a daemon gets after SIGTERM before SIGKILL
+
+
+def why_not_here():
+    """Why a cluster test of gpuwardd cannot run here (no cluster, or no gpuwardd built), or None."""
+    return missing_prerequisites() or (
+        None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
 
 
 def missing_prerequisites():

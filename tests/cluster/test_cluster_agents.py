@@ -13,14 +13,10 @@ import subprocess
 import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import gwtest  # noqa: E402
-import slurmcluster  # noqa: E402
+import slurmcluster
+from slurmcluster import gwtest
 
-WHY_NOT = slurmcluster.missing_prerequisites() or (
-    None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
+WHY_NOT = slurmcluster.why_not_here()
 
 
 def agent_token_file(d):

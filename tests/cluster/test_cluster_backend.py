@@ -8,14 +8,10 @@ import subprocess
 import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import gwtest  # noqa: E402
-import slurmcluster  # noqa: E402
+import slurmcluster
+from slurmcluster import gwtest
 
-WHY_NOT = slurmcluster.missing_prerequisites() or (
-    None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
+WHY_NOT = slurmcluster.why_not_here()
 
 # Each job writes where it runs, then sleeps until it is cancelled (bounded all the same).
 JOB = 'echo "$CUDA_VISIBLE_DEVICES $SLURMD_NODENAME"; sleep 300'

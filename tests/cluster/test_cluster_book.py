@@ -12,14 +12,10 @@ import sys
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import gwtest  # noqa: E402
-import slurmcluster  # noqa: E402
+import slurmcluster
+from slurmcluster import gwtest
 
-WHY_NOT = slurmcluster.missing_prerequisites() or (
-    None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
+WHY_NOT = slurmcluster.why_not_here()
 
 
 def reservation(c, name):

@@ -15,15 +15,11 @@ import sys
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import gwtest  # noqa: E402
-import slurmcluster  # noqa: E402
+import slurmcluster
+from slurmcluster import gwtest
 from test_cluster_agents import Agents, agent_token_file  # noqa: E402
 
-WHY_NOT = slurmcluster.missing_prerequisites() or (
-    None if os.access(gwtest.GPUWARDD, os.X_OK) else f"{gwtest.GPUWARDD} not built (set GW_BUILD_DIR)")
+WHY_NOT = slurmcluster.why_not_here()
 
 
 def slurm_jobs_by_name(c):

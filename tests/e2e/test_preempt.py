@@ -7,6 +7,16 @@ import time
 from gwtest import TRAINER, DaemonTest, events_of, kinds, main, start_failure, wait_until
 
 
+def ran_one_after_the_other(t, d, low, high):
+    """low ran to its end in one attempt, never preempted, and high started after it."""
+    j = d.wait_state(low, "COMPLETED", timeout=60)
+    h = d.wait_state(high, "COMPLETED", timeout=60)
+    t.assertEqual(j["attempt"], 1)
+    t.assertEqual(events_of(j, "preempt"), [])
+    t.assertEqual(events_of(h, "preempt"), [])
+    t.assertGreaterEqual(h["start_time"], j["end_time"])
+
+
 def results_epochs(d, name):
     with open(os.path.join(d.work, "runs", "detect", name, "results.csv")) as f:
         return [int(float(l.split(",")[0])) for l in f.read().splitlines()[1:] if l.strip()]
@@ -56,22 +66,13 @@ class PreemptTest(DaemonTest):
         low = self.d.submit_api([TRAINER, "epochs=3", "name=np", "--epoch-seconds", "1"], yolo=True)
         self.wait_epoch(low, 1)
         high = self.d.submit_api(["true"], priority=5)
-        j = self.d.wait_state(low, "COMPLETED", timeout=60)
-        h = self.d.wait_state(high, "COMPLETED", timeout=60)
-        self.assertEqual(j["attempt"], 1)
-        self.assertEqual(events_of(j, "preempt"), [])
-        self.assertEqual(events_of(h, "preempt"), [])
-        self.assertGreaterEqual(h["start_time"], j["end_time"])
+        ran_one_after_the_other(self, self.d, low, high)
 
     def test_a_job_that_cannot_resume_is_not_preempted_by_default(self):
         low = self.d.submit_api(["sleep", "4"], preemptible=True)
         self.d.wait_state(low, "RUNNING")
         high = self.d.submit_api(["true"], priority=5)
-        j = self.d.wait_state(low, "COMPLETED", timeout=60)
-        h = self.d.wait_state(high, "COMPLETED", timeout=60)
-        self.assertEqual(j["attempt"], 1)
-        self.assertEqual(events_of(j, "preempt"), [])
-        self.assertGreaterEqual(h["start_time"], j["end_time"])
+        ran_one_after_the_other(self, self.d, low, high)
 
     def test_same_priority_does_not_preempt(self):
         low = self.d.submit_api([TRAINER, "epochs=3", "name=sp", "--epoch-seconds", "1"], yolo=True,
@@ -231,11 +232,7 @@ class PreemptOffTest(DaemonTest):
                                 preemptible=True)
         self.d.wait_state(low, "RUNNING")
         high = self.d.submit_api(["true"], priority=5)
-        j = self.d.wait_state(low, "COMPLETED", timeout=60)
-        h = self.d.wait_state(high, "COMPLETED", timeout=60)
-        self.assertEqual(j["attempt"], 1)
-        self.assertEqual(events_of(j, "preempt"), [])
-        self.assertGreaterEqual(h["start_time"], j["end_time"])
+        ran_one_after_the_other(self, self.d, low, high)
 
 
 if __name__ == "__main__":
