@@ -365,7 +365,12 @@ async function run(d, page, ctx) {
       const job = p4.locator(`#cal-chart g.seg.running rect`);
       await job.waitFor({ timeout: 10000 });
       await p4.locator('#cal-chart g.seg.booking rect').waitFor({ timeout: 10000 });
-      const top = await job.evaluate(r => {
+      /* Found and measured in one task of the page: the calendar redraws on its events, and a
+       * rect found first and measured in a later task may be a detached one (a zero box, whose
+       * "middle" is the page's top corner). */
+      const top = await p4.evaluate(() => {
+        const r = document.querySelector('#cal-chart g.seg.running rect');
+        if (!r) return 'no running job drawn';
         const b = r.getBoundingClientRect();
         const el = document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2);
         const g = el && el.closest('g.seg');
