@@ -74,7 +74,7 @@ struct gw_djob {
         struct gw_djob *next_unwritten;
         struct gw_array *array;      /* a job array: its tasks' indexes (jobarray.c), NULL until used */
         uint32_t fair_user;          /* its user's slot in fair share's table + 1 (fairshare.c), 0 not looked up */
-        uint64_t fair_gen;           /* the factors its fairshare and priority_why were written from, 0 none:
+        uint64_t fair_gen;           /* the factors its fairshare and fair_line were written from, 0 none:
                                       * new, or queued again (queue.c) */
 };
 

@@ -32,9 +32,9 @@ void gw_fair_close(struct gw_daemon *d);
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 
 /* A scheduling pass: charges the running jobs up to now and sets each queued job's fairshare
- * and priority_why (at most every GW_FAIR_FACTORS_EVERY, and for new jobs), keeps d->jobs.queue
+ * and fair_line (at most every GW_FAIR_FACTORS_EVERY, and for new jobs), keeps d->jobs.queue
  * in the order they give; fills *ret (pointing into d->jobs.fair, valid until the next pass)
- * with the factors.  Without fair share, only the jobs' priority_why, and ret->factor NULL.  box_full:
+ * with the factors.  Without fair share, only the jobs' fair_line ("": off), and ret->factor NULL.  box_full:
  * nothing can start, the pass is only for what the jobs show, and is skipped (ret->factor
  * NULL) within GW_FAIR_FULL_EVERY of the last one: one per submission into a full box of a
  * long queue would cost a walk of the whole queue each. */
