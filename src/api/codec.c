@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "api/codec_table.h"
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/text.h"
 #include "core/directive.h"
 #include "core/fairshare.h"
 #include "core/jobarray.h"
-#include "api/jsonout.h"
 
 #define MAX_ARGS 4096
 #define MAX_ENV 4096

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
@@ -25,7 +26,6 @@
 #include "daemon/agent.h"
 #include "daemon/sampler.h"
 #include "gpu/gpu.h"
-#include "api/jsonout.h"
 
 #define IO_TIMEOUT_SEC 5
 

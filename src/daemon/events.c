@@ -18,12 +18,12 @@
 
 #include "api/codec.h"
 #include "api/codec_share.h"
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/calendar.h"
 #include "daemon/web.h"
-#include "api/jsonout.h"
 
 #define RING_EVENTS 4096
 #define RING_BYTES (2u << 20)

@@ -14,8 +14,8 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
-#include "store/gpus_missing.h"
 #include "store/gpu_events.h"
+#include "store/gpus_missing.h"
 
 /* Where the fake NVML library is: next to an installed daemon, or in the build tree. */
 static const char *find_fake_nvml(char *buf, size_t n) {

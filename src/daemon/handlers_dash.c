@@ -10,13 +10,13 @@
 #include <unistd.h>
 
 #include "api/codec.h"
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/progress.h"
 #include "daemon/reclaim_watch.h"
 #include "daemon/userfile.h"
 #include "daemon/web.h"
-#include "api/jsonout.h"
 
 #define HISTORY_POINTS 300           /* per GPU: a sparkline needs no more */
 #define RESULTS_READ_MAX (4u << 20)

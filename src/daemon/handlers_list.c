@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "api/codec.h"
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
-#include "api/jsonout.h"
 
 /* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
 static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep) {

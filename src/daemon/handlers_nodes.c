@@ -10,8 +10,8 @@
 #include "daemon/agent.h"
 #include "daemon/exec_slurm.h"
 #include "daemon/handlers.h"
-#include "store/gpu_events.h"
 #include "daemon/nodes.h"
+#include "store/gpu_events.h"
 
 /* The fault, for the classifier at the attempt's end (as observe.c keeps a local GPU's). */
 static void fault_keep(struct gw_djob *dj, unsigned gpu, unsigned xid) {

@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include "api/codec.h"
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "base/thread.h"
 #include "core/webhook.h"
 #include "daemon/config.h"
-#include "api/jsonout.h"
 
 /* libcurl is loaded when webhooks are set, not linked: for everyone else the daemon maps none
  * of its dozen libraries (TLS, HTTP/2, LDAP, ...), a few MiB of resident memory. */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/text.h"
@@ -16,7 +17,6 @@
 #include "daemon/lifecycle.h"
 #include "daemon/observe.h"
 #include "daemon/web.h"
-#include "api/jsonout.h"
 #include "store/gpu_events.h"
 
 #define RING_SECONDS 3600
