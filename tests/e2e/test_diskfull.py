@@ -348,7 +348,9 @@ class StateDirFaults(unittest.TestCase):
         self.assertEqual(self.stored_state(jid), (2, 1), "RUNNING on disk while the disk is full")
         os.unlink(self.filler)
         wait_until(lambda: self.stored_state(jid) == (5, 1), timeout=30, what="the end to be written (CANCELLED)")
-        self.assertIn(f"job {jid}: its end (CANCELLED) is recorded now", self.d.daemon_log())
+        # The daemon says so right after the write: the row can be read a moment before the line.
+        wait_until(lambda: f"job {jid}: its end (CANCELLED) is recorded now" in self.d.daemon_log(), timeout=10,
+                   what="the daemon to say the end is recorded")
         self.assertEqual(self.d.job(jid)["state"], "CANCELLED")
         self.d.stop()
         self.d.start()
