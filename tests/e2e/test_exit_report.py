@@ -145,7 +145,9 @@ class FullDisk(unittest.TestCase):
         os.unlink(self.filler)
         wait_until(lambda: self.stored(jid)[:2] != (RUNNING, 1), timeout=30, what="the end to be written")
         self.assertEqual(self.stored(jid)[:2], (COMPLETED, 1))
-        self.assertIn(f"job {jid}: its end (COMPLETED) is recorded now", self.d.daemon_log())
+        # The daemon says so right after the write: the row can be read a moment before the line.
+        wait_until(lambda: f"job {jid}: its end (COMPLETED) is recorded now" in self.d.daemon_log(), timeout=10,
+                   what="the daemon to say the end is recorded")
         self.d.stop()
         self.d.start()
         j = self.d.job(jid)
