@@ -1,36 +1,29 @@
 /* The direct writers of gw_codec_job_row_write (codec.c). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api/codec_table.h"
+#include "api/jsonout.h"
 #include "core/jobrec.h"
 
 /* Direct writers for the fields a long listing asks for, so that a row is written without a
  * JSON value allocated, dumped and freed per field: 1 written, 0 when the value needs jansson
- * (text to check or escape, a real jansson would write with an exponent), then the caller
- * encodes it the usual way.  What they write is byte for byte what json_dumpb writes. */
+ * (text to check or escape, a real that is not finite), then the caller
+ * encodes it the usual way.  What they write is byte for byte what json_dumpb writes; numbers
+ * as jsonout.c writes them. */
 static int put_int(FILE *out, long long v) {
-        char buf[24], *p = buf + sizeof buf;
-        unsigned long long u = v < 0 ? 0ULL - (unsigned long long) v : (unsigned long long) v;
-        do
-                *--p = (char) ('0' + u % 10);
-        while (u /= 10);
-        if (v < 0)
-                *--p = '-';
-        fwrite(p, 1, (size_t) (buf + sizeof buf - p), out);
+        char num[GW_JSON_NUMBER_SIZE];
+        fwrite(num, 1, gw_json_int_text(v, num), out);
         return 1;
 }
 
-/* jansson's real: "%.17g", with ".0" when that reads as an integer. */
 static int put_real(FILE *out, double v) {
-        char buf[40];
-        int n = snprintf(buf, sizeof buf, "%.17g", v);
-        if (n <= 0 || (size_t) n >= sizeof buf || strpbrk(buf, "eEnN"))
-                return 0;
-        fputs(buf, out);
-        if (!strchr(buf, '.'))
-                fputs(".0", out);
+        if (!isfinite(v))
+                return 0; /* jansson holds no such real: the field's own encoder says what it is */
+        char num[GW_JSON_NUMBER_SIZE];
+        fwrite(num, 1, gw_json_real_text(v, 0, num), out);
         return 1;
 }
 

@@ -69,40 +69,36 @@ static void put_string(struct jbuf *b, const char *s, size_t len) {
         put_c(b, '"');
 }
 
-static void put_integer(struct jbuf *b, json_int_t v) {
-        char buf[24], *p = buf + sizeof buf;
+size_t gw_json_int_text(long long v, char *buf) {
+        char tmp[24], *p = tmp + sizeof tmp;
         unsigned long long u = v < 0 ? 0ULL - (unsigned long long) v : (unsigned long long) v;
         do
                 *--p = (char) ('0' + u % 10);
         while (u /= 10);
         if (v < 0)
                 *--p = '-';
-        put(b, p, (size_t) (buf + sizeof buf - p));
+        size_t n = (size_t) (tmp + sizeof tmp - p);
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+        return n;
 }
 
-/* jansson's reals: "%.17g" (or the precision asked for); ".0" when that reads as an
- * integer; the exponent without '+' and without leading zeros ("1e+20" -> "1e20",
- * "1e-07" -> "1e-7"). */
-static void put_real(struct jbuf *b, double v, int precision) {
-        char buf[64];
-        int n = snprintf(buf, sizeof buf - 3, "%.*g", precision, v);
-        if (n <= 0 || (size_t) n >= sizeof buf - 3) {
-                put(b, "null", 4); /* not reached: 31 digits and an exponent fit */
-                return;
-        }
+size_t gw_json_real_text(double v, int precision, char *buf) {
+        int n = snprintf(buf, GW_JSON_NUMBER_SIZE - 3, "%.*g", precision > 0 && precision < 32 ? precision : 17, v);
+        if (n <= 0 || n >= GW_JSON_NUMBER_SIZE - 3) /* not reached: 31 digits and an exponent fit */
+                return (size_t) snprintf(buf, GW_JSON_NUMBER_SIZE, "null");
         char *e = strchr(buf, 'e');
         if (!e && !strchr(buf, '.')) {
                 memcpy(buf + n, ".0", 3);
-                n += 2;
+                return (size_t) n + 2;
         }
         if (e) {
                 char *digits = e + 1 + (e[1] == '-'), *from = e + 2;
                 while (*from == '0')
                         from++;
                 memmove(digits, from, strlen(from) + 1);
-                n = (int) strlen(buf);
         }
-        put(b, buf, (size_t) n);
+        return strlen(buf);
 }
 
 static bool put_value(struct jbuf *b, const json_t *v, int precision, int depth) {
@@ -138,12 +134,16 @@ static bool put_value(struct jbuf *b, const json_t *v, int precision, int depth)
         case JSON_STRING:
                 put_string(b, json_string_value(v), json_string_length(v));
                 return true;
-        case JSON_INTEGER:
-                put_integer(b, json_integer_value(v));
+        case JSON_INTEGER: {
+                char num[GW_JSON_NUMBER_SIZE];
+                put(b, num, gw_json_int_text(json_integer_value(v), num));
                 return true;
-        case JSON_REAL:
-                put_real(b, json_real_value(v), precision);
+        }
+        case JSON_REAL: {
+                char num[GW_JSON_NUMBER_SIZE];
+                put(b, num, gw_json_real_text(json_real_value(v), precision, num));
                 return true;
+        }
         case JSON_TRUE:
                 put(b, "true", 4);
                 return true;

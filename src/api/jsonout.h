@@ -8,6 +8,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* A number as jansson writes it, into buf (GW_JSON_NUMBER_SIZE bytes, NUL-terminated);
+ * returns its length.  A real: "%.17g" (or the precision asked for, 1..31; 0 = 17), ".0" when
+ * that reads as an integer, the exponent without '+' or leading zeros ("1e20", "1e-7"); v
+ * must be finite (jansson holds no other). */
+#define GW_JSON_NUMBER_SIZE 64
+size_t gw_json_int_text(long long v, char *buf);
+size_t gw_json_real_text(double v, int precision, char *buf);
+
 /* The text of v, NUL-terminated, malloc'd; its length in *ret_len (may be NULL).
  * precision: significant digits of reals, 1..31; 0 = jansson's default, 17.  NULL when
  * v is NULL or nests deeper than jansson writes (2048). */
