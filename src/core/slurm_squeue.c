@@ -31,10 +31,11 @@ static int copy(char *buf, size_t n, const char *s, size_t len, bool cut_ok) {
 }
 
 int gw_slurm_squeue_parse(const char *line, size_t len, struct gw_slurm_squeue_row *ret) {
-        const char *p = line, *end = line + len, *f[5];
+        const char *f[5];
         size_t l[5];
         if (!line || memchr(line, '\0', len)) /* a NUL would cut a field short unseen */
                 return -EINVAL;
+        const char *p = line, *end = line + len;
         for (int i = 0; i < 5; i++)
                 if (!(p = field(p, end, i == 4, &f[i], &l[i])))
                         return -EINVAL;
