@@ -132,14 +132,15 @@ static size_t read_procs(const char *dir, pid_t *buf, size_t cap) {
         return n;
 }
 
-int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig) {
+int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig, pid_t skip_group) {
         if (mode == GW_CGROUP_V2 && sig == SIGKILL)
                 return write_file(dir, "cgroup.kill", "1");
         bool frozen = mode == GW_CGROUP_V1 && write_file(dir, "freezer.state", "FROZEN") == 0;
         pid_t pids[4096];
         size_t n = read_procs(dir, pids, ELEMENTSOF(pids));
         for (size_t i = 0; i < n; i++)
-                (void) kill(pids[i], sig);
+                if (skip_group <= 0 || getpgid(pids[i]) != skip_group)
+                        (void) kill(pids[i], sig);
         if (frozen)
                 (void) write_file(dir, "freezer.state", "THAWED");
         return (int) n;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/time.h"
 
@@ -24,8 +25,9 @@ const char *gw_cgroup_mode_name(enum gw_cgroup_mode m);
 
 /* Creates the job's cgroup; malloc'ed directory path in *ret_dir. */
 int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, char **ret_dir);
-/* Signals every process in the cgroup (freezing it first under v1 so none can fork away). */
-int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig);
+/* Signals every process in the cgroup (freezing it first under v1 so none can fork away) but
+ * those in process group skip_group (0: none skipped), which the caller signalled already. */
+int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig, pid_t skip_group);
 /* Whether the cgroup still holds processes. */
 int gw_cgroup_populated(const char *dir);
 int gw_cgroup_remove(const char *dir);

@@ -145,7 +145,7 @@ void exec_shim_trim_exits(struct gw_daemon *d) {
                 gw_exits_reset(exec_shim_of(d)->exits);
 }
 
-/* Every process of the attempt: its cgroup, its process group, its supervisor's subreaper
+/* Every process of the attempt: its process group, its cgroup, its supervisor's subreaper
  * tree (what left the group); or its main process alone. */
 static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags) {
         const struct gw_job *j = dj->job;
@@ -155,13 +155,20 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
                         return -ESRCH;
                 return kill(j->pid, sig) < 0 ? -errno : 0;
         }
-        int r = -ESRCH;
-        if (j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig) >= 0)
-                r = 0;
+        /* Each process gets the signal once: a second SIGTERM a moment after the first ends
+         * what the first one's handler has just started (a shell trap's command, a child
+         * saving a checkpoint).  The job's process group first, at once by the kernel; then
+         * what left the group, through the cgroup where the job has one, else (and always
+         * for SIGKILL) by the shim's process tree. */
+        pid_t group = 0;
         if (main_alive && kill(-j->pid, sig) == 0)
+                group = j->pid;
+        int r = group ? 0 : -ESRCH;
+        bool by_cgroup = j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig, group) >= 0;
+        if (by_cgroup)
                 r = 0;
-        if (j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start) &&
-            gw_proc_signal_descendants(j->shim_pid, sig) >= 0)
+        if ((!by_cgroup || sig == SIGKILL) && j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start) &&
+            gw_proc_signal_descendants(j->shim_pid, sig, group) >= 0)
                 r = 0;
         return r;
 }

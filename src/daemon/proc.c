@@ -113,14 +113,15 @@ static void children_of(pid_t pid, pid_t *list, size_t *n, size_t cap) {
         closedir(d);
 }
 
-int gw_proc_signal_descendants(pid_t root, int sig) {
+int gw_proc_signal_descendants(pid_t root, int sig, pid_t skip_group) {
         _cleanup_free_ pid_t *list = gw_xmalloc(MAX_TREE * sizeof(pid_t));
         size_t n = 0, done = 0;
         children_of(root, list, &n, MAX_TREE);
         /* Breadth first: signal each process before looking at its children. */
         while (done < n) {
                 pid_t p = list[done++];
-                (void) kill(p, sig);
+                if (skip_group <= 0 || getpgid(p) != skip_group)
+                        (void) kill(p, sig);
                 children_of(p, list, &n, MAX_TREE);
         }
         return (int) n;

@@ -14,7 +14,7 @@ int gw_proc_counter(const char *path, const char *key, uint64_t *ret);
 bool gw_proc_is(pid_t pid, uint64_t start);
 /* Sends sig to every descendant of root (not root itself), depth first from the top so a
  * parent cannot respawn a child it no longer runs.  Returns how many were signalled. */
-int gw_proc_signal_descendants(pid_t root, int sig);
+int gw_proc_signal_descendants(pid_t root, int sig, pid_t skip_group);
 struct gw_shim_ref {
         pid_t pid;
         int64_t job_id;
