@@ -12,12 +12,14 @@
 #include <sys/types.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -130,8 +132,29 @@ static void drop_privileges(const struct shim_opts *o) {
                 fail("setuid", NULL, errno, 126);
 }
 
+/* Every signal at its default and none blocked, whatever the daemon inherited: a daemon
+ * started in a shell's background has SIGINT and SIGQUIT ignored, and an ignored signal
+ * stays ignored across exec (Ctrl-C would do nothing in a session, a shell could not trap
+ * INT, and --signal INT would reach nothing). */
+static void signals_default(void) {
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) sigaction(sig, &dfl, NULL);
+        /* glibc's posix_spawn (how the daemon starts the shim) leaves its two internal
+         * signals (32, 33: below SIGRTMIN) ignored, and sigaction() refuses them: the kernel's
+         * call, with an all-zero action, which is SIG_DFL, no flags, an empty mask on every
+         * architecture's layout. */
+        uint64_t zero[8] = { 0 };
+        for (int sig = 32; sig < SIGRTMIN; sig++)
+                (void) syscall(SYS_rt_sigaction, sig, zero, NULL, sizeof(uint64_t));
+        sigset_t none;
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd) {
-        (void) signal(SIGPIPE, SIG_DFL);
+        signals_default();
         (void) setsid();
         if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0)
                 _exit(126);

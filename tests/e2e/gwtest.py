@@ -142,7 +142,7 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 class Daemon:
     """One gpuwardd under test."""
 
-    def __init__(self, gpus=4, grace=1, extra=(), config=None, env=None):
+    def __init__(self, gpus=4, grace=1, extra=(), config=None, env=None, preexec=None):
         self.dir = tempfile.mkdtemp(prefix="gw-e2e-")
         os.chmod(self.dir, 0o755)
         self.state = os.path.join(self.dir, "state")
@@ -155,6 +155,7 @@ class Daemon:
         self.extra = list(extra)
         self.config = config
         self.env = env  # added to the daemon's environment (e.g. LD_PRELOAD=libfaketime)
+        self.preexec = preexec  # run in the daemon's process before exec (what a shell left it)
         self.proc = None
         self.port = None
         self.log = open(os.path.join(self.dir, "gpuwardd.log"), "ab")
@@ -185,7 +186,7 @@ class Daemon:
             os.unlink(addr)
         env = {**os.environ, **self.env} if self.env else None
         self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-                                     env=env)
+                                     env=env, preexec_fn=self.preexec)
         wait_until(lambda: os.path.exists(addr) or self.proc.poll() is not None, timeout=20 * SLOW,
                    what="gpuwardd to start")
         if self.proc.poll() is not None:
@@ -378,9 +379,11 @@ class DaemonTest(unittest.TestCase):
     extra = ()
     config = None
     env = None
+    preexec = None
 
     def setUp(self):
-        self.d = Daemon(gpus=self.gpus, grace=self.grace, extra=self.extra, config=self.config, env=self.env).start()
+        self.d = Daemon(gpus=self.gpus, grace=self.grace, extra=self.extra, config=self.config, env=self.env,
+                        preexec=type(self).preexec).start()
 
     def tearDown(self):
         result = getattr(getattr(self, "_outcome", None), "result", None)

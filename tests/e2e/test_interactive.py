@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from gwtest import GPUWARD, IS_ROOT, DaemonTest, Users, as_user, main, needs_readoption, wait_until
+from gwtest import GPUWARD, IS_ROOT, DaemonTest, Users, as_user, events_of, main, needs_readoption, wait_until
 
 
 PROMPT = "gw-session$ "
@@ -300,6 +300,52 @@ class IdleSessionTest(DaemonTest):
 
     def only_job(self):
         return self.d.api("GET", "/api/v1/jobs")[1]["jobs"][0]["id"]
+
+
+def ignore_int_quit_block_usr1():
+    """What a daemon started with `gpuwardd &` from a script inherits: SIGINT and SIGQUIT
+    ignored; and, as some launchers leave it, a signal blocked."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+
+class InheritedSignalsTest(DaemonTest):
+    """Whatever signal dispositions and mask the daemon inherited, every job starts with every
+    signal at its default and none blocked."""
+    gpus = 1
+    preexec = staticmethod(ignore_int_quit_block_usr1)
+
+    def test_a_job_ignores_and_blocks_nothing(self):
+        jid = self.d.submit("--", "cat", "/proc/self/status")
+        self.d.wait_state(jid, "COMPLETED")
+        status = dict(l.split(":", 1) for l in self.d.log_text(jid).splitlines() if ":" in l)
+        self.assertEqual(int(status["SigIgn"], 16), 0, "no signal ignored")
+        self.assertEqual(int(status["SigBlk"], 16), 0, "no signal blocked")
+
+    def test_ctrl_c_ends_a_sleep_in_a_shell_session(self):
+        s = Session(self.d, "--", "bash", "--norc", "--noprofile")
+        try:
+            s.read_until(lambda o: PROMPT.encode() in o)
+            s.write(b"sleep 100\n")
+            s.read_until(lambda o: b"sleep 100" in o)
+            s.write(b"\x03")
+            s.write(b"echo rc=$?\n")
+            s.read_until(lambda o: b"rc=130" in o, timeout=20)
+            s.write(b"exit 0\n")
+            self.assertEqual(s.wait(), 0, s.out)
+        finally:
+            s.close()
+
+    def test_signal_int_reaches_the_jobs_handler(self):
+        # A shell may not trap a signal it was started with ignored: the trap works only if
+        # INT reaches the job at its default.
+        jid = self.d.submit("--time", "1m", "--signal", "INT@57s", "--", "sh", "-c",
+                            "trap 'echo got-int; exit 0' INT; while true; do sleep 0.2; done")
+        j = self.d.wait_state(jid, ["COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"], timeout=30)
+        self.assertIn("got-int", self.d.log_text(jid))
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        self.assertIn("SIGINT sent to its main process", events_of(j, "warn")[0]["message"])
 
 
 if __name__ == "__main__":
