@@ -17,7 +17,9 @@
 
 #define MAX_PROCS_PER_GPU 4096
 #define MAX_PENDING_EVENTS 256
-#define EVENT_WAIT_MS 500
+/* NVML's wait cannot be interrupted: a stop joins the event thread only after its wait
+ * returns, so this bounds how long a daemon takes to stop (and a restart's gap). */
+#define EVENT_WAIT_MS 100
 
 struct gw_sampler {
         struct gw_gpu_lib *lib;
