@@ -242,9 +242,13 @@ int gw_yolo_resolve(const struct gw_yolo_input *in, struct gw_yolo_run *ret) {
                 snprintf(r.run_dir, sizeof r.run_dir, "%s", run);
                 r.evidence = GW_YOLO_CHECKPOINT;
         }
+        /* Its own log saying where it saves is training, whatever runs it: `sh -c 'yolo ...'`,
+         * a script, a Python program calling model.train(). */
         if (in->log && gw_yolo_log_save_dir(in->log, in->log_len, logdir, sizeof logdir) == 0 &&
-            join(r.run_dir, sizeof r.run_dir, in->cwd, logdir) == 0)
+            join(r.run_dir, sizeof r.run_dir, in->cwd, logdir) == 0) {
                 r.evidence = GW_YOLO_LOG;
+                r.training = true;
+        }
         *ret = r;
         return 0;
 }
@@ -269,4 +273,20 @@ bool gw_yolo_could_own(const struct gw_yolo_run *r, const char *dir) {
                 slash = strchr(dir, '/');
         }
         return !slash && gw_yolo_name_matches(dir, r->name);
+}
+
+int gw_yolo_own_dir(const struct gw_yolo_run *r, char *buf, size_t n) {
+        int w;
+        if (!r || !buf || !n)
+                return -EINVAL;
+        buf[0] = '\0';
+        if (!r->training)
+                return -ENOENT;
+        if (r->evidence == GW_YOLO_LOG || r->evidence == GW_YOLO_CHECKPOINT)
+                w = snprintf(buf, n, "%s", r->run_dir);
+        else if (r->evidence == GW_YOLO_NAMED && r->exist_ok && !r->any_task && r->name[0])
+                w = snprintf(buf, n, "%s/%s", r->base, r->name);
+        else
+                return -ENOENT;
+        return w < 0 || (size_t) w >= n ? -ENAMETOOLONG : 0;
 }

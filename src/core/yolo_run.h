@@ -42,15 +42,16 @@ struct gw_yolo_input {
 };
 
 enum gw_yolo_evidence {
-        GW_YOLO_NONE,                 /* nothing says which run: only one this job alone could
-                                       * have created may be credited to it */
-        GW_YOLO_NAMED,                /* the command names PROJECT and/or NAME: base/NAME* */
+        GW_YOLO_NONE,                 /* nothing says which run: none is credited to the job */
+        GW_YOLO_NAMED,                /* the command names PROJECT and/or NAME: base/NAME*, one
+                                       * of which is its run (exist_ok: base/NAME; else the one
+                                       * no other job could have made) */
         GW_YOLO_CHECKPOINT,           /* the command resumes a checkpoint: run_dir */
         GW_YOLO_LOG,                  /* its own log said where it saves: run_dir */
 };
 
 struct gw_yolo_run {
-        bool training;                /* gw_run_is_training (core/progress.h) */
+        bool training;                /* gw_run_is_training (core/progress.h), or its log names its run */
         bool resumed;                 /* a bare "resume", resume=True or resume=PATH */
         bool exist_ok;                /* the run folder is reused: an older results.csv may be its */
         enum gw_yolo_evidence evidence;
@@ -76,3 +77,11 @@ bool gw_yolo_could_own(const struct gw_yolo_run *r, const char *dir);
 
 /* Whether entry is NAME or NAME followed by digits (increment_path: NAME2, NAME3, ...). */
 bool gw_yolo_name_matches(const char *entry, const char *name);
+
+/* The one run folder the job's own evidence names, in buf: the folder its log says it saves
+ * to, else the checkpoint it resumes, else PROJECT/NAME (or runs/TASK/NAME) when the command
+ * also says exist_ok (Ultralytics then makes no NAME2).  0; -ENOENT when it names no single
+ * folder: only a command that names its run (GW_YOLO_NAMED) may then be credited one of
+ * NAME, NAME2 ..., and a command that names none (GW_YOLO_NONE) none at all, never the
+ * newest run next to it; -ENAMETOOLONG. */
+int gw_yolo_own_dir(const struct gw_yolo_run *r, char *buf, size_t n);

@@ -87,93 +87,101 @@ static char *own_run_weights(const struct gw_job *j, const char *results, char *
         return NULL;
 }
 
-struct newest {
-        gw_usec_t since;
-        bool alone;                     /* nothing names the run: only one no other job could own */
-        struct timespec mtime;
-        char path[4400];
-};
-
-/* RUN/weights/last.pt if it is the newest so far that may be j's: written since the attempt
- * began, in a run begun since then (where the file system says), that no other live job of d
- * has or, when nothing names it, could have made. */
-static void consider_run(const struct gw_daemon *d, const struct gw_job *j, const char *run, struct newest *nw) {
-        char path[4400], results[4400];
+/* RUN/weights/last.pt if this attempt wrote it: written since the attempt began (since), in
+ * a run begun since then where the file system says (a resumed run's folder is older: its
+ * checkpoint names it), and not another live job's run. */
+static bool last_pt_ours(const struct gw_daemon *d, const struct gw_job *j, const char *run, gw_usec_t since,
+                         bool resumed, char *path, size_t n) {
+        char results[4400];
         struct stat st;
-        snprintf(path, sizeof path, "%s/weights/last.pt", run);
+        snprintf(path, n, "%s/weights/last.pt", run);
         if (!gw_user_file_stat(j, path, &st))
-                return; /* nor does anyone else's file name get out */
-        if (gw_file_mtime_us(&st) + GW_USEC_PER_SEC < nw->since)
-                return; /* an older run's, not this job's */
-        gw_usec_t born = gw_file_birth_us(run); /* 0: not kept here */
-        if (born > 0 && born + GW_USEC_PER_SEC < nw->since)
-                return; /* a run begun before this job: someone else's, still written */
+                return false; /* nor does anyone else's file name get out */
+        if (gw_file_mtime_us(&st) + GW_USEC_PER_SEC < since)
+                return false; /* an older run's, not this job's */
+        gw_usec_t born = resumed ? 0 : gw_file_birth_us(run); /* 0: not kept here */
+        if (born > 0 && born + GW_USEC_PER_SEC < since)
+                return false; /* a run begun before this job: someone else's, still written */
         snprintf(results, sizeof results, "%s/results.csv", run);
-        if (d && (gw_train_results_taken(d, j, results) || (nw->alone && gw_train_others_could_own(d, j, run))))
-                return; /* another job's run, still going */
-        if (st.st_mtim.tv_sec > nw->mtime.tv_sec ||
-            (st.st_mtim.tv_sec == nw->mtime.tv_sec && st.st_mtim.tv_nsec > nw->mtime.tv_nsec)) {
-                nw->mtime = st.st_mtim;
-                snprintf(nw->path, sizeof nw->path, "%s", path);
-        }
+        return !(d && gw_train_results_taken(d, j, results));
 }
 
-/* Each run folder under dir the command could have made (NAME, NAME2 ... when named). */
-static bool scan_dir(const struct gw_daemon *d, const struct gw_job *j, const char *dir, const char *name,
-                     struct newest *nw) {
+/* The newest RUN/weights/last.pt this attempt wrote among the runs its command names
+ * (PROJECT/NAME, NAME2 ...; each task folder of runs/ when the task is not known), in a run
+ * no other live job could have made by its own command. */
+static void scan_named(const struct gw_daemon *d, const struct gw_job *j, const char *dir, const char *name,
+                       gw_usec_t since, char *best, size_t n, struct timespec *best_mtime) {
         DIR *dd = opendir(dir);
-        if (!dd)
-                return false;
         struct dirent *de;
-        while ((de = readdir(dd))) {
-                char run[4400];
+        while (dd && (de = readdir(dd))) {
+                char run[4400], path[4400];
+                struct stat st;
                 if (de->d_name[0] == '.' || !gw_yolo_name_matches(de->d_name, name))
                         continue;
                 snprintf(run, sizeof run, "%s/%s", dir, de->d_name);
-                consider_run(d, j, run, nw);
+                if (!last_pt_ours(d, j, run, since, false, path, sizeof path) || (d && gw_train_others_could_own(d, j, run)) ||
+                    !gw_user_file_stat(j, path, &st))
+                        continue;
+                if (st.st_mtim.tv_sec > best_mtime->tv_sec ||
+                    (st.st_mtim.tv_sec == best_mtime->tv_sec && st.st_mtim.tv_nsec > best_mtime->tv_nsec)) {
+                        *best_mtime = st.st_mtim;
+                        snprintf(best, n, "%s", path);
+                }
         }
-        closedir(dd);
-        return true;
+        if (dd)
+                closedir(dd);
 }
 
-/* The newest RUN/weights/last.pt this attempt wrote: in the run its log says it saves to, else
- * in the run folders its command could have made (PROJECT/NAME*, runs/TASK/NAME*, each
- * runs/ * /NAME* when the task is not known), by consider_run's rules. */
-static char *newest_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why,
-                            size_t n) {
+static void scan_named_base(const struct gw_daemon *d, const struct gw_job *j, const struct gw_yolo_run *r,
+                            gw_usec_t since, char *best, size_t n) {
+        struct timespec mtime = { 0 };
+        if (!r->any_task) {
+                scan_named(d, j, r->base, r->name, since, best, n, &mtime);
+                return;
+        }
+        DIR *dd = opendir(r->base);
+        struct dirent *de;
+        while (dd && (de = readdir(dd))) {
+                char task[4400];
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(task, sizeof task, "%s/%s", r->base, de->d_name);
+                scan_named(d, j, task, r->name, since, best, n, &mtime);
+        }
+        if (dd)
+                closedir(dd);
+}
+
+/* The last.pt this attempt wrote in its own run: the one folder its own evidence names
+ * (core/yolo_run.h gw_yolo_own_dir: the folder its log says it saves to, the checkpoint it
+ * resumed, or PROJECT/NAME with exist_ok), else among the runs its command names the one no
+ * other job could have made.  A command that names no run: none, never the newest run next
+ * to it. */
+static char *own_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
         struct gw_yolo_run r;
-        struct newest nw = { .since = since };
+        char dir[GW_YOLO_PATH_MAX], path[GW_YOLO_PATH_MAX + 32] = "";
         if (gw_train_resolve_run(j, true, &r) < 0) {
                 snprintf(why, n, "its command's run folder is too long a path");
                 return NULL;
         }
-        const char *where = r.base;
-        if (r.evidence == GW_YOLO_LOG || r.evidence == GW_YOLO_CHECKPOINT) {
-                where = r.run_dir;
-                consider_run(d, j, r.run_dir, &nw);
-        } else if (!r.any_task) {
-                nw.alone = !r.named;
-                (void) scan_dir(d, j, r.base, r.name, &nw);
+        if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
+                bool resumed = r.evidence == GW_YOLO_CHECKPOINT || r.resumed;
+                if (!last_pt_ours(d, j, dir, since, resumed, path, sizeof path))
+                        path[0] = '\0';
+        } else if (r.evidence == GW_YOLO_NAMED) {
+                snprintf(dir, sizeof dir, "%s", r.base);
+                scan_named_base(d, j, &r, since, path, sizeof path);
         } else {
-                nw.alone = !r.named;
-                DIR *dd = opendir(r.base);
-                struct dirent *de;
-                while (dd && (de = readdir(dd))) {
-                        char task[4400];
-                        if (de->d_name[0] == '.')
-                                continue;
-                        snprintf(task, sizeof task, "%s/%s", r.base, de->d_name);
-                        (void) scan_dir(d, j, task, r.name, &nw);
-                }
-                if (dd)
-                        closedir(dd);
-        }
-        if (!nw.path[0]) {
-                /* Worded alike whether or not a folder exists: that is not told either. */
-                snprintf(why, n, "no weights/last.pt written by this job under %s", where);
+                snprintf(why, n, "no run folder is this job's: its log says no \"Logging results to\", and its "
+                                 "command resumes no checkpoint and names no run");
                 return NULL;
         }
-        return whole_weights(j, nw.path, why, n);
+        if (!path[0]) {
+                /* Worded alike whether or not a folder exists: that is not told either. */
+                snprintf(why, n, "no weights/last.pt written by this job under %s", dir);
+                return NULL;
+        }
+        return whole_weights(j, path, why, n);
 }
 
 static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
@@ -205,7 +213,7 @@ char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_
         why[0] = '\0';
         if (j->yolo) {
                 _cleanup_free_ char *results = d ? gw_train_find_results(d, j) : NULL;
-                return results ? own_run_weights(j, results, why, n) : newest_last_pt(d, j, since, why, n);
+                return results ? own_run_weights(j, results, why, n) : own_last_pt(d, j, since, why, n);
         }
         if (j->checkpoint)
                 return newest_glob(j, why, n);

@@ -11,11 +11,12 @@ struct gw_daemon;
  * newest file matching j->checkpoint (relative to the job's cwd), for other training jobs
  * (a Python script calling model.train()) weights/last.pt of the run training awareness
  * credits to them, if any.  Its run is the one its
- * results.csv names when d knows it (gw_train_find_results); else the run its log says it
- * saves to, else the newest run its command could have made (core/yolo_run.h) begun since
- * `since` (by its birth time, where kept) that no other live job of d has or, when the command
- * names no run, could have made: a retry must never resume, and write into, someone else's run.  NULL when there is none; why says what was looked at and why
- * each candidate was refused.  Malloc'ed. */
+ * results.csv names when d knows it (gw_train_find_results); else the one run its own
+ * evidence names (core/yolo_run.h gw_yolo_own_dir: its log, the checkpoint it resumed,
+ * PROJECT/NAME with exist_ok), else the newest of the runs its command names begun since
+ * `since` (by its birth time, where kept) that no other live job of d has or could have made;
+ * a command that names no run: none.  A retry must never resume, and write into, someone
+ * else's run.  NULL when there is none; why says what was looked at.  Malloc'ed. */
 char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n);
 
 /* The run directory of a checkpoint path (RUN for RUN/weights/last.pt), malloc'ed. */

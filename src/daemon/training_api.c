@@ -9,6 +9,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "core/progress.h"
+#include "core/yolo_run.h"
 #include "daemon/handlers.h"
 #include "daemon/training_int.h"
 #include "store/epochs.h"
@@ -106,9 +107,21 @@ static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_jo
         return dj->train;
 }
 
-/* The rule reclaim_gather.c looks for a run's results.csv by. */
-static bool trains(const struct gw_job *j) {
-        return gw_run_is_training((const char *const *) j->argv, gw_strv_length(j->argv), j->yolo);
+/* Why a running job has no run yet, by the rule find_results credits one (training_runs.c):
+ * what was looked at, so that a user can tell a script whose output goes elsewhere from a
+ * run that has not reached its first epoch. */
+static const char *why_no_run(const struct gw_job *j) {
+        struct gw_yolo_run r;
+        char dir[GW_YOLO_PATH_MAX];
+        if (gw_train_resolve_run(j, true, &r) < 0)
+                return "its command's run folder is too long a path";
+        if (!r.training)
+                return "not a training run: no --yolo, no epochs=, project=, name= or resume in its command, and its "
+                       "log has no \"Logging results to\" line";
+        if (gw_yolo_own_dir(&r, dir, sizeof dir) < 0)
+                return "no training run found: its log has no \"Logging results to\" line yet, and its command "
+                       "resumes no checkpoint nor names a run with exist_ok (a run next to it is not taken for its own)";
+        return "no results.csv written by this attempt yet";
 }
 
 void hide_paths(json_t *o) {
@@ -146,9 +159,7 @@ json_t *gw_training_eta_reply(struct gw_daemon *d, const struct gw_job *j, bool 
         json_object_set_new(o, "prediction", queued ? gw_training_prediction_json(d, j) : json_null());
         const char *why = queued ? "the job has not started (see prediction)"
                           : !t ? "the job is not running"
-                          : !trains(j) ? "not a training run (no --yolo, and no epochs=, project=, name= or resume in "
-                                         "its command): no results.csv is looked for"
-                          : !t->results_path ? "no results.csv written by this attempt yet"
+                          : !t->results_path ? why_no_run(j)
                           : !t->has_eta ? "no epoch has finished yet"
                           : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"
                                          : NULL;

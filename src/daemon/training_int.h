@@ -109,7 +109,8 @@ bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, c
  * from the head of its own log of this attempt too.  0 or -errno. */
 int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_run *ret);
 /* Whether another live job of d, running or waiting to be retried, could have made the run
- * folder dir by what its own command says: then a run nothing names is not j's. */
+ * folder dir by what its own command says: then a run its command names among others
+ * (NAME, NAME2 ...) is not credited to j. */
 bool gw_train_others_could_own(const struct gw_daemon *d, const struct gw_job *j, const char *dir);
 
 /* training_snap.c */

@@ -1,6 +1,7 @@
 /* Which run (Ultralytics' results.csv, its folder) is a job's, by the one rule every part of
  * the daemon uses (find_results below): the training watch, the idle watch (reclaim_gather.c)
- * and a retry's resume (resume.c) ask here.
+ * and a retry's resume (resume.c) ask here, and each credits a run on the job's own evidence
+ * only.
  *
  * The daemon runs as root and reads what the job's user controls: no symlink as the last
  * component, regular files only, and files in the user's domain must belong to the job's
@@ -21,27 +22,36 @@
 #include "daemon/userfile.h"
 
 #define SCAN_MAX 512              /* directory entries looked at per directory */
-#define LOG_HEAD (128u << 10)    /* read for where Ultralytics says it saves */
+#define LOG_END (128u << 10)     /* read at each end of a log for where Ultralytics saves */
 
-/* The head of the job's log of this attempt: Ultralytics says where it saves when training
- * starts.  NULL when there is none yet. */
-static char *log_head(const struct gw_job *j, size_t *ret_len) {
+/* The job's log of this attempt, its head and (when longer) its tail: Ultralytics says where
+ * it saves when training starts, near the head unless much came first (a download, a
+ * dataset scan), and a job that trains twice says it again later.  NULL when there is none. */
+static char *log_ends(const struct gw_job *j, size_t *ret_len) {
         struct stat st;
         if (!j->log_path)
                 return NULL;
         _cleanup_close_ int fd = gw_user_file_open(j, j->log_path, j->output != NULL, O_RDONLY, &st);
         if (fd < 0)
                 return NULL;
-        size_t want = (uint64_t) st.st_size < LOG_HEAD ? (size_t) st.st_size : LOG_HEAD;
-        char *buf = gw_xmalloc(want + 1);
-        ssize_t n = pread(fd, buf, want, 0);
-        *ret_len = n > 0 ? (size_t) n : 0;
+        uint64_t size = (uint64_t) st.st_size;
+        size_t head = size < LOG_END ? (size_t) size : LOG_END;
+        size_t tail = size <= 2 * (uint64_t) LOG_END ? (size_t) (size - head) : LOG_END;
+        char *buf = gw_xmalloc(head + 1 + tail + 1);
+        ssize_t n = pread(fd, buf, head, 0);
+        size_t len = n > 0 ? (size_t) n : 0;
+        if (tail) {
+                buf[len++] = '\n'; /* a line cut at the head's end is not joined to the tail's */
+                n = pread(fd, buf + len, tail, (off_t) (size - tail));
+                len += n > 0 ? (size_t) n : 0;
+        }
+        *ret_len = len;
         return buf;
 }
 
 int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_run *ret) {
         size_t len = 0;
-        _cleanup_free_ char *log = with_log ? log_head(j, &len) : NULL;
+        _cleanup_free_ char *log = with_log ? log_ends(j, &len) : NULL;
         struct gw_yolo_input in = { .argv = (const char *const *) j->argv, .argc = gw_strv_length(j->argv),
                                     .cwd = j->cwd, .log = log, .log_len = log ? len : 0, .yolo = j->yolo,
                                     .resume_from = j->resume_from };
@@ -67,7 +77,6 @@ struct pick {
         gw_usec_t mtime;
         gw_usec_t since;                 /* the attempt's start */
         bool reused;                     /* a file from before the attempt may still be its own */
-        bool alone;                      /* nothing names the run: only one no other job could own */
 };
 
 static char *find_results(const struct gw_daemon *d, const struct gw_job *j);
@@ -87,6 +96,15 @@ static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const cha
                         return true;
         }
         return false;
+}
+
+/* Whether path is this attempt's: a regular file of the job's user's, written since the
+ * attempt began (a resumed or exist_ok run's file is older: only its new rows count), and no
+ * other live job's choice. */
+static bool results_ours(const struct gw_daemon *d, const struct gw_job *j, const char *path) {
+        struct stat st;
+        return gw_user_file_stat(j, path, &st) && gw_run_results_fresh(j->start_time, gw_file_mtime_us(&st), 0, true) &&
+               !claimed(d, j, path, false);
 }
 
 /* Whether o, another job that runs or waits for its retry, could have made the run folder dir
@@ -126,7 +144,7 @@ static void consider(const struct gw_job *j, const char *path, struct pick *pk) 
                 return;
         gw_usec_t t = gw_file_mtime_us(&st);
         if (t <= pk->mtime || !gw_run_results_fresh(pk->since, t, pk->reused ? 0 : gw_file_birth_us(path), pk->reused) ||
-            claimed(pk->d, j, path, false) || (pk->alone && others_could_own(pk->d, j, path)))
+            claimed(pk->d, j, path, false) || others_could_own(pk->d, j, path))
                 return;
         pk->mtime = t;
         snprintf(pk->path, sizeof pk->path, "%s", path);
@@ -168,37 +186,35 @@ static void scan_base(const struct gw_job *j, const struct gw_yolo_run *r, struc
 }
 
 /* The run's results.csv, by the one rule every part of the daemon uses: a run is credited to
- * a job only on positive evidence (core/yolo_run.h),
- *   - only for a training run (gw_run_is_training); a `sleep` next to someone's run has none;
- *   - the folder its own log says it saves to ("Logging results to"), else the resumed
- *     checkpoint's run, else PROJECT/NAME* as the command names them, else a run under
- *     runs/ that this job alone could have made: created during this attempt, and no other
- *     live job in the same folder could have made it by its own command;
- *   - a searched file only when written and (unless exist_ok) created during this attempt:
- *     an older run, or one another process started before this attempt, is not this job's;
- *   - with d, what one of the job's watches already chose, and never a file another live
- *     job of d has chosen.
+ * a job only on its own evidence (core/yolo_run.h):
+ *   - the one folder it names (gw_yolo_own_dir): where its own log says it saves
+ *     ("Logging results to", printed before the first epoch whatever runs the training: a
+ *     yolo command, `sh -c`, a script calling model.train()), else the checkpoint its command
+ *     resumes, else PROJECT/NAME with exist_ok;
+ *   - else, when its command names its run (PROJECT/NAME, NAME2 ...), the one created during
+ *     this attempt that no other live job could have made by its own command;
+ *   - a command that names no run is credited none: never the newest run next to it;
+ *   - a file only once written during this attempt, and never one another live job of d has
+ *     chosen; with d, what one of the job's watches already chose.
  * NULL until such a file exists.  Malloc'ed. */
 static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         struct gw_yolo_run r;
-        if (!gw_run_is_training((const char *const *) j->argv, gw_strv_length(j->argv), j->yolo) ||
-            j->start_time <= 0)
+        char dir[GW_YOLO_PATH_MAX];
+        if (j->start_time <= 0)
                 return NULL;
         const struct gw_djob *self = d ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
         if (self && self->job->attempt == j->attempt && chosen_results(self))
                 return gw_xstrdup(chosen_results(self));
-        if (gw_train_resolve_run(j, true, &r) < 0)
+        if (gw_train_resolve_run(j, true, &r) < 0 || !r.training)
                 return NULL;
-        struct pick pk = { .d = d, .since = j->start_time, .reused = true };
-        char path[4400];
-        if (r.evidence == GW_YOLO_LOG || r.evidence == GW_YOLO_CHECKPOINT) {
-                snprintf(path, sizeof path, "%s/results.csv", r.run_dir);
-                consider(j, path, &pk); /* a resumed run's file is older than the attempt */
-                if (pk.path[0] || r.evidence == GW_YOLO_LOG)
-                        return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
+        if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
+                char path[GW_YOLO_PATH_MAX + 16];
+                snprintf(path, sizeof path, "%s/results.csv", dir);
+                return results_ours(d, j, path) ? gw_xstrdup(path) : NULL;
         }
-        pk.reused = r.exist_ok;
-        pk.alone = !r.named;
+        if (r.evidence != GW_YOLO_NAMED)
+                return NULL;
+        struct pick pk = { .d = d, .since = j->start_time, .reused = r.exist_ok };
         scan_base(j, &r, &pk);
         return pk.path[0] ? gw_xstrdup(pk.path) : NULL;
 }

@@ -152,10 +152,9 @@ class ArrayDaemonTest(gwtest.DaemonTest):
         self.assertIn("FAILED", task)
 
     def test_show_names_the_best_task_of_a_training_sweep(self):
-        # The command is the training run itself (a shell around it would hide it from the
-        # daemon's training watch); each task's run goes to its own runs/detect/sweep* folder,
-        # one task at a time (%1): runs of the same name started together are told apart by
-        # when they appeared, which a test should not lean on.
+        # Each task's run goes to its own runs/detect/sweep* folder, one task at a time (%1):
+        # runs of the same name started together race for a folder (Ultralytics looks, then
+        # makes it), which a test should not lean on.
         aid = self.d.submit("--array", "1-3%1", "--", gwtest.TRAINER, "epochs=3", "name=sweep", "--epoch-seconds", "0.3")
         arr = self.d.wait_state(aid, "COMPLETED", timeout=60 * gwtest.SLOW)
         best = arr["array_best"]

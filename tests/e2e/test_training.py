@@ -314,7 +314,10 @@ class ForeignRunTest(DaemonTest):
         time.sleep(2)
         for jid in plain:
             self.assertIn("not a training run", self.assert_no_training(jid)["why_none"])
-        self.assertEqual(self.assert_no_training(yolo)["why_none"], "no results.csv written by this attempt yet")
+        self.assertEqual(self.assert_no_training(yolo)["why_none"],
+                         'no training run found: its log has no "Logging results to" line yet, and its command '
+                         "resumes no checkpoint nor names a run with exist_ok (a run next to it is not taken for "
+                         "its own)")
         lines = self.d.cli("queue").stdout.splitlines()
         row = [l for l in lines if l.split()[0] == str(plain[0])][0]
         eta = lines[0].split().index("ETA")  # its place among the header's columns

@@ -1,7 +1,9 @@
-"""Which Ultralytics run is a job's (core/yolo_run.h): a run is credited to a job only on
-positive evidence (its command names it, its own log says where it saves, or only it could
-have created it), so two jobs in one folder never read each other's run."""
+"""Which Ultralytics run is a job's (core/yolo_run.h): a run is credited to a job only on its
+own evidence (its own log says where it saves, its command resumes a checkpoint or names the
+run), never because it is the newest run next to it, so two jobs in one folder never read
+each other's run."""
 import os
+import time
 
 from gwtest import TRAINER, DaemonTest, events_of, main, wait_until
 
@@ -78,6 +80,97 @@ class TwoJobsOneFolderTest(DaemonTest):
             self.assertEqual(found[jid], os.path.join(self.d.work, run, "results.csv"))
             self.assertEqual(len(self.d.job(jid)["training"]["epoch_ends"]), 6, jid)
         self.assertEqual(sorted(os.path.basename(os.path.dirname(f)) for f in found.values()), ["train", "train2"])
+
+
+class OwnEvidenceOnlyTest(DaemonTest):
+    """Jobs side by side in one project folder, as YOLO users work: each job's run is the one
+    its own log (or command) names, whatever runs the training, and a job with no evidence has
+    none, however new the runs next to it."""
+    gpus = 2
+
+    def eta(self, jid):
+        st, e = self.d.api("GET", f"/api/v1/jobs/{jid}/eta")
+        self.assertEqual(st, 200, e)
+        return e
+
+    def test_a_neighbours_new_run_is_not_credited_to_a_quiet_job(self):
+        """A trainer that has written nothing, and a neighbour retried from scratch (no --yolo:
+        its retry starts over in crashy2): once the neighbour is gone, crashy2 is still not the
+        quiet job's."""
+        work = self.d.work
+        quiet = self.d.submit_api([TRAINER, "--sleep-forever"], 300)
+        self.d.wait_state(quiet, "RUNNING")
+        fault = os.path.join(work, "fault-crashy")
+        crashy = self.d.submit_api([TRAINER, "epochs=3", "name=crashy", "--epoch-seconds", "1",
+                                    "--crash-at-epoch", "2", "--fault-once", fault], 300, retries=1)
+        self.d.wait_state(crashy, "COMPLETED", timeout=60)
+        self.assertTrue(os.path.isdir(os.path.join(work, "runs", "detect", "crashy2")), "the retry started over")
+        # The quiet job's watch looks for its run every sample (1 s): give it several looks
+        # at crashy2 with nobody left who could own it.
+        time.sleep(3)
+        q = self.eta(quiet)
+        self.assertIsNone(q.get("results_csv"), q)
+        self.assertIsNone(q.get("epoch"), q)
+        self.assertFalse(q.get("recent_epochs"), q)
+        self.assertTrue(q["why_none"].startswith("no training run found: its log has no"), q)
+        self.assertIsNone(self.d.job(quiet)["eta"])
+        st, snaps = self.d.api("GET", f"/api/v1/jobs/{quiet}/snapshots")
+        self.assertFalse(snaps.get("snapshots"), snaps)
+        self.assertIn("no training run found", self.d.cli("eta", str(quiet)).stdout)
+        self.d.api("DELETE", f"/api/v1/jobs/{quiet}")
+        self.d.wait_state(quiet, "CANCELLED")
+
+    def test_two_trainings_started_together_never_share_a_run(self):
+        """Started in the same instant, two unnamed trainings may even race for one folder
+        (Ultralytics looks, then makes it): each job is credited the run its own log names,
+        and never both the same one."""
+        jobs = [self.d.submit_api([TRAINER, "epochs=3", "--epoch-seconds", "1"], 300) for _ in range(2)]
+        found = {}
+
+        def ended():
+            for jid in jobs:
+                csv = self.eta(jid).get("results_csv")
+                if csv:
+                    found.setdefault(jid, set()).add(csv)
+            return all(self.d.job(jid)["state"] == "COMPLETED" for jid in jobs)
+
+        wait_until(ended, timeout=60, what="both trainings to end")
+        self.assertTrue(found, "a run was credited")
+        for jid, paths in found.items():
+            self.assertEqual(len(paths), 1, paths)
+            said = [l.split("Logging results to ", 1)[1] for l in self.d.log_text(jid).splitlines()
+                    if "Logging results to " in l]
+            run = said[-1].replace("\x1b[1m", "").replace("\x1b[0m", "").strip()
+            self.assertEqual(paths, {os.path.join(self.d.work, run, "results.csv")})
+        if len(found) == 2:
+            self.assertNotEqual(found[jobs[0]], found[jobs[1]])
+
+    def test_a_sweep_under_sh_c_is_seen_task_by_task(self):
+        """The README's sweep style: each task's shell runs the trainer; its own log says where
+        it saves, so each task has its run and epochs, and the array its best task."""
+        aid = self.d.submit("--array", "0-2", "--", "sh", "-c",
+                            f"{TRAINER} epochs=2 --epoch-seconds 1 name=sweep$GPUWARD_ARRAY_INDEX", cwd=self.d.work)
+        seen = {}
+
+        def ended():
+            for i in range(3):
+                st, e = self.d.api("GET", f"/api/v1/jobs/{aid}_{i}/eta")  # 404 until the task starts
+                if st == 200 and e.get("results_csv"):
+                    seen[i] = e["results_csv"]
+            return self.d.job(aid)["state"] == "COMPLETED"
+
+        wait_until(ended, timeout=60, what="the sweep to end")
+        self.assertEqual(sorted(seen), [0, 1, 2], "each task's run seen while it trained")
+        for i, csv in seen.items():
+            self.assertEqual(csv, os.path.join(self.d.work, "runs", "detect", f"sweep{i}", "results.csv"))
+        for i in range(3):
+            task = self.d.job(f"{aid}_{i}")
+            self.assertEqual(len(task["training"]["epoch_ends"]), 2, task["training"])
+            self.assertTrue(events_of(task, "best"), f"task {i}'s best is an event")
+        best = self.d.job(aid)["array_best"]
+        self.assertIsNotNone(best)
+        self.assertEqual(best["epoch"], 2, best)
+
 
 IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1
 

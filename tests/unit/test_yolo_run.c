@@ -129,6 +129,43 @@ static void could_own(void **state) {
         assert_false(gw_yolo_could_own(&r, "/w/runs/segment/train"));
 }
 
+/* A run is the job's only where its own evidence names one folder. */
+static void own_dir(void **state) {
+        (void) state;
+        struct gw_yolo_run r;
+        char dir[256];
+        const char *named[] = { "gw-fake-trainer", "name=crashy" }, *plain[] = { "python3", "train.py" };
+        const char *exist[] = { "yolo", "detect", "train", "name=crashy", "exist_ok=True" };
+        const char *shell[] = { "sh", "-c", "yolo train data=coco8.yaml name=sweep$GPUWARD_ARRAY_INDEX" };
+        struct gw_yolo_input in = { .argv = named, .argc = 2, .cwd = "/w" };
+
+        assert_int_equal(gw_yolo_resolve(&in, &r), 0);
+        assert_int_equal(gw_yolo_own_dir(&r, dir, sizeof dir), -ENOENT); /* crashy, crashy2 ...: which? */
+        in = (struct gw_yolo_input) { .argv = plain, .argc = 2, .cwd = "/w" };
+        assert_int_equal(gw_yolo_resolve(&in, &r), 0);
+        assert_int_equal(gw_yolo_own_dir(&r, dir, sizeof dir), -ENOENT); /* never the newest run */
+        in.log = "Logging results to \x1b[1mruns/detect/train2\x1b[0m\n";
+        in.log_len = strlen(in.log);
+        assert_int_equal(gw_yolo_resolve(&in, &r), 0);
+        assert_int_equal(gw_yolo_own_dir(&r, dir, sizeof dir), 0);
+        assert_string_equal(dir, "/w/runs/detect/train2");
+        in = (struct gw_yolo_input) { .argv = exist, .argc = 5, .cwd = "/w" };
+        assert_int_equal(gw_yolo_resolve(&in, &r), 0);
+        assert_int_equal(gw_yolo_own_dir(&r, dir, sizeof dir), 0);
+        assert_string_equal(dir, "/w/runs/detect/crashy");
+        /* Under sh -c the command says nothing Ultralytics would read; its log does. */
+        in = (struct gw_yolo_input) { .argv = shell, .argc = 3, .cwd = "/w" };
+        assert_int_equal(gw_yolo_resolve(&in, &r), 0);
+        assert_false(r.training);
+        assert_int_equal(gw_yolo_own_dir(&r, dir, sizeof dir), -ENOENT);
+        in.log = "Logging results to /w/runs/detect/sweep1\n";
+        in.log_len = strlen(in.log);
+        assert_int_equal(gw_yolo_resolve(&in, &r), 0);
+        assert_true(r.training);
+        assert_int_equal(gw_yolo_own_dir(&r, dir, sizeof dir), 0);
+        assert_string_equal(dir, "/w/runs/detect/sweep1");
+}
+
 static void args_and_log(void **state) {
         (void) state;
         const char *argv[] = { "python", "train.py", "--epochs", "5", "--name=x", "--exist_ok" };
@@ -162,6 +199,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(resolve_table),
                 cmocka_unit_test(could_own),
+                cmocka_unit_test(own_dir),
                 cmocka_unit_test(args_and_log),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
