@@ -58,11 +58,13 @@ def cpu_share(pid, seconds):
     return (c1 - c0) / hz / (t1 - t0)
 
 
-def admin_token(d, path):
-    token = d.cli("token", "create", "--scope", "agent", "--name", "bench-agents", "-q").stdout.strip()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
+def agent_token(d, node, path=None):
+    """node's agent token (it may post that node's snapshots only), also written to path."""
+    token = d.cli("token", "create", "--scope", "agent", "--node", node, "--name", node, "-q").stdout.strip()
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
     return token
 
 
@@ -70,7 +72,7 @@ def measure_agent(gwtest, procs, seconds, warmup):
     with gwtest.Daemon(gpus=GPUS, extra=["--backend", "slurm"]) as d:
         d.start()
         token_file = os.path.join(d.dir, "agent.token")
-        admin_token(d, token_file)
+        agent_token(d, "bench1", token_file)
         nvml = os.path.join(d.dir, "nvml-agent")
         os.makedirs(os.path.join(nvml, "procs"))
         with open(os.path.join(nvml, "config"), "w") as f:
@@ -147,11 +149,12 @@ def feed(port, token, node, stop, errors):
 def measure_controller(gwtest, nodes, seconds, warmup):
     with gwtest.Daemon(gpus=GPUS, extra=["--backend", "slurm"]) as d:
         d.start()
-        token = admin_token(d, os.path.join(d.dir, "agent.token"))
+        names = [f"node{n:03d}" for n in range(nodes)]
+        tokens = {name: agent_token(d, name) for name in names}
         base = mem_kib(d.proc.pid)
         stop, errors = threading.Event(), []
-        senders = [threading.Thread(target=feed, args=(d.port, token, f"node{n:03d}", stop, errors), daemon=True)
-                   for n in range(nodes)]
+        senders = [threading.Thread(target=feed, args=(d.port, tokens[name], name, stop, errors), daemon=True)
+                   for name in names]
         for i, t in enumerate(senders):
             t.start()
             time.sleep(1.0 / nodes)  # spread the posts over the second, as real agents drift apart

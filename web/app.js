@@ -238,7 +238,7 @@
   async function loadGpus() {
     const [g, hist] = await Promise.all([GW.api('GET', '/api/v1/gpus'), GW.api('GET', '/api/v1/gpus/history?minutes=15')]);
     if (g.status === 200 && !S.gpus) S.gpus = g.data;
-    if (g.status === 200 && g.data.nodes) S.nodes = g.data.nodes;
+    if (g.status === 200 && g.data.nodes) S.nodes = g.data.nodes_next ? (await allNodes()) || g.data.nodes : g.data.nodes;
     if (hist.status === 200) {
       const live = S.hist;
       S.hist = [];
@@ -420,8 +420,23 @@
    * "gpus" events carry this host's GPUs only, so the nodes are fetched again every 5 s. */
   async function loadNodes() {
     if (!S.nodes) return;
-    const r = await GW.api('GET', '/api/v1/gpus');
-    if (r.status === 200) { S.nodes = r.data.nodes || null; if (current === 'gpus') GW.render('gpus'); }
+    const nodes = await allNodes();
+    if (nodes) { S.nodes = nodes; if (current === 'gpus') GW.render('gpus'); }
+  }
+
+  /* Every node: the controller answers a page at a time ("nodes_next" names the last node of a
+   * page when more follow).  null when a page could not be had. */
+  async function allNodes() {
+    let nodes = [], after = null;
+    for (let page = 0; page < 64; page++) {
+      const q = after === null ? '' : `&after=${encodeURIComponent(after)}`;
+      const r = await GW.api('GET', `/api/v1/gpus?limit=256${q}`);
+      if (r.status !== 200 || !Array.isArray(r.data.nodes)) return null;
+      nodes = nodes.concat(r.data.nodes);
+      after = typeof r.data.nodes_next === 'string' ? r.data.nodes_next : null;
+      if (after === null) return nodes;
+    }
+    return nodes;
   }
 
   function slurmJobText(j) {

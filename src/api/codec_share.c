@@ -80,6 +80,13 @@ static json_t *token_scope(const void *obj, const struct gw_codec_ctx *ctx) {
         return scope[0] ? json_string(scope) : json_null();
 }
 
+/* null for a token bound to no node, else the node whose snapshots it may post */
+static json_t *token_node(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const char *node = ((const struct gw_store_token *) obj)->node;
+        return node[0] ? json_string(node) : json_null();
+}
+
 #define T struct gw_store_token
 static const struct gw_codec_field token_fields[] = {
         GW_CODEC_FIELD("id", GW_CT_I64, T, id),
@@ -90,6 +97,7 @@ static const struct gw_codec_field token_fields[] = {
         GW_CODEC_FIELD("expires", GW_CT_SECONDS_OR_NULL, T, expires),
         GW_CODEC_FIELD_FN("expired", token_expired),
         GW_CODEC_FIELD_FN("scope", token_scope),
+        GW_CODEC_FIELD_FN("node", token_node),
 };
 #undef T
 
@@ -106,6 +114,7 @@ static const struct gw_codec_field token_made_fields[] = {
         GW_CODEC_FIELD("token", GW_CT_STR, M, token),
         GW_CODEC_FIELD("expires", GW_CT_SECONDS_OR_NULL, M, expires),
         GW_CODEC_FIELD("scope", GW_CT_STR_OR_NULL, M, scope),
+        GW_CODEC_FIELD("node", GW_CT_STR_OR_NULL, M, node),
 };
 #undef M
 

@@ -25,6 +25,7 @@ struct gw_codec_token_made {
         const char *token;
         gw_usec_t expires;        /* 0: never */
         const char *scope;        /* NULL: the account's whole rights; "agent" */
+        const char *node;         /* an agent's: the node it may post for; NULL none */
 };
 json_t *gw_codec_token_made(const struct gw_codec_token_made *t);
 

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,6 +141,42 @@ static int show_events(struct cli_ctx *ctx, const struct gpus_opts *o, bool json
         return cli_fetch_and_show(ctx, &call, json, "events", print_events);
 }
 
+/* A controller answers with one page of its nodes (nodes_next names the last one when more
+ * follow): the pages after reply's are fetched and their nodes added to reply's, so that the
+ * listing and --json show every node.  Bounded by what the controller may keep. */
+#define NODES_PAGE "256"
+#define NODES_PAGES_MAX 64
+
+static int nodes_rest(struct cli_ctx *ctx, json_t *reply) {
+        json_t *nodes = json_object_get(reply, "nodes");
+        for (int page = 0; json_is_array(nodes) && json_is_string(json_object_get(reply, "nodes_next")); page++) {
+                if (page == NODES_PAGES_MAX) {
+                        cli_error("gpuwardd's nodes go on past %d pages", NODES_PAGES_MAX);
+                        return CLI_EXIT_FAIL;
+                }
+                _cleanup_free_ char *target = strdup("/api/v1/gpus");
+                if (!target || cli_query_add(&target, "limit", NODES_PAGE) < 0 ||
+                    cli_query_add(&target, "after", json_string_value(json_object_get(reply, "nodes_next"))) < 0)
+                        return cli_oom();
+                struct cli_call call = { .method = "GET", .target = target };
+                json_t *more = NULL;
+                int r = cli_api_json(ctx, &call, &more);
+                if (r)
+                        return r;
+                json_t *next = json_object_get(more, "nodes_next");
+                if (!json_is_array(json_object_get(more, "nodes")) ||
+                    (json_is_string(next) && json_array_size(json_object_get(more, "nodes")) == 0)) {
+                        json_decref(more);
+                        cli_error("gpuwardd's reply has no \"nodes\" array past the first page");
+                        return CLI_EXIT_FAIL;
+                }
+                json_array_extend(nodes, json_object_get(more, "nodes"));
+                json_object_set(reply, "nodes_next", next ? next : json_null());
+                json_decref(more);
+        }
+        return CLI_EXIT_OK;
+}
+
 int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct option extra[] = {
                 { "events", no_argument, NULL, OPT_EVENTS },
@@ -160,9 +197,11 @@ int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv) {
                 return cli_usage("gpus", "%s: only with --events", o.gpu >= 0 ? "--gpu" : "--limit");
         if (o.events)
                 return show_events(ctx, &o, json);
-        struct cli_call call = { .method = "GET", .target = "/api/v1/gpus" };
+        struct cli_call call = { .method = "GET", .target = "/api/v1/gpus?limit=" NODES_PAGE };
         json_t *reply = NULL;
         r = cli_api_json(ctx, &call, &reply);
+        if (!r && (r = nodes_rest(ctx, reply)) != 0)
+                json_decref(reply);
         if (r)
                 return r;
         r = json ? (cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK) : print_gpus(reply);

@@ -29,7 +29,7 @@ static const char token_help[] =
         "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
         "\n"
         "Commands:\n"
-        "  create [--name NAME] [--expires DURATION] [--scope agent]\n"
+        "  create [--name NAME] [--expires DURATION] [--scope agent --node NODE]\n"
         "                         make a token; it is printed once and never again\n"
         "  list                   your tokens (admins: everyone's), without their secret\n"
         "  revoke ID...           make tokens useless at once\n"
@@ -42,13 +42,13 @@ static const char token_help[] =
         "  gpuward token create --name ci\n"
         "  TOKEN=$(gpuward token create --name laptop -q)\n"
         "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
-        "  gpuward token create --scope agent --name agents --expires never -q\n"
+        "  gpuward token create --scope agent --node gpu1 --expires never -q\n"
         "  gpuward token list\n"
         "  gpuward token revoke 3\n";
 
 static const char create_help[] =
-        "Usage: gpuward token create [--name NAME] [--expires DURATION] [--scope agent]\n"
-        "                            [-q] [--json]\n"
+        "Usage: gpuward token create [--name NAME] [--expires DURATION]\n"
+        "                            [--scope agent --node NODE] [-q] [--json]\n"
         "\n"
         "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
         "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
@@ -64,6 +64,9 @@ static const char create_help[] =
         "               a node agent's token (gpuwardd --agent, admins only): it may\n"
         "               only post node snapshots to a cluster's controller, and gets\n"
         "               403 anywhere else; without --scope a token has all your rights\n"
+        "  --node NODE  with --scope agent, required: the node (its Slurm name) whose\n"
+        "               snapshots alone the token may post; make one token per node,\n"
+        "               so that a node's token cannot report the others\n"
         "  -q, --quiet  print only the token, for TOKEN=$(...)\n"
         "  --json       print the API's JSON (with the token)\n"
         "  -h, --help   this help\n"
@@ -72,15 +75,16 @@ static const char create_help[] =
         "  gpuward token create --name ci --expires 90d\n"
         "  TOKEN=$(gpuward token create --name laptop -q)\n"
         "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
-        "  gpuward token create --scope agent --name agents --expires never -q\n";
+        "  gpuward token create --scope agent --node gpu1 --expires never -q\n";
 
 static const char list_help[] =
         "Usage: gpuward token list [--json]\n"
         "\n"
         "List your tokens (admins: everyone's): id, owner, name, scope ('agent' for a node\n"
         "agent's token, which may only post node snapshots; '-' for one with all its\n"
-        "owner's rights), when it was made, last used and expires ('expired' once it\n"
-        "has).  The tokens themselves are not stored and cannot be shown again.\n"
+        "owner's rights), node (the node an agent's token may post for; '-' none: an\n"
+        "agent's token made before tokens were bound to nodes is refused), when it was\n"
+        "made, last used and expires ('expired' once it has).  The tokens themselves are not stored and cannot be shown again.\n"
         CLI_HELP_JSON_OPTIONS
         "Example:\n"
         "  gpuward token list\n";
@@ -94,13 +98,14 @@ static const char revoke_help[] =
         "Example:\n"
         "  gpuward token revoke 3\n";
 
-enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE };
+enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE, OPT_NODE };
 
 /* What token create takes beside --json. */
 struct create_opts {
         const char *name;
         const char *expires; /* as typed, checked */
         const char *scope;   /* NULL or GW_TOKEN_SCOPE_AGENT */
+        const char *node;    /* NULL or a node name (checked) */
         bool quiet;
 };
 
@@ -126,6 +131,12 @@ static int on_create_option(void *userdata, int opt, const char *arg) {
                                                "has all your rights", GW_TOKEN_SCOPE_AGENT);
                 o->scope = GW_TOKEN_SCOPE_AGENT;
                 return 0;
+        case OPT_NODE:
+                if (!gw_token_node_name_valid(arg))
+                        return cli_usage(verb, "--node: '%.80s' is not a node's Slurm name (1-64 letters, digits, "
+                                               "'.', '-' or '_')", arg);
+                o->node = arg;
+                return 0;
         default: /* OPT_EXPIRES: the daemon's own parser, so a typo never reaches it */
                 if (gw_token_parse_lifetime(arg, &life, msg, sizeof(msg)) < 0) {
                         _cleanup_free_ char *safe = cli_sanitize(msg);
@@ -144,9 +155,10 @@ static void print_created(const json_t *reply, const char *token) {
         printf("Token %lld%s%s%s:\n\n    %s\n\n", id, sname ? " (" : "", sname ? sname : "", sname ? ")" : "", token);
         const char *scope = cli_jstr(reply, "scope");
         if (scope && !strcmp(scope, GW_TOKEN_SCOPE_AGENT)) {
+                _cleanup_free_ char *node = cli_sanitize(cli_jstr(reply, "node") ?: "?");
                 printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
-                       "It is a node agent's token: give it to 'gpuwardd --agent' on the compute nodes\n"
-                       "(--token-file); it may only post node snapshots.\n");
+                       "It is node %s's agent token: give it to 'gpuwardd --agent' on that node\n"
+                       "(--token-file); it may only post that node's snapshots.\n", node ? node : "?");
                 printf("Revoke it with 'gpuward token revoke %lld'.\n", id);
                 return;
         }
@@ -166,6 +178,7 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
                 { "name", required_argument, NULL, OPT_NAME },
                 { "expires", required_argument, NULL, OPT_EXPIRES },
                 { "scope", required_argument, NULL, OPT_SCOPE },
+                { "node", required_argument, NULL, OPT_NODE },
                 { "quiet", no_argument, NULL, 'q' },
                 { 0 },
         };
@@ -181,6 +194,11 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
                 return r;
         if (optind < argc)
                 return cli_usage(verb, "unexpected argument '%s' (name the token with --name)", argv[optind]);
+        if (o.scope && !o.node)
+                return cli_usage(verb, "--scope agent: give --node NODE, the node whose snapshots the token may "
+                                       "post (one token per node)");
+        if (o.node && !o.scope)
+                return cli_usage(verb, "--node: only a node agent's token (--scope agent) is bound to a node");
         json_t *body = o.name ? json_pack("{s:s}", "name", o.name) : json_object();
         if (!body)
                 return cli_usage(verb, "--name: not valid UTF-8 text");
@@ -188,8 +206,11 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
                 (void) json_object_set_new(body, "expires", json_string(o.expires));
         if (o.scope)
                 (void) json_object_set_new(body, "scope", json_string(o.scope));
+        if (o.node)
+                (void) json_object_set_new(body, "node", json_string(o.node));
         static const struct cli_field_alias aliases[] = {
-                { "name", "--name" }, { "expires", "--expires" }, { "scope", "--scope" }, { NULL, NULL },
+                { "name", "--name" }, { "expires", "--expires" }, { "scope", "--scope" }, { "node", "--node" },
+                { NULL, NULL },
         };
         struct cli_call call = { .method = "POST", .target = "/api/v1/tokens", .body = body, .aliases = aliases };
         json_t *reply = NULL;
@@ -234,6 +255,7 @@ static int add_token_row(struct cli_table *t, const json_t *tok, time_t now) {
                 cli_job_user(tok, ubuf, sizeof(ubuf)),
                 name && *name ? name : NULL,
                 cli_jstr(tok, "scope"),
+                cli_jstr(tok, "node"),
                 cli_format_time(cli_jnum(tok, "created"), now, created, sizeof(created)),
                 json_is_number(json_object_get(tok, "last_used"))
                         ? cli_format_time(cli_jnum(tok, "last_used"), now, used, sizeof(used))
@@ -244,7 +266,8 @@ static int add_token_row(struct cli_table *t, const json_t *tok, time_t now) {
 }
 
 static int print_tokens(const json_t *tokens) {
-        static const char *const cols[] = { "ID", "USER", "NAME", "SCOPE", "CREATED", "LAST_USED", "EXPIRES" };
+        static const char *const cols[] = { "ID", "USER", "NAME", "SCOPE", "NODE", "CREATED", "LAST_USED",
+                                            "EXPIRES" };
         static const struct cli_rows rows = {
                 .cols = cols, .ncols = ELEMENTSOF(cols), .narrow_col = 2, .max_width = 32, .add_row = add_token_row,
         };

@@ -30,5 +30,6 @@ struct gw_store_token {
         gw_usec_t created, last_used;
         gw_usec_t expires;           /* wall clock; 0 = never */
         char scope[16];              /* "" = the account's whole rights; GW_TOKEN_SCOPE_AGENT */
+        char node[65];               /* an agent's: the node it may post for; "" = none */
         bool revoked;                /* only gw_store_token_find returns revoked ones */
 };

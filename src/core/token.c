@@ -113,4 +113,10 @@ int gw_token_parse_lifetime(const char *s, gw_usec_t *ret, char *msg, size_t msg
         return 0;
 }
 
+bool gw_token_node_name_valid(const char *s) {
+        static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_";
+        size_t n = s ? strnlen(s, GW_TOKEN_NODE_MAX + 1) : 0;
+        return n > 0 && n <= GW_TOKEN_NODE_MAX && strspn(s, ok) == n;
+}
+
 bool gw_token_expired(gw_usec_t expires, gw_usec_t now) { return expires > 0 && now >= expires; }

@@ -27,6 +27,13 @@
  * account's whole rights. */
 #define GW_TOKEN_SCOPE_AGENT  "agent"
 
+/* A node agent's token is bound to one node: its Slurm name, at most this many bytes. */
+#define GW_TOKEN_NODE_MAX     64
+
+/* Whether s can be a node's Slurm name as gpuward takes one from an agent, a token or the
+ * command line: 1-GW_TOKEN_NODE_MAX letters, digits, '.', '-' or '_'.  NULL is not. */
+bool gw_token_node_name_valid(const char *s);
+
 /* Writes the token made of these random bytes into out (NUL-terminated).  The caller
  * shows it once and keeps only gw_token_hash() of it; it should wipe both buffers. */
 void gw_token_format(const uint8_t random[GW_TOKEN_RANDOM_BYTES], char out[GW_TOKEN_SIZE]);

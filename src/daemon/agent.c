@@ -64,8 +64,10 @@ static const char agent_help[] =
         "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
         "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
         "controller (gpuwardd --backend slurm) at URL (http://HOST:PORT).  FILE holds a\n"
-        "node agent's token, made by an admin on the controller (gpuward token create\n"
-        "--scope agent).  NAME defaults to the host name and must be the node's Slurm name.\n";
+        "node agent's token, made by an admin on the controller for this node (gpuward\n"
+        "token create --scope agent --node NAME): the controller refuses a snapshot of\n"
+        "another node from it.  NAME defaults to the host name and must be the node's\n"
+        "Slurm name.\n";
 
 /* "http://HOST:PORT[/PREFIX]" (a bracketed IPv6 HOST too).  0, or -EINVAL with why. */
 static int parse_url(struct agent *a, const char *url, char *why, size_t n) {
@@ -149,8 +151,7 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 case OPT_TOKEN_FILE: token_file = optarg; break;
                 case OPT_NVML: a->nvml_lib = optarg; break;
                 case OPT_NODE:
-                        if (!optarg[0] || strlen(optarg) >= sizeof a->node || strspn(optarg,
-                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(optarg)) {
+                        if (!gw_token_node_name_valid(optarg)) {
                                 snprintf(why, n, "--node: '%s' is not a node name (letters, digits, . - _; 1-64)", optarg);
                                 return -EINVAL;
                         }
@@ -221,10 +222,12 @@ static const char *health_name(enum gw_gpu_health h) {
         return h == GW_GPU_OK ? "ok" : h == GW_GPU_LOST ? "lost" : "unavailable";
 }
 
-static json_t *gpu_json(struct agent *a, const struct gw_gpu_snapshot *g, unsigned i) {
+/* GPU i with at most *budget of its processes listed (the controller's bounds: per GPU and
+ * per snapshot); procs_total counts them all. */
+static json_t *gpu_json(struct agent *a, const struct gw_gpu_snapshot *g, unsigned i, size_t *budget) {
         const struct gw_gpu_sample *s = &g->sample;
         json_t *procs = json_array();
-        for (size_t k = 0; k < g->n_procs && k < GW_AGENT_MAX_PROCS; k++)
+        for (size_t k = 0; k < g->n_procs && k < GW_AGENT_MAX_PROCS && *budget > 0; k++, (*budget)--)
                 json_array_append_new(procs, proc_json(a, &g->procs[k]));
         return json_pack("{s:i,s:s,s:s,s:I,s:o,s:o,s:s,s:o,s:I}", "index", (int) i, "name", a->info[i].name,
                          "uuid", a->info[i].uuid, "mem_total", (json_int_t) a->info[i].mem_total,
@@ -236,9 +239,10 @@ static json_t *gpu_json(struct agent *a, const struct gw_gpu_snapshot *g, unsign
 
 static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
         json_t *gpus = json_array();
+        size_t budget = GW_AGENT_MAX_PROCS_TOTAL;
         a->n_owners = 0;
         for (unsigned i = 0; i < s->n_gpus; i++)
-                json_array_append_new(gpus, gpu_json(a, &s->gpu[i], i));
+                json_array_append_new(gpus, gpu_json(a, &s->gpu[i], i, &budget));
         json_t *o = json_pack("{s:s,s:I,s:s,s:o}", "node", a->node, "interval",
                               (json_int_t) (a->interval / GW_USEC_PER_SEC), "driver", gw_gpu_driver_version(a->lib),
                               "gpus", gpus);

@@ -17,6 +17,7 @@
 #include "core/fairshare.h"
 #include "core/retry.h"
 #include "core/webhook.h"
+#include "daemon/nodes.h"
 
 /* One line with the file, line and why, for a bad line of the config file. */
 void gw_config_fail(struct gw_config *c, const char *fmt, ...) {
@@ -76,7 +77,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
        OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
        OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS,
-       OPT_SLURM_FOREIGN, OPT_PREEMPTION, OPT_PREEMPT_GRACE, OPT_PREEMPT_UNRESUMABLE };
+       OPT_SLURM_FOREIGN, OPT_PREEMPTION, OPT_PREEMPT_GRACE, OPT_PREEMPT_UNRESUMABLE, OPT_MAX_NODES };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -128,6 +129,7 @@ static const struct option options[] = {
         { "fairshare-half-life", required_argument, NULL, OPT_FS_HALF_LIFE },
         { "fairshare-weights", required_argument, NULL, OPT_FS_WEIGHTS },
         { "slurm-foreign-jobs", required_argument, NULL, OPT_SLURM_FOREIGN },
+        { "max-nodes", required_argument, NULL, OPT_MAX_NODES },
         { "preemption", required_argument, NULL, OPT_PREEMPTION },
         { "preempt-grace", required_argument, NULL, OPT_PREEMPT_GRACE },
         { "preempt-unresumable", required_argument, NULL, OPT_PREEMPT_UNRESUMABLE },
@@ -376,6 +378,14 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 }
                 c->slurm_foreign = !strcmp(v, "reclaim") ? GW_FOREIGN_RECLAIM
                                    : !strcmp(v, "ignore") ? GW_FOREIGN_IGNORE : GW_FOREIGN_WATCH;
+                return 0;
+        case OPT_MAX_NODES:
+                if (gw_parse_int(v, 1, GW_NODES_MAX, &n) < 0) {
+                        gw_config_fail(c, "%s: invalid value '%s' (how many nodes' snapshots the controller keeps, "
+                                    "1-%d)", name, v, GW_NODES_MAX);
+                        return -EINVAL;
+                }
+                c->max_nodes = (int) n;
                 return 0;
         case OPT_PREEMPTION:
         case OPT_PREEMPT_UNRESUMABLE:

@@ -72,6 +72,7 @@ struct gw_config {
         char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */
         /* backend slurm: the idle watch of Slurm jobs gpuward did not submit (nodes_watch.c) */
         enum { GW_FOREIGN_WATCH, GW_FOREIGN_RECLAIM, GW_FOREIGN_IGNORE } slurm_foreign;
+        int max_nodes;              /* backend slurm: nodes whose snapshots are kept (nodes.h) */
         bool preemption;            /* preemptible jobs may be stopped for higher ones (preempt.c) */
         gw_usec_t preempt_grace;    /* how long a victim has to reach its checkpoint or exit */
         bool preempt_unresumable;   /* a preemptible job that cannot resume may be a victim too */

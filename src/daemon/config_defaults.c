@@ -12,6 +12,7 @@
 #include "core/fairshare.h"
 #include "core/reclaim.h"
 #include "core/webhook.h"
+#include "daemon/nodes.h"
 
 void gw_config_set_defaults(struct gw_config *c) {
         *c = (struct gw_config) {
@@ -49,6 +50,7 @@ void gw_config_set_defaults(struct gw_config *c) {
                 .fairshare_half_life = GW_FS_HALF_LIFE_DEFAULT,
                 .fairshare_weights = gw_xstrdup(""),
                 .preempt_grace = 10 * 60 * GW_USEC_PER_SEC,
+                .max_nodes = GW_NODES_DEFAULT_MAX,
         };
         c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
         for (size_t i = 0; i < gw_reclaim_profiles_n; i++)

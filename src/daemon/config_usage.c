@@ -89,6 +89,8 @@ const char gw_config_usage[] =
         "  --slurm-foreign-jobs watch|reclaim|ignore  with --backend slurm, a Slurm job that\n"
         "                       gpuward did not submit and whose GPUs sit idle: watch (default)\n"
         "                       reports it, reclaim cancels it as gpuward's own, ignore skips it\n"
+        "  --max-nodes N        with --backend slurm, the nodes whose agents' snapshots are\n"
+        "                       kept (1-4096, default 1024); one more node's are refused\n"
         "  --preemption BOOL    a preemptible job may be stopped for a waiting job of a higher\n"
         "                       priority or a booking that starts, and queued again to resume\n"
         "                       (default false)\n"

@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "daemon/agent.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
@@ -139,6 +140,7 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
                 /* An agent's token carries none of its maker's rights: only the routes marked
                  * for agents take it (gw_api_handle). */
                 c->agent = t.agent;
+                snprintf(c->node, sizeof c->node, "%s", t.node);
                 if (!c->agent)
                         set_role(d, c, false);
                 return;
@@ -439,6 +441,12 @@ static bool guest_may(handler_fn fn) {
         return fn == on_token_create || fn == on_token_list || fn == on_token_revoke;
 }
 
+/* The bytes of body a route reads where the server's own bound (GW_HTTP_MAX_BODY) is too much:
+ * every node's agent posts a snapshot each interval, and the controller keeps each one. */
+static size_t route_max_body(handler_fn fn) {
+        return fn == on_agent_snapshot ? GW_AGENT_MAX_BODY : 0;
+}
+
 /* What a TCP caller without a token may still reach when they are refused: probes, and
  * the web page's sign-in (which takes a token in its body). */
 /* A task that has not started, as GET /api/v1/jobs/17_5 shows it: the array's fields, with
@@ -549,6 +557,10 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         }
         if ((r->flags & GW_ROUTE_ADMIN) && !c.admin && !c.agent)
                 return reply_error(rep, 403, NULL, "only admins may do this");
+        size_t max_body = route_max_body(routes[r - table].fn);
+        if (max_body && req->body_len > max_body)
+                return reply_error(rep, 413, NULL, "request body of %zu bytes is larger than the %zu KiB %s %s takes",
+                                   req->body_len, max_body >> 10, r->method, r->pattern);
         if (is_task && (id = task_or_reply(d, req, !strcmp(r->pattern, "/api/v1/jobs/{id}"), id, task, &c, rep)) <= 0)
                 return;
         struct gw_route_ctx ctx = { .id = id, .route = r };

@@ -18,6 +18,7 @@ struct caller {
         bool guest;      /* known, and listed in --guests (never also admin) */
         bool agent;      /* by a node agent's token (never also admin): token_id says which */
         int64_t token_id;
+        char node[65];   /* agent: the node its token is bound to; "" none (a token from before) */
         uid_t uid;
         gid_t gid;
         char user[64];
@@ -116,6 +117,7 @@ struct gw_token_caller {
         uint32_t uid;
         char user[64];
         bool agent; /* scope agent: it may only post node snapshots */
+        char node[65]; /* agent: the node whose snapshots it may post; "" none (made before) */
 };
 /* 0 with the token's owner in *ret; -EINVAL malformed, -EPERM unknown or revoked,
  * -EKEYEXPIRED expired, with the reason as one line in why ("token 3 expired at ..."). */

@@ -13,17 +13,46 @@
 #include "api/metrics.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/token.h"
 #include "daemon/handlers.h"
 #include "daemon/nodes.h"
 #include "daemon/notify.h"
 #include "store/gpu_events.h"
 
+/* ?limit= (1-GW_NODES_PAGE_MAX nodes, default GW_NODES_PAGE) and ?after=NODE: one page of a
+ * cluster's nodes, so that no reply, to a guest least of all, grows with the cluster.  0, or
+ * -EINVAL after a 400 naming the field. */
+static int nodes_page(const struct gw_http_request *req, struct gw_nodes_page *page, struct gw_http_reply *rep) {
+        const char *ql = gw_http_query(req, "limit");
+        long long limit = GW_NODES_PAGE;
+        if (ql && gw_parse_int(ql, 1, GW_NODES_PAGE_MAX, &limit) < 0) {
+                reply_error(rep, 400, "limit", "limit: nodes in the reply, a whole number from 1 to %d",
+                            GW_NODES_PAGE_MAX);
+                return -EINVAL;
+        }
+        page->limit = (size_t) limit;
+        page->after = gw_http_query(req, "after");
+        if (page->after && !gw_token_node_name_valid(page->after)) {
+                reply_error(rep, 400, "after", "after: a node's name (the reply's nodes_next), 1-64 letters, "
+                                               "digits, '.', '-' or '_'");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
              const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
+        struct gw_nodes_page page = { .after = NULL };
+        if (d->cfg->backend_slurm && nodes_page(req, &page, rep) < 0)
+                return;
         json_t *o = gw_observe_gpus_json(d, sees_details(d, c));
-        if (d->cfg->backend_slurm) /* the cluster's GPUs, as the nodes' agents report them */
-                json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, sees_details(d, c)));
+        if (d->cfg->backend_slurm) { /* the cluster's GPUs, as the nodes' agents report them */
+                const char *next;
+                json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, sees_details(d, c), &page, &next));
+                json_object_set_new(o, "nodes_next", next ? json_string(next) : json_null());
+                json_object_set_new(o, "nodes_total", json_integer(d->nodes ? (json_int_t) d->nodes->n : 0));
+        }
         reply_json(rep, 200, o);
 }
 

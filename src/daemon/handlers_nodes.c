@@ -62,10 +62,41 @@ static void xid_apply(struct gw_daemon *d, const char *node, const json_t *befor
                 gw_slurm_drain_node(d, node, gpu, xid);
 }
 
+/* A refusal of kind told, logged at most once a minute with how many it stands for. */
+static void refusal_tell(struct gw_daemon *d, struct gw_nodes_told *told, const char *why) {
+        unsigned n;
+        if (!gw_nodes_told_due(told, d->now, &n))
+                return;
+        if (n > 1)
+                log_warn("node snapshot refused (%u like it since this was last logged): %s", n, why);
+        else
+                log_warn("node snapshot refused: %s", why);
+}
+
+/* 0 when the caller may post node's snapshot: an admin, or an agent's token bound to node;
+ * else 403 (logged, not each time). */
+static int caller_may_post(struct gw_daemon *d, const struct caller *c, const char *node, struct gw_http_reply *rep) {
+        char why[400];
+        if (!c->agent)
+                return 0;
+        int r = gw_node_token_check(c->token_id, c->node, node ? node : "", why, sizeof why);
+        if (r == 0)
+                return 0;
+        refusal_tell(d, r == -EPERM ? &d->nodes->told_unbound : &d->nodes->told_other_node, why);
+        reply_error(rep, 403, "node", "%s", why);
+        return r;
+}
+
 void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                        struct gw_http_reply *rep, const struct caller *c) {
-        (void) ctx, (void) c;
+        (void) ctx;
         struct gw_daemon *d = the_daemon(ud);
+        if (!d->nodes)
+                d->nodes = gw_xcalloc(1, sizeof *d->nodes);
+        /* A token bound to no node is refused whatever it sends, and on any daemon: it is of use
+         * nowhere, and its agent's log should say so the first time. */
+        if (c->agent && !c->node[0] && caller_may_post(d, c, NULL, rep) < 0)
+                return;
         if (!d->cfg->backend_slurm)
                 return reply_error(rep, 409, NULL, "this gpuwardd is not a cluster's controller (--backend slurm): "
                                                    "it takes no node snapshots");
@@ -79,8 +110,18 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
                 return reply_error(rep, 400, field, "%s", why);
         snprintf(node, sizeof node, "%s", json_string_value(json_object_get(snap, "node")));
         json_int_t interval = json_integer_value(json_object_get(snap, "interval"));
-        if (!d->nodes)
-                d->nodes = gw_xcalloc(1, sizeof *d->nodes);
+        if (caller_may_post(d, c, node, rep) < 0) {
+                json_decref(snap);
+                return;
+        }
+        /* Before its Xids are recorded: a node refused leaves no trace in the store either. */
+        if (!gw_nodes_has_room(d->nodes, node, (size_t) d->cfg->max_nodes)) {
+                snprintf(why, sizeof why, "node %s is one node too many: this controller keeps max_nodes = %d",
+                         node, d->cfg->max_nodes);
+                refusal_tell(d, &d->nodes->told_full, why);
+                json_decref(snap);
+                return reply_error(rep, 403, "node", "%s", why);
+        }
         /* The Xids are news once, not part of the node's state. */
         json_t *xids = json_incref(json_object_get(snap, "xids"));
         json_object_del(snap, "xids");
@@ -92,9 +133,9 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
                           (unsigned) json_integer_value(json_object_get(x, "xid")));
         json_decref(xids);
         json_decref(before);
-        if (gw_nodes_put(d->nodes, snap, d->now, d->now_wall) < 0)
-                return reply_error(rep, 507, "node", "node: %s is one node too many: this controller keeps %d",
-                                   node, GW_NODES_MAX);
+        if (gw_nodes_put(d->nodes, snap, d->now, d->now_wall, (size_t) d->cfg->max_nodes) < 0) /* checked above */
+                return reply_error(rep, 403, "node", "node %s is one node too many: this controller keeps "
+                                   "max_nodes = %d", node, d->cfg->max_nodes);
         reply_json(rep, 200, json_pack("{s:s,s:I}", "node", node, "stale_after",
                                        (json_int_t) GW_NODE_STALE_ROUNDS * interval));
 }

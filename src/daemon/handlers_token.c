@@ -57,6 +57,31 @@ static int token_scope(const json_t *v, const struct caller *c, const char **ret
         return 0;
 }
 
+/* "node": the node a node agent's token may post for, required with scope agent (a token of
+ * any node would let one node's holder report every other's); refused without it.  0 with
+ * *ret (NULL: none), or -EINVAL after the reply. */
+static int token_node(const json_t *v, const char *scope, const char **ret, struct gw_http_reply *rep) {
+        *ret = NULL;
+        if (!scope && (!v || json_is_null(v)))
+                return 0;
+        if (!scope) {
+                reply_error(rep, 400, "node", "node: only a node agent's token (scope \"%s\") is bound to a node",
+                            GW_TOKEN_SCOPE_AGENT);
+                return -EINVAL;
+        }
+        if (!v || json_is_null(v)) {
+                reply_error(rep, 400, "node", "node: required for a node agent's token: the node's Slurm name, "
+                                              "whose snapshots alone it may post");
+                return -EINVAL;
+        }
+        if (!gw_token_node_name_valid(json_string_value(v))) {
+                reply_error(rep, 400, "node", "node: the node's Slurm name, 1-64 letters, digits, '.', '-' or '_'");
+                return -EINVAL;
+        }
+        *ret = json_string_value(v);
+        return 0;
+}
+
 void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                      struct gw_http_reply *rep, const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
@@ -65,8 +90,8 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         json_t *o = req->body_len ? parse_body(req, rep) : json_object();
         if (!o)
                 return;
-        static const char *const fields[] = { "name", "expires", "scope" };
-        const char *name, *scope = NULL;
+        static const char *const fields[] = { "name", "expires", "scope", "node" };
+        const char *name, *scope = NULL, *node = NULL;
         if (body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
                 json_decref(o);
                 return;
@@ -77,7 +102,8 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         }
         gw_usec_t now = d->now_wall, life = 0;
         if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0 ||
-            token_scope(json_object_get(o, "scope"), c, &scope, rep) < 0) {
+            token_scope(json_object_get(o, "scope"), c, &scope, rep) < 0 ||
+            token_node(json_object_get(o, "node"), scope, &node, rep) < 0) {
                 json_decref(o);
                 return;
         }
@@ -91,13 +117,14 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         gw_token_format(rnd, token);
         (void) gw_token_hash(token, hash);
         int64_t id;
-        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, scope, &id) < 0) {
+        if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, scope, node, &id) < 0) {
                 json_decref(o);
                 return reply_store_error(d, rep, "cannot record the token");
         }
-        log_info("token %lld made for %s%s", (long long) id, c->user, scope ? " (scope agent)" : "");
+        log_info("token %lld made for %s%s%s%s", (long long) id, c->user, scope ? " (scope agent, node " : "",
+                 node ? node : "", scope ? ")" : "");
         struct gw_codec_token_made made = { .id = id, .user = c->user, .name = name, .token = token,
-                                            .expires = expires, .scope = scope };
+                                            .expires = expires, .scope = scope, .node = node };
         reply_json(rep, 201, gw_codec_token_made(&made));
         json_decref(o);
 }
@@ -218,6 +245,7 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_
         ret->uid = t.uid;
         snprintf(ret->user, sizeof ret->user, "%s", t.user);
         ret->agent = !strcmp(t.scope, GW_TOKEN_SCOPE_AGENT);
+        snprintf(ret->node, sizeof ret->node, "%s", t.node);
         return 0;
 }
 

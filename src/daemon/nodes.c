@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "core/token.h"
 #include "daemon/agent.h"
 #include "daemon/nodes.h"
 
 struct check {
         char *field, *why;
         size_t field_len, why_len;
+        size_t procs;                    /* processes so far, all GPUs together */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -111,6 +113,11 @@ static int check_procs(struct check *c, const json_t *g, const char *prefix, jso
         const json_t *procs = json_object_get(g, "procs");
         if (!json_is_array(procs) || json_array_size(procs) > GW_AGENT_MAX_PROCS)
                 return fail(c, f, "must be an array of at most %d processes", GW_AGENT_MAX_PROCS);
+        /* Per GPU alone would let one snapshot carry GW_AGENT_MAX_GPUS times as many. */
+        c->procs += json_array_size(procs);
+        if (c->procs > GW_AGENT_MAX_PROCS_TOTAL)
+                return fail(c, f, "at most %d processes in one snapshot, all GPUs together (count the rest "
+                            "in procs_total)", GW_AGENT_MAX_PROCS_TOTAL);
         json_t *out = json_array();
         json_object_set_new(dst, "procs", out);
         for (size_t i = 0; i < json_array_size(procs); i++) {
@@ -188,19 +195,14 @@ static int check_xids(struct check *c, const json_t *xids, size_t n_gpus, json_t
         return 0;
 }
 
-static bool node_name_ok(const char *s) {
-        return s && s[0] && strlen(s) <= 64 &&
-               strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == strlen(s);
-}
-
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
                            size_t why_len) {
         static const char *const known[] = { "node", "interval", "driver", "gpus", "xids" };
-        struct check c = { field, why, field_len, why_len };
+        struct check c = { field, why, field_len, why_len, 0 };
         json_t *out = json_object();
         int r = only_keys(&c, body, "", known, ELEMENTSOF(known));
         const char *node = json_string_value(json_object_get(body, "node"));
-        if (!r && !node_name_ok(node))
+        if (!r && !gw_token_node_name_valid(node))
                 r = fail(&c, "node", "required: the node's Slurm name, 1-64 letters, digits, '.', '-' or '_'");
         if (!r)
                 json_object_set_new(out, "node", json_string(node));
@@ -249,13 +251,48 @@ size_t gw_node_gpu_jobs(const json_t *snap, unsigned gpu, uint32_t *jobs, size_t
         return n;
 }
 
-int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_wall) {
-        const char *name = json_string_value(json_object_get(snap, "node"));
+bool gw_nodes_told_due(struct gw_nodes_told *t, gw_usec_t now, unsigned *ret_n) {
+        t->n++;
+        if (t->next && now < t->next)
+                return false;
+        *ret_n = t->n;
+        t->n = 0;
+        t->next = now + GW_NODES_TELL_EVERY;
+        return true;
+}
+
+int gw_node_token_check(int64_t id, const char *bound, const char *node, char *why, size_t why_len) {
+        if (!bound || !bound[0]) {
+                snprintf(why, why_len, "token %lld is a node agent's token bound to no node (made before agents' "
+                         "tokens were bound to their node): an admin makes one for each node with 'gpuward token "
+                         "create --scope agent --node NODE' and revokes this one", (long long) id);
+                return -EPERM;
+        }
+        if (strcmp(bound, node)) {
+                snprintf(why, why_len, "token %lld is node %s's agent token: it may not post node %.64s's snapshot",
+                         (long long) id, bound, node);
+                return -EACCES;
+        }
+        return 0;
+}
+
+static size_t node_find(const struct gw_nodes *t, const char *name) {
         size_t i = 0;
-        while (i < t->n && strcmp(t->v[i].name, name))
+        while (t && i < t->n && strcmp(t->v[i].name, name))
                 i++;
+        return i;
+}
+
+bool gw_nodes_has_room(const struct gw_nodes *t, const char *node, size_t max) {
+        size_t n = t ? t->n : 0;
+        return node_find(t, node) < n || n < max;
+}
+
+int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_wall, size_t max) {
+        const char *name = json_string_value(json_object_get(snap, "node"));
+        size_t i = node_find(t, name);
         if (i == t->n) {
-                if (t->n >= GW_NODES_MAX) {
+                if (t->n >= max || t->n >= GW_NODES_MAX) {
                         json_decref(snap);
                         return -ENOSPC;
                 }
@@ -323,9 +360,16 @@ static json_t *gpus_shown(const struct gw_nodes *t, const json_t *gpus, bool det
         return arr;
 }
 
-json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details) {
+json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details, const struct gw_nodes_page *page,
+                      const char **ret_next) {
         json_t *arr = json_array();
-        for (size_t i = 0; t && i < t->n; i++) {
+        size_t i = 0, end;
+        /* The table is sorted by name: the page starts past every name up to after. */
+        while (t && page->after && i < t->n && strcmp(t->v[i].name, page->after) <= 0)
+                i++;
+        end = t && t->n - i > page->limit ? i + page->limit : t ? t->n : 0;
+        *ret_next = t && end < t->n && end > 0 ? t->v[end - 1].name : NULL;
+        for (; t && i < end; i++) {
                 const struct gw_node *n = &t->v[i];
                 int rogues = 0;
                 json_t *gpus = gpus_shown(t, json_object_get(n->snapshot, "gpus"), details, &rogues);

@@ -14,7 +14,11 @@ struct gw_daemon;
 struct gw_http_request;
 struct gw_http_reply;
 
-#define GW_NODES_MAX 4096       /* nodes kept; a snapshot from one more is refused */
+#define GW_NODES_MAX 4096       /* the most max_nodes may be (the config's bound) */
+#define GW_NODES_DEFAULT_MAX 1024 /* max_nodes unless the config says */
+#define GW_NODES_PAGE 64        /* nodes in one GET /api/v1/gpus unless ?limit= says */
+#define GW_NODES_PAGE_MAX 256   /* the most ?limit= may ask for */
+#define GW_NODES_TELL_EVERY (60 * GW_USEC_PER_SEC) /* a kind of refusal is logged at most this often */
 #define GW_NODE_STALE_ROUNDS 3  /* a node is stale after this many of its intervals unheard */
 
 struct gw_node {
@@ -39,13 +43,30 @@ struct gw_slurm_seen {
         bool stale_told;                 /* foreign: a stale snapshot blocked a decision (logged) */
 };
 
+/* Refusals of one kind, logged at most once per GW_NODES_TELL_EVERY with their count: an agent
+ * refused every interval, or a flood of them, must not fill the log at its own rate. */
+struct gw_nodes_told {
+        gw_usec_t next;                  /* monotonic: the next refusal is logged from then */
+        unsigned n;                      /* refusals since the last logged */
+};
+
 struct gw_nodes {
         struct gw_node *v;
         size_t n;
         struct gw_slurm_seen *seen;      /* nodes_watch.c */
         size_t n_seen;
         gw_usec_t watch_next;            /* monotonic: the idle watch's next round */
+        struct gw_nodes_told told_full, told_unbound, told_other_node;
 };
+
+/* Counts one refusal at now; true when it is to be logged, with *ret_n the refusals it stands
+ * for (those not logged since the last, and this one).  Pure. */
+bool gw_nodes_told_due(struct gw_nodes_told *t, gw_usec_t now, unsigned *ret_n);
+
+/* Whether a node agent's token bound to node bound ("" for none: made before tokens were
+ * bound to nodes) may post node's snapshot.  0; -EPERM (bound to no node) or -EACCES (another
+ * node's) with why, naming the token (id) and the node it is bound to.  Pure. */
+int gw_node_token_check(int64_t id, const char *bound, const char *node, char *why, size_t why_len);
 
 /* The snapshot in body checked field by field and rebuilt from what is known (no other key
  * passes), into a new {"node", "interval", "driver", "gpus"[, "xids"]}.  0 and *ret; -EINVAL with the
@@ -64,14 +85,26 @@ const json_t *gw_nodes_snapshot(const struct gw_nodes *t, const char *name);
  * the new count.  Pure. */
 size_t gw_node_gpu_jobs(const json_t *snap, unsigned gpu, uint32_t *jobs, size_t n, size_t max);
 
-/* Keeps snap (taken) as node's newest, received at now / now_wall.  -ENOSPC when the table
- * is full and node is not in it. */
-int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_wall);
+/* Whether node is kept already, or one more node would be at most max.  t may be NULL. */
+bool gw_nodes_has_room(const struct gw_nodes *t, const char *node, size_t max);
 
-/* Every node, sorted by name, as GET /api/v1/gpus shows them: each with "stale", "age" and
- * its GPUs, each process's "rogue" (no Slurm job) told; without details (guests) no
- * process's user or uid.  t may be NULL (no node heard yet). */
-json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details);
+/* Keeps snap (taken) as node's newest, received at now / now_wall.  -ENOSPC (snap freed)
+ * when node is not kept and max are. */
+int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_wall, size_t max);
+
+/* Which nodes one GET /api/v1/gpus shows: at most limit (>= 1) of them, by name, from the
+ * first after after (NULL: from the first). */
+struct gw_nodes_page {
+        const char *after;
+        size_t limit;
+};
+
+/* The nodes of page, sorted by name, as GET /api/v1/gpus shows them: each with "stale", "age"
+ * and its GPUs, each process's "rogue" (no Slurm job) told; without details (guests) no
+ * process's user or uid.  *ret_next: the last node shown when more follow (points into t),
+ * else NULL.  t may be NULL (no node heard yet). */
+json_t *gw_nodes_json(const struct gw_nodes *t, gw_usec_t now, bool details, const struct gw_nodes_page *page,
+                      const char **ret_next);
 
 /* The Slurm job slurm_id as the idle watch last saw it, or NULL. */
 const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_t slurm_id);

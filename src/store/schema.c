@@ -146,6 +146,11 @@ const char *const gw_store_migrations[] = {
         /* 20: the node of a GPU event on a cluster's controller (its agent's Xid); NULL = this
          * host's own GPU, so that node1's GPU 2 is not read as the head node's */
         "ALTER TABLE gpu_events ADD COLUMN node TEXT;",
+
+        /* 21: a node agent's token is bound to its node (gpuward token create --scope agent
+         * --node NAME): it may post that node's snapshots only.  '' = bound to none: every
+         * token of scope '' and the agents' tokens made before, which are refused (nodes.h) */
+        "ALTER TABLE tokens ADD COLUMN node TEXT NOT NULL DEFAULT '';",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -94,10 +94,11 @@ int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, g
 }
 
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
-                       gw_usec_t expires, const char *scope, int64_t *ret_id) {
-        int r = gw_store_exec(s, "INSERT INTO tokens (uid, user, name, hash, created, expires, scope) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                              "isssiis", (int64_t) uid, user, name, hash, gw_now_wall(), expires, scope ? scope : "");
+                       gw_usec_t expires, const char *scope, const char *node, int64_t *ret_id) {
+        int r = gw_store_exec(s, "INSERT INTO tokens (uid, user, name, hash, created, expires, scope, node) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                              "isssiiss", (int64_t) uid, user, name, hash, gw_now_wall(), expires, scope ? scope : "",
+                              node ? node : "");
         if (r == 0)
                 *ret_id = sqlite3_last_insert_rowid(gw_store_db(s));
         return r;
@@ -106,8 +107,8 @@ int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const
 int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret) {
         sqlite3_stmt *st;
         int r = gw_store_prepare_kept(s, GW_KEPT_TOKEN_FIND,
-                                      "SELECT id, uid, user, name, hash, created, last_used, expires, revoked, scope "
-                                      "FROM tokens WHERE hash = ?1",
+                                      "SELECT id, uid, user, name, hash, created, last_used, expires, revoked, scope, "
+                                      "node FROM tokens WHERE hash = ?1",
                                       &st);
         if (r < 0)
                 return r;
@@ -125,6 +126,7 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
                 ret->expires = sqlite3_column_int64(st, 7);
                 ret->revoked = sqlite3_column_int(st, 8) != 0;
                 gw_store_column_text(st, 9, ret->scope, sizeof ret->scope);
+                gw_store_column_text(st, 10, ret->node, sizeof ret->node);
                 r = 0;
         }
         gw_store_kept_done(st);
@@ -133,10 +135,10 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
 
 int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, by_uid ? "SELECT id, uid, user, name, created, last_used, expires, scope FROM tokens "
-                                             "WHERE revoked = 0 AND uid = ?1 ORDER BY id"
-                                           : "SELECT id, uid, user, name, created, last_used, expires, scope FROM tokens "
-                                             "WHERE revoked = 0 ORDER BY id",
+        int r = gw_store_prepare(s, by_uid ? "SELECT id, uid, user, name, created, last_used, expires, scope, node "
+                                             "FROM tokens WHERE revoked = 0 AND uid = ?1 ORDER BY id"
+                                           : "SELECT id, uid, user, name, created, last_used, expires, scope, node "
+                                             "FROM tokens WHERE revoked = 0 ORDER BY id",
                                  &st);
         if (r < 0)
                 return r;
@@ -153,6 +155,7 @@ int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_toke
                 gw_store_column_text(st, 2, t.user, sizeof t.user);
                 gw_store_column_text(st, 3, t.name, sizeof t.name);
                 gw_store_column_text(st, 7, t.scope, sizeof t.scope);
+                gw_store_column_text(st, 8, t.node, sizeof t.node);
                 cb(&t, userdata);
         }
         sqlite3_finalize(st);

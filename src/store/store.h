@@ -130,9 +130,10 @@ int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata);
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret);
 
 /* API tokens, stored as their SHA-256 (struct gw_store_token: core/sharerec.h). */
-/* scope: "" (the account's whole rights) or GW_TOKEN_SCOPE_AGENT (core/token.h). */
+/* scope: "" (the account's whole rights) or GW_TOKEN_SCOPE_AGENT (core/token.h); node: the
+ * node an agent's token may post for (NULL or "" for none). */
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
-                       gw_usec_t expires, const char *scope, int64_t *ret_id);
+                       gw_usec_t expires, const char *scope, const char *node, int64_t *ret_id);
 /* The token with this hash, revoked or not, so that the caller can say which. -ENOENT */
 int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_token *ret);
 typedef void (*gw_store_token_cb)(const struct gw_store_token *t, void *userdata);

@@ -1,7 +1,7 @@
 """Node agents on a real two-node Slurm cluster (tests/cluster/slurmcluster.py): one
 `gpuwardd --agent` per node, in the node's network namespace with fake GPUs of its own,
 posts its snapshots to the controller (`gpuwardd --backend slurm`) on the bridge address
-with a token of scope agent; `gpuward gpus` on the controller shows every node's GPUs, the Slurm
+with its node's token of scope agent; `gpuward gpus` on the controller shows every node's GPUs, the Slurm
 job on each GPU with its user, and a process of no Slurm job as a rogue; a silent agent's
 node turns stale.  Needs root, network namespaces, slurm-wlm and munge; exits 77 (skipped)
 with the reason where they are missing."""
@@ -19,21 +19,31 @@ from slurmcluster import gwtest
 WHY_NOT = slurmcluster.why_not_here()
 
 
-def agent_token_file(d):
-    """A token of scope agent (node snapshots only), made on d and written where agents read it."""
-    token_file = os.path.join(d.dir, "agent.token")
-    token = d.cli("token", "create", "--scope", "agent", "--name", "agents", "--expires", "never", "-q").stdout.strip()
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    return token_file
+class AgentTokens:
+    """Each node's token of scope agent (its own snapshots only), made on d when first asked for
+    and written where that node's agent reads it."""
+
+    def __init__(self, d):
+        self.d, self.tokens = d, {}
+
+    def token(self, node):
+        if node not in self.tokens:
+            self.tokens[node] = self.d.cli("token", "create", "--scope", "agent", "--node", node, "--name", node,
+                                           "--expires", "never", "-q").stdout.strip()
+            fd = os.open(self.path(node), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.tokens[node] + "\n")
+        return self.tokens[node]
+
+    def path(self, node):
+        return os.path.join(self.d.dir, f"agent-{node}.token")
 
 
 class Agents:
     """An agent per node, each with a fake NVML state directory of its own; stopped by PID."""
 
-    def __init__(self, cluster, daemon, token_file, interval=1):
-        self.c, self.d, self.token_file, self.interval = cluster, daemon, token_file, interval
+    def __init__(self, cluster, daemon, tokens, interval=1):
+        self.c, self.d, self.tokens, self.interval = cluster, daemon, tokens, interval
         self.procs = {}
         self.nvml = {}
 
@@ -43,9 +53,10 @@ class Agents:
         with open(os.path.join(nvml, "config"), "w") as f:
             f.write(f"count={self.c.gpus}\n")
         self.nvml[node] = nvml
+        self.tokens.token(node)
         log = open(os.path.join(self.d.dir, f"agent-{node}.log"), "ab")
         argv = ["nsenter", f"--net=/run/netns/{node}", gwtest.GPUWARDD, "--agent",
-                "--controller", f"http://{self.c.ctl_addr}:{self.d.port}", "--token-file", self.token_file,
+                "--controller", f"http://{self.c.ctl_addr}:{self.d.port}", "--token-file", self.tokens.path(node),
                 "--node", node, "--sample-interval", str(self.interval), "--nvml-lib", gwtest.FAKE_NVML]
         self.procs[node] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=nvml),
@@ -86,8 +97,7 @@ class ClusterAgents(unittest.TestCase):
                 gwtest.Daemon(gpus=4, extra=["--backend", "slurm", "--listen", f"{c.ctl_addr}:0"],
                               env={"SLURM_CONF": c.conf}) as d:
             d.start()
-            token_file = agent_token_file(d)
-            agents = Agents(c, d, token_file)
+            agents = Agents(c, d, AgentTokens(d))
             rogue = subprocess.Popen(["sleep", "300"])
             try:
                 self.run_agents(c, d, agents, rogue)
@@ -151,8 +161,7 @@ class ClusterAgents(unittest.TestCase):
         self.assertIn(f"! rogue pid {rogue.pid} (user root", out)
 
         # Bad input is refused naming the field, and kept nothing of; no token, no entry.
-        with open(agents.token_file) as f:
-            token = f.read().strip()
+        token = agents.tokens.token(n1)
         bad = {"node": n1, "interval": 1, "gpus": [{"index": 0, "mem_total": 1, "health": "ok", "procs": []}]}
         status, reply = self.post(c, d, bad, token)
         self.assertEqual((status, reply.get("field")), (400, "gpus[0].name"), reply)
@@ -160,6 +169,9 @@ class ClusterAgents(unittest.TestCase):
         self.assertEqual((status, reply.get("field")), (400, "node"), reply)
         status, reply = self.post(c, d, {"node": "gwx", "interval": 1, "gpus": []}, None)
         self.assertEqual(status, 401, reply)
+        # Node 1's token posts node 1's snapshots only.
+        status, reply = self.post(c, d, {**bad, "gpus": [], "node": n2}, token)
+        self.assertEqual((status, reply.get("field")), (403, "node"), reply)
         self.assertEqual(sorted(self.nodes(d)), sorted(c.nodes))
 
         # An agent that stops: its node turns stale after 3 of its intervals; the other stays.

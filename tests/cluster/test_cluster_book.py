@@ -62,8 +62,8 @@ class ClusterBook(unittest.TestCase):
     def agents_report(self, c, d, gpus):
         """Each node's snapshot, as its agent posts it: the booking policy's share is of these
         GPUs (2 nodes of 4: 8), not of the head node's."""
-        tok = d.cli_json("token", "create", "--scope", "agent", "--name", "agents")["token"]
         for node in c.nodes:
+            tok = d.cli_json("token", "create", "--scope", "agent", "--node", node, "--name", node)["token"]
             snap = {"node": node, "interval": 60, "driver": "550.54",
                     "gpus": [{"index": i, "name": "A100", "uuid": f"GPU-{node}-{i}", "mem_total": 100, "mem_used": 0,
                               "util": 0, "health": "ok", "procs_total": 0, "procs": []} for i in range(gpus)]}

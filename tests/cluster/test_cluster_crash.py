@@ -17,7 +17,7 @@ import unittest
 
 import slurmcluster
 from slurmcluster import gwtest
-from test_cluster_agents import Agents, agent_token_file  # noqa: E402
+from test_cluster_agents import Agents, AgentTokens  # noqa: E402
 
 WHY_NOT = slurmcluster.why_not_here()
 
@@ -117,8 +117,7 @@ class ClusterCrash(unittest.TestCase):
                               env={"SLURM_CONF": c.conf}) as d:
             # A fixed port: the agents post to the restarted controller where they posted before.
             d.start()
-            token_file = agent_token_file(d)
-            agents = Agents(c, d, token_file)
+            agents = Agents(c, d, AgentTokens(d))
             try:
                 self.under_load(c, d, users, agents)
             except BaseException:

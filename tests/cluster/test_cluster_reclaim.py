@@ -18,7 +18,7 @@ import unittest
 
 import slurmcluster
 from slurmcluster import gwtest
-from test_cluster_agents import Agents, agent_token_file  # noqa: E402
+from test_cluster_agents import Agents, AgentTokens  # noqa: E402
 
 WHY_NOT = slurmcluster.why_not_here()
 
@@ -59,7 +59,7 @@ class Cluster:
                                    extra=["--backend", "slurm", "--listen", f"{self.c.ctl_addr}:0"],
                                    env={"SLURM_CONF": self.c.conf})
             self.d.start()
-            self.agents = Agents(self.c, self.d, agent_token_file(self.d), interval=AGENT)
+            self.agents = Agents(self.c, self.d, AgentTokens(self.d), interval=AGENT)
             for n in self.c.nodes:
                 self.agents.start(n)
         except BaseException:

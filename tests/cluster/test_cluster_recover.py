@@ -14,7 +14,7 @@ import unittest
 
 import slurmcluster
 from slurmcluster import gwtest
-from test_cluster_agents import Agents, agent_token_file  # noqa: E402
+from test_cluster_agents import Agents, AgentTokens  # noqa: E402
 
 WHY_NOT = slurmcluster.why_not_here()
 
@@ -111,8 +111,7 @@ class ClusterRecover(unittest.TestCase):
     def test_xid_drains_the_node_and_the_job_recovers_elsewhere(self):
         with slurmcluster.SlurmCluster(nodes=2, gpus=4) as c, self.controller(c, listen=True) as d:
             d.start()
-            token_file = agent_token_file(d)
-            agents = Agents(c, d, token_file)
+            agents = Agents(c, d, AgentTokens(d))
             try:
                 for n in c.nodes:
                     agents.start(n)

@@ -15,7 +15,7 @@ import unittest
 
 import slurmcluster
 from slurmcluster import gwtest
-from test_cluster_agents import Agents, agent_token_file  # noqa: E402
+from test_cluster_agents import Agents, AgentTokens  # noqa: E402
 from test_cluster_reclaim import AGENT, node_cmd, slurm_id  # noqa: E402
 
 WHY_NOT = slurmcluster.why_not_here()
@@ -38,7 +38,7 @@ class ClusterTelemetry(unittest.TestCase):
                               env={"SLURM_CONF": c.conf})
             d.start()
             self.assertIn("running with no GPUs", d.daemon_log())
-            agents = Agents(c, d, agent_token_file(d), interval=AGENT)
+            agents = Agents(c, d, AgentTokens(d), interval=AGENT)
             for n in c.nodes:
                 agents.start(n)
             n1, n2 = c.nodes

@@ -74,7 +74,8 @@ class CompletionTest(unittest.TestCase):
     def test_options_come_from_each_verbs_help(self):
         self.assertEqual(set(self.c("submit", "--gp")), {"--gpus", "--gpu-mem"})
         opts = set(self.c("token", "create", "--"))
-        self.assertEqual(opts, {"--name", "--expires", "--scope", "--quiet", "--json", "--help", "--socket"})
+        self.assertEqual(opts, {"--name", "--expires", "--scope", "--node", "--quiet", "--json", "--help",
+                                "--socket"})
         self.assertEqual(self.c("token", "create", "--scope", ""), ["agent"])
         self.assertIn("--reason", self.c("admin", "deny", "--"))
         self.assertEqual(self.c("queue", "--state", "R"), ["RUNNING", "RECLAIMED"])

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Upgrades: a state dir made by each earlier schema version (tests/fixtures/schema-vN.db, made
 by the gpuwardd of that version: tests/fixtures/make_schema_fixtures.py) opens in this one
-with its jobs, their events, the booking and the token intact; a database from a newer
-version is refused at start, its file unchanged."""
+with its jobs, their events, the booking and the token intact (a node agent's token from before
+agents' tokens were bound to a node is kept, bound to none, and refused saying what to make
+instead); a database from a newer version is refused at start, its file unchanged."""
 import glob
 import json
 import os
@@ -52,7 +53,7 @@ class UpgradeTest(gwtest.unittest.TestCase):
     def test_there_are_fixtures(self):
         # The first, and each version that changed the tables of jobs, events, bookings, tokens.
         versions = {v for v, _, _ in fixtures()}
-        self.assertLessEqual({1, 3, 4, 5, 6, 8, 11, 12}, versions)
+        self.assertLessEqual({1, 3, 4, 5, 6, 8, 11, 12, 20}, versions)
 
     def test_each_earlier_schema_opens_with_everything_in_it(self):
         for version, db_path, made in fixtures():
@@ -89,11 +90,26 @@ class UpgradeTest(gwtest.unittest.TestCase):
         self.assertEqual(mine[0]["name"], "fixture")
         st, body = d.api("GET", "/api/v1/tokens")
         self.assertEqual(st, 200, body)
-        self.assertEqual([t["name"] for t in body["tokens"]], ["fixture"])
+        agent = "agent_token" in made
+        self.assertEqual([t["name"] for t in body["tokens"]], ["fixture"] + ["fixture-agent"] * agent)
         # The token made by the old version still speaks for its owner over TCP.
         st, who = d.tcp_json("GET", "/api/v1/whoami", token=made["token"])
         self.assertEqual(st, 200, who)
         self.assertEqual(who["user"], body["tokens"][0]["user"])
+        if agent:
+            self.check_unbound_agent_token(d, made, body["tokens"][1])
+
+    def check_unbound_agent_token(self, d, made, listed):
+        """An agent's token made before they were bound to a node: listed, bound to none, and
+        refused on the snapshot route with what the admin is to do (not taken for any node)."""
+        self.assertEqual((listed["scope"], listed["node"]), ("agent", None), listed)
+        snap = {"node": "gpu1", "interval": 2, "gpus": []}
+        st, reply = d.tcp_json("POST", "/api/v1/agent/snapshot", snap, token=made["agent_token"])
+        self.assertEqual((st, reply.get("field")), (403, "node"), reply)
+        self.assertIn(f"token {listed['id']} is a node agent's token bound to no node", reply["error"])
+        self.assertIn("gpuward token create --scope agent --node NODE", reply["error"])
+        self.assertIn(f"node snapshot refused: token {listed['id']} is a node agent's token bound to no node",
+                      d.daemon_log())
 
 
 class NewerSchemaTest(gwtest.unittest.TestCase):

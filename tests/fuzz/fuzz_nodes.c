@@ -24,16 +24,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct gw_nodes *t = calloc(1, sizeof *t);
         FUZZ_CHECK(t);
         json_incref(snap);
-        FUZZ_CHECK(gw_nodes_put(t, snap, 1, 1) == 0);
-        FUZZ_CHECK(gw_nodes_put(t, snap, 2, 2) == 0 && t->n == 1);
-        json_t *shown = gw_nodes_json(t, 3, false);
+        FUZZ_CHECK(gw_nodes_put(t, snap, 1, 1, 1) == 0);
+        FUZZ_CHECK(gw_nodes_put(t, snap, 2, 2, 1) == 0 && t->n == 1);
+        const struct gw_nodes_page page = { .limit = 1 };
+        const char *next;
+        json_t *shown = gw_nodes_json(t, 3, false, &page, &next);
+        FUZZ_CHECK(json_array_size(shown) == 1 && !next);
         const json_t *gpus = json_object_get(json_array_get(shown, 0), "gpus");
         FUZZ_CHECK(json_array_size(gpus) <= GW_AGENT_MAX_GPUS);
-        size_t i;
+        size_t i, procs = 0;
         const json_t *g;
-        json_array_foreach(gpus, i, g)
+        json_array_foreach(gpus, i, g) {
                 FUZZ_CHECK(json_array_size(json_object_get(g, "procs")) <= GW_AGENT_MAX_PROCS &&
                            json_array_size(json_object_get(g, "slurm_jobs")) <= GW_AGENT_MAX_PROCS);
+                procs += json_array_size(json_object_get(g, "procs"));
+        }
+        FUZZ_CHECK(procs <= GW_AGENT_MAX_PROCS_TOTAL);
         json_decref(shown);
         gw_nodes_free(t);
         return 0;

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cleanup.h"
+#include "core/token.h"
 #include "daemon/agent.h"
 #include "daemon/nodes.h"
 
@@ -92,7 +94,30 @@ static void test_size_is_bounded(void **state) {
         char field[128], why[256];
         assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), -EINVAL);
         assert_string_equal(field, "gpus[1].procs");
+        json_decref(body);
+        body = json_loads(GOOD, 0, NULL);
+        /* GW_AGENT_MAX_PROCS on each GPU passes per GPU, but not the snapshot's total. */
         json_t *gpus = json_array();
+        for (int g = 0; g * GW_AGENT_MAX_PROCS <= GW_AGENT_MAX_PROCS_TOTAL; g++) {
+                json_t *gpu = json_deep_copy(json_array_get(json_object_get(body, "gpus"), 0)), *p = json_array();
+                json_object_set_new(gpu, "index", json_integer(g));
+                for (int i = 0; i < GW_AGENT_MAX_PROCS; i++)
+                        json_array_append_new(p, json_pack("{s:i}", "pid", i + 1));
+                json_object_set_new(gpu, "procs", p);
+                json_array_append_new(gpus, gpu);
+        }
+        json_object_set_new(body, "gpus", gpus);
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), -EINVAL);
+        char total[32];
+        snprintf(total, sizeof total, "gpus[%d].procs", GW_AGENT_MAX_PROCS_TOTAL / GW_AGENT_MAX_PROCS);
+        assert_string_equal(field, total);
+        assert_non_null(strstr(why, "in one snapshot"));
+        /* One process fewer in all passes. */
+        json_array_remove(json_object_get(json_array_get(gpus, json_array_size(gpus) - 1), "procs"), 0);
+        json_array_remove(gpus, json_array_size(gpus) - 1);
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), 0);
+        json_decref(snap);
+        gpus = json_array();
         for (int i = 0; i <= GW_AGENT_MAX_GPUS; i++)
                 json_array_append(gpus, json_array_get(json_object_get(body, "gpus"), 0));
         json_object_set_new(body, "gpus", gpus);
@@ -141,18 +166,21 @@ static void test_gpu_jobs_each_once(void **state) {
         json_decref(snap);
 }
 
+static const struct gw_nodes_page ALL = { .limit = 100 };
+
 static void test_newest_per_node_and_stale(void **state) {
         (void) state;
+        const char *next = "x";
         struct gw_nodes *t = calloc(1, sizeof *t);
-        assert_int_equal(gw_nodes_put(t, good("gpu2"), 10 * SEC, 1000 * SEC), 0);
-        assert_int_equal(gw_nodes_put(t, good("gpu1"), 11 * SEC, 1001 * SEC), 0);
-        assert_int_equal(gw_nodes_put(t, good("gpu2"), 12 * SEC, 1002 * SEC), 0);
+        assert_int_equal(gw_nodes_put(t, good("gpu2"), 10 * SEC, 1000 * SEC, 8), 0);
+        assert_int_equal(gw_nodes_put(t, good("gpu1"), 11 * SEC, 1001 * SEC, 8), 0);
+        assert_int_equal(gw_nodes_put(t, good("gpu2"), 12 * SEC, 1002 * SEC, 8), 0);
         assert_int_equal(t->n, 2);
         /* Two GPUs a node, a node counted once however often it reported. */
         assert_int_equal(gw_nodes_gpu_count(t), 4);
         assert_int_equal(gw_nodes_gpu_count(NULL), 0);
         /* At 17 s: gpu1 heard 6 s ago (3 intervals of 2 s: not yet stale), gpu2 5 s ago. */
-        json_t *v = gw_nodes_json(t, 17 * SEC, true);
+        json_t *v = gw_nodes_json(t, 17 * SEC, true, &ALL, &next);
         assert_int_equal(json_array_size(v), 2);
         assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "node")), "gpu1");
         assert_false(json_is_true(json_object_get(json_array_get(v, 0), "stale")));
@@ -163,7 +191,7 @@ static void test_newest_per_node_and_stale(void **state) {
         assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 1), "rogue_processes")), 1);
         json_decref(v);
         /* At 18 s gpu1 is stale, gpu2 not; without details no process's user is shown. */
-        v = gw_nodes_json(t, 18 * SEC, false);
+        v = gw_nodes_json(t, 18 * SEC, false, &ALL, &next);
         assert_true(json_is_true(json_object_get(json_array_get(v, 0), "stale")));
         assert_false(json_is_true(json_object_get(json_array_get(v, 1), "stale")));
         g0 = json_array_get(json_object_get(json_array_get(v, 1), "gpus"), 0);
@@ -171,8 +199,9 @@ static void test_newest_per_node_and_stale(void **state) {
         assert_true(json_is_null(json_object_get(json_array_get(json_object_get(g0, "procs"), 0), "uid")));
         json_decref(v);
         gw_nodes_free(t);
-        v = gw_nodes_json(NULL, 0, true);
+        v = gw_nodes_json(NULL, 0, true, &ALL, &next);
         assert_int_equal(json_array_size(v), 0);
+        assert_null(next);
         json_decref(v);
 }
 
@@ -200,8 +229,8 @@ static void test_a_slurm_jobs_gpus(void **state) {
         gw_nodes_job_gpus(NULL, 42, 0, 2, &g);
         assert_int_equal(g.n, 0);
         assert_null(g.stale);
-        assert_int_equal(gw_nodes_put(t, good("gpu2"), 10 * SEC, 1000 * SEC), 0);
-        assert_int_equal(gw_nodes_put(t, job7("gpu1"), 11 * SEC, 1001 * SEC), 0);
+        assert_int_equal(gw_nodes_put(t, good("gpu2"), 10 * SEC, 1000 * SEC, 8), 0);
+        assert_int_equal(gw_nodes_put(t, job7("gpu1"), 11 * SEC, 1001 * SEC, 8), 0);
         /* Job 42 on gpu2's GPU 0 at 50%, beside a process of no job whose memory is unknown:
          * held, so busy whatever the utilisation. */
         gw_nodes_job_gpus(t, 42, 14 * SEC, 2, &g);
@@ -237,6 +266,115 @@ static void test_a_slurm_jobs_gpus(void **state) {
         gw_nodes_free(t);
 }
 
+/* Nodes by name, limit at a time, each page from past the last one's last node. */
+static void test_the_listing_is_paged(void **state) {
+        (void) state;
+        struct gw_nodes *t = calloc(1, sizeof *t);
+        static const char *const names[] = { "n3", "n1", "n5", "n2", "n4" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                assert_int_equal(gw_nodes_put(t, good(names[i]), 1 * SEC, 1 * SEC, 16), 0);
+        static const char *const sorted[] = { "n1", "n2", "n3", "n4", "n5" };
+        const char *next = NULL;
+        size_t n = 0;
+        struct gw_nodes_page page = { .limit = 2 };
+        int pages = 0;
+        do {
+                json_t *v = gw_nodes_json(t, 1 * SEC, false, &page, &next);
+                assert_true(json_array_size(v) >= 1 && json_array_size(v) <= 2);
+                size_t i;
+                json_t *o;
+                json_array_foreach(v, i, o) {
+                        assert_true(n < ELEMENTSOF(sorted));
+                        assert_string_equal(json_string_value(json_object_get(o, "node")), sorted[n]);
+                        n++;
+                }
+                if (next)
+                        assert_string_equal(next, sorted[n - 1]);
+                json_decref(v);
+                page.after = next;
+                pages++;
+        } while (next && pages < 10);
+        assert_int_equal(pages, 3); /* 2 + 2 + 1 */
+        assert_int_equal(n, 5);
+        /* Past a name that is not kept: from the next one by name; past the last: none. */
+        page = (struct gw_nodes_page) { .after = "n2a", .limit = 64 };
+        json_t *v = gw_nodes_json(t, 1 * SEC, false, &page, &next);
+        assert_int_equal(json_array_size(v), 3);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "node")), "n3");
+        assert_null(next);
+        json_decref(v);
+        page.after = "n5";
+        v = gw_nodes_json(t, 1 * SEC, false, &page, &next);
+        assert_int_equal(json_array_size(v), 0);
+        assert_null(next);
+        json_decref(v);
+        gw_nodes_free(t);
+}
+
+/* max nodes are kept: one more is refused (its snapshot freed); a node kept still reports. */
+static void test_the_node_count_is_bounded(void **state) {
+        (void) state;
+        struct gw_nodes *t = calloc(1, sizeof *t);
+        assert_true(gw_nodes_has_room(NULL, "a", 1));
+        assert_int_equal(gw_nodes_put(t, good("a"), 1 * SEC, 1 * SEC, 2), 0);
+        assert_int_equal(gw_nodes_put(t, good("b"), 1 * SEC, 1 * SEC, 2), 0);
+        assert_false(gw_nodes_has_room(t, "c", 2));
+        assert_true(gw_nodes_has_room(t, "b", 2));
+        assert_true(gw_nodes_has_room(t, "c", 3));
+        assert_int_equal(gw_nodes_put(t, good("c"), 2 * SEC, 2 * SEC, 2), -ENOSPC);
+        assert_int_equal(gw_nodes_put(t, good("b"), 2 * SEC, 2 * SEC, 2), 0);
+        assert_int_equal(t->n, 2);
+        assert_null(gw_nodes_snapshot(t, "c"));
+        gw_nodes_free(t);
+}
+
+/* A refusal is logged at once, then not again for a minute, then with the count it stands for. */
+static void test_refusals_are_told_once_a_minute(void **state) {
+        (void) state;
+        struct gw_nodes_told told = { 0 };
+        unsigned n = 0;
+        assert_true(gw_nodes_told_due(&told, 5 * SEC, &n));
+        assert_int_equal(n, 1);
+        for (int i = 0; i < 100; i++)
+                assert_false(gw_nodes_told_due(&told, 5 * SEC + i * SEC / 2, &n));
+        assert_false(gw_nodes_told_due(&told, 5 * SEC + GW_NODES_TELL_EVERY - 1, &n));
+        assert_true(gw_nodes_told_due(&told, 5 * SEC + GW_NODES_TELL_EVERY, &n));
+        assert_int_equal(n, 102);
+        assert_true(gw_nodes_told_due(&told, 5 * SEC + 3 * GW_NODES_TELL_EVERY, &n));
+        assert_int_equal(n, 1);
+}
+
+/* An agent's token posts its own node's snapshots only; one bound to no node, none. */
+static void test_a_token_posts_for_its_node(void **state) {
+        (void) state;
+        char why[400];
+        assert_int_equal(gw_node_token_check(3, "gpu1", "gpu1", why, sizeof why), 0);
+        assert_int_equal(gw_node_token_check(3, "gpu1", "gpu2", why, sizeof why), -EACCES);
+        assert_string_equal(why, "token 3 is node gpu1's agent token: it may not post node gpu2's snapshot");
+        assert_int_equal(gw_node_token_check(3, "gpu1", "gpu10", why, sizeof why), -EACCES);
+        assert_int_equal(gw_node_token_check(3, "gpu1", "GPU1", why, sizeof why), -EACCES);
+        assert_int_equal(gw_node_token_check(4, "", "gpu1", why, sizeof why), -EPERM);
+        assert_non_null(strstr(why, "token 4 is a node agent's token bound to no node"));
+        assert_non_null(strstr(why, "gpuward token create --scope agent --node NODE"));
+        assert_int_equal(gw_node_token_check(4, NULL, "gpu1", why, sizeof why), -EPERM);
+}
+
+static void test_node_names(void **state) {
+        (void) state;
+        static const char *const good_names[] = { "gpu1", "a", "node-1.rack_2", "A" };
+        static const char *const bad_names[] = { "", "a b", "a/b", "a:1", "gpu1\n", "é" };
+        char longest[65], too_long[66];
+        memset(longest, 'x', 64), longest[64] = '\0';
+        memset(too_long, 'x', 65), too_long[65] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(good_names); i++)
+                assert_true(gw_token_node_name_valid(good_names[i]));
+        for (size_t i = 0; i < ELEMENTSOF(bad_names); i++)
+                assert_false(gw_token_node_name_valid(bad_names[i]));
+        assert_true(gw_token_node_name_valid(longest));
+        assert_false(gw_token_node_name_valid(too_long));
+        assert_false(gw_token_node_name_valid(NULL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_a_good_snapshot_passes_whole),
@@ -246,6 +384,11 @@ int main(void) {
                 cmocka_unit_test(test_gpu_jobs_each_once),
                 cmocka_unit_test(test_newest_per_node_and_stale),
                 cmocka_unit_test(test_a_slurm_jobs_gpus),
+                cmocka_unit_test(test_the_listing_is_paged),
+                cmocka_unit_test(test_the_node_count_is_bounded),
+                cmocka_unit_test(test_refusals_are_told_once_a_minute),
+                cmocka_unit_test(test_a_token_posts_for_its_node),
+                cmocka_unit_test(test_node_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
