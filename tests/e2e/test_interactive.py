@@ -302,6 +302,25 @@ class IdleSessionTest(DaemonTest):
         return self.d.api("GET", "/api/v1/jobs")[1]["jobs"][0]["id"]
 
 
+def child_named(pid, name):
+    """The children of pid whose command is name (an interrupt before the shell has started
+    its command would reach the shell instead)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+    except OSError:
+        return []
+    found = []
+    for k in kids:
+        try:
+            with open(f"/proc/{k}/comm") as f:
+                if f.read().strip() == name:
+                    found.append(int(k))
+        except OSError:
+            pass
+    return found
+
+
 def ignore_int_quit_block_usr1():
     """What a daemon started with `gpuwardd &` from a script inherits: SIGINT and SIGQUIT
     ignored; and, as some launchers leave it, a signal blocked."""
@@ -326,12 +345,16 @@ class InheritedSignalsTest(DaemonTest):
     def test_ctrl_c_ends_a_sleep_in_a_shell_session(self):
         s = Session(self.d, "--", "bash", "--norc", "--noprofile")
         try:
-            s.read_until(lambda o: PROMPT.encode() in o)
+            prompts = lambda n: (lambda o: o.count(PROMPT.encode()) >= n)
+            s.read_until(prompts(1))
             s.write(b"sleep 100\n")
-            s.read_until(lambda o: b"sleep 100" in o)
-            s.write(b"\x03")
+            shell = self.d.wait_pid(self.d.api("GET", "/api/v1/jobs")[1]["jobs"][0]["id"])
+            wait_until(lambda: any(child_named(shell, "sleep")), timeout=20, what="the sleep to run")
+            s.write(b"\x03")  # Ctrl-C: the terminal's INTR also drops what was typed ahead
+            s.read_until(prompts(2), timeout=20)
             s.write(b"echo rc=$?\n")
-            s.read_until(lambda o: b"rc=130" in o, timeout=20)
+            s.read_until(lambda o: b"rc=130" in o)
+            s.read_until(prompts(3))
             s.write(b"exit 0\n")
             self.assertEqual(s.wait(), 0, s.out)
         finally:

@@ -133,7 +133,7 @@ static void token(void **state) {
                                     .created = 100 * SEC, .last_used = 0, .expires = 200 * SEC };
         expect_json(gw_codec_token(&t, 150 * SEC),
                     "{\"id\":2,\"user\":\"ann\",\"name\":\"ci\",\"created\":100.0,\"last_used\":null,"
-                    "\"expires\":200.0,\"expired\":false,\"scope\":null}");
+                    "\"expires\":200.0,\"expired\":false,\"scope\":null,\"node\":null}");
         json_t *o = gw_codec_token(&t, 200 * SEC);
         assert_true(json_is_true(json_object_get(o, "expired")));
         json_decref(o);
