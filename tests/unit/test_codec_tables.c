@@ -149,7 +149,7 @@ static void token(void **state) {
         struct gw_codec_token_made m = { .id = 3, .user = "ann", .name = NULL, .token = "gw_00", .expires = 0 };
         expect_json(gw_codec_token_made(&m),
                     "{\"id\":3,\"user\":\"ann\",\"name\":\"\",\"token\":\"gw_00\",\"expires\":null,"
-                    "\"scope\":null}");
+                    "\"scope\":null,\"node\":null}");
 }
 
 static void quota(void **state) {
