@@ -107,6 +107,9 @@ struct gw_job {
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
         bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
+        bool by_admin;                     /* not stored: submitted by an admin (the API's role),
+                                            * whose grant is any priority: the submission's
+                                            * checks read it, nothing after */
         bool queue_first;                  /* not stored: preempted, it waits first of its priority
                                             * (daemon/preempt.c); cleared when it starts again */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,

@@ -11,7 +11,7 @@
 #define MAX_COUNT     1000000000LL
 #define MAX_HOURS     (INT64_MAX / USEC_PER_HOUR - 1)
 
-enum value_kind { COUNT, DURATION, HOURS, GPU_HOURS };
+enum value_kind { COUNT, DURATION, HOURS, GPU_HOURS, PRIORITY };
 
 static const struct {
         const char *name;
@@ -24,6 +24,7 @@ static const struct {
         [GW_QUOTA_MAX_BOOKING_HOURS] = {"max_booking_hours", HOURS},
         [GW_QUOTA_MAX_BOOKING_GPUS] = {"max_booking_gpus", COUNT},
         [GW_QUOTA_BOOKING_HORIZON_HOURS] = {"booking_horizon_hours", HOURS},
+        [GW_QUOTA_MAX_PRIORITY] = {"max_priority", PRIORITY},
 };
 
 const char *gw_quota_key_name(enum gw_quota_key k) {
@@ -103,12 +104,18 @@ int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, c
                         break;
                 *ret = (int64_t) n * USEC_PER_HOUR;
                 return 0;
+        case PRIORITY:
+                if (gw_parse_int(value, 0, GW_PRIORITY_MAX, &n) < 0)
+                        break;
+                *ret = n;
+                return 0;
         }
         static const char *const expect[] = {
                 [COUNT] = "a whole number >= 0",
                 [DURATION] = "a duration such as 90m, 12h, 2d or 1-12:00:00",
                 [HOURS] = "a number of hours or a duration such as 90m or 2d",
                 [GPU_HOURS] = "a whole number of GPU-hours",
+                [PRIORITY] = "a priority from 0 to 1000",
         };
         gw_say(msg, msg_size, "%s: '%.32s' is not %s (or unlimited, unset)", keys[k].name, value,
                expect[keys[k].kind]);
@@ -142,7 +149,8 @@ int gw_quota_parse_setting(struct gw_quota *q, const char *setting, char *msg, s
         if (k < 0) {
                 gw_say(msg, msg_size,
                        "unknown quota key '%s' (known: max_gpus, max_pending_jobs, max_time_limit, "
-                       "max_gpu_hours_7d, max_booking_hours, max_booking_gpus, booking_horizon_hours)",
+                       "max_gpu_hours_7d, max_booking_hours, max_booking_gpus, booking_horizon_hours, "
+                       "max_priority)",
                        key);
                 return -EINVAL;
         }
@@ -180,6 +188,7 @@ char *gw_quota_format_value(enum gw_quota_key k, int64_t v, char *buf, size_t n)
         }
         switch (keys[k].kind) {
         case COUNT:
+        case PRIORITY:
                 (void) snprintf(buf, n, "%lld", (long long) v);
                 break;
         case DURATION:
@@ -223,6 +232,15 @@ void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const 
                 if (ret_src)
                         ret_src[k] = src;
         }
+}
+
+void gw_quota_role_fill(struct gw_quota *lim, enum gw_quota_source src[_GW_QUOTA_KEY_MAX],
+                        const struct gw_quota *role) {
+        for (int k = 0; role && k < _GW_QUOTA_KEY_MAX; k++)
+                if (src[k] == GW_QUOTA_FROM_NONE && role->v[k] != GW_QUOTA_UNSET) {
+                        lim->v[k] = role->v[k];
+                        src[k] = GW_QUOTA_FROM_ROLE;
+                }
 }
 
 static gw_usec_t sat_mul(gw_usec_t a, int64_t b) {
@@ -304,6 +322,22 @@ int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_us
         return r;
 }
 
+/* Whether the submission's jobs (an array's tasks, all of them: it is refused whole, not cut
+ * short) would pass max_pending_jobs, with why in msg. */
+static bool pending_over(int64_t max, const struct gw_quota_usage *u, char *msg, size_t n) {
+        int64_t adds = u->adds_jobs > 0 ? u->adds_jobs : 1, total;
+        if (max == GW_QUOTA_UNLIMITED || (!__builtin_add_overflow(u->pending_jobs, adds, &total) && total <= max))
+                return false;
+        if (adds == 1)
+                gw_say(msg, n, "max_pending_jobs is %lld; %lld job%s already pending", (long long) max,
+                       (long long) u->pending_jobs, u->pending_jobs == 1 ? "" : "s");
+        else
+                gw_say(msg, n, "max_pending_jobs is %lld; %lld job%s already pending and the submission adds %lld "
+                       "(an array's tasks count one each)", (long long) max, (long long) u->pending_jobs,
+                       u->pending_jobs == 1 ? "" : "s", (long long) adds);
+        return true;
+}
+
 int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_usage *u,
                           int64_t ngpus, gw_usec_t time_limit, char *msg, size_t msg_size) {
         char a[32], b[32];
@@ -318,19 +352,56 @@ int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_u
                        gw_format_duration(time_limit, b, sizeof(b)));
                 return GW_QUOTA_REFUSE;
         }
-        if (v[GW_QUOTA_MAX_PENDING_JOBS] != GW_QUOTA_UNLIMITED &&
-            u->pending_jobs >= v[GW_QUOTA_MAX_PENDING_JOBS]) {
-                gw_say(msg, msg_size, "max_pending_jobs is %lld; %lld job%s already pending",
-                       (long long) v[GW_QUOTA_MAX_PENDING_JOBS], (long long) u->pending_jobs,
-                       u->pending_jobs == 1 ? "" : "s");
+        if (pending_over(v[GW_QUOTA_MAX_PENDING_JOBS], u, msg, msg_size))
                 return GW_QUOTA_REFUSE;
-        }
         if (v[GW_QUOTA_MAX_GPUS] != GW_QUOTA_UNLIMITED && ngpus > v[GW_QUOTA_MAX_GPUS]) {
                 gw_say(msg, msg_size, "max_gpus is %lld; the job asks %lld GPU%s and could never start",
                        (long long) v[GW_QUOTA_MAX_GPUS], (long long) ngpus, ngpus == 1 ? "" : "s");
                 return GW_QUOTA_REFUSE;
         }
         return check_wait(limits, u, ngpus, msg, msg_size);
+}
+
+int64_t gw_quota_max_priority(const struct gw_prio_grant *g, enum gw_prio_source *ret_from) {
+        enum gw_prio_source from = GW_PRIO_FROM_QUOTA;
+        int64_t max = g->quota < 0 ? 0 : g->quota > GW_PRIORITY_MAX ? GW_PRIORITY_MAX : g->quota;
+        if (g->admin) {
+                max = GW_PRIORITY_MAX;
+                from = GW_PRIO_FROM_ADMIN;
+        } else if (g->profile > max) {
+                max = g->profile > GW_PRIORITY_MAX ? GW_PRIORITY_MAX : g->profile;
+                from = GW_PRIO_FROM_PROFILE;
+        }
+        if (ret_from)
+                *ret_from = from;
+        return max;
+}
+
+int gw_quota_check_priority(const struct gw_prio_grant *g, int64_t priority, char *msg, size_t msg_size) {
+        static const char *const whose[] = {
+                [GW_QUOTA_FROM_NONE] = "no limit set",  [GW_QUOTA_FROM_USER] = "your quota",
+                [GW_QUOTA_FROM_GROUP] = "your group's quota", [GW_QUOTA_FROM_DEFAULT] = "the default quota",
+                [GW_QUOTA_FROM_ROLE] = "users' default",
+        };
+        enum gw_prio_source from;
+        char src[64];
+
+        if (!g || (unsigned) g->quota_from >= sizeof(whose) / sizeof(whose[0]))
+                return -EINVAL;
+        int64_t max = gw_quota_max_priority(g, &from);
+        if (priority <= 0 || priority <= max) {
+                gw_say(msg, msg_size, "%s", "");
+                return GW_QUOTA_OK;
+        }
+        if (from == GW_PRIO_FROM_PROFILE)
+                (void) snprintf(src, sizeof(src), "profile '%.32s'", g->profile_name ? g->profile_name : "?");
+        else
+                (void) snprintf(src, sizeof(src), "%s", whose[g->quota_from]);
+        gw_say(msg, msg_size,
+               "priority %lld is above your maximum %lld (%s; an admin grants more: gpuward admin quota set %.32s "
+               "max_priority=N)",
+               (long long) priority, (long long) max, src, g->user && *g->user ? g->user : "USER");
+        return GW_QUOTA_REFUSE;
 }
 
 int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, int64_t ngpus,

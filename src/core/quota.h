@@ -5,11 +5,13 @@
  * key: the user's own entry if it sets the key; otherwise the most permissive value
  * among the entries of the user's groups that set it (a user in @students (2 GPUs) and
  * @lab (4 GPUs) gets 4 — membership of a group can only add rights, never take them
- * away); otherwise the default entry; otherwise unlimited.  The order of the groups does
- * not matter.
+ * away); otherwise the default entry; otherwise unlimited, or the role's value where the
+ * daemon gives one (gw_quota_role_fill: users' max_priority and max_pending_jobs are never
+ * unlimited).  The order of the groups does not matter.
  *
  * Units of the stored values (int64_t):
  *   max_gpus, max_pending_jobs, max_booking_gpus     counts
+ *   max_priority                                      a job priority, 0..GW_PRIORITY_MAX
  *   max_time_limit, max_booking_hours,
  *   booking_horizon_hours                             gw_usec_t durations
  *   max_gpu_hours_7d                                  GPU-time in gw_usec_t (1 GPU-hour =
@@ -28,6 +30,10 @@
 #define GW_QUOTA_WINDOW_7D ((gw_usec_t) 7 * 24 * 3600 * GW_USEC_PER_SEC)
 #define GW_QUOTA_MSG_SIZE  192
 
+/* A job's priority is one of these; anything below 0 is always the user's to choose. */
+#define GW_PRIORITY_MIN (-1000)
+#define GW_PRIORITY_MAX 1000
+
 enum gw_quota_key {
         GW_QUOTA_MAX_GPUS,
         GW_QUOTA_MAX_PENDING_JOBS,
@@ -36,6 +42,7 @@ enum gw_quota_key {
         GW_QUOTA_MAX_BOOKING_HOURS,
         GW_QUOTA_MAX_BOOKING_GPUS,
         GW_QUOTA_BOOKING_HORIZON_HOURS,
+        GW_QUOTA_MAX_PRIORITY,
         _GW_QUOTA_KEY_MAX,
         _GW_QUOTA_KEY_INVALID = -EINVAL,
 };
@@ -50,6 +57,7 @@ enum gw_quota_source {
         GW_QUOTA_FROM_USER,
         GW_QUOTA_FROM_GROUP,
         GW_QUOTA_FROM_DEFAULT,
+        GW_QUOTA_FROM_ROLE, /* set nowhere: the role's value (gw_quota_role_fill) */
 };
 
 const char *gw_quota_key_name(enum gw_quota_key k);        /* "max_gpus"; NULL if out of range */
@@ -65,6 +73,8 @@ void gw_quota_init(struct gw_quota *q);
  *   max_booking_hours, booking_horizon_hours       hours ("4", bare = hours) or a duration
  *                                                  with units ("90m", "2d")
  *   max_gpu_hours_7d                               GPU-hours, a whole number ("100")
+ *   max_priority                                   0..GW_PRIORITY_MAX ("unlimited" is
+ *                                                  GW_PRIORITY_MAX)
  *   any key                                        "unlimited" (or "none"); "unset" or
  *                                                  "inherit" to clear it (fall through to
  *                                                  groups and the default)
@@ -89,12 +99,22 @@ void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const 
                       size_t n_groups, const struct gw_quota *deflt, struct gw_quota *ret,
                       enum gw_quota_source ret_src[_GW_QUOTA_KEY_MAX]);
 
+/* Keys set in no entry (ret_src GW_QUOTA_FROM_NONE after gw_quota_resolve) take role's
+ * value where role sets it (not GW_QUOTA_UNSET), and come from GW_QUOTA_FROM_ROLE: what a
+ * user gets that no admin wrote down, e.g. users' max_priority 0 where admins' is the most.
+ * role may be NULL (nothing changes). */
+void gw_quota_role_fill(struct gw_quota *lim, enum gw_quota_source src[_GW_QUOTA_KEY_MAX],
+                        const struct gw_quota *role);
+
 /* What the daemon counts for the user, now. */
 struct gw_quota_usage {
         int64_t gpus_running;  /* GPUs held by the user's RUNNING jobs */
-        int64_t pending_jobs;  /* the user's PENDING and HELD jobs, the checked one excluded */
+        int64_t pending_jobs;  /* the user's PENDING and HELD jobs (an array: its tasks not
+                                * started yet), the checked one excluded */
         gw_usec_t gpu_time_7d; /* GPU-time of the user's jobs in the last 7 days (running
                                 * jobs counted up to now): gw_quota_gpu_time() */
+        int64_t adds_jobs;     /* at submit: the jobs the checked one adds (an array's tasks);
+                                * 0 is read as 1 */
 };
 
 /* One job's use of GPUs, for the rolling window: start, end (0 while it runs), ngpus. */
@@ -115,7 +135,8 @@ enum gw_quota_verdict {
         _GW_QUOTA_VERDICT_INVALID = -EINVAL,
 };
 
-/* At submit.  Hard (REFUSE): max_time_limit exceeded; max_pending_jobs reached; the job
+/* At submit.  Hard (REFUSE): max_time_limit exceeded; max_pending_jobs passed (pending_jobs
+ * plus adds_jobs, so that an array is refused whole); the job
  * alone asks more than max_gpus (it could never start).  Wait-type (WAIT): the GPUs
  * running plus this job's pass max_gpus; gpu_time_7d has reached max_gpu_hours_7d.
  * Hard limits are checked first.  A message naming the limit, its value and the usage is
@@ -141,6 +162,36 @@ int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_us
  * with buf written, GW_QUOTA_OK (buf "") when no wait-type limit is reached, or -EINVAL. */
 int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus,
                          const int64_t *holders, size_t n_holders, char *buf, size_t n);
+
+/* Whose word a job's maximum priority is (gw_quota_max_priority). */
+enum gw_prio_source {
+        GW_PRIO_FROM_ADMIN,   /* the submitter is an admin: GW_PRIORITY_MAX */
+        GW_PRIO_FROM_QUOTA,   /* max_priority resolved for the user; quota_from says where */
+        GW_PRIO_FROM_PROFILE, /* the idle profile's [policy.NAME] max_priority */
+};
+
+/* What grants a submission its priority, as Slurm's QOS does: the submitter's role, their
+ * max_priority (resolved and role-filled: never unlimited for a user) and the profile the job
+ * runs under. */
+struct gw_prio_grant {
+        bool admin;                      /* admins may use any priority */
+        int64_t quota;                   /* max_priority; GW_QUOTA_UNLIMITED = GW_PRIORITY_MAX */
+        enum gw_quota_source quota_from; /* GW_QUOTA_FROM_ROLE: users' default */
+        int64_t profile;                 /* the profile's max_priority; < 0 = it grants none */
+        const char *profile_name;        /* borrowed; may be NULL when profile < 0 */
+        const char *user;                /* for the message: how an admin grants more */
+};
+
+/* The largest maximum that applies, GW_PRIORITY_MAX at most; *ret_from (may be NULL) says
+ * whose it is (the quota's when the profile grants the same). */
+int64_t gw_quota_max_priority(const struct gw_prio_grant *g, enum gw_prio_source *ret_from);
+
+/* GW_QUOTA_OK when priority is at most the maximum (a priority <= 0 always is: lowering one's
+ * own is everyone's right), else GW_QUOTA_REFUSE with msg naming the maximum, where it comes
+ * from and how an admin grants more: "priority 1000 is above your maximum 0 (users' default;
+ * an admin grants more: gpuward admin quota set alice max_priority=N)".  -EINVAL for bad
+ * arguments. */
+int gw_quota_check_priority(const struct gw_prio_grant *g, int64_t priority, char *msg, size_t msg_size);
 
 enum gw_quota_booking_verdict {
         GW_QUOTA_BOOKING_APPROVE,

@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/fairshare.h"
+#include "core/quota.h"
 #include "core/retry.h"
 #include "core/webhook.h"
 #include "daemon/nodes.h"
@@ -77,7 +78,8 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
        OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
        OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS,
-       OPT_SLURM_FOREIGN, OPT_PREEMPTION, OPT_PREEMPT_GRACE, OPT_PREEMPT_UNRESUMABLE, OPT_MAX_NODES };
+       OPT_SLURM_FOREIGN, OPT_PREEMPTION, OPT_PREEMPT_GRACE, OPT_PREEMPT_UNRESUMABLE, OPT_MAX_NODES,
+       OPT_USER_MAX_PRIO, OPT_MAX_PENDING };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, OPT_CONFIG },
@@ -109,6 +111,8 @@ static const struct option options[] = {
         { "time-limit-warn", required_argument, NULL, OPT_LIMIT_WARN },
         { "rate-limit", required_argument, NULL, OPT_RATE },
         { "rate-burst", required_argument, NULL, OPT_BURST },
+        { "user-max-priority", required_argument, NULL, OPT_USER_MAX_PRIO },
+        { "max-pending-jobs", required_argument, NULL, OPT_MAX_PENDING },
         { "leak-mib-per-epoch", required_argument, NULL, OPT_LEAK_MIB },
         { "leak-epochs", required_argument, NULL, OPT_LEAK_EPOCHS },
         { "snapshot-keep-last", required_argument, NULL, OPT_SNAP_KEEP },
@@ -241,6 +245,22 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                 if (gw_parse_int(v, 1, 1000000, &n) < 0)
                         break;
                 *(opt == OPT_RATE ? &c->rate_per_min : &c->rate_burst) = (int) n;
+                return 0;
+        case OPT_USER_MAX_PRIO:
+                if (gw_parse_int(v, 0, GW_PRIORITY_MAX, &n) < 0) {
+                        gw_config_fail(c, "%s: invalid value '%s' (a priority from 0 to %d)", name, v, GW_PRIORITY_MAX);
+                        return -EINVAL;
+                }
+                c->user_max_priority = (int) n;
+                return 0;
+        case OPT_MAX_PENDING: /* the quota key's range, but never 0: no user could submit */
+                if (!strcmp(v, "unlimited"))
+                        n = GW_QUOTA_UNLIMITED;
+                else if (gw_parse_int(v, 1, 1000000000, &n) < 0) {
+                        gw_config_fail(c, "%s: invalid value '%s' (a count from 1, or unlimited)", name, v);
+                        return -EINVAL;
+                }
+                c->max_pending_jobs = n;
                 return 0;
         case OPT_LEAK_MIB: /* training awareness */
                 if (gw_parse_int(v, 1, 1 << 20, &n) < 0)

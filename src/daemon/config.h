@@ -18,6 +18,10 @@ struct gw_policy_conf {
         unsigned leak_epochs;
         /* preemptible = true: the profile's jobs are preemptible as if submitted so. */
         bool preemptible;
+        /* max_priority = N: the profile's jobs may have a priority up to N, whoever submits
+         * them (who may choose the profile is `allowed`'s business); -1 = it grants none.
+         * Not copied into a new profile from "default". */
+        int max_priority;
 };
 
 struct gw_config {
@@ -55,6 +59,9 @@ struct gw_config {
         struct gw_bookpolicy booking; /* which users' bookings wait for an admin */
         gw_usec_t time_limit_warn;  /* tell a job this long before its time limit; 0: never */
         int rate_per_min, rate_burst; /* submissions and bookings per user */
+        int user_max_priority;      /* users' max_priority where no quota sets one (admins: any) */
+        int64_t max_pending_jobs;   /* users' max_pending_jobs where no quota sets one (admins:
+                                     * unlimited); GW_QUOTA_UNLIMITED = none */
         double leak_mib_per_epoch;  /* training awareness: leak threshold (core/leak.h) */
         unsigned leak_epochs;       /* rising epochs in a row before a leak is flagged */
         int snapshot_keep_last;     /* last.pt snapshots kept per job (every best.pt is kept) */
@@ -90,6 +97,9 @@ struct gw_job;
  * ([policy.NAME] preemptible); never a terminal session, which cannot be resumed behind its
  * user's back.  Whether preemption is on is the caller's to ask (c->preemption). */
 bool gw_config_job_preemptible(const struct gw_config *c, const struct gw_job *j);
+/* The profile j runs under ([policy.NAME], "default" when it names none); NULL when it names
+ * one that is not configured (the submission's checks refuse it). */
+const struct gw_policy_conf *gw_config_job_policy(const struct gw_config *c, const struct gw_job *j);
 /* Whether its next attempt resumes (--yolo, --checkpoint, --resume-cmd), or preempt_unresumable
  * lets it be preempted anyway. */
 bool gw_config_job_preempt_resumes(const struct gw_config *c, const struct gw_job *j);

@@ -32,6 +32,10 @@ void gw_config_set_defaults(struct gw_config *c) {
                 .time_limit_warn = 5 * 60 * GW_USEC_PER_SEC,
                 .rate_per_min = 20,
                 .rate_burst = 50,
+                /* A queue of a thousand is days of work on a box of 8 GPUs, and keeps a
+                 * scheduling pass over every user's jobs in milliseconds; more is a loop gone
+                 * wrong more often than a plan.  An admin raises it per user or for all. */
+                .max_pending_jobs = 1000,
                 .leak_mib_per_epoch = 256,
                 .leak_epochs = 3,
                 .snapshot_keep_last = 3,
@@ -53,8 +57,10 @@ void gw_config_set_defaults(struct gw_config *c) {
                 .max_nodes = GW_NODES_DEFAULT_MAX,
         };
         c->policies = gw_xcalloc(gw_reclaim_profiles_n, sizeof *c->policies);
-        for (size_t i = 0; i < gw_reclaim_profiles_n; i++)
+        for (size_t i = 0; i < gw_reclaim_profiles_n; i++) {
                 c->policies[i].p = gw_reclaim_profiles[i];
+                c->policies[i].max_priority = -1;
+        }
         c->n_policies = gw_reclaim_profiles_n;
 }
 

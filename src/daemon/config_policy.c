@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/jobrec.h"
+#include "core/quota.h"
 #include "core/reclaim.h"
 #include "daemon/fairshare.h"
 
@@ -35,6 +36,7 @@ static struct gw_policy_conf *policy_get(struct gw_config *c, const char *name) 
                 if (!strcmp(c->policies[i].p.name, "default"))
                         base.p = c->policies[i].p;
         snprintf(base.p.name, sizeof base.p.name, "%s", name);
+        base.max_priority = -1; /* a grant is given by name, never by inheritance */
         c->policies = gw_xrealloc(c->policies, (c->n_policies + 1) * sizeof *c->policies);
         c->policies[c->n_policies] = base;
         return &c->policies[c->n_policies++];
@@ -84,9 +86,14 @@ int gw_config_policy_line(struct gw_config *c, const char *pname, const char *na
                         pc->leak_epochs = (unsigned) n;
         } else if (!strcmp(key, "preemptible"))
                 r = gw_config_parse_bool(v, &pc->preemptible) ? 0 : -EINVAL;
-        else {
+        else if (!strcmp(key, "max_priority")) {
+                if (!strcmp(v, "none"))
+                        pc->max_priority = -1;
+                else if ((r = gw_parse_int(v, 0, GW_PRIORITY_MAX, &n)) == 0)
+                        pc->max_priority = (int) n;
+        } else {
                 gw_config_fail(c, "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
-                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs, preemptible)", name,
+                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs, preemptible, max_priority)", name,
                             pname);
                 return -EINVAL;
         }
@@ -133,16 +140,21 @@ int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name
         return gw_config_parse_period(c, name, v, "for usage that never decays", &c->fairshare_half_life);
 }
 
+const struct gw_policy_conf *gw_config_job_policy(const struct gw_config *c, const struct gw_job *j) {
+        const char *name = j->idle_policy ? j->idle_policy : "default";
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (!strcmp(c->policies[i].p.name, name))
+                        return &c->policies[i];
+        return NULL;
+}
+
 bool gw_config_job_preemptible(const struct gw_config *c, const struct gw_job *j) {
         if (j->interactive)
                 return false;
         if (j->preemptible)
                 return true;
-        const char *name = j->idle_policy ? j->idle_policy : "default";
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (!strcmp(c->policies[i].p.name, name))
-                        return c->policies[i].preemptible;
-        return false;
+        const struct gw_policy_conf *pc = gw_config_job_policy(c, j);
+        return pc && pc->preemptible;
 }
 
 bool gw_config_job_preempt_resumes(const struct gw_config *c, const struct gw_job *j) {

@@ -238,8 +238,8 @@ const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_jo
 /* Validates j against the host and queues it (takes j).  0 with *ret_id, or -errno with err. */
 int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_submit_error *err, int64_t *ret_id);
 /* The three steps of a submission, for batches: check (no side effect), write to the store,
- * put in the queue (takes j).  ahead: the jobs of the same batch checked before j (not queued
- * yet, but they count against the user's max_pending_jobs). */
+ * put in the queue (takes j).  ahead: the jobs of the same batch checked before j, an array's
+ * tasks one each (not queued yet, but they count against the user's max_pending_jobs). */
 int gw_job_validate(struct gw_daemon *d, struct gw_job *j, bool hold, size_t ahead, struct gw_submit_error *err);
 /* A submission check (gw_submit_check_fn): the job it starts after exists and has not ended in
  * a way that can never satisfy it. */
@@ -406,8 +406,9 @@ void gw_sharing_close(struct gw_daemon *d);
 gw_usec_t gw_sharing_tick(struct gw_daemon *d);
 /* Fills allowed/blocked of each pending job for the scheduler (bookings, quotas). */
 void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
-/* At submit: quota hard limits and the booking's ownership; 0 or -EINVAL with err.  ahead:
- * the user's jobs of the same batch, checked but not queued yet. */
+/* At submit: the priority's grant (403, field "priority"), quota hard limits (403, field
+ * "quota") and the booking's ownership; 0 or -errno with err.  ahead: the user's jobs of the
+ * same batch (an array's tasks one each), checked but not queued yet. */
 int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
 /* A job ended: its booking was used until now. */
 void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j);

@@ -118,6 +118,13 @@ static void set_role(struct gw_daemon *d, struct caller *c, bool owner) {
         c->guest = !c->admin && role_list_has(d, d->cfg->guests, c);
 }
 
+bool account_is_admin(struct gw_daemon *d, uid_t uid, gid_t gid, const char *user) {
+        struct caller c = { .known = true, .uid = uid, .gid = gid };
+        snprintf(c.user, sizeof c.user, "%s", user);
+        set_role(d, &c, uid == geteuid()); /* as identify() judges them on the Unix socket */
+        return c.admin;
+}
+
 static void identify(struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {
         memset(c, 0, sizeof *c);
         const char *auth = req->unix_door ? NULL : gw_http_header(req, "Authorization");

@@ -27,6 +27,9 @@ struct caller {
 
 /* "admin", "user" or "guest" (unknown callers are guests too). */
 const char *caller_role(const struct caller *c);
+/* Whether an account would be an admin when it calls (root, the daemon's own user, or named
+ * in admins, by name or @group): whose limits `gpuward quota --user` shows. */
+bool account_is_admin(struct gw_daemon *d, uid_t uid, gid_t gid, const char *user);
 
 /* Every route's handler: the handlers below are declared by this type. */
 typedef void handler(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

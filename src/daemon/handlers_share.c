@@ -251,6 +251,7 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
         struct gw_daemon *d = the_daemon(ud);
         const char *user = gw_http_query(req, "user");
         uint32_t uid = c->uid;
+        bool admin = c->admin;
         char name[64];
         snprintf(name, sizeof name, "%s", c->user);
         if (user && strcmp(user, c->user)) {
@@ -259,11 +260,12 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
                         return reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
                 uid = a->uid;
                 snprintf(name, sizeof name, "%s", user);
+                admin = account_is_admin(d, a->uid, a->gid, name);
         } else if (!c->known)
                 return reply_error(rep, 401, NULL, "who are you? Use the Unix socket or a token, or give ?user=");
         struct gw_quota lim;
         enum gw_quota_source src[_GW_QUOTA_KEY_MAX];
-        gw_sharing_limits(d, uid, name, &lim, src);
+        gw_sharing_user_limits(d, uid, name, admin, &lim, src);
         struct gw_quota_usage u;
         gw_sharing_usage(d, uid, &u);
         struct gw_codec_quota q = { .user = name, .limits = &lim, .from = src, .usage = &u };

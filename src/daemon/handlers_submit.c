@@ -8,6 +8,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "daemon/handlers.h"
+#include "daemon/jobarray.h"
 
 /* A refused job: of a batch (index >= 0), the error says which, in words and as "index". */
 static void reply_job_error(struct gw_http_reply *rep, int status, const char *field, long index, const char *msg) {
@@ -35,6 +36,7 @@ static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, co
         j->uid = c->uid;
         j->gid = c->gid;
         j->user = gw_xstrdup(c->user);
+        j->by_admin = c->admin; /* the priority it may have (sharing.c) */
         *ret_hold = hold;
         return j;
 }
@@ -88,14 +90,16 @@ void on_submit_batch(void *ud, const struct gw_http_request *req, const struct g
         }
         struct gw_job **jobs = gw_xcalloc(n, sizeof *jobs);
         struct gw_submit_error err;
-        size_t k = 0;
+        size_t k = 0, ahead = 0; /* an array's tasks count one each, as queued */
         bool ok = true;
         for (; k < n && ok; k++) {
                 bool hold;
                 jobs[k] = decode_job(d, c, json_array_get(arr, k), &hold, rep, (long) k);
-                ok = jobs[k] && gw_job_validate(d, jobs[k], hold, k, &err) == 0;
+                ok = jobs[k] && gw_job_validate(d, jobs[k], hold, ahead, &err) == 0;
                 if (jobs[k] && !ok)
                         reply_job_error(rep, err.status, err.field, (long) k, err.message);
+                if (ok)
+                        ahead += gw_array_jobs_waiting(d, jobs[k]);
         }
         json_decref(o);
         if (ok && gw_store_begin(d->store) == 0) {

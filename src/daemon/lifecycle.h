@@ -140,8 +140,8 @@ struct gw_hook_info {
 typedef void gw_hook_fn(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info);
 
 /* A check of a submission, before anything is written: 0, or -errno with err filled (the
- * HTTP status, the field, why).  ahead: the user's jobs of the same batch, checked but not
- * queued yet. */
+ * HTTP status, the field, why).  ahead: the user's jobs of the same batch (an array's tasks
+ * one each), checked but not queued yet. */
 typedef int gw_submit_check_fn(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
 /* A filter of a scheduling pass: sets what each pending job may use (allowed, blocked GPUs:
  * bookings, quotas) before the scheduler plans (queue.c). */

@@ -334,7 +334,8 @@ void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, stru
         gw_quota_resolve(u ? &u->q : NULL, groups, ng, def ? &def->q : NULL, ret, src);
 }
 
-void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u) {
+/* What uid uses now; the 7 days' GPU-time (a query of the store) only when with_gpu_time. */
+static void usage(struct gw_daemon *d, uint32_t uid, bool with_gpu_time, struct gw_quota_usage *u) {
         memset(u, 0, sizeof *u);
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 if (d->jobs.running[i]->job->uid == uid)
@@ -342,6 +343,8 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
         for (size_t i = 0; i < d->jobs.n_queue; i++)
                 if (d->jobs.queue[i]->job->uid == uid) /* an array: each task not started yet */
                         u->pending_jobs += gw_array_jobs_waiting(d, d->jobs.queue[i]->job);
+        if (!with_gpu_time)
+                return;
         gw_usec_t now = d->now_wall, mono = d->now;
         (void) gw_store_gpu_time_since(d->store, uid, now - GW_QUOTA_WINDOW_7D, now, &u->gpu_time_7d);
         /* Running jobs: the time they have run (monotonic), within the window. */
@@ -352,11 +355,51 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
                 }
 }
 
+void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u) {
+        usage(d, uid, true, u);
+}
+
+void gw_sharing_user_limits(struct gw_daemon *d, uint32_t uid, const char *user, bool admin, struct gw_quota *ret,
+                            enum gw_quota_source src[_GW_QUOTA_KEY_MAX]) {
+        struct gw_quota role;
+        gw_sharing_limits(d, uid, user, ret, src);
+        gw_quota_init(&role);
+        role.v[GW_QUOTA_MAX_PRIORITY] = d->cfg->user_max_priority;
+        role.v[GW_QUOTA_MAX_PENDING_JOBS] = d->cfg->max_pending_jobs;
+        if (admin) {
+                /* An admin's grant is any priority, whatever a quota says (gw_quota_max_priority). */
+                role.v[GW_QUOTA_MAX_PENDING_JOBS] = GW_QUOTA_UNSET;
+                ret->v[GW_QUOTA_MAX_PRIORITY] = GW_QUOTA_UNLIMITED;
+                src[GW_QUOTA_MAX_PRIORITY] = GW_QUOTA_FROM_ROLE;
+        }
+        gw_quota_role_fill(ret, src, &role);
+}
+
+/* Whether no limit that counts the user's jobs applies (max_priority counts nothing). */
 static bool quota_unlimited(const struct gw_quota *q) {
         for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++)
-                if (q->v[k] != GW_QUOTA_UNLIMITED)
+                if (k != GW_QUOTA_MAX_PRIORITY && q->v[k] != GW_QUOTA_UNLIMITED)
                         return false;
         return true;
+}
+
+/* A priority is granted, not asserted: the largest of the submitter's role's, their quota's
+ * and the job's profile's maximum.  Checked here, once: a queued job's priority is the one
+ * granted at its submission (docs/API.md says so). */
+static int check_priority(struct gw_daemon *d, const struct gw_job *j, const struct gw_quota *lim,
+                          const enum gw_quota_source src[_GW_QUOTA_KEY_MAX], struct gw_submit_error *err) {
+        const struct gw_policy_conf *pc = gw_config_job_policy(d->cfg, j);
+        const struct gw_prio_grant g = {
+                .admin = j->by_admin, .quota = lim->v[GW_QUOTA_MAX_PRIORITY], .quota_from = src[GW_QUOTA_MAX_PRIORITY],
+                .profile = pc ? pc->max_priority : -1, .profile_name = pc ? pc->p.name : NULL, .user = j->user,
+        };
+        char msg[GW_QUOTA_MSG_SIZE];
+        if (gw_quota_check_priority(&g, j->priority, msg, sizeof msg) == GW_QUOTA_OK)
+                return 0;
+        err->status = 403;
+        snprintf(err->field, sizeof err->field, "priority");
+        snprintf(err->message, sizeof err->message, "%s", msg);
+        return -EPERM;
 }
 
 int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
@@ -385,12 +428,16 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead,
                 }
         }
         struct gw_quota lim;
-        gw_sharing_limits(d, j->uid, j->user, &lim, NULL);
+        enum gw_quota_source src[_GW_QUOTA_KEY_MAX];
+        gw_sharing_user_limits(d, j->uid, j->user, j->by_admin, &lim, src);
+        if (check_priority(d, j, &lim, src, err) < 0)
+                return -EPERM;
         if (quota_unlimited(&lim))
                 return 0;
         struct gw_quota_usage u;
-        gw_sharing_usage(d, j->uid, &u);
-        u.pending_jobs += (int64_t) ahead + gw_array_jobs_waiting(d, j) - 1; /* an array: its tasks */
+        usage(d, j->uid, lim.v[GW_QUOTA_MAX_GPU_HOURS_7D] != GW_QUOTA_UNLIMITED, &u);
+        u.pending_jobs += (int64_t) ahead;
+        u.adds_jobs = gw_array_jobs_waiting(d, j); /* an array: its tasks, all or none */
         char msg[GW_QUOTA_MSG_SIZE];
         if (gw_quota_check_submit(&lim, &u, j->ngpus, j->time_limit, msg, sizeof msg) == GW_QUOTA_REFUSE) {
                 err->status = 403;

@@ -59,6 +59,12 @@ void gw_sharing_booking_closed(struct gw_daemon *d);
 void gw_sharing_limits(struct gw_daemon *d, uint32_t uid, const char *user, struct gw_quota *ret,
                        enum gw_quota_source src[_GW_QUOTA_KEY_MAX]);
 void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u);
+/* gw_sharing_limits with what the user's role gives where no quota entry says (FROM role):
+ * users' max_priority and max_pending_jobs from the config (user_max_priority,
+ * max_pending_jobs); an admin's max_priority is always unlimited and their max_pending_jobs
+ * unlimited unless a quota entry says.  What a submission is checked against. */
+void gw_sharing_user_limits(struct gw_daemon *d, uint32_t uid, const char *user, bool admin, struct gw_quota *ret,
+                            enum gw_quota_source src[_GW_QUOTA_KEY_MAX]);
 /* n submissions (or bookings) from uid now, all or none: 0, the seconds to wait, or -E2BIG
  * when n is more than the bucket ever holds. */
 int64_t gw_sharing_rate(struct gw_daemon *d, uint32_t uid, int64_t n);

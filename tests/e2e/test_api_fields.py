@@ -18,7 +18,7 @@ BOOKING = ["id", "user", "uid", "name", "ngpus", "gpus", "start", "end", "state"
 SEGMENT = ["gpu", "start", "end", "kind", "id", "booking", "label"]
 TOKEN = ["id", "user", "name", "created", "last_used", "expires", "expired", "scope"]
 QUOTA_KEYS = ["max_gpus", "max_pending_jobs", "max_time_limit", "max_gpu_hours_7d", "max_booking_hours",
-              "max_booking_gpus", "booking_horizon_hours"]
+              "max_booking_gpus", "booking_horizon_hours", "max_priority"]
 USAGE_USER = ["user", "uid", "jobs", "gpu_hours", "util_mean", "reclaimed_gpu_hours", "states"]
 
 

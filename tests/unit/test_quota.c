@@ -39,6 +39,9 @@ static void parse_good(void **state) {
                 {"max_booking_gpus=2", GW_QUOTA_MAX_BOOKING_GPUS, 2},
                 {"booking_horizon_hours=336", GW_QUOTA_BOOKING_HORIZON_HOURS, 14 * DAY},
                 {"booking_horizon_hours=14d", GW_QUOTA_BOOKING_HORIZON_HOURS, 14 * DAY},
+                {"max_priority=5", GW_QUOTA_MAX_PRIORITY, 5},
+                {"max_priority=1000", GW_QUOTA_MAX_PRIORITY, 1000},
+                {"max_priority=unlimited", GW_QUOTA_MAX_PRIORITY, GW_QUOTA_UNLIMITED},
                 {"max_gpus=unlimited", GW_QUOTA_MAX_GPUS, GW_QUOTA_UNLIMITED},
                 {"max_time_limit=none", GW_QUOTA_MAX_TIME_LIMIT, GW_QUOTA_UNLIMITED},
                 {"max_gpus=unset", GW_QUOTA_MAX_GPUS, GW_QUOTA_UNSET},
@@ -60,7 +63,7 @@ static void parse_bad(void **state) {
         } cases[] = {
                 {"max_gpu=4", "unknown quota key 'max_gpu' (known: max_gpus, max_pending_jobs, "
                               "max_time_limit, max_gpu_hours_7d, max_booking_hours, max_booking_gpus, "
-                              "booking_horizon_hours)"},
+                              "booking_horizon_hours, max_priority)"},
                 {"max_gpus", "'max_gpus': expected KEY=VALUE, e.g. max_gpus=4"},
                 {"=4", "'=4': expected KEY=VALUE, e.g. max_gpus=4"},
                 {"max_gpus=", "max_gpus: missing value (use unset to clear it)"},
@@ -70,6 +73,8 @@ static void parse_bad(void **state) {
                 {"max_time_limit=0", "max_time_limit: '0' is not a duration such as 90m, 12h, 2d or 1-12:00:00 (or unlimited, unset)"},
                 {"max_gpu_hours_7d=1.5", "max_gpu_hours_7d: '1.5' is not a whole number of GPU-hours (or unlimited, unset)"},
                 {"max_booking_hours=4H", "max_booking_hours: '4H' is not a number of hours or a duration such as 90m or 2d (or unlimited, unset)"},
+                {"max_priority=1001", "max_priority: '1001' is not a priority from 0 to 1000 (or unlimited, unset)"},
+                {"max_priority=-5", "max_priority: '-5' is not a priority from 0 to 1000 (or unlimited, unset)"},
                 {"MAX_GPUS=4", NULL},
         };
         (void) state;
@@ -92,6 +97,7 @@ static void format_values(void **state) {
         char b[32];
         (void) state;
         assert_string_equal(gw_quota_format_value(GW_QUOTA_MAX_GPUS, 4, b, sizeof(b)), "4");
+        assert_string_equal(gw_quota_format_value(GW_QUOTA_MAX_PRIORITY, 5, b, sizeof(b)), "5");
         assert_string_equal(gw_quota_format_value(GW_QUOTA_MAX_TIME_LIMIT, 2 * DAY, b, sizeof(b)), "2d");
         assert_string_equal(gw_quota_format_value(GW_QUOTA_MAX_BOOKING_HOURS, 4 * HOUR, b, sizeof(b)), "4h");
         assert_string_equal(gw_quota_format_value(GW_QUOTA_MAX_GPU_HOURS_7D, 100 * HOUR, b, sizeof(b)), "100 GPU-h");
@@ -173,24 +179,34 @@ struct submit_case {
 
 static const struct submit_case submit_cases[] = {
         {"within everything", {"max_gpus=4", "max_pending_jobs=10", "max_time_limit=2d", "max_gpu_hours_7d=100"},
-         {2, 3, 50 * HOUR}, 2, DAY, GW_QUOTA_OK, ""},
-        {"nothing set", {NULL}, {60, 900, 9000 * HOUR}, 8, 30 * DAY, GW_QUOTA_OK, ""},
-        {"too long: hard", {"max_time_limit=2d"}, {0, 0, 0}, 1, 3 * DAY, GW_QUOTA_REFUSE,
+         {2, 3, 50 * HOUR, 0}, 2, DAY, GW_QUOTA_OK, ""},
+        {"nothing set", {NULL}, {60, 900, 9000 * HOUR, 0}, 8, 30 * DAY, GW_QUOTA_OK, ""},
+        {"too long: hard", {"max_time_limit=2d"}, {0, 0, 0, 0}, 1, 3 * DAY, GW_QUOTA_REFUSE,
          "max_time_limit is 2d; the job asks 3d"},
-        {"time limit equal to the max is fine", {"max_time_limit=2d"}, {0, 0, 0}, 1, 2 * DAY, GW_QUOTA_OK, ""},
-        {"too many pending: hard", {"max_pending_jobs=10"}, {0, 10, 0}, 1, HOUR, GW_QUOTA_REFUSE,
+        {"time limit equal to the max is fine", {"max_time_limit=2d"}, {0, 0, 0, 0}, 1, 2 * DAY, GW_QUOTA_OK, ""},
+        {"too many pending: hard", {"max_pending_jobs=10"}, {0, 10, 0, 0}, 1, HOUR, GW_QUOTA_REFUSE,
          "max_pending_jobs is 10; 10 jobs already pending"},
-        {"one more pending is fine", {"max_pending_jobs=10"}, {0, 9, 0}, 1, HOUR, GW_QUOTA_OK, ""},
-        {"job alone above max_gpus: hard", {"max_gpus=4"}, {0, 0, 0}, 8, HOUR, GW_QUOTA_REFUSE,
+        {"one more pending is fine", {"max_pending_jobs=10"}, {0, 9, 0, 0}, 1, HOUR, GW_QUOTA_OK, ""},
+        {"an array that fits exactly", {"max_pending_jobs=10"}, {0, 4, 0, 6}, 1, HOUR, GW_QUOTA_OK, ""},
+        {"an array one task too many: refused whole", {"max_pending_jobs=10"}, {0, 4, 0, 7}, 1, HOUR,
+         GW_QUOTA_REFUSE,
+         "max_pending_jobs is 10; 4 jobs already pending and the submission adds 7 (an array's tasks count one "
+         "each)"},
+        {"an array alone above the limit", {"max_pending_jobs=1000"}, {0, 0, 0, 2000}, 1, HOUR, GW_QUOTA_REFUSE,
+         "max_pending_jobs is 1000; 0 jobs already pending and the submission adds 2000 (an array's tasks count "
+         "one each)"},
+        {"max_pending_jobs=0 refuses even one", {"max_pending_jobs=0"}, {0, 0, 0, 1}, 1, HOUR, GW_QUOTA_REFUSE,
+         "max_pending_jobs is 0; 0 jobs already pending"},
+        {"job alone above max_gpus: hard", {"max_gpus=4"}, {0, 0, 0, 0}, 8, HOUR, GW_QUOTA_REFUSE,
          "max_gpus is 4; the job asks 8 GPUs and could never start"},
-        {"GPUs in use: wait", {"max_gpus=4"}, {3, 0, 0}, 2, HOUR, GW_QUOTA_WAIT,
+        {"GPUs in use: wait", {"max_gpus=4"}, {3, 0, 0, 0}, 2, HOUR, GW_QUOTA_WAIT,
          "Quota: max_gpus is 4; 3 GPUs in use and the job asks 2"},
-        {"exactly max_gpus: ok", {"max_gpus=4"}, {2, 0, 0}, 2, HOUR, GW_QUOTA_OK, ""},
-        {"GPU-hours used up: wait", {"max_gpu_hours_7d=100"}, {0, 0, 100 * HOUR + 30 * MIN}, 1, HOUR,
+        {"exactly max_gpus: ok", {"max_gpus=4"}, {2, 0, 0, 0}, 2, HOUR, GW_QUOTA_OK, ""},
+        {"GPU-hours used up: wait", {"max_gpu_hours_7d=100"}, {0, 0, 100 * HOUR + 30 * MIN, 0}, 1, HOUR,
          GW_QUOTA_WAIT, "Quota: max_gpu_hours_7d is 100 GPU-h; 100.5 GPU-h used in the last 7 days"},
-        {"max_gpus=0 refuses all", {"max_gpus=0"}, {0, 0, 0}, 1, HOUR, GW_QUOTA_REFUSE,
+        {"max_gpus=0 refuses all", {"max_gpus=0"}, {0, 0, 0, 0}, 1, HOUR, GW_QUOTA_REFUSE,
          "max_gpus is 0; the job asks 1 GPU and could never start"},
-        {"hard before wait", {"max_gpus=4", "max_time_limit=1h"}, {4, 0, 0}, 1, 2 * HOUR, GW_QUOTA_REFUSE,
+        {"hard before wait", {"max_gpus=4", "max_time_limit=1h"}, {4, 0, 0, 0}, 1, 2 * HOUR, GW_QUOTA_REFUSE,
          "max_time_limit is 1h; the job asks 2h"},
 };
 
@@ -301,12 +317,108 @@ static void booking_check(void **state) {
         assert_int_equal(gw_quota_check_booking(&r, 0, 1, start, start, NOW, msg, sizeof(msg)), -EINVAL);
 }
 
+/* Keys no entry sets take the role's value, and say so; what an entry sets stays. */
+static void role_fill(void **state) {
+        (void) state;
+        struct gw_quota user, role, r;
+        enum gw_quota_source src[_GW_QUOTA_KEY_MAX];
+
+        gw_quota_init(&user);
+        set(&user, "max_gpus=2");
+        gw_quota_init(&role);
+        role.v[GW_QUOTA_MAX_PRIORITY] = 0;
+        role.v[GW_QUOTA_MAX_PENDING_JOBS] = 1000;
+        role.v[GW_QUOTA_MAX_GPUS] = 8; /* set by the user's entry: not the role's to change */
+        gw_quota_resolve(&user, NULL, 0, NULL, &r, src);
+        gw_quota_role_fill(&r, src, &role);
+        assert_int_equal(r.v[GW_QUOTA_MAX_PRIORITY], 0);
+        assert_int_equal(src[GW_QUOTA_MAX_PRIORITY], GW_QUOTA_FROM_ROLE);
+        assert_int_equal(r.v[GW_QUOTA_MAX_PENDING_JOBS], 1000);
+        assert_int_equal(src[GW_QUOTA_MAX_PENDING_JOBS], GW_QUOTA_FROM_ROLE);
+        assert_int_equal(r.v[GW_QUOTA_MAX_GPUS], 2);
+        assert_int_equal(src[GW_QUOTA_MAX_GPUS], GW_QUOTA_FROM_USER);
+        assert_int_equal(r.v[GW_QUOTA_MAX_TIME_LIMIT], GW_QUOTA_UNLIMITED); /* no role value: unlimited */
+        assert_int_equal(src[GW_QUOTA_MAX_TIME_LIMIT], GW_QUOTA_FROM_NONE);
+
+        /* A group's grant beats the role's default; the default entry too. */
+        struct gw_quota grp, deflt;
+        const struct gw_quota *groups[] = {&grp};
+        gw_quota_init(&grp);
+        set(&grp, "max_priority=7");
+        gw_quota_resolve(NULL, groups, 1, NULL, &r, src);
+        gw_quota_role_fill(&r, src, &role);
+        assert_int_equal(r.v[GW_QUOTA_MAX_PRIORITY], 7);
+        assert_int_equal(src[GW_QUOTA_MAX_PRIORITY], GW_QUOTA_FROM_GROUP);
+        gw_quota_init(&deflt);
+        set(&deflt, "max_priority=3");
+        gw_quota_resolve(NULL, NULL, 0, &deflt, &r, src);
+        gw_quota_role_fill(&r, src, &role);
+        assert_int_equal(r.v[GW_QUOTA_MAX_PRIORITY], 3);
+        assert_int_equal(src[GW_QUOTA_MAX_PRIORITY], GW_QUOTA_FROM_DEFAULT);
+}
+
+struct prio_case {
+        const char *name;
+        struct gw_prio_grant g;
+        int64_t priority;
+        int verdict;
+        const char *msg;
+};
+
+static const struct prio_case prio_cases[] = {
+        {"users' default refuses 1000", {false, 0, GW_QUOTA_FROM_ROLE, -1, NULL, "alice"}, 1000, GW_QUOTA_REFUSE,
+         "priority 1000 is above your maximum 0 (users' default; an admin grants more: gpuward admin quota set "
+         "alice max_priority=N)"},
+        {"0 is everyone's", {false, 0, GW_QUOTA_FROM_ROLE, -1, NULL, "alice"}, 0, GW_QUOTA_OK, ""},
+        {"lowering one's own is always allowed", {false, 0, GW_QUOTA_FROM_USER, -1, NULL, "alice"}, -1000,
+         GW_QUOTA_OK, ""},
+        {"a granted 5", {false, 5, GW_QUOTA_FROM_USER, -1, NULL, "alice"}, 5, GW_QUOTA_OK, ""},
+        {"one above the grant", {false, 5, GW_QUOTA_FROM_USER, -1, NULL, "alice"}, 6, GW_QUOTA_REFUSE,
+         "priority 6 is above your maximum 5 (your quota; an admin grants more: gpuward admin quota set alice "
+         "max_priority=N)"},
+        {"a group's grant", {false, 2, GW_QUOTA_FROM_GROUP, -1, NULL, "bob"}, 3, GW_QUOTA_REFUSE,
+         "priority 3 is above your maximum 2 (your group's quota; an admin grants more: gpuward admin quota set "
+         "bob max_priority=N)"},
+        {"the profile grants more than the quota", {false, 0, GW_QUOTA_FROM_ROLE, 20, "urgent", "alice"}, 20,
+         GW_QUOTA_OK, ""},
+        {"above the profile's", {false, 0, GW_QUOTA_FROM_ROLE, 20, "urgent", "alice"}, 21, GW_QUOTA_REFUSE,
+         "priority 21 is above your maximum 20 (profile 'urgent'; an admin grants more: gpuward admin quota set "
+         "alice max_priority=N)"},
+        {"the largest grant wins: the quota's", {false, 30, GW_QUOTA_FROM_USER, 20, "urgent", "alice"}, 30,
+         GW_QUOTA_OK, ""},
+        {"unlimited is the most there is", {false, GW_QUOTA_UNLIMITED, GW_QUOTA_FROM_USER, -1, NULL, "alice"},
+         1000, GW_QUOTA_OK, ""},
+        {"an admin: anything", {true, 0, GW_QUOTA_FROM_USER, -1, NULL, "root"}, 1000, GW_QUOTA_OK, ""},
+};
+
+static void priority_check(void **state) {
+        (void) state;
+        for (size_t i = 0; i < sizeof(prio_cases) / sizeof(prio_cases[0]); i++) {
+                const struct prio_case *c = &prio_cases[i];
+                char msg[GW_QUOTA_MSG_SIZE] = "junk";
+                int v = gw_quota_check_priority(&c->g, c->priority, msg, sizeof(msg));
+                if (v != c->verdict || strcmp(msg, c->msg) != 0)
+                        fail_msg("%s: verdict %d '%s', want %d '%s'", c->name, v, msg, c->verdict, c->msg);
+        }
+        enum gw_prio_source from;
+        struct gw_prio_grant g = {false, 5, GW_QUOTA_FROM_USER, 20, "urgent", "alice"};
+        assert_int_equal(gw_quota_max_priority(&g, &from), 20);
+        assert_int_equal(from, GW_PRIO_FROM_PROFILE);
+        g.admin = true;
+        assert_int_equal(gw_quota_max_priority(&g, &from), GW_PRIORITY_MAX);
+        assert_int_equal(from, GW_PRIO_FROM_ADMIN);
+        g = (struct gw_prio_grant){false, 5, (enum gw_quota_source) 99, -1, NULL, "alice"};
+        assert_int_equal(gw_quota_check_priority(&g, 1, NULL, 0), -EINVAL);
+        assert_int_equal(gw_quota_check_priority(NULL, 1, NULL, 0), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(parse_good),       cmocka_unit_test(parse_bad),
                 cmocka_unit_test(format_values),    cmocka_unit_test(resolution_order),
                 cmocka_unit_test(rolling_gpu_time), cmocka_unit_test(submit_table),
                 cmocka_unit_test(start_check),      cmocka_unit_test(booking_check), cmocka_unit_test(wait_reason),
+                cmocka_unit_test(role_fill),        cmocka_unit_test(priority_check),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
