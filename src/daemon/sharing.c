@@ -352,9 +352,13 @@ void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *
                 }
 }
 
+/* No limit on jobs (the booking keys are checked when a booking is made): nothing to count
+ * at a submission or in a scheduling pass. */
 static bool quota_unlimited(const struct gw_quota *q) {
-        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++)
-                if (q->v[k] != GW_QUOTA_UNLIMITED)
+        static const enum gw_quota_key jobs[] = { GW_QUOTA_MAX_GPUS, GW_QUOTA_MAX_PENDING_JOBS,
+                                                  GW_QUOTA_MAX_TIME_LIMIT, GW_QUOTA_MAX_GPU_HOURS_7D };
+        for (size_t i = 0; i < ELEMENTSOF(jobs); i++)
+                if (q->v[jobs[i]] != GW_QUOTA_UNLIMITED)
                         return false;
         return true;
 }
