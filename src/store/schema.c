@@ -146,6 +146,10 @@ const char *const gw_store_migrations[] = {
         /* 20: the node of a GPU event on a cluster's controller (its agent's Xid); NULL = this
          * host's own GPU, so that node1's GPU 2 is not read as the head node's */
         "ALTER TABLE gpu_events ADD COLUMN node TEXT;",
+
+        /* 21: a booking that is over whose Slurm reservation is still to delete (Slurm refuses
+         * while a job runs in it): deleted once its jobs are gone, after a restart too */
+        "ALTER TABLE bookings ADD COLUMN resv_drop INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }
