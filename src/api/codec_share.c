@@ -126,7 +126,7 @@ json_t *gw_codec_token_made(const struct gw_codec_token_made *t) {
 
 static json_t *quota_limits(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
-        static const char *const sources[] = { "unlimited", "user", "group", "default", "role" };
+        static const char *const sources[] = { "unlimited", "user", "group", "default", "role", "built-in" };
         const struct gw_codec_quota *q = obj;
         json_t *o = json_object();
         for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++) {

@@ -29,7 +29,11 @@ enum gw_booking_state gw_booking_state_from_name(const char *name) {
 }
 
 bool gw_booking_state_holds_capacity(enum gw_booking_state s) {
-        return s == GW_BOOKING_PENDING_APPROVAL || s == GW_BOOKING_APPROVED || s == GW_BOOKING_ACTIVE;
+        return s == GW_BOOKING_APPROVED || s == GW_BOOKING_ACTIVE;
+}
+
+bool gw_booking_state_is_open(enum gw_booking_state s) {
+        return s == GW_BOOKING_PENDING_APPROVAL || gw_booking_state_holds_capacity(s);
 }
 
 bool gw_booking_state_is_final(enum gw_booking_state s) {
@@ -384,10 +388,9 @@ int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now, struc
         }
         for (size_t k = 0; k < in->n_bookings; k++) {
                 const struct gw_booking *b = &in->bookings[k];
-                /* Awaiting approval: it keeps no job off its GPUs.  Such a booking is one the
-                 * host's policy found too long, too large or in the way of waiting jobs
-                 * (core/bookpolicy.h); the queue must not wait on it until an admin agrees. */
-                if (!holds(b) || b->state == GW_BOOKING_PENDING_APPROVAL || b->start <= now)
+                /* Awaiting approval, a booking holds nothing (holds()): the queue must not
+                 * wait on one the host's policy sent to an admin until the admin agrees. */
+                if (!holds(b) || b->start <= now)
                         continue;
                 for (uint64_t m = b->gpu_mask & ~g.owned; m; m &= m - 1) {
                         int i = __builtin_ctzll(m);
@@ -525,10 +528,11 @@ static void tick_booking(const struct gw_calendar_input *in, uint64_t usable, co
 
         switch (b->state) {
         case GW_BOOKING_PENDING_APPROVAL:
+                /* Not repaired: it holds no GPUs; they are chosen again at its approval. */
                 if (now >= b->end)
                         emit_state(o, GW_CAL_EXPIRE, b, GW_BOOKING_DENIED);
-                else if (now < b->start)
-                        repair(in, usable, b, o);
+                else if (p->pending_ttl > 0 && b->created > 0 && now - b->created >= p->pending_ttl)
+                        emit_state(o, GW_CAL_EXPIRE_UNANSWERED, b, GW_BOOKING_DENIED);
                 break;
         case GW_BOOKING_APPROVED:
                 if (now >= b->end)

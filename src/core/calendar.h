@@ -17,8 +17,11 @@
  *                the booking is gone.
  *   schedule     gw_schedule_layout() and gw_schedule_render_text().
  *
- * Bookings in PENDING_APPROVAL, APPROVED and ACTIVE hold capacity: no other booking is
- * placed over them, so that an admin's approval never creates a conflict. */
+ * Bookings APPROVED and ACTIVE hold capacity: no other booking is placed over them.  A
+ * booking PENDING_APPROVAL holds nothing: others may book its GPUs and time, and jobs run on
+ * them, until an admin approves it; the approval places it again (gw_calendar_place with
+ * ignore_id) and is refused when it no longer fits.  Unanswered for pending_ttl, it is
+ * denied (gw_calendar_tick). */
 #pragma once
 #include <errno.h>
 #include <stdbool.h>
@@ -47,7 +50,8 @@ enum gw_booking_state {
 
 const char *gw_booking_state_name(enum gw_booking_state s);        /* "APPROVED"; NULL if bad */
 enum gw_booking_state gw_booking_state_from_name(const char *name); /* case-insensitive */
-bool gw_booking_state_holds_capacity(enum gw_booking_state s);
+bool gw_booking_state_holds_capacity(enum gw_booking_state s); /* APPROVED, ACTIVE */
+bool gw_booking_state_is_open(enum gw_booking_state s);         /* those and PENDING_APPROVAL */
 bool gw_booking_state_is_final(enum gw_booking_state s);
 /* PENDING_APPROVAL -> APPROVED | DENIED | RELEASED; APPROVED -> ACTIVE | ENDED | RELEASED;
  * ACTIVE -> ENDED | RELEASED. */
@@ -64,6 +68,7 @@ struct gw_booking {
                                 * as one ends), 0 = never: the no-show clock runs from
                                 * max(start, last_used) while none of its jobs runs */
         const char *label;     /* borrowed, may be NULL: shown in the schedule */
+        gw_usec_t created;     /* when it was asked for, 0 = unknown (never expires unanswered) */
 };
 
 /* A running job as the calendar sees it. */
@@ -161,7 +166,8 @@ int gw_calendar_place(const struct gw_calendar_input *in, const struct gw_calend
                       gw_time_format_fn fmt, void *userdata, struct gw_calendar_placement *ret);
 
 /* The most GPUs uid holds at any one instant of [start, end) in capacity-holding
- * bookings other than ignore_id: the usage for gw_quota_check_booking(). */
+ * bookings (not those awaiting approval) other than ignore_id: the usage for
+ * gw_quota_check_booking(). */
 int64_t gw_calendar_user_booked_gpus(const struct gw_booking *b, size_t n, uint32_t uid,
                                      gw_usec_t start, gw_usec_t end, int64_t ignore_id);
 
@@ -186,8 +192,7 @@ struct gw_calendar_gpus {
 
 /* Fills *ret (levels included) for every GPU index 0..63 from the bookings' masks.  A booking
  * PENDING_APPROVAL keeps no job off its GPUs, neither before its start nor after: an
- * unapproved booking must not keep GPUs idle or jobs waiting (it still holds its window
- * against other bookings, gw_calendar_place).  Returns 0 or -EINVAL. */
+ * unapproved booking must not keep GPUs idle or jobs waiting.  Returns 0 or -EINVAL. */
 int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now,
                         struct gw_calendar_gpus *ret);
 
@@ -229,6 +234,8 @@ int gw_calendar_gate(const struct gw_calendar_input *in, int64_t booking_id, gw_
 struct gw_calendar_params {
         gw_usec_t no_show;          /* release an ACTIVE booking idle this long */
         gw_usec_t warn_before_end;  /* warn booking jobs this long before its end */
+        gw_usec_t pending_ttl;      /* deny one awaiting approval this long after it was
+                                     * asked for; 0 = only at its end */
 };
 
 enum gw_cal_action_kind {
@@ -236,6 +243,7 @@ enum gw_cal_action_kind {
         GW_CAL_END,       /* APPROVED/ACTIVE -> ENDED: its end has come */
         GW_CAL_NO_SHOW,   /* ACTIVE -> RELEASED: no job ran for no_show (emit an event) */
         GW_CAL_EXPIRE,    /* PENDING_APPROVAL -> DENIED: its end came before an approval */
+        GW_CAL_EXPIRE_UNANSWERED, /* PENDING_APPROVAL -> DENIED: pending_ttl passed unanswered */
         GW_CAL_REASSIGN,  /* before its start: gpu_mask replaces GPUs that are not usable */
         GW_CAL_CONFLICT,  /* before its start, a GPU is not usable and no free one can
                            * replace it: tell the owner and the admins */
@@ -249,7 +257,7 @@ struct gw_cal_action {
         int64_t booking_id;
         int64_t job_id;                 /* WARN_JOB, STOP_JOB */
         uint64_t gpu_mask;              /* REASSIGN */
-        enum gw_booking_state new_state; /* ACTIVATE, END, NO_SHOW, EXPIRE */
+        enum gw_booking_state new_state; /* ACTIVATE, END, NO_SHOW, EXPIRE(_UNANSWERED) */
 };
 
 /* Upper bound of the actions gw_calendar_tick() can emit for this input. */

@@ -34,8 +34,9 @@ static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
 static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) { return a > b ? a : b; }
 static gw_usec_t min_t(gw_usec_t a, gw_usec_t b) { return a < b ? a : b; }
 
-static bool holds(const struct gw_booking *b) {
-        return b->gpu_mask && gw_booking_state_holds_capacity(b->state) && b->end > b->start;
+/* Shown: bookings that hold GPUs, and those awaiting approval on the GPUs they asked for. */
+static bool shown(const struct gw_booking *b) {
+        return b->gpu_mask && gw_booking_state_is_open(b->state) && b->end > b->start;
 }
 
 size_t gw_schedule_layout_max(const struct gw_calendar_input *in) {
@@ -47,7 +48,7 @@ size_t gw_schedule_layout_max(const struct gw_calendar_input *in) {
         for (size_t i = 0; i < in->n_running; i++)
                 n += (size_t) __builtin_popcountll(in->running[i].gpu_mask);
         for (size_t i = 0; i < in->n_bookings; i++)
-                if (holds(&in->bookings[i]))
+                if (shown(&in->bookings[i]))
                         n += (size_t) __builtin_popcountll(in->bookings[i].gpu_mask);
         for (size_t i = 0; i < in->n_pending; i++)
                 if (in->pending[i].ngpus > 0)
@@ -141,7 +142,7 @@ int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_use
                 const struct gw_booking *b = &in->bookings[i];
                 enum gw_segment_kind k =
                         b->state == GW_BOOKING_PENDING_APPROVAL ? GW_SEG_BOOKING_PENDING : GW_SEG_BOOKING;
-                if (!holds(b) || b->end <= now || b->start >= hend)
+                if (!shown(b) || b->end <= now || b->start >= hend)
                         continue;
                 for (uint64_t m = b->gpu_mask & present; m; m &= m - 1)
                         emit(&o, __builtin_ctzll(m), b->start, b->end, k, b->id, 0, b->label);

@@ -228,6 +228,10 @@ void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const 
                         v = deflt->v[k];
                         src = GW_QUOTA_FROM_DEFAULT;
                 }
+                if (src == GW_QUOTA_FROM_NONE && k == GW_QUOTA_BOOKING_HORIZON_HOURS) {
+                        v = GW_QUOTA_BOOKING_HORIZON_BUILTIN;
+                        src = GW_QUOTA_FROM_BUILTIN;
+                }
                 ret->v[k] = src == GW_QUOTA_FROM_NONE ? GW_QUOTA_UNLIMITED : v;
                 if (ret_src)
                         ret_src[k] = src;

@@ -5,8 +5,10 @@
  * key: the user's own entry if it sets the key; otherwise the most permissive value
  * among the entries of the user's groups that set it (a user in @students (2 GPUs) and
  * @lab (4 GPUs) gets 4 — membership of a group can only add rights, never take them
- * away); otherwise the default entry; otherwise unlimited, or the role's value where the
- * daemon gives one (gw_quota_role_fill: users' max_priority and max_pending_jobs are never
+ * away); otherwise the default entry; otherwise the built-in default: 30 days for
+ * booking_horizon_hours (a booking far ahead holds GPUs from everyone's plans; an admin
+ * sets "unlimited" to lift it); otherwise unlimited, or the role's value where the daemon
+ * gives one (gw_quota_role_fill: users' max_priority and max_pending_jobs are never
  * unlimited).  The order of the groups does not matter.
  *
  * Units of the stored values (int64_t):
@@ -29,6 +31,7 @@
 #define GW_QUOTA_UNLIMITED INT64_MAX
 #define GW_QUOTA_WINDOW_7D ((gw_usec_t) 7 * 24 * 3600 * GW_USEC_PER_SEC)
 #define GW_QUOTA_MSG_SIZE  192
+#define GW_QUOTA_BOOKING_HORIZON_BUILTIN ((int64_t) 30 * 24 * 3600 * GW_USEC_PER_SEC)
 
 /* A job's priority is one of these; anything below 0 is always the user's to choose. */
 #define GW_PRIORITY_MIN (-1000)
@@ -53,11 +56,12 @@ struct gw_quota {
 
 /* Where a resolved value came from, for `gpuward quota`. */
 enum gw_quota_source {
-        GW_QUOTA_FROM_NONE, /* set nowhere: unlimited */
+        GW_QUOTA_FROM_NONE, /* set nowhere, no built-in default: unlimited */
         GW_QUOTA_FROM_USER,
         GW_QUOTA_FROM_GROUP,
         GW_QUOTA_FROM_DEFAULT,
         GW_QUOTA_FROM_ROLE, /* set nowhere: the role's value (gw_quota_role_fill) */
+        GW_QUOTA_FROM_BUILTIN, /* set nowhere: the built-in default */
 };
 
 const char *gw_quota_key_name(enum gw_quota_key k);        /* "max_gpus"; NULL if out of range */
@@ -94,7 +98,7 @@ char *gw_quota_format_value(enum gw_quota_key k, int64_t v, char *buf, size_t n)
 /* Resolves the limits for one user (see above).  user and deflt may be NULL; groups holds
  * n_groups pointers (entries for the user's groups; NULL entries are skipped).  ret_src,
  * if not NULL, receives where each key came from.  Never leaves a key UNSET: unset
- * everywhere means GW_QUOTA_UNLIMITED. */
+ * everywhere means the built-in default, or GW_QUOTA_UNLIMITED. */
 void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const *groups,
                       size_t n_groups, const struct gw_quota *deflt, struct gw_quota *ret,
                       enum gw_quota_source ret_src[_GW_QUOTA_KEY_MAX]);

@@ -18,6 +18,8 @@ struct gw_store_booking {
         int state;
         gw_usec_t last_used;
         char note[256];              /* why it was refused, released, ... */
+        gw_usec_t created;           /* when it was asked for (save sets it when 0) */
+        bool resv_drop;              /* over, its Slurm reservation not deleted yet */
 };
 
 /* An API token, stored as its SHA-256. */

@@ -76,7 +76,7 @@ enum { OPT_CONFIG = 256, OPT_STATE_DIR, OPT_SOCKET, OPT_LISTEN, OPT_SIMULATE, OP
        OPT_SAMPLE, OPT_ROGUE, OPT_RETRIES, OPT_RETRY_ON, OPT_BACKOFF, OPT_NO_SHOW, OPT_BOOKING_WARN, OPT_LIMIT_WARN, OPT_RATE,
        OPT_BURST, OPT_WEB_DIR, OPT_GUESTS, OPT_TCP_ANON, OPT_LEAK_MIB, OPT_LEAK_EPOCHS, OPT_SNAP_KEEP,
        OPT_SNAP_CAP, OPT_SNAP_CAP_USER, OPT_MAX_CONNS, OPT_WEBHOOK_URL, OPT_WEBHOOK_EVENTS, OPT_LOG_MAX, OPT_STATE_RESERVE,
-       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
+       OPT_BOOK_MAX_LEN, OPT_BOOK_MAX_GPUS, OPT_BOOK_DELAY, OPT_BOOK_PENDING_TTL, OPT_GUEST_DETAILS, OPT_BACKUP_INTERVAL,
        OPT_BACKUP_KEEP, OPT_BACKEND, OPT_FAIRSHARE, OPT_FS_HALF_LIFE, OPT_FS_WEIGHTS,
        OPT_SLURM_FOREIGN, OPT_PREEMPTION, OPT_PREEMPT_GRACE, OPT_PREEMPT_UNRESUMABLE, OPT_MAX_NODES,
        OPT_USER_MAX_PRIO, OPT_MAX_PENDING };
@@ -108,6 +108,7 @@ static const struct option options[] = {
         { "booking-max-duration", required_argument, NULL, OPT_BOOK_MAX_LEN },
         { "booking-max-gpus", required_argument, NULL, OPT_BOOK_MAX_GPUS },
         { "booking-may-delay-waiting", required_argument, NULL, OPT_BOOK_DELAY },
+        { "booking-pending-ttl", required_argument, NULL, OPT_BOOK_PENDING_TTL },
         { "time-limit-warn", required_argument, NULL, OPT_LIMIT_WARN },
         { "rate-limit", required_argument, NULL, OPT_RATE },
         { "rate-burst", required_argument, NULL, OPT_BURST },
@@ -336,6 +337,8 @@ static int apply(struct gw_config *c, int opt, const char *name, const char *v) 
                         return -EINVAL;
                 }
                 return 0;
+        case OPT_BOOK_PENDING_TTL:
+                return gw_config_parse_period(c, name, v, "(never: only its end denies it)", &c->booking_pending_ttl);
         case OPT_BOOK_DELAY:
                 if (!gw_config_parse_bool(v, &c->booking.may_delay_waiting)) {
                         gw_config_fail(c, "%s: invalid value '%s' (true or false)", name, v);

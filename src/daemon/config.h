@@ -57,6 +57,7 @@ struct gw_config {
         gw_usec_t no_show;          /* release a started booking unused this long */
         gw_usec_t booking_warn;     /* tell a booking's jobs this long before its end */
         struct gw_bookpolicy booking; /* which users' bookings wait for an admin */
+        gw_usec_t booking_pending_ttl; /* deny one unanswered this long; 0 = never */
         gw_usec_t time_limit_warn;  /* tell a job this long before its time limit; 0: never */
         int rate_per_min, rate_burst; /* submissions and bookings per user */
         int user_max_priority;      /* users' max_priority where no quota sets one (admins: any) */

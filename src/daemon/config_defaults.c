@@ -29,6 +29,7 @@ void gw_config_set_defaults(struct gw_config *c) {
                 .no_show = 15 * 60 * GW_USEC_PER_SEC,
                 .booking_warn = 5 * 60 * GW_USEC_PER_SEC,
                 .booking = GW_BOOKPOLICY_DEFAULT,
+                .booking_pending_ttl = 7 * 86400 * GW_USEC_PER_SEC,
                 .time_limit_warn = 5 * 60 * GW_USEC_PER_SEC,
                 .rate_per_min = 20,
                 .rate_burst = 50,

@@ -49,6 +49,8 @@ const char gw_config_usage[] =
         "                       (default 50%; unlimited: no limit)\n"
         "  --booking-may-delay-waiting BOOL  false: one that would delay jobs already waiting\n"
         "                       waits for an admin too (default false)\n"
+        "  --booking-pending-ttl DURATION  deny a booking no admin answered this long after\n"
+        "                       it was asked for (default 7d; 0: only at its end)\n"
         "  --webhook-url URLS   POST job events as JSON to these http(s) URLs (comma-separated;\n"
         "                       a \"text\" field for chat tools; default none)\n"
         "  --webhook-events LIST  which: start, end, retry, warn, leak, gpu, all\n"

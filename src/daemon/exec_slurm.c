@@ -373,8 +373,9 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
 }
 
 static gw_usec_t tick(struct gw_daemon *d) {
-        gw_usec_t a = slurm_submit_tick(d), b = slurm_poll_tick(d);
-        return a < b ? a : b;
+        gw_usec_t a = slurm_submit_tick(d), b = slurm_poll_tick(d), c = slurm_book_tick(d);
+        gw_usec_t ab = a < b ? a : b;
+        return ab < c ? ab : c;
 }
 
 static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {

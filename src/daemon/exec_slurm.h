@@ -70,6 +70,11 @@ struct gw_slurm_resv {
         int64_t booking;
         uint32_t uid;
         gw_usec_t start, end;     /* wall clock */
+        /* The booking is over: the reservation is being deleted (gw_slurm_book_drop). */
+        bool dropping;
+        int tries;                /* deletions Slurm refused */
+        gw_usec_t next_try;       /* monotonic; 0: as soon as the booking's jobs are gone */
+        gw_usec_t backoff;
 };
 
 struct gw_exec_slurm {
@@ -145,8 +150,22 @@ uint32_t slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint3
 int gw_slurm_book_hold(struct gw_daemon *d, const struct gw_store_booking *b, char *err, size_t n);
 /* An open booking held before a restart: its user's jobs go into its reservation again. */
 void gw_slurm_book_known(struct gw_daemon *d, const struct gw_store_booking *b);
-/* The booking is over (cancelled, released, ended): its reservation is deleted. */
-void gw_slurm_book_drop(struct gw_daemon *d, int64_t booking);
+/* Whether booking is held in a Slurm reservation (and not over yet). */
+bool gw_slurm_book_held(struct gw_daemon *d, int64_t booking);
+/* Booking b is over (released, denied, ended), recorded with b->resv_drop set where it was
+ * held: its reservation is deleted once none of the booking's jobs runs any more (Slurm
+ * refuses to delete a reservation a job runs in), tried again with a backoff (SLURM_RESV_RETRY_*)
+ * until Slurm agrees or the reservation's own end passes; then resv_drop is cleared in the
+ * store.  A restarted daemon calls it again for each booking the store still marks. */
+void gw_slurm_book_drop(struct gw_daemon *d, const struct gw_store_booking *b);
+/* The same at a restart, for a booking the store marks: tried from the loop's first turn on,
+ * once the jobs running in Slurm are adopted again. */
+void gw_slurm_book_drop_later(struct gw_daemon *d, const struct gw_store_booking *b);
+/* Undoes gw_slurm_book_hold of a booking that was not stored after all: deleted now, once. */
+void gw_slurm_book_undo(struct gw_daemon *d, int64_t booking);
+/* The reservation deletions due (exec_slurm's tick): the next time one is, or
+ * GW_USEC_INFINITY. */
+gw_usec_t slurm_book_tick(struct gw_daemon *d);
 
 /* The booking's Slurm reservation that j should run in (its user's, its window now), or
  * NULL; static storage until the next call (exec_slurm_book.c). */

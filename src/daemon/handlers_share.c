@@ -202,10 +202,13 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         char note[sizeof b->note];
         booking_note(note, sizeof note, approve ? "approved" : deny ? "denied" : "released", c->user,
                      deny ? why : "");
-        struct gw_store_booking now;
-        if (gw_sharing_booking_set(d, b, to, note, &now) < 0)
+        struct gw_book_result r;
+        int k = gw_sharing_booking_set(d, b, to, note, &r);
+        if (k == -EBUSY) /* an approval of a booking others booked over while it waited */
+                return reply_error(rep, 409, "id", "%s", r.message);
+        if (k < 0)
                 return reply_store_error(d, rep, "cannot record it");
-        reply_json(rep, 200, gw_codec_booking(&now));
+        reply_json(rep, 200, gw_codec_booking(&r.booking));
 }
 
 void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -27,6 +27,10 @@ static void booking_keep(const struct gw_store_booking *b, void *userdata) {
         s->bookings[s->n_bookings++] = *b;
 }
 
+static void resv_drop_keep(const struct gw_store_booking *b, void *userdata) {
+        gw_slurm_book_drop_later(userdata, b);
+}
+
 static struct gw_quota_subject *subject(struct gw_sharing *s, const char *name, bool create) {
         for (size_t i = 0; i < s->n_subjects; i++)
                 if (!strcmp(s->subjects[i].name, name))
@@ -88,10 +92,13 @@ int gw_sharing_open(struct gw_daemon *d) {
         s->limits = gw_xcalloc(1, sizeof *s->limits);
         struct gw_ratelimit_entry *storage = gw_xcalloc(RATE_USERS, sizeof *storage);
         (void) gw_ratelimit_init(s->limits, storage, RATE_USERS, d->cfg->rate_per_min, d->cfg->rate_burst);
-        int r = gw_store_bookings(d->store, true, booking_keep, s);
+        int r = gw_store_bookings(d->store, GW_STORE_BOOKINGS_OPEN, booking_keep, s);
         for (size_t i = 0; r >= 0 && i < s->n_bookings; i++)
                 if (s->bookings[i].state != GW_BOOKING_PENDING_APPROVAL)
                         gw_slurm_book_known(d, &s->bookings[i]);
+        /* Bookings over before the restart whose reservation Slurm had not let go yet. */
+        if (r >= 0 && d->cfg->backend_slurm)
+                r = gw_store_bookings(d->store, GW_STORE_BOOKINGS_RESV_DROP, resv_drop_keep, d);
         if (r >= 0)
                 r = gw_store_quotas(d->store, quota_keep, s);
         return r;
@@ -152,8 +159,11 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         v->bookings = gw_xcalloc(s->n_bookings + 1, sizeof *v->bookings);
         for (size_t i = 0; i < s->n_bookings; i++) {
                 const struct gw_store_booking *b = &s->bookings[i];
-                v->bookings[i] = (struct gw_booking) { b->id, b->uid, b->ngpus, b->start, b->end, b->gpu_mask,
-                                                       (enum gw_booking_state) b->state, b->last_used, b->name };
+                v->bookings[i] = (struct gw_booking) { .id = b->id, .uid = b->uid, .ngpus = b->ngpus,
+                                                       .start = b->start, .end = b->end, .gpu_mask = b->gpu_mask,
+                                                       .state = (enum gw_booking_state) b->state,
+                                                       .last_used = b->last_used, .label = b->name,
+                                                       .created = b->created };
         }
         gw_usec_t wall = d->now_wall;
         v->running = gw_xcalloc(d->jobs.n_running + 1, sizeof *v->running);
@@ -187,13 +197,15 @@ void gw_calendar_view_free(struct calendar_view *v) {
 
 static void booking_state(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state st, const char *note) {
         b->state = st;
-        if (gw_booking_state_is_final(st))
-                gw_slurm_book_drop(d, b->id); /* a Slurm reservation's, if it was one */
+        /* Over: its Slurm reservation, if it has one, is to go, recorded with the state. */
+        b->resv_drop = gw_booking_state_is_final(st) && gw_slurm_book_held(d, b->id);
         if (note)
                 snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0)
                 log_err("booking %lld: cannot record %s: %s", (long long) b->id, gw_booking_state_name(st),
                         gw_store_errmsg(d->store));
+        if (gw_booking_state_is_final(st))
+                gw_slurm_book_drop(d, b);
         log_info("booking %lld (%s, %d GPUs): %s%s%s", (long long) b->id, b->user, b->ngpus, gw_booking_state_name(st),
                  note ? ": " : "", note ? note : "");
 }
@@ -231,6 +243,14 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                 if (b)
                         booking_state(d, b, a->new_state,
                                       a->kind == GW_CAL_EXPIRE ? "its end came before an admin approved it" : NULL);
+                break;
+        case GW_CAL_EXPIRE_UNANSWERED:
+                if (b) {
+                        char span[32];
+                        snprintf(msg, sizeof msg, "no admin answered it within %s (booking_pending_ttl)",
+                                 gw_format_duration(d->cfg->booking_pending_ttl, span, sizeof span));
+                        booking_state(d, b, a->new_state, msg);
+                }
                 break;
         case GW_CAL_NO_SHOW:
                 if (b) {
@@ -283,7 +303,8 @@ static void calendar_run(struct gw_daemon *d) {
         gw_calendar_view(d, &v);
         size_t cap = gw_calendar_tick_max(&v.in), n = 0, open = s->n_bookings;
         struct gw_cal_action *acts = gw_xcalloc(cap + 1, sizeof *acts);
-        struct gw_calendar_params p = { s->no_show, s->warn_before_end };
+        struct gw_calendar_params p = { .no_show = s->no_show, .warn_before_end = s->warn_before_end,
+                                        .pending_ttl = d->cfg->booking_pending_ttl };
         if (gw_calendar_tick(&v.in, d->now_wall, &p, acts, cap, &n) == 0)
                 for (size_t i = 0; i < n; i++)
                         apply_action(d, &acts[i]);
@@ -375,10 +396,13 @@ void gw_sharing_user_limits(struct gw_daemon *d, uint32_t uid, const char *user,
         gw_quota_role_fill(ret, src, &role);
 }
 
-/* Whether no limit that counts the user's jobs applies (max_priority counts nothing). */
+/* No limit on jobs (the booking keys are checked when a booking is made): nothing to count
+ * at a submission or in a scheduling pass. */
 static bool quota_unlimited(const struct gw_quota *q) {
-        for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++)
-                if (k != GW_QUOTA_MAX_PRIORITY && q->v[k] != GW_QUOTA_UNLIMITED)
+        static const enum gw_quota_key jobs[] = { GW_QUOTA_MAX_GPUS, GW_QUOTA_MAX_PENDING_JOBS,
+                                                  GW_QUOTA_MAX_TIME_LIMIT, GW_QUOTA_MAX_GPU_HOURS_7D };
+        for (size_t i = 0; i < ELEMENTSOF(jobs); i++)
+                if (q->v[jobs[i]] != GW_QUOTA_UNLIMITED)
                         return false;
         return true;
 }

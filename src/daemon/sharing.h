@@ -94,15 +94,18 @@ struct gw_book_request {
 struct gw_book_result {
         int status;
         char field[16];
-        char message[GW_CALENDAR_MSG_SIZE];
+        char message[640];    /* the calendar's words, or Slurm's, with ours around them */
         gw_usec_t nearest_start, nearest_end;
         struct gw_store_booking booking;
 };
 /* Places the request, checks the user's booking quota and the host's booking policy, and
  * stores the booking, which then counts (sharing_book.c).  0, or < 0 with r saying why. */
 int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, struct gw_book_result *r);
-/* Moves the open booking b to state to with note, recorded before it counts (-EIO, b as it
- * was, when the store refused); *ret gets the booking as it now is.  A final state closes it
- * as at its end (gw_sharing_booking_closed): b is not valid afterwards. */
+/* Moves the open booking b to state to with note, recorded before it counts; r->booking gets
+ * the booking as it now is.  An approval places it again (it held nothing while it waited):
+ * -EBUSY, b unchanged and still awaiting approval, r->status 409 with r->message (and the
+ * nearest window that fits, if any) when it no longer fits.  -EIO, b as it was, when the
+ * store refused.  A final state closes it as at its end (gw_sharing_booking_closed): b is
+ * not valid afterwards. */
 int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
-                           const char *note, struct gw_store_booking *ret);
+                           const char *note, struct gw_book_result *r);

@@ -62,7 +62,7 @@ static int book_store(struct gw_daemon *d, struct gw_store_booking *b, char *msg
         }
         if (gw_store_commit(d->store) < 0) {
                 if (hold)
-                        gw_slurm_book_drop(d, b->id);
+                        gw_slurm_book_undo(d, b->id);
                 return -EIO;
         }
         struct gw_sharing *s = d->sharing;
@@ -130,6 +130,7 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         snprintf(b->user, sizeof b->user, "%s", req->user);
         snprintf(b->name, sizeof b->name, "%s", req->name ? req->name : "");
         snprintf(b->note, sizeof b->note, "%s", wait ? qmsg : "");
+        b->created = now;
         char smsg[512] = "";
         int sr = book_store(d, b, smsg, sizeof smsg);
         if (sr == -EIO) {
@@ -142,42 +143,74 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         return 0;
 }
 
-/* On a cluster an approval makes the booking's Slurm reservation; when Slurm cannot, the
- * booking is denied with Slurm's words (in why) instead.  Returns the state to record. */
-static enum gw_booking_state approve_held(struct gw_daemon *d, struct gw_store_booking *b, char *why, size_t n) {
-        struct gw_store_booking as = *b;
-        as.state = GW_BOOKING_APPROVED;
-        if (gw_slurm_book_hold(d, &as, why, n) == 0)
-                return GW_BOOKING_APPROVED;
-        log_warn("booking %lld (%s's): approved, but %s", (long long) b->id, b->user, why);
-        return GW_BOOKING_DENIED;
+/* An approval places the booking again, as a booking made now would be: while it waited it
+ * held nothing, and others may have booked its GPUs and time since.  It takes the GPUs that
+ * are free over its window (not necessarily those it first asked for); when fewer are free,
+ * the approval is refused and the booking keeps waiting, for the admin to deny it or its
+ * owner to release it.  On a cluster Slurm decides, when it is asked for the reservation. */
+static int approve_placed(struct gw_daemon *d, struct gw_store_booking *b, struct gw_book_result *r) {
+        if (d->cfg->backend_slurm) {
+                struct gw_store_booking as = *b;
+                char why[512];
+                as.state = GW_BOOKING_APPROVED;
+                if (gw_slurm_book_hold(d, &as, why, sizeof why) == 0)
+                        return 0;
+                snprintf(r->message, sizeof r->message, "booking %lld cannot be approved: %s; it still awaits "
+                         "approval (deny it, or its owner may release it)", (long long) b->id, why);
+                return -EBUSY;
+        }
+        struct calendar_view v;
+        struct gw_calendar_placement p;
+        struct gw_calendar_request cr = { .ngpus = b->ngpus, .start = b->start, .duration = b->end - b->start,
+                                          .ignore_id = b->id };
+        gw_calendar_view(d, &v);
+        int k = gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
+        gw_calendar_view_free(&v);
+        if (k == 0 && p.verdict == GW_PLACE_FITS) {
+                b->gpu_mask = p.gpu_mask;
+                return 0;
+        }
+        if (k == 0 && p.verdict == GW_PLACE_LATER) {
+                r->nearest_start = p.start;
+                r->nearest_end = p.end;
+        }
+        snprintf(r->message, sizeof r->message, "booking %lld no longer fits: %s; it still awaits approval "
+                 "(deny it, or its owner may release it and book again)", (long long) b->id,
+                 k == 0 ? p.message : "cannot place it");
+        return -EBUSY;
 }
 
 int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
-                           const char *note, struct gw_store_booking *ret) {
+                           const char *note, struct gw_book_result *r) {
         struct gw_store_booking before = *b;
-        char why[512];
-        bool held = false;
-        if (to == GW_BOOKING_APPROVED && b->state == GW_BOOKING_PENDING_APPROVAL && d->cfg->backend_slurm) {
-                to = approve_held(d, b, why, sizeof why);
-                held = to == GW_BOOKING_APPROVED;
-                if (!held)
-                        note = why;
+        memset(r, 0, sizeof *r);
+        bool approving = to == GW_BOOKING_APPROVED && b->state == GW_BOOKING_PENDING_APPROVAL;
+        if (approving && approve_placed(d, b, r) < 0) {
+                *b = before;
+                r->status = 409;
+                log_info("booking %lld (%s's): %s", (long long) b->id, b->user, r->message);
+                return -EBUSY;
         }
+        bool held = approving && d->cfg->backend_slurm;
         b->state = to;
+        /* Over: its Slurm reservation, if it has one, is to go, recorded with the state. */
+        b->resv_drop = gw_booking_state_is_final(to) && gw_slurm_book_held(d, b->id);
         snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0) {
                 *b = before; /* not recorded: not done */
                 if (held)
-                        gw_slurm_book_drop(d, b->id);
+                        gw_slurm_book_undo(d, b->id);
+                r->status = 503;
                 return -EIO;
         }
         log_info("booking %lld (%s's): %s", (long long) b->id, b->user, note);
-        *ret = *b;
+        r->status = 200;
+        r->booking = *b;
         /* Over now, as at its end: its running jobs are stopped by the calendar's rule for a
-         * booking that is over; its queued jobs find it gone and end (the gate is closed). */
+         * booking that is over; its queued jobs find it gone and end (the gate is closed); its
+         * reservation is deleted once they are gone. */
         if (gw_booking_state_is_final(to)) {
-                gw_slurm_book_drop(d, b->id);
+                gw_slurm_book_drop(d, &r->booking);
                 gw_sharing_booking_closed(d);
         }
         d->jobs.sched_dirty = true;

@@ -149,7 +149,7 @@ static void apply(struct eng *e, const struct gw_cal_action *a) {
 
 int gw_sim_cal_tick(struct eng *e, int node) {
         struct view v;
-        struct gw_calendar_params p = {GW_CALENDAR_NO_SHOW_DEFAULT, GW_CALENDAR_WARN_DEFAULT};
+        struct gw_calendar_params p = {.no_show = GW_CALENDAR_NO_SHOW_DEFAULT, .warn_before_end = GW_CALENDAR_WARN_DEFAULT};
         size_t n = 0;
 
         view_node(e, node, &v);

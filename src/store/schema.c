@@ -151,6 +151,10 @@ const char *const gw_store_migrations[] = {
          * --node NAME): it may post that node's snapshots only.  '' = bound to none: every
          * token of scope '' and the agents' tokens made before, which are refused (nodes.h) */
         "ALTER TABLE tokens ADD COLUMN node TEXT NOT NULL DEFAULT '';",
+
+        /* 22: a booking that is over whose Slurm reservation is still to delete (Slurm refuses
+         * while a job runs in it): deleted once its jobs are gone, after a restart too */
+        "ALTER TABLE bookings ADD COLUMN resv_drop INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -4,37 +4,51 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "core/job.h"
 #include "store/store_internal.h"
 
 int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
         int r;
         if (b->id == 0) {
+                if (b->created == 0)
+                        b->created = gw_now_wall();
                 r = gw_store_exec(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, "
-                                     "state, last_used, created, note) "
-                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                                  "issiiiiiiis", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start,
-                                  b->end, (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, gw_now_wall(),
-                                  b->note);
+                                     "state, last_used, created, note, resv_drop) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                  "issiiiiiiisi", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start,
+                                  b->end, (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, b->created,
+                                  b->note, (int64_t) b->resv_drop);
                 if (r == 0)
                         b->id = sqlite3_last_insert_rowid(gw_store_db(s));
         } else
                 r = gw_store_exec(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
-                                     "state = ?6, last_used = ?7, note = ?8 WHERE id = ?1",
-                                  "iiiiiiis", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
-                                  (int64_t) b->state, b->last_used, b->note);
+                                     "state = ?6, last_used = ?7, note = ?8, resv_drop = ?9 WHERE id = ?1",
+                                  "iiiiiiisi", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
+                                  (int64_t) b->state, b->last_used, b->note, (int64_t) b->resv_drop);
         if (r == 0)
                 gw_store_booking_saved(s, b);
         return r;
 }
 
-int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb, void *userdata) {
+int gw_store_booking_resv_dropped(struct gw_store *s, int64_t id) {
+        return gw_store_exec(s, "UPDATE bookings SET resv_drop = 0 WHERE id = ?1", "i", id);
+}
+
+#define BOOKING_COLUMNS "id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, note, " \
+                        "created, resv_drop FROM bookings "
+
+int gw_store_bookings(struct gw_store *s, enum gw_store_bookings_which which, gw_store_booking_cb cb,
+                      void *userdata) {
+        static const char *const sql[] = {
+                [GW_STORE_BOOKINGS_OPEN] = "SELECT " BOOKING_COLUMNS "WHERE state IN (0, 1, 2) ORDER BY start_time, id",
+                [GW_STORE_BOOKINGS_RECENT] = "SELECT " BOOKING_COLUMNS "ORDER BY id DESC LIMIT 1000",
+                [GW_STORE_BOOKINGS_RESV_DROP] = "SELECT " BOOKING_COLUMNS "WHERE resv_drop != 0 ORDER BY id",
+        };
         sqlite3_stmt *st;
-        const char *sql = only_open ? "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
-                                      "note FROM bookings WHERE state IN (0, 1, 2) ORDER BY start_time, id"
-                                    : "SELECT id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, "
-                                      "note FROM bookings ORDER BY id DESC LIMIT 1000";
-        int r = gw_store_prepare(s, sql, &st);
+        if ((unsigned) which >= ELEMENTSOF(sql))
+                return -EINVAL;
+        int r = gw_store_prepare(s, sql[which], &st);
         if (r < 0)
                 return r;
         while (sqlite3_step(st) == SQLITE_ROW) {
@@ -47,6 +61,8 @@ int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb
                         .gpu_mask = (uint64_t) sqlite3_column_int64(st, 7),
                         .state = sqlite3_column_int(st, 8),
                         .last_used = sqlite3_column_int64(st, 9),
+                        .created = sqlite3_column_int64(st, 11),
+                        .resv_drop = sqlite3_column_int(st, 12) != 0,
                 };
                 gw_store_column_text(st, 2, b.user, sizeof b.user);
                 gw_store_column_text(st, 3, b.name, sizeof b.name);

@@ -118,8 +118,17 @@ int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt 
 /* Bookings (struct gw_store_booking: core/sharerec.h). */
 int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b);
 typedef void (*gw_store_booking_cb)(const struct gw_store_booking *b, void *userdata);
-/* only_open: PENDING_APPROVAL, APPROVED, ACTIVE by start; else the latest 1000. */
-int gw_store_bookings(struct gw_store *s, bool only_open, gw_store_booking_cb cb, void *userdata);
+/* Booking id's Slurm reservation is gone: resv_drop cleared. */
+int gw_store_booking_resv_dropped(struct gw_store *s, int64_t id);
+enum gw_store_bookings_which {
+        GW_STORE_BOOKINGS_OPEN,      /* PENDING_APPROVAL, APPROVED, ACTIVE, by start */
+        GW_STORE_BOOKINGS_RECENT,    /* the latest 1000 */
+        GW_STORE_BOOKINGS_RESV_DROP, /* those whose Slurm reservation is still to delete */
+};
+/* Calls cb with each booking of which; 0, or -errno.  An insert by gw_store_booking_save
+ * sets b->created (when 0) and b->id. */
+int gw_store_bookings(struct gw_store *s, enum gw_store_bookings_which which, gw_store_booking_cb cb,
+                      void *userdata);
 
 /* Quota settings: subject "default", "user:NAME" or "group:NAME"; value -1 deletes. */
 int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value);

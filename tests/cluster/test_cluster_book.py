@@ -2,8 +2,9 @@
 accepted by `gpuwardd --backend slurm` holds whole nodes in a Slurm reservation
 (gpuward_book_ID, for the booking's user, over its window), so that Slurm's own scheduler
 keeps every job whose time limit would overlap the window off them, plain sbatch jobs too;
-the user's jobs in the window go into it; cancelling the booking deletes it; a booking
-Slurm cannot hold is refused with its words.  Needs root, network namespaces, slurm-wlm and
+the user's jobs in the window go into it; cancelling the booking deletes it, once the
+booking's jobs have left it when one was running; a booking Slurm cannot hold is refused
+with its words.  Needs root, network namespaces, slurm-wlm and
 munge; exits 77 (skipped) with the reason where they are missing."""
 import json
 import os
@@ -157,6 +158,20 @@ class ClusterBook(unittest.TestCase):
         self.assertTrue(any(f"RUNNING on {res3['Nodes']}" in m for m in msgs), msgs)
         d.cli("cancel", str(jid), user=user.pw_uid)
         d.wait_state(jid, {"CANCELLED", "FAILED", "COMPLETED"}, timeout=30)
+
+        # Released with a job of the booking running in it: Slurm will not delete a reservation
+        # in use, so the job is stopped first and the reservation deleted once the job has left
+        # it (not left to hold the node for nobody until the booking's end).
+        jid = d.submit("--gpus", "1", "--time", "10m", "--reservation", str(b3["id"]), "--", "sleep", "300",
+                       user=user.pw_uid)
+        d.wait_job(jid, lambda j: any(" RUNNING on " in e["message"] for e in j["events"]), timeout=60,
+                   what="the booking's job running in Slurm")
+        d.cli("unreserve", str(b3["id"]), user=user.pw_uid)
+        j = d.wait_state(jid, {"TIMEOUT", "CANCELLED", "FAILED", "COMPLETED"}, timeout=60)
+        self.assertIn("its booking ended early", j.get("reason") or "", j)
+        name3 = f"gpuward_book_{b3['id']}"
+        gwtest.wait_until(lambda: reservation(c, name3) is None, 60, what=f"reservation {name3} deleted")
+        self.assertIn(f"Slurm reservation {name3} deleted", d.daemon_log())
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ class AgentTokenControllerTest(ControllerTest):
         try:
             u = users.add("u")
             ask = lambda n: json.loads(self.d.raw_as(u.pw_uid, "POST", "/api/v1/bookings", json.dumps(
-                {"ngpus": n, "start": "2099-01-05T09:00:00Z", "duration": "1h"}).encode())[1])
+                {"ngpus": n, "start": "now+20d", "duration": "1h"}).encode())[1])
             b = ask(1)
             self.assertEqual(b.get("state"), "PENDING_APPROVAL", b)
             self.assertIn("no node's agent has reported them yet", b["note"])

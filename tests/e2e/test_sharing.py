@@ -123,7 +123,10 @@ class BookingQuotaTest(DaemonTest):
         st, b = self.book(ngpus=1, start=now + 3600, duration=3 * 3600)
         self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
         self.assertIn("max_booking_hours", b["note"])
-        # Overlapping one's own booking beyond max_booking_gpus: waits for an admin too.
+        # Overlapping one's own approved booking beyond max_booking_gpus: waits for an admin
+        # too.  (The one awaiting approval holds nothing, so it does not count.)
+        st, b1 = self.book(ngpus=1, start=now + 2 * 3600, duration=3600)
+        self.assertEqual((st, b1["state"]), (201, "APPROVED"), b1)
         st, b2 = self.book(ngpus=2, start=now + 2 * 3600, duration=3600)
         self.assertEqual((st, b2["state"]), (201, "PENDING_APPROVAL"), b2)
         self.assertIn("already booked at the same time", b2["note"])

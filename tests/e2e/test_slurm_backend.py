@@ -1,5 +1,6 @@
 """gpuwardd --backend slurm against fake Slurm commands (tests/fakes/slurm: sbatch records who
-ran it and with what, squeue prints what the test writes, scancel logs its arguments): the
+ran it and with what, squeue prints what the test writes, scancel and scontrol log their
+arguments, scontrol refuses a deletion while told the reservation is in use): the
 executor's side of the contract on any host, without a cluster.  The real cluster test is
 tests/cluster/test_cluster_backend.py."""
 import json
@@ -7,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 import gwtest
@@ -169,6 +171,48 @@ class SlurmBackend(gwtest.DaemonTest):
         self.assertFalse(os.path.exists(os.path.join(self.sdir, "sbatch.2")), "not submitted twice")
         self.squeue("1|COMPLETED|0|node3|None")
         self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def scontrols(self, verb):
+        try:
+            with open(os.path.join(self.sdir, "scontrol.log")) as f:
+                return [line for line in f.read().splitlines() if line.split(" ", 1)[0] == verb]
+        except FileNotFoundError:
+            return []
+
+    def test_a_released_booking_deletes_its_reservation_once_its_job_is_gone(self):
+        """Slurm refuses to delete a reservation a job runs in: released, the booking's job is
+        stopped first, the reservation deleted once the job is gone, tried again while Slurm
+        refuses (said once a run, not at each try), after a restart too."""
+        in_use = os.path.join(self.sdir, "scontrol.in-use")
+        open(in_use, "w").close()
+        st, b = self.d.api("POST", "/api/v1/bookings", {"ngpus": 1, "start": time.time() + 1, "duration": 3600})
+        self.assertEqual((st, b.get("state")), (201, "APPROVED"), b)
+        name = f"gpuward_book_{b['id']}"
+        self.assertTrue(any(f"ReservationName={name}" in c for c in self.scontrols("create")), self.scontrols("create"))
+        jid = self.d.submit("--gpus", "1", "--retries", "0", "--time", "2h", "--reservation", b["id"], "--",
+                            "sleep", "300")
+        self.assertIn(f"--reservation={name}", self.sbatch_call(1)[2])
+        self.squeue("1|RUNNING|0|node1|None")
+        self.wait_msg(jid, "RUNNING on node1")
+
+        self.d.cli("unreserve", b["id"])
+        wait_until(lambda: any(c.split()[-1:] == ["1"] for c in self.scancels()), what="the job scancelled")
+        self.assertEqual(self.scontrols("delete"), [], "no deletion while its job runs in it")
+        self.squeue("1|CANCELLED|15|node1|None")
+        self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED", "TIMEOUT"})
+        refused = f"Slurm refuses to delete reservation {name} yet"
+        wait_until(lambda: len(self.scontrols("delete")) >= 2, what="the deletion tried again")
+        self.assertEqual(self.d.daemon_log().count(refused), 1, "said once, not at each try")
+
+        # Restarted while Slurm still refuses: the deletion is still to do.
+        self.d.stop()
+        tried = len(self.scontrols("delete"))
+        self.d.start()
+        wait_until(lambda: len(self.scontrols("delete")) > tried, what="the deletion tried after the restart")
+        os.unlink(in_use)
+        wait_until(lambda: f"Slurm reservation {name} deleted" in self.d.daemon_log(), what="the reservation deleted")
+        self.assertEqual(self.scontrols("delete")[-1], f"delete ReservationName={name}")
+        self.assertEqual(self.d.daemon_log().count(refused), 2, "once a run")
 
     def test_the_head_nodes_gpus_do_not_limit_a_job(self):
         jid = self.submit("true", extra=("--gpus", "8"))   # the daemon's host has 4

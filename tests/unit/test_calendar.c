@@ -121,12 +121,13 @@ static void overlapping_bookings(void **state) {
         (void) state;
         world_init(&w, 4, 0);
         add_booking(&w, 1, M(0) | M(1), SAT + 9 * HOUR, SAT + 13 * HOUR, GW_BOOKING_APPROVED);
-        add_booking(&w, 2, M(2), SAT + 11 * HOUR, SAT + 14 * HOUR, GW_BOOKING_PENDING_APPROVAL);
-        /* Ended, released and denied bookings hold nothing. */
+        add_booking(&w, 2, M(2), SAT + 11 * HOUR, SAT + 14 * HOUR, GW_BOOKING_APPROVED);
+        /* Ended, released and denied bookings hold nothing, nor those awaiting approval. */
         add_booking(&w, 3, 0xf, SAT + 8 * HOUR, SAT + 20 * HOUR, GW_BOOKING_DENIED);
         add_booking(&w, 4, 0xf, SAT + 8 * HOUR, SAT + 20 * HOUR, GW_BOOKING_RELEASED);
         add_booking(&w, 5, 0xf, FRI, FRI + HOUR, GW_BOOKING_ENDED);
         add_booking(&w, 6, M(3), SAT + 20 * HOUR, SAT + 21 * HOUR, GW_BOOKING_ACTIVE);
+        add_booking(&w, 7, 0xf, SAT, SAT + 3650 * DAY, GW_BOOKING_PENDING_APPROVAL);
 
         /* Windows are half-open: 10:00-11:00 on GPU 2 does not touch booking 2 at 11:00. */
         p = place(&w, 2, SAT + 10 * HOUR, HOUR);
@@ -319,15 +320,14 @@ static void scheduler_view(void **state) {
         size_t n = 0;
         struct gw_cal_window win[8];
         assert_int_equal(gw_calendar_windows(&w.in, NOW, NOW + DAY, win, N_ELEMS(win), &n), 0);
-        assert_int_equal(n, 5);
+        assert_int_equal(n, 4); /* not booking 13's: awaiting approval, it holds nothing */
         assert_int_equal(win[0].gpu, 0);
         assert_int_equal(win[0].booking_id, 12);
         assert_int_equal(win[1].gpu, 1);
-        assert_int_equal(win[1].booking_id, 13);
-        assert_int_equal(win[2].booking_id, 12);
-        assert_int_equal(win[3].gpu, 2);
-        assert_int_equal(win[4].gpu, 3);
-        assert_int_equal(gw_calendar_windows(&w.in, NOW, NOW + DAY, win, 4, &n), -ENOBUFS);
+        assert_int_equal(win[1].booking_id, 12);
+        assert_int_equal(win[2].gpu, 2);
+        assert_int_equal(win[3].gpu, 3);
+        assert_int_equal(gw_calendar_windows(&w.in, NOW, NOW + DAY, win, 3, &n), -ENOBUFS);
 }
 
 static size_t tick(const struct world *w, gw_usec_t now, struct gw_cal_action *a, size_t cap) {
@@ -428,7 +428,9 @@ static void drained_before_start(void **state) {
         (void) state;
         world_init(&w, 4, M(1));
         add_booking(&w, 12, M(0) | M(1), SAT, SAT + HOUR, GW_BOOKING_APPROVED);
-        add_booking(&w, 13, M(1) | M(2), SAT, SAT + HOUR, GW_BOOKING_PENDING_APPROVAL);
+        add_booking(&w, 13, M(1) | M(2), SAT, SAT + HOUR, GW_BOOKING_APPROVED);
+        /* Awaiting approval: holds nothing, so nothing to repair (GPUs chosen at approval). */
+        add_booking(&w, 14, M(1), SAT, SAT + HOUR, GW_BOOKING_PENDING_APPROVAL);
         /* GPU 3 is free over SAT..SAT+1h; only one of the two bookings can have it. */
         assert_int_equal(tick(&w, NOW, a, N_ELEMS(a)), 2);
         assert_int_equal(a[0].kind, GW_CAL_REASSIGN);
@@ -621,6 +623,50 @@ static void chart_marks_what_it_cannot_draw(void **state) {
         assert_null(strstr(buf, "job 116  predicted Fri 15:48-15:50  (not drawn"));
 }
 
+/* A booking awaiting approval holds nothing: others are placed over it, it counts in no
+ * user's booked GPUs, and it is denied once unanswered for pending_ttl (or at its end). */
+static void pending_holds_nothing(void **state) {
+        struct world w;
+        struct gw_cal_action a[16];
+        struct gw_calendar_params p = {.no_show = 0, .warn_before_end = 0, .pending_ttl = 7 * DAY};
+        size_t n = 0;
+
+        (void) state;
+        world_init(&w, 4, 0);
+        struct gw_booking *b = add_booking(&w, 1, M(0) | M(1) | M(2), NOW + 6 * HOUR, NOW + 3650 * DAY,
+                                           GW_BOOKING_PENDING_APPROVAL);
+        b->created = NOW;
+        struct gw_calendar_placement pl = place(&w, 3, NOW + 7 * HOUR, HOUR);
+        assert_int_equal(pl.verdict, GW_PLACE_FITS);
+        assert_int_equal(pl.gpu_mask, M(0) | M(1) | M(2));
+        assert_int_equal(gw_calendar_user_booked_gpus(w.b, w.in.n_bookings, 1000, NOW, NOW + DAY, 0), 0);
+        /* Approving it: placed again, ignoring itself; another booking now in the way. */
+        add_booking(&w, 2, M(1) | M(2), NOW + 7 * HOUR, NOW + 8 * HOUR, GW_BOOKING_APPROVED);
+        struct gw_calendar_request req = {.ngpus = 3, .start = b->start, .duration = b->end - b->start,
+                                          .ignore_id = 1};
+        assert_int_equal(gw_calendar_place(&w.in, &req, test_fmt, NULL, &pl), 0);
+        assert_int_not_equal(pl.verdict, GW_PLACE_FITS);
+        w.in.n_bookings = 1;
+        /* Unanswered: denied at the TTL, not before; 0 turns it off. */
+        assert_int_equal(gw_calendar_tick(&w.in, NOW + 7 * DAY - SEC, &p, a, N_ELEMS(a), &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(gw_calendar_tick(&w.in, NOW + 7 * DAY, &p, a, N_ELEMS(a), &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(a[0].kind, GW_CAL_EXPIRE_UNANSWERED);
+        assert_int_equal(a[0].booking_id, 1);
+        assert_int_equal(a[0].new_state, GW_BOOKING_DENIED);
+        p.pending_ttl = 0;
+        assert_int_equal(gw_calendar_tick(&w.in, NOW + 7 * DAY, &p, a, N_ELEMS(a), &n), 0);
+        assert_int_equal(n, 0);
+        /* Its creation unknown (older records): only its end denies it. */
+        p.pending_ttl = 7 * DAY;
+        b->created = 0;
+        assert_int_equal(gw_calendar_tick(&w.in, NOW + 8 * DAY, &p, a, N_ELEMS(a), &n), 0);
+        assert_int_equal(n, 0);
+        assert_true(gw_booking_state_is_open(GW_BOOKING_PENDING_APPROVAL));
+        assert_false(gw_booking_state_holds_capacity(GW_BOOKING_PENDING_APPROVAL));
+}
+
 static void names(void **state) {
         (void) state;
         assert_string_equal(gw_booking_state_name(GW_BOOKING_PENDING_APPROVAL), "PENDING_APPROVAL");
@@ -644,6 +690,7 @@ int main(void) {
                 cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart), cmocka_unit_test(chart_draws_short_items),
                 cmocka_unit_test(chart_marks_what_it_cannot_draw),
                 cmocka_unit_test(names), cmocka_unit_test(free_for_matches_the_rule),
+                cmocka_unit_test(pending_holds_nothing),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

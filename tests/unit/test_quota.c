@@ -141,6 +141,13 @@ static void resolution_order(void **state) {
         assert_int_equal(src[GW_QUOTA_MAX_PENDING_JOBS], GW_QUOTA_FROM_DEFAULT);
         assert_true(r.v[GW_QUOTA_MAX_GPU_HOURS_7D] == GW_QUOTA_UNLIMITED);
         assert_int_equal(src[GW_QUOTA_MAX_GPU_HOURS_7D], GW_QUOTA_FROM_NONE);
+        /* Set nowhere: how far ahead one may book is bounded all the same (30 days). */
+        assert_int_equal(r.v[GW_QUOTA_BOOKING_HORIZON_HOURS], 30 * 24 * HOUR);
+        assert_int_equal(src[GW_QUOTA_BOOKING_HORIZON_HOURS], GW_QUOTA_FROM_BUILTIN);
+        set(&deflt, "booking_horizon_hours=unlimited");
+        gw_quota_resolve(&user, groups, 3, &deflt, &r, src);
+        assert_true(r.v[GW_QUOTA_BOOKING_HORIZON_HOURS] == GW_QUOTA_UNLIMITED);
+        assert_int_equal(src[GW_QUOTA_BOOKING_HORIZON_HOURS], GW_QUOTA_FROM_DEFAULT);
 
         /* Without the user entry: max over groups (4), whatever their order. */
         const struct gw_quota *rev[] = {&lab, &students};
