@@ -186,13 +186,36 @@ static int attempt_indent(long long k) {
         return 2 + (int) strlen("attempt ") + snprintf(num, sizeof(num), "%lld", k) + 2;
 }
 
-static void put_resumed(long long k, const char *verb, const char *path, long long epoch) {
+/* What the daemon saw of an attempt offered a checkpoint, from its "resumed" or
+ * "started_over" event (written at the attempt's first epoch) between start and end: the
+ * kind, or NULL when it wrote no epoch (or is not a training the daemon follows). */
+static const char *resume_seen(const json_t *job, double start, double end) {
+        const json_t *events = json_object_get(job, "events"), *ev;
+        size_t i;
+        const char *kind = NULL;
+        json_array_foreach(events, i, ev) {
+                const char *k = cli_jstr(ev, "kind");
+                double t = cli_jnum(ev, "time");
+                if (k && (!strcmp(k, "resumed") || !strcmp(k, "started_over")) && isfinite(t) && t >= start &&
+                    !(isfinite(end) && t > end))
+                        kind = k;
+        }
+        return kind;
+}
+
+/* "resumed from CKPT (epoch 3)" only when the daemon saw the attempt continue from it. */
+static void put_resumed(long long k, bool waiting, const char *seen, const char *path, long long epoch) {
         struct cli_text l;
         if (!path || !*path || !line_begin(&l))
                 return;
+        const char *verb = waiting ? "will resume from" : seen && !strcmp(seen, "resumed") ? "resumed from" : "offered";
         fprintf(l.f, "%*s%s %s", attempt_indent(k), "", verb, path);
         if (epoch >= 0)
                 fprintf(l.f, " (epoch %lld)", epoch);
+        if (!waiting && seen && !strcmp(seen, "started_over"))
+                fputs(": started over instead (the started_over event says why)", l.f);
+        else if (!waiting && !seen)
+                fputs(": no epoch of it seen, so not known to have resumed", l.f);
         line_end(&l);
 }
 
@@ -209,7 +232,8 @@ static void put_where(const json_t *a, long long k) {
 }
 
 /* A finished attempt; outcome is how it ended. */
-static void put_finished(const json_t *a, long long k, const char *outcome, long long prev_epoch, time_t now) {
+static void put_finished(const json_t *job, const json_t *a, long long k, const char *outcome, long long prev_epoch,
+                         time_t now) {
         const char *cls = cli_jstr(a, "class");
         const char *evidence = cli_jstr(a, "evidence");
         struct cli_text l;
@@ -225,7 +249,8 @@ static void put_finished(const json_t *a, long long k, const char *outcome, long
                 fprintf(l.f, "  \"%s\"", evidence);
         line_end(&l);
         put_where(a, k);
-        put_resumed(k, "resumed from", cli_jstr(a, "resumed_from"), prev_epoch);
+        put_resumed(k, false, resume_seen(job, cli_jnum(a, "start_time"), cli_jnum(a, "end_time")),
+                    cli_jstr(a, "resumed_from"), prev_epoch);
 }
 
 /* The attempt being made now, when it is not among the finished ones. */
@@ -256,7 +281,8 @@ static void put_current(const json_t *job, long long k, double prev_end, long lo
                 fputs(state ? state : "-", l.f);
         }
         line_end(&l);
-        put_resumed(k, waiting ? "will resume from" : "resumed from", cli_jstr(job, "resume_from"), prev_epoch);
+        put_resumed(k, waiting, waiting ? NULL : resume_seen(job, cli_jnum(job, "start_time"), NAN),
+                    cli_jstr(job, "resume_from"), prev_epoch);
 }
 
 /* "Attempts:", one line per finished attempt and one for the current attempt, once a job
@@ -279,7 +305,7 @@ static void show_attempts(const json_t *job, time_t now) {
                 long long k = 0, epoch = -1;
                 (void) cli_jint(a, "attempt", &k);
                 /* The job's own state tells best how its last attempt ended. */
-                put_finished(a, k, final && k == cur && state ? state : attempt_outcome(cli_jstr(a, "class")),
+                put_finished(job, a, k, final && k == cur && state ? state : attempt_outcome(cli_jstr(a, "class")),
                              prev_epoch, now);
                 prev_epoch = cli_jint(a, "epoch", &epoch) ? epoch : -1;
                 prev_end = cli_jnum(a, "end_time");

@@ -23,7 +23,9 @@
 #include "base/log.h"
 #include "core/leak_respond.h"
 #include "core/progress.h"
+#include "core/resume_check.h"
 #include "daemon/training.h"
+#include "daemon/resume.h"
 #include "daemon/training_int.h"
 #include "daemon/userfile.h"
 #include "store/epochs.h"
@@ -255,6 +257,25 @@ static size_t new_epochs(struct gw_daemon *d, const struct gw_djob *dj, struct g
         return measurable;
 }
 
+/* A retry offered a checkpoint: at the first epoch its run shows, whether it continued from
+ * it or started over, as an event (core/resume_check.h), so that "resumed from" is claimed
+ * only when it happened. */
+static void tell_resume(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t, long epoch) {
+        const struct gw_job *j = dj->job;
+        t->resume_told = true;
+        _cleanup_free_ char *given = gw_resume_run_dir(j->resume_from);
+        struct gw_resume_seen seen = {
+                .given_run = given, .run = t->run_dir, .epoch = epoch,
+                .reached = dj->last_mark.valid ? dj->last_mark.epoch : -1,
+                .offer = j->resume_cmd ? GW_RESUME_BY_CMD : j->yolo ? GW_RESUME_BY_ARG : GW_RESUME_BY_ENV,
+        };
+        char msg[GW_RESUME_CHECK_MAX];
+        enum gw_resume_verdict v = gw_resume_judge(&seen, msg, sizeof msg);
+        log_info("job %lld: attempt %d %s", (long long) j->id, j->attempt, msg);
+        if (gw_store_job_event(d->store, j->id, j->state, v == GW_RESUME_CONTINUED ? "resumed" : "started_over", msg) < 0)
+                log_warn("job %lld: cannot record its resume: %s", (long long) j->id, gw_store_errmsg(d->store));
+}
+
 /* Re-reads results.csv when it changed.  Returns how many new epochs can be measured. */
 static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t, gw_usec_t now) {
         const struct gw_job *j = dj->job;
@@ -295,6 +316,8 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
                 best_of(&r, r.n_rows - 1, &t->best_epoch_before, &t->best_map_before);
         }
         gw_results_free(&r);
+        if (!t->resume_told && j->attempt > 1 && j->resume_from && done > 0)
+                tell_resume(d, dj, t, done);
         return new_epochs(d, dj, t, done, t->results_mtime);
 }
 

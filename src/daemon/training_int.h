@@ -90,6 +90,7 @@ struct gw_train {
         struct gw_leak_verdict leak;
         bool leak_flagged;               /* the newest verdict says leak */
         bool leak_reported;              /* its "leak" event was written (once per attempt) */
+        bool resume_told;                /* a retry's "resume" verdict was written (once per attempt) */
         bool restart_pending;            /* policy restart: stop after the next checkpoint */
         bool restart_sent;               /* stopped for a leak restart: recovery retries it */
         char leak_evidence[GW_LEAK_EVIDENCE_MAX];

@@ -172,6 +172,40 @@ class OwnEvidenceOnlyTest(DaemonTest):
         self.assertEqual(best["epoch"], 2, best)
 
 
+class ResumeSaidTrulyTest(DaemonTest):
+    """A retry is offered its checkpoint; whether it resumed is said from what its run shows at
+    its first epoch, never assumed."""
+    gpus = 1
+
+    def crash_then_retry(self, name, **kw):
+        fault = os.path.join(self.d.work, f"fault-{name}")
+        jid = self.d.submit_api([TRAINER, "epochs=3", f"name={name}", "--epoch-seconds", "1",
+                                 "--crash-at-epoch", "2", "--fault-once", fault], 300, retries=1, **kw)
+        return jid, self.d.wait_state(jid, "COMPLETED", timeout=60)
+
+    def test_a_command_that_ignores_the_checkpoint_started_over(self):
+        # No --yolo: the retry is given GPUWARD_RESUME_FROM, which this command never reads.
+        jid, j = self.crash_then_retry("ign")
+        self.assertTrue(j["attempts"][1]["resumed_from"].endswith("runs/detect/ign/weights/last.pt"), j["attempts"])
+        ev = events_of(j, "started_over")
+        self.assertEqual(len(ev), 1, j["events"])
+        self.assertIn("started over, not resumed: epoch 1 written in another run, ign2", ev[0]["message"])
+        self.assertIn("GPUWARD_RESUME_FROM was set, but its command does not read it", ev[0]["message"])
+        self.assertFalse(events_of(j, "resumed"), j["events"])
+        show = self.d.cli("show", str(jid)).stdout
+        self.assertRegex(show, r"offered \S+/runs/detect/ign/weights/last\.pt \(epoch 1\): started over instead")
+        self.assertNotIn("resumed from", show)
+
+    def test_an_ultralytics_retry_continued(self):
+        jid, j = self.crash_then_retry("cont", yolo=True)
+        ev = events_of(j, "resumed")
+        self.assertEqual(len(ev), 1, j["events"])
+        self.assertEqual(ev[0]["message"], "continued from its checkpoint (epoch 1 by the attempt before): "
+                                           "epoch 2 written in its run cont")
+        self.assertFalse(events_of(j, "started_over"), j["events"])
+        self.assertRegex(self.d.cli("show", str(jid)).stdout, r"resumed from \S+/runs/detect/cont/weights/last\.pt \(epoch 1\)\n")
+
+
 IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1
 
 

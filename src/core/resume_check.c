@@ -1,0 +1,52 @@
+#include "core/resume_check.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *last_part(const char *path) {
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        return slash ? slash + 1 : path ? path : "";
+}
+
+static const char *offer_said(enum gw_resume_offer o) {
+        switch (o) {
+        case GW_RESUME_BY_ARG:
+                return "resume= was added to its command";
+        case GW_RESUME_BY_CMD:
+                return "its --resume-cmd ran";
+        default:
+                return "GPUWARD_RESUME_FROM was set";
+        }
+}
+
+/* What would make the next retry resume: a command that ignored the offer needs one. */
+static const char *fix_for(enum gw_resume_offer o) {
+        switch (o) {
+        case GW_RESUME_BY_ARG:
+                return "Ultralytics did not take resume= (was the checkpoint a finished run's?)";
+        case GW_RESUME_BY_CMD:
+                return "its --resume-cmd must pass \"$GPUWARD_RESUME_FROM\" to the trainer";
+        default:
+                return "its command does not read it: give the job --resume-cmd (e.g. 'python3 train.py --resume "
+                       "\"$GPUWARD_RESUME_FROM\"'), or read it in the script (README: two lines for "
+                       "model.train())";
+        }
+}
+
+enum gw_resume_verdict gw_resume_judge(const struct gw_resume_seen *s, char *msg, size_t n) {
+        bool same = s->given_run && s->run && !strcmp(s->given_run, s->run);
+        char reached[48] = "";
+        if (s->reached >= 0)
+                snprintf(reached, sizeof reached, " (epoch %lld by the attempt before)", (long long) s->reached);
+        if (same && s->epoch > 1) {
+                snprintf(msg, n, "continued from its checkpoint%s: epoch %ld written in its run %s", reached, s->epoch,
+                         last_part(s->run));
+                return GW_RESUME_CONTINUED;
+        }
+        snprintf(msg, n, "started over, not resumed: epoch %ld written in %s%s, not continued from its checkpoint%s; "
+                         "%s, but %s",
+                 s->epoch, same ? "its run " : "another run, ", last_part(s->run), reached, offer_said(s->offer),
+                 fix_for(s->offer));
+        return GW_RESUME_STARTED_OVER;
+}
