@@ -16,7 +16,7 @@ ATTEMPT = ["attempt", "gpus", "start_time", "end_time", "class", "evidence", "re
 EVENT = ["time", "state", "kind", "message"]
 BOOKING = ["id", "user", "uid", "name", "ngpus", "gpus", "start", "end", "state", "note"]
 SEGMENT = ["gpu", "start", "end", "kind", "id", "booking", "label"]
-TOKEN = ["id", "user", "name", "created", "last_used", "expires", "expired", "scope"]
+TOKEN = ["id", "user", "name", "created", "last_used", "expires", "expired", "scope", "node"]
 QUOTA_KEYS = ["max_gpus", "max_pending_jobs", "max_time_limit", "max_gpu_hours_7d", "max_booking_hours",
               "max_booking_gpus", "booking_horizon_hours", "max_priority"]
 USAGE_USER = ["user", "uid", "jobs", "gpu_hours", "util_mean", "reclaimed_gpu_hours", "states"]
@@ -90,7 +90,7 @@ class ApiFieldsTest(DaemonTest):
         for s in sched["segments"]:
             self.assertEqual(list(s), SEGMENT)
         st, t = d.api("POST", "/api/v1/tokens", {"name": "ci", "expires": "30d"})
-        self.assertEqual((st, list(t)), (201, ["id", "user", "name", "token", "expires", "scope"]), t)
+        self.assertEqual((st, list(t)), (201, ["id", "user", "name", "token", "expires", "scope", "node"]), t)
         self.assertEqual([list(x) for x in self.get("/api/v1/tokens")["tokens"]], [TOKEN])
         self.assertEqual(d.api("POST", "/api/v1/quota", {"subject": "default", "settings": ["max_gpus=3"]})[0], 200)
         q = self.get("/api/v1/quota")

@@ -181,7 +181,7 @@ class TokenTest(DaemonTest):
         for body, field, message in (({"name": 5}, "name", "name: must be a string"),
                                      ({"name": ["ci"]}, "name", "name: must be a string"),
                                      ({"name": "ci", "bogus": 1}, "bogus",
-                                      "bogus: not a field of a token (it takes name, expires, scope; docs/API.md)"),
+                                      "bogus: not a field of a token (it takes name, expires, scope, node; docs/API.md)"),
                                      ({"expire": "30d"}, "expire", "expire: not a field of a token")):
             st, r = self.d.api("POST", "/api/v1/tokens", body)
             self.assertEqual((st, r["field"]), (400, field), (body, r))
