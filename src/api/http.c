@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -49,6 +50,7 @@ struct gw_http_conn {
         struct MHD_Connection *mhd_conn;
         char *body;
         size_t len, cap;
+        bool began;                /* on_access has seen the request's headers */
         bool suspended;
         bool resumed;
         bool has_cred;
@@ -213,22 +215,35 @@ static bool conn_refused(struct MHD_Connection *conn) {
         return ci && ci->socket_context == REFUSED;
 }
 
+/* A request's context, made when its request line is read (on_request_line): from then on
+ * on_mhd_log can find it. */
+static struct gw_http_conn *conn_new(struct gw_http_server *srv, struct MHD_Connection *conn) {
+        struct gw_http_conn *c = gw_xcalloc(1, sizeof *c);
+        c->srv = srv;
+        c->mhd_conn = conn;
+        c->next = srv->conns;
+        if (srv->conns)
+                srv->conns->prev = c;
+        srv->conns = c;
+        return c;
+}
+
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
+        (void) uri;
+        return conn_new(cls, conn);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
         struct gw_http_server *srv = cls;
         struct gw_http_conn *c = *con_cls;
-        if (!c) {
+        if (!c) /* on_request_line made it; defensive */
+                c = *con_cls = conn_new(srv, conn);
+        if (!c->began) {
+                c->began = true;
                 if (srv->unix_door && conn_refused(conn))
                         return MHD_NO; /* over its uid's cap: already answered 429 */
-                c = gw_xcalloc(1, sizeof *c);
-                c->srv = srv;
-                c->mhd_conn = conn;
-                *con_cls = c;
-                c->next = srv->conns;
-                if (srv->conns)
-                        srv->conns->prev = c;
-                srv->conns = c;
                 if (srv->unix_door)
                         conn_read_cred(c);
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -346,6 +361,52 @@ static size_t unescape_no_nul(void *cls, struct MHD_Connection *c, char *s) {
         return (size_t) (w - s);
 }
 
+/* The request whose headers libmicrohttpd is judging now: headers read, not yet seen by
+ * on_access, no reply queued.  It reads one connection's headers and calls on_access on them
+ * with nothing in between, so there is one such request at most; NULL when none or unclear. */
+static struct gw_http_conn *conn_judged_now(struct gw_http_server *srv) {
+        struct gw_http_conn *found = NULL;
+        for (struct gw_http_conn *c = srv->conns; c; c = c->next) {
+                if (c->began || !MHD_get_connection_info(c->mhd_conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) ||
+                    MHD_get_connection_info(c->mhd_conn, MHD_CONNECTION_INFO_HTTP_STATUS))
+                        continue;
+                if (found)
+                        return NULL;
+                found = c;
+        }
+        return found;
+}
+
+/* libmicrohttpd 0.9.75 (Debian 12's) answers a request whose Content-Length it cannot read
+ * (not a number, or past 64 bits) with an error of its own, then goes on as if the headers
+ * were fine and queues that reply's status line and headers a second time: the client reads
+ * two replies on one request.  It logs the fault before it queues anything, so the reply is
+ * sent from here, once, and the socket shut for writing: what libmicrohttpd sends after it
+ * fails (EPIPE) and it closes the connection.  Its other messages are not logged: they are
+ * about single requests or connections that a client controls, and they are answered. */
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        struct gw_http_server *srv = cls;
+        if (!srv->mhd) { /* still starting: why it cannot */
+                char msg[512];
+                (void) vsnprintf(msg, sizeof msg, fmt, ap);
+                msg[strcspn(msg, "\n")] = '\0';
+                log_warn("libmicrohttpd: %s", msg);
+                return;
+        }
+        bool too_large = strstr(fmt, "Too large value of 'Content-Length' header");
+        if (!too_large && !strstr(fmt, "Failed to parse `Content-Length' header"))
+                return;
+        struct gw_http_conn *c = conn_judged_now(srv);
+        int fd = c ? conn_fd_of(c->mhd_conn) : -1;
+        if (fd < 0)
+                return;
+        if (too_large)
+                send_raw_reply(fd, "413 Content Too Large", "request body larger than 1 MiB");
+        else
+                send_raw_reply(fd, "400 Bad Request", "Content-Length: not a number of bytes");
+        c->began = true; /* answered */
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
         struct gw_http_server *srv = cls;
@@ -379,7 +440,9 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
          * maps and unmaps it for each connection, and the unmap's TLB flush and the faults that
          * follow were a tenth of each `gpuward submit` (one connection each) on a small VM.
          * Bodies do not live there (on_access copies them out), only headers and buffers. */
-        srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, srv,
+        srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                    on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+                                    MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv,
                                     MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                     srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT,
                                     (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
