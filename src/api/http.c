@@ -17,6 +17,8 @@
 #include "api/peeruid.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/lograte.h"
+#include "base/time.h"
 
 /* Connections one uid may hold on each door (gw_http_set_max_per_uid); 0 = no cap. */
 static unsigned max_per_uid = GW_HTTP_DEFAULT_MAX_PER_UID;
@@ -24,7 +26,12 @@ static unsigned max_per_uid = GW_HTTP_DEFAULT_MAX_PER_UID;
 struct uid_count {
         uid_t uid;
         unsigned n;
+        struct gw_lograte refusals; /* connections refused over the cap, for the log */
 };
+
+/* A uid over the cap may open thousands of connections a second, each refused: the first
+ * refusal is logged, the rest counted and summed up at most once a period. */
+#define REFUSAL_LOG_PERIOD (60 * GW_USEC_PER_SEC)
 
 struct gw_http_server {
         struct MHD_Daemon *mhd;
@@ -309,6 +316,47 @@ static bool conn_uid(const struct gw_http_server *srv, int fd, uid_t *ret_uid) {
         return true;
 }
 
+static const char *door_name(const struct gw_http_server *srv) { return srv->unix_door ? "Unix socket" : "TCP port"; }
+
+static void log_refusal(struct gw_http_server *srv, struct uid_count *u, const char *msg) {
+        uint64_t quiet;
+        if (!gw_lograte_event(&u->refusals, REFUSAL_LOG_PERIOD, gw_now_mono(), &quiet))
+                return;
+        char before[96] = "";
+        if (quiet)
+                snprintf(before, sizeof before, " (%llu more refused before this one)", (unsigned long long) quiet);
+        log_warn("refused a connection on the %s: %s%s; more refused connections of uid %u are counted and logged "
+                 "at most once a minute",
+                 door_name(srv), msg, before, (unsigned) u->uid);
+}
+
+/* The counted refusals' summaries that are due (all of them, whatever the time, when the
+ * server stops). */
+static void log_refusal_summaries(struct gw_http_server *srv, bool all) {
+        gw_usec_t now = gw_now_mono();
+        for (size_t i = 0; i < srv->n_uids; i++) {
+                struct uid_count *u = &srv->uids[i];
+                uint64_t quiet;
+                gw_usec_t span;
+                if (all ? !gw_lograte_take(&u->refusals, now, &quiet, &span)
+                        : !gw_lograte_flush(&u->refusals, REFUSAL_LOG_PERIOD, now, &quiet, &span))
+                        continue;
+                log_warn("uid %u: %llu more connection%s refused on the %s over the cap of %u in the last %lld s",
+                         (unsigned) u->uid, (unsigned long long) quiet, quiet == 1 ? "" : "s", door_name(srv),
+                         max_per_uid, (long long) ((span + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC));
+        }
+}
+
+static gw_usec_t refusal_summary_due(const struct gw_http_server *srv) {
+        gw_usec_t due = GW_USEC_INFINITY;
+        for (size_t i = 0; i < srv->n_uids; i++) {
+                gw_usec_t t = gw_lograte_due(&srv->uids[i].refusals, REFUSAL_LOG_PERIOD);
+                if (t < due)
+                        due = t;
+        }
+        return due;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
         struct gw_http_server *srv = cls;
@@ -330,7 +378,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 char msg[160];
                 snprintf(msg, sizeof msg, "uid %u already holds %u connections to gpuwardd (max-connections-per-user)",
                          (unsigned) uid, u->n);
-                log_warn("refused a connection on the %s: %s", srv->unix_door ? "Unix socket" : "TCP port", msg);
+                log_refusal(srv, u, msg);
                 send_raw_reply(fd, "429 Too Many Requests", msg);
                 /* It is closed at its first request (on_access), or idle after a second. */
                 (void) MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned) 1);
@@ -472,6 +520,7 @@ struct gw_http_server *gw_http_stop(struct gw_http_server *srv) {
                 }
         MHD_stop_daemon(srv->mhd);
         (void) close(srv->listen_fd);
+        log_refusal_summaries(srv, true);
         free(srv->uids);
         free(srv);
         return NULL;
@@ -482,23 +531,35 @@ int gw_http_fd(struct gw_http_server *srv) {
         return di ? di->epoll_fd : -1;
 }
 
+/* Milliseconds until the next refusal summary is due: 0 when it is, -1 when none waits. */
+static int summary_timeout_ms(const struct gw_http_server *srv) {
+        gw_usec_t due = refusal_summary_due(srv);
+        if (due == GW_USEC_INFINITY)
+                return -1;
+        gw_usec_t now = gw_now_mono();
+        return due <= now ? 0 : (int) ((due - now + GW_USEC_PER_MSEC - 1) / GW_USEC_PER_MSEC);
+}
+
 int gw_http_timeout_ms(struct gw_http_server *srv) {
         MHD_UNSIGNED_LONG_LONG t;
         if (srv->wake)
                 return 0;
-        if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
-                return -1;
-        return t > 60000 ? 60000 : (int) t;
+        int ms = MHD_get_timeout(srv->mhd, &t) == MHD_YES ? (t > 60000 ? 60000 : (int) t) : -1;
+        int summary = summary_timeout_ms(srv);
+        if (summary >= 0 && (ms < 0 || summary < ms))
+                ms = summary;
+        return ms;
 }
 
 bool gw_http_due(struct gw_http_server *srv) {
         MHD_UNSIGNED_LONG_LONG t;
-        return srv->wake || (MHD_get_timeout(srv->mhd, &t) == MHD_YES && t == 0);
+        return srv->wake || (MHD_get_timeout(srv->mhd, &t) == MHD_YES && t == 0) || summary_timeout_ms(srv) == 0;
 }
 
 void gw_http_run(struct gw_http_server *srv) {
         srv->wake = false;
         (void) MHD_run(srv->mhd);
+        log_refusal_summaries(srv, false);
 }
 
 const char *gw_http_query(const struct gw_http_request *req, const char *key) {
