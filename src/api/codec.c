@@ -478,6 +478,13 @@ static json_t *enc_reason(const struct gw_job *j, unsigned view) {
         }
         if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_QUOTA && j->wait_detail)
                 return gw_json_text(j->wait_detail); /* the limit, the usage, who holds it */
+        if (gw_job_reason_shown(j) == GW_REASON_PREEMPTED) {
+                char s[512];
+                snprintf(s, sizeof s, "%s: %s%s%swaits first of priority %d for free GPUs",
+                         gw_job_reason_name(GW_REASON_PREEMPTED), j->preempted_by ? "by " : "",
+                         j->preempted_by ? j->preempted_by : "", j->preempted_by ? "; " : "", j->priority);
+                return gw_json_text(s);
+        }
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return gw_json_text(gw_job_reason_name(j->wait_reason));
         return gw_codec_evidence(j->end_reason, view, j->signal, j->has_exit, j->exit_code);

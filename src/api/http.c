@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -16,6 +17,8 @@
 #include "api/peeruid.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/lograte.h"
+#include "base/time.h"
 
 /* Connections one uid may hold on each door (gw_http_set_max_per_uid); 0 = no cap. */
 static unsigned max_per_uid = GW_HTTP_DEFAULT_MAX_PER_UID;
@@ -23,7 +26,12 @@ static unsigned max_per_uid = GW_HTTP_DEFAULT_MAX_PER_UID;
 struct uid_count {
         uid_t uid;
         unsigned n;
+        struct gw_lograte refusals; /* connections refused over the cap, for the log */
 };
+
+/* A uid over the cap may open thousands of connections a second, each refused: the first
+ * refusal is logged, the rest counted and summed up at most once a period. */
+#define REFUSAL_LOG_PERIOD (60 * GW_USEC_PER_SEC)
 
 struct gw_http_server {
         struct MHD_Daemon *mhd;
@@ -49,6 +57,7 @@ struct gw_http_conn {
         struct MHD_Connection *mhd_conn;
         char *body;
         size_t len, cap;
+        bool began;                /* on_access has seen the request's headers */
         bool suspended;
         bool resumed;
         bool has_cred;
@@ -213,22 +222,35 @@ static bool conn_refused(struct MHD_Connection *conn) {
         return ci && ci->socket_context == REFUSED;
 }
 
+/* A request's context, made when its request line is read (on_request_line): from then on
+ * on_mhd_log can find it. */
+static struct gw_http_conn *conn_new(struct gw_http_server *srv, struct MHD_Connection *conn) {
+        struct gw_http_conn *c = gw_xcalloc(1, sizeof *c);
+        c->srv = srv;
+        c->mhd_conn = conn;
+        c->next = srv->conns;
+        if (srv->conns)
+                srv->conns->prev = c;
+        srv->conns = c;
+        return c;
+}
+
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
+        (void) uri;
+        return conn_new(cls, conn);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
         struct gw_http_server *srv = cls;
         struct gw_http_conn *c = *con_cls;
-        if (!c) {
+        if (!c) /* on_request_line made it; defensive */
+                c = *con_cls = conn_new(srv, conn);
+        if (!c->began) {
+                c->began = true;
                 if (srv->unix_door && conn_refused(conn))
                         return MHD_NO; /* over its uid's cap: already answered 429 */
-                c = gw_xcalloc(1, sizeof *c);
-                c->srv = srv;
-                c->mhd_conn = conn;
-                *con_cls = c;
-                c->next = srv->conns;
-                if (srv->conns)
-                        srv->conns->prev = c;
-                srv->conns = c;
                 if (srv->unix_door)
                         conn_read_cred(c);
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -294,6 +316,47 @@ static bool conn_uid(const struct gw_http_server *srv, int fd, uid_t *ret_uid) {
         return true;
 }
 
+static const char *door_name(const struct gw_http_server *srv) { return srv->unix_door ? "Unix socket" : "TCP port"; }
+
+static void log_refusal(struct gw_http_server *srv, struct uid_count *u, const char *msg) {
+        uint64_t quiet;
+        if (!gw_lograte_event(&u->refusals, REFUSAL_LOG_PERIOD, gw_now_mono(), &quiet))
+                return;
+        char before[96] = "";
+        if (quiet)
+                snprintf(before, sizeof before, " (%llu more refused before this one)", (unsigned long long) quiet);
+        log_warn("refused a connection on the %s: %s%s; more refused connections of uid %u are counted and logged "
+                 "at most once a minute",
+                 door_name(srv), msg, before, (unsigned) u->uid);
+}
+
+/* The counted refusals' summaries that are due (all of them, whatever the time, when the
+ * server stops). */
+static void log_refusal_summaries(struct gw_http_server *srv, bool all) {
+        gw_usec_t now = gw_now_mono();
+        for (size_t i = 0; i < srv->n_uids; i++) {
+                struct uid_count *u = &srv->uids[i];
+                uint64_t quiet;
+                gw_usec_t span;
+                if (all ? !gw_lograte_take(&u->refusals, now, &quiet, &span)
+                        : !gw_lograte_flush(&u->refusals, REFUSAL_LOG_PERIOD, now, &quiet, &span))
+                        continue;
+                log_warn("uid %u: %llu more connection%s refused on the %s over the cap of %u in the last %lld s",
+                         (unsigned) u->uid, (unsigned long long) quiet, quiet == 1 ? "" : "s", door_name(srv),
+                         max_per_uid, (long long) ((span + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC));
+        }
+}
+
+static gw_usec_t refusal_summary_due(const struct gw_http_server *srv) {
+        gw_usec_t due = GW_USEC_INFINITY;
+        for (size_t i = 0; i < srv->n_uids; i++) {
+                gw_usec_t t = gw_lograte_due(&srv->uids[i].refusals, REFUSAL_LOG_PERIOD);
+                if (t < due)
+                        due = t;
+        }
+        return due;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
         struct gw_http_server *srv = cls;
@@ -315,7 +378,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 char msg[160];
                 snprintf(msg, sizeof msg, "uid %u already holds %u connections to gpuwardd (max-connections-per-user)",
                          (unsigned) uid, u->n);
-                log_warn("refused a connection on the %s: %s", srv->unix_door ? "Unix socket" : "TCP port", msg);
+                log_refusal(srv, u, msg);
                 send_raw_reply(fd, "429 Too Many Requests", msg);
                 /* It is closed at its first request (on_access), or idle after a second. */
                 (void) MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned) 1);
@@ -344,6 +407,52 @@ static size_t unescape_no_nul(void *cls, struct MHD_Connection *c, char *s) {
         }
         *w = '\0';
         return (size_t) (w - s);
+}
+
+/* The request whose headers libmicrohttpd is judging now: headers read, not yet seen by
+ * on_access, no reply queued.  It reads one connection's headers and calls on_access on them
+ * with nothing in between, so there is one such request at most; NULL when none or unclear. */
+static struct gw_http_conn *conn_judged_now(struct gw_http_server *srv) {
+        struct gw_http_conn *found = NULL;
+        for (struct gw_http_conn *c = srv->conns; c; c = c->next) {
+                if (c->began || !MHD_get_connection_info(c->mhd_conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) ||
+                    MHD_get_connection_info(c->mhd_conn, MHD_CONNECTION_INFO_HTTP_STATUS))
+                        continue;
+                if (found)
+                        return NULL;
+                found = c;
+        }
+        return found;
+}
+
+/* libmicrohttpd 0.9.75 (Debian 12's) answers a request whose Content-Length it cannot read
+ * (not a number, or past 64 bits) with an error of its own, then goes on as if the headers
+ * were fine and queues that reply's status line and headers a second time: the client reads
+ * two replies on one request.  It logs the fault before it queues anything, so the reply is
+ * sent from here, once, and the socket shut for writing: what libmicrohttpd sends after it
+ * fails (EPIPE) and it closes the connection.  Its other messages are not logged: they are
+ * about single requests or connections that a client controls, and they are answered. */
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        struct gw_http_server *srv = cls;
+        if (!srv->mhd) { /* still starting: why it cannot */
+                char msg[512];
+                (void) vsnprintf(msg, sizeof msg, fmt, ap);
+                msg[strcspn(msg, "\n")] = '\0';
+                log_warn("libmicrohttpd: %s", msg);
+                return;
+        }
+        bool too_large = strstr(fmt, "Too large value of 'Content-Length' header");
+        if (!too_large && !strstr(fmt, "Failed to parse `Content-Length' header"))
+                return;
+        struct gw_http_conn *c = conn_judged_now(srv);
+        int fd = c ? conn_fd_of(c->mhd_conn) : -1;
+        if (fd < 0)
+                return;
+        if (too_large)
+                send_raw_reply(fd, "413 Content Too Large", "request body larger than 1 MiB");
+        else
+                send_raw_reply(fd, "400 Bad Request", "Content-Length: not a number of bytes");
+        c->began = true; /* answered */
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -379,7 +488,9 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
          * maps and unmaps it for each connection, and the unmap's TLB flush and the faults that
          * follow were a tenth of each `gpuward submit` (one connection each) on a small VM.
          * Bodies do not live there (on_access copies them out), only headers and buffers. */
-        srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_access, srv,
+        srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                    on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+                                    MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv,
                                     MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                     srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT,
                                     (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -409,6 +520,7 @@ struct gw_http_server *gw_http_stop(struct gw_http_server *srv) {
                 }
         MHD_stop_daemon(srv->mhd);
         (void) close(srv->listen_fd);
+        log_refusal_summaries(srv, true);
         free(srv->uids);
         free(srv);
         return NULL;
@@ -419,23 +531,35 @@ int gw_http_fd(struct gw_http_server *srv) {
         return di ? di->epoll_fd : -1;
 }
 
+/* Milliseconds until the next refusal summary is due: 0 when it is, -1 when none waits. */
+static int summary_timeout_ms(const struct gw_http_server *srv) {
+        gw_usec_t due = refusal_summary_due(srv);
+        if (due == GW_USEC_INFINITY)
+                return -1;
+        gw_usec_t now = gw_now_mono();
+        return due <= now ? 0 : (int) ((due - now + GW_USEC_PER_MSEC - 1) / GW_USEC_PER_MSEC);
+}
+
 int gw_http_timeout_ms(struct gw_http_server *srv) {
         MHD_UNSIGNED_LONG_LONG t;
         if (srv->wake)
                 return 0;
-        if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
-                return -1;
-        return t > 60000 ? 60000 : (int) t;
+        int ms = MHD_get_timeout(srv->mhd, &t) == MHD_YES ? (t > 60000 ? 60000 : (int) t) : -1;
+        int summary = summary_timeout_ms(srv);
+        if (summary >= 0 && (ms < 0 || summary < ms))
+                ms = summary;
+        return ms;
 }
 
 bool gw_http_due(struct gw_http_server *srv) {
         MHD_UNSIGNED_LONG_LONG t;
-        return srv->wake || (MHD_get_timeout(srv->mhd, &t) == MHD_YES && t == 0);
+        return srv->wake || (MHD_get_timeout(srv->mhd, &t) == MHD_YES && t == 0) || summary_timeout_ms(srv) == 0;
 }
 
 void gw_http_run(struct gw_http_server *srv) {
         srv->wake = false;
         (void) MHD_run(srv->mhd);
+        log_refusal_summaries(srv, false);
 }
 
 const char *gw_http_query(const struct gw_http_request *req, const char *key) {

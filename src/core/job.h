@@ -28,6 +28,9 @@ enum gw_job_reason {
         GW_REASON_QUOTA,     /* its user is at a wait-type quota limit */
         GW_REASON_ARRAY_LIMIT, /* an array: as many of its tasks run as its %N allows, or
                                 * all its tasks started and it waits for their ends */
+        GW_REASON_PREEMPTED, /* queued again after a preemption, it waits for GPUs, first of its
+                              * priority: shown for Resources, Priority or Reservation (never
+                              * the scheduler's own; gw_job_reason_shown) */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };

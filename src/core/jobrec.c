@@ -33,8 +33,22 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->tty_socket);
         free(j->array_spec);
         free(j->wait_detail);
+        free(j->preempted_by);
         free(j);
         return NULL;
+}
+
+enum gw_job_reason gw_job_reason_shown(const struct gw_job *j) {
+        if (j->state != GW_JOB_PENDING || !j->queue_first || j->booking_id > 0)
+                return j->wait_reason;
+        switch (j->wait_reason) {
+        case GW_REASON_RESOURCES:
+        case GW_REASON_PRIORITY:
+        case GW_REASON_RESERVATION:
+                return GW_REASON_PREEMPTED;
+        default:
+                return j->wait_reason;
+        }
 }
 
 void gw_job_text_set(char **field, const char *text) {

@@ -112,6 +112,9 @@ struct gw_job {
                                             * checks read it, nothing after */
         bool queue_first;                  /* not stored: preempted, it waits first of its priority
                                             * (daemon/preempt.c); cleared when it starts again */
+        char *preempted_by;                /* not stored: while queue_first, who preempted it, as
+                                            * its attempt's evidence names it ("job 12 (alice,
+                                            * priority 5)"); NULL = not known */
         char *tty_socket;                  /* not stored: a running interactive attempt's socket,
                                             * set by the executor; NULL = none */
         double fairshare;                  /* not stored: a queued job's user's fair-share factor
@@ -160,6 +163,11 @@ struct gw_gpu_event_rec {
 };
 
 struct gw_job *gw_job_free(struct gw_job *j);
+/* The reason a waiting job shows: GW_REASON_PREEMPTED for a job queued again after a
+ * preemption (queue_first) that waits for GPUs (the scheduler says Resources, Priority, or
+ * Reservation: free GPUs kept for its preemptor or booked), which would otherwise read as
+ * "others are bigger", or as a booking of its own it does not have; its wait_reason else. */
+enum gw_job_reason gw_job_reason_shown(const struct gw_job *j);
 /* *field becomes a copy of text (NULL or "": none), kept as it is when it already says so. */
 void gw_job_text_set(char **field, const char *text);
 static inline void gw_job_freep(struct gw_job **j) { gw_job_free(*j); }

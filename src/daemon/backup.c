@@ -91,9 +91,10 @@ static void prune(struct gw_daemon *d, const char *dir) {
 }
 
 static int start(struct gw_daemon *d, const char *path, struct gw_http_conn *conn, char *err, size_t errlen) {
-        struct gw_backup *b = gw_backup_start(d->store, path, err, errlen);
-        if (!b)
-                return -EIO;
+        struct gw_backup *b;
+        int r = gw_backup_start(d->store, path, &b, err, errlen);
+        if (r < 0)
+                return r;
         struct gw_dbackup *x = gw_xcalloc(1, sizeof *x);
         x->b = b;
         x->conn = conn;
@@ -193,7 +194,12 @@ int gw_backup_request(struct gw_daemon *d, const char *path, struct gw_http_conn
                 return 409;
         }
         char err[600];
-        if (start(d, path, conn, err, sizeof err) < 0) {
+        int r = start(d, path, conn, err, sizeof err);
+        if (r == -EPERM || r == -ENOENT || r == -ENOTDIR) { /* the folder asked for: err names the field */
+                snprintf(why, n, "%s", err);
+                return 400;
+        }
+        if (r < 0) {
                 snprintf(why, n, "backup: %s", err);
                 return 500;
         }

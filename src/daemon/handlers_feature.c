@@ -174,7 +174,7 @@ void on_backup(void *ud, const struct gw_http_request *req, const struct gw_rout
                 return json_decref(o);
         int status = gw_backup_request(d, path, req->conn, why, sizeof why);
         if (status) {
-                reply_error(rep, status, NULL, "%s", why);
+                reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
                 return json_decref(o);
         }
         log_info("backup to %s asked by %s", path, c->user);

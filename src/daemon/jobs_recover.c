@@ -3,6 +3,7 @@
  * the others (executor.h; the local one: exec_shim_adopt.c).  The executor may refuse to go on
  * (a live supervisor runs a job attempt the database does not know). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,17 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
  * the rule waits for one more attempt (max_retries still bounds them).  The attempts lost to
  * preemption, which use none of its retries; and a job queued again as preempted waits first
  * of its priority still, as it had its turn. */
+/* Who preempted it, from the evidence gw_preempt_take wrote: "preempted by BY; ...". */
+static void preempted_by_restore(struct gw_job *j, const char *evidence) {
+        static const char head[] = "preempted by ";
+        if (!evidence || strncmp(evidence, head, strlen(head)))
+                return;
+        const char *by = evidence + strlen(head), *end = strstr(by, "; ");
+        char buf[256];
+        snprintf(buf, sizeof buf, "%.*s", (int) (end ? (size_t) (end - by) : strlen(by)), by);
+        gw_job_text_set(&j->preempted_by, buf);
+}
+
 static void restore_attempts(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         struct gw_job_attempt *a = NULL;
@@ -51,6 +63,8 @@ static void restore_attempts(struct gw_daemon *d, struct gw_djob *dj) {
                 if (a[i].attempt != j->attempt - 1)
                         continue;
                 j->queue_first = preempted && j->state == GW_JOB_PENDING;
+                if (j->queue_first)
+                        preempted_by_restore(j, a[i].evidence);
                 if (a[i].ckpt_id || !j->resume_from) {
                         dj->last_mark = (struct gw_attempt_mark) { .valid = true, .epoch = a[i].epoch };
                         snprintf(dj->last_mark.ckpt, sizeof dj->last_mark.ckpt, "%s", a[i].ckpt_id ? a[i].ckpt_id : "");

@@ -121,6 +121,7 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
         if (r < 0)
                 return r;
         dj->job->queue_first = false; /* a preempted job's turn came */
+        gw_job_text_set(&dj->job->preempted_by, NULL);
         if (d->jobs.in_batch) {
                 /* Launched once the loop's transaction, which records this start with the
                  * ends that freed its GPUs, is committed (gw_jobs_batch_end). */

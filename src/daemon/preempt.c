@@ -439,6 +439,7 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
                 struct gw_preempt_running r = { .start_time = dj->job->start_time, .ckpt_time = t };
                 snprintf(why, n, "preempted by %s; %lds of work since its checkpoint lost", p->by,
                          gw_preempt_lost_seconds(&r, d->now_wall));
+                gw_job_text_set(&dj->job->preempted_by, p->by); /* its waiting reason names it */
         }
         gw_preempt_job_free(dj);
         return ours;

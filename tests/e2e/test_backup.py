@@ -6,6 +6,9 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
+import subprocess
+import sys
 import threading
 
 import gwtest
@@ -92,11 +95,11 @@ class BackupTest(DaemonTest):
         p = self.d.cli("admin", "backup", existing, check=False)
         self.assertEqual(p.returncode, 1, p)
         self.assertIn("exists", p.stderr)
-        self.assertFalse([n for n in os.listdir(self.d.dir) if ".partial-" in n])
+        self.assertFalse([n for n in os.listdir(self.d.dir) if n.startswith(".gpuward-backup-")])
 
     def test_a_relative_path_is_the_cli_directory(self):
-        out = self.d.cli("admin", "backup", "rel.db", cwd=self.d.work).stdout
-        path = os.path.join(self.d.work, "rel.db")
+        out = self.d.cli("admin", "backup", "rel.db", cwd=self.d.dir).stdout  # a folder only root may write in
+        path = os.path.join(self.d.dir, "rel.db")
         self.assertIn(f"Backup written to {path}", out)
         check_copy(self, path)
         p = self.d.cli("admin", "backup", check=False)
@@ -115,6 +118,127 @@ class BackupTest(DaemonTest):
             users.remove_all()
 
 
+# Run as another uid against a folder it may write in: keeps looking at every name in it,
+# reads what it can (a copy of the database is a win), moves what it can away and puts a
+# symlink to a file of its own in its place (the daemon writing through it is a win too: the
+# test reads those files afterwards).  Stops when STOP appears or after a minute; prints the
+# names it won with, one a line.
+RACER = r"""
+import os, sys, time
+folder, loot, stop = sys.argv[1:4]
+wins, n = [], 0
+end = time.monotonic() + 60
+def readable_copy(p):
+    try:
+        with open(p, "rb") as f:
+            return f.read(16).startswith(b"SQLite format 3")
+    except OSError:
+        return False
+while time.monotonic() < end and not os.path.exists(stop):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        continue
+    for name in names:
+        p = os.path.join(folder, name)
+        if os.path.islink(p):
+            continue
+        if readable_copy(p):
+            wins.append(p)
+        n += 1
+        stolen, bait = os.path.join(loot, f"stolen-{n}"), os.path.join(loot, f"bait-{n}")
+        try:
+            os.rename(p, stolen)
+        except OSError:
+            continue
+        open(bait, "w").close()
+        try:
+            os.symlink(bait, p)
+        except OSError:
+            pass
+        if readable_copy(stolen):
+            wins.append(stolen)
+        elif os.path.isdir(stolen):
+            try:
+                wins += [q for q in (os.path.join(stolen, m) for m in os.listdir(stolen)) if readable_copy(q)]
+            except OSError:
+                pass
+print("\n".join(wins))
+"""
+
+
+@gwtest.unittest.skipUnless(gwtest.IS_ROOT, "needs root to make a second account")
+class BackupRaceTest(DaemonTest):
+    """A backup asked for into a folder an unprivileged user may write in: that user, racing,
+    never gets a copy it can read, and the daemon never writes through a symlink."""
+    gpus = 1
+    TRIES = 200
+
+    def setUp(self):
+        super().setUp()
+        self.users = gwtest.Users("gwrace")
+        self.u = self.users.add("user")
+        self.d.submit_api(["true"], env=["SECRET=kept-out"])
+
+    def tearDown(self):
+        self.users.remove_all()
+        super().tearDown()
+
+    def folder_of(self, name, owner, mode):
+        path = os.path.join(self.d.dir, name)
+        os.mkdir(path)
+        os.chown(path, owner, owner)
+        os.chmod(path, mode)
+        return path
+
+    def race(self, folder):
+        """TRIES backups into folder while the racer runs; the replies' statuses."""
+        loot = self.folder_of("loot", self.u.pw_uid, 0o700)
+        stop = os.path.join(self.d.dir, "stop")
+        racer = subprocess.Popen(gwtest.as_user(self.u.pw_uid) + [sys.executable, "-c", RACER, folder, loot, stop],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        statuses = []
+        try:
+            for i in range(self.TRIES):
+                target = os.path.join(folder, f"backup-{i}.db")
+                st, body = self.d.api("POST", "/api/v1/admin/backup", {"path": target})
+                statuses.append(st)
+        finally:
+            open(stop, "w").close()
+            out, err = racer.communicate(timeout=90)
+        self.assertEqual(racer.returncode, 0, err)
+        wins = [w for w in out.splitlines() if w]
+        written = [n for n in os.listdir(loot) if n.startswith("bait-") and os.path.getsize(os.path.join(loot, n))]
+        self.assertEqual((wins, written), ([], []), "the racer got a copy of the database")
+        # Every file the daemon left, where it is now (the racer may have moved it): root's, private.
+        for where in (folder, loot):
+            for name in os.listdir(where):
+                info = os.lstat(os.path.join(where, name))
+                if stat.S_ISREG(info.st_mode) and not name.startswith("bait-"):
+                    self.assertEqual((info.st_uid, info.st_mode & 0o7777), (0, 0o600), name)
+        return statuses
+
+    def test_a_sticky_folder_the_user_owns(self):
+        # The worst a sticky folder allows: its owner may move and replace anyone's names in it.
+        statuses = self.race(self.folder_of("drop", self.u.pw_uid, 0o1777))
+        self.assertIn(200, statuses)  # the race does not stop every backup
+
+    def test_a_folder_others_may_write_is_refused(self):
+        for mode in (0o777, 0o770):
+            folder = self.folder_of(f"open-{mode:o}", 0, mode)
+            target = os.path.join(folder, "copy.db")
+            st, body = self.d.api("POST", "/api/v1/admin/backup", {"path": target})
+            self.assertEqual(st, 400, body)
+            self.assertEqual(body["field"], "path")
+            self.assertIn("others may write in it", body["error"])
+            self.assertEqual(os.listdir(folder), [])
+        owned = self.folder_of("owned", self.u.pw_uid, 0o755)
+        st, body = self.d.api("POST", "/api/v1/admin/backup", {"path": os.path.join(owned, "copy.db")})
+        self.assertEqual(st, 400, body)
+        self.assertIn(f"owner uid {self.u.pw_uid}", body["error"])
+        self.assertEqual(os.listdir(owned), [])
+
+
 class ScheduledBackupTest(DaemonTest):
     gpus = 1
     extra = ("--backup-interval", "1s", "--backup-keep", "2")
@@ -125,7 +249,7 @@ class ScheduledBackupTest(DaemonTest):
         seen = []
 
         def look():
-            # Complete copies only: one being written has a .partial-PID name until it is whole.
+            # Complete copies only: one being written is in a .gpuward-backup-* folder until it is whole.
             names = sorted(n for n in os.listdir(folder) if n.endswith("Z.db")) if os.path.isdir(folder) else []
             for n in names:
                 if n not in seen:

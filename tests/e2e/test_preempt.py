@@ -180,6 +180,29 @@ class PreemptUnresumableTest(DaemonTest):
         with open(os.path.join(self.d.work, "runs.txt")) as f:
             self.assertEqual(f.read().split(), ["run", "run"])
 
+    def test_a_preempted_job_waits_with_its_own_reason(self):
+        low = self.d.submit_api(["sleep", "60"], preemptible=True)
+        self.d.wait_job(low, lambda j: j["pid"], timeout=30, what="its start")
+        high = self.d.submit_api(["sleep", "60"], priority=5)
+        self.d.wait_state(high, "RUNNING", timeout=60)
+        j = self.d.wait_job(low, lambda j: j["state"] == "PENDING" and j["attempt"] == 2, timeout=30,
+                            what="the preempted job queued again")
+        # Not "Reservation": that one is a booking's.  Who took its GPUs, and where it stands.
+        why = f"Preempted: by job {high} ("
+        self.assertTrue(j["reason"].startswith(why), j["reason"])
+        self.assertIn("waits first of priority 0 for free GPUs", j["reason"])
+        queue = self.d.cli("queue").stdout
+        self.assertIn(why, queue)
+        self.assertIn(why, self.d.cli("show", str(low)).stdout)
+        # A restarted daemon reads who preempted it back from its attempt.
+        self.d.stop()
+        self.d.start()
+        self.assertTrue(self.d.job(low)["reason"].startswith(why), self.d.job(low)["reason"])
+        # Once it runs again the reason is gone with its wait.
+        self.d.cli("cancel", str(high))
+        self.d.wait_state(low, "RUNNING", timeout=60)
+        self.assertNotIn("Preempted", self.d.job(low)["reason"] or "")
+
 
 class PreemptProfileTest(DaemonTest):
     gpus = 1

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/job.h"
+#include "core/jobrec.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -31,7 +32,7 @@ static void state_names(void **state) {
 static void reason_names(void **state) {
         static const char *const want[_GW_REASON_MAX] = {
                 "", "Resources", "Dependency", "Held", "Priority", "Backoff", "Reservation", "Quota",
-                "JobArrayTaskLimit",
+                "JobArrayTaskLimit", "Preempted",
         };
         for (int r = 0; r < _GW_REASON_MAX; r++)
                 assert_string_equal(gw_job_reason_name((enum gw_job_reason) r), want[r]);
@@ -112,11 +113,39 @@ static void dep_status(void **state) {
         assert_int_equal(gw_dep_status_of(_GW_DEP_KIND_INVALID, GW_JOB_COMPLETED), GW_DEP_WAITING);
 }
 
+/* Preempted replaces only the reasons that mean "waits for GPUs", and only for a job queued
+ * again after a preemption that is not in a booking of its own. */
+static void reason_shown(void **state) {
+        static const struct {
+                enum gw_job_state st;
+                bool first;
+                int64_t booking;
+                enum gw_job_reason wait, want;
+        } cases[] = {
+                { GW_JOB_PENDING, true, 0, GW_REASON_RESOURCES, GW_REASON_PREEMPTED },
+                { GW_JOB_PENDING, true, 0, GW_REASON_PRIORITY, GW_REASON_PREEMPTED },
+                { GW_JOB_PENDING, true, 0, GW_REASON_RESERVATION, GW_REASON_PREEMPTED },
+                { GW_JOB_PENDING, true, 0, GW_REASON_QUOTA, GW_REASON_QUOTA },
+                { GW_JOB_PENDING, true, 0, GW_REASON_DEPENDENCY, GW_REASON_DEPENDENCY },
+                { GW_JOB_PENDING, true, 0, GW_REASON_BACKOFF, GW_REASON_BACKOFF },
+                { GW_JOB_PENDING, true, 7, GW_REASON_RESERVATION, GW_REASON_RESERVATION },
+                { GW_JOB_PENDING, false, 0, GW_REASON_RESERVATION, GW_REASON_RESERVATION },
+                { GW_JOB_HELD, true, 0, GW_REASON_HELD, GW_REASON_HELD },
+                { GW_JOB_RUNNING, true, 0, GW_REASON_NONE, GW_REASON_NONE },
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                struct gw_job j = { .state = cases[i].st, .queue_first = cases[i].first,
+                                    .booking_id = cases[i].booking, .wait_reason = cases[i].wait };
+                assert_int_equal(gw_job_reason_shown(&j), cases[i].want);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(state_names), cmocka_unit_test(reason_names),
                 cmocka_unit_test(dep_kind_names), cmocka_unit_test(finals),
                 cmocka_unit_test(transitions), cmocka_unit_test(dep_status),
+                cmocka_unit_test(reason_shown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
