@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/text.h"
+
 static const char *last_part(const char *path) {
         const char *slash = path ? strrchr(path, '/') : NULL;
         return slash ? slash + 1 : path ? path : "";
@@ -36,17 +38,20 @@ static const char *fix_for(enum gw_resume_offer o) {
 
 enum gw_resume_verdict gw_resume_judge(const struct gw_resume_seen *s, char *msg, size_t n) {
         bool same = s->given_run && s->run && !strcmp(s->given_run, s->run);
+        /* A run folder's name is in the job's directory: for its owner and admins only. */
+        char run[300];
+        gw_text_private_wrap(run, sizeof run, last_part(s->run));
         char reached[48] = "";
         if (s->reached >= 0)
                 snprintf(reached, sizeof reached, " (epoch %lld by the attempt before)", (long long) s->reached);
         if (same && s->epoch > 1) {
                 snprintf(msg, n, "continued from its checkpoint%s: epoch %ld written in its run %s", reached, s->epoch,
-                         last_part(s->run));
+                         run);
                 return GW_RESUME_CONTINUED;
         }
         snprintf(msg, n, "started over, not resumed: epoch %ld written in %s%s, not continued from its checkpoint%s; "
                          "%s, but %s",
-                 s->epoch, same ? "its run " : "another run, ", last_part(s->run), reached, offer_said(s->offer),
+                 s->epoch, same ? "its run " : "another run, ", run, reached, offer_said(s->offer),
                  fix_for(s->offer));
         return GW_RESUME_STARTED_OVER;
 }

@@ -24,6 +24,7 @@ struct gw_resume_seen {
 
 enum gw_resume_verdict { GW_RESUME_CONTINUED, GW_RESUME_STARTED_OVER };
 
-/* The verdict, and in msg the event's one line (run folders by their last component only).
+/* The verdict, and in msg the event's one line (run folders by their last component only,
+ * marked private: base/text.h).
  * Started over: a new run folder, or epoch 1 again in the same one. */
 enum gw_resume_verdict gw_resume_judge(const struct gw_resume_seen *s, char *msg, size_t n);

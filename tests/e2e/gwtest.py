@@ -103,6 +103,19 @@ class Users:
             subprocess.run(["userdel", "--force", name], capture_output=True, timeout=30)
             subprocess.run(["groupdel", name], capture_output=True, timeout=30)
 
+    @classmethod
+    def for_class(cls, test_class, prefix="gw", **roles):
+        """In a setUpClass: the accounts test_class.ATTR for each ATTR=role, all taken away
+        again if one cannot be made; the class's tearDownClass calls remove_all()."""
+        users = cls(prefix=prefix)
+        try:
+            for attr, role in roles.items():
+                setattr(test_class, attr, users.add(role))
+        except BaseException:
+            users.remove_all()
+            raise
+        return users
+
 
 def supervisor_done(pid):
     """Whether a job's supervisor is through with it: gone, or idle, waiting for another job."""

@@ -17,13 +17,7 @@ class BookingLimitsTest(DaemonTest):
 
     @classmethod
     def setUpClass(cls):
-        cls.users = Users()
-        try:
-            cls.u = cls.users.add("clk")
-            cls.v = cls.users.add("clv")
-        except BaseException:
-            cls.users.remove_all()
-            raise
+        cls.users = Users.for_class(cls, u="clk", v="clv")
 
     @classmethod
     def tearDownClass(cls):

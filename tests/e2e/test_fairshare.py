@@ -17,13 +17,7 @@ class FairShareTest(DaemonTest):
 
     @classmethod
     def setUpClass(cls):
-        cls.users = Users(prefix="f")  # names of 8 characters, as most logins have
-        try:
-            cls.a = cls.users.add("a")
-            cls.b = cls.users.add("b")
-        except BaseException:
-            cls.users.remove_all()
-            raise
+        cls.users = Users.for_class(cls, prefix="f", a="a", b="b")  # names of 8 characters, as most logins have
 
     @classmethod
     def tearDownClass(cls):

@@ -19,13 +19,7 @@ class PlainUser(DaemonTest):
 
     @classmethod
     def setUpClass(cls):
-        cls.users = Users(prefix="gp")
-        try:
-            cls.a = cls.users.add("a")
-            cls.b = cls.users.add("b")
-        except BaseException:
-            cls.users.remove_all()
-            raise
+        cls.users = Users.for_class(cls, prefix="gp", a="a", b="b")
 
     @classmethod
     def tearDownClass(cls):

@@ -8,13 +8,17 @@ import time
 from gwtest import TRAINER, DaemonTest, events_of, main, wait_until
 
 
-class TwoJobsOneFolderTest(DaemonTest):
-    gpus = 2
+class EtaTest(DaemonTest):
+    """A daemon, and what GET /jobs/{id}/eta says of a job (not a test of its own)."""
 
     def eta(self, jid):
         st, e = self.d.api("GET", f"/api/v1/jobs/{jid}/eta")
         self.assertEqual(st, 200, e)
         return e
+
+
+class TwoJobsOneFolderTest(EtaTest):
+    gpus = 2
 
     def test_retried_run_is_its_own_jobs_not_the_neighbours(self):
         """A training program that has written no run yet and `name=crashy`, which crashes in
@@ -82,16 +86,11 @@ class TwoJobsOneFolderTest(DaemonTest):
         self.assertEqual(sorted(os.path.basename(os.path.dirname(f)) for f in found.values()), ["train", "train2"])
 
 
-class OwnEvidenceOnlyTest(DaemonTest):
+class OwnEvidenceOnlyTest(EtaTest):
     """Jobs side by side in one project folder, as YOLO users work: each job's run is the one
     its own log (or command) names, whatever runs the training, and a job with no evidence has
     none, however new the runs next to it."""
     gpus = 2
-
-    def eta(self, jid):
-        st, e = self.d.api("GET", f"/api/v1/jobs/{jid}/eta")
-        self.assertEqual(st, 200, e)
-        return e
 
     def test_a_neighbours_new_run_is_not_credited_to_a_quiet_job(self):
         """A trainer that has written nothing, and a neighbour retried from scratch (no --yolo:

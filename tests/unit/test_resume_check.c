@@ -15,7 +15,7 @@ static void continued_in_the_same_run(void **state) {
                                     .reached = 3, .offer = GW_RESUME_BY_ARG };
         assert_int_equal(gw_resume_judge(&s, msg, sizeof msg), GW_RESUME_CONTINUED);
         assert_string_equal(msg, "continued from its checkpoint (epoch 3 by the attempt before): epoch 4 written in "
-                                 "its run train");
+                                 "its run \x1etrain\x1f");
 }
 
 static void a_new_folder_is_a_new_run(void **state) {
@@ -24,7 +24,7 @@ static void a_new_folder_is_a_new_run(void **state) {
         struct gw_resume_seen s = { .given_run = "/w/runs/detect/train", .run = "/w/runs/detect/train3", .epoch = 1,
                                     .reached = 3, .offer = GW_RESUME_BY_ENV };
         assert_int_equal(gw_resume_judge(&s, msg, sizeof msg), GW_RESUME_STARTED_OVER);
-        assert_non_null(strstr(msg, "started over, not resumed: epoch 1 written in another run, train3"));
+        assert_non_null(strstr(msg, "started over, not resumed: epoch 1 written in another run, \x1etrain3\x1f"));
         assert_non_null(strstr(msg, "GPUWARD_RESUME_FROM was set, but its command does not read it"));
         assert_non_null(strstr(msg, "--resume-cmd"));
         /* A later first look (epoch 2 already) in another folder is still a new run. */
@@ -38,7 +38,7 @@ static void epoch_one_again_in_the_same_folder(void **state) {
         struct gw_resume_seen s = { .given_run = "/w/runs/detect/x", .run = "/w/runs/detect/x", .epoch = 1,
                                     .reached = -1, .offer = GW_RESUME_BY_CMD };
         assert_int_equal(gw_resume_judge(&s, msg, sizeof msg), GW_RESUME_STARTED_OVER);
-        assert_non_null(strstr(msg, "epoch 1 written in its run x, not continued from its checkpoint;"));
+        assert_non_null(strstr(msg, "epoch 1 written in its run \x1ex\x1f, not continued from its checkpoint;"));
         assert_non_null(strstr(msg, "its --resume-cmd ran, but"));
 }
 
