@@ -27,7 +27,9 @@
 #include "daemon/userfile.h"
 
 #define RESULTS_MAX (16u << 20) /* as the training watch: a larger results.csv is not read */
-#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_ONLYDIR | IN_DONT_FOLLOW)
+/* No IN_DONT_FOLLOW: the watch is added through /proc/self/fd/N, a link to the directory
+ * opened with O_NOFOLLOW, which must be followed. */
+#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_ONLYDIR)
 
 struct gw_preempt_watch {
         char *run_dir;
