@@ -2,8 +2,11 @@
  * no preemption is in flight, the queue's highest waiting job that only lacks GPUs is
  * offered the running jobs core/preempt.h chooses; each victim is told who takes its GPUs
  * and what it would lose, then
- *   - a recognised training run (--yolo) is stopped right after its next checkpoint, as
- *     leak_policy restart does, or when preempt_grace is over without one;
+ *   - a recognised training run (--yolo) is stopped right after its next checkpoint
+ *     (core/preempt_ckpt.h says when one counts; preempt_watch.h tells of its files' writes
+ *     through inotify, so that the stop comes as it is written, not a sample later), or let
+ *     finish when that checkpoint is its last epoch's, or stopped when preempt_grace is over
+ *     without one;
  *   - another job gets its --signal (it may save), and SIGTERM when it has not ended within
  *     preempt_grace; without one, SIGTERM at once, SIGKILL after preempt_grace;
  * and recovery.c queues the attempt's end again, first of its priority, to resume from its
