@@ -24,8 +24,9 @@
 struct gw_events;
 
 /* What an epoll event points at. */
-/* GW_SRC_EXEC: one of the executor's fds (executor.h), handed to its ready. */
-enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_SAMPLER, GW_SRC_EXEC };
+/* GW_SRC_EXEC: one of the executor's fds (executor.h), handed to its ready.  GW_SRC_PREEMPT:
+ * the inotify descriptor of the checkpoints preemption waits for (preempt_watch.h). */
+enum gw_source_kind { GW_SRC_SIGNAL, GW_SRC_HTTP, GW_SRC_SAMPLER, GW_SRC_EXEC, GW_SRC_PREEMPT };
 struct gw_source {
         enum gw_source_kind kind;
         void *ptr;

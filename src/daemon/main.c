@@ -301,6 +301,8 @@ static void run_loop(struct gw_daemon *d) {
                                 gw_observe_ready(d);
                         else if (src->kind == GW_SRC_EXEC)
                                 d->exec->ready(d, src);
+                        else if (src->kind == GW_SRC_PREEMPT)
+                                gw_preempt_ready(d);
                 }
                 /* The starts these ends allow go into the same transaction: one commit for
                  * both, then the launches. */

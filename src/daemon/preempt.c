@@ -2,8 +2,11 @@
  * no preemption is in flight, the queue's highest waiting job that only lacks GPUs is
  * offered the running jobs core/preempt.h chooses; each victim is told who takes its GPUs
  * and what it would lose, then
- *   - a recognised training run (--yolo) is stopped right after its next checkpoint, as
- *     leak_policy restart does, or when preempt_grace is over without one;
+ *   - a recognised training run (--yolo) is stopped right after its next checkpoint
+ *     (core/preempt_ckpt.h says when one counts; preempt_watch.h tells of its files' writes
+ *     through inotify, so that the stop comes as it is written, not a sample later), or let
+ *     finish when that checkpoint is its last epoch's, or stopped when preempt_grace is over
+ *     without one;
  *   - another job gets its --signal (it may save), and SIGTERM when it has not ended within
  *     preempt_grace; without one, SIGTERM at once, SIGKILL after preempt_grace;
  * and recovery.c queues the attempt's end again, first of its priority, to resume from its
@@ -32,7 +35,9 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/preempt.h"
+#include "core/preempt_ckpt.h"
 #include "daemon/daemon.h"
+#include "daemon/preempt_watch.h"
 #include "daemon/resume.h"
 #include "daemon/sharing.h"
 #include "daemon/training.h"
@@ -40,6 +45,9 @@
 /* The queue's first jobs are looked at for a preemptor: it is sorted by priority, so the
  * highest waiting one is among them unless all of those are held or wait for something else. */
 #define PREEMPTOR_SCAN 256
+/* A waiting victim's files are looked at this often besides when inotify tells of a change
+ * (a watch that could not be added, a run folder found only after the ask). */
+#define LOOK_EVERY GW_USEC_PER_SEC
 
 struct gw_preempt_job {
         /* The preemptor's: the GPUs its victims free, kept from the others until it starts
@@ -51,14 +59,19 @@ struct gw_preempt_job {
         int attempt;                 /* the attempt being preempted */
         char by[160];                /* "job 12 (alice, priority 5)" */
         int64_t by_id;               /* the preemptor's job id, 0 a booking */
-        gw_usec_t ckpt_at_ask;       /* training: last.pt's mtime when asked (wall), 0 none */
+        gw_usec_t after;             /* training: only a checkpoint written later counts (wall) */
         gw_usec_t deadline;          /* monotonic: preempt_grace over */
+        gw_usec_t next_look;         /* monotonic: its files looked at again (training) */
+        struct gw_preempt_watch *watch; /* training: its run's checkpoint watch, NULL none */
         bool wait_ckpt;              /* a training run: stop after its next checkpoint */
+        bool finishing;              /* its last epoch's checkpoint is written: let it end */
         bool signalled;              /* its --signal was sent */
         bool stopped;                /* SIGTERM sent (gw_job_terminate_within) */
 };
 
 void gw_preempt_job_free(struct gw_djob *dj) {
+        if (dj->preempt)
+                gw_preempt_watch_free(dj->preempt->watch);
         free(dj->preempt);
         dj->preempt = NULL;
 }
@@ -168,6 +181,8 @@ static uint64_t free_gpus(const struct gw_daemon *d) {
 #define VICTIM_START "preempted by "
 #define BY_JOB ", which needs its GPUs"
 #define BY_BOOKING ", whose window has started on its GPUs"
+/* The victim's event when its last epoch's checkpoint is written (restore reads it back). */
+#define FINISHING_START "its last epoch's checkpoint"
 
 static void describe(const struct gw_job *j, char *buf, size_t n) {
         snprintf(buf, n, "job %lld (%s, priority %d)", (long long) j->id, j->user, j->priority);
@@ -183,6 +198,99 @@ static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_u
         gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
 }
 
+/* The victim's checkpoint watch, made (or made again, for another run) once the training
+ * watch knows its run folder; NULL until then. */
+static struct gw_preempt_watch *watch_of(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_preempt_job *p = dj->preempt;
+        const char *run = gw_training_run_dir(dj);
+        if (run && !gw_preempt_watch_is(p->watch, run)) {
+                gw_preempt_watch_free(p->watch);
+                p->watch = gw_preempt_watch_new(d, dj->job, run);
+        }
+        return p->watch;
+}
+
+/* At the ask: the checkpoint that counts already (its successor is the one to stop after),
+ * 0 none; with no run folder known yet, the ask's time.  The watch is made first, so that a
+ * checkpoint written while this looks is not missed. */
+static gw_usec_t counted_now(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_preempt_watch *w = watch_of(d, dj);
+        if (!w)
+                return d->now_wall;
+        struct gw_preempt_ckpt_look look;
+        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(dj), &look);
+        return gw_preempt_ckpt_counted(&look);
+}
+
+/* Its last epoch's checkpoint is written: stopping it would save nothing (a resumed attempt
+ * would find nothing to resume); it validates and ends, within its grace. */
+static void let_finish(struct gw_daemon *d, struct gw_djob *dj, long epoch) {
+        struct gw_preempt_job *p = dj->preempt;
+        char msg[400];
+        p->finishing = true;
+        p->watch = gw_preempt_watch_free(p->watch);
+        snprintf(msg, sizeof msg, FINISHING_START " (epoch %ld) is written: it is let finish rather than stopped, "
+                 "then %s gets its GPUs (SIGTERM if it has not ended within its preempt_grace)", epoch, p->by);
+        (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "preempt", msg);
+        log_info("job %lld: %s", (long long) dj->job->id, msg);
+}
+
+/* A training victim's look at its run (on inotify's word when event, else when due): stopped
+ * once its next checkpoint counts (core/preempt_ckpt.h).  Whether it was stopped; *ret_next:
+ * when to look again (monotonic). */
+static bool ckpt_step(struct gw_daemon *d, struct gw_djob *dj, bool event, gw_usec_t *ret_next) {
+        struct gw_preempt_job *p = dj->preempt;
+        *ret_next = GW_USEC_INFINITY;
+        if (p->finishing)
+                return false;
+        if (!event && d->now < p->next_look) {
+                *ret_next = p->next_look;
+                return false;
+        }
+        p->next_look = d->now + LOOK_EVERY;
+        *ret_next = p->next_look;
+        struct gw_preempt_watch *w = watch_of(d, dj);
+        if (!w)
+                return false;
+        struct gw_preempt_ckpt_look look;
+        struct gw_preempt_ckpt_verdict v;
+        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(dj), &look);
+        if (gw_preempt_ckpt_judge(&look, p->after, d->now_wall, &v) < 0)
+                return false;
+        if (v.act == GW_PREEMPT_CKPT_FINISHING) {
+                let_finish(d, dj, v.epoch);
+                *ret_next = GW_USEC_INFINITY;
+                return false;
+        }
+        if (v.act == GW_PREEMPT_CKPT_WAIT) {
+                gw_usec_t at = v.recheck ? d->now + (v.recheck - d->now_wall) : GW_USEC_INFINITY;
+                if (at < p->next_look)
+                        p->next_look = *ret_next = at;
+                return false;
+        }
+        char what[96];
+        if (v.epoch > 0)
+                snprintf(what, sizeof what, "stopped right after its checkpoint of epoch %ld", v.epoch);
+        else
+                snprintf(what, sizeof what, "stopped right after its checkpoint");
+        p->watch = gw_preempt_watch_free(p->watch);
+        stop(d, dj, what, d->cfg->grace);
+        return true;
+}
+
+void gw_preempt_ready(struct gw_daemon *d) {
+        if (!gw_preempt_watch_drain())
+                return;
+        /* Stopping one leaves it in running[] until it exits: the array is stable here. */
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                struct gw_djob *dj = d->jobs.running[i];
+                struct gw_preempt_job *p = dj->preempt;
+                gw_usec_t next;
+                if (p && !p->preemptor && p->wait_ckpt && !p->stopped && !dj->terminating)
+                        (void) ckpt_step(d, dj, true, &next);
+        }
+}
+
 /* Tells the victim and the preemptor (by_job; NULL for a booking, by_what names it), then asks
  * the victim to give way. */
 static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, const struct gw_djob *by_job,
@@ -194,9 +302,9 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
         p->by_id = by_job ? by_job->job->id : 0;
         snprintf(p->by, sizeof p->by, "%s", by_what);
         p->deadline = d->now + d->cfg->preempt_grace;
-        bool settled;
-        p->ckpt_at_ask = gw_training_ckpt_time(dj, &settled);
         p->wait_ckpt = j->yolo;
+        if (p->wait_ckpt)
+                p->after = counted_now(d, dj);
         char grace[32], how[200], msg[600], victim[160];
         gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
         if (p->wait_ckpt)
@@ -236,20 +344,17 @@ static gw_usec_t advance(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_preempt_job *p = dj->preempt;
         if (p->stopped || dj->terminating)
                 return GW_USEC_INFINITY; /* its end comes; a stop of another's (a cancel) wins */
-        if (p->wait_ckpt) {
-                bool settled;
-                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
-                if (settled && t > p->ckpt_at_ask) {
-                        stop(d, dj, "stopped right after its checkpoint", d->cfg->grace);
-                        return GW_USEC_INFINITY;
-                }
-        }
+        gw_usec_t next = GW_USEC_INFINITY;
+        if (p->wait_ckpt && ckpt_step(d, dj, false, &next))
+                return GW_USEC_INFINITY;
         if (d->now < p->deadline)
-                return p->deadline;
+                return next < p->deadline ? next : p->deadline;
         char grace[32], what[96];
         gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
         snprintf(what, sizeof what, "%s over without %s; SIGTERM", grace,
-                 p->wait_ckpt ? "a new checkpoint" : "its end after its --signal");
+                 p->finishing ? "its end after its last epoch"
+                 : p->wait_ckpt ? "a new checkpoint"
+                                : "its end after its --signal");
         stop(d, dj, what, d->cfg->grace);
         return GW_USEC_INFINITY;
 }
@@ -425,6 +530,26 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
         return next;
 }
 
+/* The victim ended by itself (exit 0) before it was stopped: it completed and was not
+ * preempted; its GPUs are the preemptor's, kept for it (gw_preempt_sched) until it starts. */
+static void tell_ended_first(struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_preempt_job *p = dj->preempt;
+        const struct gw_job *j = dj->job;
+        char msg[400], victim[160];
+        snprintf(msg, sizeof msg, "ended by itself (exit 0) while it was giving way to %s: it completed, not preempted; "
+                 "its GPUs go to %s", p->by, p->by);
+        (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
+        log_info("job %lld: %s", (long long) j->id, msg);
+        const struct gw_djob *by = p->by_id ? gw_jobmap_get(&d->jobs.map, p->by_id) : NULL;
+        if (!by || by->job->id != p->by_id || by->job->state != GW_JOB_PENDING)
+                return;
+        describe(j, victim, sizeof victim);
+        snprintf(msg, sizeof msg, "%s ended by itself before it had to stop (it completed): its GPUs are kept for "
+                 "this job", victim);
+        (void) gw_store_job_event(d->store, by->job->id, by->job->state, "preempt", msg);
+        log_info("job %lld: %s", (long long) by->job->id, msg);
+}
+
 bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n) {
         struct gw_preempt_job *p = dj->preempt;
         if (!p || p->preemptor)
@@ -440,7 +565,8 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
                 snprintf(why, n, "preempted by %s; %lds of work since its checkpoint lost", p->by,
                          gw_preempt_lost_seconds(&r, d->now_wall));
                 gw_job_text_set(&dj->job->preempted_by, p->by); /* its waiting reason names it */
-        }
+        } else if (clean && p->attempt == dj->job->attempt && !dj->terminating)
+                tell_ended_first(d, dj);
         gw_preempt_job_free(dj);
         return ours;
 }
@@ -466,13 +592,16 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
                 return;
         char by[sizeof dj->preempt->by] = "";
         gw_usec_t asked = 0;
-        bool stopped = false;
+        bool stopped = false, finishing = false;
         for (size_t i = 0; i < n; i++) {
                 if (victim_by(&ev[i], by, sizeof by) == 0)
                         asked = ev[i].time;
                 else if (asked && !strcmp(ev[i].kind, "terminate") &&
                          !strncmp(ev[i].message, VICTIM_START, strlen(VICTIM_START)))
                         stopped = true; /* stop() recorded it before its SIGTERM */
+                else if (asked && !strcmp(ev[i].kind, "preempt") &&
+                         !strncmp(ev[i].message, FINISHING_START, strlen(FINISHING_START)))
+                        finishing = true; /* let_finish: not told twice */
         }
         if (!asked)
                 return;
@@ -486,8 +615,9 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         gw_usec_t left = asked + d->cfg->preempt_grace - d->now_wall;
         p->deadline = d->now + (left > 0 ? left : 0);
         /* A checkpoint written after it was asked is newer than the ask itself. */
-        p->ckpt_at_ask = asked;
+        p->after = asked;
         p->wait_ckpt = j->yolo;
+        p->finishing = finishing;
         p->stopped = stopped;
         p->signalled = !stopped && !j->yolo && j->warn_signal;
         rereserve_due = true;

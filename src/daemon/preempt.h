@@ -18,6 +18,10 @@ struct gw_sched_job;
  * flight.  Returns the next deadline (monotonic) or GW_USEC_INFINITY. */
 gw_usec_t gw_preempt_tick(struct gw_daemon *d);
 
+/* The checkpoint watch's inotify descriptor is readable (GW_SRC_PREEMPT): a victim waiting
+ * for its checkpoint is stopped now if it was just written. */
+void gw_preempt_ready(struct gw_daemon *d);
+
 /* Recovery, when dj's attempt ended: whether it ended because it was preempted (clean: it
  * exited 0 by itself before it was asked to stop, and then it was not).  When so, what to
  * tell into why (n bytes: "preempted by job 12 (alice, priority 5); 3s of work since its

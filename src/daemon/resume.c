@@ -22,13 +22,15 @@
 /* Whether the file at path is a complete checkpoint (a .pt file is a zip archive: a kill
  * mid-write leaves it without its central directory).  The daemon reads as root: only a
  * regular file of the job's user's, never through a symlink. */
-static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, size_t n) {
+int gw_resume_ckpt_whole(const struct gw_job *j, const char *path, struct stat *ret_st, char *why, size_t n) {
         struct stat st;
         _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
         if (fd < 0) {
                 snprintf(why, n, "%s: not a regular file of %s's", path, j->user ? j->user : "the job's user");
-                return false;
+                return fd;
         }
+        if (ret_st)
+                *ret_st = st;
         size_t len = (size_t) (st.st_size < CKPT_TAIL ? st.st_size : CKPT_TAIL);
         char reason[200];
         uint8_t head[4];
@@ -39,19 +41,23 @@ static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, s
                 _cleanup_free_ uint8_t *buf = gw_xmalloc(len ? len : 1);
                 if (pread(fd, buf, len, st.st_size - (off_t) len) != (ssize_t) len) {
                         snprintf(why, n, "%s: cannot read it", path);
-                        return false;
+                        return -EIO;
                 }
                 int r = gw_ckpt_check_file(head, head_len, buf, len, (uint64_t) st.st_size, reason, sizeof reason);
                 if (r < 0) {
                         snprintf(why, n, "%s: %s", path, reason);
-                        return false;
+                        return -EBADMSG;
                 }
                 uint64_t want;
                 if (r == 0 || gw_ckpt_tail_wanted(buf, len, (uint64_t) st.st_size, &want) < 0 || want > CKPT_MAX_READ)
-                        return true;
+                        return 0;
                 len = (size_t) want;
         }
-        return true;
+        return 0;
+}
+
+static bool ckpt_complete(const struct gw_job *j, const char *path, char *why, size_t n) {
+        return gw_resume_ckpt_whole(j, path, NULL, why, n) == 0;
 }
 
 static void join(char *buf, size_t n, const char *a, const char *b) {

@@ -1,6 +1,7 @@
 /* Where a failed job resumes from: the newest checkpoint of its run, checked before use. */
 #pragma once
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "core/jobrec.h"
 
@@ -21,3 +22,9 @@ char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_
 
 /* The run directory of a checkpoint path (RUN for RUN/weights/last.pt), malloc'ed. */
 char *gw_resume_run_dir(const char *ckpt);
+
+/* Whether path is a whole checkpoint (core/ckpt.h), read as j's user's file (userfile.h: a
+ * regular file of theirs, not through a symlink): 0, with its fstat in *ret_st (may be NULL);
+ * -EBADMSG torn or not an archive (its fstat given too), -EIO unreadable, or
+ * gw_user_file_open's error.  why (n bytes) says what was wrong. */
+int gw_resume_ckpt_whole(const struct gw_job *j, const char *path, struct stat *ret_st, char *why, size_t n);

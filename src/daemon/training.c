@@ -520,6 +520,14 @@ gw_usec_t gw_training_ckpt_time(const struct gw_djob *dj, bool *ret_settled) {
         return t && t->files[TRAIN_LAST].seen ? t->files[TRAIN_LAST].mtime : 0;
 }
 
+const char *gw_training_run_dir(const struct gw_djob *dj) {
+        return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->run_dir : NULL;
+}
+
+long gw_training_epochs_planned(const struct gw_djob *dj) {
+        return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->total : -1;
+}
+
 long gw_training_epochs_done(const struct gw_djob *dj) {
         return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->done : -1;
 }

@@ -22,3 +22,9 @@ void gw_training_leak_restore(struct gw_daemon *d, struct gw_djob *dj, const str
  * clock), 0 none; *ret_settled: it is complete and after the newest epoch's row (a stop now
  * loses nothing of the epochs done).  Preemption waits for one newer than when it asked. */
 gw_usec_t gw_training_ckpt_time(const struct gw_djob *dj, bool *ret_settled);
+
+/* The run folder (RUN of RUN/results.csv) the watch found for dj's current attempt, NULL none
+ * yet; and the run's planned epochs (args.yaml or the command's epochs=), -1 unknown.  Owned
+ * by the watch: valid until its next sample. */
+const char *gw_training_run_dir(const struct gw_djob *dj);
+long gw_training_epochs_planned(const struct gw_djob *dj);
