@@ -353,10 +353,10 @@ static int step(struct walk *w, uint8_t c, enum effect fx, const uint8_t *arg, s
 
 int gw_ckpt_pickle_epoch(const uint8_t *pkl, size_t len, long *ret_epoch, char *why, size_t n) {
         struct walk w = { .epoch_memo = -1 };
-        const uint8_t *p = pkl, *end = pkl + len;
 
         if ((!pkl && len > 0) || !ret_epoch)
                 return -EINVAL;
+        const uint8_t *p = pkl, *end = pkl + len;
         while (p < end) {
                 uint8_t c = *p++;
                 struct op op = op_of(c);
