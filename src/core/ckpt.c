@@ -302,6 +302,92 @@ int gw_ckpt_tail_wanted(const uint8_t *tail, size_t tail_len, uint64_t file_size
         return 0;
 }
 
+/* Whether the entry's name is "ARCHIVE/data.pkl": one folder, as torch.save names them. */
+static bool is_pickle_name(const uint8_t *name, size_t len) {
+        static const char want[] = "/data.pkl";
+        size_t wl = sizeof(want) - 1;
+
+        if (len <= wl || memcmp(name + len - wl, want, wl) != 0)
+                return false;
+        return memchr(name, '/', len - wl) == NULL;
+}
+
+int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct gw_ckpt_entry *ret,
+                        char *why, size_t n) {
+        struct zip_end z = {0};
+        uint64_t base;
+        size_t pos, end;
+        int r;
+
+        if ((uint64_t) tail_len > file_size || (!tail && tail_len > 0) || !ret)
+                return -EINVAL;
+        if (file_size == 0)
+                return bad(why, n, "empty file");
+        r = find_end(tail, tail_len, file_size, &z, why, n);
+        if (r < 0)
+                return r;
+        base = file_size - tail_len;
+        if (r > 0 || z.cd_off < base)
+                return bad(why, n, "its central directory was not read whole");
+        pos = (size_t) (z.cd_off - base);
+        end = (size_t) (z.cd_end - base);
+        for (uint64_t k = 0; k < z.entries; k++) {
+                const uint8_t *h = tail + pos;
+                uint64_t usize, csize, loff;
+                size_t nlen, xlen, clen;
+
+                if (end - pos < CDH_LEN || le32(h) != SIG_CDH)
+                        return bad(why, n, "a central directory entry is missing");
+                nlen = le16(h + 28);
+                xlen = le16(h + 30);
+                clen = le16(h + 32);
+                if (end - pos - CDH_LEN < nlen + xlen + clen)
+                        return bad(why, n, "a central directory entry runs past the directory");
+                if (is_pickle_name(h + CDH_LEN, nlen)) {
+                        csize = le32(h + 20);
+                        usize = le32(h + 24);
+                        loff = le32(h + 42);
+                        if (zip64_extra(h + CDH_LEN + nlen, xlen, &usize, &csize, &loff) < 0)
+                                return bad(why, n, "data.pkl: bad or missing zip64 extra field");
+                        if (le16(h + 8) & 1)
+                                return bad(why, n, "data.pkl is encrypted");
+                        if (le16(h + 10) != 0) {
+                                gw_say(why, n, "data.pkl is compressed (method %u): not read", le16(h + 10));
+                                return -EBADMSG;
+                        }
+                        if (csize != usize)
+                                return bad(why, n, "data.pkl is stored but its two sizes differ");
+                        if (loff > z.cd_off || z.cd_off - loff < LFH_LEN + nlen || z.cd_off - loff - LFH_LEN - nlen < csize)
+                                return bad(why, n, "data.pkl overlaps the central directory");
+                        *ret = (struct gw_ckpt_entry) { .local_off = loff, .size = csize, .cd_off = z.cd_off };
+                        gw_say(why, n, "data.pkl: %llu bytes", (unsigned long long) csize);
+                        return 0;
+                }
+                pos += CDH_LEN + nlen + xlen + clen;
+        }
+        gw_say(why, n, "no data.pkl in the archive");
+        return -ENOENT;
+}
+
+int gw_ckpt_pickle_offset(const uint8_t *lfh, size_t len, const struct gw_ckpt_entry *e, uint64_t *ret_off,
+                          char *why, size_t n) {
+        uint64_t off;
+
+        if (!lfh || !e || !ret_off || len < LFH_LEN || le32(lfh) != SIG_LFH)
+                return bad(why, n, "data.pkl: no local header where the central directory points");
+        if (le16(lfh + 6) & 1)
+                return bad(why, n, "data.pkl is encrypted");
+        if (le16(lfh + 8) != 0)
+                return bad(why, n, "data.pkl is compressed: not read");
+        off = e->local_off + LFH_LEN + le16(lfh + 26) + le16(lfh + 28);
+        /* The local header's extra field (PyTorch's alignment padding) may differ from the
+         * central one: the data must still end before the central directory. */
+        if (off > e->cd_off || e->cd_off - off < e->size)
+                return bad(why, n, "data.pkl runs into the central directory");
+        *ret_off = off;
+        return 0;
+}
+
 char *gw_ckpt_id(char *buf, size_t n, gw_usec_t mtime, uint64_t size) {
         if (buf && n > 0)
                 (void) snprintf(buf, n, "%lld:%llu", (long long) mtime, (unsigned long long) size);

@@ -251,6 +251,71 @@ long gw_results_epoch1(const struct gw_results *r, size_t row) {
         return r->zero_based ? r->epochs[row] + 1 : r->epochs[row];
 }
 
+/* The 1-based epoch of the line s (n bytes, complete), or -1 when it has none. */
+static long line_epoch1(const struct gw_results *r, const char *s, size_t n) {
+        const char *pos = s, *f;
+        size_t fn;
+
+        for (size_t i = 0; next_field(&pos, s + n, ",", &f, &fn); i++) {
+                if (i < r->epoch_col)
+                        continue;
+                double e = parse_double(f, fn);
+                if (!isfinite(e) || e < 0 || e > 1e9 || e != floor(e))
+                        return -1;
+                return (long) e + (r->zero_based ? 1 : 0);
+        }
+        return -1;
+}
+
+static void put_bytes(char *buf, size_t *len, const char *s, size_t n) {
+        memcpy(buf + *len, s, n);
+        *len += n;
+}
+
+int gw_results_split(const char *text, size_t len, long keep, struct gw_results_split *ret) {
+        struct gw_results r;
+        int err = gw_results_parse(text, len, &r);
+
+        if (err < 0)
+                return err;
+        struct gw_results_split out = { .kept = gw_xmalloc(len + 1), .aside = gw_xmalloc(len + 2) };
+        const char *pos = text, *end = text + len;
+        bool header = false;
+
+        while (pos < end) {
+                const char *nl = memchr(pos, '\n', (size_t) (end - pos));
+                size_t whole = nl ? (size_t) (nl - pos) + 1 : (size_t) (end - pos);
+                const char *s = pos;
+                size_t n = nl ? whole - 1 : whole;
+                trim(&s, &n);
+                bool row = header && n > 0, aside = row && (!nl || line_epoch1(&r, s, n) > keep);
+                if (!header && n > 0 && nl) {
+                        header = true;
+                        put_bytes(out.aside, &out.aside_len, pos, whole);
+                }
+                if (aside) {
+                        put_bytes(out.aside, &out.aside_len, pos, whole);
+                        if (!nl)
+                                put_bytes(out.aside, &out.aside_len, "\n", 1);
+                        out.n_aside++;
+                } else {
+                        put_bytes(out.kept, &out.kept_len, pos, whole);
+                }
+                pos += whole;
+        }
+        gw_results_free(&r);
+        *ret = out;
+        return 0;
+}
+
+void gw_results_split_free(struct gw_results_split *s) {
+        if (!s)
+                return;
+        free(s->kept);
+        free(s->aside);
+        *s = (struct gw_results_split) { 0 };
+}
+
 double gw_results_value(const struct gw_results *r, size_t row, size_t col) {
         if (!r || row >= r->n_rows || col >= r->n_cols)
                 return NAN;

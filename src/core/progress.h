@@ -73,6 +73,24 @@ void gw_results_free(struct gw_results *r); /* accepts NULL; leaves *r empty */
  * 8.0.159 wrote self.epoch), epochs[row] otherwise; -1 out of range. */
 long gw_results_epoch1(const struct gw_results *r, size_t row);
 
+/* results.csv split around a checkpoint's epoch, for a resume from it (docs/
+ * ULTRALYTICS-FORMATS.md): Ultralytics appends to the file it finds, so the rows past the
+ * epoch the checkpoint holds would be written a second time by the resumed run. */
+struct gw_results_split {
+        char *kept;           /* the file without them, its other bytes as they were */
+        size_t kept_len;
+        char *aside;          /* the header line, then those rows, each ending in '\n' */
+        size_t aside_len;
+        size_t n_aside;       /* rows set aside; 0: nothing to change */
+};
+
+/* Splits text at epoch keep (counted from 1, as gw_results_epoch1 counts): rows of a later
+ * epoch go aside, as does a last line without '\n' (torn by the kill: the next row would be
+ * appended to it); a line without a numeric epoch stays.  0 and *ret (freed with
+ * gw_results_split_free), or gw_results_parse()'s error.  Aborts on allocation failure. */
+int gw_results_split(const char *text, size_t len, long keep, struct gw_results_split *ret);
+void gw_results_split_free(struct gw_results_split *s);
+
 /* Value of column col in row; NAN out of range or empty. */
 double gw_results_value(const struct gw_results *r, size_t row, size_t col);
 /* Copies row's loss values (LOSS columns, header order) to out, at most max; returns how many

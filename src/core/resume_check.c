@@ -41,8 +41,15 @@ enum gw_resume_verdict gw_resume_judge(const struct gw_resume_seen *s, char *msg
         /* A run folder's name is in the job's directory: for its owner and admins only. */
         char run[300];
         gw_text_private_wrap(run, sizeof run, last_part(s->run));
-        char reached[48] = "";
-        if (s->reached >= 0)
+        /* The checkpoint's own epoch when it was read; what the attempt before reached is
+         * said too where it differs, not in its place. */
+        char reached[96] = "";
+        if (s->ckpt_epoch > 0 && s->reached > s->ckpt_epoch)
+                snprintf(reached, sizeof reached, " of epoch %ld (the attempt before reached epoch %lld)", s->ckpt_epoch,
+                         (long long) s->reached);
+        else if (s->ckpt_epoch > 0)
+                snprintf(reached, sizeof reached, " of epoch %ld", s->ckpt_epoch);
+        else if (s->reached >= 0)
                 snprintf(reached, sizeof reached, " (epoch %lld by the attempt before)", (long long) s->reached);
         if (same && s->epoch > 1) {
                 snprintf(msg, n, "continued from its checkpoint%s: epoch %ld written in its run %s", reached, s->epoch,

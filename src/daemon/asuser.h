@@ -4,8 +4,9 @@
  * (glibc's setgroups() would change every thread's; the system call alone changes this one),
  * and a root thread whose fs uid is not 0 loses its file capabilities until it is 0 again.
  *
- * For short checks only (stat, faccessat with AT_EACCESS), with nothing between begin and end
- * that another part of the thread relies on.  When the daemon is not root, nothing is
+ * For short checks only (stat, faccessat with AT_EACCESS), and the one bounded write done as a
+ * user (resume_epoch.c: a results.csv of at most 16 MiB rewritten before a resume), with
+ * nothing between begin and end that another part of the thread relies on.  When the daemon is not root, nothing is
  * switched: its jobs run as itself. */
 #pragma once
 #include <stdint.h>

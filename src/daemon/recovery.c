@@ -115,6 +115,26 @@ static bool evidence_names_class(const struct gw_failure_verdict *v) {
         return !strncmp(v->evidence, name, l) && (v->evidence[l] == ' ' || v->evidence[l] == ':');
 }
 
+/* The epoch the checkpoint itself holds, and results.csv made to agree with it before the
+ * resume (resume.h): note gets " (epoch N)" and what was set aside, for the event. */
+static void ckpt_epoch_note(struct gw_daemon *d, struct gw_djob *dj, const char *ckpt, char *note, size_t n) {
+        char why[256], said[320];
+        long done;
+        note[0] = '\0';
+        dj->resume_done = 0;
+        if (!ckpt)
+                return;
+        if (gw_resume_ckpt_epoch(dj->job, ckpt, &done, why, sizeof why) < 0) {
+                log_info("job %lld: its checkpoint's epoch is not known: %s", (long long) dj->job->id, why);
+                return;
+        }
+        dj->resume_done = done;
+        int r = gw_resume_results_agree(d, dj->job, ckpt, done, said, sizeof said);
+        if (r < 0)
+                log_warn("job %lld: results.csv left as it was before its resume: %s", (long long) dj->job->id, said);
+        snprintf(note, n, " (epoch %ld)%s%s", done, r > 0 ? "; " : "", r > 0 ? said : "");
+}
+
 static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_retry_decision *dec,
                     const struct gw_failure_verdict *v, const char *evidence, char *ckpt, const char *ckpt_why) {
         struct gw_job *j = dj->job;
@@ -125,11 +145,12 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
                 snprintf(cls, sizeof cls, "%s: ", gw_failure_class_name(v->cls));
         /* The checkpoint's path, and why none was found (the paths looked in), are in the job's
          * directory: for its owner and admins only (base/text.h), as resume_from is. */
-        char where[640];
+        char where[640], note[400];
+        ckpt_epoch_note(d, dj, ckpt, note, sizeof note);
         if (ckpt)
-                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s", cls, evidence, dec->retry_no,
+                snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s, resuming from %s%s", cls, evidence, dec->retry_no,
                          j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
-                         gw_text_private_wrap(where, sizeof where, ckpt));
+                         gw_text_private_wrap(where, sizeof where, ckpt), note);
         else
                 snprintf(msg, sizeof msg, "%s%s; retry %u/%d in %s from scratch (%s)", cls, evidence, dec->retry_no,
                          j->retries >= 0 ? j->retries : d->cfg->default_retries, wait,
@@ -141,10 +162,11 @@ static void requeue(struct gw_daemon *d, struct gw_djob *dj, const struct gw_ret
  * from ckpt (taken) as a retry would; the attempt counts as none of its retries. */
 static void requeue_preempted(struct gw_daemon *d, struct gw_djob *dj, const char *evidence, char *ckpt) {
         struct gw_job *j = dj->job;
-        char msg[1024], where[640];
+        char msg[1024], where[640], note[400];
+        ckpt_epoch_note(d, dj, ckpt, note, sizeof note);
         if (ckpt)
-                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, resuming from %s", evidence,
-                         j->priority, gw_text_private_wrap(where, sizeof where, ckpt));
+                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, resuming from %s%s", evidence,
+                         j->priority, gw_text_private_wrap(where, sizeof where, ckpt), note);
         else if (j->resume_cmd)
                 snprintf(msg, sizeof msg, "%s; queued again first of priority %d, to run its resume command",
                          evidence, j->priority);

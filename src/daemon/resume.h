@@ -28,3 +28,19 @@ char *gw_resume_run_dir(const char *ckpt);
  * -EBADMSG torn or not an archive (its fstat given too), -EIO unreadable, or
  * gw_user_file_open's error.  why (n bytes) says what was wrong. */
 int gw_resume_ckpt_whole(const struct gw_job *j, const char *path, struct stat *ret_st, char *why, size_t n);
+
+/* The number of epochs the checkpoint at ckpt (an Ultralytics one: a torch.save zip whose
+ * data.pkl holds {'epoch': E, ...}, E counted from 0) has finished: E + 1, read from the file
+ * itself (core/ckpt.h), never from results.csv, whose row for an epoch is written before its
+ * checkpoint.  Read as gw_user_file_open allows, every read bounded.  0 and *ret_done, or
+ * -errno with why (a finished run's stripped checkpoint, E = -1: -ENOENT). */
+int gw_resume_ckpt_epoch(const struct gw_job *j, const char *ckpt, long *ret_done, char *why, size_t n);
+
+/* Before a resume from ckpt (RUN/weights/X.pt) that has finished `done` epochs: the rows of
+ * RUN/results.csv past epoch `done` are moved to RUN/results.csv.after-epoch-DONE.gpuward
+ * (DONE.2 ... when taken), and results.csv rewritten without them, both as the job's user
+ * (the resumed run writes those epochs again: each is then in results.csv once).  1 when rows
+ * were moved (said: which and where), 0 when none needed to be (or there is no results.csv),
+ * -errno with said telling why, results.csv then as it was. */
+int gw_resume_results_agree(const struct gw_daemon *d, const struct gw_job *j, const char *ckpt, long done,
+                            char *said, size_t n);

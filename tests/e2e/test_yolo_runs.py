@@ -199,10 +199,40 @@ class ResumeSaidTrulyTest(DaemonTest):
         jid, j = self.crash_then_retry("cont", yolo=True)
         ev = events_of(j, "resumed")
         self.assertEqual(len(ev), 1, j["events"])
-        self.assertEqual(ev[0]["message"], "continued from its checkpoint (epoch 1 by the attempt before): "
-                                           "epoch 2 written in its run cont")
+        self.assertEqual(ev[0]["message"], "continued from its checkpoint of epoch 1: epoch 2 written in its run cont")
         self.assertFalse(events_of(j, "started_over"), j["events"])
         self.assertRegex(self.d.cli("show", str(jid)).stdout, r"resumed from \S+/runs/detect/cont/weights/last\.pt \(epoch 1\)\n")
+
+    def test_a_row_past_its_checkpoint_is_set_aside(self):
+        """Killed after epoch 2's results.csv row but before its last.pt (Ultralytics writes the
+        row first): the retry resumes from last.pt, which holds epoch 1.  Epoch 2's first row is
+        set aside beside results.csv, which then reads each epoch once, and the events name the
+        checkpoint's epoch 1, not the row's 2."""
+        fault = os.path.join(self.d.work, "fault-row")
+        jid = self.d.submit_api([TRAINER, "epochs=4", "name=row", "--epoch-seconds", "0.5", "--crash-after-row", "2",
+                                 "--fault-once", fault], 300, retries=1, yolo=True)
+        j = self.d.wait_state(jid, "COMPLETED", timeout=60)
+        run = os.path.join(self.d.work, "runs", "detect", "row")
+
+        def epochs(path):
+            with open(path) as f:
+                return [int(float(line.split(",")[0])) for line in f.read().splitlines()[1:] if line.strip()]
+
+        self.assertEqual(epochs(os.path.join(run, "results.csv")), [1, 2, 3, 4])
+        aside = os.path.join(run, "results.csv.after-epoch-1.gpuward")
+        self.assertEqual(epochs(aside), [2])
+        with open(aside) as f, open(os.path.join(run, "results.csv")) as g:
+            self.assertEqual(f.readline(), g.readline(), "the rows aside keep their header")
+
+        retry = events_of(j, "retry")
+        self.assertEqual(len(retry), 1, j["events"])
+        self.assertRegex(retry[0]["message"], r"resuming from \S*runs/detect/row/weights/last\.pt\S* \(epoch 1\); "
+                                              r"results\.csv's 1 row past it set aside in "
+                                              r"results\.csv\.after-epoch-1\.gpuward$")
+        ev = events_of(j, "resumed")
+        self.assertEqual(len(ev), 1, j["events"])
+        self.assertEqual(ev[0]["message"], "continued from its checkpoint of epoch 1 (the attempt before reached "
+                                           "epoch 2): epoch 2 written in its run row")
 
 
 IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1

@@ -539,6 +539,8 @@ static int run_epoch(const struct ft_opts *o, struct gpus *g, struct run *r, lon
 	int rc = ft_csv_append(o, r->dir, E, now_s() - r->t0, &m);
 	if (rc < 0)
 		(void) fprintf(stderr, "gw-fake-trainer: cannot append results.csv: %s\n", strerror(-rc));
+	if (o->crash_after_row == E && fault_fire(o)) /* the row is there; last.pt still holds E - 1 */
+		return traceback(o, "", o->crash_msg, (int) o->exit_code);
 	ft_sleep(o->save_delay);
 	r->c.epoch = e;
 	bool best = ft_fitness(o, &m) > r->c.best_fitness;
@@ -672,7 +674,7 @@ static void setup_gpus(struct gpus *g)
 int main(int argc, char **argv)
 {
 	struct ft_opts o = {.epochs = 3, .batch = LONG_MIN, .imgsz = 0, .epoch_seconds = 0.2, .mem_mib = 2000,
-			 .util = -1, .hang_after = -1, .crash_at = -1, .oom_at = -1, .xid_at = -1, .xid = 79,
+			 .util = -1, .hang_after = -1, .crash_at = -1, .crash_after_row = -1, .oom_at = -1, .xid_at = -1, .xid = 79,
 			 .exit_code = 1, .fault_attempt = -1, .child_max_seconds = 900, .hang_after_val = -1,
 			 .ul = 81};
 	(void) ft_copy_str(o.name, sizeof o.name, "train");

@@ -16,7 +16,7 @@ struct ft_opts {
 	char name[256], project[PATH_MAX], model[PATH_MAX], data[256];
 	double epoch_seconds, long_validation, child_max_seconds, save_delay, save_seconds;
 	long mem_mib, util; /* util < 0: not given */
-	long hang_after, crash_at, oom_at, xid_at, xid, exit_code, fault_attempt;
+	long hang_after, crash_at, crash_after_row, oom_at, xid_at, xid, exit_code, fault_attempt;
 	long ckpt_zero_mib; /* --ckpt-zero-mib: that many MiB of zeros in each checkpoint, as holes */
 	long hang_after_val; /* --hang-after-validation: 1-based epoch, -1 none */
 	long leak_mib, fork_children, child_mem_mib;

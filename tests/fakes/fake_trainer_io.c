@@ -323,7 +323,20 @@ static void pk_str(struct buf *b, const char *s)
 	buf_u32(b, (uint32_t) strlen(s));
 	buf_put(b, s, strlen(s));
 }
-static void pk_int(struct buf *b, long v) { buf_u8(b, 'J'); buf_u32(b, (uint32_t) (int32_t) v); }
+/* As Python's pickler picks: BININT1, BININT2, else BININT (4 bytes, signed). */
+static void pk_int(struct buf *b, long v)
+{
+	if (v >= 0 && v <= 0xff) {
+		buf_u8(b, 'K');
+		buf_u8(b, (unsigned) v);
+	} else if (v >= 0 && v <= 0xffff) {
+		buf_u8(b, 'M');
+		buf_u16(b, (unsigned) v);
+	} else {
+		buf_u8(b, 'J');
+		buf_u32(b, (uint32_t) (int32_t) v);
+	}
+}
 static void pk_float(struct buf *b, double v)
 {
 	uint64_t bits;
@@ -508,6 +521,7 @@ static const struct flag FLAGS[] = {
 	FLAG("--hang-after-validation", K_LONG, hang_after_val, 1, 1e6),
 	FLAG("--ignore-sigterm", K_BOOL, ignore_sigterm, 0, 0),
 	FLAG("--crash-at-epoch", K_LONG, crash_at, 1, 1e6),
+	FLAG("--crash-after-row", K_LONG, crash_after_row, 1, 1e6),
 	FLAG("--crash-msg", K_STR, crash_msg, 0, 0),
 	FLAG("--exit-code", K_LONG, exit_code, 0, 255),
 	FLAG("--oom-at-epoch", K_LONG, oom_at, 1, 1e6),
@@ -550,6 +564,8 @@ void ft_help(void)
 	    "  --ignore-sigterm       SIG_IGN for SIGTERM (otherwise: die of it, like yolo; procs file removed)\n"
 	    "  --crash-at-epoch N     during epoch N: traceback ending in --crash-msg TEXT, exit --exit-code C\n"
 	    "                         (\"RuntimeError: CUDA error: an illegal memory access was encountered\", 1)\n"
+	    "  --crash-after-row N    right after epoch N's results.csv row, before its last.pt: the\n"
+	    "                         --crash-at-epoch traceback (last.pt still holds epoch N-1)\n"
 	    "  --oom-at-epoch N       during epoch N: torch.OutOfMemoryError traceback, exit 1\n"
 	    "  --xid-at-epoch N       during epoch N: append 'gpu=G xid=X' to $GPUWARD_FAKE_NVML_DIR/events\n"
 	    "  --xid X                (first visible GPU; X default 79), CUDA error traceback, exit 1\n"

@@ -674,11 +674,65 @@ static void run_results_fresh(void **state) {
         assert_false(gw_run_results_fresh(start, start + s, start - 2 * s, false));
 }
 
+/* The rows past a checkpoint's epoch go aside: a kill between epoch 2's row and last.pt left
+ * a checkpoint of epoch 1, and the resumed run writes epoch 2 again. */
+static void results_split_at_checkpoint(void **state) {
+        static const char csv[] = "                  epoch,      train/box_loss\n"
+                                  "                      1,             1.0\n"
+                                  "junk\n"
+                                  "                      2,             0.9\r\n"
+                                  "\n"
+                                  "                      3,             0.8\n"
+                                  "                      4,  0.7";
+        struct gw_results_split sp;
+
+        assert_int_equal(gw_results_split(csv, sizeof(csv) - 1, 1, &sp), 0);
+        assert_int_equal(sp.n_aside, 3);
+        assert_int_equal(sp.kept_len, strlen("                  epoch,      train/box_loss\n"
+                                             "                      1,             1.0\njunk\n\n"));
+        assert_memory_equal(sp.kept, "                  epoch,      train/box_loss\n"
+                                     "                      1,             1.0\njunk\n\n", sp.kept_len);
+        static const char aside[] = "                  epoch,      train/box_loss\n"
+                                    "                      2,             0.9\r\n"
+                                    "                      3,             0.8\n"
+                                    "                      4,  0.7\n"; /* torn: ended */
+        assert_int_equal(sp.aside_len, sizeof(aside) - 1);
+        assert_memory_equal(sp.aside, aside, sp.aside_len);
+        gw_results_split_free(&sp);
+        gw_results_split_free(&sp); /* leaves it empty */
+
+        /* Every row held: nothing aside, the file as it was. */
+        static const char held[] = "epoch,loss\n1,1\n2,0.9\n";
+        assert_int_equal(gw_results_split(held, sizeof(held) - 1, 2, &sp), 0);
+        assert_int_equal(sp.n_aside, 0);
+        assert_int_equal(sp.kept_len, sizeof(held) - 1);
+        assert_memory_equal(sp.kept, held, sp.kept_len);
+        gw_results_split_free(&sp);
+
+        /* Counted from 0 (YOLOv5, Ultralytics 8.0): row "1" is the second epoch. */
+        static const char zero[] = "epoch,loss\n0,1\n1,0.9\n2,0.8\n";
+        assert_int_equal(gw_results_split(zero, sizeof(zero) - 1, 2, &sp), 0);
+        assert_int_equal(sp.n_aside, 1);
+        assert_memory_equal(sp.kept, "epoch,loss\n0,1\n1,0.9\n", sp.kept_len);
+        assert_memory_equal(sp.aside, "epoch,loss\n2,0.8\n", sp.aside_len);
+        gw_results_split_free(&sp);
+
+        /* Rows written twice (an earlier resume): every copy past the epoch goes. */
+        static const char twice[] = "epoch,loss\n1,1\n2,0.9\n2,0.8\n3,0.7\n";
+        assert_int_equal(gw_results_split(twice, sizeof(twice) - 1, 1, &sp), 0);
+        assert_int_equal(sp.n_aside, 3);
+        gw_results_split_free(&sp);
+
+        assert_int_equal(gw_results_split("epoch", 5, 1, &sp), -ENODATA);
+        assert_int_equal(gw_results_split("a,b\n1,2\n", 8, 1, &sp), -EBADMSG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(run_is_training),
                 cmocka_unit_test(run_reuses_dir),
                 cmocka_unit_test(run_results_fresh),
+                cmocka_unit_test(results_split_at_checkpoint),
                 cmocka_unit_test(results_v8_dedup_and_partial),
                 cmocka_unit_test(results_v5_zero_based),
                 cmocka_unit_test(results_newer_with_time),
