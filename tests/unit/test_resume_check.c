@@ -27,10 +27,10 @@ static void the_checkpoints_own_epoch_is_said(void **state) {
                                     .reached = 2, .ckpt_epoch = 1, .offer = GW_RESUME_BY_ARG };
         assert_int_equal(gw_resume_judge(&s, msg, sizeof msg), GW_RESUME_CONTINUED);
         assert_string_equal(msg, "continued from its checkpoint of epoch 1 (the attempt before reached epoch 2): "
-                                 "epoch 2 written in its run train");
+                                 "epoch 2 written in its run \x1etrain\x1f");
         s.reached = 1;
         assert_int_equal(gw_resume_judge(&s, msg, sizeof msg), GW_RESUME_CONTINUED);
-        assert_string_equal(msg, "continued from its checkpoint of epoch 1: epoch 2 written in its run train");
+        assert_string_equal(msg, "continued from its checkpoint of epoch 1: epoch 2 written in its run \x1etrain\x1f");
         s.run = "/w/runs/detect/train2";
         s.epoch = 1;
         assert_int_equal(gw_resume_judge(&s, msg, sizeof msg), GW_RESUME_STARTED_OVER);
