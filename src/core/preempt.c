@@ -10,17 +10,42 @@ long gw_preempt_lost_seconds(const struct gw_preempt_running *r, gw_usec_t now) 
         return since > 0 && now > since ? (long) ((now - since) / GW_USEC_PER_SEC) : 0;
 }
 
+gw_usec_t gw_preempt_next_ckpt(const struct gw_preempt_running *r, gw_usec_t now) {
+        gw_usec_t last = r->ckpt_time > r->start_time ? r->ckpt_time : r->start_time;
+        if (r->ckpt_every <= 0 || last <= 0)
+                return 0;
+        gw_usec_t next = last + r->ckpt_every;
+        return next < now ? 0 : next; /* overdue: it may hang, its checkpoint is not counted on */
+}
+
 struct cand {
         const struct gw_preempt_running *r;
-        long lost;
+        long lost, expect_lost, stop_in;
 };
 
-/* Least work lost, then lowest priority, then latest start, then newest id (a total order,
- * so that the same input always gives the same victims). */
+/* What stopping r costs: with its next checkpoint due within the grace, nothing is lost and
+ * the preemptor waits till then; else the work since its newest checkpoint is lost when the
+ * grace is over (at once without a grace). */
+static struct cand cand_of(const struct gw_preempt_need *need, const struct gw_preempt_running *r, gw_usec_t now) {
+        struct cand c = { .r = r, .lost = gw_preempt_lost_seconds(r, now) };
+        gw_usec_t next = gw_preempt_next_ckpt(r, now);
+        if (next > 0 && need->grace > 0 && next <= now + need->grace) {
+                c.stop_in = (long) ((next - now) / GW_USEC_PER_SEC);
+                return c;
+        }
+        c.stop_in = (long) (need->grace / GW_USEC_PER_SEC);
+        c.expect_lost = c.lost + c.stop_in;
+        return c;
+}
+
+/* Least work expected lost, then the soonest stop, then lowest priority, then latest start,
+ * then newest id (a total order, so that the same input always gives the same victims). */
 static int cand_cmp(const void *pa, const void *pb) {
         const struct cand *a = pa, *b = pb;
-        if (a->lost != b->lost)
-                return a->lost < b->lost ? -1 : 1;
+        if (a->expect_lost != b->expect_lost)
+                return a->expect_lost < b->expect_lost ? -1 : 1;
+        if (a->stop_in != b->stop_in)
+                return a->stop_in < b->stop_in ? -1 : 1;
         if (a->r->priority != b->r->priority)
                 return a->r->priority < b->r->priority ? -1 : 1;
         if (a->r->start_time != b->r->start_time)
@@ -51,7 +76,7 @@ int gw_preempt_decide(const struct gw_preempt_need *need, const struct gw_preemp
         size_t nc = 0;
         for (size_t i = 0; i < n && nc < GW_PREEMPT_MAX; i++)
                 if (eligible(need, &running[i]))
-                        c[nc++] = (struct cand) { &running[i], gw_preempt_lost_seconds(&running[i], now) };
+                        c[nc++] = cand_of(need, &running[i], now);
         qsort(c, nc, sizeof *c, cand_cmp);
         bool chosen[GW_PREEMPT_MAX] = { false };
         uint64_t mask = need->free_mask;
@@ -62,6 +87,8 @@ int gw_preempt_decide(const struct gw_preempt_need *need, const struct gw_preemp
         }
         if (usable(need, mask) < need->ngpus)
                 return 0;
+        if (!need->lossy_ok && k && c[k - 1].expect_lost > 0)
+                return 0; /* wait: a checkpoint may come due within the grace before long */
         /* A later (costlier) victim may have made an earlier one unnecessary, or the reverse:
          * let go of each that the rest do without, the costliest first. */
         for (size_t i = k; i-- > 0;) {
@@ -74,7 +101,8 @@ int gw_preempt_decide(const struct gw_preempt_need *need, const struct gw_preemp
         }
         for (size_t i = 0; i < k; i++)
                 if (chosen[i]) {
-                        ret->victims[ret->n++] = (struct gw_preempt_victim) { c[i].r->id, c[i].lost };
+                        ret->victims[ret->n++] = (struct gw_preempt_victim) { c[i].r->id, c[i].lost, c[i].expect_lost,
+                                                                              c[i].stop_in };
                         ret->mask |= c[i].r->gpu_mask;
                 }
         return 0;

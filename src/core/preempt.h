@@ -7,10 +7,14 @@
  *     allows it (unresumable_ok), as it would lose everything it did;
  *   - for a waiting job, only victims of a lower priority than its own; for a booking,
  *     any priority (its window was promised), but only jobs on its GPUs;
- *   - victims are taken by the least work lost first (seconds since their newest
- *     checkpoint, else since their start), then the lowest priority, then the latest
- *     start, until the GPUs free now plus theirs are enough; then any victim the others
- *     make unnecessary is let go again (the costliest first), so none is stopped for nothing;
+ *   - a victim is stopped right after its next checkpoint, or when the grace is over; so
+ *     victims are taken by the least work they would lose first: none for one whose next
+ *     checkpoint, predicted from the spacing of its own (its epoch times), comes within the
+ *     grace, else what it did since its newest checkpoint (or its start) until the grace is
+ *     over; then the soonest stop (the preemptor waits for it), then the lowest priority,
+ *     then the latest start, until the GPUs free now plus theirs are enough; then any victim
+ *     the others make unnecessary is let go again (the costliest first), so none is stopped
+ *     for nothing;
  *   - none at all when no such set frees enough GPUs: stopping some would help nobody. */
 #pragma once
 #include <stdbool.h>
@@ -27,6 +31,8 @@ struct gw_preempt_running {
         int priority;
         gw_usec_t start_time;   /* wall clock, the attempt's start */
         gw_usec_t ckpt_time;    /* wall clock, its newest checkpoint in this attempt; 0 none */
+        gw_usec_t ckpt_every;   /* the usual time between its checkpoints (its own epochs); 0
+                                 * not known: then its next one is not counted on */
         bool preemptible;
         bool resumable;         /* its next attempt resumes from a checkpoint or its resume command */
         bool stopping;          /* already being stopped (for whatever reason) */
@@ -39,11 +45,20 @@ struct gw_preempt_need {
         int priority;           /* a waiting job's; ignored for a booking */
         bool booking;           /* a booking's window: victims of any priority */
         bool unresumable_ok;    /* preempt_unresumable: a job that cannot resume may be a victim */
+        gw_usec_t grace;        /* preempt_grace: how long a victim's stop waits for its
+                                 * checkpoint; 0: it is stopped at once */
+        bool lossy_ok;          /* victims that would lose work may be taken (the preemptor
+                                 * has waited long enough); else only those whose checkpoint
+                                 * is due within the grace, and none till then */
 };
 
 struct gw_preempt_victim {
         int64_t id;
         long lost_s;            /* seconds since its newest checkpoint (or its start) */
+        long expect_lost_s;     /* the work it is expected to lose: 0 when its next checkpoint
+                                 * is due within the grace */
+        long stop_in_s;         /* when its stop is expected: its next checkpoint, or the
+                                 * grace's end */
 };
 
 struct gw_preempt_plan {
@@ -55,6 +70,11 @@ struct gw_preempt_plan {
 /* The work a job loses if stopped at now: seconds since its newest checkpoint, or since its
  * start without one (never negative). */
 long gw_preempt_lost_seconds(const struct gw_preempt_running *r, gw_usec_t now);
+
+/* When r's next checkpoint is due (wall clock), from its newest one (or its start) and its
+ * spacing; 0 when the spacing is not known or it is overdue (a run past its usual epoch
+ * length may hang: its checkpoint is not counted on). */
+gw_usec_t gw_preempt_next_ckpt(const struct gw_preempt_running *r, gw_usec_t now);
 
 /* Decides the victims for need among running (n of them, any order, at most
  * GW_PREEMPT_MAX considered).  Returns 0 with ret filled (ret->n == 0: nobody), or -EINVAL

@@ -424,7 +424,7 @@ static bool for_bookings(struct gw_daemon *d) {
                 struct gw_preempt_need need = {
                         .ngpus = __builtin_popcountll(bk->gpu_mask & usable), .allowed = bk->gpu_mask,
                         .free_mask = (free_gpus(d) | own) & bk->gpu_mask, .booking = true,
-                        .unresumable_ok = d->cfg->preempt_unresumable,
+                        .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true, /* its window was promised */
                 };
                 struct gw_preempt_plan plan;
                 if (choose(d, &need, r, djs, n, &plan) < 0)
@@ -467,8 +467,10 @@ static void decide(struct gw_daemon *d) {
                       gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job);
         if (!any)
                 return;
+        /* lossy_ok: the daemon does not count on a victim's next checkpoint yet (no ckpt_every):
+         * a victim that would lose work is taken as before, the least loss first. */
         struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
-                                        .unresumable_ok = d->cfg->preempt_unresumable };
+                                        .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true };
         if (!preemptor_allowed(d, pj, &need.allowed))
                 return;
         struct gw_preempt_running r[GW_PREEMPT_MAX];

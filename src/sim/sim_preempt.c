@@ -2,9 +2,11 @@
  *
  * The model (this file's assumption, docs/SIMULATOR.md): every job of priority <= 0 that
  * checkpoints (ckpt_interval > 0) and is not an interactive session was submitted
- * --preemptible, and resumes from its checkpoint; a victim stops one sample after its next
- * checkpoint (the daemon sees last.pt settle at a sample), or when preempt_grace is over if
- * that comes first (a stalled job never checkpoints again).  One preemption at a time, for
+ * --preemptible, and resumes from its checkpoint; a victim stops a second after its next
+ * checkpoint (the daemon watches its run folder while the stop waits), or when preempt_grace
+ * is over if that comes first (a stalled job never checkpoints again).  Victims are chosen by
+ * core/preempt.h from their checkpoint spacing (the daemon's: their own epoch times), and one
+ * that would lose work only once the preemptor has waited preempt_grace.  One preemption at a time, for
  * the queue's highest job that is not in a retry's backoff or a booking, as the daemon does. */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +14,10 @@
 #include "base/cleanup.h"
 #include "core/preempt.h"
 #include "sim/sim_engine.h"
+
+/* The daemon watches a waiting victim's run folder (inotify): its stop follows the checkpoint
+ * within about a second, not at the next sample. */
+#define STOP_AFTER_CKPT GW_SIM_SEC
 
 static bool preemptible(const struct gw_sim_job *j) {
         return j->priority <= 0 && j->ckpt_interval > 0 && !j->interactive;
@@ -25,6 +31,8 @@ static struct gw_preempt_running running_of(const struct eng *e, int64_t ji) {
         return (struct gw_preempt_running) {
                 .id = ji + 1, .gpu_mask = r->mask, .priority = j->priority, .start_time = r->a.start,
                 .ckpt_time = ck > r->a.work_start ? r->a.start + (ck - r->a.work_start) : 0,
+                /* As the daemon learns it from the job's own epoch times. */
+                .ckpt_every = j->ckpt_interval,
                 .preemptible = preemptible(j), .resumable = true, .stopping = r->preempting,
         };
 }
@@ -34,7 +42,7 @@ static void schedule_stop(struct eng *e, int64_t ji) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         struct jrun *r = &e->jr[ji];
         gw_usec_t w = gw_sim_work_at(j, &r->a, e->now), ci = j->ckpt_interval;
-        gw_usec_t next = r->a.start + ((w / ci + 1) * ci - r->a.work_start) + e->cfg->sample;
+        gw_usec_t next = r->a.start + ((w / ci + 1) * ci - r->a.work_start) + STOP_AFTER_CKPT;
         gw_usec_t limit = e->now + e->cfg->preempt_grace, stop = next < limit ? next : limit;
         if (r->a.stall_wall <= next)
                 stop = limit;
@@ -57,11 +65,16 @@ static int64_t preemptor(const struct eng *e) {
         return -1;
 }
 
-static int node_pass(struct eng *e, int node, int64_t pi, struct gw_preempt_running *run, bool *ret_done) {
+/* The node's plan for the preemptor pi (plan->n == 0: none), and the GPUs free for it there. */
+static int node_plan(struct eng *e, int node, int64_t pi, struct gw_preempt_running *run, struct gw_preempt_plan *plan,
+                     uint64_t *ret_free) {
         const struct gw_sim_job *pj = &e->w->jobs[pi];
         const struct node *nd = &e->nodes[node];
-        struct gw_preempt_need need = { .ngpus = pj->ngpus, .priority = pj->priority };
+        struct gw_preempt_need need = { .ngpus = pj->ngpus, .priority = pj->priority, .grace = e->cfg->preempt_grace };
+        /* Work is lost to it only once it has waited a grace more than a checkpoint could take. */
+        need.lossy_ok = e->now - (GW_SIM_EPOCH + pj->submit) >= 2 * e->cfg->preempt_grace;
         size_t n = 0;
+        plan->n = 0;
         /* Only GPUs its bookings' calendar lets it take: stopping others would serve nobody. */
         int k = gw_sim_book_allowed(e, node, pi, &need.allowed);
         if (k < 0 || need.allowed == GW_SIM_NONE_ALLOWED)
@@ -72,20 +85,29 @@ static int node_pass(struct eng *e, int node, int64_t pi, struct gw_preempt_runn
         for (size_t i = 0; i < e->n_running && n < GW_PREEMPT_MAX; i++)
                 if (e->jr[e->running[i]].node == node)
                         run[n++] = running_of(e, e->running[i]);
-        struct gw_preempt_plan plan;
-        k = gw_preempt_decide(&need, run, n, e->now, &plan);
-        if (k < 0)
-                return k;
-        for (size_t v = 0; v < plan.n; v++)
-                schedule_stop(e, plan.victims[v].id - 1);
-        *ret_done = plan.n > 0;
-        if (plan.n) {
-                e->preempt_for = pi + 1;
-                e->preempt_node = node;
-                e->preempt_mask = plan.mask | need.free_mask;
-                e->preempt_until = e->now + e->cfg->preempt_grace + e->cfg->sample;
+        *ret_free = need.free_mask;
+        return gw_preempt_decide(&need, run, n, e->now, plan);
+}
+
+/* A plan's cost: the GPU-seconds of work it is expected to lose, then how long the preemptor
+ * waits for its last stop. */
+static void plan_cost(const struct eng *e, const struct gw_preempt_plan *p, double *lost, long *wait) {
+        *lost = 0;
+        *wait = 0;
+        for (size_t v = 0; v < p->n; v++) {
+                *lost += (double) p->victims[v].expect_lost_s * e->w->jobs[p->victims[v].id - 1].ngpus;
+                if (p->victims[v].stop_in_s > *wait)
+                        *wait = p->victims[v].stop_in_s;
         }
-        return 0;
+}
+
+static void carry_out(struct eng *e, int node, int64_t pi, const struct gw_preempt_plan *plan, uint64_t free_mask) {
+        for (size_t v = 0; v < plan->n; v++)
+                schedule_stop(e, plan->victims[v].id - 1);
+        e->preempt_for = pi + 1;
+        e->preempt_node = node;
+        e->preempt_mask = plan->mask | free_mask;
+        e->preempt_until = e->now + e->cfg->preempt_grace + e->cfg->sample;
 }
 
 /* Whether the preemptor still waits for the GPUs kept for it. */
@@ -118,14 +140,32 @@ int gw_sim_preempt_pass(struct eng *e) {
                 return 0;
         const struct gw_sim_job *pj = &e->w->jobs[pi];
         struct gw_preempt_running run[GW_PREEMPT_MAX];
+        struct gw_preempt_plan best = { .n = 0 }, plan;
+        int best_node = -1;
+        uint64_t best_free = 0, free_mask = 0;
+        double best_lost = 0, lost;
+        long best_wait = 0, wait;
+        /* The node whose plan loses least (then makes it wait least), as a cluster's daemons
+         * would offer theirs: not the first node where some plan exists. */
         for (int node = 0; node < e->n_nodes; node++) {
                 if (e->nodes[node].n_gpus < pj->ngpus)
                         continue;
-                bool done = false;
-                int k = node_pass(e, node, pi, run, &done);
-                if (k < 0 || done)
+                int k = node_plan(e, node, pi, run, &plan, &free_mask);
+                if (k < 0)
                         return k;
+                if (!plan.n)
+                        continue;
+                plan_cost(e, &plan, &lost, &wait);
+                if (best_node < 0 || lost < best_lost || (lost == best_lost && wait < best_wait)) {
+                        best = plan;
+                        best_node = node;
+                        best_free = free_mask;
+                        best_lost = lost;
+                        best_wait = wait;
+                }
         }
+        if (best_node >= 0)
+                carry_out(e, best_node, pi, &best, best_free);
         return 0;
 }
 

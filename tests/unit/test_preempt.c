@@ -19,7 +19,7 @@ static struct gw_preempt_running job(int64_t id, unsigned gpu, int prio, long st
 }
 
 static struct gw_preempt_need need_of(int ngpus, int prio) {
-        return (struct gw_preempt_need) { .ngpus = ngpus, .priority = prio };
+        return (struct gw_preempt_need) { .ngpus = ngpus, .priority = prio, .lossy_ok = true };
 }
 
 static void least_work_lost_first(void **state) {
@@ -107,11 +107,42 @@ static void victims_the_others_make_unneeded_are_let_go(void **state) {
 static void a_booking_takes_any_priority_on_its_gpus(void **state) {
         (void) state;
         struct gw_preempt_running r[] = { job(1, 0, 9, 100, 1), job(2, 1, 9, 100, 1) };
-        struct gw_preempt_need need = { .ngpus = 1, .allowed = 2, .booking = true };
+        struct gw_preempt_need need = { .ngpus = 1, .allowed = 2, .booking = true, .lossy_ok = true };
         struct gw_preempt_plan p;
         assert_int_equal(gw_preempt_decide(&need, r, 2, NOW, &p), 0);
         assert_int_equal(p.n, 1);
         assert_int_equal(p.victims[0].id, 2);
+}
+
+/* With each victim's checkpoint spacing known: one whose next checkpoint is due within the
+ * grace loses nothing and goes first, the soonest of them first; without lossy_ok nobody who
+ * would lose work is taken, and nobody at all till a checkpoint comes due. */
+static void a_checkpoint_due_within_the_grace_goes_first(void **state) {
+        (void) state;
+        struct gw_preempt_running r[] = { job(1, 0, 0, 5000, 10), job(2, 1, 0, 5000, 3000), job(3, 2, 0, 5000, 3300) };
+        r[0].ckpt_every = r[1].ckpt_every = r[2].ckpt_every = 3600 * S; /* next: in 3590, 600, 300 s */
+        struct gw_preempt_need need = need_of(1, 5);
+        need.grace = 600 * S;
+        struct gw_preempt_plan p;
+        assert_int_equal(gw_preempt_decide(&need, r, 3, NOW, &p), 0);
+        assert_int_equal(p.n, 1);
+        assert_int_equal(p.victims[0].id, 3);
+        assert_int_equal(p.victims[0].expect_lost_s, 0);
+        assert_int_equal(p.victims[0].stop_in_s, 300);
+        assert_int_equal(p.victims[0].lost_s, 3300);
+        need.lossy_ok = false;
+        need.ngpus = 3;
+        assert_int_equal(gw_preempt_decide(&need, r, 3, NOW, &p), 0);
+        assert_int_equal(p.n, 0); /* job 1 would lose 10 s + the grace: not yet */
+        need.lossy_ok = true;
+        assert_int_equal(gw_preempt_decide(&need, r, 3, NOW, &p), 0);
+        assert_int_equal(p.n, 3);
+        assert_int_equal(p.victims[2].id, 1);
+        assert_int_equal(p.victims[2].expect_lost_s, 610);
+        /* Overdue (a run past its usual epoch may hang): its checkpoint is not counted on. */
+        r[2].ckpt_time = NOW - 4000 * S;
+        assert_int_equal(gw_preempt_next_ckpt(&r[2], NOW), 0);
+        assert_int_equal(gw_preempt_next_ckpt(&r[1], NOW), NOW + 600 * S);
 }
 
 static void bad_input(void **state) {
@@ -130,6 +161,7 @@ int main(void) {
                 cmocka_unit_test(nothing_when_it_would_not_be_enough),
                 cmocka_unit_test(victims_the_others_make_unneeded_are_let_go),
                 cmocka_unit_test(a_booking_takes_any_priority_on_its_gpus),
+                cmocka_unit_test(a_checkpoint_due_within_the_grace_goes_first),
                 cmocka_unit_test(bad_input),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -418,8 +418,9 @@ static void leak_oom_and_restart(void **state) {
  * placed on it crashes 5 min in; with recovery it is drained and the next job waits or runs
  * elsewhere. */
 /* 1 GPU: a 2 h job checkpointing every 10 min, and a high-class 30 min job at 25 min.  With
- * preemption the first stops a sample (30 s) after its checkpoint at 30 min, the high job
- * runs, then the first resumes from that checkpoint; without, the high job waits 95 min. */
+ * preemption the first stops a second after its checkpoint at 30 min (its run folder is
+ * watched while the stop waits), the high job runs, then the first resumes from that
+ * checkpoint; without, the high job waits 95 min. */
 static void preempt_after_checkpoint(void **state) {
         struct gw_sim_job v[2] = {job(0, 1, 2 * HOUR, 4 * HOUR), job(25 * MIN, 1, 30 * MIN, HOUR)};
         v[0].ckpt_interval = 10 * MIN;
@@ -430,11 +431,11 @@ static void preempt_after_checkpoint(void **state) {
         assert_int_equal(r.preemptions, 1);
         assert_int_equal(r.completed, 2);
         assert_int_equal(r.high_jobs, 1);
-        assert_true(fabs(r.high_wait_p50_s - (5 * 60 + 30)) < 1e-6);
-        assert_hours(r.lost_preempt_gpu_h, 30.0 / 3600);
+        assert_true(fabs(r.high_wait_p50_s - (5 * 60 + 1)) < 1e-6);
+        assert_hours(r.lost_preempt_gpu_h, 1.0 / 3600);
         assert_int_equal(r.retries, 0); /* a preemption is none */
-        /* 30 min 30 s, the high job's 30 min, then the 90 min left from the checkpoint. */
-        assert_int_equal(r.measured, 30 * MIN + 30 * SEC + 30 * MIN + 90 * MIN);
+        /* 30 min 1 s, the high job's 30 min, then the 90 min left from the checkpoint. */
+        assert_int_equal(r.measured, 30 * MIN + 1 * SEC + 30 * MIN + 90 * MIN);
         gw_sim_result_free(&r);
 
         r = run(v, 2, "retry", 1);
