@@ -54,6 +54,11 @@ int cli_oom(void);
 
 /* getopt_long's '?' / ':' cases, worded like the rest of our errors. */
 int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int optopt_now);
+/* The same, with "did you mean" the nearest of opts (NULL-name-terminated) for an unknown
+ * long option, and gpuward's word for sbatch's own on submit. */
+struct option;
+int cli_bad_option_in(const char *verb, char **argv, int optind_now, int ret, int optopt_now,
+                      const struct option *opts);
 /* A verb's options: --json and --help, and its own (extra) beside them. */
 #define CLI_OPTIONS_MAX 12
 struct cli_options {

@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "cli/cli.h"
 #include "cli/verbs.h"
+#include "core/sbatch_words.h"
 
 const struct cli_verb cli_verbs[] = {
         { "submit", cli_verb_submit, "queue a command or a script (reads #GPUWARD lines)" },
@@ -129,6 +130,25 @@ static const struct cli_verb *find_verb(const char *name) {
         return NULL;
 }
 
+/* "unknown verb", with gpuward's word for a Slurm command and the nearest verb for a typo. */
+static int unknown_verb(const char *name) {
+        const char *slurm = gw_slurm_verb(name);
+        if (slurm)
+                return cli_usage(NULL, "gpuward has no '%s': did you mean 'gpuward %s'?", name, slurm);
+        const char *best = NULL;
+        int best_d = 3, len = (int) strlen(name);
+        for (const struct cli_verb *v = cli_verbs; v->name; v++) {
+                int d = gw_edit_distance(name, v->name, 3);
+                if (d < best_d && d * 2 < len) {
+                        best = v->name;
+                        best_d = d;
+                }
+        }
+        if (best)
+                return cli_usage(NULL, "unknown verb '%s': did you mean 'gpuward %s'?", name, best);
+        return cli_usage(NULL, "unknown verb '%s'", name);
+}
+
 /* `gpuward help [VERB]`: the same text as --help. */
 static int run_help(struct cli_ctx *ctx, int argc, char **argv) {
         if (argc < 2) {
@@ -137,7 +157,7 @@ static int run_help(struct cli_ctx *ctx, int argc, char **argv) {
         }
         const struct cli_verb *v = find_verb(argv[1]);
         if (!v)
-                return cli_usage(NULL, "unknown verb '%s'", argv[1]);
+                return unknown_verb(argv[1]);
         char *hargv[] = { argv[1], (char *) "--help", NULL };
         return v->run(ctx, 2, hargv);
 }
@@ -195,7 +215,7 @@ int main(int argc, char **argv) {
                 return run_help(&ctx, argc - optind, argv + optind);
         const struct cli_verb *v = find_verb(name);
         if (!v)
-                return cli_usage(NULL, "unknown verb '%s'", name);
+                return unknown_verb(name);
         int r = v->run(&ctx, argc - optind, argv + optind);
         if (fflush(stdout) != 0 && errno != EPIPE && r == CLI_EXIT_OK) {
                 cli_error("writing output: %s", strerror(errno));

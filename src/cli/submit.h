@@ -39,6 +39,7 @@ struct submit_opts {
         const char *socket; /* --socket after the verb; borrowed from argv */
         int warn_signal;    /* --signal SIG@T; 0: none */
         gw_usec_t warn_before; /* its T; 0: the daemon's warning time */
+        char after_buf[48];    /* -d afterok:ID as --after reads it (text[T_AFTER] points here) */
 };
 
 struct submit_text_option {

@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
+#include "core/sbatch_words.h"
 
 static FILE *error_stream; /* NULL: stderr */
 
@@ -59,7 +60,23 @@ int cli_usage(const char *verb, const char *fmt, ...) {
         return CLI_EXIT_USAGE;
 }
 
-int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int optopt_now) {
+/* The closest of the verb's long options to an unknown one, or NULL: two edits at most, and
+ * fewer than half its letters (so that "--x" is no near miss of "--cwd"). */
+static const char *nearest_option(const char *name, const struct option *opts) {
+        const char *best = NULL;
+        int best_d = 3, len = (int) strlen(name);
+        for (const struct option *o = opts; o && o->name; o++) {
+                int dist = gw_edit_distance(name, o->name, 3);
+                if (dist < best_d && dist * 2 < len) {
+                        best = o->name;
+                        best_d = dist;
+                }
+        }
+        return best;
+}
+
+int cli_bad_option_in(const char *verb, char **argv, int optind_now, int ret, int optopt_now,
+                      const struct option *opts) {
         /* getopt leaves optopt set for short options only; the word itself is more useful
          * for long ones ("--gpu" typed for "--gpus"). */
         const char *word = optind_now > 0 ? argv[optind_now - 1] : "?";
@@ -68,7 +85,21 @@ int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int o
                 word = shortopt;
         if (ret == ':')
                 return cli_usage(verb, "option '%s' needs a value", word);
+        if (word[0] == '-' && word[1] == '-' && word[2]) {
+                char name[64];
+                snprintf(name, sizeof name, "%.*s", (int) strcspn(word + 2, "="), word + 2);
+                const char *slurm = verb && !strcmp(verb, "submit") ? gw_sbatch_option_hint(name) : NULL;
+                const char *near = nearest_option(name, opts);
+                if (slurm)
+                        return cli_usage(verb, "unknown option '--%s' (sbatch's): in gpuward, %s", name, slurm);
+                if (near)
+                        return cli_usage(verb, "unknown option '--%s': did you mean '--%s'?", name, near);
+        }
         return cli_usage(verb, "unknown option '%s'", word);
+}
+
+int cli_bad_option(const char *verb, char **argv, int optind_now, int ret, int optopt_now) {
+        return cli_bad_option_in(verb, argv, optind_now, ret, optopt_now, NULL);
 }
 
 int cli_parse_job_id(const char *verb, const char *s, long long *ret_id) {
@@ -220,7 +251,7 @@ int cli_parse_options(struct cli_ctx *ctx, const struct cli_options *o, int argc
                 else if (c == CLI_OPT_SOCKET)
                         continue;
                 else if (c == '?' || c == ':' || !o->on_option)
-                        return cli_bad_option(o->verb, argv, optind, c, optopt);
+                        return cli_bad_option_in(o->verb, argv, optind, c, optopt, opts);
                 else if ((r = o->on_option(o->userdata, c, optarg)) != 0)
                         return r;
         }
@@ -270,7 +301,7 @@ int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, con
                 if (c == CLI_OPT_SOCKET)
                         continue;
                 if (c != 'h')
-                        return cli_bad_option(verb, argv, optind, c, optopt);
+                        return cli_bad_option_in(verb, argv, optind, c, optopt, opts);
                 fputs(help, stdout);
                 return CLI_EXIT_OK;
         }

@@ -142,7 +142,7 @@ static int parse_control(struct control *c, struct cli_ctx *ctx, int argc, char 
                 else if (r < 0 && (k == OPT_NO_WAIT || k == OPT_STATE)) /* cancel's only */
                         return cli_usage(c->verb, "unknown option '--%s'", k == OPT_NO_WAIT ? "no-wait" : "state");
                 else if (r < 0)
-                        return cli_bad_option(c->verb, argv, optind, k, optopt);
+                        return cli_bad_option_in(c->verb, argv, optind, k, optopt, opts);
         }
         if (*ret_help)
                 return 0;

@@ -153,7 +153,7 @@ static int parse_list_opts(struct cli_ctx *ctx, const char *verb, int argc, char
                                 return r;
                         break;
                 default:
-                        return cli_bad_option(verb, argv, optind, c, optopt);
+                        return cli_bad_option_in(verb, argv, optind, c, optopt, list_options);
                 }
         }
         if (optind < argc)

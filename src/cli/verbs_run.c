@@ -104,7 +104,7 @@ static int parse(struct cli_ctx *ctx, int argc, char **argv, struct submit_opts 
                         return CLI_EXIT_OK;
                 }
                 if (c == '?' || c == ':')
-                        return cli_bad_option("run", argv, optind, c, optopt);
+                        return cli_bad_option_in("run", argv, optind, c, optopt, opts);
                 if (c == CLI_OPT_SOCKET)
                         r = cli_take_socket(ctx, "run", optarg);
                 else

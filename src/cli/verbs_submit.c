@@ -20,6 +20,7 @@
 #include "core/directive.h"
 #include "core/jobarray.h"
 #include "core/retry.h"
+#include "core/sbatch_words.h"
 
 extern char **environ;
 
@@ -33,27 +34,37 @@ static const char submit_help[] =
         "Queue a job.  It starts when enough GPUs are free, in the directory and with the\n"
         "environment of this shell, with CUDA_VISIBLE_DEVICES set to the GPUs it was given.\n"
         "A SCRIPT may carry options in '#GPUWARD' lines at its top, as sbatch reads '#SBATCH';\n"
-        "options on the command line win over them.  Without '--', a first word that is\n"
+        "its '#SBATCH' lines are read too, in sbatch's words (--gres=gpu:N, -G, -t, -J, -o,\n"
+        "-a, -d afterok:ID, -D, --signal, -H), with a note for each gpuward does not take\n"
+        "(-e: stderr goes with stdout); '#GPUWARD' lines win over them, options on the\n"
+        "command line over both.  A SCRIPT that is not executable runs with the interpreter\n"
+        "of its '#!' line, as sbatch runs it; one with Windows (CRLF) line endings is\n"
+        "refused (dos2unix FILE).  For python, python3, bash, sh or perl as the command,\n"
+        "the script it would run must exist and be readable.  Without '--', a first word that is\n"
         "not a file is taken as a command looked up in PATH.  gpuwardd checks the command\n"
         "as the job will run it (in its directory, with its PATH, as you) and refuses one\n"
         "that is not there or not executable, unless the job waits on another (--after).\n"
         "\n"
         "Options:\n"
-        "  --gpus N          GPUs the job needs (default 1)\n"
+        "  -G, --gpus N      GPUs the job needs (default 1; -g as for 'gpuward run')\n"
         "  --gpu-mem SIZE    free memory each GPU must have: 512M, 16G, 80GB (bare number: MiB)\n"
-        "  --time DURATION   time limit: 30m or 30min, 1.5h, 1h30m, 90s, 2d, 1:30:00\n"
+        "  -t, --time DURATION  time limit: 30m or 30min, 1.5h, 1h30m, 90s, 2d, 1:30:00\n"
         "                    (H:MM:SS), 1-12:00:00 (D-HH:MM:SS); a bare number is minutes,\n"
         "                    as sbatch reads it (90 = 1h30m); refused: 30mins, 1hr, 5M, 1.5s,\n"
         "                    1.5h30m (one spelling per unit, a fraction on a lone number);\n"
         "                    default: the daemon's default_time_limit (1d unless the admin\n"
         "                    changed it); at the limit the job gets SIGTERM, then SIGKILL\n"
-        "  --name NAME       a name shown by 'gpuward queue'\n"
+        "  -J, --name NAME   a name shown by 'gpuward queue'\n"
         "  --cwd DIR         run in DIR (default: the current directory)\n"
         "  --priority N      higher starts first among waiting jobs: -1000 up to your\n"
         "                    maximum, 0 unless an admin grants more (gpuward quota\n"
         "                    shows max_priority; a profile may grant more too)\n"
         "  --after JOB[:ok|:any]  start after JOB completed (ok, the default) or ended (any)\n"
-        "  --output FILE     write the job's output to FILE (relative to --cwd)\n"
+        "  -d DEP            the same in sbatch's words, afterok:JOB or afterany:JOB\n"
+        "  -o, --output FILE  write the job's output (stdout and stderr) to FILE, relative\n"
+        "                    to --cwd; as in sbatch, %j is the job id, %x its name, %u the\n"
+        "                    user, %A the array's id, %a the task's index, %N this host's\n"
+        "                    name, %% a '%'\n"
         "  --env K=V         set a variable in the job's environment (repeatable)\n"
         "  --clean-env       start from a minimal environment instead of this shell's\n"
         "  --hold            queue the job held; 'gpuward release JOB' lets it start\n"
@@ -105,7 +116,7 @@ static const char submit_help[] =
         "\n"
         "A sweep (job array, as sbatch --array): one job whose tasks run the command, each\n"
         "with GPUWARD_ARRAY_INDEX (and SLURM_ARRAY_TASK_ID) set to its index:\n"
-        "  --array SPEC      task indexes 0-49, 1,3,5-9 or 0-99:10 (a step), and %N for at\n"
+        "  -a, --array SPEC  task indexes 0-49, 1,3,5-9 or 0-99:10 (a step), and %N for at\n"
         "                    most N tasks running at once: 0-49%4; up to 10000 tasks.\n"
         "                    Task 3 of job 17 is 17_3 (gpuward show/cancel/logs 17_3);\n"
         "                    cancel, wait and show 17 take the whole array\n"
@@ -119,6 +130,7 @@ static const char submit_help[] =
         "      --resume-cmd 'python3 train.py --resume \"$GPUWARD_RESUME_FROM\"' \\\n"
         "      -- python3 train.py\n"
         "  JOB=$(gpuward submit -q -- python3 eval.py) && gpuward logs -f \"$JOB\"\n"
+        "  gpuward submit -G 2 -t 30 -J smoke -o 'out-%j.log' train.sh\n"
         "  gpuward submit train.sh --lr 0.01     # train.sh starts with:\n"
         "      #!/bin/sh\n"
         "      #GPUWARD --gpus 2 --time 4h\n"
@@ -141,6 +153,13 @@ enum {
         OPT_SIGNAL,
         OPT_PREEMPTIBLE,
         OPT_TEXT = 0x200, /* + enum text_slot */
+};
+
+/* The words a script's directive lines gave (submit_opts borrows them). */
+struct script_words {
+        char **sbatch, **gpuward;
+        int nsbatch, ngpuward;
+        struct gw_sbatch_words slurm;
 };
 
 static int check_after(const char *arg, char *why, size_t n);
@@ -396,7 +415,38 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
         return -ENOENT;
 }
 
+/* sbatch's short options, and run's -g, as the long options they stand for. */
+static int long_of_short(int c) {
+        switch (c) {
+        case 'g':
+        case 'G':
+                return OPT_GPUS;
+        case 't':
+                return OPT_TIME;
+        case 'J':
+                return OPT_TEXT + T_NAME;
+        case 'o':
+                return OPT_TEXT + T_OUTPUT;
+        case 'a':
+                return OPT_TEXT + T_ARRAY;
+        }
+        return c;
+}
+
+/* -d: sbatch's afterok:ID / afterany:ID, or --after's own JOB[:ok|:any]. */
+static int apply_dependency(struct submit_opts *o, const char *arg, const char *where) {
+        if (strncmp(arg, "after", 5) != 0)
+                return apply_text_option(o, T_AFTER, arg, where);
+        if (gw_sbatch_dependency(arg, o->after_buf, sizeof o->after_buf) < 0)
+                return bad_value(where, "-d", "is not afterok:ID or afterany:ID (gpuward waits on one job)", arg);
+        o->text[T_AFTER] = o->after_buf;
+        return 0;
+}
+
 static int apply_option(struct submit_opts *o, int c, const char *arg, const char *where) {
+        if (c == 'd')
+                return apply_dependency(o, arg, where);
+        c = long_of_short(c);
         int r = apply_value_option(o, c, arg, where);
         if (r != -ENOENT)
                 return r;
@@ -445,10 +495,10 @@ static int parse_args(int argc, char **argv, const char *where, struct submit_op
         int c;
         optind = 0;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:qh", submit_options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:qhg:G:t:J:o:a:d:", submit_options, NULL)) != -1) {
                 if (c == '?' || c == ':') {
                         if (!where)
-                                return cli_bad_option("submit", argv, optind, c, optopt);
+                                return cli_bad_option_in("submit", argv, optind, c, optopt, submit_options);
                         cli_error("%s%s '%s'", where, c == ':' ? "missing value for" : "unknown option",
                                   argv[optind - 1]);
                         return CLI_EXIT_USAGE;
@@ -487,53 +537,87 @@ static int read_head(const char *path, char **ret) {
         return 0;
 }
 
-/* Applies the script's #GPUWARD lines to o.  *ret_words keeps the words alive (o borrows
- * them); the caller frees it with gw_strv_free. */
-static int apply_directives(const char *script, struct submit_opts *o, char ***ret_words) {
-        _cleanup_free_ char *text = NULL;
-        int r = read_head(script, &text);
-        if (r < 0) {
-                cli_error("%s: %s", script, strerror(-r));
-                return CLI_EXIT_FAIL;
-        }
-        char **words = NULL;
-        int nwords = 0, line = 0;
-        r = gw_directives_parse(text, &words, &nwords, &line);
-        *ret_words = words;
-        if (r == -EINVAL) {
-                cli_error("%s:%d: #GPUWARD line has an unterminated quote", script, line);
-                return CLI_EXIT_USAGE;
-        }
-        if (r < 0) {
-                cli_error("%s: cannot read #GPUWARD lines: %s", script,
-                          r == -E2BIG ? "too many words" : strerror(-r));
-                return r == -E2BIG ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
-        }
+/* Options from one kind of directive line: parsed into o as the command line is, errors
+ * naming the script and the line's prefix.  words stay borrowed by o. */
+static int apply_words(const char *script, const char *prefix, char **words, int nwords, struct submit_opts *o) {
         if (nwords <= 0)
                 return 0;
-        /* getopt skips argv[0]; the words borrowed here stay owned by *ret_words. */
+        /* getopt skips argv[0]. */
         _cleanup_free_ char **gargv = calloc((size_t) nwords + 2, sizeof(char *));
         if (!gargv)
                 return CLI_EXIT_FAIL;
-        gargv[0] = (char *) "#GPUWARD";
+        gargv[0] = (char *) prefix;
         memcpy(gargv + 1, words, (size_t) nwords * sizeof(char *));
         _cleanup_free_ char *where = NULL;
-        if (asprintf(&where, "%s: #GPUWARD ", script) < 0)
+        if (asprintf(&where, "%s: %s ", script, prefix) < 0)
                 return CLI_EXIT_FAIL;
         int pos;
         bool dashdash;
-        r = parse_args(nwords + 1, gargv, where, o, &pos, &dashdash);
+        int r = parse_args(nwords + 1, gargv, where, o, &pos, &dashdash);
         if (r != 0)
                 return r;
         if (pos <= nwords) {
-                cli_error("%sunexpected '%s' (only options belong on #GPUWARD lines)", where, gargv[pos]);
+                cli_error("%sunexpected '%s' (only options belong on %s lines)", where, gargv[pos], prefix);
                 return CLI_EXIT_USAGE;
         }
         if (o->help) {
-                cli_error("%s--help does not belong on #GPUWARD lines", where);
+                cli_error("%s--help does not belong on %s lines", where, prefix);
                 return CLI_EXIT_USAGE;
         }
         return 0;
+}
+
+/* The words of the script's lines of one prefix, into *ret (the caller frees it). */
+static int read_words(const char *script, const char *text, const char *prefix, char ***ret, int *ret_n) {
+        int line = 0;
+        int r = gw_directives_parse_prefix(text, prefix, ret, ret_n, &line);
+        if (r == -EINVAL) {
+                cli_error("%s:%d: %s line has an unterminated quote", script, line, prefix);
+                return CLI_EXIT_USAGE;
+        }
+        if (r < 0) {
+                cli_error("%s: cannot read %s lines: %s", script, prefix, r == -E2BIG ? "too many words" : strerror(-r));
+                return r == -E2BIG ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+        }
+        return 0;
+}
+
+/* Applies the script's #SBATCH lines, then its #GPUWARD lines (which win), to o, saying which
+ * #SBATCH options gpuward does not take.  o borrows from *w; the caller frees both. */
+static int apply_directives(const char *script, const char *text, struct submit_opts *o, struct script_words *w) {
+        int r = read_words(script, text, "#SBATCH", &w->sbatch, &w->nsbatch);
+        if (r)
+                return r;
+        char why[300];
+        if (w->nsbatch > 0 && gw_sbatch_translate(w->sbatch, w->nsbatch, &w->slurm, why, sizeof why) < 0) {
+                _cleanup_free_ char *safe = cli_sanitize(why);
+                cli_error("%s: %s", script, safe ? safe : why);
+                return CLI_EXIT_USAGE;
+        }
+        for (int i = 0; i < w->slurm.nnotes; i++) {
+                _cleanup_free_ char *safe = cli_sanitize(w->slurm.notes[i]);
+                fprintf(stderr, "gpuward: %s: %s\n", script, safe ? safe : "?");
+        }
+        if ((r = apply_words(script, "#SBATCH", w->slurm.argv, w->slurm.argc, o)))
+                return r;
+        if ((r = read_words(script, text, "#GPUWARD", &w->gpuward, &w->ngpuward)))
+                return r;
+        return apply_words(script, "#GPUWARD", w->gpuward, w->ngpuward, o);
+}
+
+static void script_words_done(struct script_words *w) {
+        gw_strv_free(w->sbatch);
+        gw_strv_free(w->gpuward);
+        gw_sbatch_words_done(&w->slurm);
+}
+
+/* Windows line endings make "#!/bin/bash\r" and "python3\r": refused now, with the fix. */
+static int check_line_endings(const char *script, const char *text) {
+        if (!strstr(text, "\r\n"))
+                return 0;
+        _cleanup_free_ char *safe = cli_sanitize(script);
+        return cli_usage("submit", "'%s' has Windows (CRLF) line endings, which the shell reads as part of each "
+                         "command; convert it first: dos2unix %s", safe ? safe : "?", safe ? safe : "?");
 }
 
 /* The job's directory: --cwd made absolute, or ours.  Checked here so that a typo is a
@@ -572,19 +656,50 @@ static int resolve_cwd(const char *opt, char **ret) {
         return 0;
 }
 
-/* [script, args...] when it is executable, else ["/bin/sh", script, args...]. */
-static int script_command(const char *script, char **args, size_t nargs, const char ***ret, size_t *ret_n,
+/* A script that is not executable runs with the interpreter of its "#!" line, as sbatch
+ * runs it (/bin/sh without one): [interpreter, its argument, script, args...].  Points into
+ * text, which must outlive the command; the line is cut there. */
+static void shebang(char *text, const char **ret_interp, const char **ret_arg) {
+        *ret_interp = "/bin/sh";
+        *ret_arg = NULL;
+        if (strncmp(text, "#!", 2) != 0)
+                return;
+        char *p = text + 2;
+        p[strcspn(p, "\n")] = '\0';
+        p += strspn(p, " \t");
+        char *end = p + strcspn(p, " \t");
+        if (end == p)
+                return;
+        *ret_interp = p;
+        if (*end) {
+                *end++ = '\0';
+                end += strspn(end, " \t");
+                /* Linux passes the rest of the line as one argument, trailing blanks included. */
+                if (*end)
+                        *ret_arg = end;
+        }
+}
+
+/* [script, args...] when it is executable, else its interpreter first (see shebang). */
+static int script_command(const char *script, char *text, char **args, size_t nargs, const char ***ret, size_t *ret_n,
                           char **ret_abs) {
         char *abs = cli_absolute_path(script, NULL);
-        const char **cmd = calloc(nargs + 3, sizeof(char *));
+        const char **cmd = calloc(nargs + 4, sizeof(char *));
         if (!abs || !cmd) {
                 free(abs);
                 free(cmd);
                 return CLI_EXIT_FAIL;
         }
         size_t n = 0;
-        if (access(abs, X_OK) < 0)
-                cmd[n++] = "/bin/sh";
+        if (access(abs, X_OK) < 0) {
+                const char *interp, *arg;
+                shebang(text, &interp, &arg);
+                cmd[n++] = interp;
+                if (arg)
+                        cmd[n++] = arg;
+                fprintf(stderr, "gpuward: %s is not executable: it runs as %s%s%s %s\n", script, interp,
+                        arg ? " " : "", arg ? arg : "", script);
+        }
         cmd[n++] = abs;
         for (size_t i = 0; i < nargs; i++)
                 cmd[n++] = args[i];
@@ -636,6 +751,61 @@ static int classify_target(const char *word, bool dashdash, bool *ret_script) {
         return 0;
 }
 
+/* The script an interpreter would run: its first word that is no option, or NULL where
+ * there is none to check ("python3 -c CODE", "python3 -m MODULE", "bash -c CMD"). */
+static const char *interpreter_script(char *const *cmd, size_t n) {
+        static const char *const known[] = { "python", "python2", "python3", "bash", "sh", "perl" };
+        const char *base = strrchr(cmd[0], '/');
+        base = base ? base + 1 : cmd[0];
+        bool found = false;
+        for (size_t i = 0; i < ELEMENTSOF(known) && !found; i++)
+                found = !strcmp(base, known[i]) ||
+                        (!strncmp(known[i], "python3", 7) && !strncmp(base, "python3.", 8) &&
+                         base[8 + strspn(base + 8, "0123456789")] == '\0' && base[8]);
+        if (!found)
+                return NULL;
+        for (size_t i = 1; i < n; i++) {
+                if (!strcmp(cmd[i], "-c") || !strcmp(cmd[i], "-m") || !strcmp(cmd[i], "-e") || !strcmp(cmd[i], "-"))
+                        return NULL;
+                if (!strcmp(cmd[i], "--"))
+                        return i + 1 < n ? cmd[i + 1] : NULL;
+                if (cmd[i][0] != '-')
+                        return cmd[i];
+                /* Python's "-W arg", "-X opt" take the next word; bash's "-o opt" too. */
+                if ((!strcmp(cmd[i], "-W") || !strcmp(cmd[i], "-X") || !strcmp(cmd[i], "-o")) && i + 1 < n)
+                        i++;
+        }
+        return NULL;
+}
+
+/* "python3 trian.py" fails minutes later, when the job starts; here, now, as the user who
+ * submits it.  Not for a job that waits on another (it may make the file). */
+static int check_interpreter_script(const struct submit_opts *o, char *const *cmd, size_t n) {
+        const char *file = interpreter_script(cmd, n);
+        if (!file || o->text[T_AFTER])
+                return 0;
+        _cleanup_free_ char *cwd = NULL;
+        int r = resolve_cwd(o->text[T_CWD], &cwd);
+        if (r)
+                return r;
+        _cleanup_free_ char *path = cli_absolute_path(file, cwd);
+        if (!path)
+                return CLI_EXIT_FAIL;
+        struct stat st;
+        const char *why = NULL;
+        if (stat(path, &st) < 0)
+                why = errno == ENOENT ? "no such file" : strerror(errno);
+        else if (S_ISDIR(st.st_mode))
+                why = "a directory";
+        else if (access(path, R_OK) < 0)
+                why = "you cannot read it";
+        if (!why)
+                return 0;
+        _cleanup_free_ char *safe = cli_sanitize(file), *where = cli_sanitize(cwd);
+        return cli_usage("submit", "'%s' (the script %s would run): %s in %s", safe ? safe : "?", cmd[0], why,
+                         where ? where : "?");
+}
+
 static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *o, json_t *reply, long long *ret_id) {
         long long id;
         if (!cli_jint(reply, "id", &id)) {
@@ -652,11 +822,13 @@ static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *
                 printf("Submitted job %lld\n", id);
         long long limit;
         json_t *dflt = json_object_get(reply, "time_limit_default");
-        if (!json && !o->quiet && json_is_true(dflt) && cli_jint(reply, "time_limit", &limit)) {
+        /* The limit as understood ("1:30" is 1m30s, as sbatch reads it), said once, here.  On
+         * stderr: stdout stays "Submitted job N" for the scripts that read it. */
+        if (!json && !o->quiet && cli_jint(reply, "time_limit", &limit)) {
                 char b[32];
-                /* On stderr: stdout stays "Submitted job N" for the scripts that read it. */
-                fprintf(stderr, "gpuward: time limit %s (the default; --time to set)\n",
-                        gw_format_duration((gw_usec_t) limit * GW_USEC_PER_SEC, b, sizeof b));
+                fprintf(stderr, "gpuward: time limit %s%s\n",
+                        gw_format_duration((gw_usec_t) limit * GW_USEC_PER_SEC, b, sizeof b),
+                        json_is_true(dflt) ? " (the default; --time to set)" : "");
         }
         return CLI_EXIT_OK;
 }
@@ -691,7 +863,8 @@ static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char
 
 int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
         struct submit_opts first = { .ngpus = 1 }, o = { .ngpus = 1 };
-        char **words = NULL;
+        struct script_words words = { 0 };
+        _cleanup_free_ char *text = NULL;
         int pos, r;
         bool dashdash, script = false;
 
@@ -709,8 +882,13 @@ int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
         r = classify_target(argv[pos], dashdash, &script);
         if (r)
                 goto out;
+        if (script && (r = read_head(argv[pos], &text)) < 0) {
+                cli_error("%s: %s", argv[pos], strerror(-r));
+                r = CLI_EXIT_FAIL;
+                goto out;
+        }
         /* Directives first, then the command line again, so that its flags win. */
-        if (script && (r = apply_directives(argv[pos], &o, &words)))
+        if (script && ((r = check_line_endings(argv[pos], text)) || (r = apply_directives(argv[pos], text, &o, &words))))
                 goto out;
         r = parse_args(argc, argv, NULL, &o, &pos, &dashdash);
         if (r || (o.socket && (r = cli_take_socket(ctx, "submit", o.socket))))
@@ -720,17 +898,16 @@ int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
                 const char **cmd = NULL;
                 char *abs = NULL;
                 size_t n;
-                r = script_command(argv[pos], argv + pos + 1, (size_t) (argc - pos - 1), &cmd, &n, &abs);
+                r = script_command(argv[pos], text, argv + pos + 1, (size_t) (argc - pos - 1), &cmd, &n, &abs);
                 if (!r)
                         r = post_job(ctx, &o, cmd, n);
                 free(cmd);
                 free(abs);
-        } else {
+        } else if (!(r = check_interpreter_script(&o, argv + pos, (size_t) (argc - pos)))) {
                 r = post_job(ctx, &o, (const char *const *) argv + pos, (size_t) (argc - pos));
         }
 out:
-        if (words)
-                gw_strv_free(words);
+        script_words_done(&words);
         submit_opts_done(&first);
         submit_opts_done(&o);
         return r;

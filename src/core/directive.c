@@ -7,7 +7,6 @@
 
 #include "base/cleanup.h"
 
-#define DIRECTIVE_PREFIX "#GPUWARD"
 #define MAX_WORDS 256
 
 struct words {
@@ -73,8 +72,8 @@ static int split_line(const char *p, const char *end, struct words *w, int base)
 enum line_kind { LINE_BLANK, LINE_COMMENT, LINE_DIRECTIVE, LINE_CODE };
 
 /* Classifies a line and, for a directive, points *ret_args past the prefix. */
-static enum line_kind classify(const char *p, const char *end, const char **ret_args) {
-        const size_t plen = strlen(DIRECTIVE_PREFIX);
+static enum line_kind classify(const char *p, const char *end, const char *prefix, const char **ret_args) {
+        const size_t plen = strlen(prefix);
 
         while (p < end && is_blank(*p))
                 p++;
@@ -82,7 +81,7 @@ static enum line_kind classify(const char *p, const char *end, const char **ret_
                 return LINE_BLANK;
         if (*p != '#')
                 return LINE_CODE;
-        if ((size_t) (end - p) >= plen && memcmp(p, DIRECTIVE_PREFIX, plen) == 0 &&
+        if ((size_t) (end - p) >= plen && memcmp(p, prefix, plen) == 0 &&
             (p + plen == end || is_blank(p[plen]))) {
                 *ret_args = p + plen;
                 return LINE_DIRECTIVE;
@@ -106,10 +105,14 @@ static void words_append_to(struct words *w, char ***argv, int *argc) {
 }
 
 int gw_directives_parse(const char *text, char ***argv, int *argc, int *ret_line) {
+        return gw_directives_parse_prefix(text, "#GPUWARD", argv, argc, ret_line);
+}
+
+int gw_directives_parse_prefix(const char *text, const char *prefix, char ***argv, int *argc, int *ret_line) {
         struct words w = {NULL, 0};
         int base, lines = 0, line_no = 0, r = 0;
 
-        if (!text || !argv || !argc || (*argv && *argc < 0))
+        if (!text || !prefix || prefix[0] != '#' || !argv || !argc || (*argv && *argc < 0))
                 return -EINVAL;
         base = *argv ? *argc : 0;
 
@@ -119,7 +122,7 @@ int gw_directives_parse(const char *text, char ***argv, int *argc, int *ret_line
                 const char *args = NULL;
 
                 line_no++;
-                enum line_kind k = classify(p, end, &args);
+                enum line_kind k = classify(p, end, prefix, &args);
                 if (k == LINE_CODE)
                         break;
                 if (k == LINE_DIRECTIVE) {

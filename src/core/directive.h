@@ -11,5 +11,8 @@
  * offending line number (1-based) for an unterminated quote, or -E2BIG past 256 words. */
 int gw_directives_parse(const char *text, char ***argv, int *argc, int *ret_line);
 
+/* The same for another prefix ("#SBATCH"): a word starting with '#'. */
+int gw_directives_parse_prefix(const char *text, const char *prefix, char ***argv, int *argc, int *ret_line);
+
 void gw_strv_free(char **v);
 static inline void gw_strv_freep(char ***v) { gw_strv_free(*v); }

@@ -67,29 +67,6 @@ bool gw_array_may_start(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* A task's --output: the array's, with sbatch's %A (the array's id) and %a (the task's
  * index) filled in, so that tasks need not share one file. */
-static char *task_output(const char *out, int64_t array_id, uint32_t index) {
-        if (!out)
-                return NULL;
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
-                return gw_xstrdup(out);
-        for (const char *c = out; *c; c++) {
-                if (c[0] == '%' && c[1] == 'A')
-                        fprintf(f, "%lld", (long long) array_id), c++;
-                else if (c[0] == '%' && c[1] == 'a')
-                        fprintf(f, "%u", index), c++;
-                else
-                        fputc(*c, f);
-        }
-        if (fclose(f) != 0 || !buf) {
-                free(buf);
-                return gw_xstrdup(out);
-        }
-        return buf;
-}
-
 static struct gw_job *task_new(const struct gw_job *p, uint32_t index, uint32_t count) {
         struct gw_job *t = gw_xcalloc(1, sizeof *t);
         t->name = gw_xstrdup(p->name);
@@ -106,7 +83,7 @@ static struct gw_job *task_new(const struct gw_job *p, uint32_t index, uint32_t 
         t->env = gw_strv_copy(p->env);
         t->env_extra = gw_strv_copy(p->env_extra);
         t->cwd = gw_xstrdup(p->cwd);
-        t->output = task_output(p->output, p->id, index);
+        t->output = p->output ? gw_xstrdup(p->output) : NULL; /* %A, %a: at its start (jobs.c) */
         t->submit_time = p->submit_time;
         t->attempt = 1;
         t->retries = p->retries;

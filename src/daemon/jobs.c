@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "base/text.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "core/outpath.h"
 #include "daemon/daemon.h"
 #include "daemon/jobarray.h"
 #include "daemon/sharing.h"
@@ -47,9 +49,25 @@ struct gw_djob *gw_djob_new(struct gw_job *j) {
         return dj;
 }
 
+/* The output file of j: its --output with sbatch's patterns filled in (the job's id known
+ * now).  One that would not fit a path keeps its pattern: submission refused those. */
+static char *output_path(const struct gw_job *j) {
+        char host[256] = "", buf[PATH_MAX];
+        if (strchr(j->output, '%') && gethostname(host, sizeof host - 1) < 0)
+                host[0] = '\0';
+        const struct gw_outpath_vars v = {
+                .id = j->id, .array_id = j->array_job > 0 ? j->array_job : j->id,
+                .array_index = j->array_job > 0 ? (int64_t) j->array_index : -1,
+                .name = j->name, .user = j->user, .host = host,
+        };
+        if (!strchr(j->output, '%') || gw_outpath_expand(j->output, &v, buf, sizeof buf) < 0)
+                return gw_xstrdup(j->output);
+        return gw_xstrdup(buf);
+}
+
 char *gw_attempt_log_path(const struct gw_daemon *d, const struct gw_job *j, int attempt) {
         if (j->output)
-                return gw_xstrdup(j->output);
+                return output_path(j);
         char buf[4300];
         if (attempt <= 1)
                 snprintf(buf, sizeof buf, "%s/%lld.log", d->loop.log_dir, (long long) j->id);

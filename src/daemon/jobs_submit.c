@@ -13,6 +13,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "core/outpath.h"
 #include "daemon/asuser.h"
 #include "daemon/daemon.h"
 #include "daemon/userfile.h"
@@ -48,29 +49,55 @@ static bool may_use_dir(const char *dir, int mode) {
         return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && faccessat(AT_FDCWD, dir, mode, AT_EACCESS) == 0;
 }
 
+/* Whether the directory part of an --output names the job's id (%j, %A or %a). */
+static bool dir_has_id_pattern(const char *output) {
+        const char *slash = strrchr(output, '/');
+        for (const char *p = output; slash && p < slash; p++)
+                if (p[0] == '%' && p[1] && strchr("jAa", p[1]))
+                        return true;
+                else if (p[0] == '%' && p[1] == '%')
+                        p++;
+        return false;
+}
+
 /* The output file is opened by the job's user at each start (O_APPEND, created if missing):
  * a directory that is not there, or not theirs to write, would fail every start with no log.
  * Called as the job's user. */
 static int check_output(const struct gw_job *j, struct gw_submit_error *err) {
-        char dir[PATH_MAX];
+        char dir[PATH_MAX], path[PATH_MAX], host[256] = "";
         if (snprintf(dir, sizeof dir, "%s", j->output) >= (int) sizeof dir)
                 return submit_fail(err, 400, "output", "output: longer than %d bytes", PATH_MAX - 1);
+        /* sbatch's patterns, at their longest (the ids not known yet), must still fit. */
+        if (gethostname(host, sizeof host - 1) < 0)
+                host[0] = '\0';
+        const char *base = strrchr(j->argv[0], '/');
+        const char *name = j->name && *j->name ? j->name : base ? base + 1 : j->argv[0];
+        const struct gw_outpath_vars v = {
+                .id = INT64_MAX, .array_id = INT64_MAX, .array_index = UINT32_MAX, .name = name, .user = j->user, .host = host,
+        };
+        if (gw_outpath_expand(j->output, &v, path, sizeof path) < 0)
+                return submit_fail(err, 400, "output", "output: longer than %d bytes once its %%j, %%x, %%u, %%A, %%a "
+                                   "and %%N are filled in", PATH_MAX - 1);
+        /* A directory named by the job's id is made by nobody: it must be there at the start. */
+        if (dir_has_id_pattern(j->output))
+                return 0;
+        snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
         if (!slash || !slash[1])
-                return submit_fail(err, 400, "output", "output: '%s' names a directory, not a file", j->output);
+                return submit_fail(err, 400, "output", "output: '%s' names a directory, not a file", path);
         if (slash == dir)
                 slash[1] = '\0';
         else
                 *slash = '\0';
         struct stat st;
         bool reach = may_use_dir(dir, X_OK);
-        if (reach && lstat(j->output, &st) == 0) {
+        if (reach && lstat(path, &st) == 0) {
                 if (S_ISDIR(st.st_mode))
-                        return submit_fail(err, 400, "output", "output: '%s' is a directory", j->output);
+                        return submit_fail(err, 400, "output", "output: '%s' is a directory", path);
                 /* The daemon reads the output back (logs, the failure's evidence) as root. */
                 if (!S_ISREG(st.st_mode) || !gw_user_owns(j, &st))
                         return submit_fail(err, 400, "output", "output: '%s' exists and is not a file of %s's",
-                                           j->output, j->user);
+                                           path, j->user);
                 return 0;
         }
         if (reach && may_use_dir(dir, X_OK | W_OK))
