@@ -293,8 +293,8 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         const struct gw_job *j = job_or_reply(d, ctx->id, c, "cancel it", rep, &tmp);
         if (!j)
                 return;
-        const char *wait = gw_http_query(req, "wait");
-        bool want_wait = wait && strcmp(wait, "0");
+        const char *wait = gw_http_query(req, "wait"), *waiting = gw_http_query(req, "waiting");
+        bool want_wait = wait && strcmp(wait, "0"), waiting_only = waiting && strcmp(waiting, "0");
         if (req->resumed || gw_job_state_is_final(j->state)) {
                 if (req->resumed)
                         return reply_json(rep, 200, job_with_events(d, j, job_view(d, c, j)));
@@ -308,12 +308,16 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         char why[128];
         snprintf(why, sizeof why, "cancelled by %s", c->user);
         bool running = j->state == GW_JOB_RUNNING;
+        if (waiting_only && running && !dj->job->array_spec)
+                return reply_error(rep, 409, "waiting", "job %lld is RUNNING now: not cancelled (only waiting jobs were "
+                                   "asked for)", (long long) j->id);
         /* Recorded before anything is done: refused, the job goes on untouched. */
-        if (gw_job_cancel(d, dj, why) < 0)
+        if ((waiting_only ? gw_job_cancel_waiting(d, dj, why) : gw_job_cancel(d, dj, why)) < 0)
                 return reply_store_error(d, rep, "cannot cancel the job");
-        /* An array ends once its running tasks did: a waiting cancel waits for that. */
+        /* An array ends once its running tasks did: a waiting cancel waits for that; one of
+         * its waiting tasks only is done at once, its running tasks going on. */
         if (dj->job->array_spec)
-                running = !gw_job_state_is_final(dj->job->state);
+                running = !waiting_only && !gw_job_state_is_final(dj->job->state);
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = gw_job_lookup(d, ctx->id, &now);
