@@ -17,6 +17,7 @@
 #include "base/parse.h"
 #include "daemon/agent.h"
 #include "daemon/daemon.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
 #include "daemon/userfile.h"
@@ -223,11 +224,13 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         struct gw_array_summary sum;
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(d, j, &sum) == 0;
-        if (summed) { /* an array: its tasks counted, its waiting ones folded */
+        const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(d, j->id) : NULL;
+        if (summed || node) { /* an array: its tasks counted, its waiting ones folded */
                 with_tasks = *j;
-                with_tasks.array_view = &sum.view;
+                with_tasks.array_view = summed ? &sum.view : NULL;
+                with_tasks.node_view = node;
         }
-        json_t *o = gw_codec_job(summed ? &with_tasks : j, view);
+        json_t *o = gw_codec_job(summed || node ? &with_tasks : j, view);
         if (summed)
                 gw_array_summary_done(&sum);
         json_object_set_new(o, "runtime", runtime_json(d, j));
