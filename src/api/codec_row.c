@@ -94,6 +94,8 @@ int gw_codec_row_put(FILE *out, const char *name, const struct gw_job *j) {
         case 'l':
                 return !strcmp(name, "latest_start") ? predicted(j) ? put_time(out, j->latest_start) : put_null(out) : 0;
         case 'n':
+                if (!strcmp(name, "node") && !(j->node_view && *j->node_view))
+                        return put_null(out);
                 if (!strcmp(name, "ngpus"))
                         return put_int(out, j->ngpus);
                 return !strcmp(name, "name") ? put_plain(out, j->name) : 0;

@@ -44,7 +44,9 @@ static const char cancel_help[] =
         "Options:\n"
         "  --no-wait       return as soon as the daemon has started cancelling\n"
         SELECT_OPTIONS_HELP
-        "  --state STATES  only those in these states: PENDING, HELD, RUNNING (comma-separated)\n"
+        "  --state STATES  only those in these states: PENDING, HELD, RUNNING (comma-separated);\n"
+        "                  without RUNNING nothing running is stopped: an array's waiting tasks\n"
+        "                  are cancelled and its running tasks go on\n"
         SELECT_HELP_END
         "  gpuward cancel 17\n"
         "  gpuward cancel --no-wait 17 18 19 30-39\n"
@@ -89,6 +91,9 @@ struct control {
         /* A selection instead of ids: */
         bool me;
         const char *user, *name, *state;
+        /* A selection by --state without RUNNING: only what waits is cancelled, an array's
+         * running tasks go on. */
+        bool waiting_only;
 };
 
 enum { OPT_JSON = 0x100, OPT_NO_WAIT, OPT_ME, OPT_USER, OPT_NAME, OPT_STATE };
@@ -164,7 +169,10 @@ static void print_done(const struct control *c, long long num, const json_t *rep
         cli_job_ref(num, id, sizeof id);
         switch (c->action) {
         case ACT_CANCEL:
-                if (c->wait || !state || strcmp(state, "CANCELLED") == 0)
+                if (c->waiting_only && json_is_string(json_object_get(reply, "array")) && state &&
+                    strcmp(state, "CANCELLED") != 0)
+                        printf("Cancelled the waiting tasks of array %s; its running tasks go on\n", id);
+                else if (c->wait || !state || strcmp(state, "CANCELLED") == 0)
                         printf("Cancelled job %s\n", id);
                 else
                         printf("Cancelling job %s\n", id);
@@ -186,7 +194,7 @@ static int control_one(struct cli_ctx *ctx, const struct control *c, long long i
         gw_usec_t timeout = 0;
         if (c->action == ACT_CANCEL) {
                 method = "DELETE";
-                snprintf(target, sizeof(target), "/api/v1/jobs/%s%s", ref, c->wait ? "?wait=1" : "");
+                snprintf(target, sizeof(target), "/api/v1/jobs/%s?wait=%d&waiting=%d", ref, c->wait, c->waiting_only);
                 timeout = c->wait ? CANCEL_WAIT_TIMEOUT : 0;
         } else {
                 snprintf(target, sizeof(target), "/api/v1/jobs/%s/%s", ref,
@@ -219,10 +227,11 @@ static int control_one(struct cli_ctx *ctx, const struct control *c, long long i
 
 /* The selection's jobs as ids, waiting ones first: cancelling a running job first would
  * free GPUs for a job about to be cancelled as well. */
-static int select_jobs(struct cli_ctx *ctx, const struct control *c, struct cli_id_list *ids) {
+static int select_jobs(struct cli_ctx *ctx, struct control *c, struct cli_id_list *ids) {
         _cleanup_free_ char *states = NULL, *bad = NULL, *me = c->me ? cli_self_uid() : NULL;
         if (c->state && !(states = cli_normalize_states(c->state, &bad)))
                 return bad ? cli_usage(c->verb, "--state: '%s' is not a job state", bad) : CLI_EXIT_FAIL;
+        c->waiting_only = c->action == ACT_CANCEL && states && !strstr(states, "RUNNING");
         _cleanup_free_ char *split = states ? strdup(states) : NULL;
         for (char *p = split, *tok; p && (tok = strsep(&p, ","));)
                 if (!strstr(c->states, tok))

@@ -28,7 +28,8 @@ static const char queue_help[] =
         "\n"
         "List the jobs that are waiting or running, in queue order: running jobs first,\n"
         "then waiting ones in the order they will start, held ones last.  The last column\n"
-        "shows the GPUs a running job holds, or why a waiting job waits:\n"
+        "shows the GPUs a running job holds, or why a waiting job waits (on a Slurm\n"
+        "cluster a NODE column follows: the node Slurm runs the job on):\n"
         "  (Resources)   not enough free GPUs        (Dependency)  waits for --after\n"
         "  (Held)        held; 'gpuward release'     (Priority)    others go first\n"
         "  (Backoff)     a retry, after its delay    (Quota)       its user is at a limit\n"
@@ -179,7 +180,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
                                                   "eta,eta_overdue,predicted_start,latest_start,priority,fairshare,"
-                                                  "array,array_waiting,array_job_id,array_index"
+                                                  "array,array_waiting,array_job_id,array_index,node"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time,"
                                                   "array_job_id,array_index") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
@@ -338,6 +339,7 @@ static int add_queue_row_as(struct cli_table *t, const json_t *job, time_t now, 
                 /* the estimated end; "overdue" once the run is past it (hung), not a frozen "18s" */
                 isfinite(cli_jnum(job, "eta_overdue")) ? "overdue" : cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)),
                 last,
+                cli_jstr(job, "node"), /* read only when the table has a NODE column */
         };
         return cli_table_add(t, cells);
 }
@@ -360,16 +362,22 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
 
 static int print_jobs(const struct job_list *jobs, bool is_queue, bool expand) {
         static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "PRIO", "GPUS", "TIME", "LIMIT",
-                                                  "START", "ETA", "GPU(REASON)" };
+                                                  "START", "ETA", "GPU(REASON)", "NODE" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
                                                     "ELAPSED" };
-        struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols))
+        /* NODE only on a cluster (a job Slurm runs somewhere): one host's queue has no use for it. */
+        bool nodes = false;
+        json_t *scratch = json_object();
+        for (size_t i = 0; is_queue && scratch && !nodes && i < json_array_size(jobs->items); i++)
+                nodes = cli_jstr(job_at(jobs, i, scratch), "node") != NULL;
+        struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols) - !nodes)
                                        : cli_table_new(history_cols, ELEMENTSOF(history_cols));
-        if (!t)
+        if (!t) {
+                json_decref(scratch);
                 return CLI_EXIT_FAIL;
+        }
         cli_table_set_max_width(t, 1, NAME_MAX_COLS);
         time_t now = time(NULL);
-        json_t *scratch = json_object();
         int r = scratch ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < json_array_size(jobs->items); i++) {
                 const json_t *job = job_at(jobs, i, scratch);

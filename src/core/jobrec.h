@@ -104,6 +104,8 @@ struct gw_job {
         int64_t array_index;               /* a task: its index in the array (when array_job > 0) */
         const struct gw_job_array_view *array_view; /* not stored: an array's tasks, for a reply;
                                             * borrowed, NULL = none */
+        const char *node_view;             /* not stored: the node Slurm runs its attempt on, for a
+                                            * reply (--backend slurm); borrowed, NULL = none */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
         bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */

@@ -275,6 +275,10 @@ int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state sta
  * SIGTERM, SIGKILL after the grace period.  The write comes first: when the store refuses
  * it nothing is done and -errno is returned (gw_store_error_kind says why). */
 int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason);
+/* A cancel of what waits only: a queued job as gw_job_cancel; an array stops handing out
+ * tasks and its queued ones end, while its running tasks run on.  -EBUSY for a running job
+ * (nothing done): a selection of waiting jobs must not stop one that started meanwhile. */
+int gw_job_cancel_waiting(struct gw_daemon *d, struct gw_djob *dj, const char *reason);
 /* Whether the job's user is still the account that submitted it (name and uid: a deleted
  * user's uid goes to the next account made).  0; or -ENOENT, -ESTALE (the job must not run
  * as anyone) or -EIO (the account database cannot be read now) with why one line ("user

@@ -461,3 +461,10 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
                  getenv("SLURM_CONF") ? getenv("SLURM_CONF") : "");
         return 0;
 }
+
+const char *gw_slurm_node_of(struct gw_daemon *d, int64_t id) {
+        if (!d->cfg->backend_slurm || !d->exec || !d->exec->state)
+                return NULL;
+        const struct gw_slurm_job *sj = slurm_job_find(slurm_of(d), id);
+        return sj && sj->node[0] ? sj->node : NULL;
+}

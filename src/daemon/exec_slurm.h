@@ -204,3 +204,7 @@ void gw_slurm_drain_node(struct gw_daemon *d, const char *node, unsigned gpu, un
 /* gpuward's job that ran Slurm job sid: the current attempt of a job (*running), or one
  * ended lately; 0 when none is known. */
 int64_t gw_slurm_job_of(struct gw_daemon *d, uint32_t sid, bool *running);
+
+/* The node squeue last said job id's current attempt runs on, for a reply; NULL when the
+ * daemon is not --backend slurm, or Slurm has not placed it.  Borrowed until the next poll. */
+const char *gw_slurm_node_of(struct gw_daemon *d, int64_t id);

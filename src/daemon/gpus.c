@@ -147,7 +147,13 @@ int gw_gpus_open(struct gw_daemon *d) {
         }
         int r = gw_gpu_open(lib, &d->host.gpu, err, sizeof err);
         if (r < 0) {
-                log_warn("%s; running with no GPUs (use --simulate-gpus N to try gpuward without a GPU)", err);
+                /* A Slurm controller places jobs on the nodes' GPUs: a head node without any is
+                 * how clusters are built, and --simulate-gpus would be the wrong advice there. */
+                if (d->cfg->backend_slurm)
+                        log_info("%s; no local GPUs, as a Slurm controller needs none: jobs run on the nodes Slurm "
+                                 "gives them", err);
+                else
+                        log_warn("%s; running with no GPUs (use --simulate-gpus N to try gpuward without a GPU)", err);
                 d->host.n_gpus = 0;
                 return 0;
         }

@@ -17,6 +17,7 @@
 #include "base/parse.h"
 #include "daemon/agent.h"
 #include "daemon/daemon.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
 #include "daemon/userfile.h"
@@ -223,11 +224,13 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         struct gw_array_summary sum;
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(d, j, &sum) == 0;
-        if (summed) { /* an array: its tasks counted, its waiting ones folded */
+        const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(d, j->id) : NULL;
+        if (summed || node) { /* an array: its tasks counted, its waiting ones folded */
                 with_tasks = *j;
-                with_tasks.array_view = &sum.view;
+                with_tasks.array_view = summed ? &sum.view : NULL;
+                with_tasks.node_view = node;
         }
-        json_t *o = gw_codec_job(summed ? &with_tasks : j, view);
+        json_t *o = gw_codec_job(summed || node ? &with_tasks : j, view);
         if (summed)
                 gw_array_summary_done(&sum);
         json_object_set_new(o, "runtime", runtime_json(d, j));
@@ -293,8 +296,8 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         const struct gw_job *j = job_or_reply(d, ctx->id, c, "cancel it", rep, &tmp);
         if (!j)
                 return;
-        const char *wait = gw_http_query(req, "wait");
-        bool want_wait = wait && strcmp(wait, "0");
+        const char *wait = gw_http_query(req, "wait"), *waiting = gw_http_query(req, "waiting");
+        bool want_wait = wait && strcmp(wait, "0"), waiting_only = waiting && strcmp(waiting, "0");
         if (req->resumed || gw_job_state_is_final(j->state)) {
                 if (req->resumed)
                         return reply_json(rep, 200, job_with_events(d, j, job_view(d, c, j)));
@@ -308,12 +311,16 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         char why[128];
         snprintf(why, sizeof why, "cancelled by %s", c->user);
         bool running = j->state == GW_JOB_RUNNING;
+        if (waiting_only && running && !dj->job->array_spec)
+                return reply_error(rep, 409, "waiting", "job %lld is RUNNING now: not cancelled (only waiting jobs were "
+                                   "asked for)", (long long) j->id);
         /* Recorded before anything is done: refused, the job goes on untouched. */
-        if (gw_job_cancel(d, dj, why) < 0)
+        if ((waiting_only ? gw_job_cancel_waiting(d, dj, why) : gw_job_cancel(d, dj, why)) < 0)
                 return reply_store_error(d, rep, "cannot cancel the job");
-        /* An array ends once its running tasks did: a waiting cancel waits for that. */
+        /* An array ends once its running tasks did: a waiting cancel waits for that; one of
+         * its waiting tasks only is done at once, its running tasks going on. */
         if (dj->job->array_spec)
-                running = !gw_job_state_is_final(dj->job->state);
+                running = !waiting_only && !gw_job_state_is_final(dj->job->state);
         if (!running) {
                 _cleanup_(gw_job_freep) struct gw_job *now = NULL;
                 const struct gw_job *fin = gw_job_lookup(d, ctx->id, &now);

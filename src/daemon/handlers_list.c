@@ -11,6 +11,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
+#include "daemon/exec_slurm.h"
 #include "daemon/jobarray.h"
 
 /* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
@@ -49,9 +50,11 @@ static void list_put(struct list_ctx *lc, const struct gw_job *j) {
         struct gw_array_summary sum;
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(lc->d, j, &sum) == 0;
-        if (summed) {
+        const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(lc->d, j->id) : NULL;
+        if (summed || node) {
                 with_tasks = *j;
-                with_tasks.array_view = &sum.view;
+                with_tasks.array_view = summed ? &sum.view : NULL;
+                with_tasks.node_view = node;
                 j = &with_tasks;
         }
         if (lc->n++)

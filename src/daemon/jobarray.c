@@ -228,7 +228,7 @@ void gw_array_job_ended(struct gw_daemon *d, const struct gw_job *j) {
                 maybe_finish(d, array);
 }
 
-int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason) {
+int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason, bool waiting_only) {
         struct gw_job *p = dj->job;
         enum gw_job_state was = p->stop_state;
         char *was_reason = p->stop_reason;
@@ -242,11 +242,12 @@ int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason)
                 return r;
         }
         free(was_reason);
-        log_info("job %lld: array cancelled: %s", (long long) p->id, reason);
+        log_info("job %lld: array cancelled%s: %s", (long long) p->id, waiting_only ? " (its waiting tasks)" : "",
+                 reason);
         /* Copied first: a cancel reshapes the running set and the queue. */
         size_t n = d->jobs.n_running + d->jobs.n_queue, k = 0;
         _cleanup_free_ int64_t *ids = gw_xmalloc((n + 1) * sizeof *ids);
-        for (size_t i = 0; i < d->jobs.n_running; i++)
+        for (size_t i = 0; i < d->jobs.n_running && !waiting_only; i++)
                 if (d->jobs.running[i]->job->array_job == p->id)
                         ids[k++] = d->jobs.running[i]->job->id;
         for (size_t i = 0; i < d->jobs.n_queue; i++)

@@ -31,10 +31,10 @@ void gw_array_job_ended(struct gw_daemon *d, const struct gw_job *j);
  * once its last waiting tasks were cancelled); else nothing. */
 void gw_array_end_if_done(struct gw_daemon *d, struct gw_djob *dj);
 
-/* Cancels the array dj: no more tasks are handed out, its running tasks are stopped, its
- * retries waiting in the queue end; it ends itself once they did.  Returns -errno when the
- * store refused it (nothing changed). */
-int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason);
+/* Cancels the array dj: no more tasks are handed out, its running tasks are stopped (unless
+ * waiting_only: then they run on to their end), its retries waiting in the queue end; it ends
+ * itself once its tasks did.  Returns -errno when the store refused it (nothing changed). */
+int gw_array_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason, bool waiting_only);
 
 /* Cancels task index of the array array_id before it started: its row is written as
  * CANCELLED, and the array skips it.  -ENOENT: not one of its tasks; -EALREADY: it has a row

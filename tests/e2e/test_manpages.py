@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import unittest
 
-from gwtest import GPUWARD, GPUWARDD, main
+from gwtest import BUILD, GPUWARD, GPUWARDD, main
 
 SOURCE = os.environ.get("GW_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 MAN = os.path.join(os.path.abspath(SOURCE), "docs", "man")
@@ -200,6 +200,21 @@ class ManPagesTest(unittest.TestCase):
             self.assertIn("NAME", p.stdout)
             long = [l for l in p.stdout.splitlines() if len(l) > 80]
             self.assertEqual(long, [], f"{page}: lines wider than 80 columns")
+
+    def test_man_finds_the_pages_as_scripts_gw_demo_says(self):
+        """scripts/gw demo prints the export that sets MANPATH to the build's man dir; with it,
+        `man gpuward` finds the page (and the trailing colon keeps the system's pages)."""
+        if not shutil.which("man"):
+            self.skipTest("man (Debian's man-db) is not installed")
+        with open(os.path.join(SOURCE, "scripts", "gw")) as f:
+            demo = f.read().split("demo)", 1)[1].split(";;", 1)[0]
+        m = re.search(r"export PATH=\$PWD/build:\\\$PATH MANPATH=\$PWD/(build/man):", demo)
+        self.assertIsNotNone(m, "scripts/gw demo's hint exports MANPATH")
+        for page, section in (("gpuward", "1"), ("gpuwardd", "1"), ("gpuward.conf", "5")):
+            p = subprocess.run(["man", "-w", section, page], capture_output=True, text=True, timeout=30,
+                               env={**os.environ, "MANPATH": os.path.join(BUILD, "man") + ":"})
+            self.assertEqual(p.returncode, 0, f"man -w {section} {page}: {p.stderr}")
+            self.assertEqual(os.path.realpath(p.stdout.strip()), os.path.realpath(os.path.join(MAN, f"{page}.{section}")))
 
 
 if __name__ == "__main__":

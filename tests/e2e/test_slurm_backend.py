@@ -20,6 +20,20 @@ FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakes", 
 class SlurmBackend(gwtest.DaemonTest):
     extra = ("--backend", "slurm")
 
+    def test_queue_shows_the_node_slurm_runs_each_job_on(self):
+        jid = self.submit("sleep", "60")
+        self.sbatch_call(1)
+        self.d.wait_state(jid, "RUNNING")
+        self.assertNotIn("NODE", self.d.cli("queue").stdout.splitlines()[0], "no node yet: no column")
+        self.squeue("1|RUNNING|0|node7|None")
+        self.wait_msg(jid, "Slurm job 1: RUNNING on node7")
+        head, row = self.d.cli("queue").stdout.splitlines()[:2]
+        self.assertEqual(head.split()[-1], "NODE", head)
+        self.assertEqual(row.split()[-1], "node7", row)
+        job = [j for j in self.d.cli_json("queue")["jobs"] if j["id"] == jid][0]
+        self.assertEqual(job["node"], "node7")
+        self.assertEqual(self.d.job(jid)["node"], "node7")
+
     def setUp(self):
         # Cleanups run after tearDown, and also when setUp fails half-way.
         self.users = gwtest.Users(prefix="gwsb") if gwtest.IS_ROOT else None
@@ -339,6 +353,20 @@ class BackendConfig(unittest.TestCase):
     def test_unknown_backend_is_refused_naming_the_key(self):
         why = gwtest.start_failure("backend = kubernetes\n")
         self.assertIn("backend: invalid value 'kubernetes'", why)
+
+
+class GpulessController(unittest.TestCase):
+    def test_a_head_node_without_gpus_is_not_told_to_simulate_some(self):
+        sdir = tempfile.mkdtemp(prefix="gw-fakeslurm-")
+        self.addCleanup(shutil.rmtree, sdir, True)
+        env = {"PATH": os.path.abspath(FAKES) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
+               "SLURM_CONF": os.path.join(sdir, "slurm.conf")}
+        with gwtest.Daemon(gpus=0, extra=("--backend", "slurm", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"),
+                           env=env) as d:
+            d.start()
+            log = d.daemon_log()
+        self.assertNotIn("--simulate-gpus", log)
+        self.assertIn("no local GPUs, as a Slurm controller needs none", log)
 
 
 if __name__ == "__main__":

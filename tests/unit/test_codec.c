@@ -328,6 +328,7 @@ static const struct {
         {"array", JSON_STRING, true},       {"array_tasks", JSON_OBJECT, true},
         {"array_waiting", JSON_STRING, true}, {"array_best", JSON_OBJECT, true},
         {"array_job_id", JSON_INTEGER, true}, {"array_index", JSON_INTEGER, true},
+        {"node", JSON_STRING, true},
         {"preemptible", JSON_FALSE, false},
 };
 
