@@ -37,7 +37,7 @@ class ClusterTelemetry(unittest.TestCase):
                                              "--nvml-lib", os.path.join(d_none, "libnvidia-ml.so.1")],
                               env={"SLURM_CONF": c.conf})
             d.start()
-            self.assertIn("running with no GPUs", d.daemon_log())
+            self.assertIn("no local GPUs, as a Slurm controller needs none", d.daemon_log())
             agents = Agents(c, d, AgentTokens(d), interval=AGENT)
             for n in c.nodes:
                 agents.start(n)
