@@ -95,6 +95,8 @@ class SlurmBackend(gwtest.DaemonTest):
         return next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[7]
 
     def test_submit_as_the_user_then_follow_squeue_to_the_end(self):
+        with open(os.path.join(self.d.work, "train.py"), "w") as f:  # submit checks python3's script is there
+            f.write("print('training')\n")
         jid = self.submit("python3", "train.py", "it's")
         uid, cwd, args = self.sbatch_call(1)
         self.assertEqual(uid, self.user.pw_uid if self.user else os.geteuid(), "sbatch runs as the job's user")
