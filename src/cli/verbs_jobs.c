@@ -71,14 +71,16 @@ static const char queue_help[] =
 static const char history_help[] =
         "Usage: gpuward history [--user USER | --me] [--limit N] [--json]\n"
         "\n"
-        "List finished jobs (COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED), newest first.\n"
+        "List finished jobs (COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED) by the time\n"
+        "they ended, as sacct lists them: the oldest end first, the newest last.  --limit\n"
+        "takes the N jobs submitted last.\n"
         "EXIT is the exit status, or 'sig N' when a signal ended the job.\n"
         "\n"
         "Options:\n"
         "  --user USER   only USER's jobs\n"
         "  --me          only my jobs\n"
         "  --limit N     at most N jobs (default 100, at most 10000)\n"
-        "  --json        print the API's JSON\n"
+        "  --json        print the API's JSON (newest job first, as the API orders them)\n"
         "  -h, --help    this help\n"
         "\n"
         "Examples:\n"
@@ -360,6 +362,42 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
         return cli_table_add(t, cells);
 }
 
+struct end_key {
+        double end;
+        long long id;
+        size_t i;
+};
+
+static int by_end(const void *a, const void *b) {
+        const struct end_key *x = a, *y = b;
+        if (x->end != y->end)
+                return x->end < y->end ? -1 : 1;
+        return (x->id > y->id) - (x->id < y->id);
+}
+
+/* History's rows in the order they ended (sacct's): the API gives them newest id first, and a
+ * long job ends after shorter ones submitted behind it.  An order of indexes (malloc'ed), or
+ * NULL when out of memory. */
+static size_t *end_order(const struct job_list *jobs, json_t *scratch) {
+        size_t n = json_array_size(jobs->items);
+        _cleanup_free_ struct end_key *keys = calloc(n ? n : 1, sizeof *keys);
+        size_t *order = calloc(n ? n : 1, sizeof *order);
+        if (!keys || !order) {
+                free(order);
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const json_t *job = job_at(jobs, i, scratch);
+                double end = cli_jnum(job, "end_time");
+                keys[i] = (struct end_key) { isfinite(end) ? end : 0, 0, i };
+                (void) cli_jint(job, "id", &keys[i].id);
+        }
+        qsort(keys, n, sizeof *keys, by_end);
+        for (size_t i = 0; i < n; i++)
+                order[i] = keys[i].i;
+        return order;
+}
+
 static int print_jobs(const struct job_list *jobs, bool is_queue, bool expand) {
         static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "PRIO", "GPUS", "TIME", "LIMIT",
                                                   "START", "ETA", "GPU(REASON)", "NODE" };
@@ -378,9 +416,10 @@ static int print_jobs(const struct job_list *jobs, bool is_queue, bool expand) {
         }
         cli_table_set_max_width(t, 1, NAME_MAX_COLS);
         time_t now = time(NULL);
-        int r = scratch ? 0 : -ENOMEM;
+        _cleanup_free_ size_t *order = scratch && !is_queue ? end_order(jobs, scratch) : NULL;
+        int r = scratch && (is_queue || order) ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < json_array_size(jobs->items); i++) {
-                const json_t *job = job_at(jobs, i, scratch);
+                const json_t *job = job_at(jobs, order ? order[i] : i, scratch);
                 r = is_queue ? add_queue_row(t, job, now, expand) : add_history_row(t, job, now);
         }
         json_decref(scratch);
