@@ -16,6 +16,7 @@
 #include "cli/verbs.h"
 #include "cli/wait.h"
 #include "core/job.h"
+#include "core/jobarray.h"
 
 #define LOG_CHUNK (1024 * 1024) /* the API's maximum per request */
 #define FOLLOW_POLL (200 * GW_USEC_PER_MSEC)
@@ -36,6 +37,10 @@ static const char logs_help[] =
         "when the reason changes); when the job ends, stderr gets the line 'gpuward wait'\n"
         "prints ('Job 17 COMPLETED (exit 0)'), and the exit status is 1 unless it\n"
         "COMPLETED.  Stdout stays the log alone.\n"
+        "\n"
+        "A job array (submit --array) has no log of its own: each task has its own\n"
+        "('gpuward logs 17_2').  Asked for the array's, stderr lists its tasks and how to\n"
+        "read each, and the exit status is 1.\n"
         "\n"
         "Options:\n"
         "  -f, --follow   follow the log until the job ends (Ctrl-C stops watching only);\n"
@@ -338,6 +343,35 @@ struct logs_opts {
         long long attempt;
 };
 
+#define TASKS_LISTED 10
+
+/* An array job has no output of its own: its tasks have.  Says so on stderr with how to read
+ * each (the first TASKS_LISTED, then the rest folded) and returns CLI_EXIT_FAIL; 0 for any
+ * other job (or when the job cannot be read: the log fetch says why). */
+static int tell_array_tasks(struct cli_ctx *ctx, long long id) {
+        json_t *job = cli_job_get(ctx, id);
+        const char *spec = cli_jstr(job, "array");
+        struct gw_array a;
+        char msg[GW_ARRAY_MSG_SIZE];
+        if (!spec || gw_array_parse(spec, "array", &a, msg, sizeof msg) < 0) {
+                json_decref(job);
+                return 0;
+        }
+        fprintf(stderr, "gpuward: job %lld is a job array of %zu task%s: each has its own log:\n", id, a.n,
+                a.n == 1 ? "" : "s");
+        for (size_t i = 0; i < a.n && i < TASKS_LISTED; i++)
+                fprintf(stderr, "  gpuward logs %lld_%u\n", id, a.ids[i]);
+        if (a.n > TASKS_LISTED) {
+                char rest[256];
+                (void) gw_array_fold(id, a.ids + TASKS_LISTED, a.n - TASKS_LISTED, 0, rest, sizeof rest);
+                fprintf(stderr, "  ... and %zu more: %s\n", a.n - TASKS_LISTED, rest);
+        }
+        fprintf(stderr, "'gpuward show %lld' counts its tasks by state.\n", id);
+        gw_array_done(&a);
+        json_decref(job);
+        return CLI_EXIT_FAIL;
+}
+
 static int on_logs_option(void *userdata, int opt, const char *arg) {
         struct logs_opts *o = userdata;
         if (opt == 'f')
@@ -372,7 +406,7 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
                 return cli_usage("logs", "--json and -f exclude each other");
         if (cli_parse_job_id("logs", argv[optind], &st.id) < 0)
                 return CLI_EXIT_USAGE;
-        int rt = cli_resolve_task(ctx, &st.id);
+        int rt = st.id < 0 ? cli_resolve_task(ctx, &st.id) : tell_array_tasks(ctx, st.id);
         if (rt)
                 return rt;
         bool across = st.attempt == 0;
