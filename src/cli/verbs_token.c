@@ -85,6 +85,7 @@ static const char list_help[] =
         "owner's rights), node (the node an agent's token may post for; '-' none: an\n"
         "agent's token made before tokens were bound to nodes is refused), when it was\n"
         "made, last used and expires ('expired' once it has).  The tokens themselves are not stored and cannot be shown again.\n"
+        "A token whose user has left (no longer in the password database) is not listed.\n"
         CLI_HELP_JSON_OPTIONS
         "Example:\n"
         "  gpuward token list\n";

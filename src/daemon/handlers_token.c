@@ -1,6 +1,7 @@
 /* API tokens: made on the Unix socket, listed and revoked by their owner (or an admin), and
  * checked for the TCP door, where a token stands for the account that made it. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -135,9 +136,24 @@ struct token_list {
         const char *user; /* NULL: every token (an admin's list) */
 };
 
+/* Whether the passwd database says the token's account is gone: no such name, or the name
+ * is another uid's now.  Asked afresh, not from the account cache: a list must not show
+ * a deleted user's tokens for the cache's lifetime.  A lookup that fails is no answer, and
+ * the token stays listed. */
+static bool token_departed(const struct gw_store_token *t) {
+        struct passwd pw, *pp = NULL;
+        char buf[4096];
+        int r = getpwnam_r(t->user, &pw, buf, sizeof buf, &pp);
+        if (r != 0 && r != ENOENT && r != ESRCH && r != EBADF && r != EPERM)
+                return false;
+        return !pp || pp->pw_uid != t->uid;
+}
+
 static void token_row(const struct gw_store_token *t, void *userdata) {
         struct token_list *tl = userdata;
         if (tl->user && strcmp(t->user, tl->user)) /* an earlier account's of the same uid */
+                return;
+        if (token_departed(t)) /* unusable (the first use revokes it): not the owner's any more */
                 return;
         json_array_append_new(tl->arr, gw_codec_token(t, tl->now));
 }
