@@ -104,8 +104,11 @@ static int send_winsize(int fd) {
 
 /* Keys to the job, read only when nothing waits to be sent.  -1: no more (our terminal is
  * gone).  From a pipe or a file rather than a terminal, its end is sent as the terminal's
- * end-of-file key (Ctrl-D), so `echo ls | gpuward run -- sh` ends as typing it would. */
+ * end-of-file key (Ctrl-D), so `echo ls | gpuward run -- sh` ends as typing it would.  After
+ * a last line with no newline, one Ctrl-D only hands that line over (`printf hi | gpuward
+ * run -- cat` hung so): a second is the end of file. */
 static int from_user(int fd, bool *ret_eof) {
+        static bool mid_line;
         uint8_t buf[GW_TTYFRAME_DATA_MAX];
         ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -114,9 +117,10 @@ static int from_user(int fd, bool *ret_eof) {
                 *ret_eof = true;
                 if (isatty(STDIN_FILENO))
                         return -1;
-                n = 1;
-                buf[0] = 4;
+                n = mid_line ? 2 : 1;
+                buf[0] = buf[1] = 4;
         }
+        mid_line = buf[n - 1] != '\n' && buf[n - 1] != 4;
         out_len += gw_ttyframe_data(out + out_len, buf, (size_t) n);
         return flush_out(fd);
 }

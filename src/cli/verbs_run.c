@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "cli/api.h"
 #include "cli/format.h"
+#include "cli/jobview.h"
 #include "cli/submit.h"
 #include "cli/ttyrelay.h"
 #include "cli/verbs.h"
@@ -31,6 +32,9 @@ static const char run_help[] =
         "the job's: its exit code, 128+N when signal N ended it, 1 if it ended otherwise.  The\n"
         "session is the job's log too ('gpuward logs JOB').  It is never retried, and its idle\n"
         "GPUs are reclaimed as any job's: typing and output count as activity.\n"
+        "When the session opens, stderr says which GPUs it got ('gpuward: job 12 running\n"
+        "on GPU 1').  With stdin a pipe or a file, what it holds is typed into the job's\n"
+        "terminal and its end is Ctrl-D: 'echo hi | gpuward run -- cat' prints hi and ends.\n"
         "\n"
         "Options:\n"
         "  -g, --gpus N         GPUs (default 1)\n"
@@ -159,6 +163,17 @@ static int job_status(const json_t *job) {
 static volatile sig_atomic_t interrupted;
 static void on_interrupt(int sig) { interrupted = sig; }
 
+/* Which GPUs the session got, before its terminal takes over ("job 12 running on GPU 1"):
+ * CUDA_VISIBLE_DEVICES inside says it too, but only to one who thinks of asking. */
+static void say_gpus(const json_t *job, long long id) {
+        _cleanup_free_ char *gpus = cli_job_gpu_list(job);
+        size_t n = json_array_size(json_object_get(job, "gpus"));
+        if (gpus && n)
+                fprintf(stderr, "gpuward: job %lld running on GPU%s %s\n", id, n == 1 ? "" : "s", gpus);
+        else
+                fprintf(stderr, "gpuward: job %lld running\n", id);
+}
+
 /* Polls the job until it runs with its socket there (the socket, malloc'ed) or ends (NULL,
  * *ret_job its object).  Says why while it waits, as logs -f does. */
 static char *wait_for_session(struct cli_ctx *ctx, long long id, json_t **ret_job) {
@@ -170,6 +185,7 @@ static char *wait_for_session(struct cli_ctx *ctx, long long id, json_t **ret_jo
                 enum gw_job_state s = state_of(job);
                 const char *sock = cli_jstr(job, "tty_socket");
                 if (s == GW_JOB_RUNNING && sock && *sock) {
+                        say_gpus(job, id);
                         char *r = strdup(sock);
                         json_decref(job);
                         return r;
