@@ -11,6 +11,13 @@ import unittest
 from gwtest import GPUWARD, IS_ROOT, DaemonTest, Users, main, start_failure, wait_until
 
 
+def book_as(d, user, ngpus, start, duration):
+    """POST /api/v1/bookings as user: the status and the reply."""
+    body = json.dumps({"ngpus": ngpus, "start": start, "duration": duration}).encode()
+    st, payload = d.raw_as(user.pw_uid, "POST", "/api/v1/bookings", body, gid=user.pw_gid)
+    return st, json.loads(payload)
+
+
 @unittest.skipUnless(IS_ROOT, "needs root to make a user (root is an admin, and admins are not limited)")
 class BookingLimitsTest(DaemonTest):
     gpus = 4
@@ -24,10 +31,7 @@ class BookingLimitsTest(DaemonTest):
         cls.users.remove_all()
 
     def book(self, ngpus, start, duration, user=None):
-        u = user or self.u
-        body = json.dumps({"ngpus": ngpus, "start": start, "duration": duration}).encode()
-        st, payload = self.d.raw_as(u.pw_uid, "POST", "/api/v1/bookings", body, gid=u.pw_gid)
-        return st, json.loads(payload)
+        return book_as(self.d, user or self.u, ngpus, start, duration)
 
     def open_booking(self, bid):
         return next((b for b in self.d.api("GET", "/api/v1/bookings")[1]["bookings"] if b["id"] == bid), None)
@@ -138,9 +142,7 @@ class BookingPolicyConfigTest(DaemonTest):
             u = users.add("clk")
 
             def book(ngpus, start, duration):
-                body = json.dumps({"ngpus": ngpus, "start": start, "duration": duration}).encode()
-                st, payload = self.d.raw_as(u.pw_uid, "POST", "/api/v1/bookings", body, gid=u.pw_gid)
-                return st, json.loads(payload)
+                return book_as(self.d, u, ngpus, start, duration)
 
             st, b = book(3, "now+1h", "2d")
             self.assertEqual((st, b["state"]), (201, "APPROVED"), b)
@@ -171,9 +173,7 @@ class PendingTtlTest(DaemonTest):
         users = Users()
         try:
             u = users.add("clk")
-            body = json.dumps({"ngpus": 3, "start": "now+6h", "duration": "3650d"}).encode()
-            st, b = self.d.raw_as(u.pw_uid, "POST", "/api/v1/bookings", body, gid=u.pw_gid)
-            b = json.loads(b)
+            st, b = book_as(self.d, u, 3, "now+6h", "3650d")
             self.assertEqual((st, b["state"]), (201, "PENDING_APPROVAL"), b)
             said = f"booking {b['id']} ({u.pw_name}, 3 GPUs): DENIED: no admin answered it within 2s"
             wait_until(lambda: said in self.d.daemon_log(), timeout=10, what="the booking denied")
