@@ -249,13 +249,18 @@ int cli_query_add(char **target, const char *key, const char *value) {
         return 0;
 }
 
-json_t *cli_job_get(const struct cli_ctx *ctx, long long id) {
+int cli_job_fetch(const struct cli_ctx *ctx, long long id, json_t **ret_job) {
         char target[64], subject[48], ref[32];
         snprintf(target, sizeof target, "/api/v1/jobs/%s", cli_job_ref(id, ref, sizeof ref));
         snprintf(subject, sizeof subject, "job %s", ref);
         struct cli_call call = { .method = "GET", .target = target, .subject = subject };
-        json_t *job = NULL;
-        return cli_api_json(ctx, &call, &job) == CLI_EXIT_OK ? job : NULL;
+        *ret_job = NULL;
+        return cli_api_json(ctx, &call, ret_job);
+}
+
+json_t *cli_job_get(const struct cli_ctx *ctx, long long id) {
+        json_t *job;
+        return cli_job_fetch(ctx, id, &job) == CLI_EXIT_OK ? job : NULL;
 }
 
 int cli_resolve_task(const struct cli_ctx *ctx, long long *id) {

@@ -52,6 +52,8 @@ int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, 
 /* The job's object (GET /api/v1/jobs/ID), a new reference; NULL when it could not be had,
  * after telling why with the subject "job ID" (an unknown id, no daemon). */
 json_t *cli_job_get(const struct cli_ctx *ctx, long long id);
+/* The same, with the call's exit status (CLI_EXIT_OK: *ret_job set) for a verb to return. */
+int cli_job_fetch(const struct cli_ctx *ctx, long long id, json_t **ret_job);
 
 /* An array's task as cli_parse_job_id returns it ("17_3", negative) replaced by its job's id,
  * which the daemon gives it when it starts; any other id is left alone.  0, or the exit code

@@ -347,9 +347,12 @@ struct logs_opts {
 
 /* An array job has no output of its own: its tasks have.  Says so on stderr with how to read
  * each (the first TASKS_LISTED, then the rest folded) and returns CLI_EXIT_FAIL; 0 for any
- * other job (or when the job cannot be read: the log fetch says why). */
+ * other job; the API call's exit status, its error said once, when the job cannot be read. */
 static int tell_array_tasks(struct cli_ctx *ctx, long long id) {
-        json_t *job = cli_job_get(ctx, id);
+        json_t *job;
+        int rc = cli_job_fetch(ctx, id, &job);
+        if (rc != CLI_EXIT_OK)
+                return rc;
         const char *spec = cli_jstr(job, "array");
         struct gw_array a;
         char msg[GW_ARRAY_MSG_SIZE];
