@@ -382,8 +382,10 @@ static int choose(const struct gw_daemon *d, const struct gw_preempt_need *need,
                   struct gw_djob **djs, size_t n, struct gw_preempt_plan *plan) {
         if (gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n)
                 return -ENOENT;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 r[i].ckpt_time = ckpt_time(d, djs[i]);
+                r[i].ckpt_every = gw_training_ckpt_every(djs[i]);
+        }
         return gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n ? -ENOENT : 0;
 }
 
@@ -425,6 +427,7 @@ static bool for_bookings(struct gw_daemon *d) {
                         .ngpus = __builtin_popcountll(bk->gpu_mask & usable), .allowed = bk->gpu_mask,
                         .free_mask = (free_gpus(d) | own) & bk->gpu_mask, .booking = true,
                         .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true, /* its window was promised */
+                        .grace = d->cfg->preempt_grace,
                 };
                 struct gw_preempt_plan plan;
                 if (choose(d, &need, r, djs, n, &plan) < 0)
@@ -467,10 +470,12 @@ static void decide(struct gw_daemon *d) {
                       gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job);
         if (!any)
                 return;
-        /* lossy_ok: the daemon does not count on a victim's next checkpoint yet (no ckpt_every):
-         * a victim that would lose work is taken as before, the least loss first. */
+        /* A victim whose next checkpoint (from its own epoch times) is due within the grace goes
+         * first; lossy_ok: one that would lose work is still taken when no such one frees
+         * enough, the least loss first, as the preemptor would otherwise wait for ever. */
         struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
-                                        .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true };
+                                        .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true,
+                                        .grace = d->cfg->preempt_grace };
         if (!preemptor_allowed(d, pj, &need.allowed))
                 return;
         struct gw_preempt_running r[GW_PREEMPT_MAX];

@@ -528,6 +528,18 @@ long gw_training_epochs_planned(const struct gw_djob *dj) {
         return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->total : -1;
 }
 
+gw_usec_t gw_training_ckpt_every(const struct gw_djob *dj) {
+        const struct gw_train *t = dj->train && dj->train->attempt == dj->job->attempt ? dj->train : NULL;
+        gw_usec_t sum = 0;
+        size_t n = 0;
+        for (size_t i = 0; t && i < t->n_epochs; i++)
+                if (t->epochs[i].exact && !t->epochs[i].startup) {
+                        sum += t->epochs[i].end - t->epochs[i].start;
+                        n++;
+                }
+        return n >= 2 ? sum / (gw_usec_t) n : 0;
+}
+
 long gw_training_epochs_done(const struct gw_djob *dj) {
         return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->done : -1;
 }
