@@ -95,15 +95,14 @@ static char *own_run_weights(const struct gw_job *j, const char *results, char *
 
 /* RUN/weights/last.pt if this attempt wrote it: written since the attempt began (since), in
  * a run begun since then where the file system says (a resumed run's folder is older: its
- * checkpoint names it), and not another live job's run. */
+ * checkpoint names it), and not another live job's run.  Its stat in *st. */
 static bool last_pt_ours(const struct gw_daemon *d, const struct gw_job *j, const char *run, gw_usec_t since,
-                         bool resumed, char *path, size_t n) {
+                         bool resumed, char *path, size_t n, struct stat *st) {
         char results[4400];
-        struct stat st;
         snprintf(path, n, "%s/weights/last.pt", run);
-        if (!gw_user_file_stat(j, path, &st))
+        if (!gw_user_file_stat(j, path, st))
                 return false; /* nor does anyone else's file name get out */
-        if (gw_file_mtime_us(&st) + GW_USEC_PER_SEC < since)
+        if (gw_file_mtime_us(st) + GW_USEC_PER_SEC < since)
                 return false; /* an older run's, not this job's */
         gw_usec_t born = resumed ? 0 : gw_file_birth_us(run); /* 0: not kept here */
         if (born > 0 && born + GW_USEC_PER_SEC < since)
@@ -125,8 +124,8 @@ static void scan_named(const struct gw_daemon *d, const struct gw_job *j, const 
                 if (de->d_name[0] == '.' || !gw_yolo_name_matches(de->d_name, name))
                         continue;
                 snprintf(run, sizeof run, "%s/%s", dir, de->d_name);
-                if (!last_pt_ours(d, j, run, since, false, path, sizeof path) || (d && gw_train_others_could_own(d, j, run)) ||
-                    !gw_user_file_stat(j, path, &st))
+                if (!last_pt_ours(d, j, run, since, false, path, sizeof path, &st) ||
+                    (d && gw_train_others_could_own(d, j, run)))
                         continue;
                 if (st.st_mtim.tv_sec > best_mtime->tv_sec ||
                     (st.st_mtim.tv_sec == best_mtime->tv_sec && st.st_mtim.tv_nsec > best_mtime->tv_nsec)) {
@@ -172,7 +171,8 @@ static char *own_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_u
         }
         if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
                 bool resumed = r.evidence == GW_YOLO_CHECKPOINT || r.resumed;
-                if (!last_pt_ours(d, j, dir, since, resumed, path, sizeof path))
+                struct stat st;
+                if (!last_pt_ours(d, j, dir, since, resumed, path, sizeof path, &st))
                         path[0] = '\0';
         } else if (r.evidence == GW_YOLO_NAMED) {
                 snprintf(dir, sizeof dir, "%s", r.base);
