@@ -8,8 +8,6 @@
 
 #define GW_CONFIG_DEFAULT_FILE "/etc/gpuward/gpuward.conf"
 
-extern const char gw_config_usage[];
-
 /* A setting's error: printed at once for a flag; for a line of the config file, kept until
  * ini_parse says which line it was (every bad line at once under --check-config). */
 void gw_config_fail(struct gw_config *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,113 +1,31 @@
-/* gpuwardd --help: every flag, with its default; the man page gpuwardd.1 and the config
- * file contrib/gpuward.conf are checked against it (tests/e2e/test_manpages.py, test_contrib.py). */
+/* gpuwardd --help and --list-keys, written from the settings' table (config_keys.c); the man
+ * pages and contrib/gpuward.conf are checked against them (tests/e2e/test_manpages.py,
+ * test_contrib.py). */
 #include "daemon/config_int.h"
+#include "daemon/config_keys.h"
 
-const char gw_config_usage[] =
+#include <stdbool.h>
+#include <string.h>
+
+#define HELP_WIDTH 92
+#define HELP_TEXT_COL 23
+
+static const char usage_head[] =
         "Usage: gpuwardd [OPTIONS]\n"
         "\n"
         "The gpuward daemon: queues jobs, gives them whole GPUs, runs them, keeps state in SQLite.\n"
-        "Runs in the foreground and logs to stderr.  Config keys use the same names as the flags.\n"
-        "\n"
-        "  --config FILE        INI file (default " GW_CONFIG_DEFAULT_FILE " if it exists)\n"
+        "Runs in the foreground and logs to stderr.  Config keys use the same names as the flags\n"
+        "('_' or '-'); every setting is read at start.\n"
+        "\n";
+
+static const char usage_actions[] =
         "  --check-config [FILE]  only read FILE (default " GW_CONFIG_DEFAULT_FILE ") as gpuwardd\n"
         "                       would: each bad line with its number, key and why, exit 1; or\n"
         "                       'FILE: ok', exit 0.  Starts nothing; takes no other option\n"
-        "  --state-dir DIR      database, logs, run files (default /var/lib/gpuward as root,\n"
-        "                       else $XDG_STATE_HOME/gpuward)\n"
-        "  --socket PATH        Unix socket for the CLI (default /run/gpuward/gpuward.sock as root,\n"
-        "                       else $XDG_RUNTIME_DIR/gpuward.sock, else STATE_DIR/gpuward.sock)\n"
-        "  --listen HOST:PORT   TCP door for the web page and scripts (default 127.0.0.1:8470;\n"
-        "                       port 0 picks a free one, written to STATE_DIR/listen.addr;\n"
-        "                       'none' disables TCP)\n"
-        "  --web-dir DIR        serve the dashboard's files from DIR instead of the copy built\n"
-        "                       into gpuwardd (for working on web/)\n"
-        "  --simulate-gpus N    run on N simulated GPUs (the project's fake NVML; 0, the default: real)\n"
-        "  --nvml-lib PATH      NVML library to load (default libnvidia-ml.so.1; env GPUWARD_NVML_LIB)\n"
-        "  --grace-seconds N    SIGTERM to SIGKILL delay on cancel and time limit (default 30)\n"
-        "  --default-time-limit DURATION   for jobs submitted without --time (default 1d)\n"
-        "  --max-time-limit DURATION       longest --time accepted (default 7d)\n"
-        "  --allow-root-jobs    let uid 0 submit jobs (refused by default)\n"
-        "  --admins LIST        comma-separated admin user names and @groups (root always is one)\n"
-        "  --guests LIST        users and @groups who may only read (everyone else: a user)\n"
-        "  --tcp-anonymous MODE guest | refuse: a TCP caller without a token reads as a guest,\n"
-        "                       or gets 401 (default guest)\n"
-        "  --guest-job-details BOOL  show guests (callers without a token, --guests) the command\n"
-        "                       line, working directory and log path of jobs (default no)\n"
-        "  --cgroup MODE        auto | v2 | v1 | none (default auto)\n"
-        "  --sample-interval S  seconds between GPU samples (default 2)\n"
-        "  --rogue-policy P     report | kill: what to do with processes of no job on a GPU that a\n"
-        "                       job holds (default report)\n"
-        "  --default-retries N  retries for jobs submitted without --retries (default 3)\n"
-        "  --default-retry-on LIST  failure classes retried by default\n"
-        "                       (default gpu_fault,cuda_error,nccl_error,lost)\n"
-        "  --retry-backoff S    delay before a first retry, doubling after each (default 10)\n"
-        "  --no-show DURATION   release a started booking with no job this long (default 15m)\n"
-        "  --booking-warn DURATION  tell a booking's jobs this long before it ends (default 5m)\n"
-        "  --booking-max-duration DURATION  a user's booking longer than this waits for an\n"
-        "                       admin's approval (default 1d; 0 or unlimited: no limit)\n"
-        "  --booking-max-gpus N|P%  one with more GPUs, or more than P% of them, too\n"
-        "                       (default 50%; unlimited: no limit)\n"
-        "  --booking-may-delay-waiting BOOL  false: one that would delay jobs already waiting\n"
-        "                       waits for an admin too (default false)\n"
-        "  --booking-pending-ttl DURATION  deny a booking no admin answered this long after\n"
-        "                       it was asked for (default 7d; 0: only at its end)\n"
-        "  --webhook-url URLS   POST job events as JSON to these http(s) URLs (comma-separated;\n"
-        "                       a \"text\" field for chat tools; default none)\n"
-        "  --webhook-events LIST  which: start, end, retry, warn, leak, gpu, all\n"
-        "                       (default end,retry,warn,leak)\n"
-        "  --time-limit-warn DURATION  tell a job this long before its time limit, in its\n"
-        "                       events and its log (default 5m; 0: never)\n"
-        "  --rate-limit N, --rate-burst N  submissions and bookings per user a minute, and at\n"
-        "                       once (default 20 and 50; admins are not limited)\n"
-        "  --user-max-priority N  the highest --priority a user may give a job where no quota\n"
-        "                       (max_priority) or profile grants more (0-1000, default 0;\n"
-        "                       admins may use any)\n"
-        "  --max-pending-jobs N|unlimited  jobs a user may have waiting, an array's tasks one\n"
-        "                       each, where no quota (max_pending_jobs) says (default 1000;\n"
-        "                       admins are not limited by it)\n"
-        "  --leak-mib-per-epoch M  GPU memory-leak threshold: baseline growth per epoch (default 256)\n"
-        "  --leak-epochs N      epochs in a row over it before a leak is flagged (default 3)\n"
-        "  --snapshot-keep-last N  snapshots of last.pt, and of best.pt, kept per job (default 3)\n"
-        "  --snapshot-cap SIZE  all snapshots together, in blocks on disk; the oldest copies go\n"
-        "                       first, each job's newest best.pt last (default 50G; 0 = no cap)\n"
-        "  --snapshot-cap-user SIZE  the same over each user's snapshots (default 20G; 0 = none)\n"
-        "  --log-max SIZE       a job's log under the state dir is kept under this: its first\n"
-        "                       quarter, a line saying how much was dropped, and its newest\n"
-        "                       output (default 64M; 0 = no cap)\n"
-        "  --state-reserve SIZE job logs stop growing while the state dir's disk has less free,\n"
-        "                       so the database can still record (default 256M, at most a\n"
-        "                       quarter of that disk; 0 = none)\n"
-        "  --max-connections-per-user N  connections one user may hold open on the Unix\n"
-        "                       socket; more are refused (default 64; 0 = no cap; root and\n"
-        "                       the daemon's own user are not capped); a user's first\n"
-        "                       refusal is logged, the rest counted in one line a minute\n"
-        "  --backup-interval DURATION  copy the database to STATE_DIR/backups/ this often, online\n"
-        "                       ('gpuward admin backup PATH' makes one at once; default 0 = never)\n"
-        "  --backup-keep N      scheduled backups kept, the oldest removed first (default 7)\n"
-        "  --debug              verbose log\n"
-        "  --backend local|slurm  where jobs run: local (default) on this host's GPUs; slurm:\n"
-        "                       each job is submitted at once with sbatch as its user (SLURM_CONF\n"
-        "                       names the cluster), Slurm queues and places it, gpuwardd follows\n"
-        "                       it with squeue and stops it with scancel\n"
-        "  --fairshare BOOL     order the queue by priority, then by fair share (who used the\n"
-        "                       GPUs least lately), then submission (default true)\n"
-        "  --fairshare-half-life DURATION  a GPU-hour counts half after this (default 7d;\n"
-        "                       0 = usage never decays)\n"
-        "  --fairshare-weights LIST  users' shares, e.g. alice=2,bob=1 (unlisted users: 1;\n"
-        "                       default: equal shares)\n"
-        "  --slurm-foreign-jobs watch|reclaim|ignore  with --backend slurm, a Slurm job that\n"
-        "                       gpuward did not submit and whose GPUs sit idle: watch (default)\n"
-        "                       reports it, reclaim cancels it as gpuward's own, ignore skips it\n"
-        "  --max-nodes N        with --backend slurm, the nodes whose agents' snapshots are\n"
-        "                       kept (1-4096, default 1024); one more node's are refused\n"
-        "  --preemption BOOL    a preemptible job may be stopped for a waiting job of a higher\n"
-        "                       priority or a booking that starts, and queued again to resume\n"
-        "                       (default false)\n"
-        "  --preempt-grace DURATION  how long a preempted job has to reach its next checkpoint\n"
-        "                       (or to exit after its --signal) before it is stopped anyway\n"
-        "                       (default 10m)\n"
-        "  --preempt-unresumable BOOL  also preempt preemptible jobs that cannot resume\n"
-        "                       (no --yolo, --checkpoint or --resume-cmd; default false)\n"
+        "  --list-keys          every setting, a line each, tab-separated: key, kind, default,\n"
+        "                       values taken, what it does; exit 0\n";
+
+static const char usage_tail[] =
         "  --agent              run as a Slurm compute node's agent instead, reporting its GPUs\n"
         "                       to the controller ('gpuwardd --agent --help')\n"
         "  --help, --version\n"
@@ -119,3 +37,93 @@ const char gw_config_usage[] =
         "preemptible (its jobs are preemptible as if submitted --preemptible).  [reclaim]\n"
         "validating_patterns and saving_patterns ('|'-separated substrings) add log lines that\n"
         "protect a job to the built-in Ultralytics ones.\n";
+
+/* text from column col on, its words wrapped at HELP_WIDTH onto lines that start at
+ * HELP_TEXT_COL. */
+static void put_wrapped(FILE *f, int col, const char *text) {
+        bool first = true;
+        for (const char *p = text; *p; first = false) {
+                int len = (int) strcspn(p, " ");
+                /* A word that starts with '-' never starts a line: it would read as a flag. */
+                int keep = 0;
+                for (const char *q = p + len + strspn(p + len, " "); *q == '-'; q += strspn(q, " ")) {
+                        int n = (int) strcspn(q, " ");
+                        keep += 1 + n;
+                        q += n;
+                }
+                if (!first && *p != '-' && col + 1 + len + keep > HELP_WIDTH) {
+                        fprintf(f, "\n%*s", HELP_TEXT_COL, "");
+                        col = HELP_TEXT_COL;
+                } else if (!first) {
+                        fputc(' ', f);
+                        col++;
+                }
+                fprintf(f, "%.*s", len, p);
+                col += len;
+                p += len;
+                p += strspn(p, " ");
+        }
+        fputc('\n', f);
+}
+
+/* "… (default D; NOTE)" as --help ends a key's entry. */
+static void default_phrase(const struct gw_config_key *k, char *buf, size_t n) {
+        const char *d = k->dflt_doc ? k->dflt_doc : k->dflt && *k->dflt ? k->dflt : NULL;
+        if (d && k->note)
+                snprintf(buf, n, " (default %s; %s)", d, k->note);
+        else if (d)
+                snprintf(buf, n, " (default %s)", d);
+        else if (k->note)
+                snprintf(buf, n, " (%s)", k->note);
+        else
+                buf[0] = '\0';
+}
+
+static void put_key(FILE *f, const struct gw_config_key *k) {
+        char head[96], tail[320], text[1024];
+        int col = snprintf(head, sizeof head, "  --%s%s%s", k->name, k->arg ? " " : "", k->arg ? k->arg : "");
+        fputs(head, f);
+        /* The text at its column, or two spaces after a flag too long for that. */
+        int pad = col <= HELP_TEXT_COL - 2 ? HELP_TEXT_COL - col : 2;
+        fprintf(f, "%*s", pad, "");
+        col += pad;
+        default_phrase(k, tail, sizeof tail);
+        snprintf(text, sizeof text, "%s%s", k->doc, tail);
+        put_wrapped(f, col, text);
+}
+
+void gw_config_keys_usage(FILE *f) {
+        fputs(usage_head, f);
+        for (size_t i = 0; i < gw_config_keys_n; i++) {
+                if (!gw_config_keys[i].file_only)
+                        put_key(f, &gw_config_keys[i]);
+                if (!strcmp(gw_config_keys[i].name, "config"))
+                        fputs(usage_actions, f);
+        }
+        fputs(usage_tail, f);
+}
+
+static const char *kind_name(enum gw_config_kind kind) {
+        static const char *const names[] = {
+                [GW_KEY_STRING] = "text", [GW_KEY_WORDS] = "word", [GW_KEY_BOOL] = "bool",
+                [GW_KEY_INT] = "integer", [GW_KEY_SIZE] = "size", [GW_KEY_SECONDS] = "seconds",
+                [GW_KEY_DURATION] = "duration", [GW_KEY_PERIOD] = "period", [GW_KEY_CUSTOM] = "text",
+        };
+        return names[kind];
+}
+
+void gw_config_keys_list(FILE *f) {
+        for (size_t i = 0; i < gw_config_keys_n; i++) {
+                const struct gw_config_key *k = &gw_config_keys[i];
+                char key[64], values[200];
+                if (k->flag_only)
+                        continue;
+                snprintf(key, sizeof key, "%s", k->name);
+                for (char *p = key; *p; p++)
+                        if (*p == '-')
+                                *p = '_';
+                gw_config_key_values(k, values, sizeof values);
+                fprintf(f, "%s\t%s\t%s\t%s\t%s\n", key, kind_name(k->kind),
+                        k->dflt && *k->dflt ? k->dflt : k->dflt_doc ? k->dflt_doc : "", values, k->doc);
+        }
+}

@@ -124,6 +124,33 @@ class CheckConfigTest(unittest.TestCase):
             self.assertIn("--check-config takes one FILE at most", p.stderr)
         self.assert_nothing_made()
 
+    def test_every_key_from_one_table(self):
+        """--list-keys prints the settings' table; each key takes its own default as a value,
+        refuses a value out of its bounds naming them, and a flag and its key are one."""
+        p = self.check("--list-keys")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = [line.split("\t") for line in p.stdout.splitlines()]
+        self.assertGreater(len(rows), 50)
+        keys = {r[0]: r for r in rows}
+        self.assertEqual(keys["sample_interval"][1:4], ["seconds", "2", "seconds from 1 to 3600, or a duration as long"])
+        self.assertEqual(keys["cgroup"][1:4], ["word", "auto", "one of auto, v2, v1, none"])
+        self.assertIn("strip_env", keys)  # a key of the file alone
+        self.assertNotIn("config", keys)  # a flag alone
+        text = "".join(f"{k} = {r[2]}\n" for k, r in keys.items() if r[2] and " " not in r[2])
+        p = self.check("--check-config", self.write(text))
+        self.assertEqual((p.returncode, p.stderr), (0, ""), "the defaults, written as a file")
+        for line, why in (("sample_interval = 2h", "sample_interval: '2h' is not a duration from 1s to 1h"),
+                          ("preempt_grace = 2d", "preempt_grace: '2d' is not a duration from 0s to 1d"),
+                          ("leak_epochs = 1", "leak_epochs: invalid value '1' (a whole number from 2 to 64)"),
+                          ("rogue_policy = shoot", "rogue_policy: invalid value 'shoot' (one of report, kill)")):
+            p = self.check("--check-config", self.write(line + "\n"))
+            self.assertEqual(p.returncode, 1, line)
+            self.assertIn(why, p.stderr, line)
+        p = self.check("--strip-env", "X")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown option '--strip-env'", p.stderr)
+        self.assert_nothing_made()
+
     def test_verdict_is_the_daemons(self):
         """The good file starts a daemon; each bad line alone stops one, with the same words."""
         with Daemon(gpus=1, config=GOOD) as d:

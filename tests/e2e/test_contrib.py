@@ -29,20 +29,23 @@ def read(path):
         return f.read()
 
 
+def list_keys():
+    """{key: (kind, default, values, doc)} of `gpuwardd --list-keys`: the settings' table."""
+    out = subprocess.run([gwtest.GPUWARDD, "--list-keys"], capture_output=True, text=True, timeout=30, check=True)
+    rows = [line.split("\t") for line in out.stdout.splitlines()]
+    assert rows and all(len(r) == 5 for r in rows), "gpuwardd --list-keys: five tab-separated columns a line"
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
 def config_table():
-    """(global keys, [policy.NAME] keys, [reclaim] keys) of config.c, with "_" for "-"."""
-    src = "".join(read(os.path.join(SOURCE, "src", "daemon", n)) for n in ("config.c", "config_policy.c"))
-    table = re.search(r"static const struct option options\[\] = \{(.*?)\n\};", src, re.S)
-    assert table, "config.c: the options[] table was not found"
-    flags = re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:required|no)_argument', table.group(1))
-    keys = {f.replace("-", "_") for f in flags} - {"config", "help", "version"}  # not settings
-    # Keys of the file alone (opt_by_name's special cases).
-    keys |= {k.replace("-", "_") for k in re.findall(r'strcmp\(key, "([a-z0-9-]+)"\)\)\s*return -2;', src)}
+    """(global keys, [policy.NAME] keys, [reclaim] keys): the first from gpuwardd's settings
+    table, the sections' from config_policy.c's messages for unknown keys."""
+    src = read(os.path.join(SOURCE, "src", "daemon", "config_policy.c"))
     policy = re.search(r"unknown key '%s' in \[policy\.%s\] \(([^)]*)\)", src)
     reclaim = re.search(r"unknown key '%s' in \[reclaim\] \(([^)]*)\)", src)
-    assert policy and reclaim, "config.c: the lists of [policy.NAME] and [reclaim] keys were not found"
+    assert policy and reclaim, "config_policy.c: the lists of [policy.NAME] and [reclaim] keys were not found"
     split = lambda m: {k.strip() for k in re.sub(r'"\s*"', "", m.group(1)).split(",")}  # noqa: E731
-    return keys, split(policy), split(reclaim)
+    return set(list_keys()), split(policy), split(reclaim)
 
 
 def conf_settings(text):
@@ -88,8 +91,6 @@ class ConfigFileTest(unittest.TestCase):
 
     def test_defaults_are_the_daemons(self):
         stated = help_defaults()
-        # --rate-limit's entry states both defaults ("20 and 50"); the second is rate_burst's.
-        stated.pop("rate_burst", None)
         checked = 0
         for key, value in self.settings[""].items():
             if key in stated:

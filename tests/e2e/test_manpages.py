@@ -1,7 +1,8 @@
 """The man pages (docs/man) say what the programs do: each option a `gpuward VERB --help` prints
 is an entry of that verb's section in gpuward.1 and each entry there is one it prints; the same
-for gpuwardd --help and gpuwardd.1; every config key of src/daemon/config.c has an entry in
-gpuward.conf.5 whose default is the one --help gives, and no entry names a key that is gone.
+for gpuwardd --help and gpuwardd.1; every config key of gpuwardd's settings table
+(`gpuwardd --list-keys`) has an entry in gpuward.conf.5 whose default is the table's and the one
+--help gives, and no entry names a key that is gone.
 Each page renders with man(1) at 80 columns without a warning."""
 import os
 import re
@@ -114,13 +115,9 @@ def config_source():
 
 
 def config_keys():
-    """The keys src/daemon/config.c accepts outside a section: its long options but those that
-    config_ini_line refuses as keys, and the keys of the file alone (opt_by_name)."""
-    src = config_source()
-    table = src.split("static const struct option options[] = {")[1].split("};")[0]
-    names = set(re.findall(r'\{ "([a-z-]+)"', table)) - {"config", "help", "version"}
-    names |= set(re.findall(r'if \(!strcmp\(key, "([a-z-]+)"\)\)\s+return -2;', src))
-    return {n.replace("-", "_") for n in names}
+    """{key: default} of the settings' table, as `gpuwardd --list-keys` prints it."""
+    rows = [line.split("\t") for line in run(GPUWARDD, "--list-keys").splitlines()]
+    return {r[0]: r[2] for r in rows}
 
 
 def section_keys(section):
@@ -162,7 +159,12 @@ class ManPagesTest(unittest.TestCase):
             m = re.search(r"Default: (.+?)\.?$", text)
             self.assertTrue(m, f"gpuward.conf.5: {key} says no 'Default: ...'")
             documented[key] = m.group(1)
-        self.assertEqual(sorted(documented), sorted(config_keys()), "gpuward.conf.5 KEYS against config.c")
+        table = config_keys()
+        self.assertEqual(sorted(documented), sorted(table), "gpuward.conf.5 KEYS against gpuwardd --list-keys")
+        for key, default in documented.items():
+            if table[key]:
+                self.assertRegex(default, r"(^|[\s(])" + re.escape(table[key]) + r"($|[\s,;)])",
+                                 f"{key}: gpuward.conf.5 says {default!r}, gpuwardd --list-keys {table[key]!r}")
         helped = help_entries(run(GPUWARDD, "--help"))
         for key, default in documented.items():
             phrase = help_default(helped.get("--" + key.replace("_", "-"), ""))
