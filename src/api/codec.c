@@ -583,6 +583,7 @@ FIELD(array_waiting, j->array_view && j->array_view->waiting ? json_string(j->ar
 FIELD(array_job_id, j->array_job > 0 ? json_integer(j->array_job) : json_null())
 FIELD(array_index, j->array_job > 0 ? json_integer(j->array_index) : json_null())
 FIELD(node, j->node_view && *j->node_view ? gw_json_text(j->node_view) : json_null())
+FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(j->wait_view) : json_null())
 #undef FIELD
 
 static const struct {
@@ -637,6 +638,7 @@ static const struct {
         { "array_job_id", enc_f_array_job_id },
         { "array_index", enc_f_array_index },
         { "node", enc_f_node },
+        { "predicted_wait", enc_f_predicted_wait },
 };
 
 

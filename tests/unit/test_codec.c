@@ -330,6 +330,7 @@ static const struct {
         {"array_job_id", JSON_INTEGER, true}, {"array_index", JSON_INTEGER, true},
         {"node", JSON_STRING, true},
         {"preemptible", JSON_FALSE, false},
+        {"predicted_wait", JSON_STRING, true}, /* the words where no future start can be given */
 };
 
 static void check_shape(const json_t *o) {
