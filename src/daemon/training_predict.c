@@ -317,7 +317,8 @@ static bool has_prediction(const struct gw_job *j) {
 bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
                              const char **ret_words) {
         *ret_words = NULL;
-        if (j->state != GW_JOB_PENDING)
+        /* With Slurm placing the jobs nothing is predicted here: squeue --start is the word. */
+        if (j->state != GW_JOB_PENDING || d->cfg->backend_slurm)
                 return true;
         const struct gw_djob *dep = j->after_job > 0 ? gw_jobmap_get(&d->jobs.map, j->after_job) : NULL;
         struct gw_predict_wait w = {
