@@ -44,6 +44,30 @@ class FilteredCancelTest(gwtest.DaemonTest):
         self.assertEqual(self.d.job(jid)["state"], "RUNNING")
 
 
+class DisplayIdTest(gwtest.DaemonTest):
+    gpus = 2
+
+    def test_an_array_task_is_8_2_wherever_a_person_reads_its_id(self):
+        aid = self.d.submit("--name", "arr3", "--array", "0-2%1", "--", "sleep", "60")
+        task = gwtest.wait_until(
+            lambda: next((j for j in tasks_of(self.d.api("GET", "/api/v1/jobs")[1]["jobs"], aid)
+                          if j["state"] == "RUNNING"), None), what="a task running")
+        shown = f"{aid}_{task['array_index']}"
+        self.assertEqual(task["display_id"], shown)
+        self.assertEqual(self.d.job(aid)["display_id"], str(aid))
+        gpu = task["gpus"][0]
+        info = [g for g in self.d.gpu_list() if g["index"] == gpu][0]["job_info"]
+        self.assertEqual((info["id"], info["display_id"]), (task["id"], shown))
+        row = [r for r in self.d.cli("gpus").stdout.splitlines() if r.split() and r.split()[0] == str(gpu)][0]
+        self.assertIn(f" {shown} ", row + " ")
+        top = self.d.cli("top", "--once").stdout
+        self.assertIn(f"\n{shown} ", top)
+        self.assertIn(f'gpuward_gpu_job_info{{gpu="{gpu}",', self.d.metrics())
+        self.assertIn(f'job="{task["id"]}",display_id="{shown}"', self.d.metrics())
+        self.assertIn(shown, self.d.cli("show", shown).stdout)
+        self.d.cli("cancel", str(aid))
+
+
 class PredictedStartTest(gwtest.DaemonTest):
     gpus = 2
 
