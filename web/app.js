@@ -282,10 +282,11 @@
     }, 500);
   }
 
-  /* A job array folded on one row: its running tasks are counted there, not listed. */
+  /* A job array's waiting tasks are folded on its row; a task that started is a job of its own
+   * with a row of its own ("8_0", as gpuward queue lists it), so that a RUNNING filter or a
+   * GPU's card finds it.  Tasks that ended are not in the live list. */
   function foldArrays(list) {
-    const arrays = new Set(list.filter(j => j.array).map(j => j.id));
-    return list.filter(j => !(j.array_job_id && arrays.has(j.array_job_id)));
+    return list;
   }
   GW.foldArrays = foldArrays;
 
@@ -303,8 +304,8 @@
   GW.arrayCounts = arrayCounts;
 
   /* The ID cell: 17, a task's 17_3, an array's 17_[0-49%4]. */
-  const jobLabel = j => j.array_job_id != null ? `${j.array_job_id}_${j.array_index}`
-    : j.array && ACTIVE.has(j.state) ? `${j.id}_[${j.array}]` : String(j.id);
+  const jobLabel = j => j.array && ACTIVE.has(j.state) ? j.array_waiting || `${j.id}_[${j.array}]`
+    : j.display_id || (j.array_job_id != null ? `${j.array_job_id}_${j.array_index}` : String(j.id));
   GW.jobLabel = jobLabel;
 
   function setLive(state) {
@@ -389,7 +390,7 @@
       const full = jobsById.get(ji.id);
       const eta = GW.etaOf(ji.eta ?? (full && full.eta));
       jobLine = h('div', { class: 'job' },
-        h('a', { href: `#/job/${ji.id}`, 'data-key': `gpu-job-${g.index}` }, `job ${ji.id}`), ' ', ji.name || '',
+        h('a', { href: `#/job/${ji.id}`, 'data-key': `gpu-job-${g.index}` }, `job ${ji.display_id || ji.id}`), ' ', ji.name || '',
         h('br'), `${ji.user} · running ${GW.fmtDur(now - ji.start_time)}`,
         eta ? ` · ETA ${GW.fmtTime(eta)}` : '');
     } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');

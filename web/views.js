@@ -48,7 +48,7 @@
     const fact = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
     const eta = GW.etaOf(j.eta);
     const run = j.start_time ? (j.end_time || GW.now()) - j.start_time : null;
-    $('h-job').textContent = `Job ${j.id}: ${j.name}`;
+    $('h-job').textContent = `Job ${j.display_id || j.id}: ${j.name}`;
     $('job-head').replaceChildren(h('dl', { class: 'job-head' },
       fact('State', h('span', { class: `state ${j.state}` }, j.state)),
       fact('Why', j.reason || '—'),

@@ -468,6 +468,15 @@ json_t *gw_codec_evidence(const char *s, unsigned view, int signal, bool has_exi
         return enc_private(s, view, instead);
 }
 
+json_t *gw_codec_display_id(const struct gw_job *j) {
+        char id[48];
+        if (j->array_job > 0)
+                snprintf(id, sizeof id, "%lld_%lld", (long long) j->array_job, (long long) j->array_index);
+        else
+                snprintf(id, sizeof id, "%lld", (long long) j->id);
+        return json_string(id);
+}
+
 static json_t *enc_reason(const struct gw_job *j, unsigned view) {
         /* A stop asked for and not over yet (its processes are ending, or an array's tasks
          * are): said at once, not only once the job has ended. */
@@ -583,6 +592,8 @@ FIELD(array_waiting, j->array_view && j->array_view->waiting ? json_string(j->ar
 FIELD(array_job_id, j->array_job > 0 ? json_integer(j->array_job) : json_null())
 FIELD(array_index, j->array_job > 0 ? json_integer(j->array_index) : json_null())
 FIELD(node, j->node_view && *j->node_view ? gw_json_text(j->node_view) : json_null())
+FIELD(display_id, gw_codec_display_id(j))
+FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(j->wait_view) : json_null())
 #undef FIELD
 
 static const struct {
@@ -637,6 +648,8 @@ static const struct {
         { "array_job_id", enc_f_array_job_id },
         { "array_index", enc_f_array_index },
         { "node", enc_f_node },
+        { "display_id", enc_f_display_id },
+        { "predicted_wait", enc_f_predicted_wait },
 };
 
 

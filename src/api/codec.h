@@ -62,6 +62,9 @@ json_t *gw_codec_events(const struct gw_job_event *ev, size_t n, unsigned view);
 json_t *gw_codec_attempts(const struct gw_job_attempt *a, size_t n, unsigned view);
 /* An event's message, or an attempt's evidence, for a reader with view. */
 json_t *gw_codec_event_message(const char *message, unsigned view);
+/* How a person names the job: "8_2" for task 2 of array 8, "8" for any other job (the CLI's,
+ * Slurm's).  A new reference. */
+json_t *gw_codec_display_id(const struct gw_job *j);
 /* A job's reason or an attempt's evidence, s, for a reader with view: a quote of the log, for
  * a reader who may not read the log, becomes the exit (or signal) and why the rest is hidden.
  * A new reference. */

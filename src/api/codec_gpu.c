@@ -42,6 +42,11 @@ SAMPLE(gpu_temp, has_temp, json_integer(g->temp_c))
 SAMPLE(gpu_power, has_power, json_real(g->power_mw / 1000.0))
 #undef SAMPLE
 
+static json_t *job_display_id(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        return gw_codec_display_id(obj);
+}
+
 #define J struct gw_job
 static const struct gw_codec_field job_info_fields[] = {
         GW_CODEC_FIELD("id", GW_CT_I64, J, id),
@@ -49,6 +54,7 @@ static const struct gw_codec_field job_info_fields[] = {
         GW_CODEC_FIELD("name", GW_CT_STR, J, name),
         GW_CODEC_FIELD("start_time", GW_CT_SECONDS_OR_NULL, J, start_time),
         GW_CODEC_FIELD("eta", GW_CT_SECONDS_OR_NULL, J, eta),
+        GW_CODEC_FIELD_FN("display_id", job_display_id),
 };
 #undef J
 

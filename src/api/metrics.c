@@ -190,6 +190,15 @@ static void gpu_sample(struct out *o, const struct gw_metrics_gpu *g, enum gpu_m
                 sample_double(o, *(const double *) (const void *) field, name, "gpu", idx, "uuid", g->uuid, NULL);
 }
 
+/* The job as a person names it (the API's display_id): "8_2" for a task of array 8, else its id. */
+static const char *display_id(char *buf, size_t n, int64_t id, int64_t array_job, int64_t array_index) {
+        if (array_job > 0)
+                (void) snprintf(buf, n, "%" PRId64 "_%" PRId64, array_job, array_index);
+        else
+                (void) snprintf(buf, n, "%" PRId64, id);
+        return buf;
+}
+
 static void render_gpus(struct out *o, const struct gw_metrics_snapshot *s) {
         for (size_t m = 0; m < ELEMENTSOF(gpu_families); m++) {
                 bool any = false;
@@ -224,13 +233,14 @@ static void render_gpus(struct out *o, const struct gw_metrics_snapshot *s) {
                 family(o, "gpuward_gpu_job_info", "gauge", "1 for each GPU a job holds, with the job and its user.");
         for (size_t i = 0; i < s->n_gpus; i++) {
                 const struct gw_metrics_gpu *g = &s->gpus[i];
-                char idx[24], job[24];
+                char idx[24], job[24], shown[48];
                 if (!g->job_id)
                         continue;
                 (void) snprintf(idx, sizeof(idx), "%u", g->index);
                 (void) snprintf(job, sizeof(job), "%" PRId64, g->job_id);
-                sample_u64(o, 1, "gpuward_gpu_job_info", "gpu", idx, "uuid", g->uuid, "job", job, "user", g->user,
-                           NULL);
+                display_id(shown, sizeof shown, g->job_id, g->array_job, g->array_index);
+                sample_u64(o, 1, "gpuward_gpu_job_info", "gpu", idx, "uuid", g->uuid, "job", job, "display_id", shown,
+                           "user", g->user, NULL);
         }
 
         family(o, "gpuward_gpu_healthy", "gauge", "1 when the GPU is healthy and schedulable.");
@@ -258,15 +268,16 @@ static void render_jobs(struct out *o, const struct gw_metrics_snapshot *s) {
                 family(o, names[m], "gauge", helps[m]);
                 for (size_t i = 0; i < s->n_jobs; i++) {
                         const struct gw_metrics_job *j = &s->jobs[i];
-                        char id[24], gpu[24];
+                        char id[24], gpu[24], shown[48];
                         (void) snprintf(id, sizeof(id), "%" PRId64, j->id);
                         (void) snprintf(gpu, sizeof(gpu), "%u", j->gpu);
+                        display_id(shown, sizeof shown, j->id, j->array_job, j->array_index);
                         if (m == 0)
-                                sample_double(o, j->util_ratio, names[m], "job", id, "user", j->user,
-                                              "name", j->name, "gpu", gpu, NULL);
+                                sample_double(o, j->util_ratio, names[m], "job", id, "display_id", shown, "user",
+                                              j->user, "name", j->name, "gpu", gpu, NULL);
                         else
-                                sample_u64(o, j->mem_used, names[m], "job", id, "user", j->user, "name",
-                                           j->name, "gpu", gpu, NULL);
+                                sample_u64(o, j->mem_used, names[m], "job", id, "display_id", shown, "user", j->user,
+                                           "name", j->name, "gpu", gpu, NULL);
                 }
         }
 }
@@ -285,10 +296,11 @@ static void render_eta(struct out *o, const struct gw_metrics_snapshot *s) {
                 if (!any)
                         family(o, "gpuward_job_eta_seconds", "gauge", "Seconds until a running job's estimated end.");
                 any = true;
-                char id[24];
+                char id[24], shown[48];
                 (void) snprintf(id, sizeof(id), "%" PRId64, j->id);
-                sample_double(o, j->eta_seconds, "gpuward_job_eta_seconds", "job", id, "user", j->user, "name", j->name,
-                              NULL);
+                display_id(shown, sizeof shown, j->id, j->array_job, j->array_index);
+                sample_double(o, j->eta_seconds, "gpuward_job_eta_seconds", "job", id, "display_id", shown, "user",
+                              j->user, "name", j->name, NULL);
         }
 }
 

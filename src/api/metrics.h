@@ -14,12 +14,16 @@ struct gw_metrics_gpu {
         double temp_c;
         double power_w;
         int64_t job_id;             /* 0 = not allocated */
+        int64_t array_job;          /* the job is a task of this array (0: none), */
+        int64_t array_index;        /* this one: its display_id is "8_2" */
         const char *user;           /* of the job, "" if none */
         const char *health;         /* "ok", "drained", "lost" */
 };
 
 struct gw_metrics_job {
         int64_t id;
+        int64_t array_job;          /* a task of this array (0: none), its index below */
+        int64_t array_index;
         const char *user;
         const char *name;
         unsigned gpu;               /* one series per job GPU */

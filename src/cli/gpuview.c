@@ -125,14 +125,17 @@ static char *short_gpu_name(const char *name, char *buf, size_t n) {
 }
 
 static int add_gpu_row(struct cli_table *t, const json_t *g, time_t now, const struct gpu_layout *l) {
-        char idx[32], name[64], util[32], mem[80], temp[32], power[32], job[32], run[32], eta[32];
+        char idx[32], name[64], util[32], mem[80], temp[32], power[32], job[48], run[32], eta[32];
         long long v;
         snprintf(idx, sizeof(idx), "%lld", cli_jint(g, "index", &v) ? v : -1);
         /* job_info carries the rest; a daemon without it still names the job. */
         const json_t *info = json_object_get(g, "job_info");
+        const char *shown = cli_jstr(info, "display_id"); /* "8_2" for a task of array 8 */
         if (!cli_jint(info, "id", &v) && !cli_jint(g, "job", &v))
                 v = -1;
-        if (v >= 0)
+        if (shown && *shown)
+                snprintf(job, sizeof(job), "%s", shown);
+        else if (v >= 0)
                 snprintf(job, sizeof(job), "%lld", v);
         else
                 snprintf(job, sizeof(job), "-");

@@ -36,6 +36,12 @@ char *cli_format_start_cell(const json_t *job, time_t now, char *buf, size_t n) 
         /* Pending: when it is predicted to start; running or ended: when it started, a fact. */
         bool started = state && !pending && strcmp(state, "HELD");
         double t = cli_jnum(job, pending ? "predicted_start" : "start_time");
+        /* No future time to give: what it waits for ("after job 12 is released"). */
+        const char *words = pending ? cli_jstr(job, "predicted_wait") : NULL;
+        if (words && *words && (!isfinite(t) || t <= 0)) {
+                snprintf(buf, n, "%s", words);
+                return buf;
+        }
         if (!state || !isfinite(t) || t <= 0 || (!pending && !started)) {
                 snprintf(buf, n, "-");
                 return buf;
@@ -79,7 +85,9 @@ static void prediction_line(const json_t *pr, time_t now) {
                         printf(", and at the latest if every job keeps its time limit (nothing says sooner)");
                 else if (isfinite(latest))
                         printf(", at the latest %s if every job keeps its time limit", latest_s + (latest_s[0] == '~'));
-        } else if (why && !strncmp(why, NOT_YET, strlen(NOT_YET)))
+        } else if (cli_jstr(pr, "predicted_wait"))
+                printf("  predicted start: %s", cli_jstr(pr, "predicted_wait")); /* no time to give */
+        else if (why && !strncmp(why, NOT_YET, strlen(NOT_YET)))
                 printf("  predicted start: not predicted yet (%s)", why + strlen(NOT_YET)); /* no verdict yet */
         else
                 printf("  predicted start: none (%s)", why ? why : "unknown");

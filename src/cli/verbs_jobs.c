@@ -182,7 +182,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
                                                   "eta,eta_overdue,predicted_start,latest_start,priority,fairshare,"
-                                                  "array,array_waiting,array_job_id,array_index,node"
+                                                  "array,array_waiting,array_job_id,array_index,node,predicted_wait"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time,"
                                                   "array_job_id,array_index") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {

@@ -27,7 +27,7 @@
  * call timeout; a local daemon answers in milliseconds (its GPU list never waits for NVML). */
 #define LIVE_CALL_TIMEOUT (5 * GW_USEC_PER_SEC)
 #define JOB_NAME_MAX_COLS 24
-#define JOB_FIELDS "id,name,user,uid,state,reason,ngpus,gpus,start_time"
+#define JOB_FIELDS "id,name,user,uid,state,reason,ngpus,gpus,start_time,display_id,array_waiting"
 
 static const char top_help[] =
         "Usage: gpuward top [--interval SECONDS] [--once]\n"
@@ -167,9 +167,16 @@ static void job_gpus(const json_t *job, bool running, char *buf, size_t n) {
 }
 
 static int add_job_row(struct cli_table *t, const json_t *job, time_t now) {
-        char id[32], ubuf[32], gpus[64], elapsed[32];
+        char id[48], ubuf[32], gpus[64], elapsed[32];
         long long v;
-        snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
+        /* As the queue names it: "8_2" for a task, "8_[3-5]" for an array's waiting tasks. */
+        const char *shown = cli_jstr(job, "array_waiting");
+        if (!shown)
+                shown = cli_jstr(job, "display_id");
+        if (shown)
+                snprintf(id, sizeof(id), "%s", shown);
+        else
+                snprintf(id, sizeof(id), "%lld", cli_jint(job, "id", &v) ? v : 0);
         const char *state = cli_jstr(job, "state");
         const char *reason = cli_jstr(job, "reason");
         bool running = state && strcmp(state, "RUNNING") == 0;

@@ -106,6 +106,9 @@ struct gw_job {
                                             * borrowed, NULL = none */
         const char *node_view;             /* not stored: the node Slurm runs its attempt on, for a
                                             * reply (--backend slurm); borrowed, NULL = none */
+        const char *wait_view;             /* not stored: what a queued job's start waits for, in
+                                            * words, where no future start can be given (the API's
+                                            * predicted_wait); borrowed, NULL = none */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
         bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */

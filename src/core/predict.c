@@ -83,6 +83,7 @@ struct pend {
         gw_usec_t gate_until;  /* its booking's end once open */
         bool done;             /* started, or never will */
         bool running;          /* started and not yet ended */
+        bool held;             /* held: it never starts, nor does what waits for it */
 };
 
 /* The bookings filter for one distinct time limit, asked once per instant. */
@@ -301,12 +302,16 @@ static void end_due(struct replay *r, gw_usec_t t) {
         r->n_run = k;
 }
 
-/* Whether job i's after_job is still ahead in the replay: running, or pending and not yet
- * started. */
+/* Whether job i's after_job is still ahead in the replay: running, pending and not yet
+ * started, or held (done for the replay, but the daemon keeps its dependants waiting until
+ * it is released and has run, so they never start in it either). */
 static bool dep_ahead(const struct replay *r, const struct pend *pj) {
         if (pj->dep_running != NONE && r->run_alive[pj->dep_running])
                 return true;
-        return pj->dep_pending != NONE && (!r->p[pj->dep_pending].done || r->p[pj->dep_pending].running);
+        if (pj->dep_pending == NONE)
+                return false;
+        const struct pend *dep = &r->p[pj->dep_pending];
+        return !dep->done || dep->running || dep->held;
 }
 
 /* The first of bounds after t; moves bound_at there. */
@@ -413,8 +418,10 @@ static enum verdict judge(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret
         enum verdict v = V_PLAN;
 
         *ret_allowed = 0;
-        if (q->held)
+        if (q->held) {
+                r->p[i].held = true;
                 return V_DONE;
+        }
         if (q->booking_id > 0)
                 v = judge_booked(r, i, t, ret_allowed);
         if (v == V_DONE || r->n_avail == 0 || q->not_before > t || over_quota(r, q))
@@ -795,5 +802,44 @@ const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, siz
         else
                 snprintf(buf, n, "no start within %lld days (or never: its booking awaits approval, or is gone, or "
                                  "it waits for a job further back in the queue)", days);
+        return buf;
+}
+
+const char *gw_predict_wait_words(const struct gw_predict_wait *w, char *buf, size_t n) {
+        /* The dependency first: whatever else holds the job back, it cannot start before it. */
+        if (w->after_job > 0 && w->after_held)
+                snprintf(buf, n, "after job %lld is released", (long long) w->after_job);
+        else if (w->after_job > 0 && w->after_queued)
+                snprintf(buf, n, "after job %lld %s", (long long) w->after_job, w->after_ok ? "completes" : "ends");
+        else
+                switch (w->reason) {
+                case GW_REASON_RESOURCES:
+                case GW_REASON_PRIORITY:
+                case GW_REASON_PREEMPTED:
+                        snprintf(buf, n, "when GPUs free up");
+                        break;
+                case GW_REASON_QUOTA:
+                        snprintf(buf, n, "when its user's quota allows");
+                        break;
+                case GW_REASON_RESERVATION:
+                        snprintf(buf, n, "when its booking lets it");
+                        break;
+                case GW_REASON_BACKOFF:
+                        snprintf(buf, n, "after its retry's backoff");
+                        break;
+                case GW_REASON_ARRAY_LIMIT:
+                        snprintf(buf, n, "when a task of its array ends");
+                        break;
+                case GW_REASON_HELD:
+                        snprintf(buf, n, "after it is released");
+                        break;
+                case GW_REASON_DEPENDENCY:
+                        if (w->after_job <= 0)
+                                return NULL;
+                        snprintf(buf, n, "after job %lld %s", (long long) w->after_job, w->after_ok ? "completes" : "ends");
+                        break;
+                default:
+                        return NULL;
+                }
         return buf;
 }

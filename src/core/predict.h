@@ -85,3 +85,18 @@ struct gw_predict_none {
  * back from a failure to wait out its backoff, which is not "never"); or no start within the
  * horizon.  Returns buf. */
 const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, size_t n);
+
+/* What a queued job's start waits for, where no future instant can be given: the replay
+ * has none (it waits for a held job), or the one it gave has passed (the job waits on
+ * something the replay cannot time: a job running past its ETA, a quota, a booking). */
+struct gw_predict_wait {
+        int64_t after_job;          /* its dependency, 0 = none */
+        bool after_ok;              /* that job must complete (afterok), not just end */
+        bool after_held;            /* that job is held */
+        bool after_queued;          /* that job is still pending or running */
+        enum gw_job_reason reason;  /* why it waits (the scheduler's reason) */
+};
+
+/* The words ("after job 12 is released", "after job 7 ends", "when GPUs free up") into buf,
+ * or NULL when there is nothing to say (a job that does not wait). */
+const char *gw_predict_wait_words(const struct gw_predict_wait *w, char *buf, size_t n);

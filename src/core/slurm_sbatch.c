@@ -6,7 +6,8 @@
  *   - --gres=gpu:N is per node: --nodes=2 --gres=gpu:4 is 8 GPUs.  A job asking more GPUs
  *     than any node has is refused at submit ("Requested node configuration is not
  *     available"), so a job is split over nodes here or refused with a reason a user reads.
- *   - In --output, '%' starts a pattern (%j, %u, ...) and "%%" is a literal '%'.
+ *   - In --output, '%' starts a pattern (%j, %u, ...) and "%%" is a literal '%': every '%'
+ *     of the path gpuward already expanded is doubled, so sbatch expands nothing.
  *   - --begin=now+S starts the job S seconds after submission (reason BeginTime until
  *     then): relative, so no time zone is involved.
  *   - --wrap runs its text with /bin/sh. */
@@ -118,11 +119,14 @@ static bool plain_name(const char *s) {
         return true;
 }
 
-/* Where the job's output goes: its own file, else its log; "" counts as none. */
+/* Where the job's output goes: its log path, which for a job with its own --output is that
+ * file with gpuward's patterns filled in (%j is gpuward's id, as on one host: the daemon's
+ * gw_attempt_log_path), so that sbatch, which would fill in its own ids, never sees them; the
+ * --output itself only without a log path; "" counts as none. */
 static const char *output_path(const struct gw_job *j) {
-        if (j->output && *j->output)
-                return j->output;
-        return j->log_path && *j->log_path ? j->log_path : NULL;
+        if (j->log_path && *j->log_path)
+                return j->log_path;
+        return j->output && *j->output ? j->output : NULL;
 }
 
 #define WHY(...) (snprintf(why, why_len, __VA_ARGS__), -EINVAL)
@@ -135,7 +139,7 @@ static int check_job(const struct gw_job *j, const struct gw_sbatch_opts *o, cha
         const char *out = output_path(j);
         if (out && (has_control(out) || strchr(out, '\\')))
                 return WHY("output: %s has a control character or a backslash, which sbatch "
-                           "reads as a file name pattern", out == j->output ? "the output path" : "the log path");
+                           "reads as a file name pattern", j->output && *j->output ? "the output path" : "the log path");
         if (j->cwd && has_control(j->cwd))
                 return WHY("cwd: has a control character");
         if (j->ngpus < 0)

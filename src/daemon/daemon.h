@@ -492,6 +492,15 @@ struct calendar_view;
 void gw_training_fill_view(struct gw_daemon *d, struct calendar_view *v);
 void gw_training_predict(struct gw_daemon *d, bool force);
 json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j);
+/* Whether j's predicted start may be shown: false when it waits for a held job, or when the
+ * start has passed (it waits on what the replay cannot time), and then *ret_words says what
+ * it waits for (core/predict.h gw_predict_wait_words), written into buf, or NULL.  True with
+ * *ret_words set when a queued job has no start but waits for a job still queued or running. */
+bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
+                             const char **ret_words);
+/* Applies that answer to copy, a reply's copy of the job: no predicted start, end or promise
+ * unless shown; words (borrowed) as its wait_view. */
+void gw_training_start_view(struct gw_job *copy, bool shown, const char *words);
 /* When each results.csv row of the current attempt appeared, in seconds since its start
  * (the job page's epoch lines); JSON null when not watched.  New reference. */
 json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job *j);

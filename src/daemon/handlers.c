@@ -225,12 +225,17 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(d, j, &sum) == 0;
         const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(d, j->id) : NULL;
-        if (summed || node) { /* an array: its tasks counted, its waiting ones folded */
+        char words_buf[96];
+        const char *words;
+        bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);
+        bool copy = summed || node || !shown || words;
+        if (copy) { /* an array: its tasks counted, its waiting ones folded */
                 with_tasks = *j;
                 with_tasks.array_view = summed ? &sum.view : NULL;
                 with_tasks.node_view = node;
+                gw_training_start_view(&with_tasks, shown, words);
         }
-        json_t *o = gw_codec_job(summed || node ? &with_tasks : j, view);
+        json_t *o = gw_codec_job(copy ? &with_tasks : j, view);
         if (summed)
                 gw_array_summary_done(&sum);
         json_object_set_new(o, "runtime", runtime_json(d, j));

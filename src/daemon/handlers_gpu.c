@@ -275,6 +275,7 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                         .has_temp = !!(s->valid & GW_GPU_HAS_TEMP), .has_power = !!(s->valid & GW_GPU_HAS_POWER),
                         .util_ratio = s->util_gpu / 100.0, .mem_used = s->mem_used, .mem_total = g->info.mem_total,
                         .temp_c = s->temp_c, .power_w = s->power_mw / 1000.0, .job_id = g->job_id,
+                        .array_job = dj ? dj->job->array_job : 0, .array_index = dj ? dj->job->array_index : 0,
                         .user = dj ? dj->job->user : "",
                         .health = g->sampled && s->health != GW_GPU_OK ? "lost" : g->drained ? "drained" : "ok",
                 };
@@ -284,7 +285,9 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
                 for (size_t k = 0; k < dj->n_tel; k++) {
                         const struct gw_point *pt = gw_ring_last(&dj->tel[k].ring);
                         jobs[m.n_jobs++] = (struct gw_metrics_job) {
-                                .id = dj->job->id, .user = dj->job->user, .name = dj->job->name, .gpu = dj->tel[k].gpu,
+                                .id = dj->job->id, .array_job = dj->job->array_job,
+                                .array_index = dj->job->array_index, .user = dj->job->user, .name = dj->job->name,
+                                .gpu = dj->tel[k].gpu,
                                 .util_ratio = pt ? pt->util / 100.0 : 0, .mem_used = pt ? pt->mem : 0,
                         };
                         jobs[m.n_jobs - 1].eta_seconds = gw_training_eta_seconds(dj, d->now_wall);

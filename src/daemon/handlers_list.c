@@ -51,10 +51,14 @@ static void list_put(struct list_ctx *lc, const struct gw_job *j) {
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(lc->d, j, &sum) == 0;
         const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(lc->d, j->id) : NULL;
-        if (summed || node) {
+        char words_buf[96];
+        const char *words;
+        bool shown = gw_training_start_shown(lc->d, j, words_buf, sizeof words_buf, &words);
+        if (summed || node || !shown || words) {
                 with_tasks = *j;
                 with_tasks.array_view = summed ? &sum.view : NULL;
                 with_tasks.node_view = node;
+                gw_training_start_view(&with_tasks, shown, words);
                 j = &with_tasks;
         }
         if (lc->n++)

@@ -309,6 +309,39 @@ void gw_training_predict_unseen(struct gw_daemon *d, const struct gw_job *j) {
         gw_training_predict(d, true);
 }
 
+/* A prediction made for the attempt queued now (a retry's earlier one is not). */
+static bool has_prediction(const struct gw_job *j) {
+        return j->state == GW_JOB_PENDING && j->predicted_attempt == j->attempt && j->predicted_start > 0;
+}
+
+bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
+                             const char **ret_words) {
+        *ret_words = NULL;
+        /* With Slurm placing the jobs nothing is predicted here: squeue --start is the word. */
+        if (j->state != GW_JOB_PENDING || d->cfg->backend_slurm)
+                return true;
+        const struct gw_djob *dep = j->after_job > 0 ? gw_jobmap_get(&d->jobs.map, j->after_job) : NULL;
+        struct gw_predict_wait w = {
+                .after_job = j->after_job,
+                .after_ok = j->after_kind == GW_DEP_KIND_OK,
+                .after_held = dep && dep->job->state == GW_JOB_HELD,
+                .after_queued = dep && (dep->job->state == GW_JOB_PENDING || dep->job->state == GW_JOB_RUNNING),
+                .reason = j->wait_reason,
+        };
+        bool has = has_prediction(j);
+        /* The loop's wall clock: a start predicted in this iteration is now, not the past. */
+        bool passed = has && j->predicted_start < d->now_wall;
+        if (w.after_held || passed || (!has && w.after_queued))
+                *ret_words = gw_predict_wait_words(&w, buf, n);
+        return !w.after_held && !passed;
+}
+
+void gw_training_start_view(struct gw_job *copy, bool shown, const char *words) {
+        if (!shown)
+                copy->predicted_start = copy->predicted_end = copy->latest_start = 0;
+        copy->wait_view = words;
+}
+
 json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j) {
         if (j->state != GW_JOB_PENDING && j->state != GW_JOB_HELD)
                 return json_null();
@@ -325,10 +358,16 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
         struct gw_predict_none none = { .held = j->state == GW_JOB_HELD, .position = pos, .max_jobs = PREDICT_MAX_JOBS,
                                         .seen = seen_by_last(j), .due_in = next_due_in(d),
                                         .horizon = PREDICT_HORIZON, .slurm = d->cfg->backend_slurm };
+        char words_buf[96];
+        const char *words;
+        bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);
         /* A start from before the job last left the queue is not a prediction of this wait. */
-        bool has = j->state == GW_JOB_PENDING && j->predicted_start && none.seen;
-        const char *why = has ? NULL : gw_predict_why_none(&none, buf, sizeof buf);
+        bool has = j->state == GW_JOB_PENDING && j->predicted_start && none.seen && shown;
+        /* The words once a prediction covered the job: before, "not predicted yet" is the news. */
+        bool covered = none.seen && !none.held && !none.slurm && pos < PREDICT_MAX_JOBS;
+        const char *why = has ? NULL : words && covered ? words : gw_predict_why_none(&none, buf, sizeof buf);
         json_t *o = json_object();
+        json_object_set_new(o, "predicted_wait", words ? json_string(words) : json_null());
         json_object_set_new(o, "predicted_start", has ? json_real((double) j->predicted_start / 1e6) : json_null());
         json_object_set_new(o, "predicted_end", has && j->predicted_end ? json_real((double) j->predicted_end / 1e6)
                                                                         : json_null());

@@ -317,6 +317,27 @@ async function run(d, page, ctx) {
     await page.screenshot({ path: path.join(ARTIFACTS, 'queue-1280x800.png') });
   });
 
+  await step('a running array task has a row of its own, named 8_0 there and on its GPU card', async () => {
+    const aid = JSON.parse(d.cli('submit', '--json', '--gpus', '1', '--time', '5m', '--name', 'arr3', '--array', '0-2%1',
+                                 '--', 'sleep', '120')).id;
+    try {
+      const task = await waitUntil(() => JSON.parse(d.cli('queue', '--json')).jobs
+        .find(j => j.array_job_id === aid && j.state === 'RUNNING'), 'a task of the array running');
+      const row = page.locator(`#queue-body tr[data-job="${task.id}"]`);
+      await row.waitFor({ timeout: 15000 });
+      assert.match(await row.innerText(), new RegExp(`^${aid}_${task.array_index}\\s+arr3[\\s\\S]*RUNNING`));
+      await page.selectOption('#f-state', 'RUNNING');
+      await row.waitFor({ timeout: 5000 });
+      await page.selectOption('#f-state', '');
+      await page.click('nav a[data-nav="gpus"]');
+      const card = page.locator(`#gpu-cards article[data-gpu="${task.gpus[0]}"] .job a`);
+      await waitUntil(async () => (await card.innerText()) === `job ${aid}_${task.array_index}`, 'the card names the task');
+      await page.click('nav a[data-nav="queue"]');
+    } finally {
+      d.cli('cancel', String(aid));
+    }
+  });
+
   await step('first paint: without scripts the page shows the GPUs and the queue; with them, before any API answer', async () => {
     // No JavaScript: the scripts do not load, as in a browser with JavaScript off.
     const p2 = await ctx.newPage();

@@ -9,7 +9,7 @@ from gwtest import DaemonTest, main, wait_until
 GPU = ["index", "name", "uuid", "mem_total", "mem_used", "util", "mem_util", "temp", "power_w", "health",
        "drain_reason", "job", "job_info", "processes", "sampled_at"]
 PROC = ["pid", "user", "command", "mem_used", "sm_util", "job", "stray"]
-JOB_INFO = ["id", "user", "name", "start_time", "eta"]
+JOB_INFO = ["id", "user", "name", "start_time", "eta", "display_id"]
 GPU_EVENT = ["time", "gpu", "node", "kind", "xid", "job", "message"]
 ATTEMPT = ["attempt", "gpus", "start_time", "end_time", "class", "evidence", "resumed_from", "epoch", "log_path",
            "exit_code", "signal"]

@@ -127,6 +127,14 @@ class SlurmBackend(gwtest.DaemonTest):
         j = self.d.wait_state(ok, {"FAILED", "COMPLETED", "CANCELLED"})
         self.assertEqual((j["state"], j["exit_code"]), ("COMPLETED", 0))
 
+    def test_output_patterns_are_gpuwards_and_sbatch_expands_none(self):
+        # %j is gpuward's job id, as on one host (Slurm would put its own there), and the
+        # literal '%' that %% stands for reaches sbatch doubled, so it stays a '%'.
+        jid = self.submit("true", extra=("--output", os.path.join(self.d.work, "out-%j-%%.log")))
+        _, _, args = self.sbatch_call(1)
+        outs = [a for a in args if a.startswith("--output=")]
+        self.assertEqual(outs, [f"--output={self.d.work}/out-{jid}-%%.log"], args)
+
     def test_squeue_failing_is_not_an_end_but_a_job_gone_is_lost(self):
         open(os.path.join(self.sdir, "squeue.fail"), "w").close()
         jid = self.submit("sleep", "1")

@@ -330,6 +330,8 @@ static const struct {
         {"array_job_id", JSON_INTEGER, true}, {"array_index", JSON_INTEGER, true},
         {"node", JSON_STRING, true},
         {"preemptible", JSON_FALSE, false},
+        {"display_id", JSON_STRING, false}, /* "8_2" for a task of array 8 */
+        {"predicted_wait", JSON_STRING, true}, /* the words where no future start can be given */
 };
 
 static void check_shape(const json_t *o) {

@@ -262,7 +262,7 @@ static void gpu(void **state) {
                     "{\"index\":1,\"name\":\"A100\",\"uuid\":\"GPU-1\",\"mem_total\":17179869184,\"mem_used\":1048576,"
                     "\"util\":50,\"mem_util\":7,\"temp\":null,\"power_w\":61.5,\"health\":\"drained\","
                     "\"drain_reason\":\"fan (by root)\",\"job\":7,"
-                    "\"job_info\":{\"id\":7,\"user\":\"ann\",\"name\":\"\",\"start_time\":3.0,\"eta\":null},"
+                    "\"job_info\":{\"id\":7,\"user\":\"ann\",\"name\":\"\",\"start_time\":3.0,\"eta\":null,\"display_id\":\"7\"},"
                     "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":\"python train.py --key s3cret\","
                     "\"mem_used\":1048576,\"sm_util\":50,\"job\":7,\"stray\":false},"
                     "{\"pid\":42,\"user\":\"bob\",\"command\":\"sleep 9\",\"mem_used\":null,\"sm_util\":null,"

@@ -54,7 +54,8 @@ static const struct gw_metrics_gpu gpus[] = {
 
 static const struct gw_metrics_job jobs[] = {
         {.id = 42, .user = "bo\"b\\x\ny", .name = "train \"big\"", .gpu = 1, .util_ratio = 0.75, .mem_used = 1024},
-        {.id = 43, .user = "carol", .name = "eval", .gpu = 0, .util_ratio = 0, .mem_used = 0},
+        {.id = 43, .array_job = 40, .array_index = 2, .user = "carol", .name = "eval", .gpu = 0, .util_ratio = 0,
+         .mem_used = 0},
 };
 
 static struct gw_metrics_snapshot full_snapshot(void) {
@@ -275,14 +276,14 @@ static void values_and_labels(void **state) {
         assert_true(has_line(text, "gpuward_gpu_utilization_ratio{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\"} 1"));
         assert_true(has_line(text, "gpuward_gpu_allocated{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\"} 1"));
         assert_true(has_line(text, "gpuward_gpu_job_info{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\","
-                                   "job=\"42\",user=\"bo\\\"b\\\\x\\ny\"} 1"));
+                                   "job=\"42\",display_id=\"42\",user=\"bo\\\"b\\\\x\\ny\"} 1"));
         assert_true(has_line(text, "gpuward_gpu_healthy{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\","
                                    "health=\"drained\"} 0"));
-        assert_true(has_line(text, "gpuward_job_gpu_utilization_ratio{job=\"42\",user=\"bo\\\"b\\\\x\\ny\","
+        assert_true(has_line(text, "gpuward_job_gpu_utilization_ratio{job=\"42\",display_id=\"42\",user=\"bo\\\"b\\\\x\\ny\","
                                    "name=\"train \\\"big\\\"\",gpu=\"1\"} 0.75"));
-        assert_true(has_line(text, "gpuward_job_gpu_memory_used_bytes{job=\"43\",user=\"carol\",name=\"eval\","
+        assert_true(has_line(text, "gpuward_job_gpu_memory_used_bytes{job=\"43\",display_id=\"40_2\",user=\"carol\",name=\"eval\","
                                    "gpu=\"0\"} 0"));
-        assert_true(has_line(text, "gpuward_job_gpu_utilization_ratio{job=\"43\",user=\"carol\",name=\"eval\","
+        assert_true(has_line(text, "gpuward_job_gpu_utilization_ratio{job=\"43\",display_id=\"40_2\",user=\"carol\",name=\"eval\","
                                    "gpu=\"0\"} 0"));
 
         static const char *const states[] = {"PENDING",   "HELD",    "RUNNING", "COMPLETED",

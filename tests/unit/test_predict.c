@@ -258,6 +258,17 @@ static void held_dependency_backoff(void **state) {
         expect(&w, 2, NOW + HOUR, NOW + 2 * HOUR, M(0));
         expect(&w, 3, NOW + 2 * HOUR, NOW + 3 * HOUR, M(0));
 
+        /* A job after a held one never starts, nor does one after it: the daemon keeps
+         * them waiting until it is released (not the replay's "done"). */
+        w.pend[1].held = true;
+        pending(&w, 44, 1, HOUR, 0)->after_job = 42;
+        predict(&w, 72 * HOUR);
+        expect(&w, 2, INF, INF, 0);
+        expect(&w, 4, INF, INF, 0);
+        expect(&w, 3, NOW + 30 * MIN, NOW + 90 * MIN, M(0));
+        w.pend[1].held = false;
+        w.in.n_pending--;
+
         /* A dependency on a job that is not in the input (it ended) is met. */
         w.pend[2].after_job = 999;
         w.pend[1].held = true;
@@ -394,9 +405,31 @@ static void why_none(void **state) {
                             "`squeue --start` gives Slurm's own estimate)");
 }
 
+/* What a start waits for where no future time can be given. */
+static void wait_words(void **state) {
+        char buf[96];
+        struct gw_predict_wait w = {.after_job = 12, .after_held = true, .reason = GW_REASON_DEPENDENCY};
+        (void) state;
+        assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "after job 12 is released");
+        w.after_held = false;
+        w.after_queued = true;
+        assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "after job 12 ends");
+        w.after_ok = true;
+        assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "after job 12 completes");
+        w = (struct gw_predict_wait){.reason = GW_REASON_RESOURCES};
+        assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "when GPUs free up");
+        w.reason = GW_REASON_QUOTA;
+        assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "when its user's quota allows");
+        w.reason = GW_REASON_DEPENDENCY; /* no job named: nothing to say */
+        assert_null(gw_predict_wait_words(&w, buf, sizeof buf));
+        w.reason = GW_REASON_NONE;
+        assert_null(gw_predict_wait_words(&w, buf, sizeof buf));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(why_none),         cmocka_unit_test(quota_max_gpus),
+                cmocka_unit_test(wait_words),
                 cmocka_unit_test(eta_and_runtimes), cmocka_unit_test(head_and_backfill),
                 cmocka_unit_test(promise_and_backfill), cmocka_unit_test(backoff_on_a_free_gpu),
                 cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),

@@ -115,11 +115,17 @@ static void begin_for_backoff(void **state) {
 
 static void output_percent_and_exclude(void **state) {
         const char *avoid[] = {"gpu3", "gpu7"};
-        struct gw_job j = {.id = 6, .ngpus = 1, .argv = argv_train, .output = "/data/run%1/out.log",
-                           .log_path = "/ignored"};
+        /* The daemon's log path is the --output with gpuward's patterns filled in: sbatch
+         * gets it with each '%' left doubled, so it fills in none of its own (%j is ours). */
+        struct gw_job j = {.id = 6, .ngpus = 1, .argv = argv_train, .output = "/data/run%%1/out-%j.log",
+                           .log_path = "/data/run%1/out-6.log"};
         struct gw_sbatch_opts o = {.now = NOW, .partition = "a100", .exclude = avoid, .n_exclude = 2};
         const char *s = build(&j, &o);
-        assert_non_null(strstr(s, "|--output=/data/run%%1/out.log|"));
+        assert_non_null(strstr(s, "|--output=/data/run%%1/out-6.log|"));
+        j.log_path = NULL; /* no log path: the --output as written, every '%' doubled */
+        assert_non_null(strstr(build(&j, &o), "|--output=/data/run%%%%1/out-%%j.log|"));
+        j.log_path = "/data/run%1/out-6.log";
+        s = build(&j, &o);
         assert_non_null(strstr(s, "|--partition=a100|--exclude=gpu3,gpu7|"));
         assert_null(strstr(s, "--comment"));
         assert_null(strstr(s, "--reservation"));
@@ -174,8 +180,9 @@ static void refusals(void **state) {
         assert_non_null(strstr(refusal(&j, &o), "name: "));
         j.name = NULL;
         j.output = "/data/a\\b.log";
+        j.log_path = "/data/a\\b.log";
         assert_non_null(strstr(refusal(&j, &o), "output: "));
-        j.output = NULL;
+        j.output = j.log_path = NULL;
         j.ngpus = -1;
         assert_string_equal(refusal(&j, &o), "gpus: -1 is negative");
         j.ngpus = 1;
