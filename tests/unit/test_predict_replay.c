@@ -123,13 +123,14 @@ static bool is_running(const struct ref_replay *r, int64_t id) {
         return false;
 }
 
-/* Whether job id is still ahead in the replay: running, or pending and not yet started. */
+/* Whether job id is still ahead in the replay: running, pending and not yet started, or held
+ * (its dependants wait for its release, which no replay can time). */
 static bool still_ahead(const struct ref_replay *r, int64_t id) {
         if (is_running(r, id))
                 return true;
         for (size_t i = 0; i < r->in->n_pending; i++)
                 if (r->in->pending[i].id == id)
-                        return !r->done[i];
+                        return !r->done[i] || r->in->pending[i].held;
         return false;
 }
 
