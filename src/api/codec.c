@@ -552,6 +552,7 @@ FIELD(retry_on, j->retry_on ? json_string(j->retry_on) : json_null())
 FIELD(yolo, json_boolean(j->yolo))
 FIELD(not_before, time_or_null(j->not_before))
 FIELD(resume_from, view & GW_VIEW_DETAILS ? j->resume_from ? gw_json_text(j->resume_from) : json_null() : json_null())
+FIELD(resume_epoch, j->resume_from && j->resume_epoch > 0 ? json_integer(j->resume_epoch) : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
 FIELD(leak_policy, json_string(j->leak_policy ? j->leak_policy : "warn"))
@@ -627,6 +628,7 @@ static const struct {
         { "yolo", enc_f_yolo },
         { "not_before", enc_f_not_before },
         { "resume_from", enc_f_resume_from },
+        { "resume_epoch", enc_f_resume_epoch },
         { "idle_policy", enc_f_idle_policy },
         { "reservation", enc_f_reservation },
         { "leak_policy", enc_f_leak_policy },

@@ -24,6 +24,14 @@ static json_t *attempt_signal(const void *obj, const struct gw_codec_ctx *ctx) {
         return a->signal ? json_integer(a->signal) : json_null();
 }
 
+/* The epochs the checkpoint it resumed from holds: null when it was offered none, or its
+ * epoch was not read (not a checkpoint the daemon reads, an attempt of an older version). */
+static json_t *attempt_ckpt_epoch(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_job_attempt *a = obj;
+        return a->resumed_from && a->ckpt_epoch > 0 ? json_integer(a->ckpt_epoch) : json_null();
+}
+
 /* Paths into the job's directory are details: guests read null (GW_VIEW_DETAILS). */
 #define A struct gw_job_attempt
 static const struct gw_codec_field attempt_fields[] = {
@@ -35,6 +43,7 @@ static const struct gw_codec_field attempt_fields[] = {
         GW_CODEC_FIELD_FN("evidence", attempt_evidence),
         GW_CODEC_FIELD_NEED("resumed_from", GW_CT_STR_OR_NULL, A, resumed_from, GW_VIEW_DETAILS),
         GW_CODEC_FIELD("epoch", GW_CT_INT, A, epoch),
+        GW_CODEC_FIELD_FN("ckpt_epoch", attempt_ckpt_epoch),
         GW_CODEC_FIELD_NEED("log_path", GW_CT_STR_OR_NULL, A, log_path, GW_VIEW_DETAILS),
         GW_CODEC_FIELD_FN("exit_code", attempt_exit),
         GW_CODEC_FIELD_FN("signal", attempt_signal),

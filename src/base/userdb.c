@@ -197,3 +197,36 @@ bool gw_account_in_group(const struct gw_account *a, uint32_t gid) {
                         return true;
         return false;
 }
+
+/* Whether the account uid (acting with gid) is in the group named name. */
+static bool in_group(struct gw_userdb *db, const char *name, uint32_t uid, uint32_t gid, gw_usec_t now) {
+        const struct gw_group *g = gw_userdb_group(db, name, now);
+        if (!g)
+                return false;
+        if (g->gid == gid)
+                return true;
+        const struct gw_account *a = gw_userdb_uid(db, uid, now);
+        return a && gw_account_in_group(a, g->gid);
+}
+
+bool gw_userdb_list_has(struct gw_userdb *db, const char *list, const char *user, uint32_t uid, uint32_t gid,
+                        gw_usec_t now) {
+        for (const char *p = list; p && *p;) {
+                size_t l = strcspn(p, ", \t");
+                char item[64];
+                if (l > 0 && l < sizeof item) {
+                        memcpy(item, p, l);
+                        item[l] = '\0';
+                        if (item[0] == '@' ? in_group(db, item + 1, uid, gid, now) : !strcmp(item, user ? user : ""))
+                                return true;
+                }
+                p += l;
+                p += strspn(p, ", \t");
+        }
+        return false;
+}
+
+bool gw_userdb_is_admin(struct gw_userdb *db, const char *admins, uint32_t self, uint32_t uid, uint32_t gid,
+                        const char *user, gw_usec_t now) {
+        return uid == 0 || uid == self || gw_userdb_list_has(db, admins, user, uid, gid, now);
+}

@@ -60,3 +60,15 @@ const struct gw_group *gw_userdb_gid(struct gw_userdb *db, uint32_t gid, gw_usec
 const struct gw_group *gw_userdb_group(struct gw_userdb *db, const char *name, gw_usec_t now);
 
 bool gw_account_in_group(const struct gw_account *a, uint32_t gid);
+
+/* Whether a role list of the config ("alice, @gpuadmin": names and @groups, apart by commas,
+ * spaces or tabs) names user, or a group of the account uid's; gid, the group it acts with
+ * (a caller's, a job's), counts as one of its groups.  An entry of 64 bytes or more names no
+ * one. */
+bool gw_userdb_list_has(struct gw_userdb *db, const char *list, const char *user, uint32_t uid, uint32_t gid,
+                        gw_usec_t now);
+/* The daemon's one rule for an admin, for every part that asks of an account (the API,
+ * submit's checks): root, self (the daemon's own user), or named in admins by
+ * gw_userdb_list_has. */
+bool gw_userdb_is_admin(struct gw_userdb *db, const char *admins, uint32_t self, uint32_t uid, uint32_t gid,
+                        const char *user, gw_usec_t now);

@@ -22,8 +22,8 @@ static const char show_help[] =
         "status, command, directory, log file, GPU telemetry once sampled (mean and 95th\n"
         "percentile utilisation and peak memory per GPU, GPU-hours so far), the attempts\n"
         "of a job that was retried (GPUs, times, failure class and the log line that\n"
-        "shows it, the checkpoint each resumed from), and the list of events (every\n"
-        "state change with its reason).\n"
+        "shows it, the checkpoint each resumed from and the epoch read from it), and\n"
+        "the list of events (every state change with its reason).\n"
         "A job array (submit --array): its spec, its tasks counted by state, the waiting\n"
         "ones, and for a training sweep the task with the best mAP50-95; 17_3 shows task 3\n"
         "as the job it is.\n"
@@ -178,8 +178,6 @@ static void put_run(FILE *f, const json_t *o, double start, double end, time_t n
                 isfinite(end) && end > 0 ? cli_format_time(end, now, b, sizeof(b)) : "");
 }
 
-/* Under an attempt line: the checkpoint it started from and the epoch that checkpoint
- * holds (what the attempt before reached). */
 /* The column under an attempt line's text ("  attempt 12  "). */
 static int attempt_indent(long long k) {
         char num[32];
@@ -203,15 +201,22 @@ static const char *resume_seen(const json_t *job, double start, double end) {
         return kind;
 }
 
-/* "resumed from CKPT (epoch 3)" only when the daemon saw the attempt continue from it. */
-static void put_resumed(long long k, bool waiting, const char *seen, const char *path, long long epoch) {
+/* Under an attempt line: the checkpoint it started from and the epoch that checkpoint holds,
+ * as the daemon read it from the file (ckpt_epoch, resume_epoch; not what the attempt before
+ * reached, which may be more: killed between a results.csv row and its checkpoint).
+ * "resumed from CKPT (epoch 3)" only when the daemon saw the attempt continue from it. */
+static void put_resumed(long long k, bool waiting, const char *seen, const char *path, const json_t *o,
+                        const char *epoch_key) {
         struct cli_text l;
         if (!path || !*path || !line_begin(&l))
                 return;
         const char *verb = waiting ? "will resume from" : seen && !strcmp(seen, "resumed") ? "resumed from" : "offered";
         fprintf(l.f, "%*s%s %s", attempt_indent(k), "", verb, path);
-        if (epoch >= 0)
-                fprintf(l.f, " (epoch %lld)", epoch);
+        long long e = 0;
+        if (cli_jint(o, epoch_key, &e) && e > 0)
+                fprintf(l.f, " (epoch %lld)", e);
+        else
+                fputs(" (epoch not read from the checkpoint)", l.f);
         if (!waiting && seen && !strcmp(seen, "started_over"))
                 fputs(": started over instead (the started_over event says why)", l.f);
         else if (!waiting && !seen)
@@ -232,8 +237,7 @@ static void put_where(const json_t *a, long long k) {
 }
 
 /* A finished attempt; outcome is how it ended. */
-static void put_finished(const json_t *job, const json_t *a, long long k, const char *outcome, long long prev_epoch,
-                         time_t now) {
+static void put_finished(const json_t *job, const json_t *a, long long k, const char *outcome, time_t now) {
         const char *cls = cli_jstr(a, "class");
         const char *evidence = cli_jstr(a, "evidence");
         struct cli_text l;
@@ -250,11 +254,11 @@ static void put_finished(const json_t *job, const json_t *a, long long k, const 
         line_end(&l);
         put_where(a, k);
         put_resumed(k, false, resume_seen(job, cli_jnum(a, "start_time"), cli_jnum(a, "end_time")),
-                    cli_jstr(a, "resumed_from"), prev_epoch);
+                    cli_jstr(a, "resumed_from"), a, "ckpt_epoch");
 }
 
 /* The attempt being made now, when it is not among the finished ones. */
-static void put_current(const json_t *job, long long k, double prev_end, long long prev_epoch, time_t now) {
+static void put_current(const json_t *job, long long k, double prev_end, time_t now) {
         const char *state = cli_jstr(job, "state");
         const char *reason = cli_jstr(job, "reason");
         enum gw_job_state st = gw_job_state_from_name(state ? state : "");
@@ -282,7 +286,7 @@ static void put_current(const json_t *job, long long k, double prev_end, long lo
         }
         line_end(&l);
         put_resumed(k, waiting, waiting ? NULL : resume_seen(job, cli_jnum(job, "start_time"), NAN),
-                    cli_jstr(job, "resume_from"), prev_epoch);
+                    cli_jstr(job, "resume_from"), job, "resume_epoch");
 }
 
 /* "Attempts:", one line per finished attempt and one for the current attempt, once a job
@@ -296,23 +300,22 @@ static void show_attempts(const json_t *job, time_t now) {
         const char *state = cli_jstr(job, "state");
         enum gw_job_state st = gw_job_state_from_name(state ? state : "");
         bool final = st >= 0 && gw_job_state_is_final(st);
-        long long last = 0, prev_epoch = -1;
+        long long last = 0;
         double prev_end = NAN;
         printf("\nAttempts:\n");
         size_t i;
         const json_t *a;
         json_array_foreach(list, i, a) {
-                long long k = 0, epoch = -1;
+                long long k = 0;
                 (void) cli_jint(a, "attempt", &k);
                 /* The job's own state tells best how its last attempt ended. */
                 put_finished(job, a, k, final && k == cur && state ? state : attempt_outcome(cli_jstr(a, "class")),
-                             prev_epoch, now);
-                prev_epoch = cli_jint(a, "epoch", &epoch) ? epoch : -1;
+                             now);
                 prev_end = cli_jnum(a, "end_time");
                 last = k > last ? k : last;
         }
         if (cur > last)
-                put_current(job, cur, prev_end, prev_epoch, now);
+                put_current(job, cur, prev_end, now);
 }
 
 static void show_events(const json_t *job, time_t now) {

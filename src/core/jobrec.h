@@ -62,6 +62,8 @@ struct gw_job {
         char *resume_cmd;                  /* command (sh -c) that replaces the command on retries */
         gw_usec_t not_before;              /* wall clock: waiting out a backoff until then */
         char *resume_from;                 /* the checkpoint this attempt resumes from, or NULL */
+        long resume_epoch;                 /* epochs resume_from holds, read from it when the job
+                                            * was queued again (daemon/resume.h); 0 not read */
 
         /* Idle reclamation (submit --idle-policy, --progress, --health-url). */
         char *idle_policy;                 /* profile name, NULL = default */
@@ -141,6 +143,8 @@ struct gw_job_attempt {
         char *class_name;                  /* failure class, "ok", ... */
         char *evidence;
         char *resumed_from;
+        long ckpt_epoch;                   /* epochs resumed_from holds (the job's resume_epoch
+                                            * then), 0 not read */
         int epoch;                         /* epoch reached, -1 unknown */
         char *log_path;
         char *ckpt_id;                     /* its newest checkpoint at its end (gw_ckpt_id), ""

@@ -57,8 +57,6 @@ struct gw_djob {
         struct gw_gpu_event *events; /* Xid/ECC/lost on its GPUs during this attempt */
         size_t n_events, cap_events;
         struct gw_attempt_mark last_mark; /* how the previous attempt ended, for crash loops */
-        long resume_done;            /* epochs the checkpoint it resumes from holds, read from the
-                                      * file when it was queued again (resume.h); 0 unknown */
         struct gw_jobtel *tel;       /* one per GPU of the job, from the first sample on */
         size_t n_tel;
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */

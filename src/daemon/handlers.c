@@ -81,33 +81,10 @@ void reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const cha
                     gw_store_errmsg(d->store));
 }
 
-/* Whether the caller is a member of the group named name. */
-static bool caller_in_group(struct gw_daemon *d, const char *name, const struct caller *c) {
-        const struct gw_group *g = gw_userdb_group(d->users, name, d->now);
-        if (!g)
-                return false;
-        if (g->gid == c->gid)
-                return true;
-        const struct gw_account *a = gw_userdb_uid(d->users, c->uid, d->now);
-        return a && gw_account_in_group(a, g->gid);
-}
-
 /* Whether a role list of the config ("alice, @gpuadmin") names the caller or a group of
  * theirs. */
 static bool role_list_has(struct gw_daemon *d, const char *list, const struct caller *c) {
-        for (const char *p = list; p && *p;) {
-                size_t l = strcspn(p, ", \t");
-                char item[64];
-                if (l > 0 && l < sizeof item) {
-                        memcpy(item, p, l);
-                        item[l] = '\0';
-                        if (item[0] == '@' ? caller_in_group(d, item + 1, c) : !strcmp(item, c->user))
-                                return true;
-                }
-                p += l;
-                p += strspn(p, ", \t");
-        }
-        return false;
+        return gw_userdb_list_has(d->users, list, c->user, c->uid, c->gid, d->now);
 }
 
 const char *caller_role(const struct caller *c) {
@@ -120,10 +97,8 @@ static void set_role(struct gw_daemon *d, struct caller *c, bool owner) {
 }
 
 bool account_is_admin(struct gw_daemon *d, uid_t uid, gid_t gid, const char *user) {
-        struct caller c = { .known = true, .uid = uid, .gid = gid };
-        snprintf(c.user, sizeof c.user, "%s", user);
-        set_role(d, &c, uid == geteuid()); /* as identify() judges them on the Unix socket */
-        return c.admin;
+        /* as identify() judges them on the Unix socket */
+        return gw_userdb_is_admin(d->users, d->cfg->admins, geteuid(), uid, gid, user, d->now);
 }
 
 static void identify(struct gw_daemon *d, const struct gw_http_request *req, struct caller *c) {

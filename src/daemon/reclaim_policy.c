@@ -28,21 +28,6 @@ const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, 
         return pc ? &pc->p : &gw_reclaim_profiles[0];
 }
 
-/* The API's rule (handlers.c identify): root, the daemon's own user, or a name in admins. */
-static bool is_admin(const struct gw_daemon *d, uid_t uid, const char *user) {
-        if (uid == 0 || uid == geteuid())
-                return true;
-        size_t n = strlen(user);
-        for (const char *p = d->cfg->admins; p && *p;) {
-                size_t l = strcspn(p, ", ");
-                if (l == n && !strncmp(p, user, n))
-                        return true;
-                p += l;
-                p += strspn(p, ", ");
-        }
-        return false;
-}
-
 static bool in_group(const char *group, const char *user, gid_t gid) {
         struct group gr, *grp = NULL;
         char buf[16384];
@@ -66,7 +51,8 @@ static bool in_group(const char *group, const char *user, gid_t gid) {
  * one that does not is for admins only (opting out is their call). */
 static bool may_use(const struct gw_daemon *d, const struct gw_policy_conf *pc, const struct gw_job *j) {
         const char *user = j->user ? j->user : "";
-        bool admin = is_admin(d, j->uid, user);
+        /* The API's rule (handlers.c account_is_admin): @group entries of admins count too. */
+        bool admin = gw_userdb_is_admin(d->users, d->cfg->admins, geteuid(), j->uid, j->gid, user, d->now);
         if (admin || !strcmp(pc->p.name, "default") || (!pc->allowed && pc->p.enabled))
                 return true;
         for (const char *p = pc->allowed; p && *p;) {

@@ -115,20 +115,21 @@ static bool evidence_names_class(const struct gw_failure_verdict *v) {
         return !strncmp(v->evidence, name, l) && (v->evidence[l] == ' ' || v->evidence[l] == ':');
 }
 
-/* The epoch the checkpoint itself holds, and results.csv made to agree with it before the
+/* The epoch the checkpoint itself holds (the job's resume_epoch, kept with it and with the
+ * attempt that resumes, for gpuward show), and results.csv made to agree with it before the
  * resume (resume.h): note gets " (epoch N)" and what was set aside, for the event. */
 static void ckpt_epoch_note(struct gw_daemon *d, struct gw_djob *dj, const char *ckpt, char *note, size_t n) {
         char why[256], said[320];
         long done;
         note[0] = '\0';
-        dj->resume_done = 0;
+        dj->job->resume_epoch = 0;
         if (!ckpt)
                 return;
         if (gw_resume_ckpt_epoch(dj->job, ckpt, &done, why, sizeof why) < 0) {
                 log_info("job %lld: its checkpoint's epoch is not known: %s", (long long) dj->job->id, why);
                 return;
         }
-        dj->resume_done = done;
+        dj->job->resume_epoch = done;
         int r = gw_resume_results_agree(d, dj->job, ckpt, done, said, sizeof said);
         if (r < 0)
                 log_warn("job %lld: results.csv left as it was before its resume: %s", (long long) dj->job->id, said);
@@ -259,7 +260,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                 .class_name = (char *) (preempted ? "preempted" : gw_failure_class_name(v.cls)),
                 .evidence = (char *) evidence,
-                .resumed_from = j->resume_from, .epoch = (int) last.epoch, .log_path = attempt_log,
+                .resumed_from = j->resume_from, .ckpt_epoch = j->resume_from ? j->resume_epoch : 0,
+                .epoch = (int) last.epoch, .log_path = attempt_log,
                 .ckpt_id = last.ckpt,
         };
         if (gw_store_attempt_add(d->store, j->id, &a) < 0)

@@ -266,7 +266,7 @@ static void tell_resume(struct gw_daemon *d, const struct gw_djob *dj, struct gw
         _cleanup_free_ char *given = gw_resume_run_dir(j->resume_from);
         struct gw_resume_seen seen = {
                 .given_run = given, .run = t->run_dir, .epoch = epoch,
-                .reached = dj->last_mark.valid ? dj->last_mark.epoch : -1, .ckpt_epoch = dj->resume_done,
+                .reached = dj->last_mark.valid ? dj->last_mark.epoch : -1, .ckpt_epoch = j->resume_epoch,
                 .offer = j->resume_cmd ? GW_RESUME_BY_CMD : j->yolo ? GW_RESUME_BY_ARG : GW_RESUME_BY_ENV,
         };
         char msg[GW_RESUME_CHECK_MAX];

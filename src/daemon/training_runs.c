@@ -98,13 +98,20 @@ static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const cha
         return false;
 }
 
-/* Whether path is this attempt's: a regular file of the job's user's, written since the
- * attempt began (a resumed or exist_ok run's file is older: only its new rows count), and no
- * other live job's choice. */
-static bool results_ours(const struct gw_daemon *d, const struct gw_job *j, const char *path) {
+/* Whether path is the attempt's that began at since: a regular file of the job's user's,
+ * written since then and, unless its run is reused (a resumed or exist_ok run's file is
+ * older: only its new rows count), created since then too; and no other live job's choice.
+ * *ret_mtime: its mtime, when it is. */
+static bool results_ours(const struct gw_daemon *d, const struct gw_job *j, const char *path, gw_usec_t since,
+                         bool reused, gw_usec_t *ret_mtime) {
         struct stat st;
-        return gw_user_file_stat(j, path, &st) && gw_run_results_fresh(j->start_time, gw_file_mtime_us(&st), 0, true) &&
-               !claimed(d, j, path, false);
+        if (!gw_user_file_stat(j, path, &st))
+                return false;
+        gw_usec_t t = gw_file_mtime_us(&st);
+        if (!gw_run_results_fresh(since, t, reused ? 0 : gw_file_birth_us(path), reused) || claimed(d, j, path, false))
+                return false;
+        *ret_mtime = t;
+        return true;
 }
 
 /* Whether o, another job that runs or waits for its retry, could have made the run folder dir
@@ -138,13 +145,12 @@ static bool others_could_own(const struct gw_daemon *d, const struct gw_job *j, 
         return gw_train_others_could_own(d, j, dir);
 }
 
+/* path, when it is the attempt's, newer than the pick so far, and no other job could have
+ * made its run. */
 static void consider(const struct gw_job *j, const char *path, struct pick *pk) {
-        struct stat st;
-        if (!gw_user_file_stat(j, path, &st))
-                return;
-        gw_usec_t t = gw_file_mtime_us(&st);
-        if (t <= pk->mtime || !gw_run_results_fresh(pk->since, t, pk->reused ? 0 : gw_file_birth_us(path), pk->reused) ||
-            claimed(pk->d, j, path, false) || others_could_own(pk->d, j, path))
+        gw_usec_t t;
+        if (!results_ours(pk->d, j, path, pk->since, pk->reused, &t) || t <= pk->mtime ||
+            others_could_own(pk->d, j, path))
                 return;
         pk->mtime = t;
         snprintf(pk->path, sizeof pk->path, "%s", path);
@@ -210,7 +216,8 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
                 char path[GW_YOLO_PATH_MAX + 16];
                 snprintf(path, sizeof path, "%s/results.csv", dir);
-                return results_ours(d, j, path) ? gw_xstrdup(path) : NULL;
+                gw_usec_t mtime;
+                return results_ours(d, j, path, j->start_time, true, &mtime) ? gw_xstrdup(path) : NULL;
         }
         if (r.evidence != GW_YOLO_NAMED)
                 return NULL;

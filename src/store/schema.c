@@ -155,6 +155,12 @@ const char *const gw_store_migrations[] = {
         /* 22: a booking that is over whose Slurm reservation is still to delete (Slurm refuses
          * while a job runs in it): deleted once its jobs are gone, after a restart too */
         "ALTER TABLE bookings ADD COLUMN resv_drop INTEGER NOT NULL DEFAULT 0;",
+
+        /* 23: the epochs the checkpoint a job (and each attempt) resumes from holds, read from
+         * the file when the job was queued again; 0 = not read (none offered, a file whose epoch
+         * is not readable, or an attempt of an older version) */
+        "ALTER TABLE jobs ADD COLUMN resume_epoch INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE job_attempts ADD COLUMN ckpt_epoch INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -43,7 +43,8 @@ enum stmt_id {
         "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
         "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, " \
         "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy, " \
-        "stop_state, stop_reason, warn_signal, warn_before, interactive, array_spec, array_next, array_job, array_index, preemptible"
+        "stop_state, stop_reason, warn_signal, warn_before, interactive, array_spec, array_next, array_job, " \
+        "array_index, preemptible, resume_epoch"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
@@ -58,7 +59,8 @@ static const char *const stmt_sql[_ST_MAX] = {
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
                           "cgroup = ?16, log_path = ?17, priority = ?18, telemetry = ?19, not_before = ?20, "
-                          "resume_from = ?21, idle_policy = ?22, stop_state = ?23, stop_reason = ?24 WHERE id = ?1",
+                          "resume_from = ?21, idle_policy = ?22, stop_state = ?23, stop_reason = ?24, "
+                          "resume_epoch = ?25 WHERE id = ?1",
         [ST_EVENT_INSERT] = "INSERT INTO job_events (job_id, time, state, kind, message) "
                             "VALUES (?1, ?2, ?3, ?4, ?5)",
         [ST_JOB_GET] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
@@ -79,11 +81,11 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_SERIES_GET] = "SELECT gpu, t, util_min, util_mean, util_max, mem_min, mem_mean, mem_max FROM job_series "
                           "WHERE job_id = ?1 AND t >= ?2 ORDER BY gpu, t",
         [ST_ATTEMPT_ADD] = "INSERT OR REPLACE INTO job_attempts (job_id, attempt, gpu_mask, start_time, end_time, "
-                           "has_exit, exit_code, signal, class, evidence, resumed_from, epoch, log_path, ckpt_id) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                           "has_exit, exit_code, signal, class, evidence, resumed_from, epoch, log_path, ckpt_id, "
+                           "ckpt_epoch) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         [ST_ATTEMPTS_GET] = "SELECT attempt, gpu_mask, start_time, end_time, has_exit, exit_code, signal, class, "
-                            "evidence, resumed_from, epoch, log_path, ckpt_id FROM job_attempts WHERE job_id = ?1 "
-                            "ORDER BY attempt",
+                            "evidence, resumed_from, epoch, log_path, ckpt_id, ckpt_epoch FROM job_attempts "
+                            "WHERE job_id = ?1 ORDER BY attempt",
         /* Deferred: the locks are taken by the first read or write, so a loop iteration that
          * writes nothing (a job's pid arriving, a launcher's answer) costs no fcntl.  This is
          * the only writing connection (the checkpointer's are PASSIVE), so upgrading to the
@@ -427,6 +429,7 @@ int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *
         gw_store_bind_text(st, 22, j->idle_policy);
         sqlite3_bind_int(st, 23, j->stop_state);
         gw_store_bind_text(st, 24, j->stop_reason);
+        sqlite3_bind_int64(st, 25, j->resume_epoch > 0 ? j->resume_epoch : 0);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -527,6 +530,7 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->array_job = sqlite3_column_int64(st, c++);
         j->array_index = sqlite3_column_int64(st, c++);
         j->preemptible = sqlite3_column_int(st, c++) != 0;
+        j->resume_epoch = (long) sqlite3_column_int64(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)
@@ -734,6 +738,7 @@ int gw_store_attempt_add(struct gw_store *s, int64_t job_id, const struct gw_job
         sqlite3_bind_int(st, 12, a->epoch);
         gw_store_bind_text(st, 13, a->log_path);
         gw_store_bind_text(st, 14, a->ckpt_id);
+        sqlite3_bind_int64(st, 15, a->ckpt_epoch > 0 ? a->ckpt_epoch : 0);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         return rc == SQLITE_DONE ? 0 : sql_err(s);
@@ -764,6 +769,7 @@ int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt 
                         .epoch = sqlite3_column_int(st, 10),
                         .log_path = col_text(st, 11),
                         .ckpt_id = col_text(st, 12),
+                        .ckpt_epoch = (long) sqlite3_column_int64(st, 13),
                 };
         }
         (void) sqlite3_reset(st);

@@ -11,8 +11,8 @@ GPU = ["index", "name", "uuid", "mem_total", "mem_used", "util", "mem_util", "te
 PROC = ["pid", "user", "command", "mem_used", "sm_util", "job", "stray"]
 JOB_INFO = ["id", "user", "name", "start_time", "eta", "display_id"]
 GPU_EVENT = ["time", "gpu", "node", "kind", "xid", "job", "message"]
-ATTEMPT = ["attempt", "gpus", "start_time", "end_time", "class", "evidence", "resumed_from", "epoch", "log_path",
-           "exit_code", "signal"]
+ATTEMPT = ["attempt", "gpus", "start_time", "end_time", "class", "evidence", "resumed_from", "epoch", "ckpt_epoch",
+           "log_path", "exit_code", "signal"]
 EVENT = ["time", "state", "kind", "message"]
 BOOKING = ["id", "user", "uid", "name", "ngpus", "gpus", "start", "end", "state", "note"]
 SEGMENT = ["gpu", "start", "end", "kind", "id", "booking", "label"]

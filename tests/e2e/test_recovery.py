@@ -151,6 +151,10 @@ class RecoveryTest(DaemonTest):
         j = self.d.wait_state(jid, "COMPLETED", timeout=30)
         self.assertEqual(j["attempts"][0]["class"], "nccl_error")
         self.assertIn(f"resumed from {ckpt_dir}/step-100.bin", self.d.log_text(jid))
+        # Not a checkpoint the daemon reads an epoch from: show says so rather than name one.
+        self.assertIn(f"offered {ckpt_dir}/step-100.bin (epoch not read from the checkpoint)",
+                      self.d.cli("show", str(jid)).stdout)
+        self.assertIsNone(j["attempts"][1]["ckpt_epoch"], j["attempts"])
 
     def test_bad_retry_options_are_refused(self):
         for body, field in (({"retry_on": "gpu_fault,bogus"}, "retry_on"), ({"retries": 101}, "retries"),

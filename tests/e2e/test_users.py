@@ -1,5 +1,5 @@
-"""Roles with real Unix users: four throwaway accounts (a user alice, a user bob, an admin and a
-guest reached through an @group) made with useradd for this run and removed in a finally block.
+"""Roles with real Unix users: five throwaway accounts (a user alice, a user bob, an admin, an
+admin and a guest each reached through an @group) made with useradd for this run and removed in a finally block.
 Root only: elsewhere it prints why it is skipped and exits 0.
 
 Shows that alice's job runs as alice, that bob can neither cancel it nor release her booking
@@ -33,7 +33,9 @@ class RolesWithRealUsers(unittest.TestCase):
             cls.bob = cls.users.add("b")
             cls.admin = cls.users.add("adm")
             cls.guest = cls.users.add("g")
-            cls.d = Daemon(extra=("--admins", f"someone, {cls.admin.pw_name}", "--guests", f"@{cls.guest.pw_name}"))
+            cls.group_admin = cls.users.add("ga")
+            cls.d = Daemon(extra=("--admins", f"someone, {cls.admin.pw_name}, @{cls.group_admin.pw_name}",
+                                  "--guests", f"@{cls.guest.pw_name}"))
             cls.d.start()
         except BaseException:
             cls.users.remove_all()
@@ -288,6 +290,15 @@ class RolesWithRealUsers(unittest.TestCase):
         finally:
             self.d.api("DELETE", f"/api/v1/jobs/{mine}")
             self.d.api("DELETE", f"/api/v1/jobs/{theirs}")
+
+    def test_an_admin_by_group_is_one_to_submit_checks_too(self):
+        # finetune turns reclamation off and names no allowed users: for admins only.  An admin
+        # named by @group in --admins is one there too, as for the API.
+        p = self.cli(self.alice, "submit", "--idle-policy", "finetune", "--", "true")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("may not use profile 'finetune'", p.stderr)
+        jid = self.submit(self.group_admin, "--idle-policy", "finetune", "--", "true")
+        self.assertEqual(self.d.wait_state(jid, "COMPLETED")["idle_policy"], "finetune")
 
     def test_guest_reads_but_never_writes(self):
         self.assertEqual(json.loads(self.ok(self.guest, "queue", "--json"))["jobs"], [])

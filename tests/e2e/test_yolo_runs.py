@@ -233,6 +233,33 @@ class ResumeSaidTrulyTest(DaemonTest):
         self.assertEqual(len(ev), 1, j["events"])
         self.assertEqual(ev[0]["message"], "continued from its checkpoint of epoch 1 (the attempt before reached "
                                            "epoch 2): epoch 2 written in its run row")
+        # The attempt line names the checkpoint's own epoch, recorded with the attempt, not the
+        # epoch the attempt before reached.
+        self.assertRegex(self.d.cli("show", str(jid)).stdout,
+                         r"resumed from \S+/runs/detect/row/weights/last\.pt \(epoch 1\)\n")
+        a1, a2 = j["attempts"]
+        self.assertEqual((a1["epoch"], a1["ckpt_epoch"], a2["ckpt_epoch"]), (2, None, 1), j["attempts"])
+
+
+class ResumeWaitingTest(DaemonTest):
+    """A retry waiting out its backoff is to resume from the epoch its checkpoint holds, read from
+    the file when it was queued again."""
+    gpus = 1
+    extra = ("--retry-backoff", "600")
+
+    def test_a_waiting_retry_names_its_checkpoints_epoch(self):
+        # Killed after epoch 2's results.csv row, before its last.pt: the checkpoint holds epoch 1.
+        fault = os.path.join(self.d.work, "fault-wait")
+        jid = self.d.submit_api([TRAINER, "epochs=4", "name=wait", "--epoch-seconds", "0.5", "--crash-after-row", "2",
+                                 "--fault-once", fault], 300, retries=1, yolo=True)
+        j = self.d.wait_job(jid, lambda j: j["attempt"] == 2 and j["state"] == "PENDING", 30, "the retry to wait")
+        self.assertRegex(self.d.cli("show", str(jid)).stdout,
+                         r"will resume from \S+/runs/detect/wait/weights/last\.pt \(epoch 1\)\n")
+        self.assertEqual((j["attempts"][0]["epoch"], j["resume_epoch"]), (2, 1), j)
+        # Kept with the job: a restarted daemon still knows it (and its resumed event names it).
+        self.d.stop()
+        self.d.start()
+        self.assertEqual(self.d.job(jid)["resume_epoch"], 1)
 
 
 IDLE, WARN, GRACE, SAMPLE = 3, 1, 1, 1

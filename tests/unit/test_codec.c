@@ -317,6 +317,7 @@ static const struct {
         {"log_path", JSON_STRING, true},     {"after", JSON_OBJECT, true},       {"attempt", JSON_INTEGER, false},
         {"pid", JSON_INTEGER, true},         {"retries", JSON_INTEGER, false},   {"retry_on", JSON_STRING, true},
         {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
+        {"resume_epoch", JSON_INTEGER, true},
         {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
         {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* training awareness */
         {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},

@@ -196,29 +196,37 @@ static void usage_user(void **state) {
         json_decref(o);
 }
 
-/* Paths are details; what an attempt quotes from the log is for its owner (GW_VIEW_LOG). */
+/* Paths are details; what an attempt quotes from the log is for its owner (GW_VIEW_LOG).  The
+ * checkpoint's epoch only with a checkpoint, and only when it was read (not 0). */
 static void attempts(void **state) {
         (void) state;
         struct gw_job_attempt a[2] = {
                 { .attempt = 1, .gpu_mask = 0x1, .start_time = 1 * SEC, .end_time = 2 * SEC, .has_exit = true,
                   .exit_code = 3, .class_name = "cuda_error", .evidence = "exit 3", .resumed_from = NULL, .epoch = -1,
-                  .log_path = "/s/logs/1.log" },
+                  .ckpt_epoch = 4, .log_path = "/s/logs/1.log" },
                 { .attempt = 2, .gpu_mask = 0x2, .start_time = 3 * SEC, .end_time = 4 * SEC, .signal = 9,
                   .class_name = NULL, .evidence = NULL, .resumed_from = "/ckpt/e3.pt", .epoch = 3,
-                  .log_path = "/s/logs/1.2.log" },
+                  .ckpt_epoch = 2, .log_path = "/s/logs/1.2.log" },
         };
         expect_json(gw_codec_attempts(a, 2, GW_VIEW_ALL),
                     "[{\"attempt\":1,\"gpus\":[0],\"start_time\":1.0,\"end_time\":2.0,\"class\":\"cuda_error\","
-                    "\"evidence\":\"exit 3\",\"resumed_from\":null,\"epoch\":-1,\"log_path\":\"/s/logs/1.log\","
+                    "\"evidence\":\"exit 3\",\"resumed_from\":null,\"epoch\":-1,\"ckpt_epoch\":null,"
+                    "\"log_path\":\"/s/logs/1.log\","
                     "\"exit_code\":3,\"signal\":null},"
                     "{\"attempt\":2,\"gpus\":[1],\"start_time\":3.0,\"end_time\":4.0,\"class\":\"\",\"evidence\":\"\","
-                    "\"resumed_from\":\"/ckpt/e3.pt\",\"epoch\":3,\"log_path\":\"/s/logs/1.2.log\",\"exit_code\":null,"
+                    "\"resumed_from\":\"/ckpt/e3.pt\",\"epoch\":3,\"ckpt_epoch\":2,\"log_path\":\"/s/logs/1.2.log\","
+                    "\"exit_code\":null,"
                     "\"signal\":9}]");
         json_t *o = gw_codec_attempts(a, 2, 0);
         json_t *second = json_array_get(o, 1);
         assert_true(json_is_null(json_object_get(second, "resumed_from")));
         assert_true(json_is_null(json_object_get(second, "log_path")));
         assert_int_equal(json_integer_value(json_object_get(second, "signal")), 9);
+        assert_int_equal(json_integer_value(json_object_get(second, "ckpt_epoch")), 2);
+        json_decref(o);
+        a[1].ckpt_epoch = 0; /* not read */
+        o = gw_codec_attempts(a, 2, GW_VIEW_ALL);
+        assert_true(json_is_null(json_object_get(json_array_get(o, 1), "ckpt_epoch")));
         json_decref(o);
         expect_json(gw_codec_attempts(a, 0, GW_VIEW_ALL), "[]");
 }

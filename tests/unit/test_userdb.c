@@ -150,6 +150,27 @@ static void many_users_evict_the_oldest(void **state) {
         assert_int_equal(lookups, 101);
 }
 
+/* A role list names a user by name or by a group of theirs (@lab: u1001 is in it as a
+ * supplementary group; a caller acting with gid 100 is too); the admin rule adds root and the
+ * daemon's own user. */
+static void role_lists_name_users_and_groups(void **state) {
+        struct gw_userdb *db = *state;
+        const char *list = "alice,\t@lab";
+        assert_true(gw_userdb_list_has(db, list, "alice", 1500, 1500, 0));
+        assert_true(gw_userdb_list_has(db, list, "u1001", 1001, 1001, 0));
+        assert_true(gw_userdb_list_has(db, list, "nobody", 5, 100, 0));
+        group_of_1000 = 200;
+        assert_false(gw_userdb_list_has(db, list, "u1000", 1000, 1000, 0));
+        assert_false(gw_userdb_list_has(db, "@nogroup, bob", "u1001", 1001, 1001, 0));
+        assert_false(gw_userdb_list_has(db, "ali", "alice", 1500, 1500, 0));
+        assert_false(gw_userdb_list_has(db, NULL, "alice", 1500, 1500, 0));
+
+        assert_true(gw_userdb_is_admin(db, NULL, 4242, 0, 0, "root", 0));
+        assert_true(gw_userdb_is_admin(db, NULL, 4242, 4242, 4242, "gpuward", 0));
+        assert_true(gw_userdb_is_admin(db, "@lab", 4242, 1001, 1001, "u1001", 0));
+        assert_false(gw_userdb_is_admin(db, "@lab", 4242, 1000, 1000, "u1000", 0));
+}
+
 /* The real lookups, on what every Linux host has: root, uid 0, group 0. */
 static void nss_finds_root(void **state) {
         (void) state;
@@ -177,6 +198,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(many_users_evict_the_oldest, setup, teardown),
                 cmocka_unit_test(nss_finds_root),
                 cmocka_unit_test_setup_teardown(same_account_by_name_and_uid, setup, teardown),
+                cmocka_unit_test_setup_teardown(role_lists_name_users_and_groups, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
