@@ -192,7 +192,7 @@ const struct gw_config_key gw_config_keys[] = {
           .dflt = "7", .hint = "how many scheduled backups to keep, 1-10000",
           .doc = "scheduled backups kept, the oldest removed first" },
         { .name = "debug", .kind = GW_KEY_BOOL, AT(debug), .dflt = "false", .doc = "verbose log" },
-        { .name = "backend", .arg = "local|slurm", .kind = GW_KEY_WORDS, AT(backend_slurm), .words = "local|slurm",
+        { .name = "backend", .arg = "local|slurm", .kind = GW_KEY_WORDS, AT(backend), .words = "local|slurm",
           .index = true, .dflt = "local",
           .hint = "local: jobs run on this host's GPUs; slurm: submitted to Slurm with sbatch",
           .doc = "where jobs run: local on this host's GPUs; slurm: each job is submitted at once with sbatch as "
