@@ -4,8 +4,8 @@
  * preempted, what its node is called.  The job code (jobs.c's transitions, recovery.c, the
  * handlers, observe, training, reclaim, sharing, preemption) knows only this table, never
  * which backend runs: the local supervisors (exec_shim*.c: gpuward-shim, the resident
- * launcher, idle supervisors, cgroups, the exits journal) and Slurm (exec_slurm*.c) are its
- * implementations, chosen in one place
+ * launcher, idle supervisors, cgroups, the exits journal), Slurm (exec_slurm*.c) and the
+ * tests' backend (exec_test.c) are its implementations, chosen in one place
  * (gw_backend_open, exec_backend.c), and the unit tests drive a fake one
  * (tests/fakes/fake_exec.c).  docs/DESIGN.md, "Adding a backend", gives each operation's
  * contract.
