@@ -74,7 +74,10 @@ struct gw_config {
         bool debug;
         gw_usec_t backup_interval;  /* scheduled online backups into STATE_DIR/backups; 0 = none */
         int backup_keep;            /* scheduled backups kept there */
-        bool backend_slurm;         /* backend = slurm: jobs go to Slurm (exec_slurm.c) */
+        /* backend =: which backend table runs the jobs, read only where it is opened
+         * (exec_backend.c); everything else asks the table (executor.h).  In the order of its
+         * words in config_keys.c, whose index is stored. */
+        enum { GW_BACKEND_LOCAL, GW_BACKEND_SLURM, GW_BACKEND_TEST } backend;
         bool fairshare;             /* order the queue by fair share too (daemon/fairshare.c) */
         gw_usec_t fairshare_half_life; /* usage halves over this; 0 = never decays */
         char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */

@@ -192,12 +192,15 @@ const struct gw_config_key gw_config_keys[] = {
           .dflt = "7", .hint = "how many scheduled backups to keep, 1-10000",
           .doc = "scheduled backups kept, the oldest removed first" },
         { .name = "debug", .kind = GW_KEY_BOOL, AT(debug), .dflt = "false", .doc = "verbose log" },
-        { .name = "backend", .arg = "local|slurm", .kind = GW_KEY_WORDS, AT(backend_slurm), .words = "local|slurm",
-          .index = true, .dflt = "local",
-          .hint = "local: jobs run on this host's GPUs; slurm: submitted to Slurm with sbatch",
+        { .name = "backend", .arg = "local|slurm|test", .kind = GW_KEY_WORDS, AT(backend),
+          .words = "local|slurm|test", .index = true, .dflt = "local",
+          .hint = "local: jobs run on this host's GPUs; slurm: submitted to Slurm with sbatch; test: the tests' "
+                  "backend",
           .doc = "where jobs run: local on this host's GPUs; slurm: each job is submitted at once with sbatch as "
                  "its user (SLURM_CONF names the cluster), Slurm queues and places it, gpuwardd follows it "
-                 "with squeue and stops it with scancel" },
+                 "with squeue and stops it with scancel; test: the tests' backend, each job a plain child of "
+                 "gpuwardd on this host's GPUs, with no supervisor or cgroup and not kept across a restart (an "
+                 "attempt running then is stopped and counted lost)" },
         { .name = "fairshare", .arg = "BOOL", .kind = GW_KEY_BOOL, AT(fairshare), .dflt = "true",
           .doc = "order the queue by priority, then by fair share (who used the GPUs least lately), then "
                  "submission" },

@@ -207,13 +207,31 @@ struct gw_daemon {
         struct gw_dhost host;
         struct gw_djobs jobs;
         struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
-        struct gw_executor *exec;    /* starts, signals and watches jobs' processes (executor.h) */
+        struct gw_executor *exec;    /* the backend: runs jobs' processes, answers for it (executor.h) */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
 };
+
+/* What the features ask of the backend (executor.h), never which one runs.  A daemon with no
+ * backend yet (a unit test's, a benchmark's, before gw_backend_open) is answered as the local
+ * one would answer. */
+static inline enum gw_exec_placement gw_backend_placement(const struct gw_daemon *d) {
+        return d->exec ? d->exec->placement : GW_EXEC_PLACE_HERE;
+}
+static inline bool gw_backend_preempts(const struct gw_daemon *d) {
+        return !d->exec || d->exec->preempts;
+}
+/* NULL: this host's calendar holds bookings. */
+static inline const struct gw_exec_book_ops *gw_backend_book(const struct gw_daemon *d) {
+        return d->exec ? d->exec->book : NULL;
+}
+/* The node job id's attempt runs on, as the backend names it, or NULL. */
+static inline const char *gw_backend_node_of(struct gw_daemon *d, int64_t id) {
+        return d->exec && d->exec->node_of ? d->exec->node_of(d, id) : NULL;
+}
 
 /* queue.c: the running and queued jobs by id */
 struct gw_djob *gw_jobmap_get(const struct gw_jobmap *m, int64_t id);

@@ -257,12 +257,17 @@ static void exec_shim_close(struct gw_daemon *d) {
         d->exec = NULL;
 }
 
+static void serve(struct gw_daemon *d);
+
 int gw_exec_shim_open(struct gw_daemon *d) {
         struct gw_exec_shim *s = gw_xcalloc(1, sizeof *s);
         s->launcher_watched = -1;
         s->ops = (struct gw_executor) {
                 .name = "shim",
                 .state = s,
+                .placement = GW_EXEC_PLACE_HERE,
+                .preempts = true,
+                .serve = serve,
                 .prepare = prepare,
                 .start = start,
                 .signal = signal_job,
@@ -291,7 +296,8 @@ int gw_exec_shim_open(struct gw_daemon *d) {
         return 0;
 }
 
-void gw_exec_shim_serve(struct gw_daemon *d) {
+/* The table's serve: the resident launcher, once the daemon is up. */
+static void serve(struct gw_daemon *d) {
         struct gw_exec_shim *s = exec_shim_of(d);
         char err[512];
         s->launcher = gw_launch_server_open(s->exits_path, err, sizeof err);

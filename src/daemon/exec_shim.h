@@ -3,7 +3,7 @@
  * launch_server.h); in its own cgroup where there are cgroups (cgroup.h); its end comes on
  * its report pipe, its supervisor's pidfd or SIGCHLD, and is kept in the exits journal, which
  * outlives the daemon so that a restarted one still learns how an adopted job ended.
- * Private to exec_shim*.c (and main.c, which chooses it). */
+ * Private to exec_shim*.c (and exec_backend.c, which opens it). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,9 +49,8 @@ struct gw_exec_shim {
 };
 
 /* exec_shim.c: sets d->exec: the exits journal (in d->loop.run_dir) and cgroups (the config's).
- * 0, or -errno (logged).  serve starts the resident launcher, once the daemon is up. */
+ * 0, or -errno (logged).  Its serve starts the resident launcher, once the daemon is up. */
 int gw_exec_shim_open(struct gw_daemon *d);
-void gw_exec_shim_serve(struct gw_daemon *d);
 static inline struct gw_exec_shim *exec_shim_of(const struct gw_daemon *d) {
         return d->exec->state;
 }

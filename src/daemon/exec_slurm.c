@@ -434,6 +434,10 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
         s->ops = (struct gw_executor) {
                 .name = "slurm",
                 .state = s,
+                .placement = GW_EXEC_PLACE_NODES,
+                .preempts = false, /* Slurm's own preemption, if any, is Slurm's */
+                .book = &gw_slurm_book_ops,
+                .node_of = gw_slurm_node_of,
                 .prepare = prepare,
                 .start = start,
                 .signal = signal_job,
@@ -463,7 +467,7 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
 }
 
 const char *gw_slurm_node_of(struct gw_daemon *d, int64_t id) {
-        if (!d->cfg->backend_slurm || !d->exec || !d->exec->state)
+        if (!d->exec || !d->exec->state)
                 return NULL;
         const struct gw_slurm_job *sj = slurm_job_find(slurm_of(d), id);
         return sj && sj->node[0] ? sj->node : NULL;

@@ -144,7 +144,8 @@ void slurm_tags_load(struct gw_daemon *d);
 /* The Slurm job tagged with job's attempt and owned by uid, forgotten once taken; 0: none. */
 uint32_t slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint32_t uid);
 
-/* With the Slurm backend (else they do nothing): holds approved booking b (stored: its id)
+/* The Slurm backend's bookings (executor.h's gw_exec_book_ops, reached through its table,
+ * gw_slurm_book_ops): holds approved booking b (stored: its id)
  * as Slurm reservation gpuward_book_ID of whole nodes, running scontrol and waiting for it;
  * 0, or < 0 with Slurm's words in err (no node free for the window: -EBUSY). */
 int gw_slurm_book_hold(struct gw_daemon *d, const struct gw_store_booking *b, char *err, size_t n);
@@ -166,6 +167,8 @@ void gw_slurm_book_undo(struct gw_daemon *d, int64_t booking);
 /* The reservation deletions due (exec_slurm's tick): the next time one is, or
  * GW_USEC_INFINITY. */
 gw_usec_t slurm_book_tick(struct gw_daemon *d);
+
+extern const struct gw_exec_book_ops gw_slurm_book_ops;
 
 /* The booking's Slurm reservation that j should run in (its user's, its window now), or
  * NULL; static storage until the next call (exec_slurm_book.c). */
@@ -205,6 +208,6 @@ void gw_slurm_drain_node(struct gw_daemon *d, const char *node, unsigned gpu, un
  * ended lately; 0 when none is known. */
 int64_t gw_slurm_job_of(struct gw_daemon *d, uint32_t sid, bool *running);
 
-/* The node squeue last said job id's current attempt runs on, for a reply; NULL when the
- * daemon is not --backend slurm, or Slurm has not placed it.  Borrowed until the next poll. */
+/* The node squeue last said job id's current attempt runs on, for a reply (the table's
+ * node_of); NULL when Slurm has not placed it.  Borrowed until the next poll. */
 const char *gw_slurm_node_of(struct gw_daemon *d, int64_t id);

@@ -27,8 +27,9 @@
 #define SLURM_RESV_RETRY_FIRST (1 * GW_USEC_PER_SEC)
 #define SLURM_RESV_RETRY_MAX (300 * GW_USEC_PER_SEC)
 
+/* Only the Slurm backend's table reaches these (gw_slurm_book_ops); NULL once it is closed. */
 static struct gw_exec_slurm *slurm_if(struct gw_daemon *d) {
-        return d->cfg->backend_slurm && d->exec ? slurm_of(d) : NULL;
+        return d->exec ? slurm_of(d) : NULL;
 }
 
 /* Runs a Slurm command as the daemon and waits for it (10 s at most): 0 with its output
@@ -282,3 +283,12 @@ const char *slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j) 
                 }
         return NULL;
 }
+
+const struct gw_exec_book_ops gw_slurm_book_ops = {
+        .hold = gw_slurm_book_hold,
+        .undo = gw_slurm_book_undo,
+        .held = gw_slurm_book_held,
+        .known = gw_slurm_book_known,
+        .drop = gw_slurm_book_drop,
+        .drop_later = gw_slurm_book_drop_later,
+};

@@ -1,9 +1,14 @@
-/* The executor seam: how the processes of a job attempt are started, signalled, found again
- * after a daemon restart and watched until they end.  The job code (jobs.c's transitions,
- * recovery.c, the handlers, observe, training, reclaim) knows only this table; the local
- * supervisors (exec_shim*.c: gpuward-shim, the resident launcher, idle supervisors, cgroups,
- * the exits journal) are its first implementation, a cluster scheduler would be another, and
- * the unit tests drive a fake one (tests/fakes/fake_exec.c).
+/* The backend table: how the processes of a job attempt are started, signalled, found again
+ * after a daemon restart and watched until they end, and what the features must know of the
+ * backend that runs them: who places a job, how a booking is held, whether a job may be
+ * preempted, what its node is called.  The job code (jobs.c's transitions, recovery.c, the
+ * handlers, observe, training, reclaim, sharing, preemption) knows only this table, never
+ * which backend runs: the local supervisors (exec_shim*.c: gpuward-shim, the resident
+ * launcher, idle supervisors, cgroups, the exits journal), Slurm (exec_slurm*.c) and the
+ * tests' backend (exec_test.c) are its implementations, chosen in one place
+ * (gw_backend_open, exec_backend.c), and the unit tests drive a fake one
+ * (tests/fakes/fake_exec.c).  docs/DESIGN.md, "Adding a backend", gives each operation's
+ * contract.
  *
  * What every executor promises:
  * - start: 0 means the attempt is under way and its end will be told; -errno means nothing
@@ -34,6 +39,39 @@ struct gw_daemon;
 struct gw_djob;
 struct gw_source;
 struct gw_failure_input;
+struct gw_store_booking;
+
+/* Who chooses a job's GPUs.  The zero value is the local one. */
+enum gw_exec_placement {
+        /* gpuward's scheduler (core/sched.c) places each job on this host's GPUs, orders the
+         * queue by fair share and predicts starts; the backend runs the job on j->gpu_mask. */
+        GW_EXEC_PLACE_HERE,
+        /* The backend takes each job as soon as it may start and places it on a node of its
+         * choosing (Slurm); the GPUs are the nodes', as their agents report them (nodes.h). */
+        GW_EXEC_PLACE_NODES,
+};
+
+/* A backend that holds approved bookings itself (Slurm: a reservation) instead of this host's
+ * calendar placing them on its GPUs.  All calls from the loop's thread; hold and undo may
+ * wait for the backend (10 s at most), the others do not. */
+struct gw_exec_book_ops {
+        /* Holds approved booking b (stored in the open transaction: its id is known) over
+         * its window.  0, or < 0 with the backend's words in err: -EBUSY nothing free for the
+         * window, else -errno.  A refusal leaves nothing held. */
+        int (*hold)(struct gw_daemon *d, const struct gw_store_booking *b, char *err, size_t n);
+        /* Undoes a hold whose booking was not stored after all. */
+        void (*undo)(struct gw_daemon *d, int64_t booking);
+        /* Whether booking is held now (and not over yet). */
+        bool (*held)(struct gw_daemon *d, int64_t booking);
+        /* A restart: open booking b was held before it; its user's jobs go into it again. */
+        void (*known)(struct gw_daemon *d, const struct gw_store_booking *b);
+        /* Booking b is over (stored with b->resv_drop where it was held): let it go once
+         * none of its jobs runs, clearing resv_drop in the store when it is gone. */
+        void (*drop)(struct gw_daemon *d, const struct gw_store_booking *b);
+        /* The same at a restart, for a booking the store still marks resv_drop: from the
+         * loop's first turn on, once the running jobs are adopted again. */
+        void (*drop_later)(struct gw_daemon *d, const struct gw_store_booking *b);
+};
 
 /* How an attempt ended, as its executor tells it. */
 enum gw_exec_end_kind {
@@ -66,6 +104,19 @@ typedef void gw_exec_end_fn(struct gw_daemon *d, struct gw_djob *dj, const struc
 struct gw_executor {
         const char *name;
         void *state;         /* the executor's own, opaque to the daemon */
+        /* What the features ask of the backend (fixed once it is open). */
+        enum gw_exec_placement placement;
+        /* Whether a running preemptible job may be stopped for a higher one (preempt.c),
+         * which takes the daemon placing on this host's GPUs. */
+        bool preempts;
+        /* NULL: this host's calendar places bookings on its GPUs; else the backend holds them. */
+        const struct gw_exec_book_ops *book;
+        /* The name of the node job id's current attempt runs on, for a reply; NULL when not
+         * known (not placed yet) or where the backend names none.  Borrowed until the next
+         * loop iteration.  NULL: no backend node names. */
+        const char *(*node_of)(struct gw_daemon *d, int64_t id);
+        /* Once the daemon is up (its jobs recovered, the API served), or NULL. */
+        void (*serve)(struct gw_daemon *d);
         /* Before a start is recorded: what the record carries (the shim: j->cgroup). */
         void (*prepare)(struct gw_daemon *d, struct gw_djob *dj);
         /* Starts the attempt of dj->job on j->gpu_mask as j->uid, running how (see above). */
@@ -98,6 +149,10 @@ struct gw_executor {
          * name; what it needs of a job comes with the call (dj, how). */
         gw_exec_end_fn *ended;
 };
+
+/* exec_backend.c: opens the backend the config names as d->exec (the only place that reads
+ * which one runs).  0, or -errno (logged). */
+int gw_backend_open(struct gw_daemon *d);
 
 /* jobs.c: the one way an executor tells an attempt's end (see above), set as ended. */
 void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_end *end);

@@ -118,7 +118,7 @@ static void attempt_read(const struct gw_store_attempt_use *r, void *userdata) {
 
 int gw_fair_open(struct gw_daemon *d) {
         d->jobs.fair = NULL;
-        if (d->cfg->backend_slurm)
+        if (gw_backend_placement(d) != GW_EXEC_PLACE_HERE) /* the queue goes out as it comes */
                 return 0;
         struct gw_fair *f = gw_xcalloc(1, sizeof *f);
         f->on = d->cfg->fairshare;

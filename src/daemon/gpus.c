@@ -149,7 +149,7 @@ int gw_gpus_open(struct gw_daemon *d) {
         if (r < 0) {
                 /* A Slurm controller places jobs on the nodes' GPUs: a head node without any is
                  * how clusters are built, and --simulate-gpus would be the wrong advice there. */
-                if (d->cfg->backend_slurm)
+                if (gw_backend_placement(d) == GW_EXEC_PLACE_NODES)
                         log_info("%s; no local GPUs, as a Slurm controller needs none: jobs run on the nodes Slurm "
                                  "gives them", err);
                 else

@@ -17,7 +17,6 @@
 #include "base/parse.h"
 #include "daemon/agent.h"
 #include "daemon/daemon.h"
-#include "daemon/exec_slurm.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
 #include "daemon/userfile.h"
@@ -199,7 +198,7 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         struct gw_array_summary sum;
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(d, j, &sum) == 0;
-        const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(d, j->id) : NULL;
+        const char *node = j->state == GW_JOB_RUNNING ? gw_backend_node_of(d, j->id) : NULL;
         char words_buf[96];
         const char *words;
         bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);

@@ -44,10 +44,11 @@ void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_
              const struct caller *c) {
         struct gw_daemon *d = the_daemon(ud);
         struct gw_nodes_page page = { .after = NULL };
-        if (d->cfg->backend_slurm && nodes_page(req, &page, rep) < 0)
+        bool cluster = gw_backend_placement(d) == GW_EXEC_PLACE_NODES;
+        if (cluster && nodes_page(req, &page, rep) < 0)
                 return;
         json_t *o = gw_observe_gpus_json(d, sees_details(d, c));
-        if (d->cfg->backend_slurm) { /* the cluster's GPUs, as the nodes' agents report them */
+        if (cluster) { /* the cluster's GPUs, as the nodes' agents report them */
                 const char *next;
                 json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, sees_details(d, c), &page, &next));
                 json_object_set_new(o, "nodes_next", next ? json_string(next) : json_null());

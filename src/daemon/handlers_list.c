@@ -11,7 +11,6 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "daemon/handlers.h"
-#include "daemon/exec_slurm.h"
 #include "daemon/jobarray.h"
 
 /* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
@@ -50,7 +49,7 @@ static void list_put(struct list_ctx *lc, const struct gw_job *j) {
         struct gw_array_summary sum;
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(lc->d, j, &sum) == 0;
-        const char *node = j->state == GW_JOB_RUNNING ? gw_slurm_node_of(lc->d, j->id) : NULL;
+        const char *node = j->state == GW_JOB_RUNNING ? gw_backend_node_of(lc->d, j->id) : NULL;
         char words_buf[96];
         const char *words;
         bool shown = gw_training_start_shown(lc->d, j, words_buf, sizeof words_buf, &words);

@@ -97,7 +97,7 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
          * nowhere, and its agent's log should say so the first time. */
         if (c->agent && !c->node[0] && caller_may_post(d, c, NULL, rep) < 0)
                 return;
-        if (!d->cfg->backend_slurm)
+        if (gw_backend_placement(d) != GW_EXEC_PLACE_NODES)
                 return reply_error(rep, 409, NULL, "this gpuwardd is not a cluster's controller (--backend slurm): "
                                                    "it takes no node snapshots");
         json_t *body = parse_body(req, rep), *snap = NULL;

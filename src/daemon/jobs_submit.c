@@ -215,8 +215,8 @@ int gw_job_check_dependency(struct gw_daemon *d, struct gw_job *j, size_t ahead,
 static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         if (j->uid == 0 && !d->cfg->allow_root_jobs)
                 return submit_fail(err, 403, "", "jobs may not run as root (set allow-root-jobs in the config)");
-        /* With backend slurm this host's GPUs are not the cluster's: sbatch judges the job. */
-        bool here = !d->cfg->backend_slurm;
+        /* Where the backend places jobs on its nodes this host's GPUs are not theirs: it judges. */
+        bool here = gw_backend_placement(d) == GW_EXEC_PLACE_HERE;
         if (here && (unsigned) j->ngpus > d->host.n_gpus)
                 return submit_fail(err, 400, "ngpus", "ngpus: asked for %d GPUs, only %u GPU%s on this host", j->ngpus,
                                    d->host.n_gpus, d->host.n_gpus == 1 ? "" : "s");

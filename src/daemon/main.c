@@ -27,8 +27,6 @@
 #include "daemon/daemon.h"
 #include "daemon/fairshare.h"
 #include "daemon/notify.h"
-#include "daemon/exec_shim.h"
-#include "daemon/exec_slurm.h"
 #include "daemon/nodes.h"
 #include "daemon/nodes_watch.h"
 #include "daemon/preempt.h"
@@ -406,7 +404,7 @@ int main(int argc, char **argv) {
         int rc = 1;
         gw_lifecycle_subscribe_features(&d.hooks); /* before anything can start or end a job */
         d.users = gw_userdb_new(NULL);
-        if (!d.users || setup_dirs(&d) < 0 || (cfg.backend_slurm ? gw_exec_slurm_open(&d) : gw_exec_shim_open(&d)) < 0)
+        if (!d.users || setup_dirs(&d) < 0 || gw_backend_open(&d) < 0)
                 goto out;
         d.exec->ended = gw_exec_attempt_end; /* the executor tells the job code each end */
         /* Before any other thread: libcurl's global set-up wants to be alone. */
@@ -437,8 +435,8 @@ int main(int argc, char **argv) {
         }
         if (gw_observe_start(&d) < 0 || setup_http(&d) < 0)
                 goto out;
-        if (!cfg.backend_slurm)
-                gw_exec_shim_serve(&d);
+        if (d.exec->serve)
+                d.exec->serve(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
                  d.loop.tcp_addr[0] ? ", http://" : "", d.loop.tcp_addr, d.host.n_gpus, d.host.n_gpus == 1 ? "" : "s", d.jobs.n_queue,
                  d.jobs.n_queue == 1 ? "" : "s", d.jobs.n_running);

@@ -263,7 +263,7 @@ static void watch_foreign(struct gw_daemon *d, struct gw_nodes *t) {
 
 gw_usec_t gw_nodes_watch_tick(struct gw_daemon *d) {
         struct gw_nodes *t = d->nodes;
-        if (!d->cfg->backend_slurm || !t || !t->n)
+        if (gw_backend_placement(d) != GW_EXEC_PLACE_NODES || !t || !t->n)
                 return GW_USEC_INFINITY;
         if (d->now < t->watch_next)
                 return t->watch_next;

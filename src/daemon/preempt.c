@@ -497,7 +497,7 @@ static void decide(struct gw_daemon *d) {
 }
 
 void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
-        if (!d->cfg->preemption || d->cfg->backend_slurm)
+        if (!d->cfg->preemption || !gw_backend_preempts(d))
                 return;
         const struct gw_djob *by = reserving(d);
         if (!by)
@@ -515,7 +515,7 @@ void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
 }
 
 gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
-        if (!d->cfg->preemption || d->cfg->backend_slurm)
+        if (!d->cfg->preemption || !gw_backend_preempts(d))
                 return GW_USEC_INFINITY;
         gw_usec_t next = GW_USEC_INFINITY;
         if (rereserve_due) {
@@ -595,7 +595,7 @@ static int victim_by(const struct gw_job_event *ev, char *by, size_t n) {
 
 void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
         struct gw_job *j = dj->job;
-        if (!d->cfg->preemption || d->cfg->backend_slurm || j->start_time <= 0)
+        if (!d->cfg->preemption || !gw_backend_preempts(d) || j->start_time <= 0)
                 return;
         char by[sizeof dj->preempt->by] = "";
         gw_usec_t asked = 0;

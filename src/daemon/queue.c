@@ -234,7 +234,7 @@ void gw_schedule(struct gw_daemon *d) {
         d->jobs.sched_dirty = false;
         if (d->jobs.n_queue == 0)
                 return;
-        if (d->cfg->backend_slurm) {
+        if (gw_backend_placement(d) == GW_EXEC_PLACE_NODES) {
                 schedule_slurm(d);
                 return;
         }

@@ -386,7 +386,7 @@ void gw_reclaim_watch_job(struct gw_daemon *d, struct gw_djob *dj, const struct 
 
 void gw_reclaim_watch(struct gw_daemon *d) {
         /* On a cluster the jobs' GPUs are the nodes', seen through their agents (nodes_watch.c). */
-        if (d->cfg->backend_slurm)
+        if (gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
                 return;
         /* Terminating does not remove a job from running[] (it ends when it exits), so the
          * array is stable during the walk. */

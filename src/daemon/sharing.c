@@ -1,5 +1,4 @@
 /* Bookings, quotas and rate limits in the daemon: state, persistence, the scheduler's view. */
-#include "daemon/exec_slurm.h"
 #include "daemon/sharing.h"
 
 #include <errno.h>
@@ -28,7 +27,17 @@ static void booking_keep(const struct gw_store_booking *b, void *userdata) {
 }
 
 static void resv_drop_keep(const struct gw_store_booking *b, void *userdata) {
-        gw_slurm_book_drop_later(userdata, b);
+        struct gw_daemon *d = userdata;
+        gw_backend_book(d)->drop_later(d, b);
+}
+
+bool gw_sharing_book_held(struct gw_daemon *d, int64_t booking) {
+        return gw_backend_book(d) && gw_backend_book(d)->held(d, booking);
+}
+
+void gw_sharing_book_drop(struct gw_daemon *d, const struct gw_store_booking *b) {
+        if (gw_backend_book(d))
+                gw_backend_book(d)->drop(d, b);
 }
 
 static struct gw_quota_subject *subject(struct gw_sharing *s, const char *name, bool create) {
@@ -93,11 +102,12 @@ int gw_sharing_open(struct gw_daemon *d) {
         struct gw_ratelimit_entry *storage = gw_xcalloc(RATE_USERS, sizeof *storage);
         (void) gw_ratelimit_init(s->limits, storage, RATE_USERS, d->cfg->rate_per_min, d->cfg->rate_burst);
         int r = gw_store_bookings(d->store, GW_STORE_BOOKINGS_OPEN, booking_keep, s);
-        for (size_t i = 0; r >= 0 && i < s->n_bookings; i++)
+        const struct gw_exec_book_ops *book = gw_backend_book(d);
+        for (size_t i = 0; book && r >= 0 && i < s->n_bookings; i++)
                 if (s->bookings[i].state != GW_BOOKING_PENDING_APPROVAL)
-                        gw_slurm_book_known(d, &s->bookings[i]);
-        /* Bookings over before the restart whose reservation Slurm had not let go yet. */
-        if (r >= 0 && d->cfg->backend_slurm)
+                        book->known(d, &s->bookings[i]);
+        /* Bookings over before the restart that the backend had not let go yet. */
+        if (r >= 0 && book)
                 r = gw_store_bookings(d->store, GW_STORE_BOOKINGS_RESV_DROP, resv_drop_keep, d);
         if (r >= 0)
                 r = gw_store_quotas(d->store, quota_keep, s);
@@ -197,15 +207,15 @@ void gw_calendar_view_free(struct calendar_view *v) {
 
 static void booking_state(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state st, const char *note) {
         b->state = st;
-        /* Over: its Slurm reservation, if it has one, is to go, recorded with the state. */
-        b->resv_drop = gw_booking_state_is_final(st) && gw_slurm_book_held(d, b->id);
+        /* Over: what the backend holds of it, if anything, is to go, recorded with the state. */
+        b->resv_drop = gw_booking_state_is_final(st) && gw_sharing_book_held(d, b->id);
         if (note)
                 snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0)
                 log_err("booking %lld: cannot record %s: %s", (long long) b->id, gw_booking_state_name(st),
                         gw_store_errmsg(d->store));
         if (gw_booking_state_is_final(st))
-                gw_slurm_book_drop(d, b);
+                gw_sharing_book_drop(d, b);
         log_info("booking %lld (%s, %d GPUs): %s%s%s", (long long) b->id, b->user, b->ngpus, gw_booking_state_name(st),
                  note ? ": " : "", note ? note : "");
 }

@@ -42,6 +42,11 @@ struct calendar_view {
 void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v);
 void gw_calendar_view_free(struct calendar_view *v);
 struct gw_store_booking *gw_sharing_booking(struct gw_daemon *d, int64_t id);
+/* Where the backend holds bookings (executor.h's book): whether it holds booking now; and
+ * booking b, over and recorded so, is to be let go.  Where the calendar holds them: false,
+ * and nothing to let go. */
+bool gw_sharing_book_held(struct gw_daemon *d, int64_t booking);
+void gw_sharing_book_drop(struct gw_daemon *d, const struct gw_store_booking *b);
 /* When dj's running attempt must stop (dj->limit_at, monotonic; dj->limit_by_booking): its time
  * limit counted from its recorded start, or its booking's end if that comes first.  The one
  * rule for a start and for a re-adoption after a restart, which therefore moves neither. */

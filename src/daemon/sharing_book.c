@@ -9,7 +9,6 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/bookpolicy.h"
-#include "daemon/exec_slurm.h"
 #include "daemon/nodes.h"
 #include "daemon/sharing.h"
 
@@ -19,7 +18,7 @@ static int book_policy(struct gw_daemon *d, bool admin, const struct calendar_vi
                        gw_usec_t now, char *msg, size_t n) {
         const struct gw_bookpolicy *p = &d->cfg->booking;
         /* On a cluster a share is of the nodes' GPUs, not of the head node's (often none). */
-        bool cluster = d->cfg->backend_slurm;
+        bool cluster = gw_backend_placement(d) == GW_EXEC_PLACE_NODES;
         struct gw_bookpolicy_ask a = { .admin = admin, .ngpus = b->ngpus,
                                        .host_gpus = cluster ? gw_nodes_gpu_count(d->nodes) : d->host.n_gpus,
                                        .cluster = cluster, .duration = b->end - b->start };
@@ -42,19 +41,20 @@ static int refuse(struct gw_book_result *r, int status, const char *field, const
         return -EINVAL;
 }
 
-/* Stores b and adds it to the open bookings; -EIO when the store refused.  On a Slurm
- * cluster an approved booking holds its nodes in a Slurm reservation named after its id:
- * stored, reserved, then committed, so that a refusal (no free node for the window, -EBUSY
- * with Slurm's words in msg) leaves nothing behind. */
+/* Stores b and adds it to the open bookings; -EIO when the store refused.  Where the backend
+ * holds bookings (Slurm: a reservation of whole nodes named after its id) an approved one is
+ * stored, held, then committed, so that a refusal (nothing free for the window, -EBUSY with
+ * the backend's words in msg) leaves nothing behind. */
 static int book_store(struct gw_daemon *d, struct gw_store_booking *b, char *msg, size_t n) {
-        bool hold = d->cfg->backend_slurm && b->state == GW_BOOKING_APPROVED;
+        const struct gw_exec_book_ops *book = gw_backend_book(d);
+        bool hold = book && b->state == GW_BOOKING_APPROVED;
         if (gw_store_begin(d->store) < 0)
                 return -EIO;
         if (gw_store_booking_save(d->store, b) < 0) {
                 (void) gw_store_rollback(d->store);
                 return -EIO;
         }
-        int r = hold ? gw_slurm_book_hold(d, b, msg, n) : 0;
+        int r = hold ? book->hold(d, b, msg, n) : 0;
         if (r < 0) {
                 (void) gw_store_rollback(d->store);
                 b->id = 0;
@@ -62,7 +62,7 @@ static int book_store(struct gw_daemon *d, struct gw_store_booking *b, char *msg
         }
         if (gw_store_commit(d->store) < 0) {
                 if (hold)
-                        gw_slurm_book_undo(d, b->id);
+                        book->undo(d, b->id);
                 return -EIO;
         }
         struct gw_sharing *s = d->sharing;
@@ -82,8 +82,8 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         struct gw_calendar_request cr = { .ngpus = req->ngpus, .start = req->start, .duration = req->len };
         char msg[GW_CALENDAR_MSG_SIZE];
         gw_usec_t now = d->now_wall, end = req->start + req->len;
-        /* On a cluster Slurm judges the GPUs (gw_slurm_book_hold): the head node's do not. */
-        if (req->ngpus > (int) d->host.n_gpus && !d->cfg->backend_slurm) {
+        /* Where the backend holds bookings it judges the GPUs (its hold): this host's do not. */
+        if (req->ngpus > (int) d->host.n_gpus && !gw_backend_book(d)) {
                 snprintf(msg, sizeof msg, "ngpus: only %u GPUs on this host", d->host.n_gpus);
                 return refuse(r, 400, "ngpus", msg);
         }
@@ -97,10 +97,10 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         char qmsg[GW_QUOTA_MSG_SIZE] = "";
         int q = gw_quota_check_booking(&lim, mine, req->ngpus, req->start, end, now, qmsg, sizeof qmsg);
         struct gw_calendar_placement p;
-        /* On a cluster the calendar of the head node's GPUs does not say where a booking fits:
-         * Slurm does, when the reservation is made (book_store). */
+        /* Where the backend holds bookings the calendar of this host's GPUs does not say where
+         * one fits: the backend does, when it is asked to hold it (book_store). */
         int k = 0;
-        if (d->cfg->backend_slurm)
+        if (gw_backend_book(d))
                 p = (struct gw_calendar_placement) { .verdict = GW_PLACE_FITS };
         else if (q != GW_QUOTA_BOOKING_REFUSE)
                 k = gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
@@ -147,13 +147,13 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
  * held nothing, and others may have booked its GPUs and time since.  It takes the GPUs that
  * are free over its window (not necessarily those it first asked for); when fewer are free,
  * the approval is refused and the booking keeps waiting, for the admin to deny it or its
- * owner to release it.  On a cluster Slurm decides, when it is asked for the reservation. */
+ * owner to release it.  Where the backend holds bookings it decides, when asked to hold it. */
 static int approve_placed(struct gw_daemon *d, struct gw_store_booking *b, struct gw_book_result *r) {
-        if (d->cfg->backend_slurm) {
+        if (gw_backend_book(d)) {
                 struct gw_store_booking as = *b;
                 char why[512];
                 as.state = GW_BOOKING_APPROVED;
-                if (gw_slurm_book_hold(d, &as, why, sizeof why) == 0)
+                if (gw_backend_book(d)->hold(d, &as, why, sizeof why) == 0)
                         return 0;
                 snprintf(r->message, sizeof r->message, "booking %lld cannot be approved: %s; it still awaits "
                          "approval (deny it, or its owner may release it)", (long long) b->id, why);
@@ -191,15 +191,15 @@ int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum
                 log_info("booking %lld (%s's): %s", (long long) b->id, b->user, r->message);
                 return -EBUSY;
         }
-        bool held = approving && d->cfg->backend_slurm;
+        bool held = approving && gw_backend_book(d);
         b->state = to;
-        /* Over: its Slurm reservation, if it has one, is to go, recorded with the state. */
-        b->resv_drop = gw_booking_state_is_final(to) && gw_slurm_book_held(d, b->id);
+        /* Over: what the backend holds of it, if anything, is to go, recorded with the state. */
+        b->resv_drop = gw_booking_state_is_final(to) && gw_sharing_book_held(d, b->id);
         snprintf(b->note, sizeof b->note, "%s", note);
         if (gw_store_booking_save(d->store, b) < 0) {
                 *b = before; /* not recorded: not done */
                 if (held)
-                        gw_slurm_book_undo(d, b->id);
+                        gw_backend_book(d)->undo(d, b->id);
                 r->status = 503;
                 return -EIO;
         }
@@ -210,7 +210,7 @@ int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum
          * booking that is over; its queued jobs find it gone and end (the gate is closed); its
          * reservation is deleted once they are gone. */
         if (gw_booking_state_is_final(to)) {
-                gw_slurm_book_drop(d, &r->booking);
+                gw_sharing_book_drop(d, &r->booking);
                 gw_sharing_booking_closed(d);
         }
         d->jobs.sched_dirty = true;

@@ -241,7 +241,7 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         uint64_t fp = 0;
         /* The replay is of this host's GPUs; with Slurm placing the jobs it would promise
          * starts on GPUs they never run on. */
-        if (d->jobs.n_queue == 0 || d->cfg->backend_slurm || (!force && !due(d, wall, &fp)))
+        if (d->jobs.n_queue == 0 || gw_backend_placement(d) != GW_EXEC_PLACE_HERE || (!force && !due(d, wall, &fp)))
                 return;
         last_predict = d->now;
         last_fingerprint = force ? fingerprint(d) : fp;
@@ -317,8 +317,8 @@ static bool has_prediction(const struct gw_job *j) {
 bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
                              const char **ret_words) {
         *ret_words = NULL;
-        /* With Slurm placing the jobs nothing is predicted here: squeue --start is the word. */
-        if (j->state != GW_JOB_PENDING || d->cfg->backend_slurm)
+        /* With the backend placing the jobs nothing is predicted here (Slurm: squeue --start is the word). */
+        if (j->state != GW_JOB_PENDING || gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
                 return true;
         const struct gw_djob *dep = j->after_job > 0 ? gw_jobmap_get(&d->jobs.map, j->after_job) : NULL;
         struct gw_predict_wait w = {
@@ -357,7 +357,7 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
         char buf[200];
         struct gw_predict_none none = { .held = j->state == GW_JOB_HELD, .position = pos, .max_jobs = PREDICT_MAX_JOBS,
                                         .seen = seen_by_last(j), .due_in = next_due_in(d),
-                                        .horizon = PREDICT_HORIZON, .slurm = d->cfg->backend_slurm };
+                                        .horizon = PREDICT_HORIZON, .slurm = gw_backend_placement(d) == GW_EXEC_PLACE_NODES };
         char words_buf[96];
         const char *words;
         bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);

@@ -123,6 +123,9 @@ struct fake_exec *fake_exec_new(void) {
         f->ops = (struct gw_executor) {
                 .name = "fake",
                 .state = f,
+                /* Answers as the local backend does: the lifecycle under test is the local one's. */
+                .placement = GW_EXEC_PLACE_HERE,
+                .preempts = true,
                 .prepare = prepare,
                 .start = start,
                 .signal = signal_job,
