@@ -88,6 +88,9 @@ struct gw_dproc {
         int sm_util;                 /* -1 without per-process samples */
         int64_t job_id;
         bool stray;                  /* its job's, on a GPU that job was not given */
+        uint64_t cpu_ticks;          /* utime + stime at cpu_at (hostwatch.c) */
+        gw_usec_t cpu_at;            /* monotonic; 0: never read */
+        double cpu;                  /* percent of one CPU between the last two reads; -1: not known */
         uint32_t uid;
         char user[32];
         char cmd[160];
@@ -121,6 +124,20 @@ struct gw_jobmap {
         size_t cap, n, used;
 };
 
+/* The host beside its GPUs (hostwatch.c), read at each GPU sample for the dashboard. */
+struct gw_hostload {
+        bool have_cpu, have_mem;
+        uint64_t cpu_busy, cpu_total;    /* /proc/stat's ticks at the last read */
+        double cpu_percent;              /* all CPUs, between the last two reads; < 0: not yet */
+        unsigned ncpu;
+        uint64_t mem_total, mem_available;
+        struct gw_hostdisk {
+                bool have;
+                uint64_t total, avail;   /* bytes; avail: what an unprivileged user may still write */
+        } disk_state, disk_root;
+        gw_usec_t read_at;               /* wall clock; 0: never */
+};
+
 /* The GPUs as the daemon sees them, and the threads that sample them (gpus.c, observe.c). */
 struct gw_dhost {
         struct gw_gpu_lib *gpu;
@@ -137,6 +154,7 @@ struct gw_dhost {
         /* What sampling costs, from the snapshots taken (sampler.h), for /metrics. */
         uint64_t sampler_snapshots;
         gw_usec_t sampler_nvml_sum, sampler_nvml_max, sampler_cpu;
+        struct gw_hostload load;
 };
 
 /* Counters only /metrics reads. */
@@ -376,6 +394,13 @@ void gw_gpus_close(struct gw_daemon *d);
 json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details);
 json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details);
 
+/* hostwatch.c, at each GPU sample: the host's CPU, memory and disks (the state dir's, /) into
+ * d->host.load; a GPU process's CPU use since its last read into p->cpu (-1 the first time, or
+ * when /proc no longer has it); the "host" object of GET /api/v1/gpus (new reference). */
+void gw_hostwatch_sample(struct gw_daemon *d);
+void gw_hostwatch_proc_cpu(struct gw_daemon *d, struct gw_dproc *p);
+json_t *gw_hostwatch_json(const struct gw_daemon *d);
+
 /* recovery.c, subscribed to GW_HOOK_ATTEMPT_ENDED, last */
 /* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the
  * caller's: when the supervisor saw the job end, else when the daemon learnt of it):
@@ -450,6 +475,9 @@ int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct 
  * why: 400 no such profile (field idle_policy), 503 the store refused it (nothing changed). */
 int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *name, const char *by, char *why,
                           size_t n);
+/* When the idle watch will stop dj (wall clock) unless it makes progress: the end of its
+ * outstanding warning; 0 when none is outstanding or the stop has begun. */
+gw_usec_t gw_reclaim_stop_at(const struct gw_daemon *d, const struct gw_djob *dj);
 /* ---- end of idle-GPU reclamation ---- */
 
 /* joblog.c: a job log past log_max (its supervisor cut the middle, shim/logcap.h).  watch,
@@ -478,6 +506,9 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 long gw_training_epochs_done(const struct gw_djob *dj);
 /* Whether a leak was detected during the current attempt (an oom is then retried). */
 bool gw_training_leak_flagged(const struct gw_djob *dj);
+/* The leak reported in dj's current attempt: its evidence (borrowed from dj, NULL when none
+ * was reported) and, while the newest verdict still says leak, its forecast (else -1). */
+const char *gw_training_leak_forecast(const struct gw_djob *dj, double *ret_epochs, double *ret_seconds);
 /* Seconds until the job's estimated end; NAN without an estimate. */
 double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
 /* The "training" object of GET /api/v1/jobs/{id}: epoch, ETA, leak, newest snapshots; JSON null

@@ -366,6 +366,17 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         w->state = dec.next;
 }
 
+gw_usec_t gw_reclaim_stop_at(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_rwatch *w = dj->rwatch;
+        const struct gw_job *j = dj->job;
+        if (!w || j->state != GW_JOB_RUNNING || dj->dead || w->attempt != j->attempt || !w->state.warned_at ||
+            w->state.term_at)
+                return 0;
+        /* The warning's instant is on the job's clock: shift takes it back to the wall's.  The
+         * stop comes at the first sample past warned_at + warn (core/reclaim.h). */
+        return w->state.warned_at + gw_reclaim_policy_of(d, j)->warn - w->shift;
+}
+
 struct gw_rwatch *gw_reclaim_rwatch(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)

@@ -619,3 +619,15 @@ json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
         json_object_set_new(o, "snapshots", snaps ? snaps : json_null());
         return o;
 }
+
+const char *gw_training_leak_forecast(const struct gw_djob *dj, double *ret_epochs, double *ret_seconds) {
+        *ret_epochs = *ret_seconds = -1;
+        if (!gw_training_leak_flagged(dj))
+                return NULL;
+        const struct gw_leak_verdict *v = &dj->train->leak;
+        if (v->leak) {
+                *ret_epochs = v->epochs_to_oom >= 0 ? v->epochs_to_oom : -1;
+                *ret_seconds = v->seconds_to_oom >= 0 ? v->seconds_to_oom : -1;
+        }
+        return dj->train->leak_evidence;
+}
