@@ -10,6 +10,7 @@
 #include "api/http.h"
 #include "base/userdb.h"
 #include "core/jobrec.h"
+#include "core/leak.h"
 #include "core/sched.h"
 #include "core/failure.h"
 #include "core/retry.h"
@@ -68,6 +69,12 @@ struct gw_djob {
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
+        /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
+         * by the features that know it, so that observe reads them without calling up. */
+        gw_usec_t card_stop_at;      /* reclaim_watch.c: the idle watch's stop, wall clock; 0 none due */
+        bool card_leak;              /* training.c: a leak reported in this attempt */
+        double card_leak_epochs, card_leak_seconds; /* its forecast; < 0 not known */
+        char card_leak_evidence[GW_LEAK_EVIDENCE_MAX];
         struct gw_preempt_job *preempt; /* being preempted (preempt.c), NULL none */
         int n_preempted;             /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
@@ -475,9 +482,6 @@ int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct 
  * why: 400 no such profile (field idle_policy), 503 the store refused it (nothing changed). */
 int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *name, const char *by, char *why,
                           size_t n);
-/* When the idle watch will stop dj (wall clock) unless it makes progress: the end of its
- * outstanding warning; 0 when none is outstanding or the stop has begun. */
-gw_usec_t gw_reclaim_stop_at(const struct gw_daemon *d, const struct gw_djob *dj);
 /* ---- end of idle-GPU reclamation ---- */
 
 /* joblog.c: a job log past log_max (its supervisor cut the middle, shim/logcap.h).  watch,
@@ -506,9 +510,6 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 long gw_training_epochs_done(const struct gw_djob *dj);
 /* Whether a leak was detected during the current attempt (an oom is then retried). */
 bool gw_training_leak_flagged(const struct gw_djob *dj);
-/* The leak reported in dj's current attempt: its evidence (borrowed from dj, NULL when none
- * was reported) and, while the newest verdict still says leak, its forecast (else -1). */
-const char *gw_training_leak_forecast(const struct gw_djob *dj, double *ret_epochs, double *ret_seconds);
 /* Seconds until the job's estimated end; NAN without an estimate. */
 double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
 /* The "training" object of GET /api/v1/jobs/{id}: epoch, ETA, leak, newest snapshots; JSON null

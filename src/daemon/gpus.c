@@ -215,9 +215,13 @@ static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_cod
                 .power_mw = s->power_mw, .health = gpu_health(g), .drain_reason = g->drained ? g->drain_reason : NULL,
                 .job_id = g->job_id, .job = dj ? dj->job : NULL, .procs = procs, .n_procs = g->n_procs,
                 .sampled_at = g->sampled ? g->sampled_at : 0,
-                .reclaim_at = dj ? gw_reclaim_stop_at(d, dj) : 0,
+                .reclaim_at = dj ? dj->card_stop_at : 0,
         };
-        v->leak_evidence = dj ? gw_training_leak_forecast(dj, &v->leak_epochs_to_oom, &v->leak_seconds_to_oom) : NULL;
+        if (dj && dj->card_leak) {
+                v->leak_evidence = dj->card_leak_evidence;
+                v->leak_epochs_to_oom = dj->card_leak_epochs;
+                v->leak_seconds_to_oom = dj->card_leak_seconds;
+        }
         for (size_t k = 0; k < g->n_procs; k++) {
                 const struct gw_dproc *p = &g->procs[k];
                 procs[k] = (struct gw_codec_proc) { .pid = (int) p->pid, .user = p->user, .cmd = p->cmd, .mem = p->mem,

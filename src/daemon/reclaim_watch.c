@@ -366,7 +366,9 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         w->state = dec.next;
 }
 
-gw_usec_t gw_reclaim_stop_at(const struct gw_daemon *d, const struct gw_djob *dj) {
+/* When the idle watch will stop dj (wall clock) unless it makes progress: the end of its
+ * outstanding warning; 0 when none is outstanding or the stop has begun. */
+static gw_usec_t stop_at(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_rwatch *w = dj->rwatch;
         const struct gw_job *j = dj->job;
         if (!w || j->state != GW_JOB_RUNNING || dj->dead || w->attempt != j->attempt || !w->state.warned_at ||
@@ -393,6 +395,7 @@ void gw_reclaim_watch_job(struct gw_daemon *d, struct gw_djob *dj, const struct 
         w->shift = now - d->now_wall;
         watch_decide(d, dj, w, gpus, n, now);
         w->last_sample = now;
+        dj->card_stop_at = stop_at(d, dj);
 }
 
 void gw_reclaim_watch(struct gw_daemon *d) {
