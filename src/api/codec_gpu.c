@@ -21,7 +21,8 @@ static json_t *proc_sm_util(const void *obj, const struct gw_codec_ctx *ctx) {
 static json_t *proc_cpu(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
         const struct gw_codec_proc *p = obj;
-        return p->cpu >= 0 ? json_real(round(p->cpu * 10) / 10) : json_null();
+        /* Whole percent: a JSON real of one decimal would print as 98.799999999999997. */
+        return p->cpu >= 0 ? json_integer((json_int_t) llround(p->cpu)) : json_null();
 }
 
 #define P struct gw_codec_proc

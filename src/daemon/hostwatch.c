@@ -92,7 +92,7 @@ json_t *gw_hostwatch_json(const struct gw_daemon *d) {
         const struct gw_hostload *l = &d->host.load;
         json_t *o = json_object();
         json_object_set_new(o, "cpu_percent", l->have_cpu && l->cpu_percent >= 0
-                                                      ? json_real((double) (long) (l->cpu_percent * 10 + 0.5) / 10)
+                                                      ? json_integer((json_int_t) (l->cpu_percent + 0.5))
                                                       : json_null());
         json_object_set_new(o, "cpus", l->have_cpu ? json_integer(l->ncpu) : json_null());
         json_object_set_new(o, "mem_total", l->have_mem ? json_integer((json_int_t) l->mem_total) : json_null());
