@@ -119,7 +119,7 @@
       t.textContent = yFmt(v);
       el.append(t);
     }
-    const xs = xTicks(opts, x0, x1), secs = xs.length > 1 && xs[1] - xs[0] < 60; /* a zoom of under a minute */
+    const xs = xTicks(opts, x0, x1), secs = opts.x === 'time' && x1 - x0 <= 180; /* ticks under a minute apart */
     for (const v of xs) {
       const t = svg('text', { x: X(v), y: H, 'text-anchor': 'middle' });
       t.textContent = opts.x !== 'time' ? String(v) : secs ? GW.fmtTime(v, 'sec').slice(11) : GW.fmtTime(v, 'clock');
