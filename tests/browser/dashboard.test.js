@@ -730,7 +730,7 @@ async function run(d, page, ctx) {
           await page.waitForSelector(`#view-${view}:not([hidden])`);
           if (view === 'gpus') await page.locator('#gpu-cards article[data-gpu="3"] .badge.drained').waitFor({ timeout: 10000 });
           if (view === 'queue') await page.locator(`#queue-body tr[data-job="${hid}"] button`, { hasText: 'Release' }).waitFor({ timeout: 10000 });
-          if (view === 'job') await page.locator('#job-util path.series, #job-util .note').first().waitFor({ timeout: 10000 });
+          if (view === 'job') await page.locator('#job-util path.series, #job-util .note').first().waitFor({ state: 'attached', timeout: 10000 });
           if (view === 'usage') await page.locator('#usage-body table').waitFor({ timeout: 15000 });
           await sleep(300);
           assert.deepEqual(await unreadable(page), [], `${view} at ${w}x${hgt}`);
