@@ -43,11 +43,12 @@
   /* Every time on the page goes through here: 24-hour and ISO-like ("2026-11-27 14:02"), in
    * the viewer's zone, as the CLI writes them, whatever the browser's locale (a 12-hour
    * locale would otherwise make the page and the terminal disagree).  part: 'clock' for
-   * "14:02" (chart axes), 'tick' for "11-27 14:00" (the calendar), else the whole. */
+   * "14:02" (chart axes), 'tick' for "11-27 14:00" (the calendar), 'sec' for
+   * "2026-11-27 14:02:11" (events, where the order of a few seconds matters), else the whole. */
   GW.fmtTime = function (t, part) {
     if (!t) return '—';
     const d = new Date(t * 1000), p = v => String(v).padStart(2, '0');
-    const clock = `${p(d.getHours())}:${p(d.getMinutes())}`;
+    const clock = `${p(d.getHours())}:${p(d.getMinutes())}` + (part === 'sec' ? `:${p(d.getSeconds())}` : '');
     if (part === 'clock') return clock;
     const day = `${p(d.getMonth() + 1)}-${p(d.getDate())}`;
     return part === 'tick' ? `${day} ${clock}` : `${d.getFullYear()}-${day} ${clock}`;
@@ -389,16 +390,18 @@
     if (ji) {
       const full = jobsById.get(ji.id);
       const eta = GW.etaOf(ji.eta ?? (full && full.eta));
+      const who = `${ji.user} · running ${GW.fmtDur(now - ji.start_time)}` + (eta ? ` · ETA ${GW.fmtTime(eta, 'tick')}` : '');
+      /* Two lines of fixed height, each cut with "…" and whole in its title: a long name never
+       * pushes the rest of the card down. */
       jobLine = h('div', { class: 'job' },
-        h('a', { href: `#/job/${ji.id}`, 'data-key': `gpu-job-${g.index}` }, `job ${ji.display_id || ji.id}`), ' ', ji.name || '',
-        h('br'), `${ji.user} · running ${GW.fmtDur(now - ji.start_time)}`,
-        eta ? ` · ETA ${GW.fmtTime(eta)}` : '');
+        h('div', { title: `job ${ji.display_id || ji.id} ${ji.name || ''}` }, h('a', { href: `#/job/${ji.id}`, 'data-key': `gpu-job-${g.index}` }, `job ${ji.display_id || ji.id}`),
+          ' ', ji.name || ''),
+        h('div', { title: who }, who));
     } else jobLine = h('div', { class: 'job idle' }, health === 'ok' ? 'free' : 'no job');
-    const rogue = (g.processes || []).filter(p => p.job === null || p.stray);
     /* A guest gets them without the message (it may name another user's command). */
     /* This host's GPU: a cluster node's GPU of the same index (e.node) is another card. */
     const evs = S.gpuEvents.filter(e => e.gpu === g.index && !e.node).slice(0, 3);
-    const evText = e => `${GW.fmtTime(e.time)} ${e.kind}${e.xid !== null ? ` ${e.xid}` : ''}` +
+    const evText = e => `${GW.fmtTime(e.time, 'sec')} ${e.kind}${e.xid !== null ? ` ${e.xid}` : ''}` +
       `${e.job ? ` (job ${e.job})` : ''}${e.message ? `: ${e.message}` : ''}`;
     const pct = g.mem_total ? Math.round((100 * (g.mem_used || 0)) / g.mem_total) : 0;
     return h('article', { class: `card ${health}`, 'aria-label': `GPU ${g.index}`, 'data-gpu': g.index },
@@ -409,10 +412,10 @@
       h('div', { class: 'metric' }, h('span', {}, 'Memory'), sm, h('span', { class: 'v' }, g.mem_used === null ? 'n/a' : `${GW.fmtBytes(g.mem_used)}`)),
       h('div', { class: 'facts' }, h('span', {}, g.temp === null ? 'temp n/a' : `${g.temp} °C`),
         h('span', {}, g.power_w === null ? '' : `${Math.round(g.power_w)} W`), h('span', {}, `${pct}% of ${GW.fmtBytes(g.mem_total)}`)),
-      g.drain_reason ? h('div', { class: 'error' }, `drained: ${g.drain_reason}`) : null,
+      g.drain_reason ? h('div', { class: 'error', title: `drained: ${g.drain_reason}` }, `drained: ${g.drain_reason}`) : null,
       jobLine,
-      rogue.length ? h('ul', { class: 'rogue', 'aria-label': 'Processes of no job, or off their job\'s GPUs', tabindex: '0' },
-        rogue.map(p => h('li', {}, `${p.stray ? `pid ${p.pid} of job ${p.job}, not on its GPUs` : `rogue: pid ${p.pid}`} (${p.user}) ${GW.fmtBytes(p.mem_used)} — ${p.command ?? (S.me.signed_in ? "?" : "(command hidden while signed out)")}`))) : null,
+      GW.cardAlerts ? GW.cardAlerts(g) : null,
+      GW.cardProcs ? GW.cardProcs(g) : null,
       evs.length ? h('ul', { class: 'gpu-events', 'aria-label': `GPU ${g.index}'s latest events`, tabindex: '0' },
         evs.map(e => h('li', { title: evText(e) }, evText(e)))) : null);
   }
@@ -553,6 +556,7 @@
     const users = new Set([...S.jobs.values()].map(j => j.user));
     $('f-users').replaceChildren(...[...users].sort().map(u => h('option', { value: u })));
     if (f.user) list = list.filter(j => j.user === f.user);
+    if (GW.onlyMine) list = GW.onlyMine(list);
     const now = GW.now();
     GW.keepFocus(() => $('queue-body').replaceChildren(...list.map(j => jobRow(j, now))));
     $('queue-count').textContent = `${list.length} job${list.length === 1 ? '' : 's'}`;
@@ -617,7 +621,7 @@
       frame = 0;
       const t = pendingType;
       pendingType = null;
-      if (current === 'gpus') renderGpus();
+      if (current === 'gpus') { renderGpus(); if (GW.renderLanding) GW.renderLanding(t); }
       else if (current === 'queue' && t !== 'gpus') renderQueue();
       else if (GW.renderView) GW.renderView(current, t);
     });

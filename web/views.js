@@ -76,7 +76,7 @@
       j.attempt > 1 ? 'No finished attempt recorded.' : 'First attempt: no earlier attempt.'));
     const ev = (j.events || []).slice().reverse();
     $('job-events').replaceChildren(table(['Time', 'State', 'What', 'Evidence'],
-      ev.map(e => [GW.fmtTime(e.time), h('td', {}, h('span', { class: `state ${e.state}` }, e.state)), e.kind,
+      ev.map(e => [GW.fmtTime(e.time, 'sec'), h('td', {}, h('span', { class: `state ${e.state}` }, e.state)), e.kind,
                    h('td', { class: 'msg' }, e.message)]), 'No events.'));
   }
 
@@ -110,9 +110,11 @@
     }
     const perGpu = (res, conv) => res.status === 200 ? Object.keys(res.data.gpus).map((g, i) => ({
       name: `GPU ${g}`, color: GW.palette[i % GW.palette.length], points: res.data.gpus[g].map(([t, v]) => [t, conv(v)]) })) : [];
-    GW.lineChart($('job-util'), { x: 'time', yMin: 0, yMax: 100, yFmt: v => v + '%', vlines,
+    const xUnit = `time (${Intl.DateTimeFormat().resolvedOptions().timeZone}); dashed: epoch ends`;
+    GW.lineChart($('job-util'), { x: 'time', yMin: 0, yMax: 100, yFmt: v => v + '%', yUnit: 'utilisation, %', xUnit, vlines,
       series: perGpu(u, v => v), empty: noSamples(j, 'util') });
-    GW.lineChart($('job-mem'), { x: 'time', yMin: 0, yFmt: v => GW.fmtBytes(v * 1073741824).replace(' ', ''), vlines,
+    GW.lineChart($('job-mem'), { x: 'time', yMin: 0, yFmt: v => GW.fmtBytes(v * 1073741824).replace(' ', ''), yUnit: 'GPU memory used',
+      yTip: v => GW.fmtBytes(v * 1073741824), xUnit, vlines,
       series: perGpu(m, v => v / 1073741824), empty: noSamples(j, 'mem') });
     if (r.status !== 200) {
       const why = r.status === 404 ? 'No training curves: ' + GW.errText(r) + '.' : GW.errText(r);
@@ -121,9 +123,9 @@
       return;
     }
     const ep = r.data.epochs, col = name => ep.map((e, i) => [e, r.data.series[name][i]]);
-    GW.lineChart($('job-loss'), { x: 'epoch', series: r.data.loss.map(n => ({ name: n, points: col(n) })),
+    GW.lineChart($('job-loss'), { x: 'epoch', yUnit: 'loss (results.csv)', xUnit: 'epoch', series: r.data.loss.map(n => ({ name: n, points: col(n) })),
                                   empty: 'results.csv has no loss column yet.' });
-    GW.lineChart($('job-map'), { x: 'epoch', yMin: 0, series: [r.data.map50, r.data.map50_95].filter(Boolean)
+    GW.lineChart($('job-map'), { x: 'epoch', yMin: 0, yUnit: 'mAP (0-1)', xUnit: 'epoch', series: [r.data.map50, r.data.map50_95].filter(Boolean)
       .map(n => ({ name: n, points: col(n) })), empty: 'results.csv has no mAP column.' });
   }
 
@@ -284,17 +286,39 @@
     loadCalendar();
   }
 
-  function localInput(t) {
-    const d = new Date(t * 1000);
-    const p = v => String(v).padStart(2, '0');
-    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+  /* The form's date and 24-hour time fields, in the viewer's zone. */
+  function setStart(t) {
+    const [date, time] = GW.fmtTime(t).split(' ');
+    $('b-date').value = date;
+    $('b-time').value = time;
+  }
+
+  /* Unix seconds of the form's date and time, or a message naming the field that is wrong. */
+  function startOf() {
+    const dm = /^(\d{4})-(\d{2})-(\d{2})$/.exec($('b-date').value.trim());
+    const tm = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/.exec($('b-time').value.trim());
+    if (!dm) return { field: 'b-date', error: 'Date: write it as YYYY-MM-DD, e.g. 2026-11-27.' };
+    if (!tm || +tm[1] > 23 || +tm[2] > 59 || (tm[3] && +tm[3] > 59))
+      return { field: 'b-time', error: 'Start time: a 24-hour time, HH:MM from 00:00 to 23:59 (e.g. 14:30).' };
+    const d = new Date(+dm[1], +dm[2] - 1, +dm[3], +tm[1], +tm[2], +(tm[3] || 0));
+    if (d.getFullYear() !== +dm[1] || d.getMonth() !== +dm[2] - 1 || d.getDate() !== +dm[3])
+      return { field: 'b-date', error: `Date: ${$('b-date').value.trim()} is not a day of the calendar.` };
+    return { start: d.getTime() / 1000 };
   }
 
   async function book(ev) {
     ev.preventDefault();
     const out = $('book-result');
-    const start = new Date($('b-start').value).getTime() / 1000;
-    if (!isFinite(start)) { out.className = 'result bad'; out.textContent = 'Give a start time.'; return; }
+    const when = startOf();
+    for (const f of ['b-date', 'b-time']) $(f).removeAttribute('aria-invalid');
+    if (when.error) {
+      out.className = 'result bad';
+      out.textContent = when.error;
+      $(when.field).setAttribute('aria-invalid', 'true');
+      $(when.field).focus();
+      return;
+    }
+    const start = when.start;
     const body = { ngpus: Number($('b-ngpus').value), start, duration: $('b-duration').value };
     if ($('b-name').value.trim()) body.name = $('b-name').value.trim();
     $('b-submit').disabled = true;
@@ -313,7 +337,7 @@
       const near = res.data && res.data.nearest;
       if (near) {
         out.append(h('br'), `Nearest free window (your time): ${GW.fmtTime(near.start)} – ${GW.fmtTime(near.end)}. `,
-          h('button', { type: 'button', onclick: () => { $('b-start').value = localInput(near.start); $('b-start').focus(); } },
+          h('button', { type: 'button', onclick: () => { setStart(near.start); $('b-date').focus(); } },
             'Use this window'));
       }
     }
@@ -372,8 +396,7 @@
 
   GW.setupViews = function () {
     $('book-form').addEventListener('submit', book);
-    const next = Math.ceil(GW.now() / 3600) * 3600;
-    $('b-start').value = localInput(next);
+    setStart(Math.ceil(GW.now() / 3600) * 3600);
   };
 
   GW.enterView = function (view, path) {

@@ -4,6 +4,8 @@
 #include "api/codec_table.h"
 #include "base/cleanup.h"
 
+#include <math.h>
+
 static json_t *proc_mem(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
         const struct gw_codec_proc *p = obj;
@@ -16,6 +18,13 @@ static json_t *proc_sm_util(const void *obj, const struct gw_codec_ctx *ctx) {
         return p->sm_util >= 0 ? json_integer(p->sm_util) : json_null();
 }
 
+static json_t *proc_cpu(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_proc *p = obj;
+        /* Whole percent: a JSON real of one decimal would print as 98.799999999999997. */
+        return p->cpu >= 0 ? json_integer((json_int_t) llround(p->cpu)) : json_null();
+}
+
 #define P struct gw_codec_proc
 static const struct gw_codec_field proc_fields[] = {
         GW_CODEC_FIELD("pid", GW_CT_INT, P, pid),
@@ -23,6 +32,7 @@ static const struct gw_codec_field proc_fields[] = {
         GW_CODEC_FIELD_NEED("command", GW_CT_STR, P, cmd, GW_VIEW_DETAILS),
         GW_CODEC_FIELD_FN("mem_used", proc_mem),
         GW_CODEC_FIELD_FN("sm_util", proc_sm_util),
+        GW_CODEC_FIELD_FN("cpu", proc_cpu),
         GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, P, job_id),
         GW_CODEC_FIELD("stray", GW_CT_BOOL, P, stray),
 };
@@ -58,9 +68,27 @@ static const struct gw_codec_field job_info_fields[] = {
 };
 #undef J
 
+static json_t *real_or_null(double v) {
+        return v >= 0 ? json_real(v) : json_null();
+}
+
+/* The same figures as the job's training.leak, for the card's "OOM in ~3 epochs". */
+static json_t *job_info_leak(const struct gw_codec_gpu *g) {
+        if (!g->leak_evidence)
+                return json_null();
+        return json_pack("{s:o,s:o,s:o}", "evidence", gw_json_text(g->leak_evidence), "epochs_to_oom",
+                         real_or_null(g->leak_epochs_to_oom), "seconds_to_oom", real_or_null(g->leak_seconds_to_oom));
+}
+
 static json_t *gpu_job_info(const void *obj, const struct gw_codec_ctx *ctx) {
         const struct gw_codec_gpu *g = obj;
-        return g->job ? gw_codec_table_object(job_info_fields, ELEMENTSOF(job_info_fields), g->job, ctx) : json_null();
+        if (!g->job)
+                return json_null();
+        json_t *o = gw_codec_table_object(job_info_fields, ELEMENTSOF(job_info_fields), g->job, ctx);
+        json_object_set_new(o, "reclaim_at",
+                            g->reclaim_at > 0 ? json_real((double) g->reclaim_at / GW_USEC_PER_SEC) : json_null());
+        json_object_set_new(o, "leak", job_info_leak(g));
+        return o;
 }
 
 static json_t *gpu_procs(const void *obj, const struct gw_codec_ctx *ctx) {

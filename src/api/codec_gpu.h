@@ -15,6 +15,7 @@ struct gw_codec_proc {
         const char *cmd;             /* a detail (GW_VIEW_DETAILS): other users' arguments */
         uint64_t mem;                /* UINT64_MAX: not known */
         int sm_util;                 /* < 0: not known */
+        double cpu;                  /* percent of one CPU since the last sample; < 0: not known */
         int64_t job_id;              /* 0: a process of no job */
         bool stray;                  /* its job's, on a GPU that job was not given */
 };
@@ -31,6 +32,12 @@ struct gw_codec_gpu {
         const char *drain_reason;    /* NULL: not drained */
         int64_t job_id;              /* 0: none */
         const struct gw_job *job;    /* the job on it, while the daemon runs it; NULL: none */
+        /* What the job's page says of it, for the GPU's card (job_info): when the idle watch
+         * stops it unless it makes progress (wall clock; 0: no warning outstanding), and its
+         * leak's forecast (leak_evidence NULL: no leak reported this attempt). */
+        gw_usec_t reclaim_at;
+        const char *leak_evidence;
+        double leak_epochs_to_oom, leak_seconds_to_oom; /* < 0: not known */
         const struct gw_codec_proc *procs;
         size_t n_procs;
         gw_usec_t sampled_at;        /* wall clock; 0: never sampled */

@@ -10,6 +10,7 @@
 #include "api/http.h"
 #include "base/userdb.h"
 #include "core/jobrec.h"
+#include "core/leak.h"
 #include "core/sched.h"
 #include "core/failure.h"
 #include "core/retry.h"
@@ -66,6 +67,12 @@ struct gw_djob {
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
+        /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
+         * by the features that know it, so that observe reads them without calling up. */
+        gw_usec_t card_stop_at;      /* reclaim_watch.c: the idle watch's stop, wall clock; 0 none due */
+        bool card_leak;              /* training.c: a leak reported in this attempt */
+        double card_leak_epochs, card_leak_seconds; /* its forecast; < 0 not known */
+        char card_leak_evidence[GW_LEAK_EVIDENCE_MAX];
         struct gw_preempt_job *preempt; /* being preempted (preempt.c), NULL none */
         int n_preempted;             /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
@@ -86,6 +93,9 @@ struct gw_dproc {
         int sm_util;                 /* -1 without per-process samples */
         int64_t job_id;
         bool stray;                  /* its job's, on a GPU that job was not given */
+        uint64_t cpu_ticks;          /* utime + stime at cpu_at (hostwatch.c) */
+        gw_usec_t cpu_at;            /* monotonic; 0: never read */
+        double cpu;                  /* percent of one CPU between the last two reads; -1: not known */
         uint32_t uid;
         char user[32];
         char cmd[160];
@@ -119,6 +129,20 @@ struct gw_jobmap {
         size_t cap, n, used;
 };
 
+/* The host beside its GPUs (hostwatch.c), read at each GPU sample for the dashboard. */
+struct gw_hostload {
+        bool have_cpu, have_mem;
+        uint64_t cpu_busy, cpu_total;    /* /proc/stat's ticks at the last read */
+        double cpu_percent;              /* all CPUs, between the last two reads; < 0: not yet */
+        unsigned ncpu;
+        uint64_t mem_total, mem_available;
+        struct gw_hostdisk {
+                bool have;
+                uint64_t total, avail;   /* bytes; avail: what an unprivileged user may still write */
+        } disk_state, disk_root;
+        gw_usec_t read_at;               /* wall clock; 0: never */
+};
+
 /* The GPUs as the daemon sees them, and the threads that sample them (gpus.c, observe.c). */
 struct gw_dhost {
         struct gw_gpu_lib *gpu;
@@ -135,6 +159,7 @@ struct gw_dhost {
         /* What sampling costs, from the snapshots taken (sampler.h), for /metrics. */
         uint64_t sampler_snapshots;
         gw_usec_t sampler_nvml_sum, sampler_nvml_max, sampler_cpu;
+        struct gw_hostload load;
 };
 
 /* Counters only /metrics reads. */
@@ -391,6 +416,13 @@ void gw_gpus_close(struct gw_daemon *d);
  * says so. */
 json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details);
 json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details);
+
+/* hostwatch.c, at each GPU sample: the host's CPU, memory and disks (the state dir's, /) into
+ * d->host.load; a GPU process's CPU use since its last read into p->cpu (-1 the first time, or
+ * when /proc no longer has it); the "host" object of GET /api/v1/gpus (new reference). */
+void gw_hostwatch_sample(struct gw_daemon *d);
+void gw_hostwatch_proc_cpu(struct gw_daemon *d, struct gw_dproc *p);
+json_t *gw_hostwatch_json(const struct gw_daemon *d);
 
 /* recovery.c, subscribed to GW_HOOK_ATTEMPT_ENDED, last */
 /* An attempt ended (status: wait status; lost: no status known) at end_time (wall clock; the

@@ -215,11 +215,18 @@ static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_cod
                 .power_mw = s->power_mw, .health = gpu_health(g), .drain_reason = g->drained ? g->drain_reason : NULL,
                 .job_id = g->job_id, .job = dj ? dj->job : NULL, .procs = procs, .n_procs = g->n_procs,
                 .sampled_at = g->sampled ? g->sampled_at : 0,
+                .reclaim_at = dj ? dj->card_stop_at : 0,
         };
+        if (dj && dj->card_leak) {
+                v->leak_evidence = dj->card_leak_evidence;
+                v->leak_epochs_to_oom = dj->card_leak_epochs;
+                v->leak_seconds_to_oom = dj->card_leak_seconds;
+        }
         for (size_t k = 0; k < g->n_procs; k++) {
                 const struct gw_dproc *p = &g->procs[k];
                 procs[k] = (struct gw_codec_proc) { .pid = (int) p->pid, .user = p->user, .cmd = p->cmd, .mem = p->mem,
-                                                    .sm_util = p->sm_util, .job_id = p->job_id, .stray = p->stray };
+                                                    .sm_util = p->sm_util, .cpu = p->cpu, .job_id = p->job_id,
+                                                    .stray = p->stray };
         }
 }
 
@@ -236,6 +243,7 @@ json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details) {
         json_t *arr = json_array();
         for (unsigned i = 0; i < d->host.n_gpus; i++)
                 json_array_append_new(arr, gw_observe_gpu_json(d, &d->host.gpus[i], details));
-        return json_pack("{s:o,s:i,s:b,s:s}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total, "simulated",
-                         d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "");
+        return json_pack("{s:o,s:i,s:b,s:s,s:o}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total, "simulated",
+                         d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "", "host",
+                         gw_hostwatch_json(d));
 }

@@ -291,6 +291,7 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
                 gw_ring_push(&g->ring, &pt);
         }
         apply_jobs(d, s->taken);
+        gw_hostwatch_sample(d);
         /* Free memory changed: a job waiting for --gpu-mem may fit now. */
         d->jobs.sched_dirty |= d->jobs.n_queue > 0;
         gw_lifecycle_publish(d, GW_HOOK_SAMPLED, NULL, false); /* reclaim, training, joblog */

@@ -275,6 +275,7 @@ void gw_observe_apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct
                 }
                 p->mem = s->procs[k].mem_used;
                 p->sm_util = s->procs[k].sm_util;
+                gw_hostwatch_proc_cpu(d, p);
                 bool seen_here = was_on(g, p->pid);
                 const struct gw_djob *stray = stray_of(d, g, p);
                 p->stray = stray != NULL;

@@ -366,6 +366,19 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         w->state = dec.next;
 }
 
+/* When the idle watch will stop dj (wall clock) unless it makes progress: the end of its
+ * outstanding warning; 0 when none is outstanding or the stop has begun. */
+static gw_usec_t stop_at(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_rwatch *w = dj->rwatch;
+        const struct gw_job *j = dj->job;
+        if (!w || j->state != GW_JOB_RUNNING || dj->dead || w->attempt != j->attempt || !w->state.warned_at ||
+            w->state.term_at)
+                return 0;
+        /* The warning's instant is on the job's clock: shift takes it back to the wall's.  The
+         * stop comes at the first sample past warned_at + warn (core/reclaim.h). */
+        return w->state.warned_at + gw_reclaim_policy_of(d, j)->warn - w->shift;
+}
+
 struct gw_rwatch *gw_reclaim_rwatch(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         if (j->state != GW_JOB_RUNNING || j->start_time <= 0 || dj->dead)
@@ -382,6 +395,7 @@ void gw_reclaim_watch_job(struct gw_daemon *d, struct gw_djob *dj, const struct 
         w->shift = now - d->now_wall;
         watch_decide(d, dj, w, gpus, n, now);
         w->last_sample = now;
+        dj->card_stop_at = stop_at(d, dj);
 }
 
 void gw_reclaim_watch(struct gw_daemon *d) {

@@ -472,11 +472,28 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         respond_leak(d, dj, t);
 }
 
+/* The leak reported in dj's attempt, for its GPUs' cards: the evidence, and the forecast
+ * while the newest verdict still says leak. */
+static void card_leak(struct gw_djob *dj) {
+        dj->card_leak = gw_training_leak_flagged(dj);
+        dj->card_leak_epochs = dj->card_leak_seconds = -1;
+        if (!dj->card_leak)
+                return;
+        const struct gw_leak_verdict *v = &dj->train->leak;
+        if (v->leak) {
+                dj->card_leak_epochs = v->epochs_to_oom >= 0 ? v->epochs_to_oom : -1;
+                dj->card_leak_seconds = v->seconds_to_oom >= 0 ? v->seconds_to_oom : -1;
+        }
+        snprintf(dj->card_leak_evidence, sizeof dj->card_leak_evidence, "%s", dj->train->leak_evidence);
+}
+
 void gw_training_watch(struct gw_daemon *d) {
         gw_usec_t now = d->now_wall;
         /* Terminating leaves a job in running[] until it exits: the array is stable here. */
-        for (size_t i = 0; i < d->jobs.n_running; i++)
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
                 watch_job(d, d->jobs.running[i], now);
+                card_leak(d->jobs.running[i]);
+        }
         gw_training_predict(d, false); /* with the ETAs just updated */
         gw_train_snap_housekeeping(d, d->now);
 }

@@ -94,6 +94,7 @@ async function waitUntil(pred, what, timeoutMs = 20000) {
 class Daemon {
   constructor(opts = {}) {
     this.gpus = opts.gpus ?? 4;
+    this.config = opts.config || null;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-browser-'));
     fs.chmodSync(this.dir, 0o755);
     this.state = path.join(this.dir, 'state');
@@ -109,6 +110,10 @@ class Daemon {
                               : ['--nvml-lib', path.join(this.dir, 'no-such-libnvidia-ml.so.1')];
     const args = ['--state-dir', this.state, '--socket', this.sock, '--listen', '127.0.0.1:0', ...gpuArgs,
                   '--grace-seconds', '1', '--sample-interval', '1'];
+    if (this.config) {
+      fs.writeFileSync(path.join(this.dir, 'gpuward.conf'), this.config);
+      args.push('--config', path.join(this.dir, 'gpuward.conf'));
+    }
     if (process.getuid() === 0) args.push('--allow-root-jobs');
     this.logFd = fs.openSync(path.join(this.dir, 'gpuwardd.log'), 'a');
     this.proc = spawn(GPUWARDD, args, { stdio: ['ignore', this.logFd, this.logFd] });
@@ -157,7 +162,9 @@ const problems = [];
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const d = await new Daemon().start();
+  // A profile that warns an idle job after 2 s and stops it only 10 minutes later: its
+  // countdown stays on its GPU's card while the test reads it.  Jobs choose it by name.
+  const d = await new Daemon({ config: '[policy.quickwarn]\nidle_timeout = 2\nwarn = 600\ngrace = 1\n' }).start();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-chromium-'));
   let ctx;
   try {
@@ -231,6 +238,41 @@ async function noHorizontalScroll(page, what) {
   assert.ok(over <= 1, `${what}: the page is ${over}px wider than the window`);
 }
 
+// What the reader cannot read on the visible view: an element whose content is cut at its
+// side (scrollWidth > clientWidth) unless it is a scroller or text cut with "…" whose title
+// (its own or its parent's) has it whole; one cut at its foot by overflow: hidden (text for
+// screen readers only, .visually-hidden, is clipped on purpose); and
+// siblings inside a card, a card's head, a metric row, the host line, a chart or a set of
+// buttons whose boxes overlap.  [] when all is readable.
+async function unreadable(page) {
+  return page.evaluate(() => {
+    const out = [];
+    const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden'; };
+    const name = el => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${typeof el.className === 'string' && el.className.trim()
+      ? '.' + el.className.trim().split(/\s+/).join('.') : ''} "${(el.textContent || '').trim().slice(0, 50)}"`;
+    const view = document.querySelector('main section.view:not([hidden])');
+    const scroller = v => v === 'auto' || v === 'scroll';
+    for (const el of [view, ...view.querySelectorAll('*')]) {
+      if (!(el instanceof HTMLElement) || !shown(el) || el.closest('.visually-hidden')) continue; /* for screen readers */
+      const cs = getComputedStyle(el);
+      const titled = cs.textOverflow === 'ellipsis' &&
+        [el, el.parentElement].some(e => e && (e.getAttribute('title') || '').includes((el.textContent || '').trim().slice(0, 20)));
+      if (el.scrollWidth > el.clientWidth + 1 && !scroller(cs.overflowX) && !titled) out.push('cut at its side: ' + name(el));
+      if (cs.overflowY === 'hidden' && el.scrollHeight > el.clientHeight + 1) out.push('cut at its foot: ' + name(el));
+    }
+    const overlap = (a, b) => {
+      const r = a.getBoundingClientRect(), q = b.getBoundingClientRect();
+      return Math.min(r.right, q.right) - Math.max(r.left, q.left) > 1 && Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top) > 1;
+    };
+    for (const box of view.querySelectorAll('.card, .card-head, .metric, .facts, .card .job, .alerts, .host-line, .chart-box, div.actions, td.actions')) {
+      const kids = [...box.children].filter(k => shown(k) && getComputedStyle(k).position !== 'absolute');
+      for (let i = 0; i < kids.length; i++) for (let k = i + 1; k < kids.length; k++)
+        if (overlap(kids[i], kids[k])) out.push(`overlapping in ${name(box).slice(0, 40)}: ${name(kids[i])} / ${name(kids[k])}`);
+    }
+    return out;
+  });
+}
+
 // Presses Tab until pred(activeElement) holds (at most max presses); returns the presses.
 async function tabTo(page, pred, what, max = 40) {
   for (let i = 1; i <= max; i++) {
@@ -255,8 +297,8 @@ async function run(d, page, ctx) {
     // The one script element without src is the first paint's JSON, which is data, not code.
     assert.doesNotMatch(html, /<script>|<script(?![^>]*\bsrc=)(?!\s+type="application\/json"\s+id="gw-state">)[^>]*>|\son[a-z]+=|\sstyle=/i,
                         'no inline script, event handler attribute or style attribute');
-    assert.equal((html.match(/<script\b/g) || []).length, 4, 'three scripts and the first paint\'s JSON');
-    for (const asset of ['/static/app.js', '/static/views.js', '/static/charts.js', '/static/style.css']) {
+    assert.equal((html.match(/<script\b/g) || []).length, 5, 'four scripts and the first paint\'s JSON');
+    for (const asset of ['/static/app.js', '/static/views.js', '/static/charts.js', '/static/landing.js', '/static/style.css']) {
       const r = await fetch(d.url + asset);
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff', asset);
       assert.match(r.headers.get('content-security-policy') || '', /frame-ancestors 'none'/, asset);
@@ -442,8 +484,65 @@ async function run(d, page, ctx) {
     await page.screenshot({ path: path.join(ARTIFACTS, 'gpus-1280x800.png') });
   });
 
+  await step('a GPU card lists its processes (PID, user, command, GPU memory, CPU %); the landing page has the host, every GPU on one chart, and the jobs', async () => {
+    const card = page.locator('#gpu-cards article[data-gpu="0"]');
+    const pid = (await d.api('GET', `/api/v1/jobs/${jid}`)).data.pid;
+    // The trainer (its process, not the job's supervisor) on GPU 0, with its command under it.
+    const row = card.locator('.procs tbody tr[data-pid]').first();
+    await waitUntil(async () => /\d+%/.test(await row.locator('td').nth(3).innerText().catch(() => '')), 'the process\'s CPU use');
+    const cells = await row.locator('td').allInnerTexts();
+    assert.ok(Number(cells[0]) > 0, `a PID: ${cells}`);
+    assert.equal(cells[1], os.userInfo().username);
+    assert.match(cells[2], /^\d+(\.\d)? (MiB|GiB)$/);
+    assert.match(cells[3], /^\d+%$/);
+    const cmd = card.locator('.procs tr.cmd-row td.cmd').first();
+    assert.equal(await cmd.innerText(), '(hidden while signed out)', 'a guest reads no command line');
+    assert.match(await cmd.getAttribute('title'), new RegExp(`^job ${jid}: `));
+    assert.ok(pid > 0);
+    assert.deepEqual(await page.$$eval('#gpu-cards article[data-gpu="0"] .procs th', ths => ths.map(t => t.textContent)),
+                     ['PID', 'User', 'GPU mem', 'CPU']);
+    const host = page.locator('#host-line');
+    await waitUntil(async () => /CPU \d+% of \d+/.test(await host.innerText()), 'the host\'s CPU');
+    assert.match(await host.innerText(), /RAM \S+ \S+ of \S+ \S+/);
+    assert.match(await host.innerText(), /Disk state dir \d+% used, \S+ \S+ free/);
+    assert.match(await host.innerText(), /Disk \/ \d+% used/);
+    // Every GPU on one chart: a line and a legend entry each, in four colours.
+    await waitUntil(async () => (await page.locator('#gpus-chart path.series').count()) === 4, 'a line per GPU');
+    const strokes = await page.$$eval('#gpus-chart path.series', ps => ps.map(p => p.getAttribute('stroke')));
+    assert.equal(new Set(strokes).size, 4, `distinct colours: ${strokes}`);
+    assert.deepEqual(await page.$$eval('#gpus-chart .chart-legend span', ss => ss.map(x => x.textContent)), ['GPU 0', 'GPU 1', 'GPU 2', 'GPU 3']);
+    assert.match(await page.locator('#my-jobs').innerText(), /\d+ running, \d+ waiting\. Sign in to see your own jobs/);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'gpus-landing-1280x800.png'), fullPage: true });
+  });
+
+  await step('a GPU card shows its job\'s idle countdown and a leak\'s forecast, as the job page has them', async () => {
+    const idle = JSON.parse(d.cli('submit', '--json', '--gpus', '1', '--time', '5m', '--idle-policy', 'quickwarn', '--name', 'idler',
+                                  '--', TRAINER, '--sleep-forever')).id;
+    const leak = JSON.parse(d.cli('submit', '--json', '--gpus', '1', '--time', '5m', '--name', 'leaker', '--', TRAINER, 'epochs=60',
+                                  'name=leaky', '--epoch-seconds', '1', '--mem-mib', '3000', '--leak-mib-per-epoch', '500')).id;
+    try {
+      const gpuOf = async id => (await waitUntil(async () => (await d.api('GET', `/api/v1/jobs/${id}`)).data.gpus[0] ?? null,
+                                                 `job ${id}'s GPU`) );
+      const gi = await gpuOf(idle), gl = await gpuOf(leak);
+      const idleCard = page.locator(`#gpu-cards article[data-gpu="${gi}"] .alert.idle`);
+      await idleCard.waitFor({ timeout: 20000 });
+      assert.match(await idleCard.innerText(), /^idle: reclaimed in (9|10)m \d\ds unless it works$/);
+      const leakCard = page.locator(`#gpu-cards article[data-gpu="${gl}"] .alert.leak`);
+      await leakCard.waitFor({ timeout: 40000 });
+      assert.match(await leakCard.innerText(), /^leak: OOM in ~\d+ epochs? \(~.+\)$/);
+      const evidence = (await d.api('GET', `/api/v1/jobs/${leak}`)).data.training.leak.evidence;
+      assert.equal(await leakCard.getAttribute('title'), evidence, 'the job page\'s evidence in its title');
+      await page.screenshot({ path: path.join(ARTIFACTS, 'gpus-alerts-1280x800.png') });
+      assert.deepEqual(await unreadable(page), [], 'GPU cards with alerts at 1280x800');
+    } finally {
+      d.cli('cancel', String(idle), String(leak));
+    }
+  });
+
   await step('GPU cards keep their boxes while a job starts, samples arrive and it ends', async () => {
     const cards = '#gpu-cards article.card';
+    // Laid out first: a box measured before the cards are laid out reads all zeros.
+    await waitUntil(async () => (await boxes(page, cards)).every(b => b[2] > 0), 'the cards laid out');
     const before = await boxes(page, cards);
     assert.equal(before.length, 4);
     const sid = JSON.parse(d.cli('submit', '--json', '--gpus', '1', '--time', '5m', '--name',
@@ -477,6 +576,38 @@ async function run(d, page, ctx) {
     await no12HourTimes(page, 'job page');
     await noHorizontalScroll(page, 'job page at 1280x800');
     await page.screenshot({ path: path.join(ARTIFACTS, 'job-1280x800.png'), fullPage: true });
+  });
+
+  await step('the job page\'s charts: units on both axes, a legend per GPU, the nearest values on hover, drag to zoom; events to the second', async () => {
+    for (const id of ['job-util', 'job-mem', 'job-loss', 'job-map']) {
+      assert.ok((await page.locator(`#${id} .y-unit`).innerText()).trim(), `${id}: a unit on the y axis`);
+      assert.ok((await page.locator(`#${id} .x-unit`).innerText()).trim(), `${id}: a unit on the x axis`);
+    }
+    assert.match(await page.locator('#job-util .y-unit').innerText(), /%/);
+    assert.match(await page.locator('#job-util .x-unit').innerText(), new RegExp(`time \\(${ZONE}\\)`));
+    assert.equal(await page.locator('#job-util .chart-legend span').count(), await page.locator('#job-util path.series').count());
+    const svg = page.locator('#job-util svg.chart');
+    const b = await svg.boundingBox();
+    await page.mouse.move(b.x + b.width * 0.6, b.y + b.height / 2);
+    const tip = page.locator('#job-util .chart-tip');
+    await tip.waitFor({ state: 'visible', timeout: 5000 });
+    assert.match(await tip.innerText(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\nGPU 0: \d+%/);
+    assert.equal(await page.locator('#job-util .cursor circle').count(), await page.locator('#job-util path.series').count());
+    const ticks = async () => page.$$eval('#job-util svg text[text-anchor="middle"]', ts => ts.map(t => t.textContent).join(' '));
+    const before = await ticks();
+    await page.mouse.move(b.x + b.width * 0.3, b.y + b.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(b.x + b.width * 0.5, b.y + b.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await page.locator('#job-util .x-unit', { hasText: 'zoomed' }).waitFor({ timeout: 2000 });
+    assert.notEqual(await ticks(), before, 'the time axis shows the range picked');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'job-chart-zoomed-1280x800.png') });
+    await page.locator('#job-util svg.chart').dblclick();
+    await waitUntil(async () => !/zoomed/.test(await page.locator('#job-util .x-unit').innerText()), 'the zoom reset');
+    assert.ok(before.length > 0, 'times on the x axis');
+    await page.mouse.move(0, 0);
+    const times = await page.$$eval('#job-events tbody tr td:first-child', tds => tds.map(td => td.textContent));
+    assert.ok(times.length && times.every(t => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(t)), `events to the second: ${times}`);
   });
 
   await step('a guest cannot cancel: no button, and the API refuses', async () => {
@@ -577,6 +708,66 @@ async function run(d, page, ctx) {
     await page.locator(`#queue-body tr[data-job="${hid}"] button`, { hasText: 'Release' }).waitFor({ timeout: 10000 });
   });
 
+  await step('signed in: the landing page lists the reader\'s jobs; the queue\'s "My jobs" is kept by the browser', async () => {
+    let other = null;
+    if (process.getuid() === 0) { // a job of another user, so that the switch has something to hide
+      other = JSON.parse(execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', GPUWARD, '--socket', d.sock,
+                                                  'submit', '--json', '--hold', '--gpus', '1', '--time', '5m', '--name', 'not-mine', '--',
+                                                  'sleep', '60'], { cwd: d.work, encoding: 'utf8', timeout: 60000 })).id;
+    }
+    try {
+      await page.click('nav a[data-nav="gpus"]');
+      await page.locator(`#my-jobs tr[data-job="${kid}"]`).waitFor({ timeout: 10000 });
+      assert.equal(await page.locator(`#my-jobs tr[data-job="${hid}"] .state.HELD`).count(), 1);
+      if (other) assert.equal(await page.locator(`#my-jobs tr[data-job="${other}"]`).count(), 0, 'another user\'s job is not "yours"');
+      await page.click('nav a[data-nav="queue"]');
+      await page.locator(`#queue-body tr[data-job="${kid}"]`).waitFor();
+      if (other) await page.locator(`#queue-body tr[data-job="${other}"]`).waitFor({ timeout: 10000 });
+      assert.equal(await page.isChecked('#f-mine'), false);
+      await page.check('#f-mine');
+      const me = (await page.locator('#whoami').innerText()).replace(/ \(admin\)$/, '');
+      await waitUntil(async () => (await page.$$eval('#queue-body tr td:nth-child(3)', tds => tds.map(t => t.textContent)))
+        .every(u => u === me), 'only the reader\'s jobs');
+      if (other) assert.equal(await page.locator(`#queue-body tr[data-job="${other}"]`).count(), 0);
+      await page.reload();
+      await page.locator(`#queue-body tr[data-job="${kid}"]`).waitFor({ timeout: 10000 });
+      await waitUntil(() => page.isChecked('#f-mine'), '"My jobs" remembered across a reload');
+      if (other) assert.equal(await page.locator(`#queue-body tr[data-job="${other}"]`).count(), 0);
+      await page.uncheck('#f-mine');
+      if (other) await page.locator(`#queue-body tr[data-job="${other}"]`).waitFor({ timeout: 5000 });
+    } finally {
+      if (other) d.cli('cancel', String(other));
+    }
+  });
+
+  await step('nothing cut off or overlapping on any view at 1280x800 and 1920x1080 (a drained GPU, a held job\'s buttons)', async () => {
+    d.cli('admin', 'drain', '3', '--reason', 'fan noise and a long explanation of it: RMA ticket 4411 opened with the vendor, waiting on parts');
+    try {
+      for (const [w, hgt] of [[1280, 800], [1920, 1080]]) {
+        await page.setViewportSize({ width: w, height: hgt });
+        for (const view of ['gpus', 'queue', 'calendar', 'usage', 'job']) {
+          if (view === 'job') await page.goto(`${d.url}/#/job/${jid}`);
+          else await page.click(`nav a[data-nav="${view}"]`);
+          await page.waitForSelector(`#view-${view}:not([hidden])`);
+          if (view === 'gpus') await page.locator('#gpu-cards article[data-gpu="3"] .badge.drained').waitFor({ timeout: 10000 });
+          if (view === 'queue') await page.locator(`#queue-body tr[data-job="${hid}"] button`, { hasText: 'Release' }).waitFor({ timeout: 10000 });
+          if (view === 'job') await page.locator('#job-util path.series, #job-util .note').first().waitFor({ state: 'attached', timeout: 10000 });
+          if (view === 'usage') await page.locator('#usage-body table').waitFor({ timeout: 15000 });
+          await sleep(300);
+          assert.deepEqual(await unreadable(page), [], `${view} at ${w}x${hgt}`);
+          if (view === 'queue') assert.deepEqual(await clippedButtonsSettled(page), [], `a held job's buttons at ${w}px`);
+          await noHorizontalScroll(page, `${view} at ${w}x${hgt}`);
+          await page.screenshot({ path: path.join(ARTIFACTS, `${view}-${w}x${hgt}.png`), fullPage: true });
+        }
+      }
+    } finally {
+      d.cli('admin', 'undrain', '3');
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await page.click('nav a[data-nav="queue"]');
+      await page.waitForSelector('#view-queue:not([hidden])');
+    }
+  });
+
   await step('keyboard: Tab moves focus to a job\'s Cancel button (a real button, visibly focused), Enter cancels; Space releases', async () => {
     await page.focus('#f-state');
     await tabTo(page, `document.activeElement && document.activeElement.dataset.key === 'cancel-${kid}'`, `job ${kid}'s Cancel`);
@@ -599,20 +790,39 @@ async function run(d, page, ctx) {
     await page.click('nav a[data-nav="calendar"]');
     await page.waitForSelector('#book-form[data-ready="1"]');
     // Two hours ahead on the hour, written as the browser's datetime-local input reads it (its zone).
-    const local = await page.evaluate(() => {
+    // Two hours ahead on the hour, in the browser's zone: a date and a 24-hour time.
+    const [date, time] = await page.evaluate(() => {
       const start = new Date((Math.ceil(Date.now() / 3600000) + 2) * 3600000);
       const p = v => String(v).padStart(2, '0');
-      return `${start.getFullYear()}-${p(start.getMonth() + 1)}-${p(start.getDate())}T${p(start.getHours())}:${p(start.getMinutes())}`;
+      return [`${start.getFullYear()}-${p(start.getMonth() + 1)}-${p(start.getDate())}`, `${p(start.getHours())}:${p(start.getMinutes())}`];
     });
+    assert.equal(await page.locator('#book-form input[type="datetime-local"]').count(), 0, 'no 12-hour datetime-local picker');
     await page.fill('#b-ngpus', '1');
-    await page.fill('#b-start', local);
+    await page.fill('#b-date', date);
+    // A 12-hour or impossible time is refused with the field named, and nothing is booked.
+    for (const bad of ['2:00 PM', '24:00']) {
+      await page.fill('#b-time', bad);
+      await page.click('#b-submit');
+      await page.locator('#book-result.bad', { hasText: /^Start time: a 24-hour time/ }).waitFor({ timeout: 5000 });
+      assert.equal(await page.locator('#b-time').getAttribute('aria-invalid'), 'true');
+    }
+    await page.fill('#b-date', '2026-02-30');
+    await page.fill('#b-time', time);
+    await page.click('#b-submit');
+    await page.locator('#book-result.bad', { hasText: /^Date: 2026-02-30 is not a day/ }).waitFor({ timeout: 5000 });
+    assert.equal((await d.api('GET', '/api/v1/bookings')).data.bookings.length, 0, 'nothing booked by a refused form');
+    await page.fill('#b-date', date);
     await page.selectOption('#b-duration', '4h');
+    assert.equal(await page.inputValue('#b-time'), time);
     await page.click('#b-submit');
     await page.locator('#book-result.ok', { hasText: /approved/ }).waitFor({ timeout: 10000 });
     await page.locator('#cal-chart .seg.booking rect').first().waitFor({ state: 'attached', timeout: 10000 });
     await page.fill('#b-ngpus', '4');
     await page.click('#b-submit');
     await page.locator('#book-result.bad', { hasText: /Nearest free window/ }).waitFor({ timeout: 10000 });
+    await page.click('#book-result button');
+    assert.match(await page.inputValue('#b-date'), /^\d{4}-\d\d-\d\d$/);
+    assert.match(await page.inputValue('#b-time'), /^([01]\d|2[0-3]):[0-5]\d$/, 'the window\'s start as a 24-hour time');
     await noHorizontalScroll(page, 'calendar at 1280x800');
     await no12HourTimes(page, 'calendar');
     await page.screenshot({ path: path.join(ARTIFACTS, 'calendar-1280x800.png'), fullPage: true });

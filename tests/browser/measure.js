@@ -2,6 +2,8 @@
 // 492 waiting), the first paint and the time until the 8 GPU cards (and the 500-row queue)
 // are drawn in headless Chromium; the page's weight; the daemon's CPU with 20 dashboards open
 // for 30 s against none.  Run: GW_BUILD_DIR=build node tests/browser/measure.js
+// GW_WEB_DIR=DIR serves the page from DIR (--web-dir: another version of web/, for a before
+// and after on one build); GW_MEASURE_CPU=0 leaves out the minute of the CPU measure.
 'use strict';
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -27,6 +29,7 @@ async function main() {
   const args = ['--state-dir', state, '--socket', sock, '--listen', '127.0.0.1:0', '--simulate-gpus', '8',
                 '--nvml-lib', path.join(BUILD, 'tests/fakes/libnvidia-ml.so.1'), '--grace-seconds', '1'];
   if (process.getuid() === 0) args.push('--allow-root-jobs');
+  if (process.env.GW_WEB_DIR) args.push('--web-dir', path.resolve(process.env.GW_WEB_DIR));
   const d = spawn(path.join(BUILD, 'gpuwardd'), args, { stdio: 'ignore' });
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-measure-chromium-'));
   let ctx, browser;
@@ -43,8 +46,11 @@ async function main() {
     await sleep(3000);
 
     let weight = 0;
-    for (const p of ['/', '/static/app.js', '/static/views.js', '/static/charts.js', '/static/style.css', '/static/favicon.svg'])
-      weight += (await (await fetch(url + p)).arrayBuffer()).byteLength;
+    for (const p of ['/', '/static/app.js', '/static/views.js', '/static/charts.js', '/static/landing.js', '/static/style.css',
+                     '/static/favicon.svg']) {
+      const r = await fetch(url + p);
+      if (r.ok) weight += (await r.arrayBuffer()).byteLength; /* a web/ without landing.js: 404, not counted */
+    }
 
     ctx = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', headless: true,
                                                             viewport: { width: 1280, height: 800 }, args: ARGS });
@@ -73,6 +79,7 @@ async function main() {
                 `${med('cards').toFixed(0)} ms (5 loads)`);
     console.log(`queue with 500 jobs drawn: ${rows.toFixed(0)} ms after navigation`);
     await page.close();
+    if (process.env.GW_MEASURE_CPU === '0') return;
 
     const idle0 = cpuSeconds(d.pid); await sleep(30000); const idle = cpuSeconds(d.pid) - idle0;
     // Each dashboard in its own browser context: Chromium allows 6 connections per host and

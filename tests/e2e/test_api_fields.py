@@ -8,8 +8,8 @@ from gwtest import DaemonTest, main, wait_until
 
 GPU = ["index", "name", "uuid", "mem_total", "mem_used", "util", "mem_util", "temp", "power_w", "health",
        "drain_reason", "job", "job_info", "processes", "sampled_at"]
-PROC = ["pid", "user", "command", "mem_used", "sm_util", "job", "stray"]
-JOB_INFO = ["id", "user", "name", "start_time", "eta", "display_id"]
+PROC = ["pid", "user", "command", "mem_used", "sm_util", "cpu", "job", "stray"]
+JOB_INFO = ["id", "user", "name", "start_time", "eta", "display_id", "reclaim_at", "leak"]
 GPU_EVENT = ["time", "gpu", "node", "kind", "xid", "job", "message"]
 ATTEMPT = ["attempt", "gpus", "start_time", "end_time", "class", "evidence", "resumed_from", "epoch", "ckpt_epoch",
            "log_path", "exit_code", "signal"]
@@ -51,7 +51,7 @@ class ApiFieldsTest(DaemonTest):
 
     def check_gpus(self, run):
         gpus = self.get("/api/v1/gpus")
-        self.assertEqual(list(gpus), ["gpus", "rogue_processes", "simulated", "driver"])
+        self.assertEqual(list(gpus), ["gpus", "rogue_processes", "simulated", "driver", "host"])
         for g in gpus["gpus"]:
             self.assertEqual(list(g), GPU)
             for p in g["processes"]:

@@ -256,8 +256,8 @@ static void gpu(void **state) {
         (void) state;
         struct gw_codec_proc procs[2] = {
                 { .pid = 41, .user = "ann", .cmd = "python train.py --key s3cret", .mem = 1 << 20, .sm_util = 50,
-                  .job_id = 7, .stray = false },
-                { .pid = 42, .user = "bob", .cmd = "sleep 9", .mem = UINT64_MAX, .sm_util = -1, .job_id = 0,
+                  .cpu = 98.76, .job_id = 7, .stray = false },
+                { .pid = 42, .user = "bob", .cmd = "sleep 9", .mem = UINT64_MAX, .sm_util = -1, .cpu = -1, .job_id = 0,
                   .stray = true },
         };
         struct gw_job j = { .id = 7, .user = "ann", .name = NULL, .start_time = 3 * SEC, .eta = 0 };
@@ -265,16 +265,20 @@ static void gpu(void **state) {
                                   .has_mem = true, .has_util = true, .has_temp = false, .has_power = true,
                                   .mem_used = 1 << 20, .util = 50, .mem_util = 7, .temp_c = 99, .power_mw = 61500,
                                   .health = "drained", .drain_reason = "fan (by root)", .job_id = 7, .job = &j,
-                                  .procs = procs, .n_procs = 2, .sampled_at = 9 * SEC };
+                                  .procs = procs, .n_procs = 2, .sampled_at = 9 * SEC, .reclaim_at = 600 * SEC,
+                                  .leak_evidence = "GPU 1: +400 MiB/epoch; OOM in ~6 epochs", .leak_epochs_to_oom = 6.25,
+                                  .leak_seconds_to_oom = -1 };
         expect_json(gw_codec_gpu(&g, GW_VIEW_DETAILS),
                     "{\"index\":1,\"name\":\"A100\",\"uuid\":\"GPU-1\",\"mem_total\":17179869184,\"mem_used\":1048576,"
                     "\"util\":50,\"mem_util\":7,\"temp\":null,\"power_w\":61.5,\"health\":\"drained\","
                     "\"drain_reason\":\"fan (by root)\",\"job\":7,"
-                    "\"job_info\":{\"id\":7,\"user\":\"ann\",\"name\":\"\",\"start_time\":3.0,\"eta\":null,\"display_id\":\"7\"},"
+                    "\"job_info\":{\"id\":7,\"user\":\"ann\",\"name\":\"\",\"start_time\":3.0,\"eta\":null,\"display_id\":\"7\","
+                    "\"reclaim_at\":600.0,\"leak\":{\"evidence\":\"GPU 1: +400 MiB/epoch; OOM in ~6 epochs\","
+                    "\"epochs_to_oom\":6.25,\"seconds_to_oom\":null}},"
                     "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":\"python train.py --key s3cret\","
-                    "\"mem_used\":1048576,\"sm_util\":50,\"job\":7,\"stray\":false},"
+                    "\"mem_used\":1048576,\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false},"
                     "{\"pid\":42,\"user\":\"bob\",\"command\":\"sleep 9\",\"mem_used\":null,\"sm_util\":null,"
-                    "\"job\":null,\"stray\":true}],\"sampled_at\":9.0}");
+                    "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0}");
         g.has_mem = g.has_util = g.has_power = false;
         g.drain_reason = NULL;
         g.job_id = 0;
@@ -286,7 +290,7 @@ static void gpu(void **state) {
                     "\"util\":null,\"mem_util\":null,\"temp\":null,\"power_w\":null,\"health\":\"drained\","
                     "\"drain_reason\":null,\"job\":null,\"job_info\":null,"
                     "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":null,\"mem_used\":1048576,"
-                    "\"sm_util\":50,\"job\":7,\"stray\":false}],\"sampled_at\":null}");
+                    "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null}");
 }
 
 int main(void) {
