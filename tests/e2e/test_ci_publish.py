@@ -2,14 +2,19 @@
 and a bearer token (GPUWARD_TOKEN or --token-file), refuses to send a token over plain http
 off loopback unless GPUWARD_INSECURE=1, and refuses https; `submit --wait --follow` prints the
 job's output and exits with a code that says how it ended; a token of scope ci may submit and
-read its own jobs, nothing else."""
+read its own jobs, nothing else.  The CI examples of contrib/ci (GitLab and GitHub Actions)
+run their shell lines against a daemon on loopback with the fake trainer, as a runner would."""
 import os
 import socket
 import subprocess
 import tempfile
 import unittest
 
+import yaml
+
 import gwtest
+
+CONTRIB_CI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "contrib", "ci")
 
 
 def own_address():
@@ -170,6 +175,82 @@ class CiRemote(unittest.TestCase):
         p = self.d.cli("token", "create", "--scope", "bogus", check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("'ci'", p.stderr)
+
+
+
+def gitlab_scripts():
+    """The shell of contrib/ci/.gitlab-ci.yml's train job, one script (GitLab runs its lines in
+    one shell), and the job."""
+    with open(os.path.join(CONTRIB_CI, ".gitlab-ci.yml")) as f:
+        job = yaml.safe_load(f)["train"]
+    return ["\n".join(job["script"])], job
+
+
+def github_scripts():
+    """The run: blocks of contrib/ci/.github-workflow.yml's train job, one script each (each
+    step is a shell of its own), and the whole workflow."""
+    with open(os.path.join(CONTRIB_CI, ".github-workflow.yml")) as f:
+        wf = yaml.safe_load(f)
+    return [st["run"] for st in wf["jobs"]["train"]["steps"] if "run" in st], wf
+
+
+class CiExamples(unittest.TestCase):
+    """The examples' shell lines against one daemon; each run in a checkout of its own."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = gwtest.Daemon(gpus=2).start()
+        cls.token = cls.d.cli("token", "create", "--scope", "ci", "--name", "examples", "-q").stdout.strip()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.cleanup()
+
+    def run_example(self, scripts, baseline, trainer_args=()):
+        """Runs scripts in order, as the runner does (bash -eo pipefail), in a fresh checkout
+        with ci/baseline-map50-95.txt; (exit status of the first that failed or 0, output)."""
+        checkout = tempfile.mkdtemp(dir=self.d.work)
+        os.makedirs(os.path.join(checkout, "ci"))
+        with open(os.path.join(checkout, "ci", "baseline-map50-95.txt"), "w") as f:
+            f.write(f"{baseline}\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUWARD_")}
+        env.update(GPUWARD_URL=f"http://127.0.0.1:{self.d.port}", GPUWARD_TOKEN=self.token,
+                   PATH=f"{os.path.dirname(gwtest.GPUWARD)}:{env.get('PATH', '/usr/bin:/bin')}",
+                   TRAIN_CMD=" ".join([gwtest.TRAINER, "epochs=3", "name=ci", "--epoch-seconds", "0.2",
+                                       *trainer_args]),
+                   CI_COMMIT_SHORT_SHA="abc123", GITHUB_SHA="abc123def456")
+        out = ""
+        for script in scripts:
+            p = subprocess.run(["bash", "-eo", "pipefail", "-c", script], capture_output=True, text=True,
+                               timeout=120, env=env, cwd=checkout)
+            out += p.stdout + p.stderr
+            if p.returncode != 0:
+                return p.returncode, out
+        return 0, out
+
+    def check(self, scripts):
+        rc, out = self.run_example(scripts, 0.3)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("mAP50-95 0.", out)
+        self.assertIn("(baseline 0.3)", out)
+        rc, out = self.run_example(scripts, 0.99)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("mAP50-95 did not improve on 0.99", out)
+        rc, out = self.run_example(scripts, 0.3, ["--crash-at-epoch", "2", "--exit-code", "3"])
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("the training run did not complete", out)
+
+    def test_gitlab_job(self):
+        scripts, job = gitlab_scripts()
+        self.assertEqual(job["rules"], [{"changes": ["labels/**"]}])
+        self.check(scripts)
+
+    def test_github_workflow(self):
+        scripts, wf = github_scripts()
+        # PyYAML reads the key "on" as True (YAML 1.1).
+        self.assertEqual(wf[True]["push"]["paths"], ["labels/**"])
+        self.assertEqual(len(scripts), 2)
+        self.check(scripts)
 
 
 if __name__ == "__main__":
