@@ -48,7 +48,7 @@ static const char token_help[] =
 
 static const char create_help[] =
         "Usage: gpuward token create [--name NAME] [--expires DURATION]\n"
-        "                 [--scope ci|agent] [--node NODE] [-q] [--json]\n"
+        "                 [--scope ci | --scope agent --node NODE] [-q] [--json]\n"
         "\n"
         "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
         "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
