@@ -7,6 +7,7 @@ enum {
         GW_ROUTE_MUTATES = 1u << 0,    /* changes state: needs an identified caller, not a guest */
         GW_ROUTE_ADMIN = 1u << 1,      /* admins only */
         GW_ROUTE_AGENT = 1u << 2,      /* a node agent's token may call it (the only routes it may) */
+        GW_ROUTE_CI = 1u << 3,         /* a CI runner's token may call it (on its own jobs only) */
 };
 
 struct gw_route_ctx {

@@ -9,6 +9,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "cli/client.h"
+#include "cli/remote.h"
 #include "cli/format.h"
 #include "cli/jsonfast.h"
 
@@ -33,6 +34,16 @@ static void report_connect_error(const char *socket_path, int err, gw_usec_t tim
         case -ENAMETOOLONG:
                 cli_error("cannot reach gpuwardd at %s: the socket path is too long (at most 107 bytes)",
                           socket_path);
+                break;
+        case -EACCES: /* the TCP door only (cli_tcp_connect) */
+                cli_error("not sending GPUWARD_TOKEN to %s over plain http: the host is not this machine's "
+                          "loopback, and anyone on the path could read the token; reach gpuwardd through a "
+                          "tunnel or TLS proxy on this host (ssh -L, stunnel) and set GPUWARD_URL to its end, or "
+                          "set GPUWARD_INSECURE=1 to send it anyway", socket_path);
+                break;
+        case -EHOSTUNREACH:
+                cli_error("cannot reach gpuwardd at %s: the host name does not resolve to an address (is "
+                          "GPUWARD_URL right?)", socket_path);
                 break;
         default:
                 cli_error("cannot reach gpuwardd at %s: %s", socket_path, strerror(-err));
@@ -131,14 +142,21 @@ static int exchange_once(const struct cli_ctx *ctx, const struct cli_call *call,
                          gw_usec_t timeout, struct cli_http_response *ret) {
         gw_usec_t deadline = gw_clock_mono() + timeout;
         uid_t peer = 0;
-        _cleanup_close_ int fd = cli_unix_connect(ctx->socket_path, timeout, &peer);
+        const struct cli_remote *remote = ctx->remote;
+        const char *where = remote ? remote->url : ctx->socket_path;
+        _cleanup_close_ int fd = remote ? cli_tcp_connect(remote, timeout) : cli_unix_connect(ctx->socket_path, timeout, &peer);
         if (fd < 0) {
-                report_connect_error(ctx->socket_path, fd, timeout, peer);
+                report_connect_error(where, fd, timeout, peer);
                 return CLI_EXIT_FAIL;
         }
-        int k = cli_http_exchange(fd, req, deadline, ret);
+        struct cli_http_request r = *req;
+        if (remote) {
+                r.host = remote->hostport;
+                r.token = remote->token[0] ? remote->token : NULL;
+        }
+        int k = cli_http_exchange(fd, &r, deadline, ret);
         if (k < 0) {
-                report_exchange_error(ctx->socket_path, k, timeout);
+                report_exchange_error(where, k, timeout);
                 if (call->if_dropped && (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT))
                         fprintf(stderr, "%s\n", call->if_dropped);
                 return CLI_EXIT_FAIL;

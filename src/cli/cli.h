@@ -23,8 +23,12 @@ enum {
 struct cli_call;  /* cli/api.h */
 struct cli_table; /* cli/format.h */
 
+struct cli_remote; /* cli/remote.h */
+
 struct cli_ctx {
         const char *socket_path; /* resolved in main, replaced by a verb's --socket; borrowed */
+        const struct cli_remote *remote; /* GPUWARD_URL's daemon over TCP, unless --socket
+                                          * names a socket; NULL: the Unix socket.  Borrowed */
         bool json;               /* --json before the verb; verbs may also set it */
 };
 

@@ -1,4 +1,4 @@
-/* HTTP over the daemon's Unix socket (see client.h). */
+/* HTTP over the daemon's Unix socket, or over TCP (see client.h). */
 #include "cli/client.h"
 
 #include <errno.h>
@@ -12,11 +12,15 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/time.h"
 #include "cli/cli.h"
+#include "cli/remote.h"
 
 /* Raw bytes we accept: the body cap plus headers plus room for chunk framing. */
 #define RAW_MAX ((size_t) CLI_HTTP_MAX_BODY_BYTES + CLI_HTTP_MAX_HEADER_BYTES + 1024u * 1024u)
@@ -91,6 +95,66 @@ int cli_unix_connect(const char *path, gw_usec_t timeout, uid_t *ret_peer_uid) {
         return TAKE_FD(fd);
 }
 
+static int wait_fd(int fd, short events, gw_usec_t deadline);
+
+static bool addr_is_loopback(const struct addrinfo *ai) {
+        if (ai->ai_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *) ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+        if (ai->ai_family == AF_INET6)
+                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) ai->ai_addr)->sin6_addr);
+        return false;
+}
+
+/* One non-blocking connect to ai by deadline: the descriptor, or -errno. */
+static int tcp_connect_one(const struct addrinfo *ai, gw_usec_t deadline) {
+        _cleanup_close_ int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+                if (errno != EINPROGRESS && errno != EINTR)
+                        return -errno;
+                int r = wait_fd(fd, POLLOUT, deadline);
+                if (r < 0)
+                        return r;
+                int err = 0;
+                socklen_t len = sizeof err;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                        return -errno;
+                if (err)
+                        return -err;
+        }
+        int one = 1;
+        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return TAKE_FD(fd);
+}
+
+int cli_tcp_connect(const struct cli_remote *r, gw_usec_t timeout) {
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG };
+        struct addrinfo *res = NULL;
+        int k = getaddrinfo(r->host, r->port, &hints, &res);
+        if (k != 0)
+                return k == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+        gw_usec_t deadline = gw_clock_mono() + timeout;
+        int err = -EHOSTUNREACH;
+        for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+                /* Refused before a byte is sent: the token is in the request's first packet. */
+                if (r->token[0] && !r->insecure && !addr_is_loopback(ai)) {
+                        err = -EACCES;
+                        break;
+                }
+                int fd = tcp_connect_one(ai, deadline);
+                if (fd >= 0) {
+                        freeaddrinfo(res);
+                        return fd;
+                }
+                err = fd;
+                if (err == -ETIMEDOUT)
+                        break;
+        }
+        freeaddrinfo(res);
+        return err;
+}
+
 /* Waits until fd is ready for events or the deadline passes. */
 static int wait_fd(int fd, short events, gw_usec_t deadline) {
         for (;;) {
@@ -128,26 +192,25 @@ static int send_all(int fd, const char *p, size_t n, gw_usec_t deadline) {
 }
 
 static int send_request(int fd, const struct cli_http_request *req, gw_usec_t deadline) {
-        _cleanup_free_ char *head = NULL;
+        _cleanup_free_ char *head = NULL, *body_head = NULL;
         int n;
-        if (req->body)
-                n = asprintf(&head,
-                             "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: gpuward/%s\r\n"
-                             "Accept: application/json\r\nConnection: close\r\n"
-                             "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
-                             req->method, req->target, GW_VERSION,
-                             req->content_type ? req->content_type : "application/json",
-                             req->body_len);
-        else
-                n = asprintf(&head,
-                             "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: gpuward/%s\r\n"
-                             "Accept: application/json\r\nConnection: close\r\n\r\n",
-                             req->method, req->target, GW_VERSION);
+        if (req->body && asprintf(&body_head, "Content-Type: %s\r\nContent-Length: %zu\r\n",
+                                  req->content_type ? req->content_type : "application/json", req->body_len) < 0) {
+                body_head = NULL;
+                return -ENOMEM;
+        }
+        n = asprintf(&head,
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gpuward/%s\r\n"
+                     "Accept: application/json\r\nConnection: close\r\n%s%s%s%s\r\n",
+                     req->method, req->target, req->host ? req->host : "localhost", GW_VERSION,
+                     req->token ? "Authorization: Bearer " : "", req->token ? req->token : "",
+                     req->token ? "\r\n" : "", body_head ? body_head : "");
         if (n < 0) {
                 head = NULL;
                 return -ENOMEM;
         }
         int r = send_all(fd, head, (size_t) n, deadline);
+        explicit_bzero(head, (size_t) n); /* it holds the token */
         if (r >= 0 && req->body && req->body_len > 0)
                 r = send_all(fd, req->body, req->body_len, deadline);
         return r;

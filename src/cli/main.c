@@ -9,6 +9,8 @@
 
 #include "base/cleanup.h"
 #include "cli/cli.h"
+#include "cli/format.h"
+#include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/sbatch_words.h"
 
@@ -56,6 +58,7 @@ static void print_main_help(FILE *f) {
               "                 that exists of /run/gpuward/gpuward.sock,\n"
               "                 $XDG_RUNTIME_DIR/gpuward.sock and\n"
               "                 ${XDG_STATE_HOME:-~/.local/state}/gpuward/gpuward.sock)\n"
+              "  --token-file FILE  the bearer token for GPUWARD_URL (default: $GPUWARD_TOKEN)\n"
               "  --json         print the API's JSON instead of tables\n"
               "  -h, --help     this help; 'gpuward VERB --help' explains a verb\n"
               "  --version      print the version\n"
@@ -71,7 +74,16 @@ static void print_main_help(FILE *f) {
               "  gpuward reserve --gpus 2 --start 'tomorrow 09:00' --duration 4h\n"
               "  gpuward schedule\n"
               "\n"
-              "Exit status: 0 success, 1 failure, 2 usage error.\n",
+              "\n"
+              "A daemon on another machine (a CI runner's): GPUWARD_URL=http://HOST:PORT makes\n"
+              "gpuward talk to gpuwardd's TCP door instead of a socket (--socket still wins),\n"
+              "as the owner of the token in GPUWARD_TOKEN or --token-file (without one, as a\n"
+              "guest).  A token goes over plain http only to a loopback address unless\n"
+              "GPUWARD_INSECURE=1; https is not supported by this build: put a TLS proxy or a\n"
+              "tunnel (ssh -L) in front and point GPUWARD_URL at its end on this host.\n"
+              "\n"
+              "Exit status: 0 success, 1 failure, 2 usage error ('gpuward submit --help' has\n"
+              "the codes of submit --wait --follow).\n",
               f);
 }
 
@@ -162,7 +174,43 @@ static int run_help(struct cli_ctx *ctx, int argc, char **argv) {
         return v->run(ctx, 2, hargv);
 }
 
-enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_VERSION };
+/* GPUWARD_URL, with its token from token_file (--token-file) or GPUWARD_TOKEN, into r.
+ * Returns 1 when GPUWARD_URL is set (r filled), 0 when it is not, else the exit code after
+ * telling why, naming the variable. */
+static int resolve_remote(const char *token_file, struct cli_remote *r) {
+        const char *url = getenv("GPUWARD_URL");
+        char why[256];
+        if (!url || !*url) {
+                if (token_file)
+                        return cli_usage(NULL, "--token-file: a token is for a daemon over TCP; set GPUWARD_URL "
+                                               "to http://HOST:PORT");
+                return 0;
+        }
+        if (cli_url_parse(url, r, why, sizeof why) < 0) {
+                _cleanup_free_ char *safe = cli_sanitize(url);
+                cli_error("GPUWARD_URL '%.200s': %s", safe ? safe : "?", why);
+                return CLI_EXIT_USAGE;
+        }
+        const char *insecure = getenv("GPUWARD_INSECURE");
+        r->insecure = insecure && !strcmp(insecure, "1");
+        const char *env = getenv("GPUWARD_TOKEN");
+        if (token_file) {
+                int k = cli_remote_token_file(r, token_file);
+                if (k == -EINVAL)
+                        cli_error("--token-file %s: not a token ('gw_' and 64 hex digits, as 'gpuward token create' "
+                                  "prints)", token_file);
+                else if (k < 0)
+                        cli_error("--token-file %s: %s", token_file, strerror(-k));
+                if (k < 0)
+                        return CLI_EXIT_USAGE;
+        } else if (env && *env && cli_remote_set_token(r, env) < 0) {
+                cli_error("GPUWARD_TOKEN: not a token ('gw_' and 64 hex digits, as 'gpuward token create' prints)");
+                return CLI_EXIT_USAGE;
+        }
+        return 1;
+}
+
+enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_VERSION, OPT_TOKEN_FILE };
 
 int main(int argc, char **argv) {
         /* A reader that goes away (`gpuward logs 1 | head`) must give EPIPE, not a signal. */
@@ -173,10 +221,11 @@ int main(int argc, char **argv) {
                 { "json", no_argument, NULL, OPT_JSON },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
+                { "token-file", required_argument, NULL, OPT_TOKEN_FILE },
                 { 0 },
         };
         struct cli_ctx ctx = { 0 };
-        const char *socket_opt = NULL;
+        const char *socket_opt = NULL, *token_file = NULL;
         int c;
         opterr = 0;
         /* "+": stop at the verb; its options are its own. */
@@ -187,6 +236,9 @@ int main(int argc, char **argv) {
                         break;
                 case OPT_JSON:
                         ctx.json = true;
+                        break;
+                case OPT_TOKEN_FILE:
+                        token_file = optarg;
                         break;
                 case 'h':
                         print_main_help(stdout);
@@ -209,6 +261,15 @@ int main(int argc, char **argv) {
                 return CLI_EXIT_FAIL;
         }
         ctx.socket_path = socket_path;
+        /* ctx borrows it until the verb returns. */
+        static struct cli_remote remote;
+        if (!socket_opt || token_file) {
+                int k = resolve_remote(token_file, &remote);
+                if (k == 1)
+                        ctx.remote = &remote;
+                else if (k != 0)
+                        return k;
+        }
 
         const char *name = argv[optind];
         if (strcmp(name, "help") == 0)

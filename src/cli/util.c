@@ -220,6 +220,7 @@ int cli_take_socket(struct cli_ctx *ctx, const char *verb, const char *path) {
         if (!*path)
                 return cli_usage(verb, "--socket: the path is empty");
         ctx->socket_path = path;
+        ctx->remote = NULL; /* a socket named on the command line wins over GPUWARD_URL */
         return 0;
 }
 

@@ -282,6 +282,14 @@ static int stream_log(struct cli_ctx *ctx, struct log_state *st, bool follow, bo
         }
 }
 
+int cli_follow_log(struct cli_ctx *ctx, long long id) {
+        struct log_state st = { .id = id };
+        int r = stream_log(ctx, &st, true, true);
+        free(st.job_state);
+        free(st.told_wait);
+        return r;
+}
+
 /* Appends buf to out as valid UTF-8: bytes that are not become U+FFFD, since a log is
  * whatever a program printed and JSON cannot carry raw bytes. */
 static void put_utf8(FILE *out, const unsigned char *p, size_t n) {

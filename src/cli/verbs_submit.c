@@ -75,7 +75,15 @@ static const char submit_help[] =
         "                    5m; halfway if the limit is shorter), e.g. to save a checkpoint;\n"
         "                    as sbatch --signal B:SIG@T\n"
         "  --wait            wait until the job has ended, say how it ended, and exit 0 only\n"
-        "                    when it COMPLETED (as sbatch --wait; see 'gpuward wait')\n"
+        "                    when it COMPLETED, else 1 (as sbatch --wait; see 'gpuward wait')\n"
+        "  --follow          with --wait: print the job's output as it comes (as 'gpuward\n"
+        "                    logs -f'; how it ended goes to stderr), and exit with a code\n"
+        "                    that says how it ended, for CI: 0 COMPLETED; FAILED: the\n"
+        "                    job's exit code (1 when it had none, was killed by a signal,\n"
+        "                    or its code is 0 or one of 123-125); 123 RECLAIMED (stopped\n"
+        "                    for holding GPUs idle); 124 TIMEOUT (its time limit); 125\n"
+        "                    CANCELLED; 1 when gpuward itself failed (the daemon went\n"
+        "                    away), 2 a usage error.  Not with --array\n"
         "  --json            print {\"id\": N} (with --wait: the ended job's JSON)\n"
         "  -q, --quiet       print only the job id\n"
         "  -h, --help        this help\n"
@@ -150,6 +158,7 @@ enum {
         OPT_YOLO,
         OPT_RESERVATION,
         OPT_WAIT,
+        OPT_FOLLOW,
         OPT_SIGNAL,
         OPT_PREEMPTIBLE,
         OPT_TEXT = 0x200, /* + enum text_slot */
@@ -209,6 +218,7 @@ static const struct option submit_options[] = {
         { "array", required_argument, NULL, OPT_TEXT + T_ARRAY },
         { "json", no_argument, NULL, OPT_JSON },
         { "wait", no_argument, NULL, OPT_WAIT },
+        { "follow", no_argument, NULL, OPT_FOLLOW },
         { "signal", required_argument, NULL, OPT_SIGNAL },
         { "preemptible", no_argument, NULL, OPT_PREEMPTIBLE },
         { "quiet", no_argument, NULL, 'q' },
@@ -471,6 +481,9 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
                 return 0;
         case OPT_WAIT:
                 o->wait = true;
+                return 0;
+        case OPT_FOLLOW:
+                o->follow = true;
                 return 0;
         case 'h':
                 o->help = true;
@@ -833,6 +846,20 @@ static int print_submitted(const struct cli_ctx *ctx, const struct submit_opts *
         return CLI_EXIT_OK;
 }
 
+/* --wait --follow: the log until the job ends, then the exit code that says how it ended. */
+static int follow_job(struct cli_ctx *ctx, long long id) {
+        fflush(stdout); /* the id first, for whoever reads a pipe */
+        (void) cli_follow_log(ctx, id);
+        /* The log's reader may have gone away (a closed pipe) before the end: wait quietly. */
+        int r = cli_wait_jobs(ctx, &id, 1, 0, false, true);
+        json_t *job = r == CLI_EXIT_OK || r == CLI_EXIT_FAIL ? cli_job_get(ctx, id) : NULL;
+        if (!job)
+                return CLI_EXIT_FAIL;
+        int code = cli_job_exit_status(job);
+        json_decref(job);
+        return code;
+}
+
 static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char *const *cmd, size_t ncmd) {
         _cleanup_free_ char *cwd = NULL, *output = NULL;
         int r = resolve_cwd(o->text[T_CWD], &cwd);
@@ -854,6 +881,8 @@ static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char
         if (r == CLI_EXIT_OK)
                 r = print_submitted(ctx, o, reply, &id);
         json_decref(reply);
+        if (r == CLI_EXIT_OK && o->wait && o->follow)
+                return follow_job(ctx, id);
         if (r == CLI_EXIT_OK && o->wait) {
                 fflush(stdout); /* the id first, for whoever reads a pipe */
                 r = cli_wait_jobs(ctx, &id, 1, 0, ctx->json || o->json, o->quiet);
@@ -893,6 +922,13 @@ int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
         r = parse_args(argc, argv, NULL, &o, &pos, &dashdash);
         if (r || (o.socket && (r = cli_take_socket(ctx, "submit", o.socket))))
                 goto out;
+        if (o.follow && (!o.wait || o.text[T_ARRAY] || o.json || ctx->json)) {
+                r = cli_usage("submit", "--follow %s", !o.wait ? "goes with --wait (submit --wait --follow)"
+                                                       : o.text[T_ARRAY] ? "is for one job, not an array: follow a task "
+                                                                           "with 'gpuward logs -f 17_3'"
+                                                                         : "and --json exclude each other");
+                goto out;
+        }
 
         if (script) {
                 const char **cmd = NULL;

@@ -29,7 +29,7 @@ static const char token_help[] =
         "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
         "\n"
         "Commands:\n"
-        "  create [--name NAME] [--expires DURATION] [--scope agent --node NODE]\n"
+        "  create [--name NAME] [--expires DURATION] [--scope ci|agent --node NODE]\n"
         "                         make a token; it is printed once and never again\n"
         "  list                   your tokens (admins: everyone's), without their secret\n"
         "  revoke ID...           make tokens useless at once\n"
@@ -48,7 +48,7 @@ static const char token_help[] =
 
 static const char create_help[] =
         "Usage: gpuward token create [--name NAME] [--expires DURATION]\n"
-        "                            [--scope agent --node NODE] [-q] [--json]\n"
+        "                 [--scope ci | --scope agent --node NODE] [-q] [--json]\n"
         "\n"
         "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
         "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
@@ -60,6 +60,9 @@ static const char create_help[] =
         "  --expires DURATION\n"
         "               how long it works: 30d, 12h, 90m, up to 3650d, or never\n"
         "               (default never); then requests carrying it get 401\n"
+        "  --scope ci   a CI runner's token: it may submit jobs and read its own jobs\n"
+        "               (state, log, results), and gets 403 anywhere else, even when\n"
+        "               you are an admin; for GPUWARD_TOKEN in a CI system's secrets\n"
         "  --scope agent\n"
         "               a node agent's token (gpuwardd --agent, admins only): it may\n"
         "               only post node snapshots to a cluster's controller, and gets\n"
@@ -72,7 +75,7 @@ static const char create_help[] =
         "  -h, --help   this help\n"
         "\n"
         "Examples:\n"
-        "  gpuward token create --name ci --expires 90d\n"
+        "  gpuward token create --name ci --scope ci --expires 90d\n"
         "  TOKEN=$(gpuward token create --name laptop -q)\n"
         "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
         "  gpuward token create --scope agent --node gpu1 --expires never -q\n";
@@ -81,7 +84,8 @@ static const char list_help[] =
         "Usage: gpuward token list [--json]\n"
         "\n"
         "List your tokens (admins: everyone's): id, owner, name, scope ('agent' for a node\n"
-        "agent's token, which may only post node snapshots; '-' for one with all its\n"
+        "agent's token, which may only post node snapshots; 'ci' for a CI runner's, which\n"
+        "may only submit and read its own jobs; '-' for one with all its\n"
         "owner's rights), node (the node an agent's token may post for; '-' none: an\n"
         "agent's token made before tokens were bound to nodes is refused), when it was\n"
         "made, last used and expires ('expired' once it has).  The tokens themselves are not stored and cannot be shown again.\n"
@@ -105,7 +109,7 @@ enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE, OPT_NODE };
 struct create_opts {
         const char *name;
         const char *expires; /* as typed, checked */
-        const char *scope;   /* NULL or GW_TOKEN_SCOPE_AGENT */
+        const char *scope;   /* NULL, GW_TOKEN_SCOPE_CI or GW_TOKEN_SCOPE_AGENT */
         const char *node;    /* NULL or a node name (checked) */
         bool quiet;
 };
@@ -127,9 +131,14 @@ static int on_create_option(void *userdata, int opt, const char *arg) {
                 o->name = arg;
                 return 0;
         case OPT_SCOPE:
+                if (!strcmp(arg, GW_TOKEN_SCOPE_CI)) {
+                        o->scope = GW_TOKEN_SCOPE_CI;
+                        return 0;
+                }
                 if (strcmp(arg, GW_TOKEN_SCOPE_AGENT))
-                        return cli_usage(verb, "--scope: only '%s' (a node agent's token); without --scope a token "
-                                               "has all your rights", GW_TOKEN_SCOPE_AGENT);
+                        return cli_usage(verb, "--scope: '%s' (a CI runner's token) or '%s' (a node agent's token); "
+                                               "without --scope a token has all your rights",
+                                         GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_AGENT);
                 o->scope = GW_TOKEN_SCOPE_AGENT;
                 return 0;
         case OPT_NODE:
@@ -163,6 +172,9 @@ static void print_created(const json_t *reply, const char *token) {
                 printf("Revoke it with 'gpuward token revoke %lld'.\n", id);
                 return;
         }
+        if (scope && !strcmp(scope, GW_TOKEN_SCOPE_CI))
+                printf("It is a CI runner's token: it may submit jobs and read its own jobs, nothing\n"
+                       "else.  In the CI job: GPUWARD_URL=http://HOST:8470 GPUWARD_TOKEN=<it> gpuward submit ...\n");
         printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
                "Use it over TCP as a bearer token, with TOKEN set to it:\n"
                "    curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
@@ -195,10 +207,11 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
                 return r;
         if (optind < argc)
                 return cli_usage(verb, "unexpected argument '%s' (name the token with --name)", argv[optind]);
-        if (o.scope && !o.node)
+        bool agent = o.scope && !strcmp(o.scope, GW_TOKEN_SCOPE_AGENT);
+        if (agent && !o.node)
                 return cli_usage(verb, "--scope agent: give --node NODE, the node whose snapshots the token may "
                                        "post (one token per node)");
-        if (o.node && !o.scope)
+        if (o.node && !agent)
                 return cli_usage(verb, "--node: only a node agent's token (--scope agent) is bound to a node");
         json_t *body = o.name ? json_pack("{s:s}", "name", o.name) : json_object();
         if (!body)

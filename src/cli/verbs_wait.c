@@ -55,6 +55,28 @@ void cli_print_job_end(FILE *out, const json_t *job, long long num) {
                 fprintf(out, "Job %s %s%s%s\n", id, state ? state : "?", why && *why ? ": " : "", why ? why : "");
 }
 
+int cli_job_exit_status(const json_t *job) {
+        static const struct {
+                const char *state;
+                int code;
+        } codes[] = {
+                { "COMPLETED", CLI_EXIT_OK },
+                { "RECLAIMED", CLI_EXIT_RECLAIMED },
+                { "TIMEOUT", CLI_EXIT_TIMEOUT },
+                { "CANCELLED", CLI_EXIT_CANCELLED },
+        };
+        const char *state = cli_jstr(job, "state");
+        long long code;
+        for (size_t i = 0; state && i < ELEMENTSOF(codes); i++)
+                if (!strcmp(state, codes[i].state))
+                        return codes[i].code;
+        /* A FAILED job's own code, unless it would read as one of the states above. */
+        if (state && !strcmp(state, "FAILED") && cli_jint(job, "exit_code", &code) && code > 0 && code < 256 &&
+            (code < CLI_EXIT_RECLAIMED || code > CLI_EXIT_CANCELLED))
+                return (int) code;
+        return CLI_EXIT_FAIL;
+}
+
 /* One look at every job not ended yet: ended ones are told and kept in ended, the others'
  * states are left in still[i].  Returns the jobs still running or waiting, or -1 when a
  * look failed (told). */

@@ -22,3 +22,15 @@ void cli_print_job_end(FILE *out, const json_t *job, long long id);
  * with the numbers behind it where the CLI can tell them (logs -f, run).  malloc'ed; NULL on
  * no memory. */
 char *cli_wait_reason(struct cli_ctx *ctx, const json_t *job);
+
+/* How an ended job (GET /api/v1/jobs/ID's object) ended, as submit --wait --follow's exit
+ * status: 0 COMPLETED; FAILED: its exit code, or 1 when it has none, or it is 0 or one of
+ * the codes below; CLI_EXIT_RECLAIMED, CLI_EXIT_TIMEOUT, CLI_EXIT_CANCELLED; 1 for a job that
+ * has not ended. */
+enum { CLI_EXIT_RECLAIMED = 123, CLI_EXIT_TIMEOUT = 124, CLI_EXIT_CANCELLED = 125 };
+int cli_job_exit_status(const json_t *job);
+
+/* Prints job id's log on stdout as it comes, across its attempts, until it ends (as 'gpuward
+ * logs -f'), and how it ended on stderr.  0 when it COMPLETED, else 1 (a call failed, told;
+ * stdout was closed; it did not complete). */
+int cli_follow_log(struct cli_ctx *ctx, long long id);

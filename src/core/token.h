@@ -26,6 +26,9 @@
  * every compute node holds is not one that can do what an admin can.  No scope ("") is the
  * account's whole rights. */
 #define GW_TOKEN_SCOPE_AGENT  "agent"
+/* A CI runner's token: it may submit jobs and read its own jobs, nothing else, so that a
+ * token kept in a CI system's secrets cannot cancel, book or read what others run. */
+#define GW_TOKEN_SCOPE_CI     "ci"
 
 /* A node agent's token is bound to one node: its Slurm name, at most this many bytes. */
 #define GW_TOKEN_NODE_MAX     64

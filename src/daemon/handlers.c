@@ -125,6 +125,11 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
                 snprintf(c->node, sizeof c->node, "%s", t.node);
                 if (!c->agent)
                         set_role(d, c, false);
+                /* A CI runner's token is kept in a CI system's secrets: it acts on its own
+                 * jobs, never with its maker's admin rights. */
+                c->ci = t.ci;
+                if (c->ci)
+                        c->admin = false;
                 return;
         }
         if (!req->unix_door || !req->has_cred)
@@ -383,17 +388,17 @@ static const struct {
         struct gw_route route;
         handler_fn fn;
 } routes[] = {
-        { { "GET", "/healthz", 0 }, on_health },
-        { { "GET", "/api/v1/whoami", 0 }, on_whoami },
-        { { "POST", "/api/v1/jobs", GW_ROUTE_MUTATES }, on_submit },
+        { { "GET", "/healthz", GW_ROUTE_CI }, on_health },
+        { { "GET", "/api/v1/whoami", GW_ROUTE_CI }, on_whoami },
+        { { "POST", "/api/v1/jobs", GW_ROUTE_MUTATES | GW_ROUTE_CI }, on_submit },
         { { "POST", "/api/v1/jobs/batch", GW_ROUTE_MUTATES }, on_submit_batch },
-        { { "GET", "/api/v1/jobs", 0 }, on_list },
-        { { "GET", "/api/v1/jobs/{id}", 0 }, on_get },
+        { { "GET", "/api/v1/jobs", GW_ROUTE_CI }, on_list },
+        { { "GET", "/api/v1/jobs/{id}", GW_ROUTE_CI }, on_get },
         { { "DELETE", "/api/v1/jobs/{id}", GW_ROUTE_MUTATES }, on_cancel },
         { { "POST", "/api/v1/jobs/{id}/hold", GW_ROUTE_MUTATES }, on_hold },
         { { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES }, on_hold },
         { { "POST", "/api/v1/jobs/{id}/policy", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_job_policy },
-        { { "GET", "/api/v1/jobs/{id}/log", 0 }, on_log },
+        { { "GET", "/api/v1/jobs/{id}/log", GW_ROUTE_CI }, on_log },
         /* training awareness (training_api.c) */
         { { "GET", "/api/v1/jobs/{id}/eta", 0 }, on_job_eta },
         { { "GET", "/api/v1/jobs/{id}/snapshots", 0 }, on_job_snapshots },
@@ -405,7 +410,7 @@ static const struct {
         { { "GET", "/api/v1/gpus/events", 0 }, on_gpu_events },
         { { "GET", "/api/v1/jobs/{id}/series", 0 }, on_series },
         { { "GET", "/metrics", 0 }, on_metrics },
-        { { "GET", "/readyz", 0 }, on_ready },
+        { { "GET", "/readyz", GW_ROUTE_CI }, on_ready },
         { { "POST", "/api/v1/bookings", GW_ROUTE_MUTATES }, on_booking_create },
         { { "GET", "/api/v1/bookings", 0 }, on_booking_list },
         { { "DELETE", "/api/v1/bookings/{id}", GW_ROUTE_MUTATES }, on_booking_change },
@@ -425,7 +430,7 @@ static const struct {
         { { "POST", "/api/v1/session", 0 }, on_session },
         { { "DELETE", "/api/v1/session", 0 }, on_session },
         { { "GET", "/api/v1/gpus/history", 0 }, on_gpu_history },
-        { { "GET", "/api/v1/jobs/{id}/results", 0 }, on_job_results },
+        { { "GET", "/api/v1/jobs/{id}/results", GW_ROUTE_CI }, on_job_results },
         { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN | GW_ROUTE_AGENT }, on_agent_snapshot },
 };
 
@@ -512,6 +517,19 @@ static int64_t task_or_reply(struct gw_daemon *d, const struct gw_http_request *
         return 0;
 }
 
+/* A CI runner's token reads its own jobs only: what other users run (their commands, logs,
+ * results) is not for a secret that lives in a CI system.  false once rep holds the 403. */
+static bool ci_may_read(struct gw_daemon *d, int64_t id, const struct caller *c, struct gw_http_reply *rep) {
+        _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
+        const struct gw_job *j = gw_job_lookup(d, id, &tmp);
+        if (!j || may_touch(c, j))
+                return true; /* the handler says there is no such job */
+        char why[160];
+        gw_api_token_ci_refusal(c->token_id, why, sizeof why);
+        reply_error(rep, 403, "id", "job %lld belongs to %s; %s", (long long) j->id, j->user, why);
+        return false;
+}
+
 static bool open_to_anonymous(const char *path) {
         return !strcmp(path, "/healthz") || !strcmp(path, "/readyz") || !strcmp(path, "/api/v1/session");
 }
@@ -548,6 +566,11 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
                 gw_api_token_agent_refusal(c.token_id, why, sizeof why);
                 return reply_error(rep, 403, NULL, "%s", why);
         }
+        if (c.ci && !(r->flags & GW_ROUTE_CI)) {
+                char why[160];
+                gw_api_token_ci_refusal(c.token_id, why, sizeof why);
+                return reply_error(rep, 403, NULL, "%s", why);
+        }
         if ((r->flags & GW_ROUTE_ADMIN) && !c.admin && !c.agent)
                 return reply_error(rep, 403, NULL, "only admins may do this");
         size_t max_body = route_max_body(routes[r - table].fn);
@@ -555,6 +578,8 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
                 return reply_error(rep, 413, NULL, "request body of %zu bytes is larger than the %zu KiB %s %s takes",
                                    req->body_len, max_body >> 10, r->method, r->pattern);
         if (is_task && (id = task_or_reply(d, req, !strcmp(r->pattern, "/api/v1/jobs/{id}"), id, task, &c, rep)) <= 0)
+                return;
+        if (c.ci && id > 0 && !ci_may_read(d, id, &c, rep))
                 return;
         struct gw_route_ctx ctx = { .id = id, .route = r };
         routes[r - table].fn(d, req, &ctx, rep, &c);

@@ -17,6 +17,7 @@ struct caller {
         bool admin;
         bool guest;      /* known, and listed in --guests (never also admin) */
         bool agent;      /* by a node agent's token (never also admin): token_id says which */
+        bool ci;         /* by a CI runner's token (never also admin): its own jobs only */
         int64_t token_id;
         char node[65];   /* agent: the node its token is bound to; "" none (a token from before) */
         uid_t uid;
@@ -120,12 +121,15 @@ struct gw_token_caller {
         uint32_t uid;
         char user[64];
         bool agent; /* scope agent: it may only post node snapshots */
+        bool ci;    /* scope ci: it may only submit jobs and read its own */
         char node[65]; /* agent: the node whose snapshots it may post; "" none (made before) */
 };
 /* 0 with the token's owner in *ret; -EINVAL malformed, -EPERM unknown or revoked,
  * -EKEYEXPIRED expired, with the reason as one line in why ("token 3 expired at ..."). */
 int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_caller *ret, char *why,
                        size_t why_size);
+/* Why a CI runner's token (token id) is refused on a route not marked GW_ROUTE_CI. */
+void gw_api_token_ci_refusal(int64_t id, char *why, size_t why_size);
 /* Why an agent's token (token id) is refused anywhere but the node snapshot route. */
 void gw_api_token_agent_refusal(int64_t id, char *why, size_t why_size);
 /* Replies 429 with Retry-After and returns true when the caller is over its rate. */

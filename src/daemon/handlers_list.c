@@ -122,6 +122,10 @@ void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_
         struct gw_store_filter f = { .state_mask = mask & ~active };
         if (list_owner_filter(d, req, &f, rep) < 0)
                 return;
+        if (c->ci) { /* a CI runner's token lists its own jobs only */
+                f.uid = c->uid;
+                f.by_uid = true;
+        }
         long long limit = 100, before = 0;
         const char *ql = gw_http_query(req, "limit"), *qb = gw_http_query(req, "before");
         if ((ql && gw_parse_int(ql, 1, 10000, &limit) < 0) || (qb && gw_parse_int(qb, 1, INT64_MAX, &before) < 0)) {

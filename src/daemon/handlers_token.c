@@ -36,17 +36,24 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
         return -EINVAL;
 }
 
-/* "scope": absent or null for the account's whole rights, or "agent" (admins only: the
- * snapshots an agent posts decide what every user sees of the cluster).  0 with *ret
- * (NULL: no scope), or -EINVAL / -EPERM after the reply. */
+/* "scope": absent or null for the account's whole rights, "ci" (a CI runner's: submit and
+ * read its own jobs), or "agent" (admins only: the snapshots an agent posts decide what every
+ * user sees of the cluster).  0 with *ret (NULL: no scope), or -EINVAL / -EPERM after the
+ * reply. */
 static int token_scope(const json_t *v, const struct caller *c, const char **ret, struct gw_http_reply *rep) {
         if (!v || json_is_null(v)) {
                 *ret = NULL;
                 return 0;
         }
-        if (!json_is_string(v) || strcmp(json_string_value(v), GW_TOKEN_SCOPE_AGENT)) {
-                reply_error(rep, 400, "scope", "scope: \"%s\" (a node agent's token: node snapshots only), or "
-                                               "null for your whole rights", GW_TOKEN_SCOPE_AGENT);
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (!strcmp(s, GW_TOKEN_SCOPE_CI)) {
+                *ret = GW_TOKEN_SCOPE_CI;
+                return 0;
+        }
+        if (strcmp(s, GW_TOKEN_SCOPE_AGENT)) {
+                reply_error(rep, 400, "scope", "scope: \"%s\" (a CI runner's token: submit and read its own jobs), "
+                                               "\"%s\" (a node agent's token: node snapshots only), or null for your "
+                                               "whole rights", GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_AGENT);
                 return -EINVAL;
         }
         if (!c->admin) {
@@ -63,6 +70,8 @@ static int token_scope(const json_t *v, const struct caller *c, const char **ret
  * *ret (NULL: none), or -EINVAL after the reply. */
 static int token_node(const json_t *v, const char *scope, const char **ret, struct gw_http_reply *rep) {
         *ret = NULL;
+        if (scope && strcmp(scope, GW_TOKEN_SCOPE_AGENT))
+                scope = NULL; /* only an agent's token is bound to a node */
         if (!scope && (!v || json_is_null(v)))
                 return 0;
         if (!scope) {
@@ -122,8 +131,8 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
                 json_decref(o);
                 return reply_store_error(d, rep, "cannot record the token");
         }
-        log_info("token %lld made for %s%s%s%s", (long long) id, c->user, scope ? " (scope agent, node " : "",
-                 node ? node : "", scope ? ")" : "");
+        log_info("token %lld made for %s%s%s%s%s%s", (long long) id, c->user, scope ? " (scope " : "",
+                 scope ? scope : "", node ? ", node " : "", node ? node : "", scope ? ")" : "");
         struct gw_codec_token_made made = { .id = id, .user = c->user, .name = name, .token = token,
                                             .expires = expires, .scope = scope, .node = node };
         reply_json(rep, 201, gw_codec_token_made(&made));
@@ -261,8 +270,14 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_
         ret->uid = t.uid;
         snprintf(ret->user, sizeof ret->user, "%s", t.user);
         ret->agent = !strcmp(t.scope, GW_TOKEN_SCOPE_AGENT);
+        ret->ci = !strcmp(t.scope, GW_TOKEN_SCOPE_CI);
         snprintf(ret->node, sizeof ret->node, "%s", t.node);
         return 0;
+}
+
+void gw_api_token_ci_refusal(int64_t id, char *why, size_t why_size) {
+        snprintf(why, why_size, "token %lld is a CI runner's (scope ci): it may only submit jobs and read its own",
+                 (long long) id);
 }
 
 void gw_api_token_agent_refusal(int64_t id, char *why, size_t why_size) {
