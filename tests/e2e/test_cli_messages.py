@@ -203,7 +203,8 @@ class GpuMetricsTest(DaemonTest):
         text = wait_until(lambda: (lambda t: t if f'gpuward_gpu_allocated{{gpu="{g}"' in t and
                                    re.search(rf'(?m)^gpuward_gpu_allocated\{{gpu="{g}",uuid="[^"]*"\}} 1$', t)
                                    else None)(self.d.metrics()), what="GPU allocated in /metrics")
-        self.assertRegex(text, rf'(?m)^gpuward_gpu_job_info\{{gpu="{g}",uuid="[^"]*",job="{jid}",user="[^"]+"\}} 1$')
+        self.assertRegex(text, rf'(?m)^gpuward_gpu_job_info\{{gpu="{g}",uuid="[^"]*",job="{jid}",'
+                               rf'display_id="{jid}",user="[^"]+"\}} 1$')
         self.assertEqual(len(re.findall(r"(?m)^gpuward_gpu_job_info\{", text)), 1)
         for line in re.findall(r"(?m)^gpuward_gpu_allocated\{.*$", text):
             self.assertNotIn("job=", line)
