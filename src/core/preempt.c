@@ -21,18 +21,28 @@ gw_usec_t gw_preempt_next_ckpt(const struct gw_preempt_running *r, gw_usec_t now
 struct cand {
         const struct gw_preempt_running *r;
         long lost, expect_lost, stop_in;
+        bool later; /* its checkpoint is predicted, but beyond the grace */
 };
+
+/* How much earlier than the grace's end its predicted checkpoint must come to count as due:
+ * an epoch runs a little longer now and then, and one asked to stop the moment its checkpoint
+ * was predicted just within the grace would miss it and lose a whole epoch. */
+static gw_usec_t ckpt_slack(const struct gw_preempt_need *need, const struct gw_preempt_running *r) {
+        gw_usec_t s = r->ckpt_every / GW_PREEMPT_CKPT_SLACK_DIV;
+        return s < need->grace / 2 ? s : need->grace / 2;
+}
 
 /* What stopping r costs: with its next checkpoint due within the grace, nothing is lost and
  * the preemptor waits till then; else the work since its newest checkpoint is lost when the
  * grace is over (at once without a grace). */
 static struct cand cand_of(const struct gw_preempt_need *need, const struct gw_preempt_running *r, gw_usec_t now) {
         struct cand c = { .r = r, .lost = gw_preempt_lost_seconds(r, now) };
-        gw_usec_t next = gw_preempt_next_ckpt(r, now);
-        if (next > 0 && need->grace > 0 && next <= now + need->grace) {
+        gw_usec_t next = need->grace > 0 ? gw_preempt_next_ckpt(r, now) : 0;
+        if (next > 0 && next + ckpt_slack(need, r) <= now + need->grace) {
                 c.stop_in = (long) ((next - now) / GW_USEC_PER_SEC);
                 return c;
         }
+        c.later = next > 0;
         c.stop_in = (long) (need->grace / GW_USEC_PER_SEC);
         c.expect_lost = c.lost + c.stop_in;
         return c;
@@ -75,8 +85,11 @@ int gw_preempt_decide(const struct gw_preempt_need *need, const struct gw_preemp
         struct cand c[GW_PREEMPT_MAX];
         size_t nc = 0;
         for (size_t i = 0; i < n && nc < GW_PREEMPT_MAX; i++)
-                if (eligible(need, &running[i]))
-                        c[nc++] = cand_of(need, &running[i], now);
+                if (eligible(need, &running[i])) {
+                        c[nc] = cand_of(need, &running[i], now);
+                        if (!c[nc].later || need->lossy_ok)
+                                nc++; /* else: wait for its checkpoint, it loses nothing then */
+                }
         qsort(c, nc, sizeof *c, cand_cmp);
         bool chosen[GW_PREEMPT_MAX] = { false };
         uint64_t mask = need->free_mask;
@@ -87,8 +100,6 @@ int gw_preempt_decide(const struct gw_preempt_need *need, const struct gw_preemp
         }
         if (usable(need, mask) < need->ngpus)
                 return 0;
-        if (!need->lossy_ok && k && c[k - 1].expect_lost > 0)
-                return 0; /* wait: a checkpoint may come due within the grace before long */
         /* A later (costlier) victim may have made an earlier one unnecessary, or the reverse:
          * let go of each that the rest do without, the costliest first. */
         for (size_t i = k; i-- > 0;) {

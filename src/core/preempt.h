@@ -10,11 +10,16 @@
  *   - a victim is stopped right after its next checkpoint, or when the grace is over; so
  *     victims are taken by the least work they would lose first: none for one whose next
  *     checkpoint, predicted from the spacing of its own (its epoch times), comes within the
- *     grace, else what it did since its newest checkpoint (or its start) until the grace is
+ *     grace (a tenth of its spacing, at most half the grace, before its end), else what it did since its newest checkpoint (or its start) until the grace is
  *     over; then the soonest stop (the preemptor waits for it), then the lowest priority,
  *     then the latest start, until the GPUs free now plus theirs are enough; then any victim
  *     the others make unnecessary is let go again (the costliest first), so none is stopped
  *     for nothing;
+ *   - a victim whose next checkpoint is predicted but not due within the grace is not taken
+ *     for a waiting job (unless lossy_ok): its checkpoint comes within one spacing, and
+ *     until then it goes on working, so waiting for it costs the preemptor time but wastes
+ *     no work.  One whose checkpoint cannot be predicted (spacing unknown, overdue, or no
+ *     grace to wait in) would lose work whenever it is taken: it is taken by its loss;
  *   - none at all when no such set frees enough GPUs: stopping some would help nobody. */
 #pragma once
 #include <stdbool.h>
@@ -24,6 +29,9 @@
 #include "base/time.h"
 
 #define GW_PREEMPT_MAX 64
+/* A predicted checkpoint counts as due within the grace only this share of its spacing (1/N)
+ * before the grace ends, and at most half the grace before. */
+#define GW_PREEMPT_CKPT_SLACK_DIV 10
 
 struct gw_preempt_running {
         int64_t id;
@@ -47,10 +55,16 @@ struct gw_preempt_need {
         bool unresumable_ok;    /* preempt_unresumable: a job that cannot resume may be a victim */
         gw_usec_t grace;        /* preempt_grace: how long a victim's stop waits for its
                                  * checkpoint; 0: it is stopped at once */
-        bool lossy_ok;          /* victims that would lose work may be taken (the preemptor
-                                 * has waited long enough); else only those whose checkpoint
-                                 * is due within the grace, and none till then */
+        bool lossy_ok;          /* a victim whose checkpoint is predicted but not yet due
+                                 * within the grace may be taken too, losing work (a
+                                 * booking's window, which cannot wait); else it is left
+                                 * until its checkpoint comes due */
 };
+
+/* How many waiting jobs, in queue order, the shell offers victims in one pass (the first that
+ * gets a plan preempts).  One whose victims' checkpoints are not due yet would otherwise hold
+ * back every job behind it, which then waits too, or loses work it need not. */
+#define GW_PREEMPT_PREEMPTORS 8
 
 struct gw_preempt_victim {
         int64_t id;

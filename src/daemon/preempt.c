@@ -151,17 +151,20 @@ static bool in_flight(struct gw_daemon *d) {
         return any || reserving(d);
 }
 
-/* The highest waiting job that only lacks GPUs: not held, not in a retry's backoff, not in a
- * booking (its GPUs are its booking's), its dependency met, not waiting on a quota. */
-static struct gw_djob *preemptor(const struct gw_daemon *d) {
-        for (size_t i = 0; i < d->jobs.n_queue && i < PREEMPTOR_SCAN; i++) {
-                struct gw_djob *dj = d->jobs.queue[i];
+/* The next waiting job from queue position *pos that only lacks GPUs: not held, not in a
+ * retry's backoff, not in a booking (its GPUs are its booking's), its dependency met, not
+ * waiting on a quota; *pos moved past it.  NULL none. */
+static struct gw_djob *preemptor_from(const struct gw_daemon *d, size_t *pos) {
+        for (; *pos < d->jobs.n_queue && *pos < PREEMPTOR_SCAN; ++*pos) {
+                struct gw_djob *dj = d->jobs.queue[*pos];
                 const struct gw_job *j = dj->job;
                 if (j->state != GW_JOB_PENDING || j->not_before || j->booking_id || dj->dep != GW_DEP_SATISFIED)
                         continue;
                 if (j->wait_reason == GW_REASON_NONE || j->wait_reason == GW_REASON_RESOURCES ||
-                    j->wait_reason == GW_REASON_PRIORITY)
+                    j->wait_reason == GW_REASON_PRIORITY) {
+                        ++*pos;
                         return dj;
+                }
         }
         return NULL;
 }
@@ -377,15 +380,17 @@ static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r
 
 /* core/preempt.h's choice, first without the checkpoints' times: whether enough GPUs can be
  * freed does not depend on them, and a pass that preempts nobody (most) looks at no file.
- * 0 with plan, or -ENOENT: nobody. */
+ * *looked: the times are in r already (one look serves every preemptor of a pass).  0 with
+ * plan, or -ENOENT: nobody (now). */
 static int choose(const struct gw_daemon *d, const struct gw_preempt_need *need, struct gw_preempt_running *r,
-                  struct gw_djob **djs, size_t n, struct gw_preempt_plan *plan) {
-        if (gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n)
+                  struct gw_djob **djs, size_t n, bool *looked, struct gw_preempt_plan *plan) {
+        if (!*looked && (gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n))
                 return -ENOENT;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !*looked; i++) {
                 r[i].ckpt_time = ckpt_time(d, djs[i]);
                 r[i].ckpt_every = gw_training_ckpt_every(djs[i]);
         }
+        *looked = true;
         return gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n ? -ENOENT : 0;
 }
 
@@ -430,7 +435,8 @@ static bool for_bookings(struct gw_daemon *d) {
                         .grace = d->cfg->preempt_grace,
                 };
                 struct gw_preempt_plan plan;
-                if (choose(d, &need, r, djs, n, &plan) < 0)
+                bool looked = false;
+                if (choose(d, &need, r, djs, n, &looked, &plan) < 0)
                         continue;
                 char what[160];
                 snprintf(what, sizeof what, "booking %lld (%s)", (long long) bk->id, bk->user);
@@ -458,32 +464,28 @@ static bool preemptor_allowed(struct gw_daemon *d, const struct gw_job *j, uint6
         return !sj.none_allowed;
 }
 
-static void decide(struct gw_daemon *d) {
-        struct gw_djob *by = preemptor(d);
-        if (!by)
-                return;
+/* Whether a lower-priority preemptible job runs at all: the cheap test before any plan. */
+static bool any_below(const struct gw_daemon *d, int priority) {
+        for (size_t i = 0; i < d->jobs.n_running; i++)
+                if (d->jobs.running[i]->job->priority < priority &&
+                    gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job))
+                        return true;
+        return false;
+}
+
+/* Victims for by (a waiting job), begun, and its reservation made.  Whether it had any.  A
+ * victim whose checkpoint (from its own epoch times) is due within the grace goes first; one
+ * whose checkpoint is predicted later is left until it is due (lossy_ok false: it loses
+ * nothing then); one whose checkpoint cannot be predicted is taken by the work it loses. */
+static bool preempt_for(struct gw_daemon *d, struct gw_djob *by, struct gw_preempt_running *r, struct gw_djob **djs,
+                        size_t n, bool *looked) {
         const struct gw_job *pj = by->job;
-        /* Cheap first: a lower-priority preemptible job must be running at all. */
-        bool any = false;
-        for (size_t i = 0; i < d->jobs.n_running && !any; i++)
-                any = d->jobs.running[i]->job->priority < pj->priority &&
-                      gw_config_job_preemptible(d->cfg, d->jobs.running[i]->job);
-        if (!any)
-                return;
-        /* A victim whose next checkpoint (from its own epoch times) is due within the grace goes
-         * first; lossy_ok: one that would lose work is still taken when no such one frees
-         * enough, the least loss first, as the preemptor would otherwise wait for ever. */
         struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
-                                        .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true,
+                                        .unresumable_ok = d->cfg->preempt_unresumable,
                                         .grace = d->cfg->preempt_grace };
-        if (!preemptor_allowed(d, pj, &need.allowed))
-                return;
-        struct gw_preempt_running r[GW_PREEMPT_MAX];
-        struct gw_djob *djs[GW_PREEMPT_MAX];
-        size_t n = running_in(d, r, djs);
         struct gw_preempt_plan plan;
-        if (choose(d, &need, r, djs, n, &plan) < 0)
-                return;
+        if (!preemptor_allowed(d, pj, &need.allowed) || choose(d, &need, r, djs, n, looked, &plan) < 0)
+                return false;
         char what[160];
         describe(pj, what, sizeof what);
         start_all(d, &plan, r, djs, n, what, by);
@@ -494,6 +496,29 @@ static void decide(struct gw_daemon *d) {
         /* The victims have preempt_grace, then the stop's own grace; a little more for their
          * ends to be told. */
         by->preempt->reserve_until = d->now + d->cfg->preempt_grace + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+        return true;
+}
+
+/* The first of the queue's GW_PREEMPT_PREEMPTORS waiting jobs that gets victims preempts: one
+ * still waiting for its victims' checkpoints does not hold back those behind it. */
+static void decide(struct gw_daemon *d) {
+        struct gw_preempt_running r[GW_PREEMPT_MAX];
+        struct gw_djob *djs[GW_PREEMPT_MAX];
+        size_t n = 0, pos = 0;
+        bool listed = false, looked = false;
+        for (int t = 0; t < GW_PREEMPT_PREEMPTORS; t++) {
+                struct gw_djob *by = preemptor_from(d, &pos);
+                if (!by)
+                        return;
+                if (!any_below(d, by->job->priority))
+                        continue;
+                if (!listed) {
+                        n = running_in(d, r, djs);
+                        listed = true;
+                }
+                if (preempt_for(d, by, r, djs, n, &looked))
+                        return;
+        }
 }
 
 void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {

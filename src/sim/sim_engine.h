@@ -105,10 +105,10 @@ void gw_sim_release(struct eng *e, int64_t ji);
 double gw_sim_gpu_h(double gpus, gw_usec_t d);
 
 /* sim_preempt.c */
-/* After the scheduler's passes: when no preemption is in flight, the queue's highest job
- * (not in a backoff or a booking) gets the victims gw_preempt_decide chooses on the first
- * node where there are enough; each victim's end is moved to just after its next checkpoint
- * is seen (a sample later), or its grace.  0 or -errno. */
+/* After the scheduler's passes: when no preemption is in flight, the first of the queue's
+ * GW_PREEMPT_PREEMPTORS highest jobs (not in a backoff or a booking) that gets victims from
+ * gw_preempt_decide on some node gets those of the node whose plan loses least; each
+ * victim's end is moved to just after its next checkpoint, or its grace.  0 or -errno. */
 int gw_sim_preempt_pass(struct eng *e);
 /* A victim's attempt ended at work w, its checkpoint ck.  Preempted (cause PREEMPT): its work
  * since the checkpoint is lost, the job waits again (no retry counted) to resume from the

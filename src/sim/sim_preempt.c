@@ -5,9 +5,10 @@
  * --preemptible, and resumes from its checkpoint; a victim stops a second after its next
  * checkpoint (the daemon watches its run folder while the stop waits), or when preempt_grace
  * is over if that comes first (a stalled job never checkpoints again).  Victims are chosen by
- * core/preempt.h from their checkpoint spacing (the daemon's: their own epoch times), and one
- * that would lose work only once the preemptor has waited preempt_grace.  One preemption at a time, for
- * the queue's highest job that is not in a retry's backoff or a booking, as the daemon does. */
+ * core/preempt.h from their checkpoint spacing (the daemon's: their own epoch times): one
+ * whose checkpoint is not due within the grace is left until it is.  One preemption at a
+ * time, for the first of the queue's highest jobs (not in a retry's backoff or a booking)
+ * that gets victims, as the daemon does. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -55,12 +56,14 @@ static void schedule_stop(struct eng *e, int64_t ji) {
         gw_sim_heap_push(&e->heap, stop, GW_SIM_EV_END, ji, r->attempts);
 }
 
-/* The queue's highest job a preemption may serve; -1 none. */
-static int64_t preemptor(const struct eng *e) {
-        for (size_t i = e->pq.front; i < e->pq.n; i++) {
-                int64_t ji = e->pq.v[i];
-                if (ji >= 0 && !e->jr[ji].backoff && !e->jr[ji].booking)
+/* The next job of the queue from *pos a preemption may serve, *pos moved past it; -1 none. */
+static int64_t preemptor_from(const struct eng *e, size_t *pos) {
+        for (; *pos < e->pq.n; ++*pos) {
+                int64_t ji = e->pq.v[*pos];
+                if (ji >= 0 && !e->jr[ji].backoff && !e->jr[ji].booking) {
+                        ++*pos;
                         return ji;
+                }
         }
         return -1;
 }
@@ -71,8 +74,6 @@ static int node_plan(struct eng *e, int node, int64_t pi, struct gw_preempt_runn
         const struct gw_sim_job *pj = &e->w->jobs[pi];
         const struct node *nd = &e->nodes[node];
         struct gw_preempt_need need = { .ngpus = pj->ngpus, .priority = pj->priority, .grace = e->cfg->preempt_grace };
-        /* Work is lost to it only once it has waited a grace more than a checkpoint could take. */
-        need.lossy_ok = e->now - (GW_SIM_EPOCH + pj->submit) >= 2 * e->cfg->preempt_grace;
         size_t n = 0;
         plan->n = 0;
         /* Only GPUs its bookings' calendar lets it take: stopping others would serve nobody. */
@@ -132,12 +133,9 @@ void gw_sim_preempt_filter(struct eng *e, int node, size_t n) {
         }
 }
 
-int gw_sim_preempt_pass(struct eng *e) {
-        if (e->n_preempting || reserving(e) || e->n_running == 0)
-                return 0;
-        int64_t pi = preemptor(e);
-        if (pi < 0)
-                return 0;
+/* The plan for the preemptor pi on the node whose plan loses least, carried out; *ret_done:
+ * whether there was one.  0 or -errno. */
+static int preempt_for(struct eng *e, int64_t pi, bool *ret_done) {
         const struct gw_sim_job *pj = &e->w->jobs[pi];
         struct gw_preempt_running run[GW_PREEMPT_MAX];
         struct gw_preempt_plan best = { .n = 0 }, plan;
@@ -164,8 +162,25 @@ int gw_sim_preempt_pass(struct eng *e) {
                         best_wait = wait;
                 }
         }
+        *ret_done = best_node >= 0;
         if (best_node >= 0)
                 carry_out(e, best_node, pi, &best, best_free);
+        return 0;
+}
+
+int gw_sim_preempt_pass(struct eng *e) {
+        if (e->n_preempting || reserving(e) || e->n_running == 0)
+                return 0;
+        size_t pos = e->pq.front;
+        bool done = false;
+        for (int t = 0; t < GW_PREEMPT_PREEMPTORS && !done; t++) {
+                int64_t pi = preemptor_from(e, &pos);
+                if (pi < 0)
+                        return 0;
+                int k = preempt_for(e, pi, &done);
+                if (k < 0)
+                        return k;
+        }
         return 0;
 }
 

@@ -119,8 +119,8 @@ static void a_booking_takes_any_priority_on_its_gpus(void **state) {
  * would lose work is taken, and nobody at all till a checkpoint comes due. */
 static void a_checkpoint_due_within_the_grace_goes_first(void **state) {
         (void) state;
-        struct gw_preempt_running r[] = { job(1, 0, 0, 5000, 10), job(2, 1, 0, 5000, 3000), job(3, 2, 0, 5000, 3300) };
-        r[0].ckpt_every = r[1].ckpt_every = r[2].ckpt_every = 3600 * S; /* next: in 3590, 600, 300 s */
+        struct gw_preempt_running r[] = { job(1, 0, 0, 5000, 10), job(2, 1, 0, 5000, 3300), job(3, 2, 0, 5000, 3400) };
+        r[0].ckpt_every = r[1].ckpt_every = r[2].ckpt_every = 3600 * S; /* next: in 3590, 300, 200 s */
         struct gw_preempt_need need = need_of(1, 5);
         need.grace = 600 * S;
         struct gw_preempt_plan p;
@@ -128,8 +128,8 @@ static void a_checkpoint_due_within_the_grace_goes_first(void **state) {
         assert_int_equal(p.n, 1);
         assert_int_equal(p.victims[0].id, 3);
         assert_int_equal(p.victims[0].expect_lost_s, 0);
-        assert_int_equal(p.victims[0].stop_in_s, 300);
-        assert_int_equal(p.victims[0].lost_s, 3300);
+        assert_int_equal(p.victims[0].stop_in_s, 200);
+        assert_int_equal(p.victims[0].lost_s, 3400);
         need.lossy_ok = false;
         need.ngpus = 3;
         assert_int_equal(gw_preempt_decide(&need, r, 3, NOW, &p), 0);
@@ -142,7 +142,85 @@ static void a_checkpoint_due_within_the_grace_goes_first(void **state) {
         /* Overdue (a run past its usual epoch may hang): its checkpoint is not counted on. */
         r[2].ckpt_time = NOW - 4000 * S;
         assert_int_equal(gw_preempt_next_ckpt(&r[2], NOW), 0);
-        assert_int_equal(gw_preempt_next_ckpt(&r[1], NOW), NOW + 600 * S);
+        assert_int_equal(gw_preempt_next_ckpt(&r[1], NOW), NOW + 300 * S);
+}
+
+/* A checkpoint predicted just within the grace is not counted on: an epoch a little longer
+ * than usual would miss it.  It must come a tenth of its spacing (at most half the grace)
+ * before the grace's end. */
+static void a_checkpoint_at_the_edge_of_the_grace_is_not_due(void **state) {
+        (void) state;
+        struct gw_preempt_running r[] = { job(1, 0, 0, 5000, 3050) };
+        r[0].ckpt_every = 3600 * S; /* next in 550 s: the slack is 300 s (half the grace) */
+        struct gw_preempt_need need = need_of(1, 5);
+        need.grace = 600 * S;
+        need.lossy_ok = false;
+        struct gw_preempt_plan p;
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW, &p), 0);
+        assert_int_equal(p.n, 0);
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW + 250 * S, &p), 0);
+        assert_int_equal(p.n, 1);
+        assert_int_equal(p.victims[0].stop_in_s, 300);
+        /* A spacing of 1000 s: a slack of 100 s. */
+        r[0].ckpt_every = 1000 * S;
+        r[0].ckpt_time = NOW - 450 * S; /* next in 550 s */
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW, &p), 0);
+        assert_int_equal(p.n, 0);
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW + 50 * S, &p), 0);
+        assert_int_equal(p.n, 1);
+        assert_int_equal(p.victims[0].expect_lost_s, 0);
+}
+
+/* For a waiting job (no lossy_ok): a victim whose checkpoint is predicted beyond the grace is
+ * left until it comes due (it goes on working meanwhile); one whose checkpoint cannot be
+ * predicted loses work whenever it is taken, and is taken by its loss. */
+static void a_checkpoint_predicted_later_is_waited_for(void **state) {
+        (void) state;
+        struct gw_preempt_running r[] = { job(1, 0, 0, 5000, 10), job(2, 1, 0, 5000, 100) };
+        r[0].ckpt_every = 3600 * S; /* next in 3590 s; job 2's spacing is not known */
+        struct gw_preempt_need need = need_of(1, 5);
+        need.grace = 600 * S;
+        need.lossy_ok = false;
+        struct gw_preempt_plan p;
+        assert_int_equal(gw_preempt_decide(&need, r, 2, NOW, &p), 0);
+        assert_int_equal(p.n, 1);
+        assert_int_equal(p.victims[0].id, 2); /* 700 s lost against job 1's 610 s, but job 1 can lose none */
+        assert_int_equal(p.victims[0].expect_lost_s, 700);
+        /* Both needed: job 1 is not due yet, so nobody now. */
+        need.ngpus = 2;
+        assert_int_equal(gw_preempt_decide(&need, r, 2, NOW, &p), 0);
+        assert_int_equal(p.n, 0);
+        /* 3300 s on, job 1's checkpoint is 290 s away: both go, job 1 losing nothing. */
+        gw_usec_t later = NOW + 3300 * S;
+        assert_int_equal(gw_preempt_decide(&need, r, 2, later, &p), 0);
+        assert_int_equal(p.n, 2);
+        assert_int_equal(p.victims[0].id, 1);
+        assert_int_equal(p.victims[0].expect_lost_s, 0);
+        assert_int_equal(p.victims[0].stop_in_s, 290);
+        /* A booking's window cannot wait: lossy_ok takes job 1 at once. */
+        need.lossy_ok = true;
+        assert_int_equal(gw_preempt_decide(&need, r, 2, NOW, &p), 0);
+        assert_int_equal(p.n, 2);
+}
+
+/* What is never waited for: no grace to wait in, and a checkpoint overdue (it may hang). */
+static void no_grace_or_overdue_is_not_waited_for(void **state) {
+        (void) state;
+        struct gw_preempt_running r[] = { job(1, 0, 0, 5000, 10) };
+        r[0].ckpt_every = 3600 * S;
+        struct gw_preempt_need need = need_of(1, 5);
+        need.lossy_ok = false;
+        struct gw_preempt_plan p;
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW, &p), 0);
+        assert_int_equal(p.n, 1); /* grace 0: it is stopped at once whenever it is taken */
+        assert_int_equal(p.victims[0].expect_lost_s, 10);
+        need.grace = 600 * S;
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW, &p), 0);
+        assert_int_equal(p.n, 0);
+        r[0].ckpt_time = NOW - 4000 * S;
+        assert_int_equal(gw_preempt_decide(&need, r, 1, NOW, &p), 0);
+        assert_int_equal(p.n, 1);
+        assert_int_equal(p.victims[0].expect_lost_s, 4600);
 }
 
 static void bad_input(void **state) {
@@ -162,6 +240,9 @@ int main(void) {
                 cmocka_unit_test(victims_the_others_make_unneeded_are_let_go),
                 cmocka_unit_test(a_booking_takes_any_priority_on_its_gpus),
                 cmocka_unit_test(a_checkpoint_due_within_the_grace_goes_first),
+                cmocka_unit_test(a_checkpoint_at_the_edge_of_the_grace_is_not_due),
+                cmocka_unit_test(a_checkpoint_predicted_later_is_waited_for),
+                cmocka_unit_test(no_grace_or_overdue_is_not_waited_for),
                 cmocka_unit_test(bad_input),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
