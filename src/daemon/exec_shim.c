@@ -164,7 +164,9 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         if (main_alive && kill(-j->pid, sig) == 0)
                 group = j->pid;
         int r = group ? 0 : -ESRCH;
-        bool by_cgroup = j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig, group) >= 0;
+        /* An empty cgroup reached nobody: a job just launched may not have joined it yet, and
+         * is then the shim's child, which the tree below reaches. */
+        bool by_cgroup = j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig, group) > 0;
         if (by_cgroup)
                 r = 0;
         if ((!by_cgroup || sig == SIGKILL) && j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start) &&
