@@ -518,7 +518,7 @@ static json_t *enc_reasons(const struct gw_job *j) {
                 .drained = j->drain_view,
         };
         struct gw_why w[GW_WHY_MAX];
-        size_t n = gw_why_list(main, j->wait_why & ~GW_WHY_BIT(j->wait_reason), &f, w, GW_WHY_MAX);
+        size_t n = gw_why_list(main, j->wait_why & ~gw_why_bit(j->wait_reason), &f, w, GW_WHY_MAX);
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(a, json_pack("{s:s,s:o}", "code", gw_job_reason_name(w[i].code), "text",
                                                    gw_json_text(w[i].text)));

@@ -63,7 +63,7 @@ static uint32_t why_one(const struct why_gpus *g, const struct gw_sched_job *j, 
                 bits |= GW_WHY_BIT(GW_REASON_HELD);
         if (j->backoff)
                 bits |= GW_WHY_BIT(GW_REASON_BACKOFF);
-        if (j->blocked != GW_REASON_NONE && j->blocked < _GW_REASON_MAX)
+        if (j->blocked > GW_REASON_NONE && j->blocked < _GW_REASON_MAX)
                 bits |= GW_WHY_BIT(j->blocked);
         if (j->dep != GW_DEP_SATISFIED)
                 bits |= GW_WHY_BIT(GW_REASON_DEPENDENCY);

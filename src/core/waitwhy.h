@@ -6,6 +6,7 @@
  * input as the plan, after it, for all of them; gw_why_list puts them into words, the
  * plan's own reason (the API's `reason`) first. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,11 @@
 
 /* A set of reasons: bit (1u << reason) for each. */
 #define GW_WHY_BIT(r) (UINT32_C(1) << (r))
+
+/* The same for a reason read from elsewhere (the store): 0 for one out of range. */
+static inline uint32_t gw_why_bit(enum gw_job_reason r) {
+        return r >= 0 && r < _GW_REASON_MAX ? GW_WHY_BIT(r) : 0;
+}
 
 /* After gw_sched_plan (or _fair) of in gave plan: for each pending job i, every reason it
  * cannot start now into ret_bits[i], plan->reasons[i]'s included (0 for a job that

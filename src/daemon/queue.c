@@ -258,7 +258,7 @@ const char *gw_queue_drained_words(const struct gw_daemon *d, const struct gw_jo
 
 const char *gw_job_drained_view(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n) {
         bool waits = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
-        if (!waits || !((j->wait_why | GW_WHY_BIT(j->wait_reason)) & GW_WHY_BIT(GW_REASON_DRAINED)))
+        if (!waits || !((j->wait_why | gw_why_bit(j->wait_reason)) & GW_WHY_BIT(GW_REASON_DRAINED)))
                 return NULL;
         return gw_queue_drained_words(d, j, buf, n);
 }
