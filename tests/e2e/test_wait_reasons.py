@@ -65,7 +65,7 @@ class DrainedGpuTest(gwtest.DaemonTest):
         self.assertEqual(self.d.api("POST", "/api/v1/gpus/2/undrain")[0], 200)
         j = self.d.wait_job(big, lambda j: j["reason"] == "Resources", timeout=20, what="Resources")
         self.assertNotIn("Drained", [x["code"] for x in j["reasons"]])
-        for jid in (big, small, runner):
+        for jid in (small, big, runner):  # the waiting ones first: none may start on what a cancel frees
             self.d.cli("cancel", jid)
 
 
