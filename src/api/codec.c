@@ -17,6 +17,7 @@
 #include "core/directive.h"
 #include "core/fairshare.h"
 #include "core/jobarray.h"
+#include "core/waitwhy.h"
 
 #define MAX_ARGS 4096
 #define MAX_ENV 4096
@@ -499,6 +500,31 @@ static json_t *enc_reason(const struct gw_job *j, unsigned view) {
         return gw_codec_evidence(j->end_reason, view, j->signal, j->has_exit, j->exit_code);
 }
 
+/* Every reason a queued job waits, main first ({"code": "Quota", "text": "max_gpus=1, ..."});
+ * [] for any other job.  The shown reason (Preempted) stands in for the one it replaces. */
+static json_t *enc_reasons(const struct gw_job *j) {
+        json_t *a = json_array();
+        if (j->state != GW_JOB_PENDING && j->state != GW_JOB_HELD)
+                return a;
+        enum gw_job_reason main = gw_job_reason_shown(j);
+        struct gw_why_facts f = {
+                .ngpus = j->ngpus,
+                .priority = j->priority,
+                .after_job = j->after_job,
+                .after_ok = j->after_kind == GW_DEP_KIND_OK,
+                .booking_id = j->booking_id,
+                .quota = j->wait_detail,
+                .preempted_by = j->preempted_by,
+                .drained = j->drain_view,
+        };
+        struct gw_why w[GW_WHY_MAX];
+        size_t n = gw_why_list(main, j->wait_why & ~gw_why_bit(j->wait_reason), &f, w, GW_WHY_MAX);
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, json_pack("{s:s,s:o}", "code", gw_job_reason_name(w[i].code), "text",
+                                                   gw_json_text(w[i].text)));
+        return a;
+}
+
 static json_t *enc_after(const struct gw_job *j) {
         if (j->after_job <= 0)
                 return json_null();
@@ -595,6 +621,7 @@ FIELD(array_index, j->array_job > 0 ? json_integer(j->array_index) : json_null()
 FIELD(node, j->node_view && *j->node_view ? gw_json_text(j->node_view) : json_null())
 FIELD(display_id, gw_codec_display_id(j))
 FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(j->wait_view) : json_null())
+FIELD(reasons, enc_reasons(j))
 #undef FIELD
 
 static const struct {
@@ -652,6 +679,7 @@ static const struct {
         { "node", enc_f_node },
         { "display_id", enc_f_display_id },
         { "predicted_wait", enc_f_predicted_wait },
+        { "reasons", enc_f_reasons },
 };
 
 

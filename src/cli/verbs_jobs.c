@@ -31,6 +31,7 @@ static const char queue_help[] =
         "shows the GPUs a running job holds, or why a waiting job waits (on a Slurm\n"
         "cluster a NODE column follows: the node Slurm runs the job on):\n"
         "  (Resources)   not enough free GPUs        (Dependency)  waits for --after\n"
+        "  (Drained)     it needs a GPU out of service (drained or unhealthy) back\n"
         "  (Held)        held; 'gpuward release'     (Priority)    others go first\n"
         "  (Backoff)     a retry, after its delay    (Quota)       its user is at a limit\n"
         "  (Reservation) its booking has not begun, or the free GPUs are booked before\n"
@@ -42,6 +43,8 @@ static const char queue_help[] =
         "                before others of its priority\n"
         "  0,1 (stopping) a running job cancelled or stopped whose processes are ending;\n"
         "                'gpuward show' says why\n"
+        "A waiting job held back by more than one thing shows the first and how many\n"
+        "more, (Quota: max_gpus=1, 1 in use by job 24 +1); 'gpuward show' lists them all.\n"
         "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
         "length (a hung run most often) instead of an ETA that no longer moves.\n"
         "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
@@ -182,7 +185,7 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (!json && cli_query_add(&target, "fields",
                                        is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
                                                   "eta,eta_overdue,predicted_start,latest_start,priority,fairshare,"
-                                                  "array,array_waiting,array_job_id,array_index,node,predicted_wait"
+                                                  "array,array_waiting,array_job_id,array_index,node,predicted_wait,reasons"
                                                 : "id,name,user,state,exit_code,signal,start_time,end_time,"
                                                   "array_job_id,array_index") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
@@ -238,7 +241,8 @@ static const json_t *job_at(const struct job_list *l, size_t i, json_t *scratch)
 }
 
 /* The queue's last column: where a running job runs ("0,1", "0,1 (stopping)" while a stop
- * is under way: the reason says why), or why a waiting one waits. */
+ * is under way: the reason says why), or why a waiting one waits, "+1" when it waits for
+ * more than that (`gpuward show` lists them). */
 static char *where_or_why(const json_t *job) {
         const char *state = cli_jstr(job, "state");
         const char *reason = cli_jstr(job, "reason");
@@ -251,8 +255,11 @@ static char *where_or_why(const json_t *job) {
                 free(gpus);
                 return out;
         }
-        char *out = NULL;
-        if (asprintf(&out, "(%s)", reason && *reason ? reason : "-") < 0)
+        char *out = NULL, more[32] = "";
+        size_t n = json_array_size(json_object_get(job, "reasons"));
+        if (n > 1)
+                snprintf(more, sizeof more, " +%zu", n - 1);
+        if (asprintf(&out, "(%s%s)", reason && *reason ? reason : "-", more) < 0)
                 return NULL;
         return out;
 }

@@ -18,7 +18,8 @@
 static const char show_help[] =
         "Usage: gpuward show [--json] JOB\n"
         "\n"
-        "Everything gpuwardd knows about one job: state and why, GPUs, limits, times, exit\n"
+        "Everything gpuwardd knows about one job: state and why (for a waiting job every\n"
+        "reason it waits for, one line each, under Waits for:), GPUs, limits, times, exit\n"
         "status, command, directory, log file, GPU telemetry once sampled (mean and 95th\n"
         "percentile utilisation and peak memory per GPU, GPU-hours so far), the attempts\n"
         "of a job that was retried (GPUs, times, failure class and the log line that\n"
@@ -62,6 +63,20 @@ static void show_state(const json_t *job) {
         if (reason && *reason && asprintf(&line, "%s (%s)", state ? state : "-", reason) < 0)
                 line = NULL;
         field("State:", line ? line : state);
+}
+
+/* A waiting job's reasons, one line each, the one State: shows first ("Quota: max_gpus=1,
+ * ..." then "Dependency: after job 7 ends"): every one of them must go before it starts. */
+static void show_reasons(const json_t *job) {
+        size_t i;
+        const json_t *r;
+        json_array_foreach(json_object_get(job, "reasons"), i, r) {
+                const char *code = cli_jstr(r, "code"), *text = cli_jstr(r, "text");
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "%s%s%s", code ? code : "-", text && *text ? ": " : "", text ? text : "") < 0)
+                        line = NULL;
+                field(i ? "" : "Waits for:", line);
+        }
 }
 
 static void show_gpus(const json_t *job) {
@@ -430,6 +445,7 @@ static void show_job(const json_t *job) {
         field("Name:", cli_jstr(job, "name"));
         field("User:", cli_job_user(job, ubuf, sizeof(ubuf)));
         show_state(job);
+        show_reasons(job);
         show_array(job);
         show_gpus(job);
         field_int("Priority:", job, "priority");

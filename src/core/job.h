@@ -31,6 +31,8 @@ enum gw_job_reason {
         GW_REASON_PREEMPTED, /* queued again after a preemption, it waits for GPUs, first of its
                               * priority: shown for Resources, Priority or Reservation (never
                               * the scheduler's own; gw_job_reason_shown) */
+        GW_REASON_DRAINED,   /* it needs more GPUs than are in service: it could start only once
+                              * a drained or unhealthy GPU is back (GPUs in use do not count) */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };

@@ -26,6 +26,9 @@ struct gw_job {
 
         enum gw_job_state state;
         enum gw_job_reason wait_reason;    /* why PENDING/HELD */
+        uint32_t wait_why;                 /* not stored: every reason it waits for, bits (1u <<
+                                            * reason), as the last scheduling pass found them
+                                            * (core/waitwhy.h); 0 = only wait_reason is known */
         char *end_reason;                  /* why it ended ("exit 0", "time limit", "lost") */
 
         int priority;
@@ -108,6 +111,9 @@ struct gw_job {
                                             * borrowed, NULL = none */
         const char *node_view;             /* not stored: the node Slurm runs its attempt on, for a
                                             * reply (--backend slurm); borrowed, NULL = none */
+        const char *drain_view;            /* not stored: the GPUs out of service a job waits for,
+                                            * in words (gw_why_drained), for a reply; borrowed,
+                                            * NULL = none */
         const char *wait_view;             /* not stored: what a queued job's start waits for, in
                                             * words, where no future start can be given (the API's
                                             * predicted_wait); borrowed, NULL = none */

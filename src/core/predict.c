@@ -833,6 +833,10 @@ const char *gw_predict_wait_words(const struct gw_predict_wait *w, char *buf, si
                 case GW_REASON_HELD:
                         snprintf(buf, n, "after it is released");
                         break;
+                case GW_REASON_DRAINED:
+                        snprintf(buf, n, "when a GPU is back in service%s%s", w->drained ? ": " : "",
+                                 w->drained ? w->drained : "");
+                        break;
                 case GW_REASON_DEPENDENCY:
                         if (w->after_job <= 0)
                                 return NULL;

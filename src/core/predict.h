@@ -95,8 +95,11 @@ struct gw_predict_wait {
         bool after_held;            /* that job is held */
         bool after_queued;          /* that job is still pending or running */
         enum gw_job_reason reason;  /* why it waits (the scheduler's reason) */
+        const char *drained;        /* DRAINED: the GPUs out of service it needs, in words
+                                     * (core/waitwhy.h's gw_why_drained); NULL = not known */
 };
 
-/* The words ("after job 12 is released", "after job 7 ends", "when GPUs free up") into buf,
+/* The words ("after job 12 is released", "after job 7 ends", "when GPUs free up", "when a
+ * GPU is back in service: needs 4 GPUs, 3 are in service: GPU 2 drained (...)") into buf,
  * or NULL when there is nothing to say (a job that does not wait). */
 const char *gw_predict_wait_words(const struct gw_predict_wait *w, char *buf, size_t n);

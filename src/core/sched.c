@@ -9,6 +9,7 @@
  * GPUs in queue order. */
 struct gpu_view {
         uint64_t usable;
+        uint64_t out;   /* present but not usable: drained or unhealthy */
         uint64_t idle;  /* usable and held by nobody when planning began */
         uint64_t avail; /* idle and not yet given in this plan */
         uint64_t given; /* given to a job in this plan */
@@ -190,6 +191,7 @@ static void view_init(struct gpu_view *v, const struct gw_sched_input *in, gw_us
         for (uint64_t m = claimed & ~covered; m; m &= m - 1)
                 v->free_at[__builtin_ctzll(m)] = GW_USEC_INFINITY;
 
+        v->out = present & ~v->usable;
         v->idle = v->usable & ~(claimed | covered);
         v->avail = v->idle;
 }
@@ -219,10 +221,20 @@ static uint64_t mem_at_least(const uint64_t mem[], uint64_t mask, uint64_t need)
 /* Whether the job could ever run here, once everything else has ended.  Jobs that cannot
  * are never the head: a reservation that can never be honoured would only leave the jobs
  * behind it without one. */
-static bool can_ever_fit(const struct gpu_view *v, const struct gw_sched_job *j) {
-        uint64_t ok = mem_at_least(v->mem_total, v->usable, j->gpu_mem) |
-                      mem_at_least(v->mem_free, v->usable, j->gpu_mem);
+static bool fits_on(const struct gpu_view *v, uint64_t gpus, const struct gw_sched_job *j) {
+        uint64_t ok = mem_at_least(v->mem_total, gpus, j->gpu_mem) | mem_at_least(v->mem_free, gpus, j->gpu_mem);
         return count_gpus(ok) >= j->ngpus;
+}
+
+static bool can_ever_fit(const struct gpu_view *v, const struct gw_sched_job *j) {
+        return fits_on(v, v->usable, j);
+}
+
+/* Why a job that can never fit on the GPUs in service waits: for a GPU out of service when
+ * with it back it would fit (naming that GPU tells an admin what to bring back, where
+ * "Resources" sends its user to wait for jobs that are not the obstacle), else Resources. */
+static enum gw_job_reason never_fits_reason(const struct gpu_view *v, const struct gw_sched_job *j) {
+        return v->out && fits_on(v, v->usable | v->out, j) ? GW_REASON_DRAINED : GW_REASON_RESOURCES;
 }
 
 static void sort_usec(gw_usec_t *t, int n) {
@@ -304,10 +316,11 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                 return GW_REASON_DEPENDENCY;
         if (j->none_allowed)
                 return GW_REASON_RESERVATION; /* every GPU is booked before it would end */
+        /* v->out first: with every GPU in service (most passes) nothing more is looked at. */
         if (h->set && v->avail == 0)
-                return GW_REASON_RESOURCES;
+                return v->out && !can_ever_fit(v, j) ? never_fits_reason(v, j) : GW_REASON_RESOURCES;
         if (!can_ever_fit(v, j))
-                return GW_REASON_RESOURCES;
+                return never_fits_reason(v, j);
 
         uint64_t ok = mem_at_least(v->mem_free, v->avail, j->gpu_mem);
         if (j->allowed) {

@@ -95,7 +95,8 @@ struct gw_sched_plan {
 
 /* Plans which pending jobs start now and on which GPUs; writes a wait reason for every
  * pending job (NONE for those that start).  Held jobs get HELD, unmet dependencies
- * DEPENDENCY, jobs that fit but yield to the head PRIORITY, the rest RESOURCES.
+ * DEPENDENCY, jobs that fit but yield to the head PRIORITY, jobs that could fit only with
+ * a GPU that is not usable (drained, unhealthy) back DRAINED, the rest RESOURCES.
  * Jobs with dep == GW_DEP_NEVER are reported DEPENDENCY and never started (the daemon
  * ends them).  Returns 0, or -EINVAL for malformed input (a gpu index >= 64, ngpus < 1). */
 int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sched_plan *out);

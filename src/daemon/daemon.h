@@ -269,6 +269,12 @@ void gw_running_add(struct gw_daemon *d, struct gw_djob *dj);
 void gw_running_remove(struct gw_daemon *d, struct gw_djob *dj);
 /* Runs the scheduler over the queue and starts what it says. */
 void gw_schedule(struct gw_daemon *d);
+/* The GPUs out of service that job j waits for, in words (gw_why_drained) into buf; NULL
+ * when it waits for none. */
+const char *gw_queue_drained_words(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n);
+/* The same for a reply's copy of j (its drain_view): only for a queued job whose reasons
+ * include Drained. */
+const char *gw_job_drained_view(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n);
 
 /* jobs.c */
 struct gw_submit_error {
@@ -540,10 +546,13 @@ struct calendar_view;
 void gw_training_fill_view(struct gw_daemon *d, struct calendar_view *v);
 void gw_training_predict(struct gw_daemon *d, bool force);
 json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j);
-/* Whether j's predicted start may be shown: false when it waits for a held job, or when the
- * start has passed (it waits on what the replay cannot time), and then *ret_words says what
- * it waits for (core/predict.h gw_predict_wait_words), written into buf, or NULL.  True with
- * *ret_words set when a queued job has no start but waits for a job still queued or running. */
+/* Whether j's predicted start may be shown: false when it waits for a held job, for a GPU
+ * back in service (Drained), or when the start has passed (it waits on what the replay
+ * cannot time), and then *ret_words says what it waits for (core/predict.h
+ * gw_predict_wait_words), written into buf (GW_WAIT_WORDS_SIZE bytes do), or NULL.  True
+ * with *ret_words set when a queued job has no start but waits for a job still queued or
+ * running. */
+#define GW_WAIT_WORDS_SIZE 384
 bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
                              const char **ret_words);
 /* Applies that answer to copy, a reply's copy of the job: no predicted start, end or promise

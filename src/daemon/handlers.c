@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "core/waitwhy.h"
 #include "daemon/agent.h"
 #include "daemon/daemon.h"
 #include "daemon/handlers.h"
@@ -204,14 +205,16 @@ static json_t *job_with_events(struct gw_daemon *d, const struct gw_job *j, unsi
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(d, j, &sum) == 0;
         const char *node = j->state == GW_JOB_RUNNING ? gw_backend_node_of(d, j->id) : NULL;
-        char words_buf[96];
+        char words_buf[GW_WAIT_WORDS_SIZE], drained_buf[GW_WHY_TEXT];
         const char *words;
         bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);
-        bool copy = summed || node || !shown || words;
+        const char *drained = gw_job_drained_view(d, j, drained_buf, sizeof drained_buf);
+        bool copy = summed || node || !shown || words || drained;
         if (copy) { /* an array: its tasks counted, its waiting ones folded */
                 with_tasks = *j;
                 with_tasks.array_view = summed ? &sum.view : NULL;
                 with_tasks.node_view = node;
+                with_tasks.drain_view = drained;
                 gw_training_start_view(&with_tasks, shown, words);
         }
         json_t *o = gw_codec_job(copy ? &with_tasks : j, view);

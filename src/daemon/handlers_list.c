@@ -10,6 +10,7 @@
 #include "api/jsonout.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
+#include "core/waitwhy.h"
 #include "daemon/handlers.h"
 #include "daemon/jobarray.h"
 
@@ -50,13 +51,15 @@ static void list_put(struct list_ctx *lc, const struct gw_job *j) {
         struct gw_job with_tasks;
         bool summed = j->array_spec && gw_array_summarize(lc->d, j, &sum) == 0;
         const char *node = j->state == GW_JOB_RUNNING ? gw_backend_node_of(lc->d, j->id) : NULL;
-        char words_buf[96];
+        char words_buf[GW_WAIT_WORDS_SIZE], drained_buf[GW_WHY_TEXT];
         const char *words;
         bool shown = gw_training_start_shown(lc->d, j, words_buf, sizeof words_buf, &words);
-        if (summed || node || !shown || words) {
+        const char *drained = gw_job_drained_view(lc->d, j, drained_buf, sizeof drained_buf);
+        if (summed || node || !shown || words || drained) {
                 with_tasks = *j;
                 with_tasks.array_view = summed ? &sum.view : NULL;
                 with_tasks.node_view = node;
+                with_tasks.drain_view = drained;
                 gw_training_start_view(&with_tasks, shown, words);
                 j = &with_tasks;
         }

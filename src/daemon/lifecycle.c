@@ -254,8 +254,10 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
                 return -EBUSY;
         enum gw_job_state was = j->state;
         enum gw_job_reason reason = j->wait_reason;
+        uint32_t why = j->wait_why;
         j->state = hold ? GW_JOB_HELD : GW_JOB_PENDING;
         j->wait_reason = hold ? GW_REASON_HELD : GW_REASON_RESOURCES;
+        j->wait_why = 0; /* the last pass's were for the other state: the next one tells */
         char msg[160];
         snprintf(msg, sizeof msg, "%s by %s", hold ? "held" : "released", who);
         int r = gw_store_job_update(d->store, j, hold ? "hold" : "release", msg);
@@ -264,6 +266,7 @@ int gw_job_hold(struct gw_daemon *d, struct gw_djob *dj, bool hold, const char *
                  * restarted daemon will find. */
                 j->state = was;
                 j->wait_reason = reason;
+                j->wait_why = why;
                 return r;
         }
         d->jobs.sched_dirty = true;

@@ -104,6 +104,7 @@ static gw_usec_t backoff_tick(struct gw_daemon *d) {
                         dj->backoff_due = 0;
                         if (j->wait_reason == GW_REASON_BACKOFF)
                                 j->wait_reason = GW_REASON_RESOURCES;
+                        j->wait_why = 0; /* the backoff was one of them */
                         d->jobs.sched_dirty = true;
                         continue;
                 }
@@ -166,6 +167,7 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
         j->attempt++;
         j->state = GW_JOB_PENDING;
         j->wait_reason = not_before ? GW_REASON_BACKOFF : GW_REASON_RESOURCES; /* none: a preemption's */
+        j->wait_why = 0;
         j->not_before = not_before;
         /* The wait itself on the monotonic clock, from now: taken later from the wall-clock
          * label, a step in between would stretch or skip it. */

@@ -6,6 +6,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "core/waitwhy.h"
 #include "daemon/daemon.h"
 #include "daemon/fairshare.h"
 #include "daemon/jobarray.h"
@@ -220,6 +221,7 @@ static void schedule_slurm(struct gw_daemon *d) {
                 /* A retry's backoff is Slurm's to wait out (sbatch --begin): the job is
                  * submitted at once, and Slurm holds it (reason BeginTime) until then. */
                 j->wait_reason = dep == GW_DEP_WAITING ? GW_REASON_DEPENDENCY : GW_REASON_NONE;
+                j->wait_why = 0; /* Slurm's reasons are squeue's */
                 bool array = j->array_spec || j->array_job > 0;
                 if (array && j->wait_reason == GW_REASON_NONE && !gw_array_may_start(d, dj)) {
                         gw_array_end_if_done(d, dj);
@@ -228,6 +230,37 @@ static void schedule_slurm(struct gw_daemon *d) {
                 if (j->wait_reason == GW_REASON_NONE && account_still_there(d, dj))
                         (void) (j->array_spec ? gw_array_start_task(d, dj, 0) : gw_job_start(d, dj, 0));
         }
+}
+
+/* A job's reasons from gw_sched_why: held is its array's %N where the job itself is not
+ * held (the plan saw both as held), or both. */
+static uint32_t why_of(const struct gw_job *j, uint32_t bits, bool array_blocked) {
+        if (!array_blocked || !(bits & GW_WHY_BIT(GW_REASON_HELD)))
+                return bits;
+        bits |= GW_WHY_BIT(GW_REASON_ARRAY_LIMIT);
+        return j->state == GW_JOB_HELD ? bits : bits & ~GW_WHY_BIT(GW_REASON_HELD);
+}
+
+const char *gw_queue_drained_words(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n) {
+        struct gw_why_gpu g[GW_SCHED_MAX_GPUS];
+        struct gw_sched_gpu s[GW_SCHED_MAX_GPUS];
+        fill_gpus(d, s); /* usable as the scheduler sees it */
+        for (unsigned i = 0; i < d->host.n_gpus; i++)
+                g[i] = (struct gw_why_gpu) {
+                        .index = (int) i,
+                        .usable = s[i].usable,
+                        .drained = d->host.gpus[i].drained,
+                        .mem_total = d->host.gpus[i].info.mem_total,
+                        .why = d->host.gpus[i].drain_reason,
+                };
+        return gw_why_drained(j->ngpus, j->gpu_mem, g, d->host.n_gpus, buf, n);
+}
+
+const char *gw_job_drained_view(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n) {
+        bool waits = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
+        if (!waits || !((j->wait_why | gw_why_bit(j->wait_reason)) & GW_WHY_BIT(GW_REASON_DRAINED)))
+                return NULL;
+        return gw_queue_drained_words(d, j, buf, n);
 }
 
 void gw_schedule(struct gw_daemon *d) {
@@ -250,6 +283,7 @@ void gw_schedule(struct gw_daemon *d) {
         _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);
         _cleanup_free_ struct gw_sched_start *starts = gw_xmalloc(n * sizeof *starts);
         _cleanup_free_ enum gw_job_reason *reasons = gw_xmalloc(n * sizeof *reasons);
+        _cleanup_free_ uint32_t *all_why = gw_xmalloc(n * sizeof *all_why);
         _cleanup_free_ struct gw_sched_running *running = gw_xmalloc((d->jobs.n_running + 1) * sizeof *running);
         for (size_t i = 0; i < n; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
@@ -282,6 +316,8 @@ void gw_schedule(struct gw_daemon *d) {
                 log_err("scheduler refused its input; nothing started");
                 return;
         }
+        if (gw_sched_why(&in, &plan, all_why) < 0)
+                memset(all_why, 0, n * sizeof *all_why); /* only each job's main reason is told */
         /* Copy what we need first: starting and ending jobs reshapes the queue. */
         _cleanup_free_ struct gw_djob **never = gw_xmalloc(n * sizeof *never);
         size_t n_never = 0;
@@ -291,6 +327,7 @@ void gw_schedule(struct gw_daemon *d) {
                 struct gw_job *j = d->jobs.queue[i]->job;
                 bool array_blocked = pending[i].held && j->state != GW_JOB_HELD;
                 j->wait_reason = array_blocked ? GW_REASON_ARRAY_LIMIT : reasons[i];
+                j->wait_why = why_of(j, all_why[i], array_blocked);
                 if (array_blocked && j->array_spec)
                         arrays_blocked[n_blocked++] = d->jobs.queue[i];
                 if (pending[i].dep == GW_DEP_NEVER || d->jobs.queue[i]->booking_closed)

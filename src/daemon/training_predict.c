@@ -23,6 +23,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/predict.h"
+#include "core/waitwhy.h"
 #include "daemon/sharing.h"
 #include "daemon/training_int.h"
 #include "daemon/web.h"
@@ -328,12 +329,17 @@ bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *
                 .after_queued = dep && (dep->job->state == GW_JOB_PENDING || dep->job->state == GW_JOB_RUNNING),
                 .reason = j->wait_reason,
         };
+        /* Waiting for a GPU to come back, no time can be given: which GPU is the news. */
+        bool drained = j->wait_reason == GW_REASON_DRAINED;
+        char gpus[GW_WHY_TEXT];
+        if (drained)
+                w.drained = gw_queue_drained_words(d, j, gpus, sizeof gpus);
         bool has = has_prediction(j);
         /* The loop's wall clock: a start predicted in this iteration is now, not the past. */
         bool passed = has && j->predicted_start < d->now_wall;
-        if (w.after_held || passed || (!has && w.after_queued))
+        if (w.after_held || passed || drained || (!has && w.after_queued))
                 *ret_words = gw_predict_wait_words(&w, buf, n);
-        return !w.after_held && !passed;
+        return !w.after_held && !passed && !drained;
 }
 
 void gw_training_start_view(struct gw_job *copy, bool shown, const char *words) {
@@ -358,13 +364,15 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
         struct gw_predict_none none = { .held = j->state == GW_JOB_HELD, .position = pos, .max_jobs = PREDICT_MAX_JOBS,
                                         .seen = seen_by_last(j), .due_in = next_due_in(d),
                                         .horizon = PREDICT_HORIZON, .slurm = gw_backend_placement(d) == GW_EXEC_PLACE_NODES };
-        char words_buf[96];
+        char words_buf[GW_WAIT_WORDS_SIZE];
         const char *words;
         bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);
         /* A start from before the job last left the queue is not a prediction of this wait. */
         bool has = j->state == GW_JOB_PENDING && j->predicted_start && none.seen && shown;
-        /* The words once a prediction covered the job: before, "not predicted yet" is the news. */
-        bool covered = none.seen && !none.held && !none.slurm && pos < PREDICT_MAX_JOBS;
+        /* The words once a prediction covered the job: before, "not predicted yet" is the news,
+         * but for a GPU out of service, which no prediction will time. */
+        bool covered = (none.seen && !none.held && !none.slurm && pos < PREDICT_MAX_JOBS) ||
+                       j->wait_reason == GW_REASON_DRAINED;
         const char *why = has ? NULL : words && covered ? words : gw_predict_why_none(&none, buf, sizeof buf);
         json_t *o = json_object();
         json_object_set_new(o, "predicted_wait", words ? json_string(words) : json_null());

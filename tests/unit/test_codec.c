@@ -15,6 +15,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "core/directive.h"
+#include "core/waitwhy.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC GW_USEC_PER_SEC
@@ -333,6 +334,7 @@ static const struct {
         {"preemptible", JSON_FALSE, false},
         {"display_id", JSON_STRING, false}, /* "8_2" for a task of array 8 */
         {"predicted_wait", JSON_STRING, true}, /* the words where no future start can be given */
+        {"reasons", JSON_ARRAY, false}, /* every reason a queued job waits; [] for the others */
 };
 
 static void check_shape(const json_t *o) {
@@ -424,6 +426,41 @@ static void job_pending(void **state) {
         check_shape(o);
         assert_string_equal(json_string_value(json_object_get(o, "state")), "HELD");
         assert_string_equal(json_string_value(json_object_get(o, "reason")), "Held");
+        json_decref(o);
+        gw_job_free(j);
+}
+
+/* "reasons": the main one first as "reason" says it, then the others the last pass found;
+ * the Preempted shown stands in for the Resources it replaces, not beside it. */
+static void job_reasons(void **state) {
+        (void) state;
+        struct gw_job *j = sample_job();
+        j->wait_reason = GW_REASON_QUOTA;
+        j->wait_detail = gw_xstrdup("Quota: max_gpus=2, 2 in use by job 5");
+        j->wait_why = GW_WHY_BIT(GW_REASON_QUOTA) | GW_WHY_BIT(GW_REASON_DEPENDENCY) | GW_WHY_BIT(GW_REASON_DRAINED);
+        j->after_job = 9;
+        j->after_kind = GW_DEP_KIND_ANY;
+        j->drain_view = "needs 2 GPUs, 1 is in service: GPU 0 drained (fan)";
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        json_t *want = json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "code", "Quota", "text",
+                                 "max_gpus=2, 2 in use by job 5", "code", "Dependency", "text", "after job 9 ends",
+                                 "code", "Drained", "text", "needs 2 GPUs, 1 is in service: GPU 0 drained (fan)");
+        assert_true(json_equal(json_object_get(o, "reasons"), want));
+        json_decref(want);
+        json_decref(o);
+
+        j->wait_reason = GW_REASON_RESOURCES;
+        j->wait_why = GW_WHY_BIT(GW_REASON_RESOURCES);
+        j->queue_first = true;
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        const json_t *r = json_object_get(o, "reasons");
+        assert_int_equal(json_array_size(r), 1);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(r, 0), "code")), "Preempted");
+        json_decref(o);
+
+        j->state = GW_JOB_RUNNING;
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_int_equal(json_array_size(json_object_get(o, "reasons")), 0);
         json_decref(o);
         gw_job_free(j);
 }
@@ -779,6 +816,7 @@ int main(void) {
                 cmocka_unit_test(spec_rejects),
                 cmocka_unit_test(spec_not_an_object),
                 cmocka_unit_test(job_pending),
+                cmocka_unit_test(job_reasons),
                 cmocka_unit_test(job_prediction_attempt),
                 cmocka_unit_test(job_running_and_ended),
                 cmocka_unit_test(job_fields_mask),

@@ -132,6 +132,7 @@ static void run_case(const struct sched_case *c) {
 #define R_DEP GW_REASON_DEPENDENCY
 #define R_HELD GW_REASON_HELD
 #define R_PRIO GW_REASON_PRIORITY
+#define R_DRAIN GW_REASON_DRAINED
 
 static const struct sched_case cases[] = {
         {
@@ -311,14 +312,33 @@ static const struct sched_case cases[] = {
                 .head = 3, .head_start_min = 60,
         },
         {
-                .name = "more GPUs than usable: Resources, and the next job gets the reservation",
+                .name = "more GPUs than usable: Drained, and the next job gets the reservation",
                 .n_gpus = 4,
                 .drained = M(3),
                 .run = {{100, M(0), 60}},
                 .job = {{1, 4, 60}, {2, 3, 60}, {3, 1, 600}, {4, 1, 30}},
                 .start_mask = {0, 0, 0, M(1)},
-                .reason = {R_RES, R_RES, R_PRIO, R_NONE},
+                .reason = {R_DRAIN, R_RES, R_PRIO, R_NONE},
                 .head = 2, .head_start_min = 60,
+        },
+        {
+                .name = "Drained also behind a head with no GPU left; more than the host has is Resources",
+                .n_gpus = 4,
+                .drained = M(2),
+                .run = {{100, M(0) | M(1), 60}},
+                .job = {{1, 3, 60}, {2, 1, 30}, {3, 4, 60}, {4, 5, 60}, {5, 2, 60}},
+                .start_mask = {0, M(3), 0, 0, 0},
+                .reason = {R_RES, R_NONE, R_DRAIN, R_RES, R_RES},
+                .head = 1, .head_start_min = 60,
+        },
+        {
+                .name = "more memory than any GPU has is Resources, a drained GPU or not",
+                .n_gpus = 2,
+                .drained = M(1),
+                .job = {{1, 1, 60, 90}, {2, 2, 60}, {3, 1, 60}},
+                .start_mask = {0, 0, M(0)},
+                .reason = {R_RES, R_DRAIN, R_NONE},
+                .head = 0, .head_start_min = -1,
         },
         {
                 .name = "held and dependency reasons; such jobs neither start nor block",

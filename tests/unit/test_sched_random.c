@@ -160,13 +160,17 @@ static uint64_t fits_now_mask(const struct facts *f, uint64_t avail, const struc
         return ok;
 }
 
-static bool ever_fits(const struct facts *f, const struct gw_sched_job *j) {
+static bool fits_among(const struct facts *f, uint64_t gpus, const struct gw_sched_job *j) {
         int n = 0;
         for (int i = 0; i < GW_SCHED_MAX_GPUS; i++)
-                if ((f->usable & M(i)) &&
+                if ((gpus & M(i)) &&
                     (mem_ok(f->gpu[i]->mem_total, j->gpu_mem) || mem_ok(f->gpu[i]->mem_free, j->gpu_mem)))
                         n++;
         return n >= j->ngpus;
+}
+
+static bool ever_fits(const struct facts *f, const struct gw_sched_job *j) {
+        return fits_among(f, f->usable, j);
 }
 
 /* How many GPUs job j could have at time t, if the first n_starts starts of the plan
@@ -277,6 +281,9 @@ static void check_reasons(const struct rscen *s, const struct facts *f, const st
                         assert_true(head != 0 && head != j->id && fits);
                         assert_true(s->now + j->time_limit > p->head_start);
                         st->priority++;
+                } else if (!ever_fits(f, j) && fits_among(f, f->present, j)) {
+                        /* Only a GPU out of service keeps it from ever fitting: it is named. */
+                        assert_int_equal(reasons[i], GW_REASON_DRAINED);
                 } else {
                         assert_int_equal(reasons[i], GW_REASON_RESOURCES);
                         assert_false(fits && head != j->id && ever_fits(f, j));
