@@ -561,6 +561,12 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                 } else if (any_booking)
                         gw_calendar_limit_job(&g, all, wall, &pending[i]);
                 char detail[128] = "";
+                /* A job that cannot start in this pass (held, in its backoff, after a job not
+                 * done) takes none of its user's quota from the jobs after it: counting it kept
+                 * the user's next job waiting on "max_gpus=1, 1 in use by job N" with nothing
+                 * running. */
+                bool may_start = !pending[i].held && !pending[i].backoff && pending[i].dep != GW_DEP_WAITING &&
+                                 pending[i].dep != GW_DEP_NEVER;
                 if (any_quota && !pending[i].blocked) {
                         struct user_quota *uq = (struct user_quota *) user_quota(d, cache, &n_cache, j->uid, j->user);
                         /* Usage is counted before the pass; the GPUs of this user's jobs offered
@@ -570,7 +576,7 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                         if (uq && gw_quota_wait_reason(&uq->lim, &uq->use, j->ngpus, uq->holders, uq->n_holders,
                                                        detail, sizeof detail) == GW_QUOTA_WAIT)
                                 pending[i].blocked = GW_REASON_QUOTA;
-                        else if (uq) {
+                        else if (uq && may_start) {
                                 uq->use.gpus_running += j->ngpus;
                                 holder_add(uq, j->id);
                         }

@@ -36,6 +36,19 @@ class QuotaAndDependencyTest(gwtest.DaemonTest):
         self.assertEqual(self.d.job(a)["reasons"], [], "a job that does not wait has none")
 
 
+class HeldJobHoldsNoQuotaTest(gwtest.DaemonTest):
+    gpus = 2
+
+    def test_a_held_job_leaves_its_users_gpus_to_the_next(self):
+        st, r = self.d.api("POST", "/api/v1/quota", {"subject": "default", "settings": ["max_gpus=1"]})
+        self.assertEqual(st, 200, r)
+        held = self.d.submit("--hold", "--", "true")
+        self.assertEqual(self.d.job(held)["state"], "HELD")
+        nxt = self.d.submit_api(["sleep", "60"])
+        self.d.wait_state(nxt, "RUNNING")
+        self.d.cli("cancel", nxt, held)
+
+
 class DrainedGpuTest(gwtest.DaemonTest):
     gpus = 4
 
