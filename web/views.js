@@ -44,6 +44,15 @@
     return out;
   }
 
+  /* Every reason it waits, one a line ("Quota: max_gpus=1 ...", "Dependency: after job 7
+   * completes"), where the API gives more than the main one. */
+  function whyText(j) {
+    const rs = Array.isArray(j.reasons) ? j.reasons : [];
+    if (rs.length < 2) return j.reason || '—';
+    return h('span', { class: 'reasons', 'data-key': 'job-reasons' },
+      ...rs.flatMap((r, i) => [i ? h('br') : null, `${r.code}${r.text ? ': ' + r.text : ''}`].filter(Boolean)));
+  }
+
   function renderJobHead(j) {
     const fact = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
     const eta = GW.etaOf(j.eta);
@@ -51,13 +60,13 @@
     $('h-job').textContent = `Job ${j.display_id || j.id}: ${j.name}`;
     $('job-head').replaceChildren(h('dl', { class: 'job-head' },
       fact('State', h('span', { class: `state ${j.state}` }, j.state)),
-      fact('Why', j.reason || '—'),
+      fact('Why', whyText(j)),
       fact('User', j.user),
       fact('GPUs', j.gpus && j.gpus.length ? j.gpus.join(', ') : `${j.ngpus} wanted`),
       fact('Attempt', `${j.attempt} of ${1 + (j.retries || 0)}`),
       fact('Submitted', GW.fmtTime(j.submit_time)),
       j.priority_why ? fact('Place in the queue', j.priority_why) : fact('Priority', GW.prioText(j)),
-      j.state === 'PENDING' ? fact('Predicted start', j.predicted_start ? '~' + GW.fmtTime(j.predicted_start) : 'not predicted')
+      j.state === 'PENDING' ? fact('Predicted start', j.predicted_start ? '~' + GW.fmtTime(j.predicted_start) : j.predicted_wait || 'not predicted')
         : fact('Started', GW.fmtTime(j.start_time)),
       fact(j.end_time ? 'Ended' : 'Runtime', j.end_time ? GW.fmtTime(j.end_time) : GW.fmtDur(run)),
       fact('ETA', eta ? GW.fmtTime(eta) : j.state === 'RUNNING' ? 'not known yet' : '—'),

@@ -471,6 +471,17 @@ async function run(d, page, ctx) {
     d.cli('cancel', String(wid));
   });
 
+  await step('a job that waits for two reasons shows both on its page', async () => {
+    const h1 = JSON.parse(d.cli('submit', '--json', '--hold', '--name', 'browser-first', '--', 'true')).id;
+    const h2 = JSON.parse(d.cli('submit', '--json', '--hold', '--after', String(h1), '--name', 'browser-second', '--', 'true')).id;
+    await page.evaluate((id) => { location.hash = `#/job/${id}`; }, h2);  // no reload: later steps check for one
+    await page.waitForSelector('#view-job:not([hidden])');
+    const why = page.locator('#job-head [data-key="job-reasons"]');
+    await waitUntil(async () => (await why.count()) === 1, 'the reasons on the job page');
+    assert.equal(await why.innerText(), `Held: held: it starts only once released\nDependency: after job ${h1} completes`);
+    d.cli('cancel', String(h2), String(h1));
+  });
+
   await step('the GPU card shows the trainer\'s utilisation, live', async () => {
     await page.click('nav a[data-nav="gpus"]');
     const card = page.locator('#gpu-cards article[data-gpu="0"]');
