@@ -22,6 +22,7 @@ static const char *const reason_names[_GW_REASON_MAX] = {
         [GW_REASON_QUOTA] = "Quota",
         [GW_REASON_ARRAY_LIMIT] = "JobArrayTaskLimit",
         [GW_REASON_PREEMPTED] = "Preempted",
+        [GW_REASON_STAGING] = "Staging",
 };
 
 static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {

@@ -31,6 +31,7 @@ enum gw_job_reason {
         GW_REASON_PREEMPTED, /* queued again after a preemption, it waits for GPUs, first of its
                               * priority: shown for Resources, Priority or Reservation (never
                               * the scheduler's own; gw_job_reason_shown) */
+        GW_REASON_STAGING,   /* its --dataset is being copied into the node's cache */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };
