@@ -16,7 +16,10 @@ static const char cache_help[] =
         "The datasets in this host's cache ('gpuward submit --dataset PATH' stages them\n"
         "while the job waits): the source, its size, when a job last used it, who used it\n"
         "since gpuwardd started, and whether a queued or running job uses it (then it is\n"
-        "never evicted).  Admins see every entry, others the entries their jobs used.\n";
+        "never evicted).  Admins see every entry, others the entries their jobs used.\n"
+        "\n"
+        "Options:\n"
+        "  --json  print the API's JSON\n";
 
 static int print_cache(const json_t *reply) {
         const json_t *entries = json_object_get(reply, "entries");

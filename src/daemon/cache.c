@@ -165,6 +165,15 @@ static int read_manifest_size(const char *vdir, uint64_t *size, uint64_t *files)
         return 0;
 }
 
+/* "v12" is 12; anything else 0. */
+static int version_of(const char *name) {
+        if (name[0] != 'v')
+                return 0;
+        char *end;
+        long v = strtol(name + 1, &end, 10);
+        return *end || v <= 0 || v > 1000000000 ? 0 : (int) v;
+}
+
 static void load_entry(struct gw_cache *c, const char *key) {
         char p[4200], src[4200];
         snprintf(p, sizeof p, "%s/entries/%s/source", c->dir, key);
@@ -180,7 +189,7 @@ static void load_entry(struct gw_cache *c, const char *key) {
         DIR *dir = opendir(p);
         int best = 0;
         for (struct dirent *de; dir && (de = readdir(dir));) {
-                int v = de->d_name[0] == 'v' ? atoi(de->d_name + 1) : 0;
+                int v = version_of(de->d_name);
                 if (v > best)
                         best = v;
         }
@@ -201,7 +210,7 @@ static void load_entry(struct gw_cache *c, const char *key) {
                 }
         }
         for (struct dirent *de; dir && (de = readdir(dir));) {
-                int v = de->d_name[0] == 'v' ? atoi(de->d_name + 1) : 0;
+                int v = version_of(de->d_name);
                 if (v > 0 && (!keep || v != keep->v)) {
                         _cleanup_free_ char *vd = path_of(c, e, v, NULL);
                         trash(c, vd);

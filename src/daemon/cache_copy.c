@@ -64,7 +64,7 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
         *f = (struct gw_cache_file) { .dir = type == FTW_D, .size = type == FTW_D ? 0 : (uint64_t) st->st_size,
                                       .mtime_ns = type == FTW_D ? 0 : (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
                                       .mode = st->st_mode & 0777, .uid = st->st_uid, .gid = st->st_gid };
-        strcpy(f->rel, rel);
+        snprintf(f->rel, sizeof f->rel, "%s", rel);
         walk_n++;
         return 0;
 }
