@@ -371,13 +371,31 @@ static int decode_array(const json_t *o, struct gw_job *j, struct gw_codec_error
         return 0;
 }
 
+/* submit --dataset: an absolute path; whether the daemon caches and whether the path is one
+ * of its cache_sources is the cache's check (daemon/cache.c), as it depends on the config. */
+static int decode_dataset(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const char *s;
+        if (get_string(o, "dataset", &s, err) < 0)
+                return -EINVAL;
+        if (!s)
+                return 0;
+        if (s[0] != '/' || strlen(s) > 4095)
+                return fail(err, "dataset", "dataset: must be an absolute path of at most 4095 bytes");
+        if (strstr(s, "/../") || (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/..")))
+                return fail(err, "dataset", "dataset: '..' is not taken; give the path without it");
+        if (j->interactive || j->array_spec)
+                return fail(err, "dataset", "dataset: not for an interactive session or a job array");
+        j->dataset = gw_xstrdup(s);
+        return 0;
+}
+
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
-                "interactive", "array", "preemptible",
+                "interactive", "array", "preemptible", "dataset",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -423,7 +441,7 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
                 return -EINVAL;
         if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0 || decode_interactive(o, j, err) < 0)
                 return -EINVAL;
-        if (decode_array(o, j, err) < 0)
+        if (decode_array(o, j, err) < 0 || decode_dataset(o, j, err) < 0)
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
@@ -488,6 +506,11 @@ static json_t *enc_reason(const struct gw_job *j, unsigned view) {
         }
         if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_QUOTA && j->wait_detail)
                 return gw_json_text(j->wait_detail); /* the limit, the usage, who holds it */
+        if (j->state == GW_JOB_PENDING && j->wait_reason == GW_REASON_STAGING && j->wait_detail) {
+                char s[256]; /* how far its copy is */
+                snprintf(s, sizeof s, "%s: %s", gw_job_reason_name(GW_REASON_STAGING), j->wait_detail);
+                return gw_json_text(s);
+        }
         if (gw_job_reason_shown(j) == GW_REASON_PREEMPTED) {
                 char s[512];
                 snprintf(s, sizeof s, "%s: %s%s%swaits first of priority %d for free GPUs",

@@ -357,6 +357,13 @@ static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
         counter(o, "gpuward_retries_total", "Jobs retried after a failure.", s->retries);
         counter(o, "gpuward_leaks_total", "GPU memory leaks detected after jobs ended.", s->leaks);
         counter(o, "gpuward_xid_events_total", "Xid error events reported by the driver.", s->xid_events);
+        counter(o, "gpuward_cache_hits_total", "Datasets found unchanged in the node's cache.", s->cache_hits);
+        counter(o, "gpuward_cache_misses_total", "Datasets copied into the node's cache (new or changed).",
+                s->cache_misses);
+        counter(o, "gpuward_cache_bytes_copied_total", "Bytes copied into the node's dataset cache.",
+                s->cache_bytes_copied);
+        counter(o, "gpuward_cache_evictions_total", "Dataset cache entries evicted to make room.",
+                s->cache_evictions);
         family(o, "gpuward_webhook_deliveries_total", "counter",
                "Job events sent to webhook URLs, by result (failed: after every try; dropped: the queue was full).");
         sample_u64(o, s->webhooks_sent, "gpuward_webhook_deliveries_total", "result", "sent", NULL);

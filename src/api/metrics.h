@@ -48,6 +48,9 @@ struct gw_metrics_snapshot {
         uint64_t rogue_processes;
         uint64_t reclaims, retries, leaks, xid_events;
         uint64_t webhooks_sent, webhooks_failed, webhooks_dropped; /* deliveries (URL x event) */
+        /* The dataset cache: datasets found unchanged, copied (new or changed), their bytes,
+         * entries evicted for room. */
+        uint64_t cache_hits, cache_misses, cache_bytes_copied, cache_evictions;
         /* The GPU sampler: snapshots taken, their NVML time (sum, longest) and the thread's CPU. */
         uint64_t sampler_snapshots;
         double sampler_nvml_seconds_sum, sampler_nvml_seconds_max, sampler_cpu_seconds;

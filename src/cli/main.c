@@ -32,6 +32,7 @@ const struct cli_verb cli_verbs[] = {
         { "unreserve", cli_verb_unreserve, "release bookings" },
         { "schedule", cli_verb_schedule, "the coming hours per GPU as a chart: jobs and bookings" },
         { "quota", cli_verb_quota, "my limits (GPUs, time, GPU-hours, bookings) and my usage" },
+        { "cache", cli_verb_cache, "the datasets staged in this host's cache, who uses them" },
         { "report", cli_verb_report, "GPU-hours, utilisation and outcomes per user, last 7 days" },
         { "eta", cli_verb_eta, "when a training job will end, and what the estimate rests on" },
         { "snapshots", cli_verb_snapshots, "the checkpoint copies kept of a training job" },

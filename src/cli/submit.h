@@ -22,6 +22,7 @@ enum text_slot {
         T_HEALTH_URL,
         T_LEAK_POLICY,
         T_ARRAY,
+        T_DATASET,
         _T_MAX,
 };
 

@@ -96,6 +96,12 @@ int submit_build_body(const struct submit_opts *o, const char *const *cmd, size_
         memcpy(text, o->text, sizeof(text));
         text[T_CWD] = cwd;
         text[T_OUTPUT] = output;
+        /* A relative --dataset is the submitter's, as the shell would read it. */
+        char dataset[4200];
+        if (text[T_DATASET] && text[T_DATASET][0] != '/' && cwd) {
+                snprintf(dataset, sizeof dataset, "%s/%s", cwd, text[T_DATASET]);
+                text[T_DATASET] = dataset;
+        }
         if (text[T_RETRY_ON] && gw_retry_parse_classes(text[T_RETRY_ON], &mask, classes, sizeof(classes)) == 0)
                 text[T_RETRY_ON] = gw_retry_format_classes(mask, classes, sizeof(classes));
         for (size_t i = 0; !r && i < _T_MAX; i++)

@@ -26,6 +26,7 @@ int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_unreserve(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv);
+int cli_verb_cache(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_token(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_whoami(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_report(struct cli_ctx *ctx, int argc, char **argv);

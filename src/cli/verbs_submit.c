@@ -74,6 +74,12 @@ static const char submit_help[] =
         "                    process T before its time limit (default: when gpuwardd warns,\n"
         "                    5m; halfway if the limit is shorter), e.g. to save a checkpoint;\n"
         "                    as sbatch --signal B:SIG@T\n"
+        "  --dataset PATH    a dataset folder, or an Ultralytics data YAML (its path: and\n"
+        "                    train/val/test under it), copied as you into this host's cache\n"
+        "                    while the job waits (it holds no GPU meanwhile; the queue says\n"
+        "                    'Staging: dataset 1.2 of 3.4 GB, 41%'); the job gets the copy in\n"
+        "                    $GPUWARD_DATASET_DIR and, for a YAML, $GPUWARD_DATA_YAML\n"
+        "                    (yolo train data=$GPUWARD_DATA_YAML ...)\n"
         "  --wait            wait until the job has ended, say how it ended, and exit 0 only\n"
         "                    when it COMPLETED, else 1 (as sbatch --wait; see 'gpuward wait')\n"
         "  --follow          with --wait: print the job's output as it comes (as 'gpuward\n"
@@ -191,6 +197,7 @@ const struct submit_text_option submit_text_options[_T_MAX] = {
         [T_HEALTH_URL] = { "--health-url", "health_url", check_health_url },
         [T_LEAK_POLICY] = { "--leak-policy", "leak_policy", check_leak_policy },
         [T_ARRAY] = { "--array", "array", check_array },
+        [T_DATASET] = { "--dataset", "dataset", NULL },
 };
 
 static const struct option submit_options[] = {
@@ -213,6 +220,7 @@ static const struct option submit_options[] = {
         { "resume-cmd", required_argument, NULL, OPT_TEXT + T_RESUME_CMD },
         { "idle-policy", required_argument, NULL, OPT_TEXT + T_IDLE_POLICY },
         { "progress", required_argument, NULL, OPT_TEXT + T_PROGRESS },
+        { "dataset", required_argument, NULL, OPT_TEXT + T_DATASET },
         { "health-url", required_argument, NULL, OPT_TEXT + T_HEALTH_URL },
         { "leak-policy", required_argument, NULL, OPT_TEXT + T_LEAK_POLICY },
         { "array", required_argument, NULL, OPT_TEXT + T_ARRAY },

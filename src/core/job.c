@@ -23,6 +23,7 @@ static const char *const reason_names[_GW_REASON_MAX] = {
         [GW_REASON_ARRAY_LIMIT] = "JobArrayTaskLimit",
         [GW_REASON_PREEMPTED] = "Preempted",
         [GW_REASON_DRAINED] = "Drained",
+        [GW_REASON_STAGING] = "Staging",
 };
 
 static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {

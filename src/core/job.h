@@ -33,6 +33,7 @@ enum gw_job_reason {
                               * the scheduler's own; gw_job_reason_shown) */
         GW_REASON_DRAINED,   /* it needs more GPUs than are in service: it could start only once
                               * a drained or unhealthy GPU is back (GPUs in use do not count) */
+        GW_REASON_STAGING,   /* its --dataset is being copied into the node's cache */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };

@@ -118,6 +118,12 @@ struct gw_job {
                                             * words, where no future start can be given (the API's
                                             * predicted_wait); borrowed, NULL = none */
         bool interactive;                  /* gpuward run: a terminal session (never retried) */
+        char *dataset;                     /* submit --dataset: a directory or a data YAML to stage
+                                            * into the node's cache before it starts; NULL none */
+        const char *dataset_dir;           /* not stored: its staged copy, once ready (the cache's,
+                                            * borrowed): GPUWARD_DATASET_DIR */
+        const char *data_yaml;             /* not stored: the rewritten data YAML, once ready:
+                                            * GPUWARD_DATA_YAML */
         bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
         bool by_admin;                     /* not stored: submitted by an admin (the API's role),

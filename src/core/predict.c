@@ -827,6 +827,9 @@ const char *gw_predict_wait_words(const struct gw_predict_wait *w, char *buf, si
                 case GW_REASON_BACKOFF:
                         snprintf(buf, n, "after its retry's backoff");
                         break;
+                case GW_REASON_STAGING:
+                        snprintf(buf, n, "once its dataset is in the cache");
+                        break;
                 case GW_REASON_ARRAY_LIMIT:
                         snprintf(buf, n, "when a task of its array ends");
                         break;

@@ -277,4 +277,6 @@ void gw_config_done(struct gw_config *c) {
         free(c->validating_patterns);
         free(c->saving_patterns);
         free(c->web_dir);
+        free(c->cache_dir);
+        free(c->cache_sources);
 }

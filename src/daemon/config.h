@@ -67,6 +67,9 @@ struct gw_config {
         unsigned leak_epochs;       /* rising epochs in a row before a leak is flagged */
         int snapshot_keep_last;     /* last.pt snapshots kept per job (every best.pt is kept) */
         uint64_t snapshot_cap;      /* bytes on disk of all snapshots; 0 = no cap */
+        char *cache_dir;            /* the node's dataset cache (cache.c); "" = none, --dataset refused */
+        uint64_t cache_size;        /* bytes the cache's entries may take */
+        char *cache_sources;        /* comma list of roots a --dataset may be under */
         uint64_t snapshot_cap_user; /* bytes on disk of each user's snapshots; 0 = no cap */
         uint64_t log_max;           /* bytes of a job's log under the state dir; 0 = no cap */
         uint64_t state_reserve;     /* free bytes job logs leave on the state dir's disk; 0 = none */

@@ -41,6 +41,26 @@ static int webhook_urls_check(const char *list, char *why, size_t n) {
         return 0;
 }
 
+static int cache_dir_check(const char *v, char *why, size_t n) {
+        if (strcmp(v, "none") && (v[0] != '/' || strlen(v) > 512)) {
+                snprintf(why, n, "an absolute folder of at most 512 bytes, or none");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int cache_sources_check(const char *v, char *why, size_t n) {
+        for (const char *p = v; *p;) {
+                size_t l = strcspn(p, ",");
+                if (p[0] != '/' || l > 1024) {
+                        snprintf(why, n, "a comma list of absolute folders ('%.*s' is not one)", (int) (l > 64 ? 64 : l), p);
+                        return -EINVAL;
+                }
+                p += l + (p[l] == ',');
+        }
+        return 0;
+}
+
 static int webhook_topics_check(const char *v, char *why, size_t n) {
         unsigned topics;
         return gw_webhook_topics_parse(v, &topics, why, n);
@@ -184,6 +204,17 @@ const struct gw_config_key gw_config_keys[] = {
           .doc = "connections one user may hold open on the Unix socket; more are refused (root and the "
                  "daemon's own user are not capped); a user's first refusal is logged, the rest counted in "
                  "one line a minute" },
+        { .name = "cache-dir", .arg = "DIR", .kind = GW_KEY_STRING, AT(cache_dir), .file_only = true,
+          .check = cache_dir_check, .none_word = "none", .dflt = "none", .note = "none = no cache",
+          .doc = "a node-local folder (an SSD) for the dataset cache: a job's --dataset is copied here while it "
+                 "waits, as its user, and reused by later jobs; with none, --dataset is refused" },
+        { .name = "cache-size", .arg = "SIZE", .kind = GW_KEY_SIZE, AT(cache_size), .file_only = true,
+          .min = 1 << 20, .dflt = "100G",
+          .doc = "bytes the dataset cache may hold; the least recently used entries no queued or running job "
+                 "uses are removed to make room" },
+        { .name = "cache-sources", .arg = "LIST", .kind = GW_KEY_STRING, AT(cache_sources), .file_only = true,
+          .check = cache_sources_check, .dflt = "",
+          .doc = "comma list of absolute folders a --dataset may be under (the shared storage); empty: none" },
         { .name = "backup-interval", .arg = "DURATION", .kind = GW_KEY_PERIOD, AT(backup_interval),
           .zero_means = "for no scheduled backups", .dflt = "0", .note = "0 = never",
           .doc = "copy the database to STATE_DIR/backups/ this often, online; 'gpuward admin backup PATH' "

@@ -74,6 +74,7 @@ struct gw_djob {
         double card_leak_epochs, card_leak_seconds; /* its forecast; < 0 not known */
         char card_leak_evidence[GW_LEAK_EVIDENCE_MAX];
         struct gw_preempt_job *preempt; /* being preempted (preempt.c), NULL none */
+        struct gw_cache_job *cache;  /* its --dataset's copy (cache.c), NULL none */
         int n_preempted;             /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
         bool end_in_batch;           /* ended inside this loop iteration's transaction */
@@ -234,6 +235,7 @@ struct gw_daemon {
         struct gw_hooks hooks;       /* the features' subscriptions to the lifecycle (lifecycle.h) */
         struct gw_executor *exec;    /* the backend: runs jobs' processes, answers for it (executor.h) */
         struct gw_sharing *sharing;  /* bookings, quotas, tokens, rate limits (sharing.c) */
+        struct gw_cache *cache;      /* the dataset cache (cache.c); NULL without cache_dir */
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */

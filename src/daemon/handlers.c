@@ -421,6 +421,7 @@ static const struct {
         { { "POST", "/api/v1/bookings/{id}/deny", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_booking_change },
         { { "GET", "/api/v1/schedule", 0 }, on_schedule },
         { { "GET", "/api/v1/usage", 0 }, on_usage },
+        { { "GET", "/api/v1/cache", 0 }, on_cache },
         { { "GET", "/api/v1/quota", 0 }, on_quota },
         { { "POST", "/api/v1/quota", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_quota_set },
         { { "POST", "/api/v1/admin/backup", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN }, on_backup },

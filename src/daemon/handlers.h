@@ -104,6 +104,7 @@ handler on_whoami;
 
 /* handlers_usage.c: GPU-hours, utilisation and outcomes per user over ?days=N (1-90, 7). */
 handler on_usage;
+handler on_cache;
 
 /* handlers_share.c: bookings, the schedule, quotas; handlers_token.c: tokens. */
 handler on_booking_create;

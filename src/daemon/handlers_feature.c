@@ -11,6 +11,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "daemon/cache.h"
 #include "daemon/handlers.h"
 #include "daemon/web.h"
 #include "store/backup.h"
@@ -197,4 +198,29 @@ void on_events(void *ud, const struct gw_http_request *req, const struct gw_rout
                 gw_http_reply_header(rep, "Retry-After", "5");
         if (status)
                 reply_error(rep, status, NULL, "%s", why);
+}
+
+/* GET /api/v1/cache: the dataset cache's entries, an admin's all, a user's those their jobs
+ * used. */
+void on_cache(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct caller *c) {
+        struct gw_daemon *d = the_daemon(ud);
+        (void) req, (void) ctx;
+        _cleanup_free_ struct gw_cache_row *rows = NULL;
+        size_t n = gw_cache_rows(d, c->known ? c->user : "", c->admin, &rows);
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) {
+                json_t *users = json_array();
+                for (size_t u = 0; u < rows[i].n_users; u++)
+                        json_array_append_new(users, json_string(rows[i].users[u]));
+                json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:i, s:o, s:o, s:b, s:b}", "source", rows[i].source,
+                                                   "size", (json_int_t) rows[i].size, "files", (json_int_t) rows[i].files,
+                                                   "version", rows[i].version, "last_use",
+                                                   rows[i].last_use ? json_real((double) rows[i].last_use / 1e6) : json_null(),
+                                                   "users", users, "in_use", rows[i].in_use, "staging", rows[i].staging));
+        }
+        reply_json(rep, 200, json_pack("{s:o, s:I, s:o}", "cache_dir",
+                                       d->cfg->cache_dir && *d->cfg->cache_dir && c->admin ? json_string(d->cfg->cache_dir)
+                                                                                           : json_null(),
+                                       "cache_size", (json_int_t) d->cfg->cache_size, "entries", a));
 }

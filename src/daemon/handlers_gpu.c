@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/token.h"
+#include "daemon/cache.h"
 #include "daemon/handlers.h"
 #include "daemon/nodes.h"
 #include "daemon/notify.h"
@@ -316,6 +317,12 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         m.webhooks_sent = hooks.sent;
         m.webhooks_failed = hooks.failed;
         m.webhooks_dropped = hooks.dropped;
+        struct gw_cache_counts cc;
+        gw_cache_counts(d, &cc);
+        m.cache_hits = cc.hits;
+        m.cache_misses = cc.misses;
+        m.cache_bytes_copied = cc.bytes_copied;
+        m.cache_evictions = cc.evictions;
         m.start_time = (double) d->loop.started_at / 1e6;
         process_stats(&m);
         size_t len;

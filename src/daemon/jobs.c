@@ -189,6 +189,14 @@ char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, con
                 snprintf(line, sizeof line, "GPUWARD_RESUME_FROM=%s", j->resume_from);
                 env[n++] = gw_xstrdup(line);
         }
+        if (j->dataset_dir) { /* set by the cache once its copy is verified (cache.c) */
+                snprintf(line, sizeof line, "GPUWARD_DATASET_DIR=%s", j->dataset_dir);
+                env[n++] = gw_xstrdup(line);
+        }
+        if (j->data_yaml) {
+                snprintf(line, sizeof line, "GPUWARD_DATA_YAML=%s", j->data_yaml);
+                env[n++] = gw_xstrdup(line);
+        }
         if (j->array_job > 0)
                 n += gw_array_task_environment(j, env + n);
         env[n] = NULL;

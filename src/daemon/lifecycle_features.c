@@ -1,6 +1,7 @@
 /* Every feature's subscription to the lifecycle's hooks (lifecycle.h), in one place and in
  * the order they run.  The order is the order these side effects had when the lifecycle
  * called each feature by name, and some of it matters; each hook says why below. */
+#include "daemon/cache.h"
 #include "daemon/daemon.h"
 #include "daemon/fairshare.h"
 #include "daemon/lifecycle.h"
@@ -17,6 +18,13 @@
 static int reclaim_check(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err) {
         (void) ahead;
         return gw_reclaim_check_submit(d, j, err); /* the idle profile the user may choose */
+}
+
+/* GW_HOOK_JOB_SUBMITTED */
+
+static void cache_submitted(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_cache_job_queued(d, dj); /* its --dataset's copy begins while it waits */
 }
 
 /* GW_HOOK_ATTEMPT_STARTED, GW_HOOK_ATTEMPT_ADOPTED */
@@ -136,6 +144,11 @@ static void preempt_freed(struct gw_daemon *d, struct gw_djob *dj, const struct 
         gw_preempt_job_free(dj);
 }
 
+static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_cache_job_freed(d, dj);
+}
+
 static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) d, (void) info;
         dj->train = gw_train_free(dj->train);
@@ -178,14 +191,20 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe_check(h, "sharing", gw_sharing_check_submit);
         gw_lifecycle_subscribe_check(h, "dependency", gw_job_check_dependency);
         gw_lifecycle_subscribe_check(h, "reclaim", reclaim_check);
+        gw_lifecycle_subscribe_check(h, "cache", gw_cache_check_submit);
 
-        /* Nothing subscribes to GW_HOOK_JOB_SUBMITTED yet: the event stream and the webhooks
-         * hear of a submission when its record is written (GW_HOOK_RECORDED, below). */
+        /* A --dataset's copy starts as soon as the job is queued: it costs no GPU, and the
+         * sooner it starts the less the job waits once GPUs free up.  The event stream and
+         * the webhooks hear of a submission when its record is written (GW_HOOK_RECORDED). */
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_SUBMITTED, "cache", cache_submitted);
 
         /* A scheduling pass: what bookings and quotas let each pending job use. */
         gw_lifecycle_subscribe_sched(h, "sharing", gw_sharing_sched);
         /* Then preemption: the GPUs its victims free wait for its preemptor. */
         gw_lifecycle_subscribe_sched(h, "preempt", gw_preempt_sched);
+        /* Then the cache: a job whose dataset is not staged yet waits (Staging), unless
+         * something above holds it already. */
+        gw_lifecycle_subscribe_sched(h, "cache", gw_cache_sched);
 
         /* The attempt's limit first, before anything reads it (the jobs' tick, the calendar,
          * a time limit's warning); then the job's rogue neighbours are told in its events
@@ -244,6 +263,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "reclaim", reclaim_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "training", training_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "preempt", preempt_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "cache", cache_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */

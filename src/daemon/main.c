@@ -24,6 +24,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/agent.h"
+#include "daemon/cache.h"
 #include "daemon/daemon.h"
 #include "daemon/fairshare.h"
 #include "daemon/notify.h"
@@ -194,8 +195,8 @@ static void reap(struct gw_daemon *d) {
         int status;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-                if (!d->exec->reaped(d, pid, status))
-                        (void) gw_train_restore_reaped(d, pid, status);
+                if (!d->exec->reaped(d, pid, status) && !gw_train_restore_reaped(d, pid, status))
+                        (void) gw_cache_reaped(d, pid, status);
 }
 
 static void on_signal(struct gw_daemon *d) {
@@ -249,6 +250,9 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
 static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t next = gw_sharing_tick(d), restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
         gw_usec_t jobs = gw_jobs_tick(d), nodes = gw_nodes_watch_tick(d), preempt = gw_preempt_tick(d);
+        gw_usec_t cache = gw_cache_tick(d);
+        if (cache < next)
+                next = cache;
         if (nodes < next)
                 next = nodes;
         if (preempt < next)
@@ -343,6 +347,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
                         gw_djob_free(d, dj);
         }
         gw_jobmap_free(&d->jobs.map);
+        gw_cache_close(d); /* after the jobs: each let go of its entry */
         free(d->jobs.queue);
         free(d->jobs.running);
         free(d->jobs.to_launch);
@@ -425,6 +430,8 @@ int main(int argc, char **argv) {
                 log_err("cannot load bookings and quotas: %s", gw_store_errmsg(d.store));
                 goto out;
         }
+        if (gw_cache_open(&d) < 0)
+                goto out;
         if (gw_fair_open(&d) < 0) {
                 log_err("cannot read the usage for fair share: %s", gw_store_errmsg(d.store));
                 goto out;

@@ -161,6 +161,10 @@ const char *const gw_store_migrations[] = {
          * is not readable, or an attempt of an older version) */
         "ALTER TABLE jobs ADD COLUMN resume_epoch INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE job_attempts ADD COLUMN ckpt_epoch INTEGER NOT NULL DEFAULT 0;",
+
+        /* 24: submit --dataset: the directory or data YAML staged into the node's cache before
+         * the job starts; NULL = none */
+        "ALTER TABLE jobs ADD COLUMN dataset TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }
