@@ -32,7 +32,7 @@ static void state_names(void **state) {
 static void reason_names(void **state) {
         static const char *const want[_GW_REASON_MAX] = {
                 "", "Resources", "Dependency", "Held", "Priority", "Backoff", "Reservation", "Quota",
-                "JobArrayTaskLimit", "Preempted", "Drained",
+                "JobArrayTaskLimit", "Preempted", "Drained", "Staging",
         };
         for (int r = 0; r < _GW_REASON_MAX; r++)
                 assert_string_equal(gw_job_reason_name((enum gw_job_reason) r), want[r]);
