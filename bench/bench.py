@@ -198,7 +198,7 @@ def bench_sampler(gw, results, seconds):
             return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
         def nvml_threads():
-            # The threads that do nothing but call NVML (named by src/daemon/sampler.c): with
+            # The threads that do nothing but call NVML (named by src/daemon/observe/sampler.c): with
             # simulated GPUs their time is the fake library's, which stands in for the driver.
             base = f"/proc/{d.proc.pid}/task"
             tids = [t for t in os.listdir(base)

@@ -1,4 +1,4 @@
-/* Benchmark of the daemon's scheduling pass (gw_schedule, daemon/queue.c) with a long queue
+/* Benchmark of the daemon's scheduling pass (gw_schedule, daemon/life/queue.c) with a long queue
  * under fair share: the daemon's own code, in process, on a real store in a temp dir, without
  * its doors, GPUs or threads (set up as tests/unit/test_lifecycle_exec.c does).
  *
@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "daemon/config.h"
+#include "daemon/base/config.h"
 #include "daemon/daemon.h"
-#include "daemon/fairshare.h"
-#include "daemon/sharing.h"
+#include "daemon/base/fairshare.h"
+#include "daemon/sharing/sharing.h"
 
 #define SEC GW_USEC_PER_SEC
 #define HOUR (3600 * SEC)

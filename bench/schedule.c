@@ -5,7 +5,7 @@
  *                  quota, then place it (nearest-window search included);
  *   schedule       GET /api/v1/schedule?hours=72: the layout with predicted starts, then
  *                  the text chart;
- *   prediction     the daemon's own (daemon/training_predict.c): gw_predict_starts 14 days
+ *   prediction     the daemon's own (daemon/training/training_predict.c): gw_predict_starts 14 days
  *                  ahead, as it runs on the daemon's thread (the daemon hands it at most
  *                  its first PREDICT_MAX_JOBS queued jobs: try --pending 500);
  *   plan           one scheduler pass (gw_sched_plan) over every pending job, and the same
@@ -30,7 +30,7 @@
 #include "fake_host.h"
 
 #define HOUR ((gw_usec_t) 3600 * GW_USEC_PER_SEC)
-#define PREDICT_HORIZON (14 * 24 * HOUR) /* as daemon/training_predict.c */
+#define PREDICT_HORIZON (14 * 24 * HOUR) /* as daemon/training/training_predict.c */
 #define CHART_SIZE (256 * 1024)
 
 struct params {

@@ -9,10 +9,11 @@ from a folder that rule lists. With BUILD_DIR, the same rules are checked on the
 global symbol a folder's objects leave undefined and another folder's objects define must
 come from a folder (or, for a one-header entry, the object of that header's .c) it may use,
 and each symbol of an outside library named by a `symbols` rule must be used by a folder
-that rule lists. That catches a call declared by hand, which no #include shows. Exits 1
-naming each breach.
+that rule lists. That catches a call declared by hand, which no #include shows.  Inside a
+folder with module rules ("daemon/life: daemon/exec ..."), each subfolder is a module, every
+source file lies in one, and a module's objects call only the modules its rule lists.  Exits
+1 naming each breach.
 """
-import fnmatch
 import os
 import re
 import subprocess
@@ -24,10 +25,10 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 def parse_rules(path):
     """Returns (uses, externs, symbols, exceptions, modules): folder -> set of entries; header ->
     set of folders; symbol prefix -> set of folders; set of (file, header or symbol); and the
-    modules inside a folder: {"members": module -> file-name patterns, "uses": module -> set
-    of modules}, a module named FOLDER/NAME."""
+    modules inside a folder: {"uses": module -> set of modules}, a module named FOLDER/NAME
+    being the subfolder src/FOLDER/NAME."""
     uses, externs, symbols, exceptions = {}, {}, {}, set()
-    modules = {'members': {}, 'uses': {}}
+    modules = {'uses': {}}
     with open(path, encoding='utf-8') as f:
         for n, raw in enumerate(f, 1):
             line = raw.split('#', 1)[0].strip()
@@ -43,9 +44,7 @@ def parse_rules(path):
             if not sep:
                 sys.exit(f'{path}:{n}: expected "FOLDER: ENTRIES", got "{line}"')
             key, entries = key.strip(), set(rest.split())
-            if key.startswith('module '):
-                modules['members'][key.split(None, 1)[1].strip()] = sorted(entries)
-            elif '/' in key:
+            if '/' in key:
                 modules['uses'][key] = entries
             elif key.startswith('extern '):
                 externs[key.split(None, 1)[1].strip()] = entries
@@ -69,6 +68,17 @@ def extern_rule(externs, header):
     return None, None
 
 
+def source_files(fdir):
+    """The .c and .h files under fdir, its module folders' included, as paths relative to it."""
+    out = []
+    for root, dirs, files in os.walk(fdir):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(('.c', '.h')):
+                out.append(os.path.relpath(os.path.join(root, name), fdir))
+    return out
+
+
 def check_includes(uses, externs, exceptions, src):
     bad = []
     for folder in sorted(os.listdir(src)):
@@ -78,11 +88,9 @@ def check_includes(uses, externs, exceptions, src):
         if folder not in uses:
             bad.append(f'{fdir}: folder has no rule in the layers table')
             continue
-        for name in sorted(os.listdir(fdir)):
-            if not name.endswith(('.c', '.h')):
-                continue
-            rel = f'{folder}/{name}'
-            with open(os.path.join(fdir, name), encoding='utf-8', errors='replace') as f:
+        for sub in source_files(fdir):
+            rel = f'{folder}/{sub}'
+            with open(os.path.join(fdir, sub), encoding='utf-8', errors='replace') as f:
                 for n, line in enumerate(f, 1):
                     m = INCLUDE_RE.match(line)
                     if not m or (rel, m.group(2)) in exceptions:
@@ -112,7 +120,7 @@ def objects_by_folder(build, src):
     for root, _dirs, files in os.walk(os.path.join(build, 'CMakeFiles')):
         for name in files:
             path = os.path.join(root, name)
-            m = re.search(r'\.dir/src/([a-z_]+)/([^/]+\.c)\.o$', path)
+            m = re.search(r'\.dir/src/([a-z_]+)/((?:[a-z_]+/)*[^/]+\.c)\.o$', path)
             if m and os.path.exists(os.path.join(src, m.group(1), m.group(2))):
                 out.setdefault(m.group(1), []).append(path)
     return out
@@ -169,11 +177,19 @@ def check_links(uses, symbols, exceptions, src, build):
     return sorted(bad)
 
 
-def module_of(modules, folder, stem):
-    for name, patterns in modules['members'].items():
-        if name.split('/', 1)[0] == folder and any(fnmatch.fnmatchcase(stem, p) for p in patterns):
-            return name
-    return None
+def source_of(path):
+    """src/FOLDER/[MODULE/]NAME.c of an object file."""
+    return 'src/' + re.search(r'\.dir/src/((?:[a-z_]+/)+[^/]+\.c)\.o$', path).group(1)
+
+
+def module_of(modules, folder, path):
+    """FOLDER/MODULE for an object of src/FOLDER/MODULE/, a module being a subfolder that
+    has a use rule; None for a file of no module folder."""
+    parts = source_of(path).split('/')
+    if len(parts) < 4:
+        return None
+    name = f'{folder}/{parts[2]}'
+    return name if name in modules['uses'] else None
 
 
 def module_cycles(muses):
@@ -200,30 +216,29 @@ def check_modules(modules, exceptions, src, build):
     another module's files only where its module's rule lists that module; the rules
     themselves must not go round in a loop."""
     bad = [f'module rules go round in a loop: {" -> ".join(c)}' for c in module_cycles(modules['uses'])]
-    folders = {m.split('/', 1)[0] for m in modules['members']}
+    folders = {m.split('/', 1)[0] for m in modules['uses']}
     objs = objects_by_folder(build, src)
     for folder in sorted(folders):
         paths = sorted(set(objs.get(folder, [])))
         syms = nm_symbols(paths) if paths else {}
         where, owner = {}, {}
         for path in paths:
-            stem = os.path.basename(path)[:-len('.c.o')]
-            owner[stem] = module_of(modules, folder, stem)
-            if owner[stem] is None:
-                bad.append(f'src/{folder}/{stem}.c belongs to no module of {folder} (cmake/layers.txt)')
+            owner[path] = module_of(modules, folder, path)
+            if owner[path] is None:
+                bad.append(f'{source_of(path)} belongs to no module of {folder}: a module is a '
+                           f'subfolder of src/{folder} with a rule in cmake/layers.txt')
             for sym in syms[path][0]:
-                where.setdefault(sym, stem)
+                where.setdefault(sym, path)
         for path in paths:
-            stem = os.path.basename(path)[:-len('.c.o')]
-            mine = owner[stem]
+            mine = owner[path]
             for sym in sorted(syms[path][1]):
                 other = where.get(sym)
                 if other is None or mine is None or owner[other] in (None, mine):
                     continue
                 if (owner[other] not in modules['uses'].get(mine, set())
-                        and (f'{folder}/{stem}.c', sym) not in exceptions):
+                        and (source_of(path)[4:], sym) not in exceptions):
                     may = ', '.join(sorted(modules['uses'].get(mine, set()))) or 'nothing else'
-                    bad.append(f'src/{folder}/{stem}.c ({mine}) calls {sym} of src/{folder}/{other}.c '
+                    bad.append(f'{source_of(path)} ({mine}) calls {sym} of {source_of(other)} '
                                f'({owner[other]}): {mine} may use {may}')
     return bad
 

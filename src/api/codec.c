@@ -372,7 +372,7 @@ static int decode_array(const json_t *o, struct gw_job *j, struct gw_codec_error
 }
 
 /* submit --dataset: an absolute path; whether the daemon caches and whether the path is one
- * of its cache_sources is the cache's check (daemon/cache.c), as it depends on the config. */
+ * of its cache_sources is the cache's check (daemon/cache/cache.c), as it depends on the config. */
 static int decode_dataset(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
         const char *s;
         if (get_string(o, "dataset", &s, err) < 0)

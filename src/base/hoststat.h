@@ -1,7 +1,7 @@
 /* The host's CPU, memory and per-process CPU time as the kernel's text files give them
  * (/proc/stat, /proc/meminfo, /proc/PID/stat), parsed from text the caller has read: no I/O
  * here, so every odd line a kernel may write is a unit test.  The daemon reads the files at
- * its sampler's tick (daemon/hostwatch.c) and keeps the previous reading for the deltas. */
+ * its sampler's tick (daemon/observe/hostwatch.c) and keeps the previous reading for the deltas. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

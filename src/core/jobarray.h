@@ -10,7 +10,7 @@
  * Slurm's bitmap has it): "1-5,3" is 1..5.  At most GW_ARRAY_MAX_TASKS distinct tasks.
  *
  * `gpuward submit --array` (and #GPUWARD --array) sends the spec as the request's `array`
- * field; the daemon runs the array's tasks (daemon/jobarray.c). */
+ * field; the daemon runs the array's tasks (daemon/life/jobarray.c). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #include "core/directive.h"
 #include "core/job.h"
 
-/* An array's tasks as the API shows them (daemon/jobarray.c fills it in for a reply). */
+/* An array's tasks as the API shows them (daemon/life/jobarray.c fills it in for a reply). */
 struct gw_job_array_view {
         uint32_t total;
         uint32_t counts[_GW_JOB_STATE_MAX]; /* waiting tasks count as PENDING */
@@ -66,7 +66,7 @@ struct gw_job {
         gw_usec_t not_before;              /* wall clock: waiting out a backoff until then */
         char *resume_from;                 /* the checkpoint this attempt resumes from, or NULL */
         long resume_epoch;                 /* epochs resume_from holds, read from it when the job
-                                            * was queued again (daemon/resume.h); 0 not read */
+                                            * was queued again (daemon/training/resume.h); 0 not read */
 
         /* Idle reclamation (submit --idle-policy, --progress, --health-url). */
         char *idle_policy;                 /* profile name, NULL = default */
@@ -85,13 +85,13 @@ struct gw_job {
         enum gw_job_state stop_state;
         char *stop_reason;                 /* "cancelled by alice"; NULL without a stop */
 
-        /* Training awareness (daemon/training.c). */
+        /* Training awareness (daemon/training/training.c). */
         char *leak_policy;                 /* "warn" or "restart"; NULL = warn */
         gw_usec_t eta;                     /* not stored: the live estimated end (wall clock), 0 = none */
         gw_usec_t eta_overdue;             /* not stored: > 0, the run is this late (core/eta.h); eta
                                             * is then the end that was due, in the past */
         /* not stored: a job waiting on its user's quota, in words, for its reason
-         * ("Quota: max_gpus=1, 1 in use by job 24"; daemon/sharing.c); NULL = none.
+         * ("Quota: max_gpus=1, 1 in use by job 24"; daemon/sharing/sharing.c); NULL = none.
          * On the heap, not room for the longest words in every job: few jobs wait on a quota. */
         char *wait_detail;
         gw_usec_t predicted_start;         /* not stored: a queued job's predicted start and end */
@@ -100,7 +100,7 @@ struct gw_job {
                                             * limit (gw_predict_latest_starts), 0 = none */
         /* Job arrays (submit --array).  The array itself is one job that never runs: it
          * holds the spec and how far its tasks were handed out; each task becomes a job of
-         * its own when it starts (daemon/jobarray.c). */
+         * its own when it starts (daemon/life/jobarray.c). */
         char *array_spec;                  /* the array: "0-49%4"; NULL for any other job */
         uint32_t array_next;               /* the array: tasks handed out, in the spec's order */
         int predicted_attempt;             /* not stored: the attempt the three above are for: a
@@ -130,7 +130,7 @@ struct gw_job {
                                             * whose grant is any priority: the submission's
                                             * checks read it, nothing after */
         bool queue_first;                  /* not stored: preempted, it waits first of its priority
-                                            * (daemon/preempt.c); cleared when it starts again */
+                                            * (daemon/preempt/preempt.c); cleared when it starts again */
         char *preempted_by;                /* not stored: while queue_first, who preempted it, as
                                             * its attempt's evidence names it ("job 12 (alice,
                                             * priority 5)"); NULL = not known */
@@ -140,7 +140,7 @@ struct gw_job {
                                             * at the last scheduling pass, 0 = none (off) */
         /* not stored: why a queued job stands where it does in the queue is its priority and
          * then this, its user's fair-share line (gw_fs_priority_why); "" = fair share is off,
-         * NULL = not known.  Borrowed from daemon/fairshare.c, which keeps each user's line in
+         * NULL = not known.  Borrowed from daemon/base/fairshare.c, which keeps each user's line in
          * place for as long as the daemon runs, so that 10,000 queued jobs of one user hold
          * one line, not 10,000 copies. */
         const char *fair_line;

@@ -2,7 +2,7 @@
  * caller passes the job's leak policy, what it knows of its retries and checkpoint, and what
  * it already did in this attempt; no I/O, no clock.
  *
- * The rules (those src/daemon/training.c carries out in report_leak, no_restart and
+ * The rules (those src/daemon/training/training.c carries out in report_leak, no_restart and
  * maybe_restart):
  *   - a leak is reported once per attempt, when the detector first flags it;
  *   - under leak_policy warn the job keeps running (an out-of-memory crash it then has is an

@@ -384,7 +384,7 @@ static enum verdict judge_booked(struct replay *r, size_t i, gw_usec_t t, uint64
                 return V_WAIT;
         uint64_t mask = b->gpu_mask & r->usable;
         if (!mask)
-                return V_WAIT; /* none of its GPUs usable: it waits for them (daemon/sharing.c) */
+                return V_WAIT; /* none of its GPUs usable: it waits for them (daemon/sharing/sharing.c) */
         *ret_allowed = mask;
         pj->gate_until = b->end;
         return count_gpus(r->avail & *ret_allowed) >= r->in->pending[i].ngpus ? V_PLAN : V_WAIT;
@@ -392,7 +392,7 @@ static enum verdict judge_booked(struct replay *r, size_t i, gw_usec_t t, uint64
 
 /* Whether q's user would pass max_gpus with q: the GPUs of the user's jobs running at this
  * instant (real or started by the replay) and of those handed to this pass before q (the
- * daemon counts them as taken too, daemon/sharing.c), plus q's.  Such a job waits for one of
+ * daemon counts them as taken too, daemon/sharing/sharing.c), plus q's.  Such a job waits for one of
  * them to end, which is an instant of the replay. */
 static bool over_quota(const struct replay *r, const struct gw_cal_pending *q) {
         int64_t used = q->ngpus;

@@ -1,7 +1,7 @@
 /* Preemption: which running jobs to stop so that a waiting job (or a booking) gets its GPUs.
  * Pure: the caller passes the running jobs, what the preemptor needs and the clock; no I/O.
  *
- * The rules (src/daemon/preempt.c carries them out, src/sim drives the same):
+ * The rules (src/daemon/preempt/preempt.c carries them out, src/sim drives the same):
  *   - only jobs marked preemptible, not already being stopped, may be victims; one that
  *     cannot resume (no checkpoint to resume from, no resume command) only when the admin
  *     allows it (unresumable_ok), as it would lose everything it did;

@@ -33,8 +33,8 @@
  *
  * Clock: every instant here (now, the "changed" instants, the state) is on one clock with
  * wall-clock labels.  The daemon passes the job's clock (its wall start + the monotonic time
- * it has run, daemon/jobclock.c), so a step of the wall clock moves none of them, and shifts
- * file mtimes onto it (daemon/reclaim_watch.h).  Instants in the future (NFS, an mtime
+ * it has run, daemon/base/jobclock.c), so a step of the wall clock moves none of them, and shifts
+ * file mtimes onto it (daemon/reclaim/reclaim_watch.h).  Instants in the future (NFS, an mtime
  * written before a step back) are taken as now, and negative durations as 0, so a clock
  * step can delay a reclaim but never cause one. */
 #pragma once

@@ -1,5 +1,5 @@
 /* Webhooks: which job events are sent, and what is said.  Pure; the sending is
- * daemon/notify.c's. */
+ * daemon/notify/notify.c's. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

@@ -17,7 +17,7 @@
  *     nothing meant for an earlier job reaches a later one.  A supervisor rewrites its command
  *     line to "gpuward-shim --job ID --attempt N --exits FILE" (the PADDING argument reserves
  *     the room), "--idle --exits FILE" between jobs; the first is how a restarted daemon finds
- *     it (src/daemon/proc.c).  An idle supervisor ends when the daemon closes its end of the
+ *     it (src/daemon/exec/proc.c).  An idle supervisor ends when the daemon closes its end of the
  *     channel (unused for a while, or the daemon gone); the server ends when the daemon
  *     closes the socket, and the supervisors it started live on.
  *

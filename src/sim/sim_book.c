@@ -211,7 +211,7 @@ int gw_sim_book_gate(struct eng *e, int node, size_t n) {
                         if (k < 0 || gate.gate == GW_GATE_CLOSED)
                                 close_job(e, i);
                         if (k < 0 || gate.gate != GW_GATE_OPEN || !gate.gpu_mask)
-                                sj->blocked = GW_REASON_RESERVATION; /* daemon/sharing.c's rule */
+                                sj->blocked = GW_REASON_RESERVATION; /* daemon/sharing/sharing.c's rule */
                         else
                                 sj->allowed = gate.gpu_mask;
                 } else if (nd->n_live_bk > 0)

@@ -1,4 +1,4 @@
-/* A running attempt's monotonic start (daemon/jobclock.c), kept so that a restarted daemon
+/* A running attempt's monotonic start (daemon/base/jobclock.c), kept so that a restarted daemon
  * measures the job's runtime on the same clock: CLOCK_MONOTONIC holds across a daemon
  * restart within one boot, which boot_id (the kernel's) tells. */
 #pragma once

@@ -20,7 +20,7 @@ typedef void (*gw_store_usage_cb)(const struct gw_store_usage_row *r, void *user
 /* Each job in a final state whose end_time is at or after ended_since.  0 or -errno. */
 int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usage_cb cb, void *userdata);
 
-/* One finished attempt, for fair share's usage (daemon/fairshare.c). */
+/* One finished attempt, for fair share's usage (daemon/base/fairshare.c). */
 struct gw_store_attempt_use {
         uint32_t uid;
         const char *user;      /* borrowed for the callback's length */

@@ -1,4 +1,4 @@
-"""The backend table: a third backend (gpuwardd --backend test, src/daemon/exec_test.c) runs
+"""The backend table: a third backend (gpuwardd --backend test, src/daemon/exec/exec_test.c) runs
 jobs with no change anywhere else in the daemon.  It places jobs on this host's GPUs, runs
 them as plain children of gpuwardd, lets the calendar hold bookings, preempts, and names
 the node its jobs run on "test"; a job's whole life goes through it: start, output, exit,

@@ -2,7 +2,7 @@
 """What contrib/ ships for admins stays true to the daemon:
 
 - contrib/gpuward.conf (the package's /etc/gpuward/gpuward.conf) has every setting of
-  src/daemon/config.c's table, and no other, each with a value the daemon accepts and, where
+  src/daemon/base/config.c's table, and no other, each with a value the daemon accepts and, where
   `gpuwardd --help` states a default, that default;
 - the Grafana dashboard names only metrics gpuwardd exports (src/api/metrics.c, and a live
   /metrics with a job running);
@@ -40,7 +40,7 @@ def list_keys():
 def config_table():
     """(global keys, [policy.NAME] keys, [reclaim] keys): the first from gpuwardd's settings
     table, the sections' from config_policy.c's messages for unknown keys."""
-    src = read(os.path.join(SOURCE, "src", "daemon", "config_policy.c"))
+    src = read(os.path.join(SOURCE, "src", "daemon", "base", "config_policy.c"))
     policy = re.search(r"unknown key '%s' in \[policy\.%s\] \(([^)]*)\)", src)
     reclaim = re.search(r"unknown key '%s' in \[reclaim\] \(([^)]*)\)", src)
     assert policy and reclaim, "config_policy.c: the lists of [policy.NAME] and [reclaim] keys were not found"

@@ -109,7 +109,7 @@ def config_source():
     """config.c (flags, keys) and config_policy.c (the sections' keys), as one text."""
     text = ""
     for name in ("config.c", "config_policy.c"):
-        with open(os.path.join(SOURCE, "src", "daemon", name)) as f:
+        with open(os.path.join(SOURCE, "src", "daemon", "base", name)) as f:
             text += f.read()
     return text
 

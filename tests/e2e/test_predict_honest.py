@@ -1,4 +1,4 @@
-"""Predicted starts that say what they rest on (core/predict.h, daemon/training_predict.c):
+"""Predicted starts that say what they rest on (core/predict.h, daemon/training/training_predict.c):
 a queued job's predicted_start is an estimate from ETAs and expected run times, its
 latest_start the promise from time limits, which a job that backfills never moves; a retry
 waiting out its backoff is predicted to start when its backoff ends if a GPU is free then."""

@@ -1,4 +1,4 @@
-"""Predicted starts in the daemon on a long queue (daemon/training_predict.c): only the first
+"""Predicted starts in the daemon on a long queue (daemon/training/training_predict.c): only the first
 500 queued jobs (held ones count) get one, the others none (null, with the reason); a hold
 and a release are predicted again without waiting for the periodic refresh."""
 import time

@@ -1,4 +1,4 @@
-/* A fake executor (src/daemon/executor.h) for unit tests of the job lifecycle: it starts
+/* A fake executor (src/daemon/exec/executor.h) for unit tests of the job lifecycle: it starts
  * nothing.  Each start or adoption is an attempt on record here; the test decides when an
  * attempt "ends" and how (fake_exec_exit, fake_exec_lose), and reads the signals it was sent. */
 #pragma once

@@ -1,10 +1,10 @@
-/* libFuzzer target: a node agent's snapshot as the controller checks it (src/daemon/nodes.c,
+/* libFuzzer target: a node agent's snapshot as the controller checks it (src/daemon/nodes/nodes.c,
  * included so that it is instrumented; it needs only jansson and base).  The input is the
  * request body; a snapshot that passes must be kept, shown and kept again without fault, and
  * what is shown must hold to the bounds the check promises. */
 #include <errno.h>
 
-#include "../../src/daemon/nodes.c"
+#include "../../src/daemon/nodes/nodes.c"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

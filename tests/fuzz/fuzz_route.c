@@ -5,7 +5,7 @@
 #include "api/route.h"
 #include "fuzz_common.h"
 
-/* The daemon's route table (src/daemon/handlers.c), patterns and flags only. */
+/* The daemon's route table (src/daemon/http/handlers.c), patterns and flags only. */
 static const struct gw_route table[] = {
         { "GET", "/healthz", 0 },
         { "GET", "/api/v1/whoami", 0 },

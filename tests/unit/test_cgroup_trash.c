@@ -1,4 +1,4 @@
-/* The removal of ended jobs' cgroups (src/daemon/cgroup.c), with plain directories standing in:
+/* The removal of ended jobs' cgroups (src/daemon/exec/cgroup.c), with plain directories standing in:
  * rmdir refuses a directory with a file in it as it refuses a cgroup with a process in it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/cgroup.h"
+#include "daemon/exec/cgroup.h"
 
 static char root[64];
 

@@ -1,4 +1,4 @@
-/* Fair share in the daemon (daemon/fairshare.c): the weights' syntax, the usage rebuilt from
+/* Fair share in the daemon (daemon/base/fairshare.c): the weights' syntax, the usage rebuilt from
  * the store's finished attempts, running attempts charged once whatever the passes' rhythm,
  * and the factors and words a pass gives the queued jobs. */
 #include <setjmp.h>
@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "core/fairshare.h"
-#include "daemon/config.h"
+#include "daemon/base/config.h"
 #include "daemon/daemon.h"
-#include "daemon/fairshare.h"
+#include "daemon/base/fairshare.h"
 
 #define HOUR ((gw_usec_t) 3600 * GW_USEC_PER_SEC)
 #define NOW ((gw_usec_t) 1800000000 * GW_USEC_PER_SEC)

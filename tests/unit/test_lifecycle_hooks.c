@@ -1,4 +1,4 @@
-/* src/daemon/lifecycle_hooks.c: subscribers run in the order they subscribed, each hook
+/* src/daemon/life/lifecycle_hooks.c: subscribers run in the order they subscribed, each hook
  * reaches only its own, and the store's writes are published (GW_HOOK_RECORDED) until the
  * lifecycle is closed; on a real store in a temporary directory. */
 #include <setjmp.h>
@@ -15,7 +15,7 @@
 
 #include "base/cleanup.h"
 #include "daemon/daemon.h"
-#include "daemon/lifecycle.h"
+#include "daemon/life/lifecycle.h"
 
 /* What the subscribers saw, in order: "name:hook" entries. */
 static char seen[16][48];

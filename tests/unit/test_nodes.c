@@ -1,4 +1,4 @@
-/* The controller's side of the node agents (src/daemon/nodes.c): a snapshot checked field by
+/* The controller's side of the node agents (src/daemon/nodes/nodes.c): a snapshot checked field by
  * field and rebuilt, the newest kept per node, a silent node stale after 3 of its intervals. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,8 +12,8 @@
 
 #include "base/cleanup.h"
 #include "core/token.h"
-#include "daemon/agent.h"
-#include "daemon/nodes.h"
+#include "daemon/agent/agent.h"
+#include "daemon/nodes/nodes.h"
 
 #define SEC GW_USEC_PER_SEC
 

@@ -1,4 +1,4 @@
-/* A cluster job's telemetry point from one GPU of a node's snapshot (src/daemon/nodes_telem.c):
+/* A cluster job's telemetry point from one GPU of a node's snapshot (src/daemon/nodetelem/nodes_telem.c):
  * its own processes' memory, the device's utilisation, nothing for a GPU it is not on. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "daemon/nodes_telem.h"
+#include "daemon/nodetelem/nodes_telem.h"
 
 static json_t *gpu(const char *text) {
         json_t *g = json_loads(text, 0, NULL);

@@ -1,4 +1,4 @@
-/* The pool of idle supervisors (src/daemon/warm.c), with socketpairs standing in for their
+/* The pool of idle supervisors (src/daemon/exec/warm.c), with socketpairs standing in for their
  * channels: the peer end is what the supervisor would read. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "base/fdpass.h"
-#include "daemon/warm.h"
+#include "daemon/exec/warm.h"
 
 /* A channel: the daemon's end goes into the pool, the supervisor's end is returned. */
 static int channel(int *ret_daemon_end) {

@@ -1,0 +1,552 @@
+/* The dataset cache's copying helper (cache_int.h).  Two processes, so that nothing of the
+ * source is read with root's rights and nothing of the cache is written with the user's:
+ *   the reader, the user's: walks the source, opens each file (O_NOFOLLOW) and streams it;
+ *   the writer, root's: decides what to copy, writes the new version through descriptors it
+ *     created (O_EXCL|O_NOFOLLOW below a folder it made), verifies it, writes its manifest.
+ * The reader's stream is its manifest's lines (core/cache.h), each file's line followed by
+ * its bytes when the writer answers 'y'.  A user could take over their own reader (ptrace),
+ * so the writer trusts nothing of the stream: the lines are parsed as a manifest, the paths
+ * stay below the new version, set-id bits are dropped and the owner is the job's user
+ * unless the source's owner is. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "core/cache.h"
+#include "core/datayaml.h"
+#include "daemon/cache/cache_int.h"
+
+#define COPY_BUF (1u << 20)
+#define MAX_FILES 2000000
+
+/* ---- the reader (the user's) ---- */
+
+/* nftw takes no context: the reader is a process of its own, and this is its list. */
+static struct gw_cache_file *walk_list;
+static size_t walk_n, walk_cap;
+static size_t walk_root_len;
+static int walk_err;
+
+static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        (void) ftw;
+        if (type == FTW_DNR || type == FTW_NS) {
+                walk_err = errno ? errno : EACCES;
+                return 1;
+        }
+        /* Links and special files are not data: not copied (docs/API.md says so). */
+        if (type != FTW_D && !(type == FTW_F && S_ISREG(st->st_mode)))
+                return 0;
+        if (walk_n >= MAX_FILES) {
+                walk_err = EFBIG;
+                return 1;
+        }
+        if (walk_n == walk_cap) {
+                walk_cap = walk_cap ? walk_cap * 2 : 1024;
+                walk_list = gw_xrealloc(walk_list, walk_cap * sizeof *walk_list);
+        }
+        struct gw_cache_file *f = &walk_list[walk_n];
+        const char *rel = path + walk_root_len;
+        rel += *rel == '/';
+        if (strlen(rel) >= GW_CACHE_MAX_REL)
+                return 0;
+        *f = (struct gw_cache_file) { .dir = type == FTW_D, .size = type == FTW_D ? 0 : (uint64_t) st->st_size,
+                                      .mtime_ns = type == FTW_D ? 0 : (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+                                      .mode = st->st_mode & 0777, .uid = st->st_uid, .gid = st->st_gid };
+        snprintf(f->rel, sizeof f->rel, "%s", rel);
+        walk_n++;
+        return 0;
+}
+
+static void say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int fd, const char *fmt, ...) {
+        char buf[GW_CACHE_LINE_MAX + 64];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (n > 0)
+                (void) !write(fd, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1);
+}
+
+static bool write_all(int fd, const void *p, size_t n) {
+        while (n) {
+                ssize_t w = write(fd, p, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return false;
+                p = (const char *) p + w;
+                n -= (size_t) w;
+        }
+        return true;
+}
+
+/* The data YAML's text into buf, and its root. */
+static int read_yaml(const char *path, char *buf, size_t *len, char *root, int out) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                say(out, "X cannot read %s: %s\n", path, fd < 0 ? strerror(errno) : "not a regular file");
+                return -1;
+        }
+        ssize_t n = read(fd, buf, GW_DATAYAML_MAX_SIZE + 1);
+        (void) close(fd);
+        char why[512];
+        if (n < 0 || gw_datayaml_root(buf, (size_t) n, root, GW_DATAYAML_MAX_PATH, why, sizeof why) < 0) {
+                say(out, "X %s: %s\n", path, n < 0 ? strerror(errno) : why);
+                return -1;
+        }
+        *len = (size_t) n;
+        return 0;
+}
+
+static int reader(const struct gw_cache_copy *c, int out, int in) {
+        if (geteuid() == 0 && c->uid != 0) {
+                gid_t g[GW_CACHE_MAX_GROUPS];
+                int ng = c->n_groups < GW_CACHE_MAX_GROUPS ? c->n_groups : GW_CACHE_MAX_GROUPS;
+                for (int i = 0; i < ng; i++)
+                        g[i] = c->groups[i];
+                if (setgroups((size_t) ng, g) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0) {
+                        say(out, "X cannot become uid %u: %s\n", (unsigned) c->uid, strerror(errno));
+                        return 1;
+                }
+        }
+        struct stat st;
+        if (stat(c->source, &st) < 0) {
+                say(out, "X source %s: %s\n", c->source, strerror(errno));
+                return 1;
+        }
+        char root[GW_DATAYAML_MAX_PATH];
+        snprintf(root, sizeof root, "%s", c->source);
+        if (S_ISREG(st.st_mode)) {
+                static char yaml[GW_DATAYAML_MAX_SIZE + 1];
+                size_t len;
+                if (read_yaml(c->source, yaml, &len, root, out) < 0)
+                        return 1;
+                if (!gw_cache_source_allowed(c->sources, root)) {
+                        say(out, "X the data YAML's path: %s is not under cache_sources\n", root);
+                        return 1;
+                }
+                say(out, "Y %zu\n", len);
+                if (!write_all(out, yaml, len))
+                        return 1;
+        } else if (!S_ISDIR(st.st_mode)) {
+                say(out, "X source %s is neither a directory nor a data YAML\n", c->source);
+                return 1;
+        }
+        walk_root_len = strlen(root);
+        if (nftw(root, walk_one, 32, FTW_PHYS) != 0 || walk_err) {
+                say(out, "X cannot list %s: %s\n", root, strerror(walk_err ? walk_err : errno));
+                return 1;
+        }
+        if (!walk_n || !walk_list[0].dir) {
+                say(out, "X source %s is not a directory\n", root);
+                return 1;
+        }
+        uint64_t total = 0;
+        for (size_t i = 0; i < walk_n; i++)
+                total += walk_list[i].size;
+        say(out, "T %" PRIu64 " %zu\n", total, walk_n);
+        char go;
+        if (read(in, &go, 1) != 1 || go != 'g')
+                return 1;
+        static char buf[COPY_BUF];
+        char line[GW_CACHE_LINE_MAX];
+        for (size_t i = 0; i < walk_n; i++) {
+                struct gw_cache_file *f = &walk_list[i];
+                int fd = -1;
+                if (!f->dir) {
+                        /* Opened as the user: this open is the check that the user may read it. */
+                        char path[GW_DATAYAML_MAX_PATH + GW_CACHE_MAX_REL + 2];
+                        snprintf(path, sizeof path, "%s/%s", root, f->rel);
+                        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+                        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                                say(out, "X cannot read %s: %s\n", path, fd < 0 ? strerror(errno) : "replaced while copied");
+                                return 1;
+                        }
+                        f->size = (uint64_t) st.st_size;
+                        f->mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+                        f->mode = st.st_mode & 0777;
+                }
+                size_t n = gw_cache_manifest_line(f, line, sizeof line);
+                if (!write_all(out, line, n))
+                        return 1;
+                if (f->dir)
+                        continue;
+                char ans;
+                if (read(in, &ans, 1) != 1) {
+                        (void) close(fd);
+                        return 1;
+                }
+                for (uint64_t left = ans == 'y' ? f->size : 0; left;) {
+                        ssize_t r = read(fd, buf, left < sizeof buf ? (size_t) left : sizeof buf);
+                        if (r <= 0 || !write_all(out, buf, (size_t) r)) /* shrunk while read: the */
+                                return 1;                                /* writer sees it cut */
+                        left -= (uint64_t) r;
+                }
+                (void) close(fd);
+        }
+        say(out, "E\n");
+        return 0;
+}
+
+/* ---- the writer (root's) ---- */
+
+struct writer {
+        const struct gw_cache_copy *c;
+        FILE *in;                  /* the reader's stream */
+        int ans;                   /* answers to the reader */
+        int data;                  /* new_dir/data, once made */
+        int prev_data;             /* prev_dir/data, or -1 */
+        struct gw_cache_file *prev; /* prev_dir's manifest, sorted by rel */
+        size_t n_prev;
+        struct gw_cache_file *files; /* what this version holds, in the reader's order */
+        size_t n_files, cap_files;
+        uint64_t done, copied, reported;
+        size_t linked;
+        bool changed;              /* a file or folder not as in prev */
+        char why[GW_CACHE_LINE_MAX];
+};
+
+static int rel_cmp(const void *a, const void *b) {
+        return strcmp(((const struct gw_cache_file *) a)->rel, ((const struct gw_cache_file *) b)->rel);
+}
+
+static int fail(struct writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct writer *w, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->why, sizeof w->why, fmt, ap);
+        va_end(ap);
+        return -1;
+}
+
+/* A line of at most GW_CACHE_LINE_MAX bytes from the reader, without its '\n'. */
+static int read_line(struct writer *w, char *buf, size_t *len) {
+        if (!fgets(buf, GW_CACHE_LINE_MAX, w->in))
+                return fail(w, "the reader stopped: the source changed while it was copied, or could not be read");
+        *len = strlen(buf);
+        if (!*len || buf[*len - 1] != '\n')
+                return fail(w, "the reader sent a line too long");
+        buf[--*len] = '\0';
+        return 0;
+}
+
+static int load_prev(struct writer *w) {
+        w->prev_data = -1;
+        if (!w->c->prev_dir)
+                return 0;
+        char p[4200];
+        snprintf(p, sizeof p, "%s/manifest", w->c->prev_dir);
+        _cleanup_fclose_ FILE *f = fopen(p, "re");
+        snprintf(p, sizeof p, "%s/data", w->c->prev_dir);
+        w->prev_data = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (!f || w->prev_data < 0)
+                return 0; /* copied whole, then */
+        char line[GW_CACHE_LINE_MAX];
+        size_t cap = 0;
+        while (fgets(line, sizeof line, f)) {
+                size_t l = strlen(line);
+                if (l && line[l - 1] == '\n')
+                        line[--l] = '\0';
+                if (w->n_prev == cap) {
+                        cap = cap ? cap * 2 : 256;
+                        w->prev = gw_xrealloc(w->prev, cap * sizeof *w->prev);
+                }
+                if (gw_cache_manifest_parse(line, l, &w->prev[w->n_prev]) == 0)
+                        w->n_prev++;
+        }
+        qsort(w->prev, w->n_prev, sizeof *w->prev, rel_cmp);
+        return 0;
+}
+
+/* The owner a copy gets: the source's when that is the job's user or a group of theirs,
+ * else the job's own (the reader's word on owners is not trusted). */
+static void owner(const struct writer *w, const struct gw_cache_file *f, uid_t *u, gid_t *g) {
+        *u = w->c->uid;
+        *g = w->c->gid;
+        for (int i = 0; i < w->c->n_groups; i++)
+                if (w->c->groups[i] == f->gid)
+                        *g = f->gid;
+}
+
+static int copy_bytes(struct writer *w, int fd, uint64_t size, const char *rel) {
+        static char buf[COPY_BUF];
+        for (uint64_t left = size; left;) {
+                size_t want = left < sizeof buf ? (size_t) left : sizeof buf;
+                size_t got = fread(buf, 1, want, w->in);
+                if (got != want)
+                        return fail(w, "the reader stopped in %s: the source changed while it was copied", rel);
+                if (!write_all(fd, buf, got))
+                        return fail(w, "writing %s into the cache: %s", rel, strerror(errno ? errno : EIO));
+                left -= got;
+                w->done += got;
+                w->copied += got;
+        }
+        return 0;
+}
+
+static int take_file(struct writer *w, const struct gw_cache_file *f) {
+        struct gw_cache_file key;
+        snprintf(key.rel, sizeof key.rel, "%s", f->rel);
+        const struct gw_cache_file *old =
+                w->n_prev ? bsearch(&key, w->prev, w->n_prev, sizeof *w->prev, rel_cmp) : NULL;
+        /* Unchanged: the previous version's copy, linked (it is immutable once verified). */
+        if (old && !old->dir && gw_cache_file_same(old, f) &&
+            linkat(w->prev_data, f->rel, w->data, f->rel, 0) == 0) {
+                w->linked++;
+                w->done += f->size;
+                return write_all(w->ans, "n", 1) ? 0 : fail(w, "the reader went away");
+        }
+        w->changed = true;
+        int fd = openat(w->data, f->rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return fail(w, "creating %s in the cache: %s", f->rel, strerror(errno));
+        if (!write_all(w->ans, "y", 1)) {
+                (void) close(fd);
+                return fail(w, "the reader went away");
+        }
+        int r = copy_bytes(w, fd, f->size, f->rel);
+        uid_t u;
+        gid_t g;
+        owner(w, f, &u, &g);
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
+                                  { .tv_sec = f->mtime_ns / 1000000000, .tv_nsec = f->mtime_ns % 1000000000 } };
+        if (r == 0 && ((geteuid() == 0 && fchown(fd, u, g) < 0) || fchmod(fd, f->mode & 0777) < 0 ||
+                       futimens(fd, ts) < 0))
+                r = fail(w, "setting %s's mode in the cache: %s", f->rel, strerror(errno));
+        if (close(fd) < 0 && r == 0)
+                r = fail(w, "writing %s into the cache: %s", f->rel, strerror(errno));
+        return r;
+}
+
+static int take_dir(struct writer *w, const struct gw_cache_file *f) {
+        uid_t u;
+        gid_t g;
+        owner(w, f, &u, &g);
+        struct gw_cache_file key;
+        snprintf(key.rel, sizeof key.rel, "%s", f->rel);
+        const struct gw_cache_file *old =
+                w->n_prev ? bsearch(&key, w->prev, w->n_prev, sizeof *w->prev, rel_cmp) : NULL;
+        if (!old || !old->dir || old->mode != f->mode)
+                w->changed = true;
+        if (!*f->rel) {
+                char p[4200];
+                snprintf(p, sizeof p, "%s/data", w->c->new_dir);
+                if (mkdir(p, 0700) < 0 ||
+                    (w->data = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+                        return fail(w, "making %s: %s", p, strerror(errno));
+                if ((geteuid() == 0 && fchown(w->data, u, g) < 0) || fchmod(w->data, f->mode & 0777) < 0)
+                        return fail(w, "setting the mode of %s: %s", p, strerror(errno));
+                return 0;
+        }
+        if (w->data < 0)
+                return fail(w, "the reader named %s before its root", f->rel);
+        if (mkdirat(w->data, f->rel, 0700) < 0)
+                return fail(w, "making %s in the cache: %s", f->rel, strerror(errno));
+        _cleanup_close_ int fd = openat(w->data, f->rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || (geteuid() == 0 && fchown(fd, u, g) < 0) || fchmod(fd, f->mode & 0777) < 0)
+                return fail(w, "setting the mode of %s in the cache: %s", f->rel, strerror(errno));
+        return 0;
+}
+
+static void progress(struct writer *w, bool force) {
+        if (force || w->done - w->reported >= (8u << 20) || (w->n_files & 255) == 0) {
+                say(w->c->report_fd, "P %" PRIu64 "\n", w->done);
+                w->reported = w->done;
+        }
+}
+
+/* The copy against what the reader said: each folder and file there, of its kind, size and
+ * time.  The bytes are not hashed: the copy was read from the stream just written. */
+static int verify(struct writer *w) {
+        for (size_t i = 0; i < w->n_files; i++) {
+                const struct gw_cache_file *f = &w->files[i];
+                struct stat st;
+                int r = *f->rel ? fstatat(w->data, f->rel, &st, AT_SYMLINK_NOFOLLOW) : fstat(w->data, &st);
+                int64_t mt = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+                if (r < 0 || (f->dir ? !S_ISDIR(st.st_mode)
+                                     : (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != f->size || mt != f->mtime_ns)))
+                        return fail(w, "the copy of %s does not match the source's manifest", *f->rel ? f->rel : "/");
+        }
+        return 0;
+}
+
+static int write_text(const char *path, const char *text, size_t len, mode_t mode, uid_t u, gid_t g) {
+        (void) unlink(path); /* a file left by an earlier attempt: never written through */
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0 || !write_all(fd, text, len) || (geteuid() == 0 && fchown(fd, u, g) < 0))
+                return -errno;
+        return 0;
+}
+
+static int write_manifest(struct writer *w) {
+        char p[4200], line[GW_CACHE_LINE_MAX];
+        snprintf(p, sizeof p, "%s/manifest", w->c->new_dir);
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return fail(w, "writing the manifest: %s", strerror(errno));
+        for (size_t i = 0; i < w->n_files; i++) {
+                size_t n = gw_cache_manifest_line(&w->files[i], line, sizeof line);
+                if (!write_all(fd, line, n))
+                        return fail(w, "writing the manifest: %s", strerror(errno));
+        }
+        return fsync(fd) < 0 ? fail(w, "writing the manifest: %s", strerror(errno)) : 0;
+}
+
+static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
+        char line[GW_CACHE_LINE_MAX];
+        size_t len;
+        if (read_line(w, line, &len) < 0)
+                return -1;
+        if (line[0] == 'Y') {
+                unsigned long long n = strtoull(line + 2, NULL, 10);
+                if (n > GW_DATAYAML_MAX_SIZE)
+                        return fail(w, "the reader sent a data YAML too long");
+                *yaml = gw_xmalloc(n + 1);
+                if (fread(*yaml, 1, n, w->in) != n)
+                        return fail(w, "the reader stopped in the data YAML");
+                (*yaml)[n] = '\0';
+                *yaml_len = n;
+                if (read_line(w, line, &len) < 0)
+                        return -1;
+        }
+        if (line[0] == 'X')
+                return fail(w, "%s", line + 2);
+        unsigned long long total = 0, nfiles = 0;
+        if (sscanf(line, "T %llu %llu", &total, &nfiles) != 2)
+                return fail(w, "the reader sent '%.40s'", line);
+        say(w->c->report_fd, "T %llu %llu\n", total, nfiles);
+        char go = 0;
+        if (read(w->c->go_fd, &go, 1) != 1 || go != 'g' || !write_all(w->ans, "g", 1))
+                return fail(w, "stopped by the daemon");
+        for (;;) {
+                if (read_line(w, line, &len) < 0)
+                        return -1;
+                if (!strcmp(line, "E"))
+                        return 0;
+                if (line[0] == 'X')
+                        return fail(w, "%s", line + 2);
+                if (w->n_files == w->cap_files) {
+                        w->cap_files = w->cap_files ? w->cap_files * 2 : 1024;
+                        w->files = gw_xrealloc(w->files, w->cap_files * sizeof *w->files);
+                }
+                struct gw_cache_file *f = &w->files[w->n_files];
+                if (gw_cache_manifest_parse(line, len, f) < 0 || w->n_files >= MAX_FILES)
+                        return fail(w, "the reader sent '%.40s'", line);
+                w->n_files++;
+                if ((f->dir ? take_dir(w, f) : take_file(w, f)) < 0)
+                        return -1;
+                progress(w, false);
+        }
+}
+
+static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader) {
+        struct writer w = { .c = c, .ans = to_reader, .data = -1 };
+        w.in = fdopen(from_reader, "r");
+        umask(0);
+        if (!w.in || mkdir(c->new_dir, 0711) < 0) {
+                say(c->report_fd, "ERR making %s: %s\n", c->new_dir, strerror(errno));
+                return 1;
+        }
+        _cleanup_free_ char *yaml = NULL;
+        size_t yaml_len = 0;
+        (void) load_prev(&w);
+        int r = take_stream(&w, &yaml, &yaml_len);
+        progress(&w, true);
+        /* Nothing new and nothing gone: the previous version serves. */
+        bool same = r == 0 && c->prev_dir && !w.changed && w.n_files == w.n_prev;
+        if (r == 0 && !same && verify(&w) == 0)
+                r = write_manifest(&w);
+        else if (r == 0 && !same)
+                r = -1;
+        if (r == 0 && yaml) {
+                char local[4200], why[512];
+                snprintf(local, sizeof local, "%s/data", same ? c->prev_dir : c->new_dir);
+                _cleanup_free_ char *out = NULL;
+                if (gw_datayaml_rewrite(yaml, yaml_len, local, &out, why, sizeof why) < 0)
+                        r = fail(&w, "the data YAML: %s", why);
+                else if (write_text(c->yaml_out, out, strlen(out), 0600, c->uid, c->gid) < 0)
+                        r = fail(&w, "writing the job's data YAML: %s", strerror(errno));
+        }
+        if (r < 0) {
+                say(c->report_fd, "ERR %s\n", w.why);
+                return 1;
+        }
+        say(c->report_fd, same ? "SAME\n" : "OK %" PRIu64 "\n", w.copied);
+        return 0;
+}
+
+static void keep_only_fds(const int *keep, size_t n) {
+        for (int fd = 3; fd < 1024; fd++) {
+                bool k = false;
+                for (size_t i = 0; i < n; i++)
+                        k |= keep[i] == fd;
+                if (!k)
+                        (void) close(fd);
+        }
+        (void) close_range(1024, ~0U, 0);
+}
+
+pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid < 0 ? -errno : pid;
+        /* The helper: a group of its own, so the daemon stops it and its reader at once. */
+        (void) setpgid(0, 0);
+        int keep[2] = { c->report_fd, c->go_fd };
+        keep_only_fds(keep, 2);
+        signal(SIGPIPE, SIG_IGN);
+        int up[2], down[2];
+        if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0) {
+                say(c->report_fd, "ERR pipe: %s\n", strerror(errno));
+                _exit(1);
+        }
+        pid_t rd = fork();
+        if (rd == 0) {
+                (void) close(up[0]);
+                (void) close(down[1]);
+                (void) close(c->go_fd);
+                (void) close(c->report_fd);
+                _exit(reader(c, up[1], down[0]));
+        }
+        (void) close(up[1]);
+        (void) close(down[0]);
+        if (rd < 0) {
+                say(c->report_fd, "ERR fork: %s\n", strerror(errno));
+                _exit(1);
+        }
+        int r = writer(c, up[0], down[1]);
+        (void) close(down[1]);
+        if (r)
+                (void) kill(rd, SIGKILL);
+        (void) waitpid(rd, NULL, 0);
+        _exit(r);
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        (void) st, (void) ftw;
+        (void) (type == FTW_DP ? rmdir(path) : unlink(path));
+        return 0;
+}
+
+pid_t gw_cache_remove_spawn(const char *dir) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid < 0 ? -errno : pid;
+        keep_only_fds(NULL, 0);
+        (void) nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
+        _exit(0);
+}

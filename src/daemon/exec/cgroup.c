@@ -1,0 +1,233 @@
+#include "daemon/exec/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+
+#define TRASH_RETRY_USEC GW_USEC_PER_SEC
+#define TRASH_TRIES 60
+
+const char *gw_cgroup_mode_name(enum gw_cgroup_mode m) {
+        return m == GW_CGROUP_V2 ? "v2" : m == GW_CGROUP_V1 ? "v1" : "none";
+}
+
+static bool exists(const char *dir, const char *file) {
+        char p[640];
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        return access(p, F_OK) == 0;
+}
+
+static int write_file(const char *dir, const char *file, const char *text) {
+        char p[640];
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, text, strlen(text));
+        return n == (ssize_t) strlen(text) ? 0 : -errno;
+}
+
+/* Each daemon gets its own directory, named after its state dir, so that two daemons on
+ * one host (tests, a second instance) never share a job's cgroup. */
+static bool try_base(const char *root, const char *probe, const char *instance, struct gw_cgroups *ret) {
+        if (!exists(root, probe))
+                return false;
+        snprintf(ret->base, sizeof ret->base, "%s/gpuward", root);
+        if (mkdir(ret->base, 0755) < 0 && errno != EEXIST)
+                return false;
+        size_t l = strlen(ret->base);
+        snprintf(ret->base + l, sizeof ret->base - l, "/%s", instance);
+        if (mkdir(ret->base, 0755) < 0 && errno != EEXIST)
+                return false;
+        return access(ret->base, W_OK) == 0;
+}
+
+/* Job cgroups count their OOM kills only with the memory controller enabled for them: asked
+ * for on gpuward's directory and on base, which hold no process (best effort: where the
+ * host's root does not delegate it, the count is unknown and the host-wide one is used).
+ * The controller only accounts: no limit is set. */
+static bool enable_memory(const char *base) {
+        char parent[512];
+        snprintf(parent, sizeof parent, "%s", base);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+                *slash = '\0';
+        (void) write_file(parent, "cgroup.subtree_control", "+memory");
+        (void) write_file(base, "cgroup.subtree_control", "+memory");
+        char p[640], line[256] = "";
+        snprintf(p, sizeof p, "%s/cgroup.subtree_control", base);
+        _cleanup_fclose_ FILE *f = fopen(p, "re");
+        if (!f || !fgets(line, sizeof line, f))
+                return false;
+        /* A space-separated list ("cpu io memory pids"). */
+        for (const char *w = line; (w = strstr(w, "memory")); w += 6)
+                if ((w == line || w[-1] == ' ') && (w[6] == ' ' || w[6] == '\n' || !w[6]))
+                        return true;
+        return false;
+}
+
+void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups *ret, char *note, size_t notelen) {
+        memset(ret, 0, sizeof *ret);
+        char instance[64];
+        struct stat st;
+        if (stat(state_dir, &st) == 0)
+                snprintf(instance, sizeof instance, "state-%llx-%llx", (unsigned long long) st.st_dev,
+                         (unsigned long long) st.st_ino);
+        else
+                snprintf(instance, sizeof instance, "state-unknown");
+        note[0] = '\0';
+        if (!strcmp(want, "none")) {
+                snprintf(note, notelen, "off by config");
+                return;
+        }
+        if (strcmp(want, "v1")) {
+                const char *roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+                for (size_t i = 0; i < ELEMENTSOF(roots); i++)
+                        if (try_base(roots[i], "cgroup.controllers", instance, ret) && exists(ret->base, "cgroup.kill")) {
+                                ret->mode = GW_CGROUP_V2;
+                                ret->memory = enable_memory(ret->base);
+                                return;
+                        }
+        }
+        if (strcmp(want, "v2") && try_base("/sys/fs/cgroup/freezer", "freezer.state", instance, ret)) {
+                ret->mode = GW_CGROUP_V1;
+                return;
+        }
+        memset(ret, 0, sizeof *ret);
+        snprintf(note, notelen, "no writable cgroup v2 (with cgroup.kill) or v1 freezer hierarchy%s; "
+                 "jobs are tracked by process group and subreaper tree",
+                 geteuid() ? " (not root)" : "");
+}
+
+int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, char **ret_dir) {
+        if (cg->mode == GW_CGROUP_NONE)
+                return -EOPNOTSUPP;
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/job-%lld.%d", cg->base, (long long) job_id, attempt);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        *ret_dir = gw_xstrdup(dir);
+        return 0;
+}
+
+/* Pids listed in the cgroup, at most cap. */
+static size_t read_procs(const char *dir, pid_t *buf, size_t cap) {
+        char p[640];
+        snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+        _cleanup_fclose_ FILE *f = fopen(p, "re");
+        size_t n = 0;
+        long v;
+        while (f && n < cap && fscanf(f, "%ld", &v) == 1)
+                buf[n++] = (pid_t) v;
+        return n;
+}
+
+int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig, pid_t skip_group) {
+        if (mode == GW_CGROUP_V2 && sig == SIGKILL)
+                return write_file(dir, "cgroup.kill", "1");
+        bool frozen = mode == GW_CGROUP_V1 && write_file(dir, "freezer.state", "FROZEN") == 0;
+        pid_t pids[4096];
+        size_t n = read_procs(dir, pids, ELEMENTSOF(pids));
+        for (size_t i = 0; i < n; i++)
+                if (skip_group <= 0 || getpgid(pids[i]) != skip_group)
+                        (void) kill(pids[i], sig);
+        if (frozen)
+                (void) write_file(dir, "freezer.state", "THAWED");
+        return (int) n;
+}
+
+int gw_cgroup_populated(const char *dir) {
+        pid_t pid;
+        return read_procs(dir, &pid, 1) > 0;
+}
+
+int gw_cgroup_remove(const char *dir) {
+        return rmdir(dir) < 0 ? -errno : 0;
+}
+
+static bool kept(const char *dir, char *const *keep, size_t n_keep) {
+        for (size_t i = 0; i < n_keep; i++)
+                if (keep[i] && !strcmp(keep[i], dir))
+                        return true;
+        return false;
+}
+
+size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_keep) {
+        if (cg->mode == GW_CGROUP_NONE)
+                return 0;
+        DIR *dir = opendir(cg->base);
+        size_t gone = 0;
+        struct dirent *e;
+        while (dir && (e = readdir(dir))) {
+                char path[800];
+                if (strncmp(e->d_name, "job-", 4) ||
+                    snprintf(path, sizeof path, "%s/%s", cg->base, e->d_name) >= (int) sizeof path ||
+                    kept(path, keep, n_keep))
+                        continue;
+                gone += rmdir(path) == 0;
+        }
+        if (dir)
+                (void) closedir(dir);
+        return gone;
+}
+
+void gw_cgroup_release(struct gw_cgroups *cg) {
+        if (cg->mode != GW_CGROUP_NONE)
+                (void) rmdir(cg->base); /* only succeeds when no job cgroup is left */
+}
+
+void gw_cgroup_trash_add(struct gw_cgroup_trash *t, const char *dir) {
+        if (t->n == t->cap) {
+                t->cap = t->cap ? 2 * t->cap : 16;
+                t->v = gw_xrealloc(t->v, t->cap * sizeof *t->v);
+        }
+        t->v[t->n++] = (struct gw_cgroup_doomed) { gw_xstrdup(dir), 0 };
+}
+
+gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now) {
+        bool retry_due = now >= t->retry_at;
+        size_t kept_n = 0;
+        for (size_t i = 0; i < t->n; i++) {
+                struct gw_cgroup_doomed *c = &t->v[i];
+                if (c->tries > 0 && !retry_due) {
+                        t->v[kept_n++] = *c;
+                        continue;
+                }
+                int r = gw_cgroup_remove(c->dir);
+                if (r == 0 || r == -ENOENT) {
+                        free(c->dir);
+                        continue;
+                }
+                if (++c->tries >= TRASH_TRIES) {
+                        log_warn("cgroup %s still cannot be removed after %d s (%s); the next start of gpuwardd "
+                                 "removes it once it is empty",
+                                 c->dir, TRASH_TRIES * (int) (TRASH_RETRY_USEC / GW_USEC_PER_SEC), strerror(-r));
+                        free(c->dir);
+                        continue;
+                }
+                t->v[kept_n++] = *c;
+        }
+        t->n = kept_n;
+        if (t->n == 0)
+                return GW_USEC_INFINITY;
+        if (retry_due || t->retry_at == 0)
+                t->retry_at = now + TRASH_RETRY_USEC;
+        return t->retry_at;
+}
+
+void gw_cgroup_trash_free(struct gw_cgroup_trash *t) {
+        for (size_t i = 0; i < t->n; i++)
+                free(t->v[i].dir);
+        free(t->v);
+        *t = (struct gw_cgroup_trash) { 0 };
+}
