@@ -91,7 +91,7 @@ static int booking_check(const struct fake_host *h, const struct gw_quota *lim, 
         return gw_calendar_place(&h->in, &req, NULL, NULL, &pl);
 }
 
-/* GET /api/v1/schedule?hours=72 (handlers_share.c on_schedule()), without the JSON. */
+/* GET /api/v1/schedule?hours=72 (handlers_share.c gw_on_schedule()), without the JSON. */
 static int schedule(const struct fake_host *h, gw_usec_t now, struct gw_schedule_segment *segs, size_t cap, char *chart,
                     size_t *ret_n) {
         int r = gw_schedule_layout(&h->in, now, 72 * HOUR, segs, cap, ret_n);

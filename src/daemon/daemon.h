@@ -484,7 +484,7 @@ void gw_api_resume_waiters(struct gw_djob *dj);
 
 /* ---- idle-GPU reclamation: reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
 struct gw_rwatch;
-struct caller;
+struct gw_caller;
 struct gw_route_ctx;
 /* After every GPU sample: gathers each running job's signals, runs gw_reclaim_decide and
  * carries out what it says (warn, SIGTERM, SIGKILL).  Reads the wall clock itself. */

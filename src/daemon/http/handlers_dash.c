@@ -42,12 +42,12 @@ static json_t *history_points(const struct gw_point *pts, size_t n, size_t max) 
 }
 
 void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+                    struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         long long minutes = 15;
         const char *qm = gw_http_query(req, "minutes");
         if (qm && gw_parse_int(qm, 1, 60, &minutes) < 0)
-                return reply_error(rep, 400, "minutes", "minutes: must be 1-60");
+                return gw_reply_error(rep, 400, "minutes", "minutes: must be 1-60");
         gw_usec_t since = d->now_wall - minutes * 60 * GW_USEC_PER_SEC;
         json_t *gpus = json_array();
         for (unsigned i = 0; i < d->host.n_gpus; i++) {
@@ -59,7 +59,7 @@ void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw
                                                       history_points(pts, n, HISTORY_POINTS)));
                 free(pts);
         }
-        reply_json(rep, 200, json_pack("{s:I,s:f,s:o}", "minutes", (json_int_t) minutes, "interval",
+        gw_reply_json(rep, 200, json_pack("{s:I,s:f,s:o}", "minutes", (json_int_t) minutes, "interval",
                                        (double) d->cfg->sample_interval / 1e6, "gpus", gpus));
 }
 
@@ -96,29 +96,29 @@ static json_t *results_json(const struct gw_results *r) {
 }
 
 void on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+                    struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (!j)
                 return;
         _cleanup_free_ char *path = results_path(d, j);
         if (!path)
-                return reply_error(rep, 404, "id", "job %lld has no results.csv (only Ultralytics-style runs write one, "
+                return gw_reply_error(rep, 404, "id", "job %lld has no results.csv (only Ultralytics-style runs write one, "
                                    "after their first epoch)", (long long) j->id);
         /* Read as the daemon (root): only a regular file the job's user owns, never a link. */
         struct stat st;
         _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
         if (fd < 0)
-                return reply_error(rep, 404, "id", "job %lld's results.csv cannot be read", (long long) j->id);
+                return gw_reply_error(rep, 404, "id", "job %lld's results.csv cannot be read", (long long) j->id);
         if ((uint64_t) st.st_size > RESULTS_READ_MAX)
-                return reply_error(rep, 413, "id", "job %lld's results.csv is larger than %u MiB", (long long) j->id,
+                return gw_reply_error(rep, 413, "id", "job %lld's results.csv is larger than %u MiB", (long long) j->id,
                                    RESULTS_READ_MAX >> 20);
         _cleanup_free_ char *text = gw_xmalloc((size_t) st.st_size + 1);
         ssize_t n = pread(fd, text, (size_t) st.st_size, 0);
         struct gw_results r;
         if (n < 0 || gw_results_parse(text, (size_t) n, &r) < 0)
-                return reply_error(rep, 404, "id", "job %lld's results.csv has no complete header yet", (long long) j->id);
+                return gw_reply_error(rep, 404, "id", "job %lld's results.csv has no complete header yet", (long long) j->id);
         json_t *o = results_json(&r);
         gw_results_free(&r);
         json_object_set_new(o, "id", json_integer(j->id));
@@ -128,6 +128,6 @@ void on_job_results(void *ud, const struct gw_http_request *req, const struct gw
         char *body = gw_json_compact(o, 7, &len);
         json_decref(o);
         if (!body)
-                return reply_error(rep, 500, NULL, "cannot encode the results");
+                return gw_reply_error(rep, 500, NULL, "cannot encode the results");
         gw_http_reply_text(rep, 200, "application/json", body, len);
 }

@@ -16,15 +16,15 @@
 #include "daemon/http/web.h"
 #include "store/backup.h"
 
-void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        json_t *o = parse_body(req, rep);
+void gw_on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         static const char *const fields[] = { "idle_policy" };
         const char *v;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a policy change", "idle_policy", &v, rep) < 0) {
+        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a policy change", "idle_policy", &v, rep) < 0) {
                 json_decref(o);
                 return;
         }
@@ -33,51 +33,51 @@ void on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_
         bool ok = v && strlen(v) < sizeof name;
         json_decref(o);
         if (!ok)
-                return reply_error(rep, 400, "idle_policy", "idle_policy: a profile name is required");
+                return gw_reply_error(rep, 400, "idle_policy", "idle_policy: a profile name is required");
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *found = job_or_reply(d, ctx->id, c, "change its idle policy", rep, &tmp);
+        const struct gw_job *found = gw_job_or_reply(d, ctx->id, c, "change its idle policy", rep, &tmp);
         if (!found)
                 return;
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
         if (!dj)
-                return reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) found->id,
+                return gw_reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) found->id,
                                    gw_job_state_name(found->state));
         char why[1024];
         int status = gw_reclaim_policy_set(d, dj, name, c->user, why, sizeof why);
         if (status)
-                return reply_error(rep, status, status == 400 ? "idle_policy" : NULL, "%s", why);
-        reply_json(rep, 200, gw_codec_job(dj->job, job_view(d, c, dj->job)));
+                return gw_reply_error(rep, status, status == 400 ? "idle_policy" : NULL, "%s", why);
+        gw_reply_json(rep, 200, gw_codec_job(dj->job, gw_job_view(d, c, dj->job)));
 }
 
-void on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-                const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+                const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (!j)
                 return;
-        reply_json(rep, 200, gw_training_eta_reply(d, j, job_view(d, c, j) & GW_VIEW_DETAILS));
+        gw_reply_json(rep, 200, gw_training_eta_reply(d, j, gw_job_view(d, c, j) & GW_VIEW_DETAILS));
 }
 
-void on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (!j)
                 return;
         const char *all = gw_http_query(req, "all");
         json_t *arr = gw_train_snapshots_json(d, j->id, all && strcmp(all, "0"));
         if (!arr)
-                return reply_error(rep, 503, NULL, "cannot read the snapshots: %s", gw_store_errmsg(d->store));
-        if (!(job_view(d, c, j) & GW_VIEW_DETAILS))
-                hide_paths(arr);
-        reply_json(rep, 200, json_pack("{s:I,s:o}", "id", (json_int_t) j->id, "snapshots", arr));
+                return gw_reply_error(rep, 503, NULL, "cannot read the snapshots: %s", gw_store_errmsg(d->store));
+        if (!(gw_job_view(d, c, j) & GW_VIEW_DETAILS))
+                gw_hide_paths(arr);
+        gw_reply_json(rep, 200, json_pack("{s:I,s:o}", "id", (json_int_t) j->id, "snapshots", arr));
 }
 
-void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         char why[4400];
         /* Answered after the helper's end (the caller was checked when the request came). */
@@ -86,19 +86,19 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
                 char to[4200];
                 int status = gw_train_restore_take(d, req->conn, &seq, to, sizeof to, why, sizeof why);
                 if (status == 200)
-                        reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq,
+                        gw_reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq,
                                                        "to", gw_json_text(to), "message", gw_json_text(why)));
                 else if (status > 0)
-                        reply_error(rep, status, "to", "%s", why);
+                        gw_reply_error(rep, status, "to", "%s", why);
                 else
-                        reply_error(rep, 500, NULL, "the restore's outcome was lost: see gpuward show %lld",
+                        gw_reply_error(rep, 500, NULL, "the restore's outcome was lost: see gpuward show %lld",
                                     (long long) ctx->id);
                 return;
         }
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
+        const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
         if (!j)
                 return;
-        json_t *o = parse_body(req, rep);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         const json_t *snap = json_object_get(o, "snapshot"), *to = json_object_get(o, "to"),
@@ -106,16 +106,16 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
         const char *path = json_string_value(to);
         if (!json_is_integer(snap) || json_integer_value(snap) < 1 || json_integer_value(snap) > 1000000000) {
                 json_decref(o);
-                return reply_error(rep, 400, "snapshot", "snapshot: must be a snapshot number (gpuward snapshots %lld)",
+                return gw_reply_error(rep, 400, "snapshot", "snapshot: must be a snapshot number (gpuward snapshots %lld)",
                                    (long long) j->id);
         }
         if (!path || path[0] != '/' || json_string_length(to) != strlen(path) || strlen(path) >= 4096) {
                 json_decref(o);
-                return reply_error(rep, 400, "to", "to: must be an absolute path");
+                return gw_reply_error(rep, 400, "to", "to: must be an absolute path");
         }
         if (force && !json_is_boolean(force) && !json_is_null(force)) {
                 json_decref(o);
-                return reply_error(rep, 400, "force", "force: must be true or false");
+                return gw_reply_error(rep, 400, "force", "force: must be true or false");
         }
         int seq = (int) json_integer_value(snap);
         /* Answered when the helper is done (gw_train_restore_reaped resumes the request). */
@@ -123,7 +123,7 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
         if (r == 0)
                 rep->suspend = true;
         else
-                reply_error(rep, r == -ENOENT ? 404 : 500, r == -ENOENT ? "snapshot" : NULL, "%s", why);
+                gw_reply_error(rep, r == -ENOENT ? 404 : 500, r == -ENOENT ? "snapshot" : NULL, "%s", why);
         json_decref(o);
 }
 
@@ -132,27 +132,27 @@ void on_job_restore(void *ud, const struct gw_http_request *req, const struct gw
 static int path_check(const char *path, struct gw_http_reply *rep) {
         struct stat st;
         if (!path || !*path)
-                return reply_error(rep, 400, "path", "path: required, the file to write the copy to"), -EINVAL;
+                return gw_reply_error(rep, 400, "path", "path: required, the file to write the copy to"), -EINVAL;
         if (path[0] != '/' || strlen(path) > 4000)
-                return reply_error(rep, 400, "path", "path: '%.200s' is not an absolute path (under 4000 bytes)",
+                return gw_reply_error(rep, 400, "path", "path: '%.200s' is not an absolute path (under 4000 bytes)",
                                    path), -EINVAL;
         if (lstat(path, &st) == 0)
-                return reply_error(rep, 400, "path", "path: %.200s exists; a backup never replaces a file", path),
+                return gw_reply_error(rep, 400, "path", "path: %.200s exists; a backup never replaces a file", path),
                        -EINVAL;
         char copy[4096];
         snprintf(copy, sizeof copy, "%s", path);
         const char *dir = dirname(copy);
         if (stat(dir, &st) < 0)
-                return reply_error(rep, 400, "path", "path: the folder %.200s does not exist (%s)", dir,
+                return gw_reply_error(rep, 400, "path", "path: the folder %.200s does not exist (%s)", dir,
                                    strerror(errno)), -EINVAL;
         if (!S_ISDIR(st.st_mode))
-                return reply_error(rep, 400, "path", "path: %.200s is not a folder", dir), -EINVAL;
+                return gw_reply_error(rep, 400, "path", "path: %.200s is not a folder", dir), -EINVAL;
         return 0;
 }
 
-void on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-               struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+               struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         (void) ctx;
         char why[1024];
         if (req->resumed) {
@@ -160,22 +160,22 @@ void on_backup(void *ud, const struct gw_http_request *req, const struct gw_rout
                 uint64_t bytes = 0;
                 int status = gw_backup_answer(d, req->conn, path, sizeof path, &bytes, why, sizeof why);
                 if (status == 200)
-                        reply_json(rep, 200, json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) bytes,
+                        gw_reply_json(rep, 200, json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) bytes,
                                                        "schema", gw_store_schema_version()));
                 else
-                        reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
+                        gw_reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
                 return;
         }
-        json_t *o = parse_body(req, rep);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         static const char *const fields[] = { "path" };
         const char *path = NULL;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 || path_check(path, rep) < 0)
+        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 || path_check(path, rep) < 0)
                 return json_decref(o);
         int status = gw_backup_request(d, path, req->conn, why, sizeof why);
         if (status) {
-                reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
+                gw_reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
                 return json_decref(o);
         }
         log_info("backup to %s asked by %s", path, c->user);
@@ -183,9 +183,9 @@ void on_backup(void *ud, const struct gw_http_request *req, const struct gw_rout
         rep->suspend = true;
 }
 
-void on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *caller) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct gw_caller *caller) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         const char *last = gw_http_header(req, "Last-Event-ID");
         if (!last)
                 last = gw_http_query(req, "last_event_id");
@@ -197,14 +197,14 @@ void on_events(void *ud, const struct gw_http_request *req, const struct gw_rout
         if (status == 429)
                 gw_http_reply_header(rep, "Retry-After", "5");
         if (status)
-                reply_error(rep, status, NULL, "%s", why);
+                gw_reply_error(rep, status, NULL, "%s", why);
 }
 
 /* GET /api/v1/cache: the dataset cache's entries, an admin's all, a user's those their jobs
  * used. */
-void on_cache(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_cache(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         (void) req, (void) ctx;
         _cleanup_free_ struct gw_cache_row *rows = NULL;
         size_t n = gw_cache_rows(d, c->known ? c->user : "", c->admin, &rows);
@@ -219,7 +219,7 @@ void on_cache(void *ud, const struct gw_http_request *req, const struct gw_route
                                                    rows[i].last_use ? json_real((double) rows[i].last_use / 1e6) : json_null(),
                                                    "users", users, "in_use", rows[i].in_use, "staging", rows[i].staging));
         }
-        reply_json(rep, 200, json_pack("{s:o, s:I, s:o}", "cache_dir",
+        gw_reply_json(rep, 200, json_pack("{s:o, s:I, s:o}", "cache_dir",
                                        d->cfg->cache_dir && *d->cfg->cache_dir && c->admin ? json_string(d->cfg->cache_dir)
                                                                                            : json_null(),
                                        "cache_size", (json_int_t) d->cfg->cache_size, "entries", a));

@@ -27,48 +27,48 @@ static int nodes_page(const struct gw_http_request *req, struct gw_nodes_page *p
         const char *ql = gw_http_query(req, "limit");
         long long limit = GW_NODES_PAGE;
         if (ql && gw_parse_int(ql, 1, GW_NODES_PAGE_MAX, &limit) < 0) {
-                reply_error(rep, 400, "limit", "limit: nodes in the reply, a whole number from 1 to %d",
+                gw_reply_error(rep, 400, "limit", "limit: nodes in the reply, a whole number from 1 to %d",
                             GW_NODES_PAGE_MAX);
                 return -EINVAL;
         }
         page->limit = (size_t) limit;
         page->after = gw_http_query(req, "after");
         if (page->after && !gw_token_node_name_valid(page->after)) {
-                reply_error(rep, 400, "after", "after: a node's name (the reply's nodes_next), 1-64 letters, "
+                gw_reply_error(rep, 400, "after", "after: a node's name (the reply's nodes_next), 1-64 letters, "
                                                "digits, '.', '-' or '_'");
                 return -EINVAL;
         }
         return 0;
 }
 
-void on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-             const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+             const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_nodes_page page = { .after = NULL };
         bool cluster = gw_backend_placement(d) == GW_EXEC_PLACE_NODES;
         if (cluster && nodes_page(req, &page, rep) < 0)
                 return;
-        json_t *o = gw_observe_gpus_json(d, sees_details(d, c));
+        json_t *o = gw_observe_gpus_json(d, gw_sees_details(d, c));
         if (cluster) { /* the cluster's GPUs, as the nodes' agents report them */
                 const char *next;
-                json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, sees_details(d, c), &page, &next));
+                json_object_set_new(o, "nodes", gw_nodes_json(d->nodes, d->now, gw_sees_details(d, c), &page, &next));
                 json_object_set_new(o, "nodes_next", next ? json_string(next) : json_null());
                 json_object_set_new(o, "nodes_total", json_integer(d->nodes ? (json_int_t) d->nodes->n : 0));
         }
-        reply_json(rep, 200, o);
+        gw_reply_json(rep, 200, o);
 }
 
 /* The drain's reason, "TEXT (by USER)", from {"reason": TEXT}; 0, or -EINVAL after a 400. */
-static int decode_drain(const json_t *o, const struct caller *c, char *reason, size_t n, struct gw_http_reply *rep) {
+static int decode_drain(const json_t *o, const struct gw_caller *c, char *reason, size_t n, struct gw_http_reply *rep) {
         static const char *const fields[] = { "reason" };
         const char *r;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a drain", "reason", &r, rep) < 0)
+        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a drain", "reason", &r, rep) < 0)
                 return -EINVAL;
         size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
         for (const char *p = r; p && *p; p++)
                 len += ((unsigned char) *p & 0xC0) != 0x80;
         if (!r || len == 0 || len > 200 || strpbrk(r, "\n\r")) {
-                reply_error(rep, 400, "reason", "reason: required, 1-200 characters on one line");
+                gw_reply_error(rep, 400, "reason", "reason: required, 1-200 characters on one line");
                 return -EINVAL;
         }
         snprintf(reason, n, "%s (by %s)", r, c->user);
@@ -78,18 +78,18 @@ static int decode_drain(const json_t *o, const struct caller *c, char *reason, s
 /* undrain takes no body; one sent anyway must not hide a field the caller meant. */
 static int decode_undrain(const json_t *o, struct gw_http_reply *rep) {
         const char *none;
-        return body_check(o, NULL, 0, "an undrain", NULL, &none, rep);
+        return gw_body_check(o, NULL, 0, "an undrain", NULL, &none, rep);
 }
 
-void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                  struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         bool drain = strstr(req->path, "/undrain") == NULL;
         if (ctx->id < 0 || (uint64_t) ctx->id >= d->host.n_gpus)
-                return reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->host.n_gpus);
+                return gw_reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->host.n_gpus);
         char reason[256] = "";
         if (drain || req->body_len) {
-                json_t *o = parse_body(req, rep);
+                json_t *o = gw_parse_body(req, rep);
                 if (!o)
                         return;
                 int r = drain ? decode_drain(o, c, reason, sizeof reason, rep) : decode_undrain(o, rep);
@@ -100,10 +100,10 @@ void on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_r
         /* As releasing a job that is not held: a no-op is refused, so that the caller learns
          * that the GPU was usable all along (and no "undrained" event is recorded). */
         if (!drain && !d->host.gpus[ctx->id].drained)
-                return reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
+                return gw_reply_error(rep, 409, "index", "GPU %lld is not drained", (long long) ctx->id);
         if (gw_gpu_drain(d, (unsigned) ctx->id, drain, reason, false) < 0)
-                return reply_store_error(d, rep, "cannot record the drain");
-        reply_json(rep, 200, gw_observe_gpu_json(d, &d->host.gpus[ctx->id], true)); /* admins only */
+                return gw_reply_store_error(d, rep, "cannot record the drain");
+        gw_reply_json(rep, 200, gw_observe_gpu_json(d, &d->host.gpus[ctx->id], true)); /* admins only */
 }
 
 /* limit (1-1000, default 100) and since (Unix seconds, default all) of an events query; 0, or
@@ -112,7 +112,7 @@ static int events_query(const struct gw_http_request *req, long long *limit, gw_
                         struct gw_http_reply *rep) {
         const char *ql = gw_http_query(req, "limit"), *qs = gw_http_query(req, "since");
         if (ql && gw_parse_int(ql, 1, 1000, limit) < 0) {
-                reply_error(rep, 400, "limit", "limit: must be a whole number from 1 to 1000");
+                gw_reply_error(rep, 400, "limit", "limit: must be a whole number from 1 to 1000");
                 return -EINVAL;
         }
         if (qs) {
@@ -120,7 +120,7 @@ static int events_query(const struct gw_http_request *req, long long *limit, gw_
                 double s = strtod(qs, &end);
                 /* isfinite and the bound keep the conversion to microseconds defined. */
                 if (end == qs || *end || !isfinite(s) || s < 0 || s > 1e11) {
-                        reply_error(rep, 400, "since", "since: must be a time in Unix seconds (e.g. 1790000000.5)");
+                        gw_reply_error(rep, 400, "since", "since: must be a time in Unix seconds (e.g. 1790000000.5)");
                         return -EINVAL;
                 }
                 *since = (gw_usec_t) (s * 1e6);
@@ -138,9 +138,9 @@ static void gpu_event_row(const struct gw_gpu_event_rec *e, void *userdata) {
         json_array_append_new(ec->events, gw_codec_gpu_event(e, ec->with_message));
 }
 
-void on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         bool one = strstr(ctx->route->pattern, "{index}") != NULL;
         long long limit = 100;
         gw_usec_t since = 0;
@@ -153,16 +153,16 @@ void on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_
                                     gpu_event_row, &ec);
         if (n < 0) {
                 json_decref(ec.events);
-                return reply_error(rep, 503, NULL, "cannot read the GPU events: %s", gw_store_errmsg(d->store));
+                return gw_reply_error(rep, 503, NULL, "cannot read the GPU events: %s", gw_store_errmsg(d->store));
         }
         /* A GPU gone from the host keeps its events under its old index; an index that has
          * neither a GPU nor an event is a mistake worth saying. */
         if (one && n == 0 && (uint64_t) ctx->id >= d->host.n_gpus) {
                 json_decref(ec.events);
-                return reply_error(rep, 404, "index", "no GPU %lld (this host has %u) and no events recorded for one",
+                return gw_reply_error(rep, 404, "index", "no GPU %lld (this host has %u) and no events recorded for one",
                                    (long long) ctx->id, d->host.n_gpus);
         }
-        reply_json(rep, 200, json_pack("{s:o}", "events", ec.events));
+        gw_reply_json(rep, 200, json_pack("{s:o}", "events", ec.events));
 }
 
 struct series_ctx {
@@ -187,23 +187,23 @@ static void series_row(unsigned gpu, const struct gw_store_series_row *row, void
                    sc->mem ? json_integer((json_int_t) row->mem_mean) : json_real(row->util_mean));
 }
 
-void on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+               const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         const char *metric = gw_http_query(req, "metric"), *qs = gw_http_query(req, "since");
         if (!metric)
                 metric = "util";
         if (strcmp(metric, "util") && strcmp(metric, "mem"))
-                return reply_error(rep, 400, "metric", "metric: must be util or mem");
+                return gw_reply_error(rep, 400, "metric", "metric: must be util or mem");
         double since_s = 0;
         if (qs) {
                 char *end;
                 since_s = strtod(qs, &end);
                 if (end == qs || *end || since_s < 0)
-                        return reply_error(rep, 400, "since", "since: must be Unix seconds");
+                        return gw_reply_error(rep, 400, "since", "since: must be Unix seconds");
         }
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
-        const struct gw_job *j = job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
+        const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
         if (!j)
                 return;
         struct series_ctx sc = { .mem = !strcmp(metric, "mem"), .gpus = json_object() };
@@ -224,9 +224,9 @@ void on_series(void *ud, const struct gw_http_request *req, const struct gw_rout
                 }
         } else if (gw_store_series_get(d->store, j->id, since, series_row, &sc) < 0) {
                 json_decref(sc.gpus);
-                return reply_error(rep, 503, NULL, "cannot read the series: %s", gw_store_errmsg(d->store));
+                return gw_reply_error(rep, 503, NULL, "cannot read the series: %s", gw_store_errmsg(d->store));
         }
-        reply_json(rep, 200, json_pack("{s:s,s:i,s:o}", "metric", metric, "resolution", resolution < 1 ? 1 : resolution,
+        gw_reply_json(rep, 200, json_pack("{s:s,s:i,s:o}", "metric", metric, "resolution", resolution < 1 ? 1 : resolution,
                                        "gpus", sc.gpus));
 }
 
@@ -258,9 +258,9 @@ static void process_stats(struct gw_metrics_snapshot *m) {
                 m->max_fds = rl.rlim_cur;
 }
 
-void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_metrics_gpu gpus[GW_SCHED_MAX_GPUS];
         size_t n_series = 0;
         for (size_t i = 0; i < d->jobs.n_running; i++)
@@ -330,10 +330,10 @@ void on_metrics(void *ud, const struct gw_http_request *req, const struct gw_rou
         gw_http_reply_text(rep, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
-void on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         if (!d->loop.ready)
-                return reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");
-        reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->host.n_gpus));
+                return gw_reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");
+        gw_reply_json(rep, 200, json_pack("{s:s,s:i}", "status", "ready", "gpus", (int) d->host.n_gpus));
 }

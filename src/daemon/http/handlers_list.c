@@ -23,7 +23,7 @@ static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep)
                 snprintf(word, sizeof word, "%.*s", (int) (l < sizeof word ? l : sizeof word - 1), s);
                 enum gw_job_state st = gw_job_state_from_name(word);
                 if (st < 0) {
-                        reply_error(rep, 400, "state", "state: unknown job state '%s'", word);
+                        gw_reply_error(rep, 400, "state", "state: unknown job state '%s'", word);
                         return -EINVAL;
                 }
                 mask |= 1u << st;
@@ -37,7 +37,7 @@ static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep)
  * would take several times the memory of the reply. */
 struct list_ctx {
         struct gw_daemon *d;
-        const struct caller *caller;
+        const struct gw_caller *caller;
         FILE *out;
         uint64_t fields;
         bool rows;                   /* layout=rows: arrays under "rows", names once under "fields" */
@@ -45,7 +45,7 @@ struct list_ctx {
 };
 
 static void list_put(struct list_ctx *lc, const struct gw_job *j) {
-        unsigned view = job_view(lc->d, lc->caller, j);
+        unsigned view = gw_job_view(lc->d, lc->caller, j);
         /* An array: its tasks counted and its waiting ones folded, in a copy for the reply. */
         struct gw_array_summary sum;
         struct gw_job with_tasks;
@@ -93,7 +93,7 @@ static int list_owner_filter(struct gw_daemon *d, const struct gw_http_request *
                              struct gw_http_reply *rep) {
         const char *user = gw_http_query(req, "user"), *quid = gw_http_query(req, "uid");
         if (user && quid) {
-                reply_error(rep, 400, "uid", "user and uid exclude each other");
+                gw_reply_error(rep, 400, "uid", "user and uid exclude each other");
                 return -EINVAL;
         }
         if (!user && !quid)
@@ -104,9 +104,9 @@ static int list_owner_filter(struct gw_daemon *d, const struct gw_http_request *
                 uid = a->uid;
         else if (gw_parse_int(user ? user : quid, 0, UINT32_MAX, &uid) < 0) {
                 if (user)
-                        reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
+                        gw_reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
                 else
-                        reply_error(rep, 400, "uid", "uid must be a number (0-4294967295)");
+                        gw_reply_error(rep, 400, "uid", "uid must be a number (0-4294967295)");
                 return -EINVAL;
         }
         f->uid = (uint32_t) uid;
@@ -114,9 +114,9 @@ static int list_owner_filter(struct gw_daemon *d, const struct gw_http_request *
         return 0;
 }
 
-void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                    struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         const unsigned active = (1u << GW_JOB_PENDING) | (1u << GW_JOB_HELD) | (1u << GW_JOB_RUNNING);
         unsigned mask = active;
         const char *q = gw_http_query(req, "state");
@@ -132,19 +132,19 @@ void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_
         long long limit = 100, before = 0;
         const char *ql = gw_http_query(req, "limit"), *qb = gw_http_query(req, "before");
         if ((ql && gw_parse_int(ql, 1, 10000, &limit) < 0) || (qb && gw_parse_int(qb, 1, INT64_MAX, &before) < 0)) {
-                reply_error(rep, 400, ql && gw_parse_int(ql, 1, 10000, &limit) < 0 ? "limit" : "before",
+                gw_reply_error(rep, 400, ql && gw_parse_int(ql, 1, 10000, &limit) < 0 ? "limit" : "before",
                             "limit must be 1-10000 and before a job id");
                 return;
         }
         struct gw_codec_error ferr;
         struct list_ctx lc = { .d = d, .caller = c };
         if (gw_codec_job_fields(gw_http_query(req, "fields"), &lc.fields, &ferr) < 0) {
-                reply_error(rep, 400, ferr.field, "%s", ferr.message);
+                gw_reply_error(rep, 400, ferr.field, "%s", ferr.message);
                 return;
         }
         const char *layout = gw_http_query(req, "layout");
         if (layout && strcmp(layout, "rows") && strcmp(layout, "objects")) {
-                reply_error(rep, 400, "layout", "layout must be 'objects' (the default) or 'rows'");
+                gw_reply_error(rep, 400, "layout", "layout must be 'objects' (the default) or 'rows'");
                 return;
         }
         lc.rows = layout && !strcmp(layout, "rows");
@@ -152,7 +152,7 @@ void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_
         size_t body_len = 0;
         lc.out = open_memstream(&body, &body_len);
         if (!lc.out)
-                return reply_error(rep, 500, NULL, "out of memory");
+                return gw_reply_error(rep, 500, NULL, "out of memory");
         /* Only this thread writes it: a lock per character was a tenth of a long reply. */
         __fsetlocking(lc.out, FSETLOCKING_BYCALLER);
         if (lc.rows) {
@@ -184,7 +184,7 @@ void on_list(void *ud, const struct gw_http_request *req, const struct gw_route_
                 if (gw_store_jobs_list(d->store, &f, list_cb, &lc) < 0) {
                         fclose(lc.out);
                         free(body);
-                        reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
+                        gw_reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
                         return;
                 }
         }

@@ -75,7 +75,7 @@ static void refusal_tell(struct gw_daemon *d, struct gw_nodes_told *told, const 
 
 /* 0 when the caller may post node's snapshot: an admin, or an agent's token bound to node;
  * else 403 (logged, not each time). */
-static int caller_may_post(struct gw_daemon *d, const struct caller *c, const char *node, struct gw_http_reply *rep) {
+static int caller_may_post(struct gw_daemon *d, const struct gw_caller *c, const char *node, struct gw_http_reply *rep) {
         char why[400];
         if (!c->agent)
                 return 0;
@@ -83,14 +83,14 @@ static int caller_may_post(struct gw_daemon *d, const struct caller *c, const ch
         if (r == 0)
                 return 0;
         refusal_tell(d, r == -EPERM ? &d->nodes->told_unbound : &d->nodes->told_other_node, why);
-        reply_error(rep, 403, "node", "%s", why);
+        gw_reply_error(rep, 403, "node", "%s", why);
         return r;
 }
 
-void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct caller *c) {
+void gw_on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct gw_caller *c) {
         (void) ctx;
-        struct gw_daemon *d = the_daemon(ud);
+        struct gw_daemon *d = gw_the_daemon(ud);
         if (!d->nodes)
                 d->nodes = gw_xcalloc(1, sizeof *d->nodes);
         /* A token bound to no node is refused whatever it sends, and on any daemon: it is of use
@@ -98,16 +98,16 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
         if (c->agent && !c->node[0] && caller_may_post(d, c, NULL, rep) < 0)
                 return;
         if (gw_backend_placement(d) != GW_EXEC_PLACE_NODES)
-                return reply_error(rep, 409, NULL, "this gpuwardd is not a cluster's controller (--backend slurm): "
+                return gw_reply_error(rep, 409, NULL, "this gpuwardd is not a cluster's controller (--backend slurm): "
                                                    "it takes no node snapshots");
-        json_t *body = parse_body(req, rep), *snap = NULL;
+        json_t *body = gw_parse_body(req, rep), *snap = NULL;
         if (!body)
                 return;
         char field[128] = "", why[256] = "", node[65];
         int r = gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why);
         json_decref(body);
         if (r < 0)
-                return reply_error(rep, 400, field, "%s", why);
+                return gw_reply_error(rep, 400, field, "%s", why);
         snprintf(node, sizeof node, "%s", json_string_value(json_object_get(snap, "node")));
         json_int_t interval = json_integer_value(json_object_get(snap, "interval"));
         if (caller_may_post(d, c, node, rep) < 0) {
@@ -120,7 +120,7 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
                          node, d->cfg->max_nodes);
                 refusal_tell(d, &d->nodes->told_full, why);
                 json_decref(snap);
-                return reply_error(rep, 403, "node", "%s", why);
+                return gw_reply_error(rep, 403, "node", "%s", why);
         }
         /* The Xids are news once, not part of the node's state. */
         json_t *xids = json_incref(json_object_get(snap, "xids"));
@@ -134,8 +134,8 @@ void on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct
         json_decref(xids);
         json_decref(before);
         if (gw_nodes_put(d->nodes, snap, d->now, d->now_wall, (size_t) d->cfg->max_nodes) < 0) /* checked above */
-                return reply_error(rep, 403, "node", "node %s is one node too many: this controller keeps "
+                return gw_reply_error(rep, 403, "node", "node %s is one node too many: this controller keeps "
                                    "max_nodes = %d", node, d->cfg->max_nodes);
-        reply_json(rep, 200, json_pack("{s:s,s:I}", "node", node, "stale_after",
+        gw_reply_json(rep, 200, json_pack("{s:s,s:I}", "node", node, "stale_after",
                                        (json_int_t) GW_NODE_STALE_ROUNDS * interval));
 }

@@ -24,7 +24,7 @@ static int get_when(const json_t *o, const char *key, gw_usec_t now, gw_usec_t *
         }
         if (json_is_string(v) && gw_parse_when(json_string_value(v), now, ret) == 0)
                 return 0;
-        reply_error(rep, 400, key, "%s: give Unix seconds or a time like \"tomorrow 09:00\", \"now+2h\", "
+        gw_reply_error(rep, 400, key, "%s: give Unix seconds or a time like \"tomorrow 09:00\", \"now+2h\", "
                                    "\"2026-11-22T09:00:00Z\"", key);
         return -EINVAL;
 }
@@ -37,16 +37,16 @@ static int get_span(const json_t *o, const char *key, gw_usec_t *ret, struct gw_
         }
         if (json_is_string(v) && gw_parse_duration(json_string_value(v), ret) == 0)
                 return 0;
-        reply_error(rep, 400, key, "%s: give seconds or a duration like 4h, 90m", key);
+        gw_reply_error(rep, 400, key, "%s: give seconds or a duration like 4h, 90m", key);
         return -EINVAL;
 }
 
-static bool rate_limited(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep) {
+static bool rate_limited(struct gw_daemon *d, const struct gw_caller *c, int64_t n, struct gw_http_reply *rep) {
         if (c->admin)
                 return false;
         int64_t wait = gw_sharing_rate(d, c->uid, n);
         if (wait == -E2BIG) {
-                reply_error(rep, 429, "jobs", "a batch of %lld submissions is more than %s may send at once (%d)",
+                gw_reply_error(rep, 429, "jobs", "a batch of %lld submissions is more than %s may send at once (%d)",
                             (long long) n, c->user, d->cfg->rate_burst);
                 return true;
         }
@@ -56,21 +56,21 @@ static bool rate_limited(struct gw_daemon *d, const struct caller *c, int64_t n,
                 return false;
         char after[32];
         snprintf(after, sizeof after, "%lld", (long long) wait);
-        reply_error(rep, 429, NULL, "too many submissions and bookings from %s (at most %d a minute, %d at once)",
+        gw_reply_error(rep, 429, NULL, "too many submissions and bookings from %s (at most %d a minute, %d at once)",
                     c->user, d->cfg->rate_per_min, d->cfg->rate_burst);
         gw_http_reply_header(rep, "Retry-After", after);
         return true;
 }
 
-bool gw_api_rate_limited(struct gw_daemon *d, const struct caller *c, struct gw_http_reply *rep) {
+bool gw_api_rate_limited(struct gw_daemon *d, const struct gw_caller *c, struct gw_http_reply *rep) {
         return rate_limited(d, c, 1, rep);
 }
 
-bool gw_api_rate_limited_n(struct gw_daemon *d, const struct caller *c, int64_t n, struct gw_http_reply *rep) {
+bool gw_api_rate_limited_n(struct gw_daemon *d, const struct gw_caller *c, int64_t n, struct gw_http_reply *rep) {
         return rate_limited(d, c, n, rep);
 }
 
-void gw_api_rate_undo(struct gw_daemon *d, const struct caller *c, int64_t n) {
+void gw_api_rate_undo(struct gw_daemon *d, const struct gw_caller *c, int64_t n) {
         if (!c->admin)
                 gw_sharing_rate_undo(d, c->uid, n);
 }
@@ -80,12 +80,12 @@ static void book(struct gw_daemon *d, const struct gw_book_request *req, struct 
         struct gw_book_result r;
         gw_sharing_book(d, req, &r);
         if (r.status == 503)
-                return reply_store_error(d, rep, "cannot record the booking");
+                return gw_reply_store_error(d, rep, "cannot record the booking");
         if (r.status == 409) /* with the nearest time it would fit, if any */
-                return reply_json(rep, 409, gw_codec_booking_refusal(r.message, r.nearest_start, r.nearest_end));
+                return gw_reply_json(rep, 409, gw_codec_booking_refusal(r.message, r.nearest_start, r.nearest_end));
         if (r.status != 201)
-                return reply_error(rep, r.status, r.field[0] ? r.field : NULL, "%s", r.message);
-        reply_json(rep, 201, gw_codec_booking(&r.booking));
+                return gw_reply_error(rep, r.status, r.field[0] ? r.field : NULL, "%s", r.message);
+        gw_reply_json(rep, 201, gw_codec_booking(&r.booking));
 }
 
 /* What a booking asks for, checked as far as it can be without the calendar; 0, or -EINVAL
@@ -98,11 +98,11 @@ static int decode_booking(const json_t *o, gw_usec_t now, int *ret_ngpus, gw_use
         if (gw_codec_check_fields(o, fields, ELEMENTSOF(fields), "a booking", &err) < 0 ||
             gw_codec_get_int(o, "ngpus", LLONG_MIN, LLONG_MAX, &ngpus, &err) < 0 ||
             gw_codec_get_string(o, "name", ret_name, &err) < 0) {
-                reply_error(rep, 400, err.field, "%s", err.message);
+                gw_reply_error(rep, 400, err.field, "%s", err.message);
                 return -EINVAL;
         }
         if (ngpus < 1 || ngpus > 64) {
-                reply_error(rep, 400, "ngpus", "ngpus: a booking needs 1 to 64 GPUs");
+                gw_reply_error(rep, 400, "ngpus", "ngpus: a booking needs 1 to 64 GPUs");
                 return -EINVAL;
         }
         if (get_when(o, "start", now, ret_start, rep) < 0 || get_span(o, "duration", ret_len, rep) < 0)
@@ -111,10 +111,10 @@ static int decode_booking(const json_t *o, gw_usec_t now, int *ret_ngpus, gw_use
         return 0;
 }
 
-void on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        json_t *o = parse_body(req, rep);
+void gw_on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         struct gw_book_request br = { .uid = c->uid, .user = c->user, .admin = c->admin };
@@ -129,13 +129,13 @@ void on_booking_create(void *ud, const struct gw_http_request *req, const struct
         json_decref(o);
 }
 
-void on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         json_t *arr = json_array();
         for (size_t i = 0; i < d->sharing->n_bookings; i++)
                 json_array_append_new(arr, gw_codec_booking(&d->sharing->bookings[i]));
-        reply_json(rep, 200, json_pack("{s:o}", "bookings", arr));
+        gw_reply_json(rep, 200, json_pack("{s:o}", "bookings", arr));
 }
 
 /* A deny's optional body, {"reason": "..."}: the reason, for the booking's owner, into why
@@ -146,15 +146,15 @@ static int decode_deny(const struct gw_http_request *req, char *why, size_t n, s
         why[0] = '\0';
         if (req->body_len == 0)
                 return 0;
-        json_t *o = parse_body(req, rep);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return -EINVAL;
-        int k = body_check(o, fields, ELEMENTSOF(fields), "a deny", "reason", &r, rep);
+        int k = gw_body_check(o, fields, ELEMENTSOF(fields), "a deny", "reason", &r, rep);
         size_t len = 0; /* characters, not bytes: UTF-8 continuation bytes do not count */
         for (const char *p = r; k == 0 && p && *p; p++)
                 len += ((unsigned char) *p & 0xC0) != 0x80;
         if (k == 0 && r && (len == 0 || len > 200 || strpbrk(r, "\n\r"))) {
-                reply_error(rep, 400, "reason", "reason: 1-200 characters on one line");
+                gw_reply_error(rep, 400, "reason", "reason: 1-200 characters on one line");
                 k = -EINVAL;
         }
         if (k == 0 && r)
@@ -180,20 +180,20 @@ static void booking_note(char *note, size_t n, const char *done, const char *use
                 note[lead] = '\0';
 }
 
-void on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                       struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_store_booking *b = gw_sharing_booking(d, ctx->id);
         if (!b)
-                return reply_error(rep, 404, "id", "no open booking %lld", (long long) ctx->id);
+                return gw_reply_error(rep, 404, "id", "no open booking %lld", (long long) ctx->id);
         bool approve = strstr(req->path, "/approve") != NULL, deny = strstr(req->path, "/deny") != NULL;
         if ((approve || deny) && !c->admin)
-                return reply_error(rep, 403, NULL, "only admins may approve or deny bookings");
+                return gw_reply_error(rep, 403, NULL, "only admins may approve or deny bookings");
         if (!approve && !deny && !c->admin && (b->uid != c->uid || strcmp(b->user, c->user)))
-                return reply_error(rep, 403, "id", "booking %lld belongs to %s; only they or an admin may release it",
+                return gw_reply_error(rep, 403, "id", "booking %lld belongs to %s; only they or an admin may release it",
                                    (long long) b->id, b->user);
         if (approve && b->state != GW_BOOKING_PENDING_APPROVAL)
-                return reply_error(rep, 409, "id", "booking %lld is %s, not awaiting approval", (long long) b->id,
+                return gw_reply_error(rep, 409, "id", "booking %lld is %s, not awaiting approval", (long long) b->id,
                                    gw_booking_state_name((enum gw_booking_state) b->state));
         char why[4 * 200 + 1]; /* 200 characters of up to 4 bytes */
         if (deny && decode_deny(req, why, sizeof why, rep) < 0)
@@ -205,19 +205,19 @@ void on_booking_change(void *ud, const struct gw_http_request *req, const struct
         struct gw_book_result r;
         int k = gw_sharing_booking_set(d, b, to, note, &r);
         if (k == -EBUSY) /* an approval of a booking others booked over while it waited */
-                return reply_error(rep, 409, "id", "%s", r.message);
+                return gw_reply_error(rep, 409, "id", "%s", r.message);
         if (k < 0)
-                return reply_store_error(d, rep, "cannot record it");
-        reply_json(rep, 200, gw_codec_booking(&r.booking));
+                return gw_reply_store_error(d, rep, "cannot record it");
+        gw_reply_json(rep, 200, gw_codec_booking(&r.booking));
 }
 
-void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                 struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                 struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         long long hours = 72;
         const char *qh = gw_http_query(req, "hours");
         if (qh && gw_parse_int(qh, 1, 24 * 14, &hours) < 0)
-                return reply_error(rep, 400, "hours", "hours: 1 to 336");
+                return gw_reply_error(rep, 400, "hours", "hours: 1 to 336");
         struct calendar_view v;
         gw_calendar_view(d, &v);
         gw_training_fill_view(d, &v); /* ETAs: a running job's bar ends at its estimated end */
@@ -228,7 +228,7 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
         gw_calendar_view_free(&v);
         if (r < 0) {
                 free(segs);
-                return reply_error(rep, 500, NULL, "cannot lay out the schedule");
+                return gw_reply_error(rep, 500, NULL, "cannot lay out the schedule");
         }
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
@@ -246,12 +246,12 @@ void on_schedule(void *ud, const struct gw_http_request *req, const struct gw_ro
         json_t *o = json_pack("{s:f,s:f,s:o,s:s}", "from", (double) now / 1e6, "to", (double) (now + horizon) / 1e6,
                               "segments", arr, "text", text);
         free(text);
-        reply_json(rep, 200, o);
+        gw_reply_json(rep, 200, o);
 }
 
-void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_quota(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         const char *user = gw_http_query(req, "user");
         uint32_t uid = c->uid;
         bool admin = c->admin;
@@ -260,19 +260,19 @@ void on_quota(void *ud, const struct gw_http_request *req, const struct gw_route
         if (user && strcmp(user, c->user)) {
                 const struct gw_account *a = gw_userdb_user(d->users, user, d->now);
                 if (!a)
-                        return reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
+                        return gw_reply_error(rep, 400, "user", "user: no such user '%.64s'", user);
                 uid = a->uid;
                 snprintf(name, sizeof name, "%s", user);
-                admin = account_is_admin(d, a->uid, a->gid, name);
+                admin = gw_account_is_admin(d, a->uid, a->gid, name);
         } else if (!c->known)
-                return reply_error(rep, 401, NULL, "who are you? Use the Unix socket or a token, or give ?user=");
+                return gw_reply_error(rep, 401, NULL, "who are you? Use the Unix socket or a token, or give ?user=");
         struct gw_quota lim;
         enum gw_quota_source src[_GW_QUOTA_KEY_MAX];
         gw_sharing_user_limits(d, uid, name, admin, &lim, src);
         struct gw_quota_usage u;
         gw_sharing_usage(d, uid, &u);
         struct gw_codec_quota q = { .user = name, .limits = &lim, .from = src, .usage = &u };
-        reply_json(rep, 200, gw_codec_quota(&q));
+        gw_reply_json(rep, 200, gw_codec_quota(&q));
 }
 
 /* A quota for an account this host does not have would be stored and never apply: an
@@ -286,7 +286,7 @@ static int check_quota_subject(struct gw_daemon *d, const char *subject, const c
         if (group ? gw_userdb_group(d->users, subject + 1, d->now) != NULL
                   : gw_userdb_user(d->users, subject, d->now) != NULL)
                 return 0;
-        reply_error(rep, 400, "subject", "subject: no %s '%s' on this host", group ? "group" : "user", subject + group);
+        gw_reply_error(rep, 400, "subject", "subject: no %s '%s' on this host", group ? "group" : "user", subject + group);
         return -ENOENT;
 }
 
@@ -296,15 +296,15 @@ static int decode_quota_set(struct gw_daemon *d, const json_t *o, char *subj, si
                             struct gw_http_reply *rep) {
         static const char *const fields[] = { "subject", "settings" };
         const char *subject;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a quota setting", "subject", &subject, rep) < 0)
+        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a quota setting", "subject", &subject, rep) < 0)
                 return -EINVAL;
         const json_t *settings = json_object_get(o, "settings");
         if (!subject || !*subject || strlen(subject) > 64) {
-                reply_error(rep, 400, "subject", "subject: USER, @GROUP or default");
+                gw_reply_error(rep, 400, "subject", "subject: USER, @GROUP or default");
                 return -EINVAL;
         }
         if (!json_is_array(settings) || json_array_size(settings) == 0) {
-                reply_error(rep, 400, "settings", "settings: must be a list of KEY=VALUE strings");
+                gw_reply_error(rep, 400, "settings", "settings: must be a list of KEY=VALUE strings");
                 return -EINVAL;
         }
         if (!strcmp(subject, "default"))
@@ -317,10 +317,10 @@ static int decode_quota_set(struct gw_daemon *d, const json_t *o, char *subj, si
         return 0;
 }
 
-void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                  struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        json_t *o = parse_body(req, rep);
+void gw_on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         char subj[96], msg[GW_QUOTA_MSG_SIZE];
@@ -338,14 +338,14 @@ void on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_r
         for (i = 0; i < n && list[i]; i++)
                 ;
         if (i < n)
-                reply_error(rep, 400, "settings", "settings: must be strings");
+                gw_reply_error(rep, 400, "settings", "settings: must be strings");
         else if ((r = gw_sharing_quota_set(d, subj, list, n, msg, sizeof msg)) == -EIO)
-                reply_store_error(d, rep, "cannot store the quota");
+                gw_reply_store_error(d, rep, "cannot store the quota");
         else if (r < 0)
-                reply_error(rep, 400, r == -E2BIG ? "subject" : "settings", "%s", msg);
+                gw_reply_error(rep, 400, r == -E2BIG ? "subject" : "settings", "%s", msg);
         if (r == 0) {
                 log_info("quota of %s set by %s", subj, c->user);
-                reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
+                gw_reply_json(rep, 200, json_pack("{s:s}", "subject", subj));
         }
         free(list);
         json_decref(o);

@@ -13,18 +13,18 @@
 /* A refused job: of a batch (index >= 0), the error says which, in words and as "index". */
 static void reply_job_error(struct gw_http_reply *rep, int status, const char *field, long index, const char *msg) {
         if (index < 0) {
-                reply_error(rep, status, field, "%s", msg);
+                gw_reply_error(rep, status, field, "%s", msg);
                 return;
         }
         char text[600];
         snprintf(text, sizeof text, "job %ld: %s", index, msg);
-        reply_json(rep, status,
+        gw_reply_json(rep, status,
                    json_pack("{s:o,s:o,s:I}", "error", gw_json_text(text), "field",
                              field && field[0] ? gw_json_text(field) : json_null(), "index", (json_int_t) index));
 }
 
 /* Decodes one submission into a new job owned by the caller; NULL after replying 400. */
-static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, const json_t *spec, bool *ret_hold,
+static struct gw_job *decode_job(struct gw_daemon *d, const struct gw_caller *c, const json_t *spec, bool *ret_hold,
                                  struct gw_http_reply *rep, long index) {
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
         struct gw_codec_error err = { "", "" };
@@ -41,12 +41,12 @@ static struct gw_job *decode_job(struct gw_daemon *d, const struct caller *c, co
         return j;
 }
 
-void on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                      struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         if (gw_api_rate_limited(d, c, rep))
                 return;
-        json_t *o = parse_body(req, rep);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         bool hold;
@@ -61,26 +61,26 @@ void on_submit(void *ud, const struct gw_http_request *req, const struct gw_rout
         int64_t id;
         if (gw_job_submit(d, j, hold, &err, &id) < 0) {
                 if (err.status == 503) /* gw_job_record: the store refused the write */
-                        return reply_store_error(d, rep, "cannot record the job");
-                reply_error(rep, err.status, err.field, "%s", err.message);
+                        return gw_reply_store_error(d, rep, "cannot record the job");
+                gw_reply_error(rep, err.status, err.field, "%s", err.message);
                 return;
         }
         /* A limit nobody asked for is said once, where the submitter looks. */
-        reply_json(rep, 201, json_pack("{s:I,s:I,s:b}", "id", (json_int_t) id, "time_limit",
+        gw_reply_json(rep, 201, json_pack("{s:I,s:I,s:b}", "id", (json_int_t) id, "time_limit",
                                        (json_int_t) (limit / GW_USEC_PER_SEC), "time_limit_default", default_limit));
 }
 
-void on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                            struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
-        json_t *o = parse_body(req, rep);
+void gw_on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                            struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         json_t *arr = json_object_get(o, "jobs");
         size_t n = json_array_size(arr);
         if (!json_is_array(arr) || n == 0 || n > 10000) {
                 json_decref(o);
-                reply_error(rep, 400, "jobs", "jobs: must be an array of 1 to 10000 job objects");
+                gw_reply_error(rep, 400, "jobs", "jobs: must be an array of 1 to 10000 job objects");
                 return;
         }
         /* A batch is as many submissions as it has jobs, for the rate limit too. */
@@ -108,11 +108,11 @@ void on_submit_batch(void *ud, const struct gw_http_request *req, const struct g
                 ok = ok && gw_store_commit(d->store) == 0;
                 if (!ok) {
                         (void) gw_store_rollback(d->store);
-                        reply_store_error(d, rep, "cannot record the jobs");
+                        gw_reply_store_error(d, rep, "cannot record the jobs");
                 }
         } else if (ok) {
                 ok = false;
-                reply_store_error(d, rep, "cannot record the jobs");
+                gw_reply_store_error(d, rep, "cannot record the jobs");
         }
         if (!ok)
                 gw_api_rate_undo(d, c, (int64_t) n); /* a refused batch costs nothing */
@@ -126,7 +126,7 @@ void on_submit_batch(void *ud, const struct gw_http_request *req, const struct g
         }
         free(jobs);
         if (ok)
-                reply_json(rep, 201, json_pack("{s:o}", "ids", ids));
+                gw_reply_json(rep, 201, json_pack("{s:o}", "ids", ids));
         else
                 json_decref(ids);
 }

@@ -30,9 +30,9 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
         if (json_is_string(v) && gw_token_parse_lifetime(json_string_value(v), ret, msg, sizeof msg) == 0)
                 return 0;
         if (json_is_string(v))
-                reply_error(rep, 400, "expires", "expires: %s", msg);
+                gw_reply_error(rep, 400, "expires", "expires: %s", msg);
         else
-                reply_error(rep, 400, "expires", "expires: a lifetime such as \"30d\", or seconds from 1 to 10 years");
+                gw_reply_error(rep, 400, "expires", "expires: a lifetime such as \"30d\", or seconds from 1 to 10 years");
         return -EINVAL;
 }
 
@@ -40,7 +40,7 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
  * read its own jobs), or "agent" (admins only: the snapshots an agent posts decide what every
  * user sees of the cluster).  0 with *ret (NULL: no scope), or -EINVAL / -EPERM after the
  * reply. */
-static int token_scope(const json_t *v, const struct caller *c, const char **ret, struct gw_http_reply *rep) {
+static int token_scope(const json_t *v, const struct gw_caller *c, const char **ret, struct gw_http_reply *rep) {
         if (!v || json_is_null(v)) {
                 *ret = NULL;
                 return 0;
@@ -51,14 +51,14 @@ static int token_scope(const json_t *v, const struct caller *c, const char **ret
                 return 0;
         }
         if (strcmp(s, GW_TOKEN_SCOPE_AGENT)) {
-                reply_error(rep, 400, "scope", "scope: \"%s\" (a CI runner's token: submit and read its own jobs), "
+                gw_reply_error(rep, 400, "scope", "scope: \"%s\" (a CI runner's token: submit and read its own jobs), "
                                                "\"%s\" (a node agent's token: node snapshots only), or null for your "
                                                "whole rights", GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_AGENT);
                 return -EINVAL;
         }
         if (!c->admin) {
-                reply_error(rep, 403, "scope", "scope: only admins may make a node agent's token; %s has the role %s",
-                            c->user, caller_role(c));
+                gw_reply_error(rep, 403, "scope", "scope: only admins may make a node agent's token; %s has the role %s",
+                            c->user, gw_caller_role(c));
                 return -EPERM;
         }
         *ret = GW_TOKEN_SCOPE_AGENT;
@@ -75,40 +75,40 @@ static int token_node(const json_t *v, const char *scope, const char **ret, stru
         if (!scope && (!v || json_is_null(v)))
                 return 0;
         if (!scope) {
-                reply_error(rep, 400, "node", "node: only a node agent's token (scope \"%s\") is bound to a node",
+                gw_reply_error(rep, 400, "node", "node: only a node agent's token (scope \"%s\") is bound to a node",
                             GW_TOKEN_SCOPE_AGENT);
                 return -EINVAL;
         }
         if (!v || json_is_null(v)) {
-                reply_error(rep, 400, "node", "node: required for a node agent's token: the node's Slurm name, "
+                gw_reply_error(rep, 400, "node", "node: required for a node agent's token: the node's Slurm name, "
                                               "whose snapshots alone it may post");
                 return -EINVAL;
         }
         if (!gw_token_node_name_valid(json_string_value(v))) {
-                reply_error(rep, 400, "node", "node: the node's Slurm name, 1-64 letters, digits, '.', '-' or '_'");
+                gw_reply_error(rep, 400, "node", "node: the node's Slurm name, 1-64 letters, digits, '.', '-' or '_'");
                 return -EINVAL;
         }
         *ret = json_string_value(v);
         return 0;
 }
 
-void on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         if (!req->unix_door)
-                return reply_error(rep, 403, NULL, "tokens are made on the Unix socket only (gpuward token create)");
-        json_t *o = req->body_len ? parse_body(req, rep) : json_object();
+                return gw_reply_error(rep, 403, NULL, "tokens are made on the Unix socket only (gpuward token create)");
+        json_t *o = req->body_len ? gw_parse_body(req, rep) : json_object();
         if (!o)
                 return;
         static const char *const fields[] = { "name", "expires", "scope", "node" };
         const char *name, *scope = NULL, *node = NULL;
-        if (body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
+        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a token", "name", &name, rep) < 0) {
                 json_decref(o);
                 return;
         }
         if (name && (strlen(name) > 64 || strpbrk(name, "\n\r\t"))) {
                 json_decref(o);
-                return reply_error(rep, 400, "name", "name: at most 64 characters on one line");
+                return gw_reply_error(rep, 400, "name", "name: at most 64 characters on one line");
         }
         gw_usec_t now = d->now_wall, life = 0;
         if (token_lifetime(json_object_get(o, "expires"), &life, rep) < 0 ||
@@ -122,20 +122,20 @@ void on_token_create(void *ud, const struct gw_http_request *req, const struct g
         char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
         if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
                 json_decref(o);
-                return reply_error(rep, 503, NULL, "no randomness available");
+                return gw_reply_error(rep, 503, NULL, "no randomness available");
         }
         gw_token_format(rnd, token);
         (void) gw_token_hash(token, hash);
         int64_t id;
         if (gw_store_token_add(d->store, c->uid, c->user, name ? name : "", hash, expires, scope, node, &id) < 0) {
                 json_decref(o);
-                return reply_store_error(d, rep, "cannot record the token");
+                return gw_reply_store_error(d, rep, "cannot record the token");
         }
         log_info("token %lld made for %s%s%s%s%s%s", (long long) id, c->user, scope ? " (scope " : "",
                  scope ? scope : "", node ? ", node " : "", node ? node : "", scope ? ")" : "");
         struct gw_codec_token_made made = { .id = id, .user = c->user, .name = name, .token = token,
                                             .expires = expires, .scope = scope, .node = node };
-        reply_json(rep, 201, gw_codec_token_made(&made));
+        gw_reply_json(rep, 201, gw_codec_token_made(&made));
         json_decref(o);
 }
 
@@ -167,23 +167,23 @@ static void token_row(const struct gw_store_token *t, void *userdata) {
         json_array_append_new(tl->arr, gw_codec_token(t, tl->now));
 }
 
-void on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         struct token_list tl = { .arr = json_array(), .now = d->now_wall, .user = c->admin ? NULL : c->user };
         (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, &tl);
-        reply_json(rep, 200, json_pack("{s:o}", "tokens", tl.arr));
+        gw_reply_json(rep, 200, json_pack("{s:o}", "tokens", tl.arr));
 }
 
-void on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+void gw_on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                     struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         int r = gw_store_token_revoke(d->store, ctx->id, !c->admin, c->uid);
         if (r == -ENOENT)
-                return reply_error(rep, 404, "id", "no token %lld of yours", (long long) ctx->id);
+                return gw_reply_error(rep, 404, "id", "no token %lld of yours", (long long) ctx->id);
         if (r < 0)
-                return reply_store_error(d, rep, "cannot revoke it");
-        reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
+                return gw_reply_store_error(d, rep, "cannot revoke it");
+        gw_reply_json(rep, 200, json_pack("{s:I,s:b}", "id", (json_int_t) ctx->id, "revoked", 1));
 }
 
 /* A token stands for the account that made it, not for its uid: once the account is deleted

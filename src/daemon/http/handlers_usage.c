@@ -57,15 +57,15 @@ static void add_ended(const struct gw_store_usage_row *r, void *userdata) {
         gw_acct_add(&u->acct, &a);
 }
 
-void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct caller *c) {
+void gw_on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+              const struct gw_caller *c) {
         (void) ctx;
         (void) c;
-        struct gw_daemon *d = the_daemon(ud);
+        struct gw_daemon *d = gw_the_daemon(ud);
         long long days = 7;
         const char *q = gw_http_query(req, "days");
         if (q && gw_parse_int(q, 1, USAGE_DAYS_MAX, &days) < 0)
-                return reply_error(rep, 400, "days", "days must be a whole number from 1 to %d", USAGE_DAYS_MAX);
+                return gw_reply_error(rep, 400, "days", "days must be a whole number from 1 to %d", USAGE_DAYS_MAX);
         gw_usec_t now = d->now_wall;
         struct usage_ctx u = { .d = d, .acct = { .since = now - days * 24 * 3600 * GW_USEC_PER_SEC, .until = now } };
         gw_usec_t mono = d->now;
@@ -73,13 +73,13 @@ void on_usage(void *ud, const struct gw_http_request *req, const struct gw_route
                 add_running(&u, d->jobs.running[i], mono);
         if (gw_store_usage_rows(d->store, u.acct.since, add_ended, &u) < 0) {
                 gw_acct_free(&u.acct);
-                return reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
+                return gw_reply_error(rep, 503, NULL, "cannot read the job history: %s", gw_store_errmsg(d->store));
         }
         gw_acct_sort(&u.acct);
         json_t *users = json_array();
         for (size_t i = 0; i < u.acct.n; i++)
                 json_array_append_new(users, gw_codec_usage_user(&u.acct.users[i]));
         gw_acct_free(&u.acct);
-        reply_json(rep, 200, json_pack("{s:i,s:f,s:f,s:o}", "days", (int) days, "since", (double) u.acct.since / 1e6,
+        gw_reply_json(rep, 200, json_pack("{s:i,s:f,s:f,s:o}", "days", (int) days, "since", (double) u.acct.since / 1e6,
                                        "until", (double) now / 1e6, "users", users));
 }

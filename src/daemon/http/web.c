@@ -138,7 +138,7 @@ static void serve_page(void *userdata, const struct gw_http_request *req, struct
 }
 
 static void serve(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
-        struct gw_daemon *d = the_daemon(userdata);
+        struct gw_daemon *d = gw_the_daemon(userdata);
         if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
                 refuse(rep, 405, "only GET and HEAD here");
                 gw_http_reply_header(rep, "Allow", "GET, HEAD");
@@ -215,8 +215,8 @@ static bool foreign_host(const struct gw_daemon *d, const struct gw_http_request
 }
 
 void gw_web_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
-        if (foreign_host(the_daemon(userdata), req))
-                return reply_error(rep, 421, NULL,
+        if (foreign_host(gw_the_daemon(userdata), req))
+                return gw_reply_error(rep, 421, NULL,
                                    "Host '%.100s' is not this server: its TCP door answers to 127.0.0.1, localhost "
                                    "and [::1] only", gw_http_header(req, "Host"));
         if (!strcmp(req->path, "/") || !strncmp(req->path, "/static/", strlen("/static/")))

@@ -45,7 +45,7 @@ char *gw_web_first_paint(void *userdata, const struct gw_http_request *req, cons
                 if (o)
                         json_object_set_new(state, parts[i].key, o);
         }
-        char *page = gw_firstpaint_render(html, len, state, the_daemon(userdata)->now_wall, ret_len);
+        char *page = gw_firstpaint_render(html, len, state, gw_the_daemon(userdata)->now_wall, ret_len);
         json_decref(state);
         return page;
 }

@@ -78,13 +78,13 @@ static void set_cookie(struct gw_http_reply *rep, const char *token) {
         gw_http_reply_header(rep, "Cache-Control", "no-store");
 }
 
-static json_t *whoami_json(const struct caller *c) {
+static json_t *whoami_json(const struct gw_caller *c) {
         return json_pack("{s:o,s:o,s:s}", "user", gw_json_text(c->known ? c->user : ""), "uid",
                          c->known ? json_integer(c->uid) : json_null(), "role",
                          c->admin ? "admin" : c->known ? "user" : "guest");
 }
 
-static void session_get(const struct gw_http_request *req, struct gw_http_reply *rep, const struct caller *c) {
+static void session_get(const struct gw_http_request *req, struct gw_http_reply *rep, const struct gw_caller *c) {
         const char *tok = req->unix_door ? NULL : gw_http_cookie(req, COOKIE_NAME);
         bool signed_in = tok && gw_token_is_wellformed(tok) && c->known && !gw_http_header(req, "Authorization");
         json_t *o = whoami_json(c);
@@ -94,16 +94,16 @@ static void session_get(const struct gw_http_request *req, struct gw_http_reply 
                 csrf_of(tok, csrf);
                 json_object_set_new(o, "csrf", json_string(csrf));
         }
-        reply_json(rep, 200, o);
+        gw_reply_json(rep, 200, o);
         gw_http_reply_header(rep, "Cache-Control", "no-store");
 }
 
 static void session_create(struct gw_daemon *d, const struct gw_http_request *req, struct gw_http_reply *rep) {
         if (req->unix_door)
-                return reply_error(rep, 400, NULL, "sessions are for the web page on the TCP door");
+                return gw_reply_error(rep, 400, NULL, "sessions are for the web page on the TCP door");
         if (!same_origin(req))
-                return reply_error(rep, 403, NULL, "sign-in from another site refused");
-        json_t *o = parse_body(req, rep);
+                return gw_reply_error(rep, 403, NULL, "sign-in from another site refused");
+        json_t *o = gw_parse_body(req, rep);
         if (!o)
                 return;
         const char *tok = json_string_value(json_object_get(o, "token"));
@@ -111,34 +111,34 @@ static void session_create(struct gw_daemon *d, const struct gw_http_request *re
         struct gw_token_caller t;
         if (!tok || !gw_token_is_wellformed(tok)) {
                 json_decref(o);
-                return reply_error(rep, 400, "token", "token: give a token from 'gpuward token create' (gw_ and 64 "
+                return gw_reply_error(rep, 400, "token", "token: give a token from 'gpuward token create' (gw_ and 64 "
                                                       "hex digits)");
         }
         snprintf(auth, sizeof auth, "Bearer %s", tok);
         if (gw_api_token_check(d, auth, &t, why, sizeof why) < 0) {
                 json_decref(o);
-                return reply_error(rep, 401, "token", "this token is unknown or revoked");
+                return gw_reply_error(rep, 401, "token", "this token is unknown or revoked");
         }
         if (t.agent) { /* it could read nothing the page shows */
                 json_decref(o);
                 gw_api_token_agent_refusal(t.id, why, sizeof why);
-                return reply_error(rep, 403, "token", "%s", why);
+                return gw_reply_error(rep, 403, "token", "%s", why);
         }
         char csrf[CSRF_LEN + 1];
         csrf_of(tok, csrf);
-        reply_json(rep, 200, json_pack("{s:b,s:o,s:I,s:s}", "signed_in", 1, "user", gw_json_text(t.user), "uid",
+        gw_reply_json(rep, 200, json_pack("{s:b,s:o,s:I,s:s}", "signed_in", 1, "user", gw_json_text(t.user), "uid",
                                        (json_int_t) t.uid, "csrf", csrf));
         set_cookie(rep, tok);
         json_decref(o);
 }
 
 void on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct caller *c) {
-        struct gw_daemon *d = the_daemon(ud);
+                struct gw_http_reply *rep, const struct gw_caller *c) {
+        struct gw_daemon *d = gw_the_daemon(ud);
         if (!strcmp(req->method, "POST"))
                 return session_create(d, req, rep);
         if (!strcmp(req->method, "DELETE")) {
-                reply_json(rep, 200, json_pack("{s:b}", "signed_in", 0));
+                gw_reply_json(rep, 200, json_pack("{s:b}", "signed_in", 0));
                 set_cookie(rep, NULL);
                 return;
         }

@@ -124,18 +124,18 @@ static const char *why_no_run(const struct gw_job *j) {
         return "no results.csv written by this attempt yet";
 }
 
-void hide_paths(json_t *o) {
+void gw_hide_paths(json_t *o) {
         static const char *const paths[] = { "results_csv", "source" }; /* in the job's directory */
         if (json_is_array(o)) {
                 for (size_t i = 0; i < json_array_size(o); i++)
-                        hide_paths(json_array_get(o, i));
+                        gw_hide_paths(json_array_get(o, i));
                 return;
         }
         const char *key;
         json_t *v;
         json_object_foreach(o, key, v) {
                 if (json_is_object(v) || json_is_array(v)) {
-                        hide_paths(v);
+                        gw_hide_paths(v);
                         continue;
                 }
                 for (size_t i = 0; i < ELEMENTSOF(paths); i++)
