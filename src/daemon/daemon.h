@@ -113,6 +113,7 @@ struct gw_dgpu {
         size_t n_procs;
         unsigned rogue;              /* processes of no job */
         struct gw_ring ring;         /* the last hour at full rate */
+        struct gw_gpu_mig_layout *mig; /* its MIG devices at the last sample; NULL: whole */
 };
 
 /* A running job's telemetry on one of its GPUs. */
