@@ -87,5 +87,23 @@ class MigSeenTest(DaemonTest):
         self.assertEqual(gpus[0]["mig"], [])
 
 
+class MigNeverWholeTest(DaemonTest):
+    gpus = 2
+
+    def test_whole_gpu_job_never_lands_on_a_mig_mode_gpu(self):
+        d = self.d
+        set_fake(d, gpu0_mig="1g.10gb*7")
+        wait_until(lambda: d.gpu_list()[0]["mig_mode"], what="GPU 0 in MIG mode")
+        first = d.submit_api(["sleep", "300"], name="first")
+        second = d.submit_api(["sleep", "300"], name="second")
+        self.assertEqual(d.wait_state(first, "RUNNING")["gpus"], [1])
+        # GPU 0 is free but cut into slices: the second whole-GPU job waits for GPU 1.
+        wait_until(lambda: d.job(second)["reason"] not in (None, ""), what="the second job's wait reason")
+        self.assertEqual(d.job(second)["state"], "PENDING")
+        self.assertEqual(d.gpu_list()[0]["job"], None)
+        d.api("DELETE", f"/api/v1/jobs/{first}?wait=1", timeout=30)
+        self.assertEqual(d.wait_state(second, "RUNNING")["gpus"], [1])
+
+
 if __name__ == "__main__":
     main()
