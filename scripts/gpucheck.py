@@ -85,6 +85,48 @@ def compare_inventory(api_gpus, smi_gpus):
     return out
 
 
+def parse_smi_mig(list_text):
+    """MIG devices from `nvidia-smi -L`, by GPU index: the "  MIG 1g.10gb  Device  0: (UUID:
+    MIG-...)" lines under each "GPU N: ..." line, as {index: [(profile, uuid)]}."""
+    out, gpu = {}, None
+    for line in list_text.splitlines():
+        m = re.match(r"^GPU (\d+): ", line.strip())
+        if m:
+            gpu = int(m.group(1))
+            continue
+        m = re.match(r"^MIG (\S+)\s+Device\s+\d+: \(UUID: (\S+?)\)\s*$", line.strip())
+        if m and gpu is not None:
+            out.setdefault(gpu, []).append((m.group(1), m.group(2)))
+    return out
+
+
+def compare_mig(api_gpus, smi_mig=None):
+    """(status, detail) lines for the GPUs in MIG mode: gpuward's slices (GET /api/v1/gpus
+    `mig`) against nvidia-smi's when given (by UUID and profile), and what NVML must not give
+    for them (a utilisation).  Empty when no GPU is in MIG mode on either side."""
+    out = []
+    for g in api_gpus:
+        mine = sorted((m.get("profile") or "?", m["uuid"]) for m in g.get("mig") or [])
+        theirs = sorted((smi_mig or {}).get(g["index"], []))
+        if not g.get("mig_mode") and not theirs:
+            continue
+        problems = []
+        if smi_mig is not None and mine != theirs:
+            problems.append(f"slices {mine} vs nvidia-smi {theirs}")
+        if g.get("mig_mode") and g.get("util") is not None:
+            problems.append(f"a utilisation ({g['util']}%) shown for a GPU in MIG mode, which NVML does not give")
+        share = sum(m.get("share") or 0 for m in g.get("mig") or [])
+        if share > 1.0001:
+            problems.append(f"slices' shares add up to {share:.4f} > 1")
+        text = ", ".join(f"{p} {u}" for p, u in mine) or "no MIG devices"
+        if problems:
+            out.append((FAIL, f"GPU {g['index']}: " + "; ".join(problems)))
+        else:
+            seen = "" if smi_mig is not None else " (no nvidia-smi to compare with)"
+            out.append((PASS, f"GPU {g['index']}: {len(mine)} slice(s), {share:.2f} of the GPU: {text}{seen}"))
+    return out
+
+
 def judge_memory(measured_bytes, allocated_mib, tolerance=MEM_TOLERANCE):
     """The job's GPU memory as NVML reports it against what gpuload allocated: within the
     tolerance above it (the CUDA context adds a little), never below."""
@@ -319,6 +361,17 @@ def check_inventory(c, api):
         return c.say(SKIP, "inventory", "no nvidia-smi to compare with")
     for st, detail in compare_inventory(api["gpus"], parse_smi(listed, smi("query", c.a.smi_output) or "")):
         c.say(st, "inventory", detail)
+
+
+def check_mig(c, api):
+    """The MIG layout as gpuward reads it; never changes a GPU's mode (that needs an idle GPU
+    and root, and would take the GPU from its users)."""
+    listed = smi("list", c.a.smi_output)
+    lines = compare_mig(api["gpus"], parse_smi_mig(listed) if listed is not None else None)
+    if not lines:
+        return c.say(SKIP, "mig", "no GPU in MIG mode (this check never changes a GPU's mode)")
+    for st, detail in lines:
+        c.say(st, "mig", detail)
 
 
 def job_procs(c, index, jid):
@@ -565,6 +618,7 @@ def run(a):
         if not api["gpus"]:
             return c, 1  # nothing to check on
         check_inventory(c, api)
+        check_mig(c, api)
         if a.libcuda:
             why_not = cuda_driver(a.libcuda)
         else:

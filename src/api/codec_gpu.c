@@ -96,6 +96,73 @@ static json_t *gpu_procs(const void *obj, const struct gw_codec_ctx *ctx) {
         return gw_codec_table_array(proc_fields, ELEMENTSOF(proc_fields), g->procs, g->n_procs, sizeof *g->procs, ctx);
 }
 
+static json_t *mig_share(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_mig *m = obj;
+        if (!m->slices || !m->max_slices)
+                return json_null();
+        return json_real(round((double) m->slices / m->max_slices * 10000.0) / 10000.0);
+}
+
+static json_t *mig_mem_used(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_mig *m = obj;
+        return m->has_mem ? json_integer((json_int_t) m->mem_used) : json_null();
+}
+
+static json_t *mig_mem_total(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_mig *m = obj;
+        return m->has_mem ? json_integer((json_int_t) m->mem_total) : json_null();
+}
+
+static json_t *int_or_null(int v) {
+        return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *mig_gi(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        return int_or_null(((const struct gw_codec_mig *) obj)->gi_id);
+}
+
+static json_t *mig_ci(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        return int_or_null(((const struct gw_codec_mig *) obj)->ci_id);
+}
+
+static json_t *mig_profile(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_mig *m = obj;
+        return m->profile && *m->profile ? json_string(m->profile) : json_null();
+}
+
+static json_t *mig_procs(const void *obj, const struct gw_codec_ctx *ctx) {
+        const struct gw_codec_mig *m = obj;
+        if (!m->has_procs)
+                return json_null();
+        return gw_codec_table_array(proc_fields, ELEMENTSOF(proc_fields), m->procs, m->n_procs, sizeof *m->procs, ctx);
+}
+
+#define M struct gw_codec_mig
+static const struct gw_codec_field mig_fields[] = {
+        GW_CODEC_FIELD("uuid", GW_CT_STR, M, uuid),
+        GW_CODEC_FIELD_FN("profile", mig_profile),
+        GW_CODEC_FIELD_FN("gpu_instance", mig_gi),
+        GW_CODEC_FIELD_FN("compute_instance", mig_ci),
+        GW_CODEC_FIELD("slices", GW_CT_UINT, M, slices),
+        GW_CODEC_FIELD_FN("share", mig_share),
+        GW_CODEC_FIELD_FN("mem_total", mig_mem_total),
+        GW_CODEC_FIELD_FN("mem_used", mig_mem_used),
+        GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, M, job_id),
+        GW_CODEC_FIELD_FN("processes", mig_procs),
+};
+#undef M
+
+static json_t *gpu_mig(const void *obj, const struct gw_codec_ctx *ctx) {
+        const struct gw_codec_gpu *g = obj;
+        return gw_codec_table_array(mig_fields, ELEMENTSOF(mig_fields), g->mig, g->n_mig, sizeof *g->mig, ctx);
+}
+
 #define G struct gw_codec_gpu
 static const struct gw_codec_field gpu_fields[] = {
         GW_CODEC_FIELD("index", GW_CT_INT, G, index),
@@ -113,6 +180,8 @@ static const struct gw_codec_field gpu_fields[] = {
         GW_CODEC_FIELD_FN("job_info", gpu_job_info),
         GW_CODEC_FIELD_FN("processes", gpu_procs),
         GW_CODEC_FIELD("sampled_at", GW_CT_SECONDS_OR_NULL, G, sampled_at),
+        GW_CODEC_FIELD("mig_mode", GW_CT_BOOL, G, mig_mode),
+        GW_CODEC_FIELD_FN("mig", gpu_mig),
 };
 #undef G
 

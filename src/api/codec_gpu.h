@@ -20,6 +20,19 @@ struct gw_codec_proc {
         bool stray;                  /* its job's, on a GPU that job was not given */
 };
 
+/* One MIG device (slice) of a GPU in MIG mode. */
+struct gw_codec_mig {
+        const char *uuid;            /* "MIG-..." */
+        const char *profile;         /* "1g.10gb"; "" or NULL: not known */
+        int gi_id, ci_id;            /* GPU / compute instance; < 0: not known */
+        unsigned slices, max_slices; /* its slices of the GPU's; 0: not known */
+        bool has_mem, has_procs;     /* what NVML gave for it (never a utilisation: it has none) */
+        uint64_t mem_total, mem_used;
+        int64_t job_id;              /* the job given it; 0: none */
+        const struct gw_codec_proc *procs;
+        size_t n_procs;
+};
+
 struct gw_codec_gpu {
         int index;
         const char *name, *uuid;
@@ -41,6 +54,9 @@ struct gw_codec_gpu {
         const struct gw_codec_proc *procs;
         size_t n_procs;
         gw_usec_t sampled_at;        /* wall clock; 0: never sampled */
+        bool mig_mode;               /* in MIG mode: jobs get its slices (mig), never the whole GPU */
+        const struct gw_codec_mig *mig;
+        size_t n_mig;
 };
 
 /* One GPU for a reader with view (GW_VIEW_DETAILS: the processes' command lines). */

@@ -203,6 +203,39 @@ static int add_rogue_line(struct cli_table *t, const json_t *proc) {
         return cli_table_add_line(t, line);
 }
 
+/* "  MIG 1g.10gb  1/7  1.0 GiB / 10.0 GiB  job 17  MIG-..." under its GPU's row: a slice has
+ * memory and processes, never a utilisation (NVML gives none for it).  "1/7" is its share
+ * of the GPU, as accounting counts it. */
+static int add_mig_line(struct cli_table *t, const json_t *m) {
+        char share[32], mem[80], job[48];
+        long long slices, v;
+        const char *profile = cli_jstr(m, "profile"), *uuid = cli_jstr(m, "uuid");
+        double part = cli_jnum(m, "share");
+        if (cli_jint(m, "slices", &slices) && slices > 0 && isfinite(part) && part > 0)
+                snprintf(share, sizeof share, "%lld/%lld", slices, llround((double) slices / part));
+        else
+                snprintf(share, sizeof share, "?");
+        if (cli_jint(m, "job", &v))
+                snprintf(job, sizeof job, "job %lld", v);
+        else
+                snprintf(job, sizeof job, "free");
+        _cleanup_free_ char *line = NULL;
+        if (asprintf(&line, "  MIG %s  %s  %s  %s  %s", profile && *profile ? profile : "?", share,
+                     format_memory(m, false, mem, sizeof mem), job, uuid && *uuid ? uuid : "?") < 0)
+                return -ENOMEM;
+        return cli_table_add_line(t, line);
+}
+
+static int add_mig_lines(struct cli_table *t, const json_t *g) {
+        const json_t *m;
+        size_t i;
+        int r = 0;
+        json_array_foreach(json_object_get(g, "mig"), i, m)
+                if (r >= 0)
+                        r = add_mig_line(t, m);
+        return r;
+}
+
 static int add_gpu(struct cli_table *t, const json_t *g, time_t now, const struct gpu_layout *l,
                    long long *n_rogue) {
         int r = add_gpu_row(t, g, now, l);
@@ -215,6 +248,8 @@ static int add_gpu(struct cli_table *t, const json_t *g, time_t now, const struc
                         return -ENOMEM;
                 r = cli_table_add_line(t, line);
         }
+        if (r >= 0)
+                r = add_mig_lines(t, g);
         size_t i;
         const json_t *p;
         json_array_foreach(json_object_get(g, "processes"), i, p) {

@@ -114,6 +114,7 @@ struct gw_dgpu {
         size_t n_procs;
         unsigned rogue;              /* processes of no job */
         struct gw_ring ring;         /* the last hour at full rate */
+        struct gw_gpu_mig_layout *mig; /* its MIG devices at the last sample; NULL: whole */
 };
 
 /* A running job's telemetry on one of its GPUs. */
@@ -423,6 +424,11 @@ void gw_gpus_close(struct gw_daemon *d);
  * the command lines of the processes on them, which guests are not shown unless the config
  * says so. */
 json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details);
+/* Whether g may be given whole to a job or a booking: not drained, not lost, and not in MIG
+ * mode (a GPU cut into slices has no whole left to give: its slices are NVML's devices). */
+static inline bool gw_gpu_whole_usable(const struct gw_dgpu *g) {
+        return !g->drained && (!g->sampled || g->sample.health == GW_GPU_OK) && !g->mig;
+}
 json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details);
 
 /* hostwatch.c, at each GPU sample: the host's CPU, memory and disks (the state dir's, /) into

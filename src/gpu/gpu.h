@@ -47,6 +47,31 @@ struct gw_gpu_proc {
         int sm_util;                  /* percent, -1 if no per-process sample */
 };
 
+/* MIG: a GPU in MIG mode is cut into MIG devices (slices), each with its own UUID
+ * ("MIG-..."), memory and processes.  NVML gives no utilisation for a slice, nor for a GPU
+ * in MIG mode, so none is read here. */
+#define GW_GPU_MIG_MAX          8   /* slices per GPU: 7 on A100/H100 */
+#define GW_GPU_MIG_PROFILE_MAX  32
+#define GW_GPU_MIG_PROCS_MAX    16  /* processes kept per slice */
+
+struct gw_gpu_mig {
+        unsigned gi_id, ci_id;               /* GPU and compute instance ids; UINT_MAX: not known */
+        char uuid[GW_GPU_UUID_MAX];          /* "MIG-..." as CUDA_VISIBLE_DEVICES takes it */
+        char profile[GW_GPU_MIG_PROFILE_MAX];/* "1g.10gb"; "" when the driver did not say */
+        unsigned slices;                     /* GPU-instance slices it holds; 0: not known */
+        bool has_mem, has_procs;
+        uint64_t mem_total, mem_used;        /* bytes */
+        size_t n_procs;
+        struct gw_gpu_proc procs[GW_GPU_MIG_PROCS_MAX]; /* sm_util -1: not given under MIG */
+};
+
+struct gw_gpu_mig_layout {
+        bool enabled;                        /* MIG mode is on now; false: the GPU is whole */
+        unsigned max_slices;                 /* the GPU's slices (nvmlDeviceGetMaxMigDeviceCount) */
+        size_t n;
+        struct gw_gpu_mig dev[GW_GPU_MIG_MAX];
+};
+
 struct gw_nvml_event {
         unsigned index;               /* GPU the event is on */
         unsigned long long type;      /* NVML event type bits, 0x8 = Xid critical */
@@ -77,6 +102,11 @@ int gw_gpu_sample(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_sample *re
  * ProcessInfo v1/v2/v3 ABIs and the INSUFFICIENT_SIZE retry.  -EIO for a lost GPU. */
 int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *buf, size_t cap,
                      size_t *ret_n);
+
+/* The MIG layout of GPU idx as NVML gives it now (it can change while we run).  A driver
+ * without the MIG calls, or one answering NOT_SUPPORTED, or MIG mode off: 0 with
+ * ret->enabled false.  -EIO for a lost GPU. */
+int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *ret);
 
 /* Waits up to timeout_ms for an Xid / ECC event on any GPU.  0 with *ret filled,
  * -ETIMEDOUT when none came, -ENOTSUP when events are not supported, -EIO otherwise.

@@ -82,6 +82,13 @@ static void load_symbols(struct gw_gpu_lib *lib) {
         LOAD(lib, register_events, "nvmlDeviceRegisterEvents");
         LOAD(lib, event_set_wait, "nvmlEventSetWait_v2", "nvmlEventSetWait");
         LOAD(lib, event_set_free, "nvmlEventSetFree");
+        LOAD(lib, mig_mode, "nvmlDeviceGetMigMode");
+        LOAD(lib, max_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
+        LOAD(lib, mig_handle_by_index, "nvmlDeviceGetMigDeviceHandleByIndex");
+        LOAD(lib, gpu_instance_id, "nvmlDeviceGetGpuInstanceId");
+        LOAD(lib, compute_instance_id, "nvmlDeviceGetComputeInstanceId");
+        /* The unsuffixed call writes a shorter struct without the slice counts. */
+        LOAD(lib, attributes, "nvmlDeviceGetAttributes_v2");
 }
 
 /* nvmlErrorString's text, or the number when the library has none to give. */
@@ -95,7 +102,7 @@ static const char *nvml_strerror(const struct gw_gpu_lib *lib, nvmlReturn_t r, c
 
 /* Driver strings are copied into our own buffers and cut at the first NUL or at n - 1,
  * because a buggy driver need not terminate them. */
-static void copy_driver_string(char *dst, size_t n, const char *src, size_t srclen) {
+void gw_nvml_copy_string(char *dst, size_t n, const char *src, size_t srclen) {
         size_t len = strnlen(src, srclen);
         if (len >= n)
                 len = n - 1;
@@ -104,7 +111,7 @@ static void copy_driver_string(char *dst, size_t n, const char *src, size_t srcl
 }
 
 /* Total and used memory, preferring _v2 whose "used" excludes the driver's reservation. */
-static nvmlReturn_t read_memory(struct gw_gpu_lib *lib, nvmlDevice_t h, uint64_t *total, uint64_t *used) {
+nvmlReturn_t gw_nvml_read_memory(struct gw_gpu_lib *lib, nvmlDevice_t h, uint64_t *total, uint64_t *used) {
         if (lib->fn.memory_v2 && !lib->memory_v1_only) {
                 nvmlMemory_v2_t m = { .version = GW_NVML_MEMORY_V2 };
                 nvmlReturn_t r = lib->fn.memory_v2(h, &m);
@@ -151,7 +158,7 @@ static void read_pci_bus_id(const struct gw_gpu_lib *lib, nvmlDevice_t h, char *
                 memset(&pci, 0, sizeof pci);
                 r = lib->fn.pci_info(h, &pci);
                 if (r == NVML_SUCCESS) {
-                        copy_driver_string(dst, n, pci.busId, sizeof pci.busId);
+                        gw_nvml_copy_string(dst, n, pci.busId, sizeof pci.busId);
                         return;
                 }
         }
@@ -170,11 +177,11 @@ static void read_static(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev) {
         uint64_t used;
 
         if (lib->fn.name && lib->fn.name(dev->handle, buf, sizeof buf) == NVML_SUCCESS)
-                copy_driver_string(dev->st.name, sizeof dev->st.name, buf, sizeof buf);
+                gw_nvml_copy_string(dev->st.name, sizeof dev->st.name, buf, sizeof buf);
         if (lib->fn.uuid && lib->fn.uuid(dev->handle, buf, sizeof buf) == NVML_SUCCESS)
-                copy_driver_string(dev->st.uuid, sizeof dev->st.uuid, buf, sizeof buf);
+                gw_nvml_copy_string(dev->st.uuid, sizeof dev->st.uuid, buf, sizeof buf);
         read_pci_bus_id(lib, dev->handle, dev->st.pci_bus_id, sizeof dev->st.pci_bus_id);
-        if (read_memory(lib, dev->handle, &dev->st.mem_total, &used) != NVML_SUCCESS)
+        if (gw_nvml_read_memory(lib, dev->handle, &dev->st.mem_total, &used) != NVML_SUCCESS)
                 dev->st.mem_total = 0;
 }
 
@@ -269,7 +276,7 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
         if (lib->fn.driver_version) {
                 char v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
                 if (lib->fn.driver_version(v, sizeof v) == NVML_SUCCESS)
-                        copy_driver_string(lib->driver_version, sizeof lib->driver_version, v, sizeof v);
+                        gw_nvml_copy_string(lib->driver_version, sizeof lib->driver_version, v, sizeof v);
         }
 
         r = lib->fn.count(&n);
@@ -352,7 +359,7 @@ int gw_gpu_sample(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_sample *re
                 s.util_gpu = u.gpu > 100 ? 100 : u.gpu;
                 s.util_mem = u.memory > 100 ? 100 : u.memory;
         }
-        r[1] = r[0] == NVML_ERROR_GPU_IS_LOST ? r[0] : read_memory(lib, dev->handle, &s.mem_total, &s.mem_used);
+        r[1] = r[0] == NVML_ERROR_GPU_IS_LOST ? r[0] : gw_nvml_read_memory(lib, dev->handle, &s.mem_total, &s.mem_used);
         if (r[1] == NVML_SUCCESS)
                 s.valid |= GW_GPU_HAS_MEM;
         r[2] = r[1] == NVML_ERROR_GPU_IS_LOST ? r[1] : read_temperature(lib, dev->handle, &s.temp_c);

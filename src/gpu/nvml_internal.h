@@ -29,6 +29,16 @@ struct gw_gpu_lib {
         unsigned v3_stride_guess;       /* nvitop's heuristic, 0 until first needed */
 };
 
+/* The compute processes on handle h (a GPU or a MIG device), sorted by pid, at most cap
+ * into buf.  dev: the GPU whose per-process utilisation to add; NULL for a MIG device,
+ * for which NVML has none. */
+int gw_nvml_procs(struct gw_gpu_lib *lib, nvmlDevice_t h, struct gw_gpu_dev *dev, struct gw_gpu_proc *buf, size_t cap,
+                  size_t *ret_n);
+/* Total and used memory of h, _v2 first (nvml.c). */
+nvmlReturn_t gw_nvml_read_memory(struct gw_gpu_lib *lib, nvmlDevice_t h, uint64_t *total, uint64_t *used);
+/* Copies a driver string that need not be terminated, cut at n - 1. */
+void gw_nvml_copy_string(char *dst, size_t n, const char *src, size_t srclen);
+
 /* An errno value for an NVML failure (EIO for a lost GPU). */
 int gw_nvml_errno(nvmlReturn_t r);
 

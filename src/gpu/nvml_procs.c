@@ -198,15 +198,10 @@ static void fill_util(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct gw_
         dev->last_seen = newest;
 }
 
-int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *buf, size_t cap, size_t *ret_n) {
-        if (!lib || idx >= lib->count || !ret_n || (!buf && cap > 0))
-                return -EINVAL;
-        struct gw_gpu_dev *dev = &lib->devs[idx];
-        if (!dev->handle)
-                return -EIO;
-
+int gw_nvml_procs(struct gw_gpu_lib *lib, nvmlDevice_t h, struct gw_gpu_dev *dev, struct gw_gpu_proc *buf, size_t cap,
+                  size_t *ret_n) {
         struct raw_list l;
-        nvmlReturn_t r = list_raw(lib, dev->handle, &l);
+        nvmlReturn_t r = list_raw(lib, h, &l);
         if (r != NVML_SUCCESS)
                 return -gw_nvml_errno(r);
 
@@ -227,11 +222,21 @@ int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *b
                 };
         }
         qsort(p, n, sizeof *p, proc_cmp);
-        fill_util(lib, dev, p, n);
+        if (dev)
+                fill_util(lib, dev, p, n);
 
         size_t out = n < cap ? n : cap;
         if (out)
                 memcpy(buf, p, out * sizeof *p);
         *ret_n = out;
         return 0;
+}
+
+int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *buf, size_t cap, size_t *ret_n) {
+        if (!lib || idx >= lib->count || !ret_n || (!buf && cap > 0))
+                return -EINVAL;
+        struct gw_gpu_dev *dev = &lib->devs[idx];
+        if (!dev->handle)
+                return -EIO;
+        return gw_nvml_procs(lib, dev->handle, dev, buf, cap, ret_n);
 }

@@ -38,6 +38,9 @@ typedef struct nvmlEventSet_st *nvmlEventSet_t;
 #define GW_NVML_TEMPERATURE_V1         0x0100000Cu
 #define GW_NVML_VALUE_NOT_AVAILABLE    (~0ULL)
 
+#define NVML_DEVICE_MIG_ENABLE                 1
+#define NVML_DEVICE_MIG_MAX                    8  /* MIG devices per GPU: 7 on A100/H100, 4 on A30 */
+
 #define nvmlEventTypeSingleBitEccError 0x1ULL
 #define nvmlEventTypeDoubleBitEccError 0x2ULL
 #define nvmlEventTypeXidCriticalError  0x8ULL
@@ -112,6 +115,15 @@ typedef struct {
         unsigned int gpuInstanceId, computeInstanceId;
 } nvmlEventData_t;
 
+/* What nvmlDeviceGetAttributes_v2 writes (the unsuffixed call wrote only the first six
+ * fields).  On a MIG device the slice counts say how much of its GPU it holds. */
+typedef struct {
+        unsigned int multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount, sharedEncoderCount;
+        unsigned int sharedJpegCount, sharedOfaCount;
+        unsigned int gpuInstanceSliceCount, computeInstanceSliceCount;
+        unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
 /* Sizes (LP64) and the offsets we read, as nvml.h lays them out (docs/NVML-ABI.md). */
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
@@ -136,6 +148,8 @@ _Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t layout"
 _Static_assert(GW_NVML_TEMPERATURE_V1 == (sizeof(nvmlTemperature_v1_t) | 1u << 24),
                "nvmlTemperature_v1 = NVML_STRUCT_VERSION(Temperature, 1)");
 _Static_assert(sizeof(nvmlConfComputeMemSizeInfo_t) == 16, "nvmlConfComputeMemSizeInfo_t layout");
+_Static_assert(sizeof(nvmlDeviceAttributes_t) == 40 && offsetof(nvmlDeviceAttributes_t, gpuInstanceSliceCount) == 24,
+               "nvmlDeviceAttributes_t layout");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 _Static_assert(offsetof(nvmlEventData_t, eventType) == 8 && offsetof(nvmlEventData_t, eventData) == 16 &&
                offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t fields");
@@ -171,4 +185,11 @@ struct gw_nvml_fns {
         nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
         nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);
         nvmlReturn_t (*event_set_free)(nvmlEventSet_t);
+        /* MIG (NVML 11+); any of them missing: every GPU is whole. */
+        nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned int *, unsigned int *);
+        nvmlReturn_t (*max_mig_count)(nvmlDevice_t, unsigned int *);
+        nvmlReturn_t (*mig_handle_by_index)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+        nvmlReturn_t (*gpu_instance_id)(nvmlDevice_t, unsigned int *);
+        nvmlReturn_t (*compute_instance_id)(nvmlDevice_t, unsigned int *);
+        nvmlReturn_t (*attributes)(nvmlDevice_t, nvmlDeviceAttributes_t *);  /* _v2 only */
 };

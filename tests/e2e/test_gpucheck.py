@@ -52,6 +52,29 @@ class JudgeTest(unittest.TestCase):
         mig = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n  MIG 1g.10gb     Device  0: (UUID: MIG-2)\n"
         self.assertEqual(len(gpucheck.parse_smi(mig)), 1)
 
+    def test_mig_layout_against_nvidia_smi(self):
+        smi = ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0)\n"
+               "  MIG 3g.40gb     Device  0: (UUID: MIG-a)\n"
+               "  MIG 1g.10gb     Device  1: (UUID: MIG-b)\n"
+               "GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n")
+        self.assertEqual(gpucheck.parse_smi_mig(smi), {0: [("3g.40gb", "MIG-a"), ("1g.10gb", "MIG-b")]})
+        mig = [{"uuid": "MIG-a", "profile": "3g.40gb", "share": 0.4286},
+               {"uuid": "MIG-b", "profile": "1g.10gb", "share": 0.1429}]
+        gpus = [{**api_gpu(0), "mig_mode": True, "mig": mig, "util": None},
+                {**api_gpu(1), "mig_mode": False, "mig": [], "util": 3}]
+        out = gpucheck.compare_mig(gpus, gpucheck.parse_smi_mig(smi))
+        self.assertEqual([s for s, _ in out], ["PASS"], out)
+        self.assertIn("2 slice(s), 0.57 of the GPU", out[0][1])
+        # A slice gpuward missed, and a utilisation NVML cannot have given, each FAIL.
+        gpus[0]["mig"] = mig[:1]
+        gpus[0]["util"] = 40
+        out = gpucheck.compare_mig(gpus, gpucheck.parse_smi_mig(smi))
+        self.assertEqual([s for s, _ in out], ["FAIL"], out)
+        self.assertIn("vs nvidia-smi", out[0][1])
+        self.assertIn("a utilisation (40%)", out[0][1])
+        # No GPU in MIG mode on either side: nothing to say (the check SKIPs).
+        self.assertEqual(gpucheck.compare_mig([gpus[1]], {}), [])
+
     def test_inventory_agrees(self):
         out = gpucheck.compare_inventory([api_gpu(0), api_gpu(1)], gpucheck.parse_smi(SMI_LIST, SMI_QUERY))
         self.assertEqual([s for s, _ in out], ["PASS", "PASS"], out)
@@ -157,7 +180,8 @@ class SimulatedRunTest(unittest.TestCase):
         for name in CUDA_CHECKS:
             self.assertIn(f"SKIP  {name}: needs a CUDA driver", report)
         self.assertRegex(report, r"PASS  sampler: \d+ snapshots of 2 GPU\(s\): [0-9.]+ ms mean")
-        self.assertRegex(report, r"2 PASS, 0 FAIL, 9 SKIP in \d+ s\n$")
+        self.assertIn("SKIP  mig: no GPU in MIG mode (this check never changes a GPU's mode)", report)
+        self.assertRegex(report, r"2 PASS, 0 FAIL, 10 SKIP in \d+ s\n$")
 
     def test_inventory_compared_and_a_mismatch_fails(self):
         p, report = self.run_check(SMI_LIST + "--\n" + SMI_QUERY)
@@ -185,7 +209,7 @@ class SimulatedRunTest(unittest.TestCase):
         self.assertRegex(report, r"PASS  leak: job 3 at epoch \d+ \(1024 MiB/epoch\): GPU \d: baseline \+1024 "
                                  r"MiB/epoch for \d+ epochs; OOM in ~\d+ epochs")
         self.assertRegex(report, rf"PASS  sampler: \d+ snapshots of {gpus} GPU\(s\)")
-        self.assertRegex(report, r"10 PASS, 0 FAIL, 1 SKIP in \d+ s\n$")
+        self.assertRegex(report, r"10 PASS, 0 FAIL, 2 SKIP in \d+ s\n$")
 
     @unittest.skipIf(sanitized_build(), "the check's Python cannot load the ASan-built fake NVML; the plain build runs it")
     def test_whole_check_on_the_fake_cuda_two_gpus(self):

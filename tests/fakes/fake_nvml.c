@@ -44,6 +44,29 @@ static nvmlReturn_t lock_dev(nvmlDevice_t dev, const struct fake_gpu **ret) {
         return NVML_SUCCESS;
 }
 
+/* Like lock_dev, but dev may also be a MIG device handle of a GPU in MIG mode: *mig is its
+ * index then, -1 for a GPU.  A handle of a MIG device that is gone (the layout changed)
+ * is refused as NVML refuses a stale handle. */
+static nvmlReturn_t lock_any(nvmlDevice_t dev, const struct fake_gpu **ret, int *mig) {
+        uintptr_t p = (uintptr_t) dev, first = (uintptr_t) fake_mig_devices;
+        *mig = -1;
+        if (p < first || p >= first + sizeof fake_mig_devices)
+                return lock_dev(dev, ret);
+        nvmlReturn_t r = lock_lib();
+        if (r != NVML_SUCCESS)
+                return r;
+        if ((p - first) % sizeof fake_mig_devices[0][0] || dev->index >= fake_config.count)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        const struct fake_gpu *g = &fake_config.gpu[dev->index];
+        if (g->lost)
+                return NVML_ERROR_GPU_IS_LOST;
+        if (g->mig_mode != MIG_ON || dev->mig == 0 || dev->mig > g->n_mig)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        *ret = g;
+        *mig = (int) dev->mig - 1;
+        return NVML_SUCCESS;
+}
+
 static nvmlReturn_t unlock_ret(nvmlReturn_t r) {
         pthread_mutex_unlock(&fake_lock);
         return r;
@@ -140,20 +163,31 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t 
 
 /* ---- static facts -------------------------------------------------------------------- */
 
+/* A MIG device is named as on a real driver: its GPU's name, " MIG ", its profile. */
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int length) {
         const struct fake_gpu *g;
-        nvmlReturn_t r = lock_dev(dev, &g);
-        if (r == NVML_SUCCESS)
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
+        if (r == NVML_SUCCESS && mig < 0)
                 r = copy_string(name, length, g->name);
+        else if (r == NVML_SUCCESS) {
+                char buf[160];
+                snprintf(buf, sizeof buf, "%s MIG %s", g->name, g->mig[mig].profile);
+                r = copy_string(name, length, buf);
+        }
         return unlock_ret(r);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int length) {
         const struct fake_gpu *g;
-        nvmlReturn_t r = lock_dev(dev, &g);
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
         if (r == NVML_SUCCESS) {
                 char buf[64];
-                snprintf(buf, sizeof buf, "GPU-fa4e0000-0000-4000-8000-0000000000%02u", dev->index);
+                if (mig < 0)
+                        snprintf(buf, sizeof buf, "GPU-fa4e0000-0000-4000-8000-0000000000%02u", dev->index);
+                else
+                        snprintf(buf, sizeof buf, "MIG-fa4e0000-0000-4000-8001-00000000%02u%02d", dev->index, mig);
                 r = copy_string(uuid, length, buf);
         }
         return unlock_ret(r);
@@ -206,12 +240,16 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, nvmlPciInfo_v2_t *pci
 
 struct usage { unsigned long long total, used; unsigned util; };
 
-/* Caller holds the lock. */
-static struct usage usage_of(unsigned idx, const struct fake_gpu *g) {
+/* Caller holds the lock.  mig >= 0: of that MIG device only (its memory, its processes). */
+static struct usage usage_of(unsigned idx, const struct fake_gpu *g, int mig) {
         size_t n;
         struct fake_proc *p = fake_procs_scan(idx, &n);
         struct usage u = { g->memory_mib * MIB, g->base_used_mib * MIB, g->util };
+        if (mig >= 0)
+                u = (struct usage) { g->mig[mig].memory_mib * MIB, 0, 0 };
         for (size_t i = 0; i < n; i++) {
+                if (mig >= 0 && p[i].mig != mig)
+                        continue;
                 u.used += p[i].mem_mib * MIB;
                 u.util += p[i].sm_util;
         }
@@ -223,13 +261,14 @@ static struct usage usage_of(unsigned idx, const struct fake_gpu *g) {
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem) {
         const struct fake_gpu *g;
-        nvmlReturn_t r = lock_dev(dev, &g);
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
         if (r == NVML_SUCCESS && !mem)
                 r = NVML_ERROR_INVALID_ARGUMENT;
         else if (r == NVML_SUCCESS && (g->not_supported & NS_MEMORY))
                 r = NVML_ERROR_NOT_SUPPORTED;
         if (r == NVML_SUCCESS) {
-                struct usage u = usage_of(dev->index, g);
+                struct usage u = usage_of(dev->index, g, mig);
                 mem->total = u.total;
                 mem->used = u.used;
                 mem->free = u.used < u.total ? u.total - u.used : 0;
@@ -239,7 +278,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *mem) {
         const struct fake_gpu *g;
-        nvmlReturn_t r = lock_dev(dev, &g);
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
         if (r == NVML_SUCCESS && !mem)
                 r = NVML_ERROR_INVALID_ARGUMENT;
         else if (r == NVML_SUCCESS && (!fake_config.memory_v2 || mem->version != MEMORY_V2_VERSION))
@@ -247,7 +287,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t
         else if (r == NVML_SUCCESS && (g->not_supported & NS_MEMORY))
                 r = NVML_ERROR_NOT_SUPPORTED;
         if (r == NVML_SUCCESS) {
-                struct usage u = usage_of(dev->index, g);
+                struct usage u = usage_of(dev->index, g, mig);
                 mem->total = u.total;
                 mem->reserved = 0;
                 mem->used = u.used;
@@ -261,10 +301,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilizat
         nvmlReturn_t r = lock_dev(dev, &g);
         if (r == NVML_SUCCESS && !util)
                 r = NVML_ERROR_INVALID_ARGUMENT;
-        else if (r == NVML_SUCCESS && (g->not_supported & NS_UTIL))
-                r = NVML_ERROR_NOT_SUPPORTED;
+        else if (r == NVML_SUCCESS && ((g->not_supported & NS_UTIL) || g->mig_mode == MIG_ON))
+                r = NVML_ERROR_NOT_SUPPORTED;  /* nvml.h: not supported in MIG mode */
         if (r == NVML_SUCCESS) {
-                struct usage u = usage_of(dev->index, g);
+                struct usage u = usage_of(dev->index, g, -1);
                 util->gpu = u.util;
                 util->memory = u.util / 2;
         }
@@ -389,15 +429,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *co
  * needed, no processes gives SUCCESS and 0. */
 static nvmlReturn_t list_procs(nvmlDevice_t dev, int rank, size_t stride, unsigned *count, void *buf) {
         const struct fake_gpu *g;
-        nvmlReturn_t r = lock_dev(dev, &g);
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
         if (r == NVML_SUCCESS && !count)
                 r = NVML_ERROR_INVALID_ARGUMENT;
         else if (r == NVML_SUCCESS && fake_config.process_abi < rank)
                 r = NVML_ERROR_FUNCTION_NOT_FOUND;
         if (r != NVML_SUCCESS)
                 return unlock_ret(r);
-        size_t n;
+        size_t n, k = 0;
         struct fake_proc *p = fake_procs_scan(dev->index, &n);
+        /* A MIG device lists its own processes; its GPU lists them all. */
+        for (size_t i = 0; i < n; i++)
+                if (mig < 0 || p[i].mig == mig)
+                        p[k++] = p[i];
+        n = k;
         if (n > *count || (n > 0 && !buf)) {
                 *count = (unsigned) n;
                 free(p);
@@ -409,6 +455,10 @@ static nvmlReturn_t list_procs(nvmlDevice_t dev, int rank, size_t stride, unsign
                 e.pid = p[i].pid;
                 e.usedGpuMemory = p[i].mem_mib * MIB;
                 e.gpuInstanceId = e.computeInstanceId = NO_MIG;
+                if (g->mig_mode == MIG_ON && p[i].mig >= 0 && (unsigned) p[i].mig < g->n_mig) {
+                        e.gpuInstanceId = (unsigned) p[i].mig + 1;
+                        e.computeInstanceId = 0;
+                }
                 /* Every layout starts like the 32-byte one; older ones are its prefix. */
                 memcpy((char *) buf + i * stride, &e, stride);
         }
@@ -434,7 +484,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsig
 
 EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t dev, nvmlProcessDetailList_v1_t *l) {
         const struct fake_gpu *g;
-        nvmlReturn_t r = lock_dev(dev, &g);
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
         if (r == NVML_SUCCESS && !l)
                 r = NVML_ERROR_INVALID_ARGUMENT;
         else if (r == NVML_SUCCESS && fake_config.process_abi != ABI_DETAIL)
@@ -471,7 +522,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProces
         nvmlReturn_t r = lock_dev(dev, &g);
         if (r == NVML_SUCCESS && !count)
                 r = NVML_ERROR_INVALID_ARGUMENT;
-        else if (r == NVML_SUCCESS && (!fake_config.process_util || (g->not_supported & NS_PROCESS_UTIL)))
+        else if (r == NVML_SUCCESS &&
+                 (!fake_config.process_util || (g->not_supported & NS_PROCESS_UTIL) || g->mig_mode == MIG_ON))
                 r = NVML_ERROR_NOT_SUPPORTED;
         if (r != NVML_SUCCESS)
                 return unlock_ret(r);
@@ -493,6 +545,102 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProces
                 *count = (unsigned) k;
         }
         free(p);
+        return unlock_ret(r);
+}
+
+/* ---- MIG (DIR/config gpuN.mig) ----------------------------------------------------- */
+
+/* The MIG calls of a GPU handle: FUNCTION_NOT_FOUND for a driver configured without them,
+ * NOT_SUPPORTED for a GPU without MIG. */
+static nvmlReturn_t lock_mig_gpu(nvmlDevice_t dev, const struct fake_gpu **g) {
+        nvmlReturn_t r = lock_dev(dev, g);
+        if (r == NVML_SUCCESS && !fake_config.mig_calls)
+                r = NVML_ERROR_FUNCTION_NOT_FOUND;
+        else if (r == NVML_SUCCESS && (*g)->mig_mode == MIG_UNSUPPORTED)
+                r = NVML_ERROR_NOT_SUPPORTED;
+        return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned int *current, unsigned int *pending) {
+        const struct fake_gpu *g;
+        nvmlReturn_t r = lock_mig_gpu(dev, &g);
+        if (r == NVML_SUCCESS && (!current || !pending))
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        if (r == NVML_SUCCESS)
+                *current = *pending = g->mig_mode == MIG_ON;
+        return unlock_ret(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t dev, unsigned int *count) {
+        const struct fake_gpu *g;
+        nvmlReturn_t r = lock_mig_gpu(dev, &g);
+        if (r == NVML_SUCCESS && !count)
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        if (r == NVML_SUCCESS)
+                *count = g->mig_max;
+        return unlock_ret(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t dev, unsigned int index, nvmlDevice_t *mig) {
+        const struct fake_gpu *g;
+        nvmlReturn_t r = lock_mig_gpu(dev, &g);
+        if (r == NVML_SUCCESS && (!mig || index >= g->mig_max || index >= FAKE_MAX_MIG))
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        else if (r == NVML_SUCCESS && (g->mig_mode != MIG_ON || index >= g->n_mig))
+                r = NVML_ERROR_NOT_FOUND;
+        if (r == NVML_SUCCESS)
+                *mig = &fake_mig_devices[dev->index][index];
+        return unlock_ret(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t dev, unsigned int *is_mig) {
+        const struct fake_gpu *g;
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
+        if (r == NVML_SUCCESS && !is_mig)
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        if (r == NVML_SUCCESS)
+                *is_mig = mig >= 0;
+        return unlock_ret(r);
+}
+
+/* Instance ids of a MIG device: GPU instance k + 1, compute instance 0 (one per GPU
+ * instance, as the usual layouts have).  A GPU handle has none. */
+static nvmlReturn_t instance_id(nvmlDevice_t dev, unsigned int *id, bool gpu_instance) {
+        const struct fake_gpu *g;
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
+        if (r == NVML_SUCCESS && !id)
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        else if (r == NVML_SUCCESS && mig < 0)
+                r = NVML_ERROR_NOT_SUPPORTED;
+        if (r == NVML_SUCCESS)
+                *id = gpu_instance ? (unsigned) mig + 1 : 0;
+        return unlock_ret(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t dev, unsigned int *id) {
+        return instance_id(dev, id, true);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t dev, unsigned int *id) {
+        return instance_id(dev, id, false);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t dev, nvmlDeviceAttributes_t *a) {
+        const struct fake_gpu *g;
+        int mig;
+        nvmlReturn_t r = lock_any(dev, &g, &mig);
+        if (r == NVML_SUCCESS && !a)
+                r = NVML_ERROR_INVALID_ARGUMENT;
+        else if (r == NVML_SUCCESS && mig < 0)
+                r = NVML_ERROR_NOT_SUPPORTED;
+        if (r == NVML_SUCCESS) {
+                memset(a, 0, sizeof *a);
+                a->multiprocessorCount = 14 * g->mig[mig].slices;
+                a->gpuInstanceSliceCount = a->computeInstanceSliceCount = g->mig[mig].slices;
+                a->memorySizeMB = g->mig[mig].memory_mib;
+        }
         return unlock_ret(r);
 }
 

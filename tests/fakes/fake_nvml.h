@@ -17,7 +17,8 @@ typedef enum {
         NVML_ERROR_MEMORY = 20, NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25, NVML_ERROR_UNKNOWN = 999,
 } nvmlReturn_t;
 
-struct nvmlDevice_st { unsigned index; };
+/* mig 0: the GPU itself; k > 0: its MIG device k - 1. */
+struct nvmlDevice_st { unsigned index, mig; };
 typedef struct nvmlDevice_st *nvmlDevice_t;
 struct nvmlEventSet_st;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
@@ -59,6 +60,11 @@ typedef struct {
         unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
 typedef struct { unsigned int version; int sensorType; int temperature; } nvmlTemperature_v1_t;
+typedef struct {
+        unsigned int multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount, sharedEncoderCount;
+        unsigned int sharedJpegCount, sharedOfaCount, gpuInstanceSliceCount, computeInstanceSliceCount;
+        unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
 typedef struct { unsigned long long protectedMemSizeKib, unprotectedMemSizeKib; } nvmlConfComputeMemSizeInfo_t;
 typedef struct {
         nvmlDevice_t device;
@@ -75,6 +81,7 @@ _Static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "nvmlProcessDetail_v1_t");
 _Static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "nvmlProcessDetailList_v1_t");
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t");
+_Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t");
 #define EVENT_DATA_V1_SIZE 24  /* nvmlEventSetWait (before NVML 11): no instance ids */
 
 #define MEMORY_V2_VERSION      0x02000028u
@@ -89,17 +96,30 @@ _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t");
 #define MIB (1024ULL * 1024ULL)
 
 #define FAKE_MAX_GPUS 64
+#define FAKE_MAX_MIG 8       /* MIG devices per GPU */
 #define FAKE_MAX_PROCS 65536 /* a bound on what one scan of procs/ keeps */
 
 enum { NS_TEMP = 1, NS_POWER = 2, NS_UTIL = 4, NS_MEMORY = 8, NS_PROCESS_UTIL = 16 };
 /* The ranks order the process-list calls: a driver has the call of its rank and all older ones. */
 enum { ABI_V1 = 1, ABI_V2 = 2, ABI_V3 = 3, ABI_V3_32 = 4, ABI_DETAIL = 5 };
 
+/* One MIG device, from a profile name such as "1g.10gb" in gpuN.mig. */
+struct fake_mig {
+        char profile[32];
+        unsigned slices;
+        unsigned long long memory_mib;
+};
+
+enum { MIG_OFF, MIG_ON, MIG_UNSUPPORTED };
+
 struct fake_gpu {
         char name[96];
         unsigned long long memory_mib, base_used_mib;
         unsigned util, temp, power_w, not_supported;
         bool lost;
+        int mig_mode;              /* MIG_*: gpuN.mig set, "-" or unset */
+        unsigned mig_max, n_mig;   /* nvmlDeviceGetMaxMigDeviceCount; the MIG devices made */
+        struct fake_mig mig[FAKE_MAX_MIG];
 };
 
 struct fake_cfg {
@@ -108,12 +128,14 @@ struct fake_cfg {
         int process_abi;
         bool pci_v3;     /* false: nvmlDeviceGetPciInfo_v3 is "missing" (pre-NVML-9 driver) */
         bool memory_v2, process_util;
+        bool mig_calls;  /* false: the MIG calls answer FUNCTION_NOT_FOUND (a pre-MIG driver) */
         int version_mismatch_code;
         struct fake_gpu gpu[FAKE_MAX_GPUS];
 };
 
 struct fake_proc {
         unsigned pid;
+        int mig;         /* the MIG device it runs on, -1: the whole GPU */
         unsigned long long mem_mib;
         unsigned sm_util;
 };
@@ -134,6 +156,7 @@ HIDDEN extern unsigned fake_init_refs;
 HIDDEN extern char fake_state_dir[PATH_MAX];  /* "" without GPUWARD_FAKE_NVML_DIR */
 HIDDEN extern struct fake_cfg fake_config;
 HIDDEN extern struct nvmlDevice_st fake_devices[FAKE_MAX_GPUS];
+HIDDEN extern struct nvmlDevice_st fake_mig_devices[FAKE_MAX_GPUS][FAKE_MAX_MIG];
 
 /* The functions below expect fake_lock held. */
 

@@ -20,6 +20,7 @@ unsigned fake_init_refs;
 char fake_state_dir[PATH_MAX];
 struct fake_cfg fake_config;
 struct nvmlDevice_st fake_devices[FAKE_MAX_GPUS];
+struct nvmlDevice_st fake_mig_devices[FAKE_MAX_GPUS][FAKE_MAX_MIG];
 static struct stat cfg_stat;  /* of the config we parsed; st_ino 0 when there was none */
 
 /* ---- configuration ------------------------------------------------------------------- */
@@ -31,12 +32,14 @@ static void cfg_defaults(struct fake_cfg *c) {
         c->pci_v3 = true;
         c->memory_v2 = true;
         c->process_util = true;
+        c->mig_calls = true;
         c->version_mismatch_code = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
         for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
                 snprintf(c->gpu[i].name, sizeof c->gpu[i].name, "NVIDIA A100-SXM4-80GB");
                 c->gpu[i].memory_mib = 81920;
                 c->gpu[i].temp = 35;
                 c->gpu[i].power_w = 60;
+                c->gpu[i].mig_max = 7;
         }
 }
 
@@ -80,6 +83,45 @@ static unsigned parse_not_supported(const char *v) {
         return bits;
 }
 
+/* "3g.40gb" -> 3 slices of 40 GiB; false for anything else. */
+static bool parse_profile(const char *w, struct fake_mig *m) {
+        unsigned g, gb;
+        char tail[8];
+        if (strlen(w) >= sizeof m->profile || sscanf(w, "%ug.%ugb%7s", &g, &gb, tail) != 2 || g == 0 || g > 8)
+                return false;
+        snprintf(m->profile, sizeof m->profile, "%s", w);
+        m->slices = g;
+        m->memory_mib = (unsigned long long) gb * 1024;
+        return true;
+}
+
+/* gpuN.mig: "-" (no MIG on this GPU: NOT_SUPPORTED), "" (MIG off), or MIG mode on with the
+ * MIG devices listed: "3g.40gb,2g.20gb,1g.10gb" or "1g.10gb*7". */
+static void parse_mig(struct fake_gpu *g, const char *v) {
+        char buf[256];
+        g->n_mig = 0;
+        g->mig_mode = strcmp(v, "-") == 0 ? MIG_UNSUPPORTED : *v ? MIG_ON : MIG_OFF;
+        if (g->mig_mode != MIG_ON)
+                return;
+        snprintf(buf, sizeof buf, "%s", v);
+        for (char *t = buf; t;) {
+                char *comma = strchr(t, ',');
+                if (comma)
+                        *comma = '\0';
+                char *w = trim(t), *star = strchr(w, '*');
+                unsigned long long times = 1;
+                if (star) {
+                        *star = '\0';
+                        if (!parse_ull(trim(star + 1), &times))
+                                times = 0;
+                }
+                struct fake_mig m;
+                while (parse_profile(trim(w), &m) && times-- > 0 && g->n_mig < FAKE_MAX_MIG)
+                        g->mig[g->n_mig++] = m;
+                t = comma ? comma + 1 : NULL;
+        }
+}
+
 /* Applies one key to GPU g; the same keys serve as global defaults and as gpuN.KEY. */
 static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
         unsigned long long x;
@@ -87,6 +129,8 @@ static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
                 snprintf(g->name, sizeof g->name, "%s", v);
         else if (strcmp(key, "not_supported") == 0)
                 g->not_supported = parse_not_supported(v);
+        else if (strcmp(key, "mig") == 0)
+                parse_mig(g, v);
         else if (!parse_ull(v, &x))
                 return;
         else if (strcmp(key, "memory_mib") == 0)
@@ -101,6 +145,8 @@ static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
                 g->power_w = (unsigned) (x > 4000000 ? 4000000 : x);
         else if (strcmp(key, "lost") == 0)
                 g->lost = x != 0;
+        else if (strcmp(key, "mig_max") == 0)
+                g->mig_max = (unsigned) (x > FAKE_MAX_MIG ? FAKE_MAX_MIG : x);
 }
 
 static void cfg_apply_global(struct fake_cfg *c, const char *key, const char *v) {
@@ -118,6 +164,8 @@ static void cfg_apply_global(struct fake_cfg *c, const char *key, const char *v)
                 c->memory_v2 = x != 0;
         else if (strcmp(key, "process_util") == 0 && num)
                 c->process_util = x != 0;
+        else if (strcmp(key, "mig_calls") == 0 && num)
+                c->mig_calls = x != 0;
         else if (strcmp(key, "version_mismatch_code") == 0 && num)
                 c->version_mismatch_code = (int) (x > 100000 ? NVML_ERROR_UNKNOWN : x);
         else if (strcmp(key, "pci_abi") == 0 && (strcmp(v, "v2") == 0 || strcmp(v, "v3") == 0))
@@ -198,6 +246,18 @@ static int proc_cmp(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
+/* After a line's GPU index: "/S" names its MIG device S (-1 without). */
+static char *proc_mig(char *p, int *mig) {
+        *mig = -1;
+        if (*p != '/')
+                return p;
+        char *e;
+        unsigned long s = strtoul(p + 1, &e, 10);
+        if (e > p + 1 && s < FAKE_MAX_MIG)
+                *mig = (int) s;
+        return e;
+}
+
 static struct fake_proc *procs_scan_dir(unsigned idx, size_t *ret_n) {
         char path[PATH_MAX + 16];
         struct fake_proc *v = NULL;
@@ -226,11 +286,12 @@ static struct fake_proc *procs_scan_dir(unsigned idx, size_t *ret_n) {
                 char line[256];
                 while (fgets(line, sizeof line, f)) {
                         unsigned long long gpu, mem, sm = 0;
+                        int mig;
                         char *p = line, *e;
                         gpu = strtoull(p, &e, 10);
                         if (e == p || gpu != idx)
                                 continue;
-                        p = e;
+                        p = proc_mig(e, &mig);
                         mem = strtoull(p, &e, 10);
                         if (e == p)
                                 continue;
@@ -243,7 +304,7 @@ static struct fake_proc *procs_scan_dir(unsigned idx, size_t *ret_n) {
                                         break;
                                 v = nv;
                         }
-                        v[n++] = (struct fake_proc) { (unsigned) pid, mem, (unsigned) (sm > 100 ? 100 : sm) };
+                        v[n++] = (struct fake_proc) { (unsigned) pid, mig, mem, (unsigned) (sm > 100 ? 100 : sm) };
                         break;  /* one line per GPU */
                 }
                 fclose(f);
@@ -303,9 +364,10 @@ static void procs_scan_all(struct fake_proc **all, size_t *counts) {
                 while (f && fgets(line, sizeof line, f)) {
                         char *p = line, *e;
                         unsigned long long gpu = strtoull(p, &e, 10), mem, sm;
+                        int mig;
                         if (e == p || gpu >= FAKE_MAX_GPUS_CACHED || seen[gpu])
                                 continue;
-                        p = e;
+                        p = proc_mig(e, &mig);
                         mem = strtoull(p, &e, 10);
                         if (e == p)
                                 continue;
@@ -318,7 +380,7 @@ static void procs_scan_all(struct fake_proc **all, size_t *counts) {
                                 all[gpu] = nv;
                         }
                         seen[gpu] = true;
-                        all[gpu][counts[gpu]++] = (struct fake_proc) { (unsigned) pid, mem, (unsigned) (sm > 100 ? 100 : sm) };
+                        all[gpu][counts[gpu]++] = (struct fake_proc) { (unsigned) pid, mig, mem, (unsigned) (sm > 100 ? 100 : sm) };
                         total++;
                 }
                 if (f)
@@ -439,6 +501,9 @@ void fake_cfg_reset(void) {
         cfg_defaults(&fake_config);
         memset(&cfg_stat, 0, sizeof cfg_stat);
         fake_cfg_refresh();
-        for (unsigned i = 0; i < FAKE_MAX_GPUS; i++)
-                fake_devices[i].index = i;
+        for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
+                fake_devices[i] = (struct nvmlDevice_st) { .index = i };
+                for (unsigned k = 0; k < FAKE_MAX_MIG; k++)
+                        fake_mig_devices[i][k] = (struct nvmlDevice_st) { .index = i, .mig = k + 1 };
+        }
 }

@@ -278,7 +278,7 @@ static void gpu(void **state) {
                     "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":\"python train.py --key s3cret\","
                     "\"mem_used\":1048576,\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false},"
                     "{\"pid\":42,\"user\":\"bob\",\"command\":\"sleep 9\",\"mem_used\":null,\"sm_util\":null,"
-                    "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0}");
+                    "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0,\"mig_mode\":false,\"mig\":[]}");
         g.has_mem = g.has_util = g.has_power = false;
         g.drain_reason = NULL;
         g.job_id = 0;
@@ -290,7 +290,31 @@ static void gpu(void **state) {
                     "\"util\":null,\"mem_util\":null,\"temp\":null,\"power_w\":null,\"health\":\"drained\","
                     "\"drain_reason\":null,\"job\":null,\"job_info\":null,"
                     "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":null,\"mem_used\":1048576,"
-                    "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null}");
+                    "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null,\"mig_mode\":false,\"mig\":[]}");
+
+        /* In MIG mode: each slice with its share of the GPU, and never a utilisation figure. */
+        struct gw_codec_proc sp = { .pid = 43, .user = "cy", .mem = 5 << 20, .sm_util = -1, .cpu = -1, .job_id = 9 };
+        struct gw_codec_mig m[2] = {
+                { .uuid = "MIG-a", .profile = "1g.10gb", .gi_id = 7, .ci_id = 0, .slices = 1, .max_slices = 7,
+                  .has_mem = true, .has_procs = true, .mem_total = 10 << 20, .mem_used = 5 << 20, .job_id = 9,
+                  .procs = &sp, .n_procs = 1 },
+                { .uuid = "MIG-b", .profile = "", .gi_id = -1, .ci_id = -1, .slices = 0, .max_slices = 7 },
+        };
+        g.n_procs = 0;
+        g.mig_mode = true;
+        g.mig = m;
+        g.n_mig = 2;
+        json_t *o = gw_codec_gpu(&g, 0);
+        expect_json(json_incref(json_object_get(o, "mig")),
+                    "[{\"uuid\":\"MIG-a\",\"profile\":\"1g.10gb\",\"gpu_instance\":7,\"compute_instance\":0,"
+                    "\"slices\":1,\"share\":0.1429,\"mem_total\":10485760,\"mem_used\":5242880,\"job\":9,"
+                    "\"processes\":[{\"pid\":43,\"user\":\"cy\",\"command\":null,\"mem_used\":5242880,"
+                    "\"sm_util\":null,\"cpu\":null,\"job\":9,\"stray\":false}]},"
+                    "{\"uuid\":\"MIG-b\",\"profile\":null,\"gpu_instance\":null,\"compute_instance\":null,"
+                    "\"slices\":0,\"share\":null,\"mem_total\":null,\"mem_used\":null,\"job\":null,"
+                    "\"processes\":null}]");
+        assert_true(json_is_true(json_object_get(o, "mig_mode")));
+        json_decref(o);
 }
 
 int main(void) {

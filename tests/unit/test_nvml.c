@@ -445,6 +445,87 @@ static void test_processes_own_pid(void **state) {
         gw_gpu_close(lib);
 }
 
+/* ---- MIG ----------------------------------------------------------------------------- */
+
+static void test_mig_layout(void **state) {
+        write_config("count=3\n"
+                     "gpu0.mig=1g.10gb*7\n"
+                     "gpu1.mig=3g.40gb, 2g.20gb,1g.10gb\n");
+        write_proc(getpid(), "1/1 3000 40\n");
+        struct gw_gpu_lib *lib = open_fake();
+        struct gw_gpu_mig_layout l;
+
+        assert_int_equal(gw_gpu_mig(lib, 0, &l), 0);
+        assert_true(l.enabled);
+        assert_int_equal(l.max_slices, 7);
+        assert_int_equal(l.n, 7);
+        assert_string_equal(l.dev[0].profile, "1g.10gb");
+        assert_string_equal(l.dev[6].uuid, "MIG-fa4e0000-0000-4000-8001-000000000006");
+        assert_int_equal(l.dev[6].slices, 1);
+        assert_int_equal(l.dev[6].gi_id, 7);
+        assert_int_equal(l.dev[6].ci_id, 0);
+        assert_true(l.dev[6].has_mem);
+        assert_int_equal(l.dev[6].mem_total, 10240 * MIB);
+
+        assert_int_equal(gw_gpu_mig(lib, 1, &l), 0);
+        assert_true(l.enabled);
+        assert_int_equal(l.n, 3);
+        assert_string_equal(l.dev[0].profile, "3g.40gb");
+        assert_int_equal(l.dev[0].slices, 3);
+        assert_int_equal(l.dev[0].mem_total, 40960 * MIB);
+        assert_int_equal(l.dev[0].n_procs, 0);
+        assert_string_equal(l.dev[1].profile, "2g.20gb");
+        assert_int_equal(l.dev[1].slices, 2);
+        assert_true(l.dev[1].has_procs);
+        assert_int_equal(l.dev[1].n_procs, 1);
+        assert_int_equal(l.dev[1].procs[0].pid, getpid());
+        assert_int_equal(l.dev[1].procs[0].mem_used, 3000 * MIB);
+        assert_int_equal(l.dev[1].procs[0].sm_util, -1);  /* NVML has no per-process figure under MIG */
+        assert_int_equal(l.dev[1].mem_used, 3000 * MIB);
+
+        /* A GPU in MIG mode has no utilisation: NVML does not give one, and none is made up. */
+        struct gw_gpu_sample s;
+        assert_int_equal(gw_gpu_sample(lib, 1, &s), 0);
+        assert_false(s.valid & GW_GPU_HAS_UTIL);
+        assert_true(s.valid & GW_GPU_HAS_MEM);
+
+        assert_int_equal(gw_gpu_mig(lib, 2, &l), 0);
+        assert_false(l.enabled);
+        assert_int_equal(l.n, 0);
+        assert_int_equal(gw_gpu_mig(lib, 3, &l), -EINVAL);
+
+        /* Re-partitioned while open: the next read shows the new layout. */
+        write_config("count=3\ngpu0.mig=7g.80gb\ngpu2.mig=4g.40gb,3g.40gb\n");
+        assert_int_equal(gw_gpu_mig(lib, 0, &l), 0);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.dev[0].slices, 7);
+        assert_int_equal(gw_gpu_mig(lib, 1, &l), 0);
+        assert_false(l.enabled);
+        assert_int_equal(gw_gpu_mig(lib, 2, &l), 0);
+        assert_int_equal(l.n, 2);
+        assert_string_equal(l.dev[1].profile, "3g.40gb");
+        gw_gpu_close(lib);
+}
+
+/* A driver without the MIG calls, or a GPU without MIG (NOT_SUPPORTED): the GPU is whole. */
+static void test_mig_absent(void **state) {
+        write_config("count=2\nmig_calls=0\ngpu0.mig=1g.10gb*7\n");
+        struct gw_gpu_lib *lib = open_fake();
+        struct gw_gpu_mig_layout l = { .enabled = true, .n = 5 };
+        assert_int_equal(gw_gpu_mig(lib, 0, &l), 0);
+        assert_false(l.enabled);
+        assert_int_equal(l.n, 0);
+        write_config("count=2\ngpu1.mig=-\n");
+        assert_int_equal(gw_gpu_mig(lib, 1, &l), 0);
+        assert_false(l.enabled);
+        gw_gpu_close(lib);
+
+        write_config("count=1\ngpu0.lost=1\n");
+        lib = open_fake();
+        assert_int_equal(gw_gpu_mig(lib, 0, &l), -EIO);
+        gw_gpu_close(lib);
+}
+
 static const char *const abis[] = { "detail", "v3", "v3_32", "v2", "v1" };
 
 /* Two processes on GPU 0: with one entry every stride parses alike. */
@@ -706,6 +787,8 @@ int main(void) {
                 cmocka_unit_test_setup(test_abi_change_while_open, test_setup),
                 cmocka_unit_test_setup(test_many_processes, test_setup),
                 cmocka_unit_test_setup(test_lost_gpu, test_setup),
+                cmocka_unit_test_setup(test_mig_layout, test_setup),
+                cmocka_unit_test_setup(test_mig_absent, test_setup),
                 cmocka_unit_test_setup(test_events, test_setup),
                 cmocka_unit_test_setup(test_event_while_sampling, test_setup),
         };

@@ -158,7 +158,7 @@ static void fill_gpus(const struct gw_daemon *d, struct gw_sched_gpu *g) {
                 uint64_t used = dg->sampled && (dg->sample.valid & GW_GPU_HAS_MEM) ? dg->sample.mem_used : 0;
                 g[i] = (struct gw_sched_gpu) {
                         .index = (int) i,
-                        .usable = !dg->drained && (!dg->sampled || dg->sample.health == GW_GPU_OK),
+                        .usable = gw_gpu_whole_usable(dg),
                         .mem_total = total,
                         .mem_free = total > used ? total - used : 0,
                         .job_id = dg->job_id,

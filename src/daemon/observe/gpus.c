@@ -230,12 +230,50 @@ static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_cod
         }
 }
 
+/* The API's view of g's MIG devices, borrowing g's strings.  A slice's process is the one
+ * its GPU's list attributes (user, job, command); only its memory is the slice's figure. */
+struct mig_views {
+        struct gw_codec_mig mig[GW_GPU_MIG_MAX];
+        struct gw_codec_proc procs[GW_GPU_MIG_MAX][GW_GPU_MIG_PROCS_MAX];
+};
+
+static void mig_view(const struct gw_dgpu *g, const struct gw_codec_proc *gpu_procs, struct gw_codec_gpu *v,
+                     struct mig_views *mv) {
+        v->mig_mode = g->mig != NULL;
+        if (!g->mig)
+                return;
+        for (size_t k = 0; k < g->mig->n && k < GW_GPU_MIG_MAX; k++) {
+                const struct gw_gpu_mig *m = &g->mig->dev[k];
+                for (size_t p = 0; p < m->n_procs; p++) {
+                        struct gw_codec_proc *cp = &mv->procs[k][p];
+                        *cp = (struct gw_codec_proc) { .pid = (int) m->procs[p].pid, .sm_util = -1, .cpu = -1 };
+                        for (size_t q = 0; q < g->n_procs; q++)
+                                if (gpu_procs[q].pid == cp->pid)
+                                        *cp = gpu_procs[q];
+                        cp->mem = m->procs[p].mem_used;
+                        cp->sm_util = -1; /* NVML gives none under MIG */
+                }
+                mv->mig[k] = (struct gw_codec_mig) {
+                        .uuid = m->uuid, .profile = m->profile,
+                        .gi_id = m->gi_id > INT_MAX ? -1 : (int) m->gi_id, .ci_id = m->ci_id > INT_MAX ? -1 : (int) m->ci_id,
+                        .slices = m->slices, .max_slices = g->mig->max_slices, .has_mem = m->has_mem,
+                        .has_procs = m->has_procs, .mem_total = m->mem_total, .mem_used = m->mem_used,
+                        .procs = mv->procs[k], .n_procs = m->n_procs,
+                };
+        }
+        v->mig = mv->mig;
+        v->n_mig = g->mig->n;
+}
+
 /* details: the command lines of the processes on it (a job's own among them), which guests
  * are not shown unless the config says so. */
 json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool details) {
         struct gw_codec_gpu v;
         _cleanup_free_ struct gw_codec_proc *procs = gw_xcalloc(g->n_procs + 1, sizeof *procs);
+        _cleanup_free_ struct mig_views *mv = g->mig ? gw_xcalloc(1, sizeof *mv) : NULL;
         gpu_view(d, g, &v, procs);
+        if (mv)
+                mig_view(g, procs, &v, mv);
         return gw_codec_gpu(&v, details ? GW_VIEW_DETAILS : 0);
 }
 

@@ -63,6 +63,7 @@ void gw_observe_stop(struct gw_daemon *d) {
         for (unsigned i = 0; i < d->host.n_gpus; i++) {
                 gw_ring_free(&d->host.gpus[i].ring);
                 free(d->host.gpus[i].procs);
+                free(d->host.gpus[i].mig);
         }
 }
 
@@ -272,6 +273,22 @@ static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
         }
 }
 
+/* Keeps GPU g's MIG layout as the snapshot gives it; a changed layout may free or take
+ * slices the scheduler counts on. */
+static void apply_mig(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_mig_layout *now) {
+        if (!now) {
+                d->jobs.sched_dirty |= g->mig != NULL;
+                free(g->mig);
+                g->mig = NULL;
+                return;
+        }
+        if (!g->mig) {
+                g->mig = gw_xmalloc(sizeof *g->mig);
+                d->jobs.sched_dirty = true;
+        }
+        *g->mig = *now;
+}
+
 static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
         _cleanup_free_ struct gw_job_anchor *anchors = gw_observe_job_anchors(d);
         d->host.rogue_total = 0;
@@ -283,6 +300,7 @@ static void apply_snapshot(struct gw_daemon *d, const struct gw_snapshot *s) {
                 g->sampled_at = s->taken;
                 if (s->gpu[i].procs_error >= 0)
                         gw_observe_apply_procs(d, g, &s->gpu[i], anchors, d->jobs.n_running);
+                apply_mig(d, g, s->gpu[i].mig);
                 d->host.rogue_total += g->rogue;
                 struct gw_point pt = { .t = s->taken,
                                        .util = (uint8_t) (g->sample.util_gpu > 100 ? 100 : g->sample.util_gpu),

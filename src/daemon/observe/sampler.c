@@ -45,10 +45,23 @@ struct gw_sampler {
 struct gw_snapshot *gw_snapshot_free(struct gw_snapshot *s) {
         if (!s)
                 return NULL;
-        for (unsigned i = 0; i < s->n_gpus; i++)
+        for (unsigned i = 0; i < s->n_gpus; i++) {
                 free(s->gpu[i].procs);
+                free(s->gpu[i].mig);
+        }
         free(s);
         return NULL;
+}
+
+/* GPU i's MIG layout, read at every snapshot because a GPU may be re-partitioned while we
+ * run; NULL for a whole GPU. */
+static struct gw_gpu_mig_layout *take_mig(struct gw_gpu_lib *lib, unsigned i) {
+        struct gw_gpu_mig_layout *m = gw_xmalloc(sizeof *m);
+        if (gw_gpu_mig(lib, i, m) < 0 || !m->enabled) {
+                free(m);
+                return NULL;
+        }
+        return m;
 }
 
 struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus) {
@@ -69,6 +82,7 @@ struct gw_snapshot *gw_snapshot_take(struct gw_gpu_lib *lib, unsigned n_gpus) {
                         memcpy(g->procs, buf, n * sizeof *buf);
                         g->n_procs = n;
                 }
+                g->mig = take_mig(lib, i);
         }
         free(buf);
         s->nvml_usec = gw_clock_mono() - t0;

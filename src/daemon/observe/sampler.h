@@ -13,6 +13,7 @@ struct gw_gpu_snapshot {
         struct gw_gpu_proc *procs;
         size_t n_procs;
         int procs_error;             /* < 0 when the process list could not be read */
+        struct gw_gpu_mig_layout *mig; /* NULL: whole (MIG off, unsupported or unreadable) */
 };
 
 struct gw_snapshot {

@@ -163,7 +163,7 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         for (unsigned i = 0; i < d->host.n_gpus; i++)
                 v->gpus[i] = (struct gw_sched_gpu) {
                         .index = (int) i,
-                        .usable = !d->host.gpus[i].drained && (!d->host.gpus[i].sampled || d->host.gpus[i].sample.health == GW_GPU_OK),
+                        .usable = gw_gpu_whole_usable(&d->host.gpus[i]),
                         .job_id = d->host.gpus[i].job_id,
                 };
         v->bookings = gw_xcalloc(s->n_bookings + 1, sizeof *v->bookings);
