@@ -178,13 +178,15 @@
       dlg.close();
       await loadSession();
       GW.toast(`signed in as ${S.me.user}`);
-      GW.render();
+      /* What was read as a guest hides command lines and directories: read it all again as
+       * the one signed in, the open job's page included. */
+      await resync();
     });
     $('signout').addEventListener('click', async () => {
       await GW.api('DELETE', '/api/v1/session');
       S.me = { user: '', role: 'guest', signed_in: false, csrf: null };
       renderWho();
-      GW.render();
+      await resync();
       $('signin-open').focus();
     });
   }
