@@ -221,5 +221,24 @@ class TimeLimitWarningTest(DaemonTest):
         self.assertEqual(self.d.api("GET", "/api/v1/jobs")[1]["jobs"], [], "nothing was queued")
 
 
+
+class StopRightAfterStartTest(DaemonTest):
+    """A cancel that comes as the job starts, before its supervisor has told the job's pid,
+    stops it at once: the SIGTERM used to reach no process and the job ran on until the
+    SIGKILL at the grace's end (four times in ten here)."""
+    gpus = 1
+    grace = 20
+
+    def test_a_cancel_at_the_start_is_not_lost(self):
+        import time
+        for _ in range(8):
+            jid = self.d.submit_api(["sleep", "60"])
+            wait_until(lambda: self.d.job(jid)["state"] != "PENDING", timeout=10, interval=0.001,
+                       what="the start")
+            t0 = time.monotonic()
+            self.d.api("DELETE", f"/api/v1/jobs/{jid}")
+            self.d.wait_job(jid, lambda j: j["state"] == "CANCELLED", timeout=30, what="the cancel's end")
+            self.assertLess(time.monotonic() - t0, self.grace / 2, "ended by its SIGTERM, not the grace's SIGKILL")
+
 if __name__ == "__main__":
     main()

@@ -170,8 +170,15 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         if (by_cgroup)
                 r = 0;
         if ((!by_cgroup || sig == SIGKILL) && j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start) &&
-            gw_proc_signal_descendants(j->shim_pid, sig, group) >= 0)
+            gw_proc_signal_descendants(j->shim_pid, sig, group) > 0)
                 r = 0;
+        /* Sent before the supervisor has started the job (its pid not reported yet), it reached
+         * nobody: kept for the job, or a stop right after a start waited for the SIGKILL. */
+        struct gw_exec_job *x = dj->exec ? exec_shim_job(dj) : NULL;
+        if (r < 0 && x && j->pid <= 0 && (x->signal_held != SIGKILL || sig == SIGKILL)) {
+                x->signal_held = sig;
+                r = 0;
+        }
         return r;
 }
 

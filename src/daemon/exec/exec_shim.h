@@ -26,6 +26,8 @@ struct gw_exec_job {
         struct gw_djob *dj;          /* whose: the launcher's answer names the job by id */
         struct gw_exec_job *pending_next, **pending_pprev; /* in the list of those launch_pending */
         struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
+        int signal_held;             /* a signal that reached no process (sent before the job's
+                                      * pid came): sent once the pid is reported, 0 none */
         bool host_oom_known;         /* host_oom_start was read at this attempt's launch */
         uint64_t host_oom_start;     /* the host's oom_kill count then (jobs without a memory cgroup) */
 };

@@ -116,6 +116,14 @@ void exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
                 dj->job->pid = pid;
                 (void) gw_proc_start_time(pid, &dj->job->pid_start);
                 log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
+                if (x->signal_held) { /* its whole group: it made one (setsid) before its exec */
+                        int sig = x->signal_held;
+                        x->signal_held = 0;
+                        if (kill(-pid, sig) < 0)
+                                (void) kill(pid, sig);
+                        log_info("job %lld: %s sent before its process started, delivered now", (long long) dj->job->id,
+                                 strsignal(sig));
+                }
         }
         if (r == 0)
                 return; /* the supervisor closes the pipe once the attempt's end is told */
