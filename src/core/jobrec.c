@@ -34,6 +34,8 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->array_spec);
         free(j->wait_detail);
         free(j->preempted_by);
+        free(j->publish);
+        free(j->publish_metric);
         free(j);
         return NULL;
 }

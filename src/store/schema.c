@@ -161,6 +161,14 @@ const char *const gw_store_migrations[] = {
          * is not readable, or an attempt of an older version) */
         "ALTER TABLE jobs ADD COLUMN resume_epoch INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE job_attempts ADD COLUMN ckpt_epoch INTEGER NOT NULL DEFAULT 0;",
+
+        /* 24: reserved for another change's migration, made in parallel with 25; empty here */
+        "",
+
+        /* 25: submit --publish NAME and --publish-if-better METRIC: the model the job's run is
+         * published as when it completes, and the metric it must beat (NULL: none) */
+        "ALTER TABLE jobs ADD COLUMN publish TEXT;"
+        "ALTER TABLE jobs ADD COLUMN publish_metric TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }
