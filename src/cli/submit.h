@@ -22,6 +22,8 @@ enum text_slot {
         T_HEALTH_URL,
         T_LEAK_POLICY,
         T_ARRAY,
+        T_PUBLISH,
+        T_PUBLISH_IF_BETTER,
         _T_MAX,
 };
 
