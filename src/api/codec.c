@@ -17,6 +17,7 @@
 #include "core/directive.h"
 #include "core/fairshare.h"
 #include "core/jobarray.h"
+#include "core/model.h"
 #include "core/waitwhy.h"
 
 #define MAX_ARGS 4096
@@ -389,13 +390,33 @@ static int decode_dataset(const json_t *o, struct gw_job *j, struct gw_codec_err
         return 0;
 }
 
+/* submit --publish NAME [--publish-if-better METRIC]: the model the run becomes when the job
+ * completes, as core/model.h bounds its name and metric. */
+static int decode_publish(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const char *name, *metric;
+        char why[200];
+        if (get_string(o, "publish", &name, err) < 0 || get_string(o, "publish_if_better", &metric, err) < 0)
+                return -EINVAL;
+        if (name && gw_model_name_check(name, why, sizeof why) < 0)
+                return fail(err, "publish", "%s", why);
+        if (metric && gw_model_metric_check(metric, why, sizeof why) < 0)
+                return fail(err, "publish_if_better", "%s", why);
+        if (metric && !name)
+                return fail(err, "publish_if_better", "publish_if_better: only with publish (the model's name)");
+        if (name && j->interactive)
+                return fail(err, "publish", "publish: an interactive session has no training run to publish");
+        j->publish = name ? gw_xstrdup(name) : NULL;
+        j->publish_metric = metric ? gw_xstrdup(metric) : NULL;
+        return 0;
+}
+
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
-                "interactive", "array", "preemptible", "dataset",
+                "interactive", "array", "preemptible", "dataset", "publish", "publish_if_better",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -441,7 +462,7 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
                 return -EINVAL;
         if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0 || decode_interactive(o, j, err) < 0)
                 return -EINVAL;
-        if (decode_array(o, j, err) < 0 || decode_dataset(o, j, err) < 0)
+        if (decode_array(o, j, err) < 0 || decode_dataset(o, j, err) < 0 || decode_publish(o, j, err) < 0)
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
@@ -645,6 +666,8 @@ FIELD(node, j->node_view && *j->node_view ? gw_json_text(j->node_view) : json_nu
 FIELD(display_id, gw_codec_display_id(j))
 FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(j->wait_view) : json_null())
 FIELD(reasons, enc_reasons(j))
+FIELD(publish, j->publish ? json_string(j->publish) : json_null())
+FIELD(publish_if_better, j->publish_metric ? json_string(j->publish_metric) : json_null())
 #undef FIELD
 
 static const struct {
@@ -703,6 +726,8 @@ static const struct {
         { "display_id", enc_f_display_id },
         { "predicted_wait", enc_f_predicted_wait },
         { "reasons", enc_f_reasons },
+        { "publish", enc_f_publish },
+        { "publish_if_better", enc_f_publish_if_better },
 };
 
 

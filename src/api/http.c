@@ -133,7 +133,16 @@ static struct MHD_Response *stream_response(struct gw_http_conn *c, struct gw_ht
 
 static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct gw_http_reply *rep, struct gw_http_conn *c) {
         struct MHD_Response *r;
-        if (rep->stream_read && c) {
+        if (rep->has_file) {
+                free(rep->body);
+                rep->body = NULL;
+                rep->has_file = false;
+                r = MHD_create_response_from_fd64(rep->file_size, rep->file_fd); /* closes it */
+                if (!r) {
+                        (void) close(rep->file_fd);
+                        return MHD_NO;
+                }
+        } else if (rep->stream_read && c) {
                 free(rep->body);
                 rep->body = NULL;
                 r = stream_response(c, rep);

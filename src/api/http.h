@@ -44,6 +44,12 @@ struct gw_http_reply {
         ssize_t (*stream_read)(void *cls, char *buf, size_t max);
         void (*stream_done)(void *cls);
         void *stream_cls;
+        /* A regular file instead of body (a published model's weights): the server takes
+         * file_fd over and sends file_size bytes of it from offset 0, a piece at a time as the
+         * client takes them, and closes it. */
+        bool has_file;
+        int file_fd;
+        uint64_t file_size;
 };
 
 /* Called once per complete request.  Fill rep (or set rep->suspend and keep req->conn). */

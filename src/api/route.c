@@ -24,7 +24,8 @@ static bool take_number(const char **path, bool zero_ok, int max_digits, int64_t
         return true;
 }
 
-/* Matches path against pattern; {id} takes 1-18 digits, no leading zero; {index} also 0. */
+/* Matches path against pattern; {id} takes 1-18 digits, no leading zero; {index} also 0;
+ * {name} a segment of 1-64 name characters. */
 static bool path_match(const char *pattern, const char *path, int64_t *ret_id) {
         int64_t id = 0;
         while (*pattern) {
@@ -32,6 +33,14 @@ static bool path_match(const char *pattern, const char *path, int64_t *ret_id) {
                         if (!take_number(&path, true, 4, &id))
                                 return false;
                         pattern += 7;
+                        continue;
+                }
+                if (strncmp(pattern, "{name}", 6) == 0) {
+                        size_t len = strspn(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-");
+                        if (len == 0 || len > 64)
+                                return false;
+                        path += len;
+                        pattern += 6;
                         continue;
                 }
                 if (strncmp(pattern, "{id}", 4) == 0) {

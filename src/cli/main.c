@@ -37,6 +37,7 @@ const struct cli_verb cli_verbs[] = {
         { "eta", cli_verb_eta, "when a training job will end, and what the estimate rests on" },
         { "snapshots", cli_verb_snapshots, "the checkpoint copies kept of a training job" },
         { "restore", cli_verb_restore, "copy a checkpoint snapshot back, as the job's user" },
+        { "models", cli_verb_models, "models published from completed jobs (submit --publish)" },
         { "token", cli_verb_token, "create, list, revoke tokens for the API over TCP" },
         { "whoami", cli_verb_whoami, "who gpuwardd takes me for: user, uid, role, how" },
         { "admin", cli_verb_admin, "for administrators: drain GPUs, job policies, bookings, quotas" },

@@ -23,6 +23,8 @@ enum text_slot {
         T_LEAK_POLICY,
         T_ARRAY,
         T_DATASET,
+        T_PUBLISH,
+        T_PUBLISH_IF_BETTER,
         _T_MAX,
 };
 

@@ -36,6 +36,8 @@ int cli_verb_run(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_eta(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv);
 int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv);
+/* verbs_models.c: published models */
+int cli_verb_models(struct cli_ctx *ctx, int argc, char **argv);
 
 /* `gpuward admin quota ...` (argv[0] is "quota"), beside the user-side `quota` verb. */
 int cli_admin_quota(struct cli_ctx *ctx, int argc, char **argv);

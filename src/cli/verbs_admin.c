@@ -136,6 +136,8 @@ static const char backup_help[] =
         "\n"
         "To restore one: stop gpuwardd, copy the file over STATE_DIR/gpuward.db (and\n"
         "remove gpuward.db-wal and gpuward.db-shm beside it), start gpuwardd.\n"
+        "The published models (model_store) are files, not in the copy: back that\n"
+        "folder up as any other.\n"
         "\n"
         "Options:\n"
         "  --json       print the API's JSON (path, bytes, schema)\n"

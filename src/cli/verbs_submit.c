@@ -19,6 +19,7 @@
 #include "cli/wait.h"
 #include "core/directive.h"
 #include "core/jobarray.h"
+#include "core/model.h"
 #include "core/retry.h"
 #include "core/sbatch_words.h"
 
@@ -128,6 +129,17 @@ static const char submit_help[] =
         "                    resumes (--yolo, --checkpoint or --resume-cmd; one that cannot\n"
         "                    resume is not preempted unless the admin allows it)\n"
         "\n"
+        "When it completes, as a model (the admin's model_store; gpuward models):\n"
+        "  --publish NAME    copy its run's weights/best.pt, results.csv and args.yaml\n"
+        "                    into the model store as NAME/vN (letters, digits, '.', '_',\n"
+        "                    '-'; at most 64, not starting with '.'), with a manifest:\n"
+        "                    job, user, commit (CI_COMMIT_SHA or GITHUB_SHA), the best\n"
+        "                    epoch's metrics, each file's size and sha256\n"
+        "  --publish-if-better METRIC\n"
+        "                    only when its best epoch's METRIC (a results.csv column, e.g.\n"
+        "                    metrics/mAP50-95(B)) beats the latest version's (lower is\n"
+        "                    better for a loss); an event says which way, with the numbers\n"
+        "\n"
         "A sweep (job array, as sbatch --array): one job whose tasks run the command, each\n"
         "with GPUWARD_ARRAY_INDEX (and SLURM_ARRAY_TASK_ID) set to its index:\n"
         "  -a, --array SPEC  task indexes 0-49, 1,3,5-9 or 0-99:10 (a step), and %N for at\n"
@@ -183,6 +195,8 @@ static int check_policy(const char *arg, char *why, size_t n);
 static int check_health_url(const char *arg, char *why, size_t n);
 static int check_leak_policy(const char *arg, char *why, size_t n);
 static int check_array(const char *arg, char *why, size_t n);
+static int check_publish(const char *arg, char *why, size_t n);
+static int check_publish_metric(const char *arg, char *why, size_t n);
 
 const struct submit_text_option submit_text_options[_T_MAX] = {
         [T_NAME] = { "--name", "name", NULL },
@@ -198,6 +212,8 @@ const struct submit_text_option submit_text_options[_T_MAX] = {
         [T_LEAK_POLICY] = { "--leak-policy", "leak_policy", check_leak_policy },
         [T_ARRAY] = { "--array", "array", check_array },
         [T_DATASET] = { "--dataset", "dataset", NULL },
+        [T_PUBLISH] = { "--publish", "publish", check_publish },
+        [T_PUBLISH_IF_BETTER] = { "--publish-if-better", "publish_if_better", check_publish_metric },
 };
 
 static const struct option submit_options[] = {
@@ -224,6 +240,8 @@ static const struct option submit_options[] = {
         { "health-url", required_argument, NULL, OPT_TEXT + T_HEALTH_URL },
         { "leak-policy", required_argument, NULL, OPT_TEXT + T_LEAK_POLICY },
         { "array", required_argument, NULL, OPT_TEXT + T_ARRAY },
+        { "publish", required_argument, NULL, OPT_TEXT + T_PUBLISH },
+        { "publish-if-better", required_argument, NULL, OPT_TEXT + T_PUBLISH_IF_BETTER },
         { "json", no_argument, NULL, OPT_JSON },
         { "wait", no_argument, NULL, OPT_WAIT },
         { "follow", no_argument, NULL, OPT_FOLLOW },
@@ -291,6 +309,24 @@ static int check_policy(const char *arg, char *why, size_t n) {
         if (cli_is_policy_name(arg))
                 return 0;
         snprintf(why, n, "'%s' is not a policy name (such as default, hpo, finetune)", arg);
+        return -EINVAL;
+}
+
+/* core/model.h's checks, as the daemon makes them; their message names the API's field, which
+ * apply_text_option() replaces with the option. */
+static int check_publish(const char *arg, char *why, size_t n) {
+        char msg[200];
+        if (gw_model_name_check(arg, msg, sizeof msg) == 0)
+                return 0;
+        snprintf(why, n, "%s", msg + strlen("publish: "));
+        return -EINVAL;
+}
+
+static int check_publish_metric(const char *arg, char *why, size_t n) {
+        char msg[200];
+        if (gw_model_metric_check(arg, msg, sizeof msg) == 0)
+                return 0;
+        snprintf(why, n, "%s", msg + strlen("publish_if_better: "));
         return -EINVAL;
 }
 

@@ -29,7 +29,7 @@ static const char token_help[] =
         "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
         "\n"
         "Commands:\n"
-        "  create [--name NAME] [--expires DURATION] [--scope ci|agent --node NODE]\n"
+        "  create [--name NAME] [--expires DURATION] [--scope ci|models|agent --node NODE]\n"
         "                         make a token; it is printed once and never again\n"
         "  list                   your tokens (admins: everyone's), without their secret\n"
         "  revoke ID...           make tokens useless at once\n"
@@ -47,8 +47,8 @@ static const char token_help[] =
         "  gpuward token revoke 3\n";
 
 static const char create_help[] =
-        "Usage: gpuward token create [--name NAME] [--expires DURATION]\n"
-        "                 [--scope ci | --scope agent --node NODE] [-q] [--json]\n"
+        "Usage: gpuward token create [--name NAME] [--expires DURATION] [-q] [--json]\n"
+        "                 [--scope ci|models | --scope agent --node NODE]\n"
         "\n"
         "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
         "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
@@ -62,7 +62,11 @@ static const char create_help[] =
         "               (default never); then requests carrying it get 401\n"
         "  --scope ci   a CI runner's token: it may submit jobs and read its own jobs\n"
         "               (state, log, results), and gets 403 anywhere else, even when\n"
-        "               you are an admin; for GPUWARD_TOKEN in a CI system's secrets\n"
+        "               you are an admin; for GPUWARD_TOKEN in a CI system's secrets;\n"
+        "               it may read the published models too (gpuward models)\n"
+        "  --scope models\n"
+        "               a reader of published models: it may list them and download\n"
+        "               their files (GET /api/v1/models...), and gets 403 anywhere else\n"
         "  --scope agent\n"
         "               a node agent's token (gpuwardd --agent, admins only): it may\n"
         "               only post node snapshots to a cluster's controller, and gets\n"
@@ -109,7 +113,7 @@ enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE, OPT_NODE };
 struct create_opts {
         const char *name;
         const char *expires; /* as typed, checked */
-        const char *scope;   /* NULL, GW_TOKEN_SCOPE_CI or GW_TOKEN_SCOPE_AGENT */
+        const char *scope;   /* NULL, GW_TOKEN_SCOPE_CI, _MODELS or _AGENT */
         const char *node;    /* NULL or a node name (checked) */
         bool quiet;
 };
@@ -131,14 +135,15 @@ static int on_create_option(void *userdata, int opt, const char *arg) {
                 o->name = arg;
                 return 0;
         case OPT_SCOPE:
-                if (!strcmp(arg, GW_TOKEN_SCOPE_CI)) {
-                        o->scope = GW_TOKEN_SCOPE_CI;
+                if (!strcmp(arg, GW_TOKEN_SCOPE_CI) || !strcmp(arg, GW_TOKEN_SCOPE_MODELS)) {
+                        o->scope = !strcmp(arg, GW_TOKEN_SCOPE_CI) ? GW_TOKEN_SCOPE_CI : GW_TOKEN_SCOPE_MODELS;
                         return 0;
                 }
                 if (strcmp(arg, GW_TOKEN_SCOPE_AGENT))
-                        return cli_usage(verb, "--scope: '%s' (a CI runner's token) or '%s' (a node agent's token); "
-                                               "without --scope a token has all your rights",
-                                         GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_AGENT);
+                        return cli_usage(verb, "--scope: '%s' (a CI runner's token), '%s' (a reader of published "
+                                               "models) or '%s' (a node agent's token); without --scope a token has "
+                                               "all your rights",
+                                         GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_MODELS, GW_TOKEN_SCOPE_AGENT);
                 o->scope = GW_TOKEN_SCOPE_AGENT;
                 return 0;
         case OPT_NODE:
@@ -173,8 +178,12 @@ static void print_created(const json_t *reply, const char *token) {
                 return;
         }
         if (scope && !strcmp(scope, GW_TOKEN_SCOPE_CI))
-                printf("It is a CI runner's token: it may submit jobs and read its own jobs, nothing\n"
-                       "else.  In the CI job: GPUWARD_URL=http://HOST:8470 GPUWARD_TOKEN=<it> gpuward submit ...\n");
+                printf("It is a CI runner's token: it may submit jobs and read its own jobs (and the\n"
+                       "published models), nothing else.  In the CI job: GPUWARD_URL=http://HOST:8470\n"
+                       "GPUWARD_TOKEN=<it> gpuward submit ...\n");
+        if (scope && !strcmp(scope, GW_TOKEN_SCOPE_MODELS))
+                printf("It is a models reader's token: it may list the published models and download\n"
+                       "their files (GPUWARD_TOKEN=<it> gpuward models), nothing else.\n");
         printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
                "Use it over TCP as a bearer token, with TOKEN set to it:\n"
                "    curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"

@@ -35,6 +35,8 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->dataset);
         free(j->wait_detail);
         free(j->preempted_by);
+        free(j->publish);
+        free(j->publish_metric);
         free(j);
         return NULL;
 }

@@ -126,6 +126,10 @@ struct gw_job {
                                             * GPUWARD_DATA_YAML */
         bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
+        char *publish;                     /* submit --publish NAME: its run's best.pt goes into the
+                                            * model store as NAME when it completes; NULL = none */
+        char *publish_metric;              /* --publish-if-better METRIC: only when it beats the latest
+                                            * version's; NULL = always */
         bool by_admin;                     /* not stored: submitted by an admin (the API's role),
                                             * whose grant is any priority: the submission's
                                             * checks read it, nothing after */

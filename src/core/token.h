@@ -29,6 +29,9 @@
 /* A CI runner's token: it may submit jobs and read its own jobs, nothing else, so that a
  * token kept in a CI system's secrets cannot cancel, book or read what others run. */
 #define GW_TOKEN_SCOPE_CI     "ci"
+/* A reader of published models (a deployment, a model registry's sync): it may list the
+ * models and fetch their files, nothing else. */
+#define GW_TOKEN_SCOPE_MODELS "models"
 
 /* A node agent's token is bound to one node: its Slurm name, at most this many bytes. */
 #define GW_TOKEN_NODE_MAX     64

@@ -8,6 +8,7 @@
 static const char *const topic_names[_GW_HOOK_MAX] = {
         [GW_HOOK_START] = "start", [GW_HOOK_END] = "end",   [GW_HOOK_RETRY] = "retry",
         [GW_HOOK_WARN] = "warn",   [GW_HOOK_LEAK] = "leak", [GW_HOOK_GPU] = "gpu",
+        [GW_HOOK_MODEL] = "model.published",
 };
 
 const char *gw_webhook_topic_name(enum gw_webhook_topic t) {
@@ -24,7 +25,7 @@ static int topic_by_name(const char *s, size_t len) {
 int gw_webhook_topics_parse(const char *list, unsigned *ret_mask, char *why, size_t n) {
         unsigned mask = 0;
         if (!list || !*list) {
-                snprintf(why, n, "the list is empty (start, end, retry, warn, leak, gpu, or all)");
+                snprintf(why, n, "the list is empty (start, end, retry, warn, leak, gpu, model.published, or all)");
                 return -EINVAL;
         }
         for (const char *p = list; *p;) {
@@ -35,7 +36,8 @@ int gw_webhook_topics_parse(const char *list, unsigned *ret_mask, char *why, siz
                 else if (t >= 0)
                         mask |= 1u << t;
                 else {
-                        snprintf(why, n, "'%.*s' is not one of start, end, retry, warn, leak, gpu, all", (int) len, p);
+                        snprintf(why, n, "'%.*s' is not one of start, end, retry, warn, leak, gpu, model.published, all",
+                                 (int) len, p);
                         return -EINVAL;
                 }
                 p += len + (p[len] == ',');
@@ -51,7 +53,7 @@ int gw_webhook_topic_of(const char *kind, bool final_state) {
         } kinds[] = {
                 { "start", GW_HOOK_START }, { "retry", GW_HOOK_RETRY }, { "warn", GW_HOOK_WARN },
                 { "leak", GW_HOOK_LEAK },   { "xid", GW_HOOK_GPU },     { "gpu", GW_HOOK_GPU },
-                { "rogue", GW_HOOK_GPU },   { "stray", GW_HOOK_GPU },
+                { "rogue", GW_HOOK_GPU },   { "stray", GW_HOOK_GPU },   { "published", GW_HOOK_MODEL },
         };
         if (!kind)
                 return -1;

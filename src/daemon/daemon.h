@@ -240,6 +240,7 @@ struct gw_daemon {
         struct gw_events *events;    /* the dashboard's event stream (events.c) */
         struct gw_notify *notify;    /* webhooks (notify.c); NULL without webhook_url */
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
+        struct gw_publisher *publish; /* models being published: the copy under way, the queue (publish.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
 };
 

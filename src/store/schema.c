@@ -165,6 +165,10 @@ const char *const gw_store_migrations[] = {
         /* 24: submit --dataset: the directory or data YAML staged into the node's cache before
          * the job starts; NULL = none */
         "ALTER TABLE jobs ADD COLUMN dataset TEXT;",
+        /* 25: submit --publish NAME and --publish-if-better METRIC: the model the job's run is
+         * published as when it completes, and the metric it must beat (NULL: none) */
+        "ALTER TABLE jobs ADD COLUMN publish TEXT;"
+        "ALTER TABLE jobs ADD COLUMN publish_metric TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -335,6 +335,8 @@ static const struct {
         {"display_id", JSON_STRING, false}, /* "8_2" for a task of array 8 */
         {"predicted_wait", JSON_STRING, true}, /* the words where no future start can be given */
         {"reasons", JSON_ARRAY, false}, /* every reason a queued job waits; [] for the others */
+        {"publish", JSON_STRING, true}, /* submit --publish NAME */
+        {"publish_if_better", JSON_STRING, true},
 };
 
 static void check_shape(const json_t *o) {
@@ -791,6 +793,41 @@ static void spec_interactive(void **state) {
         gw_job_free(j);
 }
 
+/* submit --publish NAME [--publish-if-better METRIC]: bounded, named in the refusal. */
+static void publish(void **state) {
+        (void) state;
+        int r, hold;
+        struct gw_codec_error err;
+        struct gw_job *j = decode("{\"command\": [\"true\"], \"publish\": \"det-v8.n\", "
+                                  "\"publish_if_better\": \"metrics/mAP50-95(B)\"}", &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_string_equal(j->publish, "det-v8.n");
+        assert_string_equal(j->publish_metric, "metrics/mAP50-95(B)");
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_string_equal(json_string_value(json_object_get(o, "publish")), "det-v8.n");
+        assert_string_equal(json_string_value(json_object_get(o, "publish_if_better")), "metrics/mAP50-95(B)");
+        json_decref(o);
+        gw_job_free(j);
+        static const struct {
+                const char *body, *field;
+        } bad[] = {
+                { "{\"command\": [\"true\"], \"publish\": \"../etc\"}", "publish" },
+                { "{\"command\": [\"true\"], \"publish\": \".hidden\"}", "publish" },
+                { "{\"command\": [\"true\"], \"publish\": \"\"}", "publish" },
+                { "{\"command\": [\"true\"], \"publish\": 3}", "publish" },
+                { "{\"command\": [\"true\"], \"publish\": \"a\", \"publish_if_better\": \"a b\"}",
+                  "publish_if_better" },
+                { "{\"command\": [\"true\"], \"publish_if_better\": \"metrics/mAP50(B)\"}", "publish_if_better" },
+                { "{\"command\": [\"bash\"], \"interactive\": true, \"publish\": \"a\"}", "publish" },
+        };
+        for (size_t i = 0; i < N_ELEMS(bad); i++) {
+                j = decode(bad[i].body, &r, &hold, &err);
+                assert_int_equal(r, -EINVAL);
+                assert_string_equal(err.field, bad[i].field);
+                gw_job_free(j);
+        }
+}
+
 static void events(void **state) {
         struct gw_job_event ev[] = {
                 {INT64_C(1763769600000000), GW_JOB_PENDING, (char *) "submit", (char *) "submitted by alice"},
@@ -826,6 +863,7 @@ int main(void) {
                 cmocka_unit_test(events),
                 cmocka_unit_test(spec_interactive),
                 cmocka_unit_test(spec_array),
+                cmocka_unit_test(publish),
                 cmocka_unit_test(job_views),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

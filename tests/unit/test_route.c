@@ -117,6 +117,35 @@ static void gpu_index(void **state) {
         }
 }
 
+/* {name}: one segment of 1-64 name characters (a published model, a version, a file). */
+static void name_segments(void **state) {
+        (void) state;
+        static const struct gw_route models[] = {
+                { "GET", "/api/v1/models/{name}", 0 },
+                { "GET", "/api/v1/models/{name}/{name}/{name}", 0 },
+        };
+        static const struct {
+                const char *path;
+                int want; /* the row, -1: no match */
+        } cases[] = {
+                { "/api/v1/models/det", 0 },           { "/api/v1/models/a.b_c-1", 0 },
+                { "/api/v1/models/det/", 0 },          { "/api/v1/models/det/v3/best.pt", 1 },
+                { "/api/v1/models/", -1 },             { "/api/v1/models/det/v3", -1 },
+                { "/api/v1/models/a%2Fb", -1 },        { "/api/v1/models/a b", -1 },
+                { "/api/v1/models/det/v3/best.pt/x", -1 },
+                { "/api/v1/models/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", -1 }, /* 65 */
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                const struct gw_route *r = NULL;
+                int64_t id = -1;
+                int k = gw_route_match(models, N_ELEMS(models), "GET", cases[i].path, &r, &id);
+                if (cases[i].want < 0 && k == 0)
+                        fail_msg("%s: matched, want no match", cases[i].path);
+                if (cases[i].want >= 0 && (k != 0 || r != &models[cases[i].want] || id != 0))
+                        fail_msg("%s: %d, want row %d", cases[i].path, k, cases[i].want);
+        }
+}
+
 static void not_found(void **state) {
         static const struct {
                 const char *method, *path;
@@ -258,6 +287,7 @@ int main(void) {
                 cmocka_unit_test(array_task_paths),
                 cmocka_unit_test(matches),
                 cmocka_unit_test(gpu_index),
+                cmocka_unit_test(name_segments),
                 cmocka_unit_test(not_found),
                 cmocka_unit_test(wrong_method),
                 cmocka_unit_test(same_path_many_methods),

@@ -19,7 +19,9 @@ static void topics(void **state) {
         assert_int_equal(m, (1u << _GW_HOOK_MAX) - 1);
         assert_int_equal(gw_webhook_topics_parse(GW_WEBHOOK_DEFAULT_TOPICS, &m, why, sizeof why), 0);
         assert_int_equal(gw_webhook_topics_parse("end,ends", &m, why, sizeof why), -EINVAL);
-        assert_string_equal(why, "'ends' is not one of start, end, retry, warn, leak, gpu, all");
+        assert_string_equal(why, "'ends' is not one of start, end, retry, warn, leak, gpu, model.published, all");
+        assert_int_equal(gw_webhook_topics_parse("end,model.published", &m, why, sizeof why), 0);
+        assert_int_equal(m, (1u << GW_HOOK_END) | (1u << GW_HOOK_MODEL));
         assert_int_equal(gw_webhook_topics_parse("", &m, why, sizeof why), -EINVAL);
         assert_int_equal(gw_webhook_topics_parse("end,", &m, why, sizeof why), 0);
         assert_int_equal(gw_webhook_topics_parse(",end", &m, why, sizeof why), -EINVAL);
@@ -38,6 +40,10 @@ static void topic_of_events(void **state) {
         assert_int_equal(gw_webhook_topic_of("warn", false), GW_HOOK_WARN);
         assert_int_equal(gw_webhook_topic_of("leak", false), GW_HOOK_LEAK);
         assert_int_equal(gw_webhook_topic_of("xid", false), GW_HOOK_GPU);
+        /* A model published from a completed job: an event after its end, with a topic of its own. */
+        assert_int_equal(gw_webhook_topic_of("published", true), GW_HOOK_MODEL);
+        assert_int_equal(gw_webhook_topic_of("not_published", true), -1);
+        assert_string_equal(gw_webhook_topic_name(GW_HOOK_MODEL), "model.published");
         assert_int_equal(gw_webhook_topic_of("stray", false), GW_HOOK_GPU);
         assert_int_equal(gw_webhook_topic_of("submit", false), -1);
         assert_int_equal(gw_webhook_topic_of(NULL, true), -1);

@@ -266,6 +266,7 @@ void gw_config_done(struct gw_config *c) {
         free(c->webhook_events);
         free(c->guests);
         free(c->fairshare_weights);
+        free(c->model_store);
         free(c->admin_group);
         free(c->strip_env);
         free(c->cgroup);

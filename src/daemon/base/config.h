@@ -77,6 +77,8 @@ struct gw_config {
         bool debug;
         gw_usec_t backup_interval;  /* scheduled online backups into STATE_DIR/backups; 0 = none */
         int backup_keep;            /* scheduled backups kept there */
+        char *model_store;          /* where submit --publish puts models (publish.c); "" = none:
+                                     * publishing is refused */
         /* backend =: which backend table runs the jobs, read only where it is opened
          * (exec_backend.c); everything else asks the table (executor.h).  In the order of its
          * words in config_keys.c, whose index is stored. */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,15 @@ static int retry_classes_check(const char *v, char *why, size_t n) {
 
 static int fair_weights_check(const char *v, char *why, size_t n) {
         return gw_fair_weights_parse(v, NULL, NULL, why, n);
+}
+
+/* The model store is written as root and read back as files: a path relative to wherever
+ * the daemon was started from would move with it. */
+static int model_store_check(const char *v, char *why, size_t n) {
+        if (!strcmp(v, "none") || v[0] == '/')
+                return 0;
+        snprintf(why, n, "'%.200s' is not an absolute path (or none)", v);
+        return -EINVAL;
 }
 
 static int booking_gpus_parse(struct gw_config *c, const char *name, const char *v) {
@@ -160,7 +170,7 @@ const struct gw_config_key gw_config_keys[] = {
                  "http(s) URLs" },
         { .name = "webhook-events", .arg = "LIST", .kind = GW_KEY_STRING, AT(webhook_events),
           .check = webhook_topics_check, .dflt = GW_WEBHOOK_DEFAULT_TOPICS,
-          .doc = "which: start, end, retry, warn, leak, gpu, all" },
+          .doc = "which: start, end, retry, warn, leak, gpu, model.published, all" },
         { .name = "time-limit-warn", .arg = "DURATION", .kind = GW_KEY_SECONDS, AT(time_limit_warn), .min = 0,
           .max = 3600, .dflt = "5m", .note = "0: never",
           .doc = "tell a job this long before its time limit, in its events and its log" },
@@ -222,6 +232,11 @@ const struct gw_config_key gw_config_keys[] = {
         { .name = "backup-keep", .arg = "N", .kind = GW_KEY_INT, AT(backup_keep), .min = 1, .max = 10000,
           .dflt = "7", .hint = "how many scheduled backups to keep, 1-10000",
           .doc = "scheduled backups kept, the oldest removed first" },
+        { .name = "model-store", .arg = "DIR", .kind = GW_KEY_STRING, AT(model_store), .none_word = "none",
+          .check = model_store_check, .dflt = "none", .note = "none: submit --publish is refused",
+          .doc = "where a completed job's run is published (submit --publish NAME) as NAME/vN/: a folder "
+                 "owned by gpuwardd's user that no one else may write to; the admin backs it up (gpuward "
+                 "admin backup copies the database only)" },
         { .name = "debug", .kind = GW_KEY_BOOL, AT(debug), .dflt = "false", .doc = "verbose log" },
         { .name = "backend", .arg = "local|slurm|test", .kind = GW_KEY_WORDS, AT(backend),
           .words = "local|slurm|test", .index = true, .dflt = "local",

@@ -129,7 +129,8 @@ static void identify(struct gw_daemon *d, const struct gw_http_request *req, str
                 /* A CI runner's token is kept in a CI system's secrets: it acts on its own
                  * jobs, never with its maker's admin rights. */
                 c->ci = t.ci;
-                if (c->ci)
+                c->models = t.models;
+                if (c->ci || c->models)
                         c->admin = false;
                 return;
         }
@@ -391,8 +392,8 @@ static const struct {
         struct gw_route route;
         gw_handler_fn fn;
 } routes[] = {
-        { { "GET", "/healthz", GW_ROUTE_CI }, gw_on_health },
-        { { "GET", "/api/v1/whoami", GW_ROUTE_CI }, gw_on_whoami },
+        { { "GET", "/healthz", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_health },
+        { { "GET", "/api/v1/whoami", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_whoami },
         { { "POST", "/api/v1/jobs", GW_ROUTE_MUTATES | GW_ROUTE_CI }, gw_on_submit },
         { { "POST", "/api/v1/jobs/batch", GW_ROUTE_MUTATES }, gw_on_submit_batch },
         { { "GET", "/api/v1/jobs", GW_ROUTE_CI }, gw_on_list },
@@ -413,7 +414,7 @@ static const struct {
         { { "GET", "/api/v1/gpus/events", 0 }, gw_on_gpu_events },
         { { "GET", "/api/v1/jobs/{id}/series", 0 }, gw_on_series },
         { { "GET", "/metrics", 0 }, gw_on_metrics },
-        { { "GET", "/readyz", GW_ROUTE_CI }, gw_on_ready },
+        { { "GET", "/readyz", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_ready },
         { { "POST", "/api/v1/bookings", GW_ROUTE_MUTATES }, gw_on_booking_create },
         { { "GET", "/api/v1/bookings", 0 }, gw_on_booking_list },
         { { "DELETE", "/api/v1/bookings/{id}", GW_ROUTE_MUTATES }, gw_on_booking_change },
@@ -435,6 +436,11 @@ static const struct {
         { { "DELETE", "/api/v1/session", 0 }, on_session },
         { { "GET", "/api/v1/gpus/history", 0 }, on_gpu_history },
         { { "GET", "/api/v1/jobs/{id}/results", GW_ROUTE_CI }, on_job_results },
+        /* Published models (publish/publish_api.c): a CI pipeline reads back what it published. */
+        { { "GET", "/api/v1/models", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_models },
+        { { "GET", "/api/v1/models/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model },
+        { { "GET", "/api/v1/models/{name}/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model_version },
+        { { "GET", "/api/v1/models/{name}/{name}/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model_file },
         { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN | GW_ROUTE_AGENT }, gw_on_agent_snapshot },
 };
 
@@ -573,6 +579,11 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         if (c.ci && !(r->flags & GW_ROUTE_CI)) {
                 char why[160];
                 gw_api_token_ci_refusal(c.token_id, why, sizeof why);
+                return gw_reply_error(rep, 403, NULL, "%s", why);
+        }
+        if (c.models && !(r->flags & GW_ROUTE_MODELS)) {
+                char why[160];
+                gw_api_token_models_refusal(c.token_id, why, sizeof why);
                 return gw_reply_error(rep, 403, NULL, "%s", why);
         }
         if ((r->flags & GW_ROUTE_ADMIN) && !c.admin && !c.agent)

@@ -18,6 +18,7 @@ struct gw_caller {
         bool guest;      /* known, and listed in --guests (never also admin) */
         bool agent;      /* by a node agent's token (never also admin): token_id says which */
         bool ci;         /* by a CI runner's token (never also admin): its own jobs only */
+        bool models;     /* by a models reader's token (never also admin): published models only */
         int64_t token_id;
         char node[65];   /* agent: the node its token is bound to; "" none (a token from before) */
         uid_t uid;
@@ -97,6 +98,13 @@ gw_handler gw_on_ready;
 /* handlers_nodes.c: POST /api/v1/agent/snapshot, a node agent's snapshot (--backend slurm). */
 gw_handler gw_on_agent_snapshot;
 
+/* handlers_models.c: GET /api/v1/models, /api/v1/models/NAME, /api/v1/models/NAME/latest
+ * (or /vN: its manifest) and /api/v1/models/NAME/vN/FILE (publish_api.c). */
+gw_handler gw_on_models;
+gw_handler gw_on_model;
+gw_handler gw_on_model_version;
+gw_handler gw_on_model_file;
+
 /* handlers_self.c: the daemon's health (and its state disk's free room), and who the caller
  * is, how it was told apart, and the time limits a submission gets. */
 gw_handler gw_on_health;
@@ -123,6 +131,7 @@ struct gw_token_caller {
         char user[64];
         bool agent; /* scope agent: it may only post node snapshots */
         bool ci;    /* scope ci: it may only submit jobs and read its own */
+        bool models; /* scope models: it may only read the published models */
         char node[65]; /* agent: the node whose snapshots it may post; "" none (made before) */
 };
 /* 0 with the token's owner in *ret; -EINVAL malformed, -EPERM unknown or revoked,
@@ -131,6 +140,8 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_
                        size_t why_size);
 /* Why a CI runner's token (token id) is refused on a route not marked GW_ROUTE_CI. */
 void gw_api_token_ci_refusal(int64_t id, char *why, size_t why_size);
+/* Why a models reader's token (token id) is refused on a route not marked GW_ROUTE_MODELS. */
+void gw_api_token_models_refusal(int64_t id, char *why, size_t why_size);
 /* Why an agent's token (token id) is refused anywhere but the node snapshot route. */
 void gw_api_token_agent_refusal(int64_t id, char *why, size_t why_size);
 /* Replies 429 with Retry-After and returns true when the caller is over its rate. */

@@ -37,7 +37,8 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
 }
 
 /* "scope": absent or null for the account's whole rights, "ci" (a CI runner's: submit and
- * read its own jobs), or "agent" (admins only: the snapshots an agent posts decide what every
+ * read its own jobs, and read the published models), "models" (read the published models
+ * only), or "agent" (admins only: the snapshots an agent posts decide what every
  * user sees of the cluster).  0 with *ret (NULL: no scope), or -EINVAL / -EPERM after the
  * reply. */
 static int token_scope(const json_t *v, const struct gw_caller *c, const char **ret, struct gw_http_reply *rep) {
@@ -50,10 +51,15 @@ static int token_scope(const json_t *v, const struct gw_caller *c, const char **
                 *ret = GW_TOKEN_SCOPE_CI;
                 return 0;
         }
+        if (!strcmp(s, GW_TOKEN_SCOPE_MODELS)) {
+                *ret = GW_TOKEN_SCOPE_MODELS;
+                return 0;
+        }
         if (strcmp(s, GW_TOKEN_SCOPE_AGENT)) {
                 gw_reply_error(rep, 400, "scope", "scope: \"%s\" (a CI runner's token: submit and read its own jobs), "
-                                               "\"%s\" (a node agent's token: node snapshots only), or null for your "
-                                               "whole rights", GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_AGENT);
+                                               "\"%s\" (a reader of published models), \"%s\" (a node agent's "
+                                               "token: node snapshots only), or null for your whole rights",
+                            GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_MODELS, GW_TOKEN_SCOPE_AGENT);
                 return -EINVAL;
         }
         if (!c->admin) {
@@ -271,12 +277,18 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_
         snprintf(ret->user, sizeof ret->user, "%s", t.user);
         ret->agent = !strcmp(t.scope, GW_TOKEN_SCOPE_AGENT);
         ret->ci = !strcmp(t.scope, GW_TOKEN_SCOPE_CI);
+        ret->models = !strcmp(t.scope, GW_TOKEN_SCOPE_MODELS);
         snprintf(ret->node, sizeof ret->node, "%s", t.node);
         return 0;
 }
 
 void gw_api_token_ci_refusal(int64_t id, char *why, size_t why_size) {
         snprintf(why, why_size, "token %lld is a CI runner's (scope ci): it may only submit jobs and read its own",
+                 (long long) id);
+}
+
+void gw_api_token_models_refusal(int64_t id, char *why, size_t why_size) {
+        snprintf(why, why_size, "token %lld is a models reader's (scope models): it may only read published models",
                  (long long) id);
 }
 

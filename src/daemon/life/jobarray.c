@@ -94,6 +94,9 @@ static struct gw_job *task_new(const struct gw_job *p, uint32_t index, uint32_t 
         t->idle_policy = p->idle_policy ? gw_xstrdup(p->idle_policy) : NULL;
         t->progress_file = p->progress_file ? gw_xstrdup(p->progress_file) : NULL;
         t->health_url = p->health_url ? gw_xstrdup(p->health_url) : NULL;
+        /* Each task of a sweep publishes its own run (--publish-if-better: the better ones). */
+        t->publish = p->publish ? gw_xstrdup(p->publish) : NULL;
+        t->publish_metric = p->publish_metric ? gw_xstrdup(p->publish_metric) : NULL;
         t->booking_id = p->booking_id;
         t->leak_policy = p->leak_policy ? gw_xstrdup(p->leak_policy) : NULL;
         t->warn_signal = p->warn_signal;

@@ -8,6 +8,7 @@
 #include "daemon/notify/notify.h"
 #include "daemon/observe/observe.h"
 #include "daemon/preempt/preempt.h"
+#include "daemon/publish/publish.h"
 #include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training.h"
@@ -89,6 +90,11 @@ static void observe_ending(struct gw_daemon *d, struct gw_djob *dj, const struct
 static void sharing_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         if (info->was_running)
                 gw_sharing_job_ended(d, dj->job);
+}
+
+static void publish_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_publish_job_ended(d, dj); /* --publish: its run's copy is queued */
 }
 
 static void api_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -187,11 +193,12 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         /* A submission's checks, after the lifecycle's own (the host, the user, the job's
          * fields), in the order they had: the quotas and the booking, then the dependency
          * (the lifecycle's own, between them, so that a job refused for more than one reason
-         * is told the same one), then the idle profile. */
+         * is told the same one), then the idle profile, then the model store --publish needs. */
         gw_lifecycle_subscribe_check(h, "sharing", gw_sharing_check_submit);
         gw_lifecycle_subscribe_check(h, "dependency", gw_job_check_dependency);
         gw_lifecycle_subscribe_check(h, "reclaim", reclaim_check);
         gw_lifecycle_subscribe_check(h, "cache", gw_cache_check_submit);
+        gw_lifecycle_subscribe_check(h, "publish", gw_publish_check_submit); /* a model store */
 
         /* A --dataset's copy starts as soon as the job is queued: it costs no GPU, and the
          * sooner it starts the less the job waits once GPUs free up.  The event stream and
@@ -253,6 +260,9 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
          * the API's waiters (a cancel with ?wait) last, as they read the job back from the
          * store, where its end now is. */
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "sharing", sharing_ended);
+        /* Publishing reads the run training found (freed only with the job); its outcome is an
+         * event of its own, later. */
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "publish", publish_ended);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_ENDED, "api", api_ended);
 
         /* A retry: the failed attempt's telemetry goes (the next one's starts afresh).  The

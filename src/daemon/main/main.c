@@ -31,6 +31,7 @@
 #include "daemon/nodes/nodes.h"
 #include "daemon/nodewatch/nodes_watch.h"
 #include "daemon/preempt/preempt.h"
+#include "daemon/publish/publish.h"
 #include "daemon/http/web.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
@@ -245,7 +246,8 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
 
 /* The features' own deadlines, then the jobs' (time limits, SIGKILLs, backoffs): the bookings
  * first, as one that begins or ends changes the limits of running jobs that the jobs' tick
- * then enforces; then the snapshots' restore helpers and the backups, which change no job.
+ * then enforces; then the snapshots' restore helpers, the backups and the models being
+ * published, which change no job.
  * The earliest deadline (monotonic), or INFINITY. */
 static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t next = gw_sharing_tick(d), restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
@@ -253,6 +255,9 @@ static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t cache = gw_cache_tick(d);
         if (cache < next)
                 next = cache;
+        gw_usec_t publish = gw_publish_tick(d);
+        if (publish < next)
+                next = publish;
         if (nodes < next)
                 next = nodes;
         if (preempt < next)
@@ -329,6 +334,7 @@ static void run_loop(struct gw_daemon *d) {
 }
 
 static void shutdown_daemon(struct gw_daemon *d) {
+        gw_publish_close(d); /* its outcome is an event, told like any */
         gw_lifecycle_close(d); /* what is written from now on is told to no one */
         gw_events_close(d);
         for (int i = 0; i < 2; i++)
