@@ -35,6 +35,9 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->dataset);
         free(j->wait_detail);
         free(j->preempted_by);
+        free(j->mig_profile);
+        free(j->mig_slices);
+        free(j->mig_wait);
         free(j);
         return NULL;
 }

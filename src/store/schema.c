@@ -165,6 +165,17 @@ const char *const gw_store_migrations[] = {
         /* 24: submit --dataset: the directory or data YAML staged into the node's cache before
          * the job starts; NULL = none */
         "ALTER TABLE jobs ADD COLUMN dataset TEXT;",
+
+        /* 25: reserved for another change's migration, made in parallel with 26; empty here */
+        "",
+
+        /* 26: submit --gpus PROFILE[:COUNT]: MIG slices instead of whole GPUs (NULL profile =
+         * whole GPUs); the slices an attempt got (their UUIDs, comma-separated) and the GPUs
+         * they make up, which accounting counts GPU-hours by (0 = whole GPUs: ngpus) */
+        "ALTER TABLE jobs ADD COLUMN mig_profile TEXT;"
+        "ALTER TABLE jobs ADD COLUMN mig_count INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN mig_slices TEXT;"
+        "ALTER TABLE jobs ADD COLUMN mig_share REAL NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }
