@@ -18,6 +18,7 @@
 #include "core/fairshare.h"
 #include "core/jobarray.h"
 #include "core/model.h"
+#include "core/migplace.h"
 #include "core/waitwhy.h"
 
 #define MAX_ARGS 4096
@@ -410,13 +411,42 @@ static int decode_publish(const json_t *o, struct gw_job *j, struct gw_codec_err
         return 0;
 }
 
+/* submit --gpus PROFILE[:COUNT]: {"profile": "1g.10gb", "count": 2}, count 1 when left out.
+ * A slice's size is its profile's: no ngpus beside it (but the 1 every client sends), no
+ * gpu_mem; and no booking or array, whose GPUs are whole ones. */
+static int decode_mig(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const json_t *m = json_object_get(o, "mig");
+        if (!m || json_is_null(m))
+                return 0;
+        const json_t *p = json_object_get(m, "profile"), *c = json_object_get(m, "count");
+        if (!json_is_object(m) || json_object_size(m) != (size_t) (p != NULL) + (c != NULL))
+                return fail(err, "mig", "mig: must be {\"profile\": \"1g.10gb\", \"count\": N} (count 1 when left out)");
+        if (!json_is_string(p) || !gw_mig_profile_valid(json_string_value(p)))
+                return fail(err, "mig", "mig.profile: must be a MIG profile such as 1g.10gb, 2g.20gb or 3g.40gb");
+        json_int_t count = c ? (json_is_integer(c) ? json_integer_value(c) : 0) : 1;
+        if (count < 1 || count > GW_MIG_COUNT_MAX)
+                return fail(err, "mig", "mig.count: must be a number of slices from 1 to %d", GW_MIG_COUNT_MAX);
+        const json_t *ngpus = json_object_get(o, "ngpus");
+        if (ngpus && !json_is_null(ngpus) && !(json_is_integer(ngpus) && json_integer_value(ngpus) == 1))
+                return fail(err, "ngpus", "ngpus: not with mig: a job on MIG slices asks for them in mig.count");
+        if (j->gpu_mem)
+                return fail(err, "gpu_mem", "gpu_mem: not with mig: a slice's memory is its profile's");
+        if (j->booking_id)
+                return fail(err, "reservation", "reservation: not with mig: a booking holds whole GPUs");
+        if (j->array_spec)
+                return fail(err, "array", "array: not with mig: an array's tasks run on whole GPUs");
+        j->mig_profile = gw_xstrdup(json_string_value(p));
+        j->mig_count = (int) count;
+        return 0;
+}
+
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
                 "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
                 "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
                 "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
-                "interactive", "array", "preemptible", "dataset", "publish", "publish_if_better",
+                "interactive", "array", "preemptible", "dataset", "publish", "publish_if_better", "mig",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -462,7 +492,8 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
                 return -EINVAL;
         if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0 || decode_interactive(o, j, err) < 0)
                 return -EINVAL;
-        if (decode_array(o, j, err) < 0 || decode_dataset(o, j, err) < 0 || decode_publish(o, j, err) < 0)
+        if (decode_array(o, j, err) < 0 || decode_dataset(o, j, err) < 0 || decode_publish(o, j, err) < 0 ||
+            decode_mig(o, j, err) < 0)
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
@@ -560,6 +591,7 @@ static json_t *enc_reasons(const struct gw_job *j) {
                 .quota = j->wait_detail,
                 .preempted_by = j->preempted_by,
                 .drained = j->drain_view,
+                .slices = j->mig_wait,
         };
         struct gw_why w[GW_WHY_MAX];
         size_t n = gw_why_list(main, j->wait_why & ~gw_why_bit(j->wait_reason), &f, w, GW_WHY_MAX);
@@ -586,6 +618,20 @@ static json_t *enc_array_tasks(const struct gw_job *j) {
                 if (j->array_view->counts[s])
                         json_object_set_new(o, gw_job_state_name(s), json_integer(j->array_view->counts[s]));
         return o;
+}
+
+/* The MIG slices its last attempt got, their UUIDs in CUDA_VISIBLE_DEVICES's order; null
+ * for a job that got none. */
+static json_t *enc_slices(const struct gw_job *j) {
+        if (!j->mig_slices || !*j->mig_slices)
+                return json_null();
+        json_t *a = json_array();
+        for (const char *p = j->mig_slices; *p;) {
+                size_t l = strcspn(p, ",");
+                json_array_append_new(a, json_stringn(p, l));
+                p += l + (p[l] == ',');
+        }
+        return a;
 }
 
 static bool job_is_queued(const struct gw_job *j) {
@@ -668,6 +714,9 @@ FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(
 FIELD(reasons, enc_reasons(j))
 FIELD(publish, j->publish ? json_string(j->publish) : json_null())
 FIELD(publish_if_better, j->publish_metric ? json_string(j->publish_metric) : json_null())
+FIELD(mig, j->mig_profile ? json_pack("{s:o,s:i}", "profile", gw_json_text(j->mig_profile), "count", j->mig_count)
+                          : json_null())
+FIELD(slices, enc_slices(j))
 #undef FIELD
 
 static const struct {
@@ -728,6 +777,8 @@ static const struct {
         { "reasons", enc_f_reasons },
         { "publish", enc_f_publish },
         { "publish_if_better", enc_f_publish_if_better },
+        { "mig", enc_f_mig },
+        { "slices", enc_f_slices },
 };
 
 

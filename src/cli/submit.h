@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/time.h"
+#include "core/migplace.h"
 
 /* Options whose value is text sent as it is (after a cheap check here), one slot each. */
 enum text_slot {
@@ -30,6 +31,7 @@ enum text_slot {
 
 struct submit_opts {
         long long ngpus;
+        struct gw_mig_ask mig;                   /* --gpus PROFILE[:COUNT]; count 0: whole GPUs */
         bool gpu_mem_set, time_set, priority_set, retries_set;
         uint64_t gpu_mem;
         gw_usec_t time_limit;

@@ -73,6 +73,9 @@ int submit_build_body(const struct submit_opts *o, const char *const *cmd, size_
         int r = set_string_array(body, "command", cmd, ncmd, false, "the command");
         if (!r)
                 r = json_object_set_new(body, "ngpus", json_integer(o->ngpus)) < 0;
+        if (!r && o->mig.count > 0)
+                r = json_object_set_new(body, "mig", json_pack("{s:s,s:i}", "profile", o->mig.profile, "count",
+                                                               o->mig.count)) < 0;
         if (!r && o->gpu_mem_set)
                 r = json_object_set_new(body, "gpu_mem", json_integer((json_int_t) o->gpu_mem)) < 0;
         if (!r && o->time_set) {

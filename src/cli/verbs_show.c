@@ -436,7 +436,60 @@ static void show_array(const json_t *job) {
         }
 }
 
-static void show_job(const json_t *job) {
+/* The slice uuid in the GPU list of reply, with its GPU's index in *ret_gpu; NULL none. */
+static const json_t *find_slice(const json_t *reply, const char *uuid, long long *ret_gpu) {
+        const json_t *g, *m;
+        size_t i, k;
+        json_array_foreach(json_object_get(reply, "gpus"), i, g)
+                json_array_foreach(json_object_get(g, "mig"), k, m) {
+                        const char *u = cli_jstr(m, "uuid");
+                        if (u && !strcmp(u, uuid))
+                                return cli_jint(g, "index", ret_gpu) ? m : NULL;
+                }
+        return NULL;
+}
+
+/* A job on MIG slices: one line per slice it got, "MIG-...  1g.10gb on GPU 0 (1/7 of it),
+ * 1.0 GiB / 10.0 GiB", the figures read from the GPU list while the slice is the job's (a
+ * slice given to another job since is not this one's to describe). */
+static void show_slices(const struct cli_ctx *ctx, const json_t *job) {
+        const json_t *slices = json_object_get(job, "slices"), *mig = json_object_get(job, "mig");
+        if (!json_is_object(mig))
+                return;
+        long long count = 0, id = 0, gpu = 0, n = 0;
+        (void) cli_jint(mig, "count", &count);
+        (void) cli_jint(job, "id", &id);
+        char asked[96];
+        snprintf(asked, sizeof asked, "%lld x %s", count, cli_jstr(mig, "profile") ? cli_jstr(mig, "profile") : "?");
+        field("MIG slices:", asked);
+        if (!json_array_size(slices))
+                return;
+        struct cli_call call = { .method = "GET", .target = "/api/v1/gpus" };
+        json_t *reply = NULL;
+        if (cli_api_json(ctx, &call, &reply) != 0)
+                reply = NULL;
+        size_t i;
+        const json_t *u;
+        json_array_foreach(slices, i, u) {
+                const char *uuid = json_string_value(u);
+                const json_t *m = uuid && reply ? find_slice(reply, uuid, &gpu) : NULL;
+                _cleanup_free_ char *line = NULL;
+                char used[32], total[32];
+                double share = m ? cli_jnum(m, "share") : NAN;
+                if (m && cli_jint(m, "job", &n) && n == id && cli_jint(m, "slices", &count) && isfinite(share) && share > 0) {
+                        if (asprintf(&line, "%s  %s on GPU %lld (%lld/%lld of it), %s / %s", uuid, cli_jstr(m, "profile"),
+                                     gpu, count, llround((double) count / share),
+                                     cli_format_bytes(cli_jnum(m, "mem_used"), used, sizeof used),
+                                     cli_format_bytes(cli_jnum(m, "mem_total"), total, sizeof total)) < 0)
+                                line = NULL;
+                } else if (asprintf(&line, "%s", uuid ? uuid : "?") < 0)
+                        line = NULL;
+                field(i ? "" : "Slices:", line);
+        }
+        json_decref(reply);
+}
+
+static void show_job(const struct cli_ctx *ctx, const json_t *job) {
         time_t now = time(NULL);
         char buf[48], ubuf[32];
         _cleanup_free_ char *cmd = cli_job_command_line(job);
@@ -448,6 +501,7 @@ static void show_job(const json_t *job) {
         show_reasons(job);
         show_array(job);
         show_gpus(job);
+        show_slices(ctx, job);
         field_int("Priority:", job, "priority");
         if (cli_jstr(job, "priority_why")) /* queued: how the queue orders it, fair share's factor */
                 field("Queue order:", cli_jstr(job, "priority_why"));
@@ -478,8 +532,7 @@ static void show_job(const json_t *job) {
 }
 
 static int print_job(const json_t *job, void *userdata) {
-        (void) userdata;
-        show_job(job);
+        show_job(userdata, job);
         return CLI_EXIT_OK;
 }
 
@@ -494,5 +547,5 @@ int cli_verb_show(struct cli_ctx *ctx, int argc, char **argv) {
         char target[64], ref[32];
         snprintf(target, sizeof(target), "/api/v1/jobs/%s", cli_job_ref(id, ref, sizeof ref));
         struct cli_call call = { .method = "GET", .target = target };
-        return cli_call_and_show(ctx, &call, json, print_job, NULL);
+        return cli_call_and_show(ctx, &call, json, print_job, ctx);
 }

@@ -48,6 +48,11 @@ static const char submit_help[] =
         "\n"
         "Options:\n"
         "  -G, --gpus N      GPUs the job needs (default 1; -g as for 'gpuward run')\n"
+        "  -G, --gpus PROFILE[:COUNT]  COUNT MIG slices of PROFILE instead of whole GPUs\n"
+        "                    (1g.10gb:2; COUNT 1 when left out), from one GPU in MIG mode\n"
+        "                    unless no GPU holds that many; CUDA_VISIBLE_DEVICES then names\n"
+        "                    the slices (MIG-<uuid>,...); not with --gpu-mem, --reservation\n"
+        "                    or --array\n"
         "  --gpu-mem SIZE    free memory each GPU must have: 512M, 16G, 80GB (bare number: MiB)\n"
         "  -t, --time DURATION  time limit: 30m or 30min, 1.5h, 1h30m, 90s, 2d, 1:30:00\n"
         "                    (H:MM:SS), 1-12:00:00 (D-HH:MM:SS); a bare number is minutes,\n"
@@ -412,16 +417,34 @@ static int parse_signal_option(struct submit_opts *o, const char *arg, const cha
         return 0;
 }
 
-static int apply_value_option(struct submit_opts *o, int c, const char *arg, const char *where) {
+/* --gpus N (whole GPUs) or --gpus PROFILE[:COUNT] (MIG slices); the last one given wins,
+ * so that the command line overrides a script's '#GPUWARD --gpus'. */
+static int apply_gpus(struct submit_opts *o, const char *arg, const char *where) {
         long long v;
-        switch (c) {
-        case OPT_GPUS:
+        if (arg[0] == '-' || !arg[strspn(arg, "0123456789")]) {
                 if (gw_parse_int(arg, LLONG_MIN, LLONG_MAX, &v) < 0)
                         return bad_value(where, "--gpus", "is not a number of GPUs", arg);
                 if (v < 1 || v > INT_MAX)
                         return bad_value(where, "--gpus", "is out of range: a job needs 1 GPU or more", arg);
                 o->ngpus = v;
+                o->mig.count = 0;
                 return 0;
+        }
+        char why[128];
+        if (gw_mig_ask_parse(arg, &o->mig, why, sizeof why) < 0) {
+                char tail[200];
+                snprintf(tail, sizeof tail, "is not a number of GPUs, nor MIG slices as PROFILE[:COUNT]: it %s", why);
+                return bad_value(where, "--gpus", tail, arg);
+        }
+        o->ngpus = 1;
+        return 0;
+}
+
+static int apply_value_option(struct submit_opts *o, int c, const char *arg, const char *where) {
+        long long v;
+        switch (c) {
+        case OPT_GPUS:
+                return apply_gpus(o, arg, where);
         case OPT_GPU_MEM:
                 if (gw_parse_size(arg, &o->gpu_mem) < 0)
                         return bad_value(where, "--gpu-mem", "is not a size (examples: 512M, 16G, 80GB)", arg);

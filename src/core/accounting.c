@@ -27,7 +27,7 @@ void gw_acct_add(struct gw_acct *a, const struct gw_acct_job *j) {
         if (j->start <= 0 || to < from || (unsigned) j->state >= _GW_JOB_STATE_MAX)
                 return;
         struct gw_acct_user *u = user_of(a, j->uid, j->user);
-        double hours = (double) (to - from) / 3.6e9 * j->ngpus;
+        double hours = (double) (to - from) / 3.6e9 * (j->share > 0 ? j->share : (double) j->ngpus);
         u->jobs++;
         u->by_state[j->state]++;
         u->gpu_hours += hours;

@@ -16,6 +16,8 @@ struct gw_acct_job {
         unsigned ngpus;
         gw_usec_t start, end; /* wall clock; end 0: still running */
         double util_mean;     /* its GPUs' mean utilisation, %; < 0 when not measured */
+        double share;         /* > 0: a job on MIG slices, counted as the GPUs they make up
+                               * (1g.10gb of an A100 is 1/7: core/migplace.h) instead of ngpus */
 };
 
 struct gw_acct_user {

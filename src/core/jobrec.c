@@ -37,6 +37,9 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->preempted_by);
         free(j->publish);
         free(j->publish_metric);
+        free(j->mig_profile);
+        free(j->mig_slices);
+        free(j->mig_wait);
         free(j);
         return NULL;
 }

@@ -148,6 +148,16 @@ struct gw_job {
          * place for as long as the daemon runs, so that 10,000 queued jobs of one user hold
          * one line, not 10,000 copies. */
         const char *fair_line;
+        /* MIG slices instead of whole GPUs (submit --gpus PROFILE[:COUNT], core/migplace.h). */
+        char *mig_profile;                 /* the slices' profile ("1g.10gb"); NULL = whole GPUs */
+        int mig_count;                     /* slices asked for, with mig_profile */
+        char *mig_slices;                  /* the UUIDs of the slices its last attempt got, comma-
+                                            * separated as CUDA_VISIBLE_DEVICES takes them ("MIG-..,
+                                            * MIG-.."); kept after its end for show; NULL = none yet */
+        double mig_share;                  /* the GPUs those slices make up (gw_mig_share): what
+                                            * accounting counts its GPU-hours by; 0 = none */
+        char *mig_wait;                    /* not stored: why a queued slice job waits, in words
+                                            * ("no free 1g.10gb slice"); NULL = none */
 };
 
 struct gw_job_attempt {

@@ -152,7 +152,10 @@ static void say(struct gw_why *w, enum gw_job_reason r, const struct gw_why_fact
         w->code = r;
         switch (r) {
         case GW_REASON_RESOURCES:
-                snprintf(t, n, "waits for %d free GPU%s", f->ngpus, f->ngpus == 1 ? "" : "s");
+                if (f->slices)
+                        snprintf(t, n, "%s", f->slices);
+                else
+                        snprintf(t, n, "waits for %d free GPU%s", f->ngpus, f->ngpus == 1 ? "" : "s");
                 break;
         case GW_REASON_DEPENDENCY:
                 if (f->after_job <= 0)

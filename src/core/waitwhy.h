@@ -62,6 +62,8 @@ struct gw_why_facts {
                                      * NULL = none */
         const char *preempted_by;   /* who preempted it (PREEMPTED), NULL = not said */
         const char *drained;        /* gw_why_drained's words, NULL = none */
+        const char *slices;         /* a job on MIG slices: what it waits for in their words
+                                     * (gw_mig_wait_words), said for RESOURCES; NULL = none */
 };
 
 struct gw_why {

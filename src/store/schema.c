@@ -169,6 +169,13 @@ const char *const gw_store_migrations[] = {
          * published as when it completes, and the metric it must beat (NULL: none) */
         "ALTER TABLE jobs ADD COLUMN publish TEXT;"
         "ALTER TABLE jobs ADD COLUMN publish_metric TEXT;",
+        /* 26: submit --gpus PROFILE[:COUNT]: MIG slices instead of whole GPUs (NULL profile =
+         * whole GPUs); the slices an attempt got (their UUIDs, comma-separated) and the GPUs
+         * they make up, which accounting counts GPU-hours by (0 = whole GPUs: ngpus) */
+        "ALTER TABLE jobs ADD COLUMN mig_profile TEXT;"
+        "ALTER TABLE jobs ADD COLUMN mig_count INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN mig_slices TEXT;"
+        "ALTER TABLE jobs ADD COLUMN mig_share REAL NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

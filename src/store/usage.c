@@ -9,7 +9,7 @@
 int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usage_cb cb, void *userdata) {
         sqlite3_stmt *st;
         _Static_assert(GW_JOB_RECLAIMED - GW_JOB_COMPLETED == 4, "the final states are COMPLETED to RECLAIMED");
-        int r = gw_store_query(s, "SELECT uid, user, state, ngpus, start_time, end_time, telemetry FROM jobs "
+        int r = gw_store_query(s, "SELECT uid, user, state, ngpus, start_time, end_time, telemetry, mig_share FROM jobs "
                                "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3", &st, "iii", ended_since,
                                (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
         if (r < 0)
@@ -24,6 +24,7 @@ int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usag
                         .start = sqlite3_column_int64(st, 4),
                         .end = sqlite3_column_int64(st, 5),
                         .telemetry = (const char *) sqlite3_column_text(st, 6),
+                        .mig_share = sqlite3_column_double(st, 7),
                 };
                 cb(&row, userdata);
         }

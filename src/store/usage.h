@@ -14,6 +14,7 @@ struct gw_store_usage_row {
         int ngpus;
         gw_usec_t start, end;  /* wall clock */
         const char *telemetry; /* the job's telemetry summary (JSON), or NULL */
+        double mig_share;      /* > 0: the GPUs its MIG slices made up (jobs.mig_share) */
 };
 typedef void (*gw_store_usage_cb)(const struct gw_store_usage_row *r, void *userdata);
 

@@ -105,5 +105,113 @@ class MigNeverWholeTest(DaemonTest):
         self.assertEqual(d.wait_state(second, "RUNNING")["gpus"], [1])
 
 
+def read_when_written(path):
+    """The first line a job wrote to path, once it has."""
+    def line():
+        try:
+            with open(path) as f:
+                return f.read().strip() or None
+        except FileNotFoundError:
+            return None
+    return wait_until(line, what=f"{path} to be written")
+
+
+class MigSlicesTest(DaemonTest):
+    """Jobs asking for slices (--gpus PROFILE[:COUNT]) run on them, side by side, each seeing
+    its own; a whole-GPU job never lands on the GPU in MIG mode."""
+    gpus = 2
+
+    def mig_gpu0(self, layout):
+        set_fake(self.d, gpu0_mig=layout)
+        return [m["uuid"] for m in wait_until(lambda: self.d.gpu_list()[0]["mig"], what="GPU 0's slices")]
+
+    def writes_cvd(self, name):
+        path = os.path.join(self.d.work, name)
+        return path, f"echo $CUDA_VISIBLE_DEVICES > {path}; exec sleep 30"
+
+    def test_two_slice_jobs_side_by_side_each_with_its_own_slice(self):
+        d = self.d
+        uuids = self.mig_gpu0("1g.10gb*7")
+        out_a, sh_a = self.writes_cvd("cvd_a")
+        out_b, sh_b = self.writes_cvd("cvd_b")
+        a = d.submit("--gpus", "1g.10gb", "--", "sh", "-c", sh_a)
+        script = os.path.join(d.work, "slice.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/sh\n#GPUWARD --gpus 1g.10gb:1 --name b\n{sh_b}\n")
+        os.chmod(script, 0o755)
+        b = d.submit(script)
+        whole = d.submit_api(["sleep", "30"], name="whole")
+        ja, jb = d.wait_state(a, "RUNNING"), d.wait_state(b, "RUNNING")
+        self.assertEqual(d.wait_state(whole, "RUNNING")["gpus"], [1])
+        self.assertEqual(ja["mig"], {"profile": "1g.10gb", "count": 1})
+        self.assertEqual((ja["slices"], jb["slices"]), ([uuids[0]], [uuids[1]]))
+        self.assertEqual((ja["gpus"], jb["gpus"]), ([0], [0]))
+        # Each sees its own slice, by UUID, in its own environment.
+        self.assertEqual((read_when_written(out_a), read_when_written(out_b)), (uuids[0], uuids[1]))
+        self.assertTrue(uuids[0].startswith("MIG-"))
+        gpus = d.gpu_list()
+        self.assertEqual([m["job"] for m in gpus[0]["mig"]], [a, b] + [None] * 5)
+        self.assertIsNone(gpus[0]["job"])  # the GPU itself is nobody's: its other slices are free
+        self.assertEqual(gpus[1]["job"], whole)
+
+        # show: which slices, with their figures.
+        write_slice_procs(d, d.wait_pid(a), [(0, 0, 2048)])
+        wait_until(lambda: d.gpu_list()[0]["mig"][0]["mem_used"] == 2 * GIB, what="slice 0's memory")
+        shown = d.cli("show", a).stdout
+        self.assertIn("MIG slices:  1 x 1g.10gb", shown)
+        self.assertIn(f"Slices:      {uuids[0]}  1g.10gb on GPU 0 (1/7 of it), 2.0 GiB / 10.0 GiB", shown)
+
+        # Once a's slice is free again, the next slice job gets it.
+        d.api("DELETE", f"/api/v1/jobs/{a}?wait=1", timeout=30)
+        self.assertEqual(d.gpu_list()[0]["mig"][0]["job"], None)
+        c = d.submit_api(["sleep", "30"], ngpus=1, mig={"profile": "1g.10gb"})
+        self.assertEqual(d.wait_state(c, "RUNNING")["slices"], [uuids[0]])
+
+    def test_third_slice_job_waits_until_a_slice_is_free(self):
+        d = self.d
+        uuids = self.mig_gpu0("1g.10gb*2")
+        set_fake(d, gpu1_mig="3g.40gb")
+        wait_until(lambda: d.gpu_list()[1]["mig_mode"], what="GPU 1 in MIG mode")
+        jobs = [d.submit_api(["sleep", "60"], mig={"profile": "1g.10gb"}, name=f"s{k}") for k in range(3)]
+        for k in range(2):
+            self.assertEqual(d.wait_state(jobs[k], "RUNNING")["slices"], [uuids[k]])
+        third = d.wait_job(jobs[2], lambda j: j["reasons"] and j["reasons"][0]["text"] != "waits for 1 free GPU",
+                           what="the third job's reason")
+        self.assertEqual((third["state"], third["reason"]), ("PENDING", "Resources"))
+        self.assertEqual(third["reasons"][0], {"code": "Resources", "text": "no free 1g.10gb slice"})
+        self.assertIn("Resources: no free 1g.10gb slice", d.cli("show", jobs[2]).stdout)
+        # Two slices asked on one GPU never straddle GPU 0 and GPU 1; a profile no GPU has waits too.
+        two = d.submit("--gpus", "1g.10gb:2", "--", "sleep", "60")
+        none = d.submit("--gpus", "2g.20gb", "--", "sleep", "60")
+        d.wait_job(two, lambda j: j["reasons"] and j["reasons"][0]["text"] == "no GPU with 2 free 1g.10gb slices")
+        d.wait_job(none, lambda j: j["reasons"] and j["reasons"][0]["text"] ==
+                   "no free 2g.20gb slice: no GPU in service has that profile")
+        d.api("DELETE", f"/api/v1/jobs/{jobs[0]}?wait=1", timeout=30)
+        self.assertEqual(d.wait_state(jobs[2], "RUNNING")["slices"], [uuids[0]])
+        self.assertEqual(d.job(two)["state"], "PENDING")
+
+    def test_a_slice_counts_its_share_of_the_gpu_in_gpu_hours(self):
+        d = self.d
+        self.mig_gpu0("3g.40gb,2g.20gb,1g.10gb")
+        job = d.submit_api(["sleep", "1"], mig={"profile": "2g.20gb"})
+        j = d.wait_state(job, "COMPLETED")
+        users = d.api("GET", "/api/v1/usage?days=1")[1]["users"]
+        self.assertEqual(len(users), 1, users)
+        # 2 of the GPU's 7 slices: 2/7 of a GPU for as long as it ran (a whole GPU: 1).
+        self.assertAlmostEqual(users[0]["gpu_hours"] * 3600 * 7 / 2, j["end_time"] - j["start_time"], places=3)
+
+    def test_bad_slice_requests_are_refused_naming_the_field(self):
+        d = self.d
+        p = d.cli("submit", "--gpus", "1g.10gb:0", "--", "true", check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--gpus: '1g.10gb:0' is not a number of GPUs, nor MIG slices as PROFILE[:COUNT]", p.stderr)
+        for body, field in (({"mig": {"profile": "1g.10gb"}, "ngpus": 2}, "ngpus"),
+                            ({"mig": {"profile": "big"}}, "mig"),
+                            ({"mig": {"profile": "1g.10gb"}, "gpu_mem": "1G"}, "gpu_mem")):
+            st, r = d.api("POST", "/api/v1/jobs", {**d.job_spec(["true"]), **body})
+            self.assertEqual((st, r.get("field")), (400, field), r)
+        self.assertEqual(d.api("GET", "/api/v1/jobs")[1]["jobs"], [])
+
+
 if __name__ == "__main__":
     main()

@@ -337,6 +337,8 @@ static const struct {
         {"reasons", JSON_ARRAY, false}, /* every reason a queued job waits; [] for the others */
         {"publish", JSON_STRING, true}, /* submit --publish NAME */
         {"publish_if_better", JSON_STRING, true},
+        {"mig", JSON_OBJECT, true},     /* MIG slices asked for: {"profile", "count"}; null: whole GPUs */
+        {"slices", JSON_ARRAY, true},   /* the UUIDs of the slices it got; null: none */
 };
 
 static void check_shape(const json_t *o) {
@@ -750,6 +752,62 @@ static void spec_array(void **state) {
         }
 }
 
+/* MIG slices: {"profile", "count"} (count 1 when left out), stored as asked; the slices a
+ * job got come back as their UUIDs, in order. */
+static void spec_mig(void **state) {
+        (void) state;
+        struct gw_codec_error err;
+        int r, hold;
+        struct gw_job *j = decode("{\"command\": [\"t\"], \"ngpus\": 1, \"mig\": {\"profile\": \"1g.10gb\", \"count\": 2}}",
+                                  &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_string_equal(j->mig_profile, "1g.10gb");
+        assert_int_equal(j->mig_count, 2);
+        j->mig_slices = gw_xstrdup("MIG-a,MIG-b");
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        json_t *want = load("{\"profile\": \"1g.10gb\", \"count\": 2}");
+        assert_true(json_equal(json_object_get(o, "mig"), want));
+        json_decref(want);
+        want = load("[\"MIG-a\", \"MIG-b\"]");
+        assert_true(json_equal(json_object_get(o, "slices"), want));
+        json_decref(want);
+        json_decref(o);
+        gw_job_free(j);
+        j = decode("{\"command\": [\"t\"], \"mig\": {\"profile\": \"3g.40gb\"}}", &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_int_equal(j->mig_count, 1);
+        gw_job_free(j);
+        j = decode("{\"command\": [\"t\"]}", &r, &hold, &err);
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_true(json_is_null(json_object_get(o, "mig")));
+        assert_true(json_is_null(json_object_get(o, "slices")));
+        json_decref(o);
+        gw_job_free(j);
+
+        static const struct {
+                const char *body, *field;
+        } bad[] = {
+                { "{\"command\": [\"t\"], \"mig\": \"1g.10gb\"}", "mig" },
+                { "{\"command\": [\"t\"], \"mig\": {}}", "mig" },
+                { "{\"command\": [\"t\"], \"mig\": {\"profile\": \"whole\"}}", "mig" },
+                { "{\"command\": [\"t\"], \"mig\": {\"profile\": \"1g.10gb\", \"count\": 0}}", "mig" },
+                { "{\"command\": [\"t\"], \"mig\": {\"profile\": \"1g.10gb\", \"count\": 65}}", "mig" },
+                { "{\"command\": [\"t\"], \"mig\": {\"profile\": \"1g.10gb\", \"count\": \"2\"}}", "mig" },
+                { "{\"command\": [\"t\"], \"mig\": {\"profile\": \"1g.10gb\", \"cont\": 2}}", "mig" },
+                { "{\"command\": [\"t\"], \"ngpus\": 2, \"mig\": {\"profile\": \"1g.10gb\"}}", "ngpus" },
+                { "{\"command\": [\"t\"], \"gpu_mem\": \"1G\", \"mig\": {\"profile\": \"1g.10gb\"}}", "gpu_mem" },
+                { "{\"command\": [\"t\"], \"reservation\": 3, \"mig\": {\"profile\": \"1g.10gb\"}}", "reservation" },
+                { "{\"command\": [\"t\"], \"array\": \"0-3\", \"mig\": {\"profile\": \"1g.10gb\"}}", "array" },
+        };
+        for (size_t i = 0; i < N_ELEMS(bad); i++) {
+                j = decode(bad[i].body, &r, &hold, &err);
+                assert_int_equal(r, -EINVAL);
+                assert_string_equal(err.field, bad[i].field);
+                assert_null(j->mig_profile); /* nothing taken */
+                gw_job_free(j);
+        }
+}
+
 static void spec_interactive(void **state) {
         (void) state;
         struct gw_codec_error err;
@@ -864,6 +922,7 @@ int main(void) {
                 cmocka_unit_test(spec_interactive),
                 cmocka_unit_test(spec_array),
                 cmocka_unit_test(publish),
+                cmocka_unit_test(spec_mig),
                 cmocka_unit_test(job_views),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

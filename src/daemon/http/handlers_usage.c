@@ -42,7 +42,8 @@ static void add_running(struct usage_ctx *u, const struct gw_djob *dj, gw_usec_t
         json_t *tel = gw_observe_job_json(u->d, j);
         gw_usec_t start = u->acct.until - gw_job_ran(dj, mono);
         struct gw_acct_job a = { .uid = j->uid, .user = j->user, .state = j->state, .ngpus = (unsigned) j->ngpus,
-                                 .start = start > 0 ? start : 1, .end = 0, .util_mean = telemetry_util(tel) };
+                                 .start = start > 0 ? start : 1, .end = 0, .util_mean = telemetry_util(tel),
+                                 .share = j->mig_profile ? j->mig_share : 0 };
         json_decref(tel);
         gw_acct_add(&u->acct, &a);
 }
@@ -52,7 +53,7 @@ static void add_ended(const struct gw_store_usage_row *r, void *userdata) {
         json_t *tel = r->telemetry ? json_loads(r->telemetry, 0, NULL) : NULL;
         struct gw_acct_job a = { .uid = r->uid, .user = r->user, .state = (enum gw_job_state) r->state,
                                  .ngpus = r->ngpus > 0 ? (unsigned) r->ngpus : 0, .start = r->start, .end = r->end,
-                                 .util_mean = telemetry_util(tel) };
+                                 .util_mean = telemetry_util(tel), .share = r->mig_share };
         json_decref(tel);
         gw_acct_add(&u->acct, &a);
 }

@@ -170,8 +170,16 @@ char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, con
         }
         char gpus[256], line[4300];
         gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus);
-        snprintf(line, sizeof line, "CUDA_VISIBLE_DEVICES=%s", gpus);
-        env[n++] = gw_xstrdup(line);
+        /* A job on MIG slices sees them, and only them, by UUID: a GPU's index would be
+         * the whole GPU, which CUDA cannot use in MIG mode. */
+        if (j->mig_profile && j->mig_slices) {
+                size_t len = sizeof "CUDA_VISIBLE_DEVICES=" + strlen(j->mig_slices);
+                env[n] = gw_xmalloc(len);
+                snprintf(env[n++], len, "CUDA_VISIBLE_DEVICES=%s", j->mig_slices);
+        } else {
+                snprintf(line, sizeof line, "CUDA_VISIBLE_DEVICES=%s", gpus);
+                env[n++] = gw_xstrdup(line);
+        }
         env[n++] = gw_xstrdup("CUDA_DEVICE_ORDER=PCI_BUS_ID");
         snprintf(line, sizeof line, "GPUWARD_JOB_ID=%lld", (long long) j->id);
         env[n++] = gw_xstrdup(line);
@@ -254,7 +262,7 @@ void gw_job_forget(struct gw_daemon *d, struct gw_djob *dj) {
 
 void gw_job_release_gpus(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        gw_gpus_assign(d, j->gpu_mask, 0);
+        gw_gpus_assign(d, j->mig_profile ? 0 : j->gpu_mask, 0); /* a slice job held no GPU whole */
         gw_running_remove(d, dj);
         d->exec->release(d, dj, true);
 }

@@ -94,7 +94,7 @@ static int recover_one(struct gw_job *j, void *userdata) {
         gw_running_add(d, dj);
         if (d->exec->adopt(d, dj) <= 0)
                 return 0; /* gone while we were down: its end was told */
-        gw_gpus_assign(d, j->gpu_mask, j->id);
+        gw_gpus_assign(d, j->mig_profile ? 0 : j->gpu_mask, j->id); /* slices: found from mig_slices */
         /* As at its start: the time limit from the recorded start, or its booking's end. */
         gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_ADOPTED, dj, false);
         log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,

@@ -102,7 +102,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         dj->limit_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);
-        gw_gpus_assign(d, mask, j->id);
+        gw_gpus_assign(d, j->mig_profile ? 0 : mask, j->id); /* slices: its GPU's others stay free */
         gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_STARTED, dj, false); /* its limit first (sharing) */
         return 0;
 }
@@ -110,7 +110,7 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
 void gw_job_start_undo(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         log_err("job %lld: its start was not recorded; not starting it", (long long) j->id);
-        gw_gpus_assign(d, j->gpu_mask, 0);
+        gw_gpus_assign(d, j->mig_profile ? 0 : j->gpu_mask, 0);
         gw_running_remove(d, dj);
         back_to_queued(d, dj);
         gw_queue_insert(d, dj);

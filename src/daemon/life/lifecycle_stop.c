@@ -14,6 +14,7 @@
 #include "daemon/daemon.h"
 #include "daemon/life/jobarray.h"
 #include "daemon/life/lifecycle.h"
+#include "daemon/life/migslots.h"
 
 /* The stop is written before any signal, with the job's row (one transaction): a daemon that
  * goes down before the processes are gone then ends the job as stopped when it comes back
@@ -173,6 +174,7 @@ void gw_job_requeue(struct gw_daemon *d, struct gw_djob *dj, char *ckpt, gw_usec
          * label, a step in between would stretch or skip it. */
         dj->backoff_due = d->now + backoff;
         j->gpu_mask = 0;
+        gw_mig_forget_slices(j); /* the next attempt's, once it starts */
         j->start_time = j->end_time = 0; /* the next attempt's, once it starts */
         j->pid = j->shim_pid = 0;
         j->pid_start = j->shim_start = 0;

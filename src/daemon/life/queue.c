@@ -10,6 +10,7 @@
 #include "daemon/daemon.h"
 #include "daemon/base/fairshare.h"
 #include "daemon/life/jobarray.h"
+#include "daemon/life/migslots.h"
 #include "daemon/observe/observe.h"
 #include "daemon/sharing/sharing.h"
 
@@ -275,7 +276,8 @@ void gw_schedule(struct gw_daemon *d) {
         fill_gpus(d, gpus);
         size_t n = d->jobs.n_queue;
         struct gw_sched_fair fair;
-        bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings;
+        bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings &&
+                    !gw_mig_any_free(d);
         gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show, their order */
         if (full)
                 return;
@@ -303,6 +305,8 @@ void gw_schedule(struct gw_daemon *d) {
         }
         gw_lifecycle_sched_filter(d, pending, n); /* bookings, quotas (lifecycle_features.c) */
         gw_fair_users(d, pending, n);
+        _cleanup_free_ bool *on_slices = gw_xcalloc(n, sizeof *on_slices);
+        gw_mig_set_aside(d, pending, n, on_slices);
         _cleanup_free_ size_t *order = fair.factor ? gw_xmalloc(2 * n * sizeof *order) : NULL;
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 running[i] = (struct gw_sched_running) {
@@ -318,6 +322,8 @@ void gw_schedule(struct gw_daemon *d) {
         }
         if (gw_sched_why(&in, &plan, all_why) < 0)
                 memset(all_why, 0, n * sizeof *all_why); /* only each job's main reason is told */
+        _cleanup_free_ struct gw_mig_start *mig_starts = gw_xmalloc(n * sizeof *mig_starts);
+        size_t n_mig = gw_mig_plan(d, on_slices, plan.order, n, reasons, mig_starts);
         /* Copy what we need first: starting and ending jobs reshapes the queue. */
         _cleanup_free_ struct gw_djob **never = gw_xmalloc(n * sizeof *never);
         size_t n_never = 0;
@@ -345,6 +351,12 @@ void gw_schedule(struct gw_daemon *d) {
                         continue;
                 }
                 (void) gw_job_start(d, dj, starts[i].gpu_mask); /* refused: it stays queued */
+        }
+        for (size_t i = 0; i < n_mig; i++) {
+                struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, mig_starts[i].job_id);
+                if (dj && account_still_there(d, dj))
+                        (void) gw_mig_start(d, dj, &mig_starts[i]); /* refused: it stays queued */
+                free(mig_starts[i].uuids);
         }
         for (size_t i = 0; i < n_blocked; i++)
                 gw_array_end_if_done(d, arrays_blocked[i]);

@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/life/migslots.h"
 #include "store/gpu_events.h"
 #include "store/gpus_missing.h"
 
@@ -237,8 +238,8 @@ struct mig_views {
         struct gw_codec_proc procs[GW_GPU_MIG_MAX][GW_GPU_MIG_PROCS_MAX];
 };
 
-static void mig_view(const struct gw_dgpu *g, const struct gw_codec_proc *gpu_procs, struct gw_codec_gpu *v,
-                     struct mig_views *mv) {
+static void mig_view(const struct gw_daemon *d, const struct gw_dgpu *g, const struct gw_codec_proc *gpu_procs,
+                     struct gw_codec_gpu *v, struct mig_views *mv) {
         v->mig_mode = g->mig != NULL;
         if (!g->mig)
                 return;
@@ -258,7 +259,7 @@ static void mig_view(const struct gw_dgpu *g, const struct gw_codec_proc *gpu_pr
                         .gi_id = m->gi_id > INT_MAX ? -1 : (int) m->gi_id, .ci_id = m->ci_id > INT_MAX ? -1 : (int) m->ci_id,
                         .slices = m->slices, .max_slices = g->mig->max_slices, .has_mem = m->has_mem,
                         .has_procs = m->has_procs, .mem_total = m->mem_total, .mem_used = m->mem_used,
-                        .procs = mv->procs[k], .n_procs = m->n_procs,
+                        .job_id = gw_mig_slice_job(d, m->uuid), .procs = mv->procs[k], .n_procs = m->n_procs,
                 };
         }
         v->mig = mv->mig;
@@ -273,7 +274,7 @@ json_t *gw_observe_gpu_json(struct gw_daemon *d, const struct gw_dgpu *g, bool d
         _cleanup_free_ struct mig_views *mv = g->mig ? gw_xcalloc(1, sizeof *mv) : NULL;
         gpu_view(d, g, &v, procs);
         if (mv)
-                mig_view(g, procs, &v, mv);
+                mig_view(d, g, procs, &v, mv);
         return gw_codec_gpu(&v, details ? GW_VIEW_DETAILS : 0);
 }
 

@@ -158,7 +158,9 @@ static struct gw_djob *preemptor_from(const struct gw_daemon *d, size_t *pos) {
         for (; *pos < d->jobs.n_queue && *pos < PREEMPTOR_SCAN; ++*pos) {
                 struct gw_djob *dj = d->jobs.queue[*pos];
                 const struct gw_job *j = dj->job;
-                if (j->state != GW_JOB_PENDING || j->not_before || j->booking_id || dj->dep != GW_DEP_SATISFIED)
+                /* A slice job waits for slices, which no whole-GPU job's stop frees. */
+                if (j->state != GW_JOB_PENDING || j->not_before || j->booking_id || dj->dep != GW_DEP_SATISFIED ||
+                    j->mig_profile)
                         continue;
                 if (j->wait_reason == GW_REASON_NONE || j->wait_reason == GW_REASON_RESOURCES ||
                     j->wait_reason == GW_REASON_PRIORITY) {
@@ -173,7 +175,7 @@ static uint64_t free_gpus(const struct gw_daemon *d) {
         uint64_t mask = 0;
         for (unsigned i = 0; i < d->host.n_gpus; i++) {
                 const struct gw_dgpu *g = &d->host.gpus[i];
-                if (!g->job_id && !g->drained)
+                if (!g->job_id && !g->drained && !g->mig) /* a GPU in MIG mode is never free whole */
                         mask |= UINT64_C(1) << i;
         }
         return mask;
@@ -367,7 +369,8 @@ static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r
         for (size_t i = 0; i < d->jobs.n_running && n < GW_PREEMPT_MAX; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
                 const struct gw_job *j = dj->job;
-                if (!gw_config_job_preemptible(d->cfg, j) || dj->terminating || j->start_time <= 0)
+                /* A slice job's stop frees no GPU whole: never a victim for one. */
+                if (!gw_config_job_preemptible(d->cfg, j) || dj->terminating || j->start_time <= 0 || j->mig_profile)
                         continue;
                 djs[n] = dj;
                 r[n++] = (struct gw_preempt_running) {
