@@ -645,6 +645,15 @@ FIELD(node, j->node_view && *j->node_view ? gw_json_text(j->node_view) : json_nu
 FIELD(display_id, gw_codec_display_id(j))
 FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(j->wait_view) : json_null())
 FIELD(reasons, enc_reasons(j))
+/* submit --dataset: the path asked and, while the job is active, where its copy is and the
+ * copy's folder once staged; paths of the job's, for its owner and admins as cwd is. */
+static json_t *enc_dataset(const struct gw_job *j, unsigned view) {
+        if (!j->dataset || !(view & GW_VIEW_DETAILS))
+                return json_null();
+        return json_pack("{s:o,s:o,s:o}", "path", gw_json_text(j->dataset), "dir",
+                         j->dataset_dir ? gw_json_text(j->dataset_dir) : json_null(), "state",
+                         j->dataset_state ? json_string(j->dataset_state) : json_null());
+}
 #undef FIELD
 
 static const struct {
@@ -703,6 +712,7 @@ static const struct {
         { "display_id", enc_f_display_id },
         { "predicted_wait", enc_f_predicted_wait },
         { "reasons", enc_f_reasons },
+        { "dataset", enc_dataset },
 };
 
 
