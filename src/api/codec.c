@@ -717,6 +717,15 @@ FIELD(publish_if_better, j->publish_metric ? json_string(j->publish_metric) : js
 FIELD(mig, j->mig_profile ? json_pack("{s:o,s:i}", "profile", gw_json_text(j->mig_profile), "count", j->mig_count)
                           : json_null())
 FIELD(slices, enc_slices(j))
+/* submit --dataset: the path asked and, while the job is active, where its copy is and the
+ * copy's folder once staged; paths of the job's, for its owner and admins as cwd is. */
+static json_t *enc_dataset(const struct gw_job *j, unsigned view) {
+        if (!j->dataset || !(view & GW_VIEW_DETAILS))
+                return json_null();
+        return json_pack("{s:o,s:o,s:o}", "path", gw_json_text(j->dataset), "dir",
+                         j->dataset_dir ? gw_json_text(j->dataset_dir) : json_null(), "state",
+                         j->dataset_state ? json_string(j->dataset_state) : json_null());
+}
 #undef FIELD
 
 static const struct {
@@ -779,6 +788,7 @@ static const struct {
         { "publish_if_better", enc_f_publish_if_better },
         { "mig", enc_f_mig },
         { "slices", enc_f_slices },
+        { "dataset", enc_dataset },
 };
 
 

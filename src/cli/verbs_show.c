@@ -98,6 +98,20 @@ static void show_gpus(const json_t *job) {
         }
 }
 
+/* "Dataset:    /nfs/coco (ready: /ssd/cache/entries/…/v2/data)"; none shown without one. */
+static void show_dataset(const json_t *job) {
+        const json_t *ds = json_object_get(job, "dataset");
+        const char *path = cli_jstr(ds, "path"), *state = cli_jstr(ds, "state"), *dir = cli_jstr(ds, "dir");
+        if (!path)
+                return;
+        char buf[8400];
+        if (state && dir)
+                snprintf(buf, sizeof buf, "%s (%s: %s)", path, state, dir);
+        else
+                snprintf(buf, sizeof buf, "%s%s%s%s", path, state ? " (" : "", state ? state : "", state ? ")" : "");
+        field("Dataset:", buf);
+}
+
 static void field_int(const char *key, const json_t *job, const char *name) {
         long long v;
         char buf[32];
@@ -525,6 +539,7 @@ static void show_job(const struct cli_ctx *ctx, const json_t *job) {
         field("Command:", cmd);
         field("Directory:", cli_jstr(job, "cwd"));
         field("Log:", cli_jstr(job, "log_path"));
+        show_dataset(job);
         show_attempts(job, now);
         cli_show_training(job, now); /* epoch, ETA, leak, snapshots */
         show_telemetry(job);

@@ -1,5 +1,6 @@
 #include "core/cache.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -151,4 +152,71 @@ bool gw_cache_source_allowed(const char *list, const char *path) {
                 p += l + (p[l] == ',');
         }
         return false;
+}
+
+enum gw_failure_class gw_cache_failure_class(int err) {
+        switch (err) {
+        case EACCES:
+        case EPERM:
+        case EINVAL:
+        case ENOTDIR:
+        case ELOOP:
+        case EFBIG:
+        case ENAMETOOLONG:
+                return GW_FAILURE_USER_ERROR;
+        default:
+                return GW_FAILURE_LOST;
+        }
+}
+
+static bool user_name_ok(const char *u) {
+        size_t l = strlen(u);
+        if (!l || l >= GW_CACHE_USER_MAX)
+                return false;
+        for (size_t i = 0; i < l; i++)
+                if ((unsigned char) u[i] <= ' ' || u[i] == 0x7f)
+                        return false;
+        return true;
+}
+
+size_t gw_cache_use_format(const struct gw_cache_use_line *l, char *buf, size_t n) {
+        int r = 0;
+        switch (l->kind) {
+        case GW_CACHE_USE_LAST:
+                r = snprintf(buf, n, "last_use %lld\n", (long long) l->last_use);
+                break;
+        case GW_CACHE_USE_USER:
+                if (!user_name_ok(l->user))
+                        return 0;
+                r = snprintf(buf, n, "user %s\n", l->user);
+                break;
+        case GW_CACHE_USE_PIN:
+                r = snprintf(buf, n, "pin %lld %d\n", (long long) l->job, l->version);
+                break;
+        }
+        return r > 0 && (size_t) r < n ? (size_t) r : 0;
+}
+
+int gw_cache_use_parse(const char *line, size_t len, struct gw_cache_use_line *out) {
+        char text[GW_CACHE_USE_LINE_MAX], word[GW_CACHE_USER_MAX + 1];
+        if (len >= sizeof text || memchr(line, '\0', len))
+                return -EINVAL;
+        memcpy(text, line, len);
+        text[len] = '\0';
+        struct gw_cache_use_line l = { 0 };
+        long long a, b;
+        int end = 0;
+        if (sscanf(text, "last_use %lld%n", &a, &end) == 1 && (size_t) end == len && a >= 0 && !isspace((unsigned char) text[9]))
+                l = (struct gw_cache_use_line) { .kind = GW_CACHE_USE_LAST, .last_use = a };
+        else if (sscanf(text, "pin %lld %lld%n", &a, &b, &end) == 2 && (size_t) end == len && a > 0 && b > 0 &&
+                 b <= 1000000000 && !isspace((unsigned char) text[4]))
+                l = (struct gw_cache_use_line) { .kind = GW_CACHE_USE_PIN, .job = a, .version = (int) b };
+        else if (!strncmp(text, "user ", 5) && sscanf(text + 5, "%33s%n", word, &end) == 1 && (size_t) end + 5 == len &&
+                 user_name_ok(word)) {
+                l.kind = GW_CACHE_USE_USER;
+                snprintf(l.user, sizeof l.user, "%s", word);
+        } else
+                return -EINVAL;
+        *out = l;
+        return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/time.h"
+#include "core/failure.h"
 
 #define GW_CACHE_MAX_REL 4096       /* bytes of a relative path */
 #define GW_CACHE_LINE_MAX (GW_CACHE_MAX_REL * 3 + 128)
@@ -55,3 +56,36 @@ void gw_cache_progress_text(uint64_t done, uint64_t total, char *buf, size_t n);
 /* Whether path is one of the comma list's roots or below one ("/data" holds "/data/coco",
  * not "/database").  Both absolute; a root may end in '/'. */
 bool gw_cache_source_allowed(const char *list, const char *path);
+
+/* A failed copy's class for the job's retry policy (core/retry.h), from the errno that
+ * failed it: what the user can fix (a file they may not read, a path that is not a dataset,
+ * a data YAML that says nothing usable) is a user_error and never retried; the rest (the
+ * source gone or its server not answering, the cache's disk full or failing) is the node's
+ * storage failing under the job, lost, retried as a lost attempt is. */
+enum gw_failure_class gw_cache_failure_class(int err);
+
+/* The file each entry keeps beside its versions (entries/KEY/use), so that a restarted daemon
+ * knows what the last one knew: when the entry was last used, by whom, and which version each
+ * job it handed a copy to uses (a running job keeps reading it across the restart).  One item
+ * a line:
+ *   last_use USEC        wall clock
+ *   user NAME            one a line, at most GW_CACHE_MAX_USERS
+ *   pin JOB VERSION      the job was handed version VERSION */
+#define GW_CACHE_MAX_USERS 16
+#define GW_CACHE_USER_MAX 33          /* a login name's bytes, its NUL included */
+#define GW_CACHE_USE_LINE_MAX 80
+
+enum gw_cache_use_kind { GW_CACHE_USE_LAST, GW_CACHE_USE_USER, GW_CACHE_USE_PIN };
+struct gw_cache_use_line {
+        enum gw_cache_use_kind kind;
+        gw_usec_t last_use;
+        char user[GW_CACHE_USER_MAX];
+        int64_t job;
+        int version;
+};
+/* One line for l, '\n' included, into buf (at least GW_CACHE_USE_LINE_MAX bytes); its
+ * length, or 0 for a user name that has no place in the file (too long, blanks in it). */
+size_t gw_cache_use_format(const struct gw_cache_use_line *l, char *buf, size_t n);
+/* Parses one line (without its '\n'): 0, or -EINVAL for a line that is none of these, a
+ * negative number, a version or job of 0 (out untouched then). */
+int gw_cache_use_parse(const char *line, size_t len, struct gw_cache_use_line *out);

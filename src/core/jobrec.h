@@ -124,6 +124,9 @@ struct gw_job {
                                             * borrowed): GPUWARD_DATASET_DIR */
         const char *data_yaml;             /* not stored: the rewritten data YAML, once ready:
                                             * GPUWARD_DATA_YAML */
+        const char *dataset_state;         /* not stored: where its copy is, for a reply ("waiting",
+                                            * "copying", "retrying", "ready"; the cache's, a static
+                                            * string); NULL = none in hand (no dataset, or ended) */
         bool preemptible;                  /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
         char *publish;                     /* submit --publish NAME: its run's best.pt goes into the

@@ -367,6 +367,10 @@ gw_usec_t gw_jobs_tick(struct gw_daemon *d);
  * executor's adopt (re-adopted, or their end told). */
 int gw_jobs_recover(struct gw_daemon *d);
 char *gw_job_log_path(const struct gw_daemon *d, const struct gw_job *j);
+/* The job's retry policy: its own --retries and --retry-on, else the configured defaults;
+ * used for a failed attempt (recovery.c) and a failed copy of its dataset (cache.c). */
+struct gw_retry_policy;
+void gw_job_retry_policy(const struct gw_daemon *d, const struct gw_job *j, struct gw_retry_policy *p);
 /* Groups the store writes of the events of one loop iteration (job ends) into one
  * transaction; nothing is spawned inside it.  gw_jobs_batch_end commits it. */
 void gw_jobs_batch_begin(struct gw_daemon *d);

@@ -339,6 +339,7 @@ static const struct {
         {"publish_if_better", JSON_STRING, true},
         {"mig", JSON_OBJECT, true},     /* MIG slices asked for: {"profile", "count"}; null: whole GPUs */
         {"slices", JSON_ARRAY, true},   /* the UUIDs of the slices it got; null: none */
+        {"dataset", JSON_OBJECT, true}, /* --dataset: path, dir, state */
 };
 
 static void check_shape(const json_t *o) {
@@ -430,6 +431,35 @@ static void job_pending(void **state) {
         check_shape(o);
         assert_string_equal(json_string_value(json_object_get(o, "state")), "HELD");
         assert_string_equal(json_string_value(json_object_get(o, "reason")), "Held");
+        json_decref(o);
+        gw_job_free(j);
+}
+
+/* "dataset": the path asked, the copy's folder once staged and where the copy is; for the
+ * job's owner and admins (a path of theirs, as cwd), null for others and without one. */
+static void job_dataset(void **state) {
+        (void) state;
+        struct gw_job *j = sample_job();
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_true(json_is_null(json_object_get(o, "dataset")));
+        json_decref(o);
+        j->dataset = gw_xstrdup("/nfs/coco");
+        j->dataset_state = "copying";
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        check_shape(o);
+        json_t *want = json_pack("{s:s,s:n,s:s}", "path", "/nfs/coco", "dir", "state", "copying");
+        assert_true(json_equal(json_object_get(o, "dataset"), want));
+        json_decref(want);
+        json_decref(o);
+        j->dataset_dir = "/ssd/c/entries/0123456789abcdef/v2/data";
+        j->dataset_state = "ready";
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        want = json_pack("{s:s,s:s,s:s}", "path", "/nfs/coco", "dir", j->dataset_dir, "state", "ready");
+        assert_true(json_equal(json_object_get(o, "dataset"), want));
+        json_decref(want);
+        json_decref(o);
+        o = gw_codec_job(j, 0);
+        assert_true(json_is_null(json_object_get(o, "dataset")));
         json_decref(o);
         gw_job_free(j);
 }
@@ -912,6 +942,7 @@ int main(void) {
                 cmocka_unit_test(spec_not_an_object),
                 cmocka_unit_test(job_pending),
                 cmocka_unit_test(job_reasons),
+                cmocka_unit_test(job_dataset),
                 cmocka_unit_test(job_prediction_attempt),
                 cmocka_unit_test(job_running_and_ended),
                 cmocka_unit_test(job_fields_mask),

@@ -133,11 +133,56 @@ static void progress_and_sources(void **state) {
         assert_true(gw_cache_source_allowed("/", "/x"));
 }
 
+/* The entry's use file: each kind round-trips; what no daemon writes is refused, not guessed. */
+static void use_file_lines(void **state) {
+        (void) state;
+        const struct gw_cache_use_line lines[] = {
+                { .kind = GW_CACHE_USE_LAST, .last_use = 1764000000123456 },
+                { .kind = GW_CACHE_USE_USER, .user = "alice" },
+                { .kind = GW_CACHE_USE_PIN, .job = 17, .version = 3 },
+        };
+        char buf[GW_CACHE_USE_LINE_MAX];
+        for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+                size_t n = gw_cache_use_format(&lines[i], buf, sizeof buf);
+                assert_true(n > 0 && buf[n - 1] == '\n');
+                struct gw_cache_use_line back;
+                assert_int_equal(gw_cache_use_parse(buf, n - 1, &back), 0);
+                assert_int_equal(back.kind, lines[i].kind);
+                assert_int_equal(back.last_use, lines[i].last_use);
+                assert_string_equal(back.user, lines[i].user);
+                assert_int_equal(back.job, lines[i].job);
+                assert_int_equal(back.version, lines[i].version);
+        }
+        struct gw_cache_use_line bad_user = { .kind = GW_CACHE_USE_USER, .user = "a b" };
+        assert_int_equal(gw_cache_use_format(&bad_user, buf, sizeof buf), 0);
+        static const char *const refused[] = { "", "last_use", "last_use -5", "last_use 5x", "pin 0 1", "pin 3 0",
+                                               "pin 3", "user ", "user a b", "nonsense 1",
+                                               "user aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
+        for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+                struct gw_cache_use_line l = { .kind = GW_CACHE_USE_PIN, .job = 99 };
+                assert_int_equal(gw_cache_use_parse(refused[i], strlen(refused[i]), &l), -EINVAL);
+                assert_int_equal(l.job, 99);
+        }
+}
+
+/* A copy that failed: the user's to fix is never retried; the node's storage failing is. */
+static void failure_classes(void **state) {
+        (void) state;
+        assert_int_equal(gw_cache_failure_class(EACCES), GW_FAILURE_USER_ERROR);
+        assert_int_equal(gw_cache_failure_class(EPERM), GW_FAILURE_USER_ERROR);
+        assert_int_equal(gw_cache_failure_class(EINVAL), GW_FAILURE_USER_ERROR);
+        assert_int_equal(gw_cache_failure_class(ENOENT), GW_FAILURE_LOST);
+        assert_int_equal(gw_cache_failure_class(ENOSPC), GW_FAILURE_LOST);
+        assert_int_equal(gw_cache_failure_class(EIO), GW_FAILURE_LOST);
+        assert_int_equal(gw_cache_failure_class(ESTALE), GW_FAILURE_LOST);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(yaml_root),          cmocka_unit_test(yaml_rewrite),
                 cmocka_unit_test(manifest_round_trip), cmocka_unit_test(evict_lru_never_in_use),
                 cmocka_unit_test(progress_and_sources),
+                cmocka_unit_test(use_file_lines),      cmocka_unit_test(failure_classes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

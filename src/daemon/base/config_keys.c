@@ -225,6 +225,11 @@ const struct gw_config_key gw_config_keys[] = {
         { .name = "cache-sources", .arg = "LIST", .kind = GW_KEY_STRING, AT(cache_sources), .file_only = true,
           .check = cache_sources_check, .dflt = "",
           .doc = "comma list of absolute folders a --dataset may be under (the shared storage); empty: none" },
+        /* 64: far past what one source's server and one node's disk gain from. */
+        { .name = "cache-copies", .arg = "N", .kind = GW_KEY_INT, AT(cache_copies), .file_only = true, .min = 1,
+          .max = 64, .dflt = "2", .hint = "dataset copies at once, 1-64",
+          .doc = "dataset copies made at once; a job whose copy would be one more waits (Staging: waiting for "
+                 "a copy slot), first come first" },
         { .name = "backup-interval", .arg = "DURATION", .kind = GW_KEY_PERIOD, AT(backup_interval),
           .zero_means = "for no scheduled backups", .dflt = "0", .note = "0 = never",
           .doc = "copy the database to STATE_DIR/backups/ this often, online; 'gpuward admin backup PATH' "

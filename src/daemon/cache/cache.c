@@ -24,62 +24,22 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/parse.h"
 #include "base/sha256.h"
 #include "base/userdb.h"
 #include "core/cache.h"
 #include "core/jobrec.h"
+#include "core/retry.h"
 #include "core/sched.h"
 #include "daemon/cache/cache_int.h"
 #include "daemon/base/config.h"
 #include "daemon/exec/executor.h"
 
-#define MAX_USERS 16
 #define TICK (200 * GW_USEC_PER_MSEC)
 
-struct cver {
-        int v;
-        int pins;
-        uint64_t size, files;
-        struct cver *next;            /* older */
-};
+static void stage_waiting(struct gw_daemon *d);
 
-struct centry {
-        char key[17];
-        char *source;
-        struct cver *vers;            /* complete versions, newest first */
-        int next_v;                   /* the number the next version gets */
-        gw_usec_t last_use;
-        char *users[MAX_USERS];
-        size_t n_users;
-        struct gw_cache_job *staging; /* the job copying into it, or NULL */
-        struct centry *next;
-};
-
-struct gw_cache_job {
-        struct centry *e;
-        struct cver *pin;             /* the version it uses once ready */
-        struct gw_djob *dj;           /* NULL once the job is gone (its helper still to reap) */
-        pid_t pid;
-        int rfd, gofd;
-        int newv;
-        uint64_t done, total;
-        bool ready, told_total;
-        char buf[GW_CACHE_LINE_MAX];
-        size_t nbuf;
-        char result[512];             /* the helper's last word: OK, SAME, ERR ... */
-        char *data_dir, *yaml;
-        struct gw_cache_job *next;    /* in the list of helpers in flight */
-};
-
-struct gw_cache {
-        char *dir;
-        struct centry *entries;
-        struct gw_cache_job *flight;
-        struct gw_cache_counts counts;
-        bool scan;                    /* the queue's jobs to look at (after a start) */
-};
-
-static char *path_of(const struct gw_cache *c, const struct centry *e, int v, const char *tail) {
+char *gw_cache_path(const struct gw_cache *c, const struct gw_cache_entry *e, int v, const char *tail) {
         char *p;
         if (asprintf(&p, "%s/entries/%s/v%d%s%s", c->dir, e->key, v, tail ? "/" : "", tail ? tail : "") < 0)
                 abort();
@@ -111,20 +71,20 @@ static void trash(struct gw_cache *c, const char *dir) {
         free(t);
 }
 
-static void trash_version(struct gw_cache *c, struct centry *e, struct cver *v) {
-        for (struct cver **p = &e->vers; *p; p = &(*p)->next)
+static void trash_version(struct gw_cache *c, struct gw_cache_entry *e, struct gw_cache_ver *v) {
+        for (struct gw_cache_ver **p = &e->vers; *p; p = &(*p)->next)
                 if (*p == v) {
                         *p = v->next;
                         break;
                 }
-        _cleanup_free_ char *p = path_of(c, e, v->v, NULL);
+        _cleanup_free_ char *p = gw_cache_path(c, e, v->v, NULL);
         trash(c, p);
         free(v);
 }
 
 /* Older versions nobody pins any more. */
-static void trash_unpinned_old(struct gw_cache *c, struct centry *e) {
-        for (struct cver *v = e->vers ? e->vers->next : NULL, *nx; v; v = nx) {
+void gw_cache_trash_unpinned_old(struct gw_cache *c, struct gw_cache_entry *e) {
+        for (struct gw_cache_ver *v = e->vers ? e->vers->next : NULL, *nx; v; v = nx) {
                 nx = v->next;
                 if (!v->pins)
                         trash_version(c, e, v);
@@ -138,8 +98,8 @@ static void entry_key(const char *source, char key[17]) {
         key[16] = '\0';
 }
 
-static struct centry *entry_find(struct gw_cache *c, const char *source) {
-        for (struct centry *e = c->entries; e; e = e->next)
+static struct gw_cache_entry *entry_find(struct gw_cache *c, const char *source) {
+        for (struct gw_cache_entry *e = c->entries; e; e = e->next)
                 if (!strcmp(e->source, source))
                         return e;
         return NULL;
@@ -174,6 +134,9 @@ static int version_of(const char *name) {
         return *end || v <= 0 || v > 1000000000 ? 0 : (int) v;
 }
 
+/* An entry as the last daemon left it: each complete version (one with a manifest) kept,
+ * for a job still running may read an older one (the first tick, once the restart's running
+ * jobs pinned theirs, trashes the rest); versions cut short by a stop go at once. */
 static void load_entry(struct gw_cache *c, const char *key) {
         char p[4200], src[4200];
         snprintf(p, sizeof p, "%s/entries/%s/source", c->dir, key);
@@ -181,45 +144,40 @@ static void load_entry(struct gw_cache *c, const char *key) {
         if (!f || !fgets(src, sizeof src, f) || src[0] != '/')
                 return;
         src[strcspn(src, "\n")] = '\0';
-        struct centry *e = gw_xcalloc(1, sizeof *e);
+        struct gw_cache_entry *e = gw_xcalloc(1, sizeof *e);
         snprintf(e->key, sizeof e->key, "%s", key);
         e->source = gw_xstrdup(src);
-        e->next_v = 1;
         snprintf(p, sizeof p, "%s/entries/%s", c->dir, key);
         DIR *dir = opendir(p);
         int best = 0;
         for (struct dirent *de; dir && (de = readdir(dir));) {
                 int v = version_of(de->d_name);
-                if (v > best)
-                        best = v;
-        }
-        if (dir)
-                rewinddir(dir);
-        /* The newest complete version is kept; the rest (older, or cut short by a stop) go. */
-        struct cver *keep = NULL;
-        for (int v = best; v >= 1 && !keep; v--) {
-                _cleanup_free_ char *vd = path_of(c, e, v, NULL);
+                if (v <= 0)
+                        continue;
+                best = v > best ? v : best;
+                _cleanup_free_ char *vd = gw_cache_path(c, e, v, NULL);
                 uint64_t size, files;
-                if (read_manifest_size(vd, &size, &files) == 0) {
-                        keep = gw_xcalloc(1, sizeof *keep);
-                        *keep = (struct cver) { .v = v, .size = size, .files = files };
-                        struct stat st;
-                        _cleanup_free_ char *m = path_of(c, e, v, "manifest");
-                        if (stat(m, &st) == 0)
-                                e->last_use = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC;
-                }
-        }
-        for (struct dirent *de; dir && (de = readdir(dir));) {
-                int v = version_of(de->d_name);
-                if (v > 0 && (!keep || v != keep->v)) {
-                        _cleanup_free_ char *vd = path_of(c, e, v, NULL);
+                if (read_manifest_size(vd, &size, &files) < 0) {
                         trash(c, vd);
+                        continue;
                 }
+                struct gw_cache_ver *n = gw_xcalloc(1, sizeof *n), **at = &e->vers;
+                *n = (struct gw_cache_ver) { .v = v, .size = size, .files = files };
+                while (*at && (*at)->v > v) /* newest first */
+                        at = &(*at)->next;
+                n->next = *at;
+                *at = n;
         }
         if (dir)
                 closedir(dir);
-        e->vers = keep;
         e->next_v = best + 1;
+        if (e->vers) { /* a daemon before the use file: the newest version's making is its last use */
+                struct stat st;
+                _cleanup_free_ char *m = gw_cache_path(c, e, e->vers->v, "manifest");
+                if (stat(m, &st) == 0)
+                        e->last_use = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC;
+        }
+        gw_cache_use_load(c, e);
         e->next = c->entries;
         c->entries = e;
 }
@@ -280,14 +238,15 @@ void gw_cache_close(struct gw_daemon *d) {
                         f->dj->cache = NULL;
                 cjob_free(f);
         }
-        for (struct centry *e = c->entries, *nx; e; e = nx) {
+        for (struct gw_cache_entry *e = c->entries, *nx; e; e = nx) {
                 nx = e->next;
-                for (struct cver *v = e->vers, *vn; v; v = vn) {
+                for (struct gw_cache_ver *v = e->vers, *vn; v; v = vn) {
                         vn = v->next;
                         free(v);
                 }
                 for (size_t i = 0; i < e->n_users; i++)
                         free(e->users[i]);
+                free(e->saved);
                 free(e->source);
                 free(e);
         }
@@ -330,8 +289,8 @@ static void set_waiting(struct gw_daemon *d, struct gw_djob *dj, const char *det
         (void) d;
 }
 
-static struct centry *entry_get(struct gw_cache *c, const char *source) {
-        struct centry *e = entry_find(c, source);
+static struct gw_cache_entry *entry_get(struct gw_cache *c, const char *source) {
+        struct gw_cache_entry *e = entry_find(c, source);
         if (e)
                 return e;
         e = gw_xcalloc(1, sizeof *e);
@@ -356,8 +315,18 @@ static struct centry *entry_get(struct gw_cache *c, const char *source) {
 static void stage(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_cache *c = d->cache;
         struct gw_cache_job *cj = dj->cache;
-        if (cj->pid > 0 || cj->ready || cj->e->staging)
+        if (cj->pid > 0 || cj->ready || cj->retry_at)
                 return;
+        /* One copy of an entry at a time: the next one links what this one copies. */
+        if (cj->e->staging) {
+                set_waiting(d, dj, "waiting for another job's copy of the same dataset");
+                return;
+        }
+        /* Copies share the source's server and the node's disk: more at once are no faster. */
+        if (c->n_flight >= (size_t) d->cfg->cache_copies) {
+                set_waiting(d, dj, "waiting for a copy slot");
+                return;
+        }
         const struct gw_job *j = dj->job;
         const struct gw_account *a = gw_userdb_uid(d->users, (uint32_t) j->uid, d->now);
         int rp[2], gp[2];
@@ -367,10 +336,10 @@ static void stage(struct gw_daemon *d, struct gw_djob *dj) {
                 (void) close(rp[0]), (void) close(rp[1]);
                 return;
         }
-        struct centry *e = cj->e;
+        struct gw_cache_entry *e = cj->e;
         cj->newv = e->next_v++;
-        _cleanup_free_ char *newd = path_of(c, e, cj->newv, NULL);
-        _cleanup_free_ char *prevd = e->vers ? path_of(c, e, e->vers->v, NULL) : NULL;
+        _cleanup_free_ char *newd = gw_cache_path(c, e, cj->newv, NULL);
+        _cleanup_free_ char *prevd = e->vers ? gw_cache_path(c, e, e->vers->v, NULL) : NULL;
         free(cj->yaml);
         cj->yaml = NULL;
         struct stat st;
@@ -397,12 +366,16 @@ static void stage(struct gw_daemon *d, struct gw_djob *dj) {
         cj->gofd = gp[1];
         cj->nbuf = 0;
         cj->told_total = false;
+        cj->done = cj->total = 0;
+        cj->result[0] = '\0'; /* a copy before this one failed: its word is not this one's */
         if (e->vers)
                 e->vers->pins++; /* its files are linked from: not evicted meanwhile */
         cj->pin = e->vers;
         e->staging = cj;
         cj->next = c->flight;
         c->flight = cj;
+        c->n_flight++;
+        dj->job->dataset_state = "copying";
         set_waiting(d, dj, "listing the source as its user");
         log_info("job %lld: staging %s into the cache as %s (helper pid %d)", (long long) j->id, j->dataset, j->user,
                  (int) pid);
@@ -415,43 +388,44 @@ void gw_cache_job_queued(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_cache_job *cj = gw_xcalloc(1, sizeof *cj);
         *cj = (struct gw_cache_job) { .e = entry_get(d->cache, dj->job->dataset), .dj = dj, .rfd = -1, .gofd = -1 };
         dj->cache = cj;
-        set_waiting(d, dj, "waiting for another job's copy of the same dataset");
+        dj->job->dataset_state = "waiting";
         stage(d, dj);
         d->jobs.deps_changed = true; /* a pass even when every GPU is busy: its reason */
         d->jobs.sched_dirty = true;
 }
 
-static bool entry_in_use(const struct centry *e) {
+static bool entry_in_use(const struct gw_cache_entry *e) {
         if (e->staging)
                 return true;
-        for (const struct cver *v = e->vers; v; v = v->next)
+        for (const struct gw_cache_ver *v = e->vers; v; v = v->next)
                 if (v->pins)
                         return true;
         return false;
 }
 
-static uint64_t entry_size(const struct centry *e) {
+static uint64_t entry_size(const struct gw_cache_entry *e) {
         uint64_t s = 0;
-        for (const struct cver *v = e->vers; v; v = v->next)
+        for (const struct gw_cache_ver *v = e->vers; v; v = v->next)
                 s += v->size;
         return s;
 }
 
-static void evict(struct gw_cache *c, struct centry *e) {
+static void evict(struct gw_cache *c, struct gw_cache_entry *e) {
         char p[4200];
         snprintf(p, sizeof p, "%s/entries/%s", c->dir, e->key);
         trash(c, p);
-        for (struct centry **pp = &c->entries; *pp; pp = &(*pp)->next)
+        for (struct gw_cache_entry **pp = &c->entries; *pp; pp = &(*pp)->next)
                 if (*pp == e) {
                         *pp = e->next;
                         break;
                 }
-        for (struct cver *v = e->vers, *vn; v; v = vn) {
+        for (struct gw_cache_ver *v = e->vers, *vn; v; v = vn) {
                 vn = v->next;
                 free(v);
         }
         for (size_t i = 0; i < e->n_users; i++)
                 free(e->users[i]);
+        free(e->saved);
         free(e->source);
         free(e);
         c->counts.evictions++;
@@ -464,16 +438,16 @@ static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, s
         struct gw_cache *c = d->cache;
         size_t ne = 0;
         uint64_t used = 0;
-        for (struct centry *e = c->entries; e; e = e->next, ne++)
+        for (struct gw_cache_entry *e = c->entries; e; e = e->next, ne++)
                 used += entry_size(e);
         for (struct gw_cache_job *f = c->flight; f; f = f->next)
                 if (f != cj && f->told_total)
                         used += f->total;
         _cleanup_free_ struct gw_cache_slot *slots = gw_xcalloc(ne + 1, sizeof *slots);
-        _cleanup_free_ struct centry **ents = gw_xcalloc(ne + 1, sizeof *ents);
+        _cleanup_free_ struct gw_cache_entry **ents = gw_xcalloc(ne + 1, sizeof *ents);
         _cleanup_free_ size_t *victims = gw_xcalloc(ne + 1, sizeof *victims);
         size_t i = 0;
-        for (struct centry *e = c->entries; e; e = e->next, i++) {
+        for (struct gw_cache_entry *e = c->entries; e; e = e->next, i++) {
                 ents[i] = e;
                 slots[i] = (struct gw_cache_slot) { .size = entry_size(e), .last_use = e->last_use,
                                                     .in_use = entry_in_use(e) };
@@ -504,7 +478,7 @@ static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) 
                 bool ok = cj->dj && make_room(d, cj, why, sizeof why);
                 (void) !write(cj->gofd, ok ? "g" : "n", 1);
                 if (!ok && cj->dj)
-                        snprintf(cj->result, sizeof cj->result, "ERR %s", why + strlen("dataset: "));
+                        snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
         } else if (sscanf(line, "P %llu", &a) == 1)
                 cj->done = a;
         else if (!strncmp(line, "OK", 2) || !strcmp(line, "SAME") || !strncmp(line, "ERR ", 4)) {
@@ -537,45 +511,71 @@ static void drain(struct gw_daemon *d, struct gw_cache_job *cj) {
         }
 }
 
+/* The copies whose backoff is over start again; the next backoff's end, or next. */
+static gw_usec_t retries_due(struct gw_daemon *d, gw_usec_t next) {
+        bool due = false;
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
+                struct gw_cache_job *cj = d->jobs.queue[i]->cache;
+                if (!cj || !cj->retry_at)
+                        continue;
+                if (cj->retry_at > d->now) {
+                        next = cj->retry_at < next ? cj->retry_at : next;
+                        continue;
+                }
+                cj->retry_at = 0;
+                d->cache->n_retrying--;
+                d->jobs.queue[i]->job->dataset_state = "waiting";
+                due = true;
+        }
+        if (due)
+                stage_waiting(d); /* in queue order, as far as the slots go */
+        return next;
+}
+
 gw_usec_t gw_cache_tick(struct gw_daemon *d) {
         struct gw_cache *c = d->cache;
         if (!c)
                 return GW_USEC_INFINITY;
-        if (c->scan) { /* queued jobs from before a restart, or a retry: their copies */
+        if (c->scan) { /* the restart's recovery is over: queued jobs from before it get their copies */
                 c->scan = false;
+                gw_cache_recovery_done(c);
                 for (size_t i = 0; i < d->jobs.n_queue; i++)
                         gw_cache_job_queued(d, d->jobs.queue[i]);
         }
         for (struct gw_cache_job *f = c->flight; f; f = f->next)
                 if (f->rfd >= 0)
                         drain(d, f);
-        return c->flight ? d->now + TICK : GW_USEC_INFINITY;
+        gw_usec_t next = c->flight ? d->now + TICK : GW_USEC_INFINITY;
+        if (c->n_retrying)
+                next = retries_due(d, next);
+        return next;
 }
 
 static void flight_remove(struct gw_cache *c, struct gw_cache_job *cj) {
         for (struct gw_cache_job **p = &c->flight; *p; p = &(*p)->next)
                 if (*p == cj) {
                         *p = cj->next;
+                        c->n_flight--;
                         return;
                 }
 }
 
-static void add_user(struct centry *e, const char *user) {
+static void add_user(struct gw_cache_entry *e, const char *user) {
         for (size_t i = 0; i < e->n_users; i++)
                 if (!strcmp(e->users[i], user))
                         return;
-        if (e->n_users < MAX_USERS)
+        if (e->n_users < GW_CACHE_MAX_USERS)
                 e->users[e->n_users++] = gw_xstrdup(user);
 }
 
 /* The copy is verified (OK: a new version; SAME: the one before serves): the job may start. */
 static void ready(struct gw_daemon *d, struct gw_cache_job *cj, bool same) {
         struct gw_cache *c = d->cache;
-        struct centry *e = cj->e;
+        struct gw_cache_entry *e = cj->e;
         struct gw_djob *dj = cj->dj;
         if (!same) {
-                struct cver *v = gw_xcalloc(1, sizeof *v);
-                _cleanup_free_ char *vd = path_of(c, e, cj->newv, NULL);
+                struct gw_cache_ver *v = gw_xcalloc(1, sizeof *v);
+                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
                 (void) read_manifest_size(vd, &v->size, &v->files);
                 v->v = cj->newv;
                 v->next = e->vers;
@@ -584,10 +584,10 @@ static void ready(struct gw_daemon *d, struct gw_cache_job *cj, bool same) {
                         cj->pin->pins--;
                 v->pins++;
                 cj->pin = v;
-                trash_unpinned_old(c, e);
+                gw_cache_trash_unpinned_old(c, e);
                 c->counts.misses++;
         } else {
-                _cleanup_free_ char *vd = path_of(c, e, cj->newv, NULL);
+                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
                 trash(c, vd); /* links only */
                 c->counts.hits++;
         }
@@ -598,9 +598,11 @@ static void ready(struct gw_daemon *d, struct gw_cache_job *cj, bool same) {
         add_user(e, dj->job->user);
         cj->ready = true;
         free(cj->data_dir);
-        cj->data_dir = path_of(c, e, cj->pin->v, "data");
+        cj->data_dir = gw_cache_path(c, e, cj->pin->v, "data");
         dj->job->dataset_dir = cj->data_dir;
         dj->job->data_yaml = cj->yaml;
+        dj->job->dataset_state = "ready";
+        gw_cache_use_save(d, e); /* its last use, its users and this job's pin outlive a restart */
         if (dj->job->wait_reason == GW_REASON_STAGING)
                 dj->job->wait_reason = GW_REASON_RESOURCES;
         gw_job_text_set(&dj->job->wait_detail, NULL);
@@ -608,13 +610,70 @@ static void ready(struct gw_daemon *d, struct gw_cache_job *cj, bool same) {
                  dj->job->dataset, same ? "unchanged: the cached copy serves" : "new version", copied);
 }
 
-/* The next job waiting for this entry's copy, if any, starts its own. */
-static void stage_next(struct gw_daemon *d, struct centry *e) {
-        for (size_t i = 0; i < d->jobs.n_queue && !e->staging; i++) {
+/* The queue's jobs whose copy waits (for a slot, or for another job's copy of the same
+ * dataset) start theirs, first come first, as far as the slots go. */
+static void stage_waiting(struct gw_daemon *d) {
+        for (size_t i = 0; i < d->jobs.n_queue; i++) {
                 struct gw_djob *q = d->jobs.queue[i];
-                if (q->cache && q->cache->e == e && !q->cache->ready && q->cache->pid <= 0)
+                if (q->cache && !q->cache->ready && q->cache->pid <= 0 && !q->cache->retry_at)
                         stage(d, q);
         }
+}
+
+/* The helper's "ERR CLASS WHY" as a verdict; a helper that died says nothing: lost. */
+static void failure_verdict(const struct gw_cache_job *cj, struct gw_failure_verdict *v, const char **why) {
+        *v = (struct gw_failure_verdict) { .cls = GW_FAILURE_LOST };
+        *why = "the copying helper died";
+        if (strncmp(cj->result, "ERR ", 4))
+                return;
+        char cls[32];
+        int at = 0;
+        *why = cj->result + 4;
+        if (sscanf(cj->result + 4, "%31s %n", cls, &at) == 1 && at > 0 && gw_failure_class_from_name(cls) >= 0) {
+                v->cls = gw_failure_class_from_name(cls);
+                *why += at;
+        }
+}
+
+/* A copy failed: the job's retry policy decides, as for a failed attempt (core/retry.h), with
+ * the copies made so far as its attempts.  Retried: the job waits out the backoff, still
+ * queued, holding no GPU; else it fails with the copy's reason. */
+static void copy_failed(struct gw_daemon *d, struct gw_cache_job *cj) {
+        struct gw_djob *dj = cj->dj;
+        struct gw_job *j = dj->job;
+        struct gw_failure_verdict v;
+        const char *why;
+        failure_verdict(cj, &v, &why);
+        snprintf(v.evidence, sizeof v.evidence, "%s", why);
+        struct gw_retry_policy p;
+        gw_job_retry_policy(d, j, &p);
+        struct gw_retry_state st = { .attempts = ++cj->failures };
+        struct gw_retry_decision dec;
+        char reason[700];
+        snprintf(reason, sizeof reason, "dataset %s: %s", j->dataset, why);
+        if (gw_retry_decide(&p, &st, &v, d->now_wall, &dec) == 0 && dec.retry) {
+                char wait[32], detail[900];
+                gw_format_duration(dec.backoff, wait, sizeof wait);
+                snprintf(detail, sizeof detail, "copy failed (%s); retry %u/%u in %s", why, dec.retry_no, p.max_retries,
+                         wait);
+                cj->retry_at = d->now + dec.backoff;
+                d->cache->n_retrying++;
+                j->dataset_state = "retrying";
+                set_waiting(d, dj, detail);
+                log_info("job %lld: %s; %s", (long long) j->id, reason, dec.reason);
+                size_t l = strlen(reason);
+                snprintf(reason + l, sizeof reason - l, "; copy retry %u/%u in %s", dec.retry_no, p.max_retries, wait);
+                (void) gw_store_job_event(d->store, j->id, j->state, "dataset", reason);
+                return;
+        }
+        if (dec.why == GW_RETRY_WHY_EXHAUSTED) {
+                size_t l = strlen(reason);
+                snprintf(reason + l, sizeof reason - l, "; %s", dec.reason);
+        }
+        log_info("job %lld: %s", (long long) j->id, reason);
+        dj->cache = cjob_free(cj);
+        j->dataset_state = NULL;
+        (void) gw_job_end(d, dj, GW_JOB_FAILED, reason, "dataset");
 }
 
 bool gw_cache_reaped(struct gw_daemon *d, pid_t pid, int status) {
@@ -626,7 +685,7 @@ bool gw_cache_reaped(struct gw_daemon *d, pid_t pid, int status) {
                 return false;
         drain(d, cj);
         flight_remove(c, cj);
-        struct centry *e = cj->e;
+        struct gw_cache_entry *e = cj->e;
         e->staging = NULL;
         cj->pid = 0;
         (void) close(cj->rfd);
@@ -635,7 +694,7 @@ bool gw_cache_reaped(struct gw_daemon *d, pid_t pid, int status) {
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         bool same = ok && !strcmp(cj->result, "SAME");
         if (!cj->dj) { /* its job went while it copied: what it made goes too */
-                _cleanup_free_ char *vd = path_of(c, e, cj->newv, NULL);
+                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
                 trash(c, vd);
                 if (cj->pin)
                         cj->pin->pins--;
@@ -643,20 +702,14 @@ bool gw_cache_reaped(struct gw_daemon *d, pid_t pid, int status) {
         } else if (ok && (same || !strncmp(cj->result, "OK", 2)))
                 ready(d, cj, same);
         else {
-                struct gw_djob *dj = cj->dj;
-                _cleanup_free_ char *vd = path_of(c, e, cj->newv, NULL);
+                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
                 trash(c, vd);
                 if (cj->pin)
                         cj->pin->pins--;
                 cj->pin = NULL;
-                char why[600];
-                snprintf(why, sizeof why, "dataset %s: %s", dj->job->dataset,
-                         !strncmp(cj->result, "ERR ", 4) ? cj->result + 4 : "the copying helper died");
-                log_info("job %lld: %s", (long long) dj->job->id, why);
-                dj->cache = cjob_free(cj);
-                (void) gw_job_end(d, dj, GW_JOB_FAILED, why, "dataset");
+                copy_failed(d, cj);
         }
-        stage_next(d, e);
+        stage_waiting(d);
         d->jobs.deps_changed = true;
         d->jobs.sched_dirty = true;
         return true;
@@ -680,6 +733,9 @@ void gw_cache_job_freed(struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         dj->cache = NULL;
         dj->job->dataset_dir = dj->job->data_yaml = NULL;
+        dj->job->dataset_state = NULL;
+        if (cj->retry_at)
+                d->cache->n_retrying--;
         if (cj->yaml)
                 (void) unlink(cj->yaml);
         if (cj->pid > 0) { /* reaped later (gw_cache_reaped) */
@@ -687,19 +743,24 @@ void gw_cache_job_freed(struct gw_daemon *d, struct gw_djob *dj) {
                 cj->dj = NULL;
                 return;
         }
+        /* Let go at the daemon's stop, a running job keeps reading its copy: its pin stays
+         * in the use file and its version on disk for the next daemon (cache_use.c). */
         struct gw_cache *c = d->cache;
-        if (c && cj->pin && --cj->pin->pins == 0 && cj->pin != cj->e->vers)
+        bool ended = gw_job_state_is_final(dj->job->state);
+        if (c && cj->pin && --cj->pin->pins == 0 && cj->pin != cj->e->vers && ended)
                 trash_version(c, cj->e, cj->pin);
+        if (c && cj->ready && ended)
+                gw_cache_use_save(d, cj->e);
         cjob_free(cj);
 }
 
 size_t gw_cache_rows(struct gw_daemon *d, const char *user, bool admin, struct gw_cache_row **ret) {
         struct gw_cache *c = d->cache;
         size_t n = 0, k = 0;
-        for (struct centry *e = c ? c->entries : NULL; e; e = e->next)
+        for (struct gw_cache_entry *e = c ? c->entries : NULL; e; e = e->next)
                 n++;
         struct gw_cache_row *rows = gw_xcalloc(n + 1, sizeof *rows);
-        for (struct centry *e = c ? c->entries : NULL; e; e = e->next) {
+        for (struct gw_cache_entry *e = c ? c->entries : NULL; e; e = e->next) {
                 if (!e->vers && !e->staging) /* a first copy that failed: nothing cached */
                         continue;
                 bool mine = admin;

@@ -23,6 +23,9 @@ int gw_cache_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, s
 void gw_cache_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
 /* GW_HOOK_JOB_SUBMITTED: its copy begins at once. */
 void gw_cache_job_queued(struct gw_daemon *d, struct gw_djob *dj);
+/* GW_HOOK_JOB_RECOVERED: a job still running at a restart uses the version it was handed
+ * (the entry's use file says which) again, before anything may evict or trash it. */
+void gw_cache_job_recovered(struct gw_daemon *d, struct gw_djob *dj);
 /* GW_HOOK_JOB_FREED: its entry is no longer in use by it. */
 void gw_cache_job_freed(struct gw_daemon *d, struct gw_djob *dj);
 /* The helpers' progress; the next deadline (monotonic) or GW_USEC_INFINITY. */
@@ -35,8 +38,8 @@ struct gw_cache_row {
         const char *source;
         uint64_t size, files;
         int version;
-        gw_usec_t last_use;          /* wall clock, 0 = not used since the daemon started */
-        const char *const *users;    /* who used it since the daemon started */
+        gw_usec_t last_use;          /* wall clock, 0 = never used */
+        const char *const *users;    /* who used it (kept across restarts, cache_use.c) */
         size_t n_users;
         bool in_use;                 /* a queued or running job uses it */
         bool staging;                /* a copy into it is under way */

@@ -98,14 +98,16 @@ static int read_yaml(const char *path, char *buf, size_t *len, char *root, int o
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                say(out, "X cannot read %s: %s\n", path, fd < 0 ? strerror(errno) : "not a regular file");
+                int e = fd < 0 ? errno : EINVAL;
+                say(out, "X %d cannot read %s: %s\n", e, path, fd < 0 ? strerror(e) : "not a regular file");
                 return -1;
         }
         ssize_t n = read(fd, buf, GW_DATAYAML_MAX_SIZE + 1);
         (void) close(fd);
         char why[512];
         if (n < 0 || gw_datayaml_root(buf, (size_t) n, root, GW_DATAYAML_MAX_PATH, why, sizeof why) < 0) {
-                say(out, "X %s: %s\n", path, n < 0 ? strerror(errno) : why);
+                int e = n < 0 ? errno : EINVAL;
+                say(out, "X %d %s: %s\n", e, path, n < 0 ? strerror(e) : why);
                 return -1;
         }
         *len = (size_t) n;
@@ -119,13 +121,14 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                 for (int i = 0; i < ng; i++)
                         g[i] = c->groups[i];
                 if (setgroups((size_t) ng, g) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0) {
-                        say(out, "X cannot become uid %u: %s\n", (unsigned) c->uid, strerror(errno));
+                        say(out, "X 0 cannot become uid %u: %s\n", (unsigned) c->uid, strerror(errno)); /* ours, not theirs */
                         return 1;
                 }
         }
         struct stat st;
         if (stat(c->source, &st) < 0) {
-                say(out, "X source %s: %s\n", c->source, strerror(errno));
+                int e = errno;
+                say(out, "X %d source %s: %s\n", e, c->source, strerror(e));
                 return 1;
         }
         char root[GW_DATAYAML_MAX_PATH];
@@ -136,23 +139,24 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                 if (read_yaml(c->source, yaml, &len, root, out) < 0)
                         return 1;
                 if (!gw_cache_source_allowed(c->sources, root)) {
-                        say(out, "X the data YAML's path: %s is not under cache_sources\n", root);
+                        say(out, "X %d the data YAML's path: %s is not under cache_sources\n", EINVAL, root);
                         return 1;
                 }
                 say(out, "Y %zu\n", len);
                 if (!write_all(out, yaml, len))
                         return 1;
         } else if (!S_ISDIR(st.st_mode)) {
-                say(out, "X source %s is neither a directory nor a data YAML\n", c->source);
+                say(out, "X %d source %s is neither a directory nor a data YAML\n", EINVAL, c->source);
                 return 1;
         }
         walk_root_len = strlen(root);
         if (nftw(root, walk_one, 32, FTW_PHYS) != 0 || walk_err) {
-                say(out, "X cannot list %s: %s\n", root, strerror(walk_err ? walk_err : errno));
+                int e = walk_err ? walk_err : errno;
+                say(out, "X %d cannot list %s: %s\n", e, root, strerror(e));
                 return 1;
         }
         if (!walk_n || !walk_list[0].dir) {
-                say(out, "X source %s is not a directory\n", root);
+                say(out, "X %d source %s is not a directory\n", ENOTDIR, root);
                 return 1;
         }
         uint64_t total = 0;
@@ -173,7 +177,9 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                         snprintf(path, sizeof path, "%s/%s", root, f->rel);
                         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
                         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                                say(out, "X cannot read %s: %s\n", path, fd < 0 ? strerror(errno) : "replaced while copied");
+                                /* Replaced while copied: the source changes under it, which a later try may not meet. */
+                                int e = fd < 0 ? errno : EAGAIN;
+                                say(out, "X %d cannot read %s: %s\n", e, path, fd < 0 ? strerror(e) : "replaced while copied");
                                 return 1;
                         }
                         f->size = (uint64_t) st.st_size;
@@ -217,6 +223,8 @@ struct writer {
         uint64_t done, copied, reported;
         size_t linked;
         bool changed;              /* a file or folder not as in prev */
+        int err;                   /* what failed it, for its class (gw_cache_failure_class): the
+                                    * reader's errno, EINVAL for the data YAML, else 0 (the node's) */
         char why[GW_CACHE_LINE_MAX];
 };
 
@@ -242,6 +250,15 @@ static int read_line(struct writer *w, char *buf, size_t *len) {
                 return fail(w, "the reader sent a line too long");
         buf[--*len] = '\0';
         return 0;
+}
+
+/* "X ERRNO WHY": the reader's failure, its errno kept for its class. */
+static int reader_failed(struct writer *w, const char *line) {
+        int e = 0, at = 0;
+        if (sscanf(line, "X %d %n", &e, &at) < 1 || at == 0)
+                return fail(w, "%s", line + 1 + (line[1] == ' '));
+        w->err = e > 0 && e < 4096 ? e : 0;
+        return fail(w, "%s", line + at);
 }
 
 static int load_prev(struct writer *w) {
@@ -424,7 +441,7 @@ static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
                         return -1;
         }
         if (line[0] == 'X')
-                return fail(w, "%s", line + 2);
+                return reader_failed(w, line);
         unsigned long long total = 0, nfiles = 0;
         if (sscanf(line, "T %llu %llu", &total, &nfiles) != 2)
                 return fail(w, "the reader sent '%.40s'", line);
@@ -438,7 +455,7 @@ static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
                 if (!strcmp(line, "E"))
                         return 0;
                 if (line[0] == 'X')
-                        return fail(w, "%s", line + 2);
+                        return reader_failed(w, line);
                 if (w->n_files == w->cap_files) {
                         w->cap_files = w->cap_files ? w->cap_files * 2 : 1024;
                         w->files = gw_xrealloc(w->files, w->cap_files * sizeof *w->files);
@@ -458,7 +475,7 @@ static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader)
         w.in = fdopen(from_reader, "r");
         umask(0);
         if (!w.in || mkdir(c->new_dir, 0711) < 0) {
-                say(c->report_fd, "ERR making %s: %s\n", c->new_dir, strerror(errno));
+                say(c->report_fd, "ERR lost making %s: %s\n", c->new_dir, strerror(errno));
                 return 1;
         }
         _cleanup_free_ char *yaml = NULL;
@@ -476,13 +493,15 @@ static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader)
                 char local[4200], why[512];
                 snprintf(local, sizeof local, "%s/data", same ? c->prev_dir : c->new_dir);
                 _cleanup_free_ char *out = NULL;
-                if (gw_datayaml_rewrite(yaml, yaml_len, local, &out, why, sizeof why) < 0)
+                if (gw_datayaml_rewrite(yaml, yaml_len, local, &out, why, sizeof why) < 0) {
+                        w.err = EINVAL;
                         r = fail(&w, "the data YAML: %s", why);
+                }
                 else if (write_text(c->yaml_out, out, strlen(out), 0600, c->uid, c->gid) < 0)
                         r = fail(&w, "writing the job's data YAML: %s", strerror(errno));
         }
         if (r < 0) {
-                say(c->report_fd, "ERR %s\n", w.why);
+                say(c->report_fd, "ERR %s %s\n", gw_failure_class_name(gw_cache_failure_class(w.err)), w.why);
                 return 1;
         }
         say(c->report_fd, same ? "SAME\n" : "OK %" PRIu64 "\n", w.copied);
@@ -511,7 +530,7 @@ pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
         signal(SIGPIPE, SIG_IGN);
         int up[2], down[2];
         if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0) {
-                say(c->report_fd, "ERR pipe: %s\n", strerror(errno));
+                say(c->report_fd, "ERR lost pipe: %s\n", strerror(errno));
                 _exit(1);
         }
         pid_t rd = fork();
@@ -525,7 +544,7 @@ pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
         (void) close(up[1]);
         (void) close(down[0]);
         if (rd < 0) {
-                say(c->report_fd, "ERR fork: %s\n", strerror(errno));
+                say(c->report_fd, "ERR lost fork: %s\n", strerror(errno));
                 _exit(1);
         }
         int r = writer(c, up[0], down[1]);

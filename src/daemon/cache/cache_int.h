@@ -1,8 +1,13 @@
-/* The dataset cache's two halves: the loop's bookkeeping (cache.c) and the copying helper
- * it forks (cache_copy.c). */
+/* The dataset cache's halves: the loop's bookkeeping (cache.c), what it keeps across a
+ * restart (cache_use.c) and the copying helper it forks (cache_copy.c). */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "base/time.h"
+#include "core/cache.h"
+#include "daemon/cache/cache.h"
 
 #define GW_CACHE_MAX_GROUPS 256
 
@@ -13,7 +18,9 @@
  *   "P BYTES"        copied (or linked) so far
  *   "OK COPIED"      done: the new version is verified and its manifest written
  *   "SAME"           every file unchanged from prev_dir: nothing kept of the new version
- *   "ERR WHY"        failed, why in words (the source gone, unreadable, the disk full) */
+ *   "ERR CLASS WHY"  failed: its class for the retry policy (gw_cache_failure_class: lost or
+ *                    user_error), why in words (the source gone, unreadable, the disk full)
+ * The reader tells the helper its own failure as "X ERRNO WHY". */
 struct gw_cache_copy {
         const char *source;        /* the --dataset path: a directory or a data YAML */
         const char *sources;       /* cache_sources: where a data YAML's path: may point */
@@ -33,3 +40,72 @@ pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c);
 /* Forks a child that removes dir and everything below it (never following a link); its pid
  * or -errno.  The loop does not wait for it: a large entry takes a while to remove. */
 pid_t gw_cache_remove_spawn(const char *dir);
+
+/* ---- the loop's side (cache.c, cache_use.c) ---- */
+
+struct gw_cache_pin {
+        int64_t job;
+        int v;
+};
+
+struct gw_cache_ver {
+        int v;
+        int pins;
+        uint64_t size, files;
+        struct gw_cache_ver *next;            /* older */
+};
+
+struct gw_cache_entry {
+        char key[17];
+        char *source;
+        struct gw_cache_ver *vers;            /* complete versions, newest first */
+        int next_v;                   /* the number the next version gets */
+        gw_usec_t last_use;
+        char *users[GW_CACHE_MAX_USERS];
+        size_t n_users;
+        struct gw_cache_job *staging; /* the job copying into it, or NULL */
+        struct gw_cache_pin *saved;      /* the use file's pins, until the restart's recovery is over */
+        size_t n_saved;
+        struct gw_cache_entry *next;
+};
+
+struct gw_cache_job {
+        struct gw_cache_entry *e;
+        struct gw_cache_ver *pin;             /* the version it uses once ready */
+        struct gw_djob *dj;           /* NULL once the job is gone (its helper still to reap) */
+        pid_t pid;
+        int rfd, gofd;
+        int newv;
+        uint64_t done, total;
+        bool ready, told_total;
+        char buf[GW_CACHE_LINE_MAX];
+        size_t nbuf;
+        char result[512];             /* the helper's last word: OK, SAME, ERR ... */
+        char *data_dir, *yaml;
+        unsigned failures;            /* its copies that failed (each retried by the job's policy) */
+        gw_usec_t retry_at;           /* monotonic: its next copy, after a failed one; 0 none due */
+        struct gw_cache_job *next;    /* in the list of helpers in flight */
+};
+
+struct gw_cache {
+        char *dir;
+        struct gw_cache_entry *entries;
+        struct gw_cache_job *flight;
+        size_t n_flight;              /* helpers in flight: at most cache_copies */
+        size_t n_retrying;            /* jobs whose next copy waits out a backoff */
+        struct gw_cache_counts counts;
+        bool scan;                    /* the queue's jobs to look at (after a start) */
+};
+
+/* cache_dir/entries/KEY/vN[/tail], malloc'ed. */
+char *gw_cache_path(const struct gw_cache *c, const struct gw_cache_entry *e, int v, const char *tail);
+/* Older versions of e nobody pins any more go to the trash. */
+void gw_cache_trash_unpinned_old(struct gw_cache *c, struct gw_cache_entry *e);
+
+/* cache_use.c: the entry's use file (core/cache.h): read at open (last use, users, the pins
+ * a restart must keep), written whenever those change. */
+void gw_cache_use_load(struct gw_cache *c, struct gw_cache_entry *e);
+void gw_cache_use_save(struct gw_daemon *d, struct gw_cache_entry *e);
+/* The restart's running jobs took their pins again (gw_cache_job_recovered): the versions
+ * nobody pins now go, and the use files' pins are forgotten. */
+void gw_cache_recovery_done(struct gw_cache *c);

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "core/outpath.h"
+#include "core/retry.h"
 #include "daemon/daemon.h"
 #include "daemon/life/jobarray.h"
 #include "daemon/sharing/sharing.h"
@@ -312,3 +313,13 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
 }
 
+
+void gw_job_retry_policy(const struct gw_daemon *d, const struct gw_job *j, struct gw_retry_policy *p) {
+        gw_retry_policy_default(p);
+        p->backoff_base = d->cfg->retry_backoff;
+        p->max_retries = (unsigned) (j->retries >= 0 ? j->retries : d->cfg->default_retries);
+        char why[128];
+        if (gw_retry_parse_classes(j->retry_on ? j->retry_on : d->cfg->default_retry_on, &p->retry_on, why,
+                                   sizeof why) < 0)
+                (void) gw_retry_parse_classes(GW_RETRY_DEFAULT_CLASSES, &p->retry_on, why, sizeof why);
+}

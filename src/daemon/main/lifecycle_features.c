@@ -28,6 +28,13 @@ static void cache_submitted(struct gw_daemon *d, struct gw_djob *dj, const struc
         gw_cache_job_queued(d, dj); /* its --dataset's copy begins while it waits */
 }
 
+/* GW_HOOK_JOB_RECOVERED */
+
+static void cache_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_cache_job_recovered(d, dj); /* the copy it reads stays pinned */
+}
+
 /* GW_HOOK_ATTEMPT_STARTED, GW_HOOK_ATTEMPT_ADOPTED */
 
 static void sharing_limit(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -229,6 +236,9 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "sharing", sharing_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "reclaim", reclaim_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "preempt", preempt_recovered);
+        /* Its dataset's copy is pinned again before the first tick trashes the versions
+         * nobody pins and before any copy may evict it. */
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "cache", cache_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ADOPTED, "sharing", sharing_limit);
 
         /* The start is committed: its wait counts (the wait histogram of /metrics). */

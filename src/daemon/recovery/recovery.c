@@ -88,16 +88,6 @@ static enum gw_attempt_end attempt_end(const struct gw_djob *dj, int status) {
         return WIFSIGNALED(status) ? GW_END_SIGNALED : GW_END_EXITED;
 }
 
-static void retry_policy(const struct gw_daemon *d, const struct gw_job *j, struct gw_retry_policy *p) {
-        gw_retry_policy_default(p);
-        p->backoff_base = d->cfg->retry_backoff;
-        p->max_retries = (unsigned) (j->retries >= 0 ? j->retries : d->cfg->default_retries);
-        char why[128];
-        if (gw_retry_parse_classes(j->retry_on ? j->retry_on : d->cfg->default_retry_on, &p->retry_on, why,
-                                   sizeof why) < 0)
-                (void) gw_retry_parse_classes(GW_RETRY_DEFAULT_CLASSES, &p->retry_on, why, sizeof why);
-}
-
 /* Whether processes of no job held memory on the job's GPUs: an OOM then is not its fault. */
 static bool memory_taken_by_others(const struct gw_daemon *d, const struct gw_job *j) {
         for (unsigned i = 0; i < d->host.n_gpus; i++)
@@ -280,7 +270,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 return;
         }
         struct gw_retry_policy p;
-        retry_policy(d, j, &p);
+        gw_job_retry_policy(d, j, &p);
         /* The attempts it lost to preemption use none of its retries. */
         struct gw_retry_state s = { .attempts = (unsigned) (j->attempt - dj->n_preempted), .prev = dj->last_mark, .last = last,
                                     .oom_explained = leak_restart || gw_training_leak_flagged(dj) ||
