@@ -254,7 +254,8 @@ class StoppingTest(gwtest.DaemonTest):
 
 
 class DashboardArrayTest(unittest.TestCase):
-    """The dashboard's queue folds an array on one row with its task counts (web/app.js, run
+    """The dashboard's queue folds an array's waiting tasks on one row with its task counts,
+    and gives each running task a row of its own, as `gpuward queue` does (web/app.js, run
     under node with no page: only the functions that decide the rows)."""
 
     def test_array_is_one_row_with_its_counts(self):
@@ -265,7 +266,8 @@ class DashboardArrayTest(unittest.TestCase):
         out = subprocess.run([node, "-e", DASHBOARD_CHECK, app], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         got = json.loads(out.stdout)
-        self.assertEqual(got["rows"], ["17_[0-49%4]", "30"], "the array's running tasks are folded into its row")
+        self.assertEqual(got["rows"], ["17_[0-49%4]", "17_3", "17_4", "30"],
+                         "the waiting tasks folded into the array's row, each running task on its own")
         self.assertEqual(got["counts"], "2 running · 45 waiting · 3 completed of 50")
         self.assertEqual(got["task"], "17_3")
 
