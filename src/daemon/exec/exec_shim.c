@@ -127,6 +127,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
                 .tty_path = exec_shim_tty(d, j),
         };
         struct gw_launched run;
+        exec_shim_job(dj)->signal_held = 0; /* an earlier attempt's stop is not this one's */
         host_oom_before_start(d, dj);
         int r = gw_launch_start(&l, &s->warm, s->launcher, &run, err, errlen);
         if (r < 0)
@@ -175,7 +176,8 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         /* Sent before the supervisor has started the job (its pid not reported yet), it reached
          * nobody: kept for the job, or a stop right after a start waited for the SIGKILL. */
         struct gw_exec_job *x = dj->exec ? exec_shim_job(dj) : NULL;
-        if (r < 0 && x && j->pid <= 0 && (x->signal_held != SIGKILL || sig == SIGKILL)) {
+        bool launching = x && (x->launch_pending || (x->report_fd >= 0 && !x->report_closed));
+        if (r < 0 && launching && j->pid <= 0 && (x->signal_held != SIGKILL || sig == SIGKILL)) {
                 x->signal_held = sig;
                 r = 0;
         }
