@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/http.h"
+#include "base/keytab.h"
 #include "base/userdb.h"
 #include "core/jobrec.h"
 #include "core/leak.h"
@@ -66,7 +67,6 @@ struct gw_djob {
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
         int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
-        struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
         /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
          * by the features that know it, so that observe reads them without calling up. */
         gw_usec_t card_stop_at;      /* reclaim_watch.c: the idle watch's stop, wall clock; 0 none due */
@@ -198,6 +198,14 @@ struct gw_djobs {
         uint64_t n_queued;           /* jobs put in the queue so far (gw_queue_insert) */
 };
 
+/* Each feature's state of each active job, by job id (base/keytab.h), beside the job rather
+ * than in struct gw_djob: a value is the feature's own struct, declared in the feature's
+ * private header (a *_state.h or *_int.h, which the layer check lets no other module
+ * include), made when the feature first needs it and freed from its GW_HOOK_JOB_FREED. */
+struct gw_featstate {
+        struct gw_keytab train;      /* struct gw_train (training_int.h) */
+};
+
 /* The loop, its doors and what the daemon knows of itself (main.c). */
 struct gw_dloop {
         int epfd, sigfd;
@@ -242,6 +250,7 @@ struct gw_daemon {
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_publisher *publish; /* models being published: the copy under way, the queue (publish.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
+        struct gw_featstate state;
 };
 
 /* What the features ask of the backend (executor.h), never which one runs.  A daemon with no
@@ -529,18 +538,19 @@ struct gw_train;
 /* After every GPU sample: epochs from results.csv, the ETA (into j->eta), the leak check and
  * its policy, checkpoint snapshots.  Reads the wall clock itself. */
 void gw_training_watch(struct gw_daemon *d);
-struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
+/* Frees dj's training state (GW_HOOK_JOB_FREED). */
+void gw_training_forget(struct gw_daemon *d, struct gw_djob *dj);
 /* For recovery.c: true (once) when this attempt was stopped by leak_policy restart, with the
  * evidence in why; it is then retried like an oom that a leak explains. */
-bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n);
+bool gw_training_take_restart(struct gw_daemon *d, struct gw_djob *dj, char *why, size_t n);
 /* For recovery.c, when an attempt ends: a last look at results.csv, so that the rows written
  * since the last sample get their end times too. */
 void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 /* For recovery.c: the epochs the current attempt's run had finished, as the watch last read
  * its results.csv (after gw_training_attempt_ended's last look); -1 when it read none. */
-long gw_training_epochs_done(const struct gw_djob *dj);
+long gw_training_epochs_done(const struct gw_daemon *d, const struct gw_djob *dj);
 /* Whether a leak was detected during the current attempt (an oom is then retried). */
-bool gw_training_leak_flagged(const struct gw_djob *dj);
+bool gw_training_leak_flagged(const struct gw_daemon *d, const struct gw_djob *dj);
 /* Seconds until the job's estimated end; NAN without an estimate. */
 double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
 /* The "training" object of GET /api/v1/jobs/{id}: epoch, ETA, leak, newest snapshots; JSON null

@@ -156,8 +156,8 @@ static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw
 }
 
 static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        dj->train = gw_train_free(dj->train);
+        (void) info;
+        gw_training_forget(d, dj);
 }
 
 /* GW_HOOK_LOG_LINE */

@@ -82,7 +82,7 @@ static bool resumable(const struct gw_job *j) { return j->yolo || j->checkpoint 
  * else the newest --checkpoint match written since the attempt started. */
 static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) {
         bool settled;
-        gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+        gw_usec_t t = gw_training_ckpt_time(d, dj, &settled);
         if (t || !dj->job->checkpoint)
                 return t;
         char why[256];
@@ -205,7 +205,7 @@ static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_u
  * watch knows its run folder; NULL until then. */
 static struct gw_preempt_watch *watch_of(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_preempt_job *p = dj->preempt;
-        const char *run = gw_training_run_dir(dj);
+        const char *run = gw_training_run_dir(d, dj);
         if (run && !gw_preempt_watch_is(p->watch, run)) {
                 gw_preempt_watch_free(p->watch);
                 p->watch = gw_preempt_watch_new(d, dj->job, run);
@@ -221,7 +221,7 @@ static gw_usec_t counted_now(struct gw_daemon *d, struct gw_djob *dj) {
         if (!w)
                 return d->now_wall;
         struct gw_preempt_ckpt_look look;
-        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(dj), &look);
+        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(d, dj), &look);
         return gw_preempt_ckpt_counted(&look);
 }
 
@@ -257,7 +257,7 @@ static bool ckpt_step(struct gw_daemon *d, struct gw_djob *dj, bool event, gw_us
                 return false;
         struct gw_preempt_ckpt_look look;
         struct gw_preempt_ckpt_verdict v;
-        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(dj), &look);
+        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(d, dj), &look);
         if (gw_preempt_ckpt_judge(&look, p->after, d->now_wall, &v) < 0)
                 return false;
         if (v.act == GW_PREEMPT_CKPT_FINISHING) {
@@ -388,7 +388,7 @@ static int choose(const struct gw_daemon *d, const struct gw_preempt_need *need,
                 return -ENOENT;
         for (size_t i = 0; i < n && !*looked; i++) {
                 r[i].ckpt_time = ckpt_time(d, djs[i]);
-                r[i].ckpt_every = gw_training_ckpt_every(djs[i]);
+                r[i].ckpt_every = gw_training_ckpt_every(d, djs[i]);
         }
         *looked = true;
         return gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n ? -ENOENT : 0;
@@ -590,7 +590,7 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
                     (!dj->terminating || p->stopped);
         if (ours) {
                 bool settled;
-                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+                gw_usec_t t = gw_training_ckpt_time(d, dj, &settled);
                 if (!t)
                         t = ckpt_time(d, dj);
                 struct gw_preempt_running r = { .start_time = dj->job->start_time, .ckpt_time = t };

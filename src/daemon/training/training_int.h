@@ -99,6 +99,13 @@ struct gw_train {
         struct train_copy *copy;
 };
 
+/* The training state of dj (NULL: none yet), kept by job id in d->state.train; _at: only
+ * that of the given attempt (dj may be NULL); _current: only that of its current attempt. */
+struct gw_train *gw_train_of(const struct gw_daemon *d, const struct gw_djob *dj);
+struct gw_train *gw_train_at(const struct gw_daemon *d, const struct gw_djob *dj, int attempt);
+struct gw_train *gw_train_current(const struct gw_daemon *d, const struct gw_djob *dj);
+struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
+
 /* reclaim_gather.c, beside the idle watch's file rules: the run's results.csv for j's current
  * attempt by the one rule both watches use (training runs only, written during the attempt,
  * never a file another live job of d has), or what one of j's watches already chose.

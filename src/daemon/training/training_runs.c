@@ -60,9 +60,9 @@ int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_r
 
 /* The job's own results.csv as one of its watches already chose it for this attempt (the
  * training watch or the idle watch, whichever looked first): both then read the same run. */
-static const char *chosen_results(const struct gw_djob *dj) {
+static const char *chosen_results(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        const struct gw_train *t = dj->train;
+        const struct gw_train *t = gw_train_of(d, dj);
         const struct gw_rwatch *w = dj->rwatch;
         if (t && t->results_path && t->attempt == j->attempt && t->start_time == j->start_time)
                 return t->results_path;
@@ -90,7 +90,7 @@ static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const cha
                 const struct gw_djob *o = d->jobs.running[i];
                 if (o->job->id == j->id)
                         continue;
-                const char *chosen = chosen_results(o);
+                const char *chosen = chosen_results(d, o);
                 _cleanup_free_ char *found = chosen || !ask ? NULL : find_results(d, o->job);
                 if ((chosen || found) && !strcmp(chosen ? chosen : found, path))
                         return true;
@@ -209,8 +209,8 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         if (j->start_time <= 0)
                 return NULL;
         const struct gw_djob *self = d ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
-        if (self && self->job->attempt == j->attempt && chosen_results(self))
-                return gw_xstrdup(chosen_results(self));
+        if (self && self->job->attempt == j->attempt && chosen_results(d, self))
+                return gw_xstrdup(chosen_results(d, self));
         if (gw_train_resolve_run(j, true, &r) < 0 || !r.training)
                 return NULL;
         if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
