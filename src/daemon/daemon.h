@@ -73,7 +73,6 @@ struct gw_djob {
         bool card_leak;              /* training.c: a leak reported in this attempt */
         double card_leak_epochs, card_leak_seconds; /* its forecast; < 0 not known */
         char card_leak_evidence[GW_LEAK_EVIDENCE_MAX];
-        struct gw_preempt_job *preempt; /* being preempted (preempt.c), NULL none */
         struct gw_cache_job *cache;  /* its --dataset's copy (cache.c), NULL none */
         int n_preempted;             /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
@@ -204,6 +203,7 @@ struct gw_djobs {
  * include), made when the feature first needs it and freed from its GW_HOOK_JOB_FREED. */
 struct gw_featstate {
         struct gw_keytab train;      /* struct gw_train (training_int.h) */
+        struct gw_keytab preempt;    /* struct gw_preempt_job (preempt.c) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */

@@ -146,8 +146,8 @@ static void reclaim_freed(struct gw_daemon *d, struct gw_djob *dj, const struct 
 }
 
 static void preempt_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        gw_preempt_job_free(dj);
+        (void) info;
+        gw_preempt_job_free(d, dj);
 }
 
 static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
