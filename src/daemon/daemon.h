@@ -65,8 +65,6 @@ struct gw_djob {
         size_t n_waiters;
         struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
-        int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
-        int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
         /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
          * by the features that know it, so that observe reads them without calling up. */
         gw_usec_t card_stop_at;      /* reclaim_watch.c: the idle watch's stop, wall clock; 0 none due */
@@ -204,6 +202,7 @@ struct gw_djobs {
 struct gw_featstate {
         struct gw_keytab train;      /* struct gw_train (training_int.h) */
         struct gw_keytab preempt;    /* struct gw_preempt_job (preempt.c) */
+        struct gw_keytab joblog;     /* struct joblog_told (joblog.c) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */
@@ -531,6 +530,8 @@ int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *n
  * into *ret_free (may be NULL). */
 void gw_joblog_watch(struct gw_daemon *d);
 void gw_joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
+/* Frees what it told of dj (GW_HOOK_JOB_FREED). */
+void gw_joblog_forget(struct gw_daemon *d, struct gw_djob *dj);
 bool gw_state_disk_low(const struct gw_daemon *d, uint64_t *ret_free);
 
 /* ---- training awareness: training.c, training_snap.c, training_api.c (+ training_int.h) ---- */

@@ -155,6 +155,11 @@ static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         gw_cache_job_freed(d, dj);
 }
 
+static void joblog_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_joblog_forget(d, dj);
+}
+
 static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) info;
         gw_training_forget(d, dj);
@@ -274,6 +279,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "training", training_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "preempt", preempt_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "cache", cache_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "joblog", joblog_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */
