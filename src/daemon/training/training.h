@@ -32,3 +32,9 @@ gw_usec_t gw_training_ckpt_every(const struct gw_daemon *d, const struct gw_djob
  * by the watch: valid until its next sample. */
 const char *gw_training_run_dir(const struct gw_daemon *d, const struct gw_djob *dj);
 long gw_training_epochs_planned(const struct gw_daemon *d, const struct gw_djob *dj);
+
+/* For the idle watch (reclaim_gather.c): the run's results.csv for j's current
+ * attempt by the one rule both watches use (training runs only, written during the attempt,
+ * never a file another live job of d has), or what one of j's watches already chose.
+ * Malloc'ed, NULL until there is one. */
+char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);

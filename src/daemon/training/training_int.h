@@ -106,11 +106,6 @@ struct gw_train *gw_train_at(const struct gw_daemon *d, const struct gw_djob *dj
 struct gw_train *gw_train_current(const struct gw_daemon *d, const struct gw_djob *dj);
 struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
 
-/* reclaim_gather.c, beside the idle watch's file rules: the run's results.csv for j's current
- * attempt by the one rule both watches use (training runs only, written during the attempt,
- * never a file another live job of d has), or what one of j's watches already chose.
- * Malloc'ed, NULL until there is one. */
-char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);
 /* Whether results (RUN/results.csv) is the run of another live job of d than j. */
 bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results);
 /* j's run as core/yolo_run.h reads it from its command, cwd and retry checkpoint, and with_log
