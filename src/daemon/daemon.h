@@ -51,7 +51,6 @@ struct gw_djob {
         void (*exec_free)(struct gw_djob *dj); /* frees exec (its processes are left alone) */
         char sigkill_why[200];       /* gpuward sent SIGKILL to its main process outside a stop: why */
         bool dead;                   /* ended; freed by gw_jobs_bury */
-        bool booking_warned;         /* told its booking ends soon */
         bool booking_closed;         /* pending in a booking that is over: to be ended */
         bool limit_by_booking;       /* its booking ends before its time limit */
         bool limit_warned;           /* told its end is near (time_limit_warn, --signal) */
@@ -203,6 +202,7 @@ struct gw_featstate {
         struct gw_keytab train;      /* struct gw_train (training_int.h) */
         struct gw_keytab preempt;    /* struct gw_preempt_job (preempt.c) */
         struct gw_keytab joblog;     /* struct joblog_told (joblog.c) */
+        struct gw_keytab sharing;    /* struct sharing_job (sharing.c) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */

@@ -118,8 +118,7 @@ static void reclaim_recovered(struct gw_daemon *d, struct gw_djob *dj, const str
 }
 
 static void sharing_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d;
-        gw_sharing_warned_restore(dj, info->events, info->n_events);
+        gw_sharing_warned_restore(d, dj, info->events, info->n_events);
 }
 
 static void preempt_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -153,6 +152,11 @@ static void preempt_freed(struct gw_daemon *d, struct gw_djob *dj, const struct 
 static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) info;
         gw_cache_job_freed(d, dj);
+}
+
+static void sharing_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_sharing_forget(d, dj);
 }
 
 static void joblog_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -280,6 +284,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "preempt", preempt_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "cache", cache_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "joblog", joblog_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "sharing", sharing_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */
