@@ -62,7 +62,6 @@ struct gw_djob {
         size_t n_tel;
         struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
         size_t n_waiters;
-        struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
          * by the features that know it, so that observe reads them without calling up. */
@@ -200,6 +199,8 @@ struct gw_djobs {
  * include), made when the feature first needs it and freed from its GW_HOOK_JOB_FREED. */
 struct gw_featstate {
         struct gw_keytab train;      /* struct gw_train (training_int.h) */
+        struct gw_keytab train_pick; /* struct gw_train_pick (training_int.h) */
+        struct gw_keytab rwatch;     /* struct gw_rwatch (reclaim_watch.h), the idle watch */
         struct gw_keytab preempt;    /* struct gw_preempt_job (preempt.c) */
         struct gw_keytab joblog;     /* struct joblog_told (joblog.c) */
         struct gw_keytab sharing;    /* struct sharing_job (sharing.c) */
@@ -504,8 +505,17 @@ struct gw_route_ctx;
 /* After every GPU sample: gathers each running job's signals, runs gw_reclaim_decide and
  * carries out what it says (warn, SIGTERM, SIGKILL).  Reads the wall clock itself. */
 void gw_reclaim_watch(struct gw_daemon *d);
-/* Frees a job's watch state (closes a health probe in flight); accepts NULL, returns NULL. */
-struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w);
+/* Frees dj's watch (closes a health probe in flight; GW_HOOK_JOB_FREED). */
+void gw_reclaim_forget(struct gw_daemon *d, struct gw_djob *dj);
+/* A line of gpuward's for dj's log (GW_HOOK_LOG_LINE): appended, its bytes counted as
+ * gpuward's, not as the job's progress; nothing for a job the watch has not seen. */
+void gw_reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line);
+/* The results.csv the watch chose for dj's current attempt, NULL none (owned by the watch:
+ * valid until its next sample). */
+const char *gw_reclaim_results_path(const struct gw_daemon *d, const struct gw_djob *dj);
+/* For the job page (handlers_dash.c), a job the watch has not chosen for: the run's results.csv as gw_rwatch_gather finds it (malloc'ed; NULL until one was
+ * written during this attempt).  The files themselves are read through daemon/userfile.h. */
+char *gw_rwatch_find_results(const struct gw_job *j);
 /* At re-adoption: the idle window the previous daemon recorded for the attempt (its newest
  * "idle" event) and its warning, so that the idle timeout does not start again with the
  * daemon, nor the warning come twice. */

@@ -9,7 +9,6 @@
 #include "daemon/observe/observe.h"
 #include "daemon/preempt/preempt.h"
 #include "daemon/publish/publish.h"
-#include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training.h"
 #include "daemon/http/web.h"
@@ -140,8 +139,8 @@ static void observe_forget(struct gw_daemon *d, struct gw_djob *dj, const struct
 }
 
 static void reclaim_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        dj->rwatch = gw_rwatch_free(dj->rwatch);
+        (void) info;
+        gw_reclaim_forget(d, dj);
 }
 
 static void preempt_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -172,9 +171,7 @@ static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct
 /* GW_HOOK_LOG_LINE */
 
 static void reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d;
-        if (dj->rwatch) /* its bytes are gpuward's, not the job's progress */
-                (void) gw_rwatch_log_append(dj->job, dj->rwatch, info->line);
+        gw_reclaim_log_line(d, dj, info->line);
 }
 
 /* GW_HOOK_RECORDED, GW_HOOK_BOOKED */

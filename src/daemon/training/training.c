@@ -53,6 +53,7 @@ struct gw_train *gw_train_current(const struct gw_daemon *d, const struct gw_djo
 
 void gw_training_forget(struct gw_daemon *d, struct gw_djob *dj) {
         gw_train_free(gw_keytab_take(&d->state.train, (uint64_t) dj->job->id));
+        gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) dj->job->id));
 }
 
 struct gw_train *gw_train_free(struct gw_train *t) {

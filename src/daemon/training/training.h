@@ -38,3 +38,6 @@ long gw_training_epochs_planned(const struct gw_daemon *d, const struct gw_djob 
  * never a file another live job of d has), or what one of j's watches already chose.
  * Malloc'ed, NULL until there is one. */
 char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);
+/* The idle watch chose path as the results.csv of dj's current attempt: the training watch
+ * reads the same run (two watches of one job never read two runs).  Copies path. */
+void gw_training_results_chosen(struct gw_daemon *d, const struct gw_djob *dj, const char *path);

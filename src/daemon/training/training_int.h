@@ -105,6 +105,14 @@ struct gw_train *gw_train_of(const struct gw_daemon *d, const struct gw_djob *dj
 struct gw_train *gw_train_at(const struct gw_daemon *d, const struct gw_djob *dj, int attempt);
 struct gw_train *gw_train_current(const struct gw_daemon *d, const struct gw_djob *dj);
 struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
+/* The run the idle watch chose for a job's attempt (gw_training_results_chosen), kept by job
+ * id in d->state.train_pick: the training watch then reads the same run. */
+struct gw_train_pick {
+        int attempt;
+        gw_usec_t start_time;
+        char *path;
+};
+void gw_train_pick_free(struct gw_train_pick *w); /* accepts NULL */
 
 /* Whether results (RUN/results.csv) is the run of another live job of d than j. */
 bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results);

@@ -17,7 +17,6 @@
 #include "base/cleanup.h"
 #include "core/progress.h"
 #include "core/yolo_run.h"
-#include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
 
@@ -63,12 +62,29 @@ int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_r
 static const char *chosen_results(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         const struct gw_train *t = gw_train_of(d, dj);
-        const struct gw_rwatch *w = dj->rwatch;
+        const struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
         if (t && t->results_path && t->attempt == j->attempt && t->start_time == j->start_time)
                 return t->results_path;
-        if (w && w->results_path && w->attempt == j->attempt && w->start_time == j->start_time)
-                return w->results_path;
+        if (w && w->attempt == j->attempt && w->start_time == j->start_time)
+                return w->path;
         return NULL;
+}
+
+void gw_training_results_chosen(struct gw_daemon *d, const struct gw_djob *dj, const char *path) {
+        const struct gw_job *j = dj->job;
+        struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
+        if (w && w->attempt == j->attempt && w->start_time == j->start_time && !strcmp(w->path, path))
+                return;
+        gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
+        w = gw_xcalloc(1, sizeof *w);
+        *w = (struct gw_train_pick) { .attempt = j->attempt, .start_time = j->start_time, .path = gw_xstrdup(path) };
+        gw_keytab_put(&d->state.train_pick, (uint64_t) j->id, w);
+}
+
+void gw_train_pick_free(struct gw_train_pick *w) {
+        if (w)
+                free(w->path);
+        free(w);
 }
 
 struct pick {
