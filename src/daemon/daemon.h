@@ -77,9 +77,6 @@ struct gw_djob {
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
         struct gw_djob *next_unwritten;
         struct gw_array *array;      /* a job array: its tasks' indexes (jobarray.c), NULL until used */
-        uint32_t fair_user;          /* its user's slot in fair share's table + 1 (fairshare.c), 0 not looked up */
-        uint64_t fair_gen;           /* the factors its fairshare and fair_line were written from, 0 none:
-                                      * new, or queued again (queue.c) */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -204,6 +201,7 @@ struct gw_featstate {
         struct gw_keytab preempt;    /* struct gw_preempt_job (preempt.c) */
         struct gw_keytab joblog;     /* struct joblog_told (joblog.c) */
         struct gw_keytab sharing;    /* struct sharing_job (sharing.c) */
+        struct gw_keytab fair;       /* struct fair_job (fairshare.c) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */

@@ -158,6 +158,11 @@ static void sharing_freed(struct gw_daemon *d, struct gw_djob *dj, const struct 
         gw_sharing_forget(d, dj);
 }
 
+static void fair_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_fair_forget(d, dj);
+}
+
 static void joblog_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) info;
         gw_joblog_forget(d, dj);
@@ -282,6 +287,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "cache", cache_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "joblog", joblog_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "sharing", sharing_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "fairshare", fair_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */
