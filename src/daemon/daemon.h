@@ -60,8 +60,6 @@ struct gw_djob {
         struct gw_attempt_mark last_mark; /* how the previous attempt ended, for crash loops */
         struct gw_jobtel *tel;       /* one per GPU of the job, from the first sample on */
         size_t n_tel;
-        struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
-        size_t n_waiters;
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
          * by the features that know it, so that observe reads them without calling up. */
@@ -202,6 +200,7 @@ struct gw_featstate {
         struct gw_keytab joblog;     /* struct joblog_told (joblog.c) */
         struct gw_keytab sharing;    /* struct sharing_job (sharing.c) */
         struct gw_keytab fair;       /* struct fair_job (fairshare.c) */
+        struct gw_keytab waiters;    /* struct api_waiters (handlers.c) */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */
@@ -493,8 +492,10 @@ void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j);
 /* handlers.c */
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep);
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn);
-/* Answers the cancel requests waiting on dj. */
-void gw_api_resume_waiters(struct gw_djob *dj);
+/* Answers the cancel requests waiting on dj (GW_HOOK_JOB_ENDED); _forget lets go of them
+ * unanswered (GW_HOOK_JOB_FREED: a job the daemon lets go at shutdown). */
+void gw_api_resume_waiters(struct gw_daemon *d, struct gw_djob *dj);
+void gw_api_forget_waiters(struct gw_daemon *d, struct gw_djob *dj);
 
 /* ---- idle-GPU reclamation: reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
 struct gw_rwatch;

@@ -97,8 +97,8 @@ static void publish_ended(struct gw_daemon *d, struct gw_djob *dj, const struct 
 }
 
 static void api_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        gw_api_resume_waiters(dj);
+        (void) info;
+        gw_api_resume_waiters(d, dj);
 }
 
 /* GW_HOOK_JOB_RECOVERED */
@@ -161,6 +161,11 @@ static void sharing_freed(struct gw_daemon *d, struct gw_djob *dj, const struct 
 static void fair_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) info;
         gw_fair_forget(d, dj);
+}
+
+static void api_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_api_forget_waiters(d, dj);
 }
 
 static void joblog_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -288,6 +293,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "joblog", joblog_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "sharing", sharing_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "fairshare", fair_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "api", api_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */
