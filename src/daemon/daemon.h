@@ -58,8 +58,6 @@ struct gw_djob {
         struct gw_gpu_event *events; /* Xid/ECC/lost on its GPUs during this attempt */
         size_t n_events, cap_events;
         struct gw_attempt_mark last_mark; /* how the previous attempt ended, for crash loops */
-        struct gw_jobtel *tel;       /* one per GPU of the job, from the first sample on */
-        size_t n_tel;
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
         /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
          * by the features that know it, so that observe reads them without calling up. */
@@ -201,6 +199,7 @@ struct gw_featstate {
         struct gw_keytab sharing;    /* struct sharing_job (sharing.c) */
         struct gw_keytab fair;       /* struct fair_job (fairshare.c) */
         struct gw_keytab waiters;    /* struct api_waiters (handlers.c) */
+        struct gw_keytab tel;        /* struct obs_tel (observe.c), a running job's telemetry */
 };
 
 /* The loop, its doors and what the daemon knows of itself (main.c). */
@@ -471,7 +470,11 @@ json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j);
 /* Called when a running job ends: persists its last minute and its summary (into j->telemetry). */
 void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj);
 void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j);
-void gw_jobtel_free(struct gw_djob *dj);
+/* Frees dj's telemetry (a retry's new attempt, the job let go). */
+void gw_jobtel_free(struct gw_daemon *d, struct gw_djob *dj);
+/* dj's telemetry, a series per GPU (*ret_n of them, 0 before its first sample): borrowed,
+ * valid until the next sample. */
+const struct gw_jobtel *gw_observe_jobtel(const struct gw_daemon *d, const struct gw_djob *dj, size_t *ret_n);
 
 /* sharing.c: bookings, quotas, rate limits, tokens */
 struct gw_sharing;

@@ -134,8 +134,8 @@ static void observe_launching(struct gw_daemon *d, struct gw_djob *dj, const str
 /* GW_HOOK_ATTEMPT_REQUEUED, GW_HOOK_JOB_FREED */
 
 static void observe_forget(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        gw_jobtel_free(dj);
+        (void) info;
+        gw_jobtel_free(d, dj);
 }
 
 static void reclaim_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {

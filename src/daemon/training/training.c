@@ -206,9 +206,11 @@ static void measure_epoch(struct gw_daemon *d, const struct gw_djob *dj, struct 
         for (size_t i = 0; i < t->n_gpus; i++) {
                 struct train_gpu *g = &t->gpus[i];
                 const struct gw_ring *ring = NULL;
-                for (size_t k = 0; k < dj->n_tel; k++)
-                        if (dj->tel[k].gpu == g->gpu)
-                                ring = &dj->tel[k].ring;
+                size_t n_tel;
+                const struct gw_jobtel *tel = gw_observe_jobtel(d, dj, &n_tel);
+                for (size_t k = 0; k < n_tel; k++)
+                        if (tel[k].gpu == g->gpu)
+                                ring = &tel[k].ring;
                 if (!ring || !ring->n)
                         continue;
                 _cleanup_free_ struct gw_point *pts = gw_xmalloc(ring->n * sizeof *pts);
@@ -464,14 +466,16 @@ static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_trai
 static void node_gpus(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t) {
         if (dj->job->gpu_mask)
                 return;
-        for (size_t k = 0; k < dj->n_tel; k++) {
+        size_t n_tel;
+        const struct gw_jobtel *tel = gw_observe_jobtel(d, dj, &n_tel);
+        for (size_t k = 0; k < n_tel; k++) {
                 size_t i = 0;
-                while (i < t->n_gpus && t->gpus[i].gpu != dj->tel[k].gpu)
+                while (i < t->n_gpus && t->gpus[i].gpu != tel[k].gpu)
                         i++;
                 if (i < t->n_gpus)
                         continue;
                 t->gpus = gw_xrealloc(t->gpus, (t->n_gpus + 1) * sizeof *t->gpus);
-                t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = dj->tel[k].gpu, .mem_total = dj->tel[k].mem_total };
+                t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = tel[k].gpu, .mem_total = tel[k].mem_total };
                 load_baselines(d, dj->job, t); /* what the store kept of it, after a restart */
         }
 }
