@@ -11,9 +11,11 @@ come from a folder (or, for a one-header entry, the object of that header's .c) 
 and each symbol of an outside library named by a `symbols` rule must be used by a folder
 that rule lists. That catches a call declared by hand, which no #include shows.  Inside a
 folder with module rules ("daemon/life: daemon/exec ..."), each subfolder is a module, every
-source file lies in one, and a module's objects call only the modules its rule lists.  Exits
-1 naming each breach.
+source file lies in one, and a module's objects call only the modules its rule lists; a
+header a `private` rule names (a module's own state of each job, its internals) may be
+included only by the files of the module whose folder holds it.  Exits 1 naming each breach.
 """
+import fnmatch
 import os
 import re
 import subprocess
@@ -25,10 +27,11 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 def parse_rules(path):
     """Returns (uses, externs, symbols, exceptions, modules): folder -> set of entries; header ->
     set of folders; symbol prefix -> set of folders; set of (file, header or symbol); and the
-    modules inside a folder: {"uses": module -> set of modules}, a module named FOLDER/NAME
-    being the subfolder src/FOLDER/NAME."""
+    modules inside a folder: {"uses": module -> set of modules, "private": folder -> patterns
+    of the headers private to their module}, a module named FOLDER/NAME being the subfolder
+    src/FOLDER/NAME."""
     uses, externs, symbols, exceptions = {}, {}, {}, set()
-    modules = {'uses': {}}
+    modules = {'uses': {}, 'private': {}}
     with open(path, encoding='utf-8') as f:
         for n, raw in enumerate(f, 1):
             line = raw.split('#', 1)[0].strip()
@@ -44,7 +47,9 @@ def parse_rules(path):
             if not sep:
                 sys.exit(f'{path}:{n}: expected "FOLDER: ENTRIES", got "{line}"')
             key, entries = key.strip(), set(rest.split())
-            if '/' in key:
+            if key.startswith('private '):
+                modules['private'][key.split(None, 1)[1].strip()] = sorted(entries)
+            elif '/' in key:
                 modules['uses'][key] = entries
             elif key.startswith('extern '):
                 externs[key.split(None, 1)[1].strip()] = entries
@@ -79,7 +84,22 @@ def source_files(fdir):
     return out
 
 
-def check_includes(uses, externs, exceptions, src):
+def private_breach(modules, rel, header):
+    """Why src/rel may not include header, a header private to another module; None when it
+    may (the header is not private, or rel lies in the module folder that holds it)."""
+    parts = header.split('/')
+    if len(parts) != 3 or not any(fnmatch.fnmatchcase(parts[2], p)
+                                  for p in modules['private'].get(parts[0], ())):
+        return None
+    owner = f'{parts[0]}/{parts[1]}'
+    mine = '/'.join(rel.split('/')[:2]) if rel.count('/') >= 2 else rel.split('/')[0]
+    if mine == owner:
+        return None
+    return (f'{header} is private to {owner} (rule "private {parts[0]}:"): '
+            f'{mine} reaches it through {owner}\'s functions, not its state')
+
+
+def check_includes(uses, externs, exceptions, src, modules):
     bad = []
     for folder in sorted(os.listdir(src)):
         fdir = os.path.join(src, folder)
@@ -104,6 +124,8 @@ def check_includes(uses, externs, exceptions, src):
                             may = ', '.join([folder] + sorted(uses[folder]))
                             bad.append(f'src/{rel}:{n}: #include "{header}": {folder} may use '
                                        f'only {may} (rule "{folder}:")')
+                        elif why := private_breach(modules, rel, header):
+                            bad.append(f'src/{rel}:{n}: #include "{header}": {why}')
                     else:
                         rule, folders = extern_rule(externs, header)
                         if rule and folder not in folders:
@@ -247,7 +269,7 @@ def main(argv):
     if len(argv) not in (3, 4):
         sys.exit(__doc__)
     uses, externs, symbols, exceptions, modules = parse_rules(argv[1])
-    bad = check_includes(uses, externs, exceptions, argv[2])
+    bad = check_includes(uses, externs, exceptions, argv[2], modules)
     if len(argv) == 4:
         bad += check_links(uses, symbols, exceptions, argv[2], argv[3])
         bad += check_modules(modules, exceptions, argv[2], argv[3])

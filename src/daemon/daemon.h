@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/http.h"
+#include "base/keytab.h"
 #include "base/userdb.h"
 #include "core/jobrec.h"
 #include "core/leak.h"
@@ -50,7 +51,6 @@ struct gw_djob {
         void (*exec_free)(struct gw_djob *dj); /* frees exec (its processes are left alone) */
         char sigkill_why[200];       /* gpuward sent SIGKILL to its main process outside a stop: why */
         bool dead;                   /* ended; freed by gw_jobs_bury */
-        bool booking_warned;         /* told its booking ends soon */
         bool booking_closed;         /* pending in a booking that is over: to be ended */
         bool limit_by_booking;       /* its booking ends before its time limit */
         bool limit_warned;           /* told its end is near (time_limit_warn, --signal) */
@@ -58,22 +58,13 @@ struct gw_djob {
         struct gw_gpu_event *events; /* Xid/ECC/lost on its GPUs during this attempt */
         size_t n_events, cap_events;
         struct gw_attempt_mark last_mark; /* how the previous attempt ended, for crash loops */
-        struct gw_jobtel *tel;       /* one per GPU of the job, from the first sample on */
-        size_t n_tel;
-        struct gw_http_conn **waiters; /* cancel ?wait=1 requests to answer at the end */
-        size_t n_waiters;
-        struct gw_rwatch *rwatch;    /* idle-reclamation state (reclaim_watch.c), NULL until sampled */
         int log_made_attempt;        /* the attempt whose log file prelog.c made ahead, 0 none */
-        int log_cap_told;            /* the attempt whose capped log was told (joblog.c), 0 none */
-        int log_low_told;            /* the attempt told its output is dropped on a low disk, 0 none */
-        struct gw_train *train;      /* training awareness (training.c), NULL until sampled */
         /* What the job's GPU cards show of it (GET /api/v1/gpus's job_info): set at each sample
          * by the features that know it, so that observe reads them without calling up. */
         gw_usec_t card_stop_at;      /* reclaim_watch.c: the idle watch's stop, wall clock; 0 none due */
         bool card_leak;              /* training.c: a leak reported in this attempt */
         double card_leak_epochs, card_leak_seconds; /* its forecast; < 0 not known */
         char card_leak_evidence[GW_LEAK_EVIDENCE_MAX];
-        struct gw_preempt_job *preempt; /* being preempted (preempt.c), NULL none */
         struct gw_cache_job *cache;  /* its --dataset's copy (cache.c), NULL none */
         int n_preempted;             /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten;          /* ended, but the store refused the end (lifecycle.c) */
@@ -82,9 +73,6 @@ struct gw_djob {
         struct gw_job_attempt *end_attempt; /* its last attempt's row, to write it again with the end */
         struct gw_djob *next_unwritten;
         struct gw_array *array;      /* a job array: its tasks' indexes (jobarray.c), NULL until used */
-        uint32_t fair_user;          /* its user's slot in fair share's table + 1 (fairshare.c), 0 not looked up */
-        uint64_t fair_gen;           /* the factors its fairshare and fair_line were written from, 0 none:
-                                      * new, or queued again (queue.c) */
 };
 
 /* A process seen on a GPU, with the job it belongs to (0: rogue). */
@@ -198,6 +186,22 @@ struct gw_djobs {
         uint64_t n_queued;           /* jobs put in the queue so far (gw_queue_insert) */
 };
 
+/* Each feature's state of each active job, by job id (base/keytab.h), beside the job rather
+ * than in struct gw_djob: a value is the feature's own struct, declared in the feature's
+ * private header (a *_state.h or *_int.h, which the layer check lets no other module
+ * include), made when the feature first needs it and freed from its GW_HOOK_JOB_FREED. */
+struct gw_featstate {
+        struct gw_keytab train;      /* struct gw_train (training_int.h) */
+        struct gw_keytab train_pick; /* struct gw_train_pick (training_int.h) */
+        struct gw_keytab rwatch;     /* struct gw_rwatch (reclaim_watch.h), the idle watch */
+        struct gw_keytab preempt;    /* struct gw_preempt_job (preempt.c) */
+        struct gw_keytab joblog;     /* struct joblog_told (joblog.c) */
+        struct gw_keytab sharing;    /* struct sharing_job (sharing.c) */
+        struct gw_keytab fair;       /* struct fair_job (fairshare.c) */
+        struct gw_keytab waiters;    /* struct api_waiters (handlers.c) */
+        struct gw_keytab tel;        /* struct obs_tel (observe.c), a running job's telemetry */
+};
+
 /* The loop, its doors and what the daemon knows of itself (main.c). */
 struct gw_dloop {
         int epfd, sigfd;
@@ -242,6 +246,7 @@ struct gw_daemon {
         struct gw_dbackups *backup;  /* online backups: the copy under way, the next one due (backup.c) */
         struct gw_publisher *publish; /* models being published: the copy under way, the queue (publish.c) */
         struct gw_nodes *nodes;      /* --backend slurm: the agents' snapshots (nodes.h), NULL none yet */
+        struct gw_featstate state;
 };
 
 /* What the features ask of the backend (executor.h), never which one runs.  A daemon with no
@@ -469,7 +474,11 @@ json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j);
 /* Called when a running job ends: persists its last minute and its summary (into j->telemetry). */
 void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj);
 void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j);
-void gw_jobtel_free(struct gw_djob *dj);
+/* Frees dj's telemetry (a retry's new attempt, the job let go). */
+void gw_jobtel_free(struct gw_daemon *d, struct gw_djob *dj);
+/* dj's telemetry, a series per GPU (*ret_n of them, 0 before its first sample): borrowed,
+ * valid until the next sample. */
+const struct gw_jobtel *gw_observe_jobtel(const struct gw_daemon *d, const struct gw_djob *dj, size_t *ret_n);
 
 /* sharing.c: bookings, quotas, rate limits, tokens */
 struct gw_sharing;
@@ -490,8 +499,10 @@ void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j);
 /* handlers.c */
 void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep);
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn);
-/* Answers the cancel requests waiting on dj. */
-void gw_api_resume_waiters(struct gw_djob *dj);
+/* Answers the cancel requests waiting on dj (GW_HOOK_JOB_ENDED); _forget lets go of them
+ * unanswered (GW_HOOK_JOB_FREED: a job the daemon lets go at shutdown). */
+void gw_api_resume_waiters(struct gw_daemon *d, struct gw_djob *dj);
+void gw_api_forget_waiters(struct gw_daemon *d, struct gw_djob *dj);
 
 /* ---- idle-GPU reclamation: reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
 struct gw_rwatch;
@@ -500,8 +511,17 @@ struct gw_route_ctx;
 /* After every GPU sample: gathers each running job's signals, runs gw_reclaim_decide and
  * carries out what it says (warn, SIGTERM, SIGKILL).  Reads the wall clock itself. */
 void gw_reclaim_watch(struct gw_daemon *d);
-/* Frees a job's watch state (closes a health probe in flight); accepts NULL, returns NULL. */
-struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w);
+/* Frees dj's watch (closes a health probe in flight; GW_HOOK_JOB_FREED). */
+void gw_reclaim_forget(struct gw_daemon *d, struct gw_djob *dj);
+/* A line of gpuward's for dj's log (GW_HOOK_LOG_LINE): appended, its bytes counted as
+ * gpuward's, not as the job's progress; nothing for a job the watch has not seen. */
+void gw_reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line);
+/* The results.csv the watch chose for dj's current attempt, NULL none (owned by the watch:
+ * valid until its next sample). */
+const char *gw_reclaim_results_path(const struct gw_daemon *d, const struct gw_djob *dj);
+/* For the job page (handlers_dash.c), a job the watch has not chosen for: the run's results.csv as gw_rwatch_gather finds it (malloc'ed; NULL until one was
+ * written during this attempt).  The files themselves are read through daemon/userfile.h. */
+char *gw_rwatch_find_results(const struct gw_job *j);
 /* At re-adoption: the idle window the previous daemon recorded for the attempt (its newest
  * "idle" event) and its warning, so that the idle timeout does not start again with the
  * daemon, nor the warning come twice. */
@@ -526,6 +546,8 @@ int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *n
  * into *ret_free (may be NULL). */
 void gw_joblog_watch(struct gw_daemon *d);
 void gw_joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
+/* Frees what it told of dj (GW_HOOK_JOB_FREED). */
+void gw_joblog_forget(struct gw_daemon *d, struct gw_djob *dj);
 bool gw_state_disk_low(const struct gw_daemon *d, uint64_t *ret_free);
 
 /* ---- training awareness: training.c, training_snap.c, training_api.c (+ training_int.h) ---- */
@@ -533,18 +555,19 @@ struct gw_train;
 /* After every GPU sample: epochs from results.csv, the ETA (into j->eta), the leak check and
  * its policy, checkpoint snapshots.  Reads the wall clock itself. */
 void gw_training_watch(struct gw_daemon *d);
-struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
+/* Frees dj's training state (GW_HOOK_JOB_FREED). */
+void gw_training_forget(struct gw_daemon *d, struct gw_djob *dj);
 /* For recovery.c: true (once) when this attempt was stopped by leak_policy restart, with the
  * evidence in why; it is then retried like an oom that a leak explains. */
-bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n);
+bool gw_training_take_restart(struct gw_daemon *d, struct gw_djob *dj, char *why, size_t n);
 /* For recovery.c, when an attempt ends: a last look at results.csv, so that the rows written
  * since the last sample get their end times too. */
 void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
 /* For recovery.c: the epochs the current attempt's run had finished, as the watch last read
  * its results.csv (after gw_training_attempt_ended's last look); -1 when it read none. */
-long gw_training_epochs_done(const struct gw_djob *dj);
+long gw_training_epochs_done(const struct gw_daemon *d, const struct gw_djob *dj);
 /* Whether a leak was detected during the current attempt (an oom is then retried). */
-bool gw_training_leak_flagged(const struct gw_djob *dj);
+bool gw_training_leak_flagged(const struct gw_daemon *d, const struct gw_djob *dj);
 /* Seconds until the job's estimated end; NAN without an estimate. */
 double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now);
 /* The "training" object of GET /api/v1/jobs/{id}: epoch, ETA, leak, newest snapshots; JSON null

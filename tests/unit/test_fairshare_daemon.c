@@ -171,6 +171,11 @@ static void usage_read_charged_and_explained(void **state) {
         gw_fair_pass(&d, true, &fair);
         assert_non_null(fair.factor);
 
+        /* The jobs let go, as GW_HOOK_JOB_FREED does: fair share keeps nothing of them. */
+        gw_fair_forget(&d, &qa);
+        gw_fair_forget(&d, &qb);
+        gw_fair_forget(&d, &qr);
+        assert_int_equal(d.state.fair.n, 0);
         gw_fair_close(&d);
         assert_null(d.jobs.fair);
         d.store = gw_store_close(d.store);
@@ -197,6 +202,7 @@ static void off_says_so(void **state) {
         char why[GW_FS_WHY_SIZE];
         gw_fs_priority_why(ja.priority, NULL, why, sizeof why);
         assert_string_equal(why, "priority 3, then submission order (fair share is off)");
+        gw_fair_forget(&d, &qa);
         gw_fair_close(&d);
 }
 

@@ -202,12 +202,43 @@ static void runs_prune(struct gw_fair *f, const struct gw_daemon *d) {
         f->n_runs = k;
 }
 
+/* What fair share keeps of a queued job, by job id in d->state.fair from its first pass: its
+ * user's slot in the users' table + 1 (0: not looked up), and the factors its fairshare and
+ * fair_line were written from (0: none, new or queued again; GEN_OFF: fair share off). */
+struct fair_job {
+        uint32_t user;
+        uint64_t gen;
+};
+
+static struct fair_job *fair_job(struct gw_daemon *d, const struct gw_djob *dj) {
+        struct fair_job *fj = gw_keytab_get(&d->state.fair, (uint64_t) dj->job->id);
+        if (!fj) {
+                fj = gw_xcalloc(1, sizeof *fj);
+                gw_keytab_put(&d->state.fair, (uint64_t) dj->job->id, fj);
+        }
+        return fj;
+}
+
+void gw_fair_queued(struct gw_daemon *d, struct gw_djob *dj) {
+        struct fair_job *fj = gw_keytab_get(&d->state.fair, (uint64_t) dj->job->id);
+        if (fj)
+                fj->gen = 0; /* placed by the queue's order: the next pass sorts it in */
+}
+
+void gw_fair_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        free(gw_keytab_take(&d->state.fair, (uint64_t) dj->job->id));
+}
+
 /* The user of a queued job, looked up once per job (a table walk per job and pass would cost
  * the users times the queue at every pass). */
-static struct fair_user *job_user(struct gw_fair *f, struct gw_djob *dj) {
-        if (!dj->fair_user)
-                dj->fair_user = (uint32_t) (user_get(f, dj->job->uid, dj->job->user) - f->users) + 1;
-        return &f->users[dj->fair_user - 1];
+static struct fair_user *user_of(struct gw_fair *f, const struct gw_djob *dj, struct fair_job *fj) {
+        if (!fj->user)
+                fj->user = (uint32_t) (user_get(f, dj->job->uid, dj->job->user) - f->users) + 1;
+        return &f->users[fj->user - 1];
+}
+
+static struct fair_user *job_user(struct gw_fair *f, struct gw_daemon *d, const struct gw_djob *dj) {
+        return user_of(f, dj, fair_job(d, dj));
 }
 
 /* Whether a queued job's user was not counted when the factors were last computed: only a job
@@ -218,7 +249,7 @@ static bool users_new(struct gw_fair *f, struct gw_daemon *d) {
         f->n_queued_seen = d->jobs.n_queued;
         bool any = false;
         for (size_t i = 0; i < d->jobs.n_queue; i++)
-                any |= job_user(f, d->jobs.queue[i])->idx == SIZE_MAX;
+                any |= job_user(f, d, d->jobs.queue[i])->idx == SIZE_MAX;
         return any;
 }
 
@@ -227,7 +258,7 @@ static size_t pass_users(struct gw_fair *f, struct gw_daemon *d) {
         for (size_t i = 0; i < f->n_users; i++)
                 f->users[i].idx = SIZE_MAX;
         for (size_t i = 0; i < d->jobs.n_queue; i++)
-                job_user(f, d->jobs.queue[i])->idx = 0;
+                job_user(f, d, d->jobs.queue[i])->idx = 0;
         if (f->cap_pass < f->n_users) {
                 f->cap_pass = f->n_users;
                 f->pass_users = gw_xrealloc(f->pass_users, f->cap_pass * sizeof *f->pass_users);
@@ -304,12 +335,13 @@ static void jobs_update(struct gw_fair *f, struct gw_daemon *d) {
         bool any = false;
         for (size_t i = 0; i < n; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
-                const struct fair_user *u = job_user(f, dj);
-                f->dirty[i] = dj->fair_gen != u->gen;
+                struct fair_job *fj = fair_job(d, dj);
+                const struct fair_user *u = user_of(f, dj, fj);
+                f->dirty[i] = fj->gen != u->gen;
                 if (!f->dirty[i])
                         continue;
                 any = true;
-                dj->fair_gen = u->gen;
+                fj->gen = u->gen;
                 dj->job->fairshare = u->factor;
                 dj->job->fair_line = u->line;
         }
@@ -322,9 +354,10 @@ static void jobs_update(struct gw_fair *f, struct gw_daemon *d) {
 static void pass_off(struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.n_queue; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
-                if (dj->fair_gen == GEN_OFF)
+                struct fair_job *fj = fair_job(d, dj);
+                if (fj->gen == GEN_OFF)
                         continue;
-                dj->fair_gen = GEN_OFF;
+                fj->gen = GEN_OFF;
                 dj->job->fairshare = 0;
                 dj->job->fair_line = "";
         }
@@ -358,5 +391,5 @@ void gw_fair_users(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) 
         if (!f || !f->on)
                 return;
         for (size_t i = 0; i < n; i++)
-                pending[i].fs_user = (uint32_t) job_user(f, d->jobs.queue[i])->idx;
+                pending[i].fs_user = (uint32_t) job_user(f, d, d->jobs.queue[i])->idx;
 }

@@ -30,6 +30,10 @@ void gw_fair_close(struct gw_daemon *d);
 
 /* The attempt of dj ended now: charges what was not charged of it yet. */
 void gw_fair_attempt_ended(struct gw_daemon *d, struct gw_djob *dj);
+/* dj was put in the queue (new, or again for a retry): its factor is written anew at the next
+ * pass, which sorts it in.  _forget frees what fair share kept of it (GW_HOOK_JOB_FREED). */
+void gw_fair_queued(struct gw_daemon *d, struct gw_djob *dj);
+void gw_fair_forget(struct gw_daemon *d, struct gw_djob *dj);
 
 /* A scheduling pass: charges the running jobs up to now and sets each queued job's fairshare
  * and fair_line (at most every GW_FAIR_FACTORS_EVERY, and for new jobs), keeps d->jobs.queue

@@ -277,6 +277,23 @@ static void on_get(void *ud, const struct gw_http_request *req, const struct gw_
                 gw_reply_json(rep, 200, job_with_events(d, j, gw_job_view(d, c, j)));
 }
 
+/* The cancel ?wait=1 requests waiting on a job's end, kept by job id in d->state.waiters
+ * from the first one until the job ends (gw_api_resume_waiters). */
+struct api_waiters {
+        struct gw_http_conn **conns;
+        size_t n;
+};
+
+static void waiter_add(struct gw_daemon *d, const struct gw_djob *dj, struct gw_http_conn *conn) {
+        struct api_waiters *w = gw_keytab_get(&d->state.waiters, (uint64_t) dj->job->id);
+        if (!w) {
+                w = gw_xcalloc(1, sizeof *w);
+                gw_keytab_put(&d->state.waiters, (uint64_t) dj->job->id, w);
+        }
+        w->conns = gw_xrealloc(w->conns, (w->n + 1) * sizeof *w->conns);
+        w->conns[w->n++] = conn;
+}
+
 static void on_cancel(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
@@ -318,8 +335,7 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
         if (!want_wait)
                 return gw_reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state",
                                                       gw_job_state_name(dj->job->state)));
-        dj->waiters = gw_xrealloc(dj->waiters, (dj->n_waiters + 1) * sizeof *dj->waiters);
-        dj->waiters[dj->n_waiters++] = req->conn;
+        waiter_add(d, dj, req->conn);
         rep->suspend = true;
 }
 
@@ -600,22 +616,36 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         routes[r - table].fn(d, req, &ctx, rep, &c);
 }
 
-void gw_api_resume_waiters(struct gw_djob *dj) {
-        for (size_t i = 0; i < dj->n_waiters; i++)
-                gw_http_conn_resume(dj->waiters[i]);
-        dj->n_waiters = 0;
+static struct api_waiters *api_waiters_free(struct api_waiters *w) {
+        if (w)
+                free(w->conns);
+        free(w);
+        return NULL;
+}
+
+void gw_api_resume_waiters(struct gw_daemon *d, struct gw_djob *dj) {
+        struct api_waiters *w = gw_keytab_take(&d->state.waiters, (uint64_t) dj->job->id);
+        for (size_t i = 0; w && i < w->n; i++)
+                gw_http_conn_resume(w->conns[i]);
+        api_waiters_free(w);
+}
+
+void gw_api_forget_waiters(struct gw_daemon *d, struct gw_djob *dj) {
+        api_waiters_free(gw_keytab_take(&d->state.waiters, (uint64_t) dj->job->id));
 }
 
 void gw_api_conn_gone(void *userdata, struct gw_http_conn *conn) {
         struct gw_daemon *d = gw_the_daemon(userdata);
         gw_train_restore_conn_gone(d, conn);
         gw_backup_conn_gone(d, conn);
-        /* Running jobs, and arrays (queued) waiting for their tasks to stop. */
-        for (size_t i = 0; i < d->jobs.n_running + d->jobs.n_queue; i++) {
-                struct gw_djob *dj = i < d->jobs.n_running ? d->jobs.running[i] : d->jobs.queue[i - d->jobs.n_running];
-                for (size_t k = 0; k < dj->n_waiters; k++)
-                        if (dj->waiters[k] == conn) {
-                                dj->waiters[k] = dj->waiters[--dj->n_waiters];
+        /* Running jobs, and arrays (queued) waiting for their tasks to stop: only those with
+         * waiters are in the table. */
+        const struct gw_keytab *t = &d->state.waiters;
+        for (size_t i = 0; i < t->cap; i++) {
+                struct api_waiters *w = t->slots[i].value;
+                for (size_t k = 0; w && k < w->n; k++)
+                        if (w->conns[k] == conn) {
+                                w->conns[k] = w->conns[--w->n];
                                 return;
                         }
         }

@@ -14,7 +14,6 @@
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "core/progress.h"
-#include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/base/userfile.h"
 #include "daemon/http/web.h"
 
@@ -67,8 +66,9 @@ void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw
  * the same way.  Malloc'ed, or NULL. */
 static char *results_path(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
-        if (dj && dj->rwatch && dj->rwatch->results_path)
-                return gw_xstrdup(dj->rwatch->results_path);
+        const char *chosen = dj ? gw_reclaim_results_path(d, dj) : NULL;
+        if (chosen)
+                return gw_xstrdup(chosen);
         if (!j->start_time || !j->cwd || !j->argv)
                 return NULL;
         return gw_rwatch_find_results(j);

@@ -210,15 +210,17 @@ void gw_on_series(void *ud, const struct gw_http_request *req, const struct gw_r
         gw_usec_t since = (gw_usec_t) (since_s * 1e6);
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
         int resolution = 60;
-        if (dj && dj->n_tel) {
+        size_t n_tel = 0;
+        const struct gw_jobtel *tel = dj ? gw_observe_jobtel(d, dj, &n_tel) : NULL;
+        if (n_tel) {
                 /* Full rate from the in-memory rings while the job runs. */
                 resolution = (int) (d->cfg->sample_interval / GW_USEC_PER_SEC);
-                for (size_t i = 0; i < dj->n_tel; i++) {
-                        const struct gw_ring *r = &dj->tel[i].ring;
+                for (size_t i = 0; i < n_tel; i++) {
+                        const struct gw_ring *r = &tel[i].ring;
                         struct gw_point *pts = gw_xmalloc((r->n ? r->n : 1) * sizeof *pts);
                         size_t n = gw_ring_since(r, since, pts, r->n);
                         for (size_t k = 0; k < n; k++)
-                                series_add(sc.gpus, dj->tel[i].gpu, (double) pts[k].t / 1e6,
+                                series_add(sc.gpus, tel[i].gpu, (double) pts[k].t / 1e6,
                                            sc.mem ? json_integer((json_int_t) pts[k].mem) : json_integer(pts[k].util));
                         free(pts);
                 }
@@ -263,8 +265,11 @@ void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_
         struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_metrics_gpu gpus[GW_SCHED_MAX_GPUS];
         size_t n_series = 0;
-        for (size_t i = 0; i < d->jobs.n_running; i++)
-                n_series += d->jobs.running[i]->n_tel;
+        for (size_t i = 0; i < d->jobs.n_running; i++) {
+                size_t n_tel;
+                (void) gw_observe_jobtel(d, d->jobs.running[i], &n_tel);
+                n_series += n_tel;
+        }
         _cleanup_free_ struct gw_metrics_job *jobs = gw_xcalloc(n_series + 1, sizeof *jobs);
         struct gw_metrics_snapshot m = { .gpus = gpus, .n_gpus = d->host.n_gpus, .jobs = jobs, .wait_bounds = gw_wait_bounds };
         for (unsigned i = 0; i < d->host.n_gpus; i++) {
@@ -284,12 +289,14 @@ void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_
         }
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 const struct gw_djob *dj = d->jobs.running[i];
-                for (size_t k = 0; k < dj->n_tel; k++) {
-                        const struct gw_point *pt = gw_ring_last(&dj->tel[k].ring);
+                size_t n_tel;
+                const struct gw_jobtel *tel = gw_observe_jobtel(d, dj, &n_tel);
+                for (size_t k = 0; k < n_tel; k++) {
+                        const struct gw_point *pt = gw_ring_last(&tel[k].ring);
                         jobs[m.n_jobs++] = (struct gw_metrics_job) {
                                 .id = dj->job->id, .array_job = dj->job->array_job,
                                 .array_index = dj->job->array_index, .user = dj->job->user, .name = dj->job->name,
-                                .gpu = dj->tel[k].gpu,
+                                .gpu = tel[k].gpu,
                                 .util_ratio = pt ? pt->util / 100.0 : 0, .mem_used = pt ? pt->mem : 0,
                         };
                         jobs[m.n_jobs - 1].eta_seconds = gw_training_eta_seconds(dj, d->now_wall);

@@ -52,12 +52,38 @@ static void tell(struct gw_daemon *d, const struct gw_job *j, int64_t dropped, b
                          gw_store_errmsg(d->store));
 }
 
+/* What was told of a job's log, kept by job id in d->state.joblog from the first telling:
+ * the attempt whose capped log was told, and the one told its output is dropped on a low
+ * disk (0: none). */
+struct joblog_told {
+        int cap, low;
+};
+
+static const struct joblog_told *told(const struct gw_daemon *d, const struct gw_djob *dj) {
+        static const struct joblog_told none = { 0 };
+        const struct joblog_told *t = gw_keytab_get(&d->state.joblog, (uint64_t) dj->job->id);
+        return t ? t : &none;
+}
+
+static struct joblog_told *told_new(struct gw_daemon *d, const struct gw_djob *dj) {
+        struct joblog_told *t = gw_keytab_get(&d->state.joblog, (uint64_t) dj->job->id);
+        if (!t) {
+                t = gw_xcalloc(1, sizeof *t);
+                gw_keytab_put(&d->state.joblog, (uint64_t) dj->job->id, t);
+        }
+        return t;
+}
+
+void gw_joblog_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        free(gw_keytab_take(&d->state.joblog, (uint64_t) dj->job->id));
+}
+
 /* Once per attempt, while the state disk is low, for a job whose log is ours. */
 static void tell_low(struct gw_daemon *d, struct gw_djob *dj, uint64_t free_) {
         const struct gw_job *j = dj->job;
-        if (dj->log_low_told == j->attempt || j->output || j->state != GW_JOB_RUNNING)
+        if (told(d, dj)->low == j->attempt || j->output || j->state != GW_JOB_RUNNING)
                 return;
-        dj->log_low_told = j->attempt;
+        told_new(d, dj)->low = j->attempt;
         char res[32], fr[32], msg[400];
         snprintf(msg, sizeof msg,
                  "the state disk has %s free, under state_reserve %s: this job's output is dropped until there is "
@@ -70,7 +96,7 @@ static void tell_low(struct gw_daemon *d, struct gw_djob *dj, uint64_t free_) {
 
 static void watch_one(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        if (dj->log_cap_told == j->attempt || j->state != GW_JOB_RUNNING)
+        if (told(d, dj)->cap == j->attempt || j->state != GW_JOB_RUNNING)
                 return;
         struct stat st;
         /* Below a quarter of the cap there is no marker to look for: a stat, not a read. */
@@ -79,7 +105,7 @@ static void watch_one(struct gw_daemon *d, struct gw_djob *dj) {
         int64_t dropped = dropped_in_log(d, j);
         if (dropped < 0)
                 return;
-        dj->log_cap_told = j->attempt;
+        told_new(d, dj)->cap = j->attempt;
         tell(d, j, dropped, false);
 }
 

@@ -36,7 +36,6 @@ struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj) {
         free(dj->events);
         gw_job_free(dj->job);
         free(dj->end_reason);
-        free(dj->waiters);
         gw_array_free(dj->array);
         if (dj->end_attempt)
                 gw_job_attempts_free(dj->end_attempt, 1);

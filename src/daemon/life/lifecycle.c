@@ -98,7 +98,6 @@ static int record_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
                 j->wait_reason = was_reason;
                 return r;
         }
-        dj->booking_warned = false;
         dj->limit_warned = false;
         gw_queue_remove(d, dj);
         gw_running_add(d, dj);

@@ -147,7 +147,7 @@ typedef int gw_submit_check_fn(struct gw_daemon *d, struct gw_job *j, size_t ahe
  * bookings, quotas) before the scheduler plans (queue.c). */
 typedef void gw_sched_filter_fn(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
 
-#define GW_HOOK_MAX_SUBSCRIBERS 8
+#define GW_HOOK_MAX_SUBSCRIBERS 12
 
 struct gw_hooks {
         struct {

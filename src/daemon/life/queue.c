@@ -104,7 +104,7 @@ void gw_queue_insert(struct gw_daemon *d, struct gw_djob *dj) {
         memmove(d->jobs.queue + lo + 1, d->jobs.queue + lo, (d->jobs.n_queue - lo) * sizeof *d->jobs.queue);
         d->jobs.queue[lo] = dj;
         d->jobs.n_queue++;
-        dj->fair_gen = 0; /* placed by before(): fair share's pass sorts it in */
+        gw_fair_queued(d, dj); /* placed by before(): fair share's pass sorts it in */
         d->jobs.n_queued++;
         d->jobs.sched_dirty = true;
 }

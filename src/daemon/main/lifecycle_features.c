@@ -9,7 +9,6 @@
 #include "daemon/observe/observe.h"
 #include "daemon/preempt/preempt.h"
 #include "daemon/publish/publish.h"
-#include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training.h"
 #include "daemon/http/web.h"
@@ -105,8 +104,8 @@ static void publish_ended(struct gw_daemon *d, struct gw_djob *dj, const struct 
 }
 
 static void api_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        gw_api_resume_waiters(dj);
+        (void) info;
+        gw_api_resume_waiters(d, dj);
 }
 
 /* GW_HOOK_JOB_RECOVERED */
@@ -125,8 +124,7 @@ static void reclaim_recovered(struct gw_daemon *d, struct gw_djob *dj, const str
 }
 
 static void sharing_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d;
-        gw_sharing_warned_restore(dj, info->events, info->n_events);
+        gw_sharing_warned_restore(d, dj, info->events, info->n_events);
 }
 
 static void preempt_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -143,18 +141,18 @@ static void observe_launching(struct gw_daemon *d, struct gw_djob *dj, const str
 /* GW_HOOK_ATTEMPT_REQUEUED, GW_HOOK_JOB_FREED */
 
 static void observe_forget(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        gw_jobtel_free(dj);
+        (void) info;
+        gw_jobtel_free(d, dj);
 }
 
 static void reclaim_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        dj->rwatch = gw_rwatch_free(dj->rwatch);
+        (void) info;
+        gw_reclaim_forget(d, dj);
 }
 
 static void preempt_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        gw_preempt_job_free(dj);
+        (void) info;
+        gw_preempt_job_free(d, dj);
 }
 
 static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
@@ -162,17 +160,35 @@ static void cache_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         gw_cache_job_freed(d, dj);
 }
 
+static void sharing_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_sharing_forget(d, dj);
+}
+
+static void fair_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_fair_forget(d, dj);
+}
+
+static void api_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_api_forget_waiters(d, dj);
+}
+
+static void joblog_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_joblog_forget(d, dj);
+}
+
 static void training_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d, (void) info;
-        dj->train = gw_train_free(dj->train);
+        (void) info;
+        gw_training_forget(d, dj);
 }
 
 /* GW_HOOK_LOG_LINE */
 
 static void reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        (void) d;
-        if (dj->rwatch) /* its bytes are gpuward's, not the job's progress */
-                (void) gw_rwatch_log_append(dj->job, dj->rwatch, info->line);
+        gw_reclaim_log_line(d, dj, info->line);
 }
 
 /* GW_HOOK_RECORDED, GW_HOOK_BOOKED */
@@ -284,6 +300,10 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "training", training_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "preempt", preempt_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "cache", cache_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "joblog", joblog_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "sharing", sharing_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "fairshare", fair_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "api", api_freed);
 
         /* A line of gpuward's for a job's log (training's leak): the idle watch writes it, as
          * it must know those bytes are not the job's. */

@@ -167,35 +167,60 @@ static void apply_health(struct gw_daemon *d, struct gw_dgpu *g, const struct gw
 /* The job's series on gpu, made at its first sample: from the job's GPUs on this host, or,
  * for a job on a cluster's node (no GPU of this host, gpu_mask 0), one more at each GPU the
  * node's snapshots first show it on. */
+/* A running job's telemetry, kept by job id in d->state.tel from its first sample: a series
+ * per GPU of the job. */
+struct obs_tel {
+        struct gw_jobtel *tel;
+        size_t n;
+};
+
+static const struct obs_tel *obs_tel_of(const struct gw_daemon *d, const struct gw_djob *dj) {
+        static const struct obs_tel none = { NULL, 0 };
+        const struct obs_tel *ot = gw_keytab_get(&d->state.tel, (uint64_t) dj->job->id);
+        return ot ? ot : &none;
+}
+
+const struct gw_jobtel *gw_observe_jobtel(const struct gw_daemon *d, const struct gw_djob *dj, size_t *ret_n) {
+        const struct obs_tel *ot = obs_tel_of(d, dj);
+        *ret_n = ot->n;
+        return ot->tel;
+}
+
 static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu) {
-        if (!dj->tel && dj->job->gpu_mask) {
+        struct obs_tel *ot = gw_keytab_get(&d->state.tel, (uint64_t) dj->job->id);
+        if (!ot) {
+                ot = gw_xcalloc(1, sizeof *ot);
+                gw_keytab_put(&d->state.tel, (uint64_t) dj->job->id, ot);
+        }
+        if (!ot->tel && dj->job->gpu_mask) {
                 size_t n = (size_t) __builtin_popcountll(dj->job->gpu_mask);
-                dj->tel = gw_xcalloc(n, sizeof *dj->tel);
+                ot->tel = gw_xcalloc(n, sizeof *ot->tel);
                 for (unsigned i = 0; i < 64; i++)
                         if (dj->job->gpu_mask & (UINT64_C(1) << i)) {
-                                dj->tel[dj->n_tel].gpu = i;
-                                gw_ring_init(&dj->tel[dj->n_tel].ring, ring_points(d));
-                                dj->n_tel++;
+                                ot->tel[ot->n].gpu = i;
+                                gw_ring_init(&ot->tel[ot->n].ring, ring_points(d));
+                                ot->n++;
                         }
         }
-        for (size_t i = 0; i < dj->n_tel; i++)
-                if (dj->tel[i].gpu == gpu)
-                        return &dj->tel[i];
-        if (dj->job->gpu_mask || dj->n_tel >= 64)
+        for (size_t i = 0; i < ot->n; i++)
+                if (ot->tel[i].gpu == gpu)
+                        return &ot->tel[i];
+        if (dj->job->gpu_mask || ot->n >= 64)
                 return NULL;
-        dj->tel = gw_xrealloc(dj->tel, (dj->n_tel + 1) * sizeof *dj->tel);
-        struct gw_jobtel *jt = &dj->tel[dj->n_tel++];
+        ot->tel = gw_xrealloc(ot->tel, (ot->n + 1) * sizeof *ot->tel);
+        struct gw_jobtel *jt = &ot->tel[ot->n++];
         *jt = (struct gw_jobtel) { .gpu = gpu };
         gw_ring_init(&jt->ring, ring_points(d));
         return jt;
 }
 
-void gw_jobtel_free(struct gw_djob *dj) {
-        for (size_t i = 0; i < dj->n_tel; i++)
-                gw_ring_free(&dj->tel[i].ring);
-        free(dj->tel);
-        dj->tel = NULL;
-        dj->n_tel = 0;
+void gw_jobtel_free(struct gw_daemon *d, struct gw_djob *dj) {
+        struct obs_tel *ot = gw_keytab_take(&d->state.tel, (uint64_t) dj->job->id);
+        for (size_t i = 0; ot && i < ot->n; i++)
+                gw_ring_free(&ot->tel[i].ring);
+        if (ot)
+                free(ot->tel);
+        free(ot);
 }
 
 static void persist_minute(struct gw_daemon *d, int64_t job_id, unsigned gpu, const struct gw_agg *a) {
@@ -430,11 +455,11 @@ void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* --- per-job summaries ------------------------------------------------------------- */
 
-static json_t *jobtel_json(const struct gw_djob *dj, gw_usec_t now) {
+static json_t *jobtel_json(const struct obs_tel *ot, const struct gw_djob *dj, gw_usec_t now) {
         json_t *gpus = json_array();
         uint64_t samples = 0;
-        for (size_t i = 0; i < dj->n_tel; i++) {
-                const struct gw_jobtel *t = &dj->tel[i];
+        for (size_t i = 0; i < ot->n; i++) {
+                const struct gw_jobtel *t = &ot->tel[i];
                 samples += t->usage.n;
                 json_array_append_new(gpus, json_pack("{s:i,s:f,s:i,s:I}", "index", (int) t->gpu, "util_mean",
                                                       gw_usage_mean(&t->usage), "util_p95",
@@ -450,19 +475,21 @@ static json_t *jobtel_json(const struct gw_djob *dj, gw_usec_t now) {
 
 json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
-        if (dj && dj->n_tel)
-                return jobtel_json(dj, gw_job_clock_label(d, dj, d->now)); /* monotonic elapsed */
+        const struct obs_tel *ot = dj ? obs_tel_of(d, dj) : NULL;
+        if (ot && ot->n)
+                return jobtel_json(ot, dj, gw_job_clock_label(d, dj, d->now)); /* monotonic elapsed */
         if (j->telemetry)
                 return json_loads(j->telemetry, 0, NULL);
         return NULL;
 }
 
 void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj) {
-        if (!dj->n_tel)
+        const struct obs_tel *ot = obs_tel_of(d, dj);
+        if (!ot->n)
                 return;
-        for (size_t i = 0; i < dj->n_tel; i++)
-                persist_minute(d, dj->job->id, dj->tel[i].gpu, &dj->tel[i].agg);
-        json_t *o = jobtel_json(dj, dj->job->end_time);
+        for (size_t i = 0; i < ot->n; i++)
+                persist_minute(d, dj->job->id, ot->tel[i].gpu, &ot->tel[i].agg);
+        json_t *o = jobtel_json(ot, dj, dj->job->end_time);
         free(dj->job->telemetry);
         dj->job->telemetry = gw_json_compact(o, 0, NULL);
         json_decref(o);

@@ -69,11 +69,22 @@ struct gw_preempt_job {
         bool stopped;                /* SIGTERM sent (gw_job_terminate_within) */
 };
 
-void gw_preempt_job_free(struct gw_djob *dj) {
-        if (dj->preempt)
-                gw_preempt_watch_free(dj->preempt->watch);
-        free(dj->preempt);
-        dj->preempt = NULL;
+/* A job's preemption state, kept by job id in d->state.preempt: NULL when it is not being
+ * preempted nor preempting. */
+static struct gw_preempt_job *pj(const struct gw_daemon *d, const struct gw_djob *dj) {
+        return gw_keytab_get(&d->state.preempt, (uint64_t) dj->job->id);
+}
+
+static void pj_put(struct gw_daemon *d, struct gw_djob *dj, struct gw_preempt_job *p) {
+        gw_preempt_job_free(d, dj);
+        gw_keytab_put(&d->state.preempt, (uint64_t) dj->job->id, p);
+}
+
+void gw_preempt_job_free(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_preempt_job *p = gw_keytab_take(&d->state.preempt, (uint64_t) dj->job->id);
+        if (p)
+                gw_preempt_watch_free(p->watch);
+        free(p);
 }
 
 static bool resumable(const struct gw_job *j) { return j->yolo || j->checkpoint || j->resume_cmd; }
@@ -82,7 +93,7 @@ static bool resumable(const struct gw_job *j) { return j->yolo || j->checkpoint 
  * else the newest --checkpoint match written since the attempt started. */
 static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) {
         bool settled;
-        gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+        gw_usec_t t = gw_training_ckpt_time(d, dj, &settled);
         if (t || !dj->job->checkpoint)
                 return t;
         char why[256];
@@ -95,14 +106,15 @@ static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) 
 
 /* The queued preemptor holding a reservation, NULL none; a reservation that is over (its
  * victims' time is up, or it left the queue's head) goes. */
-static struct gw_djob *reserving(const struct gw_daemon *d) {
+static struct gw_djob *reserving(struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.n_queue && i < PREEMPTOR_SCAN; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
-                if (!dj->preempt || !dj->preempt->preemptor)
+                const struct gw_preempt_job *p = pj(d, dj);
+                if (!p || !p->preemptor)
                         continue;
-                if (d->now < dj->preempt->reserve_until)
+                if (d->now < p->reserve_until)
                         return dj;
-                gw_preempt_job_free(dj);
+                gw_preempt_job_free(d, dj);
         }
         return NULL;
 }
@@ -119,22 +131,24 @@ static void rereserve(struct gw_daemon *d) {
         gw_usec_t until = 0;
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 const struct gw_djob *v = d->jobs.running[i];
-                if (!v->preempt || v->preempt->preemptor || !v->preempt->by_id)
+                const struct gw_preempt_job *p = pj(d, v);
+                if (!p || p->preemptor || !p->by_id)
                         continue;
-                struct gw_djob *c = by ? by : gw_jobmap_get(&d->jobs.map, v->preempt->by_id);
-                if (!c || c->job->id != v->preempt->by_id || c->job->state != GW_JOB_PENDING || c->preempt)
+                struct gw_djob *c = by ? by : gw_jobmap_get(&d->jobs.map, p->by_id);
+                if (!c || c->job->id != p->by_id || c->job->state != GW_JOB_PENDING || pj(d, c))
                         continue;
                 by = c;
                 mask |= v->job->gpu_mask;
-                gw_usec_t t = v->preempt->deadline + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+                gw_usec_t t = p->deadline + d->cfg->grace + 30 * GW_USEC_PER_SEC;
                 until = t > until ? t : until;
         }
         if (!by)
                 return;
-        by->preempt = gw_xcalloc(1, sizeof *by->preempt);
-        by->preempt->preemptor = true;
-        by->preempt->reserve = mask;
-        by->preempt->reserve_until = until;
+        struct gw_preempt_job *bp = gw_xcalloc(1, sizeof *bp);
+        pj_put(d, by, bp);
+        bp->preemptor = true;
+        bp->reserve = mask;
+        bp->reserve_until = until;
         log_info("job %lld: the GPUs its victims free are kept for it again after the daemon's restart",
                  (long long) by->job->id);
 }
@@ -143,9 +157,10 @@ static bool in_flight(struct gw_daemon *d) {
         bool any = false;
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
-                if (dj->preempt && dj->preempt->preemptor)
-                        gw_preempt_job_free(dj); /* it started: its reservation is over */
-                else if (dj->preempt)
+                const struct gw_preempt_job *p = pj(d, dj);
+                if (p && p->preemptor)
+                        gw_preempt_job_free(d, dj); /* it started: its reservation is over */
+                else if (p)
                         any = true;
         }
         return any || reserving(d);
@@ -198,16 +213,17 @@ static void describe(const struct gw_job *j, char *buf, size_t n) {
  * end and may retry it, rather than end a job that only gave way. */
 static void stop(struct gw_daemon *d, struct gw_djob *dj, const char *what, gw_usec_t grace) {
         char reason[256];
-        snprintf(reason, sizeof reason, VICTIM_START "%s: %s", dj->preempt->by, what);
-        dj->preempt->stopped = true;
+        struct gw_preempt_job *p = pj(d, dj);
+        snprintf(reason, sizeof reason, VICTIM_START "%s: %s", p->by, what);
+        p->stopped = true;
         gw_job_terminate_within(d, dj, GW_JOB_PENDING, reason, grace);
 }
 
 /* The victim's checkpoint watch, made (or made again, for another run) once the training
  * watch knows its run folder; NULL until then. */
 static struct gw_preempt_watch *watch_of(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_preempt_job *p = dj->preempt;
-        const char *run = gw_training_run_dir(dj);
+        struct gw_preempt_job *p = pj(d, dj);
+        const char *run = gw_training_run_dir(d, dj);
         if (run && !gw_preempt_watch_is(p->watch, run)) {
                 gw_preempt_watch_free(p->watch);
                 p->watch = gw_preempt_watch_new(d, dj->job, run);
@@ -223,14 +239,14 @@ static gw_usec_t counted_now(struct gw_daemon *d, struct gw_djob *dj) {
         if (!w)
                 return d->now_wall;
         struct gw_preempt_ckpt_look look;
-        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(dj), &look);
+        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(d, dj), &look);
         return gw_preempt_ckpt_counted(&look);
 }
 
 /* Its last epoch's checkpoint is written: stopping it would save nothing (a resumed attempt
  * would find nothing to resume); it validates and ends, within its grace. */
 static void let_finish(struct gw_daemon *d, struct gw_djob *dj, long epoch) {
-        struct gw_preempt_job *p = dj->preempt;
+        struct gw_preempt_job *p = pj(d, dj);
         char msg[400];
         p->finishing = true;
         p->watch = gw_preempt_watch_free(p->watch);
@@ -244,7 +260,7 @@ static void let_finish(struct gw_daemon *d, struct gw_djob *dj, long epoch) {
  * once its next checkpoint counts (core/preempt_ckpt.h).  Whether it was stopped; *ret_next:
  * when to look again (monotonic). */
 static bool ckpt_step(struct gw_daemon *d, struct gw_djob *dj, bool event, gw_usec_t *ret_next) {
-        struct gw_preempt_job *p = dj->preempt;
+        struct gw_preempt_job *p = pj(d, dj);
         *ret_next = GW_USEC_INFINITY;
         if (p->finishing)
                 return false;
@@ -259,7 +275,7 @@ static bool ckpt_step(struct gw_daemon *d, struct gw_djob *dj, bool event, gw_us
                 return false;
         struct gw_preempt_ckpt_look look;
         struct gw_preempt_ckpt_verdict v;
-        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(dj), &look);
+        gw_preempt_watch_look(d, w, dj->job, gw_training_epochs_planned(d, dj), &look);
         if (gw_preempt_ckpt_judge(&look, p->after, d->now_wall, &v) < 0)
                 return false;
         if (v.act == GW_PREEMPT_CKPT_FINISHING) {
@@ -289,7 +305,7 @@ void gw_preempt_ready(struct gw_daemon *d) {
         /* Stopping one leaves it in running[] until it exits: the array is stable here. */
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
-                struct gw_preempt_job *p = dj->preempt;
+                struct gw_preempt_job *p = pj(d, dj);
                 gw_usec_t next;
                 if (p && !p->preemptor && p->wait_ckpt && !p->stopped && !dj->terminating)
                         (void) ckpt_step(d, dj, true, &next);
@@ -302,7 +318,7 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
                   long lost_s) {
         struct gw_job *j = dj->job;
         struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
-        dj->preempt = p;
+        pj_put(d, dj, p);
         p->attempt = j->attempt;
         p->by_id = by_job ? by_job->job->id : 0;
         snprintf(p->by, sizeof p->by, "%s", by_what);
@@ -346,7 +362,7 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
 
 /* A victim on its way: stopped after its checkpoint, or when its grace is over. */
 static gw_usec_t advance(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_preempt_job *p = dj->preempt;
+        struct gw_preempt_job *p = pj(d, dj);
         if (p->stopped || dj->terminating)
                 return GW_USEC_INFINITY; /* its end comes; a stop of another's (a cancel) wins */
         gw_usec_t next = GW_USEC_INFINITY;
@@ -391,7 +407,7 @@ static int choose(const struct gw_daemon *d, const struct gw_preempt_need *need,
                 return -ENOENT;
         for (size_t i = 0; i < n && !*looked; i++) {
                 r[i].ckpt_time = ckpt_time(d, djs[i]);
-                r[i].ckpt_every = gw_training_ckpt_every(djs[i]);
+                r[i].ckpt_every = gw_training_ckpt_every(d, djs[i]);
         }
         *looked = true;
         return gw_preempt_decide(need, r, n, d->now_wall, plan) < 0 || !plan->n ? -ENOENT : 0;
@@ -492,13 +508,14 @@ static bool preempt_for(struct gw_daemon *d, struct gw_djob *by, struct gw_preem
         char what[160];
         describe(pj, what, sizeof what);
         start_all(d, &plan, r, djs, n, what, by);
-        gw_preempt_job_free(by);
-        by->preempt = gw_xcalloc(1, sizeof *by->preempt);
-        by->preempt->preemptor = true;
-        by->preempt->reserve = plan.mask | need.free_mask;
+        gw_preempt_job_free(d, by);
+        struct gw_preempt_job *bp = gw_xcalloc(1, sizeof *bp);
+        pj_put(d, by, bp);
+        bp->preemptor = true;
+        bp->reserve = plan.mask | need.free_mask;
         /* The victims have preempt_grace, then the stop's own grace; a little more for their
          * ends to be told. */
-        by->preempt->reserve_until = d->now + d->cfg->preempt_grace + d->cfg->grace + 30 * GW_USEC_PER_SEC;
+        bp->reserve_until = d->now + d->cfg->preempt_grace + d->cfg->grace + 30 * GW_USEC_PER_SEC;
         return true;
 }
 
@@ -531,10 +548,11 @@ void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
         if (!by)
                 return;
         uint64_t all = gw_sched_mask_first(d->host.n_gpus);
+        const uint64_t reserve = pj(d, by)->reserve;
         for (size_t i = 0; i < n; i++) {
                 if (d->jobs.queue[i] == by)
                         continue;
-                uint64_t left = (pending[i].allowed ? pending[i].allowed : all) & ~by->preempt->reserve;
+                uint64_t left = (pending[i].allowed ? pending[i].allowed : all) & ~reserve;
                 if (left)
                         pending[i].allowed = left;
                 else
@@ -552,12 +570,14 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
                         rereserve(d);
         }
         if (in_flight(d)) {
-                for (size_t i = 0; i < d->jobs.n_running; i++)
-                        if (d->jobs.running[i]->preempt && !d->jobs.running[i]->preempt->preemptor) {
+                for (size_t i = 0; i < d->jobs.n_running; i++) {
+                        const struct gw_preempt_job *p = pj(d, d->jobs.running[i]);
+                        if (p && !p->preemptor) {
                                 gw_usec_t t = advance(d, d->jobs.running[i]);
                                 if (t < next)
                                         next = t;
                         }
+                }
                 return next;
         }
         if (d->jobs.n_running && !for_bookings(d) && d->jobs.n_queue)
@@ -568,7 +588,7 @@ gw_usec_t gw_preempt_tick(struct gw_daemon *d) {
 /* The victim ended by itself (exit 0) before it was stopped: it completed and was not
  * preempted; its GPUs are the preemptor's, kept for it (gw_preempt_sched) until it starts. */
 static void tell_ended_first(struct gw_daemon *d, const struct gw_djob *dj) {
-        const struct gw_preempt_job *p = dj->preempt;
+        const struct gw_preempt_job *p = pj(d, dj);
         const struct gw_job *j = dj->job;
         char msg[400], victim[160];
         snprintf(msg, sizeof msg, "ended by itself (exit 0) while it was giving way to %s: it completed, not preempted; "
@@ -586,14 +606,14 @@ static void tell_ended_first(struct gw_daemon *d, const struct gw_djob *dj) {
 }
 
 bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *why, size_t n) {
-        struct gw_preempt_job *p = dj->preempt;
+        struct gw_preempt_job *p = pj(d, dj);
         if (!p || p->preemptor)
                 return false;
         bool ours = p->attempt == dj->job->attempt && (p->stopped || p->signalled || !clean) &&
                     (!dj->terminating || p->stopped);
         if (ours) {
                 bool settled;
-                gw_usec_t t = gw_training_ckpt_time(dj, &settled);
+                gw_usec_t t = gw_training_ckpt_time(d, dj, &settled);
                 if (!t)
                         t = ckpt_time(d, dj);
                 struct gw_preempt_running r = { .start_time = dj->job->start_time, .ckpt_time = t };
@@ -602,7 +622,7 @@ bool gw_preempt_take(struct gw_daemon *d, struct gw_djob *dj, bool clean, char *
                 gw_job_text_set(&dj->job->preempted_by, p->by); /* its waiting reason names it */
         } else if (clean && p->attempt == dj->job->attempt && !dj->terminating)
                 tell_ended_first(d, dj);
-        gw_preempt_job_free(dj);
+        gw_preempt_job_free(d, dj);
         return ours;
 }
 
@@ -625,7 +645,7 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         struct gw_job *j = dj->job;
         if (!d->cfg->preemption || !gw_backend_preempts(d) || j->start_time <= 0)
                 return;
-        char by[sizeof dj->preempt->by] = "";
+        char by[sizeof ((struct gw_preempt_job *) 0)->by] = "";
         gw_usec_t asked = 0;
         bool stopped = false, finishing = false;
         for (size_t i = 0; i < n; i++) {
@@ -640,9 +660,9 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         }
         if (!asked)
                 return;
-        gw_preempt_job_free(dj);
+        gw_preempt_job_free(d, dj);
         struct gw_preempt_job *p = gw_xcalloc(1, sizeof *p);
-        dj->preempt = p;
+        pj_put(d, dj, p);
         p->attempt = j->attempt;
         long long by_id;
         p->by_id = sscanf(by, "job %lld (", &by_id) == 1 && by_id > 0 ? by_id : 0;

@@ -37,4 +37,4 @@ void gw_preempt_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
 void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 
 /* Frees dj's preemption state (the job let go). */
-void gw_preempt_job_free(struct gw_djob *dj);
+void gw_preempt_job_free(struct gw_daemon *d, struct gw_djob *dj);

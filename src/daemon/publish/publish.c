@@ -121,7 +121,7 @@ void gw_publish_job_ended(struct gw_daemon *d, struct gw_djob *dj) {
         if (!j->publish || j->state != GW_JOB_COMPLETED)
                 return;
         char msg[512];
-        const char *run = gw_training_run_dir(dj);
+        const char *run = gw_training_run_dir(d, dj);
         if (!d->cfg->model_store || !d->cfg->model_store[0])
                 snprintf(msg, sizeof msg, "not published as %s: this gpuwardd has no model store now "
                          "(model_store = none)", j->publish);

@@ -26,7 +26,7 @@
 #include "core/progress.h"
 #include "core/yolo_run.h"
 #include "daemon/reclaim/reclaim_watch.h"
-#include "daemon/training/training_int.h"
+#include "daemon/training/training.h"
 #include "daemon/base/userfile.h"
 
 #define TAIL_BYTES (16 * 1024)

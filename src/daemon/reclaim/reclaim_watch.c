@@ -21,6 +21,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "daemon/reclaim/reclaim_watch.h"
+#include "daemon/training/training.h"
 
 #define KILL_REARM (5 * GW_USEC_PER_SEC)
 /* The "idle" event that records an idle window starts so; gw_reclaim_idle_restore reads the
@@ -40,6 +41,32 @@ struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w) {
         return NULL;
 }
 
+/* A job's watch, kept by job id in d->state.rwatch; NULL until it is first sampled. */
+static struct gw_rwatch *rwatch_of(const struct gw_daemon *d, const struct gw_djob *dj) {
+        return gw_keytab_get(&d->state.rwatch, (uint64_t) dj->job->id);
+}
+
+/* Makes w dj's watch, in place of the one it had. */
+static void rwatch_put(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w) {
+        gw_rwatch_free(gw_keytab_take(&d->state.rwatch, (uint64_t) dj->job->id));
+        gw_keytab_put(&d->state.rwatch, (uint64_t) dj->job->id, w);
+}
+
+void gw_reclaim_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        gw_rwatch_free(gw_keytab_take(&d->state.rwatch, (uint64_t) dj->job->id));
+}
+
+void gw_reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line) {
+        struct gw_rwatch *w = rwatch_of(d, dj);
+        if (w) /* its bytes are gpuward's, not the job's progress */
+                (void) gw_rwatch_log_append(dj->job, w, line);
+}
+
+const char *gw_reclaim_results_path(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_rwatch *w = rwatch_of(d, dj);
+        return w ? w->results_path : NULL;
+}
+
 static struct gw_rwatch *rwatch_new(const struct gw_job *j) {
         struct gw_rwatch *w = gw_xcalloc(1, sizeof *w);
         w->attempt = j->attempt;
@@ -52,10 +79,9 @@ static struct gw_rwatch *rwatch_new(const struct gw_job *j) {
 /* A fresh watch for the job's current attempt: a retry starts with a new log and a new clock. */
 static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
         const struct gw_job *j = dj->job;
-        struct gw_rwatch *w = dj->rwatch;
+        struct gw_rwatch *w = rwatch_of(d, dj);
         if (w && w->attempt == j->attempt && w->start_time == j->start_time)
                 return w;
-        gw_rwatch_free(w);
         w = rwatch_new(j);
         /* A job found running at a restart with no idle window recorded (busy, or idle for
          * less than idle_told_after, when the daemon stopped) gets a fresh window: what its GPUs
@@ -63,7 +89,7 @@ static struct gw_rwatch *rwatch_for(struct gw_daemon *d, struct gw_djob *dj, gw_
          * with a recorded window had its watch made by gw_reclaim_idle_restore. */
         if (j->start_time < d->loop.started_at)
                 w->state.last_active = now;
-        dj->rwatch = w;
+        rwatch_put(d, dj, w);
         return w;
 }
 
@@ -99,7 +125,6 @@ void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const stru
         }
         if (secs < 0 || j->start_time <= 0)
                 return;
-        gw_rwatch_free(dj->rwatch);
         struct gw_rwatch *w = rwatch_new(j);
         w->state.last_active = j->start_time + (gw_usec_t) secs * GW_USEC_PER_SEC;
         /* The warning's event is on the wall clock, the window on the job's: they differ only
@@ -112,7 +137,7 @@ void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const stru
                                                                                      : w->state.last_active + p->idle_timeout;
         w->idle_told = true;
         w->restored = true;
-        dj->rwatch = w;
+        rwatch_put(d, dj, w);
 }
 
 /* The job's GPUs in this sample: its own utilisation (its processes' per-process figures
@@ -316,6 +341,9 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
         if (look) {
                 gw_rwatch_gather(d, j, w);
                 w->last_look = now;
+                /* The run it chose is the job's for training's watch too (training_runs.c). */
+                if (w->results_path)
+                        gw_training_results_chosen(d, dj, w->results_path);
         }
         gw_probe_step(&w->probe, j->health_url, look, now);
         struct gw_job_obs o = {
@@ -369,7 +397,7 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
 /* When the idle watch will stop dj (wall clock) unless it makes progress: the end of its
  * outstanding warning; 0 when none is outstanding or the stop has begun. */
 static gw_usec_t stop_at(const struct gw_daemon *d, const struct gw_djob *dj) {
-        const struct gw_rwatch *w = dj->rwatch;
+        const struct gw_rwatch *w = rwatch_of(d, dj);
         const struct gw_job *j = dj->job;
         if (!w || j->state != GW_JOB_RUNNING || dj->dead || w->attempt != j->attempt || !w->state.warned_at ||
             w->state.term_at)

@@ -107,10 +107,8 @@ void gw_rwatch_gather(const struct gw_daemon *d, const struct gw_job *j, struct 
  * next sample does not take gpuward's own words for the job's progress.  0 or -errno. */
 int gw_rwatch_log_append(const struct gw_job *j, struct gw_rwatch *w, const char *line);
 void gw_rwatch_files_free(struct gw_rwatch *w);
-/* For training awareness (training.c), which watches every running job and not only
- * idle ones: the run's results.csv as gw_rwatch_gather finds it (malloc'ed; NULL until one was
- * written during this attempt).  The files themselves are read through daemon/base/userfile.h. */
-char *gw_rwatch_find_results(const struct gw_job *j);
+/* Frees a watch (closes a health probe in flight); accepts NULL, returns NULL. */
+struct gw_rwatch *gw_rwatch_free(struct gw_rwatch *w);
 
 /* reclaim_probe.c */
 void gw_probe_init(struct gw_probe *p);

@@ -223,7 +223,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                 snprintf(v.evidence, sizeof v.evidence, "%s", lost ? "lost" : "unclassified");
         }
         /* Stopped by leak_policy restart after a checkpoint: an oom the leak explains. */
-        bool leak_restart = gw_training_take_restart(dj, v.evidence, sizeof v.evidence);
+        bool leak_restart = gw_training_take_restart(d, dj, v.evidence, sizeof v.evidence);
         if (leak_restart)
                 v.cls = GW_FAILURE_OOM;
         /* Preempted: it gave way, it did not fail; its evidence says for whom. */
@@ -238,7 +238,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         /* The epochs the training watch saw come first: it follows runs that no command names
          * (a script calling model.train()), and counts finished epochs whether or not a
          * checkpoint survived to be resumed from. */
-        long seen = gw_training_epochs_done(dj);
+        long seen = gw_training_epochs_done(d, dj);
         struct gw_attempt_mark last = { .valid = true, .epoch = seen >= 0 ? seen : epoch_reached(j, ckpt),
                                         .fresh = started_over(j, ckpt) };
         ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
@@ -273,7 +273,7 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         gw_job_retry_policy(d, j, &p);
         /* The attempts it lost to preemption use none of its retries. */
         struct gw_retry_state s = { .attempts = (unsigned) (j->attempt - dj->n_preempted), .prev = dj->last_mark, .last = last,
-                                    .oom_explained = leak_restart || gw_training_leak_flagged(dj) ||
+                                    .oom_explained = leak_restart || gw_training_leak_flagged(d, dj) ||
                                                      memory_taken_by_others(d, j) };
         struct gw_retry_decision dec;
         if (gw_retry_decide(&p, &s, &v, d->now_wall, &dec) == 0 && dec.retry) {

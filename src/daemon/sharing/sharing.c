@@ -157,6 +157,30 @@ static int64_t view_max_gpus(struct gw_daemon *d, struct max_gpus_memo *m, const
         return max;
 }
 
+/* What sharing keeps of a running job, by job id in d->state.sharing, from its first warning:
+ * the attempt told its booking ends soon (a retry is a new attempt, not warned yet). */
+struct sharing_job {
+        int warned_attempt;
+};
+
+static bool booking_warned(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct sharing_job *s = gw_keytab_get(&d->state.sharing, (uint64_t) dj->job->id);
+        return s && s->warned_attempt == dj->job->attempt;
+}
+
+static void booking_warned_set(struct gw_daemon *d, const struct gw_djob *dj) {
+        struct sharing_job *s = gw_keytab_get(&d->state.sharing, (uint64_t) dj->job->id);
+        if (!s) {
+                s = gw_xcalloc(1, sizeof *s);
+                gw_keytab_put(&d->state.sharing, (uint64_t) dj->job->id, s);
+        }
+        s->warned_attempt = dj->job->attempt;
+}
+
+void gw_sharing_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        free(gw_keytab_take(&d->state.sharing, (uint64_t) dj->job->id));
+}
+
 void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         memset(v, 0, sizeof *v);
         struct gw_sharing *s = d->sharing;
@@ -183,7 +207,7 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
                 v->running[i] = (struct gw_cal_job) { .id = dj->job->id, .booking_id = dj->job->booking_id,
                                                       .gpu_mask = dj->job->gpu_mask, .start = dj->job->start_time,
                                                       .end = wall + (dj->limit_at - d->now),
-                                                      .warned = dj->booking_warned, .label = dj->job->name,
+                                                      .warned = booking_warned(d, dj), .label = dj->job->name,
                                                       .uid = dj->job->uid };
         }
         v->pending = gw_xcalloc(d->jobs.n_queue + 1, sizeof *v->pending);
@@ -234,12 +258,12 @@ static void bookings_compact(struct gw_sharing *s) {
 #define BOOKING_WARN_START "booking %lld ends at "
 #define BOOKING_WARN_END "%s: the job will get SIGTERM then"
 
-void gw_sharing_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
+void gw_sharing_warned_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
         char start[64];
         int len = snprintf(start, sizeof start, BOOKING_WARN_START, (long long) dj->job->booking_id);
         for (size_t i = 0; i < n && dj->job->booking_id > 0; i++)
                 if (!strcmp(ev[i].kind, "warn") && !strncmp(ev[i].message, start, (size_t) len))
-                        dj->booking_warned = true;
+                        booking_warned_set(d, dj);
 }
 
 static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
@@ -281,13 +305,13 @@ static void apply_action(struct gw_daemon *d, const struct gw_cal_action *a) {
                         log_warn("booking %lld: a GPU it needs is unusable and none can replace it", (long long) b->id);
                 break;
         case GW_CAL_WARN_JOB:
-                if (dj && !dj->booking_warned && dj->job->state == GW_JOB_RUNNING && b) {
+                if (dj && !booking_warned(d, dj) && dj->job->state == GW_JOB_RUNNING && b) {
                         /* No signal: most programs die of an unexpected SIGUSR1.  The job's own
                          * log and its events say it; SIGTERM comes at the end, as for a time limit. */
                         char when[32];
                         gw_format_local_time(b->end, d->now_wall, when, sizeof when, NULL);
                         snprintf(msg, sizeof msg, BOOKING_WARN_START BOOKING_WARN_END, (long long) b->id, when);
-                        dj->booking_warned = true;
+                        booking_warned_set(d, dj);
                         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "warn", msg);
                         gw_job_log_note(d, dj, msg);
                 }

@@ -51,10 +51,12 @@ void gw_sharing_book_drop(struct gw_daemon *d, const struct gw_store_booking *b)
  * limit counted from its recorded start, or its booking's end if that comes first.  The one
  * rule for a start and for a re-adoption after a restart, which therefore moves neither. */
 void gw_sharing_job_limit(struct gw_daemon *d, struct gw_djob *dj);
+/* Frees what sharing keeps of dj (GW_HOOK_JOB_FREED). */
+void gw_sharing_forget(struct gw_daemon *d, struct gw_djob *dj);
 /* Whether the job's current attempt was already warned that its booking ends soon, from
  * the attempt's events (ev, n; gw_store_job_attempt_events): a restarted daemon that
- * re-adopts it inside the warning window warns it once, not twice.  Sets dj->booking_warned. */
-void gw_sharing_warned_restore(struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
+ * re-adopts it inside the warning window warns it once, not twice. */
+void gw_sharing_warned_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
 /* A booking was just made final by a person (released, denied), already recorded and still in
  * the open list: the calendar's rule for a booking that is over stops its running jobs now
  * (SIGTERM, grace, SIGKILL; TIMEOUT "its booking ended early: released by USER"), then it

@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "core/ckpt.h"
+#include "daemon/training/training.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
 

@@ -38,6 +38,24 @@
 #define RESULTS_MAX (16u << 20)
 #define ARGS_MAX (64u << 10)
 
+struct gw_train *gw_train_of(const struct gw_daemon *d, const struct gw_djob *dj) {
+        return gw_keytab_get(&d->state.train, (uint64_t) dj->job->id);
+}
+
+struct gw_train *gw_train_at(const struct gw_daemon *d, const struct gw_djob *dj, int attempt) {
+        struct gw_train *t = dj ? gw_train_of(d, dj) : NULL;
+        return t && t->attempt == attempt ? t : NULL;
+}
+
+struct gw_train *gw_train_current(const struct gw_daemon *d, const struct gw_djob *dj) {
+        return gw_train_at(d, dj, dj->job->attempt);
+}
+
+void gw_training_forget(struct gw_daemon *d, struct gw_djob *dj) {
+        gw_train_free(gw_keytab_take(&d->state.train, (uint64_t) dj->job->id));
+        gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) dj->job->id));
+}
+
 struct gw_train *gw_train_free(struct gw_train *t) {
         if (!t)
                 return NULL;
@@ -100,7 +118,7 @@ static void load_baselines(struct gw_daemon *d, const struct gw_job *j, struct g
 /* A fresh state for the job's current attempt: a retry is a new process with a new clock. */
 static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        struct gw_train *t = dj->train;
+        struct gw_train *t = gw_train_of(d, dj);
         if (t && t->attempt == j->attempt && t->start_time == j->start_time)
                 return t;
         gw_train_free(t);
@@ -122,7 +140,7 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
                         t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->host.gpus[gi].info.mem_total };
         load_epochs(d, j, t);
         load_baselines(d, j, t);
-        dj->train = t;
+        gw_keytab_put(&d->state.train, (uint64_t) j->id, t);
         return t;
 }
 
@@ -188,9 +206,11 @@ static void measure_epoch(struct gw_daemon *d, const struct gw_djob *dj, struct 
         for (size_t i = 0; i < t->n_gpus; i++) {
                 struct train_gpu *g = &t->gpus[i];
                 const struct gw_ring *ring = NULL;
-                for (size_t k = 0; k < dj->n_tel; k++)
-                        if (dj->tel[k].gpu == g->gpu)
-                                ring = &dj->tel[k].ring;
+                size_t n_tel;
+                const struct gw_jobtel *tel = gw_observe_jobtel(d, dj, &n_tel);
+                for (size_t k = 0; k < n_tel; k++)
+                        if (tel[k].gpu == g->gpu)
+                                ring = &tel[k].ring;
                 if (!ring || !ring->n)
                         continue;
                 _cleanup_free_ struct gw_point *pts = gw_xmalloc(ring->n * sizeof *pts);
@@ -446,14 +466,16 @@ static void respond_leak(struct gw_daemon *d, struct gw_djob *dj, struct gw_trai
 static void node_gpus(struct gw_daemon *d, const struct gw_djob *dj, struct gw_train *t) {
         if (dj->job->gpu_mask)
                 return;
-        for (size_t k = 0; k < dj->n_tel; k++) {
+        size_t n_tel;
+        const struct gw_jobtel *tel = gw_observe_jobtel(d, dj, &n_tel);
+        for (size_t k = 0; k < n_tel; k++) {
                 size_t i = 0;
-                while (i < t->n_gpus && t->gpus[i].gpu != dj->tel[k].gpu)
+                while (i < t->n_gpus && t->gpus[i].gpu != tel[k].gpu)
                         i++;
                 if (i < t->n_gpus)
                         continue;
                 t->gpus = gw_xrealloc(t->gpus, (t->n_gpus + 1) * sizeof *t->gpus);
-                t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = dj->tel[k].gpu, .mem_total = dj->tel[k].mem_total };
+                t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = tel[k].gpu, .mem_total = tel[k].mem_total };
                 load_baselines(d, dj->job, t); /* what the store kept of it, after a restart */
         }
 }
@@ -474,17 +496,18 @@ static void watch_job(struct gw_daemon *d, struct gw_djob *dj, gw_usec_t now) {
 
 /* The leak reported in dj's attempt, for its GPUs' cards: the evidence, and the forecast
  * while the newest verdict still says leak. */
-static void card_leak(struct gw_djob *dj) {
-        dj->card_leak = gw_training_leak_flagged(dj);
+static void card_leak(const struct gw_daemon *d, struct gw_djob *dj) {
+        dj->card_leak = gw_training_leak_flagged(d, dj);
         dj->card_leak_epochs = dj->card_leak_seconds = -1;
         if (!dj->card_leak)
                 return;
-        const struct gw_leak_verdict *v = &dj->train->leak;
+        const struct gw_train *t = gw_train_current(d, dj);
+        const struct gw_leak_verdict *v = &t->leak;
         if (v->leak) {
                 dj->card_leak_epochs = v->epochs_to_oom >= 0 ? v->epochs_to_oom : -1;
                 dj->card_leak_seconds = v->seconds_to_oom >= 0 ? v->seconds_to_oom : -1;
         }
-        snprintf(dj->card_leak_evidence, sizeof dj->card_leak_evidence, "%s", dj->train->leak_evidence);
+        snprintf(dj->card_leak_evidence, sizeof dj->card_leak_evidence, "%s", t->leak_evidence);
 }
 
 void gw_training_watch(struct gw_daemon *d) {
@@ -492,7 +515,7 @@ void gw_training_watch(struct gw_daemon *d) {
         /* Terminating leaves a job in running[] until it exits: the array is stable here. */
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 watch_job(d, d->jobs.running[i], now);
-                card_leak(d->jobs.running[i]);
+                card_leak(d, d->jobs.running[i]);
         }
         gw_training_predict(d, false); /* with the ETAs just updated */
         gw_train_snap_housekeeping(d, d->now);
@@ -502,7 +525,7 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         if (j->start_time <= 0)
                 return;
-        const struct gw_train *seen = dj->train;
+        const struct gw_train *seen = gw_train_of(d, dj);
         if (!(seen && seen->attempt == j->attempt && seen->start_time == j->start_time)) {
                 /* A run too short for the watch to have looked at: only one that wrote a
                  * results.csv is worth a training state (and its store query). */
@@ -522,8 +545,8 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         }
 }
 
-bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
-        struct gw_train *t = dj->train;
+bool gw_training_take_restart(struct gw_daemon *d, struct gw_djob *dj, char *why, size_t n) {
+        struct gw_train *t = gw_train_of(d, dj);
         if (!t || !t->restart_sent || t->attempt != dj->job->attempt)
                 return false;
         t->restart_sent = false;
@@ -531,22 +554,24 @@ bool gw_training_take_restart(struct gw_djob *dj, char *why, size_t n) {
         return true;
 }
 
-gw_usec_t gw_training_ckpt_time(const struct gw_djob *dj, bool *ret_settled) {
-        const struct gw_train *t = dj->train && dj->train->attempt == dj->job->attempt ? dj->train : NULL;
+gw_usec_t gw_training_ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj, bool *ret_settled) {
+        const struct gw_train *t = gw_train_current(d, dj);
         *ret_settled = t && gw_train_ckpt_settled(t);
         return t && t->files[TRAIN_LAST].seen ? t->files[TRAIN_LAST].mtime : 0;
 }
 
-const char *gw_training_run_dir(const struct gw_djob *dj) {
-        return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->run_dir : NULL;
+const char *gw_training_run_dir(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_train *t = gw_train_current(d, dj);
+        return t ? t->run_dir : NULL;
 }
 
-long gw_training_epochs_planned(const struct gw_djob *dj) {
-        return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->total : -1;
+long gw_training_epochs_planned(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_train *t = gw_train_current(d, dj);
+        return t ? t->total : -1;
 }
 
-gw_usec_t gw_training_ckpt_every(const struct gw_djob *dj) {
-        const struct gw_train *t = dj->train && dj->train->attempt == dj->job->attempt ? dj->train : NULL;
+gw_usec_t gw_training_ckpt_every(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_train *t = gw_train_current(d, dj);
         gw_usec_t sum = 0;
         size_t n = 0;
         for (size_t i = 0; t && i < t->n_epochs; i++)
@@ -557,12 +582,14 @@ gw_usec_t gw_training_ckpt_every(const struct gw_djob *dj) {
         return n >= 2 ? sum / (gw_usec_t) n : 0;
 }
 
-long gw_training_epochs_done(const struct gw_djob *dj) {
-        return dj->train && dj->train->attempt == dj->job->attempt ? dj->train->done : -1;
+long gw_training_epochs_done(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_train *t = gw_train_current(d, dj);
+        return t ? t->done : -1;
 }
 
-bool gw_training_leak_flagged(const struct gw_djob *dj) {
-        return dj->train && dj->train->attempt == dj->job->attempt && dj->train->leak_reported;
+bool gw_training_leak_flagged(const struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_train *t = gw_train_current(d, dj);
+        return t && t->leak_reported;
 }
 
 int gw_training_leak_of_event(const char *kind, const char *message, char *evidence, size_t n) {
@@ -620,7 +647,7 @@ double gw_training_eta_seconds(const struct gw_djob *dj, gw_usec_t now) {
 
 json_t *gw_training_job_json(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
-        const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
+        const struct gw_train *t = gw_train_at(d, dj, j->attempt);
         if (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD)
                 return json_pack("{s:o}", "prediction", gw_training_prediction_json(d, j));
         json_t *snaps = gw_train_snapshots_summary(d, j->id);

@@ -66,7 +66,7 @@ json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t) {
  * is nothing to say (never watched, or the store cannot be read). */
 static json_t *epoch_ends_json(struct gw_daemon *d, const struct gw_job *j, bool since_start) {
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
-        const struct gw_train *t = dj && dj->train && dj->train->attempt == j->attempt ? dj->train : NULL;
+        const struct gw_train *t = gw_train_at(d, dj, j->attempt);
         gw_usec_t ends[TRAIN_EPOCHS_KEEP];
         size_t n = 0;
         if (t) {
@@ -102,9 +102,7 @@ json_t *gw_train_epoch_ends_json(struct gw_daemon *d, const struct gw_job *j) {
 
 static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
-        if (!dj || !dj->train || dj->train->attempt != j->attempt || j->state != GW_JOB_RUNNING)
-                return NULL;
-        return dj->train;
+        return j->state == GW_JOB_RUNNING ? gw_train_at(d, dj, j->attempt) : NULL;
 }
 
 /* Why a running job has no run yet, by the rule find_results credits one (training_runs.c):

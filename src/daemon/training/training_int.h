@@ -99,11 +99,21 @@ struct gw_train {
         struct train_copy *copy;
 };
 
-/* reclaim_gather.c, beside the idle watch's file rules: the run's results.csv for j's current
- * attempt by the one rule both watches use (training runs only, written during the attempt,
- * never a file another live job of d has), or what one of j's watches already chose.
- * Malloc'ed, NULL until there is one. */
-char *gw_train_find_results(const struct gw_daemon *d, const struct gw_job *j);
+/* The training state of dj (NULL: none yet), kept by job id in d->state.train; _at: only
+ * that of the given attempt (dj may be NULL); _current: only that of its current attempt. */
+struct gw_train *gw_train_of(const struct gw_daemon *d, const struct gw_djob *dj);
+struct gw_train *gw_train_at(const struct gw_daemon *d, const struct gw_djob *dj, int attempt);
+struct gw_train *gw_train_current(const struct gw_daemon *d, const struct gw_djob *dj);
+struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NULL */
+/* The run the idle watch chose for a job's attempt (gw_training_results_chosen), kept by job
+ * id in d->state.train_pick: the training watch then reads the same run. */
+struct gw_train_pick {
+        int attempt;
+        gw_usec_t start_time;
+        char *path;
+};
+void gw_train_pick_free(struct gw_train_pick *w); /* accepts NULL */
+
 /* Whether results (RUN/results.csv) is the run of another live job of d than j. */
 bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results);
 /* j's run as core/yolo_run.h reads it from its command, cwd and retry checkpoint, and with_log

@@ -17,7 +17,6 @@
 #include "base/cleanup.h"
 #include "core/progress.h"
 #include "core/yolo_run.h"
-#include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
 
@@ -60,15 +59,32 @@ int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_r
 
 /* The job's own results.csv as one of its watches already chose it for this attempt (the
  * training watch or the idle watch, whichever looked first): both then read the same run. */
-static const char *chosen_results(const struct gw_djob *dj) {
+static const char *chosen_results(const struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        const struct gw_train *t = dj->train;
-        const struct gw_rwatch *w = dj->rwatch;
+        const struct gw_train *t = gw_train_of(d, dj);
+        const struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
         if (t && t->results_path && t->attempt == j->attempt && t->start_time == j->start_time)
                 return t->results_path;
-        if (w && w->results_path && w->attempt == j->attempt && w->start_time == j->start_time)
-                return w->results_path;
+        if (w && w->attempt == j->attempt && w->start_time == j->start_time)
+                return w->path;
         return NULL;
+}
+
+void gw_training_results_chosen(struct gw_daemon *d, const struct gw_djob *dj, const char *path) {
+        const struct gw_job *j = dj->job;
+        struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
+        if (w && w->attempt == j->attempt && w->start_time == j->start_time && !strcmp(w->path, path))
+                return;
+        gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
+        w = gw_xcalloc(1, sizeof *w);
+        *w = (struct gw_train_pick) { .attempt = j->attempt, .start_time = j->start_time, .path = gw_xstrdup(path) };
+        gw_keytab_put(&d->state.train_pick, (uint64_t) j->id, w);
+}
+
+void gw_train_pick_free(struct gw_train_pick *w) {
+        if (w)
+                free(w->path);
+        free(w);
 }
 
 struct pick {
@@ -90,7 +106,7 @@ static bool claimed(const struct gw_daemon *d, const struct gw_job *j, const cha
                 const struct gw_djob *o = d->jobs.running[i];
                 if (o->job->id == j->id)
                         continue;
-                const char *chosen = chosen_results(o);
+                const char *chosen = chosen_results(d, o);
                 _cleanup_free_ char *found = chosen || !ask ? NULL : find_results(d, o->job);
                 if ((chosen || found) && !strcmp(chosen ? chosen : found, path))
                         return true;
@@ -209,8 +225,8 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         if (j->start_time <= 0)
                 return NULL;
         const struct gw_djob *self = d ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
-        if (self && self->job->attempt == j->attempt && chosen_results(self))
-                return gw_xstrdup(chosen_results(self));
+        if (self && self->job->attempt == j->attempt && chosen_results(d, self))
+                return gw_xstrdup(chosen_results(d, self));
         if (gw_train_resolve_run(j, true, &r) < 0 || !r.training)
                 return NULL;
         if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
