@@ -33,6 +33,8 @@ MEASURES = [  # (key, label, unit, better)
     ("floor4_gap_ms_p50", "The machine's part: 4 loops that only vfork and exec the job, p50", " ms", "lower"),
     ("floor4_per_s", "The machine's part: those 4 loops' rate", " jobs/s", "higher"),
     ("drain_per_s", "Drain rate, 4 GPUs", " jobs/s", "higher"),
+    ("drain_vs_floor", "Drain rate ÷ the 4 loops' rate, same round", "×", "higher"),
+    ("gap_vs_floor", "Dispatch gap p50 ÷ the 4 loops' p50, same round", "×", "lower"),
     ("serial_gap_ms_p50", "Dispatch gap p50, 1 GPU", " ms", "lower"),
     ("floor_gap_ms_p50", "The machine's part: a loop that only vforks and execs the job, p50",
      " ms", "lower"),
@@ -65,7 +67,11 @@ def overlap(old, new):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--old", required=True, help="build dir of the code before the change")
+    ap.add_argument("--old", required=True, action="append",
+                    help="build dir of the code before the change; repeat it to compare with several "
+                         "(e.g. the last release and the branch point): every build runs in each round")
+    ap.add_argument("--old-name", action="append", default=[],
+                    help="what each --old is (a commit), in the same order, for the table's heading")
     ap.add_argument("--new", default=os.path.join(HERE, "..", "build"), help="build dir of the code after it")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--api-jobs", type=int, default=10000)
@@ -74,32 +80,49 @@ def main():
     ap.add_argument("--label", default="", help="what changed, for the block's heading")
     ap.add_argument("--write", help="replace the ab block of this Markdown file")
     a = ap.parse_args()
-    got = {"old": [], "new": []}
+    olds = [f"old{i + 1}" if len(a.old) > 1 else "old" for i in range(len(a.old))]
+    names = {s: (a.old_name[i] if i < len(a.old_name) else s) for i, s in enumerate(olds)}
+    builds = dict(zip(olds, a.old), new=a.new)
+    got = {s: [] for s in builds}
+    order = [*olds, "new"]
     for rnd in range(a.rounds):
-        # Old first in odd rounds, new first in even ones: this machine drifts over a run (each
-        # build slower round after round), and a fixed order would put the drift on one side.
-        for side in ("old", "new") if rnd % 2 == 0 else ("new", "old"):
-            build = os.path.abspath(getattr(a, side))
+        # Each round starts with the next build in turn (old first, then new first, with two):
+        # this machine drifts over a run (each build slower round after round), and a fixed
+        # order would put the drift on one side.
+        k = rnd % len(order)
+        for side in order[k:] + order[:k]:
+            build = os.path.abspath(builds[side])
             tools = os.path.join(os.path.abspath(a.new), "bench")
             r = run(build, "submit", ["--api-jobs", str(a.api_jobs), "--cli-jobs", str(a.cli_jobs)], tools)
             r.update(run(build, "dispatch", ["--dispatch-jobs", str(a.dispatch_jobs)], tools))
+            r["load1"] = os.getloadavg()[0]
+            if r.get("floor4_per_s") and r.get("floor4_gap_ms_p50"):
+                r["drain_vs_floor"] = r["drain_per_s"] / r["floor4_per_s"]
+                r["gap_vs_floor"] = r["dispatch_gap_ms_p50"] / r["floor4_gap_ms_p50"]
             got[side].append(r)
-            print(f"round {rnd + 1} {side}: " + ", ".join(f"{k} {r[k]:.2f}" for k, *_ in MEASURES if k in r),
-                  file=sys.stderr)
-    rows = ["| measure | old: median (rounds' range) | new: median (rounds' range) | new / old | rounds overlap |",
-            "|---|---|---|---|---|"]
+            print(f"round {rnd + 1} {side}: " + ", ".join(f"{k} {r[k]:.2f}" for k, *_ in MEASURES if k in r)
+                  + f", load {r['load1']:.1f}", file=sys.stderr)
+    rows = []
     for key, label, unit, better in MEASURES:
         side = {s: [r[key] for r in got[s] if key in r] for s in got}
-        o, n = (statistics.median(side[s]) if side[s] else None for s in ("old", "new"))
-        cell = {s: spread_cell(side[s], unit) for s in ("old", "new")}
-        ratio = f"{n / o:.2f}" if o and n is not None else "—"
-        rows.append(f"| {label} ({better} is better) | {cell['old']} | {cell['new']} | {ratio} | "
-                    f"{overlap(side['old'], side['new'])} |")
-    cmd = (f"python3 bench/ab.py --old OLD_BUILD --new NEW_BUILD --rounds {a.rounds}"
+        med = {s: statistics.median(side[s]) if side[s] else None for s in got}
+        cells = [spread_cell(side[s], unit) for s in (*olds, "new")]
+        for o in olds:
+            cells.append(f"{med['new'] / med[o]:.2f}" if med[o] and med["new"] is not None else "—")
+        cells += [overlap(side[o], side["new"]) for o in olds]
+        rows.append(f"| {label} ({better} is better) | " + " | ".join(cells) + " |")
+    head = (["measure"] + [f"{names[o]}: median (rounds' range)" for o in olds] + ["new: median (rounds' range)"]
+            + [f"new / {names[o]}" for o in olds] + [f"rounds overlap {names[o]}" if len(olds) > 1 else "rounds overlap"
+                                                    for o in olds])
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + rows
+    loads = [r["load1"] for s in got for r in got[s]]
+    rows.append(f"\n1-min load average after each build's round: {min(loads):.1f} to {max(loads):.1f}.")
+    cmd = ("python3 bench/ab.py " + " ".join(f"--old {o.upper()}_BUILD" for o in olds)
+           + f" --new NEW_BUILD --rounds {a.rounds}"
            + ("" if a.dispatch_jobs == 2000 else f" --dispatch-jobs {a.dispatch_jobs}"))
     text = (f"<!-- ab:begin -->\n### {a.label or 'Before and after'}\n\nMeasured {time.strftime('%Y-%m-%d')} on this "
             f"machine ({os.cpu_count()} cores, Linux {platform.release()}): medians of {a.rounds} rounds "
-            f"per build (old first, then new first, in turn), {a.dispatch_jobs} dispatch jobs, {a.api_jobs} API submissions.  Command: `{cmd}`.\n\n"
+            f"per build ({'old first, then new first, in turn' if len(olds) == 1 else 'each build first in turn'}), {a.dispatch_jobs} dispatch jobs, {a.api_jobs} API submissions.  Command: `{cmd}`.\n\n"
             + "\n".join(rows) + "\n<!-- ab:end -->")
     print(text)
     if a.write:

@@ -83,11 +83,22 @@ def table(a, g, sl, st, ts):
                  "`tsp -V` one after another (higher is better)",
         cell(g, "start_per_s", rate), [cell(sl, "start_per_s", rate), "not measured", cell(ts, "start_per_s", rate)],
         g.get("start_per_s"), [sl.get("start_per_s"), None, ts.get("start_per_s")], True)
-    row("submit_batch", f"Submissions, best batch path, {a.jobs:,} jobs (higher is better)",
+    def array_cell(v):
+        req = g.get("submit_array_request_s")
+        return (f"{v:,.0f}/s ({g.get('submit_array_how')}"
+                + (f"; the request alone {req * 1000:.1f} ms" if req else "") + ")")
+
+    row("submit_array", f"Submissions, one job array of {a.jobs:,} tasks, one command (higher is better)",
+        cell(g, "submit_array", array_cell),
+        [cell(sl, "submit_array", lambda v: f"{v:,.0f}/s ({sl.get('submit_array_how')})"), "not measured",
+         "none: tsp has no arrays"],
+        g.get("submit_array"), [sl.get("submit_array"), None, None], True)
+    row("submit_batch", f"Submissions, {a.jobs:,} separate jobs in one API batch, against Slurm's array "
+                        "(Slurm has no batch of separate jobs; higher is better)",
         cell(g, "submit_batch", lambda v: f"{v:,.0f}/s ({g.get('submit_batch_how')})"),
-        [cell(sl, "submit_batch", lambda v: f"{v:,.0f}/s ({sl.get('submit_batch_how')})"), "not measured",
+        [cell(sl, "submit_array", lambda v: f"{v:,.0f}/s (the array above)"), "not measured",
          "none: tsp has no batch submission"],
-        g.get("submit_batch"), [sl.get("submit_batch"), None, None], True)
+        g.get("submit_batch"), [sl.get("submit_array"), None, None], True)
     for key, name in (
             ("seconds", "Drain: first job start to last job end, jobs of `gw-bench-stamp` on 4 GPUs/slots "
                         "(lower is better; ratio on the time per 1,000 jobs)"),
@@ -141,8 +152,11 @@ def notes(a, g, sl, st, ts, report, behind):
              "the submitted jobs wait and only the submit path is timed; each submission is a separate "
              "process (`sbatch --gres=gpu:1 --wrap true`, `tsp true`, `gpuward submit -q --gpus 1 -- true`), "
              "run one after another; gpuward's and task-spooler's are interleaved (100 of one, then 100 of "
-             "the other) so that both see the same machine load. Batch: one `sbatch --array`; gpuward's "
-             "`POST /api/v1/jobs/batch` in as many requests as keep each body under 1 MiB. task-spooler keeps one waiting client process "
+             "the other) so that both see the same machine load. Arrays: one `sbatch --array=1-N` against one "
+             "`gpuward submit --array=1-N` (one `POST /api/v1/jobs` with `\"array\": \"1-N\"`; both a process "
+             "start and one request; the request alone, sent by this script on its open connection, is given "
+             "beside it). Batch: gpuward's `POST /api/v1/jobs/batch`, N separate jobs, in as many requests as "
+             "keep each body under 1 MiB. task-spooler keeps one waiting client process "
              "and one connection per queued job and its server `select()`s on them, so it cannot hold more "
              "than ~990 queued jobs (the 994th submission blocks until a slot frees); its submissions are "
              f"measured with at most {min(a.tsp_chunk, a.jobs)} queued, the queue drained (untimed) before it "
@@ -204,7 +218,8 @@ def notes(a, g, sl, st, ts, report, behind):
 
 def why(a, g, sl, st, ts, key, peer):
     """What we know about a row where gpuward is not ahead (measured facts, not guesses)."""
-    name = {"drain": "Drain", "submit_seq": "Separate submissions", "submit_batch": "Batch submission", "seconds": "Drain",
+    name = {"drain": "Drain", "submit_seq": "Separate submissions", "submit_array": "Array submission",
+            "submit_batch": "Batch submission", "seconds": "Drain",
             "gap_p50_ms": "Dispatch gap p50", "gap_p99_ms": "Dispatch gap p99", "cancel_hung": "Cancel of a hung job",
             "cancel_orphans": "Cancel, children ignore SIGTERM"}.get(key, key)
     head = f"{name}, vs {peer}: "
@@ -220,13 +235,20 @@ def why(a, g, sl, st, ts, key, peer):
                f"submissions/s: {1000 / g['api_single_per_s']:.2f} ms each in the daemon)" if g.get("api_single_per_s") else "")
             + ". The tsp server keeps its queue in memory only (lost with the "
             "server) and answers at once. For many jobs the API batch (a row below) is gpuward's fast path.")
+    if key == "submit_array" and peer == "Slurm":
+        return head + (
+            f"both store an array as one record until its tasks start. For {a.jobs:,} tasks: gpuward "
+            f"{1000 * a.jobs / g['submit_array']:.1f} ms, Slurm {1000 * a.jobs / sl['submit_array']:.1f} ms, "
+            "each including its command's process start (`gpuward submit` waits for the array's commit "
+            "to SQLite before it answers).")
     if key == "submit_batch" and peer == "Slurm":
         return head + (
             "the pending tasks of a Slurm job array share one job record in slurmctld, split off as "
             "they start (Slurm's job array documentation: arrays of millions of tasks are submitted in "
-            "milliseconds), so `--array=1-1000` costs about one submission; gpuward's batch "
-            f"creates {a.jobs:,} separate jobs in one SQLite transaction. For {a.jobs:,} jobs: gpuward "
-            f"{1000 * a.jobs / g['submit_batch']:.1f} ms, Slurm {1000 * a.jobs / sl['submit_batch']:.1f} ms "
+            f"milliseconds), so `--array=1-{a.jobs}` costs about one submission; gpuward's batch "
+            f"creates {a.jobs:,} separate jobs in one SQLite transaction (its array, the row above, is "
+            f"the like of Slurm's). For {a.jobs:,} jobs: gpuward "
+            f"{1000 * a.jobs / g['submit_batch']:.1f} ms, Slurm {1000 * a.jobs / sl['submit_array']:.1f} ms "
             "(the latter including the `sbatch` process start).")
     if key == "drain" and peer == "task-spooler":
         return "Drain and dispatch gap, vs task-spooler: " + (

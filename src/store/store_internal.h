@@ -18,7 +18,7 @@ int gw_store_sql_err(struct gw_store *s);
 int gw_store_prepare(struct gw_store *s, const char *sql, sqlite3_stmt **ret);
 /* The smaller files' statements that run at a request's rate (a token's lookup on every
  * call of the TCP door): prepared once, at their first use, and kept with the store. */
-enum gw_store_kept { GW_KEPT_TOKEN_FIND, _GW_KEPT_MAX };
+enum gw_store_kept { GW_KEPT_TOKEN_FIND, GW_KEPT_JOB_CLOCK_PUT, _GW_KEPT_MAX };
 sqlite3_stmt **gw_store_kept_slot(struct gw_store *s, enum gw_store_kept k);
 /* Into *ret the kept statement k of sql, reset and unbound: the caller resets it after use
  * (gw_store_kept_done) instead of finalizing it. */

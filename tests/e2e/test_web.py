@@ -215,6 +215,37 @@ class WebTest(DaemonTest):
             finally:
                 s.close()
 
+    def test_events_kept_from_the_first_stream_on(self):
+        # Jobs that start and end before any stream was opened in this daemon run publish
+        # nothing: no id of theirs was ever given, so none can be resumed from.
+        jid = self.d.submit("--", "/bin/true")
+        self.d.wait_state(jid, "COMPLETED")
+        sse = SSE(self.d.port)
+        try:
+            hello = sse.next_event()
+            self.assertEqual(hello["event"], "hello")
+            hello_id = int(hello["id"])
+            jid = self.d.submit("--", "/bin/true")
+            first = sse.next_event({"job"})
+            self.assertEqual(int(first["id"]), hello_id + 1)
+            self.assertEqual(json.loads(first["data"])["id"], jid)
+            self.d.wait_state(jid, "COMPLETED")
+        finally:
+            sse.close()
+        # From then on the ring keeps them: a second client resumes after the hello's id.
+        again = SSE(self.d.port, last_id=str(hello_id))
+        try:
+            ev = again.next_event()
+            self.assertEqual((ev["event"], int(ev["id"])), ("job", hello_id + 1))
+        finally:
+            again.close()
+        # The id before the hello was never given to a stream: reset, not events.
+        old = SSE(self.d.port, last_id=str(hello_id - 1))
+        try:
+            self.assertEqual(old.next_event()["event"], "reset")
+        finally:
+            old.close()
+
     def hold_batch(self, n, name_len=120):
         jobs = [{"command": ["/bin/true"], "cwd": self.d.work, "hold": True, "name": "x" * name_len}
                 for _ in range(n)]

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "api/codec.h"
@@ -115,9 +116,29 @@ static void rows_as_jansson_writes_them(void **state) {
         gw_job_free(j);
 }
 
+/* The writer keeps the text of the last few reals: rows that repeat a value, come back to
+ * one it no longer holds (more distinct values than it keeps), or hold values a bit apart
+ * are still written as jansson writes them. */
+static void reals_seen_again(void **state) {
+        (void) state;
+        struct gw_job *j = job();
+        j->predicted_attempt = 1;
+        char what[64];
+        for (int round = 0; round < 3; round++)
+                for (int k = 1; k <= 20; k++) {
+                        j->fairshare = round == 2 && k % 2 ? nextafter(1.0 / k, 1.0) : 1.0 / k;
+                        j->predicted_start = INT64_C(1763769660054104) + (k % 3) * SEC;
+                        j->latest_start = INT64_C(1763771400000000) + (k % 11) * 1000;
+                        snprintf(what, sizeof what, "round %d, value %d", round, k);
+                        check_same(j, what);
+                }
+        gw_job_free(j);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(rows_as_jansson_writes_them),
+                cmocka_unit_test(reals_seen_again),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

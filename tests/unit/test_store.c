@@ -16,6 +16,7 @@
 
 #include "base/cleanup.h"
 #include "core/directive.h"
+#include "store/jobclock.h"
 #include "store/store.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -772,6 +773,34 @@ static void set_error(void **state) {
         gw_job_free(j);
 }
 
+/* The start's clock row is written through a statement kept prepared: each write binds all
+ * of its own values (none left from the one before), a rolled-back write leaves the row as it
+ * was, and the kept statement holds no lock that would keep the store from closing. */
+static void job_clock_kept_statement(void **state) {
+        struct fixture *f = *state;
+        gw_usec_t v = 0;
+        assert_int_equal(gw_store_job_clock_put(f->s, 7, 1, "boot-a", 100), 0);
+        assert_int_equal(gw_store_job_clock_put(f->s, 8, 1, "boot-b", 200), 0);
+        assert_int_equal(gw_store_job_clock_get(f->s, 7, 1, "boot-a", &v), 0);
+        assert_int_equal(v, 100);
+        assert_int_equal(gw_store_job_clock_get(f->s, 8, 1, "boot-a", &v), -ENOENT); /* another boot */
+        assert_int_equal(gw_store_job_clock_put(f->s, 7, 2, "boot-a", 300), 0); /* the job's row, replaced */
+        assert_int_equal(gw_store_job_clock_get(f->s, 7, 1, "boot-a", &v), -ENOENT);
+        assert_int_equal(gw_store_job_clock_get(f->s, 7, 2, "boot-a", &v), 0);
+        assert_int_equal(v, 300);
+        assert_int_equal(gw_store_begin(f->s), 0);
+        assert_int_equal(gw_store_job_clock_put(f->s, 7, 3, "boot-a", 400), 0);
+        assert_int_equal(gw_store_rollback(f->s), 0);
+        assert_int_equal(gw_store_job_clock_get(f->s, 7, 2, "boot-a", &v), 0);
+        assert_int_equal(v, 300);
+        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM job_clock"), 2);
+        f->s = gw_store_close(f->s);
+        store_open_ok(f);
+        assert_int_equal(gw_store_job_clock_get(f->s, 7, 2, "boot-a", &v), 0);
+        assert_int_equal(gw_store_job_clock_put(f->s, 9, 1, "boot-b", 500), 0);
+        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM job_clock"), 3);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -793,6 +822,7 @@ int main(void) {
                 T(gpu_round_trip),
                 T(stop_survives_reopen),
                 T(checkpoints_in_background),
+                T(job_clock_kept_statement),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
