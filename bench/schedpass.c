@@ -23,6 +23,7 @@
 #include "daemon/daemon.h"
 #include "daemon/base/fairshare.h"
 #include "daemon/sharing/sharing.h"
+#include "daemon/life/queue.h"
 
 #define SEC GW_USEC_PER_SEC
 #define HOUR (3600 * SEC)

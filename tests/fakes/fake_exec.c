@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "daemon/life/queue.h"
 
 /* Its state of a job: the index of the attempt on record. */
 struct gw_exec_job {

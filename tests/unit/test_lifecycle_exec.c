@@ -19,6 +19,11 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/backup/backup.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/sharing/sharing.h"
+#include "daemon/training/training.h"
 #include "fake_exec.h"
 #include "store/store.h"
 

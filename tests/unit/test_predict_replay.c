@@ -21,6 +21,7 @@
 
 #include "core/predict.h"
 #include "fake_host.h"
+#include "daemon/sharing/sharing.h"
 
 /* ---- The reference replay ---- */
 

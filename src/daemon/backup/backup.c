@@ -18,6 +18,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/backup/backup.h"
 #include "store/backup.h"
 
 /* How often the loop looks whether a running copy has ended. */

@@ -20,6 +20,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/base/jobclock.h"
 #include "store/jobclock.h"
 
 /* The kernel's boot id, read once; NULL when it cannot be read (then nothing is kept). */

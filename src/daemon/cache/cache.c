@@ -34,6 +34,7 @@
 #include "daemon/cache/cache_int.h"
 #include "daemon/base/config.h"
 #include "daemon/exec/executor.h"
+#include "daemon/life/jobs.h"
 
 #define TICK (200 * GW_USEC_PER_MSEC)
 

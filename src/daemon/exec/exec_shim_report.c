@@ -11,6 +11,7 @@
 #include "base/text.h"
 #include "daemon/exec/exec_shim.h"
 #include "daemon/exec/launch_server.h"
+#include "daemon/base/jobclock.h"
 #include "shim/shim.h"
 
 static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {

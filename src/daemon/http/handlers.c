@@ -22,6 +22,13 @@
 #include "daemon/life/jobarray.h"
 #include "daemon/base/userfile.h"
 #include "daemon/http/web.h"
+#include "daemon/backup/backup.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/http/api.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/observe.h"
+#include "daemon/training/training.h"
 
 #define LOG_CHUNK_MAX (1u << 20)
 

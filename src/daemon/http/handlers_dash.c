@@ -16,6 +16,9 @@
 #include "core/progress.h"
 #include "daemon/base/userfile.h"
 #include "daemon/http/web.h"
+#include "daemon/life/queue.h"
+#include "daemon/reclaim/reclaim_watch.h"
+#include "daemon/training/training.h"
 
 #define HISTORY_POINTS 300           /* per GPU: a sparkline needs no more */
 #define RESULTS_READ_MAX (4u << 20)

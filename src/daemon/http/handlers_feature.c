@@ -14,6 +14,10 @@
 #include "daemon/cache/cache.h"
 #include "daemon/http/handlers.h"
 #include "daemon/http/web.h"
+#include "daemon/backup/backup.h"
+#include "daemon/life/queue.h"
+#include "daemon/reclaim/reclaim_watch.h"
+#include "daemon/training/training.h"
 #include "store/backup.h"
 
 void gw_on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,

@@ -18,6 +18,10 @@
 #include "daemon/http/handlers.h"
 #include "daemon/nodes/nodes.h"
 #include "daemon/notify/notify.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/gpus.h"
+#include "daemon/observe/observe.h"
+#include "daemon/training/training.h"
 #include "store/gpu_events.h"
 
 /* ?limit= (1-GW_NODES_PAGE_MAX nodes, default GW_NODES_PAGE) and ?after=NODE: one page of a

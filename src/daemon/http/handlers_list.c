@@ -13,6 +13,8 @@
 #include "core/waitwhy.h"
 #include "daemon/http/handlers.h"
 #include "daemon/life/jobarray.h"
+#include "daemon/life/queue.h"
+#include "daemon/training/training.h"
 
 /* state=A,B into a bit mask; -EINVAL names the bad word in rep. */
 static int parse_states(const char *s, unsigned *ret, struct gw_http_reply *rep) {

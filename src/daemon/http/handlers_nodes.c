@@ -11,6 +11,7 @@
 #include "daemon/exec/exec_slurm.h"
 #include "daemon/http/handlers.h"
 #include "daemon/nodes/nodes.h"
+#include "daemon/life/queue.h"
 #include "store/gpu_events.h"
 
 /* The fault, for the classifier at the attempt's end (as observe.c keeps a local GPU's). */

@@ -4,6 +4,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/http/handlers.h"
+#include "daemon/joblog/joblog.h"
 
 void gw_on_health(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                       struct gw_http_reply *rep, const struct gw_caller *c) {

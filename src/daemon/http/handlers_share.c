@@ -14,6 +14,7 @@
 #include "api/codec_share.h"
 #include "daemon/http/handlers.h"
 #include "daemon/sharing/sharing.h"
+#include "daemon/training/training.h"
 
 /* A time given as Unix seconds or as text ("tomorrow 09:00", ISO 8601). */
 static int get_when(const json_t *o, const char *key, gw_usec_t now, gw_usec_t *ret, struct gw_http_reply *rep) {

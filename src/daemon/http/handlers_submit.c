@@ -9,6 +9,7 @@
 #include "base/cleanup.h"
 #include "daemon/http/handlers.h"
 #include "daemon/life/jobarray.h"
+#include "daemon/life/jobs.h"
 
 /* A refused job: of a batch (index >= 0), the error says which, in words and as "index". */
 static void reply_job_error(struct gw_http_reply *rep, int status, const char *field, long index, const char *msg) {

@@ -9,6 +9,8 @@
 #include "base/parse.h"
 #include "core/accounting.h"
 #include "daemon/http/handlers.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/observe/observe.h"
 #include "store/usage.h"
 
 #define USAGE_DAYS_MAX 90

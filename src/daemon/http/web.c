@@ -21,6 +21,7 @@
 #include "api/codec.h"
 #include "base/cleanup.h"
 #include "daemon/http/web.h"
+#include "daemon/http/api.h"
 
 #define NAME_MAX_LEN 128
 #define FILE_MAX (4u << 20)

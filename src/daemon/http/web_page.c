@@ -13,6 +13,7 @@
 
 #include "api/firstpaint.h"
 #include "daemon/http/web.h"
+#include "daemon/http/api.h"
 
 /* The reply of GET path for the reader of req, decoded; NULL unless it is a 200 with JSON. */
 static json_t *api_get(void *userdata, const struct gw_http_request *req, const char *path) {

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/daemon.h"
+#include "daemon/joblog/joblog.h"
 #include "shim/logcap.h"
 
 /* The bytes dropped that the marker in the job's log says; -1 when there is no marker. */

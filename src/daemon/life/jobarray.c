@@ -1,5 +1,7 @@
 /* Job arrays (sweeps) in the daemon: see jobarray.h and docs/DESIGN.md, "Job arrays". */
 #include "daemon/life/jobarray.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 #include <errno.h>
 #include <stdio.h>

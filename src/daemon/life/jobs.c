@@ -26,6 +26,9 @@
 #include "daemon/daemon.h"
 #include "daemon/life/jobarray.h"
 #include "daemon/sharing/sharing.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 struct gw_djob *gw_djob_free(struct gw_daemon *d, struct gw_djob *dj) {
         if (!dj)

@@ -11,6 +11,9 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "daemon/life/lifecycle.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 /* What the previous daemon kept in memory for the classifier and the retry decision at the
  * attempt's end, rebuilt from the attempt's events in the store: the GPU faults seen on its

@@ -15,6 +15,8 @@
 #include "base/parse.h"
 #include "core/limitwarn.h"
 #include "daemon/daemon.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/jobs.h"
 
 void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
         (void) d->exec->signal(d, dj, sig, 0);

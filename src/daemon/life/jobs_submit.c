@@ -17,6 +17,8 @@
 #include "daemon/base/asuser.h"
 #include "daemon/daemon.h"
 #include "daemon/base/userfile.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 static int submit_fail(struct gw_submit_error *err, int status, const char *field, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));

@@ -17,6 +17,9 @@
 #include "daemon/life/jobarray.h"
 #include "daemon/life/lifecycle.h"
 #include "daemon/sharing/sharing.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 /* ---- submit ---- */
 

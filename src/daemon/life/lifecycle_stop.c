@@ -15,6 +15,8 @@
 #include "daemon/life/jobarray.h"
 #include "daemon/life/lifecycle.h"
 #include "daemon/life/migslots.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 /* The stop is written before any signal, with the job's row (one transaction): a daemon that
  * goes down before the processes are gone then ends the job as stopped when it comes back

@@ -1,6 +1,7 @@
 /* Jobs on MIG slices: the slices as placement sees them, and the part of a scheduling pass
  * that gives them out (migslots.h). */
 #include "daemon/life/migslots.h"
+#include "daemon/life/jobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/life/jobs.h"
 
 /* Queued jobs, in queue order, whose log is made ahead while idle: the ones that can start next. */
 #define AHEAD_PER_GPU 2

@@ -13,6 +13,9 @@
 #include "daemon/life/migslots.h"
 #include "daemon/observe/observe.h"
 #include "daemon/sharing/sharing.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/gpus.h"
 
 #define TOMBSTONE ((struct gw_djob *) (uintptr_t) 1)
 

@@ -12,6 +12,12 @@
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training.h"
 #include "daemon/http/web.h"
+#include "daemon/http/api.h"
+#include "daemon/joblog/joblog.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/reclaim/reclaim_watch.h"
+#include "daemon/recovery/recovery.h"
 
 /* Submission checks */
 

@@ -33,6 +33,15 @@
 #include "daemon/preempt/preempt.h"
 #include "daemon/publish/publish.h"
 #include "daemon/http/web.h"
+#include "daemon/backup/backup.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/http/api.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/gpus.h"
+#include "daemon/observe/observe.h"
+#include "daemon/sharing/sharing.h"
+#include "daemon/training/training.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
         char buf[4096];

@@ -29,6 +29,7 @@
 #include "daemon/nodetelem/nodes_telem.h"
 #include "daemon/nodewatch/nodes_watch.h"
 #include "daemon/reclaim/reclaim_watch.h"
+#include "daemon/base/jobclock.h"
 
 #define WATCH_EVERY GW_USEC_PER_SEC
 /* A job gone from every snapshot for this long is forgotten. */

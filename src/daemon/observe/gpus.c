@@ -15,6 +15,9 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "daemon/life/migslots.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/gpus.h"
+#include "daemon/observe/hostwatch.h"
 #include "store/gpu_events.h"
 #include "store/gpus_missing.h"
 

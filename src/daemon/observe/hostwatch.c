@@ -11,6 +11,7 @@
 #include "base/hoststat.h"
 #include "daemon/base/config.h"
 #include "daemon/daemon.h"
+#include "daemon/observe/hostwatch.h"
 
 /* The whole of a small /proc file into buf (NUL-terminated); its length or -errno. */
 static ssize_t read_proc(const char *path, char *buf, size_t n) {

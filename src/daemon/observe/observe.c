@@ -17,6 +17,10 @@
 #include "daemon/life/lifecycle.h"
 #include "daemon/observe/observe.h"
 #include "daemon/http/web.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/gpus.h"
+#include "daemon/observe/hostwatch.h"
 #include "store/gpu_events.h"
 
 #define RING_SECONDS 3600

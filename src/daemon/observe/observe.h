@@ -45,3 +45,24 @@ void gw_observe_apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct
  * GPU's last one is not counted again (false): each snapshot counts once. */
 bool gw_observe_job_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu, uint64_t mem_total,
                           const struct gw_point *pt);
+
+/* observe.c: snapshots and events from the sampler */
+extern const double gw_wait_bounds[10];
+int gw_observe_start(struct gw_daemon *d);
+void gw_observe_stop(struct gw_daemon *d);
+/* The sampler's fd fired: apply the newest snapshot and the GPU events. */
+void gw_observe_ready(struct gw_daemon *d);
+/* Drains (or undrains) GPU idx, recorded in the store first: refused, nothing changes and
+ * the store's error is returned, unless even_unrecorded (a GPU fault: it must take no job
+ * either way). */
+int gw_gpu_drain(struct gw_daemon *d, unsigned idx, bool drain, const char *reason, bool even_unrecorded);
+/* The telemetry summary of a job: live for running jobs, stored for finished ones; NULL if none. */
+json_t *gw_observe_job_json(struct gw_daemon *d, const struct gw_job *j);
+/* Called when a running job ends: persists its last minute and its summary (into j->telemetry). */
+void gw_observe_job_end(struct gw_daemon *d, struct gw_djob *dj);
+void gw_observe_job_started(struct gw_daemon *d, const struct gw_job *j);
+/* Frees dj's telemetry (a retry's new attempt, the job let go). */
+void gw_jobtel_free(struct gw_daemon *d, struct gw_djob *dj);
+/* dj's telemetry, a series per GPU (*ret_n of them, 0 before its first sample): borrowed,
+ * valid until the next sample. */
+const struct gw_jobtel *gw_observe_jobtel(const struct gw_daemon *d, const struct gw_djob *dj, size_t *ret_n);

@@ -17,6 +17,8 @@
 #include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/observe/observe.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/hostwatch.h"
 #include "store/gpu_events.h"
 
 #define MAX_ANCESTORS 64

@@ -41,6 +41,8 @@
 #include "daemon/training/resume.h"
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
 
 /* The queue's first jobs are looked at for a preemptor: it is sorted by priority, so the
  * highest waiting one is among them unless all of those are held or wait for something else. */

@@ -18,6 +18,7 @@
 #include "base/thread.h"
 #include "daemon/publish/publish.h"
 #include "daemon/training/training.h"
+#include "daemon/life/jobs.h"
 
 #define POLL_USEC (20 * 1000)
 #define QUEUE_MAX 1024 /* publications waiting; more are refused with an event */

@@ -22,6 +22,8 @@
 #include "base/text.h"
 #include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/training/training.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/jobs.h"
 
 #define KILL_REARM (5 * GW_USEC_PER_SEC)
 /* The "idle" event that records an idle window starts so; gw_reclaim_idle_restore reads the

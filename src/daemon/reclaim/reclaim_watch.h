@@ -120,3 +120,38 @@ void gw_probe_close(struct gw_probe *p);
 /* reclaim_policy.c */
 /* The configured profile named name, or NULL. */
 const struct gw_policy_conf *gw_reclaim_policy_conf(const struct gw_daemon *d, const char *name);
+
+/* ---- idle-GPU reclamation: reclaim_watch.c, reclaim_policy.c (+ reclaim_watch.h) ---- */
+struct gw_rwatch;
+struct gw_caller;
+struct gw_route_ctx;
+/* After every GPU sample: gathers each running job's signals, runs gw_reclaim_decide and
+ * carries out what it says (warn, SIGTERM, SIGKILL).  Reads the wall clock itself. */
+void gw_reclaim_watch(struct gw_daemon *d);
+/* Frees dj's watch (closes a health probe in flight; GW_HOOK_JOB_FREED). */
+void gw_reclaim_forget(struct gw_daemon *d, struct gw_djob *dj);
+/* A line of gpuward's for dj's log (GW_HOOK_LOG_LINE): appended, its bytes counted as
+ * gpuward's, not as the job's progress; nothing for a job the watch has not seen. */
+void gw_reclaim_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line);
+/* The results.csv the watch chose for dj's current attempt, NULL none (owned by the watch:
+ * valid until its next sample). */
+const char *gw_reclaim_results_path(const struct gw_daemon *d, const struct gw_djob *dj);
+/* For the job page (handlers_dash.c), a job the watch has not chosen for: the run's results.csv as gw_rwatch_gather finds it (malloc'ed; NULL until one was
+ * written during this attempt).  The files themselves are read through daemon/userfile.h. */
+char *gw_rwatch_find_results(const struct gw_job *j);
+/* At re-adoption: the idle window the previous daemon recorded for the attempt (its newest
+ * "idle" event) and its warning, so that the idle timeout does not start again with the
+ * daemon, nor the warning come twice. */
+void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n);
+/* The profile a job runs under: its own, else "default"; a profile the config no longer has
+ * falls back to "default" too.  Never NULL. */
+const struct gw_reclaim_policy *gw_reclaim_policy_of(const struct gw_daemon *d, const struct gw_job *j);
+/* At submit: 0, or -EINVAL (unknown profile) / -EPERM (the user may not choose it) with err
+ * filled for field idle_policy. */
+int gw_reclaim_check_submit(struct gw_daemon *d, const struct gw_job *j, struct gw_submit_error *err);
+/* reclaim_policy.c, for POST /api/v1/jobs/{id}/policy (admins): changes an active job's
+ * profile to name, by whom, with event "policy".  0, or the HTTP status of the refusal with
+ * why: 400 no such profile (field idle_policy), 503 the store refused it (nothing changed). */
+int gw_reclaim_policy_set(struct gw_daemon *d, struct gw_djob *dj, const char *name, const char *by, char *why,
+                          size_t n);
+/* ---- end of idle-GPU reclamation ---- */

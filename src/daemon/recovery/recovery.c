@@ -24,6 +24,9 @@
 #include "daemon/preempt/preempt.h"
 #include "daemon/training/resume.h"
 #include "daemon/base/userfile.h"
+#include "daemon/life/jobs.h"
+#include "daemon/recovery/recovery.h"
+#include "daemon/training/training.h"
 
 #define TAIL_BYTES (64 * 1024)
 

@@ -14,6 +14,10 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "daemon/life/jobarray.h"
+#include "daemon/base/jobclock.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/gpus.h"
 
 #define RATE_USERS 1024
 

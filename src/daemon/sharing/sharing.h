@@ -116,3 +116,19 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
  * not valid afterwards. */
 int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
                            const char *note, struct gw_book_result *r);
+
+/* sharing.c: bookings, quotas, rate limits, tokens */
+struct gw_sharing;
+int gw_sharing_open(struct gw_daemon *d);
+void gw_sharing_close(struct gw_daemon *d);
+/* Each loop iteration: booking starts, ends, warnings, no-shows; returns the next deadline
+ * (monotonic) or GW_USEC_INFINITY. */
+gw_usec_t gw_sharing_tick(struct gw_daemon *d);
+/* Fills allowed/blocked of each pending job for the scheduler (bookings, quotas). */
+void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n);
+/* At submit: the priority's grant (403, field "priority"), quota hard limits (403, field
+ * "quota") and the booking's ownership; 0 or -errno with err.  ahead: the user's jobs of the
+ * same batch (an array's tasks one each), checked but not queued yet. */
+int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct gw_submit_error *err);
+/* A job ended: its booking was used until now. */
+void gw_sharing_job_ended(struct gw_daemon *d, const struct gw_job *j);

@@ -28,6 +28,9 @@
 #include "daemon/training/resume.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
+#include "daemon/life/jobs.h"
+#include "daemon/life/queue.h"
+#include "daemon/observe/observe.h"
 #include "store/epochs.h"
 #include "store/jobarray.h"
 

@@ -12,6 +12,8 @@
 #include "core/yolo_run.h"
 #include "daemon/http/handlers.h"
 #include "daemon/training/training_int.h"
+#include "daemon/life/queue.h"
+#include "daemon/training/training.h"
 #include "store/epochs.h"
 
 #define EPOCHS_SHOWN 20

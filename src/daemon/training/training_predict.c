@@ -27,6 +27,8 @@
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training_int.h"
 #include "daemon/http/web.h"
+#include "daemon/life/queue.h"
+#include "daemon/training/training.h"
 
 #define RUNTIME_TTL     (60 * GW_USEC_PER_SEC)
 #define HISTORY_SCAN    500

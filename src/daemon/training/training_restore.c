@@ -25,6 +25,8 @@
 #include "base/text.h"
 #include "daemon/http/handlers.h"
 #include "daemon/training/training_int.h"
+#include "daemon/life/jobs.h"
+#include "daemon/training/training.h"
 #include "store/snapshots.h"
 
 #define BUF_SIZE (1u << 20)

@@ -19,6 +19,7 @@
 #include "core/yolo_run.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
+#include "daemon/life/queue.h"
 
 #define SCAN_MAX 512              /* directory entries looked at per directory */
 #define LOG_END (128u << 10)     /* read at each end of a log for where Ultralytics saves */

@@ -31,6 +31,8 @@
 #include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
+#include "daemon/joblog/joblog.h"
+#include "daemon/training/training.h"
 #include "store/snapshots.h"
 
 #define COPY_CHUNK (64u << 20)          /* bytes copied per sample */
