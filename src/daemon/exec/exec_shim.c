@@ -38,7 +38,7 @@ static void job_free(struct gw_djob *dj) {
         dj->exec = NULL;
 }
 
-struct gw_exec_job *exec_shim_job(struct gw_djob *dj) {
+struct gw_exec_job *gw_exec_shim_job(struct gw_djob *dj) {
         if (!dj->exec) {
                 struct gw_exec_job *x = gw_xcalloc(1, sizeof *x);
                 x->pidfd = x->report_fd = x->shim_chan = -1;
@@ -49,8 +49,8 @@ struct gw_exec_job *exec_shim_job(struct gw_djob *dj) {
         return dj->exec;
 }
 
-void exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pending) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+void gw_exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pending) {
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         struct gw_exec_shim *s = exec_shim_of(d);
         x->launch_pending = pending;
         pending_unlink(x);
@@ -77,7 +77,7 @@ static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
  * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
 static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_shim *s = exec_shim_of(d);
-        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->host_oom_known = false;
         if (s->cg.memory && dj->job->cgroup)
                 return;
@@ -89,7 +89,7 @@ static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
         x->host_oom_start = s->host_oom;
 }
 
-const char *exec_shim_tty(const struct gw_daemon *d, struct gw_job *j) {
+const char *gw_exec_shim_tty(const struct gw_daemon *d, struct gw_job *j) {
         if (!j->interactive)
                 return NULL;
         if (!j->tty_socket) {
@@ -124,21 +124,21 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
                 .exits_path = s->exits_path,
                 .job_id = j->id,
                 .attempt = j->attempt,
-                .tty_path = exec_shim_tty(d, j),
+                .tty_path = gw_exec_shim_tty(d, j),
         };
         struct gw_launched run;
-        exec_shim_job(dj)->signal_held = 0; /* an earlier attempt's stop is not this one's */
+        gw_exec_shim_job(dj)->signal_held = 0; /* an earlier attempt's stop is not this one's */
         host_oom_before_start(d, dj);
         int r = gw_launch_start(&l, &s->warm, s->launcher, &run, err, errlen);
         if (r < 0)
                 return r;
-        exec_shim_job(dj)->report_fd = -1;
-        exec_shim_job(dj)->report_closed = false;
-        exec_shim_launched(d, dj, &run);
+        gw_exec_shim_job(dj)->report_fd = -1;
+        gw_exec_shim_job(dj)->report_closed = false;
+        gw_exec_shim_launched(d, dj, &run);
         return 0;
 }
 
-void exec_shim_trim_exits(struct gw_daemon *d) {
+void gw_exec_shim_trim_exits(struct gw_daemon *d) {
         /* No job running means no shim can be appending: the journal may start afresh.  Not
          * while recovering: jobs not yet loaded may have their lines in it; and never once an
          * end could not be written: the next daemon reads that end from the journal. */
@@ -175,7 +175,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
                 r = 0;
         /* Sent before the supervisor has started the job (its pid not reported yet), it reached
          * nobody: kept for the job, or a stop right after a start waited for the SIGKILL. */
-        struct gw_exec_job *x = dj->exec ? exec_shim_job(dj) : NULL;
+        struct gw_exec_job *x = dj->exec ? gw_exec_shim_job(dj) : NULL;
         bool launching = x && (x->launch_pending || (x->report_fd >= 0 && !x->report_closed));
         if (r < 0 && launching && j->pid <= 0 && (x->signal_held != SIGKILL || sig == SIGKILL)) {
                 x->signal_held = sig;
@@ -189,7 +189,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
 static void ready(struct gw_daemon *d, struct gw_source *src) {
         struct gw_exec_shim *s = exec_shim_of(d);
         if (src == &s->launcher_src) {
-                exec_shim_launch_answers(d, true);
+                gw_exec_shim_launch_answers(d, true);
                 return;
         }
         struct gw_djob *dj = src->ptr;
@@ -197,16 +197,16 @@ static void ready(struct gw_daemon *d, struct gw_source *src) {
         if (dj->dead || !x)
                 return;
         if (src == &x->pidfd_src && x->pidfd >= 0)
-                (void) exec_shim_exited(d, dj);
+                (void) gw_exec_shim_exited(d, dj);
         else if (src == &x->report_src && x->report_fd >= 0)
-                exec_shim_reported(d, dj);
+                gw_exec_shim_reported(d, dj);
 }
 
 static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
         gw_launch_server_reaped(exec_shim_of(d)->launcher, pid);
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 if (d->jobs.running[i]->job->shim_pid == pid) {
-                        (void) exec_shim_exited(d, d->jobs.running[i]);
+                        (void) gw_exec_shim_exited(d, d->jobs.running[i]);
                         return true;
                 }
         return false;
@@ -217,7 +217,7 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
  * cgroups go (work that waits until the next jobs have started). */
 static gw_usec_t tick(struct gw_daemon *d) {
         struct gw_exec_shim *s = exec_shim_of(d);
-        exec_shim_launch_answers(d, false);
+        gw_exec_shim_launch_answers(d, false);
         gw_usec_t next = gw_cgroup_trash_sweep(&s->cg_trash, d->now);
         int64_t warm_due = gw_warm_tick(&s->warm, d->now / GW_USEC_PER_SEC);
         if (warm_due != INT64_MAX && warm_due * GW_USEC_PER_SEC < next)
@@ -232,8 +232,8 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
                         (void) gw_cgroup_remove(j->cgroup);
                 return;
         }
-        exec_shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
-        exec_shim_trim_exits(d);
+        gw_exec_shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
+        gw_exec_shim_trim_exits(d);
         if (j->cgroup)
                 gw_cgroup_trash_add(&exec_shim_of(d)->cg_trash, j->cgroup);
 }
@@ -282,14 +282,14 @@ int gw_exec_shim_open(struct gw_daemon *d) {
                 .prepare = prepare,
                 .start = start,
                 .signal = signal_job,
-                .adopt_begin = exec_shim_adopt_begin,
-                .adopt = exec_shim_adopt,
-                .adopt_end = exec_shim_adopt_end,
+                .adopt_begin = gw_exec_shim_adopt_begin,
+                .adopt = gw_exec_shim_adopt,
+                .adopt_end = gw_exec_shim_adopt_end,
                 .ready = ready,
                 .reaped = reaped,
                 .tick = tick,
                 .release = release,
-                .sync = exec_shim_trim_exits,
+                .sync = gw_exec_shim_trim_exits,
                 .oom_facts = oom_facts,
                 .close = exec_shim_close,
         };
@@ -314,5 +314,5 @@ static void serve(struct gw_daemon *d) {
         s->launcher = gw_launch_server_open(s->exits_path, err, sizeof err);
         if (!s->launcher)
                 log_warn("job launcher: %s; starting jobs by spawning their supervisor", err);
-        exec_shim_launch_answers(d, false);
+        gw_exec_shim_launch_answers(d, false);
 }

@@ -57,36 +57,36 @@ static inline struct gw_exec_shim *exec_shim_of(const struct gw_daemon *d) {
         return d->exec->state;
 }
 /* dj's supervisor state, made on first use. */
-struct gw_exec_job *exec_shim_job(struct gw_djob *dj);
+struct gw_exec_job *gw_exec_shim_job(struct gw_djob *dj);
 /* An interactive job's session socket (shim/tty.h), under the run dir, kept in j->tty_socket
  * for the API; NULL for other jobs. */
-const char *exec_shim_tty(const struct gw_daemon *d, struct gw_job *j);
+const char *gw_exec_shim_tty(const struct gw_daemon *d, struct gw_job *j);
 /* Sets dj's launch_pending, and its place in the list the launcher's answers are matched
  * against (exec_shim_launch.c). */
-void exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pending);
+void gw_exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pending);
 /* Empties the exits journal when no job runs (not inside a batch: its ends are not committed
  * yet; not when an end was not written: the next daemon reads it there). */
-void exec_shim_trim_exits(struct gw_daemon *d);
+void gw_exec_shim_trim_exits(struct gw_daemon *d);
 
 /* exec_shim_report.c: an attempt's supervisor and its reports. */
 /* The supervisor of a started job is known (or, run->pending, asked of the launcher). */
-void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run);
+void gw_exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run);
 /* The shim's report fd is readable: learn the job's pid. */
-void exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj);
+void gw_exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj);
 /* Its supervisor closed its report pipe, exited or was reaped: take its end (from the pipe,
  * else the exits journal) and tell it.  Whether the end was known (false: told as lost). */
-bool exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj);
+bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj);
 /* Watches the pidfd of a supervisor that is not our child (the launcher forked it, or an
  * earlier daemon started it); it turns readable when that exits.  Takes fd. */
-int exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd);
+int gw_exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd);
 /* Stops watching the attempt's supervisor (closes its fds). */
-void exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj);
+void gw_exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj);
 
 /* exec_shim_launch.c: hands the launcher's answers (and its requests lost with it) to their
  * jobs; keeps its socket in epoll. */
-void exec_shim_launch_answers(struct gw_daemon *d, bool readable);
+void gw_exec_shim_launch_answers(struct gw_daemon *d, bool readable);
 
 /* exec_shim_adopt.c: adopt_begin, adopt, adopt_end of the table. */
-int exec_shim_adopt_begin(struct gw_daemon *d);
-int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj);
-void exec_shim_adopt_end(struct gw_daemon *d);
+int gw_exec_shim_adopt_begin(struct gw_daemon *d);
+int gw_exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj);
+void gw_exec_shim_adopt_end(struct gw_daemon *d);

@@ -25,7 +25,7 @@ static int watch(struct gw_daemon *d, struct gw_djob *dj) {
                 if (j->pid > 0)
                         (void) gw_proc_start_time(j->pid, &j->pid_start);
         }
-        int r = exec_shim_watch_pidfd(d, dj, fd);
+        int r = gw_exec_shim_watch_pidfd(d, dj, fd);
         return r;
 }
 
@@ -121,7 +121,7 @@ static int check_shims(struct gw_daemon *d) {
         return r;
 }
 
-int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
+int gw_exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         pid_t shim = find_shim(d, j);
         if (shim > 0 && shim != j->shim_pid) {
@@ -129,12 +129,12 @@ int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 (void) gw_proc_start_time(shim, &j->shim_start);
         }
         if (shim > 0 && watch(d, dj) == 0) {
-                (void) exec_shim_tty(d, j); /* its session goes on: the same socket */
+                (void) gw_exec_shim_tty(d, j); /* its session goes on: the same socket */
                 return 1;
         }
         /* Gone while we were down: its shim may have left the status behind. */
         if (gw_exits_has(exec_shim_of(d)->exits, j->id, j->attempt)) {
-                (void) exec_shim_exited(d, dj);
+                (void) gw_exec_shim_exited(d, dj);
                 return 0;
         }
         if (gw_proc_is(j->pid, j->pid_start)) {
@@ -145,7 +145,7 @@ int exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         return 0;
 }
 
-int exec_shim_adopt_begin(struct gw_daemon *d) {
+int gw_exec_shim_adopt_begin(struct gw_daemon *d) {
         struct gw_exec_shim *s = exec_shim_of(d);
         gw_proc_find_shims(s->exits_path, &s->shims, &s->n_shims);
         int r = check_shims(d);
@@ -154,8 +154,8 @@ int exec_shim_adopt_begin(struct gw_daemon *d) {
         return r;
 }
 
-void exec_shim_adopt_end(struct gw_daemon *d) {
+void gw_exec_shim_adopt_end(struct gw_daemon *d) {
         shims_forget(exec_shim_of(d));
-        exec_shim_trim_exits(d);
+        gw_exec_shim_trim_exits(d);
         sweep_cgroups(d);
 }

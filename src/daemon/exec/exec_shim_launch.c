@@ -42,7 +42,7 @@ static struct gw_djob *pending_job(struct gw_daemon *d, int64_t id) {
 
 static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
         struct gw_djob *dj = pending_job(d, a->job_id);
-        if (!dj || dj->job->attempt != a->attempt || !exec_shim_job(dj)->launch_pending) {
+        if (!dj || dj->job->attempt != a->attempt || !gw_exec_shim_job(dj)->launch_pending) {
                 log_warn("job %lld: the job launcher answered for attempt %d, which no longer waits for it",
                          (long long) a->job_id, a->attempt);
                 if (a->pidfd >= 0)
@@ -52,7 +52,7 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 return;
         }
         char err[256] = "";
-        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         struct gw_launched run = { .shim = a->pid, .pidfd = a->pidfd, .report_fd = x->report_fd, .chan = a->chan };
         int r = 0;
         if (a->lost) {
@@ -64,14 +64,14 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
                 snprintf(err, sizeof err, "the job launcher could not start its supervisor: %s", strerror(-r));
         }
         if (r < 0) {
-                exec_shim_set_pending(d, dj, false);
+                gw_exec_shim_set_pending(d, dj, false);
                 d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = err });
                 return;
         }
-        exec_shim_launched(d, dj, &run);
+        gw_exec_shim_launched(d, dj, &run);
 }
 
-void exec_shim_launch_answers(struct gw_daemon *d, bool readable) {
+void gw_exec_shim_launch_answers(struct gw_daemon *d, bool readable) {
         if (!exec_shim_of(d)->launcher)
                 return;
         if (readable && gw_launch_server_waiting(exec_shim_of(d)->launcher))

@@ -15,7 +15,7 @@
 #include "shim/shim.h"
 
 static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->report_fd = fd;
         x->report_src = (struct gw_source) { GW_SRC_EXEC, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->report_src };
@@ -29,19 +29,19 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj);
  * act for this attempt and waits for another job (it may not exit, so its pidfd is no
  * signal); without it, it died. */
 static void attempt_closed(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         int chan = x->shim_chan;
         pid_t shim = dj->job->shim_pid;
         uint64_t start = dj->job->shim_start;
         x->shim_chan = -1;
-        if (exec_shim_exited(d, dj))
+        if (gw_exec_shim_exited(d, dj))
                 gw_warm_put(&exec_shim_of(d)->warm, chan, shim, start, d->now / GW_USEC_PER_SEC);
         else if (chan >= 0)
                 (void) close(chan); /* it died, or could not record: it ends */
 }
 
-void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+void gw_exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw_launched *run) {
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         struct gw_job *j = dj->job;
         if (run->report_fd != x->report_fd) {
                 /* A new pipe is a new supervisor's (spawned after the launcher died): what
@@ -55,7 +55,7 @@ void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw
                 j->pid = run->job;
                 (void) gw_proc_start_time(j->pid, &j->pid_start);
         }
-        exec_shim_set_pending(d, dj, run->pending);
+        gw_exec_shim_set_pending(d, dj, run->pending);
         if (run->pending)
                 return; /* the launcher's answer brings the supervisor (exec_shim_launch.c) */
         j->shim_pid = run->shim;
@@ -70,7 +70,7 @@ void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         if (run->pidfd >= 0 && x->report_fd >= 0 && !x->report_closed)
                 (void) close(run->pidfd);
         else if (run->pidfd >= 0)
-                exec_shim_watch_pidfd(d, dj, run->pidfd);
+                gw_exec_shim_watch_pidfd(d, dj, run->pidfd);
         char gpus[256];
         log_info("job %lld: started on GPU %s, supervisor pid %d", (long long) j->id,
                  gw_gpu_mask_format(j->gpu_mask, gpus, sizeof gpus), (int) j->shim_pid);
@@ -86,7 +86,7 @@ void exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct gw
 }
 
 static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         if (x->report_fd < 0)
                 return;
         (void) epoll_ctl(d->loop.epfd, EPOLL_CTL_DEL, x->report_fd, NULL);
@@ -94,14 +94,14 @@ static void report_close(struct gw_daemon *d, struct gw_djob *dj) {
         x->report_fd = -1;
 }
 
-void exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+void gw_exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         pid_t pid;
         char why[SHIM_REPORT_LINE_MAX] = "";
         struct gw_exit_report end = { .known = false };
         int r = gw_launch_read_report(x->report_fd, &pid, &end, why, sizeof why);
         if (end.known)
-                x->reported_end = end; /* taken when the pipe closes (exec_shim_exited) */
+                x->reported_end = end; /* taken when the pipe closes (gw_exec_shim_exited) */
         if (why[0]) {
                 /* Its output file or directory, its cgroup...: said where `gpuward show` shows it. */
                 log_info("job %lld: could not be set up: %s", (long long) dj->job->id, why);
@@ -132,7 +132,7 @@ void exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
                 return; /* no job started (its vfork failed): the exit line and the EOF follow */
         /* Closed (or unreadable, which no supervisor causes): the end is in the exits journal,
          * or the supervisor died.  While the launcher's answer is awaited, the end is taken
-         * when that answer comes (exec_shim_launched). */
+         * when that answer comes (gw_exec_shim_launched). */
         if (!x->launch_pending && dj->job->shim_pid > 0)
                 attempt_closed(d, dj);
         else {
@@ -142,8 +142,8 @@ void exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
 }
 
 /* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */
-void exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+void gw_exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         report_close(d, dj);
         if (x->shim_chan >= 0) {
                 (void) close(x->shim_chan);
@@ -160,7 +160,7 @@ void exec_shim_detach(struct gw_daemon *d, struct gw_djob *dj) {
  * there still unread (the supervisor was reaped, or its pidfd woke us, first).  Bounded: a
  * supervisor writes a few lines. */
 static void report_drain(struct gw_djob *dj) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         for (int i = 0; i < 8 && x->report_fd >= 0; i++) {
                 pid_t pid;
                 struct gw_exit_report end = { .known = false };
@@ -194,13 +194,13 @@ static gw_usec_t attempt_end_time(const struct gw_daemon *d, const struct gw_djo
         return dj->start_mono ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
 }
 
-bool exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         struct gw_job *j = dj->job;
         report_drain(dj);
         struct gw_exit_report end = x->reported_end, journal;
         x->reported_end = (struct gw_exit_report) { .known = false };
-        exec_shim_detach(d, dj);
+        gw_exec_shim_detach(d, dj);
         /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
         if (gw_exits_take(exec_shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
@@ -215,8 +215,8 @@ bool exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
 
 /* The shim is not our child (the launcher forked it, or an earlier daemon started it): its
  * pidfd turns readable when it exits. */
-int exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
-        struct gw_exec_job *x = exec_shim_job(dj);
+int gw_exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
+        struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->pidfd = fd;
         x->pidfd_src = (struct gw_source) { GW_SRC_EXEC, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->pidfd_src };

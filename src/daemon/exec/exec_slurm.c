@@ -25,15 +25,15 @@
  * booking, squeue at a restart). */
 #define FOREGROUND_TIMEOUT_USEC (10 * GW_USEC_PER_SEC)
 
-struct gw_slurm_job *slurm_job_find(struct gw_exec_slurm *s, int64_t id) {
+struct gw_slurm_job *gw_slurm_job_find(struct gw_exec_slurm *s, int64_t id) {
         for (size_t i = 0; i < s->n_jobs; i++)
                 if (s->jobs[i].id == id)
                         return &s->jobs[i];
         return NULL;
 }
 
-void slurm_job_forget(struct gw_exec_slurm *s, int64_t id) {
-        struct gw_slurm_job *sj = slurm_job_find(s, id);
+void gw_slurm_job_forget(struct gw_exec_slurm *s, int64_t id) {
+        struct gw_slurm_job *sj = gw_slurm_job_find(s, id);
         if (sj)
                 *sj = s->jobs[--s->n_jobs];
 }
@@ -43,7 +43,7 @@ static void jobx_free(struct gw_djob *dj) {
         dj->exec = NULL;
 }
 
-struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj) {
+struct gw_slurm_jobx *gw_slurm_jobx_of(struct gw_djob *dj) {
         if (!dj->exec) {
                 /* dj->exec is each executor's own (the shim's struct gw_exec_job). */
                 dj->exec = gw_xcalloc(1, sizeof(struct gw_slurm_jobx));
@@ -52,8 +52,8 @@ struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj) {
         return (struct gw_slurm_jobx *) (void *) dj->exec;
 }
 
-void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why) {
-        struct gw_slurm_jobx *x = slurm_jobx(dj);
+void gw_slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why) {
+        struct gw_slurm_jobx *x = gw_slurm_jobx_of(dj);
         if (!node[0] || strlen(node) >= sizeof x->avoid[0] || strspn(node, "abcdefghijklmnopqrstuvwxyz"
                                                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(node))
                 return; /* a node list ("n[1-2]") is not one node: --exclude would refuse it whole */
@@ -70,13 +70,13 @@ void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node,
         log_info("job %lld: %s", (long long) dj->job->id, msg);
 }
 
-void slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id) {
+void gw_slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id) {
         s->ended[s->n_ended++ % GW_SLURM_ENDED_KEEP] = (struct gw_slurm_ended) { slurm_id, id };
 }
 
 static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, struct gw_djob *dj, uint32_t slurm_id, gw_usec_t now) {
         int64_t id = dj->job->id;
-        slurm_job_forget(s, id);
+        gw_slurm_job_forget(s, id);
         if (s->n_jobs == s->cap_jobs) {
                 s->cap_jobs = s->cap_jobs ? 2 * s->cap_jobs : 16;
                 s->jobs = gw_xrealloc(s->jobs, s->cap_jobs * sizeof *s->jobs);
@@ -87,7 +87,7 @@ static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, struct gw_djob *dj,
         return sj;
 }
 
-void slurm_client_env(char *buf, size_t n, char *env[2]) {
+void gw_slurm_client_env(char *buf, size_t n, char *env[2]) {
         const char *conf = getenv("SLURM_CONF");
         env[0] = env[1] = NULL;
         if (conf) {
@@ -96,7 +96,7 @@ void slurm_client_env(char *buf, size_t n, char *env[2]) {
         }
 }
 
-void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
+void gw_slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
         if (s->n_kids == s->cap_kids) {
                 s->cap_kids = s->cap_kids ? 2 * s->cap_kids : 8;
                 s->kids = gw_xrealloc(s->kids, s->cap_kids * sizeof *s->kids);
@@ -104,7 +104,7 @@ void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
         s->kids[s->n_kids++] = pid;
 }
 
-pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
+pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
                   const uint32_t *groups, int n_groups, const char *cwd, int out_fd) {
         pid_t parent = getpid();
         pid_t pid = fork();
@@ -174,7 +174,7 @@ static char **sbatch_env(char *const *job_env) {
         return env;
 }
 
-int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
+int gw_slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
         gw_usec_t deadline = gw_clock_mono() + FOREGROUND_TIMEOUT_USEC;
         size_t len = 0;
         for (;;) {
@@ -231,7 +231,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         struct gw_job *j = dj->job;
         log_make(d, j);
         /* The nodes it avoids; its retry backoff is Slurm's --begin (gw_slurm_sbatch_argv). */
-        struct gw_slurm_jobx *x = slurm_jobx(dj);
+        struct gw_slurm_jobx *x = gw_slurm_jobx_of(dj);
         const char *avoid[GW_SLURM_AVOID_MAX];
         for (size_t i = 0; i < x->n_avoid; i++)
                 avoid[i] = x->avoid[i];
@@ -241,7 +241,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
                 return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
                        -EINVAL;
         struct gw_sbatch_opts o = { .now = d->now_wall, .exclude = avoid, .n_exclude = x->n_avoid, .comment = tag,
-                                    .reservation = slurm_book_reservation(d, j) };
+                                    .reservation = gw_slurm_book_reservation(d, j) };
         _cleanup_(gw_strv_freep) char **argv = NULL;
         /* The command as the job code made it for this attempt (with a retry's resume
          * arguments), in the job's place. */
@@ -256,14 +256,14 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         free(argv[0]);
         argv[0] = gw_xstrdup(slurm_of(d)->sbatch);
         /* Not waited for: sbatch's answer comes to the loop (exec_slurm_submit.c). */
-        return slurm_submit_begin(d, dj, TAKE_PTR(argv), sbatch_env(how->envp), how->account,
+        return gw_slurm_submit_begin(d, dj, TAKE_PTR(argv), sbatch_env(how->envp), how->account,
                                   o.reservation ? in : NULL);
 }
 
-int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
+int gw_slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
         struct gw_job *j = dj->job;
         job_add(slurm_of(d), dj, id, d->now);
-        struct gw_slurm_jobx *x = slurm_jobx(dj);
+        struct gw_slurm_jobx *x = gw_slurm_jobx_of(dj);
         char msg[sizeof x->avoid + 256], begin[32] = "", excl[sizeof x->avoid + 16] = "";
         if (j->not_before > d->now_wall)
                 snprintf(begin, sizeof begin, ", to begin in %llds",
@@ -286,9 +286,9 @@ int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const cha
  * job Slurm has not started yet cannot take a signal, only the cancel itself. */
 static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags) {
         struct gw_exec_slurm *s = slurm_of(d);
-        struct gw_slurm_job *sj = slurm_job_find(s, dj->job->id);
+        struct gw_slurm_job *sj = gw_slurm_job_find(s, dj->job->id);
         if (!sj)
-                return slurm_submit_signal(d, dj, sig, flags);
+                return gw_slurm_submit_signal(d, dj, sig, flags);
         char id[16], sigopt[32];
         snprintf(id, sizeof id, "%" PRIu32, sj->slurm_id);
         snprintf(sigopt, sizeof sigopt, "--signal=%d", sig);
@@ -298,17 +298,17 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         if (sj->pending_in_slurm && (flags & GW_EXEC_SIGNAL_MAIN))
                 return -ESRCH;
         char conf[4200], *env[2];
-        slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = slurm_spawn(cancel ? plain : full, env, false, 0, 0, NULL, 0, NULL, -1);
+        gw_slurm_client_env(conf, sizeof conf, env);
+        pid_t pid = gw_slurm_spawn(cancel ? plain : full, env, false, 0, 0, NULL, 0, NULL, -1);
         if (pid < 0)
                 return (int) pid;
-        slurm_kid_add(s, pid);
+        gw_slurm_kid_add(s, pid);
         log_info("job %lld: scancel %s%s%s", (long long) dj->job->id, cancel ? "" : sigopt, cancel ? "" : " ", id);
         return 0;
 }
 
 static int adopt_begin(struct gw_daemon *d) {
-        slurm_tags_load(d);
+        gw_slurm_tags_load(d);
         return 0;
 }
 
@@ -328,9 +328,9 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                                 id = sid;
                 }
         gw_job_events_free(ev, n);
-        if (!id && (id = slurm_tag_take(slurm_of(d), dj->job->id, dj->job->attempt, dj->job->uid))) {
-                slurm_follow(d, dj, id, "found by its tag after a restart");
-                slurm_job_find(slurm_of(d), dj->job->id)->submitted = 0;
+        if (!id && (id = gw_slurm_tag_take(slurm_of(d), dj->job->id, dj->job->attempt, dj->job->uid))) {
+                gw_slurm_follow(d, dj, id, "found by its tag after a restart");
+                gw_slurm_job_find(slurm_of(d), dj->job->id)->submitted = 0;
                 return 1;
         }
         if (!id) {
@@ -355,8 +355,8 @@ static void adopt_end(struct gw_daemon *d) {
 }
 
 static void ready(struct gw_daemon *d, struct gw_source *src) {
-        if (!slurm_submit_ready(d, src))
-                slurm_poll_ready(d);
+        if (!gw_slurm_submit_ready(d, src))
+                gw_slurm_poll_ready(d);
 }
 
 static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
@@ -369,19 +369,19 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
                         s->kids[i] = s->kids[--s->n_kids];
                         return true;
                 }
-        return slurm_submit_reaped(d, pid, status) || slurm_poll_reaped(d, pid, status);
+        return gw_slurm_submit_reaped(d, pid, status) || gw_slurm_poll_reaped(d, pid, status);
 }
 
 static gw_usec_t tick(struct gw_daemon *d) {
-        gw_usec_t a = slurm_submit_tick(d), b = slurm_poll_tick(d), c = slurm_book_tick(d);
+        gw_usec_t a = gw_slurm_submit_tick(d), b = gw_slurm_poll_tick(d), c = gw_slurm_book_tick(d);
         gw_usec_t ab = a < b ? a : b;
         return ab < c ? ab : c;
 }
 
 static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
         (void) started;
-        (void) slurm_submit_release(d, dj);
-        slurm_job_forget(slurm_of(d), dj->job->id);
+        (void) gw_slurm_submit_release(d, dj);
+        gw_slurm_job_forget(slurm_of(d), dj->job->id);
 }
 
 static void nothing(struct gw_daemon *d) {
@@ -402,8 +402,8 @@ static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_f
 
 static void slurm_close(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
-        slurm_poll_close(d);
-        slurm_submit_close(d);
+        gw_slurm_poll_close(d);
+        gw_slurm_submit_close(d);
         free(s->jobs);
         free(s->kids);
         free(s->tags);
@@ -469,6 +469,6 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
 const char *gw_slurm_node_of(struct gw_daemon *d, int64_t id) {
         if (!d->exec || !d->exec->state)
                 return NULL;
-        const struct gw_slurm_job *sj = slurm_job_find(slurm_of(d), id);
+        const struct gw_slurm_job *sj = gw_slurm_job_find(slurm_of(d), id);
         return sj && sj->node[0] ? sj->node : NULL;
 }

@@ -112,37 +112,37 @@ struct gw_exec_slurm {
 
 static inline struct gw_exec_slurm *slurm_of(struct gw_daemon *d) { return d->exec->state; }
 
-struct gw_slurm_job *slurm_job_find(struct gw_exec_slurm *s, int64_t id);
-void slurm_job_forget(struct gw_exec_slurm *s, int64_t id);
+struct gw_slurm_job *gw_slurm_job_find(struct gw_exec_slurm *s, int64_t id);
+void gw_slurm_job_forget(struct gw_exec_slurm *s, int64_t id);
 /* The environment of the daemon's own Slurm commands (squeue, scancel): the cluster's
  * SLURM_CONF, if the daemon has one, and nothing else; buf holds it. */
-void slurm_client_env(char *buf, size_t n, char *env[2]);
+void gw_slurm_client_env(char *buf, size_t n, char *env[2]);
 /* A child the loop reaps and forgets (scancel, a squeue given up on). */
-void slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
+void gw_slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
 /* Runs argv (absolute path) with env, as uid/gid/groups when drop is set, in cwd (NULL:
  * "/"), stdout and stderr to out_fd (-1: /dev/null).  The child's pid, or -errno. */
-pid_t slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
+pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
                   const uint32_t *groups, int n_groups, const char *cwd, int out_fd);
 
 /* The job's state kept across its attempts, made on first use. */
-struct gw_slurm_jobx *slurm_jobx(struct gw_djob *dj);
+struct gw_slurm_jobx *gw_slurm_jobx_of(struct gw_djob *dj);
 /* Keeps node out of the job's next attempts (at most GW_SLURM_AVOID_MAX nodes, the oldest
  * forgotten), with a "slurm" event saying why; a node already avoided is not told twice. */
-void slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why);
+void gw_slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why);
 /* Remembers that Slurm job slurm_id, gpuward's job id, has ended. */
-void slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id);
+void gw_slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id);
 /* Reads the child's output until it ends or the deadline (monotonic, 10 s on), the loop
  * waiting (scontrol, squeue at a restart: not sbatch, exec_slurm_submit.c); then its
  * status.  -ETIMEDOUT (the child killed) or 0 with *status. */
-int slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status);
+int gw_slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status);
 /* Follows Slurm job id as the attempt of dj, recorded as its "slurm_job" event (how: why, in
  * brackets, or NULL). */
-int slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how);
+int gw_slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how);
 
 /* exec_slurm_tag.c: at a restart, the Slurm jobs tagged with gpuward's job and attempt. */
-void slurm_tags_load(struct gw_daemon *d);
+void gw_slurm_tags_load(struct gw_daemon *d);
 /* The Slurm job tagged with job's attempt and owned by uid, forgotten once taken; 0: none. */
-uint32_t slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint32_t uid);
+uint32_t gw_slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint32_t uid);
 
 /* The Slurm backend's bookings (executor.h's gw_exec_book_ops, reached through its table,
  * gw_slurm_book_ops): holds approved booking b (stored: its id)
@@ -166,34 +166,34 @@ void gw_slurm_book_drop_later(struct gw_daemon *d, const struct gw_store_booking
 void gw_slurm_book_undo(struct gw_daemon *d, int64_t booking);
 /* The reservation deletions due (exec_slurm's tick): the next time one is, or
  * GW_USEC_INFINITY. */
-gw_usec_t slurm_book_tick(struct gw_daemon *d);
+gw_usec_t gw_slurm_book_tick(struct gw_daemon *d);
 
 extern const struct gw_exec_book_ops gw_slurm_book_ops;
 
 /* The booking's Slurm reservation that j should run in (its user's, its window now), or
  * NULL; static storage until the next call (exec_slurm_book.c). */
-const char *slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j);
+const char *gw_slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j);
 
 /* exec_slurm_submit.c: hands dj's attempt to Slurm with sbatch argv (absolute path) and env
  * (both taken), run as its user (a: groups, may be NULL) in its cwd, without waiting; how is
  * copied.  The attempt's end is told if sbatch refuses it; its answer makes it followed. */
-int slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
+int gw_slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
                        const struct gw_account *a, const char *how);
 /* A signal for an attempt whose Slurm job is not known yet: kept for it (-ESRCH: no such
  * attempt, or a warning for its main process, which does not run yet). */
-int slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags);
+int gw_slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags);
 /* Its job is released: whether it had an attempt being submitted (now forgotten). */
-bool slurm_submit_release(struct gw_daemon *d, struct gw_djob *dj);
-bool slurm_submit_ready(struct gw_daemon *d, struct gw_source *src);
-bool slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status);
-gw_usec_t slurm_submit_tick(struct gw_daemon *d);
-void slurm_submit_close(struct gw_daemon *d);
+bool gw_slurm_submit_release(struct gw_daemon *d, struct gw_djob *dj);
+bool gw_slurm_submit_ready(struct gw_daemon *d, struct gw_source *src);
+bool gw_slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status);
+gw_usec_t gw_slurm_submit_tick(struct gw_daemon *d);
+void gw_slurm_submit_close(struct gw_daemon *d);
 
 /* exec_slurm_poll.c */
-gw_usec_t slurm_poll_tick(struct gw_daemon *d);
-void slurm_poll_ready(struct gw_daemon *d);
-bool slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status);
-void slurm_poll_close(struct gw_daemon *d);
+gw_usec_t gw_slurm_poll_tick(struct gw_daemon *d);
+void gw_slurm_poll_ready(struct gw_daemon *d);
+bool gw_slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status);
+void gw_slurm_poll_close(struct gw_daemon *d);
 
 /* Opens the Slurm executor as d->exec: finds sbatch, squeue, scancel and scontrol on PATH. */
 int gw_exec_slurm_open(struct gw_daemon *d);

@@ -2,7 +2,7 @@
  * (gpuward_book_ID, for its user, over its window), made when the booking is accepted and
  * deleted when it is cancelled; its user's jobs started in the window are submitted into it
  * (--reservation); deleted when it is over, once its jobs have left it (exec_slurm_book's
- * slurm_book_tick, tried again while Slurm refuses).  Slurm's own scheduler then keeps every other job, a plain sbatch user's
+ * gw_slurm_book_tick, tried again while Slurm refuses).  Slurm's own scheduler then keeps every other job, a plain sbatch user's
  * too, whose time limit would overlap the window off those nodes.  A GPU count cannot be
  * reserved without slurmdbd (AccountingStorageTRES=gres/gpu), so the count is rounded up to
  * whole nodes of the smallest GPU count sinfo shows (docs/CLUSTER.md). */
@@ -36,17 +36,17 @@ static struct gw_exec_slurm *slurm_if(struct gw_daemon *d) {
  * (the first line, trimmed), or < 0 with its words in out. */
 static int run(char *const *argv, char *out, size_t n) {
         char conf[4200], *env[2];
-        slurm_client_env(conf, sizeof conf, env);
+        gw_slurm_client_env(conf, sizeof conf, env);
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return snprintf(out, n, "pipe: %s", strerror(errno)), -errno;
-        pid_t pid = slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
+        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
         (void) close(p[1]);
         _cleanup_close_ int fd = p[0];
         if (pid < 0)
                 return snprintf(out, n, "cannot run %s: %s", argv[0], strerror((int) -pid)), (int) pid;
         int status = 0;
-        int r = slurm_wait_child(pid, fd, out, n, &status);
+        int r = gw_slurm_wait_child(pid, fd, out, n, &status);
         if (r < 0)
                 return snprintf(out, n, "%s did not answer in time", argv[0]), r;
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
@@ -194,7 +194,7 @@ void gw_slurm_book_drop(struct gw_daemon *d, const struct gw_store_booking *b) {
         struct gw_exec_slurm *s = slurm_if(d);
         /* At once when no job of it runs: who released it may look for it in Slurm next. */
         if (s && mark_dropping(s, b))
-                (void) slurm_book_tick(d);
+                (void) gw_slurm_book_tick(d);
 }
 
 void gw_slurm_book_drop_later(struct gw_daemon *d, const struct gw_store_booking *b) {
@@ -205,7 +205,7 @@ void gw_slurm_book_drop_later(struct gw_daemon *d, const struct gw_store_booking
 
 /* Whether a job in r's reservation still runs: Slurm refuses to delete a reservation in use.
  * Those are the booking's jobs, which the calendar stops as the booking is over, and its
- * user's others started in its window (slurm_book_reservation sent them into it), which
+ * user's others started in its window (gw_slurm_book_reservation sent them into it), which
  * are not stopped: the reservation goes when they end, or at its own end. */
 static bool resv_busy(struct gw_daemon *d, const struct gw_slurm_resv *r) {
         for (size_t i = 0; i < d->jobs.n_running; i++) {
@@ -244,7 +244,7 @@ static bool resv_drop_try(struct gw_daemon *d, struct gw_exec_slurm *s, struct g
         return true;
 }
 
-gw_usec_t slurm_book_tick(struct gw_daemon *d) {
+gw_usec_t gw_slurm_book_tick(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_if(d);
         gw_usec_t next = GW_USEC_INFINITY;
         for (size_t i = 0; s && i < s->n_resv;) {
@@ -265,7 +265,7 @@ gw_usec_t slurm_book_tick(struct gw_daemon *d) {
         return next;
 }
 
-const char *slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j) {
+const char *gw_slurm_book_reservation(struct gw_daemon *d, const struct gw_job *j) {
         static char name[64];
         struct gw_exec_slurm *s = slurm_of(d);
         /* The booking the job names (--reservation ID: Slurm holds it until the window), else

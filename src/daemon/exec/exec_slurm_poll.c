@@ -52,8 +52,8 @@ static void poll_start(struct gw_daemon *d) {
         }
         char *argv[] = { s->squeue, "--states=all", "--noheader", GW_SLURM_SQUEUE_FORMAT, NULL };
         char conf[4200], *env[2];
-        slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
+        gw_slurm_client_env(conf, sizeof conf, env);
+        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
         (void) close(p[1]);
         if (pid < 0) {
                 log_warn("backend slurm: cannot run squeue: %s", strerror((int) -pid));
@@ -95,7 +95,7 @@ static void seen(struct gw_daemon *d, struct gw_djob *dj, struct gw_slurm_job *s
 
 static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squeue_row *rows, size_t n) {
         struct gw_exec_slurm *s = slurm_of(d);
-        struct gw_slurm_job *sj = slurm_job_find(s, id);
+        struct gw_slurm_job *sj = gw_slurm_job_find(s, id);
         struct gw_djob *dj = sj ? sj->dj : NULL;
         if (!sj || !dj || dj->dead || dj->job->state != GW_JOB_RUNNING || sj->submitted >= s->poll_started)
                 return; /* a job submitted while this squeue ran need not be in it yet */
@@ -130,13 +130,13 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squ
         end.why = end.kind == GW_EXEC_LOST ? why : NULL;
         if (r) {
                 const char *node = r->nodes[0] ? r->nodes : sj->node;
-                slurm_jobx(dj)->last_oom = st.cls == GW_FAILURE_HOST_OOM;
+                gw_slurm_jobx_of(dj)->last_oom = st.cls == GW_FAILURE_HOST_OOM;
                 /* The node failed, not the job: its next attempt goes elsewhere. */
                 if (st.cls == GW_FAILURE_LOST && node[0])
-                        slurm_avoid_node(d, dj, node, why);
+                        gw_slurm_avoid_node(d, dj, node, why);
         }
-        slurm_ended_keep(s, sj->slurm_id, id);
-        slurm_job_forget(s, id);
+        gw_slurm_ended_keep(s, sj->slurm_id, id);
+        gw_slurm_job_forget(s, id);
         d->exec->ended(d, dj, &end);
 }
 
@@ -172,7 +172,7 @@ static void poll_done(struct gw_daemon *d) {
         poll_stop(d);
 }
 
-void slurm_poll_ready(struct gw_daemon *d) {
+void gw_slurm_poll_ready(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         while (s->poll_fd >= 0 && !s->poll_eof) {
                 if (s->poll_cap - s->poll_len < 4096) {
@@ -198,14 +198,14 @@ void slurm_poll_ready(struct gw_daemon *d) {
                 poll_done(d);
 }
 
-bool slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status) {
+bool gw_slurm_poll_reaped(struct gw_daemon *d, pid_t pid, int status) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (pid != s->poll_pid || pid <= 0)
                 return false;
         s->poll_pid = 0;
         s->poll_status = status;
         s->poll_reaped = true;
-        slurm_poll_ready(d); /* what is left in the pipe; done if it has ended */
+        gw_slurm_poll_ready(d); /* what is left in the pipe; done if it has ended */
         return true;
 }
 
@@ -220,7 +220,7 @@ static bool any_starting(const struct gw_exec_slurm *s, gw_usec_t now) {
         return false;
 }
 
-gw_usec_t slurm_poll_tick(struct gw_daemon *d) {
+gw_usec_t gw_slurm_poll_tick(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (s->poll_pid > 0) {
                 if (d->now - s->poll_started < POLL_TIMEOUT_USEC)
@@ -228,7 +228,7 @@ gw_usec_t slurm_poll_tick(struct gw_daemon *d) {
                 log_warn("backend slurm: squeue (pid %d) did not answer in %d s; killed", (int) s->poll_pid,
                          (int) (POLL_TIMEOUT_USEC / GW_USEC_PER_SEC));
                 (void) kill(s->poll_pid, SIGKILL);
-                slurm_kid_add(s, s->poll_pid); /* reaped by the loop, its output ignored */
+                gw_slurm_kid_add(s, s->poll_pid); /* reaped by the loop, its output ignored */
                 s->poll_pid = 0;
                 poll_stop(d);
         }
@@ -241,7 +241,7 @@ gw_usec_t slurm_poll_tick(struct gw_daemon *d) {
         return s->poll_next;
 }
 
-void slurm_poll_close(struct gw_daemon *d) {
+void gw_slurm_poll_close(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (s->poll_pid > 0) {
                 (void) kill(s->poll_pid, SIGKILL);

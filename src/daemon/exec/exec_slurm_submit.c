@@ -2,7 +2,7 @@
  * child whose pipe the loop reads as it becomes readable, as the squeue poll does, so a slow
  * or silent slurmctld holds no one but the jobs it has not answered for.  Until sbatch
  * answers the attempt is RUNNING, "submitting to Slurm"; its answer makes it a followed Slurm
- * job (slurm_follow), its refusal ends it FAILED, and its silence (SBATCH_TIMEOUT_USEC) is
+ * job (gw_slurm_follow), its refusal ends it FAILED, and its silence (SBATCH_TIMEOUT_USEC) is
  * not the job's fault: the attempt waits and is submitted again, with a growing backoff. */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,15 +97,15 @@ static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
         char why[300], user[32], conf[4200], *cenv[2];
         char *probe[] = { s->squeue, "--states=all", "--noheader", user, GW_SLURM_TAG_FORMAT, NULL };
         snprintf(user, sizeof user, "--user=%u", (unsigned) u->uid);
-        slurm_client_env(conf, sizeof conf, cenv);
+        gw_slurm_client_env(conf, sizeof conf, cenv);
         u->probe = u->backoff && !u->probed;
         u->probed = false;
         pid_t pid = -EMFILE;
         if (pipe2(p, O_CLOEXEC) == 0) {
                 if (u->probe)
-                        pid = slurm_spawn(probe, cenv, false, 0, 0, NULL, 0, NULL, p[1]);
+                        pid = gw_slurm_spawn(probe, cenv, false, 0, 0, NULL, 0, NULL, p[1]);
                 else
-                        pid = slurm_spawn(u->argv, u->env, u->drop, u->uid, u->gid, u->groups, u->n_groups,
+                        pid = gw_slurm_spawn(u->argv, u->env, u->drop, u->uid, u->gid, u->groups, u->n_groups,
                                           u->dj->job->cwd, p[1]);
                 (void) close(p[1]);
                 if (pid < 0)
@@ -136,10 +136,10 @@ static void cancel_known(struct gw_daemon *d, uint32_t slurm_id, int64_t id) {
         char sid[16], conf[4200], *env[2];
         snprintf(sid, sizeof sid, "%" PRIu32, slurm_id);
         char *argv[] = { s->scancel, sid, NULL };
-        slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, -1);
+        gw_slurm_client_env(conf, sizeof conf, env);
+        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, -1);
         if (pid > 0)
-                slurm_kid_add(s, pid);
+                gw_slurm_kid_add(s, pid);
         log_info("job %lld: scancel %s (its sbatch answered after it was given up)", (long long) id, sid);
 }
 
@@ -171,7 +171,7 @@ static void answered(struct gw_daemon *d, struct gw_slurm_submit *u, uint32_t si
         _cleanup_free_ char *own = u->how;
         u->how = NULL;
         sub_free(u);
-        slurm_follow(d, dj, sid, how ? how : own);
+        gw_slurm_follow(d, dj, sid, how ? how : own);
         if (sig)
                 (void) d->exec->signal(d, dj, sig, flags);
 }
@@ -243,7 +243,7 @@ static void sub_read(struct gw_daemon *d, struct gw_slurm_submit *u) {
 }
 
 /* One of the pipes is readable (which one, epoll does not say: each is read until EAGAIN). */
-bool slurm_submit_ready(struct gw_daemon *d, struct gw_source *src) {
+bool gw_slurm_submit_ready(struct gw_daemon *d, struct gw_source *src) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (src != &s->sub_src)
                 return false;
@@ -261,7 +261,7 @@ bool slurm_submit_ready(struct gw_daemon *d, struct gw_source *src) {
         return true;
 }
 
-bool slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status) {
+bool gw_slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status) {
         struct gw_exec_slurm *s = slurm_of(d);
         for (size_t i = 0; i < s->n_subs; i++)
                 if (s->subs[i]->pid == pid && pid > 0) {
@@ -283,7 +283,7 @@ bool slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status) {
  * waits and tries again, unless it was cancelled meanwhile. */
 static void sub_timeout(struct gw_daemon *d, struct gw_slurm_submit *u) {
         (void) kill(u->pid, SIGKILL);
-        slurm_kid_add(slurm_of(d), u->pid);
+        gw_slurm_kid_add(slurm_of(d), u->pid);
         u->pid = 0;
         pipe_close(d, u);
         char why[100];
@@ -292,7 +292,7 @@ static void sub_timeout(struct gw_daemon *d, struct gw_slurm_submit *u) {
         retry_later(d, u, why);
 }
 
-gw_usec_t slurm_submit_tick(struct gw_daemon *d) {
+gw_usec_t gw_slurm_submit_tick(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         gw_usec_t next = GW_USEC_INFINITY;
         for (size_t i = 0; i < s->n_subs;) {
@@ -319,7 +319,7 @@ gw_usec_t slurm_submit_tick(struct gw_daemon *d) {
         return next;
 }
 
-int slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
+int gw_slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
                        const struct gw_account *a, const char *how) {
         struct gw_exec_slurm *s = slurm_of(d);
         struct gw_job *j = dj->job;
@@ -343,7 +343,7 @@ int slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, cha
         return 0;
 }
 
-int slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags) {
+int gw_slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags) {
         struct gw_slurm_submit *u = sub_of_job(slurm_of(d), dj->job->id);
         if (!u || (flags & GW_EXEC_SIGNAL_MAIN))
                 return -ESRCH; /* nothing of it runs yet to take a warning */
@@ -357,7 +357,7 @@ int slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsign
         return 0;
 }
 
-bool slurm_submit_release(struct gw_daemon *d, struct gw_djob *dj) {
+bool gw_slurm_submit_release(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_slurm_submit *u = sub_of_job(slurm_of(d), dj->job->id);
         if (!u)
                 return false;
@@ -369,7 +369,7 @@ bool slurm_submit_release(struct gw_daemon *d, struct gw_djob *dj) {
         return true;
 }
 
-void slurm_submit_close(struct gw_daemon *d) {
+void gw_slurm_submit_close(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         for (size_t i = 0; i < s->n_subs; i++) {
                 struct gw_slurm_submit *u = s->subs[i];

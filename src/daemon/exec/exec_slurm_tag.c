@@ -20,17 +20,17 @@
 /* squeue's output for the whole cluster: about 40 bytes a job. */
 #define TAGS_OUT_MAX (8u << 20)
 
-void slurm_tags_load(struct gw_daemon *d) {
+void gw_slurm_tags_load(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         char *argv[] = { s->squeue, "--states=all", "--noheader", GW_SLURM_TAG_FORMAT, NULL };
         char conf[4200], *env[2];
-        slurm_client_env(conf, sizeof conf, env);
+        gw_slurm_client_env(conf, sizeof conf, env);
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
                 log_warn("backend slurm: pipe: %s", strerror(errno));
                 return;
         }
-        pid_t pid = slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
+        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
         (void) close(p[1]);
         _cleanup_close_ int fd = p[0];
         if (pid < 0) {
@@ -39,7 +39,7 @@ void slurm_tags_load(struct gw_daemon *d) {
         }
         _cleanup_free_ char *out = gw_xmalloc(TAGS_OUT_MAX);
         int status = 0;
-        int r = slurm_wait_child(pid, fd, out, TAGS_OUT_MAX, &status);
+        int r = gw_slurm_wait_child(pid, fd, out, TAGS_OUT_MAX, &status);
         if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 /* Attempts without a recorded id are then lost, as before tags. */
                 log_warn("backend slurm: squeue of the tagged jobs failed (%s): %.200s",
@@ -60,7 +60,7 @@ void slurm_tags_load(struct gw_daemon *d) {
         log_info("backend slurm: %zu Slurm job%s tagged by gpuward", s->n_tags, s->n_tags == 1 ? "" : "s");
 }
 
-uint32_t slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint32_t uid) {
+uint32_t gw_slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, uint32_t uid) {
         for (size_t i = 0; i < s->n_tags; i++) {
                 struct gw_slurm_tagged *t = &s->tags[i];
                 if (t->job != job || t->attempt != attempt)

@@ -27,13 +27,13 @@ void gw_slurm_drain_node(struct gw_daemon *d, const char *node, unsigned gpu, un
         snprintf(reason, sizeof reason, "Reason=gpuward: Xid %u on GPU %u", xid, gpu);
         char *argv[] = { s->scontrol, "update", name, "State=DRAIN", reason, NULL };
         char conf[4200], *env[2];
-        slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, -1);
+        gw_slurm_client_env(conf, sizeof conf, env);
+        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, -1);
         if (pid < 0) {
                 log_warn("node %s: cannot run scontrol to drain it: %s", node, strerror((int) -pid));
                 return;
         }
-        slurm_kid_add(s, pid);
+        gw_slurm_kid_add(s, pid);
         log_warn("node %s: drained in Slurm (scontrol update %s State=DRAIN \"%s\")", node, name, reason + 7);
 }
 

@@ -454,11 +454,11 @@ static const struct {
         { { "DELETE", "/api/v1/tokens/{id}", GW_ROUTE_MUTATES }, gw_on_token_revoke },
         /* The web dashboard (web.h). */
         { { "GET", "/api/v1/events", 0 }, gw_on_events },
-        { { "GET", "/api/v1/session", 0 }, on_session },
-        { { "POST", "/api/v1/session", 0 }, on_session },
-        { { "DELETE", "/api/v1/session", 0 }, on_session },
-        { { "GET", "/api/v1/gpus/history", 0 }, on_gpu_history },
-        { { "GET", "/api/v1/jobs/{id}/results", GW_ROUTE_CI }, on_job_results },
+        { { "GET", "/api/v1/session", 0 }, gw_on_session },
+        { { "POST", "/api/v1/session", 0 }, gw_on_session },
+        { { "DELETE", "/api/v1/session", 0 }, gw_on_session },
+        { { "GET", "/api/v1/gpus/history", 0 }, gw_on_gpu_history },
+        { { "GET", "/api/v1/jobs/{id}/results", GW_ROUTE_CI }, gw_on_job_results },
         /* Published models (publish/publish_api.c): a CI pipeline reads back what it published. */
         { { "GET", "/api/v1/models", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_models },
         { { "GET", "/api/v1/models/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model },

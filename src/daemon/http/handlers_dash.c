@@ -43,7 +43,7 @@ static json_t *history_points(const struct gw_point *pts, size_t n, size_t max) 
         return arr;
 }
 
-void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+void gw_on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         long long minutes = 15;
@@ -98,7 +98,7 @@ static json_t *results_json(const struct gw_results *r) {
                          r->map50_95_col >= 0 ? gw_json_text(r->cols[r->map50_95_col].name) : json_null());
 }
 
-void on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+void gw_on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;

@@ -56,7 +56,7 @@ static void xid_apply(struct gw_daemon *d, const char *node, const json_t *befor
                         (void) gw_store_job_event(d->store, id, dj->job->state, "xid", msg);
                 }
                 if (drains)
-                        slurm_avoid_node(d, dj, node, msg);
+                        gw_slurm_avoid_node(d, dj, node, msg);
         }
         (void) gw_store_gpu_event(d->store, node, gpu, "xid", (long long) xid, first, msg);
         if (drains)

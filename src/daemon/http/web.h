@@ -69,7 +69,7 @@ int gw_events_attach(struct gw_daemon *d, const struct gw_events_reader *who, co
 /* ---- web_session.c ---- */
 
 /* GET, POST {"token": "gw_..."} and DELETE /api/v1/session. */
-void on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+void gw_on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                 struct gw_http_reply *rep, const struct gw_caller *c);
 /* For identify() on the TCP door: the token in the session cookie as an Authorization value
  * ("Bearer gw_...") in auth.  0 when there is one; -ENOENT when there is no cookie; -EPERM
@@ -80,8 +80,8 @@ int gw_web_session_auth(const struct gw_http_request *req, char *auth, size_t n)
 /* ---- handlers_dash.c ---- */
 
 /* GET /api/v1/gpus/history?minutes=15: each GPU's recent utilisation and memory. */
-void on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+void gw_on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct gw_caller *c);
 /* GET /api/v1/jobs/{id}/results: the numbers of the job's Ultralytics results.csv. */
-void on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+void gw_on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                     struct gw_http_reply *rep, const struct gw_caller *c);

@@ -132,7 +132,7 @@ static void session_create(struct gw_daemon *d, const struct gw_http_request *re
         json_decref(o);
 }
 
-void on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+void gw_on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                 struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         if (!strcmp(req->method, "POST"))

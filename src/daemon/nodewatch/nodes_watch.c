@@ -87,7 +87,7 @@ static void watch_own(struct gw_daemon *d, struct gw_nodes *t) {
         struct gw_exec_slurm *s = slurm_of(d);
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
-                const struct gw_slurm_job *sj = slurm_job_find(s, dj->job->id);
+                const struct gw_slurm_job *sj = gw_slurm_job_find(s, dj->job->id);
                 if (!sj || sj->pending_in_slurm)
                         continue;
                 struct gw_nodes_job_gpus jg;
@@ -129,13 +129,13 @@ static void scancel(struct gw_daemon *d, const struct gw_slurm_seen *f, bool ter
         char id[16], conf[4200], *env[2];
         snprintf(id, sizeof id, "%" PRIu32, f->slurm_id);
         char *full[] = { s->scancel, "--signal=TERM", "--full", id, NULL }, *plain[] = { s->scancel, id, NULL };
-        slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = slurm_spawn(term ? full : plain, env, false, 0, 0, NULL, 0, NULL, -1);
+        gw_slurm_client_env(conf, sizeof conf, env);
+        pid_t pid = gw_slurm_spawn(term ? full : plain, env, false, 0, 0, NULL, 0, NULL, -1);
         if (pid < 0) {
                 log_warn("Slurm job %s: cannot run scancel: %s", id, strerror((int) -pid));
                 return;
         }
-        slurm_kid_add(s, pid);
+        gw_slurm_kid_add(s, pid);
         log_info("Slurm job %s (not gpuward's): scancel %s%s", id, term ? "--signal=TERM --full " : "", id);
 }
 
