@@ -65,69 +65,47 @@ static void version_cells(const json_t *v, time_t now, bool epoch, const char **
         cells[k++] = bufs[5];
 }
 
+static int version_row(struct cli_table *t, const json_t *v, time_t now) {
+        const char *cells[ELEMENTSOF(version_cols)];
+        char bufs[7][80];
+        version_cells(v, now, true, cells, bufs);
+        return cli_table_add(t, cells);
+}
+
+static int model_row(struct cli_table *t, const json_t *m, time_t now) {
+        const char *cells[ELEMENTSOF(model_cols)] = { cli_jstr(m, "name") ? cli_jstr(m, "name") : "?" };
+        char bufs[7][80], count[24];
+        long long n = 0;
+        (void) cli_jint(m, "versions", &n);
+        snprintf(count, sizeof count, "%lld", n);
+        cells[1] = count;
+        const json_t *latest = json_object_get(m, "latest");
+        if (json_is_object(latest))
+                version_cells(latest, now, false, cells + 2, bufs);
+        else
+                for (size_t k = 2; k < ELEMENTSOF(model_cols); k++)
+                        cells[k] = "-";
+        return cli_table_add(t, cells);
+}
+
 static int print_versions(const json_t *reply) {
+        static const struct cli_rows rows = { version_cols, ELEMENTSOF(version_cols), 0, 0, version_row };
         const json_t *list = json_object_get(reply, "versions");
         if (!json_array_size(list)) {
                 printf("No version of %s yet.\n", cli_jstr(reply, "name") ? cli_jstr(reply, "name") : "it");
                 return CLI_EXIT_OK;
         }
-        struct cli_table *t = cli_table_new(version_cols, ELEMENTSOF(version_cols));
-        time_t now = time(NULL);
-        size_t i;
-        const json_t *v;
-        int r = t ? 0 : -ENOMEM;
-        json_array_foreach(list, i, v) {
-                const char *cells[ELEMENTSOF(version_cols)];
-                char bufs[7][80];
-                version_cells(v, now, true, cells, bufs);
-                if (r == 0)
-                        r = cli_table_add(t, cells);
-        }
-        if (r == 0)
-                cli_table_print(t, stdout);
-        cli_table_free(t);
-        if (r < 0) {
-                cli_error("out of memory");
-                return CLI_EXIT_FAIL;
-        }
-        return CLI_EXIT_OK;
+        return cli_print_rows(&rows, list);
 }
 
 static int print_models(const json_t *reply) {
+        static const struct cli_rows rows = { model_cols, ELEMENTSOF(model_cols), 0, 0, model_row };
         const json_t *list = json_object_get(reply, "models");
         if (!json_array_size(list)) {
                 printf("No model published yet (gpuward submit --publish NAME).\n");
                 return CLI_EXIT_OK;
         }
-        struct cli_table *t = cli_table_new(model_cols, ELEMENTSOF(model_cols));
-        time_t now = time(NULL);
-        size_t i;
-        const json_t *m;
-        int r = t ? 0 : -ENOMEM;
-        json_array_foreach(list, i, m) {
-                const char *cells[ELEMENTSOF(model_cols)] = { cli_jstr(m, "name") ? cli_jstr(m, "name") : "?" };
-                char bufs[7][80], count[24];
-                long long n = 0;
-                (void) cli_jint(m, "versions", &n);
-                snprintf(count, sizeof count, "%lld", n);
-                cells[1] = count;
-                const json_t *latest = json_object_get(m, "latest");
-                if (json_is_object(latest))
-                        version_cells(latest, now, false, cells + 2, bufs);
-                else
-                        for (size_t k = 2; k < ELEMENTSOF(model_cols); k++)
-                                cells[k] = "-";
-                if (r == 0)
-                        r = cli_table_add(t, cells);
-        }
-        if (r == 0)
-                cli_table_print(t, stdout);
-        cli_table_free(t);
-        if (r < 0) {
-                cli_error("out of memory");
-                return CLI_EXIT_FAIL;
-        }
-        return CLI_EXIT_OK;
+        return cli_print_rows(&rows, list);
 }
 
 int cli_verb_models(struct cli_ctx *ctx, int argc, char **argv) {
