@@ -228,6 +228,19 @@ static struct gw_cache_job *cjob_free(struct gw_cache_job *cj) {
         return NULL;
 }
 
+/* An entry in memory and its versions (the files on disk are the caller's business). */
+static void entry_free(struct gw_cache_entry *e) {
+        for (struct gw_cache_ver *v = e->vers, *vn; v; v = vn) {
+                vn = v->next;
+                free(v);
+        }
+        for (size_t i = 0; i < e->n_users; i++)
+                free(e->users[i]);
+        free(e->saved);
+        free(e->source);
+        free(e);
+}
+
 void gw_cache_close(struct gw_daemon *d) {
         struct gw_cache *c = d->cache;
         if (!c)
@@ -241,15 +254,7 @@ void gw_cache_close(struct gw_daemon *d) {
         }
         for (struct gw_cache_entry *e = c->entries, *nx; e; e = nx) {
                 nx = e->next;
-                for (struct gw_cache_ver *v = e->vers, *vn; v; v = vn) {
-                        vn = v->next;
-                        free(v);
-                }
-                for (size_t i = 0; i < e->n_users; i++)
-                        free(e->users[i]);
-                free(e->saved);
-                free(e->source);
-                free(e);
+                entry_free(e);
         }
         free(c->dir);
         free(c);
@@ -420,15 +425,7 @@ static void evict(struct gw_cache *c, struct gw_cache_entry *e) {
                         *pp = e->next;
                         break;
                 }
-        for (struct gw_cache_ver *v = e->vers, *vn; v; v = vn) {
-                vn = v->next;
-                free(v);
-        }
-        for (size_t i = 0; i < e->n_users; i++)
-                free(e->users[i]);
-        free(e->saved);
-        free(e->source);
-        free(e);
+        entry_free(e);
         c->counts.evictions++;
 }
 
