@@ -457,7 +457,8 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
                 /* Fresh window and no warning, should an admin switch the policy back on. */
                 d.why = GW_RECLAIM_WHY_DISABLED;
                 d.warning_cleared = obs->state.warned_at > 0;
-                d.next = (struct gw_reclaim_state){.last_active = now, .last_proc = d.next.last_proc};
+                d.next = (struct gw_reclaim_state){.last_active = now,
+                                                   .last_proc = d.next.last_proc};
                 add(&t, "kept: reclamation off (policy %s); ", p->name);
         } else if (now - clamp(obs->started_at, now) < p->idle_timeout) {
                 d.why = GW_RECLAIM_WHY_YOUNG;
