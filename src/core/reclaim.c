@@ -134,9 +134,27 @@ static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) {
         return a > b ? a : b;
 }
 
-static bool gpu_is_busy(const struct gw_reclaim_gpu *g, unsigned threshold) {
+/* Whether the job has shown any progress of its own since it started.  Not log_changed alone:
+ * the log file is made at the start, so its first mtime says nothing about the job. */
+static bool has_progressed(const struct gw_job_obs *o) {
+        return (o->log_size > 0 && o->log_changed > 0) || o->results_rows > 0 ||
+               o->progress_changed > 0 || o->loss_changed > 0;
+}
+
+static bool gpu_is_busy(const struct gw_reclaim_gpu *g, unsigned threshold, bool progressed) {
+        /* A slice has no utilisation to read: its processes stand in, but a job that has not
+         * progressed yet (loading data, compiling) gives no way to tell work from a hang. */
+        if (g->mig)
+                return !g->procs_valid || g->other_busy || (g->n_procs > 0 && !progressed);
         /* No reading is not "0%": never reclaim on missing data. */
         return !g->util_valid || g->other_busy || g->util >= threshold;
+}
+
+static bool any_mig_proc(const struct gw_job_obs *o) {
+        for (size_t i = 0; i < o->n_gpus; i++)
+                if (o->gpus[i].mig && o->gpus[i].n_procs > 0)
+                        return true;
+        return false;
 }
 
 /* How long the validation now shown has lasted; 0 when its start is unknown. */
@@ -179,8 +197,10 @@ static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p
         f->last_progress = max_t(f->last_progress, clamp(o->progress_changed, now));
         f->last_progress = max_t(f->last_progress, clamp(o->loss_changed, now));
 
+        bool progressed = has_progressed(o);
+
         for (size_t i = 0; i < o->n_gpus; i++)
-                if (gpu_is_busy(&o->gpus[i], p->util_threshold)) {
+                if (gpu_is_busy(&o->gpus[i], p->util_threshold, progressed)) {
                         f->gpu_busy = true;
                         f->busy_gpu = &o->gpus[i];
                         break;
@@ -199,24 +219,68 @@ static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p
                 f->idle_since = max_t(clamp(o->state.last_active, now), f->last_progress);
 }
 
-/* "GPU 0,1 util 0%/0% (threshold 5%)" and who else uses them. */
-static void add_gpus(struct text *t, const struct gw_job_obs *o,
-                     const struct gw_reclaim_policy *p) {
-        bool other = false;
+static const char *slice_name(const struct gw_reclaim_gpu *g) {
+        return g->uuid && *g->uuid ? g->uuid : "a MIG slice";
+}
 
+/* "no process on MIG-... for 5m12s" or "1 process of the job on MIG-...", each slice. */
+static void add_slices(struct text *t, const struct gw_job_obs *o, gw_usec_t now) {
+        gw_usec_t seen = max_t(clamp(o->started_at, now), clamp(o->state.last_proc, now));
+        const char *sep = "";
+        char d[24];
+
+        add(t, "no utilisation on a MIG slice: judged by its processes and training progress; ");
+        for (size_t i = 0; i < o->n_gpus; i++, sep = ", ") {
+                const struct gw_reclaim_gpu *g = &o->gpus[i];
+
+                if (!g->mig)
+                        continue;
+                if (!g->procs_valid)
+                        add(t, "%sprocesses on %s unknown (counted as busy)", sep, slice_name(g));
+                else if (g->n_procs == 0)
+                        add(t, "%sno process on %s for %s", sep, slice_name(g),
+                            dur_str(now - seen, d));
+                else
+                        add(t, "%s%u process%s of the job on %s", sep, g->n_procs,
+                            g->n_procs == 1 ? "" : "es", slice_name(g));
+                if (g->other_busy)
+                        add(t, ", %s used by another process (counted as busy)", slice_name(g));
+        }
+}
+
+/* "GPU 0,1 util 0%/0% (threshold 5%)" and who else uses them; MIG slices by their own
+ * signals, with no utilisation figure. */
+static void add_gpus(struct text *t, const struct gw_job_obs *o,
+                     const struct gw_reclaim_policy *p, gw_usec_t now) {
+        bool other = false, any_mig = false;
+        size_t whole = 0;
+
+        for (size_t i = 0; i < o->n_gpus; i++) {
+                any_mig |= o->gpus[i].mig;
+                whole += !o->gpus[i].mig;
+        }
         if (o->n_gpus == 0) {
                 add(t, "no GPUs");
                 return;
         }
+        if (any_mig) {
+                add_slices(t, o, now);
+                if (whole == 0)
+                        return;
+                add(t, ", ");
+        }
         add(t, "GPU ");
-        for (size_t i = 0; i < o->n_gpus; i++)
-                add(t, "%s%d", i ? "," : "", o->gpus[i].index);
+        for (size_t i = 0, k = 0; i < o->n_gpus; i++)
+                if (!o->gpus[i].mig)
+                        add(t, "%s%d", k++ ? "," : "", o->gpus[i].index);
         add(t, " util ");
-        for (size_t i = 0; i < o->n_gpus; i++) {
+        for (size_t i = 0, k = 0; i < o->n_gpus; i++) {
+                if (o->gpus[i].mig)
+                        continue;
                 if (o->gpus[i].util_valid)
-                        add(t, "%s%u%%", i ? "/" : "", o->gpus[i].util);
+                        add(t, "%s%u%%", k++ ? "/" : "", o->gpus[i].util);
                 else
-                        add(t, "%s?", i ? "/" : "");
+                        add(t, "%s?", k++ ? "/" : "");
                 other |= o->gpus[i].other_busy;
         }
         add(t, " (threshold %u%%)", p->util_threshold);
@@ -224,7 +288,7 @@ static void add_gpus(struct text *t, const struct gw_job_obs *o,
                 return;
         add(t, ", GPU ");
         for (size_t i = 0, k = 0; i < o->n_gpus; i++)
-                if (o->gpus[i].other_busy)
+                if (o->gpus[i].other_busy && !o->gpus[i].mig)
                         add(t, "%s%d", k++ ? "," : "", o->gpus[i].index);
         add(t, " used by another process (counted as busy)");
 }
@@ -293,7 +357,7 @@ static void add_phase(struct text *t, const struct gw_job_obs *o, const struct f
 
 static void add_signals(struct text *t, const struct gw_job_obs *o,
                         const struct gw_reclaim_policy *p, const struct facts *f) {
-        add_gpus(t, o, p);
+        add_gpus(t, o, p, f->now);
         add(t, ", ");
         add_progress(t, o, f);
         add(t, ", ");
@@ -322,7 +386,16 @@ static void add_active_reason(struct text *t, const struct gw_job_obs *o,
         char c[9];
         const struct gw_reclaim_gpu *g = f->busy_gpu;
 
-        if (g && !g->util_valid)
+        if (g && g->mig && !g->procs_valid)
+                add(t, "processes on %s unknown (no utilisation on a MIG slice; counted as busy)",
+                    slice_name(g));
+        else if (g && g->mig && g->other_busy)
+                add(t, "%s used by another process (counted as busy)", slice_name(g));
+        else if (g && g->mig)
+                add(t, "%u process%s of the job on %s and no training progress yet (no "
+                       "utilisation on a MIG slice; counted as busy)",
+                    g->n_procs, g->n_procs == 1 ? "" : "es", slice_name(g));
+        else if (g && !g->util_valid)
                 add(t, "GPU %d utilisation unknown (counted as busy)", g->index);
         else if (g && g->util >= p->util_threshold)
                 add(t, "GPU %d busy (%u%% >= %u%%)", g->index, g->util, p->util_threshold);
@@ -377,12 +450,15 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
         d.idle_since = f.idle_since;
         d.idle_for = f.active ? 0 : now - f.idle_since;
         d.next.last_active = f.active ? now : obs->state.last_active;
+        if (any_mig_proc(obs))
+                d.next.last_proc = now;
 
         if (!p->enabled) {
                 /* Fresh window and no warning, should an admin switch the policy back on. */
                 d.why = GW_RECLAIM_WHY_DISABLED;
                 d.warning_cleared = obs->state.warned_at > 0;
-                d.next = (struct gw_reclaim_state){.last_active = now};
+                d.next = (struct gw_reclaim_state){.last_active = now,
+                                                   .last_proc = d.next.last_proc};
                 add(&t, "kept: reclamation off (policy %s); ", p->name);
         } else if (now - clamp(obs->started_at, now) < p->idle_timeout) {
                 d.why = GW_RECLAIM_WHY_YOUNG;

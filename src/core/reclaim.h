@@ -14,6 +14,13 @@
  *    progressed for protect_max.  From the sample where a protection ends, the idle window
  *    runs as usual: a job hung mid-validation is warned max(3 x longest, idle_timeout) +
  *    idle_timeout after that validation began;
+ * A MIG slice has no utilisation (NVML gives none): it is never read as 0% or made up.  It is
+ * busy while its process list is unknown, while another's process uses it, or while the job's
+ * processes are on it and the job has not progressed yet (still loading: nothing to judge
+ * by).  Otherwise it counts as idle, so the job is judged by what exists per slice: no process
+ * of the job on any of its slices, or processes there but training progress (log, results.csv,
+ * progress file) stopped after it had progressed.  Either way the rule below on progress still
+ * applies: a job whose log or results still move is kept, as on a whole GPU;
  * and it has been idle for idle_timeout when, in addition, nothing progressed for that long:
  * no log growth, no results.csv change, no declared progress-file change, no loss change.
  * A busy or protected sample resets the window (state.last_active = now); a progress instant
@@ -84,6 +91,11 @@ struct gw_reclaim_gpu {
                                           * utilisation where per-process is not supported) */
         bool other_busy;                 /* a process that is not this job's (another job or a
                                           * rogue) uses it: counted as busy, never reclaimed */
+        /* A MIG slice: util_valid and util are not read (see the rule above). */
+        bool mig;
+        const char *uuid;                /* "MIG-..." for the evidence; may be NULL */
+        bool procs_valid;                /* its process list was read; false -> busy */
+        unsigned n_procs;                /* the job's processes on it now */
 };
 
 enum gw_probe_result {
@@ -102,6 +114,8 @@ struct gw_reclaim_state {
                                           * 0 = none yet (the start time stands in) */
         gw_usec_t warned_at;             /* WARN sent at; 0 = no warning outstanding */
         gw_usec_t term_at;               /* SIGTERM sent at; 0 = not yet */
+        gw_usec_t last_proc;             /* last sample with a process of the job on one of its
+                                          * MIG slices; 0 = none seen (evidence only) */
 };
 
 /* What the daemon gathers about one running job at each sample.  "changed" instants are when

@@ -4,11 +4,15 @@ daemon runs is seen as it is now; a slice never gets a utilisation figure."""
 import os
 import subprocess
 
-from gwtest import DaemonTest, main, wait_until
+from gwtest import TRAINER, DaemonTest, events_of, kinds, main, wait_until
 
 MIG = ["uuid", "profile", "gpu_instance", "compute_instance", "slices", "share", "mem_total", "mem_used", "job",
        "processes"]
 GIB = 1 << 30
+# The idle watch's profiles for MigReclaimTest, short; and the latest a reclaim may come: its
+# three delays and a sample interval each to see the window and the warning's end.
+IDLE, WARN, GRACE = 3, 1, 1
+BOUND = IDLE + WARN + GRACE + 2
 
 
 def set_fake(d, **settings):
@@ -211,6 +215,44 @@ class MigSlicesTest(DaemonTest):
             st, r = d.api("POST", "/api/v1/jobs", {**d.job_spec(["true"]), **body})
             self.assertEqual((st, r.get("field")), (400, field), r)
         self.assertEqual(d.api("GET", "/api/v1/jobs")[1]["jobs"], [])
+
+
+class MigReclaimTest(DaemonTest):
+    """A slice has no utilisation: a slice job is judged idle by its processes on the slice and
+    its training progress, and the evidence says so."""
+    gpus = 1
+    config = "".join(f"[policy.{p}]\nidle_timeout = {IDLE}\nwarn = {WARN}\ngrace = {GRACE}\n"
+                     for p in ("default", "hpo"))
+
+    def setUp(self):
+        super().setUp()
+        set_fake(self.d, gpu0_mig="1g.10gb*7")
+        self.uuids = [m["uuid"] for m in wait_until(lambda: self.d.gpu_list()[0]["mig"], what="GPU 0's slices")]
+
+    def test_slice_job_without_a_process_on_its_slice_is_reclaimed(self):
+        d = self.d
+        jid = d.submit("--gpus", "1g.10gb", "--", "sh", "-c", "sleep 600")
+        self.assertEqual(d.wait_state(jid, "RUNNING")["slices"], [self.uuids[0]])
+        j = d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 10)
+        self.assertEqual(j["state"], "RECLAIMED", j["reason"])
+        ev = events_of(j, "reclaim")[-1]["message"]
+        self.assertIn("no utilisation on a MIG slice: judged by its processes and training progress; "
+                      f"no process on {self.uuids[0]} for ", ev)
+        self.assertNotIn("util ", ev)  # no utilisation figure made up for the slice
+        self.assertLess(kinds(j).index("warn"), kinds(j).index("terminate"))
+        self.assertIn(f"no process on {self.uuids[0]}", d.cli("show", jid).stdout)
+
+    def test_trainer_writing_epochs_on_its_slice_is_kept(self):
+        d = self.d
+        # Epochs for about three idle timeouts: long past the point a reclaim would come.
+        jid = d.submit("--gpus", "1g.10gb", "--", TRAINER, "epochs=18", "--epoch-seconds", "0.5")
+        d.wait_state(jid, "RUNNING")
+        write_slice_procs(d, d.wait_pid(jid), [(0, 0, 2048)])
+        wait_until(lambda: d.gpu_list()[0]["mig"][0]["processes"], what="the trainer on its slice")
+        j = d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=60)
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        self.assertGreater(j["end_time"] - j["start_time"], IDLE + WARN + GRACE)
+        self.assertNotIn("warn", kinds(j))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@
 #define T0 ((gw_usec_t) 1704117000 * SEC)
 #define AT(s) (T0 + (gw_usec_t) (s) * SEC)
 #define NONE (-1L)
+/* One whole GPU: index, whether its utilisation is known, the utilisation, another's process. */
+#define GPU(i, valid, u, other) {.index = (i), .util_valid = (valid), .util = (u), .other_busy = (other)}
 
 static const struct gw_reclaim_policy *profile(const char *name) {
         const struct gw_reclaim_policy *p = gw_reclaim_policy_find(NULL, 0, name);
@@ -173,8 +175,8 @@ static void decision_table(void **state) {
         for (size_t i = 0; i < N_ELEMS(rows); i++) {
                 const struct row *r = &rows[i];
                 struct gw_reclaim_gpu g[2] = {
-                        {0, r->util0 >= 0, (unsigned) (r->util0 >= 0 ? r->util0 : 0), false},
-                        {1, r->util1 >= 0, (unsigned) (r->util1 >= 0 ? r->util1 : 0), r->other1},
+                        GPU(0, r->util0 >= 0, (unsigned) (r->util0 >= 0 ? r->util0 : 0), false),
+                        GPU(1, r->util1 >= 0, (unsigned) (r->util1 >= 0 ? r->util1 : 0), r->other1),
                 };
                 struct gw_job_obs o = {
                         .started_at = ago(r->started_ago, now),
@@ -230,7 +232,7 @@ static void decision_table(void **state) {
 /* The evidence line of core/reclaim.h's example, to the character (the policy's timeout is
  * 4 min so that 5m12s of idleness is past timeout + warning). */
 static void issue_example(void **state) {
-        struct gw_reclaim_gpu g[2] = {{0, true, 0, false}, {1, true, 0, false}};
+        struct gw_reclaim_gpu g[2] = {GPU(0, true, 0, false), GPU(1, true, 0, false)};
         struct gw_reclaim_policy p = *profile("default");
         const gw_usec_t now = AT(17 * 60 + 23); /* 14:07:23 */
         struct gw_job_obs o = {
@@ -387,7 +389,7 @@ static void whole_lives(void **state) {
                 struct gw_reclaim_decision d = {0};
 
                 for (long t = 0; t <= l->duration && kill == NONE; t += 5) {
-                        struct gw_reclaim_gpu g[2] = {{0, true, 0, false}, {1, true, 0, false}};
+                        struct gw_reclaim_gpu g[2] = {GPU(0, true, 0, false), GPU(1, true, 0, false)};
                         struct gw_job_obs o = {.started_at = T0, .gpus = g, .n_gpus = 2,
                                                .results_rows = -1, .loss = NAN};
 
@@ -422,7 +424,7 @@ static void hung_evidence(void **state) {
         char warn[GW_RECLAIM_EVIDENCE_MAX] = "", term[GW_RECLAIM_EVIDENCE_MAX] = "";
 
         for (long t = 0; t <= 985; t += 5) {
-                struct gw_reclaim_gpu g[2] = {{0, true, 0, false}, {1, true, 0, false}};
+                struct gw_reclaim_gpu g[2] = {GPU(0, true, 0, false), GPU(1, true, 0, false)};
                 struct gw_job_obs o = {.started_at = T0, .gpus = g, .n_gpus = 2, .loss = NAN};
 
                 hung(t, &o, g);
@@ -480,7 +482,7 @@ static void evidence_stays_utf8(void **state) {
                                        .phase = GW_PHASE_TRAINING, .phase_line = line};
 
                 for (size_t i = 0; i < n; i++)
-                        g[i] = (struct gw_reclaim_gpu){(int) i + 100, true, 0, false};
+                        g[i] = (struct gw_reclaim_gpu) GPU((int) i + 100, true, 0, false);
                 assert_int_equal(gw_reclaim_decide(&o, profile("default"), AT(4000), &d), 0);
                 assert_int_equal(d.action, GW_RECLAIM_WARN);
                 if (!utf8_valid(d.evidence))
@@ -561,7 +563,7 @@ static void validation_table(void **state) {
 
         for (size_t i = 0; i < N_ELEMS(val_rows); i++) {
                 const struct val_row *r = &val_rows[i];
-                struct gw_reclaim_gpu g[2] = {{0, true, 2, false}, {1, true, 2, false}};
+                struct gw_reclaim_gpu g[2] = {GPU(0, true, 2, false), GPU(1, true, 2, false)};
                 struct gw_job_obs o = {
                         .started_at = T0,
                         .gpus = g,
@@ -654,7 +656,7 @@ static void validation_lives(void **state) {
                 long warn = NONE, term = NONE, kill = NONE;
 
                 for (long t = 0; t <= 8000 && kill == NONE; t += 5) {
-                        struct gw_reclaim_gpu g[2] = {{0, true, 0, false}, {1, true, 0, false}};
+                        struct gw_reclaim_gpu g[2] = {GPU(0, true, 0, false), GPU(1, true, 0, false)};
                         struct gw_job_obs o = {.started_at = T0, .gpus = g, .n_gpus = 2,
                                                .loss = NAN};
 
@@ -728,7 +730,7 @@ static void profiles(void **state) {
 }
 
 static void bad_arguments(void **state) {
-        struct gw_reclaim_gpu g[1] = {{0, true, 0, false}};
+        struct gw_reclaim_gpu g[1] = {GPU(0, true, 0, false)};
         struct gw_job_obs o = {.started_at = T0, .gpus = g, .n_gpus = 1, .loss = NAN};
         struct gw_reclaim_policy bad = *profile("default");
         struct gw_reclaim_decision d;

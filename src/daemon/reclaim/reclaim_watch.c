@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/text.h"
+#include "daemon/life/migslots.h"
 #include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/training/training.h"
 #include "daemon/base/jobclock.h"
@@ -178,11 +179,53 @@ static size_t job_gpus(const struct gw_daemon *d, const struct gw_job *j, struct
         return n;
 }
 
-/* Mirrors core/reclaim.c's rule; used only to skip file I/O for jobs that are busy anyway. */
+/* Whose process pid on GPU g is: the GPU's own list attributes its slices' processes too. */
+static bool proc_is_jobs(const struct gw_dgpu *g, unsigned pid, int64_t job_id) {
+        for (size_t k = 0; k < g->n_procs; k++)
+                if (g->procs[k].pid == pid)
+                        return g->procs[k].job_id == job_id;
+        /* Not attributed (yet): on the job's own slice, most likely the job's.  Counting it so
+         * keeps the job, which is the safe side. */
+        return true;
+}
+
+/* A slice job's slices in this sample: no utilisation (NVML has none), the job's processes on
+ * each instead (core/reclaim.h).  A slice missing from the layout is one whose processes are
+ * unknown. */
+static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, struct gw_reclaim_gpu *out, size_t max) {
+        size_t n = 0;
+        for (unsigned gi = 0; gi < d->host.n_gpus && gi < 64; gi++) {
+                const struct gw_dgpu *g = &d->host.gpus[gi];
+                if (!(j->gpu_mask & (UINT64_C(1) << gi)) || !g->mig)
+                        continue;
+                for (size_t k = 0; k < g->mig->n && k < GW_GPU_MIG_MAX && n < max; k++) {
+                        const struct gw_gpu_mig *m = &g->mig->dev[k];
+                        if (gw_mig_slice_job(d, m->uuid) != j->id)
+                                continue;
+                        struct gw_reclaim_gpu *r = &out[n++];
+                        *r = (struct gw_reclaim_gpu) { .index = (int) gi, .mig = true, .uuid = m->uuid,
+                                                       .procs_valid = m->has_procs };
+                        for (size_t p = 0; p < m->n_procs && p < GW_GPU_MIG_PROCS_MAX; p++) {
+                                if (proc_is_jobs(g, m->procs[p].pid, j->id))
+                                        r->n_procs++;
+                                else
+                                        r->other_busy = true;
+                        }
+                }
+        }
+        if (n == 0 && max > 0) /* its slices are not in the layout now (re-partitioned?) */
+                out[n++] = (struct gw_reclaim_gpu) { .index = -1, .mig = true };
+        return n;
+}
+
+/* Mirrors core/reclaim.c's rule; used only to skip file I/O for jobs that are busy anyway.  A
+ * slice with the job's processes may still be idle by its progress: the files must be read. */
 static bool any_busy(const struct gw_reclaim_gpu *g, size_t n, unsigned threshold) {
-        for (size_t i = 0; i < n; i++)
-                if (!g[i].util_valid || g[i].other_busy || g[i].util >= threshold)
+        for (size_t i = 0; i < n; i++) {
+                if (g[i].mig ? !g[i].procs_valid || g[i].other_busy
+                             : !g[i].util_valid || g[i].other_busy || g[i].util >= threshold)
                         return true;
+        }
         return false;
 }
 
@@ -219,14 +262,18 @@ static void index_list(const struct gw_reclaim_gpu *g, size_t n, char *buf, size
  * starting with "gpuward: "): a quoted "val: " must never read as the job validating. */
 static void warn_line(const struct gw_job *j, const struct gw_reclaim_policy *p, const struct gw_reclaim_gpu *g,
                       size_t n, const struct gw_reclaim_decision *dec, gw_usec_t now, char *buf, size_t len) {
-        char gpus[256], utils[256], idle[32], since[16], at[16];
+        char gpus[256], utils[256], what[600], idle[32], since[16], at[16];
         index_list(g, n, gpus, sizeof gpus);
         util_list(g, n, utils, sizeof utils);
+        if (n > 0 && g[0].mig) /* no utilisation to quote: what it was judged by instead */
+                snprintf(what, sizeof what, "MIG slice, judged by its processes and training progress");
+        else
+                snprintf(what, sizeof what, "GPU %s util %s, threshold %u%%", gpus, utils, p->util_threshold);
         snprintf(buf, len,
-                 "gpuward: WARNING: job %lld has been idle for %s (GPU %s util %s, threshold %u%%; no progress "
+                 "gpuward: WARNING: job %lld has been idle for %s (%s; no progress "
                  "since %s; profile %s); it will be stopped at %s unless it makes progress (gpuward show %lld)\n",
-                 (long long) j->id, gw_format_duration(dec->idle_for, idle, sizeof idle), gpus, utils,
-                 p->util_threshold, gw_clock_text(dec->idle_since, since, sizeof since), p->name,
+                 (long long) j->id, gw_format_duration(dec->idle_for, idle, sizeof idle), what,
+                 gw_clock_text(dec->idle_since, since, sizeof since), p->name,
                  gw_clock_text(now + p->warn, at, sizeof at), (long long) j->id);
 }
 
@@ -437,7 +484,8 @@ void gw_reclaim_watch(struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
                 struct gw_reclaim_gpu gpus[64];
-                size_t n = job_gpus(d, dj->job, gpus);
+                size_t n = dj->job->mig_profile ? job_slices(d, dj->job, gpus, ELEMENTSOF(gpus))
+                                                : job_gpus(d, dj->job, gpus);
                 gw_reclaim_watch_job(d, dj, gpus, n);
         }
 }
