@@ -68,9 +68,15 @@ static struct gw_job *new_job(int64_t id, long user, enum gw_job_state st, int n
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
         char name[32];
         snprintf(name, sizeof name, "user%ld", user);
-        *j = (struct gw_job) { .id = id, .uid = (uint32_t) (20000 + user), .gid = 20000, .state = st, .ngpus = ngpus,
-                               .user = gw_xstrdup(name), .name = gw_xstrdup("bench"), .cwd = gw_xstrdup("/"),
-                               .argv = gw_strv_copy((char **) ARGV) };
+        *j = (struct gw_job){ .id = id,
+                              .uid = (uint32_t) (20000 + user),
+                              .gid = 20000,
+                              .state = st,
+                              .ngpus = ngpus,
+                              .user = gw_xstrdup(name),
+                              .name = gw_xstrdup("bench"),
+                              .cwd = gw_xstrdup("/"),
+                              .argv = gw_strv_copy((char **) ARGV) };
         return j;
 }
 
@@ -83,8 +89,13 @@ static void finished(struct gw_store *s, long user, double hours) {
         j->start_time = j->end_time - (gw_usec_t) (hours * HOUR);
         if (gw_store_job_insert(s, j, "bench") < 0)
                 exit(1);
-        struct gw_job_attempt a = { .attempt = 1, .gpu_mask = 1, .start_time = j->start_time, .end_time = j->end_time,
-                                    .class_name = (char *) "ok", .evidence = (char *) "", .epoch = -1 };
+        struct gw_job_attempt a = { .attempt = 1,
+                                    .gpu_mask = 1,
+                                    .start_time = j->start_time,
+                                    .end_time = j->end_time,
+                                    .class_name = (char *) "ok",
+                                    .evidence = (char *) "",
+                                    .epoch = -1 };
         if (gw_store_attempt_add(s, j->id, &a) < 0)
                 exit(1);
         gw_job_free(j);
@@ -113,8 +124,9 @@ static int parse(int argc, char **argv, struct params *p) {
                 else
                         return -1;
         }
-        return (argc % 2 == 1 && p->pending > 0 && p->users > 0 && p->runs > 0 && p->step_ms >= 0 &&
-                p->end_every >= 0) ? 0 : -1;
+        return (argc % 2 == 1 && p->pending > 0 && p->users > 0 && p->runs > 0 && p->step_ms >= 0 && p->end_every >= 0)
+                       ? 0
+                       : -1;
 }
 
 int main(int argc, char **argv) {

@@ -58,16 +58,27 @@ static int cmp_double(const void *a, const void *b) {
 static int make_host(struct fake_host *h, const struct params *p, gw_usec_t now) {
         int64_t ng = p->gpus, nrun = ng - ng / 8 - 1 > 0 ? ng - ng / 8 - 1 : 0;
         const struct fake_host_shape shape = {
-                .now = now, .step = STEP,
-                .gpus = {ng, ng}, .usable_pct = 98,
-                .running = {nrun, nrun}, .running_gpus = {1, 1}, .running_end = {1, 6}, .running_apart = true,
-                .bookings = {p->bookings, p->bookings}, .booking_gpus = {1, ng < 4 ? ng : 4},
-                .booking_start = {0, 68 * 6 + 5}, .booking_len = {6, 24}, .bookings_placed = true,
+                .now = now,
+                .step = STEP,
+                .gpus = { ng, ng },
+                .usable_pct = 98,
+                .running = { nrun, nrun },
+                .running_gpus = { 1, 1 },
+                .running_end = { 1, 6 },
+                .running_apart = true,
+                .bookings = { p->bookings, p->bookings },
+                .booking_gpus = { 1, ng < 4 ? ng : 4 },
+                .booking_start = { 0, 68 * 6 + 5 },
+                .booking_len = { 6, 24 },
+                .bookings_placed = true,
                 .unapproved_pct = 10,
-                .pending = {p->pending, p->pending}, .pending_gpus = {1, 8}, .limit = {1, 48}, .booked_pct = 2,
+                .pending = { p->pending, p->pending },
+                .pending_gpus = { 1, 8 },
+                .limit = { 1, 48 },
+                .booked_pct = 2,
                 .held_pct = 5,
         };
-        struct fake_rng rng = {(uint64_t) p->seed};
+        struct fake_rng rng = { (uint64_t) p->seed };
         int r = fake_host_make(h, &shape, &rng);
         if (r == -ENOSPC)
                 fprintf(stderr, "gw-bench-schedule: cannot place booking %zu\n", h->in.n_bookings + 1);
@@ -77,15 +88,17 @@ static int make_host(struct fake_host *h, const struct params *p, gw_usec_t now)
 /* One booking request as the daemon checks it (handlers_share.c book()). */
 static int booking_check(const struct fake_host *h, const struct gw_quota *lim, gw_usec_t now, long long k) {
         struct gw_calendar_request req = {
-                .ngpus = 8, .start = now + (k % 48) * HOUR, .duration = 4 * HOUR,
+                .ngpus = 8,
+                .start = now + (k % 48) * HOUR,
+                .duration = 4 * HOUR,
         };
         char msg[GW_CALENDAR_MSG_SIZE], qmsg[GW_QUOTA_MSG_SIZE];
         if (gw_calendar_check_request(&req, now, msg, sizeof msg) < 0)
                 return -EINVAL;
         int64_t mine = gw_calendar_user_booked_gpus(h->bookings, h->in.n_bookings, 1007, req.start,
                                                     req.start + req.duration, 0);
-        if (gw_quota_check_booking(lim, mine, req.ngpus, req.start, req.start + req.duration, now, qmsg,
-                                   sizeof qmsg) < 0)
+        if (gw_quota_check_booking(lim, mine, req.ngpus, req.start, req.start + req.duration, now, qmsg, sizeof qmsg) <
+            0)
                 return -EINVAL;
         struct gw_calendar_placement pl;
         return gw_calendar_place(&h->in, &req, NULL, NULL, &pl);
@@ -121,7 +134,8 @@ static int parse_args(int argc, char **argv, struct params *p) {
                 while (f < sizeof flags / sizeof flags[0] && strcmp(argv[i], flags[f].flag))
                         f++;
                 if (f == sizeof flags / sizeof flags[0] || i + 1 >= argc ||
-                    gw_parse_int(argv[i + 1], flags[f].lo, flags[f].hi, (long long *) ((char *) p + flags[f].off)) < 0) {
+                    gw_parse_int(argv[i + 1], flags[f].lo, flags[f].hi, (long long *) ((char *) p + flags[f].off)) <
+                            0) {
                         fprintf(stderr, "usage: gw-bench-schedule [--runs N] [--bookings N] [--pending N] [--gpus N] "
                                         "[--seed S] [--users N]\n");
                         return -EINVAL;
@@ -145,7 +159,7 @@ struct plan_bench {
 
 static int plan_bench_make(struct plan_bench *b, const struct fake_host *h, const struct params *p, gw_usec_t now) {
         size_t n = h->in.n_pending ? h->in.n_pending : 1;
-        struct fake_rng rng = {(uint64_t) p->seed + 1};
+        struct fake_rng rng = { (uint64_t) p->seed + 1 };
 
         b->n_users = (size_t) p->users;
         b->jobs = calloc(n, sizeof(*b->jobs));
@@ -159,14 +173,18 @@ static int plan_bench_make(struct plan_bench *b, const struct fake_host *h, cons
                 return -ENOMEM;
         for (size_t i = 0; i < h->in.n_pending; i++) {
                 const struct gw_cal_pending *q = &h->pending[i];
-                b->jobs[i] = (struct gw_sched_job){.id = q->id, .ngpus = q->ngpus, .gpu_mem = q->gpu_mem,
-                                                   .time_limit = q->time_limit, .held = q->held,
-                                                   .dep = GW_DEP_SATISFIED, .fs_user = (uint32_t) (i % b->n_users)};
+                b->jobs[i] = (struct gw_sched_job){ .id = q->id,
+                                                    .ngpus = q->ngpus,
+                                                    .gpu_mem = q->gpu_mem,
+                                                    .time_limit = q->time_limit,
+                                                    .held = q->held,
+                                                    .dep = GW_DEP_SATISFIED,
+                                                    .fs_user = (uint32_t) (i % b->n_users) };
         }
         for (size_t i = 0; i < h->in.n_running; i++)
-                b->run[i] = (struct gw_sched_running){h->running[i].id, h->running[i].gpu_mask, h->running[i].end};
+                b->run[i] = (struct gw_sched_running){ h->running[i].id, h->running[i].gpu_mask, h->running[i].end };
         for (size_t u = 0; u < b->n_users; u++)
-                b->users[u] = (struct gw_fs_user){.used_gpu_h = (double) fake_rnd_in(&rng, 0, 500), .used_at = now};
+                b->users[u] = (struct gw_fs_user){ .used_gpu_h = (double) fake_rnd_in(&rng, 0, 500), .used_at = now };
         return 0;
 }
 
@@ -182,9 +200,9 @@ static void plan_bench_free(struct plan_bench *b) {
 
 /* One scheduler pass over every pending job; with fair share, the factors are part of it. */
 static int plan_once(struct plan_bench *b, const struct fake_host *h, gw_usec_t now, bool fair) {
-        struct gw_sched_input in = {h->in.gpus, h->in.n_gpus, b->jobs, h->in.n_pending, b->run, h->in.n_running};
-        struct gw_sched_plan plan = {.starts = b->starts, .reasons = b->reasons, .order = b->order};
-        struct gw_sched_fair f = {b->factor, b->n_users};
+        struct gw_sched_input in = { h->in.gpus, h->in.n_gpus, b->jobs, h->in.n_pending, b->run, h->in.n_running };
+        struct gw_sched_plan plan = { .starts = b->starts, .reasons = b->reasons, .order = b->order };
+        struct gw_sched_fair f = { b->factor, b->n_users };
 
         if (!fair)
                 return gw_sched_plan(&in, now, &plan);
@@ -193,8 +211,8 @@ static int plan_once(struct plan_bench *b, const struct fake_host *h, gw_usec_t 
 }
 
 static int bench_plans(const struct fake_host *h, const struct params *p, gw_usec_t now) {
-        struct plan_bench b = {0};
-        double *t[2] = {calloc((size_t) p->runs, sizeof(double)), calloc((size_t) p->runs, sizeof(double))};
+        struct plan_bench b = { 0 };
+        double *t[2] = { calloc((size_t) p->runs, sizeof(double)), calloc((size_t) p->runs, sizeof(double)) };
         int r = t[0] && t[1] ? plan_bench_make(&b, h, p, now) : -ENOMEM;
 
         for (long long i = 0; r >= 0 && i < p->runs; i++)

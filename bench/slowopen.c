@@ -64,30 +64,30 @@ static mode_t mode_arg(int flags, va_list ap) {
         return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t) va_arg(ap, int) : 0;
 }
 
-#define SLOW_OPEN(name)                                                                            \
-        int name(const char *path, int flags, ...) {                                               \
-                static int (*real)(const char *, int, ...);                                        \
-                va_list ap;                                                                        \
-                va_start(ap, flags);                                                               \
-                mode_t mode = mode_arg(flags, ap);                                                 \
-                va_end(ap);                                                                        \
-                if (!real)                                                                         \
-                        real = (int (*)(const char *, int, ...)) dlsym(RTLD_NEXT, #name);          \
-                maybe_wait(AT_FDCWD, path);                                                        \
-                return real(path, flags, mode);                                                    \
+#define SLOW_OPEN(name)                                                                   \
+        int name(const char *path, int flags, ...) {                                      \
+                static int (*real)(const char *, int, ...);                               \
+                va_list ap;                                                               \
+                va_start(ap, flags);                                                      \
+                mode_t mode = mode_arg(flags, ap);                                        \
+                va_end(ap);                                                               \
+                if (!real)                                                                \
+                        real = (int (*)(const char *, int, ...)) dlsym(RTLD_NEXT, #name); \
+                maybe_wait(AT_FDCWD, path);                                               \
+                return real(path, flags, mode);                                           \
         }
 
-#define SLOW_OPENAT(name)                                                                          \
-        int name(int dirfd, const char *path, int flags, ...) {                                    \
-                static int (*real)(int, const char *, int, ...);                                   \
-                va_list ap;                                                                        \
-                va_start(ap, flags);                                                               \
-                mode_t mode = mode_arg(flags, ap);                                                 \
-                va_end(ap);                                                                        \
-                if (!real)                                                                         \
-                        real = (int (*)(int, const char *, int, ...)) dlsym(RTLD_NEXT, #name);     \
-                maybe_wait(dirfd, path);                                                           \
-                return real(dirfd, path, flags, mode);                                             \
+#define SLOW_OPENAT(name)                                                                      \
+        int name(int dirfd, const char *path, int flags, ...) {                                \
+                static int (*real)(int, const char *, int, ...);                               \
+                va_list ap;                                                                    \
+                va_start(ap, flags);                                                           \
+                mode_t mode = mode_arg(flags, ap);                                             \
+                va_end(ap);                                                                    \
+                if (!real)                                                                     \
+                        real = (int (*)(int, const char *, int, ...)) dlsym(RTLD_NEXT, #name); \
+                maybe_wait(dirfd, path);                                                       \
+                return real(dirfd, path, flags, mode);                                         \
         }
 
 SLOW_OPEN(open)

@@ -19,11 +19,11 @@
 #include "core/eta.h"
 #include "core/leak.h"
 
-#define RUNS       200
-#define EPOCHS     100
-#define EPOCH_S    60.0
-#define JITTER     0.20
-#define MIB        (1024.0 * 1024.0)
+#define RUNS 200
+#define EPOCHS 100
+#define EPOCH_S 60.0
+#define JITTER 0.20
+#define MIB (1024.0 * 1024.0)
 
 static unsigned long long rng_state;
 static double uniform(void) { /* xorshift64*: reproducible, seeded per run */
@@ -44,7 +44,7 @@ static double median(double *v, size_t n) {
 }
 
 static void eta_error(void) {
-        static const int marks[] = {10, 50, 90};
+        static const int marks[] = { 10, 50, 90 };
         double abs_err[3][RUNS], rel_err[3][RUNS];
         for (int run = 0; run < RUNS; run++) {
                 rng_state = 0x9E3779B97F4A7C15ULL + (unsigned long long) run * 7919;
@@ -56,11 +56,16 @@ static void eta_error(void) {
                         struct gw_eta_epoch ep[EPOCHS];
                         gw_usec_t t = 0;
                         for (int e = 0; e < done; e++) {
-                                ep[e] = (struct gw_eta_epoch){.duration = (gw_usec_t) (dur[e] * 1e6), .startup = e == 0};
+                                ep[e] = (struct gw_eta_epoch){ .duration = (gw_usec_t) (dur[e] * 1e6),
+                                                               .startup = e == 0 };
                                 t += ep[e].duration;
                         }
-                        struct gw_eta_input in = {.epochs = ep, .n_epochs = (size_t) done, .done = done,
-                                                  .total = EPOCHS, .last_end = t, .now = t};
+                        struct gw_eta_input in = { .epochs = ep,
+                                                   .n_epochs = (size_t) done,
+                                                   .done = done,
+                                                   .total = EPOCHS,
+                                                   .last_end = t,
+                                                   .now = t };
                         struct gw_eta out;
                         if (gw_eta_estimate(&in, &out) < 0)
                                 abort();
@@ -79,7 +84,7 @@ static void eta_error(void) {
 }
 
 #define SAMPLES_PER_EPOCH 30
-#define LEAK_EPOCHS_RUN   16
+#define LEAK_EPOCHS_RUN 16
 
 /* One GPU's memory over n epochs: baseline 3 GiB + leak per epoch, training climbs 1.5 GiB,
  * validation peaks 0.5 GiB higher for the last 20%, then back down; +-30 MiB noise. */
@@ -103,7 +108,7 @@ static size_t series(struct gw_point *pts, gw_usec_t *bounds, int n, double leak
                         if (e == 1)
                                 mib += 800 * f; /* the allocator's one-off growth in epoch 1 */
                         mib += 60 * uniform() - 30;
-                        pts[k++] = (struct gw_point){.t = t, .mem = (uint64_t) (mib * MIB)};
+                        pts[k++] = (struct gw_point){ .t = t, .mem = (uint64_t) (mib * MIB) };
                         t += 1000000;
                 }
                 bounds[e] = t;
@@ -129,8 +134,8 @@ static void leak_detection(void) {
                 for (int e = 2; e <= LEAK_EPOCHS_RUN && flagged_at < 0; e++) {
                         /* As the daemon sees it after epoch e's row: GPU 0's epoch bounds for both. */
                         struct gw_leak_series s[2] = {
-                                {.gpu = 0, .mem_total = (uint64_t) 80 << 30, .pts = p0, .n = n0},
-                                {.gpu = 1, .mem_total = (uint64_t) 80 << 30, .pts = p1, .n = n1},
+                                { .gpu = 0, .mem_total = (uint64_t) 80 << 30, .pts = p0, .n = n0 },
+                                { .gpu = 1, .mem_total = (uint64_t) 80 << 30, .pts = p1, .n = n1 },
                         };
                         struct gw_leak_verdict v;
                         if (gw_leak_detect_series(&par, s, 2, b0, (size_t) e + 1, 60, &v) < 0)

@@ -37,7 +37,11 @@ json_t *gw_json_text(const char *s) {
         char *copy = gw_xmalloc(n + 1);
         for (size_t i = 0; i < n;) {
                 unsigned char c = (unsigned char) s[i];
-                size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+                size_t len = c < 0x80             ? 1
+                             : (c & 0xE0) == 0xC0 ? 2
+                             : (c & 0xF0) == 0xE0 ? 3
+                             : (c & 0xF8) == 0xF0 ? 4
+                                                  : 0;
                 bool ok = len > 0 && i + len <= n;
                 for (size_t k = 1; ok && k < len; k++)
                         ok = ((unsigned char) s[i + k] & 0xC0) == 0x80;
@@ -61,7 +65,8 @@ json_t *gw_json_text(const char *s) {
         return v;
 }
 
-static int fail(struct gw_codec_error *err, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct gw_codec_error *err, const char *field, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static int fail(struct gw_codec_error *err, const char *field, const char *fmt, ...) {
         va_list ap;
         snprintf(err->field, sizeof err->field, "%s", field);
@@ -102,8 +107,9 @@ static int get_strv(const json_t *o, const char *key, size_t max, bool need_eq, 
                 if (!json_is_string(e) || strlen(s) != json_string_length(e) || json_string_length(e) > MAX_STRING ||
                     (need_eq && (!strchr(s, '=') || s[0] == '='))) {
                         gw_strv_free(r);
-                        return fail(err, key, need_eq ? "%s[%zu]: must be a string KEY=VALUE"
-                                                      : "%s[%zu]: must be a string without NUL bytes",
+                        return fail(err, key,
+                                    need_eq ? "%s[%zu]: must be a string KEY=VALUE"
+                                            : "%s[%zu]: must be a string without NUL bytes",
                                     key, i);
                 }
                 r[i] = gw_xstrdup(s);
@@ -127,8 +133,8 @@ static int get_duration(const json_t *o, const char *key, gw_usec_t *ret, struct
         if (json_is_string(v)) {
                 const char *s = json_string_value(v);
                 if (gw_parse_duration(s, ret) < 0)
-                        return fail(err, key, "%s: '%.64s' is not a %sduration: " GW_DURATION_FORMS, key,
-                                    s, s[0] == '-' ? "positive " : "");
+                        return fail(err, key, "%s: '%.64s' is not a %sduration: " GW_DURATION_FORMS, key, s,
+                                    s[0] == '-' ? "positive " : "");
                 return 0;
         }
         return fail(err, key, "%s: must be a number of seconds or a duration string", key);
@@ -273,8 +279,10 @@ static int decode_recovery(const json_t *o, struct gw_job *j, struct gw_codec_er
                  * other machines. */
                 if (strs[i].url && strncmp(v, "http://127.0.0.1:", 17) && strncmp(v, "http://localhost:", 17) &&
                     strncmp(v, "http://[::1]:", 13))
-                        return fail(err, strs[i].key, "%s: only http://127.0.0.1:PORT/..., http://localhost:PORT/... "
-                                    "or http://[::1]:PORT/... may be probed", strs[i].key);
+                        return fail(err, strs[i].key,
+                                    "%s: only http://127.0.0.1:PORT/..., http://localhost:PORT/... "
+                                    "or http://[::1]:PORT/... may be probed",
+                                    strs[i].key);
                 *(char **) ((char *) j + strs[i].off) = gw_xstrdup(v);
         }
         if (j->leak_policy && strcmp(j->leak_policy, "warn") && strcmp(j->leak_policy, "restart"))
@@ -288,8 +296,10 @@ static int decode_warn(const json_t *o, struct gw_job *j, struct gw_codec_error 
         if (get_string(o, "warn_signal", &s, err) < 0)
                 return -EINVAL;
         if (s && (j->warn_signal = gw_signal_parse(s)) < 0)
-                return fail(err, "warn_signal", "warn_signal: '%.32s' is not one of USR1, USR2, HUP, INT, QUIT, TERM, "
-                            "ALRM, URG, WINCH", s);
+                return fail(err, "warn_signal",
+                            "warn_signal: '%.32s' is not one of USR1, USR2, HUP, INT, QUIT, TERM, "
+                            "ALRM, URG, WINCH",
+                            s);
         j->warn_signal = s ? j->warn_signal : 0;
         long long before = 0;
         if (get_int(o, "warn_before", 1, 30LL * 24 * 3600, &before, err) < 0)
@@ -304,7 +314,7 @@ static int decode_warn(const json_t *o, struct gw_job *j, struct gw_codec_error 
 static const char *unknown_key(const json_t *o, const char *const *known, size_t n) {
         const char *key;
         const json_t *v;
-        json_object_foreach((json_t *) o, key, v) {
+        json_object_foreach ((json_t *) o, key, v) {
                 size_t i = 0;
                 while (i < n && strcmp(key, known[i]))
                         i++;
@@ -420,7 +430,8 @@ static int decode_mig(const json_t *o, struct gw_job *j, struct gw_codec_error *
                 return 0;
         const json_t *p = json_object_get(m, "profile"), *c = json_object_get(m, "count");
         if (!json_is_object(m) || json_object_size(m) != (size_t) (p != NULL) + (c != NULL))
-                return fail(err, "mig", "mig: must be {\"profile\": \"1g.10gb\", \"count\": N} (count 1 when left out)");
+                return fail(err, "mig",
+                            "mig: must be {\"profile\": \"1g.10gb\", \"count\": N} (count 1 when left out)");
         if (!json_is_string(p) || !gw_mig_profile_valid(json_string_value(p)))
                 return fail(err, "mig", "mig.profile: must be a MIG profile such as 1g.10gb, 2g.20gb or 3g.40gb");
         json_int_t count = c ? (json_is_integer(c) ? json_integer_value(c) : 0) : 1;
@@ -443,18 +454,22 @@ static int decode_mig(const json_t *o, struct gw_job *j, struct gw_codec_error *
 /* A misspelt field would otherwise be dropped without a word ({"gpus": 2} a 1-GPU job). */
 static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
         static const char *const known[] = {
-                "command", "ngpus", "priority", "gpu_mem", "time_limit", "name", "cwd", "output", "after", "env",
-                "env_extra", "retries", "reservation", "yolo", "retry_on", "idle_policy", "checkpoint",
-                "resume_cmd", "progress", "health_url", "leak_policy", "hold", "warn_signal", "warn_before",
-                "interactive", "array", "preemptible", "dataset", "publish", "publish_if_better", "mig",
+                "command",     "ngpus",      "priority",    "gpu_mem",     "time_limit",  "name",
+                "cwd",         "output",     "after",       "env",         "env_extra",   "retries",
+                "reservation", "yolo",       "retry_on",    "idle_policy", "checkpoint",  "resume_cmd",
+                "progress",    "health_url", "leak_policy", "hold",        "warn_signal", "warn_before",
+                "interactive", "array",      "preemptible", "dataset",     "publish",     "publish_if_better",
+                "mig",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
                 return 0;
         if (!strcmp(key, "gpus"))
                 return fail(err, "gpus", "gpus: unknown field; the number of GPUs is ngpus");
-        return fail(err, key, "%.40s: not a field of a job (command, ngpus, gpu_mem, time_limit, name, "
-                    "cwd, priority, after, output, env, hold, ...: docs/API.md lists them all)", key);
+        return fail(err, key,
+                    "%.40s: not a field of a job (command, ngpus, gpu_mem, time_limit, name, "
+                    "cwd, priority, after, output, env, hold, ...: docs/API.md lists them all)",
+                    key);
 }
 
 int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j, int *ret_hold,
@@ -497,8 +512,10 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
-                return fail(err, "warn_before", "warn_before: %s ahead of the end of a %s time limit is at or before "
-                            "its start", gw_format_duration(j->warn_before, a, sizeof a),
+                return fail(err, "warn_before",
+                            "warn_before: %s ahead of the end of a %s time limit is at or before "
+                            "its start",
+                            gw_format_duration(j->warn_before, a, sizeof a),
                             gw_format_duration(j->time_limit, b, sizeof b));
         }
         const json_t *hold = json_object_get(o, "hold");
@@ -508,9 +525,7 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
         return 0;
 }
 
-static json_t *time_or_null(gw_usec_t t) {
-        return t > 0 ? json_real((double) t / 1e6) : json_null();
-}
+static json_t *time_or_null(gw_usec_t t) { return t > 0 ? json_real((double) t / 1e6) : json_null(); }
 
 static json_t *enc_command(const struct gw_job *j) {
         json_t *a = json_array();
@@ -634,13 +649,14 @@ static json_t *enc_slices(const struct gw_job *j) {
         return a;
 }
 
-static bool job_is_queued(const struct gw_job *j) {
-        return j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
-}
+static bool job_is_queued(const struct gw_job *j) { return j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD; }
 
 /* One encoder per field of the job object, in the order the API documents them. */
-#define FIELD(name, expr) \
-        static json_t *enc_f_##name(const struct gw_job *j, unsigned view) { (void) view; return (expr); }
+#define FIELD(name, expr)                                                    \
+        static json_t *enc_f_##name(const struct gw_job *j, unsigned view) { \
+                (void) view;                                                 \
+                return (expr);                                               \
+        }
 FIELD(id, json_integer(j->id))
 FIELD(name, enc_str(j->name))
 FIELD(user, enc_str(j->user))
@@ -657,9 +673,9 @@ FIELD(start_time, time_or_null(j->start_time))
 FIELD(end_time, time_or_null(j->end_time))
 FIELD(exit_code, j->has_exit && !j->signal ? json_integer(j->exit_code) : json_null())
 FIELD(signal, j->signal ? json_integer(j->signal) : json_null())
-FIELD(command, view & GW_VIEW_DETAILS ? enc_command(j) : json_null())
-FIELD(cwd, view & GW_VIEW_DETAILS ? enc_str(j->cwd) : json_null())
-FIELD(log_path, view & GW_VIEW_DETAILS ? j->log_path ? gw_json_text(j->log_path) : json_null() : json_null())
+FIELD(command, view &GW_VIEW_DETAILS ? enc_command(j) : json_null())
+FIELD(cwd, view &GW_VIEW_DETAILS ? enc_str(j->cwd) : json_null())
+FIELD(log_path, view &GW_VIEW_DETAILS ? j->log_path ? gw_json_text(j->log_path) : json_null() : json_null())
 FIELD(after, enc_after(j))
 FIELD(attempt, json_integer(j->attempt))
 FIELD(pid, j->pid > 0 ? json_integer(j->pid) : json_null())
@@ -667,7 +683,7 @@ FIELD(retries, json_integer(j->retries))
 FIELD(retry_on, j->retry_on ? json_string(j->retry_on) : json_null())
 FIELD(yolo, json_boolean(j->yolo))
 FIELD(not_before, time_or_null(j->not_before))
-FIELD(resume_from, view & GW_VIEW_DETAILS ? j->resume_from ? gw_json_text(j->resume_from) : json_null() : json_null())
+FIELD(resume_from, view &GW_VIEW_DETAILS ? j->resume_from ? gw_json_text(j->resume_from) : json_null() : json_null())
 FIELD(resume_epoch, j->resume_from && j->resume_epoch > 0 ? json_integer(j->resume_epoch) : json_null())
 FIELD(idle_policy, j->idle_policy ? json_string(j->idle_policy) : json_null())
 FIELD(reservation, j->booking_id > 0 ? json_integer(j->booking_id) : json_null())
@@ -679,12 +695,12 @@ FIELD(eta, j->state == GW_JOB_RUNNING ? time_or_null(j->eta) : json_null())
 #define PREDICTED(t) (j->state == GW_JOB_PENDING && j->predicted_attempt == j->attempt ? time_or_null(t) : json_null())
 FIELD(predicted_start, PREDICTED(j->predicted_start))
 FIELD(eta_overdue, j->state == GW_JOB_RUNNING && j->eta && j->eta_overdue > 0 ? json_real((double) j->eta_overdue / 1e6)
-                                                                           : json_null())
+                                                                              : json_null())
 FIELD(interactive, json_boolean(j->interactive))
 FIELD(preemptible, json_boolean(j->preemptible))
 /* The session's socket: its owner's (and admins') to know; the socket checks who connects. */
-FIELD(tty_socket, j->state == GW_JOB_RUNNING && j->tty_socket && (view & GW_VIEW_LOG) ? gw_json_text(j->tty_socket)
-                                                                                         : json_null())
+FIELD(tty_socket,
+      j->state == GW_JOB_RUNNING && j->tty_socket && (view & GW_VIEW_LOG) ? gw_json_text(j->tty_socket) : json_null())
 FIELD(latest_start, PREDICTED(j->latest_start))
 #undef PREDICTED
 /* A queued job's place in the queue: its user's fair-share factor and why, in words. */
@@ -700,15 +716,15 @@ FIELD(priority_why, enc_priority_why(j))
 /* A job array: its spec; a task: its array and index. */
 FIELD(array, j->array_spec ? gw_json_text(j->array_spec) : json_null())
 FIELD(array_tasks, enc_array_tasks(j))
-FIELD(array_best, j->array_view && j->array_view->best_index >= 0
-                          ? json_pack("{s:s,s:f,s:I,s:I}", "metric", "mAP50-95", "value", j->array_view->best_map50_95,
-                                      "index", (json_int_t) j->array_view->best_index, "epoch",
-                                      (json_int_t) j->array_view->best_epoch)
-                          : json_null())
+FIELD(array_best,
+      j->array_view && j->array_view->best_index >= 0
+              ? json_pack("{s:s,s:f,s:I,s:I}", "metric", "mAP50-95", "value", j->array_view->best_map50_95, "index",
+                          (json_int_t) j->array_view->best_index, "epoch", (json_int_t) j->array_view->best_epoch)
+              : json_null())
 FIELD(array_waiting, j->array_view && j->array_view->waiting ? json_string(j->array_view->waiting) : json_null())
 FIELD(array_job_id, j->array_job > 0 ? json_integer(j->array_job) : json_null())
 FIELD(array_index, j->array_job > 0 ? json_integer(j->array_index) : json_null())
-FIELD(node, j->node_view && *j->node_view ? gw_json_text(j->node_view) : json_null())
+FIELD(node, j->node_view && * j->node_view ? gw_json_text(j->node_view) : json_null())
 FIELD(display_id, gw_codec_display_id(j))
 FIELD(predicted_wait, j->state == GW_JOB_PENDING && j->wait_view ? gw_json_text(j->wait_view) : json_null())
 FIELD(reasons, enc_reasons(j))
@@ -790,7 +806,6 @@ static const struct {
         { "slices", enc_f_slices },
         { "dataset", enc_dataset },
 };
-
 
 int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err) {
         uint64_t mask = 0;

@@ -39,11 +39,11 @@ static const struct gw_codec_field proc_fields[] = {
 #undef P
 
 /* A sample's value, null where the driver did not give it (never a made-up 0). */
-#define SAMPLE(fname, has, expr)                                                   \
+#define SAMPLE(fname, has, expr)                                                \
         static json_t *fname(const void *obj, const struct gw_codec_ctx *ctx) { \
-                (void) ctx;                                                        \
-                const struct gw_codec_gpu *g = obj;                                \
-                return g->has ? (expr) : json_null();                              \
+                (void) ctx;                                                     \
+                const struct gw_codec_gpu *g = obj;                             \
+                return g->has ? (expr) : json_null();                           \
         }
 SAMPLE(gpu_mem_used, has_mem, json_integer((json_int_t) g->mem_used))
 SAMPLE(gpu_util, has_util, json_integer(g->util))
@@ -68,9 +68,7 @@ static const struct gw_codec_field job_info_fields[] = {
 };
 #undef J
 
-static json_t *real_or_null(double v) {
-        return v >= 0 ? json_real(v) : json_null();
-}
+static json_t *real_or_null(double v) { return v >= 0 ? json_real(v) : json_null(); }
 
 /* The same figures as the job's training.leak, for the card's "OOM in ~3 epochs". */
 static json_t *job_info_leak(const struct gw_codec_gpu *g) {
@@ -116,9 +114,7 @@ static json_t *mig_mem_total(const void *obj, const struct gw_codec_ctx *ctx) {
         return m->has_mem ? json_integer((json_int_t) m->mem_total) : json_null();
 }
 
-static json_t *int_or_null(int v) {
-        return v >= 0 ? json_integer(v) : json_null();
-}
+static json_t *int_or_null(int v) { return v >= 0 ? json_integer(v) : json_null(); }
 
 static json_t *mig_gi(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
@@ -145,16 +141,11 @@ static json_t *mig_procs(const void *obj, const struct gw_codec_ctx *ctx) {
 
 #define M struct gw_codec_mig
 static const struct gw_codec_field mig_fields[] = {
-        GW_CODEC_FIELD("uuid", GW_CT_STR, M, uuid),
-        GW_CODEC_FIELD_FN("profile", mig_profile),
-        GW_CODEC_FIELD_FN("gpu_instance", mig_gi),
-        GW_CODEC_FIELD_FN("compute_instance", mig_ci),
-        GW_CODEC_FIELD("slices", GW_CT_UINT, M, slices),
-        GW_CODEC_FIELD_FN("share", mig_share),
-        GW_CODEC_FIELD_FN("mem_total", mig_mem_total),
-        GW_CODEC_FIELD_FN("mem_used", mig_mem_used),
-        GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, M, job_id),
-        GW_CODEC_FIELD_FN("processes", mig_procs),
+        GW_CODEC_FIELD("uuid", GW_CT_STR, M, uuid),         GW_CODEC_FIELD_FN("profile", mig_profile),
+        GW_CODEC_FIELD_FN("gpu_instance", mig_gi),          GW_CODEC_FIELD_FN("compute_instance", mig_ci),
+        GW_CODEC_FIELD("slices", GW_CT_UINT, M, slices),    GW_CODEC_FIELD_FN("share", mig_share),
+        GW_CODEC_FIELD_FN("mem_total", mig_mem_total),      GW_CODEC_FIELD_FN("mem_used", mig_mem_used),
+        GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, M, job_id), GW_CODEC_FIELD_FN("processes", mig_procs),
 };
 #undef M
 

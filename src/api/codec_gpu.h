@@ -12,23 +12,23 @@
 struct gw_codec_proc {
         int pid;
         const char *user;
-        const char *cmd;             /* a detail (GW_VIEW_DETAILS): other users' arguments */
-        uint64_t mem;                /* UINT64_MAX: not known */
-        int sm_util;                 /* < 0: not known */
-        double cpu;                  /* percent of one CPU since the last sample; < 0: not known */
-        int64_t job_id;              /* 0: a process of no job */
-        bool stray;                  /* its job's, on a GPU that job was not given */
+        const char *cmd; /* a detail (GW_VIEW_DETAILS): other users' arguments */
+        uint64_t mem; /* UINT64_MAX: not known */
+        int sm_util; /* < 0: not known */
+        double cpu; /* percent of one CPU since the last sample; < 0: not known */
+        int64_t job_id; /* 0: a process of no job */
+        bool stray; /* its job's, on a GPU that job was not given */
 };
 
 /* One MIG device (slice) of a GPU in MIG mode. */
 struct gw_codec_mig {
-        const char *uuid;            /* "MIG-..." */
-        const char *profile;         /* "1g.10gb"; "" or NULL: not known */
-        int gi_id, ci_id;            /* GPU / compute instance; < 0: not known */
+        const char *uuid; /* "MIG-..." */
+        const char *profile; /* "1g.10gb"; "" or NULL: not known */
+        int gi_id, ci_id; /* GPU / compute instance; < 0: not known */
         unsigned slices, max_slices; /* its slices of the GPU's; 0: not known */
-        bool has_mem, has_procs;     /* what NVML gave for it (never a utilisation: it has none) */
+        bool has_mem, has_procs; /* what NVML gave for it (never a utilisation: it has none) */
         uint64_t mem_total, mem_used;
-        int64_t job_id;              /* the job given it; 0: none */
+        int64_t job_id; /* the job given it; 0: none */
         const struct gw_codec_proc *procs;
         size_t n_procs;
 };
@@ -41,10 +41,10 @@ struct gw_codec_gpu {
         bool has_mem, has_util, has_temp, has_power;
         uint64_t mem_used;
         unsigned util, mem_util, temp_c, power_mw;
-        const char *health;          /* "ok", "drained", "lost" */
-        const char *drain_reason;    /* NULL: not drained */
-        int64_t job_id;              /* 0: none */
-        const struct gw_job *job;    /* the job on it, while the daemon runs it; NULL: none */
+        const char *health; /* "ok", "drained", "lost" */
+        const char *drain_reason; /* NULL: not drained */
+        int64_t job_id; /* 0: none */
+        const struct gw_job *job; /* the job on it, while the daemon runs it; NULL: none */
         /* What the job's page says of it, for the GPU's card (job_info): when the idle watch
          * stops it unless it makes progress (wall clock; 0: no warning outstanding), and its
          * leak's forecast (leak_evidence NULL: no leak reported this attempt). */
@@ -53,8 +53,8 @@ struct gw_codec_gpu {
         double leak_epochs_to_oom, leak_seconds_to_oom; /* < 0: not known */
         const struct gw_codec_proc *procs;
         size_t n_procs;
-        gw_usec_t sampled_at;        /* wall clock; 0: never sampled */
-        bool mig_mode;               /* in MIG mode: jobs get its slices (mig), never the whole GPU */
+        gw_usec_t sampled_at; /* wall clock; 0: never sampled */
+        bool mig_mode; /* in MIG mode: jobs get its slices (mig), never the whole GPU */
         const struct gw_codec_mig *mig;
         size_t n_mig;
 };

@@ -114,7 +114,9 @@ int gw_codec_row_put(FILE *out, const char *name, const struct gw_job *j) {
                 return 0;
         case 'f':
                 if (!strcmp(name, "fairshare"))
-                        return (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD) && j->fairshare > 0 ? put_real(out, j->fairshare) : put_null(out);
+                        return (j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD) && j->fairshare > 0
+                                       ? put_real(out, j->fairshare)
+                                       : put_null(out);
                 return 0;
         case 'g':
                 if (!strcmp(name, "gpus") && !j->gpu_mask) {
@@ -125,7 +127,8 @@ int gw_codec_row_put(FILE *out, const char *name, const struct gw_job *j) {
         case 'i':
                 return !strcmp(name, "id") ? put_int(out, j->id) : 0;
         case 'l':
-                return !strcmp(name, "latest_start") ? predicted(j) ? put_time(out, j->latest_start) : put_null(out) : 0;
+                return !strcmp(name, "latest_start") ? predicted(j) ? put_time(out, j->latest_start) : put_null(out)
+                                                     : 0;
         case 'n':
                 if (!strcmp(name, "node") && !(j->node_view && *j->node_view))
                         return put_null(out);
@@ -152,4 +155,3 @@ int gw_codec_row_put(FILE *out, const char *name, const struct gw_job *j) {
                 return 0;
         }
 }
-

@@ -21,16 +21,11 @@ static json_t *booking_state(const void *obj, const struct gw_codec_ctx *ctx) {
 
 #define B struct gw_store_booking
 static const struct gw_codec_field booking_fields[] = {
-        GW_CODEC_FIELD("id", GW_CT_I64, B, id),
-        GW_CODEC_FIELD("user", GW_CT_CHARS, B, user),
-        GW_CODEC_FIELD("uid", GW_CT_U32, B, uid),
-        GW_CODEC_FIELD("name", GW_CT_CHARS, B, name),
-        GW_CODEC_FIELD("ngpus", GW_CT_INT, B, ngpus),
-        GW_CODEC_FIELD("gpus", GW_CT_GPUS, B, gpu_mask),
-        GW_CODEC_FIELD("start", GW_CT_SECONDS, B, start),
-        GW_CODEC_FIELD("end", GW_CT_SECONDS, B, end),
-        GW_CODEC_FIELD_FN("state", booking_state),
-        GW_CODEC_FIELD("note", GW_CT_CHARS, B, note),
+        GW_CODEC_FIELD("id", GW_CT_I64, B, id),           GW_CODEC_FIELD("user", GW_CT_CHARS, B, user),
+        GW_CODEC_FIELD("uid", GW_CT_U32, B, uid),         GW_CODEC_FIELD("name", GW_CT_CHARS, B, name),
+        GW_CODEC_FIELD("ngpus", GW_CT_INT, B, ngpus),     GW_CODEC_FIELD("gpus", GW_CT_GPUS, B, gpu_mask),
+        GW_CODEC_FIELD("start", GW_CT_SECONDS, B, start), GW_CODEC_FIELD("end", GW_CT_SECONDS, B, end),
+        GW_CODEC_FIELD_FN("state", booking_state),        GW_CODEC_FIELD("note", GW_CT_CHARS, B, note),
 };
 #undef B
 
@@ -41,8 +36,9 @@ json_t *gw_codec_booking(const struct gw_store_booking *b) {
 json_t *gw_codec_booking_refusal(const char *message, gw_usec_t nearest_start, gw_usec_t nearest_end) {
         json_t *o = json_pack("{s:o,s:s}", "error", gw_json_text(message), "field", "start");
         if (nearest_end)
-                json_object_set_new(o, "nearest", json_pack("{s:f,s:f}", "start", (double) nearest_start / 1e6, "end",
-                                                            (double) nearest_end / 1e6));
+                json_object_set_new(o, "nearest",
+                                    json_pack("{s:f,s:f}", "start", (double) nearest_start / 1e6, "end",
+                                              (double) nearest_end / 1e6));
         return o;
 }
 
@@ -53,12 +49,9 @@ static json_t *segment_kind(const void *obj, const struct gw_codec_ctx *ctx) {
 
 #define S struct gw_schedule_segment
 static const struct gw_codec_field segment_fields[] = {
-        GW_CODEC_FIELD("gpu", GW_CT_INT, S, gpu),
-        GW_CODEC_FIELD("start", GW_CT_SECONDS, S, start),
-        GW_CODEC_FIELD("end", GW_CT_SECONDS, S, end),
-        GW_CODEC_FIELD_FN("kind", segment_kind),
-        GW_CODEC_FIELD("id", GW_CT_I64, S, id),
-        GW_CODEC_FIELD("booking", GW_CT_I64, S, booking_id),
+        GW_CODEC_FIELD("gpu", GW_CT_INT, S, gpu),       GW_CODEC_FIELD("start", GW_CT_SECONDS, S, start),
+        GW_CODEC_FIELD("end", GW_CT_SECONDS, S, end),   GW_CODEC_FIELD_FN("kind", segment_kind),
+        GW_CODEC_FIELD("id", GW_CT_I64, S, id),         GW_CODEC_FIELD("booking", GW_CT_I64, S, booking_id),
         GW_CODEC_FIELD("label", GW_CT_CHARS, S, label),
 };
 #undef S
@@ -133,9 +126,9 @@ static json_t *quota_limits(const void *obj, const struct gw_codec_ctx *ctx) {
                 char val[64];
                 unsigned from = (unsigned) q->from[k];
                 gw_quota_format_value(k, q->limits->v[k], val, sizeof val);
-                json_object_set_new(o, gw_quota_key_name(k),
-                                    json_pack("{s:s,s:s}", "value", val, "from",
-                                              from < ELEMENTSOF(sources) ? sources[from] : "?"));
+                json_object_set_new(
+                        o, gw_quota_key_name(k),
+                        json_pack("{s:s,s:s}", "value", val, "from", from < ELEMENTSOF(sources) ? sources[from] : "?"));
         }
         return o;
 }

@@ -21,11 +21,11 @@ json_t *gw_codec_token(const struct gw_store_token *t, gw_usec_t now);
 /* A token just made: the only reply that carries its secret. */
 struct gw_codec_token_made {
         int64_t id;
-        const char *user, *name;  /* NULL name reads "" */
+        const char *user, *name; /* NULL name reads "" */
         const char *token;
-        gw_usec_t expires;        /* 0: never */
-        const char *scope;        /* NULL: the account's whole rights; "agent" */
-        const char *node;         /* an agent's: the node it may post for; NULL none */
+        gw_usec_t expires; /* 0: never */
+        const char *scope; /* NULL: the account's whole rights; "agent" */
+        const char *node; /* an agent's: the node it may post for; NULL none */
 };
 json_t *gw_codec_token_made(const struct gw_codec_token_made *t);
 

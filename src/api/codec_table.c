@@ -61,8 +61,8 @@ json_t *gw_codec_table_object(const struct gw_codec_field *table, size_t n, cons
         return o;
 }
 
-json_t *gw_codec_table_array(const struct gw_codec_field *table, size_t n, const void *items, size_t count,
-                             size_t size, const struct gw_codec_ctx *ctx) {
+json_t *gw_codec_table_array(const struct gw_codec_field *table, size_t n, const void *items, size_t count, size_t size,
+                             const struct gw_codec_ctx *ctx) {
         json_t *a = json_array();
         for (size_t i = 0; i < count; i++)
                 json_array_append_new(a, gw_codec_table_object(table, n, (const char *) items + i * size, ctx));

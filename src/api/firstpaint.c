@@ -25,11 +25,21 @@ static void no_memory(void) {
 void gw_firstpaint_put_text(FILE *f, const char *text) {
         for (const unsigned char *p = (const unsigned char *) (text ? text : ""); *p; p++) {
                 switch (*p) {
-                case '&': fputs("&amp;", f); break;
-                case '<': fputs("&lt;", f); break;
-                case '>': fputs("&gt;", f); break;
-                case '"': fputs("&quot;", f); break;
-                case '\'': fputs("&#39;", f); break;
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                case '"':
+                        fputs("&quot;", f);
+                        break;
+                case '\'':
+                        fputs("&#39;", f);
+                        break;
                 default:
                         if (*p >= 0x20 || *p == '\t' || *p == '\n')
                                 fputc(*p, f);
@@ -135,8 +145,8 @@ static void gpu_row(FILE *f, const json_t *g) {
 /* A section's heading, then the line that stands for its table when the reader may not see
  * reply's list key (hidden) or the list is empty (empty).  Returns the list when its table
  * is to follow, else NULL. */
-static const json_t *put_list_head(FILE *f, const char *title, const json_t *reply, const char *key,
-                                   const char *hidden, const char *empty) {
+static const json_t *put_list_head(FILE *f, const char *title, const json_t *reply, const char *key, const char *hidden,
+                                   const char *empty) {
         const json_t *list = json_object_get(reply, key);
         fprintf(f, "<h2>%s</h2>\n", title);
         if (json_is_array(list) && json_array_size(list))
@@ -159,12 +169,12 @@ static void put_gpus(FILE *f, const json_t *reply) {
                                            "No GPUs: the daemon found no NVIDIA GPU on this host (its log says why).");
         if (!gpus)
                 return;
-        static const char *const cols[] = { "GPU", "Model", "Health", "Utilisation", "Memory", "Temperature", "Job",
-                                            NULL };
+        static const char *const cols[] = { "GPU",    "Model",       "Health", "Utilisation",
+                                            "Memory", "Temperature", "Job",    NULL };
         put_table_head(f, "id=\"fp-gpus\"", cols);
         size_t i;
         const json_t *g;
-        json_array_foreach(gpus, i, g)
+        json_array_foreach (gpus, i, g)
                 gpu_row(f, g);
         fputs("</tbody></table></div>\n", f);
 }
@@ -184,7 +194,7 @@ static void job_row(FILE *f, const json_t *j) {
         if (json_array_size(gpus)) {
                 size_t i;
                 const json_t *v;
-                json_array_foreach(gpus, i, v)
+                json_array_foreach (gpus, i, v)
                         fprintf(f, "%s%lld", i ? "," : "", (long long) json_integer_value(v));
         } else
                 fprintf(f, "%lld wanted", (long long) json_integer_value(json_object_get(j, "ngpus")));
@@ -205,8 +215,10 @@ static void put_jobs(FILE *f, const json_t *reply) {
                 job_row(f, json_array_get(jobs, i));
         fputs("</tbody></table></div>\n", f);
         if (n > MAX_ROWS)
-                fprintf(f, "<p class=\"sub\">and %zu more jobs (the page shows all of them with JavaScript, "
-                           "as does gpuward queue)</p>\n", n - MAX_ROWS);
+                fprintf(f,
+                        "<p class=\"sub\">and %zu more jobs (the page shows all of them with JavaScript, "
+                        "as does gpuward queue)</p>\n",
+                        n - MAX_ROWS);
 }
 
 /* "alice", "root (admin)", "guest (read-only)": as the page's script writes it. */
@@ -225,7 +237,8 @@ static void put_who(FILE *f, const json_t *session) {
 
 static void put_section(FILE *f, const json_t *state, gw_usec_t now) {
         fputs("<section id=\"firstpaint\" class=\"firstpaint\" aria-labelledby=\"h-firstpaint\">\n"
-              "<h1 id=\"h-firstpaint\">GPUs and queue <span class=\"sub\">as of ", f);
+              "<h1 id=\"h-firstpaint\">GPUs and queue <span class=\"sub\">as of ",
+              f);
         put_utc(f, (time_t) (now / GW_USEC_PER_SEC));
         fputs(" UTC, for ", f);
         put_who(f, json_object_get(state, "session"));

@@ -11,9 +11,9 @@
 #include "base/time.h"
 
 /* Where the page's template (web/index.html) takes what is rendered: */
-#define GW_FIRSTPAINT_STATE "<!--gw:state-->"   /* <script type="application/json" id="gw-state"> */
+#define GW_FIRSTPAINT_STATE "<!--gw:state-->" /* <script type="application/json" id="gw-state"> */
 #define GW_FIRSTPAINT_HTML "<!--gw:firstpaint-->" /* <section id="firstpaint">: the tables */
-#define GW_FIRSTPAINT_WHO "<!--gw:whoami-->"      /* who the reader is, as text */
+#define GW_FIRSTPAINT_WHO "<!--gw:whoami-->" /* who the reader is, as text */
 
 /* The page: html (len bytes, the template) with each marker above replaced, once, by what
  * state renders to.  state is {"gpus": GET /api/v1/gpus's reply, "jobs": GET /api/v1/jobs's,

@@ -40,9 +40,9 @@ struct gw_http_server {
         gw_http_gone gone;
         void *userdata;
         int listen_fd;
-        bool wake;                 /* a connection was resumed: run again without waiting */
+        bool wake; /* a connection was resumed: run again without waiting */
         struct gw_http_conn *conns; /* every connection with a request, for gw_http_stop */
-        struct uid_count *uids;    /* open connections per peer uid, where it is known */
+        struct uid_count *uids; /* open connections per peer uid, where it is known */
         size_t n_uids, cap_uids;
 };
 
@@ -57,12 +57,12 @@ struct gw_http_conn {
         struct MHD_Connection *mhd_conn;
         char *body;
         size_t len, cap;
-        bool began;                /* on_access has seen the request's headers */
+        bool began; /* on_access has seen the request's headers */
         bool suspended;
         bool resumed;
         bool has_cred;
         struct ucred cred;
-        struct stream *stream;     /* a streamed reply in progress */
+        struct stream *stream; /* a streamed reply in progress */
         struct gw_http_conn *prev, *next;
 };
 
@@ -119,9 +119,9 @@ static void conn_read_cred(struct gw_http_conn *c) {
 
 static struct MHD_Response *stream_response(struct gw_http_conn *c, struct gw_http_reply *rep) {
         struct stream *s = gw_xcalloc(1, sizeof *s);
-        *s = (struct stream) { .c = c, .read = rep->stream_read, .done = rep->stream_done, .cls = rep->stream_cls };
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_cb, s,
-                                                                   stream_free_cb);
+        *s = (struct stream){ .c = c, .read = rep->stream_read, .done = rep->stream_done, .cls = rep->stream_cls };
+        struct MHD_Response *r =
+                MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_cb, s, stream_free_cb);
         if (!r) {
                 stream_finish(s);
                 free(s);
@@ -304,7 +304,7 @@ static struct uid_count *uid_slot(struct gw_http_server *srv, uid_t uid) {
                 srv->cap_uids = srv->cap_uids ? 2 * srv->cap_uids : 16;
                 srv->uids = gw_xrealloc(srv->uids, srv->cap_uids * sizeof *srv->uids);
         }
-        srv->uids[srv->n_uids] = (struct uid_count) { .uid = uid };
+        srv->uids[srv->n_uids] = (struct uid_count){ .uid = uid };
         return &srv->uids[srv->n_uids++];
 }
 
@@ -464,8 +464,7 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
         c->began = true; /* answered */
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe) {
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
         struct gw_http_server *srv = cls;
         struct gw_http_conn *c = *con_cls;
         if (!c)
@@ -497,16 +496,15 @@ int gw_http_start(int listen_fd, bool unix_door, gw_http_handler handler, gw_htt
          * maps and unmaps it for each connection, and the unmap's TLB flush and the faults that
          * follow were a tenth of each `gpuward submit` (one connection each) on a small VM.
          * Bodies do not live there (on_access copies them out), only headers and buffers. */
-        srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                    on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-                                    MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv,
-                                    MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                                    srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT,
-                                    (unsigned) 4096, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                    (unsigned) (unix_door ? 0 : 512), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                    (size_t) 32 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
-                                    MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL,
-                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
+        srv->mhd = MHD_start_daemon(
+                MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access, srv,
+                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv,
+                MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30, MHD_OPTION_CONNECTION_LIMIT, (unsigned) 4096,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) (unix_door ? 0 : 512),
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned) 1024,
+                MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                MHD_OPTION_END);
         if (!srv->mhd) {
                 free(srv);
                 return -EIO;

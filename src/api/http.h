@@ -16,25 +16,25 @@ struct gw_http_conn; /* one request in flight */
 
 struct gw_http_request {
         const char *method;
-        const char *path;          /* without the query string */
-        const char *body;          /* NUL-terminated, body_len bytes */
+        const char *path; /* without the query string */
+        const char *body; /* NUL-terminated, body_len bytes */
         size_t body_len;
-        bool unix_door;            /* came over the Unix socket */
-        bool has_cred;             /* uid/gid/pid from SO_PEERCRED */
+        bool unix_door; /* came over the Unix socket */
+        bool has_cred; /* uid/gid/pid from SO_PEERCRED */
         uid_t uid;
         gid_t gid;
         pid_t pid;
-        bool resumed;              /* called again after gw_http_conn_resume */
+        bool resumed; /* called again after gw_http_conn_resume */
         struct gw_http_conn *conn;
 };
 
 struct gw_http_reply {
         int status;
-        char *body;                /* malloc'ed, taken over by the server */
+        char *body; /* malloc'ed, taken over by the server */
         size_t body_len;
-        const char *content_type;  /* static; default application/json */
-        char headers[8][2][256];   /* extra headers, name/value; empty name = unused */
-        bool suspend;              /* handler wants to answer later: see gw_http_conn_resume */
+        const char *content_type; /* static; default application/json */
+        char headers[8][2][256]; /* extra headers, name/value; empty name = unused */
+        bool suspend; /* handler wants to answer later: see gw_http_conn_resume */
         /* A streamed reply (server-sent events) instead of body: stream_read is called whenever
          * the client can take more; it copies at most max bytes to buf and returns how many, 0
          * when it has nothing now (the connection then waits, suspended, until

@@ -36,9 +36,7 @@ static void out_mem(struct out *o, const char *s, size_t n) {
         o->p[o->len] = '\0';
 }
 
-static void out_str(struct out *o, const char *s) {
-        out_mem(o, s, strlen(s));
-}
+static void out_str(struct out *o, const char *s) { out_mem(o, s, strlen(s)); }
 
 __attribute__((format(printf, 2, 3))) static void out_printf(struct out *o, const char *fmt, ...) {
         va_list ap;
@@ -155,11 +153,11 @@ static const struct {
         size_t field;
         bool bytes;
 } gpu_families[] = {
-        [GPU_UTIL] = {"gpuward_gpu_utilization_ratio", "GPU utilization, 0 to 1.", GPU_FIELD(util_ratio), false},
-        [GPU_MEM_USED] = {"gpuward_gpu_memory_used_bytes", "GPU memory in use.", GPU_FIELD(mem_used), true},
-        [GPU_MEM_TOTAL] = {"gpuward_gpu_memory_total_bytes", "GPU memory installed.", GPU_FIELD(mem_total), true},
-        [GPU_TEMP] = {"gpuward_gpu_temperature_celsius", "GPU temperature.", GPU_FIELD(temp_c), false},
-        [GPU_POWER] = {"gpuward_gpu_power_watts", "GPU power draw.", GPU_FIELD(power_w), false},
+        [GPU_UTIL] = { "gpuward_gpu_utilization_ratio", "GPU utilization, 0 to 1.", GPU_FIELD(util_ratio), false },
+        [GPU_MEM_USED] = { "gpuward_gpu_memory_used_bytes", "GPU memory in use.", GPU_FIELD(mem_used), true },
+        [GPU_MEM_TOTAL] = { "gpuward_gpu_memory_total_bytes", "GPU memory installed.", GPU_FIELD(mem_total), true },
+        [GPU_TEMP] = { "gpuward_gpu_temperature_celsius", "GPU temperature.", GPU_FIELD(temp_c), false },
+        [GPU_POWER] = { "gpuward_gpu_power_watts", "GPU power draw.", GPU_FIELD(power_w), false },
 };
 #undef GPU_FIELD
 
@@ -249,18 +247,17 @@ static void render_gpus(struct out *o, const struct gw_metrics_snapshot *s) {
                 char idx[24];
                 bool ok = g->health && strcmp(g->health, "ok") == 0;
                 (void) snprintf(idx, sizeof(idx), "%u", g->index);
-                sample_u64(o, ok ? 1 : 0, "gpuward_gpu_healthy", "gpu", idx, "uuid", g->uuid, "health",
-                           g->health, NULL);
+                sample_u64(o, ok ? 1 : 0, "gpuward_gpu_healthy", "gpu", idx, "uuid", g->uuid, "health", g->health,
+                           NULL);
         }
 }
 
 /* ---- per job GPU ---- */
 
 static void render_jobs(struct out *o, const struct gw_metrics_snapshot *s) {
-        static const char *const names[] = {"gpuward_job_gpu_utilization_ratio",
-                                            "gpuward_job_gpu_memory_used_bytes"};
-        static const char *const helps[] = {"Utilization of a GPU by a running job, 0 to 1.",
-                                            "GPU memory used by a running job."};
+        static const char *const names[] = { "gpuward_job_gpu_utilization_ratio", "gpuward_job_gpu_memory_used_bytes" };
+        static const char *const helps[] = { "Utilization of a GPU by a running job, 0 to 1.",
+                                             "GPU memory used by a running job." };
 
         if (!s->n_jobs)
                 return;
@@ -309,8 +306,8 @@ static void render_eta(struct out *o, const struct gw_metrics_snapshot *s) {
 static void render_queue(struct out *o, const struct gw_metrics_snapshot *s) {
         family(o, "gpuward_jobs", "gauge", "Jobs known to the daemon, by state.");
         for (int st = 0; st < _GW_JOB_STATE_MAX; st++)
-                sample_u64(o, s->jobs_by_state[st], "gpuward_jobs", "state",
-                           gw_job_state_name((enum gw_job_state) st), NULL);
+                sample_u64(o, s->jobs_by_state[st], "gpuward_jobs", "state", gw_job_state_name((enum gw_job_state) st),
+                           NULL);
 
         family(o, "gpuward_queue_wait_seconds", "histogram", "Time started jobs waited in the queue.");
         for (size_t b = 0; s->wait_bounds && b < GW_METRICS_WAIT_BUCKETS; b++) {
@@ -362,8 +359,7 @@ static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
                 s->cache_misses);
         counter(o, "gpuward_cache_bytes_copied_total", "Bytes copied into the node's dataset cache.",
                 s->cache_bytes_copied);
-        counter(o, "gpuward_cache_evictions_total", "Dataset cache entries evicted to make room.",
-                s->cache_evictions);
+        counter(o, "gpuward_cache_evictions_total", "Dataset cache entries evicted to make room.", s->cache_evictions);
         family(o, "gpuward_webhook_deliveries_total", "counter",
                "Job events sent to webhook URLs, by result (failed: after every try; dropped: the queue was full).");
         sample_u64(o, s->webhooks_sent, "gpuward_webhook_deliveries_total", "result", "sent", NULL);
@@ -382,7 +378,7 @@ static void render_daemon(struct out *o, const struct gw_metrics_snapshot *s) {
 }
 
 char *gw_metrics_render(const struct gw_metrics_snapshot *s, size_t *ret_len) {
-        struct out o = {0};
+        struct out o = { 0 };
 
         out_reserve(&o, 0);
         o.p[0] = '\0';

@@ -8,40 +8,40 @@ struct gw_metrics_gpu {
         unsigned index;
         const char *uuid;
         const char *name;
-        int has_util, has_mem, has_temp, has_power;   /* validity: absent metrics are omitted */
-        double util_ratio;          /* 0..1 */
+        int has_util, has_mem, has_temp, has_power; /* validity: absent metrics are omitted */
+        double util_ratio; /* 0..1 */
         uint64_t mem_used, mem_total;
         double temp_c;
         double power_w;
-        int64_t job_id;             /* 0 = not allocated */
-        int64_t array_job;          /* the job is a task of this array (0: none), */
-        int64_t array_index;        /* this one: its display_id is "8_2" */
-        const char *user;           /* of the job, "" if none */
-        const char *health;         /* "ok", "drained", "lost" */
+        int64_t job_id; /* 0 = not allocated */
+        int64_t array_job; /* the job is a task of this array (0: none), */
+        int64_t array_index; /* this one: its display_id is "8_2" */
+        const char *user; /* of the job, "" if none */
+        const char *health; /* "ok", "drained", "lost" */
 };
 
 struct gw_metrics_job {
         int64_t id;
-        int64_t array_job;          /* a task of this array (0: none), its index below */
+        int64_t array_job; /* a task of this array (0: none), its index below */
         int64_t array_index;
         const char *user;
         const char *name;
-        unsigned gpu;               /* one series per job GPU */
+        unsigned gpu; /* one series per job GPU */
         double util_ratio;
         uint64_t mem_used;
-        int has_eta;                /* an estimated end is known (training.c) */
-        double eta_seconds;         /* until then */
+        int has_eta; /* an estimated end is known (training.c) */
+        double eta_seconds; /* until then */
 };
 
 #define GW_METRICS_WAIT_BUCKETS 10
 struct gw_metrics_snapshot {
         const struct gw_metrics_gpu *gpus;
         size_t n_gpus;
-        const struct gw_metrics_job *jobs;   /* running jobs, per GPU */
+        const struct gw_metrics_job *jobs; /* running jobs, per GPU */
         size_t n_jobs;
-        uint64_t jobs_by_state[8];  /* indexed by enum gw_job_state */
+        uint64_t jobs_by_state[8]; /* indexed by enum gw_job_state */
         /* Queue wait of started jobs: cumulative counts for the bucket bounds (seconds) below. */
-        const double *wait_bounds;  /* GW_METRICS_WAIT_BUCKETS upper bounds, ascending */
+        const double *wait_bounds; /* GW_METRICS_WAIT_BUCKETS upper bounds, ascending */
         uint64_t wait_counts[GW_METRICS_WAIT_BUCKETS]; /* cumulative, as Prometheus wants */
         uint64_t wait_count;
         double wait_sum;
@@ -58,7 +58,7 @@ struct gw_metrics_snapshot {
         double cpu_seconds;
         uint64_t resident_bytes, virtual_bytes;
         uint64_t open_fds, max_fds;
-        double start_time;          /* Unix seconds */
+        double start_time; /* Unix seconds */
 };
 
 /* Writes the exposition text; returns a malloc'ed NUL-terminated string (aborts on OOM). */

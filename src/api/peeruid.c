@@ -46,7 +46,9 @@ int gw_loopback_peer_uid(int fd, uid_t *ret_uid) {
                 struct inet_diag_req_v2 req;
         } msg = {
                 .nh = { .nlmsg_len = sizeof msg, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST },
-                .req = { .sdiag_family = (__u8) peer.ss_family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u,
+                .req = { .sdiag_family = (__u8) peer.ss_family,
+                         .sdiag_protocol = IPPROTO_TCP,
+                         .idiag_states = ~0u,
                          .id.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
         };
         /* The peer's socket seen from its side: its address is the source, ours the destination. */
@@ -72,7 +74,8 @@ int gw_loopback_peer_uid(int fd, uid_t *ret_uid) {
                 const struct nlmsgerr *e = NLMSG_DATA(&reply.nh);
                 return reply.nh.nlmsg_len >= NLMSG_LENGTH(sizeof *e) && e->error ? e->error : -EBADMSG;
         }
-        if (reply.nh.nlmsg_type != SOCK_DIAG_BY_FAMILY || reply.nh.nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        if (reply.nh.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+            reply.nh.nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
                 return -EBADMSG;
         *ret_uid = ((const struct inet_diag_msg *) NLMSG_DATA(&reply.nh))->idiag_uid;
         return 0;

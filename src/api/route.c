@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_digit(char c) {
-        return c >= '0' && c <= '9';
-}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* Takes the number at *path into *id: up to max_digits digits with no leading zero, "0"
  * itself only when zero_ok.  false when there is none. */

@@ -4,21 +4,21 @@
 #include <stdint.h>
 
 enum {
-        GW_ROUTE_MUTATES = 1u << 0,    /* changes state: needs an identified caller, not a guest */
-        GW_ROUTE_ADMIN = 1u << 1,      /* admins only */
-        GW_ROUTE_AGENT = 1u << 2,      /* a node agent's token may call it (the only routes it may) */
-        GW_ROUTE_CI = 1u << 3,         /* a CI runner's token may call it (on its own jobs only) */
-        GW_ROUTE_MODELS = 1u << 4,     /* a models reader's token may call it (the only routes it may) */
+        GW_ROUTE_MUTATES = 1u << 0, /* changes state: needs an identified caller, not a guest */
+        GW_ROUTE_ADMIN = 1u << 1, /* admins only */
+        GW_ROUTE_AGENT = 1u << 2, /* a node agent's token may call it (the only routes it may) */
+        GW_ROUTE_CI = 1u << 3, /* a CI runner's token may call it (on its own jobs only) */
+        GW_ROUTE_MODELS = 1u << 4, /* a models reader's token may call it (the only routes it may) */
 };
 
 struct gw_route_ctx {
-        int64_t id;                    /* the {id} of the path, 0 if none */
+        int64_t id; /* the {id} of the path, 0 if none */
         const struct gw_route *route;
 };
 
 struct gw_route {
         const char *method;
-        const char *pattern;           /* "/api/v1/jobs/{id}/log": {id} matches a positive integer,
+        const char *pattern; /* "/api/v1/jobs/{id}/log": {id} matches a positive integer,
                                         * {index} a small one from 0 (a GPU), {name} one path
                                         * segment of 1-64 letters, digits, '.', '_' or '-' (the
                                         * handler reads it from the path) */

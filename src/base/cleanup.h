@@ -5,8 +5,18 @@
 #include <unistd.h>
 #include <errno.h>
 
-#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
-#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+#define TAKE_PTR(p)                     \
+        ({                              \
+                __typeof__(p) _p = (p); \
+                (p) = NULL;             \
+                _p;                     \
+        })
+#define TAKE_FD(fd)             \
+        ({                      \
+                int _fd = (fd); \
+                (fd) = -1;      \
+                _fd;            \
+        })
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 static inline void gw_freep(void *p) { free(*(void **) p); }

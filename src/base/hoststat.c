@@ -49,7 +49,7 @@ int gw_hoststat_parse_cpu(const char *text, struct gw_cpu_ticks *ret, unsigned *
                         ncpu++;
         uint64_t idle = f[3] + f[4];
         uint64_t busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
-        *ret = (struct gw_cpu_ticks) { .busy = busy, .total = busy + idle };
+        *ret = (struct gw_cpu_ticks){ .busy = busy, .total = busy + idle };
         if (ret_ncpu)
                 *ret_ncpu = ncpu;
         return 0;

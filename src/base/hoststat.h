@@ -9,8 +9,8 @@
 
 /* The "cpu " line of /proc/stat, in clock ticks since boot. */
 struct gw_cpu_ticks {
-        uint64_t busy;               /* user + nice + system + irq + softirq + steal */
-        uint64_t total;              /* busy + idle + iowait */
+        uint64_t busy; /* user + nice + system + irq + softirq + steal */
+        uint64_t total; /* busy + idle + iowait */
 };
 
 /* The aggregate "cpu " line of text (the whole of /proc/stat) into *ret, and the number of

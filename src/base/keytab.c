@@ -19,9 +19,7 @@ static size_t find(const struct gw_keytab *t, uint64_t key) {
         return i;
 }
 
-void *gw_keytab_get(const struct gw_keytab *t, uint64_t key) {
-        return t->cap ? t->slots[find(t, key)].value : NULL;
-}
+void *gw_keytab_get(const struct gw_keytab *t, uint64_t key) { return t->cap ? t->slots[find(t, key)].value : NULL; }
 
 static void grow(struct gw_keytab *t) {
         struct gw_keytab old = *t;
@@ -41,7 +39,7 @@ void gw_keytab_put(struct gw_keytab *t, uint64_t key, void *value) {
         size_t i = find(t, key);
         if (!t->slots[i].value)
                 t->n++;
-        t->slots[i] = (struct gw_keytab_slot) { .key = key, .value = value };
+        t->slots[i] = (struct gw_keytab_slot){ .key = key, .value = value };
 }
 
 void *gw_keytab_take(struct gw_keytab *t, uint64_t key) {
@@ -61,7 +59,7 @@ void *gw_keytab_take(struct gw_keytab *t, uint64_t key) {
                         i = j;
                 }
         }
-        t->slots[i] = (struct gw_keytab_slot) { 0 };
+        t->slots[i] = (struct gw_keytab_slot){ 0 };
         if (--t->n == 0)
                 gw_keytab_done(t);
         return value;
@@ -69,5 +67,5 @@ void *gw_keytab_take(struct gw_keytab *t, uint64_t key) {
 
 void gw_keytab_done(struct gw_keytab *t) {
         free(t->slots);
-        *t = (struct gw_keytab) { 0 };
+        *t = (struct gw_keytab){ 0 };
 }

@@ -10,13 +10,13 @@
 
 struct gw_keytab_slot {
         uint64_t key;
-        void *value;            /* NULL: empty */
+        void *value; /* NULL: empty */
 };
 
 /* Zero-initialised is an empty table. */
 struct gw_keytab {
         struct gw_keytab_slot *slots;
-        size_t cap, n;          /* cap: a power of two, or 0 before the first put */
+        size_t cap, n; /* cap: a power of two, or 0 before the first put */
 };
 
 /* The value kept for key, or NULL.  Borrowed: the table does not own its values. */

@@ -8,7 +8,7 @@ bool gw_lograte_event(struct gw_lograte *r, gw_usec_t period, gw_usec_t now, uin
                 return false;
         }
         *ret_quiet = r->quiet;
-        *r = (struct gw_lograte) { .since = now, .started = true };
+        *r = (struct gw_lograte){ .since = now, .started = true };
         return true;
 }
 
@@ -22,8 +22,7 @@ bool gw_lograte_take(struct gw_lograte *r, gw_usec_t now, uint64_t *ret_quiet, g
         return true;
 }
 
-bool gw_lograte_flush(struct gw_lograte *r, gw_usec_t period, gw_usec_t now, uint64_t *ret_quiet,
-                      gw_usec_t *ret_span) {
+bool gw_lograte_flush(struct gw_lograte *r, gw_usec_t period, gw_usec_t now, uint64_t *ret_quiet, gw_usec_t *ret_span) {
         if (now < gw_lograte_due(r, period))
                 return false;
         return gw_lograte_take(r, now, ret_quiet, ret_span);

@@ -14,8 +14,8 @@
 
 struct gw_lograte {
         gw_usec_t since; /* when the last line was written */
-        uint64_t quiet;  /* events since then not written */
-        bool started;    /* a line was written */
+        uint64_t quiet; /* events since then not written */
+        bool started; /* a line was written */
 };
 
 /* One event at now: true when its line is to be written now (*ret_quiet: the events kept
@@ -24,8 +24,7 @@ bool gw_lograte_event(struct gw_lograte *r, gw_usec_t period, gw_usec_t now, uin
 
 /* A summary due at now: true with the events kept quiet since the last line (*ret_quiet,
  * >= 1) and the time since it (*ret_span); the summary counts as a line. */
-bool gw_lograte_flush(struct gw_lograte *r, gw_usec_t period, gw_usec_t now, uint64_t *ret_quiet,
-                      gw_usec_t *ret_span);
+bool gw_lograte_flush(struct gw_lograte *r, gw_usec_t period, gw_usec_t now, uint64_t *ret_quiet, gw_usec_t *ret_span);
 
 /* The last summary, whatever the time (the daemon stops): as gw_lograte_flush. */
 bool gw_lograte_take(struct gw_lograte *r, gw_usec_t now, uint64_t *ret_quiet, gw_usec_t *ret_span);

@@ -50,8 +50,11 @@ static int add_scaled(uint64_t *total, uint64_t v, uint64_t scale) {
  * such as "1hr" or "5mns" errors instead of guesses.  Lower case only: "M" would read as
  * months to some users. */
 static int read_unit(const char **p, uint64_t *ret_scale) {
-        static const struct { const char *name; uint64_t sec; } units[] = {
-                {"d", 86400}, {"h", 3600}, {"min", 60}, {"m", 60}, {"sec", 1}, {"s", 1},
+        static const struct {
+                const char *name;
+                uint64_t sec;
+        } units[] = {
+                { "d", 86400 }, { "h", 3600 }, { "min", 60 }, { "m", 60 }, { "sec", 1 }, { "s", 1 },
         };
         const char *q = *p;
         size_t n = 0;
@@ -154,10 +157,10 @@ static int read_clock_fields(const char **p, uint64_t first_below, uint64_t f[3]
 
 /* sbatch's forms: "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS". */
 static int parse_clock(const char *s, uint64_t *ret_sec) {
-        static const uint64_t plain[2][3] = {{60, 1, 0}, {3600, 60, 1}};
-        static const uint64_t dayed[3][3] = {{3600, 0, 0}, {3600, 60, 0}, {3600, 60, 1}};
+        static const uint64_t plain[2][3] = { { 60, 1, 0 }, { 3600, 60, 1 } };
+        static const uint64_t dayed[3][3] = { { 3600, 0, 0 }, { 3600, 60, 0 }, { 3600, 60, 1 } };
         const char *p = s;
-        uint64_t days = 0, f[3] = {0}, total = 0;
+        uint64_t days = 0, f[3] = { 0 }, total = 0;
         const uint64_t *scale;
         bool with_days = false;
         int n;
@@ -296,8 +299,14 @@ void gw_format_local_time(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void 
 
 /* Two units at most, the smaller dropped when zero: "12m30s", "12m", "1h30m", "2d3h". */
 char *gw_format_duration(gw_usec_t d, char *buf, size_t n) {
-        static const struct { long long sec; char name; } units[] = {
-                {86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'},
+        static const struct {
+                long long sec;
+                char name;
+        } units[] = {
+                { 86400, 'd' },
+                { 3600, 'h' },
+                { 60, 'm' },
+                { 1, 's' },
         };
         long long s;
         size_t i = 0;
@@ -313,15 +322,14 @@ char *gw_format_duration(gw_usec_t d, char *buf, size_t n) {
                 i++;
         long long big = s / units[i].sec, rest = s % units[i].sec;
         if (i + 1 < sizeof(units) / sizeof(units[0]) && rest / units[i + 1].sec > 0)
-                (void) snprintf(buf, n, "%lld%c%lld%c", big, units[i].name,
-                                rest / units[i + 1].sec, units[i + 1].name);
+                (void) snprintf(buf, n, "%lld%c%lld%c", big, units[i].name, rest / units[i + 1].sec, units[i + 1].name);
         else
                 (void) snprintf(buf, n, "%lld%c", big, units[i].name);
         return buf;
 }
 
 char *gw_format_size(uint64_t bytes, char *buf, size_t n) {
-        static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
         unsigned i = 0;
 
         if (!buf || n == 0)
@@ -341,8 +349,8 @@ static const struct {
         int sig;
         const char *name;
 } warn_signals[] = {
-        { SIGUSR1, "USR1" }, { SIGUSR2, "USR2" }, { SIGHUP, "HUP" },   { SIGINT, "INT" },     { SIGQUIT, "QUIT" },
-        { SIGTERM, "TERM" }, { SIGALRM, "ALRM" }, { SIGURG, "URG" },   { SIGWINCH, "WINCH" },
+        { SIGUSR1, "USR1" }, { SIGUSR2, "USR2" }, { SIGHUP, "HUP" }, { SIGINT, "INT" },     { SIGQUIT, "QUIT" },
+        { SIGTERM, "TERM" }, { SIGALRM, "ALRM" }, { SIGURG, "URG" }, { SIGWINCH, "WINCH" },
 };
 
 int gw_signal_parse(const char *s) {

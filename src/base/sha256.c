@@ -51,8 +51,8 @@ static void compress(uint32_t h[8], const uint8_t block[64]) {
 }
 
 void gw_sha256_init(struct gw_sha256 *c) {
-        static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+        static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
         memcpy(c->h, iv, sizeof(iv));
         c->nbytes = 0;
         c->nblock = 0;

@@ -7,13 +7,13 @@
 #include <stdint.h>
 
 #define GW_SHA256_DIGEST_SIZE 32
-#define GW_SHA256_HEX_SIZE    65 /* 64 lowercase hex digits and a NUL */
+#define GW_SHA256_HEX_SIZE 65 /* 64 lowercase hex digits and a NUL */
 
 struct gw_sha256 {
         uint32_t h[8];
-        uint64_t nbytes;  /* message length so far */
+        uint64_t nbytes; /* message length so far */
         uint8_t block[64];
-        size_t nblock;    /* bytes waiting in block */
+        size_t nblock; /* bytes waiting in block */
 };
 
 void gw_sha256_init(struct gw_sha256 *c);

@@ -6,7 +6,7 @@
 typedef int64_t gw_usec_t;
 
 #define GW_USEC_PER_MSEC ((gw_usec_t) 1000)
-#define GW_USEC_PER_SEC  ((gw_usec_t) 1000000)
+#define GW_USEC_PER_SEC ((gw_usec_t) 1000000)
 #define GW_USEC_INFINITY INT64_MAX
 
 /* Wall clock (CLOCK_REALTIME) and monotonic clock, in microseconds.  The daemon reads

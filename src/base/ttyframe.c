@@ -40,9 +40,7 @@ uint8_t *gw_ttyframe_space(struct gw_ttyframe_reader *r, size_t *ret_room) {
         return r->buf + r->len;
 }
 
-void gw_ttyframe_filled(struct gw_ttyframe_reader *r, size_t n) {
-        r->len += n;
-}
+void gw_ttyframe_filled(struct gw_ttyframe_reader *r, size_t n) { r->len += n; }
 
 int gw_ttyframe_next(struct gw_ttyframe_reader *r, struct gw_ttyframe *ret) {
         for (;;) {
@@ -60,8 +58,9 @@ int gw_ttyframe_next(struct gw_ttyframe_reader *r, struct gw_ttyframe *ret) {
                 r->used += GW_TTYFRAME_HEADER + n;
                 if (p[0] != GW_TTYFRAME_DATA && p[0] != GW_TTYFRAME_WINSIZE)
                         continue; /* a kind this side does not know: skipped whole */
-                *ret = (struct gw_ttyframe) { .type = (enum gw_ttyframe_type) p[0], .data = p + GW_TTYFRAME_HEADER,
-                                              .len = n };
+                *ret = (struct gw_ttyframe){ .type = (enum gw_ttyframe_type) p[0],
+                                             .data = p + GW_TTYFRAME_HEADER,
+                                             .len = n };
                 if (p[0] == GW_TTYFRAME_WINSIZE) {
                         ret->rows = get16(p + 3);
                         ret->cols = get16(p + 5);

@@ -32,7 +32,7 @@ struct gw_ttyframe {
 /* What the client sent so far and the supervisor has not decoded yet. */
 struct gw_ttyframe_reader {
         uint8_t buf[GW_TTYFRAME_MAX];
-        size_t len;  /* bytes held */
+        size_t len; /* bytes held */
         size_t used; /* of those, taken by frames already returned */
 };
 

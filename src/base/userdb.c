@@ -13,7 +13,7 @@
 
 struct slot {
         bool used, found;
-        int err;      /* the lookup's: -ENOENT (no such entry), -EIO (the lookup failed) */
+        int err; /* the lookup's: -ENOENT (no such entry), -EIO (the lookup failed) */
         gw_usec_t fetched;
         union {
                 struct gw_account account;
@@ -46,9 +46,7 @@ static void account_from(const struct passwd *pw, struct gw_account *a) {
 /* getpwuid_r's "not found" (0, or one of these, getpwnam(3)) from a failed lookup (a
  * directory service down, a full file table): an account must not be taken for deleted when
  * it could not be read. */
-static int nss_miss(int r) {
-        return r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM ? -ENOENT : -EIO;
-}
+static int nss_miss(int r) { return r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM ? -ENOENT : -EIO; }
 
 static int nss_account_by_uid(uint32_t uid, struct gw_account *ret) {
         struct passwd pw, *pwp = NULL;
@@ -92,7 +90,10 @@ static int nss_group_by_name(const char *name, struct gw_group *ret) {
 }
 
 const struct gw_userdb_source gw_userdb_nss = {
-        nss_account_by_uid, nss_account_by_name, nss_group_by_gid, nss_group_by_name,
+        nss_account_by_uid,
+        nss_account_by_name,
+        nss_group_by_gid,
+        nss_group_by_name,
 };
 
 struct gw_userdb *gw_userdb_new(const struct gw_userdb_source *src) {

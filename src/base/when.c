@@ -88,8 +88,8 @@ static int parse_date_time(const char *s, gw_usec_t *ret) {
         long offset = 0;
         if (strcmp(zone, "Z")) {
                 int zh, zm, k = 0;
-                if ((zone[0] != '+' && zone[0] != '-') || sscanf(zone + 1, "%2d:%2d%n", &zh, &zm, &k) != 2 || zone[1 + k] ||
-                    zh > 14 || zm > 59)
+                if ((zone[0] != '+' && zone[0] != '-') || sscanf(zone + 1, "%2d:%2d%n", &zh, &zm, &k) != 2 ||
+                    zone[1 + k] || zh > 14 || zm > 59)
                         return -EINVAL;
                 offset = (zh * 3600L + zm * 60L) * (zone[0] == '-' ? -1 : 1);
         }
@@ -114,7 +114,10 @@ int gw_parse_when(const char *s, gw_usec_t now, gw_usec_t *ret) {
                 *ret = (gw_usec_t) v * GW_USEC_PER_SEC;
                 return 0;
         }
-        static const struct { const char *word; int days; } days[] = { { "today ", 0 }, { "tomorrow ", 1 } };
+        static const struct {
+                const char *word;
+                int days;
+        } days[] = { { "today ", 0 }, { "tomorrow ", 1 } };
         for (size_t i = 0; i < sizeof days / sizeof days[0]; i++) {
                 size_t l = strlen(days[i].word);
                 if (!strncmp(s, days[i].word, l)) {

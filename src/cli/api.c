@@ -28,22 +28,23 @@ static void report_connect_error(const char *socket_path, int err, gw_usec_t tim
                 cli_error("cannot reach gpuwardd at %s: is it running?", socket_path);
                 break;
         case -ETIMEDOUT:
-                cli_error("cannot reach gpuwardd at %s: it did not accept the connection within %s",
-                          socket_path, gw_format_duration(timeout, d, sizeof(d)));
+                cli_error("cannot reach gpuwardd at %s: it did not accept the connection within %s", socket_path,
+                          gw_format_duration(timeout, d, sizeof(d)));
                 break;
         case -ENAMETOOLONG:
-                cli_error("cannot reach gpuwardd at %s: the socket path is too long (at most 107 bytes)",
-                          socket_path);
+                cli_error("cannot reach gpuwardd at %s: the socket path is too long (at most 107 bytes)", socket_path);
                 break;
         case -EACCES: /* the TCP door only (cli_tcp_connect) */
                 cli_error("not sending GPUWARD_TOKEN to %s over plain http: the host is not this machine's "
                           "loopback, and anyone on the path could read the token; reach gpuwardd through a "
                           "tunnel or TLS proxy on this host (ssh -L, stunnel) and set GPUWARD_URL to its end, or "
-                          "set GPUWARD_INSECURE=1 to send it anyway", socket_path);
+                          "set GPUWARD_INSECURE=1 to send it anyway",
+                          socket_path);
                 break;
         case -EHOSTUNREACH:
                 cli_error("cannot reach gpuwardd at %s: the host name does not resolve to an address (is "
-                          "GPUWARD_URL right?)", socket_path);
+                          "GPUWARD_URL right?)",
+                          socket_path);
                 break;
         default:
                 cli_error("cannot reach gpuwardd at %s: %s", socket_path, strerror(-err));
@@ -107,7 +108,8 @@ static void report_api_error(const struct cli_call *call, const struct cli_http_
         if (asprintf(&head, "%s%s%s%s", subject ? subject : "", subject ? ": " : "", sfield ? sfield : "",
                      sfield ? ": " : "") < 0)
                 head = NULL;
-        if (sretry && asprintf(&tail, " (retry after %s%s)", sretry, strspn(sretry, "0123456789") == strlen(sretry) ? " s" : "") < 0)
+        if (sretry && asprintf(&tail, " (retry after %s%s)", sretry,
+                               strspn(sretry, "0123456789") == strlen(sretry) ? " s" : "") < 0)
                 tail = NULL;
         if (msg)
                 cli_error("%s%s%s", head ? head : "", smsg ? smsg : "", tail ? tail : "");
@@ -144,7 +146,8 @@ static int exchange_once(const struct cli_ctx *ctx, const struct cli_call *call,
         uid_t peer = 0;
         const struct cli_remote *remote = ctx->remote;
         const char *where = remote ? remote->url : ctx->socket_path;
-        _cleanup_close_ int fd = remote ? cli_tcp_connect(remote, timeout) : cli_unix_connect(ctx->socket_path, timeout, &peer);
+        _cleanup_close_ int fd =
+                remote ? cli_tcp_connect(remote, timeout) : cli_unix_connect(ctx->socket_path, timeout, &peer);
         if (fd < 0) {
                 report_connect_error(where, fd, timeout, peer);
                 return CLI_EXIT_FAIL;
@@ -164,8 +167,7 @@ static int exchange_once(const struct cli_ctx *ctx, const struct cli_call *call,
         return CLI_EXIT_OK;
 }
 
-int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
-                 struct cli_http_response *ret) {
+int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call, struct cli_http_response *ret) {
         gw_usec_t timeout = call->timeout > 0 ? call->timeout : CLI_API_TIMEOUT;
         _cleanup_free_ char *body = NULL;
         if (call->body) {
@@ -186,7 +188,7 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
         struct cli_http_response r;
         long long waited = 0, wait;
         for (;;) {
-                r = (struct cli_http_response) { 0 };
+                r = (struct cli_http_response){ 0 };
                 int k = exchange_once(ctx, call, &req, timeout, &r);
                 if (k != CLI_EXIT_OK)
                         return k;
@@ -206,8 +208,7 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
         return CLI_EXIT_OK;
 }
 
-int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json,
-                        int *ret_status) {
+int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json, int *ret_status) {
         struct cli_http_response r;
         int k = cli_api_call(ctx, call, &r);
         if (k != CLI_EXIT_OK)
@@ -219,8 +220,7 @@ int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, 
         int status = r.status;
         cli_http_response_done(&r);
         if (!json_is_object(j)) {
-                cli_error("gpuwardd sent a reply that is not a JSON object (%s)",
-                          j ? "wrong type" : err.text);
+                cli_error("gpuwardd sent a reply that is not a JSON object (%s)", j ? "wrong type" : err.text);
                 json_decref(j);
                 return CLI_EXIT_FAIL;
         }
@@ -242,8 +242,8 @@ char *cli_url_escape(const char *s) {
                 return NULL;
         char *o = out;
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || strchr("-._~,", *p)) {
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                    strchr("-._~,", *p)) {
                         *o++ = (char) *p;
                 } else {
                         *o++ = '%';

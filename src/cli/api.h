@@ -19,18 +19,18 @@ struct cli_field_alias {
 
 struct cli_call {
         const char *method;
-        const char *target;                     /* path and query, escaped */
-        const json_t *body;                     /* NULL: no body */
-        gw_usec_t timeout;                      /* 0: CLI_API_TIMEOUT */
-        const char *subject;                    /* "job 17": prefixes error messages */
-        const struct cli_field_alias *aliases;  /* NULL-terminated by .api; may be NULL */
-        int accept_status;                      /* a non-2xx status the caller answers itself
+        const char *target; /* path and query, escaped */
+        const json_t *body; /* NULL: no body */
+        gw_usec_t timeout; /* 0: CLI_API_TIMEOUT */
+        const char *subject; /* "job 17": prefixes error messages */
+        const struct cli_field_alias *aliases; /* NULL-terminated by .api; may be NULL */
+        int accept_status; /* a non-2xx status the caller answers itself
                                                  * (reserve's 409 names the nearest window);
                                                  * 0: none */
-        const char *if_dropped;                 /* said after the error when the daemon went
+        const char *if_dropped; /* said after the error when the daemon went
                                                  * away without answering (what may have been
                                                  * done anyway); NULL: nothing */
-        bool long_reply;                        /* read the JSON with cli_json_load_fast
+        bool long_reply; /* read the JSON with cli_json_load_fast
                                                  * (cli/jsonfast.h): a long list */
 };
 
@@ -38,16 +38,14 @@ struct cli_call {
  * *ret (release with cli_http_response_done; ret->status tells which).  Otherwise tells the user why on stderr ("cannot reach
  * gpuwardd at SOCKET: is it running?", or the API's error text naming the field) and
  * returns CLI_EXIT_FAIL; *ret is untouched. */
-int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call,
-                 struct cli_http_response *ret);
+int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call, struct cli_http_response *ret);
 
 /* cli_api_call, then decodes the body, which must be a JSON object.  *ret_json is a new
  * reference the caller drops with json_decref. */
 int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json);
 
 /* cli_api_json that also says which status came back (call->accept_status or a 2xx). */
-int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json,
-                        int *ret_status);
+int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json, int *ret_status);
 
 /* The job's object (GET /api/v1/jobs/ID), a new reference; NULL when it could not be had,
  * after telling why with the subject "job ID" (an unknown id, no daemon). */

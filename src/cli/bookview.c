@@ -74,21 +74,24 @@ int cli_parse_booking_id(const char *verb, const char *s, long long *ret_id) {
 static const struct {
         const char *method;
         const char *suffix; /* after /api/v1/bookings/ID */
-        const char *done;   /* "Released booking 12" */
+        const char *done; /* "Released booking 12" */
 } changes[] = {
         [CLI_BOOKING_RELEASE] = { "DELETE", "", "Released" },
         [CLI_BOOKING_APPROVE] = { "POST", "/approve", "Approved" },
         [CLI_BOOKING_DENY] = { "POST", "/deny", "Denied" },
 };
 
-static int change_one(struct cli_ctx *ctx, enum cli_booking_change change, long long id, const json_t *body,
-                      bool json, json_t *out) {
+static int change_one(struct cli_ctx *ctx, enum cli_booking_change change, long long id, const json_t *body, bool json,
+                      json_t *out) {
         char target[96], subject[48];
         snprintf(target, sizeof(target), "/api/v1/bookings/%lld%s", id, changes[change].suffix);
         snprintf(subject, sizeof(subject), "booking %lld", id);
         static const struct cli_field_alias aliases[] = { { "reason", "--reason" }, { NULL, NULL } };
-        struct cli_call call = { .method = changes[change].method, .target = target, .subject = subject,
-                                 .body = body, .aliases = aliases };
+        struct cli_call call = { .method = changes[change].method,
+                                 .target = target,
+                                 .subject = subject,
+                                 .body = body,
+                                 .aliases = aliases };
         json_t *reply = NULL;
         int r = cli_api_json(ctx, &call, &reply);
         if (r)
@@ -131,8 +134,8 @@ static json_t *deny_body(const char *verb, const char *reason, int *ret_exit) {
         return body;
 }
 
-int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, const char *verb,
-                           const char *help, int argc, char **argv) {
+int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, const char *verb, const char *help,
+                           int argc, char **argv) {
         enum { OPT_REASON = 0x100 };
         static const struct option reason_opt[] = {
                 { "reason", required_argument, NULL, OPT_REASON },
@@ -141,8 +144,11 @@ int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, 
         const char *reason = NULL;
         /* Only a deny takes a reason: elsewhere "unknown option" names it. */
         const struct cli_options spec = {
-                .verb = verb, .help = help, .extra = change == CLI_BOOKING_DENY ? reason_opt : NULL,
-                .on_option = on_reason, .userdata = &reason,
+                .verb = verb,
+                .help = help,
+                .extra = change == CLI_BOOKING_DENY ? reason_opt : NULL,
+                .on_option = on_reason,
+                .userdata = &reason,
         };
         bool json;
         int early = cli_parse_options(ctx, &spec, argc, argv, &json);

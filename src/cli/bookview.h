@@ -21,10 +21,10 @@ int cli_parse_booking_id(const char *verb, const char *s, long long *ret_id);
 enum cli_booking_change {
         CLI_BOOKING_RELEASE, /* DELETE /api/v1/bookings/{id}: its owner or an admin */
         CLI_BOOKING_APPROVE, /* POST .../approve: admins */
-        CLI_BOOKING_DENY,    /* POST .../deny: admins */
+        CLI_BOOKING_DENY, /* POST .../deny: admins */
 };
 
 /* `VERB [--json] ID...` for one of the changes: parses argv (argv[0] is the command),
  * prints help for --help, checks every id before changing any, and reports each. */
-int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, const char *verb,
-                           const char *help, int argc, char **argv);
+int cli_booking_change_run(struct cli_ctx *ctx, enum cli_booking_change change, const char *verb, const char *help,
+                           int argc, char **argv);

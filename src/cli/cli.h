@@ -20,7 +20,7 @@ enum {
         CLI_EXIT_USAGE = 2,
 };
 
-struct cli_call;  /* cli/api.h */
+struct cli_call; /* cli/api.h */
 struct cli_table; /* cli/format.h */
 
 struct cli_remote; /* cli/remote.h */
@@ -29,17 +29,19 @@ struct cli_ctx {
         const char *socket_path; /* resolved in main, replaced by a verb's --socket; borrowed */
         const struct cli_remote *remote; /* GPUWARD_URL's daemon over TCP, unless --socket
                                           * names a socket; NULL: the Unix socket.  Borrowed */
-        bool json;               /* --json before the verb; verbs may also set it */
+        bool json; /* --json before the verb; verbs may also set it */
 };
 
 /* --socket is global but may follow the verb as well ("gpuward queue --socket PATH"):
  * every verb's option table holds CLI_SOCKET_OPTION, and cli_take_socket() takes its
  * value.  Returns 0, or the usage error's exit code for an empty path. */
 enum { CLI_OPT_SOCKET = 0x7e00 };
-#define CLI_SOCKET_OPTION { "socket", required_argument, NULL, CLI_OPT_SOCKET }
+#define CLI_SOCKET_OPTION \
+        { "socket", required_argument, NULL, CLI_OPT_SOCKET }
 /* The end of the option table of a verb that runs getopt itself: -h/--help, --socket and
  * the terminator. */
-#define CLI_OPTIONS_END { "help", no_argument, NULL, 'h' }, CLI_SOCKET_OPTION, { 0 }
+#define CLI_OPTIONS_END \
+        { "help", no_argument, NULL, 'h' }, CLI_SOCKET_OPTION, { 0 }
 int cli_take_socket(struct cli_ctx *ctx, const char *verb, const char *path);
 
 /* "gpuward: error: ..." on stderr.  The CLI is the edge, so this is where failures are told. */
@@ -66,15 +68,15 @@ int cli_bad_option_in(const char *verb, char **argv, int optind_now, int ret, in
 /* A verb's options: --json and --help, and its own (extra) beside them. */
 #define CLI_OPTIONS_MAX 12
 struct cli_options {
-        const char *verb;            /* "token create": named in errors and the help hint */
-        const char *help;            /* printed on stdout for -h / --help */
-        const struct option *extra;  /* the verb's own long options, up to CLI_OPTIONS_MAX,
+        const char *verb; /* "token create": named in errors and the help hint */
+        const char *help; /* printed on stdout for -h / --help */
+        const struct option *extra; /* the verb's own long options, up to CLI_OPTIONS_MAX,
                                       * { 0 }-terminated; val >= 0x100 or a short letter.
                                       * May be NULL. */
-        const char *shortopts;       /* their short letters for getopt ("q"); may be NULL */
-        bool no_permute;             /* stop at the first argument: "max_gpus=-1" and a
+        const char *shortopts; /* their short letters for getopt ("q"); may be NULL */
+        bool no_permute; /* stop at the first argument: "max_gpus=-1" and a
                                       * command's own options stay arguments */
-        bool no_arguments;           /* any argument is a usage error */
+        bool no_arguments; /* any argument is a usage error */
         /* Called for each extra option with its value (or NULL): 0 to go on, else the exit
          * code to return (cli_usage's).  NULL: there are no extra options. */
         int (*on_option)(void *userdata, int opt, const char *arg);
@@ -105,8 +107,8 @@ struct cli_command {
 };
 /* `VERB [-h] COMMAND ...`: prints help for -h, help on stderr (exit 2) with no command,
  * else runs the command named; an unknown one is a usage error listing the others. */
-int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds,
-                    int argc, char **argv);
+int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds, int argc,
+                    char **argv);
 
 /* cli_print_json() as an exit code. */
 int cli_show_json(const json_t *reply);
@@ -126,7 +128,7 @@ int cli_fetch_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool js
  * most one option of its own that the GET takes as its query ("schedule --hours N"). */
 struct cli_get_verb {
         const char *verb, *help;
-        const char *target;    /* the API path it GETs */
+        const char *target; /* the API path it GETs */
         const char *array_key; /* as cli_fetch_and_show's */
         int (*print)(const json_t *what);
         /* The option --NAME VALUE, sent as ?NAME=VALUE and named so in the reply's errors

@@ -203,8 +203,8 @@ static int send_request(int fd, const struct cli_http_request *req, gw_usec_t de
                      "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gpuward/%s\r\n"
                      "Accept: application/json\r\nConnection: close\r\n%s%s%s%s\r\n",
                      req->method, req->target, req->host ? req->host : "localhost", GW_VERSION,
-                     req->token ? "Authorization: Bearer " : "", req->token ? req->token : "",
-                     req->token ? "\r\n" : "", body_head ? body_head : "");
+                     req->token ? "Authorization: Bearer " : "", req->token ? req->token : "", req->token ? "\r\n" : "",
+                     body_head ? body_head : "");
         if (n < 0) {
                 head = NULL;
                 return -ENOMEM;
@@ -270,8 +270,7 @@ static int read_reply(int fd, gw_usec_t deadline, struct cli_http_response *ret)
         }
 }
 
-int cli_http_exchange(int fd, const struct cli_http_request *req, gw_usec_t deadline,
-                      struct cli_http_response *ret) {
+int cli_http_exchange(int fd, const struct cli_http_request *req, gw_usec_t deadline, struct cli_http_response *ret) {
         int r = send_request(fd, req, deadline);
         /* A daemon that refuses a request (413) may answer and close before reading it
          * all; its answer is still the best error message we can show. */

@@ -9,13 +9,13 @@
 #include "cli/http.h"
 
 struct cli_http_request {
-        const char *method;       /* "GET", "POST", "DELETE" */
-        const char *target;       /* "/api/v1/jobs?state=RUNNING", already escaped */
+        const char *method; /* "GET", "POST", "DELETE" */
+        const char *target; /* "/api/v1/jobs?state=RUNNING", already escaped */
         const char *content_type; /* NULL when there is no body */
-        const char *body;         /* borrowed; may be NULL */
+        const char *body; /* borrowed; may be NULL */
         size_t body_len;
-        const char *host;         /* the Host header; NULL: localhost */
-        const char *token;        /* sent as "Authorization: Bearer TOKEN"; NULL: none */
+        const char *host; /* the Host header; NULL: localhost */
+        const char *token; /* sent as "Authorization: Bearer TOKEN"; NULL: none */
 };
 
 struct cli_remote;
@@ -37,5 +37,4 @@ int cli_unix_connect(const char *path, gw_usec_t timeout, uid_t *ret_peer_uid);
  * Returns 0 and fills *ret (caller releases it with cli_http_response_done), or -errno:
  * -ETIMEDOUT, -EBADMSG (not HTTP), -EFBIG (over the caps of http.h), -EPIPE/-ECONNRESET
  * (the peer went away). */
-int cli_http_exchange(int fd, const struct cli_http_request *req, gw_usec_t deadline,
-                      struct cli_http_response *ret);
+int cli_http_exchange(int fd, const struct cli_http_request *req, gw_usec_t deadline, struct cli_http_response *ret);

@@ -18,8 +18,8 @@ struct cli_table {
         size_t ncols;
         char **headers;
         size_t *max_width; /* 0: unlimited */
-        char **cells;      /* rows * ncols */
-        bool *is_line;     /* per row: a free-form line in cells[row * ncols], the rest NULL */
+        char **cells; /* rows * ncols */
+        bool *is_line; /* per row: a free-form line in cells[row * ncols], the rest NULL */
         size_t rows, cap_rows;
 };
 
@@ -111,9 +111,7 @@ int cli_table_add_line(struct cli_table *t, const char *line) {
         return 0;
 }
 
-size_t cli_table_rows(const struct cli_table *t) {
-        return t->rows;
-}
+size_t cli_table_rows(const struct cli_table *t) { return t->rows; }
 
 static void print_row(char *const *row, const size_t *widths, size_t ncols, size_t gap, FILE *f) {
         for (size_t i = 0; i < ncols; i++) {
@@ -255,9 +253,7 @@ char *cli_format_bytes(double bytes, char *buf, size_t n) {
         return gw_format_size((uint64_t) bytes, buf, n);
 }
 
-const char *cli_jstr(const json_t *o, const char *key) {
-        return json_string_value(json_object_get(o, key));
-}
+const char *cli_jstr(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
 
 bool cli_jint(const json_t *o, const char *key, long long *ret) {
         const json_t *v = json_object_get(o, key);
@@ -285,7 +281,7 @@ int cli_print_json(const json_t *j) {
 }
 
 int cli_text_open(struct cli_text *t) {
-        *t = (struct cli_text) { 0 };
+        *t = (struct cli_text){ 0 };
         t->f = open_memstream(&t->buf, &t->len);
         return t->f ? 0 : -ENOMEM;
 }

@@ -64,8 +64,8 @@ enum { C_INDEX, C_NAME, C_UTIL, C_MEM, C_TEMP, C_POWER, C_HEALTH, C_JOB, C_USER,
 
 struct gpu_layout {
         enum fit_level level;
-        bool all_ok;                         /* every GPU's health is "ok": HEALTH may go */
-        size_t max_width[N_COLS];            /* 0: no limit */
+        bool all_ok; /* every GPU's health is "ok": HEALTH may go */
+        size_t max_width[N_COLS]; /* 0: no limit */
 };
 
 static bool col_shown(const struct gpu_layout *l, int c) {
@@ -230,14 +230,13 @@ static int add_mig_lines(struct cli_table *t, const json_t *g) {
         const json_t *m;
         size_t i;
         int r = 0;
-        json_array_foreach(json_object_get(g, "mig"), i, m)
+        json_array_foreach (json_object_get(g, "mig"), i, m)
                 if (r >= 0)
                         r = add_mig_line(t, m);
         return r;
 }
 
-static int add_gpu(struct cli_table *t, const json_t *g, time_t now, const struct gpu_layout *l,
-                   long long *n_rogue) {
+static int add_gpu(struct cli_table *t, const json_t *g, time_t now, const struct gpu_layout *l, long long *n_rogue) {
         int r = add_gpu_row(t, g, now, l);
         /* Under the row rather than in HEALTH: a reason is a sentence ("Xid 79 at
          * 14:02:11", an admin's note) and would widen every row past the terminal. */
@@ -252,7 +251,7 @@ static int add_gpu(struct cli_table *t, const json_t *g, time_t now, const struc
                 r = add_mig_lines(t, g);
         size_t i;
         const json_t *p;
-        json_array_foreach(json_object_get(g, "processes"), i, p) {
+        json_array_foreach (json_object_get(g, "processes"), i, p) {
                 if (r < 0)
                         break;
                 if (!is_rogue(p))
@@ -269,8 +268,8 @@ long long cli_gpus_rogue_count(const json_t *reply) {
                 return n;
         size_t i, k;
         const json_t *g, *p;
-        json_array_foreach(json_object_get(reply, "gpus"), i, g)
-                json_array_foreach(json_object_get(g, "processes"), k, p)
+        json_array_foreach (json_object_get(reply, "gpus"), i, g)
+                json_array_foreach (json_object_get(g, "processes"), k, p)
                         n += is_rogue(p);
         return n;
 }
@@ -278,8 +277,8 @@ long long cli_gpus_rogue_count(const json_t *reply) {
 /* The table for layout l; *ret_listed counts the rogue lines under the rows.  NULL when
  * out of memory. */
 static struct cli_table *gpu_table(const json_t *gpus, time_t now, const struct gpu_layout *l, long long *ret_listed) {
-        static const char *const full[N_COLS] = { "INDEX", "NAME", "UTIL", "MEMORY(USED/TOTAL)", "TEMP", "POWER",
-                                                  "HEALTH", "JOB", "USER", "JOB_NAME", "TIME", "ETA" };
+        static const char *const full[N_COLS] = { "INDEX",  "NAME", "UTIL", "MEMORY(USED/TOTAL)", "TEMP", "POWER",
+                                                  "HEALTH", "JOB",  "USER", "JOB_NAME",           "TIME", "ETA" };
         const char *cols[N_COLS];
         int map[N_COLS];
         size_t n = layout_columns(l, map);
@@ -297,7 +296,7 @@ static struct cli_table *gpu_table(const json_t *gpus, time_t now, const struct 
         size_t i;
         const json_t *g;
         *ret_listed = 0;
-        json_array_foreach(gpus, i, g)
+        json_array_foreach (gpus, i, g)
                 if (add_gpu(t, g, now, l, ret_listed) < 0)
                         return cli_table_free(t);
         return t;
@@ -310,7 +309,7 @@ static struct cli_table *fitted_table(const json_t *gpus, time_t now, size_t wid
         l.max_width[C_JOB_NAME] = JOB_NAME_MAX_COLS;
         size_t i;
         const json_t *g;
-        json_array_foreach(gpus, i, g) {
+        json_array_foreach (gpus, i, g) {
                 const char *health = cli_jstr(g, "health");
                 l.all_ok = l.all_ok && health && strcmp(health, "ok") == 0;
         }

@@ -55,9 +55,7 @@ static int parse_status_line(const char *l, size_t n, struct cli_http_response *
         return r->reason ? 0 : -ENOMEM;
 }
 
-static bool is_token_char(unsigned char c) {
-        return c > 32 && c < 127 && !strchr("()<>@,;:\\\"/[]?={}", c);
-}
+static bool is_token_char(unsigned char c) { return c > 32 && c < 127 && !strchr("()<>@,;:\\\"/[]?={}", c); }
 
 static int parse_header_line(const char *l, size_t n, struct cli_http_response *r) {
         const char *colon = memchr(l, ':', n);
@@ -88,8 +86,7 @@ static int parse_header_line(const char *l, size_t n, struct cli_http_response *
 
 /* Status line and headers from start.  1 with *ret_body at the first body byte, 0 for
  * more bytes, <0 on error (r is then released by the caller). */
-static int parse_head(const char *buf, size_t len, size_t start, struct cli_http_response *r,
-                      size_t *ret_body) {
+static int parse_head(const char *buf, size_t len, size_t start, struct cli_http_response *r, size_t *ret_body) {
         size_t pos = start;
         const char *line;
         size_t n;
@@ -311,5 +308,5 @@ void cli_http_response_done(struct cli_http_response *r) {
         free(r->headers);
         free(r->reason);
         free(r->body);
-        *r = (struct cli_http_response) { 0 };
+        *r = (struct cli_http_response){ 0 };
 }

@@ -7,8 +7,8 @@
 
 /* Caps on what a daemon (or anything squatting on its socket) can make us hold. */
 #define CLI_HTTP_MAX_HEADER_BYTES (64u * 1024u)
-#define CLI_HTTP_MAX_HEADERS      100u
-#define CLI_HTTP_MAX_BODY_BYTES   (64u * 1024u * 1024u)
+#define CLI_HTTP_MAX_HEADERS 100u
+#define CLI_HTTP_MAX_BODY_BYTES (64u * 1024u * 1024u)
 
 struct cli_http_header {
         char *name;

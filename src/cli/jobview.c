@@ -19,7 +19,7 @@ static char *join_items(const json_t *arr, const char *sep, void (*put)(FILE *f,
                 return NULL;
         size_t i;
         const json_t *v;
-        json_array_foreach(arr, i, v) {
+        json_array_foreach (arr, i, v) {
                 if (i)
                         fputs(sep, t.f);
                 put(t.f, v);
@@ -99,13 +99,9 @@ static void put_quoted(FILE *f, const char *s) {
         fputc('\'', f);
 }
 
-static void put_word(FILE *f, const json_t *w) {
-        put_quoted(f, json_is_string(w) ? json_string_value(w) : "?");
-}
+static void put_word(FILE *f, const json_t *w) { put_quoted(f, json_is_string(w) ? json_string_value(w) : "?"); }
 
-char *cli_job_command_line(const json_t *job) {
-        return join_items(json_object_get(job, "command"), " ", put_word);
-}
+char *cli_job_command_line(const json_t *job) { return join_items(json_object_get(job, "command"), " ", put_word); }
 
 const char *cli_job_user(const json_t *job, char *buf, size_t n) {
         const char *u = cli_jstr(job, "user");

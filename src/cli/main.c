@@ -89,9 +89,7 @@ static void print_main_help(FILE *f) {
               f);
 }
 
-static bool path_exists(const char *p) {
-        return p && access(p, F_OK) == 0;
-}
+static bool path_exists(const char *p) { return p && access(p, F_OK) == 0; }
 
 static char *state_home_socket(void) {
         char *out = NULL;
@@ -200,7 +198,8 @@ static int resolve_remote(const char *token_file, struct cli_remote *r) {
                 int k = cli_remote_token_file(r, token_file);
                 if (k == -EINVAL)
                         cli_error("--token-file %s: not a token ('gw_' and 64 hex digits, as 'gpuward token create' "
-                                  "prints)", token_file);
+                                  "prints)",
+                                  token_file);
                 else if (k < 0)
                         cli_error("--token-file %s: %s", token_file, strerror(-k));
                 if (k < 0)

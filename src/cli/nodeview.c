@@ -15,7 +15,7 @@ static void format_jobs(const json_t *g, char *buf, size_t n) {
         size_t i, len = 0;
         const json_t *j;
         snprintf(buf, n, "-");
-        json_array_foreach(json_object_get(g, "slurm_jobs"), i, j) {
+        json_array_foreach (json_object_get(g, "slurm_jobs"), i, j) {
                 long long id = 0;
                 const char *user = cli_jstr(j, "user");
                 (void) cli_jint(j, "id", &id);
@@ -36,7 +36,7 @@ static void format_jobs(const json_t *g, char *buf, size_t n) {
 static int add_foreign(struct cli_table *t, const json_t *g) {
         size_t i;
         const json_t *j;
-        json_array_foreach(json_object_get(g, "slurm_jobs"), i, j) {
+        json_array_foreach (json_object_get(g, "slurm_jobs"), i, j) {
                 const json_t *idle = json_object_get(j, "idle_for");
                 if (!json_is_true(json_object_get(j, "foreign")) || !json_is_number(idle))
                         continue;
@@ -57,7 +57,7 @@ static int add_foreign(struct cli_table *t, const json_t *g) {
 static int add_rogues(struct cli_table *t, const json_t *g) {
         size_t i;
         const json_t *p;
-        json_array_foreach(json_object_get(g, "procs"), i, p) {
+        json_array_foreach (json_object_get(g, "procs"), i, p) {
                 if (!json_is_true(json_object_get(p, "rogue")))
                         continue;
                 char line[256], mem[32];
@@ -86,7 +86,7 @@ static int add_node(struct cli_table *t, const json_t *node) {
         }
         size_t i;
         const json_t *g;
-        json_array_foreach(gpus, i, g) {
+        json_array_foreach (gpus, i, g) {
                 long long idx = 0, u;
                 (void) cli_jint(g, "index", &idx);
                 snprintf(gpu, sizeof gpu, "%lld", idx);
@@ -98,8 +98,9 @@ static int add_node(struct cli_table *t, const json_t *node) {
                          cli_format_bytes(cli_jnum(g, "mem_total"), total, sizeof total));
                 format_jobs(g, jobs, sizeof jobs);
                 const char *health = cli_jstr(g, "health");
-                const char *cells[_C_MAX] = { name, health && strcmp(health, "ok") ? health : state, gpu,
-                                              cli_jstr(g, "name"), util, mem, jobs };
+                const char *cells[_C_MAX] = {
+                        name, health && strcmp(health, "ok") ? health : state, gpu, cli_jstr(g, "name"), util, mem, jobs
+                };
                 if (cli_table_add(t, cells) < 0 || add_rogues(t, g) < 0 || add_foreign(t, g) < 0)
                         return -ENOMEM;
         }
@@ -118,7 +119,7 @@ int cli_nodes_print(const json_t *nodes, FILE *f) {
         size_t i;
         const json_t *n;
         int r = 0;
-        json_array_foreach(nodes, i, n)
+        json_array_foreach (nodes, i, n)
                 if (r == 0)
                         r = add_node(t, n);
         if (r == 0)

@@ -14,7 +14,7 @@
 #include "base/parse.h"
 #include "core/token.h"
 
-#define DEFAULT_PORT   "8470"
+#define DEFAULT_PORT "8470"
 #define TOKEN_FILE_MAX 4096
 
 static int fail(char *why, size_t n, const char *msg) {
@@ -70,9 +70,10 @@ int cli_url_parse(const char *url, struct cli_remote *ret, char *why, size_t why
         if (!url || strlen(url) >= sizeof ret->url)
                 return fail(why, why_size, "empty, or longer than 511 bytes");
         if (!strncasecmp(url, https, strlen(https))) {
-                (void) fail(why, why_size, "https is not supported by this build (the gpuward command has no "
-                                           "TLS library); put a TLS proxy or tunnel in front and point GPUWARD_URL "
-                                           "at its http end on this host");
+                (void) fail(why, why_size,
+                            "https is not supported by this build (the gpuward command has no "
+                            "TLS library); put a TLS proxy or tunnel in front and point GPUWARD_URL "
+                            "at its http end on this host");
                 return -EPROTONOSUPPORT;
         }
         if (strncasecmp(url, http, strlen(http)))

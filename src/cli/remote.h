@@ -4,16 +4,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CLI_URL_MAX      512
+#define CLI_URL_MAX 512
 #define CLI_URL_HOST_MAX 255
 
 struct cli_remote {
-        char url[CLI_URL_MAX];             /* as given, for messages */
-        char host[CLI_URL_HOST_MAX + 1];   /* a name or an address, IPv6 without brackets */
+        char url[CLI_URL_MAX]; /* as given, for messages */
+        char host[CLI_URL_HOST_MAX + 1]; /* a name or an address, IPv6 without brackets */
         char hostport[CLI_URL_HOST_MAX + 9]; /* what the Host header says: as in the URL */
-        char port[6];                      /* "8470" when the URL names none */
-        char token[80];                    /* "" none: the daemon takes the caller for a guest */
-        bool insecure;                     /* GPUWARD_INSECURE=1: a token may go to a host
+        char port[6]; /* "8470" when the URL names none */
+        char token[80]; /* "" none: the daemon takes the caller for a guest */
+        bool insecure; /* GPUWARD_INSECURE=1: a token may go to a host
                                             * off loopback over plain http */
 };
 

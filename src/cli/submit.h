@@ -31,20 +31,20 @@ enum text_slot {
 
 struct submit_opts {
         long long ngpus;
-        struct gw_mig_ask mig;                   /* --gpus PROFILE[:COUNT]; count 0: whole GPUs */
+        struct gw_mig_ask mig; /* --gpus PROFILE[:COUNT]; count 0: whole GPUs */
         bool gpu_mem_set, time_set, priority_set, retries_set;
         uint64_t gpu_mem;
         gw_usec_t time_limit;
         long long priority, retries;
-        long long reservation;                   /* a booking id; 0: none */
-        const char *text[_T_MAX];                /* borrowed from an argv that outlives us */
-        const char **env_extra;                  /* malloc'ed array, borrowed strings */
+        long long reservation; /* a booking id; 0: none */
+        const char *text[_T_MAX]; /* borrowed from an argv that outlives us */
+        const char **env_extra; /* malloc'ed array, borrowed strings */
         size_t n_env_extra;
         bool clean_env, hold, yolo, json, quiet, help, wait, follow, preemptible;
         const char *socket; /* --socket after the verb; borrowed from argv */
-        int warn_signal;    /* --signal SIG@T; 0: none */
+        int warn_signal; /* --signal SIG@T; 0: none */
         gw_usec_t warn_before; /* its T; 0: the daemon's warning time */
-        char after_buf[48];    /* -d afterok:ID as --after reads it (text[T_AFTER] points here) */
+        char after_buf[48]; /* -d afterok:ID as --after reads it (text[T_AFTER] points here) */
 };
 
 struct submit_text_option {

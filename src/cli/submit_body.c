@@ -24,8 +24,7 @@ static int add_strings(json_t *arr, const char *const *v, size_t n, bool skip_ba
                 if (!s && skip_bad) {
                         _cleanup_free_ char *name = strndup(v[i], strcspn(v[i], "="));
                         _cleanup_free_ char *safe = cli_sanitize(name);
-                        cli_warn("not passing environment variable %s: its value is not UTF-8",
-                                 safe ? safe : "?");
+                        cli_warn("not passing environment variable %s: its value is not UTF-8", safe ? safe : "?");
                         continue;
                 }
                 if (!s) {
@@ -74,8 +73,8 @@ int submit_build_body(const struct submit_opts *o, const char *const *cmd, size_
         if (!r)
                 r = json_object_set_new(body, "ngpus", json_integer(o->ngpus)) < 0;
         if (!r && o->mig.count > 0)
-                r = json_object_set_new(body, "mig", json_pack("{s:s,s:i}", "profile", o->mig.profile, "count",
-                                                               o->mig.count)) < 0;
+                r = json_object_set_new(body, "mig",
+                                        json_pack("{s:s,s:i}", "profile", o->mig.profile, "count", o->mig.count)) < 0;
         if (!r && o->gpu_mem_set)
                 r = json_object_set_new(body, "gpu_mem", json_integer((json_int_t) o->gpu_mem)) < 0;
         if (!r && o->time_set) {
@@ -110,7 +109,8 @@ int submit_build_body(const struct submit_opts *o, const char *const *cmd, size_
         for (size_t i = 0; !r && i < _T_MAX; i++)
                 r = set_opt_string(body, &submit_text_options[i], text[i]);
         if (!r && !o->clean_env)
-                r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true, "environment");
+                r = set_string_array(body, "env", (const char *const *) environ, strv_len(environ), true,
+                                     "environment");
         if (!r && o->n_env_extra)
                 r = set_string_array(body, "env_extra", o->env_extra, o->n_env_extra, false, "--env");
         if (!r && o->hold)

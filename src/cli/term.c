@@ -34,7 +34,7 @@ static struct {
         struct sigaction old[ELEMENTSOF(handled)];
         /* Shared with the handlers. */
         volatile sig_atomic_t wanted; /* between open and close */
-        volatile sig_atomic_t taken;  /* the terminal is in our mode right now */
+        volatile sig_atomic_t taken; /* the terminal is in our mode right now */
         volatile sig_atomic_t quit_signal, resized;
 } term = { .in_fd = -1, .out_fd = -1, .wake = { -1, -1 } };
 

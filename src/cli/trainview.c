@@ -78,8 +78,8 @@ static void prediction_line(const json_t *pr, time_t now) {
         const char *why = cli_jstr(pr, "why_none"), *from = cli_jstr(pr, "runtime_from");
         const json_t *ids = json_object_get(pr, "similar_jobs");
         if (isfinite(start)) {
-                printf("  predicted start %s (in %s, an estimate from ETAs)", cli_format_end(start, now, when, sizeof when),
-                       cli_format_eta(start, now, in, sizeof in));
+                printf("  predicted start %s (in %s, an estimate from ETAs)",
+                       cli_format_end(start, now, when, sizeof when), cli_format_eta(start, now, in, sizeof in));
                 cli_format_end(latest, now, latest_s, sizeof latest_s);
                 if (isfinite(latest) && !strcmp(latest_s, when))
                         printf(", and at the latest if every job keeps its time limit (nothing says sooner)");
@@ -93,10 +93,11 @@ static void prediction_line(const json_t *pr, time_t now) {
                 printf("  predicted start: none (%s)", why ? why : "unknown");
         printf(", runs ~%s: ", cli_format_secs(secs, len, sizeof len));
         if (from && !strcmp(from, "history")) {
-                printf("the median of %zu similar past job%s (", json_array_size(ids), json_array_size(ids) == 1 ? "" : "s");
+                printf("the median of %zu similar past job%s (", json_array_size(ids),
+                       json_array_size(ids) == 1 ? "" : "s");
                 size_t i;
                 const json_t *id;
-                json_array_foreach(ids, i, id) {
+                json_array_foreach (ids, i, id) {
                         if (i == 8) {
                                 printf(", \xe2\x80\xa6");
                                 break;
@@ -162,8 +163,9 @@ static void leak_line(const json_t *tr, bool *shown) {
         const char *policy = cli_jstr(leak, "policy"), *restart = cli_jstr(leak, "restart");
         printf("  LEAK  %s", ev ? ev : "?");
         if (policy && !strcmp(policy, "restart"))
-                printf("  [leak_policy restart: %s]", restart && !strcmp(restart, "stopping") ? "stopping after its checkpoint"
-                                                                                             : "restart after the next checkpoint");
+                printf("  [leak_policy restart: %s]", restart && !strcmp(restart, "stopping")
+                                                              ? "stopping after its checkpoint"
+                                                              : "restart after the next checkpoint");
         printf("\n");
 }
 

@@ -6,8 +6,8 @@
 
 enum cli_relay_end {
         CLI_RELAY_SESSION_ENDED, /* the supervisor closed the session: the job has ended */
-        CLI_RELAY_HUNG_UP,       /* our terminal went away (or SIGHUP, SIGTERM): the job is hung up */
-        CLI_RELAY_FAILED,        /* the socket failed */
+        CLI_RELAY_HUNG_UP, /* our terminal went away (or SIGHUP, SIGTERM): the job is hung up */
+        CLI_RELAY_FAILED, /* the socket failed */
 };
 
 /* Connects to the session's socket: a connected fd, or -errno. */

@@ -175,9 +175,7 @@ bool cli_is_policy_name(const char *s) {
         return n > 0 && !s[n];
 }
 
-char *cli_current_dir(void) {
-        return get_current_dir_name();
-}
+char *cli_current_dir(void) { return get_current_dir_name(); }
 
 char *cli_absolute_path(const char *path, const char *base) {
         if (!path || !*path) {
@@ -287,8 +285,8 @@ int cli_parse_no_arguments(struct cli_ctx *ctx, const char *verb, const char *he
         return cli_parse_options(ctx, &o, argc, argv, ret_json);
 }
 
-int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds,
-                    int argc, char **argv) {
+int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, const struct cli_command *cmds, int argc,
+                    char **argv) {
         static const struct option opts[] = {
                 CLI_OPTIONS_END,
         };
@@ -320,9 +318,7 @@ int cli_run_command(struct cli_ctx *ctx, const char *verb, const char *help, con
         return cli_usage(verb, "unknown %s command '%s' (%s)", verb, argv[optind], known);
 }
 
-int cli_show_json(const json_t *reply) {
-        return cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-}
+int cli_show_json(const json_t *reply) { return cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK; }
 
 int cli_call_and_show(struct cli_ctx *ctx, const struct cli_call *call, bool json,
                       int (*print)(const json_t *reply, void *userdata), void *userdata) {
@@ -391,8 +387,12 @@ int cli_run_get_verb(struct cli_ctx *ctx, const struct cli_get_verb *v, int argc
         const struct option extra[] = { { v->option, required_argument, NULL, 0x100 }, { 0 } };
         struct get_option g = { .v = v };
         const struct cli_options spec = {
-                .verb = v->verb, .help = v->help, .no_arguments = true, .extra = v->option ? extra : NULL,
-                .on_option = v->option ? take_get_option : NULL, .userdata = &g,
+                .verb = v->verb,
+                .help = v->help,
+                .no_arguments = true,
+                .extra = v->option ? extra : NULL,
+                .on_option = v->option ? take_get_option : NULL,
+                .userdata = &g,
         };
         bool json;
         int r = cli_parse_options(ctx, &spec, argc, argv, &json);
@@ -412,7 +412,7 @@ int cli_print_rows(const struct cli_rows *spec, const json_t *items) {
         size_t i;
         const json_t *item;
         int r = 0;
-        json_array_foreach(items, i, item) {
+        json_array_foreach (items, i, item) {
                 if ((r = spec->add_row(t, item, now)) < 0)
                         break;
         }

@@ -15,98 +15,93 @@
 /* As docs/API.md; the daemon checks it too, this only saves a round trip. */
 #define DRAIN_REASON_MAX 200
 
-static const char admin_help[] =
-        "Usage: gpuward admin COMMAND [OPTIONS] ARGS\n"
-        "\n"
-        "Commands for gpuwardd's administrators (root, and the users and @groups of its\n"
-        "'admins' setting); gpuwardd refuses them to anyone else.\n"
-        "\n"
-        "Commands:\n"
-        "  drain GPU --reason TEXT   place no new job on GPU; the job on it keeps running\n"
-        "  undrain GPU               let jobs be placed on GPU again\n"
-        "  set-policy JOB NAME       change the idle policy (reclamation profile) of a job\n"
-        "  approve ID...             approve bookings that await it (PENDING_APPROVAL)\n"
-        "  deny ID...                refuse bookings; their GPUs are free for others\n"
-        "  quota set WHO KEY=VALUE   set limits of WHO: a user, @GROUP or default\n"
-        "  backup PATH               copy gpuwardd's state to PATH while it runs\n"
-        "\n"
-        "Options:\n"
-        "  -h, --help   this help; 'gpuward admin COMMAND --help' explains a command\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
-        "  gpuward admin undrain 1\n"
-        "  gpuward gpus                # HEALTH 'drained', the reason on the line below\n"
-        "  gpuward admin set-policy 17 finetune\n"
-        "  gpuward reservations        # PENDING_APPROVAL, the reason on the line below\n"
-        "  gpuward admin approve 12\n"
-        "  gpuward admin quota set @students max_gpus=2 max_booking_hours=4\n";
+static const char admin_help[] = "Usage: gpuward admin COMMAND [OPTIONS] ARGS\n"
+                                 "\n"
+                                 "Commands for gpuwardd's administrators (root, and the users and @groups of its\n"
+                                 "'admins' setting); gpuwardd refuses them to anyone else.\n"
+                                 "\n"
+                                 "Commands:\n"
+                                 "  drain GPU --reason TEXT   place no new job on GPU; the job on it keeps running\n"
+                                 "  undrain GPU               let jobs be placed on GPU again\n"
+                                 "  set-policy JOB NAME       change the idle policy (reclamation profile) of a job\n"
+                                 "  approve ID...             approve bookings that await it (PENDING_APPROVAL)\n"
+                                 "  deny ID...                refuse bookings; their GPUs are free for others\n"
+                                 "  quota set WHO KEY=VALUE   set limits of WHO: a user, @GROUP or default\n"
+                                 "  backup PATH               copy gpuwardd's state to PATH while it runs\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  -h, --help   this help; 'gpuward admin COMMAND --help' explains a command\n"
+                                 "\n"
+                                 "Examples:\n"
+                                 "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
+                                 "  gpuward admin undrain 1\n"
+                                 "  gpuward gpus                # HEALTH 'drained', the reason on the line below\n"
+                                 "  gpuward admin set-policy 17 finetune\n"
+                                 "  gpuward reservations        # PENDING_APPROVAL, the reason on the line below\n"
+                                 "  gpuward admin approve 12\n"
+                                 "  gpuward admin quota set @students max_gpus=2 max_booking_hours=4\n";
 
-static const char approve_help[] =
-        "Usage: gpuward admin approve [--json] ID...\n"
-        "\n"
-        "Approve bookings that wait for an admin: those longer or larger than their\n"
-        "owner's max_booking_hours / max_booking_gpus ('gpuward reservations' lists them\n"
-        "as PENDING_APPROVAL, with the reason below).  While it waits a booking holds\n"
-        "nothing: others may book the same GPUs and time.  An approval places it again on\n"
-        "the GPUs free over its window then, and is refused (the booking still waiting)\n"
-        "when too few are: deny it then.  Once approved, jobs submitted into them start at\n"
-        "their start.  One no admin answers within booking_pending_ttl (7d) is denied.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON (the booking)\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward reservations\n"
-        "  gpuward admin approve 12\n";
+static const char approve_help[] = "Usage: gpuward admin approve [--json] ID...\n"
+                                   "\n"
+                                   "Approve bookings that wait for an admin: those longer or larger than their\n"
+                                   "owner's max_booking_hours / max_booking_gpus ('gpuward reservations' lists them\n"
+                                   "as PENDING_APPROVAL, with the reason below).  While it waits a booking holds\n"
+                                   "nothing: others may book the same GPUs and time.  An approval places it again on\n"
+                                   "the GPUs free over its window then, and is refused (the booking still waiting)\n"
+                                   "when too few are: deny it then.  Once approved, jobs submitted into them start at\n"
+                                   "their start.  One no admin answers within booking_pending_ttl (7d) is denied.\n"
+                                   "\n"
+                                   "Options:\n"
+                                   "  --json       print the API's JSON (the booking)\n"
+                                   "  -h, --help   this help\n"
+                                   "\n"
+                                   "Examples:\n"
+                                   "  gpuward reservations\n"
+                                   "  gpuward admin approve 12\n";
 
-static const char deny_help[] =
-        "Usage: gpuward admin deny [--reason TEXT] [--json] ID...\n"
-        "\n"
-        "Refuse bookings (state DENIED): their GPUs are free for others again and jobs\n"
-        "waiting to run in them will not start.  To take back an approved booking, deny\n"
-        "it or release it with 'gpuward unreserve ID'.  The booking's note reads\n"
-        "'denied by ADMIN: TEXT', for its owner.\n"
-        "\n"
-        "Options:\n"
-        "  --reason TEXT  why, for the booking's owner (1-200 characters, one line)\n"
-        "  --json         print the API's JSON (the booking)\n"
-        "  -h, --help     this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward admin deny 12\n"
-        "  gpuward admin deny 12 --reason 'the cluster is down for maintenance then'\n";
+static const char deny_help[] = "Usage: gpuward admin deny [--reason TEXT] [--json] ID...\n"
+                                "\n"
+                                "Refuse bookings (state DENIED): their GPUs are free for others again and jobs\n"
+                                "waiting to run in them will not start.  To take back an approved booking, deny\n"
+                                "it or release it with 'gpuward unreserve ID'.  The booking's note reads\n"
+                                "'denied by ADMIN: TEXT', for its owner.\n"
+                                "\n"
+                                "Options:\n"
+                                "  --reason TEXT  why, for the booking's owner (1-200 characters, one line)\n"
+                                "  --json         print the API's JSON (the booking)\n"
+                                "  -h, --help     this help\n"
+                                "\n"
+                                "Examples:\n"
+                                "  gpuward admin deny 12\n"
+                                "  gpuward admin deny 12 --reason 'the cluster is down for maintenance then'\n";
 
-static const char drain_help[] =
-        "Usage: gpuward admin drain [--json] GPU --reason TEXT\n"
-        "\n"
-        "Stop placing new jobs on a GPU (its index, as 'gpuward gpus' lists it).  The job\n"
-        "running on it keeps running; 'gpuward gpus' shows the GPU as drained, with TEXT,\n"
-        "until 'gpuward admin undrain GPU'.  gpuwardd also drains a GPU by itself after a\n"
-        "hardware error (an Xid such as 79, 'fell off the bus').\n"
-        "\n"
-        "Options:\n"
-        "  --reason TEXT  why, for the others who see it (required, 1-200 characters)\n"
-        "  --json         print the API's JSON (the GPU)\n"
-        "  -h, --help     this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
-        "  gpuward admin drain 3 --reason 'reserved for the demo until 18:00'\n";
+static const char drain_help[] = "Usage: gpuward admin drain [--json] GPU --reason TEXT\n"
+                                 "\n"
+                                 "Stop placing new jobs on a GPU (its index, as 'gpuward gpus' lists it).  The job\n"
+                                 "running on it keeps running; 'gpuward gpus' shows the GPU as drained, with TEXT,\n"
+                                 "until 'gpuward admin undrain GPU'.  gpuwardd also drains a GPU by itself after a\n"
+                                 "hardware error (an Xid such as 79, 'fell off the bus').\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  --reason TEXT  why, for the others who see it (required, 1-200 characters)\n"
+                                 "  --json         print the API's JSON (the GPU)\n"
+                                 "  -h, --help     this help\n"
+                                 "\n"
+                                 "Examples:\n"
+                                 "  gpuward admin drain 1 --reason 'fan noise, RMA ticket 4411'\n"
+                                 "  gpuward admin drain 3 --reason 'reserved for the demo until 18:00'\n";
 
-static const char undrain_help[] =
-        "Usage: gpuward admin undrain [--json] GPU\n"
-        "\n"
-        "Let gpuwardd place jobs on a drained GPU again.  A GPU that is not drained is\n"
-        "left as it is, and the command says so and exits 1.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON (the GPU)\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Example:\n"
-        "  gpuward admin undrain 1\n";
+static const char undrain_help[] = "Usage: gpuward admin undrain [--json] GPU\n"
+                                   "\n"
+                                   "Let gpuwardd place jobs on a drained GPU again.  A GPU that is not drained is\n"
+                                   "left as it is, and the command says so and exits 1.\n"
+                                   "\n"
+                                   "Options:\n"
+                                   "  --json       print the API's JSON (the GPU)\n"
+                                   "  -h, --help   this help\n"
+                                   "\n"
+                                   "Example:\n"
+                                   "  gpuward admin undrain 1\n";
 
 static const char set_policy_help[] =
         "Usage: gpuward admin set-policy [--json] JOB NAME\n"
@@ -123,28 +118,27 @@ static const char set_policy_help[] =
         "  gpuward admin set-policy 17 finetune   # a long fine-tune that validates for hours\n"
         "  gpuward show 17                        # Idle policy: finetune\n";
 
-static const char backup_help[] =
-        "Usage: gpuward admin backup [--json] PATH\n"
-        "\n"
-        "Copy gpuwardd's state (its database: jobs, bookings, tokens, history) to PATH\n"
-        "while it runs: a consistent copy, as of the moment the copy began, made by\n"
-        "gpuwardd itself (as its user) with SQLite's online backup.  PATH must not exist\n"
-        "and its folder must; a relative PATH is taken from the current directory.  A\n"
-        "folder others may write in is refused unless it is sticky (like /tmp): the copy\n"
-        "holds jobs' environments and tokens' hashes.  The copy is mode 0600, owned by\n"
-        "gpuwardd's user.  The command returns once the copy is complete.\n"
-        "\n"
-        "To restore one: stop gpuwardd, copy the file over STATE_DIR/gpuward.db (and\n"
-        "remove gpuward.db-wal and gpuward.db-shm beside it), start gpuwardd.\n"
-        "The published models (model_store) are files, not in the copy: back that\n"
-        "folder up as any other.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON (path, bytes, schema)\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward admin backup /srv/backup/gpuward-$(date +%F).db\n";
+static const char backup_help[] = "Usage: gpuward admin backup [--json] PATH\n"
+                                  "\n"
+                                  "Copy gpuwardd's state (its database: jobs, bookings, tokens, history) to PATH\n"
+                                  "while it runs: a consistent copy, as of the moment the copy began, made by\n"
+                                  "gpuwardd itself (as its user) with SQLite's online backup.  PATH must not exist\n"
+                                  "and its folder must; a relative PATH is taken from the current directory.  A\n"
+                                  "folder others may write in is refused unless it is sticky (like /tmp): the copy\n"
+                                  "holds jobs' environments and tokens' hashes.  The copy is mode 0600, owned by\n"
+                                  "gpuwardd's user.  The command returns once the copy is complete.\n"
+                                  "\n"
+                                  "To restore one: stop gpuwardd, copy the file over STATE_DIR/gpuward.db (and\n"
+                                  "remove gpuward.db-wal and gpuward.db-shm beside it), start gpuwardd.\n"
+                                  "The published models (model_store) are files, not in the copy: back that\n"
+                                  "folder up as any other.\n"
+                                  "\n"
+                                  "Options:\n"
+                                  "  --json       print the API's JSON (path, bytes, schema)\n"
+                                  "  -h, --help   this help\n"
+                                  "\n"
+                                  "Examples:\n"
+                                  "  gpuward admin backup /srv/backup/gpuward-$(date +%F).db\n";
 
 enum { OPT_REASON = 0x100 };
 
@@ -169,8 +163,11 @@ static int parse_drain(struct cli_ctx *ctx, int argc, char **argv, struct drain_
         /* undrain has no --reason: "unknown option" then names it rather than its value.
          * Permuting: "drain 1 --reason X" reads naturally, and an index never starts with '-'. */
         const struct cli_options spec = {
-                .verb = o->verb, .help = o->drain ? drain_help : undrain_help, .extra = o->drain ? reason_opt : NULL,
-                .on_option = on_reason, .userdata = o,
+                .verb = o->verb,
+                .help = o->drain ? drain_help : undrain_help,
+                .extra = o->drain ? reason_opt : NULL,
+                .on_option = on_reason,
+                .userdata = o,
         };
         int r = cli_parse_options(ctx, &spec, argc, argv, &o->json);
         if (r >= 0)
@@ -223,7 +220,11 @@ static int run_drain(struct cli_ctx *ctx, struct drain_opts *o, int argc, char *
                 { NULL, NULL },
         };
         struct cli_call call = {
-                .method = "POST", .target = target, .body = body, .subject = subject, .aliases = aliases,
+                .method = "POST",
+                .target = target,
+                .body = body,
+                .subject = subject,
+                .aliases = aliases,
         };
         r = cli_call_and_show(ctx, &call, o->json, print_drained, o);
         json_decref(body);
@@ -269,7 +270,11 @@ static int run_set_policy(struct cli_ctx *ctx, int argc, char **argv) {
         /* The user typed the name bare: the daemon's "idle_policy: ..." needs no prefix. */
         static const struct cli_field_alias aliases[] = { { "idle_policy", NULL }, { NULL, NULL } };
         struct cli_call call = {
-                .method = "POST", .target = target, .body = body, .subject = subject, .aliases = aliases,
+                .method = "POST",
+                .target = target,
+                .body = body,
+                .subject = subject,
+                .aliases = aliases,
         };
         struct policy_change change = { id, name };
         r = cli_call_and_show(ctx, &call, json, print_policy_set, &change);
@@ -305,8 +310,11 @@ static int run_backup(struct cli_ctx *ctx, int argc, char **argv) {
         if (!body)
                 return CLI_EXIT_FAIL;
         /* A large database takes a while to copy: the answer comes when the copy is complete. */
-        struct cli_call call = { .method = "POST", .target = "/api/v1/admin/backup", .body = body,
-                                 .timeout = 30 * 60 * GW_USEC_PER_SEC, .subject = "backup" };
+        struct cli_call call = { .method = "POST",
+                                 .target = "/api/v1/admin/backup",
+                                 .body = body,
+                                 .timeout = 30 * 60 * GW_USEC_PER_SEC,
+                                 .subject = "backup" };
         r = cli_call_and_show(ctx, &call, json, print_backup, NULL);
         json_decref(body);
         return r;

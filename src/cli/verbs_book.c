@@ -23,46 +23,45 @@
 /* As GET /api/v1/schedule accepts: two weeks. */
 #define SCHEDULE_HOURS_MAX (24 * 14)
 
-static const char reserve_help[] =
-        "Usage: gpuward reserve --gpus N --start WHEN --duration DURATION\n"
-        "                       [--name NAME] [--json]\n"
-        "\n"
-        "Book GPUs for a window of time, so that they are yours then.  gpuwardd picks the\n"
-        "GPUs (and may pick others before the start if one is drained).  A booking within\n"
-        "your quota and the host's booking policy is approved at once; one that is longer\n"
-        "(1 day by default) or larger (half the GPUs), or that would delay jobs already\n"
-        "waiting, waits for an admin, and gpuward says which ('gpuward reservations'\n"
-        "shows its state, 'gpuward quota' your limits).  Until an admin approves it, it\n"
-        "holds nothing: others may book the same GPUs and time, and the approval is\n"
-        "refused if it no longer fits.  A booking may start at most 30 days ahead unless\n"
-        "your quota says otherwise (booking_horizon_hours).  When the\n"
-        "GPUs are not free for the whole window, nothing is booked and gpuward names the\n"
-        "nearest window that fits.\n"
-        "\n"
-        "Run jobs in it with 'gpuward submit --reservation ID': they wait until it\n"
-        "starts, run on its GPUs, are warned before it ends and get SIGTERM at its end.\n"
-        "A booking with no job running some minutes after its start (15 by default) is\n"
-        "released.\n"
-        "\n"
-        "Options:\n"
-        "  --gpus N             GPUs to book (required)\n"
-        "  --start WHEN         when it starts (required): now+2h, +90m, 14:00 (the\n"
-        "                       next one), 'tomorrow 09:00', 'today 18:30',\n"
-        "                       '2026-11-22 09:00', 2026-11-22T09:00:00Z, or Unix\n"
-        "                       seconds; local times are read in gpuwardd's time zone\n"
-        "  --duration DURATION  how long (required): 4h, 90m, 1d, 1h30m, 04:00:00 (bare\n"
-        "                       number: minutes)\n"
-        "  --name NAME          a name shown by 'gpuward reservations'\n"
-        "  --json               print the API's JSON: the booking, or the refusal with\n"
-        "                       the nearest window in \"nearest\"\n"
-        "  -h, --help           this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward reserve --gpus 2 --start 'tomorrow 09:00' --duration 4h --name yolo-ft\n"
-        "  gpuward reserve --gpus 1 --start now+2h --duration 90m\n"
-        "  ID=$(gpuward reserve --json --gpus 2 --start 14:00 --duration 2h | jq .id)\n"
-        "  gpuward submit --reservation \"$ID\" --gpus 2 -- yolo train model=yolov8l.pt\n"
-        "  gpuward unreserve \"$ID\"     # give the GPUs back\n";
+static const char reserve_help[] = "Usage: gpuward reserve --gpus N --start WHEN --duration DURATION\n"
+                                   "                       [--name NAME] [--json]\n"
+                                   "\n"
+                                   "Book GPUs for a window of time, so that they are yours then.  gpuwardd picks the\n"
+                                   "GPUs (and may pick others before the start if one is drained).  A booking within\n"
+                                   "your quota and the host's booking policy is approved at once; one that is longer\n"
+                                   "(1 day by default) or larger (half the GPUs), or that would delay jobs already\n"
+                                   "waiting, waits for an admin, and gpuward says which ('gpuward reservations'\n"
+                                   "shows its state, 'gpuward quota' your limits).  Until an admin approves it, it\n"
+                                   "holds nothing: others may book the same GPUs and time, and the approval is\n"
+                                   "refused if it no longer fits.  A booking may start at most 30 days ahead unless\n"
+                                   "your quota says otherwise (booking_horizon_hours).  When the\n"
+                                   "GPUs are not free for the whole window, nothing is booked and gpuward names the\n"
+                                   "nearest window that fits.\n"
+                                   "\n"
+                                   "Run jobs in it with 'gpuward submit --reservation ID': they wait until it\n"
+                                   "starts, run on its GPUs, are warned before it ends and get SIGTERM at its end.\n"
+                                   "A booking with no job running some minutes after its start (15 by default) is\n"
+                                   "released.\n"
+                                   "\n"
+                                   "Options:\n"
+                                   "  --gpus N             GPUs to book (required)\n"
+                                   "  --start WHEN         when it starts (required): now+2h, +90m, 14:00 (the\n"
+                                   "                       next one), 'tomorrow 09:00', 'today 18:30',\n"
+                                   "                       '2026-11-22 09:00', 2026-11-22T09:00:00Z, or Unix\n"
+                                   "                       seconds; local times are read in gpuwardd's time zone\n"
+                                   "  --duration DURATION  how long (required): 4h, 90m, 1d, 1h30m, 04:00:00 (bare\n"
+                                   "                       number: minutes)\n"
+                                   "  --name NAME          a name shown by 'gpuward reservations'\n"
+                                   "  --json               print the API's JSON: the booking, or the refusal with\n"
+                                   "                       the nearest window in \"nearest\"\n"
+                                   "  -h, --help           this help\n"
+                                   "\n"
+                                   "Examples:\n"
+                                   "  gpuward reserve --gpus 2 --start 'tomorrow 09:00' --duration 4h --name yolo-ft\n"
+                                   "  gpuward reserve --gpus 1 --start now+2h --duration 90m\n"
+                                   "  ID=$(gpuward reserve --json --gpus 2 --start 14:00 --duration 2h | jq .id)\n"
+                                   "  gpuward submit --reservation \"$ID\" --gpus 2 -- yolo train model=yolov8l.pt\n"
+                                   "  gpuward unreserve \"$ID\"     # give the GPUs back\n";
 
 static const char reservations_help[] =
         "Usage: gpuward reservations [--json]\n"
@@ -70,25 +69,21 @@ static const char reservations_help[] =
         "List the open bookings of everyone: awaiting an admin's approval\n"
         "(PENDING_APPROVAL), APPROVED, or ACTIVE (started).  GPUS is the count, then the\n"
         "GPUs gpuwardd picked; a line under a booking gives its note (why it awaits\n"
-        "approval, who approved it).  'gpuward schedule' draws them with the jobs.\n"
-        CLI_HELP_JSON_OPTIONS
+        "approval, who approved it).  'gpuward schedule' draws them with the jobs.\n" CLI_HELP_JSON_OPTIONS
         "Examples:\n"
         "  gpuward reservations\n"
         "  gpuward reservations --json | jq '.bookings[] | select(.user == \"alice\")'\n";
 
-static const char unreserve_help[] =
-        "Usage: gpuward unreserve [--json] ID...\n"
-        "\n"
-        "Release bookings: their GPUs are free for others again, and jobs waiting to run\n"
-        "in them will not start.  You may release your own bookings; admins any.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON (the released booking)\n"
-        CLI_HELP_HELP
-        "\n"
-        "Examples:\n"
-        "  gpuward unreserve 12\n"
-        "  gpuward unreserve 12 13\n";
+static const char unreserve_help[] = "Usage: gpuward unreserve [--json] ID...\n"
+                                     "\n"
+                                     "Release bookings: their GPUs are free for others again, and jobs waiting to run\n"
+                                     "in them will not start.  You may release your own bookings; admins any.\n"
+                                     "\n"
+                                     "Options:\n"
+                                     "  --json       print the API's JSON (the released booking)\n" CLI_HELP_HELP "\n"
+                                     "Examples:\n"
+                                     "  gpuward unreserve 12\n"
+                                     "  gpuward unreserve 12 13\n";
 
 static const char schedule_help[] =
         "Usage: gpuward schedule [--hours H] [--json]\n"
@@ -101,9 +96,7 @@ static const char schedule_help[] =
         "\n"
         "Options:\n"
         "  --hours H    how far ahead, 1-336 (default 72)\n"
-        "  --json       print the API's JSON: the segments behind the chart\n"
-        CLI_HELP_HELP
-        "\n"
+        "  --json       print the API's JSON: the segments behind the chart\n" CLI_HELP_HELP "\n"
         "Examples:\n"
         "  gpuward schedule\n"
         "  gpuward schedule --hours 12\n"
@@ -131,9 +124,12 @@ static int on_reserve_option(void *userdata, int opt, const char *arg) {
         case OPT_START:
                 /* Sent as typed (a plain number: Unix seconds): gpuwardd reads it against its
                  * clock.  Checked here with the same parser so that a typo is a usage error. */
-                if (!*arg || (gw_parse_int(arg, 0, LLONG_MAX, &secs) < 0 && gw_parse_when(arg, gw_now_wall(), &when) < 0))
-                        return cli_usage(verb, "--start: '%s' is not a time (examples: now+2h, 14:00, "
-                                               "'tomorrow 09:00', 2026-11-22T09:00:00Z)", arg);
+                if (!*arg ||
+                    (gw_parse_int(arg, 0, LLONG_MAX, &secs) < 0 && gw_parse_when(arg, gw_now_wall(), &when) < 0))
+                        return cli_usage(verb,
+                                         "--start: '%s' is not a time (examples: now+2h, 14:00, "
+                                         "'tomorrow 09:00', 2026-11-22T09:00:00Z)",
+                                         arg);
                 o->start = arg;
                 return 0;
         case OPT_DURATION:
@@ -159,15 +155,21 @@ static int parse_reserve(struct cli_ctx *ctx, int argc, char **argv, struct rese
                 { 0 },
         };
         const struct cli_options spec = {
-                .verb = "reserve", .help = reserve_help, .extra = extra, .no_arguments = true,
-                .on_option = on_reserve_option, .userdata = o,
+                .verb = "reserve",
+                .help = reserve_help,
+                .extra = extra,
+                .no_arguments = true,
+                .on_option = on_reserve_option,
+                .userdata = o,
         };
         int r = cli_parse_options(ctx, &spec, argc, argv, ret_json);
         if (r >= 0)
                 return r;
         if (!o->ngpus || !o->start || !o->duration)
                 return cli_usage("reserve", "%s is required: gpuward reserve --gpus N --start WHEN --duration DURATION",
-                                 !o->ngpus ? "--gpus" : !o->start ? "--start" : "--duration");
+                                 !o->ngpus   ? "--gpus"
+                                 : !o->start ? "--start"
+                                             : "--duration");
         return -1;
 }
 
@@ -235,7 +237,10 @@ int cli_verb_reserve(struct cli_ctx *ctx, int argc, char **argv) {
         };
         /* 409: it does not fit; the reply names the nearest window that does. */
         struct cli_call call = {
-                .method = "POST", .target = "/api/v1/bookings", .body = body, .aliases = aliases,
+                .method = "POST",
+                .target = "/api/v1/bookings",
+                .body = body,
+                .aliases = aliases,
                 .accept_status = 409,
         };
         json_t *reply = NULL;
@@ -293,7 +298,10 @@ static int add_booking_row(struct cli_table *t, const json_t *b, time_t now) {
 static int print_bookings(const json_t *bookings) {
         static const char *const cols[] = { "ID", "USER", "NAME", "GPUS", "START", "END", "STATE" };
         static const struct cli_rows rows = {
-                .cols = cols, .ncols = ELEMENTSOF(cols), .narrow_col = 2, .max_width = NAME_MAX_COLS,
+                .cols = cols,
+                .ncols = ELEMENTSOF(cols),
+                .narrow_col = 2,
+                .max_width = NAME_MAX_COLS,
                 .add_row = add_booking_row,
         };
         return cli_print_rows(&rows, bookings);
@@ -301,8 +309,11 @@ static int print_bookings(const json_t *bookings) {
 
 int cli_verb_reservations(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_get_verb v = {
-                .verb = "reservations", .help = reservations_help, .target = "/api/v1/bookings",
-                .array_key = "bookings", .print = print_bookings,
+                .verb = "reservations",
+                .help = reservations_help,
+                .target = "/api/v1/bookings",
+                .array_key = "bookings",
+                .print = print_bookings,
         };
         return cli_run_get_verb(ctx, &v, argc, argv);
 }
@@ -340,8 +351,12 @@ static int take_hours(const char *arg, char **ret) {
 
 int cli_verb_schedule(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_get_verb v = {
-                .verb = "schedule", .help = schedule_help, .target = "/api/v1/schedule", .print = print_chart,
-                .option = "hours", .take = take_hours,
+                .verb = "schedule",
+                .help = schedule_help,
+                .target = "/api/v1/schedule",
+                .print = print_chart,
+                .option = "hours",
+                .take = take_hours,
         };
         return cli_run_get_verb(ctx, &v, argc, argv);
 }

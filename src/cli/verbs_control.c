@@ -16,15 +16,15 @@
  * so that a wedged daemon cannot hold a terminal forever. */
 #define CANCEL_WAIT_TIMEOUT (10 * 60 * GW_USEC_PER_SEC)
 
-#define SELECT_OPTIONS_HELP \
-        "  --me            select my jobs\n" \
+#define SELECT_OPTIONS_HELP                                                      \
+        "  --me            select my jobs\n"                                     \
         "  --user USER     select USER's jobs (yours, or anyone's for admins)\n" \
         "  --name NAME     only those named NAME (with --me or --user)\n"
 /* The end of cancel's, hold's and release's options, and the examples' heading. */
-#define SELECT_HELP_END \
+#define SELECT_HELP_END                                                     \
         "  --json          print the API's JSON (a list for a selection)\n" \
-        "  -h, --help      this help\n" \
-        "\n" \
+        "  -h, --help      this help\n"                                     \
+        "\n"                                                                \
         "Examples:\n"
 
 static const char cancel_help[] =
@@ -42,13 +42,10 @@ static const char cancel_help[] =
         "waiting ones are cancelled first, so that none starts on the GPUs others free.\n"
         "\n"
         "Options:\n"
-        "  --no-wait       return as soon as the daemon has started cancelling\n"
-        SELECT_OPTIONS_HELP
+        "  --no-wait       return as soon as the daemon has started cancelling\n" SELECT_OPTIONS_HELP
         "  --state STATES  only those in these states: PENDING, HELD, RUNNING (comma-separated);\n"
         "                  without RUNNING nothing running is stopped: an array's waiting tasks\n"
-        "                  are cancelled and its running tasks go on\n"
-        SELECT_HELP_END
-        "  gpuward cancel 17\n"
+        "                  are cancelled and its running tasks go on\n" SELECT_HELP_END "  gpuward cancel 17\n"
         "  gpuward cancel --no-wait 17 18 19 30-39\n"
         "  gpuward cancel --me --name sweep --state PENDING\n";
 
@@ -60,25 +57,18 @@ static const char hold_help[] =
         "Only PENDING jobs can be held.  JOB is an id or a range of ids (17-40); instead of\n"
         "ids, --me or --user selects every PENDING job of yours or of USER.\n"
         "\n"
-        "Options:\n"
-        SELECT_OPTIONS_HELP
-        SELECT_HELP_END
-        "  gpuward hold 17 && gpuward release 17\n"
+        "Options:\n" SELECT_OPTIONS_HELP SELECT_HELP_END "  gpuward hold 17 && gpuward release 17\n"
         "  gpuward hold --me --name sweep\n";
 
-static const char release_help[] =
-        "Usage: gpuward release [--json] JOB...\n"
-        "       gpuward release [--json] --me | --user USER [--name NAME]\n"
-        "\n"
-        "Let held jobs wait for GPUs again (HELD -> PENDING).  Jobs submitted with\n"
-        "'gpuward submit --hold' start this way.  JOB is an id or a range of ids (17-40);\n"
-        "instead of ids, --me or --user selects every HELD job of yours or of USER.\n"
-        "\n"
-        "Options:\n"
-        SELECT_OPTIONS_HELP
-        SELECT_HELP_END
-        "  gpuward release 17 18\n"
-        "  gpuward release --me\n";
+static const char release_help[] = "Usage: gpuward release [--json] JOB...\n"
+                                   "       gpuward release [--json] --me | --user USER [--name NAME]\n"
+                                   "\n"
+                                   "Let held jobs wait for GPUs again (HELD -> PENDING).  Jobs submitted with\n"
+                                   "'gpuward submit --hold' start this way.  JOB is an id or a range of ids (17-40);\n"
+                                   "instead of ids, --me or --user selects every HELD job of yours or of USER.\n"
+                                   "\n"
+                                   "Options:\n" SELECT_OPTIONS_HELP SELECT_HELP_END "  gpuward release 17 18\n"
+                                   "  gpuward release --me\n";
 
 enum action { ACT_CANCEL, ACT_HOLD, ACT_RELEASE };
 
@@ -197,8 +187,7 @@ static int control_one(struct cli_ctx *ctx, const struct control *c, long long i
                 snprintf(target, sizeof(target), "/api/v1/jobs/%s?wait=%d&waiting=%d", ref, c->wait, c->waiting_only);
                 timeout = c->wait ? CANCEL_WAIT_TIMEOUT : 0;
         } else {
-                snprintf(target, sizeof(target), "/api/v1/jobs/%s/%s", ref,
-                         c->action == ACT_HOLD ? "hold" : "release");
+                snprintf(target, sizeof(target), "/api/v1/jobs/%s/%s", ref, c->action == ACT_HOLD ? "hold" : "release");
         }
         snprintf(subject, sizeof(subject), "job %s", ref);
         /* A cancel that waits is recorded before the wait: a daemon that stops meanwhile ends
@@ -210,7 +199,10 @@ static int control_one(struct cli_ctx *ctx, const struct control *c, long long i
                          "gpuwardd is back); 'gpuward show %s' tells",
                          ref);
         struct cli_call call = {
-                .method = method, .target = target, .timeout = timeout, .subject = many ? subject : NULL,
+                .method = method,
+                .target = target,
+                .timeout = timeout,
+                .subject = many ? subject : NULL,
                 .if_dropped = dropped[0] ? dropped : NULL,
         };
         json_t *reply = NULL;
@@ -296,7 +288,9 @@ static int run_control(struct cli_ctx *ctx, struct control *c, int argc, char **
 }
 
 int cli_verb_cancel(struct cli_ctx *ctx, int argc, char **argv) {
-        struct control c = { .action = ACT_CANCEL, .verb = "cancel", .help = cancel_help,
+        struct control c = { .action = ACT_CANCEL,
+                             .verb = "cancel",
+                             .help = cancel_help,
                              .states = "PENDING,HELD,RUNNING" };
         return run_control(ctx, &c, argc, argv);
 }

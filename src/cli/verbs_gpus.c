@@ -46,9 +46,7 @@ static const char gpus_help[] =
         "Options:\n"
         "  --events     the GPUs' events instead of the GPU list\n"
         "  --gpu N      with --events: only GPU N's (also a GPU no longer present)\n"
-        "  --limit N    with --events: at most N events, 1-1000 (default 100)\n"
-        CLI_HELP_JSON CLI_HELP_HELP
-        "\n"
+        "  --limit N    with --events: at most N events, 1-1000 (default 100)\n" CLI_HELP_JSON CLI_HELP_HELP "\n"
         "Examples:\n"
         "  gpuward gpus\n"
         "  gpuward gpus --json | jq '.gpus[] | select(.job == null) | .index'\n"
@@ -115,8 +113,8 @@ static int add_event_row(struct cli_table *t, const json_t *e, time_t now) {
                 snprintf(gpu, sizeof gpu, "%s%s%lld", node ? node : "", node ? ":" : "", v);
         if (cli_jint(e, "job", &v))
                 snprintf(job, sizeof job, "%lld", v);
-        const char *cells[] = { cli_format_time(cli_jnum(e, "time"), now, when, sizeof when), gpu,
-                                cli_jstr(e, "kind"), job, cli_jstr(e, "message") };
+        const char *cells[] = { cli_format_time(cli_jnum(e, "time"), now, when, sizeof when), gpu, cli_jstr(e, "kind"),
+                                job, cli_jstr(e, "message") };
         return cli_table_add(t, cells);
 }
 
@@ -190,8 +188,12 @@ int cli_verb_gpus(struct cli_ctx *ctx, int argc, char **argv) {
         };
         struct gpus_opts o = { .gpu = -1, .limit = -1 };
         const struct cli_options spec = {
-                .verb = "gpus", .help = gpus_help, .extra = extra, .no_arguments = true,
-                .on_option = on_gpus_option, .userdata = &o,
+                .verb = "gpus",
+                .help = gpus_help,
+                .extra = extra,
+                .no_arguments = true,
+                .on_option = on_gpus_option,
+                .userdata = &o,
         };
         bool json;
         int r = cli_parse_options(ctx, &spec, argc, argv, &json);

@@ -22,73 +22,71 @@
 #define FINAL_STATES "COMPLETED,FAILED,CANCELLED,TIMEOUT,RECLAIMED"
 #define ALL_STATES "PENDING,HELD,RUNNING," FINAL_STATES
 
-static const char queue_help[] =
-        "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--array]\n"
-        "                     [--json]\n"
-        "\n"
-        "List the jobs that are waiting or running, in queue order: running jobs first,\n"
-        "then waiting ones in the order they will start, held ones last.  The last column\n"
-        "shows the GPUs a running job holds, or why a waiting job waits (on a Slurm\n"
-        "cluster a NODE column follows: the node Slurm runs the job on):\n"
-        "  (Resources)   not enough free GPUs        (Dependency)  waits for --after\n"
-        "  (Drained)     it needs a GPU out of service (drained or unhealthy) back\n"
-        "  (Held)        held; 'gpuward release'     (Priority)    others go first\n"
-        "  (Backoff)     a retry, after its delay    (Quota)       its user is at a limit\n"
-        "  (Reservation) its booking has not begun, or the free GPUs are booked before\n"
-        "                its --time would end\n"
-        "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
-        "  (JobArrayTaskLimit) an array runs as many tasks as its %N allows\n"
-        "  (Preempted: by job 12 (alice, priority 5); waits first of priority 0 for free\n"
-        "                GPUs) it gave way to that job or booking and starts again\n"
-        "                before others of its priority\n"
-        "  0,1 (stopping) a running job cancelled or stopped whose processes are ending;\n"
-        "                'gpuward show' says why\n"
-        "A waiting job held back by more than one thing shows the first and how many\n"
-        "more, (Quota: max_gpus=1, 1 in use by job 24 +1); 'gpuward show' lists them all.\n"
-        "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
-        "length (a hung run most often) instead of an ETA that no longer moves.\n"
-        "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
-        "(0.42; 5/0.42 with a priority of 5): the queue goes by priority, then by that\n"
-        "factor (whoever used the GPUs least lately first), then submission; 'gpuward\n"
-        "show' says why.\n"
-        "A job array (submit --array) shows its waiting tasks on one row, as Slurm does:\n"
-        "17_[5-49] (17_[5-49%4] when at most 4 run at once), and each running task on a\n"
-        "row of its own (17_3); --array lists every waiting task on its own row.\n"
-        "\n"
-        "Options:\n"
-        "  --user USER     only USER's jobs\n"
-        "  --me            only my jobs\n"
-        "  --state STATES  only jobs in these states, comma-separated\n"
-        "                  (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
-        "                  RECLAIMED)\n"
-        "  --all           jobs in every state, finished ones included\n"
-        "  -r, --array     one row per task of a job array, waiting ones too\n"
-        "  --json          print the API's JSON\n"
-        "  -h, --help      this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward queue\n"
-        "  gpuward queue --me --state PENDING\n"
-        "  gpuward --json queue | jq '.jobs[].id'\n";
+static const char queue_help[] = "Usage: gpuward queue [--user USER | --me] [--state STATES] [--all] [--array]\n"
+                                 "                     [--json]\n"
+                                 "\n"
+                                 "List the jobs that are waiting or running, in queue order: running jobs first,\n"
+                                 "then waiting ones in the order they will start, held ones last.  The last column\n"
+                                 "shows the GPUs a running job holds, or why a waiting job waits (on a Slurm\n"
+                                 "cluster a NODE column follows: the node Slurm runs the job on):\n"
+                                 "  (Resources)   not enough free GPUs        (Dependency)  waits for --after\n"
+                                 "  (Drained)     it needs a GPU out of service (drained or unhealthy) back\n"
+                                 "  (Held)        held; 'gpuward release'     (Priority)    others go first\n"
+                                 "  (Backoff)     a retry, after its delay    (Quota)       its user is at a limit\n"
+                                 "  (Reservation) its booking has not begun, or the free GPUs are booked before\n"
+                                 "                its --time would end\n"
+                                 "  (Quota: max_gpus=1, 1 in use by job 24) the limit, and the job holding it\n"
+                                 "  (JobArrayTaskLimit) an array runs as many tasks as its %N allows\n"
+                                 "  (Preempted: by job 12 (alice, priority 5); waits first of priority 0 for free\n"
+                                 "                GPUs) it gave way to that job or booking and starts again\n"
+                                 "                before others of its priority\n"
+                                 "  0,1 (stopping) a running job cancelled or stopped whose processes are ending;\n"
+                                 "                'gpuward show' says why\n"
+                                 "A waiting job held back by more than one thing shows the first and how many\n"
+                                 "more, (Quota: max_gpus=1, 1 in use by job 24 +1); 'gpuward show' lists them all.\n"
+                                 "The ETA column says 'overdue' when a run's current epoch is well past its usual\n"
+                                 "length (a hung run most often) instead of an ETA that no longer moves.\n"
+                                 "PRIO: a waiting job's place, its priority and its user's fair-share factor\n"
+                                 "(0.42; 5/0.42 with a priority of 5): the queue goes by priority, then by that\n"
+                                 "factor (whoever used the GPUs least lately first), then submission; 'gpuward\n"
+                                 "show' says why.\n"
+                                 "A job array (submit --array) shows its waiting tasks on one row, as Slurm does:\n"
+                                 "17_[5-49] (17_[5-49%4] when at most 4 run at once), and each running task on a\n"
+                                 "row of its own (17_3); --array lists every waiting task on its own row.\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  --user USER     only USER's jobs\n"
+                                 "  --me            only my jobs\n"
+                                 "  --state STATES  only jobs in these states, comma-separated\n"
+                                 "                  (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
+                                 "                  RECLAIMED)\n"
+                                 "  --all           jobs in every state, finished ones included\n"
+                                 "  -r, --array     one row per task of a job array, waiting ones too\n"
+                                 "  --json          print the API's JSON\n"
+                                 "  -h, --help      this help\n"
+                                 "\n"
+                                 "Examples:\n"
+                                 "  gpuward queue\n"
+                                 "  gpuward queue --me --state PENDING\n"
+                                 "  gpuward --json queue | jq '.jobs[].id'\n";
 
-static const char history_help[] =
-        "Usage: gpuward history [--user USER | --me] [--limit N] [--json]\n"
-        "\n"
-        "List finished jobs (COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED) by the time\n"
-        "they ended, as sacct lists them: the oldest end first, the newest last.  --limit\n"
-        "takes the N jobs submitted last.\n"
-        "EXIT is the exit status, or 'sig N' when a signal ended the job.\n"
-        "\n"
-        "Options:\n"
-        "  --user USER   only USER's jobs\n"
-        "  --me          only my jobs\n"
-        "  --limit N     at most N jobs (default 100, at most 10000)\n"
-        "  --json        print the API's JSON (newest job first, as the API orders them)\n"
-        "  -h, --help    this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward history\n"
-        "  gpuward history --me --limit 10\n";
+static const char history_help[] = "Usage: gpuward history [--user USER | --me] [--limit N] [--json]\n"
+                                   "\n"
+                                   "List finished jobs (COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED) by the time\n"
+                                   "they ended, as sacct lists them: the oldest end first, the newest last.  --limit\n"
+                                   "takes the N jobs submitted last.\n"
+                                   "EXIT is the exit status, or 'sig N' when a signal ended the job.\n"
+                                   "\n"
+                                   "Options:\n"
+                                   "  --user USER   only USER's jobs\n"
+                                   "  --me          only my jobs\n"
+                                   "  --limit N     at most N jobs (default 100, at most 10000)\n"
+                                   "  --json        print the API's JSON (newest job first, as the API orders them)\n"
+                                   "  -h, --help    this help\n"
+                                   "\n"
+                                   "Examples:\n"
+                                   "  gpuward history\n"
+                                   "  gpuward history --me --limit 10\n";
 
 enum { OPT_USER = 0x100, OPT_ME, OPT_STATE, OPT_ALL, OPT_LIMIT, OPT_JSON };
 
@@ -182,12 +180,13 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
             (me && cli_query_add(&target, "uid", me) < 0) || (o->user && cli_query_add(&target, "user", o->user) < 0) ||
             (o->limit > 0 && cli_query_add(&target, "limit", limit) < 0) ||
             /* Tables need a few fields: asking only for those keeps long queues fast. */
-            (!json && cli_query_add(&target, "fields",
-                                       is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
-                                                  "eta,eta_overdue,predicted_start,latest_start,priority,fairshare,"
-                                                  "array,array_waiting,array_job_id,array_index,node,predicted_wait,reasons"
-                                                : "id,name,user,state,exit_code,signal,start_time,end_time,"
-                                                  "array_job_id,array_index") < 0) ||
+            (!json &&
+             cli_query_add(&target, "fields",
+                           is_queue ? "id,name,user,state,reason,ngpus,gpus,start_time,end_time,time_limit,"
+                                      "eta,eta_overdue,predicted_start,latest_start,priority,fairshare,"
+                                      "array,array_waiting,array_job_id,array_index,node,predicted_wait,reasons"
+                                    : "id,name,user,state,exit_code,signal,start_time,end_time,"
+                                      "array_job_id,array_index") < 0) ||
             (!json && cli_query_add(&target, "layout", "rows") < 0)) {
                 cli_error("%s: out of memory", verb);
                 return CLI_EXIT_FAIL;
@@ -210,7 +209,7 @@ static int fetch_jobs(struct cli_ctx *ctx, const char *target, json_t **ret_repl
         int r = cli_api_json(ctx, &call, &reply);
         if (r)
                 return r;
-        *ret = (struct job_list) { json_object_get(reply, "jobs"), NULL, 0 };
+        *ret = (struct job_list){ json_object_get(reply, "jobs"), NULL, 0 };
         if (!ret->items && json_is_array(json_object_get(reply, "rows"))) {
                 ret->items = json_object_get(reply, "rows");
                 ret->fields = json_object_get(reply, "fields");
@@ -236,7 +235,7 @@ struct row_obj {
 };
 
 static int row_obj_init(struct row_obj *s, const struct job_list *l) {
-        *s = (struct row_obj) { .obj = json_object(), .iter = calloc(l->n_fields ? l->n_fields : 1, sizeof(void *)) };
+        *s = (struct row_obj){ .obj = json_object(), .iter = calloc(l->n_fields ? l->n_fields : 1, sizeof(void *)) };
         return s->obj && s->iter ? 0 : -ENOMEM;
 }
 
@@ -368,19 +367,14 @@ static int add_queue_row_as(struct cli_table *t, const json_t *job, time_t now, 
                 snprintf(ngpus, sizeof(ngpus), "%zu", json_array_size(json_object_get(job, "gpus")));
         _cleanup_free_ char *last = where_or_why(job);
         const char *cells[] = {
-                id,
-                cli_jstr(job, "name"),
-                cli_job_user(job, ubuf, sizeof(ubuf)),
-                cli_jstr(job, "state"),
-                prio_cell(job, prio, sizeof(prio)),
-                ngpus,
-                cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
+                id, cli_jstr(job, "name"), cli_job_user(job, ubuf, sizeof(ubuf)), cli_jstr(job, "state"),
+                prio_cell(job, prio, sizeof(prio)), ngpus, cli_job_elapsed(job, now, elapsed, sizeof(elapsed)),
                 cli_format_secs(cli_jnum(job, "time_limit"), limit, sizeof(limit)),
                 cli_format_start_cell(job, now, start, sizeof(start)), /* predicted for pending */
                 /* the estimated end; "overdue" once the run is past it (hung), not a frozen "18s" */
-                isfinite(cli_jnum(job, "eta_overdue")) ? "overdue" : cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)),
-                last,
-                cli_jstr(job, "node"), /* read only when the table has a NODE column */
+                isfinite(cli_jnum(job, "eta_overdue")) ? "overdue"
+                                                       : cli_format_eta(cli_jnum(job, "eta"), now, eta, sizeof(eta)),
+                last, cli_jstr(job, "node"), /* read only when the table has a NODE column */
         };
         return cli_table_add(t, cells);
 }
@@ -428,7 +422,7 @@ static size_t *end_order(const struct job_list *jobs, struct row_obj *scratch) {
         for (size_t i = 0; i < n; i++) {
                 const json_t *job = job_at(jobs, i, scratch);
                 double end = cli_jnum(job, "end_time");
-                keys[i] = (struct end_key) { isfinite(end) ? end : 0, 0, i };
+                keys[i] = (struct end_key){ isfinite(end) ? end : 0, 0, i };
                 (void) cli_jint(job, "id", &keys[i].id);
         }
         qsort(keys, n, sizeof *keys, by_end);
@@ -458,10 +452,9 @@ static bool any_node(const struct job_list *l) {
 }
 
 static int print_jobs(const struct job_list *jobs, bool is_queue, bool expand) {
-        static const char *const queue_cols[] = { "ID", "NAME", "USER", "STATE", "PRIO", "GPUS", "TIME", "LIMIT",
-                                                  "START", "ETA", "GPU(REASON)", "NODE" };
-        static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END",
-                                                    "ELAPSED" };
+        static const char *const queue_cols[] = { "ID",   "NAME",  "USER",  "STATE", "PRIO",        "GPUS",
+                                                  "TIME", "LIMIT", "START", "ETA",   "GPU(REASON)", "NODE" };
+        static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END", "ELAPSED" };
         /* NODE only on a cluster (a job Slurm runs somewhere): one host's queue has no use for it. */
         bool nodes = is_queue && any_node(jobs);
         struct row_obj scratch;

@@ -63,17 +63,16 @@ struct log_state {
         long long offset;
         long long attempt; /* the attempt read: --attempt, else the one the first reply names */
         long long current; /* the job's current attempt, from X-Job-Attempt; 0: not said */
-        char *job_state;   /* from X-Job-State; malloc'ed */
-        char *told_wait;   /* the waiting reason last told on stderr; malloc'ed */
-        unsigned polls;    /* empty polls while waiting, to pace the looks at why */
+        char *job_state; /* from X-Job-State; malloc'ed */
+        char *told_wait; /* the waiting reason last told on stderr; malloc'ed */
+        unsigned polls; /* empty polls while waiting, to pace the looks at why */
 };
 
 /* One GET of the log from st->offset.  *ret is the response (body = the bytes). */
 static int fetch_chunk(struct cli_ctx *ctx, struct log_state *st, struct cli_http_response *ret) {
         char target[160], ref[32];
         int k = snprintf(target, sizeof(target), "/api/v1/jobs/%s/log?offset=%lld&limit=%d",
-                         cli_job_ref(st->id, ref, sizeof ref), st->offset,
-                         LOG_CHUNK);
+                         cli_job_ref(st->id, ref, sizeof ref), st->offset, LOG_CHUNK);
         if (st->attempt > 0 && k > 0 && (size_t) k < sizeof(target))
                 snprintf(target + k, sizeof(target) - (size_t) k, "&attempt=%lld", st->attempt);
         static const struct cli_field_alias aliases[] = { { "attempt", "--attempt" }, { NULL, NULL } };
@@ -113,7 +112,7 @@ static const char *attempt_log(const json_t *job, long long k) {
                 return cli_jstr(job, "log_path");
         size_t i;
         const json_t *a;
-        json_array_foreach(json_object_get(job, "attempts"), i, a)
+        json_array_foreach (json_object_get(job, "attempts"), i, a)
                 if (cli_jint(a, "attempt", &v) && v == k)
                         return cli_jstr(a, "log_path");
         return NULL;
@@ -154,8 +153,10 @@ static void note_waiting_retry(const struct log_state *st, bool printed) {
         enum gw_job_state s = st->job_state ? gw_job_state_from_name(st->job_state) : _GW_JOB_STATE_INVALID;
         if (printed || st->current < 2 || st->attempt != st->current || (s != GW_JOB_PENDING && s != GW_JOB_HELD))
                 return;
-        fprintf(stderr, "gpuward: job %lld waits to start attempt %lld; 'gpuward logs --attempt %lld %lld' prints "
-                "the one before\n", st->id, st->current, st->current - 1, st->id);
+        fprintf(stderr,
+                "gpuward: job %lld waits to start attempt %lld; 'gpuward logs --attempt %lld %lld' prints "
+                "the one before\n",
+                st->id, st->current, st->current - 1, st->id);
 }
 
 /* "==> attempt N <==" on a line of its own, as tail(1) heads each file. */
@@ -175,7 +176,7 @@ static long long free_gpus(struct cli_ctx *ctx) {
         long long n = 0, v;
         size_t i;
         const json_t *g;
-        json_array_foreach(json_object_get(reply, "gpus"), i, g) {
+        json_array_foreach (json_object_get(reply, "gpus"), i, g) {
                 const json_t *info = json_object_get(g, "job_info");
                 bool busy = cli_jint(info, "id", &v) || cli_jint(g, "job", &v);
                 const char *health = cli_jstr(g, "health");
@@ -336,10 +337,10 @@ static int json_log(struct cli_ctx *ctx, struct log_state *st) {
         if (!r && !text)
                 r = CLI_EXIT_FAIL;
         if (!r) {
-                json_t *o = json_pack("{s:I, s:o?, s:s?, s:I, s:s%}", "id", (json_int_t) st->id, "attempt",
-                                      st->attempt > 0 ? json_integer(st->attempt) : NULL, "state", st->job_state,
-                                      "offset", (json_int_t) st->offset, "log", text ? text : "",
-                                      text ? len : (size_t) 0);
+                json_t *o =
+                        json_pack("{s:I, s:o?, s:s?, s:I, s:s%}", "id", (json_int_t) st->id, "attempt",
+                                  st->attempt > 0 ? json_integer(st->attempt) : NULL, "state", st->job_state, "offset",
+                                  (json_int_t) st->offset, "log", text ? text : "", text ? len : (size_t) 0);
                 r = o && cli_print_json(o) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
                 json_decref(o);
         }
@@ -400,7 +401,11 @@ int cli_verb_logs(struct cli_ctx *ctx, int argc, char **argv) {
         };
         struct logs_opts opt = { 0 };
         const struct cli_options spec = {
-                .verb = "logs", .help = logs_help, .extra = extra, .shortopts = "f", .on_option = on_logs_option,
+                .verb = "logs",
+                .help = logs_help,
+                .extra = extra,
+                .shortopts = "f",
+                .on_option = on_logs_option,
                 .userdata = &opt,
         };
         bool json;

@@ -12,26 +12,26 @@
 #include "cli/verbs.h"
 #include "core/model.h"
 
-static const char models_help[] =
-        "Usage: gpuward models [--json] [NAME]\n"
-        "\n"
-        "The models published from completed jobs (gpuward submit --publish NAME) into the\n"
-        "admin's model store: without NAME each model with its number of versions and its\n"
-        "latest; with NAME every version: its number, the job and user it came from, the\n"
-        "metric it is listed by (--publish-if-better's, else the run's mAP50-95) at its\n"
-        "best epoch, and when it was published.  A version's files (best.pt, results.csv,\n"
-        "args.yaml, manifest.json) are downloaded from the API:\n"
-        "GET /api/v1/models/NAME/vN/FILE (docs/API.md).\n"
-        "\n"
-        "Options:\n" CLI_HELP_JSON "  -h, --help   this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward models\n"
-        "  gpuward models yolo-det\n";
+static const char models_help[] = "Usage: gpuward models [--json] [NAME]\n"
+                                  "\n"
+                                  "The models published from completed jobs (gpuward submit --publish NAME) into the\n"
+                                  "admin's model store: without NAME each model with its number of versions and its\n"
+                                  "latest; with NAME every version: its number, the job and user it came from, the\n"
+                                  "metric it is listed by (--publish-if-better's, else the run's mAP50-95) at its\n"
+                                  "best epoch, and when it was published.  A version's files (best.pt, results.csv,\n"
+                                  "args.yaml, manifest.json) are downloaded from the API:\n"
+                                  "GET /api/v1/models/NAME/vN/FILE (docs/API.md).\n"
+                                  "\n"
+                                  "Options:\n" CLI_HELP_JSON "  -h, --help   this help\n"
+                                  "\n"
+                                  "Examples:\n"
+                                  "  gpuward models\n"
+                                  "  gpuward models yolo-det\n";
 
 static const char *const version_cols[] = { "VERSION", "JOB", "USER", "METRIC", "VALUE", "EPOCH", "PUBLISHED" };
-static const char *const model_cols[] = { "MODEL", "VERSIONS", "LATEST", "JOB", "USER", "METRIC", "VALUE",
-                                          "PUBLISHED" };
+static const char *const model_cols[] = {
+        "MODEL", "VERSIONS", "LATEST", "JOB", "USER", "METRIC", "VALUE", "PUBLISHED"
+};
 
 /* The cells a version's summary gives from its number on: version, job, user, metric, value,
  * (epoch,) time; written into bufs. */

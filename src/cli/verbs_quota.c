@@ -12,36 +12,32 @@
 #include "cli/verbs.h"
 #include "core/quota.h"
 
-static const char quota_help[] =
-        "Usage: gpuward quota [--user NAME] [--json]\n"
-        "\n"
-        "Show your limits on this server and what you use of them.  Each limit comes from\n"
-        "a setting for you (FROM user), for one of your Unix groups (group: the most\n"
-        "generous of them), the default, your role (role: the daemon's user_max_priority\n"
-        "and max_pending_jobs for users; admins may use any priority), the built-in\n"
-        "default (built-in: 30d for booking_horizon_hours), or nowhere (unlimited):\n"
-        "  max_gpus               GPUs your jobs may hold at once (more wait: Quota)\n"
-        "  max_pending_jobs       jobs you may have waiting, an array's tasks\n"
-        "                         one each (more are refused)\n"
-        "  max_time_limit         the longest --time a job may ask for\n"
-        "  max_gpu_hours_7d       GPU-hours in the last 7 days (beyond: jobs wait, Quota)\n"
-        "  max_booking_hours      the longest booking approved without an admin\n"
-        "                         (booking_max_duration, 1d unless set, too)\n"
-        "  max_booking_gpus       the most GPUs booked at once without an admin\n"
-        "  booking_horizon_hours  how far ahead a booking may start\n"
-        "                         (30d unless set)\n"
-        "  max_priority           the highest --priority you may give a job\n"
-        "                         (higher is refused; a profile may grant more)\n"
-        "\n"
-        "Options:\n"
-        "  --user NAME  someone else's limits and usage\n"
-        CLI_HELP_JSON
-        CLI_HELP_HELP
-        "\n"
-        "Examples:\n"
-        "  gpuward quota\n"
-        "  gpuward quota --user alice\n"
-        "  gpuward quota --json | jq .usage.gpu_hours_7d\n";
+static const char quota_help[] = "Usage: gpuward quota [--user NAME] [--json]\n"
+                                 "\n"
+                                 "Show your limits on this server and what you use of them.  Each limit comes from\n"
+                                 "a setting for you (FROM user), for one of your Unix groups (group: the most\n"
+                                 "generous of them), the default, your role (role: the daemon's user_max_priority\n"
+                                 "and max_pending_jobs for users; admins may use any priority), the built-in\n"
+                                 "default (built-in: 30d for booking_horizon_hours), or nowhere (unlimited):\n"
+                                 "  max_gpus               GPUs your jobs may hold at once (more wait: Quota)\n"
+                                 "  max_pending_jobs       jobs you may have waiting, an array's tasks\n"
+                                 "                         one each (more are refused)\n"
+                                 "  max_time_limit         the longest --time a job may ask for\n"
+                                 "  max_gpu_hours_7d       GPU-hours in the last 7 days (beyond: jobs wait, Quota)\n"
+                                 "  max_booking_hours      the longest booking approved without an admin\n"
+                                 "                         (booking_max_duration, 1d unless set, too)\n"
+                                 "  max_booking_gpus       the most GPUs booked at once without an admin\n"
+                                 "  booking_horizon_hours  how far ahead a booking may start\n"
+                                 "                         (30d unless set)\n"
+                                 "  max_priority           the highest --priority you may give a job\n"
+                                 "                         (higher is refused; a profile may grant more)\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  --user NAME  someone else's limits and usage\n" CLI_HELP_JSON CLI_HELP_HELP "\n"
+                                 "Examples:\n"
+                                 "  gpuward quota\n"
+                                 "  gpuward quota --user alice\n"
+                                 "  gpuward quota --json | jq .usage.gpu_hours_7d\n";
 
 static const char quota_set_help[] =
         "Usage: gpuward admin quota set [--json] USER|@GROUP|default KEY=VALUE...\n"
@@ -57,10 +53,7 @@ static const char quota_set_help[] =
         "Any key also takes 'unlimited', or 'unset' to fall back to the groups and the\n"
         "default.\n"
         "\n"
-        "Options:\n"
-        CLI_HELP_JSON
-        CLI_HELP_HELP
-        "\n"
+        "Options:\n" CLI_HELP_JSON CLI_HELP_HELP "\n"
         "Examples:\n"
         "  gpuward admin quota set alice max_gpus=4 max_time_limit=2d\n"
         "  gpuward admin quota set @students max_gpus=2 max_booking_hours=4\n"
@@ -80,7 +73,7 @@ static int add_limit_rows(struct cli_table *t, const json_t *limits) {
         }
         const char *key;
         const json_t *l;
-        json_object_foreach((json_t *) limits, key, l) {
+        json_object_foreach ((json_t *) limits, key, l) {
                 const char *cells[] = { key, cli_jstr(l, "value"), cli_jstr(l, "from") };
                 if (gw_quota_key_from_name(key) < 0 && cli_table_add(t, cells) < 0)
                         return -ENOMEM;
@@ -129,8 +122,12 @@ static int take_user(const char *arg, char **ret) {
 
 int cli_verb_quota(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_get_verb v = {
-                .verb = "quota", .help = quota_help, .target = "/api/v1/quota", .print = print_quota,
-                .option = "user", .take = take_user,
+                .verb = "quota",
+                .help = quota_help,
+                .target = "/api/v1/quota",
+                .print = print_quota,
+                .option = "user",
+                .take = take_user,
         };
         return cli_run_get_verb(ctx, &v, argc, argv);
 }
@@ -208,7 +205,6 @@ int cli_admin_quota(struct cli_ctx *ctx, int argc, char **argv) {
                 return cli_usage("admin quota set", "which command? gpuward admin quota set USER KEY=VALUE... "
                                                     "('gpuward quota --user USER' shows a user's quota)");
         if (strcmp(argv[1], "set") != 0)
-                return cli_usage("admin quota set", "unknown quota command '%s' (set; 'gpuward quota' shows)",
-                                 argv[1]);
+                return cli_usage("admin quota set", "unknown quota command '%s' (set; 'gpuward quota' shows)", argv[1]);
         return run_quota_set(ctx, argc - 1, argv + 1);
 }

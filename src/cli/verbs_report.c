@@ -14,22 +14,21 @@
 
 #define REPORT_DAYS_MAX 90 /* as gpuwardd allows */
 
-static const char report_help[] =
-        "Usage: gpuward report [--days N] [--json]\n"
-        "\n"
-        "Who used the GPUs over the last N days, and how well: per user, the jobs that ran\n"
-        "in that time, their GPU-hours inside it, the GPU-hour weighted mean utilisation of\n"
-        "their GPUs (low: GPUs held but little used), how the jobs ended, and the GPU-hours\n"
-        "of jobs that were reclaimed for idling.  Most GPU-hours first.\n"
-        "\n"
-        "Options:\n"
-        "  --days N     the window, 1 to 90 (default 7)\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward report\n"
-        "  gpuward report --days 30 --json\n";
+static const char report_help[] = "Usage: gpuward report [--days N] [--json]\n"
+                                  "\n"
+                                  "Who used the GPUs over the last N days, and how well: per user, the jobs that ran\n"
+                                  "in that time, their GPU-hours inside it, the GPU-hour weighted mean utilisation of\n"
+                                  "their GPUs (low: GPUs held but little used), how the jobs ended, and the GPU-hours\n"
+                                  "of jobs that were reclaimed for idling.  Most GPU-hours first.\n"
+                                  "\n"
+                                  "Options:\n"
+                                  "  --days N     the window, 1 to 90 (default 7)\n"
+                                  "  --json       print the API's JSON\n"
+                                  "  -h, --help   this help\n"
+                                  "\n"
+                                  "Examples:\n"
+                                  "  gpuward report\n"
+                                  "  gpuward report --days 30 --json\n";
 
 static long long state_count(const json_t *u, const char *state) {
         long long n = 0;
@@ -81,8 +80,13 @@ static int take_days(const char *arg, char **ret) {
 
 int cli_verb_report(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_get_verb v = {
-                .verb = "report", .help = report_help, .target = "/api/v1/usage", .print = print_report,
-                .option = "days", .take = take_days, .value_default = "7",
+                .verb = "report",
+                .help = report_help,
+                .target = "/api/v1/usage",
+                .print = print_report,
+                .option = "days",
+                .take = take_days,
+                .value_default = "7",
         };
         return cli_run_get_verb(ctx, &v, argc, argv);
 }

@@ -93,11 +93,16 @@ static int apply(struct submit_opts *o, int c, const char *arg) {
 
 static int parse(struct cli_ctx *ctx, int argc, char **argv, struct submit_opts *o) {
         static const struct option opts[] = {
-                { "gpus", required_argument, NULL, 'g' },         { "time", required_argument, NULL, 't' },
-                { "gpu-mem", required_argument, NULL, OPT_GPU_MEM }, { "name", required_argument, NULL, 'n' },
-                { "idle-policy", required_argument, NULL, OPT_IDLE }, { "priority", required_argument, NULL, OPT_PRIORITY },
-                { "reservation", required_argument, NULL, OPT_RESERVATION }, { "help", no_argument, NULL, 'h' },
-                CLI_SOCKET_OPTION,                                { 0 },
+                { "gpus", required_argument, NULL, 'g' },
+                { "time", required_argument, NULL, 't' },
+                { "gpu-mem", required_argument, NULL, OPT_GPU_MEM },
+                { "name", required_argument, NULL, 'n' },
+                { "idle-policy", required_argument, NULL, OPT_IDLE },
+                { "priority", required_argument, NULL, OPT_PRIORITY },
+                { "reservation", required_argument, NULL, OPT_RESERVATION },
+                { "help", no_argument, NULL, 'h' },
+                CLI_SOCKET_OPTION,
+                { 0 },
         };
         optind = 1;
         opterr = 0;
@@ -132,7 +137,8 @@ static long long submit(struct cli_ctx *ctx, const struct submit_opts *o, char *
                 return -1;
         long long id = -1;
         if (json_object_set_new(body, "interactive", json_true()) == 0) {
-                static const struct cli_field_alias aliases[] = { { "ngpus", "--gpus" }, { "time_limit", "--time" },
+                static const struct cli_field_alias aliases[] = { { "ngpus", "--gpus" },
+                                                                  { "time_limit", "--time" },
                                                                   { NULL, NULL } };
                 struct cli_call call = { .method = "POST", .target = "/api/v1/jobs", .body = body, .aliases = aliases };
                 if (cli_api_json(ctx, &call, &reply) == CLI_EXIT_OK && !cli_jint(reply, "id", &id))

@@ -15,29 +15,28 @@
 #include "cli/verbs.h"
 #include "core/job.h"
 
-static const char show_help[] =
-        "Usage: gpuward show [--json] JOB\n"
-        "\n"
-        "Everything gpuwardd knows about one job: state and why (for a waiting job every\n"
-        "reason it waits for, one line each, under Waits for:), GPUs, limits, times, exit\n"
-        "status, command, directory, log file, GPU telemetry once sampled (mean and 95th\n"
-        "percentile utilisation and peak memory per GPU, GPU-hours so far), the attempts\n"
-        "of a job that was retried (GPUs, times, failure class and the log line that\n"
-        "shows it, the checkpoint each resumed from and the epoch read from it), and\n"
-        "the list of events (every state change with its reason).\n"
-        "A job array (submit --array): its spec, its tasks counted by state, the waiting\n"
-        "ones, and for a training sweep the task with the best mAP50-95; 17_3 shows task 3\n"
-        "as the job it is.\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward show 17\n"
-        "  gpuward show --json 17 | jq .state\n"
-        "  gpuward show --json 17 | jq .telemetry.gpu_hours\n"
-        "  gpuward show --json 17 | jq '.attempts[] | {attempt, class, evidence}'\n";
+static const char show_help[] = "Usage: gpuward show [--json] JOB\n"
+                                "\n"
+                                "Everything gpuwardd knows about one job: state and why (for a waiting job every\n"
+                                "reason it waits for, one line each, under Waits for:), GPUs, limits, times, exit\n"
+                                "status, command, directory, log file, GPU telemetry once sampled (mean and 95th\n"
+                                "percentile utilisation and peak memory per GPU, GPU-hours so far), the attempts\n"
+                                "of a job that was retried (GPUs, times, failure class and the log line that\n"
+                                "shows it, the checkpoint each resumed from and the epoch read from it), and\n"
+                                "the list of events (every state change with its reason).\n"
+                                "A job array (submit --array): its spec, its tasks counted by state, the waiting\n"
+                                "ones, and for a training sweep the task with the best mAP50-95; 17_3 shows task 3\n"
+                                "as the job it is.\n"
+                                "\n"
+                                "Options:\n"
+                                "  --json       print the API's JSON\n"
+                                "  -h, --help   this help\n"
+                                "\n"
+                                "Examples:\n"
+                                "  gpuward show 17\n"
+                                "  gpuward show --json 17 | jq .state\n"
+                                "  gpuward show --json 17 | jq .telemetry.gpu_hours\n"
+                                "  gpuward show --json 17 | jq '.attempts[] | {attempt, class, evidence}'\n";
 
 enum { OPT_JSON = 0x100 };
 
@@ -70,7 +69,7 @@ static void show_state(const json_t *job) {
 static void show_reasons(const json_t *job) {
         size_t i;
         const json_t *r;
-        json_array_foreach(json_object_get(job, "reasons"), i, r) {
+        json_array_foreach (json_object_get(job, "reasons"), i, r) {
                 const char *code = cli_jstr(r, "code"), *text = cli_jstr(r, "text");
                 _cleanup_free_ char *line = NULL;
                 if (asprintf(&line, "%s%s%s", code ? code : "-", text && *text ? ": " : "", text ? text : "") < 0)
@@ -188,9 +187,7 @@ static const char *attempt_outcome(const char *cls) {
 
 /* Attempt lines are composed in a memstream, then printed neutralised: evidence is text
  * from a log. */
-static bool line_begin(struct cli_text *l) {
-        return cli_text_open(l) == 0;
-}
+static bool line_begin(struct cli_text *l) { return cli_text_open(l) == 0; }
 
 static void line_end(struct cli_text *l) {
         _cleanup_free_ char *text = cli_text_take(l, true);
@@ -220,7 +217,7 @@ static const char *resume_seen(const json_t *job, double start, double end) {
         const json_t *events = json_object_get(job, "events"), *ev;
         size_t i;
         const char *kind = NULL;
-        json_array_foreach(events, i, ev) {
+        json_array_foreach (events, i, ev) {
                 const char *k = cli_jstr(ev, "kind");
                 double t = cli_jnum(ev, "time");
                 if (k && (!strcmp(k, "resumed") || !strcmp(k, "started_over")) && isfinite(t) && t >= start &&
@@ -334,7 +331,7 @@ static void show_attempts(const json_t *job, time_t now) {
         printf("\nAttempts:\n");
         size_t i;
         const json_t *a;
-        json_array_foreach(list, i, a) {
+        json_array_foreach (list, i, a) {
                 long long k = 0;
                 (void) cli_jint(a, "attempt", &k);
                 /* The job's own state tells best how its last attempt ended. */
@@ -357,7 +354,7 @@ static void show_events(const json_t *job, time_t now) {
                 return;
         size_t i;
         const json_t *ev;
-        json_array_foreach(events, i, ev) {
+        json_array_foreach (events, i, ev) {
                 char tbuf[48];
                 const char *cells[] = {
                         cli_format_time(cli_jnum(ev, "time"), now, tbuf, sizeof(tbuf)),
@@ -391,7 +388,7 @@ static void show_telemetry(const json_t *job) {
         printf("\nTelemetry:\n");
         size_t i;
         const json_t *g;
-        json_array_foreach(json_object_get(tel, "gpus"), i, g) {
+        json_array_foreach (json_object_get(tel, "gpus"), i, g) {
                 char idx[32], mean[32], p95[32], peak[32];
                 long long v;
                 if (cli_jint(g, "index", &v))
@@ -427,8 +424,8 @@ static void show_array(const json_t *job) {
         field("Array:", spec);
         char line[512];
         int k = snprintf(line, sizeof line, "%lld", cli_jint(tasks, "total", &v) ? v : 0);
-        static const char *const states[] = { "PENDING", "HELD", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
-                                              "TIMEOUT", "RECLAIMED" };
+        static const char *const states[] = { "PENDING", "HELD",      "RUNNING", "COMPLETED",
+                                              "FAILED",  "CANCELLED", "TIMEOUT", "RECLAIMED" };
         const char *sep = ": ";
         for (size_t i = 0; i < ELEMENTSOF(states) && k > 0 && (size_t) k < sizeof line; i++)
                 if (cli_jint(tasks, states[i], &v) && v > 0) {
@@ -454,8 +451,8 @@ static void show_array(const json_t *job) {
 static const json_t *find_slice(const json_t *reply, const char *uuid, long long *ret_gpu) {
         const json_t *g, *m;
         size_t i, k;
-        json_array_foreach(json_object_get(reply, "gpus"), i, g)
-                json_array_foreach(json_object_get(g, "mig"), k, m) {
+        json_array_foreach (json_object_get(reply, "gpus"), i, g)
+                json_array_foreach (json_object_get(g, "mig"), k, m) {
                         const char *u = cli_jstr(m, "uuid");
                         if (u && !strcmp(u, uuid))
                                 return cli_jint(g, "index", ret_gpu) ? m : NULL;
@@ -484,15 +481,16 @@ static void show_slices(const struct cli_ctx *ctx, const json_t *job) {
                 reply = NULL;
         size_t i;
         const json_t *u;
-        json_array_foreach(slices, i, u) {
+        json_array_foreach (slices, i, u) {
                 const char *uuid = json_string_value(u);
                 const json_t *m = uuid && reply ? find_slice(reply, uuid, &gpu) : NULL;
                 _cleanup_free_ char *line = NULL;
                 char used[32], total[32];
                 double share = m ? cli_jnum(m, "share") : NAN;
-                if (m && cli_jint(m, "job", &n) && n == id && cli_jint(m, "slices", &count) && isfinite(share) && share > 0) {
-                        if (asprintf(&line, "%s  %s on GPU %lld (%lld/%lld of it), %s / %s", uuid, cli_jstr(m, "profile"),
-                                     gpu, count, llround((double) count / share),
+                if (m && cli_jint(m, "job", &n) && n == id && cli_jint(m, "slices", &count) && isfinite(share) &&
+                    share > 0) {
+                        if (asprintf(&line, "%s  %s on GPU %lld (%lld/%lld of it), %s / %s", uuid,
+                                     cli_jstr(m, "profile"), gpu, count, llround((double) count / share),
                                      cli_format_bytes(cli_jnum(m, "mem_used"), used, sizeof used),
                                      cli_format_bytes(cli_jnum(m, "mem_total"), total, sizeof total)) < 0)
                                 line = NULL;

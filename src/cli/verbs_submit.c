@@ -263,11 +263,10 @@ static const struct option submit_options[] = {
 /* What the daemon calls a field, and the option the user typed for it; the text options
  * add theirs (see submit_aliases). */
 static const struct cli_field_alias other_aliases[] = {
-        { "ngpus", "--gpus" },       { "gpu_mem", "--gpu-mem" }, { "time_limit", "--time" },
-        { "priority", "--priority" }, { "env_extra", "--env" },   { "hold", "--hold" },
-        { "retries", "--retries" },   { "yolo", "--yolo" },       { "reservation", "--reservation" },
-        { "warn_signal", "--signal" }, { "warn_before", "--signal" },
-        { "preemptible", "--preemptible" },
+        { "ngpus", "--gpus" },         { "gpu_mem", "--gpu-mem" },    { "time_limit", "--time" },
+        { "priority", "--priority" },  { "env_extra", "--env" },      { "hold", "--hold" },
+        { "retries", "--retries" },    { "yolo", "--yolo" },          { "reservation", "--reservation" },
+        { "warn_signal", "--signal" }, { "warn_before", "--signal" }, { "preemptible", "--preemptible" },
 };
 
 /* other_aliases and the text options' fields, NULL-terminated. */
@@ -277,8 +276,8 @@ static const struct cli_field_alias *submit_aliases(void) {
         for (size_t i = 0; i < ELEMENTSOF(other_aliases); i++)
                 all[n++] = other_aliases[i];
         for (size_t i = 0; i < _T_MAX; i++)
-                all[n++] = (struct cli_field_alias) { submit_text_options[i].key, submit_text_options[i].opt };
-        all[n] = (struct cli_field_alias) { NULL, NULL };
+                all[n++] = (struct cli_field_alias){ submit_text_options[i].key, submit_text_options[i].opt };
+        all[n] = (struct cli_field_alias){ NULL, NULL };
         return all;
 }
 
@@ -373,8 +372,10 @@ static int check_health_url(const char *arg, char *why, size_t n) {
                 snprintf(why, n, "'%s' has no port number (1-65535) after the host", arg);
                 return -EINVAL;
         }
-        snprintf(why, n, "'%s': only http://127.0.0.1:PORT/..., http://localhost:PORT/... or "
-                 "http://[::1]:PORT/... may be probed", arg);
+        snprintf(why, n,
+                 "'%s': only http://127.0.0.1:PORT/..., http://localhost:PORT/... or "
+                 "http://[::1]:PORT/... may be probed",
+                 arg);
         return -EINVAL;
 }
 
@@ -415,7 +416,8 @@ static int parse_signal_option(struct submit_opts *o, const char *arg, const cha
                                  arg);
         o->warn_before = 0;
         if (at && gw_parse_duration(at + 1, &o->warn_before) < 0)
-                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration: " GW_DURATION_FORMS, arg);
+                return bad_value(where, "--signal", "has a TIME after '@' that is not a duration: " GW_DURATION_FORMS,
+                                 arg);
         return 0;
 }
 
@@ -478,9 +480,9 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                 return 0;
         case OPT_RESERVATION:
                 if (gw_parse_int(arg, 1, LLONG_MAX, &o->reservation) < 0)
-                        return bad_value(where, "--reservation",
-                                         "is not a booking id (a positive number, as 'gpuward reservations' lists them)",
-                                         arg);
+                        return bad_value(
+                                where, "--reservation",
+                                "is not a booking id (a positive number, as 'gpuward reservations' lists them)", arg);
                 return 0;
         case OPT_SIGNAL:
                 return parse_signal_option(o, arg, where);
@@ -490,7 +492,7 @@ static int apply_value_option(struct submit_opts *o, int c, const char *arg, con
                 return push_env(o, arg) < 0 ? CLI_EXIT_FAIL : 0;
         }
         if (c >= OPT_TEXT && c < OPT_TEXT + _T_MAX)
-                return apply_text_option(o, (enum text_slot) (c - OPT_TEXT), arg, where);
+                return apply_text_option(o, (enum text_slot)(c - OPT_TEXT), arg, where);
         return -ENOENT;
 }
 
@@ -571,8 +573,8 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
 
 /* Parses options from argv[1..] into o, stopping at the first word that is not one.
  * *ret_pos: index of that word; *ret_dashdash: whether "--" ended the options. */
-static int parse_args(int argc, char **argv, const char *where, struct submit_opts *o,
-                      int *ret_pos, bool *ret_dashdash) {
+static int parse_args(int argc, char **argv, const char *where, struct submit_opts *o, int *ret_pos,
+                      bool *ret_dashdash) {
         const char *last_arg = NULL;
         int c;
         optind = 0;
@@ -658,7 +660,8 @@ static int read_words(const char *script, const char *text, const char *prefix, 
                 return CLI_EXIT_USAGE;
         }
         if (r < 0) {
-                cli_error("%s: cannot read %s lines: %s", script, prefix, r == -E2BIG ? "too many words" : strerror(-r));
+                cli_error("%s: cannot read %s lines: %s", script, prefix,
+                          r == -E2BIG ? "too many words" : strerror(-r));
                 return r == -E2BIG ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
         }
         return 0;
@@ -698,8 +701,10 @@ static int check_line_endings(const char *script, const char *text) {
         if (!strstr(text, "\r\n"))
                 return 0;
         _cleanup_free_ char *safe = cli_sanitize(script);
-        return cli_usage("submit", "'%s' has Windows (CRLF) line endings, which the shell reads as part of each "
-                         "command; convert it first: dos2unix %s", safe ? safe : "?", safe ? safe : "?");
+        return cli_usage("submit",
+                         "'%s' has Windows (CRLF) line endings, which the shell reads as part of each "
+                         "command; convert it first: dos2unix %s",
+                         safe ? safe : "?", safe ? safe : "?");
 }
 
 /* The job's directory: --cwd made absolute, or ours.  Checked here so that a typo is a
@@ -779,8 +784,8 @@ static int script_command(const char *script, char *text, char **args, size_t na
                 cmd[n++] = interp;
                 if (arg)
                         cmd[n++] = arg;
-                fprintf(stderr, "gpuward: %s is not executable: it runs as %s%s%s %s\n", script, interp,
-                        arg ? " " : "", arg ? arg : "", script);
+                fprintf(stderr, "gpuward: %s is not executable: it runs as %s%s%s %s\n", script, interp, arg ? " " : "",
+                        arg ? arg : "", script);
         }
         cmd[n++] = abs;
         for (size_t i = 0; i < nargs; i++)
@@ -828,8 +833,10 @@ static int classify_target(const char *word, bool dashdash, bool *ret_script) {
         if (strchr(word, '/'))
                 return cli_usage("submit", "'%s': no such script", word);
         if (!in_path(word))
-                return cli_usage("submit", "'%s': no such script here, and no command of that name in PATH "
-                                 "(one that an earlier job makes: --after JOB -- COMMAND)", word);
+                return cli_usage("submit",
+                                 "'%s': no such script here, and no command of that name in PATH "
+                                 "(one that an earlier job makes: --after JOB -- COMMAND)",
+                                 word);
         return 0;
 }
 
@@ -841,9 +848,8 @@ static const char *interpreter_script(char *const *cmd, size_t n) {
         base = base ? base + 1 : cmd[0];
         bool found = false;
         for (size_t i = 0; i < ELEMENTSOF(known) && !found; i++)
-                found = !strcmp(base, known[i]) ||
-                        (!strncmp(known[i], "python3", 7) && !strncmp(base, "python3.", 8) &&
-                         base[8 + strspn(base + 8, "0123456789")] == '\0' && base[8]);
+                found = !strcmp(base, known[i]) || (!strncmp(known[i], "python3", 7) && !strncmp(base, "python3.", 8) &&
+                                                    base[8 + strspn(base + 8, "0123456789")] == '\0' && base[8]);
         if (!found)
                 return NULL;
         for (size_t i = 1; i < n; i++) {
@@ -941,7 +947,10 @@ static int post_job(struct cli_ctx *ctx, const struct submit_opts *o, const char
         if (r)
                 return r;
         struct cli_call call = {
-                .method = "POST", .target = "/api/v1/jobs", .body = body, .aliases = submit_aliases(),
+                .method = "POST",
+                .target = "/api/v1/jobs",
+                .body = body,
+                .aliases = submit_aliases(),
         };
         json_t *reply = NULL;
         r = cli_api_json(ctx, &call, &reply);
@@ -986,16 +995,18 @@ int cli_verb_submit(struct cli_ctx *ctx, int argc, char **argv) {
                 goto out;
         }
         /* Directives first, then the command line again, so that its flags win. */
-        if (script && ((r = check_line_endings(argv[pos], text)) || (r = apply_directives(argv[pos], text, &o, &words))))
+        if (script &&
+            ((r = check_line_endings(argv[pos], text)) || (r = apply_directives(argv[pos], text, &o, &words))))
                 goto out;
         r = parse_args(argc, argv, NULL, &o, &pos, &dashdash);
         if (r || (o.socket && (r = cli_take_socket(ctx, "submit", o.socket))))
                 goto out;
         if (o.follow && (!o.wait || o.text[T_ARRAY] || o.json || ctx->json)) {
-                r = cli_usage("submit", "--follow %s", !o.wait ? "goes with --wait (submit --wait --follow)"
-                                                       : o.text[T_ARRAY] ? "is for one job, not an array: follow a task "
-                                                                           "with 'gpuward logs -f 17_3'"
-                                                                         : "and --json exclude each other");
+                r = cli_usage("submit", "--follow %s",
+                              !o.wait           ? "goes with --wait (submit --wait --follow)"
+                              : o.text[T_ARRAY] ? "is for one job, not an array: follow a task "
+                                                  "with 'gpuward logs -f 17_3'"
+                                                : "and --json exclude each other");
                 goto out;
         }
 

@@ -21,68 +21,66 @@
 /* As gpuwardd checks it. */
 #define TOKEN_NAME_MAX 64
 
-static const char token_help[] =
-        "Usage: gpuward token COMMAND [OPTIONS] [ARGS]\n"
-        "\n"
-        "Over its Unix socket gpuwardd knows who you are; over TCP (the web page, scripts\n"
-        "on other machines through a tunnel, CI) a request is a guest's, read-only,\n"
-        "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
-        "\n"
-        "Commands:\n"
-        "  create [--name NAME] [--expires DURATION] [--scope ci|models|agent --node NODE]\n"
-        "                         make a token; it is printed once and never again\n"
-        "  list                   your tokens (admins: everyone's), without their secret\n"
-        "  revoke ID...           make tokens useless at once\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON\n"
-        "  -h, --help   this help; 'gpuward token COMMAND --help' explains a command\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward token create --name ci\n"
-        "  TOKEN=$(gpuward token create --name laptop -q)\n"
-        "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
-        "  gpuward token create --scope agent --node gpu1 --expires never -q\n"
-        "  gpuward token list\n"
-        "  gpuward token revoke 3\n";
+static const char token_help[] = "Usage: gpuward token COMMAND [OPTIONS] [ARGS]\n"
+                                 "\n"
+                                 "Over its Unix socket gpuwardd knows who you are; over TCP (the web page, scripts\n"
+                                 "on other machines through a tunnel, CI) a request is a guest's, read-only,\n"
+                                 "unless it carries one of your tokens: 'Authorization: Bearer gw_...'.\n"
+                                 "\n"
+                                 "Commands:\n"
+                                 "  create [--name NAME] [--expires DURATION] [--scope ci|models|agent --node NODE]\n"
+                                 "                         make a token; it is printed once and never again\n"
+                                 "  list                   your tokens (admins: everyone's), without their secret\n"
+                                 "  revoke ID...           make tokens useless at once\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  --json       print the API's JSON\n"
+                                 "  -h, --help   this help; 'gpuward token COMMAND --help' explains a command\n"
+                                 "\n"
+                                 "Examples:\n"
+                                 "  gpuward token create --name ci\n"
+                                 "  TOKEN=$(gpuward token create --name laptop -q)\n"
+                                 "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
+                                 "  gpuward token create --scope agent --node gpu1 --expires never -q\n"
+                                 "  gpuward token list\n"
+                                 "  gpuward token revoke 3\n";
 
-static const char create_help[] =
-        "Usage: gpuward token create [--name NAME] [--expires DURATION] [-q] [--json]\n"
-        "                 [--scope ci|models | --scope agent --node NODE]\n"
-        "\n"
-        "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
-        "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
-        "secret, a file only you can read).  Anyone holding it can act as you until\n"
-        "'gpuward token revoke ID'.  Tokens are made over the Unix socket only.\n"
-        "\n"
-        "Options:\n"
-        "  --name NAME  what it is for, shown by 'gpuward token list' (at most 64 bytes)\n"
-        "  --expires DURATION\n"
-        "               how long it works: 30d, 12h, 90m, up to 3650d, or never\n"
-        "               (default never); then requests carrying it get 401\n"
-        "  --scope ci   a CI runner's token: it may submit jobs and read its own jobs\n"
-        "               (state, log, results), and gets 403 anywhere else, even when\n"
-        "               you are an admin; for GPUWARD_TOKEN in a CI system's secrets;\n"
-        "               it may read the published models too (gpuward models)\n"
-        "  --scope models\n"
-        "               a reader of published models: it may list them and download\n"
-        "               their files (GET /api/v1/models...), and gets 403 anywhere else\n"
-        "  --scope agent\n"
-        "               a node agent's token (gpuwardd --agent, admins only): it may\n"
-        "               only post node snapshots to a cluster's controller, and gets\n"
-        "               403 anywhere else; without --scope a token has all your rights\n"
-        "  --node NODE  with --scope agent, required: the node (its Slurm name) whose\n"
-        "               snapshots alone the token may post; make one token per node,\n"
-        "               so that a node's token cannot report the others\n"
-        "  -q, --quiet  print only the token, for TOKEN=$(...)\n"
-        "  --json       print the API's JSON (with the token)\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward token create --name ci --scope ci --expires 90d\n"
-        "  TOKEN=$(gpuward token create --name laptop -q)\n"
-        "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
-        "  gpuward token create --scope agent --node gpu1 --expires never -q\n";
+static const char create_help[] = "Usage: gpuward token create [--name NAME] [--expires DURATION] [-q] [--json]\n"
+                                  "                 [--scope ci|models | --scope agent --node NODE]\n"
+                                  "\n"
+                                  "Make a token that acts as you over gpuwardd's TCP door.  It is printed once:\n"
+                                  "gpuwardd keeps only a hash of it, so copy it now into where it is used (a CI\n"
+                                  "secret, a file only you can read).  Anyone holding it can act as you until\n"
+                                  "'gpuward token revoke ID'.  Tokens are made over the Unix socket only.\n"
+                                  "\n"
+                                  "Options:\n"
+                                  "  --name NAME  what it is for, shown by 'gpuward token list' (at most 64 bytes)\n"
+                                  "  --expires DURATION\n"
+                                  "               how long it works: 30d, 12h, 90m, up to 3650d, or never\n"
+                                  "               (default never); then requests carrying it get 401\n"
+                                  "  --scope ci   a CI runner's token: it may submit jobs and read its own jobs\n"
+                                  "               (state, log, results), and gets 403 anywhere else, even when\n"
+                                  "               you are an admin; for GPUWARD_TOKEN in a CI system's secrets;\n"
+                                  "               it may read the published models too (gpuward models)\n"
+                                  "  --scope models\n"
+                                  "               a reader of published models: it may list them and download\n"
+                                  "               their files (GET /api/v1/models...), and gets 403 anywhere else\n"
+                                  "  --scope agent\n"
+                                  "               a node agent's token (gpuwardd --agent, admins only): it may\n"
+                                  "               only post node snapshots to a cluster's controller, and gets\n"
+                                  "               403 anywhere else; without --scope a token has all your rights\n"
+                                  "  --node NODE  with --scope agent, required: the node (its Slurm name) whose\n"
+                                  "               snapshots alone the token may post; make one token per node,\n"
+                                  "               so that a node's token cannot report the others\n"
+                                  "  -q, --quiet  print only the token, for TOKEN=$(...)\n"
+                                  "  --json       print the API's JSON (with the token)\n"
+                                  "  -h, --help   this help\n"
+                                  "\n"
+                                  "Examples:\n"
+                                  "  gpuward token create --name ci --scope ci --expires 90d\n"
+                                  "  TOKEN=$(gpuward token create --name laptop -q)\n"
+                                  "  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8470/api/v1/jobs\n"
+                                  "  gpuward token create --scope agent --node gpu1 --expires never -q\n";
 
 static const char list_help[] =
         "Usage: gpuward token list [--json]\n"
@@ -93,8 +91,7 @@ static const char list_help[] =
         "owner's rights), node (the node an agent's token may post for; '-' none: an\n"
         "agent's token made before tokens were bound to nodes is refused), when it was\n"
         "made, last used and expires ('expired' once it has).  The tokens themselves are not stored and cannot be shown again.\n"
-        "A token whose user has left (no longer in the password database) is not listed.\n"
-        CLI_HELP_JSON_OPTIONS
+        "A token whose user has left (no longer in the password database) is not listed.\n" CLI_HELP_JSON_OPTIONS
         "Example:\n"
         "  gpuward token list\n";
 
@@ -102,9 +99,7 @@ static const char revoke_help[] =
         "Usage: gpuward token revoke [--json] ID...\n"
         "\n"
         "Revoke tokens (their ids as 'gpuward token list' shows them): requests carrying\n"
-        "them get 401 from then on.  You may revoke your own tokens; admins any.\n"
-        CLI_HELP_JSON_OPTIONS
-        "Example:\n"
+        "them get 401 from then on.  You may revoke your own tokens; admins any.\n" CLI_HELP_JSON_OPTIONS "Example:\n"
         "  gpuward token revoke 3\n";
 
 enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE, OPT_NODE };
@@ -113,8 +108,8 @@ enum { OPT_NAME = 0x100, OPT_EXPIRES, OPT_SCOPE, OPT_NODE };
 struct create_opts {
         const char *name;
         const char *expires; /* as typed, checked */
-        const char *scope;   /* NULL, GW_TOKEN_SCOPE_CI, _MODELS or _AGENT */
-        const char *node;    /* NULL or a node name (checked) */
+        const char *scope; /* NULL, GW_TOKEN_SCOPE_CI, _MODELS or _AGENT */
+        const char *node; /* NULL or a node name (checked) */
         bool quiet;
 };
 
@@ -140,16 +135,19 @@ static int on_create_option(void *userdata, int opt, const char *arg) {
                         return 0;
                 }
                 if (strcmp(arg, GW_TOKEN_SCOPE_AGENT))
-                        return cli_usage(verb, "--scope: '%s' (a CI runner's token), '%s' (a reader of published "
-                                               "models) or '%s' (a node agent's token); without --scope a token has "
-                                               "all your rights",
+                        return cli_usage(verb,
+                                         "--scope: '%s' (a CI runner's token), '%s' (a reader of published "
+                                         "models) or '%s' (a node agent's token); without --scope a token has "
+                                         "all your rights",
                                          GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_MODELS, GW_TOKEN_SCOPE_AGENT);
                 o->scope = GW_TOKEN_SCOPE_AGENT;
                 return 0;
         case OPT_NODE:
                 if (!gw_token_node_name_valid(arg))
-                        return cli_usage(verb, "--node: '%.80s' is not a node's Slurm name (1-64 letters, digits, "
-                                               "'.', '-' or '_')", arg);
+                        return cli_usage(verb,
+                                         "--node: '%.80s' is not a node's Slurm name (1-64 letters, digits, "
+                                         "'.', '-' or '_')",
+                                         arg);
                 o->node = arg;
                 return 0;
         default: /* OPT_EXPIRES: the daemon's own parser, so a typo never reaches it */
@@ -173,7 +171,8 @@ static void print_created(const json_t *reply, const char *token) {
                 _cleanup_free_ char *node = cli_sanitize(cli_jstr(reply, "node") ?: "?");
                 printf("Copy it now: it will not be shown again (gpuwardd keeps only its hash).\n"
                        "It is node %s's agent token: give it to 'gpuwardd --agent' on that node\n"
-                       "(--token-file); it may only post that node's snapshots.\n", node ? node : "?");
+                       "(--token-file); it may only post that node's snapshots.\n",
+                       node ? node : "?");
                 printf("Revoke it with 'gpuward token revoke %lld'.\n", id);
                 return;
         }
@@ -207,8 +206,12 @@ static int run_create(struct cli_ctx *ctx, int argc, char **argv) {
         const char *verb = "token create";
         struct create_opts o = { 0 };
         const struct cli_options spec = {
-                .verb = verb, .help = create_help, .extra = extra, .shortopts = "q",
-                .on_option = on_create_option, .userdata = &o,
+                .verb = verb,
+                .help = create_help,
+                .extra = extra,
+                .shortopts = "q",
+                .on_option = on_create_option,
+                .userdata = &o,
         };
         bool json;
         int r = cli_parse_options(ctx, &spec, argc, argv, &json);
@@ -289,17 +292,23 @@ static int add_token_row(struct cli_table *t, const json_t *tok, time_t now) {
 }
 
 static int print_tokens(const json_t *tokens) {
-        static const char *const cols[] = { "ID", "USER", "NAME", "SCOPE", "NODE", "CREATED", "LAST_USED",
-                                            "EXPIRES" };
+        static const char *const cols[] = { "ID", "USER", "NAME", "SCOPE", "NODE", "CREATED", "LAST_USED", "EXPIRES" };
         static const struct cli_rows rows = {
-                .cols = cols, .ncols = ELEMENTSOF(cols), .narrow_col = 2, .max_width = 32, .add_row = add_token_row,
+                .cols = cols,
+                .ncols = ELEMENTSOF(cols),
+                .narrow_col = 2,
+                .max_width = 32,
+                .add_row = add_token_row,
         };
         return cli_print_rows(&rows, tokens);
 }
 
 static int run_list(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_get_verb v = {
-                .verb = "token list", .help = list_help, .target = "/api/v1/tokens", .array_key = "tokens",
+                .verb = "token list",
+                .help = list_help,
+                .target = "/api/v1/tokens",
+                .array_key = "tokens",
                 .print = print_tokens,
         };
         return cli_run_get_verb(ctx, &v, argc, argv);
@@ -319,8 +328,10 @@ static int run_revoke(struct cli_ctx *ctx, int argc, char **argv) {
                 return CLI_EXIT_FAIL;
         for (int i = 0; i < n; i++)
                 if (gw_parse_int(argv[optind + i], 1, INT64_MAX, &ids[i]) < 0)
-                        return cli_usage(verb, "'%s' is not a token id (a positive number, as 'gpuward token "
-                                               "list' shows them)", argv[optind + i]);
+                        return cli_usage(verb,
+                                         "'%s' is not a token id (a positive number, as 'gpuward token "
+                                         "list' shows them)",
+                                         argv[optind + i]);
         json_t *out = json_array();
         int status = CLI_EXIT_OK;
         for (int i = 0; i < n; i++) {
@@ -355,20 +366,19 @@ int cli_verb_token(struct cli_ctx *ctx, int argc, char **argv) {
         return cli_run_command(ctx, "token", token_help, cmds, argc, argv);
 }
 
-static const char whoami_help[] =
-        "Usage: gpuward whoami [--json]\n"
-        "\n"
-        "Who gpuwardd takes you for: your user name, uid and role (admin, user or guest),\n"
-        "and how it told who you are: unix-socket (your process's uid, on the local\n"
-        "socket), token (a bearer token, over TCP), session (the web page's sign-in) or\n"
-        "none (an anonymous guest).\n"
-        "\n"
-        "Options:\n"
-        "  --json       print the API's JSON: {\"user\", \"uid\", \"role\", \"auth\"}\n"
-        "  -h, --help   this help\n"
-        "\n"
-        "Example:\n"
-        "  gpuward whoami     # alice (uid 1000), user, by unix-socket\n";
+static const char whoami_help[] = "Usage: gpuward whoami [--json]\n"
+                                  "\n"
+                                  "Who gpuwardd takes you for: your user name, uid and role (admin, user or guest),\n"
+                                  "and how it told who you are: unix-socket (your process's uid, on the local\n"
+                                  "socket), token (a bearer token, over TCP), session (the web page's sign-in) or\n"
+                                  "none (an anonymous guest).\n"
+                                  "\n"
+                                  "Options:\n"
+                                  "  --json       print the API's JSON: {\"user\", \"uid\", \"role\", \"auth\"}\n"
+                                  "  -h, --help   this help\n"
+                                  "\n"
+                                  "Example:\n"
+                                  "  gpuward whoami     # alice (uid 1000), user, by unix-socket\n";
 
 static int print_whoami(const json_t *me) {
         const char *user = cli_jstr(me, "user"), *role = cli_jstr(me, "role"), *auth = cli_jstr(me, "auth");
@@ -383,7 +393,10 @@ static int print_whoami(const json_t *me) {
 
 int cli_verb_whoami(struct cli_ctx *ctx, int argc, char **argv) {
         static const struct cli_get_verb v = {
-                .verb = "whoami", .help = whoami_help, .target = "/api/v1/whoami", .print = print_whoami,
+                .verb = "whoami",
+                .help = whoami_help,
+                .target = "/api/v1/whoami",
+                .print = print_whoami,
         };
         return cli_run_get_verb(ctx, &v, argc, argv);
 }

@@ -29,29 +29,28 @@
 #define JOB_NAME_MAX_COLS 24
 #define JOB_FIELDS "id,name,user,uid,state,reason,ngpus,gpus,start_time,display_id,array_waiting"
 
-static const char top_help[] =
-        "Usage: gpuward top [--interval SECONDS] [--once]\n"
-        "\n"
-        "Watch the GPUs and the queue, redrawn in place like top or nvitop: per GPU the\n"
-        "same lines as 'gpuward gpus' (utilisation, memory, temperature, power, health,\n"
-        "the job on it and rogue processes), then the running and pending jobs.\n"
-        "Press q or Ctrl-C to quit.  If gpuwardd cannot be reached the screen says so and\n"
-        "tries again at every refresh.\n"
-        "\n"
-        "When the output is not a terminal (a pipe, a file), or with --once, it prints one\n"
-        "snapshot as plain text and exits.\n"
-        "\n"
-        "Options:\n"
-        "  --interval SECONDS  time between refreshes (default 2; 0.1 to 3600, fractions\n"
-        "                      allowed)\n"
-        "  --once              print one snapshot and exit\n"
-        "  -h, --help          this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward top\n"
-        "  gpuward top --interval 0.5\n"
-        "  gpuward top --once > snapshot.txt\n"
-        "  gpuward top --once | grep rogue   # GPU processes that belong to no job\n";
+static const char top_help[] = "Usage: gpuward top [--interval SECONDS] [--once]\n"
+                               "\n"
+                               "Watch the GPUs and the queue, redrawn in place like top or nvitop: per GPU the\n"
+                               "same lines as 'gpuward gpus' (utilisation, memory, temperature, power, health,\n"
+                               "the job on it and rogue processes), then the running and pending jobs.\n"
+                               "Press q or Ctrl-C to quit.  If gpuwardd cannot be reached the screen says so and\n"
+                               "tries again at every refresh.\n"
+                               "\n"
+                               "When the output is not a terminal (a pipe, a file), or with --once, it prints one\n"
+                               "snapshot as plain text and exits.\n"
+                               "\n"
+                               "Options:\n"
+                               "  --interval SECONDS  time between refreshes (default 2; 0.1 to 3600, fractions\n"
+                               "                      allowed)\n"
+                               "  --once              print one snapshot and exit\n"
+                               "  -h, --help          this help\n"
+                               "\n"
+                               "Examples:\n"
+                               "  gpuward top\n"
+                               "  gpuward top --interval 0.5\n"
+                               "  gpuward top --once > snapshot.txt\n"
+                               "  gpuward top --once | grep rogue   # GPU processes that belong to no job\n";
 
 enum { OPT_INTERVAL = 0x100, OPT_ONCE };
 
@@ -62,9 +61,9 @@ struct top_opts {
 
 /* What one refresh fetched. */
 struct top_snapshot {
-        json_t *gpus;  /* GET /api/v1/gpus; NULL when the refresh failed */
-        json_t *jobs;  /* GET /api/v1/jobs for the running and pending ones */
-        char *error;   /* why the refresh failed, one line; malloc'ed, NULL when it did not */
+        json_t *gpus; /* GET /api/v1/gpus; NULL when the refresh failed */
+        json_t *jobs; /* GET /api/v1/jobs for the running and pending ones */
+        char *error; /* why the refresh failed, one line; malloc'ed, NULL when it did not */
         time_t at;
 };
 
@@ -72,7 +71,7 @@ static void snapshot_clear(struct top_snapshot *s) {
         json_decref(s->gpus);
         json_decref(s->jobs);
         free(s->error);
-        *s = (struct top_snapshot) { 0 };
+        *s = (struct top_snapshot){ 0 };
 }
 
 static int parse_interval(const char *s, double *ret) {
@@ -209,7 +208,7 @@ static int print_jobs(const json_t *jobs, time_t now, FILE *f) {
         size_t i;
         const json_t *job;
         int r = 0;
-        json_array_foreach(jobs, i, job) {
+        json_array_foreach (jobs, i, job) {
                 r = add_job_row(t, job, now);
                 if (r < 0)
                         break;
@@ -225,7 +224,7 @@ static void print_header(const struct top_snapshot *s, FILE *f) {
         char tbuf[48];
         size_t running = 0, pending = 0, i;
         const json_t *job;
-        json_array_foreach(json_object_get(s->jobs, "jobs"), i, job) {
+        json_array_foreach (json_object_get(s->jobs, "jobs"), i, job) {
                 const char *state = cli_jstr(job, "state");
                 if (state && strcmp(state, "RUNNING") == 0)
                         running++;
@@ -318,8 +317,7 @@ static bool read_keys(int *in_fd) {
 
 /* Waits out one interval, redrawing on resize.  Returns 1 to refresh, 0 to quit (with
  * *ret_status set), or -errno. */
-static int live_wait(const struct top_snapshot *s, const struct top_opts *o, int wake_fd, int *in_fd,
-                     int *ret_status) {
+static int live_wait(const struct top_snapshot *s, const struct top_opts *o, int wake_fd, int *in_fd, int *ret_status) {
         gw_usec_t deadline = gw_clock_mono() + (gw_usec_t) (o->interval_s * (double) GW_USEC_PER_SEC);
         for (;;) {
                 gw_usec_t now = gw_clock_mono();

@@ -103,10 +103,11 @@ static void print_prediction(const json_t *o, const json_t *pr, time_t now) {
         struct cli_table *t = cli_table_new(cols, 2);
         size_t i;
         const json_t *v;
-        json_array_foreach(ids, i, v) {
+        json_array_foreach (ids, i, v) {
                 char jid[32];
                 snprintf(jid, sizeof jid, "%lld", (long long) json_integer_value(v));
-                const char *cells[] = { jid, cli_format_secs(json_number_value(json_array_get(runs, i)), buf, sizeof buf) };
+                const char *cells[] = { jid,
+                                        cli_format_secs(json_number_value(json_array_get(runs, i)), buf, sizeof buf) };
                 if (t && cli_table_add(t, cells) < 0)
                         break;
         }
@@ -131,8 +132,8 @@ static void print_eta(const json_t *o, time_t now) {
         double late = cli_jnum(o, "overdue_seconds");
         if (isfinite(eta) && isfinite(late))
                 printf("ETA:          overdue by %s: the run was due to end %s; its current epoch is that far past its "
-                       "usual length (hung?)\n", cli_format_secs(late, buf, sizeof buf),
-                       cli_format_end(eta, now, buf2, sizeof buf2));
+                       "usual length (hung?)\n",
+                       cli_format_secs(late, buf, sizeof buf), cli_format_end(eta, now, buf2, sizeof buf2));
         else if (isfinite(eta)) {
                 printf("ETA:          ");
                 cli_print_eta_ends(eta, err, now);
@@ -144,7 +145,8 @@ static void print_eta(const json_t *o, time_t now) {
         if (isfinite(spe)) {
                 double sigma = cli_jnum(o, "sigma_seconds");
                 printf("Per epoch:    %s, smoothed over %lld timed epoch%s (recent ones weigh more, a process's "
-                       "first epoch a quarter)", cli_format_secs(spe, buf, sizeof buf), timed, timed == 1 ? "" : "s");
+                       "first epoch a quarter)",
+                       cli_format_secs(spe, buf, sizeof buf), timed, timed == 1 ? "" : "s");
                 if (isfinite(sigma) && sigma >= 1)
                         printf("; jitter \xc2\xb1%s", cli_format_secs(sigma, buf2, sizeof buf2));
                 printf("\n");
@@ -173,15 +175,18 @@ static void print_eta(const json_t *o, time_t now) {
         struct cli_table *t = cli_table_new(cols, 4);
         size_t i;
         const json_t *e;
-        json_array_foreach(recent, i, e) {
+        json_array_foreach (recent, i, e) {
                 char ep[32], secs[32], end[48];
                 long long v = 0;
                 (void) cli_jint(e, "epoch", &v);
                 snprintf(ep, sizeof ep, "%lld", v);
-                bool startup = json_is_true(json_object_get(e, "startup")), exact = json_is_true(json_object_get(e, "exact"));
+                bool startup = json_is_true(json_object_get(e, "startup")),
+                     exact = json_is_true(json_object_get(e, "exact"));
                 const char *cells[] = { ep, cli_format_secs(cli_jnum(e, "seconds"), secs, sizeof secs),
                                         cli_format_time(cli_jnum(e, "end"), now, end, sizeof end),
-                                        startup ? "includes the start (weighs 1/4)" : exact ? "" : "averaged (rows seen together)" };
+                                        startup ? "includes the start (weighs 1/4)"
+                                        : exact ? ""
+                                                : "averaged (rows seen together)" };
                 if (t && cli_table_add(t, cells) < 0)
                         break;
         }
@@ -236,7 +241,7 @@ static int print_snapshots(const json_t *o, void *userdata) {
                 return CLI_EXIT_FAIL;
         size_t i;
         const json_t *s;
-        json_array_foreach(arr, i, s) {
+        json_array_foreach (arr, i, s) {
                 char n[32], epoch[32], metric[32], size[32], taken[48], sha[16];
                 long long v;
                 snprintf(n, sizeof n, "%lld", cli_jint(s, "seq", &v) ? v : 0);
@@ -252,8 +257,13 @@ static int print_snapshots(const json_t *o, void *userdata) {
                 snprintf(sha, sizeof sha, "%.12s", cli_jstr(s, "sha256") ? cli_jstr(s, "sha256") : "-");
                 char kind[16];
                 snprintf(kind, sizeof kind, "%s.pt", cli_jstr(s, "kind") ? cli_jstr(s, "kind") : "?");
-                const char *cells[] = { n, kind, epoch, metric, cli_format_bytes(cli_jnum(s, "size"), size, sizeof size),
-                                        cli_format_time(cli_jnum(s, "time"), now, taken, sizeof taken), sha,
+                const char *cells[] = { n,
+                                        kind,
+                                        epoch,
+                                        metric,
+                                        cli_format_bytes(cli_jnum(s, "size"), size, sizeof size),
+                                        cli_format_time(cli_jnum(s, "time"), now, taken, sizeof taken),
+                                        sha,
                                         json_is_true(json_object_get(s, "pruned")) ? "pruned" : "" };
                 if (cli_table_add(t, cells) < 0)
                         break;
@@ -278,7 +288,11 @@ int cli_verb_snapshots(struct cli_ctx *ctx, int argc, char **argv) {
         };
         bool json, all = false;
         const struct cli_options spec = {
-                .verb = "snapshots", .help = snapshots_help, .extra = extra, .on_option = on_all, .userdata = &all,
+                .verb = "snapshots",
+                .help = snapshots_help,
+                .extra = extra,
+                .on_option = on_all,
+                .userdata = &all,
         };
         long long id;
         int r = one_job_or_task(ctx, &spec, argc, argv, &json, &id);
@@ -325,7 +339,10 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
         };
         struct restore_opts opt = { 0 };
         const struct cli_options spec = {
-                .verb = "restore", .help = restore_help, .extra = extra, .on_option = on_restore_option,
+                .verb = "restore",
+                .help = restore_help,
+                .extra = extra,
+                .on_option = on_restore_option,
                 .userdata = &opt,
         };
         bool json;
@@ -346,10 +363,16 @@ int cli_verb_restore(struct cli_ctx *ctx, int argc, char **argv) {
         snprintf(target, sizeof target, "/api/v1/jobs/%lld/restore", id);
         snprintf(subject, sizeof subject, "job %lld", id);
         json_t *body = json_pack("{s:I,s:s,s:b}", "snapshot", (json_int_t) opt.seq, "to", abs, "force", opt.force);
-        static const struct cli_field_alias aliases[] = { { "snapshot", "--snapshot" }, { "to", "--to" }, { NULL, NULL } };
+        static const struct cli_field_alias aliases[] = { { "snapshot", "--snapshot" },
+                                                          { "to", "--to" },
+                                                          { NULL, NULL } };
         /* The daemon answers when the copy is done, which it bounds at 30 minutes. */
-        struct cli_call call = { .method = "POST", .target = target, .body = body, .subject = subject,
-                                 .aliases = aliases, .timeout = 31 * 60 * GW_USEC_PER_SEC };
+        struct cli_call call = { .method = "POST",
+                                 .target = target,
+                                 .body = body,
+                                 .subject = subject,
+                                 .aliases = aliases,
+                                 .timeout = 31 * 60 * GW_USEC_PER_SEC };
         json_t *o = NULL;
         r = body ? cli_api_json(ctx, &call, &o) : CLI_EXIT_FAIL;
         json_decref(body);

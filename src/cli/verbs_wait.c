@@ -11,24 +11,23 @@
 #include "cli/verbs.h"
 #include "cli/wait.h"
 
-static const char wait_help[] =
-        "Usage: gpuward wait [--timeout DURATION] [--json] JOB...\n"
-        "\n"
-        "Wait until the jobs have ended, and say how each ended.  For scripts and CI:\n"
-        "the exit status is 0 when every job COMPLETED, 1 otherwise (one failed, was\n"
-        "cancelled, timed out or was reclaimed, or --timeout passed first).  JOB is an id\n"
-        "or a range of ids (17-40); a job array's id waits for every one of its tasks, and\n"
-        "17_3 for task 3 once it started.  'gpuward submit --wait' submits and waits in\n"
-        "one go.\n"
-        "\n"
-        "Options:\n"
-        "  --timeout DURATION  give up after this long (90s, 10m, 2h; default: no limit)\n"
-        "  --json              print the ended jobs' JSON (a list for several jobs)\n"
-        "  -h, --help          this help\n"
-        "\n"
-        "Examples:\n"
-        "  gpuward wait 17 && echo done\n"
-        "  gpuward wait --timeout 2h 30-39\n";
+static const char wait_help[] = "Usage: gpuward wait [--timeout DURATION] [--json] JOB...\n"
+                                "\n"
+                                "Wait until the jobs have ended, and say how each ended.  For scripts and CI:\n"
+                                "the exit status is 0 when every job COMPLETED, 1 otherwise (one failed, was\n"
+                                "cancelled, timed out or was reclaimed, or --timeout passed first).  JOB is an id\n"
+                                "or a range of ids (17-40); a job array's id waits for every one of its tasks, and\n"
+                                "17_3 for task 3 once it started.  'gpuward submit --wait' submits and waits in\n"
+                                "one go.\n"
+                                "\n"
+                                "Options:\n"
+                                "  --timeout DURATION  give up after this long (90s, 10m, 2h; default: no limit)\n"
+                                "  --json              print the ended jobs' JSON (a list for several jobs)\n"
+                                "  -h, --help          this help\n"
+                                "\n"
+                                "Examples:\n"
+                                "  gpuward wait 17 && echo done\n"
+                                "  gpuward wait --timeout 2h 30-39\n";
 
 /* A job ends within a second of being looked at, without a stream to hold open: the first
  * looks come quickly (short jobs), later ones once a second. */
@@ -123,7 +122,8 @@ int cli_wait_jobs(struct cli_ctx *ctx, const long long *ids, size_t n, gw_usec_t
                 if (deadline && gw_clock_mono() >= deadline) {
                         for (size_t i = 0; i < n; i++)
                                 if (!done[i])
-                                        cli_error("job %s is still %s: gave up waiting", cli_job_ref(ids[i], ref, sizeof ref), still[i]);
+                                        cli_error("job %s is still %s: gave up waiting",
+                                                  cli_job_ref(ids[i], ref, sizeof ref), still[i]);
                         status = CLI_EXIT_FAIL;
                         break;
                 }
@@ -156,7 +156,11 @@ int cli_verb_wait(struct cli_ctx *ctx, int argc, char **argv) {
         };
         gw_usec_t timeout = 0;
         const struct cli_options spec = {
-                .verb = "wait", .help = wait_help, .extra = extra, .on_option = on_timeout, .userdata = &timeout,
+                .verb = "wait",
+                .help = wait_help,
+                .extra = extra,
+                .on_option = on_timeout,
+                .userdata = &timeout,
         };
         bool json;
         int r = cli_parse_options(ctx, &spec, argc, argv, &json);

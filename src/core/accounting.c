@@ -16,7 +16,7 @@ static struct gw_acct_user *user_of(struct gw_acct *a, uint32_t uid, const char 
                 a->users = gw_xrealloc(a->users, a->cap * sizeof *a->users);
         }
         struct gw_acct_user *u = &a->users[a->n++];
-        *u = (struct gw_acct_user) { .uid = uid };
+        *u = (struct gw_acct_user){ .uid = uid };
         snprintf(u->user, sizeof u->user, "%s", name && *name ? name : "?");
         return u;
 }

@@ -15,19 +15,19 @@ struct gw_acct_job {
         enum gw_job_state state;
         unsigned ngpus;
         gw_usec_t start, end; /* wall clock; end 0: still running */
-        double util_mean;     /* its GPUs' mean utilisation, %; < 0 when not measured */
-        double share;         /* > 0: a job on MIG slices, counted as the GPUs they make up
+        double util_mean; /* its GPUs' mean utilisation, %; < 0 when not measured */
+        double share; /* > 0: a job on MIG slices, counted as the GPUs they make up
                                * (1g.10gb of an A100 is 1/7: core/migplace.h) instead of ngpus */
 };
 
 struct gw_acct_user {
         uint32_t uid;
         char user[64];
-        unsigned jobs;                        /* that ran inside the window */
+        unsigned jobs; /* that ran inside the window */
         unsigned by_state[_GW_JOB_STATE_MAX]; /* how they stand or ended */
-        double gpu_hours;                     /* inside the window */
+        double gpu_hours; /* inside the window */
         double measured_gpu_hours, util_weighted; /* util_mean x GPU-hours of measured jobs */
-        double reclaimed_gpu_hours;           /* of jobs that ended RECLAIMED */
+        double reclaimed_gpu_hours; /* of jobs that ended RECLAIMED */
 };
 
 struct gw_acct {

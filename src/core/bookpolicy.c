@@ -28,41 +28,49 @@ int gw_bookpolicy_check(const struct gw_bookpolicy *p, const struct gw_bookpolic
                 return GW_BOOKPOLICY_OK;
         if (p->max_duration > 0 && a->duration > p->max_duration) {
                 snprintf(msg, n, "needs an admin's approval: it lasts %s, longer than booking_max_duration (%s)",
-                         gw_format_duration(a->duration, x, sizeof x), gw_format_duration(p->max_duration, y, sizeof y));
+                         gw_format_duration(a->duration, x, sizeof x),
+                         gw_format_duration(p->max_duration, y, sizeof y));
                 return GW_BOOKPOLICY_DURATION;
         }
         if (too_many_gpus(p, a->ngpus, a->host_gpus)) {
                 if (p->max_gpus_percent && a->cluster && !a->host_gpus)
-                        snprintf(msg, n, "needs an admin's approval: booking_max_gpus (%lld%%) is a share of the "
-                                 "cluster's GPUs, and no node's agent has reported them yet", (long long) p->max_gpus);
+                        snprintf(msg, n,
+                                 "needs an admin's approval: booking_max_gpus (%lld%%) is a share of the "
+                                 "cluster's GPUs, and no node's agent has reported them yet",
+                                 (long long) p->max_gpus);
                 else if (p->max_gpus_percent && a->cluster)
-                        snprintf(msg, n, "needs an admin's approval: %d of the cluster's %u GPUs (as its nodes' "
-                                 "agents report them) is more than booking_max_gpus (%lld%%)", a->ngpus,
-                                 a->host_gpus, (long long) p->max_gpus);
+                        snprintf(msg, n,
+                                 "needs an admin's approval: %d of the cluster's %u GPUs (as its nodes' "
+                                 "agents report them) is more than booking_max_gpus (%lld%%)",
+                                 a->ngpus, a->host_gpus, (long long) p->max_gpus);
                 else if (p->max_gpus_percent)
-                        snprintf(msg, n, "needs an admin's approval: %d of the %u GPUs is more than "
-                                 "booking_max_gpus (%lld%%)", a->ngpus, a->host_gpus, (long long) p->max_gpus);
+                        snprintf(msg, n,
+                                 "needs an admin's approval: %d of the %u GPUs is more than "
+                                 "booking_max_gpus (%lld%%)",
+                                 a->ngpus, a->host_gpus, (long long) p->max_gpus);
                 else
                         snprintf(msg, n, "needs an admin's approval: %d GPUs is more than booking_max_gpus (%lld)",
                                  a->ngpus, (long long) p->max_gpus);
                 return GW_BOOKPOLICY_GPUS;
         }
         if (!p->may_delay_waiting && a->delayed > 0 && a->delayed_first <= 0) {
-                snprintf(msg, n, "needs an admin's approval: whether it would delay waiting jobs could not be "
+                snprintf(msg, n,
+                         "needs an admin's approval: whether it would delay waiting jobs could not be "
                          "worked out, and booking_may_delay_waiting is false");
                 return GW_BOOKPOLICY_DELAY;
         }
         if (!p->may_delay_waiting && a->delayed > 0) {
-                snprintf(msg, n, "needs an admin's approval: it would delay %zu waiting job%s (job %lld first) "
-                         "and booking_may_delay_waiting is false", a->delayed, a->delayed == 1 ? "" : "s",
-                         (long long) a->delayed_first);
+                snprintf(msg, n,
+                         "needs an admin's approval: it would delay %zu waiting job%s (job %lld first) "
+                         "and booking_may_delay_waiting is false",
+                         a->delayed, a->delayed == 1 ? "" : "s", (long long) a->delayed_first);
                 return GW_BOOKPOLICY_DELAY;
         }
         return GW_BOOKPOLICY_OK;
 }
 
-int gw_bookpolicy_delays(const struct gw_calendar_input *in, const struct gw_booking *b, gw_usec_t now,
-                         size_t *ret_n, int64_t *ret_first) {
+int gw_bookpolicy_delays(const struct gw_calendar_input *in, const struct gw_booking *b, gw_usec_t now, size_t *ret_n,
+                         int64_t *ret_first) {
         if (!in || !b || !ret_n || !ret_first || b->end <= b->start)
                 return -EINVAL;
         *ret_n = 0;

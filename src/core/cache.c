@@ -28,9 +28,7 @@ size_t gw_cache_manifest_line(const struct gw_cache_file *f, char *buf, size_t n
         return len;
 }
 
-static int hexval(char c) {
-        return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
+static int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
 
 /* The path after the fields: "/" then the escaped relative path. */
 static int parse_rel(const char *p, const char *end, char *rel) {
@@ -146,8 +144,7 @@ bool gw_cache_source_allowed(const char *list, const char *path) {
                 size_t rl = l;
                 while (rl > 1 && p[rl - 1] == '/')
                         rl--;
-                if (rl && p[0] == '/' && !strncmp(path, p, rl) &&
-                    (path[rl] == '\0' || path[rl] == '/' || (rl == 1)))
+                if (rl && p[0] == '/' && !strncmp(path, p, rl) && (path[rl] == '\0' || path[rl] == '/' || (rl == 1)))
                         return true;
                 p += l + (p[l] == ',');
         }
@@ -206,11 +203,12 @@ int gw_cache_use_parse(const char *line, size_t len, struct gw_cache_use_line *o
         struct gw_cache_use_line l = { 0 };
         long long a, b;
         int end = 0;
-        if (sscanf(text, "last_use %lld%n", &a, &end) == 1 && (size_t) end == len && a >= 0 && !isspace((unsigned char) text[9]))
-                l = (struct gw_cache_use_line) { .kind = GW_CACHE_USE_LAST, .last_use = a };
+        if (sscanf(text, "last_use %lld%n", &a, &end) == 1 && (size_t) end == len && a >= 0 &&
+            !isspace((unsigned char) text[9]))
+                l = (struct gw_cache_use_line){ .kind = GW_CACHE_USE_LAST, .last_use = a };
         else if (sscanf(text, "pin %lld %lld%n", &a, &b, &end) == 2 && (size_t) end == len && a > 0 && b > 0 &&
                  b <= 1000000000 && !isspace((unsigned char) text[4]))
-                l = (struct gw_cache_use_line) { .kind = GW_CACHE_USE_PIN, .job = a, .version = (int) b };
+                l = (struct gw_cache_use_line){ .kind = GW_CACHE_USE_PIN, .job = a, .version = (int) b };
         else if (!strncmp(text, "user ", 5) && sscanf(text + 5, "%33s%n", word, &end) == 1 && (size_t) end + 5 == len &&
                  user_name_ok(word)) {
                 l.kind = GW_CACHE_USE_USER;

@@ -13,14 +13,14 @@
 #include "base/time.h"
 #include "core/failure.h"
 
-#define GW_CACHE_MAX_REL 4096       /* bytes of a relative path */
+#define GW_CACHE_MAX_REL 4096 /* bytes of a relative path */
 #define GW_CACHE_LINE_MAX (GW_CACHE_MAX_REL * 3 + 128)
 
 struct gw_cache_file {
         bool dir;
-        uint64_t size;              /* 0 for a directory */
-        int64_t mtime_ns;           /* wall clock, ns since the epoch */
-        uint32_t mode;              /* permission bits only (07777 without set-id) */
+        uint64_t size; /* 0 for a directory */
+        int64_t mtime_ns; /* wall clock, ns since the epoch */
+        uint32_t mode; /* permission bits only (07777 without set-id) */
         uint32_t uid, gid;
         char rel[GW_CACHE_MAX_REL]; /* "" for the root itself */
 };
@@ -38,9 +38,9 @@ bool gw_cache_file_same(const struct gw_cache_file *old, const struct gw_cache_f
 
 /* An entry as eviction sees it. */
 struct gw_cache_slot {
-        uint64_t size;              /* bytes its versions take */
-        gw_usec_t last_use;         /* wall clock */
-        bool in_use;                /* a queued or running job uses it: never evicted */
+        uint64_t size; /* bytes its versions take */
+        gw_usec_t last_use; /* wall clock */
+        bool in_use; /* a queued or running job uses it: never evicted */
 };
 
 /* Which entries to evict so that need more bytes fit under cap with used bytes taken now:
@@ -72,7 +72,7 @@ enum gw_failure_class gw_cache_failure_class(int err);
  *   user NAME            one a line, at most GW_CACHE_MAX_USERS
  *   pin JOB VERSION      the job was handed version VERSION */
 #define GW_CACHE_MAX_USERS 16
-#define GW_CACHE_USER_MAX 33          /* a login name's bytes, its NUL included */
+#define GW_CACHE_USER_MAX 33 /* a login name's bytes, its NUL included */
 #define GW_CACHE_USE_LINE_MAX 80
 
 enum gw_cache_use_kind { GW_CACHE_USE_LAST, GW_CACHE_USE_USER, GW_CACHE_USE_PIN };

@@ -7,9 +7,9 @@
 #include "base/nametable.h"
 #include "base/parse.h"
 
-#define BIT(i)        (UINT64_C(1) << (i))
-#define USEC_PER_MIN  ((gw_usec_t) 60 * GW_USEC_PER_SEC)
-#define USEC_PER_DAY  ((gw_usec_t) 86400 * GW_USEC_PER_SEC)
+#define BIT(i) (UINT64_C(1) << (i))
+#define USEC_PER_MIN ((gw_usec_t) 60 * GW_USEC_PER_SEC)
+#define USEC_PER_DAY ((gw_usec_t) 86400 * GW_USEC_PER_SEC)
 
 static const char *const state_names[_GW_BOOKING_STATE_MAX] = {
         [GW_BOOKING_PENDING_APPROVAL] = "PENDING_APPROVAL",
@@ -20,9 +20,7 @@ static const char *const state_names[_GW_BOOKING_STATE_MAX] = {
         [GW_BOOKING_DENIED] = "DENIED",
 };
 
-const char *gw_booking_state_name(enum gw_booking_state s) {
-        return GW_NAMETABLE_NAME(state_names, s);
-}
+const char *gw_booking_state_name(enum gw_booking_state s) { return GW_NAMETABLE_NAME(state_names, s); }
 
 enum gw_booking_state gw_booking_state_from_name(const char *name) {
         return (enum gw_booking_state) GW_NAMETABLE_INDEX(state_names, name);
@@ -88,8 +86,8 @@ void gw_calendar_format_utc(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, voi
                 return;
         }
         civil_from_days(day, &y, &m, &d);
-        (void) snprintf(buf, n, "%04lld-%02u-%02u %02d:%02d", (long long) y, m, d,
-                        (int) (min_of_day / 60), (int) (min_of_day % 60));
+        (void) snprintf(buf, n, "%04lld-%02u-%02u %02d:%02d", (long long) y, m, d, (int) (min_of_day / 60),
+                        (int) (min_of_day % 60));
 }
 
 struct fmt {
@@ -138,9 +136,8 @@ static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
 }
 
 static int validate(const struct gw_calendar_input *in) {
-        if (!in || in->n_gpus > GW_SCHED_MAX_GPUS || (in->n_gpus && !in->gpus) ||
-            (in->n_bookings && !in->bookings) || (in->n_running && !in->running) ||
-            (in->n_pending && !in->pending))
+        if (!in || in->n_gpus > GW_SCHED_MAX_GPUS || (in->n_gpus && !in->gpus) || (in->n_bookings && !in->bookings) ||
+            (in->n_running && !in->running) || (in->n_pending && !in->pending))
                 return -EINVAL;
         return gw_sched_gpus_masks(in->gpus, in->n_gpus, NULL, NULL);
 }
@@ -167,8 +164,8 @@ static uint64_t mask_of(const struct gw_booking *b, const struct gw_cal_action *
 }
 
 /* GPUs taken over [s, e) by bookings other than ignore_id and by running jobs. */
-static uint64_t busy_mask(const struct gw_calendar_input *in, gw_usec_t s, gw_usec_t e,
-                          int64_t ignore_id, const struct gw_cal_action *acts, size_t n_acts) {
+static uint64_t busy_mask(const struct gw_calendar_input *in, gw_usec_t s, gw_usec_t e, int64_t ignore_id,
+                          const struct gw_cal_action *acts, size_t n_acts) {
         uint64_t busy = 0;
 
         for (size_t i = 0; i < in->n_bookings; i++) {
@@ -199,8 +196,7 @@ static gw_usec_t next_end(const struct gw_calendar_input *in, gw_usec_t t, int64
 
 /* ---- Placing ---- */
 
-int gw_calendar_check_request(const struct gw_calendar_request *req, gw_usec_t now, char *msg,
-                              size_t msg_size) {
+int gw_calendar_check_request(const struct gw_calendar_request *req, gw_usec_t now, char *msg, size_t msg_size) {
         const char *why = NULL;
 
         if (!req)
@@ -222,8 +218,7 @@ int gw_calendar_check_request(const struct gw_calendar_request *req, gw_usec_t n
         return -EINVAL;
 }
 
-static void explain_busy(const struct fmt *f, const struct gw_calendar_request *req,
-                         struct gw_calendar_placement *r) {
+static void explain_busy(const struct fmt *f, const struct gw_calendar_request *req, struct gw_calendar_placement *r) {
         char want[96], alt[96], dur[32];
         gw_usec_t end = add_sat(req->start, req->duration);
         gw_usec_t search = req->search > 0 ? req->search : GW_CALENDAR_SEARCH_DEFAULT;
@@ -233,8 +228,8 @@ static void explain_busy(const struct fmt *f, const struct gw_calendar_request *
         if (r->n_free == 0)
                 len = snprintf(r->message, sizeof(r->message), "no GPUs free %s", want);
         else
-                len = snprintf(r->message, sizeof(r->message), "only %d GPU%s free %s", r->n_free,
-                               plural(r->n_free), want);
+                len = snprintf(r->message, sizeof(r->message), "only %d GPU%s free %s", r->n_free, plural(r->n_free),
+                               want);
         if (len < 0 || (size_t) len >= sizeof(r->message))
                 return;
         if (r->verdict == GW_PLACE_LATER)
@@ -243,21 +238,19 @@ static void explain_busy(const struct fmt *f, const struct gw_calendar_request *
                                 window_str(f, r->start, r->end, alt, sizeof(alt)));
         else
                 (void) snprintf(r->message + len, sizeof(r->message) - (size_t) len,
-                                "; no window for %d GPU%s within %s after the requested start",
-                                req->ngpus, plural(req->ngpus),
-                                gw_format_duration(search, dur, sizeof(dur)));
+                                "; no window for %d GPU%s within %s after the requested start", req->ngpus,
+                                plural(req->ngpus), gw_format_duration(search, dur, sizeof(dur)));
 }
 
-int gw_calendar_place(const struct gw_calendar_input *in, const struct gw_calendar_request *req,
-                      gw_time_format_fn fmt, void *userdata, struct gw_calendar_placement *ret) {
-        struct fmt f = {.fn = fmt ? fmt : gw_calendar_format_utc, .userdata = userdata};
+int gw_calendar_place(const struct gw_calendar_input *in, const struct gw_calendar_request *req, gw_time_format_fn fmt,
+                      void *userdata, struct gw_calendar_placement *ret) {
+        struct fmt f = { .fn = fmt ? fmt : gw_calendar_format_utc, .userdata = userdata };
         struct gw_calendar_placement r;
         uint64_t usable, avail;
         gw_usec_t end, limit, t;
         char win[96], gpus[96];
 
-        if (validate(in) < 0 || !req || !ret || req->ngpus < 1 || req->ngpus > GW_SCHED_MAX_GPUS ||
-            req->duration <= 0)
+        if (validate(in) < 0 || !req || !ret || req->ngpus < 1 || req->ngpus > GW_SCHED_MAX_GPUS || req->duration <= 0)
                 return -EINVAL;
         memset(&r, 0, sizeof(r));
         usable = usable_mask(in);
@@ -270,8 +263,8 @@ int gw_calendar_place(const struct gw_calendar_input *in, const struct gw_calend
                 r.gpu_mask = gw_sched_pick(avail, req->ngpus);
                 r.start = req->start;
                 r.end = end;
-                (void) snprintf(r.message, sizeof(r.message), "%d GPU%s (%s) %s", req->ngpus,
-                                plural(req->ngpus), mask_str(r.gpu_mask, gpus, sizeof(gpus)),
+                (void) snprintf(r.message, sizeof(r.message), "%d GPU%s (%s) %s", req->ngpus, plural(req->ngpus),
+                                mask_str(r.gpu_mask, gpus, sizeof(gpus)),
                                 window_str(&f, r.start, r.end, win, sizeof(win)));
                 *ret = r;
                 return 0;
@@ -309,8 +302,8 @@ int gw_calendar_place(const struct gw_calendar_input *in, const struct gw_calend
         return 0;
 }
 
-int64_t gw_calendar_user_booked_gpus(const struct gw_booking *b, size_t n, uint32_t uid,
-                                     gw_usec_t start, gw_usec_t end, int64_t ignore_id) {
+int64_t gw_calendar_user_booked_gpus(const struct gw_booking *b, size_t n, uint32_t uid, gw_usec_t start, gw_usec_t end,
+                                     int64_t ignore_id) {
         int64_t most = 0;
 
         if (!b)
@@ -320,12 +313,10 @@ int64_t gw_calendar_user_booked_gpus(const struct gw_booking *b, size_t n, uint3
                 gw_usec_t p = i == n ? start : b[i].start;
                 int64_t sum = 0;
 
-                if (i < n && (b[i].uid != uid || b[i].id == ignore_id || !holds(&b[i]) ||
-                              p <= start || p >= end))
+                if (i < n && (b[i].uid != uid || b[i].id == ignore_id || !holds(&b[i]) || p <= start || p >= end))
                         continue;
                 for (size_t k = 0; k < n; k++)
-                        if (b[k].uid == uid && b[k].id != ignore_id && holds(&b[k]) &&
-                            b[k].start <= p && p < b[k].end)
+                        if (b[k].uid == uid && b[k].id != ignore_id && holds(&b[k]) && b[k].start <= p && p < b[k].end)
                                 sum += b[k].ngpus;
                 if (sum > most)
                         most = sum;
@@ -336,8 +327,7 @@ int64_t gw_calendar_user_booked_gpus(const struct gw_booking *b, size_t n, uint3
 /* ---- The scheduler's view at now ---- */
 
 static bool covers_now(const struct gw_booking *b, gw_usec_t now) {
-        return (b->state == GW_BOOKING_APPROVED || b->state == GW_BOOKING_ACTIVE) && b->start <= now &&
-               now < b->end;
+        return (b->state == GW_BOOKING_APPROVED || b->state == GW_BOOKING_ACTIVE) && b->start <= now && now < b->end;
 }
 
 /* Sorts the distinct free_until of unowned GPUs into g->level and sets free_through[k] to
@@ -405,8 +395,7 @@ int gw_calendar_gpus_at(const struct gw_calendar_input *in, gw_usec_t now, struc
         return 0;
 }
 
-uint64_t gw_calendar_free_for(const struct gw_calendar_gpus *g, uint64_t mask, gw_usec_t now,
-                              gw_usec_t time_limit) {
+uint64_t gw_calendar_free_for(const struct gw_calendar_gpus *g, uint64_t mask, gw_usec_t now, gw_usec_t time_limit) {
         gw_usec_t end = add_sat(now, time_limit > 0 ? time_limit : GW_USEC_INFINITY);
         int lo = 0, hi;
 
@@ -424,8 +413,7 @@ uint64_t gw_calendar_free_for(const struct gw_calendar_gpus *g, uint64_t mask, g
         return lo < g->n_levels ? mask & ~g->owned & g->free_through[lo] : 0;
 }
 
-void gw_calendar_limit_job(const struct gw_calendar_gpus *g, uint64_t all, gw_usec_t now,
-                           struct gw_sched_job *j) {
+void gw_calendar_limit_job(const struct gw_calendar_gpus *g, uint64_t all, gw_usec_t now, struct gw_sched_job *j) {
         uint64_t free_for = gw_calendar_free_for(g, all, now, j->time_limit);
 
         if (free_for == all)
@@ -444,7 +432,7 @@ static const struct gw_booking *find_booking(const struct gw_calendar_input *in,
 
 int gw_calendar_gate(const struct gw_calendar_input *in, int64_t booking_id, gw_usec_t now,
                      struct gw_calendar_gate *ret) {
-        struct gw_calendar_gate g = {.gate = GW_GATE_NONE, .booking_id = booking_id};
+        struct gw_calendar_gate g = { .gate = GW_GATE_NONE, .booking_id = booking_id };
         const struct gw_booking *b;
 
         if (validate(in) < 0 || !ret)
@@ -469,9 +457,7 @@ int gw_calendar_gate(const struct gw_calendar_input *in, int64_t booking_id, gw_
 
 /* ---- The tick ---- */
 
-size_t gw_calendar_tick_max(const struct gw_calendar_input *in) {
-        return in ? in->n_bookings + in->n_running : 0;
-}
+size_t gw_calendar_tick_max(const struct gw_calendar_input *in) { return in ? in->n_bookings + in->n_running : 0; }
 
 struct acts {
         struct gw_cal_action *a;
@@ -488,13 +474,12 @@ static void emit(struct acts *o, struct gw_cal_action a) {
 
 static void emit_state(struct acts *o, enum gw_cal_action_kind k, const struct gw_booking *b,
                        enum gw_booking_state to) {
-        emit(o, (struct gw_cal_action){.kind = k, .booking_id = b->id, .new_state = to});
+        emit(o, (struct gw_cal_action){ .kind = k, .booking_id = b->id, .new_state = to });
 }
 
 /* A booking not started yet whose GPUs include one no longer usable: keep its usable GPUs
  * and add the lowest free ones, counting GPUs re-chosen earlier in this tick as taken. */
-static void repair(const struct gw_calendar_input *in, uint64_t usable, const struct gw_booking *b,
-                   struct acts *o) {
+static void repair(const struct gw_calendar_input *in, uint64_t usable, const struct gw_booking *b, struct acts *o) {
         uint64_t keep = b->gpu_mask & usable, add = 0;
         int need = b->ngpus - __builtin_popcountll(keep);
 
@@ -504,12 +489,13 @@ static void repair(const struct gw_calendar_input *in, uint64_t usable, const st
                 uint64_t avail = usable & ~keep & ~busy_mask(in, b->start, b->end, b->id, o->a, o->n);
                 add = gw_sched_pick(avail, need);
                 if (!add) {
-                        emit(o, (struct gw_cal_action){.kind = GW_CAL_CONFLICT, .booking_id = b->id});
+                        emit(o, (struct gw_cal_action){ .kind = GW_CAL_CONFLICT, .booking_id = b->id });
                         return;
                 }
         }
-        emit(o, (struct gw_cal_action){.kind = GW_CAL_REASSIGN, .booking_id = b->id,
-                                       .gpu_mask = need > 0 ? keep | add : gw_sched_pick(keep, b->ngpus)});
+        emit(o, (struct gw_cal_action){ .kind = GW_CAL_REASSIGN,
+                                        .booking_id = b->id,
+                                        .gpu_mask = need > 0 ? keep | add : gw_sched_pick(keep, b->ngpus) });
 }
 
 static bool in_use(const struct gw_calendar_input *in, int64_t booking_id) {
@@ -522,8 +508,8 @@ static bool in_use(const struct gw_calendar_input *in, int64_t booking_id) {
         return false;
 }
 
-static void tick_booking(const struct gw_calendar_input *in, uint64_t usable, const struct gw_booking *b,
-                         gw_usec_t now, const struct gw_calendar_params *p, struct acts *o) {
+static void tick_booking(const struct gw_calendar_input *in, uint64_t usable, const struct gw_booking *b, gw_usec_t now,
+                         const struct gw_calendar_params *p, struct acts *o) {
         gw_usec_t idle_since;
 
         switch (b->state) {
@@ -556,10 +542,9 @@ static void tick_booking(const struct gw_calendar_input *in, uint64_t usable, co
         }
 }
 
-int gw_calendar_tick(const struct gw_calendar_input *in, gw_usec_t now,
-                     const struct gw_calendar_params *p, struct gw_cal_action *out, size_t cap,
-                     size_t *ret_n) {
-        struct acts o = {.a = out, .n = 0, .cap = cap};
+int gw_calendar_tick(const struct gw_calendar_input *in, gw_usec_t now, const struct gw_calendar_params *p,
+                     struct gw_cal_action *out, size_t cap, size_t *ret_n) {
+        struct acts o = { .a = out, .n = 0, .cap = cap };
         uint64_t usable;
 
         if (validate(in) < 0 || !p || !ret_n || (cap && !out))
@@ -575,11 +560,11 @@ int gw_calendar_tick(const struct gw_calendar_input *in, gw_usec_t now,
                 if (!b)
                         continue;
                 if (gw_booking_state_is_final(b->state) || now >= b->end)
-                        emit(&o, (struct gw_cal_action){.kind = GW_CAL_STOP_JOB, .booking_id = b->id,
-                                                        .job_id = j->id});
+                        emit(&o,
+                             (struct gw_cal_action){ .kind = GW_CAL_STOP_JOB, .booking_id = b->id, .job_id = j->id });
                 else if (!j->warned && p->warn_before_end > 0 && now >= b->end - p->warn_before_end)
-                        emit(&o, (struct gw_cal_action){.kind = GW_CAL_WARN_JOB, .booking_id = b->id,
-                                                        .job_id = j->id});
+                        emit(&o,
+                             (struct gw_cal_action){ .kind = GW_CAL_WARN_JOB, .booking_id = b->id, .job_id = j->id });
         }
         if (o.overflow)
                 return -ENOBUFS;
@@ -599,8 +584,8 @@ static int cmp_window(const void *a, const void *b) {
         return (x->booking_id > y->booking_id) - (x->booking_id < y->booking_id);
 }
 
-int gw_calendar_windows(const struct gw_calendar_input *in, gw_usec_t from, gw_usec_t to,
-                        struct gw_cal_window *out, size_t cap, size_t *ret_n) {
+int gw_calendar_windows(const struct gw_calendar_input *in, gw_usec_t from, gw_usec_t to, struct gw_cal_window *out,
+                        size_t cap, size_t *ret_n) {
         size_t n = 0;
 
         if (validate(in) < 0 || !ret_n || (cap && !out))
@@ -612,8 +597,10 @@ int gw_calendar_windows(const struct gw_calendar_input *in, gw_usec_t from, gw_u
                 for (uint64_t m = b->gpu_mask; m; m &= m - 1) {
                         if (n == cap)
                                 return -ENOBUFS;
-                        out[n++] = (struct gw_cal_window){.gpu = __builtin_ctzll(m), .start = b->start,
-                                                          .end = b->end, .booking_id = b->id};
+                        out[n++] = (struct gw_cal_window){ .gpu = __builtin_ctzll(m),
+                                                           .start = b->start,
+                                                           .end = b->end,
+                                                           .booking_id = b->id };
                 }
         }
         if (n > 1)

@@ -12,19 +12,15 @@
 #include "base/nametable.h"
 
 #define BIT(i) (UINT64_C(1) << (i))
-#define NGPU   GW_SCHED_MAX_GPUS
+#define NGPU GW_SCHED_MAX_GPUS
 
 static const char *const kind_names[_GW_SEGMENT_KIND_MAX] = {
-        [GW_SEG_RUNNING] = "running",
-        [GW_SEG_PREDICTED] = "predicted",
-        [GW_SEG_BOOKING] = "booking",
-        [GW_SEG_BOOKING_PENDING] = "booking-pending",
+        [GW_SEG_RUNNING] = "running", [GW_SEG_PREDICTED] = "predicted",
+        [GW_SEG_BOOKING] = "booking", [GW_SEG_BOOKING_PENDING] = "booking-pending",
         [GW_SEG_DRAINED] = "drained",
 };
 
-const char *gw_segment_kind_name(enum gw_segment_kind k) {
-        return GW_NAMETABLE_NAME(kind_names, k);
-}
+const char *gw_segment_kind_name(enum gw_segment_kind k) { return GW_NAMETABLE_NAME(kind_names, k); }
 
 static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
         gw_usec_t r;
@@ -73,8 +69,12 @@ static void emit(struct segs *o, int gpu, gw_usec_t s, gw_usec_t e, enum gw_segm
                 return;
         }
         g = &o->a[o->n++];
-        *g = (struct gw_schedule_segment){.gpu = gpu, .start = s, .end = e, .kind = k, .id = id,
-                                          .booking_id = booking_id};
+        *g = (struct gw_schedule_segment){ .gpu = gpu,
+                                           .start = s,
+                                           .end = e,
+                                           .kind = k,
+                                           .id = id,
+                                           .booking_id = booking_id };
         (void) snprintf(g->label, sizeof(g->label), "%s", label ? label : "");
 }
 
@@ -112,14 +112,13 @@ static int predict(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t 
 
 int gw_schedule_layout(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
                        struct gw_schedule_segment *out, size_t cap, size_t *ret_n) {
-        struct segs o = {.a = out, .n = 0, .cap = cap};
+        struct segs o = { .a = out, .n = 0, .cap = cap };
         uint64_t present = 0, usable = 0;
         gw_usec_t hend;
         int r;
 
-        if (!in || horizon <= 0 || !ret_n || (cap && !out) || in->n_gpus > NGPU ||
-            (in->n_gpus && !in->gpus) || (in->n_bookings && !in->bookings) ||
-            (in->n_running && !in->running) || (in->n_pending && !in->pending))
+        if (!in || horizon <= 0 || !ret_n || (cap && !out) || in->n_gpus > NGPU || (in->n_gpus && !in->gpus) ||
+            (in->n_bookings && !in->bookings) || (in->n_running && !in->running) || (in->n_pending && !in->pending))
                 return -EINVAL;
         if (gw_sched_gpus_masks(in->gpus, in->n_gpus, &present, &usable) < 0)
                 return -EINVAL;
@@ -193,7 +192,7 @@ struct items {
         size_t seg[N_SYMBOLS]; /* first segment of each lettered item */
         int n;
         bool fallback[_GW_SEGMENT_KIND_MAX];
-        bool extra_lines;      /* a row needed a line under it */
+        bool extra_lines; /* a row needed a line under it */
         bool undrawn[N_SYMBOLS]; /* more items in one column than the lines under a row hold */
 };
 
@@ -205,7 +204,7 @@ static bool same_item(const struct gw_schedule_segment *a, const struct gw_sched
 
 static char fallback_symbol(enum gw_segment_kind k) {
         static const char c[_GW_SEGMENT_KIND_MAX] = {
-                [GW_SEG_RUNNING] = '#', [GW_SEG_PREDICTED] = '+', [GW_SEG_BOOKING] = '=',
+                [GW_SEG_RUNNING] = '#',         [GW_SEG_PREDICTED] = '+', [GW_SEG_BOOKING] = '=',
                 [GW_SEG_BOOKING_PENDING] = '?', [GW_SEG_DRAINED] = 'x',
         };
         return c[k];
@@ -229,22 +228,27 @@ static char symbol_of(const struct gw_schedule_segment *segs, size_t i, struct i
 
 static int kind_rank(enum gw_segment_kind k) {
         switch (k) {
-        case GW_SEG_RUNNING: return 4;
-        case GW_SEG_PREDICTED: return 3;
-        case GW_SEG_DRAINED: return 2;
-        case GW_SEG_BOOKING: return 1;
-        default: return 0;
+        case GW_SEG_RUNNING:
+                return 4;
+        case GW_SEG_PREDICTED:
+                return 3;
+        case GW_SEG_DRAINED:
+                return 2;
+        case GW_SEG_BOOKING:
+                return 1;
+        default:
+                return 0;
         }
 }
 
 static bool visible(const struct gw_schedule_segment *s, uint64_t rows, gw_usec_t from, gw_usec_t to) {
-        return s->gpu >= 0 && s->gpu < NGPU && (rows & BIT(s->gpu)) && s->end > from && s->start < to &&
-               s->kind >= 0 && s->kind < _GW_SEGMENT_KIND_MAX;
+        return s->gpu >= 0 && s->gpu < NGPU && (rows & BIT(s->gpu)) && s->end > from && s->start < to && s->kind >= 0 &&
+               s->kind < _GW_SEGMENT_KIND_MAX;
 }
 
 /* The columns of s in [from, to): [*c0, *c1]. */
-static void seg_columns(const struct gw_schedule_segment *s, gw_usec_t from, gw_usec_t to, gw_usec_t column,
-                        int cols, int *c0, int *c1) {
+static void seg_columns(const struct gw_schedule_segment *s, gw_usec_t from, gw_usec_t to, gw_usec_t column, int cols,
+                        int *c0, int *c1) {
         *c0 = (int) ((max_t(s->start, from) - from) / column);
         *c1 = (int) ((min_t(s->end, to) - from - 1) / column);
         if (*c1 >= cols)
@@ -262,7 +266,7 @@ static gw_usec_t overlap(const struct gw_schedule_segment *s, gw_usec_t from, gw
 
 struct row {
         char line[GW_SCHEDULE_MAX_COLUMNS + 1];
-        bool taken[GW_SCHEDULE_MAX_COLUMNS];     /* given to an item the majority rule hid */
+        bool taken[GW_SCHEDULE_MAX_COLUMNS]; /* given to an item the majority rule hid */
         char extra[EXTRA_LINES][GW_SCHEDULE_MAX_COLUMNS + 1];
         int n_extra;
 };
@@ -271,8 +275,8 @@ struct row {
  * covers most among those whose item keeps another cell; else it goes on a line under the
  * row.  Without this a job of ten minutes beside a booking was in the legend and nowhere in
  * the drawing. */
-static bool show_hidden(const struct gw_schedule_segment *s, char sym, gw_usec_t from, gw_usec_t to,
-                        gw_usec_t column, int cols, struct row *r) {
+static bool show_hidden(const struct gw_schedule_segment *s, char sym, gw_usec_t from, gw_usec_t to, gw_usec_t column,
+                        int cols, struct row *r) {
         int c0, c1, best = -1, count[256] = { 0 };
         gw_usec_t best_ov = 0;
 
@@ -305,8 +309,8 @@ static bool show_hidden(const struct gw_schedule_segment *s, char sym, gw_usec_t
         return false;
 }
 
-static void render_row(const struct gw_schedule_segment *segs, size_t n, int gpu, gw_usec_t from,
-                       gw_usec_t to, gw_usec_t column, int cols, struct items *it, struct sb *o) {
+static void render_row(const struct gw_schedule_segment *segs, size_t n, int gpu, gw_usec_t from, gw_usec_t to,
+                       gw_usec_t column, int cols, struct items *it, struct sb *o) {
         struct row r;
         gw_usec_t best[GW_SCHEDULE_MAX_COLUMNS];
         int rank[GW_SCHEDULE_MAX_COLUMNS];
@@ -355,8 +359,8 @@ static void render_row(const struct gw_schedule_segment *segs, size_t n, int gpu
         it->extra_lines = it->extra_lines || r.n_extra > 0;
 }
 
-static void render_header(gw_usec_t from, gw_usec_t column, int cols, gw_time_format_fn fmt,
-                          void *userdata, struct sb *o) {
+static void render_header(gw_usec_t from, gw_usec_t column, int cols, gw_time_format_fn fmt, void *userdata,
+                          struct sb *o) {
         char labels[GW_SCHEDULE_MAX_COLUMNS + 1], ticks[GW_SCHEDULE_MAX_COLUMNS + 1];
         int cursor = 0;
 
@@ -383,11 +387,13 @@ static void render_header(gw_usec_t from, gw_usec_t column, int cols, gw_time_fo
         put(o, "        %s\n        %s\n", labels, ticks);
 }
 
-static void render_legend(const struct gw_schedule_segment *segs, const struct items *it,
-                          gw_time_format_fn fmt, void *userdata, struct sb *o) {
+static void render_legend(const struct gw_schedule_segment *segs, const struct items *it, gw_time_format_fn fmt,
+                          void *userdata, struct sb *o) {
         static const char *const other[_GW_SEGMENT_KIND_MAX] = {
-                [GW_SEG_RUNNING] = "other running jobs", [GW_SEG_PREDICTED] = "other predicted jobs",
-                [GW_SEG_BOOKING] = "other bookings", [GW_SEG_BOOKING_PENDING] = "other bookings awaiting approval",
+                [GW_SEG_RUNNING] = "other running jobs",
+                [GW_SEG_PREDICTED] = "other predicted jobs",
+                [GW_SEG_BOOKING] = "other bookings",
+                [GW_SEG_BOOKING_PENDING] = "other bookings awaiting approval",
         };
 
         put(o, "Legend: . free  x drained\n");
@@ -405,12 +411,12 @@ static void render_legend(const struct gw_schedule_segment *segs, const struct i
                 fmt(s->end, s->kind == GW_SEG_RUNNING ? GW_USEC_INFINITY : s->start, b, sizeof(b), userdata);
                 switch (s->kind) {
                 case GW_SEG_RUNNING:
-                        put(o, "  %c  job %lld  running until %s%s%s%s\n", symbols[k], (long long) s->id, b,
-                            sep, label, mark);
+                        put(o, "  %c  job %lld  running until %s%s%s%s\n", symbols[k], (long long) s->id, b, sep, label,
+                            mark);
                         break;
                 case GW_SEG_PREDICTED:
-                        put(o, "  %c  job %lld  predicted %s-%s%s%s%s\n", symbols[k], (long long) s->id, a, b,
-                            sep, label, mark);
+                        put(o, "  %c  job %lld  predicted %s-%s%s%s%s\n", symbols[k], (long long) s->id, a, b, sep,
+                            label, mark);
                         break;
                 default:
                         put(o, "  %c  booking %lld  %s-%s%s%s%s%s\n", symbols[k], (long long) s->id, a, b,
@@ -425,11 +431,11 @@ static void render_legend(const struct gw_schedule_segment *segs, const struct i
                 put(o, "  A line under a GPU's row shows what shares a column with a longer item on that GPU.\n");
 }
 
-int gw_schedule_render_text(const struct gw_schedule_segment *segs, size_t n, uint64_t rows,
-                            gw_usec_t from, gw_usec_t to, gw_usec_t column, gw_time_format_fn fmt,
-                            void *userdata, char *buf, size_t size) {
-        struct sb o = {.buf = buf, .size = size};
-        struct items it = {.n = 0};
+int gw_schedule_render_text(const struct gw_schedule_segment *segs, size_t n, uint64_t rows, gw_usec_t from,
+                            gw_usec_t to, gw_usec_t column, gw_time_format_fn fmt, void *userdata, char *buf,
+                            size_t size) {
+        struct sb o = { .buf = buf, .size = size };
+        struct items it = { .n = 0 };
         gw_usec_t cols;
 
         if ((n && !segs) || !buf || size == 0 || column <= 0 || to <= from)

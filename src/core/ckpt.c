@@ -7,18 +7,18 @@
 
 #include "base/text.h"
 
-#define SIG_EOCD     UINT32_C(0x06054b50) /* PK\5\6 end of central directory */
-#define SIG_Z64_LOC  UINT32_C(0x07064b50) /* PK\6\7 zip64 end of central directory locator */
+#define SIG_EOCD UINT32_C(0x06054b50) /* PK\5\6 end of central directory */
+#define SIG_Z64_LOC UINT32_C(0x07064b50) /* PK\6\7 zip64 end of central directory locator */
 #define SIG_Z64_EOCD UINT32_C(0x06064b50) /* PK\6\6 zip64 end of central directory record */
-#define SIG_CDH      UINT32_C(0x02014b50) /* PK\1\2 central directory file header */
-#define SIG_LFH      UINT32_C(0x04034b50) /* PK\3\4 local file header */
+#define SIG_CDH UINT32_C(0x02014b50) /* PK\1\2 central directory file header */
+#define SIG_LFH UINT32_C(0x04034b50) /* PK\3\4 local file header */
 
-#define EOCD_LEN     22
-#define Z64_LOC_LEN  20
+#define EOCD_LEN 22
+#define Z64_LOC_LEN 20
 #define Z64_EOCD_LEN 56
-#define CDH_LEN      46
-#define LFH_LEN      30
-#define MAX_COMMENT  65535
+#define CDH_LEN 46
+#define LFH_LEN 30
+#define MAX_COMMENT 65535
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t) (p[0] | p[1] << 8); }
 
@@ -33,7 +33,7 @@ struct zip_end {
         uint64_t entries;
         uint64_t cd_off, cd_size;
         uint64_t cd_end; /* where the central directory must end: the (zip64) end record */
-        uint64_t need;   /* bytes from the end of the file needed for the next step */
+        uint64_t need; /* bytes from the end of the file needed for the next step */
 };
 
 static int bad(char *why, size_t n, const char *msg) {
@@ -43,8 +43,8 @@ static int bad(char *why, size_t n, const char *msg) {
 
 /* Reads the ZIP64 end record the locator at tail[loc] points to.  0, 1 when the record
  * is outside the tail, -EBADMSG. */
-static int read_zip64(const uint8_t *tail, size_t tail_len, uint64_t base, size_t loc, struct zip_end *z,
-                      char *why, size_t n) {
+static int read_zip64(const uint8_t *tail, size_t tail_len, uint64_t base, size_t loc, struct zip_end *z, char *why,
+                      size_t n) {
         const uint8_t *l = tail + loc, *r;
         uint64_t loc_abs = base + loc, off = le64(l + 8), rec_size;
         uint32_t disks = le32(l + 16);
@@ -89,8 +89,7 @@ static int no_end(const uint8_t *tail, size_t tail_len, char *why, size_t n) {
 }
 
 /* Finds and checks the end records.  0, 1 (zip64 end record outside the tail), -EBADMSG. */
-static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct zip_end *z, char *why,
-                    size_t n) {
+static int find_end(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct zip_end *z, char *why, size_t n) {
         uint64_t base = file_size - tail_len;
         size_t i, lo;
         const uint8_t *e;
@@ -253,7 +252,7 @@ static int walk(const uint8_t *tail, size_t tail_len, uint64_t file_size, const 
 }
 
 int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char *why, size_t n) {
-        struct zip_end z = {0};
+        struct zip_end z = { 0 };
         int r;
 
         if ((uint64_t) tail_len > file_size || (!tail && tail_len > 0)) {
@@ -275,8 +274,8 @@ int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char
         return walk(tail, tail_len, file_size, &z, why, n);
 }
 
-int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
-                       uint64_t file_size, char *why, size_t n) {
+int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len, uint64_t file_size,
+                       char *why, size_t n) {
         char w[512];
         int r = gw_ckpt_check(tail, tail_len, file_size, w, sizeof(w));
 
@@ -288,7 +287,7 @@ int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail
 }
 
 int gw_ckpt_tail_wanted(const uint8_t *tail, size_t tail_len, uint64_t file_size, uint64_t *ret_len) {
-        struct zip_end z = {0};
+        struct zip_end z = { 0 };
         int r;
 
         if ((uint64_t) tail_len > file_size || (!tail && tail_len > 0))
@@ -312,9 +311,9 @@ static bool is_pickle_name(const uint8_t *name, size_t len) {
         return memchr(name, '/', len - wl) == NULL;
 }
 
-int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct gw_ckpt_entry *ret,
-                        char *why, size_t n) {
-        struct zip_end z = {0};
+int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct gw_ckpt_entry *ret, char *why,
+                        size_t n) {
+        struct zip_end z = { 0 };
         uint64_t base;
         size_t pos, end;
         int r;
@@ -357,9 +356,10 @@ int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size
                         }
                         if (csize != usize)
                                 return bad(why, n, "data.pkl is stored but its two sizes differ");
-                        if (loff > z.cd_off || z.cd_off - loff < LFH_LEN + nlen || z.cd_off - loff - LFH_LEN - nlen < csize)
+                        if (loff > z.cd_off || z.cd_off - loff < LFH_LEN + nlen ||
+                            z.cd_off - loff - LFH_LEN - nlen < csize)
                                 return bad(why, n, "data.pkl overlaps the central directory");
-                        *ret = (struct gw_ckpt_entry) { .local_off = loff, .size = csize, .cd_off = z.cd_off };
+                        *ret = (struct gw_ckpt_entry){ .local_off = loff, .size = csize, .cd_off = z.cd_off };
                         gw_say(why, n, "data.pkl: %llu bytes", (unsigned long long) csize);
                         return 0;
                 }
@@ -369,8 +369,8 @@ int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size
         return -ENOENT;
 }
 
-int gw_ckpt_pickle_offset(const uint8_t *lfh, size_t len, const struct gw_ckpt_entry *e, uint64_t *ret_off,
-                          char *why, size_t n) {
+int gw_ckpt_pickle_offset(const uint8_t *lfh, size_t len, const struct gw_ckpt_entry *e, uint64_t *ret_off, char *why,
+                          size_t n) {
         uint64_t off;
 
         if (!lfh || !e || !ret_off || len < LFH_LEN || le32(lfh) != SIG_LFH)

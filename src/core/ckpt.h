@@ -45,8 +45,8 @@ int gw_ckpt_check(const uint8_t *tail, size_t tail_len, uint64_t file_size, char
 /* gw_ckpt_check() with the file's first head_len bytes too (head may be NULL): a file with
  * no end record that starts with a zip local header is a zip cut short ("truncated: ..."),
  * though its tail, all one tensor's data, shows no header. */
-int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
-                       uint64_t file_size, char *why, size_t n);
+int gw_ckpt_check_file(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len, uint64_t file_size,
+                       char *why, size_t n);
 
 /* How many bytes from the end of the file gw_ckpt_check() needs to walk every central
  * directory entry (at least the bytes given).  0 and *ret_len, or gw_ckpt_check()'s
@@ -73,21 +73,21 @@ int gw_ckpt_tail_wanted(const uint8_t *tail, size_t tail_len, uint64_t file_size
 
 struct gw_ckpt_entry {
         uint64_t local_off; /* its local header */
-        uint64_t size;      /* its data's (stored: compressed = uncompressed) */
-        uint64_t cd_off;    /* the central directory's: the data must end before it */
+        uint64_t size; /* its data's (stored: compressed = uncompressed) */
+        uint64_t cd_off; /* the central directory's: the data must end before it */
 };
 
 /* Finds the stored "ARCHIVE/data.pkl" (one folder, no other) in the central directory, which
  * must lie wholly in tail (gw_ckpt_tail_wanted() says how much to read).  0 and *ret;
  * -ENOENT none; -EBADMSG malformed, compressed or encrypted; -EINVAL bad arguments.  why (may
  * be NULL) gets the reason. */
-int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct gw_ckpt_entry *ret,
-                        char *why, size_t n);
+int gw_ckpt_find_pickle(const uint8_t *tail, size_t tail_len, uint64_t file_size, struct gw_ckpt_entry *ret, char *why,
+                        size_t n);
 /* Where the entry's data starts, from its local header: lfh holds the file's bytes from
  * e->local_off on (at least 30, at most GW_CKPT_LOCAL_MAX are looked at).  0 and *ret_off,
  * -EBADMSG (no local header there, compressed, or data running into the central directory). */
-int gw_ckpt_pickle_offset(const uint8_t *lfh, size_t len, const struct gw_ckpt_entry *e, uint64_t *ret_off,
-                          char *why, size_t n);
+int gw_ckpt_pickle_offset(const uint8_t *lfh, size_t len, const struct gw_ckpt_entry *e, uint64_t *ret_off, char *why,
+                          size_t n);
 /* The value of the top-level dict's 'epoch' key in the pickle pkl (its first len bytes: it
  * may be a prefix), walked opcode by opcode (protocols 0 to 5) with its stack counted, so that
  * an 'epoch' inside a nested dict or as a value is not taken; the dict's own SETITEMS (or

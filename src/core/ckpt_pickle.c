@@ -16,26 +16,26 @@
 /* How an opcode's argument is laid out. */
 enum arg {
         ARG_NONE,
-        ARG_1,       /* fixed 1, 2, 4, 8 bytes */
+        ARG_1, /* fixed 1, 2, 4, 8 bytes */
         ARG_2,
         ARG_4,
         ARG_8,
-        ARG_LEN1,    /* a 1-byte length, then that many bytes */
-        ARG_LEN4,    /* a 4-byte little-endian length */
+        ARG_LEN1, /* a 1-byte length, then that many bytes */
+        ARG_LEN4, /* a 4-byte little-endian length */
         ARG_LEN8,
-        ARG_LINE,    /* text up to '\n' */
-        ARG_LINE2,   /* two such lines (GLOBAL, INST) */
-        ARG_BAD,     /* not an opcode */
+        ARG_LINE, /* text up to '\n' */
+        ARG_LINE2, /* two such lines (GLOBAL, INST) */
+        ARG_BAD, /* not an opcode */
 };
 
 /* What it does to the stack above the innermost MARK. */
 enum effect {
-        FX_PUSH,      /* +1 */
-        FX_NONE,      /* 0: memo, framing, pops one and pushes one */
-        FX_POP1,      /* -1 */
-        FX_POP2,      /* -2 */
+        FX_PUSH, /* +1 */
+        FX_NONE, /* 0: memo, framing, pops one and pushes one */
+        FX_POP1, /* -1 */
+        FX_POP2, /* -2 */
         FX_MARK,
-        FX_POPMARK,   /* pops to the mark */
+        FX_POPMARK, /* pops to the mark */
         FX_POPMARK_PUSH, /* pops to the mark, pushes the result */
         FX_STOP,
 };
@@ -47,39 +47,101 @@ struct op {
 
 static struct op op_of(uint8_t c) {
         switch (c) {
-        case '(': return (struct op) { ARG_NONE, FX_MARK };
-        case '.': return (struct op) { ARG_NONE, FX_STOP };
-        case '0': return (struct op) { ARG_NONE, FX_POP1 };
-        case '1': return (struct op) { ARG_NONE, FX_POPMARK };
-        case '2': return (struct op) { ARG_NONE, FX_PUSH }; /* DUP */
-        case 'N': case 0x88: case 0x89: case ')': case ']': case '}': case 0x8f: case 0x97:
-                return (struct op) { ARG_NONE, FX_PUSH };
-        case 'R': case 'a': case 'b': case 0x81: case 0x86: case 0x93:
-                return (struct op) { ARG_NONE, FX_POP1 };
-        case 's': case 0x87: case 0x92:
-                return (struct op) { ARG_NONE, FX_POP2 };
-        case 'd': case 'l': case 't': case 'o': case 0x91:
-                return (struct op) { ARG_NONE, FX_POPMARK_PUSH };
-        case 'e': case 'u': case 0x90:
-                return (struct op) { ARG_NONE, FX_POPMARK };
-        case 'Q': case 0x85: case 0x94: case 0x98:
-                return (struct op) { ARG_NONE, FX_NONE };
-        case 'h': case 'K': case 0x82: return (struct op) { ARG_1, FX_PUSH };
-        case 'q': case 0x80: return (struct op) { ARG_1, FX_NONE };
-        case 'M': case 0x83: return (struct op) { ARG_2, FX_PUSH };
-        case 'J': case 'j': case 0x84: return (struct op) { ARG_4, FX_PUSH };
-        case 'r': return (struct op) { ARG_4, FX_NONE };
-        case 'G': return (struct op) { ARG_8, FX_PUSH };
-        case 0x95: return (struct op) { ARG_8, FX_NONE }; /* FRAME */
-        case 'U': case 0x8c: case 'C': case 0x8a: return (struct op) { ARG_LEN1, FX_PUSH };
-        case 'T': case 'X': case 'B': case 0x8b: return (struct op) { ARG_LEN4, FX_PUSH };
-        case 0x8d: case 0x8e: case 0x96: return (struct op) { ARG_LEN8, FX_PUSH };
-        case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'g':
-                return (struct op) { ARG_LINE, FX_PUSH };
-        case 'p': return (struct op) { ARG_LINE, FX_NONE };
-        case 'c': return (struct op) { ARG_LINE2, FX_PUSH };
-        case 'i': return (struct op) { ARG_LINE2, FX_POPMARK_PUSH };
-        default: return (struct op) { ARG_BAD, FX_NONE };
+        case '(':
+                return (struct op){ ARG_NONE, FX_MARK };
+        case '.':
+                return (struct op){ ARG_NONE, FX_STOP };
+        case '0':
+                return (struct op){ ARG_NONE, FX_POP1 };
+        case '1':
+                return (struct op){ ARG_NONE, FX_POPMARK };
+        case '2':
+                return (struct op){ ARG_NONE, FX_PUSH }; /* DUP */
+        case 'N':
+        case 0x88:
+        case 0x89:
+        case ')':
+        case ']':
+        case '}':
+        case 0x8f:
+        case 0x97:
+                return (struct op){ ARG_NONE, FX_PUSH };
+        case 'R':
+        case 'a':
+        case 'b':
+        case 0x81:
+        case 0x86:
+        case 0x93:
+                return (struct op){ ARG_NONE, FX_POP1 };
+        case 's':
+        case 0x87:
+        case 0x92:
+                return (struct op){ ARG_NONE, FX_POP2 };
+        case 'd':
+        case 'l':
+        case 't':
+        case 'o':
+        case 0x91:
+                return (struct op){ ARG_NONE, FX_POPMARK_PUSH };
+        case 'e':
+        case 'u':
+        case 0x90:
+                return (struct op){ ARG_NONE, FX_POPMARK };
+        case 'Q':
+        case 0x85:
+        case 0x94:
+        case 0x98:
+                return (struct op){ ARG_NONE, FX_NONE };
+        case 'h':
+        case 'K':
+        case 0x82:
+                return (struct op){ ARG_1, FX_PUSH };
+        case 'q':
+        case 0x80:
+                return (struct op){ ARG_1, FX_NONE };
+        case 'M':
+        case 0x83:
+                return (struct op){ ARG_2, FX_PUSH };
+        case 'J':
+        case 'j':
+        case 0x84:
+                return (struct op){ ARG_4, FX_PUSH };
+        case 'r':
+                return (struct op){ ARG_4, FX_NONE };
+        case 'G':
+                return (struct op){ ARG_8, FX_PUSH };
+        case 0x95:
+                return (struct op){ ARG_8, FX_NONE }; /* FRAME */
+        case 'U':
+        case 0x8c:
+        case 'C':
+        case 0x8a:
+                return (struct op){ ARG_LEN1, FX_PUSH };
+        case 'T':
+        case 'X':
+        case 'B':
+        case 0x8b:
+                return (struct op){ ARG_LEN4, FX_PUSH };
+        case 0x8d:
+        case 0x8e:
+        case 0x96:
+                return (struct op){ ARG_LEN8, FX_PUSH };
+        case 'I':
+        case 'L':
+        case 'F':
+        case 'S':
+        case 'V':
+        case 'P':
+        case 'g':
+                return (struct op){ ARG_LINE, FX_PUSH };
+        case 'p':
+                return (struct op){ ARG_LINE, FX_NONE };
+        case 'c':
+                return (struct op){ ARG_LINE2, FX_PUSH };
+        case 'i':
+                return (struct op){ ARG_LINE2, FX_POPMARK_PUSH };
+        default:
+                return (struct op){ ARG_BAD, FX_NONE };
         }
 }
 
@@ -101,12 +163,23 @@ static int arg_len(enum arg a, const uint8_t *p, const uint8_t *end, size_t *ret
         const uint8_t *nl;
 
         switch (a) {
-        case ARG_NONE: break;
-        case ARG_1: body = 1; break;
-        case ARG_2: body = 2; break;
-        case ARG_4: body = 4; break;
-        case ARG_8: body = 8; break;
-        case ARG_LEN1: case ARG_LEN4: case ARG_LEN8: {
+        case ARG_NONE:
+                break;
+        case ARG_1:
+                body = 1;
+                break;
+        case ARG_2:
+                body = 2;
+                break;
+        case ARG_4:
+                body = 4;
+                break;
+        case ARG_8:
+                body = 8;
+                break;
+        case ARG_LEN1:
+        case ARG_LEN4:
+        case ARG_LEN8: {
                 hdr = a == ARG_LEN1 ? 1 : a == ARG_LEN4 ? 4 : 8;
                 if (avail < hdr)
                         return -ENODATA;
@@ -150,9 +223,15 @@ static int int_value(uint8_t c, const uint8_t *arg, size_t len, long *ret, char 
         int64_t v;
 
         switch (c) {
-        case 'K': v = arg[0]; break;
-        case 'M': v = (int64_t) le(arg, 2); break;
-        case 'J': v = (int32_t) (uint32_t) le(arg, 4); break;
+        case 'K':
+                v = arg[0];
+                break;
+        case 'M':
+                v = (int64_t) le(arg, 2);
+                break;
+        case 'J':
+                v = (int32_t) (uint32_t) le(arg, 4);
+                break;
         case 0x8a: {
                 size_t k = len - 1;
                 if (k > 8) {
@@ -182,11 +261,13 @@ static int int_value(uint8_t c, const uint8_t *arg, size_t len, long *ret, char 
                         v = -v;
                 break;
         }
-        case 0x88: case 0x89:
+        case 0x88:
+        case 0x89:
                 return bad(why, n, "'epoch' is a bool, not an integer");
         case 'N':
                 return bad(why, n, "'epoch' is None, not an integer");
-        case 'G': case 'F':
+        case 'G':
+        case 'F':
                 return bad(why, n, "'epoch' is a float, not an integer");
         default:
                 gw_say(why, n, "'epoch' is not an integer (opcode 0x%02x)", c);
@@ -205,20 +286,20 @@ static int int_value(uint8_t c, const uint8_t *arg, size_t len, long *ret, char 
  * and only the SETITEM that takes it away shows it was not the outer dict's. */
 struct cand {
         bool on;
-        size_t level, index;  /* where the key lies on the stack */
-        int vstate;           /* its value: 0 not pushed yet, 1 an integer, < 0 the error */
+        size_t level, index; /* where the key lies on the stack */
+        int vstate; /* its value: 0 not pushed yet, 1 an integer, < 0 the error */
         long v;
-        char vmsg[96];        /* why the value is not an integer */
+        char vmsg[96]; /* why the value is not an integer */
 };
 
 /* The walk's state: items above each MARK (level 0: the bottom of the stack). */
 struct walk {
         size_t count[MAX_MARKS + 1];
         size_t level;
-        bool root_seen;       /* the first object finished, which must be a dict */
-        int64_t epoch_memo;   /* the memo slot holding the string 'epoch', -1 none */
-        bool last_was_epoch;  /* the last item pushed is the string 'epoch' (for BINPUT) */
-        uint64_t memo_len;    /* for MEMOIZE, which stores at len(memo) */
+        bool root_seen; /* the first object finished, which must be a dict */
+        int64_t epoch_memo; /* the memo slot holding the string 'epoch', -1 none */
+        bool last_was_epoch; /* the last item pushed is the string 'epoch' (for BINPUT) */
+        uint64_t memo_len; /* for MEMOIZE, which stores at len(memo) */
         struct cand k;
 };
 
@@ -300,7 +381,7 @@ static int step(struct walk *w, uint8_t c, enum effect fx, const uint8_t *arg, s
                 /* A second one while the first is on lies above it: nested in the first's
                  * value, or in a later one-item dict; never the dict's own key again. */
                 if (epoch_str && key_slot(w) && !w->k.on)
-                        w->k = (struct cand) { .on = true, .level = lv, .index = w->count[lv]++ };
+                        w->k = (struct cand){ .on = true, .level = lv, .index = w->count[lv]++ };
                 else
                         track_push(w, lv, c, arg, alen);
                 w->last_was_epoch = epoch_str;
@@ -311,7 +392,8 @@ static int step(struct walk *w, uint8_t c, enum effect fx, const uint8_t *arg, s
                         return runs_out(why, n);
                 track(w, lv, false, true, c, arg, alen);
                 return 0;
-        case FX_POP1: case FX_POP2: {
+        case FX_POP1:
+        case FX_POP2: {
                 size_t k = fx == FX_POP1 ? 1 : 2;
                 if (w->count[lv] < k || (c != '0' && w->count[lv] == k))
                         return runs_out(why, n);
@@ -329,7 +411,8 @@ static int step(struct walk *w, uint8_t c, enum effect fx, const uint8_t *arg, s
                 }
                 w->count[++w->level] = 0;
                 return 0;
-        case FX_POPMARK: case FX_POPMARK_PUSH:
+        case FX_POPMARK:
+        case FX_POPMARK_PUSH:
                 if (lv == 0)
                         return runs_out(why, n);
                 /* The top-level dict's SETITEMS, with the pair in it. */

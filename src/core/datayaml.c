@@ -11,13 +11,13 @@
 enum key { K_OTHER, K_PATH, K_SPLIT, K_LIST_ITEM };
 
 struct line {
-        const char *p;      /* the line, without its '\n' */
+        const char *p; /* the line, without its '\n' */
         size_t len;
         enum key key;
-        const char *val;    /* K_PATH, K_SPLIT, K_LIST_ITEM: the value's first byte */
-        size_t val_len;     /* without quotes, comment and trailing blanks */
-        size_t val_off;     /* where the value (with its quotes) starts in the line */
-        size_t val_end;     /* where it ends, quotes included */
+        const char *val; /* K_PATH, K_SPLIT, K_LIST_ITEM: the value's first byte */
+        size_t val_len; /* without quotes, comment and trailing blanks */
+        size_t val_off; /* where the value (with its quotes) starts in the line */
+        size_t val_end; /* where it ends, quotes included */
 };
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -95,7 +95,7 @@ static int check_text(const char *text, size_t len, char *why, size_t nwhy) {
 /* Reads the line at p into l (classified) and returns where the next one starts. */
 static const char *next_line(const char *p, const char *end, struct line *l, bool *in_split) {
         const char *nl = memchr(p, '\n', (size_t) (end - p));
-        *l = (struct line) { .p = p, .len = (size_t) ((nl ? nl : end) - p) };
+        *l = (struct line){ .p = p, .len = (size_t) ((nl ? nl : end) - p) };
         classify(l, in_split);
         return nl ? nl + 1 : end;
 }
@@ -111,7 +111,8 @@ int gw_datayaml_root(const char *text, size_t len, char *root, size_t n, char *w
                 if (l.key != K_PATH)
                         continue;
                 if (!l.val_len || l.val[0] != '/') {
-                        gw_say(why, nwhy, "path: '%.*s' is not an absolute directory; a staged data YAML "
+                        gw_say(why, nwhy,
+                               "path: '%.*s' is not an absolute directory; a staged data YAML "
                                "names its dataset's root with an absolute path:",
                                (int) (l.val_len > 200 ? 200 : l.val_len), l.val);
                         return -EINVAL;
@@ -163,8 +164,10 @@ static int entry_value(const struct line *l, const char *root, const char *local
         bool under = l->val_len >= rl && !memcmp(l->val, root, rl) &&
                      (l->val_len == rl || l->val[rl] == '/' || !strcmp(root, "/"));
         if (!under) {
-                gw_say(why, nwhy, "'%.*s' is outside the data YAML's path: %s, so it would not be staged; "
-                       "give it relative to path:", (int) (l->val_len > 200 ? 200 : l->val_len), l->val, root);
+                gw_say(why, nwhy,
+                       "'%.*s' is outside the data YAML's path: %s, so it would not be staged; "
+                       "give it relative to path:",
+                       (int) (l->val_len > 200 ? 200 : l->val_len), l->val, root);
                 return -EINVAL;
         }
         put_s(o, "\"");

@@ -5,7 +5,7 @@
 #pragma once
 #include <stddef.h>
 
-#define GW_DATAYAML_MAX_SIZE 65536  /* bytes of the file: a data YAML is a page of text */
+#define GW_DATAYAML_MAX_SIZE 65536 /* bytes of the file: a data YAML is a page of text */
 #define GW_DATAYAML_MAX_PATH 4096
 
 /* The value of the top-level `path:` key into root (n bytes).  0; -EINVAL with why for a file

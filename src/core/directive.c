@@ -55,8 +55,7 @@ static int split_line(const char *p, const char *end, struct words *w, int base)
                                 quote = 0;
                         else if (!quote && (*p == '\'' || *p == '"'))
                                 quote = *p;
-                        else if (*p == '\\' && quote != '\'' && p + 1 < end &&
-                                 (!quote || p[1] == '"' || p[1] == '\\'))
+                        else if (*p == '\\' && quote != '\'' && p + 1 < end && (!quote || p[1] == '"' || p[1] == '\\'))
                                 scratch[len++] = *++p;
                         else
                                 scratch[len++] = *p;
@@ -81,8 +80,7 @@ static enum line_kind classify(const char *p, const char *end, const char *prefi
                 return LINE_BLANK;
         if (*p != '#')
                 return LINE_CODE;
-        if ((size_t) (end - p) >= plen && memcmp(p, prefix, plen) == 0 &&
-            (p + plen == end || is_blank(p[plen]))) {
+        if ((size_t) (end - p) >= plen && memcmp(p, prefix, plen) == 0 && (p + plen == end || is_blank(p[plen]))) {
                 *ret_args = p + plen;
                 return LINE_DIRECTIVE;
         }
@@ -109,14 +107,14 @@ int gw_directives_parse(const char *text, char ***argv, int *argc, int *ret_line
 }
 
 int gw_directives_parse_prefix(const char *text, const char *prefix, char ***argv, int *argc, int *ret_line) {
-        struct words w = {NULL, 0};
+        struct words w = { NULL, 0 };
         int base, lines = 0, line_no = 0, r = 0;
 
         if (!text || !prefix || prefix[0] != '#' || !argv || !argc || (*argv && *argc < 0))
                 return -EINVAL;
         base = *argv ? *argc : 0;
 
-        for (const char *p = text; *p; ) {
+        for (const char *p = text; *p;) {
                 const char *eol = strchr(p, '\n');
                 const char *end = eol ? eol : p + strlen(p);
                 const char *args = NULL;

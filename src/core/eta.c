@@ -59,11 +59,13 @@ int gw_eta_estimate(const struct gw_eta_input *in, struct gw_eta *out) {
                 double since = in->now > in->last_end ? secs(in->now - in->last_end) : 0;
                 if (e.remaining_epochs > 0) {
                         double current = e.sec_per_epoch - since;
-                        e.remaining_s = (current > 0 ? current : 0) + e.sec_per_epoch * (double) (e.remaining_epochs - 1);
+                        e.remaining_s =
+                                (current > 0 ? current : 0) + e.sec_per_epoch * (double) (e.remaining_epochs - 1);
                 }
                 e.end = in->now + (gw_usec_t) llround(e.remaining_s * (double) GW_USEC_PER_SEC);
-                double slack = 3 * e.sigma_s > GW_ETA_OVERDUE_SLACK * e.sec_per_epoch ? 3 * e.sigma_s
-                                                                                   : GW_ETA_OVERDUE_SLACK * e.sec_per_epoch;
+                double slack = 3 * e.sigma_s > GW_ETA_OVERDUE_SLACK * e.sec_per_epoch
+                                       ? 3 * e.sigma_s
+                                       : GW_ETA_OVERDUE_SLACK * e.sec_per_epoch;
                 if (e.remaining_epochs > 0 && since > e.sec_per_epoch + slack) {
                         e.overdue_s = since - e.sec_per_epoch;
                         e.end = in->last_end + (gw_usec_t) llround(e.sec_per_epoch * (double) e.remaining_epochs *

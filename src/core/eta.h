@@ -25,41 +25,41 @@
 
 #include "base/time.h"
 
-#define GW_ETA_DECAY          0.8
+#define GW_ETA_DECAY 0.8
 #define GW_ETA_STARTUP_WEIGHT 0.25
-#define GW_ETA_MIN_REL_ERROR  0.02
-#define GW_ETA_SIGMA_EPOCHS   20   /* the jitter is measured over the last this many epochs */
-#define GW_ETA_OVERDUE_SLACK  0.25 /* an epoch this much longer than usual is not yet late */
+#define GW_ETA_MIN_REL_ERROR 0.02
+#define GW_ETA_SIGMA_EPOCHS 20 /* the jitter is measured over the last this many epochs */
+#define GW_ETA_OVERDUE_SLACK 0.25 /* an epoch this much longer than usual is not yet late */
 
 struct gw_eta_epoch {
-        gw_usec_t duration;       /* wall time of the epoch: train, validation, checkpoint */
-        bool startup;             /* the first epoch of a process: includes its start */
+        gw_usec_t duration; /* wall time of the epoch: train, validation, checkpoint */
+        bool startup; /* the first epoch of a process: includes its start */
 };
 
 struct gw_eta_input {
         const struct gw_eta_epoch *epochs; /* timed epochs, oldest first; may be only the recent ones */
         size_t n_epochs;
-        long done;                /* epochs finished in the whole run (resumes included) */
-        long total;               /* planned epochs; <= 0 when unknown */
-        gw_usec_t last_end;       /* wall clock: when the newest finished epoch ended */
-        gw_usec_t now;            /* wall clock */
+        long done; /* epochs finished in the whole run (resumes included) */
+        long total; /* planned epochs; <= 0 when unknown */
+        gw_usec_t last_end; /* wall clock: when the newest finished epoch ended */
+        gw_usec_t now; /* wall clock */
 };
 
 struct gw_eta {
-        double sec_per_epoch;     /* smoothed */
+        double sec_per_epoch; /* smoothed */
         long done;
-        long total;               /* <= 0: unknown, and then no end either */
-        bool has_end;             /* total known: remaining_s and end are set */
-        long remaining_epochs;    /* total - done, the current one included */
-        double remaining_s;       /* from now */
-        gw_usec_t end;            /* wall clock: now + remaining_s; when overdue, the end that
+        long total; /* <= 0: unknown, and then no end either */
+        bool has_end; /* total known: remaining_s and end are set */
+        long remaining_epochs; /* total - done, the current one included */
+        double remaining_s; /* from now */
+        gw_usec_t end; /* wall clock: now + remaining_s; when overdue, the end that
                                    * was due: last_end + sec_per_epoch * remaining_epochs */
-        double overdue_s;         /* > 0: the current epoch is this much past its expected end */
+        double overdue_s; /* > 0: the current epoch is this much past its expected end */
         bool has_error;
-        double error_s;           /* half-width of the error bar, seconds */
-        double sigma_s;           /* standard deviation of an epoch's duration (no start), 0 if unknown */
-        size_t n_timed;           /* epochs the estimate rests on */
-        size_t n_startup;         /* of which include a process start */
+        double error_s; /* half-width of the error bar, seconds */
+        double sigma_s; /* standard deviation of an epoch's duration (no start), 0 if unknown */
+        size_t n_timed; /* epochs the estimate rests on */
+        size_t n_startup; /* of which include a process start */
 };
 
 /* Fills *out from *in.  0; -ENODATA when no epoch is timed yet; -EINVAL for NULL arguments,

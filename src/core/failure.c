@@ -21,9 +21,7 @@ static const char *const class_names[_GW_FAILURE_CLASS_MAX] = {
         [GW_FAILURE_RECLAIMED] = "reclaimed",
 };
 
-const char *gw_failure_class_name(enum gw_failure_class c) {
-        return GW_NAMETABLE_NAME(class_names, c);
-}
+const char *gw_failure_class_name(enum gw_failure_class c) { return GW_NAMETABLE_NAME(class_names, c); }
 
 enum gw_failure_class gw_failure_class_from_name(const char *name) {
         return (enum gw_failure_class) GW_NAMETABLE_INDEX(class_names, name);
@@ -34,37 +32,37 @@ enum gw_failure_class gw_failure_class_from_name(const char *name) {
  * ncclResult_t names, nvidia-smi, the DataLoader worker watchdog. */
 static const struct gw_failure_pattern default_patterns[] = {
         /* The GPU itself is gone or broken: everything after is a consequence. */
-        {GW_FAILURE_GPU_FAULT, "GPU is lost"},
-        {GW_FAILURE_GPU_FAULT, "Unable to determine the device handle for GPU"},
-        {GW_FAILURE_GPU_FAULT, "uncorrectable ECC error encountered"},
-        {GW_FAILURE_GPU_FAULT, "GPU has fallen off the bus"},
+        { GW_FAILURE_GPU_FAULT, "GPU is lost" },
+        { GW_FAILURE_GPU_FAULT, "Unable to determine the device handle for GPU" },
+        { GW_FAILURE_GPU_FAULT, "uncorrectable ECC error encountered" },
+        { GW_FAILURE_GPU_FAULT, "GPU has fallen off the bus" },
         /* "DataLoader worker (pid 4242) is killed by signal: Killed." -- SIGKILL of a worker
          * that gpuward did not send: the kernel OOM killer. */
-        {GW_FAILURE_HOST_OOM, "is killed by signal: Killed"},
-        {GW_FAILURE_OOM, "torch.OutOfMemoryError: CUDA out of memory"},
-        {GW_FAILURE_OOM, "torch.cuda.OutOfMemoryError"},
-        {GW_FAILURE_OOM, "CUDA out of memory. Tried to allocate"},
-        {GW_FAILURE_OOM, "CUDA error: out of memory"},
-        {GW_FAILURE_OOM, "CUBLAS_STATUS_ALLOC_FAILED"},
-        {GW_FAILURE_OOM, "CUDNN_STATUS_ALLOC_FAILED"},
-        {GW_FAILURE_NCCL_ERROR, "Watchdog caught collective operation timeout"},
-        {GW_FAILURE_NCCL_ERROR, "NCCL communicator was aborted"},
-        {GW_FAILURE_NCCL_ERROR, "ncclInternalError"},
-        {GW_FAILURE_NCCL_ERROR, "ncclUnhandledCudaError"},
-        {GW_FAILURE_NCCL_ERROR, "ncclSystemError"},
-        {GW_FAILURE_NCCL_ERROR, "ncclRemoteError"},
-        {GW_FAILURE_NCCL_ERROR, "NCCL error"},
+        { GW_FAILURE_HOST_OOM, "is killed by signal: Killed" },
+        { GW_FAILURE_OOM, "torch.OutOfMemoryError: CUDA out of memory" },
+        { GW_FAILURE_OOM, "torch.cuda.OutOfMemoryError" },
+        { GW_FAILURE_OOM, "CUDA out of memory. Tried to allocate" },
+        { GW_FAILURE_OOM, "CUDA error: out of memory" },
+        { GW_FAILURE_OOM, "CUBLAS_STATUS_ALLOC_FAILED" },
+        { GW_FAILURE_OOM, "CUDNN_STATUS_ALLOC_FAILED" },
+        { GW_FAILURE_NCCL_ERROR, "Watchdog caught collective operation timeout" },
+        { GW_FAILURE_NCCL_ERROR, "NCCL communicator was aborted" },
+        { GW_FAILURE_NCCL_ERROR, "ncclInternalError" },
+        { GW_FAILURE_NCCL_ERROR, "ncclUnhandledCudaError" },
+        { GW_FAILURE_NCCL_ERROR, "ncclSystemError" },
+        { GW_FAILURE_NCCL_ERROR, "ncclRemoteError" },
+        { GW_FAILURE_NCCL_ERROR, "NCCL error" },
         /* CUDA errors a retry cannot fix: a failed assert in a kernel (labels out of range),
          * a device index the job does not have, a build without kernels for this GPU. */
-        {GW_FAILURE_USER_ERROR, "device-side assert triggered"},
-        {GW_FAILURE_USER_ERROR, "CUDA error: invalid device ordinal"},
-        {GW_FAILURE_USER_ERROR, "no kernel image is available for execution on the device"},
-        {GW_FAILURE_CUDA_ERROR, "CUDA error: an illegal memory access was encountered"},
-        {GW_FAILURE_CUDA_ERROR, "CUDA error: unspecified launch failure"},
-        {GW_FAILURE_CUDA_ERROR, "CUBLAS_STATUS_"},
-        {GW_FAILURE_CUDA_ERROR, "cuDNN error"},
-        {GW_FAILURE_CUDA_ERROR, "RuntimeError: CUDA error"},
-        {GW_FAILURE_CUDA_ERROR, "CUDA error:"},
+        { GW_FAILURE_USER_ERROR, "device-side assert triggered" },
+        { GW_FAILURE_USER_ERROR, "CUDA error: invalid device ordinal" },
+        { GW_FAILURE_USER_ERROR, "no kernel image is available for execution on the device" },
+        { GW_FAILURE_CUDA_ERROR, "CUDA error: an illegal memory access was encountered" },
+        { GW_FAILURE_CUDA_ERROR, "CUDA error: unspecified launch failure" },
+        { GW_FAILURE_CUDA_ERROR, "CUBLAS_STATUS_" },
+        { GW_FAILURE_CUDA_ERROR, "cuDNN error" },
+        { GW_FAILURE_CUDA_ERROR, "RuntimeError: CUDA error" },
+        { GW_FAILURE_CUDA_ERROR, "CUDA error:" },
 };
 
 const struct gw_failure_pattern *gw_failure_default_patterns(size_t *ret_n) {
@@ -73,11 +71,11 @@ const struct gw_failure_pattern *gw_failure_default_patterns(size_t *ret_n) {
 }
 
 /* The Xids whose action in NVIDIA's Xid catalog is a GPU reset or a reboot. */
-static const unsigned default_drain_xids[] = {48, 64, 74, 79, 95};
+static const unsigned default_drain_xids[] = { 48, 64, 74, 79, 95 };
 
 /* Application faults the driver saw (illegal address, graphics exception, contained ECC):
  * the job's error, not the GPU's. */
-static const unsigned job_error_xids[] = {13, 31, 43, 94};
+static const unsigned job_error_xids[] = { 13, 31, 43, 94 };
 
 const unsigned *gw_failure_default_drain_xids(size_t *ret_n) {
         *ret_n = sizeof(default_drain_xids) / sizeof(default_drain_xids[0]);
@@ -278,8 +276,7 @@ static void hit_set(struct hit *h, enum gw_failure_class cls, unsigned line, siz
 /* The class of the first pattern that occurs in line, or _INVALID. */
 static enum gw_failure_class match_line(const char *line, const struct gw_failure_pattern *pats, size_t n) {
         for (size_t i = 0; i < n; i++)
-                if (class_from_log(pats[i].cls) && pats[i].text && pats[i].text[0] &&
-                    strstr(line, pats[i].text))
+                if (class_from_log(pats[i].cls) && pats[i].text && pats[i].text[0] && strstr(line, pats[i].text))
                         return pats[i].cls;
         return _GW_FAILURE_CLASS_INVALID;
 }
@@ -320,7 +317,7 @@ static void tb_feed(struct tb_state *tb, const char *line, unsigned no, size_t o
 }
 
 struct log_scan {
-        struct hit gpu;   /* first gpu_fault line */
+        struct hit gpu; /* first gpu_fault line */
         struct hit first; /* first oom / nccl / cuda / host_oom / user_error line */
         struct tb_state tb;
         unsigned autobatch; /* the first "AutoBatch: " line, 0 before one */
@@ -355,12 +352,12 @@ static void scan_log(const struct gw_failure_input *in, struct log_scan *s) {
         if (!in->tail || !in->tail_len)
                 return;
 
-        it = (struct line_iter){.p = in->tail, .len = in->tail_len};
+        it = (struct line_iter){ .p = in->tail, .len = in->tail_len };
         while (next_line(&it, buf, sizeof(buf), &off))
                 total++;
         skip = total > GW_FAILURE_TAIL_LINES ? total - GW_FAILURE_TAIL_LINES : 0;
 
-        it = (struct line_iter){.p = in->tail, .len = in->tail_len};
+        it = (struct line_iter){ .p = in->tail, .len = in->tail_len };
         while (next_line(&it, buf, sizeof(buf), &off)) {
                 enum gw_failure_class c;
 
@@ -446,9 +443,10 @@ static void describe_status(const struct gw_failure_input *in, char *buf, size_t
 /* A SIGKILL of the main process that no stop of gpuward's explains, with what is known of
  * the OOM killer (rule 5 found no sign of it). */
 static void killed_by(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
-        const char *oom = in->oom_counted        ? "not the kernel's OOM killer: the cgroup's oom_kill count did not change"
-                          : in->host_oom_counted ? "not the kernel's OOM killer: the host's oom_kill count did not change"
-                                                 : "whether the kernel's OOM killer did is not known";
+        const char *oom = in->oom_counted ? "not the kernel's OOM killer: the cgroup's oom_kill count did not change"
+                          : in->host_oom_counted
+                                  ? "not the kernel's OOM killer: the host's oom_kill count did not change"
+                                  : "whether the kernel's OOM killer did is not known";
         if (in->sigkill_why) {
                 v->cls = GW_FAILURE_USER_ERROR;
                 snprintf(v->evidence, sizeof(v->evidence), "killed by SIGKILL from gpuward: %s", in->sigkill_why);
@@ -502,10 +500,10 @@ static bool name_before_tail(const char *line, const char *const *tails, size_t 
  * the shells' status for a missing command), "command not executable: NAME" for an exit 126
  * with "Permission denied". */
 static bool command_not_run(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
-        static const char *const missing[] = {": command not found", ": not found", ": No such file or directory"};
-        static const char *const denied[] = {": Permission denied"};
+        static const char *const missing[] = { ": command not found", ": not found", ": No such file or directory" };
+        static const char *const denied[] = { ": Permission denied" };
         char buf[GW_FAILURE_LINE_MAX], name[256];
-        struct line_iter it = {.p = in->tail, .len = in->tail_len};
+        struct line_iter it = { .p = in->tail, .len = in->tail_len };
         size_t off;
         unsigned no = 0;
         bool found = false, is127 = in->status == 127;
@@ -538,8 +536,8 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
         const unsigned *xids = in->drain_xids;
         size_t n_xids = in->n_drain_xids;
         const struct gw_gpu_event *drain_ev = NULL, *job_ev = NULL;
-        struct gw_failure_verdict v = {.gpu = -1};
-        struct log_scan s = {0};
+        struct gw_failure_verdict v = { .gpu = -1 };
+        struct log_scan s = { 0 };
         char st[64];
 
         if (in->end < 0 || in->end >= _GW_ATTEMPT_END_MAX)
@@ -568,9 +566,9 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
                         enum gw_failure_class cls;
                         const char *text;
                 } act[] = {
-                        [GW_END_CANCELLED] = {GW_FAILURE_CANCELLED, "stopped by gpuward: cancelled"},
-                        [GW_END_TIMEOUT] = {GW_FAILURE_TIMEOUT, "stopped by gpuward: time limit reached"},
-                        [GW_END_RECLAIMED] = {GW_FAILURE_RECLAIMED, "stopped by gpuward: idle GPUs reclaimed"},
+                        [GW_END_CANCELLED] = { GW_FAILURE_CANCELLED, "stopped by gpuward: cancelled" },
+                        [GW_END_TIMEOUT] = { GW_FAILURE_TIMEOUT, "stopped by gpuward: time limit reached" },
+                        [GW_END_RECLAIMED] = { GW_FAILURE_RECLAIMED, "stopped by gpuward: idle GPUs reclaimed" },
                 };
                 v.cls = act[in->end].cls;
                 snprintf(v.evidence, sizeof(v.evidence), "%s", act[in->end].text);

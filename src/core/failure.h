@@ -62,7 +62,7 @@ enum gw_failure_class {
         GW_FAILURE_HOST_OOM,
         GW_FAILURE_LOST,
         GW_FAILURE_USER_ERROR,
-        GW_FAILURE_KILLED,           /* SIGKILL from outside gpuward, not the OOM killer's */
+        GW_FAILURE_KILLED, /* SIGKILL from outside gpuward, not the OOM killer's */
         GW_FAILURE_CANCELLED,
         GW_FAILURE_TIMEOUT,
         GW_FAILURE_RECLAIMED,
@@ -72,24 +72,24 @@ enum gw_failure_class {
 
 #define GW_FAILURE_BIT(c) (UINT32_C(1) << (unsigned) (c))
 
-const char *gw_failure_class_name(enum gw_failure_class c);          /* "cuda_error"; NULL if out of range */
-enum gw_failure_class gw_failure_class_from_name(const char *name);  /* case-insensitive; _INVALID */
+const char *gw_failure_class_name(enum gw_failure_class c); /* "cuda_error"; NULL if out of range */
+enum gw_failure_class gw_failure_class_from_name(const char *name); /* case-insensitive; _INVALID */
 
 /* How the attempt's main process ended. */
 enum gw_attempt_end {
-        GW_END_EXITED,    /* exited by itself; status = exit code */
-        GW_END_SIGNALED,  /* killed by a signal gpuward did not send; status = signal number */
+        GW_END_EXITED, /* exited by itself; status = exit code */
+        GW_END_SIGNALED, /* killed by a signal gpuward did not send; status = signal number */
         GW_END_CANCELLED, /* gpuward stopped it: cancel by user or admin */
-        GW_END_TIMEOUT,   /* gpuward stopped it: time limit or end of booking */
+        GW_END_TIMEOUT, /* gpuward stopped it: time limit or end of booking */
         GW_END_RECLAIMED, /* gpuward stopped it: idle-GPU reclamation */
         _GW_ATTEMPT_END_MAX,
         _GW_ATTEMPT_END_INVALID = -EINVAL,
 };
 
 enum gw_gpu_event_kind {
-        GW_GPU_EVENT_XID,      /* xid holds the Xid number */
-        GW_GPU_EVENT_ECC_DBE,  /* double-bit (uncorrectable) ECC error */
-        GW_GPU_EVENT_LOST,     /* NVML returned GPU_IS_LOST for it */
+        GW_GPU_EVENT_XID, /* xid holds the Xid number */
+        GW_GPU_EVENT_ECC_DBE, /* double-bit (uncorrectable) ECC error */
+        GW_GPU_EVENT_LOST, /* NVML returned GPU_IS_LOST for it */
         _GW_GPU_EVENT_KIND_MAX,
         _GW_GPU_EVENT_KIND_INVALID = -EINVAL,
 };
@@ -98,7 +98,7 @@ enum gw_gpu_event_kind {
  * time; events are given oldest first). */
 struct gw_gpu_event {
         enum gw_gpu_event_kind kind;
-        int gpu;        /* the daemon's GPU index */
+        int gpu; /* the daemon's GPU index */
         unsigned xid;
 };
 
@@ -122,21 +122,21 @@ const unsigned *gw_failure_default_drain_xids(size_t *ret_n);
 /* 0, or -EINVAL with a message in why (e.g. "pattern 3: class ok cannot come from a log"). */
 int gw_failure_patterns_check(const struct gw_failure_pattern *p, size_t n, char *why, size_t why_len);
 
-#define GW_FAILURE_TAIL_LINES 200  /* only the last this many non-empty lines are read */
-#define GW_FAILURE_LINE_MAX   4096 /* a longer line is matched on its first this many bytes */
+#define GW_FAILURE_TAIL_LINES 200 /* only the last this many non-empty lines are read */
+#define GW_FAILURE_LINE_MAX 4096 /* a longer line is matched on its first this many bytes */
 #define GW_FAILURE_PATTERN_MAX 256 /* longest pattern text gw_failure_patterns_check accepts */
 
 /* Everything the classifier reads.  Nothing is copied or kept; zero-initialise, then fill. */
 struct gw_failure_input {
         enum gw_attempt_end end;
-        int status;                  /* exit code (EXITED) or signal number (SIGNALED) */
-        bool lost;                   /* no exit status: the daemon restarted or the host
+        int status; /* exit code (EXITED) or signal number (SIGNALED) */
+        bool lost; /* no exit status: the daemon restarted or the host
                                       * rebooted while the job ran; status is ignored, and
                                       * end too unless gpuward was stopping the job */
-        const char *lost_why;        /* lost: why, where not that (the running daemon saw the
+        const char *lost_why; /* lost: why, where not that (the running daemon saw the
                                       * supervisor end without telling); NULL: a restart */
 
-        const char *tail;            /* raw last bytes of the log: ANSI colours and tqdm \r
+        const char *tail; /* raw last bytes of the log: ANSI colours and tqdm \r
                                       * redraws allowed, need not start at a line start,
                                       * need not be NUL-terminated; NULL when there is none */
         size_t tail_len;
@@ -144,20 +144,20 @@ struct gw_failure_input {
         const struct gw_gpu_event *events;
         size_t n_events;
 
-        bool oom_killed;             /* the caller's judgement: the kernel OOM killer killed
+        bool oom_killed; /* the caller's judgement: the kernel OOM killer killed
                                       * the job (SIGKILL it did not send + oom_kill counter) */
-        uint64_t oom_kills;          /* growth of memory.events oom_kill during the attempt */
-        bool oom_counted;            /* oom_kills was read from the job's own memory cgroup:
+        uint64_t oom_kills; /* growth of memory.events oom_kill during the attempt */
+        bool oom_counted; /* oom_kills was read from the job's own memory cgroup:
                                       * 0 there means the OOM killer killed none of its processes */
-        bool host_oom_counted;       /* host_oom_kills is known (the daemon saw the attempt start) */
-        uint64_t host_oom_kills;     /* growth of the host's oom_kill count (/proc/vmstat) during
+        bool host_oom_counted; /* host_oom_kills is known (the daemon saw the attempt start) */
+        uint64_t host_oom_kills; /* growth of the host's oom_kill count (/proc/vmstat) during
                                       * the attempt: any process's, not only the job's */
-        const char *sigkill_why;     /* gpuward itself sent SIGKILL to the job's main process
+        const char *sigkill_why; /* gpuward itself sent SIGKILL to the job's main process
                                       * outside a stop: why (e.g. rogue_policy=kill); else NULL */
 
         const struct gw_failure_pattern *patterns; /* NULL: the built-in table */
         size_t n_patterns;
-        const unsigned *drain_xids;  /* NULL: the built-in list */
+        const unsigned *drain_xids; /* NULL: the built-in list */
         size_t n_drain_xids;
 };
 
@@ -174,8 +174,8 @@ struct gw_failure_verdict {
          * line = 0 when the evidence is not a log line. */
         unsigned line;
         size_t offset;
-        int gpu;                     /* the GPU the evidence names, -1 when none or unknown */
-        unsigned xid;                /* the Xid the evidence names, 0 when none */
+        int gpu; /* the GPU the evidence names, -1 when none or unknown */
+        unsigned xid; /* the Xid the evidence names, 0 when none */
         /* GPUs (by index < 64) with a drain-worthy event during the attempt, whatever the
          * class: the daemon drains them and the retry avoids them. */
         uint64_t drain_mask;

@@ -45,13 +45,11 @@ static bool user_ok(const struct gw_fs_user *u) {
         return isfinite(u->share) && u->share >= 0 && isfinite(u->used_gpu_h) && u->used_gpu_h >= 0;
 }
 
-static double weight(const struct gw_fs_user *u) {
-        return u->share > 0 ? u->share : 1.0;
-}
+static double weight(const struct gw_fs_user *u) { return u->share > 0 ? u->share : 1.0; }
 
 /* The sums of usage at now and of the weights; -EINVAL for a bad user. */
-static int totals(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_usec_t half_life,
-                  double *ret_used, double *ret_shares) {
+static int totals(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_usec_t half_life, double *ret_used,
+                  double *ret_shares) {
         double used = 0, shares = 0;
 
         if ((n && !users) || half_life < 0)
@@ -73,8 +71,7 @@ static double factor(double used, double total_used, double share_frac) {
         return exp2(-(used / total_used) / share_frac);
 }
 
-int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_usec_t half_life,
-                  double *ret_factor) {
+int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_usec_t half_life, double *ret_factor) {
         double used, shares;
         int r;
 
@@ -84,8 +81,7 @@ int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_us
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++)
-                ret_factor[i] = factor(gw_fs_usage_at(&users[i], now, half_life), used,
-                                       weight(&users[i]) / shares);
+                ret_factor[i] = factor(gw_fs_usage_at(&users[i], now, half_life), used, weight(&users[i]) / shares);
         return 0;
 }
 
@@ -111,10 +107,9 @@ int gw_fs_explain(const struct gw_fs_user *users, size_t n, size_t i, const char
                 return r;
         double used = gw_fs_usage_at(&users[i], now, half_life), frac = weight(&users[i]) / shares;
         share_text(frac, share, sizeof(share));
-        int len = snprintf(buf, size,
-                           "fairshare %.2f: %s used %.1f GPU-h (decayed), %.0f%% of all use, against a %s share",
-                           factor(used, used_all, frac), name, used,
-                           used_all > 0 ? used / used_all * 100.0 : 0.0, share);
+        int len = snprintf(
+                buf, size, "fairshare %.2f: %s used %.1f GPU-h (decayed), %.0f%% of all use, against a %s share",
+                factor(used, used_all, frac), name, used, used_all > 0 ? used / used_all * 100.0 : 0.0, share);
         if (len < 0)
                 return -EINVAL;
         return (size_t) len >= size ? -ENOBUFS : len;

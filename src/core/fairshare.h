@@ -39,9 +39,9 @@
 #define GW_FS_EXPLAIN_SIZE 160
 
 struct gw_fs_user {
-        double share;         /* weight, > 0; 0 = the default weight 1 (equal shares) */
-        double used_gpu_h;    /* decayed GPU-hours as of used_at */
-        gw_usec_t used_at;    /* the instant used_gpu_h is decayed to; 0 with no usage yet */
+        double share; /* weight, > 0; 0 = the default weight 1 (equal shares) */
+        double used_gpu_h; /* decayed GPU-hours as of used_at */
+        gw_usec_t used_at; /* the instant used_gpu_h is decayed to; 0 with no usage yet */
 };
 
 /* Usage of u decayed to now (now before used_at: as of used_at, never grown back). */
@@ -55,8 +55,7 @@ int gw_fs_charge(struct gw_fs_user *u, double gpus, gw_usec_t from, gw_usec_t to
 /* The factor F of each of the n users at now, into ret_factor[0..n-1] (each in (0, 1]).
  * Returns 0, or -EINVAL (NULL with n > 0, a negative or non-finite share or usage,
  * half_life < 0); ret_factor is written only on success. */
-int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_usec_t half_life,
-                  double *ret_factor);
+int gw_fs_factors(const struct gw_fs_user *users, size_t n, gw_usec_t now, gw_usec_t half_life, double *ret_factor);
 
 /* One line for a person on why user i stands where it does, into buf:
  *   "fairshare 0.42: alice used 12.5 GPU-h (decayed), 38% of all use, against a 1/3 share"

@@ -5,9 +5,8 @@
 #include "base/nametable.h"
 
 static const char *const state_names[_GW_JOB_STATE_MAX] = {
-        [GW_JOB_PENDING] = "PENDING",     [GW_JOB_HELD] = "HELD",
-        [GW_JOB_RUNNING] = "RUNNING",     [GW_JOB_COMPLETED] = "COMPLETED",
-        [GW_JOB_FAILED] = "FAILED",       [GW_JOB_CANCELLED] = "CANCELLED",
+        [GW_JOB_PENDING] = "PENDING",     [GW_JOB_HELD] = "HELD",           [GW_JOB_RUNNING] = "RUNNING",
+        [GW_JOB_COMPLETED] = "COMPLETED", [GW_JOB_FAILED] = "FAILED",       [GW_JOB_CANCELLED] = "CANCELLED",
         [GW_JOB_TIMEOUT] = "TIMEOUT",     [GW_JOB_RECLAIMED] = "RECLAIMED",
 };
 
@@ -32,21 +31,15 @@ static const char *const dep_kind_names[_GW_DEP_KIND_MAX] = {
         [GW_DEP_KIND_ANY] = "any",
 };
 
-const char *gw_job_state_name(enum gw_job_state s) {
-        return GW_NAMETABLE_NAME(state_names, s);
-}
+const char *gw_job_state_name(enum gw_job_state s) { return GW_NAMETABLE_NAME(state_names, s); }
 
 enum gw_job_state gw_job_state_from_name(const char *name) {
         return (enum gw_job_state) GW_NAMETABLE_INDEX(state_names, name);
 }
 
-const char *gw_job_reason_name(enum gw_job_reason r) {
-        return GW_NAMETABLE_NAME(reason_names, r);
-}
+const char *gw_job_reason_name(enum gw_job_reason r) { return GW_NAMETABLE_NAME(reason_names, r); }
 
-const char *gw_dep_kind_name(enum gw_dep_kind k) {
-        return GW_NAMETABLE_NAME(dep_kind_names, k);
-}
+const char *gw_dep_kind_name(enum gw_dep_kind k) { return GW_NAMETABLE_NAME(dep_kind_names, k); }
 
 enum gw_dep_kind gw_dep_kind_from_name(const char *name) {
         return (enum gw_dep_kind) GW_NAMETABLE_INDEX(dep_kind_names, name);
@@ -70,11 +63,10 @@ bool gw_job_state_is_final(enum gw_job_state s) {
 /* Allowed targets per source state.  PENDING → FAILED is for a dependency that can never
  * be met; RUNNING → PENDING requeues a job for a retry. */
 static const unsigned allowed_to[_GW_JOB_STATE_MAX] = {
-        [GW_JOB_PENDING] = BIT(GW_JOB_HELD) | BIT(GW_JOB_RUNNING) | BIT(GW_JOB_CANCELLED) |
-                           BIT(GW_JOB_FAILED),
+        [GW_JOB_PENDING] = BIT(GW_JOB_HELD) | BIT(GW_JOB_RUNNING) | BIT(GW_JOB_CANCELLED) | BIT(GW_JOB_FAILED),
         [GW_JOB_HELD] = BIT(GW_JOB_PENDING) | BIT(GW_JOB_CANCELLED),
-        [GW_JOB_RUNNING] = BIT(GW_JOB_COMPLETED) | BIT(GW_JOB_FAILED) | BIT(GW_JOB_CANCELLED) |
-                           BIT(GW_JOB_TIMEOUT) | BIT(GW_JOB_RECLAIMED) | BIT(GW_JOB_PENDING),
+        [GW_JOB_RUNNING] = BIT(GW_JOB_COMPLETED) | BIT(GW_JOB_FAILED) | BIT(GW_JOB_CANCELLED) | BIT(GW_JOB_TIMEOUT) |
+                           BIT(GW_JOB_RECLAIMED) | BIT(GW_JOB_PENDING),
 };
 
 bool gw_job_transition_ok(enum gw_job_state from, enum gw_job_state to) {

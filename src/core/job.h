@@ -23,17 +23,17 @@ enum gw_job_reason {
         GW_REASON_DEPENDENCY,
         GW_REASON_HELD,
         GW_REASON_PRIORITY,
-        GW_REASON_BACKOFF,   /* waiting out the delay before a retry */
+        GW_REASON_BACKOFF, /* waiting out the delay before a retry */
         GW_REASON_RESERVATION, /* its booking has not started */
-        GW_REASON_QUOTA,     /* its user is at a wait-type quota limit */
+        GW_REASON_QUOTA, /* its user is at a wait-type quota limit */
         GW_REASON_ARRAY_LIMIT, /* an array: as many of its tasks run as its %N allows, or
                                 * all its tasks started and it waits for their ends */
         GW_REASON_PREEMPTED, /* queued again after a preemption, it waits for GPUs, first of its
                               * priority: shown for Resources, Priority or Reservation (never
                               * the scheduler's own; gw_job_reason_shown) */
-        GW_REASON_DRAINED,   /* it needs more GPUs than are in service: it could start only once
+        GW_REASON_DRAINED, /* it needs more GPUs than are in service: it could start only once
                               * a drained or unhealthy GPU is back (GPUs in use do not count) */
-        GW_REASON_STAGING,   /* its --dataset is being copied into the node's cache */
+        GW_REASON_STAGING, /* its --dataset is being copied into the node's cache */
         _GW_REASON_MAX,
         _GW_REASON_INVALID = -EINVAL,
 };
@@ -41,7 +41,7 @@ enum gw_job_reason {
 /* What a job waits for with --after JOB[:ok|:any]. */
 enum gw_dep_kind {
         GW_DEP_KIND_NONE,
-        GW_DEP_KIND_OK,  /* start only when the other job COMPLETED */
+        GW_DEP_KIND_OK, /* start only when the other job COMPLETED */
         GW_DEP_KIND_ANY, /* start when the other job ended, however */
         _GW_DEP_KIND_MAX,
         _GW_DEP_KIND_INVALID = -EINVAL,
@@ -53,10 +53,10 @@ enum gw_dep_status {
         GW_DEP_NEVER, /* the other job ended in a way that can never satisfy it */
 };
 
-const char *gw_job_state_name(enum gw_job_state s);          /* "RUNNING"; NULL if out of range */
-enum gw_job_state gw_job_state_from_name(const char *name);   /* case-insensitive */
-const char *gw_job_reason_name(enum gw_job_reason r);         /* "Resources"; "" for NONE */
-const char *gw_dep_kind_name(enum gw_dep_kind k);             /* "ok", "any" */
+const char *gw_job_state_name(enum gw_job_state s); /* "RUNNING"; NULL if out of range */
+enum gw_job_state gw_job_state_from_name(const char *name); /* case-insensitive */
+const char *gw_job_reason_name(enum gw_job_reason r); /* "Resources"; "" for NONE */
+const char *gw_dep_kind_name(enum gw_dep_kind k); /* "ok", "any" */
 enum gw_dep_kind gw_dep_kind_from_name(const char *name);
 
 bool gw_job_state_is_final(enum gw_job_state s);

@@ -74,8 +74,7 @@ static int fail(char *msg, size_t size, const char *field, const char *item, siz
 #define RANGE_WHY "is not a task index: indexes are whole numbers from 0 to 999999"
 
 /* One ITEM, [p, end), into g. */
-static int parse_item(const char *p, const char *end, const char *field, struct gather *g, char *msg,
-                      size_t size) {
+static int parse_item(const char *p, const char *end, const char *field, struct gather *g, char *msg, size_t size) {
         const char *item = p;
         size_t len = (size_t) (end - p);
         uint32_t lo, hi, step = 1;
@@ -134,7 +133,7 @@ int gw_array_parse(const char *spec, const char *field, struct gw_array *ret, ch
                 return r;
 
         _cleanup_free_ uint32_t *v = gw_xmalloc(GATHER_CAP * sizeof(uint32_t));
-        struct gather g = {v, 0};
+        struct gather g = { v, 0 };
         for (const char *p = spec; p <= list_end;) {
                 const char *comma = memchr(p, ',', (size_t) (list_end - p));
                 const char *end = comma ? comma : list_end;
@@ -163,7 +162,7 @@ void gw_array_done(struct gw_array *a) {
         if (!a)
                 return;
         free(a->ids);
-        *a = (struct gw_array){0};
+        *a = (struct gw_array){ 0 };
 }
 
 /* Appends to buf at *len; false (and nothing written) when it does not fit in size. */

@@ -20,8 +20,8 @@
 #define GW_ARRAY_MSG_SIZE 192
 
 struct gw_array {
-        uint32_t *ids;        /* ascending, distinct, n of them; malloc'ed, owned */
-        size_t n;             /* 1..GW_ARRAY_MAX_TASKS */
+        uint32_t *ids; /* ascending, distinct, n of them; malloc'ed, owned */
+        size_t n; /* 1..GW_ARRAY_MAX_TASKS */
         uint32_t max_running; /* the %LIMIT; 0 = none */
 };
 

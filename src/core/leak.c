@@ -11,7 +11,7 @@
 #define MIB (1024.0 * 1024.0)
 
 void gw_leak_params_default(struct gw_leak_params *p) {
-        *p = (struct gw_leak_params) {
+        *p = (struct gw_leak_params){
                 .mib_per_epoch = GW_LEAK_DEFAULT_MIB_PER_EPOCH,
                 .epochs = GW_LEAK_DEFAULT_EPOCHS,
                 .window = GW_LEAK_DEFAULT_WINDOW,
@@ -60,7 +60,7 @@ int gw_leak_epoch_stats(const struct gw_point *pts, size_t n, gw_usec_t from, gw
 /* One GPU's newest baselines as x (epoch) and y (MiB). */
 struct view {
         double x[GW_LEAK_MAX_EPOCHS], y[GW_LEAK_MAX_EPOCHS];
-        double peak;              /* of the newest epoch, MiB */
+        double peak; /* of the newest epoch, MiB */
         size_t n;
 };
 
@@ -154,14 +154,15 @@ static void leak_evidence(const struct gw_leak_verdict *out, size_t w, char *buf
                 } else
                         snprintf(oom, sizeof oom, "; OOM in ~%ld epoch%s", e, e == 1 ? "" : "s");
         }
-        snprintf(buf, len, "GPU %u: baseline %+.0f MiB/epoch for %u epochs%s%s", g->gpu, g->run_slope_mib,
-                 g->rising, sib, oom);
+        snprintf(buf, len, "GPU %u: baseline %+.0f MiB/epoch for %u epochs%s%s", g->gpu, g->run_slope_mib, g->rising,
+                 sib, oom);
 }
 
 static void quiet_evidence(const struct gw_leak_verdict *out, char *buf, size_t len) {
         size_t best = SIZE_MAX;
         for (size_t i = 0; i < out->n_gpus; i++)
-                if (out->per_gpu[i].n >= 2 && (best == SIZE_MAX || out->per_gpu[i].slope_mib > out->per_gpu[best].slope_mib))
+                if (out->per_gpu[i].n >= 2 &&
+                    (best == SIZE_MAX || out->per_gpu[i].slope_mib > out->per_gpu[best].slope_mib))
                         best = i;
         if (best == SIZE_MAX)
                 snprintf(buf, len, "no leak: fewer than 2 epochs measured");
@@ -193,7 +194,7 @@ int gw_leak_detect(const struct gw_leak_params *p, const struct gw_leak_input *i
                 struct view *vw = &views[i];
                 struct gw_leak_gpu_verdict *g = &v.per_gpu[i];
                 view_of(&in->gpus[i], vw);
-                *g = (struct gw_leak_gpu_verdict) { .gpu = in->gpus[i].gpu, .n = vw->n, .epochs_to_oom = NAN };
+                *g = (struct gw_leak_gpu_verdict){ .gpu = in->gpus[i].gpu, .n = vw->n, .epochs_to_oom = NAN };
                 g->slope_mib = slope_last(vw, p->window);
                 g->flat = vw->n >= 2 && fabs(g->slope_mib) < thr / 8;
                 g->rising = run_length(vw, thr / 2);
@@ -252,8 +253,7 @@ int gw_leak_detect(const struct gw_leak_params *p, const struct gw_leak_input *i
 }
 
 int gw_leak_detect_series(const struct gw_leak_params *p, const struct gw_leak_series *gpus, size_t n_gpus,
-                          const gw_usec_t *bounds, size_t n_bounds, double sec_per_epoch,
-                          struct gw_leak_verdict *out) {
+                          const gw_usec_t *bounds, size_t n_bounds, double sec_per_epoch, struct gw_leak_verdict *out) {
         if (n_gpus > GW_LEAK_MAX_GPUS || (n_gpus && !gpus) || (n_bounds && !bounds))
                 return -EINVAL;
         long epoch[GW_LEAK_MAX_GPUS][GW_LEAK_MAX_EPOCHS]; /* ~100 KiB in all: fine on a thread's stack */
@@ -262,8 +262,11 @@ int gw_leak_detect_series(const struct gw_leak_params *p, const struct gw_leak_s
         /* The newest GW_LEAK_MAX_EPOCHS epochs, never the first. */
         size_t first = n_bounds > GW_LEAK_MAX_EPOCHS + 1 ? n_bounds - GW_LEAK_MAX_EPOCHS : 2;
         for (size_t i = 0; i < n_gpus; i++) {
-                g[i] = (struct gw_leak_gpu) { .gpu = gpus[i].gpu, .mem_total = gpus[i].mem_total, .epoch = epoch[i],
-                                              .low = low[i], .peak = peak[i] };
+                g[i] = (struct gw_leak_gpu){ .gpu = gpus[i].gpu,
+                                             .mem_total = gpus[i].mem_total,
+                                             .epoch = epoch[i],
+                                             .low = low[i],
+                                             .peak = peak[i] };
                 for (size_t k = first; k < n_bounds; k++) {
                         double lo, hi;
                         if (gw_leak_epoch_stats(gpus[i].pts, gpus[i].n, bounds[k - 1], bounds[k], &lo, &hi) < 0)

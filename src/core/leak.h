@@ -27,16 +27,16 @@
 #include "core/telemetry.h"
 
 #define GW_LEAK_DEFAULT_MIB_PER_EPOCH 256.0
-#define GW_LEAK_DEFAULT_EPOCHS        3
-#define GW_LEAK_DEFAULT_WINDOW        8
-#define GW_LEAK_MAX_GPUS              64
-#define GW_LEAK_MAX_EPOCHS            64  /* baselines looked at per GPU (the newest) */
-#define GW_LEAK_EVIDENCE_MAX          256
+#define GW_LEAK_DEFAULT_EPOCHS 3
+#define GW_LEAK_DEFAULT_WINDOW 8
+#define GW_LEAK_MAX_GPUS 64
+#define GW_LEAK_MAX_EPOCHS 64 /* baselines looked at per GPU (the newest) */
+#define GW_LEAK_EVIDENCE_MAX 256
 
 struct gw_leak_params {
-        double mib_per_epoch;     /* threshold, MiB per epoch; > 0 */
-        unsigned epochs;          /* rising epochs in a row; >= 2 */
-        unsigned window;          /* baselines in the slope; >= epochs */
+        double mib_per_epoch; /* threshold, MiB per epoch; > 0 */
+        unsigned epochs; /* rising epochs in a row; >= 2 */
+        unsigned window; /* baselines in the slope; >= epochs */
 };
 void gw_leak_params_default(struct gw_leak_params *p);
 
@@ -44,38 +44,38 @@ void gw_leak_params_default(struct gw_leak_params *p);
  * could not be measured is left out).  Memory in bytes. */
 struct gw_leak_gpu {
         unsigned gpu;
-        uint64_t mem_total;       /* 0: unknown (then no OOM prediction) */
+        uint64_t mem_total; /* 0: unknown (then no OOM prediction) */
         const long *epoch;
-        const double *low;        /* the epoch's baseline */
-        const double *peak;       /* the epoch's highest; NULL: the lows */
+        const double *low; /* the epoch's baseline */
+        const double *peak; /* the epoch's highest; NULL: the lows */
         size_t n;
 };
 
 struct gw_leak_input {
         const struct gw_leak_gpu *gpus;
-        size_t n_gpus;            /* at most GW_LEAK_MAX_GPUS */
-        double sec_per_epoch;     /* for the minutes to OOM; <= 0 unknown */
+        size_t n_gpus; /* at most GW_LEAK_MAX_GPUS */
+        double sec_per_epoch; /* for the minutes to OOM; <= 0 unknown */
 };
 
 struct gw_leak_gpu_verdict {
         unsigned gpu;
-        size_t n;                 /* baselines known */
-        double slope_mib;         /* Theil-Sen over the last `window` baselines, MiB/epoch; 0 below 2 */
-        unsigned rising;          /* baselines in the current rising run (1 = not rising) */
-        double run_slope_mib;     /* Theil-Sen over that run, MiB/epoch */
-        bool flat;                /* |slope| below mib_per_epoch / 8 */
+        size_t n; /* baselines known */
+        double slope_mib; /* Theil-Sen over the last `window` baselines, MiB/epoch; 0 below 2 */
+        unsigned rising; /* baselines in the current rising run (1 = not rising) */
+        double run_slope_mib; /* Theil-Sen over that run, MiB/epoch */
+        bool flat; /* |slope| below mib_per_epoch / 8 */
         bool flagged;
-        double epochs_to_oom;     /* NAN: unknown or not flagged */
+        double epochs_to_oom; /* NAN: unknown or not flagged */
 };
 
 struct gw_leak_verdict {
         bool leak;
-        bool asymmetric;          /* the worst GPU was flagged by the one-GPU rule */
-        unsigned gpu;             /* the worst flagged GPU (soonest out of memory, else fastest) */
-        double slope_mib;         /* its rate, MiB per epoch */
-        unsigned epochs;          /* its rising run, in epochs */
-        double epochs_to_oom;     /* NAN: unknown */
-        double seconds_to_oom;    /* NAN: unknown */
+        bool asymmetric; /* the worst GPU was flagged by the one-GPU rule */
+        unsigned gpu; /* the worst flagged GPU (soonest out of memory, else fastest) */
+        double slope_mib; /* its rate, MiB per epoch */
+        unsigned epochs; /* its rising run, in epochs */
+        double epochs_to_oom; /* NAN: unknown */
+        double seconds_to_oom; /* NAN: unknown */
         /* "GPU 0: baseline +412 MiB/epoch for 5 epochs (GPUs 1-3 flat); OOM in ~6 epochs / ~13m",
          * or why there is no leak ("GPU 0: baseline +3 MiB/epoch over 6 epochs"). */
         char evidence[GW_LEAK_EVIDENCE_MAX];
@@ -107,5 +107,4 @@ struct gw_leak_series {
  * (bounds[0] = the process's start, n_bounds - 1 epochs); epoch 1 is skipped; then
  * gw_leak_detect.  Same returns. */
 int gw_leak_detect_series(const struct gw_leak_params *p, const struct gw_leak_series *gpus, size_t n_gpus,
-                          const gw_usec_t *bounds, size_t n_bounds, double sec_per_epoch,
-                          struct gw_leak_verdict *out);
+                          const gw_usec_t *bounds, size_t n_bounds, double sec_per_epoch, struct gw_leak_verdict *out);

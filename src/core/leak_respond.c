@@ -10,9 +10,7 @@ static const char *const names[_GW_LEAK_POLICY_MAX] = {
         [GW_LEAK_POLICY_RESTART] = "restart",
 };
 
-const char *gw_leak_policy_name(enum gw_leak_policy p) {
-        return GW_NAMETABLE_NAME(names, p);
-}
+const char *gw_leak_policy_name(enum gw_leak_policy p) { return GW_NAMETABLE_NAME(names, p); }
 
 enum gw_leak_policy gw_leak_policy_from_name(const char *name) {
         if (!name)
@@ -35,7 +33,7 @@ static const char *no_restart(const struct gw_leak_respond_input *in) {
 int gw_leak_respond(const struct gw_leak_respond_input *in, struct gw_leak_response *ret) {
         if (!in || !ret || in->policy < 0 || in->policy >= _GW_LEAK_POLICY_MAX || in->attempt == 0)
                 return -EINVAL;
-        *ret = (struct gw_leak_response){.act = GW_LEAK_ACT_NONE};
+        *ret = (struct gw_leak_response){ .act = GW_LEAK_ACT_NONE };
         if (in->flagged && !in->reported) {
                 const char *cannot = in->policy == GW_LEAK_POLICY_RESTART ? no_restart(in) : NULL;
                 ret->act = GW_LEAK_ACT_REPORT;

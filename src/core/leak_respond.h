@@ -31,27 +31,27 @@ enum gw_leak_policy gw_leak_policy_from_name(const char *name);
 
 struct gw_leak_respond_input {
         enum gw_leak_policy policy;
-        bool flagged;          /* the detector's newest verdict says leak */
-        bool resumable;        /* a retry would resume from the run's checkpoint */
-        unsigned attempt;      /* this attempt, 1.. */
-        unsigned max_retries;  /* the job's retry limit */
-        bool reported;         /* this attempt's leak was already reported */
-        bool restart_pending;  /* a restart was decided for this attempt (set by REPORT) */
-        bool stop_sent;        /* the stop was already sent */
-        bool stopping;         /* the job is being stopped for another reason */
-        bool ckpt_settled;     /* the newest checkpoint is complete, after the newest epoch */
+        bool flagged; /* the detector's newest verdict says leak */
+        bool resumable; /* a retry would resume from the run's checkpoint */
+        unsigned attempt; /* this attempt, 1.. */
+        unsigned max_retries; /* the job's retry limit */
+        bool reported; /* this attempt's leak was already reported */
+        bool restart_pending; /* a restart was decided for this attempt (set by REPORT) */
+        bool stop_sent; /* the stop was already sent */
+        bool stopping; /* the job is being stopped for another reason */
+        bool ckpt_settled; /* the newest checkpoint is complete, after the newest epoch */
 };
 
 enum gw_leak_act {
         GW_LEAK_ACT_NONE,
-        GW_LEAK_ACT_REPORT,    /* tell the leak (event, log line); restart_pending says what follows */
-        GW_LEAK_ACT_STOP,      /* stop the attempt now to resume from its checkpoint */
+        GW_LEAK_ACT_REPORT, /* tell the leak (event, log line); restart_pending says what follows */
+        GW_LEAK_ACT_STOP, /* stop the attempt now to resume from its checkpoint */
 };
 
 struct gw_leak_response {
         enum gw_leak_act act;
-        bool restart_pending;  /* REPORT: the job will be stopped after its next checkpoint */
-        const char *outcome;   /* REPORT: "it keeps running", "it will be stopped after ...",
+        bool restart_pending; /* REPORT: the job will be stopped after its next checkpoint */
+        const char *outcome; /* REPORT: "it keeps running", "it will be stopped after ...",
                                 * or why restart cannot be carried out (static storage) */
 };
 

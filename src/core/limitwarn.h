@@ -21,12 +21,12 @@
 #define GW_LIMIT_SIGNAL_BEFORE_DEFAULT (5 * 60 * GW_USEC_PER_SEC)
 
 struct gw_limit_warn {
-        gw_usec_t start;       /* the attempt's start */
-        gw_usec_t end;         /* it is stopped then: its time limit or its booking's end */
-        bool by_booking;       /* end is its booking's end, sooner than its time limit */
-        bool signal;           /* it asked for a signal (--signal) */
-        gw_usec_t before;      /* the signal's T; 0: not given */
-        gw_usec_t notice;      /* time_limit_warn; 0: no plain notice */
+        gw_usec_t start; /* the attempt's start */
+        gw_usec_t end; /* it is stopped then: its time limit or its booking's end */
+        bool by_booking; /* end is its booking's end, sooner than its time limit */
+        bool signal; /* it asked for a signal (--signal) */
+        gw_usec_t before; /* the signal's T; 0: not given */
+        gw_usec_t notice; /* time_limit_warn; 0: no plain notice */
 };
 
 /* How long before w->end the warning (with its signal) is due; 0: never. */

@@ -15,22 +15,22 @@
 #include <stdint.h>
 
 #define GW_MIG_PROFILE_MAX 32 /* bytes of a profile name, the NUL included */
-#define GW_MIG_COUNT_MAX   64 /* slices one job may ask for */
+#define GW_MIG_COUNT_MAX 64 /* slices one job may ask for */
 
 struct gw_mig_ask {
         char profile[GW_MIG_PROFILE_MAX]; /* "1g.10gb", as NVML names it */
-        int count;                        /* 1..GW_MIG_COUNT_MAX */
+        int count; /* 1..GW_MIG_COUNT_MAX */
 };
 
 /* One slice (MIG device) of a GPU in MIG mode, as the placement needs it. */
 struct gw_mig_slot {
-        int gpu;                 /* the index of the GPU holding it */
-        const char *uuid;        /* borrowed, "MIG-..."; for the caller (placement reads it not) */
-        const char *profile;     /* borrowed; NULL or "": not known (never matches) */
-        unsigned slices;         /* the GPU-instance slices it holds; 0: not known */
-        unsigned max_slices;     /* the GPU's; 0: not known */
-        int64_t job_id;          /* the job given it; 0: free */
-        bool usable;             /* its GPU in service: not drained, not lost */
+        int gpu; /* the index of the GPU holding it */
+        const char *uuid; /* borrowed, "MIG-..."; for the caller (placement reads it not) */
+        const char *profile; /* borrowed; NULL or "": not known (never matches) */
+        unsigned slices; /* the GPU-instance slices it holds; 0: not known */
+        unsigned max_slices; /* the GPU's; 0: not known */
+        int64_t job_id; /* the job given it; 0: free */
+        bool usable; /* its GPU in service: not drained, not lost */
 };
 
 /* Whether s is a profile name as NVML writes them ("1g.10gb", "1g.10gb+me", "1c.3g.40gb"):

@@ -34,8 +34,10 @@ int gw_model_name_check(const char *s, char *why, size_t n) {
 int gw_model_metric_check(const char *s, char *why, size_t n) {
         size_t len = s ? strlen(s) : 0;
         if (!len || len > GW_MODEL_METRIC_MAX) {
-                snprintf(why, n, "publish_if_better: a results.csv column of 1-%d characters, such as "
-                                 "metrics/mAP50-95(B)", GW_MODEL_METRIC_MAX);
+                snprintf(why, n,
+                         "publish_if_better: a results.csv column of 1-%d characters, such as "
+                         "metrics/mAP50-95(B)",
+                         GW_MODEL_METRIC_MAX);
                 return -EINVAL;
         }
         for (size_t i = 0; i < len; i++)
@@ -82,9 +84,7 @@ long gw_model_metric_col(const struct gw_results *r, const char *metric) {
         return -1;
 }
 
-bool gw_model_lower_is_better(const char *metric) {
-        return metric && strstr(metric, "loss");
-}
+bool gw_model_lower_is_better(const char *metric) { return metric && strstr(metric, "loss"); }
 
 enum gw_model_verdict gw_model_compare(const char *metric, double value, bool latest_known, double latest) {
         if (isnan(value))

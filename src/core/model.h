@@ -8,7 +8,7 @@
 
 #include "core/progress.h"
 
-#define GW_MODEL_NAME_MAX   64   /* bytes of a model's name */
+#define GW_MODEL_NAME_MAX 64 /* bytes of a model's name */
 #define GW_MODEL_METRIC_MAX (GW_RESULTS_NAME_MAX - 1) /* results.csv keeps no longer column name */
 #define GW_MODEL_VERSION_MAX 1000000 /* vN: N at most this */
 
@@ -36,10 +36,10 @@ long gw_model_metric_col(const struct gw_results *r, const char *metric);
 bool gw_model_lower_is_better(const char *metric);
 
 enum gw_model_verdict {
-        GW_MODEL_FIRST,          /* no version has the metric: published */
-        GW_MODEL_BETTER,         /* beats the latest version's value: published */
-        GW_MODEL_NOT_BETTER,     /* equal or worse: not published */
-        GW_MODEL_NO_VALUE,       /* the run has no value for it: not published */
+        GW_MODEL_FIRST, /* no version has the metric: published */
+        GW_MODEL_BETTER, /* beats the latest version's value: published */
+        GW_MODEL_NOT_BETTER, /* equal or worse: not published */
+        GW_MODEL_NO_VALUE, /* the run has no value for it: not published */
         _GW_MODEL_VERDICT_MAX,
         _GW_MODEL_VERDICT_INVALID = -22,
 };

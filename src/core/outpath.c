@@ -26,18 +26,40 @@ int gw_outpath_expand(const char *pattern, const struct gw_outpath_vars *v, char
                 if (p[0] == '%' && p[1]) {
                         n = 0;
                         switch (p[1]) {
-                        case '%': s = "%"; n = 1; break;
-                        case 'j': n = (size_t) snprintf(num, sizeof num, "%lld", (long long) v->id); s = num; break;
-                        case 'A': n = (size_t) snprintf(num, sizeof num, "%lld", (long long) v->array_id); s = num; break;
+                        case '%':
+                                s = "%";
+                                n = 1;
+                                break;
+                        case 'j':
+                                n = (size_t) snprintf(num, sizeof num, "%lld", (long long) v->id);
+                                s = num;
+                                break;
+                        case 'A':
+                                n = (size_t) snprintf(num, sizeof num, "%lld", (long long) v->array_id);
+                                s = num;
+                                break;
                         case 'a':
                                 n = (size_t) snprintf(num, sizeof num, "%lld",
                                                       (long long) (v->array_index < 0 ? 0 : v->array_index));
                                 s = num;
                                 break;
-                        case 'x': s = v->name ? v->name : ""; n = strlen(s); break;
-                        case 'u': s = v->user ? v->user : ""; n = strlen(s); break;
-                        case 'N': s = v->host ? v->host : ""; n = strlen(s); break;
-                        default: s = p; n = 1; p--; break; /* kept: the '%' now, its letter next */
+                        case 'x':
+                                s = v->name ? v->name : "";
+                                n = strlen(s);
+                                break;
+                        case 'u':
+                                s = v->user ? v->user : "";
+                                n = strlen(s);
+                                break;
+                        case 'N':
+                                s = v->host ? v->host : "";
+                                n = strlen(s);
+                                break;
+                        default:
+                                s = p;
+                                n = 1;
+                                p--;
+                                break; /* kept: the '%' now, its letter next */
                         }
                         p++;
                 }

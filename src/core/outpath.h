@@ -4,12 +4,12 @@
 #include <stdint.h>
 
 struct gw_outpath_vars {
-        int64_t id;          /* %j */
-        int64_t array_id;    /* %A: the array's id, else the job's */
+        int64_t id; /* %j */
+        int64_t array_id; /* %A: the array's id, else the job's */
         int64_t array_index; /* %a: the task's index; < 0 for a job that is no task ("0") */
-        const char *name;    /* %x */
-        const char *user;    /* %u */
-        const char *host;    /* %N */
+        const char *name; /* %x */
+        const char *user; /* %u */
+        const char *host; /* %N */
 };
 
 /* Writes pattern with its patterns replaced into buf (NUL-terminated).  A '%' before any

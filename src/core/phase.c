@@ -10,22 +10,22 @@
 #include "base/nametable.h"
 
 const struct gw_phase_pattern gw_phase_patterns_default[] = {
-        {GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "Class     Images  Instances", false},
+        { GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "Class     Images  Instances", false },
         /* ClassificationValidator.get_desc(): ("%22s" + "%11s" * 2) % ("classes", "top1_acc",
          * "top5_acc"); its results line also starts with "all". */
-        {GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "classes   top1_acc   top5_acc", false},
+        { GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "classes   top1_acc   top5_acc", false },
         /* Ultralytics' validator prints its results line once the pass is done (while it runs,
          * the newest line is the header's tqdm bar): validation over, nothing to protect. */
-        {GW_PHASE_VALIDATED, GW_MATCH_PREFIX, "all ", true},
-        {GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "Validating ", false},
-        {GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "val: ", false},
-        {GW_PHASE_SAVING, GW_MATCH_SUBSTR, "Saving", false},
-        {GW_PHASE_SAVING, GW_MATCH_SUBSTR, "Optimizer stripped from", false},
+        { GW_PHASE_VALIDATED, GW_MATCH_PREFIX, "all ", true },
+        { GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "Validating ", false },
+        { GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "val: ", false },
+        { GW_PHASE_SAVING, GW_MATCH_SUBSTR, "Saving", false },
+        { GW_PHASE_SAVING, GW_MATCH_SUBSTR, "Optimizer stripped from", false },
         /* Training lines end the scan: without them a loader hung at the start of an epoch
          * would still show the previous epoch's validation summary a few lines up and be
          * protected for ever. */
-        {GW_PHASE_TRAINING, GW_MATCH_SUBSTR, "GPU_mem", false},
-        {GW_PHASE_TRAINING, GW_MATCH_EPOCH_FRACTION, NULL, false},
+        { GW_PHASE_TRAINING, GW_MATCH_SUBSTR, "GPU_mem", false },
+        { GW_PHASE_TRAINING, GW_MATCH_EPOCH_FRACTION, NULL, false },
 };
 const size_t gw_phase_patterns_default_n = ELEMENTSOF(gw_phase_patterns_default);
 
@@ -69,15 +69,13 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
 }
 
 #define PHASE_DEFAULT_LINES 8
-#define PHASE_MAX_LINES 1000  /* bounds the work on a tail of blank-ish redraws */
-#define PHASE_SCAN_MAX 512    /* a line is matched on its first 511 visible bytes */
+#define PHASE_MAX_LINES 1000 /* bounds the work on a tail of blank-ish redraws */
+#define PHASE_SCAN_MAX 512 /* a line is matched on its first 511 visible bytes */
 
 const char *gw_phase_name(enum gw_phase p) {
         static const char *const names[_GW_PHASE_MAX] = {
-                [GW_PHASE_UNKNOWN] = "unknown",
-                [GW_PHASE_TRAINING] = "training",
-                [GW_PHASE_VALIDATING] = "validating",
-                [GW_PHASE_SAVING] = "saving",
+                [GW_PHASE_UNKNOWN] = "unknown",       [GW_PHASE_TRAINING] = "training",
+                [GW_PHASE_VALIDATING] = "validating", [GW_PHASE_SAVING] = "saving",
                 [GW_PHASE_VALIDATED] = "validated",
         };
         return GW_NAMETABLE_NAME(names, p);
@@ -166,8 +164,7 @@ static bool epoch_fraction(const char *l) {
         return *p == ' ' || *p == '\0';
 }
 
-static const struct gw_phase_pattern *match_line(const struct gw_phase_rules *rules,
-                                                 const char *l) {
+static const struct gw_phase_pattern *match_line(const struct gw_phase_rules *rules, const char *l) {
         for (size_t i = 0; i < rules->n_patterns; i++) {
                 const struct gw_phase_pattern *pt = &rules->patterns[i];
 
@@ -210,9 +207,8 @@ static void set_line(char *dst, const char *src) {
         dst[m] = '\0';
 }
 
-int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules *rules,
-                      struct gw_phase_result *ret) {
-        struct gw_phase_result res = {.phase = GW_PHASE_UNKNOWN};
+int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules *rules, struct gw_phase_result *ret) {
+        struct gw_phase_result res = { .phase = GW_PHASE_UNKNOWN };
         char l[PHASE_SCAN_MAX], pending[GW_PHASE_LINE_MAX] = "";
         bool have_newest = false, have_pending = false;
         enum gw_phase pending_phase = GW_PHASE_UNKNOWN;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 enum gw_phase {
-        GW_PHASE_UNKNOWN,             /* no line in the window says */
+        GW_PHASE_UNKNOWN, /* no line in the window says */
         GW_PHASE_TRAINING,
         GW_PHASE_VALIDATING,
         GW_PHASE_SAVING,
@@ -21,9 +21,9 @@ enum gw_phase {
 const char *gw_phase_name(enum gw_phase p); /* "validating", "validated"; NULL if out of range */
 
 enum gw_match {
-        GW_MATCH_SUBSTR,              /* text anywhere in the line (case-sensitive) */
-        GW_MATCH_PREFIX,              /* the trimmed line starts with text */
-        GW_MATCH_EPOCH_FRACTION,      /* the trimmed line starts with "N/M " (Ultralytics' epoch
+        GW_MATCH_SUBSTR, /* text anywhere in the line (case-sensitive) */
+        GW_MATCH_PREFIX, /* the trimmed line starts with text */
+        GW_MATCH_EPOCH_FRACTION, /* the trimmed line starts with "N/M " (Ultralytics' epoch
                                        * bar); text unused.  Not expressible as a substring. */
         _GW_MATCH_MAX,
         _GW_MATCH_INVALID = -EINVAL,
@@ -43,7 +43,7 @@ struct gw_phase_pattern {
 struct gw_phase_rules {
         const struct gw_phase_pattern *patterns; /* tried in order; the first match decides */
         size_t n_patterns;
-        unsigned last_lines;          /* K: how many non-empty lines to look at; 0 = 8 */
+        unsigned last_lines; /* K: how many non-empty lines to look at; 0 = 8 */
 };
 
 /* Ultralytics' validation ("Class     Images  Instances" with its tqdm bar, "Validating ",
@@ -70,5 +70,4 @@ struct gw_phase_result {
  * its header gives the summary's phase (VALIDATED for the defaults' "all"), with the summary
  * as the evidence.  The last line needs
  * no '\n' (it is the bar being redrawn).  rules NULL = the defaults.  0 or -EINVAL. */
-int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules *rules,
-                      struct gw_phase_result *ret);
+int gw_phase_from_log(const char *tail, size_t len, const struct gw_phase_rules *rules, struct gw_phase_result *ret);

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #define BIT(i) (UINT64_C(1) << (i))
-#define NGPU   GW_SCHED_MAX_GPUS
-#define NONE   SIZE_MAX
+#define NGPU GW_SCHED_MAX_GPUS
+#define NONE SIZE_MAX
 
 /* Why the replay is cheap enough to run every few seconds with thousands of pending jobs
  * (docs/PERFORMANCE.md): each instant walks the jobs not yet decided once, in queue order,
@@ -65,69 +65,69 @@ static size_t find_keyed(const struct keyed *v, size_t n, int64_t key) {
 struct simjob {
         int64_t id;
         uint64_t mask;
-        gw_usec_t limit_end;   /* what the scheduler believes (the time limit) */
-        gw_usec_t end;         /* when the replay ends it */
-        size_t pending;        /* its index in in->pending, or NONE */
-        size_t running;        /* its index in in->running, or NONE */
+        gw_usec_t limit_end; /* what the scheduler believes (the time limit) */
+        gw_usec_t end; /* when the replay ends it */
+        size_t pending; /* its index in in->pending, or NONE */
+        size_t running; /* its index in in->running, or NONE */
         uint32_t uid;
 };
 
 /* A pending job's replay state. */
 struct pend {
-        size_t next;           /* the next job not yet done, in queue order; NONE: last */
-        size_t next_booked;    /* the same among jobs with a booking_id > 0 */
-        size_t cls;            /* its time limit's index in replay.cls */
-        size_t dep_pending;    /* after_job's index in in->pending (the first), or NONE */
-        size_t dep_running;    /* after_job's index in in->running, or NONE */
+        size_t next; /* the next job not yet done, in queue order; NONE: last */
+        size_t next_booked; /* the same among jobs with a booking_id > 0 */
+        size_t cls; /* its time limit's index in replay.cls */
+        size_t dep_pending; /* after_job's index in in->pending (the first), or NONE */
+        size_t dep_running; /* after_job's index in in->running, or NONE */
         const struct gw_booking *booking; /* booking_id > 0: the first with that id, or NULL */
-        gw_usec_t gate_until;  /* its booking's end once open */
-        bool done;             /* started, or never will */
-        bool running;          /* started and not yet ended */
-        bool held;             /* held: it never starts, nor does what waits for it */
+        gw_usec_t gate_until; /* its booking's end once open */
+        bool done; /* started, or never will */
+        bool running; /* started and not yet ended */
+        bool held; /* held: it never starts, nor does what waits for it */
 };
 
 /* The bookings filter for one distinct time limit, asked once per instant. */
 struct limit_class {
         gw_usec_t limit;
-        size_t step;           /* the instant (step + 1) the fields below are for; 0 none */
-        bool limited;          /* some GPUs are booked before the limit would end */
-        uint64_t allowed;      /* limited: the GPUs that are not (0: none is free so long) */
-        int count;             /* GPUs it may use that are idle at that instant */
+        size_t step; /* the instant (step + 1) the fields below are for; 0 none */
+        bool limited; /* some GPUs are booked before the limit would end */
+        uint64_t allowed; /* limited: the GPUs that are not (0: none is free so long) */
+        int count; /* GPUs it may use that are idle at that instant */
 };
 
 struct replay {
         const struct gw_calendar_input *in;
-        struct gw_calendar_input cal;  /* bookings and GPUs only, for the gates */
+        struct gw_calendar_input cal; /* bookings and GPUs only, for the gates */
         uint64_t all, usable;
         struct simjob *run;
         size_t n_run;
-        bool *run_alive;               /* per in->running: not yet ended */
-        int64_t occupant[NGPU];        /* job on the GPU, 0 none, -1 held by something unknown */
-        uint64_t touched;              /* GPUs a job left: all their memory is back */
+        bool *run_alive; /* per in->running: not yet ended */
+        int64_t occupant[NGPU]; /* job on the GPU, 0 none, -1 held by something unknown */
+        uint64_t touched; /* GPUs a job left: all their memory is back */
         struct pend *p;
-        size_t first;                  /* the first pending job not yet done */
-        size_t first_booked;           /* the same among jobs with a booking_id > 0 */
+        size_t first; /* the first pending job not yet done */
+        size_t first_booked; /* the same among jobs with a booking_id > 0 */
         struct limit_class *cls;
-        struct gw_calendar_gpus g;     /* the bookings' view, valid while t < g_until */
+        struct gw_calendar_gpus g; /* the bookings' view, valid while t < g_until */
         gw_usec_t g_until;
-        struct keyed *bounds;          /* bookings' starts and ends, ascending */
-        size_t n_bounds, bound_at;     /* bound_at: the first after the last instant */
-        struct keyed *waits;           /* pending jobs' not_before after now, ascending */
+        struct keyed *bounds; /* bookings' starts and ends, ascending */
+        size_t n_bounds, bound_at; /* bound_at: the first after the last instant */
+        struct keyed *waits; /* pending jobs' not_before after now, ascending */
         size_t n_waits, wait_at;
         size_t step;
-        uint64_t avail;                /* the scheduler's idle GPUs at this instant */
+        uint64_t avail; /* the scheduler's idle GPUs at this instant */
         int n_avail;
-        bool head;                     /* a job that will be the head is in the plan */
+        bool head; /* a job that will be the head is in the plan */
         /* The plan so far, counted: while every job in it may use any GPU and needs no
          * memory, which start and which one is the head follow from GPU counts alone. */
         bool counted;
-        bool counted_head;             /* the head is set */
-        int counted_avail;             /* GPUs still idle */
+        bool counted_head; /* the head is set */
+        int counted_avail; /* GPUs still idle */
         struct gw_sched_job *sj;
         struct gw_sched_start *starts;
         enum gw_job_reason *reasons;
-        size_t *map;                   /* sched input index -> pending index */
-        size_t n_planned;              /* r->sj filled so far in this pass */
+        size_t *map; /* sched input index -> pending index */
+        size_t n_planned; /* r->sj filled so far in this pass */
 };
 
 static void replay_free(struct replay *r) {
@@ -152,11 +152,11 @@ static int index_limits(struct replay *r) {
         if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < in->n_pending; i++)
-                v[i] = (struct keyed){in->pending[i].time_limit, i};
+                v[i] = (struct keyed){ in->pending[i].time_limit, i };
         qsort(v, in->n_pending, sizeof(*v), cmp_keyed);
         for (size_t k = 0; k < in->n_pending; k++) {
                 if (k == 0 || v[k].key != v[k - 1].key)
-                        r->cls[n++] = (struct limit_class){.limit = v[k].key};
+                        r->cls[n++] = (struct limit_class){ .limit = v[k].key };
                 r->p[v[k].i].cls = n - 1;
         }
         free(v);
@@ -169,7 +169,7 @@ static struct keyed *sorted_ids(const struct gw_calendar_input *in, bool pending
         if (!v)
                 return NULL;
         for (size_t i = 0; i < n; i++)
-                v[i] = (struct keyed){pending ? in->pending[i].id : in->running[i].id, i};
+                v[i] = (struct keyed){ pending ? in->pending[i].id : in->running[i].id, i };
         qsort(v, n, sizeof(*v), cmp_keyed);
         return v;
 }
@@ -182,7 +182,7 @@ static int resolve_links(struct replay *r) {
         int rc = pend && run && book ? 0 : -ENOMEM;
 
         for (size_t i = 0; rc == 0 && i < in->n_bookings; i++)
-                book[i] = (struct keyed){in->bookings[i].id, i};
+                book[i] = (struct keyed){ in->bookings[i].id, i };
         if (rc == 0)
                 qsort(book, in->n_bookings, sizeof(*book), cmp_keyed);
         for (size_t i = 0; rc == 0 && i < in->n_pending; i++) {
@@ -221,12 +221,12 @@ static int index_events(struct replay *r, gw_usec_t now) {
         if (!r->bounds || !r->waits)
                 return -ENOMEM;
         for (size_t i = 0; i < in->n_bookings; i++) {
-                r->bounds[r->n_bounds++] = (struct keyed){in->bookings[i].start, i};
-                r->bounds[r->n_bounds++] = (struct keyed){in->bookings[i].end, i};
+                r->bounds[r->n_bounds++] = (struct keyed){ in->bookings[i].start, i };
+                r->bounds[r->n_bounds++] = (struct keyed){ in->bookings[i].end, i };
         }
         for (size_t i = 0; i < in->n_pending; i++)
                 if (in->pending[i].not_before > now)
-                        r->waits[r->n_waits++] = (struct keyed){in->pending[i].not_before, i};
+                        r->waits[r->n_waits++] = (struct keyed){ in->pending[i].not_before, i };
         qsort(r->bounds, r->n_bounds, sizeof(*r->bounds), cmp_keyed);
         qsort(r->waits, r->n_waits, sizeof(*r->waits), cmp_keyed);
         return 0;
@@ -237,8 +237,10 @@ static int replay_init(struct replay *r, const struct gw_calendar_input *in, gw_
 
         memset(r, 0, sizeof(*r));
         r->in = in;
-        r->cal = (struct gw_calendar_input){.gpus = in->gpus, .n_gpus = in->n_gpus,
-                                            .bookings = in->bookings, .n_bookings = in->n_bookings};
+        r->cal = (struct gw_calendar_input){ .gpus = in->gpus,
+                                             .n_gpus = in->n_gpus,
+                                             .bookings = in->bookings,
+                                             .n_bookings = in->n_bookings };
         r->first = np ? 0 : NONE;
         r->run = calloc(cap, sizeof(*r->run));
         r->run_alive = calloc(in->n_running + 1, sizeof(*r->run_alive));
@@ -267,9 +269,13 @@ static int replay_init(struct replay *r, const struct gw_calendar_input *in, gw_
                 const struct gw_cal_job *j = &in->running[i];
                 gw_usec_t end = j->eta > 0 && j->eta < j->end ? j->eta : j->end;
                 r->run_alive[i] = true;
-                r->run[r->n_run++] = (struct simjob){.id = j->id, .mask = j->gpu_mask, .limit_end = j->end,
-                                                     .end = end > now ? end : now, .pending = NONE, .running = i,
-                                                     .uid = j->uid};
+                r->run[r->n_run++] = (struct simjob){ .id = j->id,
+                                                      .mask = j->gpu_mask,
+                                                      .limit_end = j->end,
+                                                      .end = end > now ? end : now,
+                                                      .pending = NONE,
+                                                      .running = i,
+                                                      .uid = j->uid };
                 for (uint64_t m = j->gpu_mask; m; m &= m - 1)
                         r->occupant[__builtin_ctzll(m)] = j->id;
         }
@@ -367,9 +373,9 @@ static bool can_ever_fit(const struct replay *r, const struct gw_cal_pending *q)
 
 /* What a pass makes of a job not done at t. */
 enum verdict {
-        V_DONE,    /* held (no prediction; it holds nothing back) or its booking is gone */
-        V_WAIT,    /* cannot start now and cannot be the head: the plan does not need it */
-        V_PLAN,    /* could start now, or would be the head: the plan needs it */
+        V_DONE, /* held (no prediction; it holds nothing back) or its booking is gone */
+        V_WAIT, /* cannot start now and cannot be the head: the plan does not need it */
+        V_PLAN, /* could start now, or would be the head: the plan needs it */
 };
 
 /* A job in a booking at t, by the daemon's rules (gw_calendar_gate): it waits for the
@@ -522,9 +528,12 @@ static size_t fill_pending(struct replay *r, gw_usec_t t) {
                 if (v == V_PLAN) {
                         const struct gw_cal_pending *q = &r->in->pending[i];
                         r->map[n] = i;
-                        r->sj[n++] = (struct gw_sched_job){.id = q->id, .ngpus = q->ngpus, .gpu_mem = q->gpu_mem,
-                                                           .time_limit = q->time_limit, .allowed = allowed,
-                                                           .dep = GW_DEP_SATISFIED};
+                        r->sj[n++] = (struct gw_sched_job){ .id = q->id,
+                                                            .ngpus = q->ngpus,
+                                                            .gpu_mem = q->gpu_mem,
+                                                            .time_limit = q->time_limit,
+                                                            .allowed = allowed,
+                                                            .dep = GW_DEP_SATISFIED };
                         r->n_planned = n;
                         count_plan(r, q, allowed);
                 }
@@ -554,11 +563,16 @@ static void start_job(struct replay *r, size_t pi, const struct gw_sched_start *
                 end = min_t(end, r->p[pi].gate_until);
         if (end <= t)
                 end = t + 1;
-        out[pi] = (struct gw_prediction){.id = p->id, .start = t, .end = end, .gpu_mask = s->gpu_mask};
+        out[pi] = (struct gw_prediction){ .id = p->id, .start = t, .end = end, .gpu_mask = s->gpu_mask };
         r->p[pi].done = true;
         r->p[pi].running = true;
-        r->run[r->n_run++] = (struct simjob){.id = p->id, .mask = s->gpu_mask, .limit_end = add_sat(t, p->time_limit),
-                                             .end = end, .pending = pi, .running = NONE, .uid = p->uid};
+        r->run[r->n_run++] = (struct simjob){ .id = p->id,
+                                              .mask = s->gpu_mask,
+                                              .limit_end = add_sat(t, p->time_limit),
+                                              .end = end,
+                                              .pending = pi,
+                                              .running = NONE,
+                                              .uid = p->uid };
         for (uint64_t m = s->gpu_mask; m; m &= m - 1) {
                 int g = __builtin_ctzll(m);
                 r->occupant[g] = p->id;
@@ -574,8 +588,7 @@ static gw_usec_t next_instant(struct replay *r, gw_usec_t t) {
         for (size_t i = 0; i < r->n_run; i++)
                 if (r->run[i].end > t)
                         next = min_t(next, r->run[i].end);
-        while (r->wait_at < r->n_waits &&
-               (r->waits[r->wait_at].key <= t || r->p[r->waits[r->wait_at].i].done))
+        while (r->wait_at < r->n_waits && (r->waits[r->wait_at].key <= t || r->p[r->waits[r->wait_at].i].done))
                 r->wait_at++;
         if (r->wait_at < r->n_waits)
                 next = min_t(next, r->waits[r->wait_at].key);
@@ -591,10 +604,11 @@ static int pass(struct replay *r, gw_usec_t t, size_t n, struct gw_prediction *o
         fill_gpus(r, gpus);
         /* The scheduler sees at most one entry per GPU it needs: the running jobs'. */
         for (size_t i = 0; i < r->n_run && nr < NGPU; i++)
-                running[nr++] = (struct gw_sched_running){.id = r->run[i].id, .gpu_mask = r->run[i].mask,
-                                                          .end = r->run[i].limit_end};
-        struct gw_sched_input si = {gpus, r->in->n_gpus, r->sj, n, running, nr};
-        struct gw_sched_plan plan = {.starts = r->starts, .reasons = r->reasons};
+                running[nr++] = (struct gw_sched_running){ .id = r->run[i].id,
+                                                           .gpu_mask = r->run[i].mask,
+                                                           .end = r->run[i].limit_end };
+        struct gw_sched_input si = { gpus, r->in->n_gpus, r->sj, n, running, nr };
+        struct gw_sched_plan plan = { .starts = r->starts, .reasons = r->reasons };
         int rc = gw_sched_plan(&si, t, &plan);
         if (rc < 0)
                 return rc;
@@ -643,8 +657,7 @@ static bool gpus_ok(const struct gw_calendar_input *in) {
         return true;
 }
 
-int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
-                      struct gw_prediction *out) {
+int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon, struct gw_prediction *out) {
         struct replay r;
         int rc;
 
@@ -656,7 +669,7 @@ int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec
                 const struct gw_cal_pending *p = &in->pending[i];
                 if (p->ngpus < 1 || p->ngpus > NGPU || p->time_limit <= 0 || p->runtime < 0)
                         return -EINVAL;
-                out[i] = (struct gw_prediction){.id = p->id, .start = GW_USEC_INFINITY, .end = GW_USEC_INFINITY};
+                out[i] = (struct gw_prediction){ .id = p->id, .start = GW_USEC_INFINITY, .end = GW_USEC_INFINITY };
         }
         rc = replay_init(&r, in, now);
         if (rc >= 0)
@@ -667,8 +680,9 @@ int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec
         /* A start at the horizon's edge is outside it. */
         for (size_t i = 0; i < in->n_pending; i++)
                 if (out[i].start != GW_USEC_INFINITY && out[i].start >= add_sat(now, horizon))
-                        out[i] = (struct gw_prediction){.id = out[i].id, .start = GW_USEC_INFINITY,
-                                                        .end = GW_USEC_INFINITY};
+                        out[i] = (struct gw_prediction){ .id = out[i].id,
+                                                         .start = GW_USEC_INFINITY,
+                                                         .end = GW_USEC_INFINITY };
         return 0;
 }
 
@@ -711,7 +725,7 @@ bool gw_predict_limits_only(const struct gw_calendar_input *in) {
 
 /* ---- Similar jobs ---- */
 
-static const char *const key_params[] = {"epochs", "imgsz", "batch"};
+static const char *const key_params[] = { "epochs", "imgsz", "batch" };
 #define N_KEY_PARAMS (sizeof(key_params) / sizeof(key_params[0]))
 
 /* The index in key_params of a word "NAME=V" / "--NAME=V" / "--NAME", with the value's
@@ -736,7 +750,7 @@ static int key_param(const char *w, const char **ret_val) {
 }
 
 int gw_predict_job_key(const char *const *argv, char *buf, size_t size) {
-        const char *vals[N_KEY_PARAMS] = {NULL};
+        const char *vals[N_KEY_PARAMS] = { NULL };
         size_t len = 0;
         int w;
 
@@ -791,8 +805,9 @@ const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, siz
         long long days = (long long) (in->horizon / (24 * 3600 * GW_USEC_PER_SEC));
 
         if (in->slurm)
-                snprintf(buf, n, "not predicted: Slurm places the job, on GPUs this host does not see (once "
-                                 "submitted, `squeue --start` gives Slurm's own estimate)");
+                snprintf(buf, n,
+                         "not predicted: Slurm places the job, on GPUs this host does not see (once "
+                         "submitted, `squeue --start` gives Slurm's own estimate)");
         else if (in->held)
                 snprintf(buf, n, "the job is held");
         else if (in->position >= in->max_jobs)
@@ -800,8 +815,10 @@ const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, siz
         else if (!in->seen)
                 snprintf(buf, n, "not predicted yet: the next prediction is due within %lld s", due_s);
         else
-                snprintf(buf, n, "no start within %lld days (or never: its booking awaits approval, or is gone, or "
-                                 "it waits for a job further back in the queue)", days);
+                snprintf(buf, n,
+                         "no start within %lld days (or never: its booking awaits approval, or is gone, or "
+                         "it waits for a job further back in the queue)",
+                         days);
         return buf;
 }
 
@@ -843,7 +860,8 @@ const char *gw_predict_wait_words(const struct gw_predict_wait *w, char *buf, si
                 case GW_REASON_DEPENDENCY:
                         if (w->after_job <= 0)
                                 return NULL;
-                        snprintf(buf, n, "after job %lld %s", (long long) w->after_job, w->after_ok ? "completes" : "ends");
+                        snprintf(buf, n, "after job %lld %s", (long long) w->after_job,
+                                 w->after_ok ? "completes" : "ends");
                         break;
                 default:
                         return NULL;

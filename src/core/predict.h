@@ -32,17 +32,16 @@
 
 struct gw_prediction {
         int64_t id;
-        gw_usec_t start;          /* GW_USEC_INFINITY: none before the horizon, or never */
-        gw_usec_t end;            /* start + expected run time, clipped; INFINITY with start */
-        uint64_t gpu_mask;        /* the GPUs the replay gave it; 0 without a start */
+        gw_usec_t start; /* GW_USEC_INFINITY: none before the horizon, or never */
+        gw_usec_t end; /* start + expected run time, clipped; INFINITY with start */
+        uint64_t gpu_mask; /* the GPUs the replay gave it; 0 without a start */
 };
 
 /* Writes one prediction per pending job of in (same order) to out, which has room for
  * in->n_pending.  Jobs predicted to start at or after now + horizon get none.  Returns 0,
  * -EINVAL (horizon <= 0, malformed input, as gw_sched_plan and the calendar refuse it)
  * or -ENOMEM.  Allocates scratch memory and frees it. */
-int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
-                      struct gw_prediction *out);
+int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon, struct gw_prediction *out);
 
 /* The promise beside the estimate: gw_predict_starts with every running job ending at its
  * time limit (gw_cal_job.eta ignored) and every queued job running its whole limit
@@ -72,12 +71,12 @@ gw_usec_t gw_predict_median(gw_usec_t *v, size_t n);
 /* What is known of a queued job without a predicted start, to tell people why. */
 struct gw_predict_none {
         bool held;
-        size_t position;          /* in queue order (0 = first); SIZE_MAX: not queued */
-        size_t max_jobs;          /* only the first max_jobs queued jobs are predicted */
-        bool seen;                /* the last prediction included the job */
-        gw_usec_t due_in;         /* until the next prediction is due, at most */
-        gw_usec_t horizon;        /* how far ahead a prediction looks */
-        bool slurm;               /* Slurm places the jobs (--backend slurm), not this host */
+        size_t position; /* in queue order (0 = first); SIZE_MAX: not queued */
+        size_t max_jobs; /* only the first max_jobs queued jobs are predicted */
+        bool seen; /* the last prediction included the job */
+        gw_usec_t due_in; /* until the next prediction is due, at most */
+        gw_usec_t horizon; /* how far ahead a prediction looks */
+        bool slurm; /* Slurm places the jobs (--backend slurm), not this host */
 };
 
 /* Why such a job has no predicted start, into buf (the API's why_none): Slurm places it; held; beyond the
@@ -90,12 +89,12 @@ const char *gw_predict_why_none(const struct gw_predict_none *in, char *buf, siz
  * has none (it waits for a held job), or the one it gave has passed (the job waits on
  * something the replay cannot time: a job running past its ETA, a quota, a booking). */
 struct gw_predict_wait {
-        int64_t after_job;          /* its dependency, 0 = none */
-        bool after_ok;              /* that job must complete (afterok), not just end */
-        bool after_held;            /* that job is held */
-        bool after_queued;          /* that job is still pending or running */
-        enum gw_job_reason reason;  /* why it waits (the scheduler's reason) */
-        const char *drained;        /* DRAINED: the GPUs out of service it needs, in words
+        int64_t after_job; /* its dependency, 0 = none */
+        bool after_ok; /* that job must complete (afterok), not just end */
+        bool after_held; /* that job is held */
+        bool after_queued; /* that job is still pending or running */
+        enum gw_job_reason reason; /* why it waits (the scheduler's reason) */
+        const char *drained; /* DRAINED: the GPUs out of service it needs, in words
                                      * (core/waitwhy.h's gw_why_drained); NULL = not known */
 };
 

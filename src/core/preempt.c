@@ -112,8 +112,8 @@ int gw_preempt_decide(const struct gw_preempt_need *need, const struct gw_preemp
         }
         for (size_t i = 0; i < k; i++)
                 if (chosen[i]) {
-                        ret->victims[ret->n++] = (struct gw_preempt_victim) { c[i].r->id, c[i].lost, c[i].expect_lost,
-                                                                              c[i].stop_in };
+                        ret->victims[ret->n++] =
+                                (struct gw_preempt_victim){ c[i].r->id, c[i].lost, c[i].expect_lost, c[i].stop_in };
                         ret->mask |= c[i].r->gpu_mask;
                 }
         return 0;

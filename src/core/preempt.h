@@ -37,25 +37,25 @@ struct gw_preempt_running {
         int64_t id;
         uint64_t gpu_mask;
         int priority;
-        gw_usec_t start_time;   /* wall clock, the attempt's start */
-        gw_usec_t ckpt_time;    /* wall clock, its newest checkpoint in this attempt; 0 none */
-        gw_usec_t ckpt_every;   /* the usual time between its checkpoints (its own epochs); 0
+        gw_usec_t start_time; /* wall clock, the attempt's start */
+        gw_usec_t ckpt_time; /* wall clock, its newest checkpoint in this attempt; 0 none */
+        gw_usec_t ckpt_every; /* the usual time between its checkpoints (its own epochs); 0
                                  * not known: then its next one is not counted on */
         bool preemptible;
-        bool resumable;         /* its next attempt resumes from a checkpoint or its resume command */
-        bool stopping;          /* already being stopped (for whatever reason) */
+        bool resumable; /* its next attempt resumes from a checkpoint or its resume command */
+        bool stopping; /* already being stopped (for whatever reason) */
 };
 
 struct gw_preempt_need {
-        int ngpus;              /* GPUs it needs, >= 1 */
-        uint64_t allowed;       /* the GPUs it may use; 0 = any */
-        uint64_t free_mask;     /* GPUs free now that it could use */
-        int priority;           /* a waiting job's; ignored for a booking */
-        bool booking;           /* a booking's window: victims of any priority */
-        bool unresumable_ok;    /* preempt_unresumable: a job that cannot resume may be a victim */
-        gw_usec_t grace;        /* preempt_grace: how long a victim's stop waits for its
+        int ngpus; /* GPUs it needs, >= 1 */
+        uint64_t allowed; /* the GPUs it may use; 0 = any */
+        uint64_t free_mask; /* GPUs free now that it could use */
+        int priority; /* a waiting job's; ignored for a booking */
+        bool booking; /* a booking's window: victims of any priority */
+        bool unresumable_ok; /* preempt_unresumable: a job that cannot resume may be a victim */
+        gw_usec_t grace; /* preempt_grace: how long a victim's stop waits for its
                                  * checkpoint; 0: it is stopped at once */
-        bool lossy_ok;          /* a victim whose checkpoint is predicted but not yet due
+        bool lossy_ok; /* a victim whose checkpoint is predicted but not yet due
                                  * within the grace may be taken too, losing work (a
                                  * booking's window, which cannot wait); else it is left
                                  * until its checkpoint comes due */
@@ -68,17 +68,17 @@ struct gw_preempt_need {
 
 struct gw_preempt_victim {
         int64_t id;
-        long lost_s;            /* seconds since its newest checkpoint (or its start) */
-        long expect_lost_s;     /* the work it is expected to lose: 0 when its next checkpoint
+        long lost_s; /* seconds since its newest checkpoint (or its start) */
+        long expect_lost_s; /* the work it is expected to lose: 0 when its next checkpoint
                                  * is due within the grace */
-        long stop_in_s;         /* when its stop is expected: its next checkpoint, or the
+        long stop_in_s; /* when its stop is expected: its next checkpoint, or the
                                  * grace's end */
 };
 
 struct gw_preempt_plan {
         struct gw_preempt_victim victims[GW_PREEMPT_MAX];
-        size_t n;               /* 0: preempt nothing */
-        uint64_t mask;          /* the GPUs the victims free */
+        size_t n; /* 0: preempt nothing */
+        uint64_t mask; /* the GPUs the victims free */
 };
 
 /* The work a job loses if stopped at now: seconds since its newest checkpoint, or since its

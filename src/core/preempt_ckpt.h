@@ -24,9 +24,9 @@
 #define GW_PREEMPT_BEST_WAIT (3 * GW_USEC_PER_SEC)
 
 enum gw_preempt_best {
-        GW_PREEMPT_BEST_NO,     /* the newest row is worse than an earlier one: no best.pt */
-        GW_PREEMPT_BEST_YES,    /* it is the best so far: best.pt follows last.pt */
-        GW_PREEMPT_BEST_MAYBE,  /* cannot tell (no fitness, or equal to the best before) */
+        GW_PREEMPT_BEST_NO, /* the newest row is worse than an earlier one: no best.pt */
+        GW_PREEMPT_BEST_YES, /* it is the best so far: best.pt follows last.pt */
+        GW_PREEMPT_BEST_MAYBE, /* cannot tell (no fitness, or equal to the best before) */
         _GW_PREEMPT_BEST_MAX,
         _GW_PREEMPT_BEST_INVALID = -EINVAL,
 };
@@ -38,32 +38,32 @@ enum gw_preempt_best {
 enum gw_preempt_best gw_preempt_best_expected(double newest, double best_before);
 
 struct gw_preempt_ckpt_file {
-        bool seen;                   /* a regular file of the job's user */
-        bool complete;               /* a whole archive (core/ckpt.h) */
-        gw_usec_t mtime;             /* wall clock */
+        bool seen; /* a regular file of the job's user */
+        bool complete; /* a whole archive (core/ckpt.h) */
+        gw_usec_t mtime; /* wall clock */
 };
 
 /* What one look at the run found. */
 struct gw_preempt_ckpt_look {
-        gw_usec_t row_mtime;         /* results.csv's mtime (its newest row's write), 0 none */
-        long row_epoch;              /* that row's epoch, 1-based; -1 unknown */
-        long total;                  /* the run's planned epochs; -1 unknown */
-        enum gw_preempt_best best;   /* for the newest row */
+        gw_usec_t row_mtime; /* results.csv's mtime (its newest row's write), 0 none */
+        long row_epoch; /* that row's epoch, 1-based; -1 unknown */
+        long total; /* the run's planned epochs; -1 unknown */
+        enum gw_preempt_best best; /* for the newest row */
         struct gw_preempt_ckpt_file last, best_pt;
 };
 
 enum gw_preempt_ckpt_act {
-        GW_PREEMPT_CKPT_WAIT,        /* no new checkpoint yet (or its best.pt not yet written) */
-        GW_PREEMPT_CKPT_STOP,        /* stop it now: a new checkpoint holds every finished epoch */
-        GW_PREEMPT_CKPT_FINISHING,   /* its last epoch's checkpoint is written: let it end */
+        GW_PREEMPT_CKPT_WAIT, /* no new checkpoint yet (or its best.pt not yet written) */
+        GW_PREEMPT_CKPT_STOP, /* stop it now: a new checkpoint holds every finished epoch */
+        GW_PREEMPT_CKPT_FINISHING, /* its last epoch's checkpoint is written: let it end */
         _GW_PREEMPT_CKPT_ACT_MAX,
         _GW_PREEMPT_CKPT_ACT_INVALID = -EINVAL,
 };
 
 struct gw_preempt_ckpt_verdict {
         enum gw_preempt_ckpt_act act;
-        long epoch;                  /* STOP, FINISHING: the epoch the checkpoint holds (-1 unknown) */
-        gw_usec_t recheck;           /* WAIT: look again at this wall-clock time even if no file
+        long epoch; /* STOP, FINISHING: the epoch the checkpoint holds (-1 unknown) */
+        gw_usec_t recheck; /* WAIT: look again at this wall-clock time even if no file
                                       * changes (a best.pt that did not come); 0 none */
 };
 

@@ -14,9 +14,7 @@
 
 /* ---- small text helpers (text is never NUL-terminated here) ---- */
 
-static bool is_blank(char c) {
-        return c == ' ' || c == '\t' || c == '\r';
-}
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 static void trim(const char **s, size_t *n) {
         while (*n > 0 && is_blank(**s)) {
@@ -52,8 +50,7 @@ static bool next_line(const char **pos, const char *end, const char **ret_s, siz
 }
 
 /* The next field of a line split on any byte of seps; false at the end of the line. */
-static bool next_field(const char **pos, const char *end, const char *seps, const char **ret_s,
-                       size_t *ret_n) {
+static bool next_field(const char **pos, const char *end, const char *seps, const char **ret_s, size_t *ret_n) {
         const char *p = *pos;
 
         if (!p)
@@ -114,8 +111,7 @@ static enum gw_results_col_kind col_kind(const char *name) {
         /* 50-95 first: "mAP50-95(B)" also starts with "mAP50". */
         if (strncmp(base, "mAP50-95", 8) == 0 || strcmp(base, "mAP_0.5:0.95") == 0)
                 return GW_RESULTS_COL_MAP50_95;
-        if (strcmp(base, "mAP50") == 0 || strncmp(base, "mAP50(", 6) == 0 ||
-            strcmp(base, "mAP_0.5") == 0)
+        if (strcmp(base, "mAP50") == 0 || strncmp(base, "mAP50(", 6) == 0 || strcmp(base, "mAP_0.5") == 0)
                 return GW_RESULTS_COL_MAP50;
         /* ClassifyMetrics.keys: a classify run has no mAP. */
         if (strcmp(base, "accuracy_top1") == 0)
@@ -201,7 +197,7 @@ static int parse_row(struct gw_results *r, size_t *cap, const char *s, size_t n)
 }
 
 int gw_results_parse(const char *text, size_t len, struct gw_results *ret) {
-        struct gw_results r = {0};
+        struct gw_results r = { 0 };
         const char *pos = text, *end, *s;
         size_t n, cap = 0;
         bool have_header = false;
@@ -240,7 +236,7 @@ void gw_results_free(struct gw_results *r) {
                 return;
         free(r->epochs);
         free(r->values);
-        *r = (struct gw_results){0};
+        *r = (struct gw_results){ 0 };
         r->map50_col = r->map50_95_col = -1;
         r->last_epoch = -1;
 }
@@ -313,7 +309,7 @@ void gw_results_split_free(struct gw_results_split *s) {
                 return;
         free(s->kept);
         free(s->aside);
-        *s = (struct gw_results_split) { 0 };
+        *s = (struct gw_results_split){ 0 };
 }
 
 double gw_results_value(const struct gw_results *r, size_t row, size_t col) {
@@ -351,14 +347,12 @@ static const char *map_group(const struct gw_results_col *c) {
         size_t l = c->kind == GW_RESULTS_COL_MAP50_95 ? 8 : 5;
 
         base = base ? base + 1 : c->name;
-        return strncmp(base, c->kind == GW_RESULTS_COL_MAP50_95 ? "mAP50-95" : "mAP50", l) == 0
-                       ? base + l
-                       : "";
+        return strncmp(base, c->kind == GW_RESULTS_COL_MAP50_95 ? "mAP50-95" : "mAP50", l) == 0 ? base + l : "";
 }
 
 /* The value of the first column of kind in row; *ret_have tells whether there is one. */
-static double first_of_kind(const struct gw_results *r, size_t row, enum gw_results_col_kind kind,
-                            const char *group, bool *ret_have) {
+static double first_of_kind(const struct gw_results *r, size_t row, enum gw_results_col_kind kind, const char *group,
+                            bool *ret_have) {
         for (size_t i = 0; i < r->n_cols; i++)
                 if (r->cols[i].kind == kind && (!group || strcmp(map_group(&r->cols[i]), group) == 0)) {
                         *ret_have = true;
@@ -402,8 +396,7 @@ double gw_results_fitness(const struct gw_results *r, size_t row) {
 
 /* The value of the last top-level "key: value" line (quotes and a comment removed) in
  * *ret_s, *ret_n; false when there is none. */
-static bool yaml_value(const char *text, size_t len, const char *key, const char **ret_s,
-                       size_t *ret_n) {
+static bool yaml_value(const char *text, size_t len, const char *key, const char **ret_s, size_t *ret_n) {
         const char *pos = text, *s;
         size_t n, kl = strlen(key);
         bool found = false;
@@ -560,14 +553,13 @@ bool gw_run_results_fresh(gw_usec_t since, gw_usec_t mtime, gw_usec_t btime, boo
 static bool parse_kv_line(const char *s, size_t n, struct gw_progress *p) {
         const char *pos = s, *f;
         size_t fn;
-        struct gw_progress q = {.epoch = -1, .total = -1};
+        struct gw_progress q = { .epoch = -1, .total = -1 };
         long v;
 
         while (next_field(&pos, s + n, " \t,", &f, &fn)) {
                 if (starts_with(f, fn, "epoch=") && parse_long(f + 6, fn - 6, &v) == 0 && v >= 0)
                         q.epoch = v;
-                else if (starts_with(f, fn, "total=") && parse_long(f + 6, fn - 6, &v) == 0 &&
-                         v >= 0)
+                else if (starts_with(f, fn, "total=") && parse_long(f + 6, fn - 6, &v) == 0 && v >= 0)
                         q.total = v;
         }
         if (q.epoch < 0)
@@ -577,7 +569,7 @@ static bool parse_kv_line(const char *s, size_t n, struct gw_progress *p) {
 }
 
 int gw_progress_parse(const char *text, size_t len, struct gw_progress *ret) {
-        struct gw_progress p = {.epoch = -1, .total = -1};
+        struct gw_progress p = { .epoch = -1, .total = -1 };
         struct gw_results r;
         const char *pos = text, *s;
         size_t n;

@@ -15,18 +15,18 @@
 
 /* ---- results.csv ---- */
 
-#define GW_RESULTS_MAX_COLS 64        /* further columns are ignored (pose/seg have ~22) */
-#define GW_RESULTS_NAME_MAX 48        /* longer column names are truncated */
-#define GW_RESULTS_MAX_ROWS 100000    /* distinct epochs; beyond that the file is not a log */
+#define GW_RESULTS_MAX_COLS 64 /* further columns are ignored (pose/seg have ~22) */
+#define GW_RESULTS_NAME_MAX 48 /* longer column names are truncated */
+#define GW_RESULTS_MAX_ROWS 100000 /* distinct epochs; beyond that the file is not a log */
 
 enum gw_results_col_kind {
-        GW_RESULTS_COL_OTHER,         /* lr/pg0, metrics/precision(B), time, ... */
+        GW_RESULTS_COL_OTHER, /* lr/pg0, metrics/precision(B), time, ... */
         GW_RESULTS_COL_EPOCH,
-        GW_RESULTS_COL_LOSS,          /* name starts with "train/" or "val/" */
-        GW_RESULTS_COL_MAP50,         /* metrics/mAP50(B), metrics/mAP_0.5 (YOLOv5) */
-        GW_RESULTS_COL_MAP50_95,      /* metrics/mAP50-95(B), metrics/mAP_0.5:0.95 */
-        GW_RESULTS_COL_TOP1,          /* metrics/accuracy_top1 (task=classify) */
-        GW_RESULTS_COL_TOP5,          /* metrics/accuracy_top5 */
+        GW_RESULTS_COL_LOSS, /* name starts with "train/" or "val/" */
+        GW_RESULTS_COL_MAP50, /* metrics/mAP50(B), metrics/mAP_0.5 (YOLOv5) */
+        GW_RESULTS_COL_MAP50_95, /* metrics/mAP50-95(B), metrics/mAP_0.5:0.95 */
+        GW_RESULTS_COL_TOP1, /* metrics/accuracy_top1 (task=classify) */
+        GW_RESULTS_COL_TOP5, /* metrics/accuracy_top5 */
         _GW_RESULTS_COL_KIND_MAX,
         _GW_RESULTS_COL_KIND_INVALID = -EINVAL,
 };
@@ -44,19 +44,19 @@ struct gw_results {
         struct gw_results_col cols[GW_RESULTS_MAX_COLS];
         size_t n_cols;
         size_t epoch_col;
-        int map50_col;                /* index into cols, -1 when absent */
-        int map50_95_col;             /* the first mAP column of each kind wins (box before mask) */
+        int map50_col; /* index into cols, -1 when absent */
+        int map50_95_col; /* the first mAP column of each kind wins (box before mask) */
         size_t loss_cols[GW_RESULTS_MAX_COLS]; /* indexes of the LOSS columns, header order */
         size_t n_loss_cols;
 
-        size_t n_rows;                /* distinct epochs */
-        long last_epoch;              /* as written (1-based for YOLOv8, 0-based for YOLOv5); -1 */
-        bool zero_based;              /* the first row is epoch 0: epochs done = last_epoch + 1 */
-        size_t n_lines;               /* complete data lines read, duplicates included: grows with
+        size_t n_rows; /* distinct epochs */
+        long last_epoch; /* as written (1-based for YOLOv8, 0-based for YOLOv5); -1 */
+        bool zero_based; /* the first row is epoch 0: epochs done = last_epoch + 1 */
+        size_t n_lines; /* complete data lines read, duplicates included: grows with
                                        * every append, so it is the "file changed" signal */
-        size_t n_skipped;             /* lines without a numeric epoch (repeated header, junk) */
-        long *epochs;                 /* n_rows */
-        double *values;               /* n_rows * n_cols, row-major; NAN for an empty field */
+        size_t n_skipped; /* lines without a numeric epoch (repeated header, junk) */
+        long *epochs; /* n_rows */
+        double *values; /* n_rows * n_cols, row-major; NAN for an empty field */
 };
 
 /* Parses results.csv text.  The header is the first non-empty complete line; columns are found
@@ -77,11 +77,11 @@ long gw_results_epoch1(const struct gw_results *r, size_t row);
  * ULTRALYTICS-FORMATS.md): Ultralytics appends to the file it finds, so the rows past the
  * epoch the checkpoint holds would be written a second time by the resumed run. */
 struct gw_results_split {
-        char *kept;           /* the file without them, its other bytes as they were */
+        char *kept; /* the file without them, its other bytes as they were */
         size_t kept_len;
-        char *aside;          /* the header line, then those rows, each ending in '\n' */
+        char *aside; /* the header line, then those rows, each ending in '\n' */
         size_t aside_len;
-        size_t n_aside;       /* rows set aside; 0: nothing to change */
+        size_t n_aside; /* rows set aside; 0: nothing to change */
 };
 
 /* Splits text at epoch keep (counted from 1, as gw_results_epoch1 counts): rows of a later
@@ -96,7 +96,7 @@ double gw_results_value(const struct gw_results *r, size_t row, size_t col);
 /* Copies row's loss values (LOSS columns, header order) to out, at most max; returns how many
  * it copied (0 when row is out of range). */
 size_t gw_results_losses(const struct gw_results *r, size_t row, double *out, size_t max);
-double gw_results_map50(const struct gw_results *r, size_t row);    /* NAN when absent */
+double gw_results_map50(const struct gw_results *r, size_t row); /* NAN when absent */
 double gw_results_map50_95(const struct gw_results *r, size_t row); /* NAN when absent */
 
 /* Ultralytics' fitness of a row, the number best.pt is chosen by (docs/ULTRALYTICS-FORMATS.md):
@@ -155,8 +155,8 @@ bool gw_run_results_fresh(gw_usec_t since, gw_usec_t mtime, gw_usec_t btime, boo
 /* ---- a declared progress file (submit --progress FILE) ---- */
 
 struct gw_progress {
-        long epoch;                   /* -1 unknown */
-        long total;                   /* -1 unknown */
+        long epoch; /* -1 unknown */
+        long total; /* -1 unknown */
 };
 
 /* Either lines "epoch=N total=M" (fields separated by blanks or commas, total optional; the

@@ -8,8 +8,8 @@
 #include "base/parse.h"
 
 #define USEC_PER_HOUR ((gw_usec_t) 3600 * GW_USEC_PER_SEC)
-#define MAX_COUNT     1000000000LL
-#define MAX_HOURS     (INT64_MAX / USEC_PER_HOUR - 1)
+#define MAX_COUNT 1000000000LL
+#define MAX_HOURS (INT64_MAX / USEC_PER_HOUR - 1)
 
 enum value_kind { COUNT, DURATION, HOURS, GPU_HOURS, PRIORITY };
 
@@ -17,19 +17,17 @@ static const struct {
         const char *name;
         enum value_kind kind;
 } keys[_GW_QUOTA_KEY_MAX] = {
-        [GW_QUOTA_MAX_GPUS] = {"max_gpus", COUNT},
-        [GW_QUOTA_MAX_PENDING_JOBS] = {"max_pending_jobs", COUNT},
-        [GW_QUOTA_MAX_TIME_LIMIT] = {"max_time_limit", DURATION},
-        [GW_QUOTA_MAX_GPU_HOURS_7D] = {"max_gpu_hours_7d", GPU_HOURS},
-        [GW_QUOTA_MAX_BOOKING_HOURS] = {"max_booking_hours", HOURS},
-        [GW_QUOTA_MAX_BOOKING_GPUS] = {"max_booking_gpus", COUNT},
-        [GW_QUOTA_BOOKING_HORIZON_HOURS] = {"booking_horizon_hours", HOURS},
-        [GW_QUOTA_MAX_PRIORITY] = {"max_priority", PRIORITY},
+        [GW_QUOTA_MAX_GPUS] = { "max_gpus", COUNT },
+        [GW_QUOTA_MAX_PENDING_JOBS] = { "max_pending_jobs", COUNT },
+        [GW_QUOTA_MAX_TIME_LIMIT] = { "max_time_limit", DURATION },
+        [GW_QUOTA_MAX_GPU_HOURS_7D] = { "max_gpu_hours_7d", GPU_HOURS },
+        [GW_QUOTA_MAX_BOOKING_HOURS] = { "max_booking_hours", HOURS },
+        [GW_QUOTA_MAX_BOOKING_GPUS] = { "max_booking_gpus", COUNT },
+        [GW_QUOTA_BOOKING_HORIZON_HOURS] = { "booking_horizon_hours", HOURS },
+        [GW_QUOTA_MAX_PRIORITY] = { "max_priority", PRIORITY },
 };
 
-const char *gw_quota_key_name(enum gw_quota_key k) {
-        return k >= 0 && k < _GW_QUOTA_KEY_MAX ? keys[k].name : NULL;
-}
+const char *gw_quota_key_name(enum gw_quota_key k) { return k >= 0 && k < _GW_QUOTA_KEY_MAX ? keys[k].name : NULL; }
 
 enum gw_quota_key gw_quota_key_from_name(const char *name) {
         if (!name)
@@ -66,8 +64,7 @@ static int parse_hours(const char *value, long long max, gw_usec_t *ret) {
         return gw_parse_duration(value, ret) < 0 ? -EINVAL : 0;
 }
 
-int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, char *msg,
-                         size_t msg_size) {
+int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, char *msg, size_t msg_size) {
         long long n;
         gw_usec_t d;
 
@@ -117,8 +114,7 @@ int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, c
                 [GPU_HOURS] = "a whole number of GPU-hours",
                 [PRIORITY] = "a priority from 0 to 1000",
         };
-        gw_say(msg, msg_size, "%s: '%.32s' is not %s (or unlimited, unset)", keys[k].name, value,
-               expect[keys[k].kind]);
+        gw_say(msg, msg_size, "%s: '%.32s' is not %s (or unlimited, unset)", keys[k].name, value, expect[keys[k].kind]);
         return -EINVAL;
 }
 
@@ -208,8 +204,8 @@ char *gw_quota_format_value(enum gw_quota_key k, int64_t v, char *buf, size_t n)
         return buf;
 }
 
-void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const *groups,
-                      size_t n_groups, const struct gw_quota *deflt, struct gw_quota *ret,
+void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const *groups, size_t n_groups,
+                      const struct gw_quota *deflt, struct gw_quota *ret,
                       enum gw_quota_source ret_src[_GW_QUOTA_KEY_MAX]) {
         for (int k = 0; k < _GW_QUOTA_KEY_MAX; k++) {
                 int64_t v = GW_QUOTA_UNSET;
@@ -252,8 +248,7 @@ static gw_usec_t sat_mul(gw_usec_t a, int64_t b) {
         return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
-gw_usec_t gw_quota_gpu_time(const struct gw_quota_interval *iv, size_t n, gw_usec_t now,
-                            gw_usec_t window) {
+gw_usec_t gw_quota_gpu_time(const struct gw_quota_interval *iv, size_t n, gw_usec_t now, gw_usec_t window) {
         gw_usec_t from = now - window, total = 0;
 
         for (size_t i = 0; i < n; i++) {
@@ -267,16 +262,14 @@ gw_usec_t gw_quota_gpu_time(const struct gw_quota_interval *iv, size_t n, gw_use
         return total;
 }
 
-static int check_wait(const struct gw_quota *l, const struct gw_quota_usage *u, int64_t ngpus,
-                      char *msg, size_t n) {
+static int check_wait(const struct gw_quota *l, const struct gw_quota_usage *u, int64_t ngpus, char *msg, size_t n) {
         char a[32], b[32];
         int64_t max_gpus = l->v[GW_QUOTA_MAX_GPUS];
         int64_t max_gh = l->v[GW_QUOTA_MAX_GPU_HOURS_7D];
 
         if (max_gpus != GW_QUOTA_UNLIMITED && u->gpus_running + ngpus > max_gpus) {
-                gw_say(msg, n, "Quota: max_gpus is %lld; %lld GPU%s in use and the job asks %lld",
-                       (long long) max_gpus, (long long) u->gpus_running,
-                       u->gpus_running == 1 ? "" : "s", (long long) ngpus);
+                gw_say(msg, n, "Quota: max_gpus is %lld; %lld GPU%s in use and the job asks %lld", (long long) max_gpus,
+                       (long long) u->gpus_running, u->gpus_running == 1 ? "" : "s", (long long) ngpus);
                 return GW_QUOTA_WAIT;
         }
         if (max_gh != GW_QUOTA_UNLIMITED && u->gpu_time_7d >= max_gh) {
@@ -289,8 +282,8 @@ static int check_wait(const struct gw_quota *l, const struct gw_quota_usage *u, 
         return GW_QUOTA_OK;
 }
 
-int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_usage *u,
-                         int64_t ngpus, char *msg, size_t msg_size) {
+int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus, char *msg,
+                         size_t msg_size) {
         if (!limits || !u || ngpus < 1)
                 return -EINVAL;
         return check_wait(limits, u, ngpus, msg, msg_size);
@@ -318,7 +311,10 @@ int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_us
         if (n_holders > GW_QUOTA_HOLDERS_SHOWN && used < sizeof(ids))
                 (void) snprintf(ids + used, sizeof(ids) - used, ", ...");
         gw_say(buf, n, "Quota: max_gpus=%lld, %lld in use%s%s", (long long) max_gpus, (long long) u->gpus_running,
-               n_holders > 1 ? " by jobs " : n_holders ? " by job " : "", ids);
+               n_holders > 1 ? " by jobs "
+               : n_holders   ? " by job "
+                             : "",
+               ids);
         if (ngpus > 1) {
                 size_t l = strlen(buf);
                 (void) snprintf(buf + l, n - l, "; the job asks %lld", (long long) ngpus);
@@ -336,14 +332,15 @@ static bool pending_over(int64_t max, const struct gw_quota_usage *u, char *msg,
                 gw_say(msg, n, "max_pending_jobs is %lld; %lld job%s already pending", (long long) max,
                        (long long) u->pending_jobs, u->pending_jobs == 1 ? "" : "s");
         else
-                gw_say(msg, n, "max_pending_jobs is %lld; %lld job%s already pending and the submission adds %lld "
-                       "(an array's tasks count one each)", (long long) max, (long long) u->pending_jobs,
-                       u->pending_jobs == 1 ? "" : "s", (long long) adds);
+                gw_say(msg, n,
+                       "max_pending_jobs is %lld; %lld job%s already pending and the submission adds %lld "
+                       "(an array's tasks count one each)",
+                       (long long) max, (long long) u->pending_jobs, u->pending_jobs == 1 ? "" : "s", (long long) adds);
         return true;
 }
 
-int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_usage *u,
-                          int64_t ngpus, gw_usec_t time_limit, char *msg, size_t msg_size) {
+int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus,
+                          gw_usec_t time_limit, char *msg, size_t msg_size) {
         char a[32], b[32];
         const int64_t *v;
 
@@ -383,7 +380,7 @@ int64_t gw_quota_max_priority(const struct gw_prio_grant *g, enum gw_prio_source
 
 int gw_quota_check_priority(const struct gw_prio_grant *g, int64_t priority, char *msg, size_t msg_size) {
         static const char *const whose[] = {
-                [GW_QUOTA_FROM_NONE] = "no limit set",  [GW_QUOTA_FROM_USER] = "your quota",
+                [GW_QUOTA_FROM_NONE] = "no limit set",        [GW_QUOTA_FROM_USER] = "your quota",
                 [GW_QUOTA_FROM_GROUP] = "your group's quota", [GW_QUOTA_FROM_DEFAULT] = "the default quota",
                 [GW_QUOTA_FROM_ROLE] = "users' default",
         };
@@ -408,9 +405,8 @@ int gw_quota_check_priority(const struct gw_prio_grant *g, int64_t priority, cha
         return GW_QUOTA_REFUSE;
 }
 
-int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, int64_t ngpus,
-                           gw_usec_t start, gw_usec_t end, gw_usec_t now, char *msg,
-                           size_t msg_size) {
+int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, int64_t ngpus, gw_usec_t start,
+                           gw_usec_t end, gw_usec_t now, char *msg, size_t msg_size) {
         char a[32], b[32];
         const int64_t *v;
 
@@ -420,21 +416,19 @@ int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, i
         if (v[GW_QUOTA_BOOKING_HORIZON_HOURS] != GW_QUOTA_UNLIMITED &&
             start - now > v[GW_QUOTA_BOOKING_HORIZON_HOURS]) {
                 gw_say(msg, msg_size, "booking_horizon_hours is %s; the booking starts in %s",
-                       gw_quota_format_value(GW_QUOTA_BOOKING_HORIZON_HOURS,
-                                             v[GW_QUOTA_BOOKING_HORIZON_HOURS], a, sizeof(a)),
+                       gw_quota_format_value(GW_QUOTA_BOOKING_HORIZON_HOURS, v[GW_QUOTA_BOOKING_HORIZON_HOURS], a,
+                                             sizeof(a)),
                        /* "now+100h" reaches here a few ms short of it: not "4d3h" */
                        gw_format_duration(start - now + GW_USEC_PER_SEC, b, sizeof(b)));
                 return GW_QUOTA_BOOKING_REFUSE;
         }
-        if (v[GW_QUOTA_MAX_BOOKING_HOURS] != GW_QUOTA_UNLIMITED &&
-            end - start > v[GW_QUOTA_MAX_BOOKING_HOURS]) {
+        if (v[GW_QUOTA_MAX_BOOKING_HOURS] != GW_QUOTA_UNLIMITED && end - start > v[GW_QUOTA_MAX_BOOKING_HOURS]) {
                 gw_say(msg, msg_size, "needs an admin's approval: max_booking_hours is %s; the booking lasts %s",
                        gw_quota_format_value(GW_QUOTA_MAX_BOOKING_HOURS, v[GW_QUOTA_MAX_BOOKING_HOURS], a, sizeof(a)),
                        gw_format_duration(end - start, b, sizeof(b)));
                 return GW_QUOTA_BOOKING_NEEDS_APPROVAL;
         }
-        if (v[GW_QUOTA_MAX_BOOKING_GPUS] != GW_QUOTA_UNLIMITED &&
-            booked_gpus + ngpus > v[GW_QUOTA_MAX_BOOKING_GPUS]) {
+        if (v[GW_QUOTA_MAX_BOOKING_GPUS] != GW_QUOTA_UNLIMITED && booked_gpus + ngpus > v[GW_QUOTA_MAX_BOOKING_GPUS]) {
                 if (booked_gpus)
                         gw_say(msg, msg_size,
                                "needs an admin's approval: max_booking_gpus is %lld; %lld GPU%s already "

@@ -27,10 +27,10 @@
 
 #include "base/time.h"
 
-#define GW_QUOTA_UNSET     ((int64_t) -1)
+#define GW_QUOTA_UNSET ((int64_t) -1)
 #define GW_QUOTA_UNLIMITED INT64_MAX
 #define GW_QUOTA_WINDOW_7D ((gw_usec_t) 7 * 24 * 3600 * GW_USEC_PER_SEC)
-#define GW_QUOTA_MSG_SIZE  192
+#define GW_QUOTA_MSG_SIZE 192
 #define GW_QUOTA_BOOKING_HORIZON_BUILTIN ((int64_t) 30 * 24 * 3600 * GW_USEC_PER_SEC)
 
 /* A job's priority is one of these; anything below 0 is always the user's to choose. */
@@ -64,7 +64,7 @@ enum gw_quota_source {
         GW_QUOTA_FROM_BUILTIN, /* set nowhere: the built-in default */
 };
 
-const char *gw_quota_key_name(enum gw_quota_key k);        /* "max_gpus"; NULL if out of range */
+const char *gw_quota_key_name(enum gw_quota_key k); /* "max_gpus"; NULL if out of range */
 enum gw_quota_key gw_quota_key_from_name(const char *name); /* exact, lower case */
 
 /* Every key GW_QUOTA_UNSET. */
@@ -89,8 +89,7 @@ int gw_quota_parse_setting(struct gw_quota *q, const char *setting, char *msg, s
 
 /* The value half alone, for config files that split KEY and VALUE themselves: writes the
  * stored value (GW_QUOTA_UNSET for "unset") to *ret.  Same rules and messages. */
-int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, char *msg,
-                         size_t msg_size);
+int gw_quota_parse_value(enum gw_quota_key k, const char *value, int64_t *ret, char *msg, size_t msg_size);
 
 /* A value as a user reads it: "4", "2d", "100 GPU-h", "unlimited", "unset". */
 char *gw_quota_format_value(enum gw_quota_key k, int64_t v, char *buf, size_t n);
@@ -99,25 +98,24 @@ char *gw_quota_format_value(enum gw_quota_key k, int64_t v, char *buf, size_t n)
  * n_groups pointers (entries for the user's groups; NULL entries are skipped).  ret_src,
  * if not NULL, receives where each key came from.  Never leaves a key UNSET: unset
  * everywhere means the built-in default, or GW_QUOTA_UNLIMITED. */
-void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const *groups,
-                      size_t n_groups, const struct gw_quota *deflt, struct gw_quota *ret,
+void gw_quota_resolve(const struct gw_quota *user, const struct gw_quota *const *groups, size_t n_groups,
+                      const struct gw_quota *deflt, struct gw_quota *ret,
                       enum gw_quota_source ret_src[_GW_QUOTA_KEY_MAX]);
 
 /* Keys set in no entry (ret_src GW_QUOTA_FROM_NONE after gw_quota_resolve) take role's
  * value where role sets it (not GW_QUOTA_UNSET), and come from GW_QUOTA_FROM_ROLE: what a
  * user gets that no admin wrote down, e.g. users' max_priority 0 where admins' is the most.
  * role may be NULL (nothing changes). */
-void gw_quota_role_fill(struct gw_quota *lim, enum gw_quota_source src[_GW_QUOTA_KEY_MAX],
-                        const struct gw_quota *role);
+void gw_quota_role_fill(struct gw_quota *lim, enum gw_quota_source src[_GW_QUOTA_KEY_MAX], const struct gw_quota *role);
 
 /* What the daemon counts for the user, now. */
 struct gw_quota_usage {
-        int64_t gpus_running;  /* GPUs held by the user's RUNNING jobs */
-        int64_t pending_jobs;  /* the user's PENDING and HELD jobs (an array: its tasks not
+        int64_t gpus_running; /* GPUs held by the user's RUNNING jobs */
+        int64_t pending_jobs; /* the user's PENDING and HELD jobs (an array: its tasks not
                                 * started yet), the checked one excluded */
         gw_usec_t gpu_time_7d; /* GPU-time of the user's jobs in the last 7 days (running
                                 * jobs counted up to now): gw_quota_gpu_time() */
-        int64_t adds_jobs;     /* at submit: the jobs the checked one adds (an array's tasks);
+        int64_t adds_jobs; /* at submit: the jobs the checked one adds (an array's tasks);
                                 * 0 is read as 1 */
 };
 
@@ -128,12 +126,11 @@ struct gw_quota_interval {
 };
 
 /* GPU-time of these intervals inside [now - window, now].  Saturates at INT64_MAX. */
-gw_usec_t gw_quota_gpu_time(const struct gw_quota_interval *iv, size_t n, gw_usec_t now,
-                            gw_usec_t window);
+gw_usec_t gw_quota_gpu_time(const struct gw_quota_interval *iv, size_t n, gw_usec_t now, gw_usec_t window);
 
 enum gw_quota_verdict {
         GW_QUOTA_OK,
-        GW_QUOTA_WAIT,   /* job stays PENDING, reason Quota, until usage drops */
+        GW_QUOTA_WAIT, /* job stays PENDING, reason Quota, until usage drops */
         GW_QUOTA_REFUSE, /* submit refused (CLI error, HTTP 403/422) */
         _GW_QUOTA_VERDICT_MAX,
         _GW_QUOTA_VERDICT_INVALID = -EINVAL,
@@ -146,14 +143,14 @@ enum gw_quota_verdict {
  * Hard limits are checked first.  A message naming the limit, its value and the usage is
  * written to msg for WAIT and REFUSE ("" for OK).  limits must be resolved.  Returns the
  * verdict, or -EINVAL for bad arguments (ngpus < 1, time_limit <= 0). */
-int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_usage *u,
-                          int64_t ngpus, gw_usec_t time_limit, char *msg, size_t msg_size);
+int gw_quota_check_submit(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus,
+                          gw_usec_t time_limit, char *msg, size_t msg_size);
 
 /* Before each scheduling pass, per pending job: only the wait-type limits (OK or WAIT).
  * If the daemon starts several of one user's jobs in one pass it must add each start to
  * gpus_running before checking the next. */
-int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_usage *u,
-                         int64_t ngpus, char *msg, size_t msg_size);
+int gw_quota_check_start(const struct gw_quota *limits, const struct gw_quota_usage *u, int64_t ngpus, char *msg,
+                         size_t msg_size);
 
 /* How many of the user's jobs gw_quota_wait_reason names. */
 #define GW_QUOTA_HOLDERS_SHOWN 4
@@ -169,8 +166,8 @@ int gw_quota_wait_reason(const struct gw_quota *limits, const struct gw_quota_us
 
 /* Whose word a job's maximum priority is (gw_quota_max_priority). */
 enum gw_prio_source {
-        GW_PRIO_FROM_ADMIN,   /* the submitter is an admin: GW_PRIORITY_MAX */
-        GW_PRIO_FROM_QUOTA,   /* max_priority resolved for the user; quota_from says where */
+        GW_PRIO_FROM_ADMIN, /* the submitter is an admin: GW_PRIORITY_MAX */
+        GW_PRIO_FROM_QUOTA, /* max_priority resolved for the user; quota_from says where */
         GW_PRIO_FROM_PROFILE, /* the idle profile's [policy.NAME] max_priority */
 };
 
@@ -178,12 +175,12 @@ enum gw_prio_source {
  * max_priority (resolved and role-filled: never unlimited for a user) and the profile the job
  * runs under. */
 struct gw_prio_grant {
-        bool admin;                      /* admins may use any priority */
-        int64_t quota;                   /* max_priority; GW_QUOTA_UNLIMITED = GW_PRIORITY_MAX */
+        bool admin; /* admins may use any priority */
+        int64_t quota; /* max_priority; GW_QUOTA_UNLIMITED = GW_PRIORITY_MAX */
         enum gw_quota_source quota_from; /* GW_QUOTA_FROM_ROLE: users' default */
-        int64_t profile;                 /* the profile's max_priority; < 0 = it grants none */
-        const char *profile_name;        /* borrowed; may be NULL when profile < 0 */
-        const char *user;                /* for the message: how an admin grants more */
+        int64_t profile; /* the profile's max_priority; < 0 = it grants none */
+        const char *profile_name; /* borrowed; may be NULL when profile < 0 */
+        const char *user; /* for the message: how an admin grants more */
 };
 
 /* The largest maximum that applies, GW_PRIORITY_MAX at most; *ret_from (may be NULL) says
@@ -200,7 +197,7 @@ int gw_quota_check_priority(const struct gw_prio_grant *g, int64_t priority, cha
 enum gw_quota_booking_verdict {
         GW_QUOTA_BOOKING_APPROVE,
         GW_QUOTA_BOOKING_NEEDS_APPROVAL, /* PENDING_APPROVAL: above max_booking_hours/_gpus */
-        GW_QUOTA_BOOKING_REFUSE,         /* starts beyond booking_horizon_hours */
+        GW_QUOTA_BOOKING_REFUSE, /* starts beyond booking_horizon_hours */
         _GW_QUOTA_BOOKING_VERDICT_MAX,
         _GW_QUOTA_BOOKING_VERDICT_INVALID = -EINVAL,
 };
@@ -211,6 +208,5 @@ enum gw_quota_booking_verdict {
  * NEEDS_APPROVAL when end - start > max_booking_hours or booked_gpus + ngpus >
  * max_booking_gpus.  Capacity is the calendar's business, not this.  Returns the verdict
  * (message in msg for the last two), or -EINVAL for ngpus < 1 or end <= start. */
-int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, int64_t ngpus,
-                           gw_usec_t start, gw_usec_t end, gw_usec_t now, char *msg,
-                           size_t msg_size);
+int gw_quota_check_booking(const struct gw_quota *limits, int64_t booked_gpus, int64_t ngpus, gw_usec_t start,
+                           gw_usec_t end, gw_usec_t now, char *msg, size_t msg_size);

@@ -28,9 +28,7 @@ int64_t gw_bucket_take_n(struct gw_bucket *b, int64_t n, gw_usec_t now) {
         return 0;
 }
 
-int64_t gw_bucket_take(struct gw_bucket *b, gw_usec_t now) {
-        return gw_bucket_take_n(b, 1, now);
-}
+int64_t gw_bucket_take(struct gw_bucket *b, gw_usec_t now) { return gw_bucket_take_n(b, 1, now); }
 
 int64_t gw_bucket_available(const struct gw_bucket *b, gw_usec_t now) {
         gw_usec_t ahead = b->tat > now ? b->tat - now : 0;
@@ -39,14 +37,17 @@ int64_t gw_bucket_available(const struct gw_bucket *b, gw_usec_t now) {
         return room <= 0 ? 0 : room / b->interval;
 }
 
-int gw_ratelimit_init(struct gw_ratelimit *t, struct gw_ratelimit_entry *storage, size_t cap,
-                      int64_t rate_per_min, int64_t burst) {
+int gw_ratelimit_init(struct gw_ratelimit *t, struct gw_ratelimit_entry *storage, size_t cap, int64_t rate_per_min,
+                      int64_t burst) {
         struct gw_bucket probe;
 
         if (!t || !storage || cap == 0 || gw_bucket_init(&probe, rate_per_min, burst) < 0)
                 return -EINVAL;
-        *t = (struct gw_ratelimit){.entries = storage, .n = 0, .cap = cap,
-                                   .rate_per_min = rate_per_min, .burst = burst};
+        *t = (struct gw_ratelimit){ .entries = storage,
+                                    .n = 0,
+                                    .cap = cap,
+                                    .rate_per_min = rate_per_min,
+                                    .burst = burst };
         return 0;
 }
 

@@ -17,12 +17,12 @@
 
 #include "base/time.h"
 
-#define GW_RATELIMIT_DEFAULT_RATE  20 /* per minute */
+#define GW_RATELIMIT_DEFAULT_RATE 20 /* per minute */
 #define GW_RATELIMIT_DEFAULT_BURST 50
 
 struct gw_bucket {
-        gw_usec_t tat;       /* full again at this instant; 0 = full (new bucket) */
-        gw_usec_t interval;  /* refill time of one token */
+        gw_usec_t tat; /* full again at this instant; 0 = full (new bucket) */
+        gw_usec_t interval; /* refill time of one token */
         gw_usec_t tolerance; /* (burst - 1) * interval */
 };
 
@@ -56,8 +56,8 @@ struct gw_ratelimit {
 };
 
 /* Returns 0, or -EINVAL for bad parameters (as gw_bucket_init) or no storage. */
-int gw_ratelimit_init(struct gw_ratelimit *t, struct gw_ratelimit_entry *storage, size_t cap,
-                      int64_t rate_per_min, int64_t burst);
+int gw_ratelimit_init(struct gw_ratelimit *t, struct gw_ratelimit_entry *storage, size_t cap, int64_t rate_per_min,
+                      int64_t burst);
 
 /* gw_bucket_take() on uid's bucket: 0 or seconds to wait.  -ENOSPC when the table is full
  * of users who are all still within their burst (the caller should refuse with a short

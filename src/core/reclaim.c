@@ -12,16 +12,16 @@
 #define SEC GW_USEC_PER_SEC
 
 const struct gw_reclaim_policy gw_reclaim_profiles[] = {
-        {"default", true, 5, 300 * SEC, 60 * SEC, 30 * SEC, 3600 * SEC},
-        {"hpo", true, 5, 180 * SEC, 60 * SEC, 30 * SEC, 3600 * SEC},
+        { "default", true, 5, 300 * SEC, 60 * SEC, 30 * SEC, 3600 * SEC },
+        { "hpo", true, 5, 180 * SEC, 60 * SEC, 30 * SEC, 3600 * SEC },
         /* Fine-tuning runs sit at low utilisation for long stretches by design (small data,
          * frozen layers, human-in-the-loop evaluation): admins decide who may opt out. */
-        {"finetune", false, 5, 300 * SEC, 60 * SEC, 30 * SEC, 3600 * SEC},
+        { "finetune", false, 5, 300 * SEC, 60 * SEC, 30 * SEC, 3600 * SEC },
 };
 const size_t gw_reclaim_profiles_n = ELEMENTSOF(gw_reclaim_profiles);
 
-const struct gw_reclaim_policy *gw_reclaim_policy_find(const struct gw_reclaim_policy *table,
-                                                       size_t n, const char *name) {
+const struct gw_reclaim_policy *gw_reclaim_policy_find(const struct gw_reclaim_policy *table, size_t n,
+                                                       const char *name) {
         if (!table) {
                 table = gw_reclaim_profiles;
                 n = gw_reclaim_profiles_n;
@@ -37,8 +37,7 @@ const struct gw_reclaim_policy *gw_reclaim_policy_find(const struct gw_reclaim_p
 int gw_reclaim_policy_check(const struct gw_reclaim_policy *p) {
         if (!p || p->name[0] == '\0' || !memchr(p->name, '\0', sizeof(p->name)))
                 return -EINVAL;
-        if (p->util_threshold > 100 || p->warn < 0 || p->grace < 0 || p->protect_max < 0 ||
-            p->idle_timeout < 0)
+        if (p->util_threshold > 100 || p->warn < 0 || p->grace < 0 || p->protect_max < 0 || p->idle_timeout < 0)
                 return -EINVAL;
         if (p->enabled && p->idle_timeout == 0)
                 return -EINVAL;
@@ -106,39 +105,33 @@ static const char *clock_str(gw_usec_t t, long utc_offset, char buf[static 9]) {
         return buf;
 }
 
-static const char *dur_str(gw_usec_t d, char buf[static 24]) {
-        return gw_format_duration(d < 0 ? 0 : d, buf, 24);
-}
+static const char *dur_str(gw_usec_t d, char buf[static 24]) { return gw_format_duration(d < 0 ? 0 : d, buf, 24); }
 
 /* ---- the facts derived from one observation ---- */
 
 struct facts {
         gw_usec_t now;
-        gw_usec_t last_progress;        /* newest progress instant, at least started_at */
+        gw_usec_t last_progress; /* newest progress instant, at least started_at */
         bool gpu_busy;
         const struct gw_reclaim_gpu *busy_gpu; /* the first busy one, for the reason */
-        bool log_protected;             /* validating/saving line still within protect_max */
-        bool log_protect_expired;       /* a protected line, but too old to protect */
-        bool val_overrun;               /* validating far longer than the job's earlier passes */
+        bool log_protected; /* validating/saving line still within protect_max */
+        bool log_protect_expired; /* a protected line, but too old to protect */
+        bool val_overrun; /* validating far longer than the job's earlier passes */
         bool ckpt_protected;
-        bool active;                    /* gpu_busy || log_protected || ckpt_protected */
-        gw_usec_t idle_since;           /* 0 when active */
+        bool active; /* gpu_busy || log_protected || ckpt_protected */
+        gw_usec_t idle_since; /* 0 when active */
 };
 
 /* Instants from files or other clocks may lie in the future: take them as now. */
-static gw_usec_t clamp(gw_usec_t t, gw_usec_t now) {
-        return t > now ? now : t;
-}
+static gw_usec_t clamp(gw_usec_t t, gw_usec_t now) { return t > now ? now : t; }
 
-static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) {
-        return a > b ? a : b;
-}
+static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) { return a > b ? a : b; }
 
 /* Whether the job has shown any progress of its own since it started.  Not log_changed alone:
  * the log file is made at the start, so its first mtime says nothing about the job. */
 static bool has_progressed(const struct gw_job_obs *o) {
-        return (o->log_size > 0 && o->log_changed > 0) || o->results_rows > 0 ||
-               o->progress_changed > 0 || o->loss_changed > 0;
+        return (o->log_size > 0 && o->log_changed > 0) || o->results_rows > 0 || o->progress_changed > 0 ||
+               o->loss_changed > 0;
 }
 
 static bool gpu_is_busy(const struct gw_reclaim_gpu *g, unsigned threshold, bool progressed) {
@@ -162,8 +155,7 @@ static gw_usec_t val_age(const struct gw_job_obs *o, gw_usec_t now) {
         return o->val_since > 0 ? now - clamp(o->val_since, now) : 0;
 }
 
-static bool val_overrun(const struct gw_job_obs *o, const struct gw_reclaim_policy *p,
-                        gw_usec_t now) {
+static bool val_overrun(const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now) {
         gw_usec_t age = val_age(o, now);
 
         /* No earlier pass seen (the first validation, a daemon restart): nothing to compare
@@ -186,11 +178,10 @@ void gw_val_track_step(struct gw_val_track *t, enum gw_phase phase, gw_usec_t no
         t->since = 0;
 }
 
-static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now,
-                   struct facts *f) {
+static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now, struct facts *f) {
         bool phase_protects = o->phase == GW_PHASE_VALIDATING || o->phase == GW_PHASE_SAVING;
 
-        *f = (struct facts){.now = now};
+        *f = (struct facts){ .now = now };
         f->last_progress = clamp(o->started_at, now);
         f->last_progress = max_t(f->last_progress, clamp(o->log_changed, now));
         f->last_progress = max_t(f->last_progress, clamp(o->results_changed, now));
@@ -219,9 +210,7 @@ static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p
                 f->idle_since = max_t(clamp(o->state.last_active, now), f->last_progress);
 }
 
-static const char *slice_name(const struct gw_reclaim_gpu *g) {
-        return g->uuid && *g->uuid ? g->uuid : "a MIG slice";
-}
+static const char *slice_name(const struct gw_reclaim_gpu *g) { return g->uuid && *g->uuid ? g->uuid : "a MIG slice"; }
 
 /* "no process on MIG-... for 5m12s" or "1 process of the job on MIG-...", each slice. */
 static void add_slices(struct text *t, const struct gw_job_obs *o, gw_usec_t now) {
@@ -238,11 +227,10 @@ static void add_slices(struct text *t, const struct gw_job_obs *o, gw_usec_t now
                 if (!g->procs_valid)
                         add(t, "%sprocesses on %s unknown (counted as busy)", sep, slice_name(g));
                 else if (g->n_procs == 0)
-                        add(t, "%sno process on %s for %s", sep, slice_name(g),
-                            dur_str(now - seen, d));
+                        add(t, "%sno process on %s for %s", sep, slice_name(g), dur_str(now - seen, d));
                 else
-                        add(t, "%s%u process%s of the job on %s", sep, g->n_procs,
-                            g->n_procs == 1 ? "" : "es", slice_name(g));
+                        add(t, "%s%u process%s of the job on %s", sep, g->n_procs, g->n_procs == 1 ? "" : "es",
+                            slice_name(g));
                 if (g->other_busy)
                         add(t, ", %s used by another process (counted as busy)", slice_name(g));
         }
@@ -250,8 +238,7 @@ static void add_slices(struct text *t, const struct gw_job_obs *o, gw_usec_t now
 
 /* "GPU 0,1 util 0%/0% (threshold 5%)" and who else uses them; MIG slices by their own
  * signals, with no utilisation figure. */
-static void add_gpus(struct text *t, const struct gw_job_obs *o,
-                     const struct gw_reclaim_policy *p, gw_usec_t now) {
+static void add_gpus(struct text *t, const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now) {
         bool other = false, any_mig = false;
         size_t whole = 0;
 
@@ -310,11 +297,9 @@ static void add_progress(struct text *t, const struct gw_job_obs *o, const struc
                         add(t, " since %s", clock_str(o->results_changed, o->utc_offset, c));
         }
         if (o->progress_changed > 0)
-                add(t, "%sprogress file unchanged since %s", sep,
-                    clock_str(o->progress_changed, o->utc_offset, c));
+                add(t, "%sprogress file unchanged since %s", sep, clock_str(o->progress_changed, o->utc_offset, c));
         if (isfinite(o->loss) && o->loss_changed > 0)
-                add(t, "%sloss %.4g since %s", sep, o->loss,
-                    clock_str(o->loss_changed, o->utc_offset, c));
+                add(t, "%sloss %.4g since %s", sep, o->loss, clock_str(o->loss_changed, o->utc_offset, c));
         add(t, ")");
         if (o->probe == GW_PROBE_FAIL)
                 add(t, ", health probe failing%s%s%s", o->probe_detail ? " (" : "",
@@ -335,28 +320,27 @@ static void add_phase(struct text *t, const struct gw_job_obs *o, const struct f
         if (f->log_protected)
                 add(t, "%s (\"%s\")", gw_phase_name(o->phase), q);
         else if (f->log_protect_expired)
-                add(t, "%s line but no progress for %s, no longer protecting (\"%s\")",
-                    gw_phase_name(o->phase), dur_str(f->now - f->last_progress, d), q);
+                add(t, "%s line but no progress for %s, no longer protecting (\"%s\")", gw_phase_name(o->phase),
+                    dur_str(f->now - f->last_progress, d), q);
         else if (f->val_overrun)
-                add(t, "validating for %s, over %dx the longest earlier validation (%s), no "
-                       "longer protecting (\"%s\")",
-                    dur_str(val_age(o, f->now), d), GW_RECLAIM_VAL_OVERRUN,
-                    dur_str(o->val_longest, d2), q);
+                add(t,
+                    "validating for %s, over %dx the longest earlier validation (%s), no "
+                    "longer protecting (\"%s\")",
+                    dur_str(val_age(o, f->now), d), GW_RECLAIM_VAL_OVERRUN, dur_str(o->val_longest, d2), q);
         else if (done)
                 add(t, "not validating (validation finished: \"%s\")", q);
         else
                 add(t, "not validating");
         if (f->ckpt_protected)
-                add(t, ", saving (checkpoint written %s)",
-                    clock_str(o->ckpt_mtime, o->utc_offset, c));
+                add(t, ", saving (checkpoint written %s)", clock_str(o->ckpt_mtime, o->utc_offset, c));
         else if (!f->log_protected || o->phase != GW_PHASE_SAVING)
                 add(t, ", not saving");
         if (!f->log_protected && !f->log_protect_expired && !f->val_overrun && !done && *line)
                 add(t, ", last log line \"%s\"", q);
 }
 
-static void add_signals(struct text *t, const struct gw_job_obs *o,
-                        const struct gw_reclaim_policy *p, const struct facts *f) {
+static void add_signals(struct text *t, const struct gw_job_obs *o, const struct gw_reclaim_policy *p,
+                        const struct facts *f) {
         add_gpus(t, o, p, f->now);
         add(t, ", ");
         add_progress(t, o, f);
@@ -365,8 +349,7 @@ static void add_signals(struct text *t, const struct gw_job_obs *o,
 }
 
 /* "validating per the log (for 1m10s; the longest earlier validation took 40s)" */
-static void add_protected_reason(struct text *t, const struct gw_job_obs *o,
-                                 const struct facts *f) {
+static void add_protected_reason(struct text *t, const struct gw_job_obs *o, const struct facts *f) {
         gw_usec_t age = val_age(o, f->now);
         char d[24], d2[24];
 
@@ -381,19 +364,19 @@ static void add_protected_reason(struct text *t, const struct gw_job_obs *o,
 }
 
 /* The reason an active job is kept, first signal first. */
-static void add_active_reason(struct text *t, const struct gw_job_obs *o,
-                              const struct gw_reclaim_policy *p, const struct facts *f) {
+static void add_active_reason(struct text *t, const struct gw_job_obs *o, const struct gw_reclaim_policy *p,
+                              const struct facts *f) {
         char c[9];
         const struct gw_reclaim_gpu *g = f->busy_gpu;
 
         if (g && g->mig && !g->procs_valid)
-                add(t, "processes on %s unknown (no utilisation on a MIG slice; counted as busy)",
-                    slice_name(g));
+                add(t, "processes on %s unknown (no utilisation on a MIG slice; counted as busy)", slice_name(g));
         else if (g && g->mig && g->other_busy)
                 add(t, "%s used by another process (counted as busy)", slice_name(g));
         else if (g && g->mig)
-                add(t, "%u process%s of the job on %s and no training progress yet (no "
-                       "utilisation on a MIG slice; counted as busy)",
+                add(t,
+                    "%u process%s of the job on %s and no training progress yet (no "
+                    "utilisation on a MIG slice; counted as busy)",
                     g->n_procs, g->n_procs == 1 ? "" : "es", slice_name(g));
         else if (g && !g->util_valid)
                 add(t, "GPU %d utilisation unknown (counted as busy)", g->index);
@@ -404,16 +387,15 @@ static void add_active_reason(struct text *t, const struct gw_job_obs *o,
         else if (f->log_protected)
                 add_protected_reason(t, o, f);
         else
-                add(t, "checkpoint written %s (within grace %llds)",
-                    clock_str(o->ckpt_mtime, o->utc_offset, c),
+                add(t, "checkpoint written %s (within grace %llds)", clock_str(o->ckpt_mtime, o->utc_offset, c),
                     (long long) (p->grace / SEC));
 }
 
 /* ---- the decision ---- */
 
 /* After SIGTERM: only the clock matters (see reclaim.h). */
-static void decide_terminating(const struct gw_job_obs *o, const struct gw_reclaim_policy *p,
-                               gw_usec_t now, struct gw_reclaim_decision *d, struct text *t) {
+static void decide_terminating(const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now,
+                               struct gw_reclaim_decision *d, struct text *t) {
         char c[9], c2[9], dd[24], dg[24];
         gw_usec_t since = now - clamp(o->state.term_at, now);
 
@@ -429,15 +411,14 @@ static void decide_terminating(const struct gw_job_obs *o, const struct gw_recla
         }
 }
 
-int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_policy *p,
-                      gw_usec_t now, struct gw_reclaim_decision *out) {
-        struct gw_reclaim_decision d = {.action = GW_RECLAIM_KEEP};
-        struct text t = {.p = d.evidence, .cap = sizeof(d.evidence)};
+int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_policy *p, gw_usec_t now,
+                      struct gw_reclaim_decision *out) {
+        struct gw_reclaim_decision d = { .action = GW_RECLAIM_KEEP };
+        struct text t = { .p = d.evidence, .cap = sizeof(d.evidence) };
         struct facts f;
         char c[9], c2[9], dd[24], dt[24];
 
-        if (!obs || !out || gw_reclaim_policy_check(p) < 0 || (!obs->gpus && obs->n_gpus) ||
-            obs->started_at <= 0)
+        if (!obs || !out || gw_reclaim_policy_check(p) < 0 || (!obs->gpus && obs->n_gpus) || obs->started_at <= 0)
                 return -EINVAL;
 
         d.next = obs->state;
@@ -457,13 +438,12 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
                 /* Fresh window and no warning, should an admin switch the policy back on. */
                 d.why = GW_RECLAIM_WHY_DISABLED;
                 d.warning_cleared = obs->state.warned_at > 0;
-                d.next = (struct gw_reclaim_state){.last_active = now,
-                                                   .last_proc = d.next.last_proc};
+                d.next = (struct gw_reclaim_state){ .last_active = now, .last_proc = d.next.last_proc };
                 add(&t, "kept: reclamation off (policy %s); ", p->name);
         } else if (now - clamp(obs->started_at, now) < p->idle_timeout) {
                 d.why = GW_RECLAIM_WHY_YOUNG;
-                add(&t, "kept: young, started %s ago (idle timeout %s); ",
-                    dur_str(now - obs->started_at, dd), dur_str(p->idle_timeout, dt));
+                add(&t, "kept: young, started %s ago (idle timeout %s); ", dur_str(now - obs->started_at, dd),
+                    dur_str(p->idle_timeout, dt));
         } else if (f.active || d.idle_for < p->idle_timeout) {
                 d.why = f.active ? (f.gpu_busy ? GW_RECLAIM_WHY_BUSY : GW_RECLAIM_WHY_PROTECTED)
                                  : GW_RECLAIM_WHY_RECENT;
@@ -471,8 +451,7 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
                 if (f.active)
                         add_active_reason(&t, obs, p, &f);
                 else
-                        add(&t, "idle for %s of %s", dur_str(d.idle_for, dd),
-                            dur_str(p->idle_timeout, dt));
+                        add(&t, "idle for %s of %s", dur_str(d.idle_for, dd), dur_str(p->idle_timeout, dt));
                 if (obs->state.warned_at > 0)
                         add(&t, ", activity resumed after the warning at %s",
                             clock_str(obs->state.warned_at, obs->utc_offset, c));
@@ -481,8 +460,7 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
                 d.action = GW_RECLAIM_WARN;
                 d.next.warned_at = now;
                 add(&t, "WARNING idle for %s: ", dur_str(d.idle_for, dd));
-        } else if (now - clamp(obs->state.warned_at, now) >= p->warn &&
-                   d.idle_for >= p->idle_timeout + p->warn) {
+        } else if (now - clamp(obs->state.warned_at, now) >= p->warn && d.idle_for >= p->idle_timeout + p->warn) {
                 d.action = GW_RECLAIM_TERMINATE;
                 d.next.term_at = now;
                 add(&t, "idle for %s: ", dur_str(d.idle_for, dd));
@@ -490,8 +468,7 @@ int gw_reclaim_decide(const struct gw_job_obs *obs, const struct gw_reclaim_poli
                 d.why = GW_RECLAIM_WHY_WARNED;
                 add(&t, "kept: warned %s, SIGTERM at %s unless it resumes; idle %s: ",
                     clock_str(obs->state.warned_at, obs->utc_offset, c),
-                    clock_str(max_t(obs->state.warned_at + p->warn,
-                                    f.idle_since + p->idle_timeout + p->warn),
+                    clock_str(max_t(obs->state.warned_at + p->warn, f.idle_since + p->idle_timeout + p->warn),
                               obs->utc_offset, c2),
                     dur_str(d.idle_for, dd));
         }

@@ -45,8 +45,8 @@ enum gw_resume_verdict gw_resume_judge(const struct gw_resume_seen *s, char *msg
          * said too where it differs, not in its place. */
         char reached[96] = "";
         if (s->ckpt_epoch > 0 && s->reached > s->ckpt_epoch)
-                snprintf(reached, sizeof reached, " of epoch %ld (the attempt before reached epoch %lld)", s->ckpt_epoch,
-                         (long long) s->reached);
+                snprintf(reached, sizeof reached, " of epoch %ld (the attempt before reached epoch %lld)",
+                         s->ckpt_epoch, (long long) s->reached);
         else if (s->ckpt_epoch > 0)
                 snprintf(reached, sizeof reached, " of epoch %ld", s->ckpt_epoch);
         else if (s->reached >= 0)
@@ -56,9 +56,9 @@ enum gw_resume_verdict gw_resume_judge(const struct gw_resume_seen *s, char *msg
                          run);
                 return GW_RESUME_CONTINUED;
         }
-        snprintf(msg, n, "started over, not resumed: epoch %ld written in %s%s, not continued from its checkpoint%s; "
-                         "%s, but %s",
-                 s->epoch, same ? "its run " : "another run, ", run, reached, offer_said(s->offer),
-                 fix_for(s->offer));
+        snprintf(msg, n,
+                 "started over, not resumed: epoch %ld written in %s%s, not continued from its checkpoint%s; "
+                 "%s, but %s",
+                 s->epoch, same ? "its run " : "another run, ", run, reached, offer_said(s->offer), fix_for(s->offer));
         return GW_RESUME_STARTED_OVER;
 }

@@ -15,11 +15,11 @@ enum gw_resume_offer {
 };
 
 struct gw_resume_seen {
-        const char *given_run;   /* the checkpoint's run folder (RUN of RUN/weights/last.pt) */
-        const char *run;         /* the folder the attempt writes its results.csv in */
-        long epoch;              /* the epoch of its newest results.csv row (1-based) */
-        int64_t reached;         /* epochs the attempt before finished; < 0 unknown */
-        long ckpt_epoch;         /* epochs the checkpoint holds, read from it (fewer than reached
+        const char *given_run; /* the checkpoint's run folder (RUN of RUN/weights/last.pt) */
+        const char *run; /* the folder the attempt writes its results.csv in */
+        long epoch; /* the epoch of its newest results.csv row (1-based) */
+        int64_t reached; /* epochs the attempt before finished; < 0 unknown */
+        long ckpt_epoch; /* epochs the checkpoint holds, read from it (fewer than reached
                                   * when the attempt was killed between a row and its
                                   * checkpoint); <= 0 unknown */
         enum gw_resume_offer offer;

@@ -10,9 +10,9 @@
 #include "base/nametable.h"
 
 /* Classes a retry can never help: the user asked for the stop, or the code is wrong. */
-#define NEVER_MASK                                                                      \
-        (GW_FAILURE_BIT(GW_FAILURE_OK) | GW_FAILURE_BIT(GW_FAILURE_CANCELLED) |         \
-         GW_FAILURE_BIT(GW_FAILURE_TIMEOUT) | GW_FAILURE_BIT(GW_FAILURE_USER_ERROR))
+#define NEVER_MASK                                                                                                   \
+        (GW_FAILURE_BIT(GW_FAILURE_OK) | GW_FAILURE_BIT(GW_FAILURE_CANCELLED) | GW_FAILURE_BIT(GW_FAILURE_TIMEOUT) | \
+         GW_FAILURE_BIT(GW_FAILURE_USER_ERROR))
 #define ALL_MASK (GW_FAILURE_BIT(_GW_FAILURE_CLASS_MAX) - 1)
 
 void gw_retry_policy_default(struct gw_retry_policy *p) {
@@ -160,18 +160,12 @@ char *gw_retry_format_classes(uint32_t mask, char *buf, size_t n) {
 }
 
 static const char *const why_names[_GW_RETRY_WHY_MAX] = {
-        [GW_RETRY_WHY_RETRY] = "retry",
-        [GW_RETRY_WHY_OK] = "ok",
-        [GW_RETRY_WHY_NEVER] = "never",
-        [GW_RETRY_WHY_NOT_LISTED] = "not_listed",
-        [GW_RETRY_WHY_OOM] = "oom",
-        [GW_RETRY_WHY_CRASH_LOOP] = "crash_loop",
+        [GW_RETRY_WHY_RETRY] = "retry",           [GW_RETRY_WHY_OK] = "ok",   [GW_RETRY_WHY_NEVER] = "never",
+        [GW_RETRY_WHY_NOT_LISTED] = "not_listed", [GW_RETRY_WHY_OOM] = "oom", [GW_RETRY_WHY_CRASH_LOOP] = "crash_loop",
         [GW_RETRY_WHY_EXHAUSTED] = "exhausted",
 };
 
-const char *gw_retry_why_name(enum gw_retry_why w) {
-        return GW_NAMETABLE_NAME(why_names, w);
-}
+const char *gw_retry_why_name(enum gw_retry_why w) { return GW_NAMETABLE_NAME(why_names, w); }
 
 /* base * 2^(n-1) for the n-th retry, capped; doubling stops at the cap so it cannot
  * overflow. */
@@ -201,9 +195,9 @@ static void stop(struct gw_retry_decision *d, enum gw_retry_why why) {
         d->why = why;
 }
 
-int gw_retry_decide(const struct gw_retry_policy *p, const struct gw_retry_state *s,
-                    const struct gw_failure_verdict *v, gw_usec_t now, struct gw_retry_decision *out) {
-        struct gw_retry_decision d = {0};
+int gw_retry_decide(const struct gw_retry_policy *p, const struct gw_retry_state *s, const struct gw_failure_verdict *v,
+                    gw_usec_t now, struct gw_retry_decision *out) {
+        struct gw_retry_decision d = { 0 };
         const char *cls = gw_failure_class_name(v->cls);
         char why[160], set[160], dur[32];
         unsigned used;
@@ -225,14 +219,14 @@ int gw_retry_decide(const struct gw_retry_policy *p, const struct gw_retry_state
                          "took GPU memory");
         } else if (v->cls != GW_FAILURE_OOM && !(p->retry_on & GW_FAILURE_BIT(v->cls))) {
                 stop(&d, GW_RETRY_WHY_NOT_LISTED);
-                snprintf(d.reason, sizeof(d.reason), "%s is not retried unless --retry-on names it (now: %s)",
-                         cls, gw_retry_format_classes(p->retry_on, set, sizeof(set)));
+                snprintf(d.reason, sizeof(d.reason), "%s is not retried unless --retry-on names it (now: %s)", cls,
+                         gw_retry_format_classes(p->retry_on, set, sizeof(set)));
         } else if (crash_loop(s)) {
                 stop(&d, GW_RETRY_WHY_CRASH_LOOP);
-                snprintf(d.reason, sizeof(d.reason),
-                         "crash loop: attempts %u and %u both failed during epoch %lld %s",
+                snprintf(d.reason, sizeof(d.reason), "crash loop: attempts %u and %u both failed during epoch %lld %s",
                          s->attempts - 1, s->attempts, (long long) s->last.epoch + 1,
-                         same_checkpoint(s) ? "with no new checkpoint" : "(the second started over instead of resuming)");
+                         same_checkpoint(s) ? "with no new checkpoint"
+                                            : "(the second started over instead of resuming)");
         } else if (used >= p->max_retries) {
                 stop(&d, GW_RETRY_WHY_EXHAUSTED);
                 snprintf(d.reason, sizeof(d.reason), "retries exhausted (%u/%u): last %s", p->max_retries,

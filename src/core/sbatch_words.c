@@ -11,21 +11,21 @@
 
 /* What gpuward does with an sbatch option. */
 enum sb_kind {
-        SB_GRES,      /* --gres=gpu[:TYPE]:N */
-        SB_GPUS,      /* --gpus=[TYPE:]N */
-        SB_PASS,      /* the same value under gpuward's name */
-        SB_FLAG,      /* no value: gpuward's flag */
-        SB_DEPEND,    /* afterok:ID, afterany:ID */
-        SB_SIGNAL,    /* [B:]SIG[@SECONDS] */
-        SB_NOTE,      /* not taken, for the reason given */
+        SB_GRES, /* --gres=gpu[:TYPE]:N */
+        SB_GPUS, /* --gpus=[TYPE:]N */
+        SB_PASS, /* the same value under gpuward's name */
+        SB_FLAG, /* no value: gpuward's flag */
+        SB_DEPEND, /* afterok:ID, afterany:ID */
+        SB_SIGNAL, /* [B:]SIG[@SECONDS] */
+        SB_NOTE, /* not taken, for the reason given */
 };
 
 struct sb_opt {
-        const char *name;  /* sbatch's long name */
-        char letter;       /* its short one, or 0 */
+        const char *name; /* sbatch's long name */
+        char letter; /* its short one, or 0 */
         enum sb_kind kind;
-        const char *to;    /* gpuward's option (SB_PASS, SB_FLAG), or the reason (SB_NOTE) */
-        bool value;        /* takes a value */
+        const char *to; /* gpuward's option (SB_PASS, SB_FLAG), or the reason (SB_NOTE) */
+        bool value; /* takes a value */
 };
 
 static const struct sb_opt sb_opts[] = {
@@ -47,8 +47,10 @@ static const struct sb_opt sb_opts[] = {
         { "nodes", 'N', SB_NOTE, "a gpuward job runs on one host", true },
         { "mail-type", 0, SB_NOTE, "gpuward sends no mail; the admin's webhooks may report job ends", true },
         { "mail-user", 0, SB_NOTE, "gpuward sends no mail; the admin's webhooks may report job ends", true },
-        { "export", 0, SB_NOTE, "a job gets the environment of the shell that submits it, "
-                                "or a minimal one with --clean-env; --env K=V adds to it", true },
+        { "export", 0, SB_NOTE,
+          "a job gets the environment of the shell that submits it, "
+          "or a minimal one with --clean-env; --env K=V adds to it",
+          true },
 };
 
 #define GENERIC_REASON "gpuward has no such option"
@@ -139,8 +141,8 @@ static void signal_value(const char *v, char *buf, size_t size) {
         snprintf(buf, size, "%s%s", v, secs ? "s" : "");
 }
 
-static int apply(const struct sb_opt *o, const char *typed, const char *value, struct gw_sbatch_words *out,
-                 char *why, size_t why_len) {
+static int apply(const struct sb_opt *o, const char *typed, const char *value, struct gw_sbatch_words *out, char *why,
+                 size_t why_len) {
         char buf[128];
         switch (o->kind) {
         case SB_GRES:
@@ -167,7 +169,8 @@ static int apply(const struct sb_opt *o, const char *typed, const char *value, s
                 if (gw_sbatch_dependency(value, buf, sizeof buf) < 0) {
                         snprintf(why, why_len,
                                  "#SBATCH %s: gpuward waits on one job, completed (afterok:ID) or ended "
-                                 "(afterany:ID)", typed);
+                                 "(afterany:ID)",
+                                 typed);
                         return -EINVAL;
                 }
                 push_opt(out, o->to, buf);
@@ -225,13 +228,13 @@ int gw_sbatch_translate(char *const *words, int n, struct gw_sbatch_words *out, 
 void gw_sbatch_words_done(struct gw_sbatch_words *w) {
         gw_strv_free(w->argv);
         gw_strv_free(w->notes);
-        *w = (struct gw_sbatch_words) { 0 };
+        *w = (struct gw_sbatch_words){ 0 };
 }
 
 const char *gw_slurm_verb(const char *cmd) {
         static const char *const map[][2] = {
-                { "sbatch", "submit" }, { "squeue", "queue" }, { "scancel", "cancel" }, { "sacct", "history" },
-                { "sinfo", "gpus" },    { "srun", "run" },     { "salloc", "run" },     { "scontrol", "show" },
+                { "sbatch", "submit" },  { "squeue", "queue" }, { "scancel", "cancel" }, { "sacct", "history" },
+                { "sinfo", "gpus" },     { "srun", "run" },     { "salloc", "run" },     { "scontrol", "show" },
                 { "sreport", "report" }, { "sshare", "quota" },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++)

@@ -5,7 +5,7 @@
 #define GW_SBATCH_NOTE_SIZE 400
 
 struct gw_sbatch_words {
-        char **argv;  /* gpuward submit options, NULL-terminated, malloc'ed */
+        char **argv; /* gpuward submit options, NULL-terminated, malloc'ed */
         int argc;
         char **notes; /* one line per directive not taken, NULL-terminated, malloc'ed */
         int nnotes;

@@ -9,8 +9,8 @@
  * GPUs in queue order. */
 struct gpu_view {
         uint64_t usable;
-        uint64_t out;   /* present but not usable: drained or unhealthy */
-        uint64_t idle;  /* usable and held by nobody when planning began */
+        uint64_t out; /* present but not usable: drained or unhealthy */
+        uint64_t idle; /* usable and held by nobody when planning began */
         uint64_t avail; /* idle and not yet given in this plan */
         uint64_t given; /* given to a job in this plan */
         uint64_t rogue; /* used by a process gpuward did not start */
@@ -40,9 +40,7 @@ uint64_t gw_sched_pick(uint64_t mask, int n) {
         return picked;
 }
 
-uint64_t gw_sched_mask_first(size_t n) {
-        return n >= GW_SCHED_MAX_GPUS ? UINT64_MAX : BIT(n) - 1;
-}
+uint64_t gw_sched_mask_first(size_t n) { return n >= GW_SCHED_MAX_GPUS ? UINT64_MAX : BIT(n) - 1; }
 
 int gw_sched_gpus_masks(const struct gw_sched_gpu *gpus, size_t n, uint64_t *ret_present, uint64_t *ret_usable) {
         uint64_t present = 0, usable = 0;
@@ -138,7 +136,7 @@ int gw_sched_order(const struct gw_sched_input *in, const struct gw_sched_fair *
                 return 0;
         /* A bottom-up merge sort between the two halves of order: stable, so the order given
          * (submission order) breaks ties without a comparison of its own. */
-        struct order_ctx c = {in->pending, fair->factor};
+        struct order_ctx c = { in->pending, fair->factor };
         size_t sorted = 1;
         while (sorted < n && !fair_before(&c, sorted, sorted - 1))
                 sorted++;
@@ -226,9 +224,7 @@ static bool fits_on(const struct gpu_view *v, uint64_t gpus, const struct gw_sch
         return count_gpus(ok) >= j->ngpus;
 }
 
-static bool can_ever_fit(const struct gpu_view *v, const struct gw_sched_job *j) {
-        return fits_on(v, v->usable, j);
-}
+static bool can_ever_fit(const struct gpu_view *v, const struct gw_sched_job *j) { return fits_on(v, v->usable, j); }
 
 /* Why a job that can never fit on the GPUs in service waits: for a GPU out of service when
  * with it back it would fit (naming that GPU tells an admin what to bring back, where
@@ -251,8 +247,7 @@ static void sort_usec(gw_usec_t *t, int n) {
  * free memory (someone else's process may be on them, for how long we cannot know); GPUs
  * busy with a job count from its end, when all their memory comes back, and GPUs given
  * in this plan return to the memory they have now. */
-static void head_ready_times(const struct gpu_view *v, const struct gw_sched_job *j, gw_usec_t now,
-                             gw_usec_t t[]) {
+static void head_ready_times(const struct gpu_view *v, const struct gw_sched_job *j, gw_usec_t now, gw_usec_t t[]) {
         uint64_t now_ok = mem_at_least(v->mem_free, v->avail, j->gpu_mem);
         uint64_t later_ok = mem_at_least(v->mem_free, v->given, j->gpu_mem) |
                             mem_at_least(v->mem_total, v->usable & ~v->idle, j->gpu_mem);
@@ -269,8 +264,7 @@ static void head_ready_times(const struct gpu_view *v, const struct gw_sched_job
 
 /* EASY backfill's one reservation: the earliest time enough GPUs are free for the head,
  * and the lowest-index GPUs free by then. */
-static void reserve_for_head(const struct gpu_view *v, const struct gw_sched_job *j, gw_usec_t now,
-                             struct head *h) {
+static void reserve_for_head(const struct gpu_view *v, const struct gw_sched_job *j, gw_usec_t now, struct head *h) {
         gw_usec_t t[GW_SCHED_MAX_GPUS], sorted[GW_SCHED_MAX_GPUS];
         uint64_t ready = 0;
         int n = 0;
@@ -280,7 +274,7 @@ static void reserve_for_head(const struct gpu_view *v, const struct gw_sched_job
                 if (t[i] != GW_USEC_INFINITY)
                         sorted[n++] = t[i];
 
-        *h = (struct head){.set = true, .id = j->id, .start = GW_USEC_INFINITY, .reserved = 0};
+        *h = (struct head){ .set = true, .id = j->id, .start = GW_USEC_INFINITY, .reserved = 0 };
         if (n < j->ngpus)
                 return;
         sort_usec(sorted, n);
@@ -304,8 +298,8 @@ static uint64_t pick_clean_first(const struct gpu_view *v, uint64_t mask, int n)
 
 /* Decides one pending job: writes the GPUs it starts on to *ret_mask and returns NONE, or
  * returns why it waits. */
-static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const struct gw_sched_job *j,
-                                   gw_usec_t now, uint64_t *ret_mask) {
+static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const struct gw_sched_job *j, gw_usec_t now,
+                                   uint64_t *ret_mask) {
         if (j->held)
                 return GW_REASON_HELD;
         if (j->backoff)
@@ -331,7 +325,7 @@ static enum gw_job_reason plan_job(struct gpu_view *v, struct head *h, const str
                 uint64_t pick = pick_clean_first(v, ok, j->ngpus);
                 if (!pick) /* GPUs free now that others' bookings take before it would end */
                         return j->booked_out && gw_sched_pick(free_now, j->ngpus) ? GW_REASON_RESERVATION
-                                                                                   : GW_REASON_RESOURCES;
+                                                                                  : GW_REASON_RESOURCES;
                 *ret_mask = pick;
                 return GW_REASON_NONE;
         }
@@ -369,7 +363,7 @@ int gw_sched_plan(const struct gw_sched_input *in, gw_usec_t now, struct gw_sche
 int gw_sched_plan_fair(const struct gw_sched_input *in, const struct gw_sched_fair *fair, gw_usec_t now,
                        struct gw_sched_plan *out) {
         struct gpu_view v;
-        struct head h = {.set = false, .start = GW_USEC_INFINITY};
+        struct head h = { .set = false, .start = GW_USEC_INFINITY };
         size_t n_starts = 0;
         int r;
 
@@ -394,7 +388,7 @@ int gw_sched_plan_fair(const struct gw_sched_input *in, const struct gw_sched_fa
                 if (out->reasons[i] != GW_REASON_NONE)
                         continue;
                 give(&v, mask, end_of(now, j->time_limit));
-                out->starts[n_starts++] = (struct gw_sched_start){.job_id = j->id, .gpu_mask = mask};
+                out->starts[n_starts++] = (struct gw_sched_start){ .job_id = j->id, .gpu_mask = mask };
         }
         out->n_starts = n_starts;
         out->head_job_id = h.set ? h.id : 0;

@@ -20,50 +20,50 @@
 #define GW_SCHED_MAX_GPUS 64
 
 struct gw_sched_gpu {
-        int index;            /* 0..63, the bit in a gpu mask */
-        bool usable;          /* healthy and not drained */
-        uint64_t mem_total;   /* bytes, 0 = unknown */
-        uint64_t mem_free;    /* bytes now, as NVML reports; used for --gpu-mem */
-        int64_t job_id;       /* job holding it, 0 if none */
-        bool has_rogue;       /* a process gpuward did not start uses it: jobs go to clean
+        int index; /* 0..63, the bit in a gpu mask */
+        bool usable; /* healthy and not drained */
+        uint64_t mem_total; /* bytes, 0 = unknown */
+        uint64_t mem_free; /* bytes now, as NVML reports; used for --gpu-mem */
+        int64_t job_id; /* job holding it, 0 if none */
+        bool has_rogue; /* a process gpuward did not start uses it: jobs go to clean
                                * GPUs first, and here only when no clean GPU is left for them */
 };
 
 struct gw_sched_job {
         int64_t id;
-        int priority;         /* higher first */
-        int ngpus;            /* >= 1 */
-        uint64_t gpu_mem;     /* minimum free bytes per GPU, 0 = any */
+        int priority; /* higher first */
+        int ngpus; /* >= 1 */
+        uint64_t gpu_mem; /* minimum free bytes per GPU, 0 = any */
         gw_usec_t time_limit; /* > 0 */
         bool held;
-        bool backoff;         /* waiting out a retry delay: like held, but reported as Backoff */
+        bool backoff; /* waiting out a retry delay: like held, but reported as Backoff */
         enum gw_job_reason blocked; /* not NONE: the shell says it waits (Reservation, Quota) */
-        uint64_t allowed;     /* not 0: the only GPUs it may use (its booking's; or those free
+        uint64_t allowed; /* not 0: the only GPUs it may use (its booking's; or those free
                                * long enough before the next booking).  Such a job never
                                * becomes the head: it cannot hold back others. */
-        bool none_allowed;    /* no GPU may take it now (each is booked before it would end):
+        bool none_allowed; /* no GPU may take it now (each is booked before it would end):
                                * it waits (RESERVATION) and never becomes the head.  A flag of
                                * its own, as allowed == 0 means any GPU and a 64-GPU host has
                                * no spare bit to stand for none. */
-        bool booked_out;      /* allowed was narrowed by others' bookings (gw_calendar_limit_job),
+        bool booked_out; /* allowed was narrowed by others' bookings (gw_calendar_limit_job),
                                * not to its own booking's GPUs: when only that keeps it from
                                * GPUs free now, it waits for RESERVATION, not RESOURCES. */
         enum gw_dep_status dep;
-        uint32_t fs_user;     /* with fair share: its user's index in gw_sched_fair.factor */
-        bool first;           /* preempted: it goes before the others of its priority, whatever
+        uint32_t fs_user; /* with fair share: its user's index in gw_sched_fair.factor */
+        bool first; /* preempted: it goes before the others of its priority, whatever
                                * their fair-share factors (it had its turn already) */
 };
 
 struct gw_sched_running {
         int64_t id;
         uint64_t gpu_mask;
-        gw_usec_t end;        /* start + time limit, same clock as now */
+        gw_usec_t end; /* start + time limit, same clock as now */
 };
 
 struct gw_sched_input {
         const struct gw_sched_gpu *gpus;
         size_t n_gpus;
-        const struct gw_sched_job *pending;   /* in queue order */
+        const struct gw_sched_job *pending; /* in queue order */
         size_t n_pending;
         const struct gw_sched_running *running;
         size_t n_running;
@@ -82,12 +82,12 @@ struct gw_sched_start {
 };
 
 struct gw_sched_plan {
-        struct gw_sched_start *starts;     /* caller-allocated, capacity n_pending */
+        struct gw_sched_start *starts; /* caller-allocated, capacity n_pending */
         size_t n_starts;
-        enum gw_job_reason *reasons;       /* caller-allocated, one per pending job, same order */
-        gw_usec_t head_start;              /* reserved start of the head job, or GW_USEC_INFINITY */
-        int64_t head_job_id;               /* 0 if every pending job could start */
-        size_t *order;                     /* caller-allocated, capacity 2 * n_pending; needed
+        enum gw_job_reason *reasons; /* caller-allocated, one per pending job, same order */
+        gw_usec_t head_start; /* reserved start of the head job, or GW_USEC_INFINITY */
+        int64_t head_job_id; /* 0 if every pending job could start */
+        size_t *order; /* caller-allocated, capacity 2 * n_pending; needed
                                             * by gw_sched_plan_fair: the pending jobs' indexes
                                             * in the order they were planned (queue order) in
                                             * the first n_pending, the rest scratch */

@@ -27,15 +27,15 @@ struct gw_job;
  * whatever lies above the "slurm" / "slurmstepd.scope" directory.  Steps are a number (srun)
  * or batch, extern (pam_slurm_adopt, the job's ssh sessions) or interactive (salloc). */
 
-#define GW_SLURM_NODE_MAX 65   /* a node name (HOST_NAME_MAX) and its NUL */
+#define GW_SLURM_NODE_MAX 65 /* a node name (HOST_NAME_MAX) and its NUL */
 
 enum gw_slurm_step_kind {
-        GW_SLURM_STEP_NONE,        /* in the job's cgroup, outside any step */
-        GW_SLURM_STEP_NUMBERED,    /* step_N: step holds N */
+        GW_SLURM_STEP_NONE, /* in the job's cgroup, outside any step */
+        GW_SLURM_STEP_NUMBERED, /* step_N: step holds N */
         GW_SLURM_STEP_BATCH,
         GW_SLURM_STEP_EXTERN,
         GW_SLURM_STEP_INTERACTIVE,
-        GW_SLURM_STEP_OTHER,       /* a step name this code does not know */
+        GW_SLURM_STEP_OTHER, /* a step name this code does not know */
         _GW_SLURM_STEP_KIND_MAX,
         _GW_SLURM_STEP_KIND_INVALID = -EINVAL,
 };
@@ -43,11 +43,11 @@ enum gw_slurm_step_kind {
 struct gw_slurm_proc {
         uint32_t job_id;
         enum gw_slurm_step_kind step_kind;
-        uint32_t step;                  /* NUMBERED only, else 0 */
-        bool v2;                        /* found on the cgroup v2 (unified) line */
-        bool has_uid;                   /* cgroup v1 paths name the job's user: uid_U */
+        uint32_t step; /* NUMBERED only, else 0 */
+        bool v2; /* found on the cgroup v2 (unified) line */
+        bool has_uid; /* cgroup v1 paths name the job's user: uid_U */
         uint32_t uid;
-        char node[GW_SLURM_NODE_MAX];   /* slurm_NODE or NODE_slurmstepd.scope, else "" */
+        char node[GW_SLURM_NODE_MAX]; /* slurm_NODE or NODE_slurmstepd.scope, else "" */
 };
 
 /* Reads the text of /proc/PID/cgroup (len bytes, need not be NUL-terminated).  Lines that
@@ -58,14 +58,14 @@ struct gw_slurm_proc {
  * id of 0 or past 2^32-1, a node name too long) or lines that name different jobs. */
 int gw_slurm_proc_from_cgroup(const char *text, size_t len, struct gw_slurm_proc *ret);
 
-const char *gw_slurm_step_kind_name(enum gw_slurm_step_kind k);   /* "batch"; NULL out of range */
+const char *gw_slurm_step_kind_name(enum gw_slurm_step_kind k); /* "batch"; NULL out of range */
 
 /* ---- Slurm's job states and pending reasons, in gpuward's terms ---- */
 
 struct gw_slurm_state {
         enum gw_job_state state;
-        enum gw_failure_class cls;      /* final states: why it ended; GW_FAILURE_OK otherwise */
-        const char *what;               /* what a user reads, static storage */
+        enum gw_failure_class cls; /* final states: why it ended; GW_FAILURE_OK otherwise */
+        const char *what; /* what a user reads, static storage */
 };
 
 /* A job state as squeue %T or sacct State print it ("RUNNING", "CANCELLED by 1000",
@@ -74,10 +74,10 @@ struct gw_slurm_state {
 int gw_slurm_state_parse(const char *text, struct gw_slurm_state *ret);
 
 struct gw_slurm_reason {
-        enum gw_job_reason reason;      /* GW_REASON_NONE for Slurm's "None" */
-        bool blocked;                   /* it will not start until someone changes the job,
+        enum gw_job_reason reason; /* GW_REASON_NONE for Slurm's "None" */
+        bool blocked; /* it will not start until someone changes the job,
                                          * its account or the cluster */
-        const char *what;               /* what a user reads, static storage */
+        const char *what; /* what a user reads, static storage */
 };
 
 /* A pending job's reason as squeue %r or scontrol's Reason= print it ("Resources",
@@ -90,20 +90,21 @@ int gw_slurm_reason_parse(const char *text, struct gw_slurm_reason *ret);
 /* ---- The sbatch command line for a gpuward job ---- */
 
 struct gw_sbatch_opts {
-        gw_usec_t now;                  /* wall clock, for --begin */
-        int gpus_per_node;              /* GPUs each node has; 0: unknown, no --nodes */
-        int max_nodes;                  /* nodes a job may span; 0: any */
-        const char *script;             /* the batch script to run with the job's argv as its
+        gw_usec_t now; /* wall clock, for --begin */
+        int gpus_per_node; /* GPUs each node has; 0: unknown, no --nodes */
+        int max_nodes; /* nodes a job may span; 0: any */
+        const char *script; /* the batch script to run with the job's argv as its
                                          * arguments; NULL: --wrap with the argv quoted */
-        const char *partition;          /* NULL: the cluster's default */
-        const char *const *exclude;     /* nodes to avoid (drained GPUs, a failed node) */
+        const char *partition; /* NULL: the cluster's default */
+        const char *const *exclude; /* nodes to avoid (drained GPUs, a failed node) */
         size_t n_exclude;
-        const char *comment;            /* --comment: gpuward's tag of the attempt
+        const char *comment; /* --comment: gpuward's tag of the attempt
                                          * (gw_slurm_tag_format); NULL: none */
-        const char *reservation;        /* --reservation: a booking's; NULL: none */
+        const char *reservation; /* --reservation: a booking's; NULL: none */
 };
 
-#define GW_SBATCH_NAME_MAX 200          /* longer job names are cut (Slurm keeps them whole,
+#define GW_SBATCH_NAME_MAX \
+        200 /* longer job names are cut (Slurm keeps them whole,
                                          * but squeue shows 8 characters by default) */
 
 /* The argument vector for sbatch (argv[0] = "sbatch", NULL-terminated; the caller frees it
@@ -119,8 +120,8 @@ struct gw_sbatch_opts {
  *   output, log path or cwd counts as none.
  * Returns 0 and *ret_argv; -EINVAL with a message in why that names the field (the job
  * cannot be placed or a field cannot be passed); *ret_argv untouched then. */
-int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
-                         char ***ret_argv, char *why, size_t why_len);
+int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o, char ***ret_argv, char *why,
+                         size_t why_len);
 
 /* Slurm keeps a time limit in minutes in 32 bits, the top values meaning "not set" and
  * "infinite"; gpuward passes no more than this (about 4,000 years). */
@@ -140,10 +141,10 @@ char *gw_slurm_time_format(gw_usec_t limit, char *buf, size_t n);
 
 struct gw_slurm_squeue_row {
         uint32_t job_id;
-        char state[32];                 /* "RUNNING", as gw_slurm_state_parse reads it */
-        char exit_status[16];           /* the batch script's wait status: "768" is exit 3 */
-        char nodes[128];                /* "" while pending; cut to fit */
-        char reason[128];               /* "Resources", "None"; cut to fit */
+        char state[32]; /* "RUNNING", as gw_slurm_state_parse reads it */
+        char exit_status[16]; /* the batch script's wait status: "768" is exit 3 */
+        char nodes[128]; /* "" while pending; cut to fit */
+        char reason[128]; /* "Resources", "None"; cut to fit */
 };
 
 /* One line of that output (len bytes, no newline needed; fields trimmed of blanks).  0 and
@@ -165,8 +166,8 @@ int gw_slurm_squeue_parse(const char *line, size_t len, struct gw_slurm_squeue_r
 
 struct gw_slurm_tagged {
         uint32_t slurm_id;
-        uint32_t uid;                   /* the Slurm job's owner */
-        int64_t job;                    /* gpuward's job */
+        uint32_t uid; /* the Slurm job's owner */
+        int64_t job; /* gpuward's job */
         int attempt;
 };
 

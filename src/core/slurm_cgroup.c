@@ -6,17 +6,11 @@
 #include "base/nametable.h"
 
 static const char *const step_kind_names[_GW_SLURM_STEP_KIND_MAX] = {
-        [GW_SLURM_STEP_NONE] = "none",
-        [GW_SLURM_STEP_NUMBERED] = "numbered",
-        [GW_SLURM_STEP_BATCH] = "batch",
-        [GW_SLURM_STEP_EXTERN] = "extern",
-        [GW_SLURM_STEP_INTERACTIVE] = "interactive",
-        [GW_SLURM_STEP_OTHER] = "other",
+        [GW_SLURM_STEP_NONE] = "none",     [GW_SLURM_STEP_NUMBERED] = "numbered",       [GW_SLURM_STEP_BATCH] = "batch",
+        [GW_SLURM_STEP_EXTERN] = "extern", [GW_SLURM_STEP_INTERACTIVE] = "interactive", [GW_SLURM_STEP_OTHER] = "other",
 };
 
-const char *gw_slurm_step_kind_name(enum gw_slurm_step_kind k) {
-        return GW_NAMETABLE_NAME(step_kind_names, k);
-}
+const char *gw_slurm_step_kind_name(enum gw_slurm_step_kind k) { return GW_NAMETABLE_NAME(step_kind_names, k); }
 
 /* A piece of the text: not NUL-terminated. */
 struct span {
@@ -65,7 +59,7 @@ static bool next_segment(struct span path, size_t *pos, struct span *seg) {
         size_t start = *pos;
         while (*pos < path.n && path.p[*pos] != '/')
                 (*pos)++;
-        *seg = (struct span){path.p + start, *pos - start};
+        *seg = (struct span){ path.p + start, *pos - start };
         return true;
 }
 
@@ -78,7 +72,7 @@ static int copy_node(struct span node, char out[GW_SLURM_NODE_MAX]) {
 }
 
 static void parse_step(struct span seg, struct gw_slurm_proc *p) {
-        struct span name = {seg.p + 5, seg.n - 5}; /* after "step_" */
+        struct span name = { seg.p + 5, seg.n - 5 }; /* after "step_" */
         if (span_is(name, "batch"))
                 p->step_kind = GW_SLURM_STEP_BATCH;
         else if (span_is(name, "extern"))
@@ -98,13 +92,13 @@ static int parse_after_anchor(struct span path, size_t pos, bool want_uid, struc
         if (want_uid) {
                 if (!next_segment(path, &pos, &seg) || !span_starts(seg, "uid_"))
                         return 0;
-                if (span_u32((struct span){seg.p + 4, seg.n - 4}, &p->uid) < 0)
+                if (span_u32((struct span){ seg.p + 4, seg.n - 4 }, &p->uid) < 0)
                         return -EINVAL;
                 p->has_uid = true;
         }
         if (!next_segment(path, &pos, &seg) || !span_starts(seg, "job_"))
                 return 0;
-        if (span_u32((struct span){seg.p + 4, seg.n - 4}, &p->job_id) < 0 || p->job_id == 0)
+        if (span_u32((struct span){ seg.p + 4, seg.n - 4 }, &p->job_id) < 0 || p->job_id == 0)
                 return -EINVAL;
         p->step_kind = GW_SLURM_STEP_NONE;
         if (next_segment(path, &pos, &seg) && span_starts(seg, "step_"))
@@ -119,7 +113,7 @@ static int parse_path(struct span path, bool v2, struct gw_slurm_proc *p) {
         struct span seg;
         size_t pos = 0;
         while (next_segment(path, &pos, &seg)) {
-                struct span node = {seg.p, 0};
+                struct span node = { seg.p, 0 };
                 bool anchor = false;
                 if (v2 && span_is(seg, "slurmstepd.scope"))
                         anchor = true;
@@ -130,11 +124,11 @@ static int parse_path(struct span path, bool v2, struct gw_slurm_proc *p) {
                         anchor = true;
                 else if (!v2 && span_starts(seg, "slurm_")) {
                         anchor = true;
-                        node = (struct span){seg.p + 6, seg.n - 6};
+                        node = (struct span){ seg.p + 6, seg.n - 6 };
                 }
                 if (!anchor)
                         continue;
-                *p = (struct gw_slurm_proc){.v2 = v2};
+                *p = (struct gw_slurm_proc){ .v2 = v2 };
                 int r = parse_after_anchor(path, pos, !v2, p);
                 if (r <= 0)
                         return r;
@@ -154,12 +148,12 @@ static bool split_line(struct span line, struct span *path, bool *v2) {
         if (!c2)
                 return false;
         *v2 = c2 == c1 + 1;
-        *path = (struct span){c2 + 1, line.n - (size_t) (c2 + 1 - line.p)};
+        *path = (struct span){ c2 + 1, line.n - (size_t) (c2 + 1 - line.p) };
         return true;
 }
 
 int gw_slurm_proc_from_cgroup(const char *text, size_t len, struct gw_slurm_proc *ret) {
-        struct gw_slurm_proc best = {0}, cur;
+        struct gw_slurm_proc best = { 0 }, cur;
         bool found = false;
         size_t i = 0;
         if (!text)
@@ -167,7 +161,7 @@ int gw_slurm_proc_from_cgroup(const char *text, size_t len, struct gw_slurm_proc
         while (i < len) {
                 const char *nl = memchr(text + i, '\n', len - i);
                 size_t end = nl ? (size_t) (nl - text) : len;
-                struct span line = {text + i, end - i}, path;
+                struct span line = { text + i, end - i }, path;
                 bool v2;
                 i = end + 1;
                 if (!split_line(line, &path, &v2))

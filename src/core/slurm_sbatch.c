@@ -54,8 +54,8 @@ char *gw_slurm_time_format(gw_usec_t limit, char *buf, size_t n) {
         int64_t mins = limit / minute + (limit % minute != 0);
         if (mins > GW_SLURM_TIME_MAX_MIN)
                 return NULL;
-        int r = snprintf(buf, n, "%lld-%02lld:%02lld:00", (long long) (mins / (24 * 60)),
-                         (long long) (mins / 60 % 24), (long long) (mins % 60));
+        int r = snprintf(buf, n, "%lld-%02lld:%02lld:00", (long long) (mins / (24 * 60)), (long long) (mins / 60 % 24),
+                         (long long) (mins % 60));
         return r > 0 && (size_t) r < n ? buf : NULL;
 }
 
@@ -78,7 +78,7 @@ static char *escape_percent(const char *s) {
 static char *shell_command(char *const *argv) {
         size_t n = strlen("exec") + 1;
         for (size_t i = 0; argv[i]; i++)
-                for (const char *c = argv[i]; ; c++) {
+                for (const char *c = argv[i];; c++) {
                         n += *c == '\'' ? 4 : 1;
                         if (!*c)
                                 break;
@@ -139,7 +139,8 @@ static int check_job(const struct gw_job *j, const struct gw_sbatch_opts *o, cha
         const char *out = output_path(j);
         if (out && (has_control(out) || strchr(out, '\\')))
                 return WHY("output: %s has a control character or a backslash, which sbatch "
-                           "reads as a file name pattern", j->output && *j->output ? "the output path" : "the log path");
+                           "reads as a file name pattern",
+                           j->output && *j->output ? "the output path" : "the log path");
         if (j->cwd && has_control(j->cwd))
                 return WHY("cwd: has a control character");
         if (j->ngpus < 0)
@@ -157,8 +158,8 @@ static int check_job(const struct gw_job *j, const struct gw_sbatch_opts *o, cha
 }
 
 /* How many nodes and GPUs per node j takes, or -EINVAL with why. */
-static int gpu_shape(const struct gw_job *j, const struct gw_sbatch_opts *o, int *nodes,
-                     int *per_node, char *why, size_t why_len) {
+static int gpu_shape(const struct gw_job *j, const struct gw_sbatch_opts *o, int *nodes, int *per_node, char *why,
+                     size_t why_len) {
         int g = j->ngpus, per = o->gpus_per_node;
         *nodes = 1;
         *per_node = g;
@@ -166,19 +167,20 @@ static int gpu_shape(const struct gw_job *j, const struct gw_sbatch_opts *o, int
                 return 0;
         if (g % per != 0)
                 return WHY("gpus: %d GPUs cannot be spread evenly over nodes of %d GPUs; ask for "
-                           "at most %d, or a multiple of %d", g, per, per, per);
+                           "at most %d, or a multiple of %d",
+                           g, per, per, per);
         if (o->max_nodes > 0 && g / per > o->max_nodes)
                 return WHY("gpus: %d GPUs would take %d nodes of %d GPUs; a job may span at most "
-                           "%d node%s (%d GPUs)", g, g / per, per, o->max_nodes,
-                           o->max_nodes == 1 ? "" : "s", o->max_nodes * per);
+                           "%d node%s (%d GPUs)",
+                           g, g / per, per, o->max_nodes, o->max_nodes == 1 ? "" : "s", o->max_nodes * per);
         *nodes = g / per;
         *per_node = per;
         return 0;
 }
 
-int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
-                         char ***ret_argv, char *why, size_t why_len) {
-        struct argv_buf a = {0};
+int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o, char ***ret_argv, char *why,
+                         size_t why_len) {
+        struct argv_buf a = { 0 };
         int nodes, per_node, r;
         char tbuf[32];
 
@@ -214,8 +216,7 @@ int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
                 argv_addf(&a, "--chdir=%s", j->cwd);
         if (j->not_before > o->now) {
                 gw_usec_t d = j->not_before - o->now;
-                argv_addf(&a, "--begin=now+%lld",
-                          (long long) (d / GW_USEC_PER_SEC + (d % GW_USEC_PER_SEC != 0)));
+                argv_addf(&a, "--begin=now+%lld", (long long) (d / GW_USEC_PER_SEC + (d % GW_USEC_PER_SEC != 0)));
         }
         if (o->partition)
                 argv_addf(&a, "--partition=%s", o->partition);

@@ -61,7 +61,9 @@ int gw_slurm_tag_parse(const char *line, size_t len, struct gw_slurm_tagged *ret
         if (!colon || number(j, (size_t) (colon - j), INT64_MAX, &v_job) < 0 || v_job == 0 ||
             number(colon + 1, (size_t) (tend - colon - 1), INT32_MAX, &v_att) < 0 || v_att == 0)
                 return -ENOENT; /* a comment that only looks like ours */
-        *ret = (struct gw_slurm_tagged) { .slurm_id = (uint32_t) v_id, .uid = (uint32_t) v_uid,
-                                          .job = (int64_t) v_job, .attempt = (int) v_att };
+        *ret = (struct gw_slurm_tagged){ .slurm_id = (uint32_t) v_id,
+                                         .uid = (uint32_t) v_uid,
+                                         .job = (int64_t) v_job,
+                                         .attempt = (int) v_att };
         return 0;
 }

@@ -7,7 +7,7 @@
 #include "base/cleanup.h"
 
 struct by_age {
-        bool newest_best;            /* its job's newest best.pt: goes last */
+        bool newest_best; /* its job's newest best.pt: goes last */
         gw_usec_t time;
         int64_t id;
         size_t at;
@@ -61,8 +61,10 @@ size_t gw_snap_over_cap(const struct gw_snap_item *items, size_t n, uint64_t cap
                 return 0;
         _cleanup_free_ struct by_age *order = gw_xmalloc(n * sizeof *order);
         for (size_t i = 0; i < n; i++)
-                order[i] = (struct by_age) { .newest_best = is_newest_best(items, n, i), .time = items[i].time,
-                                             .id = items[i].id, .at = i };
+                order[i] = (struct by_age){ .newest_best = is_newest_best(items, n, i),
+                                            .time = items[i].time,
+                                            .id = items[i].id,
+                                            .at = i };
         qsort(order, n, sizeof *order, eviction_order);
         size_t out = 0;
         for (size_t k = 0; k < n && total > cap; k++) {

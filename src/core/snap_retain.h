@@ -16,12 +16,12 @@
 #include "base/time.h"
 
 struct gw_snap_item {
-        int64_t id;                  /* the store's row id: ties of time */
+        int64_t id; /* the store's row id: ties of time */
         int64_t job_id;
-        int seq;                     /* per job, from 1: the newest has the highest */
-        bool best;                   /* a best.pt copy (else last.pt) */
-        gw_usec_t time;              /* when the copy was taken */
-        uint64_t bytes;              /* what removing it frees (blocks on disk, not st_size) */
+        int seq; /* per job, from 1: the newest has the highest */
+        bool best; /* a best.pt copy (else last.pt) */
+        gw_usec_t time; /* when the copy was taken */
+        uint64_t bytes; /* what removing it frees (blocks on disk, not st_size) */
 };
 
 /* items: the kept copies of ONE job, in any order.  Sets evict[i] for each copy beyond the

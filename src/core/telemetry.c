@@ -7,7 +7,7 @@
 /* ---- ring ---- */
 
 void gw_ring_init(struct gw_ring *r, size_t cap) {
-        *r = (struct gw_ring){0};
+        *r = (struct gw_ring){ 0 };
         /* A zero-capacity ring is legal (telemetry switched off) and simply keeps nothing. */
         if (cap)
                 r->v = gw_xcalloc(cap, sizeof(*r->v));
@@ -18,7 +18,7 @@ void gw_ring_free(struct gw_ring *r) {
         if (!r)
                 return;
         free(r->v);
-        *r = (struct gw_ring){0};
+        *r = (struct gw_ring){ 0 };
 }
 
 void gw_ring_push(struct gw_ring *r, const struct gw_point *p) {
@@ -110,13 +110,9 @@ bool gw_agg_add(struct gw_agg *a, gw_usec_t width, const struct gw_point *p, str
         return false;
 }
 
-double gw_agg_util_mean(const struct gw_agg *a) {
-        return a->n ? a->util_sum / a->n : 0.0;
-}
+double gw_agg_util_mean(const struct gw_agg *a) { return a->n ? a->util_sum / a->n : 0.0; }
 
-uint64_t gw_agg_mem_mean(const struct gw_agg *a) {
-        return a->n ? (uint64_t) (a->mem_sum / a->n + 0.5) : 0;
-}
+uint64_t gw_agg_mem_mean(const struct gw_agg *a) { return a->n ? (uint64_t) (a->mem_sum / a->n + 0.5) : 0; }
 
 /* ---- usage statistics ---- */
 
@@ -130,9 +126,7 @@ void gw_usage_add(struct gw_usage *u, unsigned util, uint64_t mem) {
                 u->mem_peak = mem;
 }
 
-double gw_usage_mean(const struct gw_usage *u) {
-        return u->n ? u->util_sum / (double) u->n : 0.0;
-}
+double gw_usage_mean(const struct gw_usage *u) { return u->n ? u->util_sum / (double) u->n : 0.0; }
 
 unsigned gw_usage_percentile(const struct gw_usage *u, unsigned pct) {
         uint64_t rank, q, r, cum = 0;

@@ -9,10 +9,10 @@
 
 /* One sample of one GPU (or of one job on one GPU). */
 struct gw_point {
-        gw_usec_t t;          /* wall clock */
-        uint8_t util;         /* percent, 0-100 */
-        uint8_t mem_util;     /* percent, 0-100 */
-        uint64_t mem;         /* bytes used */
+        gw_usec_t t; /* wall clock */
+        uint8_t util; /* percent, 0-100 */
+        uint8_t mem_util; /* percent, 0-100 */
+        uint64_t mem; /* bytes used */
 };
 
 /* A fixed-capacity ring; the oldest point is overwritten when full. */
@@ -20,7 +20,7 @@ struct gw_ring {
         struct gw_point *v;
         size_t cap, start, n;
 };
-void gw_ring_init(struct gw_ring *r, size_t cap);       /* allocates; aborts on OOM */
+void gw_ring_init(struct gw_ring *r, size_t cap); /* allocates; aborts on OOM */
 void gw_ring_free(struct gw_ring *r);
 void gw_ring_push(struct gw_ring *r, const struct gw_point *p);
 /* Copies the points with t >= since, oldest first, at most max; returns how many. */
@@ -29,7 +29,7 @@ const struct gw_point *gw_ring_last(const struct gw_ring *r); /* NULL when empty
 
 /* A downsampled bucket (e.g. one minute): min / mean / max of util and memory. */
 struct gw_agg {
-        gw_usec_t bucket;     /* start of the bucket (t rounded down to the width); 0 = empty */
+        gw_usec_t bucket; /* start of the bucket (t rounded down to the width); 0 = empty */
         unsigned n;
         unsigned util_min, util_max;
         double util_sum;
@@ -45,27 +45,27 @@ uint64_t gw_agg_mem_mean(const struct gw_agg *a);
 
 /* Utilisation statistics of one GPU over a job's life: exact percentiles from a histogram. */
 struct gw_usage {
-        uint64_t hist[101];   /* number of samples at each utilisation percent */
+        uint64_t hist[101]; /* number of samples at each utilisation percent */
         uint64_t n;
         double util_sum;
         uint64_t mem_peak;
 };
 void gw_usage_add(struct gw_usage *u, unsigned util, uint64_t mem); /* util above 100 counts as 100 */
-double gw_usage_mean(const struct gw_usage *u);                  /* 0 when empty */
+double gw_usage_mean(const struct gw_usage *u); /* 0 when empty */
 /* Smallest u such that at least pct% of the samples are <= u (nearest rank); 0 when empty. */
 unsigned gw_usage_percentile(const struct gw_usage *u, unsigned pct);
 
 /* Attribution of a process seen on a GPU to a job. */
 struct gw_proc_facts {
         unsigned pid;
-        const char *cgroup;            /* its cgroup path(s) from /proc/PID/cgroup, NULL if unknown */
-        const unsigned *ancestors;     /* ppid chain: parent, grandparent, ... up to 1 */
+        const char *cgroup; /* its cgroup path(s) from /proc/PID/cgroup, NULL if unknown */
+        const unsigned *ancestors; /* ppid chain: parent, grandparent, ... up to 1 */
         size_t n_ancestors;
 };
 struct gw_job_anchor {
         int64_t job_id;
-        unsigned shim_pid;             /* the job's supervisor; every job process descends from it */
-        const char *cgroup_name;       /* last path component of its cgroup ("job-17.1"), or NULL */
+        unsigned shim_pid; /* the job's supervisor; every job process descends from it */
+        const char *cgroup_name; /* last path component of its cgroup ("job-17.1"), or NULL */
 };
 /* The job a process belongs to: by cgroup name first (a path component equal to
  * cgroup_name), else by ancestry (the process or one of its ancestors is a job's shim);

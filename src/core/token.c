@@ -23,9 +23,7 @@ static bool wellformed_n(const char *s, size_t n) {
         return true;
 }
 
-bool gw_token_is_wellformed(const char *s) {
-        return s && wellformed_n(s, strnlen(s, GW_TOKEN_LEN + 1));
-}
+bool gw_token_is_wellformed(const char *s) { return s && wellformed_n(s, strnlen(s, GW_TOKEN_LEN + 1)); }
 
 int gw_token_hash(const char *token, char out[GW_TOKEN_HASH_SIZE]) {
         if (!gw_token_is_wellformed(token) || !out)

@@ -16,25 +16,25 @@
 #include "base/sha256.h"
 #include "base/time.h"
 
-#define GW_TOKEN_PREFIX       "gw_"
-#define GW_TOKEN_PREFIX_LEN   3
+#define GW_TOKEN_PREFIX "gw_"
+#define GW_TOKEN_PREFIX_LEN 3
 #define GW_TOKEN_RANDOM_BYTES 32
-#define GW_TOKEN_LEN          (GW_TOKEN_PREFIX_LEN + 2 * GW_TOKEN_RANDOM_BYTES) /* 67 */
-#define GW_TOKEN_SIZE         (GW_TOKEN_LEN + 1)
-#define GW_TOKEN_HASH_SIZE    GW_SHA256_HEX_SIZE /* 64 hex digits and a NUL */
+#define GW_TOKEN_LEN (GW_TOKEN_PREFIX_LEN + 2 * GW_TOKEN_RANDOM_BYTES) /* 67 */
+#define GW_TOKEN_SIZE (GW_TOKEN_LEN + 1)
+#define GW_TOKEN_HASH_SIZE GW_SHA256_HEX_SIZE /* 64 hex digits and a NUL */
 /* A token's scope: a node agent's token may only post node snapshots, so that the token
  * every compute node holds is not one that can do what an admin can.  No scope ("") is the
  * account's whole rights. */
-#define GW_TOKEN_SCOPE_AGENT  "agent"
+#define GW_TOKEN_SCOPE_AGENT "agent"
 /* A CI runner's token: it may submit jobs and read its own jobs, nothing else, so that a
  * token kept in a CI system's secrets cannot cancel, book or read what others run. */
-#define GW_TOKEN_SCOPE_CI     "ci"
+#define GW_TOKEN_SCOPE_CI "ci"
 /* A reader of published models (a deployment, a model registry's sync): it may list the
  * models and fetch their files, nothing else. */
 #define GW_TOKEN_SCOPE_MODELS "models"
 
 /* A node agent's token is bound to one node: its Slurm name, at most this many bytes. */
-#define GW_TOKEN_NODE_MAX     64
+#define GW_TOKEN_NODE_MAX 64
 
 /* Whether s can be a node's Slurm name as gpuward takes one from an agent, a token or the
  * command line: 1-GW_TOKEN_NODE_MAX letters, digits, '.', '-' or '_'.  NULL is not. */
@@ -65,7 +65,7 @@ int gw_token_from_bearer(const char *value, const char **ret_token, size_t *ret_
 
 /* The longest lifetime a token may be given (--expires): ten years.  Longer is a typo. */
 #define GW_TOKEN_LIFETIME_MAX ((gw_usec_t) 3650 * 24 * 3600 * GW_USEC_PER_SEC)
-#define GW_TOKEN_MSG_SIZE     128
+#define GW_TOKEN_MSG_SIZE 128
 
 /* A token's lifetime as typed after --expires: a duration with its unit ("30d", "12h",
  * "90m", "1h30m", "45s") or "never".  A bare number is refused (minutes elsewhere in

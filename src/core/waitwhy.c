@@ -164,7 +164,8 @@ static void say(struct gw_why *w, enum gw_job_reason r, const struct gw_why_fact
                         snprintf(t, n, "job %lld did not %s: it never starts", (long long) f->after_job,
                                  f->after_ok ? "complete" : "end");
                 else
-                        snprintf(t, n, "after job %lld %s", (long long) f->after_job, f->after_ok ? "completes" : "ends");
+                        snprintf(t, n, "after job %lld %s", (long long) f->after_job,
+                                 f->after_ok ? "completes" : "ends");
                 break;
         case GW_REASON_HELD:
                 snprintf(t, n, "held: it starts only once released");

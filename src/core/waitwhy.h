@@ -13,16 +13,14 @@
 #include "core/job.h"
 #include "core/sched.h"
 
-#define GW_WHY_MAX 6    /* reasons listed at most, the main one included */
+#define GW_WHY_MAX 6 /* reasons listed at most, the main one included */
 #define GW_WHY_TEXT 320 /* bytes of one reason's words, the NUL included */
 
 /* A set of reasons: bit (1u << reason) for each. */
 #define GW_WHY_BIT(r) (UINT32_C(1) << (r))
 
 /* The same for a reason read from elsewhere (the store): 0 for one out of range. */
-static inline uint32_t gw_why_bit(enum gw_job_reason r) {
-        return r >= 0 && r < _GW_REASON_MAX ? GW_WHY_BIT(r) : 0;
-}
+static inline uint32_t gw_why_bit(enum gw_job_reason r) { return r >= 0 && r < _GW_REASON_MAX ? GW_WHY_BIT(r) : 0; }
 
 /* After gw_sched_plan (or _fair) of in gave plan: for each pending job i, every reason it
  * cannot start now into ret_bits[i], plan->reasons[i]'s included (0 for a job that
@@ -37,10 +35,10 @@ int gw_sched_why(const struct gw_sched_input *in, const struct gw_sched_plan *pl
 /* One GPU as the words about GPUs out of service need it. */
 struct gw_why_gpu {
         int index;
-        bool usable;          /* in service: healthy and not drained */
-        bool drained;         /* drained (by an admin or by gpuwardd); else, not usable, unhealthy */
-        uint64_t mem_total;   /* bytes, 0 = unknown (it fits any job) */
-        const char *why;      /* the drain's reason, NULL or "" = none given */
+        bool usable; /* in service: healthy and not drained */
+        bool drained; /* drained (by an admin or by gpuwardd); else, not usable, unhealthy */
+        uint64_t mem_total; /* bytes, 0 = unknown (it fits any job) */
+        const char *why; /* the drain's reason, NULL or "" = none given */
 };
 
 /* Why a job of ngpus GPUs (each with gpu_mem bytes, 0 = any) waits for GPUs out of
@@ -54,15 +52,15 @@ const char *gw_why_drained(int ngpus, uint64_t gpu_mem, const struct gw_why_gpu 
 struct gw_why_facts {
         int ngpus;
         int priority;
-        int64_t after_job;          /* its dependency, 0 = none */
-        bool after_ok;              /* that job must complete, not just end */
-        bool after_never;           /* that job ended in a way that can never satisfy it */
-        int64_t booking_id;         /* its booking, 0 = none */
-        const char *quota;          /* the quota it waits on, in words ("Quota: max_gpus=1, ..."),
+        int64_t after_job; /* its dependency, 0 = none */
+        bool after_ok; /* that job must complete, not just end */
+        bool after_never; /* that job ended in a way that can never satisfy it */
+        int64_t booking_id; /* its booking, 0 = none */
+        const char *quota; /* the quota it waits on, in words ("Quota: max_gpus=1, ..."),
                                      * NULL = none */
-        const char *preempted_by;   /* who preempted it (PREEMPTED), NULL = not said */
-        const char *drained;        /* gw_why_drained's words, NULL = none */
-        const char *slices;         /* a job on MIG slices: what it waits for in their words
+        const char *preempted_by; /* who preempted it (PREEMPTED), NULL = not said */
+        const char *drained; /* gw_why_drained's words, NULL = none */
+        const char *slices; /* a job on MIG slices: what it waits for in their words
                                      * (gw_mig_wait_words), said for RESOURCES; NULL = none */
 };
 

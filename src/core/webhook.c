@@ -6,9 +6,8 @@
 #include <string.h>
 
 static const char *const topic_names[_GW_HOOK_MAX] = {
-        [GW_HOOK_START] = "start", [GW_HOOK_END] = "end",   [GW_HOOK_RETRY] = "retry",
-        [GW_HOOK_WARN] = "warn",   [GW_HOOK_LEAK] = "leak", [GW_HOOK_GPU] = "gpu",
-        [GW_HOOK_MODEL] = "model.published",
+        [GW_HOOK_START] = "start", [GW_HOOK_END] = "end", [GW_HOOK_RETRY] = "retry",           [GW_HOOK_WARN] = "warn",
+        [GW_HOOK_LEAK] = "leak",   [GW_HOOK_GPU] = "gpu", [GW_HOOK_MODEL] = "model.published",
 };
 
 const char *gw_webhook_topic_name(enum gw_webhook_topic t) {
@@ -36,7 +35,8 @@ int gw_webhook_topics_parse(const char *list, unsigned *ret_mask, char *why, siz
                 else if (t >= 0)
                         mask |= 1u << t;
                 else {
-                        snprintf(why, n, "'%.*s' is not one of start, end, retry, warn, leak, gpu, model.published, all",
+                        snprintf(why, n,
+                                 "'%.*s' is not one of start, end, retry, warn, leak, gpu, model.published, all",
                                  (int) len, p);
                         return -EINVAL;
                 }

@@ -8,11 +8,11 @@
 /* What an admin subscribes to (webhook_events), each a group of job event kinds. */
 enum gw_webhook_topic {
         GW_HOOK_START, /* the job started (kind start) */
-        GW_HOOK_END,   /* it ended: COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED */
+        GW_HOOK_END, /* it ended: COMPLETED, FAILED, CANCELLED, TIMEOUT, RECLAIMED */
         GW_HOOK_RETRY, /* a failed attempt is retried */
-        GW_HOOK_WARN,  /* idle, time limit or booking end ahead */
-        GW_HOOK_LEAK,  /* the GPU memory-leak detector flagged it */
-        GW_HOOK_GPU,   /* on its GPUs: an Xid, a lost GPU, a rogue or stray process */
+        GW_HOOK_WARN, /* idle, time limit or booking end ahead */
+        GW_HOOK_LEAK, /* the GPU memory-leak detector flagged it */
+        GW_HOOK_GPU, /* on its GPUs: an Xid, a lost GPU, a rogue or stray process */
         GW_HOOK_MODEL, /* its run was published as a model version (kind published) */
         _GW_HOOK_MAX,
 };

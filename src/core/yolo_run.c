@@ -125,9 +125,7 @@ static int join(char *buf, size_t n, const char *cwd, const char *p) {
         return 0;
 }
 
-static bool truthy(const char *v) {
-        return v && (!strcasecmp(v, "true") || !strcmp(v, "1"));
-}
+static bool truthy(const char *v) { return v && (!strcasecmp(v, "true") || !strcmp(v, "1")); }
 
 static bool falsy(const char *v) {
         return !v || !*v || !strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "none");
@@ -136,8 +134,13 @@ static bool falsy(const char *v) {
 /* The task from the model's file name: yolo11n-seg.pt is segment (Ultralytics guesses it the
  * same way, guess_model_task); a plain yolo*.pt or .yaml is detect; others are not known. */
 static const char *task_of_model(const char *model) {
-        static const struct { const char *suffix, *task; } sfx[] = {
-                { "-seg", "segment" }, { "-cls", "classify" }, { "-pose", "pose" }, { "-obb", "obb" },
+        static const struct {
+                const char *suffix, *task;
+        } sfx[] = {
+                { "-seg", "segment" },
+                { "-cls", "classify" },
+                { "-pose", "pose" },
+                { "-obb", "obb" },
         };
         const char *base = strrchr(model, '/'), *dot;
 

@@ -31,34 +31,34 @@ bool gw_yolo_has_word(const char *const *argv, size_t argc, const char *word);
 int gw_yolo_log_save_dir(const char *log, size_t len, char *buf, size_t n);
 
 struct gw_yolo_input {
-        const char *const *argv;      /* the command; argc words (NULLs are skipped) */
+        const char *const *argv; /* the command; argc words (NULLs are skipped) */
         size_t argc;
-        const char *cwd;              /* the job's; relative paths are joined to it; NULL: kept */
-        const char *log;              /* the job's own log of this attempt, its head; may be NULL */
+        const char *cwd; /* the job's; relative paths are joined to it; NULL: kept */
+        const char *log; /* the job's own log of this attempt, its head; may be NULL */
         size_t log_len;
-        bool yolo;                    /* submitted as an Ultralytics job (--yolo) */
-        const char *resume_from;      /* the checkpoint the daemon's retry resumes, or NULL: it
+        bool yolo; /* submitted as an Ultralytics job (--yolo) */
+        const char *resume_from; /* the checkpoint the daemon's retry resumes, or NULL: it
                                        * wins over the command's own */
 };
 
 enum gw_yolo_evidence {
-        GW_YOLO_NONE,                 /* nothing says which run: none is credited to the job */
-        GW_YOLO_NAMED,                /* the command names PROJECT and/or NAME: base/NAME*, one
+        GW_YOLO_NONE, /* nothing says which run: none is credited to the job */
+        GW_YOLO_NAMED, /* the command names PROJECT and/or NAME: base/NAME*, one
                                        * of which is its run (exist_ok: base/NAME; else the one
                                        * no other job could have made) */
-        GW_YOLO_CHECKPOINT,           /* the command resumes a checkpoint: run_dir */
-        GW_YOLO_LOG,                  /* its own log said where it saves: run_dir */
+        GW_YOLO_CHECKPOINT, /* the command resumes a checkpoint: run_dir */
+        GW_YOLO_LOG, /* its own log said where it saves: run_dir */
 };
 
 struct gw_yolo_run {
-        bool training;                /* gw_run_is_training (core/progress.h), or its log names its run */
-        bool resumed;                 /* a bare "resume", resume=True or resume=PATH */
-        bool exist_ok;                /* the run folder is reused: an older results.csv may be its */
+        bool training; /* gw_run_is_training (core/progress.h), or its log names its run */
+        bool resumed; /* a bare "resume", resume=True or resume=PATH */
+        bool exist_ok; /* the run folder is reused: an older results.csv may be its */
         enum gw_yolo_evidence evidence;
-        bool named;                   /* the command gives PROJECT or NAME (whatever else it says) */
-        char task[GW_YOLO_TASK_MAX];  /* detect, segment, ...; "" when the command does not say */
-        char name[GW_YOLO_NAME_MAX];  /* the name= given, "" when none (then any NAME matches) */
-        char ckpt[GW_YOLO_PATH_MAX];  /* the resumed checkpoint, "" when none */
+        bool named; /* the command gives PROJECT or NAME (whatever else it says) */
+        char task[GW_YOLO_TASK_MAX]; /* detect, segment, ...; "" when the command does not say */
+        char name[GW_YOLO_NAME_MAX]; /* the name= given, "" when none (then any NAME matches) */
+        char ckpt[GW_YOLO_PATH_MAX]; /* the resumed checkpoint, "" when none */
         char run_dir[GW_YOLO_PATH_MAX]; /* the exact run folder (LOG or CHECKPOINT), else "" */
         /* Where new runs of this command are made: PROJECT, else RUNS/TASK, else (task not
          * known) RUNS with each entry a task folder (any_task). */

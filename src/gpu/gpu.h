@@ -10,8 +10,8 @@
 
 enum gw_gpu_health {
         GW_GPU_OK,
-        GW_GPU_LOST,         /* NVML_ERROR_GPU_IS_LOST */
-        GW_GPU_UNAVAILABLE,  /* no permission, other persistent error */
+        GW_GPU_LOST, /* NVML_ERROR_GPU_IS_LOST */
+        GW_GPU_UNAVAILABLE, /* no permission, other persistent error */
 };
 
 struct gw_gpu_static {
@@ -19,63 +19,63 @@ struct gw_gpu_static {
         char name[GW_GPU_NAME_MAX];
         char uuid[GW_GPU_UUID_MAX];
         char pci_bus_id[32];
-        uint64_t mem_total;           /* bytes, 0 if unknown */
+        uint64_t mem_total; /* bytes, 0 if unknown */
 };
 
 enum {
-        GW_GPU_HAS_UTIL   = 1u << 0,
-        GW_GPU_HAS_MEM    = 1u << 1,
-        GW_GPU_HAS_TEMP   = 1u << 2,
-        GW_GPU_HAS_POWER  = 1u << 3,
+        GW_GPU_HAS_UTIL = 1u << 0,
+        GW_GPU_HAS_MEM = 1u << 1,
+        GW_GPU_HAS_TEMP = 1u << 2,
+        GW_GPU_HAS_POWER = 1u << 3,
 };
 
 struct gw_gpu_sample {
         unsigned index;
-        unsigned valid;               /* GW_GPU_HAS_* */
+        unsigned valid; /* GW_GPU_HAS_* */
         enum gw_gpu_health health;
-        unsigned util_gpu;            /* percent */
-        unsigned util_mem;            /* percent */
-        uint64_t mem_used;            /* bytes */
-        uint64_t mem_total;           /* bytes */
+        unsigned util_gpu; /* percent */
+        unsigned util_mem; /* percent */
+        uint64_t mem_used; /* bytes */
+        uint64_t mem_total; /* bytes */
         unsigned temp_c;
         unsigned power_mw;
 };
 
 struct gw_gpu_proc {
         unsigned pid;
-        uint64_t mem_used;            /* bytes; UINT64_MAX if NVML does not say */
-        int sm_util;                  /* percent, -1 if no per-process sample */
+        uint64_t mem_used; /* bytes; UINT64_MAX if NVML does not say */
+        int sm_util; /* percent, -1 if no per-process sample */
 };
 
 /* MIG: a GPU in MIG mode is cut into MIG devices (slices), each with its own UUID
  * ("MIG-..."), memory and processes.  NVML gives no utilisation for a slice, nor for a GPU
  * in MIG mode, so none is read here. */
-#define GW_GPU_MIG_MAX          8   /* slices per GPU: 7 on A100/H100 */
-#define GW_GPU_MIG_PROFILE_MAX  32
-#define GW_GPU_MIG_PROCS_MAX    16  /* processes kept per slice */
+#define GW_GPU_MIG_MAX 8 /* slices per GPU: 7 on A100/H100 */
+#define GW_GPU_MIG_PROFILE_MAX 32
+#define GW_GPU_MIG_PROCS_MAX 16 /* processes kept per slice */
 
 struct gw_gpu_mig {
-        unsigned gi_id, ci_id;               /* GPU and compute instance ids; UINT_MAX: not known */
-        char uuid[GW_GPU_UUID_MAX];          /* "MIG-..." as CUDA_VISIBLE_DEVICES takes it */
-        char profile[GW_GPU_MIG_PROFILE_MAX];/* "1g.10gb"; "" when the driver did not say */
-        unsigned slices;                     /* GPU-instance slices it holds; 0: not known */
+        unsigned gi_id, ci_id; /* GPU and compute instance ids; UINT_MAX: not known */
+        char uuid[GW_GPU_UUID_MAX]; /* "MIG-..." as CUDA_VISIBLE_DEVICES takes it */
+        char profile[GW_GPU_MIG_PROFILE_MAX]; /* "1g.10gb"; "" when the driver did not say */
+        unsigned slices; /* GPU-instance slices it holds; 0: not known */
         bool has_mem, has_procs;
-        uint64_t mem_total, mem_used;        /* bytes */
+        uint64_t mem_total, mem_used; /* bytes */
         size_t n_procs;
         struct gw_gpu_proc procs[GW_GPU_MIG_PROCS_MAX]; /* sm_util -1: not given under MIG */
 };
 
 struct gw_gpu_mig_layout {
-        bool enabled;                        /* MIG mode is on now; false: the GPU is whole */
-        unsigned max_slices;                 /* the GPU's slices (nvmlDeviceGetMaxMigDeviceCount) */
+        bool enabled; /* MIG mode is on now; false: the GPU is whole */
+        unsigned max_slices; /* the GPU's slices (nvmlDeviceGetMaxMigDeviceCount) */
         size_t n;
         struct gw_gpu_mig dev[GW_GPU_MIG_MAX];
 };
 
 struct gw_nvml_event {
-        unsigned index;               /* GPU the event is on */
-        unsigned long long type;      /* NVML event type bits, 0x8 = Xid critical */
-        unsigned long long xid;       /* eventData */
+        unsigned index; /* GPU the event is on */
+        unsigned long long type; /* NVML event type bits, 0x8 = Xid critical */
+        unsigned long long xid; /* eventData */
 };
 
 struct gw_gpu_lib;
@@ -100,8 +100,7 @@ int gw_gpu_sample(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_sample *re
 /* Compute processes on GPU idx, at most cap written to buf, *ret_n set to the number
  * written; per-process utilisation filled where the driver supports it.  Handles the
  * ProcessInfo v1/v2/v3 ABIs and the INSUFFICIENT_SIZE retry.  -EIO for a lost GPU. */
-int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *buf, size_t cap,
-                     size_t *ret_n);
+int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *buf, size_t cap, size_t *ret_n);
 
 /* The MIG layout of GPU idx as NVML gives it now (it can change while we run).  A driver
  * without the MIG calls, or one answering NOT_SUPPORTED, or MIG mode off: 0 with

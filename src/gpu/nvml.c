@@ -14,22 +14,32 @@
 #include "gpu/nvml_internal.h"
 
 #define GW_NVML_DEFAULT_PATH "libnvidia-ml.so.1"
-#define GW_NVML_MAX_DEVICES  1024 /* more than any host has; bounds what we allocate */
+#define GW_NVML_MAX_DEVICES 1024 /* more than any host has; bounds what we allocate */
 #define GW_NVML_WANTED_EVENTS (nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError)
 
 int gw_nvml_errno(nvmlReturn_t r) {
         switch (r) {
-        case NVML_SUCCESS:                   return 0;
-        case NVML_ERROR_INVALID_ARGUMENT:    return EINVAL;
+        case NVML_SUCCESS:
+                return 0;
+        case NVML_ERROR_INVALID_ARGUMENT:
+                return EINVAL;
         case NVML_ERROR_NOT_SUPPORTED:
-        case NVML_ERROR_FUNCTION_NOT_FOUND:  return EOPNOTSUPP;
-        case NVML_ERROR_NO_PERMISSION:       return EACCES;
-        case NVML_ERROR_DRIVER_NOT_LOADED:   return ENODEV;
-        case NVML_ERROR_TIMEOUT:             return ETIMEDOUT;
-        case NVML_ERROR_INSUFFICIENT_SIZE:   return EAGAIN;
-        case NVML_ERROR_LIBRARY_NOT_FOUND:   return ENOENT;
-        case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return ELIBBAD;
-        default:                             return EIO;
+        case NVML_ERROR_FUNCTION_NOT_FOUND:
+                return EOPNOTSUPP;
+        case NVML_ERROR_NO_PERMISSION:
+                return EACCES;
+        case NVML_ERROR_DRIVER_NOT_LOADED:
+                return ENODEV;
+        case NVML_ERROR_TIMEOUT:
+                return ETIMEDOUT;
+        case NVML_ERROR_INSUFFICIENT_SIZE:
+                return EAGAIN;
+        case NVML_ERROR_LIBRARY_NOT_FOUND:
+                return ENOENT;
+        case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+                return ELIBBAD;
+        default:
+                return EIO;
         }
 }
 
@@ -45,7 +55,8 @@ static void *sym_first(void *dl, const char *const *names) {
 }
 
 #define LOAD(lib, field, ...) \
-        ((lib)->fn.field = (__typeof__((lib)->fn.field)) sym_first((lib)->dl, (const char *const[]) { __VA_ARGS__, NULL }))
+        ((lib)->fn.field =    \
+                 (__typeof__((lib)->fn.field)) sym_first((lib)->dl, (const char *const[]){ __VA_ARGS__, NULL }))
 
 static void load_symbols(struct gw_gpu_lib *lib) {
         LOAD(lib, init, "nvmlInit_v2", "nvmlInit");
@@ -258,8 +269,10 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
         load_symbols(lib);
         if (!lib->fn.init || !lib->fn.shutdown || !lib->fn.count || !lib->fn.handle_by_index) {
                 gw_say(err, errlen, "NVML: %s lacks %s", path,
-                       !lib->fn.init ? "nvmlInit" : !lib->fn.count ? "nvmlDeviceGetCount" :
-                       !lib->fn.shutdown ? "nvmlShutdown" : "nvmlDeviceGetHandleByIndex");
+                       !lib->fn.init       ? "nvmlInit"
+                       : !lib->fn.count    ? "nvmlDeviceGetCount"
+                       : !lib->fn.shutdown ? "nvmlShutdown"
+                                           : "nvmlDeviceGetHandleByIndex");
                 (void) dlclose(lib->dl);
                 free(lib);
                 return -ELIBBAD;
@@ -318,13 +331,9 @@ struct gw_gpu_lib *gw_gpu_close(struct gw_gpu_lib *lib) {
         return NULL;
 }
 
-unsigned gw_gpu_count(const struct gw_gpu_lib *lib) {
-        return lib ? lib->count : 0;
-}
+unsigned gw_gpu_count(const struct gw_gpu_lib *lib) { return lib ? lib->count : 0; }
 
-const char *gw_gpu_driver_version(const struct gw_gpu_lib *lib) {
-        return lib ? lib->driver_version : "";
-}
+const char *gw_gpu_driver_version(const struct gw_gpu_lib *lib) { return lib ? lib->driver_version : ""; }
 
 int gw_gpu_static_info(const struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_static *ret) {
         if (!lib || !ret || idx >= lib->count)
@@ -365,13 +374,14 @@ int gw_gpu_sample(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_sample *re
         r[2] = r[1] == NVML_ERROR_GPU_IS_LOST ? r[1] : read_temperature(lib, dev->handle, &s.temp_c);
         if (r[2] == NVML_SUCCESS)
                 s.valid |= GW_GPU_HAS_TEMP;
-        r[3] = r[2] == NVML_ERROR_GPU_IS_LOST ? r[2] :
-               lib->fn.power ? lib->fn.power(dev->handle, &s.power_mw) : NVML_ERROR_FUNCTION_NOT_FOUND;
+        r[3] = r[2] == NVML_ERROR_GPU_IS_LOST ? r[2]
+               : lib->fn.power                ? lib->fn.power(dev->handle, &s.power_mw)
+                                              : NVML_ERROR_FUNCTION_NOT_FOUND;
         if (r[3] == NVML_SUCCESS)
                 s.valid |= GW_GPU_HAS_POWER;
 
         if (r[3] == NVML_ERROR_GPU_IS_LOST) {
-                s = (struct gw_gpu_sample) { .index = idx, .health = GW_GPU_LOST };
+                s = (struct gw_gpu_sample){ .index = idx, .health = GW_GPU_LOST };
         } else if (s.valid == 0) {
                 /* Nothing readable and not merely unsupported: no permission, or worse. */
                 for (size_t i = 0; i < ELEMENTSOF(r); i++)
@@ -406,7 +416,7 @@ int gw_gpu_wait_event(struct gw_gpu_lib *lib, unsigned timeout_ms, struct gw_nvm
                         return -EIO;
                 for (unsigned i = 0; i < lib->count; i++)
                         if (lib->devs[i].handle && lib->devs[i].handle == d.device) {
-                                *ret = (struct gw_nvml_event) { .index = i, .type = d.eventType, .xid = d.eventData };
+                                *ret = (struct gw_nvml_event){ .index = i, .type = d.eventType, .xid = d.eventData };
                                 return 0;
                         }
                 /* An event for a handle we do not hold cannot be attributed: wait on. */

@@ -6,10 +6,10 @@
 #include "gpu/nvml_types.h"
 
 struct gw_gpu_dev {
-        nvmlDevice_t handle;            /* NULL when nvmlDeviceGetHandleByIndex refused it */
+        nvmlDevice_t handle; /* NULL when nvmlDeviceGetHandleByIndex refused it */
         enum gw_gpu_health open_health; /* why handle is NULL */
-        struct gw_gpu_static st;        /* read once at open */
-        unsigned long long last_seen;   /* newest per-process utilisation sample taken, µs */
+        struct gw_gpu_static st; /* read once at open */
+        unsigned long long last_seen; /* newest per-process utilisation sample taken, µs */
 };
 
 /* Only the thread that samples writes the learned fallbacks below; gw_gpu_wait_event
@@ -20,13 +20,13 @@ struct gw_gpu_lib {
         char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
         unsigned count;
         struct gw_gpu_dev *devs;
-        nvmlEventSet_t events;          /* NULL: no device could register */
+        nvmlEventSet_t events; /* NULL: no device could register */
 
-        bool memory_v1_only;            /* _v2 refused our struct version */
-        bool temperature_v1_only;       /* nvmlDeviceGetTemperatureV missing or refused */
-        bool detail_missing;            /* nvmlDeviceGetRunningProcessDetailList unusable */
-        bool v3_missing, v2_missing;    /* ..._v3 / ..._v2 returned FUNCTION_NOT_FOUND */
-        unsigned v3_stride_guess;       /* nvitop's heuristic, 0 until first needed */
+        bool memory_v1_only; /* _v2 refused our struct version */
+        bool temperature_v1_only; /* nvmlDeviceGetTemperatureV missing or refused */
+        bool detail_missing; /* nvmlDeviceGetRunningProcessDetailList unusable */
+        bool v3_missing, v2_missing; /* ..._v3 / ..._v2 returned FUNCTION_NOT_FOUND */
+        unsigned v3_stride_guess; /* nvitop's heuristic, 0 until first needed */
 };
 
 /* The compute processes on handle h (a GPU or a MIG device), sorted by pid, at most cap

@@ -8,11 +8,11 @@
 #include "base/cleanup.h"
 #include "gpu/nvml_internal.h"
 
-#define GW_NVML_MAX_PROCS   65536 /* per GPU; bounds what a confused driver makes us allocate */
-#define GW_NVML_RETRIES     5     /* the list may grow between the sizing call and the real one */
-#define GW_NVML_SENTINEL    0xAA
-#define GW_NVML_PID_OFFSET  0
-#define GW_NVML_MEM_OFFSET  8     /* the same in all four layouts */
+#define GW_NVML_MAX_PROCS 65536 /* per GPU; bounds what a confused driver makes us allocate */
+#define GW_NVML_RETRIES 5 /* the list may grow between the sizing call and the real one */
+#define GW_NVML_SENTINEL 0xAA
+#define GW_NVML_PID_OFFSET 0
+#define GW_NVML_MEM_OFFSET 8 /* the same in all four layouts */
 
 /* One running-process call in the common shape (device, count in/out, entries). */
 typedef nvmlReturn_t (*list_call)(const struct gw_gpu_lib *lib, nvmlDevice_t h, unsigned *count, void *buf);
@@ -42,9 +42,9 @@ static nvmlReturn_t call_v1(const struct gw_gpu_lib *lib, nvmlDevice_t h, unsign
 }
 
 struct raw_list {
-        unsigned char *buf;  /* cap entries of alloc_stride bytes, prefilled with the sentinel */
+        unsigned char *buf; /* cap entries of alloc_stride bytes, prefilled with the sentinel */
         unsigned n, cap;
-        size_t stride;       /* of the entries the driver wrote */
+        size_t stride; /* of the entries the driver wrote */
 };
 
 /* Runs NVML's sizing protocol: ask with 0 and NULL, then over-allocate and retry while
@@ -52,17 +52,17 @@ struct raw_list {
 static nvmlReturn_t list_sized(const struct gw_gpu_lib *lib, nvmlDevice_t h, list_call call, size_t alloc_stride,
                                struct raw_list *l) {
         unsigned c = 0;
-        *l = (struct raw_list) { 0 };
+        *l = (struct raw_list){ 0 };
         nvmlReturn_t r = call(lib, h, &c, NULL);
         if (r == NVML_SUCCESS)
-                return r;  /* nothing running */
+                return r; /* nothing running */
         for (int attempt = 0; r == NVML_ERROR_INSUFFICIENT_SIZE && attempt < GW_NVML_RETRIES; attempt++) {
                 unsigned want = c > GW_NVML_MAX_PROCS ? GW_NVML_MAX_PROCS : c;
                 unsigned cap = want + want / 4 + 16;
                 if (cap > GW_NVML_MAX_PROCS)
                         cap = GW_NVML_MAX_PROCS;
                 if (attempt > 0 && cap <= l->cap)
-                        break;  /* already at the bound and still too small */
+                        break; /* already at the bound and still too small */
                 l->buf = gw_xrealloc(l->buf, (size_t) cap * alloc_stride);
                 l->cap = cap;
                 memset(l->buf, GW_NVML_SENTINEL, (size_t) cap * alloc_stride);
@@ -71,7 +71,7 @@ static nvmlReturn_t list_sized(const struct gw_gpu_lib *lib, nvmlDevice_t h, lis
         }
         if (r != NVML_SUCCESS) {
                 free(l->buf);
-                *l = (struct raw_list) { 0 };
+                *l = (struct raw_list){ 0 };
                 return r;
         }
         l->n = c < l->cap ? c : l->cap;
@@ -128,7 +128,7 @@ static nvmlReturn_t list_raw(struct gw_gpu_lib *lib, nvmlDevice_t h, struct raw_
         }
         if (try_older(r) && lib->fn.procs_v3 && !lib->v3_missing) {
                 unsigned guess = v3_stride_guess(lib, h);
-                r = list_sized(lib, h, call_v3, 32, l);  /* room for either stride */
+                r = list_sized(lib, h, call_v3, 32, l); /* room for either stride */
                 l->stride = r == NVML_SUCCESS ? v3_stride(l, guess) : guess;
                 lib->v3_missing = r == NVML_ERROR_FUNCTION_NOT_FOUND;
         }
@@ -214,8 +214,8 @@ int gw_nvml_procs(struct gw_gpu_lib *lib, nvmlDevice_t h, struct gw_gpu_dev *dev
                 memcpy(&pid, raw + i * l.stride + GW_NVML_PID_OFFSET, sizeof pid);
                 memcpy(&mem, raw + i * l.stride + GW_NVML_MEM_OFFSET, sizeof mem);
                 if (pid == 0)
-                        continue;  /* no process has it: a mis-sized or unfilled entry */
-                p[n++] = (struct gw_gpu_proc) {
+                        continue; /* no process has it: a mis-sized or unfilled entry */
+                p[n++] = (struct gw_gpu_proc){
                         .pid = pid,
                         .mem_used = mem == GW_NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : mem,
                         .sm_util = -1,

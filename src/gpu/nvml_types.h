@@ -28,22 +28,22 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE        96
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
-#define NVML_TEMPERATURE_GPU                   0
-#define NVML_PROCESS_MODE_COMPUTE              0
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_TEMPERATURE_GPU 0
+#define NVML_PROCESS_MODE_COMPUTE 0
 /* NVML_STRUCT_VERSION(data, ver) = sizeof | ver << 24: the bare number 2 is refused. */
-#define GW_NVML_MEMORY_V2              0x02000028u
+#define GW_NVML_MEMORY_V2 0x02000028u
 #define GW_NVML_PROCESS_DETAIL_LIST_V1 0x01000018u
-#define GW_NVML_TEMPERATURE_V1         0x0100000Cu
-#define GW_NVML_VALUE_NOT_AVAILABLE    (~0ULL)
+#define GW_NVML_TEMPERATURE_V1 0x0100000Cu
+#define GW_NVML_VALUE_NOT_AVAILABLE (~0ULL)
 
-#define NVML_DEVICE_MIG_ENABLE                 1
-#define NVML_DEVICE_MIG_MAX                    8  /* MIG devices per GPU: 7 on A100/H100, 4 on A30 */
+#define NVML_DEVICE_MIG_ENABLE 1
+#define NVML_DEVICE_MIG_MAX 8 /* MIG devices per GPU: 7 on A100/H100, 4 on A30 */
 
 #define nvmlEventTypeSingleBitEccError 0x1ULL
 #define nvmlEventTypeDoubleBitEccError 0x2ULL
-#define nvmlEventTypeXidCriticalError  0x8ULL
+#define nvmlEventTypeXidCriticalError 0x8ULL
 
 /* What nvmlDeviceGetPciInfo_v3 writes. */
 typedef struct {
@@ -68,12 +68,12 @@ typedef struct {
 } nvmlUtilization_t;
 
 typedef struct {
-        unsigned long long total, free, used;  /* used = reserved + allocated */
+        unsigned long long total, free, used; /* used = reserved + allocated */
 } nvmlMemory_t;
 
 typedef struct {
         unsigned int version;
-        unsigned long long total, reserved, free, used;  /* used = allocated only */
+        unsigned long long total, reserved, free, used; /* used = allocated only */
 } nvmlMemory_v2_t;
 
 /* Every process-info layout starts with pid at 0 and usedGpuMemory at 8; entries differ
@@ -92,7 +92,7 @@ typedef struct {
 
 typedef struct {
         unsigned int pid;
-        unsigned long long timeStamp;  /* CPU microseconds */
+        unsigned long long timeStamp; /* CPU microseconds */
         unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
 
@@ -111,7 +111,7 @@ typedef struct {
 typedef struct {
         nvmlDevice_t device;
         unsigned long long eventType;
-        unsigned long long eventData;  /* the Xid for Xid events; 999 for an unknown Xid */
+        unsigned long long eventData; /* the Xid for Xid events; 999 for an unknown Xid */
         unsigned int gpuInstanceId, computeInstanceId;
 } nvmlEventData_t;
 
@@ -133,8 +133,10 @@ _Static_assert(offsetof(nvmlPciInfo_v2_t, busId) == 0 && offsetof(nvmlPciInfo_v2
 _Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t layout");
-_Static_assert(offsetof(nvmlMemory_v2_t, total) == 8 && offsetof(nvmlMemory_v2_t, used) == 32, "nvmlMemory_v2_t fields");
-_Static_assert(GW_NVML_MEMORY_V2 == (sizeof(nvmlMemory_v2_t) | 2u << 24), "nvmlMemory_v2 = NVML_STRUCT_VERSION(Memory, 2)");
+_Static_assert(offsetof(nvmlMemory_v2_t, total) == 8 && offsetof(nvmlMemory_v2_t, used) == 32,
+               "nvmlMemory_v2_t fields");
+_Static_assert(GW_NVML_MEMORY_V2 == (sizeof(nvmlMemory_v2_t) | 2u << 24),
+               "nvmlMemory_v2 = NVML_STRUCT_VERSION(Memory, 2)");
 _Static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "nvmlProcessDetail_v1_t layout");
 _Static_assert(offsetof(nvmlProcessDetail_v1_t, usedGpuMemory) == 8, "usedGpuMemory is at 8 in every process layout");
 _Static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "nvmlProcessDetailList_v1_t layout");
@@ -143,7 +145,8 @@ _Static_assert(GW_NVML_PROCESS_DETAIL_LIST_V1 == (sizeof(nvmlProcessDetailList_v
                "nvmlProcessDetailList_v1 = NVML_STRUCT_VERSION(ProcessDetailList, 1)");
 _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t layout");
 _Static_assert(offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8 &&
-               offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16, "nvmlProcessUtilizationSample_t fields");
+                       offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16,
+               "nvmlProcessUtilizationSample_t fields");
 _Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t layout");
 _Static_assert(GW_NVML_TEMPERATURE_V1 == (sizeof(nvmlTemperature_v1_t) | 1u << 24),
                "nvmlTemperature_v1 = NVML_STRUCT_VERSION(Temperature, 1)");
@@ -152,7 +155,8 @@ _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40 && offsetof(nvmlDeviceAttrib
                "nvmlDeviceAttributes_t layout");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 _Static_assert(offsetof(nvmlEventData_t, eventType) == 8 && offsetof(nvmlEventData_t, eventData) == 16 &&
-               offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t fields");
+                       offsetof(nvmlEventData_t, gpuInstanceId) == 24,
+               "nvmlEventData_t fields");
 
 /* The entry points nvml.c resolves; NULL where the library lacks them.  The three
  * running-process calls share one type because only their entry stride differs. */
@@ -167,8 +171,8 @@ struct gw_nvml_fns {
         nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t *);
         nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
         nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
-        nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);            /* _v3 */
-        nvmlReturn_t (*pci_info_legacy)(nvmlDevice_t, nvmlPciInfo_v2_t *);  /* _v2, else unsuffixed */
+        nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *); /* _v3 */
+        nvmlReturn_t (*pci_info_legacy)(nvmlDevice_t, nvmlPciInfo_v2_t *); /* _v2, else unsuffixed */
         nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
         nvmlReturn_t (*memory_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
         nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *);
@@ -191,5 +195,5 @@ struct gw_nvml_fns {
         nvmlReturn_t (*mig_handle_by_index)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
         nvmlReturn_t (*gpu_instance_id)(nvmlDevice_t, unsigned int *);
         nvmlReturn_t (*compute_instance_id)(nvmlDevice_t, unsigned int *);
-        nvmlReturn_t (*attributes)(nvmlDevice_t, nvmlDeviceAttributes_t *);  /* _v2 only */
+        nvmlReturn_t (*attributes)(nvmlDevice_t, nvmlDeviceAttributes_t *); /* _v2 only */
 };

@@ -40,7 +40,7 @@ static int write_at(int fd, const char *buf, size_t n, off_t at) {
 }
 
 void logcap_init(struct logcap *c, int fd, uint64_t max, uint64_t reserve) {
-        *c = (struct logcap) { .fd = fd, .max = max, .reserve = reserve, .since_check = CHECK_EVERY };
+        *c = (struct logcap){ .fd = fd, .max = max, .reserve = reserve, .since_check = CHECK_EVERY };
         c->head = max / 4;
         char size[32];
         if (max % (1u << 30) == 0)

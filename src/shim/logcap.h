@@ -13,14 +13,14 @@
 #define LOGCAP_MARKER_MAX 128
 
 struct logcap {
-        int fd;                /* the log, O_APPEND */
+        int fd; /* the log, O_APPEND */
         uint64_t max, reserve, head;
-        uint64_t dropped;      /* bytes of output dropped so far */
-        uint64_t gap;          /* of those, dropped with no marker yet to count them */
-        uint64_t since_check;  /* output since free space was last looked at */
-        bool low;              /* under the reserve when last looked at */
-        bool marked;           /* the marker is in the file */
-        char size_text[32];    /* max as the marker says it: 64M */
+        uint64_t dropped; /* bytes of output dropped so far */
+        uint64_t gap; /* of those, dropped with no marker yet to count them */
+        uint64_t since_check; /* output since free space was last looked at */
+        bool low; /* under the reserve when last looked at */
+        bool marked; /* the marker is in the file */
+        char size_text[32]; /* max as the marker says it: 64M */
 };
 
 void logcap_init(struct logcap *c, int fd, uint64_t max, uint64_t reserve);

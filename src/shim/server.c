@@ -158,7 +158,9 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
         for (;;) {
                 const char *job = arg_after(rq->argc, rq->argv, "--job");
                 const char *attempt = arg_after(rq->argc, rq->argv, "--attempt");
-                const char *parts[] = { "--job", job ? job : "0", "--attempt", attempt ? attempt : "0", "--exits", exits };
+                const char *parts[] = {
+                        "--job", job ? job : "0", "--attempt", attempt ? attempt : "0", "--exits", exits
+                };
                 title_write(parts, 6);
                 environ = rq->envp;
                 int rc = shim_supervise(rq->argc, rq->argv);

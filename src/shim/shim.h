@@ -95,8 +95,7 @@ static inline int shim_request_counts(const char *buf, size_t len, uint32_t *ret
  * arrays have room for the counts and a NULL after each.  Shared by the launcher, which
  * links no daemon code, and the daemon, which decodes its own requests again when the
  * launcher died before answering. */
-static inline int shim_request_split(char *buf, size_t len, uint32_t argc, uint32_t envc, char **argv,
-                                     char **envp) {
+static inline int shim_request_split(char *buf, size_t len, uint32_t argc, uint32_t envc, char **argv, char **envp) {
         char *p = buf + SHIM_HEADER_LEN, *end = buf + len;
         for (uint32_t i = 0; i < argc + envc; i++) {
                 if (p >= end)

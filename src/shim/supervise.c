@@ -35,12 +35,12 @@ struct shim_opts {
         long long job_id;
         int attempt;
         const char *exits, *log, *cwd, *cgroup;
-        const char *tty;                /* the session's socket (interactive); NULL: none */
-        struct shim_tty *term;          /* its terminal, made before the job starts */
-        const char *term_failed;        /* why the terminal could not be made, or NULL */
+        const char *tty; /* the session's socket (interactive); NULL: none */
+        struct shim_tty *term; /* its terminal, made before the job starts */
+        const char *term_failed; /* why the terminal could not be made, or NULL */
         int term_errno;
         bool log_private, drop;
-        uint64_t log_max, log_reserve;  /* bytes; 0: none */
+        uint64_t log_max, log_reserve; /* bytes; 0: none */
         uid_t uid;
         gid_t gid;
         gid_t groups[MAX_GROUPS];
@@ -248,12 +248,10 @@ static long long clock_us(clockid_t id) {
 }
 
 static struct shim_end end_now(int status) {
-        return (struct shim_end) { status, clock_us(CLOCK_REALTIME), clock_us(CLOCK_MONOTONIC) };
+        return (struct shim_end){ status, clock_us(CLOCK_REALTIME), clock_us(CLOCK_MONOTONIC) };
 }
 
-static int cmp_int(const void *a, const void *b) {
-        return *(const int *) a - *(const int *) b;
-}
+static int cmp_int(const void *a, const void *b) { return *(const int *) a - *(const int *) b; }
 
 /* Closes every fd from lo up but the n in keep (-1: none; sorted here). */
 static void close_from_but(int lo, int *keep, size_t n) {

@@ -81,7 +81,7 @@ static int open_socket(struct shim_tty *t, uid_t uid, gid_t gid, bool chown) {
 }
 
 int shim_tty_open(struct shim_tty *t, const char *path, uid_t uid, gid_t gid, bool chown, const char **ret_what) {
-        *t = (struct shim_tty) { .master = -1, .slave = -1, .listen_fd = -1, .conn = -1, .path = path, .uid = uid };
+        *t = (struct shim_tty){ .master = -1, .slave = -1, .listen_fd = -1, .conn = -1, .path = path, .uid = uid };
         t->connect_by = shim_mono_ms() + SHIM_TTY_CONNECT_MS;
         int r = open_pty(t, uid, gid, chown);
         if (r < 0) {
@@ -164,7 +164,6 @@ static void keep_early(struct shim_tty *t, const uint8_t *p, size_t n) {
         t->early_len += n;
 }
 
-
 /* As much of p as the terminal takes now; the rest waits in t->pend.  The job gone (EIO):
  * its end is being reaped, and the input has nowhere to go. */
 static void to_job(struct shim_tty *t, const uint8_t *p, size_t n) {
@@ -226,7 +225,7 @@ static bool from_job(struct shim_tty *t, struct logcap *cap) {
                 return true;
         if (n <= 0) {
                 t->pend_len = 0; /* input has nowhere to go */
-                return false;    /* EIO: nothing has the terminal open any more */
+                return false; /* EIO: nothing has the terminal open any more */
         }
         logcap_write(cap, (const char *) buf, (size_t) n);
         if (!t->had_client)
@@ -285,7 +284,8 @@ bool shim_tty_pump(struct shim_tty *t, struct logcap *cap, pid_t job, struct shi
                 short in = t->pend_len ? 0 : POLLIN;
                 struct pollfd p[4] = { { sfd, POLLIN, 0 },
                                        { output ? t->master : -1, (short) (POLLIN | (t->pend_len ? POLLOUT : 0)), 0 },
-                                       { t->listen_fd, POLLIN, 0 }, { t->conn, in, 0 } };
+                                       { t->listen_fd, POLLIN, 0 },
+                                       { t->conn, in, 0 } };
                 int r = poll(p, 4, wait);
                 if (r < 0 && errno != EINTR)
                         break;

@@ -22,13 +22,13 @@
 #define SHIM_TTY_EARLY_MAX (64 << 10)
 
 struct shim_tty {
-        int master, slave;   /* -1: none */
+        int master, slave; /* -1: none */
         int listen_fd, conn; /* -1: none */
-        const char *path;    /* the socket's path, borrowed */
-        uid_t uid;           /* who may connect */
-        bool had_client;     /* a client came (and maybe left): no second one */
-        int64_t connect_by;  /* monotonic ms: hang up unless a client came by then */
-        int64_t hangup_at;   /* monotonic ms of the hangup, 0: none yet */
+        const char *path; /* the socket's path, borrowed */
+        uid_t uid; /* who may connect */
+        bool had_client; /* a client came (and maybe left): no second one */
+        int64_t connect_by; /* monotonic ms: hang up unless a client came by then */
+        int64_t hangup_at; /* monotonic ms of the hangup, 0: none yet */
         struct gw_ttyframe_reader in;
         /* Input the terminal did not take yet (a job that does not read it: a notebook
          * server): the client is not read until it has, so nothing is lost and the relay

@@ -21,13 +21,13 @@
 #include "core/retry.h"
 #include "core/telemetry.h"
 
-#define GW_SIM_SEC  GW_USEC_PER_SEC
-#define GW_SIM_MIN  (60 * GW_USEC_PER_SEC)
+#define GW_SIM_SEC GW_USEC_PER_SEC
+#define GW_SIM_MIN (60 * GW_USEC_PER_SEC)
 #define GW_SIM_HOUR (3600 * GW_USEC_PER_SEC)
-#define GW_SIM_DAY  (24 * GW_SIM_HOUR)
+#define GW_SIM_DAY (24 * GW_SIM_HOUR)
 /* Mon 2024-01-01 00:00 UTC: virtual time 0 of a trace (the daily cycle is in UTC). */
 #define GW_SIM_EPOCH ((gw_usec_t) 1704067200 * GW_USEC_PER_SEC)
-#define GW_SIM_NONE  ((gw_usec_t) -1)
+#define GW_SIM_NONE ((gw_usec_t) -1)
 #define GW_SIM_PROFILE_MAX 16
 #define GW_SIM_MAX_NODE_GPUS 64 /* one scheduler plan covers at most GW_SCHED_MAX_GPUS */
 
@@ -37,52 +37,52 @@
  * starts at work w0 reaches work w0 + (t - start) at time t, unless it has stalled.  Work
  * points (stall_at, fail_at, val_at) are on that axis; cancel_at is wall time. */
 struct gw_sim_job {
-        gw_usec_t submit;          /* since the trace start */
-        int user;                  /* 0.. */
-        int ngpus;                 /* >= 1 */
-        int priority;              /* higher first */
-        gw_usec_t runtime;         /* work to finish; GW_USEC_INFINITY: never ends by itself */
-        gw_usec_t time_limit;      /* > 0; per attempt, as the daemon applies it */
-        gw_usec_t ckpt_interval;   /* a checkpoint every this much work; 0 = none */
-        gw_usec_t stall_at;        /* work point where it hangs: 0% util, no progress, until
+        gw_usec_t submit; /* since the trace start */
+        int user; /* 0.. */
+        int ngpus; /* >= 1 */
+        int priority; /* higher first */
+        gw_usec_t runtime; /* work to finish; GW_USEC_INFINITY: never ends by itself */
+        gw_usec_t time_limit; /* > 0; per attempt, as the daemon applies it */
+        gw_usec_t ckpt_interval; /* a checkpoint every this much work; 0 = none */
+        gw_usec_t stall_at; /* work point where it hangs: 0% util, no progress, until
                                     * something kills it; GW_SIM_NONE */
-        gw_usec_t cancel_at;       /* the user cancels this long after the first start; NONE */
-        gw_usec_t fail_at;         /* work point where an attempt crashes; NONE */
+        gw_usec_t cancel_at; /* the user cancels this long after the first start; NONE */
+        gw_usec_t fail_at; /* work point where an attempt crashes; NONE */
         enum gw_failure_class fail_class; /* what the crash looks like (gpu_fault, cuda_error,
                                     * nccl_error, oom, host_oom, lost, user_error) */
-        bool fail_repeat;          /* crashes at fail_at on every attempt (a bug); false: once
+        bool fail_repeat; /* crashes at fail_at on every attempt (a bug); false: once
                                     * (a hardware fault a retry gets past) */
         gw_usec_t val_at, val_len; /* one long validation/evaluation phase at work point val_at:
                                     * GPU util 0, the log says validating; NONE / 0 = none */
-        bool val_silent;           /* the phase writes nothing (no tqdm): no log growth */
-        double zero_frac;          /* share of its training samples at 0% GPU (data loading,
+        bool val_silent; /* the phase writes nothing (no tqdm): no log growth */
+        double zero_frac; /* share of its training samples at 0% GPU (data loading,
                                     * host-side steps): the job is progressing all the same */
-        double leak_mb_h;          /* GPU memory leak, MiB per hour of work: each process's
+        double leak_mb_h; /* GPU memory leak, MiB per hour of work: each process's
                                     * memory low grows by it from a fresh start (a retry gives
                                     * it back) until its peak reaches the GPU's memory: oom */
-        gw_usec_t book_lead;       /* > 0: booked this long before submit (a window from submit
+        gw_usec_t book_lead; /* > 0: booked this long before submit (a window from submit
                                     * for its time limit), under configurations with bookings;
                                     * 0 or GW_SIM_NONE: submitted without a booking */
-        bool gpu_broken;           /* a gpu_fault crash leaves its GPU faulty until repaired */
-        bool interactive;          /* a notebook/debug session (for the workload summary) */
+        bool gpu_broken; /* a gpu_fault crash leaves its GPU faulty until repaired */
+        bool interactive; /* a notebook/debug session (for the workload summary) */
         char profile[GW_SIM_PROFILE_MAX]; /* reclaim profile the job asks for; "" = config's */
 };
 
 struct gw_sim_workload {
-        struct gw_sim_job *jobs;   /* sorted by submit */
+        struct gw_sim_job *jobs; /* sorted by submit */
         size_t n;
-        gw_usec_t span;            /* the period the jobs were generated for (0: unknown) */
+        gw_usec_t span; /* the period the jobs were generated for (0: unknown) */
 };
 
 void gw_sim_workload_free(struct gw_sim_workload *w); /* accepts NULL; leaves it empty */
 
 /* The lab generator's knobs (docs/SIMULATOR.md lists the shapes and their sources). */
 struct gw_sim_gen {
-        int n_gpus;                /* cluster size: offered load is scaled to it */
-        int max_job_gpus;          /* largest job (the node size when > 64 GPUs) */
-        gw_usec_t span;            /* generate submissions over this long (used when n_jobs 0) */
-        size_t n_jobs;             /* > 0: generate exactly this many (span follows the rate) */
-        double load;               /* offered GPU-time held (without queueing) / capacity */
+        int n_gpus; /* cluster size: offered load is scaled to it */
+        int max_job_gpus; /* largest job (the node size when > 64 GPUs) */
+        gw_usec_t span; /* generate submissions over this long (used when n_jobs 0) */
+        size_t n_jobs; /* > 0: generate exactly this many (span follows the rate) */
+        double load; /* offered GPU-time held (without queueing) / capacity */
         uint64_t seed;
 };
 
@@ -95,8 +95,8 @@ int gw_sim_generate_lab(const struct gw_sim_gen *g, struct gw_sim_workload *ret)
 struct gw_sim_shape {
         size_t n;
         double runtime_p50_s, runtime_p90_s, runtime_p99_s; /* finite runtimes */
-        double one_gpu_frac;       /* jobs asking 1 GPU */
-        double multi_gpu_time_frac;/* share of requested GPU-time in jobs of >= 2 GPUs */
+        double one_gpu_frac; /* jobs asking 1 GPU */
+        double multi_gpu_time_frac; /* share of requested GPU-time in jobs of >= 2 GPUs */
         double killed_failed_frac; /* jobs that will crash, be cancelled, stall or be forgotten */
         double interactive_frac;
         double hw_fail_frac, bug_fail_frac, stall_frac, cancel_frac;
@@ -123,8 +123,8 @@ int gw_sim_export_state(const char *state_dir, FILE *out, char *msg, size_t msg_
 
 enum gw_sim_reclaim_mode {
         GW_SIM_RECLAIM_OFF,
-        GW_SIM_RECLAIM_GPUWARD,    /* gw_reclaim_decide on everything the daemon gathers */
-        GW_SIM_RECLAIM_UTIL_ONLY,  /* the Princeton-style peer rule: the same decision fed GPU
+        GW_SIM_RECLAIM_GPUWARD, /* gw_reclaim_decide on everything the daemon gathers */
+        GW_SIM_RECLAIM_UTIL_ONLY, /* the Princeton-style peer rule: the same decision fed GPU
                                     * utilisation only (no log, results, checkpoint or phase) */
         _GW_SIM_RECLAIM_MODE_MAX,
 };
@@ -133,34 +133,34 @@ enum gw_sim_reclaim_mode {
 
 struct gw_sim_config {
         char name[GW_SIM_NAME_MAX];
-        int n_gpus;                /* 1.. ; above 64 only with node_gpus */
-        int node_gpus;             /* 0: one scheduler plan over all GPUs (n_gpus <= 64);
+        int n_gpus; /* 1.. ; above 64 only with node_gpus */
+        int node_gpus; /* 0: one scheduler plan over all GPUs (n_gpus <= 64);
                                     * else nodes of this many GPUs, one plan per node */
-        gw_usec_t horizon;         /* measure and stop at this instant (since trace start);
+        gw_usec_t horizon; /* measure and stop at this instant (since trace start);
                                     * 0 = run until every job has ended */
-        gw_usec_t sample;          /* observation interval (reclaim and telemetry); 0 = none */
+        gw_usec_t sample; /* observation interval (reclaim and telemetry); 0 = none */
         enum gw_sim_reclaim_mode reclaim;
         struct gw_reclaim_policy policy; /* for jobs that name no profile */
         bool retry;
         struct gw_retry_policy retry_policy;
-        int64_t quota_gpus;        /* per-user max_gpus via gw_quota_check_start; 0 = none */
-        size_t window;             /* pending jobs passed to one plan (queue depth); 0 = all */
-        uint64_t seed;             /* for per-sample noise (which samples are at 0%) */
-        gw_usec_t bucket;          /* time-series bucket for the plot; 0 = no series */
-        bool bookings;             /* honour book_lead: gw_calendar_place, _gpus_at, _gate, _tick */
-        bool leak_detect;          /* gw_leak_detect on leaking jobs' epochs (gpuward is there) */
-        int leak_policy;           /* enum gw_leak_policy for every job (core/leak_respond.h) */
-        bool drain;                /* a gpu_fault drains its GPU until repaired (recovery) */
-        gw_usec_t repair;          /* a faulty GPU is repaired this long after its fault */
+        int64_t quota_gpus; /* per-user max_gpus via gw_quota_check_start; 0 = none */
+        size_t window; /* pending jobs passed to one plan (queue depth); 0 = all */
+        uint64_t seed; /* for per-sample noise (which samples are at 0%) */
+        gw_usec_t bucket; /* time-series bucket for the plot; 0 = no series */
+        bool bookings; /* honour book_lead: gw_calendar_place, _gpus_at, _gate, _tick */
+        bool leak_detect; /* gw_leak_detect on leaking jobs' epochs (gpuward is there) */
+        int leak_policy; /* enum gw_leak_policy for every job (core/leak_respond.h) */
+        bool drain; /* a gpu_fault drains its GPU until repaired (recovery) */
+        gw_usec_t repair; /* a faulty GPU is repaired this long after its fault */
         gw_usec_t (*clock_ns)(void); /* times each plan when set (benchmarks); results do not
                                     * depend on it */
-        bool fairshare;            /* order the queue by fair share (gw_sched_plan_fair): usage
+        bool fairshare; /* order the queue by fair share (gw_sched_plan_fair): usage
                                     * charged as jobs hold GPUs, equal shares per user */
-        gw_usec_t fs_half_life;    /* its usage half-life; 0 = no decay */
-        bool preempt;              /* preemption (core/preempt.h): a job of a higher priority
+        gw_usec_t fs_half_life; /* its usage half-life; 0 = no decay */
+        bool preempt; /* preemption (core/preempt.h): a job of a higher priority
                                     * that cannot start stops the low-priority (<= 0) jobs
                                     * that checkpoint, right after their next checkpoint */
-        gw_usec_t preempt_grace;   /* at most this long for that checkpoint (preempt_grace) */
+        gw_usec_t preempt_grace; /* at most this long for that checkpoint (preempt_grace) */
 };
 
 /* Fills a config named name: "baseline", "reclaim[:PROFILE]", "retry", "all[:PROFILE]",
@@ -177,7 +177,7 @@ extern const struct gw_reclaim_policy gw_sim_princeton_policy;
 
 /* ---- results ---- */
 
-#define GW_SIM_COST_BUCKETS 24     /* plan cost by log2(pending jobs passed) */
+#define GW_SIM_COST_BUCKETS 24 /* plan cost by log2(pending jobs passed) */
 
 struct gw_sim_cost {
         uint64_t n;
@@ -186,28 +186,28 @@ struct gw_sim_cost {
 
 struct gw_sim_result {
         char name[GW_SIM_NAME_MAX];
-        gw_usec_t measured;        /* the measured period (horizon, or until the last end) */
+        gw_usec_t measured; /* the measured period (horizon, or until the last end) */
         double capacity_gpu_h;
-        double busy_gpu_h;         /* GPU-time doing a job's work (util > 0) */
-        double held_gpu_h;         /* GPU-time allocated to jobs */
-        double stalled_gpu_h;      /* held by jobs that had stopped progressing */
-        double lost_gpu_h;         /* work since the last checkpoint, lost when an attempt
+        double busy_gpu_h; /* GPU-time doing a job's work (util > 0) */
+        double held_gpu_h; /* GPU-time allocated to jobs */
+        double stalled_gpu_h; /* held by jobs that had stopped progressing */
+        double lost_gpu_h; /* work since the last checkpoint, lost when an attempt
                                     * crashed (gpus x work) */
         double lost_reclaim_gpu_h; /* the same, for progressing jobs that were reclaimed */
         double wait_p50_s, wait_p90_s, wait_p99_s; /* submit to first start; jobs never started
                                     * count with their wait so far (a lower bound) */
         size_t submitted, started, completed, failed, cancelled, timed_out, reclaimed;
-        size_t wrongful;           /* reclaimed while progressing */
+        size_t wrongful; /* reclaimed while progressing */
         size_t warnings, retries, crash_loops, misclassified;
         size_t queued_at_end, running_at_end;
-        size_t oom_crashes;        /* attempts that ended in an oom (leaks and jobs too big) */
+        size_t oom_crashes; /* attempts that ended in an oom (leaks and jobs too big) */
         size_t leaks_detected, leak_restarts; /* attempts flagged; stopped to resume */
-        double lost_leak_gpu_h;    /* work lost to leak ooms (part of lost_gpu_h) */
+        double lost_leak_gpu_h; /* work lost to leak ooms (part of lost_gpu_h) */
         size_t gpu_faults, faults_on_broken; /* gpu_fault ends; of them on a broken GPU */
-        double drained_gpu_h;      /* GPU-time drained (not usable) */
+        double drained_gpu_h; /* GPU-time drained (not usable) */
         size_t bookings, bookings_later, booking_no_shows, booking_missed, booked_started;
-        double passed_zero_frac;   /* samples at 0% over all samples of completed jobs */
-        unsigned held_util_p50;    /* percentile util of held GPU samples (gw_usage) */
+        double passed_zero_frac; /* samples at 0% over all samples of completed jobs */
+        unsigned held_util_p50; /* percentile util of held GPU samples (gw_usage) */
         uint64_t events, sched_passes, sched_plans, reclaim_decisions;
         struct gw_sim_cost cost[GW_SIM_COST_BUCKETS];
         double pass_ns_sum, pass_ns_max; /* whole scheduler passes (all nodes), when timed */
@@ -233,20 +233,19 @@ void gw_sim_result_free(struct gw_sim_result *r); /* accepts NULL */
  * gw_sim_result_free).  A job larger than a node never starts (the scheduler's verdict) and
  * is counted as queued.  Returns 0, -EINVAL (a job of more than 64 GPUs or without a time
  * limit, a bad config), or an error from a core function (the engine built input it refused). */
-int gw_sim_run(const struct gw_sim_workload *w, const struct gw_sim_config *cfg,
-               struct gw_sim_result *ret);
+int gw_sim_run(const struct gw_sim_workload *w, const struct gw_sim_config *cfg, struct gw_sim_result *ret);
 
 /* ---- what the engine shows the core (sim_observe.c): pure functions of the model ---- */
 
 /* The state of one attempt at one instant, as the engine tracks it. */
 struct gw_sim_attempt {
-        gw_usec_t start;           /* absolute (GW_SIM_EPOCH-based) */
-        gw_usec_t work_start;      /* work at start (the checkpoint it resumed from) */
-        gw_usec_t stall_wall;      /* when it hangs; GW_USEC_INFINITY: it does not */
-        gw_usec_t prev_ckpt_wall;  /* when the checkpoint it resumed from was written; 0 */
+        gw_usec_t start; /* absolute (GW_SIM_EPOCH-based) */
+        gw_usec_t work_start; /* work at start (the checkpoint it resumed from) */
+        gw_usec_t stall_wall; /* when it hangs; GW_USEC_INFINITY: it does not */
+        gw_usec_t prev_ckpt_wall; /* when the checkpoint it resumed from was written; 0 */
         int64_t job_id;
-        unsigned attempt;          /* 1.. */
-        int first_gpu;             /* index, for the evidence */
+        unsigned attempt; /* 1.. */
+        int first_gpu; /* index, for the evidence */
 };
 
 /* Work reached at now (stops at the stall point and at the runtime). */
@@ -258,14 +257,12 @@ gw_usec_t gw_sim_ckpt_at(const struct gw_sim_job *j, gw_usec_t work_start, gw_us
 bool gw_sim_progressing(const struct gw_sim_attempt *a, gw_usec_t now);
 /* One GPU's utilisation at a sample: 0 when stalled or validating, else 0 with probability
  * zero_frac (deterministic in seed, job, attempt and now), else 40-99. */
-unsigned gw_sim_util_at(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now,
-                        uint64_t seed);
+unsigned gw_sim_util_at(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now, uint64_t seed);
 
 /* Fills obs (and gpus[0..ngpus-1], at most 64) with what the daemon would gather at now.
  * util_only: what a utilisation-only rule sees (no log, results, checkpoint or phase). */
-void gw_sim_observe(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now,
-                    uint64_t seed, bool util_only, struct gw_reclaim_gpu *gpus,
-                    struct gw_job_obs *obs);
+void gw_sim_observe(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now, uint64_t seed,
+                    bool util_only, struct gw_reclaim_gpu *gpus, struct gw_job_obs *obs);
 
 /* How an attempt ended, as the engine saw it. */
 enum gw_sim_end {
@@ -274,16 +271,16 @@ enum gw_sim_end {
         GW_SIM_END_TIMEOUT,
         GW_SIM_END_CANCEL,
         GW_SIM_END_RECLAIM,
-        GW_SIM_END_LEAK_STOP,      /* leak_policy restart stopped it after its checkpoint */
-        GW_SIM_END_PREEMPT,        /* preempted: stopped after its checkpoint, queued again */
+        GW_SIM_END_LEAK_STOP, /* leak_policy restart stopped it after its checkpoint */
+        GW_SIM_END_PREEMPT, /* preempted: stopped after its checkpoint, queued again */
         _GW_SIM_END_MAX,
 };
 
 /* Fills the classifier's input for an attempt that ended: exit status, a log tail and GPU
  * events that look like cls (for CRASH), or gpuward's own action.  The tail and the
  * event are static storage or *ev. */
-void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gpu,
-                          struct gw_gpu_event *ev, struct gw_failure_input *in);
+void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gpu, struct gw_gpu_event *ev,
+                          struct gw_failure_input *in);
 
 /* ---- output (sim_report.c) ---- */
 
@@ -296,8 +293,8 @@ void gw_sim_print_preempt(FILE *f, const struct gw_sim_result *r, size_t n);
 /* Gives a share frac of the jobs (chosen by seed, deterministically) priority 1: the high
  * class that preemption serves.  The others keep theirs. */
 void gw_sim_workload_high(struct gw_sim_workload *w, double frac, uint64_t seed);
-void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
-                       const struct gw_sim_result *r, size_t n);
+void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s, const struct gw_sim_result *r,
+                       size_t n);
 /* One panel per result: GPUs allocated and busy over time. */
 int gw_sim_write_svg(FILE *f, const char *title, int n_gpus, const struct gw_sim_result *r, size_t n);
 
@@ -315,7 +312,7 @@ struct gw_sim_rng {
 };
 void gw_sim_rng_seed(struct gw_sim_rng *r, uint64_t seed);
 uint64_t gw_sim_rng_next(struct gw_sim_rng *r);
-double gw_sim_rng_unit(struct gw_sim_rng *r);             /* [0, 1) */
+double gw_sim_rng_unit(struct gw_sim_rng *r); /* [0, 1) */
 double gw_sim_rng_normal(struct gw_sim_rng *r);
 double gw_sim_rng_exp(struct gw_sim_rng *r, double mean);
 double gw_sim_rng_uniform(struct gw_sim_rng *r, double lo, double hi);

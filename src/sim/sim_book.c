@@ -35,8 +35,9 @@ static void view_node(const struct eng *e, int node, struct view *v) {
         v->pend = gw_xcalloc(e->n_bk + 1, sizeof(*v->pend));
         v->run = gw_xcalloc(e->n_running + 1, sizeof(*v->run));
         for (int i = 0; i < nd->n_gpus; i++)
-                v->gpus[i] = (struct gw_sched_gpu){.index = i, .usable = nd->gpu_job[i] != GW_SIM_DRAINED,
-                                                   .job_id = nd->gpu_job[i] > 0 ? nd->gpu_job[i] : 0};
+                v->gpus[i] = (struct gw_sched_gpu){ .index = i,
+                                                    .usable = nd->gpu_job[i] != GW_SIM_DRAINED,
+                                                    .job_id = nd->gpu_job[i] > 0 ? nd->gpu_job[i] : 0 };
         for (size_t i = 0; i < e->n_bk; i++) {
                 if (e->bk_node[i] != node || gw_booking_state_is_final(e->bk[i].state))
                         continue;
@@ -44,29 +45,32 @@ static void view_node(const struct eng *e, int node, struct view *v) {
                 const struct jrun *r = &e->jr[e->bk_job[i]];
                 const struct gw_sim_job *j = &e->w->jobs[e->bk_job[i]];
                 if (r->st == J_PENDING)
-                        v->pend[np++] = (struct gw_cal_pending){.id = e->bk_job[i] + 1, .ngpus = j->ngpus,
-                                                                .time_limit = j->time_limit,
-                                                                .booking_id = e->bk[i].id};
+                        v->pend[np++] = (struct gw_cal_pending){ .id = e->bk_job[i] + 1,
+                                                                 .ngpus = j->ngpus,
+                                                                 .time_limit = j->time_limit,
+                                                                 .booking_id = e->bk[i].id };
         }
         for (size_t i = 0; i < e->n_running; i++) {
                 const struct jrun *r = &e->jr[e->running[i]];
                 if (r->node == node)
-                        v->run[nr++] = (struct gw_cal_job){.id = e->running[i] + 1, .booking_id = r->booking ? r->booking : 0,
-                                                           .gpu_mask = r->mask, .start = r->a.start, .end = r->limit_at};
+                        v->run[nr++] = (struct gw_cal_job){ .id = e->running[i] + 1,
+                                                            .booking_id = r->booking ? r->booking : 0,
+                                                            .gpu_mask = r->mask,
+                                                            .start = r->a.start,
+                                                            .end = r->limit_at };
         }
-        v->in = (struct gw_calendar_input){v->gpus, (size_t) nd->n_gpus, v->bk, nb, v->run, nr, v->pend, np};
+        v->in = (struct gw_calendar_input){ v->gpus, (size_t) nd->n_gpus, v->bk, nb, v->run, nr, v->pend, np };
 }
 
-static void push_cal(struct eng *e, gw_usec_t t, int node) {
-        gw_sim_heap_push(&e->heap, t, GW_SIM_EV_CAL, node, 0);
-}
+static void push_cal(struct eng *e, gw_usec_t t, int node) { gw_sim_heap_push(&e->heap, t, GW_SIM_EV_CAL, node, 0); }
 
 int gw_sim_book(struct eng *e, int64_t ji) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         gw_usec_t want = GW_SIM_EPOCH + j->submit;
-        struct gw_calendar_request req = {.ngpus = j->ngpus, .start = want > e->now ? want : e->now,
-                                          .duration = j->time_limit};
-        struct gw_calendar_placement best = {.verdict = GW_PLACE_NEVER}, p;
+        struct gw_calendar_request req = { .ngpus = j->ngpus,
+                                           .start = want > e->now ? want : e->now,
+                                           .duration = j->time_limit };
+        struct gw_calendar_placement best = { .verdict = GW_PLACE_NEVER }, p;
         int best_node = -1;
 
         for (int nd = 0; nd < e->n_nodes && best.verdict != GW_PLACE_FITS; nd++) {
@@ -78,8 +82,8 @@ int gw_sim_book(struct eng *e, int64_t ji) {
                 view_free(&v);
                 if (k < 0)
                         return k;
-                if (p.verdict == GW_PLACE_FITS || (p.verdict == GW_PLACE_LATER &&
-                                                   (best.verdict == GW_PLACE_NEVER || p.start < best.start))) {
+                if (p.verdict == GW_PLACE_FITS ||
+                    (p.verdict == GW_PLACE_LATER && (best.verdict == GW_PLACE_NEVER || p.start < best.start))) {
                         best = p;
                         best_node = nd;
                 }
@@ -94,9 +98,13 @@ int gw_sim_book(struct eng *e, int64_t ji) {
                 e->bk_node = gw_xrealloc(e->bk_node, e->cap_bk * sizeof(*e->bk_node));
                 e->bk_job = gw_xrealloc(e->bk_job, e->cap_bk * sizeof(*e->bk_job));
         }
-        e->bk[e->n_bk] = (struct gw_booking){.id = (int64_t) e->n_bk + 1, .uid = (uint32_t) j->user,
-                                             .ngpus = j->ngpus, .start = best.start, .end = best.end,
-                                             .gpu_mask = best.gpu_mask, .state = GW_BOOKING_APPROVED};
+        e->bk[e->n_bk] = (struct gw_booking){ .id = (int64_t) e->n_bk + 1,
+                                              .uid = (uint32_t) j->user,
+                                              .ngpus = j->ngpus,
+                                              .start = best.start,
+                                              .end = best.end,
+                                              .gpu_mask = best.gpu_mask,
+                                              .state = GW_BOOKING_APPROVED };
         e->bk_node[e->n_bk] = best_node;
         e->bk_job[e->n_bk] = ji;
         e->n_bk++;
@@ -113,7 +121,8 @@ int gw_sim_book(struct eng *e, int64_t ji) {
 }
 
 static void apply(struct eng *e, const struct gw_cal_action *a) {
-        struct gw_booking *b = a->booking_id > 0 && (size_t) a->booking_id <= e->n_bk ? &e->bk[a->booking_id - 1] : NULL;
+        struct gw_booking *b =
+                a->booking_id > 0 && (size_t) a->booking_id <= e->n_bk ? &e->bk[a->booking_id - 1] : NULL;
 
         switch (a->kind) {
         case GW_CAL_ACTIVATE:
@@ -149,7 +158,8 @@ static void apply(struct eng *e, const struct gw_cal_action *a) {
 
 int gw_sim_cal_tick(struct eng *e, int node) {
         struct view v;
-        struct gw_calendar_params p = {.no_show = GW_CALENDAR_NO_SHOW_DEFAULT, .warn_before_end = GW_CALENDAR_WARN_DEFAULT};
+        struct gw_calendar_params p = { .no_show = GW_CALENDAR_NO_SHOW_DEFAULT,
+                                        .warn_before_end = GW_CALENDAR_WARN_DEFAULT };
         size_t n = 0;
 
         view_node(e, node, &v);
@@ -189,7 +199,7 @@ static void close_job(struct eng *e, size_t i) {
 int gw_sim_book_gate(struct eng *e, int node, size_t n) {
         const struct node *nd = &e->nodes[node];
         uint64_t all = gw_sched_mask_first((size_t) nd->n_gpus);
-        struct view v = {0};
+        struct view v = { 0 };
         struct gw_calendar_gpus g;
         int k = 0;
 
@@ -223,9 +233,10 @@ int gw_sim_book_gate(struct eng *e, int node, size_t n) {
 
 int gw_sim_book_allowed(struct eng *e, int node, int64_t ji, uint64_t *ret) {
         const struct node *nd = &e->nodes[node];
-        struct gw_sched_job sj = {.id = ji + 1, .ngpus = e->w->jobs[ji].ngpus,
-                                  .time_limit = e->w->jobs[ji].time_limit};
-        struct view v = {0};
+        struct gw_sched_job sj = { .id = ji + 1,
+                                   .ngpus = e->w->jobs[ji].ngpus,
+                                   .time_limit = e->w->jobs[ji].time_limit };
+        struct view v = { 0 };
         struct gw_calendar_gpus g;
         *ret = 0;
         if (!e->cfg->bookings || nd->n_live_bk == 0)

@@ -15,7 +15,6 @@ static int config_named(const char *name, struct gw_sim_config *ret, char *msg, 
 #define FAIR_SUFFIX "+fair"
 #define PREEMPT_SUFFIX "+preempt"
 
-
 /* base gets NAME of "NAME" + suffix: 1; 0 when name does not end in suffix; -EINVAL (why in
  * msg) when it is too long to be a name. */
 static int suffixed(const char *name, const char *suffix, char base[GW_SIM_NAME_MAX], char *msg, size_t msg_size) {
@@ -34,8 +33,8 @@ static int suffixed(const char *name, const char *suffix, char base[GW_SIM_NAME_
 typedef int config_fn(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size);
 
 /* NAME + suffix: NAME's configuration (by base) changed by add; any other name: base's. */
-static int config_suffixed(const char *name, const char *suffix, void (*add)(struct gw_sim_config *), config_fn *base_fn,
-                           struct gw_sim_config *ret, char *msg, size_t msg_size) {
+static int config_suffixed(const char *name, const char *suffix, void (*add)(struct gw_sim_config *),
+                           config_fn *base_fn, struct gw_sim_config *ret, char *msg, size_t msg_size) {
         char base[GW_SIM_NAME_MAX];
         struct gw_sim_config c;
         int r = suffixed(name, suffix, base, msg, msg_size);
@@ -75,7 +74,7 @@ int gw_sim_config_named(const char *name, struct gw_sim_config *ret, char *msg, 
 static int config_named(const char *name, struct gw_sim_config *ret, char *msg, size_t msg_size) {
         char base[GW_SIM_NAME_MAX], profile[GW_RECLAIM_NAME_MAX] = "default";
         const char *colon = strchr(name, ':');
-        struct gw_sim_config c = {.sample = SAMPLE_DEFAULT, .repair = REPAIR_DEFAULT};
+        struct gw_sim_config c = { .sample = SAMPLE_DEFAULT, .repair = REPAIR_DEFAULT };
         size_t blen = colon ? (size_t) (colon - name) : strlen(name);
 
         if (blen == 0 || blen >= sizeof(base) || strlen(name) >= sizeof(c.name) ||
@@ -111,10 +110,11 @@ static int config_named(const char *name, struct gw_sim_config *ret, char *msg, 
                 c.reclaim = GW_SIM_RECLAIM_UTIL_ONLY;
                 c.policy = gw_sim_princeton_policy;
         } else {
-                snprintf(msg, msg_size,
-                         "unknown configuration '%s' (known: baseline, reclaim[:PROFILE], retry, bookings, all[:PROFILE], "
-                         "princeton, or a profile: default, hpo, finetune; any with +fair for fair share)",
-                         name);
+                snprintf(
+                        msg, msg_size,
+                        "unknown configuration '%s' (known: baseline, reclaim[:PROFILE], retry, bookings, all[:PROFILE], "
+                        "princeton, or a profile: default, hpo, finetune; any with +fair for fair share)",
+                        name);
                 return -EINVAL;
         }
         if (c.reclaim == GW_SIM_RECLAIM_GPUWARD) {

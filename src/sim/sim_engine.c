@@ -19,9 +19,7 @@ const struct gw_reclaim_policy gw_sim_princeton_policy = {
         "princeton", true, 1, 120 * GW_SIM_MIN, 0, 0, 0,
 };
 
-double gw_sim_gpu_h(double gpus, gw_usec_t d) {
-        return gpus * (double) d / (double) GW_SIM_HOUR;
-}
+double gw_sim_gpu_h(double gpus, gw_usec_t d) { return gpus * (double) d / (double) GW_SIM_HOUR; }
 
 /* ---- the time series ---- */
 
@@ -80,9 +78,7 @@ static void account(struct eng *e, const struct gw_sim_job *j, const struct jrun
 
 /* ---- starting and ending attempts ---- */
 
-static gw_usec_t at_work(const struct gw_sim_attempt *a, gw_usec_t w) {
-        return a->start + (w - a->work_start);
-}
+static gw_usec_t at_work(const struct gw_sim_attempt *a, gw_usec_t w) { return a->start + (w - a->work_start); }
 
 /* Whether a GPU of the attempt's mask is broken (a gpu_fault not repaired yet). */
 static bool on_broken_gpu(const struct eng *e, const struct jrun *r) {
@@ -102,8 +98,7 @@ static int plan_fate(struct eng *e, int64_t ji) {
         enum gw_sim_end cause = GW_SIM_END_FINISH;
 
         r->crash_class = (uint8_t) j->fail_class;
-        if (j->fail_at != GW_SIM_NONE && j->fail_at >= w0 && (j->fail_repeat || !r->failed_once) &&
-            j->fail_at < stop) {
+        if (j->fail_at != GW_SIM_NONE && j->fail_at >= w0 && (j->fail_repeat || !r->failed_once) && j->fail_at < stop) {
                 stop = j->fail_at;
                 cause = GW_SIM_END_CRASH;
         }
@@ -170,7 +165,7 @@ static int start_job(struct eng *e, int64_t ji, int node, uint64_t mask) {
         r->a.attempt = r->attempts;
         r->a.job_id = ji + 1;
         r->a.first_gpu = nd->base + __builtin_ctzll(mask);
-        r->rs = (struct gw_reclaim_state){0};
+        r->rs = (struct gw_reclaim_state){ 0 };
         r->policy = policy_for(e, j);
         r->leak_flag_wall = GW_USEC_INFINITY;
         r->leak_oom = false;
@@ -215,18 +210,18 @@ void gw_sim_release(struct eng *e, int64_t ji) {
 }
 
 static void mark(struct gw_attempt_mark *m, bool valid, int64_t epoch, int64_t ckpt) {
-        *m = (struct gw_attempt_mark){.valid = valid, .epoch = epoch};
+        *m = (struct gw_attempt_mark){ .valid = valid, .epoch = epoch };
         if (ckpt > 0)
                 (void) snprintf(m->ckpt, sizeof(m->ckpt), "ckpt-%lld", (long long) ckpt);
 }
 
 /* Asks the retry policy; on a retry the job goes back to the queue, resuming from its
  * checkpoint after the backoff.  Returns whether it was retried. */
-static int maybe_retry(struct eng *e, int64_t ji, const struct gw_failure_verdict *v, gw_usec_t w,
-                       gw_usec_t ck, bool oom_explained, bool *ret_retried) {
+static int maybe_retry(struct eng *e, int64_t ji, const struct gw_failure_verdict *v, gw_usec_t w, gw_usec_t ck,
+                       bool oom_explained, bool *ret_retried) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         struct jrun *r = &e->jr[ji];
-        struct gw_retry_state s = {.attempts = r->attempts, .oom_explained = oom_explained};
+        struct gw_retry_state s = { .attempts = r->attempts, .oom_explained = oom_explained };
         struct gw_retry_decision d;
         int64_t epoch = j->ckpt_interval > 0 ? w / j->ckpt_interval : -1;
         int64_t ck_n = j->ckpt_interval > 0 ? ck / j->ckpt_interval : 0;
@@ -408,14 +403,13 @@ static void cost_add(struct eng *e, size_t n_pending, double ns) {
 }
 
 static enum gw_job_reason quota_block(struct eng *e, const struct gw_sim_job *j) {
-        struct gw_quota_usage u = {.gpus_running = e->user_gpus[j->user]};
+        struct gw_quota_usage u = { .gpus_running = e->user_gpus[j->user] };
         char msg[GW_QUOTA_MSG_SIZE];
 
         if (e->cfg->quota_gpus <= 0)
                 return GW_REASON_NONE;
-        return gw_quota_check_start(&e->limits, &u, j->ngpus, msg, sizeof(msg)) == GW_QUOTA_WAIT
-                       ? GW_REASON_QUOTA
-                       : GW_REASON_NONE;
+        return gw_quota_check_start(&e->limits, &u, j->ngpus, msg, sizeof(msg)) == GW_QUOTA_WAIT ? GW_REASON_QUOTA
+                                                                                                 : GW_REASON_NONE;
 }
 
 /* One plan over one node for the window's jobs not yet started in this pass. */
@@ -428,15 +422,16 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
 
         for (int i = 0; i < nd->n_gpus; i++) {
                 int64_t holder = nd->gpu_job[i] > 0 ? nd->gpu_job[i] : 0;
-                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = nd->gpu_job[i] != GW_SIM_DRAINED,
-                                                .mem_total = UINT64_C(80) << 30,
-                                                .mem_free = holder ? 0 : UINT64_C(80) << 30, .job_id = holder};
+                gpus[i] = (struct gw_sched_gpu){ .index = i,
+                                                 .usable = nd->gpu_job[i] != GW_SIM_DRAINED,
+                                                 .mem_total = UINT64_C(80) << 30,
+                                                 .mem_free = holder ? 0 : UINT64_C(80) << 30,
+                                                 .job_id = holder };
                 if (holder && !(seen & (UINT64_C(1) << i))) {
                         const struct jrun *r = &e->jr[holder - 1];
                         seen |= r->mask;
-                        run[n_run++] = (struct gw_sched_running){
-                                .id = holder, .gpu_mask = r->mask,
-                                .end = r->limit_at};
+                        run[n_run++] =
+                                (struct gw_sched_running){ .id = holder, .gpu_mask = r->mask, .end = r->limit_at };
                 }
         }
         for (size_t i = 0; i < n_win; i++) {
@@ -444,9 +439,13 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                         continue;
                 int64_t ji = e->win_job[i];
                 const struct gw_sim_job *j = &e->w->jobs[ji];
-                e->sj[n] = (struct gw_sched_job){.id = ji + 1, .priority = j->priority, .ngpus = j->ngpus,
-                                                 .time_limit = j->time_limit, .backoff = e->jr[ji].backoff,
-                                                 .blocked = quota_block(e, j), .fs_user = (uint32_t) j->user};
+                e->sj[n] = (struct gw_sched_job){ .id = ji + 1,
+                                                  .priority = j->priority,
+                                                  .ngpus = j->ngpus,
+                                                  .time_limit = j->time_limit,
+                                                  .backoff = e->jr[ji].backoff,
+                                                  .blocked = quota_block(e, j),
+                                                  .fs_user = (uint32_t) j->user };
                 e->sj_win[n++] = i;
         }
         if (e->cfg->bookings) {
@@ -455,8 +454,8 @@ static int plan_node(struct eng *e, int node, size_t n_win, size_t *left) {
                         return k;
         }
         gw_sim_preempt_filter(e, node, n);
-        struct gw_sched_input in = {gpus, (size_t) nd->n_gpus, e->sj, n, run, n_run};
-        struct gw_sched_plan plan = {.starts = e->starts, .reasons = e->reasons, .order = e->order};
+        struct gw_sched_input in = { gpus, (size_t) nd->n_gpus, e->sj, n, run, n_run };
+        struct gw_sched_plan plan = { .starts = e->starts, .reasons = e->reasons, .order = e->order };
         struct gw_sched_fair fair_buf;
         gw_usec_t t0 = e->cfg->clock_ns ? e->cfg->clock_ns() : 0;
         int k = gw_sched_plan_fair(&in, gw_sim_fair_input(e, &fair_buf), e->now, &plan);
@@ -575,8 +574,8 @@ static int sample(struct eng *e) {
 
 /* Returns 1 when a job's state changed, 0 when not (a sample, a stale event), or < 0. */
 static int handle(struct eng *e, const struct gw_sim_ev *ev) {
-        struct jrun *r = ev->job >= 0 && ev->kind != GW_SIM_EV_REPAIR && ev->kind != GW_SIM_EV_CAL ? &e->jr[ev->job]
-                                                                                                  : NULL;
+        struct jrun *r =
+                ev->job >= 0 && ev->kind != GW_SIM_EV_REPAIR && ev->kind != GW_SIM_EV_CAL ? &e->jr[ev->job] : NULL;
 
         switch (ev->kind) {
         case GW_SIM_EV_SUBMIT:
@@ -669,7 +668,7 @@ static int setup(struct eng *e) {
         e->nodes = gw_xcalloc((size_t) e->n_nodes, sizeof(*e->nodes));
         for (int i = 0; i < e->n_nodes; i++) {
                 int n = c->n_gpus - i * ng < ng ? c->n_gpus - i * ng : ng;
-                e->nodes[i] = (struct node){.n_gpus = n, .n_free = n, .base = i * ng};
+                e->nodes[i] = (struct node){ .n_gpus = n, .n_free = n, .base = i * ng };
         }
         e->n_free = c->n_gpus;
         e->jr = gw_xcalloc(e->w->n ? e->w->n : 1, sizeof(*e->jr));
@@ -749,8 +748,8 @@ static void finish(struct eng *e) {
 }
 
 int gw_sim_run(const struct gw_sim_workload *w, const struct gw_sim_config *cfg, struct gw_sim_result *ret) {
-        struct gw_sim_result res = {0};
-        struct eng e = {.w = w, .cfg = cfg, .res = &res};
+        struct gw_sim_result res = { 0 };
+        struct eng e = { .w = w, .cfg = cfg, .res = &res };
         int k;
 
         if (!w || !cfg || !ret)

@@ -18,18 +18,18 @@ struct jrun {
         bool backoff;
         bool failed_once;
         bool started;
-        uint8_t end_cause;        /* enum gw_sim_end of the scheduled end */
-        uint8_t crash_class;      /* enum gw_failure_class of a CRASH end */
-        bool leak_oom;            /* the CRASH end is its leak's oom */
-        bool preempting;          /* its scheduled end is a preemption's stop */
+        uint8_t end_cause; /* enum gw_sim_end of the scheduled end */
+        uint8_t crash_class; /* enum gw_failure_class of a CRASH end */
+        bool leak_oom; /* the CRASH end is its leak's oom */
+        bool preempting; /* its scheduled end is a preemption's stop */
         unsigned attempts;
         int node;
-        uint64_t mask;            /* within the node */
-        size_t running_pos;       /* index in eng.running */
-        int64_t booking;          /* index + 1 into eng.bk, 0 = none */
+        uint64_t mask; /* within the node */
+        size_t running_pos; /* index in eng.running */
+        int64_t booking; /* index + 1 into eng.bk, 0 = none */
         gw_usec_t first_start;
         gw_usec_t end_at;
-        gw_usec_t limit_at;       /* the time limit's end (clipped to its booking's end) */
+        gw_usec_t limit_at; /* the time limit's end (clipped to its booking's end) */
         gw_usec_t leak_flag_wall; /* when this attempt's leak is detected; GW_USEC_INFINITY */
         struct gw_sim_attempt a;
         struct gw_reclaim_state rs;
@@ -43,7 +43,7 @@ struct node {
         int n_gpus, n_free, base;
         int64_t gpu_job[GW_SIM_MAX_NODE_GPUS]; /* job index + 1, 0 = free, GW_SIM_DRAINED */
         gw_usec_t broken_until[GW_SIM_MAX_NODE_GPUS]; /* a faulty GPU until its repair; 0 */
-        size_t n_live_bk;                      /* its bookings not final */
+        size_t n_live_bk; /* its bookings not final */
 };
 
 struct eng {
@@ -56,7 +56,7 @@ struct eng {
         struct gw_sim_heap heap;
         struct gw_sim_pq pq;
         int *prio;
-        int64_t *running;         /* job indexes */
+        int64_t *running; /* job indexes */
         size_t n_running;
         size_t n_done, n_submitted;
         double *waits;
@@ -65,16 +65,16 @@ struct eng {
         struct gw_quota limits;
         struct gw_usage held_usage;
         uint64_t zero_samples, passed_samples;
-        gw_usec_t now;            /* absolute */
-        gw_usec_t horizon_abs;    /* GW_USEC_INFINITY when none */
+        gw_usec_t now; /* absolute */
+        gw_usec_t horizon_abs; /* GW_USEC_INFINITY when none */
         gw_usec_t last_event;
         bool dirty;
         /* bookings (sim_book.c) */
         struct gw_booking *bk;
         int *bk_node;
-        int64_t *bk_job;          /* the job index each booking was made for */
+        int64_t *bk_job; /* the job index each booking was made for */
         size_t n_bk, cap_bk;
-        int64_t *closed;          /* booked jobs whose booking closed before they started */
+        int64_t *closed; /* booked jobs whose booking closed before they started */
         size_t n_closed;
         /* scratch for a pass */
         size_t wcap;
@@ -87,11 +87,11 @@ struct eng {
         enum gw_job_reason *reasons;
         size_t *order;
         /* fair share (sim_fair.c) */
-        struct gw_fs_user *fs;    /* per user; NULL when off */
+        struct gw_fs_user *fs; /* per user; NULL when off */
         double *fs_factor;
-        gw_usec_t fs_at;          /* usage charged up to this instant */
-        size_t n_preempting;      /* victims whose stop is scheduled (sim_preempt.c) */
-        int64_t preempt_for;      /* the preemptor's job index + 1 while the GPUs its victims
+        gw_usec_t fs_at; /* usage charged up to this instant */
+        size_t n_preempting; /* victims whose stop is scheduled (sim_preempt.c) */
+        int64_t preempt_for; /* the preemptor's job index + 1 while the GPUs its victims
                                    * free are kept for it; 0 none */
         int preempt_node;
         uint64_t preempt_mask;

@@ -65,7 +65,7 @@ struct attempts {
 static int read_attempts(struct export *x, int64_t id, int64_t start, int64_t end, struct attempts *a) {
         int rc;
 
-        *a = (struct attempts){.first_start = start};
+        *a = (struct attempts){ .first_start = start };
         sqlite3_reset(x->attempts);
         sqlite3_bind_int64(x->attempts, 1, id);
         while ((rc = sqlite3_step(x->attempts)) == SQLITE_ROW) {
@@ -101,11 +101,14 @@ static void write_outcome(FILE *f, int state, const struct attempts *a) {
                     cls == GW_FAILURE_RECLAIMED)
                         cls = GW_FAILURE_USER_ERROR;
                 break;
-        case GW_JOB_CANCELLED: cancel = a->total; break;
+        case GW_JOB_CANCELLED:
+                cancel = a->total;
+                break;
         case GW_JOB_RECLAIMED:
                 stall = p && a->last > p->idle_timeout ? a->last - p->idle_timeout : 0;
                 break;
-        default: break;
+        default:
+                break;
         }
         if (state == GW_JOB_COMPLETED)
                 secs(f, a->total);
@@ -160,7 +163,7 @@ static int export_rows(struct export *x) {
 }
 
 int gw_sim_export_state(const char *state_dir, FILE *out, char *msg, size_t msg_size) {
-        struct export x = {.out = out};
+        struct export x = { .out = out };
         char path[4096];
         int k;
 
@@ -177,9 +180,9 @@ int gw_sim_export_state(const char *state_dir, FILE *out, char *msg, size_t msg_
                                "SELECT id, uid, ngpus, priority, time_limit, submit_time, start_time, end_time, state "
                                "FROM jobs ORDER BY submit_time, id",
                                -1, &x.jobs, NULL) != SQLITE_OK ||
-            sqlite3_prepare_v2(x.db,
-                               "SELECT start_time, end_time, class FROM job_attempts WHERE job_id = ?1 ORDER BY attempt",
-                               -1, &x.attempts, NULL) != SQLITE_OK) {
+            sqlite3_prepare_v2(
+                    x.db, "SELECT start_time, end_time, class FROM job_attempts WHERE job_id = ?1 ORDER BY attempt", -1,
+                    &x.attempts, NULL) != SQLITE_OK) {
                 snprintf(msg, msg_size, "%s: %s", path, x.db ? sqlite3_errmsg(x.db) : "cannot open");
                 k = -EIO;
         } else {

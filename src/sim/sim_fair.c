@@ -34,7 +34,7 @@ const struct gw_sched_fair *gw_sim_fair_input(struct eng *e, struct gw_sched_fai
                 return NULL;
         /* The users' records are well formed (charged only here), so this cannot fail. */
         (void) gw_fs_factors(e->fs, (size_t) e->n_users, e->now, e->cfg->fs_half_life, e->fs_factor);
-        *buf = (struct gw_sched_fair){e->fs_factor, (size_t) e->n_users};
+        *buf = (struct gw_sched_fair){ e->fs_factor, (size_t) e->n_users };
         return buf;
 }
 
@@ -46,9 +46,9 @@ void gw_sim_fair_finish(struct eng *e, gw_usec_t end) {
                 int u = e->w->jobs[i].user;
                 if (j->st == J_FUTURE)
                         continue;
-                e->res->user_wait_s[u] += j->started ? e->waits[i]
-                                                     : (double) (end - (GW_SIM_EPOCH + e->w->jobs[i].submit)) /
-                                                               (double) GW_SIM_SEC;
+                e->res->user_wait_s[u] +=
+                        j->started ? e->waits[i]
+                                   : (double) (end - (GW_SIM_EPOCH + e->w->jobs[i].submit)) / (double) GW_SIM_SEC;
                 n[u]++;
         }
         for (size_t u = 0; u < e->res->n_users; u++)

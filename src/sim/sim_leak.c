@@ -15,11 +15,11 @@
 #include "core/leak_respond.h"
 #include "sim/sim_engine.h"
 
-#define MIB          (1024.0 * 1024.0)
-#define GIB          (1024.0 * MIB)
-#define MEM_TOTAL    (80.0 * GIB)
-#define LOW_START    (30.0 * GIB)
-#define PEAK_ABOVE   (10.0 * GIB)
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+#define MEM_TOTAL (80.0 * GIB)
+#define LOW_START (30.0 * GIB)
+#define PEAK_ABOVE (10.0 * GIB)
 
 /* The low of the process after p of its own work. */
 static double low_after(double mib_h, gw_usec_t p) {
@@ -62,10 +62,15 @@ static int detect(const struct gw_sim_job *j, gw_usec_t w0, gw_usec_t w_end, gw_
                         low[n] = low_after(j->leak_mb_h, prev - w0);
                         peak[n] = low_after(j->leak_mb_h, b - w0) + PEAK_ABOVE;
                         n++;
-                        struct gw_leak_gpu g = {.gpu = 0, .mem_total = (uint64_t) MEM_TOTAL, .epoch = epoch,
-                                                .low = low, .peak = peak, .n = n};
-                        struct gw_leak_input in = {.gpus = &g, .n_gpus = 1,
-                                                   .sec_per_epoch = (double) ci / (double) GW_SIM_SEC};
+                        struct gw_leak_gpu g = { .gpu = 0,
+                                                 .mem_total = (uint64_t) MEM_TOTAL,
+                                                 .epoch = epoch,
+                                                 .low = low,
+                                                 .peak = peak,
+                                                 .n = n };
+                        struct gw_leak_input in = { .gpus = &g,
+                                                    .n_gpus = 1,
+                                                    .sec_per_epoch = (double) ci / (double) GW_SIM_SEC };
                         int r = gw_leak_detect(&p, &in, &v);
                         if (r < 0)
                                 return r;
@@ -83,8 +88,11 @@ static int detect(const struct gw_sim_job *j, gw_usec_t w0, gw_usec_t w_end, gw_
  * flags it (REPORT), then at the look where the checkpoint is settled.  Whether it stops. */
 static int restart_stops(const struct eng *e, const struct jrun *r, bool resumable, bool *ret) {
         struct gw_leak_respond_input in = {
-                .policy = (enum gw_leak_policy) e->cfg->leak_policy, .flagged = true, .resumable = resumable,
-                .attempt = r->attempts, .max_retries = e->cfg->retry ? e->cfg->retry_policy.max_retries : 0,
+                .policy = (enum gw_leak_policy) e->cfg->leak_policy,
+                .flagged = true,
+                .resumable = resumable,
+                .attempt = r->attempts,
+                .max_retries = e->cfg->retry ? e->cfg->retry_policy.max_retries : 0,
         };
         struct gw_leak_response resp;
         int k = gw_leak_respond(&in, &resp);

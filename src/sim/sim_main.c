@@ -12,40 +12,39 @@
 
 #define MAX_CONFIGS 16
 
-static const char usage[] =
-        "usage: gpuward-sim [options]\n"
-        "  --gpus N            cluster size (default 40; above 64: nodes of --node-gpus)\n"
-        "  --node-gpus N       GPUs per node, one scheduler plan per node (default: one plan\n"
-        "                      when N <= 64, else 8)\n"
-        "  --days D            simulated period (default 7; with --trace: run until all end)\n"
-        "  --jobs N            generate exactly N jobs instead (the period follows the load)\n"
-        "  --workload lab      the generator (only 'lab')\n"
-        "  --load L            offered GPU-time held / capacity, no queueing (default 1.0)\n"
-        "  --seed S            random seed (default 1)\n"
-        "  --trace FILE        replay a CSV trace instead of generating one\n"
-        "  --write-trace FILE  write the workload as a CSV trace and go on\n"
-        "  --compare A,B,...   configurations side by side (default\n"
-        "                      baseline,reclaim,retry,bookings,all,princeton)\n"
-        "  --policy NAME       one configuration: baseline, reclaim[:PROFILE], retry, bookings,\n"
-        "                      all[:PROFILE], princeton, or a profile (default, hpo, finetune);\n"
-        "                      NAME+fair orders the queue by fair share (7-day half-life) and\n"
-        "                      adds a table of each user's GPU-hours and mean wait\n"
-        "  --repair DUR        a broken GPU is repaired (a drained one undrained) after this\n"
-        "                      (default 4h)\n"
-        "  --export-state DIR  write gpuwardd's job history in DIR (read-only) as a trace to\n"
-        "                      stdout, and stop\n"
-        "  --sample DUR        observation interval (default 30s; 0 = none: no reclaim)\n"
-        "  --window N          pending jobs per scheduler plan (queue depth; default all)\n"
-        "  --quota-gpus N      per-user GPU quota (max_gpus)\n"
-        "  --high-frac F       give a share F of the jobs priority 1, the high class that\n"
-        "                      NAME+preempt configurations preempt for (default 0.1 when one\n"
-        "                      is compared, else 0: the workload's own priorities); adds a\n"
-        "                      table of the high class's waits and the work preemption lost\n"
-        "  --json              JSON instead of the table\n"
-        "  --svg FILE          plot GPUs allocated and busy over time\n"
-        "  --scale             10,000 GPUs, 1,000,000 jobs, nodes of 8, timed (other options\n"
-        "                      still apply: --jobs, --gpus, --policy ...)\n"
-        "  --bench             the scheduler's cost per plan against queue length and GPUs\n";
+static const char usage[] = "usage: gpuward-sim [options]\n"
+                            "  --gpus N            cluster size (default 40; above 64: nodes of --node-gpus)\n"
+                            "  --node-gpus N       GPUs per node, one scheduler plan per node (default: one plan\n"
+                            "                      when N <= 64, else 8)\n"
+                            "  --days D            simulated period (default 7; with --trace: run until all end)\n"
+                            "  --jobs N            generate exactly N jobs instead (the period follows the load)\n"
+                            "  --workload lab      the generator (only 'lab')\n"
+                            "  --load L            offered GPU-time held / capacity, no queueing (default 1.0)\n"
+                            "  --seed S            random seed (default 1)\n"
+                            "  --trace FILE        replay a CSV trace instead of generating one\n"
+                            "  --write-trace FILE  write the workload as a CSV trace and go on\n"
+                            "  --compare A,B,...   configurations side by side (default\n"
+                            "                      baseline,reclaim,retry,bookings,all,princeton)\n"
+                            "  --policy NAME       one configuration: baseline, reclaim[:PROFILE], retry, bookings,\n"
+                            "                      all[:PROFILE], princeton, or a profile (default, hpo, finetune);\n"
+                            "                      NAME+fair orders the queue by fair share (7-day half-life) and\n"
+                            "                      adds a table of each user's GPU-hours and mean wait\n"
+                            "  --repair DUR        a broken GPU is repaired (a drained one undrained) after this\n"
+                            "                      (default 4h)\n"
+                            "  --export-state DIR  write gpuwardd's job history in DIR (read-only) as a trace to\n"
+                            "                      stdout, and stop\n"
+                            "  --sample DUR        observation interval (default 30s; 0 = none: no reclaim)\n"
+                            "  --window N          pending jobs per scheduler plan (queue depth; default all)\n"
+                            "  --quota-gpus N      per-user GPU quota (max_gpus)\n"
+                            "  --high-frac F       give a share F of the jobs priority 1, the high class that\n"
+                            "                      NAME+preempt configurations preempt for (default 0.1 when one\n"
+                            "                      is compared, else 0: the workload's own priorities); adds a\n"
+                            "                      table of the high class's waits and the work preemption lost\n"
+                            "  --json              JSON instead of the table\n"
+                            "  --svg FILE          plot GPUs allocated and busy over time\n"
+                            "  --scale             10,000 GPUs, 1,000,000 jobs, nodes of 8, timed (other options\n"
+                            "                      still apply: --jobs, --gpus, --policy ...)\n"
+                            "  --bench             the scheduler's cost per plan against queue length and GPUs\n";
 
 struct opts {
         int gpus, node_gpus;
@@ -93,26 +92,64 @@ static int real(const char *opt, const char *s, double lo, double hi, double *re
 }
 
 static int parse(int argc, char **argv, struct opts *o) {
-        enum { O_GPUS = 256, O_NODE, O_DAYS, O_JOBS, O_WORKLOAD, O_LOAD, O_SEED, O_TRACE, O_WTRACE, O_COMPARE,
-               O_POLICY, O_SAMPLE, O_WINDOW, O_QUOTA, O_JSON, O_SVG, O_SCALE, O_BENCH, O_REPAIR, O_EXPORT, O_HIGH, O_HELP };
+        enum {
+                O_GPUS = 256,
+                O_NODE,
+                O_DAYS,
+                O_JOBS,
+                O_WORKLOAD,
+                O_LOAD,
+                O_SEED,
+                O_TRACE,
+                O_WTRACE,
+                O_COMPARE,
+                O_POLICY,
+                O_SAMPLE,
+                O_WINDOW,
+                O_QUOTA,
+                O_JSON,
+                O_SVG,
+                O_SCALE,
+                O_BENCH,
+                O_REPAIR,
+                O_EXPORT,
+                O_HIGH,
+                O_HELP
+        };
         static const struct option lo[] = {
-                {"gpus", required_argument, NULL, O_GPUS}, {"node-gpus", required_argument, NULL, O_NODE},
-                {"days", required_argument, NULL, O_DAYS}, {"jobs", required_argument, NULL, O_JOBS},
-                {"workload", required_argument, NULL, O_WORKLOAD}, {"load", required_argument, NULL, O_LOAD},
-                {"seed", required_argument, NULL, O_SEED}, {"trace", required_argument, NULL, O_TRACE},
-                {"write-trace", required_argument, NULL, O_WTRACE}, {"compare", required_argument, NULL, O_COMPARE},
-                {"policy", required_argument, NULL, O_POLICY}, {"sample", required_argument, NULL, O_SAMPLE},
-                {"window", required_argument, NULL, O_WINDOW}, {"quota-gpus", required_argument, NULL, O_QUOTA},
-                {"json", no_argument, NULL, O_JSON}, {"svg", required_argument, NULL, O_SVG},
-                {"scale", no_argument, NULL, O_SCALE}, {"bench", no_argument, NULL, O_BENCH},
-                {"repair", required_argument, NULL, O_REPAIR}, {"export-state", required_argument, NULL, O_EXPORT},
-                {"high-frac", required_argument, NULL, O_HIGH}, {"help", no_argument, NULL, O_HELP}, {0},
+                { "gpus", required_argument, NULL, O_GPUS },
+                { "node-gpus", required_argument, NULL, O_NODE },
+                { "days", required_argument, NULL, O_DAYS },
+                { "jobs", required_argument, NULL, O_JOBS },
+                { "workload", required_argument, NULL, O_WORKLOAD },
+                { "load", required_argument, NULL, O_LOAD },
+                { "seed", required_argument, NULL, O_SEED },
+                { "trace", required_argument, NULL, O_TRACE },
+                { "write-trace", required_argument, NULL, O_WTRACE },
+                { "compare", required_argument, NULL, O_COMPARE },
+                { "policy", required_argument, NULL, O_POLICY },
+                { "sample", required_argument, NULL, O_SAMPLE },
+                { "window", required_argument, NULL, O_WINDOW },
+                { "quota-gpus", required_argument, NULL, O_QUOTA },
+                { "json", no_argument, NULL, O_JSON },
+                { "svg", required_argument, NULL, O_SVG },
+                { "scale", no_argument, NULL, O_SCALE },
+                { "bench", no_argument, NULL, O_BENCH },
+                { "repair", required_argument, NULL, O_REPAIR },
+                { "export-state", required_argument, NULL, O_EXPORT },
+                { "high-frac", required_argument, NULL, O_HIGH },
+                { "help", no_argument, NULL, O_HELP },
+                { 0 },
         };
         long long v = 0;
         int c, k = 0;
 
-        *o = (struct opts){.gpus = 40, .days = 7, .load = 1.0, .seed = 1, .sample = 30 * GW_SIM_SEC,
-                           .repair = 4 * GW_SIM_HOUR};
+        *o = (struct opts){ .gpus = 40,
+                            .days = 7,
+                            .load = 1.0,
+                            .seed = 1,
+                            .sample = 30 * GW_SIM_SEC,
+                            .repair = 4 * GW_SIM_HOUR };
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
                 const char *a = optarg;
                 switch (c) {
@@ -133,7 +170,9 @@ static int parse(int argc, char **argv, struct opts *o) {
                         k = num("--jobs", a, 1, 100000000, &v);
                         o->jobs = (size_t) v;
                         break;
-                case O_LOAD: k = real("--load", a, 0.01, 100, &o->load); break;
+                case O_LOAD:
+                        k = real("--load", a, 0.01, 100, &o->load);
+                        break;
                 case O_SEED:
                         k = num("--seed", a, 0, INT64_MAX, &v);
                         o->seed = (uint64_t) v;
@@ -144,9 +183,16 @@ static int parse(int argc, char **argv, struct opts *o) {
                                 return -EINVAL;
                         }
                         break;
-                case O_TRACE: o->trace = a; break;
-                case O_WTRACE: o->write_trace = a; break;
-                case O_COMPARE: case O_POLICY: o->configs = a; break;
+                case O_TRACE:
+                        o->trace = a;
+                        break;
+                case O_WTRACE:
+                        o->write_trace = a;
+                        break;
+                case O_COMPARE:
+                case O_POLICY:
+                        o->configs = a;
+                        break;
                 case O_SAMPLE:
                         if (strcmp(a, "0") == 0)
                                 o->sample = 0;
@@ -162,7 +208,9 @@ static int parse(int argc, char **argv, struct opts *o) {
                                 return -EINVAL;
                         }
                         break;
-                case O_EXPORT: o->export_state = a; break;
+                case O_EXPORT:
+                        o->export_state = a;
+                        break;
                 case O_WINDOW:
                         k = num("--window", a, 1, 100000000, &v);
                         o->window = (size_t) v;
@@ -175,12 +223,24 @@ static int parse(int argc, char **argv, struct opts *o) {
                         k = real("--high-frac", a, 0, 1, &o->high_frac);
                         o->high_set = true;
                         break;
-                case O_JSON: o->json = true; break;
-                case O_SVG: o->svg = a; break;
-                case O_SCALE: o->scale = true; break;
-                case O_BENCH: o->bench = true; break;
-                case O_HELP: fputs(usage, stdout); return 1;
-                default: fputs(usage, stderr); return -EINVAL;
+                case O_JSON:
+                        o->json = true;
+                        break;
+                case O_SVG:
+                        o->svg = a;
+                        break;
+                case O_SCALE:
+                        o->scale = true;
+                        break;
+                case O_BENCH:
+                        o->bench = true;
+                        break;
+                case O_HELP:
+                        fputs(usage, stdout);
+                        return 1;
+                default:
+                        fputs(usage, stderr);
+                        return -EINVAL;
                 }
                 if (k < 0)
                         return k;
@@ -286,7 +346,7 @@ int main(int argc, char **argv) {
         struct opts o;
         struct gw_sim_config cfg[MAX_CONFIGS];
         struct gw_sim_result res[MAX_CONFIGS];
-        struct gw_sim_workload w = {0};
+        struct gw_sim_workload w = { 0 };
         struct gw_sim_shape shape;
         double wall[MAX_CONFIGS];
         size_t n_cfg = 0, n_res = 0;
@@ -343,8 +403,7 @@ int main(int argc, char **argv) {
         else
                 snprintf(period, sizeof(period), "until every job ends");
         if (o.trace)
-                snprintf(title, sizeof(title), "gpuward-sim: trace %s, %d GPUs%s, %s", o.trace, o.gpus, nodes,
-                         period);
+                snprintf(title, sizeof(title), "gpuward-sim: trace %s, %d GPUs%s, %s", o.trace, o.gpus, nodes, period);
         else
                 snprintf(title, sizeof(title),
                          "gpuward-sim: %d GPUs%s, %s, workload lab, %zu jobs, seed %llu, load %.2f", o.gpus, nodes,

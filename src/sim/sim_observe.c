@@ -6,13 +6,9 @@
 
 #include "sim/sim.h"
 
-static gw_usec_t min_t(gw_usec_t a, gw_usec_t b) {
-        return a < b ? a : b;
-}
+static gw_usec_t min_t(gw_usec_t a, gw_usec_t b) { return a < b ? a : b; }
 
-static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) {
-        return a > b ? a : b;
-}
+static gw_usec_t max_t(gw_usec_t a, gw_usec_t b) { return a > b ? a : b; }
 
 gw_usec_t gw_sim_work_at(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now) {
         gw_usec_t until = min_t(now, a->stall_wall);
@@ -27,21 +23,16 @@ gw_usec_t gw_sim_ckpt_at(const struct gw_sim_job *j, gw_usec_t work_start, gw_us
         return max_t(work_start, w / j->ckpt_interval * j->ckpt_interval);
 }
 
-bool gw_sim_progressing(const struct gw_sim_attempt *a, gw_usec_t now) {
-        return now < a->stall_wall;
-}
+bool gw_sim_progressing(const struct gw_sim_attempt *a, gw_usec_t now) { return now < a->stall_wall; }
 
 static bool validating(const struct gw_sim_job *j, gw_usec_t w) {
         return j->val_at != GW_SIM_NONE && j->val_len > 0 && w >= j->val_at && w < j->val_at + j->val_len;
 }
 
 /* Wall time at which the attempt reached work w (w >= work_start). */
-static gw_usec_t wall_of(const struct gw_sim_attempt *a, gw_usec_t w) {
-        return a->start + (w - a->work_start);
-}
+static gw_usec_t wall_of(const struct gw_sim_attempt *a, gw_usec_t w) { return a->start + (w - a->work_start); }
 
-unsigned gw_sim_util_at(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now,
-                        uint64_t seed) {
+unsigned gw_sim_util_at(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now, uint64_t seed) {
         if (!gw_sim_progressing(a, now) || validating(j, gw_sim_work_at(j, a, now)))
                 return 0;
         uint64_t h = gw_sim_hash(seed, (uint64_t) a->job_id, a->attempt, (uint64_t) now);
@@ -61,10 +52,10 @@ static gw_usec_t ckpt_wall(const struct gw_sim_job *j, const struct gw_sim_attem
         return a->prev_ckpt_wall;
 }
 
-void gw_sim_observe(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now,
-                    uint64_t seed, bool util_only, struct gw_reclaim_gpu *gpus,
-                    struct gw_job_obs *obs) {
-        static const char train_line[] = "37/100      3.12G      1.234      0.876      1.101         42        640: 61%";
+void gw_sim_observe(const struct gw_sim_job *j, const struct gw_sim_attempt *a, gw_usec_t now, uint64_t seed,
+                    bool util_only, struct gw_reclaim_gpu *gpus, struct gw_job_obs *obs) {
+        static const char train_line[] =
+                "37/100      3.12G      1.234      0.876      1.101         42        640: 61%";
         static const char val_line[] = "Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 37%";
         gw_usec_t w = gw_sim_work_at(j, a, now);
         unsigned util = gw_sim_util_at(j, a, now, seed);
@@ -72,7 +63,7 @@ void gw_sim_observe(const struct gw_sim_job *j, const struct gw_sim_attempt *a, 
         bool in_val = validating(j, w);
 
         for (int i = 0; i < n; i++)
-                gpus[i] = (struct gw_reclaim_gpu){.index = a->first_gpu + i, .util_valid = true, .util = util};
+                gpus[i] = (struct gw_reclaim_gpu){ .index = a->first_gpu + i, .util_valid = true, .util = util };
         memset(obs, 0, sizeof(*obs));
         obs->started_at = a->start;
         obs->gpus = gpus;
@@ -91,7 +82,7 @@ void gw_sim_observe(const struct gw_sim_job *j, const struct gw_sim_attempt *a, 
         else if (util == 0 && !in_val)
                 /* A data-loading pause: the bar may not have moved for up to a minute. */
                 obs->log_changed = max_t(a->start, now - (gw_usec_t) (gw_sim_hash(seed, (uint64_t) a->job_id, now, 7) %
-                                                                    (uint64_t) GW_SIM_MIN));
+                                                                      (uint64_t) GW_SIM_MIN));
         else
                 obs->log_changed = now;
         if (j->ckpt_interval > 0) {
@@ -131,8 +122,8 @@ static void set_tail(struct gw_failure_input *in, const char *t, size_t len) {
 }
 #define SET_TAIL(in, t) set_tail(in, t, sizeof(t) - 1)
 
-void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gpu,
-                          struct gw_gpu_event *ev, struct gw_failure_input *in) {
+void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gpu, struct gw_gpu_event *ev,
+                          struct gw_failure_input *in) {
         memset(in, 0, sizeof(*in));
         in->end = GW_END_EXITED;
         SET_TAIL(in, tail_train);
@@ -158,7 +149,7 @@ void gw_sim_failure_input(enum gw_failure_class cls, enum gw_sim_end end, int gp
         switch (cls) {
         case GW_FAILURE_GPU_FAULT:
                 SET_TAIL(in, tail_cuda_fault);
-                *ev = (struct gw_gpu_event){.kind = GW_GPU_EVENT_XID, .gpu = gpu, .xid = 79};
+                *ev = (struct gw_gpu_event){ .kind = GW_GPU_EVENT_XID, .gpu = gpu, .xid = 79 };
                 in->events = ev;
                 in->n_events = 1;
                 break;

@@ -29,12 +29,17 @@ static struct gw_preempt_running running_of(const struct eng *e, int64_t ji) {
         const struct gw_sim_job *j = &e->w->jobs[ji];
         const struct jrun *r = &e->jr[ji];
         gw_usec_t w = gw_sim_work_at(j, &r->a, e->now), ck = gw_sim_ckpt_at(j, r->a.work_start, w);
-        return (struct gw_preempt_running) {
-                .id = ji + 1, .gpu_mask = r->mask, .priority = j->priority, .start_time = r->a.start,
+        return (struct gw_preempt_running){
+                .id = ji + 1,
+                .gpu_mask = r->mask,
+                .priority = j->priority,
+                .start_time = r->a.start,
                 .ckpt_time = ck > r->a.work_start ? r->a.start + (ck - r->a.work_start) : 0,
                 /* As the daemon learns it from the job's own epoch times. */
                 .ckpt_every = j->ckpt_interval,
-                .preemptible = preemptible(j), .resumable = true, .stopping = r->preempting,
+                .preemptible = preemptible(j),
+                .resumable = true,
+                .stopping = r->preempting,
         };
 }
 

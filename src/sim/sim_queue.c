@@ -17,7 +17,7 @@ void gw_sim_heap_push(struct gw_sim_heap *h, gw_usec_t t, uint32_t kind, int64_t
                 h->cap = h->cap ? h->cap * 2 : 1024;
                 h->v = gw_xrealloc(h->v, h->cap * sizeof(*h->v));
         }
-        struct gw_sim_ev e = {.t = t, .kind = kind, .attempt = attempt, .job = job, .seq = h->seq++};
+        struct gw_sim_ev e = { .t = t, .kind = kind, .attempt = attempt, .job = job, .seq = h->seq++ };
         size_t i = h->n++;
         while (i > 0) {
                 size_t p = (i - 1) / 2;
@@ -29,9 +29,7 @@ void gw_sim_heap_push(struct gw_sim_heap *h, gw_usec_t t, uint32_t kind, int64_t
         h->v[i] = e;
 }
 
-const struct gw_sim_ev *gw_sim_heap_peek(const struct gw_sim_heap *h) {
-        return h->n ? &h->v[0] : NULL;
-}
+const struct gw_sim_ev *gw_sim_heap_peek(const struct gw_sim_heap *h) { return h->n ? &h->v[0] : NULL; }
 
 bool gw_sim_heap_pop(struct gw_sim_heap *h, struct gw_sim_ev *ret) {
         if (h->n == 0)
@@ -57,12 +55,10 @@ bool gw_sim_heap_pop(struct gw_sim_heap *h, struct gw_sim_ev *ret) {
 
 void gw_sim_heap_free(struct gw_sim_heap *h) {
         free(h->v);
-        *h = (struct gw_sim_heap){0};
+        *h = (struct gw_sim_heap){ 0 };
 }
 
-static int64_t job_of(int64_t e) {
-        return e < 0 ? ~e : e;
-}
+static int64_t job_of(int64_t e) { return e < 0 ? ~e : e; }
 
 /* Whether job a goes before job b in the queue. */
 static bool before(const struct gw_sim_pq *q, int64_t a, int64_t b) {
@@ -119,11 +115,9 @@ void gw_sim_pq_compact(struct gw_sim_pq *q) {
         q->front = 0;
 }
 
-size_t gw_sim_pq_live(const struct gw_sim_pq *q) {
-        return q->n - q->n_dead;
-}
+size_t gw_sim_pq_live(const struct gw_sim_pq *q) { return q->n - q->n_dead; }
 
 void gw_sim_pq_free(struct gw_sim_pq *q) {
         free(q->v);
-        *q = (struct gw_sim_pq){0};
+        *q = (struct gw_sim_pq){ 0 };
 }

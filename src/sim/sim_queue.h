@@ -12,20 +12,20 @@
  * and bookings made; one scheduler pass follows. */
 enum gw_sim_ev_kind {
         GW_SIM_EV_END,
-        GW_SIM_EV_REPAIR,   /* job = node * 64 + GPU */
-        GW_SIM_EV_CAL,      /* job = the node whose calendar ticks */
+        GW_SIM_EV_REPAIR, /* job = node * 64 + GPU */
+        GW_SIM_EV_CAL, /* job = the node whose calendar ticks */
         GW_SIM_EV_SAMPLE,
         GW_SIM_EV_BACKOFF,
         GW_SIM_EV_SUBMIT,
-        GW_SIM_EV_BOOK,     /* the job's user books its window */
+        GW_SIM_EV_BOOK, /* the job's user books its window */
 };
 
 struct gw_sim_ev {
         gw_usec_t t;
         uint32_t kind;
-        uint32_t attempt;   /* END/BACKOFF: the attempt it belongs to (stale ones are dropped) */
-        int64_t job;        /* index into the workload */
-        uint64_t seq;       /* insertion order: ties break FIFO */
+        uint32_t attempt; /* END/BACKOFF: the attempt it belongs to (stale ones are dropped) */
+        int64_t job; /* index into the workload */
+        uint64_t seq; /* insertion order: ties break FIFO */
 };
 
 struct gw_sim_heap {
@@ -42,9 +42,9 @@ void gw_sim_heap_free(struct gw_sim_heap *h);
 /* Pending jobs by (priority desc, id asc).  Removed entries stay as tombstones (~id) until
  * enough accumulate, so that starting a job is O(1) and the order needs no re-sorting. */
 struct gw_sim_pq {
-        int64_t *v;         /* job index, or ~index for a removed entry */
+        int64_t *v; /* job index, or ~index for a removed entry */
         size_t n, cap, n_dead;
-        size_t front;       /* no live entry before it */
+        size_t front; /* no live entry before it */
         const int *priority; /* per job index (borrowed), NULL = all equal */
 };
 

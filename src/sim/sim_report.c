@@ -6,9 +6,7 @@
 #include "base/parse.h"
 #include "sim/sim.h"
 
-static double pct(double a, double b) {
-        return b > 0 ? 100.0 * a / b : 0;
-}
+static double pct(double a, double b) { return b > 0 ? 100.0 * a / b : 0; }
 
 static const char *dur(double s, char *buf, size_t n) {
         if (s < 60) {
@@ -33,15 +31,15 @@ void gw_sim_print_table(FILE *f, const struct gw_sim_result *r, size_t n) {
         char a[24], b[24], c[24];
 
         fprintf(f, "%-16s %6s %6s %10s %9s %8s %8s %8s %6s %6s %6s %9s %8s\n", "config", "util%", "alloc%",
-                "idle-GPU-h", "lost-GPU-h", "wait-p50", "wait-p90", "wait-p99", "done", "failed", "reclmd",
-                "wrongful", "retries");
+                "idle-GPU-h", "lost-GPU-h", "wait-p50", "wait-p90", "wait-p99", "done", "failed", "reclmd", "wrongful",
+                "retries");
         for (size_t i = 0; i < n; i++) {
                 const struct gw_sim_result *x = &r[i];
                 fprintf(f, "%-16s %6.1f %6.1f %10.1f %9.1f %8s %8s %8s %6zu %6zu %6zu %9zu %8zu\n", x->name,
-                        pct(x->busy_gpu_h, x->capacity_gpu_h), pct(x->held_gpu_h, x->capacity_gpu_h),
-                        x->stalled_gpu_h, x->lost_gpu_h, dur(x->wait_p50_s, a, sizeof(a)),
-                        dur(x->wait_p90_s, b, sizeof(b)), dur(x->wait_p99_s, c, sizeof(c)), x->completed, x->failed,
-                        x->reclaimed, x->wrongful, x->retries);
+                        pct(x->busy_gpu_h, x->capacity_gpu_h), pct(x->held_gpu_h, x->capacity_gpu_h), x->stalled_gpu_h,
+                        x->lost_gpu_h, dur(x->wait_p50_s, a, sizeof(a)), dur(x->wait_p90_s, b, sizeof(b)),
+                        dur(x->wait_p99_s, c, sizeof(c)), x->completed, x->failed, x->reclaimed, x->wrongful,
+                        x->retries);
         }
         fprintf(f, "\n%-16s %9s %9s %9s %8s %8s %9s %9s %10s\n", "config", "submitted", "cancelled", "timed-out",
                 "warned", "crashlp", "queued@end", "run@end", "passed-0%");
@@ -117,13 +115,13 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                         "\"held_util_p50\":%u,\"events\":%llu,\"sched_passes\":%llu,\"sched_plans\":%llu,"
                         "\"reclaim_decisions\":%llu",
                         (double) x->measured / (double) GW_SIM_HOUR, x->capacity_gpu_h, x->busy_gpu_h, x->held_gpu_h,
-                        pct(x->busy_gpu_h, x->capacity_gpu_h), pct(x->held_gpu_h, x->capacity_gpu_h),
-                        x->stalled_gpu_h, x->lost_gpu_h, x->lost_reclaim_gpu_h, x->wait_p50_s, x->wait_p90_s,
-                        x->wait_p99_s, x->submitted, x->started, x->completed, x->failed, x->cancelled, x->timed_out,
-                        x->reclaimed, x->wrongful, x->warnings, x->retries, x->crash_loops, x->misclassified,
-                        x->queued_at_end, x->running_at_end, x->passed_zero_frac, x->held_util_p50,
-                        (unsigned long long) x->events, (unsigned long long) x->sched_passes,
-                        (unsigned long long) x->sched_plans, (unsigned long long) x->reclaim_decisions);
+                        pct(x->busy_gpu_h, x->capacity_gpu_h), pct(x->held_gpu_h, x->capacity_gpu_h), x->stalled_gpu_h,
+                        x->lost_gpu_h, x->lost_reclaim_gpu_h, x->wait_p50_s, x->wait_p90_s, x->wait_p99_s, x->submitted,
+                        x->started, x->completed, x->failed, x->cancelled, x->timed_out, x->reclaimed, x->wrongful,
+                        x->warnings, x->retries, x->crash_loops, x->misclassified, x->queued_at_end, x->running_at_end,
+                        x->passed_zero_frac, x->held_util_p50, (unsigned long long) x->events,
+                        (unsigned long long) x->sched_passes, (unsigned long long) x->sched_plans,
+                        (unsigned long long) x->reclaim_decisions);
                 fprintf(f,
                         ",\"oom_crashes\":%zu,\"leaks_detected\":%zu,\"leak_restarts\":%zu,\"lost_leak_gpu_h\":%.3f,"
                         "\"gpu_faults\":%zu,\"faults_on_broken\":%zu,\"drained_gpu_h\":%.3f,\"bookings\":%zu,"
@@ -131,9 +129,10 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
                         x->oom_crashes, x->leaks_detected, x->leak_restarts, x->lost_leak_gpu_h, x->gpu_faults,
                         x->faults_on_broken, x->drained_gpu_h, x->bookings, x->bookings_later, x->booking_no_shows,
                         x->booking_missed, x->booked_started);
-                fprintf(f, ",\"high_jobs\":%zu,\"high_wait_p50_s\":%.1f,\"high_wait_p90_s\":%.1f,\"preemptions\":%zu,"
-                        "\"lost_preempt_gpu_h\":%.3f", x->high_jobs, x->high_wait_p50_s, x->high_wait_p90_s,
-                        x->preemptions, x->lost_preempt_gpu_h);
+                fprintf(f,
+                        ",\"high_jobs\":%zu,\"high_wait_p50_s\":%.1f,\"high_wait_p90_s\":%.1f,\"preemptions\":%zu,"
+                        "\"lost_preempt_gpu_h\":%.3f",
+                        x->high_jobs, x->high_wait_p50_s, x->high_wait_p90_s, x->preemptions, x->lost_preempt_gpu_h);
                 json_costs(f, x);
                 fputs(",\"users\":[", f); /* index = the workload's user number */
                 for (size_t u = 0; u < x->n_users; u++)
@@ -147,10 +146,18 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
 static void xml_text(FILE *f, const char *s) {
         for (; *s; s++) {
                 switch (*s) {
-                case '&': fputs("&amp;", f); break;
-                case '<': fputs("&lt;", f); break;
-                case '>': fputs("&gt;", f); break;
-                case '"': fputs("&quot;", f); break;
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                case '"':
+                        fputs("&quot;", f);
+                        break;
                 default:
                         if ((unsigned char) *s >= 0x20)
                                 fputc(*s, f);
@@ -183,15 +190,17 @@ static void panel(FILE *f, const struct gw_sim_result *x, int n_gpus, double top
                 M_LEFT, top, W_PLOT, H_PANEL);
         for (int k = 0; k <= 4; k++) {
                 double y = base - (double) H_PANEL * k / 4;
-                fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                           "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.0f</text>\n",
+                fprintf(f,
+                        "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                        "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.0f</text>\n",
                         M_LEFT, M_LEFT + W_PLOT, y, y, M_LEFT - 4, y + 3, (double) n_gpus * k / 4);
         }
         int step = days > 20 ? 7 : 1;
         for (int d = 0; d <= (int) days; d += step) {
                 double xx = M_LEFT + (days > 0 ? W_PLOT * d / days : 0);
-                fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"#ddd\"/>"
-                           "<text x=\"%.1f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"middle\">day %d</text>\n",
+                fprintf(f,
+                        "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"#ddd\"/>"
+                        "<text x=\"%.1f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"middle\">day %d</text>\n",
                         xx, xx, top, base, xx, base + 12, d);
         }
         if (!x->n_buckets)
@@ -211,8 +220,9 @@ int gw_sim_write_svg(FILE *f, const char *title, int n_gpus, const struct gw_sim
                 "<text x=\"%d\" y=\"18\" font-size=\"14\">",
                 width, height, width, height, M_LEFT);
         xml_text(f, title);
-        fprintf(f, "</text>\n<text x=\"%d\" y=\"32\" font-size=\"11\"><tspan fill=\"#3b6fb6\">&#9632; GPUs "
-                   "allocated</tspan>  <tspan fill=\"#2e9e4f\">&#9632; GPUs busy</tspan> (mean per bucket)</text>\n",
+        fprintf(f,
+                "</text>\n<text x=\"%d\" y=\"32\" font-size=\"11\"><tspan fill=\"#3b6fb6\">&#9632; GPUs "
+                "allocated</tspan>  <tspan fill=\"#2e9e4f\">&#9632; GPUs busy</tspan> (mean per bucket)</text>\n",
                 M_LEFT);
         for (size_t i = 0; i < n; i++)
                 panel(f, &r[i], n_gpus, M_TOP + 20 + (double) i * (H_PANEL + GAP));

@@ -18,9 +18,7 @@ void gw_sim_rng_seed(struct gw_sim_rng *r, uint64_t seed) {
                 r->s[i] = splitmix(&x);
 }
 
-static uint64_t rotl(uint64_t x, int k) {
-        return (x << k) | (x >> (64 - k));
-}
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t gw_sim_rng_next(struct gw_sim_rng *r) {
         uint64_t *s = r->s;
@@ -36,13 +34,9 @@ uint64_t gw_sim_rng_next(struct gw_sim_rng *r) {
         return out;
 }
 
-double gw_sim_rng_unit(struct gw_sim_rng *r) {
-        return (double) (gw_sim_rng_next(r) >> 11) * 0x1.0p-53;
-}
+double gw_sim_rng_unit(struct gw_sim_rng *r) { return (double) (gw_sim_rng_next(r) >> 11) * 0x1.0p-53; }
 
-double gw_sim_rng_uniform(struct gw_sim_rng *r, double lo, double hi) {
-        return lo + (hi - lo) * gw_sim_rng_unit(r);
-}
+double gw_sim_rng_uniform(struct gw_sim_rng *r, double lo, double hi) { return lo + (hi - lo) * gw_sim_rng_unit(r); }
 
 /* Box-Muller; one of the pair is thrown away to keep the generator stateless beyond s[]. */
 double gw_sim_rng_normal(struct gw_sim_rng *r) {

@@ -10,15 +10,34 @@
 #include "sim/sim.h"
 
 enum col {
-        C_SUBMIT, C_USER, C_GPUS, C_RUNTIME, C_LIMIT, C_CKPT, C_STALL, C_CANCEL, C_FAIL, C_CLASS,
-        C_REPEAT, C_VAL_AT, C_VAL_LEN, C_VAL_SILENT, C_ZERO, C_PRIO, C_PROFILE, C_INTERACTIVE,
-        C_LEAK, C_BOOK, C_BROKEN, C_MAX,
+        C_SUBMIT,
+        C_USER,
+        C_GPUS,
+        C_RUNTIME,
+        C_LIMIT,
+        C_CKPT,
+        C_STALL,
+        C_CANCEL,
+        C_FAIL,
+        C_CLASS,
+        C_REPEAT,
+        C_VAL_AT,
+        C_VAL_LEN,
+        C_VAL_SILENT,
+        C_ZERO,
+        C_PRIO,
+        C_PROFILE,
+        C_INTERACTIVE,
+        C_LEAK,
+        C_BOOK,
+        C_BROKEN,
+        C_MAX,
 };
 
 static const char *const col_names[C_MAX] = {
-        "submit_s", "user", "gpus", "runtime_s", "time_limit_s", "ckpt_interval_s", "stall_at_s",
-        "cancel_at_s", "fail_at_s", "fail_class", "fail_repeat", "val_at_s", "val_len_s", "val_silent",
-        "zero_frac", "priority", "profile", "interactive", "leak_mb_h", "book_lead_s", "gpu_broken",
+        "submit_s",    "user",      "gpus",       "runtime_s",   "time_limit_s", "ckpt_interval_s", "stall_at_s",
+        "cancel_at_s", "fail_at_s", "fail_class", "fail_repeat", "val_at_s",     "val_len_s",       "val_silent",
+        "zero_frac",   "priority",  "profile",    "interactive", "leak_mb_h",    "book_lead_s",     "gpu_broken",
 };
 
 const char gw_sim_trace_header[] =
@@ -146,7 +165,7 @@ static size_t split(char *line, char **f) {
 }
 
 static int header(char **f, size_t n, int *map, char *msg, size_t msg_size) {
-        bool seen[C_MAX] = {false};
+        bool seen[C_MAX] = { false };
 
         for (size_t i = 0; i < n; i++) {
                 int c = 0;
@@ -173,23 +192,37 @@ static int header(char **f, size_t n, int *map, char *msg, size_t msg_size) {
 /* Sets one field; returns 0 or -EINVAL. */
 static int field(struct gw_sim_job *j, int c, const char *s, bool *class_set, bool *repeat_set) {
         switch (c) {
-        case C_SUBMIT: return get_secs(s, false, &j->submit) < 0 || j->submit == GW_SIM_NONE ? -EINVAL : 0;
-        case C_USER: return get_int(s, 0, 1000000, &j->user);
-        case C_GPUS: return get_int(s, 1, GW_SIM_MAX_NODE_GPUS, &j->ngpus);
-        case C_RUNTIME: return get_secs(s, true, &j->runtime) < 0 || j->runtime <= 0 ? -EINVAL : 0;
-        case C_LIMIT: return get_secs(s, false, &j->time_limit) < 0 || j->time_limit <= 0 ? -EINVAL : 0;
-        case C_CKPT: return get_secs_or_zero(s, &j->ckpt_interval);
-        case C_STALL: return get_secs(s, false, &j->stall_at);
-        case C_CANCEL: return get_secs(s, false, &j->cancel_at);
-        case C_FAIL: return get_secs(s, false, &j->fail_at);
+        case C_SUBMIT:
+                return get_secs(s, false, &j->submit) < 0 || j->submit == GW_SIM_NONE ? -EINVAL : 0;
+        case C_USER:
+                return get_int(s, 0, 1000000, &j->user);
+        case C_GPUS:
+                return get_int(s, 1, GW_SIM_MAX_NODE_GPUS, &j->ngpus);
+        case C_RUNTIME:
+                return get_secs(s, true, &j->runtime) < 0 || j->runtime <= 0 ? -EINVAL : 0;
+        case C_LIMIT:
+                return get_secs(s, false, &j->time_limit) < 0 || j->time_limit <= 0 ? -EINVAL : 0;
+        case C_CKPT:
+                return get_secs_or_zero(s, &j->ckpt_interval);
+        case C_STALL:
+                return get_secs(s, false, &j->stall_at);
+        case C_CANCEL:
+                return get_secs(s, false, &j->cancel_at);
+        case C_FAIL:
+                return get_secs(s, false, &j->fail_at);
         case C_CLASS:
                 if (!*s)
                         return 0;
                 j->fail_class = gw_failure_class_from_name(s);
                 *class_set = true;
                 switch (j->fail_class) {
-                case GW_FAILURE_GPU_FAULT: case GW_FAILURE_CUDA_ERROR: case GW_FAILURE_NCCL_ERROR:
-                case GW_FAILURE_OOM: case GW_FAILURE_HOST_OOM: case GW_FAILURE_LOST: case GW_FAILURE_USER_ERROR:
+                case GW_FAILURE_GPU_FAULT:
+                case GW_FAILURE_CUDA_ERROR:
+                case GW_FAILURE_NCCL_ERROR:
+                case GW_FAILURE_OOM:
+                case GW_FAILURE_HOST_OOM:
+                case GW_FAILURE_LOST:
+                case GW_FAILURE_USER_ERROR:
                         return 0;
                 default:
                         return -EINVAL;
@@ -199,21 +232,31 @@ static int field(struct gw_sim_job *j, int c, const char *s, bool *class_set, bo
                         return 0;
                 *repeat_set = true;
                 return get_flag(s, &j->fail_repeat);
-        case C_VAL_AT: return get_secs(s, false, &j->val_at);
-        case C_VAL_LEN: return get_secs_or_zero(s, &j->val_len);
-        case C_VAL_SILENT: return get_flag(s, &j->val_silent);
-        case C_ZERO: return get_double(s, 0, 1, &j->zero_frac);
-        case C_PRIO: return get_int(s, -1000000, 1000000, &j->priority);
+        case C_VAL_AT:
+                return get_secs(s, false, &j->val_at);
+        case C_VAL_LEN:
+                return get_secs_or_zero(s, &j->val_len);
+        case C_VAL_SILENT:
+                return get_flag(s, &j->val_silent);
+        case C_ZERO:
+                return get_double(s, 0, 1, &j->zero_frac);
+        case C_PRIO:
+                return get_int(s, -1000000, 1000000, &j->priority);
         case C_PROFILE:
                 if (strlen(s) >= sizeof(j->profile) || (*s && !gw_reclaim_policy_find(NULL, 0, s)))
                         return -EINVAL;
                 snprintf(j->profile, sizeof(j->profile), "%s", s);
                 return 0;
-        case C_INTERACTIVE: return get_flag(s, &j->interactive);
-        case C_LEAK: return !*s ? 0 : get_double(s, 0, 1e9, &j->leak_mb_h);
-        case C_BOOK: return get_secs_or_zero(s, &j->book_lead);
-        case C_BROKEN: return !*s ? 0 : get_flag(s, &j->gpu_broken);
-        default: return -EINVAL;
+        case C_INTERACTIVE:
+                return get_flag(s, &j->interactive);
+        case C_LEAK:
+                return !*s ? 0 : get_double(s, 0, 1e9, &j->leak_mb_h);
+        case C_BOOK:
+                return get_secs_or_zero(s, &j->book_lead);
+        case C_BROKEN:
+                return !*s ? 0 : get_flag(s, &j->gpu_broken);
+        default:
+                return -EINVAL;
         }
 }
 
@@ -221,8 +264,12 @@ static int parse_line(char **f, size_t n, const int *map, size_t n_cols, struct 
                       size_t msg_size, unsigned line) {
         bool class_set = false, repeat_set = false;
 
-        *j = (struct gw_sim_job){.time_limit = DEFAULT_LIMIT, .stall_at = GW_SIM_NONE, .cancel_at = GW_SIM_NONE,
-                                 .fail_at = GW_SIM_NONE, .val_at = GW_SIM_NONE, .fail_class = GW_FAILURE_OK};
+        *j = (struct gw_sim_job){ .time_limit = DEFAULT_LIMIT,
+                                  .stall_at = GW_SIM_NONE,
+                                  .cancel_at = GW_SIM_NONE,
+                                  .fail_at = GW_SIM_NONE,
+                                  .val_at = GW_SIM_NONE,
+                                  .fail_class = GW_FAILURE_OK };
         if (n != n_cols) {
                 snprintf(msg, msg_size, "line %u: %zu fields, the header has %zu", line, n, n_cols);
                 return -EINVAL;
@@ -316,6 +363,6 @@ int gw_sim_trace_read(FILE *f, struct gw_sim_workload *ret, char *msg, size_t ms
                 sort_submit(jobs, tmp, n);
         }
         gw_usec_t span = n ? jobs[n - 1].submit : 0;
-        *ret = (struct gw_sim_workload){.jobs = TAKE_PTR(jobs), .n = n, .span = span};
+        *ret = (struct gw_sim_workload){ .jobs = TAKE_PTR(jobs), .n = n, .span = span };
         return 0;
 }

@@ -8,40 +8,34 @@
 #include "base/cleanup.h"
 #include "sim/sim.h"
 
-#define SEC  GW_SIM_SEC
-#define MIN  GW_SIM_MIN
+#define SEC GW_SIM_SEC
+#define MIN GW_SIM_MIN
 #define HOUR GW_SIM_HOUR
-#define DAY  GW_SIM_DAY
+#define DAY GW_SIM_DAY
 
 /* Runtimes: log-normal with median 20 min and p90 3.6 h (Philly, Jeon et al. ATC'19):
  * sigma = ln(3.6 h / 20 min) / z(0.9) = ln(10.8) / 1.2816. */
 #define RT_MEDIAN_S 1200.0
-#define RT_SIGMA    1.8568
-#define RT_MAX      (7 * DAY)
+#define RT_SIGMA 1.8568
+#define RT_MAX (7 * DAY)
 
 void gw_sim_workload_free(struct gw_sim_workload *w) {
         if (!w)
                 return;
         free(w->jobs);
-        *w = (struct gw_sim_workload){0};
+        *w = (struct gw_sim_workload){ 0 };
 }
 
 void gw_sim_gen_default(struct gw_sim_gen *g) {
-        *g = (struct gw_sim_gen){.n_gpus = 40, .max_job_gpus = 8, .span = 7 * DAY, .load = 1.0, .seed = 1};
+        *g = (struct gw_sim_gen){ .n_gpus = 40, .max_job_gpus = 8, .span = 7 * DAY, .load = 1.0, .seed = 1 };
 }
 
-static gw_usec_t secs(double s) {
-        return (gw_usec_t) llround(s * (double) SEC);
-}
+static gw_usec_t secs(double s) { return (gw_usec_t) llround(s * (double) SEC); }
 
 /* Shares are kept to 4 decimals so that a trace written and read back is the same workload. */
-static double round4(double x) {
-        return round(x * 10000.0) / 10000.0;
-}
+static double round4(double x) { return round(x * 10000.0) / 10000.0; }
 
-static gw_usec_t round_up(gw_usec_t t, gw_usec_t unit) {
-        return (t + unit - 1) / unit * unit;
-}
+static gw_usec_t round_up(gw_usec_t t, gw_usec_t unit) { return (t + unit - 1) / unit * unit; }
 
 static int draw_gpus(struct gw_sim_rng *r, int max) {
         double u = gw_sim_rng_unit(r);
@@ -60,7 +54,7 @@ static gw_usec_t draw_runtime(struct gw_sim_rng *r, int gpus) {
 }
 
 static void draw_interactive(struct gw_sim_rng *r, struct gw_sim_job *j) {
-        static const gw_usec_t limits[] = {4 * HOUR, 8 * HOUR, 12 * HOUR, 24 * HOUR};
+        static const gw_usec_t limits[] = { 4 * HOUR, 8 * HOUR, 12 * HOUR, 24 * HOUR };
 
         j->interactive = true;
         j->ngpus = gw_sim_rng_unit(r) < 0.8 ? 1 : j->ngpus > 1 ? 2 : 1;
@@ -112,8 +106,11 @@ static void draw_outcome(struct gw_sim_rng *r, struct gw_sim_job *j) {
 static void draw_job(struct gw_sim_rng *r, const struct gw_sim_gen *g, int n_users, struct gw_sim_job *j) {
         double u = gw_sim_rng_unit(r);
 
-        *j = (struct gw_sim_job){.stall_at = GW_SIM_NONE, .cancel_at = GW_SIM_NONE, .fail_at = GW_SIM_NONE,
-                                 .val_at = GW_SIM_NONE, .fail_class = GW_FAILURE_OK};
+        *j = (struct gw_sim_job){ .stall_at = GW_SIM_NONE,
+                                  .cancel_at = GW_SIM_NONE,
+                                  .fail_at = GW_SIM_NONE,
+                                  .val_at = GW_SIM_NONE,
+                                  .fail_class = GW_FAILURE_OK };
         j->user = (int) ((double) n_users * u * u); /* a few heavy users */
         j->ngpus = draw_gpus(r, g->max_job_gpus < g->n_gpus ? g->max_job_gpus : g->n_gpus);
         j->runtime = draw_runtime(r, j->ngpus);
@@ -225,7 +222,7 @@ int gw_sim_generate_lab(const struct gw_sim_gen *g, struct gw_sim_workload *ret)
                 }
                 jobs[n++] = j;
         }
-        *ret = (struct gw_sim_workload){.jobs = jobs, .n = n, .span = g->n_jobs ? secs(t) : g->span};
+        *ret = (struct gw_sim_workload){ .jobs = jobs, .n = n, .span = g->n_jobs ? secs(t) : g->span };
         return 0;
 }
 
@@ -234,7 +231,7 @@ void gw_sim_workload_shape(const struct gw_sim_workload *w, struct gw_sim_shape 
         double one = 0, gpu_time = 0, multi_time = 0;
         size_t n_rt = 0, bad = 0, inter = 0, hw = 0, bug = 0, stall = 0, cancel = 0, leak = 0, booked = 0;
 
-        *ret = (struct gw_sim_shape){.n = w->n};
+        *ret = (struct gw_sim_shape){ .n = w->n };
         for (size_t i = 0; i < w->n; i++) {
                 const struct gw_sim_job *j = &w->jobs[i];
                 double hold = hold_gpu_s(j);

@@ -32,17 +32,17 @@
 struct gw_backup {
         pthread_t thread;
         bool started;
-        char *src;          /* the database file */
-        char *path;         /* where the copy goes, as asked */
-        char *stage;        /* SQLite writes the copy here, beside the database */
-        char *base;         /* path's last name */
-        int stage_fd;       /* stage, as created: what SQLite opens must be this file */
-        int dir_fd;         /* path's folder, opened once */
-        int priv_fd;        /* a fresh 0700 folder of ours inside it */
+        char *src; /* the database file */
+        char *path; /* where the copy goes, as asked */
+        char *stage; /* SQLite writes the copy here, beside the database */
+        char *base; /* path's last name */
+        int stage_fd; /* stage, as created: what SQLite opens must be this file */
+        int dir_fd; /* path's folder, opened once */
+        int priv_fd; /* a fresh 0700 folder of ours inside it */
         char priv_name[64]; /* its name there when made */
-        int out_fd;         /* the copy in priv_fd, written only through this descriptor */
+        int out_fd; /* the copy in priv_fd, written only through this descriptor */
         atomic_bool done;
-        int r;              /* read only once done */
+        int r; /* read only once done */
         uint64_t bytes;
         char why[512];
 };
@@ -52,12 +52,19 @@ struct gw_backup {
 
 static int sql_errno(int rc) {
         switch (rc & 0xff) {
-        case SQLITE_FULL: return -ENOSPC;
-        case SQLITE_READONLY: return -EROFS;
-        case SQLITE_CANTOPEN: return -EACCES;
-        case SQLITE_NOMEM: return -ENOMEM;
-        case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
-        default: return -EIO;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_CANTOPEN:
+                return -EACCES;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        default:
+                return -EIO;
         }
 }
 
@@ -74,7 +81,8 @@ static int copy(struct gw_backup *b) {
         sqlite3 *from = NULL, *to = NULL;
         int r = 0, rc;
         if ((rc = sqlite3_open_v2(b->src, &from, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL)) != SQLITE_OK) {
-                snprintf(b->why, sizeof b->why, "cannot open the database: %s", from ? sqlite3_errmsg(from) : "no memory");
+                snprintf(b->why, sizeof b->why, "cannot open the database: %s",
+                         from ? sqlite3_errmsg(from) : "no memory");
                 r = sql_errno(rc);
                 goto out;
         }
@@ -158,8 +166,8 @@ static int transfer(struct gw_backup *b) {
 static int publish(struct gw_backup *b) {
         if (renameat2(b->priv_fd, OUT_NAME, b->dir_fd, b->base, RENAME_NOREPLACE) < 0) {
                 int e = errno;
-                snprintf(b->why, sizeof b->why, "%s", e == EEXIST ? "path: it exists now (made while the copy was written)"
-                                                                  : strerror(e));
+                snprintf(b->why, sizeof b->why, "%s",
+                         e == EEXIST ? "path: it exists now (made while the copy was written)" : strerror(e));
                 return -e;
         }
         (void) fsync(b->dir_fd);

@@ -31,9 +31,9 @@ struct gw_checkpointer {
         pthread_mutex_t lock;
         pthread_cond_t wake;
         bool due, stop;
-        _Atomic int copied;     /* WAL frames in the database after the last checkpoint */
-        sqlite3 *db;            /* the thread's own connection */
-        sqlite3 *writer;        /* the daemon's, for the catch-up in the commit */
+        _Atomic int copied; /* WAL frames in the database after the last checkpoint */
+        sqlite3 *db; /* the thread's own connection */
+        sqlite3 *writer; /* the daemon's, for the catch-up in the commit */
         unsigned long failures;
 };
 

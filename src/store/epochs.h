@@ -13,10 +13,10 @@
 #include "store/store.h"
 
 struct gw_store_epoch {
-        long epoch;                  /* epochs done when it ended (1-based count) */
-        gw_usec_t start, end;        /* wall clock */
-        bool startup;                /* the first epoch of its process: includes the start */
-        bool exact;                  /* its own row was seen (else the time was shared out) */
+        long epoch; /* epochs done when it ended (1-based count) */
+        gw_usec_t start, end; /* wall clock */
+        bool startup; /* the first epoch of its process: includes the start */
+        bool exact; /* its own row was seen (else the time was shared out) */
 };
 
 /* Records e for the job's attempt, replacing a row of the same epoch.  0 or -errno. */
@@ -30,8 +30,8 @@ int gw_store_epochs(struct gw_store *s, int64_t job_id, int attempt, struct gw_s
 
 struct gw_store_epoch_mem {
         unsigned gpu;
-        long epoch;                  /* as in struct gw_store_epoch */
-        double low, peak;            /* bytes: the epoch's lowest and highest memory on the GPU */
+        long epoch; /* as in struct gw_store_epoch */
+        double low, peak; /* bytes: the epoch's lowest and highest memory on the GPU */
 };
 
 /* Records m for the job's attempt, replacing a row of the same GPU and epoch.  0 or -errno. */

@@ -13,11 +13,12 @@ int gw_store_gpu_events(struct gw_store *s, int gpu, gw_usec_t since, size_t lim
          * index: each of these is a range of gpu_events_gpu or gpu_events_time read
          * backwards, and stops after limit rows however long the table is.
          * One GPU's are this host's: a cluster node's GPU 1 is not this host's GPU 1. */
-        const char *sql = gpu == GW_GPU_EVENTS_ALL
-                ? "SELECT time, gpu, kind, xid, job_id, message, node FROM gpu_events WHERE time >= ?2 "
-                  "ORDER BY time DESC, id DESC LIMIT ?3"
-                : "SELECT time, gpu, kind, xid, job_id, message, node FROM gpu_events WHERE gpu = ?1 "
-                  "AND node IS NULL AND time >= ?2 ORDER BY time DESC, id DESC LIMIT ?3";
+        const char *sql =
+                gpu == GW_GPU_EVENTS_ALL
+                        ? "SELECT time, gpu, kind, xid, job_id, message, node FROM gpu_events WHERE time >= ?2 "
+                          "ORDER BY time DESC, id DESC LIMIT ?3"
+                        : "SELECT time, gpu, kind, xid, job_id, message, node FROM gpu_events WHERE gpu = ?1 "
+                          "AND node IS NULL AND time >= ?2 ORDER BY time DESC, id DESC LIMIT ?3";
         sqlite3_stmt *st;
         int r = gw_store_prepare(s, sql, &st);
         if (r < 0)
@@ -50,8 +51,10 @@ int gw_store_gpu_events(struct gw_store *s, int gpu, gw_usec_t since, size_t lim
 int gw_store_gpu_event(struct gw_store *s, const char *node, unsigned gpu, const char *kind, long long xid,
                        int64_t job_id, const char *message) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, "INSERT INTO gpu_events (time, gpu, kind, xid, job_id, message, node) "
-                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st);
+        int r = gw_store_prepare(s,
+                                 "INSERT INTO gpu_events (time, gpu, kind, xid, job_id, message, node) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                 &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, gw_now_wall());

@@ -8,7 +8,8 @@
 #include "store/store_internal.h"
 
 int gw_store_gpu_missing_add(struct gw_store *s, const char *uuid, const char *reason) {
-        return gw_store_exec(s, "INSERT OR IGNORE INTO gpus_missing (uuid, reason) VALUES (?1, ?2)", "ss", uuid, reason);
+        return gw_store_exec(s, "INSERT OR IGNORE INTO gpus_missing (uuid, reason) VALUES (?1, ?2)", "ss", uuid,
+                             reason);
 }
 
 int gw_store_gpu_missing_take(struct gw_store *s, const char *uuid, char *ret, size_t n) {

@@ -13,8 +13,8 @@ int gw_store_array_next_set(struct gw_store *s, int64_t id, uint32_t next) {
 
 int gw_store_array_task(struct gw_store *s, int64_t array_job, int64_t index, int64_t *ret_id) {
         sqlite3_stmt *st;
-        int r = gw_store_query(s, "SELECT id FROM jobs WHERE array_job = ?1 AND array_index = ?2", &st, "ii",
-                               array_job, index);
+        int r = gw_store_query(s, "SELECT id FROM jobs WHERE array_job = ?1 AND array_index = ?2", &st, "ii", array_job,
+                               index);
         if (r < 0)
                 return r;
         int rc = sqlite3_step(st);
@@ -27,8 +27,10 @@ int gw_store_array_task(struct gw_store *s, int64_t array_job, int64_t index, in
 
 int gw_store_array_tasks(struct gw_store *s, int64_t array_job, gw_store_array_task_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_query(s, "SELECT id, array_index, state, telemetry FROM jobs WHERE array_job = ?1 "
-                               "ORDER BY array_index", &st, "i", array_job);
+        int r = gw_store_query(s,
+                               "SELECT id, array_index, state, telemetry FROM jobs WHERE array_job = ?1 "
+                               "ORDER BY array_index",
+                               &st, "i", array_job);
         if (r < 0)
                 return r;
         int rc;
@@ -46,8 +48,10 @@ int gw_store_array_tasks(struct gw_store *s, int64_t array_job, gw_store_array_t
 
 int gw_store_array_best(struct gw_store *s, int64_t array_job, struct gw_store_array_best *ret) {
         sqlite3_stmt *st;
-        int r = gw_store_query(s, "SELECT j.array_index, e.message FROM jobs j JOIN job_events e ON e.job_id = j.id "
-                               "WHERE j.array_job = ?1 AND e.kind = 'best' ORDER BY j.array_index", &st, "i", array_job);
+        int r = gw_store_query(s,
+                               "SELECT j.array_index, e.message FROM jobs j JOIN job_events e ON e.job_id = j.id "
+                               "WHERE j.array_job = ?1 AND e.kind = 'best' ORDER BY j.array_index",
+                               &st, "i", array_job);
         if (r < 0)
                 return r;
         struct gw_store_array_best best = { .index = -1 };
@@ -56,8 +60,9 @@ int gw_store_array_best(struct gw_store *s, int64_t array_job, struct gw_store_a
                 const char *msg = (const char *) sqlite3_column_text(st, 1);
                 double v;
                 long epoch;
-                if (msg && sscanf(msg, "mAP50-95 %lf at epoch %ld", &v, &epoch) == 2 && (best.index < 0 || v > best.map50_95))
-                        best = (struct gw_store_array_best) { sqlite3_column_int64(st, 0), v, epoch };
+                if (msg && sscanf(msg, "mAP50-95 %lf at epoch %ld", &v, &epoch) == 2 &&
+                    (best.index < 0 || v > best.map50_95))
+                        best = (struct gw_store_array_best){ sqlite3_column_int64(st, 0), v, epoch };
         }
         r = gw_store_rows_end(s, st, rc);
         if (r == 0)

@@ -25,7 +25,7 @@ typedef void (*gw_store_array_task_cb)(const struct gw_store_array_task *t, void
  * attempt says it: "mAP50-95 0.5123 at epoch 37". */
 #define GW_ARRAY_BEST_FORMAT "mAP50-95 %.4f at epoch %ld"
 struct gw_store_array_best {
-        int64_t index;                 /* the task's; -1 = no task reported one */
+        int64_t index; /* the task's; -1 = no task reported one */
         double map50_95;
         long epoch;
 };

@@ -27,7 +27,8 @@ int gw_store_job_clock_put(struct gw_store *s, int64_t job_id, int attempt, cons
 
 int gw_store_job_clock_get(struct gw_store *s, int64_t job_id, int attempt, const char *boot_id, gw_usec_t *ret) {
         sqlite3_stmt *st;
-        int r = gw_store_query(s, "SELECT start_mono FROM job_clock WHERE job_id = ?1 AND attempt = ?2 AND boot_id = ?3",
+        int r = gw_store_query(s,
+                               "SELECT start_mono FROM job_clock WHERE job_id = ?1 AND attempt = ?2 AND boot_id = ?3",
                                &st, "iis", job_id, (int64_t) attempt, boot_id);
         if (r < 0)
                 return r;

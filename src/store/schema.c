@@ -127,7 +127,6 @@ const char *const gw_store_migrations[] = {
         /* 16: gpuward run: the job is a terminal session (its supervisor makes a pty) */
         "ALTER TABLE jobs ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;",
 
-
         /* 17: a token's scope: '' = its account's whole rights, 'agent' = a node agent's, which
          * may only post node snapshots (gpuward token create --scope agent) */
         "ALTER TABLE tokens ADD COLUMN scope TEXT NOT NULL DEFAULT '';",

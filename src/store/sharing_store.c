@@ -13,17 +13,19 @@ int gw_store_booking_save(struct gw_store *s, struct gw_store_booking *b) {
         if (b->id == 0) {
                 if (b->created == 0)
                         b->created = gw_now_wall();
-                r = gw_store_exec(s, "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, "
-                                     "state, last_used, created, note, resv_drop) "
-                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                r = gw_store_exec(s,
+                                  "INSERT INTO bookings (uid, user, name, ngpus, start_time, end_time, gpu_mask, "
+                                  "state, last_used, created, note, resv_drop) "
+                                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                                   "issiiiiiiisi", (int64_t) b->uid, b->user, b->name, (int64_t) b->ngpus, b->start,
-                                  b->end, (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, b->created,
-                                  b->note, (int64_t) b->resv_drop);
+                                  b->end, (int64_t) b->gpu_mask, (int64_t) b->state, b->last_used, b->created, b->note,
+                                  (int64_t) b->resv_drop);
                 if (r == 0)
                         b->id = sqlite3_last_insert_rowid(gw_store_db(s));
         } else
-                r = gw_store_exec(s, "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
-                                     "state = ?6, last_used = ?7, note = ?8, resv_drop = ?9 WHERE id = ?1",
+                r = gw_store_exec(s,
+                                  "UPDATE bookings SET ngpus = ?2, start_time = ?3, end_time = ?4, gpu_mask = ?5, "
+                                  "state = ?6, last_used = ?7, note = ?8, resv_drop = ?9 WHERE id = ?1",
                                   "iiiiiiisi", b->id, (int64_t) b->ngpus, b->start, b->end, (int64_t) b->gpu_mask,
                                   (int64_t) b->state, b->last_used, b->note, (int64_t) b->resv_drop);
         if (r == 0)
@@ -35,11 +37,11 @@ int gw_store_booking_resv_dropped(struct gw_store *s, int64_t id) {
         return gw_store_exec(s, "UPDATE bookings SET resv_drop = 0 WHERE id = ?1", "i", id);
 }
 
-#define BOOKING_COLUMNS "id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, note, " \
-                        "created, resv_drop FROM bookings "
+#define BOOKING_COLUMNS                                                                        \
+        "id, uid, user, name, ngpus, start_time, end_time, gpu_mask, state, last_used, note, " \
+        "created, resv_drop FROM bookings "
 
-int gw_store_bookings(struct gw_store *s, enum gw_store_bookings_which which, gw_store_booking_cb cb,
-                      void *userdata) {
+int gw_store_bookings(struct gw_store *s, enum gw_store_bookings_which which, gw_store_booking_cb cb, void *userdata) {
         static const char *const sql[] = {
                 [GW_STORE_BOOKINGS_OPEN] = "SELECT " BOOKING_COLUMNS "WHERE state IN (0, 1, 2) ORDER BY start_time, id",
                 [GW_STORE_BOOKINGS_RECENT] = "SELECT " BOOKING_COLUMNS "ORDER BY id DESC LIMIT 1000",
@@ -98,8 +100,9 @@ int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, g
         int r = gw_store_query(s,
                                "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
                                "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
-                               "end_time >= start_time AND state BETWEEN ?4 AND ?5", &st, "iiiii", (int64_t) uid, since,
-                               now, (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
+                               "end_time >= start_time AND state BETWEEN ?4 AND ?5",
+                               &st, "iiiii", (int64_t) uid, since, now, (int64_t) GW_JOB_COMPLETED,
+                               (int64_t) GW_JOB_RECLAIMED);
         if (r < 0)
                 return r;
         int rc = sqlite3_step(st);
@@ -111,8 +114,9 @@ int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, g
 
 int gw_store_token_add(struct gw_store *s, uint32_t uid, const char *user, const char *name, const char *hash,
                        gw_usec_t expires, const char *scope, const char *node, int64_t *ret_id) {
-        int r = gw_store_exec(s, "INSERT INTO tokens (uid, user, name, hash, created, expires, scope, node) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        int r = gw_store_exec(s,
+                              "INSERT INTO tokens (uid, user, name, hash, created, expires, scope, node) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                               "isssiiss", (int64_t) uid, user, name, hash, gw_now_wall(), expires, scope ? scope : "",
                               node ? node : "");
         if (r == 0)
@@ -151,10 +155,11 @@ int gw_store_token_find(struct gw_store *s, const char *hash, struct gw_store_to
 
 int gw_store_tokens(struct gw_store *s, bool by_uid, uint32_t uid, gw_store_token_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_prepare(s, by_uid ? "SELECT id, uid, user, name, created, last_used, expires, scope, node "
-                                             "FROM tokens WHERE revoked = 0 AND uid = ?1 ORDER BY id"
-                                           : "SELECT id, uid, user, name, created, last_used, expires, scope, node "
-                                             "FROM tokens WHERE revoked = 0 ORDER BY id",
+        int r = gw_store_prepare(s,
+                                 by_uid ? "SELECT id, uid, user, name, created, last_used, expires, scope, node "
+                                          "FROM tokens WHERE revoked = 0 AND uid = ?1 ORDER BY id"
+                                        : "SELECT id, uid, user, name, created, last_used, expires, scope, node "
+                                          "FROM tokens WHERE revoked = 0 ORDER BY id",
                                  &st);
         if (r < 0)
                 return r;

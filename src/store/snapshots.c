@@ -10,8 +10,8 @@
 #include "store/store_internal.h"
 
 /* The job's owner with each row: the per-user snapshot cap counts by it. */
-#define SNAP_COLUMNS                                                                                          \
-        "id, job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, path, source, pruned, "       \
+#define SNAP_COLUMNS                                                                                  \
+        "id, job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, path, source, pruned, " \
         "(SELECT uid FROM jobs WHERE jobs.id = snapshots.job_id)"
 
 static void snap_from_row(sqlite3_stmt *st, struct gw_store_snapshot *r) {
@@ -35,11 +35,12 @@ static void snap_from_row(sqlite3_stmt *st, struct gw_store_snapshot *r) {
 int gw_store_snapshot_add(struct gw_store *s, struct gw_store_snapshot *snap) {
         sqlite3 *db = gw_store_db(s);
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db,
-                               "INSERT INTO snapshots (job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, "
-                               "path, source) SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 "
-                               "FROM snapshots WHERE job_id = ?1 RETURNING id, seq",
-                               -1, &st, NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(
+                    db,
+                    "INSERT INTO snapshots (job_id, seq, kind, epoch, metric, sha256, size, time, src_mtime, "
+                    "path, source) SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 "
+                    "FROM snapshots WHERE job_id = ?1 RETURNING id, seq",
+                    -1, &st, NULL) != SQLITE_OK)
                 return gw_store_sql_err(s);
         sqlite3_bind_int64(st, 1, snap->job_id);
         sqlite3_bind_text(st, 2, snap->kind, -1, SQLITE_TRANSIENT);
@@ -66,8 +67,7 @@ int gw_store_snapshot_add(struct gw_store *s, struct gw_store_snapshot *snap) {
         return r;
 }
 
-static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw_store_snapshot_cb cb,
-                         void *userdata) {
+static int each_snapshot(struct gw_store *s, const char *sql, int64_t job_id, gw_store_snapshot_cb cb, void *userdata) {
         sqlite3_stmt *st;
         int r = gw_store_prepare(s, sql, &st);
         if (r < 0)

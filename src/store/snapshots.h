@@ -10,18 +10,18 @@
 struct gw_store_snapshot {
         int64_t id;
         int64_t job_id;
-        int seq;                     /* per job, from 1: what `gpuward restore --snapshot N` names */
-        char kind[8];                /* "best" or "last" */
-        long epoch;                  /* as results.csv numbers it; -1 unknown */
-        double metric;               /* mAP50-95 of that epoch; NAN unknown */
+        int seq; /* per job, from 1: what `gpuward restore --snapshot N` names */
+        char kind[8]; /* "best" or "last" */
+        long epoch; /* as results.csv numbers it; -1 unknown */
+        double metric; /* mAP50-95 of that epoch; NAN unknown */
         char sha256[65];
         uint64_t size;
-        gw_usec_t time;              /* when the copy was made (wall clock) */
-        gw_usec_t src_mtime;         /* the source file's mtime then */
-        char path[4096];             /* the copy */
-        char source[4096];           /* the file it copies */
+        gw_usec_t time; /* when the copy was made (wall clock) */
+        gw_usec_t src_mtime; /* the source file's mtime then */
+        char path[4096]; /* the copy */
+        char source[4096]; /* the file it copies */
         bool pruned;
-        int64_t uid;                 /* the job's owner (read only; -1 unknown) */
+        int64_t uid; /* the job's owner (read only; -1 unknown) */
 };
 
 /* Inserts snap with the job's next seq; writes snap->id and snap->seq.  0 or -errno. */

@@ -37,14 +37,14 @@ enum stmt_id {
         _ST_MAX,
 };
 
-#define JOB_COLUMNS \
-        "id, name, uid, gid, user, state, wait_reason, end_reason, priority, ngpus, gpu_mem, " \
-        "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, " \
-        "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, " \
-        "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, " \
+#define JOB_COLUMNS                                                                                              \
+        "id, name, uid, gid, user, state, wait_reason, end_reason, priority, ngpus, gpu_mem, "                   \
+        "time_limit, after_job, after_kind, argv, env, env_extra, cwd, output, log_path, "                       \
+        "gpu_mask, submit_time, start_time, end_time, has_exit, exit_code, signal, attempt, "                    \
+        "pid, shim_pid, pid_start, shim_start, cgroup, telemetry, retries, retry_on, yolo, checkpoint, "         \
         "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy, " \
-        "stop_state, stop_reason, warn_signal, warn_before, interactive, array_spec, array_next, array_job, " \
-        "array_index, preemptible, resume_epoch, dataset, publish, publish_metric, mig_profile, mig_count, " \
+        "stop_state, stop_reason, warn_signal, warn_before, interactive, array_spec, array_next, array_job, "    \
+        "array_index, preemptible, resume_epoch, dataset, publish, publish_metric, mig_profile, mig_count, "     \
         "mig_slices, mig_share"
 
 static const char *const stmt_sql[_ST_MAX] = {
@@ -100,9 +100,6 @@ static const char *const stmt_sql[_ST_MAX] = {
         [ST_ROLLBACK_TO] = "ROLLBACK TO gw_nested",
 };
 
-
-
-
 struct gw_store {
         sqlite3 *db;
         sqlite3_stmt *stmt[_ST_MAX];
@@ -110,9 +107,9 @@ struct gw_store {
         int depth; /* open gw_store_begin calls */
         struct gw_store_observer obs;
         /* The last failure, kept because a rollback after it resets SQLite's own message. */
-        int last_err;                /* negative errno, 0 = none yet */
+        int last_err; /* negative errno, 0 = none yet */
         char last_msg[512];
-        bool masked;                 /* a rollback's own failure since hides last_msg in SQLite */
+        bool masked; /* a rollback's own failure since hides last_msg in SQLite */
         unsigned long write_failures; /* ENOSPC, EROFS, EIO failures so far */
         struct gw_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
 };
@@ -133,12 +130,19 @@ static void tell_job(struct gw_store *s, int64_t id, const struct gw_job *j, enu
 
 static int sql_errno(int rc) {
         switch (rc) {
-        case SQLITE_FULL: return -ENOSPC;
-        case SQLITE_READONLY: return -EROFS;
-        case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
-        case SQLITE_NOMEM: return -ENOMEM;
-        case SQLITE_CONSTRAINT: return -EEXIST;
-        default: return -EIO;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_CONSTRAINT:
+                return -EEXIST;
+        default:
+                return -EIO;
         }
 }
 
@@ -459,8 +463,7 @@ fail:
         return r;
 }
 
-int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
-                       const char *message) {
+int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind, const char *message) {
         int r = event_insert(s, id, state, kind, message);
         if (r == 0)
                 tell_job(s, id, NULL, state, kind, message);
@@ -771,7 +774,7 @@ int gw_store_attempts(struct gw_store *s, int64_t job_id, struct gw_job_attempt 
                         cap = cap ? cap * 2 : 4;
                         v = gw_xrealloc(v, cap * sizeof *v);
                 }
-                v[n++] = (struct gw_job_attempt) {
+                v[n++] = (struct gw_job_attempt){
                         .attempt = sqlite3_column_int(st, 0),
                         .gpu_mask = (uint64_t) sqlite3_column_int64(st, 1),
                         .start_time = sqlite3_column_int64(st, 2),

@@ -42,11 +42,9 @@ int gw_store_rollback(struct gw_store *s);
 int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *message);
 /* Writes j's mutable columns (state, reasons, gpus, times, exit, pids, attempt, log path,
  * cgroup) and appends an event (kind, message) in one transaction (unless one is open). */
-int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *kind,
-                        const char *message);
+int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *kind, const char *message);
 /* Appends an event without changing the job. */
-int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind,
-                       const char *message);
+int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind, const char *message);
 
 /* Told after each job insert, job update, job event and booking save that succeeded (the
  * daemon's event stream).  j is NULL for an event that does not change the job.  Copies o. */
@@ -74,15 +72,14 @@ typedef int (*gw_store_job_cb)(struct gw_job *j, void *userdata); /* takes owner
 int gw_store_jobs_active(struct gw_store *s, gw_store_job_cb cb, void *userdata);
 
 struct gw_store_filter {
-        unsigned state_mask;      /* 1 << state; 0 = any */
+        unsigned state_mask; /* 1 << state; 0 = any */
         bool by_uid;
         uint32_t uid;
-        int64_t before_id;        /* 0 = no bound */
+        int64_t before_id; /* 0 = no bound */
         unsigned limit;
 };
 /* Jobs matching f, newest first. */
-int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_store_job_cb cb,
-                       void *userdata);
+int gw_store_jobs_list(struct gw_store *s, const struct gw_store_filter *f, gw_store_job_cb cb, void *userdata);
 
 struct gw_store_gpu {
         unsigned index;
@@ -97,7 +94,7 @@ int gw_store_gpu_get(struct gw_store *s, unsigned index, struct gw_store_gpu *re
 
 /* Per-minute telemetry of a job's GPU, persisted for the job's whole life. */
 struct gw_store_series_row {
-        gw_usec_t t;                 /* start of the minute, wall clock */
+        gw_usec_t t; /* start of the minute, wall clock */
         unsigned util_min, util_max;
         double util_mean;
         uint64_t mem_min, mem_mean, mem_max;
@@ -121,14 +118,13 @@ typedef void (*gw_store_booking_cb)(const struct gw_store_booking *b, void *user
 /* Booking id's Slurm reservation is gone: resv_drop cleared. */
 int gw_store_booking_resv_dropped(struct gw_store *s, int64_t id);
 enum gw_store_bookings_which {
-        GW_STORE_BOOKINGS_OPEN,      /* PENDING_APPROVAL, APPROVED, ACTIVE, by start */
-        GW_STORE_BOOKINGS_RECENT,    /* the latest 1000 */
+        GW_STORE_BOOKINGS_OPEN, /* PENDING_APPROVAL, APPROVED, ACTIVE, by start */
+        GW_STORE_BOOKINGS_RECENT, /* the latest 1000 */
         GW_STORE_BOOKINGS_RESV_DROP, /* those whose Slurm reservation is still to delete */
 };
 /* Calls cb with each booking of which; 0, or -errno.  An insert by gw_store_booking_save
  * sets b->created (when 0) and b->id. */
-int gw_store_bookings(struct gw_store *s, enum gw_store_bookings_which which, gw_store_booking_cb cb,
-                      void *userdata);
+int gw_store_bookings(struct gw_store *s, enum gw_store_bookings_which which, gw_store_booking_cb cb, void *userdata);
 
 /* Quota settings: subject "default", "user:NAME" or "group:NAME"; value -1 deletes. */
 int gw_store_quota_set(struct gw_store *s, const char *subject, const char *key, int64_t value);

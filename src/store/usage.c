@@ -9,9 +9,10 @@
 int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usage_cb cb, void *userdata) {
         sqlite3_stmt *st;
         _Static_assert(GW_JOB_RECLAIMED - GW_JOB_COMPLETED == 4, "the final states are COMPLETED to RECLAIMED");
-        int r = gw_store_query(s, "SELECT uid, user, state, ngpus, start_time, end_time, telemetry, mig_share FROM jobs "
-                               "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3", &st, "iii", ended_since,
-                               (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
+        int r = gw_store_query(s,
+                               "SELECT uid, user, state, ngpus, start_time, end_time, telemetry, mig_share FROM jobs "
+                               "WHERE end_time >= ?1 AND state BETWEEN ?2 AND ?3",
+                               &st, "iii", ended_since, (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
         if (r < 0)
                 return r;
         int rc;
@@ -33,9 +34,10 @@ int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usag
 
 int gw_store_attempt_uses(struct gw_store *s, gw_usec_t ended_since, gw_store_attempt_use_cb cb, void *userdata) {
         sqlite3_stmt *st;
-        int r = gw_store_query(s, "SELECT j.uid, j.user, a.gpu_mask, a.start_time, a.end_time FROM job_attempts a "
-                               "JOIN jobs j ON j.id = a.job_id WHERE a.end_time >= ?1 ORDER BY a.end_time", &st, "i",
-                               ended_since);
+        int r = gw_store_query(s,
+                               "SELECT j.uid, j.user, a.gpu_mask, a.start_time, a.end_time FROM job_attempts a "
+                               "JOIN jobs j ON j.id = a.job_id WHERE a.end_time >= ?1 ORDER BY a.end_time",
+                               &st, "i", ended_since);
         if (r < 0)
                 return r;
         int rc;

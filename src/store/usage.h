@@ -9,12 +9,12 @@
 
 struct gw_store_usage_row {
         uint32_t uid;
-        const char *user;      /* borrowed for the callback's length */
-        int state;             /* enum gw_job_state, a final one */
+        const char *user; /* borrowed for the callback's length */
+        int state; /* enum gw_job_state, a final one */
         int ngpus;
-        gw_usec_t start, end;  /* wall clock */
+        gw_usec_t start, end; /* wall clock */
         const char *telemetry; /* the job's telemetry summary (JSON), or NULL */
-        double mig_share;      /* > 0: the GPUs its MIG slices made up (jobs.mig_share) */
+        double mig_share; /* > 0: the GPUs its MIG slices made up (jobs.mig_share) */
 };
 typedef void (*gw_store_usage_cb)(const struct gw_store_usage_row *r, void *userdata);
 
@@ -24,9 +24,9 @@ int gw_store_usage_rows(struct gw_store *s, gw_usec_t ended_since, gw_store_usag
 /* One finished attempt, for fair share's usage (daemon/base/fairshare.c). */
 struct gw_store_attempt_use {
         uint32_t uid;
-        const char *user;      /* borrowed for the callback's length */
-        uint64_t gpu_mask;     /* the GPUs it held */
-        gw_usec_t start, end;  /* wall clock */
+        const char *user; /* borrowed for the callback's length */
+        uint64_t gpu_mask; /* the GPUs it held */
+        gw_usec_t start, end; /* wall clock */
 };
 typedef void (*gw_store_attempt_use_cb)(const struct gw_store_attempt_use *r, void *userdata);
 

@@ -33,35 +33,56 @@ static long num(const char *opt, const char *s) {
 
 static int sbatch(int argc, char **argv) {
         static const struct option opts[] = {
-                {"id", 1, 0, 'i'},       {"name", 1, 0, 'n'},          {"gpus", 1, 0, 'g'},
-                {"time", 1, 0, 't'},     {"output", 1, 0, 'o'},        {"cwd", 1, 0, 'c'},
-                {"begin-in", 1, 0, 'b'}, {"gpus-per-node", 1, 0, 'G'}, {"max-nodes", 1, 0, 'N'},
-                {"exclude", 1, 0, 'x'},  {"script", 1, 0, 's'},        {0, 0, 0, 0},
+                { "id", 1, 0, 'i' },       { "name", 1, 0, 'n' },          { "gpus", 1, 0, 'g' },
+                { "time", 1, 0, 't' },     { "output", 1, 0, 'o' },        { "cwd", 1, 0, 'c' },
+                { "begin-in", 1, 0, 'b' }, { "gpus-per-node", 1, 0, 'G' }, { "max-nodes", 1, 0, 'N' },
+                { "exclude", 1, 0, 'x' },  { "script", 1, 0, 's' },        { 0, 0, 0, 0 },
         };
         const gw_usec_t now = 1000 * GW_USEC_PER_SEC; /* any instant: only the difference counts */
-        struct gw_job j = {.id = 1};
-        struct gw_sbatch_opts o = {.now = now};
+        struct gw_job j = { .id = 1 };
+        struct gw_sbatch_opts o = { .now = now };
         const char *exclude[16];
         int c;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
-                case 'i': j.id = num("--id", optarg); break;
-                case 'n': j.name = optarg; break;
-                case 'g': j.ngpus = (int) num("--gpus", optarg); break;
-                case 't': j.time_limit = num("--time", optarg) * GW_USEC_PER_SEC; break;
-                case 'o': j.output = optarg; break;
-                case 'c': j.cwd = optarg; break;
-                case 'b': j.not_before = now + num("--begin-in", optarg) * GW_USEC_PER_SEC; break;
-                case 'G': o.gpus_per_node = (int) num("--gpus-per-node", optarg); break;
-                case 'N': o.max_nodes = (int) num("--max-nodes", optarg); break;
-                case 's': o.script = optarg; break;
+                case 'i':
+                        j.id = num("--id", optarg);
+                        break;
+                case 'n':
+                        j.name = optarg;
+                        break;
+                case 'g':
+                        j.ngpus = (int) num("--gpus", optarg);
+                        break;
+                case 't':
+                        j.time_limit = num("--time", optarg) * GW_USEC_PER_SEC;
+                        break;
+                case 'o':
+                        j.output = optarg;
+                        break;
+                case 'c':
+                        j.cwd = optarg;
+                        break;
+                case 'b':
+                        j.not_before = now + num("--begin-in", optarg) * GW_USEC_PER_SEC;
+                        break;
+                case 'G':
+                        o.gpus_per_node = (int) num("--gpus-per-node", optarg);
+                        break;
+                case 'N':
+                        o.max_nodes = (int) num("--max-nodes", optarg);
+                        break;
+                case 's':
+                        o.script = optarg;
+                        break;
                 case 'x':
                         if (o.n_exclude == sizeof exclude / sizeof exclude[0])
                                 return 2;
                         exclude[o.n_exclude++] = optarg;
                         break;
-                default: return 2;
+                default:
+                        return 2;
                 }
         }
         o.exclude = exclude;

@@ -91,9 +91,7 @@ int cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
         return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
 }
 
-int cuMemsetD8_v2(unsigned long long ptr, unsigned char v, size_t n) {
-        return 0;
-}
+int cuMemsetD8_v2(unsigned long long ptr, unsigned char v, size_t n) { return 0; }
 
 int cuMemFree_v2(unsigned long long ptr) {
         unsigned long long i = ptr >> 40;
@@ -131,9 +129,7 @@ int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
         return 0;
 }
 
-int cuCtxSynchronize(void) {
-        return 0;
-}
+int cuCtxSynchronize(void) { return 0; }
 
 int cuGetErrorString(int r, const char **s) {
         *s = "fake CUDA error";

@@ -15,9 +15,7 @@ struct gw_exec_job {
         size_t idx;
 };
 
-static struct fake_exec *fake_of(const struct gw_daemon *d) {
-        return d->exec->state;
-}
+static struct fake_exec *fake_of(const struct gw_daemon *d) { return d->exec->state; }
 
 static void job_free(struct gw_djob *dj) {
         free(dj->exec);
@@ -30,7 +28,7 @@ static struct fake_attempt *attempt_new(struct fake_exec *f, struct gw_djob *dj,
                 abort();
         }
         struct fake_attempt *a = &f->v[f->n];
-        *a = (struct fake_attempt) { .job_id = dj->job->id, .attempt = dj->job->attempt, .adopted = adopted };
+        *a = (struct fake_attempt){ .job_id = dj->job->id, .attempt = dj->job->attempt, .adopted = adopted };
         if (!dj->exec) {
                 dj->exec = gw_xcalloc(1, sizeof *dj->exec);
                 dj->exec_free = job_free;
@@ -43,11 +41,9 @@ static struct fake_attempt *attempt_of(struct gw_daemon *d, const struct gw_djob
         return dj->exec ? &fake_of(d)->v[dj->exec->idx] : NULL;
 }
 
-static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
-}
+static void prepare(struct gw_daemon *d, struct gw_djob *dj) {}
 
-static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err,
-                 size_t errlen) {
+static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err, size_t errlen) {
         struct fake_exec *f = fake_of(d);
         if (f->start_error) {
                 int r = f->start_error;
@@ -87,41 +83,29 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                         return 1;
         a->ended = true;
         f->ends_told++;
-        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+        d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
         return 0;
 }
 
-static void adopt_end(struct gw_daemon *d) {
-        fake_of(d)->adopt_ended++;
-}
+static void adopt_end(struct gw_daemon *d) { fake_of(d)->adopt_ended++; }
 
-static void ready(struct gw_daemon *d, struct gw_source *src) {
-}
+static void ready(struct gw_daemon *d, struct gw_source *src) {}
 
-static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
-        return false;
-}
+static bool reaped(struct gw_daemon *d, pid_t pid, int status) { return false; }
 
-static gw_usec_t tick(struct gw_daemon *d) {
-        return GW_USEC_INFINITY;
-}
+static gw_usec_t tick(struct gw_daemon *d) { return GW_USEC_INFINITY; }
 
-static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
-}
+static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {}
 
-static void sync_ends(struct gw_daemon *d) {
-}
+static void sync_ends(struct gw_daemon *d) {}
 
-static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
-}
+static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {}
 
-static void close_exec(struct gw_daemon *d) {
-        d->exec = NULL;
-}
+static void close_exec(struct gw_daemon *d) { d->exec = NULL; }
 
 struct fake_exec *fake_exec_new(void) {
         struct fake_exec *f = gw_xcalloc(1, sizeof *f);
-        f->ops = (struct gw_executor) {
+        f->ops = (struct gw_executor){
                 .name = "fake",
                 .state = f,
                 /* Answers as the local backend does: the lifecycle under test is the local one's. */
@@ -164,9 +148,9 @@ static void tell_end(struct gw_daemon *d, struct fake_exec *f, int64_t id, const
 }
 
 void fake_exec_exit(struct gw_daemon *d, struct fake_exec *f, int64_t id, int status) {
-        tell_end(d, f, id, &(struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = status });
+        tell_end(d, f, id, &(struct gw_exec_end){ .kind = GW_EXEC_EXITED, .status = status });
 }
 
 void fake_exec_lose(struct gw_daemon *d, struct fake_exec *f, int64_t id) {
-        tell_end(d, f, id, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+        tell_end(d, f, id, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
 }

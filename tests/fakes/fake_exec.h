@@ -14,18 +14,18 @@
 struct fake_attempt {
         int64_t job_id;
         int attempt;
-        bool adopted;                /* found running at a restart, not started */
-        bool ended;                  /* its end was told */
+        bool adopted; /* found running at a restart, not started */
+        bool ended; /* its end was told */
         int signals[FAKE_EXEC_SIGNALS]; /* in the order sent, while it ran */
         size_t n_signals;
-        size_t late_signals;         /* sent after its end (a no-op, counted) */
+        size_t late_signals; /* sent after its end (a no-op, counted) */
 };
 
 struct fake_exec {
-        struct gw_executor ops;      /* the daemon's d->exec */
+        struct gw_executor ops; /* the daemon's d->exec */
         struct fake_attempt v[FAKE_EXEC_MAX];
         size_t n;
-        int start_error;             /* the next start fails with this (-errno), then 0 again */
+        int start_error; /* the next start fails with this (-errno), then 0 again */
         int64_t running[FAKE_EXEC_MAX]; /* job ids adopt finds running (a restart's processes) */
         size_t n_running;
         size_t adopt_begun, adopt_ended, ends_told;

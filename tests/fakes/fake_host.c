@@ -47,7 +47,7 @@ static uint64_t rnd_subset(struct fake_rng *r, uint64_t mask, int max_bits) {
 }
 
 static void make_gpus(struct fake_host *h, const struct fake_host_shape *s, struct fake_rng *r, int n) {
-        static const uint64_t mem[] = {0, 16 * GIB, 24 * GIB, 80 * GIB};
+        static const uint64_t mem[] = { 0, 16 * GIB, 24 * GIB, 80 * GIB };
         bool scatter = fake_chance(r, s->scatter_pct);
 
         for (int i = 0; i < n; i++) {
@@ -59,7 +59,7 @@ static void make_gpus(struct fake_host *h, const struct fake_host_shape *s, stru
                 h->present |= UINT64_C(1) << idx;
                 uint64_t total = mem[fake_rnd_in(r, 0, 3)];
                 struct gw_sched_gpu *g = &h->gpus[i];
-                *g = (struct gw_sched_gpu){.index = idx, .mem_total = total};
+                *g = (struct gw_sched_gpu){ .index = idx, .mem_total = total };
                 g->usable = fake_chance(r, s->usable_pct);
                 g->mem_free = total ? (uint64_t) fake_rnd_in(r, 0, (int64_t) total) : 0;
                 g->job_id = fake_chance(r, s->stray_pct) ? NO_HOLDER : 0;
@@ -84,8 +84,11 @@ static void make_running(struct fake_host *h, const struct fake_host_shape *s, s
                 if (!mask)
                         break;
                 struct gw_cal_job *j = &h->running[h->in.n_running++];
-                *j = (struct gw_cal_job){.id = 1 + i, .gpu_mask = mask, .start = s->now - s->step, .end = end,
-                                         .label = "train"};
+                *j = (struct gw_cal_job){ .id = 1 + i,
+                                          .gpu_mask = mask,
+                                          .start = s->now - s->step,
+                                          .end = end,
+                                          .label = "train" };
                 j->eta = fake_chance(r, s->eta_pct) ? rnd_time(s, r, s->running_eta) : 0;
                 /* Now and then a GPU's holder is not the job whose mask names it. */
                 for (size_t g = 0; g < h->in.n_gpus; g++)
@@ -100,16 +103,16 @@ static void any_booking(struct fake_host *h, const struct fake_host_shape *s, st
         gw_usec_t start = rnd_time(s, r, s->booking_start);
         struct gw_booking *b = &h->bookings[h->in.n_bookings++];
 
-        *b = (struct gw_booking){.uid = (uint32_t) (1000 + i % 40), .ngpus = 1, .start = start, .label = "booked"};
+        *b = (struct gw_booking){ .uid = (uint32_t) (1000 + i % 40), .ngpus = 1, .start = start, .label = "booked" };
         b->id = fake_chance(r, 5) ? 1 : 1 + i;
         b->end = start + fake_rnd_in(r, fake_chance(r, 5) ? -1 : s->booking_len.lo, s->booking_len.hi) * s->step;
         b->gpu_mask = fake_chance(r, 10) ? 0 : rnd_subset(r, h->present, (int) in_range(r, s->booking_gpus));
-        b->state = (enum gw_booking_state) (fake_chance(r, 60) ? GW_BOOKING_APPROVED : fake_rnd_in(r, 0, 5));
+        b->state = (enum gw_booking_state)(fake_chance(r, 60) ? GW_BOOKING_APPROVED : fake_rnd_in(r, 0, 5));
 }
 
 /* As a user books: a window of their choice or, where it does not fit, the nearest one. */
 static int placed_booking(struct fake_host *h, const struct fake_host_shape *s, struct fake_rng *r, int i) {
-        struct gw_calendar_request req = {.ngpus = (int) in_range(r, s->booking_gpus)};
+        struct gw_calendar_request req = { .ngpus = (int) in_range(r, s->booking_gpus) };
         struct gw_calendar_placement pl;
 
         req.start = s->now + in_range(r, s->booking_start) * s->step;
@@ -117,8 +120,13 @@ static int placed_booking(struct fake_host *h, const struct fake_host_shape *s, 
         if (gw_calendar_place(&h->in, &req, NULL, NULL, &pl) < 0 || pl.verdict == GW_PLACE_NEVER)
                 return -ENOSPC;
         h->bookings[h->in.n_bookings++] = (struct gw_booking){
-                .id = 1 + i, .uid = (uint32_t) (1000 + i % 40), .ngpus = req.ngpus, .start = pl.start,
-                .end = pl.end, .gpu_mask = pl.gpu_mask, .label = "booked",
+                .id = 1 + i,
+                .uid = (uint32_t) (1000 + i % 40),
+                .ngpus = req.ngpus,
+                .start = pl.start,
+                .end = pl.end,
+                .gpu_mask = pl.gpu_mask,
+                .label = "booked",
                 .state = fake_chance(r, s->unapproved_pct) ? GW_BOOKING_PENDING_APPROVAL : GW_BOOKING_APPROVED,
         };
         return 0;
@@ -153,7 +161,7 @@ static void make_pending(struct fake_host *h, const struct fake_host_shape *s, s
                 gw_usec_t limit = in_range(r, s->limit) * s->step;
                 limit += fake_chance(r, s->offgrid_limit_pct) ? GW_USEC_PER_SEC : 0;
                 struct gw_cal_pending *p = &h->pending[h->in.n_pending++];
-                *p = (struct gw_cal_pending){.id = 100 + i, .time_limit = limit, .label = "job"};
+                *p = (struct gw_cal_pending){ .id = 100 + i, .time_limit = limit, .label = "job" };
                 p->ngpus = (int) in_range(r, s->pending_gpus);
                 p->booking_id = fake_chance(r, s->booked_pct) ? fake_rnd_in(r, -1, (int64_t) h->in.n_bookings + 1) : 0;
                 p->held = fake_chance(r, s->held_pct);
@@ -172,8 +180,10 @@ int fake_host_make(struct fake_host *h, const struct fake_host_shape *s, struct 
         h->pending = calloc((size_t) s->pending.hi + 1, sizeof(*h->pending));
         if (!h->gpus || !h->running || !h->bookings || !h->pending)
                 return -ENOMEM;
-        h->in = (struct gw_calendar_input){.gpus = h->gpus, .bookings = h->bookings, .running = h->running,
-                                           .pending = h->pending};
+        h->in = (struct gw_calendar_input){ .gpus = h->gpus,
+                                            .bookings = h->bookings,
+                                            .running = h->running,
+                                            .pending = h->pending };
         make_gpus(h, s, rng, (int) in_range(rng, s->gpus));
         make_running(h, s, rng, (int) in_range(rng, s->running));
         int rc = make_bookings(h, s, rng, (int) in_range(rng, s->bookings));

@@ -110,18 +110,37 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
         static const char *const s[] = {
-                [0] = "Success", [1] = "Uninitialized", [2] = "Invalid Argument",
-                [3] = "Not Supported", [4] = "Insufficient Permissions", [5] = "Already Initialized",
-                [6] = "Not Found", [7] = "Insufficient Size", [8] = "Insufficient External Power",
-                [9] = "Driver Not Loaded", [10] = "Timeout", [11] = "Interrupt Request Issue",
-                [12] = "NVML Shared Library Not Found", [13] = "Function Not Found",
-                [14] = "Corrupted infoROM", [15] = "GPU is lost", [16] = "GPU requires restart",
+                [0] = "Success",
+                [1] = "Uninitialized",
+                [2] = "Invalid Argument",
+                [3] = "Not Supported",
+                [4] = "Insufficient Permissions",
+                [5] = "Already Initialized",
+                [6] = "Not Found",
+                [7] = "Insufficient Size",
+                [8] = "Insufficient External Power",
+                [9] = "Driver Not Loaded",
+                [10] = "Timeout",
+                [11] = "Interrupt Request Issue",
+                [12] = "NVML Shared Library Not Found",
+                [13] = "Function Not Found",
+                [14] = "Corrupted infoROM",
+                [15] = "GPU is lost",
+                [16] = "GPU requires restart",
                 [17] = "The operating system has blocked the request.",
-                [18] = "RM has detected an NVML/RM version mismatch.", [19] = "In use by another client",
-                [20] = "Insufficient Memory", [21] = "No data", [22] = "vGPU ECC not supported",
-                [23] = "Insufficient resources", [24] = "Frequency not supported",
-                [25] = "Argument version mismatch", [26] = "Deprecated", [27] = "Not Ready",
-                [28] = "GPU not found", [29] = "Invalid state", [30] = "Reset type not supported",
+                [18] = "RM has detected an NVML/RM version mismatch.",
+                [19] = "In use by another client",
+                [20] = "Insufficient Memory",
+                [21] = "No data",
+                [22] = "vGPU ECC not supported",
+                [23] = "Insufficient resources",
+                [24] = "Frequency not supported",
+                [25] = "Argument version mismatch",
+                [26] = "Deprecated",
+                [27] = "Not Ready",
+                [28] = "GPU not found",
+                [29] = "Invalid state",
+                [30] = "Reset type not supported",
         };
         if ((unsigned) r < sizeof s / sizeof s[0] && s[r])
                 return s[r];
@@ -232,13 +251,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t dev, nvmlPciInfo_v2_t *
         return pci_info_legacy(dev, pci);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, nvmlPciInfo_v2_t *pci) {
-        return pci_info_legacy(dev, pci);
-}
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, nvmlPciInfo_v2_t *pci) { return pci_info_legacy(dev, pci); }
 
 /* ---- samples ------------------------------------------------------------------------- */
 
-struct usage { unsigned long long total, used; unsigned util; };
+struct usage {
+        unsigned long long total, used;
+        unsigned util;
+};
 
 /* Caller holds the lock.  mig >= 0: of that MIG device only (its memory, its processes). */
 static struct usage usage_of(unsigned idx, const struct fake_gpu *g, int mig) {
@@ -246,7 +266,7 @@ static struct usage usage_of(unsigned idx, const struct fake_gpu *g, int mig) {
         struct fake_proc *p = fake_procs_scan(idx, &n);
         struct usage u = { g->memory_mib * MIB, g->base_used_mib * MIB, g->util };
         if (mig >= 0)
-                u = (struct usage) { g->mig[mig].memory_mib * MIB, 0, 0 };
+                u = (struct usage){ g->mig[mig].memory_mib * MIB, 0, 0 };
         for (size_t i = 0; i < n; i++) {
                 if (mig >= 0 && p[i].mig != mig)
                         continue;
@@ -302,7 +322,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilizat
         if (r == NVML_SUCCESS && !util)
                 r = NVML_ERROR_INVALID_ARGUMENT;
         else if (r == NVML_SUCCESS && ((g->not_supported & NS_UTIL) || g->mig_mode == MIG_ON))
-                r = NVML_ERROR_NOT_SUPPORTED;  /* nvml.h: not supported in MIG mode */
+                r = NVML_ERROR_NOT_SUPPORTED; /* nvml.h: not supported in MIG mode */
         if (r == NVML_SUCCESS) {
                 struct usage u = usage_of(dev->index, g, -1);
                 util->gpu = u.util;
@@ -362,8 +382,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsign
         if (r == NVML_SUCCESS) {
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
-                *mj = (unsigned long long) g->power_w * ((unsigned long long) ts.tv_sec * 1000ULL +
-                                                         (unsigned long long) ts.tv_nsec / 1000000ULL);
+                *mj = (unsigned long long) g->power_w *
+                      ((unsigned long long) ts.tv_sec * 1000ULL + (unsigned long long) ts.tv_nsec / 1000000ULL);
         }
         return unlock_ret(r);
 }
@@ -451,7 +471,7 @@ static nvmlReturn_t list_procs(nvmlDevice_t dev, int rank, size_t stride, unsign
         }
         for (size_t i = 0; i < n; i++) {
                 nvmlProcessDetail_v1_t e;
-                memset(&e, 0, sizeof e);  /* padding too: callers may look for untouched bytes */
+                memset(&e, 0, sizeof e); /* padding too: callers may look for untouched bytes */
                 e.pid = p[i].pid;
                 e.usedGpuMemory = p[i].mem_mib * MIB;
                 e.gpuInstanceId = e.computeInstanceId = NO_MIG;
@@ -493,7 +513,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t dev, nvml
         else if (r == NVML_SUCCESS && l->version != DETAIL_LIST_V1_VERSION)
                 r = (nvmlReturn_t) fake_config.version_mismatch_code;
         else if (r == NVML_SUCCESS && l->mode != 0)
-                l->numProcArrayEntries = 0;  /* graphics and MPS lists: nothing runs there */
+                l->numProcArrayEntries = 0; /* graphics and MPS lists: nothing runs there */
         if (r != NVML_SUCCESS || l->mode != 0)
                 return unlock_ret(r);
         unlock_ret(r);
@@ -540,8 +560,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProces
                 r = NVML_ERROR_INSUFFICIENT_SIZE;
         } else {
                 for (size_t i = 0; i < k; i++)
-                        util[i] = (nvmlProcessUtilizationSample_t) { .pid = p[i].pid, .timeStamp = ts,
-                                .smUtil = p[i].sm_util, .memUtil = p[i].sm_util / 2 };
+                        util[i] = (nvmlProcessUtilizationSample_t){ .pid = p[i].pid,
+                                                                    .timeStamp = ts,
+                                                                    .smUtil = p[i].sm_util,
+                                                                    .memUtil = p[i].sm_util / 2 };
                 *count = (unsigned) k;
         }
         free(p);
@@ -669,8 +691,8 @@ EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
         s->notify_fd = -1;
         if (fake_state_dir[0]) {
                 s->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-                if (s->notify_fd >= 0 &&
-                    inotify_add_watch(s->notify_fd, fake_state_dir, IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+                if (s->notify_fd >= 0 && inotify_add_watch(s->notify_fd, fake_state_dir,
+                                                           IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
                         close(s->notify_fd);
                         s->notify_fd = -1;
                 }
@@ -755,4 +777,3 @@ EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
         }
         return unlock_ret(r);
 }
-

@@ -21,7 +21,7 @@ char fake_state_dir[PATH_MAX];
 struct fake_cfg fake_config;
 struct nvmlDevice_st fake_devices[FAKE_MAX_GPUS];
 struct nvmlDevice_st fake_mig_devices[FAKE_MAX_GPUS][FAKE_MAX_MIG];
-static struct stat cfg_stat;  /* of the config we parsed; st_ino 0 when there was none */
+static struct stat cfg_stat; /* of the config we parsed; st_ino 0 when there was none */
 
 /* ---- configuration ------------------------------------------------------------------- */
 
@@ -63,9 +63,15 @@ static bool parse_ull(const char *v, unsigned long long *ret) {
 }
 
 static unsigned parse_not_supported(const char *v) {
-        static const struct { const char *name; unsigned bit; } names[] = {
-                { "temp", NS_TEMP }, { "power", NS_POWER }, { "util", NS_UTIL },
-                { "memory", NS_MEMORY }, { "process_util", NS_PROCESS_UTIL },
+        static const struct {
+                const char *name;
+                unsigned bit;
+        } names[] = {
+                { "temp", NS_TEMP },
+                { "power", NS_POWER },
+                { "util", NS_UTIL },
+                { "memory", NS_MEMORY },
+                { "process_util", NS_PROCESS_UTIL },
         };
         unsigned bits = 0;
         char buf[256];
@@ -150,9 +156,11 @@ static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
 }
 
 static void cfg_apply_global(struct fake_cfg *c, const char *key, const char *v) {
-        static const struct { const char *name; int rank; } abis[] = {
-                { "v1", ABI_V1 }, { "v2", ABI_V2 }, { "v3", ABI_V3 },
-                { "v3_32", ABI_V3_32 }, { "detail", ABI_DETAIL },
+        static const struct {
+                const char *name;
+                int rank;
+        } abis[] = {
+                { "v1", ABI_V1 }, { "v2", ABI_V2 }, { "v3", ABI_V3 }, { "v3_32", ABI_V3_32 }, { "detail", ABI_DETAIL },
         };
         unsigned long long x = 0;
         bool num = parse_ull(v, &x);
@@ -208,9 +216,7 @@ static void cfg_parse(struct fake_cfg *c, const char *text) {
         }
 }
 
-void fake_path_in_dir(char *buf, size_t n, const char *name) {
-        snprintf(buf, n, "%s/%s", fake_state_dir, name);
-}
+void fake_path_in_dir(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", fake_state_dir, name); }
 
 void fake_cfg_refresh(void) {
         char path[PATH_MAX + 16];
@@ -275,7 +281,7 @@ static struct fake_proc *procs_scan_dir(unsigned idx, size_t *ret_n) {
                 errno = 0;
                 long pid = strtol(de->d_name, &end, 10);
                 if (errno || end == de->d_name || *end || pid <= 0 || pid > INT_MAX)
-                        continue;  /* "." and the trainer's temporary files */
+                        continue; /* "." and the trainer's temporary files */
                 if (kill((pid_t) pid, 0) < 0 && errno != EPERM)
                         continue;
                 char file[PATH_MAX + 300];
@@ -304,8 +310,8 @@ static struct fake_proc *procs_scan_dir(unsigned idx, size_t *ret_n) {
                                         break;
                                 v = nv;
                         }
-                        v[n++] = (struct fake_proc) { (unsigned) pid, mig, mem, (unsigned) (sm > 100 ? 100 : sm) };
-                        break;  /* one line per GPU */
+                        v[n++] = (struct fake_proc){ (unsigned) pid, mig, mem, (unsigned) (sm > 100 ? 100 : sm) };
+                        break; /* one line per GPU */
                 }
                 fclose(f);
         }
@@ -335,7 +341,8 @@ static bool cache_fresh(const struct timespec *now, const struct timespec *mtime
         if (!procs_cache.valid || mtime->tv_sec != procs_cache.dir_mtime.tv_sec ||
             mtime->tv_nsec != procs_cache.dir_mtime.tv_nsec)
                 return false;
-        long age = (now->tv_sec - procs_cache.scanned.tv_sec) * 1000000000L + (now->tv_nsec - procs_cache.scanned.tv_nsec);
+        long age =
+                (now->tv_sec - procs_cache.scanned.tv_sec) * 1000000000L + (now->tv_nsec - procs_cache.scanned.tv_nsec);
         return age >= 0 && age < PROCS_TTL_NS;
 }
 
@@ -380,7 +387,8 @@ static void procs_scan_all(struct fake_proc **all, size_t *counts) {
                                 all[gpu] = nv;
                         }
                         seen[gpu] = true;
-                        all[gpu][counts[gpu]++] = (struct fake_proc) { (unsigned) pid, mig, mem, (unsigned) (sm > 100 ? 100 : sm) };
+                        all[gpu][counts[gpu]++] =
+                                (struct fake_proc){ (unsigned) pid, mig, mem, (unsigned) (sm > 100 ? 100 : sm) };
                         total++;
                 }
                 if (f)
@@ -443,11 +451,11 @@ static bool event_parse(const struct nvmlEventSet_st *set, const char *line, nvm
         unsigned long long xid;
         char what[16];
         if (sscanf(line, " gpu=%u xid=%llu", &gpu, &xid) == 2)
-                *data = (nvmlEventData_t) { .eventType = EV_XID, .eventData = xid };
+                *data = (nvmlEventData_t){ .eventType = EV_XID, .eventData = xid };
         else if (sscanf(line, " gpu=%u ecc=%15s", &gpu, what) == 2 && strcmp(what, "dbe") == 0)
-                *data = (nvmlEventData_t) { .eventType = EV_DBE };
+                *data = (nvmlEventData_t){ .eventType = EV_DBE };
         else if (sscanf(line, " gpu=%u ecc=%15s", &gpu, what) == 2 && strcmp(what, "sbe") == 0)
-                *data = (nvmlEventData_t) { .eventType = EV_SBE };
+                *data = (nvmlEventData_t){ .eventType = EV_SBE };
         else
                 return false;
         if (gpu >= fake_config.count || !(set->registered[gpu] & data->eventType))
@@ -468,7 +476,7 @@ bool fake_event_next(struct nvmlEventSet_st *set, nvmlEventData_t *data) {
         struct stat st;
         bool found = false;
         if (fstat(fd, &st) == 0 && (st.st_size < set->offset || st.st_ino != set->ino || st.st_dev != set->dev)) {
-                set->offset = 0;  /* truncated or replaced: a new file */
+                set->offset = 0; /* truncated or replaced: a new file */
                 set->ino = st.st_ino;
                 set->dev = st.st_dev;
         }
@@ -481,7 +489,7 @@ bool fake_event_next(struct nvmlEventSet_st *set, nvmlEventData_t *data) {
                 char *nl = memchr(buf, '\n', (size_t) n);
                 if (!nl) {
                         if ((size_t) n == sizeof buf - 1)
-                                set->offset += n;  /* an absurd line: drop it */
+                                set->offset += n; /* an absurd line: drop it */
                         break;
                 }
                 *nl = '\0';
@@ -502,8 +510,8 @@ void fake_cfg_reset(void) {
         memset(&cfg_stat, 0, sizeof cfg_stat);
         fake_cfg_refresh();
         for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
-                fake_devices[i] = (struct nvmlDevice_st) { .index = i };
+                fake_devices[i] = (struct nvmlDevice_st){ .index = i };
                 for (unsigned k = 0; k < FAKE_MAX_MIG; k++)
-                        fake_mig_devices[i][k] = (struct nvmlDevice_st) { .index = i, .mig = k + 1 };
+                        fake_mig_devices[i][k] = (struct nvmlDevice_st){ .index = i, .mig = k + 1 };
         }
 }

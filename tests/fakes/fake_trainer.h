@@ -11,41 +11,41 @@
 
 /* The command line; see ft_help() for the flags. */
 struct ft_opts {
-	long epochs, batch, imgsz;
-	bool exist_ok, resume;
-	char name[256], project[PATH_MAX], model[PATH_MAX], data[256];
-	double epoch_seconds, long_validation, child_max_seconds, save_delay, save_seconds;
-	long mem_mib, util; /* util < 0: not given */
-	long hang_after, crash_at, crash_after_row, oom_at, xid_at, xid, exit_code, fault_attempt;
-	long ckpt_zero_mib; /* --ckpt-zero-mib: that many MiB of zeros in each checkpoint, as holes */
-	long hang_after_val; /* --hang-after-validation: 1-based epoch, -1 none */
-	long leak_mib, fork_children, child_mem_mib;
-	bool ignore_sigterm, slow_io, sleep_forever, leak_first_only, traceback_stderr, help;
-	bool resume_path;  /* resume=PATH, not a bare resume or resume=True */
-	bool crash_final;  /* --crash-in-final-val */
-	long ul;           /* --ultralytics: 80, 81 (default), 83, 84 */
-	char ul_version[16], task[16]; /* task: detect (default), segment, pose, obb, classify */
-	char crash_msg[512], fault_once[PATH_MAX];
-	const char *unknown[16]; /* ignored arguments (argv strings), warned about after the first line */
-	int n_unknown;
+        long epochs, batch, imgsz;
+        bool exist_ok, resume;
+        char name[256], project[PATH_MAX], model[PATH_MAX], data[256];
+        double epoch_seconds, long_validation, child_max_seconds, save_delay, save_seconds;
+        long mem_mib, util; /* util < 0: not given */
+        long hang_after, crash_at, crash_after_row, oom_at, xid_at, xid, exit_code, fault_attempt;
+        long ckpt_zero_mib; /* --ckpt-zero-mib: that many MiB of zeros in each checkpoint, as holes */
+        long hang_after_val; /* --hang-after-validation: 1-based epoch, -1 none */
+        long leak_mib, fork_children, child_mem_mib;
+        bool ignore_sigterm, slow_io, sleep_forever, leak_first_only, traceback_stderr, help;
+        bool resume_path; /* resume=PATH, not a bare resume or resume=True */
+        bool crash_final; /* --crash-in-final-val */
+        long ul; /* --ultralytics: 80, 81 (default), 83, 84 */
+        char ul_version[16], task[16]; /* task: detect (default), segment, pose, obb, classify */
+        char crash_msg[512], fault_once[PATH_MAX];
+        const char *unknown[16]; /* ignored arguments (argv strings), warned about after the first line */
+        int n_unknown;
 };
 
 /* What a checkpoint holds; best.pt and last.pt share the layout. */
 struct ft_ckpt {
-	long epoch, epochs, imgsz, batch, best_epoch; /* epochs 0-based */
-	double best_fitness;
-	bool stripped;
-	char name[256], project[PATH_MAX], model[PATH_MAX], data[256];
+        long epoch, epochs, imgsz, batch, best_epoch; /* epochs 0-based */
+        double best_fitness;
+        bool stripped;
+        char name[256], project[PATH_MAX], model[PATH_MAX], data[256];
 };
 
 /* fake_trainer_csv.c: metrics of the task, results.csv of the release. */
 #define FT_MAX_COLS 32
 struct ft_metrics {
-	double v[FT_MAX_COLS]; /* results.csv's columns after epoch (and time), in header order */
-	int n;
+        double v[FT_MAX_COLS]; /* results.csv's columns after epoch (and time), in header order */
+        int n;
 };
 bool ft_task_known(const char *task);
-int ft_n_losses(const struct ft_opts *o);        /* the train losses are m.v[0 .. n) */
+int ft_n_losses(const struct ft_opts *o); /* the train losses are m.v[0 .. n) */
 const char *ft_loss_name(const struct ft_opts *o, int i); /* "box_loss", i < ft_n_losses() */
 const char *ft_val_desc(const struct ft_opts *o); /* the validator's tqdm description */
 /* Smooth curves of a (possibly fractional) 1-based epoch t: losses fall, metrics rise. */
@@ -79,7 +79,7 @@ void ft_parent_dir(char *p);
 /* Encodes *c as a stored ZIP with entries under prefix/ (data.pkl, gpuward_epoch,
  * gpuward_args, data/0, version).  0 and a malloc'd *ret the caller frees, or -ENOMEM. */
 int ft_ckpt_encode(const struct ft_ckpt *c, const char *prefix, size_t zero_bytes, unsigned char **ret,
-		   size_t *ret_len);
+                   size_t *ret_len);
 /* Turns every all-zero, 64 KiB-aligned block of the file into a hole (fallocate --dig-holes). */
 int ft_dig_holes(const char *path);
 /* Reads a checkpoint this program wrote into *c (fields it lacks are left alone).  0,

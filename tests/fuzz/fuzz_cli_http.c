@@ -19,8 +19,8 @@ static void check_response(const struct cli_http_response *r, size_t len) {
 }
 
 static bool same(const struct cli_http_response *a, const struct cli_http_response *b) {
-        return a->status == b->status && a->body_len == b->body_len &&
-               memcmp(a->body, b->body, a->body_len) == 0 && a->n_headers == b->n_headers;
+        return a->status == b->status && a->body_len == b->body_len && memcmp(a->body, b->body, a->body_len) == 0 &&
+               a->n_headers == b->n_headers;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

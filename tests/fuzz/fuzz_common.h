@@ -31,10 +31,10 @@ static inline char *fuzz_memdup(const uint8_t *data, size_t size) {
 
 /* An invariant the fuzzer broke: report it the way a sanitizer would, so libFuzzer saves
  * the input. */
-#define FUZZ_CHECK(cond)                                                                       \
-        do {                                                                                   \
-                if (!(cond)) {                                                                 \
+#define FUZZ_CHECK(cond)                                                                             \
+        do {                                                                                         \
+                if (!(cond)) {                                                                       \
                         fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                               \
-                }                                                                              \
+                        abort();                                                                     \
+                }                                                                                    \
         } while (0)

@@ -16,13 +16,11 @@
 #include "fuzz_common.h"
 
 static const struct gw_failure_pattern own_patterns[] = {
-        { GW_FAILURE_OOM, "Killed" },
-        { GW_FAILURE_OK, "ok" },                         /* not a log class: ignored */
-        { GW_FAILURE_USER_ERROR, "" },                   /* empty: ignored */
-        { GW_FAILURE_NCCL_ERROR, NULL },                 /* no text: ignored */
-        { (enum gw_failure_class) 42, "x" },             /* out of range: ignored */
-        { GW_FAILURE_GPU_FAULT, "Xid" },
-        { GW_FAILURE_USER_ERROR, "Error" },
+        { GW_FAILURE_OOM, "Killed" },        { GW_FAILURE_OK, "ok" }, /* not a log class: ignored */
+        { GW_FAILURE_USER_ERROR, "" }, /* empty: ignored */
+        { GW_FAILURE_NCCL_ERROR, NULL }, /* no text: ignored */
+        { (enum gw_failure_class) 42, "x" }, /* out of range: ignored */
+        { GW_FAILURE_GPU_FAULT, "Xid" },     { GW_FAILURE_USER_ERROR, "Error" },
 };
 static const unsigned own_xids[] = { 13, 79 };
 
@@ -30,7 +28,11 @@ static const unsigned own_xids[] = { 13, 79 };
 static bool utf8_valid(const unsigned char *s, size_t n) {
         for (size_t i = 0; i < n;) {
                 unsigned char c = s[i];
-                size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+                size_t len = c < 0x80             ? 1
+                             : (c & 0xe0) == 0xc0 ? 2
+                             : (c & 0xf0) == 0xe0 ? 3
+                             : (c & 0xf8) == 0xf0 ? 4
+                                                  : 0;
                 if (!len || i + len > n || (len == 2 && c < 0xc2) || c > 0xf4)
                         return false;
                 for (size_t k = 1; k < len; k++)
@@ -53,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size < 4 || size > 512 * 1024)
                 return 0;
         struct gw_failure_input in = { 0 };
-        in.end = (enum gw_attempt_end) (data[0] % 7 - 1);
+        in.end = (enum gw_attempt_end)(data[0] % 7 - 1);
         in.status = (int8_t) data[1];
         unsigned flags = data[2];
         in.lost = flags & 1;
@@ -79,9 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         n_ev = i;
                         break;
                 }
-                ev[i] = (struct gw_gpu_event) { .kind = (enum gw_gpu_event_kind) (data[pos] % 4),
-                                                .gpu = (int8_t) data[pos + 1],
-                                                .xid = data[pos + 2] };
+                ev[i] = (struct gw_gpu_event){ .kind = (enum gw_gpu_event_kind)(data[pos] % 4),
+                                               .gpu = (int8_t) data[pos + 1],
+                                               .xid = data[pos + 2] };
         }
         in.events = ev;
         in.n_events = n_ev;

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 4096)
                 return 0;
         char *text = fuzz_strndup(data, size);
-        struct gw_array a = {0};
+        struct gw_array a = { 0 };
         char msg[GW_ARRAY_MSG_SIZE];
 
         int r = gw_array_parse(text, "--array", &a, msg, sizeof(msg));

@@ -8,7 +8,8 @@
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        json_t *body = json_loadb((const char *) data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL), *snap = NULL;
+        json_t *body = json_loadb((const char *) data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL),
+               *snap = NULL;
         if (!json_is_object(body)) {
                 json_decref(body);
                 return 0;
@@ -34,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(json_array_size(gpus) <= GW_AGENT_MAX_GPUS);
         size_t i, procs = 0;
         const json_t *g;
-        json_array_foreach(gpus, i, g) {
+        json_array_foreach (gpus, i, g) {
                 FUZZ_CHECK(json_array_size(json_object_get(g, "procs")) <= GW_AGENT_MAX_PROCS &&
                            json_array_size(json_object_get(g, "slurm_jobs")) <= GW_AGENT_MAX_PROCS);
                 procs += json_array_size(json_object_get(g, "procs"));

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(b == 42);
 
         static const long long bounds[][2] = {
-                {LLONG_MIN, LLONG_MAX}, {0, INT64_MAX}, {1, 1 << 20}, {-1000, 1000}, {0, 0},
+                { LLONG_MIN, LLONG_MAX }, { 0, INT64_MAX }, { 1, 1 << 20 }, { -1000, 1000 }, { 0, 0 },
         };
         for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
                 long long v = 7;

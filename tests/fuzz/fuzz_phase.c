@@ -12,9 +12,9 @@ static const struct gw_phase_pattern extra[] = {
         { GW_PHASE_VALIDATING, GW_MATCH_PREFIX, "evaluating", true },
         { GW_PHASE_VALIDATING, GW_MATCH_PREFIX,
           "a prefix longer than a line can be after the escapes are stripped................", false },
-        { GW_PHASE_UNKNOWN, GW_MATCH_SUBSTR, "x", false },          /* ignored: not a phase */
-        { (enum gw_phase) 99, GW_MATCH_SUBSTR, "x", false },        /* ignored: out of range */
-        { GW_PHASE_TRAINING, (enum gw_match) 77, "x", false },      /* ignored: unknown match */
+        { GW_PHASE_UNKNOWN, GW_MATCH_SUBSTR, "x", false }, /* ignored: not a phase */
+        { (enum gw_phase) 99, GW_MATCH_SUBSTR, "x", false }, /* ignored: out of range */
+        { GW_PHASE_TRAINING, (enum gw_match) 77, "x", false }, /* ignored: unknown match */
         { GW_PHASE_TRAINING, GW_MATCH_EPOCH_FRACTION, NULL, false },
 };
 

@@ -52,8 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 else
                         FUZZ_CHECK(id == 0);
                 /* Nothing that could walk out of the API tree gets through. */
-                FUZZ_CHECK(!strstr(path, "..") && !strstr(path, "//") && !strchr(path, '%') &&
-                           !strchr(path, '?') && !strchr(path, '\\'));
+                FUZZ_CHECK(!strstr(path, "..") && !strstr(path, "//") && !strchr(path, '%') && !strchr(path, '?') &&
+                           !strchr(path, '\\'));
                 /* The path is the pattern with digits for the placeholder and at most one
                  * trailing slash. */
                 size_t plen = strlen(path);

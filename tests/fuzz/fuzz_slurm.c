@@ -85,16 +85,20 @@ static void check_wrap(const char *wrap, char **argv) {
 
 static void sbatch(const uint8_t *data, size_t size) {
         char *buf = fuzz_strndup(data, size); /* with embedded NULs kept: split at them */
-        char *argv[9] = {0}, *end;
+        char *argv[9] = { 0 }, *end;
         size_t n = 0;
         for (char *p = buf; n < 8 && p <= buf + size; p = end + 1) {
                 end = memchr(p, '\0', (size_t) (buf + size - p) + 1);
                 argv[n++] = p;
         }
         /* The first piece also serves as the name and the output path. */
-        struct gw_job j = {.id = 7, .name = argv[0], .output = argv[0], .argv = argv + 1,
-                           .ngpus = size ? data[0] % 20 : 0, .time_limit = (gw_usec_t) size * 7919};
-        struct gw_sbatch_opts o = {.gpus_per_node = 4, .max_nodes = 2};
+        struct gw_job j = { .id = 7,
+                            .name = argv[0],
+                            .output = argv[0],
+                            .argv = argv + 1,
+                            .ngpus = size ? data[0] % 20 : 0,
+                            .time_limit = (gw_usec_t) size * 7919 };
+        struct gw_sbatch_opts o = { .gpus_per_node = 4, .max_nodes = 2 };
         char **v = NULL, why[128];
         if (gw_slurm_sbatch_argv(&j, &o, &v, why, sizeof why) == 0) {
                 size_t k = gw_strv_length(v);

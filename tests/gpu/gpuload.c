@@ -21,10 +21,10 @@
 
 #include "gpuload_args.h"
 
-typedef int cu_result;             /* CUresult; 0 = CUDA_SUCCESS */
-typedef int cu_device;             /* CUdevice */
+typedef int cu_result; /* CUresult; 0 = CUDA_SUCCESS */
+typedef int cu_device; /* CUdevice */
 typedef unsigned long long cu_ptr; /* CUdeviceptr (64-bit) */
-typedef void *cu_handle;           /* CUcontext, CUmodule, CUfunction, CUstream */
+typedef void *cu_handle; /* CUcontext, CUmodule, CUfunction, CUstream */
 
 #define CU_DEVICE_ATTRIBUTE_CLOCK_RATE 13 /* kHz */
 #define CU_ERROR_NO_DEVICE 100
@@ -56,26 +56,25 @@ struct cuda {
 /* Spins each thread until `cycles` SM clocks have passed: the GPU is busy (NVML's
  * utilisation counts the time a kernel runs) without touching memory.  PTX ISA 7.0 (CUDA 11)
  * for sm_50 and later; the driver compiles it for the GPU at hand. */
-static const char spin_ptx[] =
-        ".version 7.0\n"
-        ".target sm_50\n"
-        ".address_size 64\n"
-        "\n"
-        ".visible .entry spin(\n"
-        "        .param .u64 spin_cycles\n"
-        ")\n"
-        "{\n"
-        "        .reg .pred %p<2>;\n"
-        "        .reg .b64 %rd<5>;\n"
-        "        ld.param.u64 %rd1, [spin_cycles];\n"
-        "        mov.u64 %rd2, %clock64;\n"
-        "        add.u64 %rd3, %rd2, %rd1;\n"
-        "LOOP:\n"
-        "        mov.u64 %rd4, %clock64;\n"
-        "        setp.lt.u64 %p1, %rd4, %rd3;\n"
-        "        @%p1 bra LOOP;\n"
-        "        ret;\n"
-        "}\n";
+static const char spin_ptx[] = ".version 7.0\n"
+                               ".target sm_50\n"
+                               ".address_size 64\n"
+                               "\n"
+                               ".visible .entry spin(\n"
+                               "        .param .u64 spin_cycles\n"
+                               ")\n"
+                               "{\n"
+                               "        .reg .pred %p<2>;\n"
+                               "        .reg .b64 %rd<5>;\n"
+                               "        ld.param.u64 %rd1, [spin_cycles];\n"
+                               "        mov.u64 %rd2, %clock64;\n"
+                               "        add.u64 %rd3, %rd2, %rd1;\n"
+                               "LOOP:\n"
+                               "        mov.u64 %rd4, %clock64;\n"
+                               "        setp.lt.u64 %p1, %rd4, %rd3;\n"
+                               "        @%p1 bra LOOP;\n"
+                               "        ret;\n"
+                               "}\n";
 
 static double now_s(void) {
         struct timespec ts;
@@ -110,13 +109,23 @@ static int cuda_load(struct cuda *c) {
                                path, dlerror());
                 return -ENOENT;
         }
-        static const struct { const char *name; size_t off; } syms[] = {
+        static const struct {
+                const char *name;
+                size_t off;
+        } syms[] = {
 #define SYM(n, f) { n, offsetof(struct cuda, f) }
-                SYM("cuInit", init), SYM("cuDeviceGet", device_get), SYM("cuDeviceGetName", device_get_name),
-                SYM("cuDeviceGetAttribute", device_get_attribute), SYM("cuCtxCreate_v2", ctx_create),
-                SYM("cuMemAlloc_v2", mem_alloc), SYM("cuMemsetD8_v2", memset_d8), SYM("cuMemFree_v2", mem_free),
-                SYM("cuModuleLoadData", module_load_data), SYM("cuModuleGetFunction", module_get_function),
-                SYM("cuLaunchKernel", launch_kernel), SYM("cuCtxSynchronize", ctx_synchronize),
+                SYM("cuInit", init),
+                SYM("cuDeviceGet", device_get),
+                SYM("cuDeviceGetName", device_get_name),
+                SYM("cuDeviceGetAttribute", device_get_attribute),
+                SYM("cuCtxCreate_v2", ctx_create),
+                SYM("cuMemAlloc_v2", mem_alloc),
+                SYM("cuMemsetD8_v2", memset_d8),
+                SYM("cuMemFree_v2", mem_free),
+                SYM("cuModuleLoadData", module_load_data),
+                SYM("cuModuleGetFunction", module_get_function),
+                SYM("cuLaunchKernel", launch_kernel),
+                SYM("cuCtxSynchronize", ctx_synchronize),
                 SYM("cuGetErrorString", get_error_string),
 #undef SYM
         };
@@ -131,13 +140,13 @@ static int cuda_load(struct cuda *c) {
         return 0;
 }
 
-#define CHECK(c, call, what)                                                                       \
-        do {                                                                                       \
-                cu_result r_ = (call);                                                             \
-                if (r_ != 0) {                                                                     \
+#define CHECK(c, call, what)                                                                                \
+        do {                                                                                                \
+                cu_result r_ = (call);                                                                      \
+                if (r_ != 0) {                                                                              \
                         (void) fprintf(stderr, "gpuload: %s: %s (CUresult %d)\n", what, cu_err(c, r_), r_); \
-                        return -EIO;                                                               \
-                }                                                                                  \
+                        return -EIO;                                                                        \
+                }                                                                                           \
         } while (0)
 
 /* Initialises the driver on the first visible GPU; -ENODEV when there is none (exit 2). */

@@ -6,28 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char gpuload_usage[] =
-        "Usage: gpuload MODE [OPTIONS]\n"
-        "A CUDA load for checking gpuward on a real GPU (loads libcuda.so.1 at run time;\n"
-        "CUDA_VISIBLE_DEVICES chooses the GPU; it uses the first one it sees).\n"
-        "Modes:\n"
-        "  busy    kernels at --duty percent of each second (default 100) for --seconds\n"
-        "  idle    holds the memory, runs no kernel and prints nothing after its first line\n"
-        "  leak    busy, and --leak-mib more memory every epoch, with an epoch line and a\n"
-        "          results.csv row in --run-dir as Ultralytics writes them\n"
-        "  burst   busy for --busy-seconds, then idle and silent until --seconds\n"
-        "Options:\n"
-        "  --mib N            memory allocated at the start (default 1024)\n"
-        "  --seconds S        how long the run lasts (default 60)\n"
-        "  --duty P           1..100 (default 100)\n"
-        "  --leak-mib M       leak: added each epoch (default 256)\n"
-        "  --epoch-seconds S  leak: length of an epoch (default 5)\n"
-        "  --busy-seconds S   burst: the busy part (default half of --seconds)\n"
-        "  --run-dir DIR      leak: the run directory (default runs/detect/gpuload)\n"
-        "Exit: 0 done, 1 a CUDA call failed, 2 usage or no CUDA driver.\n";
+const char gpuload_usage[] = "Usage: gpuload MODE [OPTIONS]\n"
+                             "A CUDA load for checking gpuward on a real GPU (loads libcuda.so.1 at run time;\n"
+                             "CUDA_VISIBLE_DEVICES chooses the GPU; it uses the first one it sees).\n"
+                             "Modes:\n"
+                             "  busy    kernels at --duty percent of each second (default 100) for --seconds\n"
+                             "  idle    holds the memory, runs no kernel and prints nothing after its first line\n"
+                             "  leak    busy, and --leak-mib more memory every epoch, with an epoch line and a\n"
+                             "          results.csv row in --run-dir as Ultralytics writes them\n"
+                             "  burst   busy for --busy-seconds, then idle and silent until --seconds\n"
+                             "Options:\n"
+                             "  --mib N            memory allocated at the start (default 1024)\n"
+                             "  --seconds S        how long the run lasts (default 60)\n"
+                             "  --duty P           1..100 (default 100)\n"
+                             "  --leak-mib M       leak: added each epoch (default 256)\n"
+                             "  --epoch-seconds S  leak: length of an epoch (default 5)\n"
+                             "  --busy-seconds S   burst: the busy part (default half of --seconds)\n"
+                             "  --run-dir DIR      leak: the run directory (default runs/detect/gpuload)\n"
+                             "Exit: 0 done, 1 a CUDA call failed, 2 usage or no CUDA driver.\n";
 
 static const char *const mode_names[_GPULOAD_MODE_MAX] = {
-        [GPULOAD_BUSY] = "busy", [GPULOAD_IDLE] = "idle", [GPULOAD_LEAK] = "leak", [GPULOAD_BURST] = "burst",
+        [GPULOAD_BUSY] = "busy",
+        [GPULOAD_IDLE] = "idle",
+        [GPULOAD_LEAK] = "leak",
+        [GPULOAD_BURST] = "burst",
 };
 
 enum gpuload_mode gpuload_mode_from_string(const char *s) {
@@ -113,8 +115,14 @@ int gpuload_args_parse(int argc, char *const *argv, struct gpuload_args *ret, ch
         if (argc < 2)
                 return fail(err, err_len, "MODE", NULL, "missing: busy, idle, leak or burst");
         struct gpuload_args a = {
-                .mode = gpuload_mode_from_string(argv[1]), .mib = 1024, .seconds = 60, .duty = 100,
-                .leak_mib = 256, .epoch_seconds = 5, .busy_seconds = 0, .run_dir = "runs/detect/gpuload",
+                .mode = gpuload_mode_from_string(argv[1]),
+                .mib = 1024,
+                .seconds = 60,
+                .duty = 100,
+                .leak_mib = 256,
+                .epoch_seconds = 5,
+                .busy_seconds = 0,
+                .run_dir = "runs/detect/gpuload",
         };
         if (a.mode < 0)
                 return fail(err, err_len, "MODE", argv[1], "not a mode: busy, idle, leak or burst");

@@ -4,9 +4,9 @@
 #include <stddef.h>
 
 enum gpuload_mode {
-        GPULOAD_BUSY,  /* kernels at --duty percent of each second, for --seconds */
-        GPULOAD_IDLE,  /* memory held, no kernels, silent: a hung trainer */
-        GPULOAD_LEAK,  /* busy, and --leak-mib more memory every epoch, with epoch lines */
+        GPULOAD_BUSY, /* kernels at --duty percent of each second, for --seconds */
+        GPULOAD_IDLE, /* memory held, no kernels, silent: a hung trainer */
+        GPULOAD_LEAK, /* busy, and --leak-mib more memory every epoch, with epoch lines */
         GPULOAD_BURST, /* busy for --busy-seconds, then idle (silent) until --seconds */
         _GPULOAD_MODE_MAX,
         _GPULOAD_MODE_INVALID = -22,
@@ -14,13 +14,13 @@ enum gpuload_mode {
 
 struct gpuload_args {
         enum gpuload_mode mode;
-        unsigned long mib;       /* allocated at the start */
-        double seconds;          /* how long the whole run lasts */
-        unsigned duty;           /* percent of each second with a kernel running (busy, leak, burst) */
-        unsigned long leak_mib;  /* leak: added each epoch */
-        double epoch_seconds;    /* leak: one epoch */
-        double busy_seconds;     /* burst: the busy part (default: half of --seconds) */
-        const char *run_dir;     /* leak: where results.csv goes (points into argv) */
+        unsigned long mib; /* allocated at the start */
+        double seconds; /* how long the whole run lasts */
+        unsigned duty; /* percent of each second with a kernel running (busy, leak, burst) */
+        unsigned long leak_mib; /* leak: added each epoch */
+        double epoch_seconds; /* leak: one epoch */
+        double busy_seconds; /* burst: the busy part (default: half of --seconds) */
+        const char *run_dir; /* leak: where results.csv goes (points into argv) */
 };
 
 /* The usage text, for --help and errors. */

@@ -11,21 +11,21 @@
 
 #include "core/calendar.h"
 
-#define SEC  GW_USEC_PER_SEC
-#define MIN  (60 * SEC)
+#define SEC GW_USEC_PER_SEC
+#define MIN (60 * SEC)
 #define HOUR (60 * MIN)
-#define DAY  (24 * HOUR)
-#define INF  GW_USEC_INFINITY
+#define DAY (24 * HOUR)
+#define INF GW_USEC_INFINITY
 #define M(i) (UINT64_C(1) << (i))
 /* Day 19720 since the epoch is a Friday (2023-12-29); now is 15:00 that day (UTC). */
-#define FRI  ((gw_usec_t) 19720 * DAY)
-#define NOW  (FRI + 15 * HOUR)
-#define SAT  (FRI + DAY)
+#define FRI ((gw_usec_t) 19720 * DAY)
+#define NOW (FRI + 15 * HOUR)
+#define SAT (FRI + DAY)
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* "Sat 10:00", or "12:00" after an instant of the same day: deterministic, UTC. */
 static void test_fmt(gw_usec_t t, gw_usec_t ref, char *buf, size_t n, void *userdata) {
-        static const char *const wd[] = {"Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"};
+        static const char *const wd[] = { "Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed" };
         gw_usec_t day = t / DAY, m = (t % DAY) / MIN;
 
         (void) userdata;
@@ -46,33 +46,41 @@ struct world {
 static void world_init(struct world *w, int n_gpus, uint64_t drained) {
         memset(w, 0, sizeof(*w));
         for (int i = 0; i < n_gpus; i++)
-                w->gpus[i] = (struct gw_sched_gpu){.index = i, .usable = !(drained & M(i))};
-        w->in = (struct gw_calendar_input){.gpus = w->gpus, .n_gpus = (size_t) n_gpus,
-                                           .bookings = w->b, .running = w->run, .pending = w->pend};
+                w->gpus[i] = (struct gw_sched_gpu){ .index = i, .usable = !(drained & M(i)) };
+        w->in = (struct gw_calendar_input){ .gpus = w->gpus,
+                                            .n_gpus = (size_t) n_gpus,
+                                            .bookings = w->b,
+                                            .running = w->run,
+                                            .pending = w->pend };
 }
 
 static struct gw_booking *add_booking(struct world *w, int64_t id, uint64_t mask, gw_usec_t s, gw_usec_t e,
                                       enum gw_booking_state st) {
         struct gw_booking *b = &w->b[w->in.n_bookings++];
-        *b = (struct gw_booking){.id = id, .uid = 1000, .ngpus = __builtin_popcountll(mask), .start = s,
-                                 .end = e, .gpu_mask = mask, .state = st};
+        *b = (struct gw_booking){ .id = id,
+                                  .uid = 1000,
+                                  .ngpus = __builtin_popcountll(mask),
+                                  .start = s,
+                                  .end = e,
+                                  .gpu_mask = mask,
+                                  .state = st };
         return b;
 }
 
 static struct gw_cal_job *add_running(struct world *w, int64_t id, uint64_t mask, gw_usec_t end, int64_t bid) {
         struct gw_cal_job *j = &w->run[w->in.n_running++];
-        *j = (struct gw_cal_job){.id = id, .booking_id = bid, .gpu_mask = mask, .end = end};
+        *j = (struct gw_cal_job){ .id = id, .booking_id = bid, .gpu_mask = mask, .end = end };
         return j;
 }
 
 static struct gw_cal_pending *add_pending(struct world *w, int64_t id, int ngpus, gw_usec_t limit, int64_t bid) {
         struct gw_cal_pending *p = &w->pend[w->in.n_pending++];
-        *p = (struct gw_cal_pending){.id = id, .ngpus = ngpus, .time_limit = limit, .booking_id = bid};
+        *p = (struct gw_cal_pending){ .id = id, .ngpus = ngpus, .time_limit = limit, .booking_id = bid };
         return p;
 }
 
 static struct gw_calendar_placement place(const struct world *w, int ngpus, gw_usec_t start, gw_usec_t dur) {
-        struct gw_calendar_request req = {.ngpus = ngpus, .start = start, .duration = dur};
+        struct gw_calendar_request req = { .ngpus = ngpus, .start = start, .duration = dur };
         struct gw_calendar_placement p;
 
         assert_int_equal(gw_calendar_place(&w->in, &req, test_fmt, NULL, &p), 0);
@@ -102,14 +110,14 @@ static void issue_example(void **state) {
         assert_string_equal(p.message, "only 2 GPUs free Sat 10:00-12:00; nearest window for 4 GPUs: Sat 13:00-15:00");
 
         /* The 2 free GPUs are offered when 2 are asked; the fallback formatter is UTC. */
-        struct gw_calendar_request req = {.ngpus = 2, .start = SAT + 10 * HOUR, .duration = 2 * HOUR};
+        struct gw_calendar_request req = { .ngpus = 2, .start = SAT + 10 * HOUR, .duration = 2 * HOUR };
         assert_int_equal(gw_calendar_place(&w.in, &req, NULL, NULL, &p), 0);
         assert_int_equal(p.verdict, GW_PLACE_FITS);
         assert_int_equal(p.gpu_mask, M(2) | M(3));
         assert_string_equal(p.message, "2 GPUs (2-3) 2023-12-30 10:00-12:00");
 
         /* Re-placing booking 12 itself ignores it. */
-        req = (struct gw_calendar_request){.ngpus = 4, .start = SAT + 9 * HOUR, .duration = HOUR, .ignore_id = 12};
+        req = (struct gw_calendar_request){ .ngpus = 4, .start = SAT + 9 * HOUR, .duration = HOUR, .ignore_id = 12 };
         assert_int_equal(gw_calendar_place(&w.in, &req, test_fmt, NULL, &p), 0);
         assert_int_equal(p.verdict, GW_PLACE_FITS);
 }
@@ -179,10 +187,11 @@ static void running_jobs_block(void **state) {
         assert_int_equal(p.start, NOW + 5 * HOUR);
 
         /* Nothing within the search: NEVER, and it says so. */
-        struct gw_calendar_request req = {.ngpus = 4, .start = NOW, .duration = HOUR, .search = 2 * HOUR};
+        struct gw_calendar_request req = { .ngpus = 4, .start = NOW, .duration = HOUR, .search = 2 * HOUR };
         assert_int_equal(gw_calendar_place(&w.in, &req, test_fmt, NULL, &p), 0);
         assert_int_equal(p.verdict, GW_PLACE_NEVER);
-        assert_string_equal(p.message, "only 1 GPU free Fri 15:00-16:00; no window for 4 GPUs within 2h after the requested start");
+        assert_string_equal(
+                p.message, "only 1 GPU free Fri 15:00-16:00; no window for 4 GPUs within 2h after the requested start");
 }
 
 static void drained_gpus(void **state) {
@@ -206,11 +215,11 @@ static void bad_requests(void **state) {
                 struct gw_calendar_request req;
                 const char *msg;
         } bad[] = {
-                {{.ngpus = 0, .start = NOW, .duration = HOUR}, "a booking needs at least 1 GPU"},
-                {{.ngpus = 65, .start = NOW, .duration = HOUR}, "a booking can hold at most 64 GPUs"},
-                {{.ngpus = 1, .start = NOW, .duration = 0}, "the duration must be positive"},
-                {{.ngpus = 1, .start = NOW - HOUR, .duration = 2 * HOUR}, "the start is in the past"},
-                {{.ngpus = 1, .start = INF - 1, .duration = HOUR}, "the window ends too far in the future"},
+                { { .ngpus = 0, .start = NOW, .duration = HOUR }, "a booking needs at least 1 GPU" },
+                { { .ngpus = 65, .start = NOW, .duration = HOUR }, "a booking can hold at most 64 GPUs" },
+                { { .ngpus = 1, .start = NOW, .duration = 0 }, "the duration must be positive" },
+                { { .ngpus = 1, .start = NOW - HOUR, .duration = 2 * HOUR }, "the start is in the past" },
+                { { .ngpus = 1, .start = INF - 1, .duration = HOUR }, "the window ends too far in the future" },
         };
         struct world w;
         struct gw_calendar_placement p;
@@ -222,7 +231,7 @@ static void bad_requests(void **state) {
                 assert_int_equal(gw_calendar_check_request(&bad[i].req, NOW, msg, sizeof(msg)), -EINVAL);
                 assert_string_equal(msg, bad[i].msg);
         }
-        struct gw_calendar_request ok = {.ngpus = 1, .start = NOW - 30 * SEC, .duration = HOUR};
+        struct gw_calendar_request ok = { .ngpus = 1, .start = NOW - 30 * SEC, .duration = HOUR };
         assert_int_equal(gw_calendar_check_request(&ok, NOW, msg, sizeof(msg)), 0);
         assert_int_equal(gw_calendar_place(&w.in, &bad[0].req, NULL, NULL, &p), -EINVAL);
         assert_int_equal(gw_calendar_place(&w.in, &bad[2].req, NULL, NULL, &p), -EINVAL);
@@ -244,7 +253,7 @@ static void free_for_matches_the_rule(void **state) {
                         seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
                         gw_usec_t s = NOW + (gw_usec_t) (seed % 48) * HOUR - 2 * HOUR;
                         add_booking(&w, k + 1, seed * 0x9e3779b97f4a7c15ULL, s, s + (gw_usec_t) (seed % 5 + 1) * HOUR,
-                                    (enum gw_booking_state) (seed % 3));
+                                    (enum gw_booking_state)(seed % 3));
                 }
                 assert_int_equal(gw_calendar_gpus_at(&w.in, NOW, &g), 0);
                 for (int q = 0; q < 50; q++) {
@@ -331,8 +340,8 @@ static void scheduler_view(void **state) {
 }
 
 static size_t tick(const struct world *w, gw_usec_t now, struct gw_cal_action *a, size_t cap) {
-        struct gw_calendar_params p = {.no_show = GW_CALENDAR_NO_SHOW_DEFAULT,
-                                       .warn_before_end = GW_CALENDAR_WARN_DEFAULT};
+        struct gw_calendar_params p = { .no_show = GW_CALENDAR_NO_SHOW_DEFAULT,
+                                        .warn_before_end = GW_CALENDAR_WARN_DEFAULT };
         size_t n = 0;
 
         assert_true(gw_calendar_tick_max(&w->in) <= cap);
@@ -412,7 +421,7 @@ static void lifecycle(void **state) {
         assert_int_equal(tick(&w, NOW + HOUR, a, N_ELEMS(a)), 1);
         assert_int_equal(a[0].kind, GW_CAL_STOP_JOB);
         /* Too little room for the actions. */
-        struct gw_calendar_params p = {.no_show = 0, .warn_before_end = 0};
+        struct gw_calendar_params p = { .no_show = 0, .warn_before_end = 0 };
         size_t n = 77;
         b->state = GW_BOOKING_ACTIVE;
         assert_int_equal(gw_calendar_tick(&w.in, NOW + 3 * HOUR, &p, a, 1, &n), -ENOBUFS);
@@ -472,15 +481,15 @@ static void layout(void **state) {
                 int64_t id;
                 gw_usec_t s, e;
         } want[] = {
-                {0, GW_SEG_RUNNING, 17, NOW - HOUR, NOW + 2 * HOUR},
-                {0, GW_SEG_PREDICTED, 21, NOW + 5 * HOUR, NOW + 8 * HOUR},
-                {1, GW_SEG_PREDICTED, 20, NOW, NOW + 2 * HOUR},
-                {1, GW_SEG_PREDICTED, 22, NOW + 3 * HOUR, NOW + 4 * HOUR},
-                {1, GW_SEG_BOOKING, 12, NOW + 3 * HOUR, NOW + 5 * HOUR},
-                {1, GW_SEG_PREDICTED, 21, NOW + 5 * HOUR, NOW + 8 * HOUR},
-                {2, GW_SEG_PREDICTED, 20, NOW, NOW + 2 * HOUR},
-                {2, GW_SEG_BOOKING, 12, NOW + 3 * HOUR, NOW + 5 * HOUR},
-                {3, GW_SEG_DRAINED, 0, NOW, NOW + 72 * HOUR},
+                { 0, GW_SEG_RUNNING, 17, NOW - HOUR, NOW + 2 * HOUR },
+                { 0, GW_SEG_PREDICTED, 21, NOW + 5 * HOUR, NOW + 8 * HOUR },
+                { 1, GW_SEG_PREDICTED, 20, NOW, NOW + 2 * HOUR },
+                { 1, GW_SEG_PREDICTED, 22, NOW + 3 * HOUR, NOW + 4 * HOUR },
+                { 1, GW_SEG_BOOKING, 12, NOW + 3 * HOUR, NOW + 5 * HOUR },
+                { 1, GW_SEG_PREDICTED, 21, NOW + 5 * HOUR, NOW + 8 * HOUR },
+                { 2, GW_SEG_PREDICTED, 20, NOW, NOW + 2 * HOUR },
+                { 2, GW_SEG_BOOKING, 12, NOW + 3 * HOUR, NOW + 5 * HOUR },
+                { 3, GW_SEG_DRAINED, 0, NOW, NOW + 72 * HOUR },
         };
 
         (void) state;
@@ -518,7 +527,7 @@ static void layout_respects_bookings(void **state) {
         add_pending(&w, 10, 2, HOUR, 0);
         add_pending(&w, 11, 1, 3 * HOUR, 0);
         add_pending(&w, 12, 2, 2 * HOUR, 1); /* only 1 GPU in booking 1: never */
-        add_pending(&w, 13, 1, 5 * HOUR, 3);  /* clipped to the booking's end */
+        add_pending(&w, 13, 1, 5 * HOUR, 3); /* clipped to the booking's end */
         assert_int_equal(gw_schedule_layout(&w.in, NOW, 24 * HOUR, seg, N_ELEMS(seg), &n), 0);
         for (size_t i = 0; i < n; i++) {
                 if (seg[i].kind != GW_SEG_PREDICTED)
@@ -528,27 +537,25 @@ static void layout_respects_bookings(void **state) {
                 else if (seg[i].id == 11) /* GPU 1 after booking 2; GPU 0 is booked until +4h */
                         assert_true(seg[i].gpu == 1 && seg[i].start == NOW + 3 * HOUR);
                 else if (seg[i].id == 13)
-                        assert_true(seg[i].gpu == 0 && seg[i].start == NOW + 2 * HOUR &&
-                                    seg[i].end == NOW + 4 * HOUR);
+                        assert_true(seg[i].gpu == 0 && seg[i].start == NOW + 2 * HOUR && seg[i].end == NOW + 4 * HOUR);
                 else
                         fail_msg("unexpected prediction for job %lld", (long long) seg[i].id);
         }
 }
 
 static void chart(void **state) {
-        static const char want[] =
-                "        Fri 15:00   Sat 03:00\n"
-                "        |           |\n"
-                "GPU 0   AA...BBB................\n"
-                "GPU 1   CC.DEBBB................\n"
-                "GPU 2   CC.EE...................\n"
-                "GPU 3   xxxxxxxxxxxxxxxxxxxxxxxx\n"
-                "Legend: . free  x drained\n"
-                "  A  job 17  running until Fri 17:00  alice train\n"
-                "  B  job 21  predicted Fri 20:00-23:00  dave big\n"
-                "  C  job 20  predicted Fri 15:00-17:00  carol sweep\n"
-                "  D  job 22  predicted Fri 18:00-19:00  bob eval\n"
-                "  E  booking 12  Fri 18:00-20:00  bob yolo\n";
+        static const char want[] = "        Fri 15:00   Sat 03:00\n"
+                                   "        |           |\n"
+                                   "GPU 0   AA...BBB................\n"
+                                   "GPU 1   CC.DEBBB................\n"
+                                   "GPU 2   CC.EE...................\n"
+                                   "GPU 3   xxxxxxxxxxxxxxxxxxxxxxxx\n"
+                                   "Legend: . free  x drained\n"
+                                   "  A  job 17  running until Fri 17:00  alice train\n"
+                                   "  B  job 21  predicted Fri 20:00-23:00  dave big\n"
+                                   "  C  job 20  predicted Fri 15:00-17:00  carol sweep\n"
+                                   "  D  job 22  predicted Fri 18:00-19:00  bob eval\n"
+                                   "  E  booking 12  Fri 18:00-20:00  bob yolo\n";
         struct world w;
         struct gw_schedule_segment seg[32];
         char buf[2048];
@@ -565,9 +572,9 @@ static void chart(void **state) {
         assert_int_equal(gw_schedule_render_text(seg, n, 0xf, NOW, NOW + 24 * HOUR, HOUR, test_fmt, NULL, buf, 40),
                          -ENOBUFS);
         assert_int_equal(strlen(buf), 39);
-        assert_int_equal(gw_schedule_render_text(seg, n, 0xf, NOW, NOW + 2000 * HOUR, HOUR, test_fmt, NULL, buf,
-                                                 sizeof(buf)),
-                         -EINVAL);
+        assert_int_equal(
+                gw_schedule_render_text(seg, n, 0xf, NOW, NOW + 2000 * HOUR, HOUR, test_fmt, NULL, buf, sizeof(buf)),
+                -EINVAL);
 }
 
 /* Every item of the legend is in the drawing: a short running job before a booking on its GPU
@@ -590,7 +597,11 @@ static void chart_draws_short_items(void **state) {
                 "  A line under a GPU's row shows what shares a column with a longer item on that GPU.\n";
         const struct gw_schedule_segment seg[] = {
                 { .gpu = 0, .start = NOW, .end = NOW + 10 * MIN, .kind = GW_SEG_RUNNING, .id = 5, .label = "short" },
-                { .gpu = 0, .start = NOW + 20 * MIN, .end = NOW + 4 * HOUR, .kind = GW_SEG_BOOKING, .id = 7,
+                { .gpu = 0,
+                  .start = NOW + 20 * MIN,
+                  .end = NOW + 4 * HOUR,
+                  .kind = GW_SEG_BOOKING,
+                  .id = 7,
                   .label = "later" },
                 { .gpu = 1, .start = NOW, .end = NOW + 10 * MIN, .kind = GW_SEG_RUNNING, .id = 8 },
                 { .gpu = 1, .start = NOW + 10 * MIN, .end = NOW + 20 * MIN, .kind = GW_SEG_PREDICTED, .id = 9 },
@@ -612,9 +623,11 @@ static void chart_marks_what_it_cannot_draw(void **state) {
 
         (void) state;
         for (int i = 0; i < 18; i++)
-                seg[i] = (struct gw_schedule_segment) { .gpu = 0, .start = NOW + i * 3 * MIN,
-                                                        .end = NOW + i * 3 * MIN + 2 * MIN, .kind = GW_SEG_PREDICTED,
-                                                        .id = 100 + i };
+                seg[i] = (struct gw_schedule_segment){ .gpu = 0,
+                                                       .start = NOW + i * 3 * MIN,
+                                                       .end = NOW + i * 3 * MIN + 2 * MIN,
+                                                       .kind = GW_SEG_PREDICTED,
+                                                       .id = 100 + i };
         assert_true(gw_schedule_render_text(seg, N_ELEMS(seg), 0x1, NOW, NOW + 12 * HOUR, HOUR, test_fmt, NULL, buf,
                                             sizeof(buf)) > 0);
         assert_non_null(strstr(buf, "GPU 0   A...........\n        B\n        C\n"));
@@ -628,13 +641,13 @@ static void chart_marks_what_it_cannot_draw(void **state) {
 static void pending_holds_nothing(void **state) {
         struct world w;
         struct gw_cal_action a[16];
-        struct gw_calendar_params p = {.no_show = 0, .warn_before_end = 0, .pending_ttl = 7 * DAY};
+        struct gw_calendar_params p = { .no_show = 0, .warn_before_end = 0, .pending_ttl = 7 * DAY };
         size_t n = 0;
 
         (void) state;
         world_init(&w, 4, 0);
-        struct gw_booking *b = add_booking(&w, 1, M(0) | M(1) | M(2), NOW + 6 * HOUR, NOW + 3650 * DAY,
-                                           GW_BOOKING_PENDING_APPROVAL);
+        struct gw_booking *b =
+                add_booking(&w, 1, M(0) | M(1) | M(2), NOW + 6 * HOUR, NOW + 3650 * DAY, GW_BOOKING_PENDING_APPROVAL);
         b->created = NOW;
         struct gw_calendar_placement pl = place(&w, 3, NOW + 7 * HOUR, HOUR);
         assert_int_equal(pl.verdict, GW_PLACE_FITS);
@@ -642,8 +655,10 @@ static void pending_holds_nothing(void **state) {
         assert_int_equal(gw_calendar_user_booked_gpus(w.b, w.in.n_bookings, 1000, NOW, NOW + DAY, 0), 0);
         /* Approving it: placed again, ignoring itself; another booking now in the way. */
         add_booking(&w, 2, M(1) | M(2), NOW + 7 * HOUR, NOW + 8 * HOUR, GW_BOOKING_APPROVED);
-        struct gw_calendar_request req = {.ngpus = 3, .start = b->start, .duration = b->end - b->start,
-                                          .ignore_id = 1};
+        struct gw_calendar_request req = { .ngpus = 3,
+                                           .start = b->start,
+                                           .duration = b->end - b->start,
+                                           .ignore_id = 1 };
         assert_int_equal(gw_calendar_place(&w.in, &req, test_fmt, NULL, &pl), 0);
         assert_int_not_equal(pl.verdict, GW_PLACE_FITS);
         w.in.n_bookings = 1;
@@ -682,14 +697,22 @@ static void names(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(issue_example),   cmocka_unit_test(overlapping_bookings),
-                cmocka_unit_test(running_jobs_block), cmocka_unit_test(drained_gpus),
-                cmocka_unit_test(bad_requests),    cmocka_unit_test(scheduler_view),
-                cmocka_unit_test(no_show),         cmocka_unit_test(lifecycle),
-                cmocka_unit_test(drained_before_start), cmocka_unit_test(layout),
-                cmocka_unit_test(layout_respects_bookings), cmocka_unit_test(chart), cmocka_unit_test(chart_draws_short_items),
+                cmocka_unit_test(issue_example),
+                cmocka_unit_test(overlapping_bookings),
+                cmocka_unit_test(running_jobs_block),
+                cmocka_unit_test(drained_gpus),
+                cmocka_unit_test(bad_requests),
+                cmocka_unit_test(scheduler_view),
+                cmocka_unit_test(no_show),
+                cmocka_unit_test(lifecycle),
+                cmocka_unit_test(drained_before_start),
+                cmocka_unit_test(layout),
+                cmocka_unit_test(layout_respects_bookings),
+                cmocka_unit_test(chart),
+                cmocka_unit_test(chart_draws_short_items),
                 cmocka_unit_test(chart_marks_what_it_cannot_draw),
-                cmocka_unit_test(names), cmocka_unit_test(free_for_matches_the_rule),
+                cmocka_unit_test(names),
+                cmocka_unit_test(free_for_matches_the_rule),
                 cmocka_unit_test(pending_holds_nothing),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,7 @@ static void put(struct zbuf *b, const void *src, size_t n) {
         memcpy(b->p + b->n, src, n);
         b->n += n;
 }
-static void put16(struct zbuf *b, uint16_t v) { put(b, (uint8_t[]){(uint8_t) v, (uint8_t) (v >> 8)}, 2); }
+static void put16(struct zbuf *b, uint16_t v) { put(b, (uint8_t[]){ (uint8_t) v, (uint8_t) (v >> 8) }, 2); }
 static void put32(struct zbuf *b, uint32_t v) {
         put16(b, (uint16_t) v);
         put16(b, (uint16_t) (v >> 16));
@@ -51,15 +51,15 @@ struct entry {
 };
 
 enum zip_flavour {
-        ZIP_PLAIN,          /* Python's zipfile for small archives */
-        ZIP_PYTORCH,        /* miniz with MZ_ZIP_FLAG_WRITE_ZIP64 and 64-byte data alignment */
-        ZIP_Z64_SATURATED,  /* zip64 end records, saturated EOCD, zip64 extra fields for offsets */
+        ZIP_PLAIN, /* Python's zipfile for small archives */
+        ZIP_PYTORCH, /* miniz with MZ_ZIP_FLAG_WRITE_ZIP64 and 64-byte data alignment */
+        ZIP_Z64_SATURATED, /* zip64 end records, saturated EOCD, zip64 extra fields for offsets */
 };
 
 /* Writes an archive of the entries into out; returns its length. */
 static size_t build_zip(uint8_t *out, size_t cap, const struct entry *e, size_t n, enum zip_flavour f,
                         const uint8_t *comment, size_t comment_len) {
-        struct zbuf b = {.p = out, .cap = cap};
+        struct zbuf b = { .p = out, .cap = cap };
         uint64_t offs[4096], cd_off, cd_size;
         bool z64 = f != ZIP_PLAIN;
 
@@ -168,10 +168,10 @@ static size_t build_zip(uint8_t *out, size_t cap, const struct entry *e, size_t 
 static size_t pytorch_like(uint8_t *out, size_t cap, enum zip_flavour f, const uint8_t *comment, size_t clen) {
         static uint8_t pkl[300], tensor[1024];
         struct entry e[] = {
-                {"archive/data.pkl", pkl, sizeof(pkl)},
-                {"archive/byteorder", (const uint8_t *) "little", 6},
-                {"archive/data/0", tensor, sizeof(tensor)},
-                {"archive/version", (const uint8_t *) "3\n", 2},
+                { "archive/data.pkl", pkl, sizeof(pkl) },
+                { "archive/byteorder", (const uint8_t *) "little", 6 },
+                { "archive/data/0", tensor, sizeof(tensor) },
+                { "archive/version", (const uint8_t *) "3\n", 2 },
         };
 
         pkl[0] = 0x80;
@@ -206,7 +206,7 @@ static void every_prefix_rejected(const uint8_t *file, size_t size, size_t step)
 }
 
 static void flavours_complete_and_truncations_rejected(void **state) {
-        const enum zip_flavour fl[] = {ZIP_PLAIN, ZIP_PYTORCH, ZIP_Z64_SATURATED};
+        const enum zip_flavour fl[] = { ZIP_PLAIN, ZIP_PYTORCH, ZIP_Z64_SATURATED };
         char why[200];
 
         for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
@@ -296,13 +296,12 @@ static void not_a_zip_is_not_truncated(void **state) {
         const uint8_t *tail = big + sizeof(big) - GW_CKPT_TAIL_LEN;
         assert_int_equal(gw_ckpt_check(tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)), -EBADMSG);
         assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
-        assert_int_equal(gw_ckpt_check_file(big, 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)),
-                         -EBADMSG);
+        assert_int_equal(gw_ckpt_check_file(big, 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)), -EBADMSG);
         assert_string_equal(why, "truncated: a zip archive with no end-of-central-directory record");
         /* Without a zip's first bytes, still not a zip; a complete zip passes as before. */
-        assert_int_equal(gw_ckpt_check_file((const uint8_t *) "abcd", 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why,
-                                            sizeof(why)),
-                         -EBADMSG);
+        assert_int_equal(
+                gw_ckpt_check_file((const uint8_t *) "abcd", 4, tail, GW_CKPT_TAIL_LEN, sizeof(big), why, sizeof(why)),
+                -EBADMSG);
         assert_string_equal(why, "not a PyTorch zip archive (no zip end-of-central-directory record)");
         assert_int_equal(gw_ckpt_check_file(file_a, 4, file_a, n, n, why, sizeof(why)), 0);
 }
@@ -536,7 +535,6 @@ static const uint8_t PKL_STRIPPED[] =
         "\x00\x00\x76\x65\x72\x73\x69\x6f\x6e\x71\x2d\x58\x05\x00\x00\x00\x38\x2e\x31\x2e\x30\x71\x2e\x75"
         "\x2e";
 
-
 static int pickle_epoch(const void *p, size_t len, long *e, char *why) {
         return gw_ckpt_pickle_epoch((const uint8_t *) p, len, e, why, 200);
 }
@@ -571,36 +569,76 @@ static void dict_shapes_and_values(void **state) {
                 int ret;
                 long epoch;
         } cases[] = {
-                { PK("\x80\x02}q\x00X\x05\x00\x00\x00" "epochq\x01K\x04s."), 0, 4 },       /* one item: SETITEM */
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01Jp\x11\x01\x00X\x01\x00\x00\x00zq\x02K\x01u."), 0, 70000 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01M,\x01X\x01\x00\x00\x00zq\x02K\x01u."), 0, 300 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x8a\x01\x05X\x01\x00\x00\x00zq\x02K\x01u."), 0, 5 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x8a\x01\xffu."), 0, -1 },       /* LONG1 -1 */
-                { PK("(dp0\nVepoch\np1\nI5\nsVz\np2\nI1\ns."), 0, 5 },                         /* protocol 0 */
-                { PK("\x80\x04\x95\x15\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x05" "epoch\x94K\x05\x8c\x01z\x94K\x01u."), 0, 5 },
+                { PK("\x80\x02}q\x00X\x05\x00\x00\x00"
+                     "epochq\x01K\x04s."),
+                  0, 4 }, /* one item: SETITEM */
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01Jp\x11\x01\x00X\x01\x00\x00\x00zq\x02K\x01u."),
+                  0, 70000 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01M,\x01X\x01\x00\x00\x00zq\x02K\x01u."),
+                  0, 300 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01\x8a\x01\x05X\x01\x00\x00\x00zq\x02K\x01u."),
+                  0, 5 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01\x8a\x01\xffu."),
+                  0, -1 }, /* LONG1 -1 */
+                { PK("(dp0\nVepoch\np1\nI5\nsVz\np2\nI1\ns."), 0, 5 }, /* protocol 0 */
+                { PK("\x80\x04\x95\x15\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x05"
+                     "epoch\x94K\x05\x8c\x01z\x94K\x01u."),
+                  0, 5 },
                 /* 'epoch' nested, or a value, is not the checkpoint's. */
-                { PK("\x80\x02}q\x00(X\x01\x00\x00\x00" "aq\x01}q\x02X\x05\x00\x00\x00" "epochq\x03K\x01sX\x01\x00\x00\x00" "bq\x04K\x02u."), -ENOENT, 0 },
-                { PK("\x80\x02}q\x00(X\x01\x00\x00\x00xq\x01X\x05\x00\x00\x00" "epochq\x02X\x01\x00\x00\x00yq\x03K\x02u."), -ENOENT, 0 },
+                { PK("\x80\x02}q\x00(X\x01\x00\x00\x00"
+                     "aq\x01}q\x02X\x05\x00\x00\x00"
+                     "epochq\x03K\x01sX\x01\x00\x00\x00"
+                     "bq\x04K\x02u."),
+                  -ENOENT, 0 },
+                { PK("\x80\x02}q\x00(X\x01\x00\x00\x00xq\x01X\x05\x00\x00\x00"
+                     "epochq\x02X\x01\x00\x00\x00yq\x03K\x02u."),
+                  -ENOENT, 0 },
                 { PK("\x80\x02}q\x00."), -ENOENT, 0 },
                 /* {'a': {'epoch': {'epoch': 1}}, 'epoch': 3}: the one-item dicts' keys lie on the
                  * outer dict's level until their SETITEM. */
                 { PK("\x80\x02\x7d\x71\x00\x28\x58\x01\x00\x00\x00\x61\x71\x01\x7d\x71\x02\x58\x05\x00\x00\x00"
-                     "\x65\x70\x6f\x63\x68\x71\x03\x7d\x71\x04\x68\x03\x4b\x01\x73\x73\x68\x03\x4b\x03\x75\x2e"), 0, 3 },
+                     "\x65\x70\x6f\x63\x68\x71\x03\x7d\x71\x04\x68\x03\x4b\x01\x73\x73\x68\x03\x4b\x03\x75\x2e"),
+                  0, 3 },
                 /* Not integers, or out of range; {'epoch': (5, 6), 'z': 1} is a tuple by TUPLE2. */
                 { PK("\x80\x02\x7d\x71\x00\x28\x58\x05\x00\x00\x00\x65\x70\x6f\x63\x68\x71\x01\x4b\x05\x4b\x06"
-                     "\x86\x71\x02\x58\x01\x00\x00\x00\x7a\x71\x03\x4b\x01\x75\x2e"), -EBADMSG, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x89X\x01\x00\x00\x00zq\x02K\x01u."), -EBADMSG, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x88u."), -EBADMSG, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01NX\x01\x00\x00\x00zq\x02K\x01u."), -EBADMSG, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01G@\x00\x00\x00\x00\x00\x00\x00u."), -EBADMSG, 0 },
-                { PK("(dp0\nVepoch\np1\nI01\ns."), -EBADMSG, 0 },                              /* protocol 0 True */
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01J\xfe\xff\xff\xffu."), -ERANGE, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x8a\x06\x00\x00\x00\x00\x00\x01u."), -ERANGE, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x8a\x09\x01\x01\x01\x01\x01\x01\x01\x01\x01u."), -ERANGE, 0 },
+                     "\x86\x71\x02\x58\x01\x00\x00\x00\x7a\x71\x03\x4b\x01\x75\x2e"),
+                  -EBADMSG, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01\x89X\x01\x00\x00\x00zq\x02K\x01u."),
+                  -EBADMSG, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01\x88u."),
+                  -EBADMSG, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01NX\x01\x00\x00\x00zq\x02K\x01u."),
+                  -EBADMSG, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01G@\x00\x00\x00\x00\x00\x00\x00u."),
+                  -EBADMSG, 0 },
+                { PK("(dp0\nVepoch\np1\nI01\ns."), -EBADMSG, 0 }, /* protocol 0 True */
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01J\xfe\xff\xff\xffu."),
+                  -ERANGE, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01\x8a\x06\x00\x00\x00\x00\x00\x01u."),
+                  -ERANGE, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01\x8a\x09\x01\x01\x01\x01\x01\x01\x01\x01\x01u."),
+                  -ERANGE, 0 },
                 /* Not a dict's pickle, or not a pickle. */
-                { PK("\x80\x02]q\x00(X\x05\x00\x00\x00" "epochq\x01K\x04e."), -EBADMSG, 0 },
-                { PK("\x80\x02\xff" "epoch"), -EBADMSG, 0 },
-                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01uu."), -EBADMSG, 0 },        /* runs out of stack */
+                { PK("\x80\x02]q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01K\x04e."),
+                  -EBADMSG, 0 },
+                { PK("\x80\x02\xff"
+                     "epoch"),
+                  -EBADMSG, 0 },
+                { PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                     "epochq\x01uu."),
+                  -EBADMSG, 0 }, /* runs out of stack */
                 { PK("\x80\x02."), -EBADMSG, 0 },
                 { PK("\x80\x02}q\x00(X\x05\x00\x00\x00epo"), -ENODATA, 0 },
                 { PK(""), -ENODATA, 0 },
@@ -614,9 +652,13 @@ static void dict_shapes_and_values(void **state) {
                         fail_msg("case %zu: %d (%s), epoch %ld", i, r, why, e);
         }
         long e;
-        pickle_epoch(PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01\x89u."), &e, why);
+        pickle_epoch(PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                        "epochq\x01\x89u."),
+                     &e, why);
         assert_string_equal(why, "'epoch' is a bool, not an integer");
-        pickle_epoch(PK("\x80\x02}q\x00(X\x05\x00\x00\x00" "epochq\x01J\xfe\xff\xff\xffu."), &e, why);
+        pickle_epoch(PK("\x80\x02}q\x00(X\x05\x00\x00\x00"
+                        "epochq\x01J\xfe\xff\xff\xffu."),
+                     &e, why);
         assert_string_equal(why, "'epoch' -2 is out of range (-1 to 100000000)");
         pickle_epoch(PK("\x80\x02}q\x00."), &e, why);
         assert_string_equal(why, "no 'epoch' key in its dict");
@@ -631,12 +673,12 @@ static void dict_shapes_and_values(void **state) {
 
 static size_t ckpt_zip(uint8_t *out, size_t cap, enum zip_flavour f, const char *pkl_name, const uint8_t *pkl,
                        size_t pkl_len) {
-        static const uint8_t tensor[3000] = {1};
+        static const uint8_t tensor[3000] = { 1 };
         struct entry e[] = {
-                {"", pkl, pkl_len},
-                {"last/byteorder", (const uint8_t *) "little", 6},
-                {"last/data/0", tensor, sizeof(tensor)},
-                {"last/version", (const uint8_t *) "3\n", 2},
+                { "", pkl, pkl_len },
+                { "last/byteorder", (const uint8_t *) "little", 6 },
+                { "last/data/0", tensor, sizeof(tensor) },
+                { "last/version", (const uint8_t *) "3\n", 2 },
         };
         snprintf(e[0].name, sizeof(e[0].name), "%s", pkl_name);
         return build_zip(out, cap, e, 4, f, NULL, 0);
@@ -652,7 +694,7 @@ static size_t cd_entry(const uint8_t *z, size_t n, const char *name) {
 }
 
 static void epoch_of_a_checkpoint_file(void **state) {
-        const enum zip_flavour fl[] = {ZIP_PLAIN, ZIP_PYTORCH, ZIP_Z64_SATURATED};
+        const enum zip_flavour fl[] = { ZIP_PLAIN, ZIP_PYTORCH, ZIP_Z64_SATURATED };
         const size_t pk_len = sizeof(PKL_ULTRALYTICS) - 1;
         char why[200];
         long e = 99;

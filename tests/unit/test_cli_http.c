@@ -20,7 +20,8 @@ struct bytes {
         const char *p;
         size_t n;
 };
-#define S(lit) {lit, sizeof(lit) - 1}
+#define S(lit) \
+        { lit, sizeof(lit) - 1 }
 
 /* Parses the first len bytes from an exactly-sized heap copy, so that ASan sees any read
  * past the end. */
@@ -34,7 +35,7 @@ static int parse(const char *buf, size_t len, bool eof, struct cli_http_response
         return k;
 }
 
-static const struct cli_http_response sentinel = {.status = -42, .body_len = 4242};
+static const struct cli_http_response sentinel = { .status = -42, .body_len = 4242 };
 
 static void assert_untouched(const struct cli_http_response *r) {
         assert_int_equal(r->status, -42);
@@ -62,8 +63,8 @@ static void check_prefixes(const char *raw, size_t len, const char *what) {
 
 static void assert_body(const struct cli_http_response *r, const char *body, size_t n, const char *what) {
         if (r->body_len != n || memcmp(r->body, body, n) != 0)
-                fail_msg("%s: body of %zu bytes '%.*s', want %zu '%.*s'", what, r->body_len, (int) r->body_len,
-                         r->body, n, (int) n, body);
+                fail_msg("%s: body of %zu bytes '%.*s', want %zu '%.*s'", what, r->body_len, (int) r->body_len, r->body,
+                         n, (int) n, body);
         assert_int_equal(r->body[n], '\0');
 }
 
@@ -75,49 +76,51 @@ static void framed(void **state) {
                 const char *reason;
                 size_t n_headers;
         } cases[] = {
-                {S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), S("hello"), 200, "OK", 1},
-                {S("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"id\":17}"),
-                 S("{\"id\":17}"), 201, "Created", 2},
-                {S("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), S(""), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\na\0b\r\n"), S("a\0b\r\n"), 200, "OK", 1},
-                {S("HTTP/1.1 404 Not Found\r\ncontent-length:   2  \r\n\r\nno"), S("no"), 404, "Not Found", 1},
-                {S("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"), S("ok"), 200, "OK", 2},
-                {S("HTTP/1.1 200 OK\r\nContent-Length: 002\r\n\r\nok"), S("ok"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\nContent-Length: 2\n\nhi"), S("hi"), 200, "OK", 1},
-                {S("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi"), S("hi"), 200, "OK", 1},
-                {S("HTTP/1.1 503\r\nContent-Length: 2\r\n\r\n{}"), S("{}"), 503, "", 1},
-                {S("HTTP/1.1 503 \r\nContent-Length: 2\r\n\r\n{}"), S("{}"), 503, "", 1},
-                {S("HTTP/1.1 204 No Content\r\n\r\n"), S(""), 204, "No Content", 0},
-                {S("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"), S(""), 304, "Not Modified", 1},
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), S("hello"), 200, "OK", 1 },
+                { S("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"id\":17}"),
+                  S("{\"id\":17}"), 201, "Created", 2 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), S(""), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\na\0b\r\n"), S("a\0b\r\n"), 200, "OK", 1 },
+                { S("HTTP/1.1 404 Not Found\r\ncontent-length:   2  \r\n\r\nno"), S("no"), 404, "Not Found", 1 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"), S("ok"), 200, "OK", 2 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 002\r\n\r\nok"), S("ok"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\nContent-Length: 2\n\nhi"), S("hi"), 200, "OK", 1 },
+                { S("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi"), S("hi"), 200, "OK", 1 },
+                { S("HTTP/1.1 503\r\nContent-Length: 2\r\n\r\n{}"), S("{}"), 503, "", 1 },
+                { S("HTTP/1.1 503 \r\nContent-Length: 2\r\n\r\n{}"), S("{}"), 503, "", 1 },
+                { S("HTTP/1.1 204 No Content\r\n\r\n"), S(""), 204, "No Content", 0 },
+                { S("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"), S(""), 304, "Not Modified", 1 },
                 /* Interim responses are skipped, headers and all. */
-                {S("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), S("ok"), 200, "OK", 1},
-                {S("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-                   "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig"),
-                 S("big"), 413, "Payload Too Large", 1},
+                { S("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), S("ok"), 200, "OK",
+                  1 },
+                { S("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+                    "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig"),
+                  S("big"), 413, "Payload Too Large", 1 },
                 /* Chunked. */
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
-                 S("hello world"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), S(""), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\na\r\nabcdefghij\r\n"
-                   "0\r\n\r\n"),
-                 S("0123456789abcdefghij"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0005\r\nhello\r\n0\r\n\r\n"), S("hello"), 200,
-                 "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;name=value\r\nhello\r\n"
-                   "3 ; x=\"y;z\"\r\nabc\r\n2\t;tab\r\nde\r\n0;last\r\n\r\n"),
-                 S("helloabcde"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Checksum: abc\r\n"
-                   "X-Other: 1\r\n\r\n"),
-                 S("abc"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n\r\n\0x\r\n\r\n0\r\n\r\n"), S("\r\n\0x\r\n"),
-                 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n5\nhello\n0\n\n"), S("hello"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\ntransfer-encoding: CHUNKED\r\n\r\n2\r\nok\r\n0\r\n\r\n"), S("ok"), 200, "OK", 1},
-                {S("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"), S("ok"), 200,
-                 "OK", 1},
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
+                  S("hello world"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), S(""), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\na\r\nabcdefghij\r\n"
+                    "0\r\n\r\n"),
+                  S("0123456789abcdefghij"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0005\r\nhello\r\n0\r\n\r\n"), S("hello"), 200,
+                  "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;name=value\r\nhello\r\n"
+                    "3 ; x=\"y;z\"\r\nabc\r\n2\t;tab\r\nde\r\n0;last\r\n\r\n"),
+                  S("helloabcde"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Checksum: abc\r\n"
+                    "X-Other: 1\r\n\r\n"),
+                  S("abc"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n\r\n\0x\r\n\r\n0\r\n\r\n"),
+                  S("\r\n\0x\r\n"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n5\nhello\n0\n\n"), S("hello"), 200, "OK", 1 },
+                { S("HTTP/1.1 200 OK\r\ntransfer-encoding: CHUNKED\r\n\r\n2\r\nok\r\n0\r\n\r\n"), S("ok"), 200, "OK",
+                  1 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"), S("ok"), 200,
+                  "OK", 1 },
                 /* Both: chunked wins (RFC 9112 6.3), whatever Content-Length says. */
-                {S("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
-                 S("ok"), 200, "OK", 2},
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+                  S("ok"), 200, "OK", 2 },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 char what[32];
@@ -201,11 +204,12 @@ static void until_close(void **state) {
                 struct bytes raw, body;
                 int status;
         } cases[] = {
-                {S("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nsome log bytes\n"), S("some log bytes\n"), 200},
-                {S("HTTP/1.1 200 OK\r\n\r\n"), S(""), 200},
-                {S("HTTP/1.0 200 OK\r\n\r\na\0b"), S("a\0b"), 200},
-                {S("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 500 Internal Server Error\r\n\r\noops"), S("oops"), 500},
-                {S("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nraw"), S("raw"), 101},
+                { S("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nsome log bytes\n"), S("some log bytes\n"),
+                  200 },
+                { S("HTTP/1.1 200 OK\r\n\r\n"), S(""), 200 },
+                { S("HTTP/1.0 200 OK\r\n\r\na\0b"), S("a\0b"), 200 },
+                { S("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 500 Internal Server Error\r\n\r\noops"), S("oops"), 500 },
+                { S("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nraw"), S("raw"), 101 },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 struct cli_http_response r = sentinel;
@@ -372,12 +376,12 @@ static void oversize(void **state) {
 
         /* Chunks that are each fine but together pass the cap. */
         const size_t first = 48u << 20;
-        b = repeat("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3000000\r\n", 'c', first,
-                   "\r\n1000001\r\n", &len);
+        b = repeat("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3000000\r\n", 'c', first, "\r\n1000001\r\n",
+                   &len);
         expect(b, len, false, -EFBIG, "chunks over the cap");
         free(b);
-        b = repeat("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3000000\r\n", 'c', first,
-                   "\r\n1000000\r\n", &len);
+        b = repeat("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3000000\r\n", 'c', first, "\r\n1000000\r\n",
+                   &len);
         expect(b, len, false, 0, "chunks at the cap, data to come");
         free(b);
 }
@@ -416,15 +420,9 @@ static void byte_by_byte(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(framed),
-                cmocka_unit_test(framed_extra_bytes),
-                cmocka_unit_test(headers),
-                cmocka_unit_test(until_close),
-                cmocka_unit_test(malformed),
-                cmocka_unit_test(truncated),
-                cmocka_unit_test(oversize),
-                cmocka_unit_test(endless_chunk_line),
-                cmocka_unit_test(byte_by_byte),
+                cmocka_unit_test(framed),      cmocka_unit_test(framed_extra_bytes), cmocka_unit_test(headers),
+                cmocka_unit_test(until_close), cmocka_unit_test(malformed),          cmocka_unit_test(truncated),
+                cmocka_unit_test(oversize),    cmocka_unit_test(endless_chunk_line), cmocka_unit_test(byte_by_byte),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

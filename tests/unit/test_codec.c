@@ -55,7 +55,7 @@ static void spec_full(void **state) {
         if (r != 0)
                 fail_msg("rejected: %s: %s", err.field, err.message);
         assert_int_equal(hold, 1);
-        static const char *const argv[] = {"python3", "train.py", "epochs=3", "", "ünï code"};
+        static const char *const argv[] = { "python3", "train.py", "epochs=3", "", "ünï code" };
         assert_int_equal(gw_strv_length(j->argv), N_ELEMS(argv));
         for (size_t i = 0; i < N_ELEMS(argv); i++)
                 assert_string_equal(j->argv[i], argv[i]);
@@ -127,23 +127,23 @@ static void spec_value_forms(void **state) {
                 int64_t after_job;
                 enum gw_dep_kind after_kind;
         } cases[] = {
-                {"time_limit", "\"30m\"", 1800 * SEC, 0, 0, GW_DEP_KIND_NONE},
-                {"time_limit", "1800", 1800 * SEC, 0, 0, GW_DEP_KIND_NONE},
-                {"time_limit", "1", SEC, 0, 0, GW_DEP_KIND_NONE},
-                {"time_limit", "\"2h\"", 7200 * SEC, 0, 0, GW_DEP_KIND_NONE},
-                {"time_limit", "\"01:30:00\"", 5400 * SEC, 0, 0, GW_DEP_KIND_NONE},
-                {"time_limit", "\"1-00:00:00\"", 86400 * SEC, 0, 0, GW_DEP_KIND_NONE},
-                {"gpu_mem", "\"16G\"", DEFAULT_LIMIT, 16 * GIB, 0, GW_DEP_KIND_NONE},
-                {"gpu_mem", "17179869184", DEFAULT_LIMIT, 16 * GIB, 0, GW_DEP_KIND_NONE},
-                {"gpu_mem", "\"80GiB\"", DEFAULT_LIMIT, 80 * GIB, 0, GW_DEP_KIND_NONE},
-                {"gpu_mem", "\"512M\"", DEFAULT_LIMIT, 512 * MIB, 0, GW_DEP_KIND_NONE},
-                {"gpu_mem", "\"512\"", DEFAULT_LIMIT, 512 * MIB, 0, GW_DEP_KIND_NONE},
-                {"gpu_mem", "0", DEFAULT_LIMIT, 0, 0, GW_DEP_KIND_NONE},
-                {"after", "\"12\"", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_OK},
-                {"after", "\"12:ok\"", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_OK},
-                {"after", "\"12:any\"", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_ANY},
-                {"after", "12", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_OK},
-                {"after", "\"123456789012\"", DEFAULT_LIMIT, 0, INT64_C(123456789012), GW_DEP_KIND_OK},
+                { "time_limit", "\"30m\"", 1800 * SEC, 0, 0, GW_DEP_KIND_NONE },
+                { "time_limit", "1800", 1800 * SEC, 0, 0, GW_DEP_KIND_NONE },
+                { "time_limit", "1", SEC, 0, 0, GW_DEP_KIND_NONE },
+                { "time_limit", "\"2h\"", 7200 * SEC, 0, 0, GW_DEP_KIND_NONE },
+                { "time_limit", "\"01:30:00\"", 5400 * SEC, 0, 0, GW_DEP_KIND_NONE },
+                { "time_limit", "\"1-00:00:00\"", 86400 * SEC, 0, 0, GW_DEP_KIND_NONE },
+                { "gpu_mem", "\"16G\"", DEFAULT_LIMIT, 16 * GIB, 0, GW_DEP_KIND_NONE },
+                { "gpu_mem", "17179869184", DEFAULT_LIMIT, 16 * GIB, 0, GW_DEP_KIND_NONE },
+                { "gpu_mem", "\"80GiB\"", DEFAULT_LIMIT, 80 * GIB, 0, GW_DEP_KIND_NONE },
+                { "gpu_mem", "\"512M\"", DEFAULT_LIMIT, 512 * MIB, 0, GW_DEP_KIND_NONE },
+                { "gpu_mem", "\"512\"", DEFAULT_LIMIT, 512 * MIB, 0, GW_DEP_KIND_NONE },
+                { "gpu_mem", "0", DEFAULT_LIMIT, 0, 0, GW_DEP_KIND_NONE },
+                { "after", "\"12\"", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_OK },
+                { "after", "\"12:ok\"", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_OK },
+                { "after", "\"12:any\"", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_ANY },
+                { "after", "12", DEFAULT_LIMIT, 0, 12, GW_DEP_KIND_OK },
+                { "after", "\"123456789012\"", DEFAULT_LIMIT, 0, INT64_C(123456789012), GW_DEP_KIND_OK },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 char text[256];
@@ -168,88 +168,89 @@ static void spec_rejects(void **state) {
                 "{\"command\": [\"python3\", \"t.py\"], \"ngpus\": 1, \"gpu_mem\": \"1G\", \"time_limit\": 60,"
                 " \"name\": \"n\", \"cwd\": \"/tmp\", \"priority\": 0, \"after\": \"1\", \"output\": \"/tmp/o\","
                 " \"env\": [\"A=1\"], \"env_extra\": [\"B=2\"], \"hold\": false}";
-        static const char long_name[] = "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\""; /* 129 */
+        static const char long_name[] =
+                "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\""; /* 129 */
         static const struct {
                 const char *key, *value; /* value: JSON text, or DELETE */
         } cases[] = {
-                {"command", DELETE},
-                {"command", "null"},
-                {"command", "[]"},
-                {"command", "[\"\"]"},
-                {"command", "\"python3 t.py\""},
-                {"command", "{}"},
-                {"command", "[\"python3\", 1]"},
-                {"command", "[\"python3\", null]"},
-                {"command", "[[\"python3\"]]"},
-                {"command", "[\"a\\u0000b\"]"},
-                {"ngpus", "\"2\""},
-                {"ngpus", "0"},
-                {"ngpus", "-1"},
-                {"ngpus", "2.5"},
-                {"ngpus", "true"},
-                {"ngpus", "1048577"},
-                {"priority", "1001"},
-                {"priority", "-1001"},
-                {"priority", "\"5\""},
-                {"priority", "9223372036854775807"},
-                {"time_limit", "\"-5m\""},
-                {"time_limit", "\"3fortnights\""},
-                {"time_limit", "0"},
-                {"time_limit", "-5"},
-                {"time_limit", "\"\""},
-                {"time_limit", "\"0m\""},
-                {"time_limit", "\"30M\""},
-                {"time_limit", "1.5"},
-                {"time_limit", "true"},
-                {"time_limit", "[60]"},
-                {"time_limit", "315360001"},
-                {"gpu_mem", "\"9Q\""},
-                {"gpu_mem", "-1"},
-                {"gpu_mem", "\"\""},
-                {"gpu_mem", "\"-1G\""},
-                {"gpu_mem", "1.5"},
-                {"gpu_mem", "false"},
-                {"gpu_mem", "\"99999999999999999999G\""},
-                {"cwd", "\"relative/dir\""},
-                {"cwd", "\"\""},
-                {"cwd", "\"./x\""},
-                {"cwd", "5"},
-                {"output", "\"out.log\""},
-                {"output", "\"~/out.log\""},
-                {"output", "[\"/tmp/o\"]"},
-                {"after", "\"x\""},
-                {"after", "\"12:maybe\""},
-                {"after", "0"},
-                {"after", "-1"},
-                {"after", "\"0\""},
-                {"after", "\"-3\""},
-                {"after", "\"12:\""},
-                {"after", "\"12:none\""},
-                {"after", "\":ok\""},
-                {"after", "\"12x\""},
-                {"after", "\"\""},
-                {"after", "\"99999999999999999999\""},
-                {"after", "true"},
-                {"after", "12.5"},
-                {"env", "[\"NOEQUALS\"]"},
-                {"env", "[\"A=1\", \"=x\"]"},
-                {"env", "\"A=1\""},
-                {"env", "[1]"},
-                {"env", "[\"\"]"},
-                {"env_extra", "[\"NOEQUALS\"]"},
-                {"env_extra", "{\"A\": \"1\"}"},
-                {"hold", "\"yes\""},
-                {"hold", "1"},
-                {"hold", "\"true\""},
-                {"name", "\"a\\nb\""},
-                {"name", "\"tab\\there\""},
-                {"name", long_name},
-                {"name", "5"},
-                {"warn_signal", "\"KILL\""},
-                {"warn_signal", "10"},
-                {"warn_before", "60"},     /* without warn_signal */
-                {"warn_before", "\"1m\""},
+                { "command", DELETE },
+                { "command", "null" },
+                { "command", "[]" },
+                { "command", "[\"\"]" },
+                { "command", "\"python3 t.py\"" },
+                { "command", "{}" },
+                { "command", "[\"python3\", 1]" },
+                { "command", "[\"python3\", null]" },
+                { "command", "[[\"python3\"]]" },
+                { "command", "[\"a\\u0000b\"]" },
+                { "ngpus", "\"2\"" },
+                { "ngpus", "0" },
+                { "ngpus", "-1" },
+                { "ngpus", "2.5" },
+                { "ngpus", "true" },
+                { "ngpus", "1048577" },
+                { "priority", "1001" },
+                { "priority", "-1001" },
+                { "priority", "\"5\"" },
+                { "priority", "9223372036854775807" },
+                { "time_limit", "\"-5m\"" },
+                { "time_limit", "\"3fortnights\"" },
+                { "time_limit", "0" },
+                { "time_limit", "-5" },
+                { "time_limit", "\"\"" },
+                { "time_limit", "\"0m\"" },
+                { "time_limit", "\"30M\"" },
+                { "time_limit", "1.5" },
+                { "time_limit", "true" },
+                { "time_limit", "[60]" },
+                { "time_limit", "315360001" },
+                { "gpu_mem", "\"9Q\"" },
+                { "gpu_mem", "-1" },
+                { "gpu_mem", "\"\"" },
+                { "gpu_mem", "\"-1G\"" },
+                { "gpu_mem", "1.5" },
+                { "gpu_mem", "false" },
+                { "gpu_mem", "\"99999999999999999999G\"" },
+                { "cwd", "\"relative/dir\"" },
+                { "cwd", "\"\"" },
+                { "cwd", "\"./x\"" },
+                { "cwd", "5" },
+                { "output", "\"out.log\"" },
+                { "output", "\"~/out.log\"" },
+                { "output", "[\"/tmp/o\"]" },
+                { "after", "\"x\"" },
+                { "after", "\"12:maybe\"" },
+                { "after", "0" },
+                { "after", "-1" },
+                { "after", "\"0\"" },
+                { "after", "\"-3\"" },
+                { "after", "\"12:\"" },
+                { "after", "\"12:none\"" },
+                { "after", "\":ok\"" },
+                { "after", "\"12x\"" },
+                { "after", "\"\"" },
+                { "after", "\"99999999999999999999\"" },
+                { "after", "true" },
+                { "after", "12.5" },
+                { "env", "[\"NOEQUALS\"]" },
+                { "env", "[\"A=1\", \"=x\"]" },
+                { "env", "\"A=1\"" },
+                { "env", "[1]" },
+                { "env", "[\"\"]" },
+                { "env_extra", "[\"NOEQUALS\"]" },
+                { "env_extra", "{\"A\": \"1\"}" },
+                { "hold", "\"yes\"" },
+                { "hold", "1" },
+                { "hold", "\"true\"" },
+                { "name", "\"a\\nb\"" },
+                { "name", "\"tab\\there\"" },
+                { "name", long_name },
+                { "name", "5" },
+                { "warn_signal", "\"KILL\"" },
+                { "warn_signal", "10" },
+                { "warn_before", "60" }, /* without warn_signal */
+                { "warn_before", "\"1m\"" },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 json_t *o = load(base);
@@ -263,8 +264,8 @@ static void spec_rejects(void **state) {
                 int hold = -7;
                 int r = gw_codec_job_spec(o, DEFAULT_LIMIT, j, &hold, &err);
                 if (r != -EINVAL)
-                        fail_msg("%s = %s: got %d, want -EINVAL", cases[i].key, cases[i].value ? cases[i].value : "(absent)",
-                                 r);
+                        fail_msg("%s = %s: got %d, want -EINVAL", cases[i].key,
+                                 cases[i].value ? cases[i].value : "(absent)", r);
                 if (strcmp(err.field, cases[i].key) != 0)
                         fail_msg("%s = %s: err.field is '%s' (%s)", cases[i].key,
                                  cases[i].value ? cases[i].value : "(absent)", err.field, err.message);
@@ -285,7 +286,7 @@ static void spec_rejects(void **state) {
 }
 
 static void spec_not_an_object(void **state) {
-        static const char *const bodies[] = {"[]", "[{\"command\": [\"x\"]}]", "\"{}\"", "42", "null", "true"};
+        static const char *const bodies[] = { "[]", "[{\"command\": [\"x\"]}]", "\"{}\"", "42", "null", "true" };
         for (size_t i = 0; i < N_ELEMS(bodies); i++) {
                 struct gw_codec_error err;
                 int r, hold;
@@ -296,7 +297,7 @@ static void spec_not_an_object(void **state) {
                 assert_null(j->argv);
                 gw_job_free(j);
         }
-        struct gw_codec_error err = {0};
+        struct gw_codec_error err = { 0 };
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
         int hold = 0;
         assert_int_equal(gw_codec_job_spec(NULL, DEFAULT_LIMIT, j, &hold, &err), -EINVAL);
@@ -309,37 +310,64 @@ static const struct {
         json_type type;
         bool nullable;
 } job_keys[] = {
-        {"id", JSON_INTEGER, false},         {"name", JSON_STRING, false},       {"user", JSON_STRING, false},
-        {"uid", JSON_INTEGER, false},        {"state", JSON_STRING, false},      {"reason", JSON_STRING, false},
-        {"ngpus", JSON_INTEGER, false},      {"gpus", JSON_ARRAY, false},        {"gpu_mem", JSON_INTEGER, false},
-        {"priority", JSON_INTEGER, false},   {"time_limit", JSON_INTEGER, false}, {"submit_time", JSON_REAL, true},
-        {"start_time", JSON_REAL, true},     {"end_time", JSON_REAL, true},      {"exit_code", JSON_INTEGER, true},
-        {"signal", JSON_INTEGER, true},      {"command", JSON_ARRAY, false},     {"cwd", JSON_STRING, false},
-        {"log_path", JSON_STRING, true},     {"after", JSON_OBJECT, true},       {"attempt", JSON_INTEGER, false},
-        {"pid", JSON_INTEGER, true},         {"retries", JSON_INTEGER, false},   {"retry_on", JSON_STRING, true},
-        {"yolo", JSON_FALSE, false},         {"not_before", JSON_REAL, true},    {"resume_from", JSON_STRING, true},
-        {"resume_epoch", JSON_INTEGER, true},
-        {"idle_policy", JSON_STRING, true},  {"reservation", JSON_INTEGER, true},
-        {"leak_policy", JSON_STRING, false}, {"eta", JSON_REAL, true}, /* training awareness */
-        {"predicted_start", JSON_REAL, true}, {"warn_signal", JSON_STRING, true},
-        {"warn_before", JSON_INTEGER, true}, {"eta_overdue", JSON_REAL, true},
-        {"interactive", JSON_FALSE, false}, {"tty_socket", JSON_STRING, true},
-        {"latest_start", JSON_REAL, true}, /* the promise beside predicted_start, the estimate */
-        {"fairshare", JSON_REAL, true},     {"priority_why", JSON_STRING, true},
+        { "id", JSON_INTEGER, false },
+        { "name", JSON_STRING, false },
+        { "user", JSON_STRING, false },
+        { "uid", JSON_INTEGER, false },
+        { "state", JSON_STRING, false },
+        { "reason", JSON_STRING, false },
+        { "ngpus", JSON_INTEGER, false },
+        { "gpus", JSON_ARRAY, false },
+        { "gpu_mem", JSON_INTEGER, false },
+        { "priority", JSON_INTEGER, false },
+        { "time_limit", JSON_INTEGER, false },
+        { "submit_time", JSON_REAL, true },
+        { "start_time", JSON_REAL, true },
+        { "end_time", JSON_REAL, true },
+        { "exit_code", JSON_INTEGER, true },
+        { "signal", JSON_INTEGER, true },
+        { "command", JSON_ARRAY, false },
+        { "cwd", JSON_STRING, false },
+        { "log_path", JSON_STRING, true },
+        { "after", JSON_OBJECT, true },
+        { "attempt", JSON_INTEGER, false },
+        { "pid", JSON_INTEGER, true },
+        { "retries", JSON_INTEGER, false },
+        { "retry_on", JSON_STRING, true },
+        { "yolo", JSON_FALSE, false },
+        { "not_before", JSON_REAL, true },
+        { "resume_from", JSON_STRING, true },
+        { "resume_epoch", JSON_INTEGER, true },
+        { "idle_policy", JSON_STRING, true },
+        { "reservation", JSON_INTEGER, true },
+        { "leak_policy", JSON_STRING, false },
+        { "eta", JSON_REAL, true }, /* training awareness */
+        { "predicted_start", JSON_REAL, true },
+        { "warn_signal", JSON_STRING, true },
+        { "warn_before", JSON_INTEGER, true },
+        { "eta_overdue", JSON_REAL, true },
+        { "interactive", JSON_FALSE, false },
+        { "tty_socket", JSON_STRING, true },
+        { "latest_start", JSON_REAL, true }, /* the promise beside predicted_start, the estimate */
+        { "fairshare", JSON_REAL, true },
+        { "priority_why", JSON_STRING, true },
         /* job arrays: the array's spec, tasks and best; a task's array and index */
-        {"array", JSON_STRING, true},       {"array_tasks", JSON_OBJECT, true},
-        {"array_waiting", JSON_STRING, true}, {"array_best", JSON_OBJECT, true},
-        {"array_job_id", JSON_INTEGER, true}, {"array_index", JSON_INTEGER, true},
-        {"node", JSON_STRING, true},
-        {"preemptible", JSON_FALSE, false},
-        {"display_id", JSON_STRING, false}, /* "8_2" for a task of array 8 */
-        {"predicted_wait", JSON_STRING, true}, /* the words where no future start can be given */
-        {"reasons", JSON_ARRAY, false}, /* every reason a queued job waits; [] for the others */
-        {"publish", JSON_STRING, true}, /* submit --publish NAME */
-        {"publish_if_better", JSON_STRING, true},
-        {"mig", JSON_OBJECT, true},     /* MIG slices asked for: {"profile", "count"}; null: whole GPUs */
-        {"slices", JSON_ARRAY, true},   /* the UUIDs of the slices it got; null: none */
-        {"dataset", JSON_OBJECT, true}, /* --dataset: path, dir, state */
+        { "array", JSON_STRING, true },
+        { "array_tasks", JSON_OBJECT, true },
+        { "array_waiting", JSON_STRING, true },
+        { "array_best", JSON_OBJECT, true },
+        { "array_job_id", JSON_INTEGER, true },
+        { "array_index", JSON_INTEGER, true },
+        { "node", JSON_STRING, true },
+        { "preemptible", JSON_FALSE, false },
+        { "display_id", JSON_STRING, false }, /* "8_2" for a task of array 8 */
+        { "predicted_wait", JSON_STRING, true }, /* the words where no future start can be given */
+        { "reasons", JSON_ARRAY, false }, /* every reason a queued job waits; [] for the others */
+        { "publish", JSON_STRING, true }, /* submit --publish NAME */
+        { "publish_if_better", JSON_STRING, true },
+        { "mig", JSON_OBJECT, true }, /* MIG slices asked for: {"profile", "count"}; null: whole GPUs */
+        { "slices", JSON_ARRAY, true }, /* the UUIDs of the slices it got; null: none */
+        { "dataset", JSON_OBJECT, true }, /* --dataset: path, dir, state */
 };
 
 static void check_shape(const json_t *o) {
@@ -357,7 +385,7 @@ static void check_shape(const json_t *o) {
 
 static struct gw_job *sample_job(void) {
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
-        static const char *const argv[] = {"python3", "train.py", "", "ü b", NULL};
+        static const char *const argv[] = { "python3", "train.py", "", "ü b", NULL };
         j->id = 17;
         j->name = gw_xstrdup("smoke");
         j->uid = 1000;
@@ -412,7 +440,9 @@ static void job_pending(void **state) {
         assert_int_equal(json_integer_value(json_object_get(o, "priority")), -3);
         assert_int_equal(json_integer_value(json_object_get(o, "time_limit")), 1800);
         assert_true(fabs(json_real_value(json_object_get(o, "submit_time")) - 1763769600.123) < 1e-4);
-        static const char *const nulls[] = {"start_time", "end_time", "exit_code", "signal", "log_path", "after", "pid"};
+        static const char *const nulls[] = {
+                "start_time", "end_time", "exit_code", "signal", "log_path", "after", "pid"
+        };
         for (size_t i = 0; i < N_ELEMS(nulls); i++)
                 if (!json_is_null(json_object_get(o, nulls[i])))
                         fail_msg("%s should be null for a pending job", nulls[i]);
@@ -535,12 +565,12 @@ static void job_running_and_ended(void **state) {
                 const char *end_reason, *want_state;
                 json_int_t want_exit, want_signal; /* -1 = null */
         } ends[] = {
-                {GW_JOB_COMPLETED, true, 0, 0, "exit 0", "COMPLETED", 0, -1},
-                {GW_JOB_FAILED, true, 3, 0, "exit 3", "FAILED", 3, -1},
-                {GW_JOB_FAILED, true, 0, 9, "signal 9", "FAILED", -1, 9},
-                {GW_JOB_TIMEOUT, false, 0, 15, "time limit", "TIMEOUT", -1, 15},
-                {GW_JOB_CANCELLED, false, 0, 0, "cancelled by alice", "CANCELLED", -1, -1},
-                {GW_JOB_RECLAIMED, false, 0, 0, "lost", "RECLAIMED", -1, -1},
+                { GW_JOB_COMPLETED, true, 0, 0, "exit 0", "COMPLETED", 0, -1 },
+                { GW_JOB_FAILED, true, 3, 0, "exit 3", "FAILED", 3, -1 },
+                { GW_JOB_FAILED, true, 0, 9, "signal 9", "FAILED", -1, 9 },
+                { GW_JOB_TIMEOUT, false, 0, 15, "time limit", "TIMEOUT", -1, 15 },
+                { GW_JOB_CANCELLED, false, 0, 0, "cancelled by alice", "CANCELLED", -1, -1 },
+                { GW_JOB_RECLAIMED, false, 0, 0, "lost", "RECLAIMED", -1, -1 },
         };
         for (size_t i = 0; i < N_ELEMS(ends); i++) {
                 j->state = ends[i].st;
@@ -577,7 +607,7 @@ static void job_rows(void **state) {
         static const char *const lists[] = { "id", "state,id,gpus", "command,cwd,log_path,attempt", "" };
         for (size_t i = 0; i < N_ELEMS(lists); i++) {
                 uint64_t mask = 0;
-                assert_int_equal(gw_codec_job_fields(lists[i], &mask, &(struct gw_codec_error){0}), 0);
+                assert_int_equal(gw_codec_job_fields(lists[i], &mask, &(struct gw_codec_error){ 0 }), 0);
                 json_t *o = gw_codec_job_masked(j, mask, GW_VIEW_ALL), *row = gw_codec_job_row(j, mask, GW_VIEW_ALL);
                 json_t *names = gw_codec_job_field_names(mask);
                 assert_int_equal(json_array_size(row), json_object_size(o));
@@ -602,13 +632,13 @@ static void job_fields_mask(void **state) {
                 const char *list;
                 const char *want[5]; /* NULL-terminated; all keys when want[0] is NULL */
         } cases[] = {
-                {"id", {"id", NULL}},
-                {"id,state,gpus", {"id", "state", "gpus", NULL}},
-                {"pid,after", {"pid", "after", NULL}},
-                {"state", {"state", NULL}},
-                {"command,cwd,log_path,attempt", {"command", "cwd", "log_path", "attempt"}},
-                {"id,id", {"id", NULL}},
-                {"", {NULL}},
+                { "id", { "id", NULL } },
+                { "id,state,gpus", { "id", "state", "gpus", NULL } },
+                { "pid,after", { "pid", "after", NULL } },
+                { "state", { "state", NULL } },
+                { "command,cwd,log_path,attempt", { "command", "cwd", "log_path", "attempt" } },
+                { "id,id", { "id", NULL } },
+                { "", { NULL } },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 uint64_t mask = 0;
@@ -633,10 +663,10 @@ static void job_fields_mask(void **state) {
                 json_decref(o);
         }
         uint64_t mask = 0;
-        assert_int_equal(gw_codec_job_fields(NULL, &mask, &(struct gw_codec_error){0}), 0);
+        assert_int_equal(gw_codec_job_fields(NULL, &mask, &(struct gw_codec_error){ 0 }), 0);
         assert_int_equal(mask, GW_CODEC_ALL_FIELDS);
 
-        static const char *const bad[] = {"bogus", "id,bogus", "ID", " id", "events", "i", "idx"};
+        static const char *const bad[] = { "bogus", "id,bogus", "ID", " id", "events", "i", "idx" };
         for (size_t i = 0; i < N_ELEMS(bad); i++) {
                 struct gw_codec_error err;
                 memset(&err, 0, sizeof err);
@@ -678,10 +708,10 @@ static void error_body(void **state) {
                 const char *field, *message;
                 bool field_null;
         } cases[] = {
-                {"command", "command: must be a non-empty array of strings", false},
-                {"ngpus", "quote \" backslash \\ newline \n ünïcode", false},
-                {"", "the request body must be a JSON object", true},
-                {NULL, "cannot record the jobs", true},
+                { "command", "command: must be a non-empty array of strings", false },
+                { "ngpus", "quote \" backslash \\ newline \n ünïcode", false },
+                { "", "the request body must be a JSON object", true },
+                { NULL, "cannot record the jobs", true },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 size_t len = 0;
@@ -730,7 +760,8 @@ static void job_views(void **state) {
         assert_true(json_is_null(json_object_get(o, "log_path")));
         assert_string_equal(json_string_value(json_object_get(o, "name")), j->name);
         json_decref(o);
-        struct gw_job_event ev = {0, GW_JOB_PENDING, (char *) "retry", (char *) "user_error: \x1esk-123\x1f; retry 1/3"};
+        struct gw_job_event ev = { 0, GW_JOB_PENDING, (char *) "retry",
+                                   (char *) "user_error: \x1esk-123\x1f; retry 1/3" };
         o = gw_codec_events(&ev, 1, GW_VIEW_DETAILS);
         assert_string_equal(json_string_value(json_object_get(json_array_get(o, 0), "message")),
                             "user_error: " GW_CODEC_EVIDENCE_HIDDEN "; retry 1/3");
@@ -749,7 +780,10 @@ static void spec_array(void **state) {
         struct gw_job *j = decode("{\"command\": [\"t\"], \"array\": \"0-49%4\"}", &r, &hold, &err);
         assert_int_equal(r, 0);
         assert_string_equal(j->array_spec, "0-49%4");
-        struct gw_job_array_view v = { .total = 50, .waiting = "17_[5-49%4]", .best_index = 3, .best_map50_95 = 0.5,
+        struct gw_job_array_view v = { .total = 50,
+                                       .waiting = "17_[5-49%4]",
+                                       .best_index = 3,
+                                       .best_map50_95 = 0.5,
                                        .best_epoch = 7 };
         v.counts[GW_JOB_PENDING] = 45;
         v.counts[GW_JOB_RUNNING] = 4;
@@ -788,8 +822,9 @@ static void spec_mig(void **state) {
         (void) state;
         struct gw_codec_error err;
         int r, hold;
-        struct gw_job *j = decode("{\"command\": [\"t\"], \"ngpus\": 1, \"mig\": {\"profile\": \"1g.10gb\", \"count\": 2}}",
-                                  &r, &hold, &err);
+        struct gw_job *j =
+                decode("{\"command\": [\"t\"], \"ngpus\": 1, \"mig\": {\"profile\": \"1g.10gb\", \"count\": 2}}", &r,
+                       &hold, &err);
         assert_int_equal(r, 0);
         assert_string_equal(j->mig_profile, "1g.10gb");
         assert_int_equal(j->mig_count, 2);
@@ -887,7 +922,8 @@ static void publish(void **state) {
         int r, hold;
         struct gw_codec_error err;
         struct gw_job *j = decode("{\"command\": [\"true\"], \"publish\": \"det-v8.n\", "
-                                  "\"publish_if_better\": \"metrics/mAP50-95(B)\"}", &r, &hold, &err);
+                                  "\"publish_if_better\": \"metrics/mAP50-95(B)\"}",
+                                  &r, &hold, &err);
         assert_int_equal(r, 0);
         assert_string_equal(j->publish, "det-v8.n");
         assert_string_equal(j->publish_metric, "metrics/mAP50-95(B)");
@@ -918,8 +954,8 @@ static void publish(void **state) {
 
 static void events(void **state) {
         struct gw_job_event ev[] = {
-                {INT64_C(1763769600000000), GW_JOB_PENDING, (char *) "submit", (char *) "submitted by alice"},
-                {0, GW_JOB_RUNNING, (char *) "start", NULL},
+                { INT64_C(1763769600000000), GW_JOB_PENDING, (char *) "submit", (char *) "submitted by alice" },
+                { 0, GW_JOB_RUNNING, (char *) "start", NULL },
         };
         json_t *a = gw_codec_events(ev, N_ELEMS(ev), GW_VIEW_ALL);
         assert_int_equal(json_array_size(a), 2);

@@ -17,7 +17,7 @@
 
 static void check_same(const struct gw_job *j, const char *what) {
         uint64_t all = 0;
-        assert_int_equal(gw_codec_job_fields("", &all, &(struct gw_codec_error){0}), 0);
+        assert_int_equal(gw_codec_job_fields("", &all, &(struct gw_codec_error){ 0 }), 0);
         static const unsigned views[] = { 0, GW_VIEW_DETAILS, GW_VIEW_ALL };
         for (size_t v = 0; v < sizeof views / sizeof *views; v++) {
                 json_t *row = gw_codec_job_row(j, all, views[v]);
@@ -74,8 +74,8 @@ static void rows_as_jansson_writes_them(void **state) {
         j->fairshare = 2.0;
         j->state = GW_JOB_HELD;
         check_same(j, "held");
-        static const char *const names[] = { "", "a\"b", "back\\slash", "tab\there", "ü b", "bad \xff byte",
-                                             "slash/ok", "del\x7f" };
+        static const char *const names[] = { "",    "a\"b",          "back\\slash", "tab\there",
+                                             "ü b", "bad \xff byte", "slash/ok",    "del\x7f" };
         for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
                 set_str(&j->name, names[i]);
                 set_str(&j->user, names[i]);

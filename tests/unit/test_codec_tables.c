@@ -72,9 +72,20 @@ static const struct gw_codec_field sample_fields[] = {
 /* Every type of the table, in the table's order; a field the reader may not see is null. */
 static void table_types(void **state) {
         (void) state;
-        struct sample s = { .i = -3, .u = 4000000000u, .u32 = 7, .i64 = -(INT64_C(1) << 40), .id = 0,
-                            .u64 = UINT64_C(85899345920), .mask = 0x5, .b = true, .r = 0.5, .chars = "ab\xff",
-                            .s = NULL, .maybe = NULL, .t = 1500000, .t_or_null = 0 };
+        struct sample s = { .i = -3,
+                            .u = 4000000000u,
+                            .u32 = 7,
+                            .i64 = -(INT64_C(1) << 40),
+                            .id = 0,
+                            .u64 = UINT64_C(85899345920),
+                            .mask = 0x5,
+                            .b = true,
+                            .r = 0.5,
+                            .chars = "ab\xff",
+                            .s = NULL,
+                            .maybe = NULL,
+                            .t = 1500000,
+                            .t_or_null = 0 };
         struct gw_codec_ctx ctx = { 0, 10 };
         expect_json(gw_codec_table_object(sample_fields, ELEMENTSOF(sample_fields), &s, &ctx),
                     "{\"i\":-3,\"u\":4000000000,\"u32\":7,\"i64\":-1099511627776,\"u64\":85899345920,\"id\":null,"
@@ -100,9 +111,15 @@ static void table_types(void **state) {
 
 static void booking(void **state) {
         (void) state;
-        struct gw_store_booking b = { .id = 4, .uid = 1001, .user = "ann", .name = "paper", .ngpus = 2,
-                                      .start = 1790000000 * SEC, .end = 1790003600 * SEC + SEC / 2,
-                                      .gpu_mask = 0x6, .state = GW_BOOKING_PENDING_APPROVAL,
+        struct gw_store_booking b = { .id = 4,
+                                      .uid = 1001,
+                                      .user = "ann",
+                                      .name = "paper",
+                                      .ngpus = 2,
+                                      .start = 1790000000 * SEC,
+                                      .end = 1790003600 * SEC + SEC / 2,
+                                      .gpu_mask = 0x6,
+                                      .state = GW_BOOKING_PENDING_APPROVAL,
                                       .note = "more than 1 GPU" };
         expect_json(gw_codec_booking(&b),
                     "{\"id\":4,\"user\":\"ann\",\"uid\":1001,\"name\":\"paper\",\"ngpus\":2,\"gpus\":[1,2],"
@@ -113,15 +130,21 @@ static void booking(void **state) {
 /* A booking that does not fit says the nearest window only when there is one. */
 static void booking_refusal(void **state) {
         (void) state;
-        expect_json(gw_codec_booking_refusal("only 2 GPUs free", 7200 * SEC, 10800 * SEC),
-                    "{\"error\":\"only 2 GPUs free\",\"field\":\"start\",\"nearest\":{\"start\":7200.0,\"end\":10800.0}}");
+        expect_json(
+                gw_codec_booking_refusal("only 2 GPUs free", 7200 * SEC, 10800 * SEC),
+                "{\"error\":\"only 2 GPUs free\",\"field\":\"start\",\"nearest\":{\"start\":7200.0,\"end\":10800.0}}");
         expect_json(gw_codec_booking_refusal("never", 0, 0), "{\"error\":\"never\",\"field\":\"start\"}");
 }
 
 static void segment(void **state) {
         (void) state;
-        struct gw_schedule_segment s = { .gpu = 3, .start = 10 * SEC, .end = 20 * SEC, .kind = GW_SEG_RUNNING,
-                                         .id = 17, .booking_id = 4, .label = "train" };
+        struct gw_schedule_segment s = { .gpu = 3,
+                                         .start = 10 * SEC,
+                                         .end = 20 * SEC,
+                                         .kind = GW_SEG_RUNNING,
+                                         .id = 17,
+                                         .booking_id = 4,
+                                         .label = "train" };
         expect_json(gw_codec_segment(&s), "{\"gpu\":3,\"start\":10.0,\"end\":20.0,\"kind\":\"running\",\"id\":17,"
                                           "\"booking\":4,\"label\":\"train\"}");
 }
@@ -129,8 +152,14 @@ static void segment(void **state) {
 /* A token's list row never carries its hash; expired is as of the now given. */
 static void token(void **state) {
         (void) state;
-        struct gw_store_token t = { .id = 2, .uid = 1001, .user = "ann", .name = "ci", .hash = "abc",
-                                    .created = 100 * SEC, .last_used = 0, .expires = 200 * SEC };
+        struct gw_store_token t = { .id = 2,
+                                    .uid = 1001,
+                                    .user = "ann",
+                                    .name = "ci",
+                                    .hash = "abc",
+                                    .created = 100 * SEC,
+                                    .last_used = 0,
+                                    .expires = 200 * SEC };
         expect_json(gw_codec_token(&t, 150 * SEC),
                     "{\"id\":2,\"user\":\"ann\",\"name\":\"ci\",\"created\":100.0,\"last_used\":null,"
                     "\"expires\":200.0,\"expired\":false,\"scope\":null,\"node\":null}");
@@ -169,7 +198,7 @@ static void quota(void **state) {
         json_t *v;
         static const char *const order[] = { "user", "limits", "usage" }; /* as the CLI prints them */
         size_t i = 0;
-        json_object_foreach(o, key, v)
+        json_object_foreach (o, key, v)
                 assert_string_equal(key, order[i++]);
         json_t *lims = json_object_get(o, "limits");
         assert_int_equal(json_object_size(lims), _GW_QUOTA_KEY_MAX);
@@ -183,7 +212,11 @@ static void quota(void **state) {
 
 static void usage_user(void **state) {
         (void) state;
-        struct gw_acct_user u = { .uid = 1001, .user = "ann", .jobs = 3, .gpu_hours = 1.5, .reclaimed_gpu_hours = 0.25 };
+        struct gw_acct_user u = { .uid = 1001,
+                                  .user = "ann",
+                                  .jobs = 3,
+                                  .gpu_hours = 1.5,
+                                  .reclaimed_gpu_hours = 0.25 };
         u.by_state[GW_JOB_COMPLETED] = 2;
         u.by_state[GW_JOB_FAILED] = 1;
         expect_json(gw_codec_usage_user(&u),
@@ -201,12 +234,29 @@ static void usage_user(void **state) {
 static void attempts(void **state) {
         (void) state;
         struct gw_job_attempt a[2] = {
-                { .attempt = 1, .gpu_mask = 0x1, .start_time = 1 * SEC, .end_time = 2 * SEC, .has_exit = true,
-                  .exit_code = 3, .class_name = "cuda_error", .evidence = "exit 3", .resumed_from = NULL, .epoch = -1,
-                  .ckpt_epoch = 4, .log_path = "/s/logs/1.log" },
-                { .attempt = 2, .gpu_mask = 0x2, .start_time = 3 * SEC, .end_time = 4 * SEC, .signal = 9,
-                  .class_name = NULL, .evidence = NULL, .resumed_from = "/ckpt/e3.pt", .epoch = 3,
-                  .ckpt_epoch = 2, .log_path = "/s/logs/1.2.log" },
+                { .attempt = 1,
+                  .gpu_mask = 0x1,
+                  .start_time = 1 * SEC,
+                  .end_time = 2 * SEC,
+                  .has_exit = true,
+                  .exit_code = 3,
+                  .class_name = "cuda_error",
+                  .evidence = "exit 3",
+                  .resumed_from = NULL,
+                  .epoch = -1,
+                  .ckpt_epoch = 4,
+                  .log_path = "/s/logs/1.log" },
+                { .attempt = 2,
+                  .gpu_mask = 0x2,
+                  .start_time = 3 * SEC,
+                  .end_time = 4 * SEC,
+                  .signal = 9,
+                  .class_name = NULL,
+                  .evidence = NULL,
+                  .resumed_from = "/ckpt/e3.pt",
+                  .epoch = 3,
+                  .ckpt_epoch = 2,
+                  .log_path = "/s/logs/1.2.log" },
         };
         expect_json(gw_codec_attempts(a, 2, GW_VIEW_ALL),
                     "[{\"attempt\":1,\"gpus\":[0],\"start_time\":1.0,\"end_time\":2.0,\"class\":\"cuda_error\","
@@ -233,15 +283,21 @@ static void attempts(void **state) {
 
 static void gpu_events(void **state) {
         (void) state;
-        struct gw_gpu_event_rec e = { .time = 5 * SEC, .gpu = 1, .kind = "rogue", .xid = -1, .job_id = 0,
+        struct gw_gpu_event_rec e = { .time = 5 * SEC,
+                                      .gpu = 1,
+                                      .kind = "rogue",
+                                      .xid = -1,
+                                      .job_id = 0,
                                       .message = "pid 7 (bob, python x.py)" };
-        expect_json(gw_codec_gpu_event(&e, true), "{\"time\":5.0,\"gpu\":1,\"node\":null,\"kind\":\"rogue\",\"xid\":null,"
-                                                  "\"job\":null,\"message\":\"pid 7 (bob, python x.py)\"}");
+        expect_json(gw_codec_gpu_event(&e, true),
+                    "{\"time\":5.0,\"gpu\":1,\"node\":null,\"kind\":\"rogue\",\"xid\":null,"
+                    "\"job\":null,\"message\":\"pid 7 (bob, python x.py)\"}");
         e.xid = 79;
         e.job_id = 8;
         e.node = "node1";
-        expect_json(gw_codec_gpu_event(&e, false), "{\"time\":5.0,\"gpu\":1,\"node\":\"node1\",\"kind\":\"rogue\",\"xid\":79,"
-                                                   "\"job\":8,\"message\":null}");
+        expect_json(gw_codec_gpu_event(&e, false),
+                    "{\"time\":5.0,\"gpu\":1,\"node\":\"node1\",\"kind\":\"rogue\",\"xid\":79,"
+                    "\"job\":8,\"message\":null}");
 }
 
 static void job_events(void **state) {
@@ -255,49 +311,90 @@ static void job_events(void **state) {
 static void gpu(void **state) {
         (void) state;
         struct gw_codec_proc procs[2] = {
-                { .pid = 41, .user = "ann", .cmd = "python train.py --key s3cret", .mem = 1 << 20, .sm_util = 50,
-                  .cpu = 98.76, .job_id = 7, .stray = false },
-                { .pid = 42, .user = "bob", .cmd = "sleep 9", .mem = UINT64_MAX, .sm_util = -1, .cpu = -1, .job_id = 0,
+                { .pid = 41,
+                  .user = "ann",
+                  .cmd = "python train.py --key s3cret",
+                  .mem = 1 << 20,
+                  .sm_util = 50,
+                  .cpu = 98.76,
+                  .job_id = 7,
+                  .stray = false },
+                { .pid = 42,
+                  .user = "bob",
+                  .cmd = "sleep 9",
+                  .mem = UINT64_MAX,
+                  .sm_util = -1,
+                  .cpu = -1,
+                  .job_id = 0,
                   .stray = true },
         };
         struct gw_job j = { .id = 7, .user = "ann", .name = NULL, .start_time = 3 * SEC, .eta = 0 };
-        struct gw_codec_gpu g = { .index = 1, .name = "A100", .uuid = "GPU-1", .mem_total = UINT64_C(1) << 34,
-                                  .has_mem = true, .has_util = true, .has_temp = false, .has_power = true,
-                                  .mem_used = 1 << 20, .util = 50, .mem_util = 7, .temp_c = 99, .power_mw = 61500,
-                                  .health = "drained", .drain_reason = "fan (by root)", .job_id = 7, .job = &j,
-                                  .procs = procs, .n_procs = 2, .sampled_at = 9 * SEC, .reclaim_at = 600 * SEC,
-                                  .leak_evidence = "GPU 1: +400 MiB/epoch; OOM in ~6 epochs", .leak_epochs_to_oom = 6.25,
+        struct gw_codec_gpu g = { .index = 1,
+                                  .name = "A100",
+                                  .uuid = "GPU-1",
+                                  .mem_total = UINT64_C(1) << 34,
+                                  .has_mem = true,
+                                  .has_util = true,
+                                  .has_temp = false,
+                                  .has_power = true,
+                                  .mem_used = 1 << 20,
+                                  .util = 50,
+                                  .mem_util = 7,
+                                  .temp_c = 99,
+                                  .power_mw = 61500,
+                                  .health = "drained",
+                                  .drain_reason = "fan (by root)",
+                                  .job_id = 7,
+                                  .job = &j,
+                                  .procs = procs,
+                                  .n_procs = 2,
+                                  .sampled_at = 9 * SEC,
+                                  .reclaim_at = 600 * SEC,
+                                  .leak_evidence = "GPU 1: +400 MiB/epoch; OOM in ~6 epochs",
+                                  .leak_epochs_to_oom = 6.25,
                                   .leak_seconds_to_oom = -1 };
-        expect_json(gw_codec_gpu(&g, GW_VIEW_DETAILS),
-                    "{\"index\":1,\"name\":\"A100\",\"uuid\":\"GPU-1\",\"mem_total\":17179869184,\"mem_used\":1048576,"
-                    "\"util\":50,\"mem_util\":7,\"temp\":null,\"power_w\":61.5,\"health\":\"drained\","
-                    "\"drain_reason\":\"fan (by root)\",\"job\":7,"
-                    "\"job_info\":{\"id\":7,\"user\":\"ann\",\"name\":\"\",\"start_time\":3.0,\"eta\":null,\"display_id\":\"7\","
-                    "\"reclaim_at\":600.0,\"leak\":{\"evidence\":\"GPU 1: +400 MiB/epoch; OOM in ~6 epochs\","
-                    "\"epochs_to_oom\":6.25,\"seconds_to_oom\":null}},"
-                    "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":\"python train.py --key s3cret\","
-                    "\"mem_used\":1048576,\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false},"
-                    "{\"pid\":42,\"user\":\"bob\",\"command\":\"sleep 9\",\"mem_used\":null,\"sm_util\":null,"
-                    "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0,\"mig_mode\":false,\"mig\":[]}");
+        expect_json(
+                gw_codec_gpu(&g, GW_VIEW_DETAILS),
+                "{\"index\":1,\"name\":\"A100\",\"uuid\":\"GPU-1\",\"mem_total\":17179869184,\"mem_used\":1048576,"
+                "\"util\":50,\"mem_util\":7,\"temp\":null,\"power_w\":61.5,\"health\":\"drained\","
+                "\"drain_reason\":\"fan (by root)\",\"job\":7,"
+                "\"job_info\":{\"id\":7,\"user\":\"ann\",\"name\":\"\",\"start_time\":3.0,\"eta\":null,\"display_id\":\"7\","
+                "\"reclaim_at\":600.0,\"leak\":{\"evidence\":\"GPU 1: +400 MiB/epoch; OOM in ~6 epochs\","
+                "\"epochs_to_oom\":6.25,\"seconds_to_oom\":null}},"
+                "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":\"python train.py --key s3cret\","
+                "\"mem_used\":1048576,\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false},"
+                "{\"pid\":42,\"user\":\"bob\",\"command\":\"sleep 9\",\"mem_used\":null,\"sm_util\":null,"
+                "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0,\"mig_mode\":false,\"mig\":[]}");
         g.has_mem = g.has_util = g.has_power = false;
         g.drain_reason = NULL;
         g.job_id = 0;
         g.job = NULL;
         g.sampled_at = 0;
         g.n_procs = 1;
-        expect_json(gw_codec_gpu(&g, 0),
-                    "{\"index\":1,\"name\":\"A100\",\"uuid\":\"GPU-1\",\"mem_total\":17179869184,\"mem_used\":null,"
-                    "\"util\":null,\"mem_util\":null,\"temp\":null,\"power_w\":null,\"health\":\"drained\","
-                    "\"drain_reason\":null,\"job\":null,\"job_info\":null,"
-                    "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":null,\"mem_used\":1048576,"
-                    "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null,\"mig_mode\":false,\"mig\":[]}");
+        expect_json(
+                gw_codec_gpu(&g, 0),
+                "{\"index\":1,\"name\":\"A100\",\"uuid\":\"GPU-1\",\"mem_total\":17179869184,\"mem_used\":null,"
+                "\"util\":null,\"mem_util\":null,\"temp\":null,\"power_w\":null,\"health\":\"drained\","
+                "\"drain_reason\":null,\"job\":null,\"job_info\":null,"
+                "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":null,\"mem_used\":1048576,"
+                "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null,\"mig_mode\":false,\"mig\":[]}");
 
         /* In MIG mode: each slice with its share of the GPU, and never a utilisation figure. */
         struct gw_codec_proc sp = { .pid = 43, .user = "cy", .mem = 5 << 20, .sm_util = -1, .cpu = -1, .job_id = 9 };
         struct gw_codec_mig m[2] = {
-                { .uuid = "MIG-a", .profile = "1g.10gb", .gi_id = 7, .ci_id = 0, .slices = 1, .max_slices = 7,
-                  .has_mem = true, .has_procs = true, .mem_total = 10 << 20, .mem_used = 5 << 20, .job_id = 9,
-                  .procs = &sp, .n_procs = 1 },
+                { .uuid = "MIG-a",
+                  .profile = "1g.10gb",
+                  .gi_id = 7,
+                  .ci_id = 0,
+                  .slices = 1,
+                  .max_slices = 7,
+                  .has_mem = true,
+                  .has_procs = true,
+                  .mem_total = 10 << 20,
+                  .mem_used = 5 << 20,
+                  .job_id = 9,
+                  .procs = &sp,
+                  .n_procs = 1 },
                 { .uuid = "MIG-b", .profile = "", .gi_id = -1, .ci_id = -1, .slices = 0, .max_slices = 7 },
         };
         g.n_procs = 0;
@@ -319,11 +416,10 @@ static void gpu(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(table_types), cmocka_unit_test(booking),    cmocka_unit_test(booking_refusal),
-                cmocka_unit_test(segment),
-                cmocka_unit_test(token),       cmocka_unit_test(quota),      cmocka_unit_test(usage_user),
-                cmocka_unit_test(attempts),    cmocka_unit_test(gpu_events), cmocka_unit_test(job_events),
-                cmocka_unit_test(gpu),
+                cmocka_unit_test(table_types), cmocka_unit_test(booking),  cmocka_unit_test(booking_refusal),
+                cmocka_unit_test(segment),     cmocka_unit_test(token),    cmocka_unit_test(quota),
+                cmocka_unit_test(usage_user),  cmocka_unit_test(attempts), cmocka_unit_test(gpu_events),
+                cmocka_unit_test(job_events),  cmocka_unit_test(gpu),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,8 +35,7 @@ static void yaml_root(void **state) {
         assert_int_equal(gw_datayaml_root(nul, sizeof nul - 1, root, sizeof root, why, sizeof why), -EINVAL);
         char *big = malloc(GW_DATAYAML_MAX_SIZE + 2);
         memset(big, '#', GW_DATAYAML_MAX_SIZE + 1);
-        assert_int_equal(gw_datayaml_root(big, GW_DATAYAML_MAX_SIZE + 1, root, sizeof root, why, sizeof why),
-                         -EINVAL);
+        assert_int_equal(gw_datayaml_root(big, GW_DATAYAML_MAX_SIZE + 1, root, sizeof root, why, sizeof why), -EINVAL);
         free(big);
 }
 
@@ -69,7 +68,10 @@ static void yaml_rewrite(void **state) {
 
 static void manifest_round_trip(void **state) {
         (void) state;
-        struct gw_cache_file f = { .size = 1234, .mtime_ns = 1700000000123456789LL, .mode = 0644, .uid = 1000,
+        struct gw_cache_file f = { .size = 1234,
+                                   .mtime_ns = 1700000000123456789LL,
+                                   .mode = 0644,
+                                   .uid = 1000,
                                    .gid = 100 };
         strcpy(f.rel, "images/a b%c\n.jpg");
         char line[GW_CACHE_LINE_MAX];
@@ -88,9 +90,18 @@ static void manifest_round_trip(void **state) {
         g.mtime_ns = 1;
         assert_false(gw_cache_file_same(&d, &g));
         static const char *const bad[] = {
-                "f 1 2 644 0 0 /../etc/passwd", "f 1 2 644 0 0 /a/../../b", "f 1 2 644 0 0 //abs",
-                "f 1 2 644 0 0 /a%2", "f 1 2 644 0 0 /a%00b", "f 1 2 644 0 0 /a b", "x 1 2 644 0 0 /a",
-                "f 1 2 99999 0 0 /a", "f 1 2 644 0 /a", "d 755 0 0", "f 1 2 644 0 0 /a/", "f 1 2 644 0 0 /./a",
+                "f 1 2 644 0 0 /../etc/passwd",
+                "f 1 2 644 0 0 /a/../../b",
+                "f 1 2 644 0 0 //abs",
+                "f 1 2 644 0 0 /a%2",
+                "f 1 2 644 0 0 /a%00b",
+                "f 1 2 644 0 0 /a b",
+                "x 1 2 644 0 0 /a",
+                "f 1 2 99999 0 0 /a",
+                "f 1 2 644 0 /a",
+                "d 755 0 0",
+                "f 1 2 644 0 0 /a/",
+                "f 1 2 644 0 0 /./a",
         };
         for (size_t i = 0; i < N_ELEMS(bad); i++)
                 assert_int_equal(gw_cache_manifest_parse(bad[i], strlen(bad[i]), &g), -EINVAL);
@@ -155,8 +166,16 @@ static void use_file_lines(void **state) {
         }
         struct gw_cache_use_line bad_user = { .kind = GW_CACHE_USE_USER, .user = "a b" };
         assert_int_equal(gw_cache_use_format(&bad_user, buf, sizeof buf), 0);
-        static const char *const refused[] = { "", "last_use", "last_use -5", "last_use 5x", "pin 0 1", "pin 3 0",
-                                               "pin 3", "user ", "user a b", "nonsense 1",
+        static const char *const refused[] = { "",
+                                               "last_use",
+                                               "last_use -5",
+                                               "last_use 5x",
+                                               "pin 0 1",
+                                               "pin 3 0",
+                                               "pin 3",
+                                               "user ",
+                                               "user a b",
+                                               "nonsense 1",
                                                "user aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
         for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
                 struct gw_cache_use_line l = { .kind = GW_CACHE_USE_PIN, .job = 99 };
@@ -179,10 +198,13 @@ static void failure_classes(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(yaml_root),          cmocka_unit_test(yaml_rewrite),
-                cmocka_unit_test(manifest_round_trip), cmocka_unit_test(evict_lru_never_in_use),
+                cmocka_unit_test(yaml_root),
+                cmocka_unit_test(yaml_rewrite),
+                cmocka_unit_test(manifest_round_trip),
+                cmocka_unit_test(evict_lru_never_in_use),
                 cmocka_unit_test(progress_and_sources),
-                cmocka_unit_test(use_file_lines),      cmocka_unit_test(failure_classes),
+                cmocka_unit_test(use_file_lines),
+                cmocka_unit_test(failure_classes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,7 @@ static void shebang_then_directives(void **state) {
               "#GPUWARD --gpus 2 --time 4h\n"
               "#GPUWARD --gpu-mem 20G\n"
               "python train.py\n",
-              2, (const char *const[]){"--gpus", "2", "--time", "4h", "--gpu-mem", "20G", NULL});
+              2, (const char *const[]){ "--gpus", "2", "--time", "4h", "--gpu-mem", "20G", NULL });
 }
 
 static void stops_at_first_code_line(void **state) {
@@ -44,9 +44,9 @@ static void stops_at_first_code_line(void **state) {
               "#GPUWARD --gpus 1\n"
               "echo hi\n"
               "#GPUWARD --gpus 8\n",
-              1, (const char *const[]){"--gpus", "1", NULL});
+              1, (const char *const[]){ "--gpus", "1", NULL });
         /* A code line first: nothing is read, even an unterminated quote further down. */
-        check("set -e\n#GPUWARD --gpus 1\n#GPUWARD 'oops\n", 0, (const char *const[]){NULL});
+        check("set -e\n#GPUWARD --gpus 1\n#GPUWARD 'oops\n", 0, (const char *const[]){ NULL });
 }
 
 static void blanks_and_comments(void **state) {
@@ -64,9 +64,7 @@ static void blanks_and_comments(void **state) {
               "#GPUWARD\n"
               "#GPUWARD --gpus 2  # trailing comment\n"
               "exec python train.py\n",
-              5,
-              (const char *const[]){"--gpus", "1", "--name", "indented", "--time", "1h", "--gpus", "2",
-                                    NULL});
+              5, (const char *const[]){ "--gpus", "1", "--name", "indented", "--time", "1h", "--gpus", "2", NULL });
 }
 
 static void quotes(void **state) {
@@ -74,15 +72,15 @@ static void quotes(void **state) {
               "#GPUWARD --env 'K=a b' --env K2=\"x y\"z '' \"\"\n"
               "#GPUWARD \"say \\\"hi\\\"\" 'it\\s' back\\ slash \"#not-comment\" x#y\n",
               3,
-              (const char *const[]){"--name", "my job", "--comment", "a \"quoted\" word", "--env",
-                                    "K=a b", "--env", "K2=x yz", "", "", "say \"hi\"", "it\\s",
-                                    "back slash", "#not-comment", "x#y", NULL});
+              (const char *const[]){ "--name", "my job", "--comment", "a \"quoted\" word", "--env", "K=a b", "--env",
+                                     "K2=x yz", "", "", "say \"hi\"", "it\\s", "back slash", "#not-comment", "x#y",
+                                     NULL });
 }
 
 static void no_trailing_newline(void **state) {
-        check("#GPUWARD --gpus 3", 1, (const char *const[]){"--gpus", "3", NULL});
-        check("", 0, (const char *const[]){NULL});
-        check("\n\n", 0, (const char *const[]){NULL});
+        check("#GPUWARD --gpus 3", 1, (const char *const[]){ "--gpus", "3", NULL });
+        check("", 0, (const char *const[]){ NULL });
+        check("\n\n", 0, (const char *const[]){ NULL });
 }
 
 static void unterminated_quote(void **state) {
@@ -90,10 +88,10 @@ static void unterminated_quote(void **state) {
                 const char *text;
                 int line;
         } cases[] = {
-                {"#GPUWARD --name 'oops\n", 1},
-                {"#!/bin/sh\n#GPUWARD --gpus 1\n\n#GPUWARD --name \"oops\necho\n", 4},
-                {"#!/bin/sh\n#GPUWARD --name \"a\\\"\n", 2},
-                {"# c\n#GPUWARD --name 'x", 2},
+                { "#GPUWARD --name 'oops\n", 1 },
+                { "#!/bin/sh\n#GPUWARD --gpus 1\n\n#GPUWARD --name \"oops\necho\n", 4 },
+                { "#!/bin/sh\n#GPUWARD --name \"a\\\"\n", 2 },
+                { "# c\n#GPUWARD --name 'x", 2 },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 char **argv = NULL;
@@ -159,7 +157,7 @@ static void array_spec(void **state) {
               "#GPUWARD --array 0-99:10%8 --gpus 1\n"
               "#GPUWARD --array=1,3,5-9  # odd tasks\n"
               "python sweep.py\n",
-              2, (const char *const[]){"--array", "0-99:10%8", "--gpus", "1", "--array=1,3,5-9", NULL});
+              2, (const char *const[]){ "--array", "0-99:10%8", "--gpus", "1", "--array=1,3,5-9", NULL });
 }
 
 static void bad_args(void **state) {
@@ -173,11 +171,16 @@ static void bad_args(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(shebang_then_directives), cmocka_unit_test(stops_at_first_code_line),
-                cmocka_unit_test(blanks_and_comments),     cmocka_unit_test(quotes),
-                cmocka_unit_test(no_trailing_newline),     cmocka_unit_test(unterminated_quote),
-                cmocka_unit_test(appends_to_existing),     cmocka_unit_test(too_many_words),
-                cmocka_unit_test(bad_args),                cmocka_unit_test(array_spec),
+                cmocka_unit_test(shebang_then_directives),
+                cmocka_unit_test(stops_at_first_code_line),
+                cmocka_unit_test(blanks_and_comments),
+                cmocka_unit_test(quotes),
+                cmocka_unit_test(no_trailing_newline),
+                cmocka_unit_test(unterminated_quote),
+                cmocka_unit_test(appends_to_existing),
+                cmocka_unit_test(too_many_words),
+                cmocka_unit_test(bad_args),
+                cmocka_unit_test(array_spec),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,12 +74,16 @@ static void newest_per_gpu_of_the_attempt(void **state) {
         put(f->s, 7, 2, 3, 2, 20);
         put(f->s, 7, 2, 3, 1, 10);
         put(f->s, 7, 2, 3, 2, 25); /* replaces */
-        put(f->s, 7, 1, 0, 9, 1);  /* another attempt */
-        put(f->s, 8, 2, 0, 9, 1);  /* another job */
+        put(f->s, 7, 1, 0, 9, 1); /* another attempt */
+        put(f->s, 8, 2, 0, 9, 1); /* another job */
         struct rows r = { .n = 0 };
         assert_int_equal(gw_store_epoch_mems(f->s, 7, 2, 3, row_keep, &r), 0);
         assert_int_equal(r.n, 5);
-        static const struct { unsigned gpu; long epoch; double low; } want[] = {
+        static const struct {
+                unsigned gpu;
+                long epoch;
+                double low;
+        } want[] = {
                 { 0, 3, 3000 }, { 0, 4, 4000 }, { 0, 5, 5000 }, { 3, 1, 10 }, { 3, 2, 25 },
         };
         for (size_t i = 0; i < r.n; i++) {

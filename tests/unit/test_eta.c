@@ -14,8 +14,12 @@
 #define NOW ((gw_usec_t) 1700000000 * SEC)
 
 static struct gw_eta estimate(const struct gw_eta_epoch *e, size_t n, long done, long total, gw_usec_t since_last) {
-        struct gw_eta_input in = { .epochs = e, .n_epochs = n, .done = done, .total = total,
-                                   .last_end = NOW - since_last, .now = NOW };
+        struct gw_eta_input in = { .epochs = e,
+                                   .n_epochs = n,
+                                   .done = done,
+                                   .total = total,
+                                   .last_end = NOW - since_last,
+                                   .now = NOW };
         struct gw_eta out;
         memset(&out, 0x5a, sizeof out);
         assert_int_equal(gw_eta_estimate(&in, &out), 0);
@@ -37,7 +41,7 @@ static void none_before_the_first_epoch(void **state) {
 static void steady_epochs(void **state) {
         struct gw_eta_epoch e[10];
         for (size_t i = 0; i < 10; i++)
-                e[i] = (struct gw_eta_epoch) { .duration = 120 * SEC, .startup = i == 0 };
+                e[i] = (struct gw_eta_epoch){ .duration = 120 * SEC, .startup = i == 0 };
         struct gw_eta r = estimate(e, 10, 37, 100, 0);
         assert_true(fabs(r.sec_per_epoch - 120) < 1e-9);
         assert_true(r.has_end);
@@ -75,7 +79,7 @@ static void slowing_epochs_are_followed(void **state) {
         /* Each epoch 2 s longer than the one before: the estimate leans to the recent ones. */
         struct gw_eta_epoch e[20];
         for (size_t i = 0; i < 20; i++)
-                e[i] = (struct gw_eta_epoch) { .duration = (gw_usec_t) (100 + 2 * i) * SEC, .startup = i == 0 };
+                e[i] = (struct gw_eta_epoch){ .duration = (gw_usec_t) (100 + 2 * i) * SEC, .startup = i == 0 };
         struct gw_eta r = estimate(e, 20, 20, 40, 0);
         double mean = 100 + 19; /* the plain mean */
         assert_true(r.sec_per_epoch > mean + 5);
@@ -101,7 +105,7 @@ static void jitter_gives_honest_bars(void **state) {
         /* 100 s +- 10 s: the true remaining time of 50 epochs lies within the bar. */
         struct gw_eta_epoch e[12];
         for (size_t i = 0; i < 12; i++)
-                e[i] = (struct gw_eta_epoch) { .duration = (gw_usec_t) (i % 2 ? 110 : 90) * SEC, .startup = false };
+                e[i] = (struct gw_eta_epoch){ .duration = (gw_usec_t) (i % 2 ? 110 : 90) * SEC, .startup = false };
         struct gw_eta r = estimate(e, 12, 12, 62, 0);
         assert_true(r.sigma_s > 9 && r.sigma_s < 11);
         assert_true(fabs(r.remaining_s - 50 * 100) <= r.error_s);
@@ -115,7 +119,7 @@ static void hung_run_is_overdue(void **state) {
         struct gw_eta_epoch e[8];
         (void) state;
         for (size_t i = 0; i < 8; i++)
-                e[i] = (struct gw_eta_epoch) { .duration = 60 * SEC };
+                e[i] = (struct gw_eta_epoch){ .duration = 60 * SEC };
         struct gw_eta ok = estimate(e, 8, 8, 10, 70 * SEC);
         assert_true(ok.overdue_s == 0);
         assert_true(fabs(ok.remaining_s - 60) < 1e-6);

@@ -12,19 +12,19 @@
 #include "core/failure.h"
 
 /* Real texts (PyTorch 2.x, NCCL 2.19-2.21, Ultralytics 8.1, nvidia-smi). */
-#define TB_ILLEGAL                                                                                  \
-        "Traceback (most recent call last):\n"                                                      \
-        "  File \"/home/ana/yolo/train.py\", line 88, in <module>\n"                                \
-        "    loss.backward()\n"                                                                     \
+#define TB_ILLEGAL                                                                                     \
+        "Traceback (most recent call last):\n"                                                         \
+        "  File \"/home/ana/yolo/train.py\", line 88, in <module>\n"                                   \
+        "    loss.backward()\n"                                                                        \
         "  File \"/opt/conda/lib/python3.10/site-packages/torch/_tensor.py\", line 522, in backward\n" \
-        "    torch.autograd.backward(\n"                                                            \
-        "RuntimeError: CUDA error: an illegal memory access was encountered\n"                     \
-        "CUDA kernel errors might be asynchronously reported at some other API call, so the "       \
-        "stacktrace below might be incorrect.\n"                                                    \
-        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n"                                  \
+        "    torch.autograd.backward(\n"                                                               \
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"                         \
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the "          \
+        "stacktrace below might be incorrect.\n"                                                       \
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n"                                     \
         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
 
-#define NCCL_WATCHDOG                                                                                \
+#define NCCL_WATCHDOG                                                                                  \
         "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: " \
         "WorkNCCL(SeqNum=4521, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "  \
         "600102 milliseconds before timing out.\n"
@@ -38,33 +38,37 @@
         "See documentation for Memory Management  "                                                    \
         "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n"
 
-#define OOM_OLD                                                                                        \
-        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 "   \
-        "GiB total capacity; 6.91 GiB already allocated; 13.25 MiB free; 7.02 GiB reserved in total "  \
+#define OOM_OLD                                                                                       \
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 "  \
+        "GiB total capacity; 6.91 GiB already allocated; 13.25 MiB free; 7.02 GiB reserved in total " \
         "by PyTorch)\n"
 
-#define NCCL_UNHANDLED                                                                                 \
-        "torch.distributed.DistBackendError: NCCL error in: "                                          \
-        "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with "    \
-        "NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"                                          \
-        "ncclUnhandledCudaError: Call to CUDA function failed.\n"                                      \
-        "Last error:\n"                                                                                \
+#define NCCL_UNHANDLED                                                                              \
+        "torch.distributed.DistBackendError: NCCL error in: "                                       \
+        "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with " \
+        "NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"                                       \
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"                                   \
+        "Last error:\n"                                                                             \
         "Cuda failure 'an illegal memory access was encountered'\n"
 
-#define TB_ZERODIV                                                             \
-        "Traceback (most recent call last):\n"                                 \
-        "  File \"/home/ana/exp/train.py\", line 41, in <module>\n"            \
-        "    main()\n"                                                         \
-        "  File \"/home/ana/exp/train.py\", line 37, in main\n"                \
-        "    lr = base_lr / warmup_steps\n"                                    \
-        "         ~~~~~~~~^~~~~~~~~~~~~~\n"                                    \
+#define TB_ZERODIV                                                  \
+        "Traceback (most recent call last):\n"                      \
+        "  File \"/home/ana/exp/train.py\", line 41, in <module>\n" \
+        "    main()\n"                                              \
+        "  File \"/home/ana/exp/train.py\", line 37, in main\n"     \
+        "    lr = base_lr / warmup_steps\n"                         \
+        "         ~~~~~~~~^~~~~~~~~~~~~~\n"                         \
         "ZeroDivisionError: division by zero\n"
 
 static struct gw_failure_verdict run(enum gw_attempt_end end, int status, const char *log,
                                      const struct gw_gpu_event *ev, size_t n_ev) {
         struct gw_failure_input in = {
-                .end = end, .status = status, .tail = log, .tail_len = log ? strlen(log) : 0,
-                .events = ev, .n_events = n_ev,
+                .end = end,
+                .status = status,
+                .tail = log,
+                .tail_len = log ? strlen(log) : 0,
+                .events = ev,
+                .n_events = n_ev,
         };
         struct gw_failure_verdict v;
 
@@ -73,8 +77,7 @@ static struct gw_failure_verdict run(enum gw_attempt_end end, int status, const 
         return v;
 }
 
-static void expect(const struct gw_failure_verdict *v, enum gw_failure_class cls, const char *evidence,
-                   unsigned line) {
+static void expect(const struct gw_failure_verdict *v, enum gw_failure_class cls, const char *evidence, unsigned line) {
         assert_string_equal(gw_failure_class_name(v->cls), gw_failure_class_name(cls));
         assert_string_equal(v->evidence, evidence);
         assert_int_equal(v->line, line);
@@ -113,8 +116,8 @@ static void first_fatal_line_wins(void **state) {
                           "on rank 0.\n";
         struct gw_failure_verdict v = run(GW_END_EXITED, 1, log, NULL, 0);
 
-        expect(&v, GW_FAILURE_CUDA_ERROR,
-               "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered", 3);
+        expect(&v, GW_FAILURE_CUDA_ERROR, "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+               3);
 
         /* The other way round: the watchdog fired first. */
         v = run(GW_END_EXITED, 1, NCCL_WATCHDOG "RuntimeError: CUDA error: unspecified launch failure\n", NULL, 0);
@@ -144,34 +147,34 @@ static void oom(void **state) {
         v = run(GW_END_EXITED, 1, "RuntimeError: CUDA error: out of memory\n", NULL, 0);
         assert_int_equal(v.cls, GW_FAILURE_OOM);
         v = run(GW_END_EXITED, 1,
-                "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n",
-                NULL, 0);
+                "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n", NULL, 0);
         assert_int_equal(v.cls, GW_FAILURE_OOM);
 }
 
 /* Ultralytics' AutoBatch (batch=-1), as utils/autobatch.py and utils/torch_utils.py
  * profile_ops print it (8.3): each batch size that ran out of memory leaves the exception's
  * text as a bare line, then AutoBatch picks a size and training goes on. */
-#define AUTOBATCH_PROBE                                                                              \
-        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mComputing optimal batch size for imgsz=640 at 60.0% CUDA " \
-        "memory utilization.\n"                                                                      \
-        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mCUDA:0 (NVIDIA A10) 22.07G total, 0.11G reserved, 0.10G "  \
-        "allocated, 21.86G free\n"                                                                   \
-        "      Params      GFLOPs  GPU_mem (GB)  forward (ms) backward (ms)                   input" \
-        "                  output\n"                                                                 \
-        "    25902640       79.31         1.010         28.38         51.94        (1, 3, 640, 640)" \
-        "                    list\n"                                                                 \
+#define AUTOBATCH_PROBE                                                                               \
+        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mComputing optimal batch size for imgsz=640 at 60.0% CUDA "  \
+        "memory utilization.\n"                                                                       \
+        "\x1b[34m\x1b[1mAutoBatch: \x1b[0mCUDA:0 (NVIDIA A10) 22.07G total, 0.11G reserved, 0.10G "   \
+        "allocated, 21.86G free\n"                                                                    \
+        "      Params      GFLOPs  GPU_mem (GB)  forward (ms) backward (ms)                   input"  \
+        "                  output\n"                                                                  \
+        "    25902640       79.31         1.010         28.38         51.94        (1, 3, 640, 640)"  \
+        "                    list\n"                                                                  \
         "CUDA out of memory. Tried to allocate 1.56 GiB. GPU 0 has a total capacity of 22.07 GiB of " \
-        "which 1.02 GiB is free.\n"                                                                  \
+        "which 1.02 GiB is free.\n"                                                                   \
         "CUDA out of memory. Tried to allocate 3.12 GiB. GPU 0 has a total capacity of 22.07 GiB of " \
-        "which 1.02 GiB is free.\n"                                                                  \
+        "which 1.02 GiB is free.\n"                                                                   \
         "\x1b[34m\x1b[1mAutoBatch: \x1b[0mUsing batch-size 8 for CUDA:0 13.52G/22.07G (61%) \xe2\x9c\x85\n"
 
 static void autobatch_probe_is_not_the_cause(void **state) {
         /* A crash in epoch 1, its traceback after AutoBatch's probes: a cuda_error (retried),
          * not the probes' out-of-memory lines (retried only if a leak explains it). */
-        struct gw_failure_verdict v = run(GW_END_EXITED, 1, AUTOBATCH_PROBE "Starting training for 100 epochs...\n"
-                                                             "      1/100      13.4G      1.187\n" TB_ILLEGAL,
+        struct gw_failure_verdict v = run(GW_END_EXITED, 1,
+                                          AUTOBATCH_PROBE "Starting training for 100 epochs...\n"
+                                                          "      1/100      13.4G      1.187\n" TB_ILLEGAL,
                                           NULL, 0);
         expect(&v, GW_FAILURE_CUDA_ERROR, "RuntimeError: CUDA error: an illegal memory access was encountered", 15);
         /* AutoBatch gave up on an error of its own: still a probe. */
@@ -194,7 +197,7 @@ static void autobatch_probe_is_not_the_cause(void **state) {
 }
 
 static void gpu_fault_from_events(void **state) {
-        const struct gw_gpu_event xid79[] = {{GW_GPU_EVENT_XID, 2, 63}, {GW_GPU_EVENT_XID, 3, 79}};
+        const struct gw_gpu_event xid79[] = { { GW_GPU_EVENT_XID, 2, 63 }, { GW_GPU_EVENT_XID, 3, 79 } };
         struct gw_failure_verdict v = run(GW_END_EXITED, 1, TB_ILLEGAL, xid79, 2);
 
         expect(&v, GW_FAILURE_GPU_FAULT, "Xid 79 on GPU 3", 0);
@@ -202,7 +205,7 @@ static void gpu_fault_from_events(void **state) {
         assert_int_equal(v.xid, 79);
         assert_int_equal(v.drain_mask, UINT64_C(1) << 3); /* Xid 63 is not drain-worthy */
 
-        const struct gw_gpu_event dbe[] = {{GW_GPU_EVENT_ECC_DBE, 1, 0}, {GW_GPU_EVENT_LOST, 5, 0}};
+        const struct gw_gpu_event dbe[] = { { GW_GPU_EVENT_ECC_DBE, 1, 0 }, { GW_GPU_EVENT_LOST, 5, 0 } };
         v = run(GW_END_SIGNALED, SIGSEGV, "", dbe, 2);
         expect(&v, GW_FAILURE_GPU_FAULT, "double-bit ECC error on GPU 1", 0);
         assert_int_equal(v.drain_mask, (UINT64_C(1) << 1) | (UINT64_C(1) << 5));
@@ -211,17 +214,19 @@ static void gpu_fault_from_events(void **state) {
 
         /* Every default drain Xid drains; 13, 31, 43, 94 are the job's fault. */
         for (unsigned x = 1; x < 160; x++) {
-                const struct gw_gpu_event e = {GW_GPU_EVENT_XID, 0, x};
+                const struct gw_gpu_event e = { GW_GPU_EVENT_XID, 0, x };
                 bool drain = x == 48 || x == 64 || x == 74 || x == 79 || x == 95;
                 bool job = x == 13 || x == 31 || x == 43 || x == 94;
 
                 v = run(GW_END_EXITED, 1, "", &e, 1);
                 assert_int_equal(v.drain_mask, drain ? 1 : 0);
-                assert_int_equal(v.cls, drain ? GW_FAILURE_GPU_FAULT : job ? GW_FAILURE_CUDA_ERROR : GW_FAILURE_USER_ERROR);
+                assert_int_equal(v.cls, drain ? GW_FAILURE_GPU_FAULT
+                                        : job ? GW_FAILURE_CUDA_ERROR
+                                              : GW_FAILURE_USER_ERROR);
         }
 
         /* A job-error Xid does not outrank what the log says. */
-        const struct gw_gpu_event xid31 = {GW_GPU_EVENT_XID, 0, 31};
+        const struct gw_gpu_event xid31 = { GW_GPU_EVENT_XID, 0, 31 };
         v = run(GW_END_EXITED, 1, OOM_OLD, &xid31, 1);
         assert_int_equal(v.cls, GW_FAILURE_OOM);
         v = run(GW_END_EXITED, 1, TB_ZERODIV, &xid31, 1);
@@ -245,7 +250,7 @@ static void gpu_fault_from_log(void **state) {
 }
 
 static void clean_exit_is_ok(void **state) {
-        const struct gw_gpu_event xid79 = {GW_GPU_EVENT_XID, 2, 79};
+        const struct gw_gpu_event xid79 = { GW_GPU_EVENT_XID, 2, 79 };
         struct gw_failure_verdict v = run(GW_END_EXITED, 0, "100 epochs completed in 3.412 hours.\n", NULL, 0);
 
         expect(&v, GW_FAILURE_OK, "exit 0", 0);
@@ -259,13 +264,13 @@ static void clean_exit_is_ok(void **state) {
 }
 
 static void host_oom(void **state) {
-        struct gw_failure_input in = {.end = GW_END_SIGNALED, .status = SIGKILL, .oom_killed = true};
+        struct gw_failure_input in = { .end = GW_END_SIGNALED, .status = SIGKILL, .oom_killed = true };
         struct gw_failure_verdict v;
 
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_HOST_OOM, "killed by the kernel OOM killer: signal 9 (SIGKILL)", 0);
 
-        in = (struct gw_failure_input){.end = GW_END_EXITED, .status = 137, .oom_kills = 2};
+        in = (struct gw_failure_input){ .end = GW_END_EXITED, .status = 137, .oom_kills = 2 };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_HOST_OOM, "killed by the kernel OOM killer: exit 137, memory cgroup oom_kill +2", 0);
 
@@ -273,23 +278,25 @@ static void host_oom(void **state) {
         v = run(GW_END_SIGNALED, SIGKILL, "", NULL, 0);
         expect(&v, GW_FAILURE_KILLED,
                "killed by SIGKILL from outside gpuward (not a gpuward stop; whether the kernel's OOM killer did is not "
-               "known)", 0);
+               "known)",
+               0);
 
-        v = run(GW_END_EXITED, 1,
-                "RuntimeError: DataLoader worker (pid 48213) is killed by signal: Killed.\n", NULL, 0);
+        v = run(GW_END_EXITED, 1, "RuntimeError: DataLoader worker (pid 48213) is killed by signal: Killed.\n", NULL,
+                0);
         assert_int_equal(v.cls, GW_FAILURE_HOST_OOM);
         assert_int_equal(v.line, 1);
 }
 
 /* What the daemon knows of a SIGKILL: who sent it, what the OOM counters say. */
 static void sigkill_from_outside(void **state) {
-        struct gw_failure_input in = {.end = GW_END_SIGNALED, .status = SIGKILL, .oom_counted = true};
+        struct gw_failure_input in = { .end = GW_END_SIGNALED, .status = SIGKILL, .oom_counted = true };
         struct gw_failure_verdict v;
 
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_KILLED,
                "killed by SIGKILL from outside gpuward (not a gpuward stop, not the kernel's OOM killer: the cgroup's "
-               "oom_kill count did not change)", 0);
+               "oom_kill count did not change)",
+               0);
 
         /* The cgroup's count says more than the host's: another process's OOM kill is not it. */
         in.host_oom_counted = true;
@@ -297,11 +304,12 @@ static void sigkill_from_outside(void **state) {
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         assert_int_equal(v.cls, GW_FAILURE_KILLED);
 
-        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGKILL, .host_oom_counted = true};
+        in = (struct gw_failure_input){ .end = GW_END_SIGNALED, .status = SIGKILL, .host_oom_counted = true };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_KILLED,
                "killed by SIGKILL from outside gpuward (not a gpuward stop, not the kernel's OOM killer: the host's "
-               "oom_kill count did not change)", 0);
+               "oom_kill count did not change)",
+               0);
 
         /* No cgroup count, and the host's OOM killer was at work meanwhile. */
         in.host_oom_kills = 1;
@@ -310,23 +318,29 @@ static void sigkill_from_outside(void **state) {
         assert_non_null(strstr(v.evidence, "host oom_kill +1"));
 
         /* The cgroup's own count grew: the OOM killer. */
-        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGKILL, .oom_counted = true, .oom_kills = 1};
+        in = (struct gw_failure_input){ .end = GW_END_SIGNALED,
+                                        .status = SIGKILL,
+                                        .oom_counted = true,
+                                        .oom_kills = 1 };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         assert_int_equal(v.cls, GW_FAILURE_HOST_OOM);
 
         /* gpuward's own SIGKILL outside a stop (rogue_policy=kill of its main process). */
-        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGKILL, .host_oom_counted = true,
-                                       .host_oom_kills = 2, .sigkill_why = "its main process ran on GPU 1"};
+        in = (struct gw_failure_input){ .end = GW_END_SIGNALED,
+                                        .status = SIGKILL,
+                                        .host_oom_counted = true,
+                                        .host_oom_kills = 2,
+                                        .sigkill_why = "its main process ran on GPU 1" };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_USER_ERROR, "killed by SIGKILL from gpuward: its main process ran on GPU 1", 0);
 
         /* A stop of gpuward's is still that, whatever the signal. */
-        in = (struct gw_failure_input){.end = GW_END_CANCELLED, .status = SIGKILL};
+        in = (struct gw_failure_input){ .end = GW_END_CANCELLED, .status = SIGKILL };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         assert_int_equal(v.cls, GW_FAILURE_CANCELLED);
 
         /* Other signals are the job's own (SIGSEGV) or unexplained: as before. */
-        in = (struct gw_failure_input){.end = GW_END_SIGNALED, .status = SIGTERM, .oom_counted = true};
+        in = (struct gw_failure_input){ .end = GW_END_SIGNALED, .status = SIGTERM, .oom_counted = true };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_USER_ERROR, "killed by signal 15 (SIGTERM)", 0);
 
@@ -342,8 +356,10 @@ static void user_errors(void **state) {
 
         expect(&v, GW_FAILURE_USER_ERROR, "ZeroDivisionError: division by zero", 8);
 
-        v = run(GW_END_EXITED, 2, "usage: train.py [-h] --data DATA\ntrain.py: error: the following arguments "
-                                  "are required: --data\n", NULL, 0);
+        v = run(GW_END_EXITED, 2,
+                "usage: train.py [-h] --data DATA\ntrain.py: error: the following arguments "
+                "are required: --data\n",
+                NULL, 0);
         expect(&v, GW_FAILURE_USER_ERROR, "exit 2", 0);
         v = run(GW_END_SIGNALED, SIGSEGV, NULL, NULL, 0);
         expect(&v, GW_FAILURE_USER_ERROR, "killed by signal 11 (SIGSEGV)", 0);
@@ -393,7 +409,7 @@ static void tracebacks(void **state) {
 }
 
 static void daemon_actions_first(void **state) {
-        const struct gw_gpu_event xid79 = {GW_GPU_EVENT_XID, 4, 79};
+        const struct gw_gpu_event xid79 = { GW_GPU_EVENT_XID, 4, 79 };
         struct gw_failure_verdict v = run(GW_END_TIMEOUT, 0, TB_ILLEGAL, &xid79, 1);
 
         expect(&v, GW_FAILURE_TIMEOUT, "stopped by gpuward: time limit reached", 0);
@@ -405,7 +421,7 @@ static void daemon_actions_first(void **state) {
 }
 
 static void lost(void **state) {
-        struct gw_failure_input in = {.lost = true, .end = GW_END_EXITED, .status = 0};
+        struct gw_failure_input in = { .lost = true, .end = GW_END_EXITED, .status = 0 };
         struct gw_failure_verdict v;
 
         /* No exit status: status 0 means nothing. */
@@ -445,7 +461,8 @@ static void ansi_and_carriage_returns(void **state) {
                 "| 1/127 [00:01<02:10,  1.03s/it]"
                 "\r      3/100      3.41G      1.234      1.567      1.123         45        640:   2%|▏         "
                 "| 2/127 [00:02<02:09,  1.03s/it]\x1b[K"
-                "\r\x1b[31mRuntimeError\x1b[0m: \x1b]8;;https://x\x07" "CUDA error: an illegal memory access was "
+                "\r\x1b[31mRuntimeError\x1b[0m: \x1b]8;;https://x\x07"
+                "CUDA error: an illegal memory access was "
                 "encountered\x1b]8;;\x1b\\\r\n";
         struct gw_failure_verdict v = run(GW_END_EXITED, 1, log, NULL, 0);
 
@@ -471,7 +488,7 @@ static void only_the_last_200_lines(void **state) {
 
 static void tail_is_not_nul_terminated(void **state) {
         const char buf[] = "loss 0.3\nRuntimeError: CUDA error: unspecified launch failure\n";
-        struct gw_failure_input in = {.end = GW_END_EXITED, .status = 1, .tail = buf, .tail_len = 25};
+        struct gw_failure_input in = { .end = GW_END_EXITED, .status = 1, .tail = buf, .tail_len = 25 };
         struct gw_failure_verdict v;
 
         assert_int_equal(gw_failure_classify(&in, &v), 0);
@@ -484,14 +501,18 @@ static void tail_is_not_nul_terminated(void **state) {
 
 static void custom_patterns(void **state) {
         const struct gw_failure_pattern mine[] = {
-                {GW_FAILURE_NCCL_ERROR, "NCCL WARN"},
-                {GW_FAILURE_GPU_FAULT, "Xid"},
+                { GW_FAILURE_NCCL_ERROR, "NCCL WARN" },
+                { GW_FAILURE_GPU_FAULT, "Xid" },
         };
         const char *log = "node1:4242:4301 [0] NCCL WARN Cuda failure 'an illegal memory access'\n"
                           "RuntimeError: CUDA error: an illegal memory access was encountered\n";
         struct gw_failure_input in = {
-                .end = GW_END_EXITED, .status = 1, .tail = log, .tail_len = strlen(log),
-                .patterns = mine, .n_patterns = 1,
+                .end = GW_END_EXITED,
+                .status = 1,
+                .tail = log,
+                .tail_len = strlen(log),
+                .patterns = mine,
+                .n_patterns = 1,
         };
         struct gw_failure_verdict v;
         char why[128];
@@ -505,10 +526,14 @@ static void custom_patterns(void **state) {
         assert_int_equal(v.cls, GW_FAILURE_USER_ERROR);
 
         /* A custom drain list. */
-        const unsigned drains[] = {119};
-        const struct gw_gpu_event gsp = {GW_GPU_EVENT_XID, 1, 119}, x79 = {GW_GPU_EVENT_XID, 1, 79};
-        in = (struct gw_failure_input){.end = GW_END_EXITED, .status = 1, .events = &gsp, .n_events = 1,
-                                       .drain_xids = drains, .n_drain_xids = 1};
+        const unsigned drains[] = { 119 };
+        const struct gw_gpu_event gsp = { GW_GPU_EVENT_XID, 1, 119 }, x79 = { GW_GPU_EVENT_XID, 1, 79 };
+        in = (struct gw_failure_input){ .end = GW_END_EXITED,
+                                        .status = 1,
+                                        .events = &gsp,
+                                        .n_events = 1,
+                                        .drain_xids = drains,
+                                        .n_drain_xids = 1 };
         assert_int_equal(gw_failure_classify(&in, &v), 0);
         expect(&v, GW_FAILURE_GPU_FAULT, "Xid 119 on GPU 1", 0);
         in.events = &x79;
@@ -520,13 +545,13 @@ static void custom_patterns(void **state) {
         assert_true(n >= 20);
         assert_int_equal(gw_failure_patterns_check(def, n, why, sizeof(why)), 0);
         assert_int_equal(gw_failure_patterns_check(mine, 2, why, sizeof(why)), 0);
-        const struct gw_failure_pattern bad1[] = {{GW_FAILURE_OOM, "x"}, {GW_FAILURE_OK, "done"}};
+        const struct gw_failure_pattern bad1[] = { { GW_FAILURE_OOM, "x" }, { GW_FAILURE_OK, "done" } };
         assert_int_equal(gw_failure_patterns_check(bad1, 2, why, sizeof(why)), -EINVAL);
         assert_string_equal(why, "pattern 2: class ok cannot come from a log");
-        const struct gw_failure_pattern bad2[] = {{GW_FAILURE_OOM, ""}};
+        const struct gw_failure_pattern bad2[] = { { GW_FAILURE_OOM, "" } };
         assert_int_equal(gw_failure_patterns_check(bad2, 1, why, sizeof(why)), -EINVAL);
         assert_string_equal(why, "pattern 1 (oom): empty text");
-        const struct gw_failure_pattern bad3[] = {{(enum gw_failure_class) 42, "x"}};
+        const struct gw_failure_pattern bad3[] = { { (enum gw_failure_class) 42, "x" } };
         assert_int_equal(gw_failure_patterns_check(bad3, 1, why, sizeof(why)), -EINVAL);
 }
 
@@ -567,8 +592,8 @@ static void long_line_cut_at_a_word(void **state) {
 }
 
 static void names_and_bad_input(void **state) {
-        struct gw_failure_input in = {.end = (enum gw_attempt_end) 9};
-        struct gw_failure_verdict v = {.cls = GW_FAILURE_OOM};
+        struct gw_failure_input in = { .end = (enum gw_attempt_end) 9 };
+        struct gw_failure_verdict v = { .cls = GW_FAILURE_OOM };
 
         for (int c = 0; c < _GW_FAILURE_CLASS_MAX; c++) {
                 const char *n = gw_failure_class_name((enum gw_failure_class) c);
@@ -594,22 +619,22 @@ static void command_not_found(void **state) {
                 const char *evidence;
                 unsigned line;
         } cases[] = {
-                {"gpuward: cannot execute 'trian.py': No such file or directory\n", 127,
-                 "command not found: trian.py", 1},
-                {"starting\nbash: line 1: pyhton3: command not found\n", 127, "command not found: pyhton3", 2},
-                {"sh: 1: nvidia-smi2: not found\n", 127, "command not found: nvidia-smi2", 1},
-                {"bash: ./run.sh: No such file or directory\n", 127, "command not found: ./run.sh", 1},
-                {"/usr/bin/env: 'python9': No such file or directory\n", 127, "command not found: python9", 1},
+                { "gpuward: cannot execute 'trian.py': No such file or directory\n", 127, "command not found: trian.py",
+                  1 },
+                { "starting\nbash: line 1: pyhton3: command not found\n", 127, "command not found: pyhton3", 2 },
+                { "sh: 1: nvidia-smi2: not found\n", 127, "command not found: nvidia-smi2", 1 },
+                { "bash: ./run.sh: No such file or directory\n", 127, "command not found: ./run.sh", 1 },
+                { "/usr/bin/env: 'python9': No such file or directory\n", 127, "command not found: python9", 1 },
                 /* Not exit 127, or no "prog: NAME: ..." line: the status as before. */
-                {"FileNotFoundError: [Errno 2] No such file or directory: 'x.csv'\n", 1, "exit 1", 0},
-                {"sh: 1: foo: not found\n", 2, "exit 2", 0},
-                {"No such file or directory\n", 127, "exit 127", 0},
-                {"hello\n", 127, "exit 127", 0},
-                {"gpuward: cannot execute './run.sh': Permission denied\n", 126, "command not executable: ./run.sh",
-                 1},
-                {"bash: line 1: ./run.sh: Permission denied\n", 126, "command not executable: ./run.sh", 1},
-                {"bash: ./run.sh: Permission denied\n", 127, "exit 127", 0},
-                {"sh: 1: foo: not found\n", 126, "exit 126", 0},
+                { "FileNotFoundError: [Errno 2] No such file or directory: 'x.csv'\n", 1, "exit 1", 0 },
+                { "sh: 1: foo: not found\n", 2, "exit 2", 0 },
+                { "No such file or directory\n", 127, "exit 127", 0 },
+                { "hello\n", 127, "exit 127", 0 },
+                { "gpuward: cannot execute './run.sh': Permission denied\n", 126, "command not executable: ./run.sh",
+                  1 },
+                { "bash: line 1: ./run.sh: Permission denied\n", 126, "command not executable: ./run.sh", 1 },
+                { "bash: ./run.sh: Permission denied\n", 127, "exit 127", 0 },
+                { "sh: 1: foo: not found\n", 126, "exit 126", 0 },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct gw_failure_verdict v = run(GW_END_EXITED, cases[i].status, cases[i].log, NULL, 0);

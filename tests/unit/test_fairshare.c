@@ -23,7 +23,7 @@
 
 static void decay_halves_after_one_half_life(void **state) {
         (void) state;
-        struct gw_fs_user u = {.share = 0};
+        struct gw_fs_user u = { .share = 0 };
         /* 10 GPU-h charged as one instant's worth at NOW (an interval of zero length would
          * be nothing: 10 GPUs for one hour, with no decay, is exact). */
         assert_int_equal(gw_fs_charge(&u, 10, NOW - HOUR, NOW, 0), 0);
@@ -41,7 +41,7 @@ static void decay_halves_after_one_half_life(void **state) {
  * jobs at any period. */
 static void charge_does_not_depend_on_the_period(void **state) {
         (void) state;
-        struct gw_fs_user once = {.share = 0}, often = {.share = 0};
+        struct gw_fs_user once = { .share = 0 }, often = { .share = 0 };
         gw_usec_t from = NOW, to = NOW + 48 * HOUR;
 
         assert_int_equal(gw_fs_charge(&once, 4, from, to, H7D), 0);
@@ -66,44 +66,50 @@ static void charge_does_not_depend_on_the_period(void **state) {
 
 static void factor_is_two_to_minus_usage_over_share(void **state) {
         (void) state;
-        struct gw_fs_user u[3] = {{.used_gpu_h = 0, .used_at = NOW}, {.used_gpu_h = 10, .used_at = NOW},
-                                  {.used_gpu_h = 30, .used_at = NOW}};
+        struct gw_fs_user u[3] = { { .used_gpu_h = 0, .used_at = NOW },
+                                   { .used_gpu_h = 10, .used_at = NOW },
+                                   { .used_gpu_h = 30, .used_at = NOW } };
         double f[3];
 
         assert_int_equal(gw_fs_factors(u, 3, NOW, H7D, f), 0);
-        assert_true(fabs(f[0] - 1.0) < 1e-12);                    /* used nothing */
-        assert_true(fabs(f[1] - exp2(-0.25 * 3)) < 1e-12);        /* a quarter of all, share 1/3 */
+        assert_true(fabs(f[0] - 1.0) < 1e-12); /* used nothing */
+        assert_true(fabs(f[1] - exp2(-0.25 * 3)) < 1e-12); /* a quarter of all, share 1/3 */
         assert_true(fabs(f[2] - exp2(-0.75 * 3)) < 1e-12);
         /* Exactly the share: 0.5.  Weights: a user with twice the share may use twice. */
-        struct gw_fs_user w[2] = {{.share = 2, .used_gpu_h = 20, .used_at = NOW}, {.share = 1, .used_gpu_h = 10, .used_at = NOW}};
+        struct gw_fs_user w[2] = { { .share = 2, .used_gpu_h = 20, .used_at = NOW },
+                                   { .share = 1, .used_gpu_h = 10, .used_at = NOW } };
         assert_int_equal(gw_fs_factors(w, 2, NOW, H7D, f), 0);
         assert_true(fabs(f[0] - 0.5) < 1e-12 && fabs(f[1] - 0.5) < 1e-12);
         /* Nobody used anything: all equal, all 1. */
-        struct gw_fs_user z[2] = {{.share = 0}, {.share = 0}};
+        struct gw_fs_user z[2] = { { .share = 0 }, { .share = 0 } };
         assert_int_equal(gw_fs_factors(z, 2, NOW, H7D, f), 0);
         assert_true(f[0] == 1.0 && f[1] == 1.0);
         /* Bad input. */
-        struct gw_fs_user bad = {.share = -1};
+        struct gw_fs_user bad = { .share = -1 };
         assert_int_equal(gw_fs_factors(&bad, 1, NOW, H7D, f), -EINVAL);
-        bad = (struct gw_fs_user){.used_gpu_h = NAN};
+        bad = (struct gw_fs_user){ .used_gpu_h = NAN };
         assert_int_equal(gw_fs_factors(&bad, 1, NOW, H7D, f), -EINVAL);
         assert_int_equal(gw_fs_factors(NULL, 1, NOW, H7D, f), -EINVAL);
 }
 
 static void explain_names_the_factors(void **state) {
         (void) state;
-        struct gw_fs_user u[3] = {{.used_gpu_h = 12.5, .used_at = NOW}, {.used_gpu_h = 20, .used_at = NOW},
-                                  {.used_gpu_h = 0, .used_at = NOW}};
+        struct gw_fs_user u[3] = { { .used_gpu_h = 12.5, .used_at = NOW },
+                                   { .used_gpu_h = 20, .used_at = NOW },
+                                   { .used_gpu_h = 0, .used_at = NOW } };
         char buf[GW_FS_EXPLAIN_SIZE], tiny[16];
 
         int n = gw_fs_explain(u, 3, 0, "alice", NOW, H7D, buf, sizeof(buf));
         assert_int_equal(n, (int) strlen(buf));
-        assert_string_equal(buf, "fairshare 0.45: alice used 12.5 GPU-h (decayed), 38% of all use, against a 1/3 share");
-        struct gw_fs_user w[2] = {{.share = 3, .used_gpu_h = 1, .used_at = NOW}, {.share = 1, .used_gpu_h = 1, .used_at = NOW}};
+        assert_string_equal(buf,
+                            "fairshare 0.45: alice used 12.5 GPU-h (decayed), 38% of all use, against a 1/3 share");
+        struct gw_fs_user w[2] = { { .share = 3, .used_gpu_h = 1, .used_at = NOW },
+                                   { .share = 1, .used_gpu_h = 1, .used_at = NOW } };
         assert_true(gw_fs_explain(w, 2, 1, "bob", NOW, H7D, buf, sizeof(buf)) > 0);
         assert_string_equal(buf, "fairshare 0.25: bob used 1.0 GPU-h (decayed), 50% of all use, against a 1/4 share");
         assert_true(gw_fs_explain(w, 2, 0, "carol", NOW, H7D, buf, sizeof(buf)) > 0);
-        assert_string_equal(buf, "fairshare 0.63: carol used 1.0 GPU-h (decayed), 50% of all use, against a 75.0% share");
+        assert_string_equal(buf,
+                            "fairshare 0.63: carol used 1.0 GPU-h (decayed), 50% of all use, against a 75.0% share");
         assert_int_equal(gw_fs_explain(u, 3, 0, "alice", NOW, H7D, tiny, sizeof(tiny)), -ENOBUFS);
         assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
         assert_int_equal(gw_fs_explain(u, 3, 3, "alice", NOW, H7D, buf, sizeof(buf)), -EINVAL);
@@ -115,22 +121,25 @@ static void fair_head_keeps_backfill(void **state) {
         (void) state;
         struct gw_sched_gpu gpus[4];
         for (int i = 0; i < 4; i++)
-                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true, .mem_total = 80 * GIB,
-                                                .mem_free = i < 2 ? 0 : 80 * GIB, .job_id = i < 2 ? 9 : 0};
-        struct gw_sched_running run = {.id = 9, .gpu_mask = M(0) | M(1), .end = NOW + 60 * MIN};
+                gpus[i] = (struct gw_sched_gpu){ .index = i,
+                                                 .usable = true,
+                                                 .mem_total = 80 * GIB,
+                                                 .mem_free = i < 2 ? 0 : 80 * GIB,
+                                                 .job_id = i < 2 ? 9 : 0 };
+        struct gw_sched_running run = { .id = 9, .gpu_mask = M(0) | M(1), .end = NOW + 60 * MIN };
         struct gw_sched_job jobs[4] = {
-                {.id = 1, .ngpus = 4, .time_limit = 60 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 0},
-                {.id = 2, .ngpus = 4, .time_limit = 60 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 1},
-                {.id = 3, .ngpus = 1, .time_limit = 30 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 0},
-                {.id = 4, .ngpus = 1, .time_limit = 120 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 0},
+                { .id = 1, .ngpus = 4, .time_limit = 60 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 0 },
+                { .id = 2, .ngpus = 4, .time_limit = 60 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 1 },
+                { .id = 3, .ngpus = 1, .time_limit = 30 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 0 },
+                { .id = 4, .ngpus = 1, .time_limit = 120 * MIN, .dep = GW_DEP_SATISFIED, .fs_user = 0 },
         };
-        const double factor[2] = {0.2, 0.9};
-        struct gw_sched_fair fair = {factor, 2};
-        struct gw_sched_input in = {gpus, 4, jobs, 4, &run, 1};
+        const double factor[2] = { 0.2, 0.9 };
+        struct gw_sched_fair fair = { factor, 2 };
+        struct gw_sched_input in = { gpus, 4, jobs, 4, &run, 1 };
         struct gw_sched_start starts[4];
         enum gw_job_reason reasons[4];
         size_t order[2 * 4];
-        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons, .order = order};
+        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons, .order = order };
 
         assert_int_equal(gw_sched_plan_fair(&in, &fair, NOW, &plan), 0);
         assert_int_equal(order[0], 1); /* job 2 first: its user used less */
@@ -163,8 +172,8 @@ static void fair_head_keeps_backfill(void **state) {
         jobs[3].fs_user = 2;
         assert_int_equal(gw_sched_plan_fair(&in, &fair, NOW, &plan), -EINVAL);
         jobs[3].fs_user = 0;
-        const double nan_factor[2] = {0.2, NAN};
-        struct gw_sched_fair bad = {nan_factor, 2};
+        const double nan_factor[2] = { 0.2, NAN };
+        struct gw_sched_fair bad = { nan_factor, 2 };
         assert_int_equal(gw_sched_plan_fair(&in, &bad, NOW, &plan), -EINVAL);
         plan.order = NULL;
         assert_int_equal(gw_sched_plan_fair(&in, &fair, NOW, &plan), -EINVAL);
@@ -186,8 +195,11 @@ static void order_matches_a_reference(void **state) {
                 }
                 for (size_t i = 0; i < n; i++) {
                         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-                        jobs[i] = (struct gw_sched_job){.id = (int64_t) i + 1, .ngpus = 1, .time_limit = MIN,
-                                                        .priority = (int) (x % 3), .fs_user = (uint32_t) (x >> 8) % 7};
+                        jobs[i] = (struct gw_sched_job){ .id = (int64_t) i + 1,
+                                                         .ngpus = 1,
+                                                         .time_limit = MIN,
+                                                         .priority = (int) (x % 3),
+                                                         .fs_user = (uint32_t) (x >> 8) % 7 };
                 }
                 for (size_t i = 0; i < n; i++) {
                         size_t k = i;
@@ -201,8 +213,8 @@ static void order_matches_a_reference(void **state) {
                         }
                         ref[k] = i;
                 }
-                struct gw_sched_input in = {.pending = jobs, .n_pending = n};
-                struct gw_sched_fair fair = {factor, 7};
+                struct gw_sched_input in = { .pending = jobs, .n_pending = n };
+                struct gw_sched_fair fair = { factor, 7 };
                 assert_int_equal(gw_sched_order(&in, &fair, order), 0);
                 for (size_t i = 0; i < n; i++)
                         assert_int_equal(order[i], ref[i]);
@@ -230,12 +242,12 @@ struct box {
         size_t n;
         int64_t gpu_job[BOX_GPUS]; /* job index + 1, 0 = free */
         struct gw_fs_user users[BOX_USERS];
-        double gpu_h[BOX_USERS];   /* undecayed, for the report of a failure */
+        double gpu_h[BOX_USERS]; /* undecayed, for the report of a failure */
 };
 
 static void box_add(struct box *b, int user, gw_usec_t submit, int n) {
         for (int i = 0; i < n; i++)
-                b->jobs[b->n++] = (struct vjob){.user = user, .submit = submit};
+                b->jobs[b->n++] = (struct vjob){ .user = user, .submit = submit };
 }
 
 /* Charges the step [t - STEP, t] and frees the GPUs of jobs that end at t. */
@@ -263,21 +275,27 @@ static size_t box_pass(struct box *b, gw_usec_t t, size_t *ret_busy) {
 
         for (int g = 0; g < BOX_GPUS; g++) {
                 int64_t h = b->gpu_job[g];
-                gpus[g] = (struct gw_sched_gpu){.index = g, .usable = true, .mem_total = 80 * GIB,
-                                                .mem_free = h ? 0 : 80 * GIB, .job_id = h};
+                gpus[g] = (struct gw_sched_gpu){ .index = g,
+                                                 .usable = true,
+                                                 .mem_total = 80 * GIB,
+                                                 .mem_free = h ? 0 : 80 * GIB,
+                                                 .job_id = h };
                 if (h)
-                        run[n_run++] = (struct gw_sched_running){h, M(g), b->jobs[h - 1].start + JOB_LEN};
+                        run[n_run++] = (struct gw_sched_running){ h, M(g), b->jobs[h - 1].start + JOB_LEN };
         }
         for (size_t i = 0; i < b->n; i++)
                 if (!b->jobs[i].started && b->jobs[i].submit <= t) {
-                        pend[n] = (struct gw_sched_job){.id = (int64_t) i + 1, .ngpus = 1, .time_limit = JOB_LEN,
-                                                        .dep = GW_DEP_SATISFIED, .fs_user = (uint32_t) b->jobs[i].user};
+                        pend[n] = (struct gw_sched_job){ .id = (int64_t) i + 1,
+                                                         .ngpus = 1,
+                                                         .time_limit = JOB_LEN,
+                                                         .dep = GW_DEP_SATISFIED,
+                                                         .fs_user = (uint32_t) b->jobs[i].user };
                         idx[n++] = i;
                 }
         assert_int_equal(gw_fs_factors(b->users, (size_t) b->n_users, t, H7D, factor), 0);
-        struct gw_sched_fair fair = {factor, (size_t) b->n_users};
-        struct gw_sched_input in = {gpus, BOX_GPUS, pend, n, run, n_run};
-        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons, .order = order};
+        struct gw_sched_fair fair = { factor, (size_t) b->n_users };
+        struct gw_sched_input in = { gpus, BOX_GPUS, pend, n, run, n_run };
+        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons, .order = order };
         assert_int_equal(gw_sched_plan_fair(&in, b->fair ? &fair : NULL, t, &plan), 0);
         for (size_t s = 0; s < plan.n_starts; s++) {
                 struct vjob *j = &b->jobs[starts[s].job_id - 1];
@@ -300,7 +318,7 @@ static gw_usec_t box_run_contended(struct box *b) {
                 if (step)
                         box_account(b, t);
                 size_t busy, n = box_pass(b, t, &busy);
-                int waiting[BOX_USERS] = {0}, arrived[BOX_USERS] = {0};
+                int waiting[BOX_USERS] = { 0 }, arrived[BOX_USERS] = { 0 };
                 for (size_t i = 0; i < b->n; i++) {
                         arrived[b->jobs[i].user] |= b->jobs[i].submit <= t;
                         waiting[b->jobs[i].user] += !b->jobs[i].started;
@@ -334,7 +352,7 @@ static void assert_equal_usage(const struct box *b, gw_usec_t t, double toleranc
 static void two_users_converge(void **state) {
         (void) state;
         static struct box b;
-        b = (struct box){.fair = true, .n_users = 2};
+        b = (struct box){ .fair = true, .n_users = 2 };
         box_add(&b, 0, NOW, 100);
         box_add(&b, 1, NOW + 10 * HOUR, 100);
         gw_usec_t t = box_run_contended(&b);
@@ -344,7 +362,7 @@ static void two_users_converge(void **state) {
 static void three_users_converge(void **state) {
         (void) state;
         static struct box b;
-        b = (struct box){.fair = true, .n_users = 3};
+        b = (struct box){ .fair = true, .n_users = 3 };
         box_add(&b, 0, NOW, 100);
         box_add(&b, 1, NOW + 6 * HOUR, 100);
         box_add(&b, 2, NOW + 15 * HOUR, 100);
@@ -357,7 +375,7 @@ static void three_users_converge(void **state) {
 static void without_fair_share_first_come_keeps_the_box(void **state) {
         (void) state;
         static struct box b;
-        b = (struct box){.fair = false, .n_users = 2};
+        b = (struct box){ .fair = false, .n_users = 2 };
         box_add(&b, 0, NOW, 100);
         box_add(&b, 1, NOW + 10 * HOUR, 100);
         gw_usec_t t = box_run_contended(&b);
@@ -368,8 +386,8 @@ static void without_fair_share_first_come_keeps_the_box(void **state) {
 static void user_alone_gets_the_whole_box(void **state) {
         (void) state;
         static struct box b;
-        b = (struct box){.fair = true, .n_users = 2};
-        b.users[1] = (struct gw_fs_user){.used_gpu_h = 1e6, .used_at = NOW}; /* a heavy past */
+        b = (struct box){ .fair = true, .n_users = 2 };
+        b.users[1] = (struct gw_fs_user){ .used_gpu_h = 1e6, .used_at = NOW }; /* a heavy past */
         box_add(&b, 1, NOW, 100);
         gw_usec_t t = NOW;
         for (int step = 0; step < 1000; step++, t += STEP) {
@@ -418,7 +436,7 @@ static void reorder_equals_a_full_sort(void **state) {
                 void *items[2 * MAX], *tmp[2 * MAX], *want[2 * MAX];
                 bool dirty[2 * MAX];
                 for (size_t i = 0; i < n; i++) {
-                        pool[n_pool] = (struct ritem) { rand() % 3, (unsigned) rand() % USERS, (int64_t) n_pool };
+                        pool[n_pool] = (struct ritem){ rand() % 3, (unsigned) rand() % USERS, (int64_t) n_pool };
                         items[i] = &pool[n_pool++];
                 }
                 qsort(items, n, sizeof *items, ritem_cmp);
@@ -438,7 +456,7 @@ static void reorder_equals_a_full_sort(void **state) {
                         size_t at = n ? (size_t) rand() % (n + 1) : 0;
                         memmove(items + at + 1, items + at, (n - at) * sizeof *items);
                         memmove(dirty + at + 1, dirty + at, (n - at) * sizeof *dirty);
-                        pool[n_pool] = (struct ritem) { rand() % 3, (unsigned) rand() % USERS, (int64_t) n_pool };
+                        pool[n_pool] = (struct ritem){ rand() % 3, (unsigned) rand() % USERS, (int64_t) n_pool };
                         items[at] = &pool[n_pool++];
                         dirty[at] = true;
                         n++;

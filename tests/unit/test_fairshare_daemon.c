@@ -55,7 +55,7 @@ static void weights_syntax(void **state) {
 }
 
 static struct gw_job job(int64_t id, uint32_t uid, const char *user, enum gw_job_state st) {
-        return (struct gw_job) { .id = id, .uid = uid, .user = (char *) user, .state = st, .ngpus = 1 };
+        return (struct gw_job){ .id = id, .uid = uid, .user = (char *) user, .state = st, .ngpus = 1 };
 }
 
 /* A finished job of user with one attempt of gpus GPUs over [start, end]. */
@@ -71,8 +71,13 @@ static void finished(struct gw_store *s, uint32_t uid, const char *user, uint64_
         j.start_time = start;
         j.end_time = end;
         assert_int_equal(gw_store_job_insert(s, &j, "test"), 0);
-        struct gw_job_attempt a = { .attempt = 1, .gpu_mask = mask, .start_time = start, .end_time = end,
-                                    .class_name = (char *) "ok", .evidence = (char *) "", .epoch = -1 };
+        struct gw_job_attempt a = { .attempt = 1,
+                                    .gpu_mask = mask,
+                                    .start_time = start,
+                                    .end_time = end,
+                                    .class_name = (char *) "ok",
+                                    .evidence = (char *) "",
+                                    .epoch = -1 };
         assert_int_equal(gw_store_attempt_add(s, j.id, &a), 0);
 }
 
@@ -93,7 +98,8 @@ static void usage_read_charged_and_explained(void **state) {
         (void) state;
         char dir[64] = "/tmp/gw-test-fair-XXXXXX", err[256] = "";
         assert_non_null(mkdtemp(dir));
-        struct gw_config cfg = { .fairshare = true, .fairshare_half_life = 7 * 24 * HOUR,
+        struct gw_config cfg = { .fairshare = true,
+                                 .fairshare_half_life = 7 * 24 * HOUR,
                                  .fairshare_weights = (char *) "" };
         struct gw_daemon d = { .cfg = &cfg, .now_wall = NOW };
         if (gw_store_open(dir, &d.store, err, sizeof err) < 0)

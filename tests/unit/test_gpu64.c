@@ -12,12 +12,12 @@
 #include "core/predict.h"
 #include "core/sched.h"
 
-#define SEC  GW_USEC_PER_SEC
-#define MIN  (60 * SEC)
+#define SEC GW_USEC_PER_SEC
+#define MIN (60 * SEC)
 #define HOUR (60 * MIN)
-#define NOW  ((gw_usec_t) 1767222000 * SEC)
+#define NOW ((gw_usec_t) 1767222000 * SEC)
 #define M(i) (UINT64_C(1) << (i))
-#define NG   64
+#define NG 64
 #define LOW63 (UINT64_MAX >> 1) /* GPUs 0..62 */
 
 struct host {
@@ -33,24 +33,31 @@ struct host {
 static void host_init(struct host *h) {
         memset(h, 0, sizeof(*h));
         for (int i = 0; i < NG; i++)
-                h->gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true};
-        h->in = (struct gw_calendar_input){.gpus = h->gpus, .n_gpus = NG, .bookings = h->b, .running = h->run,
-                                           .pending = h->pend};
+                h->gpus[i] = (struct gw_sched_gpu){ .index = i, .usable = true };
+        h->in = (struct gw_calendar_input){ .gpus = h->gpus,
+                                            .n_gpus = NG,
+                                            .bookings = h->b,
+                                            .running = h->run,
+                                            .pending = h->pend };
 }
 
 static void book(struct host *h, uint64_t mask, gw_usec_t start, gw_usec_t end) {
         size_t i = h->in.n_bookings++;
-        h->b[i] = (struct gw_booking){.id = (int64_t) i + 1, .uid = 1000, .ngpus = __builtin_popcountll(mask),
-                                      .start = start, .end = end, .gpu_mask = mask,
-                                      .state = GW_BOOKING_APPROVED};
+        h->b[i] = (struct gw_booking){ .id = (int64_t) i + 1,
+                                       .uid = 1000,
+                                       .ngpus = __builtin_popcountll(mask),
+                                       .start = start,
+                                       .end = end,
+                                       .gpu_mask = mask,
+                                       .state = GW_BOOKING_APPROVED };
 }
 
 static void queue(struct host *h, int64_t id, int ngpus, gw_usec_t limit) {
-        h->pend[h->in.n_pending++] = (struct gw_cal_pending){.id = id, .ngpus = ngpus, .time_limit = limit};
+        h->pend[h->in.n_pending++] = (struct gw_cal_pending){ .id = id, .ngpus = ngpus, .time_limit = limit };
 }
 
 static void run_on(struct host *h, int64_t id, uint64_t mask, gw_usec_t end) {
-        h->run[h->in.n_running++] = (struct gw_cal_job){.id = id, .gpu_mask = mask, .start = NOW - HOUR, .end = end};
+        h->run[h->in.n_running++] = (struct gw_cal_job){ .id = id, .gpu_mask = mask, .start = NOW - HOUR, .end = end };
         for (int g = 0; g < NG; g++)
                 if (mask & M(g))
                         h->gpus[g].job_id = id;
@@ -110,17 +117,17 @@ static void predict_only_gpu63_idle(void **state) {
 static void sched_only_gpu63_idle(void **state) {
         struct gw_sched_gpu gpus[NG];
         struct gw_sched_job jobs[2] = {
-                {.id = 10, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED},
-                {.id = 11, .ngpus = NG, .time_limit = HOUR, .dep = GW_DEP_SATISFIED},
+                { .id = 10, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED },
+                { .id = 11, .ngpus = NG, .time_limit = HOUR, .dep = GW_DEP_SATISFIED },
         };
-        struct gw_sched_running run = {.id = 1, .gpu_mask = LOW63, .end = NOW + 2 * HOUR};
+        struct gw_sched_running run = { .id = 1, .gpu_mask = LOW63, .end = NOW + 2 * HOUR };
         struct gw_sched_start starts[2];
         enum gw_job_reason reasons[2];
-        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons };
         (void) state;
         for (int i = 0; i < NG; i++)
-                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true, .job_id = i < 63 ? 1 : 0};
-        struct gw_sched_input in = {gpus, NG, jobs, 2, &run, 1};
+                gpus[i] = (struct gw_sched_gpu){ .index = i, .usable = true, .job_id = i < 63 ? 1 : 0 };
+        struct gw_sched_input in = { gpus, NG, jobs, 2, &run, 1 };
         assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
         assert_int_equal(plan.n_starts, 1);
         assert_int_equal(starts[0].job_id, 10);
@@ -135,19 +142,23 @@ static void sched_only_gpu63_idle(void **state) {
 static void sched_none_allowed(void **state) {
         struct gw_sched_gpu gpus[NG];
         struct gw_sched_job jobs[4] = {
-                {.id = 10, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED, .none_allowed = true},
-                {.id = 11, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED},
-                {.id = 12, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED, .none_allowed = true,
-                 .held = true},
-                {.id = 13, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_WAITING, .none_allowed = true},
+                { .id = 10, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED, .none_allowed = true },
+                { .id = 11, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_SATISFIED },
+                { .id = 12,
+                  .ngpus = 1,
+                  .time_limit = HOUR,
+                  .dep = GW_DEP_SATISFIED,
+                  .none_allowed = true,
+                  .held = true },
+                { .id = 13, .ngpus = 1, .time_limit = HOUR, .dep = GW_DEP_WAITING, .none_allowed = true },
         };
         struct gw_sched_start starts[4];
         enum gw_job_reason reasons[4];
-        struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+        struct gw_sched_plan plan = { .starts = starts, .reasons = reasons };
         (void) state;
         for (int i = 0; i < NG; i++)
-                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true};
-        struct gw_sched_input in = {gpus, NG, jobs, 4, NULL, 0};
+                gpus[i] = (struct gw_sched_gpu){ .index = i, .usable = true };
+        struct gw_sched_input in = { gpus, NG, jobs, 4, NULL, 0 };
         assert_int_equal(gw_sched_plan(&in, NOW, &plan), 0);
         assert_int_equal(plan.n_starts, 1);
         assert_int_equal(starts[0].job_id, 11);
@@ -173,18 +184,18 @@ static void limit_job_64(void **state) {
         book(&h, M(63), NOW + HOUR, NOW + 2 * HOUR);
         assert_int_equal(gw_calendar_gpus_at(&h.in, NOW, &g), 0);
 
-        struct gw_sched_job j = {.id = 1, .ngpus = 1, .time_limit = 3 * HOUR};
+        struct gw_sched_job j = { .id = 1, .ngpus = 1, .time_limit = 3 * HOUR };
         gw_calendar_limit_job(&g, all, NOW, &j);
         assert_true(j.none_allowed);
         assert_int_equal(j.allowed, 0);
 
-        j = (struct gw_sched_job){.id = 1, .ngpus = 1, .time_limit = 45 * MIN};
+        j = (struct gw_sched_job){ .id = 1, .ngpus = 1, .time_limit = 45 * MIN };
         gw_calendar_limit_job(&g, all, NOW, &j);
         assert_false(j.none_allowed);
         assert_int_equal(j.allowed, M(63));
         assert_true(j.booked_out);
 
-        j = (struct gw_sched_job){.id = 1, .ngpus = 1, .time_limit = 20 * MIN};
+        j = (struct gw_sched_job){ .id = 1, .ngpus = 1, .time_limit = 20 * MIN };
         gw_calendar_limit_job(&g, all, NOW, &j);
         assert_false(j.none_allowed);
         assert_int_equal(j.allowed, 0);

@@ -129,8 +129,8 @@ static void limit_and_since(void **state) {
         assert_string_equal(kind_of(&r, 0), "rogue");
         rows_clear(&r);
         /* since is inclusive: the drain (at + 2 s) and the rogue. */
-        assert_int_equal(gw_store_gpu_events(f->s, GW_GPU_EVENTS_ALL, CLOCK_BASE + 2 * GW_USEC_PER_SEC, 100,
-                                             row_keep, &r), 2);
+        assert_int_equal(
+                gw_store_gpu_events(f->s, GW_GPU_EVENTS_ALL, CLOCK_BASE + 2 * GW_USEC_PER_SEC, 100, row_keep, &r), 2);
         assert_string_equal(kind_of(&r, 1), "drain");
         rows_clear(&r);
         assert_int_equal(gw_store_gpu_events(f->s, 0, CLOCK_BASE + 4 * GW_USEC_PER_SEC, 100, row_keep, &r), 0);
@@ -152,7 +152,10 @@ static void encoded_with_and_without_message(void **state) {
         rows_clear(&r);
 
         /* As a guest sees it: everything but the message, which names another user's command. */
-        struct gw_gpu_event_rec e = { .time = CLOCK_BASE, .gpu = 0, .kind = "rogue", .xid = -1,
+        struct gw_gpu_event_rec e = { .time = CLOCK_BASE,
+                                      .gpu = 0,
+                                      .kind = "rogue",
+                                      .xid = -1,
                                       .message = "pid 42 (bob, sleep 300)" };
         json_t *g = gw_codec_gpu_event(&e, false);
         assert_true(json_is_null(json_object_get(g, "message")));

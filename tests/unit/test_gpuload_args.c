@@ -32,8 +32,8 @@ static void defaults(void **state) {
 }
 
 static void every_option(void **state) {
-        char *argv[] = { "gpuload", "leak", "--mib", "2048", "--seconds", "30.5", "--duty", "50", "--leak-mib", "512",
-                         "--epoch-seconds", "4", "--run-dir", "runs/x" };
+        char *argv[] = { "gpuload",    "leak", "--mib",           "2048", "--seconds", "30.5",  "--duty", "50",
+                         "--leak-mib", "512",  "--epoch-seconds", "4",    "--run-dir", "runs/x" };
         struct gpuload_args a;
         char err[256];
         assert_int_equal(parse(ARGC(argv), argv, &a, err), 0);

@@ -47,8 +47,8 @@ static void cpu_percent(void **state) {
         (void) state;
         struct gw_cpu_ticks a = { 100, 1000 }, b = { 150, 1100 };
         assert_true(fabs(gw_hoststat_cpu_percent(&a, &b) - 50.0) < 1e-9);
-        assert_true(gw_hoststat_cpu_percent(&a, &a) < 0);   /* no time passed */
-        assert_true(gw_hoststat_cpu_percent(&b, &a) < 0);   /* went back */
+        assert_true(gw_hoststat_cpu_percent(&a, &a) < 0); /* no time passed */
+        assert_true(gw_hoststat_cpu_percent(&b, &a) < 0); /* went back */
 }
 
 static void meminfo(void **state) {
@@ -62,15 +62,17 @@ static void meminfo(void **state) {
         /* No MemAvailable (before Linux 3.14): nothing, not a guess. */
         assert_int_equal(gw_hoststat_parse_meminfo("MemTotal: 10 kB\nMemFree: 5 kB\n", &total, &avail), -EINVAL);
         assert_int_equal(gw_hoststat_parse_meminfo("MemTotal: 10\nMemAvailable: 5 kB\n", &total, &avail), -EINVAL);
-        assert_int_equal(gw_hoststat_parse_meminfo("MemTotal: 99999999999999999999 kB\nMemAvailable: 5 kB\n", &total,
-                                                   &avail), -EINVAL);
+        assert_int_equal(
+                gw_hoststat_parse_meminfo("MemTotal: 99999999999999999999 kB\nMemAvailable: 5 kB\n", &total, &avail),
+                -EINVAL);
 }
 
 static void pid_ticks(void **state) {
         (void) state;
         uint64_t t = 0;
         /* A name with spaces and parentheses; tty_nr and tpgid of -1. */
-        const char *line = "4242 (python3 (a) b) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 30 0 0 20 0 8 0 123 456 789\n";
+        const char *line =
+                "4242 (python3 (a) b) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 30 0 0 20 0 8 0 123 456 789\n";
         assert_int_equal(gw_hoststat_parse_pid_ticks(line, &t), 0);
         assert_int_equal(t, 280);
         assert_int_equal(gw_hoststat_parse_pid_ticks("4242 (x) S 1 2 3\n", &t), -EINVAL);
@@ -91,9 +93,12 @@ static void proc_percent(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(cpu_line_and_count), cmocka_unit_test(cpu_old_kernel_four_fields),
-                cmocka_unit_test(cpu_refused),        cmocka_unit_test(cpu_percent),
-                cmocka_unit_test(meminfo),            cmocka_unit_test(pid_ticks),
+                cmocka_unit_test(cpu_line_and_count),
+                cmocka_unit_test(cpu_old_kernel_four_fields),
+                cmocka_unit_test(cpu_refused),
+                cmocka_unit_test(cpu_percent),
+                cmocka_unit_test(meminfo),
+                cmocka_unit_test(pid_ticks),
                 cmocka_unit_test(proc_percent),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,8 +31,8 @@ static void state_names(void **state) {
 
 static void reason_names(void **state) {
         static const char *const want[_GW_REASON_MAX] = {
-                "", "Resources", "Dependency", "Held", "Priority", "Backoff", "Reservation", "Quota",
-                "JobArrayTaskLimit", "Preempted", "Drained", "Staging",
+                "",      "Resources",         "Dependency", "Held",    "Priority", "Backoff", "Reservation",
+                "Quota", "JobArrayTaskLimit", "Preempted",  "Drained", "Staging",
         };
         for (int r = 0; r < _GW_REASON_MAX; r++)
                 assert_string_equal(gw_job_reason_name((enum gw_job_reason) r), want[r]);
@@ -41,7 +41,7 @@ static void reason_names(void **state) {
 }
 
 static void dep_kind_names(void **state) {
-        static const char *const want[_GW_DEP_KIND_MAX] = {"none", "ok", "any"};
+        static const char *const want[_GW_DEP_KIND_MAX] = { "none", "ok", "any" };
         for (int k = 0; k < _GW_DEP_KIND_MAX; k++) {
                 assert_string_equal(gw_dep_kind_name((enum gw_dep_kind) k), want[k]);
                 assert_int_equal(gw_dep_kind_from_name(want[k]), k);
@@ -55,7 +55,7 @@ static void dep_kind_names(void **state) {
 
 static void finals(void **state) {
         static const bool want[_GW_JOB_STATE_MAX] = {
-                [GW_JOB_COMPLETED] = true, [GW_JOB_FAILED] = true,  [GW_JOB_CANCELLED] = true,
+                [GW_JOB_COMPLETED] = true, [GW_JOB_FAILED] = true,    [GW_JOB_CANCELLED] = true,
                 [GW_JOB_TIMEOUT] = true,   [GW_JOB_RECLAIMED] = true,
         };
         for (int s = 0; s < _GW_JOB_STATE_MAX; s++)
@@ -66,17 +66,24 @@ static void finals(void **state) {
 
 /* The whole matrix, so that a new edge is a deliberate change here. */
 static void transitions(void **state) {
-        enum { P = GW_JOB_PENDING, H = GW_JOB_HELD, R = GW_JOB_RUNNING, C = GW_JOB_COMPLETED,
-               F = GW_JOB_FAILED, X = GW_JOB_CANCELLED, T = GW_JOB_TIMEOUT, RC = GW_JOB_RECLAIMED };
+        enum {
+                P = GW_JOB_PENDING,
+                H = GW_JOB_HELD,
+                R = GW_JOB_RUNNING,
+                C = GW_JOB_COMPLETED,
+                F = GW_JOB_FAILED,
+                X = GW_JOB_CANCELLED,
+                T = GW_JOB_TIMEOUT,
+                RC = GW_JOB_RECLAIMED
+        };
         static const bool ok[_GW_JOB_STATE_MAX][_GW_JOB_STATE_MAX] = {
-                [P] = {[H] = true, [R] = true, [X] = true, [F] = true},
-                [H] = {[P] = true, [X] = true},
-                [R] = {[C] = true, [F] = true, [X] = true, [T] = true, [RC] = true, [P] = true},
+                [P] = { [H] = true, [R] = true, [X] = true, [F] = true },
+                [H] = { [P] = true, [X] = true },
+                [R] = { [C] = true, [F] = true, [X] = true, [T] = true, [RC] = true, [P] = true },
         };
         for (int from = 0; from < _GW_JOB_STATE_MAX; from++)
                 for (int to = 0; to < _GW_JOB_STATE_MAX; to++)
-                        if (gw_job_transition_ok((enum gw_job_state) from, (enum gw_job_state) to) !=
-                            ok[from][to])
+                        if (gw_job_transition_ok((enum gw_job_state) from, (enum gw_job_state) to) != ok[from][to])
                                 fail_msg("%s -> %s", gw_job_state_name((enum gw_job_state) from),
                                          gw_job_state_name((enum gw_job_state) to));
 
@@ -87,8 +94,7 @@ static void transitions(void **state) {
                 /* Nothing leaves a final state. */
                 if (gw_job_state_is_final((enum gw_job_state) s))
                         for (int to = 0; to < _GW_JOB_STATE_MAX; to++)
-                                assert_false(gw_job_transition_ok((enum gw_job_state) s,
-                                                                  (enum gw_job_state) to));
+                                assert_false(gw_job_transition_ok((enum gw_job_state) s, (enum gw_job_state) to));
         }
 }
 
@@ -97,9 +103,9 @@ static void dep_status(void **state) {
 #define W GW_DEP_WAITING
 #define N GW_DEP_NEVER
         static const enum gw_dep_status want[_GW_DEP_KIND_MAX][_GW_JOB_STATE_MAX] = {
-                [GW_DEP_KIND_NONE] = {S, S, S, S, S, S, S, S},
-                [GW_DEP_KIND_OK] = {W, W, W, S, N, N, N, N},
-                [GW_DEP_KIND_ANY] = {W, W, W, S, S, S, S, S},
+                [GW_DEP_KIND_NONE] = { S, S, S, S, S, S, S, S },
+                [GW_DEP_KIND_OK] = { W, W, W, S, N, N, N, N },
+                [GW_DEP_KIND_ANY] = { W, W, W, S, S, S, S, S },
         };
 #undef S
 #undef W
@@ -134,17 +140,18 @@ static void reason_shown(void **state) {
                 { GW_JOB_RUNNING, true, 0, GW_REASON_NONE, GW_REASON_NONE },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
-                struct gw_job j = { .state = cases[i].st, .queue_first = cases[i].first,
-                                    .booking_id = cases[i].booking, .wait_reason = cases[i].wait };
+                struct gw_job j = { .state = cases[i].st,
+                                    .queue_first = cases[i].first,
+                                    .booking_id = cases[i].booking,
+                                    .wait_reason = cases[i].wait };
                 assert_int_equal(gw_job_reason_shown(&j), cases[i].want);
         }
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(state_names), cmocka_unit_test(reason_names),
-                cmocka_unit_test(dep_kind_names), cmocka_unit_test(finals),
-                cmocka_unit_test(transitions), cmocka_unit_test(dep_status),
+                cmocka_unit_test(state_names),  cmocka_unit_test(reason_names), cmocka_unit_test(dep_kind_names),
+                cmocka_unit_test(finals),       cmocka_unit_test(transitions),  cmocka_unit_test(dep_status),
                 cmocka_unit_test(reason_shown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

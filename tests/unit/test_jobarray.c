@@ -40,8 +40,8 @@ static void parse_slurm_forms(void **state) {
                 { "5", 1, 5, 5, 0, "17_5" },
                 { "5%1", 1, 5, 5, 1, "17_[5%1]" },
                 { "5-49", 45, 5, 49, 0, "17_[5-49]" },
-                { "9,1-3,2", 4, 1, 9, 0, "17_[1-3,9]" },          /* repeats count once, sorted */
-                { "0-9999", 10000, 0, 9999, 0, "17_[0-9999]" },    /* the limit exactly */
+                { "9,1-3,2", 4, 1, 9, 0, "17_[1-3,9]" }, /* repeats count once, sorted */
+                { "0-9999", 10000, 0, 9999, 0, "17_[0-9999]" }, /* the limit exactly */
                 { "999999", 1, 999999, 999999, 0, "17_999999" },
                 { "0-999999:100", 10000, 0, 999900, 0, NULL },
                 { "0-9999,0-9999", 10000, 0, 9999, 0, "17_[0-9999]" }, /* repeats past the gather */
@@ -80,20 +80,26 @@ static void parse_errors_name_the_field(void **state) {
                 { "1,", "--array: '': an empty item (two commas, or a comma at an end)" },
                 { "-1", "--array: '-1': is not a task index: indexes are whole numbers from 0 to 999999" },
                 { "1000000", "--array: '1000000': is not a task index: indexes are whole numbers from 0 to 999999" },
-                { "99999999999", "--array: '99999999999': is not a task index: indexes are whole numbers from 0 to 999999" },
-                { "0-x", "--array: '0-x': the end of the range is not a task index: indexes are whole numbers from 0 to 999999" },
+                { "99999999999",
+                  "--array: '99999999999': is not a task index: indexes are whole numbers from 0 to 999999" },
+                { "0-x",
+                  "--array: '0-x': the end of the range is not a task index: indexes are whole numbers from 0 to 999999" },
                 { "1 ,2", "--array: '1 ': is not INDEX, INDEX-INDEX or INDEX-INDEX:STEP (examples: 7, 0-49, 0-99:10)" },
                 { "3:2", "--array: '3:2': is not INDEX, INDEX-INDEX or INDEX-INDEX:STEP (examples: 7, 0-49, 0-99:10)" },
-                { "0-9%0", "--array: '%0': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
-                { "0-9%", "--array: '%': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
-                { "0-9%4%2", "--array: '%4%2': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
-                { "0-9%10001", "--array: '%10001': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
+                { "0-9%0",
+                  "--array: '%0': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
+                { "0-9%",
+                  "--array: '%': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
+                { "0-9%4%2",
+                  "--array: '%4%2': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
+                { "0-9%10001",
+                  "--array: '%10001': the limit of tasks running at once after '%' must be a whole number from 1 to 10000" },
                 { "0-10000", "--array: '0-10000' makes more than 10000 tasks" },
                 { "0-999999", "--array: '0-999999' makes more than 10000 tasks" },
                 { "0-9998,20000-20001", "--array: '0-9998,20000-20001' makes more than 10000 tasks" },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
-                struct gw_array a = {.n = 99};
+                struct gw_array a = { .n = 99 };
                 char msg[GW_ARRAY_MSG_SIZE] = "";
                 assert_int_equal(gw_array_parse(cases[i].spec, "--array", &a, msg, sizeof(msg)), -EINVAL);
                 assert_string_equal(msg, cases[i].msg);
@@ -112,7 +118,7 @@ static void parse_errors_name_the_field(void **state) {
 
 static void fold_cuts_whole_items(void **state) {
         (void) state;
-        const uint32_t ids[] = {1, 3, 5, 6, 7, 8, 9, 20, 40};
+        const uint32_t ids[] = { 1, 3, 5, 6, 7, 8, 9, 20, 40 };
         char buf[64];
 
         assert_int_equal(gw_array_fold(17, ids, N_ELEMS(ids), 0, buf, sizeof(buf)), 18);
@@ -130,8 +136,8 @@ static void fold_cuts_whole_items(void **state) {
         assert_int_equal(gw_array_fold(123456, ids, N_ELEMS(ids), 0, buf, 4), -ENOBUFS);
         assert_string_equal(buf, "");
         /* Not ascending, repeated, or none. */
-        const uint32_t bad[] = {3, 1};
-        const uint32_t rep[] = {1, 1};
+        const uint32_t bad[] = { 3, 1 };
+        const uint32_t rep[] = { 1, 1 };
         assert_int_equal(gw_array_fold(17, bad, 2, 0, buf, sizeof(buf)), -EINVAL);
         assert_int_equal(gw_array_fold(17, rep, 2, 0, buf, sizeof(buf)), -EINVAL);
         assert_int_equal(gw_array_fold(17, ids, 0, 0, buf, sizeof(buf)), -EINVAL);

@@ -38,11 +38,11 @@ static void same_as_jansson(void **state) {
         check("{\"u\":\"\xc3\xbc b\",\"k\":\"x\"}", true);
         check("{\"a\":1,\"a\":2}", true);
         check("[9223372036854775807,-9223372036854775808]", true);
-        check("{\"a\":\"\\u00fc\"}", false);          /* \u: jansson's */
-        check("[9223372036854775808]", false);        /* too big: jansson says so */
+        check("{\"a\":\"\\u00fc\"}", false); /* \u: jansson's */
+        check("[9223372036854775808]", false); /* too big: jansson says so */
         check("[1e999]", false);
-        check("{\"a\":\"\xff\"}", false);              /* not UTF-8 */
-        check("{\"a\":\"tab\there\"}", false);        /* a raw control character */
+        check("{\"a\":\"\xff\"}", false); /* not UTF-8 */
+        check("{\"a\":\"tab\there\"}", false); /* a raw control character */
         check("[01]", false);
         check("[1.]", false);
         check("[.5]", false);

@@ -30,8 +30,13 @@ static void check_same(const json_t *v, int precision) {
 
 static void literals(void **state) {
         (void) state;
-        const char *texts[] = { "{}", "[]", "[null,true,false]", "{\"a\":{\"b\":[1,-2,0]}}", "\"\"",
-                                "[9223372036854775807,-9223372036854775808]", "{\"\":\"\"}" };
+        const char *texts[] = { "{}",
+                                "[]",
+                                "[null,true,false]",
+                                "{\"a\":{\"b\":[1,-2,0]}}",
+                                "\"\"",
+                                "[9223372036854775807,-9223372036854775808]",
+                                "{\"\":\"\"}" };
         for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
                 json_t *v = json_loads(texts[i], JSON_DECODE_ANY, NULL);
                 assert_non_null(v);
@@ -55,9 +60,27 @@ static void strings_escaped(void **state) {
 
 static void reals(void **state) {
         (void) state;
-        const double values[] = { 0.0, -0.0, 1.0, -1.0, 0.5, 1e20, 1e21, 1e-7, 1e-5, 123456789012345678.0,
-                                  1763769700.250001, DBL_MAX, DBL_MIN, 4.9e-324, 1e100, 1e-100, 3.14159,
-                                  1.0 / 3, 2e15, 1e16, 1e17 };
+        const double values[] = { 0.0,
+                                  -0.0,
+                                  1.0,
+                                  -1.0,
+                                  0.5,
+                                  1e20,
+                                  1e21,
+                                  1e-7,
+                                  1e-5,
+                                  123456789012345678.0,
+                                  1763769700.250001,
+                                  DBL_MAX,
+                                  DBL_MIN,
+                                  4.9e-324,
+                                  1e100,
+                                  1e-100,
+                                  3.14159,
+                                  1.0 / 3,
+                                  2e15,
+                                  1e16,
+                                  1e17 };
         const int precisions[] = { 0, 1, 7, 17, 31 };
         for (size_t p = 0; p < sizeof precisions / sizeof *precisions; p++)
                 for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
@@ -79,7 +102,8 @@ static json_t *random_value(unsigned *seed, int depth) {
                 return json_integer((json_int_t) (((uint64_t) rand_r(seed) << 33) ^ ((uint64_t) rand_r(seed) << 2)) *
                                     (rand_r(seed) & 1 ? 1 : -1) / (rand_r(seed) % 1000 + 1));
         case 3: {
-                uint64_t bits = ((uint64_t) rand_r(seed) << 40) ^ ((uint64_t) rand_r(seed) << 20) ^ (uint64_t) rand_r(seed);
+                uint64_t bits =
+                        ((uint64_t) rand_r(seed) << 40) ^ ((uint64_t) rand_r(seed) << 20) ^ (uint64_t) rand_r(seed);
                 double d;
                 memcpy(&d, &bits, sizeof d);
                 return json_real(isfinite(d) ? d : (double) rand_r(seed) / 7.0);
@@ -135,9 +159,8 @@ static void too_deep_is_refused(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(literals),      cmocka_unit_test(strings_escaped),
-                cmocka_unit_test(reals),         cmocka_unit_test(random_values),
-                cmocka_unit_test(too_deep_is_refused),
+                cmocka_unit_test(literals),      cmocka_unit_test(strings_escaped),     cmocka_unit_test(reals),
+                cmocka_unit_test(random_values), cmocka_unit_test(too_deep_is_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

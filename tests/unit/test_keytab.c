@@ -8,9 +8,7 @@
 #include "base/keytab.h"
 
 /* A value that says which key it was put for. */
-static void *val(uint64_t key) {
-        return (void *) (uintptr_t) (key * 2 + 1);
-}
+static void *val(uint64_t key) { return (void *) (uintptr_t) (key * 2 + 1); }
 
 static void empty_table_answers_null(void **state) {
         struct gw_keytab t = { 0 };

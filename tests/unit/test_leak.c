@@ -15,7 +15,7 @@
 #define T0 ((gw_usec_t) 1700000000 * SEC)
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
-#define EPOCH_S 120               /* 100 s training, 20 s validation */
+#define EPOCH_S 120 /* 100 s training, 20 s validation */
 #define MAX_PTS 4096
 #define MAX_GPUS 4
 
@@ -37,8 +37,9 @@ static void build(struct run *r, unsigned n_gpus, long epochs, shape_fn shape, v
                 gw_usec_t start = T0 + (e - 1) * EPOCH_S * SEC;
                 for (int s = 0; s < EPOCH_S; s += 2)
                         for (unsigned g = 0; g < n_gpus; g++)
-                                r->pts[g][r->n[g]++] = (struct gw_point) {
-                                        .t = start + s * SEC, .util = 90, .mem = (uint64_t) shape(g, e, s, arg) };
+                                r->pts[g][r->n[g]++] = (struct gw_point){ .t = start + s * SEC,
+                                                                          .util = 90,
+                                                                          .mem = (uint64_t) shape(g, e, s, arg) };
                 r->bounds[r->n_bounds++] = start + EPOCH_S * SEC;
         }
 }
@@ -48,7 +49,7 @@ static struct gw_leak_verdict judge(const struct run *r, unsigned n_gpus, long e
         gw_leak_params_default(&p);
         struct gw_leak_series s[MAX_GPUS];
         for (unsigned g = 0; g < n_gpus; g++)
-                s[g] = (struct gw_leak_series) { .gpu = g, .mem_total = total, .pts = r->pts[g], .n = r->n[g] };
+                s[g] = (struct gw_leak_series){ .gpu = g, .mem_total = total, .pts = r->pts[g], .n = r->n[g] };
         struct gw_leak_verdict v;
         memset(&v, 0x5a, sizeof v);
         assert_int_equal(gw_leak_detect_series(&p, s, n_gpus, r->bounds, (size_t) epochs + 1, EPOCH_S, &v), 0);
@@ -62,8 +63,8 @@ static double sawtooth(unsigned gpu, long e, int s, void *arg) {
         if (e == 1 && s < 10)
                 return (double) s * 2 * GIB;
         if (s >= 100)
-                return base + 6.0 * GIB + noise;             /* validation */
-        return base + (double) s / 100 * 4 * GIB + noise;    /* training climbs */
+                return base + 6.0 * GIB + noise; /* validation */
+        return base + (double) s / 100 * 4 * GIB + noise; /* training climbs */
 }
 
 static void sawtooth_is_not_a_leak(void **state) {
@@ -236,7 +237,7 @@ static void theil_sen_and_bad_input(void **state) {
         long ep[] = { 3, 2 };
         double low[] = { 1, 2 };
         struct gw_leak_gpu g = { .epoch = ep, .low = low, .n = 2 };
-        in = (struct gw_leak_input) { .gpus = &g, .n_gpus = 1 };
+        in = (struct gw_leak_input){ .gpus = &g, .n_gpus = 1 };
         assert_int_equal(gw_leak_detect(&p, &in, &v), -EINVAL);
         struct gw_point pts[] = { { .t = 5, .mem = 7 }, { .t = 6, .mem = 3 }, { .t = 9, .mem = 9 } };
         double lo, hi;

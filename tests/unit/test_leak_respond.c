@@ -10,8 +10,11 @@
 #include "core/leak_respond.h"
 
 static struct gw_leak_respond_input flagged(enum gw_leak_policy p) {
-        return (struct gw_leak_respond_input){.policy = p, .flagged = true, .resumable = true, .attempt = 1,
-                                              .max_retries = 3};
+        return (struct gw_leak_respond_input){ .policy = p,
+                                               .flagged = true,
+                                               .resumable = true,
+                                               .attempt = 1,
+                                               .max_retries = 3 };
 }
 
 static void warn_reports_once_and_never_stops(void **state) {
@@ -43,7 +46,7 @@ static void restart_stops_after_a_settled_checkpoint(void **state) {
         assert_int_equal(gw_leak_respond(&in, &r), 0);
         assert_int_equal(r.act, GW_LEAK_ACT_NONE); /* checkpoint not settled yet */
         in.ckpt_settled = true;
-        in.stopping = true;                        /* already being stopped: nothing */
+        in.stopping = true; /* already being stopped: nothing */
         assert_int_equal(gw_leak_respond(&in, &r), 0);
         assert_int_equal(r.act, GW_LEAK_ACT_NONE);
         in.stopping = false;

@@ -68,7 +68,8 @@ static void daemon_open(struct fixture *f, gw_usec_t now, struct fake_exec *fx) 
         char *argv[] = { "gpuwardd", "--state-dir", f->dir, "--allow-root-jobs", "--grace-seconds", grace, NULL };
         assert_int_equal(gw_config_load(&f->cfg, 6, argv), 0);
         struct gw_daemon *d = &f->d;
-        *d = (struct gw_daemon) { .cfg = &f->cfg, .loop = { .epfd = -1, .sigfd = -1, .lock_fd = -1, .euid = geteuid() } };
+        *d = (struct gw_daemon){ .cfg = &f->cfg,
+                                 .loop = { .epfd = -1, .sigfd = -1, .lock_fd = -1, .euid = geteuid() } };
         d->users = gw_userdb_new(NULL);
         assert_non_null(d->users);
         snprintf(d->loop.log_dir, sizeof d->loop.log_dir, "%s/logs", f->dir);
@@ -203,7 +204,8 @@ static struct gw_job *stored(struct fixture *f, int64_t id) {
 static void assert_stored_state(struct fixture *f, int64_t id, enum gw_job_state want) {
         _cleanup_(gw_job_freep) struct gw_job *j = stored(f, id);
         if (j->state != want)
-                fail_msg("job %lld is %s, not %s", (long long) id, gw_job_state_name(j->state), gw_job_state_name(want));
+                fail_msg("job %lld is %s, not %s", (long long) id, gw_job_state_name(j->state),
+                         gw_job_state_name(want));
 }
 
 static void test_runs_to_completed(void **state) {

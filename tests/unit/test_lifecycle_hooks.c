@@ -29,13 +29,9 @@ static void note(const char *name, const struct gw_hook_info *info) {
                  info->was_running ? "+running" : "");
 }
 
-static void first(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        note("first", info);
-}
+static void first(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) { note("first", info); }
 
-static void second(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
-        note("second", info);
-}
+static void second(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) { note("second", info); }
 
 static void recorded(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         assert_null(dj);

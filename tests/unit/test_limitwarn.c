@@ -8,15 +8,15 @@
 
 #define SEC GW_USEC_PER_SEC
 #define MIN (60 * SEC)
-#define T0  ((gw_usec_t) 1000 * SEC) /* a monotonic start */
+#define T0 ((gw_usec_t) 1000 * SEC) /* a monotonic start */
 #define NEVER GW_USEC_INFINITY
 
 struct row {
         const char *what;
-        gw_usec_t span;      /* end - start */
+        gw_usec_t span; /* end - start */
         bool by_booking, signal;
         gw_usec_t before, notice;
-        gw_usec_t want;      /* the warning's instant after the start, or NEVER */
+        gw_usec_t want; /* the warning's instant after the start, or NEVER */
 };
 
 static const struct row rows[] = {
@@ -49,8 +49,12 @@ static void limit_warn_table(void **state) {
         (void) state;
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
                 const struct row *r = &rows[i];
-                struct gw_limit_warn w = { .start = T0, .end = T0 + r->span, .by_booking = r->by_booking,
-                                           .signal = r->signal, .before = r->before, .notice = r->notice };
+                struct gw_limit_warn w = { .start = T0,
+                                           .end = T0 + r->span,
+                                           .by_booking = r->by_booking,
+                                           .signal = r->signal,
+                                           .before = r->before,
+                                           .notice = r->notice };
                 gw_usec_t at = gw_limit_warn_at(&w), before = gw_limit_warn_before(&w);
                 gw_usec_t want = r->want == NEVER ? NEVER : T0 + r->want;
                 if (at != want)
@@ -70,8 +74,11 @@ static void signal_always_between_start_and_end(void **state) {
         for (size_t s = 0; s < 3; s++)
                 for (gw_usec_t span = 2; span < 4 * SEC; span = span * 3 / 2 + 1)
                         for (gw_usec_t before = 0; before < 8 * SEC; before += SEC / 4) {
-                                struct gw_limit_warn w = { .start = starts[s], .end = starts[s] + span, .signal = true,
-                                                           .before = before, .notice = 2 * SEC };
+                                struct gw_limit_warn w = { .start = starts[s],
+                                                           .end = starts[s] + span,
+                                                           .signal = true,
+                                                           .before = before,
+                                                           .notice = 2 * SEC };
                                 gw_usec_t at = gw_limit_warn_at(&w);
                                 assert_true(at > w.start);
                                 assert_true(at < w.end);

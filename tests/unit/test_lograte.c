@@ -6,8 +6,8 @@
 
 #include "base/lograte.h"
 
-#define SEC    GW_USEC_PER_SEC
-#define T0     ((gw_usec_t) 1000 * SEC)
+#define SEC GW_USEC_PER_SEC
+#define T0 ((gw_usec_t) 1000 * SEC)
 #define PERIOD (60 * SEC)
 
 static void first_written_then_counted(void **state) {
@@ -93,10 +93,8 @@ static void take_at_stop_and_old_clock(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(first_written_then_counted),
-                cmocka_unit_test(summary_once_a_period),
-                cmocka_unit_test(quiet_period_ends_the_flood),
-                cmocka_unit_test(late_event_carries_the_count),
+                cmocka_unit_test(first_written_then_counted),  cmocka_unit_test(summary_once_a_period),
+                cmocka_unit_test(quiet_period_ends_the_flood), cmocka_unit_test(late_event_carries_the_count),
                 cmocka_unit_test(take_at_stop_and_old_clock),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

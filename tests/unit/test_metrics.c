@@ -18,60 +18,107 @@
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const all_families[] = {
-        "gpuward_gpu_utilization_ratio", "gpuward_gpu_memory_used_bytes",
-        "gpuward_gpu_memory_total_bytes", "gpuward_gpu_temperature_celsius",
-        "gpuward_gpu_power_watts", "gpuward_gpu_allocated",
-        "gpuward_gpu_job_info", "gpuward_gpu_healthy", "gpuward_job_gpu_utilization_ratio",
-        "gpuward_job_gpu_memory_used_bytes", "gpuward_jobs",
-        "gpuward_queue_wait_seconds", "gpuward_rogue_processes",
-        "gpuward_reclaims_total", "gpuward_retries_total",
-        "gpuward_leaks_total", "gpuward_xid_events_total", "gpuward_sampler_snapshot_seconds",
-        "gpuward_sampler_snapshot_max_seconds", "gpuward_sampler_cpu_seconds_total",
-        "process_cpu_seconds_total", "process_resident_memory_bytes",
-        "process_virtual_memory_bytes", "process_open_fds",
-        "process_max_fds", "process_start_time_seconds",
+        "gpuward_gpu_utilization_ratio",
+        "gpuward_gpu_memory_used_bytes",
+        "gpuward_gpu_memory_total_bytes",
+        "gpuward_gpu_temperature_celsius",
+        "gpuward_gpu_power_watts",
+        "gpuward_gpu_allocated",
+        "gpuward_gpu_job_info",
+        "gpuward_gpu_healthy",
+        "gpuward_job_gpu_utilization_ratio",
+        "gpuward_job_gpu_memory_used_bytes",
+        "gpuward_jobs",
+        "gpuward_queue_wait_seconds",
+        "gpuward_rogue_processes",
+        "gpuward_reclaims_total",
+        "gpuward_retries_total",
+        "gpuward_leaks_total",
+        "gpuward_xid_events_total",
+        "gpuward_sampler_snapshot_seconds",
+        "gpuward_sampler_snapshot_max_seconds",
+        "gpuward_sampler_cpu_seconds_total",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
 };
 
-static const double bounds[GW_METRICS_WAIT_BUCKETS] = {1, 5, 10, 30, 60, 300, 600, 1800, 3600, 86400};
+static const double bounds[GW_METRICS_WAIT_BUCKETS] = { 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 86400 };
 
 static const struct gw_metrics_gpu gpus[] = {
         {
-                .index = 0, .uuid = "GPU-0000", .name = "NVIDIA H100",
-                .has_util = 1, .has_mem = 1, .has_temp = 1, .has_power = 1,
-                .util_ratio = 0.1, .mem_used = UINT64_C(85899345920), .mem_total = UINT64_C(85899345921),
-                .temp_c = 65.5, .power_w = 301.25,
-                .job_id = 0, .user = "", .health = "ok",
+                .index = 0,
+                .uuid = "GPU-0000",
+                .name = "NVIDIA H100",
+                .has_util = 1,
+                .has_mem = 1,
+                .has_temp = 1,
+                .has_power = 1,
+                .util_ratio = 0.1,
+                .mem_used = UINT64_C(85899345920),
+                .mem_total = UINT64_C(85899345921),
+                .temp_c = 65.5,
+                .power_w = 301.25,
+                .job_id = 0,
+                .user = "",
+                .health = "ok",
         },
         {
                 /* no temperature or power sensor; user and uuid need escaping */
-                .index = 1, .uuid = "GPU-a\"b\\c\nd", .name = "NVIDIA H100",
-                .has_util = 1, .has_mem = 1, .has_temp = 0, .has_power = 0,
-                .util_ratio = 1, .mem_used = 1024, .mem_total = 2048,
-                .temp_c = 99, .power_w = 999,
-                .job_id = 42, .user = "bo\"b\\x\ny", .health = "drained",
+                .index = 1,
+                .uuid = "GPU-a\"b\\c\nd",
+                .name = "NVIDIA H100",
+                .has_util = 1,
+                .has_mem = 1,
+                .has_temp = 0,
+                .has_power = 0,
+                .util_ratio = 1,
+                .mem_used = 1024,
+                .mem_total = 2048,
+                .temp_c = 99,
+                .power_w = 999,
+                .job_id = 42,
+                .user = "bo\"b\\x\ny",
+                .health = "drained",
         },
 };
 
 static const struct gw_metrics_job jobs[] = {
-        {.id = 42, .user = "bo\"b\\x\ny", .name = "train \"big\"", .gpu = 1, .util_ratio = 0.75, .mem_used = 1024},
-        {.id = 43, .array_job = 40, .array_index = 2, .user = "carol", .name = "eval", .gpu = 0, .util_ratio = 0,
-         .mem_used = 0},
+        { .id = 42, .user = "bo\"b\\x\ny", .name = "train \"big\"", .gpu = 1, .util_ratio = 0.75, .mem_used = 1024 },
+        { .id = 43,
+          .array_job = 40,
+          .array_index = 2,
+          .user = "carol",
+          .name = "eval",
+          .gpu = 0,
+          .util_ratio = 0,
+          .mem_used = 0 },
 };
 
 static struct gw_metrics_snapshot full_snapshot(void) {
         struct gw_metrics_snapshot s = {
-                .gpus = gpus, .n_gpus = N_ELEMS(gpus),
-                .jobs = jobs, .n_jobs = N_ELEMS(jobs),
-                .jobs_by_state = {3, 1, 2, 10, 4, 5, 6, 7},
+                .gpus = gpus,
+                .n_gpus = N_ELEMS(gpus),
+                .jobs = jobs,
+                .n_jobs = N_ELEMS(jobs),
+                .jobs_by_state = { 3, 1, 2, 10, 4, 5, 6, 7 },
                 .wait_bounds = bounds,
-                .wait_counts = {1, 2, 2, 5, 8, 9, 9, 9, 10, 11},
+                .wait_counts = { 1, 2, 2, 5, 8, 9, 9, 9, 10, 11 },
                 .wait_count = 12,
                 .wait_sum = 123456.5,
                 .rogue_processes = 1,
-                .reclaims = 2, .retries = 3, .leaks = 4, .xid_events = 5,
+                .reclaims = 2,
+                .retries = 3,
+                .leaks = 4,
+                .xid_events = 5,
                 .cpu_seconds = 12.34,
-                .resident_bytes = UINT64_C(123456789), .virtual_bytes = UINT64_C(987654321012),
-                .open_fds = 17, .max_fds = 1048576,
+                .resident_bytes = UINT64_C(123456789),
+                .virtual_bytes = UINT64_C(987654321012),
+                .open_fds = 17,
+                .max_fds = 1048576,
                 .start_time = 1700000000.25,
         };
         return s;
@@ -279,15 +326,18 @@ static void values_and_labels(void **state) {
                                    "job=\"42\",display_id=\"42\",user=\"bo\\\"b\\\\x\\ny\"} 1"));
         assert_true(has_line(text, "gpuward_gpu_healthy{gpu=\"1\",uuid=\"GPU-a\\\"b\\\\c\\nd\","
                                    "health=\"drained\"} 0"));
-        assert_true(has_line(text, "gpuward_job_gpu_utilization_ratio{job=\"42\",display_id=\"42\",user=\"bo\\\"b\\\\x\\ny\","
-                                   "name=\"train \\\"big\\\"\",gpu=\"1\"} 0.75"));
-        assert_true(has_line(text, "gpuward_job_gpu_memory_used_bytes{job=\"43\",display_id=\"40_2\",user=\"carol\",name=\"eval\","
-                                   "gpu=\"0\"} 0"));
-        assert_true(has_line(text, "gpuward_job_gpu_utilization_ratio{job=\"43\",display_id=\"40_2\",user=\"carol\",name=\"eval\","
-                                   "gpu=\"0\"} 0"));
+        assert_true(has_line(text,
+                             "gpuward_job_gpu_utilization_ratio{job=\"42\",display_id=\"42\",user=\"bo\\\"b\\\\x\\ny\","
+                             "name=\"train \\\"big\\\"\",gpu=\"1\"} 0.75"));
+        assert_true(has_line(
+                text, "gpuward_job_gpu_memory_used_bytes{job=\"43\",display_id=\"40_2\",user=\"carol\",name=\"eval\","
+                      "gpu=\"0\"} 0"));
+        assert_true(has_line(
+                text, "gpuward_job_gpu_utilization_ratio{job=\"43\",display_id=\"40_2\",user=\"carol\",name=\"eval\","
+                      "gpu=\"0\"} 0"));
 
-        static const char *const states[] = {"PENDING",   "HELD",    "RUNNING", "COMPLETED",
-                                             "FAILED",    "CANCELLED", "TIMEOUT", "RECLAIMED"};
+        static const char *const states[] = { "PENDING", "HELD",      "RUNNING", "COMPLETED",
+                                              "FAILED",  "CANCELLED", "TIMEOUT", "RECLAIMED" };
         for (size_t i = 0; i < N_ELEMS(states); i++) {
                 char want[96];
                 (void) snprintf(want, sizeof(want), "gpuward_jobs{state=\"%s\"} %llu", states[i],
@@ -347,8 +397,7 @@ static void histogram_cumulative(void **state) {
         assert_true(has_line(text, "gpuward_queue_wait_seconds_bucket{le=\"86400\"} 11"));
         for (size_t b = 0; b < GW_METRICS_WAIT_BUCKETS; b++) {
                 char prefix[96];
-                (void) snprintf(prefix, sizeof(prefix), "gpuward_queue_wait_seconds_bucket{le=\"%g\"}",
-                                bounds[b]);
+                (void) snprintf(prefix, sizeof(prefix), "gpuward_queue_wait_seconds_bucket{le=\"%g\"}", bounds[b]);
                 double v = value_of(text, prefix);
                 assert_true(v >= prev);
                 prev = v;
@@ -368,7 +417,7 @@ static void histogram_cumulative(void **state) {
 }
 
 static void numbers_parse_back(void **state) {
-        static const double tricky[] = {0.1, 1.0 / 3.0, 1e-300, 123456789012345678.0, 2.5e20, 0.0};
+        static const double tricky[] = { 0.1, 1.0 / 3.0, 1e-300, 123456789012345678.0, 2.5e20, 0.0 };
         struct gw_metrics_snapshot s = full_snapshot();
 
         for (size_t i = 0; i < N_ELEMS(tricky); i++) {
@@ -388,7 +437,7 @@ static void numbers_parse_back(void **state) {
 }
 
 static void empty_and_large(void **state) {
-        struct gw_metrics_snapshot s = {0};
+        struct gw_metrics_snapshot s = { 0 };
         size_t len;
         char *text = gw_metrics_render(&s, &len);
 
@@ -454,14 +503,10 @@ static void sampler_figures(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(families_once_and_grouped),
-                cmocka_unit_test(values_and_labels),
-                cmocka_unit_test(invalid_metrics_omitted),
-                cmocka_unit_test(histogram_cumulative),
-                cmocka_unit_test(numbers_parse_back),
-                cmocka_unit_test(empty_and_large),
-                cmocka_unit_test(promtool_accepts),
-                cmocka_unit_test(sampler_figures),
+                cmocka_unit_test(families_once_and_grouped), cmocka_unit_test(values_and_labels),
+                cmocka_unit_test(invalid_metrics_omitted),   cmocka_unit_test(histogram_cumulative),
+                cmocka_unit_test(numbers_parse_back),        cmocka_unit_test(empty_and_large),
+                cmocka_unit_test(promtool_accepts),          cmocka_unit_test(sampler_figures),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

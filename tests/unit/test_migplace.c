@@ -10,8 +10,10 @@
 #include "core/migplace.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
-#define ONE(g, job) { .gpu = (g), .profile = "1g.10gb", .slices = 1, .max_slices = 7, .job_id = (job), .usable = true }
-#define TWO(g, job) { .gpu = (g), .profile = "2g.20gb", .slices = 2, .max_slices = 7, .job_id = (job), .usable = true }
+#define ONE(g, job) \
+        { .gpu = (g), .profile = "1g.10gb", .slices = 1, .max_slices = 7, .job_id = (job), .usable = true }
+#define TWO(g, job) \
+        { .gpu = (g), .profile = "2g.20gb", .slices = 2, .max_slices = 7, .job_id = (job), .usable = true }
 
 static struct gw_mig_ask ask(const char *profile, int count) {
         struct gw_mig_ask a = { .count = count };
@@ -33,9 +35,10 @@ static void parses_profile_and_count(void **state) {
         assert_int_equal(a.count, 64);
         assert_int_equal(gw_mig_ask_parse("1c.3g.40gb", &a, why, sizeof why), 0);
 
-        static const char *const bad[] = { "", ":2", "2", "gpu", "1g.10gb:", "1g.10gb:0", "1g.10gb:65",
-                                           "1g.10gb:x", "1G.10GB", "1g.10gb:2:3", "1g 10gb",
-                                           "1g.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
+        static const char *const bad[] = {
+                "",           ":2",        "2",       "gpu",         "1g.10gb:", "1g.10gb:0",
+                "1g.10gb:65", "1g.10gb:x", "1G.10GB", "1g.10gb:2:3", "1g 10gb",  "1g.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        };
         for (size_t i = 0; i < N_ELEMS(bad); i++) {
                 a = ask("kept", 9);
                 why[0] = '\0';
@@ -49,7 +52,8 @@ static void parses_profile_and_count(void **state) {
  * leaving GPU 1's three together for a job that asks three. */
 static void one_gpu_best_fit_then_lowest_index(void **state) {
         (void) state;
-        struct gw_mig_slot s[] = { ONE(0, 5), ONE(0, 0), ONE(1, 0), ONE(1, 0), ONE(1, 0), ONE(2, 0), ONE(2, 6), TWO(2, 0) };
+        struct gw_mig_slot s[] = { ONE(0, 5), ONE(0, 0), ONE(1, 0), ONE(1, 0),
+                                   ONE(1, 0), ONE(2, 0), ONE(2, 6), TWO(2, 0) };
         size_t pick[4];
         struct gw_mig_ask a = ask("1g.10gb", 1);
         assert_int_equal(gw_mig_place(s, N_ELEMS(s), &a, pick), 0);

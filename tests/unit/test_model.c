@@ -62,13 +62,12 @@ static void versions(void **state) {
         assert_int_equal(gw_model_version_of(NULL), -1);
 }
 
-static const char detect_csv[] =
-        "epoch,train/box_loss,metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss\n"
-        "1,1.5,0.30,0.20,1.4\n"
-        "2,1.2,0.50,0.40,1.1\n"
-        "3,1.0,0.60,0.40,1.0\n" /* fitness 0.42 > 0.41: best */
-        "4,0.9,0.60,0.40,0.9\n" /* a tie keeps the earlier */
-        "5,0.8,0.40,0.30,0.8\n";
+static const char detect_csv[] = "epoch,train/box_loss,metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss\n"
+                                 "1,1.5,0.30,0.20,1.4\n"
+                                 "2,1.2,0.50,0.40,1.1\n"
+                                 "3,1.0,0.60,0.40,1.0\n" /* fitness 0.42 > 0.41: best */
+                                 "4,0.9,0.60,0.40,0.9\n" /* a tie keeps the earlier */
+                                 "5,0.8,0.40,0.30,0.8\n";
 
 static void best_row_by_fitness(void **state) {
         (void) state;
@@ -108,8 +107,9 @@ static void compare(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(names),          cmocka_unit_test(metrics), cmocka_unit_test(versions),
-                cmocka_unit_test(best_row_by_fitness), cmocka_unit_test(compare),
+                cmocka_unit_test(names),    cmocka_unit_test(metrics),
+                cmocka_unit_test(versions), cmocka_unit_test(best_row_by_fitness),
+                cmocka_unit_test(compare),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,8 @@ static void test_a_good_snapshot_passes_whole(void **state) {
         json_t *p = json_array_get(json_object_get(json_array_get(json_object_get(snap, "gpus"), 0), "procs"), 0);
         assert_int_equal(json_integer_value(json_object_get(p, "job")), 42);
         assert_string_equal(json_string_value(json_object_get(p, "user")), "alice");
-        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(snap, "gpus"), 1), "uuid")), "");
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(json_object_get(snap, "gpus"), 1), "uuid")), "");
         json_decref(snap);
 }
 
@@ -72,7 +73,8 @@ static void test_bad_fields_are_named(void **state) {
         assert_string_equal(refused("{\"\": 1, \"node\": \"n\", \"interval\": 2, \"gpus\": []}"), "\"\"");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 1}]}"), "gpus[0].index");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
-                                    " \"mem_total\": 1, \"health\": \"fine\", \"procs\": []}]}"), "gpus[0].health");
+                                    " \"mem_total\": 1, \"health\": \"fine\", \"procs\": []}]}"),
+                            "gpus[0].health");
         assert_string_equal(refused("{\"node\": \"n\", \"interval\": 2, \"gpus\": [{\"index\": 0, \"name\": \"A\","
                                     " \"mem_total\": 1, \"util\": 101, \"health\": \"ok\", \"procs\": []}]}"),
                             "gpus[0].util");
@@ -185,7 +187,8 @@ static void test_newest_per_node_and_stale(void **state) {
         assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "node")), "gpu1");
         assert_false(json_is_true(json_object_get(json_array_get(v, 0), "stale")));
         json_t *g0 = json_array_get(json_object_get(json_array_get(v, 1), "gpus"), 0);
-        assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(g0, "slurm_jobs"), 0), "id")), 42);
+        assert_int_equal(
+                json_integer_value(json_object_get(json_array_get(json_object_get(g0, "slurm_jobs"), 0), "id")), 42);
         assert_int_equal(json_array_size(json_object_get(g0, "slurm_jobs")), 1);
         assert_true(json_is_true(json_object_get(json_array_get(json_object_get(g0, "procs"), 1), "rogue")));
         assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 1), "rogue_processes")), 1);
@@ -283,7 +286,7 @@ static void test_the_listing_is_paged(void **state) {
                 assert_true(json_array_size(v) >= 1 && json_array_size(v) <= 2);
                 size_t i;
                 json_t *o;
-                json_array_foreach(v, i, o) {
+                json_array_foreach (v, i, o) {
                         assert_true(n < ELEMENTSOF(sorted));
                         assert_string_equal(json_string_value(json_object_get(o, "node")), sorted[n]);
                         n++;
@@ -297,7 +300,7 @@ static void test_the_listing_is_paged(void **state) {
         assert_int_equal(pages, 3); /* 2 + 2 + 1 */
         assert_int_equal(n, 5);
         /* Past a name that is not kept: from the next one by name; past the last: none. */
-        page = (struct gw_nodes_page) { .after = "n2a", .limit = 64 };
+        page = (struct gw_nodes_page){ .after = "n2a", .limit = 64 };
         json_t *v = gw_nodes_json(t, 1 * SEC, false, &page, &next);
         assert_int_equal(json_array_size(v), 3);
         assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "node")), "n3");

@@ -16,9 +16,10 @@ static json_t *gpu(const char *text) {
 
 static void test_own_processes_memory_and_device_util(void **state) {
         (void) state;
-        json_t *g = gpu("{\"index\": 2, \"mem_total\": 1000, \"mem_used\": 900, \"util\": 70, \"health\": \"ok\","
-                        " \"procs\": [{\"pid\": 1, \"mem\": 300, \"job\": 42}, {\"pid\": 2, \"mem\": 100, \"job\": 42},"
-                        "             {\"pid\": 3, \"mem\": 500, \"job\": 43}, {\"pid\": 4, \"mem\": null, \"job\": null}]}");
+        json_t *g = gpu(
+                "{\"index\": 2, \"mem_total\": 1000, \"mem_used\": 900, \"util\": 70, \"health\": \"ok\","
+                " \"procs\": [{\"pid\": 1, \"mem\": 300, \"job\": 42}, {\"pid\": 2, \"mem\": 100, \"job\": 42},"
+                "             {\"pid\": 3, \"mem\": 500, \"job\": 43}, {\"pid\": 4, \"mem\": null, \"job\": null}]}");
         struct gw_nodes_telem_point p;
         assert_true(gw_nodes_telem_point(g, 42, 5 * GW_USEC_PER_SEC, &p));
         assert_int_equal(p.gpu, 2);

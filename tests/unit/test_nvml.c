@@ -67,9 +67,7 @@ static void append_event(const char *line) {
         assert_int_equal(close(fd), 0);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 static void clear_procs(void) {
         char path[256];
@@ -146,7 +144,11 @@ typedef int (*fn_list)(void *, unsigned *, void *);
 typedef int (*fn_putil)(void *, void *, unsigned *, unsigned long long);
 typedef int (*fn_mem2)(void *, void *);
 
-struct putil_sample { unsigned pid; unsigned long long ts; unsigned sm, mem, enc, dec; };
+struct putil_sample {
+        unsigned pid;
+        unsigned long long ts;
+        unsigned sm, mem, enc, dec;
+};
 
 static void test_fake_contract(void **state) {
         void *dl = dlopen(GW_TEST_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
@@ -161,7 +163,7 @@ static void test_fake_contract(void **state) {
 
         unsigned n = 0;
         void *dev = NULL;
-        assert_int_equal(count(&n), 1);  /* UNINITIALIZED */
+        assert_int_equal(count(&n), 1); /* UNINITIALIZED */
         assert_int_equal(init(), 0);
         assert_int_equal(init(), 0);
         assert_int_equal(count(&n), 0);
@@ -169,11 +171,11 @@ static void test_fake_contract(void **state) {
         assert_int_equal(handle(0, &dev), 0);
         assert_int_equal(handle(4, &dev), 2);
 
-        n = 0;  /* sizing protocol: SUCCESS and 0 when nothing runs */
+        n = 0; /* sizing protocol: SUCCESS and 0 when nothing runs */
         assert_int_equal(v3(dev, &n, NULL), 0);
         assert_int_equal(n, 0);
         write_proc(getpid(), "0 10 50\n");
-        assert_int_equal(v3(dev, &n, NULL), 7);  /* INSUFFICIENT_SIZE */
+        assert_int_equal(v3(dev, &n, NULL), 7); /* INSUFFICIENT_SIZE */
         assert_int_equal(n, 1);
 
         struct putil_sample s[4];
@@ -186,19 +188,22 @@ static void test_fake_contract(void **state) {
         assert_int_equal(n, 1);
         assert_int_equal(s[0].pid, getpid());
         assert_int_equal(s[0].sm, 50);
-        assert_true(s[0].ts >= before && s[0].ts < before + 60ULL * 1000000ULL);  /* µs */
+        assert_true(s[0].ts >= before && s[0].ts < before + 60ULL * 1000000ULL); /* µs */
         n = 4;
-        assert_int_equal(putil(dev, s, &n, s[0].ts + 3600ULL * 1000000ULL), 6);  /* NOT_FOUND */
+        assert_int_equal(putil(dev, s, &n, s[0].ts + 3600ULL * 1000000ULL), 6); /* NOT_FOUND */
 
-        struct { unsigned version; unsigned long long total, reserved, free, used; } m = { .version = 2 };
-        assert_int_equal(mem2(dev, &m), 25);  /* the bare version number is refused */
+        struct {
+                unsigned version;
+                unsigned long long total, reserved, free, used;
+        } m = { .version = 2 };
+        assert_int_equal(mem2(dev, &m), 25); /* the bare version number is refused */
         m.version = 0x02000028;
         assert_int_equal(mem2(dev, &m), 0);
         assert_int_equal(m.total, 81920 * MIB);
         assert_int_equal(m.used, 10 * MIB);
 
         assert_int_equal(shutdown(), 0);
-        assert_int_equal(count(&n), 0);  /* refcounted: still initialised */
+        assert_int_equal(count(&n), 0); /* refcounted: still initialised */
         assert_int_equal(shutdown(), 0);
         assert_int_equal(count(&n), 1);
         assert_int_equal(shutdown(), 1);
@@ -272,7 +277,7 @@ static void test_pci_legacy_abi(void **state) {
         void *dev = NULL;
         assert_int_equal(handle(1, &dev), 0);
         unsigned char buf[68];
-        assert_int_equal(v3(dev, buf), 13);  /* FUNCTION_NOT_FOUND */
+        assert_int_equal(v3(dev, buf), 13); /* FUNCTION_NOT_FOUND */
         fn_pci legacy[] = { v2, v1 };
         for (size_t i = 0; i < 2; i++) {
                 memset(buf, 0xAA, sizeof buf);
@@ -282,7 +287,7 @@ static void test_pci_legacy_abi(void **state) {
                 memcpy(&bus, buf + 20, sizeof bus);
                 assert_int_equal(bus, 0x11);
                 for (size_t b = 52; b < sizeof buf; b++)
-                        assert_int_equal(buf[b], 0xAA);  /* nothing past the legacy struct */
+                        assert_int_equal(buf[b], 0xAA); /* nothing past the legacy struct */
         }
         assert_int_equal(shutdown(), 0);
         assert_int_equal(dlclose(dl), 0);
@@ -293,7 +298,7 @@ static void test_pci_legacy_abi(void **state) {
                 char want[32];
                 snprintf(want, sizeof want, "00000000:%02X:00.0", 0x10 + i);
                 assert_int_equal(gw_gpu_static_info(lib, i, &st), 0);
-                assert_string_equal(st.pci_bus_id, want);  /* the _v3 spelling on any driver */
+                assert_string_equal(st.pci_bus_id, want); /* the _v3 spelling on any driver */
         }
         gw_gpu_close(lib);
 }
@@ -320,7 +325,11 @@ static void test_event_wait_v1_abi(void **state) {
         assert_int_equal(create(&set), 0);
         assert_int_equal(reg(dev, 0x8, set), 0);
 
-        struct { void *device; unsigned long long type, data; unsigned gi, ci; } d;
+        struct {
+                void *device;
+                unsigned long long type, data;
+                unsigned gi, ci;
+        } d;
         _Static_assert(sizeof d == 32, "nvmlEventData_t");
         append_event("gpu=2 xid=79\ngpu=2 xid=48\n");
         memset(&d, 0xAA, sizeof d);
@@ -328,12 +337,12 @@ static void test_event_wait_v1_abi(void **state) {
         assert_ptr_equal(d.device, dev);
         assert_int_equal(d.type, 0x8);
         assert_int_equal(d.data, 79);
-        assert_int_equal(d.gi, 0xAAAAAAAAu);  /* untouched */
+        assert_int_equal(d.gi, 0xAAAAAAAAu); /* untouched */
         assert_int_equal(d.ci, 0xAAAAAAAAu);
         memset(&d, 0xAA, sizeof d);
         assert_int_equal(wait2(set, &d, 2000), 0);
         assert_int_equal(d.data, 48);
-        assert_int_equal(d.gi, 0xFFFFFFFFu);  /* not MIG */
+        assert_int_equal(d.gi, 0xFFFFFFFFu); /* not MIG */
         assert_int_equal(d.ci, 0xFFFFFFFFu);
         assert_int_equal(free_set(set), 0);
         assert_int_equal(shutdown(), 0);
@@ -353,7 +362,7 @@ static void test_memory_v2_fallback(void **state) {
                 struct gw_gpu_sample s;
                 assert_int_equal(gw_gpu_static_info(lib, 0, &st), 0);
                 assert_int_equal(st.mem_total, 81920 * MIB);
-                for (int k = 0; k < 2; k++) {  /* the second sample uses the learned fallback */
+                for (int k = 0; k < 2; k++) { /* the second sample uses the learned fallback */
                         assert_int_equal(gw_gpu_sample(lib, 0, &s), 0);
                         assert_true(s.valid & GW_GPU_HAS_MEM);
                         assert_int_equal(s.mem_total, 81920 * MIB);
@@ -381,7 +390,7 @@ static void test_not_supported(void **state) {
         assert_int_equal(s.power_mw, 0);
         assert_int_equal(gw_gpu_sample(lib, 1, &s), 0);
         assert_int_equal(s.valid, 0);
-        assert_int_equal(s.health, GW_GPU_OK);  /* unsupported is not unhealthy */
+        assert_int_equal(s.health, GW_GPU_OK); /* unsupported is not unhealthy */
         assert_int_equal(gw_gpu_static_info(lib, 1, &st), 0);
         assert_int_equal(st.mem_total, 0);
 
@@ -409,7 +418,7 @@ static void check_own_processes(struct gw_gpu_lib *lib, int want_util0, int want
         assert_int_equal(n, 1);
         assert_int_equal(p[0].pid, getpid());
         assert_int_equal(p[0].mem_used, 100 * MIB);
-        assert_int_equal(p[0].sm_util, want_util1);  /* listed without a sample: idle, 0 */
+        assert_int_equal(p[0].sm_util, want_util1); /* listed without a sample: idle, 0 */
         assert_int_equal(gw_gpu_processes(lib, 2, p, 8, &n), 0);
         assert_int_equal(n, 0);
 }
@@ -418,7 +427,7 @@ static void test_processes_own_pid(void **state) {
         write_config("gpu0.util=10\n");
         write_proc(getpid(), "0 1234 42\n1 100 0\n");
 
-        pid_t dead = fork();  /* a finished trainer must vanish from the list */
+        pid_t dead = fork(); /* a finished trainer must vanish from the list */
         assert_true(dead >= 0);
         if (dead == 0)
                 _exit(0);
@@ -427,7 +436,7 @@ static void test_processes_own_pid(void **state) {
 
         struct gw_gpu_lib *lib = open_fake();
         check_own_processes(lib, 42, 0);
-        check_own_processes(lib, 42, 0);  /* fresh samples again on the next call */
+        check_own_processes(lib, 42, 0); /* fresh samples again on the next call */
 
         struct gw_gpu_sample s;
         assert_int_equal(gw_gpu_sample(lib, 0, &s), 0);
@@ -439,7 +448,7 @@ static void test_processes_own_pid(void **state) {
 
         struct gw_gpu_proc none[1];
         size_t n = 5;
-        assert_int_equal(gw_gpu_processes(lib, 0, none, 0, &n), 0);  /* cap 0: nothing written */
+        assert_int_equal(gw_gpu_processes(lib, 0, none, 0, &n), 0); /* cap 0: nothing written */
         assert_int_equal(n, 0);
         assert_int_equal(gw_gpu_processes(lib, 4, none, 1, &n), -EINVAL);
         gw_gpu_close(lib);
@@ -480,7 +489,7 @@ static void test_mig_layout(void **state) {
         assert_int_equal(l.dev[1].n_procs, 1);
         assert_int_equal(l.dev[1].procs[0].pid, getpid());
         assert_int_equal(l.dev[1].procs[0].mem_used, 3000 * MIB);
-        assert_int_equal(l.dev[1].procs[0].sm_util, -1);  /* NVML has no per-process figure under MIG */
+        assert_int_equal(l.dev[1].procs[0].sm_util, -1); /* NVML has no per-process figure under MIG */
         assert_int_equal(l.dev[1].mem_used, 3000 * MIB);
 
         /* A GPU in MIG mode has no utilisation: NVML does not give one, and none is made up. */
@@ -553,7 +562,7 @@ static void test_process_abis(void **state) {
                         size_t n = 0;
 
                         write_proc(getpid(), "1 100 0\n");
-                        check_own_processes(lib, -2, util ? 0 : -1);  /* only the child on GPU 0 */
+                        check_own_processes(lib, -2, util ? 0 : -1); /* only the child on GPU 0 */
                         write_proc(getpid(), "0 1234 42\n1 100 0\n");
                         assert_int_equal(gw_gpu_processes(lib, 0, p, 8, &n), 0);
                         assert_int_equal(n, 2);
@@ -594,7 +603,7 @@ static void test_many_processes(void **state) {
                 if (kids[i] == 0) {
                         char c;
                         close(gate[1]);
-                        (void) read(gate[0], &c, 1);  /* until the parent closes the gate */
+                        (void) read(gate[0], &c, 1); /* until the parent closes the gate */
                         _exit(0);
                 }
                 char line[64];
@@ -644,7 +653,7 @@ static void test_lost_gpu(void **state) {
         struct gw_gpu_proc p[4];
         size_t n;
 
-        assert_int_equal(gw_gpu_count(lib), 4);  /* the slot stays: indexes are NVML's */
+        assert_int_equal(gw_gpu_count(lib), 4); /* the slot stays: indexes are NVML's */
         assert_int_equal(gw_gpu_static_info(lib, 1, &st), -EIO);
         assert_int_equal(gw_gpu_sample(lib, 1, &s), 0);
         assert_int_equal(s.index, 1);
@@ -660,12 +669,12 @@ static void test_lost_gpu(void **state) {
         assert_int_equal(s.health, GW_GPU_LOST);
         assert_int_equal(s.valid, 0);
         assert_int_equal(gw_gpu_processes(lib, 2, p, 4, &n), -EIO);
-        assert_int_equal(gw_gpu_static_info(lib, 2, &st), 0);  /* cached from open */
+        assert_int_equal(gw_gpu_static_info(lib, 2, &st), 0); /* cached from open */
         assert_string_equal(st.uuid, "GPU-fa4e0000-0000-4000-8000-000000000002");
         assert_int_equal(gw_gpu_sample(lib, 0, &s), 0);
         assert_int_equal(s.health, GW_GPU_OK);
 
-        write_config("count=4\n");  /* and comes back */
+        write_config("count=4\n"); /* and comes back */
         assert_int_equal(gw_gpu_sample(lib, 2, &s), 0);
         assert_int_equal(s.health, GW_GPU_OK);
         gw_gpu_close(lib);
@@ -675,7 +684,7 @@ static void test_lost_gpu(void **state) {
 
 static void test_events(void **state) {
         struct gw_nvml_event ev;
-        append_event("gpu=3 xid=13\n");  /* before open: history, not news */
+        append_event("gpu=3 xid=13\n"); /* before open: history, not news */
         struct gw_gpu_lib *lib = open_fake();
         assert_int_equal(gw_gpu_wait_event(lib, 0, &ev), -ETIMEDOUT);
 
@@ -701,7 +710,7 @@ static void test_events(void **state) {
         assert_true(waited >= 90 * GW_USEC_PER_MSEC);
         assert_true(waited < 2 * GW_USEC_PER_SEC);
 
-        append_event("gpu=3 xid=");  /* half a line is not an event yet */
+        append_event("gpu=3 xid="); /* half a line is not an event yet */
         assert_int_equal(gw_gpu_wait_event(lib, 30, &ev), -ETIMEDOUT);
         append_event("63\n");
         assert_int_equal(gw_gpu_wait_event(lib, 2000, &ev), 0);

@@ -11,13 +11,13 @@
 
 #include "core/predict.h"
 
-#define SEC  GW_USEC_PER_SEC
-#define MIN  (60 * SEC)
+#define SEC GW_USEC_PER_SEC
+#define MIN (60 * SEC)
 #define HOUR (60 * MIN)
-#define DAY  (24 * HOUR)
-#define INF  GW_USEC_INFINITY
+#define DAY (24 * HOUR)
+#define INF GW_USEC_INFINITY
 #define M(i) (UINT64_C(1) << (i))
-#define NOW  ((gw_usec_t) 19720 * DAY + 15 * HOUR)
+#define NOW ((gw_usec_t) 19720 * DAY + 15 * HOUR)
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 struct world {
@@ -32,14 +32,17 @@ struct world {
 static void world_init(struct world *w, int n_gpus) {
         memset(w, 0, sizeof(*w));
         for (int i = 0; i < n_gpus; i++)
-                w->gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true};
-        w->in = (struct gw_calendar_input){.gpus = w->gpus, .n_gpus = (size_t) n_gpus,
-                                           .bookings = w->b, .running = w->run, .pending = w->pend};
+                w->gpus[i] = (struct gw_sched_gpu){ .index = i, .usable = true };
+        w->in = (struct gw_calendar_input){ .gpus = w->gpus,
+                                            .n_gpus = (size_t) n_gpus,
+                                            .bookings = w->b,
+                                            .running = w->run,
+                                            .pending = w->pend };
 }
 
 static struct gw_cal_job *running(struct world *w, int64_t id, uint64_t mask, gw_usec_t limit_end, gw_usec_t eta) {
         struct gw_cal_job *j = &w->run[w->in.n_running++];
-        *j = (struct gw_cal_job){.id = id, .gpu_mask = mask, .start = NOW - HOUR, .end = limit_end, .eta = eta};
+        *j = (struct gw_cal_job){ .id = id, .gpu_mask = mask, .start = NOW - HOUR, .end = limit_end, .eta = eta };
         for (int g = 0; g < 8; g++)
                 if (mask & M(g))
                         w->gpus[g].job_id = id;
@@ -48,7 +51,7 @@ static struct gw_cal_job *running(struct world *w, int64_t id, uint64_t mask, gw
 
 static struct gw_cal_pending *pending(struct world *w, int64_t id, int ngpus, gw_usec_t limit, gw_usec_t runtime) {
         struct gw_cal_pending *p = &w->pend[w->in.n_pending++];
-        *p = (struct gw_cal_pending){.id = id, .ngpus = ngpus, .time_limit = limit, .runtime = runtime};
+        *p = (struct gw_cal_pending){ .id = id, .ngpus = ngpus, .time_limit = limit, .runtime = runtime };
         return p;
 }
 
@@ -209,10 +212,18 @@ static void bookings(void **state) {
         struct world w;
         (void) state;
         world_init(&w, 2);
-        w.b[0] = (struct gw_booking){.id = 5, .ngpus = 1, .start = NOW + HOUR, .end = NOW + 3 * HOUR,
-                                     .gpu_mask = M(1), .state = GW_BOOKING_APPROVED};
-        w.b[1] = (struct gw_booking){.id = 6, .ngpus = 1, .start = NOW + 10 * HOUR, .end = NOW + 11 * HOUR,
-                                     .gpu_mask = M(0), .state = GW_BOOKING_PENDING_APPROVAL};
+        w.b[0] = (struct gw_booking){ .id = 5,
+                                      .ngpus = 1,
+                                      .start = NOW + HOUR,
+                                      .end = NOW + 3 * HOUR,
+                                      .gpu_mask = M(1),
+                                      .state = GW_BOOKING_APPROVED };
+        w.b[1] = (struct gw_booking){ .id = 6,
+                                      .ngpus = 1,
+                                      .start = NOW + 10 * HOUR,
+                                      .end = NOW + 11 * HOUR,
+                                      .gpu_mask = M(0),
+                                      .state = GW_BOOKING_PENDING_APPROVAL };
         w.in.n_bookings = 2;
         pending(&w, 30, 1, 2 * HOUR, 0);
         pending(&w, 31, 1, 5 * HOUR, 0)->booking_id = 5;
@@ -232,8 +243,12 @@ static void booking_on_broken_gpu(void **state) {
         (void) state;
         world_init(&w, 2);
         w.gpus[1].usable = false;
-        w.b[0] = (struct gw_booking){.id = 7, .ngpus = 1, .start = NOW - HOUR, .end = NOW + 3 * HOUR,
-                                     .gpu_mask = M(1), .state = GW_BOOKING_APPROVED};
+        w.b[0] = (struct gw_booking){ .id = 7,
+                                      .ngpus = 1,
+                                      .start = NOW - HOUR,
+                                      .end = NOW + 3 * HOUR,
+                                      .gpu_mask = M(1),
+                                      .state = GW_BOOKING_APPROVED };
         w.in.n_bookings = 1;
         pending(&w, 40, 1, HOUR, 0)->booking_id = 7;
         pending(&w, 41, 1, HOUR, 0);
@@ -309,11 +324,13 @@ static void long_queue(void **state) {
         struct gw_sched_gpu gpus[8];
         (void) state;
         for (int i = 0; i < 8; i++)
-                gpus[i] = (struct gw_sched_gpu){.index = i, .usable = true};
+                gpus[i] = (struct gw_sched_gpu){ .index = i, .usable = true };
         for (int i = 0; i < 500; i++)
-                pend[i] = (struct gw_cal_pending){.id = 100 + i, .ngpus = 1 + i % 4, .time_limit = 4 * HOUR,
-                                                  .runtime = (1 + i % 3) * HOUR};
-        struct gw_calendar_input in = {.gpus = gpus, .n_gpus = 8, .pending = pend, .n_pending = 500};
+                pend[i] = (struct gw_cal_pending){ .id = 100 + i,
+                                                   .ngpus = 1 + i % 4,
+                                                   .time_limit = 4 * HOUR,
+                                                   .runtime = (1 + i % 3) * HOUR };
+        struct gw_calendar_input in = { .gpus = gpus, .n_gpus = 8, .pending = pend, .n_pending = 500 };
         assert_int_equal(gw_predict_starts(&in, NOW, 365 * DAY, out), 0);
         for (int i = 0; i < 500; i++) {
                 assert_true(out[i].start != INF);
@@ -324,11 +341,11 @@ static void long_queue(void **state) {
 
 static void job_key(void **state) {
         char a[256], b[256];
-        const char *yolo1[] = {"/usr/bin/yolo", "detect", "train", "model=yolov8n.pt", "epochs=100", "imgsz=640",
-                               "batch=16", "name=run3", NULL};
-        const char *yolo2[] = {"yolo", "detect", "train", "epochs=100", "name=run4", "batch=16", "imgsz=640", NULL};
-        const char *yolo3[] = {"yolo", "detect", "train", "epochs=50", "imgsz=640", "batch=16", NULL};
-        const char *py[] = {"python3", "train.py", "--epochs", "10", "--batch=32", "--amp", NULL};
+        const char *yolo1[] = { "/usr/bin/yolo", "detect",    "train", "model=yolov8n.pt", "epochs=100", "imgsz=640",
+                                "batch=16",      "name=run3", NULL };
+        const char *yolo2[] = { "yolo", "detect", "train", "epochs=100", "name=run4", "batch=16", "imgsz=640", NULL };
+        const char *yolo3[] = { "yolo", "detect", "train", "epochs=50", "imgsz=640", "batch=16", NULL };
+        const char *py[] = { "python3", "train.py", "--epochs", "10", "--batch=32", "--amp", NULL };
         (void) state;
         assert_int_equal(gw_predict_job_key(yolo1, a, sizeof(a)), 0);
         assert_string_equal(a, "yolo detect train|epochs=100|imgsz=640|batch=16");
@@ -343,8 +360,8 @@ static void job_key(void **state) {
 }
 
 static void median(void **state) {
-        gw_usec_t odd[] = {3 * HOUR, HOUR, 2 * HOUR};
-        gw_usec_t even[] = {4 * HOUR, HOUR, 3 * HOUR, 2 * HOUR};
+        gw_usec_t odd[] = { 3 * HOUR, HOUR, 2 * HOUR };
+        gw_usec_t even[] = { 4 * HOUR, HOUR, 3 * HOUR, 2 * HOUR };
         (void) state;
         assert_int_equal(gw_predict_median(odd, 3), 2 * HOUR);
         assert_int_equal(gw_predict_median(even, 4), 150 * MIN);
@@ -380,7 +397,10 @@ static void quota_max_gpus(void **state) {
 
 static void why_none(void **state) {
         char buf[200];
-        struct gw_predict_none in = { .position = 3, .max_jobs = 500, .seen = true, .due_in = 2500 * GW_USEC_PER_MSEC,
+        struct gw_predict_none in = { .position = 3,
+                                      .max_jobs = 500,
+                                      .seen = true,
+                                      .due_in = 2500 * GW_USEC_PER_MSEC,
                                       .horizon = 14 * 24 * HOUR };
         (void) state;
         assert_string_equal(gw_predict_why_none(&in, buf, sizeof buf),
@@ -408,7 +428,7 @@ static void why_none(void **state) {
 /* What a start waits for where no future time can be given. */
 static void wait_words(void **state) {
         char buf[96];
-        struct gw_predict_wait w = {.after_job = 12, .after_held = true, .reason = GW_REASON_DEPENDENCY};
+        struct gw_predict_wait w = { .after_job = 12, .after_held = true, .reason = GW_REASON_DEPENDENCY };
         (void) state;
         assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "after job 12 is released");
         w.after_held = false;
@@ -416,7 +436,7 @@ static void wait_words(void **state) {
         assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "after job 12 ends");
         w.after_ok = true;
         assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "after job 12 completes");
-        w = (struct gw_predict_wait){.reason = GW_REASON_RESOURCES};
+        w = (struct gw_predict_wait){ .reason = GW_REASON_RESOURCES };
         assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "when GPUs free up");
         w.reason = GW_REASON_QUOTA;
         assert_string_equal(gw_predict_wait_words(&w, buf, sizeof buf), "when its user's quota allows");
@@ -428,13 +448,21 @@ static void wait_words(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(why_none),         cmocka_unit_test(quota_max_gpus),
+                cmocka_unit_test(why_none),
+                cmocka_unit_test(quota_max_gpus),
                 cmocka_unit_test(wait_words),
-                cmocka_unit_test(eta_and_runtimes), cmocka_unit_test(head_and_backfill),
-                cmocka_unit_test(promise_and_backfill), cmocka_unit_test(backoff_on_a_free_gpu),
-                cmocka_unit_test(bookings),         cmocka_unit_test(booking_on_broken_gpu),         cmocka_unit_test(held_dependency_backoff),
-                cmocka_unit_test(horizon_and_input), cmocka_unit_test(long_queue),
-                cmocka_unit_test(job_key),          cmocka_unit_test(limits_only_is_one_replay),          cmocka_unit_test(median),
+                cmocka_unit_test(eta_and_runtimes),
+                cmocka_unit_test(head_and_backfill),
+                cmocka_unit_test(promise_and_backfill),
+                cmocka_unit_test(backoff_on_a_free_gpu),
+                cmocka_unit_test(bookings),
+                cmocka_unit_test(booking_on_broken_gpu),
+                cmocka_unit_test(held_dependency_backoff),
+                cmocka_unit_test(horizon_and_input),
+                cmocka_unit_test(long_queue),
+                cmocka_unit_test(job_key),
+                cmocka_unit_test(limits_only_is_one_replay),
+                cmocka_unit_test(median),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,7 @@
 /* ---- The reference replay ---- */
 
 #define BIT(i) (UINT64_C(1) << (i))
-#define NGPU   GW_SCHED_MAX_GPUS
+#define NGPU GW_SCHED_MAX_GPUS
 
 static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
         gw_usec_t r;
@@ -39,23 +39,23 @@ static gw_usec_t min_t(gw_usec_t a, gw_usec_t b) { return a < b ? a : b; }
 struct ref_simjob {
         int64_t id;
         uint64_t mask;
-        gw_usec_t limit_end;   /* what the scheduler believes (the time limit) */
-        gw_usec_t end;         /* when the replay ends it */
+        gw_usec_t limit_end; /* what the scheduler believes (the time limit) */
+        gw_usec_t end; /* when the replay ends it */
 };
 
 struct ref_replay {
         const struct gw_calendar_input *in;
-        struct gw_calendar_input cal;  /* bookings and GPUs only, for the gates */
+        struct gw_calendar_input cal; /* bookings and GPUs only, for the gates */
         struct ref_simjob *run;
         size_t n_run;
-        int64_t occupant[NGPU];        /* job on the GPU, 0 none, -1 held by something unknown */
-        uint64_t touched;              /* GPUs a job left: all their memory is back */
-        bool *done;                    /* per pending job: started, or never will */
-        gw_usec_t *gate_until;         /* per pending job: its booking's end once open */
+        int64_t occupant[NGPU]; /* job on the GPU, 0 none, -1 held by something unknown */
+        uint64_t touched; /* GPUs a job left: all their memory is back */
+        bool *done; /* per pending job: started, or never will */
+        gw_usec_t *gate_until; /* per pending job: its booking's end once open */
         struct gw_sched_job *sj;
         struct gw_sched_start *starts;
         enum gw_job_reason *reasons;
-        size_t *map;                   /* sched input index -> pending index */
+        size_t *map; /* sched input index -> pending index */
 };
 
 static void replay_free(struct ref_replay *r) {
@@ -73,8 +73,10 @@ static int replay_init(struct ref_replay *r, const struct gw_calendar_input *in,
 
         memset(r, 0, sizeof(*r));
         r->in = in;
-        r->cal = (struct gw_calendar_input){.gpus = in->gpus, .n_gpus = in->n_gpus,
-                                            .bookings = in->bookings, .n_bookings = in->n_bookings};
+        r->cal = (struct gw_calendar_input){ .gpus = in->gpus,
+                                             .n_gpus = in->n_gpus,
+                                             .bookings = in->bookings,
+                                             .n_bookings = in->n_bookings };
         r->run = calloc(cap, sizeof(*r->run));
         r->done = calloc(np + 1, sizeof(*r->done));
         r->gate_until = calloc(np + 1, sizeof(*r->gate_until));
@@ -89,8 +91,10 @@ static int replay_init(struct ref_replay *r, const struct gw_calendar_input *in,
         for (size_t i = 0; i < in->n_running; i++) {
                 const struct gw_cal_job *j = &in->running[i];
                 gw_usec_t end = j->eta > 0 && j->eta < j->end ? j->eta : j->end;
-                r->run[r->n_run++] = (struct ref_simjob){.id = j->id, .mask = j->gpu_mask,
-                                                     .limit_end = j->end, .end = end > now ? end : now};
+                r->run[r->n_run++] = (struct ref_simjob){ .id = j->id,
+                                                          .mask = j->gpu_mask,
+                                                          .limit_end = j->end,
+                                                          .end = end > now ? end : now };
                 for (uint64_t m = j->gpu_mask; m; m &= m - 1)
                         r->occupant[__builtin_ctzll(m)] = j->id;
         }
@@ -137,8 +141,8 @@ static bool still_ahead(const struct ref_replay *r, int64_t id) {
 
 /* The daemon's bookings rules (sharing.c's gw_sharing_sched) at instant t: blocked or
  * allowed GPUs; marks jobs whose booking is gone as done (the daemon ends them). */
-static void apply_bookings(struct ref_replay *r, size_t i, const struct gw_calendar_gpus *g, uint64_t all,
-                           gw_usec_t t, struct gw_sched_job *sj) {
+static void apply_bookings(struct ref_replay *r, size_t i, const struct gw_calendar_gpus *g, uint64_t all, gw_usec_t t,
+                           struct gw_sched_job *sj) {
         const struct gw_cal_pending *p = &r->in->pending[i];
         struct gw_calendar_gate gate;
 
@@ -169,8 +173,12 @@ static size_t fill_pending(struct ref_replay *r, gw_usec_t t) {
         for (size_t i = 0; i < in->n_pending; i++) {
                 const struct gw_cal_pending *p = &in->pending[i];
                 struct gw_sched_job sj = {
-                        .id = p->id, .ngpus = p->ngpus, .gpu_mem = p->gpu_mem, .time_limit = p->time_limit,
-                        .held = p->held, .backoff = p->not_before > t,
+                        .id = p->id,
+                        .ngpus = p->ngpus,
+                        .gpu_mem = p->gpu_mem,
+                        .time_limit = p->time_limit,
+                        .held = p->held,
+                        .backoff = p->not_before > t,
                         .dep = p->after_job && still_ahead(r, p->after_job) ? GW_DEP_WAITING : GW_DEP_SATISFIED,
                 };
                 if (r->done[i])
@@ -209,10 +217,12 @@ static void start_job(struct ref_replay *r, size_t pi, const struct gw_sched_sta
                 end = min_t(end, r->gate_until[pi]);
         if (end <= t)
                 end = t + 1;
-        out[pi] = (struct gw_prediction){.id = p->id, .start = t, .end = end, .gpu_mask = s->gpu_mask};
+        out[pi] = (struct gw_prediction){ .id = p->id, .start = t, .end = end, .gpu_mask = s->gpu_mask };
         r->done[pi] = true;
-        r->run[r->n_run++] = (struct ref_simjob){.id = p->id, .mask = s->gpu_mask,
-                                             .limit_end = add_sat(t, p->time_limit), .end = end};
+        r->run[r->n_run++] = (struct ref_simjob){ .id = p->id,
+                                                  .mask = s->gpu_mask,
+                                                  .limit_end = add_sat(t, p->time_limit),
+                                                  .end = end };
         for (uint64_t m = s->gpu_mask; m; m &= m - 1) {
                 int g = __builtin_ctzll(m);
                 r->occupant[g] = p->id;
@@ -257,10 +267,11 @@ static int run_replay(struct ref_replay *r, gw_usec_t now, gw_usec_t hend, struc
                 size_t nr = 0;
                 /* The scheduler sees at most one entry per GPU it needs: the running jobs'. */
                 for (size_t i = 0; i < r->n_run && nr < NGPU; i++)
-                        running[nr++] = (struct gw_sched_running){.id = r->run[i].id, .gpu_mask = r->run[i].mask,
-                                                                  .end = r->run[i].limit_end};
-                struct gw_sched_input si = {gpus, in->n_gpus, r->sj, n, running, nr};
-                struct gw_sched_plan plan = {.starts = r->starts, .reasons = r->reasons};
+                        running[nr++] = (struct gw_sched_running){ .id = r->run[i].id,
+                                                                   .gpu_mask = r->run[i].mask,
+                                                                   .end = r->run[i].limit_end };
+                struct gw_sched_input si = { gpus, in->n_gpus, r->sj, n, running, nr };
+                struct gw_sched_plan plan = { .starts = r->starts, .reasons = r->reasons };
                 if (n) {
                         int rc = gw_sched_plan(&si, t, &plan);
                         if (rc < 0)
@@ -278,7 +289,7 @@ static int run_replay(struct ref_replay *r, gw_usec_t now, gw_usec_t hend, struc
 }
 
 static int ref_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec_t horizon,
-                      struct gw_prediction *out) {
+                              struct gw_prediction *out) {
         struct ref_replay r;
         int rc;
 
@@ -289,7 +300,7 @@ static int ref_predict_starts(const struct gw_calendar_input *in, gw_usec_t now,
                 const struct gw_cal_pending *p = &in->pending[i];
                 if (p->ngpus < 1 || p->ngpus > NGPU || p->time_limit <= 0 || p->runtime < 0)
                         return -EINVAL;
-                out[i] = (struct gw_prediction){.id = p->id, .start = GW_USEC_INFINITY, .end = GW_USEC_INFINITY};
+                out[i] = (struct gw_prediction){ .id = p->id, .start = GW_USEC_INFINITY, .end = GW_USEC_INFINITY };
         }
         rc = replay_init(&r, in, now);
         if (rc >= 0)
@@ -300,16 +311,17 @@ static int ref_predict_starts(const struct gw_calendar_input *in, gw_usec_t now,
         /* A start at the horizon's edge is outside it. */
         for (size_t i = 0; i < in->n_pending; i++)
                 if (out[i].start != GW_USEC_INFINITY && out[i].start >= add_sat(now, horizon))
-                        out[i] = (struct gw_prediction){.id = out[i].id, .start = GW_USEC_INFINITY,
-                                                        .end = GW_USEC_INFINITY};
+                        out[i] = (struct gw_prediction){ .id = out[i].id,
+                                                         .start = GW_USEC_INFINITY,
+                                                         .end = GW_USEC_INFINITY };
         return 0;
 }
 
 /* ---- Random hosts (tests/fakes/fake_host.c) ---- */
 
-#define SEC   GW_USEC_PER_SEC
-#define STEP  ((gw_usec_t) 10 * 60 * SEC) /* on a grid, so that instants coincide */
-#define NOW   ((gw_usec_t) 1767222000 * SEC)
+#define SEC GW_USEC_PER_SEC
+#define STEP ((gw_usec_t) 10 * 60 * SEC) /* on a grid, so that instants coincide */
+#define NOW ((gw_usec_t) 1767222000 * SEC)
 
 struct size {
         int gpus, running, bookings, pending;
@@ -321,15 +333,33 @@ struct size {
  * state, held jobs, backoffs, dependencies, bookings that are gone, instants off the grid. */
 static struct fake_host_shape shape_of(const struct size *sz) {
         return (struct fake_host_shape){
-                .now = NOW, .step = STEP, .offgrid_pct = 10, .offgrid_limit_pct = 5,
-                .gpus = {1, sz->gpus}, .scatter_pct = 40, .usable_pct = 85, .stray_pct = 8,
-                .running = {0, sz->running}, .running_gpus = {1, 3}, .running_end = {-1, 12},
-                .running_eta = {-1, 14}, .eta_pct = 40,
-                .bookings = {0, sz->bookings}, .booking_gpus = {1, 3}, .booking_start = {-3, 20},
-                .booking_len = {1, 8},
-                .pending = {0, sz->pending}, .pending_gpus = {1, sz->gpus < 4 ? sz->gpus + 1 : 4}, .limit = {1, 8},
-                .booked_pct = 20, .held_pct = 10, .backoff_pct = 15, .backoff = {-2, 10}, .runtime_pct = 50,
-                .after_pct = 15, .mem_pct = 15,
+                .now = NOW,
+                .step = STEP,
+                .offgrid_pct = 10,
+                .offgrid_limit_pct = 5,
+                .gpus = { 1, sz->gpus },
+                .scatter_pct = 40,
+                .usable_pct = 85,
+                .stray_pct = 8,
+                .running = { 0, sz->running },
+                .running_gpus = { 1, 3 },
+                .running_end = { -1, 12 },
+                .running_eta = { -1, 14 },
+                .eta_pct = 40,
+                .bookings = { 0, sz->bookings },
+                .booking_gpus = { 1, 3 },
+                .booking_start = { -3, 20 },
+                .booking_len = { 1, 8 },
+                .pending = { 0, sz->pending },
+                .pending_gpus = { 1, sz->gpus < 4 ? sz->gpus + 1 : 4 },
+                .limit = { 1, 8 },
+                .booked_pct = 20,
+                .held_pct = 10,
+                .backoff_pct = 15,
+                .backoff = { -2, 10 },
+                .runtime_pct = 50,
+                .after_pct = 15,
+                .mem_pct = 15,
         };
 }
 
@@ -341,7 +371,7 @@ static void compare(const struct size *sz, int hosts, uint64_t seed) {
 
         for (int k = 0; k < hosts; k++) {
                 struct fake_host h;
-                struct fake_rng rng = {seed + (uint64_t) k * UINT64_C(0x9e3779b97f4a7c15)};
+                struct fake_rng rng = { seed + (uint64_t) k * UINT64_C(0x9e3779b97f4a7c15) };
                 assert_int_equal(fake_host_make(&h, &shape, &rng), 0);
                 gw_usec_t horizon = fake_chance(&rng, 20) ? (gw_usec_t) 365 * 24 * 3600 * SEC
                                                           : fake_rnd_in(&rng, 1, sz->horizon_steps) * STEP;
@@ -349,9 +379,11 @@ static void compare(const struct size *sz, int hosts, uint64_t seed) {
                 struct gw_prediction *got = calloc(n + 1, sizeof(*got)), *want = calloc(n + 1, sizeof(*want));
                 assert_non_null(got);
                 assert_non_null(want);
-                int rg = gw_predict_starts(&h.in, NOW, horizon, got), rw = ref_predict_starts(&h.in, NOW, horizon, want);
+                int rg = gw_predict_starts(&h.in, NOW, horizon, got),
+                    rw = ref_predict_starts(&h.in, NOW, horizon, want);
                 if (rg != rw)
-                        fail_msg("host %d (seed %llu): returned %d, reference %d", k, (unsigned long long) seed, rg, rw);
+                        fail_msg("host %d (seed %llu): returned %d, reference %d", k, (unsigned long long) seed, rg,
+                                 rw);
                 for (size_t i = 0; rw == 0 && i < n; i++) {
                         const struct gw_prediction *a = &got[i], *b = &want[i];
                         if (a->id != b->id || a->start != b->start || a->end != b->end || a->gpu_mask != b->gpu_mask)
@@ -372,19 +404,19 @@ static void compare(const struct size *sz, int hosts, uint64_t seed) {
 }
 
 static void small_hosts(void **state) {
-        const struct size sz = {.gpus = 4, .running = 3, .bookings = 3, .pending = 8, .horizon_steps = 20};
+        const struct size sz = { .gpus = 4, .running = 3, .bookings = 3, .pending = 8, .horizon_steps = 20 };
         (void) state;
         compare(&sz, 50000, 1);
 }
 
 static void medium_hosts(void **state) {
-        const struct size sz = {.gpus = 8, .running = 6, .bookings = 6, .pending = 24, .horizon_steps = 40};
+        const struct size sz = { .gpus = 8, .running = 6, .bookings = 6, .pending = 24, .horizon_steps = 40 };
         (void) state;
         compare(&sz, 5000, 2);
 }
 
 static void wide_hosts(void **state) {
-        const struct size sz = {.gpus = 64, .running = 40, .bookings = 30, .pending = 200, .horizon_steps = 60};
+        const struct size sz = { .gpus = 64, .running = 40, .bookings = 30, .pending = 200, .horizon_steps = 60 };
         (void) state;
         compare(&sz, 100, 3);
 }

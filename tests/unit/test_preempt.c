@@ -12,14 +12,19 @@
 #define NOW (100000 * S)
 
 static struct gw_preempt_running job(int64_t id, unsigned gpu, int prio, long started_ago, long ckpt_ago) {
-        return (struct gw_preempt_running) {
-                .id = id, .gpu_mask = UINT64_C(1) << gpu, .priority = prio, .start_time = NOW - started_ago * S,
-                .ckpt_time = ckpt_ago >= 0 ? NOW - ckpt_ago * S : 0, .preemptible = true, .resumable = true,
+        return (struct gw_preempt_running){
+                .id = id,
+                .gpu_mask = UINT64_C(1) << gpu,
+                .priority = prio,
+                .start_time = NOW - started_ago * S,
+                .ckpt_time = ckpt_ago >= 0 ? NOW - ckpt_ago * S : 0,
+                .preemptible = true,
+                .resumable = true,
         };
 }
 
 static struct gw_preempt_need need_of(int ngpus, int prio) {
-        return (struct gw_preempt_need) { .ngpus = ngpus, .priority = prio, .lossy_ok = true };
+        return (struct gw_preempt_need){ .ngpus = ngpus, .priority = prio, .lossy_ok = true };
 }
 
 static void least_work_lost_first(void **state) {

@@ -15,8 +15,11 @@
 
 /* Epoch 3 of 10 just ended: its row at ROW, last.pt 5 ms later (whole), best.pt of epoch 2. */
 static struct gw_preempt_ckpt_look epoch3(void) {
-        return (struct gw_preempt_ckpt_look) {
-                .row_mtime = ROW, .row_epoch = 3, .total = 10, .best = GW_PREEMPT_BEST_NO,
+        return (struct gw_preempt_ckpt_look){
+                .row_mtime = ROW,
+                .row_epoch = 3,
+                .total = 10,
+                .best = GW_PREEMPT_BEST_NO,
                 .last = { .seen = true, .complete = true, .mtime = ROW + 5 * MS },
                 .best_pt = { .seen = true, .complete = true, .mtime = ROW - 900 * MS },
         };
@@ -98,7 +101,7 @@ static void a_best_pt_that_may_follow_is_given_a_moment(void **state) {
         assert_int_equal(judge(&l, 0, v.recheck).act, GW_PREEMPT_CKPT_STOP);
         /* Even with no best.pt expected, one being written is not torn. */
         l.best = GW_PREEMPT_BEST_NO;
-        l.best_pt = (struct gw_preempt_ckpt_file) { .seen = true, .complete = false, .mtime = ROW + 6 * MS };
+        l.best_pt = (struct gw_preempt_ckpt_file){ .seen = true, .complete = false, .mtime = ROW + 6 * MS };
         assert_int_equal(judge(&l, 0, ROW + 7 * MS).act, GW_PREEMPT_CKPT_WAIT);
 }
 

@@ -21,28 +21,38 @@ static void csv_header(char *buf, size_t n, const char *const *names, size_t k) 
         size_t len = strlen(buf);
 
         for (size_t i = 0; i < k; i++)
-                len += (size_t) snprintf(buf + len, n - len, "%23s%s", names[i],
-                                         i + 1 < k ? "," : "\n");
+                len += (size_t) snprintf(buf + len, n - len, "%23s%s", names[i], i + 1 < k ? "," : "\n");
 }
 
 static void csv_row(char *buf, size_t n, const double *v, size_t k, bool newline) {
         size_t len = strlen(buf);
 
         for (size_t i = 0; i < k; i++)
-                len += (size_t) snprintf(buf + len, n - len, "%23.5g%s", v[i],
-                                         i + 1 < k ? "," : (newline ? "\n" : ""));
+                len += (size_t) snprintf(buf + len, n - len, "%23.5g%s", v[i], i + 1 < k ? "," : (newline ? "\n" : ""));
 }
 
 static const char *const v8_cols[] = {
-        "epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
-        "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss",
-        "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2",
+        "epoch",
+        "train/box_loss",
+        "train/cls_loss",
+        "train/dfl_loss",
+        "metrics/precision(B)",
+        "metrics/recall(B)",
+        "metrics/mAP50(B)",
+        "metrics/mAP50-95(B)",
+        "val/box_loss",
+        "val/cls_loss",
+        "val/dfl_loss",
+        "lr/pg0",
+        "lr/pg1",
+        "lr/pg2",
 };
 
 static void v8_row(char *buf, size_t n, double epoch, double loss, bool newline) {
-        double v[14] = {epoch, loss, loss + 0.1, loss + 0.2, 0.6, 0.5, 0.61 + epoch / 100,
-                        0.45 + epoch / 100, loss + 0.3, loss + 0.4, loss + 0.5, 0.0033, 0.0033,
-                        0.07};
+        double v[14] = { epoch,      loss,       loss + 0.1,         loss + 0.2,
+                         0.6,        0.5,        0.61 + epoch / 100, 0.45 + epoch / 100,
+                         loss + 0.3, loss + 0.4, loss + 0.5,         0.0033,
+                         0.0033,     0.07 };
         csv_row(buf, n, v, N_ELEMS(v), newline);
 }
 
@@ -62,7 +72,7 @@ static void results_v8_dedup_and_partial(void **state) {
         v8_row(csv, sizeof(csv), 3, 1.25, true);
         v8_row(csv, sizeof(csv), 4, 1.2, true);
         v8_row(csv, sizeof(csv), 5, 1.1, false); /* being written */
-        csv[strlen(csv) - 40] = '\0';             /* ... and torn mid-field */
+        csv[strlen(csv) - 40] = '\0'; /* ... and torn mid-field */
 
         assert_int_equal(gw_results_parse(csv, strlen(csv), &r), 0);
         assert_int_equal(r.n_cols, 14);
@@ -104,19 +114,18 @@ static void results_v8_dedup_and_partial(void **state) {
 static void results_v5_zero_based(void **state) {
         /* YOLOv5 writes "%20s" fields, counts epochs from 0, has obj_loss and no dfl_loss, and
          * calls its mAP columns mAP_0.5 and mAP_0.5:0.95. */
-        static const char csv[] =
-                "               epoch,      train/box_loss,      train/obj_loss,      train/cls_loss,"
-                "   metrics/precision,      metrics/recall,     metrics/mAP_0.5,metrics/mAP_0.5:0.95,"
-                "        val/box_loss,        val/obj_loss,        val/cls_loss,               x/lr0,"
-                "               x/lr1,               x/lr2\n"
-                "                   0,            0.041513,            0.057292,            0.018611,"
-                "             0.69741,             0.60284,              0.6618,             0.43158,"
-                "            0.034106,            0.047451,            0.010153,            0.070096,"
-                "           0.0033005,           0.0033005\n"
-                "                   1,            0.039838,            0.055963,            0.016766,"
-                "             0.71212,             0.61877,             0.67829,             0.44577,"
-                "            0.033367,             0.04624,           0.0094618,            0.040047,"
-                "           0.0065883,           0.0065883\n";
+        static const char csv[] = "               epoch,      train/box_loss,      train/obj_loss,      train/cls_loss,"
+                                  "   metrics/precision,      metrics/recall,     metrics/mAP_0.5,metrics/mAP_0.5:0.95,"
+                                  "        val/box_loss,        val/obj_loss,        val/cls_loss,               x/lr0,"
+                                  "               x/lr1,               x/lr2\n"
+                                  "                   0,            0.041513,            0.057292,            0.018611,"
+                                  "             0.69741,             0.60284,              0.6618,             0.43158,"
+                                  "            0.034106,            0.047451,            0.010153,            0.070096,"
+                                  "           0.0033005,           0.0033005\n"
+                                  "                   1,            0.039838,            0.055963,            0.016766,"
+                                  "             0.71212,             0.61877,             0.67829,             0.44577,"
+                                  "            0.033367,             0.04624,           0.0094618,            0.040047,"
+                                  "           0.0065883,           0.0065883\n";
         struct gw_results r;
 
         assert_int_equal(gw_results_parse(csv, strlen(csv), &r), 0);
@@ -137,14 +146,13 @@ static void results_v5_zero_based(void **state) {
 
 static void results_newer_with_time(void **state) {
         /* Ultralytics 8.3: no padding, a "time" column after epoch, CRLF if edited on Windows. */
-        static const char csv[] =
-                "epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),"
-                "metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,"
-                "val/dfl_loss,lr/pg0,lr/pg1,lr/pg2\r\n"
-                "1,12.4,1.2,1.9,1.3,0.55,0.45,0.5,0.35,1.1,1.7,1.2,0.0007,0.0007,0.0007\r\n"
-                "\r\n"
-                "2,23.9,1.1,1.7,1.25,0.58,0.47,0.53,0.37,1.05,1.6,1.18,0.0013,0.0013,0.0013\r\n"
-                "2,24.1,1.0,,1.2,0.6,0.5,0.55,0.38,1.0,1.5,1.1,0.0013,0.0013,0.0013\r\n";
+        static const char csv[] = "epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),"
+                                  "metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,"
+                                  "val/dfl_loss,lr/pg0,lr/pg1,lr/pg2\r\n"
+                                  "1,12.4,1.2,1.9,1.3,0.55,0.45,0.5,0.35,1.1,1.7,1.2,0.0007,0.0007,0.0007\r\n"
+                                  "\r\n"
+                                  "2,23.9,1.1,1.7,1.25,0.58,0.47,0.53,0.37,1.05,1.6,1.18,0.0013,0.0013,0.0013\r\n"
+                                  "2,24.1,1.0,,1.2,0.6,0.5,0.55,0.38,1.0,1.5,1.1,0.0013,0.0013,0.0013\r\n";
         struct gw_results r;
         double l[8];
 
@@ -240,10 +248,10 @@ static void results_tasks_and_fitness(void **state) {
 static void results_restart_and_junk(void **state) {
         static const char csv[] = "epoch,train/loss\n"
                                   "1,0.9\n2,0.8\n3,0.7\n4,0.6\n"
-                                  "epoch,train/loss\n"   /* a header written again */
+                                  "epoch,train/loss\n" /* a header written again */
                                   "garbage line\n"
-                                  "2,0.79\n3.0,0.69\n"   /* resumed from epoch 2; "3.0" */
-                                  "-1,5\n2.5,1\n";        /* not epochs */
+                                  "2,0.79\n3.0,0.69\n" /* resumed from epoch 2; "3.0" */
+                                  "-1,5\n2.5,1\n"; /* not epochs */
         struct gw_results r;
 
         assert_int_equal(gw_results_parse(csv, sizeof(csv) - 1, &r), 0);
@@ -263,12 +271,12 @@ static void results_errors(void **state) {
                 const char *text;
                 int ret;
         } t[] = {
-                {"", -ENODATA},
-                {"\n\n", -ENODATA},
-                {"                  epoch,   train/box", -ENODATA}, /* header still being written */
-                {"a,b,c\n1,2,3\n", -EBADMSG},
-                {"epoch\n", 0},
-                {"epoch, train/x\n1,2", 0}, /* header, no complete row */
+                { "", -ENODATA },
+                { "\n\n", -ENODATA },
+                { "                  epoch,   train/box", -ENODATA }, /* header still being written */
+                { "a,b,c\n1,2,3\n", -EBADMSG },
+                { "epoch\n", 0 },
+                { "epoch, train/x\n1,2", 0 }, /* header, no complete row */
         };
         struct gw_results r;
 
@@ -312,25 +320,25 @@ static void yaml_epochs(void **state) {
                 int ret;
                 long v;
         } t[] = {
-                {"epochs: 3\n", 0, 3},
-                {"epochs:3\n", 0, 3},
-                {"epochs : 7 # planned\n", 0, 7},
-                {"epochs: '12'\n", 0, 12},
-                {"epochs: \"12\"\n", 0, 12},
-                {"epochs: 3\nepochs: 4\n", 0, 4},
-                {"sub:\n  epochs: 9\n", -ENOENT, 0},
-                {"epochs_extra: 9\n", -ENOENT, 0},
-                {"epochs: null\n", -EINVAL, 0},
-                {"epochs: 3#x\n", -EINVAL, 0},
-                {"epochs: 99999999999999999999\n", -ERANGE, 0},
-                {"epochs: 30", -ENOENT, 0}, /* being written: could be 300 */
-                {"", -ENOENT, 0},
+                { "epochs: 3\n", 0, 3 },
+                { "epochs:3\n", 0, 3 },
+                { "epochs : 7 # planned\n", 0, 7 },
+                { "epochs: '12'\n", 0, 12 },
+                { "epochs: \"12\"\n", 0, 12 },
+                { "epochs: 3\nepochs: 4\n", 0, 4 },
+                { "sub:\n  epochs: 9\n", -ENOENT, 0 },
+                { "epochs_extra: 9\n", -ENOENT, 0 },
+                { "epochs: null\n", -EINVAL, 0 },
+                { "epochs: 3#x\n", -EINVAL, 0 },
+                { "epochs: 99999999999999999999\n", -ERANGE, 0 },
+                { "epochs: 30", -ENOENT, 0 }, /* being written: could be 300 */
+                { "", -ENOENT, 0 },
                 /* time=H: Ultralytics recomputes the epochs after each one; args.yaml keeps 100. */
-                {"epochs: 100\ntime: 2.5\n", -ENODATA, 0},
-                {"epochs: 100\ntime: 1\n", -ENODATA, 0},
-                {"epochs: 100\ntime: 0\n", 0, 100},
-                {"epochs: 100\ntime: null\n", 0, 100},
-                {"time: 0.5 # hours\nepochs: 100\n", -ENODATA, 0},
+                { "epochs: 100\ntime: 2.5\n", -ENODATA, 0 },
+                { "epochs: 100\ntime: 1\n", -ENODATA, 0 },
+                { "epochs: 100\ntime: 0\n", 0, 100 },
+                { "epochs: 100\ntime: null\n", 0, 100 },
+                { "time: 0.5 # hours\nepochs: 100\n", -ENODATA, 0 },
         };
         struct gw_results r;
         long v = -1;
@@ -355,15 +363,15 @@ static void yaml_epochs(void **state) {
 }
 
 static void argv_epochs(void **state) {
-        const char *yolo[] = {"yolo", "train", "model=yolov8n.pt", "data=coco128.yaml",
-                              "epochs=3", "imgsz=640", "epochs=5"};
-        const char *v5[] = {"python", "train.py", "--img", "640", "--epochs", "50"};
-        const char *v5eq[] = {"python", "train.py", "--epochs=60"};
-        const char *none[] = {"epochs=1", "python", "x.py"}; /* argv[0] is not an argument */
-        const char *bad[] = {"yolo", "epochs=ten"};
-        const char *dangling[] = {"python", "train.py", "--epochs"};
-        const char *timed[] = {"yolo", "train", "epochs=300", "time=1.5"};
-        const char *untimed[] = {"yolo", "train", "epochs=30", "time=0"};
+        const char *yolo[] = { "yolo",     "train",     "model=yolov8n.pt", "data=coco128.yaml",
+                               "epochs=3", "imgsz=640", "epochs=5" };
+        const char *v5[] = { "python", "train.py", "--img", "640", "--epochs", "50" };
+        const char *v5eq[] = { "python", "train.py", "--epochs=60" };
+        const char *none[] = { "epochs=1", "python", "x.py" }; /* argv[0] is not an argument */
+        const char *bad[] = { "yolo", "epochs=ten" };
+        const char *dangling[] = { "python", "train.py", "--epochs" };
+        const char *timed[] = { "yolo", "train", "epochs=300", "time=1.5" };
+        const char *untimed[] = { "yolo", "train", "epochs=30", "time=0" };
         long v = 0;
 
         assert_int_equal(gw_argv_epochs(yolo, N_ELEMS(yolo), &v), 0);
@@ -390,15 +398,15 @@ static void progress_file(void **state) {
                 int ret;
                 long epoch, total;
         } t[] = {
-                {"epoch=1 total=10\nepoch=2 total=10\nepoch=3 tot", 0, 2, 10},
-                {"epoch=5\n", 0, 5, -1},
-                {"total=8,epoch=6\n", 0, 6, 8},
-                {"step 100\nepoch=2 total=4\nloss 0.3\n", 0, 2, 4},
-                {"epoch,loss\n1,0.5\n2,0.4\n3,0.3", 0, 2, -1},
-                {"epoch,loss\n", -ENODATA, 0, 0},
-                {"hello\n", -ENODATA, 0, 0},
-                {"epoch=x\n", -ENODATA, 0, 0},
-                {"", -ENODATA, 0, 0},
+                { "epoch=1 total=10\nepoch=2 total=10\nepoch=3 tot", 0, 2, 10 },
+                { "epoch=5\n", 0, 5, -1 },
+                { "total=8,epoch=6\n", 0, 6, 8 },
+                { "step 100\nepoch=2 total=4\nloss 0.3\n", 0, 2, 4 },
+                { "epoch,loss\n1,0.5\n2,0.4\n3,0.3", 0, 2, -1 },
+                { "epoch,loss\n", -ENODATA, 0, 0 },
+                { "hello\n", -ENODATA, 0, 0 },
+                { "epoch=x\n", -ENODATA, 0, 0 },
+                { "", -ENODATA, 0, 0 },
         };
         struct gw_progress p;
 
@@ -422,31 +430,30 @@ static void progress_file(void **state) {
 #define BAR(pct, done) ": " pct "|" done "| "
 
 static const char log_start[] =
-        "Ultralytics YOLOv8.1.0 \xf0\x9f\x9a\x80 Python-3.11.4 torch-2.1.0 CUDA:0 (NVIDIA H100, 81090MiB)\n"
-        BLUE_BOLD "train: " RESET "Scanning /data/coco128/labels/train2017.cache... 126 images, 2 "
+        "Ultralytics YOLOv8.1.0 \xf0\x9f\x9a\x80 Python-3.11.4 torch-2.1.0 CUDA:0 (NVIDIA H100, 81090MiB)\n" BLUE_BOLD
+        "train: " RESET "Scanning /data/coco128/labels/train2017.cache... 126 images, 2 "
+        "backgrounds, 0 corrupt: 100%|\xe2\x96\x88\xe2\x96\x88| 128/128 [00:00<?, ?it/s]\n" BLUE_BOLD "val: " RESET
+        "Scanning /data/coco128/labels/train2017.cache... 126 images, 2 "
         "backgrounds, 0 corrupt: 100%|\xe2\x96\x88\xe2\x96\x88| 128/128 [00:00<?, ?it/s]\n"
-        BLUE_BOLD "val: " RESET "Scanning /data/coco128/labels/train2017.cache... 126 images, 2 "
-        "backgrounds, 0 corrupt: 100%|\xe2\x96\x88\xe2\x96\x88| 128/128 [00:00<?, ?it/s]\n"
-        "Plotting labels to runs/detect/train/labels.jpg... \n"
-        BLUE_BOLD "optimizer:" RESET " AdamW(lr=0.000119, momentum=0.9)\n"
+        "Plotting labels to runs/detect/train/labels.jpg... \n" BLUE_BOLD "optimizer:" RESET
+        " AdamW(lr=0.000119, momentum=0.9)\n"
         "Image sizes 640 train, 640 val\nUsing 8 dataloader workers\n"
         "Logging results to " BLUE_BOLD "runs/detect/train" RESET "\n"
         "Starting training for 3 epochs...\n";
 
-#define EPOCH1_BARS                                                                              \
-        "\n" EPOCH_HDR                                                                           \
-        "\r  0%|          | 0/8 [00:00<?, ?it/s]"                                               \
-        "\r      1/3      2.61G      1.173      1.435      1.223        217        640:  12%|"  \
-        "\xe2\x96\x88         | 1/8 [00:01<00:09,  1.38s/it]"                                    \
-        "\r      1/3      2.61G      1.187      1.361      1.238        217        640: 100%|"  \
+#define EPOCH1_BARS                                                                            \
+        "\n" EPOCH_HDR "\r  0%|          | 0/8 [00:00<?, ?it/s]"                               \
+        "\r      1/3      2.61G      1.173      1.435      1.223        217        640:  12%|" \
+        "\xe2\x96\x88         | 1/8 [00:01<00:09,  1.38s/it]"                                  \
+        "\r      1/3      2.61G      1.187      1.361      1.238        217        640: 100%|" \
         "\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88| 8/8 [00:03<00:00,  2.36it/s]\n"
-#define VAL_BARS                                                                                 \
-        VAL_HDR ":   0%|          | 0/4 [00:00<?, ?it/s]"                                       \
-        "\r" VAL_HDR ":  50%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88     | "   \
-        "2/4 [00:00<00:00,  3.01it/s]"
+#define VAL_BARS                                                                                          \
+        VAL_HDR ":   0%|          | 0/4 [00:00<?, ?it/s]"                                                 \
+                "\r" VAL_HDR ":  50%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88     | " \
+                "2/4 [00:00<00:00,  3.01it/s]"
 #define ALL_LINE "                   all        128        929      0.646      0.539      0.617      0.455\n"
-#define CLS_EPOCH_BAR                                                                            \
-        "\n      Epoch    GPU_mem       loss  Instances       Size\n"                               \
+#define CLS_EPOCH_BAR                                                 \
+        "\n      Epoch    GPU_mem       loss  Instances       Size\n" \
         "\r      1/3     0.605G      2.304         16        224: 100%|\xe2\x96\x88| 8/8 [00:01]\n"
 #define CLS_VAL "               classes   top1_acc   top5_acc"
 
@@ -457,80 +464,82 @@ static const struct {
         enum gw_phase phase;
         const char *line_prefix;
 } phase_cases[] = {
-        {"empty", "", 0, GW_PHASE_UNKNOWN, ""},
-        {"blank redraws", "\r\r\n  \n\r", 0, GW_PHASE_UNKNOWN, ""},
-        {"epoch bar redraws", EPOCH1_BARS, 0, GW_PHASE_TRAINING, "1/3      2.61G      1.187"},
-        {"bar without newline", EPOCH1_BARS "\r      2/3      2.6G      1.1", 0,
-         GW_PHASE_TRAINING, "2/3      2.6G"},
+        { "empty", "", 0, GW_PHASE_UNKNOWN, "" },
+        { "blank redraws", "\r\r\n  \n\r", 0, GW_PHASE_UNKNOWN, "" },
+        { "epoch bar redraws", EPOCH1_BARS, 0, GW_PHASE_TRAINING, "1/3      2.61G      1.187" },
+        { "bar without newline", EPOCH1_BARS "\r      2/3      2.6G      1.1", 0, GW_PHASE_TRAINING, "2/3      2.6G" },
         /* The last redraw is a validation bar: validating, even after the epoch's bar. */
-        {"validation is the last redraw", EPOCH1_BARS VAL_BARS, 0, GW_PHASE_VALIDATING,
-         "Class     Images  Instances      Box(P"},
+        { "validation is the last redraw", EPOCH1_BARS VAL_BARS, 0, GW_PHASE_VALIDATING,
+          "Class     Images  Instances      Box(P" },
         /* The results line ends the pass: validated, nothing to protect; a
          * job hung right after it is hung, not validating. */
-        {"summary under its header", EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE,
-         0, GW_PHASE_VALIDATED, "all        128        929"},
-        {"summary with an open line after it",
-         EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE "\n  \r", 0,
-         GW_PHASE_VALIDATED, "all        128        929"},
+        { "summary under its header", EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE, 0, GW_PHASE_VALIDATED,
+          "all        128        929" },
+        { "summary with an open line after it", EPOCH1_BARS VAL_BARS "\r" VAL_HDR ": 100%| 4/4\n" ALL_LINE "\n  \r", 0,
+          GW_PHASE_VALIDATED, "all        128        929" },
         /* The next epoch's validation, with the previous summary further up: still running. */
-        {"validating again after a summary",
-         EPOCH1_BARS VAL_BARS "\n" ALL_LINE EPOCH1_BARS VAL_BARS, 0, GW_PHASE_VALIDATING,
-         "Class     Images  Instances      Box(P"},
+        { "validating again after a summary", EPOCH1_BARS VAL_BARS "\n" ALL_LINE EPOCH1_BARS VAL_BARS, 0,
+          GW_PHASE_VALIDATING, "Class     Images  Instances      Box(P" },
         /* The final validation prints classes after "all", then timings: still over. */
-        {"final validation done",
-         VAL_HDR ": 100%| 4/4 [00:01<00:00]\n" ALL_LINE
-         "                person        128        254      0.696      0.639      0.691      0.493\n"
-         "                   car        128         46      0.546      0.217      0.301      0.184\n"
-         "Speed: 0.1ms preprocess, 0.9ms inference, 0.0ms loss, 1.2ms postprocess per image\n"
-         "Results saved to " BLUE_BOLD "runs/detect/train" RESET "\n",
-         0, GW_PHASE_VALIDATED, "all        128        929"},
+        { "final validation done",
+          VAL_HDR ": 100%| 4/4 [00:01<00:00]\n" ALL_LINE
+                  "                person        128        254      0.696      0.639      0.691      0.493\n"
+                  "                   car        128         46      0.546      0.217      0.301      0.184\n"
+                  "Speed: 0.1ms preprocess, 0.9ms inference, 0.0ms loss, 1.2ms postprocess per image\n"
+                  "Results saved to " BLUE_BOLD "runs/detect/train" RESET "\n",
+          0, GW_PHASE_VALIDATED, "all        128        929" },
         /* A loader hung at the start of epoch 2: the summary is still in the window, but the
          * header and bar of the new epoch say training. */
-        {"next epoch after the summary",
-         EPOCH1_BARS VAL_BARS "\n" ALL_LINE "\n" EPOCH_HDR "\r  0%|          | 0/8 [00:00<?, ?it/s]",
-         0, GW_PHASE_TRAINING, "Epoch    GPU_mem"},
-        {"summary without a header", "step 1\nstep 2\n" ALL_LINE, 0, GW_PHASE_UNKNOWN, "all "},
-        {"header beyond the window", VAL_HDR "\nx\ny\nz\n" ALL_LINE, 3, GW_PHASE_UNKNOWN, "all "},
-        {"start of training (val: scan)", log_start, 0, GW_PHASE_VALIDATING,
-         "val: Scanning /data/coco128"},
-        {"val: scan beyond the window", log_start, 3, GW_PHASE_UNKNOWN, "Starting training"},
-        {"final validation", "Optimizer stripped from runs/detect/train/weights/last.pt, 6.2MB\n"
-         "Optimizer stripped from runs/detect/train/weights/best.pt, 6.2MB\n\n"
-         "Validating runs/detect/train/weights/best.pt...\n"
-         "Ultralytics YOLOv8.1.0 \xf0\x9f\x9a\x80 Python-3.11.4 torch-2.1.0 CUDA:0\n"
-         "Model summary (fused): 168 layers, 3151904 parameters, 0 gradients, 8.7 GFLOPs\n",
-         0, GW_PHASE_VALIDATING, "Validating runs/detect/train/weights/best.pt..."},
-        {"optimizer stripped", "      3/3 ...\nOptimizer stripped from runs/detect/train/weights/last.pt, 6.2MB\n",
-         0, GW_PHASE_SAVING, "Optimizer stripped from"},
-        {"OSC title and saving", ESC "]0;job 17" "\x07" "Saving model checkpoint to out/checkpoint-500" ESC "[K\n",
-         0, GW_PHASE_SAVING, "Saving model checkpoint to out/checkpoint-500"},
-        {"OSC with ST", ESC "]2;t" ESC "\\" "loss=0.3\n", 0, GW_PHASE_UNKNOWN, "loss=0.3"},
-        {"torn escape at the end", "step 7 " ESC "[3", 0, GW_PHASE_UNKNOWN, "step 7"},
-        {"case-sensitive", "saving nothing\nvalidating\n", 0, GW_PHASE_UNKNOWN, "validating"},
+        { "next epoch after the summary",
+          EPOCH1_BARS VAL_BARS "\n" ALL_LINE "\n" EPOCH_HDR "\r  0%|          | 0/8 [00:00<?, ?it/s]", 0,
+          GW_PHASE_TRAINING, "Epoch    GPU_mem" },
+        { "summary without a header", "step 1\nstep 2\n" ALL_LINE, 0, GW_PHASE_UNKNOWN, "all " },
+        { "header beyond the window", VAL_HDR "\nx\ny\nz\n" ALL_LINE, 3, GW_PHASE_UNKNOWN, "all " },
+        { "start of training (val: scan)", log_start, 0, GW_PHASE_VALIDATING, "val: Scanning /data/coco128" },
+        { "val: scan beyond the window", log_start, 3, GW_PHASE_UNKNOWN, "Starting training" },
+        { "final validation",
+          "Optimizer stripped from runs/detect/train/weights/last.pt, 6.2MB\n"
+          "Optimizer stripped from runs/detect/train/weights/best.pt, 6.2MB\n\n"
+          "Validating runs/detect/train/weights/best.pt...\n"
+          "Ultralytics YOLOv8.1.0 \xf0\x9f\x9a\x80 Python-3.11.4 torch-2.1.0 CUDA:0\n"
+          "Model summary (fused): 168 layers, 3151904 parameters, 0 gradients, 8.7 GFLOPs\n",
+          0, GW_PHASE_VALIDATING, "Validating runs/detect/train/weights/best.pt..." },
+        { "optimizer stripped", "      3/3 ...\nOptimizer stripped from runs/detect/train/weights/last.pt, 6.2MB\n", 0,
+          GW_PHASE_SAVING, "Optimizer stripped from" },
+        { "OSC title and saving",
+          ESC "]0;job 17"
+              "\x07"
+              "Saving model checkpoint to out/checkpoint-500" ESC "[K\n",
+          0, GW_PHASE_SAVING, "Saving model checkpoint to out/checkpoint-500" },
+        { "OSC with ST",
+          ESC "]2;t" ESC "\\"
+              "loss=0.3\n",
+          0, GW_PHASE_UNKNOWN, "loss=0.3" },
+        { "torn escape at the end", "step 7 " ESC "[3", 0, GW_PHASE_UNKNOWN, "step 7" },
+        { "case-sensitive", "saving nothing\nvalidating\n", 0, GW_PHASE_UNKNOWN, "validating" },
         /* task=classify (ClassificationValidator): its own header and results line. */
-        {"classify validating", CLS_EPOCH_BAR CLS_VAL ":  50%| 2/4 [00:00<00:00,  3.01it/s]", 0,
-         GW_PHASE_VALIDATING, "classes   top1_acc   top5_acc:  50%"},
-        {"classify validated", CLS_EPOCH_BAR CLS_VAL ": 100%| 4/4 [00:01<00:00]\n"
-         "                   all      0.523      0.861\n", 0, GW_PHASE_VALIDATED, "all      0.523"},
+        { "classify validating", CLS_EPOCH_BAR CLS_VAL ":  50%| 2/4 [00:00<00:00,  3.01it/s]", 0, GW_PHASE_VALIDATING,
+          "classes   top1_acc   top5_acc:  50%" },
+        { "classify validated",
+          CLS_EPOCH_BAR CLS_VAL ": 100%| 4/4 [00:01<00:00]\n"
+                                "                   all      0.523      0.861\n",
+          0, GW_PHASE_VALIDATED, "all      0.523" },
 };
 
 static void phase_table(void **state) {
         for (size_t i = 0; i < N_ELEMS(phase_cases); i++) {
-                struct gw_phase_rules rules = {gw_phase_patterns_default,
-                                               gw_phase_patterns_default_n,
-                                               phase_cases[i].last_lines};
+                struct gw_phase_rules rules = { gw_phase_patterns_default, gw_phase_patterns_default_n,
+                                                phase_cases[i].last_lines };
                 struct gw_phase_result res;
                 const char *want = phase_cases[i].line_prefix;
                 int r = gw_phase_from_log(phase_cases[i].tail, strlen(phase_cases[i].tail),
                                           phase_cases[i].last_lines ? &rules : NULL, &res);
 
                 if (r != 0 || res.phase != phase_cases[i].phase)
-                        fail_msg("%s: ret %d phase %s, want %s (line \"%s\")",
-                                 phase_cases[i].name, r, gw_phase_name(res.phase),
-                                 gw_phase_name(phase_cases[i].phase), res.line);
+                        fail_msg("%s: ret %d phase %s, want %s (line \"%s\")", phase_cases[i].name, r,
+                                 gw_phase_name(res.phase), gw_phase_name(phase_cases[i].phase), res.line);
                 if (strncmp(res.line, want, strlen(want)) != 0 || (!*want && *res.line))
-                        fail_msg("%s: line \"%s\", want \"%s...\"", phase_cases[i].name,
-                                 res.line, want);
+                        fail_msg("%s: line \"%s\", want \"%s...\"", phase_cases[i].name, res.line, want);
                 assert_null(strchr(res.line, '\x1b'));
                 assert_null(strchr(res.line, '\r'));
         }
@@ -541,14 +550,15 @@ static bool utf8_valid(const char *s) {
         const unsigned char *p = (const unsigned char *) s;
 
         while (*p) {
-                size_t len = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2
-                                         : *p >= 0xe0 && *p <= 0xef  ? 3
-                                         : *p >= 0xf0 && *p <= 0xf4  ? 4
-                                                                     : 0;
+                size_t len = *p < 0x80                  ? 1
+                             : *p >= 0xc2 && *p <= 0xdf ? 2
+                             : *p >= 0xe0 && *p <= 0xef ? 3
+                             : *p >= 0xf0 && *p <= 0xf4 ? 4
+                                                        : 0;
                 if (len == 0)
                         return false;
-                if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
-                    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+                if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) || (p[0] == 0xf0 && p[1] < 0x90) ||
+                    (p[0] == 0xf4 && p[1] > 0x8f))
                         return false;
                 for (size_t i = 1; i < len; i++)
                         if ((p[i] & 0xc0) != 0x80)
@@ -560,12 +570,12 @@ static bool utf8_valid(const char *s) {
 
 static void phase_custom_rules(void **state) {
         static const struct gw_phase_pattern pats[] = {
-                {GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "Evaluating", false},
-                {GW_PHASE_SAVING, GW_MATCH_PREFIX, "ckpt", false},
-                {GW_PHASE_SAVING, GW_MATCH_SUBSTR, "", false},          /* ignored: matches all */
-                {GW_PHASE_TRAINING, GW_MATCH_SUBSTR, "it/s]", false},
+                { GW_PHASE_VALIDATING, GW_MATCH_SUBSTR, "Evaluating", false },
+                { GW_PHASE_SAVING, GW_MATCH_PREFIX, "ckpt", false },
+                { GW_PHASE_SAVING, GW_MATCH_SUBSTR, "", false }, /* ignored: matches all */
+                { GW_PHASE_TRAINING, GW_MATCH_SUBSTR, "it/s]", false },
         };
-        struct gw_phase_rules rules = {pats, N_ELEMS(pats), 4};
+        struct gw_phase_rules rules = { pats, N_ELEMS(pats), 4 };
         static const char hf[] = "{'loss': 0.41, 'epoch': 1.0}\n"
                                  " 12%|#2        | 60/500 [00:30<03:40,  2.0it/s]\n"
                                  "***** Running Evaluation *****\n"
@@ -624,34 +634,34 @@ static bool training(bool yolo, const char *const *argv) {
 static void run_is_training(void **state) {
         (void) state;
         /* A job that trains by its own words, or one submitted as an Ultralytics run. */
-        assert_true(training(false, (const char *const[]) { "gw-fake-trainer", "epochs=10", NULL }));
-        assert_true(training(false, (const char *const[]) { "yolo", "train", "name=exp", NULL }));
-        assert_true(training(false, (const char *const[]) { "python", "train.py", "--project", "runs/x", NULL }));
-        assert_true(training(false, (const char *const[]) { "python", "train.py", "--epochs=3", NULL }));
-        assert_true(training(false, (const char *const[]) { "trainer", "resume", "model=a/weights/last.pt", NULL }));
-        assert_true(training(false, (const char *const[]) { "python3", "run.py", "resume=a/weights/last.pt", NULL }));
-        assert_true(training(true, (const char *const[]) { "./run.sh", NULL }));
+        assert_true(training(false, (const char *const[]){ "gw-fake-trainer", "epochs=10", NULL }));
+        assert_true(training(false, (const char *const[]){ "yolo", "train", "name=exp", NULL }));
+        assert_true(training(false, (const char *const[]){ "python", "train.py", "--project", "runs/x", NULL }));
+        assert_true(training(false, (const char *const[]){ "python", "train.py", "--epochs=3", NULL }));
+        assert_true(training(false, (const char *const[]){ "trainer", "resume", "model=a/weights/last.pt", NULL }));
+        assert_true(training(false, (const char *const[]){ "python3", "run.py", "resume=a/weights/last.pt", NULL }));
+        assert_true(training(true, (const char *const[]){ "./run.sh", NULL }));
         /* Ultralytics' Python API, called from a script that says it trains. */
-        assert_true(training(false, (const char *const[]) { "python3", "train.py", NULL }));
-        assert_true(training(false, (const char *const[]) { "torchrun", "--nproc=2", "tools/Train_Net.py", NULL }));
-        assert_true(training(false, (const char *const[]) { "/opt/bin/yolo-trainer", NULL }));
+        assert_true(training(false, (const char *const[]){ "python3", "train.py", NULL }));
+        assert_true(training(false, (const char *const[]){ "torchrun", "--nproc=2", "tools/Train_Net.py", NULL }));
+        assert_true(training(false, (const char *const[]){ "/opt/bin/yolo-trainer", NULL }));
         /* A sleep, a build, a word that only looks like one: no run of its own. */
-        assert_false(training(false, (const char *const[]) { "sleep", "20", NULL }));
-        assert_false(training(false, (const char *const[]) { "python3", "eval.py", "/data/trainset", NULL }));
-        assert_false(training(false, (const char *const[]) { "make", "-j8", "names=x", "--epochsish", NULL }));
-        assert_false(training(false, (const char *const[]) { "epochs=3", NULL })); /* the program itself */
+        assert_false(training(false, (const char *const[]){ "sleep", "20", NULL }));
+        assert_false(training(false, (const char *const[]){ "python3", "eval.py", "/data/trainset", NULL }));
+        assert_false(training(false, (const char *const[]){ "make", "-j8", "names=x", "--epochsish", NULL }));
+        assert_false(training(false, (const char *const[]){ "epochs=3", NULL })); /* the program itself */
         assert_false(gw_run_is_training(NULL, 0, false));
         assert_true(gw_run_is_training(NULL, 0, true));
 }
 
 static void run_reuses_dir(void **state) {
         (void) state;
-        assert_true(gw_run_reuses_dir((const char *const[]) { "yolo", "train", "exist_ok=True" }, 3));
-        assert_true(gw_run_reuses_dir((const char *const[]) { "python", "train.py", "--exist-ok" }, 3));
-        assert_true(gw_run_reuses_dir((const char *const[]) { "python", "train.py", "--exist_ok" }, 3));
-        assert_false(gw_run_reuses_dir((const char *const[]) { "yolo", "train", "exist_ok=False" }, 3));
-        assert_false(gw_run_reuses_dir((const char *const[]) { "yolo", "train", "exist_ok=True", "exist_ok=False" }, 4));
-        assert_false(gw_run_reuses_dir((const char *const[]) { "yolo", "train" }, 2));
+        assert_true(gw_run_reuses_dir((const char *const[]){ "yolo", "train", "exist_ok=True" }, 3));
+        assert_true(gw_run_reuses_dir((const char *const[]){ "python", "train.py", "--exist-ok" }, 3));
+        assert_true(gw_run_reuses_dir((const char *const[]){ "python", "train.py", "--exist_ok" }, 3));
+        assert_false(gw_run_reuses_dir((const char *const[]){ "yolo", "train", "exist_ok=False" }, 3));
+        assert_false(gw_run_reuses_dir((const char *const[]){ "yolo", "train", "exist_ok=True", "exist_ok=False" }, 4));
+        assert_false(gw_run_reuses_dir((const char *const[]){ "yolo", "train" }, 2));
         assert_false(gw_run_reuses_dir(NULL, 0));
 }
 
@@ -690,8 +700,10 @@ static void results_split_at_checkpoint(void **state) {
         assert_int_equal(sp.n_aside, 3);
         assert_int_equal(sp.kept_len, strlen("                  epoch,      train/box_loss\n"
                                              "                      1,             1.0\njunk\n\n"));
-        assert_memory_equal(sp.kept, "                  epoch,      train/box_loss\n"
-                                     "                      1,             1.0\njunk\n\n", sp.kept_len);
+        assert_memory_equal(sp.kept,
+                            "                  epoch,      train/box_loss\n"
+                            "                      1,             1.0\njunk\n\n",
+                            sp.kept_len);
         static const char aside[] = "                  epoch,      train/box_loss\n"
                                     "                      2,             0.9\r\n"
                                     "                      3,             0.8\n"

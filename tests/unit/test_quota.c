@@ -9,11 +9,11 @@
 
 #include "core/quota.h"
 
-#define SEC  GW_USEC_PER_SEC
-#define MIN  (60 * SEC)
+#define SEC GW_USEC_PER_SEC
+#define MIN (60 * SEC)
 #define HOUR (60 * MIN)
-#define DAY  (24 * HOUR)
-#define NOW  ((gw_usec_t) 1700000000 * SEC)
+#define DAY (24 * HOUR)
+#define NOW ((gw_usec_t) 1700000000 * SEC)
 
 static void set(struct gw_quota *q, const char *s) {
         char msg[GW_QUOTA_MSG_SIZE];
@@ -27,24 +27,24 @@ static void parse_good(void **state) {
                 enum gw_quota_key key;
                 int64_t value;
         } cases[] = {
-                {"max_gpus=4", GW_QUOTA_MAX_GPUS, 4},
-                {"max_gpus=0", GW_QUOTA_MAX_GPUS, 0},
-                {"max_pending_jobs=100", GW_QUOTA_MAX_PENDING_JOBS, 100},
-                {"max_time_limit=2d", GW_QUOTA_MAX_TIME_LIMIT, 2 * DAY},
-                {"max_time_limit=90", GW_QUOTA_MAX_TIME_LIMIT, 90 * MIN}, /* bare = minutes, as --time */
-                {"max_time_limit=1-12:00:00", GW_QUOTA_MAX_TIME_LIMIT, 36 * HOUR},
-                {"max_gpu_hours_7d=100", GW_QUOTA_MAX_GPU_HOURS_7D, 100 * HOUR},
-                {"max_booking_hours=4", GW_QUOTA_MAX_BOOKING_HOURS, 4 * HOUR}, /* bare = hours */
-                {"max_booking_hours=90m", GW_QUOTA_MAX_BOOKING_HOURS, 90 * MIN},
-                {"max_booking_gpus=2", GW_QUOTA_MAX_BOOKING_GPUS, 2},
-                {"booking_horizon_hours=336", GW_QUOTA_BOOKING_HORIZON_HOURS, 14 * DAY},
-                {"booking_horizon_hours=14d", GW_QUOTA_BOOKING_HORIZON_HOURS, 14 * DAY},
-                {"max_priority=5", GW_QUOTA_MAX_PRIORITY, 5},
-                {"max_priority=1000", GW_QUOTA_MAX_PRIORITY, 1000},
-                {"max_priority=unlimited", GW_QUOTA_MAX_PRIORITY, GW_QUOTA_UNLIMITED},
-                {"max_gpus=unlimited", GW_QUOTA_MAX_GPUS, GW_QUOTA_UNLIMITED},
-                {"max_time_limit=none", GW_QUOTA_MAX_TIME_LIMIT, GW_QUOTA_UNLIMITED},
-                {"max_gpus=unset", GW_QUOTA_MAX_GPUS, GW_QUOTA_UNSET},
+                { "max_gpus=4", GW_QUOTA_MAX_GPUS, 4 },
+                { "max_gpus=0", GW_QUOTA_MAX_GPUS, 0 },
+                { "max_pending_jobs=100", GW_QUOTA_MAX_PENDING_JOBS, 100 },
+                { "max_time_limit=2d", GW_QUOTA_MAX_TIME_LIMIT, 2 * DAY },
+                { "max_time_limit=90", GW_QUOTA_MAX_TIME_LIMIT, 90 * MIN }, /* bare = minutes, as --time */
+                { "max_time_limit=1-12:00:00", GW_QUOTA_MAX_TIME_LIMIT, 36 * HOUR },
+                { "max_gpu_hours_7d=100", GW_QUOTA_MAX_GPU_HOURS_7D, 100 * HOUR },
+                { "max_booking_hours=4", GW_QUOTA_MAX_BOOKING_HOURS, 4 * HOUR }, /* bare = hours */
+                { "max_booking_hours=90m", GW_QUOTA_MAX_BOOKING_HOURS, 90 * MIN },
+                { "max_booking_gpus=2", GW_QUOTA_MAX_BOOKING_GPUS, 2 },
+                { "booking_horizon_hours=336", GW_QUOTA_BOOKING_HORIZON_HOURS, 14 * DAY },
+                { "booking_horizon_hours=14d", GW_QUOTA_BOOKING_HORIZON_HOURS, 14 * DAY },
+                { "max_priority=5", GW_QUOTA_MAX_PRIORITY, 5 },
+                { "max_priority=1000", GW_QUOTA_MAX_PRIORITY, 1000 },
+                { "max_priority=unlimited", GW_QUOTA_MAX_PRIORITY, GW_QUOTA_UNLIMITED },
+                { "max_gpus=unlimited", GW_QUOTA_MAX_GPUS, GW_QUOTA_UNLIMITED },
+                { "max_time_limit=none", GW_QUOTA_MAX_TIME_LIMIT, GW_QUOTA_UNLIMITED },
+                { "max_gpus=unset", GW_QUOTA_MAX_GPUS, GW_QUOTA_UNSET },
         };
         (void) state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -61,21 +61,25 @@ static void parse_bad(void **state) {
         static const struct {
                 const char *setting, *msg;
         } cases[] = {
-                {"max_gpu=4", "unknown quota key 'max_gpu' (known: max_gpus, max_pending_jobs, "
-                              "max_time_limit, max_gpu_hours_7d, max_booking_hours, max_booking_gpus, "
-                              "booking_horizon_hours, max_priority)"},
-                {"max_gpus", "'max_gpus': expected KEY=VALUE, e.g. max_gpus=4"},
-                {"=4", "'=4': expected KEY=VALUE, e.g. max_gpus=4"},
-                {"max_gpus=", "max_gpus: missing value (use unset to clear it)"},
-                {"max_gpus=4x", "max_gpus: '4x' is not a whole number >= 0 (or unlimited, unset)"},
-                {"max_gpus=-1", "max_gpus: '-1' is not a whole number >= 0 (or unlimited, unset)"},
-                {"max_time_limit=2 days", "max_time_limit: '2 days' is not a duration such as 90m, 12h, 2d or 1-12:00:00 (or unlimited, unset)"},
-                {"max_time_limit=0", "max_time_limit: '0' is not a duration such as 90m, 12h, 2d or 1-12:00:00 (or unlimited, unset)"},
-                {"max_gpu_hours_7d=1.5", "max_gpu_hours_7d: '1.5' is not a whole number of GPU-hours (or unlimited, unset)"},
-                {"max_booking_hours=4H", "max_booking_hours: '4H' is not a number of hours or a duration such as 90m or 2d (or unlimited, unset)"},
-                {"max_priority=1001", "max_priority: '1001' is not a priority from 0 to 1000 (or unlimited, unset)"},
-                {"max_priority=-5", "max_priority: '-5' is not a priority from 0 to 1000 (or unlimited, unset)"},
-                {"MAX_GPUS=4", NULL},
+                { "max_gpu=4", "unknown quota key 'max_gpu' (known: max_gpus, max_pending_jobs, "
+                               "max_time_limit, max_gpu_hours_7d, max_booking_hours, max_booking_gpus, "
+                               "booking_horizon_hours, max_priority)" },
+                { "max_gpus", "'max_gpus': expected KEY=VALUE, e.g. max_gpus=4" },
+                { "=4", "'=4': expected KEY=VALUE, e.g. max_gpus=4" },
+                { "max_gpus=", "max_gpus: missing value (use unset to clear it)" },
+                { "max_gpus=4x", "max_gpus: '4x' is not a whole number >= 0 (or unlimited, unset)" },
+                { "max_gpus=-1", "max_gpus: '-1' is not a whole number >= 0 (or unlimited, unset)" },
+                { "max_time_limit=2 days",
+                  "max_time_limit: '2 days' is not a duration such as 90m, 12h, 2d or 1-12:00:00 (or unlimited, unset)" },
+                { "max_time_limit=0",
+                  "max_time_limit: '0' is not a duration such as 90m, 12h, 2d or 1-12:00:00 (or unlimited, unset)" },
+                { "max_gpu_hours_7d=1.5",
+                  "max_gpu_hours_7d: '1.5' is not a whole number of GPU-hours (or unlimited, unset)" },
+                { "max_booking_hours=4H",
+                  "max_booking_hours: '4H' is not a number of hours or a duration such as 90m or 2d (or unlimited, unset)" },
+                { "max_priority=1001", "max_priority: '1001' is not a priority from 0 to 1000 (or unlimited, unset)" },
+                { "max_priority=-5", "max_priority: '-5' is not a priority from 0 to 1000 (or unlimited, unset)" },
+                { "MAX_GPUS=4", NULL },
         };
         (void) state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -113,7 +117,7 @@ static void format_values(void **state) {
 /* User entry first; then the most permissive group; then the default; then unlimited. */
 static void resolution_order(void **state) {
         struct gw_quota user, students, lab, deflt, r;
-        const struct gw_quota *groups[] = {&students, NULL, &lab};
+        const struct gw_quota *groups[] = { &students, NULL, &lab };
         enum gw_quota_source src[_GW_QUOTA_KEY_MAX];
 
         (void) state;
@@ -150,7 +154,7 @@ static void resolution_order(void **state) {
         assert_int_equal(src[GW_QUOTA_BOOKING_HORIZON_HOURS], GW_QUOTA_FROM_DEFAULT);
 
         /* Without the user entry: max over groups (4), whatever their order. */
-        const struct gw_quota *rev[] = {&lab, &students};
+        const struct gw_quota *rev[] = { &lab, &students };
         gw_quota_resolve(NULL, rev, 2, &deflt, &r, NULL);
         assert_int_equal(r.v[GW_QUOTA_MAX_GPUS], 4);
         gw_quota_resolve(NULL, NULL, 0, &deflt, &r, NULL);
@@ -161,16 +165,15 @@ static void resolution_order(void **state) {
 
 static void rolling_gpu_time(void **state) {
         const struct gw_quota_interval iv[] = {
-                {NOW - 8 * DAY, NOW - 7 * DAY - HOUR, 4},      /* entirely before the window */
-                {NOW - 7 * DAY - 2 * HOUR, NOW - 7 * DAY + 3 * HOUR, 2}, /* 3 h inside: 6 GPU-h */
-                {NOW - 2 * DAY, NOW - 2 * DAY + 10 * HOUR, 1},  /* 10 GPU-h */
-                {NOW - 30 * MIN, 0, 4},                          /* running: 2 GPU-h so far */
+                { NOW - 8 * DAY, NOW - 7 * DAY - HOUR, 4 }, /* entirely before the window */
+                { NOW - 7 * DAY - 2 * HOUR, NOW - 7 * DAY + 3 * HOUR, 2 }, /* 3 h inside: 6 GPU-h */
+                { NOW - 2 * DAY, NOW - 2 * DAY + 10 * HOUR, 1 }, /* 10 GPU-h */
+                { NOW - 30 * MIN, 0, 4 }, /* running: 2 GPU-h so far */
         };
         (void) state;
         assert_int_equal(gw_quota_gpu_time(iv, 4, NOW, GW_QUOTA_WINDOW_7D), 18 * HOUR);
         /* A day later the 6 GPU-h job has left the window; the running one has grown. */
-        assert_int_equal(gw_quota_gpu_time(iv, 4, NOW + DAY, GW_QUOTA_WINDOW_7D),
-                         10 * HOUR + 4 * (DAY + 30 * MIN));
+        assert_int_equal(gw_quota_gpu_time(iv, 4, NOW + DAY, GW_QUOTA_WINDOW_7D), 10 * HOUR + 4 * (DAY + 30 * MIN));
         assert_int_equal(gw_quota_gpu_time(iv, 0, NOW, GW_QUOTA_WINDOW_7D), 0);
 }
 
@@ -185,36 +188,90 @@ struct submit_case {
 };
 
 static const struct submit_case submit_cases[] = {
-        {"within everything", {"max_gpus=4", "max_pending_jobs=10", "max_time_limit=2d", "max_gpu_hours_7d=100"},
-         {2, 3, 50 * HOUR, 0}, 2, DAY, GW_QUOTA_OK, ""},
-        {"nothing set", {NULL}, {60, 900, 9000 * HOUR, 0}, 8, 30 * DAY, GW_QUOTA_OK, ""},
-        {"too long: hard", {"max_time_limit=2d"}, {0, 0, 0, 0}, 1, 3 * DAY, GW_QUOTA_REFUSE,
-         "max_time_limit is 2d; the job asks 3d"},
-        {"time limit equal to the max is fine", {"max_time_limit=2d"}, {0, 0, 0, 0}, 1, 2 * DAY, GW_QUOTA_OK, ""},
-        {"too many pending: hard", {"max_pending_jobs=10"}, {0, 10, 0, 0}, 1, HOUR, GW_QUOTA_REFUSE,
-         "max_pending_jobs is 10; 10 jobs already pending"},
-        {"one more pending is fine", {"max_pending_jobs=10"}, {0, 9, 0, 0}, 1, HOUR, GW_QUOTA_OK, ""},
-        {"an array that fits exactly", {"max_pending_jobs=10"}, {0, 4, 0, 6}, 1, HOUR, GW_QUOTA_OK, ""},
-        {"an array one task too many: refused whole", {"max_pending_jobs=10"}, {0, 4, 0, 7}, 1, HOUR,
-         GW_QUOTA_REFUSE,
-         "max_pending_jobs is 10; 4 jobs already pending and the submission adds 7 (an array's tasks count one "
-         "each)"},
-        {"an array alone above the limit", {"max_pending_jobs=1000"}, {0, 0, 0, 2000}, 1, HOUR, GW_QUOTA_REFUSE,
-         "max_pending_jobs is 1000; 0 jobs already pending and the submission adds 2000 (an array's tasks count "
-         "one each)"},
-        {"max_pending_jobs=0 refuses even one", {"max_pending_jobs=0"}, {0, 0, 0, 1}, 1, HOUR, GW_QUOTA_REFUSE,
-         "max_pending_jobs is 0; 0 jobs already pending"},
-        {"job alone above max_gpus: hard", {"max_gpus=4"}, {0, 0, 0, 0}, 8, HOUR, GW_QUOTA_REFUSE,
-         "max_gpus is 4; the job asks 8 GPUs and could never start"},
-        {"GPUs in use: wait", {"max_gpus=4"}, {3, 0, 0, 0}, 2, HOUR, GW_QUOTA_WAIT,
-         "Quota: max_gpus is 4; 3 GPUs in use and the job asks 2"},
-        {"exactly max_gpus: ok", {"max_gpus=4"}, {2, 0, 0, 0}, 2, HOUR, GW_QUOTA_OK, ""},
-        {"GPU-hours used up: wait", {"max_gpu_hours_7d=100"}, {0, 0, 100 * HOUR + 30 * MIN, 0}, 1, HOUR,
-         GW_QUOTA_WAIT, "Quota: max_gpu_hours_7d is 100 GPU-h; 100.5 GPU-h used in the last 7 days"},
-        {"max_gpus=0 refuses all", {"max_gpus=0"}, {0, 0, 0, 0}, 1, HOUR, GW_QUOTA_REFUSE,
-         "max_gpus is 0; the job asks 1 GPU and could never start"},
-        {"hard before wait", {"max_gpus=4", "max_time_limit=1h"}, {4, 0, 0, 0}, 1, 2 * HOUR, GW_QUOTA_REFUSE,
-         "max_time_limit is 1h; the job asks 2h"},
+        { "within everything",
+          { "max_gpus=4", "max_pending_jobs=10", "max_time_limit=2d", "max_gpu_hours_7d=100" },
+          { 2, 3, 50 * HOUR, 0 },
+          2,
+          DAY,
+          GW_QUOTA_OK,
+          "" },
+        { "nothing set", { NULL }, { 60, 900, 9000 * HOUR, 0 }, 8, 30 * DAY, GW_QUOTA_OK, "" },
+        { "too long: hard",
+          { "max_time_limit=2d" },
+          { 0, 0, 0, 0 },
+          1,
+          3 * DAY,
+          GW_QUOTA_REFUSE,
+          "max_time_limit is 2d; the job asks 3d" },
+        { "time limit equal to the max is fine", { "max_time_limit=2d" }, { 0, 0, 0, 0 }, 1, 2 * DAY, GW_QUOTA_OK, "" },
+        { "too many pending: hard",
+          { "max_pending_jobs=10" },
+          { 0, 10, 0, 0 },
+          1,
+          HOUR,
+          GW_QUOTA_REFUSE,
+          "max_pending_jobs is 10; 10 jobs already pending" },
+        { "one more pending is fine", { "max_pending_jobs=10" }, { 0, 9, 0, 0 }, 1, HOUR, GW_QUOTA_OK, "" },
+        { "an array that fits exactly", { "max_pending_jobs=10" }, { 0, 4, 0, 6 }, 1, HOUR, GW_QUOTA_OK, "" },
+        { "an array one task too many: refused whole",
+          { "max_pending_jobs=10" },
+          { 0, 4, 0, 7 },
+          1,
+          HOUR,
+          GW_QUOTA_REFUSE,
+          "max_pending_jobs is 10; 4 jobs already pending and the submission adds 7 (an array's tasks count one "
+          "each)" },
+        { "an array alone above the limit",
+          { "max_pending_jobs=1000" },
+          { 0, 0, 0, 2000 },
+          1,
+          HOUR,
+          GW_QUOTA_REFUSE,
+          "max_pending_jobs is 1000; 0 jobs already pending and the submission adds 2000 (an array's tasks count "
+          "one each)" },
+        { "max_pending_jobs=0 refuses even one",
+          { "max_pending_jobs=0" },
+          { 0, 0, 0, 1 },
+          1,
+          HOUR,
+          GW_QUOTA_REFUSE,
+          "max_pending_jobs is 0; 0 jobs already pending" },
+        { "job alone above max_gpus: hard",
+          { "max_gpus=4" },
+          { 0, 0, 0, 0 },
+          8,
+          HOUR,
+          GW_QUOTA_REFUSE,
+          "max_gpus is 4; the job asks 8 GPUs and could never start" },
+        { "GPUs in use: wait",
+          { "max_gpus=4" },
+          { 3, 0, 0, 0 },
+          2,
+          HOUR,
+          GW_QUOTA_WAIT,
+          "Quota: max_gpus is 4; 3 GPUs in use and the job asks 2" },
+        { "exactly max_gpus: ok", { "max_gpus=4" }, { 2, 0, 0, 0 }, 2, HOUR, GW_QUOTA_OK, "" },
+        { "GPU-hours used up: wait",
+          { "max_gpu_hours_7d=100" },
+          { 0, 0, 100 * HOUR + 30 * MIN, 0 },
+          1,
+          HOUR,
+          GW_QUOTA_WAIT,
+          "Quota: max_gpu_hours_7d is 100 GPU-h; 100.5 GPU-h used in the last 7 days" },
+        { "max_gpus=0 refuses all",
+          { "max_gpus=0" },
+          { 0, 0, 0, 0 },
+          1,
+          HOUR,
+          GW_QUOTA_REFUSE,
+          "max_gpus is 0; the job asks 1 GPU and could never start" },
+        { "hard before wait",
+          { "max_gpus=4", "max_time_limit=1h" },
+          { 4, 0, 0, 0 },
+          1,
+          2 * HOUR,
+          GW_QUOTA_REFUSE,
+          "max_time_limit is 1h; the job asks 2h" },
 };
 
 static void submit_table(void **state) {
@@ -236,7 +293,7 @@ static void submit_table(void **state) {
 
 static void start_check(void **state) {
         struct gw_quota e, r;
-        struct gw_quota_usage u = {.gpus_running = 3, .pending_jobs = 50, .gpu_time_7d = 0};
+        struct gw_quota_usage u = { .gpus_running = 3, .pending_jobs = 50, .gpu_time_7d = 0 };
         char msg[GW_QUOTA_MSG_SIZE];
 
         (void) state;
@@ -255,8 +312,8 @@ static void start_check(void **state) {
 /* The reason a waiting job shows: the limit as people set it, the usage and the jobs holding it. */
 static void wait_reason(void **state) {
         struct gw_quota e, r;
-        struct gw_quota_usage u = {.gpus_running = 1};
-        const int64_t one[] = {24}, many[] = {24, 25, 26, 27, 28};
+        struct gw_quota_usage u = { .gpus_running = 1 };
+        const int64_t one[] = { 24 }, many[] = { 24, 25, 26, 27, 28 };
         char msg[GW_QUOTA_MSG_SIZE];
 
         (void) state;
@@ -308,14 +365,13 @@ static void booking_check(void **state) {
                          GW_QUOTA_BOOKING_NEEDS_APPROVAL);
         assert_string_equal(msg, "needs an admin's approval: max_booking_gpus is 2; 1 GPU already booked "
                                  "at the same time and the booking asks 2");
-        assert_int_equal(gw_quota_check_booking(&r, 0, 1, NOW + 8 * DAY, NOW + 8 * DAY + HOUR, NOW, msg,
-                                                sizeof(msg)),
+        assert_int_equal(gw_quota_check_booking(&r, 0, 1, NOW + 8 * DAY, NOW + 8 * DAY + HOUR, NOW, msg, sizeof(msg)),
                          GW_QUOTA_BOOKING_REFUSE);
         assert_string_equal(msg, "booking_horizon_hours is 7d; the booking starts in 8d");
         /* "now+8d4h" as it arrives, a few milliseconds short: not "8d3h". */
-        assert_int_equal(gw_quota_check_booking(&r, 0, 1, NOW + 8 * DAY + 4 * HOUR - 5000, NOW + 9 * DAY, NOW, msg,
-                                                sizeof(msg)),
-                         GW_QUOTA_BOOKING_REFUSE);
+        assert_int_equal(
+                gw_quota_check_booking(&r, 0, 1, NOW + 8 * DAY + 4 * HOUR - 5000, NOW + 9 * DAY, NOW, msg, sizeof(msg)),
+                GW_QUOTA_BOOKING_REFUSE);
         assert_string_equal(msg, "booking_horizon_hours is 7d; the booking starts in 8d4h");
         /* Horizon before approval: a refusal is final. */
         assert_int_equal(gw_quota_check_booking(&r, 0, 8, NOW + 8 * DAY, NOW + 9 * DAY, NOW, msg, sizeof(msg)),
@@ -349,7 +405,7 @@ static void role_fill(void **state) {
 
         /* A group's grant beats the role's default; the default entry too. */
         struct gw_quota grp, deflt;
-        const struct gw_quota *groups[] = {&grp};
+        const struct gw_quota *groups[] = { &grp };
         gw_quota_init(&grp);
         set(&grp, "max_priority=7");
         gw_quota_resolve(NULL, groups, 1, NULL, &r, src);
@@ -373,29 +429,53 @@ struct prio_case {
 };
 
 static const struct prio_case prio_cases[] = {
-        {"users' default refuses 1000", {false, 0, GW_QUOTA_FROM_ROLE, -1, NULL, "alice"}, 1000, GW_QUOTA_REFUSE,
-         "priority 1000 is above your maximum 0 (users' default; an admin grants more: gpuward admin quota set "
-         "alice max_priority=N)"},
-        {"0 is everyone's", {false, 0, GW_QUOTA_FROM_ROLE, -1, NULL, "alice"}, 0, GW_QUOTA_OK, ""},
-        {"lowering one's own is always allowed", {false, 0, GW_QUOTA_FROM_USER, -1, NULL, "alice"}, -1000,
-         GW_QUOTA_OK, ""},
-        {"a granted 5", {false, 5, GW_QUOTA_FROM_USER, -1, NULL, "alice"}, 5, GW_QUOTA_OK, ""},
-        {"one above the grant", {false, 5, GW_QUOTA_FROM_USER, -1, NULL, "alice"}, 6, GW_QUOTA_REFUSE,
-         "priority 6 is above your maximum 5 (your quota; an admin grants more: gpuward admin quota set alice "
-         "max_priority=N)"},
-        {"a group's grant", {false, 2, GW_QUOTA_FROM_GROUP, -1, NULL, "bob"}, 3, GW_QUOTA_REFUSE,
-         "priority 3 is above your maximum 2 (your group's quota; an admin grants more: gpuward admin quota set "
-         "bob max_priority=N)"},
-        {"the profile grants more than the quota", {false, 0, GW_QUOTA_FROM_ROLE, 20, "urgent", "alice"}, 20,
-         GW_QUOTA_OK, ""},
-        {"above the profile's", {false, 0, GW_QUOTA_FROM_ROLE, 20, "urgent", "alice"}, 21, GW_QUOTA_REFUSE,
-         "priority 21 is above your maximum 20 (profile 'urgent'; an admin grants more: gpuward admin quota set "
-         "alice max_priority=N)"},
-        {"the largest grant wins: the quota's", {false, 30, GW_QUOTA_FROM_USER, 20, "urgent", "alice"}, 30,
-         GW_QUOTA_OK, ""},
-        {"unlimited is the most there is", {false, GW_QUOTA_UNLIMITED, GW_QUOTA_FROM_USER, -1, NULL, "alice"},
-         1000, GW_QUOTA_OK, ""},
-        {"an admin: anything", {true, 0, GW_QUOTA_FROM_USER, -1, NULL, "root"}, 1000, GW_QUOTA_OK, ""},
+        { "users' default refuses 1000",
+          { false, 0, GW_QUOTA_FROM_ROLE, -1, NULL, "alice" },
+          1000,
+          GW_QUOTA_REFUSE,
+          "priority 1000 is above your maximum 0 (users' default; an admin grants more: gpuward admin quota set "
+          "alice max_priority=N)" },
+        { "0 is everyone's", { false, 0, GW_QUOTA_FROM_ROLE, -1, NULL, "alice" }, 0, GW_QUOTA_OK, "" },
+        { "lowering one's own is always allowed",
+          { false, 0, GW_QUOTA_FROM_USER, -1, NULL, "alice" },
+          -1000,
+          GW_QUOTA_OK,
+          "" },
+        { "a granted 5", { false, 5, GW_QUOTA_FROM_USER, -1, NULL, "alice" }, 5, GW_QUOTA_OK, "" },
+        { "one above the grant",
+          { false, 5, GW_QUOTA_FROM_USER, -1, NULL, "alice" },
+          6,
+          GW_QUOTA_REFUSE,
+          "priority 6 is above your maximum 5 (your quota; an admin grants more: gpuward admin quota set alice "
+          "max_priority=N)" },
+        { "a group's grant",
+          { false, 2, GW_QUOTA_FROM_GROUP, -1, NULL, "bob" },
+          3,
+          GW_QUOTA_REFUSE,
+          "priority 3 is above your maximum 2 (your group's quota; an admin grants more: gpuward admin quota set "
+          "bob max_priority=N)" },
+        { "the profile grants more than the quota",
+          { false, 0, GW_QUOTA_FROM_ROLE, 20, "urgent", "alice" },
+          20,
+          GW_QUOTA_OK,
+          "" },
+        { "above the profile's",
+          { false, 0, GW_QUOTA_FROM_ROLE, 20, "urgent", "alice" },
+          21,
+          GW_QUOTA_REFUSE,
+          "priority 21 is above your maximum 20 (profile 'urgent'; an admin grants more: gpuward admin quota set "
+          "alice max_priority=N)" },
+        { "the largest grant wins: the quota's",
+          { false, 30, GW_QUOTA_FROM_USER, 20, "urgent", "alice" },
+          30,
+          GW_QUOTA_OK,
+          "" },
+        { "unlimited is the most there is",
+          { false, GW_QUOTA_UNLIMITED, GW_QUOTA_FROM_USER, -1, NULL, "alice" },
+          1000,
+          GW_QUOTA_OK,
+          "" },
+        { "an admin: anything", { true, 0, GW_QUOTA_FROM_USER, -1, NULL, "root" }, 1000, GW_QUOTA_OK, "" },
 };
 
 static void priority_check(void **state) {
@@ -408,23 +488,22 @@ static void priority_check(void **state) {
                         fail_msg("%s: verdict %d '%s', want %d '%s'", c->name, v, msg, c->verdict, c->msg);
         }
         enum gw_prio_source from;
-        struct gw_prio_grant g = {false, 5, GW_QUOTA_FROM_USER, 20, "urgent", "alice"};
+        struct gw_prio_grant g = { false, 5, GW_QUOTA_FROM_USER, 20, "urgent", "alice" };
         assert_int_equal(gw_quota_max_priority(&g, &from), 20);
         assert_int_equal(from, GW_PRIO_FROM_PROFILE);
         g.admin = true;
         assert_int_equal(gw_quota_max_priority(&g, &from), GW_PRIORITY_MAX);
         assert_int_equal(from, GW_PRIO_FROM_ADMIN);
-        g = (struct gw_prio_grant){false, 5, (enum gw_quota_source) 99, -1, NULL, "alice"};
+        g = (struct gw_prio_grant){ false, 5, (enum gw_quota_source) 99, -1, NULL, "alice" };
         assert_int_equal(gw_quota_check_priority(&g, 1, NULL, 0), -EINVAL);
         assert_int_equal(gw_quota_check_priority(NULL, 1, NULL, 0), -EINVAL);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(parse_good),       cmocka_unit_test(parse_bad),
-                cmocka_unit_test(format_values),    cmocka_unit_test(resolution_order),
-                cmocka_unit_test(rolling_gpu_time), cmocka_unit_test(submit_table),
-                cmocka_unit_test(start_check),      cmocka_unit_test(booking_check), cmocka_unit_test(wait_reason),
+                cmocka_unit_test(parse_good),       cmocka_unit_test(parse_bad),        cmocka_unit_test(format_values),
+                cmocka_unit_test(resolution_order), cmocka_unit_test(rolling_gpu_time), cmocka_unit_test(submit_table),
+                cmocka_unit_test(start_check),      cmocka_unit_test(booking_check),    cmocka_unit_test(wait_reason),
                 cmocka_unit_test(role_fill),        cmocka_unit_test(priority_check),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

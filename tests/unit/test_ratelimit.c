@@ -9,7 +9,7 @@
 #include "core/ratelimit.h"
 
 #define SEC GW_USEC_PER_SEC
-#define T0  ((gw_usec_t) 1700000000 * SEC)
+#define T0 ((gw_usec_t) 1700000000 * SEC)
 
 static void bucket_burst_then_refill(void **state) {
         struct gw_bucket b;

@@ -17,7 +17,7 @@
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC GW_USEC_PER_SEC
 #define T0 ((gw_usec_t) 1704117000 * SEC) /* 2024-01-01 13:50:00 UTC */
-#define AT(s) (T0 + (gw_usec_t) (s) * SEC)
+#define AT(s) (T0 + (gw_usec_t) (s) *SEC)
 #define NOW AT(3600)
 #define NONE (-1L)
 #define UUID "MIG-fa4e0000-0000-4000-8001-000000000000"
@@ -35,9 +35,9 @@ struct row {
         bool procs_valid;
         unsigned n_procs;
         bool other;
-        long log_age;                 /* the log grew (size > 0) this long ago */
-        long results_age;             /* results.csv (9 rows) changed this long ago */
-        long proc_age;                /* a process of the job last seen this long ago */
+        long log_age; /* the log grew (size > 0) this long ago */
+        long results_age; /* results.csv (9 rows) changed this long ago */
+        long proc_age; /* a process of the job last seen this long ago */
         long last_active_ago;
         /* expected */
         enum gw_reclaim_action action;
@@ -46,35 +46,29 @@ struct row {
 };
 
 static const struct row rows[] = {
-        {"no process ever, no progress", true, 0, false, NONE, NONE, NONE, NONE, GW_RECLAIM_WARN,
-         GW_RECLAIM_WHY_NONE,
-         "no utilisation on a MIG slice: judged by its processes and training progress; no "
-         "process on " UUID " for 1h",
-         "no progress for 1h"},
-        {"process gone 6m40s ago, no progress since", true, 0, false, NONE, NONE, 400, 400,
-         GW_RECLAIM_WARN, GW_RECLAIM_WHY_NONE, "no process on " UUID " for 6m40s", NULL},
-        {"process gone 2m ago (was loading)", true, 0, false, NONE, NONE, 120, 120,
-         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_RECENT, "kept: idle for 2m of 5m",
-         "no process on " UUID " for 2m"},
-        {"no process but the log still grows", true, 0, false, 30, NONE, NONE, NONE,
-         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_RECENT, "kept: idle for 30s of 5m", NULL},
-        {"process there, epochs stopped 6m40s ago", true, 1, false, 400, 400, 0, NONE,
-         GW_RECLAIM_WARN, GW_RECLAIM_WHY_NONE, "1 process of the job on " UUID,
-         "no progress for 6m40s"},
-        {"process there, epochs still coming", true, 1, false, 20, 20, 0, NONE, GW_RECLAIM_KEEP,
-         GW_RECLAIM_WHY_RECENT, "kept: idle for 20s of 5m", NULL},
-        {"process there, never progressed: cannot judge", true, 2, false, NONE, NONE, 0, NONE,
-         GW_RECLAIM_KEEP, GW_RECLAIM_WHY_BUSY,
-         "kept: 2 processes of the job on " UUID " and no training progress yet", NULL},
-        {"process list unknown", false, 0, false, NONE, NONE, NONE, NONE, GW_RECLAIM_KEEP,
-         GW_RECLAIM_WHY_BUSY, "kept: processes on " UUID " unknown", NULL},
-        {"another's process on the slice", true, 0, true, NONE, NONE, NONE, NONE, GW_RECLAIM_KEEP,
-         GW_RECLAIM_WHY_BUSY, "kept: " UUID " used by another process (counted as busy)", NULL},
+        { "no process ever, no progress", true, 0, false, NONE, NONE, NONE, NONE, GW_RECLAIM_WARN, GW_RECLAIM_WHY_NONE,
+          "no utilisation on a MIG slice: judged by its processes and training progress; no "
+          "process on " UUID " for 1h",
+          "no progress for 1h" },
+        { "process gone 6m40s ago, no progress since", true, 0, false, NONE, NONE, 400, 400, GW_RECLAIM_WARN,
+          GW_RECLAIM_WHY_NONE, "no process on " UUID " for 6m40s", NULL },
+        { "process gone 2m ago (was loading)", true, 0, false, NONE, NONE, 120, 120, GW_RECLAIM_KEEP,
+          GW_RECLAIM_WHY_RECENT, "kept: idle for 2m of 5m", "no process on " UUID " for 2m" },
+        { "no process but the log still grows", true, 0, false, 30, NONE, NONE, NONE, GW_RECLAIM_KEEP,
+          GW_RECLAIM_WHY_RECENT, "kept: idle for 30s of 5m", NULL },
+        { "process there, epochs stopped 6m40s ago", true, 1, false, 400, 400, 0, NONE, GW_RECLAIM_WARN,
+          GW_RECLAIM_WHY_NONE, "1 process of the job on " UUID, "no progress for 6m40s" },
+        { "process there, epochs still coming", true, 1, false, 20, 20, 0, NONE, GW_RECLAIM_KEEP, GW_RECLAIM_WHY_RECENT,
+          "kept: idle for 20s of 5m", NULL },
+        { "process there, never progressed: cannot judge", true, 2, false, NONE, NONE, 0, NONE, GW_RECLAIM_KEEP,
+          GW_RECLAIM_WHY_BUSY, "kept: 2 processes of the job on " UUID " and no training progress yet", NULL },
+        { "process list unknown", false, 0, false, NONE, NONE, NONE, NONE, GW_RECLAIM_KEEP, GW_RECLAIM_WHY_BUSY,
+          "kept: processes on " UUID " unknown", NULL },
+        { "another's process on the slice", true, 0, true, NONE, NONE, NONE, NONE, GW_RECLAIM_KEEP, GW_RECLAIM_WHY_BUSY,
+          "kept: " UUID " used by another process (counted as busy)", NULL },
 };
 
-static gw_usec_t ago(long s) {
-        return s == NONE ? 0 : NOW - (gw_usec_t) s * SEC;
-}
+static gw_usec_t ago(long s) { return s == NONE ? 0 : NOW - (gw_usec_t) s * SEC; }
 
 static void decision_table(void **unused) {
         (void) unused;
@@ -83,16 +77,24 @@ static void decision_table(void **unused) {
         for (size_t i = 0; i < N_ELEMS(rows); i++) {
                 const struct row *r = &rows[i];
                 /* util_valid with 0%: a made-up reading must never be what decides. */
-                struct gw_reclaim_gpu g = {.index = 0, .util_valid = true, .util = 0,
-                                           .other_busy = r->other, .mig = true, .uuid = UUID,
-                                           .procs_valid = r->procs_valid, .n_procs = r->n_procs};
+                struct gw_reclaim_gpu g = { .index = 0,
+                                            .util_valid = true,
+                                            .util = 0,
+                                            .other_busy = r->other,
+                                            .mig = true,
+                                            .uuid = UUID,
+                                            .procs_valid = r->procs_valid,
+                                            .n_procs = r->n_procs };
                 struct gw_job_obs o = {
-                        .started_at = AT(0), .gpus = &g, .n_gpus = 1,
-                        .log_size = r->log_age == NONE ? 0 : 4096, .log_changed = ago(r->log_age),
+                        .started_at = AT(0),
+                        .gpus = &g,
+                        .n_gpus = 1,
+                        .log_size = r->log_age == NONE ? 0 : 4096,
+                        .log_changed = ago(r->log_age),
                         .results_rows = r->results_age == NONE ? -1 : 9,
-                        .results_changed = ago(r->results_age), .loss = NAN,
-                        .state = {.last_active = ago(r->last_active_ago),
-                                  .last_proc = ago(r->proc_age)},
+                        .results_changed = ago(r->results_age),
+                        .loss = NAN,
+                        .state = { .last_active = ago(r->last_active_ago), .last_proc = ago(r->proc_age) },
                 };
                 struct gw_reclaim_decision d;
                 print_message("row: %s\n", r->name);
@@ -114,9 +116,8 @@ static void decision_table(void **unused) {
 static void process_leaves(void **unused) {
         (void) unused;
         const struct gw_reclaim_policy *p = gw_reclaim_policy_find(NULL, 0, "default");
-        struct gw_reclaim_gpu g = {.mig = true, .uuid = UUID, .procs_valid = true, .n_procs = 1};
-        struct gw_job_obs o = {.started_at = AT(0), .gpus = &g, .n_gpus = 1, .results_rows = -1,
-                               .loss = NAN};
+        struct gw_reclaim_gpu g = { .mig = true, .uuid = UUID, .procs_valid = true, .n_procs = 1 };
+        struct gw_job_obs o = { .started_at = AT(0), .gpus = &g, .n_gpus = 1, .results_rows = -1, .loss = NAN };
         struct gw_reclaim_decision d;
         gw_usec_t last = AT(0), warned = 0, termed = 0;
 

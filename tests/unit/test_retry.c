@@ -15,8 +15,8 @@
 
 static struct gw_retry_decision decide_p(const struct gw_retry_policy *p, unsigned attempts,
                                          enum gw_failure_class cls) {
-        struct gw_retry_state s = {.attempts = attempts};
-        struct gw_failure_verdict v = {.cls = cls, .gpu = -1};
+        struct gw_retry_state s = { .attempts = attempts };
+        struct gw_failure_verdict v = { .cls = cls, .gpu = -1 };
         struct gw_retry_decision d;
 
         memset(&d, 0x5a, sizeof(d));
@@ -42,7 +42,7 @@ static void expect_stop(const struct gw_retry_decision *d, enum gw_retry_why why
 
 static void backoff_doubles_then_caps(void **state) {
         struct gw_retry_policy p;
-        const long want[] = {10, 20, 40, 80, 160, 320, 600, 600, 600, 600};
+        const long want[] = { 10, 20, 40, 80, 160, 320, 600, 600, 600, 600 };
 
         gw_retry_policy_default(&p);
         p.max_retries = 10;
@@ -110,8 +110,8 @@ static void never_retried(void **state) {
 
 static void oom_needs_a_cause(void **state) {
         struct gw_retry_policy p;
-        struct gw_retry_state s = {.attempts = 1};
-        struct gw_failure_verdict v = {.cls = GW_FAILURE_OOM};
+        struct gw_retry_state s = { .attempts = 1 };
+        struct gw_failure_verdict v = { .cls = GW_FAILURE_OOM };
         struct gw_retry_decision d;
 
         gw_retry_policy_default(&p);
@@ -129,7 +129,7 @@ static void oom_needs_a_cause(void **state) {
         assert_int_equal(d.why, GW_RETRY_WHY_EXHAUSTED);
 
         /* Naming oom retries it without a known cause. */
-        s = (struct gw_retry_state){.attempts = 1};
+        s = (struct gw_retry_state){ .attempts = 1 };
         p.retry_on |= GW_FAILURE_BIT(GW_FAILURE_OOM);
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
         assert_true(d.retry);
@@ -162,15 +162,16 @@ static void crash_loop(void **state) {
         struct gw_retry_policy p;
         struct gw_retry_state s = {
                 .attempts = 3,
-                .prev = {.valid = true, .epoch = 7, .ckpt = "1712345678000000:52428800"},
-                .last = {.valid = true, .epoch = 7, .ckpt = "1712345678000000:52428800"},
+                .prev = { .valid = true, .epoch = 7, .ckpt = "1712345678000000:52428800" },
+                .last = { .valid = true, .epoch = 7, .ckpt = "1712345678000000:52428800" },
         };
-        struct gw_failure_verdict v = {.cls = GW_FAILURE_CUDA_ERROR};
+        struct gw_failure_verdict v = { .cls = GW_FAILURE_CUDA_ERROR };
         struct gw_retry_decision d;
 
         gw_retry_policy_default(&p);
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
-        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 2 and 3 both failed during epoch 8 with no new checkpoint");
+        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP,
+                    "crash loop: attempts 2 and 3 both failed during epoch 8 with no new checkpoint");
         assert_string_equal(gw_retry_why_name(d.why), "crash_loop");
 
         /* Reported as a crash loop rather than as exhausted retries. */
@@ -198,18 +199,23 @@ static void crash_loop(void **state) {
         assert_true(d.retry);
 
         /* No checkpoint ever, dying in the first epoch twice. */
-        s = (struct gw_retry_state){.attempts = 2, .prev = {.valid = true, .epoch = 0}, .last = {.valid = true, .epoch = 0}};
+        s = (struct gw_retry_state){ .attempts = 2,
+                                     .prev = { .valid = true, .epoch = 0 },
+                                     .last = { .valid = true, .epoch = 0 } };
         v.cls = GW_FAILURE_NCCL_ERROR;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
-        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP, "crash loop: attempts 1 and 2 both failed during epoch 1 with no new checkpoint");
+        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP,
+                    "crash loop: attempts 1 and 2 both failed during epoch 1 with no new checkpoint");
         /* Started over (a script that ignores the checkpoint it is given) and failed where the
          * previous attempt did: a loop, though its own run left a checkpoint of another identity. */
-        s = (struct gw_retry_state){.attempts = 2, .prev = {.valid = true, .epoch = 2, .ckpt = "100:5"},
-                                    .last = {.valid = true, .epoch = 2, .ckpt = "200:5", .fresh = true}};
+        s = (struct gw_retry_state){ .attempts = 2,
+                                     .prev = { .valid = true, .epoch = 2, .ckpt = "100:5" },
+                                     .last = { .valid = true, .epoch = 2, .ckpt = "200:5", .fresh = true } };
         v.cls = GW_FAILURE_CUDA_ERROR;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
-        expect_stop(&d, GW_RETRY_WHY_CRASH_LOOP,
-                    "crash loop: attempts 1 and 2 both failed during epoch 3 (the second started over instead of resuming)");
+        expect_stop(
+                &d, GW_RETRY_WHY_CRASH_LOOP,
+                "crash loop: attempts 1 and 2 both failed during epoch 3 (the second started over instead of resuming)");
         /* The same after resuming: the new checkpoint is progress within the epoch. */
         s.last.fresh = false;
         assert_int_equal(gw_retry_decide(&p, &s, &v, NOW, &d), 0);
@@ -268,9 +274,9 @@ static void parse_classes(void **state) {
 
 static void bad_policy_and_state(void **state) {
         struct gw_retry_policy p;
-        struct gw_retry_state s = {.attempts = 1};
-        struct gw_failure_verdict v = {.cls = GW_FAILURE_CUDA_ERROR};
-        struct gw_retry_decision d = {.reason = "untouched"};
+        struct gw_retry_state s = { .attempts = 1 };
+        struct gw_failure_verdict v = { .cls = GW_FAILURE_CUDA_ERROR };
+        struct gw_retry_decision d = { .reason = "untouched" };
         char why[128];
 
         gw_retry_policy_default(&p);

@@ -27,17 +27,17 @@ enum {
         R_GPUS,
 };
 static const struct gw_route table[] = {
-        [R_HEALTH] = {"GET", "/healthz", 0},
-        [R_WHOAMI] = {"GET", "/api/v1/whoami", 0},
-        [R_SUBMIT] = {"POST", "/api/v1/jobs", GW_ROUTE_MUTATES},
-        [R_BATCH] = {"POST", "/api/v1/jobs/batch", GW_ROUTE_MUTATES},
-        [R_LIST] = {"GET", "/api/v1/jobs", 0},
-        [R_GET] = {"GET", "/api/v1/jobs/{id}", 0},
-        [R_CANCEL] = {"DELETE", "/api/v1/jobs/{id}", GW_ROUTE_MUTATES},
-        [R_HOLD] = {"POST", "/api/v1/jobs/{id}/hold", GW_ROUTE_MUTATES},
-        [R_RELEASE] = {"POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES},
-        [R_LOG] = {"GET", "/api/v1/jobs/{id}/log", 0},
-        [R_GPUS] = {"GET", "/api/v1/gpus", GW_ROUTE_ADMIN},
+        [R_HEALTH] = { "GET", "/healthz", 0 },
+        [R_WHOAMI] = { "GET", "/api/v1/whoami", 0 },
+        [R_SUBMIT] = { "POST", "/api/v1/jobs", GW_ROUTE_MUTATES },
+        [R_BATCH] = { "POST", "/api/v1/jobs/batch", GW_ROUTE_MUTATES },
+        [R_LIST] = { "GET", "/api/v1/jobs", 0 },
+        [R_GET] = { "GET", "/api/v1/jobs/{id}", 0 },
+        [R_CANCEL] = { "DELETE", "/api/v1/jobs/{id}", GW_ROUTE_MUTATES },
+        [R_HOLD] = { "POST", "/api/v1/jobs/{id}/hold", GW_ROUTE_MUTATES },
+        [R_RELEASE] = { "POST", "/api/v1/jobs/{id}/release", GW_ROUTE_MUTATES },
+        [R_LOG] = { "GET", "/api/v1/jobs/{id}/log", 0 },
+        [R_GPUS] = { "GET", "/api/v1/gpus", GW_ROUTE_ADMIN },
 };
 
 static void matches(void **state) {
@@ -46,29 +46,29 @@ static void matches(void **state) {
                 int row;
                 int64_t id;
         } cases[] = {
-                {"GET", "/healthz", R_HEALTH, 0},
-                {"GET", "/healthz/", R_HEALTH, 0},
-                {"GET", "/api/v1/whoami", R_WHOAMI, 0},
-                {"POST", "/api/v1/jobs", R_SUBMIT, 0},
-                {"POST", "/api/v1/jobs/", R_SUBMIT, 0},
-                {"GET", "/api/v1/jobs", R_LIST, 0},
-                {"GET", "/api/v1/jobs/", R_LIST, 0},
-                {"POST", "/api/v1/jobs/batch", R_BATCH, 0},
-                {"POST", "/api/v1/jobs/batch/", R_BATCH, 0},
-                {"GET", "/api/v1/jobs/1", R_GET, 1},
-                {"GET", "/api/v1/jobs/17", R_GET, 17},
-                {"GET", "/api/v1/jobs/17/", R_GET, 17},
-                {"GET", "/api/v1/jobs/10", R_GET, 10},
-                {"GET", "/api/v1/jobs/100000000000000000", R_GET, INT64_C(100000000000000000)},
-                {"GET", "/api/v1/jobs/999999999999999999", R_GET, INT64_C(999999999999999999)},
-                {"DELETE", "/api/v1/jobs/42", R_CANCEL, 42},
-                {"DELETE", "/api/v1/jobs/42/", R_CANCEL, 42},
-                {"POST", "/api/v1/jobs/9/hold", R_HOLD, 9},
-                {"POST", "/api/v1/jobs/9/release", R_RELEASE, 9},
-                {"POST", "/api/v1/jobs/9/release/", R_RELEASE, 9},
-                {"GET", "/api/v1/jobs/123/log", R_LOG, 123},
-                {"GET", "/api/v1/jobs/123/log/", R_LOG, 123},
-                {"GET", "/api/v1/gpus", R_GPUS, 0},
+                { "GET", "/healthz", R_HEALTH, 0 },
+                { "GET", "/healthz/", R_HEALTH, 0 },
+                { "GET", "/api/v1/whoami", R_WHOAMI, 0 },
+                { "POST", "/api/v1/jobs", R_SUBMIT, 0 },
+                { "POST", "/api/v1/jobs/", R_SUBMIT, 0 },
+                { "GET", "/api/v1/jobs", R_LIST, 0 },
+                { "GET", "/api/v1/jobs/", R_LIST, 0 },
+                { "POST", "/api/v1/jobs/batch", R_BATCH, 0 },
+                { "POST", "/api/v1/jobs/batch/", R_BATCH, 0 },
+                { "GET", "/api/v1/jobs/1", R_GET, 1 },
+                { "GET", "/api/v1/jobs/17", R_GET, 17 },
+                { "GET", "/api/v1/jobs/17/", R_GET, 17 },
+                { "GET", "/api/v1/jobs/10", R_GET, 10 },
+                { "GET", "/api/v1/jobs/100000000000000000", R_GET, INT64_C(100000000000000000) },
+                { "GET", "/api/v1/jobs/999999999999999999", R_GET, INT64_C(999999999999999999) },
+                { "DELETE", "/api/v1/jobs/42", R_CANCEL, 42 },
+                { "DELETE", "/api/v1/jobs/42/", R_CANCEL, 42 },
+                { "POST", "/api/v1/jobs/9/hold", R_HOLD, 9 },
+                { "POST", "/api/v1/jobs/9/release", R_RELEASE, 9 },
+                { "POST", "/api/v1/jobs/9/release/", R_RELEASE, 9 },
+                { "GET", "/api/v1/jobs/123/log", R_LOG, 123 },
+                { "GET", "/api/v1/jobs/123/log/", R_LOG, 123 },
+                { "GET", "/api/v1/gpus", R_GPUS, 0 },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 const struct gw_route *r = NULL;
@@ -100,10 +100,10 @@ static void gpu_index(void **state) {
                 const char *path;
                 int64_t want; /* -1: no match */
         } cases[] = {
-                { "/api/v1/gpus/0/drain", 0 },     { "/api/v1/gpus/7/drain", 7 },
+                { "/api/v1/gpus/0/drain", 0 },       { "/api/v1/gpus/7/drain", 7 },
                 { "/api/v1/gpus/1234/drain", 1234 }, { "/api/v1/gpus/12345/drain", -1 },
-                { "/api/v1/gpus/01/drain", -1 },   { "/api/v1/gpus/00/drain", -1 },
-                { "/api/v1/gpus//drain", -1 },     { "/api/v1/gpus/x/drain", -1 },
+                { "/api/v1/gpus/01/drain", -1 },     { "/api/v1/gpus/00/drain", -1 },
+                { "/api/v1/gpus//drain", -1 },       { "/api/v1/gpus/x/drain", -1 },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 const struct gw_route *r = NULL;
@@ -128,10 +128,14 @@ static void name_segments(void **state) {
                 const char *path;
                 int want; /* the row, -1: no match */
         } cases[] = {
-                { "/api/v1/models/det", 0 },           { "/api/v1/models/a.b_c-1", 0 },
-                { "/api/v1/models/det/", 0 },          { "/api/v1/models/det/v3/best.pt", 1 },
-                { "/api/v1/models/", -1 },             { "/api/v1/models/det/v3", -1 },
-                { "/api/v1/models/a%2Fb", -1 },        { "/api/v1/models/a b", -1 },
+                { "/api/v1/models/det", 0 },
+                { "/api/v1/models/a.b_c-1", 0 },
+                { "/api/v1/models/det/", 0 },
+                { "/api/v1/models/det/v3/best.pt", 1 },
+                { "/api/v1/models/", -1 },
+                { "/api/v1/models/det/v3", -1 },
+                { "/api/v1/models/a%2Fb", -1 },
+                { "/api/v1/models/a b", -1 },
                 { "/api/v1/models/det/v3/best.pt/x", -1 },
                 { "/api/v1/models/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", -1 }, /* 65 */
         };
@@ -150,49 +154,49 @@ static void not_found(void **state) {
         static const struct {
                 const char *method, *path;
         } cases[] = {
-                {"GET", ""},
-                {"GET", "/"},
-                {"GET", "/api"},
-                {"GET", "/api/v1"},
-                {"GET", "/api/v1/"},
-                {"GET", "/api/v2/jobs"},
-                {"GET", "/API/v1/jobs"},
-                {"GET", "/healthzz"},
-                {"GET", "/healthz//"},
-                {"GET", "//healthz"},
-                {"GET", "/healthz?x=1/"},
-                {"GET", "/api/v1/jobs/0"},
-                {"GET", "/api/v1/jobs/00"},
-                {"GET", "/api/v1/jobs/01"},
-                {"GET", "/api/v1/jobs/007"},
-                {"GET", "/api/v1/jobs/abc"},
-                {"GET", "/api/v1/jobs/1abc"},
-                {"GET", "/api/v1/jobs/-1"},
-                {"GET", "/api/v1/jobs/+1"},
-                {"GET", "/api/v1/jobs/ 1"},
-                {"GET", "/api/v1/jobs/1 "},
-                {"GET", "/api/v1/jobs/1.0"},
-                {"GET", "/api/v1/jobs/0x10"},
-                {"GET", "/api/v1/jobs/1234567890123456789"},  /* 19 digits */
-                {"GET", "/api/v1/jobs/9999999999999999999"},  /* 19 digits, past INT64_MAX too */
-                {"GET", "/api/v1/jobs/9223372036854775807"},  /* INT64_MAX: 19 digits */
-                {"GET", "/api/v1/jobs/99999999999999999999999999999999"},
-                {"GET", "/api/v1/jobs/1/../2"},
-                {"GET", "/api/v1/jobs/1/.."},
-                {"GET", "/api/v1/jobs/../jobs/1"},
-                {"GET", "/api/v1/jobs//1"},
-                {"GET", "/api/v1/jobs/1//"},
-                {"GET", "/api/v1/jobs/1/log/extra"},
-                {"GET", "/api/v1/jobs/1/logs"},
-                {"GET", "/api/v1/jobs/1/lo"},
-                {"GET", "/api/v1/jobs/{id}"},
-                {"POST", "/api/v1/jobs/batch/1"},
-                {"POST", "/api/v1/jobs/batchx"},
-                {"DELETE", "/api/v1/jobs/0"},
-                {"POST", "/api/v1/jobs/0/hold"},
-                {"POST", "/api/v1/jobs/01/hold"},
-                {"POST", "/api/v1/jobs//hold"},
-                {"POST", "/api/v1/jobs/hold"},
+                { "GET", "" },
+                { "GET", "/" },
+                { "GET", "/api" },
+                { "GET", "/api/v1" },
+                { "GET", "/api/v1/" },
+                { "GET", "/api/v2/jobs" },
+                { "GET", "/API/v1/jobs" },
+                { "GET", "/healthzz" },
+                { "GET", "/healthz//" },
+                { "GET", "//healthz" },
+                { "GET", "/healthz?x=1/" },
+                { "GET", "/api/v1/jobs/0" },
+                { "GET", "/api/v1/jobs/00" },
+                { "GET", "/api/v1/jobs/01" },
+                { "GET", "/api/v1/jobs/007" },
+                { "GET", "/api/v1/jobs/abc" },
+                { "GET", "/api/v1/jobs/1abc" },
+                { "GET", "/api/v1/jobs/-1" },
+                { "GET", "/api/v1/jobs/+1" },
+                { "GET", "/api/v1/jobs/ 1" },
+                { "GET", "/api/v1/jobs/1 " },
+                { "GET", "/api/v1/jobs/1.0" },
+                { "GET", "/api/v1/jobs/0x10" },
+                { "GET", "/api/v1/jobs/1234567890123456789" }, /* 19 digits */
+                { "GET", "/api/v1/jobs/9999999999999999999" }, /* 19 digits, past INT64_MAX too */
+                { "GET", "/api/v1/jobs/9223372036854775807" }, /* INT64_MAX: 19 digits */
+                { "GET", "/api/v1/jobs/99999999999999999999999999999999" },
+                { "GET", "/api/v1/jobs/1/../2" },
+                { "GET", "/api/v1/jobs/1/.." },
+                { "GET", "/api/v1/jobs/../jobs/1" },
+                { "GET", "/api/v1/jobs//1" },
+                { "GET", "/api/v1/jobs/1//" },
+                { "GET", "/api/v1/jobs/1/log/extra" },
+                { "GET", "/api/v1/jobs/1/logs" },
+                { "GET", "/api/v1/jobs/1/lo" },
+                { "GET", "/api/v1/jobs/{id}" },
+                { "POST", "/api/v1/jobs/batch/1" },
+                { "POST", "/api/v1/jobs/batchx" },
+                { "DELETE", "/api/v1/jobs/0" },
+                { "POST", "/api/v1/jobs/0/hold" },
+                { "POST", "/api/v1/jobs/01/hold" },
+                { "POST", "/api/v1/jobs//hold" },
+                { "POST", "/api/v1/jobs/hold" },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 const struct gw_route *r = (const struct gw_route *) 0x1;
@@ -213,20 +217,20 @@ static void wrong_method(void **state) {
         static const struct {
                 const char *method, *path;
         } cases[] = {
-                {"POST", "/healthz"},
-                {"get", "/healthz"},            /* methods are case-sensitive */
-                {"", "/healthz"},
-                {"PUT", "/api/v1/jobs"},
-                {"DELETE", "/api/v1/jobs"},
-                {"DELETE", "/api/v1/jobs/"},
-                {"GET", "/api/v1/jobs/batch"},
-                {"POST", "/api/v1/jobs/1"},
-                {"PATCH", "/api/v1/jobs/17/"},
-                {"GET", "/api/v1/jobs/1/hold"},
-                {"DELETE", "/api/v1/jobs/1/release"},
-                {"POST", "/api/v1/jobs/1/log"},
-                {"POST", "/api/v1/gpus"},
-                {"HEAD", "/api/v1/whoami"},
+                { "POST", "/healthz" },
+                { "get", "/healthz" }, /* methods are case-sensitive */
+                { "", "/healthz" },
+                { "PUT", "/api/v1/jobs" },
+                { "DELETE", "/api/v1/jobs" },
+                { "DELETE", "/api/v1/jobs/" },
+                { "GET", "/api/v1/jobs/batch" },
+                { "POST", "/api/v1/jobs/1" },
+                { "PATCH", "/api/v1/jobs/17/" },
+                { "GET", "/api/v1/jobs/1/hold" },
+                { "DELETE", "/api/v1/jobs/1/release" },
+                { "POST", "/api/v1/jobs/1/log" },
+                { "POST", "/api/v1/gpus" },
+                { "HEAD", "/api/v1/whoami" },
         };
         for (size_t i = 0; i < N_ELEMS(cases); i++) {
                 const struct gw_route *r = (const struct gw_route *) 0x1;
@@ -242,12 +246,12 @@ static void wrong_method(void **state) {
 /* The first row whose path and method match wins, whatever other rows share the path. */
 static void same_path_many_methods(void **state) {
         static const struct gw_route t[] = {
-                {"GET", "/x/{id}", 0},
-                {"PUT", "/x/{id}", 1},
-                {"DELETE", "/x/{id}", 2},
-                {"GET", "/x/{id}", 3}, /* shadowed */
+                { "GET", "/x/{id}", 0 },
+                { "PUT", "/x/{id}", 1 },
+                { "DELETE", "/x/{id}", 2 },
+                { "GET", "/x/{id}", 3 }, /* shadowed */
         };
-        static const char *const methods[] = {"GET", "PUT", "DELETE"};
+        static const char *const methods[] = { "GET", "PUT", "DELETE" };
         for (size_t i = 0; i < N_ELEMS(methods); i++) {
                 const struct gw_route *r = NULL;
                 int64_t id = 0;
@@ -273,7 +277,7 @@ static void array_task_paths(void **state) {
         assert_string_equal(buf, "/api/v1/jobs/17/log");
         assert_int_equal(index, 0);
         static const char *const not_tasks[] = {
-                "/api/v1/jobs/17", "/api/v1/jobs/17_", "/api/v1/jobs/_3", "/api/v1/jobs/17_3x",
+                "/api/v1/jobs/17",         "/api/v1/jobs/17_", "/api/v1/jobs/_3",    "/api/v1/jobs/17_3x",
                 "/api/v1/jobs/17_1234567", "/api/v1/gpus/1_2", "/api/v1/jobs/17_-1",
         };
         for (size_t i = 0; i < N_ELEMS(not_tasks); i++)
@@ -284,12 +288,8 @@ static void array_task_paths(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(array_task_paths),
-                cmocka_unit_test(matches),
-                cmocka_unit_test(gpu_index),
-                cmocka_unit_test(name_segments),
-                cmocka_unit_test(not_found),
-                cmocka_unit_test(wrong_method),
+                cmocka_unit_test(array_task_paths),       cmocka_unit_test(matches),   cmocka_unit_test(gpu_index),
+                cmocka_unit_test(name_segments),          cmocka_unit_test(not_found), cmocka_unit_test(wrong_method),
                 cmocka_unit_test(same_path_many_methods),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,9 +25,7 @@ static uint64_t rng_next(struct rng *r) {
         return r->s;
 }
 
-static int rng_int(struct rng *r, int lo, int hi) {
-        return lo + (int) (rng_next(r) % (uint64_t) (hi - lo + 1));
-}
+static int rng_int(struct rng *r, int lo, int hi) { return lo + (int) (rng_next(r) % (uint64_t) (hi - lo + 1)); }
 
 static bool chance(struct rng *r, int percent) { return rng_int(r, 0, 99) < percent; }
 
@@ -40,7 +38,7 @@ struct rscen {
 };
 
 static void random_gpus(struct rng *r, struct rscen *s) {
-        static const int mem_gib[] = {0, 16, 40, 80, 80};
+        static const int mem_gib[] = { 0, 16, 40, 80, 80 };
         int span = chance(r, 80) ? 16 : GW_SCHED_MAX_GPUS;
         int n = rng_int(r, 1, chance(r, 80) ? 8 : 16);
         uint64_t used = 0;
@@ -90,7 +88,7 @@ static void random_running(struct rng *r, struct rscen *s) {
 }
 
 static void random_jobs(struct rng *r, struct rscen *s) {
-        static const int mem_gib[] = {0, 0, 0, 8, 20, 40, 90};
+        static const int mem_gib[] = { 0, 0, 0, 8, 20, 40, 90 };
         int n = rng_int(r, 0, R_JOBS);
 
         for (int i = 0; i < n; i++) {
@@ -103,7 +101,9 @@ static void random_jobs(struct rng *r, struct rscen *s) {
                         .gpu_mem = (uint64_t) mem_gib[rng_int(r, 0, 6)] * GIB,
                         .time_limit = rng_int(r, 1, 400) * MIN,
                         .held = chance(r, 10),
-                        .dep = dep == 0 ? GW_DEP_WAITING : dep == 1 ? GW_DEP_NEVER : GW_DEP_SATISFIED,
+                        .dep = dep == 0   ? GW_DEP_WAITING
+                               : dep == 1 ? GW_DEP_NEVER
+                                          : GW_DEP_SATISFIED,
                 };
         }
         s->in.n_pending = (size_t) n;
@@ -169,14 +169,12 @@ static bool fits_among(const struct facts *f, uint64_t gpus, const struct gw_sch
         return n >= j->ngpus;
 }
 
-static bool ever_fits(const struct facts *f, const struct gw_sched_job *j) {
-        return fits_among(f, f->usable, j);
-}
+static bool ever_fits(const struct facts *f, const struct gw_sched_job *j) { return fits_among(f, f->usable, j); }
 
 /* How many GPUs job j could have at time t, if the first n_starts starts of the plan
  * run to their limits. */
-static int count_free_at(const struct rscen *s, const struct facts *f, const struct gw_sched_job *j,
-                         gw_usec_t t, const struct gw_sched_start *starts, size_t n_starts) {
+static int count_free_at(const struct rscen *s, const struct facts *f, const struct gw_sched_job *j, gw_usec_t t,
+                         const struct gw_sched_start *starts, size_t n_starts) {
         int n = 0;
         for (int i = 0; i < GW_SCHED_MAX_GPUS; i++) {
                 if (!(f->usable & M(i)) || (f->unknown_end & M(i)))
@@ -189,8 +187,7 @@ static int count_free_at(const struct rscen *s, const struct facts *f, const str
                 }
                 bool taken = false;
                 for (size_t k = 0; k < n_starts; k++)
-                        if ((starts[k].gpu_mask & M(i)) &&
-                            s->now + s->jobs[starts[k].job_id - 1].time_limit > t)
+                        if ((starts[k].gpu_mask & M(i)) && s->now + s->jobs[starts[k].job_id - 1].time_limit > t)
                                 taken = true;
                 n += !taken;
         }
@@ -248,7 +245,7 @@ static size_t check_starts(const struct rscen *s, const struct facts *f, const s
 /* Walks the queue as the policy says and checks each job's reason against it. */
 static void check_reasons(const struct rscen *s, const struct facts *f, const struct gw_sched_plan *p,
                           const enum gw_job_reason *reasons, struct rstats *st) {
-        uint64_t avail = f->usable & ~f->busy, start_of[R_JOBS] = {0};
+        uint64_t avail = f->usable & ~f->busy, start_of[R_JOBS] = { 0 };
         int64_t head = 0;
 
         for (size_t k = 0; k < p->n_starts; k++)
@@ -292,8 +289,8 @@ static void check_reasons(const struct rscen *s, const struct facts *f, const st
         assert_int_equal(p->head_job_id, head);
 }
 
-static void check_random_plan(const struct rscen *s, const struct gw_sched_plan *p,
-                              const enum gw_job_reason *reasons, struct rstats *st) {
+static void check_random_plan(const struct rscen *s, const struct gw_sched_plan *p, const enum gw_job_reason *reasons,
+                              struct rstats *st) {
         struct facts f;
 
         facts_of(s, &f);
@@ -310,8 +307,8 @@ static void check_random_plan(const struct rscen *s, const struct gw_sched_plan 
         /* The reserved start is the earliest the head fits after the jobs ahead of it. */
         gw_usec_t want = earliest_start(s, &f, h, p->starts, before_head);
         if (p->head_start != want)
-                fail_msg("head %lld: head_start %lld, oracle %lld", (long long) h->id,
-                         (long long) p->head_start, (long long) want);
+                fail_msg("head %lld: head_start %lld, oracle %lld", (long long) h->id, (long long) p->head_start,
+                         (long long) want);
         if (p->head_start == INF)
                 return;
         st->finite_heads++;
@@ -320,22 +317,22 @@ static void check_random_plan(const struct rscen *s, const struct gw_sched_plan 
 }
 
 static void random_properties(void **state) {
-        struct rng r = {.s = 0x9E3779B97F4A7C15ULL};
-        struct rstats st = {0};
+        struct rng r = { .s = 0x9E3779B97F4A7C15ULL };
+        struct rstats st = { 0 };
 
         for (int iter = 0; iter < 2000; iter++) {
                 struct rscen s;
                 struct gw_sched_start starts[R_JOBS];
                 enum gw_job_reason reasons[R_JOBS];
-                struct gw_sched_plan plan = {.starts = starts, .reasons = reasons};
+                struct gw_sched_plan plan = { .starts = starts, .reasons = reasons };
 
                 random_scenario(&r, &s);
                 assert_int_equal(gw_sched_plan(&s.in, s.now, &plan), 0);
                 check_random_plan(&s, &plan, reasons, &st);
         }
         /* The generator must exercise the interesting paths, or the checks above prove little. */
-        print_message("starts %d, backfills %d, heads %d (finite %d), priority waits %d\n", st.starts,
-                      st.backfills, st.heads, st.finite_heads, st.priority);
+        print_message("starts %d, backfills %d, heads %d (finite %d), priority waits %d\n", st.starts, st.backfills,
+                      st.heads, st.finite_heads, st.priority);
         assert_true(st.backfills > 100);
         assert_true(st.finite_heads > 300);
         assert_true(st.priority > 100);

@@ -10,14 +10,20 @@
 
 #include "sim/sim.h"
 
-#define SEC  GW_SIM_SEC
-#define MIN  GW_SIM_MIN
+#define SEC GW_SIM_SEC
+#define MIN GW_SIM_MIN
 #define HOUR GW_SIM_HOUR
 
 static struct gw_sim_job job(gw_usec_t submit, int gpus, gw_usec_t runtime, gw_usec_t limit) {
-        return (struct gw_sim_job){.submit = submit, .ngpus = gpus, .runtime = runtime, .time_limit = limit,
-                                   .stall_at = GW_SIM_NONE, .cancel_at = GW_SIM_NONE, .fail_at = GW_SIM_NONE,
-                                   .val_at = GW_SIM_NONE, .fail_class = GW_FAILURE_OK};
+        return (struct gw_sim_job){ .submit = submit,
+                                    .ngpus = gpus,
+                                    .runtime = runtime,
+                                    .time_limit = limit,
+                                    .stall_at = GW_SIM_NONE,
+                                    .cancel_at = GW_SIM_NONE,
+                                    .fail_at = GW_SIM_NONE,
+                                    .val_at = GW_SIM_NONE,
+                                    .fail_class = GW_FAILURE_OK };
 }
 
 static struct gw_sim_config config(const char *name, int gpus) {
@@ -31,7 +37,7 @@ static struct gw_sim_config config(const char *name, int gpus) {
 }
 
 static struct gw_sim_result run(struct gw_sim_job *jobs, size_t n, const char *name, int gpus) {
-        struct gw_sim_workload w = {.jobs = jobs, .n = n};
+        struct gw_sim_workload w = { .jobs = jobs, .n = n };
         struct gw_sim_config c = config(name, gpus);
         struct gw_sim_result r;
 
@@ -93,7 +99,7 @@ static void reclaim_frees_stalled_gpu(void **state) {
 /* A hardware fault at 25 min of work with a checkpoint every 10 min: 5 min of work lost;
  * the retry resumes from the 20-min checkpoint after the 10 s backoff. */
 static void retry_resumes_from_checkpoint(void **state) {
-        struct gw_sim_job v[1] = {job(0, 1, HOUR, 4 * HOUR)};
+        struct gw_sim_job v[1] = { job(0, 1, HOUR, 4 * HOUR) };
         v[0].ckpt_interval = 10 * MIN;
         v[0].fail_at = 25 * MIN;
         v[0].fail_class = GW_FAILURE_GPU_FAULT;
@@ -120,7 +126,7 @@ static void retry_resumes_from_checkpoint(void **state) {
 /* A bug that crashes at the same point: user_error is never retried; a cuda_error that
  * repeats is retried once, then the crash-loop rule stops it. */
 static void repeating_failures_stop(void **state) {
-        struct gw_sim_job v[1] = {job(0, 1, HOUR, 4 * HOUR)};
+        struct gw_sim_job v[1] = { job(0, 1, HOUR, 4 * HOUR) };
         v[0].ckpt_interval = 10 * MIN;
         v[0].fail_at = 25 * MIN;
         v[0].fail_repeat = true;
@@ -145,11 +151,11 @@ static void repeating_failures_stop(void **state) {
  * protected by its phase for protect_max (1 h) only: gpuward then reclaims it, and that is
  * counted as wrongful too. */
 static void slow_but_progressing(void **state) {
-        struct gw_sim_job v[1] = {job(0, 1, 6 * HOUR, 12 * HOUR)};
+        struct gw_sim_job v[1] = { job(0, 1, 6 * HOUR, 12 * HOUR) };
         v[0].val_at = HOUR;
         v[0].val_len = 2 * HOUR + 30 * MIN;
 
-        const char *keep[] = {"reclaim", "reclaim:hpo", "all", "hpo"};
+        const char *keep[] = { "reclaim", "reclaim:hpo", "all", "hpo" };
         for (size_t i = 0; i < 4; i++) {
                 struct gw_sim_result r = run(v, 1, keep[i], 1);
                 assert_int_equal(r.reclaimed, 0);
@@ -171,7 +177,7 @@ static void slow_but_progressing(void **state) {
 
 /* The finetune profile never reclaims; a job that names it keeps its GPUs under "reclaim". */
 static void profile_per_job(void **state) {
-        struct gw_sim_job v[1] = {job(0, 1, HOUR, 2 * HOUR)};
+        struct gw_sim_job v[1] = { job(0, 1, HOUR, 2 * HOUR) };
         v[0].stall_at = 10 * MIN;
         snprintf(v[0].profile, sizeof(v[0].profile), "finetune");
 
@@ -184,7 +190,7 @@ static void profile_per_job(void **state) {
 /* Over many generated workloads: gpuward's policies never reclaim a progressing job, every
  * injected failure is classified as its class, and the same seed gives the same table. */
 static void invariants_over_seeds(void **state) {
-        const char *names[] = {"reclaim", "all", "hpo", "bookings", "retry"};
+        const char *names[] = { "reclaim", "all", "hpo", "bookings", "retry" };
 
         for (uint64_t seed = 1; seed <= 12; seed++) {
                 struct gw_sim_gen g;
@@ -221,8 +227,8 @@ static void invariants_over_seeds(void **state) {
 
 /* Nodes: 16 GPUs as two nodes of 8; an 8-GPU job needs a whole node. */
 static void nodes_place_whole_jobs(void **state) {
-        struct gw_sim_job v[3] = {job(0, 4, HOUR, 2 * HOUR), job(0, 8, HOUR, 2 * HOUR), job(0, 8, HOUR, 2 * HOUR)};
-        struct gw_sim_workload w = {.jobs = v, .n = 3};
+        struct gw_sim_job v[3] = { job(0, 4, HOUR, 2 * HOUR), job(0, 8, HOUR, 2 * HOUR), job(0, 8, HOUR, 2 * HOUR) };
+        struct gw_sim_workload w = { .jobs = v, .n = 3 };
         struct gw_sim_config c = config("baseline", 16);
         struct gw_sim_result r;
 
@@ -245,8 +251,8 @@ static void nodes_place_whole_jobs(void **state) {
 
 /* The quota holds a user's second job while the first runs. */
 static void quota_holds_jobs(void **state) {
-        struct gw_sim_job v[2] = {job(0, 2, HOUR, 2 * HOUR), job(0, 2, HOUR, 2 * HOUR)};
-        struct gw_sim_workload w = {.jobs = v, .n = 2};
+        struct gw_sim_job v[2] = { job(0, 2, HOUR, 2 * HOUR), job(0, 2, HOUR, 2 * HOUR) };
+        struct gw_sim_workload w = { .jobs = v, .n = 2 };
         struct gw_sim_config c = config("baseline", 4);
         struct gw_sim_result r;
 
@@ -262,7 +268,7 @@ static void quota_holds_jobs(void **state) {
 
 static void observe_shows_phases(void **state) {
         struct gw_sim_job j = job(0, 2, 3 * HOUR, 4 * HOUR);
-        struct gw_sim_attempt a = {.start = GW_SIM_EPOCH, .stall_wall = GW_USEC_INFINITY, .job_id = 1, .attempt = 1};
+        struct gw_sim_attempt a = { .start = GW_SIM_EPOCH, .stall_wall = GW_USEC_INFINITY, .job_id = 1, .attempt = 1 };
         struct gw_reclaim_gpu gpus[2];
         struct gw_job_obs o;
 
@@ -312,8 +318,8 @@ static void config_names(void **state) {
  * is released 15 min later (gw_calendar_tick), when C starts.  Without it C starts at 0 and B
  * waits for C until 3 h. */
 static void booking_holds_gpus_and_others_backfill(void **state) {
-        struct gw_sim_job v[3] = {job(0, 1, 50 * MIN, HOUR), job(0, 1, 3 * HOUR, 3 * HOUR),
-                                  job(HOUR, 2, 30 * MIN, HOUR)};
+        struct gw_sim_job v[3] = { job(0, 1, 50 * MIN, HOUR), job(0, 1, 3 * HOUR, 3 * HOUR),
+                                   job(HOUR, 2, 30 * MIN, HOUR) };
         v[2].book_lead = HOUR;
 
         struct gw_sim_result r = run(v, 3, "bookings", 2);
@@ -342,7 +348,7 @@ static void booking_holds_gpus_and_others_backfill(void **state) {
  * The 2-hour job cannot end before the booking at 1 h: it waits, the booked job starts at 1 h
  * and is cancelled at once, and 15 min later the booking is released. */
 static void no_show(int booked, int gpus) {
-        struct gw_sim_job v[2] = {job(HOUR, booked, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR)};
+        struct gw_sim_job v[2] = { job(HOUR, booked, 30 * MIN, HOUR), job(30 * MIN, 1, 2 * HOUR, 2 * HOUR) };
         v[0].book_lead = HOUR;
         v[0].cancel_at = 0; /* its user cancels it as it would start: never runs in the booking */
         struct gw_sim_result r = run(v, 2, "bookings", gpus);
@@ -369,7 +375,7 @@ static void booking_no_show_releases_64(void **state) {
  * on 80 GiB) after 5 h.  Checkpoints every 40 min; gw_leak_detect flags it at the end of
  * the process's 4th epoch (epochs 2-4 rising; the first is never used), 160 min in. */
 static void leak_oom_and_restart(void **state) {
-        struct gw_sim_job v[1] = {job(0, 1, 10 * HOUR, 24 * HOUR)};
+        struct gw_sim_job v[1] = { job(0, 1, 10 * HOUR, 24 * HOUR) };
         v[0].ckpt_interval = 40 * MIN;
         v[0].leak_mb_h = 8192;
 
@@ -422,7 +428,7 @@ static void leak_oom_and_restart(void **state) {
  * watched while the stop waits), the high job runs, then the first resumes from that
  * checkpoint; without, the high job waits 95 min. */
 static void preempt_after_checkpoint(void **state) {
-        struct gw_sim_job v[2] = {job(0, 1, 2 * HOUR, 4 * HOUR), job(25 * MIN, 1, 30 * MIN, HOUR)};
+        struct gw_sim_job v[2] = { job(0, 1, 2 * HOUR, 4 * HOUR), job(25 * MIN, 1, 30 * MIN, HOUR) };
         v[0].ckpt_interval = 10 * MIN;
         v[1].priority = 1;
 
@@ -451,7 +457,7 @@ static void preempt_after_checkpoint(void **state) {
 }
 
 static void broken_gpu_drained(void **state) {
-        struct gw_sim_job v[2] = {job(0, 1, HOUR, 2 * HOUR), job(20 * MIN, 1, 30 * MIN, HOUR)};
+        struct gw_sim_job v[2] = { job(0, 1, HOUR, 2 * HOUR), job(20 * MIN, 1, 30 * MIN, HOUR) };
         v[0].fail_at = 10 * MIN;
         v[0].fail_class = GW_FAILURE_GPU_FAULT;
         v[0].gpu_broken = true;

@@ -19,9 +19,16 @@
 #define N_JOBS 200
 
 static struct gw_sim_job job(int user, gw_usec_t submit) {
-        return (struct gw_sim_job){.submit = submit, .user = user, .ngpus = 1, .runtime = 2 * HOUR,
-                                   .time_limit = 3 * HOUR, .stall_at = GW_SIM_NONE, .cancel_at = GW_SIM_NONE,
-                                   .fail_at = GW_SIM_NONE, .val_at = GW_SIM_NONE, .fail_class = GW_FAILURE_OK};
+        return (struct gw_sim_job){ .submit = submit,
+                                    .user = user,
+                                    .ngpus = 1,
+                                    .runtime = 2 * HOUR,
+                                    .time_limit = 3 * HOUR,
+                                    .stall_at = GW_SIM_NONE,
+                                    .cancel_at = GW_SIM_NONE,
+                                    .fail_at = GW_SIM_NONE,
+                                    .val_at = GW_SIM_NONE,
+                                    .fail_class = GW_FAILURE_OK };
 }
 
 /* 8 GPUs; user 0 submits 100 two-hour jobs at 0, user 1 as many at 10 h; measured at 30 h,
@@ -36,7 +43,7 @@ static struct gw_sim_result run_box(const char *name) {
                 jobs[i] = job(0, 0);
                 jobs[N_JOBS / 2 + i] = job(1, 10 * HOUR);
         }
-        struct gw_sim_workload w = {.jobs = jobs, .n = N_JOBS};
+        struct gw_sim_workload w = { .jobs = jobs, .n = N_JOBS };
         assert_int_equal(gw_sim_config_named(name, &c, msg, sizeof(msg)), 0);
         c.n_gpus = 8;
         c.seed = 1;
@@ -86,7 +93,7 @@ static void fair_config_names(void **state) {
 /* The per-user table: one row per user, a column per configuration. */
 static void users_table(void **state) {
         (void) state;
-        struct gw_sim_result r[2] = {run_box("baseline"), run_box("baseline+fair")};
+        struct gw_sim_result r[2] = { run_box("baseline"), run_box("baseline+fair") };
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);

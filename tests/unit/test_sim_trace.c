@@ -56,18 +56,18 @@ static void refuses_bad_input(void **state) {
         static const struct {
                 const char *text, *msg;
         } bad[] = {
-                {"gpus,runtime_s\n1,60\n", "header: submit_s, gpus and runtime_s are required"},
-                {"submit_s,gpus,runtime_s,color\n", "header: unknown column 'color'"},
-                {"submit_s,gpus,gpus,runtime_s\n", "header: column 'gpus' twice"},
-                {"submit_s,gpus,runtime_s\n0,0,60\n", "line 2: gpus: '0' is not valid"},
-                {"submit_s,gpus,runtime_s\n0,65,60\n", "line 2: gpus: '65' is not valid"},
-                {"submit_s,gpus,runtime_s\n0,1\n", "line 2: 2 fields, the header has 3"},
-                {"submit_s,gpus,runtime_s\n-5,1,60\n", "line 2: submit_s: '-5' is not valid"},
-                {"submit_s,gpus,runtime_s,fail_class\n0,1,60,ok\n", "line 2: fail_class: 'ok' is not valid"},
-                {"submit_s,gpus,runtime_s,profile\n0,1,60,nope\n", "line 2: profile: 'nope' is not valid"},
-                {"submit_s,gpus,runtime_s,zero_frac\n0,1,60,1.5\n", "line 2: zero_frac: '1.5' is not valid"},
-                {"submit_s,gpus,runtime_s,val_len_s\n0,1,60,30\n", "line 2: val_len_s without val_at_s"},
-                {"", "no header line"},
+                { "gpus,runtime_s\n1,60\n", "header: submit_s, gpus and runtime_s are required" },
+                { "submit_s,gpus,runtime_s,color\n", "header: unknown column 'color'" },
+                { "submit_s,gpus,gpus,runtime_s\n", "header: column 'gpus' twice" },
+                { "submit_s,gpus,runtime_s\n0,0,60\n", "line 2: gpus: '0' is not valid" },
+                { "submit_s,gpus,runtime_s\n0,65,60\n", "line 2: gpus: '65' is not valid" },
+                { "submit_s,gpus,runtime_s\n0,1\n", "line 2: 2 fields, the header has 3" },
+                { "submit_s,gpus,runtime_s\n-5,1,60\n", "line 2: submit_s: '-5' is not valid" },
+                { "submit_s,gpus,runtime_s,fail_class\n0,1,60,ok\n", "line 2: fail_class: 'ok' is not valid" },
+                { "submit_s,gpus,runtime_s,profile\n0,1,60,nope\n", "line 2: profile: 'nope' is not valid" },
+                { "submit_s,gpus,runtime_s,zero_frac\n0,1,60,1.5\n", "line 2: zero_frac: '1.5' is not valid" },
+                { "submit_s,gpus,runtime_s,val_len_s\n0,1,60,30\n", "line 2: val_len_s without val_at_s" },
+                { "", "no header line" },
         };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

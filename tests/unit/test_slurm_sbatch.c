@@ -45,26 +45,29 @@ static const char *refusal(const struct gw_job *j, const struct gw_sbatch_opts *
         return why;
 }
 
-static char *argv_train[] = {"python", "train.py", "--epochs", "10", NULL};
+static char *argv_train[] = { "python", "train.py", "--epochs", "10", NULL };
 
 static void plain_job(void **state) {
-        struct gw_job j = {.id = 17, .name = "yolo-s", .ngpus = 2, .time_limit = 2 * 3600 * SEC,
-                           .argv = argv_train, .cwd = "/home/ana/exp", .log_path = "/var/lib/gw/17.log"};
-        struct gw_sbatch_opts o = {.now = NOW, .gpus_per_node = 4, .script = "/usr/lib/gpuward/job.sh"};
-        assert_string_equal(build(&j, &o),
-                            "sbatch|--parsable|--no-requeue|--job-name=yolo-s|--nodes=1|--gres=gpu:2|"
-                            "--time=0-02:00:00|--output=/var/lib/gw/17.log|--chdir=/home/ana/exp|"
-                            "/usr/lib/gpuward/job.sh|python|train.py|--epochs|10");
+        struct gw_job j = { .id = 17,
+                            .name = "yolo-s",
+                            .ngpus = 2,
+                            .time_limit = 2 * 3600 * SEC,
+                            .argv = argv_train,
+                            .cwd = "/home/ana/exp",
+                            .log_path = "/var/lib/gw/17.log" };
+        struct gw_sbatch_opts o = { .now = NOW, .gpus_per_node = 4, .script = "/usr/lib/gpuward/job.sh" };
+        assert_string_equal(build(&j, &o), "sbatch|--parsable|--no-requeue|--job-name=yolo-s|--nodes=1|--gres=gpu:2|"
+                                           "--time=0-02:00:00|--output=/var/lib/gw/17.log|--chdir=/home/ana/exp|"
+                                           "/usr/lib/gpuward/job.sh|python|train.py|--epochs|10");
 }
 
 /* --wrap: each word single-quoted for /bin/sh, a quote in a word closed and escaped. */
 static void wrap_quotes(void **state) {
-        char *argv[] = {"sh", "-c", "echo it's $HOME; rm -rf /", NULL};
-        struct gw_job j = {.id = 3, .ngpus = 1, .argv = argv};
-        struct gw_sbatch_opts o = {.now = NOW};
-        assert_string_equal(build(&j, &o),
-                            "sbatch|--parsable|--no-requeue|--job-name=gpuward-3|--nodes=1|--gres=gpu:1|"
-                            "--wrap=exec 'sh' '-c' 'echo it'\\''s $HOME; rm -rf /'");
+        char *argv[] = { "sh", "-c", "echo it's $HOME; rm -rf /", NULL };
+        struct gw_job j = { .id = 3, .ngpus = 1, .argv = argv };
+        struct gw_sbatch_opts o = { .now = NOW };
+        assert_string_equal(build(&j, &o), "sbatch|--parsable|--no-requeue|--job-name=gpuward-3|--nodes=1|--gres=gpu:1|"
+                                           "--wrap=exec 'sh' '-c' 'echo it'\\''s $HOME; rm -rf /'");
 }
 
 /* Slurm rounds a time limit up to whole minutes; so does gpuward, in D-HH:MM:SS. */
@@ -73,14 +76,14 @@ static void time_limits(void **state) {
                 gw_usec_t limit;
                 const char *text;
         } t[] = {
-                {1, "0-00:01:00"},
-                {59 * SEC, "0-00:01:00"},
-                {60 * SEC, "0-00:01:00"},
-                {61 * SEC, "0-00:02:00"},
-                {90 * SEC, "0-00:02:00"},
-                {3600 * SEC, "0-01:00:00"},
-                {(24 * 3600 + 2 * 3600 + 3 * 60 + 4) * SEC, "1-02:04:00"},
-                {(gw_usec_t) 400 * 24 * 3600 * SEC, "400-00:00:00"},
+                { 1, "0-00:01:00" },
+                { 59 * SEC, "0-00:01:00" },
+                { 60 * SEC, "0-00:01:00" },
+                { 61 * SEC, "0-00:02:00" },
+                { 90 * SEC, "0-00:02:00" },
+                { 3600 * SEC, "0-01:00:00" },
+                { (24 * 3600 + 2 * 3600 + 3 * 60 + 4) * SEC, "1-02:04:00" },
+                { (gw_usec_t) 400 * 24 * 3600 * SEC, "400-00:00:00" },
         };
         char buf[32];
         for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -93,8 +96,8 @@ static void time_limits(void **state) {
                             "1491308-02:07:00");
 
         /* No limit: no --time, the partition's default applies. */
-        struct gw_job j = {.id = 4, .argv = argv_train};
-        struct gw_sbatch_opts o = {.now = NOW};
+        struct gw_job j = { .id = 4, .argv = argv_train };
+        struct gw_sbatch_opts o = { .now = NOW };
         assert_null(strstr(build(&j, &o), "--time"));
         j.time_limit = GW_USEC_INFINITY;
         assert_null(strstr(build(&j, &o), "--time"));
@@ -104,8 +107,8 @@ static void time_limits(void **state) {
 
 /* A retry's backoff is --begin, relative and rounded up to a second; past or equal: none. */
 static void begin_for_backoff(void **state) {
-        struct gw_job j = {.id = 5, .ngpus = 1, .argv = argv_train, .not_before = NOW + 30 * SEC + 1};
-        struct gw_sbatch_opts o = {.now = NOW};
+        struct gw_job j = { .id = 5, .ngpus = 1, .argv = argv_train, .not_before = NOW + 30 * SEC + 1 };
+        struct gw_sbatch_opts o = { .now = NOW };
         assert_non_null(strstr(build(&j, &o), "|--begin=now+31|"));
         j.not_before = NOW;
         assert_null(strstr(build(&j, &o), "--begin"));
@@ -114,12 +117,15 @@ static void begin_for_backoff(void **state) {
 }
 
 static void output_percent_and_exclude(void **state) {
-        const char *avoid[] = {"gpu3", "gpu7"};
+        const char *avoid[] = { "gpu3", "gpu7" };
         /* The daemon's log path is the --output with gpuward's patterns filled in: sbatch
          * gets it with each '%' left doubled, so it fills in none of its own (%j is ours). */
-        struct gw_job j = {.id = 6, .ngpus = 1, .argv = argv_train, .output = "/data/run%%1/out-%j.log",
-                           .log_path = "/data/run%1/out-6.log"};
-        struct gw_sbatch_opts o = {.now = NOW, .partition = "a100", .exclude = avoid, .n_exclude = 2};
+        struct gw_job j = { .id = 6,
+                            .ngpus = 1,
+                            .argv = argv_train,
+                            .output = "/data/run%%1/out-%j.log",
+                            .log_path = "/data/run%1/out-6.log" };
+        struct gw_sbatch_opts o = { .now = NOW, .partition = "a100", .exclude = avoid, .n_exclude = 2 };
         const char *s = build(&j, &o);
         assert_non_null(strstr(s, "|--output=/data/run%%1/out-6.log|"));
         j.log_path = NULL; /* no log path: the --output as written, every '%' doubled */
@@ -148,8 +154,8 @@ static void output_percent_and_exclude(void **state) {
 
 /* More GPUs than a node has: whole nodes, or a refusal that says what would work. */
 static void gpus_over_nodes(void **state) {
-        struct gw_job j = {.id = 8, .ngpus = 8, .argv = argv_train};
-        struct gw_sbatch_opts o = {.now = NOW, .gpus_per_node = 4, .max_nodes = 2};
+        struct gw_job j = { .id = 8, .ngpus = 8, .argv = argv_train };
+        struct gw_sbatch_opts o = { .now = NOW, .gpus_per_node = 4, .max_nodes = 2 };
         assert_non_null(strstr(build(&j, &o), "|--nodes=2|--gres=gpu:4|"));
         j.ngpus = 4;
         assert_non_null(strstr(build(&j, &o), "|--nodes=1|--gres=gpu:4|"));
@@ -168,10 +174,10 @@ static void gpus_over_nodes(void **state) {
 }
 
 static void refusals(void **state) {
-        char *none[] = {NULL};
-        const char *bad_node[] = {"gpu1", "gpu2,gpu3"};
-        struct gw_job j = {.id = 9, .ngpus = 1, .argv = none};
-        struct gw_sbatch_opts o = {.now = NOW};
+        char *none[] = { NULL };
+        const char *bad_node[] = { "gpu1", "gpu2,gpu3" };
+        struct gw_job j = { .id = 9, .ngpus = 1, .argv = none };
+        struct gw_sbatch_opts o = { .now = NOW };
         assert_string_equal(refusal(&j, &o), "argv: the job has no command");
         j.argv = NULL;
         assert_string_equal(refusal(&j, &o), "argv: the job has no command");
@@ -196,9 +202,12 @@ static void refusals(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(plain_job),          cmocka_unit_test(wrap_quotes),
-                cmocka_unit_test(time_limits),        cmocka_unit_test(begin_for_backoff),
-                cmocka_unit_test(output_percent_and_exclude), cmocka_unit_test(gpus_over_nodes),
+                cmocka_unit_test(plain_job),
+                cmocka_unit_test(wrap_quotes),
+                cmocka_unit_test(time_limits),
+                cmocka_unit_test(begin_for_backoff),
+                cmocka_unit_test(output_percent_and_exclude),
+                cmocka_unit_test(gpus_over_nodes),
                 cmocka_unit_test(refusals),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

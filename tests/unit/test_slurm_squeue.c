@@ -28,7 +28,9 @@ static void test_lines(void **state) {
         assert_string_equal(r.nodes, "gw75a600n1");
         assert_string_equal(r.reason, "NonZeroExitCode");
         assert_int_equal(parse("42                  |PENDING             |0                   |"
-                               "                    |Resources", &r), 0);
+                               "                    |Resources",
+                               &r),
+                         0);
         assert_int_equal(r.job_id, 42);
         assert_string_equal(r.state, "PENDING");
         assert_string_equal(r.nodes, "");
@@ -47,10 +49,18 @@ static void test_refused(void **state) {
         (void) state;
         struct gw_slurm_squeue_row r = { .job_id = 99 };
         const char *bad[] = {
-                "", "1|RUNNING|0|n1", "12_3|RUNNING|0|n1|None", "5+1|RUNNING|0|n1|None",
-                "0|RUNNING|0|n1|None", "4294967296|RUNNING|0|n1|None", "x|RUNNING|0|n1|None",
-                "|RUNNING|0|n1|None", "1||0|n1|None", "1|RUNNING|0|n1|None|extra",
-                "1|RUNNING_FOR_A_VERY_LONG_TIME_INDEED|0|n1|None", "1|RUNNING|12345678901234567|n1|None",
+                "",
+                "1|RUNNING|0|n1",
+                "12_3|RUNNING|0|n1|None",
+                "5+1|RUNNING|0|n1|None",
+                "0|RUNNING|0|n1|None",
+                "4294967296|RUNNING|0|n1|None",
+                "x|RUNNING|0|n1|None",
+                "|RUNNING|0|n1|None",
+                "1||0|n1|None",
+                "1|RUNNING|0|n1|None|extra",
+                "1|RUNNING_FOR_A_VERY_LONG_TIME_INDEED|0|n1|None",
+                "1|RUNNING|12345678901234567|n1|None",
                 "No jobs in the system",
         };
         for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

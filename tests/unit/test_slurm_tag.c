@@ -9,9 +9,7 @@
 
 #include "core/slurm.h"
 
-static int parse(const char *line, struct gw_slurm_tagged *r) {
-        return gw_slurm_tag_parse(line, strlen(line), r);
-}
+static int parse(const char *line, struct gw_slurm_tagged *r) { return gw_slurm_tag_parse(line, strlen(line), r); }
 
 static void test_format(void **state) {
         (void) state;

@@ -13,7 +13,7 @@
 #define S GW_USEC_PER_SEC
 
 static struct gw_snap_item last(int64_t id, int64_t job, int seq, gw_usec_t t, uint64_t bytes) {
-        return (struct gw_snap_item) { .id = id, .job_id = job, .seq = seq, .time = t, .bytes = bytes };
+        return (struct gw_snap_item){ .id = id, .job_id = job, .seq = seq, .time = t, .bytes = bytes };
 }
 
 static struct gw_snap_item best(int64_t id, int64_t job, int seq, gw_usec_t t, uint64_t bytes) {

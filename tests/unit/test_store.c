@@ -130,7 +130,7 @@ static const char *const tricky_argv[] = {
 static const char *const tricky_env[] = {
         "PATH=/usr/local/bin:/usr/bin", "EMPTY=", "SPACES=a b  c ", "EQ=x=y==z", "UNI=héllo wörld 🚀", NULL,
 };
-static const char *const tricky_env_extra[] = {"K=V", "", "LANG=C.UTF-8", NULL};
+static const char *const tricky_env_extra[] = { "K=V", "", "LANG=C.UTF-8", NULL };
 
 static struct gw_job *job_new(uint32_t uid, enum gw_job_state st) {
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
@@ -346,9 +346,9 @@ static void job_lifecycle_events(void **state) {
                 const char *kind, *message;
                 enum gw_job_state state;
         } want[] = {
-                {"submit", "submitted by alice", GW_JOB_PENDING},
-                {"start", "started on GPUs 1,3,63", GW_JOB_RUNNING},
-                {"end", "exit 3", GW_JOB_COMPLETED},
+                { "submit", "submitted by alice", GW_JOB_PENDING },
+                { "start", "started on GPUs 1,3,63", GW_JOB_RUNNING },
+                { "end", "exit 3", GW_JOB_COMPLETED },
         };
         struct gw_job_event *ev = NULL;
         size_t n = 0;
@@ -377,7 +377,7 @@ static void job_lifecycle_events(void **state) {
 static void unknown_ids(void **state) {
         struct fixture *f = *state;
         (void) insert(f->s, 1000, GW_JOB_PENDING);
-        static const int64_t ids[] = {0, -1, 2, 999999, INT64_MAX};
+        static const int64_t ids[] = { 0, -1, 2, 999999, INT64_MAX };
         for (size_t i = 0; i < N_ELEMS(ids); i++) {
                 static struct gw_job sentinel;
                 enum gw_job_state st = GW_JOB_RECLAIMED;
@@ -418,12 +418,12 @@ static void jobs_active(void **state) {
         int64_t id[_GW_JOB_STATE_MAX * 2];
         /* Every state twice, interleaved. */
         for (int k = 0; k < _GW_JOB_STATE_MAX * 2; k++)
-                id[k] = insert(f->s, 1000, (enum gw_job_state) (k % _GW_JOB_STATE_MAX));
-        struct collect c = {0};
+                id[k] = insert(f->s, 1000, (enum gw_job_state)(k % _GW_JOB_STATE_MAX));
+        struct collect c = { 0 };
         assert_int_equal(gw_store_jobs_active(f->s, collect_cb, &c), 0);
         size_t w = 0;
         for (int k = 0; k < _GW_JOB_STATE_MAX * 2; k++) {
-                enum gw_job_state st = (enum gw_job_state) (k % _GW_JOB_STATE_MAX);
+                enum gw_job_state st = (enum gw_job_state)(k % _GW_JOB_STATE_MAX);
                 if (st != GW_JOB_PENDING && st != GW_JOB_HELD && st != GW_JOB_RUNNING)
                         continue;
                 assert_true(w < c.n);
@@ -435,7 +435,7 @@ static void jobs_active(void **state) {
         assert_int_equal(w, 6);
 
         /* A callback error stops the walk and is returned. */
-        struct collect stop = {.stop_after = 2};
+        struct collect stop = { .stop_after = 2 };
         assert_int_equal(gw_store_jobs_active(f->s, collect_cb, &stop), -ECANCELED);
         assert_int_equal(stop.n, 2);
 }
@@ -448,10 +448,10 @@ static void jobs_list(void **state) {
                 uint32_t uid;
                 enum gw_job_state st;
         } jobs[] = {
-                {1000, GW_JOB_COMPLETED}, {1001, GW_JOB_FAILED},  {1000, GW_JOB_PENDING},
-                {1000, GW_JOB_CANCELLED}, {1001, GW_JOB_COMPLETED}, {1000, GW_JOB_RUNNING},
-                {1001, GW_JOB_TIMEOUT},   {1000, GW_JOB_COMPLETED}, {1000, GW_JOB_HELD},
-                {1001, GW_JOB_RECLAIMED}, {1000, GW_JOB_FAILED},  {1001, GW_JOB_PENDING},
+                { 1000, GW_JOB_COMPLETED }, { 1001, GW_JOB_FAILED },    { 1000, GW_JOB_PENDING },
+                { 1000, GW_JOB_CANCELLED }, { 1001, GW_JOB_COMPLETED }, { 1000, GW_JOB_RUNNING },
+                { 1001, GW_JOB_TIMEOUT },   { 1000, GW_JOB_COMPLETED }, { 1000, GW_JOB_HELD },
+                { 1001, GW_JOB_RECLAIMED }, { 1000, GW_JOB_FAILED },    { 1001, GW_JOB_PENDING },
         };
         int64_t id[N_ELEMS(jobs)];
         for (size_t i = 0; i < N_ELEMS(jobs); i++)
@@ -459,28 +459,28 @@ static void jobs_list(void **state) {
         for (size_t i = 0; i < N_ELEMS(jobs); i++)
                 assert_int_equal(id[i], (int64_t) i + 1); /* the want tables below rely on it */
 
-        const unsigned final = M(GW_JOB_COMPLETED) | M(GW_JOB_FAILED) | M(GW_JOB_CANCELLED) |
-                               M(GW_JOB_TIMEOUT) | M(GW_JOB_RECLAIMED);
+        const unsigned final =
+                M(GW_JOB_COMPLETED) | M(GW_JOB_FAILED) | M(GW_JOB_CANCELLED) | M(GW_JOB_TIMEOUT) | M(GW_JOB_RECLAIMED);
         const struct {
                 struct gw_store_filter f;
                 int64_t want[16]; /* ids, newest first, 0-terminated */
         } cases[] = {
-                {{0}, {12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
-                {{.state_mask = M(GW_JOB_COMPLETED)}, {8, 5, 1, 0}},
-                {{.state_mask = final}, {11, 10, 8, 7, 5, 4, 2, 1, 0}},
-                {{.state_mask = M(GW_JOB_PENDING) | M(GW_JOB_HELD)}, {12, 9, 3, 0}},
-                {{.by_uid = true, .uid = 1001}, {12, 10, 7, 5, 2, 0}},
-                {{.by_uid = true, .uid = 0}, {0}},
-                {{.before_id = 6}, {5, 4, 3, 2, 1, 0}},
-                {{.before_id = 1}, {0}},
-                {{.limit = 3}, {12, 11, 10, 0}},
-                {{.limit = 1}, {12, 0}},
-                {{.state_mask = final, .by_uid = true, .uid = 1000, .before_id = 11, .limit = 2}, {8, 4, 0}},
-                {{.state_mask = final, .by_uid = true, .uid = 1000, .before_id = 4, .limit = 2}, {1, 0}},
-                {{.state_mask = M(GW_JOB_RECLAIMED), .by_uid = true, .uid = 1000}, {0}},
+                { { 0 }, { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 } },
+                { { .state_mask = M(GW_JOB_COMPLETED) }, { 8, 5, 1, 0 } },
+                { { .state_mask = final }, { 11, 10, 8, 7, 5, 4, 2, 1, 0 } },
+                { { .state_mask = M(GW_JOB_PENDING) | M(GW_JOB_HELD) }, { 12, 9, 3, 0 } },
+                { { .by_uid = true, .uid = 1001 }, { 12, 10, 7, 5, 2, 0 } },
+                { { .by_uid = true, .uid = 0 }, { 0 } },
+                { { .before_id = 6 }, { 5, 4, 3, 2, 1, 0 } },
+                { { .before_id = 1 }, { 0 } },
+                { { .limit = 3 }, { 12, 11, 10, 0 } },
+                { { .limit = 1 }, { 12, 0 } },
+                { { .state_mask = final, .by_uid = true, .uid = 1000, .before_id = 11, .limit = 2 }, { 8, 4, 0 } },
+                { { .state_mask = final, .by_uid = true, .uid = 1000, .before_id = 4, .limit = 2 }, { 1, 0 } },
+                { { .state_mask = M(GW_JOB_RECLAIMED), .by_uid = true, .uid = 1000 }, { 0 } },
         };
         for (size_t k = 0; k < N_ELEMS(cases); k++) {
-                struct collect c = {0};
+                struct collect c = { 0 };
                 assert_int_equal(gw_store_jobs_list(f->s, &cases[k].f, collect_cb, &c), 0);
                 size_t nw = 0;
                 while (cases[k].want[nw])
@@ -495,8 +495,8 @@ static void jobs_list(void **state) {
                 }
         }
 
-        struct collect stop = {.stop_after = 1};
-        struct gw_store_filter all = {0};
+        struct collect stop = { .stop_after = 1 };
+        struct gw_store_filter all = { 0 };
         assert_int_equal(gw_store_jobs_list(f->s, &all, collect_cb, &stop), -ECANCELED);
         assert_int_equal(stop.n, 1);
 }
@@ -513,7 +513,7 @@ static void jobs_list_default_limit(void **state) {
         for (int i = 0; i < 105; i++)
                 (void) insert(f->s, 1000, GW_JOB_COMPLETED);
         assert_int_equal(gw_store_commit(f->s), 0);
-        struct gw_store_filter flt = {0};
+        struct gw_store_filter flt = { 0 };
         size_t n = 0;
         assert_int_equal(gw_store_jobs_list(f->s, &flt, count_cb, &n), 0);
         assert_int_equal(n, 100);
@@ -527,8 +527,12 @@ static void reopen_keeps_data(void **state) {
         struct fixture *f = *state;
         struct gw_job *j = job_new(1001, GW_JOB_RUNNING);
         assert_int_equal(gw_store_job_insert(f->s, j, "x"), 0);
-        struct gw_store_gpu g = {.index = 2, .uuid = "GPU-2", .name = "H100", .mem_total = 1, .drained = true,
-                                 .drain_reason = "ecc"};
+        struct gw_store_gpu g = { .index = 2,
+                                  .uuid = "GPU-2",
+                                  .name = "H100",
+                                  .mem_total = 1,
+                                  .drained = true,
+                                  .drain_reason = "ecc" };
         assert_int_equal(gw_store_gpu_upsert(f->s, &g), 0);
         long long tables = raw_int(f->dir, "SELECT count(*) FROM sqlite_master");
 
@@ -630,7 +634,7 @@ static void inner_rollback_keeps_the_batch(void **state) {
 
 static void gpu_round_trip(void **state) {
         struct fixture *f = *state;
-        struct gw_store_gpu g = {.index = 0, .mem_total = UINT64_C(85899345920)}, got;
+        struct gw_store_gpu g = { .index = 0, .mem_total = UINT64_C(85899345920) }, got;
         snprintf(g.uuid, sizeof g.uuid, "GPU-8d3f1a2b-0000-1111-2222-333344445555");
         snprintf(g.name, sizeof g.name, "NVIDIA H100 80GB HBM3");
         assert_int_equal(gw_store_gpu_get(f->s, 0, &got), -ENOENT);
@@ -656,7 +660,7 @@ static void gpu_round_trip(void **state) {
         assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM gpus"), 1);
 
         /* A second GPU does not disturb the first; undraining clears the reason. */
-        struct gw_store_gpu h = {.index = 7, .uuid = "GPU-7", .name = "A100", .mem_total = 1};
+        struct gw_store_gpu h = { .index = 7, .uuid = "GPU-7", .name = "A100", .mem_total = 1 };
         assert_int_equal(gw_store_gpu_upsert(f->s, &h), 0);
         g.drained = false;
         g.drain_reason[0] = '\0';
@@ -688,7 +692,7 @@ static void stop_survives_reopen(void **state) {
         assert_int_equal(gw_store_job_update(f->s, j, "terminate", "cancelled by alice: SIGTERM"), 0);
         f->s = gw_store_close(f->s);
         store_open_ok(f);
-        struct collect c = {0};
+        struct collect c = { 0 };
         assert_int_equal(gw_store_jobs_active(f->s, collect_cb, &c), 0);
         assert_int_equal(c.n, 1);
         assert_int_equal(c.states[0], GW_JOB_RUNNING);
@@ -743,11 +747,11 @@ static void attempt_events(void **state) {
         assert_int_equal(n, 1); /* never started: all of them */
         gw_job_events_free(ev, n);
 
-        static const char *const kinds[] = { "start", "xid",       "terminate", "retry",
-                                             "start", "xid",       "terminate", "terminate" };
+        static const char *const kinds[] = { "start", "xid", "terminate", "retry",
+                                             "start", "xid", "terminate", "terminate" };
         for (size_t i = 0; i < N_ELEMS(kinds); i++)
-                assert_int_equal(
-                        gw_store_job_event(f->s, j->id, GW_JOB_RUNNING, kinds[i], i < 4 ? "first" : "second"), 0);
+                assert_int_equal(gw_store_job_event(f->s, j->id, GW_JOB_RUNNING, kinds[i], i < 4 ? "first" : "second"),
+                                 0);
         assert_int_equal(gw_store_job_event(f->s, j->id + 1, GW_JOB_RUNNING, "start", "another job's"), 0);
         assert_int_equal(gw_store_job_attempt_events(f->s, j->id, &ev, &n), 0);
         assert_int_equal(n, 4);

@@ -13,7 +13,7 @@
 #define SEC GW_USEC_PER_SEC
 
 static struct gw_point pt(gw_usec_t t, unsigned util, uint64_t mem) {
-        return (struct gw_point){.t = t, .util = (uint8_t) util, .mem_util = 0, .mem = mem};
+        return (struct gw_point){ .t = t, .util = (uint8_t) util, .mem_util = 0, .mem = mem };
 }
 
 static void push_t(struct gw_ring *r, gw_usec_t t) {
@@ -123,7 +123,7 @@ static void ring_capacity_zero(void **state) {
 /* ---- aggregator ---- */
 
 static void agg_first_point(void **state) {
-        struct gw_agg a = {0}, done = {0};
+        struct gw_agg a = { 0 }, done = { 0 };
         struct gw_point p = pt(125 * SEC + 7, 40, 4000);
 
         assert_false(gw_agg_add(&a, 60 * SEC, &p, &done));
@@ -137,13 +137,13 @@ static void agg_first_point(void **state) {
         assert_int_equal(gw_agg_mem_mean(&a), 4000);
         assert_int_equal(done.n, 0);
 
-        struct gw_agg empty = {0};
+        struct gw_agg empty = { 0 };
         assert_true(gw_agg_util_mean(&empty) == 0.0);
         assert_int_equal(gw_agg_mem_mean(&empty), 0);
 }
 
 static void agg_epoch_bucket_accumulates(void **state) {
-        struct gw_agg a = {0};
+        struct gw_agg a = { 0 };
         struct gw_point p1 = pt(1 * SEC, 10, 100), p2 = pt(2 * SEC, 30, 300);
 
         /* bucket 0 is a real bucket once it holds a point; the second point must join it */
@@ -156,11 +156,9 @@ static void agg_epoch_bucket_accumulates(void **state) {
 
 static void agg_one_bucket_then_rollover(void **state) {
         const gw_usec_t w = 60 * SEC;
-        struct gw_agg a = {0}, done = {0};
+        struct gw_agg a = { 0 }, done = { 0 };
         struct gw_point in[] = {
-                pt(60 * SEC, 50, 1000),
-                pt(70 * SEC, 10, 5000),
-                pt(119 * SEC + 999999, 90, 3000),
+                pt(60 * SEC, 50, 1000), pt(70 * SEC, 10, 5000), pt(119 * SEC + 999999, 90, 3000),
                 pt(80 * SEC, 20, 2000), /* late but inside the current bucket: counts */
         };
 
@@ -196,7 +194,7 @@ static void agg_one_bucket_then_rollover(void **state) {
 
 static void agg_old_points_ignored(void **state) {
         const gw_usec_t w = 60 * SEC;
-        struct gw_agg a = {0}, done = {0};
+        struct gw_agg a = { 0 }, done = { 0 };
         struct gw_point p = pt(600 * SEC, 30, 300), old = pt(599 * SEC, 100, 999999);
 
         assert_false(gw_agg_add(&a, w, &p, &done));
@@ -211,7 +209,7 @@ static void agg_old_points_ignored(void **state) {
 /* ---- usage ---- */
 
 static void usage_mean_and_peak(void **state) {
-        struct gw_usage u = {0};
+        struct gw_usage u = { 0 };
 
         assert_true(gw_usage_mean(&u) == 0.0);
         assert_int_equal(gw_usage_percentile(&u, 50), 0);
@@ -231,7 +229,7 @@ static void usage_mean_and_peak(void **state) {
 }
 
 static void usage_clamps_util(void **state) {
-        struct gw_usage u = {0};
+        struct gw_usage u = { 0 };
 
         gw_usage_add(&u, 150, 1);
         gw_usage_add(&u, 4000000000u, 2);
@@ -265,13 +263,13 @@ static unsigned brute_percentile(const unsigned *sorted, size_t n, unsigned pct)
 }
 
 static void usage_percentiles_match_sort(void **state) {
-        static const unsigned fixed[] = {0, 1, 50, 90, 95, 99, 100, 101, 250};
+        static const unsigned fixed[] = { 0, 1, 50, 90, 95, 99, 100, 101, 250 };
         uint64_t seed = 0x9e3779b97f4a7c15u;
         unsigned *vals = malloc(1000 * sizeof(*vals));
 
         assert_non_null(vals);
         for (int c = 0; c < 400; c++) {
-                struct gw_usage u = {0};
+                struct gw_usage u = { 0 };
                 size_t n = 1 + xorshift(&seed) % 1000;
                 unsigned mode = (unsigned) (xorshift(&seed) % 3);
                 double sum = 0;
@@ -299,8 +297,7 @@ static void usage_percentiles_match_sort(void **state) {
                 assert_int_equal(u.mem_peak, peak);
                 assert_int_equal(gw_usage_percentile(&u, 0), vals[0]);
                 for (size_t k = 0; k < N_ELEMS(fixed); k++)
-                        assert_int_equal(gw_usage_percentile(&u, fixed[k]),
-                                         brute_percentile(vals, n, fixed[k]));
+                        assert_int_equal(gw_usage_percentile(&u, fixed[k]), brute_percentile(vals, n, fixed[k]));
                 for (int k = 0; k < 5; k++) {
                         unsigned pct = (unsigned) (xorshift(&seed) % 101);
                         assert_int_equal(gw_usage_percentile(&u, pct), brute_percentile(vals, n, pct));
@@ -312,13 +309,13 @@ static void usage_percentiles_match_sort(void **state) {
 /* ---- attribution ---- */
 
 static const struct gw_job_anchor anchors[] = {
-        {.job_id = 17, .shim_pid = 1700, .cgroup_name = "job-17.1"},
-        {.job_id = 23, .shim_pid = 2300, .cgroup_name = "job-23.2"},
-        {.job_id = 31, .shim_pid = 3100, .cgroup_name = NULL},
+        { .job_id = 17, .shim_pid = 1700, .cgroup_name = "job-17.1" },
+        { .job_id = 23, .shim_pid = 2300, .cgroup_name = "job-23.2" },
+        { .job_id = 31, .shim_pid = 3100, .cgroup_name = NULL },
 };
 
 static int64_t attr(unsigned pid, const char *cgroup, const unsigned *anc, size_t n_anc) {
-        struct gw_proc_facts p = {.pid = pid, .cgroup = cgroup, .ancestors = anc, .n_ancestors = n_anc};
+        struct gw_proc_facts p = { .pid = pid, .cgroup = cgroup, .ancestors = anc, .n_ancestors = n_anc };
         return gw_attribute(&p, anchors, N_ELEMS(anchors));
 }
 
@@ -339,42 +336,41 @@ static void attribute_cgroup_v1(void **state) {
                          "0::/user.slice/user-1000.slice/session-2.scope\n";
         assert_int_equal(attr(5000, v1, NULL, 0), 17);
         /* last line without a trailing newline */
-        assert_int_equal(attr(5000, "11:memory:/user.slice\n4:freezer:/gpuward/state-x/job-23.2", NULL, 0),
-                         23);
+        assert_int_equal(attr(5000, "11:memory:/user.slice\n4:freezer:/gpuward/state-x/job-23.2", NULL, 0), 23);
 }
 
 static void attribute_cgroup_exact_component(void **state) {
-        static const unsigned anc[] = {4000, 1};
+        static const unsigned anc[] = { 4000, 1 };
 
         assert_int_equal(attr(5000, "0::/gpuward/state-x/job-17.10\n", anc, N_ELEMS(anc)), 0);
         assert_int_equal(attr(5000, "0::/gpuward/state-x/job-17.1x/y\n", NULL, 0), 0);
         assert_int_equal(attr(5000, "0::/gpuward/state-x/xjob-17.1\n", NULL, 0), 0);
         assert_int_equal(attr(5000, "4:freezer:/gpuward/job-17.10\n0::/job-17.11", NULL, 0), 0);
         /* the "ID:controllers:" prefix is not a path component */
-        struct gw_job_anchor odd = {.job_id = 9, .shim_pid = 0, .cgroup_name = "0::"};
-        struct gw_proc_facts p = {.pid = 5000, .cgroup = "0::/x/y\n"};
+        struct gw_job_anchor odd = { .job_id = 9, .shim_pid = 0, .cgroup_name = "0::" };
+        struct gw_proc_facts p = { .pid = 5000, .cgroup = "0::/x/y\n" };
         assert_int_equal(gw_attribute(&p, &odd, 1), 0);
         /* an empty anchor name matches nothing, even a path with an empty component */
-        struct gw_job_anchor empty = {.job_id = 9, .shim_pid = 0, .cgroup_name = ""};
+        struct gw_job_anchor empty = { .job_id = 9, .shim_pid = 0, .cgroup_name = "" };
         p.cgroup = "0::/x//y/\n";
         assert_int_equal(gw_attribute(&p, &empty, 1), 0);
 }
 
 static void attribute_ancestry(void **state) {
-        static const unsigned via_shim[] = {4100, 4000, 2300, 1};
-        static const unsigned via_other[] = {4100, 3100, 1};
+        static const unsigned via_shim[] = { 4100, 4000, 2300, 1 };
+        static const unsigned via_other[] = { 4100, 3100, 1 };
 
         assert_int_equal(attr(5000, NULL, via_shim, N_ELEMS(via_shim)), 23);
         /* a job with no cgroup name can be found only this way */
         assert_int_equal(attr(5000, "0::/user.slice\n", via_other, N_ELEMS(via_other)), 31);
         /* the process is itself a shim */
         assert_int_equal(attr(1700, NULL, NULL, 0), 17);
-        assert_int_equal(attr(2300, "0::/\n", (const unsigned[]){1}, 1), 23);
+        assert_int_equal(attr(2300, "0::/\n", (const unsigned[]){ 1 }, 1), 23);
 }
 
 static void attribute_none(void **state) {
-        static const unsigned anc[] = {4100, 4000, 1};
-        struct gw_proc_facts p = {.pid = 5000, .cgroup = "0::/gpuward/state-x/job-17.1"};
+        static const unsigned anc[] = { 4100, 4000, 1 };
+        struct gw_proc_facts p = { .pid = 5000, .cgroup = "0::/gpuward/state-x/job-17.1" };
 
         assert_int_equal(attr(5000, "0::/user.slice/session-2.scope\n", anc, N_ELEMS(anc)), 0);
         assert_int_equal(attr(5000, NULL, NULL, 0), 0);
@@ -384,7 +380,7 @@ static void attribute_none(void **state) {
         assert_int_equal(gw_attribute(&p, NULL, 3), 0);
         assert_int_equal(gw_attribute(NULL, anchors, N_ELEMS(anchors)), 0);
         /* pid 1 heads every chain and must not be taken for a shim */
-        struct gw_job_anchor init = {.job_id = 5, .shim_pid = 1, .cgroup_name = NULL};
+        struct gw_job_anchor init = { .job_id = 5, .shim_pid = 1, .cgroup_name = NULL };
         p.cgroup = NULL;
         p.ancestors = anc;
         p.n_ancestors = N_ELEMS(anc);
@@ -393,13 +389,13 @@ static void attribute_none(void **state) {
 
 static void attribute_cgroup_beats_ancestry(void **state) {
         /* in job 23's cgroup but descended from job 17's shim (e.g. moved by the daemon) */
-        static const unsigned anc[] = {4000, 1700, 1};
+        static const unsigned anc[] = { 4000, 1700, 1 };
 
         assert_int_equal(attr(5000, "0::/gpuward/state-x/job-23.2\n", anc, N_ELEMS(anc)), 23);
         /* and the process itself being a shim does not override its cgroup either */
         assert_int_equal(attr(1700, "0::/gpuward/state-x/job-23.2\n", NULL, 0), 23);
         /* the innermost shim wins among ancestors */
-        static const unsigned nested[] = {2300, 1700, 1};
+        static const unsigned nested[] = { 2300, 1700, 1 };
         assert_int_equal(attr(5000, NULL, nested, N_ELEMS(nested)), 23);
 }
 

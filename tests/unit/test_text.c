@@ -23,22 +23,26 @@ static void neutralize_controls(void **state) {
         check("", "");
         check("\x1b[31mred\x1b[0m", "?[31mred?[0m");
         check("a\tb\nc\rd\x7f", "a?b?c?d?");
-        check("\xc2\x9b" "2J", "?2J");                 /* C1 CSI, as UTF-8 */
-        check("\x9b" "2J", "?2J");                     /* a lone C1 byte: not UTF-8 */
+        check("\xc2\x9b"
+              "2J",
+              "?2J"); /* C1 CSI, as UTF-8 */
+        check("\x9b"
+              "2J",
+              "?2J"); /* a lone C1 byte: not UTF-8 */
         check("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"); /* text stays */
         check("\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok");
-        check("\xc0\xaf", "??");                      /* overlong '/' */
-        check("\xed\xa0\x80", "???");                 /* a surrogate */
+        check("\xc0\xaf", "??"); /* overlong '/' */
+        check("\xed\xa0\x80", "???"); /* a surrogate */
         check("cut \xe2\x80", "cut ??");
 }
 
 static void neutralize_bidi(void **state) {
         (void) state;
-        check("evil\xe2\x80\xaetxt.exe", "evil?txt.exe");    /* U+202E */
-        check("\xe2\x80\x8e\xe2\x80\x8f", "??");              /* U+200E, U+200F */
+        check("evil\xe2\x80\xaetxt.exe", "evil?txt.exe"); /* U+202E */
+        check("\xe2\x80\x8e\xe2\x80\x8f", "??"); /* U+200E, U+200F */
         check("\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad", "????"); /* U+202A-D */
         check("\xe2\x81\xa6x\xe2\x81\xa7y\xe2\x81\xa8z\xe2\x81\xa9", "?x?y?z?"); /* U+2066-9 */
-        check("\xd8\x9c", "?");                               /* U+061C */
+        check("\xd8\x9c", "?"); /* U+061C */
         check("\xe2\x80\x94 \xe2\x80\xaf", "\xe2\x80\x94 \xe2\x80\xaf"); /* em dash, U+202F stay */
 }
 
@@ -62,11 +66,16 @@ static void private_parts(void **state) {
         assert_string_equal(o, "x ?");
         free(o);
         /* markers inside the quoted text cannot end it early */
-        gw_text_private_wrap(w, sizeof w, "a\x1f" "b\x1e" "c");
-        assert_string_equal(w, "\x1e" "a?b?c\x1f");
+        gw_text_private_wrap(w, sizeof w,
+                             "a\x1f"
+                             "b\x1e"
+                             "c");
+        assert_string_equal(w, "\x1e"
+                               "a?b?c\x1f");
         /* cut on a character boundary */
         gw_text_private_wrap(w, 6, "ab\xc3\xa9z");
-        assert_string_equal(w, "\x1e" "ab\x1f");
+        assert_string_equal(w, "\x1e"
+                               "ab\x1f");
         gw_text_private_wrap(w, 2, "ab");
         assert_string_equal(w, "");
         assert_false(gw_text_has_private("plain"));

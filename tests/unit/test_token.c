@@ -19,12 +19,12 @@ static void sha256_vectors(void **state) {
         static const struct {
                 const char *msg, *hex;
         } v[] = {
-                {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-                {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-                {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-                 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-                {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
-                 "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+                { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+                { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+                { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+                { "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+                  "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1" },
         };
         char hex[GW_SHA256_HEX_SIZE];
 
@@ -97,7 +97,9 @@ static void token_format_and_hash(void **state) {
 
 static void token_malformed(void **state) {
         static const char *const bad[] = {
-                "", "gw_", "gw_abc",
+                "",
+                "gw_",
+                "gw_abc",
                 "GW_0112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0",
                 "gw_0112233445566778899AABBCCDDEEFF00112233445566778899aabbccddeeff0",
                 "gw_0112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
@@ -112,7 +114,8 @@ static void token_malformed(void **state) {
                 assert_false(gw_token_is_wellformed(bad[i]));
                 assert_int_equal(gw_token_hash(bad[i], h), -EINVAL);
                 assert_string_equal(h, "untouched");
-                assert_false(gw_token_matches(bad[i], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+                assert_false(
+                        gw_token_matches(bad[i], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
         }
         assert_false(gw_token_is_wellformed(NULL));
         assert_false(gw_token_matches("gw_0112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0", "short"));
@@ -186,14 +189,14 @@ static void lifetime(void **state) {
                         assert_non_null(strstr(msg, v[i].in));
                 }
         }
-        assert_int_equal(gw_token_parse_lifetime(NULL, &(gw_usec_t) { 0 }, NULL, 0), -EINVAL);
+        assert_int_equal(gw_token_parse_lifetime(NULL, &(gw_usec_t){ 0 }, NULL, 0), -EINVAL);
 }
 
 static void expiry(void **state) {
         (void) state;
-        assert_false(gw_token_expired(0, INT64_MAX));          /* never */
+        assert_false(gw_token_expired(0, INT64_MAX)); /* never */
         assert_false(gw_token_expired(1000, 999));
-        assert_true(gw_token_expired(1000, 1000));              /* at its expiry: no longer */
+        assert_true(gw_token_expired(1000, 1000)); /* at its expiry: no longer */
         assert_true(gw_token_expired(1000, 5000));
 }
 
@@ -202,7 +205,8 @@ int main(void) {
                 cmocka_unit_test(sha256_vectors),   cmocka_unit_test(sha256_million_a),
                 cmocka_unit_test(sha256_streaming), cmocka_unit_test(token_format_and_hash),
                 cmocka_unit_test(token_malformed),  cmocka_unit_test(memeq_ct),
-                cmocka_unit_test(bearer), cmocka_unit_test(lifetime), cmocka_unit_test(expiry),
+                cmocka_unit_test(bearer),           cmocka_unit_test(lifetime),
+                cmocka_unit_test(expiry),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,7 +74,10 @@ static void decode_unknown_and_bad(void **state) {
         (void) state;
         static struct gw_ttyframe_reader r;
         struct gw_ttyframe f;
-        feed(&r, (const uint8_t *) "x\0\2ab" "d\0\1z", 9);
+        feed(&r,
+             (const uint8_t *) "x\0\2ab"
+                               "d\0\1z",
+             9);
         assert_int_equal(gw_ttyframe_next(&r, &f), 1);
         assert_int_equal(f.type, GW_TTYFRAME_DATA);
         assert_int_equal(f.data[0], 'z');

@@ -23,7 +23,7 @@ static void good(void **state) {
                 { "tomorrow 09:00", NOW + 10 * H },
                 { "today 23:30", NOW + H / 2 },
                 { "23:30", NOW + H / 2 },
-                { "22:00", NOW + 23 * H },            /* passed today: tomorrow */
+                { "22:00", NOW + 23 * H }, /* passed today: tomorrow */
                 { "2026-11-22 09:00", NOW + 10 * H },
                 { "2026-11-22T09:00:00Z", NOW + 10 * H },
                 { "2026-11-22T10:00:00+01:00", NOW + 10 * H },
@@ -38,9 +38,21 @@ static void good(void **state) {
 }
 
 static void bad(void **state) {
-        static const char *const cases[] = { "", "later", "now-2h", "now+", "+3fortnights", "25:00", "12:60",
-                                             "tomorrow", "tomorrow 9", "2026-13-01 10:00", "2026-11-22", "@-5",
-                                             "2026-11-22T09:00+25:00", "2026-11-22 09:00 extra", "12:00:61" };
+        static const char *const cases[] = { "",
+                                             "later",
+                                             "now-2h",
+                                             "now+",
+                                             "+3fortnights",
+                                             "25:00",
+                                             "12:60",
+                                             "tomorrow",
+                                             "tomorrow 9",
+                                             "2026-13-01 10:00",
+                                             "2026-11-22",
+                                             "@-5",
+                                             "2026-11-22T09:00+25:00",
+                                             "2026-11-22 09:00 extra",
+                                             "12:00:61" };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
                 gw_usec_t got = 0;
                 if (gw_parse_when(cases[i], NOW, &got) == 0)

@@ -38,16 +38,21 @@ struct agent {
         struct gw_gpu_lib *lib;
         unsigned n_gpus;
         struct gw_gpu_static info[GW_AGENT_MAX_GPUS];
-        char last_error[256];            /* said once until it changes */
+        char last_error[256]; /* said once until it changes */
         /* The owners' names of this round: a node runs hundreds of processes of a few users,
          * and each getpwuid_r reads the whole password file.  Emptied every round, so that a
          * renamed or removed account is seen at the next snapshot. */
-        struct { uid_t uid; char name[64]; } owners[64];
+        struct {
+                uid_t uid;
+                char name[64];
+        } owners[64];
         unsigned n_owners;
         /* NVML's Xids since the last delivered snapshot (kept until one is delivered). */
-        struct agent_xid { unsigned gpu, xid; } xids[GW_AGENT_MAX_XIDS];
+        struct agent_xid {
+                unsigned gpu, xid;
+        } xids[GW_AGENT_MAX_XIDS];
         size_t n_xids;
-        bool events;                     /* NVML delivers events (else the agent only sleeps) */
+        bool events; /* NVML delivers events (else the agent only sleeps) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -57,17 +62,16 @@ static void on_stop(int sig) {
         stopping = 1;
 }
 
-static const char agent_help[] =
-        "Usage: gpuwardd --agent --controller URL --token-file FILE [--node NAME]\n"
-        "                [--sample-interval SEC] [--nvml-lib PATH]\n"
-        "\n"
-        "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
-        "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
-        "controller (gpuwardd --backend slurm) at URL (http://HOST:PORT).  FILE holds a\n"
-        "node agent's token, made by an admin on the controller for this node (gpuward\n"
-        "token create --scope agent --node NAME): the controller refuses a snapshot of\n"
-        "another node from it.  NAME defaults to the host name and must be the node's\n"
-        "Slurm name.\n";
+static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --token-file FILE [--node NAME]\n"
+                                 "                [--sample-interval SEC] [--nvml-lib PATH]\n"
+                                 "\n"
+                                 "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
+                                 "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
+                                 "controller (gpuwardd --backend slurm) at URL (http://HOST:PORT).  FILE holds a\n"
+                                 "node agent's token, made by an admin on the controller for this node (gpuward\n"
+                                 "token create --scope agent --node NAME): the controller refuses a snapshot of\n"
+                                 "another node from it.  NAME defaults to the host name and must be the node's\n"
+                                 "Slurm name.\n";
 
 /* "http://HOST:PORT[/PREFIX]" (a bracketed IPv6 HOST too).  0, or -EINVAL with why. */
 static int parse_url(struct agent *a, const char *url, char *why, size_t n) {
@@ -146,13 +150,21 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
                 switch (c) {
-                case OPT_AGENT: break;
-                case OPT_CONTROLLER: url = optarg; break;
-                case OPT_TOKEN_FILE: token_file = optarg; break;
-                case OPT_NVML: a->nvml_lib = optarg; break;
+                case OPT_AGENT:
+                        break;
+                case OPT_CONTROLLER:
+                        url = optarg;
+                        break;
+                case OPT_TOKEN_FILE:
+                        token_file = optarg;
+                        break;
+                case OPT_NVML:
+                        a->nvml_lib = optarg;
+                        break;
                 case OPT_NODE:
                         if (!gw_token_node_name_valid(optarg)) {
-                                snprintf(why, n, "--node: '%s' is not a node name (letters, digits, . - _; 1-64)", optarg);
+                                snprintf(why, n, "--node: '%s' is not a node name (letters, digits, . - _; 1-64)",
+                                         optarg);
                                 return -EINVAL;
                         }
                         snprintf(a->node, sizeof a->node, "%s", optarg);
@@ -164,12 +176,18 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                         }
                         a->interval = v * GW_USEC_PER_SEC;
                         break;
-                case 'h': fputs(agent_help, stdout); return 1;
-                default: snprintf(why, n, "with --agent, only the options of 'gpuwardd --agent --help'"); return -EINVAL;
+                case 'h':
+                        fputs(agent_help, stdout);
+                        return 1;
+                default:
+                        snprintf(why, n, "with --agent, only the options of 'gpuwardd --agent --help'");
+                        return -EINVAL;
                 }
         if (optind < argc || !url || !token_file) {
                 snprintf(why, n, optind < argc ? "--agent takes no arguments: '%s'" : "--agent needs %s",
-                         optind < argc ? argv[optind] : !url ? "--controller URL" : "--token-file FILE");
+                         optind < argc ? argv[optind]
+                         : !url        ? "--controller URL"
+                                       : "--token-file FILE");
                 return -EINVAL;
         }
         if (!a->node[0] && (gethostname(a->node, sizeof a->node) < 0 || !a->node[0])) {
@@ -210,11 +228,11 @@ static json_t *proc_json(struct agent *a, const struct gw_gpu_proc *p) {
         if (l > 0)
                 r = gw_slurm_proc_from_cgroup(text, (size_t) l, &sp);
         const char *user = alive ? owner_name(a, st.st_uid) : "";
-        json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:o,s:s}", "pid", (json_int_t) p->pid,
-                              "mem", p->mem_used == UINT64_MAX ? json_null() : json_integer((json_int_t) p->mem_used),
-                              "job", r == 0 ? json_integer(sp.job_id) : json_null(),
-                              "step", r == 0 ? json_string(gw_slurm_step_kind_name(sp.step_kind)) : json_null(),
-                              "uid", alive ? json_integer(st.st_uid) : json_null(), "user", user);
+        json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:o,s:s}", "pid", (json_int_t) p->pid, "mem",
+                              p->mem_used == UINT64_MAX ? json_null() : json_integer((json_int_t) p->mem_used), "job",
+                              r == 0 ? json_integer(sp.job_id) : json_null(), "step",
+                              r == 0 ? json_string(gw_slurm_step_kind_name(sp.step_kind)) : json_null(), "uid",
+                              alive ? json_integer(st.st_uid) : json_null(), "user", user);
         return o;
 }
 
@@ -227,14 +245,13 @@ static const char *health_name(enum gw_gpu_health h) {
 static json_t *gpu_json(struct agent *a, const struct gw_gpu_snapshot *g, unsigned i, size_t *budget) {
         const struct gw_gpu_sample *s = &g->sample;
         json_t *procs = json_array();
-        for (size_t k = 0; k < g->n_procs && k < GW_AGENT_MAX_PROCS && *budget > 0; k++, (*budget)--)
+        for (size_t k = 0; k < g->n_procs && k<GW_AGENT_MAX_PROCS && * budget> 0; k++, (*budget)--)
                 json_array_append_new(procs, proc_json(a, &g->procs[k]));
-        return json_pack("{s:i,s:s,s:s,s:I,s:o,s:o,s:s,s:o,s:I}", "index", (int) i, "name", a->info[i].name,
-                         "uuid", a->info[i].uuid, "mem_total", (json_int_t) a->info[i].mem_total,
-                         "mem_used", s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used) : json_null(),
-                         "util", s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null(),
-                         "health", health_name(s->health), "procs", procs,
-                         "procs_total", (json_int_t) g->n_procs);
+        return json_pack("{s:i,s:s,s:s,s:I,s:o,s:o,s:s,s:o,s:I}", "index", (int) i, "name", a->info[i].name, "uuid",
+                         a->info[i].uuid, "mem_total", (json_int_t) a->info[i].mem_total, "mem_used",
+                         s->valid & GW_GPU_HAS_MEM ? json_integer((json_int_t) s->mem_used) : json_null(), "util",
+                         s->valid & GW_GPU_HAS_UTIL ? json_integer(s->util_gpu) : json_null(), "health",
+                         health_name(s->health), "procs", procs, "procs_total", (json_int_t) g->n_procs);
 }
 
 static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
@@ -249,8 +266,8 @@ static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
         if (o && a->n_xids) {
                 json_t *xids = json_array();
                 for (size_t i = 0; i < a->n_xids; i++)
-                        json_array_append_new(xids, json_pack("{s:i,s:i}", "gpu", (int) a->xids[i].gpu, "xid",
-                                                              (int) a->xids[i].xid));
+                        json_array_append_new(
+                                xids, json_pack("{s:i,s:i}", "gpu", (int) a->xids[i].gpu, "xid", (int) a->xids[i].xid));
                 json_object_set_new(o, "xids", xids);
         }
         char *body = gw_json_compact(o, 0, NULL);
@@ -304,7 +321,8 @@ static int post(const struct agent *a, const char *body, char *why, size_t n) {
         _cleanup_free_ char *head = NULL;
         size_t bl = strlen(body);
         bool v6 = strchr(a->host, ':'); /* an IPv6 literal goes in brackets in Host */
-        if (asprintf(&head, "POST %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAuthorization: Bearer %s\r\n"
+        if (asprintf(&head,
+                     "POST %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAuthorization: Bearer %s\r\n"
                      "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
                      a->path, v6 ? "[" : "", a->host, v6 ? "]" : "", a->port, a->token, bl) < 0)
                 return -ENOMEM;
@@ -344,7 +362,7 @@ static int open_gpus(struct agent *a) {
                 a->n_gpus = GW_AGENT_MAX_GPUS;
         for (unsigned i = 0; i < a->n_gpus; i++)
                 if (gw_gpu_static_info(a->lib, i, &a->info[i]) < 0)
-                        a->info[i] = (struct gw_gpu_static) { .index = i };
+                        a->info[i] = (struct gw_gpu_static){ .index = i };
         a->events = true; /* until NVML says otherwise (wait_xids) */
         return 0;
 }
@@ -402,7 +420,8 @@ static bool wait_xids(struct agent *a, const struct timespec *next) {
                 if (a->n_xids < GW_AGENT_MAX_XIDS)
                         /* Beyond the controller's bound, NVML's own "unknown Xid" (999): a
                          * refused snapshot would keep the Xid, and be refused, for ever. */
-                        a->xids[a->n_xids++] = (struct agent_xid) { ev.index, ev.xid > 1000000 ? 999 : (unsigned) ev.xid };
+                        a->xids[a->n_xids++] =
+                                (struct agent_xid){ ev.index, ev.xid > 1000000 ? 999 : (unsigned) ev.xid };
                 return true;
         }
         return false;
@@ -445,7 +464,7 @@ int gw_agent_main(int argc, char **argv) {
                 /* An Xid is posted at once rather than at the next round: the controller
                  * drains the node before Slurm places another job there. */
                 if (wait_xids(&a, &next))
-                        next = (struct timespec) { 0 };
+                        next = (struct timespec){ 0 };
                 if (!next.tv_sec)
                         clock_gettime(CLOCK_MONOTONIC, &next);
         }

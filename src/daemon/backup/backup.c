@@ -28,9 +28,9 @@
 
 struct gw_dbackup {
         struct gw_backup *b;
-        struct gw_http_conn *conn;  /* the admin's suspended request; NULL: scheduled or gone */
+        struct gw_http_conn *conn; /* the admin's suspended request; NULL: scheduled or gone */
         bool scheduled;
-        bool ended;                 /* the outcome below is known */
+        bool ended; /* the outcome below is known */
         int r;
         uint64_t bytes;
         char why[512];
@@ -38,8 +38,8 @@ struct gw_dbackup {
 
 /* The feature's state, made at its first use and kept until gw_backup_close. */
 struct gw_dbackups {
-        struct gw_dbackup *copy;    /* the backup being written, NULL none */
-        gw_usec_t due;              /* monotonic: the next scheduled backup; 0 = not set yet */
+        struct gw_dbackup *copy; /* the backup being written, NULL none */
+        gw_usec_t due; /* monotonic: the next scheduled backup; 0 = not set yet */
 };
 
 static struct gw_dbackup *dbackup_free(struct gw_dbackup *x) {
@@ -56,9 +56,7 @@ static struct gw_dbackups *state(struct gw_daemon *d) {
         return d->backup;
 }
 
-static int name_cmp(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *) a, *(char *const *) b); }
 
 /* Removes the oldest scheduled backups past backup_keep.  Their names sort by time. */
 static void prune(struct gw_daemon *d, const char *dir) {

@@ -54,7 +54,6 @@ int gw_config_parse_seconds_or_duration(const char *v, long long min_sec, long l
         return 0;
 }
 
-
 int gw_config_parse_period(struct gw_config *c, const char *name, const char *v, const char *zero_means,
                            gw_usec_t *ret) {
         gw_usec_t d = 0;
@@ -91,7 +90,7 @@ static int config_ini_line(void *user, const char *section, const char *name, co
         const struct gw_config_key *k = gw_config_key_find(name);
         if (!k || k->flag_only) {
                 gw_config_fail(c, "unknown key '%s'%s%s%s (the keys are the long flags' names: gpuwardd --help)", name,
-                            section[0] ? " in [" : "", section, section[0] ? "]" : "");
+                               section[0] ? " in [" : "", section, section[0] ? "]" : "");
                 return 0;
         }
         return gw_config_key_apply(c, k, name, value) == 0;
@@ -105,13 +104,13 @@ static void options_fill(struct option *o) {
         size_t n = 0;
         for (size_t i = 0; i < gw_config_keys_n; i++)
                 if (!gw_config_keys[i].file_only)
-                        o[n++] = (struct option) { gw_config_keys[i].name,
-                                                   gw_config_keys[i].arg ? required_argument : no_argument, NULL,
-                                                   OPT_KEY + (int) i };
-        o[n++] = (struct option) { "help", no_argument, NULL, 'h' };
-        o[n++] = (struct option) { "version", no_argument, NULL, OPT_VERSION };
-        o[n++] = (struct option) { "list-keys", no_argument, NULL, OPT_LIST_KEYS };
-        o[n] = (struct option) { 0 };
+                        o[n++] = (struct option){ gw_config_keys[i].name,
+                                                  gw_config_keys[i].arg ? required_argument : no_argument, NULL,
+                                                  OPT_KEY + (int) i };
+        o[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+        o[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+        o[n++] = (struct option){ "list-keys", no_argument, NULL, OPT_LIST_KEYS };
+        o[n] = (struct option){ 0 };
 }
 
 static void option_refused(char **argv, int opt) {
@@ -141,8 +140,8 @@ static char *config_read_line(char *str, int num, void *stream) {
         if (s && strchr(s, '\n'))
                 r->c->file_line++;
         /* --check-config names every bad line; inih returns only the first one's number. */
-        if (s && r->c->check_all &&
-            gw_config_line_check(r->c->config_file, r->c->file_line, s, &r->after_key) < 0 && !r->c->file_error_line)
+        if (s && r->c->check_all && gw_config_line_check(r->c->config_file, r->c->file_line, s, &r->after_key) < 0 &&
+            !r->c->file_error_line)
                 r->c->file_error_line = r->c->file_line;
         return s;
 }

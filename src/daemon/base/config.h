@@ -26,73 +26,73 @@ struct gw_policy_conf {
 
 struct gw_config {
         char *config_file;
-        bool in_file;               /* reading config_file: errors wait for their line number */
-        bool check_all;             /* --check-config: print every bad line, not the first only */
-        char file_error[400];       /* the first one */
+        bool in_file; /* reading config_file: errors wait for their line number */
+        bool check_all; /* --check-config: print every bad line, not the first only */
+        char file_error[400]; /* the first one */
         int file_line, file_error_line; /* lines read so far; file_error's */
         char *state_dir;
         char *socket;
-        char *listen;               /* HOST:PORT, "" = no TCP door */
-        char *web_dir;              /* dashboard files from here instead of the embedded copy */
-        int simulate_gpus;          /* > 0: load the fake NVML with that many GPUs */
+        char *listen; /* HOST:PORT, "" = no TCP door */
+        char *web_dir; /* dashboard files from here instead of the embedded copy */
+        int simulate_gpus; /* > 0: load the fake NVML with that many GPUs */
         char *nvml_lib;
-        gw_usec_t grace;            /* SIGTERM → SIGKILL */
+        gw_usec_t grace; /* SIGTERM → SIGKILL */
         gw_usec_t default_time_limit;
         gw_usec_t max_time_limit;
         gw_usec_t sample_interval;
         bool allow_root_jobs;
-        char *admins;               /* comma list of user names and @groups; root is always admin */
-        char *webhook_url;          /* comma list of http(s) URLs job events are POSTed to; "" none */
-        char *webhook_events;       /* comma list of topics (core/webhook.h) */
-        char *guests;               /* comma list of user names and @groups: read-only */
-        bool tcp_refuse_anonymous;  /* TCP callers without a token: 401 rather than guests */
-        bool guest_job_details;     /* guests see others' command lines, cwd, log paths too */
+        char *admins; /* comma list of user names and @groups; root is always admin */
+        char *webhook_url; /* comma list of http(s) URLs job events are POSTed to; "" none */
+        char *webhook_events; /* comma list of topics (core/webhook.h) */
+        char *guests; /* comma list of user names and @groups: read-only */
+        bool tcp_refuse_anonymous; /* TCP callers without a token: 401 rather than guests */
+        bool guest_job_details; /* guests see others' command lines, cwd, log paths too */
         char *admin_group;
-        char *strip_env;            /* comma list of variables never passed to jobs */
-        char *cgroup;               /* auto | v2 | v1 | none */
-        char *rogue_policy;         /* report | kill */
-        int default_retries;        /* for jobs submitted without --retries */
-        char *default_retry_on;     /* failure classes retried by default */
-        gw_usec_t retry_backoff;    /* delay before the first retry; doubles, capped at 10 min */
-        gw_usec_t no_show;          /* release a started booking unused this long */
-        gw_usec_t booking_warn;     /* tell a booking's jobs this long before its end */
+        char *strip_env; /* comma list of variables never passed to jobs */
+        char *cgroup; /* auto | v2 | v1 | none */
+        char *rogue_policy; /* report | kill */
+        int default_retries; /* for jobs submitted without --retries */
+        char *default_retry_on; /* failure classes retried by default */
+        gw_usec_t retry_backoff; /* delay before the first retry; doubles, capped at 10 min */
+        gw_usec_t no_show; /* release a started booking unused this long */
+        gw_usec_t booking_warn; /* tell a booking's jobs this long before its end */
         struct gw_bookpolicy booking; /* which users' bookings wait for an admin */
         gw_usec_t booking_pending_ttl; /* deny one unanswered this long; 0 = never */
-        gw_usec_t time_limit_warn;  /* tell a job this long before its time limit; 0: never */
+        gw_usec_t time_limit_warn; /* tell a job this long before its time limit; 0: never */
         int rate_per_min, rate_burst; /* submissions and bookings per user */
-        int user_max_priority;      /* users' max_priority where no quota sets one (admins: any) */
-        int64_t max_pending_jobs;   /* users' max_pending_jobs where no quota sets one (admins:
+        int user_max_priority; /* users' max_priority where no quota sets one (admins: any) */
+        int64_t max_pending_jobs; /* users' max_pending_jobs where no quota sets one (admins:
                                      * unlimited); GW_QUOTA_UNLIMITED = none */
-        double leak_mib_per_epoch;  /* training awareness: leak threshold (core/leak.h) */
-        unsigned leak_epochs;       /* rising epochs in a row before a leak is flagged */
-        int snapshot_keep_last;     /* last.pt snapshots kept per job (every best.pt is kept) */
-        uint64_t snapshot_cap;      /* bytes on disk of all snapshots; 0 = no cap */
-        char *cache_dir;            /* the node's dataset cache (cache.c); "" = none, --dataset refused */
-        uint64_t cache_size;        /* bytes the cache's entries may take */
-        char *cache_sources;        /* comma list of roots a --dataset may be under */
-        int cache_copies;           /* dataset copies at once; more jobs wait for a slot */
+        double leak_mib_per_epoch; /* training awareness: leak threshold (core/leak.h) */
+        unsigned leak_epochs; /* rising epochs in a row before a leak is flagged */
+        int snapshot_keep_last; /* last.pt snapshots kept per job (every best.pt is kept) */
+        uint64_t snapshot_cap; /* bytes on disk of all snapshots; 0 = no cap */
+        char *cache_dir; /* the node's dataset cache (cache.c); "" = none, --dataset refused */
+        uint64_t cache_size; /* bytes the cache's entries may take */
+        char *cache_sources; /* comma list of roots a --dataset may be under */
+        int cache_copies; /* dataset copies at once; more jobs wait for a slot */
         uint64_t snapshot_cap_user; /* bytes on disk of each user's snapshots; 0 = no cap */
-        uint64_t log_max;           /* bytes of a job's log under the state dir; 0 = no cap */
-        uint64_t state_reserve;     /* free bytes job logs leave on the state dir's disk; 0 = none */
+        uint64_t log_max; /* bytes of a job's log under the state dir; 0 = no cap */
+        uint64_t state_reserve; /* free bytes job logs leave on the state dir's disk; 0 = none */
         unsigned max_conns_per_user; /* Unix socket connections per uid; 0 = no cap */
         bool debug;
-        gw_usec_t backup_interval;  /* scheduled online backups into STATE_DIR/backups; 0 = none */
-        int backup_keep;            /* scheduled backups kept there */
-        char *model_store;          /* where submit --publish puts models (publish.c); "" = none:
+        gw_usec_t backup_interval; /* scheduled online backups into STATE_DIR/backups; 0 = none */
+        int backup_keep; /* scheduled backups kept there */
+        char *model_store; /* where submit --publish puts models (publish.c); "" = none:
                                      * publishing is refused */
         /* backend =: which backend table runs the jobs, read only where it is opened
          * (exec_backend.c); everything else asks the table (executor.h).  In the order of its
          * words in config_keys.c, whose index is stored. */
         enum { GW_BACKEND_LOCAL, GW_BACKEND_SLURM, GW_BACKEND_TEST } backend;
-        bool fairshare;             /* order the queue by fair share too (daemon/base/fairshare.c) */
+        bool fairshare; /* order the queue by fair share too (daemon/base/fairshare.c) */
         gw_usec_t fairshare_half_life; /* usage halves over this; 0 = never decays */
-        char *fairshare_weights;    /* "alice=2,bob=1": shares; "" = equal */
+        char *fairshare_weights; /* "alice=2,bob=1": shares; "" = equal */
         /* backend slurm: the idle watch of Slurm jobs gpuward did not submit (nodes_watch.c) */
         enum { GW_FOREIGN_WATCH, GW_FOREIGN_RECLAIM, GW_FOREIGN_IGNORE } slurm_foreign;
-        int max_nodes;              /* backend slurm: nodes whose snapshots are kept (nodes.h) */
-        bool preemption;            /* preemptible jobs may be stopped for higher ones (preempt.c) */
-        gw_usec_t preempt_grace;    /* how long a victim has to reach its checkpoint or exit */
-        bool preempt_unresumable;   /* a preemptible job that cannot resume may be a victim too */
+        int max_nodes; /* backend slurm: nodes whose snapshots are kept (nodes.h) */
+        bool preemption; /* preemptible jobs may be stopped for higher ones (preempt.c) */
+        gw_usec_t preempt_grace; /* how long a victim has to reach its checkpoint or exit */
+        bool preempt_unresumable; /* a preemptible job that cannot resume may be a victim too */
         /* Idle reclamation: the built-in profiles (core/reclaim.h) with the INI's [policy.*]
          * applied, and extra log-tail substrings ([reclaim] validating_patterns,
          * saving_patterns: '|'-separated) added after the built-in Ultralytics patterns. */

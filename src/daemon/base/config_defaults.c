@@ -16,7 +16,7 @@
 #include "daemon/nodes/nodes.h"
 
 void gw_config_set_defaults(struct gw_config *c) {
-        *c = (struct gw_config) { .booking = GW_BOOKPOLICY_DEFAULT };
+        *c = (struct gw_config){ .booking = GW_BOOKPOLICY_DEFAULT };
         /* The table's defaults are its own keys' values: one that fails is a bug the tests
          * catch (tests/e2e/test_manpages.py reads them all through --list-keys). */
         if (gw_config_keys_set_defaults(c) < 0)

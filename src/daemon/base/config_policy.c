@@ -92,9 +92,11 @@ int gw_config_policy_line(struct gw_config *c, const char *pname, const char *na
                 else if ((r = gw_parse_int(v, 0, GW_PRIORITY_MAX, &n)) == 0)
                         pc->max_priority = (int) n;
         } else {
-                gw_config_fail(c, "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
-                            "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs, preemptible, max_priority)", name,
-                            pname);
+                gw_config_fail(
+                        c,
+                        "unknown key '%s' in [policy.%s] (util_threshold, idle_timeout, warn, grace, "
+                        "protect_max, enabled, allowed, leak_mib_per_epoch, leak_epochs, preemptible, max_priority)",
+                        name, pname);
                 return -EINVAL;
         }
         if (r < 0)
@@ -118,14 +120,14 @@ int gw_config_reclaim_line(struct gw_config *c, const char *name, const char *v)
 int gw_config_policies_check(const struct gw_config *c) {
         for (size_t i = 0; i < c->n_policies; i++)
                 if (gw_reclaim_policy_check(&c->policies[i].p) < 0) {
-                        fprintf(stderr, "gpuwardd: error: %s: [policy.%s] is not usable (threshold 0-100, "
+                        fprintf(stderr,
+                                "gpuwardd: error: %s: [policy.%s] is not usable (threshold 0-100, "
                                 "durations >= 0, an idle_timeout when enabled)\n",
                                 c->config_file ? c->config_file : "config", c->policies[i].p.name);
                         return -EINVAL;
                 }
         return 0;
 }
-
 
 int gw_config_fairshare_line(struct gw_config *c, bool weights, const char *name, const char *v) {
         char why[160];

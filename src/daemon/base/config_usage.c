@@ -105,8 +105,8 @@ void gw_config_keys_usage(FILE *f) {
 
 static const char *kind_name(enum gw_config_kind kind) {
         static const char *const names[] = {
-                [GW_KEY_STRING] = "text", [GW_KEY_WORDS] = "word", [GW_KEY_BOOL] = "bool",
-                [GW_KEY_INT] = "integer", [GW_KEY_SIZE] = "size", [GW_KEY_SECONDS] = "seconds",
+                [GW_KEY_STRING] = "text",       [GW_KEY_WORDS] = "word",    [GW_KEY_BOOL] = "bool",
+                [GW_KEY_INT] = "integer",       [GW_KEY_SIZE] = "size",     [GW_KEY_SECONDS] = "seconds",
                 [GW_KEY_DURATION] = "duration", [GW_KEY_PERIOD] = "period", [GW_KEY_CUSTOM] = "text",
         };
         return names[kind];
@@ -124,6 +124,9 @@ void gw_config_keys_list(FILE *f) {
                                 *p = '_';
                 gw_config_key_values(k, values, sizeof values);
                 fprintf(f, "%s\t%s\t%s\t%s\t%s\n", key, kind_name(k->kind),
-                        k->dflt && *k->dflt ? k->dflt : k->dflt_doc ? k->dflt_doc : "", values, k->doc);
+                        k->dflt && *k->dflt ? k->dflt
+                        : k->dflt_doc       ? k->dflt_doc
+                                            : "",
+                        values, k->doc);
         }
 }

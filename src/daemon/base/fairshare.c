@@ -20,36 +20,36 @@ struct fair_user {
         uint32_t uid;
         char name[FAIR_NAME_MAX];
         struct gw_fs_user fs;
-        size_t idx;                  /* in the pass's arrays; SIZE_MAX: not counted */
-        double factor;               /* as last computed (NAN: never) */
-        char *line;                  /* its words then (GW_FS_EXPLAIN_SIZE); the queued jobs' fair_line
+        size_t idx; /* in the pass's arrays; SIZE_MAX: not counted */
+        double factor; /* as last computed (NAN: never) */
+        char *line; /* its words then (GW_FS_EXPLAIN_SIZE); the queued jobs' fair_line
                                       * borrow it, so it stays in place until gw_fair_close */
-        uint64_t gen;                /* bumped when factor or line changes: its jobs are rewritten */
+        uint64_t gen; /* bumped when factor or line changes: its jobs are rewritten */
 };
 
 struct fair_run {
         int64_t job_id;
-        gw_usec_t charged_to;        /* wall clock */
+        gw_usec_t charged_to; /* wall clock */
 };
 
 struct gw_fair {
         gw_usec_t half_life;
-        const char *weights;         /* the config's, borrowed */
+        const char *weights; /* the config's, borrowed */
         struct fair_user *users;
         size_t n_users, cap_users;
-        struct fair_run *runs;       /* running attempts charged so far */
+        struct fair_run *runs; /* running attempts charged so far */
         size_t n_runs, cap_runs;
-        bool on;                     /* fairshare = true; else only the words of the order */
-        gw_usec_t pass_at;           /* monotonic: the last pass, 0 none */
-        bool factors_set;            /* computed at factors_at (monotonic) for n_pass users */
+        bool on; /* fairshare = true; else only the words of the order */
+        gw_usec_t pass_at; /* monotonic: the last pass, 0 none */
+        bool factors_set; /* computed at factors_at (monotonic) for n_pass users */
         gw_usec_t factors_at;
         size_t n_pass;
-        uint64_t gen;                /* the newest of the users' gen */
-        uint64_t n_queued_seen;      /* d->jobs.n_queued when users_new last looked */
+        uint64_t gen; /* the newest of the users' gen */
+        uint64_t n_queued_seen; /* d->jobs.n_queued when users_new last looked */
         struct gw_fs_user *pass_users; /* the counted users' usage and factors, by idx */
         double *pass_factor;
         size_t cap_pass;
-        bool *dirty;                 /* per queued job, for the reorder (cap_queue of each) */
+        bool *dirty; /* per queued job, for the reorder (cap_queue of each) */
         void **tmp;
         size_t cap_queue;
 };
@@ -69,7 +69,8 @@ int gw_fair_weights_parse(const char *list, const char *user, double *ret_share,
                 while (num_len && eq[num_len] == ' ') /* "alice=2 , bob=1" */
                         num_len--;
                 if (!eq || !name_len || name_len >= FAIR_NAME_MAX || num_len == 0 || num_len >= sizeof num) {
-                        snprintf(why, n, "'%.*s' is not USER=WEIGHT (e.g. alice=2,bob=1)", (int) (len < 40 ? len : 40), p);
+                        snprintf(why, n, "'%.*s' is not USER=WEIGHT (e.g. alice=2,bob=1)", (int) (len < 40 ? len : 40),
+                                 p);
                         return -EINVAL;
                 }
                 memcpy(num, eq + 1, num_len);
@@ -97,10 +98,13 @@ static struct fair_user *user_get(struct gw_fair *f, uint32_t uid, const char *n
                 f->users = gw_xrealloc(f->users, f->cap_users * sizeof *f->users);
         }
         struct fair_user *u = &f->users[f->n_users++];
-        *u = (struct fair_user) { .uid = uid, .fs.share = 1, .idx = SIZE_MAX, .factor = NAN,
-                                  .line = gw_xcalloc(1, GW_FS_EXPLAIN_SIZE) };
+        *u = (struct fair_user){ .uid = uid,
+                                 .fs.share = 1,
+                                 .idx = SIZE_MAX,
+                                 .factor = NAN,
+                                 .line = gw_xcalloc(1, GW_FS_EXPLAIN_SIZE) };
         snprintf(u->name, sizeof u->name, "%s", name ? name : "?");
-        (void) gw_fair_weights_parse(f->weights, u->name, &u->fs.share, (char[8]) {0}, 8);
+        (void) gw_fair_weights_parse(f->weights, u->name, &u->fs.share, (char[8]){ 0 }, 8);
         return u;
 }
 
@@ -109,7 +113,8 @@ static void charge(struct gw_fair *f, uint32_t uid, const char *name, int gpus, 
                 return;
         struct fair_user *u = user_get(f, uid, name);
         if (gw_fs_charge(&u->fs, gpus, from, to, f->half_life) < 0)
-                log_debug("fairshare: usage of %s over [%lld, %lld] refused", u->name, (long long) from, (long long) to);
+                log_debug("fairshare: usage of %s over [%lld, %lld] refused", u->name, (long long) from,
+                          (long long) to);
 }
 
 static void attempt_read(const struct gw_store_attempt_use *r, void *userdata) {
@@ -159,7 +164,7 @@ static struct fair_run *run_get(struct gw_fair *f, const struct gw_job *j) {
                 f->cap_runs = f->cap_runs ? f->cap_runs * 2 : 16;
                 f->runs = gw_xrealloc(f->runs, f->cap_runs * sizeof *f->runs);
         }
-        f->runs[f->n_runs] = (struct fair_run) { .job_id = j->id, .charged_to = j->start_time };
+        f->runs[f->n_runs] = (struct fair_run){ .job_id = j->id, .charged_to = j->start_time };
         return &f->runs[f->n_runs++];
 }
 
@@ -292,8 +297,7 @@ static int factors(struct gw_fair *f, struct gw_daemon *d) {
                         continue;
                 char line[GW_FS_EXPLAIN_SIZE];
                 double factor = f->pass_factor[u->idx];
-                if (gw_fs_explain(f->pass_users, m, u->idx, u->name, d->now_wall, f->half_life, line,
-                                  sizeof line) < 0)
+                if (gw_fs_explain(f->pass_users, m, u->idx, u->name, d->now_wall, f->half_life, line, sizeof line) < 0)
                         snprintf(line, sizeof line, "fairshare %.2f", factor);
                 if (factor != u->factor || strcmp(line, u->line)) {
                         u->factor = factor;
@@ -365,7 +369,7 @@ static void pass_off(struct gw_daemon *d) {
 
 void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret) {
         struct gw_fair *f = d->jobs.fair;
-        *ret = (struct gw_sched_fair) { NULL, 0 };
+        *ret = (struct gw_sched_fair){ NULL, 0 };
         if (!f || (box_full && f->pass_at && d->now - f->pass_at < GW_FAIR_FULL_EVERY))
                 return;
         f->pass_at = d->now;
@@ -383,7 +387,7 @@ void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret)
                 return;
         }
         jobs_update(f, d);
-        *ret = (struct gw_sched_fair) { f->pass_factor, f->n_pass };
+        *ret = (struct gw_sched_fair){ f->pass_factor, f->n_pass };
 }
 
 void gw_fair_users(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {

@@ -41,7 +41,8 @@ void gw_job_clock_start(struct gw_daemon *d, struct gw_djob *dj) {
         const char *boot = boot_id(d);
         dj->start_mono = d->now;
         if (boot && gw_store_job_clock_put(d->store, j->id, j->attempt, boot, dj->start_mono) < 0)
-                log_debug("job %lld: cannot keep its monotonic start: %s", (long long) j->id, gw_store_errmsg(d->store));
+                log_debug("job %lld: cannot keep its monotonic start: %s", (long long) j->id,
+                          gw_store_errmsg(d->store));
 }
 
 void gw_job_clock_adopt(struct gw_daemon *d, struct gw_djob *dj) {

@@ -163,7 +163,7 @@ static void load_entry(struct gw_cache *c, const char *key) {
                         continue;
                 }
                 struct gw_cache_ver *n = gw_xcalloc(1, sizeof *n), **at = &e->vers;
-                *n = (struct gw_cache_ver) { .v = v, .size = size, .files = files };
+                *n = (struct gw_cache_ver){ .v = v, .size = size, .files = files };
                 while (*at && (*at)->v > v) /* newest first */
                         at = &(*at)->next;
                 n->next = *at;
@@ -355,9 +355,17 @@ static void stage(struct gw_daemon *d, struct gw_djob *dj) {
         }
         uint32_t gid = (uint32_t) j->gid;
         struct gw_cache_copy args = {
-                .source = j->dataset, .sources = d->cfg->cache_sources, .uid = (uid_t) j->uid, .gid = (gid_t) j->gid,
-                .groups = a ? a->groups : &gid, .n_groups = a ? a->n_groups : 1, .prev_dir = prevd, .new_dir = newd,
-                .yaml_out = cj->yaml, .report_fd = rp[1], .go_fd = gp[0],
+                .source = j->dataset,
+                .sources = d->cfg->cache_sources,
+                .uid = (uid_t) j->uid,
+                .gid = (gid_t) j->gid,
+                .groups = a ? a->groups : &gid,
+                .n_groups = a ? a->n_groups : 1,
+                .prev_dir = prevd,
+                .new_dir = newd,
+                .yaml_out = cj->yaml,
+                .report_fd = rp[1],
+                .go_fd = gp[0],
         };
         pid_t pid = gw_cache_copy_spawn(&args);
         (void) close(rp[1]);
@@ -392,7 +400,7 @@ void gw_cache_job_queued(struct gw_daemon *d, struct gw_djob *dj) {
             gw_job_state_is_final(dj->job->state))
                 return;
         struct gw_cache_job *cj = gw_xcalloc(1, sizeof *cj);
-        *cj = (struct gw_cache_job) { .e = entry_get(d->cache, dj->job->dataset), .dj = dj, .rfd = -1, .gofd = -1 };
+        *cj = (struct gw_cache_job){ .e = entry_get(d->cache, dj->job->dataset), .dj = dj, .rfd = -1, .gofd = -1 };
         dj->cache = cj;
         dj->job->dataset_state = "waiting";
         stage(d, dj);
@@ -447,21 +455,24 @@ static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, s
         size_t i = 0;
         for (struct gw_cache_entry *e = c->entries; e; e = e->next, i++) {
                 ents[i] = e;
-                slots[i] = (struct gw_cache_slot) { .size = entry_size(e), .last_use = e->last_use,
-                                                    .in_use = entry_in_use(e) };
+                slots[i] = (struct gw_cache_slot){ .size = entry_size(e),
+                                                   .last_use = e->last_use,
+                                                   .in_use = entry_in_use(e) };
         }
         int k = gw_cache_evict_pick(slots, ne, used, d->cfg->cache_size, cj->total, victims);
         if (k < 0) {
                 char need[32], cap[32];
                 snprintf(need, sizeof need, "%.1f MB", (double) cj->total / 1e6);
                 snprintf(cap, sizeof cap, "%.1f MB", (double) d->cfg->cache_size / 1e6);
-                snprintf(why, n, "dataset: out of space: it needs %s and cache_size is %s, of which queued or running "
-                         "jobs' datasets hold the rest", need, cap);
+                snprintf(why, n,
+                         "dataset: out of space: it needs %s and cache_size is %s, of which queued or running "
+                         "jobs' datasets hold the rest",
+                         need, cap);
                 return false;
         }
         for (int v = 0; v < k; v++) {
-                log_info("cache: evicting %s (%" PRIu64 " bytes, least recently used) for job %lld", ents[victims[v]]->source,
-                         slots[victims[v]].size, cj->dj ? (long long) cj->dj->job->id : 0LL);
+                log_info("cache: evicting %s (%" PRIu64 " bytes, least recently used) for job %lld",
+                         ents[victims[v]]->source, slots[victims[v]].size, cj->dj ? (long long) cj->dj->job->id : 0LL);
                 evict(c, ents[victims[v]]);
         }
         return true;
@@ -620,7 +631,7 @@ static void stage_waiting(struct gw_daemon *d) {
 
 /* The helper's "ERR CLASS WHY" as a verdict; a helper that died says nothing: lost. */
 static void failure_verdict(const struct gw_cache_job *cj, struct gw_failure_verdict *v, const char **why) {
-        *v = (struct gw_failure_verdict) { .cls = GW_FAILURE_LOST };
+        *v = (struct gw_failure_verdict){ .cls = GW_FAILURE_LOST };
         *why = "the copying helper died";
         if (strncmp(cj->result, "ERR ", 4))
                 return;
@@ -766,10 +777,15 @@ size_t gw_cache_rows(struct gw_daemon *d, const char *user, bool admin, struct g
                         mine = !strcmp(e->users[i], user);
                 if (!mine)
                         continue;
-                rows[k++] = (struct gw_cache_row) {
-                        .source = e->source, .size = entry_size(e), .files = e->vers ? e->vers->files : 0,
-                        .version = e->vers ? e->vers->v : 0, .last_use = e->last_use,
-                        .users = (const char *const *) e->users, .n_users = e->n_users, .in_use = entry_in_use(e),
+                rows[k++] = (struct gw_cache_row){
+                        .source = e->source,
+                        .size = entry_size(e),
+                        .files = e->vers ? e->vers->files : 0,
+                        .version = e->vers ? e->vers->v : 0,
+                        .last_use = e->last_use,
+                        .users = (const char *const *) e->users,
+                        .n_users = e->n_users,
+                        .in_use = entry_in_use(e),
                         .staging = e->staging != NULL,
                 };
         }
@@ -778,5 +794,5 @@ size_t gw_cache_rows(struct gw_daemon *d, const char *user, bool admin, struct g
 }
 
 void gw_cache_counts(const struct gw_daemon *d, struct gw_cache_counts *ret) {
-        *ret = d->cache ? d->cache->counts : (struct gw_cache_counts) { 0 };
+        *ret = d->cache ? d->cache->counts : (struct gw_cache_counts){ 0 };
 }

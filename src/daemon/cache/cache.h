@@ -38,11 +38,11 @@ struct gw_cache_row {
         const char *source;
         uint64_t size, files;
         int version;
-        gw_usec_t last_use;          /* wall clock, 0 = never used */
-        const char *const *users;    /* who used it (kept across restarts, cache_use.c) */
+        gw_usec_t last_use; /* wall clock, 0 = never used */
+        const char *const *users; /* who used it (kept across restarts, cache_use.c) */
         size_t n_users;
-        bool in_use;                 /* a queued or running job uses it */
-        bool staging;                /* a copy into it is under way */
+        bool in_use; /* a queued or running job uses it */
+        bool staging; /* a copy into it is under way */
 };
 struct gw_cache_counts {
         uint64_t hits, misses, bytes_copied, evictions;

@@ -61,9 +61,14 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
         rel += *rel == '/';
         if (strlen(rel) >= GW_CACHE_MAX_REL)
                 return 0;
-        *f = (struct gw_cache_file) { .dir = type == FTW_D, .size = type == FTW_D ? 0 : (uint64_t) st->st_size,
-                                      .mtime_ns = type == FTW_D ? 0 : (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
-                                      .mode = st->st_mode & 0777, .uid = st->st_uid, .gid = st->st_gid };
+        *f = (struct gw_cache_file){
+                .dir = type == FTW_D,
+                .size = type == FTW_D ? 0 : (uint64_t) st->st_size,
+                .mtime_ns = type == FTW_D ? 0 : (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+                .mode = st->st_mode & 0777,
+                .uid = st->st_uid,
+                .gid = st->st_gid
+        };
         snprintf(f->rel, sizeof f->rel, "%s", rel);
         walk_n++;
         return 0;
@@ -121,7 +126,8 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                 for (int i = 0; i < ng; i++)
                         g[i] = c->groups[i];
                 if (setgroups((size_t) ng, g) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0) {
-                        say(out, "X 0 cannot become uid %u: %s\n", (unsigned) c->uid, strerror(errno)); /* ours, not theirs */
+                        say(out, "X 0 cannot become uid %u: %s\n", (unsigned) c->uid,
+                            strerror(errno)); /* ours, not theirs */
                         return 1;
                 }
         }
@@ -179,7 +185,8 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                                 /* Replaced while copied: the source changes under it, which a later try may not meet. */
                                 int e = fd < 0 ? errno : EAGAIN;
-                                say(out, "X %d cannot read %s: %s\n", e, path, fd < 0 ? strerror(e) : "replaced while copied");
+                                say(out, "X %d cannot read %s: %s\n", e, path,
+                                    fd < 0 ? strerror(e) : "replaced while copied");
                                 return 1;
                         }
                         f->size = (uint64_t) st.st_size;
@@ -199,7 +206,7 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                 for (uint64_t left = ans == 'y' ? f->size : 0; left;) {
                         ssize_t r = read(fd, buf, left < sizeof buf ? (size_t) left : sizeof buf);
                         if (r <= 0 || !write_all(out, buf, (size_t) r)) /* shrunk while read: the */
-                                return 1;                                /* writer sees it cut */
+                                return 1; /* writer sees it cut */
                         left -= (uint64_t) r;
                 }
                 (void) close(fd);
@@ -212,18 +219,18 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
 
 struct writer {
         const struct gw_cache_copy *c;
-        FILE *in;                  /* the reader's stream */
-        int ans;                   /* answers to the reader */
-        int data;                  /* new_dir/data, once made */
-        int prev_data;             /* prev_dir/data, or -1 */
+        FILE *in; /* the reader's stream */
+        int ans; /* answers to the reader */
+        int data; /* new_dir/data, once made */
+        int prev_data; /* prev_dir/data, or -1 */
         struct gw_cache_file *prev; /* prev_dir's manifest, sorted by rel */
         size_t n_prev;
         struct gw_cache_file *files; /* what this version holds, in the reader's order */
         size_t n_files, cap_files;
         uint64_t done, copied, reported;
         size_t linked;
-        bool changed;              /* a file or folder not as in prev */
-        int err;                   /* what failed it, for its class (gw_cache_failure_class): the
+        bool changed; /* a file or folder not as in prev */
+        int err; /* what failed it, for its class (gw_cache_failure_class): the
                                     * reader's errno, EINVAL for the data YAML, else 0 (the node's) */
         char why[GW_CACHE_LINE_MAX];
 };
@@ -321,8 +328,7 @@ static int take_file(struct writer *w, const struct gw_cache_file *f) {
         const struct gw_cache_file *old =
                 w->n_prev ? bsearch(&key, w->prev, w->n_prev, sizeof *w->prev, rel_cmp) : NULL;
         /* Unchanged: the previous version's copy, linked (it is immutable once verified). */
-        if (old && !old->dir && gw_cache_file_same(old, f) &&
-            linkat(w->prev_data, f->rel, w->data, f->rel, 0) == 0) {
+        if (old && !old->dir && gw_cache_file_same(old, f) && linkat(w->prev_data, f->rel, w->data, f->rel, 0) == 0) {
                 w->linked++;
                 w->done += f->size;
                 return write_all(w->ans, "n", 1) ? 0 : fail(w, "the reader went away");
@@ -341,8 +347,8 @@ static int take_file(struct writer *w, const struct gw_cache_file *f) {
         owner(w, f, &u, &g);
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
                                   { .tv_sec = f->mtime_ns / 1000000000, .tv_nsec = f->mtime_ns % 1000000000 } };
-        if (r == 0 && ((geteuid() == 0 && fchown(fd, u, g) < 0) || fchmod(fd, f->mode & 0777) < 0 ||
-                       futimens(fd, ts) < 0))
+        if (r == 0 &&
+            ((geteuid() == 0 && fchown(fd, u, g) < 0) || fchmod(fd, f->mode & 0777) < 0 || futimens(fd, ts) < 0))
                 r = fail(w, "setting %s's mode in the cache: %s", f->rel, strerror(errno));
         if (close(fd) < 0 && r == 0)
                 r = fail(w, "writing %s into the cache: %s", f->rel, strerror(errno));
@@ -362,8 +368,7 @@ static int take_dir(struct writer *w, const struct gw_cache_file *f) {
         if (!*f->rel) {
                 char p[4200];
                 snprintf(p, sizeof p, "%s/data", w->c->new_dir);
-                if (mkdir(p, 0700) < 0 ||
-                    (w->data = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+                if (mkdir(p, 0700) < 0 || (w->data = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
                         return fail(w, "making %s: %s", p, strerror(errno));
                 if ((geteuid() == 0 && fchown(w->data, u, g) < 0) || fchmod(w->data, f->mode & 0777) < 0)
                         return fail(w, "setting the mode of %s: %s", p, strerror(errno));
@@ -496,8 +501,7 @@ static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader)
                 if (gw_datayaml_rewrite(yaml, yaml_len, local, &out, why, sizeof why) < 0) {
                         w.err = EINVAL;
                         r = fail(&w, "the data YAML: %s", why);
-                }
-                else if (write_text(c->yaml_out, out, strlen(out), 0600, c->uid, c->gid) < 0)
+                } else if (write_text(c->yaml_out, out, strlen(out), 0600, c->uid, c->gid) < 0)
                         r = fail(&w, "writing the job's data YAML: %s", strerror(errno));
         }
         if (r < 0) {

@@ -22,15 +22,15 @@
  *                    user_error), why in words (the source gone, unreadable, the disk full)
  * The reader tells the helper its own failure as "X ERRNO WHY". */
 struct gw_cache_copy {
-        const char *source;        /* the --dataset path: a directory or a data YAML */
-        const char *sources;       /* cache_sources: where a data YAML's path: may point */
+        const char *source; /* the --dataset path: a directory or a data YAML */
+        const char *sources; /* cache_sources: where a data YAML's path: may point */
         uid_t uid;
         gid_t gid;
-        const uint32_t *groups;    /* the user's groups, gid included */
+        const uint32_t *groups; /* the user's groups, gid included */
         int n_groups;
-        const char *prev_dir;      /* the newest complete version (its data/, manifest), or NULL */
-        const char *new_dir;       /* the version to make (must not exist) */
-        const char *yaml_out;      /* a data YAML: where its rewritten copy goes; else NULL */
+        const char *prev_dir; /* the newest complete version (its data/, manifest), or NULL */
+        const char *new_dir; /* the version to make (must not exist) */
+        const char *yaml_out; /* a data YAML: where its rewritten copy goes; else NULL */
         int report_fd, go_fd;
 };
 
@@ -52,27 +52,27 @@ struct gw_cache_ver {
         int v;
         int pins;
         uint64_t size, files;
-        struct gw_cache_ver *next;            /* older */
+        struct gw_cache_ver *next; /* older */
 };
 
 struct gw_cache_entry {
         char key[17];
         char *source;
-        struct gw_cache_ver *vers;            /* complete versions, newest first */
-        int next_v;                   /* the number the next version gets */
+        struct gw_cache_ver *vers; /* complete versions, newest first */
+        int next_v; /* the number the next version gets */
         gw_usec_t last_use;
         char *users[GW_CACHE_MAX_USERS];
         size_t n_users;
         struct gw_cache_job *staging; /* the job copying into it, or NULL */
-        struct gw_cache_pin *saved;      /* the use file's pins, until the restart's recovery is over */
+        struct gw_cache_pin *saved; /* the use file's pins, until the restart's recovery is over */
         size_t n_saved;
         struct gw_cache_entry *next;
 };
 
 struct gw_cache_job {
         struct gw_cache_entry *e;
-        struct gw_cache_ver *pin;             /* the version it uses once ready */
-        struct gw_djob *dj;           /* NULL once the job is gone (its helper still to reap) */
+        struct gw_cache_ver *pin; /* the version it uses once ready */
+        struct gw_djob *dj; /* NULL once the job is gone (its helper still to reap) */
         pid_t pid;
         int rfd, gofd;
         int newv;
@@ -80,21 +80,21 @@ struct gw_cache_job {
         bool ready, told_total;
         char buf[GW_CACHE_LINE_MAX];
         size_t nbuf;
-        char result[512];             /* the helper's last word: OK, SAME, ERR ... */
+        char result[512]; /* the helper's last word: OK, SAME, ERR ... */
         char *data_dir, *yaml;
-        unsigned failures;            /* its copies that failed (each retried by the job's policy) */
-        gw_usec_t retry_at;           /* monotonic: its next copy, after a failed one; 0 none due */
-        struct gw_cache_job *next;    /* in the list of helpers in flight */
+        unsigned failures; /* its copies that failed (each retried by the job's policy) */
+        gw_usec_t retry_at; /* monotonic: its next copy, after a failed one; 0 none due */
+        struct gw_cache_job *next; /* in the list of helpers in flight */
 };
 
 struct gw_cache {
         char *dir;
         struct gw_cache_entry *entries;
         struct gw_cache_job *flight;
-        size_t n_flight;              /* helpers in flight: at most cache_copies */
-        size_t n_retrying;            /* jobs whose next copy waits out a backoff */
+        size_t n_flight; /* helpers in flight: at most cache_copies */
+        size_t n_retrying; /* jobs whose next copy waits out a backoff */
         struct gw_cache_counts counts;
-        bool scan;                    /* the queue's jobs to look at (after a start) */
+        bool scan; /* the queue's jobs to look at (after a start) */
 };
 
 /* cache_dir/entries/KEY/vN[/tail], malloc'ed. */

@@ -50,7 +50,7 @@ void gw_cache_use_load(struct gw_cache *c, struct gw_cache_entry *e) {
                                 cap = cap ? cap * 2 : 8;
                                 e->saved = gw_xrealloc(e->saved, cap * sizeof *e->saved);
                         }
-                        e->saved[e->n_saved++] = (struct gw_cache_pin) { .job = l.job, .v = l.version };
+                        e->saved[e->n_saved++] = (struct gw_cache_pin){ .job = l.job, .v = l.version };
                 }
         }
 }
@@ -65,8 +65,9 @@ static bool put_pins(int fd, struct gw_djob *const *jobs, size_t n, const struct
         for (size_t i = 0; i < n; i++) {
                 const struct gw_cache_job *cj = jobs[i]->cache;
                 if (cj && cj->e == e && cj->ready && cj->pin &&
-                    !put(fd, &(struct gw_cache_use_line) { .kind = GW_CACHE_USE_PIN, .job = jobs[i]->job->id,
-                                                           .version = cj->pin->v }))
+                    !put(fd, &(struct gw_cache_use_line){ .kind = GW_CACHE_USE_PIN,
+                                                          .job = jobs[i]->job->id,
+                                                          .version = cj->pin->v }))
                         return false;
         }
         return true;
@@ -80,13 +81,14 @@ void gw_cache_use_save(struct gw_daemon *d, struct gw_cache_entry *e) {
         snprintf(tmp, sizeof tmp, "%s.new", p);
         (void) unlink(tmp); /* left by a crash: never written through */
         _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool ok = fd >= 0 && put(fd, &(struct gw_cache_use_line) { .kind = GW_CACHE_USE_LAST, .last_use = e->last_use });
+        bool ok = fd >= 0 && put(fd, &(struct gw_cache_use_line){ .kind = GW_CACHE_USE_LAST, .last_use = e->last_use });
         for (size_t i = 0; ok && i < e->n_users; i++) {
                 struct gw_cache_use_line l = { .kind = GW_CACHE_USE_USER };
                 snprintf(l.user, sizeof l.user, "%s", e->users[i]);
                 ok = put(fd, &l);
         }
-        ok = ok && put_pins(fd, d->jobs.running, d->jobs.n_running, e) && put_pins(fd, d->jobs.queue, d->jobs.n_queue, e);
+        ok = ok && put_pins(fd, d->jobs.running, d->jobs.n_running, e) &&
+             put_pins(fd, d->jobs.queue, d->jobs.n_queue, e);
         if (!ok || fsync(fd) < 0 || rename(tmp, p) < 0) {
                 log_warn("cache: cannot write %s: %s; a restart forgets its last use and pins", p, strerror(errno));
                 (void) unlink(tmp);
@@ -120,7 +122,7 @@ void gw_cache_job_recovered(struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         }
         struct gw_cache_job *cj = gw_xcalloc(1, sizeof *cj);
-        *cj = (struct gw_cache_job) { .e = e, .pin = v, .dj = dj, .rfd = -1, .gofd = -1, .ready = true };
+        *cj = (struct gw_cache_job){ .e = e, .pin = v, .dj = dj, .rfd = -1, .gofd = -1, .ready = true };
         v->pins++;
         cj->data_dir = gw_cache_path(c, e, v->v, "data");
         char y[4200];

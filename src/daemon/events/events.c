@@ -40,19 +40,19 @@
 
 struct ev_item {
         uint64_t id;
-        uint64_t pos;        /* bytes published before this event */
-        char *text;          /* "id: N\nevent: T\ndata: JSON\n\n" */
+        uint64_t pos; /* bytes published before this event */
+        char *text; /* "id: N\nevent: T\ndata: JSON\n\n" */
         size_t len;
 };
 
 struct ev_client {
         struct gw_events *ev;
         struct gw_http_conn *conn;
-        uint64_t next;       /* id of the next event to send */
-        size_t off;          /* bytes of that event already sent */
-        char pre[256];       /* sent first: the hello or the reset */
+        uint64_t next; /* id of the next event to send */
+        size_t off; /* bytes of that event already sent */
+        char pre[256]; /* sent first: the hello or the reset */
         size_t pre_len, pre_off;
-        bool waiting;        /* suspended with nothing to send */
+        bool waiting; /* suspended with nothing to send */
         bool dropped;
         bool counted, known; /* counted against CLIENTS_PER_CALLER, as uid or as anonymous */
         uid_t uid;
@@ -62,14 +62,14 @@ struct ev_client {
 struct gw_events {
         struct gw_daemon *d;
         struct ev_item *ring;
-        size_t start, n;     /* ring[start] is the oldest of n */
-        size_t bytes;        /* held by the ring */
-        uint64_t last_id;    /* newest id published (the base before the first) */
-        uint64_t end_pos;    /* bytes published so far */
+        size_t start, n; /* ring[start] is the oldest of n */
+        size_t bytes; /* held by the ring */
+        uint64_t last_id; /* newest id published (the base before the first) */
+        uint64_t end_pos; /* bytes published so far */
         struct ev_client *clients;
         size_t n_clients;
-        uint64_t dropped;    /* slow clients dropped, for the log */
-        bool attached;       /* a client has attached in this run: events are kept from then on */
+        uint64_t dropped; /* slow clients dropped, for the log */
+        bool attached; /* a client has attached in this run: events are kept from then on */
 };
 
 static struct ev_item *item_at(struct gw_events *ev, size_t k) { return &ev->ring[(ev->start + k) % RING_EVENTS]; }
@@ -118,7 +118,7 @@ static void publish(struct gw_events *ev, const char *type, json_t *data) {
                 ev->start = (ev->start + 1) % RING_EVENTS;
                 ev->n--;
         }
-        *item_at(ev, ev->n) = (struct ev_item) { .id = id, .pos = ev->end_pos, .text = text, .len = (size_t) len };
+        *item_at(ev, ev->n) = (struct ev_item){ .id = id, .pos = ev->end_pos, .text = text, .len = (size_t) len };
         ev->n++;
         ev->bytes += (size_t) len;
         ev->end_pos += (uint64_t) len;
@@ -159,9 +159,7 @@ void gw_events_booking(struct gw_daemon *d, const struct gw_store_booking *b) {
                 publish(d->events, "booking", gw_codec_booking(b));
 }
 
-bool gw_events_listened(const struct gw_daemon *d) {
-        return d->events && d->events->n_clients;
-}
+bool gw_events_listened(const struct gw_daemon *d) { return d->events && d->events->n_clients; }
 
 void gw_events_gpus(struct gw_daemon *d, json_t *gpus) {
         struct gw_events *ev = d->events;
@@ -261,8 +259,10 @@ int gw_events_attach(struct gw_daemon *d, const struct gw_events_reader *who, co
         for (const struct ev_client *o = ev->clients; o && !who->admin; o = o->after)
                 mine += o->counted && o->known == who->known && (!o->known || o->uid == who->uid);
         if (mine >= CLIENTS_PER_CALLER)
-                return snprintf(why, n, "%s already hold%s %d event streams", who->known ? who->user
-                                : "callers without a token", who->known ? "s" : "", CLIENTS_PER_CALLER), 429;
+                return snprintf(why, n, "%s already hold%s %d event streams",
+                                who->known ? who->user : "callers without a token", who->known ? "s" : "",
+                                CLIENTS_PER_CALLER),
+                       429;
         struct ev_client *c = gw_xcalloc(1, sizeof *c);
         c->ev = ev;
         c->conn = conn;

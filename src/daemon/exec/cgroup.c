@@ -93,7 +93,8 @@ void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups
         if (strcmp(want, "v1")) {
                 const char *roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
                 for (size_t i = 0; i < ELEMENTSOF(roots); i++)
-                        if (try_base(roots[i], "cgroup.controllers", instance, ret) && exists(ret->base, "cgroup.kill")) {
+                        if (try_base(roots[i], "cgroup.controllers", instance, ret) &&
+                            exists(ret->base, "cgroup.kill")) {
                                 ret->mode = GW_CGROUP_V2;
                                 ret->memory = enable_memory(ret->base);
                                 return;
@@ -104,7 +105,8 @@ void gw_cgroup_detect(const char *want, const char *state_dir, struct gw_cgroups
                 return;
         }
         memset(ret, 0, sizeof *ret);
-        snprintf(note, notelen, "no writable cgroup v2 (with cgroup.kill) or v1 freezer hierarchy%s; "
+        snprintf(note, notelen,
+                 "no writable cgroup v2 (with cgroup.kill) or v1 freezer hierarchy%s; "
                  "jobs are tracked by process group and subreaper tree",
                  geteuid() ? " (not root)" : "");
 }
@@ -151,9 +153,7 @@ int gw_cgroup_populated(const char *dir) {
         return read_procs(dir, &pid, 1) > 0;
 }
 
-int gw_cgroup_remove(const char *dir) {
-        return rmdir(dir) < 0 ? -errno : 0;
-}
+int gw_cgroup_remove(const char *dir) { return rmdir(dir) < 0 ? -errno : 0; }
 
 static bool kept(const char *dir, char *const *keep, size_t n_keep) {
         for (size_t i = 0; i < n_keep; i++)
@@ -191,7 +191,7 @@ void gw_cgroup_trash_add(struct gw_cgroup_trash *t, const char *dir) {
                 t->cap = t->cap ? 2 * t->cap : 16;
                 t->v = gw_xrealloc(t->v, t->cap * sizeof *t->v);
         }
-        t->v[t->n++] = (struct gw_cgroup_doomed) { gw_xstrdup(dir), 0 };
+        t->v[t->n++] = (struct gw_cgroup_doomed){ gw_xstrdup(dir), 0 };
 }
 
 gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now) {
@@ -229,5 +229,5 @@ void gw_cgroup_trash_free(struct gw_cgroup_trash *t) {
         for (size_t i = 0; i < t->n; i++)
                 free(t->v[i].dir);
         free(t->v);
-        *t = (struct gw_cgroup_trash) { 0 };
+        *t = (struct gw_cgroup_trash){ 0 };
 }

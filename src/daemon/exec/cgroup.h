@@ -12,8 +12,8 @@ enum gw_cgroup_mode { GW_CGROUP_NONE, GW_CGROUP_V1, GW_CGROUP_V2 };
 
 struct gw_cgroups {
         enum gw_cgroup_mode mode;
-        char base[512];      /* the gpuward directory jobs are created under */
-        bool memory;         /* v2 with the memory controller for job cgroups: each counts
+        char base[512]; /* the gpuward directory jobs are created under */
+        bool memory; /* v2 with the memory controller for job cgroups: each counts
                               * its OOM kills (memory.events oom_kill; one cgroup per attempt,
                               * so its whole count is the attempt's) */
 };
@@ -42,9 +42,9 @@ struct gw_cgroup_trash {
         struct gw_cgroup_doomed {
                 char *dir;
                 unsigned tries;
-        } *v;
+        } * v;
         size_t n, cap;
-        gw_usec_t retry_at;  /* monotonic; when the busy ones are tried again */
+        gw_usec_t retry_at; /* monotonic; when the busy ones are tried again */
 };
 void gw_cgroup_trash_add(struct gw_cgroup_trash *t, const char *dir);
 /* Removes the new ones, and the busy ones once retry_at has come; returns when to call again

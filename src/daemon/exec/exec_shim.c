@@ -102,8 +102,7 @@ const char *gw_exec_shim_tty(const struct gw_daemon *d, struct gw_job *j) {
 
 /* The start goes to an idle supervisor, else the resident launcher (its answer comes later,
  * exec_shim_launch.c), else a spawned gpuward-shim. */
-static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err,
-                 size_t errlen) {
+static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err, size_t errlen) {
         struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
         const struct gw_account *account = how->account;
@@ -273,7 +272,7 @@ static void serve(struct gw_daemon *d);
 int gw_exec_shim_open(struct gw_daemon *d) {
         struct gw_exec_shim *s = gw_xcalloc(1, sizeof *s);
         s->launcher_watched = -1;
-        s->ops = (struct gw_executor) {
+        s->ops = (struct gw_executor){
                 .name = "shim",
                 .state = s,
                 .placement = GW_EXEC_PLACE_HERE,

@@ -16,46 +16,44 @@
 
 /* An attempt's supervisor, as the daemon watches it. */
 struct gw_exec_job {
-        int pidfd;                   /* a supervisor not our child: its pidfd, else -1 */
+        int pidfd; /* a supervisor not our child: its pidfd, else -1 */
         struct gw_source pidfd_src;
-        int report_fd;               /* the shim reports the job's pid here, then closes it */
+        int report_fd; /* the shim reports the job's pid here, then closes it */
         struct gw_source report_src;
-        int shim_chan;               /* the channel to the shim, to send it the next job (warm.h), or -1 */
-        bool report_closed;          /* the pipe closed before the launcher's answer came */
-        bool launch_pending;         /* asked of the launcher; its answer brings the supervisor */
-        struct gw_djob *dj;          /* whose: the launcher's answer names the job by id */
+        int shim_chan; /* the channel to the shim, to send it the next job (warm.h), or -1 */
+        bool report_closed; /* the pipe closed before the launcher's answer came */
+        bool launch_pending; /* asked of the launcher; its answer brings the supervisor */
+        struct gw_djob *dj; /* whose: the launcher's answer names the job by id */
         struct gw_exec_job *pending_next, **pending_pprev; /* in the list of those launch_pending */
         struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
-        int signal_held;             /* a signal that reached no process (sent before the job's
+        int signal_held; /* a signal that reached no process (sent before the job's
                                       * pid came): sent once the pid is reported, 0 none */
-        bool host_oom_known;         /* host_oom_start was read at this attempt's launch */
-        uint64_t host_oom_start;     /* the host's oom_kill count then (jobs without a memory cgroup) */
+        bool host_oom_known; /* host_oom_start was read at this attempt's launch */
+        uint64_t host_oom_start; /* the host's oom_kill count then (jobs without a memory cgroup) */
 };
 
 struct gw_exec_shim {
-        struct gw_executor ops;      /* d->exec points here */
+        struct gw_executor ops; /* d->exec points here */
         struct gw_cgroups cg;
         struct gw_cgroup_trash cg_trash;
-        struct gw_shim_ref *shims;   /* live shims found at start */
+        struct gw_shim_ref *shims; /* live shims found at start */
         size_t n_shims;
-        gw_usec_t host_oom_at;       /* the loop iteration (now) host_oom was read in, 0 never */
-        int host_oom_r;              /* its result: 0, or -errno */
-        uint64_t host_oom;           /* the host's oom_kill count (/proc/vmstat) then */
+        gw_usec_t host_oom_at; /* the loop iteration (now) host_oom was read in, 0 never */
+        int host_oom_r; /* its result: 0, or -errno */
+        uint64_t host_oom; /* the host's oom_kill count (/proc/vmstat) then */
         char exits_path[4200];
         struct gw_exits *exits;
-        struct gw_launch_server *launcher;  /* NULL: jobs are started by spawning their shim */
-        struct gw_warm warm;                /* idle supervisors, sent the next starts first */
+        struct gw_launch_server *launcher; /* NULL: jobs are started by spawning their shim */
+        struct gw_warm warm; /* idle supervisors, sent the next starts first */
         struct gw_source launcher_src;
-        int launcher_watched;        /* the launcher socket in epoll, -1 none */
+        int launcher_watched; /* the launcher socket in epoll, -1 none */
         struct gw_exec_job *pending; /* the attempts that wait for the launcher's answer */
 };
 
 /* exec_shim.c: sets d->exec: the exits journal (in d->loop.run_dir) and cgroups (the config's).
  * 0, or -errno (logged).  Its serve starts the resident launcher, once the daemon is up. */
 int gw_exec_shim_open(struct gw_daemon *d);
-static inline struct gw_exec_shim *exec_shim_of(const struct gw_daemon *d) {
-        return d->exec->state;
-}
+static inline struct gw_exec_shim *exec_shim_of(const struct gw_daemon *d) { return d->exec->state; }
 /* dj's supervisor state, made on first use. */
 struct gw_exec_job *gw_exec_shim_job(struct gw_djob *dj);
 /* An interactive job's session socket (shim/tty.h), under the run dir, kept in j->tty_socket

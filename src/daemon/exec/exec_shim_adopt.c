@@ -111,9 +111,10 @@ static int check_shims(struct gw_daemon *d) {
                 char jobs[160], pids[96], msg[512];
                 shims_list(unknown, n, false, jobs, sizeof jobs);
                 shims_list(unknown, n, true, pids, sizeof pids);
-                snprintf(msg, sizeof msg, "it knows no %s, yet %s (pid%s %s) %s still running: was gpuward.db "
-                         "replaced or emptied? Stop %s, or put the database back", jobs,
-                         n == 1 ? "its supervisor" : "their supervisors", n == 1 ? "" : "s", pids,
+                snprintf(msg, sizeof msg,
+                         "it knows no %s, yet %s (pid%s %s) %s still running: was gpuward.db "
+                         "replaced or emptied? Stop %s, or put the database back",
+                         jobs, n == 1 ? "its supervisor" : "their supervisors", n == 1 ? "" : "s", pids,
                          n == 1 ? "is" : "are", n == 1 ? "that process and its job" : "those processes and their jobs");
                 r = gw_store_set_error(d->store, -ESTALE, msg);
         }
@@ -141,7 +142,7 @@ int gw_exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 /* The job lives but its supervisor is gone: stop it rather than leave it untracked. */
                 (void) kill(-j->pid, SIGKILL);
         }
-        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+        d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
         return 0;
 }
 

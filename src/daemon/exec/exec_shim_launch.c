@@ -22,7 +22,7 @@ static void watch_socket(struct gw_daemon *d) {
         exec_shim_of(d)->launcher_watched = -1;
         if (fd < 0)
                 return;
-        exec_shim_of(d)->launcher_src = (struct gw_source) { GW_SRC_EXEC, NULL };
+        exec_shim_of(d)->launcher_src = (struct gw_source){ GW_SRC_EXEC, NULL };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &exec_shim_of(d)->launcher_src };
         if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && errno != EEXIST) {
                 log_err("cannot watch the job launcher: %s", strerror(errno));
@@ -65,7 +65,7 @@ static void answer_one(struct gw_daemon *d, struct gw_launch_answer *a) {
         }
         if (r < 0) {
                 gw_exec_shim_set_pending(d, dj, false);
-                d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = err });
+                d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_NOT_STARTED, .why = err });
                 return;
         }
         gw_exec_shim_launched(d, dj, &run);

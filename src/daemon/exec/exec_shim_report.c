@@ -17,7 +17,7 @@
 static void report_watch(struct gw_daemon *d, struct gw_djob *dj, int fd) {
         struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->report_fd = fd;
-        x->report_src = (struct gw_source) { GW_SRC_EXEC, dj };
+        x->report_src = (struct gw_source){ GW_SRC_EXEC, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->report_src };
         if (fd >= 0 && epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
                 log_warn("job %lld: cannot watch for its pid: %s", (long long) dj->job->id, strerror(errno));
@@ -49,7 +49,7 @@ void gw_exec_shim_launched(struct gw_daemon *d, struct gw_djob *dj, const struct
                 report_close(d, dj);
                 report_watch(d, dj, run->report_fd);
                 x->report_closed = false;
-                x->reported_end = (struct gw_exit_report) { .known = false };
+                x->reported_end = (struct gw_exit_report){ .known = false };
         }
         if (run->job > 0) {
                 j->pid = run->job;
@@ -199,17 +199,19 @@ bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         report_drain(dj);
         struct gw_exit_report end = x->reported_end, journal;
-        x->reported_end = (struct gw_exit_report) { .known = false };
+        x->reported_end = (struct gw_exit_report){ .known = false };
         gw_exec_shim_detach(d, dj);
         /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
         if (gw_exits_take(exec_shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
         if (!end.known) {
-                d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+                d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
                 return false;
         }
-        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = end.status,
-                                                           .at = attempt_end_time(d, dj, &end) });
+        d->exec->ended(d, dj,
+                       &(struct gw_exec_end){ .kind = GW_EXEC_EXITED,
+                                              .status = end.status,
+                                              .at = attempt_end_time(d, dj, &end) });
         return true;
 }
 
@@ -218,7 +220,7 @@ bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
 int gw_exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd) {
         struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->pidfd = fd;
-        x->pidfd_src = (struct gw_source) { GW_SRC_EXEC, dj };
+        x->pidfd_src = (struct gw_source){ GW_SRC_EXEC, dj };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &x->pidfd_src };
         if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
                 int r = -errno;

@@ -54,8 +54,9 @@ struct gw_slurm_jobx *gw_slurm_jobx_of(struct gw_djob *dj) {
 
 void gw_slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *node, const char *why) {
         struct gw_slurm_jobx *x = gw_slurm_jobx_of(dj);
-        if (!node[0] || strlen(node) >= sizeof x->avoid[0] || strspn(node, "abcdefghijklmnopqrstuvwxyz"
-                                                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(node))
+        if (!node[0] || strlen(node) >= sizeof x->avoid[0] ||
+            strspn(node, "abcdefghijklmnopqrstuvwxyz"
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(node))
                 return; /* a node list ("n[1-2]") is not one node: --exclude would refuse it whole */
         for (size_t i = 0; i < x->n_avoid; i++)
                 if (!strcmp(x->avoid[i], node))
@@ -71,7 +72,7 @@ void gw_slurm_avoid_node(struct gw_daemon *d, struct gw_djob *dj, const char *no
 }
 
 void gw_slurm_ended_keep(struct gw_exec_slurm *s, uint32_t slurm_id, int64_t id) {
-        s->ended[s->n_ended++ % GW_SLURM_ENDED_KEEP] = (struct gw_slurm_ended) { slurm_id, id };
+        s->ended[s->n_ended++ % GW_SLURM_ENDED_KEEP] = (struct gw_slurm_ended){ slurm_id, id };
 }
 
 static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, struct gw_djob *dj, uint32_t slurm_id, gw_usec_t now) {
@@ -82,8 +83,11 @@ static struct gw_slurm_job *job_add(struct gw_exec_slurm *s, struct gw_djob *dj,
                 s->jobs = gw_xrealloc(s->jobs, s->cap_jobs * sizeof *s->jobs);
         }
         struct gw_slurm_job *sj = &s->jobs[s->n_jobs++];
-        *sj = (struct gw_slurm_job) { .id = id, .dj = dj, .slurm_id = slurm_id, .submitted = now,
-                                      .pending_in_slurm = true };
+        *sj = (struct gw_slurm_job){ .id = id,
+                                     .dj = dj,
+                                     .slurm_id = slurm_id,
+                                     .submitted = now,
+                                     .pending_in_slurm = true };
         return sj;
 }
 
@@ -104,8 +108,8 @@ void gw_slurm_kid_add(struct gw_exec_slurm *s, pid_t pid) {
         s->kids[s->n_kids++] = pid;
 }
 
-pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
-                  const uint32_t *groups, int n_groups, const char *cwd, int out_fd) {
+pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid, const uint32_t *groups,
+                     int n_groups, const char *cwd, int out_fd) {
         pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0)
@@ -218,8 +222,8 @@ int gw_slurm_wait_child(pid_t pid, int fd, char *out, size_t n, int *status) {
 static void log_make(const struct gw_daemon *d, const struct gw_job *j) {
         if (j->output || !j->log_path || !*j->log_path)
                 return;
-        _cleanup_close_ int fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-                                      0600);
+        _cleanup_close_ int fd =
+                open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
         if (fd < 0)
                 log_warn("job %lld: cannot make its log %s: %s", (long long) j->id, j->log_path, strerror(errno));
         else if (d->loop.euid == 0 && (j->uid || j->gid) && fchown(fd, j->uid, j->gid) < 0)
@@ -240,7 +244,10 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         if (gw_slurm_tag_format(j->id, j->attempt, tag, sizeof tag) < 0)
                 return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
                        -EINVAL;
-        struct gw_sbatch_opts o = { .now = d->now_wall, .exclude = avoid, .n_exclude = x->n_avoid, .comment = tag,
+        struct gw_sbatch_opts o = { .now = d->now_wall,
+                                    .exclude = avoid,
+                                    .n_exclude = x->n_avoid,
+                                    .comment = tag,
                                     .reservation = gw_slurm_book_reservation(d, j) };
         _cleanup_(gw_strv_freep) char **argv = NULL;
         /* The command as the job code made it for this attempt (with a retry's resume
@@ -257,7 +264,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         argv[0] = gw_xstrdup(slurm_of(d)->sbatch);
         /* Not waited for: sbatch's answer comes to the loop (exec_slurm_submit.c). */
         return gw_slurm_submit_begin(d, dj, TAKE_PTR(argv), sbatch_env(how->envp), how->account,
-                                  o.reservation ? in : NULL);
+                                     o.reservation ? in : NULL);
 }
 
 int gw_slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
@@ -269,7 +276,8 @@ int gw_slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const 
                 snprintf(begin, sizeof begin, ", to begin in %llds",
                          (long long) ((j->not_before - d->now_wall + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC));
         for (size_t i = 0; i < x->n_avoid; i++)
-                snprintf(excl + strlen(excl), sizeof excl - strlen(excl), "%s%s", i ? "," : ", excluding ", x->avoid[i]);
+                snprintf(excl + strlen(excl), sizeof excl - strlen(excl), "%s%s", i ? "," : ", excluding ",
+                         x->avoid[i]);
         /* adopt() reads the id back from the start of this text.  Not recorded, the tag in
          * its comment still lets a restarted daemon find it. */
         snprintf(msg, sizeof msg, "attempt %d submitted to Slurm as job %" PRIu32 "%s%s%s%s%s", j->attempt, id, begin,
@@ -323,7 +331,8 @@ static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
                         int attempt;
                         uint32_t sid;
                         if (!strcmp(ev[i].kind, "slurm_job") && ev[i].message &&
-                            sscanf(ev[i].message, "attempt %d submitted to Slurm as job %" SCNu32, &attempt, &sid) == 2 &&
+                            sscanf(ev[i].message, "attempt %d submitted to Slurm as job %" SCNu32, &attempt, &sid) ==
+                                    2 &&
                             attempt == dj->job->attempt)
                                 id = sid;
                 }
@@ -365,7 +374,8 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
                 if (s->kids[i] == pid) {
                         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                                 log_warn("Slurm command (pid %d: scancel, or a squeue or sbatch given up on) "
-                                         "ended with status %d", (int) pid, status);
+                                         "ended with status %d",
+                                         (int) pid, status);
                         s->kids[i] = s->kids[--s->n_kids];
                         return true;
                 }
@@ -384,13 +394,9 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
         gw_slurm_job_forget(slurm_of(d), dj->job->id);
 }
 
-static void nothing(struct gw_daemon *d) {
-        (void) d;
-}
+static void nothing(struct gw_daemon *d) { (void) d; }
 
-static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
-        (void) d, (void) dj;
-}
+static void prepare(struct gw_daemon *d, struct gw_djob *dj) { (void) d, (void) dj; }
 
 /* Slurm's OUT_OF_MEMORY is its memory cgroup's OOM kill, the single box's host_oom. */
 static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
@@ -431,7 +437,7 @@ static int find_program(const char *name, char *out, size_t n) {
 int gw_exec_slurm_open(struct gw_daemon *d) {
         struct gw_exec_slurm *s = gw_xcalloc(1, sizeof *s);
         s->poll_fd = -1;
-        s->ops = (struct gw_executor) {
+        s->ops = (struct gw_executor){
                 .name = "slurm",
                 .state = s,
                 .placement = GW_EXEC_PLACE_NODES,
@@ -453,9 +459,14 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
                 .close = slurm_close,
         };
         d->exec = &s->ops;
-        const struct { const char *name; char *to; } progs[] = {
-                { "sbatch", s->sbatch }, { "squeue", s->squeue }, { "scancel", s->scancel },
-                { "scontrol", s->scontrol }, { "sinfo", s->sinfo } };
+        const struct {
+                const char *name;
+                char *to;
+        } progs[] = { { "sbatch", s->sbatch },
+                      { "squeue", s->squeue },
+                      { "scancel", s->scancel },
+                      { "scontrol", s->scontrol },
+                      { "sinfo", s->sinfo } };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
                 if (find_program(progs[i].name, progs[i].to, sizeof s->sbatch) < 0) {
                         log_err("backend slurm: %s not found on PATH", progs[i].name);

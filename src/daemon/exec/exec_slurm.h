@@ -12,13 +12,13 @@
 
 /* What the daemon knows of one attempt it handed to Slurm. */
 struct gw_slurm_job {
-        int64_t id;               /* gpuward's job */
-        struct gw_djob *dj;       /* that job, while it runs (release forgets it before it is freed) */
+        int64_t id; /* gpuward's job */
+        struct gw_djob *dj; /* that job, while it runs (release forgets it before it is freed) */
         uint32_t slurm_id;
-        gw_usec_t submitted;      /* monotonic: a poll begun before this cannot show the job */
-        bool pending_in_slurm;    /* squeue's last word: not started (scancel --signal cannot reach it) */
-        char seen[200];           /* state, reason and node last recorded, to record changes only */
-        char node[128];           /* where squeue last said it runs ("" until it starts) */
+        gw_usec_t submitted; /* monotonic: a poll begun before this cannot show the job */
+        bool pending_in_slurm; /* squeue's last word: not started (scancel --signal cannot reach it) */
+        char seen[200]; /* state, reason and node last recorded, to record changes only */
+        char node[128]; /* where squeue last said it runs ("" until it starts) */
 };
 
 /* What the executor keeps of a gpuward job across its attempts (on dj->exec): the nodes its
@@ -42,26 +42,26 @@ struct gw_slurm_ended {
 /* One attempt being handed to Slurm (exec_slurm_submit.c): its sbatch, out or to be tried
  * again; it becomes a struct gw_slurm_job when sbatch answers with the Slurm job's id. */
 struct gw_slurm_submit {
-        int64_t id;               /* gpuward's job */
+        int64_t id; /* gpuward's job */
         int attempt;
-        struct gw_djob *dj;       /* NULL once released: an answer still to come is scancelled */
-        char **argv, **env;       /* sbatch's, owned */
-        bool drop;                /* run as uid/gid/groups */
+        struct gw_djob *dj; /* NULL once released: an answer still to come is scancelled */
+        char **argv, **env; /* sbatch's, owned */
+        bool drop; /* run as uid/gid/groups */
         uid_t uid;
         gid_t gid;
         uint32_t *groups;
         int n_groups;
-        char *how;                /* the "slurm_job" event's bracket (its reservation), or NULL */
-        pid_t pid;                /* the sbatch out, or 0 */
-        int fd;                   /* its pipe, in epoll with the executor's sub_src */
-        bool probe;               /* the child is squeue looking for the attempt's tag, not sbatch */
-        bool probed;              /* that squeue found no Slurm job of the attempt: sbatch next */
-        char *out;                /* the child's output, allocated as it comes */
+        char *how; /* the "slurm_job" event's bracket (its reservation), or NULL */
+        pid_t pid; /* the sbatch out, or 0 */
+        int fd; /* its pipe, in epoll with the executor's sub_src */
+        bool probe; /* the child is squeue looking for the attempt's tag, not sbatch */
+        bool probed; /* that squeue found no Slurm job of the attempt: sbatch next */
+        char *out; /* the child's output, allocated as it comes */
         size_t len, cap;
         bool eof, reaped;
         int status;
         gw_usec_t started, next_try, backoff; /* monotonic */
-        int cancel_sig;           /* a signal asked for while no Slurm job was known (0: none) */
+        int cancel_sig; /* a signal asked for while no Slurm job was known (0: none) */
         unsigned cancel_flags;
 };
 
@@ -69,11 +69,11 @@ struct gw_slurm_submit {
 struct gw_slurm_resv {
         int64_t booking;
         uint32_t uid;
-        gw_usec_t start, end;     /* wall clock */
+        gw_usec_t start, end; /* wall clock */
         /* The booking is over: the reservation is being deleted (gw_slurm_book_drop). */
         bool dropping;
-        int tries;                /* deletions Slurm refused */
-        gw_usec_t next_try;       /* monotonic; 0: as soon as the booking's jobs are gone */
+        int tries; /* deletions Slurm refused */
+        gw_usec_t next_try; /* monotonic; 0: as soon as the booking's jobs are gone */
         gw_usec_t backoff;
 };
 
@@ -107,7 +107,7 @@ struct gw_exec_slurm {
         pid_t *kids;
         size_t n_kids, cap_kids;
         struct gw_slurm_ended ended[GW_SLURM_ENDED_KEEP];
-        size_t n_ended;           /* ever: ended[n_ended % KEEP] is the next to go */
+        size_t n_ended; /* ever: ended[n_ended % KEEP] is the next to go */
 };
 
 static inline struct gw_exec_slurm *slurm_of(struct gw_daemon *d) { return d->exec->state; }
@@ -121,8 +121,8 @@ void gw_slurm_client_env(char *buf, size_t n, char *env[2]);
 void gw_slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
 /* Runs argv (absolute path) with env, as uid/gid/groups when drop is set, in cwd (NULL:
  * "/"), stdout and stderr to out_fd (-1: /dev/null).  The child's pid, or -errno. */
-pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid,
-                  const uint32_t *groups, int n_groups, const char *cwd, int out_fd);
+pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid, const uint32_t *groups,
+                     int n_groups, const char *cwd, int out_fd);
 
 /* The job's state kept across its attempts, made on first use. */
 struct gw_slurm_jobx *gw_slurm_jobx_of(struct gw_djob *dj);
@@ -177,8 +177,8 @@ const char *gw_slurm_book_reservation(struct gw_daemon *d, const struct gw_job *
 /* exec_slurm_submit.c: hands dj's attempt to Slurm with sbatch argv (absolute path) and env
  * (both taken), run as its user (a: groups, may be NULL) in its cwd, without waiting; how is
  * copied.  The attempt's end is told if sbatch refuses it; its answer makes it followed. */
-int gw_slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
-                       const struct gw_account *a, const char *how);
+int gw_slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env, const struct gw_account *a,
+                          const char *how);
 /* A signal for an attempt whose Slurm job is not known yet: kept for it (-ESRCH: no such
  * attempt, or a warning for its main process, which does not run yet). */
 int gw_slurm_submit_signal(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags);

@@ -28,9 +28,7 @@
 #define SLURM_RESV_RETRY_MAX (300 * GW_USEC_PER_SEC)
 
 /* Only the Slurm backend's table reaches these (gw_slurm_book_ops); NULL once it is closed. */
-static struct gw_exec_slurm *slurm_if(struct gw_daemon *d) {
-        return d->exec ? slurm_of(d) : NULL;
-}
+static struct gw_exec_slurm *slurm_if(struct gw_daemon *d) { return d->exec ? slurm_of(d) : NULL; }
 
 /* Runs a Slurm command as the daemon and waits for it (10 s at most): 0 with its output
  * (the first line, trimmed), or < 0 with its words in out. */
@@ -72,9 +70,7 @@ static int gpus_per_node(const char *text) {
         return min;
 }
 
-static void resv_name(int64_t booking, char *buf, size_t n) {
-        snprintf(buf, n, "gpuward_book_%" PRId64, booking);
-}
+static void resv_name(int64_t booking, char *buf, size_t n) { snprintf(buf, n, "gpuward_book_%" PRId64, booking); }
 
 /* Slurm reads its times in slurmctld's local time zone: this host's, on the head node. */
 static void slurm_time(gw_usec_t t, char *buf, size_t n) {
@@ -89,8 +85,8 @@ static void remember(struct gw_exec_slurm *s, const struct gw_store_booking *b) 
                 if (s->resv[i].booking == b->id)
                         return;
         s->resv = gw_xrealloc(s->resv, (s->n_resv + 1) * sizeof *s->resv);
-        s->resv[s->n_resv++] = (struct gw_slurm_resv) { .booking = b->id, .uid = b->uid, .start = b->start,
-                                                        .end = b->end };
+        s->resv[s->n_resv++] =
+                (struct gw_slurm_resv){ .booking = b->id, .uid = b->uid, .start = b->start, .end = b->end };
 }
 
 int gw_slurm_book_hold(struct gw_daemon *d, const struct gw_store_booking *b, char *err, size_t n) {
@@ -119,11 +115,12 @@ int gw_slurm_book_hold(struct gw_daemon *d, const struct gw_store_booking *b, ch
         if (run(create, out, sizeof out) < 0) {
                 out[strcspn(out, "\n")] = '\0';
                 return snprintf(err, n, "start: Slurm cannot reserve %d node%s of %d GPUs for it: %.300s", nodes,
-                                nodes == 1 ? "" : "s", per, out[0] ? out : "(no words)"), -EBUSY;
+                                nodes == 1 ? "" : "s", per, out[0] ? out : "(no words)"),
+                       -EBUSY;
         }
         remember(s, b);
-        log_info("booking %" PRId64 " (%s, %d GPUs): Slurm reservation %s, %d whole node%s of %d GPUs, %s to %s",
-                 b->id, b->user, b->ngpus, name, nodes, nodes == 1 ? "" : "s", per, start, end);
+        log_info("booking %" PRId64 " (%s, %d GPUs): Slurm reservation %s, %d whole node%s of %d GPUs, %s to %s", b->id,
+                 b->user, b->ngpus, name, nodes, nodes == 1 ? "" : "s", per, start, end);
         return 0;
 }
 
@@ -140,9 +137,7 @@ static struct gw_slurm_resv *resv_find(struct gw_exec_slurm *s, int64_t booking)
         return NULL;
 }
 
-static void resv_forget(struct gw_exec_slurm *s, struct gw_slurm_resv *r) {
-        *r = s->resv[--s->n_resv];
-}
+static void resv_forget(struct gw_exec_slurm *s, struct gw_slurm_resv *r) { *r = s->resv[--s->n_resv]; }
 
 bool gw_slurm_book_held(struct gw_daemon *d, int64_t booking) {
         struct gw_exec_slurm *s = slurm_if(d);
@@ -172,7 +167,8 @@ void gw_slurm_book_undo(struct gw_daemon *d, int64_t booking) {
         char out[1024];
         if (resv_delete(s, booking, out, sizeof out) < 0)
                 log_warn("booking %" PRId64 ": cannot delete its Slurm reservation (Slurm ends it at its end time "
-                         "itself): %.200s", booking, out);
+                         "itself): %.200s",
+                         booking, out);
 }
 
 /* Marks b's reservation to be deleted; false when it has none. */
@@ -185,8 +181,12 @@ static bool mark_dropping(struct gw_exec_slurm *s, const struct gw_store_booking
                 r = &s->resv[s->n_resv - 1];
         }
         if (!r->dropping)
-                *r = (struct gw_slurm_resv) { .booking = r->booking, .uid = r->uid, .start = r->start, .end = r->end,
-                                              .dropping = true, .backoff = SLURM_RESV_RETRY_FIRST };
+                *r = (struct gw_slurm_resv){ .booking = r->booking,
+                                             .uid = r->uid,
+                                             .start = r->start,
+                                             .end = r->end,
+                                             .dropping = true,
+                                             .backoff = SLURM_RESV_RETRY_FIRST };
         return true;
 }
 

@@ -64,7 +64,7 @@ static void poll_start(struct gw_daemon *d) {
         s->poll_fd = p[0];
         s->poll_pid = pid;
         s->poll_started = d->now;
-        s->poll_src = (struct gw_source) { GW_SRC_EXEC, s };
+        s->poll_src = (struct gw_source){ GW_SRC_EXEC, s };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->poll_src };
         if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, s->poll_fd, &ev) < 0)
                 log_warn("backend slurm: epoll: %s", strerror(errno));
@@ -115,7 +115,8 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squ
                 seen(d, dj, sj, r, &st);
                 return;
         } else if (st.cls != GW_FAILURE_LOST)
-                end = (struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = gw_slurm_end_status(&st, r->exit_status) };
+                end = (struct gw_exec_end){ .kind = GW_EXEC_EXITED,
+                                            .status = gw_slurm_end_status(&st, r->exit_status) };
         char msg[200];
         snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s%s%s", sj->slurm_id, r ? r->state : "gone",
                  r && r->exit_status[0] ? ", wait status " : "", r ? r->exit_status : "");

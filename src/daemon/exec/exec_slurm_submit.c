@@ -106,7 +106,7 @@ static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
                         pid = gw_slurm_spawn(probe, cenv, false, 0, 0, NULL, 0, NULL, p[1]);
                 else
                         pid = gw_slurm_spawn(u->argv, u->env, u->drop, u->uid, u->gid, u->groups, u->n_groups,
-                                          u->dj->job->cwd, p[1]);
+                                             u->dj->job->cwd, p[1]);
                 (void) close(p[1]);
                 if (pid < 0)
                         (void) close(p[0]);
@@ -115,7 +115,7 @@ static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
         if (pid < 0) {
                 snprintf(why, sizeof why, "%s: cannot start it: %s", u->probe ? "squeue" : "sbatch",
                          strerror((int) -pid));
-                sub_end(d, u, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = why });
+                sub_end(d, u, &(struct gw_exec_end){ .kind = GW_EXEC_NOT_STARTED, .why = why });
                 return;
         }
         (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
@@ -124,7 +124,7 @@ static void spawn(struct gw_daemon *d, struct gw_slurm_submit *u) {
         u->len = 0;
         u->eof = u->reaped = false;
         u->started = d->now;
-        s->sub_src = (struct gw_source) { GW_SRC_EXEC, s };
+        s->sub_src = (struct gw_source){ GW_SRC_EXEC, s };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->sub_src };
         if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, u->fd, &ev) < 0)
                 log_warn("job %lld: epoll on its sbatch: %s", (long long) u->id, strerror(errno));
@@ -215,7 +215,7 @@ static void sub_done(struct gw_daemon *d, struct gw_slurm_submit *u) {
         if (!ok) {
                 char why[300];
                 snprintf(why, sizeof why, "sbatch refused the job: %.200s", u->out[0] ? u->out : "(no output)");
-                sub_end(d, u, &(struct gw_exec_end) { .kind = GW_EXEC_NOT_STARTED, .why = why });
+                sub_end(d, u, &(struct gw_exec_end){ .kind = GW_EXEC_NOT_STARTED, .why = why });
                 return;
         }
         answered(d, u, (uint32_t) sid, NULL);
@@ -269,7 +269,7 @@ bool gw_slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status) {
                         u->status = status;
                         u->reaped = true;
                         sub_read(d, u); /* what is left in the pipe */
-                        if (!u->eof) {  /* a grandchild holds it: what was read is the answer */
+                        if (!u->eof) { /* a grandchild holds it: what was read is the answer */
                                 u->eof = true;
                                 pipe_close(d, u);
                         }
@@ -302,7 +302,7 @@ gw_usec_t gw_slurm_submit_tick(struct gw_daemon *d) {
                 if (u->pid == 0 && (!u->dj || u->cancel_sig)) {
                         /* Cancelled (or released) with no sbatch out: nothing reached Slurm. */
                         int sig = u->cancel_sig ? u->cancel_sig : SIGKILL;
-                        sub_end(d, u, &(struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = sig });
+                        sub_end(d, u, &(struct gw_exec_end){ .kind = GW_EXEC_EXITED, .status = sig });
                         continue; /* the table changed at i */
                 }
                 if (u->pid == 0 && u->next_try <= d->now && in_flight(s) < SUBMITS_IN_FLIGHT_MAX) {
@@ -319,14 +319,22 @@ gw_usec_t gw_slurm_submit_tick(struct gw_daemon *d) {
         return next;
 }
 
-int gw_slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env,
-                       const struct gw_account *a, const char *how) {
+int gw_slurm_submit_begin(struct gw_daemon *d, struct gw_djob *dj, char **argv, char **env, const struct gw_account *a,
+                          const char *how) {
         struct gw_exec_slurm *s = slurm_of(d);
         struct gw_job *j = dj->job;
         struct gw_slurm_submit *u = gw_xcalloc(1, sizeof *u);
-        *u = (struct gw_slurm_submit) { .id = j->id, .attempt = j->attempt, .dj = dj, .argv = argv, .env = env,
-                                        .drop = d->loop.euid == 0 && j->uid != 0, .uid = j->uid, .gid = j->gid,
-                                        .fd = -1, .next_try = d->now, .how = how ? gw_xstrdup(how) : NULL };
+        *u = (struct gw_slurm_submit){ .id = j->id,
+                                       .attempt = j->attempt,
+                                       .dj = dj,
+                                       .argv = argv,
+                                       .env = env,
+                                       .drop = d->loop.euid == 0 && j->uid != 0,
+                                       .uid = j->uid,
+                                       .gid = j->gid,
+                                       .fd = -1,
+                                       .next_try = d->now,
+                                       .how = how ? gw_xstrdup(how) : NULL };
         if (a && a->n_groups > 0) {
                 u->groups = gw_xcalloc((size_t) a->n_groups, sizeof *u->groups);
                 memcpy(u->groups, a->groups, (size_t) a->n_groups * sizeof *u->groups);

@@ -67,7 +67,8 @@ uint32_t gw_slurm_tag_take(struct gw_exec_slurm *s, int64_t job, int attempt, ui
                         continue;
                 if (t->uid != uid) {
                         log_warn("job %" PRId64 ": Slurm job %" PRIu32 " carries its tag but is uid %" PRIu32
-                                 "'s, not the job's (%" PRIu32 "); ignored", job, t->slurm_id, t->uid, uid);
+                                 "'s, not the job's (%" PRIu32 "); ignored",
+                                 job, t->slurm_id, t->uid, uid);
                         continue;
                 }
                 uint32_t id = t->slurm_id;

@@ -19,7 +19,8 @@
 void gw_slurm_drain_node(struct gw_daemon *d, const char *node, unsigned gpu, unsigned xid) {
         struct gw_exec_slurm *s = slurm_of(d);
         if (!s->scontrol[0]) {
-                log_warn("node %s: Xid %u on GPU %u, but scontrol was not found: the node is not drained", node, xid, gpu);
+                log_warn("node %s: Xid %u on GPU %u, but scontrol was not found: the node is not drained", node, xid,
+                         gpu);
                 return;
         }
         char name[100], reason[100];

@@ -29,13 +29,11 @@ struct gw_exec_job {
 
 struct exec_test {
         struct gw_executor ops;
-        struct gw_djob **running;    /* the attempts it started, to match SIGCHLD to */
+        struct gw_djob **running; /* the attempts it started, to match SIGCHLD to */
         size_t n_running, cap_running;
 };
 
-static struct exec_test *test_of(const struct gw_daemon *d) {
-        return d->exec->state;
-}
+static struct exec_test *test_of(const struct gw_daemon *d) { return d->exec->state; }
 
 static void job_free(struct gw_djob *dj) {
         free(dj->exec);
@@ -83,10 +81,10 @@ struct test_child {
         const char *exe;
         const struct gw_exec_start *how;
         const struct gw_job *job;
-        bool drop;                   /* root runs it as its user */
+        bool drop; /* root runs it as its user */
         gid_t groups[GW_USERDB_MAX_GROUPS];
         size_t n_groups;
-        int log_fd;                  /* the log under the state dir, opened by the daemon; -1: j->output */
+        int log_fd; /* the log under the state dir, opened by the daemon; -1: j->output */
 };
 
 /* Opens a log the user chose as the user (after the drop): the daemon never creates a file
@@ -116,15 +114,18 @@ static void child(const struct test_child *c) {
         _exit(127);
 }
 
-static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err,
-                 size_t errlen) {
+static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_start *how, char *err, size_t errlen) {
         struct gw_job *j = dj->job;
         char exe[4096];
         if (!how->argv || !how->argv[0] || resolve(how->argv[0], exe, sizeof exe) < 0) {
-                snprintf(err, errlen, "backend test: %s: command not found", how->argv && how->argv[0] ? how->argv[0] : "");
+                snprintf(err, errlen, "backend test: %s: command not found",
+                         how->argv && how->argv[0] ? how->argv[0] : "");
                 return -ENOENT;
         }
-        struct test_child c = { .exe = exe, .how = how, .job = j, .drop = d->loop.euid == 0 && j->uid != 0,
+        struct test_child c = { .exe = exe,
+                                .how = how,
+                                .job = j,
+                                .drop = d->loop.euid == 0 && j->uid != 0,
                                 .log_fd = -1 };
         for (int i = 0; how->account && i < how->account->n_groups && i < GW_USERDB_MAX_GROUPS; i++)
                 c.groups[c.n_groups++] = (gid_t) how->account->groups[i];
@@ -181,22 +182,20 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
                 /* What the attempt's process group left behind goes with it, as the shim's
                  * supervisor would see to. */
                 (void) kill(-pid, SIGKILL);
-                d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_EXITED, .status = status });
+                d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_EXITED, .status = status });
                 return true;
         }
         return false;
 }
 
-static int adopt_begin(struct gw_daemon *d) {
-        return 0;
-}
+static int adopt_begin(struct gw_daemon *d) { return 0; }
 
 /* Not our child any more: its end could not be told.  What is left of it is stopped. */
 static int adopt(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
         if (j->pid > 0 && gw_proc_is(j->pid, j->pid_start))
                 (void) kill(-j->pid, SIGKILL);
-        d->exec->ended(d, dj, &(struct gw_exec_end) { .kind = GW_EXEC_LOST });
+        d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
         return 0;
 }
 
@@ -205,25 +204,17 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
                 running_forget(test_of(d), dj);
 }
 
-static const char *node_of(struct gw_daemon *d, int64_t id) {
-        return "test";
-}
+static const char *node_of(struct gw_daemon *d, int64_t id) { return "test"; }
 
-static void nothing(struct gw_daemon *d) {
-}
+static void nothing(struct gw_daemon *d) {}
 
-static void no_fd(struct gw_daemon *d, struct gw_source *src) {
-}
+static void no_fd(struct gw_daemon *d, struct gw_source *src) {}
 
-static gw_usec_t no_tick(struct gw_daemon *d) {
-        return GW_USEC_INFINITY;
-}
+static gw_usec_t no_tick(struct gw_daemon *d) { return GW_USEC_INFINITY; }
 
-static void no_prepare(struct gw_daemon *d, struct gw_djob *dj) {
-}
+static void no_prepare(struct gw_daemon *d, struct gw_djob *dj) {}
 
-static void no_oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
-}
+static void no_oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {}
 
 /* Running attempts are left running, as every backend leaves them (the next daemon stops them). */
 static void close_test(struct gw_daemon *d) {
@@ -235,7 +226,7 @@ static void close_test(struct gw_daemon *d) {
 
 int gw_exec_test_open(struct gw_daemon *d) {
         struct exec_test *t = gw_xcalloc(1, sizeof *t);
-        t->ops = (struct gw_executor) {
+        t->ops = (struct gw_executor){
                 .name = "test",
                 .state = t,
                 .placement = GW_EXEC_PLACE_HERE,

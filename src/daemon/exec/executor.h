@@ -75,14 +75,14 @@ struct gw_exec_book_ops {
 
 /* How an attempt ended, as its executor tells it. */
 enum gw_exec_end_kind {
-        GW_EXEC_EXITED,      /* status is its main process's wait status */
-        GW_EXEC_LOST,        /* it ended, and how is not known */
+        GW_EXEC_EXITED, /* status is its main process's wait status */
+        GW_EXEC_LOST, /* it ended, and how is not known */
         GW_EXEC_NOT_STARTED, /* accepted, then could not be started: why says why */
 };
 struct gw_exec_end {
         enum gw_exec_end_kind kind;
         int status;
-        gw_usec_t at;        /* wall-clock label of its end (the job's clock, jobclock.c); 0: now */
+        gw_usec_t at; /* wall-clock label of its end (the job's clock, jobclock.c); 0: now */
         const char *why;
 };
 
@@ -103,7 +103,7 @@ typedef void gw_exec_end_fn(struct gw_daemon *d, struct gw_djob *dj, const struc
 
 struct gw_executor {
         const char *name;
-        void *state;         /* the executor's own, opaque to the daemon */
+        void *state; /* the executor's own, opaque to the daemon */
         /* What the features ask of the backend (fixed once it is open). */
         enum gw_exec_placement placement;
         /* Whether a running preemptible job may be stopped for a higher one (preempt.c),

@@ -29,20 +29,20 @@ extern char **environ;
 struct waiting {
         int64_t job_id;
         int attempt;
-        char *request;          /* the datagram, kept for a spawn if the launcher dies first */
+        char *request; /* the datagram, kept for a spawn if the launcher dies first */
         size_t len;
         bool answered, lost;
-        pid_t pid;              /* answered: the supervisor, or -errno */
+        pid_t pid; /* answered: the supervisor, or -errno */
         int pidfd;
-        int chan;               /* answered: the daemon's end of the supervisor's channel, or -1 */
+        int chan; /* answered: the daemon's end of the supervisor's channel, or -1 */
 };
 
 struct gw_launch_server {
         char exits_path[4200];
-        int fd;                 /* -1: down */
+        int fd; /* -1: down */
         pid_t pid;
         time_t down_since;
-        struct waiting *q;      /* q[head..n) in request order */
+        struct waiting *q; /* q[head..n) in request order */
         size_t head, n, cap;
 };
 
@@ -70,8 +70,9 @@ static int server_spawn(struct gw_launch_server *s, char *err, size_t errlen) {
         char space[97];
         memset(space, 'x', sizeof space - 1);
         space[sizeof space - 1] = '\0';
-        char *argv[] = { (char *) shim, (char *) "--server", (char *) "--exits", s->exits_path,
-                         (char *) "--title-space", space, NULL };
+        char *argv[] = { (char *) shim, (char *) "--server",      (char *) "--exits",
+                         s->exits_path, (char *) "--title-space", space,
+                         NULL };
         int r = gw_launch_spawn(shim, argv, environ, sv[1], &s->pid);
         (void) close(sv[1]);
         if (r < 0) {
@@ -237,8 +238,12 @@ static void waiting_push(struct gw_launch_server *s, int64_t job_id, int attempt
                 s->cap = s->cap ? 2 * s->cap : 16;
                 s->q = gw_xrealloc(s->q, s->cap * sizeof *s->q);
         }
-        s->q[s->n++] = (struct waiting) { .job_id = job_id, .attempt = attempt, .request = request, .len = len,
-                                          .pidfd = -1, .chan = -1 };
+        s->q[s->n++] = (struct waiting){ .job_id = job_id,
+                                         .attempt = attempt,
+                                         .request = request,
+                                         .len = len,
+                                         .pidfd = -1,
+                                         .chan = -1 };
 }
 
 int gw_launch_server_send(struct gw_launch_server *s, char *request, size_t len, int report_fd, int64_t job_id,
@@ -275,9 +280,14 @@ bool gw_launch_server_next(struct gw_launch_server *s, struct gw_launch_answer *
         if (!s || s->head == s->n || !(s->q[s->head].answered || s->q[s->head].lost))
                 return false;
         struct waiting *w = &s->q[s->head++];
-        *ret = (struct gw_launch_answer) { .job_id = w->job_id, .attempt = w->attempt, .lost = w->lost,
-                                           .pid = w->pid, .pidfd = w->pidfd, .chan = w->chan,
-                                           .request = w->request, .len = w->len };
+        *ret = (struct gw_launch_answer){ .job_id = w->job_id,
+                                          .attempt = w->attempt,
+                                          .lost = w->lost,
+                                          .pid = w->pid,
+                                          .pidfd = w->pidfd,
+                                          .chan = w->chan,
+                                          .request = w->request,
+                                          .len = w->len };
         return true;
 }
 
@@ -286,7 +296,8 @@ int gw_launch_request_decode(char *buf, size_t len, char ***ret_argv, char ***re
         /* Ours, so never short of the shim and one argument; checked anyway (argv[0] is used). */
         if (shim_request_counts(buf, len, &argc, &envc) < 0 || argc < 2)
                 return -EBADMSG;
-        char **argv = gw_xcalloc((size_t) argc + 1, sizeof(char *)), **envp = gw_xcalloc((size_t) envc + 1, sizeof(char *));
+        char **argv = gw_xcalloc((size_t) argc + 1, sizeof(char *)),
+             **envp = gw_xcalloc((size_t) envc + 1, sizeof(char *));
         if (shim_request_split(buf, len, argc, envc, argv, envp) < 0) {
                 free(argv);
                 free(envp);

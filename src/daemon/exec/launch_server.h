@@ -34,7 +34,7 @@ struct gw_launch_answer {
         bool lost;
         pid_t pid;
         int pidfd;
-        int chan;           /* pid > 0: the daemon's end of its channel (warm.h), or -1 */
+        int chan; /* pid > 0: the daemon's end of its channel (warm.h), or -1 */
         char *request;
         size_t len;
 };

@@ -71,8 +71,11 @@ static char **shim_argv(const struct gw_launch *l, const char *shim, struct shim
         char **argv = gw_xcalloc(n_args + 32, sizeof(char *)); /* the options above, and NULL */
         size_t k = 0;
         argv[k++] = (char *) shim;
-        const char *opts[][2] = { { "--job", a->job }, { "--attempt", a->attempt }, { "--exits", l->exits_path },
-                                  { "--log", l->log_path }, { "--cwd", l->cwd } };
+        const char *opts[][2] = { { "--job", a->job },
+                                  { "--attempt", a->attempt },
+                                  { "--exits", l->exits_path },
+                                  { "--log", l->log_path },
+                                  { "--cwd", l->cwd } };
         for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
                 argv[k++] = (char *) opts[i][0];
                 argv[k++] = (char *) opts[i][1];
@@ -151,7 +154,7 @@ static int launched_anyway(int report_fd, pid_t job, struct gw_launched *ret) {
         int fd = shim > 0 ? (int) syscall(SYS_pidfd_open, shim, 0) : -1;
         if (fd < 0)
                 return errno == ESRCH ? -ETIMEDOUT : -errno;
-        *ret = (struct gw_launched) { .shim = shim, .pidfd = fd, .report_fd = -1, .job = job, .chan = -1 };
+        *ret = (struct gw_launched){ .shim = shim, .pidfd = fd, .report_fd = -1, .job = job, .chan = -1 };
         return 0;
 }
 
@@ -189,7 +192,7 @@ static int spawn_supervisor(const char *shim, char *const *argv, char *const *en
         int r = report_pipe(pfd, err, errlen);
         if (r < 0)
                 return r;
-        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .chan = -1 };
+        *ret = (struct gw_launched){ .pidfd = -1, .report_fd = pfd[0], .chan = -1 };
         char **held;
         _cleanup_free_ char **env = held_environment(envp, &held);
         r = gw_launch_spawn(shim, argv, env, pfd[1], &ret->shim);
@@ -217,8 +220,11 @@ static int start_in_idle(struct gw_warm *warm, const char *request, size_t len, 
                 (void) close(pfd[0]);
                 return -1;
         }
-        *ret = (struct gw_launched) { .shim = one.pid, .pidfd = -1, .report_fd = pfd[0], .chan = one.chan,
-                                      .shim_start = one.start };
+        *ret = (struct gw_launched){ .shim = one.pid,
+                                     .pidfd = -1,
+                                     .report_fd = pfd[0],
+                                     .chan = one.chan,
+                                     .shim_start = one.start };
         return 0;
 }
 
@@ -236,7 +242,7 @@ static int start_by_launcher(struct gw_launch_server *srv, char **request, size_
                 return -1;
         }
         *request = NULL;
-        *ret = (struct gw_launched) { .pidfd = -1, .report_fd = pfd[0], .pending = true, .chan = -1 };
+        *ret = (struct gw_launched){ .pidfd = -1, .report_fd = pfd[0], .pending = true, .chan = -1 };
         return 0;
 }
 
@@ -286,8 +292,10 @@ static int parse_end(const char *text, struct gw_exit_report *ret) {
         long long wall, mono;
         if (sscanf(text, "%d %lld %lld%n", &status, &wall, &mono, &end) != 3 || text[end] || wall < 0 || mono < 0)
                 return -EBADMSG;
-        *ret = (struct gw_exit_report) { .known = true, .status = status, .wall = (gw_usec_t) wall,
-                                         .mono = (gw_usec_t) mono };
+        *ret = (struct gw_exit_report){ .known = true,
+                                        .status = status,
+                                        .wall = (gw_usec_t) wall,
+                                        .mono = (gw_usec_t) mono };
         return 0;
 }
 
@@ -339,8 +347,8 @@ struct exit_entry {
 struct gw_exits {
         int fd;
         off_t offset;
-        off_t reserved;             /* allocated up to here (0: nothing reserved) */
-        char partial[128];          /* an unfinished last line */
+        off_t reserved; /* allocated up to here (0: nothing reserved) */
+        char partial[128]; /* an unfinished last line */
         size_t partial_len;
         struct exit_entry *v;
         size_t n, cap;
@@ -392,7 +400,7 @@ static void exits_line(struct gw_exits *e, const char *line) {
                 e->cap = e->cap ? e->cap * 2 : 16;
                 e->v = gw_xrealloc(e->v, e->cap * sizeof *e->v);
         }
-        e->v[e->n++] = (struct exit_entry) { id, attempt, rep };
+        e->v[e->n++] = (struct exit_entry){ id, attempt, rep };
 }
 
 void gw_exits_read(struct gw_exits *e) {

@@ -15,30 +15,30 @@
 /* How an attempt ended, as its supervisor told it (on the report pipe or in the exits
  * journal). */
 struct gw_exit_report {
-        bool known;                /* told at all; else the rest is 0 */
-        int status;                /* the job's wait status */
-        gw_usec_t wall;            /* when: CLOCK_REALTIME right after the wait; 0 unknown (an
+        bool known; /* told at all; else the rest is 0 */
+        int status; /* the job's wait status */
+        gw_usec_t wall; /* when: CLOCK_REALTIME right after the wait; 0 unknown (an
                                     * older supervisor's journal line) */
-        gw_usec_t mono;            /* the same instant on CLOCK_MONOTONIC (this boot's); 0 unknown */
+        gw_usec_t mono; /* the same instant on CLOCK_MONOTONIC (this boot's); 0 unknown */
 };
 
 struct gw_launch {
         char *const *argv;
         char *const *envp;
         const char *cwd;
-        bool drop_privileges;      /* daemon is root: become uid/gid with their groups */
+        bool drop_privileges; /* daemon is root: become uid/gid with their groups */
         uid_t uid;
         gid_t gid;
-        const uint32_t *groups;    /* uid's groups (gid alone when n_groups is 0) */
+        const uint32_t *groups; /* uid's groups (gid alone when n_groups is 0) */
         int n_groups;
-        const char *log_path;      /* stdout+stderr */
-        bool log_is_private;       /* created by the shim (as root) and chowned to uid */
+        const char *log_path; /* stdout+stderr */
+        bool log_is_private; /* created by the shim (as root) and chowned to uid */
         uint64_t log_max, log_reserve; /* for a private log: its cap, the free space it leaves */
-        const char *cgroup_dir;    /* join this cgroup before exec, or NULL */
-        const char *exits_path;    /* the exits journal the shim appends its end to (shim.h) */
+        const char *cgroup_dir; /* join this cgroup before exec, or NULL */
+        const char *exits_path; /* the exits journal the shim appends its end to (shim.h) */
         int64_t job_id;
         int attempt;
-        const char *tty_path;      /* interactive: the session's socket (shim/tty.h), or NULL */
+        const char *tty_path; /* interactive: the session's socket (shim/tty.h), or NULL */
 };
 
 struct gw_launch_server;
@@ -50,11 +50,11 @@ struct gw_warm;
 struct gw_launched {
         pid_t shim;
         int pidfd;
-        int report_fd;             /* -1 when job is already known */
-        pid_t job;                 /* 0: not known yet (it comes on report_fd) */
-        bool pending;              /* asked of the launcher: shim and pidfd come with its answer */
-        int chan;                  /* the channel to send the shim its next job on (warm.h), or -1 */
-        uint64_t shim_start;       /* its /proc start time when already known, else 0 */
+        int report_fd; /* -1 when job is already known */
+        pid_t job; /* 0: not known yet (it comes on report_fd) */
+        bool pending; /* asked of the launcher: shim and pidfd come with its answer */
+        int chan; /* the channel to send the shim its next job on (warm.h), or -1 */
+        uint64_t shim_start; /* its /proc start time when already known, else 0 */
 };
 
 /* Starts the job in an idle supervisor from warm (warm.h) when one takes it; else a new

@@ -19,7 +19,7 @@ void gw_warm_put(struct gw_warm *w, int chan, pid_t pid, uint64_t start, int64_t
                 return;
         if (w->n == GW_WARM_MAX)
                 drop_oldest(w, 1);
-        w->v[w->n++] = (struct gw_warm_one) { chan, pid, start, now };
+        w->v[w->n++] = (struct gw_warm_one){ chan, pid, start, now };
 }
 
 bool gw_warm_send(struct gw_warm *w, const char *request, size_t len, int report_fd, struct gw_warm_one *ret) {
@@ -56,6 +56,4 @@ int64_t gw_warm_tick(struct gw_warm *w, int64_t now) {
         return w->n ? w->v[0].since + GW_WARM_SECONDS : INT64_MAX;
 }
 
-void gw_warm_close(struct gw_warm *w) {
-        drop_oldest(w, w->n);
-}
+void gw_warm_close(struct gw_warm *w) { drop_oldest(w, w->n); }

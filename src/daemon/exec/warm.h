@@ -15,14 +15,14 @@
 #define GW_WARM_SECONDS 60
 
 struct gw_warm_one {
-        int chan;               /* the daemon's end of its channel */
+        int chan; /* the daemon's end of its channel */
         pid_t pid;
-        uint64_t start;         /* its /proc start time, known from its first job */
-        int64_t since;          /* monotonic seconds */
+        uint64_t start; /* its /proc start time, known from its first job */
+        int64_t since; /* monotonic seconds */
 };
 
 struct gw_warm {
-        struct gw_warm_one v[GW_WARM_MAX];   /* the most recently idle last */
+        struct gw_warm_one v[GW_WARM_MAX]; /* the most recently idle last */
         size_t n;
 };
 

@@ -32,7 +32,9 @@
 
 #define LOG_CHUNK_MAX (1u << 20)
 
-struct gw_daemon *gw_the_daemon(void *userdata) { return userdata; }
+struct gw_daemon *gw_the_daemon(void *userdata) {
+        return userdata;
+}
 
 void gw_reply_json(struct gw_http_reply *rep, int status, json_t *o) {
         size_t len;
@@ -76,7 +78,7 @@ void gw_reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const 
                 if (e == EROFS || e == ENOSPC)
                         kind = -e;
         }
-        const char *why = kind == -ENOSPC ? "the disk is full"
+        const char *why = kind == -ENOSPC  ? "the disk is full"
                           : kind == -EROFS ? "the file system is read-only"
                           : kind == -EIO   ? "an I/O error"
                           : kind == -EBUSY ? "the database is locked"
@@ -84,8 +86,8 @@ void gw_reply_store_error(struct gw_daemon *d, struct gw_http_reply *rep, const 
         /* 507 Insufficient Storage when space is what is missing; 503 for the rest, which an
          * operator fixes (a read-only remount, a failing disk) and the client retries. */
         gw_reply_error(rep, kind == -ENOSPC ? 507 : 503, NULL,
-                    "%s: the state in %s cannot be written (%s): %s; reads still work", what, d->cfg->state_dir, why,
-                    gw_store_errmsg(d->store));
+                       "%s: the state in %s cannot be written (%s): %s; reads still work", what, d->cfg->state_dir, why,
+                       gw_store_errmsg(d->store));
 }
 
 /* Whether a role list of the config ("alice, @gpuadmin") names the caller or a group of
@@ -173,15 +175,15 @@ unsigned gw_job_view(const struct gw_daemon *d, const struct gw_caller *c, const
 }
 
 const struct gw_job *gw_job_or_reply(struct gw_daemon *d, int64_t id, const struct gw_caller *c, const char *action,
-                                  struct gw_http_reply *rep, struct gw_job **tmp) {
+                                     struct gw_http_reply *rep, struct gw_job **tmp) {
         const struct gw_job *j = gw_job_lookup(d, id, tmp);
         if (!j) {
                 gw_reply_error(rep, 404, "id", "no job %lld", (long long) id);
                 return NULL;
         }
         if (action && !gw_may_touch(c, j)) {
-                gw_reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may %s", (long long) j->id,
-                            j->user, action);
+                gw_reply_error(rep, 403, "id", "job %lld belongs to %s; only they or an admin may %s",
+                               (long long) j->id, j->user, action);
                 return NULL;
         }
         return j;
@@ -265,10 +267,11 @@ json_t *gw_parse_body(const struct gw_http_request *req, struct gw_http_reply *r
 }
 
 int gw_body_check(const json_t *o, const char *const *fields, size_t n, const char *what, const char *key,
-               const char **ret, struct gw_http_reply *rep) {
+                  const char **ret, struct gw_http_reply *rep) {
         struct gw_codec_error err;
         *ret = NULL;
-        if (gw_codec_check_fields(o, fields, n, what, &err) < 0 || (key && gw_codec_get_string(o, key, ret, &err) < 0)) {
+        if (gw_codec_check_fields(o, fields, n, what, &err) < 0 ||
+            (key && gw_codec_get_string(o, key, ret, &err) < 0)) {
                 gw_reply_error(rep, 400, err.field, "%s", err.message);
                 return -EINVAL;
         }
@@ -314,18 +317,20 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                 if (req->resumed)
                         return gw_reply_json(rep, 200, job_with_events(d, j, gw_job_view(d, c, j)));
                 return gw_reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) j->id,
-                                   gw_job_state_name(j->state));
+                                      gw_job_state_name(j->state));
         }
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
         if (!dj) /* active on disk, unknown in memory: nothing here could stop it */
-                return gw_reply_error(rep, 500, NULL, "job %lld is %s on disk but not known to the daemon", (long long) j->id,
-                                   gw_job_state_name(j->state));
+                return gw_reply_error(rep, 500, NULL, "job %lld is %s on disk but not known to the daemon",
+                                      (long long) j->id, gw_job_state_name(j->state));
         char why[128];
         snprintf(why, sizeof why, "cancelled by %s", c->user);
         bool running = j->state == GW_JOB_RUNNING;
         if (waiting_only && running && !dj->job->array_spec)
-                return gw_reply_error(rep, 409, "waiting", "job %lld is RUNNING now: not cancelled (only waiting jobs were "
-                                   "asked for)", (long long) j->id);
+                return gw_reply_error(rep, 409, "waiting",
+                                      "job %lld is RUNNING now: not cancelled (only waiting jobs were "
+                                      "asked for)",
+                                      (long long) j->id);
         /* Recorded before anything is done: refused, the job goes on untouched. */
         if ((waiting_only ? gw_job_cancel_waiting(d, dj, why) : gw_job_cancel(d, dj, why)) < 0)
                 return gw_reply_store_error(d, rep, "cannot cancel the job");
@@ -340,8 +345,9 @@ static void on_cancel(void *ud, const struct gw_http_request *req, const struct 
                 return gw_reply_json(rep, 200, fin ? job_with_events(d, fin, gw_job_view(d, c, fin)) : json_object());
         }
         if (!want_wait)
-                return gw_reply_json(rep, 202, json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state",
-                                                      gw_job_state_name(dj->job->state)));
+                return gw_reply_json(
+                        rep, 202,
+                        json_pack("{s:I,s:s}", "id", (json_int_t) j->id, "state", gw_job_state_name(dj->job->state)));
         waiter_add(d, dj, req->conn);
         rep->suspend = true;
 }
@@ -358,7 +364,8 @@ static void on_hold(void *ud, const struct gw_http_request *req, const struct gw
         int r = dj ? gw_job_hold(d, dj, hold, c->user) : -EBUSY;
         if (r == -EBUSY)
                 return gw_reply_error(rep, 409, "id", "job %lld is %s: only %s jobs can be %s", (long long) j->id,
-                                   gw_job_state_name(j->state), hold ? "PENDING" : "HELD", hold ? "held" : "released");
+                                      gw_job_state_name(j->state), hold ? "PENDING" : "HELD",
+                                      hold ? "held" : "released");
         if (r < 0) /* not recorded: gw_job_hold left the job as it was */
                 return gw_reply_store_error(d, rep, hold ? "cannot hold the job" : "cannot release the job");
         gw_reply_json(rep, 200, gw_codec_job(dj->job, gw_job_view(d, c, dj->job)));
@@ -376,7 +383,7 @@ static void on_log(void *ud, const struct gw_http_request *req, const struct gw_
         const char *qa = gw_http_query(req, "attempt");
         if (qa && gw_parse_int(qa, 1, j->attempt, &attempt) < 0)
                 return gw_reply_error(rep, 400, "attempt", "attempt: job %lld has attempts 1 to %d", (long long) j->id,
-                                   j->attempt);
+                                      j->attempt);
         _cleanup_free_ char *path = gw_attempt_log_path(d, j, (int) attempt);
         if (qo && gw_parse_int(qo, 0, INT64_MAX, &offset) < 0)
                 return gw_reply_error(rep, 400, "offset", "offset: must be a byte offset >= 0");
@@ -464,7 +471,8 @@ static const struct {
         { { "GET", "/api/v1/models/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model },
         { { "GET", "/api/v1/models/{name}/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model_version },
         { { "GET", "/api/v1/models/{name}/{name}/{name}", GW_ROUTE_CI | GW_ROUTE_MODELS }, gw_on_model_file },
-        { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN | GW_ROUTE_AGENT }, gw_on_agent_snapshot },
+        { { "POST", "/api/v1/agent/snapshot", GW_ROUTE_MUTATES | GW_ROUTE_ADMIN | GW_ROUTE_AGENT },
+          gw_on_agent_snapshot },
 };
 
 /* Calls that mutate but that a guest may make: they change only the caller's own tokens. */
@@ -474,16 +482,14 @@ static bool guest_may(gw_handler_fn fn) {
 
 /* The bytes of body a route reads where the server's own bound (GW_HTTP_MAX_BODY) is too much:
  * every node's agent posts a snapshot each interval, and the controller keeps each one. */
-static size_t route_max_body(gw_handler_fn fn) {
-        return fn == gw_on_agent_snapshot ? GW_AGENT_MAX_BODY : 0;
-}
+static size_t route_max_body(gw_handler_fn fn) { return fn == gw_on_agent_snapshot ? GW_AGENT_MAX_BODY : 0; }
 
 /* What a TCP caller without a token may still reach when they are refused: probes, and
  * the web page's sign-in (which takes a token in its body). */
 /* A task that has not started, as GET /api/v1/jobs/17_5 shows it: the array's fields, with
  * no id (it has none yet), PENDING (or HELD with the array) for the array's reason. */
-static void reply_waiting_task(struct gw_daemon *d, const struct gw_job *array, int64_t index, const struct gw_caller *c,
-                               struct gw_http_reply *rep) {
+static void reply_waiting_task(struct gw_daemon *d, const struct gw_job *array, int64_t index,
+                               const struct gw_caller *c, struct gw_http_reply *rep) {
         struct gw_job t = *array;
         t.array_spec = NULL;
         t.array_view = NULL;
@@ -516,30 +522,34 @@ static int64_t task_or_reply(struct gw_daemon *d, const struct gw_http_request *
                 return 0;
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, array_id);
         if (!j->array_spec || !dj) {
-                gw_reply_error(rep, 404, "id", j->array_spec ? "no task %lld_%lld: array %lld ended (%s)"
-                                                          : "no task %lld_%lld: job %lld is not an array",
-                            (long long) array_id, (long long) index, (long long) array_id, gw_job_state_name(j->state));
+                gw_reply_error(rep, 404, "id",
+                               j->array_spec ? "no task %lld_%lld: array %lld ended (%s)"
+                                             : "no task %lld_%lld: job %lld is not an array",
+                               (long long) array_id, (long long) index, (long long) array_id,
+                               gw_job_state_name(j->state));
                 return 0;
         }
         if (!gw_array_has_task(dj, index)) {
-                gw_reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id, (long long) index,
-                            (long long) array_id, j->array_spec);
+                gw_reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id,
+                               (long long) index, (long long) array_id, j->array_spec);
                 return 0;
         }
         if (!del) {
                 if (job_itself && !strcmp(req->method, "GET"))
                         reply_waiting_task(d, j, index, c, rep);
                 else
-                        gw_reply_error(rep, 404, "id", "task %lld_%lld has not started: it is a job of its own once it "
-                                    "starts", (long long) array_id, (long long) index);
+                        gw_reply_error(rep, 404, "id",
+                                       "task %lld_%lld has not started: it is a job of its own once it "
+                                       "starts",
+                                       (long long) array_id, (long long) index);
                 return 0;
         }
         char why[128];
         snprintf(why, sizeof why, "cancelled by %s before it started", c->user);
         r = gw_array_cancel_waiting(d, dj, index, why, &id);
         if (r == -ENOENT)
-                gw_reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id, (long long) index,
-                            (long long) array_id, j->array_spec);
+                gw_reply_error(rep, 404, "id", "no task %lld_%lld: array %lld is %s", (long long) array_id,
+                               (long long) index, (long long) array_id, j->array_spec);
         else if (r < 0)
                 gw_reply_store_error(d, rep, "cannot cancel the task");
         else {
@@ -586,12 +596,13 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
         if (c.bad_token)
                 return gw_reply_error(rep, 401, NULL, "%s", c.why[0] ? c.why : "the bearer token is not valid");
         if (!c.known && !req->unix_door && d->cfg->tcp_refuse_anonymous && !open_to_anonymous(req->path))
-                return gw_reply_error(rep, 401, NULL, "this server answers TCP callers with a token only: "
-                                                   "'Authorization: Bearer gw_...' (gpuward token create)");
+                return gw_reply_error(rep, 401, NULL,
+                                      "this server answers TCP callers with a token only: "
+                                      "'Authorization: Bearer gw_...' (gpuward token create)");
         if ((r->flags & GW_ROUTE_MUTATES) && !c.known)
                 return gw_reply_error(rep, 401, NULL,
-                                   "this call changes state and needs an identified caller: use the Unix socket "
-                                   "or a token");
+                                      "this call changes state and needs an identified caller: use the Unix socket "
+                                      "or a token");
         if ((r->flags & GW_ROUTE_MUTATES) && c.guest && !guest_may(routes[r - table].fn))
                 return gw_reply_error(rep, 403, NULL, "%s has the role guest, which may only read", c.user);
         if (c.agent && !(r->flags & GW_ROUTE_AGENT)) {
@@ -613,8 +624,9 @@ void gw_api_handle(void *userdata, const struct gw_http_request *req, struct gw_
                 return gw_reply_error(rep, 403, NULL, "only admins may do this");
         size_t max_body = route_max_body(routes[r - table].fn);
         if (max_body && req->body_len > max_body)
-                return gw_reply_error(rep, 413, NULL, "request body of %zu bytes is larger than the %zu KiB %s %s takes",
-                                   req->body_len, max_body >> 10, r->method, r->pattern);
+                return gw_reply_error(rep, 413, NULL,
+                                      "request body of %zu bytes is larger than the %zu KiB %s %s takes", req->body_len,
+                                      max_body >> 10, r->method, r->pattern);
         if (is_task && (id = task_or_reply(d, req, !strcmp(r->pattern, "/api/v1/jobs/{id}"), id, task, &c, rep)) <= 0)
                 return;
         if (c.ci && id > 0 && !ci_may_read(d, id, &c, rep))

@@ -12,15 +12,15 @@
  * caller with neither is unknown (an anonymous guest).  Roles come from the config: admin
  * (root, --admins), guest (--guests: read-only), else user. */
 struct gw_caller {
-        bool bad_token;  /* a bearer token was given and is not valid: why says how */
+        bool bad_token; /* a bearer token was given and is not valid: why says how */
         bool known;
         bool admin;
-        bool guest;      /* known, and listed in --guests (never also admin) */
-        bool agent;      /* by a node agent's token (never also admin): token_id says which */
-        bool ci;         /* by a CI runner's token (never also admin): its own jobs only */
-        bool models;     /* by a models reader's token (never also admin): published models only */
+        bool guest; /* known, and listed in --guests (never also admin) */
+        bool agent; /* by a node agent's token (never also admin): token_id says which */
+        bool ci; /* by a CI runner's token (never also admin): its own jobs only */
+        bool models; /* by a models reader's token (never also admin): published models only */
         int64_t token_id;
-        char node[65];   /* agent: the node its token is bound to; "" none (a token from before) */
+        char node[65]; /* agent: the node its token is bound to; "" none (a token from before) */
         uid_t uid;
         gid_t gid;
         char user[64];
@@ -35,11 +35,11 @@ bool gw_account_is_admin(struct gw_daemon *d, uid_t uid, gid_t gid, const char *
 
 /* Every route's handler: the handlers below are declared by this type. */
 typedef void gw_handler(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct gw_caller *c);
+                        struct gw_http_reply *rep, const struct gw_caller *c);
 typedef gw_handler *gw_handler_fn;
 
 struct gw_daemon *gw_the_daemon(void *userdata);
-void gw_reply_json(struct gw_http_reply *rep, int status, json_t *o);       /* steals o */
+void gw_reply_json(struct gw_http_reply *rep, int status, json_t *o); /* steals o */
 void gw_reply_error(struct gw_http_reply *rep, int status, const char *field, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 /* 507 (disk full) or 503 (read-only, I/O error) with why the store refused the last write:
@@ -50,7 +50,7 @@ json_t *gw_parse_body(const struct gw_http_request *req, struct gw_http_reply *r
  * string field key, if not NULL, read into *ret (NULL when absent; points into o).  0, or
  * -EINVAL after a 400 naming the field. */
 int gw_body_check(const json_t *o, const char *const *fields, size_t n, const char *what, const char *key,
-               const char **ret, struct gw_http_reply *rep);
+                  const char **ret, struct gw_http_reply *rep);
 bool gw_may_touch(const struct gw_caller *c, const struct gw_job *j);
 /* What the caller may see of j (GW_VIEW_*): all for its owner and admins; its details but
  * not what it quotes from its log for other users; neither for guests unless the config's
@@ -65,7 +65,7 @@ void gw_hide_paths(json_t *o);
 /* The job, or NULL after replying 404 (no such job) or 403 (action given and the caller is
  * neither its owner nor an admin; action completes "only they or an admin may ..."). */
 const struct gw_job *gw_job_or_reply(struct gw_daemon *d, int64_t id, const struct gw_caller *c, const char *action,
-                                  struct gw_http_reply *rep, struct gw_job **tmp);
+                                     struct gw_http_reply *rep, struct gw_job **tmp);
 
 /* handlers_submit.c: POST /api/v1/jobs and /api/v1/jobs/batch. */
 gw_handler gw_on_submit;
@@ -130,7 +130,7 @@ struct gw_token_caller {
         uint32_t uid;
         char user[64];
         bool agent; /* scope agent: it may only post node snapshots */
-        bool ci;    /* scope ci: it may only submit jobs and read its own */
+        bool ci; /* scope ci: it may only submit jobs and read its own */
         bool models; /* scope models: it may only read the published models */
         char node[65]; /* agent: the node whose snapshots it may post; "" none (made before) */
 };

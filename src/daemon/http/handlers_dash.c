@@ -20,7 +20,7 @@
 #include "daemon/reclaim/reclaim_watch.h"
 #include "daemon/training/training.h"
 
-#define HISTORY_POINTS 300           /* per GPU: a sparkline needs no more */
+#define HISTORY_POINTS 300 /* per GPU: a sparkline needs no more */
 #define RESULTS_READ_MAX (4u << 20)
 
 /* Averages the points of src into at most max buckets of consecutive points. */
@@ -44,7 +44,7 @@ static json_t *history_points(const struct gw_point *pts, size_t n, size_t max) 
 }
 
 void gw_on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct gw_caller *c) {
+                       struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         long long minutes = 15;
         const char *qm = gw_http_query(req, "minutes");
@@ -61,8 +61,9 @@ void gw_on_gpu_history(void *ud, const struct gw_http_request *req, const struct
                                                       history_points(pts, n, HISTORY_POINTS)));
                 free(pts);
         }
-        gw_reply_json(rep, 200, json_pack("{s:I,s:f,s:o}", "minutes", (json_int_t) minutes, "interval",
-                                       (double) d->cfg->sample_interval / 1e6, "gpus", gpus));
+        gw_reply_json(rep, 200,
+                      json_pack("{s:I,s:f,s:o}", "minutes", (json_int_t) minutes, "interval",
+                                (double) d->cfg->sample_interval / 1e6, "gpus", gpus));
 }
 
 /* The job's results.csv path: the one its idle watch found while it runs, else looked up
@@ -99,7 +100,7 @@ static json_t *results_json(const struct gw_results *r) {
 }
 
 void gw_on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct gw_caller *c) {
+                       struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
@@ -107,8 +108,10 @@ void gw_on_job_results(void *ud, const struct gw_http_request *req, const struct
                 return;
         _cleanup_free_ char *path = results_path(d, j);
         if (!path)
-                return gw_reply_error(rep, 404, "id", "job %lld has no results.csv (only Ultralytics-style runs write one, "
-                                   "after their first epoch)", (long long) j->id);
+                return gw_reply_error(rep, 404, "id",
+                                      "job %lld has no results.csv (only Ultralytics-style runs write one, "
+                                      "after their first epoch)",
+                                      (long long) j->id);
         /* Read as the daemon (root): only a regular file the job's user owns, never a link. */
         struct stat st;
         _cleanup_close_ int fd = gw_user_file_open(j, path, true, O_RDONLY, &st);
@@ -116,12 +119,13 @@ void gw_on_job_results(void *ud, const struct gw_http_request *req, const struct
                 return gw_reply_error(rep, 404, "id", "job %lld's results.csv cannot be read", (long long) j->id);
         if ((uint64_t) st.st_size > RESULTS_READ_MAX)
                 return gw_reply_error(rep, 413, "id", "job %lld's results.csv is larger than %u MiB", (long long) j->id,
-                                   RESULTS_READ_MAX >> 20);
+                                      RESULTS_READ_MAX >> 20);
         _cleanup_free_ char *text = gw_xmalloc((size_t) st.st_size + 1);
         ssize_t n = pread(fd, text, (size_t) st.st_size, 0);
         struct gw_results r;
         if (n < 0 || gw_results_parse(text, (size_t) n, &r) < 0)
-                return gw_reply_error(rep, 404, "id", "job %lld's results.csv has no complete header yet", (long long) j->id);
+                return gw_reply_error(rep, 404, "id", "job %lld's results.csv has no complete header yet",
+                                      (long long) j->id);
         json_t *o = results_json(&r);
         gw_results_free(&r);
         json_object_set_new(o, "id", json_integer(j->id));

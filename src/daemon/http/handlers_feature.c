@@ -21,7 +21,7 @@
 #include "store/backup.h"
 
 void gw_on_job_policy(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct gw_caller *c) {
+                      struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         json_t *o = gw_parse_body(req, rep);
         if (!o)
@@ -45,7 +45,7 @@ void gw_on_job_policy(void *ud, const struct gw_http_request *req, const struct 
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, ctx->id);
         if (!dj)
                 return gw_reply_error(rep, 409, "id", "job %lld already ended (%s)", (long long) found->id,
-                                   gw_job_state_name(found->state));
+                                      gw_job_state_name(found->state));
         char why[1024];
         int status = gw_reclaim_policy_set(d, dj, name, c->user, why, sizeof why);
         if (status)
@@ -53,8 +53,8 @@ void gw_on_job_policy(void *ud, const struct gw_http_request *req, const struct 
         gw_reply_json(rep, 200, gw_codec_job(dj->job, gw_job_view(d, c, dj->job)));
 }
 
-void gw_on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-                const struct gw_caller *c) {
+void gw_on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                   struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
@@ -64,7 +64,7 @@ void gw_on_job_eta(void *ud, const struct gw_http_request *req, const struct gw_
 }
 
 void gw_on_job_snapshots(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct gw_caller *c) {
+                         struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, NULL, rep, &tmp);
@@ -80,7 +80,7 @@ void gw_on_job_snapshots(void *ud, const struct gw_http_request *req, const stru
 }
 
 void gw_on_job_restore(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct gw_caller *c) {
+                       struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         _cleanup_(gw_job_freep) struct gw_job *tmp = NULL;
         char why[4400];
@@ -90,13 +90,14 @@ void gw_on_job_restore(void *ud, const struct gw_http_request *req, const struct
                 char to[4200];
                 int status = gw_train_restore_take(d, req->conn, &seq, to, sizeof to, why, sizeof why);
                 if (status == 200)
-                        gw_reply_json(rep, 200, json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq,
-                                                       "to", gw_json_text(to), "message", gw_json_text(why)));
+                        gw_reply_json(rep, 200,
+                                      json_pack("{s:I,s:i,s:o,s:o}", "id", (json_int_t) ctx->id, "snapshot", seq, "to",
+                                                gw_json_text(to), "message", gw_json_text(why)));
                 else if (status > 0)
                         gw_reply_error(rep, status, "to", "%s", why);
                 else
                         gw_reply_error(rep, 500, NULL, "the restore's outcome was lost: see gpuward show %lld",
-                                    (long long) ctx->id);
+                                       (long long) ctx->id);
                 return;
         }
         const struct gw_job *j = gw_job_or_reply(d, ctx->id, c, "restore its snapshots", rep, &tmp);
@@ -110,8 +111,9 @@ void gw_on_job_restore(void *ud, const struct gw_http_request *req, const struct
         const char *path = json_string_value(to);
         if (!json_is_integer(snap) || json_integer_value(snap) < 1 || json_integer_value(snap) > 1000000000) {
                 json_decref(o);
-                return gw_reply_error(rep, 400, "snapshot", "snapshot: must be a snapshot number (gpuward snapshots %lld)",
-                                   (long long) j->id);
+                return gw_reply_error(rep, 400, "snapshot",
+                                      "snapshot: must be a snapshot number (gpuward snapshots %lld)",
+                                      (long long) j->id);
         }
         if (!path || path[0] != '/' || json_string_length(to) != strlen(path) || strlen(path) >= 4096) {
                 json_decref(o);
@@ -139,7 +141,8 @@ static int path_check(const char *path, struct gw_http_reply *rep) {
                 return gw_reply_error(rep, 400, "path", "path: required, the file to write the copy to"), -EINVAL;
         if (path[0] != '/' || strlen(path) > 4000)
                 return gw_reply_error(rep, 400, "path", "path: '%.200s' is not an absolute path (under 4000 bytes)",
-                                   path), -EINVAL;
+                                      path),
+                       -EINVAL;
         if (lstat(path, &st) == 0)
                 return gw_reply_error(rep, 400, "path", "path: %.200s exists; a backup never replaces a file", path),
                        -EINVAL;
@@ -148,14 +151,15 @@ static int path_check(const char *path, struct gw_http_reply *rep) {
         const char *dir = dirname(copy);
         if (stat(dir, &st) < 0)
                 return gw_reply_error(rep, 400, "path", "path: the folder %.200s does not exist (%s)", dir,
-                                   strerror(errno)), -EINVAL;
+                                      strerror(errno)),
+                       -EINVAL;
         if (!S_ISDIR(st.st_mode))
                 return gw_reply_error(rep, 400, "path", "path: %.200s is not a folder", dir), -EINVAL;
         return 0;
 }
 
 void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-               struct gw_http_reply *rep, const struct gw_caller *c) {
+                  struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         (void) ctx;
         char why[1024];
@@ -164,8 +168,9 @@ void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_r
                 uint64_t bytes = 0;
                 int status = gw_backup_answer(d, req->conn, path, sizeof path, &bytes, why, sizeof why);
                 if (status == 200)
-                        gw_reply_json(rep, 200, json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) bytes,
-                                                       "schema", gw_store_schema_version()));
+                        gw_reply_json(rep, 200,
+                                      json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) bytes, "schema",
+                                                gw_store_schema_version()));
                 else
                         gw_reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
                 return;
@@ -175,7 +180,8 @@ void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_r
                 return;
         static const char *const fields[] = { "path" };
         const char *path = NULL;
-        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 || path_check(path, rep) < 0)
+        if (gw_body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 ||
+            path_check(path, rep) < 0)
                 return json_decref(o);
         int status = gw_backup_request(d, path, req->conn, why, sizeof why);
         if (status) {
@@ -187,15 +193,16 @@ void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_r
         rep->suspend = true;
 }
 
-void gw_on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct gw_caller *caller) {
+void gw_on_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct gw_caller *caller) {
         struct gw_daemon *d = gw_the_daemon(ud);
         const char *last = gw_http_header(req, "Last-Event-ID");
         if (!last)
                 last = gw_http_query(req, "last_event_id");
-        const struct gw_events_reader who = {
-                .admin = caller->admin, .known = caller->known, .uid = caller->uid, .user = caller->user
-        };
+        const struct gw_events_reader who = { .admin = caller->admin,
+                                              .known = caller->known,
+                                              .uid = caller->uid,
+                                              .user = caller->user };
         char why[256];
         int status = gw_events_attach(d, &who, last, req->conn, rep, why, sizeof why);
         if (status == 429)
@@ -207,7 +214,7 @@ void gw_on_events(void *ud, const struct gw_http_request *req, const struct gw_r
 /* GET /api/v1/cache: the dataset cache's entries, an admin's all, a user's those their jobs
  * used. */
 void gw_on_cache(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct gw_caller *c) {
+                 const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         (void) req, (void) ctx;
         _cleanup_free_ struct gw_cache_row *rows = NULL;
@@ -217,14 +224,16 @@ void gw_on_cache(void *ud, const struct gw_http_request *req, const struct gw_ro
                 json_t *users = json_array();
                 for (size_t u = 0; u < rows[i].n_users; u++)
                         json_array_append_new(users, json_string(rows[i].users[u]));
-                json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:i, s:o, s:o, s:b, s:b}", "source", rows[i].source,
-                                                   "size", (json_int_t) rows[i].size, "files", (json_int_t) rows[i].files,
-                                                   "version", rows[i].version, "last_use",
-                                                   rows[i].last_use ? json_real((double) rows[i].last_use / 1e6) : json_null(),
-                                                   "users", users, "in_use", rows[i].in_use, "staging", rows[i].staging));
+                json_array_append_new(
+                        a, json_pack("{s:s, s:I, s:I, s:i, s:o, s:o, s:b, s:b}", "source", rows[i].source, "size",
+                                     (json_int_t) rows[i].size, "files", (json_int_t) rows[i].files, "version",
+                                     rows[i].version, "last_use",
+                                     rows[i].last_use ? json_real((double) rows[i].last_use / 1e6) : json_null(),
+                                     "users", users, "in_use", rows[i].in_use, "staging", rows[i].staging));
         }
-        gw_reply_json(rep, 200, json_pack("{s:o, s:I, s:o}", "cache_dir",
-                                       d->cfg->cache_dir && *d->cfg->cache_dir && c->admin ? json_string(d->cfg->cache_dir)
-                                                                                           : json_null(),
-                                       "cache_size", (json_int_t) d->cfg->cache_size, "entries", a));
+        gw_reply_json(rep, 200,
+                      json_pack("{s:o, s:I, s:o}", "cache_dir",
+                                d->cfg->cache_dir && *d->cfg->cache_dir && c->admin ? json_string(d->cfg->cache_dir)
+                                                                                    : json_null(),
+                                "cache_size", (json_int_t) d->cfg->cache_size, "entries", a));
 }

@@ -32,21 +32,22 @@ static int nodes_page(const struct gw_http_request *req, struct gw_nodes_page *p
         long long limit = GW_NODES_PAGE;
         if (ql && gw_parse_int(ql, 1, GW_NODES_PAGE_MAX, &limit) < 0) {
                 gw_reply_error(rep, 400, "limit", "limit: nodes in the reply, a whole number from 1 to %d",
-                            GW_NODES_PAGE_MAX);
+                               GW_NODES_PAGE_MAX);
                 return -EINVAL;
         }
         page->limit = (size_t) limit;
         page->after = gw_http_query(req, "after");
         if (page->after && !gw_token_node_name_valid(page->after)) {
-                gw_reply_error(rep, 400, "after", "after: a node's name (the reply's nodes_next), 1-64 letters, "
-                                               "digits, '.', '-' or '_'");
+                gw_reply_error(rep, 400, "after",
+                               "after: a node's name (the reply's nodes_next), 1-64 letters, "
+                               "digits, '.', '-' or '_'");
                 return -EINVAL;
         }
         return 0;
 }
 
 void gw_on_gpus(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-             const struct gw_caller *c) {
+                const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_nodes_page page = { .after = NULL };
         bool cluster = gw_backend_placement(d) == GW_EXEC_PLACE_NODES;
@@ -86,11 +87,12 @@ static int decode_undrain(const json_t *o, struct gw_http_reply *rep) {
 }
 
 void gw_on_gpu_drain(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                  struct gw_http_reply *rep, const struct gw_caller *c) {
+                     struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         bool drain = strstr(req->path, "/undrain") == NULL;
         if (ctx->id < 0 || (uint64_t) ctx->id >= d->host.n_gpus)
-                return gw_reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id, d->host.n_gpus);
+                return gw_reply_error(rep, 404, "index", "no GPU %lld (this host has %u)", (long long) ctx->id,
+                                      d->host.n_gpus);
         char reason[256] = "";
         if (drain || req->body_len) {
                 json_t *o = gw_parse_body(req, rep);
@@ -143,7 +145,7 @@ static void gpu_event_row(const struct gw_gpu_event_rec *e, void *userdata) {
 }
 
 void gw_on_gpu_events(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct gw_caller *c) {
+                      struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         bool one = strstr(ctx->route->pattern, "{index}") != NULL;
         long long limit = 100;
@@ -163,8 +165,9 @@ void gw_on_gpu_events(void *ud, const struct gw_http_request *req, const struct 
          * neither a GPU nor an event is a mistake worth saying. */
         if (one && n == 0 && (uint64_t) ctx->id >= d->host.n_gpus) {
                 json_decref(ec.events);
-                return gw_reply_error(rep, 404, "index", "no GPU %lld (this host has %u) and no events recorded for one",
-                                   (long long) ctx->id, d->host.n_gpus);
+                return gw_reply_error(rep, 404, "index",
+                                      "no GPU %lld (this host has %u) and no events recorded for one",
+                                      (long long) ctx->id, d->host.n_gpus);
         }
         gw_reply_json(rep, 200, json_pack("{s:o}", "events", ec.events));
 }
@@ -191,8 +194,8 @@ static void series_row(unsigned gpu, const struct gw_store_series_row *row, void
                    sc->mem ? json_integer((json_int_t) row->mem_mean) : json_real(row->util_mean));
 }
 
-void gw_on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct gw_caller *c) {
+void gw_on_series(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         const char *metric = gw_http_query(req, "metric"), *qs = gw_http_query(req, "since");
         if (!metric)
@@ -232,8 +235,9 @@ void gw_on_series(void *ud, const struct gw_http_request *req, const struct gw_r
                 json_decref(sc.gpus);
                 return gw_reply_error(rep, 503, NULL, "cannot read the series: %s", gw_store_errmsg(d->store));
         }
-        gw_reply_json(rep, 200, json_pack("{s:s,s:i,s:o}", "metric", metric, "resolution", resolution < 1 ? 1 : resolution,
-                                       "gpus", sc.gpus));
+        gw_reply_json(rep, 200,
+                      json_pack("{s:s,s:i,s:o}", "metric", metric, "resolution", resolution < 1 ? 1 : resolution,
+                                "gpus", sc.gpus));
 }
 
 /* The daemon's own process_* figures, from /proc/self. */
@@ -246,8 +250,10 @@ static void process_stats(struct gw_metrics_snapshot *m) {
                 fclose(f);
                 char *p = strrchr(buf, ')');
                 unsigned long long ut = 0, st = 0, vsize = 0, rss = 0;
-                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
-                                       "%*u %llu %llu", &ut, &st, &vsize, &rss) == 4) {
+                if (p && sscanf(p + 2,
+                                "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+                                "%*u %llu %llu",
+                                &ut, &st, &vsize, &rss) == 4) {
                         long hz = sysconf(_SC_CLK_TCK);
                         m->cpu_seconds = (double) (ut + st) / (double) (hz > 0 ? hz : 100);
                         m->virtual_bytes = vsize;
@@ -265,7 +271,7 @@ static void process_stats(struct gw_metrics_snapshot *m) {
 }
 
 void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct gw_caller *c) {
+                   struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_metrics_gpu gpus[GW_SCHED_MAX_GPUS];
         size_t n_series = 0;
@@ -275,20 +281,34 @@ void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_
                 n_series += n_tel;
         }
         _cleanup_free_ struct gw_metrics_job *jobs = gw_xcalloc(n_series + 1, sizeof *jobs);
-        struct gw_metrics_snapshot m = { .gpus = gpus, .n_gpus = d->host.n_gpus, .jobs = jobs, .wait_bounds = gw_wait_bounds };
+        struct gw_metrics_snapshot m = { .gpus = gpus,
+                                         .n_gpus = d->host.n_gpus,
+                                         .jobs = jobs,
+                                         .wait_bounds = gw_wait_bounds };
         for (unsigned i = 0; i < d->host.n_gpus; i++) {
                 const struct gw_dgpu *g = &d->host.gpus[i];
                 const struct gw_gpu_sample *s = &g->sample;
                 struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->jobs.map, g->job_id) : NULL;
-                gpus[i] = (struct gw_metrics_gpu) {
-                        .index = i, .uuid = g->info.uuid, .name = g->info.name,
-                        .has_util = !!(s->valid & GW_GPU_HAS_UTIL), .has_mem = !!(s->valid & GW_GPU_HAS_MEM),
-                        .has_temp = !!(s->valid & GW_GPU_HAS_TEMP), .has_power = !!(s->valid & GW_GPU_HAS_POWER),
-                        .util_ratio = s->util_gpu / 100.0, .mem_used = s->mem_used, .mem_total = g->info.mem_total,
-                        .temp_c = s->temp_c, .power_w = s->power_mw / 1000.0, .job_id = g->job_id,
-                        .array_job = dj ? dj->job->array_job : 0, .array_index = dj ? dj->job->array_index : 0,
+                gpus[i] = (struct gw_metrics_gpu){
+                        .index = i,
+                        .uuid = g->info.uuid,
+                        .name = g->info.name,
+                        .has_util = !!(s->valid & GW_GPU_HAS_UTIL),
+                        .has_mem = !!(s->valid & GW_GPU_HAS_MEM),
+                        .has_temp = !!(s->valid & GW_GPU_HAS_TEMP),
+                        .has_power = !!(s->valid & GW_GPU_HAS_POWER),
+                        .util_ratio = s->util_gpu / 100.0,
+                        .mem_used = s->mem_used,
+                        .mem_total = g->info.mem_total,
+                        .temp_c = s->temp_c,
+                        .power_w = s->power_mw / 1000.0,
+                        .job_id = g->job_id,
+                        .array_job = dj ? dj->job->array_job : 0,
+                        .array_index = dj ? dj->job->array_index : 0,
                         .user = dj ? dj->job->user : "",
-                        .health = g->sampled && s->health != GW_GPU_OK ? "lost" : g->drained ? "drained" : "ok",
+                        .health = g->sampled && s->health != GW_GPU_OK ? "lost"
+                                  : g->drained                         ? "drained"
+                                                                       : "ok",
                 };
         }
         for (size_t i = 0; i < d->jobs.n_running; i++) {
@@ -297,11 +317,15 @@ void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_
                 const struct gw_jobtel *tel = gw_observe_jobtel(d, dj, &n_tel);
                 for (size_t k = 0; k < n_tel; k++) {
                         const struct gw_point *pt = gw_ring_last(&tel[k].ring);
-                        jobs[m.n_jobs++] = (struct gw_metrics_job) {
-                                .id = dj->job->id, .array_job = dj->job->array_job,
-                                .array_index = dj->job->array_index, .user = dj->job->user, .name = dj->job->name,
+                        jobs[m.n_jobs++] = (struct gw_metrics_job){
+                                .id = dj->job->id,
+                                .array_job = dj->job->array_job,
+                                .array_index = dj->job->array_index,
+                                .user = dj->job->user,
+                                .name = dj->job->name,
                                 .gpu = tel[k].gpu,
-                                .util_ratio = pt ? pt->util / 100.0 : 0, .mem_used = pt ? pt->mem : 0,
+                                .util_ratio = pt ? pt->util / 100.0 : 0,
+                                .mem_used = pt ? pt->mem : 0,
                         };
                         jobs[m.n_jobs - 1].eta_seconds = gw_training_eta_seconds(dj, d->now_wall);
                         jobs[m.n_jobs - 1].has_eta = isfinite(jobs[m.n_jobs - 1].eta_seconds);
@@ -342,7 +366,7 @@ void gw_on_metrics(void *ud, const struct gw_http_request *req, const struct gw_
 }
 
 void gw_on_ready(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct gw_caller *c) {
+                 const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         if (!d->loop.ready)
                 return gw_reply_error(rep, 503, NULL, "not ready: GPUs not enumerated yet");

@@ -42,7 +42,7 @@ struct list_ctx {
         const struct gw_caller *caller;
         FILE *out;
         uint64_t fields;
-        bool rows;                   /* layout=rows: arrays under "rows", names once under "fields" */
+        bool rows; /* layout=rows: arrays under "rows", names once under "fields" */
         size_t n;
 };
 
@@ -116,8 +116,8 @@ static int list_owner_filter(struct gw_daemon *d, const struct gw_http_request *
         return 0;
 }
 
-void gw_on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct gw_caller *c) {
+void gw_on_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
+                const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         const unsigned active = (1u << GW_JOB_PENDING) | (1u << GW_JOB_HELD) | (1u << GW_JOB_RUNNING);
         unsigned mask = active;
@@ -135,7 +135,7 @@ void gw_on_list(void *ud, const struct gw_http_request *req, const struct gw_rou
         const char *ql = gw_http_query(req, "limit"), *qb = gw_http_query(req, "before");
         if ((ql && gw_parse_int(ql, 1, 10000, &limit) < 0) || (qb && gw_parse_int(qb, 1, INT64_MAX, &before) < 0)) {
                 gw_reply_error(rep, 400, ql && gw_parse_int(ql, 1, 10000, &limit) < 0 ? "limit" : "before",
-                            "limit must be 1-10000 and before a job id");
+                               "limit must be 1-10000 and before a job id");
                 return;
         }
         struct gw_codec_error ferr;

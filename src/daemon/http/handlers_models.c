@@ -28,8 +28,8 @@ static void reply(struct gw_http_reply *rep, int status, json_t *o, const char *
                 gw_reply_error(rep, status, field, "%s", why);
 }
 
-void gw_on_models(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-               const struct gw_caller *c) {
+void gw_on_models(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
+                  struct gw_http_reply *rep, const struct gw_caller *c) {
         (void) req, (void) ctx, (void) c;
         char why[600];
         json_t *o = NULL;
@@ -38,7 +38,7 @@ void gw_on_models(void *ud, const struct gw_http_request *req, const struct gw_r
 }
 
 void gw_on_model(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct gw_caller *c) {
+                 const struct gw_caller *c) {
         (void) ctx, (void) c;
         char seg[3][72], why[700];
         (void) segments(req->path, seg);
@@ -49,7 +49,7 @@ void gw_on_model(void *ud, const struct gw_http_request *req, const struct gw_ro
 }
 
 void gw_on_model_version(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct gw_caller *c) {
+                         struct gw_http_reply *rep, const struct gw_caller *c) {
         (void) ctx, (void) c;
         char seg[3][72], why[700];
         (void) segments(req->path, seg);
@@ -60,14 +60,15 @@ void gw_on_model_version(void *ud, const struct gw_http_request *req, const stru
 }
 
 void gw_on_model_file(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct gw_caller *c) {
+                      struct gw_http_reply *rep, const struct gw_caller *c) {
         (void) ctx, (void) c;
         char seg[3][72], why[700], disp[160];
         (void) segments(req->path, seg);
         const char *field = NULL;
         int fd;
         uint64_t size;
-        int status = gw_publish_file_open(gw_the_daemon(ud), seg[0], seg[1], seg[2], &fd, &size, &field, why, sizeof why);
+        int status =
+                gw_publish_file_open(gw_the_daemon(ud), seg[0], seg[1], seg[2], &fd, &size, &field, why, sizeof why);
         if (status != 200)
                 return gw_reply_error(rep, status, field, "%s", why);
         rep->status = 200;

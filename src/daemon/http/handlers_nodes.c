@@ -22,7 +22,7 @@ static void fault_keep(struct gw_djob *dj, unsigned gpu, unsigned xid) {
                 dj->cap_events = dj->cap_events ? dj->cap_events * 2 : 4;
                 dj->events = gw_xrealloc(dj->events, dj->cap_events * sizeof *dj->events);
         }
-        dj->events[dj->n_events++] = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_XID, .gpu = (int) gpu, .xid = xid };
+        dj->events[dj->n_events++] = (struct gw_gpu_event){ .kind = GW_GPU_EVENT_XID, .gpu = (int) gpu, .xid = xid };
 }
 
 /* One Xid on node's GPU: the Slurm jobs on that GPU are those the node listed there in this
@@ -76,7 +76,8 @@ static void refusal_tell(struct gw_daemon *d, struct gw_nodes_told *told, const 
 
 /* 0 when the caller may post node's snapshot: an admin, or an agent's token bound to node;
  * else 403 (logged, not each time). */
-static int caller_may_post(struct gw_daemon *d, const struct gw_caller *c, const char *node, struct gw_http_reply *rep) {
+static int caller_may_post(struct gw_daemon *d, const struct gw_caller *c, const char *node,
+                           struct gw_http_reply *rep) {
         char why[400];
         if (!c->agent)
                 return 0;
@@ -89,7 +90,7 @@ static int caller_may_post(struct gw_daemon *d, const struct gw_caller *c, const
 }
 
 void gw_on_agent_snapshot(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct gw_caller *c) {
+                          struct gw_http_reply *rep, const struct gw_caller *c) {
         (void) ctx;
         struct gw_daemon *d = gw_the_daemon(ud);
         if (!d->nodes)
@@ -99,8 +100,9 @@ void gw_on_agent_snapshot(void *ud, const struct gw_http_request *req, const str
         if (c->agent && !c->node[0] && caller_may_post(d, c, NULL, rep) < 0)
                 return;
         if (gw_backend_placement(d) != GW_EXEC_PLACE_NODES)
-                return gw_reply_error(rep, 409, NULL, "this gpuwardd is not a cluster's controller (--backend slurm): "
-                                                   "it takes no node snapshots");
+                return gw_reply_error(rep, 409, NULL,
+                                      "this gpuwardd is not a cluster's controller (--backend slurm): "
+                                      "it takes no node snapshots");
         json_t *body = gw_parse_body(req, rep), *snap = NULL;
         if (!body)
                 return;
@@ -117,8 +119,8 @@ void gw_on_agent_snapshot(void *ud, const struct gw_http_request *req, const str
         }
         /* Before its Xids are recorded: a node refused leaves no trace in the store either. */
         if (!gw_nodes_has_room(d->nodes, node, (size_t) d->cfg->max_nodes)) {
-                snprintf(why, sizeof why, "node %s is one node too many: this controller keeps max_nodes = %d",
-                         node, d->cfg->max_nodes);
+                snprintf(why, sizeof why, "node %s is one node too many: this controller keeps max_nodes = %d", node,
+                         d->cfg->max_nodes);
                 refusal_tell(d, &d->nodes->told_full, why);
                 json_decref(snap);
                 return gw_reply_error(rep, 403, "node", "%s", why);
@@ -129,14 +131,17 @@ void gw_on_agent_snapshot(void *ud, const struct gw_http_request *req, const str
         json_t *before = json_incref((json_t *) gw_nodes_snapshot(d->nodes, node));
         size_t i;
         json_t *x;
-        json_array_foreach(xids, i, x)
+        json_array_foreach (xids, i, x)
                 xid_apply(d, node, before, snap, (unsigned) json_integer_value(json_object_get(x, "gpu")),
                           (unsigned) json_integer_value(json_object_get(x, "xid")));
         json_decref(xids);
         json_decref(before);
         if (gw_nodes_put(d->nodes, snap, d->now, d->now_wall, (size_t) d->cfg->max_nodes) < 0) /* checked above */
-                return gw_reply_error(rep, 403, "node", "node %s is one node too many: this controller keeps "
-                                   "max_nodes = %d", node, d->cfg->max_nodes);
-        gw_reply_json(rep, 200, json_pack("{s:s,s:I}", "node", node, "stale_after",
-                                       (json_int_t) GW_NODE_STALE_ROUNDS * interval));
+                return gw_reply_error(rep, 403, "node",
+                                      "node %s is one node too many: this controller keeps "
+                                      "max_nodes = %d",
+                                      node, d->cfg->max_nodes);
+        gw_reply_json(
+                rep, 200,
+                json_pack("{s:s,s:I}", "node", node, "stale_after", (json_int_t) GW_NODE_STALE_ROUNDS * interval));
 }

@@ -25,8 +25,10 @@ static int get_when(const json_t *o, const char *key, gw_usec_t now, gw_usec_t *
         }
         if (json_is_string(v) && gw_parse_when(json_string_value(v), now, ret) == 0)
                 return 0;
-        gw_reply_error(rep, 400, key, "%s: give Unix seconds or a time like \"tomorrow 09:00\", \"now+2h\", "
-                                   "\"2026-11-22T09:00:00Z\"", key);
+        gw_reply_error(rep, 400, key,
+                       "%s: give Unix seconds or a time like \"tomorrow 09:00\", \"now+2h\", "
+                       "\"2026-11-22T09:00:00Z\"",
+                       key);
         return -EINVAL;
 }
 
@@ -48,7 +50,7 @@ static bool rate_limited(struct gw_daemon *d, const struct gw_caller *c, int64_t
         int64_t wait = gw_sharing_rate(d, c->uid, n);
         if (wait == -E2BIG) {
                 gw_reply_error(rep, 429, "jobs", "a batch of %lld submissions is more than %s may send at once (%d)",
-                            (long long) n, c->user, d->cfg->rate_burst);
+                               (long long) n, c->user, d->cfg->rate_burst);
                 return true;
         }
         if (wait == -ENOSPC) /* every tracked user is still within a burst: as the header says */
@@ -58,7 +60,7 @@ static bool rate_limited(struct gw_daemon *d, const struct gw_caller *c, int64_t
         char after[32];
         snprintf(after, sizeof after, "%lld", (long long) wait);
         gw_reply_error(rep, 429, NULL, "too many submissions and bookings from %s (at most %d a minute, %d at once)",
-                    c->user, d->cfg->rate_per_min, d->cfg->rate_burst);
+                       c->user, d->cfg->rate_per_min, d->cfg->rate_burst);
         gw_http_reply_header(rep, "Retry-After", after);
         return true;
 }
@@ -113,7 +115,7 @@ static int decode_booking(const json_t *o, gw_usec_t now, int *ret_ngpus, gw_use
 }
 
 void gw_on_booking_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct gw_caller *c) {
+                          struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         json_t *o = gw_parse_body(req, rep);
         if (!o)
@@ -131,7 +133,7 @@ void gw_on_booking_create(void *ud, const struct gw_http_request *req, const str
 }
 
 void gw_on_booking_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct gw_caller *c) {
+                        struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         json_t *arr = json_array();
         for (size_t i = 0; i < d->sharing->n_bookings; i++)
@@ -182,7 +184,7 @@ static void booking_note(char *note, size_t n, const char *done, const char *use
 }
 
 void gw_on_booking_change(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                       struct gw_http_reply *rep, const struct gw_caller *c) {
+                          struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         struct gw_store_booking *b = gw_sharing_booking(d, ctx->id);
         if (!b)
@@ -191,18 +193,18 @@ void gw_on_booking_change(void *ud, const struct gw_http_request *req, const str
         if ((approve || deny) && !c->admin)
                 return gw_reply_error(rep, 403, NULL, "only admins may approve or deny bookings");
         if (!approve && !deny && !c->admin && (b->uid != c->uid || strcmp(b->user, c->user)))
-                return gw_reply_error(rep, 403, "id", "booking %lld belongs to %s; only they or an admin may release it",
-                                   (long long) b->id, b->user);
+                return gw_reply_error(rep, 403, "id",
+                                      "booking %lld belongs to %s; only they or an admin may release it",
+                                      (long long) b->id, b->user);
         if (approve && b->state != GW_BOOKING_PENDING_APPROVAL)
                 return gw_reply_error(rep, 409, "id", "booking %lld is %s, not awaiting approval", (long long) b->id,
-                                   gw_booking_state_name((enum gw_booking_state) b->state));
+                                      gw_booking_state_name((enum gw_booking_state) b->state));
         char why[4 * 200 + 1]; /* 200 characters of up to 4 bytes */
         if (deny && decode_deny(req, why, sizeof why, rep) < 0)
                 return;
         enum gw_booking_state to = approve ? GW_BOOKING_APPROVED : deny ? GW_BOOKING_DENIED : GW_BOOKING_RELEASED;
         char note[sizeof b->note];
-        booking_note(note, sizeof note, approve ? "approved" : deny ? "denied" : "released", c->user,
-                     deny ? why : "");
+        booking_note(note, sizeof note, approve ? "approved" : deny ? "denied" : "released", c->user, deny ? why : "");
         struct gw_book_result r;
         int k = gw_sharing_booking_set(d, b, to, note, &r);
         if (k == -EBUSY) /* an approval of a booking others booked over while it waited */
@@ -213,7 +215,7 @@ void gw_on_booking_change(void *ud, const struct gw_http_request *req, const str
 }
 
 void gw_on_schedule(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                 struct gw_http_reply *rep, const struct gw_caller *c) {
+                    struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         long long hours = 72;
         const char *qh = gw_http_query(req, "hours");
@@ -240,7 +242,8 @@ void gw_on_schedule(void *ud, const struct gw_http_request *req, const struct gw
         size_t size = 256 * 1024;
         char *text = gw_xmalloc(size);
         uint64_t rows = gw_sched_mask_first(d->host.n_gpus);
-        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_format_local_time, NULL, text, size) < 0 &&
+        if (gw_schedule_render_text(segs, n, rows, from, now + horizon, col, gw_format_local_time, NULL, text, size) <
+                    0 &&
             !text[0])
                 snprintf(text, size, "(no chart)");
         free(segs);
@@ -251,7 +254,7 @@ void gw_on_schedule(void *ud, const struct gw_http_request *req, const struct gw
 }
 
 void gw_on_quota(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct gw_caller *c) {
+                 const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         const char *user = gw_http_query(req, "user");
         uint32_t uid = c->uid;
@@ -279,15 +282,15 @@ void gw_on_quota(void *ud, const struct gw_http_request *req, const struct gw_ro
 /* A quota for an account this host does not have would be stored and never apply: an
  * admin's typo.  A subject already stored may still be changed (to unset it), its account
  * gone.  0, or -ENOENT after a 400. */
-static int check_quota_subject(struct gw_daemon *d, const char *subject, const char *subj,
-                               struct gw_http_reply *rep) {
+static int check_quota_subject(struct gw_daemon *d, const char *subject, const char *subj, struct gw_http_reply *rep) {
         if (!strcmp(subj, "default") || gw_sharing_has_quota(d, subj))
                 return 0;
         bool group = subject[0] == '@';
         if (group ? gw_userdb_group(d->users, subject + 1, d->now) != NULL
                   : gw_userdb_user(d->users, subject, d->now) != NULL)
                 return 0;
-        gw_reply_error(rep, 400, "subject", "subject: no %s '%s' on this host", group ? "group" : "user", subject + group);
+        gw_reply_error(rep, 400, "subject", "subject: no %s '%s' on this host", group ? "group" : "user",
+                       subject + group);
         return -ENOENT;
 }
 
@@ -319,7 +322,7 @@ static int decode_quota_set(struct gw_daemon *d, const json_t *o, char *subj, si
 }
 
 void gw_on_quota_set(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                  struct gw_http_reply *rep, const struct gw_caller *c) {
+                     struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         json_t *o = gw_parse_body(req, rep);
         if (!o)
@@ -333,7 +336,7 @@ void gw_on_quota_set(void *ud, const struct gw_http_request *req, const struct g
         size_t i, n = json_array_size(settings);
         json_t *s;
         const char **list = gw_xcalloc(n, sizeof *list);
-        json_array_foreach(settings, i, s)
+        json_array_foreach (settings, i, s)
                 list[i] = json_string_value(s);
         int r = -EINVAL;
         for (i = 0; i < n && list[i]; i++)

@@ -26,7 +26,7 @@ static bool node_of(const char *msg, const char *prefix, char *node, size_t n) {
 void gw_slurm_attempts_annotate(json_t *attempts, const struct gw_job_event *ev, size_t n) {
         size_t i;
         json_t *a;
-        json_array_foreach(attempts, i, a) {
+        json_array_foreach (attempts, i, a) {
                 json_int_t k = json_integer_value(json_object_get(a, "attempt"));
                 uint32_t sid = 0;
                 for (size_t e = 0; e < n; e++) {

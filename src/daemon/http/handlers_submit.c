@@ -20,8 +20,8 @@ static void reply_job_error(struct gw_http_reply *rep, int status, const char *f
         char text[600];
         snprintf(text, sizeof text, "job %ld: %s", index, msg);
         gw_reply_json(rep, status,
-                   json_pack("{s:o,s:o,s:I}", "error", gw_json_text(text), "field",
-                             field && field[0] ? gw_json_text(field) : json_null(), "index", (json_int_t) index));
+                      json_pack("{s:o,s:o,s:I}", "error", gw_json_text(text), "field",
+                                field && field[0] ? gw_json_text(field) : json_null(), "index", (json_int_t) index));
 }
 
 /* Decodes one submission into a new job owned by the caller; NULL after replying 400. */
@@ -43,7 +43,7 @@ static struct gw_job *decode_job(struct gw_daemon *d, const struct gw_caller *c,
 }
 
 void gw_on_submit(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                      struct gw_http_reply *rep, const struct gw_caller *c) {
+                  struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         if (gw_api_rate_limited(d, c, rep))
                 return;
@@ -67,12 +67,13 @@ void gw_on_submit(void *ud, const struct gw_http_request *req, const struct gw_r
                 return;
         }
         /* A limit nobody asked for is said once, where the submitter looks. */
-        gw_reply_json(rep, 201, json_pack("{s:I,s:I,s:b}", "id", (json_int_t) id, "time_limit",
-                                       (json_int_t) (limit / GW_USEC_PER_SEC), "time_limit_default", default_limit));
+        gw_reply_json(rep, 201,
+                      json_pack("{s:I,s:I,s:b}", "id", (json_int_t) id, "time_limit",
+                                (json_int_t) (limit / GW_USEC_PER_SEC), "time_limit_default", default_limit));
 }
 
 void gw_on_submit_batch(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                            struct gw_http_reply *rep, const struct gw_caller *c) {
+                        struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         json_t *o = gw_parse_body(req, rep);
         if (!o)

@@ -32,7 +32,8 @@ static int token_lifetime(const json_t *v, gw_usec_t *ret, struct gw_http_reply 
         if (json_is_string(v))
                 gw_reply_error(rep, 400, "expires", "expires: %s", msg);
         else
-                gw_reply_error(rep, 400, "expires", "expires: a lifetime such as \"30d\", or seconds from 1 to 10 years");
+                gw_reply_error(rep, 400, "expires",
+                               "expires: a lifetime such as \"30d\", or seconds from 1 to 10 years");
         return -EINVAL;
 }
 
@@ -56,15 +57,17 @@ static int token_scope(const json_t *v, const struct gw_caller *c, const char **
                 return 0;
         }
         if (strcmp(s, GW_TOKEN_SCOPE_AGENT)) {
-                gw_reply_error(rep, 400, "scope", "scope: \"%s\" (a CI runner's token: submit and read its own jobs), "
-                                               "\"%s\" (a reader of published models), \"%s\" (a node agent's "
-                                               "token: node snapshots only), or null for your whole rights",
-                            GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_MODELS, GW_TOKEN_SCOPE_AGENT);
+                gw_reply_error(rep, 400, "scope",
+                               "scope: \"%s\" (a CI runner's token: submit and read its own jobs), "
+                               "\"%s\" (a reader of published models), \"%s\" (a node agent's "
+                               "token: node snapshots only), or null for your whole rights",
+                               GW_TOKEN_SCOPE_CI, GW_TOKEN_SCOPE_MODELS, GW_TOKEN_SCOPE_AGENT);
                 return -EINVAL;
         }
         if (!c->admin) {
-                gw_reply_error(rep, 403, "scope", "scope: only admins may make a node agent's token; %s has the role %s",
-                            c->user, gw_caller_role(c));
+                gw_reply_error(rep, 403, "scope",
+                               "scope: only admins may make a node agent's token; %s has the role %s", c->user,
+                               gw_caller_role(c));
                 return -EPERM;
         }
         *ret = GW_TOKEN_SCOPE_AGENT;
@@ -82,12 +85,13 @@ static int token_node(const json_t *v, const char *scope, const char **ret, stru
                 return 0;
         if (!scope) {
                 gw_reply_error(rep, 400, "node", "node: only a node agent's token (scope \"%s\") is bound to a node",
-                            GW_TOKEN_SCOPE_AGENT);
+                               GW_TOKEN_SCOPE_AGENT);
                 return -EINVAL;
         }
         if (!v || json_is_null(v)) {
-                gw_reply_error(rep, 400, "node", "node: required for a node agent's token: the node's Slurm name, "
-                                              "whose snapshots alone it may post");
+                gw_reply_error(rep, 400, "node",
+                               "node: required for a node agent's token: the node's Slurm name, "
+                               "whose snapshots alone it may post");
                 return -EINVAL;
         }
         if (!gw_token_node_name_valid(json_string_value(v))) {
@@ -99,7 +103,7 @@ static int token_node(const json_t *v, const char *scope, const char **ret, stru
 }
 
 void gw_on_token_create(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct gw_caller *c) {
+                        struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         if (!req->unix_door)
                 return gw_reply_error(rep, 403, NULL, "tokens are made on the Unix socket only (gpuward token create)");
@@ -139,8 +143,13 @@ void gw_on_token_create(void *ud, const struct gw_http_request *req, const struc
         }
         log_info("token %lld made for %s%s%s%s%s%s", (long long) id, c->user, scope ? " (scope " : "",
                  scope ? scope : "", node ? ", node " : "", node ? node : "", scope ? ")" : "");
-        struct gw_codec_token_made made = { .id = id, .user = c->user, .name = name, .token = token,
-                                            .expires = expires, .scope = scope, .node = node };
+        struct gw_codec_token_made made = { .id = id,
+                                            .user = c->user,
+                                            .name = name,
+                                            .token = token,
+                                            .expires = expires,
+                                            .scope = scope,
+                                            .node = node };
         gw_reply_json(rep, 201, gw_codec_token_made(&made));
         json_decref(o);
 }
@@ -174,7 +183,7 @@ static void token_row(const struct gw_store_token *t, void *userdata) {
 }
 
 void gw_on_token_list(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                   struct gw_http_reply *rep, const struct gw_caller *c) {
+                      struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         struct token_list tl = { .arr = json_array(), .now = d->now_wall, .user = c->admin ? NULL : c->user };
         (void) gw_store_tokens(d->store, !c->admin, c->uid, token_row, &tl);
@@ -182,7 +191,7 @@ void gw_on_token_list(void *ud, const struct gw_http_request *req, const struct 
 }
 
 void gw_on_token_revoke(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                     struct gw_http_reply *rep, const struct gw_caller *c) {
+                        struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         int r = gw_store_token_revoke(d->store, ctx->id, !c->admin, c->uid);
         if (r == -ENOENT)
@@ -237,8 +246,9 @@ int gw_api_token_check(struct gw_daemon *d, const char *header, struct gw_token_
         size_t len;
         char token[GW_TOKEN_SIZE], hash[GW_TOKEN_HASH_SIZE];
         if (gw_token_from_bearer(header, &tok, &len) < 0 || len >= sizeof token) {
-                snprintf(why, why_size, "the Authorization header must be 'Bearer gw_' and 64 hex digits, as "
-                                        "'gpuward token create' makes");
+                snprintf(why, why_size,
+                         "the Authorization header must be 'Bearer gw_' and 64 hex digits, as "
+                         "'gpuward token create' makes");
                 return -EINVAL;
         }
         memcpy(token, tok, len);

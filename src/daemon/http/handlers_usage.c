@@ -26,7 +26,7 @@ static double telemetry_util(const json_t *tel) {
         double sum = 0;
         size_t n = 0, i;
         const json_t *g;
-        json_array_foreach(json_object_get(tel, "gpus"), i, g) {
+        json_array_foreach (json_object_get(tel, "gpus"), i, g) {
                 const json_t *u = json_object_get(g, "util_mean");
                 if (json_is_number(u)) {
                         sum += json_number_value(u);
@@ -43,8 +43,13 @@ static void add_running(struct usage_ctx *u, const struct gw_djob *dj, gw_usec_t
         const struct gw_job *j = dj->job;
         json_t *tel = gw_observe_job_json(u->d, j);
         gw_usec_t start = u->acct.until - gw_job_ran(dj, mono);
-        struct gw_acct_job a = { .uid = j->uid, .user = j->user, .state = j->state, .ngpus = (unsigned) j->ngpus,
-                                 .start = start > 0 ? start : 1, .end = 0, .util_mean = telemetry_util(tel),
+        struct gw_acct_job a = { .uid = j->uid,
+                                 .user = j->user,
+                                 .state = j->state,
+                                 .ngpus = (unsigned) j->ngpus,
+                                 .start = start > 0 ? start : 1,
+                                 .end = 0,
+                                 .util_mean = telemetry_util(tel),
                                  .share = j->mig_profile ? j->mig_share : 0 };
         json_decref(tel);
         gw_acct_add(&u->acct, &a);
@@ -53,15 +58,20 @@ static void add_running(struct usage_ctx *u, const struct gw_djob *dj, gw_usec_t
 static void add_ended(const struct gw_store_usage_row *r, void *userdata) {
         struct usage_ctx *u = userdata;
         json_t *tel = r->telemetry ? json_loads(r->telemetry, 0, NULL) : NULL;
-        struct gw_acct_job a = { .uid = r->uid, .user = r->user, .state = (enum gw_job_state) r->state,
-                                 .ngpus = r->ngpus > 0 ? (unsigned) r->ngpus : 0, .start = r->start, .end = r->end,
-                                 .util_mean = telemetry_util(tel), .share = r->mig_share };
+        struct gw_acct_job a = { .uid = r->uid,
+                                 .user = r->user,
+                                 .state = (enum gw_job_state) r->state,
+                                 .ngpus = r->ngpus > 0 ? (unsigned) r->ngpus : 0,
+                                 .start = r->start,
+                                 .end = r->end,
+                                 .util_mean = telemetry_util(tel),
+                                 .share = r->mig_share };
         json_decref(tel);
         gw_acct_add(&u->acct, &a);
 }
 
 void gw_on_usage(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx, struct gw_http_reply *rep,
-              const struct gw_caller *c) {
+                 const struct gw_caller *c) {
         (void) ctx;
         (void) c;
         struct gw_daemon *d = gw_the_daemon(ud);
@@ -83,6 +93,7 @@ void gw_on_usage(void *ud, const struct gw_http_request *req, const struct gw_ro
         for (size_t i = 0; i < u.acct.n; i++)
                 json_array_append_new(users, gw_codec_usage_user(&u.acct.users[i]));
         gw_acct_free(&u.acct);
-        gw_reply_json(rep, 200, json_pack("{s:i,s:f,s:f,s:o}", "days", (int) days, "since", (double) u.acct.since / 1e6,
-                                       "until", (double) now / 1e6, "users", users));
+        gw_reply_json(rep, 200,
+                      json_pack("{s:i,s:f,s:f,s:o}", "days", (int) days, "since", (double) u.acct.since / 1e6, "until",
+                                (double) now / 1e6, "users", users));
 }

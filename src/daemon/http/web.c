@@ -33,9 +33,12 @@ static const char csp[] = "default-src 'self'; script-src 'self'; style-src 'sel
 static const struct {
         const char *ext, *type;
 } types[] = {
-        { ".html", "text/html; charset=utf-8" }, { ".js", "text/javascript; charset=utf-8" },
-        { ".css", "text/css; charset=utf-8" },   { ".svg", "image/svg+xml" },
-        { ".png", "image/png" },                 { ".json", "application/json" },
+        { ".html", "text/html; charset=utf-8" },
+        { ".js", "text/javascript; charset=utf-8" },
+        { ".css", "text/css; charset=utf-8" },
+        { ".svg", "image/svg+xml" },
+        { ".png", "image/png" },
+        { ".json", "application/json" },
         { ".txt", "text/plain; charset=utf-8" },
 };
 
@@ -55,8 +58,8 @@ static bool name_ok(const char *name) {
         bool comp_start = true;
         for (const char *p = name; *p; p++) {
                 char ch = *p;
-                bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                          ch == '_' || ch == '-' || ch == '/';
+                bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                          ch == '.' || ch == '_' || ch == '-' || ch == '/';
                 if (!ok || (comp_start && (ch == '/' || ch == '.')))
                         return false;
                 comp_start = ch == '/';
@@ -129,8 +132,8 @@ static void etag_of(const unsigned char *p, size_t n, char *out, size_t outlen) 
 
 /* The page at / carries what its reader sees when it is served (web_page.c): never cached,
  * and its body not the embedded file's, so no validator. */
-static void serve_page(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep,
-                       const char *tmpl, size_t len) {
+static void serve_page(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep, const char *tmpl,
+                       size_t len) {
         size_t page_len;
         char *page = gw_web_first_paint(userdata, req, tmpl, len, &page_len);
         gw_http_reply_text(rep, 200, "text/html; charset=utf-8", page, page_len);
@@ -218,8 +221,9 @@ static bool foreign_host(const struct gw_daemon *d, const struct gw_http_request
 void gw_web_handle(void *userdata, const struct gw_http_request *req, struct gw_http_reply *rep) {
         if (foreign_host(gw_the_daemon(userdata), req))
                 return gw_reply_error(rep, 421, NULL,
-                                   "Host '%.100s' is not this server: its TCP door answers to 127.0.0.1, localhost "
-                                   "and [::1] only", gw_http_header(req, "Host"));
+                                      "Host '%.100s' is not this server: its TCP door answers to 127.0.0.1, localhost "
+                                      "and [::1] only",
+                                      gw_http_header(req, "Host"));
         if (!strcmp(req->path, "/") || !strncmp(req->path, "/static/", strlen("/static/")))
                 return serve(userdata, req, rep);
         gw_api_handle(userdata, req, rep);

@@ -70,7 +70,7 @@ int gw_events_attach(struct gw_daemon *d, const struct gw_events_reader *who, co
 
 /* GET, POST {"token": "gw_..."} and DELETE /api/v1/session. */
 void gw_on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct gw_caller *c);
+                   struct gw_http_reply *rep, const struct gw_caller *c);
 /* For identify() on the TCP door: the token in the session cookie as an Authorization value
  * ("Bearer gw_...") in auth.  0 when there is one; -ENOENT when there is no cookie; -EPERM
  * when there is one but a request that is not GET/HEAD lacks the matching X-Gpuward-CSRF
@@ -81,7 +81,7 @@ int gw_web_session_auth(const struct gw_http_request *req, char *auth, size_t n)
 
 /* GET /api/v1/gpus/history?minutes=15: each GPU's recent utilisation and memory. */
 void gw_on_gpu_history(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct gw_caller *c);
+                       struct gw_http_reply *rep, const struct gw_caller *c);
 /* GET /api/v1/jobs/{id}/results: the numbers of the job's Ultralytics results.csv. */
 void gw_on_job_results(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                    struct gw_http_reply *rep, const struct gw_caller *c);
+                       struct gw_http_reply *rep, const struct gw_caller *c);

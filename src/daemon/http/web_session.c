@@ -42,7 +42,9 @@ static bool same_origin(const struct gw_http_request *req) {
                 return true;
         if (!host)
                 return false;
-        const char *rest = !strncmp(origin, "http://", 7) ? origin + 7 : !strncmp(origin, "https://", 8) ? origin + 8 : NULL;
+        const char *rest = !strncmp(origin, "http://", 7)    ? origin + 7
+                           : !strncmp(origin, "https://", 8) ? origin + 8
+                                                             : NULL;
         return rest && !strcmp(rest, host);
 }
 
@@ -81,7 +83,9 @@ static void set_cookie(struct gw_http_reply *rep, const char *token) {
 static json_t *whoami_json(const struct gw_caller *c) {
         return json_pack("{s:o,s:o,s:s}", "user", gw_json_text(c->known ? c->user : ""), "uid",
                          c->known ? json_integer(c->uid) : json_null(), "role",
-                         c->admin ? "admin" : c->known ? "user" : "guest");
+                         c->admin   ? "admin"
+                         : c->known ? "user"
+                                    : "guest");
 }
 
 static void session_get(const struct gw_http_request *req, struct gw_http_reply *rep, const struct gw_caller *c) {
@@ -111,8 +115,9 @@ static void session_create(struct gw_daemon *d, const struct gw_http_request *re
         struct gw_token_caller t;
         if (!tok || !gw_token_is_wellformed(tok)) {
                 json_decref(o);
-                return gw_reply_error(rep, 400, "token", "token: give a token from 'gpuward token create' (gw_ and 64 "
-                                                      "hex digits)");
+                return gw_reply_error(rep, 400, "token",
+                                      "token: give a token from 'gpuward token create' (gw_ and 64 "
+                                      "hex digits)");
         }
         snprintf(auth, sizeof auth, "Bearer %s", tok);
         if (gw_api_token_check(d, auth, &t, why, sizeof why) < 0) {
@@ -126,14 +131,15 @@ static void session_create(struct gw_daemon *d, const struct gw_http_request *re
         }
         char csrf[CSRF_LEN + 1];
         csrf_of(tok, csrf);
-        gw_reply_json(rep, 200, json_pack("{s:b,s:o,s:I,s:s}", "signed_in", 1, "user", gw_json_text(t.user), "uid",
-                                       (json_int_t) t.uid, "csrf", csrf));
+        gw_reply_json(rep, 200,
+                      json_pack("{s:b,s:o,s:I,s:s}", "signed_in", 1, "user", gw_json_text(t.user), "uid",
+                                (json_int_t) t.uid, "csrf", csrf));
         set_cookie(rep, tok);
         json_decref(o);
 }
 
 void gw_on_session(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
-                struct gw_http_reply *rep, const struct gw_caller *c) {
+                   struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         if (!strcmp(req->method, "POST"))
                 return session_create(d, req, rep);

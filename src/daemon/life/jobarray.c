@@ -164,7 +164,8 @@ int gw_array_start_task(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
         /* The task's row and the array's progress together: a restart finds both or neither. */
         bool begun = (r = gw_store_begin(d->store)) == 0;
         if (!begun || (r = gw_store_job_insert(d->store, t, msg)) < 0 ||
-            (r = gw_store_array_next_set(d->store, p->id, p->array_next + 1)) < 0 || (r = gw_store_commit(d->store)) < 0) {
+            (r = gw_store_array_next_set(d->store, p->id, p->array_next + 1)) < 0 ||
+            (r = gw_store_commit(d->store)) < 0) {
                 log_err("array %lld: cannot record task %u, not starting it: %s", (long long) p->id, index,
                         gw_store_errmsg(d->store));
                 if (begun)
@@ -173,7 +174,8 @@ int gw_array_start_task(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) 
                 return r;
         }
         p->array_next++;
-        log_info("job %lld: task %lld_%u of array %lld", (long long) t->id, (long long) p->id, index, (long long) p->id);
+        log_info("job %lld: task %lld_%u of array %lld", (long long) t->id, (long long) p->id, index,
+                 (long long) p->id);
         gw_job_enqueue(d, t);
         struct gw_djob *tdj = gw_jobmap_get(&d->jobs.map, t->id);
         return tdj ? gw_job_start(d, tdj, mask) : 0; /* refused: it stays queued, a job as any other */
@@ -202,7 +204,8 @@ static void maybe_finish(struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         struct tally c = { 0 };
         if (gw_store_array_tasks(d->store, p->id, tally_cb, &c) < 0) {
-                log_warn("array %lld: cannot read its tasks to end it: %s", (long long) p->id, gw_store_errmsg(d->store));
+                log_warn("array %lld: cannot read its tasks to end it: %s", (long long) p->id,
+                         gw_store_errmsg(d->store));
                 return;
         }
         size_t n = a ? a->n : c.rows;
@@ -216,7 +219,7 @@ static void maybe_finish(struct gw_daemon *d, struct gw_djob *dj) {
         if (never && k > 0 && (size_t) k < sizeof why)
                 snprintf(why + k, sizeof why - k, ", %u never ran", never);
         uint32_t failed = c.counts[GW_JOB_FAILED] + c.counts[GW_JOB_TIMEOUT] + c.counts[GW_JOB_RECLAIMED];
-        enum gw_job_state st = c.counts[GW_JOB_COMPLETED] == n ? GW_JOB_COMPLETED
+        enum gw_job_state st = c.counts[GW_JOB_COMPLETED] == n                ? GW_JOB_COMPLETED
                                : p->stop_state == GW_JOB_CANCELLED || !failed ? GW_JOB_CANCELLED
                                                                               : GW_JOB_FAILED;
         (void) gw_job_end(d, dj, st, why, "array");
@@ -387,7 +390,7 @@ int gw_array_summarize(struct gw_daemon *d, const struct gw_job *j, struct gw_ar
 void gw_array_summary_done(struct gw_array_summary *s) {
         free(s->waiting);
         free(s->waiting_ids);
-        *s = (struct gw_array_summary) { 0 };
+        *s = (struct gw_array_summary){ 0 };
 }
 
 size_t gw_array_task_environment(const struct gw_job *j, char **env) {

@@ -59,9 +59,12 @@ static char *output_path(const struct gw_job *j) {
         if (strchr(j->output, '%') && gethostname(host, sizeof host - 1) < 0)
                 host[0] = '\0';
         const struct gw_outpath_vars v = {
-                .id = j->id, .array_id = j->array_job > 0 ? j->array_job : j->id,
+                .id = j->id,
+                .array_id = j->array_job > 0 ? j->array_job : j->id,
                 .array_index = j->array_job > 0 ? (int64_t) j->array_index : -1,
-                .name = j->name, .user = j->user, .host = host,
+                .name = j->name,
+                .user = j->user,
+                .host = host,
         };
         if (!strchr(j->output, '%') || gw_outpath_expand(j->output, &v, buf, sizeof buf) < 0)
                 return gw_xstrdup(j->output);
@@ -293,14 +296,14 @@ void gw_exec_attempt_end(struct gw_daemon *d, struct gw_djob *dj, const struct g
         }
         gw_usec_t at = end->at ? end->at : end_label_now(d, dj);
         if (end->kind == GW_EXEC_LOST) {
-                gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .lost = true, .end_time = at, .why = end->why });
+                gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end){ .lost = true, .end_time = at, .why = end->why });
                 return;
         }
         int status = end->status;
         j->has_exit = true;
         j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + j->signal;
-        gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end) { .status = status, .end_time = at });
+        gw_lifecycle_publish_end(d, dj, &(struct gw_hook_end){ .status = status, .end_time = at });
 }
 
 void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
@@ -314,7 +317,6 @@ void gw_job_log_note(struct gw_daemon *d, struct gw_djob *dj, const char *msg) {
         int n = snprintf(line, sizeof line, "gpuward: %s\n", msg);
         (void) !write(fd, line, (size_t) (n < (int) sizeof line ? n : (int) sizeof line - 1));
 }
-
 
 void gw_job_retry_policy(const struct gw_daemon *d, const struct gw_job *j, struct gw_retry_policy *p) {
         gw_retry_policy_default(p);

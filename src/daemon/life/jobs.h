@@ -33,8 +33,7 @@ char **gw_resume_argv(const struct gw_job *j);
 /* Ends a job that is not running (PENDING/HELD) or finalizes a running one.  The job ends
  * in memory whatever the store says; an end the store refuses (-errno) is logged, kept and
  * written again later (lifecycle.c), and the exits journal is kept for the next daemon. */
-int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-               const char *kind);
+int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason, const char *kind);
 /* gw_job_end with the instant it ended (wall clock), where that is not now: an attempt whose
  * supervisor said when its job ended. */
 int gw_job_end_at(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,

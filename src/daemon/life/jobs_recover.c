@@ -27,7 +27,8 @@ static void restore_evidence(struct gw_daemon *d, struct gw_djob *dj) {
         size_t n = 0;
         if (gw_store_job_attempt_events(d->store, dj->job->id, &ev, &n) < 0) {
                 log_warn("job %lld: cannot read its events: %s; GPU faults and leaks seen before the restart "
-                         "are not known", (long long) dj->job->id, gw_store_errmsg(d->store));
+                         "are not known",
+                         (long long) dj->job->id, gw_store_errmsg(d->store));
                 ev = NULL;
                 n = 0;
         }
@@ -69,7 +70,7 @@ static void restore_attempts(struct gw_daemon *d, struct gw_djob *dj) {
                 if (j->queue_first)
                         preempted_by_restore(j, a[i].evidence);
                 if (a[i].ckpt_id || !j->resume_from) {
-                        dj->last_mark = (struct gw_attempt_mark) { .valid = true, .epoch = a[i].epoch };
+                        dj->last_mark = (struct gw_attempt_mark){ .valid = true, .epoch = a[i].epoch };
                         snprintf(dj->last_mark.ckpt, sizeof dj->last_mark.ckpt, "%s", a[i].ckpt_id ? a[i].ckpt_id : "");
                 }
         }
@@ -102,7 +103,8 @@ static int recover_one(struct gw_job *j, void *userdata) {
         gw_lifecycle_publish(d, GW_HOOK_ATTEMPT_ADOPTED, dj, false);
         log_info("job %lld: still running (supervisor pid %d, job pid %d): re-adopted", (long long) j->id,
                  (int) j->shim_pid, (int) j->pid);
-        (void) gw_store_job_event(d->store, j->id, j->state, "adopt", "daemon restarted; job still running, re-adopted");
+        (void) gw_store_job_event(d->store, j->id, j->state, "adopt",
+                                  "daemon restarted; job still running, re-adopted");
         char why[256];
         int gone = gw_job_account_check(d, j, why, sizeof why);
         if (dj->terminating)

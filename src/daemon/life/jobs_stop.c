@@ -18,9 +18,7 @@
 #include "daemon/base/jobclock.h"
 #include "daemon/life/jobs.h"
 
-void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) {
-        (void) d->exec->signal(d, dj, sig, 0);
-}
+void gw_job_signal(struct gw_daemon *d, struct gw_djob *dj, int sig) { (void) d->exec->signal(d, dj, sig, 0); }
 
 /* A stop recorded before the daemon went down: the attempt ends as that stop says, however
  * its processes turn out to have ended. */

@@ -75,11 +75,18 @@ static int check_output(const struct gw_job *j, struct gw_submit_error *err) {
         const char *base = strrchr(j->argv[0], '/');
         const char *name = j->name && *j->name ? j->name : base ? base + 1 : j->argv[0];
         const struct gw_outpath_vars v = {
-                .id = INT64_MAX, .array_id = INT64_MAX, .array_index = UINT32_MAX, .name = name, .user = j->user, .host = host,
+                .id = INT64_MAX,
+                .array_id = INT64_MAX,
+                .array_index = UINT32_MAX,
+                .name = name,
+                .user = j->user,
+                .host = host,
         };
         if (gw_outpath_expand(j->output, &v, path, sizeof path) < 0)
-                return submit_fail(err, 400, "output", "output: longer than %d bytes once its %%j, %%x, %%u, %%A, %%a "
-                                   "and %%N are filled in", PATH_MAX - 1);
+                return submit_fail(err, 400, "output",
+                                   "output: longer than %d bytes once its %%j, %%x, %%u, %%A, %%a "
+                                   "and %%N are filled in",
+                                   PATH_MAX - 1);
         /* A directory named by the job's id is made by nobody: it must be there at the start. */
         if (dir_has_id_pattern(j->output))
                 return 0;
@@ -98,8 +105,8 @@ static int check_output(const struct gw_job *j, struct gw_submit_error *err) {
                         return submit_fail(err, 400, "output", "output: '%s' is a directory", path);
                 /* The daemon reads the output back (logs, the failure's evidence) as root. */
                 if (!S_ISREG(st.st_mode) || !gw_user_owns(j, &st))
-                        return submit_fail(err, 400, "output", "output: '%s' exists and is not a file of %s's",
-                                           path, j->user);
+                        return submit_fail(err, 400, "output", "output: '%s' exists and is not a file of %s's", path,
+                                           j->user);
                 return 0;
         }
         if (reach && may_use_dir(dir, X_OK | W_OK))
@@ -136,9 +143,9 @@ static int runnable(const struct gw_job *j, const char *dir, size_t dir_len, con
         int dfd = open(j->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -ENOENT;
-        int r = fstatat(dfd, file, &st, 0) < 0 ? -ENOENT
+        int r = fstatat(dfd, file, &st, 0) < 0                                       ? -ENOENT
                 : !S_ISREG(st.st_mode) || faccessat(dfd, file, X_OK, AT_EACCESS) < 0 ? -EACCES
-                                                                                       : 0;
+                                                                                     : 0;
         (void) close(dfd);
         return r;
 }
@@ -225,7 +232,8 @@ static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct 
         if (here && j->gpu_mem > d->host.max_gpu_mem) {
                 char a[32], b[32];
                 return submit_fail(err, 400, "gpu_mem", "gpu_mem: %s per GPU asked, the largest GPU here has %s",
-                                   gw_format_size(j->gpu_mem, a, sizeof a), gw_format_size(d->host.max_gpu_mem, b, sizeof b));
+                                   gw_format_size(j->gpu_mem, a, sizeof a),
+                                   gw_format_size(d->host.max_gpu_mem, b, sizeof b));
         }
         if (j->time_limit > d->cfg->max_time_limit) {
                 char a[32], b[32];
@@ -280,4 +288,3 @@ int gw_job_submit(struct gw_daemon *d, struct gw_job *j, bool hold, struct gw_su
         gw_job_enqueue(d, j);
         return 0;
 }
-

@@ -28,7 +28,7 @@ int gw_job_record(struct gw_daemon *d, struct gw_job *j, struct gw_submit_error 
         snprintf(msg, sizeof msg, "submitted by %s%s", j->user, j->state == GW_JOB_HELD ? ", held" : "");
         int r = gw_store_job_insert(d->store, j, msg);
         if (r < 0) {
-                *err = (struct gw_submit_error) { .status = 503 };
+                *err = (struct gw_submit_error){ .status = 503 };
                 snprintf(err->message, sizeof err->message, "cannot record the job: %s", gw_store_errmsg(d->store));
                 return -EINVAL;
         }
@@ -129,7 +129,8 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
                  * ends that freed its GPUs, is committed (gw_jobs_batch_end). */
                 if (d->jobs.n_to_launch == d->jobs.cap_to_launch) {
                         d->jobs.cap_to_launch = d->jobs.cap_to_launch ? 2 * d->jobs.cap_to_launch : 16;
-                        d->jobs.to_launch = gw_xrealloc(d->jobs.to_launch, d->jobs.cap_to_launch * sizeof *d->jobs.to_launch);
+                        d->jobs.to_launch =
+                                gw_xrealloc(d->jobs.to_launch, d->jobs.cap_to_launch * sizeof *d->jobs.to_launch);
                 }
                 d->jobs.to_launch[d->jobs.n_to_launch++] = dj;
                 return 0;
@@ -139,9 +140,7 @@ int gw_job_start(struct gw_daemon *d, struct gw_djob *dj, uint64_t mask) {
 
 /* ---- the loop's batch ---- */
 
-void gw_jobs_batch_begin(struct gw_daemon *d) {
-        d->jobs.in_batch = gw_store_begin(d->store) == 0;
-}
+void gw_jobs_batch_begin(struct gw_daemon *d) { d->jobs.in_batch = gw_store_begin(d->store) == 0; }
 
 void gw_jobs_batch_end(struct gw_daemon *d) {
         if (!d->jobs.in_batch)
@@ -184,7 +183,9 @@ static int end_job(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state st
         bool was_running = j->state == GW_JOB_RUNNING;
         assert(!must_record || !was_running);
         _cleanup_free_ char *said = gw_text_private_render(reason, true, NULL); /* for the daemon's log */
-        struct gw_job before = { .state = j->state, .wait_reason = j->wait_reason, .end_reason = j->end_reason,
+        struct gw_job before = { .state = j->state,
+                                 .wait_reason = j->wait_reason,
+                                 .end_reason = j->end_reason,
                                  .end_time = j->end_time };
         j->state = state;
         j->wait_reason = GW_REASON_NONE;
@@ -233,8 +234,7 @@ static gw_usec_t end_label_now(const struct gw_daemon *d, const struct gw_djob *
         return dj->job->state == GW_JOB_RUNNING ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
 }
 
-int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason,
-               const char *kind) {
+int gw_job_end(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state state, const char *reason, const char *kind) {
         return end_job(d, dj, state, reason, kind, false, end_label_now(d, dj));
 }
 

@@ -117,7 +117,7 @@ struct gw_hook_end {
         bool lost;
         int status;
         int64_t end_time;
-        const char *why;        /* lost: how the executor knows it (a Slurm NODE_FAIL); NULL: not told */
+        const char *why; /* lost: how the executor knows it (a Slurm NODE_FAIL); NULL: not told */
 };
 
 /* What a hook tells besides the job: whether the job was running when it ended (its GPUs

@@ -8,18 +8,23 @@
 #include "daemon/life/lifecycle.h"
 
 static const char *const hook_names[_GW_HOOK_MAX] = {
-        [GW_HOOK_JOB_SUBMITTED] = "job submitted",   [GW_HOOK_ATTEMPT_STARTED] = "attempt started",
-        [GW_HOOK_SAMPLED] = "sampled",               [GW_HOOK_ATTEMPT_ENDED] = "attempt ended",
-        [GW_HOOK_JOB_ENDING] = "job ending",         [GW_HOOK_JOB_ENDED] = "job ended",
-        [GW_HOOK_RECORDED] = "recorded",             [GW_HOOK_BOOKED] = "booked",
-        [GW_HOOK_JOB_RECOVERED] = "job recovered",   [GW_HOOK_ATTEMPT_ADOPTED] = "attempt adopted",
-        [GW_HOOK_ATTEMPT_LAUNCHING] = "attempt launching", [GW_HOOK_ATTEMPT_REQUEUED] = "attempt requeued",
-        [GW_HOOK_JOB_FREED] = "job freed",           [GW_HOOK_LOG_LINE] = "log line",
+        [GW_HOOK_JOB_SUBMITTED] = "job submitted",
+        [GW_HOOK_ATTEMPT_STARTED] = "attempt started",
+        [GW_HOOK_SAMPLED] = "sampled",
+        [GW_HOOK_ATTEMPT_ENDED] = "attempt ended",
+        [GW_HOOK_JOB_ENDING] = "job ending",
+        [GW_HOOK_JOB_ENDED] = "job ended",
+        [GW_HOOK_RECORDED] = "recorded",
+        [GW_HOOK_BOOKED] = "booked",
+        [GW_HOOK_JOB_RECOVERED] = "job recovered",
+        [GW_HOOK_ATTEMPT_ADOPTED] = "attempt adopted",
+        [GW_HOOK_ATTEMPT_LAUNCHING] = "attempt launching",
+        [GW_HOOK_ATTEMPT_REQUEUED] = "attempt requeued",
+        [GW_HOOK_JOB_FREED] = "job freed",
+        [GW_HOOK_LOG_LINE] = "log line",
 };
 
-const char *gw_hook_name(enum gw_hook hook) {
-        return hook >= 0 && hook < _GW_HOOK_MAX ? hook_names[hook] : NULL;
-}
+const char *gw_hook_name(enum gw_hook hook) { return hook >= 0 && hook < _GW_HOOK_MAX ? hook_names[hook] : NULL; }
 
 void gw_lifecycle_subscribe(struct gw_hooks *h, enum gw_hook hook, const char *name, gw_hook_fn *fn) {
         assert(hook >= 0 && hook < _GW_HOOK_MAX && h->n[hook] < GW_HOOK_MAX_SUBSCRIBERS);
@@ -60,29 +65,29 @@ static void publish(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hoo
 }
 
 void gw_lifecycle_publish(struct gw_daemon *d, enum gw_hook hook, struct gw_djob *dj, bool was_running) {
-        publish(d, dj, &(struct gw_hook_info) { .hook = hook, .was_running = was_running });
+        publish(d, dj, &(struct gw_hook_info){ .hook = hook, .was_running = was_running });
 }
 
 void gw_lifecycle_publish_end(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_end *end) {
-        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_ATTEMPT_ENDED, .was_running = true, .end = end });
+        publish(d, dj, &(struct gw_hook_info){ .hook = GW_HOOK_ATTEMPT_ENDED, .was_running = true, .end = end });
 }
 
 void gw_lifecycle_publish_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_job_event *ev, size_t n) {
-        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_JOB_RECOVERED, .events = ev, .n_events = n });
+        publish(d, dj, &(struct gw_hook_info){ .hook = GW_HOOK_JOB_RECOVERED, .events = ev, .n_events = n });
 }
 
 void gw_lifecycle_log_line(struct gw_daemon *d, struct gw_djob *dj, const char *line) {
-        publish(d, dj, &(struct gw_hook_info) { .hook = GW_HOOK_LOG_LINE, .line = line });
+        publish(d, dj, &(struct gw_hook_info){ .hook = GW_HOOK_LOG_LINE, .line = line });
 }
 
 static void store_job_written(void *userdata, int64_t id, const struct gw_job *j, enum gw_job_state state,
                               const char *kind, const char *message) {
         const struct gw_hook_record rec = { .id = id, .job = j, .state = state, .kind = kind, .message = message };
-        publish(userdata, NULL, &(struct gw_hook_info) { .hook = GW_HOOK_RECORDED, .rec = &rec });
+        publish(userdata, NULL, &(struct gw_hook_info){ .hook = GW_HOOK_RECORDED, .rec = &rec });
 }
 
 static void store_booking_written(void *userdata, const struct gw_store_booking *b) {
-        publish(userdata, NULL, &(struct gw_hook_info) { .hook = GW_HOOK_BOOKED, .booking = b });
+        publish(userdata, NULL, &(struct gw_hook_info){ .hook = GW_HOOK_BOOKED, .booking = b });
 }
 
 void gw_lifecycle_open(struct gw_daemon *d) {
@@ -92,5 +97,5 @@ void gw_lifecycle_open(struct gw_daemon *d) {
 
 void gw_lifecycle_close(struct gw_daemon *d) {
         if (d->store)
-                gw_store_set_observer(d->store, &(struct gw_store_observer) { 0 });
+                gw_store_set_observer(d->store, &(struct gw_store_observer){ 0 });
 }

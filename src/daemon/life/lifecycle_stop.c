@@ -64,9 +64,9 @@ void gw_job_terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state
 }
 
 int gw_job_cancel(struct gw_daemon *d, struct gw_djob *dj, const char *reason) {
-        int r = dj->job->array_spec           ? gw_array_cancel(d, dj, reason, false)
+        int r = dj->job->array_spec                ? gw_array_cancel(d, dj, reason, false)
                 : dj->job->state == GW_JOB_RUNNING ? terminate(d, dj, GW_JOB_CANCELLED, reason, d->cfg->grace, true)
-                                                 : gw_job_end_recorded(d, dj, GW_JOB_CANCELLED, reason, "cancel");
+                                                   : gw_job_end_recorded(d, dj, GW_JOB_CANCELLED, reason, "cancel");
         if (r < 0)
                 log_warn("job %lld: not cancelled (%s): the cancel cannot be recorded: %s", (long long) dj->job->id,
                          reason, gw_store_errmsg(d->store));

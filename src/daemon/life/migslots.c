@@ -48,9 +48,13 @@ static size_t slots_of(const struct gw_daemon *d, struct gw_mig_slot **ret) {
                 const struct gw_dgpu *g = &d->host.gpus[i];
                 for (size_t m = 0; g->mig && m < g->mig->n && m < GW_GPU_MIG_MAX; m++) {
                         const struct gw_gpu_mig *s = &g->mig->dev[m];
-                        (*ret)[k++] = (struct gw_mig_slot) {
-                                .gpu = (int) i, .uuid = s->uuid, .profile = s->profile, .slices = s->slices,
-                                .max_slices = g->mig->max_slices, .job_id = gw_mig_slice_job(d, s->uuid),
+                        (*ret)[k++] = (struct gw_mig_slot){
+                                .gpu = (int) i,
+                                .uuid = s->uuid,
+                                .profile = s->profile,
+                                .slices = s->slices,
+                                .max_slices = g->mig->max_slices,
+                                .job_id = gw_mig_slice_job(d, s->uuid),
                                 .usable = in_service(g),
                         };
                 }
@@ -117,7 +121,8 @@ size_t gw_mig_plan(struct gw_daemon *d, const bool *on_slices, const size_t *ord
                         reasons[i] = GW_REASON_RESOURCES;
                         continue;
                 }
-                out[n_out] = (struct gw_mig_start) { .job_id = j->id, .share = gw_mig_share(slots, pick, (size_t) ask.count) };
+                out[n_out] = (struct gw_mig_start){ .job_id = j->id,
+                                                    .share = gw_mig_share(slots, pick, (size_t) ask.count) };
                 out[n_out].uuids = uuids_of(slots, pick, ask.count, &out[n_out].gpu_mask);
                 n_out++;
                 for (int s = 0; s < ask.count; s++)

@@ -27,9 +27,9 @@ void gw_mig_set_aside(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
 /* A slice job's start as the plan decided it. */
 struct gw_mig_start {
         int64_t job_id;
-        uint64_t gpu_mask;   /* the GPUs its slices are on */
-        double share;        /* the GPUs they make up (gw_mig_share) */
-        char *uuids;         /* malloc'ed: "MIG-...,MIG-..." in CUDA_VISIBLE_DEVICES's order */
+        uint64_t gpu_mask; /* the GPUs its slices are on */
+        double share; /* the GPUs they make up (gw_mig_share) */
+        char *uuids; /* malloc'ed: "MIG-...,MIG-..." in CUDA_VISIBLE_DEVICES's order */
 };
 
 /* After the plan: places the jobs marked in on_slices in queue order (order, NULL: the

@@ -160,7 +160,7 @@ static void fill_gpus(const struct gw_daemon *d, struct gw_sched_gpu *g) {
                 const struct gw_dgpu *dg = &d->host.gpus[i];
                 uint64_t total = dg->info.mem_total;
                 uint64_t used = dg->sampled && (dg->sample.valid & GW_GPU_HAS_MEM) ? dg->sample.mem_used : 0;
-                g[i] = (struct gw_sched_gpu) {
+                g[i] = (struct gw_sched_gpu){
                         .index = (int) i,
                         .usable = gw_gpu_whole_usable(dg),
                         .mem_total = total,
@@ -250,7 +250,7 @@ const char *gw_queue_drained_words(const struct gw_daemon *d, const struct gw_jo
         struct gw_sched_gpu s[GW_SCHED_MAX_GPUS];
         fill_gpus(d, s); /* usable as the scheduler sees it */
         for (unsigned i = 0; i < d->host.n_gpus; i++)
-                g[i] = (struct gw_why_gpu) {
+                g[i] = (struct gw_why_gpu){
                         .index = (int) i,
                         .usable = s[i].usable,
                         .drained = d->host.gpus[i].drained,
@@ -292,7 +292,7 @@ void gw_schedule(struct gw_daemon *d) {
         _cleanup_free_ struct gw_sched_running *running = gw_xmalloc((d->jobs.n_running + 1) * sizeof *running);
         for (size_t i = 0; i < n; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
-                pending[i] = (struct gw_sched_job) {
+                pending[i] = (struct gw_sched_job){
                         .id = dj->job->id,
                         .priority = dj->job->priority,
                         .ngpus = dj->job->ngpus,
@@ -312,7 +312,7 @@ void gw_schedule(struct gw_daemon *d) {
         gw_mig_set_aside(d, pending, n, on_slices);
         _cleanup_free_ size_t *order = fair.factor ? gw_xmalloc(2 * n * sizeof *order) : NULL;
         for (size_t i = 0; i < d->jobs.n_running; i++)
-                running[i] = (struct gw_sched_running) {
+                running[i] = (struct gw_sched_running){
                         .id = d->jobs.running[i]->job->id,
                         .gpu_mask = d->jobs.running[i]->job->gpu_mask,
                         .end = d->jobs.running[i]->limit_at,

@@ -210,8 +210,11 @@ static void notify_recorded(struct gw_daemon *d, struct gw_djob *dj, const struc
                 return;
         /* An event alone: the job as the daemon holds it, when it is active. */
         const struct gw_djob *active = r->job ? NULL : gw_jobmap_get(&d->jobs.map, r->id);
-        gw_notify_job(d->notify, r->id, r->job ? r->job : active ? active->job : NULL, r->state, r->kind, r->message,
-                      d->now_wall);
+        gw_notify_job(d->notify, r->id,
+                      r->job   ? r->job
+                      : active ? active->job
+                               : NULL,
+                      r->state, r->kind, r->message, d->now_wall);
 }
 
 static void events_booked(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {

@@ -95,7 +95,8 @@ static int lock_state_dir(struct gw_daemon *d) {
                 pid[strcspn(pid, "\n")] = '\0';
                 if (e == EWOULDBLOCK)
                         log_err("state dir %s is in use by another gpuwardd%s%s%s: stop it first, or give this one "
-                                "its own --state-dir", d->cfg->state_dir, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+                                "its own --state-dir",
+                                d->cfg->state_dir, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
                 else
                         log_err("cannot lock %s: %s", path, strerror(e));
                 return -e;
@@ -147,7 +148,7 @@ static int setup_signals(struct gw_daemon *d) {
         d->loop.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
         if (d->loop.sigfd < 0)
                 return -errno;
-        d->loop.sig_src = (struct gw_source) { GW_SRC_SIGNAL, NULL };
+        d->loop.sig_src = (struct gw_source){ GW_SRC_SIGNAL, NULL };
         return epoll_add(d, d->loop.sigfd, &d->loop.sig_src);
 }
 
@@ -158,7 +159,7 @@ static int start_door(struct gw_daemon *d, int idx, int fd, bool unix_door) {
                 (void) close(fd);
                 return r;
         }
-        d->loop.http_src[idx] = (struct gw_source) { GW_SRC_HTTP, d->loop.http[idx] };
+        d->loop.http_src[idx] = (struct gw_source){ GW_SRC_HTTP, d->loop.http[idx] };
         return epoll_add(d, gw_http_fd(d->loop.http[idx]), &d->loop.http_src[idx]);
 }
 
@@ -184,8 +185,8 @@ static int setup_http(struct gw_daemon *d) {
         if (r < 0)
                 return r;
         char path[4200], tmp[4300];
-        snprintf(d->loop.tcp_addr, sizeof d->loop.tcp_addr, "%.*s:%d", (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen),
-                 d->cfg->listen, d->loop.tcp_port);
+        snprintf(d->loop.tcp_addr, sizeof d->loop.tcp_addr, "%.*s:%d",
+                 (int) (strrchr(d->cfg->listen, ':') - d->cfg->listen), d->cfg->listen, d->loop.tcp_port);
         snprintf(path, sizeof path, "%s/listen.addr", d->cfg->state_dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         /* Not fatal (a full disk must not keep the daemon from serving reads), but said: with
@@ -399,7 +400,8 @@ static int check_config(int argc, char **argv) {
         const char *file = inline_file ? argv[1] + 15 : argc > 2 ? argv[2] : NULL;
         if (!first || argc > (inline_file ? 2 : 3) || (file && (!file[0] || file[0] == '-'))) {
                 fputs("gpuwardd: error: --check-config takes one FILE at most, and no other option\n"
-                      "Try 'gpuwardd --help'.\n", stderr);
+                      "Try 'gpuwardd --help'.\n",
+                      stderr);
                 return 2;
         }
         return gw_config_check(file);
@@ -460,8 +462,8 @@ int main(int argc, char **argv) {
         if (d.exec->serve)
                 d.exec->serve(&d);
         log_info("ready: state %s, socket %s%s%s, %u GPU%s, %zu job%s queued, %zu running", cfg.state_dir, cfg.socket,
-                 d.loop.tcp_addr[0] ? ", http://" : "", d.loop.tcp_addr, d.host.n_gpus, d.host.n_gpus == 1 ? "" : "s", d.jobs.n_queue,
-                 d.jobs.n_queue == 1 ? "" : "s", d.jobs.n_running);
+                 d.loop.tcp_addr[0] ? ", http://" : "", d.loop.tcp_addr, d.host.n_gpus, d.host.n_gpus == 1 ? "" : "s",
+                 d.jobs.n_queue, d.jobs.n_queue == 1 ? "" : "s", d.jobs.n_running);
         notify_ready();
         d.jobs.sched_dirty = true;
         run_loop(&d);

@@ -15,11 +15,10 @@
 struct check {
         char *field, *why;
         size_t field_len, why_len;
-        size_t procs;                    /* processes so far, all GPUs together */
+        size_t procs; /* processes so far, all GPUs together */
 };
 
-__attribute__((format(printf, 3, 4)))
-static int fail(struct check *c, const char *field, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static int fail(struct check *c, const char *field, const char *fmt, ...) {
         snprintf(c->field, c->field_len, "%s", field);
         va_list ap;
         va_start(ap, fmt);
@@ -34,7 +33,7 @@ static int fail(struct check *c, const char *field, const char *fmt, ...) {
 static int only_keys(struct check *c, const json_t *o, const char *prefix, const char *const *known, size_t n) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *) o, k, v) {
+        json_object_foreach ((json_t *) o, k, v) {
                 size_t i = 0;
                 while (i < n && strcmp(k, known[i]))
                         i++;
@@ -116,8 +115,10 @@ static int check_procs(struct check *c, const json_t *g, const char *prefix, jso
         /* Per GPU alone would let one snapshot carry GW_AGENT_MAX_GPUS times as many. */
         c->procs += json_array_size(procs);
         if (c->procs > GW_AGENT_MAX_PROCS_TOTAL)
-                return fail(c, f, "at most %d processes in one snapshot, all GPUs together (count the rest "
-                            "in procs_total)", GW_AGENT_MAX_PROCS_TOTAL);
+                return fail(c, f,
+                            "at most %d processes in one snapshot, all GPUs together (count the rest "
+                            "in procs_total)",
+                            GW_AGENT_MAX_PROCS_TOTAL);
         json_t *out = json_array();
         json_object_set_new(dst, "procs", out);
         for (size_t i = 0; i < json_array_size(procs); i++) {
@@ -133,8 +134,8 @@ static int check_procs(struct check *c, const json_t *g, const char *prefix, jso
 }
 
 static int check_gpu(struct check *c, const json_t *g, size_t i, json_t *dst) {
-        static const char *const known[] = { "index", "name", "uuid", "mem_total", "mem_used",
-                                             "util", "health", "procs", "procs_total" };
+        static const char *const known[] = { "index", "name",   "uuid",  "mem_total",  "mem_used",
+                                             "util",  "health", "procs", "procs_total" };
         char pre[48];
         snprintf(pre, sizeof pre, "gpus[%zu].", i);
         if (!json_is_object(g))
@@ -195,8 +196,7 @@ static int check_xids(struct check *c, const json_t *xids, size_t n_gpus, json_t
         return 0;
 }
 
-int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
-                           size_t why_len) {
+int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why, size_t why_len) {
         static const char *const known[] = { "node", "interval", "driver", "gpus", "xids" };
         struct check c = { field, why, field_len, why_len, 0 };
         json_t *out = json_object();
@@ -240,7 +240,7 @@ const json_t *gw_nodes_snapshot(const struct gw_nodes *t, const char *name) {
 size_t gw_node_gpu_jobs(const json_t *snap, unsigned gpu, uint32_t *jobs, size_t n, size_t max) {
         size_t k;
         const json_t *p;
-        json_array_foreach(json_object_get(json_array_get(json_object_get(snap, "gpus"), gpu), "procs"), k, p) {
+        json_array_foreach (json_object_get(json_array_get(json_object_get(snap, "gpus"), gpu), "procs"), k, p) {
                 json_int_t id = json_integer_value(json_object_get(p, "job"));
                 size_t i = 0;
                 while (i < n && jobs[i] != (uint32_t) id)
@@ -263,9 +263,11 @@ bool gw_nodes_told_due(struct gw_nodes_told *t, gw_usec_t now, unsigned *ret_n) 
 
 int gw_node_token_check(int64_t id, const char *bound, const char *node, char *why, size_t why_len) {
         if (!bound || !bound[0]) {
-                snprintf(why, why_len, "token %lld is a node agent's token bound to no node (made before agents' "
+                snprintf(why, why_len,
+                         "token %lld is a node agent's token bound to no node (made before agents' "
                          "tokens were bound to their node): an admin makes one for each node with 'gpuward token "
-                         "create --scope agent --node NODE' and revokes this one", (long long) id);
+                         "create --scope agent --node NODE' and revokes this one",
+                         (long long) id);
                 return -EPERM;
         }
         if (strcmp(bound, node)) {
@@ -303,7 +305,7 @@ int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_
                         i++;
                 memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof *t->v);
                 t->n++;
-                t->v[i] = (struct gw_node) { .snapshot = NULL };
+                t->v[i] = (struct gw_node){ .snapshot = NULL };
                 snprintf(t->v[i].name, sizeof t->v[i].name, "%s", name);
         }
         struct gw_node *n = &t->v[i];
@@ -320,12 +322,13 @@ int gw_nodes_put(struct gw_nodes *t, json_t *snap, gw_usec_t now, gw_usec_t now_
 /* What the idle watch knows of a Slurm job on a GPU (nodes_watch.c): gpuward's job, or how
  * long a job gpuward did not submit has been idle and what was done about it. */
 static void job_watched(const struct gw_nodes *t, json_t *entry) {
-        const struct gw_slurm_seen *s = gw_nodes_seen_find(t, (uint32_t) json_integer_value(json_object_get(entry, "id")));
+        const struct gw_slurm_seen *s =
+                gw_nodes_seen_find(t, (uint32_t) json_integer_value(json_object_get(entry, "id")));
         bool foreign = s && !s->job;
         json_object_set_new(entry, "gpuward_job", s && s->job ? json_integer(s->job) : json_null());
         json_object_set_new(entry, "foreign", json_boolean(foreign));
-        json_object_set_new(entry, "idle_for", foreign && s->idle_for ? json_real((double) s->idle_for / GW_USEC_PER_SEC)
-                                                                      : json_null());
+        json_object_set_new(entry, "idle_for",
+                            foreign && s->idle_for ? json_real((double) s->idle_for / GW_USEC_PER_SEC) : json_null());
         json_object_set_new(entry, "idle_action", foreign && s->action ? json_string(s->action) : json_null());
 }
 
@@ -333,9 +336,9 @@ static json_t *gpus_shown(const struct gw_nodes *t, const json_t *gpus, bool det
         json_t *arr = json_deep_copy(gpus);
         size_t i, k;
         json_t *g, *p;
-        json_array_foreach(arr, i, g) {
+        json_array_foreach (arr, i, g) {
                 json_t *jobs = json_array();
-                json_array_foreach(json_object_get(g, "procs"), k, p) {
+                json_array_foreach (json_object_get(g, "procs"), k, p) {
                         json_t *job = json_object_get(p, "job");
                         bool rogue = json_is_null(job);
                         json_object_set_new(p, "rogue", json_boolean(rogue));
@@ -347,7 +350,7 @@ static json_t *gpus_shown(const struct gw_nodes *t, const json_t *gpus, bool det
                         size_t m;
                         json_t *seen;
                         bool dup = rogue;
-                        json_array_foreach(jobs, m, seen)
+                        json_array_foreach (jobs, m, seen)
                                 dup = dup || json_equal(json_object_get(seen, "id"), job);
                         if (!dup) {
                                 json_t *e = json_pack("{s:O,s:O}", "id", job, "user", json_object_get(p, "user"));
@@ -412,7 +415,7 @@ static bool gpu_of_job(const json_t *g, uint32_t slurm_id, struct gw_reclaim_gpu
         bool mine = false, other = false;
         size_t k;
         const json_t *p;
-        json_array_foreach(json_object_get(g, "procs"), k, p) {
+        json_array_foreach (json_object_get(g, "procs"), k, p) {
                 const json_t *job = json_object_get(p, "job"), *mem = json_object_get(p, "mem");
                 if (json_is_integer(job) && json_integer_value(job) == (json_int_t) slurm_id) {
                         if (!mine)
@@ -427,8 +430,8 @@ static bool gpu_of_job(const json_t *g, uint32_t slurm_id, struct gw_reclaim_gpu
                 return false;
         const json_t *util = json_object_get(g, "util");
         const char *health = json_string_value(json_object_get(g, "health"));
-        *r = (struct gw_reclaim_gpu) { .index = (int) json_integer_value(json_object_get(g, "index")),
-                                       .other_busy = other };
+        *r = (struct gw_reclaim_gpu){ .index = (int) json_integer_value(json_object_get(g, "index")),
+                                      .other_busy = other };
         /* The agent sends the device's utilisation: per process it is not known, and another
          * process on the GPU already counts as busy. */
         if (json_is_integer(util) && health && !strcmp(health, "ok")) {
@@ -440,14 +443,14 @@ static bool gpu_of_job(const json_t *g, uint32_t slurm_id, struct gw_reclaim_gpu
 
 void gw_nodes_job_gpus(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, int fresh_rounds,
                        struct gw_nodes_job_gpus *out) {
-        *out = (struct gw_nodes_job_gpus) { .n = 0 };
+        *out = (struct gw_nodes_job_gpus){ .n = 0 };
         for (size_t i = 0; t && i < t->n; i++) {
                 const struct gw_node *n = &t->v[i];
                 gw_usec_t age = now - n->received;
                 bool fresh = age <= fresh_rounds * n->interval;
                 size_t k;
                 const json_t *g;
-                json_array_foreach(json_object_get(n->snapshot, "gpus"), k, g) {
+                json_array_foreach (json_object_get(n->snapshot, "gpus"), k, g) {
                         struct gw_reclaim_gpu r;
                         if (!gpu_of_job(g, slurm_id, &r, out->user, sizeof out->user))
                                 continue;

@@ -14,48 +14,48 @@ struct gw_daemon;
 struct gw_http_request;
 struct gw_http_reply;
 
-#define GW_NODES_MAX 4096       /* the most max_nodes may be (the config's bound) */
+#define GW_NODES_MAX 4096 /* the most max_nodes may be (the config's bound) */
 #define GW_NODES_DEFAULT_MAX 1024 /* max_nodes unless the config says */
-#define GW_NODES_PAGE 64        /* nodes in one GET /api/v1/gpus unless ?limit= says */
-#define GW_NODES_PAGE_MAX 256   /* the most ?limit= may ask for */
+#define GW_NODES_PAGE 64 /* nodes in one GET /api/v1/gpus unless ?limit= says */
+#define GW_NODES_PAGE_MAX 256 /* the most ?limit= may ask for */
 #define GW_NODES_TELL_EVERY (60 * GW_USEC_PER_SEC) /* a kind of refusal is logged at most this often */
-#define GW_NODE_STALE_ROUNDS 3  /* a node is stale after this many of its intervals unheard */
+#define GW_NODE_STALE_ROUNDS 3 /* a node is stale after this many of its intervals unheard */
 
 struct gw_node {
         char name[65];
-        gw_usec_t received;     /* monotonic */
+        gw_usec_t received; /* monotonic */
         gw_usec_t received_wall;
-        gw_usec_t interval;     /* the agent's sample interval */
-        json_t *snapshot;       /* {"driver", "gpus": [...]}, as checked and rebuilt here */
+        gw_usec_t interval; /* the agent's sample interval */
+        json_t *snapshot; /* {"driver", "gpus": [...]}, as checked and rebuilt here */
 };
 
 /* A Slurm job the idle watch has seen on the nodes' GPUs (nodes_watch.c), gpuward's or not.
  * What a foreign one (plain sbatch) gets from the watch is kept here too, for the listing. */
 struct gw_slurm_seen {
         uint32_t slurm_id;
-        int64_t job;                     /* gpuward's job, 0: a job gpuward did not submit */
+        int64_t job; /* gpuward's job, 0: a job gpuward did not submit */
         char user[65];
         gw_usec_t first_seen, last_seen; /* monotonic */
-        struct gw_reclaim_state state;   /* foreign: gw_reclaim_decide's, on the wall clock */
-        gw_usec_t idle_for;              /* foreign: the last decision's; 0 when active */
-        gw_usec_t kill_rearm_at;         /* foreign: no second plain scancel before (monotonic) */
-        const char *action;              /* foreign: NULL, "warned", "reported", "cancelled" */
-        bool stale_told;                 /* foreign: a stale snapshot blocked a decision (logged) */
+        struct gw_reclaim_state state; /* foreign: gw_reclaim_decide's, on the wall clock */
+        gw_usec_t idle_for; /* foreign: the last decision's; 0 when active */
+        gw_usec_t kill_rearm_at; /* foreign: no second plain scancel before (monotonic) */
+        const char *action; /* foreign: NULL, "warned", "reported", "cancelled" */
+        bool stale_told; /* foreign: a stale snapshot blocked a decision (logged) */
 };
 
 /* Refusals of one kind, logged at most once per GW_NODES_TELL_EVERY with their count: an agent
  * refused every interval, or a flood of them, must not fill the log at its own rate. */
 struct gw_nodes_told {
-        gw_usec_t next;                  /* monotonic: the next refusal is logged from then */
-        unsigned n;                      /* refusals since the last logged */
+        gw_usec_t next; /* monotonic: the next refusal is logged from then */
+        unsigned n; /* refusals since the last logged */
 };
 
 struct gw_nodes {
         struct gw_node *v;
         size_t n;
-        struct gw_slurm_seen *seen;      /* nodes_watch.c */
+        struct gw_slurm_seen *seen; /* nodes_watch.c */
         size_t n_seen;
-        gw_usec_t watch_next;            /* monotonic: the idle watch's next round */
+        gw_usec_t watch_next; /* monotonic: the idle watch's next round */
         struct gw_nodes_told told_full, told_unbound, told_other_node;
 };
 
@@ -71,8 +71,7 @@ int gw_node_token_check(int64_t id, const char *bound, const char *node, char *w
 /* The snapshot in body checked field by field and rebuilt from what is known (no other key
  * passes), into a new {"node", "interval", "driver", "gpus"[, "xids"]}.  0 and *ret; -EINVAL with the
  * field ("gpus[1].procs[0].pid") and why.  Pure: the unit tests call it. */
-int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why,
-                           size_t why_len);
+int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why, size_t why_len);
 
 /* The GPUs of every node whose agent has reported (stale ones too: a node unheard for a while
  * still has its cards), for the booking policy's share of the cluster. */
@@ -117,9 +116,9 @@ const struct gw_slurm_seen *gw_nodes_seen_find(const struct gw_nodes *t, uint32_
 struct gw_nodes_job_gpus {
         struct gw_reclaim_gpu gpus[64];
         size_t n;
-        char nodes[200];                 /* "gpu1,gpu2": the fresh nodes it is on */
-        char user[65];                   /* its first process's user */
-        const struct gw_node *stale;     /* a node it is on whose snapshot is too old; NULL none */
+        char nodes[200]; /* "gpu1,gpu2": the fresh nodes it is on */
+        char user[65]; /* its first process's user */
+        const struct gw_node *stale; /* a node it is on whose snapshot is too old; NULL none */
         gw_usec_t stale_age;
 };
 void gw_nodes_job_gpus(const struct gw_nodes *t, uint32_t slurm_id, gw_usec_t now, int fresh_rounds,

@@ -20,7 +20,7 @@ bool gw_nodes_telem_point(const json_t *g, uint32_t slurm_id, gw_usec_t t, struc
         uint64_t mem = 0;
         size_t k;
         const json_t *p;
-        json_array_foreach(json_object_get(g, "procs"), k, p) {
+        json_array_foreach (json_object_get(g, "procs"), k, p) {
                 const json_t *job = json_object_get(p, "job"), *m = json_object_get(p, "mem");
                 if (!json_is_integer(job) || json_integer_value(job) != (json_int_t) slurm_id)
                         continue;
@@ -40,10 +40,14 @@ bool gw_nodes_telem_point(const json_t *g, uint32_t slurm_id, gw_usec_t t, struc
         if (!mem_known && json_is_integer(used))
                 mem = (uint64_t) json_integer_value(used);
         json_int_t u = ok && json_is_integer(util) ? json_integer_value(util) : 0;
-        *ret = (struct gw_nodes_telem_point) {
+        *ret = (struct gw_nodes_telem_point){
                 .gpu = (unsigned) json_integer_value(index),
                 .mem_total = json_is_integer(total) ? (uint64_t) json_integer_value(total) : 0,
-                .pt = { .t = t, .mem = mem, .util = (uint8_t) (u < 0 ? 0 : u > 100 ? 100 : u) },
+                .pt = { .t = t,
+                        .mem = mem,
+                        .util = (uint8_t) (u < 0     ? 0
+                                           : u > 100 ? 100
+                                                     : u) },
         };
         return true;
 }
@@ -57,7 +61,7 @@ unsigned gw_nodes_telem_job(struct gw_daemon *d, struct gw_djob *dj, const struc
                         continue;
                 size_t k;
                 const json_t *g;
-                json_array_foreach(json_object_get(n->snapshot, "gpus"), k, g) {
+                json_array_foreach (json_object_get(n->snapshot, "gpus"), k, g) {
                         struct gw_nodes_telem_point p;
                         if (gw_nodes_telem_point(g, slurm_id, n->received_wall, &p))
                                 added += gw_observe_job_point(d, dj, p.gpu, p.mem_total, &p.pt);

@@ -16,8 +16,8 @@ struct gw_nodes;
 
 /* A job's point on one GPU of a node's snapshot. */
 struct gw_nodes_telem_point {
-        unsigned gpu;            /* the GPU's index on its node */
-        uint64_t mem_total;      /* 0: not known */
+        unsigned gpu; /* the GPU's index on its node */
+        uint64_t mem_total; /* 0: not known */
         struct gw_point pt;
 };
 

@@ -42,7 +42,7 @@ static struct gw_slurm_seen *seen_get(struct gw_nodes *t, uint32_t slurm_id, gw_
                 return s;
         t->seen = gw_xrealloc(t->seen, (t->n_seen + 1) * sizeof *t->seen);
         s = &t->seen[t->n_seen++];
-        *s = (struct gw_slurm_seen) { .slurm_id = slurm_id, .first_seen = now };
+        *s = (struct gw_slurm_seen){ .slurm_id = slurm_id, .first_seen = now };
         return s;
 }
 
@@ -66,13 +66,16 @@ static void own_stale(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
 
 /* The first fresh look at the job's GPUs in this attempt, or the first after a stale spell:
  * the idle window starts here (gw_reclaim_rwatch made the watch for the attempt). */
-static void own_fresh(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_nodes_job_gpus *jg) {
+static void own_fresh(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w,
+                      const struct gw_nodes_job_gpus *jg) {
         const struct gw_job *j = dj->job;
         gw_usec_t now = gw_job_clock_label(d, dj, d->now);
         if (w->node_stale_told) {
                 char msg[300], at[16];
-                snprintf(msg, sizeof msg, "idle watch resumed: fresh snapshots of node %s again; the idle window "
-                                          "starts over at %s", jg->nodes, gw_clock_text(now, at, sizeof at));
+                snprintf(msg, sizeof msg,
+                         "idle watch resumed: fresh snapshots of node %s again; the idle window "
+                         "starts over at %s",
+                         jg->nodes, gw_clock_text(now, at, sizeof at));
                 (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
                 log_info("job %lld: %s", (long long) j->id, msg);
         }
@@ -164,7 +167,8 @@ static void foreign_act(struct gw_daemon *d, struct gw_slurm_seen *f, const stru
                         break;
                 }
                 log_info("Slurm job %" PRIu32 " (user %s, node %s, not submitted through gpuward): reclaim: %s; "
-                         "SIGTERM through Slurm (slurm_foreign_jobs = reclaim)", f->slurm_id, who, jg->nodes, said);
+                         "SIGTERM through Slurm (slurm_foreign_jobs = reclaim)",
+                         f->slurm_id, who, jg->nodes, said);
                 scancel(d, f, true);
                 f->action = "cancelled";
                 break;
@@ -192,7 +196,8 @@ static void foreign_decide(struct gw_daemon *d, struct gw_nodes *t, struct gw_sl
         if (jg.stale) {
                 if (!f->stale_told)
                         log_info("Slurm job %" PRIu32 ": idle watch paused: node %s's snapshot is too old to "
-                                 "decide on", f->slurm_id, jg.stale->name);
+                                 "decide on",
+                                 f->slurm_id, jg.stale->name);
                 f->stale_told = true;
                 f->idle_for = 0;
                 return;
@@ -232,8 +237,8 @@ static void watch_foreign(struct gw_daemon *d, struct gw_nodes *t) {
         for (size_t i = 0; i < t->n; i++) {
                 size_t k, m;
                 const json_t *g, *p;
-                json_array_foreach(json_object_get(t->v[i].snapshot, "gpus"), k, g) {
-                        json_array_foreach(json_object_get(g, "procs"), m, p) {
+                json_array_foreach (json_object_get(t->v[i].snapshot, "gpus"), k, g) {
+                        json_array_foreach (json_object_get(g, "procs"), m, p) {
                                 const json_t *job = json_object_get(p, "job");
                                 if (!json_is_integer(job) || slurm_id_ours(s, (uint32_t) json_integer_value(job)))
                                         continue;
@@ -241,8 +246,7 @@ static void watch_foreign(struct gw_daemon *d, struct gw_nodes *t) {
                                 if (f->job) {
                                         /* gpuward's job a moment ago (its processes outlive its end
                                          * by a snapshot or two): a foreign one's clock starts now. */
-                                        *f = (struct gw_slurm_seen) { .slurm_id = f->slurm_id,
-                                                                      .first_seen = d->now };
+                                        *f = (struct gw_slurm_seen){ .slurm_id = f->slurm_id, .first_seen = d->now };
                                 }
                                 f->last_seen = d->now;
                                 snprintf(f->user, sizeof f->user, "%s",

@@ -50,7 +50,7 @@ static int load_curl(char *why, size_t n) {
                 snprintf(why, n, "cannot load %s (Debian package libcurl4): %s", LIBCURL, dlerror());
                 return -ENOENT;
         }
-        static const char *const names[] = { "curl_global_init", "curl_global_cleanup", "curl_easy_init",
+        static const char *const names[] = { "curl_global_init",  "curl_global_cleanup", "curl_easy_init",
                                              "curl_easy_cleanup", "curl_easy_reset",     "curl_easy_setopt",
                                              "curl_easy_perform", "curl_easy_getinfo",   "curl_easy_strerror",
                                              "curl_slist_append", "curl_slist_free_all" };
@@ -231,7 +231,8 @@ void gw_notify_job(struct gw_notify *n, int64_t id, const struct gw_job *j, enum
         json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:o,s:o}", "event", gw_webhook_topic_name(topic), "kind", kind, "time",
                               (double) now / 1e6, "host", n->host, "message", gw_json_text(message), "text",
                               gw_json_text(text));
-        json_t *job = j ? gw_codec_job_masked(j, n->job_fields, GW_VIEW_ALL) : json_pack("{s:I}", "id", (json_int_t) id);
+        json_t *job =
+                j ? gw_codec_job_masked(j, n->job_fields, GW_VIEW_ALL) : json_pack("{s:I}", "id", (json_int_t) id);
         if (o && job) {
                 json_object_set_new(job, "state", json_string(st ? st : "?"));
                 json_object_set_new(o, "job", job);
@@ -306,7 +307,7 @@ struct gw_notify *gw_notify_open(const struct gw_config *cfg) {
 }
 
 void gw_notify_counts(struct gw_notify *n, struct gw_notify_counts *ret) {
-        *ret = (struct gw_notify_counts) { 0 };
+        *ret = (struct gw_notify_counts){ 0 };
         if (!n)
                 return;
         pthread_mutex_lock(&n->lock);

@@ -102,8 +102,10 @@ static void note_missing(struct gw_daemon *d, const struct gw_store_gpu *old) {
                 time_t now = time(NULL);
                 struct tm tm;
                 strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
-                snprintf(why, sizeof why, "%s (GPU %u before) went missing from NVML's devices (fell off the bus?) "
-                         "by %s; drained until an admin undrains it", old[i].uuid, i, when);
+                snprintf(why, sizeof why,
+                         "%s (GPU %u before) went missing from NVML's devices (fell off the bus?) "
+                         "by %s; drained until an admin undrains it",
+                         old[i].uuid, i, when);
                 log_warn("%s", why);
                 (void) gw_store_gpu_missing_add(d->store, old[i].uuid, why);
                 (void) gw_store_gpu_event(d->store, NULL, i, "health", -1, 0, why);
@@ -155,7 +157,8 @@ int gw_gpus_open(struct gw_daemon *d) {
                  * how clusters are built, and --simulate-gpus would be the wrong advice there. */
                 if (gw_backend_placement(d) == GW_EXEC_PLACE_NODES)
                         log_info("%s; no local GPUs, as a Slurm controller needs none: jobs run on the nodes Slurm "
-                                 "gives them", err);
+                                 "gives them",
+                                 err);
                 else
                         log_warn("%s; running with no GPUs (use --simulate-gpus N to try gpuward without a GPU)", err);
                 d->host.n_gpus = 0;
@@ -196,9 +199,7 @@ int gw_gpus_open(struct gw_daemon *d) {
         return 0;
 }
 
-void gw_gpus_close(struct gw_daemon *d) {
-        d->host.gpu = gw_gpu_close(d->host.gpu);
-}
+void gw_gpus_close(struct gw_daemon *d) { d->host.gpu = gw_gpu_close(d->host.gpu); }
 
 static const char *gpu_health(const struct gw_dgpu *g) {
         if (g->sampled && g->sample.health != GW_GPU_OK)
@@ -208,16 +209,30 @@ static const char *gpu_health(const struct gw_dgpu *g) {
 
 /* The API's view of g (api/codec_gpu.h), borrowing its strings; procs has room for its
  * processes. */
-static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_codec_gpu *v, struct gw_codec_proc *procs) {
+static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_codec_gpu *v,
+                     struct gw_codec_proc *procs) {
         const struct gw_gpu_sample *s = &g->sample;
         struct gw_djob *dj = g->job_id ? gw_jobmap_get(&d->jobs.map, g->job_id) : NULL;
-        *v = (struct gw_codec_gpu) {
-                .index = (int) g->info.index, .name = g->info.name, .uuid = g->info.uuid, .mem_total = g->info.mem_total,
-                .has_mem = s->valid & GW_GPU_HAS_MEM, .has_util = s->valid & GW_GPU_HAS_UTIL,
-                .has_temp = s->valid & GW_GPU_HAS_TEMP, .has_power = s->valid & GW_GPU_HAS_POWER,
-                .mem_used = s->mem_used, .util = s->util_gpu, .mem_util = s->util_mem, .temp_c = s->temp_c,
-                .power_mw = s->power_mw, .health = gpu_health(g), .drain_reason = g->drained ? g->drain_reason : NULL,
-                .job_id = g->job_id, .job = dj ? dj->job : NULL, .procs = procs, .n_procs = g->n_procs,
+        *v = (struct gw_codec_gpu){
+                .index = (int) g->info.index,
+                .name = g->info.name,
+                .uuid = g->info.uuid,
+                .mem_total = g->info.mem_total,
+                .has_mem = s->valid & GW_GPU_HAS_MEM,
+                .has_util = s->valid & GW_GPU_HAS_UTIL,
+                .has_temp = s->valid & GW_GPU_HAS_TEMP,
+                .has_power = s->valid & GW_GPU_HAS_POWER,
+                .mem_used = s->mem_used,
+                .util = s->util_gpu,
+                .mem_util = s->util_mem,
+                .temp_c = s->temp_c,
+                .power_mw = s->power_mw,
+                .health = gpu_health(g),
+                .drain_reason = g->drained ? g->drain_reason : NULL,
+                .job_id = g->job_id,
+                .job = dj ? dj->job : NULL,
+                .procs = procs,
+                .n_procs = g->n_procs,
                 .sampled_at = g->sampled ? g->sampled_at : 0,
                 .reclaim_at = dj ? dj->card_stop_at : 0,
         };
@@ -228,9 +243,14 @@ static void gpu_view(struct gw_daemon *d, const struct gw_dgpu *g, struct gw_cod
         }
         for (size_t k = 0; k < g->n_procs; k++) {
                 const struct gw_dproc *p = &g->procs[k];
-                procs[k] = (struct gw_codec_proc) { .pid = (int) p->pid, .user = p->user, .cmd = p->cmd, .mem = p->mem,
-                                                    .sm_util = p->sm_util, .cpu = p->cpu, .job_id = p->job_id,
-                                                    .stray = p->stray };
+                procs[k] = (struct gw_codec_proc){ .pid = (int) p->pid,
+                                                   .user = p->user,
+                                                   .cmd = p->cmd,
+                                                   .mem = p->mem,
+                                                   .sm_util = p->sm_util,
+                                                   .cpu = p->cpu,
+                                                   .job_id = p->job_id,
+                                                   .stray = p->stray };
         }
 }
 
@@ -250,19 +270,27 @@ static void mig_view(const struct gw_daemon *d, const struct gw_dgpu *g, const s
                 const struct gw_gpu_mig *m = &g->mig->dev[k];
                 for (size_t p = 0; p < m->n_procs; p++) {
                         struct gw_codec_proc *cp = &mv->procs[k][p];
-                        *cp = (struct gw_codec_proc) { .pid = (int) m->procs[p].pid, .sm_util = -1, .cpu = -1 };
+                        *cp = (struct gw_codec_proc){ .pid = (int) m->procs[p].pid, .sm_util = -1, .cpu = -1 };
                         for (size_t q = 0; q < g->n_procs; q++)
                                 if (gpu_procs[q].pid == cp->pid)
                                         *cp = gpu_procs[q];
                         cp->mem = m->procs[p].mem_used;
                         cp->sm_util = -1; /* NVML gives none under MIG */
                 }
-                mv->mig[k] = (struct gw_codec_mig) {
-                        .uuid = m->uuid, .profile = m->profile,
-                        .gi_id = m->gi_id > INT_MAX ? -1 : (int) m->gi_id, .ci_id = m->ci_id > INT_MAX ? -1 : (int) m->ci_id,
-                        .slices = m->slices, .max_slices = g->mig->max_slices, .has_mem = m->has_mem,
-                        .has_procs = m->has_procs, .mem_total = m->mem_total, .mem_used = m->mem_used,
-                        .job_id = gw_mig_slice_job(d, m->uuid), .procs = mv->procs[k], .n_procs = m->n_procs,
+                mv->mig[k] = (struct gw_codec_mig){
+                        .uuid = m->uuid,
+                        .profile = m->profile,
+                        .gi_id = m->gi_id > INT_MAX ? -1 : (int) m->gi_id,
+                        .ci_id = m->ci_id > INT_MAX ? -1 : (int) m->ci_id,
+                        .slices = m->slices,
+                        .max_slices = g->mig->max_slices,
+                        .has_mem = m->has_mem,
+                        .has_procs = m->has_procs,
+                        .mem_total = m->mem_total,
+                        .mem_used = m->mem_used,
+                        .job_id = gw_mig_slice_job(d, m->uuid),
+                        .procs = mv->procs[k],
+                        .n_procs = m->n_procs,
                 };
         }
         v->mig = mv->mig;
@@ -285,7 +313,7 @@ json_t *gw_observe_gpus_json(struct gw_daemon *d, bool details) {
         json_t *arr = json_array();
         for (unsigned i = 0; i < d->host.n_gpus; i++)
                 json_array_append_new(arr, gw_observe_gpu_json(d, &d->host.gpus[i], details));
-        return json_pack("{s:o,s:i,s:b,s:s,s:o}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total, "simulated",
-                         d->host.simulated, "driver", d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "", "host",
-                         gw_hostwatch_json(d));
+        return json_pack("{s:o,s:i,s:b,s:s,s:o}", "gpus", arr, "rogue_processes", (int) d->host.rogue_total,
+                         "simulated", d->host.simulated, "driver",
+                         d->host.gpu ? gw_gpu_driver_version(d->host.gpu) : "", "host", gw_hostwatch_json(d));
 }

@@ -39,8 +39,9 @@ static void read_disk(const char *path, struct gw_hostdisk *ret) {
                 ret->have = false;
                 return;
         }
-        *ret = (struct gw_hostdisk) { .have = true, .total = (uint64_t) sv.f_blocks * sv.f_frsize,
-                                      .avail = (uint64_t) sv.f_bavail * sv.f_frsize };
+        *ret = (struct gw_hostdisk){ .have = true,
+                                     .total = (uint64_t) sv.f_blocks * sv.f_frsize,
+                                     .avail = (uint64_t) sv.f_bavail * sv.f_frsize };
 }
 
 void gw_hostwatch_sample(struct gw_daemon *d) {
@@ -92,13 +93,16 @@ static json_t *disk_json(const char *name, const struct gw_hostdisk *k) {
 json_t *gw_hostwatch_json(const struct gw_daemon *d) {
         const struct gw_hostload *l = &d->host.load;
         json_t *o = json_object();
-        json_object_set_new(o, "cpu_percent", l->have_cpu && l->cpu_percent >= 0
-                                                      ? json_integer((json_int_t) (l->cpu_percent + 0.5))
-                                                      : json_null());
+        json_object_set_new(o, "cpu_percent",
+                            l->have_cpu && l->cpu_percent >= 0 ? json_integer((json_int_t) (l->cpu_percent + 0.5))
+                                                               : json_null());
         json_object_set_new(o, "cpus", l->have_cpu ? json_integer(l->ncpu) : json_null());
         json_object_set_new(o, "mem_total", l->have_mem ? json_integer((json_int_t) l->mem_total) : json_null());
-        json_object_set_new(o, "mem_available", l->have_mem ? json_integer((json_int_t) l->mem_available) : json_null());
-        json_object_set_new(o, "disks", json_pack("[o,o]", disk_json("state_dir", &l->disk_state), disk_json("/", &l->disk_root)));
-        json_object_set_new(o, "sampled_at", l->read_at ? json_real((double) l->read_at / GW_USEC_PER_SEC) : json_null());
+        json_object_set_new(o, "mem_available",
+                            l->have_mem ? json_integer((json_int_t) l->mem_available) : json_null());
+        json_object_set_new(o, "disks",
+                            json_pack("[o,o]", disk_json("state_dir", &l->disk_state), disk_json("/", &l->disk_root)));
+        json_object_set_new(o, "sampled_at",
+                            l->read_at ? json_real((double) l->read_at / GW_USEC_PER_SEC) : json_null());
         return o;
 }

@@ -46,13 +46,14 @@ int gw_observe_start(struct gw_daemon *d) {
         }
         /* One sample now, so that the first scheduling pass knows the free memory. */
         struct gw_snapshot *first = gw_snapshot_take(d->host.gpu, d->host.n_gpus);
-        int r = gw_sampler_start(d->host.gpu, d->host.n_gpus, d->cfg->sample_interval, &d->host.sampler, &d->host.sampler_fd);
+        int r = gw_sampler_start(d->host.gpu, d->host.n_gpus, d->cfg->sample_interval, &d->host.sampler,
+                                 &d->host.sampler_fd);
         if (r < 0) {
                 gw_snapshot_free(first);
                 log_err("cannot start the GPU sampler: %s", strerror(-r));
                 return r;
         }
-        d->host.sampler_src = (struct gw_source) { GW_SRC_SAMPLER, NULL };
+        d->host.sampler_src = (struct gw_source){ GW_SRC_SAMPLER, NULL };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->host.sampler_src };
         if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, d->host.sampler_fd, &ev) < 0)
                 return -errno;
@@ -94,7 +95,7 @@ static void job_gpu_fault(struct gw_daemon *d, int64_t job_id, enum gw_gpu_event
                           unsigned xid) {
         struct gw_djob *dj = job_id ? gw_jobmap_get(&d->jobs.map, job_id) : NULL;
         if (dj)
-                fault_keep(dj, (struct gw_gpu_event) { .kind = kind, .gpu = (int) gpu, .xid = xid });
+                fault_keep(dj, (struct gw_gpu_event){ .kind = kind, .gpu = (int) gpu, .xid = xid });
 }
 
 int gw_observe_fault_of_event(const char *kind, const char *message, struct gw_gpu_event *ret) {
@@ -103,11 +104,11 @@ int gw_observe_fault_of_event(const char *kind, const char *message, struct gw_g
         int end = 0;
         bool is_xid = !strcmp(kind, "xid");
         if (is_xid && sscanf(message, XID_MSG "%n", &xid, &gpu, &end) == 2 && end > 0)
-                *ret = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_XID, .gpu = (int) gpu, .xid = (unsigned) xid };
+                *ret = (struct gw_gpu_event){ .kind = GW_GPU_EVENT_XID, .gpu = (int) gpu, .xid = (unsigned) xid };
         else if (is_xid && sscanf(message, DBE_MSG "%n", &gpu, &end) == 1 && end > 0)
-                *ret = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_ECC_DBE, .gpu = (int) gpu };
+                *ret = (struct gw_gpu_event){ .kind = GW_GPU_EVENT_ECC_DBE, .gpu = (int) gpu };
         else if (!strcmp(kind, "gpu") && sscanf(message, LOST_MSG "%n", &gpu, &end) == 1 && end > 0)
-                *ret = (struct gw_gpu_event) { .kind = GW_GPU_EVENT_LOST, .gpu = (int) gpu };
+                *ret = (struct gw_gpu_event){ .kind = GW_GPU_EVENT_LOST, .gpu = (int) gpu };
         else
                 return -ENOENT;
         return 0;
@@ -142,8 +143,8 @@ static void drain_lost(struct gw_daemon *d, struct gw_dgpu *g) {
         char when[16], why[200];
         clock_text(when, sizeof when);
         snprintf(why, sizeof why,
-                 "GPU %u fell off the bus (NVML: GPU is lost) at %s; drained until an admin undrains it",
-                 g->info.index, when);
+                 "GPU %u fell off the bus (NVML: GPU is lost) at %s; drained until an admin undrains it", g->info.index,
+                 when);
         (void) gw_gpu_drain(d, g->info.index, true, why, true); /* a lost GPU takes no job, recorded or not */
 }
 
@@ -213,7 +214,7 @@ static struct gw_jobtel *jobtel_for(struct gw_daemon *d, struct gw_djob *dj, uns
                 return NULL;
         ot->tel = gw_xrealloc(ot->tel, (ot->n + 1) * sizeof *ot->tel);
         struct gw_jobtel *jt = &ot->tel[ot->n++];
-        *jt = (struct gw_jobtel) { .gpu = gpu };
+        *jt = (struct gw_jobtel){ .gpu = gpu };
         gw_ring_init(&jt->ring, ring_points(d));
         return jt;
 }
@@ -266,8 +267,10 @@ static void job_point(const struct gw_dgpu *g, int64_t job_id, gw_usec_t t, stru
                 util = g->sample.valid & GW_GPU_HAS_UTIL ? g->sample.util_gpu : 0;
         if (!per_proc_mem)
                 mem = g->sample.valid & GW_GPU_HAS_MEM ? g->sample.mem_used : 0;
-        *pt = (struct gw_point) { .t = t, .util = (uint8_t) (util > 100 ? 100 : util), .mem = mem,
-                                  .mem_util = (uint8_t) (g->sample.util_mem > 100 ? 100 : g->sample.util_mem) };
+        *pt = (struct gw_point){ .t = t,
+                                 .util = (uint8_t) (util > 100 ? 100 : util),
+                                 .mem = mem,
+                                 .mem_util = (uint8_t) (g->sample.util_mem > 100 ? 100 : g->sample.util_mem) };
 }
 
 bool gw_observe_job_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu, uint64_t mem_total,
@@ -403,7 +406,8 @@ static void apply_event(struct gw_daemon *d, const struct gw_nvml_event *ev) {
         if (g->job_id)
                 gw_observe_job_event(d, g->job_id, "xid", msg);
         if (xid || dbe)
-                job_gpu_fault(d, g->job_id, xid ? GW_GPU_EVENT_XID : GW_GPU_EVENT_ECC_DBE, ev->index, (unsigned) ev->xid);
+                job_gpu_fault(d, g->job_id, xid ? GW_GPU_EVENT_XID : GW_GPU_EVENT_ECC_DBE, ev->index,
+                              (unsigned) ev->xid);
         if ((xid && xid_drains(ev->xid)) || dbe)
                 (void) gw_gpu_drain(d, ev->index, true, msg, true); /* a faulted GPU takes no job, recorded or not */
 }
@@ -442,8 +446,8 @@ void gw_observe_settle(struct gw_daemon *d, struct gw_djob *dj) {
         apply_events(d); /* Xid events the event thread already holds name the fault too */
         if (r < 0) {
                 log_warn("job %lld: no fresh reading of its GPUs came within %llds (%s): "
-                         "its end is classified on the last sample", (long long) dj->job->id,
-                         (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
+                         "its end is classified on the last sample",
+                         (long long) dj->job->id, (long long) (GW_SETTLE_BOUND / GW_USEC_PER_SEC), strerror(-r));
                 return;
         }
         for (unsigned i = 0; i < d->host.n_gpus && i < GW_SAMPLER_MAX_GPUS; i++) {

@@ -54,7 +54,11 @@ static size_t ancestors_of(unsigned pid, unsigned *out, size_t max) {
 }
 
 static void user_name(uint32_t uid, char *buf, size_t n) {
-        static struct { uint32_t uid; char name[32]; bool used; } cache[64];
+        static struct {
+                uint32_t uid;
+                char name[32];
+                bool used;
+        } cache[64];
         size_t slot = uid % ELEMENTSOF(cache);
         if (cache[slot].used && cache[slot].uid == uid) {
                 snprintf(buf, n, "%s", cache[slot].name);
@@ -118,11 +122,10 @@ struct gw_job_anchor *gw_observe_job_anchors(const struct gw_daemon *d) {
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 const struct gw_job *j = d->jobs.running[i]->job;
                 const char *slash = j->cgroup ? strrchr(j->cgroup, '/') : NULL;
-                a[i] = (struct gw_job_anchor) { j->id, (unsigned) j->shim_pid, slash ? slash + 1 : NULL };
+                a[i] = (struct gw_job_anchor){ j->id, (unsigned) j->shim_pid, slash ? slash + 1 : NULL };
         }
         return a;
 }
-
 
 /* A process's command line (its first 120 bytes) for a job's events: marked private
  * (base/text.h), as it is another user's, or the job's own arguments, which guests must not
@@ -134,7 +137,6 @@ static const char *proc_cmd(const struct gw_dproc *p, bool mark, char *buf, size
         }
         return gw_text_private_wrap(buf, n < 123 ? n : 123, p->cmd);
 }
-
 
 /* rogue_policy = kill: a process of no job (or a stray of another job) on a GPU that a job
  * holds is stopped, never one of ours, and the job's record says who and what. */
@@ -211,8 +213,10 @@ void gw_observe_job_placed(struct gw_daemon *d, const struct gw_djob *dj) {
                         char what[400], msg[600];
                         for (int mark = 0; mark < 2; mark++) {
                                 rogue_text(g, p, mark, what, sizeof what);
-                                snprintf(msg, sizeof msg, "placed beside a process of no job: %s (GPUs without one "
-                                         "come first; none was free for this job)", what);
+                                snprintf(msg, sizeof msg,
+                                         "placed beside a process of no job: %s (GPUs without one "
+                                         "come first; none was free for this job)",
+                                         what);
                                 if (mark)
                                         gw_observe_job_event(d, dj->job->id, "rogue", msg);
                                 else
@@ -243,17 +247,19 @@ static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struc
         char gpus[96], msg[512], cmd[128];
         gw_gpu_mask_format(dj->job->gpu_mask, gpus, sizeof gpus);
         for (int mark = 0; mark < 2; mark++) {
-                snprintf(msg, sizeof msg, "process %u (%s) runs on GPU %u, which this job was not given (its GPUs: %s): "
-                         "was CUDA_VISIBLE_DEVICES changed inside the job?", p->pid, proc_cmd(p, mark, cmd, sizeof cmd),
-                         g->info.index, gpus);
+                snprintf(msg, sizeof msg,
+                         "process %u (%s) runs on GPU %u, which this job was not given (its GPUs: %s): "
+                         "was CUDA_VISIBLE_DEVICES changed inside the job?",
+                         p->pid, proc_cmd(p, mark, cmd, sizeof cmd), g->info.index, gpus);
                 if (mark)
                         gw_observe_job_event(d, p->job_id, "stray", msg);
                 else
                         log_warn("job %lld: %s", (long long) p->job_id, msg);
         }
         for (int mark = 0; mark < 2; mark++) {
-                snprintf(msg, sizeof msg, "process %u of job %lld (user %s: %s) on GPU %u, which that job was not given",
-                         p->pid, (long long) p->job_id, p->user, proc_cmd(p, mark, cmd, sizeof cmd), g->info.index);
+                snprintf(msg, sizeof msg,
+                         "process %u of job %lld (user %s: %s) on GPU %u, which that job was not given", p->pid,
+                         (long long) p->job_id, p->user, proc_cmd(p, mark, cmd, sizeof cmd), g->info.index);
                 if (!mark)
                         (void) gw_store_gpu_event(d->store, NULL, g->info.index, "stray", -1, g->job_id, msg);
                 else if (g->job_id)
@@ -262,7 +268,7 @@ static void stray_tell(struct gw_daemon *d, const struct gw_dgpu *g, const struc
 }
 
 void gw_observe_apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gpu_snapshot *s,
-                        const struct gw_job_anchor *anchors, size_t n_anchors) {
+                            const struct gw_job_anchor *anchors, size_t n_anchors) {
         struct gw_dproc *v = s->n_procs ? gw_xcalloc(s->n_procs, sizeof *v) : NULL;
         unsigned rogue = 0;
         for (size_t k = 0; k < s->n_procs; k++) {
@@ -296,4 +302,3 @@ void gw_observe_apply_procs(struct gw_daemon *d, struct gw_dgpu *g, const struct
         g->n_procs = s->n_procs;
         g->rogue = rogue;
 }
-

@@ -31,11 +31,11 @@ struct gw_sampler {
         pthread_mutex_t lock;
         pthread_cond_t wake;
         bool stop;
-        struct gw_snapshot *ready;           /* newest snapshot not yet taken */
+        struct gw_snapshot *ready; /* newest snapshot not yet taken */
         /* A fresh reading asked for by the loop (gw_sampler_probe), served between snapshots. */
         pthread_cond_t probed;
-        uint64_t probe_mask;                 /* GPUs still to read; 0: no request waits */
-        uint64_t probe_asked, probe_done;    /* request numbers: the newest asked, the newest answered */
+        uint64_t probe_mask; /* GPUs still to read; 0: no request waits */
+        uint64_t probe_asked, probe_done; /* request numbers: the newest asked, the newest answered */
         struct gw_gpu_sample probe[GW_SAMPLER_MAX_GPUS];
         struct gw_nvml_event events[MAX_PENDING_EVENTS];
         size_t n_events;
@@ -120,7 +120,7 @@ static void serve_probe(struct gw_sampler *s) {
         struct gw_gpu_sample got[GW_SAMPLER_MAX_GPUS];
         for (unsigned i = 0; i < s->n_gpus; i++)
                 if ((mask & (UINT64_C(1) << i)) && gw_gpu_sample(s->lib, i, &got[i]) < 0)
-                        got[i] = (struct gw_gpu_sample) { .index = i, .health = GW_GPU_UNAVAILABLE };
+                        got[i] = (struct gw_gpu_sample){ .index = i, .health = GW_GPU_UNAVAILABLE };
         pthread_mutex_lock(&s->lock);
         for (unsigned i = 0; i < s->n_gpus; i++)
                 if (mask & (UINT64_C(1) << i))

@@ -12,12 +12,12 @@ struct gw_gpu_snapshot {
         struct gw_gpu_sample sample;
         struct gw_gpu_proc *procs;
         size_t n_procs;
-        int procs_error;             /* < 0 when the process list could not be read */
+        int procs_error; /* < 0 when the process list could not be read */
         struct gw_gpu_mig_layout *mig; /* NULL: whole (MIG off, unsupported or unreadable) */
 };
 
 struct gw_snapshot {
-        gw_usec_t taken;             /* wall clock */
+        gw_usec_t taken; /* wall clock */
         /* For /metrics: what sampling costs.  nvml_usec: how long this snapshot's NVML calls
          * took (monotonic, every GPU); sampler_cpu_usec: CPU time of the sampler thread up to
          * it (0 for a snapshot taken on another thread). */
@@ -35,8 +35,7 @@ struct gw_sampler;
 #define GW_SAMPLER_MAX_GPUS 64 /* a probe's mask has one bit per GPU */
 
 /* Starts both threads.  *ret_fd becomes readable (eventfd) when a snapshot or events wait. */
-int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval, struct gw_sampler **ret,
-                     int *ret_fd);
+int gw_sampler_start(struct gw_gpu_lib *lib, unsigned n_gpus, gw_usec_t interval, struct gw_sampler **ret, int *ret_fd);
 /* Stops and joins the threads; accepts NULL; returns NULL. */
 struct gw_sampler *gw_sampler_stop(struct gw_sampler *s);
 /* Takes the newest snapshot (NULL if none since the last call); caller frees it. */

@@ -57,18 +57,18 @@ struct gw_preempt_job {
          * hand its GPU to a job that backfills and makes the preemption useless. */
         bool preemptor;
         uint64_t reserve;
-        gw_usec_t reserve_until;     /* monotonic */
-        int attempt;                 /* the attempt being preempted */
-        char by[160];                /* "job 12 (alice, priority 5)" */
-        int64_t by_id;               /* the preemptor's job id, 0 a booking */
-        gw_usec_t after;             /* training: only a checkpoint written later counts (wall) */
-        gw_usec_t deadline;          /* monotonic: preempt_grace over */
-        gw_usec_t next_look;         /* monotonic: its files looked at again (training) */
+        gw_usec_t reserve_until; /* monotonic */
+        int attempt; /* the attempt being preempted */
+        char by[160]; /* "job 12 (alice, priority 5)" */
+        int64_t by_id; /* the preemptor's job id, 0 a booking */
+        gw_usec_t after; /* training: only a checkpoint written later counts (wall) */
+        gw_usec_t deadline; /* monotonic: preempt_grace over */
+        gw_usec_t next_look; /* monotonic: its files looked at again (training) */
         struct gw_preempt_watch *watch; /* training: its run's checkpoint watch, NULL none */
-        bool wait_ckpt;              /* a training run: stop after its next checkpoint */
-        bool finishing;              /* its last epoch's checkpoint is written: let it end */
-        bool signalled;              /* its --signal was sent */
-        bool stopped;                /* SIGTERM sent (gw_job_terminate_within) */
+        bool wait_ckpt; /* a training run: stop after its next checkpoint */
+        bool finishing; /* its last epoch's checkpoint is written: let it end */
+        bool signalled; /* its --signal was sent */
+        bool stopped; /* SIGTERM sent (gw_job_terminate_within) */
 };
 
 /* A job's preemption state, kept by job id in d->state.preempt: NULL when it is not being
@@ -101,9 +101,9 @@ static gw_usec_t ckpt_time(const struct gw_daemon *d, const struct gw_djob *dj) 
         char why[256];
         _cleanup_free_ char *path = gw_resume_find(d, dj->job, dj->job->start_time, why, sizeof why);
         struct stat st;
-        return path && stat(path, &st) == 0 ? (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC +
-                                                      st.st_mtim.tv_nsec / 1000
-                                            : 0;
+        return path && stat(path, &st) == 0
+                       ? (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000
+                       : 0;
 }
 
 /* The queued preemptor holding a reservation, NULL none; a reservation that is over (its
@@ -252,8 +252,10 @@ static void let_finish(struct gw_daemon *d, struct gw_djob *dj, long epoch) {
         char msg[400];
         p->finishing = true;
         p->watch = gw_preempt_watch_free(p->watch);
-        snprintf(msg, sizeof msg, FINISHING_START " (epoch %ld) is written: it is let finish rather than stopped, "
-                 "then %s gets its GPUs (SIGTERM if it has not ended within its preempt_grace)", epoch, p->by);
+        snprintf(msg, sizeof msg,
+                 FINISHING_START " (epoch %ld) is written: it is let finish rather than stopped, "
+                                 "then %s gets its GPUs (SIGTERM if it has not ended within its preempt_grace)",
+                 epoch, p->by);
         (void) gw_store_job_event(d->store, dj->job->id, dj->job->state, "preempt", msg);
         log_info("job %lld: %s", (long long) dj->job->id, msg);
 }
@@ -337,8 +339,10 @@ static void begin(struct gw_daemon *d, struct gw_djob *dj, const char *by_what, 
                          gw_signal_name(j->warn_signal), grace);
         else
                 snprintf(how, sizeof how, "SIGTERM now, SIGKILL %s later", grace);
-        snprintf(msg, sizeof msg, VICTIM_START "%s%s; %lds of work since its checkpoint would be lost now; %s; then "
-                 "it waits first of its priority and resumes", p->by, by_job ? BY_JOB : BY_BOOKING, lost_s, how);
+        snprintf(msg, sizeof msg,
+                 VICTIM_START "%s%s; %lds of work since its checkpoint would be lost now; %s; then "
+                              "it waits first of its priority and resumes",
+                 p->by, by_job ? BY_JOB : BY_BOOKING, lost_s, how);
         (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
         log_info("job %lld: %s", (long long) j->id, msg);
         gw_job_log_note(d, dj, msg);
@@ -375,7 +379,7 @@ static gw_usec_t advance(struct gw_daemon *d, struct gw_djob *dj) {
         char grace[32], what[96];
         gw_format_duration(d->cfg->preempt_grace, grace, sizeof grace);
         snprintf(what, sizeof what, "%s over without %s; SIGTERM", grace,
-                 p->finishing ? "its end after its last epoch"
+                 p->finishing   ? "its end after its last epoch"
                  : p->wait_ckpt ? "a new checkpoint"
                                 : "its end after its --signal");
         stop(d, dj, what, d->cfg->grace);
@@ -391,9 +395,13 @@ static size_t running_in(const struct gw_daemon *d, struct gw_preempt_running *r
                 if (!gw_config_job_preemptible(d->cfg, j) || dj->terminating || j->start_time <= 0 || j->mig_profile)
                         continue;
                 djs[n] = dj;
-                r[n++] = (struct gw_preempt_running) {
-                        .id = j->id, .gpu_mask = j->gpu_mask, .priority = j->priority, .start_time = j->start_time,
-                        .preemptible = true, .resumable = resumable(j),
+                r[n++] = (struct gw_preempt_running){
+                        .id = j->id,
+                        .gpu_mask = j->gpu_mask,
+                        .priority = j->priority,
+                        .start_time = j->start_time,
+                        .preemptible = true,
+                        .resumable = resumable(j),
                 };
         }
         return n;
@@ -450,9 +458,12 @@ static bool for_bookings(struct gw_daemon *d) {
                 for (size_t i = 0; i < n; i++) /* its own jobs are where they belong */
                         r[i].preemptible = djs[i]->job->booking_id != bk->id;
                 struct gw_preempt_need need = {
-                        .ngpus = __builtin_popcountll(bk->gpu_mask & usable), .allowed = bk->gpu_mask,
-                        .free_mask = (free_gpus(d) | own) & bk->gpu_mask, .booking = true,
-                        .unresumable_ok = d->cfg->preempt_unresumable, .lossy_ok = true, /* its window was promised */
+                        .ngpus = __builtin_popcountll(bk->gpu_mask & usable),
+                        .allowed = bk->gpu_mask,
+                        .free_mask = (free_gpus(d) | own) & bk->gpu_mask,
+                        .booking = true,
+                        .unresumable_ok = d->cfg->preempt_unresumable,
+                        .lossy_ok = true, /* its window was promised */
                         .grace = d->cfg->preempt_grace,
                 };
                 struct gw_preempt_plan plan;
@@ -501,7 +512,9 @@ static bool any_below(const struct gw_daemon *d, int priority) {
 static bool preempt_for(struct gw_daemon *d, struct gw_djob *by, struct gw_preempt_running *r, struct gw_djob **djs,
                         size_t n, bool *looked) {
         const struct gw_job *pj = by->job;
-        struct gw_preempt_need need = { .ngpus = pj->ngpus, .free_mask = free_gpus(d), .priority = pj->priority,
+        struct gw_preempt_need need = { .ngpus = pj->ngpus,
+                                        .free_mask = free_gpus(d),
+                                        .priority = pj->priority,
                                         .unresumable_ok = d->cfg->preempt_unresumable,
                                         .grace = d->cfg->preempt_grace };
         struct gw_preempt_plan plan;
@@ -593,16 +606,20 @@ static void tell_ended_first(struct gw_daemon *d, const struct gw_djob *dj) {
         const struct gw_preempt_job *p = pj(d, dj);
         const struct gw_job *j = dj->job;
         char msg[400], victim[160];
-        snprintf(msg, sizeof msg, "ended by itself (exit 0) while it was giving way to %s: it completed, not preempted; "
-                 "its GPUs go to %s", p->by, p->by);
+        snprintf(msg, sizeof msg,
+                 "ended by itself (exit 0) while it was giving way to %s: it completed, not preempted; "
+                 "its GPUs go to %s",
+                 p->by, p->by);
         (void) gw_store_job_event(d->store, j->id, j->state, "preempt", msg);
         log_info("job %lld: %s", (long long) j->id, msg);
         const struct gw_djob *by = p->by_id ? gw_jobmap_get(&d->jobs.map, p->by_id) : NULL;
         if (!by || by->job->id != p->by_id || by->job->state != GW_JOB_PENDING)
                 return;
         describe(j, victim, sizeof victim);
-        snprintf(msg, sizeof msg, "%s ended by itself before it had to stop (it completed): its GPUs are kept for "
-                 "this job", victim);
+        snprintf(msg, sizeof msg,
+                 "%s ended by itself before it had to stop (it completed): its GPUs are kept for "
+                 "this job",
+                 victim);
         (void) gw_store_job_event(d->store, by->job->id, by->job->state, "preempt", msg);
         log_info("job %lld: %s", (long long) by->job->id, msg);
 }
@@ -647,7 +664,7 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
         struct gw_job *j = dj->job;
         if (!d->cfg->preemption || !gw_backend_preempts(d) || j->start_time <= 0)
                 return;
-        char by[sizeof ((struct gw_preempt_job *) 0)->by] = "";
+        char by[sizeof((struct gw_preempt_job *) 0)->by] = "";
         gw_usec_t asked = 0;
         bool stopped = false, finishing = false;
         for (size_t i = 0; i < n; i++) {
@@ -683,8 +700,10 @@ void gw_preempt_restore(struct gw_daemon *d, struct gw_djob *dj, const struct gw
                 /* Its stop goes on as it was, its SIGKILL due when the first one said
                  * (recover_one: gw_job_stop_again), and its end is this preemption's. */
                 gw_job_stop_restore(dj);
-                snprintf(msg, sizeof msg, "daemon restarted while it was being stopped, " VICTIM_START "%s: its end "
-                         "queues it again first of its priority", by);
+                snprintf(msg, sizeof msg,
+                         "daemon restarted while it was being stopped, " VICTIM_START "%s: its end "
+                         "queues it again first of its priority",
+                         by);
         } else
                 snprintf(msg, sizeof msg, "daemon restarted while it was giving way, " VICTIM_START "%s: %s", by,
                          p->wait_ckpt ? "it still stops right after its next checkpoint"

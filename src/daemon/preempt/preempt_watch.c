@@ -33,8 +33,8 @@
 
 struct gw_preempt_watch {
         char *run_dir;
-        int wd_run, wd_weights;      /* -1 none */
-        bool counted;                /* one of n_watches: holds the inotify descriptor open */
+        int wd_run, wd_weights; /* -1 none */
+        bool counted; /* one of n_watches: holds the inotify descriptor open */
         /* results.csv as last read: only a changed file is parsed again */
         bool results_read;
         int64_t results_size;
@@ -174,13 +174,13 @@ static void look_file(const struct gw_preempt_watch *w, const struct gw_job *j, 
         int r = gw_resume_ckpt_whole(j, path, &st, why, sizeof why);
         if (r < 0 && r != -EBADMSG)
                 return; /* none (or not the user's): not seen */
-        *f = (struct gw_preempt_ckpt_file) { .seen = true, .complete = r == 0, .mtime = gw_file_mtime_us(&st) };
+        *f = (struct gw_preempt_ckpt_file){ .seen = true, .complete = r == 0, .mtime = gw_file_mtime_us(&st) };
 }
 
 void gw_preempt_watch_look(struct gw_daemon *d, struct gw_preempt_watch *w, const struct gw_job *j, long total,
                            struct gw_preempt_ckpt_look *ret) {
         (void) d;
-        *ret = (struct gw_preempt_ckpt_look) { .row_epoch = -1, .total = total, .best = GW_PREEMPT_BEST_MAYBE };
+        *ret = (struct gw_preempt_ckpt_look){ .row_epoch = -1, .total = total, .best = GW_PREEMPT_BEST_MAYBE };
         arm_weights(w, j);
         /* results.csv first: a row appended between the looks makes last.pt older than it,
          * never the other way round. */

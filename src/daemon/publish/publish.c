@@ -31,8 +31,8 @@ struct pub_job {
 };
 
 struct gw_publisher {
-        struct pub_job *cur;         /* the copy under way, NULL none */
-        struct pub_job **queue;      /* waiting, oldest first */
+        struct pub_job *cur; /* the copy under way, NULL none */
+        struct pub_job **queue; /* waiting, oldest first */
         size_t n, cap;
 };
 
@@ -124,21 +124,29 @@ void gw_publish_job_ended(struct gw_daemon *d, struct gw_djob *dj) {
         char msg[512];
         const char *run = gw_training_run_dir(d, dj);
         if (!d->cfg->model_store || !d->cfg->model_store[0])
-                snprintf(msg, sizeof msg, "not published as %s: this gpuwardd has no model store now "
-                         "(model_store = none)", j->publish);
+                snprintf(msg, sizeof msg,
+                         "not published as %s: this gpuwardd has no model store now "
+                         "(model_store = none)",
+                         j->publish);
         else if (!run)
-                snprintf(msg, sizeof msg, "not published as %s: no training run found for the job (no results.csv "
-                         "written by it)", j->publish);
+                snprintf(msg, sizeof msg,
+                         "not published as %s: no training run found for the job (no results.csv "
+                         "written by it)",
+                         j->publish);
         else if (state(d)->n >= QUEUE_MAX)
                 snprintf(msg, sizeof msg, "not published as %s: %d publications are waiting already", j->publish,
                          QUEUE_MAX);
         else {
                 struct pub_job *p = gw_xcalloc(1, sizeof *p);
-                p->t = (struct gw_pub_task) { .job_id = j->id, .uid = (uid_t) j->uid, .user = gw_xstrdup(j->user),
-                                              .name = gw_xstrdup(j->publish),
-                                              .metric = j->publish_metric ? gw_xstrdup(j->publish_metric) : NULL,
-                                              .run_dir = gw_xstrdup(run), .store = gw_xstrdup(d->cfg->model_store),
-                                              .commit = commit_of(j), .time = d->now_wall };
+                p->t = (struct gw_pub_task){ .job_id = j->id,
+                                             .uid = (uid_t) j->uid,
+                                             .user = gw_xstrdup(j->user),
+                                             .name = gw_xstrdup(j->publish),
+                                             .metric = j->publish_metric ? gw_xstrdup(j->publish_metric) : NULL,
+                                             .run_dir = gw_xstrdup(run),
+                                             .store = gw_xstrdup(d->cfg->model_store),
+                                             .commit = commit_of(j),
+                                             .time = d->now_wall };
                 struct gw_publisher *s = d->publish;
                 if (s->n == s->cap)
                         s->queue = gw_xrealloc(s->queue, (s->cap = s->cap ? 2 * s->cap : 8) * sizeof *s->queue);

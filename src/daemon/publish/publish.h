@@ -41,14 +41,14 @@ enum gw_pub_outcome { GW_PUB_PUBLISHED, GW_PUB_NOT_PUBLISHED };
 struct gw_pub_task {
         /* what the loop hands over (owned by the task) */
         int64_t job_id;
-        uid_t uid;                       /* the run's files must be this user's */
-        char *user, *name, *metric;      /* metric: --publish-if-better's, NULL none */
-        char *run_dir, *store, *commit;  /* commit: CI_COMMIT_SHA or GITHUB_SHA, NULL none */
-        int64_t time;                    /* wall clock, Unix µs: the manifest's time */
+        uid_t uid; /* the run's files must be this user's */
+        char *user, *name, *metric; /* metric: --publish-if-better's, NULL none */
+        char *run_dir, *store, *commit; /* commit: CI_COMMIT_SHA or GITHUB_SHA, NULL none */
+        int64_t time; /* wall clock, Unix µs: the manifest's time */
         /* what the thread says */
         enum gw_pub_outcome outcome;
-        long version;                    /* published as vN */
-        char msg[1024];                  /* the event's message */
+        long version; /* published as vN */
+        char msg[1024]; /* the event's message */
 };
 
 /* Makes the publication t asks for and fills its outcome, version and message.  Blocking file

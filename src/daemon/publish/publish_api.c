@@ -178,7 +178,7 @@ int gw_publish_manifest_json(struct gw_daemon *d, const char *name, const char *
 static bool listed(const json_t *m, const char *file) {
         size_t i;
         const json_t *f;
-        json_array_foreach(json_object_get(m, "files"), i, f) {
+        json_array_foreach (json_object_get(m, "files"), i, f) {
                 const char *s = json_string_value(json_object_get(f, "name"));
                 if (s && !strcmp(s, file))
                         return true;

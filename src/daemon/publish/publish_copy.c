@@ -184,9 +184,7 @@ static void remove_tmp(int dir, const char *tmp) {
         (void) unlinkat(dir, tmp, AT_REMOVEDIR);
 }
 
-static json_t *number_or_null(double v) {
-        return isfinite(v) ? json_real(v) : json_null();
-}
+static json_t *number_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* Every column of row but the epoch, by name. */
 static json_t *row_json(const struct gw_results *r, size_t row) {

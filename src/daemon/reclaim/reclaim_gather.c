@@ -30,11 +30,10 @@
 #include "daemon/base/userfile.h"
 
 #define TAIL_BYTES (16 * 1024)
-#define RESULTS_MAX (16u << 20)   /* a results.csv beyond this is not re-parsed */
-#define SCAN_MAX 512              /* directory entries looked at per directory */
+#define RESULTS_MAX (16u << 20) /* a results.csv beyond this is not re-parsed */
+#define SCAN_MAX 512 /* directory entries looked at per directory */
 #define GLOB_MAX 1000
 #define EXTRA_PATTERNS 16
-
 
 static void join(char *buf, size_t n, const char *dir, const char *p) {
         if (p[0] == '/' || !dir)
@@ -60,7 +59,7 @@ static void add_patterns(struct rules_buf *b, size_t *n, size_t *used, const cha
                 if (l && *n < ELEMENTSOF(b->pats) && *used + l + 1 <= sizeof b->text) {
                         memcpy(b->text + *used, p, l);
                         b->text[*used + l] = '\0';
-                        b->pats[(*n)++] = (struct gw_phase_pattern) { ph, GW_MATCH_SUBSTR, b->text + *used, false };
+                        b->pats[(*n)++] = (struct gw_phase_pattern){ ph, GW_MATCH_SUBSTR, b->text + *used, false };
                         *used += l + 1;
                 }
                 p += l + (p[l] == '|');
@@ -75,7 +74,7 @@ static const struct gw_phase_rules *phase_rules(const struct gw_config *c, struc
                 b->pats[n++] = gw_phase_patterns_default[i];
         add_patterns(b, &n, &used, c->validating_patterns, GW_PHASE_VALIDATING);
         add_patterns(b, &n, &used, c->saving_patterns, GW_PHASE_SAVING);
-        b->rules = (struct gw_phase_rules) { .patterns = b->pats, .n_patterns = n };
+        b->rules = (struct gw_phase_rules){ .patterns = b->pats, .n_patterns = n };
         return &b->rules;
 }
 
@@ -139,7 +138,7 @@ void gw_rwatch_gather_log(const struct gw_daemon *d, const struct gw_job *j, str
         struct rules_buf rb;
         struct gw_phase_result pr;
         if (gw_phase_from_log(tail, len, phase_rules(d->cfg, &rb), &pr) < 0)
-                pr = (struct gw_phase_result) { .phase = GW_PHASE_UNKNOWN };
+                pr = (struct gw_phase_result){ .phase = GW_PHASE_UNKNOWN };
         w->phase = pr.phase;
         snprintf(w->phase_line, sizeof w->phase_line, "%s", pr.line);
 }

@@ -24,9 +24,7 @@
 #define PROBE_TIMEOUT (2 * GW_USEC_PER_SEC)
 #define PROBE_EVERY (5 * GW_USEC_PER_SEC)
 
-void gw_probe_init(struct gw_probe *p) {
-        *p = (struct gw_probe) { .fd = -1, .result = GW_PROBE_NONE };
-}
+void gw_probe_init(struct gw_probe *p) { *p = (struct gw_probe){ .fd = -1, .result = GW_PROBE_NONE }; }
 
 void gw_probe_close(struct gw_probe *p) {
         if (p->fd >= 0)
@@ -116,8 +114,10 @@ static void advance(struct gw_probe *p, const char *url, gw_usec_t now) {
                 char path[512], req[700];
                 if (probe_target(url, &sa, &sl, path, sizeof path) < 0)
                         return finish(p, GW_PROBE_FAIL, "unusable URL");
-                int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\nUser-Agent: gpuward\r\n"
-                                 "Connection: close\r\n\r\n", path);
+                int n = snprintf(req, sizeof req,
+                                 "GET %s HTTP/1.0\r\nHost: localhost\r\nUser-Agent: gpuward\r\n"
+                                 "Connection: close\r\n\r\n",
+                                 path);
                 /* A few hundred bytes fit any fresh socket's buffer: one send or a failure. */
                 if (n < 0 || (size_t) n >= sizeof req || send(p->fd, req, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
                         return finish(p, GW_PROBE_FAIL, "cannot send the request");

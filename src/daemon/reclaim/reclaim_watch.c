@@ -136,8 +136,9 @@ void gw_reclaim_idle_restore(struct gw_daemon *d, struct gw_djob *dj, const stru
          * (a step forward) only delays the stop. */
         const struct gw_reclaim_policy *p = gw_reclaim_policy_of(d, j);
         if (warned > 0 && p)
-                w->state.warned_at = warned > w->state.last_active + p->idle_timeout ? warned
-                                                                                     : w->state.last_active + p->idle_timeout;
+                w->state.warned_at = warned > w->state.last_active + p->idle_timeout
+                                             ? warned
+                                             : w->state.last_active + p->idle_timeout;
         w->idle_told = true;
         w->restored = true;
         rwatch_put(d, dj, w);
@@ -154,7 +155,7 @@ static size_t job_gpus(const struct gw_daemon *d, const struct gw_job *j, struct
                         continue;
                 const struct gw_dgpu *g = &d->host.gpus[gi];
                 struct gw_reclaim_gpu *r = &out[n++];
-                *r = (struct gw_reclaim_gpu) { .index = (int) gi };
+                *r = (struct gw_reclaim_gpu){ .index = (int) gi };
                 unsigned util = 0;
                 bool per_proc = false;
                 for (size_t k = 0; k < g->n_procs; k++) {
@@ -203,8 +204,10 @@ static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, stru
                         if (gw_mig_slice_job(d, m->uuid) != j->id)
                                 continue;
                         struct gw_reclaim_gpu *r = &out[n++];
-                        *r = (struct gw_reclaim_gpu) { .index = (int) gi, .mig = true, .uuid = m->uuid,
-                                                       .procs_valid = m->has_procs };
+                        *r = (struct gw_reclaim_gpu){ .index = (int) gi,
+                                                      .mig = true,
+                                                      .uuid = m->uuid,
+                                                      .procs_valid = m->has_procs };
                         for (size_t p = 0; p < m->n_procs && p < GW_GPU_MIG_PROCS_MAX; p++) {
                                 if (proc_is_jobs(g, m->procs[p].pid, j->id))
                                         r->n_procs++;
@@ -214,7 +217,7 @@ static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, stru
                 }
         }
         if (n == 0 && max > 0) /* its slices are not in the layout now (re-partitioned?) */
-                out[n++] = (struct gw_reclaim_gpu) { .index = -1, .mig = true };
+                out[n++] = (struct gw_reclaim_gpu){ .index = -1, .mig = true };
         return n;
 }
 
@@ -364,15 +367,15 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         w->idle_told = true;
         snprintf(msg, sizeof msg,
                  IDLE_TOLD_START "%s (%llds into this attempt; below %u%%, not validating, not saving), no progress "
-                 "for %s: the idle timeout (%s) counts from then, across daemon restarts",
+                                 "for %s: the idle timeout (%s) counts from then, across daemon restarts",
                  gw_clock_text(since, at, sizeof at), (long long) ((since - j->start_time) / GW_USEC_PER_SEC),
                  p->util_threshold, gw_format_duration(dec->idle_for, idle, sizeof idle),
                  gw_format_duration(p->idle_timeout, timeout, sizeof timeout));
         (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
 }
 
-static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_reclaim_gpu *gpus,
-                         size_t n, gw_usec_t now) {
+static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w,
+                         const struct gw_reclaim_gpu *gpus, size_t n, gw_usec_t now) {
         struct gw_job *j = dj->job;
         if (dj->terminating && !w->state.term_at)
                 return; /* cancelled or out of time: not ours to end */

@@ -19,22 +19,22 @@
  * is read at the next sample, and the decision sees the last finished probe.  That is fine
  * because the probe is evidence only (core/reclaim.h): it never changes the action. */
 struct gw_probe {
-        int fd;                          /* -1: none in flight */
-        bool sent;                       /* the request went out */
-        gw_usec_t started;               /* the job's clock */
-        gw_usec_t next_at;               /* no new probe before (the job's clock) */
-        char buf[64];                    /* the start of the reply: its status line */
+        int fd; /* -1: none in flight */
+        bool sent; /* the request went out */
+        gw_usec_t started; /* the job's clock */
+        gw_usec_t next_at; /* no new probe before (the job's clock) */
+        char buf[64]; /* the start of the reply: its status line */
         size_t len;
-        enum gw_probe_result result;     /* of the last finished probe; NONE before the first */
-        char detail[64];                 /* "HTTP 503", "timeout", "connection refused" */
+        enum gw_probe_result result; /* of the last finished probe; NONE before the first */
+        char detail[64]; /* "HTTP 503", "timeout", "connection refused" */
 };
 
 /* What one running job's watch remembers between samples.  Reset when a new attempt starts. */
 struct gw_rwatch {
-        int attempt;                     /* the attempt this state belongs to */
-        gw_usec_t start_time;            /* its start (wall clock) */
-        struct gw_reclaim_state state;   /* gw_reclaim_decide's, stored as decision.next */
-        gw_usec_t kill_rearm_at;         /* no second SIGKILL request before (the job's clock) */
+        int attempt; /* the attempt this state belongs to */
+        gw_usec_t start_time; /* its start (wall clock) */
+        struct gw_reclaim_state state; /* gw_reclaim_decide's, stored as decision.next */
+        gw_usec_t kill_rearm_at; /* no second SIGKILL request before (the job's clock) */
         /* Every instant here is on the job's clock (jobclock.c: its wall start + monotonic
          * elapsed), which a step of the wall clock does not move.  A file's mtime is a wall
          * instant: shift (the job's clock - the wall clock, at this sample) takes it over.  But
@@ -52,16 +52,16 @@ struct gw_rwatch {
         gw_usec_t log_changed;
         enum gw_phase phase;
         char phase_line[GW_PHASE_LINE_MAX];
-        struct gw_val_track val;         /* this attempt's validation passes, timed */
+        struct gw_val_track val; /* this attempt's validation passes, timed */
 
         /* Ultralytics' results.csv, once found (the path is then kept). */
         char *results_path;
         bool results_seen;
         int64_t results_size;
         gw_usec_t results_mtime;
-        long results_rows;               /* -1: none found yet */
+        long results_rows; /* -1: none found yet */
         size_t results_lines;
-        uint64_t results_last;           /* a hash of the last row's values */
+        uint64_t results_last; /* a hash of the last row's values */
         gw_usec_t results_changed;
         double losses[GW_RWATCH_LOSSES];
         size_t n_losses;
@@ -72,13 +72,13 @@ struct gw_rwatch {
         int64_t progress_size;
         gw_usec_t progress_mtime, progress_changed;
 
-        gw_usec_t ckpt_mtime;            /* newest RUN/weights/ *.pt or --checkpoint match */
+        gw_usec_t ckpt_mtime; /* newest RUN/weights/ *.pt or --checkpoint match */
         struct gw_probe probe;
 
         /* An "idle" event holds state.last_active for this idle window (reclaim_watch.c), so
          * that a restarted daemon goes on with the window instead of starting a new one. */
         bool idle_told;
-        bool restored;                   /* made by gw_reclaim_idle_restore at a re-adoption */
+        bool restored; /* made by gw_reclaim_idle_restore at a re-adoption */
 
         /* On a cluster (nodes_watch.c): a node's snapshot listed one of the job's processes
          * during this attempt; a stale snapshot kept it from a decision (told once). */

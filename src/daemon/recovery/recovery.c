@@ -162,8 +162,8 @@ static void requeue_preempted(struct gw_daemon *d, struct gw_djob *dj, const cha
                 snprintf(msg, sizeof msg, "%s; queued again first of priority %d, resuming from %s%s", evidence,
                          j->priority, gw_text_private_wrap(where, sizeof where, ckpt), note);
         else if (j->resume_cmd)
-                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, to run its resume command",
-                         evidence, j->priority);
+                snprintf(msg, sizeof msg, "%s; queued again first of priority %d, to run its resume command", evidence,
+                         j->priority);
         else
                 snprintf(msg, sizeof msg, "%s; queued again first of priority %d, from scratch (no checkpoint)",
                          evidence, j->priority);
@@ -199,9 +199,10 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         if (!clean && !dj->terminating) /* our own stop is classified as such whatever the GPU did */
                 gw_observe_settle(d, dj); /* the GPU may have been lost a moment before the sampler looked */
         size_t tail_len = 0;
-        _cleanup_free_ char *tail = clean && !(j->attempt > 1 && j->yolo) ? NULL
-                                                                          : gw_user_file_tail(j, j->log_path, j->output != NULL,
-                                                                                              TAIL_BYTES, NULL, &tail_len);
+        _cleanup_free_ char *tail =
+                clean && !(j->attempt > 1 && j->yolo)
+                        ? NULL
+                        : gw_user_file_tail(j, j->log_path, j->output != NULL, TAIL_BYTES, NULL, &tail_len);
         struct gw_failure_input in = {
                 .end = end,
                 .status = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
@@ -234,38 +235,47 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         /* A log line is as private as the log: marked, so that the API shows it to the job's
          * owner and admins only. */
         char quoted[GW_FAILURE_EVIDENCE_MAX + 2];
-        const char *evidence = v.line > 0 && !leak_restart && !preempted ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
-                                                           : v.evidence;
+        const char *evidence = v.line > 0 && !leak_restart && !preempted
+                                       ? gw_text_private_wrap(quoted, sizeof quoted, v.evidence)
+                                       : v.evidence;
         char ckpt_why[512] = "";
         char *ckpt = gw_resume_find(d, j, j->submit_time, ckpt_why, sizeof ckpt_why);
         /* The epochs the training watch saw come first: it follows runs that no command names
          * (a script calling model.train()), and counts finished epochs whether or not a
          * checkpoint survived to be resumed from. */
         long seen = gw_training_epochs_done(d, dj);
-        struct gw_attempt_mark last = { .valid = true, .epoch = seen >= 0 ? seen : epoch_reached(j, ckpt),
+        struct gw_attempt_mark last = { .valid = true,
+                                        .epoch = seen >= 0 ? seen : epoch_reached(j, ckpt),
                                         .fresh = started_over(j, ckpt) };
         ckpt_identity(ckpt, last.ckpt, sizeof last.ckpt);
 
         _cleanup_free_ char *attempt_log = gw_xstrdup(j->log_path);
         struct gw_job_attempt a = {
-                .attempt = j->attempt, .gpu_mask = j->gpu_mask, .start_time = j->start_time, .end_time = end_time,
-                .has_exit = !lost, .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                .attempt = j->attempt,
+                .gpu_mask = j->gpu_mask,
+                .start_time = j->start_time,
+                .end_time = end_time,
+                .has_exit = !lost,
+                .exit_code = !lost && WIFEXITED(status) ? WEXITSTATUS(status) : 0,
                 .signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                 .class_name = (char *) (preempted ? "preempted" : gw_failure_class_name(v.cls)),
                 .evidence = (char *) evidence,
-                .resumed_from = j->resume_from, .ckpt_epoch = j->resume_from ? j->resume_epoch : 0,
-                .epoch = (int) last.epoch, .log_path = attempt_log,
+                .resumed_from = j->resume_from,
+                .ckpt_epoch = j->resume_from ? j->resume_epoch : 0,
+                .epoch = (int) last.epoch,
+                .log_path = attempt_log,
                 .ckpt_id = last.ckpt,
         };
         if (gw_store_attempt_add(d->store, j->id, &a) < 0)
-                log_err("job %lld: cannot record attempt %d: %s", (long long) j->id, j->attempt, gw_store_errmsg(d->store));
+                log_err("job %lld: cannot record attempt %d: %s", (long long) j->id, j->attempt,
+                        gw_store_errmsg(d->store));
 
         /* Ultralytics refuses to resume a run that had finished: the work is done. */
         if (j->attempt > 1 && j->yolo && tail && strstr(tail, "is finished, nothing to resume")) {
                 free(ckpt);
                 keep_attempt(dj, &a);
-                (void) gw_job_end_at(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)", "end",
-                                     end_time);
+                (void) gw_job_end_at(d, dj, GW_JOB_COMPLETED, "training had already finished (nothing to resume)",
+                                     "end", end_time);
                 return;
         }
         if (preempted) {
@@ -275,7 +285,9 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         struct gw_retry_policy p;
         gw_job_retry_policy(d, j, &p);
         /* The attempts it lost to preemption use none of its retries. */
-        struct gw_retry_state s = { .attempts = (unsigned) (j->attempt - dj->n_preempted), .prev = dj->last_mark, .last = last,
+        struct gw_retry_state s = { .attempts = (unsigned) (j->attempt - dj->n_preempted),
+                                    .prev = dj->last_mark,
+                                    .last = last,
                                     .oom_explained = leak_restart || gw_training_leak_flagged(d, dj) ||
                                                      memory_taken_by_others(d, j) };
         struct gw_retry_decision dec;
@@ -286,8 +298,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         }
         free(ckpt);
         enum gw_job_state state = v.cls == GW_FAILURE_OK ? GW_JOB_COMPLETED
-                                  : dj->terminating  ? dj->end_state
-                                                     : GW_JOB_FAILED;
+                                  : dj->terminating      ? dj->end_state
+                                                         : GW_JOB_FAILED;
         char reason[1024];
         bool our_stop = v.cls == GW_FAILURE_CANCELLED || v.cls == GW_FAILURE_TIMEOUT || v.cls == GW_FAILURE_RECLAIMED;
         if (dj->terminating && our_stop)
@@ -297,7 +309,8 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
         else if (v.cls == GW_FAILURE_OK || !strcmp(v.evidence, gw_failure_class_name(v.cls)))
                 snprintf(reason, sizeof reason, "%s", evidence); /* "exit 0"; "lost", not "lost: lost" */
         else
-                snprintf(reason, sizeof reason, "%s%s%s%s%s", evidence_names_class(&v) ? "" : gw_failure_class_name(v.cls),
+                snprintf(reason, sizeof reason, "%s%s%s%s%s",
+                         evidence_names_class(&v) ? "" : gw_failure_class_name(v.cls),
                          evidence_names_class(&v) ? "" : ": ", evidence,
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? "; " : "",
                          dec.why == GW_RETRY_WHY_EXHAUSTED || dec.why == GW_RETRY_WHY_CRASH_LOOP ? dec.reason : "");

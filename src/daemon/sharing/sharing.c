@@ -189,7 +189,7 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         memset(v, 0, sizeof *v);
         struct gw_sharing *s = d->sharing;
         for (unsigned i = 0; i < d->host.n_gpus; i++)
-                v->gpus[i] = (struct gw_sched_gpu) {
+                v->gpus[i] = (struct gw_sched_gpu){
                         .index = (int) i,
                         .usable = gw_gpu_whole_usable(&d->host.gpus[i]),
                         .job_id = d->host.gpus[i].job_id,
@@ -197,34 +197,47 @@ void gw_calendar_view(struct gw_daemon *d, struct calendar_view *v) {
         v->bookings = gw_xcalloc(s->n_bookings + 1, sizeof *v->bookings);
         for (size_t i = 0; i < s->n_bookings; i++) {
                 const struct gw_store_booking *b = &s->bookings[i];
-                v->bookings[i] = (struct gw_booking) { .id = b->id, .uid = b->uid, .ngpus = b->ngpus,
-                                                       .start = b->start, .end = b->end, .gpu_mask = b->gpu_mask,
-                                                       .state = (enum gw_booking_state) b->state,
-                                                       .last_used = b->last_used, .label = b->name,
-                                                       .created = b->created };
+                v->bookings[i] = (struct gw_booking){ .id = b->id,
+                                                      .uid = b->uid,
+                                                      .ngpus = b->ngpus,
+                                                      .start = b->start,
+                                                      .end = b->end,
+                                                      .gpu_mask = b->gpu_mask,
+                                                      .state = (enum gw_booking_state) b->state,
+                                                      .last_used = b->last_used,
+                                                      .label = b->name,
+                                                      .created = b->created };
         }
         gw_usec_t wall = d->now_wall;
         v->running = gw_xcalloc(d->jobs.n_running + 1, sizeof *v->running);
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 const struct gw_djob *dj = d->jobs.running[i];
                 /* Named fields: the calendar's structs grow (ETAs, predictions) and unset ones are 0. */
-                v->running[i] = (struct gw_cal_job) { .id = dj->job->id, .booking_id = dj->job->booking_id,
-                                                      .gpu_mask = dj->job->gpu_mask, .start = dj->job->start_time,
-                                                      .end = wall + (dj->limit_at - d->now),
-                                                      .warned = booking_warned(d, dj), .label = dj->job->name,
-                                                      .uid = dj->job->uid };
+                v->running[i] = (struct gw_cal_job){ .id = dj->job->id,
+                                                     .booking_id = dj->job->booking_id,
+                                                     .gpu_mask = dj->job->gpu_mask,
+                                                     .start = dj->job->start_time,
+                                                     .end = wall + (dj->limit_at - d->now),
+                                                     .warned = booking_warned(d, dj),
+                                                     .label = dj->job->name,
+                                                     .uid = dj->job->uid };
         }
         v->pending = gw_xcalloc(d->jobs.n_queue + 1, sizeof *v->pending);
         struct max_gpus_memo memo = { .n = 0 };
         for (size_t i = 0; i < d->jobs.n_queue; i++) {
                 const struct gw_job *j = d->jobs.queue[i]->job;
-                v->pending[i] = (struct gw_cal_pending) { .id = j->id, .ngpus = j->ngpus, .time_limit = j->time_limit,
-                                                          .booking_id = j->booking_id, .held = j->state == GW_JOB_HELD,
-                                                          .not_before = j->not_before, .label = j->name,
-                                                          .uid = j->uid, .max_gpus = view_max_gpus(d, &memo, j) };
+                v->pending[i] = (struct gw_cal_pending){ .id = j->id,
+                                                         .ngpus = j->ngpus,
+                                                         .time_limit = j->time_limit,
+                                                         .booking_id = j->booking_id,
+                                                         .held = j->state == GW_JOB_HELD,
+                                                         .not_before = j->not_before,
+                                                         .label = j->name,
+                                                         .uid = j->uid,
+                                                         .max_gpus = view_max_gpus(d, &memo, j) };
         }
-        v->in = (struct gw_calendar_input) { v->gpus, d->host.n_gpus, v->bookings, s->n_bookings, v->running, d->jobs.n_running,
-                                             v->pending, d->jobs.n_queue };
+        v->in = (struct gw_calendar_input){ v->gpus,    d->host.n_gpus,    v->bookings, s->n_bookings,
+                                            v->running, d->jobs.n_running, v->pending,  d->jobs.n_queue };
 }
 
 void gw_calendar_view_free(struct calendar_view *v) {
@@ -341,7 +354,8 @@ static void calendar_run(struct gw_daemon *d) {
         gw_calendar_view(d, &v);
         size_t cap = gw_calendar_tick_max(&v.in), n = 0, open = s->n_bookings;
         struct gw_cal_action *acts = gw_xcalloc(cap + 1, sizeof *acts);
-        struct gw_calendar_params p = { .no_show = s->no_show, .warn_before_end = s->warn_before_end,
+        struct gw_calendar_params p = { .no_show = s->no_show,
+                                        .warn_before_end = s->warn_before_end,
                                         .pending_ttl = d->cfg->booking_pending_ttl };
         if (gw_calendar_tick(&v.in, d->now_wall, &p, acts, cap, &n) == 0)
                 for (size_t i = 0; i < n; i++)
@@ -366,9 +380,7 @@ gw_usec_t gw_sharing_tick(struct gw_daemon *d) {
         return s->next_tick;
 }
 
-void gw_sharing_booking_closed(struct gw_daemon *d) {
-        calendar_run(d);
-}
+void gw_sharing_booking_closed(struct gw_daemon *d) { calendar_run(d); }
 
 /* --- quotas ------------------------------------------------------------------------- */
 
@@ -410,13 +422,12 @@ static void usage(struct gw_daemon *d, uint32_t uid, bool with_gpu_time, struct 
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 if (d->jobs.running[i]->job->uid == uid) {
                         gw_usec_t ran = gw_job_ran(d->jobs.running[i], mono);
-                        u->gpu_time_7d += d->jobs.running[i]->job->ngpus * (ran < GW_QUOTA_WINDOW_7D ? ran : GW_QUOTA_WINDOW_7D);
+                        u->gpu_time_7d +=
+                                d->jobs.running[i]->job->ngpus * (ran < GW_QUOTA_WINDOW_7D ? ran : GW_QUOTA_WINDOW_7D);
                 }
 }
 
-void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u) {
-        usage(d, uid, true, u);
-}
+void gw_sharing_usage(struct gw_daemon *d, uint32_t uid, struct gw_quota_usage *u) { usage(d, uid, true, u); }
 
 void gw_sharing_user_limits(struct gw_daemon *d, uint32_t uid, const char *user, bool admin, struct gw_quota *ret,
                             enum gw_quota_source src[_GW_QUOTA_KEY_MAX]) {
@@ -437,8 +448,8 @@ void gw_sharing_user_limits(struct gw_daemon *d, uint32_t uid, const char *user,
 /* No limit on jobs (the booking keys are checked when a booking is made): nothing to count
  * at a submission or in a scheduling pass. */
 static bool quota_unlimited(const struct gw_quota *q) {
-        static const enum gw_quota_key jobs[] = { GW_QUOTA_MAX_GPUS, GW_QUOTA_MAX_PENDING_JOBS,
-                                                  GW_QUOTA_MAX_TIME_LIMIT, GW_QUOTA_MAX_GPU_HOURS_7D };
+        static const enum gw_quota_key jobs[] = { GW_QUOTA_MAX_GPUS, GW_QUOTA_MAX_PENDING_JOBS, GW_QUOTA_MAX_TIME_LIMIT,
+                                                  GW_QUOTA_MAX_GPU_HOURS_7D };
         for (size_t i = 0; i < ELEMENTSOF(jobs); i++)
                 if (q->v[jobs[i]] != GW_QUOTA_UNLIMITED)
                         return false;
@@ -452,8 +463,12 @@ static int check_priority(struct gw_daemon *d, const struct gw_job *j, const str
                           const enum gw_quota_source src[_GW_QUOTA_KEY_MAX], struct gw_submit_error *err) {
         const struct gw_policy_conf *pc = gw_config_job_policy(d->cfg, j);
         const struct gw_prio_grant g = {
-                .admin = j->by_admin, .quota = lim->v[GW_QUOTA_MAX_PRIORITY], .quota_from = src[GW_QUOTA_MAX_PRIORITY],
-                .profile = pc ? pc->max_priority : -1, .profile_name = pc ? pc->p.name : NULL, .user = j->user,
+                .admin = j->by_admin,
+                .quota = lim->v[GW_QUOTA_MAX_PRIORITY],
+                .quota_from = src[GW_QUOTA_MAX_PRIORITY],
+                .profile = pc ? pc->max_priority : -1,
+                .profile_name = pc ? pc->p.name : NULL,
+                .user = j->user,
         };
         char msg[GW_QUOTA_MSG_SIZE];
         if (gw_quota_check_priority(&g, j->priority, msg, sizeof msg) == GW_QUOTA_OK)
@@ -470,8 +485,8 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead,
                 if (!b) {
                         err->status = 400;
                         snprintf(err->field, sizeof err->field, "reservation");
-                        snprintf(err->message, sizeof err->message, "reservation: booking %lld does not exist or has ended",
-                                 (long long) j->booking_id);
+                        snprintf(err->message, sizeof err->message,
+                                 "reservation: booking %lld does not exist or has ended", (long long) j->booking_id);
                         return -EINVAL;
                 }
                 if (b->uid != j->uid || strcmp(b->user, j->user ? j->user : "")) {
@@ -484,8 +499,8 @@ int gw_sharing_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead,
                 if (j->ngpus > b->ngpus) {
                         err->status = 400;
                         snprintf(err->field, sizeof err->field, "ngpus");
-                        snprintf(err->message, sizeof err->message, "ngpus: booking %lld has %d GPUs", (long long) b->id,
-                                 b->ngpus);
+                        snprintf(err->message, sizeof err->message, "ngpus: booking %lld has %d GPUs",
+                                 (long long) b->id, b->ngpus);
                         return -EINVAL;
                 }
         }
@@ -601,8 +616,8 @@ void gw_sharing_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t 
                          * earlier in the pass count as taken, so that the scheduler may start
                          * all of them at once without passing max_gpus.  The reason names the
                          * limit and the jobs holding it, not only "Quota". */
-                        if (uq && gw_quota_wait_reason(&uq->lim, &uq->use, j->ngpus, uq->holders, uq->n_holders,
-                                                       detail, sizeof detail) == GW_QUOTA_WAIT)
+                        if (uq && gw_quota_wait_reason(&uq->lim, &uq->use, j->ngpus, uq->holders, uq->n_holders, detail,
+                                                       sizeof detail) == GW_QUOTA_WAIT)
                                 pending[i].blocked = GW_REASON_QUOTA;
                         else if (uq && may_start) {
                                 uq->use.gpus_running += j->ngpus;

@@ -14,7 +14,7 @@
 #define GW_SHARING_MAX_SUBJECTS 256
 
 struct gw_quota_subject {
-        char name[80];               /* "default", "user:alice", "group:lab" */
+        char name[80]; /* "default", "user:alice", "group:lab" */
         struct gw_quota q;
 };
 
@@ -23,8 +23,8 @@ struct gw_sharing {
         size_t n_bookings, cap_bookings;
         struct gw_quota_subject subjects[GW_SHARING_MAX_SUBJECTS];
         size_t n_subjects;
-        struct gw_ratelimit *limits;       /* per uid: submissions and bookings */
-        gw_usec_t next_tick;               /* monotonic */
+        struct gw_ratelimit *limits; /* per uid: submissions and bookings */
+        gw_usec_t next_tick; /* monotonic */
         gw_usec_t no_show, warn_before_end;
 };
 
@@ -93,7 +93,7 @@ struct gw_book_request {
         bool admin;
         int ngpus;
         gw_usec_t start, len;
-        const char *name;            /* NULL: none */
+        const char *name; /* NULL: none */
 };
 /* What came of it: status 201 with the booking as stored; 400 or 403 (field, message); 409
  * when it does not fit (message; nearest_start and nearest_end, 0 when none, the nearest time
@@ -101,7 +101,7 @@ struct gw_book_request {
 struct gw_book_result {
         int status;
         char field[16];
-        char message[640];    /* the calendar's words, or Slurm's, with ours around them */
+        char message[640]; /* the calendar's words, or Slurm's, with ours around them */
         gw_usec_t nearest_start, nearest_end;
         struct gw_store_booking booking;
 };
@@ -114,8 +114,8 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
  * nearest window that fits, if any) when it no longer fits.  -EIO, b as it was, when the
  * store refused.  A final state closes it as at its end (gw_sharing_booking_closed): b is
  * not valid afterwards. */
-int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
-                           const char *note, struct gw_book_result *r);
+int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to, const char *note,
+                           struct gw_book_result *r);
 
 /* sharing.c: bookings, quotas, rate limits, tokens */
 struct gw_sharing;

@@ -19,9 +19,11 @@ static int book_policy(struct gw_daemon *d, bool admin, const struct calendar_vi
         const struct gw_bookpolicy *p = &d->cfg->booking;
         /* On a cluster a share is of the nodes' GPUs, not of the head node's (often none). */
         bool cluster = gw_backend_placement(d) == GW_EXEC_PLACE_NODES;
-        struct gw_bookpolicy_ask a = { .admin = admin, .ngpus = b->ngpus,
+        struct gw_bookpolicy_ask a = { .admin = admin,
+                                       .ngpus = b->ngpus,
                                        .host_gpus = cluster ? gw_nodes_gpu_count(d->nodes) : d->host.n_gpus,
-                                       .cluster = cluster, .duration = b->end - b->start };
+                                       .cluster = cluster,
+                                       .duration = b->end - b->start };
         int r = gw_bookpolicy_check(p, &a, msg, n);
         /* The schedule's prediction, twice, only where it can still change the answer. */
         if (r != GW_BOOKPOLICY_OK || admin || p->may_delay_waiting)
@@ -101,12 +103,16 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
          * one fits: the backend does, when it is asked to hold it (book_store). */
         int k = 0;
         if (gw_backend_book(d))
-                p = (struct gw_calendar_placement) { .verdict = GW_PLACE_FITS };
+                p = (struct gw_calendar_placement){ .verdict = GW_PLACE_FITS };
         else if (q != GW_QUOTA_BOOKING_REFUSE)
                 k = gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
         if (q == GW_QUOTA_BOOKING_APPROVE && k >= 0 && p.verdict == GW_PLACE_FITS) {
-                struct gw_booking cand = { .uid = req->uid, .ngpus = req->ngpus, .start = req->start, .end = end,
-                                           .gpu_mask = p.gpu_mask, .state = GW_BOOKING_APPROVED };
+                struct gw_booking cand = { .uid = req->uid,
+                                           .ngpus = req->ngpus,
+                                           .start = req->start,
+                                           .end = end,
+                                           .gpu_mask = p.gpu_mask,
+                                           .state = GW_BOOKING_APPROVED };
                 if (book_policy(d, req->admin, &v, &cand, now, qmsg, sizeof qmsg) != GW_BOOKPOLICY_OK)
                         q = GW_QUOTA_BOOKING_NEEDS_APPROVAL;
         }
@@ -124,9 +130,12 @@ int gw_sharing_book(struct gw_daemon *d, const struct gw_book_request *req, stru
         }
         bool wait = q == GW_QUOTA_BOOKING_NEEDS_APPROVAL;
         struct gw_store_booking *b = &r->booking;
-        *b = (struct gw_store_booking) { .uid = req->uid, .ngpus = req->ngpus, .start = req->start, .end = end,
-                                         .gpu_mask = p.gpu_mask,
-                                         .state = wait ? GW_BOOKING_PENDING_APPROVAL : GW_BOOKING_APPROVED };
+        *b = (struct gw_store_booking){ .uid = req->uid,
+                                        .ngpus = req->ngpus,
+                                        .start = req->start,
+                                        .end = end,
+                                        .gpu_mask = p.gpu_mask,
+                                        .state = wait ? GW_BOOKING_PENDING_APPROVAL : GW_BOOKING_APPROVED };
         snprintf(b->user, sizeof b->user, "%s", req->user);
         snprintf(b->name, sizeof b->name, "%s", req->name ? req->name : "");
         snprintf(b->note, sizeof b->note, "%s", wait ? qmsg : "");
@@ -155,13 +164,17 @@ static int approve_placed(struct gw_daemon *d, struct gw_store_booking *b, struc
                 as.state = GW_BOOKING_APPROVED;
                 if (gw_backend_book(d)->hold(d, &as, why, sizeof why) == 0)
                         return 0;
-                snprintf(r->message, sizeof r->message, "booking %lld cannot be approved: %s; it still awaits "
-                         "approval (deny it, or its owner may release it)", (long long) b->id, why);
+                snprintf(r->message, sizeof r->message,
+                         "booking %lld cannot be approved: %s; it still awaits "
+                         "approval (deny it, or its owner may release it)",
+                         (long long) b->id, why);
                 return -EBUSY;
         }
         struct calendar_view v;
         struct gw_calendar_placement p;
-        struct gw_calendar_request cr = { .ngpus = b->ngpus, .start = b->start, .duration = b->end - b->start,
+        struct gw_calendar_request cr = { .ngpus = b->ngpus,
+                                          .start = b->start,
+                                          .duration = b->end - b->start,
                                           .ignore_id = b->id };
         gw_calendar_view(d, &v);
         int k = gw_calendar_place(&v.in, &cr, gw_format_local_time, NULL, &p);
@@ -174,14 +187,15 @@ static int approve_placed(struct gw_daemon *d, struct gw_store_booking *b, struc
                 r->nearest_start = p.start;
                 r->nearest_end = p.end;
         }
-        snprintf(r->message, sizeof r->message, "booking %lld no longer fits: %s; it still awaits approval "
-                 "(deny it, or its owner may release it and book again)", (long long) b->id,
-                 k == 0 ? p.message : "cannot place it");
+        snprintf(r->message, sizeof r->message,
+                 "booking %lld no longer fits: %s; it still awaits approval "
+                 "(deny it, or its owner may release it and book again)",
+                 (long long) b->id, k == 0 ? p.message : "cannot place it");
         return -EBUSY;
 }
 
-int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to,
-                           const char *note, struct gw_book_result *r) {
+int gw_sharing_booking_set(struct gw_daemon *d, struct gw_store_booking *b, enum gw_booking_state to, const char *note,
+                           struct gw_book_result *r) {
         struct gw_store_booking before = *b;
         memset(r, 0, sizeof *r);
         bool approving = to == GW_BOOKING_APPROVED && b->state == GW_BOOKING_PENDING_APPROVAL;

@@ -179,8 +179,9 @@ static char *own_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_u
                 snprintf(dir, sizeof dir, "%s", r.base);
                 scan_named_base(d, j, &r, since, path, sizeof path);
         } else {
-                snprintf(why, n, "no run folder is this job's: its log says no \"Logging results to\", and its "
-                                 "command resumes no checkpoint and names no run");
+                snprintf(why, n,
+                         "no run folder is this job's: its log says no \"Logging results to\", and its "
+                         "command resumes no checkpoint and names no run");
                 return NULL;
         }
         if (!path[0]) {

@@ -42,5 +42,5 @@ int gw_resume_ckpt_epoch(const struct gw_job *j, const char *ckpt, long *ret_don
  * (the resumed run writes those epochs again: each is then in results.csv once).  1 when rows
  * were moved (said: which and where), 0 when none needed to be (or there is no results.csv),
  * -errno with said telling why, results.csv then as it was. */
-int gw_resume_results_agree(const struct gw_daemon *d, const struct gw_job *j, const char *ckpt, long done,
-                            char *said, size_t n);
+int gw_resume_results_agree(const struct gw_daemon *d, const struct gw_job *j, const char *ckpt, long done, char *said,
+                            size_t n);

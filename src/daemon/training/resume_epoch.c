@@ -80,7 +80,8 @@ int gw_resume_ckpt_epoch(const struct gw_job *j, const char *ckpt, long *ret_don
         if (r < 0)
                 return r;
         uint64_t lfh_len = (uint64_t) st.st_size - e.local_off, off;
-        _cleanup_free_ uint8_t *lfh = read_at(fd, e.local_off, (size_t) (lfh_len < GW_CKPT_LOCAL_MAX ? lfh_len : GW_CKPT_LOCAL_MAX));
+        _cleanup_free_ uint8_t *lfh =
+                read_at(fd, e.local_off, (size_t) (lfh_len < GW_CKPT_LOCAL_MAX ? lfh_len : GW_CKPT_LOCAL_MAX));
         if (!lfh)
                 return fail(why, n, -EIO, "cannot read it");
         r = gw_ckpt_pickle_offset(lfh, (size_t) (lfh_len < GW_CKPT_LOCAL_MAX ? lfh_len : GW_CKPT_LOCAL_MAX), &e, &off,
@@ -169,8 +170,8 @@ out:
         return r;
 }
 
-int gw_resume_results_agree(const struct gw_daemon *d, const struct gw_job *j, const char *ckpt, long done,
-                            char *said, size_t n) {
+int gw_resume_results_agree(const struct gw_daemon *d, const struct gw_job *j, const char *ckpt, long done, char *said,
+                            size_t n) {
         said[0] = '\0';
         if (!strstr(ckpt, "/weights/"))
                 return 0; /* not an Ultralytics run's: no results.csv of its own */

@@ -78,8 +78,11 @@ static void load_epochs(struct gw_daemon *d, const struct gw_job *j, struct gw_t
         if (n < 0)
                 log_warn("job %lld: cannot read its epoch times: %s", (long long) j->id, gw_store_errmsg(d->store));
         for (int i = 0; i < n; i++)
-                t->epochs[i] = (struct train_epoch) { .epoch = e[i].epoch, .start = e[i].start, .end = e[i].end,
-                                                      .startup = e[i].startup, .exact = e[i].exact };
+                t->epochs[i] = (struct train_epoch){ .epoch = e[i].epoch,
+                                                     .start = e[i].start,
+                                                     .end = e[i].end,
+                                                     .startup = e[i].startup,
+                                                     .exact = e[i].exact };
         t->n_epochs = n > 0 ? (size_t) n : 0;
         if (n > 0)
                 t->done = e[n - 1].epoch;
@@ -140,7 +143,8 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         t->gpus = gw_xcalloc(n ? n : 1, sizeof *t->gpus);
         for (unsigned gi = 0; gi < d->host.n_gpus && gi < 64 && t->n_gpus < n; gi++)
                 if (j->gpu_mask & (UINT64_C(1) << gi))
-                        t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = gi, .mem_total = d->host.gpus[gi].info.mem_total };
+                        t->gpus[t->n_gpus++] =
+                                (struct train_gpu){ .gpu = gi, .mem_total = d->host.gpus[gi].info.mem_total };
         load_epochs(d, j, t);
         load_baselines(d, j, t);
         gw_keytab_put(&d->state.train, (uint64_t) j->id, t);
@@ -195,7 +199,10 @@ static void push_epoch(struct gw_daemon *d, const struct gw_job *j, struct gw_tr
                 t->n_epochs--;
         }
         t->epochs[t->n_epochs++] = *e;
-        struct gw_store_epoch se = { .epoch = e->epoch, .start = e->start, .end = e->end, .startup = e->startup,
+        struct gw_store_epoch se = { .epoch = e->epoch,
+                                     .start = e->start,
+                                     .end = e->end,
+                                     .startup = e->startup,
                                      .exact = e->exact };
         if (gw_store_epoch_put(d->store, j->id, j->attempt, &se) < 0)
                 log_warn("job %lld: cannot record the end of epoch %ld: %s", (long long) j->id, e->epoch,
@@ -234,10 +241,10 @@ static size_t new_epochs(struct gw_daemon *d, const struct gw_djob *dj, struct g
                          gw_usec_t t_row) {
         const struct gw_job *j = dj->job;
         long prev = t->done;
-        if (done < prev) {                       /* the file was rewritten: start over */
+        if (done < prev) { /* the file was rewritten: start over */
                 t->n_epochs = 0;
                 for (size_t i = 0; i < t->n_gpus; i++)
-                        t->gpus[i].n = 0;        /* its memory series too: a new run */
+                        t->gpus[i].n = 0; /* its memory series too: a new run */
                 prev = -1;
                 if (gw_store_epochs_drop(d->store, j->id, j->attempt) < 0)
                         log_warn("job %lld: cannot forget its epoch times: %s", (long long) j->id,
@@ -288,14 +295,20 @@ static void tell_resume(struct gw_daemon *d, const struct gw_djob *dj, struct gw
         t->resume_told = true;
         _cleanup_free_ char *given = gw_resume_run_dir(j->resume_from);
         struct gw_resume_seen seen = {
-                .given_run = given, .run = t->run_dir, .epoch = epoch,
-                .reached = dj->last_mark.valid ? dj->last_mark.epoch : -1, .ckpt_epoch = j->resume_epoch,
-                .offer = j->resume_cmd ? GW_RESUME_BY_CMD : j->yolo ? GW_RESUME_BY_ARG : GW_RESUME_BY_ENV,
+                .given_run = given,
+                .run = t->run_dir,
+                .epoch = epoch,
+                .reached = dj->last_mark.valid ? dj->last_mark.epoch : -1,
+                .ckpt_epoch = j->resume_epoch,
+                .offer = j->resume_cmd ? GW_RESUME_BY_CMD
+                         : j->yolo     ? GW_RESUME_BY_ARG
+                                       : GW_RESUME_BY_ENV,
         };
         char msg[GW_RESUME_CHECK_MAX];
         enum gw_resume_verdict v = gw_resume_judge(&seen, msg, sizeof msg);
         log_info("job %lld: attempt %d %s", (long long) j->id, j->attempt, msg);
-        if (gw_store_job_event(d->store, j->id, j->state, v == GW_RESUME_CONTINUED ? "resumed" : "started_over", msg) < 0)
+        if (gw_store_job_event(d->store, j->id, j->state, v == GW_RESUME_CONTINUED ? "resumed" : "started_over", msg) <
+            0)
                 log_warn("job %lld: cannot record its resume: %s", (long long) j->id, gw_store_errmsg(d->store));
 }
 
@@ -349,11 +362,15 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
 static void update_eta(struct gw_job *j, struct gw_train *t, gw_usec_t now) {
         struct gw_eta_epoch e[TRAIN_EPOCHS_KEEP];
         for (size_t i = 0; i < t->n_epochs; i++)
-                e[i] = (struct gw_eta_epoch) { .duration = t->epochs[i].end - t->epochs[i].start,
-                                               .startup = t->epochs[i].startup };
+                e[i] = (struct gw_eta_epoch){ .duration = t->epochs[i].end - t->epochs[i].start,
+                                              .startup = t->epochs[i].startup };
         struct gw_eta_input in = {
-                .epochs = e, .n_epochs = t->n_epochs, .done = t->done > 0 ? t->done : 0, .total = t->total,
-                .last_end = t->n_epochs ? t->epochs[t->n_epochs - 1].end : t->start_time, .now = now,
+                .epochs = e,
+                .n_epochs = t->n_epochs,
+                .done = t->done > 0 ? t->done : 0,
+                .total = t->total,
+                .last_end = t->n_epochs ? t->epochs[t->n_epochs - 1].end : t->start_time,
+                .now = now,
         };
         t->has_eta = gw_eta_estimate(&in, &t->eta) == 0;
         j->eta = t->has_eta && t->eta.has_end ? t->eta.end : 0;
@@ -411,9 +428,12 @@ static void check_leak(struct gw_daemon *d, const struct gw_job *j, struct gw_tr
         struct gw_leak_gpu g[GW_LEAK_MAX_GPUS];
         size_t n = 0;
         for (size_t i = 0; i < t->n_gpus && n < GW_LEAK_MAX_GPUS; i++)
-                g[n++] = (struct gw_leak_gpu) { .gpu = t->gpus[i].gpu, .mem_total = t->gpus[i].mem_total,
-                                                .epoch = t->gpus[i].epoch, .low = t->gpus[i].low,
-                                                .peak = t->gpus[i].peak, .n = t->gpus[i].n };
+                g[n++] = (struct gw_leak_gpu){ .gpu = t->gpus[i].gpu,
+                                               .mem_total = t->gpus[i].mem_total,
+                                               .epoch = t->gpus[i].epoch,
+                                               .low = t->gpus[i].low,
+                                               .peak = t->gpus[i].peak,
+                                               .n = t->gpus[i].n };
         struct gw_leak_params p;
         leak_params_of(d, j, &p);
         struct gw_leak_input in = { .gpus = g, .n_gpus = n, .sec_per_epoch = t->has_eta ? t->eta.sec_per_epoch : 0 };
@@ -423,10 +443,10 @@ static void check_leak(struct gw_daemon *d, const struct gw_job *j, struct gw_tr
 
 /* What core/leak_respond.h is told of the job and of what this attempt already did. */
 static struct gw_leak_respond_input respond_input(const struct gw_daemon *d, const struct gw_djob *dj,
-                                                 const struct gw_train *t) {
+                                                  const struct gw_train *t) {
         const struct gw_job *j = dj->job;
         int max = j->retries >= 0 ? j->retries : d->cfg->default_retries;
-        return (struct gw_leak_respond_input) {
+        return (struct gw_leak_respond_input){
                 .policy = gw_leak_policy_from_name(j->leak_policy),
                 .flagged = t->leak_flagged,
                 .resumable = j->yolo, /* the retry resumes from the run's weights/last.pt */
@@ -478,7 +498,7 @@ static void node_gpus(struct gw_daemon *d, const struct gw_djob *dj, struct gw_t
                 if (i < t->n_gpus)
                         continue;
                 t->gpus = gw_xrealloc(t->gpus, (t->n_gpus + 1) * sizeof *t->gpus);
-                t->gpus[t->n_gpus++] = (struct train_gpu) { .gpu = tel[k].gpu, .mem_total = tel[k].mem_total };
+                t->gpus[t->n_gpus++] = (struct train_gpu){ .gpu = tel[k].gpu, .mem_total = tel[k].mem_total };
                 load_baselines(d, dj->job, t); /* what the store kept of it, after a restart */
         }
 }

@@ -81,8 +81,7 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
  * with *ret_words set when a queued job has no start but waits for a job still queued or
  * running. */
 #define GW_WAIT_WORDS_SIZE 384
-bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
-                             const char **ret_words);
+bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n, const char **ret_words);
 /* Applies that answer to copy, a reply's copy of the job: no predicted start, end or promise
  * unless shown; words (borrowed) as its wait_view. */
 void gw_training_start_view(struct gw_job *copy, bool shown, const char *words);
@@ -103,8 +102,8 @@ json_t *gw_train_snapshots_json(struct gw_daemon *d, int64_t job_id, bool all);
 int gw_train_restore_start(struct gw_daemon *d, const struct gw_job *j, int seq, const char *path, bool force,
                            struct gw_http_conn *conn, char *why, size_t n);
 bool gw_train_restore_reaped(struct gw_daemon *d, pid_t pid, int status);
-int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n, char *why,
-                          size_t n);
+int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n,
+                          char *why, size_t n);
 void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn);
 gw_usec_t gw_train_restore_tick(struct gw_daemon *d);
 

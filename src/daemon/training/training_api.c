@@ -59,7 +59,10 @@ json_t *gw_train_leak_json(const struct gw_job *j, const struct gw_train *t) {
         json_object_set_new(o, "epochs", v->leak ? json_integer(v->epochs) : json_null());
         json_object_set_new(o, "epochs_to_oom", num_or_null(v->leak, v->epochs_to_oom));
         json_object_set_new(o, "seconds_to_oom", num_or_null(v->leak, v->seconds_to_oom));
-        json_object_set_new(o, "restart", json_string(t->restart_sent ? "stopping" : t->restart_pending ? "pending" : "none"));
+        json_object_set_new(o, "restart",
+                            json_string(t->restart_sent      ? "stopping"
+                                        : t->restart_pending ? "pending"
+                                                             : "none"));
         return o;
 }
 
@@ -98,9 +101,7 @@ json_t *gw_training_epoch_offsets_json(struct gw_daemon *d, const struct gw_job 
         return arr ? arr : json_null();
 }
 
-json_t *gw_train_epoch_ends_json(struct gw_daemon *d, const struct gw_job *j) {
-        return epoch_ends_json(d, j, false);
-}
+json_t *gw_train_epoch_ends_json(struct gw_daemon *d, const struct gw_job *j) { return epoch_ends_json(d, j, false); }
 
 static const struct gw_train *live_train(struct gw_daemon *d, const struct gw_job *j) {
         struct gw_djob *dj = gw_jobmap_get(&d->jobs.map, j->id);
@@ -133,7 +134,7 @@ void gw_hide_paths(json_t *o) {
         }
         const char *key;
         json_t *v;
-        json_object_foreach(o, key, v) {
+        json_object_foreach (o, key, v) {
                 if (json_is_object(v) || json_is_array(v)) {
                         gw_hide_paths(v);
                         continue;
@@ -157,12 +158,12 @@ json_t *gw_training_eta_reply(struct gw_daemon *d, const struct gw_job *j, bool 
         json_object_set_new(o, "state", json_string(gw_job_state_name(j->state)));
         bool queued = j->state == GW_JOB_PENDING || j->state == GW_JOB_HELD;
         json_object_set_new(o, "prediction", queued ? gw_training_prediction_json(d, j) : json_null());
-        const char *why = queued ? "the job has not started (see prediction)"
-                          : !t ? "the job is not running"
+        const char *why = queued             ? "the job has not started (see prediction)"
+                          : !t               ? "the job is not running"
                           : !t->results_path ? why_no_run(j)
-                          : !t->has_eta ? "no epoch has finished yet"
+                          : !t->has_eta      ? "no epoch has finished yet"
                           : t->total <= 0 ? "the number of epochs is unknown (no args.yaml, no epochs= in the command)"
-                                         : NULL;
+                                          : NULL;
         json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
         if (!details)
                 json_object_set_new(o, "results_csv", json_null());

@@ -16,14 +16,14 @@
 #include "core/yolo_run.h"
 #include "daemon/daemon.h"
 
-#define TRAIN_EPOCHS_KEEP 256            /* epoch records kept (the ETA needs the recent ones) */
+#define TRAIN_EPOCHS_KEEP 256 /* epoch records kept (the ETA needs the recent ones) */
 
 /* One finished epoch of the run as this attempt saw it. */
 struct train_epoch {
-        long epoch;                      /* epochs done when it ended (1-based count) */
-        gw_usec_t start, end;            /* wall clock: the previous row (or the start), its row */
-        bool startup;                    /* the first epoch of this process: includes its start */
-        bool exact;                      /* its own row was seen: start and end are its bounds */
+        long epoch; /* epochs done when it ended (1-based count) */
+        gw_usec_t start, end; /* wall clock: the previous row (or the start), its row */
+        bool startup; /* the first epoch of this process: includes its start */
+        bool exact; /* its own row was seen: start and end are its bounds */
 };
 
 /* One GPU's per-epoch memory (bytes) for the leak detector: the newest GW_LEAK_MAX_EPOCHS. */
@@ -40,17 +40,17 @@ enum { TRAIN_LAST, TRAIN_BEST, _TRAIN_FILES };
 /* weights/last.pt or best.pt: what it was at the last samples, and what was copied last. */
 struct train_file {
         bool seen;
-        bool refused_told;               /* a copy refused by a cap was told (an event), once a run */
+        bool refused_told; /* a copy refused by a cap was told (an event), once a run */
         int64_t size;
         gw_usec_t mtime;
-        unsigned stable;                 /* samples it stayed the same */
-        int64_t done_size;               /* the version snapshotted (or refused), -1 none */
+        unsigned stable; /* samples it stayed the same */
+        int64_t done_size; /* the version snapshotted (or refused), -1 none */
         gw_usec_t done_mtime;
 };
 
 /* A snapshot being copied a chunk per sample, so that a big checkpoint never stalls the loop. */
 struct train_copy {
-        int kind;                        /* TRAIN_LAST / TRAIN_BEST */
+        int kind; /* TRAIN_LAST / TRAIN_BEST */
         int src, dst;
         char src_path[4200], tmp_path[4200];
         int64_t size;
@@ -62,20 +62,20 @@ struct train_copy {
 };
 
 struct gw_train {
-        int attempt;                     /* the attempt this state belongs to */
+        int attempt; /* the attempt this state belongs to */
         gw_usec_t start_time;
 
         /* results.csv and what it said */
         char *results_path, *run_dir;
-        gw_usec_t next_find;             /* no new search for results.csv before (wall clock) */
+        gw_usec_t next_find; /* no new search for results.csv before (wall clock) */
         bool results_seen;
         int64_t results_size;
         gw_usec_t results_mtime;
-        long done;                       /* epochs finished (the run's count); -1 none seen */
-        long total;                      /* planned epochs; -1 unknown */
-        const char *total_from;          /* "args.yaml", "command" */
-        long row_epoch, prev_row_epoch;  /* the newest row's epoch as written, and the one before */
-        double row_map, prev_row_map;    /* their mAP50-95 */
+        long done; /* epochs finished (the run's count); -1 none seen */
+        long total; /* planned epochs; -1 unknown */
+        const char *total_from; /* "args.yaml", "command" */
+        long row_epoch, prev_row_epoch; /* the newest row's epoch as written, and the one before */
+        double row_map, prev_row_map; /* their mAP50-95 */
         long best_epoch, best_epoch_before; /* best fitness over all rows / all but the newest */
         double best_map, best_map_before;
 
@@ -88,11 +88,11 @@ struct gw_train {
         struct gw_eta eta;
 
         struct gw_leak_verdict leak;
-        bool leak_flagged;               /* the newest verdict says leak */
-        bool leak_reported;              /* its "leak" event was written (once per attempt) */
-        bool resume_told;                /* a retry's "resume" verdict was written (once per attempt) */
-        bool restart_pending;            /* policy restart: stop after the next checkpoint */
-        bool restart_sent;               /* stopped for a leak restart: recovery retries it */
+        bool leak_flagged; /* the newest verdict says leak */
+        bool leak_reported; /* its "leak" event was written (once per attempt) */
+        bool resume_told; /* a retry's "resume" verdict was written (once per attempt) */
+        bool restart_pending; /* policy restart: stop after the next checkpoint */
+        bool restart_sent; /* stopped for a leak restart: recovery retries it */
         char leak_evidence[GW_LEAK_EVIDENCE_MAX];
 
         struct train_file files[_TRAIN_FILES];
@@ -143,8 +143,8 @@ json_t *gw_train_snapshots_summary(struct gw_daemon *d, int64_t job_id);
 /* training_predict.c: the run time a queued job is expected to take. */
 #define GW_TRAIN_RUNTIME_BASIS 20
 struct gw_train_runtime {
-        gw_usec_t median;                /* 0 without similar jobs */
-        size_t n;                        /* similar completed jobs, newest first */
+        gw_usec_t median; /* 0 without similar jobs */
+        size_t n; /* similar completed jobs, newest first */
         int64_t ids[GW_TRAIN_RUNTIME_BASIS];
         gw_usec_t runs[GW_TRAIN_RUNTIME_BASIS];
 };

@@ -30,14 +30,14 @@
 #include "daemon/life/queue.h"
 #include "daemon/training/training.h"
 
-#define RUNTIME_TTL     (60 * GW_USEC_PER_SEC)
-#define HISTORY_SCAN    500
-#define CACHE_SLOTS     256
-#define PREDICT_EVERY   (2 * GW_USEC_PER_SEC)   /* at most this often */
-#define PREDICT_REFRESH (30 * GW_USEC_PER_SEC)  /* even unchanged: overdue ends move with the clock */
+#define RUNTIME_TTL (60 * GW_USEC_PER_SEC)
+#define HISTORY_SCAN 500
+#define CACHE_SLOTS 256
+#define PREDICT_EVERY (2 * GW_USEC_PER_SEC) /* at most this often */
+#define PREDICT_REFRESH (30 * GW_USEC_PER_SEC) /* even unchanged: overdue ends move with the clock */
 /* The prediction runs on the daemon's only thread: while the queue drains (jobs started
  * this recently) it waits, so that a burst of starts is never held up by it. */
-#define PREDICT_QUIET   (100 * GW_USEC_PER_MSEC)
+#define PREDICT_QUIET (100 * GW_USEC_PER_MSEC)
 /* Its cost grows with the queued jobs it replays (about 3 ms for 500 against 12 ms for
  * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule, per replay; a prediction
  * runs two, the estimate and the promise): the first 500 in queue
@@ -46,25 +46,25 @@
  * earlier where a job further back would have backfilled ahead of it. */
 #define PREDICT_MAX_JOBS 500
 #define PREDICT_HORIZON ((gw_usec_t) 14 * 24 * 3600 * GW_USEC_PER_SEC)
-#define PUSH_MOVE       (60 * GW_USEC_PER_SEC) /* a start moved this much: tell the dashboards */
+#define PUSH_MOVE (60 * GW_USEC_PER_SEC) /* a start moved this much: tell the dashboards */
 /* A job asked about before any prediction covered it is predicted at once, unless one ran
  * this recently (an API caller polling a flood of submissions must not run it per request). */
-#define PREDICT_ON_ASK  (250 * GW_USEC_PER_MSEC)
+#define PREDICT_ON_ASK (250 * GW_USEC_PER_MSEC)
 
 struct runtime_entry {
         bool used;
         uint32_t uid;
         uint64_t hash;
         char key[GW_PREDICT_KEY_MAX];
-        gw_usec_t at;                    /* monotonic: when it was looked up */
-        uint64_t completed;              /* jobs completed by then: one more may be similar */
+        gw_usec_t at; /* monotonic: when it was looked up */
+        uint64_t completed; /* jobs completed by then: one more may be similar */
         struct gw_train_runtime r;
 };
 
 static struct runtime_entry cache[CACHE_SLOTS];
-static gw_usec_t last_predict;           /* monotonic, 0 = never */
-static uint64_t last_fingerprint;        /* of what the last prediction read */
-static size_t fill_max = SIZE_MAX;       /* queued jobs gw_training_fill_view fills */
+static gw_usec_t last_predict; /* monotonic, 0 = never */
+static uint64_t last_fingerprint; /* of what the last prediction read */
+static size_t fill_max = SIZE_MAX; /* queued jobs gw_training_fill_view fills */
 /* The jobs the last prediction covered, sorted by id, each as it was queued then (attempt
  * and backoff): one queued since (just submitted, or back in the queue after a failure) has
  * not been predicted, which is not the same as "no start within 14 days". */
@@ -103,7 +103,9 @@ static int similar_job(struct gw_job *j, void *userdata) {
 static void look_up(struct gw_daemon *d, uint32_t uid, const char *key, struct gw_train_runtime *r) {
         memset(r, 0, sizeof *r);
         struct scan s = { key, r };
-        struct gw_store_filter f = { .state_mask = 1u << GW_JOB_COMPLETED, .by_uid = true, .uid = uid,
+        struct gw_store_filter f = { .state_mask = 1u << GW_JOB_COMPLETED,
+                                     .by_uid = true,
+                                     .uid = uid,
                                      .limit = HISTORY_SCAN };
         if (gw_store_jobs_list(d->store, &f, similar_job, &s) < 0) {
                 log_debug("run-time history of uid %u: %s", (unsigned) uid, gw_store_errmsg(d->store));
@@ -122,8 +124,11 @@ int gw_training_runtime(struct gw_daemon *d, const struct gw_job *j, struct gw_t
         struct runtime_entry *e = &cache[h % CACHE_SLOTS];
         if (!e->used || e->hash != h || e->uid != j->uid || strcmp(e->key, key) || d->now - e->at > RUNTIME_TTL ||
             e->completed != d->loop.stats.state_counts[GW_JOB_COMPLETED]) {
-                *e = (struct runtime_entry) { .used = true, .uid = j->uid, .hash = h, .at = d->now,
-                                              .completed = d->loop.stats.state_counts[GW_JOB_COMPLETED] };
+                *e = (struct runtime_entry){ .used = true,
+                                             .uid = j->uid,
+                                             .hash = h,
+                                             .at = d->now,
+                                             .completed = d->loop.stats.state_counts[GW_JOB_COMPLETED] };
                 snprintf(e->key, sizeof e->key, "%s", key);
                 look_up(d, j->uid, key, &e->r);
         }
@@ -181,7 +186,8 @@ static uint64_t fingerprint(const struct gw_daemon *d) {
 
 static bool started_recently(const struct gw_daemon *d, gw_usec_t wall) {
         for (size_t i = 0; i < d->jobs.n_running; i++)
-                if (d->jobs.running[i]->job->start_time <= wall && wall - d->jobs.running[i]->job->start_time < PREDICT_QUIET)
+                if (d->jobs.running[i]->job->start_time <= wall &&
+                    wall - d->jobs.running[i]->job->start_time < PREDICT_QUIET)
                         return true;
         return false;
 }
@@ -228,7 +234,7 @@ static void remember_seen(const struct gw_daemon *d, size_t n) {
         seen = gw_xcalloc(n + 1, sizeof *seen);
         for (n_seen = 0; n_seen < n && n_seen < d->jobs.n_queue; n_seen++) {
                 const struct gw_job *j = d->jobs.queue[n_seen]->job;
-                seen[n_seen] = (struct seen) { j->id, j->attempt, j->not_before };
+                seen[n_seen] = (struct seen){ j->id, j->attempt, j->not_before };
         }
         qsort(seen, n_seen, sizeof *seen, cmp_seen);
 }
@@ -279,7 +285,8 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
                 j->predicted_end = ok ? out[i].end : 0;
                 /* No promise without an estimate: a job that gets none (held, beyond the
                  * first PREDICT_MAX_JOBS) is promised nothing either. */
-                j->latest_start = ok && latest[i].id == j->id && latest[i].start != GW_USEC_INFINITY ? latest[i].start : 0;
+                j->latest_start =
+                        ok && latest[i].id == j->id && latest[i].start != GW_USEC_INFINITY ? latest[i].start : 0;
                 j->predicted_attempt = j->attempt;
         }
         gw_calendar_view_free(&v);
@@ -317,8 +324,7 @@ static bool has_prediction(const struct gw_job *j) {
         return j->state == GW_JOB_PENDING && j->predicted_attempt == j->attempt && j->predicted_start > 0;
 }
 
-bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n,
-                             const char **ret_words) {
+bool gw_training_start_shown(struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n, const char **ret_words) {
         *ret_words = NULL;
         /* With the backend placing the jobs nothing is predicted here (Slurm: squeue --start is the word). */
         if (j->state != GW_JOB_PENDING || gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
@@ -363,9 +369,13 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
                 json_array_append_new(runs, json_real((double) r.runs[i] / 1e6));
         }
         char buf[200];
-        struct gw_predict_none none = { .held = j->state == GW_JOB_HELD, .position = pos, .max_jobs = PREDICT_MAX_JOBS,
-                                        .seen = seen_by_last(j), .due_in = next_due_in(d),
-                                        .horizon = PREDICT_HORIZON, .slurm = gw_backend_placement(d) == GW_EXEC_PLACE_NODES };
+        struct gw_predict_none none = { .held = j->state == GW_JOB_HELD,
+                                        .position = pos,
+                                        .max_jobs = PREDICT_MAX_JOBS,
+                                        .seen = seen_by_last(j),
+                                        .due_in = next_due_in(d),
+                                        .horizon = PREDICT_HORIZON,
+                                        .slurm = gw_backend_placement(d) == GW_EXEC_PLACE_NODES };
         char words_buf[GW_WAIT_WORDS_SIZE];
         const char *words;
         bool shown = gw_training_start_shown(d, j, words_buf, sizeof words_buf, &words);
@@ -379,15 +389,16 @@ json_t *gw_training_prediction_json(struct gw_daemon *d, const struct gw_job *j)
         json_t *o = json_object();
         json_object_set_new(o, "predicted_wait", words ? json_string(words) : json_null());
         json_object_set_new(o, "predicted_start", has ? json_real((double) j->predicted_start / 1e6) : json_null());
-        json_object_set_new(o, "predicted_end", has && j->predicted_end ? json_real((double) j->predicted_end / 1e6)
-                                                                        : json_null());
-        json_object_set_new(o, "latest_start", has && j->latest_start ? json_real((double) j->latest_start / 1e6)
-                                                                      : json_null());
+        json_object_set_new(o, "predicted_end",
+                            has && j->predicted_end ? json_real((double) j->predicted_end / 1e6) : json_null());
+        json_object_set_new(o, "latest_start",
+                            has && j->latest_start ? json_real((double) j->latest_start / 1e6) : json_null());
         json_object_set_new(o, "why_none", why ? json_string(why) : json_null());
         json_object_set_new(o, "runtime_seconds", json_real((double) len / 1e6));
-        json_object_set_new(o, "runtime_from", json_string(!hist ? "time_limit"
-                                                           : r.median < j->time_limit ? "history"
-                                                                                      : "time_limit (history is longer)"));
+        json_object_set_new(o, "runtime_from",
+                            json_string(!hist                      ? "time_limit"
+                                        : r.median < j->time_limit ? "history"
+                                                                   : "time_limit (history is longer)"));
         json_object_set_new(o, "similar_jobs", ids);
         json_object_set_new(o, "similar_runtimes", runs);
         return o;

@@ -36,15 +36,15 @@
 struct gw_restore {
         struct gw_restore *next;
         pid_t pid;
-        int fd;                       /* the helper's report pipe (read end, non-blocking) */
+        int fd; /* the helper's report pipe (read end, non-blocking) */
         int64_t job_id;
         struct gw_store_snapshot snap;
         char *path, *user;
-        gw_usec_t deadline;           /* monotonic */
-        bool killed;                  /* past the deadline */
+        gw_usec_t deadline; /* monotonic */
+        bool killed; /* past the deadline */
         bool done;
-        struct gw_http_conn *conn;    /* the suspended request; NULL once it went away */
-        int status;                   /* the HTTP status of the outcome, once done */
+        struct gw_http_conn *conn; /* the suspended request; NULL once it went away */
+        int status; /* the HTTP status of the outcome, once done */
         char why[4400];
 };
 
@@ -165,9 +165,15 @@ int gw_train_restore_start(struct gw_daemon *d, const struct gw_job *j, int seq,
         }
         (void) close(pfd[1]);
         struct gw_restore *rs = gw_xcalloc(1, sizeof *rs);
-        *rs = (struct gw_restore) { .next = restores, .pid = pid, .fd = pfd[0], .job_id = j->id, .snap = s,
-                                    .path = gw_xstrdup(path), .user = gw_xstrdup(j->user),
-                                    .deadline = d->now + RESTORE_MAX, .conn = conn };
+        *rs = (struct gw_restore){ .next = restores,
+                                   .pid = pid,
+                                   .fd = pfd[0],
+                                   .job_id = j->id,
+                                   .snap = s,
+                                   .path = gw_xstrdup(path),
+                                   .user = gw_xstrdup(j->user),
+                                   .deadline = d->now + RESTORE_MAX,
+                                   .conn = conn };
         restores = rs;
         log_info("job %lld: restoring snapshot %d to %s as %s (helper pid %d)", (long long) j->id, seq, path, j->user,
                  (int) pid);
@@ -188,18 +194,22 @@ static void outcome(struct gw_restore *r, int err, const char *p, char *why, siz
                 r->status = 409;
                 snprintf(why, n, "%s exists; --force overwrites it", p);
                 break;
-        case EACCES: case EPERM: case EROFS:
+        case EACCES:
+        case EPERM:
+        case EROFS:
                 r->status = 403;
                 snprintf(why, n, "%s may not write %s", r->user, p);
                 break;
-        case ENOENT: case ENOTDIR:
+        case ENOENT:
+        case ENOTDIR:
                 snprintf(why, n, "%s: no such directory", p);
                 break;
         case ELOOP:
                 r->status = 403;
                 snprintf(why, n, "%s is a symbolic link: not followed", p);
                 break;
-        case EISDIR: case EINVAL:
+        case EISDIR:
+        case EINVAL:
                 snprintf(why, n, "%s is not a regular file (a FIFO, device, socket or directory): not written", p);
                 break;
         case EBADMSG:
@@ -263,8 +273,8 @@ gw_usec_t gw_train_restore_tick(struct gw_daemon *d) {
                 if (d->now >= r->deadline) {
                         log_warn("job %lld: restore of snapshot %d to %s still running after %d minutes: killing "
                                  "helper pid %d",
-                                 (long long) r->job_id, r->snap.seq, r->path, (int) (RESTORE_MAX / GW_USEC_PER_SEC / 60),
-                                 (int) r->pid);
+                                 (long long) r->job_id, r->snap.seq, r->path,
+                                 (int) (RESTORE_MAX / GW_USEC_PER_SEC / 60), (int) r->pid);
                         (void) kill(r->pid, SIGKILL);
                         r->killed = true;
                 } else if (r->deadline < next)
@@ -285,8 +295,8 @@ void gw_train_restore_conn_gone(struct gw_daemon *d, struct gw_http_conn *conn) 
                 }
 }
 
-int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n, char *why,
-                          size_t n) {
+int gw_train_restore_take(struct gw_daemon *d, struct gw_http_conn *conn, int *ret_seq, char *to, size_t to_n,
+                          char *why, size_t n) {
         for (struct gw_restore *r = restores; r; r = r->next)
                 if (r->conn == conn && r->done) {
                         int status = r->status;

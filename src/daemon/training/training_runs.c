@@ -21,8 +21,8 @@
 #include "daemon/base/userfile.h"
 #include "daemon/life/queue.h"
 
-#define SCAN_MAX 512              /* directory entries looked at per directory */
-#define LOG_END (128u << 10)     /* read at each end of a log for where Ultralytics saves */
+#define SCAN_MAX 512 /* directory entries looked at per directory */
+#define LOG_END (128u << 10) /* read at each end of a log for where Ultralytics saves */
 
 /* The job's log of this attempt, its head and (when longer) its tail: Ultralytics says where
  * it saves when training starts, near the head unless much came first (a download, a
@@ -52,8 +52,12 @@ static char *log_ends(const struct gw_job *j, size_t *ret_len) {
 int gw_train_resolve_run(const struct gw_job *j, bool with_log, struct gw_yolo_run *ret) {
         size_t len = 0;
         _cleanup_free_ char *log = with_log ? log_ends(j, &len) : NULL;
-        struct gw_yolo_input in = { .argv = (const char *const *) j->argv, .argc = gw_strv_length(j->argv),
-                                    .cwd = j->cwd, .log = log, .log_len = log ? len : 0, .yolo = j->yolo,
+        struct gw_yolo_input in = { .argv = (const char *const *) j->argv,
+                                    .argc = gw_strv_length(j->argv),
+                                    .cwd = j->cwd,
+                                    .log = log,
+                                    .log_len = log ? len : 0,
+                                    .yolo = j->yolo,
                                     .resume_from = j->resume_from };
         return gw_yolo_resolve(&in, ret);
 }
@@ -78,7 +82,7 @@ void gw_training_results_chosen(struct gw_daemon *d, const struct gw_djob *dj, c
                 return;
         gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
         w = gw_xcalloc(1, sizeof *w);
-        *w = (struct gw_train_pick) { .attempt = j->attempt, .start_time = j->start_time, .path = gw_xstrdup(path) };
+        *w = (struct gw_train_pick){ .attempt = j->attempt, .start_time = j->start_time, .path = gw_xstrdup(path) };
         gw_keytab_put(&d->state.train_pick, (uint64_t) j->id, w);
 }
 
@@ -89,11 +93,11 @@ void gw_train_pick_free(struct gw_train_pick *w) {
 }
 
 struct pick {
-        const struct gw_daemon *d;       /* NULL: other jobs' choices are not known */
+        const struct gw_daemon *d; /* NULL: other jobs' choices are not known */
         char path[4400];
         gw_usec_t mtime;
-        gw_usec_t since;                 /* the attempt's start */
-        bool reused;                     /* a file from before the attempt may still be its own */
+        gw_usec_t since; /* the attempt's start */
+        bool reused; /* a file from before the attempt may still be its own */
 };
 
 static char *find_results(const struct gw_daemon *d, const struct gw_job *j);

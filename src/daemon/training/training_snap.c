@@ -35,9 +35,9 @@
 #include "daemon/training/training.h"
 #include "store/snapshots.h"
 
-#define COPY_CHUNK (64u << 20)          /* bytes copied per sample */
+#define COPY_CHUNK (64u << 20) /* bytes copied per sample */
 #define BUF_SIZE (1u << 20)
-#define SNAP_MAX ((int64_t) 64 << 30)   /* larger checkpoints are not copied */
+#define SNAP_MAX ((int64_t) 64 << 30) /* larger checkpoints are not copied */
 #define CAP_EVERY (60 * GW_USEC_PER_SEC) /* the cap is also checked this often (a changed config) */
 
 static const char *const file_names[_TRAIN_FILES] = { [TRAIN_LAST] = "last.pt", [TRAIN_BEST] = "best.pt" };
@@ -105,7 +105,8 @@ static bool admit(struct gw_daemon *d, const struct gw_job *j, struct train_file
                 return true;
         char a[32], b[32], msg[512];
         if (low)
-                snprintf(msg, sizeof msg, "weights/%s not snapshotted: the state disk has %s free, under state_reserve %s",
+                snprintf(msg, sizeof msg,
+                         "weights/%s not snapshotted: the state disk has %s free, under state_reserve %s",
                          file_names[kind], gw_format_size(free_, a, sizeof a),
                          gw_format_size(d->cfg->state_reserve, b, sizeof b));
         else
@@ -114,7 +115,8 @@ static bool admit(struct gw_daemon *d, const struct gw_job *j, struct train_file
                          gw_format_size(!strcmp(over, "snapshot_cap") ? total : user, b, sizeof b));
         log_info("job %lld: %s", (long long) j->id, msg);
         if (!f->refused_told && gw_store_job_event(d->store, j->id, j->state, "snapshot_refused", msg) < 0)
-                log_warn("job %lld: cannot record a refused snapshot: %s", (long long) j->id, gw_store_errmsg(d->store));
+                log_warn("job %lld: cannot record a refused snapshot: %s", (long long) j->id,
+                         gw_store_errmsg(d->store));
         f->refused_told = true;
         return false;
 }
@@ -136,8 +138,10 @@ static void start_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train 
         c->src = gw_user_file_open(j, c->src_path, true, O_RDONLY, &st);
         if (c->src < 0)
                 c->src = -1;
-        if (c->src < 0 || st.st_size != f->size || gw_file_mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX || !complete(c->src, &st)) {
-                log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id, c->src_path);
+        if (c->src < 0 || st.st_size != f->size || gw_file_mtime_us(&st) != f->mtime || st.st_size > SNAP_MAX ||
+            !complete(c->src, &st)) {
+                log_debug("job %lld: %s not snapshotted (changed, too big or incomplete)", (long long) j->id,
+                          c->src_path);
                 goto fail;
         }
         /* Blocks, not st_size: the copy keeps the holes. */
@@ -202,9 +206,12 @@ static uint64_t share_of(const struct gw_store_snapshot *s) {
 static struct gw_snap_item *retain_items(const struct keep_ctx *k, bool with_bytes, bool **ret_evict) {
         struct gw_snap_item *items = gw_xcalloc(k->n ? k->n : 1, sizeof *items);
         for (size_t i = 0; i < k->n; i++)
-                items[i] = (struct gw_snap_item) { .id = k->v[i].id, .job_id = k->v[i].job_id, .seq = k->v[i].seq,
-                                                   .best = !strcmp(k->v[i].kind, "best"), .time = k->v[i].time,
-                                                   .bytes = with_bytes ? share_of(&k->v[i]) : 0 };
+                items[i] = (struct gw_snap_item){ .id = k->v[i].id,
+                                                  .job_id = k->v[i].job_id,
+                                                  .seq = k->v[i].seq,
+                                                  .best = !strcmp(k->v[i].kind, "best"),
+                                                  .time = k->v[i].time,
+                                                  .bytes = with_bytes ? share_of(&k->v[i]) : 0 };
         *ret_evict = gw_xcalloc(k->n ? k->n : 1, sizeof **ret_evict);
         return items;
 }
@@ -286,8 +293,12 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                 return;
         }
         uint8_t digest[GW_SHA256_DIGEST_SIZE];
-        struct gw_store_snapshot s = { .job_id = j->id, .epoch = c->epoch, .metric = c->metric, .size = (uint64_t) c->size,
-                                       .time = d->now_wall, .src_mtime = c->mtime };
+        struct gw_store_snapshot s = { .job_id = j->id,
+                                       .epoch = c->epoch,
+                                       .metric = c->metric,
+                                       .size = (uint64_t) c->size,
+                                       .time = d->now_wall,
+                                       .src_mtime = c->mtime };
         gw_sha256_final(&c->sha, digest);
         gw_hex_encode(digest, sizeof digest, s.sha256);
         snprintf(s.kind, sizeof s.kind, "%s", kind_names[c->kind]);
@@ -322,9 +333,7 @@ static void finish_copy(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
         gw_train_copy_abort(t);
 }
 
-static bool all_zero(const char *p, size_t n) {
-        return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
-}
+static bool all_zero(const char *p, size_t n) { return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1)); }
 
 /* How many bytes from c->copied on are a hole of the source (0: data there, or no way to
  * tell), at most max. */
@@ -384,9 +393,12 @@ void gw_train_snap_step(struct gw_daemon *d, struct gw_djob *dj, struct gw_train
                 if (f->seen && st.st_size == f->size && gw_file_mtime_us(&st) == f->mtime)
                         f->stable++;
                 else
-                        *f = (struct train_file) { .seen = true, .size = st.st_size, .mtime = gw_file_mtime_us(&st),
-                                                   .done_size = f->done_size, .done_mtime = f->done_mtime,
-                                                   .refused_told = f->refused_told };
+                        *f = (struct train_file){ .seen = true,
+                                                  .size = st.st_size,
+                                                  .mtime = gw_file_mtime_us(&st),
+                                                  .done_size = f->done_size,
+                                                  .done_mtime = f->done_mtime,
+                                                  .refused_told = f->refused_told };
         }
         /* One step of the copy in flight, then of each file that is due (both change in the
          * same epoch: one at a time, one could starve the other). */
