@@ -82,8 +82,10 @@ class BackoffTest(DaemonTest):
         self.d.wait_state(self.d.submit_api(["sleep", "3600"], 3600), "RUNNING")
         fail = ["sh", "-c", "echo 'RuntimeError: CUDA error: unspecified launch failure' >&2; exit 1"]
         jid = self.d.submit_api(fail, 600, retries=1)
-        self.d.wait_state(jid, "RUNNING")
-        j = self.d.wait_job(jid, lambda j: j["state"] == "PENDING", timeout=20, what="the retry's backoff")
+        # Its first attempt fails within a millisecond of its start: a poll for RUNNING can miss
+        # it, so the backoff is known by its not_before.
+        j = self.d.wait_job(jid, lambda j: j["state"] == "PENDING" and j.get("not_before"), timeout=20,
+                            what="the retry's backoff")
         pr = j["training"]["prediction"]
         self.assertNotIn("14 days", pr["why_none"] or "", pr)
         if pr["predicted_start"] is None:
