@@ -5,6 +5,7 @@ job's output and exits with a code that says how it ended; a token of scope ci m
 read its own jobs, nothing else.  The CI examples of contrib/ci (GitLab and GitHub Actions)
 run their shell lines against a daemon on loopback with the fake trainer, as a runner would."""
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -199,14 +200,16 @@ class CiExamples(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.d = gwtest.Daemon(gpus=2).start()
+        cls.store = tempfile.mkdtemp(prefix="gw-models-")  # 0700: the daemon's alone
+        cls.d = gwtest.Daemon(gpus=2, config=f"model_store = {cls.store}\n").start()
         cls.token = cls.d.cli("token", "create", "--scope", "ci", "--name", "examples", "-q").stdout.strip()
 
     @classmethod
     def tearDownClass(cls):
         cls.d.cleanup()
+        shutil.rmtree(cls.store, ignore_errors=True)
 
-    def run_example(self, scripts, baseline, trainer_args=()):
+    def run_example(self, scripts, baseline, trainer_args=(), model=""):
         """Runs scripts in order, as the runner does (bash -eo pipefail), in a fresh checkout
         with ci/baseline-map50-95.txt; (exit status of the first that failed or 0, output)."""
         checkout = tempfile.mkdtemp(dir=self.d.work)
@@ -218,7 +221,7 @@ class CiExamples(unittest.TestCase):
                    PATH=f"{os.path.dirname(gwtest.GPUWARD)}:{env.get('PATH', '/usr/bin:/bin')}",
                    TRAIN_CMD=" ".join([gwtest.TRAINER, "epochs=3", "name=ci", "--epoch-seconds", "0.2",
                                        *trainer_args]),
-                   CI_COMMIT_SHORT_SHA="abc123", GITHUB_SHA="abc123def456")
+                   CI_COMMIT_SHORT_SHA="abc123", GITHUB_SHA="abc123def456", MODEL_NAME=model)
         out = ""
         for script in scripts:
             p = subprocess.run(["bash", "-eo", "pipefail", "-c", script], capture_output=True, text=True,
@@ -228,11 +231,18 @@ class CiExamples(unittest.TestCase):
                 return p.returncode, out
         return 0, out
 
-    def check(self, scripts):
+    def check(self, scripts, model):
         rc, out = self.run_example(scripts, 0.3)
         self.assertEqual(rc, 0, out)
         self.assertIn("mAP50-95 0.", out)
         self.assertIn("(baseline 0.3)", out)
+        self.assertNotIn("model ", out, "no MODEL_NAME: nothing published, nothing said")
+        # With MODEL_NAME the run is published, and the pipeline says so.
+        rc, out = self.run_example(scripts, 0.3, model=model)
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, rf"model {model}: published: published as {model} v1 ")
+        st, latest = self.d.tcp_json("GET", f"/api/v1/models/{model}/latest", token=self.token)
+        self.assertEqual((st, latest["version"], latest["commit"]), (200, 1, "abc123def456"), latest)
         rc, out = self.run_example(scripts, 0.99)
         self.assertEqual(rc, 1, out)
         self.assertIn("mAP50-95 did not improve on 0.99", out)
@@ -243,14 +253,14 @@ class CiExamples(unittest.TestCase):
     def test_gitlab_job(self):
         scripts, job = gitlab_scripts()
         self.assertEqual(job["rules"], [{"changes": ["labels/**"]}])
-        self.check(scripts)
+        self.check(scripts, "gitlab-det")
 
     def test_github_workflow(self):
         scripts, wf = github_scripts()
         # PyYAML reads the key "on" as True (YAML 1.1).
         self.assertEqual(wf[True]["push"]["paths"], ["labels/**"])
-        self.assertEqual(len(scripts), 2)
-        self.check(scripts)
+        self.assertEqual(len(scripts), 3)
+        self.check(scripts, "github-det")
 
 
 if __name__ == "__main__":
