@@ -130,11 +130,16 @@ static const char backup_help[] = "Usage: gpuward admin backup [--json] PATH\n"
                                   "\n"
                                   "To restore one: stop gpuwardd, copy the file over STATE_DIR/gpuward.db (and\n"
                                   "remove gpuward.db-wal and gpuward.db-shm beside it), start gpuwardd.\n"
-                                  "The published models (model_store) are files, not in the copy: back that\n"
-                                  "folder up as any other.\n"
+                                  "\n"
+                                  "With a model store (model_store), its published versions are copied too, to\n"
+                                  "PATH.models/ (NAME/vN/ as in the store; the temporary folders of publications\n"
+                                  "under way are not), once the database is copied: folders 0700, files with\n"
+                                  "their modes, each checked against its manifest's sha256; PATH.models must not\n"
+                                  "exist either.  To restore it: stop gpuwardd, copy PATH.models/ as the\n"
+                                  "model_store folder (gpuwardd's own, writable by no one else), start gpuwardd.\n"
                                   "\n"
                                   "Options:\n"
-                                  "  --json       print the API's JSON (path, bytes, schema)\n"
+                                  "  --json       print the API's JSON (path, bytes, schema, models)\n"
                                   "  -h, --help   this help\n"
                                   "\n"
                                   "Examples:\n"
@@ -289,6 +294,15 @@ static int print_backup(const json_t *reply, void *userdata) {
         const char *path = cli_jstr(reply, "path");
         _cleanup_free_ char *safe = cli_sanitize(path ? path : "");
         printf("Backup written to %s (%lld bytes)\n", safe ? safe : "", bytes);
+        const json_t *models = json_object_get(reply, "models");
+        const char *mpath = cli_jstr(models, "path");
+        if (mpath) {
+                long long versions = 0, mbytes = 0;
+                (void) cli_jint(models, "versions", &versions);
+                (void) cli_jint(models, "bytes", &mbytes);
+                _cleanup_free_ char *msafe = cli_sanitize(mpath);
+                printf("Model store copied to %s (%lld versions, %lld bytes)\n", msafe ? msafe : "", versions, mbytes);
+        }
         return CLI_EXIT_OK;
 }
 

@@ -326,6 +326,10 @@ bool gw_backup_done(struct gw_backup *b, int *ret_r, uint64_t *ret_bytes, char *
 
 const char *gw_backup_path(const struct gw_backup *b) { return b->path; }
 
+int gw_backup_dir_fd(const struct gw_backup *b) { return b->dir_fd; }
+
+const char *gw_backup_base(const struct gw_backup *b) { return b->base; }
+
 struct gw_backup *gw_backup_free(struct gw_backup *b) {
         if (!b)
                 return NULL;

@@ -22,5 +22,10 @@ int gw_backup_start(struct gw_store *s, const char *path, struct gw_backup **ret
  * size, and why (when *ret_r < 0) says what failed. */
 bool gw_backup_done(struct gw_backup *b, int *ret_r, uint64_t *ret_bytes, char *why, size_t whylen);
 const char *gw_backup_path(const struct gw_backup *b);
+/* The folder of the copy, as opened and checked when the backup started (b keeps it): what
+ * goes beside the copy is made through it, never by name. */
+int gw_backup_dir_fd(const struct gw_backup *b);
+/* The copy's last name in that folder (b keeps it). */
+const char *gw_backup_base(const struct gw_backup *b);
 /* Waits for the thread and frees b; NULL. */
 struct gw_backup *gw_backup_free(struct gw_backup *b);

@@ -165,6 +165,74 @@ class Models(unittest.TestCase):
         self.assertEqual(st, 403, body)
 
 
+    def test_backup_copies_whole_versions_and_a_daemon_serves_them_restored(self):
+        jid = self.train("bk1", 2, publish="det-bk")
+        self.assertIn("published as det-bk v1", self.d.events(jid, "published")[0]["message"])
+        mdir = os.path.join(self.store, "det-bk")
+        # A publication under way: its temporary folder is no version and stays out of the copy.
+        os.mkdir(os.path.join(mdir, ".tmp-999999"), 0o700)
+        with open(os.path.join(mdir, ".tmp-999999", "best.pt"), "wb") as f:
+            f.write(b"half")
+        out_dir = tempfile.mkdtemp(prefix="gw-models-bk-")
+        self.addCleanup(shutil.rmtree, out_dir, True)
+        self.addCleanup(shutil.rmtree, os.path.join(mdir, ".tmp-999999"), True)
+        path = os.path.join(out_dir, "copy.db")
+
+        # A file that no longer matches its manifest: no copy of the store, and the answer says which.
+        best = os.path.join(mdir, "v1", "best.pt")
+        with open(best, "rb") as f:
+            good = f.read()
+        with open(best, "r+b") as f:
+            f.write(b"X")
+        try:
+            p = self.d.cli("admin", "backup", path, check=False)
+        finally:
+            with open(best, "wb") as f:
+                f.write(good)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("det-bk v1: best.pt does not match its sha256 in manifest.json", p.stderr)
+        self.assertFalse(os.path.exists(path + ".models"))
+        self.assertEqual([n for n in os.listdir(out_dir) if n.startswith(".gpuward-models-")], [])
+        os.unlink(path)  # the database's copy was whole and kept
+
+        # PATH.models there already: refused, naming the field, nothing written.
+        os.mkdir(path + ".models")
+        st, body = self.d.api("POST", "/api/v1/admin/backup", {"path": path})
+        self.assertEqual((st, body.get("field")), (400, "path"), body)
+        self.assertFalse(os.path.exists(path))
+        os.rmdir(path + ".models")
+
+        out = self.d.cli("admin", "backup", path).stdout
+        self.assertIn(f"Model store copied to {path}.models", out)
+        copy = path + ".models"
+        self.assertEqual(os.stat(copy).st_mode & 0o777, 0o700)
+        self.assertEqual(os.listdir(os.path.join(copy, "det-bk")), ["v1"])
+        vcopy = os.path.join(copy, "det-bk", "v1")
+        self.assertEqual(sorted(os.listdir(vcopy)), ["args.yaml", "best.pt", "manifest.json", "results.csv"])
+        self.assertEqual(os.stat(vcopy).st_mode & 0o777, 0o700)
+        for name in os.listdir(vcopy):
+            self.assertEqual(os.stat(os.path.join(vcopy, name)).st_mode & 0o777,
+                             os.stat(os.path.join(mdir, "v1", name)).st_mode & 0o777, name)
+        with open(os.path.join(vcopy, "manifest.json")) as f:
+            m = json.load(f)
+        for f in m["files"]:
+            self.assertEqual(sha256(os.path.join(vcopy, f["name"])), f["sha256"], f["name"])
+
+        # Restored as docs/API.md says (the copy becomes the model_store: here a fresh folder, as
+        # when the store was lost) under a daemon of its own: it lists the version, serves it whole.
+        restored = os.path.join(out_dir, "store")
+        shutil.copytree(copy, restored, symlinks=True)
+        other = gwtest.Daemon(gpus=1, extra=["--model-store", restored])
+        self.addCleanup(other.cleanup)
+        os.makedirs(other.state, mode=0o700)
+        shutil.copyfile(path, os.path.join(other.state, "gpuward.db"))
+        other.start()
+        self.assertRegex(other.cli("models").stdout, rf"det-bk\s+1\s+v1\s+{jid}\s+root")
+        st, data, _ = other.api("GET", "/api/v1/models/det-bk/v1/best.pt", raw=True)
+        self.assertEqual(st, 200)
+        self.assertEqual(hashlib.sha256(data).hexdigest(), [f for f in m["files"] if f["name"] == "best.pt"][0]["sha256"])
+
+
 class FullStore(unittest.TestCase):
     """A model store on a tmpfs too small for the checkpoint: nothing half-written stays."""
 

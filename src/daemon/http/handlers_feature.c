@@ -158,21 +158,41 @@ static int path_check(const char *path, struct gw_http_reply *rep) {
         return 0;
 }
 
+/* With a model store, the copy of it goes to path.models: not there yet either. */
+static int models_path_check(struct gw_daemon *d, const char *path, struct gw_http_reply *rep) {
+        struct stat st;
+        char models[4200];
+        if (!d->cfg->model_store || !*d->cfg->model_store)
+                return 0;
+        snprintf(models, sizeof models, "%s" GW_BACKUP_MODELS_SUFFIX, path);
+        if (lstat(models, &st) == 0)
+                return gw_reply_error(rep, 400, "path",
+                                      "path: %.200s exists; the model store is copied there and a backup never "
+                                      "replaces a file",
+                                      models),
+                       -EINVAL;
+        return 0;
+}
+
 void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_route_ctx *ctx,
                   struct gw_http_reply *rep, const struct gw_caller *c) {
         struct gw_daemon *d = gw_the_daemon(ud);
         (void) ctx;
         char why[1024];
         if (req->resumed) {
-                char path[4200];
-                uint64_t bytes = 0;
-                int status = gw_backup_answer(d, req->conn, path, sizeof path, &bytes, why, sizeof why);
-                if (status == 200)
-                        gw_reply_json(rep, 200,
-                                      json_pack("{s:s, s:I, s:i}", "path", path, "bytes", (json_int_t) bytes, "schema",
-                                                gw_store_schema_version()));
-                else
+                struct gw_backup_result res = { 0 };
+                int status = gw_backup_answer(d, req->conn, &res, why, sizeof why);
+                if (status != 200) {
                         gw_reply_error(rep, status, status == 400 ? "path" : NULL, "%s", why);
+                        return;
+                }
+                json_t *models = res.models[0] ? json_pack("{s:s, s:I, s:I}", "path", res.models, "versions",
+                                                           (json_int_t) res.model_versions, "bytes",
+                                                           (json_int_t) res.model_bytes)
+                                               : json_null();
+                gw_reply_json(rep, 200,
+                              json_pack("{s:s, s:I, s:i, s:o}", "path", res.path, "bytes", (json_int_t) res.bytes,
+                                        "schema", gw_store_schema_version(), "models", models));
                 return;
         }
         json_t *o = gw_parse_body(req, rep);
@@ -181,7 +201,7 @@ void gw_on_backup(void *ud, const struct gw_http_request *req, const struct gw_r
         static const char *const fields[] = { "path" };
         const char *path = NULL;
         if (gw_body_check(o, fields, ELEMENTSOF(fields), "a backup", "path", &path, rep) < 0 ||
-            path_check(path, rep) < 0)
+            path_check(path, rep) < 0 || models_path_check(d, path, rep) < 0)
                 return json_decref(o);
         int status = gw_backup_request(d, path, req->conn, why, sizeof why);
         if (status) {
