@@ -597,13 +597,13 @@
 
   /* ---- router and rendering ---- */
 
-  const VIEWS = ['gpus', 'queue', 'job', 'calendar', 'usage'];
+  const VIEWS = ['gpus', 'queue', 'job', 'calendar', 'usage', 'models'];
   let current = null, frame = 0, pendingType = null;
 
   function route() {
     const path = (location.hash.replace(/^#\/?/, '').split('?')[0] || 'gpus').split('/');
     const view = VIEWS.includes(path[0]) ? path[0] : 'gpus';
-    const changed = view !== current || (view === 'job' && GW.jobId !== Number(path[1]));
+    const changed = view !== current || (view === 'job' && GW.jobId !== Number(path[1])) || view === 'models';
     current = view;
     for (const v of VIEWS) $('view-' + v).hidden = v !== view;
     for (const a of document.querySelectorAll('[data-nav]'))

@@ -42,7 +42,7 @@
   const TIME_STEPS = [5, 10, 15, 30, 60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
   /* A line chart in box: opts = {series: [{name, points: [[x, y]...], color}], x: 'time' |
-   * 'epoch', yMin, yMax, yFmt, yUnit, xUnit, vlines: [x...], empty: text}.  Times are Unix
+   * 'epoch', yMin, yMax, yFmt, yUnit, xUnit, xTip (x in the hover's head), vlines: [x...], empty: text}.  Times are Unix
    * seconds shown in the viewer's time zone.  The box keeps its opts and a zoom (drag across
    * the plot to pick a range of x, double-click for all of it), so that a live redraw keeps
    * the reader's range; hovering shows each series' nearest point. */
@@ -177,7 +177,7 @@
   function showTip(box, plot, clientX) {
     const x = xAt(plot, clientX);
     if (x < plot.x0 || x > plot.x1) { hideTip(plot); return; }
-    const opts = plot.opts, fmtX = v => opts.x === 'time' ? GW.fmtTime(v, 'sec') : `epoch ${v}`;
+    const opts = plot.opts, fmtX = v => opts.x === 'time' ? GW.fmtTime(v, 'sec') : opts.xTip ? opts.xTip(v) : `epoch ${v}`;
     const yFmt = opts.yTip || opts.yFmt || (v => String(+v.toFixed(4)));
     const hits = plot.series.map(s => [s, nearest(s.points, x)]).filter(h => h[1]);
     if (!hits.length) { hideTip(plot); return; }

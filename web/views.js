@@ -401,6 +401,83 @@
         'weighted by GPU-hours over the jobs whose GPUs were sampled.'));
   }
 
+  /* ---- models ---- */
+
+  /* The selected model's manifests are fetched one a version: the summaries do not list files.
+   * Only the newest MODEL_FILES_KEEP get their files shown, so a long-lived model costs a
+   * bounded number of requests. */
+  const MODEL_FILES_KEEP = 20;
+  const M = { seq: 0 };
+  const enc = encodeURIComponent;
+  const metricText = m => (m && m.value !== null && m.value !== undefined ? `${+m.value.toFixed(4)}` : '—');
+
+  function modelOf(seg) {
+    try { return seg ? decodeURIComponent(seg) : ''; } catch (e) { return seg; } /* a hand-typed bad escape */
+  }
+
+  async function loadModels(name) {
+    const seq = ++M.seq;
+    const list = $('models-list');
+    const res = await GW.api('GET', '/api/v1/models');
+    if (seq !== M.seq) return;
+    if (res.status !== 200) {
+      list.replaceChildren(h('p', { class: 'empty' }, `Models unavailable: ${GW.errText(res)}`));
+      $('model-detail').hidden = true;
+      return;
+    }
+    const models = res.data.models || [];
+    list.replaceChildren(h('div', { class: 'table-wrap' }, table(
+      ['Model', 'Versions', 'Latest', 'Metric', 'Value', 'Job', 'Published'],
+      models.map(m => {
+        const l = m.latest || {};
+        return [h('td', {}, h('a', { href: `#/models/${enc(m.name)}`, 'aria-current': m.name === name ? 'true' : null }, m.name)),
+          h('td', { class: 'num' }, String(m.versions)), l.version ? `v${l.version}` : '—',
+          (l.metric && l.metric.name) || '—', h('td', { class: 'num' }, metricText(l.metric)),
+          l.job ? h('td', {}, h('a', { href: `#/job/${l.job}` }, String(l.job))) : '—', GW.fmtTime(l.time)];
+      }), 'No model published yet: submit a training job with --publish NAME.')));
+    if (name) await loadModel(name, seq);
+    else $('model-detail').hidden = true;
+  }
+
+  async function loadModel(name, seq) {
+    const res = await GW.api('GET', `/api/v1/models/${enc(name)}`);
+    if (seq !== M.seq) return;
+    $('model-detail').hidden = false;
+    $('h-model').textContent = `Model ${name}`;
+    if (res.status !== 200) {
+      $('model-versions').replaceChildren(h('p', { class: 'empty' }, GW.errText(res)));
+      GW.lineChart($('model-chart'), { x: 'epoch', series: [], empty: 'No versions.' });
+      return;
+    }
+    const vs = res.data.versions || [];
+    const recent = vs.slice(-MODEL_FILES_KEEP);
+    const manifests = await Promise.all(recent.map(v => GW.api('GET', `/api/v1/models/${enc(name)}/v${v.version}`)));
+    if (seq !== M.seq) return;
+    const files = new Map(recent.map((v, i) => [v.version, manifests[i].status === 200 ? manifests[i].data.files || [] : null]));
+    /* One curve a metric: a version published --publish-if-better another metric is listed by that one. */
+    const byMetric = new Map();
+    for (const v of vs) if (v.metric && v.metric.value !== null && v.metric.value !== undefined) {
+      if (!byMetric.has(v.metric.name)) byMetric.set(v.metric.name, []);
+      byMetric.get(v.metric.name).push([v.version, v.metric.value]);
+    }
+    GW.lineChart($('model-chart'), { x: 'epoch', xUnit: 'version', xTip: v => `v${v}`, yUnit: 'the metric each version is listed by',
+      series: [...byMetric].map(([n, points]) => ({ name: n, points })), empty: 'No version has a metric.' });
+    const fileLinks = v => {
+      const fs = files.get(v.version);
+      if (fs === undefined) return h('td', { class: 'sub' }, `older than the newest ${MODEL_FILES_KEEP}`);
+      if (fs === null) return h('td', { class: 'sub' }, 'manifest unavailable');
+      return h('td', { class: 'files' }, ...fs.flatMap((f, i) => [i ? ' ' : null,
+        h('a', { href: `/api/v1/models/${enc(name)}/v${v.version}/${enc(f.name)}`, download: `${name}-v${v.version}-${f.name}`,
+                 title: `${GW.fmtBytes(f.size)}, sha256 ${f.sha256}` }, f.name)]));
+    };
+    $('model-versions').replaceChildren(h('div', { class: 'table-wrap' }, table(
+      ['Version', 'Metric', 'Value', 'Best epoch', 'Job', 'User', 'Published', 'Files'],
+      vs.slice().reverse().map(v => [`v${v.version}`, (v.metric && v.metric.name) || '—',
+        h('td', { class: 'num' }, metricText(v.metric)), v.best_epoch ? String(v.best_epoch) : '—',
+        v.job ? h('td', {}, h('a', { href: `#/job/${v.job}` }, String(v.job))) : '—', v.user, GW.fmtTime(v.time), fileLinks(v)]),
+      'No versions.')));
+  }
+
   /* ---- hooks for app.js ---- */
 
   GW.setupViews = function () {
@@ -413,6 +490,7 @@
     else { clearInterval(J.logTimer); J.id = 0; }
     if (view === 'calendar') loadCalendar();
     if (view === 'usage') loadUsage();
+    if (view === 'models') loadModels(modelOf(path[1]));
   };
 
   GW.renderView = function (view, type) {

@@ -34,6 +34,8 @@ const ARTIFACTS = process.env.GW_ARTIFACTS || path.join(BUILD, 'browser-artifact
 // The browser's zone and locale: not the machine's (UTC here), a half-hour offset, and a
 // 12-hour locale (the page writes 24-hour times whatever the locale, as the CLI does).
 const ZONE = 'America/St_Johns', LOCALE = 'en-US';
+// The model the test publishes (Models view).
+const MODEL = 'browser-det';
 
 // "2026-11-27 14:02" for Unix seconds t in ZONE: how the dashboard writes every time.
 function isoLike(t) {
@@ -102,6 +104,10 @@ class Daemon {
     this.work = path.join(this.dir, 'work');
     fs.mkdirSync(this.work, { mode: 0o777 });
     fs.chmodSync(this.work, 0o777);
+    // The model store: a folder of the daemon's user that no one else may write to.
+    this.models = path.join(this.dir, 'models');
+    fs.mkdirSync(this.models, { mode: 0o700 });
+    fs.chmodSync(this.models, 0o700);
   }
 
   async start() {
@@ -164,7 +170,10 @@ async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   // A profile that warns an idle job after 2 s and stops it only 10 minutes later: its
   // countdown stays on its GPU's card while the test reads it.  Jobs choose it by name.
-  const d = await new Daemon({ config: '[policy.quickwarn]\nidle_timeout = 2\nwarn = 600\ngrace = 1\n' }).start();
+  // A model store (model_store must be a top-level key: before the first section).
+  const d = new Daemon();
+  d.config = `model_store = ${d.models}\n[policy.quickwarn]\nidle_timeout = 2\nwarn = 600\ngrace = 1\n`;
+  await d.start();
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-chromium-'));
   let ctx;
   try {
@@ -755,19 +764,69 @@ async function run(d, page, ctx) {
     }
   });
 
+  await step('a model published by a fake-trainer job is listed on Models; its versions chart the metric and link their files', async () => {
+    // Two versions, so that the chart has a line and the newest is listed as the latest.
+    const jobs = [];
+    for (const epochs of [2, 3]) {
+      const jid = JSON.parse(d.cli('submit', '--json', '--gpus', '1', '--time', '5m', '--name', `train-${epochs}`, '--publish', MODEL,
+                                   '--', TRAINER, `epochs=${epochs}`, `name=browser-model-${epochs}`, '--epoch-seconds', '0.1')).id;
+      await waitUntil(async () => {
+        const j = (await d.api('GET', `/api/v1/jobs/${jid}`)).data;
+        const ev = (j.events || []).find(e => e.kind === 'published' || e.kind === 'not_published');
+        if (ev) assert.equal(ev.kind, 'published', ev.message);
+        return ev;
+      }, `job ${jid}'s publication`, 60000);
+      jobs.push(jid);
+    }
+    await page.click('nav a[data-nav="models"]');
+    await page.waitForSelector('#view-models:not([hidden])');
+    const row = page.locator('#models-list tbody tr', { hasText: MODEL });
+    await row.waitFor({ timeout: 10000 });
+    const cells = await row.locator('td').allInnerTexts();
+    assert.equal(cells[0], MODEL);
+    assert.deepEqual(cells.slice(1, 4), ['2', 'v2', 'metrics/mAP50-95(B)']);
+    assert.match(cells[4], /^0\.\d+$/);
+    assert.equal(cells[5], String(jobs[1]));
+    await row.locator(`a[href="#/models/${MODEL}"]`).click();
+    await page.waitForSelector('#model-detail:not([hidden])');
+    assert.equal(await page.locator('#h-model').innerText(), `Model ${MODEL}`);
+    const vrows = page.locator('#model-versions tbody tr');
+    await waitUntil(async () => (await vrows.count()) === 2, 'a row a version');
+    assert.match(await vrows.nth(0).innerText(), new RegExp(`^v2\\s+metrics/mAP50-95\\(B\\)\\s+0\\.\\d+\\s+3\\s+${jobs[1]}\\s`));
+    const links = await vrows.nth(0).locator('td.files a').evaluateAll(as => as.map(a => [a.textContent, a.getAttribute('href')]));
+    assert.deepEqual(links.map(l => l[0]).sort(), ['args.yaml', 'best.pt', 'results.csv']);
+    for (const [name, href] of links) {
+      assert.equal(href, `/api/v1/models/${MODEL}/v2/${name}`);
+      const st = await page.evaluate(async u => (await fetch(u)).status, href);
+      assert.equal(st, 200, `${href} downloads`);
+    }
+    // The chart: one line of the metric over v1 and v2, version axis, the value on hover.
+    await page.locator('#model-chart svg path.series').waitFor({ state: 'attached', timeout: 5000 });
+    assert.equal(await page.locator('#model-chart .x-unit').innerText(), 'version');
+    const box = await page.locator('#model-chart svg').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+    const tip = page.locator('#model-chart .chart-tip');
+    await tip.waitFor({ state: 'visible', timeout: 5000 });
+    assert.match(await tip.innerText(), /^v2\n.*metrics\/mAP50-95\(B\): 0\.\d+$/s);
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'models-1280x800.png'), fullPage: true });
+  });
+
   await step('nothing cut off or overlapping on any view at 1280x800 and 1920x1080 (a drained GPU, a held job\'s buttons)', async () => {
     d.cli('admin', 'drain', '3', '--reason', 'fan noise and a long explanation of it: RMA ticket 4411 opened with the vendor, waiting on parts');
     try {
       for (const [w, hgt] of [[1280, 800], [1920, 1080]]) {
         await page.setViewportSize({ width: w, height: hgt });
-        for (const view of ['gpus', 'queue', 'calendar', 'usage', 'job']) {
+        for (const view of ['gpus', 'queue', 'calendar', 'usage', 'models', 'job']) {
           if (view === 'job') await page.goto(`${d.url}/#/job/${jid}`);
+          else if (view === 'models') await page.goto(`${d.url}/#/models/${MODEL}`);
           else await page.click(`nav a[data-nav="${view}"]`);
           await page.waitForSelector(`#view-${view}:not([hidden])`);
           if (view === 'gpus') await page.locator('#gpu-cards article[data-gpu="3"] .badge.drained').waitFor({ timeout: 10000 });
           if (view === 'queue') await page.locator(`#queue-body tr[data-job="${hid}"] button`, { hasText: 'Release' }).waitFor({ timeout: 10000 });
           if (view === 'job') await page.locator('#job-util path.series, #job-util .note').first().waitFor({ state: 'attached', timeout: 10000 });
           if (view === 'usage') await page.locator('#usage-body table').waitFor({ timeout: 15000 });
+          if (view === 'models') await page.locator('#model-versions td.files a, #model-chart path.series').last().waitFor({ state: 'attached', timeout: 10000 });
           await sleep(300);
           assert.deepEqual(await unreadable(page), [], `${view} at ${w}x${hgt}`);
           if (view === 'queue') assert.deepEqual(await clippedButtonsSettled(page), [], `a held job's buttons at ${w}px`);
@@ -896,8 +955,9 @@ async function run(d, page, ctx) {
           'sleep', '120');
     d.cli('submit', '--hold', '--gpus', '2', '--time', '5m', '--name', 'phone-held', '--', 'sleep', '120');
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const view of ['gpus', 'queue', 'calendar', 'usage', 'job']) {
+    for (const view of ['gpus', 'queue', 'calendar', 'usage', 'models', 'job']) {
       if (view === 'job') await page.goto(`${d.url}/#/job/${jid}`);
+      else if (view === 'models') await page.goto(`${d.url}/#/models/${MODEL}`);
       else await page.click(`nav a[data-nav="${view}"]`);
       await page.waitForSelector(`#view-${view}:not([hidden])`);
       if (view === 'job') await page.locator('#job-loss svg path.series').first().waitFor({ state: 'attached', timeout: 10000 });
