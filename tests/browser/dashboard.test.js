@@ -648,9 +648,11 @@ async function run(d, page, ctx) {
     await page.click('#signin-submit');
     await page.locator('#signout').waitFor({ state: 'visible' });
     // The open job page is read again as the one signed in: its command, no "Hidden" left.
-    await waitUntil(async () => /gw-fake-trainer|python|sh/.test(await page.locator('#job-command').innerText()),
-                    'the command line shown once signed in, without a reload');
-    assert.doesNotMatch(await page.locator('#job-command').innerText(), /Hidden/);
+    await waitUntil(async () => {
+      const text = await page.locator('#job-command').innerText();
+      return text && !/Hidden/.test(text);
+    }, 'the command line shown once signed in, without a reload');
+    assert.match(await page.locator('#job-command').innerText(), /gw-fake-trainer/);
     const cookies = await page.context().cookies(d.url);
     const c = cookies.find(k => k.name === 'gw_token');
     assert.ok(c && c.httpOnly && c.sameSite === 'Strict', 'HttpOnly SameSite=Strict cookie');
