@@ -11,6 +11,7 @@
 
 #include "api/firstpaint.h"
 #include "api/jsonout.h"
+#include "base/text.h"
 
 /* At most this many jobs as HTML rows: a queue of thousands still makes a page of a bounded
  * size (the script shows them all once it runs). */
@@ -20,31 +21,6 @@
 static void no_memory(void) {
         fputs("gpuward: out of memory rendering the page\n", stderr);
         abort();
-}
-
-void gw_firstpaint_put_text(FILE *f, const char *text) {
-        for (const unsigned char *p = (const unsigned char *) (text ? text : ""); *p; p++) {
-                switch (*p) {
-                case '&':
-                        fputs("&amp;", f);
-                        break;
-                case '<':
-                        fputs("&lt;", f);
-                        break;
-                case '>':
-                        fputs("&gt;", f);
-                        break;
-                case '"':
-                        fputs("&quot;", f);
-                        break;
-                case '\'':
-                        fputs("&#39;", f);
-                        break;
-                default:
-                        if (*p >= 0x20 || *p == '\t' || *p == '\n')
-                                fputc(*p, f);
-                }
-        }
 }
 
 /* o as JSON with '<', '>' and '&' written as \u escapes: they occur only inside strings, where
@@ -113,13 +89,13 @@ static void gpu_row(FILE *f, const json_t *g) {
         const char *health = str_of(g, "health");
         long long index = (long long) json_integer_value(json_object_get(g, "index"));
         fprintf(f, "<tr data-gpu=\"%lld\"><td>GPU %lld</td><td>", index, index);
-        gw_firstpaint_put_text(f, str_of(g, "name"));
+        gw_text_put_markup(f, str_of(g, "name"));
         fputs("</td><td>", f);
-        gw_firstpaint_put_text(f, !strcmp(health, "ok") ? "healthy" : health);
+        gw_text_put_markup(f, !strcmp(health, "ok") ? "healthy" : health);
         const char *drain = json_string_value(json_object_get(g, "drain_reason"));
         if (drain) {
                 fputs(": ", f);
-                gw_firstpaint_put_text(f, drain);
+                gw_text_put_markup(f, drain);
         }
         fputs("</td><td class=\"num\">", f);
         put_int_or(f, json_object_get(g, "util"), "%", "n/a");
@@ -133,9 +109,9 @@ static void gpu_row(FILE *f, const json_t *g) {
         const json_t *ji = json_object_get(g, "job_info");
         if (json_is_object(ji)) {
                 fprintf(f, "job %lld ", (long long) json_integer_value(json_object_get(ji, "id")));
-                gw_firstpaint_put_text(f, str_of(ji, "name"));
+                gw_text_put_markup(f, str_of(ji, "name"));
                 fputs(" (", f);
-                gw_firstpaint_put_text(f, str_of(ji, "user"));
+                gw_text_put_markup(f, str_of(ji, "user"));
                 fputs(")", f);
         } else
                 fputs(!strcmp(health, "ok") ? "free" : "no job", f);
@@ -182,13 +158,13 @@ static void put_gpus(FILE *f, const json_t *reply) {
 static void job_row(FILE *f, const json_t *j) {
         long long id = (long long) json_integer_value(json_object_get(j, "id"));
         fprintf(f, "<tr data-job=\"%lld\"><td>%lld</td><td>", id, id);
-        gw_firstpaint_put_text(f, str_of(j, "name"));
+        gw_text_put_markup(f, str_of(j, "name"));
         fputs("</td><td>", f);
-        gw_firstpaint_put_text(f, str_of(j, "user"));
+        gw_text_put_markup(f, str_of(j, "user"));
         fputs("</td><td>", f);
-        gw_firstpaint_put_text(f, str_of(j, "state"));
+        gw_text_put_markup(f, str_of(j, "state"));
         fputs("</td><td>", f);
-        gw_firstpaint_put_text(f, str_of(j, "reason"));
+        gw_text_put_markup(f, str_of(j, "reason"));
         fputs("</td><td>", f);
         const json_t *gpus = json_object_get(j, "gpus");
         if (json_array_size(gpus)) {
@@ -228,7 +204,7 @@ static void put_who(FILE *f, const json_t *session) {
                 fputs("guest (read-only)", f);
                 return;
         }
-        gw_firstpaint_put_text(f, str_of(session, "user"));
+        gw_text_put_markup(f, str_of(session, "user"));
         if (!strcmp(str_of(session, "role"), "admin"))
                 fputs(" (admin)", f);
         else if (!strcmp(str_of(session, "role"), "guest"))

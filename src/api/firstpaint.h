@@ -22,7 +22,3 @@
  * Returns a malloc'ed, NUL-terminated page the caller frees, its length in *ret_len; a
  * template without a marker is copied as it is.  Never fails (allocation failure aborts). */
 char *gw_firstpaint_render(const char *html, size_t len, const json_t *state, gw_usec_t now, size_t *ret_len);
-
-/* text escaped for HTML (& < > " ' as entities; control characters but tab and newline
- * dropped), appended to f. */
-void gw_firstpaint_put_text(FILE *f, const char *text);

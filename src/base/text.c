@@ -123,3 +123,28 @@ bool gw_text_has_private(const char *s) {
         static const char markers[] = { GW_TEXT_PRIVATE_OPEN, GW_TEXT_PRIVATE_CLOSE, '\0' };
         return s && strpbrk(s, markers);
 }
+
+void gw_text_put_markup(FILE *f, const char *text) {
+        for (const unsigned char *p = (const unsigned char *) (text ? text : ""); *p; p++) {
+                switch (*p) {
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                case '"':
+                        fputs("&quot;", f);
+                        break;
+                case '\'':
+                        fputs("&#39;", f);
+                        break;
+                default:
+                        if (*p >= 0x20 || *p == '\t' || *p == '\n')
+                                fputc(*p, f);
+                }
+        }
+}

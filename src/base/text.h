@@ -2,6 +2,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* fmt's text in buf (n bytes, cut to fit) for a caller that asked for one: nothing when buf
  * is NULL or n is 0.  The "why" and message buffers of pure functions. */
@@ -29,3 +30,7 @@ char *gw_text_private_wrap(char *dst, size_t n, const char *s);
 char *gw_text_private_render(const char *s, bool show, const char *instead);
 /* Whether s has a private part, or a stray marker byte: whether it needs rendering. */
 bool gw_text_has_private(const char *s);
+
+/* text into HTML or XML (SVG) character data or a quoted attribute: & < > " ' escaped, control
+ * characters but tab and newline dropped.  NULL writes nothing. */
+void gw_text_put_markup(FILE *f, const char *text);

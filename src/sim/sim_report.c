@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/parse.h"
+#include "base/text.h"
 #include "sim/sim.h"
 
 static double pct(double a, double b) { return b > 0 ? 100.0 * a / b : 0; }
@@ -143,28 +144,6 @@ void gw_sim_print_json(FILE *f, const char *title, const struct gw_sim_shape *s,
         fputs("]}\n", f);
 }
 
-static void xml_text(FILE *f, const char *s) {
-        for (; *s; s++) {
-                switch (*s) {
-                case '&':
-                        fputs("&amp;", f);
-                        break;
-                case '<':
-                        fputs("&lt;", f);
-                        break;
-                case '>':
-                        fputs("&gt;", f);
-                        break;
-                case '"':
-                        fputs("&quot;", f);
-                        break;
-                default:
-                        if ((unsigned char) *s >= 0x20)
-                                fputc(*s, f);
-                }
-        }
-}
-
 #define W_PLOT 900
 #define H_PANEL 170
 #define M_LEFT 60
@@ -185,7 +164,7 @@ static void panel(FILE *f, const struct gw_sim_result *x, int n_gpus, double top
         double xs = x->n_buckets ? (double) W_PLOT / (double) x->n_buckets : 0;
 
         fprintf(f, "<text x=\"%d\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\">", M_LEFT, top - 8);
-        xml_text(f, x->name);
+        gw_text_put_markup(f, x->name);
         fprintf(f, "</text>\n<rect x=\"%d\" y=\"%.0f\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
                 M_LEFT, top, W_PLOT, H_PANEL);
         for (int k = 0; k <= 4; k++) {
@@ -219,7 +198,7 @@ int gw_sim_write_svg(FILE *f, const char *title, int n_gpus, const struct gw_sim
                 "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
                 "<text x=\"%d\" y=\"18\" font-size=\"14\">",
                 width, height, width, height, M_LEFT);
-        xml_text(f, title);
+        gw_text_put_markup(f, title);
         fprintf(f,
                 "</text>\n<text x=\"%d\" y=\"32\" font-size=\"11\"><tspan fill=\"#3b6fb6\">&#9632; GPUs "
                 "allocated</tspan>  <tspan fill=\"#2e9e4f\">&#9632; GPUs busy</tspan> (mean per bucket)</text>\n",
