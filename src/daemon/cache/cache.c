@@ -1,12 +1,6 @@
-/* The dataset cache, the loop's side (cache.h).  Layout under cache_dir, all root's:
- *   entries/KEY/source        the --dataset path (KEY: the first 16 hex of its SHA-256)
- *   entries/KEY/vN/manifest   version N's files (core/cache.h), written once it is verified
- *   entries/KEY/vN/data/      the copy, modes as the source's
- *   yaml/JOB.yaml             a job's rewritten data YAML, its user's
- *   trash/                    what is being removed
- * cache_dir, entries/ and each entry's folder are 0711: a job reaches its copy by its path,
- * nobody lists what others staged.  A version is in use while a queued or running job
- * holds it (pins); eviction takes whole entries that nobody uses, least recently used first. */
+/* The dataset cache, the loop's side (cache.h): which queued and running jobs use which
+ * entries, their copies' progress, failures and retries.  The entries, their versions and the
+ * copies' start and end are the store's (cache_store.c, the layout under cache_dir there). */
 #include "daemon/cache/cache.h"
 
 #include <dirent.h>
@@ -40,179 +34,13 @@
 
 static void stage_waiting(struct gw_daemon *d);
 
-char *gw_cache_path(const struct gw_cache *c, const struct gw_cache_entry *e, int v, const char *tail) {
-        char *p;
-        if (asprintf(&p, "%s/entries/%s/v%d%s%s", c->dir, e->key, v, tail ? "/" : "", tail ? tail : "") < 0)
-                abort();
-        return p;
-}
-
-static int mkdir_root(const char *p) {
-        if (mkdir(p, 0711) < 0 && errno != EEXIST)
-                return -errno;
-        _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
-        /* Made by someone else first: not ours to trust. */
-        if (st.st_uid != geteuid())
-                return -EPERM;
-        return fchmod(fd, 0711) < 0 ? -errno : 0;
-}
-
-/* Moves dir out of the way and removes it in a child: a copy of 10,000 files is not removed
- * inside the loop. */
-static void trash(struct gw_cache *c, const char *dir) {
-        static unsigned seq;
-        char *t;
-        if (asprintf(&t, "%s/trash/%d-%u", c->dir, (int) getpid(), ++seq) < 0)
-                abort();
-        if (rename(dir, t) == 0)
-                (void) gw_cache_remove_spawn(t);
-        free(t);
-}
-
-static void trash_version(struct gw_cache *c, struct gw_cache_entry *e, struct gw_cache_ver *v) {
-        for (struct gw_cache_ver **p = &e->vers; *p; p = &(*p)->next)
-                if (*p == v) {
-                        *p = v->next;
-                        break;
-                }
-        _cleanup_free_ char *p = gw_cache_path(c, e, v->v, NULL);
-        trash(c, p);
-        free(v);
-}
-
-/* Older versions nobody pins any more. */
-void gw_cache_trash_unpinned_old(struct gw_cache *c, struct gw_cache_entry *e) {
-        for (struct gw_cache_ver *v = e->vers ? e->vers->next : NULL, *nx; v; v = nx) {
-                nx = v->next;
-                if (!v->pins)
-                        trash_version(c, e, v);
-        }
-}
-
-static void entry_key(const char *source, char key[17]) {
-        char hex[GW_SHA256_HEX_SIZE];
-        gw_sha256_hex(source, strlen(source), hex);
-        memcpy(key, hex, 16);
-        key[16] = '\0';
-}
-
-static struct gw_cache_entry *entry_find(struct gw_cache *c, const char *source) {
-        for (struct gw_cache_entry *e = c->entries; e; e = e->next)
-                if (!strcmp(e->source, source))
-                        return e;
-        return NULL;
-}
-
-/* The version's size and file count from its manifest; -1 if it has none (incomplete). */
-static int read_manifest_size(const char *vdir, uint64_t *size, uint64_t *files) {
-        char p[4200];
-        snprintf(p, sizeof p, "%s/manifest", vdir);
-        _cleanup_fclose_ FILE *f = fopen(p, "re");
-        if (!f)
-                return -1;
-        char line[GW_CACHE_LINE_MAX];
-        struct gw_cache_file cf;
-        *size = *files = 0;
-        while (fgets(line, sizeof line, f)) {
-                size_t l = strcspn(line, "\n");
-                if (gw_cache_manifest_parse(line, l, &cf) == 0 && !cf.dir) {
-                        *size += cf.size;
-                        (*files)++;
-                }
-        }
-        return 0;
-}
-
-/* "v12" is 12; anything else 0. */
-static int version_of(const char *name) {
-        if (name[0] != 'v')
-                return 0;
-        char *end;
-        long v = strtol(name + 1, &end, 10);
-        return *end || v <= 0 || v > 1000000000 ? 0 : (int) v;
-}
-
-/* An entry as the last daemon left it: each complete version (one with a manifest) kept,
- * for a job still running may read an older one (the first tick, once the restart's running
- * jobs pinned theirs, trashes the rest); versions cut short by a stop go at once. */
-static void load_entry(struct gw_cache *c, const char *key) {
-        char p[4200], src[4200];
-        snprintf(p, sizeof p, "%s/entries/%s/source", c->dir, key);
-        _cleanup_fclose_ FILE *f = fopen(p, "re");
-        if (!f || !fgets(src, sizeof src, f) || src[0] != '/')
-                return;
-        src[strcspn(src, "\n")] = '\0';
-        struct gw_cache_entry *e = gw_xcalloc(1, sizeof *e);
-        snprintf(e->key, sizeof e->key, "%s", key);
-        e->source = gw_xstrdup(src);
-        snprintf(p, sizeof p, "%s/entries/%s", c->dir, key);
-        DIR *dir = opendir(p);
-        int best = 0;
-        for (struct dirent *de; dir && (de = readdir(dir));) {
-                int v = version_of(de->d_name);
-                if (v <= 0)
-                        continue;
-                best = v > best ? v : best;
-                _cleanup_free_ char *vd = gw_cache_path(c, e, v, NULL);
-                uint64_t size, files;
-                if (read_manifest_size(vd, &size, &files) < 0) {
-                        trash(c, vd);
-                        continue;
-                }
-                struct gw_cache_ver *n = gw_xcalloc(1, sizeof *n), **at = &e->vers;
-                *n = (struct gw_cache_ver){ .v = v, .size = size, .files = files };
-                while (*at && (*at)->v > v) /* newest first */
-                        at = &(*at)->next;
-                n->next = *at;
-                *at = n;
-        }
-        if (dir)
-                closedir(dir);
-        e->next_v = best + 1;
-        if (e->vers) { /* a daemon before the use file: the newest version's making is its last use */
-                struct stat st;
-                _cleanup_free_ char *m = gw_cache_path(c, e, e->vers->v, "manifest");
-                if (stat(m, &st) == 0)
-                        e->last_use = (gw_usec_t) st.st_mtim.tv_sec * GW_USEC_PER_SEC;
-        }
-        gw_cache_use_load(c, e);
-        e->next = c->entries;
-        c->entries = e;
-}
-
 int gw_cache_open(struct gw_daemon *d) {
         if (!d->cfg->cache_dir || !*d->cfg->cache_dir)
                 return 0;
         struct gw_cache *c = gw_xcalloc(1, sizeof *c);
-        c->dir = gw_xstrdup(d->cfg->cache_dir);
         c->scan = true;
         d->cache = c;
-        /* What the last daemon left in trash/ is removed in the background, under a new name. */
-        char p[600], old[640];
-        snprintf(p, sizeof p, "%s/trash", c->dir);
-        snprintf(old, sizeof old, "%s/trash.%d", c->dir, (int) getpid());
-        if (rename(p, old) == 0)
-                (void) gw_cache_remove_spawn(old);
-        static const char *const sub[] = { "", "/entries", "/yaml", "/trash" };
-        for (size_t i = 0; i < ELEMENTSOF(sub); i++) {
-                snprintf(p, sizeof p, "%s%s", c->dir, sub[i]);
-                int r = mkdir_root(p);
-                if (r < 0) {
-                        log_err("cache_dir: %s: %s", p, strerror(-r));
-                        return r;
-                }
-        }
-        snprintf(p, sizeof p, "%s/entries", c->dir);
-        DIR *dir = opendir(p);
-        for (struct dirent *de; dir && (de = readdir(dir));)
-                if (strlen(de->d_name) == 16)
-                        load_entry(c, de->d_name);
-        if (dir)
-                closedir(dir);
-        return 0;
+        return gw_cache_store_open(c, d->cfg->cache_dir);
 }
 
 static struct gw_cache_job *cjob_free(struct gw_cache_job *cj) {
@@ -228,19 +56,6 @@ static struct gw_cache_job *cjob_free(struct gw_cache_job *cj) {
         return NULL;
 }
 
-/* An entry in memory and its versions (the files on disk are the caller's business). */
-static void entry_free(struct gw_cache_entry *e) {
-        for (struct gw_cache_ver *v = e->vers, *vn; v; v = vn) {
-                vn = v->next;
-                free(v);
-        }
-        for (size_t i = 0; i < e->n_users; i++)
-                free(e->users[i]);
-        free(e->saved);
-        free(e->source);
-        free(e);
-}
-
 void gw_cache_close(struct gw_daemon *d) {
         struct gw_cache *c = d->cache;
         if (!c)
@@ -252,11 +67,7 @@ void gw_cache_close(struct gw_daemon *d) {
                         f->dj->cache = NULL;
                 cjob_free(f);
         }
-        for (struct gw_cache_entry *e = c->entries, *nx; e; e = nx) {
-                nx = e->next;
-                entry_free(e);
-        }
-        free(c->dir);
+        gw_cache_store_done(c);
         free(c);
         d->cache = NULL;
 }
@@ -276,10 +87,13 @@ int gw_cache_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead, s
         (void) ahead;
         if (!j->dataset)
                 return 0;
-        if (!d->cache)
+        /* On a cluster the node Slurm picks stages it, by its agent (exec_slurm_stage.c): this
+         * host's cache plays no part; its cache_sources still says what may be asked for. */
+        bool here = gw_backend_placement(d) == GW_EXEC_PLACE_HERE;
+        if (!d->cache && here)
                 return refuse(err, "dataset: this host has no dataset cache (cache_dir is none in gpuward.conf)");
-        if (gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
-                return refuse(err, "dataset: staging is done on this host only; this daemon's jobs run elsewhere");
+        if (!here && strchr(j->dataset, '\n'))
+                return refuse(err, "dataset: a path with a newline cannot be asked of a node's agent");
         if (!gw_cache_source_allowed(d->cfg->cache_sources, j->dataset))
                 return refuse(err, "dataset: %.120s is not under cache_sources (%.80s)", j->dataset,
                               *d->cfg->cache_sources ? d->cfg->cache_sources : "empty: none allowed");
@@ -293,27 +107,6 @@ static void set_waiting(struct gw_daemon *d, struct gw_djob *dj, const char *det
                 j->wait_reason = GW_REASON_STAGING;
         gw_job_text_set(&j->wait_detail, detail);
         (void) d;
-}
-
-static struct gw_cache_entry *entry_get(struct gw_cache *c, const char *source) {
-        struct gw_cache_entry *e = entry_find(c, source);
-        if (e)
-                return e;
-        e = gw_xcalloc(1, sizeof *e);
-        entry_key(source, e->key);
-        e->source = gw_xstrdup(source);
-        e->next_v = 1;
-        char p[4200];
-        snprintf(p, sizeof p, "%s/entries/%s", c->dir, e->key);
-        (void) mkdir_root(p);
-        snprintf(p, sizeof p, "%s/entries/%s/source", c->dir, e->key);
-        (void) unlink(p);
-        _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0)
-                (void) !write(fd, source, strlen(source));
-        e->next = c->entries;
-        c->entries = e;
-        return e;
 }
 
 /* Starts the helper for dj's copy, unless another job's copy of the same dataset is under
@@ -335,17 +128,6 @@ static void stage(struct gw_daemon *d, struct gw_djob *dj) {
         }
         const struct gw_job *j = dj->job;
         const struct gw_account *a = gw_userdb_uid(d->users, (uint32_t) j->uid, d->now);
-        int rp[2], gp[2];
-        if (pipe2(rp, O_CLOEXEC | O_NONBLOCK) < 0)
-                return;
-        if (pipe2(gp, O_CLOEXEC) < 0) {
-                (void) close(rp[0]), (void) close(rp[1]);
-                return;
-        }
-        struct gw_cache_entry *e = cj->e;
-        cj->newv = e->next_v++;
-        _cleanup_free_ char *newd = gw_cache_path(c, e, cj->newv, NULL);
-        _cleanup_free_ char *prevd = e->vers ? gw_cache_path(c, e, e->vers->v, NULL) : NULL;
         free(cj->yaml);
         cj->yaml = NULL;
         struct stat st;
@@ -361,46 +143,28 @@ static void stage(struct gw_daemon *d, struct gw_djob *dj) {
                 .gid = (gid_t) j->gid,
                 .groups = a ? a->groups : &gid,
                 .n_groups = a ? a->n_groups : 1,
-                .prev_dir = prevd,
-                .new_dir = newd,
                 .yaml_out = cj->yaml,
-                .report_fd = rp[1],
-                .go_fd = gp[0],
         };
-        pid_t pid = gw_cache_copy_spawn(&args);
-        (void) close(rp[1]);
-        (void) close(gp[0]);
-        if (pid < 0) {
-                (void) close(rp[0]), (void) close(gp[1]);
-                log_warn("job %lld: cannot fork the dataset copy: %s", (long long) j->id, strerror(-pid));
+        int r = gw_cache_helper_start(c, cj, &args);
+        if (r < 0) {
+                log_warn("job %lld: cannot fork the dataset copy: %s", (long long) j->id, strerror(-r));
                 return;
         }
-        cj->pid = pid;
-        cj->rfd = rp[0];
-        cj->gofd = gp[1];
-        cj->nbuf = 0;
-        cj->told_total = false;
-        cj->done = cj->total = 0;
-        cj->result[0] = '\0'; /* a copy before this one failed: its word is not this one's */
-        if (e->vers)
-                e->vers->pins++; /* its files are linked from: not evicted meanwhile */
-        cj->pin = e->vers;
-        e->staging = cj;
-        cj->next = c->flight;
-        c->flight = cj;
-        c->n_flight++;
         dj->job->dataset_state = "copying";
         set_waiting(d, dj, "listing the source as its user");
         log_info("job %lld: staging %s into the cache as %s (helper pid %d)", (long long) j->id, j->dataset, j->user,
-                 (int) pid);
+                 (int) cj->pid);
 }
 
 void gw_cache_job_queued(struct gw_daemon *d, struct gw_djob *dj) {
-        if (!d->cache || !dj->job->dataset || dj->cache || dj->job->state == GW_JOB_RUNNING ||
-            gw_job_state_is_final(dj->job->state))
+        if (!d->cache || gw_backend_placement(d) != GW_EXEC_PLACE_HERE || !dj->job->dataset || dj->cache ||
+            dj->job->state == GW_JOB_RUNNING || gw_job_state_is_final(dj->job->state))
                 return;
         struct gw_cache_job *cj = gw_xcalloc(1, sizeof *cj);
-        *cj = (struct gw_cache_job){ .e = entry_get(d->cache, dj->job->dataset), .dj = dj, .rfd = -1, .gofd = -1 };
+        *cj = (struct gw_cache_job){ .e = gw_cache_entry_get(d->cache, dj->job->dataset),
+                                     .dj = dj,
+                                     .rfd = -1,
+                                     .gofd = -1 };
         dj->cache = cj;
         dj->job->dataset_state = "waiting";
         stage(d, dj);
@@ -408,74 +172,13 @@ void gw_cache_job_queued(struct gw_daemon *d, struct gw_djob *dj) {
         d->jobs.sched_dirty = true;
 }
 
-static bool entry_in_use(const struct gw_cache_entry *e) {
-        if (e->staging)
-                return true;
-        for (const struct gw_cache_ver *v = e->vers; v; v = v->next)
-                if (v->pins)
-                        return true;
-        return false;
-}
-
-static uint64_t entry_size(const struct gw_cache_entry *e) {
-        uint64_t s = 0;
-        for (const struct gw_cache_ver *v = e->vers; v; v = v->next)
-                s += v->size;
-        return s;
-}
-
-static void evict(struct gw_cache *c, struct gw_cache_entry *e) {
-        char p[4200];
-        snprintf(p, sizeof p, "%s/entries/%s", c->dir, e->key);
-        trash(c, p);
-        for (struct gw_cache_entry **pp = &c->entries; *pp; pp = &(*pp)->next)
-                if (*pp == e) {
-                        *pp = e->next;
-                        break;
-                }
-        entry_free(e);
-        c->counts.evictions++;
-}
-
 /* The source's size is known: room is made for it (LRU entries nobody uses go), or the copy
  * is stopped.  Counted whole: files linked from the version before take no room, but how
  * many will be is known only as they come. */
 static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, size_t n) {
-        struct gw_cache *c = d->cache;
-        size_t ne = 0;
-        uint64_t used = 0;
-        for (struct gw_cache_entry *e = c->entries; e; e = e->next, ne++)
-                used += entry_size(e);
-        for (struct gw_cache_job *f = c->flight; f; f = f->next)
-                if (f != cj && f->told_total)
-                        used += f->total;
-        _cleanup_free_ struct gw_cache_slot *slots = gw_xcalloc(ne + 1, sizeof *slots);
-        _cleanup_free_ struct gw_cache_entry **ents = gw_xcalloc(ne + 1, sizeof *ents);
-        _cleanup_free_ size_t *victims = gw_xcalloc(ne + 1, sizeof *victims);
-        size_t i = 0;
-        for (struct gw_cache_entry *e = c->entries; e; e = e->next, i++) {
-                ents[i] = e;
-                slots[i] = (struct gw_cache_slot){ .size = entry_size(e),
-                                                   .last_use = e->last_use,
-                                                   .in_use = entry_in_use(e) };
-        }
-        int k = gw_cache_evict_pick(slots, ne, used, d->cfg->cache_size, cj->total, victims);
-        if (k < 0) {
-                char need[32], cap[32];
-                snprintf(need, sizeof need, "%.1f MB", (double) cj->total / 1e6);
-                snprintf(cap, sizeof cap, "%.1f MB", (double) d->cfg->cache_size / 1e6);
-                snprintf(why, n,
-                         "dataset: out of space: it needs %s and cache_size is %s, of which queued or running "
-                         "jobs' datasets hold the rest",
-                         need, cap);
-                return false;
-        }
-        for (int v = 0; v < k; v++) {
-                log_info("cache: evicting %s (%" PRIu64 " bytes, least recently used) for job %lld",
-                         ents[victims[v]]->source, slots[victims[v]].size, cj->dj ? (long long) cj->dj->job->id : 0LL);
-                evict(c, ents[victims[v]]);
-        }
-        return true;
+        char whom[48];
+        snprintf(whom, sizeof whom, "job %lld", cj->dj ? (long long) cj->dj->job->id : 0LL);
+        return gw_cache_room(d->cache, cj, d->cfg->cache_size, whom, why, n) == 0;
 }
 
 static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) {
@@ -488,12 +191,8 @@ static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) 
                 (void) !write(cj->gofd, ok ? "g" : "n", 1);
                 if (!ok && cj->dj)
                         snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
-        } else if (sscanf(line, "P %llu", &a) == 1)
-                cj->done = a;
-        else if (!strncmp(line, "OK", 2) || !strcmp(line, "SAME") || !strncmp(line, "ERR ", 4)) {
-                if (strncmp(cj->result, "ERR", 3)) /* the first error stays */
-                        snprintf(cj->result, sizeof cj->result, "%s", line);
-        }
+        } else
+                gw_cache_helper_line(cj, line);
         if (cj->dj && !cj->ready && cj->told_total) {
                 char detail[128];
                 gw_cache_progress_text(cj->done, cj->total, detail, sizeof detail);
@@ -501,24 +200,9 @@ static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) 
         }
 }
 
-static void drain(struct gw_daemon *d, struct gw_cache_job *cj) {
-        for (;;) {
-                ssize_t r = read(cj->rfd, cj->buf + cj->nbuf, sizeof cj->buf - 1 - cj->nbuf);
-                if (r <= 0)
-                        return;
-                cj->nbuf += (size_t) r;
-                char *nl;
-                while ((nl = memchr(cj->buf, '\n', cj->nbuf))) {
-                        *nl = '\0';
-                        take_line(d, cj, cj->buf);
-                        size_t used = (size_t) (nl - cj->buf) + 1;
-                        memmove(cj->buf, nl + 1, cj->nbuf - used);
-                        cj->nbuf -= used;
-                }
-                if (cj->nbuf == sizeof cj->buf - 1)
-                        cj->nbuf = 0; /* a line too long: not the helper's */
-        }
-}
+static void take(void *ctx, struct gw_cache_job *cj, char *line) { take_line(ctx, cj, line); }
+
+static void drain(struct gw_daemon *d, struct gw_cache_job *cj) { gw_cache_helper_drain(cj, take, d); }
 
 /* The copies whose backoff is over start again; the next backoff's end, or next. */
 static gw_usec_t retries_due(struct gw_daemon *d, gw_usec_t next) {
@@ -560,52 +244,15 @@ gw_usec_t gw_cache_tick(struct gw_daemon *d) {
         return next;
 }
 
-static void flight_remove(struct gw_cache *c, struct gw_cache_job *cj) {
-        for (struct gw_cache_job **p = &c->flight; *p; p = &(*p)->next)
-                if (*p == cj) {
-                        *p = cj->next;
-                        c->n_flight--;
-                        return;
-                }
-}
-
-static void add_user(struct gw_cache_entry *e, const char *user) {
-        for (size_t i = 0; i < e->n_users; i++)
-                if (!strcmp(e->users[i], user))
-                        return;
-        if (e->n_users < GW_CACHE_MAX_USERS)
-                e->users[e->n_users++] = gw_xstrdup(user);
-}
-
 /* The copy is verified (OK: a new version; SAME: the one before serves): the job may start. */
 static void ready(struct gw_daemon *d, struct gw_cache_job *cj, bool same) {
         struct gw_cache *c = d->cache;
         struct gw_cache_entry *e = cj->e;
         struct gw_djob *dj = cj->dj;
-        if (!same) {
-                struct gw_cache_ver *v = gw_xcalloc(1, sizeof *v);
-                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
-                (void) read_manifest_size(vd, &v->size, &v->files);
-                v->v = cj->newv;
-                v->next = e->vers;
-                e->vers = v;
-                if (cj->pin)
-                        cj->pin->pins--;
-                v->pins++;
-                cj->pin = v;
-                gw_cache_trash_unpinned_old(c, e);
-                c->counts.misses++;
-        } else {
-                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
-                trash(c, vd); /* links only */
-                c->counts.hits++;
-        }
+        gw_cache_helper_keep(c, cj, same, d->now_wall);
         unsigned long long copied = 0;
-        if (sscanf(cj->result, "OK %llu", &copied) == 1)
-                c->counts.bytes_copied += copied;
-        e->last_use = d->now_wall;
-        add_user(e, dj->job->user);
-        cj->ready = true;
+        (void) sscanf(cj->result, "OK %llu", &copied);
+        gw_cache_add_user(e, dj->job->user);
         free(cj->data_dir);
         cj->data_dir = gw_cache_path(c, e, cj->pin->v, "data");
         dj->job->dataset_dir = cj->data_dir;
@@ -693,29 +340,14 @@ bool gw_cache_reaped(struct gw_daemon *d, pid_t pid, int status) {
         if (!cj)
                 return false;
         drain(d, cj);
-        flight_remove(c, cj);
-        struct gw_cache_entry *e = cj->e;
-        e->staging = NULL;
-        cj->pid = 0;
-        (void) close(cj->rfd);
-        (void) close(cj->gofd);
-        cj->rfd = cj->gofd = -1;
-        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        bool same = ok && !strcmp(cj->result, "SAME");
+        int got = gw_cache_helper_reaped(c, cj, status);
         if (!cj->dj) { /* its job went while it copied: what it made goes too */
-                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
-                trash(c, vd);
-                if (cj->pin)
-                        cj->pin->pins--;
+                gw_cache_helper_drop(c, cj);
                 cjob_free(cj);
-        } else if (ok && (same || !strncmp(cj->result, "OK", 2)))
-                ready(d, cj, same);
+        } else if (got)
+                ready(d, cj, got == 2);
         else {
-                _cleanup_free_ char *vd = gw_cache_path(c, e, cj->newv, NULL);
-                trash(c, vd);
-                if (cj->pin)
-                        cj->pin->pins--;
-                cj->pin = NULL;
+                gw_cache_helper_drop(c, cj);
                 copy_failed(d, cj);
         }
         stage_waiting(d);
@@ -725,7 +357,7 @@ bool gw_cache_reaped(struct gw_daemon *d, pid_t pid, int status) {
 }
 
 void gw_cache_sched(struct gw_daemon *d, struct gw_sched_job *pending, size_t n) {
-        if (!d->cache)
+        if (!d->cache || gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
                 return;
         for (size_t i = 0; i < n; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
@@ -756,8 +388,8 @@ void gw_cache_job_freed(struct gw_daemon *d, struct gw_djob *dj) {
          * in the use file and its version on disk for the next daemon (cache_use.c). */
         struct gw_cache *c = d->cache;
         bool ended = gw_job_state_is_final(dj->job->state);
-        if (c && cj->pin && --cj->pin->pins == 0 && cj->pin != cj->e->vers && ended)
-                trash_version(c, cj->e, cj->pin);
+        if (c)
+                gw_cache_unpin(c, cj, ended);
         if (c && cj->ready && ended)
                 gw_cache_use_save(d, cj->e);
         cjob_free(cj);
@@ -779,13 +411,13 @@ size_t gw_cache_rows(struct gw_daemon *d, const char *user, bool admin, struct g
                         continue;
                 rows[k++] = (struct gw_cache_row){
                         .source = e->source,
-                        .size = entry_size(e),
+                        .size = gw_cache_entry_size(e),
                         .files = e->vers ? e->vers->files : 0,
                         .version = e->vers ? e->vers->v : 0,
                         .last_use = e->last_use,
                         .users = (const char *const *) e->users,
                         .n_users = e->n_users,
-                        .in_use = entry_in_use(e),
+                        .in_use = gw_cache_entry_in_use(e),
                         .staging = e->staging != NULL,
                 };
         }

@@ -41,7 +41,7 @@ pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c);
  * or -errno.  The loop does not wait for it: a large entry takes a while to remove. */
 pid_t gw_cache_remove_spawn(const char *dir);
 
-/* ---- the loop's side (cache.c, cache_use.c) ---- */
+/* ---- the state of the store and of its copies ---- */
 
 struct gw_cache_pin {
         int64_t job;
@@ -69,6 +69,8 @@ struct gw_cache_entry {
         struct gw_cache_entry *next;
 };
 
+/* A copy and the version it uses: a job's on the daemon (dj), a job step's on a node's agent
+ * (cache_node.c, dj NULL there). */
 struct gw_cache_job {
         struct gw_cache_entry *e;
         struct gw_cache_ver *pin; /* the version it uses once ready */
@@ -97,10 +99,57 @@ struct gw_cache {
         bool scan; /* the queue's jobs to look at (after a start) */
 };
 
+/* ---- the entry store (cache_store.c): what the daemon's loop and the node agent's stager
+ * (cache_node.c) share; nothing of jobs or of the daemon ---- */
+
+/* Makes dir's folders (root's, 0711) and reads the entries there into c (zeroed by the
+ * caller).  0, or -errno (logged). */
+int gw_cache_store_open(struct gw_cache *c, const char *dir);
+/* Frees c's entries and dir (not c; helpers in flight are the caller's). */
+void gw_cache_store_done(struct gw_cache *c);
 /* cache_dir/entries/KEY/vN[/tail], malloc'ed. */
 char *gw_cache_path(const struct gw_cache *c, const struct gw_cache_entry *e, int v, const char *tail);
+/* Makes p root's 0711 folder; -EPERM when someone else made it first. */
+int gw_cache_mkdir_root(const char *p);
+/* Moves dir to trash/ and removes it in a child. */
+void gw_cache_trash(struct gw_cache *c, const char *dir);
+/* Takes v out of e and trashes its folder. */
+void gw_cache_trash_version(struct gw_cache *c, struct gw_cache_entry *e, struct gw_cache_ver *v);
 /* Older versions of e nobody pins any more go to the trash. */
 void gw_cache_trash_unpinned_old(struct gw_cache *c, struct gw_cache_entry *e);
+/* The entry of source, or NULL; gw_cache_entry_get makes it (and its folder) when missing. */
+struct gw_cache_entry *gw_cache_entry_find(struct gw_cache *c, const char *source);
+struct gw_cache_entry *gw_cache_entry_get(struct gw_cache *c, const char *source);
+void gw_cache_entry_free(struct gw_cache_entry *e);
+bool gw_cache_entry_in_use(const struct gw_cache_entry *e);
+uint64_t gw_cache_entry_size(const struct gw_cache_entry *e);
+/* Trashes e whole and frees it. */
+void gw_cache_evict(struct gw_cache *c, struct gw_cache_entry *e);
+void gw_cache_add_user(struct gw_cache_entry *e, const char *user);
+/* The version's size and file count from its manifest; -1 if it has none (incomplete). */
+int gw_cache_manifest_size(const char *vdir, uint64_t *size, uint64_t *files);
+
+/* A copy's life, whoever asked for it.  gw_cache_helper_start forks the helper for cj (its
+ * entry cj->e) with args' source, sources, user and yaml_out (the rest is filled here): a new
+ * version, the newest pinned as what it links from; 0 or -errno.  gw_cache_helper_drain hands
+ * each of its lines to take, which passes the ones it does not answer itself (T) to
+ * gw_cache_helper_line.  Once reaped, gw_cache_helper_reaped takes it out of flight and says
+ * what it made: 1 a new version, 2 the same as the newest, 0 nothing (failed); then the
+ * caller keeps it (gw_cache_helper_keep: cj pins the version it is to use, cj->ready) or drops
+ * it (gw_cache_helper_drop).  gw_cache_unpin lets go of cj's version, which goes when it is
+ * not the newest and ended says nobody is to read it any more. */
+int gw_cache_helper_start(struct gw_cache *c, struct gw_cache_job *cj, struct gw_cache_copy *args);
+void gw_cache_helper_drain(struct gw_cache_job *cj, void (*take)(void *ctx, struct gw_cache_job *cj, char *line),
+                           void *ctx);
+void gw_cache_helper_line(struct gw_cache_job *cj, const char *line);
+int gw_cache_helper_reaped(struct gw_cache *c, struct gw_cache_job *cj, int status);
+void gw_cache_helper_keep(struct gw_cache *c, struct gw_cache_job *cj, bool same, gw_usec_t now_wall);
+void gw_cache_helper_drop(struct gw_cache *c, struct gw_cache_job *cj);
+void gw_cache_unpin(struct gw_cache *c, struct gw_cache_job *cj, bool ended);
+/* Room for cj's total under cap: the least recently used entries nobody uses are evicted
+ * (logged, for_whom named); -ENOSPC with why when even that is not enough. */
+int gw_cache_room(struct gw_cache *c, const struct gw_cache_job *cj, uint64_t cap, const char *for_whom, char *why,
+                  size_t n);
 
 /* cache_use.c: the entry's use file (core/cache.h): read at open (last use, users, the pins
  * a restart must keep), written whenever those change. */

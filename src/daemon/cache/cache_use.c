@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "core/jobrec.h"
 #include "daemon/cache/cache_int.h"
+#include "daemon/exec/executor.h"
 
 #define USE_MAX_LINES 100000 /* far above what the daemon writes: one pin a queued job */
 
@@ -107,7 +108,7 @@ static struct gw_cache_ver *saved_version(const struct gw_cache_entry *e, int64_
 void gw_cache_job_recovered(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_cache *c = d->cache;
         struct gw_job *j = dj->job;
-        if (!c || !j->dataset || dj->cache)
+        if (!c || !j->dataset || dj->cache || gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
                 return;
         struct gw_cache_entry *e = c->entries;
         while (e && strcmp(e->source, j->dataset))
