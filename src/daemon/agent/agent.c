@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include "core/slurm.h"
 #include "core/token.h"
 #include "daemon/agent/agent.h"
+#include "daemon/cache/cache_node.h"
 #include "daemon/observe/sampler.h"
 #include "gpu/gpu.h"
 
@@ -53,6 +56,16 @@ struct agent {
         } xids[GW_AGENT_MAX_XIDS];
         size_t n_xids;
         bool events; /* NVML delivers events (else the agent only sleeps) */
+        /* The node's dataset cache (--cache-dir): its stager, a child, answers the job steps
+         * and writes a line per request on stager_fd; the records wait here for a delivery. */
+        struct gw_cache_node_cfg stage;
+        char stage_socket[512];
+        pid_t stager;
+        int stager_fd;
+        char sbuf[256];
+        size_t nsbuf;
+        struct gw_cache_staged staged[GW_AGENT_MAX_STAGED];
+        size_t n_staged;
 };
 
 static volatile sig_atomic_t stopping;
@@ -64,6 +77,8 @@ static void on_stop(int sig) {
 
 static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --token-file FILE [--node NAME]\n"
                                  "                [--sample-interval SEC] [--nvml-lib PATH]\n"
+                                 "                [--cache-dir DIR [--cache-size SIZE] [--cache-sources LIST]\n"
+                                 "                 [--stage-socket PATH]]\n"
                                  "\n"
                                  "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
                                  "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
@@ -71,7 +86,13 @@ static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --tok
                                  "node agent's token, made by an admin on the controller for this node (gpuward\n"
                                  "token create --scope agent --node NAME): the controller refuses a snapshot of\n"
                                  "another node from it.  NAME defaults to the host name and must be the node's\n"
-                                 "Slurm name.\n";
+                                 "Slurm name.\n"
+                                 "\n"
+                                 "With --cache-dir, the node's dataset cache: a job submitted with --dataset asks on\n"
+                                 "PATH (default " GW_AGENT_STAGE_SOCKET ", %n: the node's name) for its copy,\n"
+                                 "made in DIR as the job's user from a source under LIST (a comma list of folders;\n"
+                                 "empty: none), at most SIZE bytes (default 100G), least recently used entries\n"
+                                 "evicted; how long each job held its GPUs for it goes to the controller.\n";
 
 /* "http://HOST:PORT[/PREFIX]" (a bracketed IPv6 HOST too).  0, or -EINVAL with why. */
 static int parse_url(struct agent *a, const char *url, char *why, size_t n) {
@@ -130,7 +151,52 @@ static int read_token(struct agent *a, const char *file, char *why, size_t n) {
         return 0;
 }
 
-enum { OPT_AGENT = 0x100, OPT_CONTROLLER, OPT_TOKEN_FILE, OPT_NODE, OPT_INTERVAL, OPT_NVML };
+enum {
+        OPT_AGENT = 0x100,
+        OPT_CONTROLLER,
+        OPT_TOKEN_FILE,
+        OPT_NODE,
+        OPT_INTERVAL,
+        OPT_NVML,
+        OPT_CACHE_DIR,
+        OPT_CACHE_SIZE,
+        OPT_CACHE_SOURCES,
+        OPT_STAGE_SOCKET
+};
+
+/* The cache's options, bounded as gpuward.conf's cache keys are. */
+static int parse_cache_opt(struct agent *a, int c, const char *v, char *why, size_t n) {
+        switch (c) {
+        case OPT_CACHE_DIR:
+                if (v[0] != '/' || strlen(v) > 512)
+                        return snprintf(why, n, "--cache-dir: '%.80s' is not an absolute folder of at most 512 bytes",
+                                        v),
+                               -EINVAL;
+                a->stage.dir = v;
+                return 0;
+        case OPT_CACHE_SIZE:
+                if (gw_parse_size(v, &a->stage.size) < 0 || a->stage.size < (1u << 20))
+                        return snprintf(why, n, "--cache-size: '%.80s' is not a size of 1M or more (100G, 500M)", v),
+                               -EINVAL;
+                return 0;
+        case OPT_CACHE_SOURCES:
+                for (const char *p = v; *p;) {
+                        size_t l = strcspn(p, ",");
+                        if (p[0] != '/' || l > 1024)
+                                return snprintf(why, n, "--cache-sources: a comma list of absolute folders"), -EINVAL;
+                        p += l + (p[l] == ',');
+                }
+                a->stage.sources = v;
+                return 0;
+        default:
+                if (strlen(v) >= sizeof a->stage_socket - GW_SLURM_NODE_MAX || v[0] != '/')
+                        return snprintf(why, n, "--stage-socket: '%.80s' is not an absolute path of at most 400 bytes",
+                                        v),
+                               -EINVAL;
+                snprintf(a->stage_socket, sizeof a->stage_socket, "%s", v);
+                return 0;
+        }
+}
 
 static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t n) {
         static const struct option opts[] = {
@@ -140,6 +206,10 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 { "node", required_argument, NULL, OPT_NODE },
                 { "sample-interval", required_argument, NULL, OPT_INTERVAL },
                 { "nvml-lib", required_argument, NULL, OPT_NVML },
+                { "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
+                { "cache-size", required_argument, NULL, OPT_CACHE_SIZE },
+                { "cache-sources", required_argument, NULL, OPT_CACHE_SOURCES },
+                { "stage-socket", required_argument, NULL, OPT_STAGE_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -147,6 +217,9 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
         long long v;
         int c;
         a->interval = 2 * GW_USEC_PER_SEC;
+        a->stage.size = (uint64_t) 100 << 30;
+        a->stage.sources = "";
+        snprintf(a->stage_socket, sizeof a->stage_socket, "%s", GW_AGENT_STAGE_SOCKET);
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
                 switch (c) {
@@ -176,6 +249,13 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                         }
                         a->interval = v * GW_USEC_PER_SEC;
                         break;
+                case OPT_CACHE_DIR:
+                case OPT_CACHE_SIZE:
+                case OPT_CACHE_SOURCES:
+                case OPT_STAGE_SOCKET:
+                        if (parse_cache_opt(a, c, optarg, why, n) < 0)
+                                return -EINVAL;
+                        break;
                 case 'h':
                         fputs(agent_help, stdout);
                         return 1;
@@ -195,6 +275,13 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 return -EINVAL;
         }
         a->node[strcspn(a->node, ".")] = '\0'; /* Slurm's NodeName is the short name */
+        char sock[sizeof a->stage_socket];
+        if (gw_agent_stage_path(a->stage_socket, a->node, sock, sizeof sock) < 0) {
+                snprintf(why, n, "--stage-socket: '%.80s' is too long with the node's name", a->stage_socket);
+                return -EINVAL;
+        }
+        memcpy(a->stage_socket, sock, sizeof sock);
+        a->stage.socket = a->stage_socket;
         int r = parse_url(a, url, why, n);
         return r < 0 ? r : read_token(a, token_file, why, n);
 }
@@ -269,6 +356,16 @@ static char *snapshot_body(struct agent *a, const struct gw_snapshot *s) {
                         json_array_append_new(
                                 xids, json_pack("{s:i,s:i}", "gpu", (int) a->xids[i].gpu, "xid", (int) a->xids[i].xid));
                 json_object_set_new(o, "xids", xids);
+        }
+        if (o && a->n_staged) {
+                json_t *st = json_array();
+                for (size_t i = 0; i < a->n_staged; i++) {
+                        const struct gw_cache_staged *r = &a->staged[i];
+                        json_array_append_new(st, json_pack("{s:I,s:I,s:b,s:b,s:I}", "job", (json_int_t) r->slurm_job,
+                                                            "ms", (json_int_t) (r->waited / GW_USEC_PER_MSEC), "ok",
+                                                            r->ok, "hit", r->hit, "bytes", (json_int_t) r->bytes));
+                }
+                json_object_set_new(o, "staged", st);
         }
         char *body = gw_json_compact(o, 0, NULL);
         json_decref(o);
@@ -369,14 +466,48 @@ static int open_gpus(struct agent *a) {
 
 /* One sample posted; a failure is logged when it differs from the last one, and the
  * recovery once, so that a controller down for a day does not fill the log. */
+/* The stager's records since the last read (those of no Slurm job are not the controller's);
+ * beyond GW_AGENT_MAX_STAGED undelivered, the oldest go.  Whether one came. */
+static bool read_staged(struct agent *a) {
+        size_t before = a->n_staged;
+        while (a->stager_fd >= 0) {
+                ssize_t r = read(a->stager_fd, a->sbuf + a->nsbuf, sizeof a->sbuf - 1 - a->nsbuf);
+                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                        log_warn("node %s: the dataset stager stopped: job steps get no datasets here", a->node);
+                        (void) close(a->stager_fd);
+                        a->stager_fd = -1;
+                }
+                if (r <= 0)
+                        break;
+                a->nsbuf += (size_t) r;
+                char *nl;
+                while ((nl = memchr(a->sbuf, '\n', a->nsbuf))) {
+                        *nl = '\0';
+                        struct gw_cache_staged st;
+                        if (gw_cache_staged_parse(a->sbuf, &st) == 0 && st.slurm_job) {
+                                if (a->n_staged == GW_AGENT_MAX_STAGED)
+                                        memmove(a->staged, a->staged + 1, --a->n_staged * sizeof *a->staged);
+                                a->staged[a->n_staged++] = st;
+                        }
+                        size_t used = (size_t) (nl - a->sbuf) + 1;
+                        memmove(a->sbuf, nl + 1, a->nsbuf - used);
+                        a->nsbuf -= used;
+                }
+                if (a->nsbuf == sizeof a->sbuf - 1)
+                        a->nsbuf = 0;
+        }
+        return a->n_staged != before || (before == GW_AGENT_MAX_STAGED && a->nsbuf);
+}
+
 static void one_round(struct agent *a) {
         char why[256] = "";
+        (void) read_staged(a);
         struct gw_snapshot *s = gw_snapshot_take(a->lib, a->n_gpus);
         _cleanup_free_ char *body = snapshot_body(a, s);
         gw_snapshot_free(s);
         int r = body ? post(a, body, why, sizeof why) : -ENOMEM;
         if (r == 0)
-                a->n_xids = 0; /* told */
+                a->n_xids = a->n_staged = 0; /* told */
         if (r < 0 && strcmp(why, a->last_error)) {
                 log_warn("node %s: snapshot not delivered: %s", a->node, why[0] ? why : strerror(-r));
                 snprintf(a->last_error, sizeof a->last_error, "%s", why);
@@ -390,14 +521,22 @@ static gw_usec_t mono_of(const struct timespec *t) {
         return (gw_usec_t) t->tv_sec * GW_USEC_PER_SEC + t->tv_nsec / 1000;
 }
 
-/* Until the next round (next, monotonic): NVML's Xid events, kept for the next snapshot.
- * True when one came (the caller posts at once).  Waits in steps of at most half a second
- * so that a stop signal is seen; without NVML events it only sleeps. */
+/* Until the next round (next, monotonic): NVML's Xid events, kept for the next snapshot, and
+ * the stager's records.  True when one came (the caller posts at once).  Waits in steps of at
+ * most half a second so that a stop signal is seen; without either it only sleeps. */
 static bool wait_xids(struct agent *a, const struct timespec *next) {
         while (!stopping) {
                 gw_usec_t left = mono_of(next) - gw_clock_mono();
                 if (left <= 0)
                         return false;
+                /* A staging record is posted at once too: its job may end within the interval. */
+                if (a->stager_fd >= 0 && !a->events) {
+                        struct pollfd p = { .fd = a->stager_fd, .events = POLLIN };
+                        unsigned ms = (unsigned) (left / GW_USEC_PER_MSEC) + 1;
+                        if (poll(&p, 1, ms > 500 ? 500 : (int) ms) > 0 && read_staged(a))
+                                return true;
+                        continue;
+                }
                 if (!a->events) {
                         /* EINTR: a stop signal; a deadline already past: the next round at once. */
                         (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL);
@@ -406,8 +545,11 @@ static bool wait_xids(struct agent *a, const struct timespec *next) {
                 struct gw_nvml_event ev;
                 unsigned ms = (unsigned) (left / GW_USEC_PER_MSEC) + 1;
                 int r = gw_gpu_wait_event(a->lib, ms > 500 ? 500 : ms, &ev);
-                if (r == -ETIMEDOUT)
+                if (r == -ETIMEDOUT) {
+                        if (read_staged(a))
+                                return true;
                         continue;
+                }
                 if (r < 0) {
                         log_warn("node %s: %s: Xids are not reported", a->node,
                                  r == -ENOTSUP ? "NVML delivers no events here" : "NVML's events failed");
@@ -452,6 +594,15 @@ int gw_agent_main(int argc, char **argv) {
         (void) signal(SIGPIPE, SIG_IGN);
         if (open_gpus(&a) < 0)
                 return 1;
+        a.stager_fd = -1;
+        if (a.stage.dir) {
+                a.stager = gw_cache_node_spawn(&a.stage, &a.stager_fd, why, sizeof why);
+                if (a.stager < 0) {
+                        log_err("node %s: %s", a.node, why);
+                        a.lib = gw_gpu_close(a.lib);
+                        return 1;
+                }
+        }
         bool v6 = strchr(a.host, ':');
         log_info("agent for node %s: %u GPU%s, posting to http://%s%s%s:%s%s every %lld s", a.node, a.n_gpus,
                  a.n_gpus == 1 ? "" : "s", v6 ? "[" : "", a.host, v6 ? "]" : "", a.port, a.path,
@@ -469,6 +620,10 @@ int gw_agent_main(int argc, char **argv) {
                         clock_gettime(CLOCK_MONOTONIC, &next);
         }
         log_info("agent for node %s: stopping", a.node);
+        if (a.stager > 0) {
+                (void) kill(a.stager, SIGTERM);
+                (void) waitpid(a.stager, NULL, 0);
+        }
         a.lib = gw_gpu_close(a.lib);
         return 0;
 }

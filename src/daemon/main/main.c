@@ -408,7 +408,10 @@ static int check_config(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-        int r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
+        int r = gw_stage_run_main(argc, argv); /* a Slurm job's dataset step (stage_run.c) */
+        if (r >= 0)
+                return r;
+        r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
         if (r >= 0)
                 return r;
         r = check_config(argc, argv);

@@ -1,0 +1,435 @@
+/* The node agent's stager (cache_node.h): one process, one poll loop over the socket, the
+ * askers' connections and the copying helpers' pipes.  The store and the copies are the
+ * daemon's own (cache_store.c, cache_copy.c); what is the stager's is who asked, on which
+ * connection, and when. */
+#include "daemon/cache/cache_node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "core/cache.h"
+#include "core/slurm.h"
+#include "daemon/cache/cache_int.h"
+
+#define TICK_MS 200
+#define COPIES_MAX 4 /* copies at once: more share the source's server and the disk, no faster */
+
+struct asker {
+        int fd; /* -1 once its connection closed (kept until its helper is reaped) */
+        uid_t uid;
+        gid_t gid;
+        uint32_t slurm_job;
+        char user[64];
+        uint32_t groups[GW_CACHE_MAX_GROUPS];
+        int n_groups;
+        char in[GW_CACHE_NODE_REQ_MAX];
+        size_t nin;
+        char *source; /* once asked */
+        struct gw_cache_job cj;
+        gw_usec_t asked; /* monotonic */
+        int told_pct;
+        bool answered;
+        struct asker *next;
+};
+
+struct stager {
+        struct gw_cache c;
+        const struct gw_cache_node_cfg *cfg;
+        int lfd, out;
+        struct asker *askers;
+        size_t n_askers;
+        unsigned seq;
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_stop(int sig) {
+        (void) sig;
+        stopping = 1;
+}
+
+static void tell(struct asker *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tell(struct asker *a, const char *fmt, ...) {
+        char buf[GW_CACHE_NODE_REQ_MAX + 600];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (a->fd >= 0 && n > 0)
+                (void) !send(a->fd, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Who asks: the kernel's word on the connection, and its Slurm job from its cgroup. */
+static int asker_init(struct asker *a, int fd) {
+        struct ucred cr;
+        socklen_t l = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+                return -errno;
+        *a = (struct asker){ .fd = fd, .uid = cr.uid, .gid = cr.gid, .cj = { .rfd = -1, .gofd = -1 } };
+        struct passwd pw, *pp = NULL;
+        char buf[2048];
+        if (getpwuid_r(cr.uid, &pw, buf, sizeof buf, &pp) != 0 || !pp)
+                return -ENOENT;
+        snprintf(a->user, sizeof a->user, "%s", pp->pw_name);
+        gid_t g[GW_CACHE_MAX_GROUPS];
+        int ng = GW_CACHE_MAX_GROUPS;
+        if (getgrouplist(pp->pw_name, cr.gid, g, &ng) < 0)
+                ng = GW_CACHE_MAX_GROUPS; /* more than that: the first ones */
+        for (int i = 0; i < ng; i++)
+                a->groups[i] = g[i];
+        a->n_groups = ng;
+        char path[64], text[4096];
+        snprintf(path, sizeof path, "/proc/%d/cgroup", (int) cr.pid);
+        _cleanup_close_ int cfd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = cfd >= 0 ? read(cfd, text, sizeof text) : -1;
+        struct gw_slurm_proc sp;
+        if (n > 0 && gw_slurm_proc_from_cgroup(text, (size_t) n, &sp) == 0)
+                a->slurm_job = sp.job_id;
+        return 0;
+}
+
+static void record(struct stager *s, struct asker *a, bool ok, bool hit, uint64_t bytes) {
+        char line[128];
+        int n = snprintf(line, sizeof line, "S %" PRIu32 " %lld %d %d %" PRIu64 "\n", a->slurm_job,
+                         (long long) (gw_clock_mono() - a->asked), ok, hit, bytes);
+        (void) !write(s->out, line, (size_t) n);
+        a->answered = true;
+}
+
+static void fail(struct stager *s, struct asker *a, const char *why) {
+        tell(a, "ERR %s\n", why);
+        log_info("stager: %s (uid %u, Slurm job %" PRIu32 "): %s", a->source ? a->source : "?", (unsigned) a->uid,
+                 a->slurm_job, why);
+        if (a->source)
+                record(s, a, false, false, 0);
+        if (a->fd >= 0) {
+                (void) close(a->fd);
+                a->fd = -1;
+        }
+}
+
+static void take(void *ctx, struct gw_cache_job *cj, char *line) {
+        struct stager *s = ctx;
+        struct asker *a = (struct asker *) (void *) ((char *) cj - offsetof(struct asker, cj));
+        unsigned long long t = 0, f = 0;
+        if (sscanf(line, "T %llu %llu", &t, &f) == 2 && !cj->told_total) {
+                cj->total = t;
+                cj->told_total = true;
+                char why[300] = "", whom[64];
+                snprintf(whom, sizeof whom, "Slurm job %" PRIu32, a->slurm_job);
+                bool go = a->fd >= 0 && gw_cache_room(&s->c, cj, s->cfg->size, whom, why, sizeof why) == 0;
+                (void) !write(cj->gofd, go ? "g" : "n", 1);
+                if (!go && why[0])
+                        snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
+        } else
+                gw_cache_helper_line(cj, line);
+        int pct = cj->total ? (int) (cj->done * 100 / cj->total) : 0;
+        if (cj->told_total && (pct != a->told_pct || !cj->done)) {
+                tell(a, "P %" PRIu64 " %" PRIu64 "\n", cj->done, cj->total);
+                a->told_pct = pct;
+        }
+}
+
+/* The askers whose entry is free start their copy, as far as COPIES_MAX goes. */
+static void start_waiting(struct stager *s) {
+        for (struct asker *a = s->askers; a; a = a->next) {
+                struct gw_cache_job *cj = &a->cj;
+                if (!a->source || a->fd < 0 || cj->ready || cj->pid > 0 || a->answered)
+                        continue;
+                if (cj->e->staging || s->c.n_flight >= COPIES_MAX)
+                        continue;
+                struct stat st;
+                free(cj->yaml);
+                cj->yaml = NULL;
+                if (stat(a->source, &st) < 0 || !S_ISDIR(st.st_mode)) /* a data YAML, or to be told */
+                        if (asprintf(&cj->yaml, "%s/yaml/node-%d-%u.yaml", s->c.dir, (int) getpid(), ++s->seq) < 0)
+                                abort();
+                struct gw_cache_copy args = { .source = a->source,
+                                              .sources = s->cfg->sources,
+                                              .uid = a->uid,
+                                              .gid = a->gid,
+                                              .groups = a->groups,
+                                              .n_groups = a->n_groups,
+                                              .yaml_out = cj->yaml };
+                int r = gw_cache_helper_start(&s->c, cj, &args);
+                if (r < 0) {
+                        char why[128];
+                        snprintf(why, sizeof why, "cannot start the copy: %s", strerror(-r));
+                        fail(s, a, why);
+                }
+        }
+}
+
+/* "STAGE PATH": the path checked as the daemon checks a --dataset, then its copy queued. */
+static void ask(struct stager *s, struct asker *a, char *line) {
+        if (strncmp(line, "STAGE ", 6) || line[6] != '/' || strstr(line + 6, "/../") || strlen(line + 6) > 4096)
+                return fail(s, a, "the request is not 'STAGE /absolute/path'");
+        if (!gw_cache_source_allowed(s->cfg->sources, line + 6)) {
+                char why[GW_CACHE_NODE_REQ_MAX + 200];
+                snprintf(why, sizeof why, "dataset: %.4096s is not under this node's cache_sources (%.200s)", line + 6,
+                         *s->cfg->sources ? s->cfg->sources : "empty: none allowed");
+                return fail(s, a, why);
+        }
+        a->source = gw_xstrdup(line + 6);
+        a->asked = gw_clock_mono();
+        a->told_pct = -1;
+        a->cj.e = gw_cache_entry_get(&s->c, a->source);
+        log_info("stager: %s asked by %s for Slurm job %" PRIu32, a->source, a->user, a->slurm_job);
+        start_waiting(s);
+}
+
+static void asker_read(struct stager *s, struct asker *a) {
+        ssize_t r = recv(a->fd, a->in + a->nin, sizeof a->in - 1 - a->nin, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                (void) close(a->fd);
+                a->fd = -1;
+                return;
+        }
+        if (r < 0 || a->source)
+                return; /* one request a connection: the rest is ignored */
+        a->nin += (size_t) r;
+        char *nl = memchr(a->in, '\n', a->nin);
+        if (nl) {
+                *nl = '\0';
+                ask(s, a, a->in);
+        } else if (a->nin == sizeof a->in - 1)
+                fail(s, a, "the request is too long");
+}
+
+static void asker_free(struct stager *s, struct asker *a) {
+        for (struct asker **p = &s->askers; *p; p = &(*p)->next)
+                if (*p == a) {
+                        *p = a->next;
+                        break;
+                }
+        s->n_askers--;
+        if (a->cj.pin)
+                gw_cache_unpin(&s->c, &a->cj, true);
+        if (a->cj.yaml)
+                (void) unlink(a->cj.yaml);
+        free(a->cj.yaml);
+        free(a->source);
+        free(a);
+}
+
+/* "ERR CLASS WHY" as the words the step prints. */
+static const char *helper_why(const struct gw_cache_job *cj) {
+        if (strncmp(cj->result, "ERR ", 4))
+                return "the copying helper died";
+        const char *w = cj->result + 4;
+        w += strcspn(w, " ");
+        return *w ? w + 1 : w;
+}
+
+static void reaped(struct stager *s, struct asker *a, int status) {
+        struct gw_cache_job *cj = &a->cj;
+        gw_cache_helper_drain(cj, take, s);
+        int got = gw_cache_helper_reaped(&s->c, cj, status);
+        if (!got || a->fd < 0) {
+                char why[700];
+                snprintf(why, sizeof why, "dataset %s: %s", a->source, helper_why(cj));
+                gw_cache_helper_drop(&s->c, cj);
+                if (a->fd >= 0)
+                        fail(s, a, why);
+                return;
+        }
+        gw_cache_helper_keep(&s->c, cj, got == 2, gw_clock_wall());
+        gw_cache_add_user(cj->e, a->user);
+        unsigned long long copied = 0;
+        (void) sscanf(cj->result, "OK %llu", &copied);
+        _cleanup_free_ char *data = gw_cache_path(&s->c, cj->e, cj->pin->v, "data");
+        if (cj->yaml)
+                tell(a, "Y %s\n", cj->yaml);
+        tell(a, "OK %s\n", data);
+        record(s, a, true, got == 2, copied);
+        log_info("stager: %s ready for Slurm job %" PRIu32 " (%s, %llu bytes copied)", a->source, a->slurm_job,
+                 got == 2 ? "unchanged: the cached copy serves" : "new version", copied);
+}
+
+static void reap(struct stager *s) {
+        for (;;) {
+                int status;
+                pid_t pid = waitpid(-1, &status, WNOHANG);
+                if (pid <= 0)
+                        return;
+                for (struct asker *a = s->askers; a; a = a->next)
+                        if (a->cj.pid == pid) {
+                                reaped(s, a, status);
+                                break;
+                        }
+        }
+}
+
+static void accept_one(struct stager *s) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+                return;
+        struct asker *a = gw_xcalloc(1, sizeof *a);
+        if (s->n_askers >= GW_CACHE_NODE_CLIENTS || asker_init(a, fd) < 0) {
+                (void) !send(fd, "ERR the stager is busy or cannot tell who asks\n", 47, MSG_NOSIGNAL);
+                (void) close(fd);
+                free(a);
+                return;
+        }
+        a->next = s->askers;
+        s->askers = a;
+        s->n_askers++;
+}
+
+static void loop(struct stager *s) {
+        while (!stopping) {
+                struct pollfd p[1 + 2 * GW_CACHE_NODE_CLIENTS];
+                struct asker *who[1 + 2 * GW_CACHE_NODE_CLIENTS];
+                size_t n = 0;
+                p[n] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+                who[n++] = NULL;
+                for (struct asker *a = s->askers; a; a = a->next) {
+                        if (a->fd >= 0) {
+                                p[n] = (struct pollfd){ .fd = a->fd, .events = POLLIN };
+                                who[n++] = a;
+                        }
+                        if (a->cj.rfd >= 0) {
+                                p[n] = (struct pollfd){ .fd = a->cj.rfd, .events = POLLIN };
+                                who[n++] = a;
+                        }
+                }
+                if (poll(p, (nfds_t) n, TICK_MS) < 0 && errno != EINTR)
+                        return;
+                for (size_t i = 1; i < n; i++)
+                        if (p[i].revents) {
+                                if (p[i].fd == who[i]->cj.rfd)
+                                        gw_cache_helper_drain(&who[i]->cj, take, s);
+                                else if (p[i].fd == who[i]->fd)
+                                        asker_read(s, who[i]);
+                        }
+                if (p[0].revents & POLLIN)
+                        accept_one(s);
+                reap(s);
+                for (struct asker *a = s->askers, *nx; a; a = nx) {
+                        nx = a->next;
+                        if (a->fd < 0 && a->cj.pid > 0 && !a->answered) { /* gone while copied */
+                                (void) kill(-a->cj.pid, SIGKILL);
+                                record(s, a, false, false, 0);
+                        }
+                        if (a->fd < 0 && a->cj.pid <= 0)
+                                asker_free(s, a);
+                }
+                start_waiting(s);
+        }
+        for (struct asker *a = s->askers; a; a = a->next)
+                if (a->cj.pid > 0)
+                        (void) kill(-a->cj.pid, SIGKILL);
+}
+
+static int listen_at(const char *path, char *why, size_t n) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof sa.sun_path) {
+                snprintf(why, n, "--stage-socket: %s is too long for a socket's path", path);
+                return -ENAMETOOLONG;
+        }
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        char dir[sizeof sa.sun_path];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+                        snprintf(why, n, "--stage-socket: cannot make %s: %s", dir, strerror(errno));
+                        return -errno;
+                }
+        }
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                (void) unlink(path); /* an agent's before this one */
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        mode_t old = umask(0);
+        /* Any user's job asks: who asks is the kernel's word (SO_PEERCRED). */
+        int r = fd < 0 ? -1 : bind(fd, (struct sockaddr *) &sa, sizeof sa);
+        umask(old);
+        if (r < 0 || chmod(path, 0666) < 0 || listen(fd, 64) < 0) {
+                snprintf(why, n, "--stage-socket: %s: %s", path, strerror(errno));
+                if (fd >= 0)
+                        (void) close(fd);
+                return -EADDRINUSE;
+        }
+        return fd;
+}
+
+pid_t gw_cache_node_spawn(const struct gw_cache_node_cfg *cfg, int *ret_fd, char *why, size_t n) {
+        static struct stager s;
+        s = (struct stager){ .cfg = cfg, .lfd = -1, .out = -1 };
+        if (gw_cache_store_open(&s.c, cfg->dir) < 0) {
+                snprintf(why, n, "--cache-dir: cannot use %s (see above)", cfg->dir);
+                gw_cache_store_done(&s.c);
+                return -EPERM;
+        }
+        int lfd = listen_at(cfg->socket, why, n), p[2];
+        if (lfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
+                gw_cache_store_done(&s.c);
+                if (lfd >= 0)
+                        (void) close(lfd);
+                return lfd < 0 ? lfd : -errno;
+        }
+        pid_t parent = getpid(), pid = fork();
+        if (pid != 0) {
+                (void) close(lfd);
+                (void) close(p[1]);
+                gw_cache_store_done(&s.c);
+                if (pid < 0) {
+                        (void) close(p[0]);
+                        snprintf(why, n, "cannot fork the stager: %s", strerror(errno));
+                        return -errno;
+                }
+                (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
+                *ret_fd = p[0];
+                return pid;
+        }
+        (void) close(p[0]);
+        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+                _exit(0);
+        struct sigaction sa = { .sa_handler = on_stop };
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) signal(SIGPIPE, SIG_IGN);
+        s.lfd = lfd;
+        s.out = p[1];
+        log_info("stager: staging datasets into %s for the job steps that ask on %s", cfg->dir, cfg->socket);
+        loop(&s);
+        (void) unlink(cfg->socket);
+        _exit(0);
+}
+
+int gw_cache_staged_parse(const char *line, struct gw_cache_staged *ret) {
+        unsigned long job, ok, hit;
+        long long usec;
+        unsigned long long bytes;
+        int end = 0;
+        if (sscanf(line, "S %lu %lld %lu %lu %llu%n", &job, &usec, &ok, &hit, &bytes, &end) != 5 || line[end] ||
+            job > UINT32_MAX || usec < 0 || ok > 1 || hit > 1)
+                return -EINVAL;
+        *ret = (struct gw_cache_staged){ .slurm_job = (uint32_t) job,
+                                         .waited = usec,
+                                         .ok = ok,
+                                         .hit = hit,
+                                         .bytes = bytes };
+        return 0;
+}
