@@ -738,9 +738,16 @@ FIELD(slices, enc_slices(j))
 static json_t *enc_dataset(const struct gw_job *j, unsigned view) {
         if (!j->dataset || !(view & GW_VIEW_DETAILS))
                 return json_null();
-        return json_pack("{s:o,s:o,s:o}", "path", gw_json_text(j->dataset), "dir",
+        const struct gw_job_staged *st = &j->staged;
+        double secs = (double) st->took / (double) GW_USEC_PER_SEC;
+        json_t *staged =
+                st->set ? json_pack("{s:o,s:b,s:b,s:f,s:i,s:f}", "node", gw_json_text(st->node), "ok", st->ok, "hit",
+                                    st->hit, "seconds", secs, "gpus", st->gpus, "gpu_seconds", secs * st->gpus)
+                        : NULL;
+        /* "staged" only where a node's agent told it (--backend slurm). */
+        return json_pack("{s:o,s:o,s:o,s:o*}", "path", gw_json_text(j->dataset), "dir",
                          j->dataset_dir ? gw_json_text(j->dataset_dir) : json_null(), "state",
-                         j->dataset_state ? json_string(j->dataset_state) : json_null());
+                         j->dataset_state ? json_string(j->dataset_state) : json_null(), "staged", staged);
 }
 #undef FIELD
 

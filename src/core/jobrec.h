@@ -127,6 +127,14 @@ struct gw_job {
         const char *dataset_state; /* not stored: where its copy is, for a reply ("waiting",
                                             * "copying", "retrying", "ready"; the cache's, a static
                                             * string); NULL = none in hand (no dataset, or ended) */
+        struct gw_job_staged {
+                bool set, ok, hit;
+                int gpus;
+                gw_usec_t took;
+                char node[65];
+        } staged; /* not stored: --backend slurm, how long the node's agent took to stage its
+                                            * dataset while its allocation held gpus (the event
+                                            * it made is stored) */
         bool preemptible; /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
         char *publish; /* submit --publish NAME: its run's best.pt goes into the

@@ -42,8 +42,9 @@ class AgentTokens:
 class Agents:
     """An agent per node, each with a fake NVML state directory of its own; stopped by PID."""
 
-    def __init__(self, cluster, daemon, tokens, interval=1):
-        self.c, self.d, self.tokens, self.interval = cluster, daemon, tokens, interval
+    def __init__(self, cluster, daemon, tokens, interval=1, extra=lambda node: []):
+        """extra(node): more options for that node's agent."""
+        self.c, self.d, self.tokens, self.interval, self.extra = cluster, daemon, tokens, interval, extra
         self.procs = {}
         self.nvml = {}
 
@@ -57,7 +58,7 @@ class Agents:
         log = open(os.path.join(self.d.dir, f"agent-{node}.log"), "ab")
         argv = ["nsenter", f"--net=/run/netns/{node}", gwtest.GPUWARDD, "--agent",
                 "--controller", f"http://{self.c.ctl_addr}:{self.d.port}", "--token-file", self.tokens.path(node),
-                "--node", node, "--sample-interval", str(self.interval), "--nvml-lib", gwtest.FAKE_NVML]
+                "--node", node, "--sample-interval", str(self.interval), "--nvml-lib", gwtest.FAKE_NVML, *self.extra(node)]
         self.procs[node] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=nvml),
                                             start_new_session=True)

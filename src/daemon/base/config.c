@@ -279,4 +279,5 @@ void gw_config_done(struct gw_config *c) {
         free(c->web_dir);
         free(c->cache_dir);
         free(c->cache_sources);
+        free(c->stage_socket);
 }

@@ -50,6 +50,14 @@ static int cache_dir_check(const char *v, char *why, size_t n) {
         return 0;
 }
 
+static int stage_socket_check(const char *v, char *why, size_t n) {
+        if (v[0] != '/' || strlen(v) > 200 || strchr(v, '\'') || strchr(v, '\n')) {
+                snprintf(why, n, "an absolute path of at most 200 bytes (%%n: the node's name)");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int cache_sources_check(const char *v, char *why, size_t n) {
         for (const char *p = v; *p;) {
                 size_t l = strcspn(p, ",");
@@ -469,6 +477,16 @@ const struct gw_config_key gw_config_keys[] = {
           .hint = "dataset copies at once, 1-64",
           .doc = "dataset copies made at once; a job whose copy would be one more waits (Staging: waiting for "
                  "a copy slot), first come first" },
+        { .name = "stage-socket",
+          .arg = "PATH",
+          .kind = GW_KEY_STRING,
+          AT(stage_socket),
+          .file_only = true,
+          .check = stage_socket_check,
+          .dflt = "/run/gpuward/stage.sock",
+          .doc = "with --backend slurm: where each node's agent (gpuwardd --agent --cache-dir) takes its job steps' "
+                 "--dataset requests, %n standing for the node's name; the batch script of a job with --dataset "
+                 "asks there before it runs the command" },
         { .name = "backup-interval",
           .arg = "DURATION",
           .kind = GW_KEY_PERIOD,

@@ -254,6 +254,12 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
          * arguments), in the job's place. */
         struct gw_job run = *j;
         run.argv = (char **) how->argv;
+        /* Its dataset is staged on the node Slurm picks, by the batch script, before the command. */
+        _cleanup_(gw_strv_freep) char **staged = NULL;
+        if (j->dataset && !(staged = gw_slurm_stage_argv(d, j->dataset, how->argv, err, errlen)))
+                return -EINVAL;
+        if (staged)
+                run.argv = staged;
         int r = gw_slurm_sbatch_argv(&run, &o, &argv, err, errlen);
         if (r < 0)
                 return r;
@@ -459,6 +465,7 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
                 .close = slurm_close,
         };
         d->exec = &s->ops;
+        gw_slurm_self_find(s);
         const struct {
                 const char *name;
                 char *to;

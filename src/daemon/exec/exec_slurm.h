@@ -19,6 +19,7 @@ struct gw_slurm_job {
         bool pending_in_slurm; /* squeue's last word: not started (scancel --signal cannot reach it) */
         char seen[200]; /* state, reason and node last recorded, to record changes only */
         char node[128]; /* where squeue last said it runs ("" until it starts) */
+        bool staged; /* its node's agent told how long it staged its dataset (recorded once) */
 };
 
 /* What the executor keeps of a gpuward job across its attempts (on dj->exec): the nodes its
@@ -80,6 +81,7 @@ struct gw_slurm_resv {
 struct gw_exec_slurm {
         struct gw_executor ops;
         char sbatch[256], squeue[256], scancel[256], scontrol[256], sinfo[256];
+        char self[512]; /* this gpuwardd, absolute: a --dataset job's batch script runs its --stage-run */
         struct gw_slurm_resv *resv;
         size_t n_resv;
         struct gw_slurm_job *jobs;
@@ -197,6 +199,22 @@ void gw_slurm_poll_close(struct gw_daemon *d);
 
 /* Opens the Slurm executor as d->exec: finds sbatch, squeue, scancel and scontrol on PATH. */
 int gw_exec_slurm_open(struct gw_daemon *d);
+
+/* exec_slurm_stage.c: a --dataset staged on the node Slurm picked, by its agent. */
+/* This gpuwardd's own path (s->self), for the batch scripts; "" when unknown. */
+void gw_slurm_self_find(struct gw_exec_slurm *s);
+/* argv wrapped in the staging step: SELF --stage-run SOCKET DATASET ARGV... (malloc'ed, for
+ * gw_strv_free); NULL with why when this gpuwardd's path is unknown. */
+char **gw_slurm_stage_argv(struct gw_daemon *d, const char *dataset, char *const *argv, char *why, size_t n);
+/* A node's agent told how long Slurm job slurm_id waited for its dataset (its snapshot's
+ * "staged", checked by nodes.c): recorded once as the gpuward job's event, in GPU-seconds
+ * (the job's GPUs, all held by its allocation meanwhile).  Another's job: nothing. */
+struct gw_slurm_staging {
+        uint32_t slurm_id;
+        gw_usec_t took;
+        bool ok, hit;
+};
+void gw_slurm_staged(struct gw_daemon *d, const char *node, const struct gw_slurm_staging *st);
 
 /* exec_slurm_xid.c: what an Xid on a node's GPU means to Slurm. */
 /* Whether the Xid takes the GPU out of use (core/failure.h's drain-worthy Xids). */

@@ -136,6 +136,17 @@ void gw_on_agent_snapshot(void *ud, const struct gw_http_request *req, const str
                           (unsigned) json_integer_value(json_object_get(x, "xid")));
         json_decref(xids);
         json_decref(before);
+        /* So are the stager's records: each a Slurm job's GPU-seconds spent on its dataset. */
+        json_t *staged = json_incref(json_object_get(snap, "staged"));
+        json_object_del(snap, "staged");
+        json_array_foreach (staged, i, x)
+                gw_slurm_staged(d, node,
+                                &(struct gw_slurm_staging){
+                                        .slurm_id = (uint32_t) json_integer_value(json_object_get(x, "job")),
+                                        .took = json_integer_value(json_object_get(x, "ms")) * GW_USEC_PER_MSEC,
+                                        .ok = json_is_true(json_object_get(x, "ok")),
+                                        .hit = json_is_true(json_object_get(x, "hit")) });
+        json_decref(staged);
         if (gw_nodes_put(d->nodes, snap, d->now, d->now_wall, (size_t) d->cfg->max_nodes) < 0) /* checked above */
                 return gw_reply_error(rep, 403, "node",
                                       "node %s is one node too many: this controller keeps "

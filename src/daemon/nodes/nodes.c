@@ -196,8 +196,55 @@ static int check_xids(struct check *c, const json_t *xids, size_t n_gpus, json_t
         return 0;
 }
 
+static int get_bool(struct check *c, const json_t *o, const char *key, const char *prefix, json_t *dst) {
+        char f[128];
+        snprintf(f, sizeof f, "%s%s", prefix, key);
+        const json_t *v = json_object_get(o, key);
+        if (!json_is_boolean(v))
+                return fail(c, f, "%s true or false", v ? "must be" : "required:");
+        json_object_set_new(dst, key, json_boolean(json_is_true(v)));
+        return 0;
+}
+
+/* The datasets the node's stager answered since the agent's last delivered snapshot
+ * (optional): [{"job": SLURM_ID, "ms": WAITED, "ok", "hit", "bytes"}], at most
+ * GW_AGENT_MAX_STAGED. */
+static int check_staged(struct check *c, const json_t *staged, json_t *dst) {
+        static const char *const known[] = { "job", "ms", "ok", "hit", "bytes" };
+        if (!staged)
+                return 0;
+        if (!json_is_array(staged) || json_array_size(staged) > GW_AGENT_MAX_STAGED)
+                return fail(c, "staged", "an array of at most %d {\"job\", \"ms\", \"ok\", \"hit\", \"bytes\"}",
+                            GW_AGENT_MAX_STAGED);
+        json_t *arr = json_array();
+        json_object_set_new(dst, "staged", arr);
+        for (size_t i = 0; i < json_array_size(staged); i++) {
+                const json_t *x = json_array_get(staged, i);
+                char pre[32];
+                snprintf(pre, sizeof pre, "staged[%zu].", i);
+                if (!json_is_object(x))
+                        return fail(c, "staged", "each record must be an object");
+                json_t *o = json_object();
+                json_array_append_new(arr, o);
+                int r = only_keys(c, x, pre, known, ELEMENTSOF(known));
+                if (!r)
+                        r = get_int(c, x, "job", pre, 1, UINT32_MAX, false, o);
+                if (!r)
+                        r = get_int(c, x, "ms", pre, 0, GW_AGENT_MAX_STAGE_MS, false, o);
+                if (!r)
+                        r = get_bool(c, x, "ok", pre, o);
+                if (!r)
+                        r = get_bool(c, x, "hit", pre, o);
+                if (!r)
+                        r = get_int(c, x, "bytes", pre, 0, INT64_MAX, false, o);
+                if (r)
+                        return r;
+        }
+        return 0;
+}
+
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why, size_t why_len) {
-        static const char *const known[] = { "node", "interval", "driver", "gpus", "xids" };
+        static const char *const known[] = { "node", "interval", "driver", "gpus", "xids", "staged" };
         struct check c = { field, why, field_len, why_len, 0 };
         json_t *out = json_object();
         int r = only_keys(&c, body, "", known, ELEMENTSOF(known));
@@ -222,6 +269,8 @@ int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t
         }
         if (!r)
                 r = check_xids(&c, json_object_get(body, "xids"), json_array_size(gpus), out);
+        if (!r)
+                r = check_staged(&c, json_object_get(body, "staged"), out);
         if (r < 0) {
                 json_decref(out);
                 return r;

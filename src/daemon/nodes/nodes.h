@@ -69,7 +69,7 @@ bool gw_nodes_told_due(struct gw_nodes_told *t, gw_usec_t now, unsigned *ret_n);
 int gw_node_token_check(int64_t id, const char *bound, const char *node, char *why, size_t why_len);
 
 /* The snapshot in body checked field by field and rebuilt from what is known (no other key
- * passes), into a new {"node", "interval", "driver", "gpus"[, "xids"]}.  0 and *ret; -EINVAL with the
+ * passes), into a new {"node", "interval", "driver", "gpus"[, "xids"][, "staged"]}.  0 and *ret; -EINVAL with the
  * field ("gpus[1].procs[0].pid") and why.  Pure: the unit tests call it. */
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why, size_t why_len);
 
