@@ -154,6 +154,49 @@ static void test_xids_checked_and_kept(void **state) {
         json_decref(snap);
 }
 
+/* GOOD with "staged": X added. */
+static const char *with_staged(const char *staged) {
+        static char text[sizeof GOOD + 4096];
+        snprintf(text, sizeof text, "%.*s, \"staged\": %s}", (int) strlen(GOOD) - 1, GOOD, staged);
+        return text;
+}
+
+#define STAGED(job, ms, ok) "[{\"job\": " job ", \"ms\": " ms ", \"ok\": " ok ", \"hit\": false, \"bytes\": 10}]"
+
+static void test_staged_checked_and_kept(void **state) {
+        (void) state;
+        assert_string_equal(refused(with_staged("[]")), "");
+        assert_string_equal(refused(with_staged(STAGED("42", "3200", "true"))), "");
+        assert_string_equal(refused(with_staged("{}")), "staged");
+        assert_string_equal(refused(with_staged("[7]")), "staged");
+        assert_string_equal(refused(with_staged(STAGED("0", "3200", "true"))), "staged[0].job");
+        assert_string_equal(refused(with_staged(STAGED("4294967296", "3200", "true"))), "staged[0].job");
+        assert_string_equal(refused(with_staged(STAGED("42", "-1", "true"))), "staged[0].ms");
+        assert_string_equal(refused(with_staged(STAGED("42", "604800001", "true"))), "staged[0].ms");
+        assert_string_equal(refused(with_staged(STAGED("42", "3200", "1"))), "staged[0].ok");
+        assert_string_equal(
+                refused(with_staged(
+                        "[{\"job\": 42, \"ms\": 1, \"ok\": true, \"hit\": true, \"bytes\": 0, \"gpus\": 8}]")),
+                "staged[0].gpus"); /* the controller counts the GPUs, not the node */
+        char many[4096] = "[";
+        for (int i = 0; i <= GW_AGENT_MAX_STAGED; i++)
+                snprintf(many + strlen(many), sizeof many - strlen(many),
+                         "%s{\"job\": %d, \"ms\": 1, \"ok\": true, "
+                         "\"hit\": false, \"bytes\": 0}",
+                         i ? "," : "", i + 1);
+        strcat(many, "]");
+        assert_string_equal(refused(with_staged(many)), "staged");
+        json_t *body = json_loads(with_staged(STAGED("42", "3200", "true")), 0, NULL), *snap = NULL;
+        char field[128], why[256];
+        assert_int_equal(gw_node_snapshot_check(body, &snap, field, sizeof field, why, sizeof why), 0);
+        json_t *x = json_array_get(json_object_get(snap, "staged"), 0);
+        assert_int_equal(json_integer_value(json_object_get(x, "job")), 42);
+        assert_int_equal(json_integer_value(json_object_get(x, "ms")), 3200);
+        assert_true(json_is_true(json_object_get(x, "ok")));
+        json_decref(body);
+        json_decref(snap);
+}
+
 static void test_gpu_jobs_each_once(void **state) {
         (void) state;
         json_t *snap = good("gpu2");
@@ -384,6 +427,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_fields_are_named),
                 cmocka_unit_test(test_size_is_bounded),
                 cmocka_unit_test(test_xids_checked_and_kept),
+                cmocka_unit_test(test_staged_checked_and_kept),
                 cmocka_unit_test(test_gpu_jobs_each_once),
                 cmocka_unit_test(test_newest_per_node_and_stale),
                 cmocka_unit_test(test_a_slurm_jobs_gpus),
