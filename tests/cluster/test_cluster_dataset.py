@@ -88,7 +88,7 @@ class ClusterDataset(unittest.TestCase):
 
         # The first copy: progress in the job's output, then the command with its copy.
         first, j, text = run(owner, "first", "COMPLETED")
-        self.assertRegex(text, r"staging dataset: [\d.]+ of 10\.5 MB, 100%")
+        self.assertRegex(text, rf"staging dataset: [\d.]+ of {FILES * FILE_BYTES / 1e6:.1f} MB, 100%")
         self.assertIn(f"dir={os.path.join(d.dir, f'cache-{n1}')}/entries/", text)
         self.assertIn(f"\n{FILES}\nfile 0\n", text)
         gw = gwtest.wait_until(lambda: events(d.job(first), "dataset"), 20, what="the staging record")

@@ -19,7 +19,6 @@ struct gw_slurm_job {
         bool pending_in_slurm; /* squeue's last word: not started (scancel --signal cannot reach it) */
         char seen[200]; /* state, reason and node last recorded, to record changes only */
         char node[128]; /* where squeue last said it runs ("" until it starts) */
-        bool staged; /* its node's agent told how long it staged its dataset (recorded once) */
 };
 
 /* What the executor keeps of a gpuward job across its attempts (on dj->exec): the nodes its
@@ -82,6 +81,8 @@ struct gw_exec_slurm {
         struct gw_executor ops;
         char sbatch[256], squeue[256], scancel[256], scontrol[256], sinfo[256];
         char self[512]; /* this gpuwardd, absolute: a --dataset job's batch script runs its --stage-run */
+        uint32_t staged_told[GW_SLURM_ENDED_KEEP]; /* the Slurm jobs whose staging was recorded lately */
+        size_t n_staged_told;
         struct gw_slurm_resv *resv;
         size_t n_resv;
         struct gw_slurm_job *jobs;

@@ -40,25 +40,44 @@ char **gw_slurm_stage_argv(struct gw_daemon *d, const char *dataset, char *const
         return v;
 }
 
+/* Whether sid's staging was recorded already (a snapshot posted again after a lost answer);
+ * else it is now. */
+static bool told_before(struct gw_exec_slurm *s, uint32_t sid) {
+        size_t n = s->n_staged_told < GW_SLURM_ENDED_KEEP ? s->n_staged_told : GW_SLURM_ENDED_KEEP;
+        for (size_t i = 0; i < n; i++)
+                if (s->staged_told[i] == sid)
+                        return true;
+        s->staged_told[s->n_staged_told++ % GW_SLURM_ENDED_KEEP] = sid;
+        return false;
+}
+
 void gw_slurm_staged(struct gw_daemon *d, const char *node, const struct gw_slurm_staging *st) {
         struct gw_exec_slurm *s = slurm_of(d);
-        struct gw_slurm_job *sj = NULL;
-        for (size_t i = 0; i < s->n_jobs && !sj; i++)
-                if (s->jobs[i].slurm_id == st->slurm_id)
-                        sj = &s->jobs[i];
-        /* Another's Slurm job, one already told (a snapshot posted again), or one gone. */
-        if (!sj || sj->staged || !sj->dj)
+        bool running;
+        /* A job that failed its staging ends at once: its record may come after squeue told. */
+        int64_t id = gw_slurm_job_of(d, st->slurm_id, &running);
+        struct gw_slurm_job *sj = running ? gw_slurm_job_find(s, id) : NULL;
+        struct gw_job *j = sj && sj->dj ? sj->dj->job : NULL;
+        _cleanup_(gw_job_freep) struct gw_job *gone = NULL;
+        if (!j && id > 0 && gw_store_job_get(d->store, id, &gone) == 0)
+                j = gone;
+        /* Another's Slurm job, or one told already. */
+        if (!j || told_before(s, st->slurm_id))
                 return;
-        sj->staged = true;
-        struct gw_job *j = sj->dj->job;
         double secs = (double) st->took / (double) GW_USEC_PER_SEC;
         int gpus = j->ngpus > 0 ? j->ngpus : 0;
         char msg[400];
         snprintf(msg, sizeof msg, "dataset %s on %s in %.2f s while holding %d GPU%s: %.2f GPU-seconds%s",
                  st->ok ? "staged" : "staging failed", node, secs, gpus, gpus == 1 ? "" : "s", secs * gpus,
                  st->ok ? (st->hit ? " (the node's cached copy served)" : "") : "");
-        j->staged = (struct gw_job_staged){ .set = true, .ok = st->ok, .hit = st->hit, .gpus = gpus, .took = st->took };
-        snprintf(j->staged.node, sizeof j->staged.node, "%s", node);
+        if (!gone) {
+                j->staged = (struct gw_job_staged){ .set = true,
+                                                    .ok = st->ok,
+                                                    .hit = st->hit,
+                                                    .gpus = gpus,
+                                                    .took = st->took };
+                snprintf(j->staged.node, sizeof j->staged.node, "%s", node);
+        }
         if (gw_store_job_event(d->store, j->id, j->state, "dataset", msg) < 0)
                 log_warn("job %lld: %s, not recorded: %s", (long long) j->id, msg, gw_store_errmsg(d->store));
         log_info("job %lld: %s", (long long) j->id, msg);
