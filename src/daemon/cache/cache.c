@@ -380,7 +380,7 @@ static void stage(struct gw_daemon *d, struct gw_djob *dj) {
         cj->gofd = gp[1];
         cj->nbuf = 0;
         cj->told_total = false;
-        cj->done = cj->total = 0;
+        cj->done = cj->total = cj->reserved = 0;
         cj->result[0] = '\0'; /* a copy before this one failed: its word is not this one's */
         if (e->vers)
                 e->vers->pins++; /* its files are linked from: not evicted meanwhile */
@@ -437,18 +437,16 @@ static void evict(struct gw_cache *c, struct gw_cache_entry *e) {
         c->counts.evictions++;
 }
 
-/* The source's size is known: room is made for it (LRU entries nobody uses go), or the copy
- * is stopped.  Counted whole: files linked from the version before take no room, but how
- * many will be is known only as they come. */
-static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, size_t n) {
+/* Room for more bytes of cj's copy under cache_size: LRU entries nobody uses go, or false
+ * (why says so).  What every copy in flight was granted counts as taken. */
+static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, uint64_t more, char *why, size_t n) {
         struct gw_cache *c = d->cache;
         size_t ne = 0;
         uint64_t used = 0;
         for (struct gw_cache_entry *e = c->entries; e; e = e->next, ne++)
                 used += entry_size(e);
         for (struct gw_cache_job *f = c->flight; f; f = f->next)
-                if (f != cj && f->told_total)
-                        used += f->total;
+                used += f->reserved;
         _cleanup_free_ struct gw_cache_slot *slots = gw_xcalloc(ne + 1, sizeof *slots);
         _cleanup_free_ struct gw_cache_entry **ents = gw_xcalloc(ne + 1, sizeof *ents);
         _cleanup_free_ size_t *victims = gw_xcalloc(ne + 1, sizeof *victims);
@@ -459,10 +457,10 @@ static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, s
                                                    .last_use = e->last_use,
                                                    .in_use = entry_in_use(e) };
         }
-        int k = gw_cache_evict_pick(slots, ne, used, d->cfg->cache_size, cj->total, victims);
+        int k = gw_cache_evict_pick(slots, ne, used, d->cfg->cache_size, more, victims);
         if (k < 0) {
                 char need[32], cap[32];
-                snprintf(need, sizeof need, "%.1f MB", (double) cj->total / 1e6);
+                snprintf(need, sizeof need, "%.1f MB", (double) (cj->reserved + more) / 1e6);
                 snprintf(cap, sizeof cap, "%.1f MB", (double) d->cfg->cache_size / 1e6);
                 snprintf(why, n,
                          "dataset: out of space: it needs %s and cache_size is %s, of which queued or running "
@@ -475,7 +473,28 @@ static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, s
                          ents[victims[v]]->source, slots[victims[v]].size, cj->dj ? (long long) cj->dj->job->id : 0LL);
                 evict(c, ents[victims[v]]);
         }
+        cj->reserved += more;
         return true;
+}
+
+/* The helper asks for room (its first ask, at the source's size, or more once it knows what
+ * changed): granted, it goes on; else it is told to stop, and the job's reason says why. */
+static void grant(struct gw_daemon *d, struct gw_cache_job *cj, uint64_t need) {
+        char why[300], line[40];
+        bool ok = cj->dj && (need <= cj->reserved || make_room(d, cj, need - cj->reserved, why, sizeof why));
+        int len =
+                ok ? snprintf(line, sizeof line, "g %" PRIu64 "\n", cj->reserved) : snprintf(line, sizeof line, "n\n");
+        (void) !write(cj->gofd, line, (size_t) len);
+        if (!ok && cj->dj)
+                snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
+}
+
+/* What the first ask must make room for: the files the newest version holds are linked, not
+ * copied, when they did not change, so they are not counted; the copy asks for more if more
+ * of them changed. */
+static uint64_t first_need(const struct gw_cache_job *cj) {
+        uint64_t linked = cj->pin ? cj->pin->size : 0;
+        return cj->total > linked ? cj->total - linked : 0;
 }
 
 static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) {
@@ -483,11 +502,9 @@ static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) 
         if (sscanf(line, "T %llu %llu", &a, &b) == 2 && !cj->told_total) {
                 cj->total = a;
                 cj->told_total = true;
-                char why[300];
-                bool ok = cj->dj && make_room(d, cj, why, sizeof why);
-                (void) !write(cj->gofd, ok ? "g" : "n", 1);
-                if (!ok && cj->dj)
-                        snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
+                grant(d, cj, first_need(cj));
+        } else if (sscanf(line, "R %llu", &a) == 1 && cj->told_total) {
+                grant(d, cj, a);
         } else if (sscanf(line, "P %llu", &a) == 1)
                 cj->done = a;
         else if (!strncmp(line, "OK", 2) || !strcmp(line, "SAME") || !strncmp(line, "ERR ", 4)) {

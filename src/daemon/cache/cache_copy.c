@@ -301,6 +301,7 @@ struct writer {
         struct gw_cache_file *files; /* what this version holds, in the reader's order */
         unsigned char *want; /* for each of files: 'y' its bytes wanted, 'n' linked, 0 a folder */
         size_t steps; /* files listed and copied, for the progress's pace */
+        uint64_t wanted, granted; /* bytes of the files to copy; the room the daemon made */
         size_t n_files, cap_files;
         uint64_t done, copied, reported;
         size_t linked;
@@ -410,6 +411,7 @@ static char take_file(struct writer *w, const struct gw_cache_file *f) {
                 return 'n';
         }
         w->changed = true;
+        w->wanted += f->size;
         return 'y';
 }
 
@@ -564,6 +566,31 @@ static int copy_wanted(struct writer *w, size_t from) {
         return 0;
 }
 
+/* The daemon's go line: "g GRANTED", the bytes this copy may write into the cache, or "n". */
+static int await_go(struct writer *w) {
+        char line[48];
+        size_t n = 0;
+        while (n < sizeof line - 1 && read(w->c->go_fd, line + n, 1) == 1 && line[n] != '\n')
+                n++;
+        line[n] = '\0';
+        unsigned long long granted;
+        if (sscanf(line, "g %llu", &granted) != 1)
+                return fail(w, "stopped by the daemon");
+        w->granted = granted;
+        return 0;
+}
+
+/* The files wanted so far must fit in the room granted; past it, the daemon is asked for
+ * more (it evicts what it may) before any of them is copied. */
+static int room_for_wanted(struct writer *w) {
+        if (w->wanted <= w->granted)
+                return 0;
+        say(w->c->report_fd, "R %" PRIu64 "\n", w->wanted);
+        if (await_go(w) < 0 || w->wanted > w->granted)
+                return fail(w, "out of space in the cache: the changed files need %" PRIu64 " bytes", w->wanted);
+        return 0;
+}
+
 /* The batches, until the reader's "E". */
 static int take_batches(struct writer *w) {
         for (;;) {
@@ -571,7 +598,7 @@ static int take_batches(struct writer *w) {
                 int r = take_list(w);
                 if (r != 0)
                         return r < 0 ? -1 : 0;
-                if (send_answers(w, from) < 0 || copy_wanted(w, from) < 0)
+                if (room_for_wanted(w) < 0 || send_answers(w, from) < 0 || copy_wanted(w, from) < 0)
                         return -1;
         }
 }
@@ -599,9 +626,8 @@ static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
         if (sscanf(line, "T %llu %llu", &total, &nfiles) != 2)
                 return fail(w, "the reader sent '%.40s'", line);
         say(w->c->report_fd, "T %llu %llu\n", total, nfiles);
-        char go = 0;
-        if (read(w->c->go_fd, &go, 1) != 1 || go != 'g' || !write_all(w->ans, "g", 1))
-                return fail(w, "stopped by the daemon");
+        if (await_go(w) < 0 || !write_all(w->ans, "g", 1))
+                return -1;
         return take_batches(w);
 }
 
