@@ -225,6 +225,30 @@ class EvictionTest(CacheBase):
         self.assertEqual(metric(d, "gpuward_cache_evictions_total"), 0)
 
 
+class RestageTest(CacheBase):
+    cache_size = "1M"
+    gpus = 2
+
+    def test_a_restage_counts_only_what_changed(self):
+        d = self.d
+        a = self.dataset("a", {"a.bin": "x" * 600_000, "small.txt": "one\n"})
+        # In use by a running job, a's copy (0.6 MB of the 1 MB cache) stays; a second job of
+        # the same, unchanged dataset needs no room: its files are linked, not copied.
+        running = d.submit("--dataset", a, "--", "sleep", "300")
+        d.wait_state(running, ["RUNNING"], timeout=60)
+        self.run_job(a, 'test "$(cat "$GPUWARD_DATASET_DIR/small.txt")" = one')
+        # One small file changed: only it is copied.
+        write(os.path.join(a, "small.txt"), "two\n")
+        self.run_job(a, 'test "$(cat "$GPUWARD_DATASET_DIR/small.txt")" = two')
+        self.assertEqual(metric(d, "gpuward_cache_bytes_copied_total"), 600_004 + 4)
+        # The big file changed while the first version is still in use: no room for its copy,
+        # and the reason says how much it needed.
+        write(os.path.join(a, "a.bin"), "y" * 600_000)
+        j = self.run_job(a, "true", state="FAILED", opts=("--retries", "0"))
+        self.assertRegex(j["reason"], r"out of space: it needs 0\.6 MB and cache_size is 1\.0 MB")
+        self.assertEqual(metric(d, "gpuward_cache_evictions_total"), 0)
+
+
 class CopySlotTest(CacheBase):
     copies = 1
 

@@ -172,26 +172,10 @@ void gw_cache_job_queued(struct gw_daemon *d, struct gw_djob *dj) {
         d->jobs.sched_dirty = true;
 }
 
-/* The source's size is known: room is made for it (LRU entries nobody uses go), or the copy
- * is stopped.  Counted whole: files linked from the version before take no room, but how
- * many will be is known only as they come. */
-static bool make_room(struct gw_daemon *d, struct gw_cache_job *cj, char *why, size_t n) {
+static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) {
         char whom[48];
         snprintf(whom, sizeof whom, "job %lld", cj->dj ? (long long) cj->dj->job->id : 0LL);
-        return gw_cache_room(d->cache, cj, d->cfg->cache_size, whom, why, n) == 0;
-}
-
-static void take_line(struct gw_daemon *d, struct gw_cache_job *cj, char *line) {
-        unsigned long long a = 0, b = 0;
-        if (sscanf(line, "T %llu %llu", &a, &b) == 2 && !cj->told_total) {
-                cj->total = a;
-                cj->told_total = true;
-                char why[300];
-                bool ok = cj->dj && make_room(d, cj, why, sizeof why);
-                (void) !write(cj->gofd, ok ? "g" : "n", 1);
-                if (!ok && cj->dj)
-                        snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
-        } else
+        if (!gw_cache_helper_ask(d->cache, cj, line, d->cfg->cache_size, whom, !cj->dj))
                 gw_cache_helper_line(cj, line);
         if (cj->dj && !cj->ready && cj->told_total) {
                 char detail[128];

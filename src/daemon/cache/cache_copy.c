@@ -3,9 +3,12 @@
  *   the reader, the user's: walks the source, opens each file (O_NOFOLLOW) and streams it;
  *   the writer, root's: decides what to copy, writes the new version through descriptors it
  *     created (O_EXCL|O_NOFOLLOW below a folder it made), verifies it, writes its manifest.
- * The reader's stream is its manifest's lines (core/cache.h), each file's line followed by
- * its bytes when the writer answers 'y'.  A user could take over their own reader (ptrace),
- * so the writer trusts nothing of the stream: the lines are parsed as a manifest, the paths
+ * The reader's stream comes in batches of COPY_BATCH entries: their manifest lines
+ * (core/cache.h) and "M"; the writer answers the batch at once, a byte a file ('y': wanted,
+ * 'n': the previous version's copy serves); the reader sends each wanted file as "F" and its
+ * bytes; after the last batch, "E".  A round trip a batch, not a file: a copy of thousands
+ * of small files must not wait on two processes taking turns.  A user could take over their
+ * own reader (ptrace), so the writer trusts nothing of the stream: the lines are parsed as a manifest, the paths
  * stay below the new version, set-id bits are dropped and the owner is the job's user
  * unless the source's owner is. */
 #include <errno.h>
@@ -30,6 +33,7 @@
 
 #define COPY_BUF (1u << 20)
 #define MAX_FILES 2000000
+#define COPY_BATCH 256 /* files answered at once (descriptors the reader holds open) */
 
 /* ---- the reader (the user's) ---- */
 
@@ -37,6 +41,7 @@
 static struct gw_cache_file *walk_list;
 static size_t walk_n, walk_cap;
 static size_t walk_root_len;
+static char walk_root[GW_DATAYAML_MAX_PATH]; /* the source's folder (a data YAML's path:) */
 static int walk_err;
 
 static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
@@ -119,6 +124,111 @@ static int read_yaml(const char *path, char *buf, size_t *len, char *root, int o
         return 0;
 }
 
+/* A file of the list, opened as the user (O_NOFOLLOW); -1 (said on out) when it cannot be,
+ * or when it is no longer a plain file. */
+static int open_source(const struct gw_cache_file *f, struct stat *st, int out) {
+        char path[GW_DATAYAML_MAX_PATH + GW_CACHE_MAX_REL + 2];
+        snprintf(path, sizeof path, "%s/%s", walk_root, f->rel);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+                /* Replaced while copied: the source changes under it, which a later try may not meet. */
+                int e = fd < 0 ? errno : EAGAIN;
+                say(out, "X %d cannot read %s: %s\n", e, path, fd < 0 ? strerror(e) : "replaced while copied");
+                if (fd >= 0)
+                        (void) close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* A batch's manifest lines, [from, to) of the walk, then "M"; each file opened as the user
+ * first (that open is the check that the user may read it, a warm hit included) and kept
+ * open in fds[] for the second pass. */
+static int send_list(size_t from, size_t to, int *fds, int out) {
+        char line[GW_CACHE_LINE_MAX];
+        for (size_t i = from; i < to; i++) {
+                struct gw_cache_file *f = &walk_list[i];
+                if (!f->dir) {
+                        struct stat st;
+                        if ((fds[i - from] = open_source(f, &st, out)) < 0)
+                                return -1;
+                        f->size = (uint64_t) st.st_size;
+                        f->mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+                        f->mode = st.st_mode & 0777;
+                }
+                size_t n = gw_cache_manifest_line(f, line, sizeof line);
+                if (!write_all(out, line, n))
+                        return -1;
+        }
+        return write_all(out, "M\n", 2) ? 0 : -1;
+}
+
+/* The writer's answer to a batch: one byte a file, in order, 'y' for the files it wants. */
+static int read_answers(int in, unsigned char *want, size_t n) {
+        for (size_t got = 0; got < n;) {
+                ssize_t r = read(in, want + got, n - got);
+                if (r <= 0)
+                        return -1;
+                got += (size_t) r;
+        }
+        return 0;
+}
+
+/* A batch's wanted files, each as "F" and its bytes, read from the descriptor its line was
+ * made from; one whose size or time changed since fails the copy rather than mixing two
+ * versions of it. */
+static int send_wanted(size_t from, size_t to, const int *fds, const unsigned char *want, int out) {
+        static char buf[COPY_BUF];
+        size_t k = 0;
+        for (size_t i = from; i < to; i++) {
+                const struct gw_cache_file *f = &walk_list[i];
+                if (f->dir || want[k++] != 'y')
+                        continue;
+                int fd = fds[i - from];
+                struct stat st;
+                if (fstat(fd, &st) < 0 || (uint64_t) st.st_size != f->size ||
+                    (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != f->mtime_ns) {
+                        say(out, "X %d cannot read %s/%s: changed while copied\n", EAGAIN, walk_root, f->rel);
+                        return -1;
+                }
+                if (!write_all(out, "F\n", 2))
+                        return -1;
+                for (uint64_t left = f->size; left;) {
+                        ssize_t r = read(fd, buf, left < sizeof buf ? (size_t) left : sizeof buf);
+                        if (r <= 0 || !write_all(out, buf, (size_t) r)) /* shrunk while read: the */
+                                return -1; /* writer sees it cut */
+                        left -= (uint64_t) r;
+                }
+        }
+        return 0;
+}
+
+/* The walk in batches of COPY_BATCH: the writer answers a batch at once, so that a copy of
+ * many small files costs a round trip between the two processes per batch, not per file,
+ * with at most a batch's descriptors open. */
+static int send_batches(int in, int out) {
+        int fds[COPY_BATCH];
+        unsigned char want[COPY_BATCH];
+        for (size_t from = 0; from < walk_n; from += COPY_BATCH) {
+                size_t to = walk_n - from < COPY_BATCH ? walk_n : from + COPY_BATCH, files = 0;
+                for (size_t i = from; i < to; i++) {
+                        fds[i - from] = -1;
+                        files += !walk_list[i].dir;
+                }
+                int r = send_list(from, to, fds, out);
+                if (r == 0)
+                        r = read_answers(in, want, files);
+                if (r == 0)
+                        r = send_wanted(from, to, fds, want, out);
+                for (size_t i = 0; i < to - from; i++)
+                        if (fds[i] >= 0)
+                                (void) close(fds[i]);
+                if (r < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 static int reader(const struct gw_cache_copy *c, int out, int in) {
         if (geteuid() == 0 && c->uid != 0) {
                 gid_t g[GW_CACHE_MAX_GROUPS];
@@ -137,8 +247,8 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
                 say(out, "X %d source %s: %s\n", e, c->source, strerror(e));
                 return 1;
         }
-        char root[GW_DATAYAML_MAX_PATH];
-        snprintf(root, sizeof root, "%s", c->source);
+        char *root = walk_root;
+        snprintf(root, sizeof walk_root, "%s", c->source);
         if (S_ISREG(st.st_mode)) {
                 static char yaml[GW_DATAYAML_MAX_SIZE + 1];
                 size_t len;
@@ -172,45 +282,8 @@ static int reader(const struct gw_cache_copy *c, int out, int in) {
         char go;
         if (read(in, &go, 1) != 1 || go != 'g')
                 return 1;
-        static char buf[COPY_BUF];
-        char line[GW_CACHE_LINE_MAX];
-        for (size_t i = 0; i < walk_n; i++) {
-                struct gw_cache_file *f = &walk_list[i];
-                int fd = -1;
-                if (!f->dir) {
-                        /* Opened as the user: this open is the check that the user may read it. */
-                        char path[GW_DATAYAML_MAX_PATH + GW_CACHE_MAX_REL + 2];
-                        snprintf(path, sizeof path, "%s/%s", root, f->rel);
-                        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-                        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                                /* Replaced while copied: the source changes under it, which a later try may not meet. */
-                                int e = fd < 0 ? errno : EAGAIN;
-                                say(out, "X %d cannot read %s: %s\n", e, path,
-                                    fd < 0 ? strerror(e) : "replaced while copied");
-                                return 1;
-                        }
-                        f->size = (uint64_t) st.st_size;
-                        f->mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-                        f->mode = st.st_mode & 0777;
-                }
-                size_t n = gw_cache_manifest_line(f, line, sizeof line);
-                if (!write_all(out, line, n))
-                        return 1;
-                if (f->dir)
-                        continue;
-                char ans;
-                if (read(in, &ans, 1) != 1) {
-                        (void) close(fd);
-                        return 1;
-                }
-                for (uint64_t left = ans == 'y' ? f->size : 0; left;) {
-                        ssize_t r = read(fd, buf, left < sizeof buf ? (size_t) left : sizeof buf);
-                        if (r <= 0 || !write_all(out, buf, (size_t) r)) /* shrunk while read: the */
-                                return 1; /* writer sees it cut */
-                        left -= (uint64_t) r;
-                }
-                (void) close(fd);
-        }
+        if (send_batches(in, out) < 0)
+                return 1;
         say(out, "E\n");
         return 0;
 }
@@ -226,6 +299,9 @@ struct writer {
         struct gw_cache_file *prev; /* prev_dir's manifest, sorted by rel */
         size_t n_prev;
         struct gw_cache_file *files; /* what this version holds, in the reader's order */
+        unsigned char *want; /* for each of files: 'y' its bytes wanted, 'n' linked, 0 a folder */
+        size_t steps; /* files listed and copied, for the progress's pace */
+        uint64_t wanted, granted; /* bytes of the files to copy; the room the daemon made */
         size_t n_files, cap_files;
         uint64_t done, copied, reported;
         size_t linked;
@@ -322,25 +398,35 @@ static int copy_bytes(struct writer *w, int fd, uint64_t size, const char *rel) 
         return 0;
 }
 
-static int take_file(struct writer *w, const struct gw_cache_file *f) {
+/* A file of the list: unchanged, the previous version's copy is linked (it is immutable once
+ * verified) and its answer is 'n'; else 'y', and its bytes come in the second pass. */
+static char take_file(struct writer *w, const struct gw_cache_file *f) {
         struct gw_cache_file key;
         snprintf(key.rel, sizeof key.rel, "%s", f->rel);
         const struct gw_cache_file *old =
                 w->n_prev ? bsearch(&key, w->prev, w->n_prev, sizeof *w->prev, rel_cmp) : NULL;
-        /* Unchanged: the previous version's copy, linked (it is immutable once verified). */
         if (old && !old->dir && gw_cache_file_same(old, f) && linkat(w->prev_data, f->rel, w->data, f->rel, 0) == 0) {
                 w->linked++;
                 w->done += f->size;
-                return write_all(w->ans, "n", 1) ? 0 : fail(w, "the reader went away");
+                return 'n';
         }
         w->changed = true;
+        w->wanted += f->size;
+        return 'y';
+}
+
+static int copy_file(struct writer *w, const struct gw_cache_file *f) {
+        char line[GW_CACHE_LINE_MAX];
+        size_t len;
+        if (read_line(w, line, &len) < 0)
+                return -1;
+        if (line[0] == 'X')
+                return reader_failed(w, line);
+        if (strcmp(line, "F"))
+                return fail(w, "the reader sent '%.40s'", line);
         int fd = openat(w->data, f->rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return fail(w, "creating %s in the cache: %s", f->rel, strerror(errno));
-        if (!write_all(w->ans, "y", 1)) {
-                (void) close(fd);
-                return fail(w, "the reader went away");
-        }
         int r = copy_bytes(w, fd, f->size, f->rel);
         uid_t u;
         gid_t g;
@@ -385,7 +471,7 @@ static int take_dir(struct writer *w, const struct gw_cache_file *f) {
 }
 
 static void progress(struct writer *w, bool force) {
-        if (force || w->done - w->reported >= (8u << 20) || (w->n_files & 255) == 0) {
+        if (force || w->done - w->reported >= (8u << 20) || (++w->steps & 255) == 0) {
                 say(w->c->report_fd, "P %" PRIu64 "\n", w->done);
                 w->reported = w->done;
         }
@@ -428,6 +514,95 @@ static int write_manifest(struct writer *w) {
         return fsync(fd) < 0 ? fail(w, "writing the manifest: %s", strerror(errno)) : 0;
 }
 
+/* A batch of the reader's list, up to "M" (1 at the reader's "E": no more): folders made,
+ * unchanged files linked, the others wanted. */
+static int take_list(struct writer *w) {
+        char line[GW_CACHE_LINE_MAX];
+        size_t len;
+        for (size_t in_batch = 0;; in_batch++) {
+                if (read_line(w, line, &len) < 0)
+                        return -1;
+                if (!strcmp(line, "M") || !strcmp(line, "E"))
+                        return line[0] == 'E';
+                if (line[0] == 'X')
+                        return reader_failed(w, line);
+                if (w->n_files == w->cap_files) {
+                        w->cap_files = w->cap_files ? w->cap_files * 2 : 1024;
+                        w->files = gw_xrealloc(w->files, w->cap_files * sizeof *w->files);
+                        w->want = gw_xrealloc(w->want, w->cap_files);
+                }
+                struct gw_cache_file *f = &w->files[w->n_files];
+                if (gw_cache_manifest_parse(line, len, f) < 0 || w->n_files >= MAX_FILES || in_batch >= COPY_BATCH)
+                        return fail(w, "the reader sent '%.40s'", line);
+                w->want[w->n_files] = 0;
+                if (f->dir && take_dir(w, f) < 0)
+                        return -1;
+                if (!f->dir)
+                        w->want[w->n_files] = (unsigned char) take_file(w, f);
+                w->n_files++;
+                progress(w, false);
+        }
+}
+
+/* The batch's answers from files[from], at once: the reader reads them only once it has sent
+ * its whole batch. */
+static int send_answers(struct writer *w, size_t from) {
+        char a[COPY_BATCH];
+        size_t n = 0;
+        for (size_t i = from; i < w->n_files; i++)
+                if (!w->files[i].dir)
+                        a[n++] = (char) w->want[i];
+        return write_all(w->ans, a, n) ? 0 : fail(w, "the reader went away");
+}
+
+static int copy_wanted(struct writer *w, size_t from) {
+        for (size_t i = from; i < w->n_files; i++) {
+                if (w->want[i] != 'y')
+                        continue;
+                if (copy_file(w, &w->files[i]) < 0)
+                        return -1;
+                progress(w, false);
+        }
+        return 0;
+}
+
+/* The daemon's go line: "g GRANTED", the bytes this copy may write into the cache, or "n". */
+static int await_go(struct writer *w) {
+        char line[48];
+        size_t n = 0;
+        while (n < sizeof line - 1 && read(w->c->go_fd, line + n, 1) == 1 && line[n] != '\n')
+                n++;
+        line[n] = '\0';
+        unsigned long long granted;
+        if (sscanf(line, "g %llu", &granted) != 1)
+                return fail(w, "stopped by the daemon");
+        w->granted = granted;
+        return 0;
+}
+
+/* The files wanted so far must fit in the room granted; past it, the daemon is asked for
+ * more (it evicts what it may) before any of them is copied. */
+static int room_for_wanted(struct writer *w) {
+        if (w->wanted <= w->granted)
+                return 0;
+        say(w->c->report_fd, "R %" PRIu64 "\n", w->wanted);
+        if (await_go(w) < 0 || w->wanted > w->granted)
+                return fail(w, "out of space in the cache: the changed files need %" PRIu64 " bytes", w->wanted);
+        return 0;
+}
+
+/* The batches, until the reader's "E". */
+static int take_batches(struct writer *w) {
+        for (;;) {
+                size_t from = w->n_files;
+                int r = take_list(w);
+                if (r != 0)
+                        return r < 0 ? -1 : 0;
+                if (room_for_wanted(w) < 0 || send_answers(w, from) < 0 || copy_wanted(w, from) < 0)
+                        return -1;
+        }
+}
+
 static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
         char line[GW_CACHE_LINE_MAX];
         size_t len;
@@ -451,28 +626,9 @@ static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
         if (sscanf(line, "T %llu %llu", &total, &nfiles) != 2)
                 return fail(w, "the reader sent '%.40s'", line);
         say(w->c->report_fd, "T %llu %llu\n", total, nfiles);
-        char go = 0;
-        if (read(w->c->go_fd, &go, 1) != 1 || go != 'g' || !write_all(w->ans, "g", 1))
-                return fail(w, "stopped by the daemon");
-        for (;;) {
-                if (read_line(w, line, &len) < 0)
-                        return -1;
-                if (!strcmp(line, "E"))
-                        return 0;
-                if (line[0] == 'X')
-                        return reader_failed(w, line);
-                if (w->n_files == w->cap_files) {
-                        w->cap_files = w->cap_files ? w->cap_files * 2 : 1024;
-                        w->files = gw_xrealloc(w->files, w->cap_files * sizeof *w->files);
-                }
-                struct gw_cache_file *f = &w->files[w->n_files];
-                if (gw_cache_manifest_parse(line, len, f) < 0 || w->n_files >= MAX_FILES)
-                        return fail(w, "the reader sent '%.40s'", line);
-                w->n_files++;
-                if ((f->dir ? take_dir(w, f) : take_file(w, f)) < 0)
-                        return -1;
-                progress(w, false);
-        }
+        if (await_go(w) < 0 || !write_all(w->ans, "g", 1))
+                return -1;
+        return take_batches(w);
 }
 
 static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader) {

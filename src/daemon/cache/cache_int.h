@@ -14,12 +14,15 @@
 /* What the copying helper is told.  It runs as root (it writes the cache) and forks a reader
  * that becomes the job's user before it opens anything of the source, so the kernel decides
  * what may be read; the reader streams each file to it.  The helper answers on report_fd:
- *   "T BYTES FILES"  the source's size, then waits for one byte on go_fd: 'g' to copy, else stop
+ *   "T BYTES FILES"  the source's size, then waits for a go line on go_fd
  *   "P BYTES"        copied (or linked) so far
  *   "OK COPIED"      done: the new version is verified and its manifest written
  *   "SAME"           every file unchanged from prev_dir: nothing kept of the new version
  *   "ERR CLASS WHY"  failed: its class for the retry policy (gw_cache_failure_class: lost or
  *                    user_error), why in words (the source gone, unreadable, the disk full)
+ *   "R BYTES"        the files to copy come to BYTES, more than the room granted: waits for
+ *                    a go line again
+ * The go lines are "g GRANTED\n" (the bytes it may write into the cache) or "n\n" (stop).
  * The reader tells the helper its own failure as "X ERRNO WHY". */
 struct gw_cache_copy {
         const char *source; /* the --dataset path: a directory or a data YAML */
@@ -79,6 +82,7 @@ struct gw_cache_job {
         int rfd, gofd;
         int newv;
         uint64_t done, total;
+        uint64_t reserved; /* bytes of cache_size its copy may fill: the room made for it */
         bool ready, told_total;
         char buf[GW_CACHE_LINE_MAX];
         size_t nbuf;
@@ -146,10 +150,16 @@ int gw_cache_helper_reaped(struct gw_cache *c, struct gw_cache_job *cj, int stat
 void gw_cache_helper_keep(struct gw_cache *c, struct gw_cache_job *cj, bool same, gw_usec_t now_wall);
 void gw_cache_helper_drop(struct gw_cache *c, struct gw_cache_job *cj);
 void gw_cache_unpin(struct gw_cache *c, struct gw_cache_job *cj, bool ended);
-/* Room for cj's total under cap: the least recently used entries nobody uses are evicted
- * (logged, for_whom named); -ENOSPC with why when even that is not enough. */
-int gw_cache_room(struct gw_cache *c, const struct gw_cache_job *cj, uint64_t cap, const char *for_whom, char *why,
-                  size_t n);
+/* Room for more bytes of cj's copy under cap: the least recently used entries nobody uses are
+ * evicted (logged, for_whom named), and what every copy in flight was granted counts as taken;
+ * cj->reserved grows by more.  -ENOSPC with why when even that is not enough. */
+int gw_cache_room(struct gw_cache *c, struct gw_cache_job *cj, uint64_t more, uint64_t cap, const char *for_whom,
+                  char *why, size_t n);
+/* The helper's asks for room in line ("T BYTES FILES", its first; "R BYTES", more): answered on
+ * its go pipe, a refusal's why in cj->result; stop (its asker gone) refuses without trying.
+ * False when line is neither. */
+bool gw_cache_helper_ask(struct gw_cache *c, struct gw_cache_job *cj, const char *line, uint64_t cap,
+                         const char *for_whom, bool stop);
 
 /* cache_use.c: the entry's use file (core/cache.h): read at open (last use, users, the pins
  * a restart must keep), written whenever those change. */

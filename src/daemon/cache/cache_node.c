@@ -129,17 +129,9 @@ static void fail(struct stager *s, struct asker *a, const char *why) {
 static void take(void *ctx, struct gw_cache_job *cj, char *line) {
         struct stager *s = ctx;
         struct asker *a = (struct asker *) (void *) ((char *) cj - offsetof(struct asker, cj));
-        unsigned long long t = 0, f = 0;
-        if (sscanf(line, "T %llu %llu", &t, &f) == 2 && !cj->told_total) {
-                cj->total = t;
-                cj->told_total = true;
-                char why[300] = "", whom[64];
-                snprintf(whom, sizeof whom, "Slurm job %" PRIu32, a->slurm_job);
-                bool go = a->fd >= 0 && gw_cache_room(&s->c, cj, s->cfg->size, whom, why, sizeof why) == 0;
-                (void) !write(cj->gofd, go ? "g" : "n", 1);
-                if (!go && why[0])
-                        snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
-        } else
+        char whom[64];
+        snprintf(whom, sizeof whom, "Slurm job %" PRIu32, a->slurm_job);
+        if (!gw_cache_helper_ask(&s->c, cj, line, s->cfg->size, whom, a->fd < 0))
                 gw_cache_helper_line(cj, line);
         int pct = cj->total ? (int) (cj->done * 100 / cj->total) : 0;
         if (cj->told_total && (pct != a->told_pct || !cj->done)) {

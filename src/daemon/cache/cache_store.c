@@ -316,7 +316,7 @@ int gw_cache_helper_start(struct gw_cache *c, struct gw_cache_job *cj, struct gw
         cj->gofd = gp[1];
         cj->nbuf = 0;
         cj->told_total = false;
-        cj->done = cj->total = 0;
+        cj->done = cj->total = cj->reserved = 0;
         cj->result[0] = '\0'; /* a copy before this one failed: its word is not this one's */
         if (e->vers)
                 e->vers->pins++; /* its files are linked from: not evicted meanwhile */
@@ -411,15 +411,14 @@ void gw_cache_unpin(struct gw_cache *c, struct gw_cache_job *cj, bool ended) {
         cj->pin = NULL;
 }
 
-int gw_cache_room(struct gw_cache *c, const struct gw_cache_job *cj, uint64_t cap, const char *for_whom, char *why,
-                  size_t n) {
+int gw_cache_room(struct gw_cache *c, struct gw_cache_job *cj, uint64_t more, uint64_t cap, const char *for_whom,
+                  char *why, size_t n) {
         size_t ne = 0;
         uint64_t used = 0;
         for (struct gw_cache_entry *e = c->entries; e; e = e->next, ne++)
                 used += gw_cache_entry_size(e);
         for (struct gw_cache_job *f = c->flight; f; f = f->next)
-                if (f != cj && f->told_total)
-                        used += f->total;
+                used += f->reserved;
         _cleanup_free_ struct gw_cache_slot *slots = gw_xcalloc(ne + 1, sizeof *slots);
         _cleanup_free_ struct gw_cache_entry **ents = gw_xcalloc(ne + 1, sizeof *ents);
         _cleanup_free_ size_t *victims = gw_xcalloc(ne + 1, sizeof *victims);
@@ -430,10 +429,10 @@ int gw_cache_room(struct gw_cache *c, const struct gw_cache_job *cj, uint64_t ca
                                                    .last_use = e->last_use,
                                                    .in_use = gw_cache_entry_in_use(e) };
         }
-        int k = gw_cache_evict_pick(slots, ne, used, cap, cj->total, victims);
+        int k = gw_cache_evict_pick(slots, ne, used, cap, more, victims);
         if (k < 0) {
                 char need[32], capt[32];
-                snprintf(need, sizeof need, "%.1f MB", (double) cj->total / 1e6);
+                snprintf(need, sizeof need, "%.1f MB", (double) (cj->reserved + more) / 1e6);
                 snprintf(capt, sizeof capt, "%.1f MB", (double) cap / 1e6);
                 snprintf(why, n,
                          "dataset: out of space: it needs %s and cache_size is %s, of which queued or running "
@@ -446,5 +445,44 @@ int gw_cache_room(struct gw_cache *c, const struct gw_cache_job *cj, uint64_t ca
                          slots[victims[v]].size, for_whom);
                 gw_cache_evict(c, ents[victims[v]]);
         }
+        cj->reserved += more;
         return 0;
+}
+
+/* The helper asks for room (its first ask, or more once it knows what changed): granted, it
+ * goes on; else it is told to stop, and its result says why. */
+static void grant(struct gw_cache *c, struct gw_cache_job *cj, uint64_t need, uint64_t cap, const char *for_whom,
+                  bool stop) {
+        char why[300] = "", line[40];
+        bool ok = !stop && (need <= cj->reserved ||
+                            gw_cache_room(c, cj, need - cj->reserved, cap, for_whom, why, sizeof why) == 0);
+        int len =
+                ok ? snprintf(line, sizeof line, "g %" PRIu64 "\n", cj->reserved) : snprintf(line, sizeof line, "n\n");
+        (void) !write(cj->gofd, line, (size_t) len);
+        if (!ok && why[0])
+                snprintf(cj->result, sizeof cj->result, "ERR lost %s", why + strlen("dataset: "));
+}
+
+/* What the first ask must make room for: the files the newest version holds are linked, not
+ * copied, when they did not change, so they are not counted; the copy asks for more if more
+ * of them changed. */
+static uint64_t first_need(const struct gw_cache_job *cj) {
+        uint64_t linked = cj->pin ? cj->pin->size : 0;
+        return cj->total > linked ? cj->total - linked : 0;
+}
+
+bool gw_cache_helper_ask(struct gw_cache *c, struct gw_cache_job *cj, const char *line, uint64_t cap,
+                         const char *for_whom, bool stop) {
+        unsigned long long a = 0, b = 0;
+        if (sscanf(line, "T %llu %llu", &a, &b) == 2 && !cj->told_total) {
+                cj->total = a;
+                cj->told_total = true;
+                grant(c, cj, first_need(cj), cap, for_whom, stop);
+                return true;
+        }
+        if (sscanf(line, "R %llu", &a) == 1 && cj->told_total) {
+                grant(c, cj, a, cap, for_whom, stop);
+                return true;
+        }
+        return false;
 }
