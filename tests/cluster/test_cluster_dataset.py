@@ -9,6 +9,7 @@ the reason where they are missing."""
 import json
 import os
 import re
+import socket
 import sys
 import unittest
 
@@ -76,6 +77,17 @@ class ClusterDataset(unittest.TestCase):
         gwtest.wait_until(lambda: all(os.path.exists(sock) for sock in
                                       (os.path.join(d.dir, "run", f"stage-{n}.sock") for n in c.nodes)),
                           20, what="each agent's staging socket")
+
+        # What a step may ask is checked: under the node's cache_sources, no "..".
+        def ask(text):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(10)
+                s.connect(os.path.join(d.dir, "run", f"stage-{n1}.sock"))
+                s.sendall(text.encode() + b"\n")
+                return s.makefile().readline().strip()
+        self.assertEqual(ask("STAGE /etc"), f"ERR dataset: /etc is not under this node's cache_sources ({src})")
+        self.assertEqual(ask(f"STAGE {src}/../etc"), "ERR dataset: a path with '..' in it is not asked for")
+        self.assertEqual(ask("FETCH /etc"), "ERR the request is not 'STAGE /absolute/path'")
 
         def run(user, name, state):
             jid = d.submit("--gpus", "1", "--time", "10m", "--dataset", ds, "--output", f"{out}/{name}.out",

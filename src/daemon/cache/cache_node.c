@@ -172,8 +172,12 @@ static void start_waiting(struct stager *s) {
 
 /* "STAGE PATH": the path checked as the daemon checks a --dataset, then its copy queued. */
 static void ask(struct stager *s, struct asker *a, char *line) {
-        if (strncmp(line, "STAGE ", 6) || line[6] != '/' || strstr(line + 6, "/../") || strlen(line + 6) > 4096)
+        size_t l = strlen(line);
+        if (strncmp(line, "STAGE ", 6) || line[6] != '/' || l - 6 > 4096)
                 return fail(s, a, "the request is not 'STAGE /absolute/path'");
+        /* cache_sources is a prefix of the text: a ".." could climb out of it. */
+        if (strstr(line + 6, "/../") || !strcmp(line + l - 3, "/.."))
+                return fail(s, a, "dataset: a path with '..' in it is not asked for");
         if (!gw_cache_source_allowed(s->cfg->sources, line + 6)) {
                 char why[GW_CACHE_NODE_REQ_MAX + 200];
                 snprintf(why, sizeof why, "dataset: %.4096s is not under this node's cache_sources (%.200s)", line + 6,
