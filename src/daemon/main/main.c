@@ -408,7 +408,10 @@ static int check_config(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-        int r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
+        int r = gw_cache_helper_main(argc, argv); /* the dataset cache's helper, in its own image */
+        if (r >= 0)
+                return r;
+        r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
         if (r >= 0)
                 return r;
         r = check_config(argc, argv);
