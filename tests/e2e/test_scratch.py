@@ -44,9 +44,12 @@ def scratch_msgs(job):
     return [e["message"] for e in events_of(job, "scratch")]
 
 
-class ScratchTest(unittest.TestCase):
+class ScratchDaemon(unittest.TestCase):
+    """A daemon with a scratch_dir and a look every second (not a test of its own)."""
+
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="gw-scratch-")
+        os.chmod(self.root, 0o711)  # a job's user reaches scratch_dir below it
         self.addCleanup(shutil.rmtree, self.root, True)
         self.sdir = os.path.join(self.root, "scratch")
         self.d = Daemon(gpus=1, config=f"scratch_dir = {self.sdir}\nscratch_interval = 1\n").start()
@@ -70,6 +73,8 @@ class ScratchTest(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(self.sdir).st_mode), 0o711)
         return jid, sd
 
+
+class ScratchTest(ScratchDaemon):
     def test_checkpoints_go_back_as_they_appear_and_half_ones_do_not(self):
         jid, sd = self.running_scratch_job()
         run, shared = os.path.join(sd, "runs", "r"), os.path.join(self.d.work, "runs", "r")
@@ -162,6 +167,53 @@ class ScratchTest(unittest.TestCase):
                          ["continued from its checkpoint of epoch 2: epoch 3 written in its run s"])
         with open(os.path.join(self.d.work, "runs", "s", "results.csv")) as f:
             self.assertEqual(len(f.read().splitlines()), 5, "epochs 1-4 synced back at the end")
+
+
+@unittest.skipUnless(gwtest.IS_ROOT, "a job of another user needs root")
+class UserScratchTest(ScratchDaemon):
+    """The daemon is root, the job another user's: its folder and its copies are that user's,
+    and a link it plants in its folder to root's file does not carry that file out."""
+
+    def test_the_folder_and_copies_are_the_users_and_links_stay_links(self):
+        users = gwtest.Users(prefix="gwsc")
+        self.addCleanup(users.remove_all)
+        u = users.add("u")
+        secret = os.path.join(self.root, "secret.pt")
+        write(secret, checkpoint(9))
+        os.chmod(secret, 0o644)  # readable by anyone: only the link's not being followed keeps it in
+        script = 'while [ ! -e "$GPUWARD_SCRATCH/done" ]; do sleep 0.1; done'
+        jid = self.d.submit("--scratch", "--retries", "0", "--", "/bin/sh", "-c", script, user=u.pw_uid)
+        sd = self.d.wait_state(jid, "RUNNING")["scratch"]["dir"]
+        st = os.lstat(sd)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (u.pw_uid, u.pw_gid, 0o700))
+        weights = os.path.join(sd, "runs", "u", "weights")
+        write(os.path.join(weights, "last.pt"), checkpoint(0))
+        os.symlink(secret, os.path.join(weights, "best.pt"))
+        for path in (os.path.join(sd, "runs"), os.path.join(sd, "runs", "u"), weights,
+                     os.path.join(weights, "last.pt"), os.path.join(weights, "best.pt")):
+            os.lchown(path, u.pw_uid, u.pw_gid)  # as the job would have made them
+        self.wait_msg(jid, r"^copied runs/u/weights/last\.pt \(epoch 1\) back to ")
+        shared = os.path.join(self.d.work, "runs", "u", "weights")
+        self.assertEqual(os.stat(os.path.join(shared, "last.pt")).st_uid, u.pw_uid, "written as the user")
+        self.assertEqual(os.stat(shared).st_uid, u.pw_uid)
+        write(os.path.join(sd, "done"), b"")
+        os.chown(os.path.join(sd, "done"), u.pw_uid, u.pw_gid)
+        self.d.wait_state(jid, "COMPLETED")
+        self.assertFalse(os.path.lexists(os.path.join(shared, "best.pt")), "the link's target not carried out")
+        synced = [m for m in scratch_msgs(self.d.job(jid)) if m.startswith("synced back")]
+        self.assertEqual(len(synced), 1)
+        self.assertIn("not copied: runs/u/weights/best.pt a symbolic link, not followed", synced[0])
+        self.assertFalse(os.path.exists(sd))
+
+    def test_a_folder_the_user_cannot_reach_is_told(self):
+        users = gwtest.Users(prefix="gwsc")
+        self.addCleanup(users.remove_all)
+        u = users.add("u")
+        os.chmod(self.root, 0o700)  # the admin put scratch_dir where its users cannot go
+        jid = self.d.submit("--scratch", "--retries", "0", "--", "sleep", "60", user=u.pw_uid)
+        self.wait_msg(jid, r"^cannot copy checkpoints back: Permission denied \(as the job's user\)$")
+        self.d.cli("cancel", str(jid))
+        self.d.wait_state(jid, "CANCELLED")
 
 
 class RefusedTest(unittest.TestCase):

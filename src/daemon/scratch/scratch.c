@@ -42,6 +42,7 @@ struct gw_scratch_job {
         size_t nbuf;
         gw_usec_t next_look; /* monotonic */
         bool told_skip; /* a file the looks cannot copy was told once */
+        bool told_fail; /* a look that could not start copying was told once */
 };
 
 /* The daemon's scratch_dir, opened once; one daemon per process, as training_restore.c keeps
@@ -377,7 +378,15 @@ static void read_report(struct gw_daemon *d, struct gw_scratch_job *sj) {
                         *nl = '\0';
                         if (sj->dj && p[0] == 'C')
                                 tell_copied(d, sj->dj->job, p);
-                        else if (sj->dj && p[0] == 'S' && !sj->told_skip) {
+                        else if (sj->dj && p[0] == 'E' && !sj->told_fail) {
+                                int e = 0;
+                                char msg[256];
+                                sj->told_fail = true;
+                                (void) sscanf(p, "E %d", &e);
+                                snprintf(msg, sizeof msg, "cannot copy checkpoints back: %s (as the job's user)",
+                                         e > 0 ? strerror(e) : "the helper failed");
+                                event(d, sj->dj->job, msg);
+                        } else if (sj->dj && p[0] == 'S' && !sj->told_skip) {
                                 char msg[REPORT_MAX + 64];
                                 sj->told_skip = true;
                                 snprintf(msg, sizeof msg, "not copied back: %s", p + 2);
