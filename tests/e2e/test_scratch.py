@@ -228,6 +228,14 @@ class RefusedTest(unittest.TestCase):
             err = self.refusal(d)
             self.assertIn("scratch", err)
             self.assertIn("the admin must set scratch_dir", err)
+            # The same from a script's directive.
+            script = os.path.join(d.work, "job.sh")
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\n#GPUWARD --scratch\ntrue\n")
+            os.chmod(script, 0o755)
+            r = d.cli("submit", script, check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("the admin must set scratch_dir", r.stderr)
 
     def test_with_slurm(self):
         sdir = tempfile.mkdtemp(prefix="gw-scratch-slurm-")

@@ -30,6 +30,7 @@
  * a hung shared mount must not hold the daemon for good. */
 #define SYNC_MAX (10 * 60 * GW_USEC_PER_SEC)
 #define REPORT_MAX 8192
+#define STOP_WAIT (5 * GW_USEC_PER_SEC)
 
 struct gw_scratch_job {
         struct gw_scratch_job *next;
@@ -97,12 +98,22 @@ static void unlink_job(struct gw_scratch_job *sj) {
                 }
 }
 
-/* Stops sj's look in flight and waits for it: an end's sync must not race it. */
+/* Stops sj's look in flight and waits for it: an end's sync must not race it.  SIGTERM first:
+ * the helper drops the copy under way with its temporary file; SIGKILL if it has not ended
+ * within STOP_WAIT (a hung mount). */
 static void stop_look(struct gw_scratch_job *sj) {
         if (sj->pid <= 0)
                 return;
-        (void) kill(-sj->pid, SIGKILL);
-        (void) waitpid(sj->pid, NULL, 0);
+        (void) kill(sj->pid, SIGTERM);
+        gw_usec_t deadline = gw_now_mono() + STOP_WAIT;
+        while (waitpid(sj->pid, NULL, WNOHANG) == 0) {
+                if (gw_now_mono() >= deadline) {
+                        (void) kill(-sj->pid, SIGKILL);
+                        (void) waitpid(sj->pid, NULL, 0);
+                        break;
+                }
+                (void) poll(NULL, 0, 10);
+        }
         sj->pid = 0;
         if (sj->rfd >= 0)
                 (void) close(sj->rfd);

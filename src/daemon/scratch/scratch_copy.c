@@ -27,6 +27,15 @@
 #define REL_MAX 4096
 #define HEAD_LEN 4096
 
+/* Set by SIGTERM: the daemon stops a look (the attempt ended, or the daemon stops); the copy
+ * under way is dropped, its temporary file removed, so no half copy is left behind. */
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig) {
+        (void) sig;
+        stopping = 1;
+}
+
 struct walk {
         const struct gw_scratch_copy *c;
         uint64_t files, bytes, left, visited, copies;
@@ -106,9 +115,9 @@ static bool pt_whole(int fd, uint64_t size, uint8_t *buf) {
 }
 
 static bool copy_bytes(int from, int to, uint8_t *buf, uint64_t *ret_n) {
-        ssize_t n;
+        ssize_t n = 0;
         uint64_t total = 0;
-        while ((n = read(from, buf, BUF_SIZE)) > 0) {
+        while (!stopping && (n = read(from, buf, BUF_SIZE)) > 0) {
                 for (ssize_t done = 0; done < n;) {
                         ssize_t w = write(to, buf + done, (size_t) (n - done));
                         if (w <= 0)
@@ -118,7 +127,7 @@ static bool copy_bytes(int from, int to, uint8_t *buf, uint64_t *ret_n) {
                 total += (uint64_t) n;
         }
         *ret_n = total;
-        return n == 0;
+        return !stopping && n == 0;
 }
 
 /* Copies the whole of sfd (stat st) to tmp in dfd and renames it to name: 1 copied, 0 not
@@ -214,7 +223,7 @@ static void walk(struct walk *w, int sdir, struct dst_dir *dd, int depth) {
         rewinddir(dir); /* the duplicate shares the position of any listing before */
         size_t base = strlen(w->rel);
         struct dirent *de;
-        while ((de = readdir(dir))) {
+        while (!stopping && (de = readdir(dir))) {
                 if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strncmp(de->d_name, ".gpuward-part.", 14))
                         continue;
                 if (++w->visited > GW_SCRATCH_VISIT_MAX) {
@@ -375,5 +384,8 @@ pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c) {
                 (void) close_range(3, (unsigned) c->report_fd - 1, 0);
         (void) close_range((unsigned) c->report_fd + 1, ~0U, 0);
         signal(SIGPIPE, SIG_IGN);
+        struct sigaction sa = { .sa_handler = on_term };
+        (void) sigemptyset(&sa.sa_mask);
+        (void) sigaction(SIGTERM, &sa, NULL);
         _exit(helper(c));
 }
