@@ -89,6 +89,13 @@ static const char submit_help[] =
         "                    (yolo train data=$GPUWARD_DATA_YAML ...); a failed copy is\n"
         "                    retried as --retries/--retry-on say (the source gone: lost; a\n"
         "                    file you may not read: user_error, never retried)\n"
+        "  --scratch         work in a node-local folder of this host's scratch_dir, made\n"
+        "                    for each attempt and given in $GPUWARD_SCRATCH (yolo train\n"
+        "                    project=$GPUWARD_SCRATCH/runs ...): each whole checkpoint\n"
+        "                    written there (*.pt, results.csv) is copied to the same path\n"
+        "                    under --cwd as it appears, the rest when the attempt ends\n"
+        "                    (files whose size or time differ); the folder is then removed.\n"
+        "                    A retry gets a new one holding the run it resumes from\n"
         "  --wait            wait until the job has ended, say how it ended, and exit 0 only\n"
         "                    when it COMPLETED, else 1 (as sbatch --wait; see 'gpuward wait')\n"
         "  --follow          with --wait: print the job's output as it comes (as 'gpuward\n"
@@ -187,6 +194,7 @@ enum {
         OPT_FOLLOW,
         OPT_SIGNAL,
         OPT_PREEMPTIBLE,
+        OPT_SCRATCH,
         OPT_TEXT = 0x200, /* + enum text_slot */
 };
 
@@ -255,6 +263,7 @@ static const struct option submit_options[] = {
         { "follow", no_argument, NULL, OPT_FOLLOW },
         { "signal", required_argument, NULL, OPT_SIGNAL },
         { "preemptible", no_argument, NULL, OPT_PREEMPTIBLE },
+        { "scratch", no_argument, NULL, OPT_SCRATCH },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         CLI_SOCKET_OPTION,
@@ -268,6 +277,7 @@ static const struct cli_field_alias other_aliases[] = {
         { "priority", "--priority" },  { "env_extra", "--env" },      { "hold", "--hold" },
         { "retries", "--retries" },    { "yolo", "--yolo" },          { "reservation", "--reservation" },
         { "warn_signal", "--signal" }, { "warn_before", "--signal" }, { "preemptible", "--preemptible" },
+        { "scratch", "--scratch" },
 };
 
 /* other_aliases and the text options' fields, NULL-terminated. */
@@ -544,6 +554,9 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
                 return 0;
         case OPT_PREEMPTIBLE:
                 o->preemptible = true;
+                return 0;
+        case OPT_SCRATCH:
+                o->scratch = true;
                 return 0;
         case OPT_JSON:
                 o->json = true;

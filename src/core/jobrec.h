@@ -127,6 +127,11 @@ struct gw_job {
         const char *dataset_state; /* not stored: where its copy is, for a reply ("waiting",
                                             * "copying", "retrying", "ready"; the cache's, a static
                                             * string); NULL = none in hand (no dataset, or ended) */
+        bool scratch; /* submit --scratch: works in a node-local folder whose
+                                            * checkpoints go back to its cwd (daemon/scratch) */
+        const char *scratch_dir; /* not stored: the current attempt's node-local folder
+                                            * (the scratch feature's, borrowed): GPUWARD_SCRATCH;
+                                            * NULL = none in hand */
         bool preemptible; /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
         char *publish; /* submit --publish NAME: its run's best.pt goes into the

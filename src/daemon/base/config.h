@@ -71,6 +71,8 @@ struct gw_config {
         uint64_t cache_size; /* bytes the cache's entries may take */
         char *cache_sources; /* comma list of roots a --dataset may be under */
         int cache_copies; /* dataset copies at once; more jobs wait for a slot */
+        char *scratch_dir; /* node-local work folders of --scratch jobs; "" = none, refused */
+        gw_usec_t scratch_interval; /* between two looks for new checkpoints in one */
         uint64_t snapshot_cap_user; /* bytes on disk of each user's snapshots; 0 = no cap */
         uint64_t log_max; /* bytes of a job's log under the state dir; 0 = no cap */
         uint64_t state_reserve; /* free bytes job logs leave on the state dir's disk; 0 = none */
