@@ -401,6 +401,18 @@ static int decode_dataset(const json_t *o, struct gw_job *j, struct gw_codec_err
         return 0;
 }
 
+/* submit --scratch: a node-local work folder per attempt; whether the daemon has one
+ * (scratch_dir) and runs jobs on this host is the scratch feature's check (daemon/scratch). */
+static int decode_scratch(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
+        const json_t *v = json_object_get(o, "scratch");
+        if (v && !json_is_boolean(v) && !json_is_null(v))
+                return fail(err, "scratch", "scratch: must be true or false");
+        j->scratch = json_is_true(v);
+        if (j->scratch && j->interactive)
+                return fail(err, "scratch", "scratch: not for an interactive session");
+        return 0;
+}
+
 /* submit --publish NAME [--publish-if-better METRIC]: the model the run becomes when the job
  * completes, as core/model.h bounds its name and metric. */
 static int decode_publish(const json_t *o, struct gw_job *j, struct gw_codec_error *err) {
@@ -459,7 +471,7 @@ static int check_job_fields(const json_t *o, struct gw_codec_error *err) {
                 "reservation", "yolo",       "retry_on",    "idle_policy", "checkpoint",  "resume_cmd",
                 "progress",    "health_url", "leak_policy", "hold",        "warn_signal", "warn_before",
                 "interactive", "array",      "preemptible", "dataset",     "publish",     "publish_if_better",
-                "mig",
+                "mig",         "scratch",
         };
         const char *key = unknown_key(o, known, ELEMENTSOF(known));
         if (!key)
@@ -508,7 +520,7 @@ int gw_codec_job_spec(const json_t *o, gw_usec_t default_limit, struct gw_job *j
         if (decode_recovery(o, j, err) < 0 || decode_warn(o, j, err) < 0 || decode_interactive(o, j, err) < 0)
                 return -EINVAL;
         if (decode_array(o, j, err) < 0 || decode_dataset(o, j, err) < 0 || decode_publish(o, j, err) < 0 ||
-            decode_mig(o, j, err) < 0)
+            decode_mig(o, j, err) < 0 || decode_scratch(o, j, err) < 0)
                 return -EINVAL;
         if (j->warn_before >= j->time_limit) {
                 char a[32], b[32];
@@ -749,6 +761,14 @@ static json_t *enc_dataset(const struct gw_job *j, unsigned view) {
                          j->dataset_dir ? gw_json_text(j->dataset_dir) : json_null(), "state",
                          j->dataset_state ? json_string(j->dataset_state) : json_null(), "staged", staged);
 }
+/* submit --scratch: null without; else the current attempt's node-local folder (null while
+ * it has none), a path of the job's, for its owner and admins as cwd is. */
+static json_t *enc_scratch(const struct gw_job *j, unsigned view) {
+        if (!j->scratch)
+                return json_null();
+        return json_pack("{s:o}", "dir",
+                         j->scratch_dir && (view & GW_VIEW_DETAILS) ? gw_json_text(j->scratch_dir) : json_null());
+}
 #undef FIELD
 
 static const struct {
@@ -812,6 +832,7 @@ static const struct {
         { "mig", enc_f_mig },
         { "slices", enc_f_slices },
         { "dataset", enc_dataset },
+        { "scratch", enc_scratch },
 };
 
 int gw_codec_job_fields(const char *list, uint64_t *ret_mask, struct gw_codec_error *err) {

@@ -40,7 +40,7 @@ struct submit_opts {
         const char *text[_T_MAX]; /* borrowed from an argv that outlives us */
         const char **env_extra; /* malloc'ed array, borrowed strings */
         size_t n_env_extra;
-        bool clean_env, hold, yolo, json, quiet, help, wait, follow, preemptible;
+        bool clean_env, hold, yolo, json, quiet, help, wait, follow, preemptible, scratch;
         const char *socket; /* --socket after the verb; borrowed from argv */
         int warn_signal; /* --signal SIG@T; 0: none */
         gw_usec_t warn_before; /* its T; 0: the daemon's warning time */

@@ -89,6 +89,8 @@ int submit_build_body(const struct submit_opts *o, const char *const *cmd, size_
                 r = json_object_set_new(body, "yolo", json_true()) < 0;
         if (!r && o->preemptible)
                 r = json_object_set_new(body, "preemptible", json_true()) < 0;
+        if (!r && o->scratch)
+                r = json_object_set_new(body, "scratch", json_true()) < 0;
         if (!r && o->reservation)
                 r = json_object_set_new(body, "reservation", json_integer(o->reservation)) < 0;
         /* The daemon wants class names as it writes them: "GPU_FAULT, lost" goes canonical. */

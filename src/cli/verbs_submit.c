@@ -36,9 +36,10 @@ static const char submit_help[] =
         "environment of this shell, with CUDA_VISIBLE_DEVICES set to the GPUs it was given.\n"
         "A SCRIPT may carry options in '#GPUWARD' lines at its top, as sbatch reads '#SBATCH';\n"
         "its '#SBATCH' lines are read too, in sbatch's words (--gres=gpu:N, -G, -t, -J, -o,\n"
-        "-a, -d afterok:ID, -D, --signal, -H), with a note for each gpuward does not take\n"
-        "(-e: stderr goes with stdout); '#GPUWARD' lines win over them, options on the\n"
-        "command line over both.  A SCRIPT that is not executable runs with the interpreter\n"
+        "-a, -d afterok:ID, -D, --signal, -H; --gres=gpu:1g.10gb:2, or with Slurm's type name\n"
+        "gpu:a100_1g.10gb:2, is --gpus 1g.10gb:2: MIG slices), with a note for each gpuward\n"
+        "does not take (-e: stderr goes with stdout); '#GPUWARD' lines win over them, options\n"
+        "on the command line over both.  A SCRIPT that is not executable runs with the interpreter\n"
         "of its '#!' line, as sbatch runs it; one with Windows (CRLF) line endings is\n"
         "refused (dos2unix FILE).  For python, python3, bash, sh or perl as the command,\n"
         "the script it would run must exist and be readable.  Without '--', a first word that is\n"
@@ -90,6 +91,13 @@ static const char submit_help[] =
         "                    file you may not read: user_error, never retried); on a Slurm\n"
         "                    cluster the node it runs on copies it, inside its allocation,\n"
         "                    and the job's output shows the progress (docs/CLUSTER.md)\n"
+        "  --scratch         work in a node-local folder of this host's scratch_dir, made\n"
+        "                    for each attempt and given in $GPUWARD_SCRATCH (yolo train\n"
+        "                    project=$GPUWARD_SCRATCH/runs ...): each whole checkpoint\n"
+        "                    written there (*.pt, results.csv) is copied to the same path\n"
+        "                    under --cwd as it appears, the rest when the attempt ends\n"
+        "                    (files whose size or time differ); the folder is then removed.\n"
+        "                    A retry gets a new one holding the run it resumes from\n"
         "  --wait            wait until the job has ended, say how it ended, and exit 0 only\n"
         "                    when it COMPLETED, else 1 (as sbatch --wait; see 'gpuward wait')\n"
         "  --follow          with --wait: print the job's output as it comes (as 'gpuward\n"
@@ -188,6 +196,7 @@ enum {
         OPT_FOLLOW,
         OPT_SIGNAL,
         OPT_PREEMPTIBLE,
+        OPT_SCRATCH,
         OPT_TEXT = 0x200, /* + enum text_slot */
 };
 
@@ -256,6 +265,7 @@ static const struct option submit_options[] = {
         { "follow", no_argument, NULL, OPT_FOLLOW },
         { "signal", required_argument, NULL, OPT_SIGNAL },
         { "preemptible", no_argument, NULL, OPT_PREEMPTIBLE },
+        { "scratch", no_argument, NULL, OPT_SCRATCH },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         CLI_SOCKET_OPTION,
@@ -269,6 +279,7 @@ static const struct cli_field_alias other_aliases[] = {
         { "priority", "--priority" },  { "env_extra", "--env" },      { "hold", "--hold" },
         { "retries", "--retries" },    { "yolo", "--yolo" },          { "reservation", "--reservation" },
         { "warn_signal", "--signal" }, { "warn_before", "--signal" }, { "preemptible", "--preemptible" },
+        { "scratch", "--scratch" },
 };
 
 /* other_aliases and the text options' fields, NULL-terminated. */
@@ -545,6 +556,9 @@ static int apply_option(struct submit_opts *o, int c, const char *arg, const cha
                 return 0;
         case OPT_PREEMPTIBLE:
                 o->preemptible = true;
+                return 0;
+        case OPT_SCRATCH:
+                o->scratch = true;
                 return 0;
         case OPT_JSON:
                 o->json = true;

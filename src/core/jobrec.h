@@ -135,6 +135,11 @@ struct gw_job {
         } staged; /* not stored: --backend slurm, how long the node's agent took to stage its
                                             * dataset while its allocation held gpus (the event
                                             * it made is stored) */
+        bool scratch; /* submit --scratch: works in a node-local folder whose
+                                            * checkpoints go back to its cwd (daemon/scratch) */
+        const char *scratch_dir; /* not stored: the current attempt's node-local folder
+                                            * (the scratch feature's, borrowed): GPUWARD_SCRATCH;
+                                            * NULL = none in hand */
         bool preemptible; /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
         char *publish; /* submit --publish NAME: its run's best.pt goes into the

@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "core/directive.h"
+#include "core/slurm.h"
 
 /* What gpuward does with an sbatch option. */
 enum sb_kind {
@@ -87,17 +88,43 @@ static void note(struct gw_sbatch_words *out, const char *shown, const char *rea
         push(&out->notes, &out->nnotes, s);
 }
 
-/* The count at the end of "gpu:2", "a100:2", "gpu:a100:2"; a bare type counts 1. */
+/* The MIG profile a type names ("1g.10gb", "a100_1g.10gb": Slurm's AutoDetect=nvml name,
+ * core/slurm.h) into buf, with count when there is one; the type is spec[0..n-1]. */
+static bool mig_ask(const char *spec, size_t n, const char *count, char *buf, size_t size) {
+        char type[GW_SLURM_TYPE_MAX];
+        if (n == 0 || n >= sizeof type)
+                return false;
+        memcpy(type, spec, n);
+        type[n] = '\0';
+        const char *profile = gw_slurm_type_profile(type);
+        if (!profile)
+                return false;
+        snprintf(buf, size, "%s%s%s", profile, count ? ":" : "", count ? count : "");
+        return true;
+}
+
+/* gpuward's --gpus for "2", "a100:2", "a100" (one of them): the count, a type aside; for a
+ * type that names a MIG slice ("1g.10gb:2", "a100_1g.10gb:2"), "PROFILE:COUNT", the slices
+ * of that profile, as gpuward submit --gpus 1g.10gb:2 asks for them. */
 static bool gpu_count(const char *spec, char *buf, size_t size) {
         const char *colon = strrchr(spec, ':');
         const char *count = colon ? colon + 1 : spec;
         size_t digits = strspn(count, "0123456789");
         if (digits > 0 && !count[digits]) {
+                if (colon) {
+                        const char *type = colon;
+                        while (type > spec && type[-1] != ':')
+                                type--;
+                        if (mig_ask(type, (size_t) (colon - type), count, buf, size))
+                                return true;
+                }
                 snprintf(buf, size, "%s", count);
                 return true;
         }
         if (colon || !*spec)
                 return false;
+        if (mig_ask(spec, strlen(spec), NULL, buf, size))
+                return true;
         snprintf(buf, size, "1"); /* "--gpus=a100": one of them */
         return true;
 }

@@ -91,6 +91,8 @@ int gw_slurm_reason_parse(const char *text, struct gw_slurm_reason *ret);
 
 struct gw_sbatch_opts {
         gw_usec_t now; /* wall clock, for --begin */
+        const char *gpu_type; /* --gres=gpu:TYPE:N: Slurm's type of j's MIG slices
+                                         * (gw_slurm_mig_type); NULL: none */
         int gpus_per_node; /* GPUs each node has; 0: unknown, no --nodes */
         int max_nodes; /* nodes a job may span; 0: any */
         const char *script; /* the batch script to run with the job's argv as its
@@ -110,7 +112,8 @@ struct gw_sbatch_opts {
 /* The argument vector for sbatch (argv[0] = "sbatch", NULL-terminated; the caller frees it
  * with gw_strv_free) that submits job j, reading j and o only:
  *   --parsable (prints "JOBID[;CLUSTER]"), --no-requeue (gpuward decides retries),
- *   --job-name (j->name, else "gpuward-ID"), --gres=gpu:N, --nodes=K with --gres=gpu:N/K
+ *   --job-name (j->name, else "gpuward-ID"), --gres=gpu:N (a slice job, j->mig_profile:
+ *   --gres=gpu:TYPE:COUNT with o->gpu_type and j->mig_count, on one node), --nodes=K with --gres=gpu:N/K
  *   when j asks for more GPUs than a node has (a multiple of gpus_per_node, at most
  *   max_nodes nodes), --time rounded up to whole minutes ("D-HH:MM:00"; none when
  *   time_limit is 0 or GW_USEC_INFINITY), --output (j->output, else j->log_path; '%' doubled, which sbatch
@@ -185,3 +188,59 @@ int gw_slurm_tag_parse(const char *line, size_t len, struct gw_slurm_tagged *ret
  * stopped from outside shows to the local executor.  Node failures are lost, not a status:
  * the caller checks st->cls == GW_FAILURE_LOST first. */
 int gw_slurm_end_status(const struct gw_slurm_state *st, const char *exit_status);
+
+/* ---- The cluster's GPU types, and the type of a MIG slice ----
+ *
+ * A slice job asks Slurm for its slices by gres type: --gres=gpu:TYPE:N.  Slurm's
+ * AutoDetect=nvml (gpu_nvml.c) names a slice's type after its GPU: the GPU's NVML name
+ * lower-cased, blanks made '_', cut at its first '-', then "_" and the GPU instance's
+ * slices and memory ("%ug.%lugb", the memory in GiB rounded): "NVIDIA A100-SXM4-80GB" ->
+ * "nvidia_a100_1g.10gb", "A100-SXM4-40GB" -> "a100_1g.5gb".  Admins who write gres.conf by
+ * hand often use the profile alone ("Type=1g.10gb").  So the type of NVML profile P is a
+ * type that is P or ends in "_P"; which of those exist is read from the cluster itself
+ * (scontrol show node --oneliner: "... Gres=gpu:a100_1g.10gb:7(S:0),gpu:a100:1 ..."). */
+
+#define GW_SLURM_TYPE_MAX 64 /* a GPU type's name and its NUL; longer ones are not kept */
+#define GW_SLURM_GPU_TYPES_MAX 64 /* distinct types kept; more are counted in n_dropped */
+#define GW_SLURM_SLICE_NODES_MAX 4096 /* slice-only nodes kept (as many as max_nodes allows) */
+
+struct gw_slurm_gpu_type {
+        char name[GW_SLURM_TYPE_MAX]; /* "a100_1g.10gb", as Slurm prints it */
+        unsigned count; /* GPUs (slices) of it, all nodes together */
+        unsigned nodes; /* nodes that have some */
+};
+
+struct gw_slurm_gpus {
+        struct gw_slurm_gpu_type types[GW_SLURM_GPU_TYPES_MAX]; /* in the order first seen */
+        size_t n_types;
+        size_t n_dropped; /* types past GW_SLURM_GPU_TYPES_MAX or too long to keep */
+        unsigned untyped; /* GPUs of no type ("gpu:4"), all nodes together */
+        /* Nodes whose GPUs are all MIG slices (every type names a profile), malloc'ed: a
+         * job for whole GPUs is kept off them, since Slurm gives a plain --gres=gpu:N any
+         * type, slices included. */
+        char **slice_only;
+        size_t n_slice_only;
+};
+
+/* Reads the output of scontrol show node --oneliner (len bytes, one node a line; lines
+ * without NodeName= or Gres= are skipped, "Gres=(null)" is a node without GPUs) into *ret,
+ * which the caller clears with gw_slurm_gpus_clear, on error too.  0; -EINVAL for a NUL in
+ * the text.  Gres items other than gpu, and counts that are not a plain number, are skipped. */
+int gw_slurm_gpus_parse(const char *text, size_t len, struct gw_slurm_gpus *ret);
+void gw_slurm_gpus_clear(struct gw_slurm_gpus *g);
+
+/* The MIG profile a Slurm GPU type names: its "Ng.Mgb" tail after the last '_', or the
+ * whole name when it is one ("a100_1g.10gb" -> "1g.10gb", "1g.5gb" -> itself); NULL when
+ * it names none ("a100", "tesla_v100-sxm2-16gb").  Points into type. */
+const char *gw_slurm_type_profile(const char *type);
+
+/* The type to ask Slurm for, for slices of NVML profile `profile` ("1g.10gb"): a type of g
+ * naming that profile (gw_slurm_type_profile, case aside); of several (an A100's and an
+ * H100's 1g.10gb), the one with the most slices in the cluster, the first in name order on
+ * a tie.  0 and *ret (borrowed from g); -ENOENT none names it; -EINVAL a profile that is
+ * not gw_mig_profile_valid. */
+int gw_slurm_mig_type(const struct gw_slurm_gpus *g, const char *profile, const char **ret);
+
+/* What the cluster has, for a refusal that names it: "a100_1g.10gb (7 on 1 node), 4 GPUs
+ * of no type", or "no GPUs".  Cut to fit n (with "..."); returns buf. */
+const char *gw_slurm_gpus_words(const struct gw_slurm_gpus *g, char *buf, size_t n);

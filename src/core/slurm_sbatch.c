@@ -10,7 +10,9 @@
  *     of the path gpuward already expanded is doubled, so sbatch expands nothing.
  *   - --begin=now+S starts the job S seconds after submission (reason BeginTime until
  *     then): relative, so no time zone is involved.
- *   - --wrap runs its text with /bin/sh. */
+ *   - --wrap runs its text with /bin/sh.
+ *   - --gres=gpu:TYPE:N asks for N GPUs of that gres type on one node; a type no node has
+ *     is refused at submit ("Requested node configuration is not available"). */
 #include "core/slurm.h"
 
 #include <stdarg.h>
@@ -20,6 +22,7 @@
 #include "base/cleanup.h"
 #include "core/directive.h"
 #include "core/jobrec.h"
+#include "core/migplace.h"
 
 struct argv_buf {
         char **v;
@@ -163,6 +166,14 @@ static int gpu_shape(const struct gw_job *j, const struct gw_sbatch_opts *o, int
         int g = j->ngpus, per = o->gpus_per_node;
         *nodes = 1;
         *per_node = g;
+        if (j->mig_profile) { /* the slices of one job come from one node, as on one host */
+                if (!o->gpu_type || !*o->gpu_type || !plain_name(o->gpu_type) || strchr(o->gpu_type, ':'))
+                        return WHY("mig: no Slurm GPU type given for %s slices", j->mig_profile);
+                if (j->mig_count < 1 || j->mig_count > GW_MIG_COUNT_MAX)
+                        return WHY("mig: %d slices; a job asks for 1 to %d", j->mig_count, GW_MIG_COUNT_MAX);
+                *per_node = j->mig_count;
+                return 0;
+        }
         if (per <= 0 || g <= per)
                 return 0;
         if (g % per != 0)
@@ -203,7 +214,9 @@ int gw_slurm_sbatch_argv(const struct gw_job *j, const struct gw_sbatch_opts *o,
         else
                 argv_addf(&a, "--job-name=gpuward-%lld", (long long) j->id);
         argv_addf(&a, "--nodes=%d", nodes);
-        if (per_node > 0)
+        if (j->mig_profile)
+                argv_addf(&a, "--gres=gpu:%s:%d", o->gpu_type, per_node);
+        else if (per_node > 0)
                 argv_addf(&a, "--gres=gpu:%d", per_node);
         if (gw_slurm_time_format(j->time_limit, tbuf, sizeof tbuf))
                 argv_addf(&a, "--time=%s", tbuf);

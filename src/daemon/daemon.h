@@ -68,6 +68,7 @@ struct gw_djob {
         double card_leak_epochs, card_leak_seconds; /* its forecast; < 0 not known */
         char card_leak_evidence[GW_LEAK_EVIDENCE_MAX];
         struct gw_cache_job *cache; /* its --dataset's copy (cache.c), NULL none */
+        struct gw_scratch_job *scratch; /* its --scratch folder (scratch.c), NULL none */
         int n_preempted; /* attempts it lost to preemption: they use none of its retries */
         bool end_unwritten; /* ended, but the store refused the end (lifecycle.c) */
         bool end_in_batch; /* ended inside this loop iteration's transaction */

@@ -175,6 +175,9 @@ const char *const gw_store_migrations[] = {
         "ALTER TABLE jobs ADD COLUMN mig_count INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE jobs ADD COLUMN mig_slices TEXT;"
         "ALTER TABLE jobs ADD COLUMN mig_share REAL NOT NULL DEFAULT 0;",
+        /* 27: submit --scratch: the job works in a node-local folder whose checkpoints are
+         * copied back to its working directory (daemon/scratch) */
+        "ALTER TABLE jobs ADD COLUMN scratch INTEGER NOT NULL DEFAULT 0;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

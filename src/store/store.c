@@ -45,7 +45,7 @@ enum stmt_id {
         "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy, " \
         "stop_state, stop_reason, warn_signal, warn_before, interactive, array_spec, array_next, array_job, "    \
         "array_index, preemptible, resume_epoch, dataset, publish, publish_metric, mig_profile, mig_count, "     \
-        "mig_slices, mig_share"
+        "mig_slices, mig_share, scratch"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
@@ -53,10 +53,10 @@ static const char *const stmt_sql[_ST_MAX] = {
                           "log_path, submit_time, attempt, retries, retry_on, yolo, checkpoint, resume_cmd, "
                           "idle_policy, progress_file, health_url, booking_id, leak_policy, warn_signal, warn_before, "
                           "interactive, array_spec, array_next, array_job, array_index, preemptible, dataset, publish, "
-                          "publish_metric, mig_profile, mig_count) "
+                          "publish_metric, mig_profile, mig_count, scratch) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
                           "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, "
-                          "?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43)",
+                          "?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44)",
         [ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, wait_reason = ?3, end_reason = ?4, gpu_mask = ?5, "
                           "start_time = ?6, end_time = ?7, has_exit = ?8, exit_code = ?9, signal = ?10, "
                           "attempt = ?11, pid = ?12, shim_pid = ?13, pid_start = ?14, shim_start = ?15, "
@@ -392,6 +392,7 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
         gw_store_bind_text(st, 41, j->publish_metric);
         gw_store_bind_text(st, 42, j->mig_profile);
         sqlite3_bind_int(st, 43, j->mig_profile ? j->mig_count : 0);
+        sqlite3_bind_int(st, 44, j->scratch);
         int rc = sqlite3_step(st);
         (void) sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
@@ -550,6 +551,7 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->mig_count = sqlite3_column_int(st, c++);
         j->mig_slices = col_text(st, c++);
         j->mig_share = sqlite3_column_double(st, c++);
+        j->scratch = sqlite3_column_int(st, c++) != 0;
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)

@@ -113,10 +113,16 @@ def _free_subnet():
 
 
 class SlurmCluster:
-    def __init__(self, nodes=2, gpus=4, cpus=2, oversubscribe=4, keep_dir=False, slurmd_timeout=None):
+    def __init__(self, nodes=2, gpus=4, cpus=2, oversubscribe=4, keep_dir=False, slurmd_timeout=None,
+                 gpu_types=None):
         """slurmd_timeout: SlurmdTimeout, the seconds before slurmctld marks a silent node DOWN
-        and ends its jobs NODE_FAIL (Slurm's default is 300)."""
+        and ends its jobs NODE_FAIL (Slurm's default is 300).
+        gpu_types: {node index: [(TYPE, COUNT), ...]}: that node's GPUs are typed, as gres.conf's
+        Type= (and slurm.conf's Gres=gpu:TYPE:COUNT) declare them, e.g. MIG slices as
+        AutoDetect=nvml names them, [("a100_1g.10gb", 7)]; a node not listed has `gpus` GPUs of
+        no type."""
         self.n_nodes, self.gpus, self.cpus = nodes, gpus, cpus
+        self.gpu_types = gpu_types or {}
         self.slurmd_timeout = slurmd_timeout
         self.oversubscribe = oversubscribe
         self.keep_dir = keep_dir
@@ -178,12 +184,23 @@ class SlurmCluster:
             _run(*ns, "addr", "add", f"{self.node_addr[n]}/{self.net.prefixlen}", "dev", node_end)
             _run(*ns, "link", "set", node_end, "up")
 
+    def node_gpus(self, i):
+        """[(TYPE or None, first device index, count)] of node i's GPUs."""
+        out, first = [], 0
+        for t, count in self.gpu_types.get(i, [(None, self.gpus)]):
+            out.append((t, first, count))
+            first += count
+        return out
+
     def _make_gpus(self):
-        for n in self.nodes:
+        for i, n in enumerate(self.nodes):
             d = os.path.join(self.dir, "dev", n)
             os.makedirs(d)
-            for g in range(self.gpus):
+            for g in range(sum(c for _, _, c in self.node_gpus(i))):
                 os.mknod(os.path.join(d, f"nvidia{g}"), 0o666 | 0o020000, os.makedev(1, 3))
+
+    def _gres(self, i):
+        return ",".join(f"gpu:{t}:{c}" if t else f"gpu:{c}" for t, _, c in self.node_gpus(i))
 
     def _write_config(self):
         d = self.dir
@@ -192,7 +209,7 @@ class SlurmCluster:
         os.chmod(os.path.join(d, "out"), 0o1777)
         nodes = "\n".join(
             f"NodeName={n} NodeAddr={self.node_addr[n]} CPUs={self.cpus} RealMemory=1000 "
-            f"Gres=gpu:{self.gpus} State=UNKNOWN" for n in self.nodes)
+            f"Gres={self._gres(i)} State=UNKNOWN" for i, n in enumerate(self.nodes))
         with open(self.conf, "w") as f:
             f.write(f"""ClusterName=gw{self.tag}
 SlurmctldHost={socket.gethostname()}({self.ctl_addr})
@@ -228,8 +245,10 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
 """)
         with open(os.path.join(d, "gres.conf"), "w") as f:
             f.write("AutoDetect=off\n")
-            for n in self.nodes:
-                f.write(f"NodeName={n} Name=gpu File={d}/dev/{n}/nvidia[0-{self.gpus - 1}]\n")
+            for i, n in enumerate(self.nodes):
+                for t, first, c in self.node_gpus(i):
+                    typ = f" Type={t}" if t else ""
+                    f.write(f"NodeName={n} Name=gpu{typ} File={d}/dev/{n}/nvidia[{first}-{first + c - 1}]\n")
         with open(os.path.join(d, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n")
 

@@ -94,6 +94,35 @@ class SlurmBackend(gwtest.DaemonTest):
         self.wait_msg(jid, "submitted to Slurm as job")
         return next(m for m in self.slurm_msgs(jid) if "submitted to Slurm as job" in m).split()[7]
 
+    def test_mig_slices_go_to_slurm_by_the_clusters_type_name(self):
+        """A slice job asks sbatch for its slices by the gres type the cluster names them with
+        (read with scontrol show node); a whole-GPU job is kept off the node of slices only; a
+        profile no node has is refused at submission, naming what the cluster has."""
+        with open(os.path.join(self.sdir, "scontrol.nodes"), "w") as f:
+            f.write("NodeName=n1 Arch=x86_64 Gres=gpu:a100_1g.10gb:7(S:0) NodeAddr=10.0.0.2 State=IDLE\n"
+                    "NodeName=n2 Arch=x86_64 Gres=gpu:4 NodeAddr=10.0.0.3 State=IDLE\n")
+        self.d.stop()
+        self.d.start()  # the types are read at the start (then every minute)
+        wait_until(lambda: "the cluster's GPUs: a100_1g.10gb (7 on 1 node), 4 GPUs of no type" in self.d.daemon_log(),
+                   what="the cluster's GPU types read")
+        uid = self.user.pw_uid if self.user else None
+        sl = self.d.submit("--gpus", "1g.10gb:2", "--retries", "0", "--", "sleep", "60", user=uid)
+        args = self.sbatch_call(1)[2]
+        self.assertIn("--gres=gpu:a100_1g.10gb:2", args)
+        self.assertIn("--nodes=1", args)
+        self.assertFalse(any(a.startswith("--exclude") for a in args), args)
+        self.wait_msg(sl, "submitted to Slurm as job 1 (as --gres=gpu:a100_1g.10gb:2)")
+        whole = self.submit("sleep", "60")
+        args = self.sbatch_call(2)[2]
+        self.assertIn("--gres=gpu:1", args)
+        self.assertIn("--exclude=n1", args)
+        self.wait_msg(whole, "(kept off 1 node of MIG slices only)")
+        p = self.d.cli("submit", "--gpus", "2g.20gb", "--", "sleep", "60", check=False, user=uid)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("no node of the Slurm cluster has 2g.20gb slices", p.stderr)
+        self.assertIn("it has a100_1g.10gb (7 on 1 node), 4 GPUs of no type", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.sdir, "sbatch.3")), "nothing more submitted")
+
     def test_submit_as_the_user_then_follow_squeue_to_the_end(self):
         with open(os.path.join(self.d.work, "train.py"), "w") as f:  # submit checks python3's script is there
             f.write("print('training')\n")

@@ -38,6 +38,19 @@ class SlurmWords(DaemonTest):
         with open(os.path.join(self.d.work, f"out-{jid}-smoke.log")) as f:
             self.assertIn("second two", f.read())
 
+    def test_sbatch_gres_of_a_mig_type_asks_for_slices(self):
+        """#SBATCH --gres=gpu:1g.10gb:2, or with Slurm's full type name (AutoDetect=nvml's
+        a100_1g.10gb), is the slice request --gpus 1g.10gb:2; a type that names no slice is a
+        GPU count, as before."""
+        for gres, mig, ngpus in (("--gres=gpu:1g.10gb:2", {"profile": "1g.10gb", "count": 2}, 1),
+                                 ("--gres=gpu:a100_1g.10gb:2", {"profile": "1g.10gb", "count": 2}, 1),
+                                 ("--gres=gpu:nvidia_a100_3g.40gb:1,shard:2", {"profile": "3g.40gb", "count": 1}, 1),
+                                 ("--gpus=a100_2g.20gb", {"profile": "2g.20gb", "count": 1}, 1),
+                                 ("--gres=gpu:a100:2", None, 2)):
+            self.script("s.sh", f"#!/bin/sh\n#SBATCH {gres}\ntrue\n", mode=0o755)
+            j = self.d.job(self.d.submit("--hold", "s.sh"))
+            self.assertEqual((j.get("mig"), j["ngpus"]), (mig, ngpus), gres)
+
     def test_gpuward_lines_and_the_command_line_win(self):
         self.script("both.sh", "#!/bin/sh\n#SBATCH -G 3 -J slurmname --time=2:00:00\n#GPUWARD --gpus 1\ntrue\n",
                     mode=0o755)

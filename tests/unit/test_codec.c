@@ -368,6 +368,7 @@ static const struct {
         { "mig", JSON_OBJECT, true }, /* MIG slices asked for: {"profile", "count"}; null: whole GPUs */
         { "slices", JSON_ARRAY, true }, /* the UUIDs of the slices it got; null: none */
         { "dataset", JSON_OBJECT, true }, /* --dataset: path, dir, state */
+        { "scratch", JSON_OBJECT, true }, /* --scratch: {"dir"}; null: without */
 };
 
 static void check_shape(const json_t *o) {
@@ -492,6 +493,51 @@ static void job_dataset(void **state) {
         assert_true(json_is_null(json_object_get(o, "dataset")));
         json_decref(o);
         gw_job_free(j);
+}
+
+/* "scratch": decoded as a boolean (refused for an interactive session, naming the field);
+ * the attempt's folder shown to the job's owner and admins only, null while it has none. */
+static void job_scratch(void **state) {
+        (void) state;
+        struct gw_codec_error err;
+        int r, hold;
+        struct gw_job *j = decode("{\"command\": [\"t\"], \"scratch\": true}", &r, &hold, &err);
+        assert_int_equal(r, 0);
+        assert_true(j->scratch);
+        json_t *o = gw_codec_job(j, GW_VIEW_ALL);
+        check_shape(o);
+        json_t *want = load("{\"dir\": null}");
+        assert_true(json_equal(json_object_get(o, "scratch"), want));
+        json_decref(want);
+        json_decref(o);
+        j->scratch_dir = "/ssd/scratch/17-2";
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        want = load("{\"dir\": \"/ssd/scratch/17-2\"}");
+        assert_true(json_equal(json_object_get(o, "scratch"), want));
+        json_decref(want);
+        json_decref(o);
+        o = gw_codec_job(j, 0);
+        want = load("{\"dir\": null}");
+        assert_true(json_equal(json_object_get(o, "scratch"), want));
+        json_decref(want);
+        json_decref(o);
+        gw_job_free(j);
+        j = decode("{\"command\": [\"t\"]}", &r, &hold, &err);
+        assert_false(j->scratch);
+        o = gw_codec_job(j, GW_VIEW_ALL);
+        assert_true(json_is_null(json_object_get(o, "scratch")));
+        json_decref(o);
+        gw_job_free(j);
+        static const char *const bad[] = {
+                "{\"command\": [\"t\"], \"scratch\": 1}",
+                "{\"command\": [\"t\"], \"scratch\": true, \"interactive\": true}",
+        };
+        for (size_t i = 0; i < N_ELEMS(bad); i++) {
+                j = decode(bad[i], &r, &hold, &err);
+                assert_int_equal(r, -EINVAL);
+                assert_string_equal(err.field, "scratch");
+                gw_job_free(j);
+        }
 }
 
 /* "reasons": the main one first as "reason" says it, then the others the last pass found;
@@ -979,6 +1025,7 @@ int main(void) {
                 cmocka_unit_test(job_pending),
                 cmocka_unit_test(job_reasons),
                 cmocka_unit_test(job_dataset),
+                cmocka_unit_test(job_scratch),
                 cmocka_unit_test(job_prediction_attempt),
                 cmocka_unit_test(job_running_and_ended),
                 cmocka_unit_test(job_fields_mask),

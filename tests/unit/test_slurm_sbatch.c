@@ -200,6 +200,27 @@ static void refusals(void **state) {
         assert_non_null(strstr(refusal(&j, &o), "partition: "));
 }
 
+/* A slice job asks for its slices by Slurm's type, on one node whatever a node holds. */
+static void mig_slices_by_type(void **state) {
+        (void) state;
+        struct gw_job j = { .id = 5,
+                            .ngpus = 1,
+                            .mig_profile = "1g.10gb",
+                            .mig_count = 2,
+                            .argv = argv_train,
+                            .cwd = "/w" };
+        struct gw_sbatch_opts o = { .now = NOW, .gpus_per_node = 1, .gpu_type = "a100_1g.10gb" };
+        assert_non_null(strstr(build(&j, &o), "|--nodes=1|--gres=gpu:a100_1g.10gb:2|"));
+        o.gpu_type = NULL;
+        assert_string_equal(refusal(&j, &o), "mig: no Slurm GPU type given for 1g.10gb slices");
+        o.gpu_type = "a:b";
+        assert_string_equal(refusal(&j, &o), "mig: no Slurm GPU type given for 1g.10gb slices");
+        /* A whole-GPU job takes no type. */
+        j.mig_profile = NULL;
+        o.gpu_type = "a100_1g.10gb";
+        assert_non_null(strstr(build(&j, &o), "|--nodes=1|--gres=gpu:1|"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(plain_job),
@@ -209,6 +230,7 @@ int main(void) {
                 cmocka_unit_test(output_percent_and_exclude),
                 cmocka_unit_test(gpus_over_nodes),
                 cmocka_unit_test(refusals),
+                cmocka_unit_test(mig_slices_by_type),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,6 +278,7 @@ void gw_config_done(struct gw_config *c) {
         free(c->saving_patterns);
         free(c->web_dir);
         free(c->cache_dir);
+        free(c->scratch_dir);
         free(c->cache_sources);
         free(c->stage_socket);
 }

@@ -72,6 +72,8 @@ struct gw_config {
         char *cache_sources; /* comma list of roots a --dataset may be under */
         int cache_copies; /* dataset copies at once; more jobs wait for a slot */
         char *stage_socket; /* --backend slurm: the nodes' agents' staging socket ("%n": node) */
+        char *scratch_dir; /* node-local work folders of --scratch jobs; "" = none, refused */
+        gw_usec_t scratch_interval; /* between two looks for new checkpoints in one */
         uint64_t snapshot_cap_user; /* bytes on disk of each user's snapshots; 0 = no cap */
         uint64_t log_max; /* bytes of a job's log under the state dir; 0 = no cap */
         uint64_t state_reserve; /* free bytes job logs leave on the state dir's disk; 0 = none */

@@ -11,6 +11,10 @@
 
 struct gw_sched_job;
 
+/* gpuwardd's main() calls this first: -1 when argv is not the daemon's own copying or
+ * removing helper (the cache execs gpuwardd for it), else the helper's exit status. */
+int gw_cache_helper_main(int argc, char **argv);
+
 /* Makes cache_dir's folders (root's, 0711) and reads the entries there; nothing without
  * cache_dir.  0, or -errno (logged): the daemon does not start. */
 int gw_cache_open(struct gw_daemon *d);

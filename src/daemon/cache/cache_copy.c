@@ -631,8 +631,22 @@ static int take_stream(struct writer *w, char **yaml, size_t *yaml_len) {
         return take_batches(w);
 }
 
+/* The helper is a process of its own, but returns through main(): what it took goes back,
+ * so that a leak check at its exit finds only real leaks. */
+static void writer_free(struct writer *w) {
+        free(w->files);
+        free(w->want);
+        free(w->prev);
+        if (w->in)
+                (void) fclose(w->in);
+        if (w->data >= 0)
+                (void) close(w->data);
+        if (w->prev_data >= 0)
+                (void) close(w->prev_data);
+}
+
 static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader) {
-        struct writer w = { .c = c, .ans = to_reader, .data = -1 };
+        _cleanup_(writer_free) struct writer w = { .c = c, .ans = to_reader, .data = -1, .prev_data = -1 };
         w.in = fdopen(from_reader, "r");
         umask(0);
         if (!w.in || mkdir(c->new_dir, 0711) < 0) {
@@ -679,19 +693,96 @@ static void keep_only_fds(const int *keep, size_t n) {
         (void) close_range(1024, ~0U, 0);
 }
 
-pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
+/* The helper runs in a new image of this program (gw_cache_helper_main), not in the forked
+ * copy of the daemon: the daemon has threads, and a child of fork may only call what is
+ * async-signal-safe until it execs (a lock another thread held at the fork stays held in
+ * the child forever: a copy that hangs).  Its arguments travel in its environment, which
+ * only root may read (its command line anybody may). */
+#define HELPER_FLAG "--cache-helper"
+
+static void env_add(char ***env, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void env_add(char ***env, size_t *n, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        *env = gw_xrealloc(*env, (*n + 2) * sizeof **env);
+        if (vasprintf(&(*env)[*n], fmt, ap) < 0)
+                abort();
+        va_end(ap);
+        (*env)[++*n] = NULL;
+}
+
+/* The daemon's environment (a sanitizer's options, a preloaded library) and the helper's
+ * arguments, malloc'ed. */
+static char **helper_env(size_t *n) {
+        extern char **environ;
+        char **env = NULL;
+        *n = 0;
+        for (char **e = environ; e && *e; e++)
+                if (strncmp(*e, "GW_HELPER_", 10))
+                        env_add(&env, n, "%s", *e);
+        return env;
+}
+
+static pid_t helper_exec(char **env, int fd1, int fd2) {
+        char self[] = "/proc/self/exe", flag[] = HELPER_FLAG;
+        char *argv[] = { self, flag, NULL };
         pid_t pid = fork();
         if (pid != 0)
                 return pid < 0 ? -errno : pid;
-        /* The helper: a group of its own, so the daemon stops it and its reader at once. */
+        /* A group of its own, so the daemon stops it and its reader at once. */
         (void) setpgid(0, 0);
-        int keep[2] = { c->report_fd, c->go_fd };
+        int keep[2] = { fd1, fd2 };
         keep_only_fds(keep, 2);
+        for (size_t i = 0; i < 2; i++)
+                if (keep[i] >= 0)
+                        (void) fcntl(keep[i], F_SETFD, 0);
+        execve(self, argv, env);
+        _exit(127);
+}
+
+static void env_free(char **env) {
+        for (char **e = env; e && *e; e++)
+                free(*e);
+        free(env);
+}
+
+pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
+        size_t n;
+        char **env = helper_env(&n);
+        char groups[GW_CACHE_MAX_GROUPS * 11 + 1] = "";
+        for (int i = 0, at = 0; i < c->n_groups && i < GW_CACHE_MAX_GROUPS; i++)
+                at += snprintf(groups + at, sizeof groups - (size_t) at, "%s%u", i ? "," : "", c->groups[i]);
+        env_add(&env, &n, "GW_HELPER_DO=copy");
+        env_add(&env, &n, "GW_HELPER_SOURCE=%s", c->source);
+        env_add(&env, &n, "GW_HELPER_SOURCES=%s", c->sources ? c->sources : "");
+        env_add(&env, &n, "GW_HELPER_USER=%u:%u:%s", (unsigned) c->uid, (unsigned) c->gid, groups);
+        env_add(&env, &n, "GW_HELPER_PREV=%s", c->prev_dir ? c->prev_dir : "");
+        env_add(&env, &n, "GW_HELPER_NEW=%s", c->new_dir);
+        env_add(&env, &n, "GW_HELPER_YAML=%s", c->yaml_out ? c->yaml_out : "");
+        env_add(&env, &n, "GW_HELPER_FDS=%d,%d", c->report_fd, c->go_fd);
+        pid_t pid = helper_exec(env, c->report_fd, c->go_fd);
+        env_free(env);
+        return pid;
+}
+
+pid_t gw_cache_remove_spawn(const char *dir) {
+        size_t n;
+        char **env = helper_env(&n);
+        env_add(&env, &n, "GW_HELPER_DO=remove");
+        env_add(&env, &n, "GW_HELPER_NEW=%s", dir);
+        pid_t pid = helper_exec(env, -1, -1);
+        env_free(env);
+        return pid;
+}
+
+/* The copying helper, in its own image: the writer, and the reader it forks (this process
+ * has one thread, so the reader's fork is safe). */
+static int copy_main(const struct gw_cache_copy *c) {
         signal(SIGPIPE, SIG_IGN);
         int up[2], down[2];
         if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0) {
                 say(c->report_fd, "ERR lost pipe: %s\n", strerror(errno));
-                _exit(1);
+                return 1;
         }
         pid_t rd = fork();
         if (rd == 0) {
@@ -705,14 +796,14 @@ pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
         (void) close(down[0]);
         if (rd < 0) {
                 say(c->report_fd, "ERR lost fork: %s\n", strerror(errno));
-                _exit(1);
+                return 1;
         }
         int r = writer(c, up[0], down[1]);
         (void) close(down[1]);
         if (r)
                 (void) kill(rd, SIGKILL);
         (void) waitpid(rd, NULL, 0);
-        _exit(r);
+        return r;
 }
 
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
@@ -721,11 +812,46 @@ static int remove_one(const char *path, const struct stat *st, int type, struct 
         return 0;
 }
 
-pid_t gw_cache_remove_spawn(const char *dir) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid < 0 ? -errno : pid;
-        keep_only_fds(NULL, 0);
-        (void) nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
-        _exit(0);
+static const char *env_or_null(const char *name) {
+        const char *v = getenv(name);
+        return v && *v ? v : NULL;
+}
+
+int gw_cache_helper_main(int argc, char **argv) {
+        if (argc != 2 || strcmp(argv[1], HELPER_FLAG))
+                return -1;
+        const char *what = env_or_null("GW_HELPER_DO"), *dir = env_or_null("GW_HELPER_NEW");
+        if (what && dir && !strcmp(what, "remove")) {
+                (void) nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
+                return 0;
+        }
+        struct gw_cache_copy c = { .report_fd = -1, .go_fd = -1 };
+        static uint32_t groups[GW_CACHE_MAX_GROUPS];
+        const char *user = env_or_null("GW_HELPER_USER"), *fds = env_or_null("GW_HELPER_FDS");
+        unsigned uid, gid;
+        int at = 0;
+        if (!what || strcmp(what, "copy") || !dir || !user || !fds ||
+            sscanf(fds, "%d,%d", &c.report_fd, &c.go_fd) != 2 || sscanf(user, "%u:%u:%n", &uid, &gid, &at) != 2 ||
+            !at) {
+                fputs("gpuwardd: " HELPER_FLAG " is the daemon's own helper, not to be run by hand\n", stderr);
+                return 2;
+        }
+        for (const char *g = user + at; *g && c.n_groups < GW_CACHE_MAX_GROUPS; g += *g == ',') {
+                char *end;
+                groups[c.n_groups++] = (uint32_t) strtoul(g, &end, 10);
+                g = end;
+        }
+        c.uid = uid;
+        c.gid = gid;
+        c.groups = groups;
+        c.source = env_or_null("GW_HELPER_SOURCE");
+        c.sources = env_or_null("GW_HELPER_SOURCES");
+        c.prev_dir = env_or_null("GW_HELPER_PREV");
+        c.new_dir = dir;
+        c.yaml_out = env_or_null("GW_HELPER_YAML");
+        if (!c.source) {
+                say(c.report_fd, "ERR lost the helper was given no source\n");
+                return 1;
+        }
+        return copy_main(&c);
 }

@@ -244,9 +244,21 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         if (gw_slurm_tag_format(j->id, j->attempt, tag, sizeof tag) < 0)
                 return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
                        -EINVAL;
+        /* A slice job asks for Slurm's type of its profile; a whole-GPU job is kept off the
+         * nodes of slices only, which a plain --gres=gpu:N would take (exec_slurm_gres.c). */
+        const char *type, *const *slices;
+        int r = gw_slurm_gres_type(d, j, &type, err, errlen);
+        if (r < 0)
+                return r;
+        size_t n_slices = j->mig_profile || j->ngpus <= 0 ? 0 : gw_slurm_gres_slice_nodes(d, &slices);
+        _cleanup_free_ const char **exclude = gw_xmalloc((x->n_avoid + n_slices + 1) * sizeof *exclude);
+        memcpy(exclude, avoid, x->n_avoid * sizeof *avoid);
+        for (size_t i = 0; i < n_slices; i++)
+                exclude[x->n_avoid + i] = slices[i];
         struct gw_sbatch_opts o = { .now = d->now_wall,
-                                    .exclude = avoid,
-                                    .n_exclude = x->n_avoid,
+                                    .gpu_type = type,
+                                    .exclude = exclude,
+                                    .n_exclude = x->n_avoid + n_slices,
                                     .comment = tag,
                                     .reservation = gw_slurm_book_reservation(d, j) };
         _cleanup_(gw_strv_freep) char **argv = NULL;
@@ -260,17 +272,23 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
                 return -EINVAL;
         if (staged)
                 run.argv = staged;
-        int r = gw_slurm_sbatch_argv(&run, &o, &argv, err, errlen);
+        r = gw_slurm_sbatch_argv(&run, &o, &argv, err, errlen);
         if (r < 0)
                 return r;
-        char in[96];
+        /* The event says what sbatch was asked that gpuward chose: the slices' type, the
+         * nodes of slices kept out, the booking's reservation. */
+        char in[GW_SLURM_TYPE_MAX + 200] = "";
+        if (type)
+                snprintf(in, sizeof in, "as --gres=gpu:%s:%d", type, j->mig_count);
+        else if (n_slices)
+                snprintf(in, sizeof in, "kept off %zu node%s of MIG slices only", n_slices, n_slices == 1 ? "" : "s");
         if (o.reservation)
-                snprintf(in, sizeof in, "in reservation %s, its user's booking", o.reservation);
+                snprintf(in + strlen(in), sizeof in - strlen(in), "%sin reservation %s, its user's booking",
+                         in[0] ? "; " : "", o.reservation);
         free(argv[0]);
         argv[0] = gw_xstrdup(slurm_of(d)->sbatch);
         /* Not waited for: sbatch's answer comes to the loop (exec_slurm_submit.c). */
-        return gw_slurm_submit_begin(d, dj, TAKE_PTR(argv), sbatch_env(how->envp), how->account,
-                                     o.reservation ? in : NULL);
+        return gw_slurm_submit_begin(d, dj, TAKE_PTR(argv), sbatch_env(how->envp), how->account, in[0] ? in : NULL);
 }
 
 int gw_slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const char *how) {
@@ -370,7 +388,7 @@ static void adopt_end(struct gw_daemon *d) {
 }
 
 static void ready(struct gw_daemon *d, struct gw_source *src) {
-        if (!gw_slurm_submit_ready(d, src))
+        if (!gw_slurm_submit_ready(d, src) && !gw_slurm_gres_ready(d, src))
                 gw_slurm_poll_ready(d);
 }
 
@@ -385,13 +403,15 @@ static bool reaped(struct gw_daemon *d, pid_t pid, int status) {
                         s->kids[i] = s->kids[--s->n_kids];
                         return true;
                 }
-        return gw_slurm_submit_reaped(d, pid, status) || gw_slurm_poll_reaped(d, pid, status);
+        return gw_slurm_submit_reaped(d, pid, status) || gw_slurm_gres_reaped(d, pid, status) ||
+               gw_slurm_poll_reaped(d, pid, status);
 }
 
 static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t a = gw_slurm_submit_tick(d), b = gw_slurm_poll_tick(d), c = gw_slurm_book_tick(d);
-        gw_usec_t ab = a < b ? a : b;
-        return ab < c ? ab : c;
+        gw_usec_t g = gw_slurm_gres_tick(d);
+        gw_usec_t ab = a < b ? a : b, cg = c < g ? c : g;
+        return ab < cg ? ab : cg;
 }
 
 static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
@@ -416,6 +436,7 @@ static void slurm_close(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         gw_slurm_poll_close(d);
         gw_slurm_submit_close(d);
+        gw_slurm_gres_close(d);
         free(s->jobs);
         free(s->kids);
         free(s->tags);
@@ -443,6 +464,7 @@ static int find_program(const char *name, char *out, size_t n) {
 int gw_exec_slurm_open(struct gw_daemon *d) {
         struct gw_exec_slurm *s = gw_xcalloc(1, sizeof *s);
         s->poll_fd = -1;
+        s->gres.fd = -1;
         s->ops = (struct gw_executor){
                 .name = "slurm",
                 .state = s,
@@ -450,6 +472,7 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
                 .preempts = false, /* Slurm's own preemption, if any, is Slurm's */
                 .book = &gw_slurm_book_ops,
                 .node_of = gw_slurm_node_of,
+                .admit = gw_slurm_gres_admit,
                 .prepare = prepare,
                 .start = start,
                 .signal = signal_job,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/slurm.h"
 #include "daemon/daemon.h"
 
 /* What the daemon knows of one attempt it handed to Slurm. */
@@ -77,8 +78,26 @@ struct gw_slurm_resv {
         gw_usec_t backoff;
 };
 
+/* The cluster's GPUs as scontrol last showed them (exec_slurm_gres.c): read by a child whose
+ * pipe the loop reads, as the squeue poll is, at the start and every minute after. */
+struct gw_slurm_gres {
+        struct gw_slurm_gpus gpus;
+        bool known; /* a read succeeded: gpus is the cluster's */
+        bool tried; /* a read has ended, well or not */
+        pid_t pid;
+        int fd;
+        struct gw_source src;
+        gw_usec_t started, next; /* monotonic */
+        char *out;
+        size_t len, cap;
+        bool eof, reaped;
+        int status;
+        char *words; /* what was last logged of them, to log changes only */
+};
+
 struct gw_exec_slurm {
         struct gw_executor ops;
+        struct gw_slurm_gres gres;
         char sbatch[256], squeue[256], scancel[256], scontrol[256], sinfo[256];
         char self[512]; /* this gpuwardd, absolute: a --dataset job's batch script runs its --stage-run */
         uint32_t staged_told[GW_SLURM_ENDED_KEEP]; /* the Slurm jobs whose staging was recorded lately */
@@ -191,6 +210,21 @@ bool gw_slurm_submit_ready(struct gw_daemon *d, struct gw_source *src);
 bool gw_slurm_submit_reaped(struct gw_daemon *d, pid_t pid, int status);
 gw_usec_t gw_slurm_submit_tick(struct gw_daemon *d);
 void gw_slurm_submit_close(struct gw_daemon *d);
+
+/* exec_slurm_gres.c: the cluster's GPU types, for slice jobs and to keep whole-GPU jobs off
+ * nodes of slices only. */
+gw_usec_t gw_slurm_gres_tick(struct gw_daemon *d);
+bool gw_slurm_gres_ready(struct gw_daemon *d, struct gw_source *src);
+bool gw_slurm_gres_reaped(struct gw_daemon *d, pid_t pid, int status);
+void gw_slurm_gres_close(struct gw_daemon *d);
+/* The executor's admit (executor.h): a slice job whose profile no node has is refused,
+ * naming what the cluster has; a GPU job waits until the cluster's types were read once. */
+int gw_slurm_gres_admit(struct gw_daemon *d, const struct gw_job *j, const char **ret_field, char *err, size_t n);
+/* Slurm's type for j's slices into *ret (borrowed until the next read), NULL for a job of
+ * whole GPUs; -ENOENT with err as admit's. */
+int gw_slurm_gres_type(struct gw_daemon *d, const struct gw_job *j, const char **ret, char *err, size_t n);
+/* The nodes a whole-GPU job is kept off (those with MIG slices only), borrowed as above. */
+size_t gw_slurm_gres_slice_nodes(struct gw_daemon *d, const char *const **ret);
 
 /* exec_slurm_poll.c */
 gw_usec_t gw_slurm_poll_tick(struct gw_daemon *d);

@@ -39,6 +39,7 @@ struct gw_daemon;
 struct gw_djob;
 struct gw_source;
 struct gw_failure_input;
+struct gw_job;
 struct gw_store_booking;
 
 /* Who chooses a job's GPUs.  The zero value is the local one. */
@@ -117,6 +118,11 @@ struct gw_executor {
         const char *(*node_of)(struct gw_daemon *d, int64_t id);
         /* Once the daemon is up (its jobs recovered, the API served), or NULL. */
         void (*serve)(struct gw_daemon *d);
+        /* Whether the backend can take job j as the cluster is now, or NULL (always): 0 yes;
+         * -EAGAIN not known yet (a submission is taken, a queued job waits); another -errno
+         * it cannot (a submission is refused, a queued job ends FAILED), with err, and the
+         * request's field it is about in *ret_field. */
+        int (*admit)(struct gw_daemon *d, const struct gw_job *j, const char **ret_field, char *err, size_t n);
         /* Before a start is recorded: what the record carries (the shim: j->cgroup). */
         void (*prepare)(struct gw_daemon *d, struct gw_djob *dj);
         /* Starts the attempt of dj->job on j->gpu_mask as j->uid, running how (see above). */

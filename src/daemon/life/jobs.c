@@ -21,6 +21,7 @@
 #include "base/text.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "core/scratch.h"
 #include "core/outpath.h"
 #include "core/retry.h"
 #include "daemon/daemon.h"
@@ -104,6 +105,15 @@ const struct gw_job *gw_job_lookup(struct gw_daemon *d, int64_t id, struct gw_jo
         return *tmp;
 }
 
+/* The checkpoint a retry resumes from as the job reaches it: a --scratch job's, in the shared
+ * folder, was restored to the same place in its new node-local folder, where its run goes on
+ * (daemon/scratch). */
+static const char *resume_path(const struct gw_job *j, char *buf, size_t n) {
+        if (j->scratch_dir && gw_scratch_map(j->resume_from, j->cwd, j->scratch_dir, buf, n) > 0)
+                return buf;
+        return j->resume_from;
+}
+
 char **gw_resume_argv(const struct gw_job *j) {
         if (j->attempt > 1 && j->resume_cmd) {
                 char *v[] = { (char *) "/bin/sh", (char *) "-c", j->resume_cmd, NULL };
@@ -126,10 +136,11 @@ char **gw_resume_argv(const struct gw_job *j) {
                         continue;
                 v[k++] = gw_xstrdup(a);
         }
-        char arg[4200];
-        snprintf(arg, sizeof arg, "resume=%s", j->resume_from);
+        char arg[4200], where[4200];
+        const char *from = resume_path(j, where, sizeof where);
+        snprintf(arg, sizeof arg, "resume=%s", from);
         v[k++] = gw_xstrdup(arg);
-        snprintf(arg, sizeof arg, "model=%s", j->resume_from);
+        snprintf(arg, sizeof arg, "model=%s", from);
         v[k++] = gw_xstrdup(arg);
         return v;
 }
@@ -137,7 +148,7 @@ char **gw_resume_argv(const struct gw_job *j) {
 char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, const struct gw_account *a) {
         static const char *const ours[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=", "GPUWARD_", "SLURM_ARRAY_" };
         size_t n_env = gw_strv_length(j->env), n_extra = gw_strv_length(j->env_extra);
-        char **env = gw_xcalloc(n_env + n_extra + 24, sizeof(char *));
+        char **env = gw_xcalloc(n_env + n_extra + 26, sizeof(char *));
         size_t n = 0;
         char *const *src[2] = { j->env, j->env_extra };
         for (int s = 0; s < 2; s++)
@@ -200,7 +211,12 @@ char **gw_job_environment(const struct gw_daemon *d, const struct gw_job *j, con
                 env[n++] = gw_xstrdup(line);
         }
         if (j->resume_from) {
-                snprintf(line, sizeof line, "GPUWARD_RESUME_FROM=%s", j->resume_from);
+                char where[4200];
+                snprintf(line, sizeof line, "GPUWARD_RESUME_FROM=%s", resume_path(j, where, sizeof where));
+                env[n++] = gw_xstrdup(line);
+        }
+        if (j->scratch_dir) { /* the attempt's node-local folder (daemon/scratch) */
+                snprintf(line, sizeof line, "GPUWARD_SCRATCH=%s", j->scratch_dir);
                 env[n++] = gw_xstrdup(line);
         }
         if (j->dataset_dir) { /* set by the cache once its copy is verified (cache.c) */

@@ -241,6 +241,13 @@ static int validate(struct gw_daemon *d, struct gw_job *j, size_t ahead, struct 
                                    gw_format_duration(j->time_limit, a, sizeof a),
                                    gw_format_duration(d->cfg->max_time_limit, b, sizeof b));
         }
+        /* What the backend knows now of its nodes (Slurm: the MIG types they have); not
+         * known yet, the job is taken and waits in the queue until it is. */
+        char refused[600];
+        const char *field = "";
+        int r = d->exec->admit ? d->exec->admit(d, j, &field, refused, sizeof refused) : 0;
+        if (r < 0 && r != -EAGAIN)
+                return submit_fail(err, 400, field, "%s", refused);
         if (!j->cwd)
                 return submit_fail(err, 400, "cwd", "cwd: required (the directory the job runs in)");
         if (check_paths(d, j, err) < 0)

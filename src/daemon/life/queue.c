@@ -205,6 +205,20 @@ static bool account_still_there(struct gw_daemon *d, struct gw_djob *dj) {
  * queued job whose dependency is met goes to Slurm at once (a retry's backoff as --begin),
  * which queues and places it (docs/CLUSTER.md); a booking's window is a Slurm reservation the
  * job goes into (exec_slurm_book.c), and quotas were applied at its submission. */
+/* Whether the backend takes dj as the cluster is now: not yet (it waits for resources: the
+ * cluster's GPU types not read yet), or never (its MIG profile is on no node since it was
+ * submitted: it ends FAILED with the backend's words). */
+static bool backend_admits(struct gw_daemon *d, struct gw_djob *dj) {
+        char why[600];
+        const char *field = "";
+        int r = d->exec->admit ? d->exec->admit(d, dj->job, &field, why, sizeof why) : 0;
+        if (r == -EAGAIN)
+                dj->job->wait_reason = GW_REASON_RESOURCES;
+        else if (r < 0)
+                gw_job_end(d, dj, GW_JOB_FAILED, why, "slurm");
+        return r >= 0;
+}
+
 static void schedule_slurm(struct gw_daemon *d) {
         size_t n = d->jobs.n_queue;
         _cleanup_free_ struct gw_djob **q = gw_xmalloc((n + 1) * sizeof *q);
@@ -231,6 +245,8 @@ static void schedule_slurm(struct gw_daemon *d) {
                         gw_array_end_if_done(d, dj);
                         continue;
                 }
+                if (j->wait_reason == GW_REASON_NONE && !backend_admits(d, dj))
+                        continue;
                 if (j->wait_reason == GW_REASON_NONE && account_still_there(d, dj))
                         (void) (j->array_spec ? gw_array_start_task(d, dj, 0) : gw_job_start(d, dj, 0));
         }

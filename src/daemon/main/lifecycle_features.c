@@ -17,6 +17,7 @@
 #include "daemon/life/jobs.h"
 #include "daemon/life/queue.h"
 #include "daemon/reclaim/reclaim_watch.h"
+#include "daemon/scratch/scratch.h"
 #include "daemon/recovery/recovery.h"
 
 /* Submission checks */
@@ -50,6 +51,26 @@ static void sharing_limit(struct gw_daemon *d, struct gw_djob *dj, const struct 
 static void observe_placed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
         (void) info;
         gw_observe_job_placed(d, dj);
+}
+
+static void scratch_started(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_scratch_attempt_started(d, dj); /* its folder, a retry's run restored into it */
+}
+
+static void scratch_recovered(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_scratch_job_recovered(d, dj);
+}
+
+static void scratch_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_scratch_attempt_ended(d, dj); /* the rest synced back, the folder removed */
+}
+
+static void scratch_freed(struct gw_daemon *d, struct gw_djob *dj, const struct gw_hook_info *info) {
+        (void) info;
+        gw_scratch_job_freed(d, dj);
 }
 
 /* GW_HOOK_SAMPLED */
@@ -231,6 +252,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe_check(h, "reclaim", reclaim_check);
         gw_lifecycle_subscribe_check(h, "cache", gw_cache_check_submit);
         gw_lifecycle_subscribe_check(h, "publish", gw_publish_check_submit); /* a model store */
+        gw_lifecycle_subscribe_check(h, "scratch", gw_scratch_check_submit); /* a scratch_dir */
 
         /* A --dataset's copy starts as soon as the job is queued: it costs no GPU, and the
          * sooner it starts the less the job waits once GPUs free up.  The event stream and
@@ -250,6 +272,9 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
          * with its start, in the same transaction. */
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_STARTED, "sharing", sharing_limit);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_STARTED, "observe", observe_placed);
+        /* Its node-local folder before its launch reads GPUWARD_SCRATCH; a retry's run is
+         * restored into it first (waited for: the command resumes from it at once). */
+        gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_STARTED, "scratch", scratch_started);
 
         /* At a restart, what each feature kept in memory about a running attempt, from its
          * events: the GPU faults (the classifier's), a leak (a retry's), the booking's
@@ -264,6 +289,9 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         /* Its dataset's copy is pinned again before the first tick trashes the versions
          * nobody pins and before any copy may evict it. */
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "cache", cache_recovered);
+        /* Its attempt's folder again, before its end may be told: recovery then maps the run
+         * found there to its copy in the shared folder. */
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_RECOVERED, "scratch", scratch_recovered);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ADOPTED, "sharing", sharing_limit);
 
         /* The start is committed: its wait counts (the wait histogram of /metrics). */
@@ -285,6 +313,9 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "joblog", joblog_attempt_ended);
         /* Fair share charges the attempt from its start, which a retry resets. */
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "fairshare", fair_attempt_ended);
+        /* A --scratch attempt's last checkpoints reach the shared folder before recovery
+         * looks there for the one to resume from. */
+        gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "scratch", scratch_attempt_ended);
         gw_lifecycle_subscribe(h, GW_HOOK_ATTEMPT_ENDED, "recovery", recovery_attempt_ended);
 
         /* Telemetry is summarised into the job before its end is written: the summary goes
@@ -309,6 +340,7 @@ void gw_lifecycle_subscribe_features(struct gw_hooks *h) {
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "training", training_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "preempt", preempt_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "cache", cache_freed);
+        gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "scratch", scratch_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "joblog", joblog_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "sharing", sharing_freed);
         gw_lifecycle_subscribe(h, GW_HOOK_JOB_FREED, "fairshare", fair_freed);

@@ -32,6 +32,7 @@
 #include "daemon/nodewatch/nodes_watch.h"
 #include "daemon/preempt/preempt.h"
 #include "daemon/publish/publish.h"
+#include "daemon/scratch/scratch.h"
 #include "daemon/http/web.h"
 #include "daemon/backup/backup.h"
 #include "daemon/base/jobclock.h"
@@ -207,7 +208,8 @@ static void reap(struct gw_daemon *d) {
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
                 if (!d->exec->reaped(d, pid, status) && !gw_train_restore_reaped(d, pid, status))
-                        (void) gw_cache_reaped(d, pid, status);
+                        if (!gw_cache_reaped(d, pid, status))
+                                (void) gw_scratch_reaped(d, pid, status);
 }
 
 static void on_signal(struct gw_daemon *d) {
@@ -265,6 +267,9 @@ static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t cache = gw_cache_tick(d);
         if (cache < next)
                 next = cache;
+        gw_usec_t scratch = gw_scratch_tick(d);
+        if (scratch < next)
+                next = scratch;
         gw_usec_t publish = gw_publish_tick(d);
         if (publish < next)
                 next = publish;
@@ -364,6 +369,7 @@ static void shutdown_daemon(struct gw_daemon *d) {
         }
         gw_jobmap_free(&d->jobs.map);
         gw_cache_close(d); /* after the jobs: each let go of its entry */
+        gw_scratch_close(d);
         free(d->jobs.queue);
         free(d->jobs.running);
         free(d->jobs.to_launch);
@@ -408,7 +414,10 @@ static int check_config(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-        int r = gw_stage_run_main(argc, argv); /* a Slurm job's dataset step (stage_run.c) */
+        int r = gw_cache_helper_main(argc, argv); /* the dataset cache's helper, in its own image */
+        if (r >= 0)
+                return r;
+        r = gw_stage_run_main(argc, argv); /* a Slurm job's dataset step (stage_run.c) */
         if (r >= 0)
                 return r;
         r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
@@ -451,6 +460,8 @@ int main(int argc, char **argv) {
                 goto out;
         }
         if (gw_cache_open(&d) < 0)
+                goto out;
+        if (gw_scratch_open(&d) < 0)
                 goto out;
         if (gw_fair_open(&d) < 0) {
                 log_err("cannot read the usage for fair share: %s", gw_store_errmsg(d.store));

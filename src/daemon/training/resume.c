@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "core/ckpt.h"
+#include "core/scratch.h"
 #include "daemon/training/training.h"
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
@@ -171,6 +172,9 @@ static char *own_last_pt(const struct gw_daemon *d, const struct gw_job *j, gw_u
                 return NULL;
         }
         if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
+                char shared[GW_YOLO_PATH_MAX];
+                if (j->scratch_dir && gw_scratch_map(dir, j->scratch_dir, j->cwd, shared, sizeof shared) > 0)
+                        snprintf(dir, sizeof dir, "%s", shared);
                 bool resumed = r.evidence == GW_YOLO_CHECKPOINT || r.resumed;
                 struct stat st;
                 if (!last_pt_ours(d, j, dir, since, resumed, path, sizeof path, &st))
@@ -217,10 +221,22 @@ static char *newest_glob(const struct gw_job *j, char *why, size_t n) {
         return r;
 }
 
+/* A --scratch job's run is found where it writes, in its node-local folder, but resumes from
+ * the copies in its shared folder (the cwd): that node's disk may be gone, and a retry gets a
+ * new folder, into which the run is restored from the copies (daemon/scratch).  path (taken)
+ * as it reads in the shared folder. */
+static char *on_shared(const struct gw_job *j, char *path) {
+        char buf[4400];
+        if (!path || !j->scratch_dir || gw_scratch_map(path, j->scratch_dir, j->cwd, buf, sizeof buf) <= 0)
+                return path;
+        free(path);
+        return gw_xstrdup(buf);
+}
+
 char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_t since, char *why, size_t n) {
         why[0] = '\0';
         if (j->yolo) {
-                _cleanup_free_ char *results = d ? gw_train_find_results(d, j) : NULL;
+                _cleanup_free_ char *results = on_shared(j, d ? gw_train_find_results(d, j) : NULL);
                 return results ? own_run_weights(j, results, why, n) : own_last_pt(d, j, since, why, n);
         }
         if (j->checkpoint)
@@ -230,7 +246,7 @@ char *gw_resume_find(const struct gw_daemon *d, const struct gw_job *j, gw_usec_
          * said where it saves), and then RUN/weights/last.pt is its checkpoint, handed over in
          * GPUWARD_RESUME_FROM: its command cannot be rewritten as a yolo command's is, so the
          * script resumes by itself (README: two lines).  Nothing found: from scratch, as before. */
-        _cleanup_free_ char *results = d ? gw_train_find_results(d, j) : NULL;
+        _cleanup_free_ char *results = on_shared(j, d ? gw_train_find_results(d, j) : NULL);
         if (results)
                 return own_run_weights(j, results, why, n);
         return NULL;

@@ -24,6 +24,7 @@
 #include "core/leak_respond.h"
 #include "core/progress.h"
 #include "core/resume_check.h"
+#include "core/scratch.h"
 #include "daemon/training/training.h"
 #include "daemon/training/resume.h"
 #include "daemon/training/training_int.h"
@@ -294,9 +295,15 @@ static void tell_resume(struct gw_daemon *d, const struct gw_djob *dj, struct gw
         const struct gw_job *j = dj->job;
         t->resume_told = true;
         _cleanup_free_ char *given = gw_resume_run_dir(j->resume_from);
+        /* A --scratch retry was given its run's copy in the shared folder, restored into
+         * the node-local folder it writes in: the same run. */
+        char shared[4400];
+        const char *run = t->run_dir;
+        if (run && j->scratch_dir && gw_scratch_map(run, j->scratch_dir, j->cwd, shared, sizeof shared) > 0)
+                run = shared;
         struct gw_resume_seen seen = {
                 .given_run = given,
-                .run = t->run_dir,
+                .run = run,
                 .epoch = epoch,
                 .reached = dj->last_mark.valid ? dj->last_mark.epoch : -1,
                 .ckpt_epoch = j->resume_epoch,

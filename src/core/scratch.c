@@ -1,0 +1,59 @@
+/* submit --scratch's decisions (scratch.h). */
+#include "core/scratch.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/ckpt.h"
+
+enum gw_scratch_kind gw_scratch_kind_of(const char *name) {
+        const char *base = strrchr(name, '/');
+        base = base ? base + 1 : name;
+        size_t l = strlen(base);
+        if (!strcmp(base, "results.csv"))
+                return GW_SCRATCH_CSV;
+        /* ".pt" alone is a hidden file's name, not a checkpoint's. */
+        if (l > 3 && !strcmp(base + l - 3, ".pt"))
+                return GW_SCRATCH_PT;
+        return GW_SCRATCH_OTHER;
+}
+
+bool gw_scratch_differs(const struct gw_scratch_stamp *src, const struct gw_scratch_stamp *dst) {
+        if (!src->exists)
+                return false;
+        return !dst->exists || src->size != dst->size || src->mtime_ns != dst->mtime_ns;
+}
+
+bool gw_scratch_stable(const struct gw_scratch_stamp *before, const struct gw_scratch_stamp *after) {
+        return before->exists && after->exists && before->size == after->size && before->mtime_ns == after->mtime_ns;
+}
+
+bool gw_scratch_pt_whole(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len, uint64_t size,
+                         char *why, size_t n) {
+        char local[160];
+        /* 1: the end records agree but the central directory was not all in the tail; the end
+         * records are what torch.save writes last, so the file was written to its end. */
+        int r = gw_ckpt_check_file(head, head_len, tail, tail_len, size, why ? why : local, why ? n : sizeof local);
+        return r >= 0;
+}
+
+int gw_scratch_map(const char *path, const char *from, const char *to, char *buf, size_t n) {
+        if (!path || !from || !to || !*from || !*to)
+                return -EINVAL;
+        size_t l = strlen(from);
+        while (l > 1 && from[l - 1] == '/')
+                l--;
+        if (strncmp(path, from, l) || (path[l] != '/' && path[l] != '\0'))
+                return 0;
+        int w = snprintf(buf, n, "%s%s", to, path + l);
+        if (w < 0 || (size_t) w >= n)
+                return -ENAMETOOLONG;
+        return 1;
+}
+
+int gw_scratch_name(int64_t job, int attempt, char *buf, size_t n) {
+        int w = snprintf(buf, n, "%" PRId64 "-%d", job, attempt);
+        return w < 0 || (size_t) w >= n ? -ENAMETOOLONG : 0;
+}

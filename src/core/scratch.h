@@ -1,0 +1,55 @@
+/* submit --scratch's decisions: which files of a job's node-local folder go back to its shared
+ * folder (the job's cwd), when a copy of one is whole, and how a path in one folder reads in
+ * the other.  Pure: the caller stats and reads, these judge.
+ *
+ * While the job runs only its checkpoints go back, each as soon as it is whole: a *.pt
+ * (torch.save's zip, whose end records are written last: core/ckpt.h judges the bytes copied)
+ * and results.csv.  A copy is kept only when the source looked the same (size and mtime)
+ * before and after it was read, so that a file rewritten meanwhile (Ultralytics overwrites
+ * last.pt in place) is taken at the next look instead.  At the attempt's end everything else
+ * follows, incrementally: only files whose size or mtime differ from the destination's (a
+ * copy keeps its source's mtime). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum gw_scratch_kind {
+        GW_SCRATCH_OTHER, /* copied back only when the attempt ends */
+        GW_SCRATCH_PT, /* a torch.save checkpoint: copied once whole */
+        GW_SCRATCH_CSV, /* results.csv: copied whenever it changed */
+};
+
+/* What a file's name makes it (the last component only). */
+enum gw_scratch_kind gw_scratch_kind_of(const char *name);
+
+/* A regular file as stat told it; exists false: there is none. */
+struct gw_scratch_stamp {
+        bool exists;
+        uint64_t size;
+        int64_t mtime_ns; /* wall clock, ns since the epoch */
+};
+
+/* The incremental decision: whether src must be copied over dst (none there, or its size or
+ * mtime differ). */
+bool gw_scratch_differs(const struct gw_scratch_stamp *src, const struct gw_scratch_stamp *dst);
+
+/* Whether a copy read between the looks before and after is the file as it was: the same
+ * size and mtime both times. */
+bool gw_scratch_stable(const struct gw_scratch_stamp *before, const struct gw_scratch_stamp *after);
+
+/* Whether the bytes of a copied checkpoint are a whole zip: head (its first head_len bytes)
+ * and tail (its last tail_len) of a file of size bytes, as core/ckpt.h reads them.  why
+ * (n bytes, may be NULL) says what was wrong. */
+bool gw_scratch_pt_whole(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len, uint64_t size,
+                         char *why, size_t n);
+
+/* path, when it is folder `from` or below it, rewritten below `to` into buf (n bytes): 1;
+ * 0 when it is not below from (buf untouched); -ENAMETOOLONG when it does not fit; -EINVAL
+ * for a NULL or empty argument.  "/s/7-1/runs/x" with from "/s/7-1", to "/home/u/job" is
+ * "/home/u/job/runs/x"; "/s/7-10" is not below "/s/7-1". */
+int gw_scratch_map(const char *path, const char *from, const char *to, char *buf, size_t n);
+
+/* The name of an attempt's folder under scratch_dir, "JOB-ATTEMPT", into buf (n bytes):
+ * 0, or -ENAMETOOLONG. */
+int gw_scratch_name(int64_t job, int attempt, char *buf, size_t n);

@@ -1,0 +1,43 @@
+/* The scratch feature's copying helper (scratch_copy.c), as the loop's side (scratch.c) calls
+ * it.  Internal to daemon/scratch. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GW_SCRATCH_MAX_GROUPS 256
+/* A look while the job runs copies at most this many checkpoints; the rest wait for the next. */
+#define GW_SCRATCH_COPIES_PER_LOOK 32
+/* Entries one pass visits at most, and how deep it goes: a folder of millions of files (an
+ * unpacked dataset) must not hold a helper for hours; the final sync says what it left. */
+#define GW_SCRATCH_VISIT_MAX 200000
+#define GW_SCRATCH_DEPTH_MAX 32
+
+enum gw_scratch_mode {
+        GW_SCRATCH_LOOK, /* while the job runs: its whole checkpoints, each reported */
+        GW_SCRATCH_SYNC, /* at its end: every file that differs, counted */
+};
+
+/* What the helper is told.  It becomes the job's user before it opens anything, so that the
+ * kernel decides what may be read and written, and it never follows a symbolic link below src
+ * or dst (each folder and file opened O_NOFOLLOW relative to its parent's descriptor).  It
+ * writes each copy to a temporary name beside the destination, keeps the source's mtime, and
+ * renames it into place only when whole.  It answers on report_fd, a line each:
+ *   "C BYTES REL"     LOOK: REL (relative to src) copied back, BYTES long
+ *   "S REL WHY"       REL not copied, why (a link not followed, not a file at the destination)
+ *   "D FILES BYTES LEFT"  done: files and bytes copied, entries left unvisited (bounds)
+ *   "E ERRNO WHY"     failed before copying anything (src or dst not opened) */
+struct gw_scratch_copy {
+        enum gw_scratch_mode mode;
+        const char *src, *dst; /* absolute folders; dst NULL: src is only emptied */
+        const char *sub; /* a folder below both (relative, no ".."), the only one copied; NULL: all */
+        bool empty_src; /* SYNC: then remove everything below src (the scratch folder) */
+        uid_t uid;
+        gid_t gid;
+        const uint32_t *groups; /* the user's groups, gid included */
+        int n_groups;
+        int report_fd;
+};
+
+/* Forks the helper: its pid, or -errno.  report_fd stays the caller's to close. */
+pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c);
