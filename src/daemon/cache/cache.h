@@ -11,9 +11,9 @@
 
 struct gw_sched_job;
 
-/* gpuwardd's main() calls this first: -1 when argv is not the daemon's own copying or
- * removing helper (the cache execs gpuwardd for it), else the helper's exit status. */
-int gw_cache_helper_main(int argc, char **argv);
+/* `gpuwardd --helper KIND` (daemon/base/helper.h) of the cache's kinds, cache-copy and
+ * cache-remove: the helper's exit status; -1 for another kind. */
+int gw_cache_helper_main(const char *kind);
 
 /* Makes cache_dir's folders (root's, 0711) and reads the entries there; nothing without
  * cache_dir.  0, or -errno (logged): the daemon does not start. */

@@ -29,6 +29,7 @@
 #include "base/cleanup.h"
 #include "core/cache.h"
 #include "core/datayaml.h"
+#include "daemon/base/helper.h"
 #include "daemon/cache/cache_int.h"
 
 #define COPY_BUF (1u << 20)
@@ -682,97 +683,24 @@ static int writer(const struct gw_cache_copy *c, int from_reader, int to_reader)
         return 0;
 }
 
-static void keep_only_fds(const int *keep, size_t n) {
-        for (int fd = 3; fd < 1024; fd++) {
-                bool k = false;
-                for (size_t i = 0; i < n; i++)
-                        k |= keep[i] == fd;
-                if (!k)
-                        (void) close(fd);
-        }
-        (void) close_range(1024, ~0U, 0);
-}
-
-/* The helper runs in a new image of this program (gw_cache_helper_main), not in the forked
- * copy of the daemon: the daemon has threads, and a child of fork may only call what is
- * async-signal-safe until it execs (a lock another thread held at the fork stays held in
- * the child forever: a copy that hangs).  Its arguments travel in its environment, which
- * only root may read (its command line anybody may). */
-#define HELPER_FLAG "--cache-helper"
-
-static void env_add(char ***env, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void env_add(char ***env, size_t *n, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        *env = gw_xrealloc(*env, (*n + 2) * sizeof **env);
-        if (vasprintf(&(*env)[*n], fmt, ap) < 0)
-                abort();
-        va_end(ap);
-        (*env)[++*n] = NULL;
-}
-
-/* The daemon's environment (a sanitizer's options, a preloaded library) and the helper's
- * arguments, malloc'ed. */
-static char **helper_env(size_t *n) {
-        extern char **environ;
-        char **env = NULL;
-        *n = 0;
-        for (char **e = environ; e && *e; e++)
-                if (strncmp(*e, "GW_HELPER_", 10))
-                        env_add(&env, n, "%s", *e);
-        return env;
-}
-
-static pid_t helper_exec(char **env, int fd1, int fd2) {
-        char self[] = "/proc/self/exe", flag[] = HELPER_FLAG;
-        char *argv[] = { self, flag, NULL };
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid < 0 ? -errno : pid;
-        /* A group of its own, so the daemon stops it and its reader at once. */
-        (void) setpgid(0, 0);
-        int keep[2] = { fd1, fd2 };
-        keep_only_fds(keep, 2);
-        for (size_t i = 0; i < 2; i++)
-                if (keep[i] >= 0)
-                        (void) fcntl(keep[i], F_SETFD, 0);
-        execve(self, argv, env);
-        _exit(127);
-}
-
-static void env_free(char **env) {
-        for (char **e = env; e && *e; e++)
-                free(*e);
-        free(env);
-}
-
 pid_t gw_cache_copy_spawn(const struct gw_cache_copy *c) {
-        size_t n;
-        char **env = helper_env(&n);
-        char groups[GW_CACHE_MAX_GROUPS * 11 + 1] = "";
-        for (int i = 0, at = 0; i < c->n_groups && i < GW_CACHE_MAX_GROUPS; i++)
-                at += snprintf(groups + at, sizeof groups - (size_t) at, "%s%u", i ? "," : "", c->groups[i]);
-        env_add(&env, &n, "GW_HELPER_DO=copy");
-        env_add(&env, &n, "GW_HELPER_SOURCE=%s", c->source);
-        env_add(&env, &n, "GW_HELPER_SOURCES=%s", c->sources ? c->sources : "");
-        env_add(&env, &n, "GW_HELPER_USER=%u:%u:%s", (unsigned) c->uid, (unsigned) c->gid, groups);
-        env_add(&env, &n, "GW_HELPER_PREV=%s", c->prev_dir ? c->prev_dir : "");
-        env_add(&env, &n, "GW_HELPER_NEW=%s", c->new_dir);
-        env_add(&env, &n, "GW_HELPER_YAML=%s", c->yaml_out ? c->yaml_out : "");
-        env_add(&env, &n, "GW_HELPER_FDS=%d,%d", c->report_fd, c->go_fd);
-        pid_t pid = helper_exec(env, c->report_fd, c->go_fd);
-        env_free(env);
-        return pid;
+        struct gw_helper_args a = { 0 };
+        gw_helper_arg(&a, "SOURCE", "%s", c->source);
+        gw_helper_arg(&a, "SOURCES", "%s", c->sources ? c->sources : "");
+        gw_helper_arg_user(&a, c->uid, c->gid, c->groups, c->n_groups);
+        gw_helper_arg(&a, "PREV", "%s", c->prev_dir ? c->prev_dir : "");
+        gw_helper_arg(&a, "NEW", "%s", c->new_dir);
+        gw_helper_arg(&a, "YAML", "%s", c->yaml_out ? c->yaml_out : "");
+        gw_helper_arg(&a, "REPORT", "%d", c->report_fd);
+        gw_helper_arg(&a, "GO", "%d", c->go_fd);
+        int keep[2] = { c->report_fd, c->go_fd };
+        return gw_helper_spawn("cache-copy", &a, keep, 2);
 }
 
 pid_t gw_cache_remove_spawn(const char *dir) {
-        size_t n;
-        char **env = helper_env(&n);
-        env_add(&env, &n, "GW_HELPER_DO=remove");
-        env_add(&env, &n, "GW_HELPER_NEW=%s", dir);
-        pid_t pid = helper_exec(env, -1, -1);
-        env_free(env);
-        return pid;
+        struct gw_helper_args a = { 0 };
+        gw_helper_arg(&a, "DIR", "%s", dir);
+        return gw_helper_spawn("cache-remove", &a, NULL, 0);
 }
 
 /* The copying helper, in its own image: the writer, and the reader it forks (this process
@@ -812,46 +740,33 @@ static int remove_one(const char *path, const struct stat *st, int type, struct 
         return 0;
 }
 
-static const char *env_or_null(const char *name) {
-        const char *v = getenv(name);
-        return v && *v ? v : NULL;
+static int remove_main(void) {
+        const char *dir = gw_helper_get("DIR");
+        if (dir)
+                (void) nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
+        return dir ? 0 : 2;
 }
 
-int gw_cache_helper_main(int argc, char **argv) {
-        if (argc != 2 || strcmp(argv[1], HELPER_FLAG))
+int gw_cache_helper_main(const char *kind) {
+        if (!strcmp(kind, "cache-remove"))
+                return remove_main();
+        if (strcmp(kind, "cache-copy"))
                 return -1;
-        const char *what = env_or_null("GW_HELPER_DO"), *dir = env_or_null("GW_HELPER_NEW");
-        if (what && dir && !strcmp(what, "remove")) {
-                (void) nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
-                return 0;
-        }
-        struct gw_cache_copy c = { .report_fd = -1, .go_fd = -1 };
         static uint32_t groups[GW_CACHE_MAX_GROUPS];
-        const char *user = env_or_null("GW_HELPER_USER"), *fds = env_or_null("GW_HELPER_FDS");
-        unsigned uid, gid;
-        int at = 0;
-        if (!what || strcmp(what, "copy") || !dir || !user || !fds ||
-            sscanf(fds, "%d,%d", &c.report_fd, &c.go_fd) != 2 || sscanf(user, "%u:%u:%n", &uid, &gid, &at) != 2 ||
-            !at) {
-                fputs("gpuwardd: " HELPER_FLAG " is the daemon's own helper, not to be run by hand\n", stderr);
+        struct gw_cache_copy c = {
+                .source = gw_helper_get("SOURCE"),
+                .sources = gw_helper_get("SOURCES"),
+                .prev_dir = gw_helper_get("PREV"),
+                .new_dir = gw_helper_get("NEW"),
+                .yaml_out = gw_helper_get("YAML"),
+                .report_fd = gw_helper_get_fd("REPORT"),
+                .go_fd = gw_helper_get_fd("GO"),
+                .groups = groups,
+        };
+        if (c.report_fd < 0 || c.go_fd < 0 || !c.source || !c.new_dir ||
+            gw_helper_get_user("USER", &c.uid, &c.gid, groups, GW_CACHE_MAX_GROUPS, &c.n_groups) < 0) {
+                fputs("gpuwardd: --helper is the daemon's own, not to be run by hand\n", stderr);
                 return 2;
-        }
-        for (const char *g = user + at; *g && c.n_groups < GW_CACHE_MAX_GROUPS; g += *g == ',') {
-                char *end;
-                groups[c.n_groups++] = (uint32_t) strtoul(g, &end, 10);
-                g = end;
-        }
-        c.uid = uid;
-        c.gid = gid;
-        c.groups = groups;
-        c.source = env_or_null("GW_HELPER_SOURCE");
-        c.sources = env_or_null("GW_HELPER_SOURCES");
-        c.prev_dir = env_or_null("GW_HELPER_PREV");
-        c.new_dir = dir;
-        c.yaml_out = env_or_null("GW_HELPER_YAML");
-        if (!c.source) {
-                say(c.report_fd, "ERR lost the helper was given no source\n");
-                return 1;
         }
         return copy_main(&c);
 }

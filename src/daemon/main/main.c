@@ -27,6 +27,7 @@
 #include "daemon/cache/cache.h"
 #include "daemon/daemon.h"
 #include "daemon/base/fairshare.h"
+#include "daemon/base/helper.h"
 #include "daemon/notify/notify.h"
 #include "daemon/nodes/nodes.h"
 #include "daemon/nodewatch/nodes_watch.h"
@@ -414,10 +415,13 @@ static int check_config(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-        int r = gw_cache_helper_main(argc, argv); /* the dataset cache's helper, in its own image */
-        if (r >= 0)
-                return r;
-        r = gw_stage_run_main(argc, argv); /* a Slurm job's dataset step (stage_run.c) */
+        const char *helper = gw_helper_kind(argc, argv); /* a helper of the daemon's, in its own image */
+        if (helper) {
+                int r = gw_cache_helper_main(helper);
+                r = r >= 0 ? r : gw_scratch_helper_main(helper);
+                return r >= 0 ? r : 2;
+        }
+        int r = gw_stage_run_main(argc, argv); /* a Slurm job's dataset step (stage_run.c) */
         if (r >= 0)
                 return r;
         r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */

@@ -23,6 +23,10 @@
 
 #include "daemon/daemon.h"
 
+/* `gpuwardd --helper scratch-copy` (daemon/base/helper.h): the copying helper's exit status;
+ * -1 for another kind. */
+int gw_scratch_helper_main(const char *kind);
+
 /* Makes scratch_dir (root's, 0711) when set.  0, or -errno (logged): the daemon does not start. */
 int gw_scratch_open(struct gw_daemon *d);
 /* Stops the helpers in flight (their half copies have temporary names, dropped next time). */

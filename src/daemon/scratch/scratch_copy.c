@@ -21,6 +21,7 @@
 
 #include "core/ckpt.h"
 #include "core/scratch.h"
+#include "daemon/base/helper.h"
 #include "daemon/scratch/scratch_int.h"
 
 #define BUF_SIZE (1u << 20)
@@ -375,17 +376,39 @@ static int helper(const struct gw_scratch_copy *c) {
 }
 
 pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid < 0 ? -errno : pid;
-        (void) setpgid(0, 0); /* stopped as a group of its own, never with the daemon's */
-        /* Only the report pipe: not the daemon's sockets, nor its jobs' channels. */
-        if (c->report_fd > 3)
-                (void) close_range(3, (unsigned) c->report_fd - 1, 0);
-        (void) close_range((unsigned) c->report_fd + 1, ~0U, 0);
+        struct gw_helper_args a = { 0 };
+        gw_helper_arg(&a, "MODE", "%s", c->mode == GW_SCRATCH_SYNC ? "sync" : "look");
+        gw_helper_arg(&a, "SRC", "%s", c->src);
+        gw_helper_arg(&a, "DST", "%s", c->dst ? c->dst : "");
+        gw_helper_arg(&a, "SUB", "%s", c->sub ? c->sub : "");
+        gw_helper_arg(&a, "EMPTY", "%d", c->empty_src ? 1 : 0);
+        gw_helper_arg_user(&a, c->uid, c->gid, c->groups, c->n_groups);
+        gw_helper_arg(&a, "REPORT", "%d", c->report_fd);
+        return gw_helper_spawn("scratch-copy", &a, &c->report_fd, 1);
+}
+
+int gw_scratch_helper_main(const char *kind) {
+        if (strcmp(kind, "scratch-copy"))
+                return -1;
+        static uint32_t groups[GW_SCRATCH_MAX_GROUPS];
+        const char *mode = gw_helper_get("MODE"), *empty = gw_helper_get("EMPTY");
+        struct gw_scratch_copy c = {
+                .mode = mode && !strcmp(mode, "sync") ? GW_SCRATCH_SYNC : GW_SCRATCH_LOOK,
+                .src = gw_helper_get("SRC"),
+                .dst = gw_helper_get("DST"),
+                .sub = gw_helper_get("SUB"),
+                .empty_src = empty && !strcmp(empty, "1"),
+                .groups = groups,
+                .report_fd = gw_helper_get_fd("REPORT"),
+        };
+        if (!mode || !c.src || c.report_fd < 0 ||
+            gw_helper_get_user("USER", &c.uid, &c.gid, groups, GW_SCRATCH_MAX_GROUPS, &c.n_groups) < 0) {
+                fputs("gpuwardd: --helper is the daemon's own, not to be run by hand\n", stderr);
+                return 2;
+        }
         signal(SIGPIPE, SIG_IGN);
         struct sigaction sa = { .sa_handler = on_term };
         (void) sigemptyset(&sa.sa_mask);
         (void) sigaction(SIGTERM, &sa, NULL);
-        _exit(helper(c));
+        return helper(&c);
 }
