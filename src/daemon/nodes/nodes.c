@@ -167,33 +167,45 @@ static int check_gpu(struct check *c, const json_t *g, size_t i, json_t *dst) {
 
 /* The Xids NVML told since the agent's last delivered snapshot (optional):
  * [{"gpu": INDEX, "xid": N}], at most GW_AGENT_MAX_XIDS, each on one of the node's GPUs. */
-static int check_xids(struct check *c, const json_t *xids, size_t n_gpus, json_t *dst) {
-        static const char *const known[] = { "gpu", "xid" };
-        if (!xids)
+static const char *const xid_keys[] = { "gpu", "xid" };
+static const char *const staged_keys[] = { "job", "ms", "ok", "hit", "bytes" };
+
+/* One record of an array, its fields checked into o; pre is "KEY[i]." for the messages. */
+typedef int (*check_record_fn)(struct check *c, const json_t *x, const char *pre, size_t n_gpus, json_t *o);
+
+/* An optional array of at most max objects with only the known keys, each checked by fn. */
+static int check_records(struct check *c, const json_t *arr_in, const char *key, size_t max, const char *what,
+                         const char *const *known, size_t n_known, check_record_fn fn, size_t n_gpus, json_t *dst) {
+        if (!arr_in)
                 return 0;
-        if (!json_is_array(xids) || json_array_size(xids) > GW_AGENT_MAX_XIDS)
-                return fail(c, "xids", "an array of at most %d {\"gpu\", \"xid\"}", GW_AGENT_MAX_XIDS);
+        if (!json_is_array(arr_in) || json_array_size(arr_in) > max)
+                return fail(c, key, "an array of at most %zu %s", max, what);
         json_t *arr = json_array();
-        json_object_set_new(dst, "xids", arr);
-        for (size_t i = 0; i < json_array_size(xids); i++) {
-                const json_t *x = json_array_get(xids, i);
+        json_object_set_new(dst, key, arr);
+        for (size_t i = 0; i < json_array_size(arr_in); i++) {
+                const json_t *x = json_array_get(arr_in, i);
                 char pre[32];
-                snprintf(pre, sizeof pre, "xids[%zu].", i);
+                snprintf(pre, sizeof pre, "%s[%zu].", key, i);
                 if (!json_is_object(x))
-                        return fail(c, "xids", "each Xid must be an object");
+                        return fail(c, key, "each record must be an object");
                 json_t *o = json_object();
                 json_array_append_new(arr, o);
-                int r = only_keys(c, x, pre, known, ELEMENTSOF(known));
-                if (!r && n_gpus == 0)
-                        return fail(c, strcat(pre, "gpu"), "the node reports no GPU");
+                int r = only_keys(c, x, pre, known, n_known);
                 if (!r)
-                        r = get_int(c, x, "gpu", pre, 0, (json_int_t) n_gpus - 1, false, o);
-                if (!r)
-                        r = get_int(c, x, "xid", pre, 0, 1000000, false, o);
+                        r = fn(c, x, pre, n_gpus, o);
                 if (r)
                         return r;
         }
         return 0;
+}
+
+static int check_xid(struct check *c, const json_t *x, const char *pre, size_t n_gpus, json_t *o) {
+        char f[48];
+        snprintf(f, sizeof f, "%sgpu", pre);
+        if (n_gpus == 0)
+                return fail(c, f, "the node reports no GPU");
+        int r = get_int(c, x, "gpu", pre, 0, (json_int_t) n_gpus - 1, false, o);
+        return r ? r : get_int(c, x, "xid", pre, 0, 1000000, false, o);
 }
 
 static int get_bool(struct check *c, const json_t *o, const char *key, const char *prefix, json_t *dst) {
@@ -206,41 +218,18 @@ static int get_bool(struct check *c, const json_t *o, const char *key, const cha
         return 0;
 }
 
-/* The datasets the node's stager answered since the agent's last delivered snapshot
- * (optional): [{"job": SLURM_ID, "ms": WAITED, "ok", "hit", "bytes"}], at most
- * GW_AGENT_MAX_STAGED. */
-static int check_staged(struct check *c, const json_t *staged, json_t *dst) {
-        static const char *const known[] = { "job", "ms", "ok", "hit", "bytes" };
-        if (!staged)
-                return 0;
-        if (!json_is_array(staged) || json_array_size(staged) > GW_AGENT_MAX_STAGED)
-                return fail(c, "staged", "an array of at most %d {\"job\", \"ms\", \"ok\", \"hit\", \"bytes\"}",
-                            GW_AGENT_MAX_STAGED);
-        json_t *arr = json_array();
-        json_object_set_new(dst, "staged", arr);
-        for (size_t i = 0; i < json_array_size(staged); i++) {
-                const json_t *x = json_array_get(staged, i);
-                char pre[32];
-                snprintf(pre, sizeof pre, "staged[%zu].", i);
-                if (!json_is_object(x))
-                        return fail(c, "staged", "each record must be an object");
-                json_t *o = json_object();
-                json_array_append_new(arr, o);
-                int r = only_keys(c, x, pre, known, ELEMENTSOF(known));
-                if (!r)
-                        r = get_int(c, x, "job", pre, 1, UINT32_MAX, false, o);
-                if (!r)
-                        r = get_int(c, x, "ms", pre, 0, GW_AGENT_MAX_STAGE_MS, false, o);
-                if (!r)
-                        r = get_bool(c, x, "ok", pre, o);
-                if (!r)
-                        r = get_bool(c, x, "hit", pre, o);
-                if (!r)
-                        r = get_int(c, x, "bytes", pre, 0, INT64_MAX, false, o);
-                if (r)
-                        return r;
-        }
-        return 0;
+/* A dataset the node's stager answered since the agent's last delivered snapshot:
+ * {"job": SLURM_ID, "ms": WAITED, "ok", "hit", "bytes"}. */
+static int check_staged(struct check *c, const json_t *x, const char *pre, size_t n_gpus, json_t *o) {
+        (void) n_gpus;
+        int r = get_int(c, x, "job", pre, 1, UINT32_MAX, false, o);
+        if (!r)
+                r = get_int(c, x, "ms", pre, 0, GW_AGENT_MAX_STAGE_MS, false, o);
+        if (!r)
+                r = get_bool(c, x, "ok", pre, o);
+        if (!r)
+                r = get_bool(c, x, "hit", pre, o);
+        return r ? r : get_int(c, x, "bytes", pre, 0, INT64_MAX, false, o);
 }
 
 int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t field_len, char *why, size_t why_len) {
@@ -268,9 +257,13 @@ int gw_node_snapshot_check(const json_t *body, json_t **ret, char *field, size_t
                 r = check_gpu(&c, json_array_get(gpus, i), i, g);
         }
         if (!r)
-                r = check_xids(&c, json_object_get(body, "xids"), json_array_size(gpus), out);
+                r = check_records(&c, json_object_get(body, "xids"), "xids", (size_t) GW_AGENT_MAX_XIDS,
+                                  "{\"gpu\", \"xid\"}", xid_keys, ELEMENTSOF(xid_keys), check_xid,
+                                  json_array_size(gpus), out);
         if (!r)
-                r = check_staged(&c, json_object_get(body, "staged"), out);
+                r = check_records(&c, json_object_get(body, "staged"), "staged", (size_t) GW_AGENT_MAX_STAGED,
+                                  "{\"job\", \"ms\", \"ok\", \"hit\", \"bytes\"}", staged_keys, ELEMENTSOF(staged_keys),
+                                  check_staged, 0, out);
         if (r < 0) {
                 json_decref(out);
                 return r;

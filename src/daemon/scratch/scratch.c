@@ -303,6 +303,26 @@ static void restore(struct gw_daemon *d, struct gw_scratch_job *sj) {
         event(d, j, msg);
 }
 
+/* The job's scratch record for its current attempt: scratch_dir/JOB-ATTEMPT. */
+static struct gw_scratch_job *job_new(struct gw_daemon *d, struct gw_djob *dj) {
+        struct gw_scratch_job *sj = gw_xcalloc(1, sizeof *sj);
+        sj->dj = dj;
+        sj->rfd = -1;
+        (void) gw_scratch_name(dj->job->id, dj->job->attempt, sj->name, sizeof sj->name);
+        if (asprintf(&sj->dir, "%s/%s", d->cfg->scratch_dir, sj->name) < 0)
+                abort();
+        return sj;
+}
+
+/* Watched from now on, its first look at next_look (monotonic). */
+static void job_add(struct gw_scratch_job *sj, gw_usec_t next_look) {
+        sj->next_look = next_look;
+        sj->next = scratch.jobs;
+        scratch.jobs = sj;
+        sj->dj->scratch = sj;
+        sj->dj->job->scratch_dir = sj->dir;
+}
+
 void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         if (!j->scratch || scratch.fd < 0)
@@ -313,12 +333,7 @@ void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
                 dj->scratch = job_free(dj->scratch);
                 j->scratch_dir = NULL;
         }
-        struct gw_scratch_job *sj = gw_xcalloc(1, sizeof *sj);
-        sj->dj = dj;
-        sj->rfd = -1;
-        (void) gw_scratch_name(j->id, j->attempt, sj->name, sizeof sj->name);
-        if (asprintf(&sj->dir, "%s/%s", d->cfg->scratch_dir, sj->name) < 0)
-                abort();
+        struct gw_scratch_job *sj = job_new(d, dj);
         int r = make_folder(d, j, sj->dir, sj->name);
         if (r < 0) {
                 char msg[700];
@@ -328,11 +343,7 @@ void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
                 job_free(sj);
                 return;
         }
-        sj->next_look = d->now + d->cfg->scratch_interval;
-        sj->next = scratch.jobs;
-        scratch.jobs = sj;
-        dj->scratch = sj;
-        j->scratch_dir = sj->dir;
+        job_add(sj, d->now + d->cfg->scratch_interval);
         if (j->attempt > 1)
                 restore(d, sj);
 }
@@ -341,19 +352,10 @@ void gw_scratch_job_recovered(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         if (!j->scratch || scratch.fd < 0 || dj->scratch)
                 return;
-        struct gw_scratch_job *sj = gw_xcalloc(1, sizeof *sj);
-        sj->dj = dj;
-        sj->rfd = -1;
-        (void) gw_scratch_name(j->id, j->attempt, sj->name, sizeof sj->name);
-        if (asprintf(&sj->dir, "%s/%s", d->cfg->scratch_dir, sj->name) < 0)
-                abort();
+        struct gw_scratch_job *sj = job_new(d, dj);
         /* Kept even when the folder is gone (the node's disk lost): its run's checkpoints are
          * then found in the shared folder by the same path (resume.c). */
-        sj->next_look = d->now;
-        sj->next = scratch.jobs;
-        scratch.jobs = sj;
-        dj->scratch = sj;
-        j->scratch_dir = sj->dir;
+        job_add(sj, d->now);
 }
 
 /* "copied runs/x/weights/last.pt (epoch 3) back to /shared/job" for one "C BYTES REL" line. */
