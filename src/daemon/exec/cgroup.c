@@ -122,6 +122,94 @@ int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, c
         return 0;
 }
 
+#define POOL_IDLE_MAX 64
+#define POOL_NAME_TRIES 1000
+
+/* A "key value" line's value in a cgroup's small interface file (cgroup.events,
+ * memory.events): read with one read(2), no stdio, as this runs at every job's end. */
+static int small_counter(const char *dir, const char *file, const char *key, uint64_t *ret) {
+        char p[640], buf[512];
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        size_t klen = strlen(key);
+        for (const char *l = buf; *l;) {
+                if (!strncmp(l, key, klen) && l[klen] == ' ') {
+                        char *end;
+                        errno = 0;
+                        unsigned long long v = strtoull(l + klen + 1, &end, 10);
+                        if (errno || end == l + klen + 1)
+                                return -EIO;
+                        *ret = v;
+                        return 0;
+                }
+                const char *nl = strchr(l, '\n');
+                if (!nl)
+                        break;
+                l = nl + 1;
+        }
+        return -ENOENT;
+}
+
+static bool is_slot(const struct gw_cgroups *cg, const char *dir) {
+        size_t l = strlen(cg->base);
+        return !strncmp(dir, cg->base, l) && !strncmp(dir + l, "/slot-", 6) && !strchr(dir + l + 1, '/');
+}
+
+int gw_cgroup_pool_take(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, char **ret_dir) {
+        if (cg->mode != GW_CGROUP_V2)
+                return -EOPNOTSUPP;
+        if (p->n > 0) {
+                *ret_dir = p->idle[--p->n];
+                return 0;
+        }
+        /* A slot-N an earlier daemon left may hold an adopted job: never shared (EEXIST). */
+        for (unsigned i = 0; i < POOL_NAME_TRIES; i++) {
+                char dir[700];
+                snprintf(dir, sizeof dir, "%s/slot-%u", cg->base, ++p->next);
+                if (mkdir(dir, 0755) == 0) {
+                        *ret_dir = gw_xstrdup(dir);
+                        return 0;
+                }
+                if (errno != EEXIST)
+                        return -errno;
+        }
+        return -EEXIST;
+}
+
+bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, const char *dir) {
+        uint64_t v;
+        if (cg->mode != GW_CGROUP_V2 || !is_slot(cg, dir) || p->n >= POOL_IDLE_MAX)
+                return false;
+        if (small_counter(dir, "cgroup.events", "populated", &v) < 0 || v != 0)
+                return false;
+        /* One made inside it (by a job run as root) would outlive the attempt in the next one's. */
+        if (small_counter(dir, "cgroup.stat", "nr_descendants", &v) < 0 || v != 0)
+                return false;
+        if (cg->memory && (small_counter(dir, "memory.events", "oom_kill", &v) < 0 || v != 0))
+                return false;
+        if (p->n == p->cap) {
+                p->cap = p->cap ? 2 * p->cap : 8;
+                p->idle = gw_xrealloc(p->idle, p->cap * sizeof *p->idle);
+        }
+        p->idle[p->n++] = gw_xstrdup(dir);
+        return true;
+}
+
+void gw_cgroup_pool_free(struct gw_cgroup_pool *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                (void) rmdir(p->idle[i]);
+                free(p->idle[i]);
+        }
+        free(p->idle);
+        *p = (struct gw_cgroup_pool){ 0 };
+}
+
 /* Pids listed in the cgroup, at most cap. */
 static size_t read_procs(const char *dir, pid_t *buf, size_t cap) {
         char p[640];
@@ -170,7 +258,7 @@ size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_
         struct dirent *e;
         while (dir && (e = readdir(dir))) {
                 char path[800];
-                if (strncmp(e->d_name, "job-", 4) ||
+                if ((strncmp(e->d_name, "job-", 4) && strncmp(e->d_name, "slot-", 5)) ||
                     snprintf(path, sizeof path, "%s/%s", cg->base, e->d_name) >= (int) sizeof path ||
                     kept(path, keep, n_keep))
                         continue;

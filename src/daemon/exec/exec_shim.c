@@ -63,12 +63,15 @@ void gw_exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pend
         s->pending = x;
 }
 
-/* Before the start is recorded: its cgroup, named in the record so that a restarted daemon
- * finds it. */
+/* Before the start is recorded: its cgroup (v2: from the pool of emptied ones), named in the
+ * record so that a restarted daemon finds it. */
 static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
-        if (s->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&s->cg, j->id, j->attempt, &j->cgroup) < 0)
+        int r = s->cg.mode == GW_CGROUP_V2     ? gw_cgroup_pool_take(&s->cg, &s->cg_pool, &j->cgroup)
+                : s->cg.mode != GW_CGROUP_NONE ? gw_cgroup_create(&s->cg, j->id, j->attempt, &j->cgroup)
+                                               : 0;
+        if (r < 0)
                 log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
 }
 
@@ -127,6 +130,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         };
         struct gw_launched run;
         gw_exec_shim_job(dj)->signal_held = 0; /* an earlier attempt's stop is not this one's */
+        gw_exec_shim_job(dj)->cgroup_reusable = false;
         host_oom_before_start(d, dj);
         int r = gw_launch_start(&l, &s->warm, s->launcher, &run, err, errlen);
         if (r < 0)
@@ -224,17 +228,21 @@ static gw_usec_t tick(struct gw_daemon *d) {
         return next;
 }
 
+/* A start not launched leaves its cgroup untouched; a launched one's comes back only once its
+ * supervisor reported its end (exec_shim_report.c), and is otherwise removed. */
 static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
+        struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
+        const struct gw_exec_job *x = dj->exec;
         if (!started) {
-                if (j->cgroup)
+                if (j->cgroup && !gw_cgroup_pool_give_back(&s->cg, &s->cg_pool, j->cgroup))
                         (void) gw_cgroup_remove(j->cgroup);
                 return;
         }
         gw_exec_shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
         gw_exec_shim_trim_exits(d);
-        if (j->cgroup)
-                gw_cgroup_trash_add(&exec_shim_of(d)->cg_trash, j->cgroup);
+        if (j->cgroup && !(x && x->cgroup_reusable && gw_cgroup_pool_give_back(&s->cg, &s->cg_pool, j->cgroup)))
+                gw_cgroup_trash_add(&s->cg_trash, j->cgroup);
 }
 
 /* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
@@ -257,6 +265,7 @@ static void exec_shim_close(struct gw_daemon *d) {
         struct gw_exec_shim *s = exec_shim_of(d);
         (void) gw_cgroup_trash_sweep(&s->cg_trash, d->now);
         gw_cgroup_trash_free(&s->cg_trash);
+        gw_cgroup_pool_free(&s->cg_pool);
         gw_cgroup_release(&s->cg);
         s->exits = gw_exits_close(s->exits);
         s->launcher = gw_launch_server_close(s->launcher);
