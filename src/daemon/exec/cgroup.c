@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "daemon/exec/proc.h"
 
 #define TRASH_RETRY_USEC GW_USEC_PER_SEC
 #define TRASH_TRIES 60
@@ -125,35 +126,10 @@ int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, c
 #define POOL_IDLE_MAX 64
 #define POOL_NAME_TRIES 1000
 
-/* A "key value" line's value in a cgroup's small interface file (cgroup.events,
- * memory.events): read with one read(2), no stdio, as this runs at every job's end. */
-static int small_counter(const char *dir, const char *file, const char *key, uint64_t *ret) {
-        char p[640], buf[512];
+static int cgroup_counter(const char *dir, const char *file, const char *key, uint64_t *ret) {
+        char p[640];
         snprintf(p, sizeof p, "%s/%s", dir, file);
-        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        size_t klen = strlen(key);
-        for (const char *l = buf; *l;) {
-                if (!strncmp(l, key, klen) && l[klen] == ' ') {
-                        char *end;
-                        errno = 0;
-                        unsigned long long v = strtoull(l + klen + 1, &end, 10);
-                        if (errno || end == l + klen + 1)
-                                return -EIO;
-                        *ret = v;
-                        return 0;
-                }
-                const char *nl = strchr(l, '\n');
-                if (!nl)
-                        break;
-                l = nl + 1;
-        }
-        return -ENOENT;
+        return gw_proc_counter(p, key, ret);
 }
 
 static bool is_slot(const struct gw_cgroups *cg, const char *dir) {
@@ -186,12 +162,12 @@ bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool
         uint64_t v;
         if (cg->mode != GW_CGROUP_V2 || !is_slot(cg, dir) || p->n >= POOL_IDLE_MAX)
                 return false;
-        if (small_counter(dir, "cgroup.events", "populated", &v) < 0 || v != 0)
+        if (cgroup_counter(dir, "cgroup.events", "populated", &v) < 0 || v != 0)
                 return false;
         /* One made inside it (by a job run as root) would outlive the attempt in the next one's. */
-        if (small_counter(dir, "cgroup.stat", "nr_descendants", &v) < 0 || v != 0)
+        if (cgroup_counter(dir, "cgroup.stat", "nr_descendants", &v) < 0 || v != 0)
                 return false;
-        if (cg->memory && (small_counter(dir, "memory.events", "oom_kill", &v) < 0 || v != 0))
+        if (cg->memory && (cgroup_counter(dir, "memory.events", "oom_kill", &v) < 0 || v != 0))
                 return false;
         if (p->n == p->cap) {
                 p->cap = p->cap ? 2 * p->cap : 8;

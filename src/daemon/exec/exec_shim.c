@@ -2,6 +2,7 @@
  * loop plumbing and set-up.  The supervisors' reports: exec_shim_report.c; the launcher's
  * answers: exec_shim_launch.c; adoption at a restart: exec_shim_adopt.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,11 @@ static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
                 log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
 }
 
+static int host_oom_count(const struct gw_exec_shim *s, uint64_t *ret) {
+        return s->vmstat_fd >= 0 ? gw_proc_counter_fd(s->vmstat_fd, "oom_kill", ret)
+                                 : gw_proc_counter("/proc/vmstat", "oom_kill", ret);
+}
+
 /* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
  * told by the host's count: read before the job can start, once per loop iteration (the
  * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
@@ -85,7 +91,7 @@ static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
         if (s->cg.memory && dj->job->cgroup)
                 return;
         if (s->host_oom_at != d->now || !s->host_oom_at) {
-                s->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &s->host_oom);
+                s->host_oom_r = host_oom_count(s, &s->host_oom);
                 s->host_oom_at = d->now;
         }
         x->host_oom_known = s->host_oom_r == 0;
@@ -255,7 +261,7 @@ static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_f
         if (exec_shim_of(d)->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
                 in->oom_counted = true;
                 in->oom_kills = n;
-        } else if (x && x->host_oom_known && gw_proc_counter("/proc/vmstat", "oom_kill", &n) == 0) {
+        } else if (x && x->host_oom_known && host_oom_count(exec_shim_of(d), &n) == 0) {
                 in->host_oom_counted = true;
                 in->host_oom_kills = n >= x->host_oom_start ? n - x->host_oom_start : 0;
         }
@@ -270,6 +276,8 @@ static void exec_shim_close(struct gw_daemon *d) {
         s->exits = gw_exits_close(s->exits);
         s->launcher = gw_launch_server_close(s->launcher);
         gw_warm_close(&s->warm);
+        if (s->vmstat_fd >= 0)
+                (void) close(s->vmstat_fd);
         while (s->pending) /* a job freed later must not reach into s */
                 pending_unlink(s->pending);
         free(s);
@@ -281,6 +289,7 @@ static void serve(struct gw_daemon *d);
 int gw_exec_shim_open(struct gw_daemon *d) {
         struct gw_exec_shim *s = gw_xcalloc(1, sizeof *s);
         s->launcher_watched = -1;
+        s->vmstat_fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
         s->ops = (struct gw_executor){
                 .name = "shim",
                 .state = s,

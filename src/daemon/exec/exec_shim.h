@@ -44,6 +44,7 @@ struct gw_exec_shim {
         gw_usec_t host_oom_at; /* the loop iteration (now) host_oom was read in, 0 never */
         int host_oom_r; /* its result: 0, or -errno */
         uint64_t host_oom; /* the host's oom_kill count (/proc/vmstat) then */
+        int vmstat_fd; /* /proc/vmstat kept open (host_oom), -1: opened at each read */
         char exits_path[4200];
         struct gw_exits *exits;
         struct gw_launch_server *launcher; /* NULL: jobs are started by spawning their shim */
