@@ -125,41 +125,58 @@ static void put(const char *dir, const char *file, const char *text) {
         fclose(f);
 }
 
+/* A slot taken and made ready to come back: nothing in it (cgroup.events), no OOM kill. */
+static char *take_empty(struct gw_cgroups *cg, struct gw_cgroup_pool *pool) {
+        char *dir = NULL;
+        assert_int_equal(gw_cgroup_pool_take(cg, pool, &dir), 0);
+        assert_true(exists(dir));
+        put(dir, "cgroup.events", "populated 0\nfrozen 0\n");
+        put(dir, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+        return dir;
+}
+
 static void test_the_pool_takes_back_only_what_nothing_can_be_in(void **state) {
-        struct gw_cgroups cg = { .mode = GW_CGROUP_V2 };
+        struct gw_cgroups cg = { .mode = GW_CGROUP_V2, .memory = true };
         snprintf(cg.base, sizeof cg.base, "%s", root);
         struct gw_cgroup_pool pool = { 0 };
-        char left[128], *a = NULL, *b = NULL, *c = NULL;
-        assert_int_equal(gw_cgroup_pool_take(&cg, &pool, &a), 0);
-        snprintf(left, sizeof left, "%s/slot-2", root); /* an earlier daemon's, maybe an adopted job's */
-        assert_int_equal(mkdir(left, 0755), 0);
-        assert_int_equal(gw_cgroup_pool_take(&cg, &pool, &b), 0);
-        assert_string_not_equal(b, left);
-        assert_true(exists(a) && exists(b));
-        put(a, "cgroup.stat", "nr_descendants 0\nnr_dying_descendants 0\n");
+        char path[128];
+        char *a = take_empty(&cg, &pool);
+        snprintf(path, sizeof path, "%s/slot-2", root); /* an earlier daemon's, maybe an adopted job's */
+        assert_int_equal(mkdir(path, 0755), 0);
         put(a, "cgroup.events", "populated 1\nfrozen 0\n");
         assert_false(gw_cgroup_pool_give_back(&cg, &pool, a)); /* a process still in it */
         put(a, "cgroup.events", "populated 0\nfrozen 0\n");
-        put(a, "cgroup.stat", "nr_descendants 1\nnr_dying_descendants 0\n");
-        assert_false(gw_cgroup_pool_give_back(&cg, &pool, a)); /* a cgroup made inside it */
-        put(a, "cgroup.stat", "nr_descendants 0\nnr_dying_descendants 0\n");
-        cg.memory = true;
-        put(a, "memory.events", "low 0\nhigh 0\nmax 0\noom 1\noom_kill 1\n");
-        assert_false(gw_cgroup_pool_give_back(&cg, &pool, a)); /* its count would not be the next attempt's */
-        put(a, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
-        assert_true(gw_cgroup_pool_give_back(&cg, &pool, a));
-        assert_int_equal(gw_cgroup_pool_take(&cg, &pool, &c), 0);
-        assert_string_equal(c, a); /* no new directory */
-        snprintf(left, sizeof left, "%s/job-3.1", root);
-        assert_false(gw_cgroup_pool_give_back(&cg, &pool, left)); /* a v1 or older job's: removed */
+        assert_false(gw_cgroup_pool_give_back(&cg, &pool, a)); /* refused once: the caller removes it */
+
+        char *b = take_empty(&cg, &pool);
+        assert_string_not_equal(b, path); /* slot-2 is not taken over */
+        snprintf(path, sizeof path, "%s/inner", b);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_false(gw_cgroup_pool_give_back(&cg, &pool, b)); /* a cgroup made inside it */
+
+        char *c = take_empty(&cg, &pool);
+        put(c, "memory.events", "low 0\nhigh 0\nmax 0\noom 1\noom_kill 1\n");
+        assert_false(gw_cgroup_pool_give_back(&cg, &pool, c)); /* its count would not be the next attempt's */
+
+        char *d = take_empty(&cg, &pool), *e = NULL;
+        assert_true(gw_cgroup_pool_give_back(&cg, &pool, d));
+        assert_false(gw_cgroup_pool_give_back(&cg, &pool, d)); /* given back already */
+        assert_int_equal(gw_cgroup_pool_take(&cg, &pool, &e), 0);
+        assert_string_equal(e, d); /* no new directory */
+        assert_true(gw_cgroup_pool_give_back(&cg, &pool, e)); /* the same slot again, through its kept files */
+
+        snprintf(path, sizeof path, "%s/job-3.1", root);
+        assert_false(gw_cgroup_pool_give_back(&cg, &pool, path)); /* an older daemon's job cgroup */
+        char *f = NULL;
         cg.mode = GW_CGROUP_V1;
-        char *d = NULL;
-        assert_int_equal(gw_cgroup_pool_take(&cg, &pool, &d), -EOPNOTSUPP); /* v1: one per attempt */
-        assert_null(d);
+        assert_int_equal(gw_cgroup_pool_take(&cg, &pool, &f), -EOPNOTSUPP); /* v1: one per attempt */
+        assert_null(f);
         gw_cgroup_pool_free(&pool);
         free(a);
         free(b);
         free(c);
+        free(d);
+        free(e);
 }
 
 static void test_counter_lines(void **state) {

@@ -35,17 +35,21 @@ int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, c
  * and no cgroup, and (memory controller) it counted no OOM kill, so that its count stays the
  * attempt's own. */
 struct gw_cgroup_pool {
-        char **idle; /* malloc'ed paths, empty and unused */
+        struct gw_cgroup_slot {
+                char *dir; /* malloc'ed path */
+                int dir_fd, events_fd, memory_fd; /* kept open, -1 none (yet) */
+                bool idle; /* empty and unused, else some attempt's */
+        } * v; /* those this daemon made, at most 64: more at once are used once */
         size_t n, cap;
         unsigned next; /* the slot number the next mkdir tries */
 };
 /* A cgroup for the next attempt: an idle one, else a new slot-N (N not used by a cgroup left
  * by an earlier daemon).  Malloc'ed path in *ret_dir. */
 int gw_cgroup_pool_take(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, char **ret_dir);
-/* Keeps dir (a copy) for a later start if it is a pooled one and can be reused (above);
- * false: the caller removes it as before. */
+/* Keeps dir for a later start if it is one of the pool's and can be reused (above); false:
+ * the caller removes it as before. */
 bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, const char *dir);
-/* Removes the idle ones and frees the pool. */
+/* Removes the idle ones and frees the pool (those in use are left to their jobs). */
 void gw_cgroup_pool_free(struct gw_cgroup_pool *p);
 /* Signals every process in the cgroup (freezing it first under v1 so none can fork away) but
  * those in process group skip_group (0: none skipped), which the caller signalled already. */
