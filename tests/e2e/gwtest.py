@@ -246,7 +246,7 @@ class Daemon:
         base = self.cgroup_base() if os.path.exists(os.path.join(self.dir, "gpuwardd.log")) else None
         if base and os.path.isdir(base):
             for name in os.listdir(base):
-                if name.startswith("job-"):
+                if name.startswith(("job-", "slot-")):
                     try:
                         os.rmdir(os.path.join(base, name))
                     except OSError:
@@ -356,6 +356,14 @@ class Daemon:
 
     def events(self, jid, kind):
         return events_of(self.job(jid), kind)
+
+    def job_cgroup(self, jid, attempt=1):
+        """The cgroup an attempt of the job ran in, as its start event names it; None without."""
+        for e in self.events(jid, "start"):
+            m = re.search(r"attempt (\d+), cgroup (\S+)", e["message"])
+            if m and int(m.group(1)) == attempt:
+                return m.group(2)
+        return None
 
     def wait_job(self, jid, pred, timeout=20, what=None):
         """The job once pred(job) holds."""

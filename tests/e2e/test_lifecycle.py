@@ -162,6 +162,23 @@ class LifecycleTest(DaemonTest):
         self.assertRegex(hist, rf"(?m)^{a}\s+sh\s+\S+\s+FAILED\s+7")
 
 
+    def test_an_emptied_cgroup_serves_the_next_job(self):
+        """Making and removing a cgroup at each job was a sixth of the daemon's CPU per job: an
+        emptied one (v2) is the next start's, and goes when the daemon stops."""
+        if "cgroups: v2 under" not in self.d.daemon_log():
+            self.skipTest("no cgroup v2 on this host")
+        a = self.d.submit("--", "cat", "/proc/self/cgroup")
+        self.d.wait_state(a, "COMPLETED")
+        b = self.d.submit("--", "cat", "/proc/self/cgroup")
+        self.d.wait_state(b, "COMPLETED")
+        cg = self.d.job_cgroup(b)
+        self.assertEqual(self.d.job_cgroup(a), cg, "the second job got the first one's cgroup")
+        self.assertRegex(self.d.log_text(b), rf"(?m)^0::/\S*/{re.escape(os.path.basename(cg))}$", "and ran in it")
+        self.assertTrue(os.path.isdir(cg), "kept, empty, for the next start")
+        self.d.stop()
+        self.assertFalse(os.path.exists(cg), "removed when the daemon stops")
+
+
 class TimeLimitWarningTest(DaemonTest):
     """Ahead of its time limit a job is told (time_limit_warn) and sent the signal it asked for
     (submit --signal), so that it can save its work before SIGTERM."""

@@ -47,8 +47,11 @@ class RestartTest(DaemonTest):
         kept = self.d.submit("--", "sleep", "60")
         self.d.wait_state(kept, "RUNNING")
         self.d.stop()  # SIGTERM: the job keeps running, in its cgroup
+        # An emptied cgroup kept for reuse by a daemon killed since is named slot-N.
         stale, busy = os.path.join(base, "job-999.1"), os.path.join(base, "job-998.1")
+        stale_slot = os.path.join(base, "slot-999")
         os.mkdir(stale)
+        os.mkdir(stale_slot)
         os.mkdir(busy)
         p = subprocess.Popen(["sleep", "60"])
         try:
@@ -56,10 +59,11 @@ class RestartTest(DaemonTest):
                 f.write(str(p.pid))
             self.d.start()
             self.assertFalse(os.path.exists(stale), "an empty cgroup no job uses is removed")
+            self.assertFalse(os.path.exists(stale_slot), "an idle pooled one too")
             self.assertTrue(os.path.isdir(busy), "one with processes in it is left alone")
             self.assertEqual(self.d.job(kept)["state"], "RUNNING")
-            self.assertTrue(os.path.isdir(os.path.join(base, f"job-{kept}.1")), "a re-adopted job keeps its cgroup")
-            self.assertIn(f"removed 1 empty job cgroup left under {base}", self.d.daemon_log())
+            self.assertTrue(os.path.isdir(self.d.job_cgroup(kept)), "a re-adopted job keeps its cgroup")
+            self.assertIn(f"removed 2 empty job cgroups left under {base}", self.d.daemon_log())
         finally:
             p.kill()
             p.wait()
@@ -74,7 +78,7 @@ class RestartTest(DaemonTest):
         gate = os.path.join(self.d.work, "gate")
         jid = self.d.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done")
         self.d.wait_state(jid, "RUNNING")
-        cg = os.path.join(base, f"job-{jid}.1")
+        cg = self.d.job_cgroup(jid)
         inner = os.path.join(cg, "inner")
         try:
             os.mkdir(inner)

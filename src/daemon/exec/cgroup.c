@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "daemon/exec/proc.h"
 
 #define TRASH_RETRY_USEC GW_USEC_PER_SEC
 #define TRASH_TRIES 60
@@ -122,6 +123,106 @@ int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, c
         return 0;
 }
 
+#define POOL_SLOTS_MAX 64
+#define POOL_NAME_TRIES 1000
+
+static bool is_slot(const struct gw_cgroups *cg, const char *dir) {
+        size_t l = strlen(cg->base);
+        return !strncmp(dir, cg->base, l) && !strncmp(dir + l, "/slot-", 6) && !strchr(dir + l + 1, '/');
+}
+
+static void slot_close(struct gw_cgroup_slot *c) {
+        if (c->dir_fd >= 0)
+                (void) close(c->dir_fd);
+        if (c->events_fd >= 0)
+                (void) close(c->events_fd);
+        if (c->memory_fd >= 0)
+                (void) close(c->memory_fd);
+        free(c->dir);
+}
+
+/* Takes slot i out of the table (its directory stays: the caller removes it). */
+static void slot_drop(struct gw_cgroup_pool *p, size_t i) {
+        slot_close(&p->v[i]);
+        p->v[i] = p->v[--p->n];
+}
+
+/* A "key value" line of one of the slot's files, kept open after its first read: each
+ * give-back then costs one pread instead of an open, a read and a close. */
+static int slot_counter(const struct gw_cgroup_slot *c, int *fd, const char *file, const char *key, uint64_t *ret) {
+        if (*fd < 0 && c->dir_fd >= 0)
+                *fd = openat(c->dir_fd, file, O_RDONLY | O_CLOEXEC);
+        return *fd < 0 ? -ENOENT : gw_proc_counter_fd(*fd, key, ret);
+}
+
+int gw_cgroup_pool_take(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, char **ret_dir) {
+        if (cg->mode != GW_CGROUP_V2)
+                return -EOPNOTSUPP;
+        for (size_t i = p->n; i-- > 0;)
+                if (p->v[i].idle) {
+                        p->v[i].idle = false;
+                        *ret_dir = gw_xstrdup(p->v[i].dir);
+                        return 0;
+                }
+        /* A slot-N an earlier daemon left may hold an adopted job: never shared (EEXIST). */
+        for (unsigned i = 0; i < POOL_NAME_TRIES; i++) {
+                char dir[700];
+                snprintf(dir, sizeof dir, "%s/slot-%u", cg->base, ++p->next);
+                if (mkdir(dir, 0755) < 0) {
+                        if (errno != EEXIST)
+                                return -errno;
+                        continue;
+                }
+                *ret_dir = gw_xstrdup(dir);
+                if (p->n == POOL_SLOTS_MAX) /* beyond: used once, removed at its end */
+                        return 0;
+                if (p->n == p->cap) {
+                        p->cap = p->cap ? 2 * p->cap : 8;
+                        p->v = gw_xrealloc(p->v, p->cap * sizeof *p->v);
+                }
+                p->v[p->n++] = (struct gw_cgroup_slot){ .dir = gw_xstrdup(dir),
+                                                        .dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+                                                        .events_fd = -1,
+                                                        .memory_fd = -1 };
+                return 0;
+        }
+        return -EEXIST;
+}
+
+bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, const char *dir) {
+        if (cg->mode != GW_CGROUP_V2 || !is_slot(cg, dir))
+                return false;
+        size_t i = 0;
+        while (i < p->n && (p->v[i].idle || strcmp(p->v[i].dir, dir)))
+                i++;
+        if (i == p->n)
+                return false; /* an earlier daemon's, or one beyond the table */
+        struct gw_cgroup_slot *c = &p->v[i];
+        uint64_t v;
+        struct stat st;
+        /* A cgroup made inside it (by a job run as root) would outlive the attempt in the next
+         * one's: a directory's link count is 2 plus its subdirectories, a cgroup's too. */
+        bool reusable =
+                slot_counter(c, &c->events_fd, "cgroup.events", "populated", &v) == 0 && v == 0 &&
+                fstat(c->dir_fd, &st) == 0 && st.st_nlink == 2 &&
+                (!cg->memory || (slot_counter(c, &c->memory_fd, "memory.events", "oom_kill", &v) == 0 && v == 0));
+        if (reusable)
+                c->idle = true;
+        else
+                slot_drop(p, i);
+        return reusable;
+}
+
+void gw_cgroup_pool_free(struct gw_cgroup_pool *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                if (p->v[i].idle)
+                        (void) rmdir(p->v[i].dir);
+                slot_close(&p->v[i]);
+        }
+        free(p->v);
+        *p = (struct gw_cgroup_pool){ 0 };
+}
+
 /* Pids listed in the cgroup, at most cap. */
 static size_t read_procs(const char *dir, pid_t *buf, size_t cap) {
         char p[640];
@@ -170,7 +271,7 @@ size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_
         struct dirent *e;
         while (dir && (e = readdir(dir))) {
                 char path[800];
-                if (strncmp(e->d_name, "job-", 4) ||
+                if ((strncmp(e->d_name, "job-", 4) && strncmp(e->d_name, "slot-", 5)) ||
                     snprintf(path, sizeof path, "%s/%s", cg->base, e->d_name) >= (int) sizeof path ||
                     kept(path, keep, n_keep))
                         continue;

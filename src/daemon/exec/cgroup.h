@@ -25,6 +25,32 @@ const char *gw_cgroup_mode_name(enum gw_cgroup_mode m);
 
 /* Creates the job's cgroup; malloc'ed directory path in *ret_dir. */
 int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, char **ret_dir);
+
+/* Emptied job cgroups kept for the next starts (v2 only).  Making a cgroup and removing it
+ * were 16% of the daemon's CPU per job in a drain (the kernel populates and tears down each
+ * one's interface files), and v2 refuses rename(2), so a reused one cannot carry the job's
+ * name: pooled ones are named slot-N, and each start's event names the one its attempt got.
+ * A cgroup comes back only when nothing can still be in it or join it: its attempt's end was
+ * reported by the supervisor (which reaps the job's main process first), it holds no process
+ * and no cgroup, and (memory controller) it counted no OOM kill, so that its count stays the
+ * attempt's own. */
+struct gw_cgroup_pool {
+        struct gw_cgroup_slot {
+                char *dir; /* malloc'ed path */
+                int dir_fd, events_fd, memory_fd; /* kept open, -1 none (yet) */
+                bool idle; /* empty and unused, else some attempt's */
+        } * v; /* those this daemon made, at most 64: more at once are used once */
+        size_t n, cap;
+        unsigned next; /* the slot number the next mkdir tries */
+};
+/* A cgroup for the next attempt: an idle one, else a new slot-N (N not used by a cgroup left
+ * by an earlier daemon).  Malloc'ed path in *ret_dir. */
+int gw_cgroup_pool_take(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, char **ret_dir);
+/* Keeps dir for a later start if it is one of the pool's and can be reused (above); false:
+ * the caller removes it as before. */
+bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, const char *dir);
+/* Removes the idle ones and frees the pool (those in use are left to their jobs). */
+void gw_cgroup_pool_free(struct gw_cgroup_pool *p);
 /* Signals every process in the cgroup (freezing it first under v1 so none can fork away) but
  * those in process group skip_group (0: none skipped), which the caller signalled already. */
 int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig, pid_t skip_group);
@@ -32,7 +58,7 @@ int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig, pid_t s
 int gw_cgroup_populated(const char *dir);
 int gw_cgroup_remove(const char *dir);
 /* Removes the job cgroups left empty by an earlier daemon (killed, or its jobs' leftovers
- * still dying when it removed them): every job-* directory under base but those in keep; a
+ * still dying when it removed them): every job-* and slot-* directory under base but those in keep; a
  * populated one stays (rmdir refuses it).  How many went. */
 size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_keep);
 /* The cgroups of ended jobs, removed after the next starts.  One whose last processes are still

@@ -2,6 +2,7 @@
  * loop plumbing and set-up.  The supervisors' reports: exec_shim_report.c; the launcher's
  * answers: exec_shim_launch.c; adoption at a restart: exec_shim_adopt.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,13 +64,21 @@ void gw_exec_shim_set_pending(struct gw_daemon *d, struct gw_djob *dj, bool pend
         s->pending = x;
 }
 
-/* Before the start is recorded: its cgroup, named in the record so that a restarted daemon
- * finds it. */
+/* Before the start is recorded: its cgroup (v2: from the pool of emptied ones), named in the
+ * record so that a restarted daemon finds it. */
 static void prepare(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
-        if (s->cg.mode != GW_CGROUP_NONE && gw_cgroup_create(&s->cg, j->id, j->attempt, &j->cgroup) < 0)
+        int r = s->cg.mode == GW_CGROUP_V2     ? gw_cgroup_pool_take(&s->cg, &s->cg_pool, &j->cgroup)
+                : s->cg.mode != GW_CGROUP_NONE ? gw_cgroup_create(&s->cg, j->id, j->attempt, &j->cgroup)
+                                               : 0;
+        if (r < 0)
                 log_warn("job %lld: cannot create its cgroup; tracking it by process tree", (long long) j->id);
+}
+
+static int host_oom_count(const struct gw_exec_shim *s, uint64_t *ret) {
+        return s->vmstat_fd >= 0 ? gw_proc_counter_fd(s->vmstat_fd, "oom_kill", ret)
+                                 : gw_proc_counter("/proc/vmstat", "oom_kill", ret);
 }
 
 /* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
@@ -82,7 +91,7 @@ static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
         if (s->cg.memory && dj->job->cgroup)
                 return;
         if (s->host_oom_at != d->now || !s->host_oom_at) {
-                s->host_oom_r = gw_proc_counter("/proc/vmstat", "oom_kill", &s->host_oom);
+                s->host_oom_r = host_oom_count(s, &s->host_oom);
                 s->host_oom_at = d->now;
         }
         x->host_oom_known = s->host_oom_r == 0;
@@ -127,6 +136,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         };
         struct gw_launched run;
         gw_exec_shim_job(dj)->signal_held = 0; /* an earlier attempt's stop is not this one's */
+        gw_exec_shim_job(dj)->cgroup_reusable = false;
         host_oom_before_start(d, dj);
         int r = gw_launch_start(&l, &s->warm, s->launcher, &run, err, errlen);
         if (r < 0)
@@ -224,17 +234,21 @@ static gw_usec_t tick(struct gw_daemon *d) {
         return next;
 }
 
+/* A start not launched leaves its cgroup untouched; a launched one's comes back only once its
+ * supervisor reported its end (exec_shim_report.c), and is otherwise removed. */
 static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
+        struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_job *j = dj->job;
+        const struct gw_exec_job *x = dj->exec;
         if (!started) {
-                if (j->cgroup)
+                if (j->cgroup && !gw_cgroup_pool_give_back(&s->cg, &s->cg_pool, j->cgroup))
                         (void) gw_cgroup_remove(j->cgroup);
                 return;
         }
         gw_exec_shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
         gw_exec_shim_trim_exits(d);
-        if (j->cgroup)
-                gw_cgroup_trash_add(&exec_shim_of(d)->cg_trash, j->cgroup);
+        if (j->cgroup && !(x && x->cgroup_reusable && gw_cgroup_pool_give_back(&s->cg, &s->cg_pool, j->cgroup)))
+                gw_cgroup_trash_add(&s->cg_trash, j->cgroup);
 }
 
 /* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
@@ -247,7 +261,7 @@ static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_f
         if (exec_shim_of(d)->cg.memory && dj->job->cgroup && gw_proc_counter(events, "oom_kill", &n) == 0) {
                 in->oom_counted = true;
                 in->oom_kills = n;
-        } else if (x && x->host_oom_known && gw_proc_counter("/proc/vmstat", "oom_kill", &n) == 0) {
+        } else if (x && x->host_oom_known && host_oom_count(exec_shim_of(d), &n) == 0) {
                 in->host_oom_counted = true;
                 in->host_oom_kills = n >= x->host_oom_start ? n - x->host_oom_start : 0;
         }
@@ -257,10 +271,13 @@ static void exec_shim_close(struct gw_daemon *d) {
         struct gw_exec_shim *s = exec_shim_of(d);
         (void) gw_cgroup_trash_sweep(&s->cg_trash, d->now);
         gw_cgroup_trash_free(&s->cg_trash);
+        gw_cgroup_pool_free(&s->cg_pool);
         gw_cgroup_release(&s->cg);
         s->exits = gw_exits_close(s->exits);
         s->launcher = gw_launch_server_close(s->launcher);
         gw_warm_close(&s->warm);
+        if (s->vmstat_fd >= 0)
+                (void) close(s->vmstat_fd);
         while (s->pending) /* a job freed later must not reach into s */
                 pending_unlink(s->pending);
         free(s);
@@ -272,6 +289,7 @@ static void serve(struct gw_daemon *d);
 int gw_exec_shim_open(struct gw_daemon *d) {
         struct gw_exec_shim *s = gw_xcalloc(1, sizeof *s);
         s->launcher_watched = -1;
+        s->vmstat_fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
         s->ops = (struct gw_executor){
                 .name = "shim",
                 .state = s,

@@ -28,6 +28,8 @@ struct gw_exec_job {
         struct gw_exit_report reported_end; /* the attempt's end, read from its report pipe */
         int signal_held; /* a signal that reached no process (sent before the job's
                                       * pid came): sent once the pid is reported, 0 none */
+        bool cgroup_reusable; /* the supervisor reported the attempt's end: nothing of it can
+                               * still join its cgroup (gw_cgroup_pool_give_back) */
         bool host_oom_known; /* host_oom_start was read at this attempt's launch */
         uint64_t host_oom_start; /* the host's oom_kill count then (jobs without a memory cgroup) */
 };
@@ -36,11 +38,13 @@ struct gw_exec_shim {
         struct gw_executor ops; /* d->exec points here */
         struct gw_cgroups cg;
         struct gw_cgroup_trash cg_trash;
+        struct gw_cgroup_pool cg_pool; /* v2: emptied job cgroups for the next starts */
         struct gw_shim_ref *shims; /* live shims found at start */
         size_t n_shims;
         gw_usec_t host_oom_at; /* the loop iteration (now) host_oom was read in, 0 never */
         int host_oom_r; /* its result: 0, or -errno */
         uint64_t host_oom; /* the host's oom_kill count (/proc/vmstat) then */
+        int vmstat_fd; /* /proc/vmstat kept open (host_oom), -1: opened at each read */
         char exits_path[4200];
         struct gw_exits *exits;
         struct gw_launch_server *launcher; /* NULL: jobs are started by spawning their shim */

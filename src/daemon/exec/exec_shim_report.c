@@ -204,6 +204,7 @@ bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
         /* The journal's copy goes either way: the pipe's, when it came, is the same end. */
         if (gw_exits_take(exec_shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
+        x->cgroup_reusable = end.known;
         if (!end.known) {
                 d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
                 return false;

@@ -51,23 +51,38 @@ int gw_proc_start_time(pid_t pid, uint64_t *ret) {
         return r;
 }
 
-int gw_proc_counter(const char *path, const char *key, uint64_t *ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        char line[256];
+int gw_proc_counter_in(const char *text, const char *key, uint64_t *ret) {
         size_t klen = strlen(key);
-        while (fgets(line, sizeof line, f))
-                if (!strncmp(line, key, klen) && line[klen] == ' ') {
+        for (const char *l = text; *l;) {
+                if (!strncmp(l, key, klen) && l[klen] == ' ') {
                         char *end;
                         errno = 0;
-                        unsigned long long v = strtoull(line + klen + 1, &end, 10);
-                        if (errno || end == line + klen + 1)
+                        unsigned long long v = strtoull(l + klen + 1, &end, 10);
+                        if (errno || end == l + klen + 1)
                                 return -EIO;
                         *ret = v;
                         return 0;
                 }
+                const char *nl = strchr(l, '\n');
+                if (!nl)
+                        break;
+                l = nl + 1;
+        }
         return -ENOENT;
+}
+
+int gw_proc_counter_fd(int fd, const char *key, uint64_t *ret) {
+        char buf[16384];
+        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return gw_proc_counter_in(buf, key, ret);
+}
+
+int gw_proc_counter(const char *path, const char *key, uint64_t *ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : gw_proc_counter_fd(fd, key, ret);
 }
 
 pid_t gw_proc_parent(pid_t pid) {

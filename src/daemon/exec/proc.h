@@ -8,8 +8,15 @@
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
 int gw_proc_start_time(pid_t pid, uint64_t *ret);
 /* The value of a "KEY N" line of a counters file (/proc/vmstat, a cgroup's memory.events):
- * 0, -ENOENT (no such file or line), or -errno. */
+ * 0, -ENOENT (no such file or line), or -errno.  Read with one read(2) of at most 16 KiB, no
+ * stdio: these run at job starts and ends. */
 int gw_proc_counter(const char *path, const char *key, uint64_t *ret);
+/* The same from such a file kept open (fd), read again from its start: a pooled cgroup's
+ * cgroup.events at each end, /proc/vmstat at each start (there the open and close are ~2 µs
+ * of the ~24 µs a read costs; the kernel's formatting of the whole file is the rest). */
+int gw_proc_counter_fd(int fd, const char *key, uint64_t *ret);
+/* The same in text (NUL-terminated). */
+int gw_proc_counter_in(const char *text, const char *key, uint64_t *ret);
 /* Whether pid is alive and is the same process that had start time start. */
 bool gw_proc_is(pid_t pid, uint64_t start);
 /* Sends sig to every descendant of root (not root itself), depth first from the top so a
