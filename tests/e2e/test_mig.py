@@ -195,6 +195,18 @@ class MigSlicesTest(DaemonTest):
         self.assertEqual(d.wait_state(jobs[2], "RUNNING")["slices"], [uuids[0]])
         self.assertEqual(d.job(two)["state"], "PENDING")
 
+    def test_predicted_start_waits_for_a_slice_not_a_whole_gpu(self):
+        d = self.d
+        self.mig_gpu0("1g.10gb")  # one slice; GPU 1 stays whole and free
+        a = d.submit_api(["sleep", "600"], 600, mig={"profile": "1g.10gb"})
+        ja = d.wait_state(a, "RUNNING")
+        b = d.submit_api(["sleep", "600"], 300, mig={"profile": "1g.10gb"})
+        # The free whole GPU is no start for it: its slice frees when a's limit ends.
+        start = wait_until(lambda: d.job(b)["predicted_start"], what="b's predicted start")
+        self.assertAlmostEqual(start, ja["start_time"] + 600, delta=5)
+        self.assertAlmostEqual(d.job(b)["latest_start"], ja["start_time"] + 600, delta=5)
+        self.assertEqual(d.job(b)["state"], "PENDING")
+
     def test_a_slice_counts_its_share_of_the_gpu_in_gpu_hours(self):
         d = self.d
         self.mig_gpu0("3g.40gb,2g.20gb,1g.10gb")

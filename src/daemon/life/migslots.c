@@ -82,6 +82,8 @@ static size_t slots_of(const struct gw_daemon *d, struct gw_mig_slot **ret) {
         return k;
 }
 
+size_t gw_mig_slots(const struct gw_daemon *d, struct gw_mig_slot **ret) { return slots_of(d, ret); }
+
 bool gw_mig_any_free(const struct gw_daemon *d) {
         _cleanup_free_ struct gw_mig_slot *slots = NULL;
         size_t n = slots_of(d, &slots);

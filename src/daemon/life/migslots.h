@@ -26,6 +26,10 @@ struct gw_mig_use {
 };
 void gw_mig_job_use(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, struct gw_mig_use *ret);
 
+/* Every slice of the GPUs in MIG mode now, with its holder, into *ret (malloc'ed, NULL when
+ * none; strings borrowed from d's layouts, valid until the next sample).  Returns how many. */
+size_t gw_mig_slots(const struct gw_daemon *d, struct gw_mig_slot **ret);
+
 /* Whether a slice of a GPU in service is free: a scheduling pass may start a slice job. */
 bool gw_mig_any_free(const struct gw_daemon *d);
 
