@@ -132,9 +132,18 @@ static void approx_time(double s, char *buf, size_t n) {
         snprintf(buf, n, "~%s", gw_format_duration(d, t, sizeof t));
 }
 
-static void leak_evidence(const struct gw_leak_verdict *out, size_t w, char *buf, size_t len) {
+/* "GPU 0", or what the caller named the memory by. */
+static const char *name_of(const struct gw_leak_gpu *g, char *buf, size_t n) {
+        if (g->name && *g->name)
+                return g->name;
+        snprintf(buf, n, "GPU %u", g->gpu);
+        return buf;
+}
+
+static void leak_evidence(const struct gw_leak_verdict *out, const struct gw_leak_input *in, size_t w, char *buf,
+                          size_t len) {
         const struct gw_leak_gpu_verdict *g = &out->per_gpu[w];
-        char flat[96], also[96], oom[96] = "", when[40];
+        char flat[96], also[96], oom[96] = "", when[40], name[16];
         unsigned n_flat, n_also;
         gpu_ranges(out, w, is_flat, flat, sizeof flat, &n_flat);
         gpu_ranges(out, w, is_flagged, also, sizeof also, &n_also);
@@ -154,12 +163,13 @@ static void leak_evidence(const struct gw_leak_verdict *out, size_t w, char *buf
                 } else
                         snprintf(oom, sizeof oom, "; OOM in ~%ld epoch%s", e, e == 1 ? "" : "s");
         }
-        snprintf(buf, len, "GPU %u: baseline %+.0f MiB/epoch for %u epochs%s%s", g->gpu, g->run_slope_mib, g->rising,
-                 sib, oom);
+        snprintf(buf, len, "%s: baseline %+.0f MiB/epoch for %u epochs%s%s", name_of(&in->gpus[w], name, sizeof name),
+                 g->run_slope_mib, g->rising, sib, oom);
 }
 
-static void quiet_evidence(const struct gw_leak_verdict *out, char *buf, size_t len) {
+static void quiet_evidence(const struct gw_leak_verdict *out, const struct gw_leak_input *in, char *buf, size_t len) {
         size_t best = SIZE_MAX;
+        char name[16];
         for (size_t i = 0; i < out->n_gpus; i++)
                 if (out->per_gpu[i].n >= 2 &&
                     (best == SIZE_MAX || out->per_gpu[i].slope_mib > out->per_gpu[best].slope_mib))
@@ -167,8 +177,9 @@ static void quiet_evidence(const struct gw_leak_verdict *out, char *buf, size_t 
         if (best == SIZE_MAX)
                 snprintf(buf, len, "no leak: fewer than 2 epochs measured");
         else
-                snprintf(buf, len, "no leak: GPU %u baseline %+.0f MiB/epoch over %zu epochs", out->per_gpu[best].gpu,
-                         out->per_gpu[best].slope_mib, out->per_gpu[best].n);
+                snprintf(buf, len, "no leak: %s baseline %+.0f MiB/epoch over %zu epochs",
+                         name_of(&in->gpus[best], name, sizeof name), out->per_gpu[best].slope_mib,
+                         out->per_gpu[best].n);
 }
 
 static bool params_ok(const struct gw_leak_params *p) {
@@ -234,7 +245,7 @@ int gw_leak_detect(const struct gw_leak_params *p, const struct gw_leak_input *i
                 }
         }
         if (worst == SIZE_MAX) {
-                quiet_evidence(&v, v.evidence, sizeof v.evidence);
+                quiet_evidence(&v, in, v.evidence, sizeof v.evidence);
                 *out = v;
                 return 0;
         }
@@ -247,7 +258,7 @@ int gw_leak_detect(const struct gw_leak_params *p, const struct gw_leak_input *i
         v.epochs_to_oom = w->epochs_to_oom;
         if (isfinite(v.epochs_to_oom) && in->sec_per_epoch > 0)
                 v.seconds_to_oom = v.epochs_to_oom * in->sec_per_epoch;
-        leak_evidence(&v, worst, v.evidence, sizeof v.evidence);
+        leak_evidence(&v, in, worst, v.evidence, sizeof v.evidence);
         *out = v;
         return 0;
 }

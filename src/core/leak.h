@@ -49,6 +49,10 @@ struct gw_leak_gpu {
         const double *low; /* the epoch's baseline */
         const double *peak; /* the epoch's highest; NULL: the lows */
         size_t n;
+        /* NULL: the memory is of GPU gpu, named "GPU 0".  Else what it is of instead, named so
+         * in the evidence: a job on MIG slices, "MIG-... (1g.10gb on GPU 0)", its memory and
+         * mem_total the slices' (borrowed). */
+        const char *name;
 };
 
 struct gw_leak_input {

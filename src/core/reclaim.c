@@ -210,6 +210,8 @@ static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p
                 f->idle_since = max_t(clamp(o->state.last_active, now), f->last_progress);
 }
 
+#define GIB 1073741824.0
+
 static const char *slice_name(const struct gw_reclaim_gpu *g) { return g->uuid && *g->uuid ? g->uuid : "a MIG slice"; }
 
 /* "no process on MIG-... for 5m12s" or "1 process of the job on MIG-...", each slice. */
@@ -231,6 +233,8 @@ static void add_slices(struct text *t, const struct gw_job_obs *o, gw_usec_t now
                 else
                         add(t, "%s%u process%s of the job on %s", sep, g->n_procs, g->n_procs == 1 ? "" : "es",
                             slice_name(g));
+                if (g->procs_valid && g->mem_valid)
+                        add(t, " (memory %.1f of %.1f GiB)", (double) g->mem_used / GIB, (double) g->mem_total / GIB);
                 if (g->other_busy)
                         add(t, ", %s used by another process (counted as busy)", slice_name(g));
         }

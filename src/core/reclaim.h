@@ -96,6 +96,10 @@ struct gw_reclaim_gpu {
         const char *uuid; /* "MIG-..." for the evidence; may be NULL */
         bool procs_valid; /* its process list was read; false -> busy */
         unsigned n_procs; /* the job's processes on it now */
+        /* The slice's memory as NVML gives it, for the evidence only: memory held is no sign
+         * of work (a hung process keeps its allocations). */
+        bool mem_valid;
+        uint64_t mem_used, mem_total; /* bytes */
 };
 
 enum gw_probe_result {

@@ -114,7 +114,8 @@ struct gw_jobtel {
         struct gw_usage usage;
         struct gw_ring ring;
         struct gw_agg agg; /* the minute being aggregated for the store */
-        uint64_t mem_total; /* the GPU's memory, as its last sample said */
+        uint64_t mem_total; /* the GPU's memory, as its last sample said; a slice job's: its slices' */
+        bool no_util; /* on MIG slices, which have no utilisation: util is no figure, shown null */
 };
 
 struct gw_jobmap {

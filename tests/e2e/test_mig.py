@@ -2,6 +2,7 @@
 processes, share of the GPU), read again at each sample so that a GPU re-partitioned while the
 daemon runs is seen as it is now; a slice never gets a utilisation figure."""
 import os
+import re
 import subprocess
 
 from gwtest import TRAINER, DaemonTest, events_of, kinds, main, wait_until
@@ -194,6 +195,18 @@ class MigSlicesTest(DaemonTest):
         self.assertEqual(d.wait_state(jobs[2], "RUNNING")["slices"], [uuids[0]])
         self.assertEqual(d.job(two)["state"], "PENDING")
 
+    def test_predicted_start_waits_for_a_slice_not_a_whole_gpu(self):
+        d = self.d
+        self.mig_gpu0("1g.10gb")  # one slice; GPU 1 stays whole and free
+        a = d.submit_api(["sleep", "600"], 600, mig={"profile": "1g.10gb"})
+        ja = d.wait_state(a, "RUNNING")
+        b = d.submit_api(["sleep", "600"], 300, mig={"profile": "1g.10gb"})
+        # The free whole GPU is no start for it: its slice frees when a's limit ends.
+        start = wait_until(lambda: d.job(b)["predicted_start"], what="b's predicted start")
+        self.assertAlmostEqual(start, ja["start_time"] + 600, delta=5)
+        self.assertAlmostEqual(d.job(b)["latest_start"], ja["start_time"] + 600, delta=5)
+        self.assertEqual(d.job(b)["state"], "PENDING")
+
     def test_a_slice_counts_its_share_of_the_gpu_in_gpu_hours(self):
         d = self.d
         self.mig_gpu0("3g.40gb,2g.20gb,1g.10gb")
@@ -242,6 +255,24 @@ class MigReclaimTest(DaemonTest):
         self.assertLess(kinds(j).index("warn"), kinds(j).index("terminate"))
         self.assertIn(f"no process on {self.uuids[0]}", d.cli("show", jid).stdout)
 
+    def test_slice_job_whose_process_stopped_progressing_is_reclaimed(self):
+        d = self.d
+        # The trainer registers itself on the slice CUDA_VISIBLE_DEVICES names, then hangs.
+        jid = d.submit("--gpus", "1g.10gb", "--", TRAINER, "epochs=5", "--epoch-seconds", "0.3", "--mem-mib", "2048",
+                       "--hang-after-epoch", "1")
+        d.wait_state(jid, "RUNNING")
+        wait_until(lambda: d.gpu_list()[0]["mig"][0]["processes"], what="the trainer on its slice")
+        j = d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 10)
+        self.assertEqual(j["state"], "RECLAIMED", j["reason"])
+        ev = events_of(j, "reclaim")[-1]["message"]
+        # What it was judged by (its process, progress) and the slice's memory; no utilisation.
+        self.assertIn("no utilisation on a MIG slice: judged by its processes and training progress; "
+                      f"1 process of the job on {self.uuids[0]} (memory 2.0 of 10.0 GiB), no progress for ", ev)
+        self.assertNotIn("util ", ev)
+        idle = events_of(j, "idle")[0]["message"]
+        self.assertIn("into this attempt; MIG slices, no utilisation: by processes and progress, not validating", idle)
+        self.assertNotIn("below", idle)
+
     def test_trainer_writing_epochs_on_its_slice_is_kept(self):
         d = self.d
         # Epochs for about three idle timeouts: long past the point a reclaim would come.
@@ -253,6 +284,37 @@ class MigReclaimTest(DaemonTest):
         self.assertEqual(j["state"], "COMPLETED", j["reason"])
         self.assertGreater(j["end_time"] - j["start_time"], IDLE + WARN + GRACE)
         self.assertNotIn("warn", kinds(j))
+
+
+class MigLeakTest(DaemonTest):
+    """The leak detector on a slice: the slice's memory, against the slice's size."""
+    gpus = 1
+    config = "leak_epochs = 2\n"
+
+    def test_slice_job_whose_memory_grows_is_flagged_with_the_slices_figures(self):
+        d = self.d
+        set_fake(d, gpu0_mig="1g.10gb*7")
+        uuid = wait_until(lambda: d.gpu_list()[0]["mig"], what="GPU 0's slices")[0]["uuid"]
+        jid = d.submit("--gpus", "1g.10gb", "--", TRAINER, "epochs=12", "name=leak", "--epoch-seconds", "1.5",
+                       "--mem-mib", "2048", "--leak-mib-per-epoch", "400")
+        d.wait_state(jid, "RUNNING")
+        leak = wait_until(lambda: d.events(jid, "leak"), timeout=40, what="a leak event")
+        msg = leak[0]["message"]
+        # Named by its slice; out of memory counted from the slice's 10 GiB (from the GPU's
+        # 80 GiB it would be ~190 epochs away).
+        m = re.match(rf"^{uuid} \(1g\.10gb on GPU 0\): baseline \+400 MiB/epoch for \d+ epochs; "
+                     r"OOM in ~(\d+) epochs", msg)
+        self.assertIsNotNone(m, msg)
+        self.assertLess(int(m.group(1)), 20, msg)
+        self.assertGreater(d.gpu_list()[0]["mig"][0]["mem_used"], 2048 << 20)
+        shown = d.cli("show", jid).stdout
+        self.assertIn(f"LEAK  {uuid} (1g.10gb on GPU 0): baseline", shown)
+        # Its telemetry: the slice's memory, no utilisation figure, a 1/7 share of GPU-hours.
+        tel = d.job(jid)["telemetry"]["gpus"][0]
+        self.assertEqual((tel["util_mean"], tel["util_p95"]), (None, None))
+        self.assertGreater(tel["mem_peak"], 2048 << 20)
+        self.assertLess(tel["mem_peak"], 10 * GIB)
+        self.assertIn("  GPU 0: util mean - p95 -, peak memory ", shown)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@
 struct gpus {
         int n;
         int index[MAX_GPUS];
+        int mig[MAX_GPUS]; /* the MIG device's index on its GPU; -1: the whole GPU */
         long mem[MAX_GPUS];
         long util;
 };
@@ -66,9 +67,27 @@ static __attribute__((noreturn)) void sleep_forever(void) {
 
 /* ---------------------------------------------------------------- GPU reporting */
 
-/* CUDA_VISIBLE_DEVICES: integers or the fake's UUIDs; like CUDA, stops at the first entry it
- * cannot parse ("-1" hides every GPU). */
-static int parse_visible_devices(const char *v, int *idx) {
+/* A fake MIG device's UUID, MIG-fa4e0000-0000-4000-8001-00000000NNKK: GPU NN's device KK
+ * (fake_nvml's naming).  Returns false for anything else. */
+static bool parse_mig_uuid(const char *t, int *ret_gpu, int *ret_mig) {
+        const char *tail = strrchr(t, '-');
+        long gpu, mig;
+        char nn[3], kk[3];
+        if (strncmp(t, "MIG-", 4) != 0 || !tail || strlen(tail + 1) != 12)
+                return false;
+        memcpy(nn, tail + 9, 2);
+        memcpy(kk, tail + 11, 2);
+        nn[2] = kk[2] = '\0';
+        if (!ft_parse_long(nn, 0, 99, &gpu) || !ft_parse_long(kk, 0, 99, &mig))
+                return false;
+        *ret_gpu = (int) gpu;
+        *ret_mig = (int) mig;
+        return true;
+}
+
+/* CUDA_VISIBLE_DEVICES: integers or the fake's UUIDs (GPU- or MIG-); like CUDA, stops at the
+ * first entry it cannot parse ("-1" hides every GPU). */
+static int parse_visible_devices(const char *v, int *idx, int *mig) {
         int n = 0;
         for (const char *p = v; p && *p && n < MAX_GPUS;) {
                 size_t len = strcspn(p, ",");
@@ -81,11 +100,16 @@ static int parse_visible_devices(const char *v, int *idx) {
                 const char *t = tok;
                 while (*t == ' ')
                         t++;
-                if (strncmp(t, "GPU-", 4) == 0 && strrchr(t, '-'))
-                        t = strrchr(t, '-') + 1;
-                if (!ft_parse_long(t, 0, 9999, &x))
-                        break;
-                idx[n++] = (int) x;
+                mig[n] = -1;
+                if (parse_mig_uuid(t, &idx[n], &mig[n])) {
+                        n++;
+                } else {
+                        if (strncmp(t, "GPU-", 4) == 0 && strrchr(t, '-'))
+                                t = strrchr(t, '-') + 1;
+                        if (!ft_parse_long(t, 0, 9999, &x))
+                                break;
+                        idx[n++] = (int) x;
+                }
                 p += len;
                 if (*p == ',')
                         p++;
@@ -97,7 +121,10 @@ static void procs_write(const char *path, const char *tmp, const struct gpus *g)
         char text[MAX_GPUS * 64];
         size_t len = 0;
         for (int i = 0; i < g->n && len < sizeof text; i++) {
-                int r = snprintf(text + len, sizeof text - len, "%d %ld %ld\n", g->index[i], g->mem[i], g->util);
+                int r = g->mig[i] >= 0 ? snprintf(text + len, sizeof text - len, "%d/%d %ld %ld\n", g->index[i],
+                                                  g->mig[i], g->mem[i], g->util)
+                                       : snprintf(text + len, sizeof text - len, "%d %ld %ld\n", g->index[i], g->mem[i],
+                                                  g->util);
                 if (r > 0)
                         len += (size_t) r;
         }
@@ -649,7 +676,7 @@ static void spawn_children(const struct ft_opts *o, const struct gpus *g) {
 static void setup_gpus(struct gpus *g) {
         const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *dir = getenv("GPUWARD_FAKE_NVML_DIR");
         *g = (struct gpus){ .n = 0 };
-        g->n = parse_visible_devices(cvd, g->index);
+        g->n = parse_visible_devices(cvd, g->index, g->mig);
         if (!dir || !*dir || g->n == 0)
                 return;
         char procs_dir[PATH_MAX + 8];

@@ -246,6 +246,37 @@ static void theil_sen_and_bad_input(void **state) {
         assert_int_equal(gw_leak_epoch_stats(pts, 3, 10, 20, &lo, &hi), -ENODATA);
 }
 
+/* A job on a MIG slice: the evidence names the slice, and the OOM is counted from its size. */
+static void slice_named_and_its_size_used(void **state) {
+        (void) state;
+        long ep[] = { 2, 3, 4, 5 };
+        double low[4];
+        for (int i = 0; i < 4; i++)
+                low[i] = 2.0 * GIB + i * 400.0 * MIB;
+        struct gw_leak_gpu g = { .epoch = ep,
+                                 .low = low,
+                                 .n = 4,
+                                 .mem_total = 10 * GIB,
+                                 .name = "MIG-fa4e0000-0000-4000-8001-000000000000 (1g.10gb on GPU 0)" };
+        struct gw_leak_input in = { .gpus = &g, .n_gpus = 1 };
+        struct gw_leak_params p;
+        gw_leak_params_default(&p);
+        struct gw_leak_verdict v;
+        assert_int_equal(gw_leak_detect(&p, &in, &v), 0);
+        assert_true(v.leak);
+        /* (10 GiB - (2 GiB + 1200 MiB)) / 400 MiB per epoch = 17.48 */
+        assert_string_equal(v.evidence, "MIG-fa4e0000-0000-4000-8001-000000000000 (1g.10gb on GPU 0): baseline "
+                                        "+400 MiB/epoch for 4 epochs; OOM in ~17 epochs");
+        g.n = 1;
+        assert_int_equal(gw_leak_detect(&p, &in, &v), 0);
+        assert_string_equal(v.evidence, "no leak: fewer than 2 epochs measured");
+        g.n = 2;
+        low[1] = low[0];
+        assert_int_equal(gw_leak_detect(&p, &in, &v), 0);
+        assert_string_equal(v.evidence, "no leak: MIG-fa4e0000-0000-4000-8001-000000000000 (1g.10gb on GPU 0) "
+                                        "baseline +0 MiB/epoch over 2 epochs");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(sawtooth_is_not_a_leak),
@@ -254,6 +285,7 @@ int main(void) {
                 cmocka_unit_test(one_gpu_growing_is_flagged),
                 cmocka_unit_test(noise_is_not_a_leak_and_a_noisy_leak_is),
                 cmocka_unit_test(theil_sen_and_bad_input),
+                cmocka_unit_test(slice_named_and_its_size_used),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

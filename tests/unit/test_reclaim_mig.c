@@ -142,10 +142,42 @@ static void process_leaves(void **unused) {
         assert_int_equal(o.state.last_proc, AT(600));
 }
 
+/* The slice's memory is in the evidence, beside its processes; it decides nothing. */
+static void memory_shown_not_judged(void **unused) {
+        (void) unused;
+        const struct gw_reclaim_policy *p = gw_reclaim_policy_find(NULL, 0, "default");
+        struct gw_reclaim_gpu g = { .mig = true,
+                                    .uuid = UUID,
+                                    .procs_valid = true,
+                                    .n_procs = 1,
+                                    .mem_valid = true,
+                                    .mem_used = UINT64_C(2) << 30,
+                                    .mem_total = UINT64_C(10) << 30 };
+        struct gw_job_obs o = { .started_at = AT(0),
+                                .gpus = &g,
+                                .n_gpus = 1,
+                                .results_rows = -1,
+                                .loss = NAN,
+                                .log_size = 10,
+                                .log_changed = AT(10) };
+        struct gw_reclaim_decision d;
+        assert_int_equal(gw_reclaim_decide(&o, p, AT(10) + p->idle_timeout, &d), 0);
+        assert_int_equal(d.action, GW_RECLAIM_WARN);
+        assert_contains(d.evidence, "1 process of the job on " UUID " (memory 2.0 of 10.0 GiB), no progress for ");
+        g.mem_used = g.mem_total; /* full memory is no sign of work */
+        assert_int_equal(gw_reclaim_decide(&o, p, AT(10) + p->idle_timeout, &d), 0);
+        assert_int_equal(d.action, GW_RECLAIM_WARN);
+        assert_contains(d.evidence, "(memory 10.0 of 10.0 GiB)");
+        g.mem_valid = false;
+        assert_int_equal(gw_reclaim_decide(&o, p, AT(10) + p->idle_timeout, &d), 0);
+        assert_null(strstr(d.evidence, "memory"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(decision_table),
                 cmocka_unit_test(process_leaves),
+                cmocka_unit_test(memory_shown_not_judged),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,26 @@ int64_t gw_mig_slice_job(const struct gw_daemon *d, const char *uuid) {
         return 0;
 }
 
+void gw_mig_job_use(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, struct gw_mig_use *ret) {
+        *ret = (struct gw_mig_use){ .has_mem = true };
+        const struct gw_dgpu *g = gi < d->host.n_gpus ? &d->host.gpus[gi] : NULL;
+        if (!g || !g->mig || !j->mig_slices)
+                return;
+        for (size_t k = 0; k < g->mig->n && k < GW_GPU_MIG_MAX; k++) {
+                const struct gw_gpu_mig *m = &g->mig->dev[k];
+                if (!list_has(j->mig_slices, m->uuid))
+                        continue;
+                if (ret->n++ == 0) {
+                        ret->uuid = m->uuid;
+                        ret->profile = m->profile;
+                }
+                ret->has_mem &= m->has_mem;
+                ret->mem_used += m->has_mem ? m->mem_used : 0;
+                ret->mem_total += m->has_mem ? m->mem_total : 0;
+        }
+        ret->has_mem &= ret->n > 0;
+}
+
 static bool in_service(const struct gw_dgpu *g) {
         return !g->drained && (!g->sampled || g->sample.health == GW_GPU_OK);
 }
@@ -61,6 +81,8 @@ static size_t slots_of(const struct gw_daemon *d, struct gw_mig_slot **ret) {
         }
         return k;
 }
+
+size_t gw_mig_slots(const struct gw_daemon *d, struct gw_mig_slot **ret) { return slots_of(d, ret); }
 
 bool gw_mig_any_free(const struct gw_daemon *d) {
         _cleanup_free_ struct gw_mig_slot *slots = NULL;

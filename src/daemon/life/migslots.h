@@ -15,6 +15,21 @@
 /* The job running on the slice with this UUID; 0 none. */
 int64_t gw_mig_slice_job(const struct gw_daemon *d, const char *uuid);
 
+/* What a slice job holds of GPU gi at the last sample: its slices there, their memory
+ * summed, and the first one's UUID and profile to name them by (borrowed from d's layout,
+ * valid until the next sample). */
+struct gw_mig_use {
+        size_t n; /* its slices on the GPU; 0: none (or not a slice job) */
+        bool has_mem; /* every one of them gave its memory */
+        uint64_t mem_used, mem_total; /* bytes, summed over them */
+        const char *uuid, *profile;
+};
+void gw_mig_job_use(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, struct gw_mig_use *ret);
+
+/* Every slice of the GPUs in MIG mode now, with its holder, into *ret (malloc'ed, NULL when
+ * none; strings borrowed from d's layouts, valid until the next sample).  Returns how many. */
+size_t gw_mig_slots(const struct gw_daemon *d, struct gw_mig_slot **ret);
+
 /* Whether a slice of a GPU in service is free: a scheduling pass may start a slice job. */
 bool gw_mig_any_free(const struct gw_daemon *d);
 

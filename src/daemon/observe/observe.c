@@ -15,6 +15,7 @@
 #include "base/text.h"
 #include "daemon/daemon.h"
 #include "daemon/life/lifecycle.h"
+#include "daemon/life/migslots.h"
 #include "daemon/observe/observe.h"
 #include "daemon/http/web.h"
 #include "daemon/base/jobclock.h"
@@ -292,6 +293,20 @@ bool gw_observe_job_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu,
         return true;
 }
 
+/* A slice job's share of GPU gi: its slices' memory, as NVML gives it per slice (its own
+ * processes' where it gives none), against the slices' size, not the GPU's; no utilisation,
+ * which NVML has none of for a slice.  Returns the memory total, 0 where not known. */
+static uint64_t slice_point(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, gw_usec_t t,
+                            struct gw_point *pt) {
+        struct gw_mig_use use;
+        gw_mig_job_use(d, j, gi, &use);
+        job_point(&d->host.gpus[gi], j->id, t, pt);
+        pt->util = pt->mem_util = 0;
+        if (use.has_mem)
+                pt->mem = use.mem_used;
+        return use.has_mem ? use.mem_total : 0;
+}
+
 static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
         for (size_t i = 0; i < d->jobs.n_running; i++) {
                 struct gw_djob *dj = d->jobs.running[i];
@@ -299,8 +314,16 @@ static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
                         if (!(dj->job->gpu_mask & (UINT64_C(1) << gi)))
                                 continue;
                         struct gw_point pt;
-                        job_point(&d->host.gpus[gi], dj->job->id, t, &pt);
-                        (void) gw_observe_job_point(d, dj, gi, d->host.gpus[gi].info.mem_total, &pt);
+                        uint64_t total = d->host.gpus[gi].info.mem_total;
+                        if (dj->job->mig_profile) {
+                                total = slice_point(d, dj->job, gi, t, &pt);
+                                struct gw_jobtel *jt = jobtel_for(d, dj, gi);
+                                if (jt)
+                                        jt->no_util = true;
+                        } else {
+                                job_point(&d->host.gpus[gi], dj->job->id, t, &pt);
+                        }
+                        (void) gw_observe_job_point(d, dj, gi, total, &pt);
                 }
         }
 }
@@ -469,14 +492,16 @@ static json_t *jobtel_json(const struct obs_tel *ot, const struct gw_djob *dj, g
         for (size_t i = 0; i < ot->n; i++) {
                 const struct gw_jobtel *t = &ot->tel[i];
                 samples += t->usage.n;
-                json_array_append_new(gpus, json_pack("{s:i,s:f,s:i,s:I}", "index", (int) t->gpu, "util_mean",
-                                                      gw_usage_mean(&t->usage), "util_p95",
-                                                      (int) gw_usage_percentile(&t->usage, 95), "mem_peak",
-                                                      (json_int_t) t->usage.mem_peak));
+                json_t *mean = t->no_util ? json_null() : json_real(gw_usage_mean(&t->usage));
+                json_t *p95 = t->no_util ? json_null() : json_integer(gw_usage_percentile(&t->usage, 95));
+                json_array_append_new(gpus, json_pack("{s:i,s:o,s:o,s:I}", "index", (int) t->gpu, "util_mean", mean,
+                                                      "util_p95", p95, "mem_peak", (json_int_t) t->usage.mem_peak));
         }
         const struct gw_job *j = dj->job;
         gw_usec_t end = j->end_time ? j->end_time : now;
-        double hours = j->start_time ? (double) (end - j->start_time) / 3.6e9 * j->ngpus : 0;
+        /* A slice job holds the share of a GPU its slices make up, as accounting counts it. */
+        double held = j->mig_profile && j->mig_share > 0 ? j->mig_share : j->ngpus;
+        double hours = j->start_time ? (double) (end - j->start_time) / 3.6e9 * held : 0;
         return json_pack("{s:o,s:f,s:I}", "gpus", gpus, "gpu_hours", hours < 0 ? 0 : hours, "samples",
                          (json_int_t) samples);
 }

@@ -207,7 +207,10 @@ static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, stru
                         *r = (struct gw_reclaim_gpu){ .index = (int) gi,
                                                       .mig = true,
                                                       .uuid = m->uuid,
-                                                      .procs_valid = m->has_procs };
+                                                      .procs_valid = m->has_procs,
+                                                      .mem_valid = m->has_mem,
+                                                      .mem_used = m->mem_used,
+                                                      .mem_total = m->mem_total };
                         for (size_t p = 0; p < m->n_procs && p < GW_GPU_MIG_PROCS_MAX; p++) {
                                 if (proc_is_jobs(g, m->procs[p].pid, j->id))
                                         r->n_procs++;
@@ -365,11 +368,18 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         if (w->idle_told || dec->idle_for < idle_told_after(p) || since < j->start_time)
                 return;
         w->idle_told = true;
+        /* A slice has no utilisation: say what it was judged by, never a threshold it was not
+         * measured against.  The "(Ns into this attempt" is what a restart reads back. */
+        char measured[64];
+        if (j->mig_profile)
+                snprintf(measured, sizeof measured, "MIG slices, no utilisation: by processes and progress");
+        else
+                snprintf(measured, sizeof measured, "below %u%%", p->util_threshold);
         snprintf(msg, sizeof msg,
-                 IDLE_TOLD_START "%s (%llds into this attempt; below %u%%, not validating, not saving), no progress "
+                 IDLE_TOLD_START "%s (%llds into this attempt; %s, not validating, not saving), no progress "
                                  "for %s: the idle timeout (%s) counts from then, across daemon restarts",
-                 gw_clock_text(since, at, sizeof at), (long long) ((since - j->start_time) / GW_USEC_PER_SEC),
-                 p->util_threshold, gw_format_duration(dec->idle_for, idle, sizeof idle),
+                 gw_clock_text(since, at, sizeof at), (long long) ((since - j->start_time) / GW_USEC_PER_SEC), measured,
+                 gw_format_duration(dec->idle_for, idle, sizeof idle),
                  gw_format_duration(p->idle_timeout, timeout, sizeof timeout));
         (void) gw_store_job_event(d->store, j->id, j->state, "idle", msg);
 }

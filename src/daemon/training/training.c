@@ -30,6 +30,7 @@
 #include "daemon/training/training_int.h"
 #include "daemon/base/userfile.h"
 #include "daemon/life/jobs.h"
+#include "daemon/life/migslots.h"
 #include "daemon/life/queue.h"
 #include "daemon/observe/observe.h"
 #include "store/epochs.h"
@@ -122,6 +123,22 @@ static void load_baselines(struct gw_daemon *d, const struct gw_job *j, struct g
                          gw_store_errmsg(d->store));
 }
 
+/* GPU gi as the leak detector sees it: the whole GPU, or, for a job on MIG slices, its
+ * slices there, whose memory is the job's limit and whose name the evidence gives. */
+static void train_gpu_init(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, struct train_gpu *g) {
+        *g = (struct train_gpu){ .gpu = gi, .mem_total = d->host.gpus[gi].info.mem_total };
+        struct gw_mig_use use;
+        gw_mig_job_use(d, j, gi, &use);
+        if (!j->mig_profile || use.n == 0)
+                return;
+        g->mem_total = use.has_mem ? use.mem_total : 0;
+        if (use.n == 1)
+                snprintf(g->name, sizeof g->name, "%s (%s on GPU %u)", use.uuid, use.profile, gi);
+        else
+                snprintf(g->name, sizeof g->name, "%zu %s slices on GPU %u (%s, ...)", use.n, use.profile, gi,
+                         use.uuid);
+}
+
 /* A fresh state for the job's current attempt: a retry is a new process with a new clock. */
 static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
@@ -144,8 +161,7 @@ static struct gw_train *train_for(struct gw_daemon *d, struct gw_djob *dj) {
         t->gpus = gw_xcalloc(n ? n : 1, sizeof *t->gpus);
         for (unsigned gi = 0; gi < d->host.n_gpus && gi < 64 && t->n_gpus < n; gi++)
                 if (j->gpu_mask & (UINT64_C(1) << gi))
-                        t->gpus[t->n_gpus++] =
-                                (struct train_gpu){ .gpu = gi, .mem_total = d->host.gpus[gi].info.mem_total };
+                        train_gpu_init(d, j, gi, &t->gpus[t->n_gpus++]);
         load_epochs(d, j, t);
         load_baselines(d, j, t);
         gw_keytab_put(&d->state.train, (uint64_t) j->id, t);
@@ -440,7 +456,8 @@ static void check_leak(struct gw_daemon *d, const struct gw_job *j, struct gw_tr
                                                .epoch = t->gpus[i].epoch,
                                                .low = t->gpus[i].low,
                                                .peak = t->gpus[i].peak,
-                                               .n = t->gpus[i].n };
+                                               .n = t->gpus[i].n,
+                                               .name = t->gpus[i].name };
         struct gw_leak_params p;
         leak_params_of(d, j, &p);
         struct gw_leak_input in = { .gpus = g, .n_gpus = n, .sec_per_epoch = t->has_eta ? t->eta.sec_per_epoch : 0 };

@@ -29,7 +29,8 @@ struct train_epoch {
 /* One GPU's per-epoch memory (bytes) for the leak detector: the newest GW_LEAK_MAX_EPOCHS. */
 struct train_gpu {
         unsigned gpu;
-        uint64_t mem_total;
+        uint64_t mem_total; /* a slice job's: its slices' on this GPU */
+        char name[96]; /* a slice job's: "MIG-... (1g.10gb on GPU 0)", for the leak evidence; "" whole */
         long epoch[GW_LEAK_MAX_EPOCHS];
         double low[GW_LEAK_MAX_EPOCHS], peak[GW_LEAK_MAX_EPOCHS];
         size_t n;

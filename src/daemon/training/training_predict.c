@@ -23,10 +23,12 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/predict.h"
+#include "core/predict_mig.h"
 #include "core/waitwhy.h"
 #include "daemon/sharing/sharing.h"
 #include "daemon/training/training_int.h"
 #include "daemon/http/web.h"
+#include "daemon/life/migslots.h"
 #include "daemon/life/queue.h"
 #include "daemon/training/training.h"
 
@@ -245,6 +247,68 @@ static bool seen_by_last(const struct gw_job *j) {
         return s && s->attempt == j->attempt && s->not_before == j->not_before;
 }
 
+/* The running slice jobs' ends as the calendar view has them: min(ETA, time limit). */
+static size_t slice_runs(const struct gw_daemon *d, const struct calendar_view *v, struct gw_mig_run *runs) {
+        size_t k = 0;
+        for (size_t i = 0; i < v->in.n_running && i < d->jobs.n_running; i++) {
+                const struct gw_cal_job *c = &v->running[i];
+                if (!d->jobs.running[i]->job->mig_profile)
+                        continue;
+                runs[k++] = (struct gw_mig_run){ .id = c->id, .end = c->eta > 0 && c->eta < c->end ? c->eta : c->end };
+        }
+        return k;
+}
+
+/* The first n queued jobs' slice asks, in queue order; *ret_at[k] is the queue index of the
+ * k-th.  A job waiting on another one gets no prediction (held): the slice replay does not
+ * time dependencies. */
+static size_t slice_asks(const struct gw_daemon *d, const struct calendar_view *v, size_t n,
+                         struct gw_mig_pending *asks, size_t *at) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct gw_job *j = d->jobs.queue[i]->job;
+                if (!j->mig_profile)
+                        continue;
+                const struct gw_djob *dep = j->after_job > 0 ? gw_jobmap_get(&d->jobs.map, j->after_job) : NULL;
+                bool waits = dep && (dep->job->state == GW_JOB_PENDING || dep->job->state == GW_JOB_HELD ||
+                                     dep->job->state == GW_JOB_RUNNING);
+                asks[k] = (struct gw_mig_pending){ .id = j->id,
+                                                   .time_limit = v->pending[i].time_limit,
+                                                   .runtime = v->pending[i].runtime,
+                                                   .not_before = j->not_before,
+                                                   .held = j->state == GW_JOB_HELD || waits };
+                snprintf(asks[k].ask.profile, sizeof asks[k].ask.profile, "%s", j->mig_profile);
+                asks[k].ask.count = j->mig_count > 0 ? j->mig_count : 1;
+                at[k++] = i;
+        }
+        return k;
+}
+
+/* Predicts the slice jobs among the first n queued ones (core/predict_mig.h) into out and
+ * latest, at their queue indexes.  0 or -errno. */
+static int predict_slices(struct gw_daemon *d, const struct calendar_view *v, size_t n, gw_usec_t wall,
+                          struct gw_prediction *out, struct gw_prediction *latest) {
+        _cleanup_free_ struct gw_mig_pending *asks = gw_xcalloc(n + 1, sizeof *asks);
+        _cleanup_free_ size_t *at = gw_xcalloc(n + 1, sizeof *at);
+        size_t n_asks = slice_asks(d, v, n, asks, at);
+        if (n_asks == 0)
+                return 0;
+        _cleanup_free_ struct gw_mig_run *runs = gw_xcalloc(d->jobs.n_running + 1, sizeof *runs);
+        _cleanup_free_ struct gw_mig_slot *slots = NULL;
+        size_t n_slots = gw_mig_slots(d, &slots);
+        struct gw_mig_predict_input in = { slots, n_slots, runs, slice_runs(d, v, runs), asks, n_asks };
+        _cleanup_free_ struct gw_prediction *est = gw_xcalloc(n_asks, sizeof *est);
+        _cleanup_free_ struct gw_prediction *promise = gw_xcalloc(n_asks, sizeof *promise);
+        int r = gw_predict_mig_starts(&in, wall, PREDICT_HORIZON, false, est);
+        if (r == 0)
+                r = gw_predict_mig_starts(&in, wall, PREDICT_HORIZON, true, promise);
+        for (size_t k = 0; r == 0 && k < n_asks; k++) {
+                out[at[k]] = est[k];
+                latest[at[k]] = promise[k];
+        }
+        return r;
+}
+
 void gw_training_predict(struct gw_daemon *d, bool force) {
         gw_usec_t wall = d->now_wall;
         uint64_t fp = 0;
@@ -264,6 +328,11 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         size_t n = v.in.n_pending < PREDICT_MAX_JOBS ? v.in.n_pending : PREDICT_MAX_JOBS;
         v.in.n_pending = n;
         hold_deps_beyond(d, v.pending, n);
+        /* Slice jobs wait for slices, not whole GPUs: the whole-GPU replay leaves them out
+         * (as the scheduler does) and predict_slices times them. */
+        for (size_t i = 0; i < n; i++)
+                if (d->jobs.queue[i]->job->mig_profile)
+                        v.pending[i].held = true;
         _cleanup_free_ struct gw_prediction *out = gw_xcalloc(n + 1, sizeof *out);
         _cleanup_free_ struct gw_prediction *latest = gw_xcalloc(n + 1, sizeof *latest);
         int r = gw_predict_starts(&v.in, wall, PREDICT_HORIZON, out);
@@ -271,6 +340,8 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
                 memcpy(latest, out, n * sizeof *out);
         else if (r == 0)
                 r = gw_predict_latest_starts(&v.in, wall, PREDICT_HORIZON, latest);
+        if (r == 0)
+                r = predict_slices(d, &v, n, wall, out, latest);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));
         remember_seen(d, n);
