@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -512,4 +513,29 @@ const char *gw_slurm_node_of(struct gw_daemon *d, int64_t id) {
                 return NULL;
         const struct gw_slurm_job *sj = gw_slurm_job_find(slurm_of(d), id);
         return sj && sj->node[0] ? sj->node : NULL;
+}
+
+int gw_slurm_read_start(struct gw_daemon *d, char *const *argv, const char *what, struct gw_source *src, int *fd,
+                        pid_t *pid) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                log_warn("backend slurm: pipe: %s", strerror(errno));
+                return -1;
+        }
+        char conf[4200], *env[2];
+        gw_slurm_client_env(conf, sizeof conf, env);
+        pid_t child = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
+        (void) close(p[1]);
+        if (child < 0) {
+                log_warn("backend slurm: cannot run %s: %s", what, strerror((int) -child));
+                (void) close(p[0]);
+                return -1;
+        }
+        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
+        *fd = p[0];
+        *pid = child;
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
+        if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, *fd, &ev) < 0)
+                log_warn("backend slurm: epoll: %s", strerror(errno));
+        return 0;
 }

@@ -146,6 +146,13 @@ void gw_slurm_kid_add(struct gw_exec_slurm *s, pid_t pid);
 pid_t gw_slurm_spawn(char *const *argv, char *const *env, bool drop, uid_t uid, gid_t gid, const uint32_t *groups,
                      int n_groups, const char *cwd, int out_fd);
 
+/* Runs a Slurm client command (argv[0] absolute) as the daemon with gw_slurm_client_env's
+ * environment, its output read off the loop: its pipe (non-blocking) registered with the
+ * loop's epoll under src.  0 with *fd and *pid; -1 when it could not start (logged, naming
+ * what: "squeue"). */
+int gw_slurm_read_start(struct gw_daemon *d, char *const *argv, const char *what, struct gw_source *src, int *fd,
+                        pid_t *pid);
+
 /* The job's state kept across its attempts, made on first use. */
 struct gw_slurm_jobx *gw_slurm_jobx_of(struct gw_djob *dj);
 /* Keeps node out of the job's next attempts (at most GW_SLURM_AVOID_MAX nodes, the oldest

@@ -43,30 +43,11 @@ static void pipe_stop(struct gw_daemon *d) {
 static void read_start(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
         struct gw_slurm_gres *g = &s->gres;
-        int p[2];
         g->next = d->now + GRES_RETRY_USEC; /* unless it succeeds */
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                log_warn("backend slurm: pipe: %s", strerror(errno));
-                return;
-        }
         char *argv[] = { s->scontrol, "show", "node", "--oneliner", NULL };
-        char conf[4200], *env[2];
-        gw_slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
-        (void) close(p[1]);
-        if (pid < 0) {
-                log_warn("backend slurm: cannot run scontrol: %s", strerror((int) -pid));
-                (void) close(p[0]);
-                return;
-        }
-        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
-        g->fd = p[0];
-        g->pid = pid;
-        g->started = d->now;
         g->src = (struct gw_source){ GW_SRC_EXEC, s };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &g->src };
-        if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, g->fd, &ev) < 0)
-                log_warn("backend slurm: epoll: %s", strerror(errno));
+        if (gw_slurm_read_start(d, argv, "scontrol", &g->src, &g->fd, &g->pid) == 0)
+                g->started = d->now;
 }
 
 /* scontrol has exited and its output is read: the cluster's GPUs, kept until the next read. */

@@ -45,29 +45,10 @@ static void poll_stop(struct gw_daemon *d) {
 
 static void poll_start(struct gw_daemon *d) {
         struct gw_exec_slurm *s = slurm_of(d);
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                log_warn("backend slurm: pipe: %s", strerror(errno));
-                return;
-        }
         char *argv[] = { s->squeue, "--states=all", "--noheader", GW_SLURM_SQUEUE_FORMAT, NULL };
-        char conf[4200], *env[2];
-        gw_slurm_client_env(conf, sizeof conf, env);
-        pid_t pid = gw_slurm_spawn(argv, env, false, 0, 0, NULL, 0, NULL, p[1]);
-        (void) close(p[1]);
-        if (pid < 0) {
-                log_warn("backend slurm: cannot run squeue: %s", strerror((int) -pid));
-                (void) close(p[0]);
-                return;
-        }
-        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
-        s->poll_fd = p[0];
-        s->poll_pid = pid;
-        s->poll_started = d->now;
         s->poll_src = (struct gw_source){ GW_SRC_EXEC, s };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->poll_src };
-        if (epoll_ctl(d->loop.epfd, EPOLL_CTL_ADD, s->poll_fd, &ev) < 0)
-                log_warn("backend slurm: epoll: %s", strerror(errno));
+        if (gw_slurm_read_start(d, argv, "squeue", &s->poll_src, &s->poll_fd, &s->poll_pid) == 0)
+                s->poll_started = d->now;
 }
 
 /* Records what changed (PENDING with its reason, RUNNING on its node) as a "slurm" event. */
