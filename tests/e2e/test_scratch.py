@@ -238,16 +238,32 @@ class RefusedTest(unittest.TestCase):
             self.assertIn("the admin must set scratch_dir", r.stderr)
 
     def test_with_slurm(self):
+        """On a cluster scratch_dir is the nodes': the controller leaves it alone and wraps the
+        command in the job's step (gpuwardd --scratch-run), outside a --dataset's staging step;
+        without scratch_dir --scratch is refused."""
         sdir = tempfile.mkdtemp(prefix="gw-scratch-slurm-")
         self.addCleanup(shutil.rmtree, sdir, True)
         env = {"PATH": os.path.abspath(FAKES) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
                "SLURM_CONF": os.path.join(sdir, "slurm.conf")}
-        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env,
-                    config=f"scratch_dir = {os.path.join(sdir, 'scratch')}\n") as d:
+        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env) as d:
             d.start()
-            err = self.refusal(d)
-            self.assertIn("scratch: not with backend = slurm", err)
-
+            self.assertIn("scratch: the nodes have no scratch folder (the admin must set scratch_dir", self.refusal(d))
+        nodes = os.path.join(sdir, "scratch")
+        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env,
+                    config=f"scratch_dir = {nodes}\nscratch_interval = 7\ncache_sources = {sdir}\n"
+                           f"stage_socket = {sdir}/stage.sock\n") as d:
+            d.start()
+            jid = d.submit("--scratch", "--dataset", sdir, "--", "echo", "a b")
+            argv_file = os.path.join(sdir, "sbatch.1")
+            wait_until(lambda: os.path.exists(argv_file), what="sbatch called")
+            with open(argv_file) as f:
+                wrap = [a for a in f.read().splitlines() if a.startswith("--wrap=")]
+            gwd = os.path.join(gwtest.BUILD, "gpuwardd")
+            self.assertEqual(wrap, [f"--wrap=exec '{gwd}' '--scratch-run' '{nodes}/{jid}-1' '7' '-' '{gwd}' "
+                                    f"'--stage-run' '{sdir}/stage.sock' '{sdir}' 'echo' 'a b'"])
+            self.assertFalse(os.path.exists(nodes), "the nodes' folder, not made on the controller")
+            self.assertIn(f"attempt 1 works in {nodes}/{jid}-1 on the node Slurm picks, made there by the job's "
+                          "step", scratch_msgs(d.job(jid)))
 
 if __name__ == "__main__":
     gwtest.main()
