@@ -127,6 +127,14 @@ class ClusterScratch(unittest.TestCase):
         scratch = [e["message"] for e in j["events"] if e["kind"] == "scratch"]
         self.assertIn(f"attempt 2 works in {second} on the node Slurm picks, made there by the job's step, which "
                       f"restores runs/s from {d.work}", scratch)
+        # The controller tells the copies the steps wrote of, as it finds them in the shared folder.
+        self.assertIn(f"copied runs/s/weights/last.pt (epoch 2) back to {d.work}", scratch)
+        self.assertTrue(any(re.fullmatch(rf"its step on the node says: restored runs/s from {re.escape(d.work)} into "
+                                         rf"{re.escape(second)}: \d+ files, .*", m) for m in scratch), scratch)
+        self.assertTrue(any(m.startswith(f"its step on the node says: synced back to {d.work}: ") for m in scratch),
+                        scratch)
+        shown = d.cli("show", str(jid)).stdout
+        self.assertIn(f"copied runs/s/weights/last.pt (epoch 2) back to {d.work}", shown)
         with open(os.path.join(d.work, "runs", "s", "results.csv")) as f:
             epochs = [int(float(line.split(",")[0])) for line in f.read().splitlines()[1:]]
         self.assertEqual(epochs, [1, 2, 3, 4, 5], "each epoch once, resumed from epoch 2")

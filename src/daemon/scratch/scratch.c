@@ -44,6 +44,7 @@ struct gw_scratch_job {
         gw_usec_t next_look; /* monotonic */
         bool told_skip; /* a file the looks cannot copy was told once */
         bool told_fail; /* a look that could not start copying was told once */
+        struct gw_scratch_told told; /* on a cluster: the step's lines read (scratch_told.c) */
 };
 
 /* The daemon's scratch_dir, opened once; one daemon per process, as training_restore.c keeps
@@ -371,6 +372,8 @@ void gw_scratch_job_recovered(struct gw_daemon *d, struct gw_djob *dj) {
         /* Kept even when the folder is gone (the node's disk lost): its run's checkpoints are
          * then found in the shared folder by the same path (resume.c). */
         sj->next_look = d->now;
+        if (scratch.on_nodes)
+                gw_scratch_told_skip(j, &sj->told);
         sj->next = scratch.jobs;
         scratch.jobs = sj;
         dj->scratch = sj;
@@ -456,12 +459,14 @@ gw_usec_t gw_scratch_tick(struct gw_daemon *d) {
         for (struct gw_scratch_job *sj = scratch.jobs; sj; sj = sj->next) {
                 if (sj->rfd >= 0)
                         read_report(d, sj);
-                bool running = sj->dj && sj->dj->job->state == GW_JOB_RUNNING && sj->dj->job->scratch_dir &&
-                               !scratch.on_nodes; /* the job's step copies there */
+                bool running = sj->dj && sj->dj->job->state == GW_JOB_RUNNING && sj->dj->job->scratch_dir;
                 if (!running || sj->pid > 0)
                         continue;
                 if (d->now >= sj->next_look) {
-                        start_look(d, sj);
+                        if (scratch.on_nodes) /* the job's step copies there, and says so */
+                                gw_scratch_told_read(d, sj->dj->job, &sj->told);
+                        else
+                                start_look(d, sj);
                         sj->next_look = d->now + d->cfg->scratch_interval;
                 }
                 if (sj->next_look < next)
@@ -528,8 +533,15 @@ void gw_scratch_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         if (!sj)
                 return;
         const struct gw_job *j = dj->job;
-        if (scratch.on_nodes)
-                return; /* the job's step synced what the node still had (the job's output tells) */
+        if (scratch.on_nodes) { /* the job's step synced what the node still had: its last lines */
+                for (int i = 0; i < 16; i++) {
+                        uint64_t before = sj->told.off;
+                        gw_scratch_told_read(d, j, &sj->told);
+                        if (sj->told.off == before)
+                                break;
+                }
+                return;
+        }
         stop_look(sj);
         char report[REPORT_MAX];
         uint32_t gid;

@@ -21,7 +21,8 @@
  * daemon cannot copy on: it only names the attempt's folder (j->scratch_dir, so that resume.c
  * maps the run as above), and the job's batch script runs its step (scratch_step.c,
  * `gpuwardd --scratch-run`), which makes the folder, restores, copies and syncs there with
- * the same helper, telling each copy in the job's output. */
+ * the same helper, telling each copy in the job's output, which scratch_told.c reads back
+ * into events once it finds each copy in the shared folder. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
