@@ -12,8 +12,6 @@
  * only it, and it passes the signal on to the command's process group. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,6 +41,9 @@
 #define INTERVAL_MAX (24 * 3600)
 #define REPORT_MAX 8192
 #define STOP_WAIT (5 * GW_USEC_PER_SEC)
+/* How long a restore or the final sync may take before its copier is stopped: a hung shared
+ * mount must not hold the allocation's GPUs until the time limit. */
+#define SYNC_MAX (10 * 60 * GW_USEC_PER_SEC)
 
 /* The signals passed on to the command: a cancel's, a --signal warning's, preemption's. */
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -85,7 +86,8 @@ static void copy_init(const struct step *s, struct gw_scratch_copy *c, enum gw_s
                                        .n_groups = s->n_groups };
 }
 
-/* Runs c's copier and waits for it; its report in buf (n bytes, cut): 0 when it finished. */
+/* Runs c's copier and waits for it (at most SYNC_MAX); its report in buf (n bytes, cut): 0
+ * when it finished. */
 static int copy_waited(struct gw_scratch_copy *c, char *buf, size_t n) {
         int p[2];
         buf[0] = '\0';
@@ -99,7 +101,14 @@ static int copy_waited(struct gw_scratch_copy *c, char *buf, size_t n) {
                 return (int) pid;
         }
         size_t len = 0;
+        gw_usec_t deadline = gw_clock_mono() + SYNC_MAX;
         for (;;) {
+                gw_usec_t left = deadline - gw_clock_mono();
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                if (left <= 0 || poll(&pfd, 1, (int) (left / 1000 + 1)) == 0) {
+                        (void) kill(-pid, SIGKILL);
+                        break;
+                }
                 char tmp[4096];
                 ssize_t r = read(p[0], tmp, sizeof tmp);
                 if (r < 0 && errno == EINTR)
@@ -130,7 +139,7 @@ static int report_done(int r, const char *report, unsigned long long *files, uns
         return -EIO;
 }
 
-static int parse_args(struct step *s, int argc, char **argv) {
+static int parse_args(struct step *s, char **argv) {
         long long secs;
         s->dir = argv[2];
         s->restore = argv[4];
@@ -155,7 +164,6 @@ static int parse_args(struct step *s, int argc, char **argv) {
                 snprintf(s->parent, sizeof s->parent, "/");
         s->name = slash + 1;
         s->interval = secs * GW_USEC_PER_SEC;
-        (void) argc;
         return 0;
 }
 
@@ -394,7 +402,7 @@ int gw_scratch_step_main(int argc, char **argv) {
                 return EXIT_USAGE;
         }
         struct step s = { .pfd = -1, .sfd = -1, .look_fd = -1 };
-        if (parse_args(&s, argc, argv) < 0)
+        if (parse_args(&s, argv) < 0)
                 return EXIT_USAGE;
         gid_t g[GW_SCRATCH_MAX_GROUPS];
         int ng = getgroups(GW_SCRATCH_MAX_GROUPS, g);
