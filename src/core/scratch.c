@@ -57,3 +57,34 @@ int gw_scratch_name(int64_t job, int attempt, char *buf, size_t n) {
         int w = snprintf(buf, n, "%" PRId64 "-%d", job, attempt);
         return w < 0 || (size_t) w >= n ? -ENAMETOOLONG : 0;
 }
+
+static bool has_dotdot(const char *rel) {
+        for (const char *p = rel; *p;) {
+                size_t l = strcspn(p, "/");
+                if (l == 2 && p[0] == '.' && p[1] == '.')
+                        return true;
+                p += l + (p[l] == '/');
+        }
+        return false;
+}
+
+int gw_scratch_restore_sub(const char *cwd, const char *ckpt, char *buf, size_t n) {
+        if (!cwd || !ckpt || !*cwd)
+                return -EINVAL;
+        size_t l = strlen(cwd);
+        while (l > 1 && cwd[l - 1] == '/')
+                l--;
+        if (strncmp(ckpt, cwd, l) || ckpt[l] != '/')
+                return -EINVAL;
+        const char *rel = ckpt + l + 1;
+        const char *w = strstr(rel, "/weights/"), *slash = strrchr(rel, '/');
+        /* RUN of RUN/weights/X.pt: the run's results.csv and the rest come along. */
+        size_t len = w ? (size_t) (w - rel) : slash ? (size_t) (slash - rel) : 0;
+        if (len == 0)
+                return -EINVAL;
+        if (len >= n)
+                return -ENAMETOOLONG;
+        memcpy(buf, rel, len);
+        buf[len] = '\0';
+        return has_dotdot(buf) ? -EINVAL : 0;
+}

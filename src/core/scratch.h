@@ -53,3 +53,10 @@ int gw_scratch_map(const char *path, const char *from, const char *to, char *buf
 /* The name of an attempt's folder under scratch_dir, "JOB-ATTEMPT", into buf (n bytes):
  * 0, or -ENAMETOOLONG. */
 int gw_scratch_name(int64_t job, int attempt, char *buf, size_t n);
+
+/* The folder of the shared folder cwd that a retry resuming from ckpt gets restored into its
+ * new scratch folder, relative to cwd, into buf (n bytes): RUN of cwd/RUN/weights/X.pt, else
+ * the checkpoint's own folder.  0; -EINVAL when ckpt is not in a folder below cwd or the
+ * folder's path holds a ".." component; -ENAMETOOLONG when it does not fit.  "/h/u/runs/s/
+ * weights/last.pt" in "/h/u" is "runs/s"; "/h/u/ck/e3.pt" is "ck"; "/h/u/e3.pt" is refused. */
+int gw_scratch_restore_sub(const char *cwd, const char *ckpt, char *buf, size_t n);

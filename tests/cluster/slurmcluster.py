@@ -398,9 +398,17 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
     def _kill_cgroup_tree(self, root):
         if not os.path.isdir(root):
             return
-        for pid in self._pids_under(root):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        # Shallower cgroups first: a job's slurmstepd (in job_N) dies before the processes of
+        # its steps (job_N/step_*), so that it cannot tell slurmctld their deaths as the
+        # job's own end (FAILED, signal 9) instead of the node's (NODE_FAIL).
+        for d, _, files in sorted(os.walk(root), key=lambda w: w[0].count("/")):
+            if "cgroup.procs" not in files:
+                continue
+            with contextlib.suppress(OSError), open(os.path.join(d, "cgroup.procs")) as f:
+                pids = [int(x) for x in f.read().split()]
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(TimeoutError):
             _wait_until(lambda: not self._pids_under(root), 10, f"the processes in {root} to end")
 

@@ -40,7 +40,11 @@ class ClusterDataset(unittest.TestCase):
                                   env={"SLURM_CONF": c.conf}) as d:
                 src = os.path.join(d.dir, "nfs")
                 sock = os.path.join(d.dir, "run", "stage-%n.sock")
-                d.config = f"cache_sources = {src}\nstage_socket = {sock}\n"
+                # The nodes' scratch_dir (a --scratch job's folder, made by its step), 1777.
+                scratch = os.path.join(d.dir, "node-scratch")
+                os.makedirs(scratch)
+                os.chmod(scratch, 0o1777)
+                d.config = f"cache_sources = {src}\nstage_socket = {sock}\nscratch_dir = {scratch}\n"
                 d.start()
                 agents = Agents(c, d, AgentTokens(d), extra=lambda n: [
                     "--cache-dir", os.path.join(d.dir, f"cache-{n}"), "--cache-sources", src,
@@ -117,6 +121,28 @@ class ClusterDataset(unittest.TestCase):
         gw = gwtest.wait_until(lambda: events(d.job(second), "dataset"), 20, what="the second staging record")
         self.assertRegex(gw[0], rf"dataset staged on {n1} in [\d.]+ s while holding 1 GPU: .*cached copy served")
         print(f"warm hit: {gw[0]}", file=sys.stderr)
+        # --scratch with --dataset: one batch script runs both steps, the scratch one outermost,
+        # and what the command leaves in its folder is synced back to its directory.
+        both = os.path.join(out, "both")
+        os.makedirs(both)
+        os.chown(both, owner.pw_uid, owner.pw_gid)
+        jid = d.submit("--gpus", "1", "--time", "10m", "--dataset", ds, "--scratch", "--cwd", both, "--output",
+                       f"{out}/both.out", "--", "sh", "-c",
+                       'ls "$GPUWARD_DATASET_DIR" | wc -l; echo "from $GPUWARD_SCRATCH" > "$GPUWARD_SCRATCH/note.txt"',
+                       user=owner.pw_uid)
+        j = d.wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout=90)
+        with open(os.path.join(out, "both.out")) as f:
+            text = f.read()
+        self.assertEqual(j["state"], "COMPLETED", text)
+        folder = os.path.join(d.dir, "node-scratch", f"{jid}-1")
+        self.assertIn(f"gpuward: scratch: {folder} is this attempt's folder (GPUWARD_SCRATCH)\n", text)
+        self.assertIn(f"\n{FILES}\n", text)
+        self.assertIn(f"gpuward: scratch: synced back to {both}: 1 files, ", text)
+        with open(os.path.join(both, "note.txt")) as f:
+            self.assertEqual(f.read(), f"from {folder}\n")
+        self.assertEqual(os.stat(os.path.join(both, "note.txt")).st_uid, owner.pw_uid)
+        self.assertFalse(os.path.exists(folder))
+
         versions = os.listdir(os.path.join(d.dir, f"cache-{n1}", "entries", os.listdir(
             os.path.join(d.dir, f"cache-{n1}", "entries"))[0]))
         self.assertEqual(sorted(v for v in versions if v.startswith("v")), ["v1"], "one copy")

@@ -238,15 +238,79 @@ class RefusedTest(unittest.TestCase):
             self.assertIn("the admin must set scratch_dir", r.stderr)
 
     def test_with_slurm(self):
+        """On a cluster scratch_dir is the nodes': the controller leaves it alone and wraps the
+        command in the job's step (gpuwardd --scratch-run), outside a --dataset's staging step;
+        without scratch_dir --scratch is refused."""
         sdir = tempfile.mkdtemp(prefix="gw-scratch-slurm-")
         self.addCleanup(shutil.rmtree, sdir, True)
         env = {"PATH": os.path.abspath(FAKES) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
                "SLURM_CONF": os.path.join(sdir, "slurm.conf")}
-        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env,
-                    config=f"scratch_dir = {os.path.join(sdir, 'scratch')}\n") as d:
+        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env) as d:
             d.start()
-            err = self.refusal(d)
-            self.assertIn("scratch: not with backend = slurm", err)
+            self.assertIn("scratch: the nodes have no scratch folder (the admin must set scratch_dir", self.refusal(d))
+        nodes = os.path.join(sdir, "scratch")
+        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env,
+                    config=f"scratch_dir = {nodes}\nscratch_interval = 7\ncache_sources = {sdir}\n"
+                           f"stage_socket = {sdir}/stage.sock\n") as d:
+            d.start()
+            jid = d.submit("--scratch", "--dataset", sdir, "--", "echo", "a b")
+            argv_file = os.path.join(sdir, "sbatch.1")
+            wait_until(lambda: os.path.exists(argv_file), what="sbatch called")
+            with open(argv_file) as f:
+                wrap = [a for a in f.read().splitlines() if a.startswith("--wrap=")]
+            gwd = os.path.join(gwtest.BUILD, "gpuwardd")
+            self.assertEqual(wrap, [f"--wrap=exec '{gwd}' '--scratch-run' '{nodes}/{jid}-1' '7' '-' '{gwd}' "
+                                    f"'--stage-run' '{sdir}/stage.sock' '{sdir}' 'echo' 'a b'"])
+            self.assertFalse(os.path.exists(nodes), "the nodes' folder, not made on the controller")
+            self.assertIn(f"attempt 1 works in {nodes}/{jid}-1 on the node Slurm picks, made there by the job's "
+                          "step", scratch_msgs(d.job(jid)))
+
+class SlurmToldTest(unittest.TestCase):
+    """On a cluster the step's lines in the job's output are read back into events, a copy only
+    as the controller finds it in the shared folder (fake Slurm: the test writes the output)."""
+
+    def test_a_copy_is_told_as_found_in_the_shared_folder(self):
+        sdir = tempfile.mkdtemp(prefix="gw-scratch-told-")
+        self.addCleanup(shutil.rmtree, sdir, True)
+        env = {"PATH": os.path.abspath(FAKES) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
+               "SLURM_CONF": os.path.join(sdir, "slurm.conf")}
+
+        def squeue(line):  # a job missing from squeue is lost: there from the start
+            with open(os.path.join(sdir, "squeue.tmp"), "w") as f:
+                f.write(line + "\n")
+            os.rename(os.path.join(sdir, "squeue.tmp"), os.path.join(sdir, "squeue.out"))
+        squeue("1|PENDING|0||None")
+        with Daemon(gpus=1, extra=("--backend", "slurm"), env=env,
+                    config=f"scratch_dir = {sdir}/nodes\nscratch_interval = 1\n") as d:
+            d.start()
+            out = os.path.join(d.work, "job.out")
+            jid = d.submit("--scratch", "--output", out, "--cwd", d.work, "--", "true")
+            squeue("1|RUNNING|0|n1|None")
+            wait_until(lambda: any("RUNNING on n1" in e["message"] for e in events_of(d.job(jid), "slurm")),
+                       what="the job running on n1")
+            write(os.path.join(d.work, "runs", "r", "weights", "last.pt"), checkpoint(2))  # 3 epochs done
+            w = d.work
+            with open(out, "a") as f:
+                # What the line says is not what is told: the file in the shared folder is.
+                f.write(f"  1/4 [00:00<00:00, 19.4it/s]\rgpuward: scratch: copied runs/r/weights/last.pt (epoch 99) "
+                        f"back to {w}\n"
+                        f"gpuward: scratch: copied runs/r/weights/gone.pt (epoch 1) back to {w}\n"
+                        f"gpuward: scratch: copied ../../etc/x.pt (epoch 1) back to {w}\n"
+                        f"gpuward: scratch: copied runs/r/notes.txt (1 B) back to {w}\n"
+                        f"gpuward: scratch: synced back to {w}: 3 files, 1 KiB; removed {sdir}/nodes/{jid}-1\n")
+            wait_until(lambda: any("synced back" in m for m in scratch_msgs(d.job(jid))), what="the sync told")
+            msgs = scratch_msgs(d.job(jid))
+            self.assertEqual(msgs[1:], [f"copied runs/r/weights/last.pt (epoch 3) back to {w}",
+                                        f"its step on the node says: synced back to {w}: 3 files, 1 KiB; removed "
+                                        f"{sdir}/nodes/{jid}-1"])
+            with open(out, "a") as f:  # the same copy again, as a later look finds it: told once
+                f.write(f"gpuward: scratch: copied runs/r/weights/last.pt (epoch 3) back to {w}\n"
+                        f"gpuward: scratch: copied runs/r/results.csv (12 B) back to {w}\n")
+            write(os.path.join(d.work, "runs", "r", "results.csv"), b"epoch,loss\n1,0.9\n")
+            wait_until(lambda: any("results.csv" in m for m in scratch_msgs(d.job(jid))), what="results.csv told")
+            self.assertEqual(scratch_msgs(d.job(jid))[3:], [f"copied runs/r/results.csv (17 B) back to {w}"])
+            squeue("1|COMPLETED|0|n1|None")
+            d.wait_state(jid, "COMPLETED")
 
 
 if __name__ == "__main__":

@@ -110,10 +110,26 @@ static void names(void **state) {
         assert_int_equal(gw_scratch_name(1234567, 10, buf, 5), -ENAMETOOLONG);
 }
 
+static void restore_sub(void **state) {
+        (void) state;
+        char buf[64];
+        assert_int_equal(gw_scratch_restore_sub("/h/u", "/h/u/runs/s/weights/last.pt", buf, sizeof buf), 0);
+        assert_string_equal(buf, "runs/s");
+        assert_int_equal(gw_scratch_restore_sub("/h/u/", "/h/u/ck/e3.pt", buf, sizeof buf), 0);
+        assert_string_equal(buf, "ck");
+        assert_int_equal(gw_scratch_restore_sub("/h/u", "/h/u/e3.pt", buf, sizeof buf), -EINVAL);
+        assert_int_equal(gw_scratch_restore_sub("/h/u", "/h/uv/runs/s/weights/last.pt", buf, sizeof buf), -EINVAL);
+        assert_int_equal(gw_scratch_restore_sub("/h/u", "/h/u/../x/weights/last.pt", buf, sizeof buf), -EINVAL);
+        assert_int_equal(gw_scratch_restore_sub("/h/u", "/h/u/a/../../x/e.pt", buf, sizeof buf), -EINVAL);
+        assert_int_equal(gw_scratch_restore_sub("/h/u", "/h/u/a-long-run/weights/last.pt", buf, 4), -ENAMETOOLONG);
+        assert_int_equal(gw_scratch_restore_sub(NULL, "/h/u/r/e.pt", buf, sizeof buf), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(kinds),     cmocka_unit_test(incremental), cmocka_unit_test(stable),
-                cmocka_unit_test(whole_zip), cmocka_unit_test(map),         cmocka_unit_test(names),
+                cmocka_unit_test(kinds),       cmocka_unit_test(incremental), cmocka_unit_test(stable),
+                cmocka_unit_test(whole_zip),   cmocka_unit_test(map),         cmocka_unit_test(names),
+                cmocka_unit_test(restore_sub),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -497,7 +497,8 @@ const struct gw_config_key gw_config_keys[] = {
           .dflt = "none",
           .note = "none = --scratch refused",
           .doc = "a node-local folder (a fast disk) where each attempt of a --scratch job gets a folder of its "
-                 "user's; its checkpoints are copied back to the job's working directory as they appear" },
+                 "user's; its checkpoints are copied back to the job's working directory as they appear; with "
+                 "--backend slurm, a folder every node has (mode 1777), where the job's step does this" },
         { .name = "scratch-interval",
           .arg = "S",
           .kind = GW_KEY_SECONDS,

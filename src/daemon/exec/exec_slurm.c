@@ -273,6 +273,12 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
                 return -EINVAL;
         if (staged)
                 run.argv = staged;
+        /* A --scratch job's step, outermost: its folder, copies and signals around all of it. */
+        _cleanup_(gw_strv_freep) char **scratched = NULL;
+        if (j->scratch && j->scratch_dir && !(scratched = gw_slurm_scratch_argv(d, j, run.argv, err, errlen)))
+                return -EINVAL;
+        if (scratched)
+                run.argv = scratched;
         r = gw_slurm_sbatch_argv(&run, &o, &argv, err, errlen);
         if (r < 0)
                 return r;
@@ -326,7 +332,10 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         snprintf(id, sizeof id, "%" PRIu32, sj->slurm_id);
         snprintf(sigopt, sizeof sigopt, "--signal=%d", sig);
         char *plain[] = { s->scancel, id, NULL };
-        char *full[] = { s->scancel, sigopt, (flags & GW_EXEC_SIGNAL_MAIN) ? "--batch" : "--full", id, NULL };
+        /* A --scratch job's batch script is its step, which passes a signal on to the
+         * command's processes: --full would give them each one twice. */
+        bool batch = (flags & GW_EXEC_SIGNAL_MAIN) || dj->job->scratch;
+        char *full[] = { s->scancel, sigopt, batch ? "--batch" : "--full", id, NULL };
         bool cancel = sig == SIGKILL || (sj->pending_in_slurm && !(flags & GW_EXEC_SIGNAL_MAIN));
         if (sj->pending_in_slurm && (flags & GW_EXEC_SIGNAL_MAIN))
                 return -ESRCH;

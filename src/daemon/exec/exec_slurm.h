@@ -248,6 +248,11 @@ void gw_slurm_self_find(struct gw_exec_slurm *s);
 /* argv wrapped in the staging step: SELF --stage-run SOCKET DATASET ARGV... (malloc'ed, for
  * gw_strv_free); NULL with why when this gpuwardd's path is unknown. */
 char **gw_slurm_stage_argv(struct gw_daemon *d, const char *dataset, char *const *argv, char *why, size_t n);
+/* argv wrapped in a --scratch job's step (scratch_step.c): SELF --scratch-run DIR SECONDS
+ * RESTORE ARGV..., DIR the attempt's folder on the node (j->scratch_dir), SECONDS
+ * scratch_interval, RESTORE the run a retry restores from the shared folder ("-": none).
+ * Malloc'ed, for gw_strv_free; NULL with why when this gpuwardd's path is unknown. */
+char **gw_slurm_scratch_argv(struct gw_daemon *d, const struct gw_job *j, char *const *argv, char *why, size_t n);
 /* A node's agent told how long Slurm job slurm_id waited for its dataset (its snapshot's
  * "staged", checked by nodes.c): recorded once as the gpuward job's event, in GPU-seconds
  * (the job's GPUs, all held by its allocation meanwhile).  Another's job: nothing. */

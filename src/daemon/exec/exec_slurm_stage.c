@@ -2,7 +2,10 @@
  * made there, by the node's agent, when the batch script starts: the script runs
  * `gpuwardd --stage-run SOCKET DATASET COMMAND...` (stage_run.c), which asks the agent and
  * then execs the command.  The allocation holds its GPUs meanwhile; the agent tells how long
- * (its snapshot's "staged"), and that time times the job's GPUs is recorded as the job's. */
+ * (its snapshot's "staged"), and that time times the job's GPUs is recorded as the job's.
+ * A --scratch job's command is wrapped the same way, in `gpuwardd --scratch-run`
+ * (daemon/scratch/scratch_step.c), outside any staging step, so that one batch script does
+ * both. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/directive.h"
+#include "core/scratch.h"
 #include "daemon/base/config.h"
 #include "daemon/exec/exec_slurm.h"
 
@@ -37,6 +41,31 @@ char **gw_slurm_stage_argv(struct gw_daemon *d, const char *dataset, char *const
         v[3] = gw_xstrdup(dataset);
         for (size_t i = 0; i < k; i++)
                 v[4 + i] = gw_xstrdup(argv[i]);
+        return v;
+}
+
+char **gw_slurm_scratch_argv(struct gw_daemon *d, const struct gw_job *j, char *const *argv, char *why, size_t n) {
+        struct gw_exec_slurm *s = slurm_of(d);
+        if (s->self[0] != '/' || strstr(s->self, " (deleted)")) {
+                snprintf(why, n, "scratch: this gpuwardd cannot tell its own path for the job's scratch step");
+                return NULL;
+        }
+        char run[4400] = "-";
+        if (j->attempt > 1 && j->resume_from && j->cwd &&
+            gw_scratch_restore_sub(j->cwd, j->resume_from, run, sizeof run) < 0)
+                snprintf(run, sizeof run, "-"); /* told by the scratch feature */
+        gw_usec_t iv = d->cfg->scratch_interval;
+        long long secs = iv > 0 ? (iv + GW_USEC_PER_SEC - 1) / GW_USEC_PER_SEC : 1;
+        size_t k = gw_strv_length(argv);
+        char **v = gw_xcalloc(k + 6, sizeof *v);
+        v[0] = gw_xstrdup(s->self);
+        v[1] = gw_xstrdup("--scratch-run");
+        v[2] = gw_xstrdup(j->scratch_dir);
+        if (asprintf(&v[3], "%lld", secs) < 0)
+                abort();
+        v[4] = gw_xstrdup(run);
+        for (size_t i = 0; i < k; i++)
+                v[5 + i] = gw_xstrdup(argv[i]);
         return v;
 }
 

@@ -424,6 +424,9 @@ int main(int argc, char **argv) {
         int r = gw_stage_run_main(argc, argv); /* a Slurm job's dataset step (stage_run.c) */
         if (r >= 0)
                 return r;
+        r = gw_scratch_step_main(argc, argv); /* a Slurm job's --scratch step (scratch_step.c) */
+        if (r >= 0)
+                return r;
         r = gw_agent_main(argc, argv); /* a node agent: none of the daemon below */
         if (r >= 0)
                 return r;

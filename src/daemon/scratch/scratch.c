@@ -44,19 +44,30 @@ struct gw_scratch_job {
         gw_usec_t next_look; /* monotonic */
         bool told_skip; /* a file the looks cannot copy was told once */
         bool told_fail; /* a look that could not start copying was told once */
+        struct gw_scratch_told told; /* on a cluster: the step's lines read (scratch_told.c) */
 };
 
 /* The daemon's scratch_dir, opened once; one daemon per process, as training_restore.c keeps
  * its helpers. */
 static struct {
         int fd; /* scratch_dir, -1 without one */
+        /* backend = slurm: scratch_dir is each node's, where the job's step (scratch_step.c)
+         * makes the folder, restores, copies and syncs; this daemon only names the folder. */
+        bool on_nodes;
         struct gw_scratch_job *jobs;
 } scratch = { .fd = -1 };
+
+/* Whether jobs get scratch folders at all. */
+static bool scratch_set(void) { return scratch.fd >= 0 || scratch.on_nodes; }
 
 int gw_scratch_open(struct gw_daemon *d) {
         const char *dir = d->cfg->scratch_dir;
         if (!dir || !*dir)
                 return 0;
+        if (d->cfg->backend == GW_BACKEND_SLURM) { /* the nodes', not this host's */
+                scratch.on_nodes = true;
+                return 0;
+        }
         if (mkdir(dir, 0711) < 0 && errno != EEXIST) {
                 log_err("scratch_dir: %s: %s", dir, strerror(errno));
                 return -errno;
@@ -134,6 +145,7 @@ void gw_scratch_close(struct gw_daemon *d) {
         if (scratch.fd >= 0)
                 (void) close(scratch.fd);
         scratch.fd = -1;
+        scratch.on_nodes = false;
 }
 
 static int refuse(struct gw_submit_error *err, const char *msg) {
@@ -148,8 +160,9 @@ int gw_scratch_check_submit(struct gw_daemon *d, struct gw_job *j, size_t ahead,
         if (!j->scratch)
                 return 0;
         if (d->cfg->backend == GW_BACKEND_SLURM)
-                return refuse(err, "scratch: not with backend = slurm: the copying back runs on this host, and "
-                                   "Slurm runs jobs on its nodes");
+                return scratch.on_nodes ? 0
+                                        : refuse(err, "scratch: the nodes have no scratch folder (the admin must set "
+                                                      "scratch_dir in gpuward.conf, a folder each node has)");
         if (gw_backend_placement(d) != GW_EXEC_PLACE_HERE)
                 return refuse(err, "scratch: this daemon's jobs run on other hosts, where it copies nothing");
         if (scratch.fd < 0)
@@ -272,17 +285,8 @@ static void restore(struct gw_daemon *d, struct gw_scratch_job *sj) {
         size_t l = strlen(j->cwd);
         if (!j->resume_from || strncmp(j->resume_from, j->cwd, l) || j->resume_from[l] != '/')
                 return;
-        const char *rel = j->resume_from + l + 1;
-        _cleanup_free_ char *run = gw_resume_run_dir(rel);
-        if (!strcmp(run, rel)) { /* no weights/ folder: the checkpoint's own folder */
-                char *slash = strrchr(run, '/');
-                if (slash)
-                        *slash = '\0';
-                else
-                        run[0] = '\0';
-        }
-        char msg[4800], report[REPORT_MAX];
-        if (!run[0] || strstr(run, "..")) {
+        char run[4400], msg[4800], report[REPORT_MAX];
+        if (gw_scratch_restore_sub(j->cwd, j->resume_from, run, sizeof run) < 0) {
                 snprintf(msg, sizeof msg, "not restored: %s is not in a folder below %s", j->resume_from, j->cwd);
                 event(d, j, msg);
                 return;
@@ -323,9 +327,25 @@ static void job_add(struct gw_scratch_job *sj, gw_usec_t next_look) {
         sj->dj->job->scratch_dir = sj->dir;
 }
 
+/* On a cluster the folder is named here and made on the node by the job's step, which also
+ * restores the run (exec_slurm wraps the command in it). */
+static void name_on_nodes(struct gw_daemon *d, struct gw_scratch_job *sj) {
+        struct gw_job *j = sj->dj->job;
+        char run[4400] = "", msg[4800];
+        if (j->attempt > 1 && j->resume_from && gw_scratch_restore_sub(j->cwd, j->resume_from, run, sizeof run) < 0) {
+                snprintf(msg, sizeof msg, "not restored: %s is not in a folder below %s", j->resume_from, j->cwd);
+                event(d, j, msg);
+                run[0] = '\0';
+        }
+        snprintf(msg, sizeof msg,
+                 "attempt %d works in %s on the node Slurm picks, made there by the job's step%s%s%s%s", j->attempt,
+                 sj->dir, run[0] ? ", which restores " : "", run, run[0] ? " from " : "", run[0] ? j->cwd : "");
+        event(d, j, msg);
+}
+
 void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        if (!j->scratch || scratch.fd < 0)
+        if (!j->scratch || !scratch_set())
                 return;
         if (dj->scratch) { /* the attempt before's, kept for recovery's look (attempt_ended) */
                 stop_look(dj->scratch);
@@ -334,7 +354,7 @@ void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
                 j->scratch_dir = NULL;
         }
         struct gw_scratch_job *sj = job_new(d, dj);
-        int r = make_folder(d, j, sj->dir, sj->name);
+        int r = scratch.on_nodes ? 0 : make_folder(d, j, sj->dir, sj->name);
         if (r < 0) {
                 char msg[700];
                 snprintf(msg, sizeof msg, "could not make its folder %s: %s; GPUWARD_SCRATCH is not set", sj->dir,
@@ -344,17 +364,21 @@ void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         }
         job_add(sj, d->now + d->cfg->scratch_interval);
-        if (j->attempt > 1)
+        if (scratch.on_nodes)
+                name_on_nodes(d, sj);
+        else if (j->attempt > 1)
                 restore(d, sj);
 }
 
 void gw_scratch_job_recovered(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
-        if (!j->scratch || scratch.fd < 0 || dj->scratch)
+        if (!j->scratch || !scratch_set() || dj->scratch)
                 return;
         struct gw_scratch_job *sj = job_new(d, dj);
         /* Kept even when the folder is gone (the node's disk lost): its run's checkpoints are
          * then found in the shared folder by the same path (resume.c). */
+        if (scratch.on_nodes)
+                gw_scratch_told_skip(j, &sj->told);
         job_add(sj, d->now);
 }
 
@@ -441,7 +465,10 @@ gw_usec_t gw_scratch_tick(struct gw_daemon *d) {
                 if (!running || sj->pid > 0)
                         continue;
                 if (d->now >= sj->next_look) {
-                        start_look(d, sj);
+                        if (scratch.on_nodes) /* the job's step copies there, and says so */
+                                gw_scratch_told_read(d, sj->dj->job, &sj->told);
+                        else
+                                start_look(d, sj);
                         sj->next_look = d->now + d->cfg->scratch_interval;
                 }
                 if (sj->next_look < next)
@@ -508,6 +535,15 @@ void gw_scratch_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         if (!sj)
                 return;
         const struct gw_job *j = dj->job;
+        if (scratch.on_nodes) { /* the job's step synced what the node still had: its last lines */
+                for (int i = 0; i < 16; i++) {
+                        uint64_t before = sj->told.off;
+                        gw_scratch_told_read(d, j, &sj->told);
+                        if (sj->told.off == before)
+                                break;
+                }
+                return;
+        }
         stop_look(sj);
         char report[REPORT_MAX];
         uint32_t gid;

@@ -15,7 +15,14 @@
  *
  * The copying is scratch_copy.c's helper's, never the loop's: it runs as the job's user and
  * follows no link.  The ends' syncs and a retry's restore are waited for (the retry's resume
- * must see them); the looks while the job runs are not.  All from the loop's thread. */
+ * must see them); the looks while the job runs are not.  All from the loop's thread.
+ *
+ * With backend = slurm, scratch_dir is each node's folder and the job runs on a node this
+ * daemon cannot copy on: it only names the attempt's folder (j->scratch_dir, so that resume.c
+ * maps the run as above), and the job's batch script runs its step (scratch_step.c,
+ * `gpuwardd --scratch-run`), which makes the folder, restores, copies and syncs there with
+ * the same helper, telling each copy in the job's output, which scratch_told.c reads back
+ * into events once it finds each copy in the shared folder. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +34,12 @@
  * -1 for another kind. */
 int gw_scratch_helper_main(const char *kind);
 
-/* Makes scratch_dir (root's, 0711) when set.  0, or -errno (logged): the daemon does not start. */
+/* `gpuwardd --scratch-run DIR SECONDS RESTORE COMMAND...` (scratch_step.c): a --scratch
+ * job's step on a Slurm node; -1 when argv does not ask for it, else its exit status. */
+int gw_scratch_step_main(int argc, char **argv);
+
+/* Makes scratch_dir (root's, 0711) when set; with backend = slurm it is the nodes' folder,
+ * left to them.  0, or -errno (logged): the daemon does not start. */
 int gw_scratch_open(struct gw_daemon *d);
 /* Stops the helpers in flight (their half copies have temporary names, dropped next time). */
 void gw_scratch_close(struct gw_daemon *d);

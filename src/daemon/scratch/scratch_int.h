@@ -41,3 +41,26 @@ struct gw_scratch_copy {
 
 /* Forks the helper: its pid, or -errno.  report_fd stays the caller's to close. */
 pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c);
+
+/* ---- scratch_told.c: on a Slurm cluster, the step's lines in the job's output ---- */
+
+struct gw_daemon;
+struct gw_job;
+
+/* How far the controller has read an attempt's output. */
+struct gw_scratch_told {
+        uint64_t off; /* bytes of the log read */
+        char last[160]; /* the last copy told, its REL and epoch: a line read twice is told once */
+        unsigned n_told; /* events this attempt, at most GW_SCRATCH_TOLD_MAX */
+};
+#define GW_SCRATCH_TOLD_MAX 2000
+
+/* Reads what the job's step (scratch_step.c) wrote to j's output since t->off, at most
+ * 64 KiB a call, whole lines only, and records each as an event of kind "scratch": a copy
+ * ("gpuward: scratch: copied REL ...") only once this daemon finds REL in the shared folder,
+ * a regular file of the job's user's, and then worded from what it reads there itself (a
+ * checkpoint's epochs), never from the line; the step's restore and final sync as the step's
+ * word ("its step on the node: synced back to ..."). */
+void gw_scratch_told_read(struct gw_daemon *d, const struct gw_job *j, struct gw_scratch_told *t);
+/* A restarted daemon's: what the output holds now was told before, t starts at its end. */
+void gw_scratch_told_skip(const struct gw_job *j, struct gw_scratch_told *t);
