@@ -109,7 +109,8 @@ int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *b
  * ret->enabled false.  -EIO for a lost GPU. */
 int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *ret);
 
-/* Whether GPU idx offers per-slice activity (GPM), as asked once at open. */
+/* Whether GPU idx offers per-slice activity (GPM), as asked at open and when it last entered
+ * MIG mode. */
 enum gw_gpu_gpm {
         GW_GPU_GPM_UNKNOWN, /* no handle */
         GW_GPU_GPM_NO_CALLS, /* the library lacks a GPM call (before NVML 12.0) */

@@ -105,6 +105,11 @@ static void slice_round(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct g
 void gw_nvml_gpm_round(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct gw_gpu_mig_layout *l) {
         for (size_t k = 0; k < l->n; k++)
                 l->dev[k].activity = -1;
+        /* Asked again each time the GPU enters MIG mode: that is when the answer starts to
+         * matter, and it costs one call per re-partitioning. */
+        if (!dev->gpm_in_mig)
+                gw_nvml_gpm_probe(lib, dev);
+        dev->gpm_in_mig = true;
         if (dev->gpm != GW_GPU_GPM_OFFERED)
                 return;
         if (!lib->gpm_get)

@@ -17,7 +17,8 @@ struct gw_gpu_dev {
         enum gw_gpu_health open_health; /* why handle is NULL */
         struct gw_gpu_static st; /* read once at open */
         unsigned long long last_seen; /* newest per-process utilisation sample taken, µs */
-        enum gw_gpu_gpm gpm; /* asked once at open */
+        enum gw_gpu_gpm gpm; /* asked at open and when the GPU enters MIG mode */
+        bool gpm_in_mig; /* the last layout read was in MIG mode */
         struct gw_gpm_slot gpm_slot[GW_GPU_MIG_MAX]; /* by GPU instance, nvml_gpm.c */
 };
 
@@ -62,7 +63,7 @@ static inline bool gw_nvml_lacks_version(nvmlReturn_t r, bool *older_only) {
         return true;
 }
 
-/* GPM (nvml_gpm.c).  probe: asks whether dev offers it, at open.  round: sets activity of each
+/* GPM (nvml_gpm.c).  probe: asks whether dev offers it.  round: sets activity of each
  * slice of l (-1 where none was measured).  free: the samples, at close. */
 void gw_nvml_gpm_probe(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev);
 void gw_nvml_gpm_round(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct gw_gpu_mig_layout *l);

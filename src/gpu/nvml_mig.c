@@ -86,6 +86,7 @@ int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *r
         if (r == NVML_ERROR_GPU_IS_LOST)
                 return -EIO;
         if (r != NVML_SUCCESS || cur != NVML_DEVICE_MIG_ENABLE || lib->fn.max_mig_count(h, &max) != NVML_SUCCESS) {
+                lib->devs[idx].gpm_in_mig = false;
                 *ret = l; /* NOT_SUPPORTED (no MIG on this GPU), or off */
                 return 0;
         }

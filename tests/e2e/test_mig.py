@@ -286,6 +286,46 @@ class MigReclaimTest(DaemonTest):
         self.assertNotIn("warn", kinds(j))
 
 
+class MigGpmReclaimTest(DaemonTest):
+    """Where the GPU offers GPM (Hopper), a slice's SM activity is its utilisation: a job whose
+    process sits on its slice without ever progressing (kept without GPM: nothing to judge by)
+    is reclaimed at 0% and kept at 80%."""
+    gpus = 1
+    config = MigReclaimTest.config
+
+    def start_on_slice(self, activity):
+        d = self.d
+        set_fake(d, gpu0_mig="1g.10gb*7", gpu0_gpm=1, **{"gpu0_mig.0.activity": activity})
+        uuid = wait_until(lambda: [m for m in d.gpu_list()[0]["mig"] if m["activity"] == activity],
+                          what="the slices' GPM activity")[0]["uuid"]
+        jid = d.submit("--gpus", "1g.10gb", "--", "sh", "-c", "sleep 600")
+        self.assertEqual(d.wait_state(jid, "RUNNING")["slices"], [uuid])
+        write_slice_procs(d, d.wait_pid(jid), [(0, 0, 1024)])
+        wait_until(lambda: d.gpu_list()[0]["mig"][0]["processes"], what="the job's process on its slice")
+        return jid, uuid
+
+    def test_idle_slice_by_gpm_is_reclaimed_citing_it(self):
+        d = self.d
+        jid, uuid = self.start_on_slice(0)
+        j = d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 10)
+        self.assertEqual(j["state"], "RECLAIMED", j["reason"])
+        ev = events_of(j, "reclaim")[-1]["message"]
+        self.assertIn(f"GPM SM activity 0% on {uuid} (threshold ", ev)
+        self.assertIn(f"1 process of the job on {uuid}", ev)
+        self.assertNotIn("no utilisation", ev)
+        self.assertIn("GPM SM activity below", events_of(j, "idle")[0]["message"])
+
+    def test_busy_slice_by_gpm_is_kept(self):
+        d = self.d
+        jid, uuid = self.start_on_slice(80)
+        # Past the latest a reclaim would come, it is still running and was never warned.
+        with self.assertRaises(AssertionError):
+            d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 2)
+        j = d.api("GET", f"/api/v1/jobs/{jid}")[1]
+        self.assertEqual(j["state"], "RUNNING")
+        self.assertNotIn("warn", kinds(j))
+
+
 class MigLeakTest(DaemonTest):
     """The leak detector on a slice: the slice's memory, against the slice's size."""
     gpus = 1
