@@ -8,7 +8,7 @@ import subprocess
 from gwtest import TRAINER, DaemonTest, events_of, kinds, main, wait_until
 
 MIG = ["uuid", "profile", "gpu_instance", "compute_instance", "slices", "share", "mem_total", "mem_used", "job",
-       "processes"]
+       "processes", "activity"]
 GIB = 1 << 30
 # The idle watch's profiles for MigReclaimTest, short; and the latest a reclaim may come: its
 # three delays and a sample interval each to see the window and the warning's end.
@@ -60,6 +60,7 @@ class MigSeenTest(DaemonTest):
             for g in gpus:
                 for m in g["mig"]:
                     self.assertEqual(list(m), MIG)
+                    self.assertIsNone(m["activity"])  # no GPM on these GPUs: no figure
             # A GPU in MIG mode has no utilisation in NVML: none is shown.
             self.assertIsNone(gpus[0]["util"])
             self.assertIsNotNone(gpus[2]["util"])
