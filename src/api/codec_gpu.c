@@ -126,6 +126,11 @@ static json_t *mig_ci(const void *obj, const struct gw_codec_ctx *ctx) {
         return int_or_null(((const struct gw_codec_mig *) obj)->ci_id);
 }
 
+static json_t *mig_activity(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        return int_or_null(((const struct gw_codec_mig *) obj)->activity);
+}
+
 static json_t *mig_profile(const void *obj, const struct gw_codec_ctx *ctx) {
         (void) ctx;
         const struct gw_codec_mig *m = obj;
@@ -146,6 +151,7 @@ static const struct gw_codec_field mig_fields[] = {
         GW_CODEC_FIELD("slices", GW_CT_UINT, M, slices),    GW_CODEC_FIELD_FN("share", mig_share),
         GW_CODEC_FIELD_FN("mem_total", mig_mem_total),      GW_CODEC_FIELD_FN("mem_used", mig_mem_used),
         GW_CODEC_FIELD("job", GW_CT_ID_OR_NULL, M, job_id), GW_CODEC_FIELD_FN("processes", mig_procs),
+        GW_CODEC_FIELD_FN("activity", mig_activity),
 };
 #undef M
 

@@ -26,7 +26,8 @@ struct gw_codec_mig {
         const char *profile; /* "1g.10gb"; "" or NULL: not known */
         int gi_id, ci_id; /* GPU / compute instance; < 0: not known */
         unsigned slices, max_slices; /* its slices of the GPU's; 0: not known */
-        bool has_mem, has_procs; /* what NVML gave for it (never a utilisation: it has none) */
+        bool has_mem, has_procs; /* what NVML gave for it */
+        int activity; /* GPM SM activity, percent, where the GPU offers GPM; < 0: none measured */
         uint64_t mem_total, mem_used;
         int64_t job_id; /* the job given it; 0: none */
         const struct gw_codec_proc *procs;

@@ -137,6 +137,8 @@ static bool has_progressed(const struct gw_job_obs *o) {
 static bool gpu_is_busy(const struct gw_reclaim_gpu *g, unsigned threshold, bool progressed) {
         /* A slice has no utilisation to read: its processes stand in, but a job that has not
          * progressed yet (loading data, compiling) gives no way to tell work from a hang. */
+        if (g->mig && g->util_valid) /* GPM's SM activity: a utilisation, as on a whole GPU */
+                return !g->procs_valid || g->other_busy || g->util >= threshold;
         if (g->mig)
                 return !g->procs_valid || g->other_busy || (g->n_procs > 0 && !progressed);
         /* No reading is not "0%": never reclaim on missing data. */
@@ -214,18 +216,28 @@ static void derive(const struct gw_job_obs *o, const struct gw_reclaim_policy *p
 
 static const char *slice_name(const struct gw_reclaim_gpu *g) { return g->uuid && *g->uuid ? g->uuid : "a MIG slice"; }
 
-/* "no process on MIG-... for 5m12s" or "1 process of the job on MIG-...", each slice. */
-static void add_slices(struct text *t, const struct gw_job_obs *o, gw_usec_t now) {
+/* "no process on MIG-... for 5m12s" or "1 process of the job on MIG-...", each slice; a
+ * slice with a GPM figure leads with it: "GPM SM activity 0% on MIG-... (threshold 5%)". */
+static void add_slices(struct text *t, const struct gw_job_obs *o, const struct gw_reclaim_policy *p, gw_usec_t now) {
         gw_usec_t seen = max_t(clamp(o->started_at, now), clamp(o->state.last_proc, now));
         const char *sep = "";
         char d[24];
+        bool unmeasured = false;
 
-        add(t, "no utilisation on a MIG slice: judged by its processes and training progress; ");
+        for (size_t i = 0; i < o->n_gpus; i++)
+                unmeasured |= o->gpus[i].mig && !o->gpus[i].util_valid;
+        if (unmeasured)
+                add(t, "no utilisation on a MIG slice: judged by its processes and training progress; ");
         for (size_t i = 0; i < o->n_gpus; i++, sep = ", ") {
                 const struct gw_reclaim_gpu *g = &o->gpus[i];
 
                 if (!g->mig)
                         continue;
+                if (g->util_valid) {
+                        add(t, "%sGPM SM activity %u%% on %s (threshold %u%%), ", sep, g->util, slice_name(g),
+                            p->util_threshold);
+                        sep = "";
+                }
                 if (!g->procs_valid)
                         add(t, "%sprocesses on %s unknown (counted as busy)", sep, slice_name(g));
                 else if (g->n_procs == 0)
@@ -255,7 +267,7 @@ static void add_gpus(struct text *t, const struct gw_job_obs *o, const struct gw
                 return;
         }
         if (any_mig) {
-                add_slices(t, o, now);
+                add_slices(t, o, p, now);
                 if (whole == 0)
                         return;
                 add(t, ", ");
@@ -374,9 +386,12 @@ static void add_active_reason(struct text *t, const struct gw_job_obs *o, const 
         const struct gw_reclaim_gpu *g = f->busy_gpu;
 
         if (g && g->mig && !g->procs_valid)
-                add(t, "processes on %s unknown (no utilisation on a MIG slice; counted as busy)", slice_name(g));
+                add(t, "processes on %s unknown (%scounted as busy)", slice_name(g),
+                    g->util_valid ? "" : "no utilisation on a MIG slice; ");
         else if (g && g->mig && g->other_busy)
                 add(t, "%s used by another process (counted as busy)", slice_name(g));
+        else if (g && g->mig && g->util_valid)
+                add(t, "GPM SM activity %u%% on %s (>= %u%%)", g->util, slice_name(g), p->util_threshold);
         else if (g && g->mig)
                 add(t,
                     "%u process%s of the job on %s and no training progress yet (no "

@@ -14,7 +14,10 @@
  *    progressed for protect_max.  From the sample where a protection ends, the idle window
  *    runs as usual: a job hung mid-validation is warned max(3 x longest, idle_timeout) +
  *    idle_timeout after that validation began;
- * A MIG slice has no utilisation (NVML gives none): it is never read as 0% or made up.  It is
+ * A MIG slice has no utilisation unless its GPU offers GPM (Hopper): then the slice's SM
+ * activity is its utilisation, against the same threshold, and the rule for whole GPUs applies
+ * (with an unknown process list still counted as busy).  Without it, nothing is read as 0% or
+ * made up.  It is
  * busy while its process list is unknown, while another's process uses it, or while the job's
  * processes are on it and the job has not progressed yet (still loading: nothing to judge
  * by).  Otherwise it counts as idle, so the job is judged by what exists per slice: no process
@@ -91,7 +94,8 @@ struct gw_reclaim_gpu {
                                           * utilisation where per-process is not supported) */
         bool other_busy; /* a process that is not this job's (another job or a
                                           * rogue) uses it: counted as busy, never reclaimed */
-        /* A MIG slice: util_valid and util are not read (see the rule above). */
+        /* A MIG slice: util_valid only where GPM measured its SM activity (see the rule
+         * above); util is that figure then. */
         bool mig;
         const char *uuid; /* "MIG-..." for the evidence; may be NULL */
         bool procs_valid; /* its process list was read; false -> busy */

@@ -49,7 +49,8 @@ struct gw_gpu_proc {
 
 /* MIG: a GPU in MIG mode is cut into MIG devices (slices), each with its own UUID
  * ("MIG-..."), memory and processes.  NVML gives no utilisation for a slice, nor for a GPU
- * in MIG mode, so none is read here. */
+ * in MIG mode; where the GPU offers GPM (Hopper and later), a slice's SM activity between two
+ * inventory rounds is read from it (activity), and only then. */
 #define GW_GPU_MIG_MAX 8 /* slices per GPU: 7 on A100/H100 */
 #define GW_GPU_MIG_PROFILE_MAX 32
 #define GW_GPU_MIG_PROCS_MAX 16 /* processes kept per slice */
@@ -63,6 +64,7 @@ struct gw_gpu_mig {
         uint64_t mem_total, mem_used; /* bytes */
         size_t n_procs;
         struct gw_gpu_proc procs[GW_GPU_MIG_PROCS_MAX]; /* sm_util -1: not given under MIG */
+        int activity; /* GPM SM activity since the last round, percent; -1: none measured */
 };
 
 struct gw_gpu_mig_layout {
@@ -106,6 +108,16 @@ int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *b
  * without the MIG calls, or one answering NOT_SUPPORTED, or MIG mode off: 0 with
  * ret->enabled false.  -EIO for a lost GPU. */
 int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *ret);
+
+/* Whether GPU idx offers per-slice activity (GPM), as asked at open and when it last entered
+ * MIG mode. */
+enum gw_gpu_gpm {
+        GW_GPU_GPM_UNKNOWN, /* no handle */
+        GW_GPU_GPM_NO_CALLS, /* the library lacks a GPM call (before NVML 12.0) */
+        GW_GPU_GPM_NOT_SUPPORTED, /* the GPU says no (before Hopper), or the query failed */
+        GW_GPU_GPM_OFFERED,
+};
+enum gw_gpu_gpm gw_gpu_gpm(const struct gw_gpu_lib *lib, unsigned idx);
 
 /* Waits up to timeout_ms for an Xid / ECC event on any GPU.  0 with *ret filled,
  * -ETIMEDOUT when none came, -ENOTSUP when events are not supported, -EIO otherwise.

@@ -100,6 +100,11 @@ static void load_symbols(struct gw_gpu_lib *lib) {
         LOAD(lib, compute_instance_id, "nvmlDeviceGetComputeInstanceId");
         /* The unsuffixed call writes a shorter struct without the slice counts. */
         LOAD(lib, attributes, "nvmlDeviceGetAttributes_v2");
+        LOAD(lib, gpm_query_support, "nvmlGpmQueryDeviceSupport");
+        LOAD(lib, gpm_sample_alloc, "nvmlGpmSampleAlloc");
+        LOAD(lib, gpm_sample_free, "nvmlGpmSampleFree");
+        LOAD(lib, gpm_mig_sample_get, "nvmlGpmMigSampleGet");
+        LOAD(lib, gpm_metrics_get, "nvmlGpmMetricsGet");
 }
 
 /* nvmlErrorString's text, or the number when the library has none to give. */
@@ -313,6 +318,7 @@ int gw_gpu_open(const char *path, struct gw_gpu_lib **ret, char *err, size_t err
                         continue;
                 }
                 read_static(lib, dev);
+                gw_nvml_gpm_probe(lib, dev);
         }
         open_events(lib);
         *ret = lib;
@@ -324,6 +330,7 @@ struct gw_gpu_lib *gw_gpu_close(struct gw_gpu_lib *lib) {
                 return NULL;
         if (lib->events)
                 (void) lib->fn.event_set_free(lib->events);
+        gw_nvml_gpm_free(lib); /* before shutdown: the samples are the library's */
         (void) lib->fn.shutdown();
         (void) dlclose(lib->dl);
         free(lib->devs);

@@ -5,11 +5,21 @@
 #include "gpu/gpu.h"
 #include "gpu/nvml_types.h"
 
+/* A MIG GPU instance's two GPM samples: the last round's and the one being taken. */
+struct gw_gpm_slot {
+        bool used, seen, has_prev;
+        unsigned gi_id;
+        nvmlGpmSample_t prev, cur;
+};
+
 struct gw_gpu_dev {
         nvmlDevice_t handle; /* NULL when nvmlDeviceGetHandleByIndex refused it */
         enum gw_gpu_health open_health; /* why handle is NULL */
         struct gw_gpu_static st; /* read once at open */
         unsigned long long last_seen; /* newest per-process utilisation sample taken, µs */
+        enum gw_gpu_gpm gpm; /* asked at open and when the GPU enters MIG mode */
+        bool gpm_in_mig; /* the last layout read was in MIG mode */
+        struct gw_gpm_slot gpm_slot[GW_GPU_MIG_MAX]; /* by GPU instance, nvml_gpm.c */
 };
 
 /* Only the thread that samples writes the learned fallbacks below; gw_gpu_wait_event
@@ -27,6 +37,7 @@ struct gw_gpu_lib {
         bool detail_missing; /* nvmlDeviceGetRunningProcessDetailList unusable */
         bool v3_missing, v2_missing; /* ..._v3 / ..._v2 returned FUNCTION_NOT_FOUND */
         unsigned v3_stride_guess; /* nvitop's heuristic, 0 until first needed */
+        nvmlGpmMetricsGet_t *gpm_get; /* 40 KiB, allocated on the first GPM round */
 };
 
 /* The compute processes on handle h (a GPU or a MIG device), sorted by pid, at most cap
@@ -51,3 +62,9 @@ static inline bool gw_nvml_lacks_version(nvmlReturn_t r, bool *older_only) {
         *older_only = true;
         return true;
 }
+
+/* GPM (nvml_gpm.c).  probe: asks whether dev offers it.  round: sets activity of each
+ * slice of l (-1 where none was measured).  free: the samples, at close. */
+void gw_nvml_gpm_probe(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev);
+void gw_nvml_gpm_round(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct gw_gpu_mig_layout *l);
+void gw_nvml_gpm_free(struct gw_gpu_lib *lib);

@@ -43,7 +43,7 @@ static void read_mig_device(struct gw_gpu_lib *lib, nvmlDevice_t h, struct gw_gp
         const struct gw_nvml_fns *fn = &lib->fn;
         char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
 
-        *m = (struct gw_gpu_mig){ .gi_id = UINT_MAX, .ci_id = UINT_MAX };
+        *m = (struct gw_gpu_mig){ .gi_id = UINT_MAX, .ci_id = UINT_MAX, .activity = -1 };
         if (fn->uuid && fn->uuid(h, buf, sizeof buf) == NVML_SUCCESS)
                 gw_nvml_copy_string(m->uuid, sizeof m->uuid, buf, sizeof buf);
         if (fn->name && fn->name(h, buf, sizeof buf) == NVML_SUCCESS) {
@@ -86,6 +86,7 @@ int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *r
         if (r == NVML_ERROR_GPU_IS_LOST)
                 return -EIO;
         if (r != NVML_SUCCESS || cur != NVML_DEVICE_MIG_ENABLE || lib->fn.max_mig_count(h, &max) != NVML_SUCCESS) {
+                lib->devs[idx].gpm_in_mig = false;
                 *ret = l; /* NOT_SUPPORTED (no MIG on this GPU), or off */
                 return 0;
         }
@@ -98,6 +99,7 @@ int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *r
                         continue;
                 read_mig_device(lib, mh, &l.dev[l.n++]);
         }
+        gw_nvml_gpm_round(lib, &lib->devs[idx], &l);
         *ret = l;
         return 0;
 }

@@ -124,6 +124,38 @@ typedef struct {
         unsigned long long memorySizeMB;
 } nvmlDeviceAttributes_t;
 
+/* GPM (NVML 11.8+, Hopper and later): counters sampled twice and turned into metrics.  A
+ * sample is an opaque handle the library allocates.  NVML_GPM_METRIC_MAX grew from 98 (11.8
+ * to 12.8) to 210 (12.9) and 333 (13.2) while NVML_GPM_METRICS_GET_VERSION stayed 1, so
+ * the struct's size is not versioned: ours is allocated with GW_NVML_GPM_METRICS_CAP
+ * entries, more than any header we read, and asks for one metric (docs/NVML-ABI.md). */
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+#define GW_NVML_GPM_SUPPORT_VERSION 1u /* bare, not NVML_STRUCT_VERSION */
+#define GW_NVML_GPM_METRICS_GET_VERSION 1u
+#define GW_NVML_GPM_METRIC_SM_UTIL 2u /* "Percentage of SMs that were busy. 0.0 - 100.0" */
+#define GW_NVML_GPM_METRICS_CAP 1024u
+
+typedef struct {
+        unsigned int version;
+        unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+typedef struct {
+        unsigned int metricId; /* in */
+        nvmlReturn_t nvmlReturn; /* out: value is valid only when NVML_SUCCESS */
+        double value;
+        struct {
+                char *shortName, *longName, *unit;
+        } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct {
+        unsigned int version;
+        unsigned int numMetrics;
+        nvmlGpmSample_t sample1, sample2;
+        nvmlGpmMetric_t metrics[GW_NVML_GPM_METRICS_CAP];
+} nvmlGpmMetricsGet_t;
+
 /* Sizes (LP64) and the offsets we read, as nvml.h lays them out (docs/NVML-ABI.md). */
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
@@ -153,6 +185,11 @@ _Static_assert(GW_NVML_TEMPERATURE_V1 == (sizeof(nvmlTemperature_v1_t) | 1u << 2
 _Static_assert(sizeof(nvmlConfComputeMemSizeInfo_t) == 16, "nvmlConfComputeMemSizeInfo_t layout");
 _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40 && offsetof(nvmlDeviceAttributes_t, gpuInstanceSliceCount) == 24,
                "nvmlDeviceAttributes_t layout");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40 && offsetof(nvmlGpmMetric_t, value) == 8, "nvmlGpmMetric_t layout");
+_Static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8 && offsetof(nvmlGpmMetricsGet_t, sample2) == 16 &&
+                       offsetof(nvmlGpmMetricsGet_t, metrics) == 24,
+               "nvmlGpmMetricsGet_t fields");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 _Static_assert(offsetof(nvmlEventData_t, eventType) == 8 && offsetof(nvmlEventData_t, eventData) == 16 &&
                        offsetof(nvmlEventData_t, gpuInstanceId) == 24,
@@ -196,4 +233,10 @@ struct gw_nvml_fns {
         nvmlReturn_t (*gpu_instance_id)(nvmlDevice_t, unsigned int *);
         nvmlReturn_t (*compute_instance_id)(nvmlDevice_t, unsigned int *);
         nvmlReturn_t (*attributes)(nvmlDevice_t, nvmlDeviceAttributes_t *); /* _v2 only */
+        /* GPM (11.8+; nvmlGpmMigSampleGet 12.0+): all five or no per-slice activity. */
+        nvmlReturn_t (*gpm_query_support)(nvmlDevice_t, nvmlGpmSupport_t *);
+        nvmlReturn_t (*gpm_sample_alloc)(nvmlGpmSample_t *);
+        nvmlReturn_t (*gpm_sample_free)(nvmlGpmSample_t);
+        nvmlReturn_t (*gpm_mig_sample_get)(nvmlDevice_t, unsigned int, nvmlGpmSample_t);
+        nvmlReturn_t (*gpm_metrics_get)(nvmlGpmMetricsGet_t *);
 };

@@ -8,7 +8,7 @@ import subprocess
 from gwtest import TRAINER, DaemonTest, events_of, kinds, main, wait_until
 
 MIG = ["uuid", "profile", "gpu_instance", "compute_instance", "slices", "share", "mem_total", "mem_used", "job",
-       "processes"]
+       "processes", "activity"]
 GIB = 1 << 30
 # The idle watch's profiles for MigReclaimTest, short; and the latest a reclaim may come: its
 # three delays and a sample interval each to see the window and the warning's end.
@@ -60,6 +60,7 @@ class MigSeenTest(DaemonTest):
             for g in gpus:
                 for m in g["mig"]:
                     self.assertEqual(list(m), MIG)
+                    self.assertIsNone(m["activity"])  # no GPM on these GPUs: no figure
             # A GPU in MIG mode has no utilisation in NVML: none is shown.
             self.assertIsNone(gpus[0]["util"])
             self.assertIsNotNone(gpus[2]["util"])
@@ -283,6 +284,46 @@ class MigReclaimTest(DaemonTest):
         j = d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=60)
         self.assertEqual(j["state"], "COMPLETED", j["reason"])
         self.assertGreater(j["end_time"] - j["start_time"], IDLE + WARN + GRACE)
+        self.assertNotIn("warn", kinds(j))
+
+
+class MigGpmReclaimTest(DaemonTest):
+    """Where the GPU offers GPM (Hopper), a slice's SM activity is its utilisation: a job whose
+    process sits on its slice without ever progressing (kept without GPM: nothing to judge by)
+    is reclaimed at 0% and kept at 80%."""
+    gpus = 1
+    config = MigReclaimTest.config
+
+    def start_on_slice(self, activity):
+        d = self.d
+        set_fake(d, gpu0_mig="1g.10gb*7", gpu0_gpm=1, **{"gpu0_mig.0.activity": activity})
+        uuid = wait_until(lambda: [m for m in d.gpu_list()[0]["mig"] if m["activity"] == activity],
+                          what="the slices' GPM activity")[0]["uuid"]
+        jid = d.submit("--gpus", "1g.10gb", "--", "sh", "-c", "sleep 600")
+        self.assertEqual(d.wait_state(jid, "RUNNING")["slices"], [uuid])
+        write_slice_procs(d, d.wait_pid(jid), [(0, 0, 1024)])
+        wait_until(lambda: d.gpu_list()[0]["mig"][0]["processes"], what="the job's process on its slice")
+        return jid, uuid
+
+    def test_idle_slice_by_gpm_is_reclaimed_citing_it(self):
+        d = self.d
+        jid, uuid = self.start_on_slice(0)
+        j = d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 10)
+        self.assertEqual(j["state"], "RECLAIMED", j["reason"])
+        ev = events_of(j, "reclaim")[-1]["message"]
+        self.assertIn(f"GPM SM activity 0% on {uuid} (threshold ", ev)
+        self.assertIn(f"1 process of the job on {uuid}", ev)
+        self.assertNotIn("no utilisation", ev)
+        self.assertIn("GPM SM activity below", events_of(j, "idle")[0]["message"])
+
+    def test_busy_slice_by_gpm_is_kept(self):
+        d = self.d
+        jid, uuid = self.start_on_slice(80)
+        # Past the latest a reclaim would come, it is still running and was never warned.
+        with self.assertRaises(AssertionError):
+            d.wait_state(jid, {"RECLAIMED", "COMPLETED", "FAILED"}, timeout=BOUND + 2)
+        j = d.api("GET", f"/api/v1/jobs/{jid}")[1]
+        self.assertEqual(j["state"], "RUNNING")
         self.assertNotIn("warn", kinds(j))
 
 

@@ -146,6 +146,8 @@ struct fake_gpu {
         int mig_mode; /* MIG_*: gpuN.mig set, "-" or unset */
         unsigned mig_max, n_mig; /* nvmlDeviceGetMaxMigDeviceCount; the MIG devices made */
         struct fake_mig mig[FAKE_MAX_MIG];
+        bool gpm; /* gpuN.gpm=1: offers GPM (Hopper); else its GPM calls answer NOT_SUPPORTED */
+        unsigned mig_activity[FAKE_MAX_MIG]; /* gpuN.mig.K.activity: SM activity of MIG device K */
 };
 
 struct fake_cfg {

@@ -128,6 +128,15 @@ static void parse_mig(struct fake_gpu *g, const char *v) {
         }
 }
 
+/* gpuN.mig.K.activity=PERCENT: what GPM reports for MIG device K (0-based, GPU instance
+ * K + 1). */
+static void parse_mig_key(struct fake_gpu *g, const char *key, unsigned long long x) {
+        char *end;
+        unsigned long k = strtoul(key, &end, 10);
+        if (end != key && k < FAKE_MAX_MIG && strcmp(end, ".activity") == 0)
+                g->mig_activity[k] = (unsigned) (x > 100 ? 100 : x);
+}
+
 /* Applies one key to GPU g; the same keys serve as global defaults and as gpuN.KEY. */
 static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
         unsigned long long x;
@@ -139,6 +148,8 @@ static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
                 parse_mig(g, v);
         else if (!parse_ull(v, &x))
                 return;
+        else if (strncmp(key, "mig.", 4) == 0)
+                parse_mig_key(g, key + 4, x);
         else if (strcmp(key, "memory_mib") == 0)
                 g->memory_mib = x;
         else if (strcmp(key, "base_used_mib") == 0)
@@ -151,6 +162,8 @@ static void cfg_apply_gpu(struct fake_gpu *g, const char *key, const char *v) {
                 g->power_w = (unsigned) (x > 4000000 ? 4000000 : x);
         else if (strcmp(key, "lost") == 0)
                 g->lost = x != 0;
+        else if (strcmp(key, "gpm") == 0)
+                g->gpm = x != 0;
         else if (strcmp(key, "mig_max") == 0)
                 g->mig_max = (unsigned) (x > FAKE_MAX_MIG ? FAKE_MAX_MIG : x);
 }

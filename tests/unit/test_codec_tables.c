@@ -379,7 +379,8 @@ static void gpu(void **state) {
                 "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":null,\"mem_used\":1048576,"
                 "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null,\"mig_mode\":false,\"mig\":[]}");
 
-        /* In MIG mode: each slice with its share of the GPU, and never a utilisation figure. */
+        /* In MIG mode: each slice with its share of the GPU; an activity figure only where GPM
+         * measured one. */
         struct gw_codec_proc sp = { .pid = 43, .user = "cy", .mem = 5 << 20, .sm_util = -1, .cpu = -1, .job_id = 9 };
         struct gw_codec_mig m[2] = {
                 { .uuid = "MIG-a",
@@ -394,8 +395,15 @@ static void gpu(void **state) {
                   .mem_used = 5 << 20,
                   .job_id = 9,
                   .procs = &sp,
-                  .n_procs = 1 },
-                { .uuid = "MIG-b", .profile = "", .gi_id = -1, .ci_id = -1, .slices = 0, .max_slices = 7 },
+                  .n_procs = 1,
+                  .activity = 37 },
+                { .uuid = "MIG-b",
+                  .profile = "",
+                  .gi_id = -1,
+                  .ci_id = -1,
+                  .slices = 0,
+                  .max_slices = 7,
+                  .activity = -1 },
         };
         g.n_procs = 0;
         g.mig_mode = true;
@@ -406,10 +414,10 @@ static void gpu(void **state) {
                     "[{\"uuid\":\"MIG-a\",\"profile\":\"1g.10gb\",\"gpu_instance\":7,\"compute_instance\":0,"
                     "\"slices\":1,\"share\":0.1429,\"mem_total\":10485760,\"mem_used\":5242880,\"job\":9,"
                     "\"processes\":[{\"pid\":43,\"user\":\"cy\",\"command\":null,\"mem_used\":5242880,"
-                    "\"sm_util\":null,\"cpu\":null,\"job\":9,\"stray\":false}]},"
+                    "\"sm_util\":null,\"cpu\":null,\"job\":9,\"stray\":false}],\"activity\":37},"
                     "{\"uuid\":\"MIG-b\",\"profile\":null,\"gpu_instance\":null,\"compute_instance\":null,"
                     "\"slices\":0,\"share\":null,\"mem_total\":null,\"mem_used\":null,\"job\":null,"
-                    "\"processes\":null}]");
+                    "\"processes\":null,\"activity\":null}]");
         assert_true(json_is_true(json_object_get(o, "mig_mode")));
         json_decref(o);
 }

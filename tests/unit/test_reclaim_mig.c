@@ -1,5 +1,6 @@
-/* Idle reclamation of a job on MIG slices: no utilisation exists there, so the decision rests
- * on the job's processes per slice and its training progress, and says so. */
+/* Idle reclamation of a job on MIG slices: without GPM no utilisation exists there, so the
+ * decision rests on the job's processes per slice and its training progress, and says so; with
+ * GPM's SM activity the slice has a utilisation and is judged by it like a whole GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,9 +77,9 @@ static void decision_table(void **unused) {
         assert_non_null(p);
         for (size_t i = 0; i < N_ELEMS(rows); i++) {
                 const struct row *r = &rows[i];
-                /* util_valid with 0%: a made-up reading must never be what decides. */
+                /* No GPM figure: util is not read (a 0 there is no reading). */
                 struct gw_reclaim_gpu g = { .index = 0,
-                                            .util_valid = true,
+                                            .util_valid = false,
                                             .util = 0,
                                             .other_busy = r->other,
                                             .mig = true,
@@ -173,11 +174,49 @@ static void memory_shown_not_judged(void **unused) {
         assert_null(strstr(d.evidence, "memory"));
 }
 
+/* GPM's SM activity stands for the slice's utilisation: a process that never progressed is
+ * idle at 0% (no more "cannot judge"), busy at or above the threshold, and the evidence
+ * quotes the figure; an unknown process list is still busy. */
+static void gpm_activity(void **unused) {
+        (void) unused;
+        const struct gw_reclaim_policy *p = gw_reclaim_policy_find(NULL, 0, "default");
+        struct gw_reclaim_gpu g = { .mig = true,
+                                    .uuid = UUID,
+                                    .procs_valid = true,
+                                    .n_procs = 1,
+                                    .util_valid = true,
+                                    .util = 0 };
+        struct gw_job_obs o = { .started_at = AT(0), .gpus = &g, .n_gpus = 1, .results_rows = -1, .loss = NAN };
+        struct gw_reclaim_decision d;
+        char want[128];
+
+        assert_int_equal(gw_reclaim_decide(&o, p, NOW, &d), 0);
+        assert_int_equal(d.action, GW_RECLAIM_WARN);
+        snprintf(want, sizeof want, "GPM SM activity 0%% on " UUID " (threshold %u%%), 1 process of the job on " UUID,
+                 p->util_threshold);
+        assert_contains(d.evidence, want);
+        assert_null(strstr(d.evidence, "no utilisation"));
+
+        g.util = p->util_threshold;
+        assert_int_equal(gw_reclaim_decide(&o, p, NOW, &d), 0);
+        assert_int_equal(d.action, GW_RECLAIM_KEEP);
+        assert_int_equal(d.why, GW_RECLAIM_WHY_BUSY);
+        snprintf(want, sizeof want, "kept: GPM SM activity %u%% on " UUID " (>= %u%%)", g.util, p->util_threshold);
+        assert_contains(d.evidence, want);
+
+        g.util = 0;
+        g.procs_valid = false;
+        assert_int_equal(gw_reclaim_decide(&o, p, NOW, &d), 0);
+        assert_int_equal(d.action, GW_RECLAIM_KEEP);
+        assert_contains(d.evidence, "kept: processes on " UUID " unknown (counted as busy)");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(decision_table),
                 cmocka_unit_test(process_leaves),
                 cmocka_unit_test(memory_shown_not_judged),
+                cmocka_unit_test(gpm_activity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,6 +286,7 @@ static void mig_view(const struct gw_daemon *d, const struct gw_dgpu *g, const s
                         .max_slices = g->mig->max_slices,
                         .has_mem = m->has_mem,
                         .has_procs = m->has_procs,
+                        .activity = m->activity,
                         .mem_total = m->mem_total,
                         .mem_used = m->mem_used,
                         .job_id = gw_mig_slice_job(d, m->uuid),

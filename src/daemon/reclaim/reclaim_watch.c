@@ -190,8 +190,8 @@ static bool proc_is_jobs(const struct gw_dgpu *g, unsigned pid, int64_t job_id) 
         return true;
 }
 
-/* A slice job's slices in this sample: no utilisation (NVML has none), the job's processes on
- * each instead (core/reclaim.h).  A slice missing from the layout is one whose processes are
+/* A slice job's slices in this sample: the job's processes on each, and GPM's SM activity
+ * where the GPU offers it (otherwise NVML has no utilisation for a slice; core/reclaim.h).  A slice missing from the layout is one whose processes are
  * unknown. */
 static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, struct gw_reclaim_gpu *out, size_t max) {
         size_t n = 0;
@@ -210,7 +210,10 @@ static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, stru
                                                       .procs_valid = m->has_procs,
                                                       .mem_valid = m->has_mem,
                                                       .mem_used = m->mem_used,
-                                                      .mem_total = m->mem_total };
+                                                      .mem_total = m->mem_total,
+                                                      /* GPM's SM activity, where the GPU offers it */
+                                                      .util_valid = m->activity >= 0,
+                                                      .util = m->activity > 0 ? (unsigned) m->activity : 0 };
                         for (size_t p = 0; p < m->n_procs && p < GW_GPU_MIG_PROCS_MAX; p++) {
                                 if (proc_is_jobs(g, m->procs[p].pid, j->id))
                                         r->n_procs++;
@@ -228,8 +231,9 @@ static size_t job_slices(const struct gw_daemon *d, const struct gw_job *j, stru
  * slice with the job's processes may still be idle by its progress: the files must be read. */
 static bool any_busy(const struct gw_reclaim_gpu *g, size_t n, unsigned threshold) {
         for (size_t i = 0; i < n; i++) {
-                if (g[i].mig ? !g[i].procs_valid || g[i].other_busy
-                             : !g[i].util_valid || g[i].other_busy || g[i].util >= threshold)
+                bool unknown = g[i].mig ? !g[i].procs_valid : !g[i].util_valid;
+                bool measured_busy = g[i].util_valid && g[i].util >= threshold; /* a slice: GPM's figure */
+                if (unknown || g[i].other_busy || measured_busy)
                         return true;
         }
         return false;
@@ -271,7 +275,10 @@ static void warn_line(const struct gw_job *j, const struct gw_reclaim_policy *p,
         char gpus[256], utils[256], what[600], idle[32], since[16], at[16];
         index_list(g, n, gpus, sizeof gpus);
         util_list(g, n, utils, sizeof utils);
-        if (n > 0 && g[0].mig) /* no utilisation to quote: what it was judged by instead */
+        if (n > 0 && g[0].mig && g[0].util_valid)
+                snprintf(what, sizeof what, "GPM SM activity %u%% on %s, threshold %u%%", g[0].util,
+                         g[0].uuid ? g[0].uuid : "its MIG slice", p->util_threshold);
+        else if (n > 0 && g[0].mig) /* no utilisation to quote: what it was judged by instead */
                 snprintf(what, sizeof what, "MIG slice, judged by its processes and training progress");
         else
                 snprintf(what, sizeof what, "GPU %s util %s, threshold %u%%", gpus, utils, p->util_threshold);
@@ -350,7 +357,8 @@ static gw_usec_t idle_told_after(const struct gw_reclaim_policy *p) {
  * progress side is re-read from the files' mtimes after a restart), and one saying it is over
  * when the job is active again, so that a restart after that does not take up a stale window. */
 static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch *w, const struct gw_reclaim_policy *p,
-                      const struct gw_reclaim_decision *dec, gw_usec_t now) {
+                      const struct gw_reclaim_gpu *gpus, size_t n, const struct gw_reclaim_decision *dec,
+                      gw_usec_t now) {
         const struct gw_job *j = dj->job;
         char msg[256], at[16], idle[32], timeout[32];
         gw_usec_t since = w->state.last_active > 0 ? w->state.last_active : j->start_time;
@@ -371,7 +379,12 @@ static void idle_tell(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwatch 
         /* A slice has no utilisation: say what it was judged by, never a threshold it was not
          * measured against.  The "(Ns into this attempt" is what a restart reads back. */
         char measured[64];
-        if (j->mig_profile)
+        bool gpm = n > 0;
+        for (size_t i = 0; i < n; i++)
+                gpm &= gpus[i].mig && gpus[i].util_valid;
+        if (j->mig_profile && gpm)
+                snprintf(measured, sizeof measured, "GPM SM activity below %u%%", p->util_threshold);
+        else if (j->mig_profile)
                 snprintf(measured, sizeof measured, "MIG slices, no utilisation: by processes and progress");
         else
                 snprintf(measured, sizeof measured, "below %u%%", p->util_threshold);
@@ -452,7 +465,7 @@ static void watch_decide(struct gw_daemon *d, struct gw_djob *dj, struct gw_rwat
                         act_withdraw(d, dj, w, &dec);
                 break;
         }
-        idle_tell(d, dj, w, p, &dec, now);
+        idle_tell(d, dj, w, p, gpus, n, &dec, now);
         w->state = dec.next;
 }
 
