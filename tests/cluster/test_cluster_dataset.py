@@ -2,7 +2,9 @@
 batch script of a job submitted with --dataset asks the agent of the node Slurm picked
 (`gpuwardd --agent --cache-dir`) for the copy, prints its progress into the job's output and
 runs the command with GPUWARD_DATASET_DIR; the agent copies as the job's user, serves the
-next job on that node from its cache, refuses a user who may not read the source, and tells
+next job on that node from its cache, copies only what changed in a changed source, evicts
+the least recently used entry nobody uses when --cache-size is reached, refuses a user who may
+not read the source, and tells
 the controller how long each job held its GPUs for it, which `gpuward show` reports in
 GPU-seconds.  Needs root, network namespaces, slurm-wlm and munge; exits 77 (skipped) with
 the reason where they are missing."""
@@ -20,6 +22,7 @@ from test_cluster_agents import Agents, AgentTokens
 WHY_NOT = slurmcluster.why_not_here()
 
 FILES, FILE_BYTES = 40, 256 << 10   # the dataset: 40 files of 256 KiB (10.5 MB)
+CACHE_SIZE = "16M"                  # the nodes' caches: room for one such dataset, not two
 # The job lists its copy and reads one file of it, then stays a moment so that the agent's
 # record reaches the controller while the job runs.
 JOB = 'echo "dir=$GPUWARD_DATASET_DIR"; ls "$GPUWARD_DATASET_DIR" | wc -l; cat "$GPUWARD_DATASET_DIR/f0.txt"; sleep 2'
@@ -48,7 +51,7 @@ class ClusterDataset(unittest.TestCase):
                 d.start()
                 agents = Agents(c, d, AgentTokens(d), extra=lambda n: [
                     "--cache-dir", os.path.join(d.dir, f"cache-{n}"), "--cache-sources", src,
-                    "--stage-socket", sock])
+                    "--cache-size", CACHE_SIZE, "--stage-socket", sock])
                 try:
                     self.run_jobs(c, d, agents, src, owner, other)
                 except BaseException:
@@ -156,6 +159,27 @@ class ClusterDataset(unittest.TestCase):
         self.assertEqual(j["exit_code"], 65)
         gw = gwtest.wait_until(lambda: events(d.job(theirs), "dataset"), 20, what="the failed staging record")
         self.assertRegex(gw[0], rf"dataset staging failed on {n1} in [\d.]+ s while holding 1 GPU")
+
+        # A changed source: a new version on the node, only the changed file copied.
+        with open(os.path.join(ds, "f1.txt"), "r+b") as f:
+            f.write(b"FILE 1")
+        changed, j, text = run(owner, "changed", "COMPLETED")
+        self.assertRegex(agents.log(n1), rf"stager: {re.escape(ds)} ready for Slurm job \d+ \(new version, "
+                                         rf"{FILE_BYTES} bytes copied\)")
+        # Another dataset that fits only without the first: the first, in use by nobody, is evicted.
+        other_ds = os.path.join(src, "voc")
+        os.makedirs(other_ds)
+        for i in range(FILES):
+            with open(os.path.join(other_ds, f"f{i}.txt"), "wb") as f:
+                f.write(f"voc {i}\n".encode().ljust(FILE_BYTES, b"."))
+        for p in [other_ds] + [os.path.join(other_ds, f) for f in os.listdir(other_ds)]:
+            os.chown(p, owner.pw_uid, owner.pw_gid)
+        jid = d.submit("--gpus", "1", "--time", "10m", "--dataset", other_ds, "--output", f"{out}/voc.out",
+                       "--", "sh", "-c", 'cat "$GPUWARD_DATASET_DIR/f0.txt"', user=owner.pw_uid)
+        j = d.wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout=90)
+        with open(os.path.join(out, "voc.out")) as f:
+            self.assertEqual(j["state"], "COMPLETED", f.read())
+        self.assertRegex(agents.log(n1), rf"cache: evicting {re.escape(ds)} \(\d+ bytes, least recently used\)")
 
 
 if __name__ == "__main__":
