@@ -4,9 +4,8 @@ batch script of a job submitted with --dataset asks the agent of the node Slurm 
 runs the command with GPUWARD_DATASET_DIR; the agent copies as the job's user, serves the
 next job on that node from its cache, copies only what changed in a changed source, evicts
 the least recently used entry nobody uses when --cache-size is reached, refuses a user who may
-not read the source, and tells
-the controller how long each job held its GPUs for it, which `gpuward show` reports in
-GPU-seconds.  Needs root, network namespaces, slurm-wlm and munge; exits 77 (skipped) with
+not read the source, and tells the controller how long each job held its GPUs for it, which
+`gpuward show` reports in GPU-seconds.  Needs root, network namespaces, slurm-wlm and munge; exits 77 (skipped) with
 the reason where they are missing."""
 import json
 import os
