@@ -8,9 +8,9 @@ Everything it starts is stopped by PID; the temporary dir is removed.
 
 For the tests only: --simulate N --nvml-lib PATH runs the daemon on the fake NVML (the checks
 that need a CUDA driver are SKIPped, unless --libcuda names the fake libcuda.so.1, which
-reports gpuload's memory and utilisation to the fake NVML), and --smi-output FILE stands in for
-`nvidia-smi`.
-The judging functions (parse_smi, compare_inventory, judge_*) are pure: tests/e2e/test_gpucheck.py
+reports gpuload's memory and utilisation to the fake NVML), --simulate-config KEY=VALUE sets
+the fake's MIG layout or GPM, and --smi-output FILE stands in for `nvidia-smi`.
+The judging functions (parse_smi, compare_inventory, compare_mig, judge_*) are pure: tests/e2e/test_gpucheck.py
 calls them directly."""
 import argparse
 import ctypes
@@ -125,6 +125,38 @@ def compare_mig(api_gpus, smi_mig=None):
             seen = "" if smi_mig is not None else " (no nvidia-smi to compare with)"
             out.append((PASS, f"GPU {g['index']}: {len(mine)} slice(s), {share:.2f} of the GPU: {text}{seen}"))
     return out
+
+
+def judge_gpm(api_gpus):
+    """(status, detail) per GPU in MIG mode: whether it offers per-slice activity (GPM, `gpm`
+    in GET /api/v1/gpus) and, where it does, each slice's reading (`activity`, 0-100).  A GPU
+    offering GPM with a slice that has no reading FAILs; one not offering it PASSes, saying
+    that its slices are judged by their processes and progress."""
+    out = []
+    for g in api_gpus:
+        if not g.get("mig_mode"):
+            continue
+        gpm, slices = g.get("gpm"), g.get("mig") or []
+        if gpm is False:
+            out.append((PASS, f"GPU {g['index']}: GPM not offered: no per-slice activity, slices judged by their "
+                              "processes and progress"))
+            continue
+        if gpm is not True:
+            out.append((FAIL, f"GPU {g['index']}: in MIG mode but gpm is {gpm!r}, not true or false"))
+            continue
+        bad = [m["uuid"] for m in slices if not isinstance(m.get("activity"), int) or not 0 <= m["activity"] <= 100]
+        text = ", ".join(f"{m['uuid']} {m.get('activity')}%" for m in slices) or "no MIG devices"
+        if bad:
+            out.append((FAIL, f"GPU {g['index']}: GPM offered, but no activity reading (0-100) for {', '.join(bad)}"))
+        else:
+            out.append((PASS, f"GPU {g['index']}: GPM offered: SM activity {text}"))
+    return out
+
+
+def gpm_read(api_gpus):
+    """Whether every slice of every GPU offering GPM has its reading (the second sample gives
+    the first)."""
+    return all(m.get("activity") is not None for g in api_gpus if g.get("gpm") for m in g.get("mig") or [])
 
 
 def judge_memory(measured_bytes, allocated_mib, tolerance=MEM_TOLERANCE):
@@ -268,6 +300,10 @@ class Check:
                 "--default-retries", "0"]
         if self.a.simulate:
             argv += ["--simulate-gpus", str(self.a.simulate), "--nvml-lib", self.a.nvml_lib]
+            if self.a.simulate_config:  # the fake reads it; the daemon keeps what it finds there
+                os.makedirs(os.path.join(self.dir, "state", "sim-nvml"), exist_ok=True)
+                with open(os.path.join(self.dir, "state", "sim-nvml", "config"), "w") as f:
+                    f.write("".join(line + "\n" for line in self.a.simulate_config))
         elif self.a.nvml_lib:
             argv += ["--nvml-lib", self.a.nvml_lib]
         if os.geteuid() == 0:
@@ -372,6 +408,10 @@ def check_mig(c, api):
         return c.say(SKIP, "mig", "no GPU in MIG mode (this check never changes a GPU's mode)")
     for st, detail in lines:
         c.say(st, "mig", detail)
+    # Read only: the readings the daemon takes anyway, waited for over a few samples.
+    c.wait(lambda: gpm_read(c.gpus()["gpus"]), 4 * SAMPLE + 2)
+    for st, detail in judge_gpm(c.gpus()["gpus"]):
+        c.say(st, "mig.gpm", detail)
 
 
 def job_procs(c, index, jid):
@@ -642,6 +682,8 @@ def main():
     p.add_argument("--nvml-lib", help="NVML library for gpuwardd (default: the driver's)")
     p.add_argument("--simulate", type=int, default=0, metavar="N",
                    help="tests only: N GPUs of the fake NVML (give its --nvml-lib); CUDA checks are SKIPped")
+    p.add_argument("--simulate-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="tests only: a line of the fake NVML's config (gpu0.mig=1g.10gb*7, gpu0.gpm=1)")
     p.add_argument("--libcuda", help="tests only: the fake libcuda.so.1 for gpuload (with --simulate)")
     p.add_argument("--smi-output", help="tests only: nvidia-smi -L output, a line '--', then the --query-gpu output")
     p.add_argument("--keep", action="store_true", help="keep the temporary state dir (its path is printed)")

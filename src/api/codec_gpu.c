@@ -160,6 +160,13 @@ static json_t *gpu_mig(const void *obj, const struct gw_codec_ctx *ctx) {
         return gw_codec_table_array(mig_fields, ELEMENTSOF(mig_fields), g->mig, g->n_mig, sizeof *g->mig, ctx);
 }
 
+/* Whether per-slice activity is offered; null for a whole GPU, where it is no question. */
+static json_t *gpu_gpm(const void *obj, const struct gw_codec_ctx *ctx) {
+        (void) ctx;
+        const struct gw_codec_gpu *g = obj;
+        return g->mig_mode ? json_boolean(g->gpm) : json_null();
+}
+
 #define G struct gw_codec_gpu
 static const struct gw_codec_field gpu_fields[] = {
         GW_CODEC_FIELD("index", GW_CT_INT, G, index),
@@ -178,6 +185,7 @@ static const struct gw_codec_field gpu_fields[] = {
         GW_CODEC_FIELD_FN("processes", gpu_procs),
         GW_CODEC_FIELD("sampled_at", GW_CT_SECONDS_OR_NULL, G, sampled_at),
         GW_CODEC_FIELD("mig_mode", GW_CT_BOOL, G, mig_mode),
+        GW_CODEC_FIELD_FN("gpm", gpu_gpm),
         GW_CODEC_FIELD_FN("mig", gpu_mig),
 };
 #undef G

@@ -56,6 +56,7 @@ struct gw_codec_gpu {
         size_t n_procs;
         gw_usec_t sampled_at; /* wall clock; 0: never sampled */
         bool mig_mode; /* in MIG mode: jobs get its slices (mig), never the whole GPU */
+        bool gpm; /* in MIG mode: its slices have GPM activity figures (mig[].activity) */
         const struct gw_codec_mig *mig;
         size_t n_mig;
 };

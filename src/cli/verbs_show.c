@@ -380,11 +380,13 @@ static char *format_util(double v, char *buf, size_t n) {
         return buf;
 }
 
-/* "Telemetry:" with a line per GPU and the GPU-hours; nothing before the first sample. */
+/* "Telemetry:" with a line per GPU and the GPU-hours; nothing before the first sample.  A job
+ * on MIG slices has no utilisation: its figure is GPM's SM activity, and says so. */
 static void show_telemetry(const json_t *job) {
         const json_t *tel = json_object_get(job, "telemetry");
         if (!json_is_object(tel))
                 return;
+        const char *what = json_is_object(json_object_get(job, "mig")) ? "GPM SM activity" : "util";
         printf("\nTelemetry:\n");
         size_t i;
         const json_t *g;
@@ -395,7 +397,7 @@ static void show_telemetry(const json_t *job) {
                         snprintf(idx, sizeof(idx), "%lld", v);
                 else
                         snprintf(idx, sizeof(idx), "?");
-                printf("  GPU %s: util mean %s p95 %s, peak memory %s\n", idx,
+                printf("  GPU %s: %s mean %s p95 %s, peak memory %s\n", idx, what,
                        format_util(cli_jnum(g, "util_mean"), mean, sizeof(mean)),
                        format_util(cli_jnum(g, "util_p95"), p95, sizeof(p95)),
                        cli_format_bytes(cli_jnum(g, "mem_peak"), peak, sizeof(peak)));

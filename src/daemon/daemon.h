@@ -115,7 +115,10 @@ struct gw_jobtel {
         struct gw_ring ring;
         struct gw_agg agg; /* the minute being aggregated for the store */
         uint64_t mem_total; /* the GPU's memory, as its last sample said; a slice job's: its slices' */
-        bool no_util; /* on MIG slices, which have no utilisation: util is no figure, shown null */
+        /* On MIG slices, which have no utilisation: its figure is GPM's SM activity, counted
+         * in gpm over the samples where every slice of the job had one; shown null when none. */
+        bool on_slices;
+        struct gw_usage gpm;
 };
 
 struct gw_jobmap {

@@ -70,6 +70,7 @@ struct gw_gpu_mig {
 struct gw_gpu_mig_layout {
         bool enabled; /* MIG mode is on now; false: the GPU is whole */
         unsigned max_slices; /* the GPU's slices (nvmlDeviceGetMaxMigDeviceCount) */
+        bool gpm; /* the GPU offers GPM: its slices may have an activity figure */
         size_t n;
         struct gw_gpu_mig dev[GW_GPU_MIG_MAX];
 };

@@ -110,7 +110,8 @@ void gw_nvml_gpm_round(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct gw
         if (!dev->gpm_in_mig)
                 gw_nvml_gpm_probe(lib, dev);
         dev->gpm_in_mig = true;
-        if (dev->gpm != GW_GPU_GPM_OFFERED)
+        l->gpm = dev->gpm == GW_GPU_GPM_OFFERED;
+        if (!l->gpm)
                 return;
         if (!lib->gpm_get)
                 lib->gpm_get = gw_xcalloc(1, sizeof *lib->gpm_get);

@@ -7,7 +7,7 @@ import subprocess
 from gwtest import DaemonTest, main, wait_until
 
 GPU = ["index", "name", "uuid", "mem_total", "mem_used", "util", "mem_util", "temp", "power_w", "health",
-       "drain_reason", "job", "job_info", "processes", "sampled_at", "mig_mode", "mig"]
+       "drain_reason", "job", "job_info", "processes", "sampled_at", "mig_mode", "gpm", "mig"]
 PROC = ["pid", "user", "command", "mem_used", "sm_util", "cpu", "job", "stray"]
 JOB_INFO = ["id", "user", "name", "start_time", "eta", "display_id", "reclaim_at", "leak"]
 GPU_EVENT = ["time", "gpu", "node", "kind", "xid", "job", "message"]

@@ -75,6 +75,20 @@ class JudgeTest(unittest.TestCase):
         # No GPU in MIG mode on either side: nothing to say (the check SKIPs).
         self.assertEqual(gpucheck.compare_mig([gpus[1]], {}), [])
 
+    def test_gpm_on_mig_gpus(self):
+        slices = [{"uuid": "MIG-a", "activity": 37}, {"uuid": "MIG-b", "activity": None}]
+        gpus = [{**api_gpu(0), "mig_mode": True, "gpm": True, "mig": slices},
+                {**api_gpu(1), "mig_mode": True, "gpm": False, "mig": slices},
+                {**api_gpu(2), "mig_mode": False, "gpm": None, "mig": []}]
+        self.assertFalse(gpucheck.gpm_read(gpus))
+        out = gpucheck.judge_gpm(gpus)
+        self.assertEqual(out, [("FAIL", "GPU 0: GPM offered, but no activity reading (0-100) for MIG-b"),
+                               ("PASS", "GPU 1: GPM not offered: no per-slice activity, slices judged by their "
+                                        "processes and progress")])
+        slices[1]["activity"] = 0
+        self.assertTrue(gpucheck.gpm_read(gpus))
+        self.assertEqual(gpucheck.judge_gpm(gpus)[0], ("PASS", "GPU 0: GPM offered: SM activity MIG-a 37%, MIG-b 0%"))
+
     def test_inventory_agrees(self):
         out = gpucheck.compare_inventory([api_gpu(0), api_gpu(1)], gpucheck.parse_smi(SMI_LIST, SMI_QUERY))
         self.assertEqual([s for s, _ in out], ["PASS", "PASS"], out)
@@ -182,6 +196,18 @@ class SimulatedRunTest(unittest.TestCase):
         self.assertRegex(report, r"PASS  sampler: \d+ snapshots of 2 GPU\(s\): [0-9.]+ ms mean")
         self.assertIn("SKIP  mig: no GPU in MIG mode (this check never changes a GPU's mode)", report)
         self.assertRegex(report, r"2 PASS, 0 FAIL, 10 SKIP in \d+ s\n$")
+
+    def test_mig_gpus_say_whether_gpm_is_offered_with_a_reading_per_slice(self):
+        # GPU 0 offers GPM (Hopper), GPU 1 does not (an A100): read only, neither is changed.
+        conf = ["gpu0.mig=1g.10gb*2", "gpu0.gpm=1", "gpu0.mig.0.activity=37", "gpu0.mig.1.activity=4",
+                "gpu1.mig=3g.40gb"]
+        p, report = self.run_check(extra=[a for c in conf for a in ("--simulate-config", c)])
+        self.assertEqual(p.returncode, 0, report + p.stderr)
+        self.assertRegex(report, r"PASS  mig: GPU 0: 2 slice\(s\), 0.29 of the GPU")
+        self.assertRegex(report, r"PASS  mig.gpm: GPU 0: GPM offered: SM activity MIG-\S+ 37%, MIG-\S+ 4%\n")
+        self.assertIn("PASS  mig.gpm: GPU 1: GPM not offered: no per-slice activity, slices judged by their "
+                      "processes and progress", report)
+        self.assertNotIn("SKIP  mig", report)
 
     def test_inventory_compared_and_a_mismatch_fails(self):
         p, report = self.run_check(SMI_LIST + "--\n" + SMI_QUERY)

@@ -1,6 +1,7 @@
 """MIG slices: a GPU in MIG mode is shown slice by slice (UUID, profile, instance ids, memory,
 processes, share of the GPU), read again at each sample so that a GPU re-partitioned while the
-daemon runs is seen as it is now; a slice never gets a utilisation figure."""
+daemon runs is seen as it is now; a slice never gets a utilisation figure, only GPM's SM
+activity where the GPU offers it."""
 import os
 import re
 import subprocess
@@ -48,7 +49,7 @@ class MigSeenTest(DaemonTest):
 
     def test_slices_listed_under_their_gpu_and_relaid_while_running(self):
         d = self.d
-        self.assertEqual([g["mig_mode"] for g in d.gpu_list()], [False] * 3)
+        self.assertEqual([(g["mig_mode"], g["gpm"]) for g in d.gpu_list()], [(False, None)] * 3)
         set_fake(d, gpu0_mig="1g.10gb*7", gpu1_mig="3g.40gb,2g.20gb,1g.10gb")
         proc = subprocess.Popen(["sleep", "120"])
         try:
@@ -326,6 +327,19 @@ class MigGpmReclaimTest(DaemonTest):
         self.assertEqual(j["state"], "RUNNING")
         self.assertNotIn("warn", kinds(j))
 
+    def test_gpm_offered_is_said_and_a_slice_jobs_telemetry_is_its_activity(self):
+        d = self.d
+        jid, uuid = self.start_on_slice(80)
+        g = d.cli_json("gpus")["gpus"][0]
+        self.assertEqual((g["mig_mode"], g["gpm"]), (True, True))
+        log = d.daemon_log()
+        self.assertEqual(log.count("GPU 0: MIG mode, per-slice activity from GPM"), 1, log)
+        self.assertNotIn("no per-slice activity", log)
+        tel = wait_until(lambda: (lambda t: t if t and t["gpus"][0]["util_mean"] is not None else None)(
+            d.job(jid)["telemetry"]), what="the slice job's activity in its telemetry")["gpus"][0]
+        self.assertEqual((tel["util_mean"], tel["util_p95"]), (80, 80))
+        self.assertIn("  GPU 0: GPM SM activity mean 80% p95 80%, peak memory ", d.cli("show", jid).stdout)
+
 
 class MigLeakTest(DaemonTest):
     """The leak detector on a slice: the slice's memory, against the slice's size."""
@@ -355,7 +369,11 @@ class MigLeakTest(DaemonTest):
         self.assertEqual((tel["util_mean"], tel["util_p95"]), (None, None))
         self.assertGreater(tel["mem_peak"], 2048 << 20)
         self.assertLess(tel["mem_peak"], 10 * GIB)
-        self.assertIn("  GPU 0: util mean - p95 -, peak memory ", shown)
+        self.assertIn("  GPU 0: GPM SM activity mean - p95 -, peak memory ", shown)
+        # Said once, and in the API: these slices have no activity to go by.
+        self.assertEqual(d.api("GET", "/api/v1/gpus")[1]["gpus"][0]["gpm"], False)
+        self.assertEqual(d.daemon_log().count("GPU 0: MIG mode, no per-slice activity (GPM not offered): slices "
+                                              "judged by their processes and progress"), 1)
 
 
 if __name__ == "__main__":

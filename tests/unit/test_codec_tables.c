@@ -364,7 +364,7 @@ static void gpu(void **state) {
                 "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":\"python train.py --key s3cret\","
                 "\"mem_used\":1048576,\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false},"
                 "{\"pid\":42,\"user\":\"bob\",\"command\":\"sleep 9\",\"mem_used\":null,\"sm_util\":null,"
-                "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0,\"mig_mode\":false,\"mig\":[]}");
+                "\"cpu\":null,\"job\":null,\"stray\":true}],\"sampled_at\":9.0,\"mig_mode\":false,\"gpm\":null,\"mig\":[]}");
         g.has_mem = g.has_util = g.has_power = false;
         g.drain_reason = NULL;
         g.job_id = 0;
@@ -377,7 +377,7 @@ static void gpu(void **state) {
                 "\"util\":null,\"mem_util\":null,\"temp\":null,\"power_w\":null,\"health\":\"drained\","
                 "\"drain_reason\":null,\"job\":null,\"job_info\":null,"
                 "\"processes\":[{\"pid\":41,\"user\":\"ann\",\"command\":null,\"mem_used\":1048576,"
-                "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null,\"mig_mode\":false,\"mig\":[]}");
+                "\"sm_util\":50,\"cpu\":99,\"job\":7,\"stray\":false}],\"sampled_at\":null,\"mig_mode\":false,\"gpm\":null,\"mig\":[]}");
 
         /* In MIG mode: each slice with its share of the GPU; an activity figure only where GPM
          * measured one. */
@@ -419,6 +419,11 @@ static void gpu(void **state) {
                     "\"slices\":0,\"share\":null,\"mem_total\":null,\"mem_used\":null,\"job\":null,"
                     "\"processes\":null,\"activity\":null}]");
         assert_true(json_is_true(json_object_get(o, "mig_mode")));
+        assert_true(json_is_false(json_object_get(o, "gpm")));
+        json_decref(o);
+        g.gpm = true; /* per-slice activity offered */
+        o = gw_codec_gpu(&g, 0);
+        assert_true(json_is_true(json_object_get(o, "gpm")));
         json_decref(o);
 }
 

@@ -33,7 +33,8 @@ int64_t gw_mig_slice_job(const struct gw_daemon *d, const char *uuid) {
 }
 
 void gw_mig_job_use(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, struct gw_mig_use *ret) {
-        *ret = (struct gw_mig_use){ .has_mem = true };
+        *ret = (struct gw_mig_use){ .has_mem = true, .has_activity = true };
+        unsigned weight = 0, weighted = 0;
         const struct gw_dgpu *g = gi < d->host.n_gpus ? &d->host.gpus[gi] : NULL;
         if (!g || !g->mig || !j->mig_slices)
                 return;
@@ -48,8 +49,17 @@ void gw_mig_job_use(const struct gw_daemon *d, const struct gw_job *j, unsigned 
                 ret->has_mem &= m->has_mem;
                 ret->mem_used += m->has_mem ? m->mem_used : 0;
                 ret->mem_total += m->has_mem ? m->mem_total : 0;
+                /* A bigger slice's activity is more of the job's work; a size not known
+                 * counts as one slice. */
+                unsigned w = m->slices ? m->slices : 1;
+                ret->has_activity &= m->activity >= 0 && m->activity <= 100;
+                weight += w;
+                weighted += m->activity > 0 ? w * (unsigned) m->activity : 0;
         }
         ret->has_mem &= ret->n > 0;
+        ret->has_activity &= ret->n > 0;
+        if (ret->has_activity)
+                ret->activity = (weighted + weight / 2) / weight;
 }
 
 static bool in_service(const struct gw_dgpu *g) {

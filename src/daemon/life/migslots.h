@@ -22,6 +22,8 @@ struct gw_mig_use {
         size_t n; /* its slices on the GPU; 0: none (or not a slice job) */
         bool has_mem; /* every one of them gave its memory */
         uint64_t mem_used, mem_total; /* bytes, summed over them */
+        bool has_activity; /* every one of them has a GPM SM activity figure */
+        unsigned activity; /* percent, their mean weighted by their sizes in slices */
         const char *uuid, *profile;
 };
 void gw_mig_job_use(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, struct gw_mig_use *ret);

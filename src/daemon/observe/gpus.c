@@ -266,6 +266,7 @@ static void mig_view(const struct gw_daemon *d, const struct gw_dgpu *g, const s
         v->mig_mode = g->mig != NULL;
         if (!g->mig)
                 return;
+        v->gpm = g->mig->gpm;
         for (size_t k = 0; k < g->mig->n && k < GW_GPU_MIG_MAX; k++) {
                 const struct gw_gpu_mig *m = &g->mig->dev[k];
                 for (size_t p = 0; p < m->n_procs; p++) {

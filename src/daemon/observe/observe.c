@@ -294,17 +294,34 @@ bool gw_observe_job_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gpu,
 }
 
 /* A slice job's share of GPU gi: its slices' memory, as NVML gives it per slice (its own
- * processes' where it gives none), against the slices' size, not the GPU's; no utilisation,
- * which NVML has none of for a slice.  Returns the memory total, 0 where not known. */
+ * processes' where it gives none), against the slices' size, not the GPU's; as utilisation,
+ * which NVML has none of for a slice, GPM's SM activity where every slice has a figure
+ * (*ret_measured), else 0.  Returns the memory total, 0 where not known. */
 static uint64_t slice_point(const struct gw_daemon *d, const struct gw_job *j, unsigned gi, gw_usec_t t,
-                            struct gw_point *pt) {
+                            struct gw_point *pt, bool *ret_measured) {
         struct gw_mig_use use;
         gw_mig_job_use(d, j, gi, &use);
         job_point(&d->host.gpus[gi], j->id, t, pt);
-        pt->util = pt->mem_util = 0;
+        pt->util = use.has_activity ? (uint8_t) use.activity : 0;
+        pt->mem_util = 0;
         if (use.has_mem)
                 pt->mem = use.mem_used;
+        *ret_measured = use.has_activity;
         return use.has_mem ? use.mem_total : 0;
+}
+
+/* Slice job dj's point on GPU gi: kept as any job's, and where GPM measured it, counted
+ * among the figures its telemetry shows. */
+static void apply_slice_point(struct gw_daemon *d, struct gw_djob *dj, unsigned gi, gw_usec_t t) {
+        struct gw_point pt;
+        bool measured;
+        uint64_t total = slice_point(d, dj->job, gi, t, &pt, &measured);
+        struct gw_jobtel *jt = jobtel_for(d, dj, gi);
+        if (!jt)
+                return;
+        jt->on_slices = true;
+        if (gw_observe_job_point(d, dj, gi, total, &pt) && measured)
+                gw_usage_add(&jt->gpm, pt.util, pt.mem);
 }
 
 static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
@@ -313,17 +330,13 @@ static void apply_jobs(struct gw_daemon *d, gw_usec_t t) {
                 for (unsigned gi = 0; gi < d->host.n_gpus; gi++) {
                         if (!(dj->job->gpu_mask & (UINT64_C(1) << gi)))
                                 continue;
-                        struct gw_point pt;
-                        uint64_t total = d->host.gpus[gi].info.mem_total;
                         if (dj->job->mig_profile) {
-                                total = slice_point(d, dj->job, gi, t, &pt);
-                                struct gw_jobtel *jt = jobtel_for(d, dj, gi);
-                                if (jt)
-                                        jt->no_util = true;
-                        } else {
-                                job_point(&d->host.gpus[gi], dj->job->id, t, &pt);
+                                apply_slice_point(d, dj, gi, t);
+                                continue;
                         }
-                        (void) gw_observe_job_point(d, dj, gi, total, &pt);
+                        struct gw_point pt;
+                        job_point(&d->host.gpus[gi], dj->job->id, t, &pt);
+                        (void) gw_observe_job_point(d, dj, gi, d->host.gpus[gi].info.mem_total, &pt);
                 }
         }
 }
@@ -337,6 +350,13 @@ static void apply_mig(struct gw_daemon *d, struct gw_dgpu *g, const struct gw_gp
                 g->mig = NULL;
                 return;
         }
+        /* Said once as the GPU enters MIG mode (when the GPM answer is asked again): an admin
+         * reading why a slice job was kept or reclaimed needs to know what it was judged by. */
+        if (!g->mig || g->mig->gpm != now->gpm)
+                log_info("GPU %u: %s", (unsigned) (g - d->host.gpus),
+                         now->gpm ? "MIG mode, per-slice activity from GPM"
+                                  : "MIG mode, no per-slice activity (GPM not offered): slices judged by their "
+                                    "processes and progress");
         if (!g->mig) {
                 g->mig = gw_xmalloc(sizeof *g->mig);
                 d->jobs.sched_dirty = true;
@@ -492,8 +512,11 @@ static json_t *jobtel_json(const struct obs_tel *ot, const struct gw_djob *dj, g
         for (size_t i = 0; i < ot->n; i++) {
                 const struct gw_jobtel *t = &ot->tel[i];
                 samples += t->usage.n;
-                json_t *mean = t->no_util ? json_null() : json_real(gw_usage_mean(&t->usage));
-                json_t *p95 = t->no_util ? json_null() : json_integer(gw_usage_percentile(&t->usage, 95));
+                /* On slices: GPM's figures alone, never the 0s of samples it did not measure. */
+                const struct gw_usage *u = t->on_slices ? &t->gpm : &t->usage;
+                bool none = t->on_slices && !t->gpm.n;
+                json_t *mean = none ? json_null() : json_real(gw_usage_mean(u));
+                json_t *p95 = none ? json_null() : json_integer(gw_usage_percentile(u, 95));
                 json_array_append_new(gpus, json_pack("{s:i,s:o,s:o,s:I}", "index", (int) t->gpu, "util_mean", mean,
                                                       "util_p95", p95, "mem_peak", (json_int_t) t->usage.mem_peak));
         }
