@@ -94,8 +94,8 @@ class ClusterDataset(unittest.TestCase):
         self.assertEqual(ask("FETCH /etc"), "ERR the request is not 'STAGE /absolute/path'")
 
         def run(user, name, state):
-            jid = d.submit("--gpus", "1", "--time", "10m", "--dataset", ds, "--output", f"{out}/{name}.out",
-                           "--", "sh", "-c", JOB, user=user.pw_uid)
+            jid = d.submit("--gpus", "1", "--time", "10m", "--retries", "1", "--dataset", ds, "--output",
+                           f"{out}/{name}.out", "--", "sh", "-c", JOB, user=user.pw_uid)
             j = d.wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout=90)
             with open(os.path.join(out, f"{name}.out")) as f:
                 text = f.read()
@@ -156,6 +156,19 @@ class ClusterDataset(unittest.TestCase):
         self.assertEqual(j["exit_code"], 65)
         gw = gwtest.wait_until(lambda: events(d.job(theirs), "dataset"), 20, what="the failed staging record")
         self.assertRegex(gw[0], rf"dataset staging failed on {n1} in [\d.]+ s while holding 1 GPU")
+
+        # No agent on either node: each attempt is the node's failure (lost), retried off it.
+        c.cmd("scontrol", "update", f"NodeName={n2}", "State=RESUME")
+        agents.stop_all()
+        lost, j, text = run(owner, "lost", "FAILED")
+        self.assertIn("gpuward: node step failed: no dataset stager listening at ", text)
+        self.assertEqual([a["class"] for a in j["attempts"]], ["lost", "lost"], j["attempts"])
+        where = [re.search(r"node (\S+): no dataset stager listening at ", a["evidence"])
+                 for a in j["attempts"]]
+        self.assertTrue(all(where), j["attempts"])
+        self.assertEqual(sorted(m.group(1) for m in where), sorted(c.nodes), "the retry went to the other node")
+        self.assertIn(f"node {where[0].group(1)} excluded from the next attempts",
+                      " ".join(events(j, "slurm")))
 
 
 if __name__ == "__main__":
