@@ -523,6 +523,36 @@ static bool command_not_run(const struct gw_failure_input *in, struct gw_failure
         return found;
 }
 
+/* Rule 3b: the last GW_FAILURE_NODE_MARK line of a node step that exited GW_FAILURE_NODE_EXIT.
+ * The node named is the executor's, so the log cannot point the retry's exclusion at
+ * another node. */
+static bool node_step_failed(const struct gw_failure_input *in, struct gw_failure_verdict *v) {
+        char buf[GW_FAILURE_LINE_MAX], why[GW_FAILURE_LINE_MAX + 80];
+        struct line_iter it = { .p = in->tail, .len = in->tail_len };
+        size_t off;
+        unsigned no = 0;
+        bool found = false;
+
+        if (!in->node_step || in->lost || in->end != GW_END_EXITED || in->status != GW_FAILURE_NODE_EXIT || !in->tail)
+                return false;
+        while (next_line(&it, buf, sizeof(buf), &off)) {
+                const char *m = strstr(buf, GW_FAILURE_NODE_MARK);
+                no++;
+                if (!m)
+                        continue;
+                found = true;
+                v->line = no;
+                v->offset = off;
+                snprintf(why, sizeof(why), "%s%.64s: %s", in->node && in->node[0] ? "node " : "",
+                         in->node && in->node[0] ? in->node : "its node", m + strlen(GW_FAILURE_NODE_MARK));
+        }
+        if (!found)
+                return false;
+        v->cls = GW_FAILURE_LOST;
+        copy_evidence(v->evidence, sizeof(v->evidence), why);
+        return true;
+}
+
 /* ---- the verdict ---- */
 
 static void verdict_from_hit(struct gw_failure_verdict *v, const struct hit *h) {
@@ -595,6 +625,10 @@ int gw_failure_classify(const struct gw_failure_input *in, struct gw_failure_ver
                 verdict_from_hit(&v, &s.gpu);
                 goto done;
         }
+
+        /* 3b. The node could not do its part before the command. */
+        if (node_step_failed(in, &v))
+                goto done;
 
         /* 4. The first fatal line of the log. */
         if (s.first.set) {

@@ -20,6 +20,13 @@
  *      ECC error, GPU lost), else any log line matching a gpu_fault pattern ("GPU is lost",
  *      "uncorrectable ECC error encountered" ...), wherever it is in the tail.  A GPU that
  *      fell off the bus makes every later CUDA/NCCL error a consequence.
+ *  3b. lost: the command ran behind a node-side step (node_step) that exited
+ *      GW_FAILURE_NODE_EXIT after writing a GW_FAILURE_NODE_MARK line: the node could not do
+ *      its part (no dataset stager, no scratch folder), so the attempt never had a fair run.
+ *      The evidence is the step's last such line, after the node's name.  A user's command
+ *      can print that line and exit 69 too; it then reads as lost, which the retry policy
+ *      bounds by its max retries like any lost attempt.  A 69 without the line is the
+ *      command's own status (rule 9).
  *   4. The first log line (oldest in the tail) matching an oom / nccl_error / cuda_error /
  *      host_oom / user_error pattern.  The first fatal line is usually the cause: a CUDA
  *      error on one rank is followed by NCCL watchdog timeouts on the others.  Within one
@@ -122,6 +129,12 @@ const unsigned *gw_failure_default_drain_xids(size_t *ret_n);
 /* 0, or -EINVAL with a message in why (e.g. "pattern 3: class ok cannot come from a log"). */
 int gw_failure_patterns_check(const struct gw_failure_pattern *p, size_t n, char *why, size_t why_len);
 
+/* What a node-side step (gpuwardd --stage-run, --scratch-run on a Slurm node) writes to the
+ * job's output, followed by its reason on the same line, when it exits GW_FAILURE_NODE_EXIT
+ * because its node could not do its part (rule 3b). */
+#define GW_FAILURE_NODE_MARK "gpuward: node step failed: "
+#define GW_FAILURE_NODE_EXIT 69 /* EX_UNAVAILABLE */
+
 #define GW_FAILURE_TAIL_LINES 200 /* only the last this many non-empty lines are read */
 #define GW_FAILURE_LINE_MAX 4096 /* a longer line is matched on its first this many bytes */
 #define GW_FAILURE_PATTERN_MAX 256 /* longest pattern text gw_failure_patterns_check accepts */
@@ -154,6 +167,11 @@ struct gw_failure_input {
                                       * the attempt: any process's, not only the job's */
         const char *sigkill_why; /* gpuward itself sent SIGKILL to the job's main process
                                       * outside a stop: why (e.g. rogue_policy=kill); else NULL */
+
+        bool node_step; /* the command ran behind a node-side step (a Slurm job's
+                                      * --stage-run or --scratch-run): rule 3b applies */
+        const char *node; /* the node the attempt ran on, as the executor knows it
+                                      * (not the log's word); NULL or "": unknown */
 
         const struct gw_failure_pattern *patterns; /* NULL: the built-in table */
         size_t n_patterns;

@@ -96,8 +96,8 @@ class ClusterDataset(unittest.TestCase):
         self.assertEqual(ask("FETCH /etc"), "ERR the request is not 'STAGE /absolute/path'")
 
         def run(user, name, state):
-            jid = d.submit("--gpus", "1", "--time", "10m", "--dataset", ds, "--output", f"{out}/{name}.out",
-                           "--", "sh", "-c", JOB, user=user.pw_uid)
+            jid = d.submit("--gpus", "1", "--time", "10m", "--retries", "1", "--dataset", ds, "--output",
+                           f"{out}/{name}.out", "--", "sh", "-c", JOB, user=user.pw_uid)
             j = d.wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout=90)
             with open(os.path.join(out, f"{name}.out")) as f:
                 text = f.read()
@@ -179,6 +179,19 @@ class ClusterDataset(unittest.TestCase):
         with open(os.path.join(out, "voc.out")) as f:
             self.assertEqual(j["state"], "COMPLETED", f.read())
         self.assertRegex(agents.log(n1), rf"cache: evicting {re.escape(ds)} \(\d+ bytes, least recently used\)")
+
+        # No agent on either node: each attempt is the node's failure (lost), retried off it.
+        c.cmd("scontrol", "update", f"NodeName={n2}", "State=RESUME")
+        agents.stop_all()
+        lost, j, text = run(owner, "lost", "FAILED")
+        self.assertIn("gpuward: node step failed: no dataset stager listening at ", text)
+        self.assertEqual([a["class"] for a in j["attempts"]], ["lost", "lost"], j["attempts"])
+        where = [re.search(r"node (\S+): no dataset stager listening at ", a["evidence"])
+                 for a in j["attempts"]]
+        self.assertTrue(all(where), j["attempts"])
+        self.assertEqual(sorted(m.group(1) for m in where), sorted(c.nodes), "the retry went to the other node")
+        self.assertIn(f"node {where[0].group(1)} excluded from the next attempts",
+                      " ".join(events(j, "slurm")))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakes", 
 
 class SlurmBackend(gwtest.DaemonTest):
     extra = ("--backend", "slurm")
+    # The nodes' folder: the controller only names it in a --scratch job's step.
+    config = "scratch_dir = /gw-test-nodes-scratch\n"
 
     def test_queue_shows_the_node_slurm_runs_each_job_on(self):
         jid = self.submit("sleep", "60")
@@ -188,6 +190,50 @@ class SlurmBackend(gwtest.DaemonTest):
         self.wait_msg(jid, "attempt 2 submitted to Slurm as job 2")
         self.squeue("2|COMPLETED|0|node2|None")
         self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def step_ends(self, status, line):
+        """A --scratch job (its command behind gpuwardd --scratch-run) whose first attempt ran on
+        node3 and ended with status, line the last of its output (what the step wrote: fake
+        Slurm runs nothing)."""
+        jid = self.submit("true", extra=("--scratch", "--retries", "1"))
+        self.sbatch_call(1)
+        self.squeue("1|RUNNING|0|node3|None", "2|PENDING|0||BeginTime")
+        self.wait_msg(jid, "RUNNING on node3")
+        with open(self.d.job(jid)["log_path"], "a") as f:
+            f.write("gpuward: scratch: starting\n" + line + "\n")
+        self.squeue(f"1|FAILED|{status << 8}|node3|NonZeroExitCode", "2|PENDING|0||BeginTime")
+        return jid
+
+    def test_a_node_step_that_cannot_do_the_nodes_part_is_lost_and_retried_elsewhere(self):
+        jid = self.step_ends(69, "gpuward: node step failed: scratch: cannot make /scratch/9-1 on this node: "
+                                 "Read-only file system")
+        _, _, args = self.sbatch_call(2)
+        self.assertIn("--exclude=node3", args)
+        self.wait_msg(jid, "node node3 excluded from the next attempts: its dataset or scratch step could not "
+                           "do the node's part (exit 69)")
+        a = self.d.job(jid)["attempts"][0]
+        self.assertEqual(a["class"], "lost")
+        self.assertIn("node node3: scratch: cannot make /scratch/9-1 on this node: Read-only file system",
+                      a["evidence"])
+        self.squeue("2|COMPLETED|0|node4|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
+
+    def user_error_not_retried(self, jid, status):
+        j = self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})
+        self.assertEqual((j["state"], j["exit_code"]), ("FAILED", status))
+        self.assertEqual(j["attempts"][0]["class"], "user_error")
+        self.assertFalse(os.path.exists(os.path.join(self.sdir, "sbatch.2")), "not retried")
+        self.assertNotIn("excluded", " ".join(self.slurm_msgs(jid)))
+
+    def test_a_datasets_own_problem_is_the_users(self):
+        jid = self.step_ends(65, "gpuward: dataset /data/coco could not be staged on this node: not below "
+                                 "cache_sources")
+        self.user_error_not_retried(jid, 65)
+
+    def test_the_commands_own_exit_69_is_the_users(self):
+        # No step's line: the command's own 69 (EX_UNAVAILABLE is any program's to use).
+        jid = self.step_ends(69, "train.py: license server unavailable")
+        self.user_error_not_retried(jid, 69)
 
     def test_cancel_signals_through_scancel(self):
         run = self.submit("sleep", "100")

@@ -99,7 +99,7 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {}
 
 static void sync_ends(struct gw_daemon *d) {}
 
-static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {}
+static void end_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {}
 
 static void close_exec(struct gw_daemon *d) { d->exec = NULL; }
 
@@ -122,7 +122,7 @@ struct fake_exec *fake_exec_new(void) {
                 .tick = tick,
                 .release = release,
                 .sync = sync_ends,
-                .oom_facts = oom_facts,
+                .end_facts = end_facts,
                 .close = close_exec,
         };
         return f;

@@ -452,6 +452,51 @@ static void lost(void **state) {
         expect(&v, GW_FAILURE_TIMEOUT, "stopped by gpuward: time limit reached", 0);
 }
 
+/* A node step that could not do the node's part (exit 69 with its mark line) is the node's
+ * failure; the same exit without the line, the line without that exit, or either without a
+ * node step is the command's own. */
+static void node_step_failed(void **state) {
+        static const char log[] = "staging dataset: coco on gpu1\n"
+                                  "\x1b[31m" GW_FAILURE_NODE_MARK "an older line\x1b[0m\n" GW_FAILURE_NODE_MARK
+                                  "no dataset stager listening at /run/gpuward/stage.sock\n";
+        struct gw_failure_input in = { .end = GW_END_EXITED,
+                                       .status = GW_FAILURE_NODE_EXIT,
+                                       .node_step = true,
+                                       .node = "gpu1",
+                                       .tail = log,
+                                       .tail_len = strlen(log) };
+        struct gw_failure_verdict v;
+
+        (void) state;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_LOST, "node gpu1: no dataset stager listening at /run/gpuward/stage.sock", 3);
+        in.node = NULL;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_LOST, "its node: no dataset stager listening at /run/gpuward/stage.sock", 3);
+        /* The dataset's own problem (65), or the command's own 69 without the line. */
+        in.status = 65;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_USER_ERROR);
+        in.status = GW_FAILURE_NODE_EXIT;
+        in.tail = "staging dataset: coco on gpu1\n";
+        in.tail_len = strlen(in.tail);
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        expect(&v, GW_FAILURE_USER_ERROR, "exit 69", 0);
+        /* No node step wrapped the command: the line is only text. */
+        in.tail = log;
+        in.tail_len = strlen(log);
+        in.node_step = false;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_USER_ERROR);
+        /* A GPU that fell off the bus still wins: it is drained. */
+        struct gw_gpu_event ev = { .kind = GW_GPU_EVENT_XID, .gpu = 0, .xid = 79 };
+        in.node_step = true;
+        in.events = &ev;
+        in.n_events = 1;
+        assert_int_equal(gw_failure_classify(&in, &v), 0);
+        assert_int_equal(v.cls, GW_FAILURE_GPU_FAULT);
+}
+
 static void ansi_and_carriage_returns(void **state) {
         /* Ultralytics: colours, tqdm redraws with \r, CRLF, an erase-line escape. */
         const char log[] =
@@ -657,6 +702,7 @@ int main(void) {
                 cmocka_unit_test(tracebacks),
                 cmocka_unit_test(daemon_actions_first),
                 cmocka_unit_test(lost),
+                cmocka_unit_test(node_step_failed),
                 cmocka_unit_test(ansi_and_carriage_returns),
                 cmocka_unit_test(only_the_last_200_lines),
                 cmocka_unit_test(tail_is_not_nul_terminated),

@@ -8,6 +8,7 @@
  * names one binary whose path the controller knows. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,26 @@
 #include <unistd.h>
 
 #include "base/time.h"
+#include "core/failure.h"
 #include "core/slurm.h"
 #include "daemon/agent/agent.h"
 
 /* What the job ends with when it could not start: the backend sees them as the job's exit. */
 #define EXIT_DATA 65 /* the dataset: not allowed, unreadable, not a dataset (EX_DATAERR) */
-#define EXIT_NODE 69 /* no stager on this node, or it failed (EX_UNAVAILABLE) */
+#define EXIT_NODE GW_FAILURE_NODE_EXIT /* no stager on this node, or it failed (EX_UNAVAILABLE) */
+
+/* The node's failure, told in the job's output on the line the failure classifier reads as
+ * such (core/failure.h): the attempt is lost and retried elsewhere, not the user's error. */
+__attribute__((format(printf, 1, 2))) static int node_failed(const char *fmt, ...) {
+        va_list ap;
+        fflush(stdout);
+        fputs(GW_FAILURE_NODE_MARK, stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        return EXIT_NODE;
+}
 
 int gw_agent_stage_path(const char *pattern, const char *node, char *buf, size_t n) {
         size_t o = 0;
@@ -66,7 +81,7 @@ static int await(int fd, const char *dataset, char *dir, size_t dn, char *yaml, 
         size_t len = 0;
         FILE *s = fdopen(dup(fd), "r");
         if (!s)
-                return EXIT_NODE;
+                return node_failed("dataset %s: cannot read this node's agent's answer: %s", dataset, strerror(errno));
         int r = EXIT_NODE;
         while (fgets(buf, sizeof buf, s)) {
                 len = strcspn(buf, "\n");
@@ -89,8 +104,7 @@ static int await(int fd, const char *dataset, char *dir, size_t dn, char *yaml, 
                 }
         }
         if (r == EXIT_NODE && !dir[0])
-                fprintf(stderr, "gpuward: dataset %s: this node's agent closed the connection without an answer\n",
-                        dataset);
+                (void) node_failed("dataset %s: this node's agent closed the connection without an answer", dataset);
         fclose(s);
         return r;
 }
@@ -117,19 +131,16 @@ int gw_stage_run_main(int argc, char **argv) {
         }
         int fd = stage_connect(path);
         if (fd < 0) {
-                fprintf(stderr,
-                        "gpuward: dataset %s: cannot reach node %s's agent at %s: %s (is gpuwardd --agent running there "
-                        "with --cache-dir?)\n",
-                        dataset, node, path, strerror(-fd));
-                return EXIT_NODE;
+                return node_failed("no dataset stager listening at %s (%s): is gpuwardd --agent running on %s with "
+                                   "--cache-dir? (dataset %s)",
+                                   path, strerror(-fd), node, dataset);
         }
         gw_usec_t t0 = gw_clock_mono();
         char req[4200];
         int l = snprintf(req, sizeof req, "STAGE %s\n", dataset);
         if (l <= 0 || (size_t) l >= sizeof req || send(fd, req, (size_t) l, MSG_NOSIGNAL) != l) {
-                fprintf(stderr, "gpuward: dataset %s: cannot ask node %s's agent: %s\n", dataset, node,
-                        strerror(errno ? errno : EINVAL));
-                return EXIT_NODE;
+                return node_failed("dataset %s: cannot ask node %s's agent: %s", dataset, node,
+                                   strerror(errno ? errno : EINVAL));
         }
         printf("staging dataset: %s on %s\n", dataset, node);
         fflush(stdout);
@@ -140,7 +151,7 @@ int gw_stage_run_main(int argc, char **argv) {
         printf("staging dataset: ready in %.1f s: %s\n", (double) (gw_clock_mono() - t0) / 1e6, dir);
         fflush(stdout);
         if (setenv("GPUWARD_DATASET_DIR", dir, 1) < 0 || (yaml[0] && setenv("GPUWARD_DATA_YAML", yaml, 1) < 0))
-                return EXIT_NODE;
+                return node_failed("dataset %s: cannot set its environment: %s", dataset, strerror(errno));
         execvp(argv[4], argv + 4);
         fprintf(stderr, "gpuward: cannot run %s: %s\n", argv[4], strerror(errno));
         return 127;

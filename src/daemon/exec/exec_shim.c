@@ -253,7 +253,7 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
 
 /* What is known of the kernel's OOM killer during the attempt: the job cgroup's count
  * (made for this attempt), else the host's growth since its launch; nothing after a restart. */
-static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
+static void end_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
         const struct gw_exec_job *x = dj->exec;
         uint64_t n;
         char events[700];
@@ -307,7 +307,7 @@ int gw_exec_shim_open(struct gw_daemon *d) {
                 .tick = tick,
                 .release = release,
                 .sync = gw_exec_shim_trim_exits,
-                .oom_facts = oom_facts,
+                .end_facts = end_facts,
                 .close = exec_shim_close,
         };
         d->exec = &s->ops;

@@ -241,6 +241,7 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         for (size_t i = 0; i < x->n_avoid; i++)
                 avoid[i] = x->avoid[i];
         x->last_oom = false;
+        x->last_node[0] = '\0';
         char tag[GW_SLURM_TAG_SIZE];
         if (gw_slurm_tag_format(j->id, j->attempt, tag, sizeof tag) < 0)
                 return snprintf(err, errlen, "attempt %d of job %lld cannot be tagged", j->attempt, (long long) j->id),
@@ -434,12 +435,27 @@ static void nothing(struct gw_daemon *d) { (void) d; }
 
 static void prepare(struct gw_daemon *d, struct gw_djob *dj) { (void) d, (void) dj; }
 
-/* Slurm's OUT_OF_MEMORY is its memory cgroup's OOM kill, the single box's host_oom. */
-static void oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
+/* Slurm's OUT_OF_MEMORY is its memory cgroup's OOM kill, the single box's host_oom.  A job
+ * with a dataset or a scratch folder ran behind a node step (gw_slurm_stage_argv,
+ * gw_slurm_scratch_argv), which tells when its node could not do its part. */
+static void end_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {
         (void) d;
         const struct gw_slurm_jobx *x = (const void *) dj->exec;
+        const struct gw_job *j = dj->job;
         if (x && x->last_oom)
                 in->oom_killed = true;
+        in->node_step = j->dataset || (j->scratch && j->scratch_dir);
+        in->node = x && x->last_node[0] ? x->last_node : NULL;
+}
+
+/* The node, not the job: as after Slurm's NODE_FAIL, the next attempts go elsewhere.  The
+ * event says why in gpuward's words (the step's own line is the job's log, private to it). */
+static void node_failed(struct gw_daemon *d, struct gw_djob *dj) {
+        const struct gw_slurm_jobx *x = gw_slurm_jobx_of(dj);
+        char node[sizeof x->last_node];
+        snprintf(node, sizeof node, "%s", x->last_node);
+        if (node[0])
+                gw_slurm_avoid_node(d, dj, node, "its dataset or scratch step could not do the node's part (exit 69)");
 }
 
 static void slurm_close(struct gw_daemon *d) {
@@ -494,7 +510,8 @@ int gw_exec_slurm_open(struct gw_daemon *d) {
                 .tick = tick,
                 .release = release,
                 .sync = nothing,
-                .oom_facts = oom_facts,
+                .end_facts = end_facts,
+                .node_failed = node_failed,
                 .close = slurm_close,
         };
         d->exec = &s->ops;

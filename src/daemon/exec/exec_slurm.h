@@ -30,6 +30,7 @@ struct gw_slurm_jobx {
         char avoid[GW_SLURM_AVOID_MAX][65];
         size_t n_avoid;
         bool last_oom;
+        char last_node[65]; /* where the last attempt ran, as squeue told; "": not known */
 };
 
 /* The Slurm jobs that ended lately, for an Xid reported after its job ended (the agent posts

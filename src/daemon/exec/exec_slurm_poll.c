@@ -112,7 +112,9 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squ
         end.why = end.kind == GW_EXEC_LOST ? why : NULL;
         if (r) {
                 const char *node = r->nodes[0] ? r->nodes : sj->node;
-                gw_slurm_jobx_of(dj)->last_oom = st.cls == GW_FAILURE_HOST_OOM;
+                struct gw_slurm_jobx *x = gw_slurm_jobx_of(dj);
+                x->last_oom = st.cls == GW_FAILURE_HOST_OOM;
+                snprintf(x->last_node, sizeof x->last_node, "%s", node);
                 /* The node failed, not the job: its next attempt goes elsewhere. */
                 if (st.cls == GW_FAILURE_LOST && node[0])
                         gw_slurm_avoid_node(d, dj, node, why);

@@ -214,7 +214,7 @@ static gw_usec_t no_tick(struct gw_daemon *d) { return GW_USEC_INFINITY; }
 
 static void no_prepare(struct gw_daemon *d, struct gw_djob *dj) {}
 
-static void no_oom_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {}
+static void no_end_facts(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in) {}
 
 /* Running attempts are left running, as every backend leaves them (the next daemon stops them). */
 static void close_test(struct gw_daemon *d) {
@@ -244,7 +244,7 @@ int gw_exec_test_open(struct gw_daemon *d) {
                 .tick = no_tick,
                 .release = release,
                 .sync = nothing,
-                .oom_facts = no_oom_facts,
+                .end_facts = no_end_facts,
                 .close = close_test,
         };
         d->exec = &t->ops;

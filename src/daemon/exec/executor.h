@@ -146,8 +146,13 @@ struct gw_executor {
         void (*release)(struct gw_daemon *d, struct gw_djob *dj, bool started);
         /* The ends recorded so far are committed (d->jobs.keep_exits says if one was refused). */
         void (*sync)(struct gw_daemon *d);
-        /* Evidence of the kernel's OOM killer during the attempt, for the classifier. */
-        void (*oom_facts)(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in);
+        /* What the executor knows of an attempt that did not end cleanly, for the classifier:
+         * the kernel OOM killer's evidence; where a node-side step wrapped the command (Slurm),
+         * that it did and the node it ran on. */
+        void (*end_facts)(struct gw_daemon *d, const struct gw_djob *dj, struct gw_failure_input *in);
+        /* The classifier blamed the attempt's node (a node step's failure): the job's next
+         * attempts avoid that node.  NULL for an executor of one host. */
+        void (*node_failed)(struct gw_daemon *d, struct gw_djob *dj);
         /* Shutdown: running attempts keep running, to be adopted by the next daemon. */
         void (*close)(struct gw_daemon *d);
         /* Set by the daemon once the executor is open, before any other call (main.c): where

@@ -220,12 +220,15 @@ void gw_recovery_attempt_ended(struct gw_daemon *d, struct gw_djob *dj, bool los
                                                   : NULL,
         };
         if (!clean && !lost)
-                d->exec->oom_facts(d, dj, &in);
+                d->exec->end_facts(d, dj, &in);
         struct gw_failure_verdict v;
         if (gw_failure_classify(&in, &v) < 0) {
                 v.cls = lost ? GW_FAILURE_LOST : GW_FAILURE_USER_ERROR;
                 snprintf(v.evidence, sizeof v.evidence, "%s", lost ? "lost" : "unclassified");
         }
+        /* The node could not do its part (rule 3b): the retry goes elsewhere. */
+        if (!lost && in.node_step && v.cls == GW_FAILURE_LOST && d->exec->node_failed)
+                d->exec->node_failed(d, dj);
         /* Stopped by leak_policy restart after a checkpoint: an oom the leak explains. */
         bool leak_restart = gw_training_take_restart(d, dj, v.evidence, sizeof v.evidence);
         if (leak_restart)

@@ -28,6 +28,7 @@
 
 #include "base/parse.h"
 #include "base/time.h"
+#include "core/failure.h"
 #include "core/jobrec.h"
 #include "core/scratch.h"
 #include "daemon/scratch/scratch.h"
@@ -37,7 +38,7 @@
 /* What the job ends with when the step could not start it: the backend reads it as the
  * job's exit (as --stage-run's). */
 #define EXIT_USAGE 2
-#define EXIT_NODE 69 /* no scratch folder could be made on this node (EX_UNAVAILABLE) */
+#define EXIT_NODE GW_FAILURE_NODE_EXIT /* no scratch folder could be made on this node (EX_UNAVAILABLE) */
 #define INTERVAL_MAX (24 * 3600)
 #define REPORT_MAX 8192
 #define STOP_WAIT (5 * GW_USEC_PER_SEC)
@@ -76,6 +77,20 @@ static void out(const char *fmt, ...) {
         fputc('\n', stdout);
         va_end(ap);
         fflush(stdout);
+}
+
+/* The node's failure, told on the line the failure classifier reads as such (core/failure.h):
+ * the attempt is lost and retried elsewhere, not the user's error. */
+static int node_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int node_failed(const char *fmt, ...) {
+        va_list ap;
+        fflush(stdout);
+        fputs(GW_FAILURE_NODE_MARK "scratch: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        return EXIT_NODE;
 }
 
 static void copy_init(const struct step *s, struct gw_scratch_copy *c, enum gw_scratch_mode mode) {
@@ -410,8 +425,7 @@ int gw_scratch_step_main(int argc, char **argv) {
         for (int i = 0; i < s.n_groups; i++)
                 s.groups[i] = g[i];
         if (!getcwd(s.cwd, sizeof s.cwd)) {
-                fprintf(stderr, "gpuward: scratch: cannot tell the job's folder: %s\n", strerror(errno));
-                return EXIT_NODE;
+                return node_failed("cannot tell the job's folder: %s", strerror(errno));
         }
         /* Blocked from the start: a cancel while the folder is made or restored is passed on
          * to the command as soon as it runs, and the folder still synced and removed. */
@@ -423,24 +437,21 @@ int gw_scratch_step_main(int argc, char **argv) {
         (void) sigprocmask(SIG_BLOCK, &blocked, NULL);
         int r = make_dir(&s);
         if (r < 0) {
-                fprintf(stderr,
-                        "gpuward: scratch: cannot make %s on this node: %s (scratch_dir must be on each node, a "
-                        "folder users may make their folders in, mode 1777)\n",
-                        s.dir, r == -EEXIST ? "another's file or folder is in its place" : strerror(-r));
-                return EXIT_NODE;
+                return node_failed("cannot make %s on this node: %s (scratch_dir must be on each node, a folder users "
+                                   "may make their folders in, mode 1777)",
+                                   s.dir, r == -EEXIST ? "another's file or folder is in its place" : strerror(-r));
         }
         out("%s is this attempt's folder (GPUWARD_SCRATCH)", s.dir);
         if (setenv("GPUWARD_SCRATCH", s.dir, 1) < 0)
-                return EXIT_NODE;
+                return node_failed("cannot set GPUWARD_SCRATCH: %s", strerror(errno));
         if (strcmp(s.restore, "-"))
                 restore(&s);
 
         s.sfd = signalfd(-1, &blocked, SFD_CLOEXEC | SFD_NONBLOCK);
         pid_t pid = s.sfd >= 0 ? start_cmd(argv + 5, &blocked) : -errno;
         if (pid < 0) {
-                fprintf(stderr, "gpuward: scratch: cannot start the command: %s\n", strerror((int) -pid));
                 final_sync(&s);
-                return EXIT_NODE;
+                return node_failed("cannot start the command: %s", strerror((int) -pid));
         }
         s.cmd = pid;
         s.next_look = gw_clock_mono() + s.interval;
