@@ -181,47 +181,6 @@ static void as_user(struct gw_daemon *d, const struct gw_job *j, struct gw_scrat
         c->n_groups = a ? a->n_groups : 1;
 }
 
-/* Runs c's helper and waits for it (at most SYNC_MAX): its report in out (n bytes, cut), 0
- * when it finished, else -errno. */
-static int run_waited(struct gw_scratch_copy *c, char *out, size_t n) {
-        int p[2];
-        out[0] = '\0';
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        c->report_fd = p[1];
-        pid_t pid = gw_scratch_copy_spawn(c);
-        (void) close(p[1]);
-        if (pid < 0) {
-                (void) close(p[0]);
-                return (int) pid;
-        }
-        size_t len = 0;
-        gw_usec_t deadline = gw_now_mono() + SYNC_MAX;
-        for (;;) {
-                gw_usec_t left = deadline - gw_now_mono();
-                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-                if (left <= 0 || poll(&pfd, 1, (int) (left / 1000 + 1)) == 0) {
-                        (void) kill(-pid, SIGKILL);
-                        break;
-                }
-                char buf[4096];
-                ssize_t r = read(p[0], buf, sizeof buf);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        break;
-                size_t take = (size_t) r < n - 1 - len ? (size_t) r : n - 1 - len;
-                memcpy(out + len, buf, take);
-                len += take;
-        }
-        out[len] = '\0';
-        (void) close(p[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
 static void event(struct gw_daemon *d, const struct gw_job *j, const char *msg) {
         if (gw_store_job_event(d->store, j->id, j->state, "scratch", msg) < 0)
                 log_warn("job %lld: cannot record a scratch event: %s", (long long) j->id, gw_store_errmsg(d->store));
@@ -250,7 +209,7 @@ static void remove_folder(struct gw_daemon *d, const struct gw_job *j, const cha
         uint32_t gid;
         struct gw_scratch_copy c = { .mode = GW_SCRATCH_SYNC, .src = dir };
         as_user(d, j, &c, &gid);
-        (void) run_waited(&c, report, sizeof report);
+        (void) gw_scratch_copy_run(&c, SYNC_MAX, report, sizeof report);
         if (unlinkat(scratch.fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 log_warn("job %lld: cannot remove %s: %s", (long long) j->id, dir, strerror(errno));
 }
@@ -294,7 +253,7 @@ static void restore(struct gw_daemon *d, struct gw_scratch_job *sj) {
         uint32_t gid;
         struct gw_scratch_copy c = { .mode = GW_SCRATCH_SYNC, .src = j->cwd, .dst = sj->dir, .sub = run };
         as_user(d, j, &c, &gid);
-        int r = run_waited(&c, report, sizeof report);
+        int r = gw_scratch_copy_run(&c, SYNC_MAX, report, sizeof report);
         unsigned long long files = 0, bytes = 0;
         char size[32];
         int e;
@@ -549,7 +508,7 @@ void gw_scratch_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
         uint32_t gid;
         struct gw_scratch_copy c = { .mode = GW_SCRATCH_SYNC, .src = sj->dir, .dst = j->cwd, .empty_src = true };
         as_user(d, j, &c, &gid);
-        int r = run_waited(&c, report, sizeof report);
+        int r = gw_scratch_copy_run(&c, SYNC_MAX, report, sizeof report);
         tell_synced(d, j, sj->dir, r, report);
         if (unlinkat(scratch.fd, sj->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 log_warn("job %lld: cannot remove %s: %s", (long long) j->id, sj->dir, strerror(errno));

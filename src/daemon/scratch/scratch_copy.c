@@ -12,13 +12,16 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/time.h"
 #include "core/ckpt.h"
 #include "core/scratch.h"
 #include "daemon/base/helper.h"
@@ -385,6 +388,46 @@ pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c) {
         gw_helper_arg_user(&a, c->uid, c->gid, c->groups, c->n_groups);
         gw_helper_arg(&a, "REPORT", "%d", c->report_fd);
         return gw_helper_spawn("scratch-copy", &a, &c->report_fd, 1);
+}
+
+int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, size_t n) {
+        int p[2];
+        out[0] = '\0';
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        c->report_fd = p[1];
+        pid_t pid = gw_scratch_copy_spawn(c);
+        (void) close(p[1]);
+        if (pid < 0) {
+                (void) close(p[0]);
+                return (int) pid;
+        }
+        size_t len = 0;
+        gw_usec_t deadline = gw_clock_mono() + max;
+        for (;;) {
+                gw_usec_t left = deadline - gw_clock_mono();
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                if (left <= 0 || poll(&pfd, 1, (int) (left / 1000 + 1)) == 0) {
+                        (void) kill(-pid, SIGKILL);
+                        break;
+                }
+                char buf[4096];
+                ssize_t r = read(p[0], buf, sizeof buf);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        break;
+                size_t take = (size_t) r < n - 1 - len ? (size_t) r : n - 1 - len;
+                memcpy(out + len, buf, take);
+                len += take;
+        }
+        out[len] = '\0';
+        (void) close(p[0]);
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -ECHILD;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
 int gw_scratch_helper_main(const char *kind) {

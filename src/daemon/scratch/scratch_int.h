@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/time.h"
+
 #define GW_SCRATCH_MAX_GROUPS 256
 /* A look while the job runs copies at most this many checkpoints; the rest wait for the next. */
 #define GW_SCRATCH_COPIES_PER_LOOK 32
@@ -41,6 +43,9 @@ struct gw_scratch_copy {
 
 /* Forks the helper: its pid, or -errno.  report_fd stays the caller's to close. */
 pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c);
+/* Runs the helper (c's report_fd is set here) and waits for it, killing it after max
+ * (monotonic): its report in out (n bytes, cut); 0 when it finished, else -errno. */
+int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, size_t n);
 
 /* ---- scratch_told.c: on a Slurm cluster, the step's lines in the job's output ---- */
 

@@ -101,48 +101,6 @@ static void copy_init(const struct step *s, struct gw_scratch_copy *c, enum gw_s
                                        .n_groups = s->n_groups };
 }
 
-/* Runs c's copier and waits for it (at most SYNC_MAX); its report in buf (n bytes, cut): 0
- * when it finished. */
-static int copy_waited(struct gw_scratch_copy *c, char *buf, size_t n) {
-        int p[2];
-        buf[0] = '\0';
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        c->report_fd = p[1];
-        pid_t pid = gw_scratch_copy_spawn(c);
-        (void) close(p[1]);
-        if (pid < 0) {
-                (void) close(p[0]);
-                return (int) pid;
-        }
-        size_t len = 0;
-        gw_usec_t deadline = gw_clock_mono() + SYNC_MAX;
-        for (;;) {
-                gw_usec_t left = deadline - gw_clock_mono();
-                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-                if (left <= 0 || poll(&pfd, 1, (int) (left / 1000 + 1)) == 0) {
-                        (void) kill(-pid, SIGKILL);
-                        break;
-                }
-                char tmp[4096];
-                ssize_t r = read(p[0], tmp, sizeof tmp);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        break;
-                size_t take = (size_t) r < n - 1 - len ? (size_t) r : n - 1 - len;
-                memcpy(buf + len, tmp, take);
-                len += take;
-        }
-        buf[len] = '\0';
-        (void) close(p[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -ECHILD;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
 /* The "D FILES BYTES LEFT" of a report: 0, or -EIO with the copier's own reason in why. */
 static int report_done(int r, const char *report, unsigned long long *files, unsigned long long *bytes,
                        unsigned long long *left, char *why, size_t n) {
@@ -200,7 +158,7 @@ static int make_dir(struct step *s) {
                 struct gw_scratch_copy c;
                 copy_init(s, &c, GW_SCRATCH_SYNC);
                 c.src = s->dir; /* no dst: only emptied */
-                (void) copy_waited(&c, report, sizeof report);
+                (void) gw_scratch_copy_run(&c, SYNC_MAX, report, sizeof report);
         }
         int fd = openat(s->pfd, s->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
@@ -223,7 +181,7 @@ static void restore(struct step *s) {
         struct gw_scratch_copy c;
         copy_init(s, &c, GW_SCRATCH_SYNC);
         c.src = s->cwd, c.dst = s->dir, c.sub = s->restore;
-        int r = copy_waited(&c, report, sizeof report);
+        int r = gw_scratch_copy_run(&c, SYNC_MAX, report, sizeof report);
         if (report_done(r, report, &files, &bytes, &left, why, sizeof why) < 0)
                 out("could not restore %s/%s into %s: %s", s->cwd, s->restore, s->dir, why);
         else
@@ -373,7 +331,7 @@ static void final_sync(struct step *s) {
         struct gw_scratch_copy c;
         copy_init(s, &c, GW_SCRATCH_SYNC);
         c.src = s->dir, c.dst = s->cwd, c.empty_src = true;
-        int r = copy_waited(&c, report, sizeof report);
+        int r = gw_scratch_copy_run(&c, SYNC_MAX, report, sizeof report);
         bool removed = unlinkat(s->pfd, s->name, AT_REMOVEDIR) == 0;
         if (report_done(r, report, &files, &bytes, &left, why, sizeof why) < 0) {
                 out("the sync back from %s to %s did not finish: %s", s->dir, s->cwd, why);
