@@ -272,6 +272,23 @@ class BadInputTest(DaemonTest):
         self.assertEqual(self.d.job(sj)["state"], "CANCELLED")
 
 
+class AgentOptionsTest(unittest.TestCase):
+    """gpuwardd --agent's own options are bounded and named when refused (no daemon needed)."""
+
+    def agent(self, *extra):
+        return subprocess.run([GPUWARDD, "--agent", "--controller", "http://127.0.0.1:9", "--token-file",
+                               os.devnull, "--cache-dir", "/nonexistent/gw-cache", *extra],
+                              capture_output=True, text=True, timeout=30)
+
+    def test_cache_copies_is_a_count_from_1_to_64(self):
+        for bad in ("0", "65", "two"):
+            p = self.agent("--cache-copies", bad)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"--cache-copies: '{bad}' is not a count from 1 to 64", p.stderr)
+        p = subprocess.run([GPUWARDD, "--agent", "--help"], capture_output=True, text=True, timeout=30)
+        self.assertIn("[--cache-copies N]", p.stdout)
+
+
 class RootRefusedTest(DaemonTest):
     """Without allow-root-jobs, uid 0 may not submit."""
 

@@ -78,7 +78,7 @@ static void on_stop(int sig) {
 static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --token-file FILE [--node NAME]\n"
                                  "                [--sample-interval SEC] [--nvml-lib PATH]\n"
                                  "                [--cache-dir DIR [--cache-size SIZE] [--cache-sources LIST]\n"
-                                 "                 [--stage-socket PATH]]\n"
+                                 "                 [--cache-copies N] [--stage-socket PATH]]\n"
                                  "\n"
                                  "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
                                  "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
@@ -92,7 +92,8 @@ static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --tok
                                  "PATH (default " GW_AGENT_STAGE_SOCKET ", %n: the node's name) for its copy,\n"
                                  "made in DIR as the job's user from a source under LIST (a comma list of folders;\n"
                                  "empty: none), at most SIZE bytes (default 100G), least recently used entries\n"
-                                 "evicted; how long each job held its GPUs for it goes to the controller.\n";
+                                 "evicted, N copies at once (1-64, default 4; the next asker waits for a slot);\n"
+                                 "how long each job held its GPUs for it goes to the controller.\n";
 
 /* "http://HOST:PORT[/PREFIX]" (a bracketed IPv6 HOST too).  0, or -EINVAL with why. */
 static int parse_url(struct agent *a, const char *url, char *why, size_t n) {
@@ -161,6 +162,7 @@ enum {
         OPT_CACHE_DIR,
         OPT_CACHE_SIZE,
         OPT_CACHE_SOURCES,
+        OPT_CACHE_COPIES,
         OPT_STAGE_SOCKET
 };
 
@@ -188,6 +190,13 @@ static int parse_cache_opt(struct agent *a, int c, const char *v, char *why, siz
                 }
                 a->stage.sources = v;
                 return 0;
+        case OPT_CACHE_COPIES: {
+                long long c64;
+                if (gw_parse_int(v, 1, 64, &c64) < 0)
+                        return snprintf(why, n, "--cache-copies: '%.80s' is not a count from 1 to 64", v), -EINVAL;
+                a->stage.copies = (unsigned) c64;
+                return 0;
+        }
         default:
                 if (strlen(v) >= sizeof a->stage_socket - GW_SLURM_NODE_MAX || v[0] != '/')
                         return snprintf(why, n, "--stage-socket: '%.80s' is not an absolute path of at most 400 bytes",
@@ -209,6 +218,7 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 { "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
                 { "cache-size", required_argument, NULL, OPT_CACHE_SIZE },
                 { "cache-sources", required_argument, NULL, OPT_CACHE_SOURCES },
+                { "cache-copies", required_argument, NULL, OPT_CACHE_COPIES },
                 { "stage-socket", required_argument, NULL, OPT_STAGE_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -219,6 +229,7 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
         a->interval = 2 * GW_USEC_PER_SEC;
         a->stage.size = (uint64_t) 100 << 30;
         a->stage.sources = "";
+        a->stage.copies = 4; /* more share the source's server and the node's disk, no faster */
         snprintf(a->stage_socket, sizeof a->stage_socket, "%s", GW_AGENT_STAGE_SOCKET);
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
@@ -252,6 +263,7 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 case OPT_CACHE_DIR:
                 case OPT_CACHE_SIZE:
                 case OPT_CACHE_SOURCES:
+                case OPT_CACHE_COPIES:
                 case OPT_STAGE_SOCKET:
                         if (parse_cache_opt(a, c, optarg, why, n) < 0)
                                 return -EINVAL;

@@ -29,7 +29,6 @@
 #include "daemon/cache/cache_int.h"
 
 #define TICK_MS 200
-#define COPIES_MAX 4 /* copies at once: more share the source's server and the disk, no faster */
 
 struct asker {
         int fd; /* -1 once its connection closed (kept until its helper is reaped) */
@@ -140,13 +139,13 @@ static void take(void *ctx, struct gw_cache_job *cj, char *line) {
         }
 }
 
-/* The askers whose entry is free start their copy, as far as COPIES_MAX goes. */
+/* The askers whose entry is free start their copy, as far as --cache-copies goes. */
 static void start_waiting(struct stager *s) {
         for (struct asker *a = s->askers; a; a = a->next) {
                 struct gw_cache_job *cj = &a->cj;
                 if (!a->source || a->fd < 0 || cj->ready || cj->pid > 0 || a->answered)
                         continue;
-                if (cj->e->staging || s->c.n_flight >= COPIES_MAX)
+                if (cj->e->staging || s->c.n_flight >= s->cfg->copies)
                         continue;
                 struct stat st;
                 free(cj->yaml);

@@ -24,6 +24,7 @@ struct gw_cache_node_cfg {
         const char *dir; /* the node's cache_dir */
         uint64_t size; /* cache_size */
         const char *sources; /* cache_sources */
+        unsigned copies; /* cache_copies: copies made at once (1-64) */
         const char *socket; /* the socket's path (its folder is made root's 0755) */
 };
 
