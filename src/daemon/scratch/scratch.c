@@ -397,21 +397,15 @@ static void read_report(struct gw_daemon *d, struct gw_scratch_job *sj) {
 
 static void start_look(struct gw_daemon *d, struct gw_scratch_job *sj) {
         const struct gw_job *j = sj->dj->job;
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return;
         uint32_t gid;
-        struct gw_scratch_copy c = { .mode = GW_SCRATCH_LOOK, .src = sj->dir, .dst = j->cwd, .report_fd = p[1] };
+        struct gw_scratch_copy c = { .mode = GW_SCRATCH_LOOK, .src = sj->dir, .dst = j->cwd };
         as_user(d, j, &c, &gid);
-        pid_t pid = gw_scratch_copy_spawn(&c);
-        (void) close(p[1]);
-        if (pid < 0) {
-                (void) close(p[0]);
+        int fd;
+        pid_t pid = gw_scratch_copy_start(&c, &fd);
+        if (pid < 0)
                 return;
-        }
-        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
         sj->pid = pid;
-        sj->rfd = p[0];
+        sj->rfd = fd;
         sj->nbuf = 0;
 }
 

@@ -390,9 +390,8 @@ pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c) {
         return gw_helper_spawn("scratch-copy", &a, &c->report_fd, 1);
 }
 
-int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, size_t n) {
+pid_t gw_scratch_copy_start(struct gw_scratch_copy *c, int *ret_fd) {
         int p[2];
-        out[0] = '\0';
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
         c->report_fd = p[1];
@@ -400,20 +399,31 @@ int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, siz
         (void) close(p[1]);
         if (pid < 0) {
                 (void) close(p[0]);
-                return (int) pid;
+                return pid;
         }
+        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
+        *ret_fd = p[0];
+        return pid;
+}
+
+int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, size_t n) {
+        int fd;
+        out[0] = '\0';
+        pid_t pid = gw_scratch_copy_start(c, &fd);
+        if (pid < 0)
+                return (int) pid;
         size_t len = 0;
         gw_usec_t deadline = gw_clock_mono() + max;
         for (;;) {
                 gw_usec_t left = deadline - gw_clock_mono();
-                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
                 if (left <= 0 || poll(&pfd, 1, (int) (left / 1000 + 1)) == 0) {
                         (void) kill(-pid, SIGKILL);
                         break;
                 }
                 char buf[4096];
-                ssize_t r = read(p[0], buf, sizeof buf);
-                if (r < 0 && errno == EINTR)
+                ssize_t r = read(fd, buf, sizeof buf);
+                if (r < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
                 if (r <= 0)
                         break;
@@ -422,7 +432,7 @@ int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, siz
                 len += take;
         }
         out[len] = '\0';
-        (void) close(p[0]);
+        (void) close(fd);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)

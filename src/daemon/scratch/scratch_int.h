@@ -43,6 +43,9 @@ struct gw_scratch_copy {
 
 /* Forks the helper: its pid, or -errno.  report_fd stays the caller's to close. */
 pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c);
+/* Starts the helper with its report on a pipe made here (c's report_fd is set): its pid and
+ * *ret_fd, the pipe's non-blocking read end (the caller's to close); or -errno. */
+pid_t gw_scratch_copy_start(struct gw_scratch_copy *c, int *ret_fd);
 /* Runs the helper (c's report_fd is set here) and waits for it, killing it after max
  * (monotonic): its report in out (n bytes, cut); 0 when it finished, else -errno. */
 int gw_scratch_copy_run(struct gw_scratch_copy *c, gw_usec_t max, char *out, size_t n);

@@ -241,21 +241,15 @@ static void look_done(struct step *s) {
 }
 
 static void start_look(struct step *s) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return;
         struct gw_scratch_copy c;
         copy_init(s, &c, GW_SCRATCH_LOOK);
-        c.src = s->dir, c.dst = s->cwd, c.report_fd = p[1];
-        pid_t pid = gw_scratch_copy_spawn(&c);
-        (void) close(p[1]);
-        if (pid < 0) {
-                (void) close(p[0]);
+        c.src = s->dir, c.dst = s->cwd;
+        int fd;
+        pid_t pid = gw_scratch_copy_start(&c, &fd);
+        if (pid < 0)
                 return;
-        }
-        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
         s->look = pid;
-        s->look_fd = p[0];
+        s->look_fd = fd;
 }
 
 /* The command ended: a look in flight is stopped (its half copy dropped), then waited for. */
