@@ -110,15 +110,14 @@ int gw_gpu_processes(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_proc *b
  * ret->enabled false.  -EIO for a lost GPU. */
 int gw_gpu_mig(struct gw_gpu_lib *lib, unsigned idx, struct gw_gpu_mig_layout *ret);
 
-/* Whether GPU idx offers per-slice activity (GPM), as asked at open and when it last entered
- * MIG mode. */
+/* Whether a GPU offers per-slice activity (GPM), as asked at open and when it last entered
+ * MIG mode (its layout's gpm says it to the daemon). */
 enum gw_gpu_gpm {
         GW_GPU_GPM_UNKNOWN, /* no handle */
         GW_GPU_GPM_NO_CALLS, /* the library lacks a GPM call (before NVML 12.0) */
         GW_GPU_GPM_NOT_SUPPORTED, /* the GPU says no (before Hopper), or the query failed */
         GW_GPU_GPM_OFFERED,
 };
-enum gw_gpu_gpm gw_gpu_gpm(const struct gw_gpu_lib *lib, unsigned idx);
 
 /* Waits up to timeout_ms for an Xid / ECC event on any GPU.  0 with *ret filled,
  * -ETIMEDOUT when none came, -ENOTSUP when events are not supported, -EIO otherwise.

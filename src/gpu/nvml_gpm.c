@@ -125,9 +125,3 @@ void gw_nvml_gpm_round(struct gw_gpu_lib *lib, struct gw_gpu_dev *dev, struct gw
                 if (dev->gpm_slot[k].used && !dev->gpm_slot[k].seen)
                         slot_drop(lib, &dev->gpm_slot[k]);
 }
-
-enum gw_gpu_gpm gw_gpu_gpm(const struct gw_gpu_lib *lib, unsigned idx) {
-        if (!lib || idx >= lib->count || !lib->devs[idx].handle)
-                return GW_GPU_GPM_UNKNOWN;
-        return lib->devs[idx].gpm;
-}
