@@ -83,6 +83,13 @@ class ScratchTest(ScratchDaemon):
         self.wait_msg(jid, rf"^copied runs/r/weights/last\.pt \(epoch 1\) back to {re.escape(self.d.work)}$")
         self.assertEqual(read(os.path.join(shared, "weights", "last.pt")), checkpoint(0))
         self.assertEqual(self.d.job(jid)["state"], "RUNNING", "copied while the job runs")
+        # Within a look results.csv goes after the checkpoints: read after a last.pt, it holds
+        # that epoch's row (Ultralytics writes the row first), so a node dying mid-look never
+        # leaves a checkpoint whose row was not copied.
+        self.wait_msg(jid, r"^copied runs/r/results\.csv \(\d+ B\) back to ")
+        msgs = scratch_msgs(self.d.job(jid))
+        order = [m.split()[1] for m in msgs if m.startswith("copied ")]
+        self.assertEqual(order, ["runs/r/weights/last.pt", "runs/r/results.csv"], msgs)
 
         # Epoch 2's checkpoint half written (a zip with no end records yet), then its row: the
         # look that copies the row saw the half checkpoint and left the shared one as it was.
@@ -166,7 +173,8 @@ class ScratchTest(ScratchDaemon):
         self.assertEqual([e["message"] for e in events_of(j, "resumed")],
                          ["continued from its checkpoint of epoch 2: epoch 3 written in its run s"])
         with open(os.path.join(self.d.work, "runs", "s", "results.csv")) as f:
-            self.assertEqual(len(f.read().splitlines()), 5, "epochs 1-4 synced back at the end")
+            epochs = [int(float(line.split(",")[0])) for line in f.read().splitlines()[1:]]
+        self.assertEqual(epochs, [1, 2, 3, 4], "each epoch once: epoch 2's row went back with its checkpoint")
 
 
 @unittest.skipUnless(gwtest.IS_ROOT, "a job of another user needs root")

@@ -43,6 +43,7 @@ static void on_term(int sig) {
 struct walk {
         const struct gw_scratch_copy *c;
         uint64_t files, bytes, left, visited, copies;
+        bool csv_pass; /* a look's second walk, for results.csv (walk_look) */
         char rel[REL_MAX];
         char tmp[64]; /* the temporary name of a copy in its destination folder */
         uint8_t *buf;
@@ -170,7 +171,8 @@ static int copy_whole(struct walk *w, int sfd, const struct stat *st, int dfd, c
 static void copy_one(struct walk *w, int sdir, struct dst_dir *dd, const char *name, const struct stat *st) {
         const struct gw_scratch_copy *c = w->c;
         enum gw_scratch_kind kind = gw_scratch_kind_of(name);
-        if (c->mode == GW_SCRATCH_LOOK && (kind == GW_SCRATCH_OTHER || w->copies >= GW_SCRATCH_COPIES_PER_LOOK))
+        if (c->mode == GW_SCRATCH_LOOK && (kind == GW_SCRATCH_OTHER || (kind == GW_SCRATCH_CSV) != w->csv_pass ||
+                                           (kind == GW_SCRATCH_PT && w->copies >= GW_SCRATCH_COPIES_PER_LOOK)))
                 return;
         int dfd = dst_open(dd);
         if (dfd < 0) {
@@ -260,6 +262,19 @@ static void walk(struct walk *w, int sdir, struct dst_dir *dd, int depth) {
                 w->rel[base] = '\0';
         }
         closedir(dir);
+}
+
+/* A look copies the checkpoints first and results.csv after them. Ultralytics appends an
+ * epoch's row before it writes that epoch's last.pt, so a results.csv read after a checkpoint
+ * holds the checkpoint's own row: a node that dies mid-look leaves rows past the checkpoint
+ * (set aside when the retry resumes), never a checkpoint whose row was lost. */
+static void walk_look(struct walk *w, int sdir, struct dst_dir *dd) {
+        walk(w, sdir, dd, 0);
+        uint64_t left = w->left;
+        w->visited = 0;
+        w->csv_pass = true;
+        walk(w, sdir, dd, 0);
+        w->left = left;
 }
 
 /* Removes everything below dir, links as links. */
@@ -367,7 +382,10 @@ static int helper(const struct gw_scratch_copy *c) {
                 say(c->report_fd, "E %d out of memory\n", ENOMEM);
                 return 1;
         }
-        walk(&w, sfd, &chain[depth], 0);
+        if (c->mode == GW_SCRATCH_LOOK)
+                walk_look(&w, sfd, &chain[depth]);
+        else
+                walk(&w, sfd, &chain[depth], 0);
         for (size_t i = 1; i <= depth; i++)
                 if (chain[i].fd >= 0)
                         (void) close(chain[i].fd);
