@@ -191,6 +191,8 @@ struct gw_djobs {
         struct gw_fair *fair; /* fair share's usage, which orders the queue (fairshare.c); NULL with
                                       * backend slurm */
         uint64_t n_queued; /* jobs put in the queue so far (gw_queue_insert) */
+        gw_usec_t whole_pass_at; /* monotonic: the last pass that planned the whole queue */
+        bool tail_stale; /* a pass planned only the queue's head since (gw_schedule_tick) */
 };
 
 /* Each feature's state of each active job, by job id (base/keytab.h), beside the job rather

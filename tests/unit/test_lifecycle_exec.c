@@ -155,6 +155,7 @@ static void step(struct fixture *f, gw_usec_t dt) {
         (void) gw_train_restore_tick(d);
         (void) gw_backup_tick(d);
         (void) gw_jobs_tick(d);
+        (void) gw_schedule_tick(d);
         if (d->jobs.sched_dirty)
                 gw_schedule(d);
         gw_jobs_bury(d);
@@ -175,7 +176,8 @@ static void exit_in_loop(struct fixture *f, int64_t id, int status, bool lost) {
         gw_jobs_bury(d);
 }
 
-static int64_t submit(struct fixture *f, int retries) {
+/* A job of ngpus GPUs for limit (0: the default), after job `after` completes (0: none). */
+static int64_t submit_as(struct fixture *f, int retries, int ngpus, gw_usec_t limit, int64_t after) {
         struct gw_job *j = gw_xcalloc(1, sizeof *j);
         j->user = gw_xstrdup("root");
         j->uid = geteuid();
@@ -183,9 +185,11 @@ static int64_t submit(struct fixture *f, int retries) {
         char *argv[] = { "/bin/true", NULL };
         j->argv = gw_strv_copy(argv);
         j->cwd = gw_xstrdup("/");
-        j->ngpus = 1;
+        j->ngpus = ngpus;
         j->retries = retries;
-        j->time_limit = f->cfg.default_time_limit; /* as the API fills it in */
+        j->time_limit = limit ? limit : f->cfg.default_time_limit; /* as the API fills it in */
+        j->after_job = after;
+        j->after_kind = GW_DEP_KIND_OK;
         struct gw_submit_error err = { 0 };
         int64_t id = 0;
         if (gw_job_submit(&f->d, j, false, &err, &id) < 0)
@@ -193,6 +197,8 @@ static int64_t submit(struct fixture *f, int retries) {
         assert_true(id > 0);
         return id;
 }
+
+static int64_t submit(struct fixture *f, int retries) { return submit_as(f, retries, 1, 0, 0); }
 
 /* The job as the store has it. */
 static struct gw_job *stored(struct fixture *f, int64_t id) {
@@ -363,6 +369,64 @@ static void test_start_refused(void **state) {
         assert_int_equal(f->d.host.gpus[0].job_id, 0);
 }
 
+static enum gw_job_reason reason_of(struct fixture *f, int64_t id) {
+        struct gw_djob *dj = gw_jobmap_get(&f->d.jobs.map, id);
+        assert_non_null(dj);
+        return dj->job->wait_reason;
+}
+
+static bool is_running(struct fixture *f, int64_t id) {
+        struct gw_djob *dj = gw_jobmap_get(&f->d.jobs.map, id);
+        return dj && dj->job->state == GW_JOB_RUNNING;
+}
+
+/* A long queue draining: between whole passes a pass plans only the queue's head, which takes
+ * the GPU an end freed; the job far back keeps the reason of the last whole pass until the
+ * next, due GW_SCHED_WHOLE_EVERY after it. */
+static void test_long_queue_head_pass(void **state) {
+        struct fixture *f = *state;
+        int64_t first = submit(f, 0), second = submit(f, 0), third = submit(f, 0);
+        for (int i = 0; i < GW_SCHED_WINDOW + 10; i++)
+                (void) submit(f, 0);
+        int64_t tail = submit_as(f, 0, 1, 0, first); /* after the first completes */
+        step(f, SEC);
+        assert_true(is_running(f, first) && is_running(f, second));
+        assert_int_equal(reason_of(f, tail), GW_REASON_DEPENDENCY);
+        gw_usec_t whole = f->d.jobs.whole_pass_at;
+        assert_int_equal(gw_schedule_tick(&f->d), GW_USEC_INFINITY); /* nothing deferred yet */
+
+        step(f, SEC / 10);
+        exit_in_loop(f, first, 0, false);
+        assert_true(is_running(f, third)); /* the GPU freed went to the queue's head */
+        assert_int_equal(f->d.jobs.whole_pass_at, whole);
+        assert_int_equal(reason_of(f, tail), GW_REASON_DEPENDENCY); /* not looked at again yet */
+        assert_int_equal(gw_schedule_tick(&f->d), whole + GW_SCHED_WHOLE_EVERY);
+
+        step(f, GW_SCHED_WHOLE_EVERY); /* the whole pass that was due */
+        assert_true(f->d.jobs.whole_pass_at > whole);
+        assert_int_equal(reason_of(f, tail), GW_REASON_RESOURCES);
+        assert_int_equal(gw_schedule_tick(&f->d), GW_USEC_INFINITY);
+}
+
+/* A GPU the queue's head cannot use is left over after it: the pass goes on to the whole
+ * queue at once, where a short job far back backfills it. */
+static void test_long_queue_backfill_far_back(void **state) {
+        struct fixture *f = *state;
+        int64_t a = submit(f, 0), b = submit(f, 0);
+        for (int i = 0; i < GW_SCHED_WINDOW + 10; i++)
+                (void) submit_as(f, 0, 2, 0, 0);
+        int64_t shorty = submit_as(f, 0, 1, 60 * SEC, 0);
+        step(f, SEC);
+        assert_true(is_running(f, a) && is_running(f, b));
+        assert_false(is_running(f, shorty));
+        gw_usec_t whole = f->d.jobs.whole_pass_at;
+
+        step(f, SEC / 10);
+        exit_in_loop(f, b, 0, false);
+        assert_true(is_running(f, shorty)); /* ends before a's limit, when the head would start */
+        assert_true(f->d.jobs.whole_pass_at > whole);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_runs_to_completed, setup, teardown),
@@ -370,6 +434,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cancel_running, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_adopts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_long_queue_head_pass, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_long_queue_backfill_far_back, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,6 +46,10 @@ struct gw_fair {
         size_t n_pass;
         uint64_t gen; /* the newest of the users' gen */
         uint64_t n_queued_seen; /* d->jobs.n_queued when users_new last looked */
+        uint64_t written_gen, written_queued; /* f->gen and d->jobs.n_queued when the queued
+                                      * jobs were last written (jobs_update, pass_off): with
+                                      * neither changed since, none is to be rewritten */
+        bool written;
         struct gw_fs_user *pass_users; /* the counted users' usage and factors, by idx */
         double *pass_factor;
         size_t cap_pass;
@@ -329,7 +333,21 @@ static int fair_cmp(const void *pa, const void *pb) {
  * priority, then the factor, then submission, the order gw_sched_plan_fair plans in.  The queue
  * is kept in it so that the list and the predicted starts (training_predict.c, which replays
  * the queue in its order) follow the order jobs start in. */
+/* Whether every queued job was written from the factors as they are: no user's changed (each
+ * change bumps f->gen) and no job entered the queue (new or queued again, its gen reset) since
+ * the last writing.  Then a pass need not look at each queued job. */
+static bool jobs_current(struct gw_fair *f, const struct gw_daemon *d) {
+        if (f->written && f->written_gen == f->gen && f->written_queued == d->jobs.n_queued)
+                return true;
+        f->written = true;
+        f->written_gen = f->gen;
+        f->written_queued = d->jobs.n_queued;
+        return false;
+}
+
 static void jobs_update(struct gw_fair *f, struct gw_daemon *d) {
+        if (jobs_current(f, d))
+                return;
         size_t n = d->jobs.n_queue;
         if (f->cap_queue < n) {
                 f->cap_queue = n;
@@ -355,7 +373,9 @@ static void jobs_update(struct gw_fair *f, struct gw_daemon *d) {
 
 /* Fair share off: the order in words, the same for every pass: written once per job. */
 #define GEN_OFF UINT64_MAX
-static void pass_off(struct gw_daemon *d) {
+static void pass_off(struct gw_fair *f, struct gw_daemon *d) {
+        if (jobs_current(f, d))
+                return;
         for (size_t i = 0; i < d->jobs.n_queue; i++) {
                 struct gw_djob *dj = d->jobs.queue[i];
                 struct fair_job *fj = fair_job(d, dj);
@@ -374,7 +394,7 @@ void gw_fair_pass(struct gw_daemon *d, bool box_full, struct gw_sched_fair *ret)
                 return;
         f->pass_at = d->now;
         if (!f->on) {
-                pass_off(d);
+                pass_off(f, d);
                 return;
         }
         /* Usage decays with a half-life of days and a second of a few GPUs adds little to it:

@@ -283,24 +283,25 @@ const char *gw_job_drained_view(const struct gw_daemon *d, const struct gw_job *
         return gw_queue_drained_words(d, j, buf, n);
 }
 
-void gw_schedule(struct gw_daemon *d) {
-        d->jobs.sched_dirty = false;
-        if (d->jobs.n_queue == 0)
-                return;
-        if (gw_backend_placement(d) == GW_EXEC_PLACE_NODES) {
-                schedule_slurm(d);
-                return;
-        }
-        struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
-        fill_gpus(d, gpus);
-        size_t n = d->jobs.n_queue;
-        struct gw_sched_fair fair;
-        bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings &&
-                    !gw_mig_any_free(d);
-        gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show, their order */
-        if (full)
-                return;
-        d->jobs.deps_changed = false;
+/* The GPUs no running job holds and no start of plan takes: none left means no job after the
+ * planned ones could have started in this pass. */
+static uint64_t gpus_left(const struct gw_sched_input *in, const struct gw_sched_plan *plan) {
+        uint64_t left = 0;
+        for (size_t i = 0; i < in->n_gpus; i++)
+                if (in->gpus[i].usable && in->gpus[i].job_id == 0)
+                        left |= UINT64_C(1) << in->gpus[i].index;
+        for (size_t i = 0; i < in->n_running; i++)
+                left &= ~in->running[i].gpu_mask;
+        for (size_t i = 0; i < plan->n_starts; i++)
+                left &= ~plan->starts[i].gpu_mask;
+        return left;
+}
+
+/* Plans the first n queued jobs and starts what the plan says.  With only_if_exact, nothing
+ * is changed and false returned when a GPU is left over after them: a job further back might
+ * have taken it. */
+static bool plan_and_start(struct gw_daemon *d, const struct gw_sched_gpu *gpus, const struct gw_sched_fair *fair,
+                           size_t n, bool only_if_exact) {
         _cleanup_free_ struct gw_sched_job *pending = gw_xmalloc(n * sizeof *pending);
         _cleanup_free_ struct gw_sched_start *starts = gw_xmalloc(n * sizeof *starts);
         _cleanup_free_ enum gw_job_reason *reasons = gw_xmalloc(n * sizeof *reasons);
@@ -326,7 +327,7 @@ void gw_schedule(struct gw_daemon *d) {
         gw_fair_users(d, pending, n);
         _cleanup_free_ bool *on_slices = gw_xcalloc(n, sizeof *on_slices);
         gw_mig_set_aside(d, pending, n, on_slices);
-        _cleanup_free_ size_t *order = fair.factor ? gw_xmalloc(2 * n * sizeof *order) : NULL;
+        _cleanup_free_ size_t *order = fair->factor ? gw_xmalloc(2 * n * sizeof *order) : NULL;
         for (size_t i = 0; i < d->jobs.n_running; i++)
                 running[i] = (struct gw_sched_running){
                         .id = d->jobs.running[i]->job->id,
@@ -335,10 +336,14 @@ void gw_schedule(struct gw_daemon *d) {
                 };
         struct gw_sched_input in = { gpus, d->host.n_gpus, pending, n, running, d->jobs.n_running };
         struct gw_sched_plan plan = { .starts = starts, .reasons = reasons, .order = order };
-        if (gw_sched_plan_fair(&in, fair.factor ? &fair : NULL, d->now, &plan) < 0) {
+        if (gw_sched_plan_fair(&in, fair->factor ? fair : NULL, d->now, &plan) < 0) {
+                if (only_if_exact)
+                        return false;
                 log_err("scheduler refused its input; nothing started");
-                return;
+                return true;
         }
+        if (only_if_exact && gpus_left(&in, &plan))
+                return false;
         if (gw_sched_why(&in, &plan, all_why) < 0)
                 memset(all_why, 0, n * sizeof *all_why); /* only each job's main reason is told */
         _cleanup_free_ struct gw_mig_start *mig_starts = gw_xmalloc(n * sizeof *mig_starts);
@@ -392,4 +397,52 @@ void gw_schedule(struct gw_daemon *d) {
                          never[i]->job->after_kind == GW_DEP_KIND_OK ? "complete" : "end");
                 gw_job_end(d, never[i], GW_JOB_CANCELLED, why, "dependency");
         }
+        return true;
+}
+
+/* A pass plans the whole queue, every job's reasons with it: O(queue).  While a long queue
+ * drains, each end frees a GPU that the first jobs of the queue take, and planning the
+ * thousands behind them again changes nothing but costs most of the pass.  So between whole
+ * passes, at most GW_SCHED_WHOLE_EVERY apart, a pass plans the first GW_SCHED_WINDOW jobs
+ * only, and is kept only when they take every GPU left (no job further back could have
+ * started: the plan is in queue order, and a job's outcome depends only on the jobs before
+ * it); the jobs further back keep the reasons of the last whole pass until the next. */
+gw_usec_t gw_schedule_tick(struct gw_daemon *d) {
+        if (!d->jobs.tail_stale)
+                return GW_USEC_INFINITY;
+        gw_usec_t due = d->jobs.whole_pass_at + GW_SCHED_WHOLE_EVERY;
+        if (d->now < due)
+                return due;
+        d->jobs.sched_dirty = true;
+        return GW_USEC_INFINITY;
+}
+
+void gw_schedule(struct gw_daemon *d) {
+        d->jobs.sched_dirty = false;
+        if (d->jobs.n_queue == 0) {
+                d->jobs.tail_stale = false;
+                return;
+        }
+        if (gw_backend_placement(d) == GW_EXEC_PLACE_NODES) {
+                schedule_slurm(d);
+                return;
+        }
+        struct gw_sched_gpu gpus[GW_SCHED_MAX_GPUS];
+        fill_gpus(d, gpus);
+        struct gw_sched_fair fair;
+        bool full = !any_gpu_free(gpus, d->host.n_gpus) && !d->jobs.deps_changed && !d->sharing->n_bookings &&
+                    !d->jobs.tail_stale && !gw_mig_any_free(d);
+        gw_fair_pass(d, full, &fair); /* while full too: the factors the queued jobs show, their order */
+        if (full)
+                return;
+        d->jobs.deps_changed = false;
+        bool window = d->jobs.n_queue > GW_SCHED_WINDOW && d->jobs.whole_pass_at &&
+                      d->now - d->jobs.whole_pass_at < GW_SCHED_WHOLE_EVERY && !gw_mig_any_free(d);
+        if (window && plan_and_start(d, gpus, &fair, GW_SCHED_WINDOW, true)) {
+                d->jobs.tail_stale = true;
+                return;
+        }
+        d->jobs.whole_pass_at = d->now;
+        d->jobs.tail_stale = false;
+        (void) plan_and_start(d, gpus, &fair, d->jobs.n_queue, false);
 }

@@ -13,6 +13,12 @@ void gw_running_add(struct gw_daemon *d, struct gw_djob *dj);
 void gw_running_remove(struct gw_daemon *d, struct gw_djob *dj);
 /* Runs the scheduler over the queue and starts what it says. */
 void gw_schedule(struct gw_daemon *d);
+/* The jobs a pass between whole passes plans, and how far apart whole passes are at most
+ * while the others stand in for them (queue.c). */
+#define GW_SCHED_WINDOW 64
+#define GW_SCHED_WHOLE_EVERY GW_USEC_PER_SEC
+/* Asks for the whole pass that is due; when the next is due (monotonic), or INFINITY. */
+gw_usec_t gw_schedule_tick(struct gw_daemon *d);
 /* The GPUs out of service that job j waits for, in words (gw_why_drained) into buf; NULL
  * when it waits for none. */
 const char *gw_queue_drained_words(const struct gw_daemon *d, const struct gw_job *j, char *buf, size_t n);

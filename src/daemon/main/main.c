@@ -265,9 +265,11 @@ static bool batch_needed(const struct epoll_event *evs, int n) {
 static gw_usec_t tick(struct gw_daemon *d) {
         gw_usec_t next = gw_sharing_tick(d), restore = gw_train_restore_tick(d), backup = gw_backup_tick(d);
         gw_usec_t jobs = gw_jobs_tick(d), nodes = gw_nodes_watch_tick(d), preempt = gw_preempt_tick(d);
-        gw_usec_t cache = gw_cache_tick(d);
+        gw_usec_t cache = gw_cache_tick(d), whole = gw_schedule_tick(d);
         if (cache < next)
                 next = cache;
+        if (whole < next)
+                next = whole;
         gw_usec_t scratch = gw_scratch_tick(d);
         if (scratch < next)
                 next = scratch;
