@@ -91,12 +91,12 @@ class ClusterDataset(unittest.TestCase):
                 s.connect(os.path.join(d.dir, "run", f"stage-{n1}.sock"))
                 s.sendall(text.encode() + b"\n")
                 return s.makefile().readline().strip()
-        self.assertEqual(ask("STAGE /etc"), f"ERR dataset: /etc is not under this node's cache_sources ({src})")
-        self.assertEqual(ask(f"STAGE {src}/../etc"), "ERR dataset: a path with '..' in it is not asked for")
-        self.assertEqual(ask("FETCH /etc"), "ERR the request is not 'STAGE /absolute/path'")
+        self.assertEqual(ask("STAGE /etc"), f"ERR data dataset: /etc is not under this node's cache_sources ({src})")
+        self.assertEqual(ask(f"STAGE {src}/../etc"), "ERR data dataset: a path with '..' in it is not asked for")
+        self.assertEqual(ask("FETCH /etc"), "ERR data the request is not 'STAGE /absolute/path'")
 
-        def run(user, name, state):
-            jid = d.submit("--gpus", "1", "--time", "10m", "--retries", "1", "--dataset", ds, "--output",
+        def run(user, name, state, dataset=ds):
+            jid = d.submit("--gpus", "1", "--time", "10m", "--retries", "1", "--dataset", dataset, "--output",
                            f"{out}/{name}.out", "--", "sh", "-c", JOB, user=user.pw_uid)
             j = d.wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout=90)
             with open(os.path.join(out, f"{name}.out")) as f:
@@ -180,8 +180,23 @@ class ClusterDataset(unittest.TestCase):
             self.assertEqual(j["state"], "COMPLETED", f.read())
         self.assertRegex(agents.log(n1), rf"cache: evicting {re.escape(ds)} \(\d+ bytes, least recently used\)")
 
-        # No agent on either node: each attempt is the node's failure (lost), retried off it.
+        # A dataset larger than any node's cache: the node's trouble, not the dataset's (lost, and
+        # tried on the other node), told as such.
         c.cmd("scontrol", "update", f"NodeName={n2}", "State=RESUME")
+        big = os.path.join(src, "big")
+        os.makedirs(big)
+        for i in range(70):  # 17.9 MB, over the 16 MiB of each cache
+            with open(os.path.join(big, f"f{i}.bin"), "wb") as f:
+                f.truncate(FILE_BYTES)
+        for p in [big] + [os.path.join(big, f) for f in os.listdir(big)]:
+            os.chown(p, owner.pw_uid, owner.pw_gid)
+        _, j, text = run(owner, "big", "FAILED", dataset=big)
+        self.assertRegex(text, rf"gpuward: node step failed: dataset {re.escape(big)} could not be staged on this "
+                               rf"node: dataset {re.escape(big)}: out of space: it needs [\d.]+ MB and cache_size is ")
+        self.assertEqual([a["class"] for a in j["attempts"]], ["lost", "lost"], j["attempts"])
+        self.assertEqual(sorted(a["node"] for a in j["attempts"]), sorted(c.nodes), "the retry went to the other node")
+
+        # No agent on either node: each attempt is the node's failure (lost), retried off it.
         agents.stop_all()
         lost, j, text = run(owner, "lost", "FAILED")
         self.assertIn("gpuward: node step failed: no dataset stager listening at ", text)

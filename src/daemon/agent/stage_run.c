@@ -97,8 +97,12 @@ static int await(int fd, const char *dataset, char *dir, size_t dn, char *yaml, 
                         snprintf(dir, dn, "%s", buf + 3);
                         r = 0;
                         break;
+                } else if (!strncmp(buf, "ERR node ", 9)) {
+                        r = node_failed("dataset %s could not be staged on this node: %s", dataset, buf + 9);
+                        break;
                 } else if (!strncmp(buf, "ERR ", 4)) {
-                        fprintf(stderr, "gpuward: dataset %s could not be staged on this node: %s\n", dataset, buf + 4);
+                        const char *why = strncmp(buf, "ERR data ", 9) ? buf + 4 : buf + 9;
+                        fprintf(stderr, "gpuward: dataset %s could not be staged on this node: %s\n", dataset, why);
                         r = EXIT_DATA;
                         break;
                 }

@@ -25,6 +25,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/cache.h"
+#include "core/failure.h"
 #include "core/slurm.h"
 #include "daemon/cache/cache_int.h"
 
@@ -113,8 +114,11 @@ static void record(struct stager *s, struct asker *a, bool ok, bool hit, uint64_
         a->answered = true;
 }
 
-static void fail(struct stager *s, struct asker *a, const char *why) {
-        tell(a, "ERR %s\n", why);
+/* "ERR data WHY" for what the asker's request or dataset is the cause of (the step exits as
+ * the dataset's error), "ERR node WHY" for this node's own trouble (the step fails as the node's,
+ * and the job is tried on another node). */
+static void fail(struct stager *s, struct asker *a, bool node, const char *why) {
+        tell(a, "ERR %s %s\n", node ? "node" : "data", why);
         log_info("stager: %s (uid %u, Slurm job %" PRIu32 "): %s", a->source ? a->source : "?", (unsigned) a->uid,
                  a->slurm_job, why);
         if (a->source)
@@ -164,7 +168,7 @@ static void start_waiting(struct stager *s) {
                 if (r < 0) {
                         char why[128];
                         snprintf(why, sizeof why, "cannot start the copy: %s", strerror(-r));
-                        fail(s, a, why);
+                        fail(s, a, true, why);
                 }
         }
 }
@@ -173,15 +177,15 @@ static void start_waiting(struct stager *s) {
 static void ask(struct stager *s, struct asker *a, char *line) {
         size_t l = strlen(line);
         if (strncmp(line, "STAGE ", 6) || line[6] != '/' || l - 6 > 4096)
-                return fail(s, a, "the request is not 'STAGE /absolute/path'");
+                return fail(s, a, false, "the request is not 'STAGE /absolute/path'");
         /* cache_sources is a prefix of the text: a ".." could climb out of it. */
         if (strstr(line + 6, "/../") || !strcmp(line + l - 3, "/.."))
-                return fail(s, a, "dataset: a path with '..' in it is not asked for");
+                return fail(s, a, false, "dataset: a path with '..' in it is not asked for");
         if (!gw_cache_source_allowed(s->cfg->sources, line + 6)) {
                 char why[GW_CACHE_NODE_REQ_MAX + 200];
                 snprintf(why, sizeof why, "dataset: %.4096s is not under this node's cache_sources (%.200s)", line + 6,
                          *s->cfg->sources ? s->cfg->sources : "empty: none allowed");
-                return fail(s, a, why);
+                return fail(s, a, false, why);
         }
         a->source = gw_xstrdup(line + 6);
         a->asked = gw_clock_mono();
@@ -206,7 +210,7 @@ static void asker_read(struct stager *s, struct asker *a) {
                 *nl = '\0';
                 ask(s, a, a->in);
         } else if (a->nin == sizeof a->in - 1)
-                fail(s, a, "the request is too long");
+                fail(s, a, false, "the request is too long");
 }
 
 static void asker_free(struct stager *s, struct asker *a) {
@@ -225,12 +229,18 @@ static void asker_free(struct stager *s, struct asker *a) {
         free(a);
 }
 
-/* "ERR CLASS WHY" as the words the step prints. */
-static const char *helper_why(const struct gw_cache_job *cj) {
+/* The helper's "ERR CLASS WHY" as the words the step prints; *ret_node: not the dataset's
+ * fault (its class is not user_error: out of space, an I/O error, a helper that died). */
+static const char *helper_why(const struct gw_cache_job *cj, bool *ret_node) {
+        *ret_node = true;
         if (strncmp(cj->result, "ERR ", 4))
                 return "the copying helper died";
         const char *w = cj->result + 4;
-        w += strcspn(w, " ");
+        size_t l = strcspn(w, " ");
+        char class[32];
+        snprintf(class, sizeof class, "%.*s", (int) (l < sizeof class ? l : sizeof class - 1), w);
+        *ret_node = gw_failure_class_from_name(class) != GW_FAILURE_USER_ERROR;
+        w += l;
         return *w ? w + 1 : w;
 }
 
@@ -240,10 +250,11 @@ static void reaped(struct stager *s, struct asker *a, int status) {
         int got = gw_cache_helper_reaped(&s->c, cj, status);
         if (!got || a->fd < 0) {
                 char why[700];
-                snprintf(why, sizeof why, "dataset %s: %s", a->source, helper_why(cj));
+                bool node;
+                snprintf(why, sizeof why, "dataset %s: %s", a->source, helper_why(cj, &node));
                 gw_cache_helper_drop(&s->c, cj);
                 if (a->fd >= 0)
-                        fail(s, a, why);
+                        fail(s, a, node, why);
                 return;
         }
         gw_cache_helper_keep(&s->c, cj, got == 2, gw_clock_wall());

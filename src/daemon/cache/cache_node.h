@@ -6,7 +6,9 @@
  *   "P DONE TOTAL"   bytes copied (or linked) of the source's
  *   "Y PATH"         a data YAML's rewritten copy, the asker's
  *   "OK DIR"         the copy is ready: DIR is GPUWARD_DATASET_DIR
- *   "ERR WHY"        it failed, why in words (the connection closes)
+ *   "ERR data WHY"   the request or the dataset is at fault: refused or unreadable as the asker
+ *   "ERR node WHY"   this node is: out of cache space, an I/O error, a helper that failed
+ *                    (either closes the connection)
  * and keeps the version it handed out pinned until the asker's connection closes (the step
  * keeps it open while the command runs).  Each request's time, from the asking to the answer,
  * goes to the agent as a staging record (struct gw_cache_staged) for the controller. */
