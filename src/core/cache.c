@@ -190,8 +190,28 @@ size_t gw_cache_use_format(const struct gw_cache_use_line *l, char *buf, size_t 
         case GW_CACHE_USE_PIN:
                 r = snprintf(buf, n, "pin %lld %d\n", (long long) l->job, l->version);
                 break;
+        case GW_CACHE_USE_PROC:
+                r = snprintf(buf, n, "proc %d %llu %d\n", (int) l->pid, (unsigned long long) l->start, l->version);
+                break;
         }
         return r > 0 && (size_t) r < n ? (size_t) r : 0;
+}
+
+/* "PID START VERSION", digits only: sscanf alone would take a sign or a blank before each. */
+static int proc_line(const char *t, size_t len, struct gw_cache_use_line *l) {
+        unsigned long long pid, start, v;
+        int end = 0;
+        for (size_t i = 0; i < len; i++)
+                if (!isdigit((unsigned char) t[i]) && !(t[i] == ' ' && i && t[i - 1] != ' '))
+                        return -EINVAL;
+        if (sscanf(t, "%llu %llu %llu%n", &pid, &start, &v, &end) != 3 || (size_t) end != len || !pid ||
+            pid > GW_CACHE_PID_MAX || !v || v > 1000000000 || start > INT64_MAX)
+                return -EINVAL;
+        *l = (struct gw_cache_use_line){ .kind = GW_CACHE_USE_PROC,
+                                         .pid = (int32_t) pid,
+                                         .start = start,
+                                         .version = (int) v };
+        return 0;
 }
 
 int gw_cache_use_parse(const char *line, size_t len, struct gw_cache_use_line *out) {
@@ -213,7 +233,9 @@ int gw_cache_use_parse(const char *line, size_t len, struct gw_cache_use_line *o
                  user_name_ok(word)) {
                 l.kind = GW_CACHE_USE_USER;
                 snprintf(l.user, sizeof l.user, "%s", word);
-        } else
+        } else if (!strncmp(text, "proc ", 5) && !proc_line(text + 5, len - 5, &l))
+                ;
+        else
                 return -EINVAL;
         *out = l;
         return 0;

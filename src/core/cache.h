@@ -70,22 +70,31 @@ enum gw_failure_class gw_cache_failure_class(int err);
  * a line:
  *   last_use USEC        wall clock
  *   user NAME            one a line, at most GW_CACHE_MAX_USERS
- *   pin JOB VERSION      the job was handed version VERSION */
+ *   pin JOB VERSION      the job was handed version VERSION
+ *   proc PID START VERSION
+ *                        a node agent's stager handed version VERSION to process PID, whose
+ *                        start time (clock ticks since boot, /proc/PID/stat field 22) was
+ *                        START: a restarted agent keeps the pin while that very process lives,
+ *                        its connection gone with the agent before it */
 #define GW_CACHE_MAX_USERS 16
 #define GW_CACHE_USER_MAX 33 /* a login name's bytes, its NUL included */
 #define GW_CACHE_USE_LINE_MAX 80
 
-enum gw_cache_use_kind { GW_CACHE_USE_LAST, GW_CACHE_USE_USER, GW_CACHE_USE_PIN };
+enum gw_cache_use_kind { GW_CACHE_USE_LAST, GW_CACHE_USE_USER, GW_CACHE_USE_PIN, GW_CACHE_USE_PROC };
+#define GW_CACHE_PID_MAX 4194304 /* the kernel's PID_MAX_LIMIT */
 struct gw_cache_use_line {
         enum gw_cache_use_kind kind;
         gw_usec_t last_use;
         char user[GW_CACHE_USER_MAX];
         int64_t job;
         int version;
+        int32_t pid; /* GW_CACHE_USE_PROC: 1 to GW_CACHE_PID_MAX */
+        uint64_t start;
 };
 /* One line for l, '\n' included, into buf (at least GW_CACHE_USE_LINE_MAX bytes); its
  * length, or 0 for a user name that has no place in the file (too long, blanks in it). */
 size_t gw_cache_use_format(const struct gw_cache_use_line *l, char *buf, size_t n);
 /* Parses one line (without its '\n'): 0, or -EINVAL for a line that is none of these, a
- * negative number, a version or job of 0 (out untouched then). */
+ * negative number, a version, job or pid of 0, a pid over GW_CACHE_PID_MAX (out untouched
+ * then). */
 int gw_cache_use_parse(const char *line, size_t len, struct gw_cache_use_line *out);

@@ -151,6 +151,8 @@ static void use_file_lines(void **state) {
                 { .kind = GW_CACHE_USE_LAST, .last_use = 1764000000123456 },
                 { .kind = GW_CACHE_USE_USER, .user = "alice" },
                 { .kind = GW_CACHE_USE_PIN, .job = 17, .version = 3 },
+                { .kind = GW_CACHE_USE_PROC, .pid = 4242, .start = 987654321012, .version = 2 },
+                { .kind = GW_CACHE_USE_PROC, .pid = GW_CACHE_PID_MAX, .start = 0, .version = 1000000000 },
         };
         char buf[GW_CACHE_USE_LINE_MAX];
         for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
@@ -163,6 +165,8 @@ static void use_file_lines(void **state) {
                 assert_string_equal(back.user, lines[i].user);
                 assert_int_equal(back.job, lines[i].job);
                 assert_int_equal(back.version, lines[i].version);
+                assert_int_equal(back.pid, lines[i].pid);
+                assert_int_equal(back.start, lines[i].start);
         }
         struct gw_cache_use_line bad_user = { .kind = GW_CACHE_USE_USER, .user = "a b" };
         assert_int_equal(gw_cache_use_format(&bad_user, buf, sizeof buf), 0);
@@ -176,7 +180,19 @@ static void use_file_lines(void **state) {
                                                "user ",
                                                "user a b",
                                                "nonsense 1",
-                                               "user aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
+                                               "user aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                                               "proc 0 5 1",
+                                               "proc 4194305 5 1",
+                                               "proc 12 5 0",
+                                               "proc 12 5",
+                                               "proc -12 5 1",
+                                               "proc 12 -5 1",
+                                               "proc 12 +5 1",
+                                               "proc  12 5 1",
+                                               "proc 12  5 1",
+                                               "proc 12 5 1 ",
+                                               "proc 12 9223372036854775808 1",
+                                               "proc 12 99999999999999999999 1" };
         for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
                 struct gw_cache_use_line l = { .kind = GW_CACHE_USE_PIN, .job = 99 };
                 assert_int_equal(gw_cache_use_parse(refused[i], strlen(refused[i]), &l), -EINVAL);

@@ -46,9 +46,13 @@ pid_t gw_cache_remove_spawn(const char *dir);
 
 /* ---- the state of the store and of its copies ---- */
 
+/* A pin the use file kept: a job's on the daemon (job), a process's on a node's agent (pid and
+ * its start time, job 0). */
 struct gw_cache_pin {
         int64_t job;
         int v;
+        pid_t pid;
+        uint64_t start;
 };
 
 struct gw_cache_ver {
@@ -150,6 +154,9 @@ int gw_cache_helper_reaped(struct gw_cache *c, struct gw_cache_job *cj, int stat
 void gw_cache_helper_keep(struct gw_cache *c, struct gw_cache_job *cj, bool same, gw_usec_t now_wall);
 void gw_cache_helper_drop(struct gw_cache *c, struct gw_cache_job *cj);
 void gw_cache_unpin(struct gw_cache *c, struct gw_cache_job *cj, bool ended);
+/* One pin of v (an entry's version) let go: v goes when nobody pins it, it is not the newest
+ * and ended says nobody is to read it any more. */
+void gw_cache_ver_release(struct gw_cache *c, struct gw_cache_entry *e, struct gw_cache_ver *v, bool ended);
 /* Room for more bytes of cj's copy under cap: the least recently used entries nobody uses are
  * evicted (logged, for_whom named), and what every copy in flight was granted counts as taken;
  * cj->reserved grows by more.  -ENOSPC with why when even that is not enough. */
@@ -162,8 +169,13 @@ bool gw_cache_helper_ask(struct gw_cache *c, struct gw_cache_job *cj, const char
                          const char *for_whom, bool stop);
 
 /* cache_use.c: the entry's use file (core/cache.h): read at open (last use, users, the pins
- * a restart must keep), written whenever those change. */
+ * a restart must keep, into e->saved), written whenever those change.  gw_cache_use_write
+ * writes e's last use and users with the n pin lines given (the caller's, not kept): the
+ * daemon's jobs' (gw_cache_use_save) or the node stager's askers' (cache_node.c); 0 or -errno
+ * (logged). */
 void gw_cache_use_load(struct gw_cache *c, struct gw_cache_entry *e);
+int gw_cache_use_write(const struct gw_cache *c, const struct gw_cache_entry *e, const struct gw_cache_use_line *pins,
+                       size_t n);
 void gw_cache_use_save(struct gw_daemon *d, struct gw_cache_entry *e);
 /* The restart's running jobs took their pins again (gw_cache_job_recovered): the versions
  * nobody pins now go, and the use files' pins are forgotten. */

@@ -1,7 +1,10 @@
 /* The node agent's stager (cache_node.h): one process, one poll loop over the socket, the
  * askers' connections and the copying helpers' pipes.  The store and the copies are the
  * daemon's own (cache_store.c, cache_copy.c); what is the stager's is who asked, on which
- * connection, and when. */
+ * connection, and when.  Each entry's use file (cache_use.c) keeps its last use, its users and
+ * each pin as the asking process (pid and start time): a restarted agent has lost the
+ * connections, so it keeps a pin while that very process lives, and so never evicts or
+ * trashes what a job still running on the node reads. */
 #include "daemon/cache/cache_node.h"
 
 #include <errno.h>
@@ -28,13 +31,19 @@
 #include "core/failure.h"
 #include "core/slurm.h"
 #include "daemon/cache/cache_int.h"
+#include "daemon/exec/proc.h"
 
 #define TICK_MS 200
+/* How often the pins of an agent before this one are checked for their process: a second or
+ * two of an entry kept after its job ended costs nothing; /proc read more often does. */
+#define HELD_CHECK (2 * GW_USEC_PER_SEC)
 
 struct asker {
         int fd; /* -1 once its connection closed (kept until its helper is reaped) */
         uid_t uid;
         gid_t gid;
+        pid_t pid; /* the process that asked (the step, which execs the job's command), 0 unknown */
+        uint64_t start; /* its start time (/proc/PID/stat field 22) */
         uint32_t slurm_job;
         char user[64];
         uint32_t groups[GW_CACHE_MAX_GROUPS];
@@ -49,6 +58,16 @@ struct asker {
         struct asker *next;
 };
 
+/* A pin an agent before this one recorded (the use file's "proc" line), its process still
+ * alive when this one started. */
+struct held {
+        struct gw_cache_entry *e;
+        struct gw_cache_ver *v;
+        pid_t pid;
+        uint64_t start;
+        struct held *next;
+};
+
 struct stager {
         struct gw_cache c;
         const struct gw_cache_node_cfg *cfg;
@@ -56,6 +75,8 @@ struct stager {
         struct asker *askers;
         size_t n_askers;
         unsigned seq;
+        struct held *held;
+        gw_usec_t next_check; /* monotonic: the held pins' next look at their processes */
 };
 
 static volatile sig_atomic_t stopping;
@@ -83,7 +104,10 @@ static int asker_init(struct asker *a, int fd) {
         socklen_t l = sizeof cr;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
                 return -errno;
-        *a = (struct asker){ .fd = fd, .uid = cr.uid, .gid = cr.gid, .cj = { .rfd = -1, .gofd = -1 } };
+        *a = (struct asker){ .fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid, .cj = { .rfd = -1, .gofd = -1 } };
+        /* Read now, while its connection is open: the pid is that process's, not a later one's. */
+        if (cr.pid <= 0 || cr.pid > GW_CACHE_PID_MAX || gw_proc_start_time(cr.pid, &a->start) < 0)
+                a->pid = 0;
         struct passwd pw, *pp = NULL;
         char buf[2048];
         if (getpwuid_r(cr.uid, &pw, buf, sizeof buf, &pp) != 0 || !pp)
@@ -104,6 +128,38 @@ static int asker_init(struct asker *a, int fd) {
         if (n > 0 && gw_slurm_proc_from_cgroup(text, (size_t) n, &sp) == 0)
                 a->slurm_job = sp.job_id;
         return 0;
+}
+
+/* The pins of e: its askers' that were answered and still hold theirs, and the held ones. */
+static size_t pins_of(const struct stager *s, const struct gw_cache_entry *e, struct gw_cache_use_line *out) {
+        size_t k = 0;
+        for (const struct asker *a = s->askers; a; a = a->next)
+                if (a->cj.e == e && a->cj.ready && a->cj.pin && a->pid > 0) {
+                        if (out)
+                                out[k] = (struct gw_cache_use_line){ .kind = GW_CACHE_USE_PROC,
+                                                                     .pid = a->pid,
+                                                                     .start = a->start,
+                                                                     .version = a->cj.pin->v };
+                        k++;
+                }
+        for (const struct held *h = s->held; h; h = h->next)
+                if (h->e == e) {
+                        if (out)
+                                out[k] = (struct gw_cache_use_line){ .kind = GW_CACHE_USE_PROC,
+                                                                     .pid = h->pid,
+                                                                     .start = h->start,
+                                                                     .version = h->v->v };
+                        k++;
+                }
+        return k;
+}
+
+/* e's use file, as the daemon's cache keeps it: its last use, its users, its pins. */
+static void use_save(const struct stager *s, const struct gw_cache_entry *e) {
+        size_t n = pins_of(s, e, NULL);
+        _cleanup_free_ struct gw_cache_use_line *pins = gw_xcalloc(n + 1, sizeof *pins);
+        n = pins_of(s, e, pins);
+        (void) gw_cache_use_write(&s->c, e, pins, n);
 }
 
 static void record(struct stager *s, struct asker *a, bool ok, bool hit, uint64_t bytes) {
@@ -222,6 +278,8 @@ static void asker_free(struct stager *s, struct asker *a) {
         s->n_askers--;
         if (a->cj.pin)
                 gw_cache_unpin(&s->c, &a->cj, true);
+        if (a->cj.ready)
+                use_save(s, a->cj.e); /* its pin is no longer the next agent's to keep */
         if (a->cj.yaml)
                 (void) unlink(a->cj.yaml);
         free(a->cj.yaml);
@@ -259,6 +317,7 @@ static void reaped(struct stager *s, struct asker *a, int status) {
         }
         gw_cache_helper_keep(&s->c, cj, got == 2, gw_clock_wall());
         gw_cache_add_user(cj->e, a->user);
+        use_save(s, cj->e); /* its last use, its users and this asker's pin outlive a restart */
         unsigned long long copied = 0;
         (void) sscanf(cj->result, "OK %llu", &copied);
         _cleanup_free_ char *data = gw_cache_path(&s->c, cj->e, cj->pin->v, "data");
@@ -300,6 +359,61 @@ static void accept_one(struct stager *s) {
         s->n_askers++;
 }
 
+static struct gw_cache_ver *version(const struct gw_cache_entry *e, int v) {
+        struct gw_cache_ver *x = e->vers;
+        while (x && x->v != v)
+                x = x->next;
+        return x;
+}
+
+/* The use files' pins of processes, an agent's before this one: each kept while its process
+ * (the same pid with the same start time) lives; then the versions nobody pins go, as at the
+ * daemon's restart.  Before any asker is heard, so nothing they hold is evicted meanwhile. */
+static void recover(struct stager *s) {
+        for (struct gw_cache_entry *e = s->c.entries; e; e = e->next) {
+                bool had = e->n_saved > 0;
+                for (size_t i = 0; i < e->n_saved; i++) {
+                        const struct gw_cache_pin *p = &e->saved[i];
+                        struct gw_cache_ver *v = p->pid > 0 ? version(e, p->v) : NULL;
+                        if (!v || !gw_proc_is(p->pid, p->start))
+                                continue;
+                        struct held *h = gw_xcalloc(1, sizeof *h);
+                        *h = (struct held){ .e = e, .v = v, .pid = p->pid, .start = p->start, .next = s->held };
+                        s->held = h;
+                        v->pins++;
+                        log_info("stager: %s: version %d still read by process %d (asked before the restart): kept",
+                                 e->source, v->v, (int) p->pid);
+                }
+                free(e->saved);
+                e->saved = NULL;
+                e->n_saved = 0;
+                gw_cache_trash_unpinned_old(&s->c, e);
+                if (had)
+                        use_save(s, e); /* the pins of processes gone are forgotten */
+        }
+        s->next_check = gw_clock_mono() + HELD_CHECK;
+}
+
+/* The held pins whose process is gone let go of their version, now and then. */
+static void check_held(struct stager *s) {
+        gw_usec_t now = gw_clock_mono();
+        if (!s->held || now < s->next_check)
+                return;
+        s->next_check = now + HELD_CHECK;
+        for (struct held **p = &s->held, *h; (h = *p);) {
+                if (gw_proc_is(h->pid, h->start)) {
+                        p = &h->next;
+                        continue;
+                }
+                *p = h->next;
+                log_info("stager: %s: process %d, which read version %d since before the restart, is gone: released",
+                         h->e->source, (int) h->pid, h->v->v);
+                gw_cache_ver_release(&s->c, h->e, h->v, true);
+                use_save(s, h->e);
+                free(h);
+        }
+}
+
 static void loop(struct stager *s) {
         while (!stopping) {
                 struct pollfd p[1 + 2 * GW_CACHE_NODE_CLIENTS];
@@ -338,6 +452,7 @@ static void loop(struct stager *s) {
                         if (a->fd < 0 && a->cj.pid <= 0)
                                 asker_free(s, a);
                 }
+                check_held(s);
                 start_waiting(s);
         }
         for (struct asker *a = s->askers; a; a = a->next)
@@ -419,6 +534,7 @@ pid_t gw_cache_node_spawn(const struct gw_cache_node_cfg *cfg, int *ret_fd, char
         s.lfd = lfd;
         s.out = p[1];
         log_info("stager: staging datasets into %s for the job steps that ask on %s", cfg->dir, cfg->socket);
+        recover(&s);
         loop(&s);
         (void) unlink(cfg->socket);
         _exit(0);

@@ -10,8 +10,10 @@
  *   "ERR node WHY"   this node is: out of cache space, an I/O error, a helper that failed
  *                    (either closes the connection)
  * and keeps the version it handed out pinned until the asker's connection closes (the step
- * keeps it open while the command runs).  Each request's time, from the asking to the answer,
- * goes to the agent as a staging record (struct gw_cache_staged) for the controller. */
+ * keeps it open while the command runs); a restarted agent, which lost the connections, keeps
+ * the pins the use file recorded while the asking process (pid and start time) lives.  Each
+ * request's time, from the asking to the answer, goes to the agent as a staging record (struct
+ * gw_cache_staged) for the controller. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

@@ -405,9 +405,14 @@ void gw_cache_helper_drop(struct gw_cache *c, struct gw_cache_job *cj) {
         cj->pin = NULL;
 }
 
+void gw_cache_ver_release(struct gw_cache *c, struct gw_cache_entry *e, struct gw_cache_ver *v, bool ended) {
+        if (--v->pins == 0 && v != e->vers && ended)
+                gw_cache_trash_version(c, e, v);
+}
+
 void gw_cache_unpin(struct gw_cache *c, struct gw_cache_job *cj, bool ended) {
-        if (cj->pin && --cj->pin->pins == 0 && cj->pin != cj->e->vers && ended)
-                gw_cache_trash_version(c, cj->e, cj->pin);
+        if (cj->pin)
+                gw_cache_ver_release(c, cj->e, cj->pin, ended);
         cj->pin = NULL;
 }
 

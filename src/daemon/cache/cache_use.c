@@ -1,6 +1,7 @@
 /* What the dataset cache keeps across a restart (cache_int.h): each entry's use file
  * (entries/KEY/use, core/cache.h) with its last use, its users and which version each job it
- * handed a copy to reads; and, at the restart, the running jobs' pins taken again before
+ * handed a copy to reads (a node agent's stager writes the same file, its pins by process,
+ * cache_node.c); and, at the daemon's restart, the running jobs' pins taken again before
  * anything may evict or trash what they read. */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,12 +47,13 @@ void gw_cache_use_load(struct gw_cache *c, struct gw_cache_entry *e) {
                         e->last_use = l.last_use;
                 else if (l.kind == GW_CACHE_USE_USER && e->n_users < GW_CACHE_MAX_USERS)
                         e->users[e->n_users++] = gw_xstrdup(l.user);
-                else if (l.kind == GW_CACHE_USE_PIN) {
+                else if (l.kind == GW_CACHE_USE_PIN || l.kind == GW_CACHE_USE_PROC) {
                         if (e->n_saved == cap) {
                                 cap = cap ? cap * 2 : 8;
                                 e->saved = gw_xrealloc(e->saved, cap * sizeof *e->saved);
                         }
-                        e->saved[e->n_saved++] = (struct gw_cache_pin){ .job = l.job, .v = l.version };
+                        e->saved[e->n_saved++] =
+                                (struct gw_cache_pin){ .job = l.job, .v = l.version, .pid = l.pid, .start = l.start };
                 }
         }
 }
@@ -62,38 +64,70 @@ static bool put(int fd, const struct gw_cache_use_line *l) {
         return !n || write(fd, buf, n) == (ssize_t) n;
 }
 
-static bool put_pins(int fd, struct gw_djob *const *jobs, size_t n, const struct gw_cache_entry *e) {
-        for (size_t i = 0; i < n; i++) {
-                const struct gw_cache_job *cj = jobs[i]->cache;
-                if (cj && cj->e == e && cj->ready && cj->pin &&
-                    !put(fd, &(struct gw_cache_use_line){ .kind = GW_CACHE_USE_PIN,
-                                                          .job = jobs[i]->job->id,
-                                                          .version = cj->pin->v }))
+static bool put_all(int fd, const struct gw_cache_entry *e, const struct gw_cache_use_line *pins, size_t n) {
+        if (!put(fd, &(struct gw_cache_use_line){ .kind = GW_CACHE_USE_LAST, .last_use = e->last_use }))
+                return false;
+        for (size_t i = 0; i < e->n_users; i++) {
+                struct gw_cache_use_line l = { .kind = GW_CACHE_USE_USER };
+                snprintf(l.user, sizeof l.user, "%s", e->users[i]);
+                if (!put(fd, &l))
                         return false;
         }
+        for (size_t i = 0; i < n; i++)
+                if (!put(fd, &pins[i]))
+                        return false;
         return true;
 }
 
-/* Written whole beside the old one and renamed over it: a crash leaves one or the other. */
-void gw_cache_use_save(struct gw_daemon *d, struct gw_cache_entry *e) {
-        struct gw_cache *c = d->cache;
+/* Written whole beside the old one, through the descriptor that made it, and renamed over it:
+ * a crash leaves one or the other.  entries/KEY is root's 0711, so nobody else can put a link
+ * or a file there; the open and the check after the rename say so anyway. */
+int gw_cache_use_write(const struct gw_cache *c, const struct gw_cache_entry *e, const struct gw_cache_use_line *pins,
+                       size_t n) {
         char tmp[4200], p[4200];
         snprintf(p, sizeof p, "%s/entries/%s/use", c->dir, e->key);
         snprintf(tmp, sizeof tmp, "%s.new", p);
         (void) unlink(tmp); /* left by a crash: never written through */
         _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool ok = fd >= 0 && put(fd, &(struct gw_cache_use_line){ .kind = GW_CACHE_USE_LAST, .last_use = e->last_use });
-        for (size_t i = 0; ok && i < e->n_users; i++) {
-                struct gw_cache_use_line l = { .kind = GW_CACHE_USE_USER };
-                snprintf(l.user, sizeof l.user, "%s", e->users[i]);
-                ok = put(fd, &l);
-        }
-        ok = ok && put_pins(fd, d->jobs.running, d->jobs.n_running, e) &&
-             put_pins(fd, d->jobs.queue, d->jobs.n_queue, e);
-        if (!ok || fsync(fd) < 0 || rename(tmp, p) < 0) {
-                log_warn("cache: cannot write %s: %s; a restart forgets its last use and pins", p, strerror(errno));
+        struct stat made, now;
+        int r = 0;
+        errno = 0;
+        if (fd < 0 || fstat(fd, &made) < 0 || !put_all(fd, e, pins, n) || fsync(fd) < 0 || rename(tmp, p) < 0)
+                r = errno ? -errno : -EIO; /* a short write sets none */
+        else if (lstat(p, &now) < 0 || now.st_dev != made.st_dev || now.st_ino != made.st_ino)
+                r = -EEXIST; /* what lies there now is not the file written */
+        if (r < 0) {
+                log_warn("cache: cannot write %s: %s; a restart forgets its last use and pins", p, strerror(-r));
                 (void) unlink(tmp);
         }
+        return r;
+}
+
+/* The pins of jobs (running or queued) that were handed a version of e, into out (NULL: only
+ * counted); how many. */
+static size_t job_pins(struct gw_djob *const *jobs, size_t n, const struct gw_cache_entry *e,
+                       struct gw_cache_use_line *out) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct gw_cache_job *cj = jobs[i]->cache;
+                if (!cj || cj->e != e || !cj->ready || !cj->pin)
+                        continue;
+                if (out)
+                        out[k] = (struct gw_cache_use_line){ .kind = GW_CACHE_USE_PIN,
+                                                             .job = jobs[i]->job->id,
+                                                             .version = cj->pin->v };
+                k++;
+        }
+        return k;
+}
+
+void gw_cache_use_save(struct gw_daemon *d, struct gw_cache_entry *e) {
+        size_t n = job_pins(d->jobs.running, d->jobs.n_running, e, NULL) +
+                   job_pins(d->jobs.queue, d->jobs.n_queue, e, NULL);
+        _cleanup_free_ struct gw_cache_use_line *pins = gw_xcalloc(n + 1, sizeof *pins);
+        n = job_pins(d->jobs.running, d->jobs.n_running, e, pins);
+        n += job_pins(d->jobs.queue, d->jobs.n_queue, e, pins + n);
+        (void) gw_cache_use_write(d->cache, e, pins, n);
 }
 
 static struct gw_cache_ver *saved_version(const struct gw_cache_entry *e, int64_t job) {
