@@ -114,7 +114,9 @@ class BackendSlurm(unittest.TestCase):
                                                   "State:|,exit_code:").split("|"))
         self.assertIn(state, ("FAILED", "CANCELLED"))
         self.assertEqual(status, "15", "SIGTERM reached the batch script")
-        self.assertIn(f"Slurm job {sid}: {state}, wait status 15", slurm_events(d.job(victim)))
+        ended = [m for m in slurm_events(d.job(victim)) if m.startswith(f"Slurm job {sid}: {state}, wait status 15")]
+        self.assertEqual(len(ended), 1, slurm_events(d.job(victim)))
+        self.assertRegex(ended[0], r"; ran on gw\w+n\d$", "the end names its node")
 
         # The rest cancelled, then a job that exits 3 ends FAILED with exit code 3.
         for jid in ids:

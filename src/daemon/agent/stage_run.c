@@ -83,6 +83,7 @@ static int await(int fd, const char *dataset, char *dir, size_t dn, char *yaml, 
         if (!s)
                 return node_failed("dataset %s: cannot read this node's agent's answer: %s", dataset, strerror(errno));
         int r = EXIT_NODE;
+        bool answered = false;
         while (fgets(buf, sizeof buf, s)) {
                 len = strcspn(buf, "\n");
                 buf[len] = '\0';
@@ -96,18 +97,21 @@ static int await(int fd, const char *dataset, char *dir, size_t dn, char *yaml, 
                 else if (!strncmp(buf, "OK /", 4)) {
                         snprintf(dir, dn, "%s", buf + 3);
                         r = 0;
+                        answered = true;
                         break;
                 } else if (!strncmp(buf, "ERR node ", 9)) {
                         r = node_failed("dataset %s could not be staged on this node: %s", dataset, buf + 9);
+                        answered = true;
                         break;
                 } else if (!strncmp(buf, "ERR ", 4)) {
                         const char *why = strncmp(buf, "ERR data ", 9) ? buf + 4 : buf + 9;
                         fprintf(stderr, "gpuward: dataset %s could not be staged on this node: %s\n", dataset, why);
                         r = EXIT_DATA;
+                        answered = true;
                         break;
                 }
         }
-        if (r == EXIT_NODE && !dir[0])
+        if (!answered)
                 (void) node_failed("dataset %s: this node's agent closed the connection without an answer", dataset);
         fclose(s);
         return r;

@@ -406,10 +406,11 @@ static void check_held(struct stager *s) {
                         continue;
                 }
                 *p = h->next;
-                log_info("stager: %s: process %d, which read version %d since before the restart, is gone: released",
-                         h->e->source, (int) h->pid, h->v->v);
+                int v = h->v->v; /* the release may free it */
                 gw_cache_ver_release(&s->c, h->e, h->v, true);
-                use_save(s, h->e);
+                use_save(s, h->e); /* first: the line below says it is done */
+                log_info("stager: %s: process %d, which read version %d since before the restart, is gone: released",
+                         h->e->source, (int) h->pid, v);
                 free(h);
         }
 }

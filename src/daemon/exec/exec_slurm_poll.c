@@ -98,9 +98,13 @@ static void apply_one(struct gw_daemon *d, int64_t id, const struct gw_slurm_squ
         } else if (st.cls != GW_FAILURE_LOST)
                 end = (struct gw_exec_end){ .kind = GW_EXEC_EXITED,
                                             .status = gw_slurm_end_status(&st, r->exit_status) };
-        char msg[200];
-        snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s%s%s", sj->slurm_id, r ? r->state : "gone",
-                 r && r->exit_status[0] ? ", wait status " : "", r ? r->exit_status : "");
+        /* The node too: a job that started and ended between two polls was never seen running,
+         * and the API's attempts read their node from these events (handlers_slurm.c). */
+        const char *ran_on = r && r->nodes[0] ? r->nodes : sj->node;
+        char msg[300];
+        snprintf(msg, sizeof msg, "Slurm job %" PRIu32 ": %s%s%s%s%s", sj->slurm_id, r ? r->state : "gone",
+                 r && r->exit_status[0] ? ", wait status " : "", r ? r->exit_status : "", ran_on[0] ? "; ran on " : "",
+                 ran_on);
         (void) gw_store_job_event(d->store, id, dj->job->state, "slurm", msg);
         /* The attempt's evidence when lost: Slurm's word, and the node it names. */
         char why[400];
