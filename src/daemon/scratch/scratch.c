@@ -271,7 +271,7 @@ static struct gw_scratch_job *job_new(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_scratch_job *sj = gw_xcalloc(1, sizeof *sj);
         sj->dj = dj;
         sj->rfd = -1;
-        (void) gw_scratch_name(dj->job->id, dj->job->attempt, sj->name, sizeof sj->name);
+        (void) gw_scratch_name(dj->job->id, dj->job->attempt, NULL, sj->name, sizeof sj->name);
         if (asprintf(&sj->dir, "%s/%s", d->cfg->scratch_dir, sj->name) < 0)
                 abort();
         return sj;
