@@ -33,6 +33,7 @@ struct gw_job *gw_job_free(struct gw_job *j) {
         free(j->tty_socket);
         free(j->array_spec);
         free(j->dataset);
+        free(j->scratch_name);
         free(j->wait_detail);
         free(j->preempted_by);
         free(j->publish);

@@ -140,6 +140,9 @@ struct gw_job {
         const char *scratch_dir; /* not stored: the current attempt's node-local folder
                                             * (the scratch feature's, borrowed): GPUWARD_SCRATCH;
                                             * NULL = none in hand */
+        char *scratch_name; /* on a cluster, its attempt's folder under scratch_dir, named
+                                            * with a random part when it started (gw_scratch_name);
+                                            * NULL = JOB-ATTEMPT (one host, or recorded before) */
         bool preemptible; /* submit --preemptible: may be stopped, and queued again to
                                             * resume, for a higher-priority job or a booking */
         char *publish; /* submit --publish NAME: its run's best.pt goes into the

@@ -53,9 +53,25 @@ int gw_scratch_map(const char *path, const char *from, const char *to, char *buf
         return 1;
 }
 
-int gw_scratch_name(int64_t job, int attempt, char *buf, size_t n) {
-        int w = snprintf(buf, n, "%" PRId64 "-%d", job, attempt);
+int gw_scratch_name(int64_t job, int attempt, const uint8_t *rnd, char *buf, size_t n) {
+        char hex[2 * GW_SCRATCH_NAME_RANDOM + 1] = "";
+        for (size_t i = 0; rnd && i < GW_SCRATCH_NAME_RANDOM; i++) {
+                hex[2 * i] = "0123456789abcdef"[rnd[i] >> 4];
+                hex[2 * i + 1] = "0123456789abcdef"[rnd[i] & 0xf];
+        }
+        int w = snprintf(buf, n, "%" PRId64 "-%d%s%s", job, attempt, rnd ? "-" : "", hex);
         return w < 0 || (size_t) w >= n ? -ENAMETOOLONG : 0;
+}
+
+bool gw_scratch_name_valid(const char *name, int64_t job, int attempt) {
+        char prefix[48];
+        int w = snprintf(prefix, sizeof prefix, "%" PRId64 "-%d-", job, attempt);
+        if (!name || w < 0 || (size_t) w >= sizeof prefix || strncmp(name, prefix, (size_t) w))
+                return false;
+        const char *hex = name + w;
+        if (strlen(hex) != 2 * GW_SCRATCH_NAME_RANDOM)
+                return false;
+        return strspn(hex, "0123456789abcdef") == 2 * GW_SCRATCH_NAME_RANDOM;
 }
 
 static bool has_dotdot(const char *rel) {

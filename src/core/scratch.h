@@ -50,9 +50,19 @@ bool gw_scratch_pt_whole(const uint8_t *head, size_t head_len, const uint8_t *ta
  * "/home/u/job/runs/x"; "/s/7-10" is not below "/s/7-1". */
 int gw_scratch_map(const char *path, const char *from, const char *to, char *buf, size_t n);
 
-/* The name of an attempt's folder under scratch_dir, "JOB-ATTEMPT", into buf (n bytes):
- * 0, or -ENAMETOOLONG. */
-int gw_scratch_name(int64_t job, int attempt, char *buf, size_t n);
+/* The random bytes of an attempt's folder name, written as twice as many hex digits. */
+#define GW_SCRATCH_NAME_RANDOM 6
+
+/* The name of an attempt's folder under scratch_dir into buf (n bytes): "JOB-ATTEMPT-RANDOM",
+ * RANDOM the GW_SCRATCH_NAME_RANDOM bytes of rnd in lowercase hex ("17-3-0a1b2c3d4e5f"), or
+ * "JOB-ATTEMPT" when rnd is NULL.  In a folder where users make their own entries (a
+ * cluster's nodes', mode 1777) only the random part keeps a user from taking an attempt's
+ * name before it: job ids come in order.  0, or -ENAMETOOLONG. */
+int gw_scratch_name(int64_t job, int attempt, const uint8_t *rnd, char *buf, size_t n);
+
+/* Whether name is one gw_scratch_name makes with random bytes for job's attempt (a name
+ * read back from the store, checked before it becomes a path). */
+bool gw_scratch_name_valid(const char *name, int64_t job, int attempt);
 
 /* The folder of the shared folder cwd that a retry resuming from ckpt gets restored into its
  * new scratch folder, relative to cwd, into buf (n bytes): RUN of cwd/RUN/weights/X.pt, else

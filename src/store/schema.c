@@ -178,6 +178,10 @@ const char *const gw_store_migrations[] = {
         /* 27: submit --scratch: the job works in a node-local folder whose checkpoints are
          * copied back to its working directory (daemon/scratch) */
         "ALTER TABLE jobs ADD COLUMN scratch INTEGER NOT NULL DEFAULT 0;",
+        /* 28: on a cluster, the name of the --scratch folder of the job's latest attempt under
+         * the nodes' scratch_dir, with its random part (core/scratch.h), kept for a restart;
+         * NULL = JOB-ATTEMPT (one host's, or a job recorded before) */
+        "ALTER TABLE jobs ADD COLUMN scratch_name TEXT;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -45,7 +45,7 @@ enum stmt_id {
         "resume_cmd, not_before, resume_from, idle_policy, progress_file, health_url, booking_id, leak_policy, " \
         "stop_state, stop_reason, warn_signal, warn_before, interactive, array_spec, array_next, array_job, "    \
         "array_index, preemptible, resume_epoch, dataset, publish, publish_metric, mig_profile, mig_count, "     \
-        "mig_slices, mig_share, scratch"
+        "mig_slices, mig_share, scratch, scratch_name"
 
 static const char *const stmt_sql[_ST_MAX] = {
         [ST_JOB_INSERT] = "INSERT INTO jobs (name, uid, gid, user, state, wait_reason, priority, ngpus, "
@@ -464,6 +464,10 @@ fail:
         return r;
 }
 
+int gw_store_job_scratch_name(struct gw_store *s, int64_t id, const char *name) {
+        return gw_store_exec(s, "UPDATE jobs SET scratch_name = ?2 WHERE id = ?1", "is", id, name);
+}
+
 int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind, const char *message) {
         int r = event_insert(s, id, state, kind, message);
         if (r == 0)
@@ -552,6 +556,7 @@ static struct gw_job *job_from_row(sqlite3_stmt *st) {
         j->mig_slices = col_text(st, c++);
         j->mig_share = sqlite3_column_double(st, c++);
         j->scratch = sqlite3_column_int(st, c++) != 0;
+        j->scratch_name = col_text(st, c++);
         if (!j->argv)
                 j->argv = gw_xcalloc(1, sizeof(char *));
         if ((unsigned) j->state >= _GW_JOB_STATE_MAX)

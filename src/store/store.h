@@ -43,6 +43,10 @@ int gw_store_job_insert(struct gw_store *s, struct gw_job *j, const char *messag
 /* Writes j's mutable columns (state, reasons, gpus, times, exit, pids, attempt, log path,
  * cgroup) and appends an event (kind, message) in one transaction (unless one is open). */
 int gw_store_job_update(struct gw_store *s, const struct gw_job *j, const char *kind, const char *message);
+/* Writes the name of the --scratch folder of the job's current attempt (NULL: none kept), in
+ * the transaction open if any: the attempt's start's, so that both or neither are kept.
+ * 0 or -errno. */
+int gw_store_job_scratch_name(struct gw_store *s, int64_t id, const char *name);
 /* Appends an event without changing the job. */
 int gw_store_job_event(struct gw_store *s, int64_t id, enum gw_job_state state, const char *kind, const char *message);
 

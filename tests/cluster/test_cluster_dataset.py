@@ -136,8 +136,9 @@ class ClusterDataset(unittest.TestCase):
         with open(os.path.join(out, "both.out")) as f:
             text = f.read()
         self.assertEqual(j["state"], "COMPLETED", text)
-        folder = os.path.join(d.dir, "node-scratch", f"{jid}-1")
-        self.assertIn(f"gpuward: scratch: {folder} is this attempt's folder (GPUWARD_SCRATCH)\n", text)
+        found = re.search(r"gpuward: scratch: (\S+) is this attempt's folder \(GPUWARD_SCRATCH\)\n", text)
+        folder = found.group(1) if found else ""
+        self.assertRegex(folder, rf"^{re.escape(os.path.join(d.dir, 'node-scratch'))}/{jid}-1-[0-9a-f]{{12}}$", text)
         self.assertIn(f"\n{FILES}\n", text)
         self.assertIn(f"gpuward: scratch: synced back to {both}: 1 files, ", text)
         with open(os.path.join(both, "note.txt")) as f:

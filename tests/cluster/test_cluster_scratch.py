@@ -5,7 +5,9 @@ scratch_dir, copies each whole checkpoint back to the job's shared folder while 
 runs, and tells each copy in the job's output.  The node dies while its folder holds a newer
 checkpoint than the shared one: Slurm says NODE_FAIL, the retry runs on the other node, its
 step restores the run from the shared folder into its own folder, and the training resumes
-from the newest checkpoint copied back.  Needs root, network namespaces, slurm-wlm and munge;
+from the newest checkpoint copied back.  Another user took the names JOB-ATTEMPT beforehand
+in the nodes' scratch_dir (1777): the attempts' folders have random names and never meet
+them.  Needs root, network namespaces, slurm-wlm and munge;
 exits 77 (skipped) with the reason where they are missing."""
 import os
 import re
@@ -82,10 +84,19 @@ class ClusterScratch(unittest.TestCase):
             f.write(f'#!/bin/sh\nexec {gwtest.TRAINER} train project="$GPUWARD_SCRATCH/runs" name=s epochs=5 '
                     f'--epoch-seconds 1 --hang-after-epoch 2 --fault-once {fault} "$@"\n')
         os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+        # Another user takes, on the nodes' 1777 scratch_dir, the names JOB-ATTEMPT the next
+        # jobs' attempts would have had (job ids come in order): the job's folders are named
+        # at random, so its steps never find one of these in their place.
+        squatted = [os.path.join(self.sdir, f"{k}-{a}") for k in range(1, 4) for a in range(1, 4)]
+        for path in squatted:
+            os.mkdir(path, 0o700)
+            os.chown(path, 65534, 65534)
         jid = d.submit_api([script], 300, scratch=True, yolo=True, retries=2, retry_on="killed,lost")
+        self.assertLessEqual(jid, 3, "a job whose names were taken")
         j = d.wait_job(jid, running_node, timeout=60, what="the job running on a node")
         dead = running_node(j)
-        first = os.path.join(self.sdir, f"{jid}-1")
+        first = j["scratch"]["dir"]
+        self.assertRegex(first, rf"^{re.escape(self.sdir)}/{jid}-1-[0-9a-f]{{12}}$")
         shared_last = os.path.join(d.work, "runs", "s", "weights", "last.pt")
         gwtest.wait_until(lambda: "gpuward: scratch: copied runs/s/weights/last.pt (epoch 2) back to "
                           f"{d.work}\n" in d.log_text(jid), 60, what="epoch 2's checkpoint copied back")
@@ -114,9 +125,14 @@ class ClusterScratch(unittest.TestCase):
         self.assertEqual(a[1]["resumed_from"], shared_last, a)
         self.assertRegex(d.cli("show", str(jid)).stdout, rf"resumed from {re.escape(shared_last)} \(epoch 2\)\n")
 
+        self.assertEqual(len(a), 2, "no attempt lost to a name another user took")
+
         # The retry's step restored the run into its own folder, and the trainer resumed from
         # the checkpoint of epoch 2 there: epoch 3 is trained again, the node's newer one lost.
-        second = os.path.join(self.sdir, f"{jid}-2")
+        scratch = [e["message"] for e in j["events"] if e["kind"] == "scratch"]
+        second = next((m.split()[4] for m in scratch if m.startswith("attempt 2 works in ")), None)
+        self.assertRegex(second or "", rf"^{re.escape(self.sdir)}/{jid}-2-[0-9a-f]{{12}}$", scratch)
+        self.assertNotEqual(first[-12:], second[-12:])
         log = d.log_text(jid)
         self.assertRegex(log, rf"gpuward: scratch: restored runs/s from {re.escape(d.work)} into "
                               rf"{re.escape(second)}: \d+ files")
@@ -124,7 +140,8 @@ class ClusterScratch(unittest.TestCase):
         self.assertRegex(log, rf"gpuward: scratch: synced back to {re.escape(d.work)}: \d+ files, .*; removed "
                               rf"{re.escape(second)}\n")
         self.assertFalse(os.path.exists(second))
-        scratch = [e["message"] for e in j["events"] if e["kind"] == "scratch"]
+        for path in squatted:
+            self.assertEqual(os.lstat(path).st_uid, 65534, "another's folder left as it was")
         self.assertIn(f"attempt 2 works in {second} on the node Slurm picks, made there by the job's step, which "
                       f"restores runs/s from {d.work}", scratch)
         # The controller tells the copies the steps wrote of, as it finds them in the shared folder.

@@ -65,6 +65,8 @@ class ScratchDaemon(unittest.TestCase):
         jid = self.d.submit_api(["/bin/sh", "-c", script], 120, scratch=True, retries=0)
         j = self.d.wait_state(jid, "RUNNING")
         sd = j["scratch"]["dir"]
+        # One host's scratch_dir is the daemon's (0711): no user can take a name there, and
+        # the folder keeps its plain JOB-ATTEMPT name (a cluster's gets a random part).
         self.assertEqual(sd, os.path.join(self.sdir, f"{jid}-1"))
         wait_until(lambda: f"scratch={sd}\n" in self.d.log_text(jid), what="GPUWARD_SCRATCH in the job's log")
         st = os.lstat(sd)
@@ -267,10 +269,15 @@ class RefusedTest(unittest.TestCase):
             with open(argv_file) as f:
                 wrap = [a for a in f.read().splitlines() if a.startswith("--wrap=")]
             gwd = os.path.join(gwtest.BUILD, "gpuwardd")
-            self.assertEqual(wrap, [f"--wrap=exec '{gwd}' '--scratch-run' '{nodes}/{jid}-1' '7' '-' '{gwd}' "
+            # The nodes' scratch_dir is 1777: a name with a random part, which no user can
+            # take ahead of the job (JOB-ATTEMPT is predictable: job ids come in order).
+            self.assertEqual(len(wrap), 1, wrap)
+            folder = re.search(r"'--scratch-run' '([^']*)'", wrap[0]).group(1)
+            self.assertRegex(folder, rf"^{re.escape(nodes)}/{jid}-1-[0-9a-f]{{12}}$")
+            self.assertEqual(wrap, [f"--wrap=exec '{gwd}' '--scratch-run' '{folder}' '7' '-' '{gwd}' "
                                     f"'--stage-run' '{sdir}/stage.sock' '{sdir}' 'echo' 'a b'"])
             self.assertFalse(os.path.exists(nodes), "the nodes' folder, not made on the controller")
-            self.assertIn(f"attempt 1 works in {nodes}/{jid}-1 on the node Slurm picks, made there by the job's "
+            self.assertIn(f"attempt 1 works in {folder} on the node Slurm picks, made there by the job's "
                           "step", scratch_msgs(d.job(jid)))
 
 class SlurmToldTest(unittest.TestCase):
@@ -298,6 +305,7 @@ class SlurmToldTest(unittest.TestCase):
                        what="the job running on n1")
             write(os.path.join(d.work, "runs", "r", "weights", "last.pt"), checkpoint(2))  # 3 epochs done
             w = d.work
+            folder = d.job(jid)["scratch"]["dir"]
             with open(out, "a") as f:
                 # What the line says is not what is told: the file in the shared folder is.
                 f.write(f"  1/4 [00:00<00:00, 19.4it/s]\rgpuward: scratch: copied runs/r/weights/last.pt (epoch 99) "
@@ -305,12 +313,12 @@ class SlurmToldTest(unittest.TestCase):
                         f"gpuward: scratch: copied runs/r/weights/gone.pt (epoch 1) back to {w}\n"
                         f"gpuward: scratch: copied ../../etc/x.pt (epoch 1) back to {w}\n"
                         f"gpuward: scratch: copied runs/r/notes.txt (1 B) back to {w}\n"
-                        f"gpuward: scratch: synced back to {w}: 3 files, 1 KiB; removed {sdir}/nodes/{jid}-1\n")
+                        f"gpuward: scratch: synced back to {w}: 3 files, 1 KiB; removed {folder}\n")
             wait_until(lambda: any("synced back" in m for m in scratch_msgs(d.job(jid))), what="the sync told")
             msgs = scratch_msgs(d.job(jid))
             self.assertEqual(msgs[1:], [f"copied runs/r/weights/last.pt (epoch 3) back to {w}",
                                         f"its step on the node says: synced back to {w}: 3 files, 1 KiB; removed "
-                                        f"{sdir}/nodes/{jid}-1"])
+                                        f"{folder}"])
             with open(out, "a") as f:  # the same copy again, as a later look finds it: told once
                 f.write(f"gpuward: scratch: copied runs/r/weights/last.pt (epoch 3) back to {w}\n"
                         f"gpuward: scratch: copied runs/r/results.csv (12 B) back to {w}\n")

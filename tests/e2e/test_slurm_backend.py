@@ -5,6 +5,7 @@ executor's side of the contract on any host, without a cluster.  The real cluste
 tests/cluster/test_cluster_backend.py."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -203,6 +204,37 @@ class SlurmBackend(gwtest.DaemonTest):
             f.write("gpuward: scratch: starting\n" + line + "\n")
         self.squeue(f"1|FAILED|{status << 8}|node3|NonZeroExitCode", "2|PENDING|0||BeginTime")
         return jid
+
+    def scratch_arg(self, n):
+        """The attempt's folder sbatch call n's batch script gives its step (--scratch-run DIR)."""
+        wrap = [a for a in self.sbatch_call(n)[2] if a.startswith("--wrap=")]
+        self.assertEqual(len(wrap), 1, wrap)
+        return re.search(r"'--scratch-run' '([^']*)'", wrap[0]).group(1)
+
+    def test_a_scratch_folder_is_named_at_random_and_keeps_its_name_over_a_restart(self):
+        """Users make their own folders in the nodes' scratch_dir and job ids come in order:
+        each attempt's folder is JOB-ATTEMPT-RANDOM, named when it starts, found again by a
+        restarted daemon, another for the retry."""
+        jid = self.submit("true", extra=("--scratch", "--retries", "1"))
+        first = self.scratch_arg(1)
+        self.assertRegex(first, rf"^/gw-test-nodes-scratch/{jid}-1-[0-9a-f]{{12}}$")
+        self.assertEqual(self.d.job(jid)["scratch"]["dir"], first)
+        self.squeue("1|RUNNING|0|node3|None", "2|PENDING|0||BeginTime")
+        self.wait_msg(jid, "RUNNING on node3")
+        self.d.stop()
+        self.d.start()
+        wait_until(lambda: "following Slurm job 1 again" in self.d.daemon_log(), what="the job adopted")
+        self.assertEqual(self.d.job(jid)["scratch"]["dir"], first, "the name its attempt started with")
+        self.squeue("1|NODE_FAIL|0|node3|NodeDown", "2|PENDING|0||BeginTime")
+        second = self.scratch_arg(2)
+        self.assertRegex(second, rf"^/gw-test-nodes-scratch/{jid}-2-[0-9a-f]{{12}}$")
+        self.assertNotEqual(first[-12:], second[-12:])
+        self.wait_msg(jid, "attempt 2 submitted to Slurm as job 2")
+        said = [e["message"] for e in self.d.job(jid)["events"] if e["kind"] == "scratch"]
+        self.assertEqual([m.split(" on the node")[0] for m in said],
+                         [f"attempt 1 works in {first}", f"attempt 2 works in {second}"], said)
+        self.squeue("2|COMPLETED|0|node4|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "COMPLETED")
 
     def test_a_node_step_that_cannot_do_the_nodes_part_is_lost_and_retried_elsewhere(self):
         jid = self.step_ends(69, "gpuward: node step failed: scratch: cannot make /scratch/9-1 on this node: "

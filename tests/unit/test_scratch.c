@@ -105,9 +105,40 @@ static void map(void **state) {
 static void names(void **state) {
         (void) state;
         char buf[32];
-        assert_int_equal(gw_scratch_name(17, 3, buf, sizeof buf), 0);
-        assert_string_equal(buf, "17-3");
-        assert_int_equal(gw_scratch_name(1234567, 10, buf, 5), -ENAMETOOLONG);
+        assert_int_equal(gw_scratch_name(17, 3, NULL, buf, sizeof buf), 0);
+        assert_string_equal(buf, "17-3"); /* a job recorded before names had a random part */
+        assert_int_equal(gw_scratch_name(1234567, 10, NULL, buf, 5), -ENAMETOOLONG);
+
+        /* Each attempt's own random bytes: the names differ, JOB-ATTEMPT-12 hex digits. */
+        static const uint8_t a[GW_SCRATCH_NAME_RANDOM] = { 0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f };
+        static const uint8_t b[GW_SCRATCH_NAME_RANDOM] = { 0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x60 };
+        char other[32];
+        assert_int_equal(gw_scratch_name(17, 3, a, buf, sizeof buf), 0);
+        assert_string_equal(buf, "17-3-0a1b2c3d4e5f");
+        assert_int_equal(gw_scratch_name(17, 3, b, other, sizeof other), 0);
+        assert_string_equal(other, "17-3-0a1b2c3d4e60");
+        assert_string_not_equal(buf, other);
+        assert_int_equal(gw_scratch_name(17, 3, a, buf, 17), -ENAMETOOLONG); /* no room for its NUL */
+        assert_int_equal(gw_scratch_name(17, 3, a, buf, 18), 0);
+}
+
+static void names_read_back(void **state) {
+        (void) state;
+        assert_true(gw_scratch_name_valid("17-3-0a1b2c3d4e5f", 17, 3));
+        static const char *const bad[] = {
+                "17-3", /* no random part: the caller's own fallback */
+                "17-4-0a1b2c3d4e5f", /* another attempt's */
+                "7-3-0a1b2c3d4e5f", /* another job's */
+                "17-3-0a1b2c3d4e5",
+                "17-3-0a1b2c3d4e5f0", /* too short, too long */
+                "17-3-0A1B2C3D4E5F", /* not as written */
+                "17-3-0a1b2c3d/e5f",
+                "17-3-../../etc/x",
+                "", /* no path */
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+                assert_false(gw_scratch_name_valid(bad[i], 17, 3));
+        assert_false(gw_scratch_name_valid(NULL, 17, 3));
 }
 
 static void restore_sub(void **state) {
@@ -127,9 +158,9 @@ static void restore_sub(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(kinds),       cmocka_unit_test(incremental), cmocka_unit_test(stable),
-                cmocka_unit_test(whole_zip),   cmocka_unit_test(map),         cmocka_unit_test(names),
-                cmocka_unit_test(restore_sub),
+                cmocka_unit_test(kinds),           cmocka_unit_test(incremental), cmocka_unit_test(stable),
+                cmocka_unit_test(whole_zip),       cmocka_unit_test(map),         cmocka_unit_test(names),
+                cmocka_unit_test(names_read_back), cmocka_unit_test(restore_sub),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,11 +32,13 @@
 #define SYNC_MAX (10 * 60 * GW_USEC_PER_SEC)
 #define REPORT_MAX 8192
 #define STOP_WAIT (5 * GW_USEC_PER_SEC)
+/* A folder's name: INT64-INT-RANDOM (gw_scratch_name) and its NUL. */
+#define NAME_SIZE 48
 
 struct gw_scratch_job {
         struct gw_scratch_job *next;
         struct gw_djob *dj; /* NULL once the job is gone (its helper still to reap) */
-        char name[32]; /* JOB-ATTEMPT, under scratch_dir */
+        char name[NAME_SIZE]; /* under scratch_dir: JOB-ATTEMPT, on a cluster JOB-ATTEMPT-RANDOM (name_attempt) */
         char *dir; /* scratch_dir/name: the job's scratch_dir while it has one */
         pid_t pid; /* a look in flight, 0 none */
         int rfd; /* its report pipe, -1 none */
@@ -266,15 +269,59 @@ static void restore(struct gw_daemon *d, struct gw_scratch_job *sj) {
         event(d, j, msg);
 }
 
-/* The job's scratch record for its current attempt: scratch_dir/JOB-ATTEMPT. */
-static struct gw_scratch_job *job_new(struct gw_daemon *d, struct gw_djob *dj) {
+/* The job's scratch record for its current attempt: scratch_dir/name (copied). */
+static struct gw_scratch_job *job_new(struct gw_daemon *d, struct gw_djob *dj, const char *name) {
         struct gw_scratch_job *sj = gw_xcalloc(1, sizeof *sj);
         sj->dj = dj;
         sj->rfd = -1;
-        (void) gw_scratch_name(dj->job->id, dj->job->attempt, sj->name, sizeof sj->name);
+        snprintf(sj->name, sizeof sj->name, "%s", name);
         if (asprintf(&sj->dir, "%s/%s", d->cfg->scratch_dir, sj->name) < 0)
                 abort();
         return sj;
+}
+
+/* The folder name of j's attempt starting now, into buf (n bytes): 0, or -errno with why
+ * (wn bytes) said.
+ *
+ * On a cluster the nodes' scratch_dir is 1777 and job ids come in order: any user could make
+ * JOB-ATTEMPT there ahead of another's job on every node, whose step would then find a folder
+ * not its own in its place and fail each node in turn.  There the name gets a random part,
+ * written in the loop's transaction that records the attempt's start (lifecycle.h), for a
+ * restart to find.
+ * One host's scratch_dir is the daemon's own (0711) and the folder made in it by the daemon,
+ * so no user can take a name there; it keeps JOB-ATTEMPT, by which the next start of the
+ * same attempt also finds a folder left by a daemon that died before its start was kept
+ * (make_folder). */
+static int name_attempt(struct gw_daemon *d, struct gw_job *j, char *buf, size_t n, char *why, size_t wn) {
+        if (!scratch.on_nodes)
+                return gw_scratch_name(j->id, j->attempt, NULL, buf, n);
+        uint8_t rnd[GW_SCRATCH_NAME_RANDOM];
+        ssize_t got = getrandom(rnd, sizeof rnd, 0);
+        if (got != (ssize_t) sizeof rnd) {
+                int e = got < 0 ? errno : EIO;
+                snprintf(why, wn, "no randomness for its name: %s", strerror(e));
+                return -e;
+        }
+        int r = gw_scratch_name(j->id, j->attempt, rnd, buf, n);
+        if (r < 0) {
+                snprintf(why, wn, "%s", strerror(-r));
+                return r;
+        }
+        if ((r = gw_store_job_scratch_name(d->store, j->id, buf)) < 0) {
+                snprintf(why, wn, "cannot record its name: %s", gw_store_errmsg(d->store));
+                return r;
+        }
+        gw_job_text_set(&j->scratch_name, buf);
+        return 0;
+}
+
+/* The folder name a restart finds for j's current attempt: the one recorded at its start,
+ * else JOB-ATTEMPT (one host's, or a job recorded before names were). */
+static void name_recorded(const struct gw_job *j, char *buf, size_t n) {
+        if (j->scratch_name && gw_scratch_name_valid(j->scratch_name, j->id, j->attempt))
+                snprintf(buf, n, "%s", j->scratch_name);
+        else
+                (void) gw_scratch_name(j->id, j->attempt, NULL, buf, n);
 }
 
 /* Watched from now on, its first look at next_look (monotonic). */
@@ -312,10 +359,15 @@ void gw_scratch_attempt_started(struct gw_daemon *d, struct gw_djob *dj) {
                 dj->scratch = job_free(dj->scratch);
                 j->scratch_dir = NULL;
         }
-        struct gw_scratch_job *sj = job_new(d, dj);
+        char name[NAME_SIZE], why[400], msg[1400];
+        if (name_attempt(d, j, name, sizeof name, why, sizeof why) < 0) {
+                snprintf(msg, sizeof msg, "could not name its folder: %s; GPUWARD_SCRATCH is not set", why);
+                event(d, j, msg);
+                return;
+        }
+        struct gw_scratch_job *sj = job_new(d, dj, name);
         int r = scratch.on_nodes ? 0 : make_folder(d, j, sj->dir, sj->name);
         if (r < 0) {
-                char msg[700];
                 snprintf(msg, sizeof msg, "could not make its folder %s: %s; GPUWARD_SCRATCH is not set", sj->dir,
                          strerror(-r));
                 event(d, j, msg);
@@ -333,7 +385,9 @@ void gw_scratch_job_recovered(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         if (!j->scratch || !scratch_set() || dj->scratch)
                 return;
-        struct gw_scratch_job *sj = job_new(d, dj);
+        char name[NAME_SIZE];
+        name_recorded(j, name, sizeof name);
+        struct gw_scratch_job *sj = job_new(d, dj, name);
         /* Kept even when the folder is gone (the node's disk lost): its run's checkpoints are
          * then found in the shared folder by the same path (resume.c). */
         if (scratch.on_nodes)

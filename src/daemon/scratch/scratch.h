@@ -18,11 +18,13 @@
  * must see them); the looks while the job runs are not.  All from the loop's thread.
  *
  * With backend = slurm, scratch_dir is each node's folder and the job runs on a node this
- * daemon cannot copy on: it only names the attempt's folder (j->scratch_dir, so that resume.c
- * maps the run as above), and the job's batch script runs its step (scratch_step.c,
- * `gpuwardd --scratch-run`), which makes the folder, restores, copies and syncs there with
- * the same helper, telling each copy in the job's output, which scratch_told.c reads back
- * into events once it finds each copy in the shared folder. */
+ * daemon cannot copy on: it only names the attempt's folder, JOB-ATTEMPT-RANDOM (users make
+ * their own folders there: a predictable name could be taken first), recorded with the
+ * attempt's start for a restart (j->scratch_dir, so that resume.c maps the run as above),
+ * and the job's batch script runs its step (scratch_step.c, `gpuwardd --scratch-run`), which
+ * makes the folder, restores, copies and syncs there with the same helper, telling each copy
+ * in the job's output, which scratch_told.c reads back into events once it finds each copy in
+ * the shared folder. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
