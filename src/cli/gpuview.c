@@ -204,10 +204,11 @@ static int add_rogue_line(struct cli_table *t, const json_t *proc) {
 }
 
 /* "  MIG 1g.10gb  1/7  1.0 GiB / 10.0 GiB  job 17  MIG-..." under its GPU's row: a slice has
- * memory and processes, never a utilisation (NVML gives none for it).  "1/7" is its share
- * of the GPU, as accounting counts it. */
-static int add_mig_line(struct cli_table *t, const json_t *m) {
-        char share[32], mem[80], job[48];
+ * memory and processes, never a utilisation (NVML gives none for it); where the GPU offers
+ * GPM, its SM activity ("GPM 80%", "GPM -" before a reading) before the UUID.  "1/7" is its
+ * share of the GPU, as accounting counts it. */
+static int add_mig_line(struct cli_table *t, const json_t *m, bool gpm) {
+        char share[32], mem[80], job[48], act[24] = "";
         long long slices, v;
         const char *profile = cli_jstr(m, "profile"), *uuid = cli_jstr(m, "uuid");
         double part = cli_jnum(m, "share");
@@ -219,20 +220,30 @@ static int add_mig_line(struct cli_table *t, const json_t *m) {
                 snprintf(job, sizeof job, "job %lld", v);
         else
                 snprintf(job, sizeof job, "free");
+        if (gpm && cli_jint(m, "activity", &v))
+                snprintf(act, sizeof act, "  GPM %lld%%", v);
+        else if (gpm)
+                snprintf(act, sizeof act, "  GPM -");
         _cleanup_free_ char *line = NULL;
-        if (asprintf(&line, "  MIG %s  %s  %s  %s  %s", profile && *profile ? profile : "?", share,
-                     format_memory(m, false, mem, sizeof mem), job, uuid && *uuid ? uuid : "?") < 0)
+        if (asprintf(&line, "  MIG %s  %s  %s  %s%s  %s", profile && *profile ? profile : "?", share,
+                     format_memory(m, false, mem, sizeof mem), job, act, uuid && *uuid ? uuid : "?") < 0)
                 return -ENOMEM;
         return cli_table_add_line(t, line);
 }
 
+/* A GPU in MIG mode: what its slices' idleness is judged by, then a line per slice. */
 static int add_mig_lines(struct cli_table *t, const json_t *g) {
+        if (!json_is_true(json_object_get(g, "mig_mode")))
+                return 0;
+        bool gpm = json_is_true(json_object_get(g, "gpm"));
+        int r = cli_table_add_line(t, gpm ? "  MIG mode: per-slice SM activity from GPM"
+                                          : "  MIG mode: no per-slice activity (no GPM): slices judged by their "
+                                            "processes and progress");
         const json_t *m;
         size_t i;
-        int r = 0;
         json_array_foreach (json_object_get(g, "mig"), i, m)
                 if (r >= 0)
-                        r = add_mig_line(t, m);
+                        r = add_mig_line(t, m, gpm);
         return r;
 }
 

@@ -339,6 +339,9 @@ class MigGpmReclaimTest(DaemonTest):
             d.job(jid)["telemetry"]), what="the slice job's activity in its telemetry")["gpus"][0]
         self.assertEqual((tel["util_mean"], tel["util_p95"]), (80, 80))
         self.assertIn("  GPU 0: GPM SM activity mean 80% p95 80%, peak memory ", d.cli("show", jid).stdout)
+        table = d.cli("gpus").stdout
+        self.assertIn("  MIG mode: per-slice SM activity from GPM\n", table)
+        self.assertRegex(table, rf"  MIG 1g\.10gb  1/7  .*  job {jid}  GPM 80%  {re.escape(uuid)}\n")
 
 
 class MigLeakTest(DaemonTest):
@@ -374,6 +377,10 @@ class MigLeakTest(DaemonTest):
         self.assertEqual(d.api("GET", "/api/v1/gpus")[1]["gpus"][0]["gpm"], False)
         self.assertEqual(d.daemon_log().count("GPU 0: MIG mode, no per-slice activity (GPM not offered): slices "
                                               "judged by their processes and progress"), 1)
+        table = d.cli("gpus").stdout
+        self.assertIn("  MIG mode: no per-slice activity (no GPM): slices judged by their processes and progress\n",
+                      table)
+        self.assertNotIn("GPM -", table)
 
 
 if __name__ == "__main__":
