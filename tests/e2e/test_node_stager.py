@@ -76,8 +76,17 @@ class NodeStagerRestartTest(unittest.TestCase):
             self.agent = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=self.nvml),
                                           start_new_session=True)
-        wait_until(lambda: os.path.exists(self.sock) or self.agent.poll() is not None, what="the stager's socket")
+        # The socket's file comes with bind(2), before listen(2): connected to, it is ready.
+        wait_until(lambda: self.connectable() or self.agent.poll() is not None, what="the stager's socket")
         self.assertIsNone(self.agent.poll(), self.log())
+
+    def connectable(self):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(self.sock)
+                return True
+            except OSError:
+                return False
 
     def stop_agent(self):
         """SIGTERM to the agent, which stops its stager: every step's connection goes."""
@@ -152,6 +161,30 @@ class NodeStagerRestartTest(unittest.TestCase):
         self.assertNotIn(f"proc {holder.pid} ", self.use_file(a_dir))
         self.assertRegex(self.ask(b), r"^OK ")
         self.assertIn(f"cache: evicting {a} (", self.log())
+
+    def test_a_data_yaml_stays_while_its_step_lives(self):
+        """The rewritten data YAML of a step still connected when the agent stopped is the
+        step's while it lives, and removed once it is gone, as one whose step ended."""
+        root = self.dataset("y", 100)
+        yaml = os.path.join(self.src, "y.yaml")
+        with open(yaml, "w") as f:
+            f.write(f"path: {root}\ntrain: .\nval: .\nnames:\n  0: a\n")
+        self.start_agent()
+        kept, kept_dir = self.hold(yaml)
+        gone, _ = self.hold(yaml)
+        ydir = os.path.join(self.cache, "yaml")
+        mine = {h.pid: [n for n in os.listdir(ydir) if n.startswith(f"node-{h.pid}-")] for h in (kept, gone)}
+        self.assertEqual([len(v) for v in mine.values()], [1, 1], os.listdir(ydir))
+        self.stop_agent()
+        gone.kill()
+        gone.wait(10)
+        self.start_agent()
+        # The stager sweeps before it hears anyone: once it answers, the sweep is done.
+        self.assertRegex(self.ask(root), r"^OK ")
+        self.assertEqual(sorted(os.listdir(ydir)), mine[kept.pid], "the dead step's YAML is removed at the start")
+        kept.kill()
+        kept.wait(10)
+        wait_until(lambda: not os.listdir(ydir), timeout=15, what="the live step's YAML removed once it is gone")
 
     def test_last_use_and_users_survive_a_restart(self):
         a, c, b = self.dataset("a", 400), self.dataset("c", 400), self.dataset("b", 400)

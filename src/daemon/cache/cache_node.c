@@ -7,6 +7,7 @@
  * trashes what a job still running on the node reads. */
 #include "daemon/cache/cache_node.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -211,7 +212,8 @@ static void start_waiting(struct stager *s) {
                 free(cj->yaml);
                 cj->yaml = NULL;
                 if (stat(a->source, &st) < 0 || !S_ISDIR(st.st_mode)) /* a data YAML, or to be told */
-                        if (asprintf(&cj->yaml, "%s/yaml/node-%d-%u.yaml", s->c.dir, (int) getpid(), ++s->seq) < 0)
+                        if (asprintf(&cj->yaml, "%s/yaml/node-%d-%" PRIu64 "-%u.yaml", s->c.dir, (int) a->pid, a->start,
+                                     ++s->seq) < 0)
                                 abort();
                 struct gw_cache_copy args = { .source = a->source,
                                               .sources = s->cfg->sources,
@@ -366,6 +368,30 @@ static struct gw_cache_ver *version(const struct gw_cache_entry *e, int v) {
         return x;
 }
 
+/* Removes the rewritten data YAMLs (yaml/node-PID-START-SEQ.yaml) whose asker is gone: those
+ * of steps still connected when an agent before this one stopped, whose connection's close
+ * never came to remove them.  An asker that still lives may still read its own. */
+static void yaml_sweep(struct stager *s) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/yaml", s->c.dir) < 0)
+                abort();
+        DIR *dir = opendir(path);
+        if (!dir)
+                return;
+        struct dirent *de;
+        while ((de = readdir(dir))) {
+                int pid, end = 0;
+                uint64_t start;
+                unsigned seq;
+                if (sscanf(de->d_name, "node-%d-%" SCNu64 "-%u.yaml%n", &pid, &start, &seq, &end) != 3 ||
+                    de->d_name[end] || (pid > 0 && gw_proc_is(pid, start)))
+                        continue;
+                if (unlinkat(dirfd(dir), de->d_name, 0) < 0 && errno != ENOENT)
+                        log_warn("stager: cannot remove %s/%s: %s", path, de->d_name, strerror(errno));
+        }
+        closedir(dir);
+}
+
 /* The use files' pins of processes, an agent's before this one: each kept while its process
  * (the same pid with the same start time) lives; then the versions nobody pins go, as at the
  * daemon's restart.  Before any asker is heard, so nothing they hold is evicted meanwhile. */
@@ -392,6 +418,7 @@ static void recover(struct stager *s) {
                         use_save(s, e); /* the pins of processes gone are forgotten */
         }
         s->next_check = gw_clock_mono() + HELD_CHECK;
+        yaml_sweep(s);
 }
 
 /* The held pins whose process is gone let go of their version, now and then. */
@@ -400,6 +427,7 @@ static void check_held(struct stager *s) {
         if (!s->held || now < s->next_check)
                 return;
         s->next_check = now + HELD_CHECK;
+        bool released = false;
         for (struct held **p = &s->held, *h; (h = *p);) {
                 if (gw_proc_is(h->pid, h->start)) {
                         p = &h->next;
@@ -412,7 +440,10 @@ static void check_held(struct stager *s) {
                 log_info("stager: %s: process %d, which read version %d since before the restart, is gone: released",
                          h->e->source, (int) h->pid, v);
                 free(h);
+                released = true;
         }
+        if (released) /* its YAML too */
+                yaml_sweep(s);
 }
 
 static void loop(struct stager *s) {
