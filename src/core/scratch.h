@@ -72,10 +72,9 @@ bool gw_scratch_name_valid(const char *name, int64_t job, int attempt);
 int gw_scratch_restore_sub(const char *cwd, const char *ckpt, char *buf, size_t n);
 
 /* Relaying a signal meant for the command's main process alone (a --signal warning,
- * preemption's checkpoint request) through a cluster node's step.  Slurm can signal a batch
- * step's every process (scancel --full), which reaches the command directly, or the batch
- * script's process only (--batch), which is the step: so the step leaves plain signals to
- * reach the command as Slurm sends them, and the controller asks it for a signal to the main
+ * preemption's checkpoint request) through a cluster node's step.  The controller can reach
+ * only the step (scancel --batch: the batch script's process), which passes a plain signal
+ * on to the command's whole process group; so it asks the step for a signal to the main
  * process with SIGRTMIN + k, k the signal's index in this table.  The step and the controller
  * are one program, so they agree on SIGRTMIN. */
 #define GW_SCRATCH_RELAYS 6
