@@ -347,10 +347,10 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         snprintf(sigopt, sizeof sigopt, "--signal=%d", send);
         char *plain[] = { s->scancel, id, NULL };
         /* A --scratch job's step passes a plain signal on to the command's process group: the
-         * only way one reaches the command where Slurm signals a step's tasks alone (the
-         * children of slurmstepd with proctrack/cgroup, but for SIGKILL; the batch script's
-         * process group with proctrack/pgid).  --full would give the command each signal
-         * twice where Slurm reaches every process of the step (proctrack/linuxproc). */
+         * only way one reaches the command where Slurm signals a step's tasks alone (with
+         * proctrack/cgroup the children of slurmstepd, but for SIGKILL).  --full would give
+         * the command each signal twice where Slurm signals every process of the step
+         * (proctrack/linuxproc: slurmstepd's whole process tree). */
         bool batch = main_only || step;
         char *full[] = { s->scancel, sigopt, batch ? "--batch" : "--full", id, NULL };
         bool cancel = sig == SIGKILL || (sj->pending_in_slurm && !(flags & GW_EXEC_SIGNAL_MAIN));
