@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,4 +104,21 @@ int gw_scratch_restore_sub(const char *cwd, const char *ckpt, char *buf, size_t 
         memcpy(buf, rel, len);
         buf[len] = '\0';
         return has_dotdot(buf) ? -EINVAL : 0;
+}
+
+static const int relays[GW_SCRATCH_RELAYS] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+int gw_scratch_relay_signal(int k) { return k >= 0 && k < GW_SCRATCH_RELAYS ? relays[k] : -EINVAL; }
+
+int gw_scratch_relay_of(int sig) {
+        for (int k = 0; k < GW_SCRATCH_RELAYS; k++)
+                if (relays[k] == sig && SIGRTMIN + k <= SIGRTMAX)
+                        return SIGRTMIN + k;
+        return -EINVAL;
+}
+
+int gw_scratch_relayed(int relay) {
+        if (relay < SIGRTMIN || relay > SIGRTMAX)
+                return -EINVAL;
+        return gw_scratch_relay_signal(relay - SIGRTMIN);
 }

@@ -70,3 +70,22 @@ bool gw_scratch_name_valid(const char *name, int64_t job, int attempt);
  * folder's path holds a ".." component; -ENAMETOOLONG when it does not fit.  "/h/u/runs/s/
  * weights/last.pt" in "/h/u" is "runs/s"; "/h/u/ck/e3.pt" is "ck"; "/h/u/e3.pt" is refused. */
 int gw_scratch_restore_sub(const char *cwd, const char *ckpt, char *buf, size_t n);
+
+/* Relaying a signal meant for the command's main process alone (a --signal warning,
+ * preemption's checkpoint request) through a cluster node's step.  The controller can reach
+ * only the step (scancel --batch: the batch script's process), which passes a plain signal
+ * on to the command's whole process group; so it asks the step for a signal to the main
+ * process with SIGRTMIN + k, k the signal's index in this table.  The step and the controller
+ * are one program, so they agree on SIGRTMIN. */
+#define GW_SCRATCH_RELAYS 6
+
+/* The k-th signal that can be relayed (0 <= k < GW_SCRATCH_RELAYS: TERM, INT, HUP, QUIT,
+ * USR1, USR2); -EINVAL for any other k. */
+int gw_scratch_relay_signal(int k);
+
+/* The relay signal that asks the step for sig: SIGRTMIN + its index; -EINVAL for a signal not
+ * in the table. */
+int gw_scratch_relay_of(int sig);
+
+/* The signal relay asks the step for; -EINVAL for one that is not a relay signal. */
+int gw_scratch_relayed(int relay);

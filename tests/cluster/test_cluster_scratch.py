@@ -157,6 +157,75 @@ class ClusterScratch(unittest.TestCase):
         self.assertEqual(epochs, [1, 2, 3, 4, 5], "each epoch once, resumed from epoch 2")
 
 
+# The command of ClusterScratchSignals: a main process and a child of it (one process group,
+# as a data loader), each noting every SIGTERM and SIGUSR1 it gets in a line of its own, and
+# ending a second after its first SIGTERM (a second SIGTERM would come within it).
+NOTING = """import os, signal, sys, time
+out, term, who = sys.argv[1], [], "main"
+def note(what):
+    with open(out, "a") as f:
+        f.write(who + " " + what + "\\n")
+def on_term(sig, frame):
+    note("TERM")
+    term.append(time.monotonic())
+signal.signal(signal.SIGUSR1, lambda sig, frame: note("USR1"))
+signal.signal(signal.SIGTERM, on_term)
+if os.fork() == 0:
+    who = "child"
+else:
+    note("ready")
+end = time.monotonic() + 120
+while time.monotonic() < end and not (term and time.monotonic() - term[0] >= 1):
+    time.sleep(0.05)
+"""
+
+
+@unittest.skipIf(WHY_NOT, f"no Slurm cluster here: {WHY_NOT}")
+class ClusterScratchSignals(unittest.TestCase):
+    def test_each_process_gets_a_signal_once_and_the_warning_only_the_main_one(self):
+        """A --scratch job's step passes a signal Slurm sends the job on to the command's
+        process group, which Slurm's own does not reach (proctrack/cgroup signals the children
+        of slurmstepd only): each of its processes gets a whole-job SIGTERM (scancel --full, as
+        Slurm's time limit) once.  The --signal warning, for the main process only, reaches the
+        step as a relay signal and the main process from the step, once; its child none."""
+        with slurmcluster.SlurmCluster(nodes=1, gpus=1) as c, \
+                gwtest.Daemon(gpus=1, extra=["--backend", "slurm"], env={"SLURM_CONF": c.conf}) as d:
+            sdir = os.path.join(d.dir, "node-scratch")
+            os.makedirs(sdir)
+            os.chmod(sdir, 0o1777)
+            d.config = f"scratch_dir = {sdir}\n"
+            d.start()
+            try:
+                self.signals_once(c, d)
+            except BaseException:
+                print(f"--- squeue: {c.squeue()}\n--- daemon:\n{d.daemon_log()[-15000:]}", file=sys.stderr)
+                raise
+
+    def signals_once(self, c, d):
+        script, out = os.path.join(d.work, "noting.py"), os.path.join(d.work, "signals")
+        with open(script, "w") as f:
+            f.write(NOTING)
+
+        def lines():
+            try:
+                with open(out) as f:
+                    return sorted(f.read().splitlines())
+            except FileNotFoundError:
+                return []
+
+        # The warning comes 8 s after the submission: the command has its handlers by then.
+        jid = d.submit_api(["python3", script, out], 60, scratch=True, warn_signal="USR1", warn_before=52)
+        j = d.wait_job(jid, running_node, timeout=30, what="the job running on a node")
+        sid = next(m for m in slurm_events(j) if " submitted to Slurm as job " in m).split()[7].rstrip(",")
+        gwtest.wait_until(lambda: "main ready" in lines(), 30, what="the command's handlers set")
+        gwtest.wait_until(lambda: "main USR1" in lines(), 30, what="the warning's SIGUSR1")
+        self.assertIn(f"scancel --signal={signal.SIGRTMIN + 4} --batch {sid}", d.daemon_log(), "relayed by the step")
+        c.cmd("scancel", "--full", "--signal=TERM", sid)
+        j = d.wait_state(jid, ("COMPLETED", "FAILED", "CANCELLED"), timeout=30)
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        self.assertEqual(lines(), ["child TERM", "main TERM", "main USR1", "main ready"], "each signal once")
+        self.assertRegex(d.log_text(jid), rf"gpuward: scratch: synced back to {re.escape(d.work)}: ")
+
 if __name__ == "__main__":
     if WHY_NOT:
         print(f"skipped: no Slurm cluster here: {WHY_NOT}")

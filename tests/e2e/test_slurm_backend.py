@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -289,6 +290,25 @@ class SlurmBackend(gwtest.DaemonTest):
         self.squeue("1|CANCELLED|15|node1|None", "2|CANCELLED|0||None")
         for jid in (run, wait):
             self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "CANCELLED")
+
+    def test_a_scratch_jobs_warning_is_relayed_to_its_main_process_by_its_step(self):
+        """A --scratch job's step passes a plain signal on to the command's process group: the
+        SIGTERM of a cancel goes to the step alone (--batch), and the --signal warning, for the
+        main process only, goes there as the relay signal SIGRTMIN + 4 that stands for SIGUSR1
+        (core/scratch.h), which the step sends to the main process alone."""
+        jid = self.submit("sleep", "100", extra=("--scratch", "--time", "1m", "--signal", "USR1@59s"))
+        self.sbatch_call(1)
+        self.squeue("1|RUNNING|0|node1|None")
+        self.wait_msg(jid, "RUNNING on node1")
+        relay = f"--signal={signal.SIGRTMIN + 4} --batch 1"
+        wait_until(lambda: relay in self.scancels(), what="the relayed warning")
+        self.assertEqual(self.scancels(), [relay], "the warning alone, once")
+        warn = [e["message"] for e in self.d.job(jid)["events"] if e["kind"] == "warn"]
+        self.assertTrue(any("SIGUSR1 sent to its main process" in m for m in warn), warn)
+        self.d.cli("cancel", "--no-wait", jid, user=self.user.pw_uid if self.user else None)
+        wait_until(lambda: "--signal=15 --batch 1" in self.scancels(), what="the cancel")
+        self.squeue("1|CANCELLED|15|node1|None")
+        self.assertEqual(self.d.wait_state(jid, {"FAILED", "COMPLETED", "CANCELLED"})["state"], "CANCELLED")
 
     def test_restart_follows_the_same_slurm_job(self):
         jid = self.submit("sleep", "100")

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -156,11 +157,35 @@ static void restore_sub(void **state) {
         assert_int_equal(gw_scratch_restore_sub(NULL, "/h/u/r/e.pt", buf, sizeof buf), -EINVAL);
 }
 
+/* The controller and the step read one table: each signal there round-trips, nothing else
+ * is taken for a relay or relayed. */
+static void relays(void **state) {
+        (void) state;
+        static const int table[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+        assert_int_equal(sizeof table / sizeof *table, GW_SCRATCH_RELAYS);
+        for (int k = 0; k < GW_SCRATCH_RELAYS; k++) {
+                assert_int_equal(gw_scratch_relay_signal(k), table[k]);
+                int r = gw_scratch_relay_of(table[k]);
+                assert_int_equal(r, SIGRTMIN + k);
+                assert_int_equal(gw_scratch_relayed(r), table[k]);
+        }
+        assert_int_equal(gw_scratch_relay_signal(-1), -EINVAL);
+        assert_int_equal(gw_scratch_relay_signal(GW_SCRATCH_RELAYS), -EINVAL);
+        const int not_relayed[] = { 0, SIGKILL, SIGSTOP, SIGCONT, SIGCHLD, SIGRTMIN, -1 };
+        for (size_t i = 0; i < sizeof not_relayed / sizeof *not_relayed; i++)
+                assert_int_equal(gw_scratch_relay_of(not_relayed[i]), -EINVAL);
+        /* A plain signal, or a real-time one past the table, asks for nothing. */
+        const int not_relays[] = { 0,        SIGTERM,      SIGUSR1, SIGRTMIN - 1, SIGRTMIN + GW_SCRATCH_RELAYS,
+                                   SIGRTMAX, SIGRTMAX + 1, -1 };
+        for (size_t i = 0; i < sizeof not_relays / sizeof *not_relays; i++)
+                assert_int_equal(gw_scratch_relayed(not_relays[i]), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(kinds),           cmocka_unit_test(incremental), cmocka_unit_test(stable),
                 cmocka_unit_test(whole_zip),       cmocka_unit_test(map),         cmocka_unit_test(names),
-                cmocka_unit_test(names_read_back), cmocka_unit_test(restore_sub),
+                cmocka_unit_test(names_read_back), cmocka_unit_test(restore_sub), cmocka_unit_test(relays),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

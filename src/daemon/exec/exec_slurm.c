@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "core/directive.h"
 #include "core/failure.h"
+#include "core/scratch.h"
 #include "core/slurm.h"
 #include "daemon/exec/exec_slurm.h"
 
@@ -322,6 +323,14 @@ int gw_slurm_follow(struct gw_daemon *d, struct gw_djob *dj, uint32_t id, const 
         return 0;
 }
 
+/* The relay signal that asks a --scratch job's step for sig to its command's main process:
+ * its step is the batch script, which alone a signal with --batch reaches, and which passes a
+ * plain signal on to the command's process group (scratch_step.c). */
+static int relay_of(int sig) {
+        int relay = gw_scratch_relay_of(sig);
+        return relay < 0 ? -EOPNOTSUPP : relay; /* told by the caller: "could not be sent" */
+}
+
 /* scancel as the daemon (root may signal any job); not waited for: the loop reaps it.  A
  * job Slurm has not started yet cannot take a signal, only the cancel itself. */
 static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned flags) {
@@ -329,13 +338,20 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         struct gw_slurm_job *sj = gw_slurm_job_find(s, dj->job->id);
         if (!sj)
                 return gw_slurm_submit_signal(d, dj, sig, flags);
+        bool main_only = flags & GW_EXEC_SIGNAL_MAIN, step = dj->job->scratch && dj->job->scratch_dir;
+        int send = main_only && step ? relay_of(sig) : sig;
+        if (send < 0)
+                return send;
         char id[16], sigopt[32];
         snprintf(id, sizeof id, "%" PRIu32, sj->slurm_id);
-        snprintf(sigopt, sizeof sigopt, "--signal=%d", sig);
+        snprintf(sigopt, sizeof sigopt, "--signal=%d", send);
         char *plain[] = { s->scancel, id, NULL };
-        /* A --scratch job's batch script is its step, which passes a signal on to the
-         * command's processes: --full would give them each one twice. */
-        bool batch = (flags & GW_EXEC_SIGNAL_MAIN) || dj->job->scratch;
+        /* A --scratch job's step passes a plain signal on to the command's process group: the
+         * only way one reaches the command where Slurm signals a step's tasks alone (with
+         * proctrack/cgroup the children of slurmstepd, but for SIGKILL).  --full would give
+         * the command each signal twice where Slurm signals every process of the step
+         * (proctrack/linuxproc: slurmstepd's whole process tree). */
+        bool batch = main_only || step;
         char *full[] = { s->scancel, sigopt, batch ? "--batch" : "--full", id, NULL };
         bool cancel = sig == SIGKILL || (sj->pending_in_slurm && !(flags & GW_EXEC_SIGNAL_MAIN));
         if (sj->pending_in_slurm && (flags & GW_EXEC_SIGNAL_MAIN))
@@ -346,7 +362,8 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         if (pid < 0)
                 return (int) pid;
         gw_slurm_kid_add(s, pid);
-        log_info("job %lld: scancel %s%s%s", (long long) dj->job->id, cancel ? "" : sigopt, cancel ? "" : " ", id);
+        log_info("job %lld: scancel %s%s%s%s%s", (long long) dj->job->id, cancel ? "" : sigopt, cancel ? "" : " ",
+                 cancel ? "" : full[2], cancel ? "" : " ", id);
         return 0;
 }
 

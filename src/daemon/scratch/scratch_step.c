@@ -8,8 +8,14 @@
  * end syncs the rest back, removes DIR and ends as the command did.  Each copy is a line of
  * the job's output, where the controller's user reads it.
  *
- * The step is the batch script's process: a signal gpuward sends (scancel --batch) reaches
- * only it, and it passes the signal on to the command's process group. */
+ * Signals.  The step is the batch script's process: a signal gpuward sends (scancel --batch)
+ * reaches only it, and so does Slurm's own (a time limit, scancel) where Slurm signals a
+ * step's tasks alone (proctrack/cgroup signals the children of slurmstepd, but for SIGKILL):
+ * the step passes each on to the command's process group.  A signal meant for the command's
+ * main process only (a --signal warning, preemption's checkpoint request) comes as a relay
+ * signal, SIGRTMIN + k (core/scratch.h), which the step sends to the process it started as
+ * the signal it stands for.  What comes before the command started (while the folder is made
+ * or restored) is passed on as soon as it runs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -45,9 +51,6 @@
 /* How long a restore or the final sync may take before its copier is stopped: a hung shared
  * mount must not hold the allocation's GPUs until the time limit. */
 #define SYNC_MAX (10 * 60 * GW_USEC_PER_SEC)
-
-/* The signals passed on to the command: a cancel's, a --signal warning's, preemption's. */
-static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
 struct step {
         const char *dir, *restore;
@@ -282,8 +285,23 @@ static void reap(struct step *s) {
         }
 }
 
+/* The signals that came: a relay to the command's main process as the signal it stands for,
+ * any other to its process group (data loaders, a shell's children). */
+static void take_signals(struct step *s) {
+        struct signalfd_siginfo si;
+        while (read(s->sfd, &si, sizeof si) == (ssize_t) sizeof si) {
+                int sig = (int) si.ssi_signo, relayed = gw_scratch_relayed(sig);
+                if (sig == SIGCHLD)
+                        reap(s);
+                else if (s->cmd > 0)
+                        (void) kill(relayed > 0 ? s->cmd : -s->cmd, relayed > 0 ? relayed : sig);
+        }
+}
+
 static pid_t start_cmd(char **argv, const sigset_t *blocked) {
         pid_t pid = fork();
+        if (pid > 0)
+                (void) setpgid(pid, pid); /* as the child does: one passed on at once finds its group */
         if (pid != 0)
                 return pid < 0 ? -errno : pid;
         /* Its own process group: a signal passed on reaches all its processes (data loaders). */
@@ -308,13 +326,7 @@ static void supervise(struct step *s) {
                         break;
                 if (s->look_fd >= 0 && (p[1].revents & POLLIN))
                         read_look(s);
-                struct signalfd_siginfo si;
-                while (read(s->sfd, &si, sizeof si) == (ssize_t) sizeof si) {
-                        if (si.ssi_signo == SIGCHLD)
-                                reap(s);
-                        else if (s->cmd > 0)
-                                (void) kill(-s->cmd, (int) si.ssi_signo);
-                }
+                take_signals(s);
         }
 }
 
@@ -384,8 +396,12 @@ int gw_scratch_step_main(int argc, char **argv) {
         sigset_t blocked;
         (void) sigemptyset(&blocked);
         (void) sigaddset(&blocked, SIGCHLD);
-        for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
-                (void) sigaddset(&blocked, forwarded[i]);
+        for (int k = 0; k < GW_SCRATCH_RELAYS; k++) {
+                int sig = gw_scratch_relay_signal(k), relay = gw_scratch_relay_of(sig);
+                (void) sigaddset(&blocked, sig);
+                if (relay > 0)
+                        (void) sigaddset(&blocked, relay);
+        }
         (void) sigprocmask(SIG_BLOCK, &blocked, NULL);
         int r = make_dir(&s);
         if (r < 0) {
