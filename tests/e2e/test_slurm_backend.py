@@ -304,7 +304,7 @@ class SlurmBackend(gwtest.DaemonTest):
         wait_until(lambda: relay in self.scancels(), what="the relayed warning")
         self.assertEqual(self.scancels(), [relay], "the warning alone, once")
         warn = [e["message"] for e in self.d.job(jid)["events"] if e["kind"] == "warn"]
-        self.assertTrue(any("SIGUSR1 sent to its main process" in m for m in warn), warn)
+        self.assertTrue(any("SIGUSR1 sent to its main process now" in m for m in warn), warn)  # no pid: the node's
         self.d.cli("cancel", "--no-wait", jid, user=self.user.pw_uid if self.user else None)
         wait_until(lambda: "--signal=15 --batch 1" in self.scancels(), what="the cancel")
         self.squeue("1|CANCELLED|15|node1|None")

@@ -104,9 +104,12 @@ static void limit_warn(struct gw_daemon *d, struct gw_djob *dj) {
         gw_format_local_time(wall + (dj->limit_at - d->now), wall, when, sizeof when, NULL);
         dj->limit_warned = true;
         int r = j->warn_signal ? d->exec->signal(d, dj, j->warn_signal, GW_EXEC_SIGNAL_MAIN) : -ESRCH;
+        char pid[32] = ""; /* a job on a cluster node: its pid is not known here */
+        if (j->pid > 0)
+                snprintf(pid, sizeof pid, " (pid %d)", (int) j->pid);
         if (r == 0)
-                snprintf(sent, sizeof sent, "; SIG%s sent to its main process (pid %d) now, as --signal asked",
-                         gw_signal_name(j->warn_signal), (int) j->pid);
+                snprintf(sent, sizeof sent, "; SIG%s sent to its main process%s now, as --signal asked",
+                         gw_signal_name(j->warn_signal), pid);
         else if (r != -ESRCH)
                 snprintf(sent, sizeof sent, "; SIG%s could not be sent: %s", gw_signal_name(j->warn_signal),
                          strerror(-r));
