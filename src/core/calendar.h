@@ -96,6 +96,9 @@ struct gw_cal_pending {
         const char *label; /* borrowed, may be NULL */
         gw_usec_t runtime; /* expected run time (core/predict.h), 0 = its time limit */
         int64_t after_job; /* waits for this job to end (0 = none), if it is in the input */
+        gw_usec_t after_end; /* > 0: after_job's end as the caller predicts it, for a job the
+                                * replay does not time (one on MIG slices, core/predict_mig.h):
+                                * the job starts no earlier, and after_job is not looked up */
         uint64_t gpu_mem; /* minimum free bytes per GPU, 0 = any */
         uint32_t uid; /* its user */
         int64_t max_gpus; /* its user's max_gpus quota, <= 0 = none: the predicted start

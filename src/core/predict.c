@@ -27,6 +27,12 @@ static gw_usec_t add_sat(gw_usec_t a, gw_usec_t b) {
 
 static gw_usec_t min_t(gw_usec_t a, gw_usec_t b) { return a < b ? a : b; }
 
+/* The earliest start known of q: its backoff's end, or the end the caller gave for the job
+ * it follows.  Both only delay it, and both are instants the replay must wake up at. */
+static gw_usec_t earliest(const struct gw_cal_pending *q) {
+        return q->after_end > q->not_before ? q->after_end : q->not_before;
+}
+
 /* Bits set in m.  __builtin_popcountll is a libgcc call without -mpopcnt, and the replay
  * counts GPUs for every waiting job at every instant. */
 static int count_gpus(uint64_t m) {
@@ -188,8 +194,11 @@ static int resolve_links(struct replay *r) {
         for (size_t i = 0; rc == 0 && i < in->n_pending; i++) {
                 const struct gw_cal_pending *q = &in->pending[i];
                 struct pend *pj = &r->p[i];
-                pj->dep_pending = q->after_job ? find_keyed(pend, in->n_pending, q->after_job) : NONE;
-                pj->dep_running = q->after_job ? find_keyed(run, in->n_running, q->after_job) : NONE;
+                /* An end given by the caller stands for the replay's own view of after_job,
+                 * which takes a slice job for held (the replay does not start those). */
+                bool look_up = q->after_job && q->after_end <= 0;
+                pj->dep_pending = look_up ? find_keyed(pend, in->n_pending, q->after_job) : NONE;
+                pj->dep_running = look_up ? find_keyed(run, in->n_running, q->after_job) : NONE;
                 if (q->booking_id > 0) {
                         size_t b = find_keyed(book, in->n_bookings, q->booking_id);
                         pj->booking = b == NONE ? NULL : &in->bookings[b];
@@ -225,8 +234,8 @@ static int index_events(struct replay *r, gw_usec_t now) {
                 r->bounds[r->n_bounds++] = (struct keyed){ in->bookings[i].end, i };
         }
         for (size_t i = 0; i < in->n_pending; i++)
-                if (in->pending[i].not_before > now)
-                        r->waits[r->n_waits++] = (struct keyed){ in->pending[i].not_before, i };
+                if (earliest(&in->pending[i]) > now)
+                        r->waits[r->n_waits++] = (struct keyed){ earliest(&in->pending[i]), i };
         qsort(r->bounds, r->n_bounds, sizeof(*r->bounds), cmp_keyed);
         qsort(r->waits, r->n_waits, sizeof(*r->waits), cmp_keyed);
         return 0;
@@ -430,7 +439,7 @@ static enum verdict judge(struct replay *r, size_t i, gw_usec_t t, uint64_t *ret
         }
         if (q->booking_id > 0)
                 v = judge_booked(r, i, t, ret_allowed);
-        if (v == V_DONE || r->n_avail == 0 || q->not_before > t || over_quota(r, q))
+        if (v == V_DONE || r->n_avail == 0 || earliest(q) > t || over_quota(r, q))
                 return v == V_DONE ? V_DONE : V_WAIT;
         if (q->booking_id <= 0 && r->in->n_bookings) {
                 /* A job that may use no GPU waits here: it is never handed to the scheduler,
@@ -581,7 +590,7 @@ static void start_job(struct replay *r, size_t pi, const struct gw_sched_start *
 }
 
 /* The next instant after t at which a pass could decide differently: a job's end, a
- * booking's start or end, a backoff's end. */
+ * booking's start or end, a backoff's end, a given dependency's end. */
 static gw_usec_t next_instant(struct replay *r, gw_usec_t t) {
         gw_usec_t next = next_bound(r, t);
 
@@ -667,7 +676,7 @@ int gw_predict_starts(const struct gw_calendar_input *in, gw_usec_t now, gw_usec
                 return -EINVAL;
         for (size_t i = 0; i < in->n_pending; i++) {
                 const struct gw_cal_pending *p = &in->pending[i];
-                if (p->ngpus < 1 || p->ngpus > NGPU || p->time_limit <= 0 || p->runtime < 0)
+                if (p->ngpus < 1 || p->ngpus > NGPU || p->time_limit <= 0 || p->runtime < 0 || p->after_end < 0)
                         return -EINVAL;
                 out[i] = (struct gw_prediction){ .id = p->id, .start = GW_USEC_INFINITY, .end = GW_USEC_INFINITY };
         }

@@ -18,7 +18,9 @@
  *     takes before it leave room for it, as the daemon's quota check does; other quotas
  *     (GPU-hours) are not replayed;
  *   - held jobs and jobs whose booking awaits approval or is gone get no prediction;
- *     a job after another one (after_job) waits until that one's predicted end.
+ *     a job after another one (after_job) waits until that one's predicted end, or until
+ *     gw_cal_pending.after_end where the caller times that one (a job on MIG slices: the
+ *     slice replay's end, core/predict_mig.h; one it cannot time makes the job held).
  * Every instant is wall-clock time, like bookings. */
 #pragma once
 #include <stdbool.h>

@@ -25,8 +25,8 @@ static bool input_ok(const struct gw_mig_predict_input *in, gw_usec_t horizon, c
                 return false;
         for (size_t i = 0; i < in->n_pending; i++) {
                 const struct gw_mig_pending *p = &in->pending[i];
-                if (p->time_limit <= 0 || p->runtime < 0 || p->ask.count < 1 || p->ask.count > GW_MIG_COUNT_MAX ||
-                    !gw_mig_profile_valid(p->ask.profile))
+                if (p->time_limit <= 0 || p->runtime < 0 || p->after_end < 0 || p->ask.count < 1 ||
+                    p->ask.count > GW_MIG_COUNT_MAX || !gw_mig_profile_valid(p->ask.profile))
                         return false;
         }
         return true;
@@ -39,6 +39,11 @@ static void free_ended(struct mig_replay *r, size_t n_slots, gw_usec_t t) {
                         r->slots[k].job_id = 0;
                         r->ends[k] = GW_USEC_INFINITY;
                 }
+}
+
+/* The earliest start known of p: its backoff's end or the end of the job it follows. */
+static gw_usec_t earliest(const struct gw_mig_pending *p) {
+        return p->after_end > p->not_before ? p->after_end : p->not_before;
 }
 
 /* The run time the replay gives a started job. */
@@ -54,7 +59,7 @@ static void place_at(const struct gw_mig_predict_input *in, struct mig_replay *r
         size_t pick[GW_MIG_COUNT_MAX];
         for (size_t i = 0; i < in->n_pending; i++) {
                 const struct gw_mig_pending *p = &in->pending[i];
-                if (r->placed[i] || p->not_before > t)
+                if (r->placed[i] || earliest(p) > t)
                         continue;
                 int rc = gw_mig_place(r->slots, in->n_slots, &p->ask, pick);
                 if (rc == -ENOENT) { /* no GPU in service has the profile: nothing frees one */
@@ -77,15 +82,15 @@ static void place_at(const struct gw_mig_predict_input *in, struct mig_replay *r
 }
 
 /* The next instant after t at which something can change: a holder's end or a waiting job's
- * not_before; INFINITY: none. */
+ * earliest start; INFINITY: none. */
 static gw_usec_t next_instant(const struct gw_mig_predict_input *in, const struct mig_replay *r, gw_usec_t t) {
         gw_usec_t next = GW_USEC_INFINITY;
         for (size_t k = 0; k < in->n_slots; k++)
                 if (r->slots[k].job_id != 0 && r->ends[k] > t && r->ends[k] < next)
                         next = r->ends[k];
         for (size_t i = 0; i < in->n_pending; i++)
-                if (!r->placed[i] && in->pending[i].not_before > t && in->pending[i].not_before < next)
-                        next = in->pending[i].not_before;
+                if (!r->placed[i] && earliest(&in->pending[i]) > t && earliest(&in->pending[i]) < next)
+                        next = earliest(&in->pending[i]);
         return next;
 }
 
@@ -116,8 +121,8 @@ int gw_predict_mig_starts(const struct gw_mig_predict_input *in, gw_usec_t now, 
                                                  .end = GW_USEC_INFINITY };
                 r.placed[i] = in->pending[i].held;
         }
-        /* Each instant starts a job or frees a slot for good, so the loop is bounded by the
-         * jobs and slots; the horizon ends it sooner. */
+        /* Each instant starts a job, frees a slot for good or ends a job's wait, so the loop
+         * is bounded by the jobs and slots; the horizon ends it sooner. */
         for (gw_usec_t t = now; rc == 0 && t < stop && !all_placed(&r, in->n_pending); t = next_instant(in, &r, t)) {
                 free_ended(&r, in->n_slots, t);
                 place_at(in, &r, t, limits_only, out);

@@ -11,6 +11,9 @@
  *     gw_mig_place finds them; one that does not fit keeps no later one from starting;
  *   - a started job runs for its expected run time (runtime, 0: its time limit), clipped
  *     to its limit; with limits_only every job runs its whole limit (the promise);
+ *   - a job after another one starts no earlier than that one's end as the caller gives it
+ *     (after_end: a running job's end, or a queued one's predicted end from this replay or
+ *     the whole-GPU one); the caller makes held a job after one it cannot time;
  *   - a held job, or one asking for a profile no GPU in service has, gets no start.
  * Instants are wall-clock time, as in core/predict.h. */
 #pragma once
@@ -35,7 +38,8 @@ struct gw_mig_pending {
         gw_usec_t time_limit; /* > 0 */
         gw_usec_t runtime; /* expected run time, 0: its time limit */
         gw_usec_t not_before; /* earliest start (a retry's backoff), 0: none */
-        bool held; /* no prediction: held, or waiting on a job */
+        gw_usec_t after_end; /* the end of the job it follows (after_job), 0: none */
+        bool held; /* no prediction: held, or waiting on a job the caller cannot time */
 };
 
 struct gw_mig_predict_input {

@@ -209,6 +209,36 @@ class MigSlicesTest(DaemonTest):
         self.assertAlmostEqual(d.job(b)["latest_start"], ja["start_time"] + 600, delta=5)
         self.assertEqual(d.job(b)["state"], "PENDING")
 
+    def test_predicted_start_after_a_queued_slice_job_and_of_a_slice_job_after_a_whole_one(self):
+        d = self.d
+        self.mig_gpu0("1g.10gb")  # one slice; GPU 1 stays whole and free
+        a = d.submit_api(["sleep", "600"], 600, mig={"profile": "1g.10gb"})
+        ja = d.wait_state(a, "RUNNING")
+        b = d.submit_api(["sleep", "600"], 300, mig={"profile": "1g.10gb"})
+        # The free whole GPU waits for b, which waits for a's slice: c starts when b ends.
+        c = d.submit("--after", f"{b}:any", "--time", "10m", "--", "sleep", "600")
+        # A slice job after a whole-GPU one starts when that one ends (its limit: no history).
+        e = d.submit("--gpus", "1g.10gb", "--after", f"{c}:any", "--time", "5m", "--", "sleep", "600")
+        wait_until(lambda: d.job(c)["predicted_start"], what="c's predicted start")
+        start = wait_until(lambda: d.job(e)["predicted_start"], what="e's predicted start")
+        pb, pc = d.job(b)["training"]["prediction"], d.job(c)["training"]["prediction"]
+        self.assertAlmostEqual(pb["predicted_start"], ja["start_time"] + 600, delta=5)
+        self.assertAlmostEqual(pb["predicted_end"], ja["start_time"] + 900, delta=5)
+        self.assertGreaterEqual(pc["predicted_start"], pb["predicted_end"])
+        self.assertAlmostEqual(pc["predicted_start"], pb["predicted_end"], delta=1)
+        self.assertAlmostEqual(pc["latest_start"], pb["predicted_end"], delta=1)
+        self.assertIsNone(pc["predicted_wait"])
+        self.assertAlmostEqual(start, pc["predicted_end"], delta=1)
+        self.assertAlmostEqual(pc["predicted_end"], ja["start_time"] + 1500, delta=5)
+        # A slice job no GPU can ever take: the job after it is told what it waits for.
+        f = d.submit_api(["sleep", "60"], 60, mig={"profile": "2g.20gb"})
+        g = d.submit("--after", f"{f}:any", "--", "sleep", "60")
+        pg = wait_until(lambda: (lambda p: not p["why_none"].startswith("not predicted yet") and p)(
+            d.job(g)["training"]["prediction"]), what="g's prediction")
+        self.assertIsNone(pg["predicted_start"])
+        self.assertEqual(pg["why_none"], f"after job {f} ends")
+        self.assertEqual(d.job(g)["predicted_wait"], f"after job {f} ends")
+
     def test_a_slice_counts_its_share_of_the_gpu_in_gpu_hours(self):
         d = self.d
         self.mig_gpu0("3g.40gb,2g.20gb,1g.10gb")

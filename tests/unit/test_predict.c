@@ -291,6 +291,41 @@ static void held_dependency_backoff(void **state) {
         expect(&w, 2, NOW, NOW + HOUR, M(0));
 }
 
+/* A job after one the replay does not time (a slice job: held here, timed by the slice
+ * replay) waits for the end the caller gives, not forever; the GPU it would have had goes to
+ * the job behind it meanwhile.  The later of that end and a backoff counts; an end already
+ * past is no wait; a negative one is refused. */
+static void dependency_end_given_by_the_caller(void **state) {
+        struct world w;
+        (void) state;
+        world_init(&w, 1);
+        pending(&w, 60, 1, HOUR, 0)->held = true; /* the slice job */
+        struct gw_cal_pending *after = pending(&w, 61, 1, HOUR, 0);
+        after->after_job = 60;
+        after->after_end = NOW + 90 * MIN;
+        pending(&w, 62, 1, HOUR, 0);
+        predict(&w, 72 * HOUR);
+        expect(&w, 0, INF, INF, 0);
+        expect(&w, 1, NOW + 90 * MIN, NOW + 150 * MIN, M(0)); /* job 62 ran meanwhile */
+        expect(&w, 2, NOW, NOW + HOUR, M(0));
+        /* Without it, the held job keeps it waiting: that is what the caller avoids. */
+        w.pend[1].after_end = 0;
+        predict(&w, 72 * HOUR);
+        expect(&w, 1, INF, INF, 0);
+
+        w.pend[1].after_end = NOW + 90 * MIN;
+        w.pend[1].not_before = NOW + 2 * HOUR;
+        predict(&w, 72 * HOUR);
+        expect(&w, 1, NOW + 2 * HOUR, NOW + 3 * HOUR, M(0));
+        w.pend[1].not_before = 0;
+        w.pend[1].after_end = NOW - MIN;
+        predict(&w, 72 * HOUR);
+        expect(&w, 1, NOW, NOW + HOUR, M(0));
+        expect(&w, 2, NOW + HOUR, NOW + 2 * HOUR, M(0));
+        w.pend[1].after_end = -1;
+        assert_int_equal(gw_predict_starts(&w.in, NOW, HOUR, w.out), -EINVAL);
+}
+
 /* Only starts before the horizon; a drained GPU is never given; bad input is refused. */
 static void horizon_and_input(void **state) {
         struct world w;
@@ -458,6 +493,7 @@ int main(void) {
                 cmocka_unit_test(bookings),
                 cmocka_unit_test(booking_on_broken_gpu),
                 cmocka_unit_test(held_dependency_backoff),
+                cmocka_unit_test(dependency_end_given_by_the_caller),
                 cmocka_unit_test(horizon_and_input),
                 cmocka_unit_test(long_queue),
                 cmocka_unit_test(job_key),

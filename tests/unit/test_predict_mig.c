@@ -107,11 +107,36 @@ static void unknown_holders_and_overdue_ends(void **state) {
         assert_int_equal(gw_predict_mig_starts(&in, NOW, 0, false, out), -EINVAL);
 }
 
+/* A slice job after another job starts no earlier than the end the caller gives for it (a
+ * whole-GPU job's predicted end): the free slice goes to the job behind it meanwhile, and it
+ * takes the slice when that job's run ends.  The later of that end and a backoff counts. */
+static void waits_for_the_end_of_the_job_it_follows(void **state) {
+        (void) state;
+        struct gw_mig_slot slots[] = { slot(0, "1g.10gb", 0) };
+        struct gw_mig_pending q[] = { ask(40, "1g.10gb", 1, 60 * MIN), ask(41, "1g.10gb", 1, 30 * MIN) };
+        q[0].after_end = NOW + 10 * MIN;
+        struct gw_mig_predict_input in = { slots, 1, NULL, 0, q, 2 };
+        struct gw_prediction out[2];
+        assert_int_equal(gw_predict_mig_starts(&in, NOW, HORIZON, false, out), 0);
+        assert_int_equal(out[1].start, NOW);
+        assert_int_equal(out[0].start, NOW + 30 * MIN);
+        assert_int_equal(out[0].end, NOW + 90 * MIN);
+        q[0].after_end = NOW + 45 * MIN;
+        assert_int_equal(gw_predict_mig_starts(&in, NOW, HORIZON, false, out), 0);
+        assert_int_equal(out[0].start, NOW + 45 * MIN); /* the slice was free from +30m */
+        q[0].not_before = NOW + 50 * MIN;
+        assert_int_equal(gw_predict_mig_starts(&in, NOW, HORIZON, false, out), 0);
+        assert_int_equal(out[0].start, NOW + 50 * MIN);
+        q[0].after_end = -1;
+        assert_int_equal(gw_predict_mig_starts(&in, NOW, HORIZON, false, out), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(waits_for_a_free_slice),
                 cmocka_unit_test(queue_order_without_reservation),
                 cmocka_unit_test(unknown_holders_and_overdue_ends),
+                cmocka_unit_test(waits_for_the_end_of_the_job_it_follows),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,9 @@
  *     at most every PREDICT_EVERY, and never within PREDICT_QUIET of a job's start;
  *   - beside that estimate, j->latest_start: the same replay on time limits alone
  *     (gw_predict_latest_starts), the start the scheduler promises as long as every job
- *     keeps its limit.  Both are for the attempt queued then (j->predicted_attempt).
+ *     keeps its limit.  Both are for the attempt queued then (j->predicted_attempt);
+ *   - slice jobs by gw_predict_mig_starts beside it, and a job of either kind after a job of
+ *     the other by the end the other replay gave that job (dep_links: rounds of both).
  * The run times are cached per (user, key) for RUNTIME_TTL, or until a job completes: a
  * history query per queued job and per pass would cost more than the prediction.  The cache is this file's static state:
  * one daemon per process. */
@@ -42,7 +44,8 @@
 #define PREDICT_QUIET (100 * GW_USEC_PER_MSEC)
 /* Its cost grows with the queued jobs it replays (about 3 ms for 500 against 12 ms for
  * 2,000 on a 64-GPU host with 500 bookings, gw-bench-schedule, per replay; a prediction
- * runs two, the estimate and the promise): the first 500 in queue
+ * runs two, the estimate and the promise, and both again in each further round, up to
+ * PREDICT_ROUNDS, only where jobs follow jobs of the other replay): the first 500 in queue
  * order (held ones included) get a prediction, the others none (null in the API).  What
  * people read is the head of the queue; leaving the rest out can only make a start
  * earlier where a job further back would have backfilled ahead of it. */
@@ -260,8 +263,7 @@ static size_t slice_runs(const struct gw_daemon *d, const struct calendar_view *
 }
 
 /* The first n queued jobs' slice asks, in queue order; *ret_at[k] is the queue index of the
- * k-th.  A job waiting on another one gets no prediction (held): the slice replay does not
- * time dependencies. */
+ * k-th.  Their dependencies are set per replay (set_slice_deps). */
 static size_t slice_asks(const struct gw_daemon *d, const struct calendar_view *v, size_t n,
                          struct gw_mig_pending *asks, size_t *at) {
         size_t k = 0;
@@ -269,14 +271,10 @@ static size_t slice_asks(const struct gw_daemon *d, const struct calendar_view *
                 const struct gw_job *j = d->jobs.queue[i]->job;
                 if (!j->mig_profile)
                         continue;
-                const struct gw_djob *dep = j->after_job > 0 ? gw_jobmap_get(&d->jobs.map, j->after_job) : NULL;
-                bool waits = dep && (dep->job->state == GW_JOB_PENDING || dep->job->state == GW_JOB_HELD ||
-                                     dep->job->state == GW_JOB_RUNNING);
                 asks[k] = (struct gw_mig_pending){ .id = j->id,
                                                    .time_limit = v->pending[i].time_limit,
                                                    .runtime = v->pending[i].runtime,
-                                                   .not_before = j->not_before,
-                                                   .held = j->state == GW_JOB_HELD || waits };
+                                                   .not_before = j->not_before };
                 snprintf(asks[k].ask.profile, sizeof asks[k].ask.profile, "%s", j->mig_profile);
                 asks[k].ask.count = j->mig_count > 0 ? j->mig_count : 1;
                 at[k++] = i;
@@ -284,10 +282,137 @@ static size_t slice_asks(const struct gw_daemon *d, const struct calendar_view *
         return k;
 }
 
+/* ---- Dependencies across the two replays ----
+ * The whole-GPU replay times a job after a whole-GPU job, queued or running, and after a
+ * running slice job (running jobs are in its input); the slice replay times none.  The
+ * others get the end of the job they follow from outside: a running job's end, or the
+ * predicted end a replay gave that job, which may come from the other replay.  Each replay
+ * reads the ends the last round gave, so the two run in rounds until those ends no longer
+ * change: one more round per step of a chain from one replay to the other.  Without such a
+ * dependency that is one round, as before; after PREDICT_ROUNDS the last round stands, and
+ * a job further down a longer chain has no end to wait for, so no prediction. */
+#define PREDICT_ROUNDS 4
+
+enum dep_from {
+        DEP_NONE, /* none, or one the whole-GPU replay times itself */
+        DEP_UNKNOWN, /* one no replay times (held, queued beyond the first n): no prediction */
+        DEP_RUNNING, /* a running job: est/promise are its ends */
+        DEP_QUEUED, /* a queued job among the first n: at is its queue index */
+};
+
+struct dep_link {
+        enum dep_from from;
+        size_t at;
+        gw_usec_t est, promise;
+};
+
+struct id_at {
+        int64_t id;
+        size_t at;
+};
+
+static int cmp_id_at(const void *a, const void *b) {
+        return cmp_id(&((const struct id_at *) a)->id, &((const struct id_at *) b)->id);
+}
+
+/* A running job's ends as the whole-GPU replay takes them: min(ETA, limit), and the limit. */
+static void running_ends(const struct calendar_view *v, int64_t id, struct dep_link *l) {
+        for (size_t i = 0; i < v->in.n_running; i++)
+                if (v->running[i].id == id) {
+                        const struct gw_cal_job *c = &v->running[i];
+                        *l = (struct dep_link){ DEP_RUNNING, 0, c->eta > 0 && c->eta < c->end ? c->eta : c->end,
+                                                c->end };
+                        return;
+                }
+        l->from = DEP_UNKNOWN; /* running but not in the view: nothing to time it by */
+}
+
+static struct dep_link link_of(const struct gw_daemon *d, const struct calendar_view *v, const struct id_at *ids,
+                               size_t n, size_t i) {
+        const struct gw_job *j = d->jobs.queue[i]->job;
+        const struct gw_djob *dep = j->after_job > 0 ? gw_jobmap_get(&d->jobs.map, j->after_job) : NULL;
+        struct dep_link l = { DEP_NONE, 0, 0, 0 };
+        if (!dep ||
+            (dep->job->state != GW_JOB_PENDING && dep->job->state != GW_JOB_HELD && dep->job->state != GW_JOB_RUNNING))
+                return l;
+        bool whole = !j->mig_profile, dep_whole = !dep->job->mig_profile;
+        if (dep->job->state == GW_JOB_RUNNING) {
+                if (!whole)
+                        running_ends(v, dep->job->id, &l);
+                return l;
+        }
+        struct id_at key = { .id = dep->job->id };
+        const struct id_at *at =
+                dep->job->state == GW_JOB_PENDING ? bsearch(&key, ids, n, sizeof *ids, cmp_id_at) : NULL;
+        /* A whole-GPU job after a held or far-back job is held by the replay (hold_deps_beyond). */
+        if (whole && (dep_whole || !at))
+                return l;
+        l.from = at ? DEP_QUEUED : DEP_UNKNOWN;
+        l.at = at ? at->at : 0;
+        return l;
+}
+
+/* The first n queued jobs' links, or NULL where none needs one (no feeds, one round). */
+static struct dep_link *dep_links(const struct gw_daemon *d, const struct calendar_view *v, size_t n) {
+        _cleanup_free_ struct id_at *ids = gw_xcalloc(n + 1, sizeof *ids);
+        for (size_t i = 0; i < n; i++)
+                ids[i] = (struct id_at){ v->pending[i].id, i };
+        qsort(ids, n, sizeof *ids, cmp_id_at);
+        _cleanup_free_ struct dep_link *links = gw_xcalloc(n + 1, sizeof *links);
+        bool any = false;
+        for (size_t i = 0; i < n; i++) {
+                links[i] = link_of(d, v, ids, n, i);
+                any = any || links[i].from != DEP_NONE;
+        }
+        return any ? TAKE_PTR(links) : NULL;
+}
+
+/* The ends each job waits for by the results so far (res: the estimate or the promise), into
+ * feed: 0 none, GW_USEC_INFINITY one not timed (no prediction).  Whether any changed. */
+static bool feed_ends(const struct dep_link *links, size_t n, const struct gw_prediction *res, bool promise,
+                      gw_usec_t *feed) {
+        bool changed = false;
+        for (size_t i = 0; links && i < n; i++) {
+                const struct dep_link *l = &links[i];
+                gw_usec_t e = l->from == DEP_UNKNOWN   ? GW_USEC_INFINITY
+                              : l->from == DEP_RUNNING ? (promise ? l->promise : l->est)
+                              : l->from == DEP_QUEUED
+                                      ? (res[l->at].start == GW_USEC_INFINITY ? GW_USEC_INFINITY : res[l->at].end)
+                                      : 0;
+                changed = changed || e != feed[i];
+                feed[i] = e;
+        }
+        return changed;
+}
+
+/* The whole-GPU replay's input with these ends: a job after one not timed is held, and so
+ * is a slice job, which waits for slices, not whole GPUs (the scheduler leaves it out too). */
+static void set_whole_deps(const struct gw_daemon *d, struct calendar_view *v, size_t n, const bool *held,
+                           const gw_usec_t *feed) {
+        for (size_t i = 0; i < n; i++) {
+                v->pending[i].held = held[i] || d->jobs.queue[i]->job->mig_profile || feed[i] == GW_USEC_INFINITY;
+                v->pending[i].after_end = feed[i] == GW_USEC_INFINITY ? 0 : feed[i];
+        }
+}
+
+static void set_slice_deps(struct gw_mig_pending *asks, const size_t *at, size_t n_asks, const bool *held,
+                           const gw_usec_t *feed) {
+        for (size_t k = 0; k < n_asks; k++) {
+                asks[k].held = held[at[k]] || feed[at[k]] == GW_USEC_INFINITY;
+                asks[k].after_end = feed[at[k]] == GW_USEC_INFINITY ? 0 : feed[at[k]];
+        }
+}
+
+/* What one round reads, per queued job: held whatever it follows, and the ends it waits for. */
+struct round_in {
+        const bool *held;
+        const gw_usec_t *est_feed, *promise_feed;
+};
+
 /* Predicts the slice jobs among the first n queued ones (core/predict_mig.h) into out and
  * latest, at their queue indexes.  0 or -errno. */
 static int predict_slices(struct gw_daemon *d, const struct calendar_view *v, size_t n, gw_usec_t wall,
-                          struct gw_prediction *out, struct gw_prediction *latest) {
+                          const struct round_in *ri, struct gw_prediction *out, struct gw_prediction *latest) {
         _cleanup_free_ struct gw_mig_pending *asks = gw_xcalloc(n + 1, sizeof *asks);
         _cleanup_free_ size_t *at = gw_xcalloc(n + 1, sizeof *at);
         size_t n_asks = slice_asks(d, v, n, asks, at);
@@ -299,12 +424,58 @@ static int predict_slices(struct gw_daemon *d, const struct calendar_view *v, si
         struct gw_mig_predict_input in = { slots, n_slots, runs, slice_runs(d, v, runs), asks, n_asks };
         _cleanup_free_ struct gw_prediction *est = gw_xcalloc(n_asks, sizeof *est);
         _cleanup_free_ struct gw_prediction *promise = gw_xcalloc(n_asks, sizeof *promise);
+        set_slice_deps(asks, at, n_asks, ri->held, ri->est_feed);
         int r = gw_predict_mig_starts(&in, wall, PREDICT_HORIZON, false, est);
+        set_slice_deps(asks, at, n_asks, ri->held, ri->promise_feed);
         if (r == 0)
                 r = gw_predict_mig_starts(&in, wall, PREDICT_HORIZON, true, promise);
         for (size_t k = 0; r == 0 && k < n_asks; k++) {
                 out[at[k]] = est[k];
                 latest[at[k]] = promise[k];
+        }
+        return r;
+}
+
+/* One round: both replays with the ends in ri, into out (the estimate) and latest (the promise). */
+static int predict_round(struct gw_daemon *d, struct calendar_view *v, size_t n, gw_usec_t wall,
+                         const struct round_in *ri, struct gw_prediction *out, struct gw_prediction *latest) {
+        set_whole_deps(d, v, n, ri->held, ri->est_feed);
+        int r = gw_predict_starts(&v->in, wall, PREDICT_HORIZON, out);
+        bool same = !memcmp(ri->est_feed, ri->promise_feed, n * sizeof *ri->est_feed);
+        if (r == 0 && same && gw_predict_limits_only(&v->in)) /* one replay is both: no ETA, no run time */
+                memcpy(latest, out, n * sizeof *out);
+        else if (r == 0) {
+                set_whole_deps(d, v, n, ri->held, ri->promise_feed);
+                r = gw_predict_latest_starts(&v->in, wall, PREDICT_HORIZON, latest);
+        }
+        if (r == 0)
+                r = predict_slices(d, v, n, wall, ri, out, latest);
+        return r;
+}
+
+/* The predictions of the first n queued jobs of v into out and latest: rounds of both
+ * replays while the ends of the jobs others follow move (see dep_links).  0 or -errno. */
+static int predict_rounds(struct gw_daemon *d, struct calendar_view *v, size_t n, gw_usec_t wall,
+                          struct gw_prediction *out, struct gw_prediction *latest) {
+        _cleanup_free_ bool *held = gw_xcalloc(n + 1, sizeof *held);
+        for (size_t i = 0; i < n; i++) {
+                held[i] = v->pending[i].held;
+                /* None yet: a job after a queued one not timed by its own replay waits for a round. */
+                out[i] = latest[i] = (struct gw_prediction){ .id = v->pending[i].id,
+                                                             .start = GW_USEC_INFINITY,
+                                                             .end = GW_USEC_INFINITY };
+        }
+        _cleanup_free_ struct dep_link *links = dep_links(d, v, n);
+        _cleanup_free_ gw_usec_t *est_feed = gw_xcalloc(n + 1, sizeof *est_feed);
+        _cleanup_free_ gw_usec_t *promise_feed = gw_xcalloc(n + 1, sizeof *promise_feed);
+        struct round_in ri = { held, est_feed, promise_feed };
+        int r = 0;
+        for (int round = 0; r == 0 && round < PREDICT_ROUNDS; round++) {
+                bool moved = feed_ends(links, n, out, false, est_feed);
+                moved = feed_ends(links, n, latest, true, promise_feed) || moved;
+                if (round > 0 && !moved)
+                        break;
+                r = predict_round(d, v, n, wall, &ri, out, latest);
         }
         return r;
 }
@@ -328,20 +499,9 @@ void gw_training_predict(struct gw_daemon *d, bool force) {
         size_t n = v.in.n_pending < PREDICT_MAX_JOBS ? v.in.n_pending : PREDICT_MAX_JOBS;
         v.in.n_pending = n;
         hold_deps_beyond(d, v.pending, n);
-        /* Slice jobs wait for slices, not whole GPUs: the whole-GPU replay leaves them out
-         * (as the scheduler does) and predict_slices times them. */
-        for (size_t i = 0; i < n; i++)
-                if (d->jobs.queue[i]->job->mig_profile)
-                        v.pending[i].held = true;
         _cleanup_free_ struct gw_prediction *out = gw_xcalloc(n + 1, sizeof *out);
         _cleanup_free_ struct gw_prediction *latest = gw_xcalloc(n + 1, sizeof *latest);
-        int r = gw_predict_starts(&v.in, wall, PREDICT_HORIZON, out);
-        if (r == 0 && gw_predict_limits_only(&v.in)) /* one replay is both: no ETA, no run time */
-                memcpy(latest, out, n * sizeof *out);
-        else if (r == 0)
-                r = gw_predict_latest_starts(&v.in, wall, PREDICT_HORIZON, latest);
-        if (r == 0)
-                r = predict_slices(d, &v, n, wall, out, latest);
+        int r = predict_rounds(d, &v, n, wall, out, latest);
         if (r < 0)
                 log_debug("predicted starts: %s", strerror(-r));
         remember_seen(d, n);
