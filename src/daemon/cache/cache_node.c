@@ -371,6 +371,16 @@ static struct gw_cache_ver *version(const struct gw_cache_entry *e, int v) {
 /* Removes the rewritten data YAMLs (yaml/node-PID-START-SEQ.yaml) whose asker is gone: those
  * of steps still connected when an agent before this one stopped, whose connection's close
  * never came to remove them.  An asker that still lives may still read its own. */
+/* Whether name is the YAML of an asker this stager serves (one whose pid is unknown has 0). */
+static bool asker_yaml(const struct stager *s, const char *name) {
+        for (const struct asker *a = s->askers; a; a = a->next) {
+                const char *base = a->cj.yaml ? strrchr(a->cj.yaml, '/') : NULL;
+                if (base && !strcmp(base + 1, name))
+                        return true;
+        }
+        return false;
+}
+
 static void yaml_sweep(struct stager *s) {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/yaml", s->c.dir) < 0)
@@ -384,7 +394,7 @@ static void yaml_sweep(struct stager *s) {
                 uint64_t start;
                 unsigned seq;
                 if (sscanf(de->d_name, "node-%d-%" SCNu64 "-%u.yaml%n", &pid, &start, &seq, &end) != 3 ||
-                    de->d_name[end] || (pid > 0 && gw_proc_is(pid, start)))
+                    de->d_name[end] || (pid > 0 && gw_proc_is(pid, start)) || asker_yaml(s, de->d_name))
                         continue;
                 if (unlinkat(dirfd(dir), de->d_name, 0) < 0 && errno != ENOENT)
                         log_warn("stager: cannot remove %s/%s: %s", path, de->d_name, strerror(errno));
