@@ -38,6 +38,7 @@
 /* The head of a command line read: a step's is "gpuwardd --scratch-run DIR ...", DIR under
  * PATH_MAX; a longer one is cut, never overrun. */
 #define CMDLINE_MAX (PATH_MAX + 256)
+#define STEP_FLAG "--scratch-run"
 
 struct candidate {
         char name[64];
@@ -91,7 +92,8 @@ static void mark_live(const char *cmd, size_t len, struct candidate *c, size_t n
         for (const char *a = cmd; a < end;) {
                 size_t al = strnlen(a, (size_t) (end - a));
                 const char *next = a + al + 1;
-                if (strcmp(a, "--scratch-run") || next >= end) {
+                /* The last argument may be cut (no NUL): compared within the bytes read. */
+                if (al != sizeof STEP_FLAG - 1 || memcmp(a, STEP_FLAG, al) || next >= end) {
                         a = next;
                         continue;
                 }
