@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +74,45 @@ bool gw_scratch_name_valid(const char *name, int64_t job, int attempt) {
         if (strlen(hex) != 2 * GW_SCRATCH_NAME_RANDOM)
                 return false;
         return strspn(hex, "0123456789abcdef") == 2 * GW_SCRATCH_NAME_RANDOM;
+}
+
+/* The positive decimal at *p (no sign, no leading zero, at most max), *p moved past it: 0, or
+ * -EINVAL. */
+static int parse_positive(const char **p, int64_t max, int64_t *ret) {
+        const char *s = *p;
+        int64_t v = 0;
+        if (*s < '1' || *s > '9')
+                return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                int d = *s - '0';
+                if (v > (max - d) / 10)
+                        return -EINVAL;
+                v = v * 10 + d;
+        }
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+int gw_scratch_name_parse(const char *name, int64_t *ret_job, int *ret_attempt) {
+        if (!name)
+                return -EINVAL;
+        const char *p = name;
+        int64_t job, attempt;
+        if (parse_positive(&p, INT64_MAX, &job) < 0 || *p++ != '-' || parse_positive(&p, INT_MAX, &attempt) < 0)
+                return -EINVAL;
+        if (*p == '-') {
+                p++;
+                size_t l = strlen(p);
+                if (l != 2 * GW_SCRATCH_NAME_RANDOM || strspn(p, "0123456789abcdef") != l)
+                        return -EINVAL;
+        } else if (*p)
+                return -EINVAL;
+        if (ret_job)
+                *ret_job = job;
+        if (ret_attempt)
+                *ret_attempt = (int) attempt;
+        return 0;
 }
 
 static bool has_dotdot(const char *rel) {

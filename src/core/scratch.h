@@ -64,6 +64,13 @@ int gw_scratch_name(int64_t job, int attempt, const uint8_t *rnd, char *buf, siz
  * read back from the store, checked before it becomes a path). */
 bool gw_scratch_name_valid(const char *name, int64_t job, int attempt);
 
+/* Whether name is an attempt's folder name as gw_scratch_name makes them, with or without
+ * its random part ("17-3-0a1b2c3d4e5f", "17-3"): JOB and ATTEMPT positive decimal integers
+ * without leading zeros, JOB at most INT64_MAX and ATTEMPT at most INT_MAX.  0 with *ret_job
+ * and *ret_attempt (each may be NULL), or -EINVAL.  A node's sweep of dead steps' folders
+ * reads the names of a folder users write in, so anything else is not its to remove. */
+int gw_scratch_name_parse(const char *name, int64_t *ret_job, int *ret_attempt);
+
 /* The folder of the shared folder cwd that a retry resuming from ckpt gets restored into its
  * new scratch folder, relative to cwd, into buf (n bytes): RUN of cwd/RUN/weights/X.pt, else
  * the checkpoint's own folder.  0; -EINVAL when ckpt is not in a folder below cwd or the

@@ -4,6 +4,7 @@ import os
 import pwd
 import socket
 import subprocess
+import tempfile
 import unittest
 
 from gwtest import FAKE_NVML, GPUWARD, GPUWARDD, IS_ROOT, DaemonTest, main
@@ -287,6 +288,22 @@ class AgentOptionsTest(unittest.TestCase):
             self.assertIn(f"--cache-copies: '{bad}' is not a count from 1 to 64", p.stderr)
         p = subprocess.run([GPUWARDD, "--agent", "--help"], capture_output=True, text=True, timeout=30)
         self.assertIn("[--cache-copies N]", p.stdout)
+
+    def test_scratch_dir_is_an_existing_folder(self):
+        with tempfile.TemporaryDirectory() as d:
+            afile, link = os.path.join(d, "file"), os.path.join(d, "link")
+            open(afile, "w").close()
+            os.symlink(d, link)
+            for bad, why in (("scratch", "is not an absolute folder of at most 512 bytes"),
+                             ("/" + "x" * 600, "is not an absolute folder of at most 512 bytes"),
+                             (os.path.join(d, "none"), "No such file or directory"),
+                             (afile, "Not a directory"), (link, "cannot open")):
+                p = self.agent("--scratch-dir", bad)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("--scratch-dir: ", p.stderr)
+                self.assertIn(why, p.stderr)
+        p = subprocess.run([GPUWARDD, "--agent", "--help"], capture_output=True, text=True, timeout=30)
+        self.assertIn("[--scratch-dir DIR]", p.stdout)
 
 
 class RootRefusedTest(DaemonTest):

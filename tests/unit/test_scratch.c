@@ -181,11 +181,65 @@ static void relays(void **state) {
                 assert_int_equal(gw_scratch_relayed(not_relays[i]), -EINVAL);
 }
 
+/* The sweep of a node's dead steps' folders takes only the names an attempt's folder has:
+ * each made name parses back to its job and attempt; a user's own folder's does not. */
+static void names_parsed(void **state) {
+        (void) state;
+        static const uint8_t rnd[GW_SCRATCH_NAME_RANDOM] = { 0x01, 0x23, 0x45, 0x67, 0x89, 0xab };
+        char buf[64];
+        int64_t job = 0;
+        int attempt = 0;
+        for (int with = 0; with < 2; with++) {
+                assert_int_equal(gw_scratch_name(9007199254740993LL, 2147483647, with ? rnd : NULL, buf, sizeof buf),
+                                 0);
+                assert_int_equal(gw_scratch_name_parse(buf, &job, &attempt), 0);
+                assert_true(job == 9007199254740993LL);
+                assert_int_equal(attempt, 2147483647);
+        }
+        assert_int_equal(gw_scratch_name_parse("5-1", NULL, NULL), 0);
+        assert_int_equal(gw_scratch_name_parse("5-1-0123456789ab", &job, &attempt), 0);
+        assert_true(job == 5);
+        assert_int_equal(attempt, 1);
+        assert_int_equal(gw_scratch_name_parse("9223372036854775807-1", &job, NULL), 0);
+        assert_true(job == INT64_MAX);
+        static const char *const bad[] = {
+                "",
+                "notes",
+                "5",
+                "5-",
+                "-1",
+                "5--1",
+                "0-1",
+                "5-0",
+                "05-1",
+                "5-01",
+                "+5-1",
+                "5-1-",
+                "5-1-0123456789a",
+                "5-1-0123456789abc",
+                "5-1-0123456789AB",
+                "5-1-0123456789ag",
+                "5-1-0123456789ab/",
+                "5-1x",
+                " 5-1",
+                "5-1 ",
+                "9223372036854775808-1",
+                "5-2147483648",
+                "5-1-0123456789ab-",
+                ".",
+                "..",
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+                assert_int_equal(gw_scratch_name_parse(bad[i], &job, &attempt), -EINVAL);
+        assert_int_equal(gw_scratch_name_parse(NULL, &job, &attempt), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(kinds),           cmocka_unit_test(incremental), cmocka_unit_test(stable),
                 cmocka_unit_test(whole_zip),       cmocka_unit_test(map),         cmocka_unit_test(names),
                 cmocka_unit_test(names_read_back), cmocka_unit_test(restore_sub), cmocka_unit_test(relays),
+                cmocka_unit_test(names_parsed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,9 +28,14 @@
 #include "daemon/agent/agent.h"
 #include "daemon/cache/cache_node.h"
 #include "daemon/observe/sampler.h"
+#include "daemon/scratch/scratch.h"
 #include "gpu/gpu.h"
 
 #define IO_TIMEOUT_SEC 5
+/* How often dead steps' scratch folders are swept (--scratch-dir): a folder is left only by a
+ * step killed outright or a node that died, so a few a day at most; each sweep reads all of
+ * /proc. */
+#define SCRATCH_SWEEP_EVERY (10 * 60 * GW_USEC_PER_SEC)
 
 struct agent {
         char host[256], port[16], path[512]; /* of the controller's URL */
@@ -66,6 +71,8 @@ struct agent {
         size_t nsbuf;
         struct gw_cache_staged staged[GW_AGENT_MAX_STAGED];
         size_t n_staged;
+        const char *scratch_dir; /* --scratch-dir: its dead steps' folders swept; NULL: none */
+        gw_usec_t next_sweep; /* monotonic */
 };
 
 static volatile sig_atomic_t stopping;
@@ -79,6 +86,7 @@ static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --tok
                                  "                [--sample-interval SEC] [--nvml-lib PATH]\n"
                                  "                [--cache-dir DIR [--cache-size SIZE] [--cache-sources LIST]\n"
                                  "                 [--cache-copies N] [--stage-socket PATH]]\n"
+                                 "                [--scratch-dir DIR]\n"
                                  "\n"
                                  "Run as a Slurm compute node's agent: sample this node's GPUs each interval, tell\n"
                                  "each GPU process's Slurm job from /proc/PID/cgroup, and post the snapshot to the\n"
@@ -93,7 +101,12 @@ static const char agent_help[] = "Usage: gpuwardd --agent --controller URL --tok
                                  "made in DIR as the job's user from a source under LIST (a comma list of folders;\n"
                                  "empty: none), at most SIZE bytes (default 100G), least recently used entries\n"
                                  "evicted, N copies at once (1-64, default 4; the next asker waits for a slot);\n"
-                                 "how long each job held its GPUs for it goes to the controller.\n";
+                                 "how long each job held its GPUs for it goes to the controller.\n"
+                                 "\n"
+                                 "With --scratch-dir (the controller's scratch_dir, this node's folder), the folders\n"
+                                 "there that --scratch jobs' steps left (a node that died, a step killed) are\n"
+                                 "removed, at the start and every 10 minutes: a folder named JOB-ATTEMPT[-RANDOM]\n"
+                                 "whose step (gpuwardd --scratch-run DIR) no longer runs here, emptied as its owner.\n";
 
 /* "http://HOST:PORT[/PREFIX]" (a bracketed IPv6 HOST too).  0, or -EINVAL with why. */
 static int parse_url(struct agent *a, const char *url, char *why, size_t n) {
@@ -163,7 +176,8 @@ enum {
         OPT_CACHE_SIZE,
         OPT_CACHE_SOURCES,
         OPT_CACHE_COPIES,
-        OPT_STAGE_SOCKET
+        OPT_STAGE_SOCKET,
+        OPT_SCRATCH_DIR
 };
 
 /* The cache's options, bounded as gpuward.conf's cache keys are. */
@@ -207,6 +221,20 @@ static int parse_cache_opt(struct agent *a, int c, const char *v, char *why, siz
         }
 }
 
+/* --scratch-dir: the folder the sweep opens (O_NOFOLLOW: a link to it is not taken, so the
+ * refusal comes now rather than at each sweep). */
+static int check_scratch_dir(const char *v, char *why, size_t n) {
+        if (v[0] != '/' || strlen(v) > 512)
+                return snprintf(why, n, "--scratch-dir: '%.80s' is not an absolute folder of at most 512 bytes", v),
+                       -EINVAL;
+        _cleanup_close_ int fd = open(v, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return snprintf(why, n, "--scratch-dir: cannot open %s as a folder (not a link): %s", v,
+                                strerror(errno)),
+                       -EINVAL;
+        return 0;
+}
+
 static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t n) {
         static const struct option opts[] = {
                 { "agent", no_argument, NULL, OPT_AGENT },
@@ -220,6 +248,7 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 { "cache-sources", required_argument, NULL, OPT_CACHE_SOURCES },
                 { "cache-copies", required_argument, NULL, OPT_CACHE_COPIES },
                 { "stage-socket", required_argument, NULL, OPT_STAGE_SOCKET },
+                { "scratch-dir", required_argument, NULL, OPT_SCRATCH_DIR },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -267,6 +296,11 @@ static int parse_args(struct agent *a, int argc, char **argv, char *why, size_t 
                 case OPT_STAGE_SOCKET:
                         if (parse_cache_opt(a, c, optarg, why, n) < 0)
                                 return -EINVAL;
+                        break;
+                case OPT_SCRATCH_DIR:
+                        if (check_scratch_dir(optarg, why, n) < 0)
+                                return -EINVAL;
+                        a->scratch_dir = optarg;
                         break;
                 case 'h':
                         fputs(agent_help, stdout);
@@ -623,6 +657,11 @@ int gw_agent_main(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &next);
         while (!stopping) {
                 one_round(&a);
+                /* After the snapshot, which must not wait for it. */
+                if (a.scratch_dir && gw_clock_mono() >= a.next_sweep) {
+                        (void) gw_scratch_sweep(a.scratch_dir);
+                        a.next_sweep = gw_clock_mono() + SCRATCH_SWEEP_EVERY;
+                }
                 next.tv_sec += a.interval / GW_USEC_PER_SEC;
                 /* An Xid is posted at once rather than at the next round: the controller
                  * drains the node before Slurm places another job there. */

@@ -40,6 +40,14 @@ int gw_scratch_helper_main(const char *kind);
  * job's step on a Slurm node; -1 when argv does not ask for it, else its exit status. */
 int gw_scratch_step_main(int argc, char **argv);
 
+/* gpuwardd --agent --scratch-dir (scratch_sweep.c): removes the folders under dir that
+ * dead steps left (an attempt's folder's name, a real directory, and no process's command
+ * line has `--scratch-run` naming it), each emptied as its owner; a line logged for each,
+ * removed or not.  Called from the agent's loop: it waits for the helpers, at most a few
+ * minutes in all.  How many were removed, or -errno when dir or /proc cannot be read
+ * (logged). */
+int gw_scratch_sweep(const char *dir);
+
 /* Makes scratch_dir (root's, 0711) when set; with backend = slurm it is the nodes' folder,
  * left to them.  0, or -errno (logged): the daemon does not start. */
 int gw_scratch_open(struct gw_daemon *d);
