@@ -58,18 +58,24 @@ def children(pid):
     return names
 
 
+def start_with_scratch(d, more=""):
+    """Starts d with the nodes' scratch_dir (config more after it); the folder.  Each node has
+    it (here the same folder, as the nodes share this host's disk), one where users make their
+    own folders."""
+    sdir = os.path.join(d.dir, "node-scratch")
+    os.makedirs(sdir)
+    os.chmod(sdir, 0o1777)
+    d.config = f"scratch_dir = {sdir}\n{more}"
+    d.start()
+    return sdir
+
+
 @unittest.skipIf(WHY_NOT, f"no Slurm cluster here: {WHY_NOT}")
 class ClusterScratch(unittest.TestCase):
     def test_a_dead_node_resumes_from_the_newest_checkpoint_copied_back(self):
         with slurmcluster.SlurmCluster(nodes=2, gpus=4, slurmd_timeout=SLURMD_TIMEOUT) as c, \
                 gwtest.Daemon(gpus=4, extra=["--backend", "slurm"], env={"SLURM_CONF": c.conf}) as d:
-            # The nodes' scratch_dir: each node has it (here the same folder, as the nodes share
-            # this host's disk), one where users make their own folders.
-            self.sdir = os.path.join(d.dir, "node-scratch")
-            os.makedirs(self.sdir)
-            os.chmod(self.sdir, 0o1777)
-            d.config = f"scratch_dir = {self.sdir}\nscratch_interval = 1\n"
-            d.start()
+            self.sdir = start_with_scratch(d, "scratch_interval = 1\n")
             try:
                 self.node_dies(c, d)
             except BaseException:
@@ -190,11 +196,7 @@ class ClusterScratchSignals(unittest.TestCase):
         step as a relay signal and the main process from the step, once; its child none."""
         with slurmcluster.SlurmCluster(nodes=1, gpus=1) as c, \
                 gwtest.Daemon(gpus=1, extra=["--backend", "slurm"], env={"SLURM_CONF": c.conf}) as d:
-            sdir = os.path.join(d.dir, "node-scratch")
-            os.makedirs(sdir)
-            os.chmod(sdir, 0o1777)
-            d.config = f"scratch_dir = {sdir}\n"
-            d.start()
+            start_with_scratch(d)
             try:
                 self.signals_once(c, d)
             except BaseException:

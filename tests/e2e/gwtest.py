@@ -384,6 +384,44 @@ class Daemon:
         return body.decode(errors="replace")
 
 
+class LoneAgent:
+    """A node agent (gpuwardd --agent) on its own in dir: no controller answers it (its
+    snapshots fail, which it logs), a fake NVML of one GPU, a token file; its output in
+    dir/agent.log.  start(extra) runs it with extra options; stop() sends SIGTERM."""
+
+    def __init__(self, dir):
+        self.dir = dir
+        self.logfile = os.path.join(dir, "agent.log")
+        self.nvml = os.path.join(dir, "nvml")
+        os.makedirs(os.path.join(self.nvml, "procs"))
+        with open(os.path.join(self.nvml, "config"), "w") as f:
+            f.write("count=1\n")
+        self.token = os.path.join(dir, "agent.token")
+        fd = os.open(self.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"gw_" + b"0" * 64 + b"\n")
+        os.close(fd)
+        self.proc = None
+
+    def start(self, extra):
+        argv = [GPUWARDD, "--agent", "--controller", "http://127.0.0.1:9", "--token-file", self.token,
+                "--node", "gwnode", "--sample-interval", "60", "--nvml-lib", FAKE_NVML] + list(extra)
+        with open(self.logfile, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=self.nvml),
+                                         start_new_session=True)
+        return self.proc
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(20)
+        self.proc = None
+
+    def log(self):
+        with open(self.logfile, errors="replace") as f:
+            return f.read()
+
+
 def start_failure(config, gpus=1):
     """Why a daemon with this config file refused to start (what Daemon.start raised)."""
     with Daemon(gpus=gpus, config=config) as d:

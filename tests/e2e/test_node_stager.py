@@ -8,14 +8,13 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from gwtest import FAKE_NVML, GPUWARDD, main, pid_alive, wait_until
+from gwtest import LoneAgent, main, pid_alive, wait_until
 
 # A step that asked and got its copy, then keeps the connection open while it lives, as the
 # command --stage-run execs does; it prints the stager's answer and closes its stdout (within
@@ -46,15 +45,7 @@ class NodeStagerRestartTest(unittest.TestCase):
         self.src = os.path.join(self.dir, "nfs")
         self.cache = os.path.join(self.dir, "cache")
         self.sock = os.path.join(self.dir, "run", "stage.sock")
-        self.logfile = os.path.join(self.dir, "agent.log")
-        self.nvml = os.path.join(self.dir, "nvml")
-        os.makedirs(os.path.join(self.nvml, "procs"))
-        with open(os.path.join(self.nvml, "config"), "w") as f:
-            f.write("count=1\n")
-        self.token = os.path.join(self.dir, "agent.token")
-        fd = os.open(self.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, b"gw_" + b"0" * 64 + b"\n")
-        os.close(fd)
+        self.lone = LoneAgent(self.dir)
         self.agent = None
         self.holders = []
         self.addCleanup(self.cleanup)
@@ -69,13 +60,8 @@ class NodeStagerRestartTest(unittest.TestCase):
 
     def start_agent(self):
         # 1M: the least --cache-size takes; two of the datasets below fit, not three.
-        argv = [GPUWARDD, "--agent", "--controller", "http://127.0.0.1:9", "--token-file", self.token,
-                "--node", "gwnode", "--sample-interval", "60", "--nvml-lib", FAKE_NVML, "--cache-dir", self.cache,
-                "--cache-size", "1M", "--cache-sources", self.src, "--stage-socket", self.sock]
-        with open(self.logfile, "ab") as log:
-            self.agent = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=self.nvml),
-                                          start_new_session=True)
+        self.agent = self.lone.start(["--cache-dir", self.cache, "--cache-size", "1M", "--cache-sources", self.src,
+                                      "--stage-socket", self.sock])
         # The socket's file comes with bind(2), before listen(2): connected to, it is ready.
         wait_until(lambda: self.connectable() or self.agent.poll() is not None, what="the stager's socket")
         self.assertIsNone(self.agent.poll(), self.log())
@@ -90,15 +76,12 @@ class NodeStagerRestartTest(unittest.TestCase):
 
     def stop_agent(self):
         """SIGTERM to the agent, which stops its stager: every step's connection goes."""
-        if self.agent and self.agent.poll() is None:
-            self.agent.send_signal(signal.SIGTERM)
-            self.agent.wait(20)
+        self.lone.stop()
         self.agent = None
         wait_until(lambda: not os.path.exists(self.sock), what="the stager's socket gone")
 
     def log(self):
-        with open(self.logfile, errors="replace") as f:
-            return f.read()
+        return self.lone.log()
 
     def dataset(self, name, kb):
         root = os.path.join(self.src, name)

@@ -5,13 +5,12 @@ its exec.  Only a folder of an attempt's name, a real directory, whose step is g
 a link of such a name, its target, another name and a live step's folder stay."""
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from gwtest import FAKE_NVML, GPUWARDD, IS_ROOT, main, wait_until
+from gwtest import IS_ROOT, LoneAgent, main, wait_until
 
 NOBODY = 65534
 
@@ -32,16 +31,7 @@ class ScratchSweepTest(unittest.TestCase):
         self.scratch = os.path.join(self.dir, "scratch")
         os.mkdir(self.scratch)
         os.chmod(self.scratch, 0o1777)
-        self.logfile = os.path.join(self.dir, "agent.log")
-        self.nvml = os.path.join(self.dir, "nvml")
-        os.makedirs(os.path.join(self.nvml, "procs"))
-        with open(os.path.join(self.nvml, "config"), "w") as f:
-            f.write("count=1\n")
-        self.token = os.path.join(self.dir, "agent.token")
-        fd = os.open(self.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, b"gw_" + b"0" * 64 + b"\n")
-        os.close(fd)
-        self.agent = None
+        self.lone = LoneAgent(self.dir)
         self.steps = []
         self.addCleanup(self.cleanup)
 
@@ -54,23 +44,14 @@ class ScratchSweepTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def start_agent(self):
-        argv = [GPUWARDD, "--agent", "--controller", "http://127.0.0.1:9", "--token-file", self.token,
-                "--node", "gwnode", "--sample-interval", "60", "--nvml-lib", FAKE_NVML,
-                "--scratch-dir", self.scratch]
-        with open(self.logfile, "ab") as log:
-            self.agent = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=dict(os.environ, GPUWARD_FAKE_NVML_DIR=self.nvml),
-                                          start_new_session=True)
+        self.agent = self.lone.start(["--scratch-dir", self.scratch])
 
     def stop_agent(self):
-        if self.agent and self.agent.poll() is None:
-            self.agent.send_signal(signal.SIGTERM)
-            self.agent.wait(20)
+        self.lone.stop()
         self.agent = None
 
     def log(self):
-        with open(self.logfile, errors="replace") as f:
-            return f.read()
+        return self.lone.log()
 
     def folder(self, name, files=2):
         """A step's folder with a subfolder and files, all nobody's, as a step makes it."""
