@@ -153,7 +153,7 @@ class ClusterReclaim(unittest.TestCase):
             show = d.cli("show", hung).stdout
             self.assertIn("RECLAIMED", show)
             self.assertIn("threshold 5%", show)
-            self.assertIn(f"scancel --signal=15 {hsid}", d.daemon_log())
+            self.assertIn(f"scancel --signal=15 --full {hsid}", d.daemon_log())
             gwtest.wait_until(lambda: slurm_state(c, hsid) not in ("RUNNING", "COMPLETING"), 30,
                               what=f"Slurm job {hsid} ended")
             print(f"Slurm's record of {hsid}: {slurm_state(c, hsid)}", file=sys.stderr)
