@@ -330,7 +330,8 @@ class Daemon:
         """Declares a process on GPUs to the fake NVML (what the fake trainer does for itself):
         lines of (gpu, MiB, util %)."""
         d = os.path.join(self.state, "sim-nvml", "procs")
-        tmp = os.path.join(d, f".{pid}.tmp")
+        # Not the fake trainer's own .PID.tmp: it writes its file for itself meanwhile.
+        tmp = os.path.join(d, f".{pid}.test.tmp")
         with open(tmp, "w") as f:
             f.write("".join(f"{g} {mib} {util}\n" for g, mib, util in lines))
         os.rename(tmp, os.path.join(d, str(pid)))

@@ -35,7 +35,8 @@ def set_fake(d, **settings):
 def write_slice_procs(d, pid, lines):
     """Declares a process on MIG devices: lines of (gpu, mig index, MiB)."""
     directory = os.path.join(d.state, "sim-nvml", "procs")
-    tmp = os.path.join(directory, f".{pid}.tmp")
+    # Not the fake trainer's own .PID.tmp: it writes its file for itself meanwhile.
+    tmp = os.path.join(directory, f".{pid}.test.tmp")
     with open(tmp, "w") as f:
         f.write("".join(f"{g}/{k} {mib} 0\n" for g, k, mib in lines))
     os.rename(tmp, os.path.join(directory, str(pid)))
