@@ -325,12 +325,39 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
 
     def kill_node(self, node):
         """The node dies: its slurmd, then its job steps (slurmstepd and the jobs' processes,
-        found in the node's own freezer cgroups), SIGKILLed by PID."""
+        found in the node's own freezer cgroups) at once: frozen, SIGKILLed by PID, thawed.
+        Killed one after the other, a process could act on another's death first: slurmstepd
+        tell slurmctld its step's death (FAILED, not NODE_FAIL), or a step left stopped by a
+        test get the kernel's SIGHUP and SIGCONT when slurmstepd's death orphans its process
+        group, and run its end (a scratch step's final sync) before its own SIGKILL."""
         for name, p in self.procs:
             if name == f"slurmd {node}" and p.poll() is None:
                 p.kill()
                 p.wait(STOP_WAIT)
-        self._kill_cgroup_tree(os.path.join(CGROUP_V1, "freezer", f"slurm_{node}"))
+        root = os.path.join(CGROUP_V1, "freezer", f"slurm_{node}")
+        frozen = self._freeze(root, "FROZEN")
+        self._kill_cgroup_tree(root, wait=not frozen)
+        if frozen:
+            self._freeze(root, "THAWED")
+            with contextlib.suppress(TimeoutError):
+                _wait_until(lambda: not self._pids_under(root), 10, f"the processes in {root} to end")
+
+    @staticmethod
+    def _freeze(root, state):
+        """Sets the freezer cgroup root's state and waits (bounded) until it has it; False when
+        there is no such cgroup or it did not take the state."""
+        path = os.path.join(root, "freezer.state")
+        try:
+            with open(path, "w") as f:
+                f.write(state)
+
+            def has():
+                with open(path) as f:
+                    return f.read().strip() == state
+            _wait_until(has, 10, f"{root} {state}")
+            return True
+        except (OSError, TimeoutError):
+            return False
 
     def node_state(self, node):
         """(state, reason) as scontrol tells them: ("IDLE+DRAIN", "gpuward: ...")."""
@@ -395,7 +422,7 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
                     pids.update(int(x) for x in f.read().split())
         return pids
 
-    def _kill_cgroup_tree(self, root):
+    def _kill_cgroup_tree(self, root, wait=True):
         if not os.path.isdir(root):
             return
         # Shallower cgroups first: a job's slurmstepd (in job_N) dies before the processes of
@@ -409,8 +436,9 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(TimeoutError):
-            _wait_until(lambda: not self._pids_under(root), 10, f"the processes in {root} to end")
+        if wait:  # a frozen tree dies once thawed
+            with contextlib.suppress(TimeoutError):
+                _wait_until(lambda: not self._pids_under(root), 10, f"the processes in {root} to end")
 
     @staticmethod
     def _remove_cgroup_tree(root):
