@@ -8,6 +8,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -168,6 +169,21 @@ class NodeStagerRestartTest(unittest.TestCase):
         kept.kill()
         kept.wait(10)
         wait_until(lambda: not os.listdir(ydir), timeout=15, what="the live step's YAML removed once it is gone")
+
+    def test_a_stop_at_once_stops_the_agent_and_its_stager(self):
+        """SIGTERM right after the start, before the stager has its own handler: the agent
+        passes the stop on, and both end (the stager once lost it, and the agent waited for
+        it for ever)."""
+        for _ in range(5):
+            agent = self.lone.start(["--cache-dir", self.cache, "--cache-size", "1M", "--cache-sources", self.src,
+                                     "--stage-socket", self.sock])
+            agent.send_signal(signal.SIGTERM)
+            try:
+                agent.wait(10)
+            except subprocess.TimeoutExpired:
+                self.fail(f"the agent did not stop:\n{self.log()}")
+        # Each stager stopped on its own: the agent had not to kill one it waited for.
+        self.assertNotIn("did not stop", self.log())
 
     def test_last_use_and_users_survive_a_restart(self):
         a, c, b = self.dataset("a", 400), self.dataset("c", 400), self.dataset("b", 400)

@@ -673,7 +673,17 @@ int gw_agent_main(int argc, char **argv) {
         log_info("agent for node %s: stopping", a.node);
         if (a.stager > 0) {
                 (void) kill(a.stager, SIGTERM);
-                (void) waitpid(a.stager, NULL, 0);
+                /* Its loop sees the stop within a tick; one that does not is not waited for
+                 * for ever: the agent's own stop must end. */
+                gw_usec_t until = gw_clock_mono() + 5 * GW_USEC_PER_SEC;
+                pid_t w;
+                while ((w = waitpid(a.stager, NULL, WNOHANG)) == 0 && gw_clock_mono() < until)
+                        (void) nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+                if (w == 0) {
+                        log_warn("node %s: the dataset stager did not stop in 5 s: SIGKILL", a.node);
+                        (void) kill(a.stager, SIGKILL);
+                        (void) waitpid(a.stager, NULL, 0);
+                }
         }
         a.lib = gw_gpu_close(a.lib);
         return 0;

@@ -551,15 +551,25 @@ pid_t gw_cache_node_spawn(const struct gw_cache_node_cfg *cfg, int *ret_fd, char
                         (void) close(lfd);
                 return lfd < 0 ? lfd : -errno;
         }
+        /* Blocked across the fork until the stager has its own handler: a stop sent to it
+         * sooner would run the agent's handler in it, whose flag the stager never reads, and
+         * the agent would wait for it for ever. */
+        sigset_t stop, old;
+        (void) sigemptyset(&stop);
+        (void) sigaddset(&stop, SIGTERM);
+        (void) sigaddset(&stop, SIGINT);
+        (void) sigprocmask(SIG_BLOCK, &stop, &old);
         pid_t parent = getpid(), pid = fork();
+        int fork_errno = errno;
         if (pid != 0) {
+                (void) sigprocmask(SIG_SETMASK, &old, NULL);
                 (void) close(lfd);
                 (void) close(p[1]);
                 gw_cache_store_done(&s.c);
                 if (pid < 0) {
                         (void) close(p[0]);
-                        snprintf(why, n, "cannot fork the stager: %s", strerror(errno));
-                        return -errno;
+                        snprintf(why, n, "cannot fork the stager: %s", strerror(fork_errno));
+                        return -fork_errno;
                 }
                 (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
                 *ret_fd = p[0];
@@ -572,6 +582,7 @@ pid_t gw_cache_node_spawn(const struct gw_cache_node_cfg *cfg, int *ret_fd, char
         struct sigaction sa = { .sa_handler = on_stop };
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGINT, &sa, NULL);
+        (void) sigprocmask(SIG_SETMASK, &old, NULL); /* a stop sent meanwhile comes now */
         (void) signal(SIGPIPE, SIG_IGN);
         s.lfd = lfd;
         s.out = p[1];
