@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shim/cgfork.h"
 #include "shim/logcap.h"
 #include "shim/shim.h"
 #include "shim/tty.h"
@@ -174,7 +175,7 @@ static void signals_default(void) {
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd) {
+static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd, bool in_cgroup) {
         signals_default();
         (void) setsid();
         if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0)
@@ -184,7 +185,7 @@ static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd
         int r = o->term ? shim_tty_attach(o->term) : 0;
         if (r < 0)
                 fail("cannot attach the session's terminal", NULL, -r, 126);
-        if (o->cgroup) {
+        if (o->cgroup && !in_cgroup) {
                 char path[4200];
                 snprintf(path, sizeof path, "%s/cgroup.procs", o->cgroup);
                 int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -214,8 +215,52 @@ static _Noreturn void run_job(const struct shim_opts *o, int log_fd, int null_fd
         fail("cannot execute", o->argv[0], errno, errno == ENOENT ? 127 : 126);
 }
 
+struct job_child {
+        const struct shim_opts *o;
+        int log_fd, null_fd;
+};
+
+static void job_child(void *p) {
+        const struct job_child *c = p;
+        run_job(c->o, c->log_fd, c->null_fd, true);
+}
+
+/* Where the kernel has refused to start a child in a cgroup (v1, an old kernel, another
+ * architecture), every later job joins its cgroup by a write instead. */
+static bool into_cgroup_refused;
+
+/* The job's child, born in its cgroup where the kernel can (cgfork.h), else vfork()ed to join
+ * it itself.  vfork: the child only sets itself up and execs, and copying the supervisor's
+ * address space for that costs more than the rest of a start on some virtual machines. */
+static pid_t job_start(const struct shim_opts *o, int log_fd, int null_fd) {
+        if (o->cgroup && !into_cgroup_refused) {
+                int cg = open(o->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                size_t argc = 0;
+                while (o->argv[argc])
+                        argc++;
+                struct job_child c = { o, log_fd, null_fd };
+                pid_t pid = cg >= 0 ? shim_fork_into_cgroup(cg, argc, job_child, &c) : -EBADF;
+                if (cg >= 0)
+                        (void) close(cg);
+                if (pid >= 0)
+                        return pid;
+                /* Refused for good (no such call, not a cgroup v2 directory, a kernel that
+                 * will not): the write below says why, if the cgroup cannot be joined at all. */
+                if (pid == -ENOSYS || pid == -EINVAL || pid == -EBADF || pid == -E2BIG || pid == -EOPNOTSUPP)
+                        into_cgroup_refused = true;
+        }
+        pid_t job = vfork();
+        if (job == 0)
+                run_job(o, log_fd, null_fd, false);
+        return job;
+}
+
 /* Kills what the job left behind: with the shim a subreaper, every orphan is its child. */
 static void kill_leftovers(void) {
+        /* No child left at all (most jobs): nothing to look for in /proc. */
+        siginfo_t si;
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
+                return;
         char path[64], buf[4096];
         snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int) getpid(), (int) getpid());
         for (int round = 0; round < 1000; round++) {
@@ -400,11 +445,7 @@ int shim_supervise(int argc, char **argv) {
                 /* The session's transcript, capped as any log under the state dir. */
                 logcap_init(&cap, log_fd, o.log_max, o.log_reserve);
         }
-        /* vfork: the child only sets itself up and execs, and copying the supervisor's address
-         * space for that costs more than the rest of a start on some virtual machines. */
-        pid_t job = vfork();
-        if (job == 0)
-                run_job(&o, pipe_fd[1] >= 0 ? pipe_fd[1] : log_fd, null_fd);
+        pid_t job = job_start(&o, pipe_fd[1] >= 0 ? pipe_fd[1] : log_fd, null_fd);
         if (pipe_fd[1] >= 0)
                 (void) close(pipe_fd[1]);
         if (o.term) {

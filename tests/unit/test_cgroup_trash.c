@@ -74,6 +74,21 @@ static void test_empty_ones_go_at_once(void **state) {
         gw_cgroup_trash_free(&t);
 }
 
+/* A restarted daemon's sweep removes an earlier daemon's empty slot-N, its pool makes a new
+ * slot-N for a job, and the ended attempt's slot-N, put in the trash before the sweep, must
+ * not take the new one (its job could not join it: "No such file or directory"). */
+static void test_a_directory_made_again_under_the_name_stays(void **state) {
+        struct gw_cgroup_trash t = { 0 };
+        const char *old = make_dir("slot-4", false);
+        gw_cgroup_trash_add(&t, old);
+        assert_int_equal(rmdir(old), 0);
+        const char *again = make_dir("slot-4", false);
+        assert_int_equal(gw_cgroup_trash_sweep(&t, 1000), GW_USEC_INFINITY);
+        assert_true(exists(again));
+        assert_int_equal(t.n, 0);
+        gw_cgroup_trash_free(&t);
+}
+
 static void test_a_busy_one_is_tried_again_each_second(void **state) {
         struct gw_cgroup_trash t = { 0 };
         gw_usec_t now = 50 * GW_USEC_PER_SEC;
@@ -199,6 +214,7 @@ static void test_counter_lines(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_empty_ones_go_at_once, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_a_directory_made_again_under_the_name_stays, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_a_busy_one_is_tried_again_each_second, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_one_that_never_empties_is_given_up_after_a_minute, setup,
                                                 teardown),

@@ -288,11 +288,29 @@ void gw_cgroup_release(struct gw_cgroups *cg) {
 }
 
 void gw_cgroup_trash_add(struct gw_cgroup_trash *t, const char *dir) {
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return; /* gone already (the start's sweep, or its attempt's own end) */
         if (t->n == t->cap) {
                 t->cap = t->cap ? 2 * t->cap : 16;
                 t->v = gw_xrealloc(t->v, t->cap * sizeof *t->v);
         }
-        t->v[t->n++] = (struct gw_cgroup_doomed){ gw_xstrdup(dir), 0 };
+        t->v[t->n++] = (struct gw_cgroup_doomed){ gw_xstrdup(dir), 0, fd };
+}
+
+static void doomed_free(struct gw_cgroup_doomed *c) {
+        (void) close(c->fd);
+        free(c->dir);
+}
+
+/* Removes the directory if it is still the one put in the trash: 0 once that one is gone. */
+static int doomed_remove(const struct gw_cgroup_doomed *c) {
+        struct stat now, then;
+        if (stat(c->dir, &now) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (fstat(c->fd, &then) < 0 || now.st_dev != then.st_dev || now.st_ino != then.st_ino)
+                return 0; /* another directory of that name now: not this one to remove */
+        return gw_cgroup_remove(c->dir);
 }
 
 gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now) {
@@ -304,16 +322,16 @@ gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now) {
                         t->v[kept_n++] = *c;
                         continue;
                 }
-                int r = gw_cgroup_remove(c->dir);
+                int r = doomed_remove(c);
                 if (r == 0 || r == -ENOENT) {
-                        free(c->dir);
+                        doomed_free(c);
                         continue;
                 }
                 if (++c->tries >= TRASH_TRIES) {
                         log_warn("cgroup %s still cannot be removed after %d s (%s); the next start of gpuwardd "
                                  "removes it once it is empty",
                                  c->dir, TRASH_TRIES * (int) (TRASH_RETRY_USEC / GW_USEC_PER_SEC), strerror(-r));
-                        free(c->dir);
+                        doomed_free(c);
                         continue;
                 }
                 t->v[kept_n++] = *c;
@@ -328,7 +346,7 @@ gw_usec_t gw_cgroup_trash_sweep(struct gw_cgroup_trash *t, gw_usec_t now) {
 
 void gw_cgroup_trash_free(struct gw_cgroup_trash *t) {
         for (size_t i = 0; i < t->n; i++)
-                free(t->v[i].dir);
+                doomed_free(&t->v[i]);
         free(t->v);
         *t = (struct gw_cgroup_trash){ 0 };
 }

@@ -63,11 +63,14 @@ int gw_cgroup_remove(const char *dir);
 size_t gw_cgroup_sweep(const struct gw_cgroups *cg, char *const *keep, size_t n_keep);
 /* The cgroups of ended jobs, removed after the next starts.  One whose last processes are still
  * dying (or that holds a cgroup someone made inside it) is tried again every second for a
- * minute, then left to the next start's sweep with a warning. */
+ * minute, then left to the next start's sweep with a warning.  Each is held open (O_PATH), so
+ * that a directory made since under its name (the start's sweep removed an earlier daemon's
+ * slot-N, and the pool made a new slot-N for a job) is told from it by its inode, and stays. */
 struct gw_cgroup_trash {
         struct gw_cgroup_doomed {
                 char *dir;
                 unsigned tries;
+                int fd;
         } * v;
         size_t n, cap;
         gw_usec_t retry_at; /* monotonic; when the busy ones are tried again */
