@@ -233,19 +233,19 @@ static bool into_cgroup_refused;
  * it itself.  vfork: the child only sets itself up and execs, and copying the supervisor's
  * address space for that costs more than the rest of a start on some virtual machines. */
 static pid_t job_start(const struct shim_opts *o, int log_fd, int null_fd) {
-        if (o->cgroup && !into_cgroup_refused) {
-                int cg = open(o->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int cg = o->cgroup && !into_cgroup_refused ? open(o->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (cg >= 0) {
                 size_t argc = 0;
                 while (o->argv[argc])
                         argc++;
                 struct job_child c = { o, log_fd, null_fd };
-                pid_t pid = cg >= 0 ? shim_fork_into_cgroup(cg, argc, job_child, &c) : -EBADF;
-                if (cg >= 0)
-                        (void) close(cg);
+                pid_t pid = shim_fork_into_cgroup(cg, argc, job_child, &c);
+                (void) close(cg);
                 if (pid >= 0)
                         return pid;
-                /* Refused for good (no such call, not a cgroup v2 directory, a kernel that
-                 * will not): the write below says why, if the cgroup cannot be joined at all. */
+                /* Refused for good (no such call, not a cgroup v2 directory, a kernel that will
+                 * not); else for this job only.  The write below says why, if the cgroup cannot
+                 * be joined at all (a directory that could not be opened, too). */
                 if (pid == -ENOSYS || pid == -EINVAL || pid == -EBADF || pid == -E2BIG || pid == -EOPNOTSUPP)
                         into_cgroup_refused = true;
         }

@@ -82,9 +82,12 @@ static int host_oom_count(const struct gw_exec_shim *s, uint64_t *ret) {
 }
 
 /* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
- * told by the host's count: read before the job can start, once per loop iteration (the
- * kernel formats all of /proc/vmstat for it; a batch of starts shares one read). */
-static void host_oom_before_start(struct gw_daemon *d, struct gw_djob *dj) {
+ * told by the host's count: read once per loop iteration (the kernel formats all of
+ * /proc/vmstat for it, ~20 us; a batch of starts shares one read), as the first start of the
+ * iteration is sent, while its supervisor forks and execs the job (a read before the send was
+ * on the way from one job's end to the next one's exec).  What it cannot tell: the OOM killer
+ * choosing this job in the microseconds between its exec and the read. */
+static void host_oom_at_start(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->host_oom_known = false;
@@ -137,10 +140,10 @@ static int start(struct gw_daemon *d, struct gw_djob *dj, const struct gw_exec_s
         struct gw_launched run;
         gw_exec_shim_job(dj)->signal_held = 0; /* an earlier attempt's stop is not this one's */
         gw_exec_shim_job(dj)->cgroup_reusable = false;
-        host_oom_before_start(d, dj);
         int r = gw_launch_start(&l, &s->warm, s->launcher, &run, err, errlen);
         if (r < 0)
                 return r;
+        host_oom_at_start(d, dj);
         gw_exec_shim_job(dj)->report_fd = -1;
         gw_exec_shim_job(dj)->report_closed = false;
         gw_exec_shim_launched(d, dj, &run);
