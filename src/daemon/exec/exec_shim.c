@@ -81,19 +81,23 @@ static int host_oom_count(const struct gw_exec_shim *s, uint64_t *ret) {
                                  : gw_proc_counter("/proc/vmstat", "oom_kill", ret);
 }
 
+/* A read of the host's oom_kill count this young is taken for a start's, rather than read
+ * again (below). */
+#define HOST_OOM_REUSE_USEC (50 * GW_USEC_PER_MSEC)
+
 /* Without a memory cgroup of its own, whether the OOM killer struck during the attempt is
- * told by the host's count: read once per loop iteration (the kernel formats all of
- * /proc/vmstat for it, ~20 us; a batch of starts shares one read), as the first start of the
- * iteration is sent, while its supervisor forks and execs the job (a read before the send was
- * on the way from one job's end to the next one's exec).  What it cannot tell: the OOM killer
- * choosing this job in the microseconds between its exec and the read. */
+ * told by the host's count, whoever it killed (failure.c says so: "while the kernel's OOM
+ * killer was killing").  The kernel formats all of /proc/vmstat for it (~20 us here, on the
+ * one CPU that a job's end, the daemon, the supervisor and the next job's exec share), so
+ * starts reuse a read up to 50 ms old: a window that may begin that much before the attempt,
+ * beside one that spans all of it.  Read as a start is sent, while its supervisor forks. */
 static void host_oom_at_start(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_shim *s = exec_shim_of(d);
         struct gw_exec_job *x = gw_exec_shim_job(dj);
         x->host_oom_known = false;
         if (s->cg.memory && dj->job->cgroup)
                 return;
-        if (s->host_oom_at != d->now || !s->host_oom_at) {
+        if (!s->host_oom_at || d->now < s->host_oom_at || d->now - s->host_oom_at >= HOST_OOM_REUSE_USEC) {
                 s->host_oom_r = host_oom_count(s, &s->host_oom);
                 s->host_oom_at = d->now;
         }

@@ -41,7 +41,7 @@ struct gw_exec_shim {
         struct gw_cgroup_pool cg_pool; /* v2: emptied job cgroups for the next starts */
         struct gw_shim_ref *shims; /* live shims found at start */
         size_t n_shims;
-        gw_usec_t host_oom_at; /* the loop iteration (now) host_oom was read in, 0 never */
+        gw_usec_t host_oom_at; /* when (d->now) host_oom was read, 0 never */
         int host_oom_r; /* its result: 0, or -errno */
         uint64_t host_oom; /* the host's oom_kill count (/proc/vmstat) then */
         int vmstat_fd; /* /proc/vmstat kept open (host_oom), -1: opened at each read */

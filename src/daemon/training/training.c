@@ -577,8 +577,10 @@ void gw_training_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
                 /* A run too short for the watch to have looked at: only one that wrote a
                  * results.csv is worth a training state (and its store query). */
                 _cleanup_free_ char *results = gw_train_find_results(d, j);
-                if (!results)
+                if (!results) {
+                        gw_training_results_none(d, dj);
                         return;
+                }
         }
         struct gw_train *t = train_for(d, dj);
         t->next_find = 0; /* a run too short for the watch to have found its results.csv */

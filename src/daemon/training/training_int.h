@@ -111,9 +111,13 @@ struct gw_train *gw_train_free(struct gw_train *t); /* accepts NULL, returns NUL
 struct gw_train_pick {
         int attempt;
         gw_usec_t start_time;
-        char *path;
+        char *path; /* NULL: none found, at none_at */
+        gw_usec_t none_at; /* the loop iteration (d->now) whose look at the attempt's end found no run */
 };
 void gw_train_pick_free(struct gw_train_pick *w); /* accepts NULL */
+/* The attempt's end found no run of its (gw_training_attempt_ended): the later hooks of the
+ * same end (a retry's resume) take that answer instead of reading its log again. */
+void gw_training_results_none(struct gw_daemon *d, const struct gw_djob *dj);
 
 /* Whether results (RUN/results.csv) is the run of another live job of d than j. */
 bool gw_train_results_taken(const struct gw_daemon *d, const struct gw_job *j, const char *results);

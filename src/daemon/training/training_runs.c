@@ -70,15 +70,29 @@ static const char *chosen_results(const struct gw_daemon *d, const struct gw_djo
         const struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
         if (t && t->results_path && t->attempt == j->attempt && t->start_time == j->start_time)
                 return t->results_path;
-        if (w && w->attempt == j->attempt && w->start_time == j->start_time)
+        if (w && w->path && w->attempt == j->attempt && w->start_time == j->start_time)
                 return w->path;
         return NULL;
+}
+
+/* Whether this loop iteration already found that the attempt, ended, has no run. */
+static bool none_now(const struct gw_daemon *d, const struct gw_job *j) {
+        const struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
+        return w && !w->path && w->attempt == j->attempt && w->start_time == j->start_time && w->none_at == d->now;
+}
+
+void gw_training_results_none(struct gw_daemon *d, const struct gw_djob *dj) {
+        const struct gw_job *j = dj->job;
+        gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
+        struct gw_train_pick *w = gw_xcalloc(1, sizeof *w);
+        *w = (struct gw_train_pick){ .attempt = j->attempt, .start_time = j->start_time, .none_at = d->now };
+        gw_keytab_put(&d->state.train_pick, (uint64_t) j->id, w);
 }
 
 void gw_training_results_chosen(struct gw_daemon *d, const struct gw_djob *dj, const char *path) {
         const struct gw_job *j = dj->job;
         struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
-        if (w && w->attempt == j->attempt && w->start_time == j->start_time && !strcmp(w->path, path))
+        if (w && w->path && w->attempt == j->attempt && w->start_time == j->start_time && !strcmp(w->path, path))
                 return;
         gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
         w = gw_xcalloc(1, sizeof *w);
@@ -232,6 +246,8 @@ static char *find_results(const struct gw_daemon *d, const struct gw_job *j) {
         const struct gw_djob *self = d ? gw_jobmap_get(&d->jobs.map, j->id) : NULL;
         if (self && self->job->attempt == j->attempt && chosen_results(d, self))
                 return gw_xstrdup(chosen_results(d, self));
+        if (d && none_now(d, j))
+                return NULL;
         if (gw_train_resolve_run(j, true, &r) < 0 || !r.training)
                 return NULL;
         if (gw_yolo_own_dir(&r, dir, sizeof dir) == 0) {
