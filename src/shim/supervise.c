@@ -410,17 +410,30 @@ static int tell_end(const struct shim_opts *o, const struct shim_end *e) {
         return journal == 0 || pipe == 0 ? 0 : -1;
 }
 
+/* /dev/null, the job's stdin: opened once, by the supervisor's first job, and kept. */
+static int null_fd = -1;
+
+/* What a supervisor sets up once for all its jobs. */
+static void supervisor_set_up(void) {
+        static bool done;
+        if (!done) {
+                (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+                /* The daemon may die before reading our report: a write to its pipe must not kill us. */
+                (void) signal(SIGPIPE, SIG_IGN);
+                signals_not_default_find(); /* before the vfork: the child only reads the set */
+                done = true;
+        }
+        if (null_fd < 0)
+                null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+}
+
 int shim_supervise(int argc, char **argv) {
         struct shim_opts o = { .attempt = 1 };
         if (parse(argc, argv, &o) < 0) {
                 fprintf(stderr, "gpuward-shim: started by gpuwardd only (bad arguments)\n");
                 return 2;
         }
-        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
-        /* The daemon may die before reading our report: a write to its pipe must not kill us. */
-        (void) signal(SIGPIPE, SIG_IGN);
-        signals_not_default_find(); /* before the vfork: the child only reads the set */
-        int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        supervisor_set_up();
         int log_fd = null_fd, pipe_fd[2] = { -1, -1 };
         struct logcap cap;
         if (o.log_private) {
@@ -457,10 +470,10 @@ int shim_supervise(int argc, char **argv) {
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
-        int keep[4] = { pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, -1, -1 };
+        int keep[5] = { pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, null_fd, -1, -1 };
         if (o.term)
-                shim_tty_fds(o.term, keep + 2);
-        close_from_but(SHIM_CHANNEL_FD + 1, keep, 4);
+                shim_tty_fds(o.term, keep + 3);
+        close_from_but(SHIM_CHANNEL_FD + 1, keep, 5);
         if (job < 0) {
                 if (o.term)
                         shim_tty_close(o.term);
@@ -481,7 +494,8 @@ int shim_supervise(int argc, char **argv) {
                 (void) close(log_fd);
         } else if (o.term) {
                 exited = shim_tty_pump(o.term, &cap, job, &e);
-                (void) close(log_fd); /* kept across the clean-up for the transcript */
+                if (log_fd != null_fd)
+                        (void) close(log_fd); /* kept across the clean-up for the transcript */
         }
         pid_t w;
         while ((w = waitpid(-1, &st, 0)) != -1 || errno == EINTR)
