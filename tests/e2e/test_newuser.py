@@ -110,7 +110,7 @@ class OverdueEtaTest(DaemonTest):
             return st == 200 and any(j["id"] == jid and j["eta_overdue"] for j in lst["jobs"])
         wait_until(overdue, timeout=20, what="the ETA to be overdue")
         eta = self.d.cli("eta", jid).stdout
-        self.assertRegex(eta, r"ETA: +overdue by \w+: the run was due to end ~\d\d:\d\d", eta)
+        self.assertRegex(eta, r"ETA: +overdue by \w+: the run was due to end ~(\d\d-\d\d )?\d\d:\d\d", eta)
         queue = self.d.cli("queue").stdout
         self.assertIn("overdue", queue)
         self.d.cli("cancel", jid)

@@ -40,11 +40,11 @@ class PromiseTest(DaemonTest):
         # The CLI shows both and says which is which.
         for verb in ("show", "eta"):
             out = self.d.cli(verb, str(h)).stdout
-            self.assertRegex(out, r"~\d\d:\d\d.*estimate", out)
-            self.assertRegex(out, r"at the latest \d\d:\d\d", out)
+            self.assertRegex(out, r"~(\d\d-\d\d )?\d\d:\d\d.*estimate", out)
+            self.assertRegex(out, r"at the latest (\d\d-\d\d )?\d\d:\d\d", out)
         out = self.d.cli("queue").stdout
         row = next(line for line in out.splitlines() if re.match(rf"\s*{h}\s", line))
-        self.assertRegex(row, r"~\d\d:\d\d, latest \d\d:\d\d", out)
+        self.assertRegex(row, r"~(\d\d-\d\d )?\d\d:\d\d, latest (\d\d-\d\d )?\d\d:\d\d", out)
 
 
 class BackoffStartTest(DaemonTest):

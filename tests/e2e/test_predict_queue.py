@@ -64,7 +64,7 @@ class JustQueuedTest(DaemonTest):
                 self.assertTrue(e["why_none"].startswith("not predicted yet: "), e)
             out = self.d.cli("eta", jid).stdout
             self.assertNotIn("14 days", out)
-            self.assertRegex(out, r"predicted start( ~\d\d:\d\d|: not predicted yet \(the next prediction is due within \d+ s\))")
+            self.assertRegex(out, r"predicted start( ~(\d\d-\d\d )?\d\d:\d\d|: not predicted yet \(the next prediction is due within \d+ s\))")
         # Asked about once no request predicted it just before: a start behind the running job.
         time.sleep(0.3)
         jid = self.d.submit_api(["sleep", "10"], 600)

@@ -376,7 +376,7 @@ class PredictionTest(DaemonTest):
         q = self.d.cli("queue").stdout
         self.assertIn("START", q.splitlines()[0])
         row = [l for l in q.splitlines() if l.split()[0] == str(b)][0]
-        self.assertRegex(row, r"~\d\d:\d\d")
+        self.assertRegex(row, r"~(\d\d-\d\d )?\d\d:\d\d")
         out = self.d.cli("eta", b).stdout
         self.assertIn("the median of 2 similar past jobs", out)
         for jid in past:
