@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && defined(SYS_clone3)
+#if defined(__x86_64__) && defined(SYS_clone3) && defined(CLONE_INTO_CGROUP)
 /* The child starts on its own stack at the instruction after the system call: nothing of the
  * caller's frame may be used there, so it calls child(arg) from here and exits if that ever
  * returns.  The parent (rax: the pid or -errno) goes on as from any system call. */
