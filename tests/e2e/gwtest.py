@@ -388,7 +388,9 @@ class Daemon:
 class LoneAgent:
     """A node agent (gpuwardd --agent) on its own in dir: no controller answers it (its
     snapshots fail, which it logs), a fake NVML of one GPU, a token file; its output in
-    dir/agent.log.  start(extra) runs it with extra options; stop() sends SIGTERM."""
+    dir/agent.log.  start(extra) runs it with extra options; stop() sends SIGTERM; spawn(argv)
+    starts a helper process (a step, a holder) that close() kills before it stops the agent
+    (with stop, the test's own way) and removes dir."""
 
     def __init__(self, dir):
         self.dir = dir
@@ -402,6 +404,20 @@ class LoneAgent:
         os.write(fd, b"gw_" + b"0" * 64 + b"\n")
         os.close(fd)
         self.proc = None
+        self.helpers = []
+
+    def spawn(self, argv, **kw):
+        p = subprocess.Popen(argv, **kw)
+        self.helpers.append(p)
+        return p
+
+    def close(self, stop=None):
+        for p in self.helpers:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        (stop or self.stop)()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self, extra):
         argv = [GPUWARDD, "--agent", "--controller", "http://127.0.0.1:9", "--token-file", self.token,

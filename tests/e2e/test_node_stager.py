@@ -7,7 +7,6 @@ until that process ends, and each entry's last use (LRU order) and users."""
 import os
 import pwd
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -48,16 +47,7 @@ class NodeStagerRestartTest(unittest.TestCase):
         self.sock = os.path.join(self.dir, "run", "stage.sock")
         self.lone = LoneAgent(self.dir)
         self.agent = None
-        self.holders = []
-        self.addCleanup(self.cleanup)
-
-    def cleanup(self):
-        for h in self.holders:
-            if h.poll() is None:
-                h.kill()
-                h.wait(10)
-        self.stop_agent()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.addCleanup(self.lone.close, self.stop_agent)
 
     def start_agent(self):
         # 1M: the least --cache-size takes; two of the datasets below fit, not three.
@@ -111,8 +101,7 @@ class NodeStagerRestartTest(unittest.TestCase):
 
     def hold(self, path):
         """(process, data dir) of a step that got path's copy and keeps its connection."""
-        h = subprocess.Popen([sys.executable, "-c", HOLDER, self.sock, path], stdout=subprocess.PIPE, text=True)
-        self.holders.append(h)
+        h = self.lone.spawn([sys.executable, "-c", HOLDER, self.sock, path], stdout=subprocess.PIPE, text=True)
         with h.stdout:
             answer = h.stdout.read()
         m = re.search(r"^OK (\S+)$", answer, re.M)

@@ -4,8 +4,6 @@ step is any process whose command line has `--scratch-run FOLDER`, as a real ste
 its exec.  Only a folder of an attempt's name, a real directory, whose step is gone is removed;
 a link of such a name, its target, another name and a live step's folder stay."""
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -32,16 +30,7 @@ class ScratchSweepTest(unittest.TestCase):
         os.mkdir(self.scratch)
         os.chmod(self.scratch, 0o1777)
         self.lone = LoneAgent(self.dir)
-        self.steps = []
-        self.addCleanup(self.cleanup)
-
-    def cleanup(self):
-        for s in self.steps:
-            if s.poll() is None:
-                s.kill()
-                s.wait(10)
-        self.stop_agent()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.addCleanup(self.lone.close)
 
     def start_agent(self):
         self.agent = self.lone.start(["--scratch-dir", self.scratch])
@@ -85,8 +74,7 @@ class ScratchSweepTest(unittest.TestCase):
             f.write("root's\n")
         link = os.path.join(self.scratch, "7-1-0123456789ab")
         os.symlink(outside, link)
-        step = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", "--scratch-run", live])
-        self.steps.append(step)
+        step = self.lone.spawn([sys.executable, "-c", "import time; time.sleep(3600)", "--scratch-run", live])
         # Its command line is set at its exec, before the sweep lists the folder.
         wait_until(lambda: b"--scratch-run" in cmdline(step.pid), what="the step's command line")
 
