@@ -198,12 +198,18 @@ class MigSlicesTest(DaemonTest):
         self.assertEqual(d.wait_state(jobs[2], "RUNNING")["slices"], [uuids[0]])
         self.assertEqual(d.job(two)["state"], "PENDING")
 
-    def test_predicted_start_waits_for_a_slice_not_a_whole_gpu(self):
+    def slice_held_and_one_waiting(self):
+        """GPU 0's one 1g.10gb slice held by a job of 600 s (its row), a 300 s job queued for
+        it (its id); GPU 1 stays whole and free."""
         d = self.d
-        self.mig_gpu0("1g.10gb")  # one slice; GPU 1 stays whole and free
+        self.mig_gpu0("1g.10gb")
         a = d.submit_api(["sleep", "600"], 600, mig={"profile": "1g.10gb"})
         ja = d.wait_state(a, "RUNNING")
-        b = d.submit_api(["sleep", "600"], 300, mig={"profile": "1g.10gb"})
+        return ja, d.submit_api(["sleep", "600"], 300, mig={"profile": "1g.10gb"})
+
+    def test_predicted_start_waits_for_a_slice_not_a_whole_gpu(self):
+        d = self.d
+        ja, b = self.slice_held_and_one_waiting()
         # The free whole GPU is no start for it: its slice frees when a's limit ends.
         start = wait_until(lambda: d.job(b)["predicted_start"], what="b's predicted start")
         self.assertAlmostEqual(start, ja["start_time"] + 600, delta=5)
@@ -212,10 +218,7 @@ class MigSlicesTest(DaemonTest):
 
     def test_predicted_start_after_a_queued_slice_job_and_of_a_slice_job_after_a_whole_one(self):
         d = self.d
-        self.mig_gpu0("1g.10gb")  # one slice; GPU 1 stays whole and free
-        a = d.submit_api(["sleep", "600"], 600, mig={"profile": "1g.10gb"})
-        ja = d.wait_state(a, "RUNNING")
-        b = d.submit_api(["sleep", "600"], 300, mig={"profile": "1g.10gb"})
+        ja, b = self.slice_held_and_one_waiting()
         # The free whole GPU waits for b, which waits for a's slice: c starts when b ends.
         c = d.submit("--after", f"{b}:any", "--time", "10m", "--", "sleep", "600")
         # A slice job after a whole-GPU one starts when that one ends (its limit: no history).
