@@ -30,7 +30,6 @@
 /* How long the loop waits for an end's sync or a retry's restore before it stops the helper:
  * a hung shared mount must not hold the daemon for good. */
 #define SYNC_MAX (10 * 60 * GW_USEC_PER_SEC)
-#define REPORT_MAX 8192
 #define STOP_WAIT (5 * GW_USEC_PER_SEC)
 /* A folder's name: INT64-INT-RANDOM (gw_scratch_name) and its NUL. */
 #define NAME_SIZE 48
@@ -42,8 +41,7 @@ struct gw_scratch_job {
         char *dir; /* scratch_dir/name: the job's scratch_dir while it has one */
         pid_t pid; /* a look in flight, 0 none */
         int rfd; /* its report pipe, -1 none */
-        char buf[REPORT_MAX];
-        size_t nbuf;
+        struct gw_scratch_report report; /* its report, as it arrives */
         gw_usec_t next_look; /* monotonic */
         bool told_skip; /* a file the looks cannot copy was told once */
         bool told_fail; /* a look that could not start copying was told once */
@@ -132,7 +130,7 @@ static void stop_look(struct gw_scratch_job *sj) {
         if (sj->rfd >= 0)
                 (void) close(sj->rfd);
         sj->rfd = -1;
-        sj->nbuf = 0;
+        sj->report.n = 0;
 }
 
 void gw_scratch_close(struct gw_daemon *d) {
@@ -247,7 +245,7 @@ static void restore(struct gw_daemon *d, struct gw_scratch_job *sj) {
         size_t l = strlen(j->cwd);
         if (!j->resume_from || strncmp(j->resume_from, j->cwd, l) || j->resume_from[l] != '/')
                 return;
-        char run[4400], msg[4800], report[REPORT_MAX];
+        char run[4400], msg[4800], report[GW_SCRATCH_REPORT_MAX];
         if (gw_scratch_restore_sub(j->cwd, j->resume_from, run, sizeof run) < 0) {
                 snprintf(msg, sizeof msg, "not restored: %s is not in a folder below %s", j->resume_from, j->cwd);
                 event(d, j, msg);
@@ -413,40 +411,35 @@ static void tell_copied(struct gw_daemon *d, const struct gw_job *j, const char 
         event(d, j, msg);
 }
 
+struct report_ctx {
+        struct gw_daemon *d;
+        struct gw_scratch_job *sj;
+};
+
+static void report_line(char *p, void *ctx) {
+        struct gw_daemon *d = ((struct report_ctx *) ctx)->d;
+        struct gw_scratch_job *sj = ((struct report_ctx *) ctx)->sj;
+        if (sj->dj && p[0] == 'C')
+                tell_copied(d, sj->dj->job, p);
+        else if (sj->dj && p[0] == 'E' && !sj->told_fail) {
+                int e = 0;
+                char msg[256];
+                sj->told_fail = true;
+                (void) sscanf(p, "E %d", &e);
+                snprintf(msg, sizeof msg, "cannot copy checkpoints back: %s (as the job's user)",
+                         e > 0 ? strerror(e) : "the helper failed");
+                event(d, sj->dj->job, msg);
+        } else if (sj->dj && p[0] == 'S' && !sj->told_skip) {
+                char msg[GW_SCRATCH_REPORT_MAX + 64];
+                sj->told_skip = true;
+                snprintf(msg, sizeof msg, "not copied back: %s", p + 2);
+                event(d, sj->dj->job, msg);
+        }
+}
+
 /* Takes the complete lines of sj's report that arrived. */
 static void read_report(struct gw_daemon *d, struct gw_scratch_job *sj) {
-        for (;;) {
-                if (sj->nbuf == sizeof sj->buf - 1)
-                        sj->nbuf = 0; /* a line longer than any the helper writes: dropped */
-                ssize_t r = read(sj->rfd, sj->buf + sj->nbuf, sizeof sj->buf - 1 - sj->nbuf);
-                if (r <= 0)
-                        return;
-                sj->nbuf += (size_t) r;
-                sj->buf[sj->nbuf] = '\0';
-                char *p = sj->buf, *nl;
-                while ((nl = strchr(p, '\n'))) {
-                        *nl = '\0';
-                        if (sj->dj && p[0] == 'C')
-                                tell_copied(d, sj->dj->job, p);
-                        else if (sj->dj && p[0] == 'E' && !sj->told_fail) {
-                                int e = 0;
-                                char msg[256];
-                                sj->told_fail = true;
-                                (void) sscanf(p, "E %d", &e);
-                                snprintf(msg, sizeof msg, "cannot copy checkpoints back: %s (as the job's user)",
-                                         e > 0 ? strerror(e) : "the helper failed");
-                                event(d, sj->dj->job, msg);
-                        } else if (sj->dj && p[0] == 'S' && !sj->told_skip) {
-                                char msg[REPORT_MAX + 64];
-                                sj->told_skip = true;
-                                snprintf(msg, sizeof msg, "not copied back: %s", p + 2);
-                                event(d, sj->dj->job, msg);
-                        }
-                        p = nl + 1;
-                }
-                sj->nbuf -= (size_t) (p - sj->buf);
-                memmove(sj->buf, p, sj->nbuf);
-        }
+        gw_scratch_report_read(&sj->report, sj->rfd, report_line, &(struct report_ctx){ d, sj });
 }
 
 static void start_look(struct gw_daemon *d, struct gw_scratch_job *sj) {
@@ -460,7 +453,7 @@ static void start_look(struct gw_daemon *d, struct gw_scratch_job *sj) {
                 return;
         sj->pid = pid;
         sj->rfd = fd;
-        sj->nbuf = 0;
+        sj->report.n = 0;
 }
 
 gw_usec_t gw_scratch_tick(struct gw_daemon *d) {
@@ -495,7 +488,7 @@ bool gw_scratch_reaped(struct gw_daemon *d, pid_t pid, int status) {
                         (void) close(sj->rfd);
                         sj->rfd = -1;
                 }
-                sj->nbuf = 0;
+                sj->report.n = 0;
                 if (!sj->dj) {
                         unlink_job(sj);
                         job_free(sj);
@@ -507,7 +500,7 @@ bool gw_scratch_reaped(struct gw_daemon *d, pid_t pid, int status) {
 
 /* "synced back to /shared/job: 12 files, 3.4 MB; ..." for the final sync's report. */
 static void tell_synced(struct gw_daemon *d, const struct gw_job *j, const char *dir, int r, const char *report) {
-        char msg[REPORT_MAX + 512], size[32], skip[512] = "";
+        char msg[GW_SCRATCH_REPORT_MAX + 512], size[32], skip[512] = "";
         unsigned long long files = 0, bytes = 0, left = 0;
         const char *done = strstr(report, "D ");
         int e;
@@ -552,7 +545,7 @@ void gw_scratch_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         }
         stop_look(sj);
-        char report[REPORT_MAX];
+        char report[GW_SCRATCH_REPORT_MAX];
         uint32_t gid;
         struct gw_scratch_copy c = { .mode = GW_SCRATCH_SYNC, .src = sj->dir, .dst = j->cwd, .empty_src = true };
         as_user(d, j, &c, &gid);

@@ -483,3 +483,23 @@ int gw_scratch_helper_main(const char *kind) {
         (void) sigaction(SIGTERM, &sa, NULL);
         return helper(&c);
 }
+
+void gw_scratch_report_read(struct gw_scratch_report *r, int fd, void (*each)(char *line, void *ctx), void *ctx) {
+        for (;;) {
+                if (r->n == sizeof r->buf - 1)
+                        r->n = 0; /* longer than any line the helper writes: dropped */
+                ssize_t got = read(fd, r->buf + r->n, sizeof r->buf - 1 - r->n);
+                if (got <= 0)
+                        return;
+                r->n += (size_t) got;
+                r->buf[r->n] = '\0';
+                char *p = r->buf, *nl;
+                while ((nl = strchr(p, '\n'))) {
+                        *nl = '\0';
+                        each(p, ctx);
+                        p = nl + 1;
+                }
+                r->n -= (size_t) (p - r->buf);
+                memmove(r->buf, p, r->n);
+        }
+}

@@ -41,6 +41,16 @@ struct gw_scratch_copy {
         int report_fd;
 };
 
+/* The helper's report as it arrives: the bytes of a line not yet whole. */
+#define GW_SCRATCH_REPORT_MAX 8192
+struct gw_scratch_report {
+        char buf[GW_SCRATCH_REPORT_MAX];
+        size_t n;
+};
+/* Reads what fd has (non-blocking) and calls each(line, ctx) for every whole line, its
+ * newline cut; a line longer than any the helper writes is dropped. */
+void gw_scratch_report_read(struct gw_scratch_report *r, int fd, void (*each)(char *line, void *ctx), void *ctx);
+
 /* Forks the helper: its pid, or -errno.  report_fd stays the caller's to close. */
 pid_t gw_scratch_copy_spawn(const struct gw_scratch_copy *c);
 /* Starts the helper with its report on a pipe made here (c's report_fd is set): its pid and

@@ -46,7 +46,6 @@
 #define EXIT_USAGE 2
 #define EXIT_NODE GW_FAILURE_NODE_EXIT /* no scratch folder could be made on this node (EX_UNAVAILABLE) */
 #define INTERVAL_MAX (24 * 3600)
-#define REPORT_MAX 8192
 #define STOP_WAIT (5 * GW_USEC_PER_SEC)
 /* How long a restore or the final sync may take before its copier is stopped: a hung shared
  * mount must not hold the allocation's GPUs until the time limit. */
@@ -66,8 +65,7 @@ struct step {
         int cmd_status;
         pid_t look; /* a look in flight, 0 none */
         int look_fd;
-        char buf[REPORT_MAX];
-        size_t nbuf;
+        struct gw_scratch_report report; /* the look's, as it arrives */
         gw_usec_t next_look;
 };
 
@@ -179,7 +177,7 @@ static int make_dir(struct step *s) {
 }
 
 static void restore(struct step *s) {
-        char report[REPORT_MAX], why[256], size[32];
+        char report[GW_SCRATCH_REPORT_MAX], why[256], size[32];
         unsigned long long files = 0, bytes = 0, left = 0;
         struct gw_scratch_copy c;
         copy_init(s, &c, GW_SCRATCH_SYNC);
@@ -210,28 +208,15 @@ static void tell_copied(const struct step *s, const char *line) {
                 out("copied %s (%s) back to %s", rel, gw_format_size(bytes, size, sizeof size), s->cwd);
 }
 
-static void read_look(struct step *s) {
-        for (;;) {
-                if (s->nbuf == sizeof s->buf - 1)
-                        s->nbuf = 0; /* longer than any line the copier writes */
-                ssize_t r = read(s->look_fd, s->buf + s->nbuf, sizeof s->buf - 1 - s->nbuf);
-                if (r <= 0)
-                        return;
-                s->nbuf += (size_t) r;
-                s->buf[s->nbuf] = '\0';
-                char *p = s->buf, *nl;
-                while ((nl = strchr(p, '\n'))) {
-                        *nl = '\0';
-                        if (p[0] == 'C')
-                                tell_copied(s, p);
-                        else if (p[0] == 'E' || p[0] == 'S')
-                                out("not copied back: %s", p + 2);
-                        p = nl + 1;
-                }
-                s->nbuf -= (size_t) (p - s->buf);
-                memmove(s->buf, p, s->nbuf);
-        }
+static void look_line(char *line, void *ctx) {
+        struct step *s = ctx;
+        if (line[0] == 'C')
+                tell_copied(s, line);
+        else if (line[0] == 'E' || line[0] == 'S')
+                out("not copied back: %s", line + 2);
 }
+
+static void read_look(struct step *s) { gw_scratch_report_read(&s->report, s->look_fd, look_line, s); }
 
 static void look_done(struct step *s) {
         if (s->look_fd >= 0) {
@@ -240,7 +225,7 @@ static void look_done(struct step *s) {
         }
         s->look_fd = -1;
         s->look = 0;
-        s->nbuf = 0;
+        s->report.n = 0;
 }
 
 static void start_look(struct step *s) {
@@ -332,7 +317,7 @@ static void supervise(struct step *s) {
 
 static void final_sync(struct step *s) {
         stop_look(s);
-        char report[REPORT_MAX], why[256], size[32];
+        char report[GW_SCRATCH_REPORT_MAX], why[256], size[32];
         unsigned long long files = 0, bytes = 0, left = 0;
         struct gw_scratch_copy c;
         copy_init(s, &c, GW_SCRATCH_SYNC);
