@@ -115,7 +115,10 @@ void gw_exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
                 return;
         if (r == 0 && dj->job->pid != pid) {
                 dj->job->pid = pid;
-                (void) gw_proc_start_time(pid, &dj->job->pid_start);
+                /* A job whose end came with its pid is reaped: /proc has it no more, or has
+                 * another process under its pid. */
+                if (!end.known)
+                        (void) gw_proc_start_time(pid, &dj->job->pid_start);
                 log_debug("job %lld: process %d", (long long) dj->job->id, (int) pid);
                 if (x->signal_held) { /* its whole group: it made one (setsid) before its exec */
                         int sig = x->signal_held;
@@ -133,12 +136,11 @@ void gw_exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj) {
         /* Closed (or unreadable, which no supervisor causes): the end is in the exits journal,
          * or the supervisor died.  While the launcher's answer is awaited, the end is taken
          * when that answer comes (gw_exec_shim_launched). */
+        report_close(d, dj); /* read to its end: nothing is left to drain */
         if (!x->launch_pending && dj->job->shim_pid > 0)
                 attempt_closed(d, dj);
-        else {
+        else
                 x->report_closed = true;
-                report_close(d, dj);
-        }
 }
 
 /* The attempt's supervisor is gone: stop watching it (a retry gets new ones). */

@@ -406,8 +406,9 @@ static void exits_line(struct gw_exits *e, const char *line) {
 void gw_exits_read(struct gw_exits *e) {
         char buf[8192];
         ssize_t n;
-        while ((n = pread(e->fd, buf, sizeof buf, e->offset)) > 0) {
-                e->offset += n;
+        /* A short read is the file's end as it stands: no second read to learn it. */
+        do {
+                n = pread(e->fd, buf, sizeof buf, e->offset);
                 for (ssize_t i = 0; i < n; i++) {
                         if (buf[i] != '\n') {
                                 if (e->partial_len < sizeof e->partial - 1)
@@ -418,7 +419,9 @@ void gw_exits_read(struct gw_exits *e) {
                         exits_line(e, e->partial);
                         e->partial_len = 0;
                 }
-        }
+                if (n > 0)
+                        e->offset += n;
+        } while (n == (ssize_t) sizeof buf);
         exits_reserve(e);
 }
 

@@ -95,13 +95,17 @@ static void tell_low(struct gw_daemon *d, struct gw_djob *dj, uint64_t free_) {
                           gw_store_errmsg(d->store));
 }
 
+/* Whether the log reaches past a quarter of the cap, where the marker would be: below it there
+ * is none to look for, and a stat costs less than an open and a read. */
+static bool past_head(const struct gw_daemon *d, const struct gw_job *j) {
+        struct stat st;
+        return j->log_path && !j->output && d->cfg->log_max && stat(j->log_path, &st) == 0 &&
+               (uint64_t) st.st_size > d->cfg->log_max / 4;
+}
+
 static void watch_one(struct gw_daemon *d, struct gw_djob *dj) {
         const struct gw_job *j = dj->job;
-        if (told(d, dj)->cap == j->attempt || j->state != GW_JOB_RUNNING)
-                return;
-        struct stat st;
-        /* Below a quarter of the cap there is no marker to look for: a stat, not a read. */
-        if (!j->log_path || j->output || stat(j->log_path, &st) < 0 || (uint64_t) st.st_size <= d->cfg->log_max / 4)
+        if (told(d, dj)->cap == j->attempt || j->state != GW_JOB_RUNNING || !past_head(d, j))
                 return;
         int64_t dropped = dropped_in_log(d, j);
         if (dropped < 0)
@@ -133,7 +137,7 @@ void gw_joblog_watch(struct gw_daemon *d) {
 }
 
 void gw_joblog_attempt_ended(struct gw_daemon *d, struct gw_djob *dj) {
-        int64_t dropped = dropped_in_log(d, dj->job);
+        int64_t dropped = past_head(d, dj->job) ? dropped_in_log(d, dj->job) : -1;
         if (dropped > 0)
                 tell(d, dj->job, dropped, true);
 }

@@ -38,7 +38,7 @@ static char *log_ends(const struct gw_job *j, size_t *ret_len) {
         size_t head = size < LOG_END ? (size_t) size : LOG_END;
         size_t tail = size <= 2 * (uint64_t) LOG_END ? (size_t) (size - head) : LOG_END;
         char *buf = gw_xmalloc(head + 1 + tail + 1);
-        ssize_t n = pread(fd, buf, head, 0);
+        ssize_t n = head ? pread(fd, buf, head, 0) : 0;
         size_t len = n > 0 ? (size_t) n : 0;
         if (tail) {
                 buf[len++] = '\n'; /* a line cut at the head's end is not joined to the tail's */
