@@ -76,6 +76,10 @@ struct shim_end {
 /* supervise.c: reaps what has exited; the job's end into *end (true) when it is among them,
  * and then what it left behind is killed. */
 bool shim_reap_some(pid_t job, struct shim_end *end);
+/* A signalfd for SIGCHLD, made (SIGCHLD blocked) by the supervisor's first job and kept for
+ * the next ones; -1 when it could not be made (exits are then polled for).  The job's child
+ * unblocks every signal before its exec. */
+int shim_chld_fd(void);
 /* How long output may go on coming once the job has exited and what it left is killed: only
  * a process outside the job's tree that was handed the pipe (or the terminal) can still write. */
 #define OUTPUT_GRACE_MS 2000

@@ -330,15 +330,25 @@ bool shim_reap_some(pid_t job, struct shim_end *end) {
         return seen;
 }
 
+int shim_chld_fd(void) {
+        static int fd = -1;
+        static bool tried;
+        if (!tried) {
+                sigset_t chld;
+                sigemptyset(&chld);
+                sigaddset(&chld, SIGCHLD);
+                (void) sigprocmask(SIG_BLOCK, &chld, NULL);
+                fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+                tried = true;
+        }
+        return fd;
+}
+
 /* Copies the job's output from the pipe out into the log while waiting for it.  Returns when
  * the output has ended (all its writers gone) and, once the job has exited, at the latest
  * OUTPUT_GRACE_MS later; true when the job's exit was reaped here (its end in *end). */
 static bool pump(int out, struct logcap *cap, pid_t job, struct shim_end *end) {
-        sigset_t chld, old;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        (void) sigprocmask(SIG_BLOCK, &chld, &old);
-        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        int sfd = shim_chld_fd();
         static char buf[64 << 10];
         bool exited = false;
         int64_t until = 0;
@@ -370,11 +380,24 @@ static bool pump(int out, struct logcap *cap, pid_t job, struct shim_end *end) {
                                 break;
                 }
         }
-        if (sfd >= 0)
-                (void) close(sfd);
-        (void) sigprocmask(SIG_SETMASK, &old, NULL);
         logcap_done(cap);
         return exited;
+}
+
+/* The exits journal, opened by the supervisor's first job and kept for the next ones (they
+ * name the same one: a daemon's). */
+static int exits_fd = -1;
+static char *exits_opened;
+
+static int exits_open(const char *path) {
+        if (exits_fd >= 0 && !strcmp(exits_opened, path))
+                return exits_fd;
+        if (exits_fd >= 0)
+                (void) close(exits_fd);
+        free(exits_opened);
+        exits_opened = strdup(path);
+        exits_fd = exits_opened ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+        return exits_fd;
 }
 
 /* 0, or -1 when the journal did not take the line (a full disk, a read-only state dir). */
@@ -384,13 +407,12 @@ static int record_exit(const struct shim_opts *o, const struct shim_end *e) {
          * before it: glued onto that, this exit would be unreadable. */
         int n = snprintf(line, sizeof line, "\n%lld %d %d %lld %lld\n", o->job_id, o->attempt, e->status, e->wall_us,
                          e->mono_us);
-        /* One short write with O_APPEND: atomic among concurrent shims. */
-        int fd = open(o->exits, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        /* One short write with O_APPEND: atomic among concurrent shims, and at the end of a
+         * journal the daemon has emptied (it truncates it, never replaces it). */
+        int fd = exits_open(o->exits);
         int r = fd >= 0 && write(fd, line, (size_t) n) == n ? 0 : -1;
         if (r < 0)
                 fprintf(stderr, "gpuward-shim: cannot record the exit of job %lld: %s\n", o->job_id, strerror(errno));
-        if (fd >= 0)
-                (void) close(fd);
         return r;
 }
 
@@ -470,10 +492,12 @@ int shim_supervise(int argc, char **argv) {
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
-        int keep[5] = { pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, null_fd, -1, -1 };
+        int keep[7] = {
+                pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, null_fd, shim_chld_fd(), exits_fd, -1, -1
+        };
         if (o.term)
-                shim_tty_fds(o.term, keep + 3);
-        close_from_but(SHIM_CHANNEL_FD + 1, keep, 5);
+                shim_tty_fds(o.term, keep + 5);
+        close_from_but(SHIM_CHANNEL_FD + 1, keep, 7);
         if (job < 0) {
                 if (o.term)
                         shim_tty_close(o.term);

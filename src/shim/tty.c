@@ -261,11 +261,7 @@ static int due(struct shim_tty *t, pid_t job, bool exited, int64_t until) {
 }
 
 bool shim_tty_pump(struct shim_tty *t, struct logcap *cap, pid_t job, struct shim_end *end) {
-        sigset_t chld, old;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        (void) sigprocmask(SIG_BLOCK, &chld, &old);
-        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        int sfd = shim_chld_fd();
         bool exited = false, output = true;
         int64_t until = 0;
         for (;;) {
@@ -307,9 +303,6 @@ bool shim_tty_pump(struct shim_tty *t, struct logcap *cap, pid_t job, struct shi
                 else if ((p[3].revents & (POLLHUP | POLLERR)) && t->conn >= 0)
                         close_fd(&t->conn); /* gone while we waited on the job */
         }
-        if (sfd >= 0)
-                (void) close(sfd);
-        (void) sigprocmask(SIG_SETMASK, &old, NULL);
         logcap_done(cap);
         return exited;
 }
