@@ -146,10 +146,55 @@ static void schema_28_database(void **state) {
         check_store(f);
 }
 
+/* The SQL text of the first statement on jobs the store steps while traced. */
+static int trace_jobs_stmt(unsigned type, void *userdata, void *stmt, void *x) {
+        (void) type;
+        (void) x;
+        char *sql = userdata;
+        const char *text = sqlite3_sql(stmt);
+        if (!sql[0] && text && strstr(text, "FROM jobs"))
+                snprintf(sql, 1024, "%s", text);
+        return 0;
+}
+
+/* What SQLite's plan for sql says, its steps' details joined by " | ". */
+static void query_plan(sqlite3 *db, const char *sql, char *out, size_t n) {
+        char eqp[1100];
+        snprintf(eqp, sizeof eqp, "EXPLAIN QUERY PLAN %s", sql);
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db, eqp, -1, &st, NULL), SQLITE_OK);
+        size_t used = 0;
+        out[0] = '\0';
+        while (sqlite3_step(st) == SQLITE_ROW && used < n)
+                used += (size_t) snprintf(out + used, n - used, "%s | ", (const char *) sqlite3_column_text(st, 3));
+        sqlite3_finalize(st);
+}
+
+/* GET /api/v1/usage reads the jobs that ended inside its window by jobs_end, not every job in
+ * a final state by jobs_state: over a long history its window is a small part of them. */
+static void usage_reads_by_end_time(void **state) {
+        struct fixture *f = *state;
+        struct gw_store *s = NULL;
+        char err[256] = "", sql[1024] = "", plan[1024];
+        if (gw_store_open(f->dir, &s, err, sizeof err) < 0)
+                fail_msg("gw_store_open: %s", err);
+        sqlite3 *db = gw_store_db(s);
+        assert_int_equal(sqlite3_trace_v2(db, SQLITE_TRACE_STMT, trace_jobs_stmt, sql), SQLITE_OK);
+        int n = 0;
+        assert_int_equal(gw_store_usage_rows(s, NOW - 3600 * GW_USEC_PER_SEC, count_row, &n), 0);
+        assert_int_equal(sqlite3_trace_v2(db, 0, NULL, NULL), SQLITE_OK);
+        assert_non_null(strstr(sql, "end_time"));
+        query_plan(db, sql, plan, sizeof plan);
+        if (!strstr(plan, "USING INDEX jobs_end "))
+                fail_msg("usage query plan: %s", plan);
+        gw_store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(new_database, setup, teardown),
                 cmocka_unit_test_setup_teardown(schema_28_database, setup, teardown),
+                cmocka_unit_test_setup_teardown(usage_reads_by_end_time, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
