@@ -96,13 +96,14 @@ int gw_store_quotas(struct gw_store *s, gw_store_quota_cb cb, void *userdata) {
 
 int gw_store_gpu_time_since(struct gw_store *s, uint32_t uid, gw_usec_t since, gw_usec_t now, gw_usec_t *ret) {
         sqlite3_stmt *st;
-        /* GPU-time of each ended job inside [since, now]. */
-        int r = gw_store_query(s,
-                               "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
-                               "WHERE uid = ?1 AND start_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
-                               "end_time >= start_time AND state BETWEEN ?4 AND ?5",
-                               &st, "iiiii", (int64_t) uid, since, now, (int64_t) GW_JOB_COMPLETED,
-                               (int64_t) GW_JOB_RECLAIMED);
+        /* GPU-time of each ended job inside [since, now].  end_time > 0: the partial index
+         * jobs_end is a choice for SQLite only with its own term in the WHERE. */
+        int r = gw_store_query(
+                s,
+                "SELECT COALESCE(SUM(ngpus * (MIN(end_time, ?3) - MAX(start_time, ?2))), 0) FROM jobs "
+                "WHERE uid = ?1 AND start_time > 0 AND end_time > 0 AND end_time > ?2 AND start_time < ?3 AND "
+                "end_time >= start_time AND state BETWEEN ?4 AND ?5",
+                &st, "iiiii", (int64_t) uid, since, now, (int64_t) GW_JOB_COMPLETED, (int64_t) GW_JOB_RECLAIMED);
         if (r < 0)
                 return r;
         int rc = sqlite3_step(st);
