@@ -8,7 +8,8 @@
 #include "base/time.h"
 #include "store/store.h"
 
-/* Replaces the job's row.  0 or -errno. */
+/* Keeps it in the job's row, in place of an earlier attempt's.  0, -ENOENT when there is no
+ * such job, or -errno. */
 int gw_store_job_clock_put(struct gw_store *s, int64_t job_id, int attempt, const char *boot_id, gw_usec_t start_mono);
 
 /* The attempt's monotonic start when it was recorded in this boot: 0 with *ret set, -ENOENT

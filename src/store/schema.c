@@ -189,6 +189,16 @@ const char *const gw_store_migrations[] = {
          * WHERE that says end_time > 0 in those words (usage.c, sharing_store.c). */
         "DROP INDEX jobs_end;"
         "CREATE INDEX jobs_end ON jobs(end_time) WHERE end_time > 0;",
+        /* 30: a running attempt's monotonic start (store/jobclock.h) moves into the job's row:
+         * written with the start's own update of that row, it costs no page of its own in the
+         * start's commit (job_clock's was one of its eight or nine) */
+        "ALTER TABLE jobs ADD COLUMN clock_attempt INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN clock_boot TEXT;"
+        "ALTER TABLE jobs ADD COLUMN clock_mono INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE jobs SET (clock_attempt, clock_boot, clock_mono) = "
+        "  (SELECT attempt, boot_id, start_mono FROM job_clock c WHERE c.job_id = jobs.id)"
+        "  WHERE id IN (SELECT job_id FROM job_clock);"
+        "DROP TABLE job_clock;",
 };
 
 int gw_store_schema_version(void) { return (int) ELEMENTSOF(gw_store_migrations); }

@@ -777,32 +777,40 @@ static void set_error(void **state) {
         gw_job_free(j);
 }
 
-/* The start's clock row is written through a statement kept prepared: each write binds all
+/* The start's clock, in the job's row, is written through a statement kept prepared: each write binds all
  * of its own values (none left from the one before), a rolled-back write leaves the row as it
  * was, and the kept statement holds no lock that would keep the store from closing. */
 static void job_clock_kept_statement(void **state) {
         struct fixture *f = *state;
         gw_usec_t v = 0;
-        assert_int_equal(gw_store_job_clock_put(f->s, 7, 1, "boot-a", 100), 0);
-        assert_int_equal(gw_store_job_clock_put(f->s, 8, 1, "boot-b", 200), 0);
-        assert_int_equal(gw_store_job_clock_get(f->s, 7, 1, "boot-a", &v), 0);
+        int64_t id[3];
+        for (int k = 0; k < 3; k++) {
+                struct gw_job *j = job_new(1000, GW_JOB_RUNNING);
+                assert_int_equal(gw_store_job_insert(f->s, j, "submitted"), 0);
+                id[k] = j->id;
+                gw_job_free(j);
+        }
+        assert_int_equal(gw_store_job_clock_put(f->s, id[0], 1, "boot-a", 100), 0);
+        assert_int_equal(gw_store_job_clock_put(f->s, id[1], 1, "boot-b", 200), 0);
+        assert_int_equal(gw_store_job_clock_get(f->s, id[0], 1, "boot-a", &v), 0);
         assert_int_equal(v, 100);
-        assert_int_equal(gw_store_job_clock_get(f->s, 8, 1, "boot-a", &v), -ENOENT); /* another boot */
-        assert_int_equal(gw_store_job_clock_put(f->s, 7, 2, "boot-a", 300), 0); /* the job's row, replaced */
-        assert_int_equal(gw_store_job_clock_get(f->s, 7, 1, "boot-a", &v), -ENOENT);
-        assert_int_equal(gw_store_job_clock_get(f->s, 7, 2, "boot-a", &v), 0);
+        assert_int_equal(gw_store_job_clock_get(f->s, id[1], 1, "boot-a", &v), -ENOENT); /* another boot */
+        assert_int_equal(gw_store_job_clock_put(f->s, id[0], 2, "boot-a", 300), 0); /* the attempt before's, replaced */
+        assert_int_equal(gw_store_job_clock_get(f->s, id[0], 1, "boot-a", &v), -ENOENT);
+        assert_int_equal(gw_store_job_clock_get(f->s, id[0], 2, "boot-a", &v), 0);
         assert_int_equal(v, 300);
         assert_int_equal(gw_store_begin(f->s), 0);
-        assert_int_equal(gw_store_job_clock_put(f->s, 7, 3, "boot-a", 400), 0);
+        assert_int_equal(gw_store_job_clock_put(f->s, id[0], 3, "boot-a", 400), 0);
         assert_int_equal(gw_store_rollback(f->s), 0);
-        assert_int_equal(gw_store_job_clock_get(f->s, 7, 2, "boot-a", &v), 0);
+        assert_int_equal(gw_store_job_clock_get(f->s, id[0], 2, "boot-a", &v), 0);
         assert_int_equal(v, 300);
-        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM job_clock"), 2);
+        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM jobs WHERE clock_boot IS NOT NULL"), 2);
         f->s = gw_store_close(f->s);
         store_open_ok(f);
-        assert_int_equal(gw_store_job_clock_get(f->s, 7, 2, "boot-a", &v), 0);
-        assert_int_equal(gw_store_job_clock_put(f->s, 9, 1, "boot-b", 500), 0);
-        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM job_clock"), 3);
+        assert_int_equal(gw_store_job_clock_get(f->s, id[0], 2, "boot-a", &v), 0);
+        assert_int_equal(gw_store_job_clock_put(f->s, id[2], 1, "boot-b", 500), 0);
+        assert_int_equal(raw_int(f->dir, "SELECT count(*) FROM jobs WHERE clock_boot IS NOT NULL"), 3);
+        assert_int_equal(gw_store_job_clock_put(f->s, id[2] + 1, 1, "boot-b", 600), -ENOENT); /* no such job */
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

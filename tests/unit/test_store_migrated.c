@@ -1,6 +1,8 @@
-/* src/store: the jobs_end index holds only the jobs that have ended (end_time > 0), on a new
- * database and on one of schema 28 (the full index) once migrated, and the queries by end time
- * still get the rows they asked for. */
+/* src/store: what the later migrations changed, on a new database and on one an earlier
+ * gpuwardd left.  The jobs_end index holds only the jobs that have ended (end_time > 0), and
+ * the queries by end time still get the rows they asked for; a running attempt's monotonic
+ * start, kept in job_clock before, is in its job's row. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +18,11 @@
 
 #include "core/job.h"
 #include "store/store_internal.h"
+#include "store/jobclock.h"
 #include "store/usage.h"
 
 #define SCHEMA_FULL_INDEX 28 /* the last schema whose jobs_end held every job */
+#define SCHEMA_CLOCK_TABLE 29 /* the last schema with the job_clock table */
 #define NOW ((gw_usec_t) 1763769600 * GW_USEC_PER_SEC)
 
 struct fixture {
@@ -146,6 +150,30 @@ static void schema_28_database(void **state) {
         check_store(f);
 }
 
+/* A database schema 29's gpuwardd left with a job running: its monotonic start, in job_clock
+ * then, is the job's after the migration, and the table is gone. */
+static void clock_moved_into_the_job_row(void **state) {
+        struct fixture *f = *state;
+        sqlite3 *db = raw_open(f);
+        for (int v = 0; v < SCHEMA_CLOCK_TABLE; v++)
+                raw_exec(db, gw_store_migrations[v]);
+        raw_exec(db, "PRAGMA user_version = 29");
+        add_jobs(db); /* the third is running */
+        raw_exec(db, "INSERT INTO job_clock (job_id, attempt, boot_id, start_mono) VALUES (3, 1, 'boot-a', 12345)");
+        sqlite3_close(db);
+        struct gw_store *s = NULL;
+        char err[256] = "";
+        if (gw_store_open(f->dir, &s, err, sizeof err) < 0)
+                fail_msg("gw_store_open: %s", err);
+        gw_usec_t v = 0;
+        assert_int_equal(gw_store_job_clock_get(s, 3, 1, "boot-a", &v), 0);
+        assert_int_equal(v, 12345);
+        assert_int_equal(gw_store_job_clock_get(s, 2, 1, "boot-a", &v), -ENOENT); /* none kept for it */
+        assert_int_equal(gw_store_job_clock_get(s, 3, 1, "boot-b", &v), -ENOENT); /* another boot's */
+        assert_int_equal(raw_int(gw_store_db(s), "SELECT count(*) FROM sqlite_schema WHERE name = 'job_clock'"), 0);
+        gw_store_close(s);
+}
+
 /* The SQL text of the first statement on jobs the store steps while traced. */
 static int trace_jobs_stmt(unsigned type, void *userdata, void *stmt, void *x) {
         (void) type;
@@ -195,6 +223,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(new_database, setup, teardown),
                 cmocka_unit_test_setup_teardown(schema_28_database, setup, teardown),
                 cmocka_unit_test_setup_teardown(usage_reads_by_end_time, setup, teardown),
+                cmocka_unit_test_setup_teardown(clock_moved_into_the_job_row, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
