@@ -12,6 +12,7 @@
 
 #include "base/cleanup.h"
 #include "store/store_internal.h"
+#include "store/walbatch.h"
 
 enum stmt_id {
         ST_JOB_INSERT,
@@ -276,8 +277,8 @@ int gw_store_open(const char *dir, struct gw_store **ret, char *err, size_t errl
         make_private(path);
         struct gw_store *s = gw_xcalloc(1, sizeof *s);
         int r = -EIO;
-        if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-            SQLITE_OK) {
+        if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                            gw_walbatch_vfs()) != SQLITE_OK) {
                 snprintf(err, errlen, "cannot open %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
                 goto fail;
         }
