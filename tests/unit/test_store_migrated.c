@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/job.h"
+#include "sqlite_test.h"
 #include "store/store_internal.h"
 #include "store/jobclock.h"
 #include "store/usage.h"
@@ -26,51 +27,28 @@
 #define NOW ((gw_usec_t) 1763769600 * GW_USEC_PER_SEC)
 
 struct fixture {
-        char dir[64], db[96];
+        struct sqlite_test_dir t;
 };
 
 static int setup(void **state) {
         struct fixture *f = calloc(1, sizeof *f);
         assert_non_null(f);
-        snprintf(f->dir, sizeof f->dir, "/tmp/gw-test-ended-XXXXXX");
-        assert_non_null(mkdtemp(f->dir));
-        snprintf(f->db, sizeof f->db, "%s/gpuward.db", f->dir);
+        sqlite_test_dir_make(&f->t, "gpuward.db");
         *state = f;
         return 0;
 }
 
 static int teardown(void **state) {
         struct fixture *f = *state;
-        const char *suffix[] = { "", "-wal", "-shm" };
-        for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
-                char p[128];
-                snprintf(p, sizeof p, "%s%s", f->db, suffix[i]);
-                (void) unlink(p);
-        }
-        assert_int_equal(rmdir(f->dir), 0);
+        sqlite_test_dir_remove(&f->t);
         free(f);
         return 0;
 }
 
 static sqlite3 *raw_open(const struct fixture *f) {
         sqlite3 *db = NULL;
-        assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_open_v2(f->t.db, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
         return db;
-}
-
-static void raw_exec(sqlite3 *db, const char *sql) {
-        char *err = NULL;
-        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-                fail_msg("%s: %s", sql, err);
-}
-
-static long long raw_int(sqlite3 *db, const char *sql) {
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        long long v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        return v;
 }
 
 /* A job straight into the table, as any schema since 1 takes it. */
@@ -80,7 +58,7 @@ static void raw_job(sqlite3 *db, enum gw_job_state state, gw_usec_t start, gw_us
                  "INSERT INTO jobs (name, uid, gid, user, state, ngpus, time_limit, argv, cwd, submit_time, "
                  "start_time, end_time) VALUES ('j', 1000, 1000, 'alice', %d, 1, 60, x'', '/', %lld, %lld, %lld)",
                  (int) state, (long long) (NOW - 7200 * GW_USEC_PER_SEC), (long long) start, (long long) end);
-        raw_exec(db, sql);
+        sqlite_test_exec(db, sql);
 }
 
 /* Three jobs that have not ended (end_time 0) and two that have, one of them before the
@@ -95,7 +73,8 @@ static void add_jobs(sqlite3 *db) {
 
 /* The entries in jobs_end's leaves (dbstat: the pages as stored). */
 static long long index_entries(sqlite3 *db) {
-        return raw_int(db, "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = 'jobs_end' AND pagetype = 'leaf'");
+        return sqlite_test_int(
+                db, "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = 'jobs_end' AND pagetype = 'leaf'");
 }
 
 static void count_row(const struct gw_store_usage_row *r, void *userdata) {
@@ -107,12 +86,12 @@ static void count_row(const struct gw_store_usage_row *r, void *userdata) {
 static void check_store(const struct fixture *f) {
         struct gw_store *s = NULL;
         char err[256] = "";
-        if (gw_store_open(f->dir, &s, err, sizeof err) < 0)
+        if (gw_store_open(f->t.dir, &s, err, sizeof err) < 0)
                 fail_msg("gw_store_open: %s", err);
         sqlite3 *db = raw_open(f);
-        assert_int_equal(raw_int(db, "PRAGMA user_version"), gw_store_schema_version());
+        assert_int_equal(sqlite_test_int(db, "PRAGMA user_version"), gw_store_schema_version());
         assert_int_equal(index_entries(db), 2);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM jobs"), 5);
+        assert_int_equal(sqlite_test_int(db, "SELECT count(*) FROM jobs"), 5);
         sqlite3_close(db);
 
         int n = 0;
@@ -128,7 +107,7 @@ static void new_database(void **state) {
         struct fixture *f = *state;
         struct gw_store *s = NULL;
         char err[256] = "";
-        if (gw_store_open(f->dir, &s, err, sizeof err) < 0)
+        if (gw_store_open(f->t.dir, &s, err, sizeof err) < 0)
                 fail_msg("gw_store_open: %s", err);
         gw_store_close(s);
         sqlite3 *db = raw_open(f);
@@ -142,8 +121,8 @@ static void schema_28_database(void **state) {
         struct fixture *f = *state;
         sqlite3 *db = raw_open(f);
         for (int v = 0; v < SCHEMA_FULL_INDEX; v++)
-                raw_exec(db, gw_store_migrations[v]);
-        raw_exec(db, "PRAGMA user_version = 28");
+                sqlite_test_exec(db, gw_store_migrations[v]);
+        sqlite_test_exec(db, "PRAGMA user_version = 28");
         add_jobs(db);
         assert_int_equal(index_entries(db), 5); /* every job, ended or not */
         sqlite3_close(db);
@@ -156,21 +135,23 @@ static void clock_moved_into_the_job_row(void **state) {
         struct fixture *f = *state;
         sqlite3 *db = raw_open(f);
         for (int v = 0; v < SCHEMA_CLOCK_TABLE; v++)
-                raw_exec(db, gw_store_migrations[v]);
-        raw_exec(db, "PRAGMA user_version = 29");
+                sqlite_test_exec(db, gw_store_migrations[v]);
+        sqlite_test_exec(db, "PRAGMA user_version = 29");
         add_jobs(db); /* the third is running */
-        raw_exec(db, "INSERT INTO job_clock (job_id, attempt, boot_id, start_mono) VALUES (3, 1, 'boot-a', 12345)");
+        sqlite_test_exec(db,
+                         "INSERT INTO job_clock (job_id, attempt, boot_id, start_mono) VALUES (3, 1, 'boot-a', 12345)");
         sqlite3_close(db);
         struct gw_store *s = NULL;
         char err[256] = "";
-        if (gw_store_open(f->dir, &s, err, sizeof err) < 0)
+        if (gw_store_open(f->t.dir, &s, err, sizeof err) < 0)
                 fail_msg("gw_store_open: %s", err);
         gw_usec_t v = 0;
         assert_int_equal(gw_store_job_clock_get(s, 3, 1, "boot-a", &v), 0);
         assert_int_equal(v, 12345);
         assert_int_equal(gw_store_job_clock_get(s, 2, 1, "boot-a", &v), -ENOENT); /* none kept for it */
         assert_int_equal(gw_store_job_clock_get(s, 3, 1, "boot-b", &v), -ENOENT); /* another boot's */
-        assert_int_equal(raw_int(gw_store_db(s), "SELECT count(*) FROM sqlite_schema WHERE name = 'job_clock'"), 0);
+        assert_int_equal(sqlite_test_int(gw_store_db(s), "SELECT count(*) FROM sqlite_schema WHERE name = 'job_clock'"),
+                         0);
         gw_store_close(s);
 }
 
@@ -204,7 +185,7 @@ static void usage_reads_by_end_time(void **state) {
         struct fixture *f = *state;
         struct gw_store *s = NULL;
         char err[256] = "", sql[1024] = "", plan[1024];
-        if (gw_store_open(f->dir, &s, err, sizeof err) < 0)
+        if (gw_store_open(f->t.dir, &s, err, sizeof err) < 0)
                 fail_msg("gw_store_open: %s", err);
         sqlite3 *db = gw_store_db(s);
         assert_int_equal(sqlite3_trace_v2(db, SQLITE_TRACE_STMT, trace_jobs_stmt, sql), SQLITE_OK);

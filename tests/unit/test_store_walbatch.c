@@ -16,42 +16,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sqlite_test.h"
 #include "store/walbatch.h"
 
 struct fixture {
-        char dir[64], db[96];
+        struct sqlite_test_dir t;
         sqlite3 *w; /* through the VFS */
         sqlite3 *r; /* SQLite's default VFS: another process's view */
 };
 
 static int rc_of(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
 
-static void must(sqlite3 *db, const char *sql) {
-        if (rc_of(db, sql) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-}
-
-static long long one_int(sqlite3 *db, const char *sql) {
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        long long v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        return v;
-}
-
 static int setup(void **state) {
         struct fixture *f = calloc(1, sizeof *f);
         assert_non_null(f);
-        snprintf(f->dir, sizeof f->dir, "/tmp/gw-test-walbatch-XXXXXX");
-        assert_non_null(mkdtemp(f->dir));
-        snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+        sqlite_test_dir_make(&f->t, "t.db");
         assert_non_null(gw_walbatch_vfs());
-        assert_int_equal(sqlite3_open_v2(f->db, &f->w, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, gw_walbatch_vfs()),
+        assert_int_equal(sqlite3_open_v2(f->t.db, &f->w, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, gw_walbatch_vfs()),
                          SQLITE_OK);
-        must(f->w, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;"
-                   "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB NOT NULL)");
-        assert_int_equal(sqlite3_open_v2(f->db, &f->r, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite_test_exec(f->w, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;"
+                               "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB NOT NULL)");
+        assert_int_equal(sqlite3_open_v2(f->t.db, &f->r, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
         *state = f;
         return 0;
 }
@@ -60,13 +45,7 @@ static int teardown(void **state) {
         struct fixture *f = *state;
         sqlite3_close(f->r);
         sqlite3_close(f->w);
-        const char *suffix[] = { "", "-wal", "-shm" };
-        for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
-                char p[128];
-                snprintf(p, sizeof p, "%s%s", f->db, suffix[i]);
-                (void) unlink(p);
-        }
-        assert_int_equal(rmdir(f->dir), 0);
+        sqlite_test_dir_remove(&f->t);
         free(f);
         return 0;
 }
@@ -91,21 +70,21 @@ static void committed_is_seen_at_once(void **state) {
         for (int round = 0; round < 20; round++) {
                 assert_int_equal(insert_rows(f->w, round * 5, 5), SQLITE_OK);
                 /* Another connection reads the WAL file itself: the frames must be there. */
-                assert_int_equal(one_int(f->r, "SELECT count(*) FROM t"), (round + 1) * 5);
+                assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t"), (round + 1) * 5);
         }
         /* One larger than a single write of SQLite's may be (128 KiB): written in pieces. */
         assert_int_equal(insert_rows(f->w, 5000, 60), SQLITE_OK);
-        assert_int_equal(one_int(f->r, "SELECT count(*) FROM t"), 160);
-        must(f->w, "DELETE FROM t WHERE k >= 5000");
+        assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t"), 160);
+        sqlite_test_exec(f->w, "DELETE FROM t WHERE k >= 5000");
         /* A transaction rolled back leaves nothing, and the next one takes its frames' place. */
-        must(f->w, "BEGIN; INSERT INTO t (k, v) VALUES (1000, zeroblob(3000)); ROLLBACK");
+        sqlite_test_exec(f->w, "BEGIN; INSERT INTO t (k, v) VALUES (1000, zeroblob(3000)); ROLLBACK");
         assert_int_equal(insert_rows(f->w, 2000, 3), SQLITE_OK);
-        assert_int_equal(one_int(f->r, "SELECT count(*) FROM t"), 103);
-        assert_int_equal(one_int(f->r, "SELECT count(*) FROM t WHERE k = 1000"), 0);
+        assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t"), 103);
+        assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t WHERE k = 1000"), 0);
         /* Checkpointed and started over: still whole. */
-        must(f->w, "PRAGMA wal_checkpoint(TRUNCATE)");
+        sqlite_test_exec(f->w, "PRAGMA wal_checkpoint(TRUNCATE)");
         assert_int_equal(insert_rows(f->w, 3000, 2), SQLITE_OK);
-        assert_int_equal(one_int(f->r, "SELECT count(*) FROM t"), 105);
+        assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t"), 105);
         sqlite3_stmt *st;
         assert_int_equal(sqlite3_prepare_v2(f->r, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
         assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -119,7 +98,7 @@ static void failed_write_fails_the_commit(void **state) {
         struct fixture *f = *state;
         assert_int_equal(insert_rows(f->w, 0, 2), SQLITE_OK);
         char wal[128];
-        snprintf(wal, sizeof wal, "%s-wal", f->db);
+        snprintf(wal, sizeof wal, "%s-wal", f->t.db);
         struct stat st;
         assert_int_equal(stat(wal, &st), 0);
         struct rlimit old, lim;
@@ -132,14 +111,14 @@ static void failed_write_fails_the_commit(void **state) {
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
         (void) signal(SIGXFSZ, was);
         assert_int_not_equal(rc, SQLITE_OK);
-        assert_int_equal(one_int(f->r, "SELECT count(*) FROM t"), 2);
-        assert_int_equal(one_int(f->w, "SELECT count(*) FROM t"), 2);
+        assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t"), 2);
+        assert_int_equal(sqlite_test_int(f->w, "SELECT count(*) FROM t"), 2);
         /* With room again, the next transaction is committed, the database whole. */
         assert_int_equal(insert_rows(f->w, 200, 10), SQLITE_OK);
-        assert_int_equal(one_int(f->r, "SELECT count(*) FROM t"), 12);
+        assert_int_equal(sqlite_test_int(f->r, "SELECT count(*) FROM t"), 12);
         sqlite3_close(f->w);
-        assert_int_equal(sqlite3_open_v2(f->db, &f->w, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-        assert_int_equal(one_int(f->w, "SELECT count(*) FROM t"), 12);
+        assert_int_equal(sqlite3_open_v2(f->t.db, &f->w, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+        assert_int_equal(sqlite_test_int(f->w, "SELECT count(*) FROM t"), 12);
 }
 
 int main(void) {
