@@ -66,22 +66,18 @@ static int keep(struct walfile *w, const void *data, size_t n, sqlite3_int64 off
 static int wal_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 off) {
         struct walfile *w = (struct walfile *) f;
         size_t n = (size_t) amt;
+        const unsigned char *h = data;
+        /* The page after a commit frame's header is the commit's last write. */
+        bool commit_page = w->commit_next && n != WAL_FRAME_HEADER;
+        w->commit_next = n == WAL_FRAME_HEADER && (h[4] | h[5] | h[6] | h[7]) != 0;
         int rc = SQLITE_OK;
         if (w->len && (off != w->at + (sqlite3_int64) w->len || w->len + n > KEPT_MAX))
                 rc = flush(w);
         if (rc != SQLITE_OK)
                 return rc;
-        if (n > KEPT_MAX)
-                return w->real->pMethods->xWrite(w->real, data, amt, off);
-        if ((rc = keep(w, data, n, off)) != SQLITE_OK) {
-                (void) flush(w);
-                return w->real->pMethods->xWrite(w->real, data, amt, off);
-        }
-        bool commit_page = w->commit_next && n != WAL_FRAME_HEADER;
-        w->commit_next = false;
-        if (n == WAL_FRAME_HEADER) {
-                const unsigned char *h = data;
-                w->commit_next = (h[4] | h[5] | h[6] | h[7]) != 0;
+        if (n > KEPT_MAX || keep(w, data, n, off) != SQLITE_OK) {
+                rc = flush(w);
+                return rc != SQLITE_OK ? rc : w->real->pMethods->xWrite(w->real, data, amt, off);
         }
         return commit_page ? flush(w) : SQLITE_OK;
 }
