@@ -441,9 +441,10 @@ class StateDirFaults(unittest.TestCase):
                    timeout=10, what="the file system to turn read-only")
         acked = self.writes_refused(503, "read-only", running, pid, pending, held)
         # Repair: what an operator does (stop what uses the file system, fsck, mount,
-        # start).  The job's supervisor keeps its log there open: the job launcher,
-        # supervisors and jobs the daemon left are stopped by their PIDs (all started by
-        # this test's daemon: the mount is this test's own).
+        # start).  The job's supervisor keeps its log there open: the job launcher and
+        # supervisors the daemon left are stopped by their PIDs (all started by this test's
+        # daemon: the mount is this test's own).  The job writes to its supervisor's pipe,
+        # holds nothing there and lives on: the daemon, started again, stops it.
         self.d.stop()
         stop_holders(self.d.state)
         run("umount", self.d.state)
@@ -452,7 +453,10 @@ class StateDirFaults(unittest.TestCase):
         self.assertIn(p.returncode, (0, 1), p.stdout + p.stderr)
         run("mount", "-o", "loop,errors=remount-ro", self.image, self.d.state)
         self.mounted = self.d.state
+        self.assertTrue(pid_alive(pid), "the job outlived its supervisor")
         self.d.start()
+        wait_until(lambda: not pid_alive(pid), timeout=10, what="the job that outlived its supervisor to be stopped")
+        self.assertIn("lived on with its supervisor gone", self.d.cli("show", str(running)).stdout)
         self.assert_acked_exist(acked + [running, pending, held, self.victim])
         self.writes_work(pending, held)
         self.assertEqual(self.d.job(self.victim)["state"], "HELD")
