@@ -303,16 +303,20 @@ class SupervisorGone(DaemonTest):
 
     def test_a_supervisor_killed_is_lost_and_says_so(self):
         """Lost is for a supervisor that told nothing: here it is killed under a running daemon,
-        which says so rather than blaming a restart that never happened."""
+        which says so rather than blaming a restart that never happened.  The job it leaves
+        behind is stopped: nothing of the attempt runs on, untracked, holding its GPU."""
         jid = self.d.submit_api(["sleep", "600"], retries=0)
         self.d.wait_state(jid, "RUNNING")
         pid = self.d.wait_pid(jid)
         try:
             os.kill(parent_of(pid), signal.SIGKILL)
             j = self.d.wait_state(jid, ("FAILED", "PENDING", "COMPLETED"))
+            wait_until(lambda: not pid_alive(pid), timeout=10, what="the job its supervisor left to be stopped")
         finally:
             if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        if any(e["kind"] == "start" and "cgroup " in e["message"] for e in j["events"]):
+            self.assertIn("lived on with its supervisor gone", " ".join(e["message"] for e in j["events"]), j)
         self.assertEqual((j["state"], j["attempt"]), ("FAILED", 1), j)
         self.assertEqual(j["attempts"][0]["class"], "lost", j)
         self.assertTrue(j["reason"].startswith("lost: its supervisor ended without telling how the job ended"),

@@ -78,6 +78,9 @@ void gw_exec_shim_reported(struct gw_daemon *d, struct gw_djob *dj);
 /* Its supervisor closed its report pipe, exited or was reaped: take its end (from the pipe,
  * else the exits journal) and tell it.  Whether the end was known (false: told as lost). */
 bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj);
+/* The attempt's processes that outlived its supervisor (killed, or crashed) are stopped
+ * rather than left untracked beside its retry, holding its GPUs; a job event says so. */
+void gw_exec_shim_kill_orphans(struct gw_daemon *d, const struct gw_job *j);
 /* Watches the pidfd of a supervisor that is not our child (the launcher forked it, or an
  * earlier daemon started it); it turns readable when that exits.  Takes fd. */
 int gw_exec_shim_watch_pidfd(struct gw_daemon *d, struct gw_djob *dj, int fd);

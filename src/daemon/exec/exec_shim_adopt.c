@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/pidfd.h>
 
 #include "base/cleanup.h"
@@ -123,27 +122,6 @@ static int check_shims(struct gw_daemon *d) {
         return r;
 }
 
-/* The attempt's processes that outlived its supervisor (killed, or crashed, while no daemon
- * ran) are stopped rather than left untracked beside its retry, holding its GPUs: by its
- * cgroup, which holds every one of them (the pid is recorded lazily, and may be unknown),
- * else by its recorded process group. */
-static void kill_orphans(struct gw_daemon *d, const struct gw_job *j) {
-        const struct gw_cgroups *cg = &exec_shim_of(d)->cg;
-        size_t base = strlen(cg->base);
-        bool ours = cg->mode != GW_CGROUP_NONE && j->cgroup && base && !strncmp(j->cgroup, cg->base, base) &&
-                    j->cgroup[base] == '/';
-        if (ours && gw_cgroup_populated(j->cgroup) > 0) {
-                char msg[700];
-                snprintf(msg, sizeof msg, "attempt %d lived on with its supervisor gone: its processes in %s killed",
-                         j->attempt, j->cgroup);
-                log_info("job %lld: %s", (long long) j->id, msg);
-                (void) gw_cgroup_signal(cg->mode, j->cgroup, SIGKILL, 0);
-                (void) gw_store_job_event(d->store, j->id, j->state, "killed", msg);
-        }
-        if (gw_proc_is(j->pid, j->pid_start))
-                (void) kill(-j->pid, SIGKILL);
-}
-
 int gw_exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_job *j = dj->job;
         pid_t shim = find_shim(d, j);
@@ -160,7 +138,7 @@ int gw_exec_shim_adopt(struct gw_daemon *d, struct gw_djob *dj) {
                 (void) gw_exec_shim_exited(d, dj);
                 return 0;
         }
-        kill_orphans(d, j);
+        gw_exec_shim_kill_orphans(d, j);
         d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
         return 0;
 }

@@ -2,6 +2,8 @@
  * the report pipe; the supervisor's pidfd (when it is not our child) or SIGCHLD tells that it
  * is gone; the exits journal has the end when the pipe did not bring it. */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -196,6 +198,25 @@ static gw_usec_t attempt_end_time(const struct gw_daemon *d, const struct gw_djo
         return dj->start_mono ? gw_job_clock_label(d, dj, d->now) : d->now_wall;
 }
 
+/* By its cgroup, which holds every process of the attempt (the pid is recorded lazily, and
+ * may be unknown), else by its recorded process group. */
+void gw_exec_shim_kill_orphans(struct gw_daemon *d, const struct gw_job *j) {
+        const struct gw_cgroups *cg = &exec_shim_of(d)->cg;
+        size_t base = strlen(cg->base);
+        bool ours = cg->mode != GW_CGROUP_NONE && j->cgroup && base && !strncmp(j->cgroup, cg->base, base) &&
+                    j->cgroup[base] == '/';
+        if (ours && gw_cgroup_populated(j->cgroup) > 0) {
+                char msg[700];
+                snprintf(msg, sizeof msg, "attempt %d lived on with its supervisor gone: its processes in %s killed",
+                         j->attempt, j->cgroup);
+                log_info("job %lld: %s", (long long) j->id, msg);
+                (void) gw_cgroup_signal(cg->mode, j->cgroup, SIGKILL, 0);
+                (void) gw_store_job_event(d->store, j->id, j->state, "killed", msg);
+        }
+        if (gw_proc_is(j->pid, j->pid_start))
+                (void) kill(-j->pid, SIGKILL);
+}
+
 bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
         struct gw_exec_job *x = gw_exec_shim_job(dj);
         struct gw_job *j = dj->job;
@@ -208,6 +229,7 @@ bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
                 end = journal;
         x->cgroup_reusable = end.known;
         if (!end.known) {
+                gw_exec_shim_kill_orphans(d, j);
                 d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });
                 return false;
         }
