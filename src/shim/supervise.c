@@ -330,20 +330,6 @@ bool shim_reap_some(pid_t job, struct shim_end *end) {
         return seen;
 }
 
-int shim_chld_fd(void) {
-        static int fd = -1;
-        static bool tried;
-        if (!tried) {
-                sigset_t chld;
-                sigemptyset(&chld);
-                sigaddset(&chld, SIGCHLD);
-                (void) sigprocmask(SIG_BLOCK, &chld, NULL);
-                fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-                tried = true;
-        }
-        return fd;
-}
-
 /* Copies the job's output from the pipe out into the log while waiting for it.  Returns when
  * the output has ended (all its writers gone) and, once the job has exited, at the latest
  * OUTPUT_GRACE_MS later; true when the job's exit was reaped here (its end in *end). */
@@ -432,8 +418,11 @@ static int tell_end(const struct shim_opts *o, const struct shim_end *e) {
         return journal == 0 || pipe == 0 ? 0 : -1;
 }
 
-/* /dev/null, the job's stdin: opened once, by the supervisor's first job, and kept. */
-static int null_fd = -1;
+/* /dev/null, the job's stdin, and the SIGCHLD signalfd: made by the supervisor's first job,
+ * and kept. */
+static int null_fd = -1, chld_fd = -1;
+
+int shim_chld_fd(void) { return chld_fd; }
 
 /* What a supervisor sets up once for all its jobs. */
 static void supervisor_set_up(void) {
@@ -443,6 +432,11 @@ static void supervisor_set_up(void) {
                 /* The daemon may die before reading our report: a write to its pipe must not kill us. */
                 (void) signal(SIGPIPE, SIG_IGN);
                 signals_not_default_find(); /* before the vfork: the child only reads the set */
+                sigset_t chld;
+                sigemptyset(&chld);
+                sigaddset(&chld, SIGCHLD);
+                (void) sigprocmask(SIG_BLOCK, &chld, NULL); /* the job's child unblocks it */
+                chld_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
                 done = true;
         }
         if (null_fd < 0)
@@ -492,9 +486,7 @@ int shim_supervise(int argc, char **argv) {
         /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
         (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
-        int keep[7] = {
-                pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, null_fd, shim_chld_fd(), exits_fd, -1, -1
-        };
+        int keep[7] = { pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, null_fd, chld_fd, exits_fd, -1, -1 };
         if (o.term)
                 shim_tty_fds(o.term, keep + 5);
         close_from_but(SHIM_CHANNEL_FD + 1, keep, 7);

@@ -126,9 +126,17 @@ int gw_cgroup_create(const struct gw_cgroups *cg, int64_t job_id, int attempt, c
 #define POOL_SLOTS_MAX 64
 #define POOL_NAME_TRIES 1000
 
-static bool is_slot(const struct gw_cgroups *cg, const char *dir) {
+/* Whether dir is a directory right under base whose name begins with prefix. */
+static bool under_base(const struct gw_cgroups *cg, const char *dir, const char *prefix) {
         size_t l = strlen(cg->base);
-        return !strncmp(dir, cg->base, l) && !strncmp(dir + l, "/slot-", 6) && !strchr(dir + l + 1, '/');
+        return l && !strncmp(dir, cg->base, l) && dir[l] == '/' && !strncmp(dir + l + 1, prefix, strlen(prefix)) &&
+               !strchr(dir + l + 1, '/');
+}
+
+static bool is_slot(const struct gw_cgroups *cg, const char *dir) { return under_base(cg, dir, "slot-"); }
+
+bool gw_cgroup_is_job(const struct gw_cgroups *cg, const char *dir) {
+        return cg->mode != GW_CGROUP_NONE && dir && (is_slot(cg, dir) || under_base(cg, dir, "job-"));
 }
 
 static void slot_close(struct gw_cgroup_slot *c) {

@@ -54,6 +54,9 @@ void gw_cgroup_pool_free(struct gw_cgroup_pool *p);
 /* Signals every process in the cgroup (freezing it first under v1 so none can fork away) but
  * those in process group skip_group (0: none skipped), which the caller signalled already. */
 int gw_cgroup_signal(enum gw_cgroup_mode mode, const char *dir, int sig, pid_t skip_group);
+/* Whether dir is one of the job cgroups this configuration makes (a pooled slot-N or a
+ * job-ID.ATTEMPT right under base): one the daemon may kill everything in. */
+bool gw_cgroup_is_job(const struct gw_cgroups *cg, const char *dir);
 /* Whether the cgroup still holds processes. */
 int gw_cgroup_populated(const char *dir);
 int gw_cgroup_remove(const char *dir);

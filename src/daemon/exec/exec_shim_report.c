@@ -202,10 +202,7 @@ static gw_usec_t attempt_end_time(const struct gw_daemon *d, const struct gw_djo
  * may be unknown), else by its recorded process group. */
 void gw_exec_shim_kill_orphans(struct gw_daemon *d, const struct gw_job *j) {
         const struct gw_cgroups *cg = &exec_shim_of(d)->cg;
-        size_t base = strlen(cg->base);
-        bool ours = cg->mode != GW_CGROUP_NONE && j->cgroup && base && !strncmp(j->cgroup, cg->base, base) &&
-                    j->cgroup[base] == '/';
-        if (ours && gw_cgroup_populated(j->cgroup) > 0) {
+        if (gw_cgroup_is_job(cg, j->cgroup) && gw_cgroup_populated(j->cgroup) > 0) {
                 char msg[700];
                 snprintf(msg, sizeof msg, "attempt %d lived on with its supervisor gone: its processes in %s killed",
                          j->attempt, j->cgroup);
