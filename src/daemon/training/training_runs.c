@@ -81,23 +81,25 @@ static bool none_now(const struct gw_daemon *d, const struct gw_job *j) {
         return w && !w->path && w->attempt == j->attempt && w->start_time == j->start_time && w->none_at == d->now;
 }
 
-void gw_training_results_none(struct gw_daemon *d, const struct gw_djob *dj) {
-        const struct gw_job *j = dj->job;
+/* Replaces the job's pick with the attempt's answer: path (copied), or none found now. */
+static void pick_put(struct gw_daemon *d, const struct gw_job *j, const char *path) {
         gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
         struct gw_train_pick *w = gw_xcalloc(1, sizeof *w);
-        *w = (struct gw_train_pick){ .attempt = j->attempt, .start_time = j->start_time, .none_at = d->now };
+        *w = (struct gw_train_pick){ .attempt = j->attempt,
+                                     .start_time = j->start_time,
+                                     .path = path ? gw_xstrdup(path) : NULL,
+                                     .none_at = path ? 0 : d->now };
         gw_keytab_put(&d->state.train_pick, (uint64_t) j->id, w);
 }
 
+void gw_training_results_none(struct gw_daemon *d, const struct gw_djob *dj) { pick_put(d, dj->job, NULL); }
+
 void gw_training_results_chosen(struct gw_daemon *d, const struct gw_djob *dj, const char *path) {
         const struct gw_job *j = dj->job;
-        struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
+        const struct gw_train_pick *w = gw_keytab_get(&d->state.train_pick, (uint64_t) j->id);
         if (w && w->path && w->attempt == j->attempt && w->start_time == j->start_time && !strcmp(w->path, path))
                 return;
-        gw_train_pick_free(gw_keytab_take(&d->state.train_pick, (uint64_t) j->id));
-        w = gw_xcalloc(1, sizeof *w);
-        *w = (struct gw_train_pick){ .attempt = j->attempt, .start_time = j->start_time, .path = gw_xstrdup(path) };
-        gw_keytab_put(&d->state.train_pick, (uint64_t) j->id, w);
+        pick_put(d, j, path);
 }
 
 void gw_train_pick_free(struct gw_train_pick *w) {
