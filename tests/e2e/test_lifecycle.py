@@ -178,6 +178,21 @@ class LifecycleTest(DaemonTest):
         self.d.stop()
         self.assertFalse(os.path.exists(cg), "removed when the daemon stops")
 
+    def test_a_killed_jobs_cgroup_is_not_the_next_jobs(self):
+        """Once killed through cgroup.kill, a cgroup kills every child later born into it with
+        clone3 (Linux 6.18 here): the job after one killed so gets another cgroup, and runs."""
+        if "cgroups: v2 under" not in self.d.daemon_log():
+            self.skipTest("no cgroup v2 on this host")
+        a = self.d.submit("--", "sh", "-c", "trap '' TERM; sleep 600")
+        self.d.wait_pid(a)
+        self.d.cli("cancel", a)
+        j = self.d.wait_state(a, "CANCELLED")
+        self.assertIn("kill", kinds(j), "SIGKILL after the grace period, through its cgroup")
+        b = self.d.submit("--", "true")
+        j = self.d.wait_state(b, ("COMPLETED", "FAILED"))
+        self.assertEqual((j["state"], j["reason"]), ("COMPLETED", "exit 0"), j)
+        self.assertNotEqual(self.d.job_cgroup(a), self.d.job_cgroup(b))
+
 
 class TimeLimitWarningTest(DaemonTest):
     """Ahead of its time limit a job is told (time_limit_warn) and sent the signal it asked for

@@ -206,6 +206,10 @@ bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool
         if (i == p->n)
                 return false; /* an earlier daemon's, or one beyond the table */
         struct gw_cgroup_slot *c = &p->v[i];
+        if (c->spoiled) {
+                slot_drop(p, i);
+                return false;
+        }
         uint64_t v;
         struct stat st;
         /* A cgroup made inside it (by a job run as root) would outlive the attempt in the next
@@ -219,6 +223,12 @@ bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool
         else
                 slot_drop(p, i);
         return reusable;
+}
+
+void gw_cgroup_pool_spoil(struct gw_cgroup_pool *p, const char *dir) {
+        for (size_t i = 0; dir && i < p->n; i++)
+                if (!p->v[i].idle && !strcmp(p->v[i].dir, dir))
+                        p->v[i].spoiled = true;
 }
 
 void gw_cgroup_pool_free(struct gw_cgroup_pool *p) {

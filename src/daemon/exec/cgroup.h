@@ -39,6 +39,7 @@ struct gw_cgroup_pool {
                 char *dir; /* malloc'ed path */
                 int dir_fd, events_fd, memory_fd; /* kept open, -1 none (yet) */
                 bool idle; /* empty and unused, else some attempt's */
+                bool spoiled; /* never given back (gw_cgroup_pool_spoil) */
         } * v; /* those this daemon made, at most 64: more at once are used once */
         size_t n, cap;
         unsigned next; /* the slot number the next mkdir tries */
@@ -49,6 +50,11 @@ int gw_cgroup_pool_take(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, c
 /* Keeps dir for a later start if it is one of the pool's and can be reused (above); false:
  * the caller removes it as before. */
 bool gw_cgroup_pool_give_back(const struct gw_cgroups *cg, struct gw_cgroup_pool *p, const char *dir);
+/* dir is not to be given back: its attempt's end is unknown, or it was killed through
+ * cgroup.kill.  Linux (6.18 here) kills every child born later into a cgroup killed so, with
+ * clone3's CLONE_INTO_CGROUP, at its birth: the next job started in it would die at once,
+ * "killed by SIGKILL" with nobody stopping it. */
+void gw_cgroup_pool_spoil(struct gw_cgroup_pool *p, const char *dir);
 /* Removes the idle ones and frees the pool (those in use are left to their jobs). */
 void gw_cgroup_pool_free(struct gw_cgroup_pool *p);
 /* Signals every process in the cgroup (freezing it first under v1 so none can fork away) but

@@ -184,6 +184,8 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         /* An empty cgroup reached nobody: a job just launched may not have joined it yet, and
          * is then the shim's child, which the tree below reaches. */
         bool by_cgroup = j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig, group) > 0;
+        if (j->cgroup && sig == SIGKILL)
+                gw_cgroup_pool_spoil(&exec_shim_of(d)->cg_pool, j->cgroup);
         if (by_cgroup)
                 r = 0;
         if ((!by_cgroup || sig == SIGKILL) && j->shim_pid > 0 && gw_proc_is(j->shim_pid, j->shim_start) &&
@@ -254,7 +256,9 @@ static void release(struct gw_daemon *d, struct gw_djob *dj, bool started) {
         }
         gw_exec_shim_detach(d, dj); /* told already, or ended by the daemon: a retry gets new ones */
         gw_exec_shim_trim_exits(d);
-        if (j->cgroup && !(x && x->cgroup_reusable && gw_cgroup_pool_give_back(&s->cg, &s->cg_pool, j->cgroup)))
+        if (j->cgroup && !(x && x->cgroup_reusable))
+                gw_cgroup_pool_spoil(&s->cg_pool, j->cgroup);
+        if (j->cgroup && !gw_cgroup_pool_give_back(&s->cg, &s->cg_pool, j->cgroup))
                 gw_cgroup_trash_add(&s->cg_trash, j->cgroup);
 }
 

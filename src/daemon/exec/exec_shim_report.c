@@ -208,6 +208,7 @@ void gw_exec_shim_kill_orphans(struct gw_daemon *d, const struct gw_job *j) {
                          j->attempt, j->cgroup);
                 log_info("job %lld: %s", (long long) j->id, msg);
                 (void) gw_cgroup_signal(cg->mode, j->cgroup, SIGKILL, 0);
+                gw_cgroup_pool_spoil(&exec_shim_of(d)->cg_pool, j->cgroup);
                 (void) gw_store_job_event(d->store, j->id, j->state, "killed", msg);
         }
         if (gw_proc_is(j->pid, j->pid_start))
