@@ -44,10 +44,16 @@
 /* The report pipe carries the job's pid ("PID\n"), and before it, when the job could not be
  * set up, the reason ("gpuward: ...\n", at most this long).  Once the job has ended, its end:
  * "end WAIT_STATUS WALL_US MONO_US\n" (CLOCK_REALTIME and CLOCK_MONOTONIC right after its
- * wait, in microseconds); then the supervisor closes the pipe.  The exits journal gets the
+ * wait, in microseconds); then the supervisor closes the pipe.  The pid is told once the job
+ * has run SHIM_PID_TELL_MS (at once for a session or a start that failed), or in the end's
+ * own write, just before its line, when the job ends sooner: the daemon wakes for every
+ * report, and a job that ends at once then wakes it once, not twice.  A signal for the whole
+ * job reaches it meanwhile through its cgroup or the supervisor's tree; one for its main
+ * process alone finds none yet (ESRCH), as before the job's exec.  The exits journal gets the
  * same, as "\nID ATTEMPT WAIT_STATUS WALL_US MONO_US\n" (older supervisors wrote the first
  * three fields only): the daemon's copy while it is down; the pipe needs no disk. */
 #define SHIM_REPORT_LINE_MAX 1024
+#define SHIM_PID_TELL_MS 20
 #define SHIM_END_PREFIX "end "
 
 /* A supervisor started with the job's environment (a request too large for one datagram)

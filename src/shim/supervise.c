@@ -402,20 +402,54 @@ static int record_exit(const struct shim_opts *o, const struct shim_end *e) {
         return r;
 }
 
-/* The end to the daemon on the report pipe (shim.h): 0 when the pipe took the whole line (one
- * write under PIPE_BUF: the daemon reads it whole); -1 when the daemon is gone. */
-static int report_end(const struct shim_end *e) {
-        char line[96];
-        int n = snprintf(line, sizeof line, SHIM_END_PREFIX "%d %lld %lld\n", e->status, e->wall_us, e->mono_us);
+/* The end to the daemon on the report pipe (shim.h), after the job's pid when that is still
+ * untold (> 0): 0 when the pipe took the whole line (one write under PIPE_BUF: the daemon
+ * reads it whole); -1 when the daemon is gone. */
+static int report_end(const struct shim_end *e, pid_t untold) {
+        char line[128];
+        int n = untold > 0 ? snprintf(line, sizeof line, "%d\n", (int) untold) : 0;
+        n += snprintf(line + n, sizeof line - (size_t) n, SHIM_END_PREFIX "%d %lld %lld\n", e->status, e->wall_us,
+                      e->mono_us);
         return write(SHIM_REPORT_FD, line, (size_t) n) == n ? 0 : -1;
 }
 
 /* Both, the journal first: a daemon that reads the pipe's end then finds the line too and
  * takes it out.  0 when either took it: the daemon learns the end from the one it reads. */
-static int tell_end(const struct shim_opts *o, const struct shim_end *e) {
+static int tell_end(const struct shim_opts *o, const struct shim_end *e, pid_t untold) {
         int journal = record_exit(o, e);
-        int pipe = report_end(e);
+        int pipe = report_end(e, untold);
         return journal == 0 || pipe == 0 ? 0 : -1;
+}
+
+static void tell_pid(pid_t job) {
+        char msg[32];
+        int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
+        /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
+        (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
+}
+
+/* Whether the job ends within SHIM_PID_TELL_MS (shim.h), told by the SIGCHLD signalfd; it is
+ * not reaped here.  A SIGCHLD of another child, or one left from an earlier job, is spent. */
+static bool job_ends_soon(pid_t job) {
+        int sfd = shim_chld_fd();
+        if (sfd < 0)
+                return false;
+        int64_t until = shim_mono_ms() + SHIM_PID_TELL_MS;
+        for (int64_t left = SHIM_PID_TELL_MS; left > 0; left = until - shim_mono_ms()) {
+                struct pollfd p = { sfd, POLLIN, 0 };
+                int r = poll(&p, 1, (int) left);
+                if (r < 0 && errno != EINTR)
+                        return false;
+                if (r <= 0)
+                        continue;
+                /* Spent before the look: an exit after it raises the signal again. */
+                struct signalfd_siginfo si;
+                (void) !read(sfd, &si, sizeof si);
+                siginfo_t w = { .si_pid = 0 };
+                if (waitid(P_PID, (id_t) job, &w, WEXITED | WNOHANG | WNOWAIT) == 0 && w.si_pid == job)
+                        return true;
+        }
+        return false;
 }
 
 /* /dev/null, the job's stdin, and the SIGCHLD signalfd: made by the supervisor's first job,
@@ -481,15 +515,17 @@ int shim_supervise(int argc, char **argv) {
                 (void) close(term.slave); /* the job's now: its last close is the output's end */
                 term.slave = -1;
         }
-        char msg[32];
-        int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
-        /* Unchecked: if the daemon is gone, the next one finds the job as our child. */
-        (void) !write(SHIM_REPORT_FD, msg, (size_t) n);
         /* Keeps the channel to the launcher (fd 4), if any: the next job may come on it. */
         int keep[7] = { pipe_fd[0], pipe_fd[0] >= 0 || o.term ? log_fd : -1, null_fd, chld_fd, exits_fd, -1, -1 };
         if (o.term)
                 shim_tty_fds(o.term, keep + 5);
         close_from_but(SHIM_CHANNEL_FD + 1, keep, 7);
+        /* A session's pid at once: its client waits on the terminal, not on us. */
+        pid_t untold = 0;
+        if (job < 0 || o.term || !job_ends_soon(job))
+                tell_pid(job);
+        else
+                untold = job;
         if (job < 0) {
                 if (o.term)
                         shim_tty_close(o.term);
@@ -498,7 +534,7 @@ int shim_supervise(int argc, char **argv) {
                         (void) close(log_fd);
                 }
                 struct shim_end e = end_now(127 << 8);
-                (void) tell_end(&o, &e);
+                (void) tell_end(&o, &e, 0);
                 return 1;
         }
         struct shim_end e = end_now(0);
@@ -521,7 +557,7 @@ int shim_supervise(int argc, char **argv) {
                         kill_leftovers();
                 }
         /* Told nowhere: the caller closes the channel first, then the exit closes the pipe. */
-        int told = tell_end(&o, &e);
+        int told = tell_end(&o, &e, untold);
         /* After the end is told: a client that sees its session close finds the job ended. */
         if (o.term)
                 shim_tty_close(o.term);

@@ -256,6 +256,28 @@ class EndWhileDown(DaemonTest):
         stop_clean(self, self.d)
 
 
+class PidTold(DaemonTest):
+    gpus = 1
+
+    def test_the_pid_of_a_job_that_ends_at_once_and_of_one_that_runs(self):
+        """The supervisor tells a job's pid once the job has run a moment, or in the same write
+        as its end when it ends sooner: either way the job's record has the pid it ran under."""
+        quick, slow, gate = (os.path.join(self.d.work, n) for n in ("quick", "slow", "gate"))
+        jid = self.d.submit_api(["sh", "-c", f"echo $$ > {quick}"])
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"))
+        self.assertEqual((j["state"], j["pid"]), ("COMPLETED", int(open(quick).read())), j)
+        jid = self.d.submit_api(["sh", "-c", f"echo $$ > {slow}.tmp; mv {slow}.tmp {slow}; "
+                                             f"while [ ! -e {gate} ]; do sleep 0.05; done"])
+        pid = self.d.wait_pid(jid)
+        wait_until(lambda: os.path.exists(slow), what="the running job's own pid")
+        self.assertEqual(pid, int(open(slow).read()))
+        self.assertEqual(self.d.job(jid)["state"], "RUNNING")
+        open(gate, "w").close()
+        j = self.d.wait_state(jid, ("COMPLETED", "FAILED", "PENDING"))
+        self.assertEqual((j["state"], j["pid"]), ("COMPLETED", pid), j)
+        stop_clean(self, self.d)
+
+
 class KilledFromOutside(DaemonTest):
     gpus = 1
     OUTSIDE = "killed by SIGKILL from outside gpuward (not a gpuward stop"
