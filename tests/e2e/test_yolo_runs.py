@@ -231,8 +231,10 @@ class ResumeSaidTrulyTest(DaemonTest):
                                               r"results\.csv\.after-epoch-1\.gpuward$")
         ev = events_of(j, "resumed")
         self.assertEqual(len(ev), 1, j["events"])
-        self.assertEqual(ev[0]["message"], "continued from its checkpoint of epoch 1 (the attempt before reached "
-                                           "epoch 2): epoch 2 written in its run row")
+        # The epoch its first look found written: 2, or a later one when that look came after
+        # more than one of these half-second epochs (a loaded machine).
+        self.assertRegex(ev[0]["message"], r"^continued from its checkpoint of epoch 1 \(the attempt before reached "
+                                           r"epoch 2\): epoch [234] written in its run row$")
         # The attempt line names the checkpoint's own epoch, recorded with the attempt, not the
         # epoch the attempt before reached.
         self.assertRegex(self.d.cli("show", str(jid)).stdout,

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/text.h"
+#include "base/time.h"
 #include "daemon/daemon.h"
 #include "daemon/life/jobarray.h"
 #include "daemon/life/lifecycle.h"
@@ -48,7 +49,10 @@ static int terminate(struct gw_daemon *d, struct gw_djob *dj, enum gw_job_state 
         dj->end_state = state;
         free(dj->end_reason);
         dj->end_reason = gw_xstrdup(reason);
-        dj->kill_at = d->now + grace;
+        /* From the SIGTERM below, not from the loop's instant: an iteration that ran long (a
+         * loaded host) would otherwise have the next tick send SIGKILL sooner than said. */
+        gw_usec_t now = gw_now_mono();
+        dj->kill_at = (now > d->now ? now : d->now) + grace;
         log_info("job %lld: %s", (long long) j->id, msg);
         gw_job_signal(d, dj, grace > 0 ? SIGTERM : SIGKILL);
         return r;
