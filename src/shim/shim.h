@@ -42,16 +42,17 @@
 #define SHIM_HEADER_LEN 12
 #define SHIM_REQUEST_MAX (128 * 1024)
 /* The report pipe carries the job's pid ("PID\n"), and before it, when the job could not be
- * set up, the reason ("gpuward: ...\n", at most this long).  Once the job has ended, its end:
- * "end WAIT_STATUS WALL_US MONO_US\n" (CLOCK_REALTIME and CLOCK_MONOTONIC right after its
- * wait, in microseconds); then the supervisor closes the pipe.  The pid is told once the job
- * has run SHIM_PID_TELL_MS (at once for a session or a start that failed), or in the end's
- * own write, just before its line, when the job ends sooner: the daemon wakes for every
- * report, and a job that ends at once then wakes it once, not twice.  A signal for the whole
- * job reaches it meanwhile through its cgroup or the supervisor's tree; one for its main
- * process alone finds none yet (ESRCH), as before the job's exec.  The exits journal gets the
- * same, as "\nID ATTEMPT WAIT_STATUS WALL_US MONO_US\n" (older supervisors wrote the first
- * three fields only): the daemon's copy while it is down; the pipe needs no disk. */
+ * set up, the reason ("gpuward: ...\n", at most this long).  The pid is told once the job has
+ * run SHIM_PID_TELL_MS (at once for a session or a start that failed); a job that ends sooner
+ * has it told with its end.  Once the job has ended, its end goes to the exits journal as
+ * "\nID ATTEMPT WAIT_STATUS WALL_US MONO_US[ PID]\n" (CLOCK_REALTIME and CLOCK_MONOTONIC right
+ * after its wait, in microseconds; PID when still untold; older supervisors wrote the first
+ * three fields only), and then the supervisor closes the pipe: the close tells the daemon to
+ * read it there.  Only when the journal did not take it (a full disk) does the end go on the
+ * pipe, before the close: "[PID\n]end WAIT_STATUS WALL_US MONO_US\n".  The daemon wakes for
+ * every report: a job that ends at once wakes it once, at the close.  A signal for the whole
+ * job reaches it before its pid is told through its cgroup or the supervisor's tree; one for
+ * its main process alone finds none yet (ESRCH), as before the job's exec. */
 #define SHIM_REPORT_LINE_MAX 1024
 #define SHIM_PID_TELL_MS 20
 #define SHIM_END_PREFIX "end "

@@ -386,13 +386,15 @@ static int exits_open(const char *path) {
         return exits_fd;
 }
 
-/* 0, or -1 when the journal did not take the line (a full disk, a read-only state dir). */
-static int record_exit(const struct shim_opts *o, const struct shim_end *e) {
-        char line[128];
+/* 0, or -1 when the journal did not take the line (a full disk, a read-only state dir).  The
+ * job's pid ends the line when it is still untold (> 0). */
+static int record_exit(const struct shim_opts *o, const struct shim_end *e, pid_t untold) {
+        char line[160];
         /* The leading newline ends whatever a torn write (a full disk, a crash) left unfinished
          * before it: glued onto that, this exit would be unreadable. */
-        int n = snprintf(line, sizeof line, "\n%lld %d %d %lld %lld\n", o->job_id, o->attempt, e->status, e->wall_us,
+        int n = snprintf(line, sizeof line, "\n%lld %d %d %lld %lld", o->job_id, o->attempt, e->status, e->wall_us,
                          e->mono_us);
+        n += snprintf(line + n, sizeof line - (size_t) n, untold > 0 ? " %d\n" : "\n", (int) untold);
         /* One short write with O_APPEND: atomic among concurrent shims, and at the end of a
          * journal the daemon has emptied (it truncates it, never replaces it). */
         int fd = exits_open(o->exits);
@@ -413,12 +415,13 @@ static int report_end(const struct shim_end *e, pid_t untold) {
         return write(SHIM_REPORT_FD, line, (size_t) n) == n ? 0 : -1;
 }
 
-/* Both, the journal first: a daemon that reads the pipe's end then finds the line too and
- * takes it out.  0 when either took it: the daemon learns the end from the one it reads. */
+/* In the journal, which the daemon reads once the pipe closes; on the pipe only when the
+ * journal did not take it.  A line on the pipe would wake the daemon once more, just before
+ * the close does.  0 when either took it. */
 static int tell_end(const struct shim_opts *o, const struct shim_end *e, pid_t untold) {
-        int journal = record_exit(o, e);
-        int pipe = report_end(e, untold);
-        return journal == 0 || pipe == 0 ? 0 : -1;
+        if (record_exit(o, e, untold) == 0)
+                return 0;
+        return report_end(e, untold);
 }
 
 static void tell_pid(pid_t job) {

@@ -226,6 +226,8 @@ bool gw_exec_shim_exited(struct gw_daemon *d, struct gw_djob *dj) {
         if (gw_exits_take(exec_shim_of(d)->exits, j->id, j->attempt, &journal) == 0 && !end.known)
                 end = journal;
         x->cgroup_reusable = end.known;
+        if (end.pid > 0 && j->pid <= 0)
+                j->pid = end.pid; /* reaped: no /proc look for its start time */
         if (!end.known) {
                 gw_exec_shim_kill_orphans(d, j);
                 d->exec->ended(d, dj, &(struct gw_exec_end){ .kind = GW_EXEC_LOST });

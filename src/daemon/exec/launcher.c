@@ -383,17 +383,24 @@ struct gw_exits *gw_exits_close(struct gw_exits *e) {
 }
 
 /* Empty lines separate records; a line that is not a whole record (what a torn write left)
- * is skipped, never read as one.  "ID ATTEMPT STATUS WALL_US MONO_US", or without the times
- * (an older supervisor's): its end time is then unknown. */
+ * is skipped, never read as one.  "ID ATTEMPT STATUS WALL_US MONO_US[ PID]", or without the
+ * times (an older supervisor's): its end time is then unknown. */
 static void exits_line(struct gw_exits *e, const char *line) {
-        long long id;
-        int attempt, off = 0, status, end = 0;
+        long long id, wall, mono;
+        int attempt, off = 0, status, end = 0, pid;
         if (sscanf(line, "%lld %d %n", &id, &attempt, &off) != 2 || !off)
                 return;
         const char *rest = line + off;
         struct gw_exit_report rep = { .known = true };
         if (sscanf(rest, "%d%n", &status, &end) == 1 && !rest[end])
                 rep.status = status;
+        else if (sscanf(rest, "%d %lld %lld %d%n", &status, &wall, &mono, &pid, &end) == 4 && !rest[end] && wall >= 0 &&
+                 mono >= 0 && pid > 0)
+                rep = (struct gw_exit_report){ .known = true,
+                                               .status = status,
+                                               .wall = (gw_usec_t) wall,
+                                               .mono = (gw_usec_t) mono,
+                                               .pid = pid };
         else if (parse_end(rest, &rep) < 0)
                 return;
         if (e->n == e->cap) {

@@ -20,6 +20,7 @@ struct gw_exit_report {
         gw_usec_t wall; /* when: CLOCK_REALTIME right after the wait; 0 unknown (an
                                     * older supervisor's journal line) */
         gw_usec_t mono; /* the same instant on CLOCK_MONOTONIC (this boot's); 0 unknown */
+        pid_t pid; /* the job's pid, when it came with the end (untold before); 0 else */
 };
 
 struct gw_launch {
