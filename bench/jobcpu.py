@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """CPU time per dispatched job, by part: the daemon (user and system), the supervisors
 (gpuward-shim) and the jobs themselves (what the supervisors reaped: each job's vfork child,
-exec, run and exit).  CPU time, unlike wall-clock rounds, barely moves with what else the
-machine runs, so two builds can be compared on a shared machine.
+exec, run and exit); and the context switches per job of the daemon and of the supervisors
+(voluntary: each is a wait, so a wake-up; involuntary: preempted).  CPU time, unlike
+wall-clock rounds, barely moves with what else the machine runs, so two builds can be
+compared on a shared machine.
 
 A daemon of the e2e harness with GPUS simulated GPUs (state on a fresh journaled ext4 when run
 as root, see bench/statefs.py) runs a few jobs so that idle supervisors exist, then a job
@@ -36,21 +38,32 @@ def stat(pid):
         return None
     return int(v[1]), int(v[11]), int(v[12]), int(v[13]) + int(v[14])  # ppid, utime, stime, children
 
+def switches(pid):  # voluntary (it waited: each is a wake-up later), involuntary (preempted)
+    try:
+        c = {l.split(":")[0]: int(l.split()[1]) for l in open(f"/proc/{pid}/status") if "ctxt_switches" in l}
+    except OSError:
+        return 0, 0
+    return c.get("voluntary_ctxt_switches", 0), c.get("nonvoluntary_ctxt_switches", 0)
+
 def snap(d):
     kids, procs = {}, {}
     for p in os.listdir("/proc"):
         if p.isdigit() and (s := stat(int(p))):
             kids.setdefault(s[0], []).append(int(p)); procs[int(p)] = s
-    todo, shims, reaped = list(kids.get(d.proc.pid, [])), 0, 0
+    todo, shims, reaped, sw = list(kids.get(d.proc.pid, [])), 0, 0, {}
     while todo:
         p = todo.pop(); todo += kids.get(p, [])
         try:
-            if "gpuward-shim" in open(f"/proc/{p}/cmdline").read():
+            cmd = open(f"/proc/{p}/cmdline").read()
+            if "gpuward-shim" in cmd:
                 shims += procs[p][1] + procs[p][2]; reaped += procs[p][3]
+                if "--server" not in cmd:
+                    sw[p] = switches(p)
         except OSError:
             pass
     s = procs[d.proc.pid]
-    return {"daemon_user": s[1], "daemon_sys": s[2], "supervisors": shims, "jobs": reaped}
+    return {"daemon_user": s[1], "daemon_sys": s[2], "supervisors": shims, "jobs": reaped,
+            "daemon_switches": switches(d.proc.pid), "supervisor_switches": sw}
 
 d = gwtest.Daemon(gpus=GPUS).start()
 try:
@@ -67,7 +80,13 @@ try:
     gwtest.wait_until(lambda: d.job(r["ids"][-1])["state"] == "COMPLETED", timeout=60)
     time.sleep(0.3)
     z = snap(d)
-    out = {k + "_us": round((z[k] - a[k]) / TCK / N * 1e6, 1) for k in a}
+    out = {k + "_us": round((z[k] - a[k]) / TCK / N * 1e6, 1) for k in a if "switches" not in k}
+    # Per job: the daemon's, and the supervisors' that lived through the whole drain.
+    kept = set(a["supervisor_switches"]) & set(z["supervisor_switches"])
+    for i, kind in enumerate(("vol", "invol")):
+        out[f"daemon_{kind}_switches"] = round((z["daemon_switches"][i] - a["daemon_switches"][i]) / N, 2)
+        out[f"supervisor_{kind}_switches"] = round(
+            sum(z["supervisor_switches"][p][i] - a["supervisor_switches"][p][i] for p in kept) / N, 2)
     rows = [l.split() for l in open(stamps)]
     gaps = bench.gaps_per_gpu(stamps)
     out["drain_per_s"] = round(N / (max(float(e) for *_, e in rows) - min(float(s) for _, s, _ in rows)), 1)
