@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fdpass.h"
+#include "base/latency.h"
 #include "shim/shim.h"
 
 #define SERVER_FD 3
@@ -149,6 +150,7 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
         (void) close(sigfd);
         (void) setsid();
+        (void) gw_latency_short_slice(); /* the fork gave the default back */
         /* fd 3 is our copy of the server socket, 4 most likely the signalfd; both give way.
          * The pipe and the channel were received or made after them: above 4. */
         if (fd_move(rq->report_fd, SHIM_REPORT_FD) < 0 || (chan >= 0 && fd_move(chan, SHIM_CHANNEL_FD) < 0))

@@ -178,6 +178,34 @@ class LifecycleTest(DaemonTest):
         self.d.stop()
         self.assertFalse(os.path.exists(cg), "removed when the daemon stops")
 
+    def test_short_slices_for_gpuward_not_for_its_jobs(self):
+        """The daemon's loop and the supervisors ask the scheduler for a short slice (Linux 6.12 and
+        later: EEVDF's sched_runtime), so that their steps of a start or an end do not wait
+        behind jobs that keep every CPU busy; a job, and the daemon's other threads, never
+        inherit it."""
+        def slice_of(path):
+            try:
+                with open(path) as f:
+                    return next((int(l.split(":")[1]) for l in f if l.startswith("se.slice")), None)
+            except OSError:
+                return None
+        release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+        default = slice_of(f"/proc/{os.getpid()}/sched")
+        if release < (6, 12) or default is None:
+            self.skipTest(f"no per-task slice to ask for on Linux {os.uname().release}")
+        jid = self.d.submit("--", "sleep", "30")
+        pid = self.d.wait_pid(jid)
+        with open(f"/proc/{pid}/stat") as f:
+            supervisor = int(f.read().rsplit(")", 1)[1].split()[1])
+        self.assertEqual(slice_of(f"/proc/{self.d.proc.pid}/sched"), 100_000, "the daemon's loop")
+        self.assertEqual(slice_of(f"/proc/{supervisor}/sched"), 100_000, "the job's supervisor")
+        self.assertEqual(slice_of(f"/proc/{pid}/sched"), default, "the job itself")
+        threads = [t for t in os.listdir(f"/proc/{self.d.proc.pid}/task") if int(t) != self.d.proc.pid]
+        self.assertTrue(threads)
+        for t in threads:
+            self.assertEqual(slice_of(f"/proc/{self.d.proc.pid}/task/{t}/sched"), default, f"daemon thread {t}")
+        self.d.cli("cancel", jid)
+
     def test_a_killed_jobs_cgroup_is_not_the_next_jobs(self):
         """Once killed through cgroup.kill, a cgroup kills every child later born into it with
         clone3 (Linux 6.18 here): the job after one killed so gets another cgroup, and runs."""

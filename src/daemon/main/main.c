@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/latency.h"
 #include "base/log.h"
 #include "daemon/agent/agent.h"
 #include "daemon/cache/cache.h"
@@ -442,6 +443,8 @@ int main(int argc, char **argv) {
                 return r > 0 ? 0 : 2;
         }
         gw_log_set_level(cfg.debug ? GW_LOG_DEBUG : GW_LOG_INFO);
+        /* The loop's thread only: the threads and helpers made later get the default back. */
+        (void) gw_latency_short_slice();
         struct gw_daemon d = { .cfg = &cfg, .loop = { .epfd = -1, .sigfd = -1, .lock_fd = -1, .euid = geteuid() } };
         char err[512];
         int rc = 1;
