@@ -12,6 +12,25 @@
 
 #define BLOCK_BYTES ((size_t) 1 << 20)
 
+/* Under AddressSanitizer, what is not handed out is poisoned: a value still used after its
+ * row's memory was released (cli_json_arena_release) is reported, not read made again. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void) (p), (void) (n))
+#define UNPOISON(p, n) ((void) (p), (void) (n))
+#endif
+
 struct block {
         struct block *prev;
         size_t size, used;
@@ -29,6 +48,7 @@ static struct block *block_new(size_t need) {
                         *p = b->prev;
                         b->prev = top;
                         b->used = 0;
+                        POISON(b->data, b->size);
                         return b;
                 }
         size_t size = need + sizeof(struct block) > BLOCK_BYTES ? need + sizeof(struct block) : BLOCK_BYTES;
@@ -38,6 +58,7 @@ static struct block *block_new(size_t need) {
         b->prev = top;
         b->size = size - sizeof(struct block);
         b->used = 0;
+        POISON(b->data, b->size);
         return b;
 }
 
@@ -51,6 +72,7 @@ static void *arena_malloc(size_t n) {
         }
         void *p = top->data + top->used;
         top->used += n;
+        UNPOISON(p, n);
         return p;
 }
 
@@ -74,6 +96,7 @@ static void unmap_all(struct block **list) {
         while (*list) {
                 struct block *b = *list;
                 *list = b->prev;
+                UNPOISON(b->data, b->size); /* the next mapping there is not the arena's */
                 (void) munmap(b, b->size + sizeof(struct block));
         }
 }
@@ -97,7 +120,10 @@ void cli_json_arena_release(const struct cli_json_arena_mark *m) {
                 top = b->prev;
                 b->prev = spare;
                 spare = b;
+                POISON(b->data, b->size);
         }
-        if (top)
+        if (top) {
                 top->used = m->used;
+                POISON(top->data + top->used, top->size - top->used);
+        }
 }

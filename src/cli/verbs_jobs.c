@@ -486,7 +486,8 @@ static int end_order(struct job_list *jobs, size_t **ret_order, size_t *ret_n) {
         size_t *order = calloc(n ? n : 1, sizeof *order);
         if (!order)
                 return -ENOMEM;
-        qsort(keys, n, sizeof *keys, by_end);
+        if (n)
+                qsort(keys, n, sizeof *keys, by_end);
         for (size_t i = 0; i < n; i++)
                 order[i] = keys[i].at;
         *ret_order = order;
