@@ -56,8 +56,12 @@ static bool unsafe_cp(uint32_t cp) {
 size_t gw_text_neutralize(char *s) {
         if (!s)
                 return 0;
+        /* Printable ASCII stays as it is: most text is nothing else (a table's cells, 100,000
+         * of them in a long queue), and it need not be decoded a code point at a time. */
         size_t w = 0;
-        for (size_t r = 0; s[r];) {
+        while ((unsigned char) s[w] >= 0x20 && (unsigned char) s[w] < 0x7F)
+                w++;
+        for (size_t r = w; s[r];) {
                 uint32_t cp;
                 size_t len = utf8_decode((const unsigned char *) s + r, &cp);
                 if (len == 0 || unsafe_cp(cp)) {

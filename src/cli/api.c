@@ -208,26 +208,30 @@ int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call, struct 
         return CLI_EXIT_OK;
 }
 
-int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json, int *ret_status) {
-        struct cli_http_response r;
-        int k = cli_api_call(ctx, call, &r);
-        if (k != CLI_EXIT_OK)
-                return k;
+int cli_api_decode(const struct cli_call *call, const struct cli_http_response *r, json_t **ret_json) {
         json_error_t err;
-        json_t *j = call->long_reply ? cli_json_load_fast(r.body, r.body_len) : NULL;
+        json_t *j = call->long_reply ? cli_json_load_fast(r->body, r->body_len) : NULL;
         if (!j)
-                j = json_loadb(r.body, r.body_len, 0, &err);
-        int status = r.status;
-        cli_http_response_done(&r);
+                j = json_loadb(r->body, r->body_len, 0, &err);
         if (!json_is_object(j)) {
                 cli_error("gpuwardd sent a reply that is not a JSON object (%s)", j ? "wrong type" : err.text);
                 json_decref(j);
                 return CLI_EXIT_FAIL;
         }
         *ret_json = j;
-        if (ret_status)
-                *ret_status = status;
         return CLI_EXIT_OK;
+}
+
+int cli_api_json_status(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json, int *ret_status) {
+        struct cli_http_response r;
+        int k = cli_api_call(ctx, call, &r);
+        if (k != CLI_EXIT_OK)
+                return k;
+        k = cli_api_decode(call, &r, ret_json);
+        if (k == CLI_EXIT_OK && ret_status)
+                *ret_status = r.status;
+        cli_http_response_done(&r);
+        return k;
 }
 
 int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json) {

@@ -40,6 +40,10 @@ struct cli_call {
  * returns CLI_EXIT_FAIL; *ret is untouched. */
 int cli_api_call(const struct cli_ctx *ctx, const struct cli_call *call, struct cli_http_response *ret);
 
+/* The body of r (from cli_api_call for call), which must be a JSON object: CLI_EXIT_OK with
+ * *ret_json, a new reference; else tells the user why and returns CLI_EXIT_FAIL. */
+int cli_api_decode(const struct cli_call *call, const struct cli_http_response *r, json_t **ret_json);
+
 /* cli_api_call, then decodes the body, which must be a JSON object.  *ret_json is a new
  * reference the caller drops with json_decref. */
 int cli_api_json(const struct cli_ctx *ctx, const struct cli_call *call, json_t **ret_json);

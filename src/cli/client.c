@@ -216,8 +216,9 @@ static int send_request(int fd, const struct cli_http_request *req, gw_usec_t de
         return r;
 }
 
+/* Room to read into, a byte kept for the NUL that ends a body read in place. */
 static int grow(char **buf, size_t *cap, size_t len) {
-        if (*cap - len >= READ_STEP / 4)
+        if (*cap - len > READ_STEP / 4)
                 return 0;
         if (*cap >= RAW_MAX)
                 return -EFBIG;
@@ -232,15 +233,19 @@ static int grow(char **buf, size_t *cap, size_t len) {
         return 0;
 }
 
+/* Once its head tells the reply's size (Content-Length), the buffer is made that size at once
+ * and the reply parsed once, when it is all in: a long list (megabytes) was read into a buffer
+ * that doubled, copied out of it, and its head parsed again after every read. */
 static int read_reply(int fd, gw_usec_t deadline, struct cli_http_response *ret) {
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
+        size_t len = 0, cap = 0, size = 0;
+        bool sized = false; /* the head is in: size is the reply's, 0 when the head does not say */
         for (;;) {
-                int r = grow(&buf, &cap, len);
+                int r = size ? 0 : grow(&buf, &cap, len);
                 if (r < 0)
                         return r;
                 bool eof = false;
-                ssize_t k = recv(fd, buf + len, cap - len, 0);
+                ssize_t k = recv(fd, buf + len, cap - len - 1, 0);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -260,9 +265,26 @@ static int read_reply(int fd, gw_usec_t deadline, struct cli_http_response *ret)
                 } else {
                         len += (size_t) k;
                 }
-                r = cli_http_parse(buf, len, eof, ret);
-                if (r > 0)
+                if (!sized && !eof) {
+                        r = cli_http_reply_size(buf, len, &size);
+                        if (r < 0)
+                                return r;
+                        sized = r > 0;
+                        if (size >= cap) {
+                                char *p = realloc(buf, size + 1);
+                                if (!p)
+                                        return -ENOMEM;
+                                buf = p;
+                                cap = size + 1;
+                        }
+                }
+                if (size && len < size && !eof)
+                        continue;
+                r = cli_http_parse_take(buf, len, eof, ret);
+                if (r > 0) {
+                        buf = NULL; /* the response's now */
                         return 0;
+                }
                 if (r < 0)
                         return r;
                 if (eof) /* unreachable: parse answers every eof */

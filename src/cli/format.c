@@ -7,20 +7,28 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "base/text.h"
 #include "base/parse.h"
 #include "base/time.h"
 
 #define COL_GAP 2
+#define OUT_BYTES ((size_t) 64 * 1024)
 
+/* The cells' texts lie one after another, row after row, in one buffer, and each column's
+ * width grows as rows come: a table of 10,000 rows and 12 columns was 120,000 strings
+ * malloc'ed and freed one by one, and every cell measured again for each column's width. */
 struct cli_table {
         size_t ncols;
         char **headers;
         size_t *max_width; /* 0: unlimited */
-        char **cells; /* rows * ncols */
-        bool *is_line; /* per row: a free-form line in cells[row * ncols], the rest NULL */
+        size_t *widths; /* the widest cell of each column, its header's included */
+        bool *hidden;
+        bool *is_line; /* per row: a free-form line, one text in place of the cells */
         size_t rows, cap_rows;
+        char *text; /* each cell's text, NUL-terminated */
+        size_t text_len, text_cap;
 };
 
 struct cli_table *cli_table_new(const char *const *headers, size_t ncols) {
@@ -28,14 +36,17 @@ struct cli_table *cli_table_new(const char *const *headers, size_t ncols) {
         if (!t)
                 return NULL;
         t->ncols = ncols;
-        t->headers = calloc(ncols, sizeof(char *));
-        t->max_width = calloc(ncols, sizeof(size_t));
-        if (!t->headers || !t->max_width)
+        t->headers = calloc(ncols ? ncols : 1, sizeof(char *));
+        t->max_width = calloc(ncols ? ncols : 1, sizeof(size_t));
+        t->widths = calloc(ncols ? ncols : 1, sizeof(size_t));
+        t->hidden = calloc(ncols ? ncols : 1, sizeof(bool));
+        if (!t->headers || !t->max_width || !t->widths || !t->hidden)
                 return cli_table_free(t);
         for (size_t i = 0; i < ncols; i++) {
                 t->headers[i] = strdup(headers[i]);
                 if (!t->headers[i])
                         return cli_table_free(t);
+                t->widths[i] = cli_display_width(t->headers[i]);
         }
         return t;
 }
@@ -45,35 +56,15 @@ void cli_table_set_max_width(struct cli_table *t, size_t col, size_t width) {
                 t->max_width[col] = width;
 }
 
-/* s cut to at most width display columns, the last being an ellipsis.  Takes s; returns
- * it or a new string, NULL when out of memory. */
-static char *truncated(char *s, size_t width) {
-        if (!s || width == 0 || cli_display_width(s) <= width)
-                return s;
-        size_t cols = 0;
-        const char *p = s;
-        for (; *p; p++) {
-                if (((unsigned char) *p & 0xC0) == 0x80)
-                        continue;
-                if (cols == width - 1)
-                        break;
-                cols++;
-        }
-        char *out = NULL;
-        if (asprintf(&out, "%.*s\xe2\x80\xa6", (int) (p - s), s) < 0)
-                out = NULL;
-        free(s);
-        return out;
+void cli_table_hide_col(struct cli_table *t, size_t col) {
+        if (t && col < t->ncols)
+                t->hidden[col] = true;
 }
 
 static int grow(struct cli_table *t) {
         if (t->rows < t->cap_rows)
                 return 0;
         size_t ncap = t->cap_rows ? t->cap_rows * 2 : 16;
-        char **p = realloc(t->cells, ncap * t->ncols * sizeof(char *));
-        if (!p)
-                return -ENOMEM;
-        t->cells = p;
         bool *l = realloc(t->is_line, ncap * sizeof(bool));
         if (!l)
                 return -ENOMEM;
@@ -82,89 +73,157 @@ static int grow(struct cli_table *t) {
         return 0;
 }
 
+/* s, neutralised (cli_sanitize), at the end of the table's text; cut to width display
+ * columns (0: any), the last being an ellipsis.  Its display width, or -ENOMEM. */
+static ssize_t put_text(struct cli_table *t, const char *s, size_t width) {
+        size_t n = strlen(s);
+        /* Room for s, an ellipsis (3 bytes) in place of its cut tail, and the NUL. */
+        if (t->text_cap - t->text_len < n + 4) {
+                size_t ncap = t->text_cap ? t->text_cap : 4096;
+                while (ncap - t->text_len < n + 4)
+                        ncap *= 2;
+                char *p = realloc(t->text, ncap);
+                if (!p)
+                        return -ENOMEM;
+                t->text = p;
+                t->text_cap = ncap;
+        }
+        char *p = t->text + t->text_len;
+        memcpy(p, s, n + 1);
+        n = gw_text_neutralize(p);
+        size_t w = cli_display_width(p);
+        if (width && w > width) {
+                n = cli_fit_bytes(p, n, width - 1);
+                memcpy(p + n, "\xe2\x80\xa6", 4);
+                n += 3;
+                w = width;
+        }
+        t->text_len += n + 1;
+        return (ssize_t) w;
+}
+
 int cli_table_add(struct cli_table *t, const char *const *cells) {
         if (grow(t) < 0)
                 return -ENOMEM;
-        char **row = t->cells + t->rows * t->ncols;
+        size_t text_len = t->text_len;
         for (size_t i = 0; i < t->ncols; i++) {
-                row[i] = truncated(cli_sanitize(cells[i] ? cells[i] : "-"), t->max_width[i]);
-                if (!row[i]) {
-                        while (i-- > 0)
-                                free(row[i]);
+                ssize_t w = put_text(t, cells[i] ? cells[i] : "-", t->max_width[i]);
+                if (w < 0) {
+                        t->text_len = text_len;
                         return -ENOMEM;
                 }
+                if ((size_t) w > t->widths[i])
+                        t->widths[i] = (size_t) w;
         }
         t->is_line[t->rows++] = false;
         return 0;
 }
 
 int cli_table_add_line(struct cli_table *t, const char *line) {
-        if (grow(t) < 0)
+        if (grow(t) < 0 || put_text(t, line ? line : "", 0) < 0)
                 return -ENOMEM;
-        char **row = t->cells + t->rows * t->ncols;
-        row[0] = cli_sanitize(line);
-        if (!row[0])
-                return -ENOMEM;
-        for (size_t i = 1; i < t->ncols; i++)
-                row[i] = NULL;
         t->is_line[t->rows++] = true;
         return 0;
 }
 
 size_t cli_table_rows(const struct cli_table *t) { return t->rows; }
 
-static void print_row(char *const *row, const size_t *widths, size_t ncols, size_t gap, FILE *f) {
-        for (size_t i = 0; i < ncols; i++) {
-                fputs(row[i], f);
-                if (i + 1 == ncols)
-                        break;
-                size_t w = cli_display_width(row[i]);
-                size_t pad = widths[i] + gap - w;
-                fprintf(f, "%*s", (int) (pad < INT_MAX ? pad : INT_MAX), "");
-        }
-        fputc('\n', f);
-}
-
-/* Display width of column col: its header or widest cell. */
 size_t cli_table_col_width(const struct cli_table *t, size_t col) {
-        if (col >= t->ncols)
-                return 0;
-        size_t width = cli_display_width(t->headers[col]);
-        for (size_t r = 0; r < t->rows; r++) {
-                if (t->is_line[r])
-                        continue;
-                size_t w = cli_display_width(t->cells[r * t->ncols + col]);
-                if (w > width)
-                        width = w;
-        }
-        return width;
+        return col < t->ncols && !t->hidden[col] ? t->widths[col] : 0;
 }
 
 size_t cli_table_width(const struct cli_table *t) {
-        size_t sum = 0;
+        size_t sum = 0, shown = 0;
         for (size_t i = 0; i < t->ncols; i++)
-                sum += cli_table_col_width(t, i) + (i ? COL_GAP : 0);
+                if (!t->hidden[i])
+                        sum += t->widths[i] + (shown++ ? COL_GAP : 0);
         return sum;
 }
 
+/* Output gathered into large writes: a long table is hundreds of kilobytes, and a stdio call
+ * per cell and per pad was a fifth of `gpuward queue`. */
+struct out {
+        FILE *f;
+        size_t len;
+        char buf[OUT_BYTES];
+};
+
+static void out_flush(struct out *o) {
+        if (o->len)
+                (void) fwrite(o->buf, 1, o->len, o->f);
+        o->len = 0;
+}
+
+static void out_put(struct out *o, const char *s, size_t n) {
+        if (n > OUT_BYTES - o->len) {
+                out_flush(o);
+                if (n > OUT_BYTES) {
+                        (void) fwrite(s, 1, n, o->f);
+                        return;
+                }
+        }
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+}
+
+static void out_spaces(struct out *o, size_t n) {
+        static const char spaces[] = "                                                                ";
+        for (size_t k; n > 0; n -= k) {
+                k = n < sizeof spaces - 1 ? n : sizeof spaces - 1;
+                out_put(o, spaces, k);
+        }
+}
+
+/* The row whose first cell is at *text, each cell but the last padded to its column's width
+ * and gap, hidden columns left out; *text is then past the row.  cells: the header's texts,
+ * instead of the table's. */
+static void print_row(const struct cli_table *t, const char **text, char *const *cells, size_t gap, struct out *o) {
+        size_t last = t->ncols;
+        while (last > 0 && t->hidden[last - 1])
+                last--;
+        for (size_t i = 0; i < t->ncols; i++) {
+                const char *s = cells ? cells[i] : *text;
+                size_t n = strlen(s);
+                if (!cells)
+                        *text += n + 1;
+                if (t->hidden[i] || i >= last)
+                        continue;
+                out_put(o, s, n);
+                if (i + 1 < last)
+                        out_spaces(o, t->widths[i] + gap - cli_display_width(s));
+        }
+        out_put(o, "\n", 1);
+}
+
 void cli_table_print(const struct cli_table *t, FILE *f) {
-        size_t *widths = calloc(t->ncols ? t->ncols : 1, sizeof(size_t));
-        if (!widths)
+        struct out *o = malloc(sizeof *o);
+        if (!o)
                 return;
-        size_t total = 0;
+        o->f = f;
+        o->len = 0;
+        size_t total = 0, shown = 0;
         for (size_t i = 0; i < t->ncols; i++)
-                total += widths[i] = cli_table_col_width(t, i);
+                if (!t->hidden[i]) {
+                        total += t->widths[i];
+                        shown++;
+                }
         /* Narrower gaps before a line passes 80 columns: a table stays one line a row in a
          * default terminal as long as its cells allow. */
-        size_t gap = t->ncols && total + (t->ncols - 1) * COL_GAP > 80 ? 1 : COL_GAP;
-        print_row(t->headers, widths, t->ncols, gap, f);
+        size_t gap = shown && total + (shown - 1) * COL_GAP > 80 ? 1 : COL_GAP;
+        const char *text = t->text;
+        print_row(t, &text, t->headers, gap, o);
         for (size_t r = 0; r < t->rows; r++) {
-                if (t->is_line[r])
-                        fprintf(f, "%s\n", t->cells[r * t->ncols]);
-                else
-                        print_row(t->cells + r * t->ncols, widths, t->ncols, gap, f);
+                if (!t->is_line[r]) {
+                        print_row(t, &text, NULL, gap, o);
+                        continue;
+                }
+                size_t n = strlen(text);
+                out_put(o, text, n);
+                out_put(o, "\n", 1);
+                text += n + 1;
         }
-        free(widths);
+        out_flush(o);
+        free(o);
 }
 
 struct cli_table *cli_table_free(struct cli_table *t) {
@@ -172,12 +231,12 @@ struct cli_table *cli_table_free(struct cli_table *t) {
                 return NULL;
         for (size_t i = 0; t->headers && i < t->ncols; i++)
                 free(t->headers[i]);
-        for (size_t i = 0; i < t->rows * t->ncols; i++)
-                free(t->cells[i]);
         free(t->headers);
         free(t->max_width);
-        free(t->cells);
+        free(t->widths);
+        free(t->hidden);
         free(t->is_line);
+        free(t->text);
         free(t);
         return NULL;
 }

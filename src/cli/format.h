@@ -25,6 +25,9 @@ char *cli_text_take(struct cli_text *t, bool ok);
 struct cli_table *cli_table_new(const char *const *headers, size_t ncols);
 /* Cells longer than width display columns are cut with an ellipsis. 0: no limit. */
 void cli_table_set_max_width(struct cli_table *t, size_t col, size_t width);
+/* Leaves column col out of the print and of the widths, as if the table had been made
+ * without it (a column known to be of no use only once the rows are in). */
+void cli_table_hide_col(struct cli_table *t, size_t col);
 /* Appends a row of ncols cells; copies them, NULL reads "-", control characters are
  * neutralised.  0 or -ENOMEM. */
 int cli_table_add(struct cli_table *t, const char *const *cells);

@@ -223,26 +223,33 @@ static int chunked_walk(const char *buf, size_t len, size_t pos, char *out, size
         return 1;
 }
 
-static int set_body(struct cli_http_response *r, const char *src, size_t n) {
-        r->body = malloc(n + 1);
-        if (!r->body)
-                return -ENOMEM;
-        if (n)
-                memcpy(r->body, src, n);
+/* The body, n bytes at buf + pos: a copy, or (own: buf, which has a byte to spare after the
+ * body) where it lies. */
+static int set_body(struct cli_http_response *r, const char *buf, size_t pos, size_t n, char *own) {
+        if (own) {
+                r->body = own + pos;
+                r->body_mem = own;
+        } else {
+                r->body = r->body_mem = malloc(n + 1);
+                if (!r->body)
+                        return -ENOMEM;
+                if (n)
+                        memcpy(r->body, buf + pos, n);
+        }
         r->body[n] = '\0';
         r->body_len = n;
         return 1;
 }
 
-static int parse_body(const char *buf, size_t len, size_t pos, bool eof, struct cli_http_response *r) {
+static int parse_body(const char *buf, size_t len, size_t pos, bool eof, char *own, struct cli_http_response *r) {
         if (r->status == 204 || r->status == 304)
-                return set_body(r, "", 0);
+                return set_body(r, "", 0, 0, NULL);
         if (is_chunked(r)) {
                 size_t total;
                 int k = chunked_walk(buf, len, pos, NULL, &total);
                 if (k <= 0)
                         return k == 0 && eof ? -EBADMSG : k;
-                r->body = malloc(total + 1);
+                r->body = r->body_mem = malloc(total + 1);
                 if (!r->body)
                         return -ENOMEM;
                 (void) chunked_walk(buf, len, pos, r->body, &total);
@@ -256,17 +263,18 @@ static int parse_body(const char *buf, size_t len, size_t pos, bool eof, struct 
                 return k;
         if (k > 0) {
                 if (len - pos >= cl)
-                        return set_body(r, buf + pos, cl);
+                        return set_body(r, buf, pos, cl, own);
                 return eof ? -EBADMSG : 0;
         }
         if (!eof)
                 return 0;
         if (len - pos > CLI_HTTP_MAX_BODY_BYTES)
                 return -EFBIG;
-        return set_body(r, buf + pos, len - pos);
+        return set_body(r, buf, pos, len - pos, own);
 }
 
-int cli_http_parse(const char *buf, size_t len, bool eof, struct cli_http_response *ret) {
+/* cli_http_parse; own: buf, which the response may keep (its body then lies in it). */
+static int parse_response(const char *buf, size_t len, bool eof, char *own, struct cli_http_response *ret) {
         size_t start = 0;
         for (;;) {
                 struct cli_http_response r = { 0 };
@@ -279,7 +287,7 @@ int cli_http_parse(const char *buf, size_t len, bool eof, struct cli_http_respon
                         continue;
                 }
                 if (k == 1)
-                        k = parse_body(buf, len, body, eof, &r);
+                        k = parse_body(buf, len, body, eof, own, &r);
                 else if (k == 0 && eof)
                         k = -EBADMSG;
                 if (k <= 0) {
@@ -289,6 +297,32 @@ int cli_http_parse(const char *buf, size_t len, bool eof, struct cli_http_respon
                 *ret = r;
                 return 1;
         }
+}
+
+int cli_http_parse(const char *buf, size_t len, bool eof, struct cli_http_response *ret) {
+        return parse_response(buf, len, eof, NULL, ret);
+}
+
+int cli_http_parse_take(char *buf, size_t len, bool eof, struct cli_http_response *ret) {
+        int k = parse_response(buf, len, eof, buf, ret);
+        if (k > 0 && ret->body_mem != buf)
+                free(buf); /* the body was copied out (chunked) or there is none */
+        return k;
+}
+
+int cli_http_reply_size(const char *buf, size_t len, size_t *ret_size) {
+        struct cli_http_response r = { 0 };
+        size_t body, cl = 0;
+        int k = parse_head(buf, len, 0, &r, &body);
+        if (k == 1 && r.status >= 200 && r.status != 204 && r.status != 304 && !is_chunked(&r)) {
+                k = content_length(&r, &cl);
+                cl = k > 0 ? body + cl : 0;
+                k = k < 0 ? k : 1;
+        }
+        cli_http_response_done(&r);
+        if (k == 1)
+                *ret_size = cl;
+        return k;
 }
 
 const char *cli_http_header(const struct cli_http_response *r, const char *name) {
@@ -307,6 +341,6 @@ void cli_http_response_done(struct cli_http_response *r) {
         }
         free(r->headers);
         free(r->reason);
-        free(r->body);
+        free(r->body_mem);
         *r = (struct cli_http_response){ 0 };
 }

@@ -22,6 +22,8 @@ struct cli_http_response {
         size_t n_headers;
         char *body; /* always NUL-terminated (not counted in body_len), may hold NULs */
         size_t body_len;
+        char *body_mem; /* what body lies in: its own allocation, or the bytes read
+                         * (cli_http_parse_take) */
 };
 
 /* Parses the response in buf[0..len).  eof says no more bytes will come.
@@ -31,6 +33,18 @@ struct cli_http_response {
  * Interim 1xx responses are skipped.  Handles Content-Length, chunked transfer coding and
  * read-until-close bodies. */
 int cli_http_parse(const char *buf, size_t len, bool eof, struct cli_http_response *ret);
+
+/* cli_http_parse, for bytes the caller gives away when the response is whole: on 1, buf
+ * (malloc'ed, with room for len + 1 bytes) is the response's, and a body that is not chunked
+ * is not copied out of it (a long list is megabytes); on any other return it is still the
+ * caller's. */
+int cli_http_parse_take(char *buf, size_t len, bool eof, struct cli_http_response *ret);
+
+/* How many bytes the response whose first len bytes are in buf takes in all, head and body,
+ * so that a reader can make room for it at once: 1 with *ret_size once the head is in, 0 in
+ * *ret_size when the head does not tell (chunked, read until the connection closes, an interim
+ * 1xx response first); 0 while the head is incomplete; <0 as cli_http_parse. */
+int cli_http_reply_size(const char *buf, size_t len, size_t *ret_size);
 
 /* Value of the first header called name (case-insensitive), or NULL.  Borrowed. */
 const char *cli_http_header(const struct cli_http_response *r, const char *name);

@@ -220,3 +220,83 @@ json_t *cli_json_load_fast(const char *buf, size_t len) {
         free(r.tmp);
         return v;
 }
+
+/* The value at p (a row), read fast, else by jansson (\u escapes): with *ret_end past it. */
+static json_t *value_at(const char *p, const char *end, const char **ret_end) {
+        struct rd r = { .p = p, .end = end };
+        json_t *v = value(&r, 0);
+        free(r.tmp);
+        if (v) {
+                *ret_end = r.p;
+                return v;
+        }
+        json_error_t err;
+        v = json_loadb(p, (size_t) (end - p), JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &err);
+        if (v)
+                *ret_end = p + err.position; /* jansson tells how far it read */
+        return v;
+}
+
+/* Takes word, whitespace around it. */
+static bool take_word(struct rd *r, const char *word) {
+        size_t n = strlen(word);
+        skip_ws(r);
+        if ((size_t) (r->end - r->p) < n || memcmp(r->p, word, n))
+                return false;
+        r->p += n;
+        return true;
+}
+
+int cli_json_rows_open(struct cli_json_rows *r, const char *buf, size_t len) {
+        struct rd rd = { .p = buf, .end = buf + len };
+        *r = (struct cli_json_rows){ .buf = buf, .end = buf + len };
+        if (!take(&rd, '{') || !take_word(&rd, "\"fields\"") || !take(&rd, ':'))
+                return -EBADMSG;
+        skip_ws(&rd);
+        const char *after;
+        r->fields = value_at(rd.p, rd.end, &after);
+        rd.p = r->fields ? after : rd.p;
+        if (!json_is_array(r->fields) || !take(&rd, ',') || !take_word(&rd, "\"rows\"") || !take(&rd, ':') ||
+            !take(&rd, '[')) {
+                cli_json_rows_done(r);
+                return -EBADMSG;
+        }
+        r->p = rd.p;
+        return 0;
+}
+
+int cli_json_rows_next(struct cli_json_rows *r, json_t **ret_row, size_t *ret_at) {
+        struct rd rd = { .p = r->p, .end = r->end };
+        if (r->ended)
+                return 0;
+        if (take(&rd, ']')) {
+                bool whole = take(&rd, '}');
+                skip_ws(&rd);
+                if (!whole || rd.p != rd.end)
+                        return -EBADMSG;
+                r->ended = true;
+                return 0;
+        }
+        if (r->n && !take(&rd, ','))
+                return -EBADMSG;
+        skip_ws(&rd);
+        const char *after;
+        json_t *row = value_at(rd.p, rd.end, &after);
+        if (!row)
+                return -EBADMSG;
+        *ret_at = (size_t) (rd.p - r->buf);
+        *ret_row = row;
+        r->p = after;
+        r->n++;
+        return 1;
+}
+
+json_t *cli_json_rows_at(const struct cli_json_rows *r, size_t at) {
+        const char *after;
+        return at < (size_t) (r->end - r->buf) ? value_at(r->buf + at, r->end, &after) : NULL;
+}
+
+void cli_json_rows_done(struct cli_json_rows *r) {
+        json_decref(r->fields);
+        r->fields = NULL;
+}

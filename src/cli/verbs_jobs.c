@@ -13,6 +13,7 @@
 #include "cli/api.h"
 #include "cli/arena.h"
 #include "cli/format.h"
+#include "cli/jsonfast.h"
 #include "cli/jobview.h"
 #include "cli/trainview.h"
 #include "core/jobarray.h"
@@ -196,79 +197,130 @@ static int list_target(const struct list_opts *o, const char *verb, const char *
 }
 
 /* The reply's jobs: objects under "jobs", or (layout=rows) arrays under "rows" whose names
- * are under "fields"; n_fields is 0 for objects. */
+ * are under "fields" (n_fields is 0 for objects).  A rows reply is read a row at a time
+ * (rows): each row is made where the last was in the JSON arena (mark), so that 10,000 rows
+ * take the memory of one; any other reply is read whole (reply, items).  Each row's values
+ * are set into one reused object (scratch), a job object as the rest of the CLI reads them,
+ * whose entries are found once (iter[k] is field k's): replacing the last row's values
+ * allocates nothing and hashes no name. */
 struct job_list {
+        json_t *reply;
         const json_t *items;
+        struct cli_json_rows rows;
         const json_t *fields;
-        size_t n_fields;
+        size_t n_fields, next;
+        json_t *scratch;
+        void **iter;
+        struct cli_json_arena_mark mark;
 };
 
-static int fetch_jobs(struct cli_ctx *ctx, const char *target, json_t **ret_reply, struct job_list *ret) {
-        struct cli_call call = { .method = "GET", .target = target, .long_reply = true };
-        json_t *reply = NULL;
-        int r = cli_api_json(ctx, &call, &reply);
-        if (r)
-                return r;
-        *ret = (struct job_list){ json_object_get(reply, "jobs"), NULL, 0 };
-        if (!ret->items && json_is_array(json_object_get(reply, "rows"))) {
-                ret->items = json_object_get(reply, "rows");
-                ret->fields = json_object_get(reply, "fields");
-                ret->n_fields = json_array_size(ret->fields);
+/* The object with every field's name (null for now) and where each is in it, made before the
+ * arena's mark: a row's values only replace values, the object takes no new name, its
+ * entries stay where they are. */
+static int scratch_init(struct job_list *l) {
+        l->scratch = json_object();
+        l->iter = calloc(l->n_fields ? l->n_fields : 1, sizeof(void *));
+        if (!l->scratch || !l->iter)
+                return -ENOMEM;
+        for (size_t k = 0; k < l->n_fields; k++) {
+                const char *name = json_string_value(json_array_get(l->fields, k));
+                if (name && json_object_set_new(l->scratch, name, json_null()) < 0)
+                        return -ENOMEM;
         }
-        if (!json_is_array(ret->items) || (ret->fields && !json_is_array(ret->fields))) {
-                cli_error("gpuwardd's job list has no \"jobs\" array");
-                json_decref(reply);
-                return CLI_EXIT_FAIL;
+        for (size_t k = 0; k < l->n_fields; k++) {
+                const char *name = json_string_value(json_array_get(l->fields, k));
+                l->iter[k] = name ? json_object_iter_at(l->scratch, name) : NULL;
         }
-        *ret_reply = reply;
         return 0;
 }
 
-/* One reused object that holds a row's values at a time (replacing the previous row's values
- * allocates nothing, so a long queue costs no hash table per job).  iter[k] is field k's entry
- * in it, found once all the names are in: each row's values then replace the last row's
- * without hashing 20-odd names per row again (a tenth of `gpuward queue` with 10,000 jobs). */
-struct row_obj {
-        json_t *obj;
-        void **iter;
-        bool ready;
-};
-
-static int row_obj_init(struct row_obj *s, const struct job_list *l) {
-        *s = (struct row_obj){ .obj = json_object(), .iter = calloc(l->n_fields ? l->n_fields : 1, sizeof(void *)) };
-        return s->obj && s->iter ? 0 : -ENOMEM;
+/* Its JSON values are not released one by one: they are the arena's, whose end gives back
+ * all of them at once (walking 200,000 values to free them was a tenth of a long queue). */
+static void job_list_done(struct job_list *l) {
+        free(l->iter);
+        *l = (struct job_list){ 0 };
 }
 
-static void row_obj_done(struct row_obj *s) {
-        json_decref(s->obj);
-        free(s->iter);
+/* The jobs of resp, a row at a time when it is a rows reply and whole is false. */
+static int job_list_open(struct job_list *l, const struct cli_call *call, const struct cli_http_response *resp,
+                         bool whole) {
+        *l = (struct job_list){ 0 };
+        if (!whole && cli_json_rows_open(&l->rows, resp->body, resp->body_len) == 0) {
+                l->fields = l->rows.fields;
+                l->n_fields = json_array_size(l->fields);
+                if (scratch_init(l) < 0 || cli_json_arena_mark(&l->mark) < 0) {
+                        job_list_done(l);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        int r = cli_api_decode(call, resp, &l->reply);
+        if (r)
+                return r;
+        l->items = json_object_get(l->reply, "jobs");
+        if (!l->items && json_is_array(json_object_get(l->reply, "rows"))) {
+                l->items = json_object_get(l->reply, "rows");
+                l->fields = json_object_get(l->reply, "fields");
+                l->n_fields = json_array_size(l->fields);
+        }
+        if (!json_is_array(l->items) || (l->fields && !json_is_array(l->fields))) {
+                cli_error("gpuwardd's job list has no \"jobs\" array");
+                job_list_done(l);
+                return CLI_EXIT_FAIL;
+        }
+        if (l->n_fields && scratch_init(l) < 0) {
+                job_list_done(l);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
-/* Item i as a job object: itself, or its row's values in s's object. */
-static const json_t *job_at(const struct job_list *l, size_t i, struct row_obj *s) {
-        const json_t *item = json_array_get(l->items, i);
+/* item as a job object: itself, or its row's values in the scratch object. */
+static const json_t *job_of(struct job_list *l, const json_t *item) {
         if (!l->n_fields)
                 return item;
         for (size_t k = 0; k < l->n_fields; k++) {
                 json_t *v = json_array_get(item, k);
-                if (s->ready) {
-                        if (s->iter[k])
-                                (void) json_object_iter_set(s->obj, s->iter[k], v ? v : json_null());
-                        continue;
-                }
-                const char *name = json_string_value(json_array_get(l->fields, k));
-                if (name)
-                        (void) json_object_set(s->obj, name, v ? v : json_null());
+                if (l->iter[k])
+                        (void) json_object_iter_set(l->scratch, l->iter[k], v ? v : json_null());
         }
-        if (!s->ready) {
-                /* The object takes no new name from now on: its entries stay where they are. */
-                for (size_t k = 0; k < l->n_fields; k++) {
-                        const char *name = json_string_value(json_array_get(l->fields, k));
-                        s->iter[k] = name ? json_object_iter_at(s->obj, name) : NULL;
-                }
-                s->ready = true;
+        return l->scratch;
+}
+
+/* Before a row is read in the last one's memory: nothing may hold the last one's values.
+ * The rows themselves are not released value by value: their memory is made again. */
+static void forget_row(struct job_list *l) {
+        for (size_t k = 0; k < l->n_fields; k++)
+                if (l->iter[k])
+                        (void) json_object_iter_set(l->scratch, l->iter[k], json_null());
+        cli_json_arena_release(&l->mark);
+}
+
+/* The next job: 1 with *ret_job (valid until the next call) and *ret_at, its place for
+ * job_at; 0 after the last; -EBADMSG where a row reply is not JSON. */
+static int job_next(struct job_list *l, const json_t **ret_job, size_t *ret_at) {
+        if (l->items) {
+                if (l->next >= json_array_size(l->items))
+                        return 0;
+                *ret_at = l->next;
+                *ret_job = job_of(l, json_array_get(l->items, l->next++));
+                return 1;
         }
-        return s->obj;
+        json_t *row;
+        forget_row(l);
+        int r = cli_json_rows_next(&l->rows, &row, ret_at);
+        if (r > 0)
+                *ret_job = job_of(l, row);
+        return r;
+}
+
+/* The job at at (from job_next) again, valid until the next call; NULL where not JSON. */
+static const json_t *job_at(struct job_list *l, size_t at) {
+        if (l->items)
+                return job_of(l, json_array_get(l->items, at));
+        forget_row(l);
+        json_t *row = cli_json_rows_at(&l->rows, at);
+        return row ? job_of(l, row) : NULL;
 }
 
 /* The queue's last column: where a running job runs ("0,1", "0,1 (stopping)" while a stop
@@ -398,7 +450,7 @@ static int add_history_row(struct cli_table *t, const json_t *job, time_t now) {
 struct end_key {
         double end;
         long long id;
-        size_t i;
+        size_t at;
 };
 
 static int by_end(const void *a, const void *b) {
@@ -409,97 +461,125 @@ static int by_end(const void *a, const void *b) {
 }
 
 /* History's rows in the order they ended (sacct's): the API gives them newest id first, and a
- * long job ends after shorter ones submitted behind it.  An order of indexes (malloc'ed), or
- * NULL when out of memory. */
-static size_t *end_order(const struct job_list *jobs, struct row_obj *scratch) {
-        size_t n = json_array_size(jobs->items);
-        _cleanup_free_ struct end_key *keys = calloc(n ? n : 1, sizeof *keys);
-        size_t *order = calloc(n ? n : 1, sizeof *order);
-        if (!keys || !order) {
-                free(order);
-                return NULL;
-        }
-        for (size_t i = 0; i < n; i++) {
-                const json_t *job = job_at(jobs, i, scratch);
+ * long job ends after shorter ones submitted behind it.  0 with *ret_order (their places for
+ * job_at, malloc'ed) and *ret_n, or -errno. */
+static int end_order(struct job_list *jobs, size_t **ret_order, size_t *ret_n) {
+        _cleanup_free_ struct end_key *keys = NULL;
+        size_t n = 0, cap = 0, at;
+        const json_t *job;
+        int r;
+        while ((r = job_next(jobs, &job, &at)) > 0) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 64;
+                        struct end_key *k = realloc(keys, cap * sizeof *keys);
+                        if (!k)
+                                return -ENOMEM;
+                        keys = k;
+                }
                 double end = cli_jnum(job, "end_time");
-                keys[i] = (struct end_key){ isfinite(end) ? end : 0, 0, i };
-                (void) cli_jint(job, "id", &keys[i].id);
+                keys[n] = (struct end_key){ isfinite(end) ? end : 0, 0, at };
+                (void) cli_jint(job, "id", &keys[n].id);
+                n++;
         }
-        qsort(keys, n, sizeof *keys, by_end);
+        if (r < 0)
+                return r;
+        size_t *order = calloc(n ? n : 1, sizeof *order);
+        if (!order)
+                return -ENOMEM;
+        if (n)
+                qsort(keys, n, sizeof *keys, by_end);
         for (size_t i = 0; i < n; i++)
-                order[i] = keys[i].i;
-        return order;
+                order[i] = keys[i].at;
+        *ret_order = order;
+        *ret_n = n;
+        return 0;
 }
 
-/* Whether any job has a node (a job Slurm runs somewhere), read from its column: job_at would
- * set every field of every row to look at one, which with 10,000 rows cost as much as the
- * rows it then prints. */
-static bool any_node(const struct job_list *l) {
-        size_t col = SIZE_MAX;
-        for (size_t k = 0; k < l->n_fields; k++) {
-                const char *name = json_string_value(json_array_get(l->fields, k));
-                if (name && !strcmp(name, "node"))
-                        col = k;
+enum { QUEUE_COL_NODE = 11 };
+
+static int add_queue_rows(struct cli_table *t, struct job_list *jobs, time_t now, bool expand) {
+        /* NODE only on a cluster (a job Slurm runs somewhere): one host's queue has no use for it. */
+        bool nodes = false;
+        const json_t *job;
+        size_t at;
+        int r;
+        while ((r = job_next(jobs, &job, &at)) > 0) {
+                nodes |= cli_jstr(job, "node") != NULL;
+                r = add_queue_row(t, job, now, expand);
+                if (r < 0)
+                        return r;
         }
-        if (l->n_fields && col == SIZE_MAX)
-                return false;
-        for (size_t i = 0; i < json_array_size(l->items); i++) {
-                const json_t *item = json_array_get(l->items, i);
-                if (json_string_value(l->n_fields ? json_array_get(item, col) : json_object_get(item, "node")))
-                        return true;
-        }
-        return false;
+        if (!nodes)
+                cli_table_hide_col(t, QUEUE_COL_NODE);
+        return r;
 }
 
-static int print_jobs(const struct job_list *jobs, bool is_queue, bool expand) {
+static int add_history_rows(struct cli_table *t, struct job_list *jobs, time_t now) {
+        _cleanup_free_ size_t *order = NULL;
+        size_t n = 0;
+        int r = end_order(jobs, &order, &n);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const json_t *job = job_at(jobs, order[i]);
+                r = job ? add_history_row(t, job, now) : -EBADMSG;
+        }
+        return r;
+}
+
+/* The table of jobs: CLI_EXIT_OK, CLI_EXIT_FAIL, or -EBADMSG (nothing printed) where a reply
+ * read a row at a time turned out not to be JSON. */
+static int print_jobs(struct job_list *jobs, bool is_queue, bool expand) {
         static const char *const queue_cols[] = { "ID",   "NAME",  "USER",  "STATE", "PRIO",        "GPUS",
                                                   "TIME", "LIMIT", "START", "ETA",   "GPU(REASON)", "NODE" };
         static const char *const history_cols[] = { "ID", "NAME", "USER", "STATE", "EXIT", "START", "END", "ELAPSED" };
-        /* NODE only on a cluster (a job Slurm runs somewhere): one host's queue has no use for it. */
-        bool nodes = is_queue && any_node(jobs);
-        struct row_obj scratch;
-        bool have = row_obj_init(&scratch, jobs) == 0;
-        struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols) - !nodes)
+        struct cli_table *t = is_queue ? cli_table_new(queue_cols, ELEMENTSOF(queue_cols))
                                        : cli_table_new(history_cols, ELEMENTSOF(history_cols));
-        if (!t) {
-                row_obj_done(&scratch);
+        if (!t)
                 return CLI_EXIT_FAIL;
-        }
         cli_table_set_max_width(t, 1, NAME_MAX_COLS);
         time_t now = time(NULL);
-        _cleanup_free_ size_t *order = have && !is_queue ? end_order(jobs, &scratch) : NULL;
-        int r = have && (is_queue || order) ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < json_array_size(jobs->items); i++) {
-                const json_t *job = job_at(jobs, order ? order[i] : i, &scratch);
-                r = is_queue ? add_queue_row(t, job, now, expand) : add_history_row(t, job, now);
-        }
-        row_obj_done(&scratch);
+        int r = is_queue ? add_queue_rows(t, jobs, now, expand) : add_history_rows(t, jobs, now);
         if (r >= 0)
                 cli_table_print(t, stdout);
         cli_table_free(t);
-        return r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        return r == -EBADMSG ? r : r < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 static int run_list(struct cli_ctx *ctx, const char *verb, const struct list_opts *o, const char *states,
                     bool is_queue) {
         _cleanup_free_ char *target = NULL;
-        int r = list_target(o, verb, states, is_queue, ctx->json || o->json, &target);
+        bool json = ctx->json || o->json;
+        int r = list_target(o, verb, states, is_queue, json, &target);
         if (r)
                 return r;
-        json_t *reply = NULL;
-        struct job_list jobs;
+        struct cli_call call = { .method = "GET", .target = target, .long_reply = true };
+        struct cli_http_response resp;
+        r = cli_api_call(ctx, &call, &resp);
+        if (r)
+                return r;
         cli_json_arena_begin();
-        r = fetch_jobs(ctx, target, &reply, &jobs);
-        if (r == 0) {
-                if (ctx->json || o->json)
+        if (json) {
+                /* Not freed value by value: the arena's end gives back all of it at once. */
+                json_t *reply = NULL;
+                r = cli_api_decode(&call, &resp, &reply);
+                if (r == 0)
                         r = cli_print_json(reply) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-                else
+        } else {
+                struct job_list jobs;
+                r = job_list_open(&jobs, &call, &resp, false);
+                if (r == 0)
                         r = print_jobs(&jobs, is_queue, o->expand);
-                /* Not freed value by value: the arena's end gives back all of it at once
-                 * (walking 200,000 values to free them was a tenth of a long queue). */
+                job_list_done(&jobs);
+                if (r == -EBADMSG) {
+                        /* Read whole, the reply says what is wrong with it. */
+                        r = job_list_open(&jobs, &call, &resp, true);
+                        if (r == 0)
+                                r = print_jobs(&jobs, is_queue, o->expand);
+                        job_list_done(&jobs);
+                }
         }
         cli_json_arena_end();
-        return r;
+        cli_http_response_done(&resp);
+        return r < 0 ? CLI_EXIT_FAIL : r;
 }
 
 int cli_verb_queue(struct cli_ctx *ctx, int argc, char **argv) {

@@ -51,9 +51,54 @@ static void parses_what_malloc_parses(void **state) {
         free(text);
 }
 
+/* Rows made after a mark and given back take the same memory again: a long listing read a
+ * row at a time stays in one block. */
+static void release_makes_again(void **state) {
+        (void) state;
+        cli_json_arena_begin();
+        json_t *kept = json_string("made before the mark");
+        struct cli_json_arena_mark m = { 0 };
+        assert_int_equal(cli_json_arena_mark(&m), 0);
+        struct block *first = top;
+        void *again = NULL;
+        for (int i = 0; i < 100000; i++) {
+                json_t *row = json_pack("[i,s,[i,i]]", i, "job", 0, 1);
+                assert_non_null(row);
+                if (!again)
+                        again = row;
+                assert_ptr_equal(row, again);
+                cli_json_arena_release(&m);
+        }
+        /* A row larger than what is left of the block takes new ones, kept for the next. */
+        char *big = calloc(1, 2 * BLOCK_BYTES);
+        assert_non_null(big);
+        memset(big, 'x', 2 * BLOCK_BYTES - 1);
+        size_t blocks = 0;
+        for (int i = 0; i < 3; i++) {
+                json_t *s = json_string(big);
+                assert_non_null(s);
+                assert_ptr_not_equal(top, first);
+                cli_json_arena_release(&m);
+                assert_ptr_equal(top, first);
+                size_t n = 0;
+                for (const struct block *b = spare; b; b = b->prev)
+                        n++;
+                assert_true(n > 0);
+                if (i > 0)
+                        assert_int_equal(n, blocks);
+                blocks = n;
+        }
+        free(big);
+        assert_string_equal(json_string_value(kept), "made before the mark");
+        cli_json_arena_end();
+        assert_null(top);
+        assert_null(spare);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(parses_what_malloc_parses),
+                cmocka_unit_test(release_makes_again),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -418,11 +418,69 @@ static void byte_by_byte(void **state) {
         }
 }
 
+/* cli_http_parse_take reads what cli_http_parse reads; a body with a length stays where it
+ * was read, and the bytes are the response's only once it is whole. */
+static void take(void **state) {
+        static const struct {
+                struct bytes raw, body;
+                bool eof, in_place;
+        } cases[] = {
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), S("hello"), false, true },
+                { S("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), S("ok"), false,
+                  true },
+                { S("HTTP/1.1 200 OK\r\n\r\nuntil close"), S("until close"), true, true },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"), S("ok"), false,
+                  false },
+                { S("HTTP/1.1 204 No Content\r\n\r\n"), S(""), false, false },
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                char what[32];
+                snprintf(what, sizeof what, "take case %zu", i);
+                char *buf = malloc(cases[i].raw.n + 1);
+                assert_non_null(buf);
+                memcpy(buf, cases[i].raw.p, cases[i].raw.n);
+                struct cli_http_response r = sentinel;
+                assert_int_equal(cli_http_parse_take(buf, cases[i].raw.n - 1, false, &r), 0);
+                assert_untouched(&r);
+                assert_int_equal(cli_http_parse_take(buf, cases[i].raw.n, cases[i].eof, &r), 1);
+                assert_body(&r, cases[i].body.p, cases[i].body.n, what);
+                assert_true((r.body_mem == buf) == cases[i].in_place);
+                cli_http_response_done(&r); /* frees buf either way: ASan says if not */
+        }
+}
+
+/* The size a reply's head tells, once the head is in. */
+static void reply_size(void **state) {
+        static const struct {
+                struct bytes raw;
+                int want;
+                size_t size;
+        } cases[] = {
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe"), 1, 43 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"), 1, 43 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"), 0, 0 },
+                { S("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n"), 1, 0 },
+                { S("HTTP/1.1 200 OK\r\n\r\nuntil close"), 1, 0 },
+                { S("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"), 1, 0 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"), -EBADMSG, 0 },
+                { S("HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n"), -EFBIG, 0 },
+                { S("HTTP/9 200 OK\r\n\r\n"), -EBADMSG, 0 },
+        };
+        for (size_t i = 0; i < N_ELEMS(cases); i++) {
+                size_t size = 4242;
+                int k = cli_http_reply_size(cases[i].raw.p, cases[i].raw.n, &size);
+                if (k != cases[i].want || (k == 1 && size != cases[i].size) || (k != 1 && size != 4242))
+                        fail_msg("reply size case %zu: %d, %zu; want %d, %zu", i, k, size, cases[i].want,
+                                 cases[i].size);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(framed),      cmocka_unit_test(framed_extra_bytes), cmocka_unit_test(headers),
                 cmocka_unit_test(until_close), cmocka_unit_test(malformed),          cmocka_unit_test(truncated),
                 cmocka_unit_test(oversize),    cmocka_unit_test(endless_chunk_line), cmocka_unit_test(byte_by_byte),
+                cmocka_unit_test(take),        cmocka_unit_test(reply_size),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

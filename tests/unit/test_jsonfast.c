@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,10 +66,69 @@ static void deep(void **state) {
         assert_null(cli_json_load_fast(buf, sizeof buf)); /* left to jansson */
 }
 
+/* Read a row at a time, a rows reply gives the rows jansson reads in it, each again at its
+ * place; what is not such a reply, or not JSON, is said to be so. */
+static void rows_one_at_a_time(void **state) {
+        (void) state;
+        static const char *const good[] = {
+                "{\"fields\":[\"id\",\"name\"],\"rows\":[[1,\"a\"],[2,null],[3,\"\\u00fc\"]]}",
+                " { \"fields\" : [ ] , \"rows\" : [ ] } ",
+                "{\"fields\":[\"x\"],\"rows\":[[{\"code\":\"Held\",\"text\":\"held\"}]]}\n",
+        };
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+                json_t *want = json_loads(good[i], 0, NULL);
+                assert_non_null(want);
+                struct cli_json_rows r;
+                assert_int_equal(cli_json_rows_open(&r, good[i], strlen(good[i])), 0);
+                assert_true(json_equal(r.fields, json_object_get(want, "fields")));
+                size_t n = 0, at;
+                json_t *row;
+                int k;
+                while ((k = cli_json_rows_next(&r, &row, &at)) > 0) {
+                        const json_t *w = json_array_get(json_object_get(want, "rows"), n++);
+                        assert_true(json_equal(row, w));
+                        json_decref(row);
+                        row = cli_json_rows_at(&r, at);
+                        assert_true(json_equal(row, w));
+                        json_decref(row);
+                }
+                assert_int_equal(k, 0);
+                assert_int_equal(n, json_array_size(json_object_get(want, "rows")));
+                assert_int_equal(cli_json_rows_next(&r, &row, &at), 0);
+                cli_json_rows_done(&r);
+                json_decref(want);
+        }
+        static const char *const other[] = {
+                "{\"jobs\":[]}", "{\"rows\":[],\"fields\":[]}", "{\"fields\":{},\"rows\":[]}", "[]", "",
+        };
+        for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+                struct cli_json_rows r;
+                assert_int_equal(cli_json_rows_open(&r, other[i], strlen(other[i])), -EBADMSG);
+        }
+        static const char *const broken[] = {
+                "{\"fields\":[],\"rows\":[[1],[2}", "{\"fields\":[],\"rows\":[[1][2]]}",
+                "{\"fields\":[],\"rows\":[[1]]",    "{\"fields\":[],\"rows\":[[1]]} x",
+                "{\"fields\":[],\"rows\":[[1],]}",
+        };
+        for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+                struct cli_json_rows r;
+                assert_int_equal(cli_json_rows_open(&r, broken[i], strlen(broken[i])), 0);
+                json_t *row;
+                size_t at;
+                int k;
+                while ((k = cli_json_rows_next(&r, &row, &at)) > 0)
+                        json_decref(row);
+                if (k != -EBADMSG)
+                        fail_msg("read to its end: %s", broken[i]);
+                cli_json_rows_done(&r);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(same_as_jansson),
                 cmocka_unit_test(deep),
+                cmocka_unit_test(rows_one_at_a_time),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

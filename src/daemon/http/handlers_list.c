@@ -9,6 +9,7 @@
 #include "api/codec.h"
 #include "api/jsonout.h"
 #include "base/cleanup.h"
+#include "base/memfile.h"
 #include "base/parse.h"
 #include "core/waitwhy.h"
 #include "daemon/http/handlers.h"
@@ -152,7 +153,7 @@ void gw_on_list(void *ud, const struct gw_http_request *req, const struct gw_rou
         lc.rows = layout && !strcmp(layout, "rows");
         char *body = NULL;
         size_t body_len = 0;
-        lc.out = open_memstream(&body, &body_len);
+        lc.out = gw_memfile_open(&body, &body_len);
         if (!lc.out)
                 return gw_reply_error(rep, 500, NULL, "out of memory");
         /* Only this thread writes it: a lock per character was a tenth of a long reply. */
@@ -191,7 +192,10 @@ void gw_on_list(void *ud, const struct gw_http_request *req, const struct gw_rou
                 }
         }
         fputs("]}", lc.out);
-        fclose(lc.out);
+        if (fclose(lc.out) != 0) {
+                free(body);
+                return gw_reply_error(rep, 500, NULL, "out of memory");
+        }
         d->loop.big_reply |= body_len > (1u << 20);
         gw_http_reply_text(rep, 200, "application/json", body, body_len);
 }
