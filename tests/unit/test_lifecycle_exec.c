@@ -59,6 +59,12 @@ static void rm_rf(const char *dir) {
         (void) rmdir(dir);
 }
 
+/* The daemon's clocks where its code reads them afresh (a stop's grace counts from its
+ * SIGTERM, not from the loop's instant): the fixture's, as d->now and d->now_wall are. */
+static const struct gw_daemon *clock_of;
+static gw_usec_t fake_mono(void) { return clock_of->now; }
+static gw_usec_t fake_wall(void) { return clock_of->now_wall; }
+
 /* The daemon's state as main.c sets it up, without its doors, its GPUs (two of 80 GB, never
  * sampled), its threads or its lock: the store, the accounts, bookings and quotas, and the
  * jobs the store has (recovered through the executor).  now: the fake clock. */
@@ -88,6 +94,9 @@ static void daemon_open(struct fixture *f, gw_usec_t now, struct fake_exec *fx) 
         d->now = now;
         d->now_wall = WALL_BASE + now;
         d->loop.started_at = d->now_wall;
+        clock_of = d;
+        gw_now_mono = fake_mono;
+        gw_now_wall = fake_wall;
         snprintf(d->loop.boot_id, sizeof d->loop.boot_id, "fake-boot");
         f->fx = fx;
         d->exec = &fx->ops;
@@ -139,6 +148,8 @@ static int setup(void **state) {
 static int teardown(void **state) {
         struct fixture *f = *state;
         daemon_close(f);
+        gw_now_mono = gw_clock_mono;
+        gw_now_wall = gw_clock_wall;
         rm_rf(f->dir);
         free(f);
         return 0;
