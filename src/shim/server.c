@@ -157,6 +157,10 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
                 _exit(127);
         rq->report_fd = -1;
         (void) close_range(chan >= 0 ? SHIM_CHANNEL_FD + 1 : SHIM_REPORT_FD + 1, ~0U, 0);
+        /* The launcher's own job: were the launcher to die before its answer, the daemon learns
+         * from the pid on the report pipe that this supervisor exists (an EOF without it means
+         * none was forked), so that pid goes at once.  Jobs sent on the channel may wait. */
+        bool from_channel = false;
         for (;;) {
                 const char *job = arg_after(rq->argc, rq->argv, "--job");
                 const char *attempt = arg_after(rq->argc, rq->argv, "--attempt");
@@ -165,6 +169,7 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
                 };
                 title_write(parts, 6);
                 environ = rq->envp;
+                shim_pid_may_wait(from_channel);
                 int rc = shim_supervise(rq->argc, rq->argv);
                 if (rc != 0 && chan >= 0) {
                         /* Not reused after a failure.  The channel closes first (an exit closes
@@ -175,6 +180,7 @@ static _Noreturn void become_supervisor(char *buf, struct request *rq, int sigfd
                 }
                 if (chan < 0 || supervisor_next(buf, rq, exits) < 0)
                         _exit(rc);
+                from_channel = true;
         }
 }
 

@@ -44,7 +44,8 @@
 /* The report pipe carries the job's pid ("PID\n"), and before it, when the job could not be
  * set up, the reason ("gpuward: ...\n", at most this long).  The pid is told once the job has
  * run SHIM_PID_TELL_MS (at once for a session or a start that failed); a job that ends sooner
- * has it told with its end.  Once the job has ended, its end goes to the exits journal as
+ * has it told with its end (only a job sent on a supervisor's channel: see shim_pid_may_wait).
+ * Once the job has ended, its end goes to the exits journal as
  * "\nID ATTEMPT WAIT_STATUS WALL_US MONO_US[ PID]\n" (CLOCK_REALTIME and CLOCK_MONOTONIC right
  * after its wait, in microseconds; PID when still untold; older supervisors wrote the first
  * three fields only), and then the supervisor closes the pipe: the close tells the daemon to
@@ -73,6 +74,10 @@ static inline bool shim_env_held_at_start(const char *entry) {
 }
 
 int shim_supervise(int argc, char **argv);
+/* Whether the next shim_supervise may tell its job's pid late (SHIM_PID_TELL_MS): only for a
+ * job sent on the channel; a supervisor spawned, or just forked by the launcher, tells it at
+ * once (see server.c).  False until set. */
+void shim_pid_may_wait(bool may);
 int shim_serve(int argc, char **argv);
 
 /* How and when the job ended: its wait status, and the clocks right after its wait. */

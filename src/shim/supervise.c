@@ -424,6 +424,10 @@ static int tell_end(const struct shim_opts *o, const struct shim_end *e, pid_t u
         return report_end(e, untold);
 }
 
+static bool pid_may_wait;
+
+void shim_pid_may_wait(bool may) { pid_may_wait = may; }
+
 static void tell_pid(pid_t job) {
         char msg[32];
         int n = snprintf(msg, sizeof msg, "%d\n", (int) job);
@@ -523,9 +527,10 @@ int shim_supervise(int argc, char **argv) {
         if (o.term)
                 shim_tty_fds(o.term, keep + 5);
         close_from_but(SHIM_CHANNEL_FD + 1, keep, 7);
-        /* A session's pid at once: its client waits on the terminal, not on us. */
+        /* A session's pid at once: its client waits on the terminal, not on us; and the pid of
+         * a job the launcher's answer may not bring (shim_pid_may_wait). */
         pid_t untold = 0;
-        if (job < 0 || o.term || !job_ends_soon(job))
+        if (job < 0 || o.term || !pid_may_wait || !job_ends_soon(job))
                 tell_pid(job);
         else
                 untold = job;
