@@ -184,7 +184,7 @@ static int signal_job(struct gw_daemon *d, struct gw_djob *dj, int sig, unsigned
         /* An empty cgroup reached nobody: a job just launched may not have joined it yet, and
          * is then the shim's child, which the tree below reaches. */
         bool by_cgroup = j->cgroup && gw_cgroup_signal(exec_shim_of(d)->cg.mode, j->cgroup, sig, group) > 0;
-        if (j->cgroup && sig == SIGKILL)
+        if (j->cgroup && sig == SIGKILL) /* through cgroup.kill (v2): never another job's */
                 gw_cgroup_pool_spoil(&exec_shim_of(d)->cg_pool, j->cgroup);
         if (by_cgroup)
                 r = 0;
