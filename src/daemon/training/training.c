@@ -375,7 +375,10 @@ static size_t read_results(struct gw_daemon *d, const struct gw_djob *dj, struct
                 best_of(&r, r.n_rows - 1, &t->best_epoch_before, &t->best_map_before);
         }
         gw_results_free(&r);
-        if (!t->resume_told && j->attempt > 1 && j->resume_from && done > 0)
+        /* Only rows this attempt wrote tell whether it resumed: those its retry kept (up to the
+         * checkpoint's epoch) were in the file before it started, and a first look that came
+         * before its first epoch found just those ("started over: epoch 1 written"). */
+        if (!t->resume_told && j->attempt > 1 && j->resume_from && done > 0 && t->results_mtime >= j->start_time)
                 tell_resume(d, dj, t, done);
         return new_epochs(d, dj, t, done, t->results_mtime);
 }
